@@ -1,0 +1,193 @@
+import Foundation
+import HTTPTypes
+
+/// The one error type Courier throws.
+///
+/// A `CourierError` says what went wrong (its ``code``), where (``message`` names the request or
+/// file), and keeps what was there when it happened: the ``request``, and where the server had
+/// answered, the ``response`` and the ``data`` received so far. A failure that wraps another keeps it
+/// in ``underlyingError``.
+///
+/// Compare errors by code: `error.code == .timedOut`. `==` between two errors looks at the code
+/// only, and new codes can be added without breaking anyone's `switch`.
+///
+/// ```swift
+/// do {
+///     _ = try await manager.get("status/404")
+/// } catch let error as CourierError where error.code == .unacceptableStatusCode {
+///     print(error.response?.status.code ?? 0, error.data?.count ?? 0)
+/// }
+/// ```
+public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The kind of failure. Codes are open: match on the static members, expect new ones.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        fileprivate enum Base: String, Hashable, Sendable {
+            case invalidURL
+            case missingBaseURL
+            case unsupportedScheme
+            case parameterEncodingFailed
+            case invalidRequest
+            case bodyReadFailed
+            case connectionFailed
+            case connectionClosed
+            case timedOut
+            case cancelled
+            case tlsFailure
+            case serverTrustEvaluationFailed
+            case tooManyRedirects
+            case responseTooLarge
+            case invalidResponse
+            case sessionInvalidated
+            case unacceptableStatusCode
+            case unacceptableContentType
+            case responseSerializationFailed
+            case fileSystemFailure
+            case internalInconsistency
+        }
+
+        fileprivate let base: Base
+
+        fileprivate init(_ base: Base) { self.base = base }
+
+        /// A URL string that does not parse, or a URL without a host.
+        public static let invalidURL = Code(.invalidURL)
+        /// A relative URL string given to a manager that has no base URL.
+        public static let missingBaseURL = Code(.missingBaseURL)
+        /// A URL whose scheme is neither `http` nor `https` (nor one the engine serves).
+        public static let unsupportedScheme = Code(.unsupportedScheme)
+        /// Parameters that the request serializer cannot encode.
+        public static let parameterEncodingFailed = Code(.parameterEncodingFailed)
+        /// A request that cannot be sent as built (bad header, body on a method that forbids one…).
+        public static let invalidRequest = Code(.invalidRequest)
+        /// The request body could not be read (a missing file, a failing stream).
+        public static let bodyReadFailed = Code(.bodyReadFailed)
+        /// No connection could be made: refused, unreachable, name not resolved.
+        public static let connectionFailed = Code(.connectionFailed)
+        /// The server closed the connection before the response was complete.
+        public static let connectionClosed = Code(.connectionClosed)
+        /// A connect, idle or whole-transfer deadline passed.
+        public static let timedOut = Code(.timedOut)
+        /// The task was cancelled.
+        public static let cancelled = Code(.cancelled)
+        /// The TLS handshake failed (bad certificate, no common protocol…).
+        public static let tlsFailure = Code(.tlsFailure)
+        /// The server's certificate did not satisfy the session's security policy.
+        public static let serverTrustEvaluationFailed = Code(.serverTrustEvaluationFailed)
+        /// More redirects than the configuration allows, or a redirect cycle.
+        public static let tooManyRedirects = Code(.tooManyRedirects)
+        /// The response body exceeded the configured maximum size.
+        public static let responseTooLarge = Code(.responseTooLarge)
+        /// The server sent something that is not a valid HTTP response.
+        public static let invalidResponse = Code(.invalidResponse)
+        /// The session manager was invalidated before the task could run.
+        public static let sessionInvalidated = Code(.sessionInvalidated)
+        /// The status code is not one the response serializer accepts.
+        public static let unacceptableStatusCode = Code(.unacceptableStatusCode)
+        /// The Content-Type is not one the response serializer accepts.
+        public static let unacceptableContentType = Code(.unacceptableContentType)
+        /// The body could not be turned into the serializer's output (invalid JSON, XML…).
+        public static let responseSerializationFailed = Code(.responseSerializationFailed)
+        /// Reading or writing a file failed (full disk, missing folder, permissions).
+        public static let fileSystemFailure = Code(.fileSystemFailure)
+        /// Courier reached a state it should never reach; please report it.
+        public static let internalInconsistency = Code(.internalInconsistency)
+
+        public var description: String { self.base.rawValue }
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// A sentence saying what went wrong and where, for people.
+    public var message: String
+    /// The request that failed, when there was one.
+    public var request: Request?
+    /// The response head, when the server had answered.
+    public var response: HTTPResponse?
+    /// The response body received, when there was one.
+    public var data: Data?
+    /// The error this one wraps: a system, NIO or parser error, or a first ``CourierError``.
+    public var underlyingError: (any Error)?
+    /// Where in Courier the error was made.
+    public var file: String
+    /// Where in Courier the error was made.
+    public var line: UInt
+
+    /// Makes an error; the factories below are usually clearer.
+    public init(
+        _ code: Code,
+        _ message: String,
+        request: Request? = nil,
+        response: HTTPResponse? = nil,
+        data: Data? = nil,
+        underlyingError: (any Error)? = nil,
+        file: String = #fileID,
+        line: UInt = #line
+    ) {
+        self.code = code
+        self.message = message
+        self.request = request
+        self.response = response
+        self.data = data
+        self.underlyingError = underlyingError
+        self.file = file
+        self.line = line
+    }
+
+    /// A short, low-cardinality description (the code only), safe for metrics labels.
+    public var shortDescription: String { self.code.description }
+
+    public var description: String {
+        var text = "CourierError.\(self.code): \(self.message)"
+        if let underlying = self.underlyingError {
+            text += " (underlying: \(underlying))"
+        }
+        return text
+    }
+
+    public var debugDescription: String {
+        var text = self.description
+        if let response = self.response { text += " [status \(response.status.code)]" }
+        if let data = self.data { text += " [\(data.count) bytes of body]" }
+        return text + " at \(self.file):\(self.line)"
+    }
+
+    /// The status code of the response, if the server answered.
+    public var statusCode: Int? { self.response?.status.code }
+
+    /// This error with the request, response and data filled in where they were missing.
+    public func adding(request: Request? = nil, response: HTTPResponse? = nil, data: Data? = nil) -> CourierError {
+        var copy = self
+        if copy.request == nil { copy.request = request }
+        if copy.response == nil { copy.response = response }
+        if copy.data == nil { copy.data = data }
+        return copy
+    }
+}
+
+extension CourierError: Equatable {
+    /// Errors are equal when their codes are equal.
+    public static func == (lhs: CourierError, rhs: CourierError) -> Bool { lhs.code == rhs.code }
+}
+
+extension CourierError {
+    /// A value of each code, for `#expect(throws:)` and `catch` patterns.
+    public static let timedOut = CourierError(.timedOut, "timed out")
+    /// See ``Code/cancelled``.
+    public static let cancelled = CourierError(.cancelled, "cancelled")
+    /// See ``Code/sessionInvalidated``.
+    public static let sessionInvalidated = CourierError(.sessionInvalidated, "the session manager was invalidated")
+}
+
+extension Error {
+    /// This error as a ``CourierError``: itself when it is one, else wrapped with the given code.
+    func asCourierError(
+        _ code: CourierError.Code,
+        _ message: @autoclosure () -> String,
+        request: Request? = nil,
+        file: String = #fileID,
+        line: UInt = #line
+    ) -> CourierError {
+        if let error = self as? CourierError { return error.adding(request: request) }
+        return CourierError(code, message(), request: request, underlyingError: self, file: file, line: line)
+    }
+}

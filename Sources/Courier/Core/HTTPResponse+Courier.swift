@@ -1,0 +1,28 @@
+import Foundation
+import HTTPTypes
+
+extension HTTPResponse {
+    /// The MIME type from `Content-Type`, lower-cased, without parameters (`application/json`).
+    public var mimeType: String? {
+        guard let value = self.headerFields[.contentType] else { return nil }
+        let type = value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        return type.isEmpty ? nil : type.lowercased()
+    }
+
+    /// The `charset` parameter of `Content-Type`, lower-cased and unquoted, if any.
+    public var textEncodingName: String? {
+        guard let value = self.headerFields[.contentType] else { return nil }
+        for parameter in value.split(separator: ";").dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "charset" else { continue }
+            let charset = pair[1].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            return charset.isEmpty ? nil : charset.lowercased()
+        }
+        return nil
+    }
+
+    /// The `Content-Length`, or nil when absent or malformed (URLSession's -1 becomes nil).
+    public var expectedContentLength: Int64? {
+        self.headerFields[.contentLength].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import HTTPTypes
+
+/// A request as Courier sends it: a method, a URL and header fields, the body beside them, and the
+/// per-request options that AFNetworking's serializers set only when asked.
+///
+/// `Request` is a value: build it by hand or let a ``RequestSerializer`` build it from a method, a
+/// URL string and parameters. The URL keeps everything the caller gave, fragment included; what goes
+/// on the wire is ``head``.
+public struct Request: Sendable {
+    /// The HTTP method.
+    public var method: HTTPRequest.Method
+    /// The absolute URL.
+    public var url: URL
+    /// The header fields, in order; lookups ignore case.
+    public var headerFields: HTTPFields
+    /// The body.
+    public var body: RequestBody
+    /// Per-request options: timeout, cache policy, cookie handling.
+    public var options: RequestOptions
+
+    /// Makes a request.
+    /// - Parameters:
+    ///   - method: The HTTP method (GET by default).
+    ///   - url: The absolute URL to send it to.
+    ///   - headerFields: Header fields to send.
+    ///   - body: The body (none by default).
+    ///   - options: Per-request options (none set by default).
+    public init(
+        method: HTTPRequest.Method = .get,
+        url: URL,
+        headerFields: HTTPFields = [:],
+        body: RequestBody = .empty,
+        options: RequestOptions = RequestOptions()
+    ) {
+        self.method = method
+        self.url = url
+        self.headerFields = headerFields
+        self.body = body
+        self.options = options
+    }
+
+    /// The request head as swift-http-types sees it: method, scheme, authority, path with query.
+    public var head: HTTPRequest {
+        HTTPRequest(method: self.method, url: self.url, headerFields: self.headerFields)
+    }
+
+    /// A one-line summary for messages: `GET http://host/path`.
+    public var summary: String { "\(self.method.rawValue) \(self.url.absoluteString)" }
+
+    /// The value of a header field, or nil (AFNetworking's `valueForHTTPHeaderField:`).
+    public func value(forHTTPHeaderField name: String) -> String? {
+        guard let fieldName = HTTPField.Name(name) else { return nil }
+        return self.headerFields[fieldName]
+    }
+
+    /// Sets or, with `nil`, removes a header field (AFNetworking's `setValue:forHTTPHeaderField:`).
+    public mutating func setValue(_ value: String?, forHTTPHeaderField name: String) {
+        guard let fieldName = HTTPField.Name(name) else { return }
+        self.headerFields[fieldName] = value
+    }
+}
+
+extension Request: CustomStringConvertible {
+    public var description: String { self.summary }
+}

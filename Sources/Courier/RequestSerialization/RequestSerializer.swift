@@ -1,0 +1,19 @@
+import Foundation
+import HTTPTypes
+
+/// Builds requests from a method, a URL string and parameters (AFNetworking's
+/// `AFURLRequestSerialization`).
+///
+/// ``HTTPSessionManager`` resolves the URL string against its base URL and then asks its
+/// serializer for the request. Serializers are values: configure one, then hand it to a manager.
+public protocol RequestSerializer: Sendable {
+    /// Makes a request for `method` and the absolute URL string `urlString`, with `parameters`
+    /// encoded as the serializer does (in the query for GET, HEAD and DELETE by default, else the
+    /// body), and the serializer's headers and request options applied.
+    func request(method: HTTPRequest.Method, urlString: String, parameters: (any Sendable)?) throws(CourierError) -> Request
+
+    /// Returns `request` with the serializer's headers applied and `parameters` encoded into it
+    /// (AFNetworking's `requestBySerializingRequest:withParameters:error:`). Headers the request
+    /// already has win over the serializer's.
+    func request(bySerializing request: Request, parameters: (any Sendable)?) throws(CourierError) -> Request
+}

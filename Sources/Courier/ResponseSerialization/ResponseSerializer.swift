@@ -1,0 +1,35 @@
+import Foundation
+import HTTPTypes
+
+/// Validates a response and turns its body into a value (AFNetworking's
+/// `AFURLResponseSerialization`).
+///
+/// Courier calls serializers off the engine's threads, once per task, with the whole body.
+public protocol ResponseSerializer<Output>: Sendable {
+    /// What the serializer produces.
+    associatedtype Output: Sendable
+
+    /// Validates the response and decodes `data` (AFNetworking's
+    /// `responseObjectForResponse:data:error:`).
+    func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> Output
+
+    /// Checks the response without decoding it: status code, content type.
+    func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError)
+
+    /// The value and the error together, as AFNetworking's completion blocks get them: some
+    /// serializers decode the body even when validation fails (a JSON error body with a 4xx status).
+    /// The default calls ``responseObject(for:data:)``.
+    func serialize(response: HTTPResponse?, data: Data?) -> (object: Output?, error: CourierError?)
+}
+
+extension ResponseSerializer {
+    public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {}
+
+    public func serialize(response: HTTPResponse?, data: Data?) -> (object: Output?, error: CourierError?) {
+        do {
+            return (try self.responseObject(for: response, data: data), nil)
+        } catch {
+            return (nil, error)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+// The in-process test server lands here.

@@ -1,0 +1,6 @@
+import Courier
+import Testing
+
+@Test func errorsCompareByCode() {
+    #expect(CourierError(.timedOut, "a") == CourierError.timedOut)
+}
