@@ -1,0 +1,67 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTPCompression
+import NIOSSL
+
+extension NIOEngine {
+    /// Translates Courier's configuration and security policy into AsyncHTTPClient's.
+    static func clientConfiguration(
+        _ configuration: SessionConfiguration,
+        securityPolicy: SecurityPolicy
+    ) -> HTTPClient.Configuration {
+        var client = HTTPClient.Configuration()
+        client.tlsConfiguration = Self.tlsConfiguration(securityPolicy)
+        // Courier follows redirects itself, asking the task's delegate about each hop.
+        client.redirectConfiguration = .disallow
+        client.timeout = HTTPClient.Configuration.Timeout(
+            connect: .nanoseconds(Int64(configuration.timeoutIntervalForConnect * 1e9)),
+            read: .nanoseconds(Int64(configuration.timeoutIntervalForRequest * 1e9))
+        )
+        var pool = HTTPClient.Configuration.ConnectionPool(
+            idleTimeout: .nanoseconds(Int64(configuration.connectionIdleTimeout * 1e9)),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, configuration.httpMaximumConnectionsPerHost)
+        )
+        // A refused connection or a bad certificate must fail now, not after the connect timeout
+        // of back-off retries (PLATFORM-NOTES: 15 handshakes in 10 s otherwise).
+        pool.retryConnectionEstablishment = false
+        client.connectionPool = pool
+        switch configuration.httpVersion.base {
+        case .http1Only: client.httpVersion = .http1Only
+        case .automatic: client.httpVersion = .automatic
+        }
+        switch configuration.decompression {
+        case .disabled: client.decompression = .disabled
+        case .enabled(let ratio): client.decompression = .enabled(limit: .ratio(max(1, ratio)))
+        }
+        if let proxy = configuration.proxy {
+            switch proxy.kind {
+            case .http:
+                let authorization = proxy.username.map {
+                    HTTPClient.Authorization.basic(username: $0, password: proxy.password ?? "")
+                }
+                client.proxy = .server(host: proxy.host, port: proxy.port, authorization: authorization)
+            case .socks:
+                client.proxy = .socksServer(host: proxy.host, port: proxy.port)
+            }
+        }
+        return client
+    }
+
+    static func tlsConfiguration(_ policy: SecurityPolicy) -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if policy.allowInvalidCertificates {
+            tls.certificateVerification = .none
+        } else if !policy.validatesDomainName {
+            tls.certificateVerification = .noHostnameVerification
+        } else {
+            tls.certificateVerification = .fullVerification
+        }
+        if !policy.additionalTrustedCertificates.isEmpty {
+            // `Certificate` checked its bytes when it was made, so parsing cannot fail here.
+            let certificates = policy.additionalTrustedCertificates.compactMap { try? $0.nioCertificate() }
+            tls.additionalTrustRoots = [.certificates(certificates)]
+        }
+        return tls
+    }
+}

@@ -1,0 +1,198 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+
+/// One exchange on the NIO engine: one or more AsyncHTTPClient requests (one per redirect hop)
+/// reported to one ``ExchangeDelegate``.
+///
+/// Every AHC callback for a hop arrives on the exchange's event loop; `cancel`, `suspend` and
+/// `resume` arrive from any thread. The state sits behind one lock; delegate calls, promise
+/// completions and AHC calls happen after the lock is released.
+final class NIOExchange: Exchange, Sendable {
+    let engine: NIOEngine
+    let delegate: any ExchangeDelegate
+    let eventLoop: any EventLoop
+    /// The whole-transfer deadline, fixed when the exchange starts.
+    let deadline: NIODeadline
+    /// The request's own idle timeout when it differs from the session's; the session's is
+    /// enforced by AHC's read timeout.
+    let idleTimeout: TimeAmount?
+    let state: NIOLockedValueBox<NIOExchangeState>
+
+    init(engine: NIOEngine, request: Request, delegate: any ExchangeDelegate) {
+        self.engine = engine
+        self.delegate = delegate
+        self.eventLoop = engine.eventLoopGroup.next()
+        self.deadline = .now() + .nanoseconds(Int64(min(engine.configuration.timeoutIntervalForResource, 1e9) * 1e9))
+        if let interval = request.options.timeoutInterval, interval != engine.configuration.timeoutIntervalForRequest {
+            self.idleTimeout = .nanoseconds(Int64(max(interval, 0.001) * 1e9))
+        } else {
+            self.idleTimeout = nil
+        }
+        self.state = NIOLockedValueBox(NIOExchangeState(request: request))
+    }
+
+    // MARK: Starting hops
+
+    func start() {
+        if let idleTimeout = self.idleTimeout {
+            self.scheduleIdleCheck(after: idleTimeout)
+        }
+        self.startHop()
+    }
+
+    private func startHop() {
+        let request = self.state.withLockedValue { $0.request }
+        let ahcRequest: HTTPClient.Request
+        do {
+            ahcRequest = try self.makeAHCRequest(request)
+        } catch {
+            self.finish(with: error.asCourierError(.invalidRequest, "cannot send \(request.summary)", request: request))
+            return
+        }
+        let hop = NIOExchangeHop(exchange: self)
+        let task = self.engine.client.execute(
+            request: ahcRequest,
+            delegate: hop,
+            eventLoop: .delegateAndChannel(on: self.eventLoop),
+            deadline: self.deadline,
+            logger: self.engine.logger
+        )
+        let pendingCancel = self.state.withLockedValue { state -> CourierError? in
+            state.currentTask = task
+            return state.pendingCancellation
+        }
+        if let pendingCancel {
+            task.fail(reason: pendingCancel)
+        }
+        task.futureResult.whenComplete { result in
+            self.hopCompleted(result)
+        }
+    }
+
+    private func hopCompleted(_ result: Result<Void, any Error>) {
+        enum Next { case startNextHop, finish(CourierError?) }
+        let next: Next = self.state.withLockedValue { state in
+            state.currentTask = nil
+            if state.isFinished { return .finish(nil) }
+            switch result {
+            case .success:
+                if case .redirecting(let newRequest) = state.phase, state.pendingCancellation == nil {
+                    state.request = newRequest
+                    state.phase = .awaitingHead
+                    return .startNextHop
+                }
+                return .finish(nil)
+            case .failure(let error):
+                let request = state.request
+                return .finish(state.pendingCancellation ?? NIOEngine.courierError(from: error, request: request))
+            }
+        }
+        switch next {
+        case .startNextHop: self.startHop()
+        case .finish(let error): self.finish(with: error)
+        }
+    }
+
+    /// Ends the exchange exactly once, fulfilling any pending back-pressure promise.
+    func finish(with error: CourierError?) {
+        let (alreadyFinished, promise) = self.state.withLockedValue { state -> (Bool, EventLoopPromise<Void>?) in
+            let was = state.isFinished
+            state.isFinished = true
+            defer { state.pausedPromise = nil }
+            return (was, state.pausedPromise)
+        }
+        promise?.fail(error ?? CourierError.cancelled)
+        guard !alreadyFinished else { return }
+        self.delegate.exchange(didCompleteWith: error)
+    }
+
+    // MARK: Exchange
+
+    func cancel(with error: CourierError) {
+        let (task, promise) = self.state.withLockedValue { state -> (HTTPClient.Task<Void>?, EventLoopPromise<Void>?) in
+            guard !state.isFinished, state.pendingCancellation == nil else { return (nil, nil) }
+            state.pendingCancellation = error
+            defer { state.pausedPromise = nil }
+            return (state.currentTask, state.pausedPromise)
+        }
+        promise?.fail(error)
+        task?.fail(reason: error)
+    }
+
+    func suspendReceiving() {
+        self.state.withLockedValue { $0.isPaused = true }
+    }
+
+    func resumeReceiving() {
+        let promise = self.state.withLockedValue { state -> EventLoopPromise<Void>? in
+            state.isPaused = false
+            defer { state.pausedPromise = nil }
+            return state.pausedPromise
+        }
+        promise?.succeed()
+    }
+
+    // MARK: Idle deadline for requests with their own timeout
+
+    private func scheduleIdleCheck(after delay: TimeAmount) {
+        self.eventLoop.scheduleTask(in: delay) {
+            self.checkIdle()
+        }
+    }
+
+    private func checkIdle() {
+        guard let idleTimeout = self.idleTimeout else { return }
+        enum Verdict { case done, expired, wait(TimeAmount) }
+        let verdict: Verdict = self.state.withLockedValue { state in
+            if state.isFinished { return .done }
+            // A paused exchange is idle by the caller's choice, not the server's.
+            if state.isPaused { return .wait(idleTimeout) }
+            let idle = NIODeadline.now() - state.lastActivity
+            return idle >= idleTimeout ? .expired : .wait(idleTimeout - idle)
+        }
+        switch verdict {
+        case .done: return
+        case .wait(let delay): self.scheduleIdleCheck(after: delay)
+        case .expired:
+            let request = self.state.withLockedValue { $0.request }
+            let seconds = Double(idleTimeout.nanoseconds) / 1e9
+            self.cancel(with: CourierError(.timedOut, "\(request.summary): no data for \(seconds) s", request: request))
+        }
+    }
+}
+
+/// The mutable part of an exchange, guarded by its lock.
+struct NIOExchangeState {
+    enum Phase {
+        /// Waiting for the current hop's response head.
+        case awaitingHead
+        /// The current hop is a redirect to follow once its body is drained.
+        case redirecting(Request)
+        /// The final response is streaming to the delegate.
+        case streaming
+    }
+
+    /// The request of the current hop.
+    var request: Request
+    var phase: Phase = .awaitingHead
+    var currentTask: HTTPClient.Task<Void>?
+    var pendingCancellation: CourierError?
+    var isFinished = false
+    var isPaused = false
+    var pausedPromise: EventLoopPromise<Void>?
+    var redirectCount = 0
+    var visitedURLs: Set<String> = []
+    var lastActivity = NIODeadline.now()
+    var bytesSent: Int64 = 0
+    var expectedBytesToSend: Int64?
+
+    init(request: Request) {
+        self.request = request
+        self.visitedURLs.insert(request.url.absoluteString)
+        self.expectedBytesToSend = request.body.knownLength
+    }
+}

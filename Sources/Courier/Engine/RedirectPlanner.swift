@@ -1,0 +1,72 @@
+import Foundation
+import HTTPTypes
+
+/// What to do with a response that may be a redirect.
+enum RedirectStep {
+    /// Not a redirect to follow: the response is final.
+    case none
+    /// Follow with this request, subject to the delegate's say.
+    case follow(Request)
+    /// The redirect breaks the policy (too many hops, a cycle).
+    case fail(String)
+}
+
+/// Decides whether and how to follow a redirect. Pure: the engine runs it on each response head.
+enum RedirectPlanner {
+    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    static func step(
+        for response: HTTPResponse,
+        request: Request,
+        policy: SessionConfiguration.RedirectPolicy,
+        redirectCount: Int,
+        visitedURLs: Set<String>
+    ) -> RedirectStep {
+        guard case .follow(let maximum, let allowCycles) = policy,
+            Self.redirectStatuses.contains(response.status.code),
+            let location = response.headerFields[.location],
+            let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
+            let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            target.host?.isEmpty == false
+        else { return .none }
+
+        if redirectCount >= maximum {
+            return .fail("more than \(maximum) redirects")
+        }
+        if !allowCycles, visitedURLs.contains(target.absoluteString) {
+            return .fail("redirect cycle back to \(target.absoluteString)")
+        }
+
+        var next = request
+        next.url = target
+        let status = response.status.code
+        let becomesGET =
+            (status == 303 && request.method != .head)
+            || ((status == 301 || status == 302) && request.method == .post)
+        if becomesGET {
+            next.method = .get
+            next.body = .empty
+            next.headerFields[.contentType] = nil
+            next.headerFields[.contentLength] = nil
+            next.headerFields[.transferEncoding] = nil
+        } else if !request.body.isReplayable {
+            // A streamed body was consumed by the first hop and cannot be sent again.
+            return .none
+        }
+        if !Self.isSameOrigin(request.url, target) {
+            next.headerFields[.authorization] = nil
+            next.headerFields[.proxyAuthorization] = nil
+            next.headerFields[.cookie] = nil
+        }
+        return .follow(next)
+    }
+
+    static func isSameOrigin(_ a: URL, _ b: URL) -> Bool {
+        a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
+            && Self.effectivePort(a) == Self.effectivePort(b)
+    }
+
+    static func effectivePort(_ url: URL) -> Int? {
+        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : url.scheme?.lowercased() == "http" ? 80 : nil)
+    }
+}

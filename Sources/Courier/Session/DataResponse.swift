@@ -1,0 +1,23 @@
+import Foundation
+import HTTPTypes
+
+/// What an `async` request returns: the serialized value with the request that got it, the
+/// response head and the body it was made from.
+public struct DataResponse<Value: Sendable>: Sendable {
+    /// The request that was answered (after redirects).
+    public let request: Request
+    /// The response head.
+    public let response: HTTPResponse
+    /// The body as received (absent when there was none).
+    public let data: Data?
+    /// What the response serializer made of the body.
+    public let value: Value
+
+    /// Makes a response value.
+    public init(request: Request, response: HTTPResponse, data: Data?, value: Value) {
+        self.request = request
+        self.response = response
+        self.data = data
+        self.value = value
+    }
+}

@@ -1,0 +1,115 @@
+import Dispatch
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+
+extension HTTPSessionManager {
+    /// Called with the task and the serialized response object.
+    public typealias Success = @Sendable (DataTask, (any Sendable)?) -> Void
+    /// Called with the task (nil when the request could not be built) and the error.
+    public typealias Failure = @Sendable (DataTask?, CourierError) -> Void
+    /// Called with a task's upload or download progress.
+    public typealias ProgressHandler = @Sendable (Progress) -> Void
+
+    /// Makes and resumes a data task for any method (AFNetworking's
+    /// `dataTaskWithHTTPMethod:URLString:parameters:headers:uploadProgress:downloadProgress:success:failure:`).
+    ///
+    /// When the request cannot be built (a bad URL, parameters the serializer cannot encode),
+    /// `failure` is called with a nil task, asynchronously on the completion queue, and no task is
+    /// made.
+    /// - Returns: The running task, or nil when the request could not be built.
+    @discardableResult
+    public func dataTask(
+        method: HTTPRequest.Method,
+        urlString: String,
+        parameters: (any Sendable)? = nil,
+        headers: HTTPFields = [:],
+        uploadProgress: ProgressHandler? = nil,
+        downloadProgress: ProgressHandler? = nil,
+        success: Success? = nil,
+        failure: Failure? = nil
+    ) -> DataTask? {
+        let request: Request
+        do {
+            request = try self.request(method: method, urlString: urlString, parameters: parameters, headers: headers)
+        } catch {
+            let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? .main, $0.completionGroup) }
+            queue.async(group: group) { failure?(nil, error) }
+            return nil
+        }
+        let box = NIOLockedValueBox<DataTask?>(nil)
+        let task = self.dataTask(with: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress) {
+            _, object, error in
+            // The handler runs after `resume()`, so the task is in the box.
+            guard let task = box.withLockedValue({ $0 }) else { return }
+            if let error {
+                failure?(task, error)
+            } else {
+                success?(task, object)
+            }
+        }
+        box.withLockedValue { $0 = task }
+        task.resume()
+        return task
+    }
+
+    /// GET: parameters go into the query.
+    @discardableResult
+    public func get(
+        _ urlString: String, parameters: Parameters? = nil, headers: HTTPFields = [:],
+        progress: ProgressHandler? = nil, success: Success? = nil, failure: Failure? = nil
+    ) -> DataTask? {
+        self.dataTask(
+            method: .get, urlString: urlString, parameters: parameters, headers: headers,
+            downloadProgress: progress, success: success, failure: failure)
+    }
+
+    /// HEAD: parameters go into the query; `success` gets the task only (there is no body).
+    @discardableResult
+    public func head(
+        _ urlString: String, parameters: Parameters? = nil, headers: HTTPFields = [:],
+        success: (@Sendable (DataTask) -> Void)? = nil, failure: Failure? = nil
+    ) -> DataTask? {
+        self.dataTask(
+            method: .head, urlString: urlString, parameters: parameters, headers: headers,
+            success: { task, _ in success?(task) }, failure: failure)
+    }
+
+    /// POST: parameters go into the body.
+    @discardableResult
+    public func post(
+        _ urlString: String, parameters: Parameters? = nil, headers: HTTPFields = [:],
+        progress: ProgressHandler? = nil, success: Success? = nil, failure: Failure? = nil
+    ) -> DataTask? {
+        self.dataTask(
+            method: .post, urlString: urlString, parameters: parameters, headers: headers,
+            uploadProgress: progress, success: success, failure: failure)
+    }
+
+    /// PUT: parameters go into the body.
+    @discardableResult
+    public func put(
+        _ urlString: String, parameters: Parameters? = nil, headers: HTTPFields = [:],
+        success: Success? = nil, failure: Failure? = nil
+    ) -> DataTask? {
+        self.dataTask(method: .put, urlString: urlString, parameters: parameters, headers: headers, success: success, failure: failure)
+    }
+
+    /// PATCH: parameters go into the body.
+    @discardableResult
+    public func patch(
+        _ urlString: String, parameters: Parameters? = nil, headers: HTTPFields = [:],
+        success: Success? = nil, failure: Failure? = nil
+    ) -> DataTask? {
+        self.dataTask(method: .patch, urlString: urlString, parameters: parameters, headers: headers, success: success, failure: failure)
+    }
+
+    /// DELETE: parameters go into the query.
+    @discardableResult
+    public func delete(
+        _ urlString: String, parameters: Parameters? = nil, headers: HTTPFields = [:],
+        success: Success? = nil, failure: Failure? = nil
+    ) -> DataTask? {
+        self.dataTask(method: .delete, urlString: urlString, parameters: parameters, headers: headers, success: success, failure: failure)
+    }
+}

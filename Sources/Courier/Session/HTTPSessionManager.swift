@@ -1,0 +1,118 @@
+import Dispatch
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+
+/// A session manager with a base URL and one method per HTTP verb (AFNetworking's
+/// `AFHTTPSessionManager`).
+///
+/// Relative URL strings resolve against ``baseURL`` as `URL(string:relativeTo:)` does (RFC 3986);
+/// a base URL with a path gets a trailing slash so that `users` lands under it:
+///
+/// | base URL              | URL string   | request              |
+/// |-----------------------|--------------|----------------------|
+/// | `http://h/v1`         | `users`      | `http://h/v1/users`  |
+/// | `http://h/v1/`        | `/users`     | `http://h/users`     |
+/// | `http://h/v1/`        | `users?a=1`  | `http://h/v1/users?a=1` |
+/// | `http://h/v1/`        | `https://x/` | `https://x/`         |
+/// | `http://h/v1/`        | (empty)      | `http://h/v1/`       |
+///
+/// ```swift
+/// let manager = HTTPSessionManager(baseURL: URL(string: "https://api.example.com/v1"))
+/// let response = try await manager.get("users", parameters: ["page": 2])
+/// print(response.value ?? "no body")
+/// ```
+public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
+    // @unchecked: the request serializer lives in a lock; everything else is immutable or inherited.
+
+    /// The URL relative URL strings resolve against; a path always ends in `/`.
+    public let baseURL: URL?
+    private let requestSerializerBox = NIOLockedValueBox<any RequestSerializer>(HTTPRequestSerializer())
+
+    /// A manager with no base URL and the default configuration, for the whole process. It
+    /// cannot be invalidated.
+    public static let shared = HTTPSessionManager(shared: ())
+
+    /// A manager on a new ``NIOEngine``.
+    /// - Parameters:
+    ///   - baseURL: The URL relative URL strings resolve against.
+    ///   - configuration: Timeouts, limits, redirects, proxy.
+    ///   - securityPolicy: Which servers to trust.
+    public init(baseURL: URL? = nil, configuration: SessionConfiguration = .default, securityPolicy: SecurityPolicy = .default) {
+        self.baseURL = baseURL.map(Self.normalizedBaseURL)
+        super.init(configuration: configuration, securityPolicy: securityPolicy)
+    }
+
+    /// A manager on the given engine.
+    public init(baseURL: URL? = nil, engine: any Engine, configuration: SessionConfiguration = .default) {
+        self.baseURL = baseURL.map(Self.normalizedBaseURL)
+        super.init(engine: engine, configuration: configuration)
+    }
+
+    private init(shared: Void) {
+        self.baseURL = nil
+        super.init(configuration: .default, securityPolicy: .default)
+        self.registry.withLockedValue { $0.isProcessWide = true }
+    }
+
+    /// Builds requests from URL strings and parameters. ``HTTPRequestSerializer`` by default.
+    public var requestSerializer: any RequestSerializer {
+        get { self.requestSerializerBox.withLockedValue { $0 } }
+        set { self.requestSerializerBox.withLockedValue { $0 = newValue } }
+    }
+
+    /// `url` with a trailing slash when its path is not empty (AFNetworking's rule).
+    static func normalizedBaseURL(_ url: URL) -> URL {
+        guard !url.path.isEmpty, !url.path.hasSuffix("/"),
+            var components = URLComponents(url: url, resolvingAgainstBaseURL: true)
+        else { return url }
+        components.percentEncodedPath += "/"
+        return components.url ?? url
+    }
+
+    /// The absolute URL string for `urlString`: resolved against ``baseURL``, checked for a scheme
+    /// Courier serves and a host.
+    public func absoluteURLString(for urlString: String) throws(CourierError) -> String {
+        let url: URL
+        if let baseURL {
+            if urlString.isEmpty {
+                url = baseURL
+            } else if let resolved = URL(string: urlString, relativeTo: baseURL)?.absoluteURL {
+                url = resolved
+            } else {
+                throw CourierError(.invalidURL, "'\(urlString)' is not a valid URL relative to \(baseURL.absoluteString)")
+            }
+        } else {
+            guard let parsed = URL(string: urlString), !urlString.isEmpty else {
+                throw CourierError(.invalidURL, "'\(urlString)' is not a valid URL")
+            }
+            guard parsed.scheme != nil else {
+                throw CourierError(.missingBaseURL, "'\(urlString)' is relative and the manager has no base URL")
+            }
+            url = parsed
+        }
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw CourierError(.unsupportedScheme, "\(url.absoluteString): only http and https are supported")
+        }
+        guard let host = url.host, !host.isEmpty else {
+            throw CourierError(.invalidURL, "\(url.absoluteString) has no host")
+        }
+        return url.absoluteString
+    }
+
+    /// Builds the request for a verb: resolves the URL, serializes the parameters, adds `headers`
+    /// (which win over the serializer's).
+    public func request(
+        method: HTTPRequest.Method,
+        urlString: String,
+        parameters: (any Sendable)?,
+        headers: HTTPFields = [:]
+    ) throws(CourierError) -> Request {
+        let absolute = try self.absoluteURLString(for: urlString)
+        var request = try self.requestSerializer.request(method: method, urlString: absolute, parameters: parameters)
+        for field in headers {
+            request.headerFields[field.name] = field.value
+        }
+        return request
+    }
+}

@@ -1,0 +1,26 @@
+import Foundation
+
+extension Notification.Name {
+    /// A task was resumed. The object is the ``SessionTask``.
+    public static let taskDidResume = Notification.Name("com.courier.networking.task.resume")
+    /// A task was suspended. The object is the ``SessionTask``.
+    public static let taskDidSuspend = Notification.Name("com.courier.networking.task.suspend")
+    /// A task completed. The object is the ``SessionTask``; the user info holds the keys of
+    /// ``TaskDidCompleteKey``.
+    public static let taskDidComplete = Notification.Name("com.courier.networking.task.complete")
+    /// A session manager was invalidated and its engine shut down. The object is the ``SessionManager``.
+    public static let sessionDidInvalidate = Notification.Name("com.courier.networking.session.invalidate")
+}
+
+/// The user-info keys of ``Foundation/Notification/Name/taskDidComplete`` (AFNetworking's
+/// `AFNetworkingTaskDidComplete…Key`).
+public enum TaskDidCompleteKey {
+    /// The ``ResponseSerializer`` that serialized the response (absent when none ran).
+    public static let responseSerializer = "com.courier.networking.task.complete.responseserializer"
+    /// The response body as `Data` (absent when there was none).
+    public static let responseData = "com.courier.networking.complete.finish.responsedata"
+    /// The object the serializer made (absent when none).
+    public static let serializedResponse = "com.courier.networking.task.complete.serializedresponse"
+    /// The ``CourierError`` the task failed with (absent on success).
+    public static let error = "com.courier.networking.task.complete.error"
+}

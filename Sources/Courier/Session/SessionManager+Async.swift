@@ -1,0 +1,77 @@
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+
+extension SessionManager {
+    /// Sends `request` and returns the value `serializer` makes of the response.
+    ///
+    /// The task is made, resumed and, if the calling task is cancelled, cancelled for you.
+    /// Serialization runs on the calling task, never on an engine thread.
+    /// - Throws: ``CourierError``: a transport failure, or the serializer's.
+    public func response<Serializer: ResponseSerializer>(
+        for request: Request,
+        serializer: Serializer,
+        uploadProgress: (@Sendable (Progress) -> Void)? = nil,
+        downloadProgress: (@Sendable (Progress) -> Void)? = nil
+    ) async throws(CourierError) -> DataResponse<Serializer.Output> {
+        let (task, outcome) = await self.run(
+            DataTask.self, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress)
+        return try self.finish(task, outcome: outcome, serializer: serializer)
+    }
+
+    /// Sends `request` and returns the body, validated as ``DataResponseSerializer`` does (status 200–299).
+    public func data(for request: Request) async throws(CourierError) -> DataResponse<Data> {
+        try await self.response(for: request, serializer: DataResponseSerializer())
+    }
+
+    /// Makes a task of the given kind, resumes it and waits for its raw outcome. Cancelling the
+    /// calling task cancels the task; the outcome arrives exactly once either way.
+    func run<Task: SessionTask>(
+        _ kind: Task.Type,
+        request: Request,
+        uploadProgress: (@Sendable (Progress) -> Void)?,
+        downloadProgress: (@Sendable (Progress) -> Void)?
+    ) async -> (SessionTask, TaskOutcome) {
+        let made = NIOLockedValueBox<SessionTask?>(nil)
+        let outcome = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<TaskOutcome, Never>) in
+                let task = self.makeTask(
+                    kind, request: request, completion: .outcome { continuation.resume(returning: $0) },
+                    uploadProgress: uploadProgress, downloadProgress: downloadProgress)
+                made.withLockedValue { $0 = task }
+                task.resume()
+                if _Concurrency.Task.isCancelled { task.cancel() }
+            }
+        } onCancel: {
+            made.withLockedValue { $0 }?.cancel()
+        }
+        // The box was filled before the continuation could resume.
+        return (made.withLockedValue { $0 }!, outcome)
+    }
+
+    /// Serializes an outcome on the calling task, runs the completion hook and posts the notification.
+    func finish<Serializer: ResponseSerializer>(
+        _ task: SessionTask,
+        outcome: TaskOutcome,
+        serializer: Serializer
+    ) throws(CourierError) -> DataResponse<Serializer.Output> {
+        let result: Result<DataResponse<Serializer.Output>, CourierError>
+        if let error = outcome.error {
+            result = .failure(error)
+        } else if let response = outcome.response {
+            do {
+                let value = try serializer.responseObject(for: response, data: outcome.data)
+                result = .success(DataResponse(request: outcome.request, response: response, data: outcome.data, value: value))
+            } catch {
+                result = .failure(error.adding(request: outcome.request, response: response, data: outcome.data))
+            }
+        } else {
+            result = .failure(CourierError(.internalInconsistency, "\(outcome.request.summary): no response and no error", request: outcome.request))
+        }
+        let error: CourierError? = if case .failure(let error) = result { error } else { nil }
+        let object: (any Sendable)? = if case .success(let response) = result { response.value } else { nil }
+        self.hooks(for: task).taskDidComplete?(self, task, error)
+        self.postDidComplete(task, outcome: outcome, serializer: serializer, object: object, error: error)
+        return try result.get()
+    }
+}

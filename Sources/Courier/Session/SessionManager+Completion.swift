@@ -1,0 +1,54 @@
+import Dispatch
+import Foundation
+import NIOConcurrencyHelpers
+import HTTPTypes
+
+extension SessionManager {
+    /// Serializes a finished task's body on the processing queue, then calls its handler on the
+    /// completion queue inside the completion group, then posts the notification.
+    func complete(
+        _ task: SessionTask,
+        outcome: TaskOutcome,
+        serializer: (any ResponseSerializer)?,
+        handler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)?
+    ) {
+        let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? .main, $0.completionGroup) }
+        group?.enter()
+        Self.processingQueue.async {
+            var result: (object: (any Sendable)?, error: CourierError?) = (nil, outcome.error)
+            if let serializer, outcome.error == nil || outcome.response != nil {
+                let serialized = Self.serialize(outcome, with: serializer)
+                result = (serialized.object, outcome.error ?? serialized.error)
+            }
+            let (object, error) = result
+            self.hooks(for: task).taskDidComplete?(self, task, error)
+            queue.async {
+                handler?(outcome.response, object, error)
+                self.postDidComplete(task, outcome: outcome, serializer: serializer, object: object, error: error)
+                group?.leave()
+            }
+        }
+    }
+
+    static func serialize(_ outcome: TaskOutcome, with serializer: any ResponseSerializer) -> (object: (any Sendable)?, error: CourierError?) {
+        let (object, error) = serializer.serialize(response: outcome.response, data: outcome.data)
+        return (object, error?.adding(request: outcome.request, response: outcome.response, data: outcome.data))
+    }
+
+    func hooks(for task: SessionTask) -> Hooks { task.delegate.hooks }
+
+    func postDidComplete(
+        _ task: SessionTask,
+        outcome: TaskOutcome,
+        serializer: (any ResponseSerializer)?,
+        object: (any Sendable)?,
+        error: CourierError?
+    ) {
+        var userInfo: [AnyHashable: Any] = [:]
+        if let serializer { userInfo[TaskDidCompleteKey.responseSerializer] = serializer }
+        if let data = outcome.data { userInfo[TaskDidCompleteKey.responseData] = data }
+        if let object { userInfo[TaskDidCompleteKey.serializedResponse] = object }
+        if let error { userInfo[TaskDidCompleteKey.error] = error }
+        NotificationCenter.default.post(name: .taskDidComplete, object: task, userInfo: userInfo)
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+extension SessionManager {
+    /// Ends the manager (AFNetworking's `invalidateSessionCancelingTasks:`).
+    ///
+    /// With `cancelingTasks`, every task still running is cancelled; without it, running tasks
+    /// finish first. Either way, tasks resumed afterwards fail with
+    /// ``CourierError/Code/sessionInvalidated``, and once no task runs the engine shuts down and
+    /// ``Foundation/Notification/Name/sessionDidInvalidate`` is posted. Returns at once.
+    /// ``HTTPSessionManager/shared`` ignores this.
+    public func invalidate(cancelingTasks: Bool) {
+        let delegates = self.registry.withLockedValue { registry -> [TaskDelegate] in
+            guard !registry.isProcessWide else { return [] }
+            registry.isInvalidated = true
+            return cancelingTasks ? Array(registry.delegates.values) : []
+        }
+        for delegate in delegates { delegate.cancel() }
+        self.shutDownEngineIfIdle()
+    }
+
+    /// Ends the manager as ``invalidate(cancelingTasks:)`` does and returns once the engine has shut down.
+    public func invalidate(cancelingTasks: Bool) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = self.registry.withLockedValue { registry -> Bool in
+                if registry.engineIsDown || registry.isProcessWide { return true }
+                registry.shutdownWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+            self.invalidate(cancelingTasks: cancelingTasks)
+        }
+    }
+
+    /// Whether the manager was invalidated.
+    public var isInvalidated: Bool { self.registry.withLockedValue { $0.isInvalidated } }
+
+    /// Shuts the engine down once, when the manager is invalidated and no started task remains.
+    func shutDownEngineIfIdle() {
+        let shouldShutDown = self.registry.withLockedValue { registry -> Bool in
+            guard registry.isInvalidated, !registry.engineShutDown else { return false }
+            let running = registry.delegates.values.contains { delegate in
+                delegate.state.withLockedValue { $0.lifecycle != .created }
+            }
+            if running { return false }
+            registry.engineShutDown = true
+            return true
+        }
+        guard shouldShutDown else { return }
+        let engine = self.engine
+        Task {
+            try? await engine.shutdown()
+            let waiters = self.registry.withLockedValue { registry -> [CheckedContinuation<Void, Never>] in
+                registry.engineIsDown = true
+                defer { registry.shutdownWaiters = [] }
+                return registry.shutdownWaiters
+            }
+            NotificationCenter.default.post(name: .sessionDidInvalidate, object: self)
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+}

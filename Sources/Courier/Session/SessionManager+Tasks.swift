@@ -1,0 +1,108 @@
+import Foundation
+import NIOConcurrencyHelpers
+import HTTPTypes
+
+extension SessionManager {
+    /// Makes a data task, suspended (AFNetworking's
+    /// `dataTaskWithRequest:uploadProgress:downloadProgress:completionHandler:`).
+    ///
+    /// - Parameters:
+    ///   - request: The request; the configuration's additional headers are added where missing.
+    ///   - uploadProgress: Called on an engine thread as body bytes go out.
+    ///   - downloadProgress: Called on an engine thread as body bytes arrive.
+    ///   - completionHandler: Called once on the ``completionQueue`` with the response, the object
+    ///     the ``responseSerializer`` made of the body, and the error, if any.
+    /// - Returns: The task; call ``SessionTask/resume()`` to start it.
+    public func dataTask(
+        with request: Request,
+        uploadProgress: (@Sendable (Progress) -> Void)? = nil,
+        downloadProgress: (@Sendable (Progress) -> Void)? = nil,
+        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)? = nil
+    ) -> DataTask {
+        let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, $0) } ?? .none
+        return self.makeTask(DataTask.self, request: request, completion: completion, uploadProgress: uploadProgress, downloadProgress: downloadProgress)
+    }
+
+    /// Makes an upload task sending `bodyData`, suspended (AFNetworking's
+    /// `uploadTaskWithRequest:fromData:progress:completionHandler:`).
+    public func uploadTask(
+        with request: Request,
+        fromData bodyData: Data,
+        progress: (@Sendable (Progress) -> Void)? = nil,
+        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)? = nil
+    ) -> UploadTask {
+        var request = request
+        request.body = .data(bodyData)
+        let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, $0) } ?? .none
+        return self.makeTask(UploadTask.self, request: request, completion: completion, uploadProgress: progress, downloadProgress: nil)
+    }
+
+    /// Makes an upload task sending the file at `fileURL` in chunks, suspended (AFNetworking's
+    /// `uploadTaskWithRequest:fromFile:progress:completionHandler:`).
+    public func uploadTask(
+        with request: Request,
+        fromFile fileURL: URL,
+        progress: (@Sendable (Progress) -> Void)? = nil,
+        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)? = nil
+    ) -> UploadTask {
+        var request = request
+        request.body = .file(fileURL)
+        let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, $0) } ?? .none
+        return self.makeTask(UploadTask.self, request: request, completion: completion, uploadProgress: progress, downloadProgress: nil)
+    }
+
+    /// Makes a task of the given class and registers its delegate.
+    func makeTask<Task: SessionTask>(
+        _ kind: Task.Type,
+        request: Request,
+        completion: TaskCompletion,
+        uploadProgress: (@Sendable (Progress) -> Void)?,
+        downloadProgress: (@Sendable (Progress) -> Void)?
+    ) -> Task {
+        var request = request
+        for field in self.configuration.httpAdditionalHeaders where request.headerFields[field.name] == nil {
+            request.headerFields.append(field)
+        }
+        let identifier = self.registry.withLockedValue { registry -> Int in
+            defer { registry.nextIdentifier += 1 }
+            return registry.nextIdentifier
+        }
+        let delegate = TaskDelegate(
+            manager: self,
+            identifier: identifier,
+            request: request,
+            completion: completion,
+            uploadProgress: uploadProgress,
+            downloadProgress: downloadProgress
+        )
+        let task = Task(identifier: identifier, request: request, delegate: delegate)
+        delegate.state.withLockedValue { $0.task = task }
+        self.registry.withLockedValue { $0.delegates[identifier] = delegate }
+        return task
+    }
+
+    /// Hands a resumed task to the engine, or fails it when the manager was invalidated.
+    func start(_ delegate: TaskDelegate) {
+        let invalidated = self.registry.withLockedValue { $0.isInvalidated }
+        let request = delegate.state.withLockedValue { $0.currentRequest }
+        if invalidated {
+            delegate.exchange(
+                didCompleteWith: CourierError(
+                    .sessionInvalidated, "\(request.summary): the session manager was invalidated before the task started",
+                    request: request))
+            return
+        }
+        let exchange = self.engine.execute(request, delegate: delegate)
+        delegate.attach(exchange)
+    }
+
+    /// Drops a finished task's delegate; shuts the engine down when an invalidated manager has no
+    /// task left.
+    func taskDidFinish(_ delegate: TaskDelegate) {
+        let invalidated = self.registry.withLockedValue { registry -> Bool in
+            registry.delegates[delegate.identifier] = nil
+            return registry.isInvalidated
+        }
+        if invalidated { self.shutDownEngineIfIdle() }
+    }
+}

@@ -1,0 +1,151 @@
+import Dispatch
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+
+/// Makes and runs tasks on one engine (AFNetworking's `AFURLSessionManager`).
+///
+/// A manager owns its engine and its connections. Make one per configuration and keep it: a
+/// manager lives until ``invalidate(cancelingTasks:)``, because its running tasks and its engine
+/// refer to it. Forgetting to invalidate a short-lived manager leaks its connections until the
+/// process ends (AFNetworking's documented retain-cycle trap); the easy path is one long-lived
+/// manager, such as ``HTTPSessionManager/shared``.
+///
+/// ```swift
+/// let manager = SessionManager()
+/// let task = manager.dataTask(with: Request(url: url)) { response, object, error in
+///     print(response?.status ?? "no response", object ?? "nil", error ?? "no error")
+/// }
+/// task.resume()
+/// ```
+public class SessionManager: @unchecked Sendable {
+    // @unchecked: the mutable state is in `registry` and `settings`, each behind its own lock;
+    // the rest is immutable.
+
+    /// Closures AFNetworking users set with `setTaskDidCompleteBlock:` and kin. A task takes the
+    /// hooks in force when it is made.
+    public struct Hooks: Sendable {
+        /// A task finished (after its completion handler was scheduled).
+        public var taskDidComplete: (@Sendable (SessionManager, SessionTask, CourierError?) -> Void)?
+        /// A data task got its response head: allow it, or cancel the task. Called on an engine thread.
+        public var dataTaskDidReceiveResponse: (@Sendable (SessionManager, SessionTask, HTTPResponse) -> ResponseDisposition)?
+        /// A data task got body bytes. Called on an engine thread.
+        public var dataTaskDidReceiveData: (@Sendable (SessionManager, SessionTask, Data) -> Void)?
+        /// A redirect is about to be followed: return the proposed request, a changed one, or nil
+        /// to stop and take the redirect response. Called on an engine thread.
+        public var taskWillPerformHTTPRedirection: (@Sendable (SessionManager, SessionTask, HTTPResponse, Request) -> Request?)?
+        /// Body bytes went out: bytes sent now, in all, and expected in all (-1 when unknown).
+        /// Called on an engine thread.
+        public var taskDidSendBodyData: (@Sendable (SessionManager, SessionTask, Int64, Int64, Int64) -> Void)?
+
+        /// No hooks.
+        public init() {}
+    }
+
+    struct Registry {
+        var nextIdentifier = 1
+        var delegates: [Int: TaskDelegate] = [:]
+        var isInvalidated = false
+        /// A process-wide manager (``HTTPSessionManager/shared``) ignores invalidation.
+        var isProcessWide = false
+        /// The engine's shutdown has begun.
+        var engineShutDown = false
+        /// The engine's shutdown has finished.
+        var engineIsDown = false
+        var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    struct Settings: @unchecked Sendable {
+        // @unchecked: DispatchQueue and DispatchGroup are thread safe; `any ResponseSerializer` is Sendable.
+        var responseSerializer: any ResponseSerializer = JSONResponseSerializer()
+        var completionQueue: DispatchQueue?
+        var completionGroup: DispatchGroup?
+        var hooks = Hooks()
+    }
+
+    /// The configuration the manager was made with.
+    public let configuration: SessionConfiguration
+    /// The security policy the manager's engine enforces.
+    public let securityPolicy: SecurityPolicy
+    /// The transport.
+    public let engine: any Engine
+    let registry = NIOLockedValueBox(Registry())
+    let settings = NIOLockedValueBox(Settings())
+    /// Serialization for completion handlers runs here, never on an engine thread.
+    static let processingQueue = DispatchQueue(label: "courier.session-manager.processing", attributes: .concurrent)
+
+    /// A manager on a new ``NIOEngine``.
+    /// - Parameters:
+    ///   - configuration: Timeouts, limits, redirects, proxy.
+    ///   - securityPolicy: Which servers to trust.
+    public init(configuration: SessionConfiguration = .default, securityPolicy: SecurityPolicy = .default) {
+        self.configuration = configuration
+        self.securityPolicy = securityPolicy
+        self.engine = NIOEngine(configuration: configuration, securityPolicy: securityPolicy)
+    }
+
+    /// A manager on the given engine (a `StubEngine` in tests, another transport).
+    public init(engine: any Engine, configuration: SessionConfiguration = .default) {
+        self.configuration = configuration
+        self.securityPolicy = .default
+        self.engine = engine
+    }
+
+    // MARK: Settings
+
+    /// Turns responses into objects for completion handlers. ``JSONResponseSerializer`` by default.
+    public var responseSerializer: any ResponseSerializer {
+        get { self.settings.withLockedValue { $0.responseSerializer } }
+        set { self.settings.withLockedValue { $0.responseSerializer = newValue } }
+    }
+
+    /// Where completion handlers run; `nil` (the default) means the main queue. Servers and
+    /// command-line tools that never run the main queue should set one.
+    public var completionQueue: DispatchQueue? {
+        get { self.settings.withLockedValue { $0.completionQueue } }
+        set { self.settings.withLockedValue { $0.completionQueue = newValue } }
+    }
+
+    /// A group every completion handler runs in, to wait for a batch of tasks.
+    public var completionGroup: DispatchGroup? {
+        get { self.settings.withLockedValue { $0.completionGroup } }
+        set { self.settings.withLockedValue { $0.completionGroup = newValue } }
+    }
+
+    /// The hooks new tasks take.
+    public var hooks: Hooks {
+        get { self.settings.withLockedValue { $0.hooks } }
+        set { self.settings.withLockedValue { $0.hooks = newValue } }
+    }
+
+    // MARK: Listing
+
+    /// Every task made and not yet completed.
+    public var tasks: [SessionTask] {
+        let delegates = self.registry.withLockedValue { Array($0.delegates.values) }
+        return delegates.compactMap { delegate in delegate.state.withLockedValue { $0.task } }
+            .sorted { $0.taskIdentifier < $1.taskIdentifier }
+    }
+
+    /// The data tasks among ``tasks`` (upload tasks excepted, as URLSession lists them).
+    public var dataTasks: [DataTask] { self.tasks.compactMap { $0 as? DataTask }.filter { !($0 is UploadTask) } }
+    /// The upload tasks among ``tasks``.
+    public var uploadTasks: [UploadTask] { self.tasks.compactMap { $0 as? UploadTask } }
+    /// The download tasks among ``tasks``.
+    public var downloadTasks: [DownloadTask] { self.tasks.compactMap { $0 as? DownloadTask } }
+
+    /// The upload progress of a task this manager made, or nil.
+    public func uploadProgress(for task: SessionTask) -> Progress? {
+        self.delegate(for: task)?.progress(.upload)
+    }
+
+    /// The download progress of a task this manager made, or nil.
+    public func downloadProgress(for task: SessionTask) -> Progress? {
+        self.delegate(for: task)?.progress(.download)
+    }
+
+    func delegate(for task: SessionTask) -> TaskDelegate? {
+        guard task.delegate.manager === self else { return nil }
+        return task.delegate
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import NIOConcurrencyHelpers
+import HTTPTypes
+
+/// One request's life in a ``SessionManager`` (URLSession's `URLSessionTask`).
+///
+/// A task is made suspended; ``resume()`` starts it. It ends once, successfully or with an error,
+/// and then reports to its completion handler (or to the `await`ing caller), the manager's hooks
+/// and the ``SessionManager/taskDidComplete`` notification. Tasks are thread safe.
+public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible {
+    // @unchecked: every mutable property lives in `delegate.state`, behind its lock.
+
+    /// Where a task is in its life.
+    public enum State: Int, Sendable, Hashable {
+        /// Running: sending, waiting or receiving.
+        case running = 0
+        /// Made but not resumed, or suspended by ``SessionTask/suspend()``.
+        case suspended = 1
+        /// ``SessionTask/cancel()`` was called; completion follows.
+        case canceling = 2
+        /// Finished, successfully or not.
+        case completed = 3
+    }
+
+    /// A number unique among the manager's tasks.
+    public let taskIdentifier: Int
+    /// The request as the task was made with it.
+    public let originalRequest: Request
+    let delegate: TaskDelegate
+
+    required init(identifier: Int, request: Request, delegate: TaskDelegate) {
+        self.taskIdentifier = identifier
+        self.originalRequest = request
+        self.delegate = delegate
+    }
+
+    /// The request in flight: the original one, or the last redirect's.
+    public var currentRequest: Request { self.delegate.state.withLockedValue { $0.currentRequest } }
+    /// The response head, once it arrived.
+    public var response: HTTPResponse? { self.delegate.state.withLockedValue { $0.response } }
+    /// Where the task is in its life.
+    public var state: State { self.delegate.state.withLockedValue { $0.lifecycle.publicState } }
+    /// The error the task ended with, if it failed.
+    public var error: CourierError? { self.delegate.state.withLockedValue { $0.error } }
+    /// A description for people, kept with the task (URLSession's `taskDescription`).
+    public var taskDescription: String? {
+        get { self.delegate.state.withLockedValue { $0.taskDescription } }
+        set { self.delegate.state.withLockedValue { $0.taskDescription = newValue } }
+    }
+    /// Body bytes sent so far.
+    public var countOfBytesSent: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesSent } }
+    /// Body bytes the request will send, when known.
+    public var countOfBytesExpectedToSend: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesExpectedToSend } }
+    /// Body bytes received so far.
+    public var countOfBytesReceived: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesReceived } }
+    /// Body bytes the response announced (`Content-Length`), or -1 when unknown.
+    public var countOfBytesExpectedToReceive: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesExpectedToReceive } }
+
+    /// The upload's progress: total from the body's length, completed as bytes go out.
+    public var uploadProgress: Progress { self.delegate.progress(.upload) }
+    /// The download's progress: total from `Content-Length`, completed as bytes arrive.
+    public var downloadProgress: Progress { self.delegate.progress(.download) }
+
+    /// Starts the task, or continues it after ``suspend()``.
+    public func resume() { self.delegate.resume() }
+    /// Pauses the task: a running transfer stops reading (the server is slowed by TCP flow
+    /// control) until ``resume()``.
+    public func suspend() { self.delegate.suspend() }
+    /// Cancels the task; it completes with ``CourierError/Code/cancelled``.
+    public func cancel() { self.delegate.cancel() }
+
+    public static func == (lhs: SessionTask, rhs: SessionTask) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    public var description: String {
+        "\(type(of: self))(\(self.taskIdentifier), \(self.originalRequest.summary), \(self.state))"
+    }
+}
+
+/// A task whose response body is gathered in memory (URLSession's `URLSessionDataTask`).
+public class DataTask: SessionTask, @unchecked Sendable {}
+
+/// A data task that sends a body from memory, a file or a stream (URLSession's `URLSessionUploadTask`).
+public final class UploadTask: DataTask, @unchecked Sendable {}
+
+/// A task whose response body goes to a file (URLSession's `URLSessionDownloadTask`).
+public final class DownloadTask: SessionTask, @unchecked Sendable {}

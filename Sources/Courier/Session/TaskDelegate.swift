@@ -1,0 +1,262 @@
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOFoundationCompat
+
+/// What a finished exchange left: the last request, the response head, the whole body and the error.
+struct TaskOutcome: Sendable {
+    var request: Request
+    var response: HTTPResponse?
+    var data: Data?
+    var error: CourierError?
+}
+
+/// How a task reports its end.
+enum TaskCompletion: Sendable {
+    /// Nobody waits (hooks and notifications still run).
+    case none
+    /// AFNetworking's completion handler: serialized off the engine's threads, called on the
+    /// completion queue.
+    case handler(any ResponseSerializer, @Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)
+    /// The raw outcome, delivered on the engine's thread to a waiting `async` caller, which
+    /// serializes on its own task.
+    case outcome(@Sendable (TaskOutcome) -> Void)
+}
+
+/// The per-task delegate of the seed system (AFURLSessionManagerTaskDelegate): it receives the
+/// exchange's events, keeps the task's state, gathers the body and reports the end.
+final class TaskDelegate: ExchangeDelegate, Sendable {
+    enum ProgressKind { case upload, download }
+
+    let manager: SessionManager
+    let identifier: Int
+    let completion: TaskCompletion
+    let uploadProgressHandler: (@Sendable (Progress) -> Void)?
+    let downloadProgressHandler: (@Sendable (Progress) -> Void)?
+    let hooks: SessionManager.Hooks
+    let state: NIOLockedValueBox<TaskState>
+
+    init(
+        manager: SessionManager,
+        identifier: Int,
+        request: Request,
+        completion: TaskCompletion,
+        uploadProgress: (@Sendable (Progress) -> Void)?,
+        downloadProgress: (@Sendable (Progress) -> Void)?
+    ) {
+        self.manager = manager
+        self.identifier = identifier
+        self.completion = completion
+        self.uploadProgressHandler = uploadProgress
+        self.downloadProgressHandler = downloadProgress
+        self.hooks = manager.hooks
+        self.state = NIOLockedValueBox(TaskState(request: request))
+    }
+
+    /// The task object; set once, right after both are made.
+    var task: SessionTask {
+        // The task is held in the state from creation until completion; after that the caller
+        // that asks still holds it.
+        self.state.withLockedValue { $0.task }!
+    }
+
+    // MARK: Life cycle
+
+    func resume() {
+        let (action, task) = self.state.withLockedValue { ($0.lifecycle.resume(), $0.task) }
+        switch action {
+        case .start:
+            guard let task else { return }
+            NotificationCenter.default.post(name: .taskDidResume, object: task)
+            self.manager.start(self)
+        case .resumeReceiving:
+            self.state.withLockedValue { $0.exchange }?.resumeReceiving()
+            if let task { NotificationCenter.default.post(name: .taskDidResume, object: task) }
+        case .none:
+            break
+        }
+    }
+
+    func suspend() {
+        let (action, exchange, task) = self.state.withLockedValue { ($0.lifecycle.suspend(), $0.exchange, $0.task) }
+        guard action == .suspendReceiving else { return }
+        exchange?.suspendReceiving()
+        if let task { NotificationCenter.default.post(name: .taskDidSuspend, object: task) }
+    }
+
+    func cancel() {
+        let (action, exchange, request) = self.state.withLockedValue { ($0.lifecycle.cancel(), $0.exchange, $0.currentRequest) }
+        let error = CourierError(.cancelled, "\(request.summary): cancelled", request: request)
+        switch action {
+        case .completeWithoutStarting:
+            self.complete(with: error)
+        case .cancelExchange:
+            // The exchange may not be stored yet when the task was cancelled right after resume;
+            // `attach(_:)` cancels it then.
+            exchange?.cancel(with: error)
+        case .none:
+            break
+        }
+    }
+
+    /// Keeps the engine's handle; cancels it at once if the task was cancelled meanwhile.
+    func attach(_ exchange: any Exchange) {
+        let (cancelled, request) = self.state.withLockedValue { state -> (Bool, Request) in
+            state.exchange = exchange
+            return (state.lifecycle == .canceling, state.currentRequest)
+        }
+        if cancelled {
+            exchange.cancel(with: CourierError(.cancelled, "\(request.summary): cancelled", request: request))
+        }
+    }
+
+    // MARK: Progress
+
+    func progress(_ kind: ProgressKind) -> Progress {
+        self.state.withLockedValue { state in
+            switch kind {
+            case .upload:
+                if let progress = state.uploadProgress { return progress }
+                let progress = Self.makeProgress(total: state.countOfBytesExpectedToSend, completed: state.countOfBytesSent)
+                state.uploadProgress = progress
+                return progress
+            case .download:
+                if let progress = state.downloadProgress { return progress }
+                let progress = Self.makeProgress(total: state.countOfBytesExpectedToReceive, completed: state.countOfBytesReceived)
+                state.downloadProgress = progress
+                return progress
+            }
+        }
+    }
+
+    private static func makeProgress(total: Int64, completed: Int64) -> Progress {
+        let progress = Progress(parent: nil, userInfo: nil)
+        progress.totalUnitCount = total
+        progress.completedUnitCount = completed
+        return progress
+    }
+
+    // MARK: ExchangeDelegate
+
+    func exchange(didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64?) {
+        let wantsProgress = self.uploadProgressHandler != nil
+        let (progress, task) = self.state.withLockedValue { state -> (Progress?, SessionTask?) in
+            state.countOfBytesSent = totalBytesSent
+            if let expected = totalBytesExpectedToSend { state.countOfBytesExpectedToSend = expected }
+            if wantsProgress, state.uploadProgress == nil {
+                state.uploadProgress = Self.makeProgress(total: state.countOfBytesExpectedToSend, completed: 0)
+            }
+            if let progress = state.uploadProgress {
+                progress.totalUnitCount = state.countOfBytesExpectedToSend
+                progress.completedUnitCount = totalBytesSent
+            }
+            return (state.uploadProgress, state.task)
+        }
+        if let progress { self.uploadProgressHandler?(progress) }
+        if let hook = self.hooks.taskDidSendBodyData, let task {
+            hook(self.manager, task, bytesSent, totalBytesSent, totalBytesExpectedToSend ?? -1)
+        }
+    }
+
+    func exchange(willPerformRedirection response: HTTPResponse, newRequest: Request) -> Request? {
+        let task = self.state.withLockedValue { $0.task }
+        let chosen: Request?
+        if let hook = self.hooks.taskWillPerformHTTPRedirection, let task {
+            chosen = hook(self.manager, task, response, newRequest)
+        } else {
+            chosen = newRequest
+        }
+        if let chosen {
+            self.state.withLockedValue { $0.currentRequest = chosen }
+        }
+        return chosen
+    }
+
+    func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition {
+        let task = self.state.withLockedValue { state -> SessionTask? in
+            state.response = response
+            state.responseURL = url
+            let expected = response.expectedContentLength ?? -1
+            state.countOfBytesExpectedToReceive = expected
+            if expected > 64 * 1024, expected <= Int64(self.manager.configuration.maximumResponseBodySize ?? 256 << 20) {
+                state.body = ByteBufferAllocator().buffer(capacity: Int(expected))
+            }
+            state.downloadProgress?.totalUnitCount = expected
+            return state.task
+        }
+        if let hook = self.hooks.dataTaskDidReceiveResponse, let task {
+            return hook(self.manager, task, response)
+        }
+        return .allow
+    }
+
+    func exchange(didReceive chunk: ByteBuffer) {
+        let maximum = self.manager.configuration.maximumResponseBodySize
+        let wantsProgress = self.downloadProgressHandler != nil
+        let (progress, task, tooLarge) = self.state.withLockedValue { state -> (Progress?, SessionTask?, Bool) in
+            state.countOfBytesReceived += Int64(chunk.readableBytes)
+            if let maximum, state.countOfBytesReceived > Int64(maximum) {
+                state.body = nil
+                return (nil, nil, true)
+            }
+            if state.body == nil {
+                state.body = chunk
+            } else {
+                state.body!.writeImmutableBuffer(chunk)
+            }
+            if wantsProgress, state.downloadProgress == nil {
+                state.downloadProgress = Self.makeProgress(total: state.countOfBytesExpectedToReceive, completed: 0)
+            }
+            state.downloadProgress?.completedUnitCount = state.countOfBytesReceived
+            return (state.downloadProgress, state.task, false)
+        }
+        if tooLarge {
+            let (exchange, request, response) = self.state.withLockedValue { ($0.exchange, $0.currentRequest, $0.response) }
+            exchange?.cancel(
+                with: CourierError(
+                    .responseTooLarge, "\(request.summary): the body is over the \(maximum ?? 0)-byte maximum",
+                    request: request, response: response))
+            return
+        }
+        if let progress { self.downloadProgressHandler?(progress) }
+        if let hook = self.hooks.dataTaskDidReceiveData, let task {
+            hook(self.manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
+        }
+    }
+
+    func exchange(didCompleteWith error: CourierError?) {
+        self.complete(with: error)
+    }
+
+    // MARK: Completion
+
+    private func complete(with error: CourierError?) {
+        let finished = self.state.withLockedValue { state -> (outcome: TaskOutcome, task: SessionTask)? in
+            guard state.lifecycle.complete(), let task = state.task else { return nil }
+            let body = state.body
+            state.body = nil
+            state.exchange = nil
+            let data = body.map { Data(buffer: $0, byteTransferStrategy: .noCopy) }
+            let finalError = error?.adding(request: state.currentRequest, response: state.response, data: data)
+            state.error = finalError
+            if finalError == nil {
+                // Totals are known at the end: progress ends at 1.0.
+                if state.countOfBytesExpectedToReceive < 0 { state.countOfBytesExpectedToReceive = state.countOfBytesReceived }
+                state.downloadProgress?.totalUnitCount = state.countOfBytesExpectedToReceive
+                state.downloadProgress?.completedUnitCount = state.countOfBytesReceived
+            }
+            return (TaskOutcome(request: state.currentRequest, response: state.response, data: data, error: finalError), task)
+        }
+        guard let finished else { return }
+        self.manager.taskDidFinish(self)
+        switch self.completion {
+        case .outcome(let deliver):
+            deliver(finished.outcome)
+        case .handler(let serializer, let handler):
+            self.manager.complete(finished.task, outcome: finished.outcome, serializer: serializer, handler: handler)
+        case .none:
+            self.manager.complete(finished.task, outcome: finished.outcome, serializer: nil, handler: nil)
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+
+/// The life cycle of a task as a state machine. Each event returns what the caller must do once
+/// the lock is released.
+enum TaskLifecycle: Equatable {
+    /// Made, never resumed.
+    case created
+    case running
+    /// Suspended after it had started.
+    case suspended
+    case canceling
+    case completed
+
+    var publicState: SessionTask.State {
+        switch self {
+        case .created, .suspended: .suspended
+        case .running: .running
+        case .canceling: .canceling
+        case .completed: .completed
+        }
+    }
+
+    enum ResumeAction: Equatable { case start, resumeReceiving, none }
+
+    mutating func resume() -> ResumeAction {
+        switch self {
+        case .created:
+            self = .running
+            return .start
+        case .suspended:
+            self = .running
+            return .resumeReceiving
+        case .running, .canceling, .completed:
+            return .none
+        }
+    }
+
+    enum SuspendAction: Equatable { case suspendReceiving, none }
+
+    mutating func suspend() -> SuspendAction {
+        switch self {
+        case .running:
+            self = .suspended
+            return .suspendReceiving
+        case .created, .suspended, .canceling, .completed:
+            return .none
+        }
+    }
+
+    enum CancelAction: Equatable {
+        /// Never started: complete now, without the engine.
+        case completeWithoutStarting
+        /// Started: tell the exchange.
+        case cancelExchange
+        case none
+    }
+
+    mutating func cancel() -> CancelAction {
+        switch self {
+        case .created:
+            self = .canceling
+            return .completeWithoutStarting
+        case .running, .suspended:
+            self = .canceling
+            return .cancelExchange
+        case .canceling, .completed:
+            return .none
+        }
+    }
+
+    /// Returns false when the task had already completed.
+    mutating func complete() -> Bool {
+        guard self != .completed else { return false }
+        self = .completed
+        return true
+    }
+}
+
+/// Everything about one task that changes, guarded by its delegate's lock.
+struct TaskState {
+    var lifecycle = TaskLifecycle.created
+    var currentRequest: Request
+    var response: HTTPResponse?
+    var responseURL: URL?
+    var error: CourierError?
+    var taskDescription: String?
+    var countOfBytesSent: Int64 = 0
+    var countOfBytesExpectedToSend: Int64
+    var countOfBytesReceived: Int64 = 0
+    var countOfBytesExpectedToReceive: Int64 = -1
+    /// The body gathered so far; handed to the serializer and dropped at completion.
+    var body: ByteBuffer?
+    var exchange: (any Exchange)?
+    /// The task object, held from resume until completion so that a caller may drop it.
+    var task: SessionTask?
+    var uploadProgress: Progress?
+    var downloadProgress: Progress?
+
+    init(request: Request) {
+        self.currentRequest = request
+        self.countOfBytesExpectedToSend = request.body.knownLength ?? -1
+    }
+}
