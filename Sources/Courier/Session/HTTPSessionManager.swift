@@ -63,8 +63,9 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
 
     /// `url` with a trailing slash when its path is not empty (AFNetworking's rule).
     static func normalizedBaseURL(_ url: URL) -> URL {
-        guard !url.path.isEmpty, !url.path.hasSuffix("/"),
-            var components = URLComponents(url: url, resolvingAgainstBaseURL: true)
+        // `URL.path` drops a trailing slash, so look at the encoded path of the components.
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+            !components.percentEncodedPath.isEmpty, !components.percentEncodedPath.hasSuffix("/")
         else { return url }
         components.percentEncodedPath += "/"
         return components.url ?? url

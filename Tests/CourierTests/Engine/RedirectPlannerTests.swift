@@ -1,0 +1,93 @@
+import Foundation
+import NIOCore
+import Testing
+
+@testable import Courier
+
+@Suite("Redirect planning")
+struct RedirectPlannerTests {
+    let follow = SessionConfiguration.RedirectPolicy.follow(max: 3, allowCycles: false)
+
+    func response(_ status: Int, location: String?) -> HTTPResponse {
+        var fields = HTTPFields()
+        if let location { fields[.location] = location }
+        return HTTPResponse(status: .init(code: status), headerFields: fields)
+    }
+
+    func request(_ method: HTTPRequest.Method = .get, _ url: String = "http://h/a/b", body: RequestBody = .empty) -> Request {
+        var request = Request(method: method, url: URL(string: url)!, body: body)
+        request.headerFields[.authorization] = "Basic eA=="
+        request.headerFields[.contentType] = "text/plain"
+        return request
+    }
+
+    func step(_ response: HTTPResponse, _ request: Request, count: Int = 0, visited: Set<String> = []) -> RedirectStep {
+        RedirectPlanner.step(for: response, request: request, policy: self.follow, redirectCount: count, visitedURLs: visited)
+    }
+
+    @Test func relativeLocationResolvesAgainstTheRequest() throws {
+        guard case .follow(let next) = self.step(self.response(302, location: "../c?x=1"), self.request()) else {
+            Issue.record("expected a redirect to follow")
+            return
+        }
+        #expect(next.url.absoluteString == "http://h/c?x=1")
+        #expect(next.method == .get)
+        #expect(next.headerFields[.authorization] == "Basic eA==", "same origin keeps credentials")
+    }
+
+    @Test(arguments: [
+        (301, HTTPRequest.Method.post, HTTPRequest.Method.get),
+        (302, .post, .get),
+        (303, .post, .get),
+        (303, .put, .get),
+        (303, .head, .head),
+        (307, .post, .post),
+        (308, .put, .put),
+        (301, .put, .put),
+    ])
+    func methodRules(status: Int, method: HTTPRequest.Method, expected: HTTPRequest.Method) {
+        let original = self.request(method, body: .data(Data("x".utf8)))
+        guard case .follow(let next) = self.step(self.response(status, location: "/next"), original) else {
+            Issue.record("expected a redirect to follow")
+            return
+        }
+        #expect(next.method == expected)
+        if expected == .get, method != .get {
+            #expect(next.body.isEmpty)
+            #expect(next.headerFields[.contentType] == nil)
+        } else {
+            #expect(next.body.data == Data("x".utf8))
+        }
+    }
+
+    @Test func crossOriginDropsCredentials() {
+        guard case .follow(let next) = self.step(self.response(302, location: "http://other/x"), self.request()) else {
+            Issue.record("expected a redirect to follow")
+            return
+        }
+        #expect(next.headerFields[.authorization] == nil)
+    }
+
+    @Test func limitsAndCycles() {
+        guard case .fail = self.step(self.response(302, location: "/x"), self.request(), count: 3) else {
+            Issue.record("expected the redirect limit to fail")
+            return
+        }
+        guard case .fail = self.step(self.response(302, location: "/a/b"), self.request(), visited: ["http://h/a/b"]) else {
+            Issue.record("expected a cycle to fail")
+            return
+        }
+    }
+
+    @Test func notFollowed() {
+        let disallowed = RedirectPlanner.step(
+            for: self.response(302, location: "/x"), request: self.request(), policy: .disallow, redirectCount: 0, visitedURLs: [])
+        #expect({ if case .none = disallowed { true } else { false } }())
+        for response in [self.response(200, location: "/x"), self.response(302, location: nil), self.response(302, location: "ftp://h/x"), self.response(304, location: "/x")] {
+            #expect({ if case .none = self.step(response, self.request()) { true } else { false } }())
+        }
+        let stream = AsyncThrowingStream<ByteBuffer, any Error> { $0.finish() }
+        let streamed = self.request(.post, body: .stream(stream, length: .unknown))
+        #expect({ if case .none = self.step(self.response(307, location: "/x"), streamed) { true } else { false } }(), "a consumed stream cannot be resent")
+    }
+}

@@ -1,0 +1,67 @@
+import Courier
+import Foundation
+import Testing
+
+@Suite("Base URL joins")
+struct BaseURLTests {
+    struct Join: Sendable, CustomTestStringConvertible {
+        let base: String?
+        let path: String
+        let expected: String
+        var testDescription: String { "\(self.base ?? "nil") + '\(self.path)'" }
+    }
+
+    static let joins: [Join] = [
+        Join(base: "http://h/v1", path: "users", expected: "http://h/v1/users"),
+        Join(base: "http://h/v1/", path: "users", expected: "http://h/v1/users"),
+        Join(base: "http://h/v1", path: "/users", expected: "http://h/users"),
+        Join(base: "http://h/v1/", path: "users?a=1", expected: "http://h/v1/users?a=1"),
+        Join(base: "http://h/v1/", path: "../users", expected: "http://h/users"),
+        Join(base: "http://h/v1/", path: "./users", expected: "http://h/v1/users"),
+        Join(base: "http://h/v1/", path: "users/../x", expected: "http://h/v1/x"),
+        Join(base: "http://h/v1/", path: "//other/x", expected: "http://other/x"),
+        Join(base: "http://h/v1/", path: "https://x.example/z", expected: "https://x.example/z"),
+        Join(base: "http://h/v1/", path: "", expected: "http://h/v1/"),
+        Join(base: "http://h", path: "", expected: "http://h"),
+        Join(base: "http://h", path: "users", expected: "http://h/users"),
+        Join(base: "http://h", path: "/users", expected: "http://h/users"),
+        Join(base: "http://h/", path: "users", expected: "http://h/users"),
+        Join(base: "http://h:8080/v1/x?q=1", path: "users", expected: "http://h:8080/v1/x/users"),
+        Join(base: "http://h/v1/", path: "?q=2", expected: "http://h/v1/?q=2"),
+        Join(base: "http://h/v1/", path: "users#frag", expected: "http://h/v1/users#frag"),
+        Join(base: "http://h/v1/", path: "a b", expected: "http://h/v1/a%20b"),
+        Join(base: nil, path: "http://h/x?y=1", expected: "http://h/x?y=1"),
+        Join(base: nil, path: "HTTPS://H/x", expected: "HTTPS://H/x"),
+    ]
+
+    @Test(arguments: joins)
+    func joinsLikeNSURL(_ join: Join) throws {
+        let manager = HTTPSessionManager(baseURL: join.base.flatMap(URL.init(string:)), engine: RefusingEngine())
+        #expect(try manager.absoluteURLString(for: join.path) == join.expected)
+    }
+
+    @Test func baseURLWithPathGetsTrailingSlash() {
+        #expect(HTTPSessionManager(baseURL: URL(string: "http://h/v1"), engine: RefusingEngine()).baseURL?.absoluteString == "http://h/v1/")
+        #expect(HTTPSessionManager(baseURL: URL(string: "http://h"), engine: RefusingEngine()).baseURL?.absoluteString == "http://h")
+        #expect(HTTPSessionManager(baseURL: URL(string: "http://h/v1?x=1"), engine: RefusingEngine()).baseURL?.absoluteString == "http://h/v1/?x=1")
+    }
+
+    @Test(arguments: [
+        (nil as String?, "users", CourierError.Code.missingBaseURL),
+        (nil, "/users", .missingBaseURL),
+        (nil, "", .invalidURL),
+        (nil, "http://", .invalidURL),
+        (nil, "ftp://h/file", .unsupportedScheme),
+        (nil, "mailto:a@b.c", .unsupportedScheme),
+        ("http://h/", "ftp://h/file", .unsupportedScheme),
+        (nil, "http://[::1", .invalidURL),
+    ])
+    func badURLStringsAreTypedErrors(base: String?, path: String, code: CourierError.Code) {
+        let manager = HTTPSessionManager(baseURL: base.flatMap(URL.init(string:)), engine: RefusingEngine())
+        #expect {
+            try manager.absoluteURLString(for: path)
+        } throws: { error in
+            (error as? CourierError)?.code == code
+        }
+    }
+}
