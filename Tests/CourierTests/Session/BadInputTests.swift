@@ -1,0 +1,182 @@
+import Courier
+import CourierTesting
+import Dispatch
+import Foundation
+import Testing
+
+@Suite("Bad input gives typed errors")
+struct BadInputTests {
+    @Test(arguments: ["http://[::1", "users", "ftp://127.0.0.1/x"])
+    func unbuildableRequestCallsFailureWithNilTaskAndMakesNone(_ urlString: String) async throws {
+        let manager = HTTPSessionManager(engine: RefusingEngine())
+        manager.completionQueue = TestQueues.completion
+        let returnedNil = Recorder<Bool>()
+        let result: (Bool, CourierError, String?) = await awaitCallback { finish in
+            let task = manager.get(urlString, success: { _, _ in Issue.record("no success expected") }, failure: { task, error in
+                finish((task == nil, error, DispatchQueue.getSpecific(key: TestQueues.key)))
+            })
+            returnedNil.append(task == nil)
+        }
+        #expect(returnedNil.all == [true])
+        #expect(result.0, "failure gets a nil task")
+        #expect([.invalidURL, .missingBaseURL, .unsupportedScheme].contains(result.1.code))
+        #expect(result.2 == "completion", "failure is called on the completion queue")
+        #expect(manager.tasks.isEmpty)
+    }
+
+    @Test func refusedConnection() async throws {
+        try await withManager(baseURL: URL(string: "http://127.0.0.1:\(closedPort())/")) { manager in
+            let started = ContinuousClock.now
+            await #expect {
+                try await manager.get("get")
+            } throws: { error in
+                let error = error as? CourierError
+                return error?.code == .connectionFailed && error?.request != nil
+            }
+            #expect(ContinuousClock.now - started < .seconds(3), "no back-off retries")
+        }
+    }
+
+    @Test func serverClosingMidBody() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                for path in ["courier/truncated/1000", "courier/close-after-head"] {
+                    await #expect("\(path)") {
+                        try await manager.get(path)
+                    } throws: { error in
+                        (error as? CourierError)?.code == .connectionClosed
+                    }
+                }
+                await #expect {
+                    try await manager.get("courier/reset")
+                } throws: { error in
+                    [.connectionClosed, .invalidResponse].contains((error as? CourierError)?.code)
+                }
+            }
+        }
+    }
+
+    @Test func bodyOverTheMaximum() async throws {
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.maximumResponseBodySize = 100_000
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                await #expect {
+                    try await manager.response(method: .get, urlString: "courier/big/1000000", serializer: DataResponseSerializer())
+                } throws: { error in
+                    let error = error as? CourierError
+                    return error?.code == .responseTooLarge && error?.response?.status == .ok
+                }
+                let small = try await manager.response(method: .get, urlString: "bytes/1000", serializer: DataResponseSerializer())
+                #expect(small.value.count == 1000)
+            }
+        }
+    }
+
+    @Test func requestTimeoutIsAnIdleTimeout() async throws {
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.timeoutIntervalForRequest = 0.3
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                let started = ContinuousClock.now
+                await #expect {
+                    try await manager.get("delay/3")
+                } throws: { error in
+                    (error as? CourierError)?.code == .timedOut
+                }
+                #expect(ContinuousClock.now - started < .seconds(2))
+                // A body that keeps coming is not idle, however long it takes in all.
+                manager.responseSerializer = HTTPResponseSerializer()
+                let slow = try await manager.get("courier/slow-body/5?interval=0.15")
+                #expect(slow.response.status == .ok)
+            }
+        }
+    }
+
+    @Test func perRequestTimeoutOverridesTheSession() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                var request = Request(url: server.url("/delay/3"))
+                request.options.timeoutInterval = 0.25
+                await #expect {
+                    try await manager.data(for: request)
+                } throws: { error in
+                    (error as? CourierError)?.code == .timedOut
+                }
+            }
+        }
+    }
+
+    @Test func resourceTimeoutBoundsTheWholeTransfer() async throws {
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.timeoutIntervalForResource = 0.5
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                await #expect {
+                    try await manager.get("courier/slow-body/20?interval=0.1")
+                } throws: { error in
+                    (error as? CourierError)?.code == .timedOut
+                }
+            }
+        }
+    }
+
+    @Test func taskResumedAfterInvalidation() async throws {
+        try await withTestServer { server in
+            let manager = HTTPSessionManager(baseURL: server.baseURL)
+            manager.completionQueue = TestQueues.completion
+            let task = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, _ in }
+            await manager.invalidate(cancelingTasks: false)
+            let error: CourierError? = await awaitCallback { finish in
+                let late = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, error in finish(error) }
+                late.resume()
+            }
+            #expect(error?.code == .sessionInvalidated)
+            await #expect {
+                try await manager.get("get")
+            } throws: { error in
+                (error as? CourierError)?.code == .sessionInvalidated
+            }
+            task.cancel()
+            #expect(server.requestCount == 0)
+        }
+    }
+
+    @Test func invalidateCancelingTasksCancelsRunningOnes() async throws {
+        try await withTestServer { server in
+            let manager = HTTPSessionManager(baseURL: server.baseURL)
+            manager.completionQueue = TestQueues.completion
+            let error: CourierError? = await awaitCallback { finish in
+                manager.get("delay/5", success: { _, _ in finish(nil) }, failure: { _, error in finish(error) })
+                DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { manager.invalidate(cancelingTasks: true) }
+            }
+            #expect(error?.code == .cancelled)
+        }
+    }
+
+    @Test func invalidateWithoutCancelingLetsRunningTasksFinish() async throws {
+        try await withTestServer { server in
+            let manager = HTTPSessionManager(baseURL: server.baseURL)
+            manager.completionQueue = TestQueues.completion
+            let status: Int? = await awaitCallback { finish in
+                manager.get("delay/0.3", success: { task, _ in finish(task.response?.status.code) }, failure: { _, _ in finish(nil) })
+                manager.invalidate(cancelingTasks: false)
+            }
+            #expect(status == 200)
+        }
+    }
+
+    @Test func untrustedCertificateFailsTheHandshake() async throws {
+        try await withTestServer(.https(.selfSigned)) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                await #expect {
+                    try await manager.get("get")
+                } throws: { error in
+                    (error as? CourierError)?.code == .tlsFailure
+                }
+            }
+        }
+    }
+}

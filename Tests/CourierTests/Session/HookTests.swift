@@ -1,0 +1,175 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+@Suite("Manager hooks")
+struct HookTests {
+    @Test func redirectionCanBeFollowedChangedOrRefused() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let seen = Recorder<String>()
+                var hooks = SessionManager.Hooks()
+                hooks.taskWillPerformHTTPRedirection = { _, _, response, request in
+                    seen.append("\(response.status.code) \(request.url.path)")
+                    if request.url.path.hasSuffix("/get") {
+                        var changed = request
+                        changed.url = server.url("/anything/changed")
+                        return changed
+                    }
+                    return request
+                }
+                manager.hooks = hooks
+                let followed = try await manager.get("redirect/2")
+                #expect(followed.request.url.path == "/anything/changed")
+                #expect(seen.count == 2)
+
+                hooks.taskWillPerformHTTPRedirection = { _, _, _, _ in nil }
+                manager.hooks = hooks
+                manager.responseSerializer = HTTPResponseSerializer()
+                await #expect {
+                    try await manager.get("redirect/1")
+                } throws: { error in
+                    (error as? CourierError)?.response?.status.code == 302
+                }
+            }
+        }
+    }
+
+    @Test func redirectLimitAndDisallowPolicy() async throws {
+        try await withTestServer { server in
+            var limited = SessionConfiguration.default
+            limited.redirectPolicy = .follow(max: 2, allowCycles: false)
+            try await withManager(baseURL: server.baseURL, configuration: limited) { manager in
+                await #expect {
+                    try await manager.get("redirect/5")
+                } throws: { error in
+                    (error as? CourierError)?.code == .tooManyRedirects
+                }
+            }
+            var disallowed = SessionConfiguration.default
+            disallowed.redirectPolicy = .disallow
+            try await withManager(baseURL: server.baseURL, configuration: disallowed) { manager in
+                let task = manager.dataTask(with: Request(url: server.url("/redirect/1"))) { _, _, _ in }
+                let response: HTTPResponse? = await awaitCallback { finish in
+                    let task = manager.dataTask(with: Request(url: server.url("/redirect/1"))) { response, _, _ in finish(response) }
+                    task.resume()
+                }
+                task.cancel()
+                #expect(response?.status.code == 302)
+                #expect(response?.headerFields[.location] != nil)
+            }
+        }
+    }
+
+    @Test func receivedResponseCanCancel() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                var hooks = SessionManager.Hooks()
+                hooks.dataTaskDidReceiveResponse = { _, _, response in response.status == .ok ? .cancel : .allow }
+                manager.hooks = hooks
+                await #expect {
+                    try await manager.get("get")
+                } throws: { error in
+                    (error as? CourierError)?.code == .cancelled
+                }
+            }
+        }
+    }
+
+    @Test func dataAndBodySentHooksSeeEveryByte() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let received = Recorder<Int>()
+                let sent = Recorder<(Int64, Int64, Int64)>()
+                let completed = Recorder<CourierError?>()
+                var hooks = SessionManager.Hooks()
+                hooks.dataTaskDidReceiveData = { _, _, data in received.append(data.count) }
+                hooks.taskDidSendBodyData = { _, _, bytes, total, expected in sent.append((bytes, total, expected)) }
+                hooks.taskDidComplete = { _, _, error in completed.append(error) }
+                manager.hooks = hooks
+                manager.responseSerializer = HTTPResponseSerializer()
+                let body = Data(repeating: 7, count: 300_000)
+                var request = Request(method: .post, url: server.url("/courier/echo"))
+                request.headerFields[.contentType] = "application/octet-stream"
+                let uploadFractions = Recorder<Double>()
+                let response = try await manager.response(
+                    for: Request(method: .post, url: request.url, headerFields: request.headerFields, body: .data(body)),
+                    serializer: DataResponseSerializer(),
+                    uploadProgress: { uploadFractions.append($0.fractionCompleted) })
+                #expect(response.value == body)
+                #expect(received.all.reduce(0, +) == body.count)
+                #expect(sent.all.last?.1 == Int64(body.count))
+                #expect(sent.all.last?.2 == Int64(body.count))
+                #expect(uploadFractions.all == uploadFractions.all.sorted(), "progress never goes backwards")
+                #expect(uploadFractions.all.last == 1.0)
+                #expect(await eventually { completed.count == 1 })
+            }
+        }
+    }
+
+    @Test func downloadProgressEndsAtOne() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let fractions = Recorder<Double>()
+                let task: SessionTask = await awaitCallback { finish in
+                    let box = Recorder<SessionTask>()
+                    let task = manager.dataTask(
+                        with: Request(url: server.url("/courier/big/1000000")),
+                        downloadProgress: { fractions.append($0.fractionCompleted) }
+                    ) { _, _, _ in finish(box.all[0]) }
+                    box.append(task)
+                    task.resume()
+                }
+                #expect(fractions.all == fractions.all.sorted())
+                #expect(fractions.all.last == 1.0)
+                #expect(task.downloadProgress.fractionCompleted == 1.0)
+                #expect(task.countOfBytesExpectedToReceive == 1_000_000)
+            }
+        }
+    }
+}
+
+@Suite("Concurrency")
+struct ConcurrencyTests {
+    @Test func thousandInFlightHalfCancelledEachCompletesOnce() async throws {
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.httpMaximumConnectionsPerHost = 32
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                let count = 1000
+                let completions = Recorder<(Int, CourierError?)>()
+                var tasks: [DataTask] = []
+                for index in 0..<count {
+                    let path = index % 10 == 0 ? "/delay/0.2" : "/bytes/\(100 + index)"
+                    let task = manager.dataTask(with: Request(url: server.url(path))) { _, _, error in
+                        completions.append((index, error))
+                    }
+                    tasks.append(task)
+                }
+                var generator = SystemRandomNumberGenerator()
+                let cancelled = Set((0..<count).shuffled(using: &generator).prefix(count / 2))
+                // Some are cancelled before they start, the rest at random moments while running.
+                for index in cancelled where index % 3 == 0 { tasks[index].cancel() }
+                for task in tasks { task.resume() }
+                for index in cancelled.sorted() where index % 3 != 0 {
+                    if Bool.random() { try await Task.sleep(for: .microseconds(Int.random(in: 0...500))) }
+                    tasks[index].cancel()
+                }
+                #expect(await eventually(within: 30) { completions.count == count })
+                try await Task.sleep(for: .milliseconds(100))
+                let byIndex = Dictionary(grouping: completions.all, by: \.0)
+                #expect(byIndex.count == count, "none is lost")
+                #expect(byIndex.values.allSatisfy { $0.count == 1 }, "each completes exactly once")
+                for index in 0..<count where !cancelled.contains(index) {
+                    #expect(byIndex[index]?.first?.1 == nil, "uncancelled task \(index) succeeds")
+                }
+                for index in cancelled where index % 3 == 0 {
+                    #expect(byIndex[index]?.first?.1?.code == .cancelled)
+                }
+                #expect(await eventually { manager.tasks.isEmpty }, "the registry ends empty")
+            }
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import Courier
+import CourierTesting
+import Dispatch
+import Foundation
+import Testing
+
+/// Collects the notifications posted about one object.
+final class NotificationLog: @unchecked Sendable {
+    // @unchecked: `entries` is only touched under `lock`; observers are removed in deinit.
+    private let lock = NSLock()
+    private var entries: [(Notification.Name, [AnyHashable: Any])] = []
+    private var observers: [any NSObjectProtocol] = []
+
+    init(names: [Notification.Name], object: AnyObject?) {
+        for name in names {
+            let observer = NotificationCenter.default.addObserver(forName: name, object: object, queue: nil) { [weak self] note in
+                guard let self else { return }
+                self.lock.lock()
+                self.entries.append((note.name, note.userInfo ?? [:]))
+                self.lock.unlock()
+            }
+            self.observers.append(observer)
+        }
+    }
+
+    deinit {
+        for observer in self.observers { NotificationCenter.default.removeObserver(observer) }
+    }
+
+    var names: [Notification.Name] {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self.entries.map(\.0)
+    }
+
+    func userInfo(of name: Notification.Name) -> [AnyHashable: Any]? {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self.entries.last { $0.0 == name }?.1
+    }
+}
+
+@Suite("Notifications")
+struct NotificationTests {
+    @Test func resumeSuspendCompleteWithUserInfo() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let done = Recorder<Void>()
+                let task = manager.dataTask(with: Request(url: server.url("/courier/slow-body/3?interval=0.1"))) { _, _, _ in done.append(()) }
+                manager.responseSerializer = HTTPResponseSerializer()
+                let log = NotificationLog(names: [.taskDidResume, .taskDidSuspend, .taskDidComplete], object: task)
+                task.resume()
+                #expect(await eventually { task.countOfBytesReceived > 0 })
+                task.suspend()
+                task.resume()
+                #expect(await eventually { done.count == 1 })
+                #expect(await eventually { log.names.contains(.taskDidComplete) })
+                #expect(log.names == [.taskDidResume, .taskDidSuspend, .taskDidResume, .taskDidComplete])
+                let info = try #require(log.userInfo(of: .taskDidComplete))
+                #expect(info[TaskDidCompleteKey.responseSerializer] is any ResponseSerializer)
+                #expect((info[TaskDidCompleteKey.responseData] as? Data)?.isEmpty == false)
+                #expect(info[TaskDidCompleteKey.serializedResponse] != nil)
+                #expect(info[TaskDidCompleteKey.error] == nil)
+            }
+        }
+    }
+
+    @Test func failureCarriesTheError() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let task = manager.dataTask(with: Request(url: server.url("/status/418"))) { _, _, _ in }
+                let log = NotificationLog(names: [.taskDidComplete], object: task)
+                task.resume()
+                #expect(await eventually { log.names == [.taskDidComplete] })
+                let error = log.userInfo(of: .taskDidComplete)?[TaskDidCompleteKey.error] as? CourierError
+                #expect(error?.code == .unacceptableStatusCode)
+                #expect(error?.response?.status.code == 418)
+            }
+        }
+    }
+
+    @Test func asyncCallsPostTheSameNotification() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let log = NotificationLog(names: [.taskDidResume, .taskDidComplete], object: nil)
+                _ = try await manager.get("get")
+                #expect(await eventually { log.names.filter { $0 == .taskDidComplete }.count >= 1 })
+                #expect(log.names.contains(.taskDidResume))
+            }
+        }
+    }
+
+    @Test func invalidationIsAnnounced() async throws {
+        let manager = HTTPSessionManager(engine: RefusingEngine())
+        let log = NotificationLog(names: [.sessionDidInvalidate], object: manager)
+        await manager.invalidate(cancelingTasks: false)
+        #expect(await eventually { log.names == [.sessionDidInvalidate] })
+        #expect(manager.isInvalidated)
+    }
+}
+
+@Suite("Completion queue and group")
+struct CompletionQueueTests {
+    @Test func handlersRunOnTheQueueInsideTheGroup() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let group = DispatchGroup()
+                manager.completionGroup = group
+                let queues = Recorder<String?>()
+                for index in 0..<10 {
+                    manager.get("get", parameters: ["i": index], success: { _, _ in
+                        queues.append(DispatchQueue.getSpecific(key: TestQueues.key))
+                    }, failure: { _, error in
+                        Issue.record("unexpected failure \(error)")
+                    })
+                }
+                let waited = await withCheckedContinuation { continuation in
+                    group.notify(queue: .global()) { continuation.resume(returning: queues.count) }
+                }
+                #expect(waited == 10, "the group is left only after every handler ran")
+                #expect(queues.all.allSatisfy { $0 == "completion" })
+            }
+        }
+    }
+
+    @Test func mainQueueIsTheDefault() async throws {
+        try await withTestServer { server in
+            let manager = HTTPSessionManager(baseURL: server.baseURL)
+            defer { manager.invalidate(cancelingTasks: true) }
+            let onMain: Bool = await awaitCallback { finish in
+                manager.get("get", success: { _, _ in finish(Thread.isMainThread) }, failure: { _, _ in finish(false) })
+            }
+            #expect(onMain)
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import Courier
+import CourierTesting
+import Dispatch
+import Foundation
+import Testing
+
+@Suite("Task life cycle over a real socket")
+struct TaskLifeCycleOverSocketTests {
+    @Test func taskIsMadeSuspendedAndRunsOnResume() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let calls = Recorder<(HTTPResponse?, CourierError?)>()
+                let done = Recorder<Void>()
+                let task = manager.dataTask(with: Request(url: server.url("/get?x=1"))) { response, object, error in
+                    calls.append((response, error))
+                    #expect(DispatchQueue.getSpecific(key: TestQueues.key) == "completion")
+                    #expect((object.json?["args"] as? [String: any Sendable])?["x"] as? String == "1")
+                    done.append(())
+                }
+                #expect(task.state == .suspended)
+                #expect(manager.tasks.map(\.taskIdentifier) == [task.taskIdentifier])
+                #expect(manager.dataTasks.count == 1)
+                try await Task.sleep(for: .milliseconds(50))
+                #expect(server.requestCount == 0, "a suspended task sends nothing")
+
+                task.taskDescription = "first"
+                task.resume()
+                #expect(await eventually { done.count == 1 })
+                #expect(calls.count == 1)
+                #expect(calls.all.first?.0?.status == .ok)
+                #expect(calls.all.first?.1 == nil)
+                #expect(task.state == .completed)
+                #expect(task.taskDescription == "first")
+                #expect(task.response?.status == .ok)
+                #expect(task.countOfBytesReceived > 0)
+                #expect(task.currentRequest.url == server.url("/get?x=1"))
+                #expect(await eventually { manager.tasks.isEmpty }, "the registry drops finished tasks")
+                try await Task.sleep(for: .milliseconds(50))
+                #expect(calls.count == 1, "completion runs exactly once")
+            }
+        }
+    }
+
+    @Test func identifiersAreUniqueAndListingsSortByKind() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let data = manager.dataTask(with: Request(url: server.url("/get")))
+                let upload = manager.uploadTask(with: Request(method: .post, url: server.url("/post")), fromData: Data("x".utf8))
+                #expect(data.taskIdentifier != upload.taskIdentifier)
+                #expect(manager.dataTasks.map(\.taskIdentifier) == [data.taskIdentifier])
+                #expect(manager.uploadTasks.map(\.taskIdentifier) == [upload.taskIdentifier])
+                #expect(manager.downloadTasks.isEmpty)
+                #expect(manager.uploadProgress(for: upload)?.totalUnitCount == 1)
+                #expect(manager.downloadProgress(for: data) != nil)
+                let other = HTTPSessionManager(engine: RefusingEngine())
+                #expect(other.uploadProgress(for: upload) == nil, "a manager only knows its own tasks")
+                data.cancel()
+                upload.cancel()
+                #expect(await eventually { manager.tasks.isEmpty })
+            }
+        }
+    }
+
+    @Test func cancelBeforeResumeCompletesWithoutSending() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let error: CourierError? = await awaitCallback { finish in
+                    let task = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, error in finish(error) }
+                    task.cancel()
+                    task.resume()
+                }
+                #expect(error?.code == .cancelled)
+                #expect(server.requestCount == 0)
+            }
+        }
+    }
+
+    @Test func cancelWhileRunningFailsPromptly() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let started = ContinuousClock.now
+                let error: CourierError? = await awaitCallback { finish in
+                    let task = manager.dataTask(with: Request(url: server.url("/delay/5"))) { _, _, error in finish(error) }
+                    task.resume()
+                    DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { task.cancel() }
+                }
+                #expect(error?.code == .cancelled)
+                #expect(ContinuousClock.now - started < .seconds(3))
+            }
+        }
+    }
+
+    @Test func suspendStopsDeliveryAndResumeFinishes() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let size = 4 << 20
+                let suspendedOnce = Recorder<Void>()
+                var hooks = SessionManager.Hooks()
+                hooks.dataTaskDidReceiveData = { _, task, _ in
+                    if suspendedOnce.count == 0 {
+                        suspendedOnce.append(())
+                        task.suspend()
+                    }
+                }
+                manager.hooks = hooks
+                manager.responseSerializer = HTTPResponseSerializer()
+                let finished = Recorder<CourierError?>()
+                let task = manager.dataTask(with: Request(url: server.url("/courier/big/\(size)"))) { _, _, error in finished.append(error) }
+                task.resume()
+                #expect(await eventually { task.state == .suspended })
+                let received = task.countOfBytesReceived
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(task.countOfBytesReceived == received, "nothing is delivered while suspended")
+                #expect(received < Int64(size))
+                #expect(finished.count == 0)
+                task.resume()
+                #expect(await eventually { finished.count == 1 })
+                #expect(finished.all.first! == nil)
+                #expect(task.countOfBytesReceived == Int64(size))
+            }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Courier
+import CourierTesting
+import Dispatch
+import Foundation
+import NIOConcurrencyHelpers
+
+/// Runs `body` with a fresh test server, shut down afterwards whatever happens.
+func withTestServer<T>(
+    _ configuration: TestServer.Configuration = .init(),
+    _ body: (TestServer) async throws -> T
+) async throws -> T {
+    let server = try await TestServer.start(configuration)
+    do {
+        let result = try await body(server)
+        try await server.shutdown()
+        return result
+    } catch {
+        try? await server.shutdown()
+        throw error
+    }
+}
+
+/// Runs `body` with a manager on `baseURL` whose completion handlers run on a private queue,
+/// invalidated afterwards.
+func withManager<T>(
+    baseURL: URL?,
+    configuration: SessionConfiguration = .default,
+    securityPolicy: SecurityPolicy = .default,
+    _ body: (HTTPSessionManager) async throws -> T
+) async throws -> T {
+    let manager = HTTPSessionManager(baseURL: baseURL, configuration: configuration, securityPolicy: securityPolicy)
+    manager.completionQueue = TestQueues.completion
+    do {
+        let result = try await body(manager)
+        await manager.invalidate(cancelingTasks: true)
+        return result
+    } catch {
+        await manager.invalidate(cancelingTasks: true)
+        throw error
+    }
+}
+
+enum TestQueues {
+    static let key = DispatchSpecificKey<String>()
+    static let completion: DispatchQueue = {
+        let queue = DispatchQueue(label: "courier.tests.completion")
+        queue.setSpecific(key: key, value: "completion")
+        return queue
+    }()
+}
+
+/// A thread-safe list for callbacks to report into.
+final class Recorder<Element: Sendable>: Sendable {
+    private let box = NIOLockedValueBox<[Element]>([])
+    func append(_ element: Element) { self.box.withLockedValue { $0.append(element) } }
+    var all: [Element] { self.box.withLockedValue { $0 } }
+    var count: Int { self.box.withLockedValue { $0.count } }
+}
+
+/// Waits for a callback-style completion.
+func awaitCallback<T: Sendable>(_ start: (@escaping @Sendable (T) -> Void) -> Void) async -> T {
+    await withCheckedContinuation { continuation in
+        start { continuation.resume(returning: $0) }
+    }
+}
+
+/// Polls `condition` every 10 ms for up to `seconds`.
+func eventually(within seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
+
+/// A loopback port with nothing listening on it.
+func closedPort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    close(fd)
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+extension Optional where Wrapped == any Sendable {
+    /// The JSON object a serializer returned, as a dictionary.
+    var json: [String: any Sendable]? { self as? [String: any Sendable] }
+}
