@@ -1,0 +1,26 @@
+#include "CCourierZlib.h"
+
+#include <string.h>
+#include <zlib.h>
+
+size_t courier_compress_bound(size_t inputLength) {
+    return (size_t)compressBound((uLong)inputLength) + 32;
+}
+
+int courier_compress(const uint8_t *input, size_t inputLength, uint8_t *output, size_t *outputLength,
+                     int windowBits) {
+    z_stream stream;
+    memset(&stream, 0, sizeof(stream));
+    int status = deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, windowBits, 8, Z_DEFAULT_STRATEGY);
+    if (status != Z_OK) {
+        return status;
+    }
+    stream.next_in = (Bytef *)input;
+    stream.avail_in = (uInt)inputLength;
+    stream.next_out = output;
+    stream.avail_out = (uInt)*outputLength;
+    status = deflate(&stream, Z_FINISH);
+    *outputLength = stream.total_out;
+    deflateEnd(&stream);
+    return status == Z_STREAM_END ? 0 : (status == Z_OK ? Z_BUF_ERROR : status);
+}

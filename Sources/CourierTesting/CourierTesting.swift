@@ -1,1 +1,0 @@
-// The in-process test server lands here.

@@ -1,0 +1,32 @@
+import NIOCore
+import NIOHTTP1
+
+/// Courier's own routes under `/courier/`, for failures httpbin cannot produce (see ``TestServer``).
+enum CourierFailureRoutes {
+    static func reply(_ rest: [Substring], _ request: IncomingRequest) -> Reply {
+        switch (rest.first, rest.count) {
+        case ("truncated", 2):
+            guard let count = HTTPBinRoutes.integer(rest[1]), count <= 10 << 20 else { return .notFound }
+            let headers: HTTPHeaders = ["Content-Type": "application/octet-stream", "Content-Length": String(2 * count)]
+            return .truncated(.ok, headers, ByteBuffer(repeating: UInt8(ascii: "x"), count: count))
+        case ("reset", 1):
+            return .reset
+        case ("close-after-head", 1):
+            return .headThenClose(.ok, ["Content-Type": "application/octet-stream", "Transfer-Encoding": "chunked"])
+        case ("slow-body", 2):
+            guard let count = HTTPBinRoutes.integer(rest[1]),
+                let interval = HTTPBinRoutes.seconds(request.queryValue("interval") ?? "0.1")
+            else { return .notFound }
+            let chunks = (0..<min(count, 10_000)).map { ByteBuffer(string: "chunk \($0)\n") }
+            return .paced(.ok, ["Content-Type": "text/plain; charset=utf-8"], chunks: chunks, interval: interval)
+        case ("big", 2):
+            guard let count = HTTPBinRoutes.integer(rest[1]) else { return .notFound }
+            return .generated(.ok, ["Content-Type": "application/octet-stream"], total: count)
+        case ("echo", 1):
+            let contentType = request.header("Content-Type") ?? "application/octet-stream"
+            return .complete(.ok, ["Content-Type": contentType], request.body)
+        default:
+            return .notFound
+        }
+    }
+}

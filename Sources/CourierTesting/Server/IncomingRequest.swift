@@ -1,0 +1,61 @@
+import Foundation
+import NIOFoundationCompat
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+
+/// A whole request as the connection handler assembled it, with what routes need to know about
+/// the connection it came on.
+struct IncomingRequest {
+    var head: HTTPRequestHead
+    var body: ByteBuffer
+    /// `http` or `https`.
+    var scheme: String
+    /// The peer's IP address, for httpbin's `origin`.
+    var origin: String
+    /// The host and port the server listens on, used when the request has no `Host`.
+    var defaultAuthority: String
+
+    /// The path without the query, percent-encoding kept.
+    var path: Substring {
+        let uri = self.head.uri[...]
+        return uri.firstIndex(of: "?").map { uri[..<$0] } ?? uri
+    }
+
+    /// The query string without `?` (empty when there is none).
+    var query: Substring {
+        let uri = self.head.uri[...]
+        return uri.firstIndex(of: "?").map { uri[uri.index(after: $0)...] } ?? ""
+    }
+
+    /// The query's decoded pairs.
+    var queryItems: [(name: String, value: String)] { FormURLEncoding.parse(self.query) }
+
+    /// The first value of query parameter `name`.
+    func queryValue(_ name: String) -> String? {
+        self.queryItems.first { $0.name == name }?.value
+    }
+
+    /// The first value of header `name`.
+    func header(_ name: String) -> String? { self.head.headers.first(name: name) }
+
+    /// `Host` or the listening address.
+    var authority: String { self.header("Host") ?? self.defaultAuthority }
+
+    /// The URL the client asked for, as httpbin reports it.
+    var url: String { "\(self.scheme)://\(self.authority)\(self.head.uri)" }
+
+    /// The request as custom routes and the request log see it.
+    var publicRequest: TestServer.Request {
+        var fields = HTTPFields()
+        for (name, value) in self.head.headers {
+            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
+        }
+        return TestServer.Request(
+            method: HTTPRequest.Method(self.head.method.rawValue) ?? .get,
+            target: self.head.uri,
+            headerFields: fields,
+            body: Data(buffer: self.body)
+        )
+    }
+}

@@ -1,0 +1,96 @@
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// What a ``TestServer`` shares with its connections: custom routes, the request log and counter,
+/// and the open connections (so that shutdown can close them).
+///
+/// Each piece has its own lock, taken once per request at most; connections are added and removed
+/// once per connection.
+final class ServerState: Sendable {
+    struct Route: Sendable {
+        var methods: Set<HTTPRequest.Method>?
+        var handler: TestServer.Handler
+    }
+
+    let recordsRequests: Bool
+    private let routes = NIOLockedValueBox<[String: [Route]]>([:])
+    private let log = NIOLockedValueBox<[TestServer.Request]>([])
+    private let counter = NIOLockedValueBox(0)
+    private let connections = NIOLockedValueBox<(open: [ObjectIdentifier: any Channel], closed: Bool)>(([:], false))
+
+    init(recordsRequests: Bool) {
+        self.recordsRequests = recordsRequests
+    }
+
+    // MARK: Routes
+
+    func addRoute(_ path: String, methods: Set<HTTPRequest.Method>?, handler: @escaping TestServer.Handler) {
+        self.routes.withLockedValue { routes in
+            // A later registration for the same methods wins: put it first.
+            routes[path, default: []].insert(Route(methods: methods, handler: handler), at: 0)
+        }
+    }
+
+    enum RouteMatch {
+        case none
+        case handler(TestServer.Handler)
+        case wrongMethod(allowed: [String])
+    }
+
+    func route(path: Substring, method: String) -> RouteMatch {
+        guard let candidates = self.routes.withLockedValue({ $0[String(path)] }), !candidates.isEmpty else { return .none }
+        let method = HTTPRequest.Method(method)
+        for route in candidates where route.methods == nil || method.map({ route.methods!.contains($0) }) == true {
+            return .handler(route.handler)
+        }
+        let allowed = Set(candidates.flatMap { $0.methods ?? [] }).map(\.rawValue).sorted()
+        return .wrongMethod(allowed: allowed)
+    }
+
+    // MARK: Requests
+
+    func didReceive(_ request: @autoclosure () -> TestServer.Request) {
+        self.counter.withLockedValue { $0 += 1 }
+        if self.recordsRequests {
+            let request = request()
+            self.log.withLockedValue { $0.append(request) }
+        }
+    }
+
+    var requestCount: Int { self.counter.withLockedValue { $0 } }
+
+    var receivedRequests: [TestServer.Request] { self.log.withLockedValue { $0 } }
+
+    func clearLog() {
+        self.log.withLockedValue { $0.removeAll() }
+        self.counter.withLockedValue { $0 = 0 }
+    }
+
+    // MARK: Connections
+
+    /// Tracks `channel` until it closes; returns false (and closes it) once the server is shutting down.
+    func register(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        let accepted = self.connections.withLockedValue { state -> Bool in
+            guard !state.closed else { return false }
+            state.open[id] = channel
+            return true
+        }
+        guard accepted else {
+            channel.close(promise: nil)
+            return
+        }
+        channel.closeFuture.whenComplete { _ in
+            self.connections.withLockedValue { _ = $0.open.removeValue(forKey: id) }
+        }
+    }
+
+    /// Stops accepting connections and returns the open ones.
+    func closeAll() -> [any Channel] {
+        self.connections.withLockedValue { state in
+            state.closed = true
+            return Array(state.open.values)
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import NIOSSL
+
+extension TestServer {
+    /// How a ``TestServer`` listens. Every property has a default: `TestServer.Configuration()` is a
+    /// plain-HTTP server on `127.0.0.1` and a free port.
+    public struct Configuration: Sendable {
+        /// The address to bind, `127.0.0.1` by default. The port is always chosen by the system.
+        public var host: String
+        /// Whether to speak TLS (https). Off by default.
+        public var tls: Bool
+        /// Which certificate the server presents when ``tls`` is on.
+        public var identity: Identity
+        /// Whether HTTP/2 is offered next to HTTP/1.1 through ALPN when ``tls`` is on (on by
+        /// default). Plain-HTTP servers speak HTTP/1.1 only.
+        public var http2: Bool
+        /// Whether every request is kept for ``TestServer/receivedRequests``. Off by default;
+        /// ``TestServer/requestCount`` is counted either way.
+        public var recordsRequests: Bool
+
+        /// A plain-HTTP/1.1 server on `127.0.0.1` that does not record requests.
+        public init() {
+            self.host = "127.0.0.1"
+            self.tls = false
+            self.identity = .localhost
+            self.http2 = true
+            self.recordsRequests = false
+        }
+
+        /// An HTTPS server presenting `identity`, offering HTTP/2 and HTTP/1.1.
+        /// - Parameter identity: The certificate to present (``Identity/localhost`` by default).
+        public static func https(_ identity: Identity = .localhost) -> Configuration {
+            var configuration = Configuration()
+            configuration.tls = true
+            configuration.identity = identity
+            return configuration
+        }
+    }
+
+    /// The certificate a TLS ``TestServer`` presents (see ``TestCertificates``).
+    public struct Identity: Sendable, Hashable {
+        enum Base: Sendable, Hashable {
+            case localhost, wrongHost, selfSigned, expired
+        }
+
+        let base: Base
+
+        /// ``TestCertificates/localhostLeaf`` and the intermediate: trusted through ``TestCertificates/rootCA``.
+        public static let localhost = Identity(base: .localhost)
+        /// ``TestCertificates/wrongHostLeaf`` and the intermediate: a trusted chain for the wrong name.
+        public static let wrongHost = Identity(base: .wrongHost)
+        /// ``TestCertificates/selfSignedLeaf`` alone: right name, untrusted issuer.
+        public static let selfSigned = Identity(base: .selfSigned)
+        /// ``TestCertificates/expiredLeaf`` and the intermediate: right name and issuer, expired.
+        public static let expired = Identity(base: .expired)
+
+        /// The chain presented, leaf first, and the leaf's key, as PEM.
+        var pem: (chain: [String], key: String) {
+            switch self.base {
+            case .localhost: ([TestCertificates.localhostLeaf, TestCertificates.intermediateCA], TestCertificates.localhostKey)
+            case .wrongHost: ([TestCertificates.wrongHostLeaf, TestCertificates.intermediateCA], TestCertificates.wrongHostKey)
+            case .selfSigned: ([TestCertificates.selfSignedLeaf], TestCertificates.selfSignedKey)
+            case .expired: ([TestCertificates.expiredLeaf, TestCertificates.intermediateCA], TestCertificates.expiredKey)
+            }
+        }
+
+        func makeTLSConfiguration(http2: Bool) throws -> TLSConfiguration {
+            let (chain, key) = self.pem
+            let certificates = try chain.map { try NIOSSLCertificate(bytes: Array($0.utf8), format: .pem) }
+            var configuration = TLSConfiguration.makeServerConfiguration(
+                certificateChain: certificates.map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(key.utf8), format: .pem))
+            )
+            configuration.applicationProtocols = http2 ? ["h2", "http/1.1"] : ["http/1.1"]
+            return configuration
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import HTTPTypes
+
+extension TestServer {
+    /// A request as the server received it: what custom routes get, and what
+    /// ``TestServer/receivedRequests`` records.
+    public struct Request: Sendable {
+        /// The method.
+        public var method: HTTPRequest.Method
+        /// The request target as sent: the path with its query, for example `/get?a=1`.
+        public var target: String
+        /// The header fields, in the order received.
+        public var headerFields: HTTPFields
+        /// The body bytes (empty when there was none).
+        public var body: Data
+
+        /// Makes a request value (the server makes these; tests rarely need to).
+        public init(method: HTTPRequest.Method, target: String, headerFields: HTTPFields = [:], body: Data = Data()) {
+            self.method = method
+            self.target = target
+            self.headerFields = headerFields
+            self.body = body
+        }
+
+        /// The path, without the query.
+        public var path: String {
+            self.target.firstIndex(of: "?").map { String(self.target[..<$0]) } ?? self.target
+        }
+
+        /// The query string after `?`, or nil.
+        public var query: String? {
+            self.target.firstIndex(of: "?").map { String(self.target[self.target.index(after: $0)...]) }
+        }
+
+        /// The query's name-value pairs, percent-decoded, in order (`+` reads as a space).
+        public var queryItems: [(name: String, value: String)] {
+            FormURLEncoding.parse(self.query ?? "")
+        }
+
+        /// The value of the first header field named `name` (any case), or nil.
+        public func value(forHTTPHeaderField name: String) -> String? {
+            HTTPField.Name(name).flatMap { self.headerFields[$0] }
+        }
+    }
+
+    /// What a custom route answers.
+    public struct Response: Sendable {
+        /// The status.
+        public var status: HTTPResponse.Status
+        /// The header fields. `Content-Length` is set by the server.
+        public var headerFields: HTTPFields
+        /// The body bytes.
+        public var body: Data
+
+        /// Makes a response.
+        /// - Parameters:
+        ///   - status: The status (200 by default).
+        ///   - headerFields: Header fields to send.
+        ///   - body: The body bytes (none by default).
+        public init(status: HTTPResponse.Status = .ok, headerFields: HTTPFields = [:], body: Data = Data()) {
+            self.status = status
+            self.headerFields = headerFields
+            self.body = body
+        }
+
+        /// A `text/plain; charset=utf-8` response.
+        public static func text(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
+            Response(status: status, headerFields: [.contentType: "text/plain; charset=utf-8"], body: Data(text.utf8))
+        }
+
+        /// An `application/json` response whose body is `json` as given.
+        public static func json(_ json: String, status: HTTPResponse.Status = .ok) -> Response {
+            Response(status: status, headerFields: [.contentType: "application/json"], body: Data(json.utf8))
+        }
+    }
+
+    /// A custom route's handler. It runs as a task on the Swift concurrency pool.
+    public typealias Handler = @Sendable (Request) async throws -> Response
+}
