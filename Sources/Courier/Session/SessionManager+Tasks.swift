@@ -17,7 +17,7 @@ extension SessionManager {
         with request: Request,
         uploadProgress: (@Sendable (Progress) -> Void)? = nil,
         downloadProgress: (@Sendable (Progress) -> Void)? = nil,
-        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)? = nil
+        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)?
     ) -> DataTask {
         let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, $0) } ?? .none
         return self.makeTask(DataTask.self, request: request, completion: completion, uploadProgress: uploadProgress, downloadProgress: downloadProgress)
@@ -29,7 +29,7 @@ extension SessionManager {
         with request: Request,
         fromData bodyData: Data,
         progress: (@Sendable (Progress) -> Void)? = nil,
-        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)? = nil
+        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)?
     ) -> UploadTask {
         var request = request
         request.body = .data(bodyData)
@@ -43,7 +43,7 @@ extension SessionManager {
         with request: Request,
         fromFile fileURL: URL,
         progress: (@Sendable (Progress) -> Void)? = nil,
-        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)? = nil
+        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)?
     ) -> UploadTask {
         var request = request
         request.body = .file(fileURL)

@@ -1,5 +1,6 @@
 import CourierTesting
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import Courier

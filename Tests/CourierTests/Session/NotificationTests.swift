@@ -46,8 +46,8 @@ struct NotificationTests {
         try await withTestServer { server in
             try await withManager(baseURL: server.baseURL) { manager in
                 let done = Recorder<Void>()
-                let task = manager.dataTask(with: Request(url: server.url("/courier/slow-body/3?interval=0.1"))) { _, _, _ in done.append(()) }
                 manager.responseSerializer = HTTPResponseSerializer()
+                let task = manager.dataTask(with: Request(url: server.url("/courier/slow-body/3?interval=0.1"))) { _, _, _ in done.append(()) }
                 let log = NotificationLog(names: [.taskDidResume, .taskDidSuspend, .taskDidComplete], object: task)
                 task.resume()
                 #expect(await eventually { task.countOfBytesReceived > 0 })
@@ -107,18 +107,23 @@ struct CompletionQueueTests {
                 let group = DispatchGroup()
                 manager.completionGroup = group
                 let queues = Recorder<String?>()
+                let insideGroup = Recorder<Bool>()
                 for index in 0..<10 {
                     manager.get("get", parameters: ["i": index], success: { _, _ in
                         queues.append(DispatchQueue.getSpecific(key: TestQueues.key))
+                        // As in AFNetworking, the group is entered for each completion handler.
+                        insideGroup.append(group.wait(timeout: .now()) == .timedOut)
                     }, failure: { _, error in
                         Issue.record("unexpected failure \(error)")
                     })
                 }
-                let waited = await withCheckedContinuation { continuation in
-                    group.notify(queue: .global()) { continuation.resume(returning: queues.count) }
+                #expect(await eventually { queues.count == 10 })
+                let left = await withCheckedContinuation { continuation in
+                    group.notify(queue: .global()) { continuation.resume(returning: true) }
                 }
-                #expect(waited == 10, "the group is left only after every handler ran")
+                #expect(left)
                 #expect(queues.all.allSatisfy { $0 == "completion" })
+                #expect(insideGroup.all == Array(repeating: true, count: 10))
             }
         }
     }
@@ -127,8 +132,15 @@ struct CompletionQueueTests {
         try await withTestServer { server in
             let manager = HTTPSessionManager(baseURL: server.baseURL)
             defer { manager.invalidate(cancelingTasks: true) }
+            // Under a test runner that called `dispatchMain()`, the main queue runs on a worker
+            // thread: check the queue, not the thread.
+            let mainKey = DispatchSpecificKey<Bool>()
+            DispatchQueue.main.setSpecific(key: mainKey, value: true)
             let onMain: Bool = await awaitCallback { finish in
-                manager.get("get", success: { _, _ in finish(Thread.isMainThread) }, failure: { _, _ in finish(false) })
+                manager.get("get", success: { _, _ in finish(DispatchQueue.getSpecific(key: mainKey) == true) }, failure: { _, error in
+                    Issue.record("unexpected failure \(error)")
+                    finish(false)
+                })
             }
             #expect(onMain)
         }

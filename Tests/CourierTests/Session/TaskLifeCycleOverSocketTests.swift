@@ -44,8 +44,8 @@ struct TaskLifeCycleOverSocketTests {
     @Test func identifiersAreUniqueAndListingsSortByKind() async throws {
         try await withTestServer { server in
             try await withManager(baseURL: server.baseURL) { manager in
-                let data = manager.dataTask(with: Request(url: server.url("/get")))
-                let upload = manager.uploadTask(with: Request(method: .post, url: server.url("/post")), fromData: Data("x".utf8))
+                let data = manager.dataTask(with: Request(url: server.url("/get")), completionHandler: nil)
+                let upload = manager.uploadTask(with: Request(method: .post, url: server.url("/post")), fromData: Data("x".utf8), completionHandler: nil)
                 #expect(data.taskIdentifier != upload.taskIdentifier)
                 #expect(manager.dataTasks.map(\.taskIdentifier) == [data.taskIdentifier])
                 #expect(manager.uploadTasks.map(\.taskIdentifier) == [upload.taskIdentifier])

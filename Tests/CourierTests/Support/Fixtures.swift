@@ -5,6 +5,7 @@ import Foundation
 import NIOConcurrencyHelpers
 
 /// Runs `body` with a fresh test server, shut down afterwards whatever happens.
+@discardableResult
 func withTestServer<T>(
     _ configuration: TestServer.Configuration = .init(),
     _ body: (TestServer) async throws -> T
@@ -22,6 +23,7 @@ func withTestServer<T>(
 
 /// Runs `body` with a manager on `baseURL` whose completion handlers run on a private queue,
 /// invalidated afterwards.
+@discardableResult
 func withManager<T>(
     baseURL: URL?,
     configuration: SessionConfiguration = .default,
