@@ -14,9 +14,10 @@ extension NIOEngine {
         client.tlsConfiguration = Self.tlsConfiguration(securityPolicy)
         // Courier follows redirects itself, asking the task's delegate about each hop.
         client.redirectConfiguration = .disallow
+        // The idle (read) deadline is the exchange's own: see `NIOExchange.idleTimeout`.
         client.timeout = HTTPClient.Configuration.Timeout(
             connect: .nanoseconds(Int64(configuration.timeoutIntervalForConnect * 1e9)),
-            read: .nanoseconds(Int64(configuration.timeoutIntervalForRequest * 1e9))
+            read: nil
         )
         var pool = HTTPClient.Configuration.ConnectionPool(
             idleTimeout: .nanoseconds(Int64(configuration.connectionIdleTimeout * 1e9)),

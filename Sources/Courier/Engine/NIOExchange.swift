@@ -17,9 +17,10 @@ final class NIOExchange: Exchange, Sendable {
     let eventLoop: any EventLoop
     /// The whole-transfer deadline, fixed when the exchange starts.
     let deadline: NIODeadline
-    /// The request's own idle timeout when it differs from the session's; the session's is
-    /// enforced by AHC's read timeout.
-    let idleTimeout: TimeAmount?
+    /// How long the exchange may go without an event before it fails: the request's own
+    /// timeout, else the session's. Courier keeps this deadline itself rather than AHC's read
+    /// timeout, so that a request may set a longer one and a suspended task is not "idle".
+    let idleTimeout: TimeAmount
     let state: NIOLockedValueBox<NIOExchangeState>
 
     init(engine: NIOEngine, request: Request, delegate: any ExchangeDelegate) {
@@ -27,20 +28,15 @@ final class NIOExchange: Exchange, Sendable {
         self.delegate = delegate
         self.eventLoop = engine.eventLoopGroup.next()
         self.deadline = .now() + .nanoseconds(Int64(min(engine.configuration.timeoutIntervalForResource, 1e9) * 1e9))
-        if let interval = request.options.timeoutInterval, interval != engine.configuration.timeoutIntervalForRequest {
-            self.idleTimeout = .nanoseconds(Int64(max(interval, 0.001) * 1e9))
-        } else {
-            self.idleTimeout = nil
-        }
+        let interval = request.options.timeoutInterval ?? engine.configuration.timeoutIntervalForRequest
+        self.idleTimeout = .nanoseconds(Int64(min(max(interval, 0.001), 1e9) * 1e9))
         self.state = NIOLockedValueBox(NIOExchangeState(request: request))
     }
 
     // MARK: Starting hops
 
     func start() {
-        if let idleTimeout = self.idleTimeout {
-            self.scheduleIdleCheck(after: idleTimeout)
-        }
+        self.scheduleIdleCheck(after: self.idleTimeout)
         self.startHop()
     }
 
@@ -78,9 +74,10 @@ final class NIOExchange: Exchange, Sendable {
         let next: Next = self.state.withLockedValue { state in
             state.currentTask = nil
             if state.isFinished { return .finish(nil) }
+            if let cancellation = state.pendingCancellation { return .finish(cancellation) }
             switch result {
             case .success:
-                if case .redirecting(let newRequest) = state.phase, state.pendingCancellation == nil {
+                if case .redirecting(let newRequest) = state.phase {
                     state.request = newRequest
                     state.phase = .awaitingHead
                     return .startNextHop
@@ -99,12 +96,17 @@ final class NIOExchange: Exchange, Sendable {
 
     /// Ends the exchange exactly once, fulfilling any pending back-pressure promise.
     func finish(with error: CourierError?) {
-        let (alreadyFinished, promise) = self.state.withLockedValue { state -> (Bool, EventLoopPromise<Void>?) in
+        let (alreadyFinished, promise, timer) = self.state.withLockedValue { state -> (Bool, EventLoopPromise<Void>?, Scheduled<Void>?) in
             let was = state.isFinished
             state.isFinished = true
-            defer { state.pausedPromise = nil }
-            return (was, state.pausedPromise)
+            defer {
+                state.pausedPromise = nil
+                state.idleTimer = nil
+            }
+            return (was, state.pausedPromise, state.idleTimer)
         }
+        // The timer holds the exchange: cancel it so that nothing outlives the exchange.
+        timer?.cancel()
         promise?.fail(error ?? CourierError.cancelled)
         guard !alreadyFinished else { return }
         self.delegate.exchange(didCompleteWith: error)
@@ -139,13 +141,18 @@ final class NIOExchange: Exchange, Sendable {
     // MARK: Idle deadline for requests with their own timeout
 
     private func scheduleIdleCheck(after delay: TimeAmount) {
-        self.eventLoop.scheduleTask(in: delay) {
+        let timer = self.eventLoop.scheduleTask(in: delay) {
             self.checkIdle()
         }
+        let finished = self.state.withLockedValue { state -> Bool in
+            if !state.isFinished { state.idleTimer = timer }
+            return state.isFinished
+        }
+        if finished { timer.cancel() }
     }
 
     private func checkIdle() {
-        guard let idleTimeout = self.idleTimeout else { return }
+        let idleTimeout = self.idleTimeout
         enum Verdict { case done, expired, wait(TimeAmount) }
         let verdict: Verdict = self.state.withLockedValue { state in
             if state.isFinished { return .done }
@@ -184,6 +191,7 @@ struct NIOExchangeState {
     var isFinished = false
     var isPaused = false
     var pausedPromise: EventLoopPromise<Void>?
+    var idleTimer: Scheduled<Void>?
     var redirectCount = 0
     var visitedURLs: Set<String> = []
     var lastActivity = NIODeadline.now()

@@ -103,7 +103,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// Keeps the engine's handle; cancels it at once if the task was cancelled meanwhile.
     func attach(_ exchange: any Exchange) {
         let (cancelled, request) = self.state.withLockedValue { state -> (Bool, Request) in
-            state.exchange = exchange
+            // An exchange that already completed (it failed at once) is not kept.
+            if state.lifecycle != .completed { state.exchange = exchange }
             return (state.lifecycle == .canceling, state.currentRequest)
         }
         if cancelled {

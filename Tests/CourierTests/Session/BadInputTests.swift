@@ -108,6 +108,47 @@ struct BadInputTests {
         }
     }
 
+    @Test func perRequestTimeoutCanBeLongerThanTheSessions() async throws {
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.timeoutIntervalForRequest = 0.3
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                var request = Request(url: server.url("/delay/1"))
+                request.options.timeoutInterval = 5
+                let response = try await manager.data(for: request)
+                #expect(response.response.status == .ok)
+            }
+        }
+    }
+
+    @Test func aSuspendedTaskIsNotIdle() async throws {
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.timeoutIntervalForRequest = 1
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                var hooks = SessionManager.Hooks()
+                let suspended = Recorder<Void>()
+                hooks.dataTaskDidReceiveData = { _, task, _ in
+                    if suspended.count == 0 {
+                        suspended.append(())
+                        task.suspend()
+                    }
+                }
+                manager.hooks = hooks
+                let finished = Recorder<CourierError?>()
+                let task = manager.dataTask(with: Request(url: server.url("/courier/big/2000000"))) { _, _, error in finished.append(error) }
+                task.resume()
+                #expect(await eventually { task.state == .suspended })
+                try await Task.sleep(for: .seconds(2))
+                #expect(finished.count == 0, "no idle timeout while suspended")
+                task.resume()
+                #expect(await eventually { finished.count == 1 })
+                #expect(finished.all.first! == nil)
+            }
+        }
+    }
+
     @Test func resourceTimeoutBoundsTheWholeTransfer() async throws {
         try await withTestServer { server in
             var configuration = SessionConfiguration.default
