@@ -1,0 +1,210 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// An HTTP `CONNECT` proxy on 127.0.0.1 for tests: every tunnel it opens leads to one upstream
+/// address on this machine (a ``TestServer``, usually), whatever host the client asked for, so a
+/// test can send requests for made-up hosts and prove that they went through the proxy.
+///
+/// ```swift
+/// let server = try await TestServer.start()
+/// let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("user", "pass"))
+/// // configure a client with proxy 127.0.0.1:proxy.port, then request http://anything.invalid/get
+/// print(proxy.connectTargets)   // ["anything.invalid:80"]
+/// try await proxy.shutdown()
+/// ```
+public final class TestProxy: Sendable {
+    /// The port the proxy listens on.
+    public let port: Int
+    private let channel: any Channel
+    private let state: NIOLockedValueBox<ProxyState>
+
+    struct ProxyState {
+        var targets: [String] = []
+        var authorizations: [String?] = []
+        var children: [any Channel] = []
+    }
+
+    private init(port: Int, channel: any Channel, state: NIOLockedValueBox<ProxyState>) {
+        self.port = port
+        self.channel = channel
+        self.state = state
+    }
+
+    /// The `host:port` of every `CONNECT` request received, in order.
+    public var connectTargets: [String] { self.state.withLockedValue { $0.targets } }
+    /// The `Proxy-Authorization` header of every `CONNECT` request (nil where absent).
+    public var proxyAuthorizations: [String?] { self.state.withLockedValue { $0.authorizations } }
+
+    /// Starts a proxy.
+    /// - Parameters:
+    ///   - upstreamPort: The port on 127.0.0.1 every tunnel leads to.
+    ///   - credentials: When set, `CONNECT` without matching Basic credentials gets 407.
+    public static func start(upstreamPort: Int, credentials: (username: String, password: String)? = nil) async throws -> TestProxy {
+        let state = NIOLockedValueBox(ProxyState())
+        let expected = credentials.map { "Basic " + Data("\($0.username):\($0.password)".utf8).base64EncodedString() }
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { child in
+                state.withLockedValue { $0.children.append(child) }
+                return child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.addHandler(
+                        ConnectRequestHandler(upstreamPort: upstreamPort, expectedAuthorization: expected, state: state))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+        guard let port = channel.localAddress?.port else {
+            try? await channel.close()
+            throw CourierTestingError("the proxy socket has no port")
+        }
+        return TestProxy(port: port, channel: channel, state: state)
+    }
+
+    /// Stops listening and closes every tunnel.
+    public func shutdown() async throws {
+        try? await self.channel.close()
+        let children = self.state.withLockedValue { $0.children }
+        for child in children { try? await child.close() }
+    }
+}
+
+/// Reads one `CONNECT` request head, then opens the tunnel.
+private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    let upstreamPort: Int
+    let expectedAuthorization: String?
+    let state: NIOLockedValueBox<TestProxy.ProxyState>
+    var buffered: ByteBuffer?
+
+    init(upstreamPort: Int, expectedAuthorization: String?, state: NIOLockedValueBox<TestProxy.ProxyState>) {
+        self.upstreamPort = upstreamPort
+        self.expectedAuthorization = expectedAuthorization
+        self.state = state
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var chunk = self.unwrapInboundIn(data)
+        if self.buffered == nil { self.buffered = chunk } else { self.buffered!.writeBuffer(&chunk) }
+        guard let buffered = self.buffered,
+            let text = buffered.getString(at: buffered.readerIndex, length: buffered.readableBytes),
+            let end = text.range(of: "\r\n\r\n")
+        else { return }
+        let lines = text[..<end.lowerBound].split(separator: "\r\n", omittingEmptySubsequences: false)
+        let requestLine = lines.first?.split(separator: " ") ?? []
+        let authorization = lines.dropFirst().first { $0.lowercased().hasPrefix("proxy-authorization:") }
+            .map { String($0.dropFirst("proxy-authorization:".count)).trimmingCharacters(in: .whitespaces) }
+        let target = requestLine.count > 1 ? String(requestLine[1]) : ""
+        self.state.withLockedValue {
+            $0.targets.append(target)
+            $0.authorizations.append(authorization)
+        }
+        guard requestLine.first == "CONNECT" else {
+            self.reply("HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n", close: true, context: context)
+            return
+        }
+        if let expected = self.expectedAuthorization, authorization != expected {
+            self.reply("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic\r\nContent-Length: 0\r\n\r\n", close: true, context: context)
+            return
+        }
+        let headBytes = text.utf8.distance(from: text.utf8.startIndex, to: end.upperBound.samePosition(in: text.utf8)!)
+        var rest = buffered
+        rest.moveReaderIndex(forwardBy: headBytes)
+        let leftover = rest
+        self.buffered = nil
+        context.channel.setOption(.autoRead, value: false).whenComplete { _ in }
+        let client = context.channel
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        ClientBootstrap(group: context.eventLoop)
+            .connect(host: "127.0.0.1", port: self.upstreamPort)
+            .whenComplete { result in
+                let (handler, context) = loopBound.value
+                switch result {
+                case .failure:
+                    handler.reply("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n", close: true, context: context)
+                case .success(let upstream):
+                    handler.state.withLockedValue { $0.children.append(upstream) }
+                    handler.reply("HTTP/1.1 200 Connection Established\r\n\r\n", close: false, context: context)
+                    if leftover.readableBytes > 0 { upstream.writeAndFlush(leftover, promise: nil) }
+                    let (toUpstream, toClient) = TunnelHandler.pair()
+                    do {
+                        try upstream.pipeline.syncOperations.addHandler(toClient)
+                        try context.pipeline.syncOperations.addHandler(toUpstream)
+                        context.pipeline.syncOperations.removeHandler(handler, promise: nil)
+                    } catch {
+                        client.close(promise: nil)
+                        upstream.close(promise: nil)
+                    }
+                    client.setOption(.autoRead, value: true).whenComplete { _ in }
+                }
+            }
+    }
+
+    private func reply(_ text: String, close: Bool, context: ChannelHandlerContext) {
+        let future = context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: text)))
+        if close {
+            let channel = context.channel
+            future.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+}
+
+/// Copies bytes from its channel to its partner's, and closes the partner when its channel closes.
+private final class TunnelHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+
+    private var partner: TunnelHandler?
+    private var context: ChannelHandlerContext?
+    private var pendingRead = false
+
+    static func pair() -> (TunnelHandler, TunnelHandler) {
+        let first = TunnelHandler()
+        let second = TunnelHandler()
+        first.partner = second
+        second.partner = first
+        return (first, second)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        self.partner = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.partner?.write(self.unwrapInboundIn(data))
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        self.partner?.flush()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.partner?.closeFromPartner()
+        context.fireChannelInactive()
+    }
+
+    private func write(_ buffer: ByteBuffer) {
+        guard let context = self.context else { return }
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            loopBound.value.write(NIOAny(buffer), promise: nil)
+        }
+    }
+
+    private func flush() {
+        guard let context = self.context else { return }
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.eventLoop.execute { loopBound.value.flush() }
+    }
+
+    private func closeFromPartner() {
+        guard let context = self.context else { return }
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.eventLoop.execute { loopBound.value.close(promise: nil) }
+    }
+}

@@ -1,0 +1,39 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+@Suite("Proxy")
+struct ProxyTests {
+    @Test func requestsGoThroughAnHTTPProxyWithCredentials() async throws {
+        try await withTestServer { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("courier", "secret"))
+            defer { Task { try? await proxy.shutdown() } }
+            var configuration = SessionConfiguration.default
+            configuration.proxy = .http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "secret")
+            // The host does not exist: only the proxy can have answered.
+            try await withManager(baseURL: URL(string: "http://courier-target.invalid/"), configuration: configuration) { manager in
+                let response = try await manager.get("get", parameters: ["via": "proxy"])
+                #expect((response.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "proxy")
+            }
+            #expect(proxy.connectTargets == ["courier-target.invalid:80"])
+            #expect(proxy.proxyAuthorizations.first! == "Basic " + Data("courier:secret".utf8).base64EncodedString())
+        }
+    }
+
+    @Test func wrongProxyCredentialsFail() async throws {
+        try await withTestServer { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("courier", "secret"))
+            defer { Task { try? await proxy.shutdown() } }
+            var configuration = SessionConfiguration.default
+            configuration.proxy = .http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "wrong")
+            try await withManager(baseURL: URL(string: "http://courier-target.invalid/"), configuration: configuration) { manager in
+                await #expect {
+                    try await manager.get("get")
+                } throws: { error in
+                    (error as? CourierError)?.code == .connectionFailed
+                }
+            }
+        }
+    }
+}
