@@ -89,6 +89,7 @@ let package = Package(
             dependencies: [
                 "Courier",
                 "CourierTesting",
+                "CCourierZlib",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
