@@ -101,6 +101,10 @@ public final class TestServer: Sendable {
     /// records them.
     public var requestCount: Int { self.state.requestCount }
 
+    /// How many TCP connections the server accepted (HTTP/2 streams share theirs): proves that a
+    /// client kept its connections alive, or that it never connected.
+    public var connectionCount: Int { self.state.connectionCount }
+
     /// The requests received, oldest first, when ``Configuration/recordsRequests`` is on (else empty).
     public var receivedRequests: [Request] { self.state.receivedRequests }
 
