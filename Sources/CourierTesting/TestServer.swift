@@ -7,9 +7,9 @@ import NIOPosix
 ///
 /// It answers httpbin's routes (`/get`, `/post`, `/status/418`, `/redirect/3`, `/gzip`,
 /// `/range/1024`…, with httpbin's JSON field names), Courier's failure routes under `/courier/`
-/// (truncated bodies, resets, slow bodies; see ``TestServer``'s route list in `HTTPBinRoutes`),
-/// and routes you add with ``route(_:methods:_:)``. Connections are kept alive; over TLS it offers
-/// HTTP/2 and HTTP/1.1 through ALPN.
+/// (listed below and in the <doc:CourierTesting> overview), and routes you add with
+/// ``route(_:methods:_:)``. Connections are kept alive; over TLS it offers HTTP/2 and HTTP/1.1
+/// through ALPN. Built-in routes are answered on the event loop, without a task per request.
 ///
 /// ```swift
 /// let server = try await TestServer.start(.https())
