@@ -6,8 +6,9 @@ import NIOHTTP1
 import Testing
 
 @Suite struct FailureRoutesTests {
-    @Test func truncatedBodyFailsTheRead() async throws {
-        try await withServer { server, client in
+    @Test(arguments: [false, true])
+    func truncatedBodyFailsTheRead(tls: Bool) async throws {
+        try await withServer(tls ? .https() : TestServer.Configuration()) { server, client in
             let response = try await client.execute(HTTPClientRequest(url: server.url("/courier/truncated/100").absoluteString), timeout: .seconds(5))
             #expect(response.headers.first(name: "Content-Length") == "200")
             var received = 0
@@ -18,8 +19,9 @@ import Testing
         }
     }
 
-    @Test func resetClosesWithoutAResponse() async throws {
-        try await withServer { server, client in
+    @Test(arguments: [false, true])
+    func resetClosesWithoutAResponse(tls: Bool) async throws {
+        try await withServer(tls ? .https() : TestServer.Configuration()) { server, client in
             await #expect(throws: (any Error).self) {
                 _ = try await client.fetch(server.url("/courier/reset"))
             }
@@ -29,8 +31,9 @@ import Testing
         }
     }
 
-    @Test func closeAfterHeadFailsTheBody() async throws {
-        try await withServer { server, client in
+    @Test(arguments: [false, true])
+    func closeAfterHeadFailsTheBody(tls: Bool) async throws {
+        try await withServer(tls ? .https() : TestServer.Configuration()) { server, client in
             await #expect(throws: (any Error).self) {
                 _ = try await client.fetch(server.url("/courier/close-after-head"))
             }
