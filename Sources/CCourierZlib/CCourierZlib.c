@@ -24,3 +24,21 @@ int courier_compress(const uint8_t *input, size_t inputLength, uint8_t *output, 
     deflateEnd(&stream);
     return status == Z_STREAM_END ? 0 : (status == Z_OK ? Z_BUF_ERROR : status);
 }
+
+int courier_decompress(const uint8_t *input, size_t inputLength, uint8_t *output, size_t *outputLength,
+                       int windowBits) {
+    z_stream stream;
+    memset(&stream, 0, sizeof(stream));
+    int status = inflateInit2(&stream, windowBits);
+    if (status != Z_OK) {
+        return status;
+    }
+    stream.next_in = (Bytef *)input;
+    stream.avail_in = (uInt)inputLength;
+    stream.next_out = output;
+    stream.avail_out = (uInt)*outputLength;
+    status = inflate(&stream, Z_FINISH);
+    *outputLength = stream.total_out;
+    inflateEnd(&stream);
+    return status == Z_STREAM_END ? 0 : (status == Z_OK ? Z_BUF_ERROR : status);
+}

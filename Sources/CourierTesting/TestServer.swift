@@ -7,9 +7,9 @@ import NIOPosix
 ///
 /// It answers httpbin's routes (`/get`, `/post`, `/status/418`, `/redirect/3`, `/gzip`,
 /// `/range/1024`…, with httpbin's JSON field names), Courier's failure routes under `/courier/`
-/// (truncated bodies, resets, slow bodies; see ``TestServer``'s route list in `HTTPBinRoutes`),
-/// and routes you add with ``route(_:methods:_:)``. Connections are kept alive; over TLS it offers
-/// HTTP/2 and HTTP/1.1 through ALPN.
+/// (listed below and in the <doc:CourierTesting> overview), and routes you add with
+/// ``route(_:methods:_:)``. Connections are kept alive; over TLS it offers HTTP/2 and HTTP/1.1
+/// through ALPN. Built-in routes are answered on the event loop, without a task per request.
 ///
 /// ```swift
 /// let server = try await TestServer.start(.https())
@@ -100,6 +100,10 @@ public final class TestServer: Sendable {
     /// How many requests arrived (complete heads and bodies), counted whether or not the server
     /// records them.
     public var requestCount: Int { self.state.requestCount }
+
+    /// How many TCP connections the server accepted (HTTP/2 streams share theirs): proves that a
+    /// client kept its connections alive, or that it never connected.
+    public var connectionCount: Int { self.state.connectionCount }
 
     /// The requests received, oldest first, when ``Configuration/recordsRequests`` is on (else empty).
     public var receivedRequests: [Request] { self.state.receivedRequests }

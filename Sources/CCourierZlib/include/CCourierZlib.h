@@ -13,4 +13,10 @@ int courier_compress(const uint8_t *input, size_t inputLength, uint8_t *output, 
 /// An upper bound of the compressed size of `inputLength` bytes, with room for a gzip header.
 size_t courier_compress_bound(size_t inputLength);
 
+/// Decompresses `input` into `output` (capacity `*outputLength`, which receives the decompressed
+/// length). `windowBits` as for `courier_compress`; 15 + 32 detects gzip or zlib. Returns 0 on
+/// success, a zlib error code otherwise (`Z_BUF_ERROR` when `output` is too small).
+int courier_decompress(const uint8_t *input, size_t inputLength, uint8_t *output, size_t *outputLength,
+                       int windowBits);
+
 #endif

@@ -17,31 +17,34 @@ enum ServerPipeline {
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
                 state.register(channel)
-                return channel.eventLoop.makeCompletedFuture {
-                    try configure(channel, sslContext: sslContext, http2: http2, state: state)
-                }
+                return configure(channel, sslContext: sslContext, http2: http2, state: state)
             }
             .bind(host: configuration.host, port: 0)
             .get()
     }
 
-    private static func configure(_ channel: any Channel, sslContext: NIOSSLContext?, http2: Bool, state: ServerState) throws {
+    private static func configure(_ channel: any Channel, sslContext: NIOSSLContext?, http2: Bool, state: ServerState) -> EventLoopFuture<Void> {
         let sync = channel.pipeline.syncOperations
-        guard let sslContext else {
-            try sync.configureHTTPServerPipeline(withErrorHandling: true)
-            try sync.addHandler(TestServerHandler(state: state, scheme: "http"))
-            return
-        }
-        try sync.addHandler(NIOSSLServerHandler(context: sslContext))
-        if http2 {
-            _ = channel.configureCommonHTTPServerPipeline { stream in
-                stream.eventLoop.makeCompletedFuture {
-                    try stream.pipeline.syncOperations.addHandler(TestServerHandler(state: state, scheme: "https"))
-                }
+        do {
+            guard let sslContext else {
+                try sync.configureHTTPServerPipeline(withErrorHandling: true)
+                try sync.addHandler(TestServerHandler(state: state, scheme: "http"))
+                return channel.eventLoop.makeSucceededVoidFuture()
             }
-        } else {
-            try sync.configureHTTPServerPipeline(withErrorHandling: true)
-            try sync.addHandler(TestServerHandler(state: state, scheme: "https"))
+            try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+            guard http2 else {
+                try sync.configureHTTPServerPipeline(withErrorHandling: true)
+                try sync.addHandler(TestServerHandler(state: state, scheme: "https"))
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        // ALPN picks h2 or http/1.1; either way each stream or connection gets its own handler.
+        return channel.configureCommonHTTPServerPipeline { stream in
+            stream.eventLoop.makeCompletedFuture {
+                try stream.pipeline.syncOperations.addHandler(TestServerHandler(state: state, scheme: "https"))
+            }
         }
     }
 }

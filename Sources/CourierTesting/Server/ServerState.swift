@@ -17,7 +17,7 @@ final class ServerState: Sendable {
     private let routes = NIOLockedValueBox<[String: [Route]]>([:])
     private let log = NIOLockedValueBox<[TestServer.Request]>([])
     private let counter = NIOLockedValueBox(0)
-    private let connections = NIOLockedValueBox<(open: [ObjectIdentifier: any Channel], closed: Bool)>(([:], false))
+    private let connections = NIOLockedValueBox<(open: [ObjectIdentifier: any Channel], accepted: Int, closed: Bool)>(([:], 0, false))
 
     init(recordsRequests: Bool) {
         self.recordsRequests = recordsRequests
@@ -75,6 +75,7 @@ final class ServerState: Sendable {
         let accepted = self.connections.withLockedValue { state -> Bool in
             guard !state.closed else { return false }
             state.open[id] = channel
+            state.accepted += 1
             return true
         }
         guard accepted else {
@@ -85,6 +86,9 @@ final class ServerState: Sendable {
             self.connections.withLockedValue { _ = $0.open.removeValue(forKey: id) }
         }
     }
+
+    /// How many connections were accepted so far.
+    var connectionCount: Int { self.connections.withLockedValue { $0.accepted } }
 
     /// Stops accepting connections and returns the open ones.
     func closeAll() -> [any Channel] {

@@ -23,6 +23,7 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Bytes still to generate for a `.generated` reply, written as the channel becomes writable.
     private var generating: (remaining: Int, keepAlive: Bool)?
     private var isActive = true
+    private var cachedAddresses: (origin: String, authority: String)?
 
     init(state: ServerState, scheme: String) {
         self.state = state
@@ -76,12 +77,13 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     // MARK: Answering
 
     private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let addresses = self.addresses(context)
         let request = IncomingRequest(
             head: head,
             body: self.body,
             scheme: self.scheme,
-            origin: context.channel.remoteAddress?.ipAddress ?? context.channel.parent?.remoteAddress?.ipAddress ?? "127.0.0.1",
-            defaultAuthority: context.channel.localAddress.map { "\($0.ipAddress ?? "127.0.0.1"):\($0.port ?? 0)" } ?? "localhost"
+            origin: addresses.origin,
+            defaultAuthority: addresses.authority
         )
         self.body = ByteBuffer()
         self.state.didReceive(request.publicRequest)
@@ -111,8 +113,25 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
+    /// The peer's address and ours, looked up once per connection or stream.
+    private func addresses(_ context: ChannelHandlerContext) -> (origin: String, authority: String) {
+        if let addresses = self.cachedAddresses { return addresses }
+        let connection = context.channel.parent ?? context.channel
+        let local = connection.localAddress
+        let addresses = (
+            origin: connection.remoteAddress?.ipAddress ?? "127.0.0.1",
+            authority: local.map { address in
+                let ip = address.ipAddress ?? "127.0.0.1"
+                return "\(ip.contains(":") ? "[\(ip)]" : ip):\(address.port ?? 0)"
+            } ?? "localhost"
+        )
+        self.cachedAddresses = addresses
+        return addresses
+    }
+
     private func write(_ reply: Reply, for request: HTTPRequestHead, context: ChannelHandlerContext) {
-        let keepAlive = request.isKeepAlive
+        // HTTP/2 streams end with the response; only HTTP/1 connections may need closing.
+        let keepAlive = request.version.major >= 2 || request.isKeepAlive
         let isHead = request.method == .HEAD
         switch reply {
         case .complete(let status, var headers, let body):

@@ -1,0 +1,120 @@
+import AsyncHTTPClient
+import CourierTesting
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import Testing
+
+struct RouteFailure: Error {}
+
+@Suite struct CustomRoutesTests {
+    @Test func customRoutesWinOverBuiltIns() async throws {
+        try await withServer { server, client in
+            server.route("/get") { request in
+                .text("custom \(request.method.rawValue) \(request.query ?? "-")")
+            }
+            let fetched = try await client.fetch(server.url("/get?x=1"))
+            #expect(fetched.text == "custom GET x=1")
+            #expect(fetched.header("Content-Type") == "text/plain; charset=utf-8")
+            let other = try await client.fetch(server.url("/headers"))
+            #expect(other.status == 200)
+        }
+    }
+
+    @Test func routesSeeTheRequestAndSetTheResponse() async throws {
+        try await withServer(.https()) { server, client in
+            server.route("/api/items", methods: [.post]) { request in
+                #expect(request.path == "/api/items")
+                #expect(request.queryItems.first?.name == "tag")
+                #expect(request.value(forHTTPHeaderField: "x-token") == "t")
+                var response = TestServer.Response(status: .created, body: request.body)
+                response.headerFields[HTTPField.Name("X-Echo")!] = String(decoding: request.body, as: UTF8.self)
+                return response
+            }
+            let fetched = try await client.fetch(
+                server.url("/api/items?tag=a%20b"), method: .POST, headers: ["X-Token": "t"], body: Array("payload".utf8))
+            #expect(fetched.status == 201)
+            #expect(fetched.text == "payload")
+            #expect(fetched.header("X-Echo") == "payload")
+        }
+    }
+
+    @Test func wrongMethodIs405AndThrowingIs500() async throws {
+        try await withServer { server, client in
+            server.route("/only-put", methods: [.put]) { _ in .text("ok") }
+            server.route("/fails") { _ in throw RouteFailure() }
+            let wrong = try await client.fetch(server.url("/only-put"))
+            #expect(wrong.status == 405)
+            #expect(wrong.header("Allow") == "PUT")
+            let right = try await client.fetch(server.url("/only-put"), method: .PUT)
+            #expect(right.text == "ok")
+            let failed = try await client.fetch(server.url("/fails"))
+            #expect(failed.status == 500)
+        }
+    }
+
+    @Test func pendingCustomRoutesDoNotBlockOthers() async throws {
+        try await withServer(.https()) { server, client in
+            // The slow route answers only once the fast request has been answered.
+            let (gate, open) = AsyncStream<Void>.makeStream()
+            server.route("/slow") { _ in
+                for await _ in gate { break }
+                return .json(#"{"slow":true}"#)
+            }
+            async let slow = client.fetch(server.url("/slow"))
+            for _ in 0..<500 where server.requestCount == 0 {
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            #expect(server.requestCount == 1)
+            let fast = try await client.fetch(server.url("/get"))
+            #expect(fast.status == 200)
+            open.yield()
+            open.finish()
+            #expect(try await slow.json()["slow"] as? Bool == true)
+        }
+    }
+
+    @Test func recordingKeepsRequestsWhenAsked() async throws {
+        var configuration = TestServer.Configuration()
+        configuration.recordsRequests = true
+        try await withServer(configuration) { server, client in
+            #expect(server.requestCount == 0)
+            _ = try await client.fetch(server.url("/anything/one?a=1"), method: .PATCH, headers: ["X-Mark": "m"], body: [1, 2, 3])
+            _ = try await client.fetch(server.url("/status/404"))
+            let recorded = server.receivedRequests
+            #expect(recorded.count == 2)
+            #expect(server.requestCount == 2)
+            #expect(recorded.first?.method == .patch)
+            #expect(recorded.first?.target == "/anything/one?a=1")
+            #expect(recorded.first?.headerFields[HTTPField.Name("x-mark")!] == "m")
+            #expect(recorded.first?.body == Data([1, 2, 3]))
+            #expect(recorded.last?.path == "/status/404")
+            server.resetRequestLog()
+            #expect(server.receivedRequests.isEmpty)
+            #expect(server.requestCount == 0)
+        }
+    }
+
+    @Test func countingWithoutRecording() async throws {
+        try await withServer { server, client in
+            _ = try await client.fetch(server.url("/get"))
+            #expect(server.requestCount == 1)
+            #expect(server.receivedRequests.isEmpty)
+        }
+    }
+
+    @Test func shutdownClosesOpenConnections() async throws {
+        let server = try await TestServer.start()
+        let client = makeClient(ClientOptions(http1Only: true))
+        let response = try await client.execute(HTTPClientRequest(url: server.url("/courier/slow-body/100?interval=0.05").absoluteString), timeout: .seconds(5))
+        try await server.shutdown()
+        await #expect(throws: (any Error).self) {
+            for try await _ in response.body {}
+        }
+        await #expect(throws: (any Error).self) {
+            _ = try await client.fetch(server.url("/get"))
+        }
+        try await client.shutdown()
+    }
+}

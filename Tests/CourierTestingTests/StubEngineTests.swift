@@ -1,0 +1,242 @@
+import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+
+/// Records what an engine tells it, checks that calls never overlap and that completion is last.
+final class RecordingDelegate: ExchangeDelegate {
+    struct Log {
+        var events: [String] = []
+        var body: [UInt8] = []
+        var response: HTTPResponse?
+        var url: URL?
+        var completion: CourierError??
+        var inCall = false
+        var overlapped = false
+        var callsAfterCompletion = 0
+    }
+
+    let log = NIOLockedValueBox(Log())
+    private let onChunk: @Sendable (Int) -> Void
+    private let disposition: ResponseDisposition
+    private let followRedirects: Bool
+    private let done: AsyncStream<Void>.Continuation
+    let completed: AsyncStream<Void>
+
+    init(disposition: ResponseDisposition = .allow, followRedirects: Bool = true, onChunk: @escaping @Sendable (Int) -> Void = { _ in }) {
+        self.disposition = disposition
+        self.followRedirects = followRedirects
+        self.onChunk = onChunk
+        (self.completed, self.done) = AsyncStream.makeStream()
+    }
+
+    private func enter(_ event: String, _ body: (inout Log) -> Void = { _ in }) {
+        self.log.withLockedValue { log in
+            if log.inCall { log.overlapped = true }
+            if log.completion != nil { log.callsAfterCompletion += 1 }
+            log.inCall = true
+            log.events.append(event)
+            body(&log)
+        }
+    }
+
+    private func leave() { self.log.withLockedValue { $0.inCall = false } }
+
+    func exchange(didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64?) {
+        self.enter("sent \(totalBytesSent)/\(totalBytesExpectedToSend.map(String.init) ?? "?")")
+        self.leave()
+    }
+
+    func exchange(willPerformRedirection response: HTTPResponse, newRequest: Request) -> Request? {
+        self.enter("redirect \(response.status.code) \(newRequest.method.rawValue) \(newRequest.url.path)")
+        self.leave()
+        return self.followRedirects ? newRequest : nil
+    }
+
+    func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition {
+        self.enter("head \(response.status.code)") { $0.response = response; $0.url = url }
+        self.leave()
+        return self.disposition
+    }
+
+    func exchange(didReceive chunk: ByteBuffer) {
+        self.enter("chunk") { $0.body += chunk.readableBytesView }
+        self.leave()
+        self.onChunk(chunk.readableBytes)
+    }
+
+    func exchange(didCompleteWith error: CourierError?) {
+        self.enter("complete") { $0.completion = .some(error) }
+        self.leave()
+        self.done.yield()
+        self.done.finish()
+    }
+
+    /// Waits for completion (fails the test after `limit`).
+    func waitForCompletion(limit: Duration = .seconds(5)) async throws -> Log {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask { for await _ in self.completed {}; return true }
+            group.addTask { try await Task.sleep(for: limit); return false }
+            let finished = try await group.next() ?? false
+            group.cancelAll()
+            #expect(finished, "the exchange did not complete in time")
+            return self.log.withLockedValue { $0 }
+        }
+    }
+}
+
+@Suite struct StubEngineTests {
+    let base = URL(string: "https://api.example.test")!
+
+    @Test func answersInChunksAndCompletesOnce() async throws {
+        let engine = StubEngine()
+        let body = Data((0..<100).map { UInt8($0) })
+        engine.stub(.path("/items", method: .post), StubResponse(status: .created, headerFields: [.contentType: "application/octet-stream"], body: body, chunkSize: 30))
+        let delegate = RecordingDelegate()
+        let request = Request(method: .post, url: base.appendingPathComponent("items"), body: .data(Data("12345".utf8)))
+        _ = engine.execute(request, delegate: delegate)
+        let log = try await delegate.waitForCompletion()
+        #expect(log.events == ["sent 5/5", "head 201", "chunk", "chunk", "chunk", "chunk", "complete"])
+        #expect(log.body == Array(body))
+        #expect(log.completion == .some(nil))
+        #expect(log.url?.path == "/items")
+        #expect(!log.overlapped)
+        #expect(log.callsAfterCompletion == 0)
+        #expect(engine.requests.count == 1)
+        try await engine.shutdown()
+    }
+
+    @Test func unmatchedRequestsFailWithConnectionFailed() async throws {
+        let engine = StubEngine()
+        engine.stub(.path("/a", method: .get), StubResponse())
+        let delegate = RecordingDelegate()
+        _ = engine.execute(Request(method: .post, url: base.appendingPathComponent("a")), delegate: delegate)
+        let log = try await delegate.waitForCompletion()
+        #expect(log.events == ["complete"])
+        #expect(log.completion??.code == .connectionFailed)
+    }
+
+    @Test func laterStubsWinAndURLMatchersUseTheQuery() async throws {
+        let engine = StubEngine()
+        let url = URL(string: "https://api.example.test/q?a=1")!
+        engine.stub(.any(), StubResponse(status: .notFound))
+        engine.stub(.url(url), StubResponse(status: .ok))
+        let matched = RecordingDelegate()
+        _ = engine.execute(Request(url: url), delegate: matched)
+        #expect(try await matched.waitForCompletion().response?.status == .ok)
+        let other = RecordingDelegate()
+        _ = engine.execute(Request(url: URL(string: "https://api.example.test/q?a=2")!), delegate: other)
+        #expect(try await other.waitForCompletion().response?.status == .notFound)
+    }
+
+    @Test func stubbedErrorsArriveAfterTheDelay() async throws {
+        let engine = StubEngine()
+        engine.stub(.any(), .failure(CourierError(.timedOut, "stubbed"), delay: .milliseconds(50)))
+        let delegate = RecordingDelegate()
+        let clock = ContinuousClock()
+        let start = clock.now
+        _ = engine.execute(Request(url: base), delegate: delegate)
+        let log = try await delegate.waitForCompletion()
+        #expect(clock.now - start >= .milliseconds(45))
+        #expect(log.events == ["complete"])
+        #expect(log.completion??.code == .timedOut)
+        #expect(log.completion??.request?.url == base)
+    }
+
+    @Test func cancelDuringTheDelayCompletesWithTheCancelError() async throws {
+        let engine = StubEngine()
+        engine.stub(.any(), StubResponse(delay: .seconds(10)))
+        let delegate = RecordingDelegate()
+        let exchange = engine.execute(Request(url: base), delegate: delegate)
+        exchange.cancel(with: .cancelled)
+        let log = try await delegate.waitForCompletion(limit: .seconds(2))
+        #expect(log.events == ["complete"])
+        #expect(log.completion??.code == .cancelled)
+        exchange.cancel(with: .cancelled)  // a second cancel changes nothing
+        #expect(delegate.log.withLockedValue { $0.events.count } == 1)
+    }
+
+    @Test func delegateCanCancelAtTheHead() async throws {
+        let engine = StubEngine()
+        engine.stub(.any(), StubResponse(body: Data(count: 100)))
+        let delegate = RecordingDelegate(disposition: .cancel)
+        _ = engine.execute(Request(url: base), delegate: delegate)
+        let log = try await delegate.waitForCompletion()
+        #expect(log.events == ["head 200", "complete"])
+        #expect(log.completion??.code == .cancelled)
+    }
+
+    @Test func suspendStopsDeliveryUntilResume() async throws {
+        let engine = StubEngine()
+        engine.stub(.any(), StubResponse(body: Data(count: 10), chunkSize: 1))
+        let holder = NIOLockedValueBox<(any Exchange)?>(nil)
+        let delegate = RecordingDelegate { _ in holder.withLockedValue { $0 }?.suspendReceiving() }
+        let exchange = holder.withLockedValue { holder in
+            let exchange = engine.execute(Request(url: base), delegate: delegate)
+            holder = exchange
+            return exchange
+        }
+        // Wait until the first chunk suspended the exchange, then check that nothing more comes.
+        for _ in 0..<200 where delegate.log.withLockedValue({ $0.body.count }) == 0 {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(delegate.log.withLockedValue { $0.body.count } == 1)
+        #expect(delegate.log.withLockedValue { $0.completion } == nil)
+        // Resume repeatedly (each chunk suspends again) until complete.
+        let resumer = Task {
+            while !Task.isCancelled {
+                exchange.resumeReceiving()
+                try? await Task.sleep(for: .milliseconds(2))
+            }
+        }
+        let log = try await delegate.waitForCompletion()
+        resumer.cancel()
+        #expect(log.body.count == 10)
+        #expect(log.completion == .some(nil))
+        #expect(!log.overlapped)
+    }
+
+    @Test func cancelWhileSuspendedCompletes() async throws {
+        let engine = StubEngine()
+        engine.stub(.any(), StubResponse(body: Data(count: 10), chunkSize: 1))
+        let delegate = RecordingDelegate()
+        let exchange = engine.execute(Request(url: base), delegate: delegate)
+        exchange.suspendReceiving()
+        exchange.cancel(with: CourierError(.timedOut, "deadline"))
+        let log = try await delegate.waitForCompletion()
+        #expect(log.completion??.code == .timedOut)
+        #expect(log.events.last == "complete")
+    }
+
+    @Test func redirectsAskTheDelegate() async throws {
+        let engine = StubEngine()
+        engine.stub(.path("/old"), .redirect(to: "/new", status: .seeOther))
+        engine.stub(.path("/new", method: .get), .json("{}"))
+        let follows = RecordingDelegate()
+        _ = engine.execute(Request(method: .post, url: base.appendingPathComponent("old"), body: .data(Data("x".utf8))), delegate: follows)
+        let log = try await follows.waitForCompletion()
+        #expect(log.events == ["sent 1/1", "redirect 303 GET /new", "head 200", "chunk", "complete"])
+        #expect(log.url?.path == "/new")
+
+        let stops = RecordingDelegate(followRedirects: false)
+        _ = engine.execute(Request(url: base.appendingPathComponent("old")), delegate: stops)
+        let stopped = try await stops.waitForCompletion()
+        #expect(stopped.events == ["redirect 303 GET /new", "head 303", "complete"])
+    }
+
+    @Test func shutdownFailsRunningAndNewExchanges() async throws {
+        let engine = StubEngine()
+        engine.stub(.any(), StubResponse(delay: .seconds(10)))
+        let running = RecordingDelegate()
+        _ = engine.execute(Request(url: base), delegate: running)
+        try await engine.shutdown()
+        #expect(try await running.waitForCompletion().completion??.code == .sessionInvalidated)
+        let late = RecordingDelegate()
+        _ = engine.execute(Request(url: base), delegate: late)
+        #expect(try await late.waitForCompletion().completion??.code == .sessionInvalidated)
+    }
+}
