@@ -53,7 +53,9 @@ final class NIOExchange: Exchange, Sendable {
         let task = self.engine.client.execute(
             request: ahcRequest,
             delegate: hop,
-            eventLoop: .delegateAndChannel(on: self.eventLoop),
+            // `.delegateAndChannel` would be cheaper per request, but AHC 1.37 then opens a new
+            // connection for nearly every sequential request instead of reusing the idle one.
+            eventLoop: .delegate(on: self.eventLoop),
             deadline: self.deadline,
             logger: self.engine.logger
         )
