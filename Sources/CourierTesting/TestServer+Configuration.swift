@@ -37,7 +37,7 @@ extension TestServer {
     }
 
     /// The certificate a TLS ``TestServer`` presents (see ``TestCertificates``).
-    public struct Identity: Sendable, Hashable {
+    public struct Identity: Sendable, Hashable, CustomStringConvertible {
         enum Base: Sendable, Hashable {
             case localhost, wrongHost, selfSigned, expired
         }
@@ -52,6 +52,9 @@ extension TestServer {
         public static let selfSigned = Identity(base: .selfSigned)
         /// ``TestCertificates/expiredLeaf`` and the intermediate: right name and issuer, expired.
         public static let expired = Identity(base: .expired)
+
+        /// The identity's name: `localhost`, `wrongHost`, `selfSigned` or `expired`.
+        public var description: String { "\(self.base)" }
 
         /// The chain presented, leaf first, and the leaf's key, as PEM.
         var pem: (chain: [String], key: String) {
