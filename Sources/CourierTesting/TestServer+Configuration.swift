@@ -13,6 +13,9 @@ extension TestServer {
         /// Whether HTTP/2 is offered next to HTTP/1.1 through ALPN when ``tls`` is on (on by
         /// default). Plain-HTTP servers speak HTTP/1.1 only.
         public var http2: Bool
+        /// Whether a TLS server demands a client certificate issued by ``TestCertificates/rootCA``
+        /// (mutual TLS; ``TestCertificates/clientCertificate`` is one). Off by default.
+        public var requiresClientCertificate: Bool
         /// Whether every request is kept for ``TestServer/receivedRequests``. Off by default;
         /// ``TestServer/requestCount`` is counted either way.
         public var recordsRequests: Bool
@@ -23,6 +26,7 @@ extension TestServer {
             self.tls = false
             self.identity = .localhost
             self.http2 = true
+            self.requiresClientCertificate = false
             self.recordsRequests = false
         }
 
@@ -37,7 +41,7 @@ extension TestServer {
     }
 
     /// The certificate a TLS ``TestServer`` presents (see ``TestCertificates``).
-    public struct Identity: Sendable, Hashable {
+    public struct Identity: Sendable, Hashable, CustomStringConvertible {
         enum Base: Sendable, Hashable {
             case localhost, wrongHost, selfSigned, expired
         }
@@ -53,6 +57,9 @@ extension TestServer {
         /// ``TestCertificates/expiredLeaf`` and the intermediate: right name and issuer, expired.
         public static let expired = Identity(base: .expired)
 
+        /// The identity's name: `localhost`, `wrongHost`, `selfSigned` or `expired`.
+        public var description: String { "\(self.base)" }
+
         /// The chain presented, leaf first, and the leaf's key, as PEM.
         var pem: (chain: [String], key: String) {
             switch self.base {
@@ -63,7 +70,7 @@ extension TestServer {
             }
         }
 
-        func makeTLSConfiguration(http2: Bool) throws -> TLSConfiguration {
+        func makeTLSConfiguration(http2: Bool, requiresClientCertificate: Bool) throws -> TLSConfiguration {
             let (chain, key) = self.pem
             let certificates = try chain.map { try NIOSSLCertificate(bytes: Array($0.utf8), format: .pem) }
             var configuration = TLSConfiguration.makeServerConfiguration(
@@ -71,6 +78,11 @@ extension TestServer {
                 privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(key.utf8), format: .pem))
             )
             configuration.applicationProtocols = http2 ? ["h2", "http/1.1"] : ["http/1.1"]
+            if requiresClientCertificate {
+                // Client certificates carry no host name to check: verify the chain only.
+                configuration.certificateVerification = .noHostnameVerification
+                configuration.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(TestCertificates.rootCA.utf8), format: .pem)])
+            }
             return configuration
         }
     }

@@ -50,7 +50,10 @@ public final class TestServer: Sendable {
     /// - Returns: The running server. Call ``shutdown()`` when done.
     public static func start(_ configuration: Configuration = Configuration()) async throws -> TestServer {
         let state = ServerState(recordsRequests: configuration.recordsRequests)
-        let tls = try configuration.tls ? configuration.identity.makeTLSConfiguration(http2: configuration.http2) : nil
+        let tls = try configuration.tls ? configuration.identity.makeTLSConfiguration(
+                http2: configuration.http2,
+                requiresClientCertificate: configuration.requiresClientCertificate
+            ) : nil
         let channel = try await ServerPipeline.bind(configuration: configuration, tls: tls, state: state)
         guard let port = channel.localAddress?.port else {
             try? await channel.close()

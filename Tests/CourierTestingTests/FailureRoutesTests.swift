@@ -78,6 +78,17 @@ import Testing
         }
     }
 
+    @Test func connectionCloseIsHonoured() async throws {
+        try await withServer(client: ClientOptions(http1Only: true)) { server, client in
+            for _ in 0..<3 {
+                let fetched = try await client.fetch(server.url("/get"), headers: ["Connection": "close"])
+                #expect(fetched.status == 200)
+                #expect(fetched.header("Connection") == "close")
+            }
+            #expect(server.connectionCount == 3)
+        }
+    }
+
     @Test func keepAliveReusesOneConnection() async throws {
         try await withServer(client: ClientOptions(http1Only: true)) { server, client in
             for _ in 0..<20 {

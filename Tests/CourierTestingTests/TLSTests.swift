@@ -64,6 +64,32 @@ import Testing
         }
     }
 
+    @Test func mutualTLSAcceptsOnlyClientsWithACertificate() async throws {
+        var configuration = TestServer.Configuration.https()
+        configuration.requiresClientCertificate = true
+        try await withServer(configuration) { server, anonymous in
+            await #expect(throws: (any Error).self) {
+                _ = try await anonymous.fetch(server.url("/get"))
+            }
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(TestCertificates.rootCA.utf8), format: .pem)])
+            tls.certificateChain = [.certificate(try NIOSSLCertificate(bytes: Array(TestCertificates.clientCertificate.utf8), format: .pem))]
+            tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(TestCertificates.clientKey.utf8), format: .pem))
+            var clientConfiguration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
+            clientConfiguration.connectionPool.retryConnectionEstablishment = false
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+            do {
+                let fetched = try await client.fetch(server.url("/get"))
+                #expect(fetched.status == 200)
+                try await client.shutdown()
+            } catch {
+                try? await client.shutdown()
+                throw error
+            }
+            #expect(server.requestCount == 1)
+        }
+    }
+
     @Test func certificateHelpers() throws {
         #expect(TestCertificates.derBlocks(TestCertificates.rootCA).count == 1)
         #expect(TestCertificates.der(TestCertificates.localhostLeaf).first == 0x30)

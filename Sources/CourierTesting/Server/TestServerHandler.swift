@@ -143,7 +143,7 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .paced(let status, let headers, let chunks, let interval):
             self.writeHead(status, headers, keepAlive: keepAlive, context: context)
             context.flush()
-            self.writePaced(chunks[...], interval: interval, keepAlive: keepAlive, context: context)
+            self.writePaced(isHead ? [] : chunks[...], interval: interval, keepAlive: keepAlive, context: context)
 
         case .generated(let status, var headers, let total):
             headers.replaceOrAdd(name: "Content-Length", value: String(total))
