@@ -17,7 +17,7 @@ import HTTPTypes
 /// ```
 ///
 /// Keys are always written sorted. Top-level arrays and dictionaries are accepted; a top-level
-/// string, number, boolean or null only with ``JSONSerialization/WritingOptions/fragmentsAllowed``.
+/// string, number, boolean or null only with `.fragmentsAllowed`.
 /// NaN, infinities, sets, dates, data, closures and other objects fail with
 /// ``CourierError/Code/parameterEncodingFailed`` naming the path of the value.
 @dynamicMemberLookup
@@ -25,9 +25,9 @@ public struct JSONRequestSerializer: RequestSerializer {
     /// The serializer that supplies headers, options and the query-string encoding.
     public var base = HTTPRequestSerializer()
 
-    /// How to write JSON: ``JSONSerialization/WritingOptions/prettyPrinted``,
-    /// ``JSONSerialization/WritingOptions/withoutEscapingSlashes``,
-    /// ``JSONSerialization/WritingOptions/fragmentsAllowed``; `.sortedKeys` is implied.
+    /// How to write JSON: `.prettyPrinted`,
+    /// `.withoutEscapingSlashes`,
+    /// `.fragmentsAllowed`; `.sortedKeys` is implied.
     public var writingOptions: JSONSerialization.WritingOptions = []
 
     /// A serializer with AFNetworking's defaults.
