@@ -199,10 +199,16 @@ public struct HTTPRequestSerializer: RequestSerializer {
         }
     }
 
-    /// Parses an absolute URL string with a host.
+    /// Parses an absolute URL string with a host and, if any, a port in 0...65535.
+    ///
+    /// Foundation percent-encodes characters a URL cannot hold (`/a b` becomes `/a%20b`, as
+    /// `URL(string:)` does on Apple platforms since macOS 14), so such strings are accepted.
     static func url(from urlString: String) throws(CourierError) -> URL {
         guard let url = URL(string: urlString), url.scheme != nil, let host = url.host, !host.isEmpty else {
             throw CourierError(.invalidURL, "'\(urlString)' is not an absolute URL with a host")
+        }
+        if let port = url.port, !(0...65_535).contains(port) {
+            throw CourierError(.invalidURL, "'\(urlString)' has the port \(port), outside 0...65535")
         }
         return url
     }

@@ -61,6 +61,9 @@ indirect enum ParameterValue {
             self = .number(Number(text: text, isFinite: true, foundation: Self.foundationInteger(integer)))
         case let double as Double:
             self = .number(Number(text: Self.shortestText(double.description), isFinite: double.isFinite, foundation: NSNumber(value: double)))
+        case let cgFloat as CGFloat:
+            let double = Double(cgFloat)
+            self = .number(Number(text: Self.shortestText(double.description), isFinite: double.isFinite, foundation: NSNumber(value: double)))
         case let float as Float:
             self = .number(Number(text: Self.shortestText(float.description), isFinite: float.isFinite, foundation: NSNumber(value: float)))
         case let decimal as Decimal:

@@ -202,7 +202,7 @@ extension RequestSerializationTests {
 
         @Test(
             "malformed URL strings",
-            arguments: ["", "not a url", "/relative/path", "http://", "http://[::1", "mailto:someone@example.com"]
+            arguments: ["", "not a url", "/relative/path", "http://", "http://[::1", "mailto:someone@example.com", "https://h.test:99999/"]
         )
         func malformedURL(_ urlString: String) {
             #expect(throws: CourierError(.invalidURL, "")) {
@@ -210,7 +210,22 @@ extension RequestSerializationTests {
             }
         }
 
-        @Test("bad parameters fail before a request is made, with their path")
+        @Test("characters a URL cannot hold are percent-encoded by Foundation, then the query added")
+    func urlWithSpaces() throws {
+        let request = try self.serializer.request(method: .get, urlString: "https://h.test/a b?q=x y", parameters: ["k": "v w"])
+        #expect(request.url.absoluteString == "https://h.test/a%20b?q=x%20y&k=v%20w")
+    }
+
+    @Test("parameters nested to any depth")
+    func deepNesting() throws {
+        var value: any Sendable = "leaf"
+        for index in 0..<300 { value = ["k\(index % 10)": value] as Parameters }
+        let query = try HTTPRequestSerializer.queryString(from: value)
+        #expect(query.hasSuffix("=leaf"))
+        #expect(query.components(separatedBy: "%5B").count == 300)
+    }
+
+    @Test("bad parameters fail before a request is made, with their path")
         func badParameters() {
             #expect {
                 try self.serializer.request(method: .post, urlString: "https://h.test/", parameters: ["a": [["b": { @Sendable in }]]])
