@@ -35,6 +35,10 @@ public struct JSONParameterEncoder: ParameterEncoder {
         }
     }
 
+    /// Returns `request` with `parameters` as its JSON body; `nil` parameters return it unchanged.
+    /// - Throws: ``CourierError/Code/parameterEncodingFailed`` naming the coding path of a value the
+    ///   encoder refused (NaN or an infinity without a non-conforming-float strategy, a throwing
+    ///   `encode(to:)`).
     public func encode<Parameters: Encodable & Sendable>(_ parameters: Parameters?, into request: Request) throws(CourierError) -> Request {
         guard let parameters else { return request }
         var request = request

@@ -19,6 +19,13 @@ struct ParameterPath: Sendable, CustomStringConvertible {
         self.appending(key: String(index))
     }
 
+    /// `other` taken as relative to this path.
+    func appending(_ other: ParameterPath) -> ParameterPath {
+        var copy = self
+        copy.components += other.components
+        return copy
+    }
+
     var isRoot: Bool { self.components.isEmpty }
 
     var description: String {

@@ -103,11 +103,48 @@ indirect enum ParameterValue {
                 elements.append(try ParameterValue(element.base, path: path.appending(index: index)))
             }
             self = .set(elements.sorted { $0.sortText.utf16.lexicographicallyPrecedes($1.sortText.utf16) })
+        case let encodable as any Encodable:
+            self = try Self.encoded(encodable, path: path)
         default:
             throw CourierError(
                 .parameterEncodingFailed,
                 "the value at '\(path)' is a \(type(of: value)), which cannot be encoded as a parameter"
             )
+        }
+    }
+
+    /// Any other `Encodable` value, as a default `JSONEncoder` writes it.
+    private static func encoded(_ value: any Encodable, path: ParameterPath) throws(CourierError) -> ParameterValue {
+        let data: Data
+        do {
+            data = try JSONEncoder().encode(value)
+        } catch let error as EncodingError {
+            throw CourierError(
+                .parameterEncodingFailed,
+                "the value at '\(path.appending(error.parameterPath))' could not be encoded: \(error.reason)",
+                underlyingError: error
+            )
+        } catch {
+            throw CourierError(.parameterEncodingFailed, "the value at '\(path)' could not be encoded", underlyingError: error)
+        }
+        do {
+            return ParameterValue(try JSONDecoder().decode(FormValue.self, from: data))
+        } catch {
+            throw CourierError(.internalInconsistency, "JSONEncoder wrote JSON that JSONDecoder cannot read", underlyingError: error)
+        }
+    }
+
+    /// A JSON document as parameters.
+    private init(_ form: FormValue) {
+        switch form {
+        case .null: self = .null
+        case .bool(let bool): self = .bool(bool)
+        case .number(let text):
+            let foundation = Int64(text).map { NSNumber(value: $0) } ?? NSNumber(value: Double(text) ?? 0)
+            self = .number(Number(text: text, isFinite: true, foundation: foundation))
+        case .string(let string): self = .string(string)
+        case .array(let elements): self = .array(elements.map(ParameterValue.init))
+        case .object(let entries): self = .dictionary(entries.map { ($0.key, ParameterValue($0.value)) })
         }
     }
 

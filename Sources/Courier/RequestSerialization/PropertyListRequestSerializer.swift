@@ -54,6 +54,11 @@ public struct PropertyListRequestSerializer: RequestSerializer {
     /// See ``HTTPRequestSerializer/clearAuthorizationHeader()``.
     public mutating func clearAuthorizationHeader() { self.base.clearAuthorizationHeader() }
 
+    /// Makes a request for `method` and `urlString` with the base serializer's options and headers
+    /// and `parameters` encoded as described at ``request(bySerializing:parameters:)``.
+    ///
+    /// - Throws: ``CourierError/Code/invalidURL`` when `urlString` is not an absolute URL with a
+    ///   host; ``CourierError/Code/parameterEncodingFailed`` when a parameter cannot be encoded.
     public func request(method: HTTPRequest.Method, urlString: String, parameters: (any Sendable)?) throws(CourierError) -> Request {
         let url = try HTTPRequestSerializer.url(from: urlString)
         return try self.request(bySerializing: Request(method: method, url: url), parameters: parameters)

@@ -1,5 +1,6 @@
 import Courier
 import Foundation
+import HTTPTypes
 import Testing
 
 extension RequestSerializationTests {
@@ -69,7 +70,32 @@ extension RequestSerializationTests {
             #expect(query == "B=3&a=4&%F0%9F%98%80=2&%EF%BC%81=1")
         }
 
-        @Test("a very long value")
+        struct Filter: Encodable, Sendable {
+        var minPrice = 1.5
+        var brands = ["a", "b"]
+        var inStock = true
+        var note: String? = nil
+    }
+
+    @Test("Encodable values nested in parameters are written as JSONEncoder sees them")
+    func encodableValues() throws {
+        let query = try HTTPRequestSerializer.queryString(from: ["filter": Filter(), "page": 1] as Parameters)
+        #expect(query == "filter%5Bbrands%5D%5B%5D=a&filter%5Bbrands%5D%5B%5D=b&filter%5BinStock%5D=1&filter%5BminPrice%5D=1.5&page=1")
+        let json = try JSONRequestSerializer().request(method: .post, urlString: "https://h.test/", parameters: Filter())
+        #expect(json.body.data == Data(#"{"brands":["a","b"],"inStock":true,"minPrice":1.5}"#.utf8))
+    }
+
+    @Test("an Encodable value that fails names the path inside it")
+    func encodableFailure() {
+        struct Bad: Encodable, Sendable { var values = [1.0, .nan] }
+        #expect {
+            try HTTPRequestSerializer.queryString(from: ["outer": Bad()] as Parameters)
+        } throws: { error in
+            (error as? CourierError)?.message.contains("'outer[values][1]'") == true
+        }
+    }
+
+    @Test("a very long value")
         func veryLongValue() throws {
             let value = String(repeating: "é😀 ", count: 50_000)
             let query = try HTTPRequestSerializer.queryString(from: ["v": value] as Parameters)
