@@ -46,7 +46,8 @@ indirect enum ParameterValue {
         switch value {
         case is NSNull:
             self = .null
-        case let bool as Bool:
+        case let bool as Bool where type(of: value) == Bool.self:
+            // The exact-type check keeps a bridged `1` from being taken for `true`.
             self = .bool(bool)
         case let string as String:
             self = .string(string)

@@ -22,7 +22,7 @@ extension RequestSerializationTests {
 
         static let cases: [Case] = [
             Case(name: "flat, keys sorted", parameters: ["b": 1, "a": "x"] as Parameters, expected: #"{"a":"x","b":1}"#),
-            Case(name: "booleans stay booleans", parameters: ["t": true, "n": NSNumber(value: false), "one": NSNumber(value: 1)] as Parameters, expected: #"{"n":false,"one":1,"t":true}"#),
+            Case(name: "booleans stay booleans", parameters: ["t": true, "n": NSNumber(value: false), "one": NSNumber(value: 1), "i": 1, "z": 0, "c": NSNumber(value: Int8(1))] as Parameters, expected: #"{"c":1,"i":1,"n":false,"one":1,"t":true,"z":0}"#),
             Case(name: "null", parameters: ["a": NSNull(), "b": Int?.none] as Parameters, expected: #"{"a":null,"b":null}"#),
             Case(name: "numbers", parameters: ["d": 0.1, "w": 2.0, "e": 1e-7, "x": Decimal(string: "12.340")!] as Parameters, expected: #"{"d":0.1,"e":1e-07,"w":2,"x":12.34}"#),
             Case(name: "nested", parameters: ["a": [["b": [1, 2]] as Parameters, [:] as Parameters] as [any Sendable], "c": [String]()] as Parameters, expected: #"{"a":[{"b":[1,2]},{}],"c":[]}"#),
