@@ -54,7 +54,7 @@ public struct HTTPRequestSerializer: RequestSerializer {
         if let acceptLanguage = DefaultHeaders.acceptLanguage(preferredLanguages: Locale.preferredLanguages) {
             self.httpRequestHeaders[.acceptLanguage] = acceptLanguage
         }
-        self.httpRequestHeaders[.userAgent] = DefaultHeaders.currentUserAgent()
+        self.httpRequestHeaders[.userAgent] = DefaultHeaders.currentUserAgent
     }
 
     // MARK: Request options, as AFNetworking names them
@@ -159,6 +159,7 @@ public struct HTTPRequestSerializer: RequestSerializer {
             let body = query ?? ""
             guard let data = body.data(using: self.stringEncoding, allowLossyConversion: false) else {
                 throw Self.unrepresentableError(body: body, parameters: parameters, encoding: self.stringEncoding)
+                    .adding(request: request)
             }
             if request.headerFields[.contentType] == nil {
                 request.headerFields[.contentType] = "application/x-www-form-urlencoded"

@@ -31,8 +31,10 @@ enum DefaultHeaders {
         return comment.isEmpty ? product : product + " (" + comment + ")"
     }
 
-    /// The user agent of this process.
-    static func currentUserAgent() -> String {
+    /// The user agent of this process, worked out once.
+    static let currentUserAgent: String = Self.makeCurrentUserAgent()
+
+    private static func makeCurrentUserAgent() -> String {
         let info = Bundle.main.infoDictionary ?? [:]
         let name = (info["CFBundleExecutable"] as? String) ?? (info["CFBundleIdentifier"] as? String) ?? ProcessInfo.processInfo.processName
         let version = (info["CFBundleShortVersionString"] as? String) ?? (info["CFBundleVersion"] as? String)
