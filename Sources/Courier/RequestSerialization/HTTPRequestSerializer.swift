@@ -1,88 +1,274 @@
 import Foundation
 import HTTPTypes
 
-/// Encodes parameters into the query (GET, HEAD, DELETE) or a URL-encoded form body
-/// (AFNetworking's `AFHTTPRequestSerializer`).
+/// Encodes parameters into the query (GET, HEAD, DELETE) or a URL-encoded form body, and applies
+/// default headers and request options (AFNetworking's `AFHTTPRequestSerializer`).
+///
+/// ```swift
+/// var serializer = HTTPRequestSerializer()
+/// serializer.setValue("abc", forHTTPHeaderField: "X-Api-Key")
+/// serializer.timeoutInterval = 10
+/// let get = try serializer.request(method: .get, urlString: "https://example.com/search",
+///                                  parameters: ["q": "swift nio", "page": 2])
+/// // GET https://example.com/search?page=2&q=swift%20nio
+/// let post = try serializer.request(method: .post, urlString: "https://example.com/login",
+///                                   parameters: ["user": "ann", "remember": true])
+/// // body "remember=1&user=ann", Content-Type: application/x-www-form-urlencoded
+/// ```
+///
+/// What it fixes relative to AFNetworking: the query goes before a URL's fragment (AFNetworking
+/// appends it after `#…`); method names and header names compare without case; a form body that
+/// ``stringEncoding`` cannot represent, a value it cannot encode, a top-level array or scalar, and
+/// a malformed URL string fail with a ``CourierError`` naming the parameter, rather than a nil body,
+/// a `(null)` key or an assertion.
 public struct HTTPRequestSerializer: RequestSerializer {
     /// Header fields added to every request that does not already set them.
-    public var httpRequestHeaders: HTTPFields = [:]
-    /// Methods whose parameters go into the query; the others put them in the body.
+    ///
+    /// By default `Accept-Language` (the preferred languages) and `User-Agent`
+    /// (`name/version (platform; OS version)`).
+    public var httpRequestHeaders: HTTPFields
+
+    /// Methods whose parameters go into the query; the others put them in the body. Compared without
+    /// case. By default GET, HEAD and DELETE.
     public var httpMethodsEncodingParametersInURI: Set<String> = ["GET", "HEAD", "DELETE"]
-    /// Per-request options applied to every request (only those that are set).
+
+    /// The encoding of a form body (UTF-8 by default). The percent-escaped query is ASCII; this
+    /// matters for encodings that are not ASCII-compatible and for a custom
+    /// ``queryStringSerialization`` that returns unescaped text.
+    public var stringEncoding: String.Encoding = .utf8
+
+    /// Per-request options applied to each request; only those that are set are applied, and an
+    /// option already set on a request passed to ``request(bySerializing:parameters:)`` wins.
     public var options = RequestOptions()
 
-    /// A serializer with AFNetworking's defaults.
-    public init() {}
+    /// The built-in query-string style, used when ``queryStringSerialization`` is nil.
+    public var queryStringSerializationStyle: QueryStringSerializationStyle = .default
 
-    public func request(method: HTTPRequest.Method, urlString: String, parameters: (any Sendable)?) throws(CourierError) -> Request {
-        guard let url = URL(string: urlString), url.scheme != nil else {
-            throw CourierError(.invalidURL, "'\(urlString)' is not an absolute URL")
+    /// A custom query-string builder that replaces the built-in style when set.
+    public var queryStringSerialization: QueryStringSerialization?
+
+    /// A serializer with AFNetworking's defaults: `Accept-Language` from `Locale.preferredLanguages`
+    /// and a `User-Agent` for this process.
+    public init() {
+        self.httpRequestHeaders = [:]
+        if let acceptLanguage = DefaultHeaders.acceptLanguage(preferredLanguages: Locale.preferredLanguages) {
+            self.httpRequestHeaders[.acceptLanguage] = acceptLanguage
         }
-        var request = Request(method: method, url: url)
-        request.options = self.options
-        return try self.request(bySerializing: request, parameters: parameters)
+        self.httpRequestHeaders[.userAgent] = DefaultHeaders.currentUserAgent
     }
 
+    // MARK: Request options, as AFNetworking names them
+
+    /// The request timeout in seconds; `nil` (the default) leaves the session's.
+    public var timeoutInterval: TimeInterval? {
+        get { self.options.timeoutInterval }
+        set { self.options.timeoutInterval = newValue }
+    }
+
+    /// The cache policy; `nil` (the default) leaves the session's.
+    public var cachePolicy: RequestOptions.CachePolicy? {
+        get { self.options.cachePolicy }
+        set { self.options.cachePolicy = newValue }
+    }
+
+    /// Whether to send and store cookies; `nil` (the default) leaves the session's.
+    public var httpShouldHandleCookies: Bool? {
+        get { self.options.httpShouldHandleCookies }
+        set { self.options.httpShouldHandleCookies = newValue }
+    }
+
+    /// Whether the request may use a cellular interface; `nil` (the default) leaves the session's.
+    public var allowsCellularAccess: Bool? {
+        get { self.options.allowsCellularAccess }
+        set { self.options.allowsCellularAccess = newValue }
+    }
+
+    /// Whether the request may be pipelined; `nil` (the default) leaves the session's.
+    public var httpShouldUsePipelining: Bool? {
+        get { self.options.httpShouldUsePipelining }
+        set { self.options.httpShouldUsePipelining = newValue }
+    }
+
+    // MARK: Headers
+
+    /// The value of a default header, or nil. The name is compared without case.
+    public func value(forHTTPHeaderField name: String) -> String? {
+        guard let fieldName = HTTPField.Name(name) else { return nil }
+        return self.httpRequestHeaders[fieldName]
+    }
+
+    /// Sets or, with `nil`, removes a default header. An invalid field name (one that RFC 9110 does
+    /// not allow, such as `"Bad Name"`) is ignored, as no request could carry it.
+    public mutating func setValue(_ value: String?, forHTTPHeaderField name: String) {
+        guard let fieldName = HTTPField.Name(name) else { return }
+        self.httpRequestHeaders[fieldName] = value
+    }
+
+    /// Sets a Basic `Authorization` header (RFC 7617) from a user name and password, UTF-8 encoded.
+    public mutating func setAuthorizationHeaderField(username: String, password: String) {
+        let credentials = Data((username + ":" + password).utf8).base64EncodedString()
+        self.httpRequestHeaders[.authorization] = "Basic " + credentials
+    }
+
+    /// Removes the `Authorization` header.
+    public mutating func clearAuthorizationHeader() {
+        self.httpRequestHeaders[.authorization] = nil
+    }
+
+    /// Uses a built-in query-string style and drops any custom ``queryStringSerialization``.
+    public mutating func setQueryStringSerialization(with style: QueryStringSerializationStyle) {
+        self.queryStringSerializationStyle = style
+        self.queryStringSerialization = nil
+    }
+
+    /// Uses `serialization` to build query strings.
+    public mutating func setQueryStringSerialization(_ serialization: @escaping QueryStringSerialization) {
+        self.queryStringSerialization = serialization
+    }
+
+    // MARK: RequestSerializer
+
+    /// Makes a request for `method` and `urlString`, with the serializer's options and headers, and
+    /// `parameters` in the query or the body (AFNetworking's `requestWithMethod:URLString:parameters:error:`).
+    ///
+    /// - Throws: ``CourierError/Code/invalidURL`` when `urlString` is not an absolute URL with a
+    ///   host; ``CourierError/Code/parameterEncodingFailed`` when a parameter cannot be encoded.
+    public func request(method: HTTPRequest.Method, urlString: String, parameters: (any Sendable)?) throws(CourierError) -> Request {
+        let url = try Self.url(from: urlString)
+        return try self.request(bySerializing: Request(method: method, url: url), parameters: parameters)
+    }
+
+    /// Applies the serializer's options and headers to `request` (the request's own win) and
+    /// encodes `parameters` into its query or body.
+    ///
+    /// For methods in ``httpMethodsEncodingParametersInURI`` a non-empty query is appended to the
+    /// URL's query with `&` (or starts one), before any fragment. For the others the query string is
+    /// the body, in ``stringEncoding``, with `Content-Type: application/x-www-form-urlencoded`
+    /// unless the request has one; `nil` parameters give an empty body.
     public func request(bySerializing request: Request, parameters: (any Sendable)?) throws(CourierError) -> Request {
-        var request = request
-        for field in self.httpRequestHeaders where request.headerFields[field.name] == nil {
-            request.headerFields.append(field)
+        var request = self.applyingDefaults(to: request)
+        var query: String?
+        if let parameters {
+            query = try self.queryString(for: request, parameters: parameters)
         }
-        guard let parameters else { return request }
-        let query = try Self.queryString(from: parameters)
-        if self.httpMethodsEncodingParametersInURI.contains(request.method.rawValue.uppercased()) {
-            guard !query.isEmpty else { return request }
-            guard var components = URLComponents(url: request.url, resolvingAgainstBaseURL: false) else {
-                throw CourierError(.invalidURL, "cannot add a query to \(request.url)", request: request)
+        if self.encodesParametersInURI(request.method) {
+            if let query, !query.isEmpty {
+                request.url = try Self.url(request.url, appendingQuery: query)
             }
-            let existing = components.percentEncodedQuery
-            components.percentEncodedQuery = (existing?.isEmpty == false) ? existing! + "&" + query : query
-            guard let url = components.url else {
-                throw CourierError(.invalidURL, "cannot add a query to \(request.url)", request: request)
-            }
-            request.url = url
         } else {
+            let body = query ?? ""
+            guard let data = body.data(using: self.stringEncoding, allowLossyConversion: false) else {
+                throw Self.unrepresentableError(body: body, parameters: parameters, encoding: self.stringEncoding)
+                    .adding(request: request)
+            }
             if request.headerFields[.contentType] == nil {
                 request.headerFields[.contentType] = "application/x-www-form-urlencoded"
             }
-            request.body = .data(Data(query.utf8))
+            request.body = .data(data)
         }
         return request
     }
 
-    /// The query string for `parameters`: nested dictionaries become `key[sub]`, arrays `key[]`,
-    /// keys sorted, values percent-escaped.
-    public static func queryString(from parameters: any Sendable) throws(CourierError) -> String {
-        var pairs: [String] = []
-        func add(_ value: Any, key: String?) throws(CourierError) {
-            switch value {
-            case let dictionary as [String: Any]:
-                for nestedKey in dictionary.keys.sorted() {
-                    try add(dictionary[nestedKey]!, key: key.map { "\($0)[\(nestedKey)]" } ?? nestedKey)
-                }
-            case let array as [Any]:
-                guard let key else { throw CourierError(.parameterEncodingFailed, "a top-level array has no keys to encode") }
-                for element in array { try add(element, key: "\(key)[]") }
-            case is NSNull:
-                if let key { pairs.append(percentEscaped(key)) }
-            default:
-                guard let key else { throw CourierError(.parameterEncodingFailed, "a top-level value has no key to encode") }
-                let text: String
-                switch value {
-                case let bool as Bool: text = bool ? "1" : "0"
-                default: text = "\(value)"
-                }
-                pairs.append(percentEscaped(key) + "=" + percentEscaped(text))
-            }
-        }
-        try add(parameters, key: nil)
-        return pairs.joined(separator: "&")
+    // MARK: Internals shared with the JSON and property-list serializers
+
+    /// Whether `method`'s parameters go in the query.
+    func encodesParametersInURI(_ method: HTTPRequest.Method) -> Bool {
+        let name = method.rawValue.uppercased()
+        return self.httpMethodsEncodingParametersInURI.contains { $0.uppercased() == name }
     }
 
-    /// `string` percent-escaped for a query per RFC 3986 §3.4, keeping `?` and `/`.
-    public static func percentEscaped(_ string: String) -> String {
-        var allowed = CharacterSet.urlQueryAllowed
-        allowed.remove(charactersIn: ":#[]@!$&'()*+,;=")
-        return string.addingPercentEncoding(withAllowedCharacters: allowed) ?? string
+    /// `request` with the serializer's options (where the request has none) and headers (where the
+    /// request has none of that name).
+    func applyingDefaults(to request: Request) -> Request {
+        var request = request
+        request.options = self.options.merging(request.options)
+        for field in self.httpRequestHeaders where request.headerFields[field.name] == nil {
+            request.headerFields.append(field)
+        }
+        return request
+    }
+
+    /// The query string for `parameters`, from the custom closure when set.
+    func queryString(for request: Request, parameters: any Sendable) throws(CourierError) -> String {
+        guard let serialization = self.queryStringSerialization else {
+            return try Self.queryString(from: parameters)
+        }
+        do {
+            return try serialization(request, parameters)
+        } catch {
+            throw error.asCourierError(.parameterEncodingFailed, "the custom query-string serialization failed: \(error)", request: request)
+        }
+    }
+
+    /// Parses an absolute URL string with a host and, if any, a port in 0...65535.
+    ///
+    /// Foundation percent-encodes characters a URL cannot hold (`/a b` becomes `/a%20b`, as
+    /// `URL(string:)` does on Apple platforms since macOS 14), so such strings are accepted.
+    static func url(from urlString: String) throws(CourierError) -> URL {
+        guard let url = URL(string: urlString), url.scheme != nil, let host = url.host, !host.isEmpty else {
+            throw CourierError(.invalidURL, "'\(urlString)' is not an absolute URL with a host")
+        }
+        if let port = url.port, !(0...65_535).contains(port) {
+            throw CourierError(.invalidURL, "'\(urlString)' has the port \(port), outside 0...65535")
+        }
+        return url
+    }
+
+    /// `url` with `query` added to its query (after `&`), or as its query, before any fragment.
+    static func url(_ url: URL, appendingQuery query: String) throws(CourierError) -> URL {
+        let string = url.absoluteString
+        var base = Substring(string)
+        var fragment: Substring = ""
+        if let hash = string.firstIndex(of: "#") {
+            base = string[..<hash]
+            fragment = string[hash...]
+        }
+        let separator: String
+        if let questionMark = base.firstIndex(of: "?") {
+            // An empty query (`…?`) takes the parameters as they are; AFNetworking writes `?&…`.
+            separator = base.index(after: questionMark) == base.endIndex ? "" : "&"
+        } else {
+            separator = "?"
+        }
+        let combined = base + separator + query + fragment
+        guard let result = URL(string: String(combined)) else {
+            throw CourierError(.invalidURL, "cannot add the query '\(query)' to \(string)")
+        }
+        return result
+    }
+
+    /// The error for a form body that `encoding` cannot represent, naming the first parameter key or
+    /// value that is at fault when there is one.
+    static func unrepresentableError(body: String, parameters: (any Sendable)?, encoding: String.Encoding) -> CourierError {
+        if let parameters, let tree = try? ParameterValue(parameters),
+            let path = tree.firstPath(where: { !$0.canBeConverted(to: encoding) })
+        {
+            return CourierError(.parameterEncodingFailed, "the parameter at '\(path)' cannot be represented in the string encoding \(encoding)")
+        }
+        return CourierError(.parameterEncodingFailed, "the form body cannot be represented in the string encoding \(encoding)")
+    }
+}
+
+extension ParameterValue {
+    /// The path of the first key or string value (depth first, in order) that `isBad` accepts.
+    func firstPath(where isBad: (String) -> Bool, path: ParameterPath = .root) -> ParameterPath? {
+        switch self {
+        case .string(let string):
+            return isBad(string) ? path : nil
+        case .dictionary(let entries):
+            for entry in entries {
+                let nested = path.appending(key: entry.key)
+                if isBad(entry.key) { return nested }
+                if let found = entry.value.firstPath(where: isBad, path: nested) { return found }
+            }
+            return nil
+        case .array(let elements), .set(let elements):
+            for (index, element) in elements.enumerated() {
+                if let found = element.firstPath(where: isBad, path: path.appending(index: index)) { return found }
+            }
+            return nil
+        case .null, .bool, .number, .date, .data:
+            return nil
+        }
     }
 }

@@ -17,3 +17,19 @@ public protocol RequestSerializer: Sendable {
     /// already has win over the serializer's.
     func request(bySerializing request: Request, parameters: (any Sendable)?) throws(CourierError) -> Request
 }
+
+extension RequestSerializer {
+    /// ``request(method:urlString:parameters:)`` for a ``Parameters`` dictionary, so that a mixed
+    /// literal such as `["q": "swift", "page": 2]` type-checks as `[String: any Sendable]`.
+    public func request(method: HTTPRequest.Method, urlString: String, parameters: Parameters?) throws(CourierError) -> Request {
+        let erased: (any Sendable)? = parameters.map { $0 as any Sendable }
+        return try self.request(method: method, urlString: urlString, parameters: erased)
+    }
+
+    /// ``request(bySerializing:parameters:)`` for a ``Parameters`` dictionary, so that a mixed
+    /// literal type-checks as `[String: any Sendable]`.
+    public func request(bySerializing request: Request, parameters: Parameters?) throws(CourierError) -> Request {
+        let erased: (any Sendable)? = parameters.map { $0 as any Sendable }
+        return try self.request(bySerializing: request, parameters: erased)
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+
+extension HTTPRequestSerializer {
+    /// How the serializer turns parameters into a query string.
+    public struct QueryStringSerializationStyle: Hashable, Sendable {
+        private enum Base: Hashable, Sendable {
+            case `default`
+        }
+
+        private let base: Base
+
+        /// AFNetworking's `AFHTTPRequestQueryStringDefaultStyle`: see
+        /// ``HTTPRequestSerializer/queryString(from:)``.
+        public static let `default` = QueryStringSerializationStyle(base: .default)
+    }
+
+    /// A custom query-string builder (AFNetworking's `setQueryStringSerializationWithBlock:`): given
+    /// the request and the parameters, returns the query string, already escaped. An error it throws
+    /// reaches the caller, wrapped in a ``CourierError`` with code
+    /// ``CourierError/Code/parameterEncodingFailed`` unless it is a ``CourierError`` itself.
+    public typealias QueryStringSerialization = @Sendable (_ request: Request, _ parameters: any Sendable) throws -> String
+
+    /// The query string for `parameters`, byte for byte as AFNetworking's
+    /// `AFQueryStringFromParameters` writes it.
+    ///
+    /// - A dictionary's entries are written in key order, at every depth; a nested dictionary's
+    ///   keys become `key[sub]`, to any depth.
+    /// - An array's elements are written with the key `key[]`, in order.
+    /// - A set's elements are written with the same key, repeated, sorted by their text.
+    /// - `NSNull` (or a `nil` optional) writes the bare key, with no `=`.
+    /// - Booleans are `1` and `0`; numbers are written in their shortest form (`1`, `0.5`, `1e+16`).
+    /// - Keys (brackets included) and values are escaped by ``percentEscaped(_:)``.
+    /// - An empty array, set or dictionary writes nothing, as in AFNetworking.
+    /// - Any other `Encodable` value (a struct of yours) is written as a default `JSONEncoder`
+    ///   sees it: its properties become `key[property]`; a `nil` optional property is left out.
+    ///
+    /// ```swift
+    /// try HTTPRequestSerializer.queryString(from: ["user": ["name": "Ann", "tags": ["a", "b"]], "q": "a b"])
+    /// // q=a%20b&user%5Bname%5D=Ann&user%5Btags%5D%5B%5D=a&user%5Btags%5D%5B%5D=b
+    /// ```
+    ///
+    /// - Parameter parameters: A dictionary with string keys, whose values are strings, numbers,
+    ///   booleans, nulls, arrays, sets or dictionaries.
+    /// - Throws: ``CourierError/Code/parameterEncodingFailed`` naming the path of a value that
+    ///   cannot be written (a closure, an arbitrary object, data, a date, a non-string key), or when
+    ///   `parameters` is not a dictionary: a top-level array or scalar has no key to write it under
+    ///   (AFNetworking writes `(null)[]=…`).
+    public static func queryString(from parameters: any Sendable) throws(CourierError) -> String {
+        let tree = try ParameterValue(parameters)
+        return try Self.queryString(from: tree)
+    }
+
+    /// `string` percent-escaped for a query per RFC 3986 §3.4, as AFNetworking's
+    /// `AFPercentEscapedStringFromString`: every byte of its UTF-8 form except the unreserved
+    /// characters (`A–Z a–z 0–9 - . _ ~`) and `?` and `/` is written `%XX`, so `+` becomes `%2B`, a
+    /// space `%20`, `%` itself `%25` (already-escaped input is escaped again), and an emoji, a flag
+    /// or a letter with combining marks is escaped whole, however long the string.
+    public static func percentEscaped(_ string: String) -> String {
+        PercentEscaping.escape(string)
+    }
+
+    static func queryString(from tree: ParameterValue) throws(CourierError) -> String {
+        guard case .dictionary(let entries) = tree else {
+            throw CourierError(
+                .parameterEncodingFailed,
+                "parameters must be a dictionary to be written as a query string; a top-level \(tree.kind) has no key"
+            )
+        }
+        var pairs: [String] = []
+        for entry in entries {
+            try Self.appendPairs(for: entry.value, key: entry.key, path: ParameterPath.root.appending(key: entry.key), to: &pairs)
+        }
+        return pairs.joined(separator: "&")
+    }
+
+    private static func appendPairs(
+        for value: ParameterValue,
+        key: String,
+        path: ParameterPath,
+        to pairs: inout [String]
+    ) throws(CourierError) {
+        switch value {
+        case .dictionary(let entries):
+            for entry in entries {
+                try Self.appendPairs(for: entry.value, key: key + "[" + entry.key + "]", path: path.appending(key: entry.key), to: &pairs)
+            }
+        case .array(let elements):
+            for (index, element) in elements.enumerated() {
+                try Self.appendPairs(for: element, key: key + "[]", path: path.appending(index: index), to: &pairs)
+            }
+        case .set(let elements):
+            for (index, element) in elements.enumerated() {
+                try Self.appendPairs(for: element, key: key, path: path.appending(index: index), to: &pairs)
+            }
+        case .null:
+            pairs.append(PercentEscaping.escape(key))
+        case .bool(let bool):
+            pairs.append(PercentEscaping.escape(key) + "=" + (bool ? "1" : "0"))
+        case .number(let number):
+            pairs.append(PercentEscaping.escape(key) + "=" + PercentEscaping.escape(number.text))
+        case .string(let string):
+            pairs.append(PercentEscaping.escape(key) + "=" + PercentEscaping.escape(string))
+        case .date, .data:
+            throw CourierError(
+                .parameterEncodingFailed,
+                "the \(value.kind) at '\(path)' has no query-string form; convert it to a string first"
+            )
+        }
+    }
+}
+
+extension ParameterValue {
+    /// A word for error messages.
+    var kind: String {
+        switch self {
+        case .null: "null"
+        case .bool: "boolean"
+        case .number: "number"
+        case .string: "string"
+        case .date: "date"
+        case .data: "data value"
+        case .array: "array"
+        case .set: "set"
+        case .dictionary: "dictionary"
+        }
+    }
+}

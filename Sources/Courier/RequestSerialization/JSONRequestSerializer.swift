@@ -1,0 +1,103 @@
+import Foundation
+import HTTPTypes
+
+/// Encodes parameters as a JSON body (AFNetworking's `AFJSONRequestSerializer`); GET, HEAD and
+/// DELETE (``HTTPRequestSerializer/httpMethodsEncodingParametersInURI``) still use the query.
+///
+/// Everything else — default headers, request options, the methods that use the query — is the
+/// ``base`` serializer's, and its properties can be set on this one directly:
+///
+/// ```swift
+/// var serializer = JSONRequestSerializer()
+/// serializer.timeoutInterval = 5
+/// serializer.setValue("Bearer t", forHTTPHeaderField: "Authorization")
+/// let request = try serializer.request(method: .post, urlString: "https://example.com/items",
+///                                      parameters: ["name": "pen", "tags": ["a", "b"], "price": 1.5])
+/// // body {"name":"pen","price":1.5,"tags":["a","b"]}, Content-Type: application/json
+/// ```
+///
+/// Keys are always written sorted. Top-level arrays and dictionaries are accepted; a top-level
+/// string, number, boolean or null only with `.fragmentsAllowed`.
+/// NaN, infinities, sets, dates, data, closures and other objects fail with
+/// ``CourierError/Code/parameterEncodingFailed`` naming the path of the value.
+@dynamicMemberLookup
+public struct JSONRequestSerializer: RequestSerializer {
+    /// The serializer that supplies headers, options and the query-string encoding.
+    public var base = HTTPRequestSerializer()
+
+    /// How to write JSON: `.prettyPrinted`,
+    /// `.withoutEscapingSlashes`,
+    /// `.fragmentsAllowed`; `.sortedKeys` is implied.
+    public var writingOptions: JSONSerialization.WritingOptions = []
+
+    /// A serializer with AFNetworking's defaults.
+    public init() {}
+
+    /// A property of the ``base`` serializer.
+    public subscript<Value>(dynamicMember keyPath: WritableKeyPath<HTTPRequestSerializer, Value>) -> Value {
+        get { self.base[keyPath: keyPath] }
+        set { self.base[keyPath: keyPath] = newValue }
+    }
+
+    /// See ``HTTPRequestSerializer/value(forHTTPHeaderField:)``.
+    public func value(forHTTPHeaderField name: String) -> String? { self.base.value(forHTTPHeaderField: name) }
+    /// See ``HTTPRequestSerializer/setValue(_:forHTTPHeaderField:)``.
+    public mutating func setValue(_ value: String?, forHTTPHeaderField name: String) { self.base.setValue(value, forHTTPHeaderField: name) }
+    /// See ``HTTPRequestSerializer/setAuthorizationHeaderField(username:password:)``.
+    public mutating func setAuthorizationHeaderField(username: String, password: String) {
+        self.base.setAuthorizationHeaderField(username: username, password: password)
+    }
+    /// See ``HTTPRequestSerializer/clearAuthorizationHeader()``.
+    public mutating func clearAuthorizationHeader() { self.base.clearAuthorizationHeader() }
+
+    /// Makes a request for `method` and `urlString` with the base serializer's options and headers
+    /// and `parameters` encoded as described at ``request(bySerializing:parameters:)``.
+    ///
+    /// - Throws: ``CourierError/Code/invalidURL`` when `urlString` is not an absolute URL with a
+    ///   host; ``CourierError/Code/parameterEncodingFailed`` when a parameter cannot be encoded.
+    public func request(method: HTTPRequest.Method, urlString: String, parameters: (any Sendable)?) throws(CourierError) -> Request {
+        let url = try HTTPRequestSerializer.url(from: urlString)
+        return try self.request(bySerializing: Request(method: method, url: url), parameters: parameters)
+    }
+
+    /// Applies the base serializer's options and headers; for methods that encode parameters in the
+    /// URI, puts them in the query; else, when there are parameters, writes them as the body with
+    /// `Content-Type: application/json` unless the request has one. `nil` parameters leave the body
+    /// alone, as in AFNetworking.
+    public func request(bySerializing request: Request, parameters: (any Sendable)?) throws(CourierError) -> Request {
+        if self.base.encodesParametersInURI(request.method) {
+            return try self.base.request(bySerializing: request, parameters: parameters)
+        }
+        var request = self.base.applyingDefaults(to: request)
+        guard let parameters else { return request }
+        let tree: ParameterValue
+        do {
+            tree = try ParameterValue(parameters)
+        } catch {
+            throw error.adding(request: request)
+        }
+        switch tree {
+        case .array, .dictionary:
+            break
+        default:
+            guard self.writingOptions.contains(.fragmentsAllowed) else {
+                throw CourierError(
+                    .parameterEncodingFailed,
+                    "JSON parameters must be an array or a dictionary, not a \(tree.kind), unless writingOptions has .fragmentsAllowed",
+                    request: request
+                )
+            }
+        }
+        let data: Data
+        do {
+            data = try JSONWriter(options: self.writingOptions).write(tree)
+        } catch {
+            throw error.adding(request: request)
+        }
+        if request.headerFields[.contentType] == nil {
+            request.headerFields[.contentType] = "application/json"
+        }
+        request.body = .data(data)
+        return request
+    }
+}

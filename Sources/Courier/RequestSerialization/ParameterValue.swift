@@ -1,0 +1,224 @@
+import Foundation
+
+/// Parameters as a closed tree, checked once: what the query-string, JSON and property-list
+/// writers render. Making one from `Any` is where unsupported values are caught, with their path.
+indirect enum ParameterValue {
+    /// A number, kept as AFNetworking renders it and as Foundation carries it.
+    struct Number {
+        /// The shortest text: `1`, `0.1`, `1e+16`, `nan`.
+        var text: String
+        /// Whether JSON can carry it (not NaN nor an infinity).
+        var isFinite: Bool
+        /// The value for Foundation's property-list writer.
+        var foundation: NSNumber
+    }
+
+    case null
+    case bool(Bool)
+    case number(Number)
+    case string(String)
+    case date(Date)
+    case data(Data)
+    case array([ParameterValue])
+    /// A set: its elements sorted as AFNetworking sorts them (by their text).
+    case set([ParameterValue])
+    /// A dictionary: its entries sorted by key, by UTF-16 code unit like `-[NSString compare:]`.
+    case dictionary([(key: String, value: ParameterValue)])
+
+    /// Checks and converts `value` (found at `path`) into a tree.
+    /// - Throws: ``CourierError/Code/parameterEncodingFailed`` naming the path of the first value
+    ///   that is not a string, number, boolean, null, date, data, array, set or dictionary with
+    ///   string keys.
+    init(_ value: Any, path: ParameterPath = .root) throws(CourierError) {
+        // An Optional inside `Any` (`["a": nil as Int?]`): nil is null, else its wrapped value.
+        if let optional = value as? any OptionalProtocol {
+            guard let wrapped = optional.wrappedValue else {
+                self = .null
+                return
+            }
+            try self.init(wrapped, path: path)
+            return
+        }
+        if let number = value as? NSNumber, type(of: value) is NSNumber.Type {
+            self = Self.foundationNumber(number)
+            return
+        }
+        switch value {
+        case is NSNull:
+            self = .null
+        case let bool as Bool where type(of: value) == Bool.self:
+            // The exact-type check keeps a bridged `1` from being taken for `true`.
+            self = .bool(bool)
+        case let string as String:
+            self = .string(string)
+        case let string as Substring:
+            self = .string(String(string))
+        case let character as Character:
+            self = .string(String(character))
+        case let string as NSString:
+            self = .string(string as String)
+        case let integer as any BinaryInteger:
+            let text = String(describing: integer)
+            self = .number(Number(text: text, isFinite: true, foundation: Self.foundationInteger(integer)))
+        case let double as Double:
+            self = .number(Number(text: Self.shortestText(double.description), isFinite: double.isFinite, foundation: NSNumber(value: double)))
+        case let cgFloat as CGFloat:
+            let double = Double(cgFloat)
+            self = .number(Number(text: Self.shortestText(double.description), isFinite: double.isFinite, foundation: NSNumber(value: double)))
+        case let float as Float:
+            self = .number(Number(text: Self.shortestText(float.description), isFinite: float.isFinite, foundation: NSNumber(value: float)))
+        case let decimal as Decimal:
+            self = .number(Number(text: decimal.description, isFinite: !decimal.isNaN, foundation: NSDecimalNumber(decimal: decimal)))
+        case let date as Date:
+            self = .date(date)
+        case let data as Data:
+            self = .data(data)
+        case let url as URL:
+            self = .string(url.absoluteString)
+        case let uuid as UUID:
+            self = .string(uuid.uuidString)
+        case let dictionary as [String: Any]:
+            self = .dictionary(try Self.entries(dictionary.map { ($0.key, $0.value) }, path: path))
+        case let dictionary as [AnyHashable: Any]:
+            var pairs: [(String, Any)] = []
+            for (key, nested) in dictionary {
+                guard let key = key.base as? String else {
+                    throw CourierError(
+                        .parameterEncodingFailed,
+                        "the dictionary at '\(path)' has a key that is not a string: \(key.base) (\(type(of: key.base)))"
+                    )
+                }
+                pairs.append((key, nested))
+            }
+            self = .dictionary(try Self.entries(pairs, path: path))
+        case let array as [Any]:
+            var elements: [ParameterValue] = []
+            elements.reserveCapacity(array.count)
+            for (index, element) in array.enumerated() {
+                elements.append(try ParameterValue(element, path: path.appending(index: index)))
+            }
+            self = .array(elements)
+        case let set as Set<AnyHashable>:
+            var elements: [ParameterValue] = []
+            for (index, element) in set.enumerated() {
+                elements.append(try ParameterValue(element.base, path: path.appending(index: index)))
+            }
+            self = .set(elements.sorted { $0.sortText.utf16.lexicographicallyPrecedes($1.sortText.utf16) })
+        case let encodable as any Encodable:
+            self = try Self.encoded(encodable, path: path)
+        default:
+            throw CourierError(
+                .parameterEncodingFailed,
+                "the value at '\(path)' is a \(type(of: value)), which cannot be encoded as a parameter"
+            )
+        }
+    }
+
+    /// Any other `Encodable` value, as a default `JSONEncoder` writes it.
+    private static func encoded(_ value: any Encodable, path: ParameterPath) throws(CourierError) -> ParameterValue {
+        let data: Data
+        do {
+            data = try JSONEncoder().encode(value)
+        } catch let error as EncodingError {
+            throw CourierError(
+                .parameterEncodingFailed,
+                "the value at '\(path.appending(error.parameterPath))' could not be encoded: \(error.reason)",
+                underlyingError: error
+            )
+        } catch {
+            throw CourierError(.parameterEncodingFailed, "the value at '\(path)' could not be encoded", underlyingError: error)
+        }
+        do {
+            return ParameterValue(try JSONDecoder().decode(FormValue.self, from: data))
+        } catch {
+            throw CourierError(.internalInconsistency, "JSONEncoder wrote JSON that JSONDecoder cannot read", underlyingError: error)
+        }
+    }
+
+    /// A JSON document as parameters.
+    private init(_ form: FormValue) {
+        switch form {
+        case .null: self = .null
+        case .bool(let bool): self = .bool(bool)
+        case .number(let text):
+            let foundation = Int64(text).map { NSNumber(value: $0) } ?? NSNumber(value: Double(text) ?? 0)
+            self = .number(Number(text: text, isFinite: true, foundation: foundation))
+        case .string(let string): self = .string(string)
+        case .array(let elements): self = .array(elements.map(ParameterValue.init))
+        case .object(let entries): self = .dictionary(entries.map { ($0.key, ParameterValue($0.value)) })
+        }
+    }
+
+    private static func entries(_ pairs: [(String, Any)], path: ParameterPath) throws(CourierError) -> [(key: String, value: ParameterValue)] {
+        var entries: [(key: String, value: ParameterValue)] = []
+        entries.reserveCapacity(pairs.count)
+        for (key, nested) in pairs {
+            entries.append((key, try ParameterValue(nested, path: path.appending(key: key))))
+        }
+        return entries.sorted { $0.key.utf16.lexicographicallyPrecedes($1.key.utf16) }
+    }
+
+    /// The text a set element is sorted by (AFNetworking sorts sets by `description`).
+    private var sortText: String {
+        switch self {
+        case .null: "<null>"
+        case .bool(let bool): bool ? "1" : "0"
+        case .number(let number): number.text
+        case .string(let string): string
+        case .date(let date): date.description
+        case .data(let data): data.base64EncodedString()
+        case .array, .set, .dictionary: ""
+        }
+    }
+
+    /// An `NSNumber` as what it holds: a boolean, an integer or a floating-point number.
+    ///
+    /// On Linux `NSNumber(value: 1) as? Bool` succeeds, so a cast cannot tell `true` from `1`; the
+    /// boolean singletons are instances of their own class on every platform, which can.
+    private static func foundationNumber(_ number: NSNumber) -> ParameterValue {
+        if String(describing: type(of: number)) == "__NSCFBoolean" {
+            return .bool(number.boolValue)
+        }
+        if let decimal = number as? NSDecimalNumber {
+            return .number(Number(text: decimal.description, isFinite: decimal != NSDecimalNumber.notANumber, foundation: decimal))
+        }
+        switch String(cString: number.objCType) {
+        case "f":
+            let float = number.floatValue
+            return .number(Number(text: Self.shortestText(float.description), isFinite: float.isFinite, foundation: number))
+        case "d":
+            let double = number.doubleValue
+            return .number(Number(text: Self.shortestText(double.description), isFinite: double.isFinite, foundation: number))
+        case "Q", "L", "I", "S", "C":
+            return .number(Number(text: String(number.uint64Value), isFinite: true, foundation: number))
+        default:
+            return .number(Number(text: String(number.int64Value), isFinite: true, foundation: number))
+        }
+    }
+
+    private static func foundationInteger(_ integer: any BinaryInteger) -> NSNumber {
+        if let signed = Int64(exactly: integer) { return NSNumber(value: signed) }
+        return NSNumber(value: UInt64(truncatingIfNeeded: integer))
+    }
+
+    /// Swift's shortest round-trip text without a trailing `.0` (`100.0` → `100`), and with
+    /// `nan`/`inf` as `NSNumber` writes them.
+    static func shortestText(_ text: String) -> String {
+        if text.hasSuffix(".0") { return String(text.dropLast(2)) }
+        return text
+    }
+}
+
+/// Lets `ParameterValue` see through an `Optional` hidden in `Any`.
+private protocol OptionalProtocol {
+    var wrappedValue: Any? { get }
+}
+
+extension Optional: OptionalProtocol {
+    fileprivate var wrappedValue: Any? {
+        switch self {
+        case .some(let value): value
+        case .none: nil
+        }
+    }
+}

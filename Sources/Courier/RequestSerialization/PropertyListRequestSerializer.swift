@@ -1,0 +1,119 @@
+import Foundation
+import HTTPTypes
+
+/// Encodes parameters as a property-list body, XML or binary (AFNetworking's
+/// `AFPropertyListRequestSerializer`); GET, HEAD and DELETE still use the query.
+///
+/// ```swift
+/// var serializer = PropertyListRequestSerializer()
+/// serializer.format = .binary
+/// let request = try serializer.request(method: .put, urlString: "https://example.com/prefs",
+///                                      parameters: ["volume": 7, "muted": false])
+/// // Content-Type: application/x-plist
+/// ```
+///
+/// A property list carries strings, numbers, booleans, dates, data, arrays and dictionaries with
+/// string keys. Null, sets and other values fail with ``CourierError/Code/parameterEncodingFailed``
+/// naming their path.
+@dynamicMemberLookup
+public struct PropertyListRequestSerializer: RequestSerializer {
+    /// The formats a property list can be written in.
+    public struct Format: Hashable, Sendable {
+        fileprivate let foundation: PropertyListSerialization.PropertyListFormat
+
+        /// XML (the default).
+        public static let xml = Format(foundation: .xml)
+        /// Apple's binary format, `bplist00`.
+        public static let binary = Format(foundation: .binary)
+    }
+
+    /// The serializer that supplies headers, options and the query-string encoding.
+    public var base = HTTPRequestSerializer()
+    /// The format to write (XML by default).
+    public var format: Format = .xml
+    /// Foundation's write options (none are defined today; kept for AFNetworking's `writeOptions`).
+    public var writeOptions: PropertyListSerialization.WriteOptions = 0
+
+    /// A serializer with AFNetworking's defaults.
+    public init() {}
+
+    /// A property of the ``base`` serializer.
+    public subscript<Value>(dynamicMember keyPath: WritableKeyPath<HTTPRequestSerializer, Value>) -> Value {
+        get { self.base[keyPath: keyPath] }
+        set { self.base[keyPath: keyPath] = newValue }
+    }
+
+    /// See ``HTTPRequestSerializer/value(forHTTPHeaderField:)``.
+    public func value(forHTTPHeaderField name: String) -> String? { self.base.value(forHTTPHeaderField: name) }
+    /// See ``HTTPRequestSerializer/setValue(_:forHTTPHeaderField:)``.
+    public mutating func setValue(_ value: String?, forHTTPHeaderField name: String) { self.base.setValue(value, forHTTPHeaderField: name) }
+    /// See ``HTTPRequestSerializer/setAuthorizationHeaderField(username:password:)``.
+    public mutating func setAuthorizationHeaderField(username: String, password: String) {
+        self.base.setAuthorizationHeaderField(username: username, password: password)
+    }
+    /// See ``HTTPRequestSerializer/clearAuthorizationHeader()``.
+    public mutating func clearAuthorizationHeader() { self.base.clearAuthorizationHeader() }
+
+    /// Makes a request for `method` and `urlString` with the base serializer's options and headers
+    /// and `parameters` encoded as described at ``request(bySerializing:parameters:)``.
+    ///
+    /// - Throws: ``CourierError/Code/invalidURL`` when `urlString` is not an absolute URL with a
+    ///   host; ``CourierError/Code/parameterEncodingFailed`` when a parameter cannot be encoded.
+    public func request(method: HTTPRequest.Method, urlString: String, parameters: (any Sendable)?) throws(CourierError) -> Request {
+        let url = try HTTPRequestSerializer.url(from: urlString)
+        return try self.request(bySerializing: Request(method: method, url: url), parameters: parameters)
+    }
+
+    /// Applies the base serializer's options and headers; for methods that encode parameters in the
+    /// URI, puts them in the query; else, when there are parameters, writes them as the body with
+    /// `Content-Type: application/x-plist` unless the request has one.
+    public func request(bySerializing request: Request, parameters: (any Sendable)?) throws(CourierError) -> Request {
+        if self.base.encodesParametersInURI(request.method) {
+            return try self.base.request(bySerializing: request, parameters: parameters)
+        }
+        var request = self.base.applyingDefaults(to: request)
+        guard let parameters else { return request }
+        let plist: Any
+        do {
+            plist = try Self.foundationObject(ParameterValue(parameters), path: .root)
+        } catch {
+            throw error.adding(request: request)
+        }
+        let data: Data
+        do {
+            data = try PropertyListSerialization.data(fromPropertyList: plist, format: self.format.foundation, options: self.writeOptions)
+        } catch {
+            throw CourierError(.parameterEncodingFailed, "the parameters could not be written as a property list", request: request, underlyingError: error)
+        }
+        if request.headerFields[.contentType] == nil {
+            request.headerFields[.contentType] = "application/x-plist"
+        }
+        request.body = .data(data)
+        return request
+    }
+
+    /// The tree as Foundation property-list objects.
+    private static func foundationObject(_ value: ParameterValue, path: ParameterPath) throws(CourierError) -> Any {
+        switch value {
+        case .bool(let bool): return NSNumber(value: bool)
+        case .number(let number): return number.foundation
+        case .string(let string): return string
+        case .date(let date): return date
+        case .data(let data): return data
+        case .array(let elements):
+            var objects: [Any] = []
+            for (index, element) in elements.enumerated() {
+                objects.append(try Self.foundationObject(element, path: path.appending(index: index)))
+            }
+            return objects
+        case .dictionary(let entries):
+            var objects: [String: Any] = [:]
+            for entry in entries {
+                objects[entry.key] = try Self.foundationObject(entry.value, path: path.appending(key: entry.key))
+            }
+            return objects
+        case .null, .set:
+            throw CourierError(.parameterEncodingFailed, "the \(value.kind) at '\(path)' has no property-list form")
+        }
+    }
+}

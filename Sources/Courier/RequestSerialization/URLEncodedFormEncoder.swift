@@ -1,0 +1,251 @@
+import Foundation
+
+/// Encodes an `Encodable` value as an `application/x-www-form-urlencoded` string, with Alamofire's
+/// options for arrays, booleans, dates, data, keys, nils and spaces.
+///
+/// ```swift
+/// struct Search: Encodable { var q: String; var tags: [String]; var exact: Bool }
+/// var encoder = URLEncodedFormEncoder()
+/// encoder.arrayEncoding = .noBrackets
+/// encoder.boolEncoding = .literal
+/// encoder.spaceEncoding = .plusReplaced
+/// try encoder.encode(Search(q: "swift nio", tags: ["a", "b"], exact: true))
+/// // exact=true&q=swift+nio&tags=a&tags=b
+/// ```
+///
+/// Nested values become `key[sub]`; keys are written in sorted order at every depth; keys and
+/// values are escaped as ``HTTPRequestSerializer/percentEscaped(_:)`` does. The value must encode
+/// as a keyed container (a struct, class or dictionary with string keys): a top-level array or
+/// scalar has no keys and fails with ``CourierError/Code/parameterEncodingFailed``.
+///
+/// The value goes through a `JSONEncoder` set up with the date, data and key strategies, so a
+/// number's type is not kept (`1.0` is written `1`) and NaN or an infinity fails with its path.
+public struct URLEncodedFormEncoder: Sendable {
+    /// How array elements are keyed.
+    public struct ArrayEncoding: Hashable, Sendable {
+        fileprivate enum Base: Hashable, Sendable { case brackets, noBrackets, indexInBrackets }
+        fileprivate let base: Base
+        /// `key[]=a&key[]=b` (the default; AFNetworking's form).
+        public static let brackets = ArrayEncoding(base: .brackets)
+        /// `key=a&key=b`.
+        public static let noBrackets = ArrayEncoding(base: .noBrackets)
+        /// `key[0]=a&key[1]=b`.
+        public static let indexInBrackets = ArrayEncoding(base: .indexInBrackets)
+    }
+
+    /// How booleans are written.
+    public struct BoolEncoding: Hashable, Sendable {
+        fileprivate let trueText: String
+        fileprivate let falseText: String
+        /// `1` and `0` (the default; AFNetworking's form).
+        public static let numeric = BoolEncoding(trueText: "1", falseText: "0")
+        /// `true` and `false`.
+        public static let literal = BoolEncoding(trueText: "true", falseText: "false")
+    }
+
+    /// How dates are written.
+    public struct DateEncoding: Sendable {
+        fileprivate let strategy: @Sendable () -> JSONEncoder.DateEncodingStrategy
+        /// As `Date` encodes itself: seconds since 1 January 2001 (the default).
+        public static let deferredToDate = DateEncoding { .deferredToDate }
+        /// Seconds since 1 January 1970.
+        public static let secondsSince1970 = DateEncoding { .secondsSince1970 }
+        /// Milliseconds since 1 January 1970.
+        public static let millisecondsSince1970 = DateEncoding { .millisecondsSince1970 }
+        /// ISO 8601 (`2024-01-02T03:04:05Z`).
+        public static let iso8601 = DateEncoding { .iso8601 }
+        /// A string of your making.
+        public static func custom(_ format: @escaping @Sendable (Date) throws -> String) -> DateEncoding {
+            DateEncoding {
+                .custom { date, encoder in
+                    var container = encoder.singleValueContainer()
+                    try container.encode(format(date))
+                }
+            }
+        }
+    }
+
+    /// How `Data` is written.
+    public struct DataEncoding: Sendable {
+        fileprivate let strategy: @Sendable () -> JSONEncoder.DataEncodingStrategy
+        /// Base64 (the default).
+        public static let base64 = DataEncoding { .base64 }
+        /// As `Data` encodes itself: an array of bytes.
+        public static let deferredToData = DataEncoding { .deferredToData }
+        /// A string of your making.
+        public static func custom(_ format: @escaping @Sendable (Data) throws -> String) -> DataEncoding {
+            DataEncoding {
+                .custom { data, encoder in
+                    var container = encoder.singleValueContainer()
+                    try container.encode(format(data))
+                }
+            }
+        }
+    }
+
+    /// How coding keys become form keys.
+    public struct KeyEncoding: Sendable {
+        fileprivate let convert: (@Sendable (String) -> String)?
+        /// The keys as they are (the default).
+        public static let useDefaultKeys = KeyEncoding(convert: nil)
+        /// `userName` → `user_name`.
+        public static let convertToSnakeCase = KeyEncoding(convert: { KeyEncoding.split($0, separator: "_") })
+        /// `userName` → `user-name`.
+        public static let convertToKebabCase = KeyEncoding(convert: { KeyEncoding.split($0, separator: "-") })
+        /// A conversion of your making.
+        public static func custom(_ convert: @escaping @Sendable (String) -> String) -> KeyEncoding {
+            KeyEncoding(convert: convert)
+        }
+
+        /// Lower-cases a camel-case key and puts `separator` between its words (`URLValue` →
+        /// `url_value`); leading and trailing underscores are kept.
+        static func split(_ key: String, separator: Character) -> String {
+            guard !key.isEmpty else { return key }
+            var words: [String] = []
+            var current = ""
+            let characters = Array(key)
+            for (index, character) in characters.enumerated() {
+                let next = index + 1 < characters.count ? characters[index + 1] : nil
+                let previous = index > 0 ? characters[index - 1] : nil
+                if character.isUppercase, !current.isEmpty,
+                    previous?.isLowercase == true || previous?.isNumber == true || (previous?.isUppercase == true && next?.isLowercase == true)
+                {
+                    words.append(current)
+                    current = ""
+                }
+                current.append(character)
+            }
+            words.append(current)
+            return words.map { $0.lowercased() }.joined(separator: String(separator))
+        }
+    }
+
+    /// How an explicit `nil` (`encodeNil`) is written. (A `nil` optional property that the
+    /// synthesized `Encodable` skips writes nothing, whatever this says.)
+    public struct NilEncoding: Hashable, Sendable {
+        fileprivate enum Base: Hashable, Sendable { case dropKey, dropValue, null }
+        fileprivate let base: Base
+        /// Nothing is written (the default).
+        public static let dropKey = NilEncoding(base: .dropKey)
+        /// The key alone: `key` (AFNetworking's form for `NSNull`).
+        public static let dropValue = NilEncoding(base: .dropValue)
+        /// `key=null`.
+        public static let null = NilEncoding(base: .null)
+    }
+
+    /// How spaces are written.
+    public struct SpaceEncoding: Hashable, Sendable {
+        fileprivate let plus: Bool
+        /// `%20` (the default; RFC 3986).
+        public static let percentEscaped = SpaceEncoding(plus: false)
+        /// `+` (HTML forms).
+        public static let plusReplaced = SpaceEncoding(plus: true)
+    }
+
+    /// How array elements are keyed; `.brackets` by default.
+    public var arrayEncoding: ArrayEncoding = .brackets
+    /// How booleans are written; `.numeric` by default.
+    public var boolEncoding: BoolEncoding = .numeric
+    /// How dates are written; `.deferredToDate` by default.
+    public var dateEncoding: DateEncoding = .deferredToDate
+    /// How data is written; `.base64` by default.
+    public var dataEncoding: DataEncoding = .base64
+    /// How keys are converted; `.useDefaultKeys` by default.
+    public var keyEncoding: KeyEncoding = .useDefaultKeys
+    /// How an explicit nil is written; `.dropKey` by default.
+    public var nilEncoding: NilEncoding = .dropKey
+    /// How spaces are written; `.percentEscaped` by default.
+    public var spaceEncoding: SpaceEncoding = .percentEscaped
+
+    /// An encoder with the defaults above.
+    public init() {}
+
+    /// The form string for `value`.
+    /// - Throws: ``CourierError/Code/parameterEncodingFailed`` naming the coding path of a value
+    ///   that cannot be encoded, or when `value` is not a keyed container.
+    public func encode(_ value: some Encodable) throws(CourierError) -> String {
+        let tree = try self.tree(for: value)
+        guard case .object(let entries) = tree else {
+            throw CourierError(
+                .parameterEncodingFailed,
+                "form parameters must encode as a keyed container (a struct or a dictionary with string keys), not \(tree.kind)"
+            )
+        }
+        var pairs: [String] = []
+        for entry in entries {
+            self.appendPairs(for: entry.value, key: self.convert(entry.key), to: &pairs)
+        }
+        return pairs.joined(separator: "&")
+    }
+
+    private func tree(for value: some Encodable) throws(CourierError) -> FormValue {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = self.dateEncoding.strategy()
+        encoder.dataEncodingStrategy = self.dataEncoding.strategy()
+        let data: Data
+        do {
+            data = try encoder.encode(value)
+        } catch let error as EncodingError {
+            throw CourierError(
+                .parameterEncodingFailed,
+                "the value at '\(error.parameterPath)' could not be form-encoded: \(error.reason)",
+                underlyingError: error
+            )
+        } catch {
+            throw CourierError(.parameterEncodingFailed, "the parameters could not be form-encoded", underlyingError: error)
+        }
+        do {
+            return try JSONDecoder().decode(FormValue.self, from: data)
+        } catch {
+            throw CourierError(.internalInconsistency, "JSONEncoder wrote JSON that JSONDecoder cannot read", underlyingError: error)
+        }
+    }
+
+    private func convert(_ key: String) -> String {
+        self.keyEncoding.convert?(key) ?? key
+    }
+
+    private func appendPairs(for value: FormValue, key: String, to pairs: inout [String]) {
+        let escape = { (text: String) in PercentEscaping.escape(text, spaceAsPlus: self.spaceEncoding.plus) }
+        switch value {
+        case .object(let entries):
+            for entry in entries {
+                self.appendPairs(for: entry.value, key: key + "[" + self.convert(entry.key) + "]", to: &pairs)
+            }
+        case .array(let elements):
+            for (index, element) in elements.enumerated() {
+                let elementKey: String
+                switch self.arrayEncoding.base {
+                case .brackets: elementKey = key + "[]"
+                case .noBrackets: elementKey = key
+                case .indexInBrackets: elementKey = key + "[\(index)]"
+                }
+                self.appendPairs(for: element, key: elementKey, to: &pairs)
+            }
+        case .null:
+            switch self.nilEncoding.base {
+            case .dropKey: break
+            case .dropValue: pairs.append(escape(key))
+            case .null: pairs.append(escape(key) + "=null")
+            }
+        case .bool(let bool):
+            pairs.append(escape(key) + "=" + (bool ? self.boolEncoding.trueText : self.boolEncoding.falseText))
+        case .number(let text), .string(let text):
+            pairs.append(escape(key) + "=" + escape(text))
+        }
+    }
+}
+
+extension FormValue {
+    /// A word for error messages.
+    var kind: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}

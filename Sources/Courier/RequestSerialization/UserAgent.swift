@@ -1,0 +1,70 @@
+import Foundation
+
+/// The default `Accept-Language` and `User-Agent` values of ``HTTPRequestSerializer``.
+enum DefaultHeaders {
+    /// AFNetworking's `Accept-Language`: the preferred languages in order, with q-values falling by
+    /// 0.1 from 1 and stopping after 0.5 (six languages at most): `en-GB;q=1, fr;q=0.9`.
+    ///
+    /// AFNetworking sets an empty header when there is no preferred language; we set none.
+    static func acceptLanguage(preferredLanguages: [String]) -> String? {
+        let components = preferredLanguages.prefix(6).enumerated().map { index, language in
+            // q-values in tenths: `%0.1g` of 1.0 is `1`, of 0.9 is `0.9`.
+            let tenths = 10 - index
+            return language + ";q=" + (tenths == 10 ? "1" : "0.\(tenths)")
+        }
+        return components.isEmpty ? nil : components.joined(separator: ", ")
+    }
+
+    /// AFNetworking's `User-Agent` form, `name/version (platform; OS version)`, made ASCII.
+    ///
+    /// - Parameters:
+    ///   - name: The application's name (its bundle executable, else the process name).
+    ///   - version: The application's version; `nil` leaves out `/version` (a product without a
+    ///     version is valid per RFC 9110 §10.1.5, better than AFNetworking's `(null)`).
+    ///   - platform: `Linux`, `iOS`, `macOS`…
+    ///   - osVersion: The operating system's version string.
+    static func userAgent(name: String, version: String?, platform: String, osVersion: String) -> String {
+        var product = Self.ascii(name)
+        if product.isEmpty { product = "Courier" }
+        if let version = version.map(Self.ascii), !version.isEmpty { product += "/" + version }
+        let comment = [platform, osVersion].map(Self.ascii).filter { !$0.isEmpty }.joined(separator: "; ")
+        return comment.isEmpty ? product : product + " (" + comment + ")"
+    }
+
+    /// The user agent of this process, worked out once.
+    static let currentUserAgent: String = Self.makeCurrentUserAgent()
+
+    private static func makeCurrentUserAgent() -> String {
+        let info = Bundle.main.infoDictionary ?? [:]
+        let name = (info["CFBundleExecutable"] as? String) ?? (info["CFBundleIdentifier"] as? String) ?? ProcessInfo.processInfo.processName
+        let version = (info["CFBundleShortVersionString"] as? String) ?? (info["CFBundleVersion"] as? String)
+        #if os(Linux)
+        let platform = "Linux"
+        #elseif os(macOS)
+        let platform = "macOS"
+        #elseif os(iOS)
+        let platform = "iOS"
+        #elseif os(tvOS)
+        let platform = "tvOS"
+        #elseif os(watchOS)
+        let platform = "watchOS"
+        #elseif os(Windows)
+        let platform = "Windows"
+        #else
+        let platform = "Unknown"
+        #endif
+        let os = ProcessInfo.processInfo.operatingSystemVersion
+        let osVersion = ProcessInfo.processInfo.operatingSystemVersionString
+        let fallback = "\(os.majorVersion).\(os.minorVersion).\(os.patchVersion)"
+        return Self.userAgent(name: name, version: version, platform: platform, osVersion: osVersion.isEmpty ? fallback : osVersion)
+    }
+
+    /// `text` in printable ASCII: letters lose their accents (`é` → `e`), other characters go,
+    /// and the parentheses and semicolons that structure the header are dropped from the parts.
+    /// (AFNetworking transliterates with ICU's `Any-Latin; Latin-ASCII`, not available on Linux.)
+    static func ascii(_ text: String) -> String {
+        let decomposed = text.decomposedStringWithCanonicalMapping
+        let scalars = decomposed.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F && !"();".unicodeScalars.contains($0) }
+        return String(String.UnicodeScalarView(scalars)).trimmingCharacters(in: .whitespaces)
+    }
+}

@@ -1,0 +1,64 @@
+import Courier
+import Foundation
+import HTTPTypes
+import Testing
+
+extension RequestSerializationTests {
+    /// The examples in Docs/README-request-serialization.md and the DocC article, checked.
+    @Suite("Documentation examples")
+    struct DocumentationExamplesTests {
+        @Test("HTTPRequestSerializer examples")
+        func http() throws {
+            var serializer = HTTPRequestSerializer()
+            serializer.setValue("abc", forHTTPHeaderField: "X-Api-Key")
+            serializer.setAuthorizationHeaderField(username: "ann", password: "secret")
+            serializer.timeoutInterval = 10
+            let search = try serializer.request(
+                method: .get,
+                urlString: "https://example.com/search?lang=en#top",
+                parameters: ["q": "swift nio", "page": 2]
+            )
+            #expect(search.url.absoluteString == "https://example.com/search?lang=en&page=2&q=swift%20nio#top")
+            #expect(search.head.path == "/search?lang=en&page=2&q=swift%20nio")
+            #expect(search.options.timeoutInterval == 10)
+            #expect(search.headerFields[HTTPField.Name("X-Api-Key")!] == "abc")
+            let login = try serializer.request(
+                method: .post,
+                urlString: "https://example.com/login",
+                parameters: ["user": ["name": "ann", "roles": ["admin", "dev"]] as Parameters, "remember": true]
+            )
+            #expect(login.body.data == Data("remember=1&user%5Bname%5D=ann&user%5Broles%5D%5B%5D=admin&user%5Broles%5D%5B%5D=dev".utf8))
+            #expect(try HTTPRequestSerializer.queryString(from: ["q": "a+b c/d?"] as Parameters) == "q=a%2Bb%20c/d?")
+            #expect(
+                try HTTPRequestSerializer.queryString(from: ["user": ["name": "Ann", "tags": ["a", "b"]] as Parameters, "q": "a b"] as Parameters)
+                    == "q=a%20b&user%5Bname%5D=Ann&user%5Btags%5D%5B%5D=a&user%5Btags%5D%5B%5D=b"
+            )
+        }
+
+        @Test("JSON error message example")
+        func jsonError() {
+            let json = JSONRequestSerializer()
+            #expect {
+                try json.request(method: .post, urlString: "https://example.com/", parameters: ["items": [["price": Double.nan]]])
+            } throws: { error in
+                (error as? CourierError)?.message == "the number at 'items[0][price]' is nan, which JSON cannot carry"
+            }
+        }
+
+        @Test("URLEncodedFormEncoder example")
+        func form() throws {
+            struct Search: Encodable, Sendable { var query: String; var tags: [String]; var exact: Bool }
+            var form = URLEncodedFormEncoder()
+            form.arrayEncoding = .noBrackets
+            form.boolEncoding = .literal
+            form.spaceEncoding = .plusReplaced
+            form.keyEncoding = .convertToSnakeCase
+            #expect(try form.encode(Search(query: "swift nio", tags: ["a", "b"], exact: true)) == "exact=true&query=swift+nio&tags=a&tags=b")
+
+            struct Page: Encodable, Sendable { var query: String; var page: Int }
+            let request = Request(method: .get, url: URL(string: "https://example.com/search")!)
+            let encoded = try URLEncodedFormParameterEncoder.default.encode(Page(query: "a b", page: 2), into: request)
+            #expect(encoded.url.absoluteString == "https://example.com/search?page=2&query=a%20b")
+        }
+    }
+}

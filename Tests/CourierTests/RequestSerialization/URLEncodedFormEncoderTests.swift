@@ -1,0 +1,151 @@
+import Courier
+import Foundation
+import Testing
+
+extension RequestSerializationTests {
+    @Suite("URLEncodedFormEncoder")
+    struct URLEncodedFormEncoderTests {
+        struct Profile: Encodable {
+            var userName = "Ann Lee"
+            var tags = ["a", "b"]
+            var admin = true
+            var score = 1.5
+            var address = Address()
+            var nickname: String? = nil
+        }
+
+        struct Address: Encodable {
+            var city = "Zürich"
+            var zip = 8001
+        }
+
+        @Test("defaults: brackets, numeric booleans, %20, sorted keys, nil optionals skipped")
+        func defaults() throws {
+            let form = try URLEncodedFormEncoder().encode(Profile())
+            #expect(form == "address%5Bcity%5D=Z%C3%BCrich&address%5Bzip%5D=8001&admin=1&score=1.5&tags%5B%5D=a&tags%5B%5D=b&userName=Ann%20Lee")
+        }
+
+        @Test(
+            "array encodings",
+            arguments: [
+                (URLEncodedFormEncoder.ArrayEncoding.brackets, "a%5B%5D=x&a%5B%5D=y"),
+                (.noBrackets, "a=x&a=y"),
+                (.indexInBrackets, "a%5B0%5D=x&a%5B1%5D=y"),
+            ]
+        )
+        func arrays(encoding: URLEncodedFormEncoder.ArrayEncoding, expected: String) throws {
+            var encoder = URLEncodedFormEncoder()
+            encoder.arrayEncoding = encoding
+            #expect(try encoder.encode(["a": ["x", "y"]]) == expected)
+        }
+
+        @Test("booleans, spaces and plus signs")
+        func boolsAndSpaces() throws {
+            var encoder = URLEncodedFormEncoder()
+            encoder.boolEncoding = .literal
+            encoder.spaceEncoding = .plusReplaced
+            #expect(try encoder.encode(["t": true, "f": false]) == "f=false&t=true")
+            #expect(try encoder.encode(["q": "a b+c"]) == "q=a+b%2Bc")
+            encoder.spaceEncoding = .percentEscaped
+            #expect(try encoder.encode(["q": "a b+c"]) == "q=a%20b%2Bc")
+        }
+
+        @Test("dates")
+        func dates() throws {
+            struct Event: Encodable { var at = Date(timeIntervalSince1970: 86_400.5) }
+            var encoder = URLEncodedFormEncoder()
+            #expect(try encoder.encode(Event()) == "at=\(ParameterText.shortest(86_400.5 - 978_307_200))")
+            encoder.dateEncoding = .secondsSince1970
+            #expect(try encoder.encode(Event()) == "at=86400.5")
+            encoder.dateEncoding = .millisecondsSince1970
+            #expect(try encoder.encode(Event()) == "at=86400500")
+            encoder.dateEncoding = .iso8601
+            #expect(try encoder.encode(Event()) == "at=1970-01-02T00%3A00%3A00Z")
+            encoder.dateEncoding = .custom { _ in "tomorrow" }
+            #expect(try encoder.encode(Event()) == "at=tomorrow")
+        }
+
+        @Test("data")
+        func data() throws {
+            struct Blob: Encodable { var d = Data([0xFB, 0xFF]) }
+            var encoder = URLEncodedFormEncoder()
+            #expect(try encoder.encode(Blob()) == "d=%2B/8%3D")
+            encoder.dataEncoding = .deferredToData
+            #expect(try encoder.encode(Blob()) == "d%5B%5D=251&d%5B%5D=255")
+            encoder.dataEncoding = .custom { $0.map { String(format: "%02x", $0) }.joined() }
+            #expect(try encoder.encode(Blob()) == "d=fbff")
+        }
+
+        @Test("key conversion at every depth")
+        func keys() throws {
+            struct Outer: Encodable { var userID = 1; var homeAddress = ["postCode": "X"] }
+            var encoder = URLEncodedFormEncoder()
+            encoder.keyEncoding = .convertToSnakeCase
+            #expect(try encoder.encode(Outer()) == "home_address%5Bpost_code%5D=X&user_id=1")
+            encoder.keyEncoding = .convertToKebabCase
+            #expect(try encoder.encode(Outer()) == "home-address%5Bpost-code%5D=X&user-id=1")
+            encoder.keyEncoding = .custom { $0.uppercased() }
+            #expect(try encoder.encode(Outer()) == "HOMEADDRESS%5BPOSTCODE%5D=X&USERID=1")
+        }
+
+        @Test("explicit nils")
+        func nils() throws {
+            struct Explicit: Encodable {
+                var value: Int? = nil
+                func encode(to encoder: any Encoder) throws {
+                    var container = encoder.container(keyedBy: AnyKey.self)
+                    try container.encode(self.value, forKey: AnyKey(stringValue: "v"))
+                    try container.encode(1, forKey: AnyKey(stringValue: "w"))
+                }
+            }
+            var encoder = URLEncodedFormEncoder()
+            #expect(try encoder.encode(Explicit()) == "w=1")
+            encoder.nilEncoding = .dropValue
+            #expect(try encoder.encode(Explicit()) == "v&w=1")
+            encoder.nilEncoding = .null
+            #expect(try encoder.encode(Explicit()) == "v=null&w=1")
+        }
+
+        @Test("empty containers, unicode keys, brackets in keys")
+        func awkward() throws {
+            let encoder = URLEncodedFormEncoder()
+            #expect(try encoder.encode(["a": [String]()]) == "")
+            #expect(try encoder.encode(["ключ[0]": "😀 🇫🇷"]) == "%D0%BA%D0%BB%D1%8E%D1%87%5B0%5D=%F0%9F%98%80%20%F0%9F%87%AB%F0%9F%87%B7")
+            #expect(try encoder.encode(["m": [["x": 1], ["x": 2]]]) == "m%5B%5D%5Bx%5D=1&m%5B%5D%5Bx%5D=2")
+        }
+
+        @Test("top-level arrays and scalars, NaN and throwing values fail with a path")
+        func bad() {
+            struct Bad: Encodable { var list = [1.0, .nan] }
+            struct Refusing: Encodable {
+                struct Refused: Error {}
+                func encode(to encoder: any Encoder) throws { throw Refused() }
+            }
+            let encoder = URLEncodedFormEncoder()
+            for (value, fragment) in [([1, 2] as any Encodable, "array"), ("x", "string"), (Bad(), "'list[1]'")] as [(any Encodable, String)] {
+                #expect {
+                    try encoder.encode(value)
+                } throws: { error in
+                    guard let error = error as? CourierError else { return false }
+                    return error.code == .parameterEncodingFailed && error.message.contains(fragment)
+                }
+            }
+            #expect(throws: CourierError(.parameterEncodingFailed, "")) { try encoder.encode(["r": Refusing()]) }
+        }
+    }
+
+    struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    /// Swift's shortest text for a double without a trailing `.0`.
+    enum ParameterText {
+        static func shortest(_ value: Double) -> String {
+            let text = value.description
+            return text.hasSuffix(".0") ? String(text.dropLast(2)) : text
+        }
+    }
+}
