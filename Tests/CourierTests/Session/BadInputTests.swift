@@ -124,7 +124,7 @@ struct BadInputTests {
     @Test func aSuspendedTaskIsNotIdle() async throws {
         try await withTestServer { server in
             var configuration = SessionConfiguration.default
-            configuration.timeoutIntervalForRequest = 1
+            configuration.timeoutIntervalForRequest = 2
             try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
                 manager.responseSerializer = HTTPResponseSerializer()
                 var hooks = SessionManager.Hooks()
@@ -139,8 +139,8 @@ struct BadInputTests {
                 let finished = Recorder<CourierError?>()
                 let task = manager.dataTask(with: Request(url: server.url("/courier/big/2000000"))) { _, _, error in finished.append(error) }
                 task.resume()
-                #expect(await eventually { task.state == .suspended })
-                try await Task.sleep(for: .seconds(2))
+                #expect(await eventually(within: 10) { task.state == .suspended })
+                try await Task.sleep(for: .seconds(3))
                 #expect(finished.count == 0, "no idle timeout while suspended")
                 task.resume()
                 #expect(await eventually { finished.count == 1 })

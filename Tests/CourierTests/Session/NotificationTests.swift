@@ -47,11 +47,19 @@ struct NotificationTests {
             try await withManager(baseURL: server.baseURL) { manager in
                 let done = Recorder<Void>()
                 manager.responseSerializer = HTTPResponseSerializer()
+                var hooks = SessionManager.Hooks()
+                let suspended = Recorder<Void>()
+                hooks.dataTaskDidReceiveData = { _, task, _ in
+                    if suspended.count == 0 {
+                        suspended.append(())
+                        task.suspend()
+                    }
+                }
+                manager.hooks = hooks
                 let task = manager.dataTask(with: Request(url: server.url("/courier/slow-body/3?interval=0.1"))) { _, _, _ in done.append(()) }
                 let log = NotificationLog(names: [.taskDidResume, .taskDidSuspend, .taskDidComplete], object: task)
                 task.resume()
-                #expect(await eventually { task.countOfBytesReceived > 0 })
-                task.suspend()
+                #expect(await eventually { task.state == .suspended })
                 task.resume()
                 #expect(await eventually { done.count == 1 })
                 #expect(await eventually { log.names.contains(.taskDidComplete) })
