@@ -84,3 +84,25 @@ struct ErasedResponseSerializer: ResponseSerializer {
         try serializer.responseObject(for: response, data: data)
     }
 }
+
+extension HTTPSessionManager {
+    /// Sends a request whose parameters are an `Encodable` value, written by `encoder` (JSON by
+    /// default, or ``URLEncodedFormParameterEncoder``), and returns what `serializer` makes of the
+    /// response. The manager's request serializer still supplies the headers and options.
+    public func response<Value: Encodable & Sendable, Serializer: ResponseSerializer>(
+        method: HTTPRequest.Method,
+        urlString: String,
+        parameters: Value?,
+        encoder: any ParameterEncoder = JSONParameterEncoder.default,
+        headers: HTTPFields = [:],
+        serializer: Serializer
+    ) async throws(CourierError) -> DataResponse<Serializer.Output> {
+        var request = try self.request(method: method, urlString: urlString, parameters: nil, headers: headers)
+        // The serializer gives a body method an empty form body for nil parameters, as
+        // AFNetworking does; the encoder writes the body here, so start from none.
+        request.body = .empty
+        if headers[.contentType] == nil { request.headerFields[.contentType] = nil }
+        request = try encoder.encode(parameters, into: request)
+        return try await self.response(for: request, serializer: serializer)
+    }
+}
