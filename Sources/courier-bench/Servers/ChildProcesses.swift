@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 
 #if canImport(Glibc)
@@ -6,14 +7,15 @@ import Glibc
 #endif
 
 /// The child processes the bench started, stopped on SIGINT or SIGTERM so that an interrupted run
-/// leaves no server behind.
+/// leaves no server (and no temporary directory) behind.
 enum ChildProcesses {
-    private static let pids = Mutex<Set<pid_t>>([])
+    /// Each child with the directory to delete once it is gone.
+    private static let children = Mutex<[pid_t: String]>([:])
     private static let sources = Mutex<[any DispatchSourceSignal]>([])
 
-    static func register(_ pid: pid_t) { Self.pids.withLock { _ = $0.insert(pid) } }
+    static func register(_ pid: pid_t, directory: String) { Self.children.withLock { $0[pid] = directory } }
 
-    static func unregister(_ pid: pid_t) { Self.pids.withLock { _ = $0.remove(pid) } }
+    static func unregister(_ pid: pid_t) { Self.children.withLock { _ = $0.removeValue(forKey: pid) } }
 
     /// Replaces the default action of SIGINT and SIGTERM: stop the children, then exit.
     static func installSignalHandlers() {
@@ -24,10 +26,11 @@ enum ChildProcesses {
                 signal(number, SIG_IGN)
                 let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
                 source.setEventHandler {
-                    let pids = Self.pids.withLock { $0 }
-                    for pid in pids { kill(pid, SIGTERM) }
-                    // `exit` does not wait for the children; a moment lets nginx release its port.
-                    usleep(100_000)
+                    let children = Self.children.withLock { $0 }
+                    for pid in children.keys { kill(pid, SIGTERM) }
+                    // `exit` does not wait for the children; a moment lets nginx stop writing.
+                    usleep(200_000)
+                    for directory in children.values { try? FileManager.default.removeItem(atPath: directory) }
                     exit(128 + number)
                 }
                 source.resume()

@@ -54,7 +54,7 @@ final class NginxServer: BenchServer {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        ChildProcesses.register(process.processIdentifier)
+        ChildProcesses.register(process.processIdentifier, directory: directory.path)
         let server = NginxServer(process: process, directory: directory, port: port, version: Self.version())
 
         // nginx needs a few milliseconds; give up after 5 s or when it exits (port taken, bad config).
