@@ -1,0 +1,148 @@
+/// The command line of `courier-bench`, parsed by hand (the package takes no argument-parser
+/// dependency for one tool).
+struct Arguments: Sendable {
+    enum Scenario: String, Sendable, CaseIterable {
+        /// One request after another over one keep-alive connection.
+        case sequential
+        /// `concurrency` requests in flight at all times.
+        case concurrent
+    }
+
+    enum ServerChoice: String, Sendable {
+        case nginx, testserver, auto
+    }
+
+    enum ClientKind: String, Sendable, CaseIterable {
+        /// Courier's async API: `HTTPSessionManager.response(method:urlString:serializer:)`.
+        case courier
+        /// Courier's AFNetworking-style API: `dataTask(method:urlString:success:failure:)`.
+        case courierCallback = "courier-callback"
+        /// AsyncHTTPClient's async `execute(_:timeout:)`, as a typical user calls it.
+        case ahc
+        /// FoundationNetworking's URLSession (libcurl).
+        case urlsession
+    }
+
+    var scenarios: [Scenario] = Scenario.allCases
+    /// Measured requests per run; nil means the scenario's default (20,000 or 50,000).
+    var requests: Int?
+    var concurrency = 64
+    /// A server to use instead of starting one; it must answer GET with 200.
+    var url: String?
+    var server = ServerChoice.auto
+    var clients: [ClientKind] = [.courier, .courierCallback, .ahc, .urlsession]
+    /// Unmeasured requests before each measured run.
+    var warmup = 1000
+    /// Measured runs per client and scenario; the clients take turns.
+    var repeats = 1
+    var json = false
+
+    func requestCount(for scenario: Scenario) -> Int {
+        if let requests { return requests }
+        switch scenario {
+        case .sequential: return 20_000
+        case .concurrent: return 50_000
+        }
+    }
+
+    func concurrency(for scenario: Scenario) -> Int {
+        scenario == .sequential ? 1 : self.concurrency
+    }
+
+    static let usage = """
+        usage: courier-bench [--scenario sequential|concurrent|all] [--requests N] [--concurrency N]
+                             [--url URL] [--server nginx|testserver|auto]
+                             [--clients courier,courier-callback,ahc,urlsession]
+                             [--warmup N] [--repeat K] [--json]
+
+          --scenario     which work to run (default: all)
+          --requests     measured requests per run (default: 20000 sequential, 50000 concurrent)
+          --concurrency  requests in flight and connections per client in the concurrent scenario (default: 64)
+          --url          use this server instead of starting one (loopback only)
+          --server       the server to start: nginx, testserver, or auto = nginx when installed (default: auto)
+          --clients      comma-separated clients to measure (default: all four)
+          --warmup       unmeasured requests before each measured run (default: 1000)
+          --repeat       measured runs per client and scenario, taken in turns (default: 1)
+          --json         print the results as JSON instead of a table
+        """
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Parses `arguments` (without the program name).
+    static func parse(_ arguments: [String]) throws(Failure) -> Arguments {
+        var parsed = Arguments()
+        var remaining = arguments[...]
+        func value(for option: String) throws(Failure) -> String {
+            guard let value = remaining.popFirst(), !value.hasPrefix("--") else {
+                throw Failure(description: "\(option) needs a value")
+            }
+            return value
+        }
+        func positive(_ text: String, for option: String, allowZero: Bool = false) throws(Failure) -> Int {
+            guard let number = Int(text), number > 0 || (allowZero && number == 0) else {
+                throw Failure(description: "\(option) needs a \(allowZero ? "non-negative" : "positive") integer, not '\(text)'")
+            }
+            return number
+        }
+        while let argument = remaining.popFirst() {
+            // `--option=value` is accepted as well as `--option value`.
+            let option: String
+            if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
+                option = String(argument[..<equals])
+                remaining.insert(String(argument[argument.index(after: equals)...]), at: remaining.startIndex)
+            } else {
+                option = argument
+            }
+            switch option {
+            case "--scenario":
+                let text = try value(for: option)
+                if text == "all" {
+                    parsed.scenarios = Scenario.allCases
+                } else if let scenario = Scenario(rawValue: text) {
+                    parsed.scenarios = [scenario]
+                } else {
+                    throw Failure(description: "unknown scenario '\(text)' (sequential, concurrent or all)")
+                }
+            case "--requests":
+                parsed.requests = try positive(try value(for: option), for: option)
+            case "--concurrency":
+                parsed.concurrency = try positive(try value(for: option), for: option)
+            case "--url":
+                parsed.url = try value(for: option)
+            case "--server":
+                let text = try value(for: option)
+                guard let server = ServerChoice(rawValue: text) else {
+                    throw Failure(description: "unknown server '\(text)' (nginx, testserver or auto)")
+                }
+                parsed.server = server
+            case "--clients":
+                parsed.clients = try Self.clients(from: try value(for: option))
+            case "--warmup":
+                parsed.warmup = try positive(try value(for: option), for: option, allowZero: true)
+            case "--repeat":
+                parsed.repeats = try positive(try value(for: option), for: option)
+            case "--json":
+                parsed.json = true
+            case "--help", "-h":
+                throw Failure(description: "")
+            default:
+                throw Failure(description: "unknown option '\(argument)'")
+            }
+        }
+        return parsed
+    }
+
+    private static func clients(from text: String) throws(Failure) -> [ClientKind] {
+        var kinds: [ClientKind] = []
+        for name in text.split(separator: ",").map({ $0.lowercased() }) where !name.isEmpty {
+            guard let kind = ClientKind(rawValue: name) else {
+                throw Failure(description: "unknown client '\(name)' (courier, courier-callback, ahc, urlsession)")
+            }
+            if !kinds.contains(kind) { kinds.append(kind) }
+        }
+        guard !kinds.isEmpty else { throw Failure(description: "--clients needs at least one client") }
+        return kinds
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+/// A client measured by awaiting its requests: each worker sends one, awaits it, sends the next.
+protocol AsyncBenchClient: Sendable {
+    /// Sends one GET for the bench URL, reads the whole body and tells whether the status was 200.
+    func fetch() async -> Bool
+    /// Closes the client's connections and releases its threads.
+    func shutdown() async
+}
+
+/// A client measured through completion callbacks: each chain starts its next request from the
+/// previous one's callback, as callback code does.
+protocol CallbackBenchClient: Sendable {
+    /// Sends one GET for the bench URL; `completion` gets whether the status was 200 with a body.
+    func fetch(_ completion: @escaping @Sendable (Bool) -> Void)
+    /// Closes the client's connections and releases its threads.
+    func shutdown() async
+}
+
+/// One measured client, in the shape its API has.
+enum BenchClient: Sendable {
+    case async(any AsyncBenchClient)
+    case callback(any CallbackBenchClient)
+
+    /// A client of `kind` for `url`, allowed `connections` connections to the host.
+    static func make(_ kind: Arguments.ClientKind, url: URL, connections: Int) -> BenchClient {
+        switch kind {
+        case .courier: .async(CourierClient(url: url, connections: connections))
+        case .courierCallback: .callback(CourierCallbackClient(url: url, connections: connections))
+        case .ahc: .async(AHCClient(url: url, connections: connections))
+        case .urlsession: .async(URLSessionClient(url: url, connections: connections))
+        }
+    }
+
+    func shutdown() async {
+        switch self {
+        case .async(let client): await client.shutdown()
+        case .callback(let client): await client.shutdown()
+        }
+    }
+}

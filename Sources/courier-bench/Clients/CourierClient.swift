@@ -1,0 +1,71 @@
+import Courier
+import Dispatch
+import Foundation
+
+/// A Courier manager for the bench: the base URL is the server's root and requests name the path
+/// relative to it, as an app's API client does.
+enum CourierSetup {
+    static func manager(url: URL, connections: Int) -> (manager: HTTPSessionManager, path: String) {
+        var configuration = SessionConfiguration.default
+        configuration.httpMaximumConnectionsPerHost = connections
+        var components = URLComponents(url: url, resolvingAgainstBaseURL: false)!
+        let path = String(components.percentEncodedPath.drop { $0 == "/" })
+            + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
+        components.percentEncodedPath = "/"
+        components.percentEncodedQuery = nil
+        return (HTTPSessionManager(baseURL: components.url!, configuration: configuration), path)
+    }
+}
+
+/// Courier's async API: `response(method:urlString:serializer:)` with a ``DataResponseSerializer``
+/// (status validated, body returned as `Data`).
+final class CourierClient: AsyncBenchClient {
+    private let manager: HTTPSessionManager
+    private let path: String
+
+    init(url: URL, connections: Int) {
+        (self.manager, self.path) = CourierSetup.manager(url: url, connections: connections)
+    }
+
+    func fetch() async -> Bool {
+        do {
+            let response = try await self.manager.response(method: .get, urlString: self.path, serializer: DataResponseSerializer())
+            return response.response.status.code == 200 && response.data?.isEmpty == false
+        } catch {
+            return false
+        }
+    }
+
+    func shutdown() async {
+        await self.manager.invalidate(cancelingTasks: true)
+    }
+}
+
+/// Courier's AFNetworking-style API: `dataTask(method:urlString:success:failure:)`, completion
+/// handlers on a concurrent queue. The manager's serializer is a ``DataResponseSerializer`` so
+/// that, as in the other rows, no JSON is decoded.
+final class CourierCallbackClient: CallbackBenchClient {
+    private let manager: HTTPSessionManager
+    private let path: String
+
+    init(url: URL, connections: Int) {
+        (self.manager, self.path) = CourierSetup.manager(url: url, connections: connections)
+        self.manager.responseSerializer = DataResponseSerializer()
+        self.manager.completionQueue = DispatchQueue(label: "courier-bench.completion", attributes: .concurrent)
+    }
+
+    func fetch(_ completion: @escaping @Sendable (Bool) -> Void) {
+        self.manager.dataTask(
+            method: .get,
+            urlString: self.path,
+            success: { task, object in
+                completion(task.response?.status.code == 200 && (object as? Data)?.isEmpty == false)
+            },
+            failure: { _, _ in completion(false) }
+        )
+    }
+
+    func shutdown() async {
+        await self.manager.invalidate(cancelingTasks: true)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Synchronization
+
+/// One measured run of one client on one scenario.
+struct RunResult: Sendable, Codable {
+    var scenario: String
+    var client: String
+    /// 1-based, among `--repeat` runs.
+    var run: Int
+    var concurrency: Int
+    var summary: Summary
+    /// The 1-minute load average when the run ended.
+    var load: Double?
+}
+
+/// Runs the scenarios: every client gets the same work against the same server, the clients
+/// taking turns so that a change of machine load falls on all of them alike.
+struct Runner {
+    let arguments: Arguments
+    let url: URL
+
+    func runAll() async -> [RunResult] {
+        var results: [RunResult] = []
+        for scenario in self.arguments.scenarios {
+            results += await self.run(scenario)
+        }
+        return results
+    }
+
+    private func run(_ scenario: Arguments.Scenario) async -> [RunResult] {
+        let concurrency = self.arguments.concurrency(for: scenario)
+        let requests = self.arguments.requestCount(for: scenario)
+        // Fresh clients per scenario: the concurrent one starts from cold pools, then warms them up.
+        let clients = self.arguments.clients.map {
+            (kind: $0, client: BenchClient.make($0, url: self.url, connections: self.arguments.concurrency))
+        }
+        var results: [RunResult] = []
+        for run in 1...self.arguments.repeats {
+            for (kind, client) in clients {
+                if self.arguments.warmup > 0 {
+                    _ = await Self.measure(client, requests: self.arguments.warmup, concurrency: concurrency)
+                }
+                let summary = await Self.measure(client, requests: requests, concurrency: concurrency)
+                let result = RunResult(
+                    scenario: scenario.rawValue, client: kind.rawValue, run: run, concurrency: concurrency,
+                    summary: summary, load: MachineLoad.oneMinute())
+                Report.progress(result)
+                results.append(result)
+            }
+        }
+        for (_, client) in clients { await client.shutdown() }
+        return results
+    }
+
+    /// Sends `requests` requests with `concurrency` in flight and times them.
+    static func measure(_ client: BenchClient, requests: Int, concurrency: Int) async -> Summary {
+        let state = RunState(total: requests)
+        let lanes = min(concurrency, requests)
+        let start = Nanoseconds.now()
+        switch client {
+        case .async(let client): await Self.drive(client, state: state, lanes: lanes)
+        case .callback(let client): await CallbackDriver.drive(client, state: state, lanes: lanes)
+        }
+        return Summary(state: state, nanoseconds: Nanoseconds.now() - start)
+    }
+
+    /// `lanes` child tasks, each awaiting one request after another until all are handed out.
+    private static func drive(_ client: any AsyncBenchClient, state: RunState, lanes: Int) async {
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<lanes {
+                group.addTask {
+                    while let slot = state.claim() {
+                        let start = Nanoseconds.now()
+                        let ok = await client.fetch()
+                        state.record(slot, start: start, ok: ok)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `lanes` chains of callbacks: each completion records its request and sends the next one.
+final class CallbackDriver: Sendable {
+    private let client: any CallbackBenchClient
+    private let state: RunState
+    private let activeLanes: Atomic<Int>
+    private let done: CheckedContinuation<Void, Never>
+
+    private init(client: any CallbackBenchClient, state: RunState, lanes: Int, done: CheckedContinuation<Void, Never>) {
+        self.client = client
+        self.state = state
+        self.activeLanes = Atomic(lanes)
+        self.done = done
+    }
+
+    static func drive(_ client: any CallbackBenchClient, state: RunState, lanes: Int) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let driver = CallbackDriver(client: client, state: state, lanes: lanes, done: done)
+            for _ in 0..<lanes { driver.next() }
+        }
+    }
+
+    private func next() {
+        guard let slot = self.state.claim() else {
+            // The last lane to run dry ends the run; by then every request has been recorded.
+            if self.activeLanes.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+                self.done.resume()
+            }
+            return
+        }
+        let start = Nanoseconds.now()
+        self.client.fetch { ok in
+            self.state.record(slot, start: start, ok: ok)
+            self.next()
+        }
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// nginx from the distribution's packages, run as a child process with its own configuration in a
+/// temporary directory: one worker, no access log, keep-alive for a million requests, a loopback
+/// port chosen free.
+final class NginxServer: BenchServer {
+    static let binary = "/usr/sbin/nginx"
+
+    static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: Self.binary) }
+
+    let url: URL
+    let summary: String
+    private let process: Process
+    private let directory: URL
+
+    private init(process: Process, directory: URL, port: Int, version: String) {
+        self.process = process
+        self.directory = directory
+        self.url = URL(string: "http://127.0.0.1:\(port)\(ServerLauncher.path)")!
+        self.summary = "\(version) (1 worker, keep-alive) at \(self.url.absoluteString)"
+    }
+
+    /// Starts nginx and returns once it answers; a taken port is retried with another.
+    static func start() async throws -> NginxServer {
+        guard Self.isInstalled else {
+            throw ServerLauncher.Failure(description: "\(Self.binary) not found: apt-get install nginx-light, or use --server testserver")
+        }
+        var lastError: (any Error)?
+        for _ in 0..<3 {
+            do {
+                return try await Self.startOnce()
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError!
+    }
+
+    private static func startOnce() async throws -> NginxServer {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("courier-bench-nginx-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let port = try LoopbackProbe.freePort()
+        let configuration = directory.appendingPathComponent("nginx.conf")
+        try Self.configuration(directory: directory.path, port: port).write(to: configuration, atomically: true, encoding: .utf8)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["-p", directory.path, "-c", configuration.path, "-e", directory.appendingPathComponent("error.log").path, "-g", "daemon off;"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        ChildProcesses.register(process.processIdentifier, directory: directory.path)
+        let server = NginxServer(process: process, directory: directory, port: port, version: Self.version())
+
+        // nginx needs a few milliseconds; give up after 5 s or when it exits (port taken, bad config).
+        for _ in 0..<250 {
+            if !process.isRunning { break }
+            if LoopbackProbe.answers200(port: port, path: ServerLauncher.path) { return server }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+        await server.stop()
+        throw ServerLauncher.Failure(description: "nginx did not answer on 127.0.0.1:\(port): \(log.suffix(500))")
+    }
+
+    func stop() async {
+        if self.process.isRunning {
+            // SIGTERM: nginx's fast shutdown; the master stops its worker.
+            self.process.terminate()
+            for _ in 0..<150 where self.process.isRunning {
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            if self.process.isRunning { kill(self.process.processIdentifier, SIGKILL) }
+        }
+        ChildProcesses.unregister(self.process.processIdentifier)
+        try? FileManager.default.removeItem(at: self.directory)
+    }
+
+    private static func version() -> String {
+        // `nginx -v` prints "nginx version: nginx/1.22.1" on stderr.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["-v"]
+        let pipe = Pipe()
+        process.standardError = pipe
+        process.standardOutput = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return "nginx" }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.components(separatedBy: "version: ").last ?? "nginx"
+    }
+
+    /// Every path nginx writes to is inside `directory`, so it needs no system directory.
+    static func configuration(directory: String, port: Int) -> String {
+        """
+        worker_processes 1;
+        pid \(directory)/nginx.pid;
+        error_log \(directory)/error.log warn;
+        \(getuid() == 0 ? "user root;" : "")
+
+        events {
+            worker_connections 4096;
+        }
+
+        http {
+            access_log off;
+            keepalive_requests 1000000;
+            keepalive_timeout 65;
+            client_body_temp_path \(directory)/client_body;
+            proxy_temp_path \(directory)/proxy;
+            fastcgi_temp_path \(directory)/fastcgi;
+            uwsgi_temp_path \(directory)/uwsgi;
+            scgi_temp_path \(directory)/scgi;
+
+            server {
+                listen 127.0.0.1:\(port);
+                location = \(ServerLauncher.path) {
+                    default_type application/json;
+                    return 200 '\(ServerLauncher.body)';
+                }
+                location / {
+                    return 404;
+                }
+            }
+        }
+
+        """
+    }
+}
