@@ -23,6 +23,8 @@ extension HTTPResponse {
 
     /// The `Content-Length`, or nil when absent or malformed (URLSession's -1 becomes nil).
     public var expectedContentLength: Int64? {
-        self.headerFields[.contentLength].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+        guard let value = self.headerFields[.contentLength] else { return nil }
+        // The common case parses directly; only an unusual value pays for trimming.
+        return Int64(value) ?? Int64(value.trimmingCharacters(in: .whitespaces))
     }
 }

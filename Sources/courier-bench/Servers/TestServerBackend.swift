@@ -1,26 +1,29 @@
+import CourierTesting
 import Foundation
+import HTTPTypes
 
-// TODO(lead): finish this adapter once `TestServer` lands in CourierTesting (built in parallel on
-// another branch). Intended shape, per the brief:
-//
-//     let server = try await TestServer.start(...)   // a route answering GET /small with 200 and
-//                                                    // `ServerLauncher.body` as application/json
-//     return TestServerBackend(server: server, url: server.baseURL.appendingPathComponent("small"))
-//
-// and `stop()` shutting it down. Until then `--server testserver` (and `auto` without nginx)
-// fails with the message below; nginx and `--url` work.
-
-/// The in-process `TestServer` of CourierTesting as a bench server.
+/// CourierTesting's in-process `TestServer` as a bench server: a custom route answers
+/// `GET /small` with the same 13 bytes of JSON nginx serves.
 final class TestServerBackend: BenchServer {
     let url: URL
+    private let server: TestServer
     var summary: String { "TestServer (in process) at \(self.url.absoluteString)" }
 
-    private init(url: URL) { self.url = url }
-
-    static func start() async throws -> TestServerBackend {
-        throw ServerLauncher.Failure(
-            description: "TestServer not available yet: install nginx (apt-get install nginx-light) or pass --url")
+    private init(server: TestServer) {
+        self.server = server
+        self.url = server.url("/small")
     }
 
-    func stop() async {}
+    static func start() async throws -> TestServerBackend {
+        let server = try await TestServer.start()
+        let body = Data(ServerLauncher.body.utf8)
+        server.route("/small", methods: [.get]) { _ in
+            TestServer.Response(status: .ok, headerFields: [.contentType: "application/json"], body: body)
+        }
+        return TestServerBackend(server: server)
+    }
+
+    func stop() async {
+        try? await self.server.shutdown()
+    }
 }
