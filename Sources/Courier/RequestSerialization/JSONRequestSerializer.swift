@@ -21,7 +21,7 @@ import HTTPTypes
 /// NaN, infinities, sets, dates, data, closures and other objects fail with
 /// ``CourierError/Code/parameterEncodingFailed`` naming the path of the value.
 @dynamicMemberLookup
-public struct JSONRequestSerializer: RequestSerializer {
+public struct JSONRequestSerializer: HTTPRequestSerializerWrapper {
     /// The serializer that supplies headers, options and the query-string encoding.
     public var base = HTTPRequestSerializer()
 
@@ -37,27 +37,6 @@ public struct JSONRequestSerializer: RequestSerializer {
     public subscript<Value>(dynamicMember keyPath: WritableKeyPath<HTTPRequestSerializer, Value>) -> Value {
         get { self.base[keyPath: keyPath] }
         set { self.base[keyPath: keyPath] = newValue }
-    }
-
-    /// See ``HTTPRequestSerializer/value(forHTTPHeaderField:)``.
-    public func value(forHTTPHeaderField name: String) -> String? { self.base.value(forHTTPHeaderField: name) }
-    /// See ``HTTPRequestSerializer/setValue(_:forHTTPHeaderField:)``.
-    public mutating func setValue(_ value: String?, forHTTPHeaderField name: String) { self.base.setValue(value, forHTTPHeaderField: name) }
-    /// See ``HTTPRequestSerializer/setAuthorizationHeaderField(username:password:)``.
-    public mutating func setAuthorizationHeaderField(username: String, password: String) {
-        self.base.setAuthorizationHeaderField(username: username, password: password)
-    }
-    /// See ``HTTPRequestSerializer/clearAuthorizationHeader()``.
-    public mutating func clearAuthorizationHeader() { self.base.clearAuthorizationHeader() }
-
-    /// Makes a request for `method` and `urlString` with the base serializer's options and headers
-    /// and `parameters` encoded as described at ``request(bySerializing:parameters:)``.
-    ///
-    /// - Throws: ``CourierError/Code/invalidURL`` when `urlString` is not an absolute URL with a
-    ///   host; ``CourierError/Code/parameterEncodingFailed`` when a parameter cannot be encoded.
-    public func request(method: HTTPRequest.Method, urlString: String, parameters: (any Sendable)?) throws(CourierError) -> Request {
-        let url = try HTTPRequestSerializer.url(from: urlString)
-        return try self.request(bySerializing: Request(method: method, url: url), parameters: parameters)
     }
 
     /// Applies the base serializer's options and headers; for methods that encode parameters in the

@@ -16,7 +16,7 @@ import HTTPTypes
 /// string keys. Null, sets and other values fail with ``CourierError/Code/parameterEncodingFailed``
 /// naming their path.
 @dynamicMemberLookup
-public struct PropertyListRequestSerializer: RequestSerializer {
+public struct PropertyListRequestSerializer: HTTPRequestSerializerWrapper {
     /// The formats a property list can be written in.
     public struct Format: Hashable, Sendable {
         fileprivate let foundation: PropertyListSerialization.PropertyListFormat
@@ -41,27 +41,6 @@ public struct PropertyListRequestSerializer: RequestSerializer {
     public subscript<Value>(dynamicMember keyPath: WritableKeyPath<HTTPRequestSerializer, Value>) -> Value {
         get { self.base[keyPath: keyPath] }
         set { self.base[keyPath: keyPath] = newValue }
-    }
-
-    /// See ``HTTPRequestSerializer/value(forHTTPHeaderField:)``.
-    public func value(forHTTPHeaderField name: String) -> String? { self.base.value(forHTTPHeaderField: name) }
-    /// See ``HTTPRequestSerializer/setValue(_:forHTTPHeaderField:)``.
-    public mutating func setValue(_ value: String?, forHTTPHeaderField name: String) { self.base.setValue(value, forHTTPHeaderField: name) }
-    /// See ``HTTPRequestSerializer/setAuthorizationHeaderField(username:password:)``.
-    public mutating func setAuthorizationHeaderField(username: String, password: String) {
-        self.base.setAuthorizationHeaderField(username: username, password: password)
-    }
-    /// See ``HTTPRequestSerializer/clearAuthorizationHeader()``.
-    public mutating func clearAuthorizationHeader() { self.base.clearAuthorizationHeader() }
-
-    /// Makes a request for `method` and `urlString` with the base serializer's options and headers
-    /// and `parameters` encoded as described at ``request(bySerializing:parameters:)``.
-    ///
-    /// - Throws: ``CourierError/Code/invalidURL`` when `urlString` is not an absolute URL with a
-    ///   host; ``CourierError/Code/parameterEncodingFailed`` when a parameter cannot be encoded.
-    public func request(method: HTTPRequest.Method, urlString: String, parameters: (any Sendable)?) throws(CourierError) -> Request {
-        let url = try HTTPRequestSerializer.url(from: urlString)
-        return try self.request(bySerializing: Request(method: method, url: url), parameters: parameters)
     }
 
     /// Applies the base serializer's options and headers; for methods that encode parameters in the
