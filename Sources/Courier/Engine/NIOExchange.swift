@@ -36,8 +36,20 @@ final class NIOExchange: Exchange, Sendable {
     // MARK: Starting hops
 
     func start() {
-        self.scheduleIdleCheck(after: self.idleTimeout)
         self.startHop()
+    }
+
+    /// Arms the idle deadline once the request head is on the wire. Called on the exchange's
+    /// event loop, where scheduling costs no thread wake-up (arming it from the caller's thread
+    /// did, on every request). The wait for a pooled connection before that is bounded by the
+    /// connect timeout and the whole-transfer deadline.
+    func requestHeadSent() {
+        let armed = self.state.withLockedValue { state -> Bool in
+            defer { state.idleTimerArmed = true }
+            state.lastActivity = .now()
+            return state.idleTimerArmed
+        }
+        if !armed { self.scheduleIdleCheck(after: self.idleTimeout) }
     }
 
     private func startHop() {
@@ -194,6 +206,7 @@ struct NIOExchangeState {
     var isPaused = false
     var pausedPromise: EventLoopPromise<Void>?
     var idleTimer: Scheduled<Void>?
+    var idleTimerArmed = false
     var redirectCount = 0
     var visitedURLs: Set<String> = []
     var lastActivity = NIODeadline.now()

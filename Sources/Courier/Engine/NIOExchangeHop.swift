@@ -16,6 +16,10 @@ final class NIOExchangeHop: HTTPClientResponseDelegate {
         self.exchange = exchange
     }
 
+    func didSendRequestHead(task: HTTPClient.Task<Void>, _ head: HTTPRequestHead) {
+        self.exchange.requestHeadSent()
+    }
+
     func didSendRequestPart(task: HTTPClient.Task<Void>, _ part: IOData) {
         let bytes = Int64(part.readableBytes)
         guard bytes > 0 else { return }
