@@ -54,7 +54,8 @@ public struct JSONResponseSerializer: ResponseSerializer {
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> (any Sendable)? {
         let (object, error) = self.serialize(response: response, data: data)
         if let error { throw error }
-        return object
+        // Unwrap explicitly: `return object` would box `.some(nil)` as a non-nil `any Sendable`.
+        return object ?? nil
     }
 
     public func serialize(response: HTTPResponse?, data: Data?) -> (object: (any Sendable)??, error: CourierError?) {

@@ -14,7 +14,10 @@ import FoundationXML
 ///
 /// - Accepts `application/xml`, `text/xml` and any `+xml` type.
 /// - An absent or empty body and a 204 or 205 response give `nil` and no error; malformed XML throws
-///   ``CourierError/Code/responseSerializationFailed`` with the parse error and the body kept.
+///   ``CourierError/Code/responseSerializationFailed`` with the parse error and the body kept. The
+///   body is checked with `XMLParser` before the document is built, because on Linux
+///   `XMLDocument(data:)` silently recovers from malformed input; that costs a second, streaming
+///   pass over the bytes.
 public struct XMLDocumentResponseSerializer: ResponseSerializer {
     /// The validation part; its content types are the XML ones.
     public var http = HTTPResponseSerializer()
@@ -40,6 +43,13 @@ public struct XMLDocumentResponseSerializer: ResponseSerializer {
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> XMLDocumentResponse? {
         try self.validate(response, data: data)
         guard let data, !data.isEmpty, !HTTPResponseSerializer.isEmptyStatus(response) else { return nil }
+        // libxml2 as FoundationXML drives it recovers from many errors (`<a><b></a>` gives a
+        // document), so well-formedness is checked first, with the same rules as the parser serializer.
+        if let problem = XMLWellFormednessCheck.problem(in: data) {
+            throw CourierError(
+                .responseSerializationFailed, "the body is not a well-formed XML document",
+                response: response, data: data, underlyingError: problem)
+        }
         do {
             let document = try XMLDocument(data: data, options: self.options)
             return XMLDocumentResponse(data: data, options: self.options, document: document)
