@@ -1,9 +1,10 @@
 import Foundation
 import HTTPTypes
 
-/// Validates like ``HTTPResponseSerializer`` and returns the body, an empty `Data` when there was none.
+/// Validates like ``HTTPResponseSerializer`` and returns the body, an empty `Data` when there was
+/// none. The body is returned as it came: no copy.
 public struct DataResponseSerializer: ResponseSerializer {
-    /// The validation part.
+    /// The validation part; accepts any content type and status 200–299 by default.
     public var http = HTTPResponseSerializer()
 
     /// A serializer that accepts any content type and status 200–299.

@@ -1,35 +1,92 @@
 import Foundation
 import HTTPTypes
 
-/// Validates status code and content type and returns the body as it came
+/// Validates the status code and the content type of a response and returns the body as it came
 /// (AFNetworking's `AFHTTPResponseSerializer`).
+///
+/// Every other serializer in Courier keeps one of these in its `http` property and validates
+/// through it, so the rules below hold for all of them:
+///
+/// - The status code must be in ``acceptableStatusCodes`` (200–299 by default).
+/// - When ``acceptableContentTypes`` is set, the MIME type of `Content-Type` (compared without
+///   parameters and case-insensitively) must be in it, or end in one of
+///   ``acceptableStructuredSyntaxSuffixes`` (`+json`). The check is skipped when the response has
+///   neither a MIME type nor a body. A body without a `Content-Type` is refused.
+/// - A failure is a ``CourierError`` with code ``CourierError/Code/unacceptableContentType`` or
+///   ``CourierError/Code/unacceptableStatusCode`` that keeps the response and the data. When both
+///   checks fail, the status-code error is thrown and wraps the content-type error in
+///   ``CourierError/underlyingError``, as AFNetworking chains them.
+///
+/// A `nil` response (a task that failed before a head arrived) passes validation.
 public struct HTTPResponseSerializer: ResponseSerializer {
     /// Acceptable status codes; 200–299 by default.
     public var acceptableStatusCodes: IndexSet = IndexSet(integersIn: 200..<300)
-    /// Acceptable MIME types; nil accepts any.
-    public var acceptableContentTypes: Set<String>?
 
-    /// A serializer with AFNetworking's defaults.
+    /// Acceptable MIME types (`application/json`, no parameters); `nil`, the default, accepts any.
+    ///
+    /// Compared case-insensitively.
+    public var acceptableContentTypes: Set<String>? {
+        get { self.normalizedContentTypes }
+        set { self.normalizedContentTypes = newValue.map { Set($0.map { $0.lowercased() }) } }
+    }
+
+    /// Structured-syntax suffixes (RFC 6839) accepted on any type, without the `+`: with `["json"]`,
+    /// `application/problem+json` is accepted. Only consulted when ``acceptableContentTypes`` is set.
+    public var acceptableStructuredSyntaxSuffixes: Set<String> = []
+
+    private var normalizedContentTypes: Set<String>?
+
+    /// A serializer with AFNetworking's defaults: status 200–299, any content type.
     public init() {}
 
     public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
         guard let response else { return }
-        if let acceptable = self.acceptableContentTypes, let mime = response.mimeType ?? (data?.isEmpty == false ? "" : nil),
-            !acceptable.contains(mime)
-        {
-            throw CourierError(
-                .unacceptableContentType, "unacceptable content type: \(mime.isEmpty ? "(none)" : mime)",
-                response: response, data: data)
+        var contentTypeError: CourierError?
+        if let acceptable = self.normalizedContentTypes {
+            let mime = response.mimeType
+            let hasBody = data.map { !$0.isEmpty } ?? false
+            if mime != nil || hasBody, !self.accepts(mime ?? "", in: acceptable) {
+                contentTypeError = CourierError(
+                    .unacceptableContentType, "unacceptable content type: \(mime ?? "(none)")",
+                    response: response, data: data)
+            }
         }
         if !self.acceptableStatusCodes.contains(response.status.code) {
             throw CourierError(
-                .unacceptableStatusCode, "unacceptable status code: \(response.status.code) \(response.status.reasonPhrase)",
-                response: response, data: data)
+                .unacceptableStatusCode,
+                "unacceptable status code: \(response.status.code) \(response.status.reasonPhrase)",
+                response: response, data: data, underlyingError: contentTypeError)
         }
+        if let contentTypeError { throw contentTypeError }
     }
 
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> Data? {
         try self.validate(response, data: data)
         return data
+    }
+
+    /// Whether `mime` (lower-cased, without parameters) is acceptable.
+    private func accepts(_ mime: String, in acceptable: Set<String>) -> Bool {
+        if mime.isEmpty { return false }
+        if acceptable.contains(mime) { return true }
+        guard !self.acceptableStructuredSyntaxSuffixes.isEmpty, let plus = mime.lastIndex(of: "+") else { return false }
+        return self.acceptableStructuredSyntaxSuffixes.contains(String(mime[mime.index(after: plus)...]))
+    }
+}
+
+extension HTTPResponseSerializer {
+    /// Whether a status code means the body is empty by definition: 204 No Content, 205 Reset Content.
+    static func isEmptyStatus(_ response: HTTPResponse?) -> Bool {
+        guard let code = response?.status.code else { return false }
+        return code == 204 || code == 205
+    }
+
+    /// Whether a body is absent, empty, or only JSON/XML white space (space, tab, CR, LF).
+    static func isBlank(_ data: Data?) -> Bool {
+        guard let data else { return true }
+        return data.withUnsafeBytes { bytes in
+            for byte in bytes where !(byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D) { return false }
+            return true
+        }
     }
 }

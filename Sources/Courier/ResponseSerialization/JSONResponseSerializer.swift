@@ -3,15 +3,48 @@ import HTTPTypes
 
 /// Validates a response and parses its body with `JSONSerialization`
 /// (AFNetworking's `AFJSONResponseSerializer`).
+///
+/// - Accepts `application/json`, `text/json`, `text/javascript` and any `+json` type
+///   (`application/problem+json`), with or without parameters, in any letter case.
+/// - An absent or empty body, a body of white space only, and a 204 or 205 response give no object
+///   and no error (a response to `HEAD` arrives with an empty body, so it is covered too).
+/// - Invalid JSON throws ``CourierError/Code/responseSerializationFailed`` with the parse error in
+///   ``CourierError/underlyingError`` and the body in ``CourierError/data``.
+/// - With an unacceptable status code the body is still parsed: ``serialize(response:data:)``
+///   returns the object beside the status-code error, as AFNetworking's failure blocks get it; if
+///   the body does not parse either, the status-code error wraps the parse error. An unacceptable
+///   content type stops there: the body is not parsed.
+///
+/// The object is what `JSONSerialization` returns, handed over without a copy: cast it to
+/// `[String: Any]`, `[Any]`, `String`, `NSNumber` or `NSNull`. Only ``removesKeysWithNullValues``
+/// walks the tree.
+///
+/// ```swift
+/// var serializer = JSONResponseSerializer()
+/// serializer.removesKeysWithNullValues = true
+/// let object = try serializer.responseObject(for: response, data: body)
+/// let user = object as? [String: Any]
+/// ```
 public struct JSONResponseSerializer: ResponseSerializer {
-    /// The validation part.
+    /// The validation part; its content types are the JSON ones.
     public var http = HTTPResponseSerializer()
-    /// Reading options for `JSONSerialization`.
+    /// Reading options for `JSONSerialization`; add `.fragmentsAllowed` to accept a top-level
+    /// string, number, `true`, `false` or `null`.
     public var readingOptions: JSONSerialization.ReadingOptions = []
+    /// Whether to remove keys whose value is `null` from every dictionary, at any depth, including
+    /// dictionaries inside arrays. Off by default: it costs a walk over the whole tree.
+    public var removesKeysWithNullValues = false
 
-    /// A serializer that accepts `application/json`, `text/json` and `text/javascript`.
+    /// A serializer that accepts `application/json`, `text/json`, `text/javascript` and `+json`.
     public init() {
         self.http.acceptableContentTypes = ["application/json", "text/json", "text/javascript"]
+        self.http.acceptableStructuredSyntaxSuffixes = ["json"]
+    }
+
+    /// A serializer with the given reading options.
+    public init(readingOptions: JSONSerialization.ReadingOptions) {
+        self.init()
+        self.readingOptions = readingOptions
     }
 
     public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
@@ -19,27 +52,42 @@ public struct JSONResponseSerializer: ResponseSerializer {
     }
 
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> (any Sendable)? {
-        try self.validate(response, data: data)
-        guard let data, !data.isEmpty else { return nil }
+        let (object, error) = self.serialize(response: response, data: data)
+        if let error { throw error }
+        // Unwrap explicitly: `return object` would box `.some(nil)` as a non-nil `any Sendable`.
+        return object ?? nil
+    }
+
+    public func serialize(response: HTTPResponse?, data: Data?) -> (object: (any Sendable)??, error: CourierError?) {
+        var validationError: CourierError?
         do {
-            let object = try JSONSerialization.jsonObject(with: data, options: self.readingOptions)
-            return SendableJSON.wrap(object)
+            try self.validate(response, data: data)
         } catch {
-            throw CourierError(.responseSerializationFailed, "invalid JSON", response: response, data: data, underlyingError: error)
+            guard error.code == .unacceptableStatusCode else { return (nil, error) }
+            // A status-code failure that also had a bad content type: don't parse.
+            if (error.underlyingError as? CourierError)?.code == .unacceptableContentType { return (nil, error) }
+            validationError = error
+        }
+        guard let data, !HTTPResponseSerializer.isEmptyStatus(response), !HTTPResponseSerializer.isBlank(data) else {
+            return (.some(nil), validationError)
+        }
+        do {
+            let object = try Self.parse(data, options: self.readingOptions, removingNulls: self.removesKeysWithNullValues)
+            return (.some(object), validationError)
+        } catch {
+            let parseError = CourierError(
+                .responseSerializationFailed, "the body is not valid JSON",
+                response: response, data: data, underlyingError: error)
+            guard var validationError else { return (nil, parseError) }
+            validationError.underlyingError = parseError
+            return (nil, validationError)
         }
     }
-}
 
-/// `JSONSerialization` output is plain property-list values; this view makes it `Sendable`.
-enum SendableJSON {
-    static func wrap(_ object: Any) -> any Sendable {
-        switch object {
-        case let dictionary as [String: Any]: return dictionary.mapValues { wrap($0) }
-        case let array as [Any]: return array.map { wrap($0) }
-        case let string as String: return string
-        case let number as NSNumber: return number
-        case is NSNull: return NSNull()
-        default: return String(describing: object)
-        }
+    /// Parses `data`; the only walk over the tree is the optional null removal.
+    static func parse(_ data: Data, options: JSONSerialization.ReadingOptions, removingNulls: Bool) throws -> any Sendable {
+        var object = try JSONSerialization.jsonObject(with: data, options: options)
+        if removingNulls { object = JSONNullRemoval.removingNulls(from: object) }
+        return transferringOwnership(of: object)
     }
 }

@@ -4,7 +4,14 @@ import HTTPTypes
 /// Validates a response and turns its body into a value (AFNetworking's
 /// `AFURLResponseSerialization`).
 ///
-/// Courier calls serializers off the engine's threads, once per task, with the whole body.
+/// Courier calls serializers off the engine's threads, once per task, with the whole body: the
+/// async APIs call ``responseObject(for:data:)``, the callback APIs ``serialize(response:data:)``.
+///
+/// Courier's serializers are `Sendable` structs configured with `var`s; each validates through an
+/// ``HTTPResponseSerializer`` kept in its `http` property. When `Output` is itself optional
+/// (`(any Sendable)?`), ``serialize(response:data:)`` returns a double optional: `.some(nil)` means
+/// "validated, no object" (an empty body). Unwrap it with `object ?? nil`, never by converting it to
+/// `any Sendable`, which would box the inner `nil` as a value.
 public protocol ResponseSerializer<Output>: Sendable {
     /// What the serializer produces.
     associatedtype Output: Sendable
@@ -23,6 +30,8 @@ public protocol ResponseSerializer<Output>: Sendable {
 }
 
 extension ResponseSerializer {
+    /// Validates nothing. Courier's serializers all override it; a serializer of your own that keeps
+    /// an ``HTTPResponseSerializer`` should forward to it.
     public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {}
 
     public func serialize(response: HTTPResponse?, data: Data?) -> (object: Output?, error: CourierError?) {

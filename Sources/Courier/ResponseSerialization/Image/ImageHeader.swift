@@ -1,0 +1,85 @@
+import Foundation
+
+/// What an image file's header says: its format and its size in pixels.
+///
+/// Parsing reads only the header (for JPEG, the segments before the first frame header) and never
+/// decodes pixels. It is total: truncated, malformed or hostile bytes give `nil`, never a trap.
+struct ImageHeader: Hashable, Sendable {
+    var format: ImageFormat
+    var pixelWidth: Int
+    var pixelHeight: Int
+
+    /// The format announced by the file's signature, without checking the rest.
+    static func sniff(_ data: Data) -> ImageFormat? {
+        data.withUnsafeBytes { self.sniff(ByteReader(bytes: $0)) }
+    }
+
+    /// The header of `data`, or `nil` when it is not a complete header of a known format.
+    static func parse(_ data: Data) -> ImageHeader? {
+        data.withUnsafeBytes { raw -> ImageHeader? in
+            let reader = ByteReader(bytes: raw)
+            guard let format = self.sniff(reader) else { return nil }
+            let size: (Int, Int)?
+            switch format {
+            case .png: size = self.pngSize(reader)
+            case .gif: size = self.gifSize(reader)
+            case .bmp: size = self.bmpSize(reader)
+            case .ico: size = self.icoSize(reader)
+            case .jpeg: size = self.jpegSize(reader)
+            case .webp: size = self.webpSize(reader)
+            case .tiff: size = self.tiffSize(reader)
+            default: size = nil
+            }
+            guard let (width, height) = size, width > 0, height > 0 else { return nil }
+            return ImageHeader(format: format, pixelWidth: width, pixelHeight: height)
+        }
+    }
+
+    static func sniff(_ r: ByteReader) -> ImageFormat? {
+        if r.matches([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
+        if r.matches([0xFF, 0xD8, 0xFF]) { return .jpeg }
+        if r.matches(Array("GIF87a".utf8)) || r.matches(Array("GIF89a".utf8)) { return .gif }
+        if r.matches(Array("RIFF".utf8)) && r.matches(Array("WEBP".utf8), at: 8) { return .webp }
+        if r.matches([0x49, 0x49, 0x2A, 0x00]) || r.matches([0x4D, 0x4D, 0x00, 0x2A]) { return .tiff }
+        if r.matches(Array("BM".utf8)) { return .bmp }
+        if r.matches([0x00, 0x00, 0x01, 0x00]) { return .ico }
+        return nil
+    }
+
+    /// PNG: the IHDR chunk must come first; width and height are big-endian at 16 and 20.
+    private static func pngSize(_ r: ByteReader) -> (Int, Int)? {
+        guard r.matches(Array("IHDR".utf8), at: 12), let width = r.u32be(16), let height = r.u32be(20) else { return nil }
+        return (width, height)
+    }
+
+    /// GIF: the logical screen size, little-endian at 6 and 8.
+    private static func gifSize(_ r: ByteReader) -> (Int, Int)? {
+        guard let width = r.u16le(6), let height = r.u16le(8) else { return nil }
+        return (width, height)
+    }
+
+    /// BMP: an OS/2 core header (12 bytes, 16-bit sizes) or a Windows info header (32-bit signed
+    /// sizes; a negative height means top-down rows).
+    private static func bmpSize(_ r: ByteReader) -> (Int, Int)? {
+        guard let headerSize = r.u32le(14) else { return nil }
+        if headerSize == 12 {
+            guard let width = r.u16le(18), let height = r.u16le(20) else { return nil }
+            return (width, height)
+        }
+        guard headerSize >= 40, let width = r.u32le(18), let height = r.u32le(22) else { return nil }
+        return (Int(Int32(truncatingIfNeeded: width).magnitude), Int(Int32(truncatingIfNeeded: height).magnitude))
+    }
+
+    /// ICO: the largest entry of the directory; a stored 0 means 256.
+    private static func icoSize(_ r: ByteReader) -> (Int, Int)? {
+        guard let count = r.u16le(4), count > 0 else { return nil }
+        var best: (Int, Int)?
+        for entry in 0..<count {
+            let offset = 6 + entry * 16
+            guard let w = r.u8(offset), let h = r.u8(offset + 1), r.u8(offset + 15) != nil else { return nil }
+            let size = (w == 0 ? 256 : w, h == 0 ? 256 : h)
+            if best.map({ size.0 * size.1 > $0.0 * $0.1 }) ?? true { best = size }
+        }
+        return best
+    }
+}

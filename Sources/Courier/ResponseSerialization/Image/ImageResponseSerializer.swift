@@ -1,0 +1,51 @@
+import Foundation
+import HTTPTypes
+
+/// Validates an image response and reads its header (AFNetworking's `AFImageResponseSerializer`).
+///
+/// - Accepts AFNetworking's image types — `image/tiff`, `image/jpeg`, `image/gif`, `image/png`,
+///   `image/ico`, `image/x-icon`, `image/bmp`, `image/x-bmp`, `image/x-xbitmap`,
+///   `image/x-win-bitmap` — and `image/webp`.
+/// - Returns a ``ResponseImage`` that keeps the bytes and knows the format and pixel size from the
+///   header (PNG, JPEG, GIF, BMP, WebP, TIFF, ICO), on every platform; on Apple platforms it also
+///   gives the `UIImage`/`NSImage`.
+/// - A body that is not one of those formats, or whose header is cut short, throws
+///   ``CourierError/Code/responseSerializationFailed`` with the body kept. The format is taken from
+///   the bytes, not from `Content-Type`: servers often mislabel images.
+/// - An absent or empty body and a 204 or 205 response give `nil` and no error.
+public struct ImageResponseSerializer: ResponseSerializer {
+    /// The validation part; its content types are the image ones above.
+    public var http = HTTPResponseSerializer()
+    /// Pixels per point of the images (AFNetworking's `imageScale`); 1 by default. An image of 200
+    /// pixels at scale 2 is 100 points wide.
+    public var imageScale: Double = 1
+    /// Whether to decode the image as soon as it arrives, off the main thread, so drawing it later
+    /// does not stall (AFNetworking's `automaticallyInflatesResponseImage`). Used with UIKit only;
+    /// elsewhere there is nothing to inflate. On by default, as in AFNetworking.
+    public var automaticallyInflatesResponseImage = true
+
+    /// A serializer that accepts the image types above, at scale 1.
+    public init() {
+        self.http.acceptableContentTypes = [
+            "image/tiff", "image/jpeg", "image/gif", "image/png", "image/ico", "image/x-icon", "image/bmp",
+            "image/x-bmp", "image/x-xbitmap", "image/x-win-bitmap", "image/webp",
+        ]
+    }
+
+    public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
+        try self.http.validate(response, data: data)
+    }
+
+    public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> ResponseImage? {
+        try self.validate(response, data: data)
+        guard let data, !data.isEmpty, !HTTPResponseSerializer.isEmptyStatus(response) else { return nil }
+        guard let header = ImageHeader.parse(data) else {
+            let message =
+                ImageHeader.sniff(data).map { "the \($0) header is truncated or malformed" }
+                ?? "the body is not an image in a format Courier recognises"
+            throw CourierError(.responseSerializationFailed, message, response: response, data: data)
+        }
+        let scale = self.imageScale > 0 && self.imageScale.isFinite ? self.imageScale : 1
+        return ResponseImage(data: data, header: header, scale: scale, inflate: self.automaticallyInflatesResponseImage)
+    }
+}

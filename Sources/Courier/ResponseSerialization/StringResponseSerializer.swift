@@ -1,0 +1,61 @@
+import Foundation
+import HTTPTypes
+
+/// Validates a response and decodes its body as text.
+///
+/// The encoding is chosen in this order, and the first that applies wins:
+/// 1. ``encoding``, when you set it;
+/// 2. a byte-order mark at the start of the body (UTF-8, UTF-16 or UTF-32, either byte order),
+///    which is then not part of the string — a mark outranks the header, as in browsers;
+/// 3. the `charset` parameter of `Content-Type`, when Courier knows the name (UTF-8/16/32,
+///    US-ASCII, ISO-8859-1/2, windows-1250…1254, Shift_JIS, EUC-JP, ISO-2022-JP, macintosh and
+///    their common aliases, in any letter case, quoted or not);
+/// 4. otherwise ``fallbackEncoding``, UTF-8 by default (RFC 9110 no longer makes ISO-8859-1 the
+///    default for `text/*`, and JSON, HTML5 and most APIs are UTF-8).
+///
+/// A body that is not valid in the chosen encoding throws
+/// ``CourierError/Code/responseSerializationFailed`` with the body kept. An absent or empty body,
+/// and a 204 or 205 response, give `""`.
+public struct StringResponseSerializer: ResponseSerializer {
+    /// The validation part; accepts any content type by default.
+    public var http = HTTPResponseSerializer()
+    /// An encoding that overrides the byte-order mark and the header; `nil` by default.
+    public var encoding: String.Encoding?
+    /// The encoding used when there is neither a byte-order mark nor a known `charset`; UTF-8.
+    public var fallbackEncoding: String.Encoding = .utf8
+
+    /// A serializer that detects the encoding as described above.
+    public init() {}
+
+    /// A serializer that always decodes with `encoding`.
+    public init(encoding: String.Encoding) {
+        self.encoding = encoding
+    }
+
+    public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
+        try self.http.validate(response, data: data)
+    }
+
+    public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> String {
+        try self.validate(response, data: data)
+        guard let data, !data.isEmpty, !HTTPResponseSerializer.isEmptyStatus(response) else { return "" }
+        let (encoding, skip) = self.encoding(for: response, data: data)
+        let body = skip == 0 ? data : data.dropFirst(skip)
+        let text = String(data: body, encoding: encoding)
+        guard let text else {
+            throw CourierError(
+                .responseSerializationFailed, "the body is not valid \(encoding)", response: response, data: data)
+        }
+        return text
+    }
+
+    /// The encoding to decode with, and how many bytes of byte-order mark to skip.
+    func encoding(for response: HTTPResponse?, data: Data) -> (String.Encoding, Int) {
+        if let encoding { return (encoding, 0) }
+        if let mark = TextEncoding.byteOrderMark(in: data) { return (mark.encoding, mark.length) }
+        if let name = response?.textEncodingName, let encoding = TextEncoding.encoding(forCharset: name) {
+            return (encoding, 0)
+        }
+        return (self.fallbackEncoding, 0)
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+/// Maps IANA charset names (`Content-Type: text/plain; charset=…`) and byte-order marks to
+/// `String.Encoding`. Total: any input gives an encoding or `nil`, never a trap.
+enum TextEncoding {
+    /// The encoding for an IANA charset name or alias, case-insensitively; `nil` when unknown.
+    static func encoding(forCharset name: String) -> String.Encoding? {
+        var key = name.lowercased()
+        key.removeAll { $0 == "\"" || $0 == "'" || $0 == " " || $0 == "\t" }
+        return Self.table[key]
+    }
+
+    /// The encoding a byte-order mark at the start of `data` announces, and the mark's length.
+    /// UTF-32 is checked before UTF-16: `FF FE 00 00` is the UTF-32LE mark.
+    static func byteOrderMark(in data: Data) -> (encoding: String.Encoding, length: Int)? {
+        data.withUnsafeBytes { bytes -> (String.Encoding, Int)? in
+            let b = Array(bytes.prefix(4))
+            if b.count >= 4, b[0] == 0x00, b[1] == 0x00, b[2] == 0xFE, b[3] == 0xFF { return (.utf32BigEndian, 4) }
+            if b.count >= 4, b[0] == 0xFF, b[1] == 0xFE, b[2] == 0x00, b[3] == 0x00 { return (.utf32LittleEndian, 4) }
+            if b.count >= 3, b[0] == 0xEF, b[1] == 0xBB, b[2] == 0xBF { return (.utf8, 3) }
+            if b.count >= 2, b[0] == 0xFE, b[1] == 0xFF { return (.utf16BigEndian, 2) }
+            if b.count >= 2, b[0] == 0xFF, b[1] == 0xFE { return (.utf16LittleEndian, 2) }
+            return nil
+        }
+    }
+
+    private static let table: [String: String.Encoding] = {
+        var table: [String: String.Encoding] = [:]
+        func add(_ encoding: String.Encoding, _ names: String...) { for name in names { table[name] = encoding } }
+        add(.utf8, "utf-8", "utf8", "unicode-1-1-utf-8", "x-unicode20utf8")
+        add(.ascii, "us-ascii", "ascii", "ansi_x3.4-1968", "iso646-us", "us", "cp367", "ibm367", "csascii")
+        add(.isoLatin1, "iso-8859-1", "iso8859-1", "iso_8859-1", "latin1", "l1", "cp819", "ibm819", "csisolatin1")
+        add(.isoLatin2, "iso-8859-2", "iso8859-2", "iso_8859-2", "latin2", "l2", "csisolatin2")
+        add(.utf16, "utf-16", "utf16")
+        add(.utf16BigEndian, "utf-16be", "utf16be")
+        add(.utf16LittleEndian, "utf-16le", "utf16le")
+        add(.utf32, "utf-32", "utf32")
+        add(.utf32BigEndian, "utf-32be", "utf32be")
+        add(.utf32LittleEndian, "utf-32le", "utf32le")
+        add(.windowsCP1250, "windows-1250", "cp1250", "x-cp1250")
+        add(.windowsCP1251, "windows-1251", "cp1251", "x-cp1251")
+        add(.windowsCP1252, "windows-1252", "cp1252", "x-cp1252")
+        add(.windowsCP1253, "windows-1253", "cp1253")
+        add(.windowsCP1254, "windows-1254", "cp1254")
+        add(.shiftJIS, "shift_jis", "shift-jis", "sjis", "ms_kanji", "csshiftjis", "windows-31j", "cp932")
+        add(.japaneseEUC, "euc-jp", "eucjp", "cseucpkdfmtjapanese", "x-euc-jp")
+        add(.iso2022JP, "iso-2022-jp", "csiso2022jp")
+        add(.macOSRoman, "macintosh", "mac", "x-mac-roman", "csmacintosh")
+        return table
+    }()
+}

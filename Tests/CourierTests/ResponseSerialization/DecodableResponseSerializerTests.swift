@@ -1,0 +1,153 @@
+import Courier
+import Foundation
+import HTTPTypes
+import Testing
+
+@Suite("DecodableResponseSerializer")
+struct DecodableResponseSerializerTests {
+    struct User: Decodable, Sendable, Equatable {
+        var id: Int
+        var name: String
+    }
+
+    struct Accepted: Decodable, EmptyResponse, Equatable {
+        var id: Int?
+        static func emptyValue() -> Accepted { Accepted(id: nil) }
+    }
+
+    @Test func decodesJSON() throws {
+        let user = try DecodableResponseSerializer(User.self).responseObject(
+            for: Fixture.json(), data: Fixture.data(#"{"id": 7, "name": "Ada"}"#))
+        #expect(user == User(id: 7, name: "Ada"))
+    }
+
+    @Test func customDecoder() throws {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        struct Snake: Decodable, Sendable { var firstName: String }
+        let value = try DecodableResponseSerializer(Snake.self, decoder: decoder).responseObject(
+            for: Fixture.json(), data: Fixture.data(#"{"first_name": "Ada"}"#))
+        #expect(value.firstName == "Ada")
+
+        let plist = try PropertyListEncoder().encode(["id": 1])
+        let fromPlist = try DecodableResponseSerializer([String: Int].self, decoder: PropertyListDecoder())
+            .responseObject(for: Fixture.response(200, "application/x-plist"), data: plist)
+        #expect(fromPlist == ["id": 1])
+    }
+
+    @Test func emptyBodyAllowedOnlyForEmptyResponseTypes() throws {
+        for (status, body) in [(204, nil), (205, Data()), (200, Data()), (200, nil), (204, Fixture.data("ignored"))] as [(Int, Data?)] {
+            #expect(try DecodableResponseSerializer(Empty.self).responseObject(for: Fixture.json(status), data: body) == Empty())
+            #expect(try DecodableResponseSerializer(Accepted.self).responseObject(for: Fixture.json(status), data: body) == Accepted(id: nil))
+            #expect {
+                try DecodableResponseSerializer(User.self).responseObject(for: Fixture.json(status), data: body)
+            } throws: { ($0 as? CourierError)?.code == .responseSerializationFailed }
+        }
+        // A body on a 200 is decoded even into an EmptyResponse type.
+        #expect(try DecodableResponseSerializer(Accepted.self).responseObject(for: Fixture.json(), data: Fixture.data(#"{"id":3}"#)) == Accepted(id: 3))
+    }
+
+    @Test func malformedBodyKeepsDecodingErrorAndData() {
+        for text in ["{", #"{"id": "seven", "name": "x"}"#, #"{"id": 1}"#, "[]", "<xml/>", "\u{00}"] {
+            let body = Fixture.data(text)
+            do {
+                _ = try DecodableResponseSerializer(User.self).responseObject(for: Fixture.json(), data: body)
+                Issue.record("expected failure for \(text)")
+            } catch {
+                #expect(error.code == .responseSerializationFailed)
+                #expect(error.data == body)
+                #expect(error.underlyingError is DecodingError)
+            }
+        }
+    }
+
+    @Test func validatesStatus() {
+        #expect { try DecodableResponseSerializer(User.self).responseObject(for: Fixture.json(422), data: Fixture.data("{}")) } throws: {
+            ($0 as? CourierError)?.code == .unacceptableStatusCode
+        }
+    }
+
+    @Test func deepNestingIsAnError() {
+        let body = Data((String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)).utf8)
+        #expect(throws: CourierError.self) { try DecodableResponseSerializer([AnyDecodable].self).responseObject(for: Fixture.json(), data: body) }
+    }
+
+    /// Decodes anything, recursively, to drive the decoder deep.
+    struct AnyDecodable: Decodable, Sendable {
+        init(from decoder: any Decoder) throws {
+            if var array = try? decoder.unkeyedContainer() {
+                while !array.isAtEnd { _ = try array.decode(AnyDecodable.self) }
+            }
+        }
+    }
+}
+
+@Suite("StringResponseSerializer")
+struct StringResponseSerializerTests {
+    let text = "Grüße, 世界 😀"
+
+    @Test func charsetFromContentType() throws {
+        let cases: [(String, String.Encoding)] = [
+            ("text/plain; charset=utf-8", .utf8), ("text/plain; charset=UTF-8", .utf8), ("text/plain;charset=\"utf-8\"", .utf8),
+            ("text/plain; charset=utf-16le", .utf16LittleEndian), ("text/plain; charset=UTF-16BE", .utf16BigEndian),
+            ("text/plain; charset=utf-32le", .utf32LittleEndian), ("TEXT/PLAIN; Charset=UTF-32BE", .utf32BigEndian),
+            ("text/plain; format=flowed; charset=utf-8", .utf8),
+        ]
+        for (type, encoding) in cases {
+            let body = try #require(self.text.data(using: encoding))
+            #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, type), data: body) == self.text, "\(type)")
+        }
+        let latin = Data([0x47, 0x72, 0xFC, 0xDF, 0x65])  // "Grüße" in ISO-8859-1
+        #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, "text/plain; charset=iso-8859-1"), data: latin) == "Grüße")
+        #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, "text/plain; charset=latin1"), data: latin) == "Grüße")
+        #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, "text/plain; charset=windows-1252"), data: Data([0x80])) == "€")
+    }
+
+    @Test func byteOrderMarkOutranksHeaderAndIsDropped() throws {
+        let utf16 = Data([0xFF, 0xFE]) + self.text.data(using: .utf16LittleEndian)!
+        #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, "text/plain; charset=iso-8859-1"), data: utf16) == self.text)
+        let utf8 = Data([0xEF, 0xBB, 0xBF]) + Data(self.text.utf8)
+        #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, "text/plain"), data: utf8) == self.text)
+        let utf32 = Data([0x00, 0x00, 0xFE, 0xFF]) + self.text.data(using: .utf32BigEndian)!
+        #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, nil), data: utf32) == self.text)
+    }
+
+    @Test func missingOrUnknownCharsetFallsBackToUTF8() throws {
+        for type in [nil, "text/plain", "text/plain; charset=", "text/plain; charset=klingon", "text/plain; charset"] as [String?] {
+            #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, type), data: Data(self.text.utf8)) == self.text)
+        }
+        var serializer = StringResponseSerializer()
+        serializer.fallbackEncoding = .isoLatin1
+        #expect(try serializer.responseObject(for: Fixture.response(200, "text/plain"), data: Data([0xE9])) == "é")
+    }
+
+    @Test func wrongCharsetIsATypedError() {
+        let latin = Data([0x47, 0x72, 0xFC, 0xDF, 0x65])
+        do {
+            _ = try StringResponseSerializer().responseObject(for: Fixture.response(200, "text/plain; charset=utf-8"), data: latin)
+            Issue.record("expected failure")
+        } catch {
+            #expect(error.code == .responseSerializationFailed)
+            #expect(error.data == latin)
+        }
+    }
+
+    @Test func explicitEncodingWins() throws {
+        let latin = Data([0xE9])
+        #expect(try StringResponseSerializer(encoding: .isoLatin1).responseObject(for: Fixture.response(200, "text/plain; charset=utf-8"), data: latin) == "é")
+    }
+
+    @Test func emptyGivesEmptyString() throws {
+        #expect(try StringResponseSerializer().responseObject(for: Fixture.response(204), data: nil) == "")
+        #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200), data: Data()) == "")
+    }
+}
+
+@Suite("DataResponseSerializer")
+struct DataResponseSerializerTests {
+    @Test func returnsBodyOrEmpty() throws {
+        #expect(try DataResponseSerializer().responseObject(for: Fixture.response(), data: Fixture.data("x")) == Fixture.data("x"))
+        #expect(try DataResponseSerializer().responseObject(for: Fixture.response(204), data: nil) == Data())
+        #expect(throws: CourierError.self) { try DataResponseSerializer().responseObject(for: Fixture.response(500), data: nil) }
+    }
+}

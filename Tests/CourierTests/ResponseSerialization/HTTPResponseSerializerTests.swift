@@ -1,0 +1,97 @@
+import Courier
+import Foundation
+import HTTPTypes
+import Testing
+
+@Suite("HTTPResponseSerializer")
+struct HTTPResponseSerializerTests {
+    @Test func acceptsDefaultStatusRangeAndReturnsData() throws {
+        let body = Fixture.data("hello")
+        for code in [200, 201, 204, 299] {
+            #expect(try HTTPResponseSerializer().responseObject(for: Fixture.response(code), data: body) == body)
+        }
+    }
+
+    @Test func rejectsStatusOutsideRangeKeepingResponseAndData() {
+        let body = Fixture.data("nope")
+        for code in [100, 199, 300, 404, 500] {
+            #expect {
+                try HTTPResponseSerializer().validate(Fixture.response(code), data: body)
+            } throws: { error in
+                let error = error as! CourierError
+                return error.code == .unacceptableStatusCode && error.response?.status.code == code && error.data == body
+            }
+        }
+    }
+
+    @Test func customStatusCodes() throws {
+        var serializer = HTTPResponseSerializer()
+        serializer.acceptableStatusCodes = IndexSet([200, 404])
+        try serializer.validate(Fixture.response(404), data: nil)
+        #expect(throws: CourierError.self) { try serializer.validate(Fixture.response(201), data: nil) }
+    }
+
+    @Test func contentTypeCheckedWithParametersAndAnyCase() throws {
+        var serializer = HTTPResponseSerializer()
+        serializer.acceptableContentTypes = ["Application/JSON"]
+        let body = Fixture.data("{}")
+        try serializer.validate(Fixture.response(200, "application/json; charset=utf-8"), data: body)
+        try serializer.validate(Fixture.response(200, "APPLICATION/JSON"), data: body)
+        try serializer.validate(Fixture.response(200, "  application/json ;charset=\"UTF-8\""), data: body)
+        #expect(throws: CourierError.self) { try serializer.validate(Fixture.response(200, "text/html"), data: body) }
+    }
+
+    @Test func contentTypeCheckSkippedWithNeitherTypeNorBody() throws {
+        var serializer = HTTPResponseSerializer()
+        serializer.acceptableContentTypes = ["application/json"]
+        try serializer.validate(Fixture.response(200, nil), data: nil)
+        try serializer.validate(Fixture.response(200, nil), data: Data())
+        // A body without a type is refused, as in AFNetworking.
+        #expect {
+            try serializer.validate(Fixture.response(200, nil), data: Fixture.data("x"))
+        } throws: { ($0 as? CourierError)?.code == .unacceptableContentType }
+        // A type without a body is still checked.
+        #expect(throws: CourierError.self) { try serializer.validate(Fixture.response(200, "text/html"), data: nil) }
+    }
+
+    @Test func nilContentTypesAcceptAnything() throws {
+        try HTTPResponseSerializer().validate(Fixture.response(200, "made/up"), data: Fixture.data("x"))
+        try HTTPResponseSerializer().validate(Fixture.response(200, nil), data: Fixture.data("x"))
+    }
+
+    @Test func structuredSyntaxSuffix() throws {
+        var serializer = HTTPResponseSerializer()
+        serializer.acceptableContentTypes = ["application/json"]
+        #expect(throws: CourierError.self) { try serializer.validate(Fixture.response(200, "application/problem+json"), data: nil) }
+        serializer.acceptableStructuredSyntaxSuffixes = ["json"]
+        try serializer.validate(Fixture.response(200, "application/problem+JSON"), data: nil)
+        #expect(throws: CourierError.self) { try serializer.validate(Fixture.response(200, "application/json+xml"), data: nil) }
+    }
+
+    @Test func bothFailuresChainStatusOverContentType() {
+        var serializer = HTTPResponseSerializer()
+        serializer.acceptableContentTypes = ["application/json"]
+        let body = Fixture.data("<html/>")
+        do {
+            try serializer.validate(Fixture.response(500, "text/html"), data: body)
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.code == .unacceptableStatusCode)
+            #expect(error.data == body)
+            let underlying = error.underlyingError as? CourierError
+            #expect(underlying?.code == .unacceptableContentType)
+            #expect(underlying?.data == body)
+            #expect(underlying?.response?.status.code == 500)
+        }
+    }
+
+    @Test func nilResponsePasses() throws {
+        #expect(try HTTPResponseSerializer().responseObject(for: nil, data: nil) == nil)
+    }
+
+    @Test func serializeGivesErrorBesideNoObject() {
+        let (object, error) = HTTPResponseSerializer().serialize(response: Fixture.response(404), data: Fixture.data("x"))
+        #expect(object == nil)
+        #expect(error?.code == .unacceptableStatusCode)
+    }
+}

@@ -1,0 +1,161 @@
+import Courier
+import Foundation
+import HTTPTypes
+import Testing
+
+@Suite("JSONResponseSerializer")
+struct JSONResponseSerializerTests {
+    let sample = #"{"name": "Ada", "age": 36, "nested": {"gone": null, "list": [{"x": null, "y": 1}, null]}, "top": null}"#
+
+    @Test func parsesObject() throws {
+        let object = try JSONResponseSerializer().responseObject(for: Fixture.json(), data: Fixture.data(self.sample))
+        let dictionary = try #require(object as? [String: Any])
+        #expect(dictionary["name"] as? String == "Ada")
+        #expect((dictionary["age"] as? NSNumber)?.intValue == 36)
+        #expect(dictionary["top"] is NSNull)
+    }
+
+    @Test(arguments: [
+        "application/json", "text/json", "text/javascript", "application/json; charset=utf-8",
+        "APPLICATION/JSON", "Text/JavaScript;charset=UTF-8", "application/problem+json", "application/vnd.api+json",
+    ])
+    func acceptsJSONTypes(_ type: String) throws {
+        #expect(try JSONResponseSerializer().responseObject(for: Fixture.json(200, type), data: Fixture.data("[1]")) != nil)
+    }
+
+    @Test(arguments: ["text/html", "application/xml", "application/jsonp", "text/plain"])
+    func refusesOtherTypesWithoutParsing(_ type: String) {
+        let (object, error) = JSONResponseSerializer().serialize(response: Fixture.json(200, type), data: Fixture.data("[1]"))
+        #expect(object == nil)
+        #expect(error?.code == .unacceptableContentType)
+    }
+
+    @Test func emptyWhitespaceAndEmptyStatusesGiveNothing() throws {
+        let serializer = JSONResponseSerializer()
+        for body in [nil, Data(), Fixture.data(" "), Fixture.data(" \r\n\t  \n")] {
+            #expect(try serializer.responseObject(for: Fixture.json(), data: body) == nil)
+        }
+        // 204/205 even with a stray body; a HEAD response arrives as 200 with no body.
+        #expect(try serializer.responseObject(for: Fixture.json(204), data: Fixture.data("garbage")) == nil)
+        #expect(try serializer.responseObject(for: Fixture.json(205, nil), data: nil) == nil)
+        #expect(try serializer.responseObject(for: Fixture.json(200, nil), data: nil) == nil)
+    }
+
+    @Test func invalidJSONKeepsParseErrorAndData() {
+        for text in ["{", "{\"a\":}", "nul", "<html>", "\u{FEFF}{", "{\"a\":\"\u{0001}\"}", "[\"\\uD800\"]x"] {
+            let body = Fixture.data(text)
+            do {
+                _ = try JSONResponseSerializer().responseObject(for: Fixture.json(), data: body)
+                Issue.record("expected \(text) to fail")
+            } catch {
+                #expect(error.code == .responseSerializationFailed)
+                #expect(error.data == body)
+                #expect(error.underlyingError != nil)
+                #expect(error.response?.status.code == 200)
+            }
+        }
+    }
+
+    @Test func badStatusStillParsesBodyBesideError() throws {
+        let body = Fixture.data(#"{"error": "not found"}"#)
+        let (object, error) = JSONResponseSerializer().serialize(response: Fixture.json(404), data: body)
+        #expect(error?.code == .unacceptableStatusCode)
+        #expect(error?.data == body)
+        let unwrapped: (any Sendable)? = object ?? nil
+        let dictionary = try #require(unwrapped as? [String: Any])
+        #expect(dictionary["error"] as? String == "not found")
+        // The throwing entry point reports the status.
+        #expect { try JSONResponseSerializer().responseObject(for: Fixture.json(404), data: body) } throws: {
+            ($0 as? CourierError)?.code == .unacceptableStatusCode
+        }
+    }
+
+    @Test func badStatusAndInvalidBodyChainTheParseError() {
+        let body = Fixture.data("<html>oops</html>")
+        let (object, error) = JSONResponseSerializer().serialize(response: Fixture.json(500), data: body)
+        #expect(object == nil)
+        #expect(error?.code == .unacceptableStatusCode)
+        let parse = error?.underlyingError as? CourierError
+        #expect(parse?.code == .responseSerializationFailed)
+        #expect(parse?.underlyingError != nil)
+        #expect(parse?.data == body)
+    }
+
+    @Test func fragmentsOnlyWhenAsked() throws {
+        #expect(throws: CourierError.self) { try JSONResponseSerializer().responseObject(for: Fixture.json(), data: Fixture.data("\"x\"")) }
+        let serializer = JSONResponseSerializer(readingOptions: .fragmentsAllowed)
+        #expect(try serializer.responseObject(for: Fixture.json(), data: Fixture.data("\"x\"")) as? String == "x")
+        #expect((try serializer.responseObject(for: Fixture.json(), data: Fixture.data("42")) as? NSNumber)?.intValue == 42)
+        #expect(try serializer.responseObject(for: Fixture.json(), data: Fixture.data("null")) is NSNull)
+    }
+
+    @Test func removesNullsThroughNestedDictionariesAndArrays() throws {
+        var serializer = JSONResponseSerializer()
+        serializer.removesKeysWithNullValues = true
+        let object = try serializer.responseObject(for: Fixture.json(), data: Fixture.data(self.sample))
+        let dictionary = try #require(object as? [String: Any])
+        #expect(dictionary["top"] == nil)
+        let nested = try #require(dictionary["nested"] as? [String: Any])
+        #expect(nested.keys.sorted() == ["list"])
+        let list = try #require(nested["list"] as? [Any])
+        #expect(list.count == 2)  // null array elements stay
+        #expect((list[0] as? [String: Any])?.keys.sorted() == ["y"])
+        #expect(list[1] is NSNull)
+    }
+
+    @Test func unicodeEncodingsAndByteOrderMarks() throws {
+        let text = #"{"word": "héllo 😀"}"#
+        let encodings: [(String, Data)] = [
+            ("utf8", Data(text.utf8)),
+            ("utf8+bom", Data([0xEF, 0xBB, 0xBF]) + Data(text.utf8)),
+            ("utf16 bom", text.data(using: .utf16)!),
+            ("utf16le", text.data(using: .utf16LittleEndian)!),
+            ("utf16be", text.data(using: .utf16BigEndian)!),
+            ("utf16be+bom", Data([0xFE, 0xFF]) + text.data(using: .utf16BigEndian)!),
+            ("utf32 bom", text.data(using: .utf32)!),
+            ("utf32le", text.data(using: .utf32LittleEndian)!),
+            ("utf32be", text.data(using: .utf32BigEndian)!),
+        ]
+        for (name, body) in encodings {
+            let object = try JSONResponseSerializer().responseObject(for: Fixture.json(200, "application/json; charset=utf-8"), data: body)
+            #expect((object as? [String: Any])?["word"] as? String == "héllo 😀", "\(name)")
+        }
+    }
+
+    @Test func foundationLeniencyIsKept() throws {
+        // swift-corelibs-foundation accepts a trailing comma; Courier does not add a stricter pass.
+        #expect((try JSONResponseSerializer().responseObject(for: Fixture.json(), data: Fixture.data("[1,]")) as? [Any])?.count == 1)
+    }
+
+    @Test func hugeNumbersNeverCrash() throws {
+        let big = try JSONResponseSerializer().responseObject(
+            for: Fixture.json(), data: Fixture.data("[123456789012345678901234567890, 18446744073709551615, -9223372036854775809, 1.7976931348623157e308, 5e-324]"))
+        #expect((big as? [Any])?.count == 5)
+        // Out of Double range: a typed error, not a crash.
+        #expect { try JSONResponseSerializer().responseObject(for: Fixture.json(), data: Fixture.data("[1e400]")) } throws: {
+            ($0 as? CourierError)?.code == .responseSerializationFailed
+        }
+    }
+
+    @Test func deeplyNestedJSONIsAnErrorNotAStackOverflow() {
+        for depth in [600, 100_000] {
+            let body = Data((String(repeating: "[", count: depth) + String(repeating: "]", count: depth)).utf8)
+            #expect(throws: CourierError.self) { try JSONResponseSerializer().responseObject(for: Fixture.json(), data: body) }
+            let objects = Data((String(repeating: "{\"a\":", count: depth) + "1" + String(repeating: "}", count: depth)).utf8)
+            var nulls = JSONResponseSerializer()
+            nulls.removesKeysWithNullValues = true
+            #expect(throws: CourierError.self) { try nulls.responseObject(for: Fixture.json(), data: objects) }
+        }
+        // Within the parser's limit, null removal recurses safely.
+        let ok = Data((String(repeating: "{\"a\":", count: 400) + "null" + String(repeating: "}", count: 400)).utf8)
+        var nulls = JSONResponseSerializer()
+        nulls.removesKeysWithNullValues = true
+        #expect(throws: Never.self) { try nulls.responseObject(for: Fixture.json(), data: ok) }
+    }
+
+    @Test func objectCrossesIntoATask() async throws {
+        let object = try JSONResponseSerializer().responseObject(for: Fixture.json(), data: Fixture.data(self.sample))
+        let name = await Task.detached { (object as? [String: Any])?["name"] as? String }.value
+        #expect(name == "Ada")
+    }
+}

@@ -1,0 +1,161 @@
+import Courier
+import Foundation
+import HTTPTypes
+import Testing
+
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// Collects element names.
+private final class ElementCollector: NSObject, XMLParserDelegate {
+    var names: [String] = []
+    func parser(
+        _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName qName: String?,
+        attributes attributeDict: [String: String] = [:]
+    ) {
+        self.names.append(elementName)
+    }
+}
+
+let malformedXML = [
+    "<a><b></a>", "<a>", "<a></b>", "not xml", "<a></a><b></b>", "<?xml version=\"1.0\"?>", "<a attr=></a>", "<a>&bogus;</a>",
+    "\u{FEFF}", "<", "<a><!-- </a>", "<a/>trailing<b/>",
+]
+
+@Suite("XMLParserResponseSerializer")
+struct XMLParserResponseSerializerTests {
+    @Test(arguments: ["application/xml", "text/xml", "text/xml; charset=utf-8", "APPLICATION/XML", "application/atom+xml"])
+    func parsesWellFormedXML(_ type: String) throws {
+        let body = Fixture.data(#"<?xml version="1.0"?><feed><entry id="1"/><entry id="2">text</entry></feed>"#)
+        let source = try #require(try XMLParserResponseSerializer().responseObject(for: Fixture.response(200, type), data: body))
+        let parser = source.makeParser()
+        let collector = ElementCollector()
+        parser.delegate = collector
+        #expect(parser.parse())
+        #expect(collector.names == ["feed", "entry", "entry"])
+    }
+
+    @Test func malformedXMLIsATypedError() {
+        for text in malformedXML {
+            let body = Fixture.data(text)
+            do {
+                _ = try XMLParserResponseSerializer().responseObject(for: Fixture.response(200, "application/xml"), data: body)
+                Issue.record("expected failure for \(text)")
+            } catch {
+                #expect(error.code == .responseSerializationFailed, "\(text)")
+                #expect(error.data == body)
+                #expect(error.underlyingError != nil)
+            }
+        }
+    }
+
+    @Test func emptyAndWrongType() throws {
+        #expect(try XMLParserResponseSerializer().responseObject(for: Fixture.response(200, "application/xml"), data: Data()) == nil)
+        #expect(try XMLParserResponseSerializer().responseObject(for: Fixture.response(204), data: nil) == nil)
+        #expect(throws: CourierError.self) {
+            try XMLParserResponseSerializer().responseObject(for: Fixture.response(200, "application/json"), data: Fixture.data("<a/>"))
+        }
+    }
+
+    @Test func deepNestingNeverCrashes() throws {
+        // libxml2's SAX parser streams, so depth costs no stack; a deep document is simply accepted.
+        let body = Data((String(repeating: "<a>", count: 100_000) + String(repeating: "</a>", count: 100_000)).utf8)
+        _ = try XMLParserResponseSerializer().responseObject(for: Fixture.response(200, "text/xml"), data: body)
+        let truncated = body.prefix(body.count - 4)
+        #expect(throws: CourierError.self) {
+            try XMLParserResponseSerializer().responseObject(for: Fixture.response(200, "text/xml"), data: truncated)
+        }
+    }
+}
+
+@Suite("XMLDocumentResponseSerializer")
+struct XMLDocumentResponseSerializerTests {
+    @Test func parsesDocumentWithXPath() throws {
+        let body = Fixture.data(#"<root><item n="1">one</item><item n="2">two</item></root>"#)
+        let response = try #require(try XMLDocumentResponseSerializer().responseObject(for: Fixture.response(200, "text/xml"), data: body))
+        let document = response.document()
+        #expect(document.rootElement()?.name == "root")
+        let items = try document.nodes(forXPath: "//item[@n='2']")
+        #expect(items.first?.stringValue == "two")
+        // A second call gets a document of its own.
+        let again = response.document()
+        #expect(again !== document)
+        #expect(again.rootElement()?.childCount == 2)
+    }
+
+    @Test func options() throws {
+        let body = Fixture.data("<root>  <a/>  </root>")
+        let serializer = XMLDocumentResponseSerializer(options: [.nodePreserveWhitespace])
+        let response = try #require(try serializer.responseObject(for: Fixture.response(200, "application/xml"), data: body))
+        #expect(response.options.contains(.nodePreserveWhitespace))
+        #expect(response.document().rootElement()?.childCount == 3)
+    }
+
+    @Test func malformedXMLIsATypedError() {
+        for text in malformedXML {
+            let body = Fixture.data(text)
+            #expect(performing: {
+                try XMLDocumentResponseSerializer().responseObject(for: Fixture.response(200, "application/xml"), data: body)
+            }, throws: { error in
+                guard let error = error as? CourierError else { return false }
+                return error.code == .responseSerializationFailed && error.data == body
+            })
+        }
+    }
+
+    @Test func deepNestingNeverCrashes() {
+        let body = Data((String(repeating: "<a>", count: 10_000) + String(repeating: "</a>", count: 10_000)).utf8)
+        // Either a document or a typed error, depending on libxml2's depth limit; never a crash.
+        _ = try? XMLDocumentResponseSerializer().responseObject(for: Fixture.response(200, "text/xml"), data: body)?.document()
+    }
+
+    @Test func crossesIntoATask() async throws {
+        let body = Fixture.data("<root><a/></root>")
+        let response = try #require(try XMLDocumentResponseSerializer().responseObject(for: Fixture.response(200, "text/xml"), data: body))
+        let name = await Task.detached { response.document().rootElement()?.name }.value
+        #expect(name == "root")
+    }
+}
+
+@Suite("PropertyListResponseSerializer")
+struct PropertyListResponseSerializerTests {
+    let value: [String: Any] = ["name": "Ada", "ids": [1, 2, 3], "when": Date(timeIntervalSince1970: 0), "blob": Data([1, 2])]
+
+    @Test(arguments: [PropertyListSerialization.PropertyListFormat.xml, .binary])
+    func readsBothFormats(_ format: PropertyListSerialization.PropertyListFormat) throws {
+        let body = try PropertyListSerialization.data(fromPropertyList: self.value, format: format, options: 0)
+        let object = try PropertyListResponseSerializer().responseObject(for: Fixture.response(200, "application/x-plist"), data: body)
+        let dictionary = try #require(object as? [String: Any])
+        #expect(dictionary["name"] as? String == "Ada")
+        #expect(dictionary["blob"] as? Data == Data([1, 2]))
+        // Restricting the format.
+        let other: PropertyListSerialization.PropertyListFormat = format == .xml ? .binary : .xml
+        #expect(throws: CourierError.self) {
+            try PropertyListResponseSerializer(format: other).responseObject(for: Fixture.response(200, "application/x-plist"), data: body)
+        }
+        #expect(throws: Never.self) {
+            try PropertyListResponseSerializer(format: format).responseObject(for: Fixture.response(200, "application/x-plist"), data: body)
+        }
+    }
+
+    @Test func malformedIsATypedError() throws {
+        let xml = try PropertyListSerialization.data(fromPropertyList: self.value, format: .xml, options: 0)
+        let binary = try PropertyListSerialization.data(fromPropertyList: self.value, format: .binary, options: 0)
+        for body in [Fixture.data("<plist><dict><key>a</key></plist>"), xml.prefix(xml.count / 2), binary.prefix(binary.count - 5), Data("bplist00\u{0}\u{1}".utf8), Data([0xFF, 0x00, 0x13])] {
+            #expect(performing: {
+                try PropertyListResponseSerializer().responseObject(for: Fixture.response(200, "application/x-plist"), data: Data(body))
+            }, throws: { error in
+                guard let error = error as? CourierError else { return false }
+                return error.code == .responseSerializationFailed && error.data == Data(body)
+            })
+        }
+    }
+
+    @Test func emptyAndWrongType() throws {
+        #expect(try PropertyListResponseSerializer().responseObject(for: Fixture.response(200, "application/x-plist"), data: nil) == nil)
+        #expect(throws: CourierError.self) {
+            try PropertyListResponseSerializer().responseObject(for: Fixture.response(200, "application/json"), data: Fixture.data("{}"))
+        }
+    }
+}
