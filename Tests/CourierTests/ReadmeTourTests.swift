@@ -23,6 +23,10 @@ import Testing
     }
     #expect(posted)
 
+    struct Echo: Decodable, Sendable { let args: [String: String] }
+    let echo = try await manager.get("get", parameters: ["lang": "swift"], as: Echo.self)
+    #expect(echo.value.args == ["lang": "swift"])
+
     var request = Request(method: .put, url: server.url("/put"), body: .data(Data("hello".utf8)))
     request.headerFields[.contentType] = "text/plain"
     let fractions = Recorder<Double>()
@@ -31,6 +35,20 @@ import Testing
     #expect(echoed.value.count > 0)
     #expect(fractions.all.last == 1.0)
 
+    await manager.invalidate(cancelingTasks: false)
+    try await server.shutdown()
+}
+
+/// The README's "Testing with Courier" snippet.
+@Test func readmeTestingSnippetRuns() async throws {
+    let server = try await TestServer.start(.https())
+    server.route("/hello") { _ in .text("hi") }
+    var policy = SecurityPolicy.default
+    policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+    let manager = HTTPSessionManager(baseURL: server.baseURL, securityPolicy: policy)
+    manager.responseSerializer = StringResponseSerializer()
+    let hello = try await manager.get("hello")
+    #expect(hello.value as? String == "hi")
     await manager.invalidate(cancelingTasks: false)
     try await server.shutdown()
 }
