@@ -3,6 +3,11 @@ import Foundation
 // courier-bench: Courier, raw AsyncHTTPClient and raw URLSession on the same work against one
 // local server. Run in release mode: `swift run -c release courier-bench --help`.
 
+if CommandLine.arguments.dropFirst().first == "json" {
+    JSONBench.run(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+}
+
 let arguments: Arguments
 do {
     arguments = try Arguments.parse(Array(CommandLine.arguments.dropFirst()))

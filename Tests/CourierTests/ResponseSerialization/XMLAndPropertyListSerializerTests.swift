@@ -69,6 +69,7 @@ struct XMLParserResponseSerializerTests {
     }
 }
 
+#if canImport(FoundationXML) || os(macOS)
 @Suite("XMLDocumentResponseSerializer")
 struct XMLDocumentResponseSerializerTests {
     @Test func parsesDocumentWithXPath() throws {
@@ -117,6 +118,8 @@ struct XMLDocumentResponseSerializerTests {
         #expect(name == "root")
     }
 }
+
+#endif
 
 @Suite("PropertyListResponseSerializer")
 struct PropertyListResponseSerializerTests {

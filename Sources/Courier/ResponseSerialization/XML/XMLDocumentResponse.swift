@@ -4,6 +4,9 @@ import Foundation
 import FoundationXML
 #endif
 
+// `XMLDocument` exists on Linux (FoundationXML) and macOS only; iOS, tvOS and watchOS have none.
+#if canImport(FoundationXML) || os(macOS)
+
 /// An XML document parsed by ``XMLDocumentResponseSerializer``, handed across threads safely.
 ///
 /// `XMLDocument` is a mutable class, so it cannot be shared. The first call of ``document()``
@@ -51,3 +54,4 @@ public struct XMLDocumentResponse: Sendable {
         }
     }
 }
+#endif

@@ -5,6 +5,9 @@ import HTTPTypes
 import FoundationXML
 #endif
 
+// `XMLDocument` exists on Linux (FoundationXML) and macOS only; iOS, tvOS and watchOS have none.
+#if canImport(FoundationXML) || os(macOS)
+
 /// Validates a response and parses its body into an `XMLDocument` (AFNetworking's
 /// `AFXMLDocumentResponseSerializer`, which was macOS-only; this one works on Linux through
 /// FoundationXML, XPath included).
@@ -60,3 +63,4 @@ public struct XMLDocumentResponseSerializer: ResponseSerializer {
         }
     }
 }
+#endif
