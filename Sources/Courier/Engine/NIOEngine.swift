@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -19,6 +20,9 @@ public final class NIOEngine: Engine {
     let configuration: SessionConfiguration
     let eventLoopGroup: any EventLoopGroup
     let logger: Logger?
+    /// The loops of ``eventLoopGroup`` and how many exchanges each is running: see ``acquireLoop()``.
+    let loops: [any EventLoop]
+    let exchangesPerLoop: NIOLockedValueBox<[Int]>
 
     /// Makes an engine.
     /// - Parameters:
@@ -35,6 +39,8 @@ public final class NIOEngine: Engine {
         self.configuration = configuration
         self.eventLoopGroup = eventLoopGroup
         self.logger = logger
+        self.loops = Array(eventLoopGroup.makeIterator())
+        self.exchangesPerLoop = NIOLockedValueBox(Array(repeating: 0, count: self.loops.count))
         let clientConfiguration = Self.clientConfiguration(configuration, securityPolicy: securityPolicy)
         self.client = HTTPClient(
             eventLoopGroupProvider: .shared(eventLoopGroup),
@@ -47,6 +53,28 @@ public final class NIOEngine: Engine {
         let exchange = NIOExchange(engine: self, request: request, delegate: delegate)
         exchange.start()
         return exchange
+    }
+
+    /// Picks the loop for a new exchange: the one running the fewest, the first on a tie.
+    ///
+    /// AHC serves a request from an idle connection on its preferred loop when there is one,
+    /// and opens new connections there, so a steady choice keeps each connection's callbacks on
+    /// its own loop. Round-robin would move every other sequential request to the loop that does
+    /// not own the connection, costing a thread hop for each event.
+    func acquireLoop() -> Int {
+        self.exchangesPerLoop.withLockedValue { counts in
+            var best = 0
+            for index in counts.indices.dropFirst() where counts[index] < counts[best] {
+                best = index
+            }
+            counts[best] += 1
+            return best
+        }
+    }
+
+    /// Undoes ``acquireLoop()`` when the exchange ends.
+    func releaseLoop(_ index: Int) {
+        self.exchangesPerLoop.withLockedValue { $0[index] -= 1 }
     }
 
     public func shutdown() async throws {

@@ -15,6 +15,8 @@ final class NIOExchange: Exchange, Sendable {
     let engine: NIOEngine
     let delegate: any ExchangeDelegate
     let eventLoop: any EventLoop
+    /// The index of ``eventLoop`` in the engine's loops, released when the exchange ends.
+    let loopIndex: Int
     /// The whole-transfer deadline, fixed when the exchange starts.
     let deadline: NIODeadline
     /// How long the exchange may go without an event before it fails: the request's own
@@ -26,7 +28,8 @@ final class NIOExchange: Exchange, Sendable {
     init(engine: NIOEngine, request: Request, delegate: any ExchangeDelegate) {
         self.engine = engine
         self.delegate = delegate
-        self.eventLoop = engine.eventLoopGroup.next()
+        self.loopIndex = engine.acquireLoop()
+        self.eventLoop = engine.loops[self.loopIndex]
         self.deadline = .now() + .nanoseconds(Int64(min(engine.configuration.timeoutIntervalForResource, 1e9) * 1e9))
         let interval = request.options.timeoutInterval ?? engine.configuration.timeoutIntervalForRequest
         self.idleTimeout = .nanoseconds(Int64(min(max(interval, 0.001), 1e9) * 1e9))
@@ -123,6 +126,7 @@ final class NIOExchange: Exchange, Sendable {
         timer?.cancel()
         promise?.fail(error ?? CourierError.cancelled)
         guard !alreadyFinished else { return }
+        self.engine.releaseLoop(self.loopIndex)
         self.delegate.exchange(didCompleteWith: error)
     }
 
