@@ -10,8 +10,9 @@ import NIOSSL
 ///
 /// One `HTTPClient` per engine gives connection pooling, HTTP/1.1 and HTTP/2, TLS through
 /// swift-nio-ssl, decompression and proxies. Courier follows redirects itself (so it can ask the
-/// task's delegate about each hop) and keeps its own idle deadline for requests whose
-/// ``RequestOptions/timeoutInterval`` differs from the session's.
+/// task's delegate about each hop) and keeps the idle deadline itself (so that a request may set
+/// its own ``RequestOptions/timeoutInterval`` and a suspended task is not timed out); idle
+/// deadlines are checked every twentieth of the session's shortest timeout (5–50 ms).
 ///
 /// The session manager that made the engine owns it; ``shutdown()`` (called by
 /// ``SessionManager/invalidate(cancelingTasks:)``) closes every connection.
@@ -23,6 +24,8 @@ public final class NIOEngine: Engine {
     /// The loops of ``eventLoopGroup`` and how many exchanges each is running: see ``acquireLoop()``.
     let loops: [any EventLoop]
     let exchangesPerLoop: NIOLockedValueBox<[Int]>
+    /// Enforces the exchanges' idle deadlines.
+    let watchdog: NIOExchangeWatchdog
 
     /// Makes an engine.
     /// - Parameters:
@@ -41,6 +44,10 @@ public final class NIOEngine: Engine {
         self.logger = logger
         self.loops = Array(eventLoopGroup.makeIterator())
         self.exchangesPerLoop = NIOLockedValueBox(Array(repeating: 0, count: self.loops.count))
+        self.watchdog = NIOExchangeWatchdog(
+            eventLoop: self.loops[0],
+            shortestTimeout: min(configuration.timeoutIntervalForRequest, configuration.timeoutIntervalForResource)
+        )
         let clientConfiguration = Self.clientConfiguration(configuration, securityPolicy: securityPolicy)
         self.client = HTTPClient(
             eventLoopGroupProvider: .shared(eventLoopGroup),
@@ -78,6 +85,7 @@ public final class NIOEngine: Engine {
     }
 
     public func shutdown() async throws {
+        defer { self.watchdog.shutdown() }
         do {
             try await self.client.shutdown()
         } catch let error as HTTPClientError where error == .alreadyShutdown {
@@ -88,6 +96,7 @@ public final class NIOEngine: Engine {
     deinit {
         // A manager that was never invalidated still must not leak its connections: shut the
         // client down in the background. AHC asserts if a client is released while running.
+        self.watchdog.shutdown()
         let client = self.client
         client.shutdown { _ in _ = client }
     }

@@ -42,17 +42,18 @@ final class NIOExchange: Exchange, Sendable {
         self.startHop()
     }
 
-    /// Arms the idle deadline once the request head is on the wire. Called on the exchange's
-    /// event loop, where scheduling costs no thread wake-up (arming it from the caller's thread
-    /// did, on every request). The wait for a pooled connection before that is bounded by the
-    /// connect timeout and the whole-transfer deadline.
+    /// Puts the exchange under the engine's watchdog once the request head is on the wire; the
+    /// wait for a pooled connection before that is bounded by the connect timeout and the
+    /// whole-transfer deadline.
     func requestHeadSent() {
-        let armed = self.state.withLockedValue { state -> Bool in
-            defer { state.idleTimerArmed = true }
+        self.state.withLockedValue { state in
             state.lastActivity = .now()
-            return state.idleTimerArmed
+            guard !state.isWatched, !state.isFinished else { return }
+            state.isWatched = true
+            // Under the exchange's lock, so that `finish` cannot unregister before this registers.
+            // The watchdog never takes an exchange's lock while holding its own.
+            self.engine.watchdog.register(self)
         }
-        if !armed { self.scheduleIdleCheck(after: self.idleTimeout) }
     }
 
     private func startHop() {
@@ -113,19 +114,16 @@ final class NIOExchange: Exchange, Sendable {
 
     /// Ends the exchange exactly once, fulfilling any pending back-pressure promise.
     func finish(with error: CourierError?) {
-        let (alreadyFinished, promise, timer) = self.state.withLockedValue { state -> (Bool, EventLoopPromise<Void>?, Scheduled<Void>?) in
+        let (alreadyFinished, promise, watched) = self.state.withLockedValue { state -> (Bool, EventLoopPromise<Void>?, Bool) in
             let was = state.isFinished
             state.isFinished = true
-            defer {
-                state.pausedPromise = nil
-                state.idleTimer = nil
-            }
-            return (was, state.pausedPromise, state.idleTimer)
+            defer { state.pausedPromise = nil }
+            return (was, state.pausedPromise, state.isWatched)
         }
-        // The timer holds the exchange: cancel it so that nothing outlives the exchange.
-        timer?.cancel()
         promise?.fail(error ?? CourierError.cancelled)
         guard !alreadyFinished else { return }
+        // The watchdog holds the exchange: let go so that nothing outlives it.
+        if watched { self.engine.watchdog.unregister(self) }
         self.engine.releaseLoop(self.loopIndex)
         self.delegate.exchange(didCompleteWith: error)
     }
@@ -156,37 +154,24 @@ final class NIOExchange: Exchange, Sendable {
         promise?.succeed()
     }
 
-    // MARK: Idle deadline for requests with their own timeout
+    // MARK: Idle deadline
 
-    private func scheduleIdleCheck(after delay: TimeAmount) {
-        let timer = self.eventLoop.scheduleTask(in: delay) {
-            self.checkIdle()
-        }
-        let finished = self.state.withLockedValue { state -> Bool in
-            if !state.isFinished { state.idleTimer = timer }
-            return state.isFinished
-        }
-        if finished { timer.cancel() }
-    }
-
-    private func checkIdle() {
+    /// Called by the watchdog on an event loop: fails the exchange when it has been idle for
+    /// longer than ``idleTimeout``.
+    func checkIdle(now: NIODeadline) {
         let idleTimeout = self.idleTimeout
-        enum Verdict { case done, expired, wait(TimeAmount) }
-        let verdict: Verdict = self.state.withLockedValue { state in
-            if state.isFinished { return .done }
-            // A paused exchange is idle by the caller's choice, not the server's.
-            if state.isPaused { return .wait(idleTimeout) }
-            let idle = NIODeadline.now() - state.lastActivity
-            return idle >= idleTimeout ? .expired : .wait(idleTimeout - idle)
+        let expired: Request? = self.state.withLockedValue { state in
+            if state.isFinished || state.pendingCancellation != nil { return nil }
+            if state.isPaused {
+                // A paused exchange is idle by the caller's choice: idle time counts from the resume.
+                state.lastActivity = now
+                return nil
+            }
+            return now - state.lastActivity >= idleTimeout ? state.request : nil
         }
-        switch verdict {
-        case .done: return
-        case .wait(let delay): self.scheduleIdleCheck(after: delay)
-        case .expired:
-            let request = self.state.withLockedValue { $0.request }
-            let seconds = Double(idleTimeout.nanoseconds) / 1e9
-            self.cancel(with: CourierError(.timedOut, "\(request.summary): no data for \(seconds) s", request: request))
-        }
+        guard let request = expired else { return }
+        let seconds = Double(idleTimeout.nanoseconds) / 1e9
+        self.cancel(with: CourierError(.timedOut, "\(request.summary): no data for \(seconds) s", request: request))
     }
 }
 
@@ -209,8 +194,8 @@ struct NIOExchangeState {
     var isFinished = false
     var isPaused = false
     var pausedPromise: EventLoopPromise<Void>?
-    var idleTimer: Scheduled<Void>?
-    var idleTimerArmed = false
+    /// Whether the exchange is registered with the engine's watchdog.
+    var isWatched = false
     var redirectCount = 0
     var visitedURLs: Set<String> = []
     var lastActivity = NIODeadline.now()
