@@ -10,9 +10,10 @@ import NIOSSL
 ///
 /// One `HTTPClient` per engine gives connection pooling, HTTP/1.1 and HTTP/2, TLS through
 /// swift-nio-ssl, decompression and proxies. Courier follows redirects itself (so it can ask the
-/// task's delegate about each hop) and keeps the idle deadline itself (so that a request may set
-/// its own ``RequestOptions/timeoutInterval`` and a suspended task is not timed out); idle
-/// deadlines are checked every twentieth of the session's shortest timeout (5–50 ms).
+/// task's delegate about each hop) and keeps the idle and whole-transfer deadlines itself (so that
+/// a request may set its own ``RequestOptions/timeoutInterval``, a suspended task is not timed
+/// out, and the whole-transfer deadline covers the body); they are checked every twentieth of the
+/// session's shortest timeout, between 5 and 50 ms.
 ///
 /// The session manager that made the engine owns it; ``shutdown()`` (called by
 /// ``SessionManager/invalidate(cancelingTasks:)``) closes every connection.

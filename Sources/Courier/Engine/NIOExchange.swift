@@ -17,7 +17,7 @@ final class NIOExchange: Exchange, Sendable {
     let eventLoop: any EventLoop
     /// The index of ``eventLoop`` in the engine's loops, released when the exchange ends.
     let loopIndex: Int
-    /// The whole-transfer deadline, fixed when the exchange starts.
+    /// The whole-transfer deadline, fixed when the exchange starts, enforced by the watchdog.
     let deadline: NIODeadline
     /// How long the exchange may go without an event before it fails: the request's own
     /// timeout, else the session's. Courier keeps this deadline itself rather than AHC's read
@@ -39,20 +39,17 @@ final class NIOExchange: Exchange, Sendable {
     // MARK: Starting hops
 
     func start() {
+        // Registered before anything can finish the exchange; `finish` unregisters.
+        self.engine.watchdog.register(self)
         self.startHop()
     }
 
-    /// Puts the exchange under the engine's watchdog once the request head is on the wire; the
-    /// wait for a pooled connection before that is bounded by the connect timeout and the
-    /// whole-transfer deadline.
+    /// Starts the idle deadline once the request head is on the wire: the wait for a pooled
+    /// connection before that is bounded by the connect timeout and the whole-transfer deadline.
     func requestHeadSent() {
         self.state.withLockedValue { state in
             state.lastActivity = .now()
-            guard !state.isWatched, !state.isFinished else { return }
-            state.isWatched = true
-            // Under the exchange's lock, so that `finish` cannot unregister before this registers.
-            // The watchdog never takes an exchange's lock while holding its own.
-            self.engine.watchdog.register(self)
+            state.isHeadSent = true
         }
     }
 
@@ -72,7 +69,9 @@ final class NIOExchange: Exchange, Sendable {
             // `.delegateAndChannel` would be cheaper per request, but AHC 1.37 then opens a new
             // connection for nearly every sequential request instead of reusing the idle one.
             eventLoop: .delegate(on: self.eventLoop),
-            deadline: self.deadline,
+            // The watchdog enforces the whole-transfer deadline, body included, with no timer
+            // per request.
+            deadline: nil,
             logger: self.engine.logger
         )
         let pendingCancel = self.state.withLockedValue { state -> CourierError? in
@@ -98,6 +97,7 @@ final class NIOExchange: Exchange, Sendable {
                 if case .redirecting(let newRequest) = state.phase {
                     state.request = newRequest
                     state.phase = .awaitingHead
+                    state.isHeadSent = false
                     return .startNextHop
                 }
                 return .finish(nil)
@@ -114,16 +114,16 @@ final class NIOExchange: Exchange, Sendable {
 
     /// Ends the exchange exactly once, fulfilling any pending back-pressure promise.
     func finish(with error: CourierError?) {
-        let (alreadyFinished, promise, watched) = self.state.withLockedValue { state -> (Bool, EventLoopPromise<Void>?, Bool) in
+        let (alreadyFinished, promise) = self.state.withLockedValue { state -> (Bool, EventLoopPromise<Void>?) in
             let was = state.isFinished
             state.isFinished = true
             defer { state.pausedPromise = nil }
-            return (was, state.pausedPromise, state.isWatched)
+            return (was, state.pausedPromise)
         }
         promise?.fail(error ?? CourierError.cancelled)
         guard !alreadyFinished else { return }
         // The watchdog holds the exchange: let go so that nothing outlives it.
-        if watched { self.engine.watchdog.unregister(self) }
+        self.engine.watchdog.unregister(self)
         self.engine.releaseLoop(self.loopIndex)
         self.delegate.exchange(didCompleteWith: error)
     }
@@ -154,24 +154,34 @@ final class NIOExchange: Exchange, Sendable {
         promise?.succeed()
     }
 
-    // MARK: Idle deadline
+    // MARK: Deadlines
 
-    /// Called by the watchdog on an event loop: fails the exchange when it has been idle for
-    /// longer than ``idleTimeout``.
-    func checkIdle(now: NIODeadline) {
+    /// Called by the watchdog on an event loop: fails the exchange when the whole-transfer
+    /// deadline has passed, or when it has been idle for longer than ``idleTimeout`` since its
+    /// request head went out.
+    func checkDeadlines(now: NIODeadline) {
+        enum Verdict { case fine, resource(Request), idle(Request) }
         let idleTimeout = self.idleTimeout
-        let expired: Request? = self.state.withLockedValue { state in
-            if state.isFinished || state.pendingCancellation != nil { return nil }
+        let verdict: Verdict = self.state.withLockedValue { state in
+            if state.isFinished || state.pendingCancellation != nil { return .fine }
+            if now >= self.deadline { return .resource(state.request) }
             if state.isPaused {
                 // A paused exchange is idle by the caller's choice: idle time counts from the resume.
                 state.lastActivity = now
-                return nil
+                return .fine
             }
-            return now - state.lastActivity >= idleTimeout ? state.request : nil
+            guard state.isHeadSent, now - state.lastActivity >= idleTimeout else { return .fine }
+            return .idle(state.request)
         }
-        guard let request = expired else { return }
-        let seconds = Double(idleTimeout.nanoseconds) / 1e9
-        self.cancel(with: CourierError(.timedOut, "\(request.summary): no data for \(seconds) s", request: request))
+        switch verdict {
+        case .fine:
+            return
+        case .resource(let request):
+            self.cancel(with: CourierError(.timedOut, "\(request.summary): the whole-transfer deadline passed", request: request))
+        case .idle(let request):
+            let seconds = Double(idleTimeout.nanoseconds) / 1e9
+            self.cancel(with: CourierError(.timedOut, "\(request.summary): no data for \(seconds) s", request: request))
+        }
     }
 }
 
@@ -194,8 +204,8 @@ struct NIOExchangeState {
     var isFinished = false
     var isPaused = false
     var pausedPromise: EventLoopPromise<Void>?
-    /// Whether the exchange is registered with the engine's watchdog.
-    var isWatched = false
+    /// Whether the current hop's request head went out (the idle deadline runs from then).
+    var isHeadSent = false
     var redirectCount = 0
     var visitedURLs: Set<String> = []
     var lastActivity = NIODeadline.now()

@@ -1,4 +1,4 @@
-import Courier
+@testable import Courier
 import Foundation
 import Testing
 
@@ -38,6 +38,21 @@ struct BaseURLTests {
     func joinsLikeNSURL(_ join: Join) throws {
         let manager = HTTPSessionManager(baseURL: join.base.flatMap(URL.init(string:)), engine: RefusingEngine())
         #expect(try manager.absoluteURLString(for: join.path) == join.expected)
+    }
+
+    @Test func resolvedStringsAreRememberedButErrorsAreNot() throws {
+        let manager = HTTPSessionManager(baseURL: URL(string: "http://h/v1"), engine: RefusingEngine())
+        // More distinct strings than the manager remembers: each still resolves correctly.
+        for round in 0..<2 {
+            for index in 0..<(HTTPSessionManager.resolvedURLStringLimit + 10) {
+                #expect(try manager.absoluteURLString(for: "items/\(index)?round=\(round)") == "http://h/v1/items/\(index)?round=\(round)")
+            }
+        }
+        #expect(try manager.absoluteURLString(for: "a") == "http://h/v1/a")
+        #expect(try manager.absoluteURLString(for: "a") == "http://h/v1/a")
+        for _ in 0..<2 {
+            #expect(throws: CourierError.self) { try manager.absoluteURLString(for: "ftp://h/file") }
+        }
     }
 
     @Test func baseURLWithPathGetsTrailingSlash() {
