@@ -63,9 +63,12 @@ public struct SessionConfiguration: Sendable {
         }
     }
 
-    /// Seconds a request may wait for the next bytes (connect excepted) before it fails with
-    /// ``CourierError/Code/timedOut``. 60 by default. A request's own
-    /// ``RequestOptions/timeoutInterval`` overrides it.
+    /// Seconds a request may wait for the next bytes, counted from when its head goes out
+    /// (connecting and waiting for a pooled connection excepted; a suspended task is never idle),
+    /// before it fails with ``CourierError/Code/timedOut``. 60 by default. A request's own
+    /// ``RequestOptions/timeoutInterval`` overrides it. ``NIOEngine`` checks its deadlines every
+    /// twentieth of the shorter of this and ``timeoutIntervalForResource`` (5–50 ms), so a
+    /// deadline fires up to that much late.
     public var timeoutIntervalForRequest: TimeInterval = 60
     /// Seconds a whole exchange may take, redirects and body included. 7 days by default.
     public var timeoutIntervalForResource: TimeInterval = 7 * 24 * 3600
