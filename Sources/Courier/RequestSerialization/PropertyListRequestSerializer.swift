@@ -37,21 +37,13 @@ public struct PropertyListRequestSerializer: HTTPRequestSerializerWrapper {
     /// A serializer with AFNetworking's defaults.
     public init() {}
 
-    /// A property of the ``base`` serializer.
-    public subscript<Value>(dynamicMember keyPath: WritableKeyPath<HTTPRequestSerializer, Value>) -> Value {
-        get { self.base[keyPath: keyPath] }
-        set { self.base[keyPath: keyPath] = newValue }
-    }
-
     /// Applies the base serializer's options and headers; for methods that encode parameters in the
     /// URI, puts them in the query; else, when there are parameters, writes them as the body with
     /// `Content-Type: application/x-plist` unless the request has one.
     public func request(bySerializing request: Request, parameters: (any Sendable)?) throws(CourierError) -> Request {
-        if self.base.encodesParametersInURI(request.method) {
-            return try self.base.request(bySerializing: request, parameters: parameters)
-        }
-        var request = self.base.applyingDefaults(to: request)
-        guard let parameters else { return request }
+        let prepared = try self.preparingBody(of: request, parameters: parameters)
+        var request = prepared.request
+        guard let parameters = prepared.bodyParameters else { return request }
         let plist: Any
         do {
             plist = try Self.foundationObject(ParameterValue(parameters), path: .root)
