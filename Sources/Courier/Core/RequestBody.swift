@@ -6,7 +6,9 @@ import NIOCore
 ///
 /// A body of unknown length goes out with `Transfer-Encoding: chunked`; every other body sets
 /// `Content-Length`. A stream can be read once: a redirect that must resend the body (307, 308)
-/// fails when the body was a stream, rather than sending an empty one.
+/// fails when the body was a stream, rather than sending an empty one. A body made by
+/// ``replayableStream(length:_:)`` makes a fresh stream for each send, so it survives such a
+/// redirect.
 public struct RequestBody: Sendable {
     /// How long a streamed body is.
     public enum Length: Sendable, Hashable {
@@ -24,6 +26,7 @@ public struct RequestBody: Sendable {
         case data(Data)
         case file(URL)
         case stream(Stream, Length)
+        case replayableStream(@Sendable () -> Stream, Length)
     }
 
     let storage: Storage
@@ -47,12 +50,24 @@ public struct RequestBody: Sendable {
         RequestBody(.stream(stream, length))
     }
 
+    /// Chunks from a fresh asynchronous sequence each time the body is sent (the first time, and
+    /// again for a redirect that keeps the body).
+    /// - Parameters:
+    ///   - length: The total length when known; `.unknown` sends the body chunked.
+    ///   - makeStream: Makes the chunks; called once per send, on an engine thread.
+    public static func replayableStream(
+        length: Length,
+        _ makeStream: @escaping @Sendable () -> some AsyncSequence<ByteBuffer, any Error> & Sendable
+    ) -> RequestBody {
+        RequestBody(.replayableStream({ makeStream() }, length))
+    }
+
     /// Whether there is no body.
     public var isEmpty: Bool {
         switch self.storage {
         case .empty: true
         case .data(let data): data.isEmpty
-        case .file, .stream: false
+        case .file, .stream, .replayableStream: false
         }
     }
 
@@ -83,8 +98,8 @@ public struct RequestBody: Sendable {
         case .file(let url):
             guard let size = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber else { return nil }
             return size.int64Value
-        case .stream(_, .known(let length)): return length
-        case .stream(_, .unknown): return nil
+        case .stream(_, .known(let length)), .replayableStream(_, .known(let length)): return length
+        case .stream(_, .unknown), .replayableStream(_, .unknown): return nil
         }
     }
 }

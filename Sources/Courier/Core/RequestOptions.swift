@@ -25,6 +25,9 @@ public struct RequestOptions: Sendable, Hashable {
     /// The cache policy; `nil` keeps the session's.
     public var cachePolicy: CachePolicy?
     /// Whether to send and store cookies; `nil` keeps the session's.
+    ///
+    /// Carried with the request for engines that keep a cookie store. ``NIOEngine`` keeps none yet:
+    /// it sends only the `Cookie` fields the request already has and stores nothing it receives.
     public var httpShouldHandleCookies: Bool?
     /// Whether the request may use a cellular interface (honoured on Apple platforms).
     public var allowsCellularAccess: Bool?

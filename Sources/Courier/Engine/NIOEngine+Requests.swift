@@ -48,9 +48,7 @@ extension NIOExchange {
                 promise.completeWithTask {
                     do {
                         try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(path)) { handle in
-                            for try await chunk in handle.readChunks(chunkLength: .kibibytes(64)) {
-                                try await writer.write(.byteBuffer(chunk)).get()
-                            }
+                            try await Self.pump(handle.readChunks(chunkLength: .kibibytes(64)), into: writer)
                         }
                     } catch {
                         throw CourierError(.bodyReadFailed, "\(request.summary): reading \(path) failed", request: request, underlyingError: error)
@@ -59,21 +57,42 @@ extension NIOExchange {
                 return promise.futureResult
             }
         case .stream(let stream, let length):
-            let contentLength: Int64? = if case .known(let n) = length { n } else { nil }
-            return .stream(contentLength: contentLength) { writer in
-                let promise = self.eventLoop.makePromise(of: Void.self)
-                promise.completeWithTask {
-                    do {
-                        for try await chunk in stream {
-                            try await writer.write(.byteBuffer(chunk)).get()
-                        }
-                    } catch let error as CourierError {
-                        throw error
-                    } catch {
-                        throw CourierError(.bodyReadFailed, "\(request.summary): the body stream failed", request: request, underlyingError: error)
-                    }
+            return self.streamedBody(stream, length: length, request: request)
+        case .replayableStream(let makeStream, let length):
+            return self.streamedBody(makeStream(), length: length, request: request)
+        }
+    }
+
+    /// A body that writes the stream's chunks as AHC asks for them.
+    private func streamedBody(_ stream: RequestBody.Stream, length: RequestBody.Length, request: Request) -> HTTPClient.Body {
+        let contentLength: Int64? = if case .known(let n) = length { n } else { nil }
+        return .stream(contentLength: contentLength) { writer in
+            let promise = self.eventLoop.makePromise(of: Void.self)
+            promise.completeWithTask {
+                do {
+                    try await Self.pump(stream, into: writer)
+                } catch let error as CourierError {
+                    throw error
+                } catch {
+                    throw CourierError(.bodyReadFailed, "\(request.summary): the body stream failed", request: request, underlyingError: error)
                 }
-                return promise.futureResult
+            }
+            return promise.futureResult
+        }
+    }
+
+    /// Writes each chunk of `chunks` as AHC accepts it. Only a failure to read a chunk is thrown.
+    ///
+    /// A write AHC refuses ends the body quietly: either the server has already answered (a
+    /// status of 300 or more stops the upload, and the response is the outcome, as for a 307
+    /// that is followed or a 413), or the request failed, and then AHC's task carries that error.
+    static func pump(_ chunks: some AsyncSequence<ByteBuffer, any Error>, into writer: HTTPClient.Body.StreamWriter) async throws {
+        var iterator = chunks.makeAsyncIterator()
+        while let chunk = try await iterator.next() {
+            do {
+                try await writer.write(.byteBuffer(chunk)).get()
+            } catch {
+                return
             }
         }
     }

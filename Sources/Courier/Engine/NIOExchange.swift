@@ -92,24 +92,33 @@ final class NIOExchange: Exchange, Sendable {
             state.currentTask = nil
             if state.isFinished { return .finish(nil) }
             if let cancellation = state.pendingCancellation { return .finish(cancellation) }
-            switch result {
-            case .success:
-                if case .redirecting(let newRequest) = state.phase {
-                    state.request = newRequest
-                    state.phase = .awaitingHead
-                    state.isHeadSent = false
-                    return .startNextHop
-                }
-                return .finish(nil)
-            case .failure(let error):
+            // AHC 1.37 stops the upload when a status of 300 or more arrives, then fails the task
+            // if the body's end races with the response's end: the response was complete and is
+            // the outcome, as AHC's own comments say it should be.
+            if case .failure(let error) = result, !Self.serverEndedUpload(error, headStatus: state.headStatus) {
                 let request = state.request
-                return .finish(state.pendingCancellation ?? NIOEngine.courierError(from: error, request: request))
+                return .finish(NIOEngine.courierError(from: error, request: request))
             }
+            if case .redirecting(let newRequest) = state.phase {
+                state.request = newRequest
+                state.phase = .awaitingHead
+                state.isHeadSent = false
+                state.headStatus = nil
+                return .startNextHop
+            }
+            return .finish(nil)
         }
         switch next {
         case .startNextHop: self.startHop()
         case .finish(let error): self.finish(with: error)
         }
+    }
+
+    /// Whether a hop's failure only says that the server answered with a status of 300 or more
+    /// before the request body was all sent.
+    static func serverEndedUpload(_ error: any Error, headStatus: Int?) -> Bool {
+        guard let headStatus, headStatus >= 300, let error = error as? HTTPClientError else { return false }
+        return error == .requestStreamCancelled
     }
 
     /// Ends the exchange exactly once, fulfilling any pending back-pressure promise.
@@ -211,6 +220,8 @@ struct NIOExchangeState {
     var lastActivity = NIODeadline.now()
     var bytesSent: Int64 = 0
     var expectedBytesToSend: Int64?
+    /// The status of the current hop's response head, once it arrived.
+    var headStatus: Int?
 
     init(request: Request) {
         self.request = request

@@ -36,6 +36,7 @@ final class NIOExchangeHop: HTTPClientResponseDelegate {
         let exchange = self.exchange
         let (request, redirect) = exchange.state.withLockedValue { state -> (Request, RedirectStep) in
             state.lastActivity = .now()
+            state.headStatus = response.status.code
             let step = RedirectPlanner.step(
                 for: response,
                 request: state.request,

@@ -72,6 +72,8 @@ public struct HTTPRequestSerializer: RequestSerializer {
     }
 
     /// Whether to send and store cookies; `nil` (the default) leaves the session's.
+    ///
+    /// ``NIOEngine`` keeps no cookie store yet, so there this only travels with the request.
     public var httpShouldHandleCookies: Bool? {
         get { self.options.httpShouldHandleCookies }
         set { self.options.httpShouldHandleCookies = newValue }
