@@ -105,6 +105,10 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
     public var response: HTTPResponse?
     /// The response body received, when there was one.
     public var data: Data?
+    /// For a download that failed or was cancelled after it had received part of its body from a
+    /// server that allows resuming: what ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)``
+    /// needs to continue. The partial file it names is yours to resume from or discard.
+    public var resumeData: ResumeData?
     /// The error this one wraps: a system, NIO or parser error, or a first ``CourierError``.
     public var underlyingError: (any Error)?
     /// Where in Courier the error was made.

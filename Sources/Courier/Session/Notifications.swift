@@ -8,6 +8,11 @@ extension Notification.Name {
     /// A task completed. The object is the ``SessionTask``; the user info holds the keys of
     /// ``TaskDidCompleteKey``.
     public static let taskDidComplete = Notification.Name("com.courier.networking.task.complete")
+    /// A download's file was moved to its destination. The object is the ``DownloadTask``.
+    public static let downloadTaskDidMoveFile = Notification.Name("com.courier.networking.session.download.file-manager-succeed")
+    /// A download's file could not be moved to its destination. The object is the
+    /// ``DownloadTask``; the user info's ``TaskDidCompleteKey/error`` key holds the ``CourierError``.
+    public static let downloadTaskDidFailToMoveFile = Notification.Name("com.courier.networking.session.download.file-manager-error")
     /// A session manager was invalidated and its engine shut down. The object is the ``SessionManager``.
     public static let sessionDidInvalidate = Notification.Name("com.courier.networking.session.invalidate")
 }
@@ -21,6 +26,8 @@ public enum TaskDidCompleteKey {
     public static let responseData = "com.courier.networking.complete.finish.responsedata"
     /// The object the serializer made (absent when none).
     public static let serializedResponse = "com.courier.networking.task.complete.serializedresponse"
+    /// Where a download task's file ended up, as a `URL` (absent for other tasks and on failure).
+    public static let assetPath = "com.courier.networking.task.complete.assetpath"
     /// The ``CourierError`` the task failed with (absent on success).
     public static let error = "com.courier.networking.task.complete.error"
 }

@@ -91,6 +91,10 @@ public struct SessionConfiguration: Sendable {
     /// The largest response body a data task keeps in memory, in bytes; larger bodies fail with
     /// ``CourierError/Code/responseTooLarge``. `nil` (the default) sets no limit.
     public var maximumResponseBodySize: Int?
+    /// Where download tasks write bodies as they arrive; nil (the default) is the system's
+    /// temporary directory. Choose a folder on the destination's file system to make the final
+    /// move a rename rather than a copy.
+    public var downloadDirectory: URL?
     /// Whether the session keeps nothing on disk and shares no state with other sessions.
     public private(set) var isEphemeral: Bool = false
 

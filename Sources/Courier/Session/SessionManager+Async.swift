@@ -30,14 +30,15 @@ extension SessionManager {
         _ kind: Task.Type,
         request: Request,
         uploadProgress: (@Sendable (Progress) -> Void)?,
-        downloadProgress: (@Sendable (Progress) -> Void)?
+        downloadProgress: (@Sendable (Progress) -> Void)?,
+        download: DownloadPlan? = nil
     ) async -> (SessionTask, TaskOutcome) {
         let made = NIOLockedValueBox<SessionTask?>(nil)
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<TaskOutcome, Never>) in
                 let task = self.makeTask(
                     kind, request: request, completion: .outcome { continuation.resume(returning: $0) },
-                    uploadProgress: uploadProgress, downloadProgress: downloadProgress)
+                    uploadProgress: uploadProgress, downloadProgress: downloadProgress, download: download)
                 made.withLockedValue { $0 = task }
                 task.resume()
                 if _Concurrency.Task.isCancelled { task.cancel() }

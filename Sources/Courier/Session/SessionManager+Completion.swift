@@ -49,6 +49,7 @@ extension SessionManager {
         if let data = outcome.data { userInfo[TaskDidCompleteKey.responseData] = data }
         if let object { userInfo[TaskDidCompleteKey.serializedResponse] = object }
         if let error { userInfo[TaskDidCompleteKey.error] = error }
+        if let fileURL = outcome.fileURL { userInfo[TaskDidCompleteKey.assetPath] = fileURL }
         NotificationCenter.default.post(name: .taskDidComplete, object: task, userInfo: userInfo)
     }
 }

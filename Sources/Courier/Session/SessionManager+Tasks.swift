@@ -57,7 +57,8 @@ extension SessionManager {
         request: Request,
         completion: TaskCompletion,
         uploadProgress: (@Sendable (Progress) -> Void)?,
-        downloadProgress: (@Sendable (Progress) -> Void)?
+        downloadProgress: (@Sendable (Progress) -> Void)?,
+        download: DownloadPlan? = nil
     ) -> Task {
         var request = request
         for field in self.configuration.httpAdditionalHeaders where request.headerFields[field.name] == nil {
@@ -73,7 +74,8 @@ extension SessionManager {
             request: request,
             completion: completion,
             uploadProgress: uploadProgress,
-            downloadProgress: downloadProgress
+            downloadProgress: downloadProgress,
+            download: download
         )
         let task = Task(identifier: identifier, request: request, delegate: delegate)
         delegate.state.withLockedValue { $0.task = task }

@@ -37,6 +37,9 @@ public class SessionManager: @unchecked Sendable {
         /// Body bytes went out: bytes sent now, in all, and expected in all (-1 when unknown).
         /// Called on an engine thread.
         public var taskDidSendBodyData: (@Sendable (SessionManager, SessionTask, Int64, Int64, Int64) -> Void)?
+        /// A download wrote body bytes: bytes now, in all, and expected in all (-1 when unknown).
+        /// Called on an engine thread, as the bytes are handed to the file writer.
+        public var downloadTaskDidWriteData: (@Sendable (SessionManager, DownloadTask, Int64, Int64, Int64) -> Void)?
 
         /// No hooks.
         public init() {}

@@ -84,4 +84,34 @@ public class DataTask: SessionTask, @unchecked Sendable {}
 public final class UploadTask: DataTask, @unchecked Sendable {}
 
 /// A task whose response body goes to a file (URLSession's `URLSessionDownloadTask`).
-public final class DownloadTask: SessionTask, @unchecked Sendable {}
+///
+/// The body is written to a file in the temporary directory as it arrives, off the engine's
+/// threads, with back-pressure: a slow disk slows the download rather than filling memory.
+public final class DownloadTask: SessionTask, @unchecked Sendable {
+    /// Cancels the download and hands over what it takes to continue it later.
+    ///
+    /// `completionHandler` gets the ``ResumeData`` when part of the body had arrived from a server
+    /// that names a validator (a strong `ETag` or `Last-Modified`) and does not refuse ranges;
+    /// else nil, and the partial file is removed. It is called once, before the task's own
+    /// completion handler, on a thread of Courier's.
+    public func cancel(byProducingResumeData completionHandler: @escaping @Sendable (ResumeData?) -> Void) {
+        let accepted = self.delegate.state.withLockedValue { state -> Bool in
+            guard state.lifecycle != .completed, state.resumeDataHandler == nil else { return false }
+            state.resumeDataHandler = completionHandler
+            return true
+        }
+        guard accepted else {
+            completionHandler(nil)
+            return
+        }
+        self.cancel()
+    }
+
+    /// Cancels the download and returns what it takes to continue it later, or nil; see
+    /// ``cancel(byProducingResumeData:)``.
+    public func cancelProducingResumeData() async -> ResumeData? {
+        await withCheckedContinuation { continuation in
+            self.cancel { continuation.resume(returning: $0) }
+        }
+    }
+}

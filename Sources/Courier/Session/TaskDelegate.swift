@@ -10,6 +10,8 @@ struct TaskOutcome: Sendable {
     var response: HTTPResponse?
     var data: Data?
     var error: CourierError?
+    /// Where a download's file ended up.
+    var fileURL: URL?
 }
 
 /// How a task reports its end.
@@ -22,6 +24,9 @@ enum TaskCompletion: Sendable {
     /// The raw outcome, delivered on the engine's thread to a waiting `async` caller, which
     /// serializes on its own task.
     case outcome(@Sendable (TaskOutcome) -> Void)
+    /// A download's completion handler: the response, the file's final URL, the error; called on
+    /// the completion queue.
+    case download(@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)
 }
 
 /// The per-task delegate of the seed system (AFURLSessionManagerTaskDelegate): it receives the
@@ -36,6 +41,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     let downloadProgressHandler: (@Sendable (Progress) -> Void)?
     let hooks: SessionManager.Hooks
     let state: NIOLockedValueBox<TaskState>
+    /// What a download task does with its body; nil for data and upload tasks.
+    let download: DownloadPlan?
+    /// Orders pause and resume calls to the exchange.
+    let receiveGate = ReceiveGate()
 
     init(
         manager: SessionManager,
@@ -43,8 +52,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         request: Request,
         completion: TaskCompletion,
         uploadProgress: (@Sendable (Progress) -> Void)?,
-        downloadProgress: (@Sendable (Progress) -> Void)?
+        downloadProgress: (@Sendable (Progress) -> Void)?,
+        download: DownloadPlan? = nil
     ) {
+        self.download = download
         self.manager = manager
         self.identifier = identifier
         self.completion = completion
@@ -71,7 +82,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             NotificationCenter.default.post(name: .taskDidResume, object: task)
             self.manager.start(self)
         case .resumeReceiving:
-            self.state.withLockedValue { $0.exchange }?.resumeReceiving()
+            self.applyReceiveWish()
             if let task { NotificationCenter.default.post(name: .taskDidResume, object: task) }
         case .none:
             break
@@ -81,7 +92,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     func suspend() {
         let (action, exchange, task) = self.state.withLockedValue { ($0.lifecycle.suspend(), $0.exchange, $0.task) }
         guard action == .suspendReceiving else { return }
-        exchange?.suspendReceiving()
+        if exchange != nil { self.applyReceiveWish() }
         if let task { NotificationCenter.default.post(name: .taskDidSuspend, object: task) }
     }
 
@@ -109,6 +120,15 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
         if cancelled {
             exchange.cancel(with: CourierError(.cancelled, "\(request.summary): cancelled", request: request))
+        }
+    }
+
+    /// Pauses the exchange while the task is suspended or its file writer is behind, else lets it read.
+    func applyReceiveWish() {
+        guard let exchange = self.state.withLockedValue({ $0.exchange }) else { return }
+        self.receiveGate.apply(to: exchange) {
+            let (lifecycle, writer) = self.state.withLockedValue { ($0.lifecycle, $0.downloadFile) }
+            return lifecycle == .suspended || writer?.wantsPause == true
         }
     }
 
@@ -175,6 +195,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition {
+        if let download = self.download {
+            return self.downloadDidReceive(response, url: url, plan: download)
+        }
         let task = self.state.withLockedValue { state -> SessionTask? in
             state.response = response
             state.responseURL = url
@@ -193,6 +216,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     func exchange(didReceive chunk: ByteBuffer) {
+        if self.download != nil {
+            self.downloadDidReceive(chunk)
+            return
+        }
         let maximum = self.manager.configuration.maximumResponseBodySize
         let wantsProgress = self.downloadProgressHandler != nil
         let (progress, task, tooLarge) = self.state.withLockedValue { state -> (Progress?, SessionTask?, Bool) in
@@ -232,7 +259,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
 
     // MARK: Completion
 
-    private func complete(with error: CourierError?) {
+    func complete(with error: CourierError?) {
+        if self.download != nil {
+            self.completeDownload(with: error)
+            return
+        }
         let finished = self.state.withLockedValue { state -> (outcome: TaskOutcome, task: SessionTask)? in
             guard state.lifecycle.complete(), let task = state.task else { return nil }
             let body = state.body
@@ -256,7 +287,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             deliver(finished.outcome)
         case .handler(let serializer, let handler):
             self.manager.complete(finished.task, outcome: finished.outcome, serializer: serializer, handler: handler)
-        case .none:
+        case .none, .download:
             self.manager.complete(finished.task, outcome: finished.outcome, serializer: nil, handler: nil)
         }
     }

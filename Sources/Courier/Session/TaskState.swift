@@ -98,6 +98,16 @@ struct TaskState {
     var uploadProgress: Progress?
     var downloadProgress: Progress?
 
+    // Download tasks only.
+    /// Writes the body to the task's file, from the final response head on.
+    var downloadFile: DownloadFileWriter?
+    /// Why the download stopped, when it was Courier's choice (an unusable 206, a write that failed).
+    var downloadFailure: CourierError?
+    /// The response's validators, when the download can be resumed later.
+    var resumeValidators: (entityTag: String?, lastModified: String?)?
+    /// Set by `cancel(byProducingResumeData:)`.
+    var resumeDataHandler: (@Sendable (ResumeData?) -> Void)?
+
     init(request: Request) {
         self.currentRequest = request
         self.countOfBytesExpectedToSend = request.body.knownLength ?? -1

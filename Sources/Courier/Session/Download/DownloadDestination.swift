@@ -1,0 +1,72 @@
+import Foundation
+import HTTPTypes
+
+/// Where a finished download goes: given the temporary file and the response, the final URL and
+/// how to put the file there (AFNetworking's `destination` block, with Alamofire's options).
+///
+/// ```swift
+/// let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reports")
+/// let destination = DownloadDestination { _, response in
+///     folder.appendingPathComponent("report-\(response.status.code).pdf")
+/// }
+/// ```
+public struct DownloadDestination: Sendable {
+    /// How to move the file into place.
+    public struct Options: OptionSet, Sendable, Hashable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+
+        /// Make the folders the destination needs.
+        public static let createIntermediateDirectories = Options(rawValue: 1 << 0)
+        /// Replace a file already at the destination; without this option the move fails, the
+        /// existing file is kept and the download is removed.
+        public static let removePreviousFile = Options(rawValue: 1 << 1)
+    }
+
+    /// Names the final URL from the temporary file and the response.
+    public let url: @Sendable (_ temporaryURL: URL, _ response: HTTPResponse) -> URL
+    /// How to move the file there.
+    public let options: Options
+
+    /// A destination.
+    /// - Parameters:
+    ///   - options: How to move the file; by default intermediate folders are made and an existing
+    ///     file is kept (the move fails).
+    ///   - url: Names the final URL; called once, off the engine's threads.
+    public init(
+        options: Options = [.createIntermediateDirectories],
+        _ url: @escaping @Sendable (_ temporaryURL: URL, _ response: HTTPResponse) -> URL
+    ) {
+        self.url = url
+        self.options = options
+    }
+
+    /// Moves `temporaryURL` to the destination and returns where it went.
+    /// - Throws: ``CourierError/Code/fileSystemFailure`` naming both paths; the temporary file is
+    ///   left for the caller to remove.
+    func move(_ temporaryURL: URL, response: HTTPResponse, request: Request) throws(CourierError) -> URL {
+        let target = self.url(temporaryURL, response)
+        let files = FileManager.default
+        do {
+            if self.options.contains(.createIntermediateDirectories) {
+                try files.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            }
+            if self.options.contains(.removePreviousFile), files.fileExists(atPath: target.path) {
+                try files.removeItem(at: target)
+            }
+            try files.moveItem(at: temporaryURL, to: target)
+            return target
+        } catch {
+            throw CourierError(
+                .fileSystemFailure, "\(request.summary): cannot move the download to \(target.path)",
+                request: request, response: response, underlyingError: error)
+        }
+    }
+}
+
+extension DownloadDestination {
+    /// A new file for a download's body in `directory`, or in the system's temporary directory.
+    static func temporaryFileURL(in directory: URL?) -> URL {
+        (directory ?? FileManager.default.temporaryDirectory).appendingPathComponent("CourierDownload-\(UUID().uuidString).tmp")
+    }
+}

@@ -1,0 +1,197 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOFileSystem
+
+/// Writes a download's body to its file, in arrival order, on a task of its own so that disk
+/// writes never run on an event loop.
+///
+/// Chunks wait in memory only while the disk is behind: past ``highWater`` bytes the writer asks
+/// its owner to stop reading (``Event/pause``), and below ``lowWater`` it asks to go on
+/// (``Event/resume``), so a download of any size holds a few megabytes at most.
+final class DownloadFileWriter: Sendable {
+    /// What the writer tells its owner. Delivered on the writer's task or the enqueuing thread,
+    /// never while the writer's lock is held, so `.pause` and `.resume` may arrive out of order:
+    /// the owner should read ``wantsPause`` rather than trust the event.
+    enum Event: Sendable {
+        /// Too much is waiting: stop reading.
+        case pause
+        /// The disk caught up: read again.
+        case resume
+        /// Writing failed; nothing more will be written.
+        case failed(any Error)
+    }
+
+    /// Pause reading when this many bytes wait to be written.
+    static let highWater = 4 << 20
+    /// Read again when fewer than this many bytes wait.
+    static let lowWater = 1 << 20
+
+    /// The file written.
+    let url: URL
+    /// Where writing began: 0 for a new file, the bytes kept when a download resumes.
+    let startOffset: Int64
+    private let state: NIOLockedValueBox<State>
+    private let events: @Sendable (Event) -> Void
+    private let writing: Task<Int64, any Error>
+
+    private struct State {
+        var pending = CircularBuffer<ByteBuffer>()
+        var pendingBytes = 0
+        var askedToPause = false
+        var waiter: CheckedContinuation<Void, Never>?
+        /// No more chunks will come: write what is left and close.
+        var isFinishing = false
+        /// Stop at once; what is left is dropped.
+        var isAbandoned = false
+        var hasFailed = false
+    }
+
+    /// Opens (or creates) the file and starts writing.
+    /// - Parameters:
+    ///   - url: The file.
+    ///   - offset: nil to write a new file from the start (an existing one is replaced); else keep
+    ///     the file's first `offset` bytes (dropping anything after them) and append.
+    ///   - events: Told when to pause and resume reading, and of a failure.
+    init(url: URL, keepingFirst offset: Int64?, events: @escaping @Sendable (Event) -> Void) {
+        let state = NIOLockedValueBox(State())
+        self.url = url
+        self.startOffset = offset ?? 0
+        self.state = state
+        self.events = events
+        let path = FilePath(url.path)
+        self.writing = Task.detached {
+            do {
+                return try await Self.write(to: path, keepingFirst: offset, state: state, events: events)
+            } catch {
+                state.withLockedValue { $0.hasFailed = true }
+                events(.failed(error))
+                throw error
+            }
+        }
+    }
+
+    /// Whether the owner should stop reading now.
+    var wantsPause: Bool { self.state.withLockedValue { $0.askedToPause } }
+
+    /// Queues a chunk. Never blocks.
+    func enqueue(_ chunk: ByteBuffer) {
+        let (waiter, pause) = self.state.withLockedValue { state -> (CheckedContinuation<Void, Never>?, Bool) in
+            guard !state.isFinishing, !state.isAbandoned, !state.hasFailed else { return (nil, false) }
+            state.pending.append(chunk)
+            state.pendingBytes += chunk.readableBytes
+            let waiter = state.waiter
+            state.waiter = nil
+            if state.pendingBytes >= Self.highWater, !state.askedToPause {
+                state.askedToPause = true
+                return (waiter, true)
+            }
+            return (waiter, false)
+        }
+        waiter?.resume()
+        if pause { self.events(.pause) }
+    }
+
+    /// Writes what is queued, closes the file and returns its size.
+    /// - Throws: The write's or close's error.
+    func finish() async throws -> Int64 {
+        let waiter = self.state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            state.isFinishing = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+        return try await self.writing.value
+    }
+
+    /// Stops writing, drops what is queued, closes the file and removes it.
+    func abandon() async {
+        let waiter = self.state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            state.isAbandoned = true
+            state.pending.removeAll()
+            state.pendingBytes = 0
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+        _ = try? await self.writing.value
+        try? FileManager.default.removeItem(at: self.url)
+    }
+
+    // MARK: The writing task
+
+    private static func write(
+        to path: FilePath,
+        keepingFirst offset: Int64?,
+        state: NIOLockedValueBox<State>,
+        events: @escaping @Sendable (Event) -> Void
+    ) async throws -> Int64 {
+        let handle: WriteFileHandle
+        if let offset {
+            handle = try await FileSystem.shared.openFile(forWritingAt: path, options: .modifyFile(createIfNecessary: false))
+            let size = try await handle.info().size
+            guard size >= offset else {
+                try? await handle.close()
+                throw CourierError(.fileSystemFailure, "the partial download \(path) holds \(size) bytes, not the \(offset) its resume data names")
+            }
+            try await handle.resize(to: .bytes(offset))
+        } else {
+            handle = try await FileSystem.shared.openFile(forWritingAt: path, options: .newFile(replaceExisting: true))
+        }
+        var written = offset ?? 0
+        do {
+            var writer = handle.bufferedWriter(startingAtAbsoluteOffset: written, capacity: .mebibytes(1))
+            while let batch = await Self.nextBatch(state, events: events) {
+                for chunk in batch {
+                    written += try await writer.write(contentsOf: chunk)
+                }
+            }
+            if state.withLockedValue({ $0.isAbandoned }) {
+                try await handle.close()
+                return written
+            }
+            try await writer.flush()
+            try await handle.close()
+            return written
+        } catch {
+            try? await handle.close()
+            throw error
+        }
+    }
+
+    /// Waits for chunks; returns all that are queued, or nil once finishing with nothing left or
+    /// abandoned. Asks the owner to resume reading when the queue drops below ``lowWater``.
+    private static func nextBatch(_ state: NIOLockedValueBox<State>, events: @Sendable (Event) -> Void) async -> [ByteBuffer]? {
+        while true {
+            enum Step { case batch([ByteBuffer], resume: Bool), end, wait }
+            let step = state.withLockedValue { state -> Step in
+                if state.isAbandoned { return .end }
+                if !state.pending.isEmpty {
+                    let batch = Array(state.pending)
+                    state.pending.removeAll(keepingCapacity: true)
+                    state.pendingBytes = 0
+                    let resume = state.askedToPause
+                    state.askedToPause = false
+                    return .batch(batch, resume: resume)
+                }
+                return state.isFinishing ? .end : .wait
+            }
+            switch step {
+            case .batch(let batch, let resume):
+                if resume { events(.resume) }
+                return batch
+            case .end:
+                return nil
+            case .wait:
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let ready = state.withLockedValue { state -> Bool in
+                        if state.isAbandoned || state.isFinishing || !state.pending.isEmpty { return true }
+                        state.waiter = continuation
+                        return false
+                    }
+                    if ready { continuation.resume() }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import HTTPTypes
+
+/// What a cancelled or interrupted download leaves to continue from: the request, the bytes
+/// already on disk, and the validators that prove the resource has not changed since (URLSession's
+/// resume data, as a value).
+///
+/// Get one from ``DownloadTask/cancel(byProducingResumeData:)`` or from the
+/// ``CourierError/resumeData`` of a download that failed after it had started receiving, and hand
+/// its ``data`` (or the value) to ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)``.
+/// The continuation asks for the rest with `Range` and `If-Range`; a server that ignores the range,
+/// or whose resource changed, sends it all again and the download restarts cleanly.
+///
+/// The bytes so far live in a file in the temporary directory (``temporaryFileURL``); it is yours
+/// once you hold resume data: resume from it or call ``discard()``.
+public struct ResumeData: Sendable, Hashable, Codable {
+    /// The URL that answered (after redirects).
+    public var url: URL
+    /// The request's method.
+    public var method: String
+    /// The request's header fields, as name-value pairs (without `Range` and `If-Range`).
+    public var headerFields: [[String]]
+    /// The file holding the bytes received so far.
+    public var temporaryFileURL: URL
+    /// How many bytes of the body the file holds.
+    public var bytesReceived: Int64
+    /// The whole body's length, when the server said.
+    public var expectedLength: Int64?
+    /// The response's strong `ETag`, if it had one.
+    public var entityTag: String?
+    /// The response's `Last-Modified`, if it had one.
+    public var lastModified: String?
+
+    /// Reads resume data made by ``data``.
+    /// - Throws: ``CourierError/Code/invalidRequest`` when the bytes are not Courier resume data.
+    public init(data: Data) throws(CourierError) {
+        do {
+            self = try JSONDecoder().decode(ResumeData.self, from: data)
+        } catch {
+            throw CourierError(.invalidRequest, "the resume data cannot be read", underlyingError: error)
+        }
+    }
+
+    init(
+        request: Request, temporaryFileURL: URL, bytesReceived: Int64, expectedLength: Int64?,
+        entityTag: String?, lastModified: String?
+    ) {
+        self.url = request.url
+        self.method = request.method.rawValue
+        self.headerFields = request.headerFields
+            .filter { $0.name != .range && $0.name != .ifRange }
+            .map { [$0.name.rawName, $0.value] }
+        self.temporaryFileURL = temporaryFileURL
+        self.bytesReceived = bytesReceived
+        self.expectedLength = expectedLength
+        self.entityTag = entityTag
+        self.lastModified = lastModified
+    }
+
+    /// The resume data as bytes, to store or to pass to `downloadTask(withResumeData:…)`.
+    public var data: Data {
+        // Encoding a struct of strings, URLs and integers cannot fail.
+        (try? JSONEncoder().encode(self)) ?? Data()
+    }
+
+    /// Removes the partial file; the resume data is of no use afterwards.
+    public func discard() {
+        try? FileManager.default.removeItem(at: self.temporaryFileURL)
+    }
+
+    /// The validator for `If-Range`: the strong entity tag, else the modification date.
+    var ifRangeValue: String? { self.entityTag ?? self.lastModified }
+
+    /// The request that asks for the rest of the body, or for all of it when the partial file is
+    /// gone or shorter than recorded.
+    func continuationRequest() -> (request: Request, offset: Int64?) {
+        var fields = HTTPFields()
+        for pair in self.headerFields where pair.count == 2 {
+            if let name = HTTPField.Name(pair[0]) { fields.append(HTTPField(name: name, value: pair[1])) }
+        }
+        var request = Request(method: HTTPRequest.Method(self.method) ?? .get, url: self.url, headerFields: fields)
+        let size = (try? FileManager.default.attributesOfItem(atPath: self.temporaryFileURL.path)[.size] as? NSNumber)?.int64Value
+        guard let size, size >= self.bytesReceived, self.bytesReceived > 0, let validator = self.ifRangeValue else {
+            return (request, nil)
+        }
+        request.headerFields[.range] = "bytes=\(self.bytesReceived)-"
+        request.headerFields[.ifRange] = validator
+        return (request, self.bytesReceived)
+    }
+
+    /// Whether a response can be resumed later: it is a 200 or 206 that names a strong entity tag
+    /// or a modification date, and does not refuse ranges.
+    static func validators(of response: HTTPResponse) -> (entityTag: String?, lastModified: String?)? {
+        guard response.status.code == 200 || response.status.code == 206 else { return nil }
+        if response.headerFields[.acceptRanges]?.lowercased() == "none" { return nil }
+        let tag = response.headerFields[.eTag].flatMap { $0.hasPrefix("W/") ? nil : $0 }
+        let modified = response.headerFields[.lastModified]
+        guard tag != nil || modified != nil else { return nil }
+        return (tag, modified)
+    }
+}

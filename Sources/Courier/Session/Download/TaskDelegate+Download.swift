@@ -1,0 +1,229 @@
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// What a download task does with its body.
+struct DownloadPlan: Sendable {
+    /// Where the file goes at the end; nil keeps it in the temporary directory.
+    var destination: DownloadDestination?
+    /// The partial file and how many of its bytes to keep, when the request continues earlier
+    /// resume data with `Range`.
+    var continuation: (file: URL, offset: Int64)?
+}
+
+extension TaskDelegate {
+    // MARK: Response head
+
+    /// Opens the download's file for the final response: a new one, or the partial one when a 206
+    /// continues it. A 206 that starts elsewhere, or a 416, ends the task.
+    func downloadDidReceive(_ response: HTTPResponse, url: URL, plan: DownloadPlan) -> ResponseDisposition {
+        let request = self.state.withLockedValue { $0.currentRequest }
+        var file = DownloadDestination.temporaryFileURL(in: self.manager.configuration.downloadDirectory)
+        var kept: Int64?
+        var expected = response.expectedContentLength ?? -1
+        if let continuation = plan.continuation {
+            file = continuation.file
+            switch response.status.code {
+            case 206:
+                let value = response.headerFields[.contentRange]
+                guard let range = value.flatMap(ContentRange.init), range.first == continuation.offset else {
+                    return self.refuseDownload(
+                        CourierError(
+                            .invalidResponse,
+                            "\(request.summary): asked to resume after \(continuation.offset) bytes, the server sent Content-Range \(value ?? "(none)")",
+                            request: request, response: response))
+                }
+                kept = continuation.offset
+                expected = range.completeLength ?? response.expectedContentLength.map { $0 + continuation.offset } ?? -1
+            case 416:
+                return self.refuseDownload(
+                    CourierError(
+                        .invalidResponse, "\(request.summary): the server cannot send the rest (416): the resume data is stale",
+                        request: request, response: response))
+            default:
+                // The whole body again (the server ignored the range, or the resource changed):
+                // the partial file is rewritten from the start.
+                break
+            }
+        }
+        let writer = DownloadFileWriter(url: file, keepingFirst: kept) { [weak self] event in
+            self?.downloadWriter(event)
+        }
+        let validators = ResumeData.validators(of: response)
+        self.state.withLockedValue { state in
+            state.response = response
+            state.responseURL = url
+            state.countOfBytesReceived = kept ?? 0
+            state.countOfBytesExpectedToReceive = expected
+            state.downloadProgress?.totalUnitCount = expected
+            state.downloadProgress?.completedUnitCount = kept ?? 0
+            state.downloadFile = writer
+            state.resumeValidators = validators
+        }
+        return .allow
+    }
+
+    /// Ends the task with `error` instead of the plain cancellation the engine reports.
+    private func refuseDownload(_ error: CourierError) -> ResponseDisposition {
+        self.state.withLockedValue { $0.downloadFailure = $0.downloadFailure ?? error }
+        return .cancel
+    }
+
+    // MARK: Body
+
+    /// Hands a chunk to the file writer and reports progress.
+    func downloadDidReceive(_ chunk: ByteBuffer) {
+        let bytes = Int64(chunk.readableBytes)
+        let wantsProgress = self.downloadProgressHandler != nil
+        let (writer, progress, total, expected, task) = self.state.withLockedValue { state in
+            state.countOfBytesReceived += bytes
+            if wantsProgress, state.downloadProgress == nil {
+                let progress = Progress(parent: nil, userInfo: nil)
+                progress.totalUnitCount = state.countOfBytesExpectedToReceive
+                state.downloadProgress = progress
+            }
+            state.downloadProgress?.completedUnitCount = state.countOfBytesReceived
+            return (state.downloadFile, state.downloadProgress, state.countOfBytesReceived, state.countOfBytesExpectedToReceive, state.task)
+        }
+        writer?.enqueue(chunk)
+        if let progress { self.downloadProgressHandler?(progress) }
+        if let hook = self.hooks.downloadTaskDidWriteData, let task = task as? DownloadTask {
+            hook(self.manager, task, bytes, total, expected)
+        }
+    }
+
+    /// The writer asks to pause or read on, or says that writing failed.
+    func downloadWriter(_ event: DownloadFileWriter.Event) {
+        switch event {
+        case .pause, .resume:
+            self.applyReceiveWish()
+        case .failed(let underlying):
+            let (exchange, failure) = self.state.withLockedValue { state -> ((any Exchange)?, CourierError) in
+                let path = state.downloadFile?.url.path ?? "the download's file"
+                let failure = CourierError(
+                    .fileSystemFailure, "\(state.currentRequest.summary): writing \(path) failed",
+                    request: state.currentRequest, response: state.response, underlyingError: underlying)
+                state.downloadFailure = state.downloadFailure ?? failure
+                return (state.exchange, failure)
+            }
+            exchange?.cancel(with: failure)
+        }
+    }
+
+    // MARK: Completion
+
+    /// Ends a download: the file is finished and moved (or kept as resume data, or removed), then
+    /// the handler, hooks and notifications run as for any task.
+    func completeDownload(with engineError: CourierError?) {
+        struct Ending: @unchecked Sendable {
+            // @unchecked: `task` is a thread-safe class; the rest are values.
+            var task: SessionTask
+            var writer: DownloadFileWriter?
+            var error: CourierError?
+            var request: Request
+            var response: HTTPResponse?
+            var validators: (entityTag: String?, lastModified: String?)?
+            var resumeDataHandler: (@Sendable (ResumeData?) -> Void)?
+            var expected: Int64
+        }
+        let ending = self.state.withLockedValue { state -> Ending? in
+            guard state.lifecycle.complete(), let task = state.task else { return nil }
+            defer {
+                state.downloadFile = nil
+                state.exchange = nil
+                state.resumeDataHandler = nil
+            }
+            return Ending(
+                task: task, writer: state.downloadFile, error: state.downloadFailure ?? engineError,
+                request: state.currentRequest, response: state.response, validators: state.resumeValidators,
+                resumeDataHandler: state.resumeDataHandler, expected: state.countOfBytesExpectedToReceive)
+        }
+        guard let ending else { return }
+        let plan = self.download ?? DownloadPlan()
+        _Concurrency.Task.detached {
+            var error = ending.error?.adding(request: ending.request, response: ending.response)
+            var fileURL: URL?
+            var resumeData: ResumeData?
+            if let writer = ending.writer {
+                if error == nil {
+                    (fileURL, error) = await self.finishFile(writer, plan: plan, ending.task, request: ending.request, response: ending.response)
+                } else if let validators = ending.validators, ending.resumeDataHandler != nil || error.map(Self.leavesResumeData) == true {
+                    resumeData = await Self.keepPartialFile(writer, request: ending.request, expected: ending.expected, validators: validators)
+                } else {
+                    await writer.abandon()
+                }
+            } else if ending.error != nil, let partial = plan.continuation?.file, self.state.withLockedValue({ $0.downloadFailure }) != nil {
+                // The server would not continue: the partial file is of no use.
+                try? FileManager.default.removeItem(at: partial)
+            }
+            error?.resumeData = resumeData
+            ending.resumeDataHandler?(resumeData)
+            self.deliverDownload(ending.task, request: ending.request, response: ending.response, fileURL: fileURL, error: error)
+        }
+    }
+
+    /// Which failures leave resume data without being asked: the connection failed after part of
+    /// the body had arrived.
+    static func leavesResumeData(_ error: CourierError) -> Bool {
+        [.connectionClosed, .connectionFailed, .timedOut].contains(error.code)
+    }
+
+    /// Closes the file and moves it to the destination; on failure the file is removed.
+    private func finishFile(
+        _ writer: DownloadFileWriter, plan: DownloadPlan, _ task: SessionTask, request: Request, response: HTTPResponse?
+    ) async -> (URL?, CourierError?) {
+        do {
+            _ = try await writer.finish()
+        } catch {
+            try? FileManager.default.removeItem(at: writer.url)
+            return (nil, error.asCourierError(.fileSystemFailure, "\(request.summary): writing \(writer.url.path) failed", request: request))
+        }
+        guard let destination = plan.destination, let response else { return (writer.url, nil) }
+        do throws(CourierError) {
+            let moved = try destination.move(writer.url, response: response, request: request)
+            NotificationCenter.default.post(name: .downloadTaskDidMoveFile, object: task)
+            return (moved, nil)
+        } catch {
+            try? FileManager.default.removeItem(at: writer.url)
+            NotificationCenter.default.post(name: .downloadTaskDidFailToMoveFile, object: task, userInfo: [TaskDidCompleteKey.error: error])
+            return (nil, error)
+        }
+    }
+
+    /// Closes the partial file and describes it as resume data; removes it when nothing is in it.
+    private static func keepPartialFile(
+        _ writer: DownloadFileWriter, request: Request, expected: Int64,
+        validators: (entityTag: String?, lastModified: String?)
+    ) async -> ResumeData? {
+        guard let size = try? await writer.finish(), size > 0 else {
+            await writer.abandon()
+            return nil
+        }
+        return ResumeData(
+            request: request, temporaryFileURL: writer.url, bytesReceived: size, expectedLength: expected >= 0 ? expected : nil,
+            entityTag: validators.entityTag, lastModified: validators.lastModified)
+    }
+
+    /// Records the end, drops the task from the registry and reports to whoever waits.
+    private func deliverDownload(_ task: SessionTask, request: Request, response: HTTPResponse?, fileURL: URL?, error: CourierError?) {
+        self.state.withLockedValue { state in
+            state.error = error
+            if error == nil {
+                if state.countOfBytesExpectedToReceive < 0 { state.countOfBytesExpectedToReceive = state.countOfBytesReceived }
+                state.downloadProgress?.totalUnitCount = state.countOfBytesExpectedToReceive
+                state.downloadProgress?.completedUnitCount = state.countOfBytesReceived
+            }
+        }
+        self.manager.taskDidFinish(self)
+        let outcome = TaskOutcome(request: request, response: response, data: nil, error: error, fileURL: fileURL)
+        switch self.completion {
+        case .outcome(let deliver):
+            deliver(outcome)
+        case .download(let handler):
+            self.manager.completeDownload(task, outcome: outcome, handler: handler)
+        case .handler, .none:
+            self.manager.completeDownload(task, outcome: outcome, handler: nil)
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Dispatch
+import NIOConcurrencyHelpers
+import Foundation
+import HTTPTypes
+
+extension SessionManager {
+    /// Makes a download task, suspended (AFNetworking's
+    /// `downloadTaskWithRequest:progress:destination:completionHandler:`).
+    ///
+    /// The body goes to a file in the temporary directory as it arrives; at the end `destination`
+    /// names the final place and the file is moved there (``Foundation/Notification/Name/downloadTaskDidMoveFile``
+    /// or ``Foundation/Notification/Name/downloadTaskDidFailToMoveFile`` is posted). Any status
+    /// code gives a file, as with URLSession: check the response's status.
+    ///
+    /// - Parameters:
+    ///   - request: The request; the configuration's additional headers are added where missing.
+    ///   - progress: Called on an engine thread as body bytes arrive.
+    ///   - destination: Where the file goes; nil leaves it in the temporary directory, yours to
+    ///     move or remove.
+    ///   - completionHandler: Called once on the ``completionQueue`` with the response, the file's
+    ///     final URL and the error, if any. A failure after part of the body arrived from a server
+    ///     that allows resuming carries ``CourierError/resumeData``.
+    /// - Returns: The task; call ``SessionTask/resume()`` to start it.
+    public func downloadTask(
+        with request: Request,
+        progress: (@Sendable (Progress) -> Void)? = nil,
+        destination: DownloadDestination? = nil,
+        completionHandler: (@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)?
+    ) -> DownloadTask {
+        let completion: TaskCompletion = completionHandler.map { .download($0) } ?? .none
+        return self.makeTask(
+            DownloadTask.self, request: request, completion: completion, uploadProgress: nil, downloadProgress: progress,
+            download: DownloadPlan(destination: destination))
+    }
+
+    /// Makes a download task that continues an earlier one, suspended (AFNetworking's
+    /// `downloadTaskWithResumeData:progress:destination:completionHandler:`).
+    ///
+    /// It asks for the rest with `Range` and `If-Range`. A 206 that continues where the partial
+    /// file ends is appended to it; a 200 (the server ignored the range, or the resource changed)
+    /// rewrites the file from the start; a 206 elsewhere or a 416 fails with
+    /// ``CourierError/Code/invalidResponse`` and removes the partial file. When the partial file
+    /// is gone, the download starts over.
+    ///
+    /// - Parameter resumeData: ``ResumeData/data`` from an earlier download.
+    /// - Throws: ``CourierError/Code/invalidRequest`` when `resumeData` is not Courier resume data.
+    public func downloadTask(
+        withResumeData resumeData: Data,
+        progress: (@Sendable (Progress) -> Void)? = nil,
+        destination: DownloadDestination? = nil,
+        completionHandler: (@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)?
+    ) throws(CourierError) -> DownloadTask {
+        let resume = try ResumeData(data: resumeData)
+        return self.downloadTask(withResumeData: resume, progress: progress, destination: destination, completionHandler: completionHandler)
+    }
+
+    /// Makes a download task that continues an earlier one, suspended; see
+    /// ``downloadTask(withResumeData:progress:destination:completionHandler:)-(Data,_,_,_)``.
+    public func downloadTask(
+        withResumeData resumeData: ResumeData,
+        progress: (@Sendable (Progress) -> Void)? = nil,
+        destination: DownloadDestination? = nil,
+        completionHandler: (@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)?
+    ) -> DownloadTask {
+        let (request, offset) = resumeData.continuationRequest()
+        let completion: TaskCompletion = completionHandler.map { .download($0) } ?? .none
+        let plan = DownloadPlan(destination: destination, continuation: offset.map { (resumeData.temporaryFileURL, $0) })
+        return self.makeTask(
+            DownloadTask.self, request: request, completion: completion, uploadProgress: nil, downloadProgress: progress, download: plan)
+    }
+
+    /// Downloads `request`'s body to a file and returns where it is.
+    ///
+    /// Cancelling the calling task cancels the download; the error then carries
+    /// ``CourierError/resumeData`` when the download can be continued.
+    /// - Throws: ``CourierError``: a transport failure, a file that could not be written or moved.
+    public func download(
+        _ request: Request,
+        to destination: DownloadDestination? = nil,
+        progress: (@Sendable (Progress) -> Void)? = nil
+    ) async throws(CourierError) -> DownloadResponse {
+        let (task, outcome) = await self.run(
+            DownloadTask.self, request: request, uploadProgress: nil, downloadProgress: progress,
+            download: DownloadPlan(destination: destination))
+        return try self.finishDownload(task, outcome: outcome)
+    }
+
+    /// Continues a download from its resume data; see
+    /// ``downloadTask(withResumeData:progress:destination:completionHandler:)-(Data,_,_,_)``.
+    public func download(
+        resumingFrom resumeData: ResumeData,
+        to destination: DownloadDestination? = nil,
+        progress: (@Sendable (Progress) -> Void)? = nil
+    ) async throws(CourierError) -> DownloadResponse {
+        let (request, offset) = resumeData.continuationRequest()
+        let plan = DownloadPlan(destination: destination, continuation: offset.map { (resumeData.temporaryFileURL, $0) })
+        let (task, outcome) = await self.run(
+            DownloadTask.self, request: request, uploadProgress: nil, downloadProgress: progress, download: plan)
+        return try self.finishDownload(task, outcome: outcome)
+    }
+
+    /// Runs the completion hook, posts the notification and returns the file or the error.
+    private func finishDownload(_ task: SessionTask, outcome: TaskOutcome) throws(CourierError) -> DownloadResponse {
+        self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
+        self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
+        if let error = outcome.error { throw error }
+        guard let response = outcome.response, let fileURL = outcome.fileURL else {
+            throw CourierError(.internalInconsistency, "\(outcome.request.summary): a download ended with no file and no error", request: outcome.request)
+        }
+        return DownloadResponse(request: outcome.request, response: response, fileURL: fileURL)
+    }
+
+    /// Calls a finished download's handler on the completion queue inside the completion group,
+    /// then posts the notification.
+    func completeDownload(
+        _ task: SessionTask,
+        outcome: TaskOutcome,
+        handler: (@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)?
+    ) {
+        let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? .main, $0.completionGroup) }
+        group?.enter()
+        self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
+        queue.async {
+            handler?(outcome.response, outcome.fileURL, outcome.error)
+            self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
+            group?.leave()
+        }
+    }
+}

@@ -1,0 +1,144 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@Suite("Resuming downloads")
+struct DownloadResumeTests {
+    /// Resume data for `/range/{total}` after `kept` bytes, with the partial file written.
+    private func partial(_ server: TestServer, total: Int, kept: Int, entityTag: String?, in folder: URL) throws -> ResumeData {
+        let file = folder.appendingPathComponent("partial.tmp")
+        try alphabet(total).prefix(kept).write(to: file)
+        return ResumeData(
+            request: Request(url: server.url("/range/\(total)")), temporaryFileURL: file, bytesReceived: Int64(kept),
+            expectedLength: Int64(total), entityTag: entityTag, lastModified: nil)
+    }
+
+    @Test func aMatchingValidatorContinuesWithA206() async throws {
+        try await withScratchDirectory { folder in
+            try await withTestServer(TestServer.Configuration.recording) { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    let resume = try self.partial(server, total: 5000, kept: 1200, entityTag: "\"range5000\"", in: folder)
+                    let decoded = try ResumeData(data: resume.data)
+                    #expect(decoded == resume, "resume data survives its byte form")
+                    let target = folder.appendingPathComponent("whole.bin")
+                    let fractions = Recorder<Double>()
+                    let download = try await manager.download(
+                        resumingFrom: decoded, to: DownloadDestination { _, _ in target }, progress: { fractions.append($0.fractionCompleted) })
+                    #expect(download.response.status == .partialContent)
+                    #expect(try Data(contentsOf: target) == alphabet(5000))
+                    let sent = server.receivedRequests.last
+                    #expect(sent?.value(forHTTPHeaderField: "Range") == "bytes=1200-")
+                    #expect(sent?.value(forHTTPHeaderField: "If-Range") == "\"range5000\"")
+                    #expect(fractions.all.first.map { $0 > 0.2 } == true, "progress starts from the bytes kept")
+                    #expect(fractions.all.last == 1.0)
+                    #expect(!FileManager.default.fileExists(atPath: resume.temporaryFileURL.path), "the partial file became the download")
+                }
+            }
+        }
+    }
+
+    @Test func aChangedResourceRestartsCleanly() async throws {
+        try await withScratchDirectory { folder in
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    let resume = try self.partial(server, total: 3000, kept: 1000, entityTag: "\"another-version\"", in: folder)
+                    // Spoil the kept bytes: a restart must not keep any of them.
+                    try Data(repeating: UInt8(ascii: "!"), count: 1000).write(to: resume.temporaryFileURL)
+                    let download = try await manager.download(resumingFrom: resume)
+                    #expect(download.response.status == .ok)
+                    #expect(try Data(contentsOf: download.fileURL) == alphabet(3000))
+                }
+            }
+        }
+    }
+
+    @Test func aMissingPartialFileStartsOver() async throws {
+        try await withScratchDirectory { folder in
+            try await withTestServer(TestServer.Configuration.recording) { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    let resume = try self.partial(server, total: 2000, kept: 700, entityTag: "\"range2000\"", in: folder)
+                    resume.discard()
+                    let download = try await manager.download(resumingFrom: resume)
+                    #expect(download.response.status == .ok)
+                    #expect(server.receivedRequests.last?.value(forHTTPHeaderField: "Range") == nil)
+                    #expect(try Data(contentsOf: download.fileURL) == alphabet(2000))
+                }
+            }
+        }
+    }
+
+    @Test func a206ElsewhereFailsAndRemovesThePartialFile() async throws {
+        try await withScratchDirectory { folder in
+            try await withTestServer { server in
+                server.route("/wrong-range") { _ in
+                    TestServer.Response(
+                        status: .partialContent,
+                        headerFields: [.contentRange: "bytes 0-9/100", .eTag: "\"v\""],
+                        body: Data(repeating: 0, count: 10))
+                }
+                try await withManager(baseURL: server.baseURL) { manager in
+                    let file = folder.appendingPathComponent("partial.tmp")
+                    try Data(repeating: 1, count: 50).write(to: file)
+                    let resume = ResumeData(
+                        request: Request(url: server.url("/wrong-range")), temporaryFileURL: file, bytesReceived: 50,
+                        expectedLength: 100, entityTag: "\"v\"", lastModified: nil)
+                    let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+                    #expect(error?.code == .invalidResponse)
+                    #expect(error?.message.contains("Content-Range bytes 0-9/100") == true)
+                    #expect(await eventually { !FileManager.default.fileExists(atPath: file.path) })
+                }
+            }
+        }
+    }
+
+    @Test func aStaleRangeFailsWith416() async throws {
+        try await withScratchDirectory { folder in
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    // More bytes kept than the resource now has: the server cannot send "the rest".
+                    let resume = try self.partial(server, total: 900, kept: 900, entityTag: "\"range900\"", in: folder)
+                    let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+                    #expect(error?.code == .invalidResponse)
+                    #expect(error?.response?.status == .rangeNotSatisfiable)
+                }
+            }
+        }
+    }
+
+    @Test func resumeDataThatIsNotCouriersIsATypedError() throws {
+        let manager = SessionManager(engine: RefusingEngine())
+        #expect(throws: CourierError.self) {
+            _ = try manager.downloadTask(withResumeData: Data("not resume data".utf8), completionHandler: nil)
+        }
+    }
+
+    @Test func validatorsDecideWhetherAResponseCanBeResumed() {
+        func response(_ status: Int, _ fields: HTTPFields) -> HTTPResponse { HTTPResponse(status: .init(code: status), headerFields: fields) }
+        #expect(ResumeData.validators(of: response(200, [.eTag: "\"a\""]))?.entityTag == "\"a\"")
+        #expect(ResumeData.validators(of: response(200, [.lastModified: "Sat, 21 Nov 2026 10:00:00 GMT"]))?.lastModified != nil)
+        #expect(ResumeData.validators(of: response(200, [.eTag: "W/\"weak\""])) == nil, "a weak tag cannot be used with If-Range")
+        #expect(ResumeData.validators(of: response(200, [.eTag: "\"a\"", .acceptRanges: "none"])) == nil)
+        #expect(ResumeData.validators(of: response(200, [:])) == nil)
+        #expect(ResumeData.validators(of: response(500, [.eTag: "\"a\""])) == nil)
+    }
+
+    @Test func contentRangeParsing() {
+        #expect(ContentRange("bytes 10-19/100") == ContentRange(first: 10, last: 19, completeLength: 100))
+        #expect(ContentRange("bytes 10-19/*")?.completeLength == nil)
+        #expect(ContentRange("bytes */100") == nil)
+        #expect(ContentRange("bytes 20-10/100") == nil)
+        #expect(ContentRange("bytes 10-100/100") == nil)
+        #expect(ContentRange("items 1-2/3") == nil)
+    }
+}
+
+extension TestServer.Configuration {
+    /// A server that keeps every request for ``TestServer/receivedRequests``.
+    static var recording: TestServer.Configuration {
+        var configuration = TestServer.Configuration()
+        configuration.recordsRequests = true
+        return configuration
+    }
+}

@@ -1,0 +1,189 @@
+import Courier
+import CourierTesting
+import Dispatch
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import Testing
+
+/// A fresh folder for one test, removed afterwards.
+func withScratchDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("courier-tests-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try await body(url)
+}
+
+/// The files in `directory`, by name.
+func contents(of directory: URL) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
+}
+
+/// What httpbin's `/range/{n}` sends: `abc…z` repeated.
+func alphabet(_ count: Int) -> Data {
+    Data((0..<count).map { UInt8(ascii: "a") + UInt8($0 % 26) })
+}
+
+@Suite("Download tasks over a real socket")
+struct DownloadTaskTests {
+    /// A configuration whose downloads are written in `directory`.
+    private func configuration(_ directory: URL) -> SessionConfiguration {
+        var configuration = SessionConfiguration.default
+        configuration.downloadDirectory = directory
+        return configuration
+    }
+
+    @Test func bodyGoesToTheDestinationWithProgressAndNotifications() async throws {
+        try await withScratchDirectory { folder in
+            let spool = folder.appendingPathComponent("spool")
+            try FileManager.default.createDirectory(at: spool, withIntermediateDirectories: true)
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL, configuration: self.configuration(spool)) { manager in
+                    let target = folder.appendingPathComponent("a/b/file.bin")
+                    let fractions = Recorder<Double>()
+                    // Other tests run at the same time: count only this test's notifications.
+                    let moved = Recorder<Int>()
+                    let observer = NotificationCenter.default.addObserver(forName: .downloadTaskDidMoveFile, object: nil, queue: nil) { note in
+                        if let task = note.object as? DownloadTask, task.originalRequest.url.port == server.port { moved.append(task.taskIdentifier) }
+                    }
+                    defer { NotificationCenter.default.removeObserver(observer) }
+                    let completed = Recorder<URL>()
+                    let completeObserver = NotificationCenter.default.addObserver(forName: .taskDidComplete, object: nil, queue: nil) { note in
+                        if let url = note.userInfo?[TaskDidCompleteKey.assetPath] as? URL, url == target { completed.append(url) }
+                    }
+                    defer { NotificationCenter.default.removeObserver(completeObserver) }
+
+                    let result: (HTTPResponse?, URL?, CourierError?) = await awaitCallback { finish in
+                        let task = manager.downloadTask(
+                            with: Request(url: server.url("/range/60000")),
+                            progress: { fractions.append($0.fractionCompleted) },
+                            destination: DownloadDestination { _, _ in target }
+                        ) { response, url, error in
+                            #expect(DispatchQueue.getSpecific(key: TestQueues.key) == "completion")
+                            finish((response, url, error))
+                        }
+                        #expect(manager.downloadTasks.map(\.taskIdentifier) == [task.taskIdentifier])
+                        task.resume()
+                    }
+                    #expect(result.2 == nil)
+                    #expect(result.0?.status == .ok)
+                    #expect(result.1 == target)
+                    let written = try Data(contentsOf: target)
+                    #expect(written == alphabet(60000))
+                    #expect(moved.count == 1)
+                    #expect(await eventually { completed.all == [target] })
+                    #expect(contents(of: spool).isEmpty, "nothing is left in the download folder")
+                    let seen = fractions.all
+                    #expect(!seen.isEmpty)
+                    #expect(zip(seen, seen.dropFirst()).allSatisfy { $0 <= $1 }, "progress never goes backwards")
+                    #expect(seen.last == 1.0)
+                    #expect(await eventually { manager.tasks.isEmpty })
+                }
+            }
+        }
+    }
+
+    @Test func withoutDestinationTheFileStaysInTheDownloadFolder() async throws {
+        try await withScratchDirectory { folder in
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL, configuration: self.configuration(folder)) { manager in
+                    let download = try await manager.download(Request(url: server.url("/range/1000")))
+                    #expect(download.fileURL.deletingLastPathComponent().standardizedFileURL.path == folder.standardizedFileURL.path)
+                    #expect(try Data(contentsOf: download.fileURL) == alphabet(1000))
+                    #expect(download.response.status == .ok)
+                }
+            }
+        }
+    }
+
+    @Test func anExistingFileIsKeptUnlessReplacingIsAsked() async throws {
+        try await withScratchDirectory { folder in
+            let spool = folder.appendingPathComponent("spool")
+            try FileManager.default.createDirectory(at: spool, withIntermediateDirectories: true)
+            let target = folder.appendingPathComponent("existing.bin")
+            try Data("keep me".utf8).write(to: target)
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL, configuration: self.configuration(spool)) { manager in
+                    let failed = Recorder<CourierError>()
+                    let observer = NotificationCenter.default.addObserver(forName: .downloadTaskDidFailToMoveFile, object: nil, queue: nil) { note in
+                        if let error = note.userInfo?[TaskDidCompleteKey.error] as? CourierError, error.message.contains(target.path) {
+                            failed.append(error)
+                        }
+                    }
+                    defer { NotificationCenter.default.removeObserver(observer) }
+
+                    let error = await #expect(throws: CourierError.self) {
+                        try await manager.download(Request(url: server.url("/range/100")), to: DownloadDestination { _, _ in target })
+                    }
+                    #expect(error?.code == .fileSystemFailure)
+                    #expect(error?.message.contains(target.path) == true)
+                    #expect(try Data(contentsOf: target) == Data("keep me".utf8))
+                    #expect(failed.count == 1)
+                    #expect(contents(of: spool).isEmpty, "the downloaded file is removed")
+
+                    let replaced = try await manager.download(
+                        Request(url: server.url("/range/100")),
+                        to: DownloadDestination(options: [.removePreviousFile]) { _, _ in target })
+                    #expect(replaced.fileURL == target)
+                    #expect(try Data(contentsOf: target) == alphabet(100))
+                }
+            }
+        }
+    }
+
+    @Test func anUnwritableDestinationFailsAndLeavesNothing() async throws {
+        try await withScratchDirectory { folder in
+            let spool = folder.appendingPathComponent("spool")
+            try FileManager.default.createDirectory(at: spool, withIntermediateDirectories: true)
+            let blocker = folder.appendingPathComponent("not-a-folder")
+            try Data().write(to: blocker)
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL, configuration: self.configuration(spool)) { manager in
+                    let target = blocker.appendingPathComponent("file.bin")
+                    let error = await #expect(throws: CourierError.self) {
+                        try await manager.download(Request(url: server.url("/range/100")), to: DownloadDestination { _, _ in target })
+                    }
+                    #expect(error?.code == .fileSystemFailure)
+                    #expect(!FileManager.default.fileExists(atPath: target.path))
+                    #expect(contents(of: spool).isEmpty)
+                }
+            }
+        }
+    }
+
+    @Test func aFolderThatCannotHoldTheDownloadFailsTyped() async throws {
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.downloadDirectory = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)")
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                let error = await #expect(throws: CourierError.self) {
+                    try await manager.download(Request(url: server.url("/range/100")))
+                }
+                #expect(error?.code == .fileSystemFailure)
+            }
+        }
+    }
+
+    @Test func anyStatusGivesAFileAsWithURLSession() async throws {
+        try await withScratchDirectory { folder in
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL, configuration: self.configuration(folder)) { manager in
+                    let download = try await manager.download(Request(url: server.url("/status/418")))
+                    #expect(download.response.status.code == 418)
+                    #expect(try Data(contentsOf: download.fileURL) == Data("I'm a teapot\n".utf8))
+                }
+            }
+        }
+    }
+
+    @Test func cancellingBeforeResumeGivesNoResumeData() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let task = manager.downloadTask(with: Request(url: server.url("/range/100")), completionHandler: nil)
+                let resumeData = await task.cancelProducingResumeData()
+                #expect(resumeData == nil)
+                #expect(await eventually { manager.tasks.isEmpty })
+            }
+        }
+    }
+}
