@@ -187,3 +187,33 @@ struct DownloadTaskTests {
         }
     }
 }
+
+/// A tiny file system (`.ci/run` mounts a 1 MiB tmpfs and names it in `COURIER_TINY_FS`) for the
+/// full-disk tests; they are skipped, saying so, where there is none.
+enum TinyFileSystem {
+    static var url: URL? {
+        ProcessInfo.processInfo.environment["COURIER_TINY_FS"].map { URL(fileURLWithPath: $0) }
+    }
+}
+
+@Suite("Downloads on a full disk", .enabled(if: TinyFileSystem.url != nil, "COURIER_TINY_FS names no small file system (.ci/run mounts one)"))
+struct FullDiskDownloadTests {
+    @Test func aFullDiskFailsTypedAndLeavesNoFile() async throws {
+        let folder = TinyFileSystem.url!.appendingPathComponent("download-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var configuration = SessionConfiguration.default
+        configuration.downloadDirectory = folder
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                let error = await #expect(throws: CourierError.self) {
+                    try await manager.download(Request(url: server.url("/courier/big/4000000")))
+                }
+                #expect(error?.code == .fileSystemFailure)
+                #expect(error?.message.contains(folder.path) == true, "the error names the file")
+                #expect(contents(of: folder).isEmpty, "the partial file is removed")
+                #expect(await eventually { manager.tasks.isEmpty })
+            }
+        }
+    }
+}
