@@ -51,6 +51,21 @@ extension SessionManager {
         return self.makeTask(UploadTask.self, request: request, completion: completion, uploadProgress: progress, downloadProgress: nil)
     }
 
+    /// Makes an upload task sending the body `request` carries, suspended (AFNetworking's
+    /// `uploadTaskWithStreamedRequest:progress:completionHandler:`).
+    ///
+    /// Give the request a ``RequestBody/stream(_:length:)`` or
+    /// ``RequestBody/replayableStream(length:_:)`` body: chunks go out as the sequence yields them,
+    /// with back-pressure; a body of unknown length is sent chunked.
+    public func uploadTask(
+        withStreamedRequest request: Request,
+        progress: (@Sendable (Progress) -> Void)? = nil,
+        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)?
+    ) -> UploadTask {
+        let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, $0) } ?? .none
+        return self.makeTask(UploadTask.self, request: request, completion: completion, uploadProgress: progress, downloadProgress: nil)
+    }
+
     /// Makes a task of the given class and registers its delegate.
     func makeTask<Task: SessionTask>(
         _ kind: Task.Type,
