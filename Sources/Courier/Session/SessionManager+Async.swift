@@ -31,14 +31,14 @@ extension SessionManager {
         request: Request,
         uploadProgress: (@Sendable (Progress) -> Void)?,
         downloadProgress: (@Sendable (Progress) -> Void)?,
-        download: DownloadPlan? = nil
+        sink: BodySink = .memory
     ) async -> (SessionTask, TaskOutcome) {
         let made = NIOLockedValueBox<SessionTask?>(nil)
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<TaskOutcome, Never>) in
                 let task = self.makeTask(
                     kind, request: request, completion: .outcome { continuation.resume(returning: $0) },
-                    uploadProgress: uploadProgress, downloadProgress: downloadProgress, download: download)
+                    uploadProgress: uploadProgress, downloadProgress: downloadProgress, sink: sink)
                 made.withLockedValue { $0 = task }
                 task.resume()
                 if _Concurrency.Task.isCancelled { task.cancel() }

@@ -30,7 +30,7 @@ extension SessionManager {
         let completion: TaskCompletion = completionHandler.map { .download($0) } ?? .none
         return self.makeTask(
             DownloadTask.self, request: request, completion: completion, uploadProgress: nil, downloadProgress: progress,
-            download: DownloadPlan(destination: destination))
+            sink: .file(DownloadPlan(destination: destination)))
     }
 
     /// Makes a download task that continues an earlier one, suspended (AFNetworking's
@@ -66,7 +66,7 @@ extension SessionManager {
         let completion: TaskCompletion = completionHandler.map { .download($0) } ?? .none
         let plan = DownloadPlan(destination: destination, continuation: offset.map { (resumeData.temporaryFileURL, $0) })
         return self.makeTask(
-            DownloadTask.self, request: request, completion: completion, uploadProgress: nil, downloadProgress: progress, download: plan)
+            DownloadTask.self, request: request, completion: completion, uploadProgress: nil, downloadProgress: progress, sink: .file(plan))
     }
 
     /// Downloads `request`'s body to a file and returns where it is.
@@ -81,7 +81,7 @@ extension SessionManager {
     ) async throws(CourierError) -> DownloadResponse {
         let (task, outcome) = await self.run(
             DownloadTask.self, request: request, uploadProgress: nil, downloadProgress: progress,
-            download: DownloadPlan(destination: destination))
+            sink: .file(DownloadPlan(destination: destination)))
         return try self.finishDownload(task, outcome: outcome)
     }
 
@@ -95,7 +95,7 @@ extension SessionManager {
         let (request, offset) = resumeData.continuationRequest()
         let plan = DownloadPlan(destination: destination, continuation: offset.map { (resumeData.temporaryFileURL, $0) })
         let (task, outcome) = await self.run(
-            DownloadTask.self, request: request, uploadProgress: nil, downloadProgress: progress, download: plan)
+            DownloadTask.self, request: request, uploadProgress: nil, downloadProgress: progress, sink: .file(plan))
         return try self.finishDownload(task, outcome: outcome)
     }
 

@@ -73,7 +73,7 @@ extension SessionManager {
         completion: TaskCompletion,
         uploadProgress: (@Sendable (Progress) -> Void)?,
         downloadProgress: (@Sendable (Progress) -> Void)?,
-        download: DownloadPlan? = nil
+        sink: BodySink = .memory
     ) -> Task {
         var request = request
         for field in self.configuration.httpAdditionalHeaders where request.headerFields[field.name] == nil {
@@ -90,7 +90,7 @@ extension SessionManager {
             completion: completion,
             uploadProgress: uploadProgress,
             downloadProgress: downloadProgress,
-            download: download
+            sink: sink
         )
         let task = Task(identifier: identifier, request: request, delegate: delegate)
         delegate.state.withLockedValue { $0.task = task }

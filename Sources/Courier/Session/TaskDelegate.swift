@@ -41,8 +41,18 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     let downloadProgressHandler: (@Sendable (Progress) -> Void)?
     let hooks: SessionManager.Hooks
     let state: NIOLockedValueBox<TaskState>
-    /// What a download task does with its body; nil for data and upload tasks.
-    let download: DownloadPlan?
+    /// Where the response body goes.
+    let sink: BodySink
+    /// What a download task does with its body; nil for other tasks.
+    var download: DownloadPlan? {
+        if case .file(let plan) = self.sink { return plan }
+        return nil
+    }
+    /// The consumer of a streamed body; nil for other tasks.
+    var streamSink: ResponseStreamSink? {
+        if case .stream(let sink) = self.sink { return sink }
+        return nil
+    }
     /// Orders pause and resume calls to the exchange.
     let receiveGate = ReceiveGate()
 
@@ -53,9 +63,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         completion: TaskCompletion,
         uploadProgress: (@Sendable (Progress) -> Void)?,
         downloadProgress: (@Sendable (Progress) -> Void)?,
-        download: DownloadPlan? = nil
+        sink: BodySink = .memory
     ) {
-        self.download = download
+        self.sink = sink
         self.manager = manager
         self.identifier = identifier
         self.completion = completion
@@ -128,7 +138,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         guard let exchange = self.state.withLockedValue({ $0.exchange }) else { return }
         self.receiveGate.apply(to: exchange) {
             let (lifecycle, writer) = self.state.withLockedValue { ($0.lifecycle, $0.downloadFile) }
-            return lifecycle == .suspended || writer?.wantsPause == true
+            return lifecycle == .suspended || writer?.wantsPause == true || self.streamSink?.wantsPause == true
         }
     }
 
@@ -195,8 +205,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition {
-        if let download = self.download {
-            return self.downloadDidReceive(response, url: url, plan: download)
+        switch self.sink {
+        case .memory: break
+        case .file(let plan): return self.downloadDidReceive(response, url: url, plan: plan)
+        case .stream(let sink): return self.streamDidReceive(response, url: url, sink: sink)
         }
         let task = self.state.withLockedValue { state -> SessionTask? in
             state.response = response
@@ -216,8 +228,13 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     func exchange(didReceive chunk: ByteBuffer) {
-        if self.download != nil {
+        switch self.sink {
+        case .memory: break
+        case .file:
             self.downloadDidReceive(chunk)
+            return
+        case .stream(let sink):
+            self.streamDidReceive(chunk, sink: sink)
             return
         }
         let maximum = self.manager.configuration.maximumResponseBodySize

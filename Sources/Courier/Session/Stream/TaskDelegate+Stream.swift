@@ -1,0 +1,100 @@
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOFoundationCompat
+
+extension TaskDelegate {
+    /// A streamed task's response head: recorded, then the waiting caller is told.
+    func streamDidReceive(_ response: HTTPResponse, url: URL, sink: ResponseStreamSink) -> ResponseDisposition {
+        let task = self.state.withLockedValue { state -> SessionTask? in
+            state.response = response
+            state.responseURL = url
+            state.countOfBytesExpectedToReceive = response.expectedContentLength ?? -1
+            state.downloadProgress?.totalUnitCount = state.countOfBytesExpectedToReceive
+            return state.task
+        }
+        var disposition = ResponseDisposition.allow
+        if let hook = self.hooks.dataTaskDidReceiveResponse, let task {
+            disposition = hook(self.manager, task, response)
+        }
+        if disposition == .allow { sink.headArrived() }
+        return disposition
+    }
+
+    /// Hands a chunk to the consumer; pauses the exchange when the consumer is behind.
+    func streamDidReceive(_ chunk: ByteBuffer, sink: ResponseStreamSink) {
+        let bytes = Int64(chunk.readableBytes)
+        let wantsProgress = self.downloadProgressHandler != nil
+        let (progress, task) = self.state.withLockedValue { state -> (Progress?, SessionTask?) in
+            state.countOfBytesReceived += bytes
+            if wantsProgress, state.downloadProgress == nil {
+                let progress = Progress(parent: nil, userInfo: nil)
+                progress.totalUnitCount = state.countOfBytesExpectedToReceive
+                state.downloadProgress = progress
+            }
+            state.downloadProgress?.completedUnitCount = state.countOfBytesReceived
+            return (state.downloadProgress, state.task)
+        }
+        if let progress { self.downloadProgressHandler?(progress) }
+        if let hook = self.hooks.dataTaskDidReceiveData, let task {
+            hook(self.manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
+        }
+        guard sink.yield(chunk) else {
+            self.cancel()
+            return
+        }
+        if sink.wantsPause { self.applyReceiveWish() }
+    }
+}
+
+extension SessionManager {
+    /// Sends `request` and returns as soon as the response head arrives, with the body to read as
+    /// it comes (Alamofire's `DataStreamRequest`, as an `AsyncSequence`).
+    ///
+    /// ```swift
+    /// let stream = try await manager.stream(Request(url: url))
+    /// for try await chunk in stream.body {
+    ///     print("got \(chunk.readableBytes) bytes")
+    /// }
+    /// ```
+    ///
+    /// Nothing is buffered beyond two chunks the consumer has not read: the connection stops
+    /// reading until it catches up. The status is not validated: check ``DataStreamResponse/response``.
+    /// Cancelling the calling task before the head arrives, or stopping the iteration, cancels the
+    /// request. The task completes (hooks, ``Foundation/Notification/Name/taskDidComplete``) when
+    /// the body ends; the notification carries no data.
+    /// - Throws: ``CourierError`` when the request fails before the response head.
+    public func stream(
+        _ request: Request,
+        downloadProgress: (@Sendable (Progress) -> Void)? = nil
+    ) async throws(CourierError) -> DataStreamResponse {
+        let sink = ResponseStreamSink()
+        let made = NIOLockedValueBox<DataTask?>(nil)
+        let task = self.makeTask(
+            DataTask.self, request: request,
+            completion: .outcome { outcome in
+                sink.finish(with: outcome.error)
+                guard let task = made.withLockedValue({ $0 }) else { return }
+                self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
+                self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
+            },
+            uploadProgress: nil, downloadProgress: downloadProgress, sink: .stream(sink))
+        made.withLockedValue { $0 = task }
+        sink.attach(task.delegate)
+        do {
+            try await withTaskCancellationHandler {
+                task.resume()
+                try await sink.waitForHead()
+            } onCancel: {
+                task.cancel()
+            }
+        } catch {
+            throw error.asCourierError(.internalInconsistency, "\(request.summary): waiting for the response failed", request: request)
+        }
+        guard let response = task.response, let sequence = sink.takeSequence() else {
+            throw CourierError(.internalInconsistency, "\(request.summary): the stream has no response", request: request)
+        }
+        return DataStreamResponse(task: task, request: task.currentRequest, response: response, body: ResponseBodyStream(base: sequence))
+    }
+}
