@@ -1,0 +1,132 @@
+import NIOCore
+
+/// Turns the bytes of a `text/event-stream` into events, chunk by chunk, following the WHATWG
+/// HTML standard's "interpreting an event stream": lines end with CR LF, LF or CR (a CR at the end
+/// of one chunk and an LF at the start of the next are one ending); a leading byte-order mark is
+/// dropped; `:` starts a comment; a field without `:` has an empty value; one space after the
+/// colon is dropped; `retry` takes digits only; an `id` containing NUL is ignored; a blank line
+/// dispatches the event when it has data.
+struct ServerSentEventParser {
+    private var line: [UInt8] = []
+    private var lastByteWasCR = false
+    private var sawFirstBytes = false
+    private var data: [UInt8] = []
+    private var hasData = false
+    private var eventType: [UInt8] = []
+    /// The last event ID: it outlives the event that set it, and is sent back as `Last-Event-ID`.
+    private(set) var lastEventID: String?
+    /// The reconnection delay from the last valid `retry` field.
+    private(set) var retry: Duration?
+
+    /// Parses `chunk` and returns the events it completed.
+    mutating func feed(_ chunk: ByteBuffer) -> [ServerSentEvent] {
+        var events: [ServerSentEvent] = []
+        let bytes = chunk.readableBytesView
+        if !self.sawFirstBytes, !bytes.isEmpty {
+            self.sawFirstBytes = true
+            self.pendingBOM = true
+        }
+        for byte in bytes {
+            if self.pendingBOM {
+                // The byte-order mark EF BB BF, if the stream starts with it, is not content.
+                self.bomPrefix.append(byte)
+                if Self.bom.starts(with: self.bomPrefix) {
+                    if self.bomPrefix.count == Self.bom.count {
+                        self.pendingBOM = false
+                        self.bomPrefix = []
+                    }
+                    continue
+                }
+                self.pendingBOM = false
+                let replay = self.bomPrefix
+                self.bomPrefix = []
+                for early in replay { self.consume(early, into: &events) }
+                continue
+            }
+            self.consume(byte, into: &events)
+        }
+        return events
+    }
+
+    private static let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
+    private var pendingBOM = false
+    private var bomPrefix: [UInt8] = []
+
+    private mutating func consume(_ byte: UInt8, into events: inout [ServerSentEvent]) {
+        switch byte {
+        case UInt8(ascii: "\n"):
+            if self.lastByteWasCR {
+                self.lastByteWasCR = false
+                return
+            }
+            self.endLine(into: &events)
+        case UInt8(ascii: "\r"):
+            self.lastByteWasCR = true
+            self.endLine(into: &events)
+        default:
+            self.lastByteWasCR = false
+            self.line.append(byte)
+        }
+    }
+
+    /// The stream ended: an event not yet dispatched is dropped, as the standard says.
+    mutating func reset() {
+        self.line = []
+        self.lastByteWasCR = false
+        self.data = []
+        self.hasData = false
+        self.eventType = []
+        self.sawFirstBytes = false
+        self.pendingBOM = false
+        self.bomPrefix = []
+    }
+
+    private mutating func endLine(into events: inout [ServerSentEvent]) {
+        defer { self.line.removeAll(keepingCapacity: true) }
+        if self.line.isEmpty {
+            if let event = self.dispatch() { events.append(event) }
+            return
+        }
+        if self.line.first == UInt8(ascii: ":") { return }
+        let name: ArraySlice<UInt8>
+        var value: ArraySlice<UInt8>
+        if let colon = self.line.firstIndex(of: UInt8(ascii: ":")) {
+            name = self.line[..<colon]
+            value = self.line[(colon + 1)...]
+            if value.first == UInt8(ascii: " ") { value = value.dropFirst() }
+        } else {
+            name = self.line[...]
+            value = []
+        }
+        switch String(decoding: name, as: UTF8.self) {
+        case "event":
+            self.eventType = Array(value)
+        case "data":
+            if self.hasData { self.data.append(UInt8(ascii: "\n")) }
+            self.data.append(contentsOf: value)
+            self.hasData = true
+        case "id":
+            if !value.contains(0) { self.lastEventID = String(decoding: value, as: UTF8.self) }
+        case "retry":
+            if !value.isEmpty, value.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+                let milliseconds = Int64(String(decoding: value, as: UTF8.self))
+            {
+                self.retry = .milliseconds(milliseconds)
+            }
+        default:
+            break
+        }
+    }
+
+    private mutating func dispatch() -> ServerSentEvent? {
+        defer {
+            self.data = []
+            self.hasData = false
+            self.eventType = []
+        }
+        guard self.hasData else { return nil }
+        let type = self.eventType.isEmpty ? "message" : String(decoding: self.eventType, as: UTF8.self)
+        let id = self.lastEventID.flatMap { $0.isEmpty ? nil : $0 }
+        return ServerSentEvent(event: type, data: String(decoding: self.data, as: UTF8.self), id: id, retry: self.retry)
+    }
+}

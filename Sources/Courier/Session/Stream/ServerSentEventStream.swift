@@ -1,0 +1,152 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+
+/// The events of a `text/event-stream`, reconnecting as an `EventSource` does
+/// (``SessionManager/eventStream(_:options:)``).
+///
+/// Each connection is a ``SessionManager/stream(_:downloadProgress:)``: events are parsed as their
+/// bytes are read, so an unread stream holds the connection back. When the connection ends or
+/// fails, the iterator waits the stream's `retry:` delay (or ``Options/retryDelay``), then
+/// reconnects with `Last-Event-ID` set to the last event ID it saw. A 204 ends the sequence; any
+/// other status than 200, or another content type, fails it with
+/// ``CourierError/Code/invalidResponse``. Stopping the iteration cancels the connection.
+public struct ServerSentEventStream: AsyncSequence, Sendable {
+    public typealias Element = ServerSentEvent
+    public typealias Failure = CourierError
+
+    /// How the stream reconnects.
+    public struct Options: Sendable, Hashable {
+        /// The delay before reconnecting until the server sends `retry:`. 3 seconds by default.
+        public var retryDelay: Duration
+        /// How many connections in a row may end or fail before the first event of each arrives;
+        /// then the last failure is thrown (or the sequence ends, when the connections ended
+        /// cleanly). nil (the default) reconnects forever.
+        public var maximumReconnectionsWithoutEvent: Int?
+
+        /// Options; see each property.
+        public init(retryDelay: Duration = .seconds(3), maximumReconnectionsWithoutEvent: Int? = nil) {
+            self.retryDelay = retryDelay
+            self.maximumReconnectionsWithoutEvent = maximumReconnectionsWithoutEvent
+        }
+    }
+
+    let manager: SessionManager
+    let request: Request
+    let options: Options
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(manager: self.manager, request: self.request, options: self.options)
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        public typealias Element = ServerSentEvent
+        public typealias Failure = CourierError
+
+        let manager: SessionManager
+        let request: Request
+        let options: Options
+        private var parser = ServerSentEventParser()
+        private var pending: [ServerSentEvent] = []
+        private var body: ResponseBodyStream.AsyncIterator?
+        private var connections = 0
+        private var failuresWithoutEvent = 0
+        private var isDone = false
+
+        init(manager: SessionManager, request: Request, options: Options) {
+            self.manager = manager
+            self.request = request
+            self.options = options
+        }
+
+        public mutating func next() async throws(CourierError) -> ServerSentEvent? {
+            while !self.isDone {
+                if !self.pending.isEmpty {
+                    self.failuresWithoutEvent = 0
+                    return self.pending.removeFirst()
+                }
+                if self.body == nil {
+                    try await self.connect()
+                    continue
+                }
+                do {
+                    if let chunk = try await self.body!.next() {
+                        self.pending = self.parser.feed(chunk)
+                    } else {
+                        try self.connectionEnded(with: nil)
+                    }
+                } catch {
+                    if error.code == .cancelled || Task.isCancelled { throw error }
+                    try self.connectionEnded(with: error)
+                }
+            }
+            return nil
+        }
+
+        /// Opens the next connection, after the retry delay when it is a reconnection.
+        private mutating func connect() async throws(CourierError) {
+            if self.connections > 0 {
+                do {
+                    try await Task.sleep(for: self.parser.retry ?? self.options.retryDelay)
+                } catch {
+                    throw CourierError(.cancelled, "\(self.request.summary): cancelled while waiting to reconnect", request: self.request)
+                }
+            }
+            self.connections += 1
+            var request = self.request
+            request.headerFields[.accept] = "text/event-stream"
+            request.headerFields[.cacheControl] = "no-cache"
+            if let id = self.parser.lastEventID, !id.isEmpty { request.headerFields[HTTPField.Name("Last-Event-ID")!] = id }
+            let stream: DataStreamResponse
+            do {
+                stream = try await self.manager.stream(request)
+            } catch {
+                if error.code == .cancelled || Task.isCancelled { throw error }
+                try self.connectionEnded(with: error)
+                return
+            }
+            let status = stream.response.status.code
+            if status == 204 {
+                stream.task.cancel()
+                self.isDone = true
+                return
+            }
+            let contentType = stream.response.headerFields[.contentType]?.split(separator: ";").first?
+                .trimmingCharacters(in: .whitespaces).lowercased()
+            guard status == 200, contentType == "text/event-stream" else {
+                stream.task.cancel()
+                throw CourierError(
+                    .invalidResponse,
+                    "\(request.summary): the server answered \(status) with \(contentType ?? "no content type"), not a text/event-stream",
+                    request: request, response: stream.response)
+            }
+            self.body = stream.body.makeAsyncIterator()
+        }
+
+        /// A connection ended (cleanly when `error` is nil): reconnect, unless too many connections
+        /// in a row brought nothing.
+        private mutating func connectionEnded(with error: CourierError?) throws(CourierError) {
+            self.body = nil
+            self.parser.reset()
+            self.failuresWithoutEvent += 1
+            if let maximum = self.options.maximumReconnectionsWithoutEvent, self.failuresWithoutEvent > maximum {
+                self.isDone = true
+                if let error { throw error }
+            }
+        }
+    }
+}
+
+extension SessionManager {
+    /// The server-sent events `request` answers with, reconnecting as an `EventSource` does.
+    ///
+    /// ```swift
+    /// for try await event in manager.eventStream(Request(url: url)) {
+    ///     print(event.event, event.data)
+    /// }
+    /// ```
+    /// Nothing is sent until iteration begins; each iteration opens its own connection.
+    public func eventStream(_ request: Request, options: ServerSentEventStream.Options = .init()) -> ServerSentEventStream {
+        ServerSentEventStream(manager: self, request: request, options: options)
+    }
+}

@@ -1,0 +1,53 @@
+@testable import Courier
+import NIOCore
+import Testing
+
+@Suite("Server-sent event parsing")
+struct ServerSentEventParserTests {
+    /// Feeds `text` in pieces of `size` bytes and returns every event.
+    private func parse(_ text: String, pieces size: Int = .max) -> [ServerSentEvent] {
+        var parser = ServerSentEventParser()
+        let bytes = Array(text.utf8)
+        var events: [ServerSentEvent] = []
+        var start = 0
+        while start < bytes.count {
+            let end = min(bytes.count, start + max(1, min(size, bytes.count)))
+            events += parser.feed(ByteBuffer(bytes: bytes[start..<end]))
+            start = end
+        }
+        return events
+    }
+
+    @Test(arguments: [1, 2, 3, 7, Int.max])
+    func fieldsCommentsAndLineEndingsWhateverTheChunking(size: Int) {
+        let text = "\u{FEFF}: a comment\r\nevent: update\r\ndata: first line\rdata:second line\nid: 7\nretry: 1500\n\ndata: plain\n\n"
+        let events = self.parse(text, pieces: size)
+        #expect(events == [
+            ServerSentEvent(event: "update", data: "first line\nsecond line", id: "7", retry: .milliseconds(1500)),
+            ServerSentEvent(event: "message", data: "plain", id: "7", retry: .milliseconds(1500)),
+        ])
+    }
+
+    @Test func oddFieldsAreHandledAsTheStandardSays() {
+        let events = self.parse("data\n\nretry: soon\ndata: x\n\nid: a\u{0}b\ndata: y\n\nunknown: z\ndata:  two spaces\n\n")
+        #expect(events.map(\.data) == ["", "x", "y", " two spaces"])
+        #expect(events.allSatisfy { $0.retry == nil }, "a retry that is not all digits is ignored")
+        #expect(events.allSatisfy { $0.id == nil }, "an id holding NUL is ignored")
+    }
+
+    @Test func anEventWithoutDataOrUnterminatedIsNotDispatched() {
+        #expect(self.parse("event: empty\n\n").isEmpty)
+        #expect(self.parse("data: never finished\n").isEmpty)
+    }
+
+    @Test func theLastEventIDOutlivesItsEventAndCanBeCleared() {
+        let events = self.parse("id: 1\ndata: a\n\ndata: b\n\nid\ndata: c\n\n")
+        #expect(events.map(\.id) == ["1", "1", nil])
+    }
+
+    @Test func aCRAtTheEndOfAChunkAndAnLFAtTheStartOfTheNextAreOneEnding() {
+        var parser = ServerSentEventParser()
+        #expect(parser.feed(ByteBuffer(string: "data: a\r")).isEmpty)
+        #expect(parser.feed(ByteBuffer(string: "\ndata: b\r\n\r\n")) == [ServerSentEvent(data: "a\nb")])
+    }
+}
