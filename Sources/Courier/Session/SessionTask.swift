@@ -61,6 +61,20 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// The download's progress: total from `Content-Length`, completed as bytes arrive.
     public var downloadProgress: Progress { self.delegate.progress(.download) }
 
+    /// Progress snapshots for `direction`, for `async` callers: the current one at once, then one
+    /// per change (only the newest when the consumer is slower), never going backwards, the last
+    /// one at 1.0 when the task succeeds; the sequence finishes after the task ends. Each call
+    /// makes a new sequence.
+    ///
+    /// ```swift
+    /// for await snapshot in task.progressUpdates(for: .download) {
+    ///     print("\(Int(snapshot.fractionCompleted * 100)) %")
+    /// }
+    /// ```
+    public func progressUpdates(for direction: ProgressSnapshot.Direction) -> AsyncStream<ProgressSnapshot> {
+        self.delegate.progressUpdates(for: direction)
+    }
+
     /// Starts the task, or continues it after ``suspend()``.
     public func resume() { self.delegate.resume() }
     /// Pauses the task: a running transfer stops reading (the server is slowed by TCP flow

@@ -173,17 +173,19 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     func exchange(didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64?) {
         let wantsProgress = self.uploadProgressHandler != nil
         let (progress, task) = self.state.withLockedValue { state -> (Progress?, SessionTask?) in
-            state.countOfBytesSent = totalBytesSent
+            // A redirect that resends the body counts from zero again: progress stays where it was.
+            state.countOfBytesSent = max(state.countOfBytesSent, totalBytesSent)
             if let expected = totalBytesExpectedToSend { state.countOfBytesExpectedToSend = expected }
             if wantsProgress, state.uploadProgress == nil {
                 state.uploadProgress = Self.makeProgress(total: state.countOfBytesExpectedToSend, completed: 0)
             }
             if let progress = state.uploadProgress {
                 progress.totalUnitCount = state.countOfBytesExpectedToSend
-                progress.completedUnitCount = totalBytesSent
+                progress.completedUnitCount = state.countOfBytesSent
             }
             return (state.uploadProgress, state.task)
         }
+        self.publishProgress(.upload)
         if let progress { self.uploadProgressHandler?(progress) }
         if let hook = self.hooks.taskDidSendBodyData, let task {
             hook(self.manager, task, bytesSent, totalBytesSent, totalBytesExpectedToSend ?? -1)
@@ -265,6 +267,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             return
         }
         if let progress { self.downloadProgressHandler?(progress) }
+        self.publishProgress(.download)
         if let hook = self.hooks.dataTaskDidReceiveData, let task {
             hook(self.manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
         }
@@ -289,15 +292,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             let data = body.map { Data(buffer: $0, byteTransferStrategy: .noCopy) }
             let finalError = error?.adding(request: state.currentRequest, response: state.response, data: data)
             state.error = finalError
-            if finalError == nil {
-                // Totals are known at the end: progress ends at 1.0.
-                if state.countOfBytesExpectedToReceive < 0 { state.countOfBytesExpectedToReceive = state.countOfBytesReceived }
-                state.downloadProgress?.totalUnitCount = state.countOfBytesExpectedToReceive
-                state.downloadProgress?.completedUnitCount = state.countOfBytesReceived
-            }
+            if finalError == nil { state.settleProgressTotals() }
             return (TaskOutcome(request: state.currentRequest, response: state.response, data: data, error: finalError), task)
         }
         guard let finished else { return }
+        self.finishProgressUpdates(succeeded: finished.outcome.error == nil)
         self.manager.taskDidFinish(self)
         switch self.completion {
         case .outcome(let deliver):

@@ -97,6 +97,10 @@ struct TaskState {
     var task: SessionTask?
     var uploadProgress: Progress?
     var downloadProgress: Progress?
+    /// The consumers of `progressUpdates(for:)`.
+    var progressObservers: [ProgressObserver] = []
+    /// Whether the last snapshots went out.
+    var progressUpdatesFinished = false
 
     // Download tasks only.
     /// Writes the body to the task's file, from the final response head on.
@@ -107,6 +111,16 @@ struct TaskState {
     var resumeValidators: (entityTag: String?, lastModified: String?)?
     /// Set by `cancel(byProducingResumeData:)`.
     var resumeDataHandler: (@Sendable (ResumeData?) -> Void)?
+
+    /// At a successful end the totals are known: both progresses end at 1.0.
+    mutating func settleProgressTotals() {
+        if self.countOfBytesExpectedToReceive < 0 { self.countOfBytesExpectedToReceive = self.countOfBytesReceived }
+        self.downloadProgress?.totalUnitCount = self.countOfBytesExpectedToReceive
+        self.downloadProgress?.completedUnitCount = self.countOfBytesReceived
+        if self.countOfBytesExpectedToSend < 0 { self.countOfBytesExpectedToSend = self.countOfBytesSent }
+        self.uploadProgress?.totalUnitCount = self.countOfBytesExpectedToSend
+        self.uploadProgress?.completedUnitCount = self.countOfBytesExpectedToSend
+    }
 
     init(request: Request) {
         self.currentRequest = request

@@ -61,6 +61,7 @@ extension TaskDelegate {
             state.downloadFile = writer
             state.resumeValidators = validators
         }
+        self.publishProgress(.download)
         return .allow
     }
 
@@ -88,6 +89,7 @@ extension TaskDelegate {
         }
         writer?.enqueue(chunk)
         if let progress { self.downloadProgressHandler?(progress) }
+        self.publishProgress(.download)
         if let hook = self.hooks.downloadTaskDidWriteData, let task = task as? DownloadTask {
             hook(self.manager, task, bytes, total, expected)
         }
@@ -209,12 +211,9 @@ extension TaskDelegate {
     private func deliverDownload(_ task: SessionTask, request: Request, response: HTTPResponse?, fileURL: URL?, error: CourierError?) {
         self.state.withLockedValue { state in
             state.error = error
-            if error == nil {
-                if state.countOfBytesExpectedToReceive < 0 { state.countOfBytesExpectedToReceive = state.countOfBytesReceived }
-                state.downloadProgress?.totalUnitCount = state.countOfBytesExpectedToReceive
-                state.downloadProgress?.completedUnitCount = state.countOfBytesReceived
-            }
+            if error == nil { state.settleProgressTotals() }
         }
+        self.finishProgressUpdates(succeeded: error == nil)
         self.manager.taskDidFinish(self)
         let outcome = TaskOutcome(request: request, response: response, data: nil, error: error, fileURL: fileURL)
         switch self.completion {

@@ -37,6 +37,7 @@ extension TaskDelegate {
             return (state.downloadProgress, state.task)
         }
         if let progress { self.downloadProgressHandler?(progress) }
+        self.publishProgress(.download)
         if let hook = self.hooks.dataTaskDidReceiveData, let task {
             hook(self.manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
         }
