@@ -27,7 +27,8 @@ struct ProgressUpdatesTests {
                 let snapshots = self.collect(task, .download)
                 task.resume()
                 let seen = await snapshots.value
-                #expect(seen.first?.fractionCompleted == 0)
+                // A slow consumer sees only the newest snapshot: how many arrive depends on scheduling.
+                #expect(!seen.isEmpty)
                 #expect(self.isMonotonic(seen))
                 #expect(seen.last == ProgressSnapshot(completedUnitCount: 90000, totalUnitCount: 90000, fractionCompleted: 1, isFinished: true))
                 #expect(seen.dropLast().allSatisfy { !$0.isFinished })
