@@ -3,9 +3,16 @@ import Foundation
 // courier-bench: Courier, raw AsyncHTTPClient and raw URLSession on the same work against one
 // local server. Run in release mode: `swift run -c release courier-bench --help`.
 
-if CommandLine.arguments.dropFirst().first == "json" {
+switch CommandLine.arguments.dropFirst().first {
+case "json":
     JSONBench.run(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
+case "transfer":
+    exit(await TransferBench.run(Array(CommandLine.arguments.dropFirst(2))))
+case "transfer-child":
+    exit(await TransferChild.run(Array(CommandLine.arguments.dropFirst(2))))
+default:
+    break
 }
 
 let arguments: Arguments

@@ -16,6 +16,8 @@ final class NginxServer: BenchServer {
     let summary: String
     private let process: Process
     private let directory: URL
+    /// Files put here are served under `/files/`.
+    var filesDirectory: URL { self.directory.appendingPathComponent("files") }
 
     private init(process: Process, directory: URL, port: Int, version: String) {
         self.process = process
@@ -43,7 +45,7 @@ final class NginxServer: BenchServer {
     private static func startOnce() async throws -> NginxServer {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("courier-bench-nginx-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("files"), withIntermediateDirectories: true)
         let port = try LoopbackProbe.freePort()
         let configuration = directory.appendingPathComponent("nginx.conf")
         try Self.configuration(directory: directory.path, port: port).write(to: configuration, atomically: true, encoding: .utf8)
@@ -123,6 +125,15 @@ final class NginxServer: BenchServer {
                 location = \(ServerLauncher.path) {
                     default_type application/json;
                     return 200 '\(ServerLauncher.body)';
+                }
+                # courier-bench transfer: files to download, and a sink for uploads.
+                location /files/ {
+                    alias \(directory)/files/;
+                    sendfile on;
+                }
+                location = /upload {
+                    client_max_body_size 0;
+                    return 204;
                 }
                 location / {
                     return 404;

@@ -1,0 +1,148 @@
+import Foundation
+
+/// `courier-bench transfer`: a large download to a file and a large upload from a file, Courier
+/// against raw AsyncHTTPClient, through nginx on loopback. Each measured transfer runs in a child
+/// process of its own (so its peak RSS is its own); the clients take turns, A-B-B-A.
+enum TransferBench {
+    static let usage = """
+        usage: courier-bench transfer [--megabytes N] [--repeat K] [--kinds download,upload] [--json]
+
+          --megabytes  size of the file moved, in MiB (default: 1024)
+          --repeat     rounds; each round runs every client twice, A-B-B-A (default: 2)
+          --kinds      which transfers (default: download,upload)
+        """
+
+    struct Row: Codable {
+        var kind: String
+        var client: String
+        var megabytesPerSecond: [Double]
+        var peakRSSMiB: [Double]
+    }
+
+    static func run(_ arguments: [String]) async -> Int32 {
+        var megabytes = 1024
+        var rounds = 2
+        var kinds = ["download", "upload"]
+        var json = false
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
+            switch argument {
+            case "--megabytes": megabytes = remaining.popFirst().flatMap { Int($0) } ?? 0
+            case "--repeat": rounds = remaining.popFirst().flatMap { Int($0) } ?? 0
+            case "--kinds": kinds = remaining.popFirst()?.split(separator: ",").map(String.init) ?? []
+            case "--json": json = true
+            default:
+                FileHandle.standardError.write(Data("\(usage)\n".utf8))
+                return argument == "--help" ? 0 : 2
+            }
+        }
+        guard megabytes > 0, rounds > 0, !kinds.isEmpty, kinds.allSatisfy({ ["download", "upload"].contains($0) }) else {
+            FileHandle.standardError.write(Data("\(usage)\n".utf8))
+            return 2
+        }
+        ChildProcesses.installSignalHandlers()
+        let nginx: NginxServer
+        do {
+            nginx = try await NginxServer.start()
+        } catch {
+            FileHandle.standardError.write(Data("courier-bench: \(error)\n".utf8))
+            return 1
+        }
+        let bytes = Int64(megabytes) << 20
+        let file = nginx.filesDirectory.appendingPathComponent("blob")
+        do {
+            try Self.makeFile(file, megabytes: megabytes)
+        } catch {
+            FileHandle.standardError.write(Data("courier-bench: cannot write \(file.path): \(error)\n".utf8))
+            await nginx.stop()
+            return 1
+        }
+        let base = nginx.url.deletingLastPathComponent()
+        FileHandle.standardError.write(Data("server: \(nginx.summary); file: \(megabytes) MiB\n".utf8))
+
+        var rows: [String: Row] = [:]
+        var failed = false
+        for _ in 0..<rounds {
+            for kind in kinds {
+                let url = kind == "download" ? base.appendingPathComponent("files/blob") : base.appendingPathComponent("upload")
+                for client in ["courier", "ahc", "ahc", "courier"] {
+                    guard let measurement = Self.child([kind, client, url.absoluteString, file.path, String(bytes)]) else {
+                        failed = true
+                        continue
+                    }
+                    let key = "\(kind) \(client)"
+                    var row = rows[key] ?? Row(kind: kind, client: client, megabytesPerSecond: [], peakRSSMiB: [])
+                    row.megabytesPerSecond.append(Double(measurement.bytes) / 1e6 / measurement.seconds)
+                    row.peakRSSMiB.append(Double(measurement.peakRSSKiB) / 1024)
+                    rows[key] = row
+                    FileHandle.standardError.write(Data(String(format: "%@ %@: %.0f MB/s, peak RSS %.1f MiB\n", kind, client,
+                        Double(measurement.bytes) / 1e6 / measurement.seconds, Double(measurement.peakRSSKiB) / 1024).utf8))
+                }
+            }
+        }
+        await nginx.stop()
+        Self.report(rows.values.sorted { ($0.kind, $0.client) < ($1.kind, $1.client) }, kinds: kinds, megabytes: megabytes, json: json)
+        return failed ? 3 : 0
+    }
+
+    /// A file of `megabytes` MiB of varied bytes, written 1 MiB at a time.
+    private static func makeFile(_ url: URL, megabytes: Int) throws {
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        var block = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        for index in 0..<megabytes {
+            block[0] = UInt8(truncatingIfNeeded: index)
+            try handle.write(contentsOf: block)
+        }
+    }
+
+    /// Runs one measured transfer in a child process.
+    private static func child(_ arguments: [String]) -> TransferChild.Measurement? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = ["transfer-child"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        do {
+            try process.run()
+        } catch {
+            FileHandle.standardError.write(Data("courier-bench: cannot start a child: \(error)\n".utf8))
+            return nil
+        }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            FileHandle.standardError.write(Data("courier-bench: \(arguments[0]) \(arguments[1]) failed (exit \(process.terminationStatus))\n".utf8))
+            return nil
+        }
+        return try? JSONDecoder().decode(TransferChild.Measurement.self, from: data)
+    }
+
+    private static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return .nan }
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+
+    private static func report(_ rows: [Row], kinds: [String], megabytes: Int, json: Bool) {
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: (try? encoder.encode(rows)) ?? Data(), as: UTF8.self))
+            return
+        }
+        print("transfer of \(megabytes) MiB through nginx on loopback; medians over \(rows.first?.megabytesPerSecond.count ?? 0) runs per client")
+        print("kind      client    MB/s (median)   peak RSS MiB (max)")
+        for row in rows {
+            print(String(format: "%-9@ %-9@ %13.0f   %18.1f", row.kind, row.client, Self.median(row.megabytesPerSecond), row.peakRSSMiB.max() ?? .nan))
+        }
+        for kind in kinds {
+            let courier = rows.first { $0.kind == kind && $0.client == "courier" }
+            let ahc = rows.first { $0.kind == kind && $0.client == "ahc" }
+            if let courier, let ahc {
+                print(String(format: "%@: Courier/AHC %.2fx", kind, Self.median(courier.megabytesPerSecond) / Self.median(ahc.megabytesPerSecond)))
+            }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import AsyncHTTPClient
+import Courier
+import Dispatch
+import Foundation
+import NIOCore
+import NIOFileSystem
+import NIOHTTP1
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One measured transfer in a process of its own, so that its peak memory is its own:
+/// `courier-bench transfer-child <download|upload> <client> <url> <file> <bytes>` prints one line
+/// of JSON: seconds, bytes, peak RSS.
+enum TransferChild {
+    struct Measurement: Codable {
+        var seconds: Double
+        var bytes: Int64
+        var peakRSSKiB: Int64
+    }
+
+    static func run(_ arguments: [String]) async -> Int32 {
+        guard arguments.count == 5, let url = URL(string: arguments[2]), let bytes = Int64(arguments[4]) else {
+            FileHandle.standardError.write(Data("usage: courier-bench transfer-child <kind> <client> <url> <file> <bytes>\n".utf8))
+            return 2
+        }
+        let file = URL(fileURLWithPath: arguments[3])
+        let started = ContinuousClock.now
+        do {
+            let moved: Int64
+            switch (arguments[0], arguments[1]) {
+            case ("download", "courier"): moved = try await Self.courierDownload(url)
+            case ("download", "ahc"): moved = try await Self.ahcDownload(url)
+            case ("upload", "courier"): moved = try await Self.courierUpload(file, to: url)
+            case ("upload", "ahc"): moved = try await Self.ahcUpload(file, to: url)
+            default:
+                FileHandle.standardError.write(Data("courier-bench: no \(arguments[1]) client for \(arguments[0])\n".utf8))
+                return 2
+            }
+            let elapsed = ContinuousClock.now - started
+            guard moved == bytes else {
+                FileHandle.standardError.write(Data("courier-bench: moved \(moved) bytes, expected \(bytes)\n".utf8))
+                return 3
+            }
+            var usage = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let measurement = Measurement(seconds: seconds, bytes: moved, peakRSSKiB: Int64(usage.ru_maxrss))
+            print(String(decoding: try JSONEncoder().encode(measurement), as: UTF8.self))
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("courier-bench: \(error)\n".utf8))
+            return 1
+        }
+    }
+
+    // MARK: Downloads
+
+    /// Courier's download task: the body to a temporary file, written off the event loops.
+    private static func courierDownload(_ url: URL) async throws -> Int64 {
+        let manager = SessionManager()
+        manager.completionQueue = DispatchQueue(label: "courier-bench.completion")
+        defer { manager.invalidate(cancelingTasks: true) }
+        let download = try await manager.download(Request(url: url))
+        defer { try? FileManager.default.removeItem(at: download.fileURL) }
+        let size = try FileManager.default.attributesOfItem(atPath: download.fileURL.path)[.size] as? NSNumber
+        return size?.int64Value ?? -1
+    }
+
+    /// AsyncHTTPClient writing each chunk with NIOFileSystem's buffered writer, as the issue's
+    /// baseline does.
+    private static func ahcDownload(_ url: URL) async throws -> Int64 {
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let target = FileManager.default.temporaryDirectory.appendingPathComponent("courier-bench-ahc-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: target) }
+        do {
+            let response = try await client.execute(HTTPClientRequest(url: url.absoluteString), timeout: .seconds(600))
+            let written = try await FileSystem.shared.withFileHandle(
+                forWritingAt: FilePath(target.path), options: .newFile(replaceExisting: true)
+            ) { handle in
+                var writer = handle.bufferedWriter()
+                var total: Int64 = 0
+                for try await chunk in response.body {
+                    total += try await writer.write(contentsOf: chunk)
+                }
+                try await writer.flush()
+                return total
+            }
+            try await client.shutdown()
+            return written
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
+    // MARK: Uploads
+
+    /// Courier's upload task from a file (read in chunks as they are sent).
+    private static func courierUpload(_ file: URL, to url: URL) async throws -> Int64 {
+        let manager = SessionManager()
+        manager.completionQueue = DispatchQueue(label: "courier-bench.completion")
+        defer { manager.invalidate(cancelingTasks: true) }
+        let request = Request(method: .post, url: url, body: .file(file))
+        let response = try await manager.response(for: request, serializer: HTTPResponseSerializer())
+        guard response.response.status.code == 204 else { throw CourierError(.invalidResponse, "status \(response.response.status)") }
+        return request.body.knownLength ?? -1
+    }
+
+    /// AsyncHTTPClient streaming the same file through NIOFileSystem's chunked reader. `execute`
+    /// returns at the response head, and nginx answers an upload before it has read it: the
+    /// transfer counts as done once the last chunk was taken and the response body has ended.
+    private static func ahcUpload(_ file: URL, to url: URL) async throws -> Int64 {
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        do {
+            let size = try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(file.path)) { handle -> Int64 in
+                let size = try await handle.info().size
+                let (drained, drainedContinuation) = AsyncStream.makeStream(of: Void.self)
+                var request = HTTPClientRequest(url: url.absoluteString)
+                request.method = .POST
+                request.body = .stream(ReportingEnd(base: handle.readChunks(), end: drainedContinuation), length: .known(size))
+                let response = try await client.execute(request, timeout: .seconds(600))
+                for try await _ in response.body {}
+                for await _ in drained {}
+                guard response.status.code == 204 else { throw CourierError(.invalidResponse, "status \(response.status)") }
+                return size
+            }
+            try await client.shutdown()
+            return size
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+}
+
+/// A sequence that finishes `end` once its base has no more elements.
+struct ReportingEnd<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
+    typealias Element = ByteBuffer
+    let base: Base
+    let end: AsyncStream<Void>.Continuation
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: Base.AsyncIterator
+        let end: AsyncStream<Void>.Continuation
+
+        mutating func next() async throws -> ByteBuffer? {
+            let element = try await self.base.next()
+            if element == nil { self.end.finish() }
+            return element
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: self.base.makeAsyncIterator(), end: self.end)
+    }
+}
