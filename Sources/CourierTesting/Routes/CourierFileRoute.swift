@@ -45,10 +45,13 @@ enum CourierFileRoute {
             return .complete(.rangeNotSatisfiable, headers, ByteBuffer())
         }
         headers.add(name: "Content-Length", value: String(range.count))
+        // Dropping after the whole body would still leave an HTTP/2 stream unended: send it all,
+        // end the response, and close instead.
+        let drops = options.dropAfter.map { $0 < range.count } ?? false
         let body = StreamedBody(
             .file(seed: file.seed, offset: range.lowerBound),
-            length: options.dropAfter.map { min($0, range.count) } ?? range.count,
-            ending: options.dropAfter == nil ? .complete : .drop,
+            length: drops ? options.dropAfter! : range.count,
+            ending: drops ? .drop : (options.dropAfter == nil ? .complete : .completeThenClose),
             bytesPerSecond: options.rate
         )
         return .streamed(status, headers, body)
@@ -58,7 +61,8 @@ enum CourierFileRoute {
     struct Options {
         /// `ignore-range=1`: answer as a server without range support (200, no `Accept-Ranges`).
         var ignoresRange = false
-        /// `drop-after=K`: close the connection after `K` body bytes.
+        /// `drop-after=K`: close the connection after `K` body bytes (after the whole body, ended,
+        /// when it holds no more than `K`).
         var dropAfter: Int?
         /// `rate=B`: at most `B` bytes a second.
         var rate: Int?
