@@ -62,7 +62,7 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // One-shot gzip/deflate over the system zlib, for the test server's /gzip and /deflate.
+        // One-shot gzip/deflate and CRC-32 over the system zlib, for the test server's /gzip, /deflate and /courier/upload.
         .target(
             name: "CCourierZlib",
             linkerSettings: [.linkedLibrary("z")]

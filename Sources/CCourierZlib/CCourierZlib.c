@@ -42,3 +42,15 @@ int courier_decompress(const uint8_t *input, size_t inputLength, uint8_t *output
     inflateEnd(&stream);
     return status == Z_STREAM_END ? 0 : (status == Z_OK ? Z_BUF_ERROR : status);
 }
+
+uint32_t courier_crc32(uint32_t crc, const uint8_t *bytes, size_t length) {
+    uLong value = crc;
+    // zlib's crc32 takes a uInt length: feed larger inputs in slices.
+    while (length > 0) {
+        uInt slice = length > (1u << 30) ? (1u << 30) : (uInt)length;
+        value = crc32(value, bytes, slice);
+        bytes += slice;
+        length -= slice;
+    }
+    return (uint32_t)value;
+}

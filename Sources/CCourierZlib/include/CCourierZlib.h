@@ -19,4 +19,8 @@ size_t courier_compress_bound(size_t inputLength);
 int courier_decompress(const uint8_t *input, size_t inputLength, uint8_t *output, size_t *outputLength,
                        int windowBits);
 
+/// Continues the CRC-32 (zlib's, the one gzip and PNG use) `crc` over `length` bytes at `bytes`.
+/// Start with 0.
+uint32_t courier_crc32(uint32_t crc, const uint8_t *bytes, size_t length);
+
 #endif

@@ -1,7 +1,9 @@
 import NIOCore
 import NIOHTTP1
 
-/// Courier's own routes under `/courier/`, for failures httpbin cannot produce (see ``TestServer``).
+/// Courier's own routes under `/courier/`, for failures and transfers httpbin cannot produce (see
+/// ``TestServer``). `/courier/upload` does not come here: the handler streams it into an
+/// ``UploadSink``.
 enum CourierFailureRoutes {
     static func reply(_ rest: [Substring], _ request: IncomingRequest) -> Reply {
         switch (rest.first, rest.count) {
@@ -21,7 +23,12 @@ enum CourierFailureRoutes {
             return .paced(.ok, ["Content-Type": "text/plain; charset=utf-8"], chunks: chunks, interval: interval)
         case ("big", 2):
             guard let count = HTTPBinRoutes.integer(rest[1]) else { return .notFound }
-            return .generated(.ok, ["Content-Type": "application/octet-stream"], total: count)
+            let headers: HTTPHeaders = ["Content-Type": "application/octet-stream", "Content-Length": String(count)]
+            return .streamed(.ok, headers, StreamedBody(.pattern, length: count))
+        case ("file", 2):
+            return CourierFileRoute.reply(rest[1], request)
+        case ("sse", 1):
+            return CourierEventStreamRoute.reply(request)
         case ("echo", 1):
             let contentType = request.header("Content-Type") ?? "application/octet-stream"
             return .complete(.ok, ["Content-Type": contentType], request.body)

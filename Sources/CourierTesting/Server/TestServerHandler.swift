@@ -7,8 +7,10 @@ import NIOHTTP1
 /// Serves one HTTP/1.1 connection or one HTTP/2 stream (behind `HTTP2FramePayloadToHTTP1ServerCodec`).
 ///
 /// It gathers a request, answers it from a custom route (on a task, then back on the event loop)
-/// or from the built-in routes (synchronously, no task), and writes the ``Reply``. On HTTP/1.1 the
-/// `HTTPServerPipelineHandler` in front of it holds pipelined requests back until a response ends.
+/// or from the built-in routes (synchronously, no task), and writes the ``Reply``. A request for
+/// the upload sink (`/courier/upload`, unless a custom route claims it) is not gathered: its body
+/// is folded into an ``UploadSink`` as it arrives. On HTTP/1.1 the `HTTPServerPipelineHandler` in
+/// front of it holds pipelined requests back until a response ends.
 final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -16,12 +18,11 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let state: ServerState
     private let scheme: String
     private var context: ChannelHandlerContext?
-    private var head: HTTPRequestHead?
-    private var body = ByteBuffer()
-    /// Timers of a paced or delayed reply, cancelled when the channel goes away.
+    private var inbound = Inbound.idle
+    /// Timers of a paced, delayed or streamed reply, cancelled when the channel goes away.
     private var timers: [Scheduled<Void>] = []
-    /// Bytes still to generate for a `.generated` reply, written as the channel becomes writable.
-    private var generating: (remaining: Int, keepAlive: Bool)?
+    /// The body of a `.streamed` reply being written, as the channel becomes writable.
+    private var streaming: (body: StreamedBody, keepAlive: Bool)?
     private var isActive = true
     private var cachedAddresses: (origin: String, authority: String)?
 
@@ -46,23 +47,63 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func stop() {
         self.isActive = false
-        self.generating = nil
+        self.streaming = nil
         for timer in self.timers { timer.cancel() }
         self.timers.removeAll()
+    }
+
+    /// Where the request being received stands.
+    private enum Inbound {
+        /// Between requests.
+        case idle
+        /// Gathering the body for a route that needs it whole.
+        case buffering(HTTPRequestHead, ByteBuffer)
+        /// Folding the body into an upload sink as it arrives, keeping none of it.
+        case sinking(HTTPRequestHead, UploadSink)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch self.unwrapInboundIn(data) {
         case .head(let head):
-            self.head = head
-            self.body.clear()
+            self.inbound = self.isUploadSink(head) ? .sinking(head, UploadSink()) : .buffering(head, ByteBuffer())
+            if head.version == .http1_1, head.headers[canonicalForm: "Expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+                context.writeAndFlush(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+            }
         case .body(var chunk):
-            self.body.writeBuffer(&chunk)
+            switch self.inbound {
+            case .idle:
+                break
+            case .buffering(let head, var body):
+                self.inbound = .idle  // let go of the enum's reference so that the append does not copy
+                body.writeBuffer(&chunk)
+                self.inbound = .buffering(head, body)
+            case .sinking(let head, var sink):
+                sink.consume(chunk)
+                self.inbound = .sinking(head, sink)
+            }
         case .end:
-            guard let head = self.head else { return }
-            self.head = nil
-            self.respond(to: head, context: context)
+            let inbound = self.inbound
+            self.inbound = .idle
+            switch inbound {
+            case .idle:
+                return
+            case .buffering(let head, let body):
+                self.respond(to: head, body: body, context: context)
+            case .sinking(let head, let sink):
+                let request = self.incomingRequest(head, body: ByteBuffer(), context: context)
+                self.state.didReceive(request.publicRequest)
+                self.write(sink.reply(to: request), for: head, context: context)
+            }
         }
+    }
+
+    /// Whether `head` asks for the built-in upload sink (no custom route claims its path).
+    private func isUploadSink(_ head: HTTPRequestHead) -> Bool {
+        let uri = head.uri[...]
+        let path = uri.firstIndex(of: "?").map { uri[..<$0] } ?? uri
+        guard path == UploadSink.path else { return false }
+        if case .none = self.state.route(path: path, method: head.method.rawValue) { return true }
+        return false
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -70,22 +111,19 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { self.generate(context: context) }
+        if context.channel.isWritable { self.pump(context: context) }
         context.fireChannelWritabilityChanged()
     }
 
     // MARK: Answering
 
-    private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
+    private func incomingRequest(_ head: HTTPRequestHead, body: ByteBuffer, context: ChannelHandlerContext) -> IncomingRequest {
         let addresses = self.addresses(context)
-        let request = IncomingRequest(
-            head: head,
-            body: self.body,
-            scheme: self.scheme,
-            origin: addresses.origin,
-            defaultAuthority: addresses.authority
-        )
-        self.body = ByteBuffer()
+        return IncomingRequest(head: head, body: body, scheme: self.scheme, origin: addresses.origin, defaultAuthority: addresses.authority)
+    }
+
+    private func respond(to head: HTTPRequestHead, body: ByteBuffer, context: ChannelHandlerContext) {
+        let request = self.incomingRequest(head, body: body, context: context)
         self.state.didReceive(request.publicRequest)
 
         switch self.state.route(path: request.path, method: head.method.rawValue) {
@@ -140,16 +178,21 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             if !isHead, body.readableBytes > 0 { context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
             self.writeEnd(keepAlive: keepAlive, context: context)
 
-        case .paced(let status, let headers, let chunks, let interval):
+        case .paced(let status, let headers, let chunks, let interval, let ending):
+            let keepAlive = keepAlive && !(ending == .completeThenClose && request.version.major < 2)
             self.writeHead(status, headers, keepAlive: keepAlive, context: context)
             context.flush()
-            self.writePaced(isHead ? [] : chunks[...], interval: interval, keepAlive: keepAlive, context: context)
+            self.writePaced(isHead ? [] : chunks[...], interval: interval, ending: isHead ? .complete : ending, keepAlive: keepAlive, context: context)
 
-        case .generated(let status, var headers, let total):
-            headers.replaceOrAdd(name: "Content-Length", value: String(total))
+        case .streamed(let status, let headers, let body):
+            let keepAlive = keepAlive && !(body.ending == .completeThenClose && request.version.major < 2)
             self.writeHead(status, headers, keepAlive: keepAlive, context: context)
-            self.generating = (isHead ? 0 : total, keepAlive)
-            self.generate(context: context)
+            if isHead {
+                self.writeEnd(keepAlive: keepAlive, context: context)
+            } else {
+                self.streaming = (body, keepAlive)
+                self.pump(context: context)
+            }
 
         case .delayed(let delay, let reply):
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -189,20 +232,35 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    private func writePaced(_ chunks: ArraySlice<ByteBuffer>, interval: TimeAmount, keepAlive: Bool, context: ChannelHandlerContext) {
+    /// Ends a paced or streamed response as `ending` says.
+    private func finish(_ ending: ReplyEnding, keepAlive: Bool, context: ChannelHandlerContext) {
+        switch ending {
+        case .complete, .completeThenClose:
+            // `keepAlive` is already false when an HTTP/1 connection is to close.
+            self.writeEnd(keepAlive: keepAlive, context: context)
+        case .drop:
+            // The empty write completes after every earlier one: only then close, so that no
+            // promised byte is lost.
+            context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(ByteBuffer())))).assumeIsolated().whenComplete { _ in
+                context.close(promise: nil)
+            }
+        }
+    }
+
+    private func writePaced(_ chunks: ArraySlice<ByteBuffer>, interval: TimeAmount, ending: ReplyEnding, keepAlive: Bool, context: ChannelHandlerContext) {
         if interval == .zero {
             for chunk in chunks { context.write(self.wrapOutboundOut(.body(.byteBuffer(chunk))), promise: nil) }
-            self.writeEnd(keepAlive: keepAlive, context: context)
+            self.finish(ending, keepAlive: keepAlive, context: context)
             return
         }
         guard let first = chunks.first else {
-            self.writeEnd(keepAlive: keepAlive, context: context)
+            self.finish(ending, keepAlive: keepAlive, context: context)
             return
         }
         context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(first))), promise: nil)
         let rest = chunks.dropFirst()
         if rest.isEmpty {
-            self.writeEnd(keepAlive: keepAlive, context: context)
+            self.finish(ending, keepAlive: keepAlive, context: context)
             return
         }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -210,27 +268,39 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
         self.timers.append(context.eventLoop.assumeIsolated().scheduleTask(in: interval) {
             let handler = bound.value
             guard handler.isActive, let context = handler.context else { return }
-            handler.writePaced(rest, interval: interval, keepAlive: keepAlive, context: context)
+            handler.writePaced(rest, interval: interval, ending: ending, keepAlive: keepAlive, context: context)
         })
     }
 
-    /// Writes generated bytes while the channel is writable, then ends the response.
-    private func generate(context: ChannelHandlerContext) {
-        while let (remainingBytes, keepAlive) = self.generating {
-            var remaining = remainingBytes
-            if remaining == 0 {
-                self.generating = nil
-                self.writeEnd(keepAlive: keepAlive, context: context)
-                return
-            }
-            guard context.channel.isWritable else {
+    /// Writes the streamed body while the channel is writable (and its pace allows), then ends
+    /// the response.
+    private func pump(context: ChannelHandlerContext) {
+        while let (current, keepAlive) = self.streaming {
+            var body = current
+            let action = body.next(isWritable: context.channel.isWritable, allocator: context.channel.allocator)
+            self.streaming = (body, keepAlive)
+            switch action {
+            case .write(let chunk):
+                context.write(self.wrapOutboundOut(.body(.byteBuffer(chunk))), promise: nil)
+            case .waitForWritable, .waitForTick:
                 context.flush()
                 return
+            case .scheduleTick:
+                context.flush()
+                let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+                self.timers.removeAll()  // the earlier ticks have fired
+                self.timers.append(context.eventLoop.assumeIsolated().scheduleTask(in: StreamedBody.tick) {
+                    let handler = bound.value
+                    guard handler.isActive, let context = handler.context else { return }
+                    handler.streaming?.body.tickElapsed()
+                    handler.pump(context: context)
+                })
+                return
+            case .finish(let ending):
+                self.streaming = nil
+                self.finish(ending, keepAlive: keepAlive, context: context)
+                return
             }
-            let size = min(remaining, GeneratedBytes.chunk.readableBytes)
-            context.write(self.wrapOutboundOut(.body(.byteBuffer(GeneratedBytes.chunk.getSlice(at: 0, length: size)!))), promise: nil)
-            remaining -= size
-            self.generating = (remaining, keepAlive)
         }
     }
 }
