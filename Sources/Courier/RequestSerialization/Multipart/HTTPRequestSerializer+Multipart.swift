@@ -1,8 +1,11 @@
 import Foundation
 import HTTPTypes
 
-/// What a closure that appends the parts of a multipart form looks like.
-public typealias MultipartFormConstruction = (inout MultipartFormData) throws(CourierError) -> Void
+/// A closure that appends the parts of a multipart form (AFNetworking's
+/// `constructingBodyWithBlock:`). An error it throws stops the request from being built and
+/// reaches the caller: a ``CourierError`` as it is, any other wrapped in one with code
+/// ``CourierError/Code/invalidRequest``.
+public typealias MultipartFormConstruction = (inout MultipartFormData) throws -> Void
 
 extension HTTPRequestSerializer {
     /// Makes a `multipart/form-data` request: `parameters` become form fields, then `block`
@@ -32,7 +35,8 @@ extension HTTPRequestSerializer {
     /// - Throws: ``CourierError/Code/invalidRequest`` for GET or HEAD;
     ///   ``CourierError/Code/invalidURL`` for a bad URL string;
     ///   ``CourierError/Code/parameterEncodingFailed`` for a parameter with no form-field form;
-    ///   whatever `block` throws, such as ``CourierError/Code/bodyReadFailed`` for a missing file.
+    ///   what `block` throws, such as ``CourierError/Code/bodyReadFailed`` for a missing file (an
+    ///   error of another type is wrapped with code ``CourierError/Code/invalidRequest``).
     public func multipartFormRequest(
         method: HTTPRequest.Method,
         urlString: String,
@@ -102,7 +106,7 @@ extension MultipartFormData {
             }
             try block(&form)
         } catch {
-            throw error.adding(request: request)
+            throw error.asCourierError(.invalidRequest, "\(request.summary): building the multipart form failed: \(error)", request: request)
         }
         return form.finalizing(request)
     }
