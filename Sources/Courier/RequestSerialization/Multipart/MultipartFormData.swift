@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import NIOCore
 
 /// A `multipart/form-data` body (RFC 7578) built part by part: form fields, files, in-memory data
 /// and streams (AFNetworking's `AFMultipartFormData`).
@@ -35,6 +36,8 @@ public struct MultipartFormData: Sendable {
     private(set) var parts: [MultipartPart] = []
     /// How many bytes a file is read in at a time.
     var chunkLength = MultipartBodyStream.defaultChunkLength
+    /// The pace set by ``throttleBandwidth(withPacketSize:delay:)``, if any.
+    var throttle: MultipartThrottle?
 
     /// An empty form with a fresh random boundary.
     public init() {
@@ -73,10 +76,17 @@ public struct MultipartFormData: Sendable {
     public var body: RequestBody {
         guard !self.parts.isEmpty else { return .empty }
         let stream = MultipartBodyStream(parts: self.parts, boundary: self.boundaryValue, chunkLength: self.chunkLength)
-        if self.isReplayable {
-            return .replayableStream(length: .known(self.contentLength)) { stream }
+        if let throttle {
+            return self.body(of: ThrottledChunks(base: stream, throttle: throttle))
         }
-        return .stream(stream, length: .known(self.contentLength))
+        return self.body(of: stream)
+    }
+
+    private func body(of chunks: some AsyncSequence<ByteBuffer, any Error> & Sendable) -> RequestBody {
+        if self.isReplayable {
+            return .replayableStream(length: .known(self.contentLength)) { chunks }
+        }
+        return .stream(chunks, length: .known(self.contentLength))
     }
 
     mutating func append(_ part: MultipartPart) {
