@@ -60,38 +60,18 @@ extension HTTPRequestSerializer {
     }
 
     static func queryString(from tree: ParameterValue) throws(CourierError) -> String {
-        guard case .dictionary(let entries) = tree else {
-            throw CourierError(
-                .parameterEncodingFailed,
-                "parameters must be a dictionary to be written as a query string; a top-level \(tree.kind) has no key"
-            )
-        }
         var pairs: [String] = []
-        for entry in entries {
-            try Self.appendPairs(for: entry.value, key: entry.key, path: ParameterPath.root.appending(key: entry.key), to: &pairs)
+        for entry in try tree.flattenableEntries(for: "a query string") {
+            try entry.value.forEachFlattenedPair(key: entry.key, path: ParameterPath.root.appending(key: entry.key)) {
+                key, scalar, path throws(CourierError) in
+                try Self.appendPair(key: key, scalar: scalar, path: path, to: &pairs)
+            }
         }
         return pairs.joined(separator: "&")
     }
 
-    private static func appendPairs(
-        for value: ParameterValue,
-        key: String,
-        path: ParameterPath,
-        to pairs: inout [String]
-    ) throws(CourierError) {
-        switch value {
-        case .dictionary(let entries):
-            for entry in entries {
-                try Self.appendPairs(for: entry.value, key: key + "[" + entry.key + "]", path: path.appending(key: entry.key), to: &pairs)
-            }
-        case .array(let elements):
-            for (index, element) in elements.enumerated() {
-                try Self.appendPairs(for: element, key: key + "[]", path: path.appending(index: index), to: &pairs)
-            }
-        case .set(let elements):
-            for (index, element) in elements.enumerated() {
-                try Self.appendPairs(for: element, key: key, path: path.appending(index: index), to: &pairs)
-            }
+    private static func appendPair(key: String, scalar: ParameterValue, path: ParameterPath, to pairs: inout [String]) throws(CourierError) {
+        switch scalar {
         case .null:
             pairs.append(PercentEscaping.escape(key))
         case .bool(let bool):
@@ -100,10 +80,10 @@ extension HTTPRequestSerializer {
             pairs.append(PercentEscaping.escape(key) + "=" + PercentEscaping.escape(number.text))
         case .string(let string):
             pairs.append(PercentEscaping.escape(key) + "=" + PercentEscaping.escape(string))
-        case .date, .data:
+        case .date, .data, .array, .set, .dictionary:
             throw CourierError(
                 .parameterEncodingFailed,
-                "the \(value.kind) at '\(path)' has no query-string form; convert it to a string first"
+                "the \(scalar.kind) at '\(path)' has no query-string form; convert it to a string first"
             )
         }
     }

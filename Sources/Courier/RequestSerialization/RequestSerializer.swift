@@ -16,6 +16,20 @@ public protocol RequestSerializer: Sendable {
     /// (AFNetworking's `requestBySerializingRequest:withParameters:error:`). Headers the request
     /// already has win over the serializer's.
     func request(bySerializing request: Request, parameters: (any Sendable)?) throws(CourierError) -> Request
+
+    /// Makes a `multipart/form-data` request whose form fields are `parameters`, followed by the
+    /// parts `block` appends (AFNetworking's
+    /// `multipartFormRequestWithMethod:URLString:parameters:constructingBodyWithBlock:error:`).
+    /// GET and HEAD are refused with ``CourierError/Code/invalidRequest``.
+    ///
+    /// A default implementation serves any serializer; see
+    /// ``HTTPRequestSerializer/multipartFormRequest(method:urlString:parameters:constructingBodyWith:)``.
+    func multipartFormRequest(
+        method: HTTPRequest.Method,
+        urlString: String,
+        parameters: (any Sendable)?,
+        constructingBodyWith block: MultipartFormConstruction
+    ) throws(CourierError) -> Request
 }
 
 extension RequestSerializer {

@@ -1,4 +1,5 @@
 import Courier
+import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
@@ -59,6 +60,51 @@ extension RequestSerializationTests {
             let request = Request(method: .get, url: URL(string: "https://example.com/search")!)
             let encoded = try URLEncodedFormParameterEncoder.default.encode(Page(query: "a b", page: 2), into: request)
             #expect(encoded.url.absoluteString == "https://example.com/search?page=2&query=a%20b")
+        }
+    
+
+        @Test("README multipart example, as written (files in a temporary folder, the tour's manager on TestServer)")
+        func multipart() async throws {
+            try await withTemporaryFolder { folder in
+                let server = try await TestServer.start()
+                let manager = HTTPSessionManager(baseURL: server.baseURL)
+                manager.completionQueue = .global()
+                let serializer = HTTPRequestSerializer()
+                try Data("meow".utf8).write(to: folder.appendingPathComponent("cat.jpg"))
+
+                let photo = folder.appendingPathComponent("cat.jpg")  // README: URL(fileURLWithPath: "/tmp/cat.jpg")
+                // README: "https://example.com/upload"; here the test server, as the request is uploaded below.
+                let upload = try serializer.multipartFormRequest(method: .post, urlString: server.url("/post").absoluteString,
+                                                                 parameters: ["album": ["id": 7]]) { form in
+                    try form.appendPart(withFileURL: photo, name: "photo")
+                    form.appendPart(withFileData: Data("hi".utf8), name: "note", fileName: "note.txt", mimeType: "text/plain")
+                    form.appendPart(withForm: Data("cats".utf8), name: "tag")
+                }
+                let contentType = try #require(upload.headerFields[.contentType])
+                #expect(contentType.hasPrefix("multipart/form-data; boundary=Boundary+"))
+                #expect(upload.headerFields[.contentLength] == upload.body.knownLength.map { String($0) })
+                let text = String(decoding: try await collectBytes(of: upload.body), as: UTF8.self)
+                #expect(text.contains("Content-Disposition: form-data; name=\"album[id]\"\r\n\r\n7\r\n"))
+                #expect(text.contains("Content-Disposition: form-data; name=\"photo\"; filename=\"cat.jpg\"\r\nContent-Type: image/jpeg\r\n\r\nmeow\r\n"))
+
+                let posted = try await manager.post("post", parameters: ["album": "cats"]) { form in
+                    try form.appendPart(withFileURL: photo, name: "photo")
+                }
+                #expect((posted.value.json?["files"] as? [String: any Sendable])?["photo"] as? String == "meow")
+
+                let bodyFile = folder.appendingPathComponent("upload.multipart")  // README: /tmp/upload.multipart
+                let bare = try await serializer.request(withMultipartFormRequest: upload, writingStreamContentsToFile: bodyFile)
+                let sent: String? = await awaitCallback { finish in
+                    manager.uploadTask(with: bare, fromFile: bodyFile) { response, object, error in
+                        finish(((object as? [String: any Sendable])?["files"] as? [String: any Sendable])?["photo"] as? String)
+                    }.resume()
+                }
+                #expect(sent == "meow")
+                #expect(bare.body.isEmpty)
+
+                await manager.invalidate(cancelingTasks: false)
+                try await server.shutdown()
+            }
         }
     }
 }

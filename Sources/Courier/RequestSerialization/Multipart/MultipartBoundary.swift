@@ -1,0 +1,32 @@
+/// A multipart boundary and the delimiters built from it (RFC 2046 §5.1.1), in AFNetworking's
+/// format: `Boundary+` and two random 32-bit numbers in eight upper-case hex digits each.
+struct MultipartBoundary: Sendable, Hashable {
+    /// The boundary, without the leading dashes.
+    let value: String
+
+    init(_ value: String) { self.value = value }
+
+    /// A fresh random boundary, such as `Boundary+0C1F2A3B4D5E6F70`.
+    static func random() -> MultipartBoundary {
+        var generator = SystemRandomNumberGenerator()
+        let high = UInt32.random(in: .min ... .max, using: &generator)
+        let low = UInt32.random(in: .min ... .max, using: &generator)
+        return MultipartBoundary("Boundary+" + Self.hex(high) + Self.hex(low))
+    }
+
+    /// What opens the first part: `--boundary` and a line break.
+    var initialDelimiter: [UInt8] { Array("--\(self.value)\r\n".utf8) }
+
+    /// What opens every later part, ending the part before it: a line break, `--boundary` and a
+    /// line break.
+    var encapsulationDelimiter: [UInt8] { Array("\r\n--\(self.value)\r\n".utf8) }
+
+    /// What ends the last part and the body: a line break, `--boundary--` and a line break.
+    var closeDelimiter: [UInt8] { Array("\r\n--\(self.value)--\r\n".utf8) }
+
+    /// `number` as eight upper-case hex digits.
+    private static func hex(_ number: UInt32) -> String {
+        let digits = String(number, radix: 16, uppercase: true)
+        return String(repeating: "0", count: 8 - digits.count) + digits
+    }
+}

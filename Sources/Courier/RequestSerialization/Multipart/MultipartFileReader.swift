@@ -1,0 +1,116 @@
+import Foundation
+import NIOCore
+import NIOFileSystem
+
+/// Reads one file part in large chunks, opening the file on the first read and closing it after
+/// the last, and checks that the file still has the size the form declared for it.
+///
+/// The body stream owns one reader at a time. A stream abandoned midway (a cancelled upload, a
+/// server that answered before the body was sent) drops its reader with the file still open;
+/// `deinit` then closes the descriptor, since NIOFileSystem traps on a handle dropped while open.
+final class MultipartFileReader {
+    private let url: URL
+    private let expectedSize: Int64
+    private let chunkLength: Int
+    private var handle: ReadFileHandle?
+    private var offset: Int64 = 0
+    private var isFinished = false
+
+    init(url: URL, expectedSize: Int64, chunkLength: Int) {
+        self.url = url
+        self.expectedSize = expectedSize
+        self.chunkLength = chunkLength
+    }
+
+    deinit {
+        if let handle = self.handle, let descriptor = try? handle.detachUnsafeFileDescriptor() {
+            try? descriptor.close()
+        }
+    }
+
+    /// The next chunk of the file, or nil after its last byte.
+    /// - Throws: ``CourierError/Code/bodyReadFailed`` when the file is gone, is no longer a
+    ///   regular file, cannot be read, or is not the size it was when it was appended.
+    func nextChunk() async throws(CourierError) -> ByteBuffer? {
+        if self.isFinished { return nil }
+        let handle = try await self.openedHandle()
+        let remaining = self.expectedSize - self.offset
+        if remaining == 0 {
+            try await self.finish(handle)
+            return nil
+        }
+        let chunk: ByteBuffer
+        do {
+            chunk = try await handle.readChunk(fromAbsoluteOffset: self.offset, length: .bytes(min(Int64(self.chunkLength), remaining)))
+        } catch {
+            throw await self.failing(CourierError(.bodyReadFailed, "reading \(self.url.path) at offset \(self.offset) failed", underlyingError: error))
+        }
+        if chunk.readableBytes == 0 {
+            throw await self.failing(self.sizeChangedError(now: self.offset, detail: "it ended early"))
+        }
+        self.offset += Int64(chunk.readableBytes)
+        return chunk
+    }
+
+    private func openedHandle() async throws(CourierError) -> ReadFileHandle {
+        if let handle = self.handle { return handle }
+        let handle: ReadFileHandle
+        do {
+            handle = try await FileSystem.shared.openFile(forReadingAt: FilePath(self.url.path), options: OpenOptions.Read())
+        } catch {
+            throw CourierError(.bodyReadFailed, "cannot open \(self.url.path) to send it: it was removed or is unreadable", underlyingError: error)
+        }
+        self.handle = handle
+        let info: FileInfo
+        do {
+            info = try await handle.info()
+        } catch {
+            throw await self.failing(CourierError(.bodyReadFailed, "cannot examine \(self.url.path) to send it", underlyingError: error))
+        }
+        guard info.type == .regular else {
+            throw await self.failing(CourierError(.bodyReadFailed, "\(self.url.path) is no longer a regular file (it is a \(info.type))"))
+        }
+        guard info.size == self.expectedSize else {
+            throw await self.failing(self.sizeChangedError(now: info.size, detail: nil))
+        }
+        return handle
+    }
+
+    /// Checks that the file did not grow while it was read, then closes it.
+    private func finish(_ handle: ReadFileHandle) async throws(CourierError) {
+        let size: Int64
+        do {
+            size = try await handle.info().size
+        } catch {
+            throw await self.failing(CourierError(.bodyReadFailed, "cannot examine \(self.url.path) after sending it", underlyingError: error))
+        }
+        if size != self.expectedSize {
+            throw await self.failing(self.sizeChangedError(now: size, detail: nil))
+        }
+        self.isFinished = true
+        self.handle = nil
+        do {
+            try await handle.close()
+        } catch {
+            throw CourierError(.bodyReadFailed, "closing \(self.url.path) failed", underlyingError: error)
+        }
+    }
+
+    /// Closes the file, if open, and hands back `error` to throw.
+    private func failing(_ error: CourierError) async -> CourierError {
+        self.isFinished = true
+        if let handle = self.handle {
+            self.handle = nil
+            try? await handle.close()
+        }
+        return error
+    }
+
+    private func sizeChangedError(now size: Int64, detail: String?) -> CourierError {
+        let what = detail.map { "; \($0)" } ?? ""
+        return CourierError(
+            .bodyReadFailed,
+            "\(self.url.path) was \(self.expectedSize) bytes when it was appended to the form and is \(size) bytes now\(what); "
+                + "the body's declared length would be wrong, so it is not sent")
+    }
+}

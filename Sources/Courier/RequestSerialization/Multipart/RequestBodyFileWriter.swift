@@ -1,0 +1,112 @@
+import Foundation
+import NIOCore
+import NIOFileSystem
+
+/// Streams a request body into a file, all or nothing: the bytes go to a temporary file in the
+/// destination's folder, which is moved into place only once every byte is written.
+enum RequestBodyFileWriter {
+    /// Writes `body` to `fileURL` and returns how many bytes were written.
+    /// - Throws: ``CourierError/Code/fileSystemFailure`` when the file cannot be created, written
+    ///   or moved into place; ``CourierError/Code/bodyReadFailed`` when the body cannot be read.
+    static func write(_ body: RequestBody, to fileURL: URL) async throws(CourierError) -> Int64 {
+        guard fileURL.isFileURL else {
+            throw CourierError(.fileSystemFailure, "cannot write the body to \(fileURL.absoluteString): it is not a file URL")
+        }
+        let destination = FilePath(fileURL.path)
+        try await Self.checkReplaceable(destination)
+        let temporary = Self.temporaryPath(beside: fileURL)
+        do {
+            let written = try await FileSystem.shared.withFileHandle(
+                forWritingAt: temporary, options: .newFile(replaceExisting: false)
+            ) { handle in
+                try await Self.copy(body, into: handle, path: destination)
+            }
+            do {
+                try await FileSystem.shared.replaceItem(at: destination, withItemAt: temporary)
+            } catch {
+                throw CourierError(.fileSystemFailure, "cannot move the body into place at \(destination)", underlyingError: error)
+            }
+            return written
+        } catch {
+            _ = try? await FileSystem.shared.removeItem(at: temporary, strategy: .platformDefault, recursively: false)
+            throw error.asCourierError(.fileSystemFailure, "cannot create \(destination) to write the body: \(Self.reason(error))")
+        }
+    }
+
+    /// Writes each chunk of `body` at the end of the file; returns the length.
+    private static func copy(_ body: RequestBody, into handle: WriteFileHandle, path: FilePath) async throws -> Int64 {
+        var offset: Int64 = 0
+        var chunks = Self.chunks(of: body).makeAsyncIterator()
+        while let chunk = try await chunks.next() {
+            do {
+                offset += try await handle.write(contentsOf: chunk, toAbsoluteOffset: offset)
+            } catch {
+                throw CourierError(
+                    .fileSystemFailure, "writing the body to \(path) failed after \(offset) bytes: \(Self.reason(error))",
+                    underlyingError: error)
+            }
+        }
+        return offset
+    }
+
+    /// The body as chunks, whatever it is stored as.
+    private static func chunks(of body: RequestBody) -> RequestBody.Stream {
+        switch body.storage {
+        case .empty:
+            return AsyncThrowingStream<ByteBuffer, any Error> { $0.finish() }
+        case .data(let data):
+            return AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+                continuation.yield(ByteBuffer(bytes: data))
+                continuation.finish()
+            }
+        case .file(let url):
+            // A one-part stream with no delimiters: the file read and checked as a form's file is.
+            return FileBodyChunks(url: url, size: body.knownLength ?? 0)
+        case .stream(let stream, _):
+            return stream
+        case .replayableStream(let makeStream, _):
+            return makeStream()
+        }
+    }
+
+    /// Refuses to replace anything but a regular file (a folder, a device).
+    private static func checkReplaceable(_ path: FilePath) async throws(CourierError) {
+        let info: FileInfo?
+        do {
+            info = try await FileSystem.shared.info(forFileAt: path, infoAboutSymbolicLink: false)
+        } catch {
+            throw CourierError(.fileSystemFailure, "cannot examine \(path) to write the body there: \(Self.reason(error))", underlyingError: error)
+        }
+        if let info, info.type != .regular {
+            throw CourierError(.fileSystemFailure, "cannot write the body to \(path): it is a \(info.type), not a regular file")
+        }
+    }
+
+    /// A name for the file being written, hidden, beside the destination.
+    private static func temporaryPath(beside fileURL: URL) -> FilePath {
+        let folder = fileURL.deletingLastPathComponent()
+        let name = "." + fileURL.lastPathComponent + ".courier-" + String(UInt64.random(in: .min ... .max), radix: 36) + ".partial"
+        return FilePath(folder.appendingPathComponent(name).path)
+    }
+
+    /// A file-system error's short reason (`notFound`, `permissionDenied`…) for messages.
+    private static func reason(_ error: any Error) -> String {
+        if let error = error as? FileSystemError { return "\(error.code)" }
+        return "\(error)"
+    }
+}
+
+/// A file's chunks, read and checked against `size` by ``MultipartFileReader``.
+private struct FileBodyChunks: AsyncSequence, Sendable {
+    let url: URL
+    let size: Int64
+
+    func makeAsyncIterator() -> Iterator {
+        Iterator(reader: MultipartFileReader(url: self.url, expectedSize: self.size, chunkLength: MultipartBodyStream.defaultChunkLength))
+    }
+
+    struct Iterator: AsyncIteratorProtocol {
+        let reader: MultipartFileReader
+        func next() async throws -> ByteBuffer? { try await self.reader.nextChunk() }
+    }
+}

@@ -1,0 +1,109 @@
+import Dispatch
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+
+extension HTTPSessionManager {
+    /// Builds a `multipart/form-data` POST for a verb: resolves the URL, asks the request serializer
+    /// for the form (parameters first, then what `block` appends) and adds `headers`, which win.
+    func multipartFormRequest(
+        method: HTTPRequest.Method,
+        urlString: String,
+        parameters: (any Sendable)?,
+        headers: HTTPFields,
+        constructingBodyWith block: MultipartFormConstruction
+    ) throws(CourierError) -> Request {
+        let absolute = try self.absoluteURLString(for: urlString)
+        var request = try self.requestSerializer.multipartFormRequest(
+            method: method, urlString: absolute, parameters: parameters, constructingBodyWith: block)
+        for field in headers {
+            request.headerFields[field.name] = field.value
+        }
+        return request
+    }
+
+    /// POST with a `multipart/form-data` body: `parameters` become form fields and `block`
+    /// appends files, data and streams (AFNetworking's
+    /// `POST:parameters:headers:constructingBodyWithBlock:progress:success:failure:`).
+    ///
+    /// ```swift
+    /// manager.post("upload", parameters: ["album": "cats"], constructingBodyWith: { form in
+    ///     try form.appendPart(withFileURL: URL(fileURLWithPath: "/tmp/cat.jpg"), name: "photo")
+    /// }, progress: { print($0.fractionCompleted) },
+    /// success: { task, object in print(object ?? "") },
+    /// failure: { task, error in print(error.message) })
+    /// ```
+    ///
+    /// The body is streamed: each file is opened when its turn comes and read in chunks. The
+    /// task is resumed and returned. When the request cannot be built (a bad URL, a missing
+    /// file, a parameter with no form-field form, a `block` that throws), `failure` is called
+    /// with a nil task, asynchronously on the completion queue, and no task is made.
+    /// - Parameters:
+    ///   - urlString: A URL string, relative to ``baseURL`` or absolute.
+    ///   - parameters: Form fields, flattened as the query string flattens them.
+    ///   - headers: Header fields that win over the serializer's.
+    ///   - block: Appends parts after the parameters.
+    ///   - progress: Upload progress.
+    ///   - success: Called with the task and the serialized response object.
+    ///   - failure: Called with the task (nil when the request could not be built) and the error.
+    /// - Returns: The running task, or nil when the request could not be built.
+    @discardableResult
+    public func post(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPFields = [:],
+        constructingBodyWith block: MultipartFormConstruction,
+        progress: ProgressHandler? = nil,
+        success: Success? = nil,
+        failure: Failure? = nil
+    ) -> DataTask? {
+        let request: Request
+        do {
+            request = try self.multipartFormRequest(
+                method: .post, urlString: urlString, parameters: parameters.map { $0 as any Sendable }, headers: headers,
+                constructingBodyWith: block)
+        } catch {
+            let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? .main, $0.completionGroup) }
+            queue.async(group: group) { failure?(nil, error) }
+            return nil
+        }
+        let box = NIOLockedValueBox<DataTask?>(nil)
+        let task = self.dataTask(with: request, uploadProgress: progress, downloadProgress: nil) { _, object, error in
+            // The handler runs after `resume()`, so the task is in the box.
+            guard let task = box.withLockedValue({ $0 }) else { return }
+            if let error {
+                failure?(task, error)
+            } else {
+                success?(task, object)
+            }
+        }
+        box.withLockedValue { $0 = task }
+        task.resume()
+        return task
+    }
+
+    /// POST with a `multipart/form-data` body, returning the serialized object (JSON by default)
+    /// with the response: the async twin of
+    /// ``post(_:parameters:headers:constructingBodyWith:progress:success:failure:)``.
+    ///
+    /// ```swift
+    /// let response = try await manager.post("upload", parameters: ["album": "cats"]) { form in
+    ///     try form.appendPart(withFileURL: URL(fileURLWithPath: "/tmp/cat.jpg"), name: "photo")
+    /// }
+    /// ```
+    /// - Throws: ``CourierError`` when the request cannot be built (see
+    ///   ``HTTPRequestSerializer/multipartFormRequest(method:urlString:parameters:constructingBodyWith:)``),
+    ///   a file cannot be read as it is sent, the exchange fails or the serializer rejects the response.
+    public func post(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPFields = [:],
+        progress: ProgressHandler? = nil,
+        constructingBodyWith block: MultipartFormConstruction
+    ) async throws(CourierError) -> DataResponse<(any Sendable)?> {
+        let request = try self.multipartFormRequest(
+            method: .post, urlString: urlString, parameters: parameters.map { $0 as any Sendable }, headers: headers,
+            constructingBodyWith: block)
+        return try await self.response(for: request, serializer: ErasedResponseSerializer(self.responseSerializer), uploadProgress: progress)
+    }
+}
