@@ -63,7 +63,7 @@ struct RouteFailure: Error {}
                 return .json(#"{"slow":true}"#)
             }
             async let slow = client.fetch(server.url("/slow"))
-            for _ in 0..<500 where server.requestCount == 0 {
+            for _ in 0..<5000 where server.requestCount == 0 {
                 try await Task.sleep(for: .milliseconds(2))
             }
             #expect(server.requestCount == 1)
