@@ -5,11 +5,12 @@ import Foundation
 /// process of its own (so its peak RSS is its own); the clients take turns, A-B-B-A.
 enum TransferBench {
     static let usage = """
-        usage: courier-bench transfer [--megabytes N] [--repeat K] [--kinds download,upload] [--json]
+        usage: courier-bench transfer [--megabytes N] [--repeat K] [--kinds download,upload,multipart] [--json]
 
           --megabytes  size of the file moved, in MiB (default: 1024)
           --repeat     rounds; each round runs every client twice, A-B-B-A (default: 2)
-          --kinds      which transfers (default: download,upload)
+          --kinds      which transfers (default: download,upload,multipart); multipart is Courier's
+                       multipart form with the file as its part against raw AHC streaming the file
         """
 
     struct Row: Codable {
@@ -22,7 +23,7 @@ enum TransferBench {
     static func run(_ arguments: [String]) async -> Int32 {
         var megabytes = 1024
         var rounds = 2
-        var kinds = ["download", "upload"]
+        var kinds = ["download", "upload", "multipart"]
         var json = false
         var remaining = arguments[...]
         while let argument = remaining.popFirst() {
@@ -36,7 +37,7 @@ enum TransferBench {
                 return argument == "--help" ? 0 : 2
             }
         }
-        guard megabytes > 0, rounds > 0, !kinds.isEmpty, kinds.allSatisfy({ ["download", "upload"].contains($0) }) else {
+        guard megabytes > 0, rounds > 0, !kinds.isEmpty, kinds.allSatisfy({ ["download", "upload", "multipart"].contains($0) }) else {
             FileHandle.standardError.write(Data("\(usage)\n".utf8))
             return 2
         }

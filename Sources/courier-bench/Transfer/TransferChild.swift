@@ -33,7 +33,8 @@ enum TransferChild {
             case ("download", "courier"): moved = try await Self.courierDownload(url)
             case ("download", "ahc"): moved = try await Self.ahcDownload(url)
             case ("upload", "courier"): moved = try await Self.courierUpload(file, to: url)
-            case ("upload", "ahc"): moved = try await Self.ahcUpload(file, to: url)
+            case ("upload", "ahc"), ("multipart", "ahc"): moved = try await Self.ahcUpload(file, to: url)
+            case ("multipart", "courier"): moved = try await Self.courierMultipartUpload(file, to: url)
             default:
                 FileHandle.standardError.write(Data("courier-bench: no \(arguments[1]) client for \(arguments[0])\n".utf8))
                 return 2
@@ -106,6 +107,21 @@ enum TransferChild {
         let response = try await manager.response(for: request, serializer: HTTPResponseSerializer())
         guard response.response.status.code == 204 else { throw CourierError(.invalidResponse, "status \(response.response.status)") }
         return request.body.knownLength ?? -1
+    }
+
+    /// Courier's multipart form with the file as its one part, streamed part by part (the file is
+    /// opened when its turn comes and read in chunks). The bytes counted are the file's.
+    private static func courierMultipartUpload(_ file: URL, to url: URL) async throws -> Int64 {
+        let manager = SessionManager()
+        manager.completionQueue = DispatchQueue(label: "courier-bench.completion")
+        defer { manager.invalidate(cancelingTasks: true) }
+        let request = try HTTPRequestSerializer().multipartFormRequest(method: .post, urlString: url.absoluteString) { form in
+            try form.appendPart(withFileURL: file, name: "file")
+        }
+        let response = try await manager.response(for: request, serializer: HTTPResponseSerializer())
+        guard response.response.status.code == 204 else { throw CourierError(.invalidResponse, "status \(response.response.status)") }
+        let size = try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber
+        return size?.int64Value ?? -1
     }
 
     /// AsyncHTTPClient streaming the same file through NIOFileSystem's chunked reader. `execute`
