@@ -48,7 +48,7 @@ extension NIOExchange {
                 promise.completeWithTask {
                     do {
                         try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(path)) { handle in
-                            try await Self.pump(handle.readChunks(chunkLength: .kibibytes(64)), into: writer)
+                            try await Self.pump(handle.readChunks(chunkLength: .kibibytes(512)), into: writer)
                         }
                     } catch {
                         throw CourierError(.bodyReadFailed, "\(request.summary): reading \(path) failed", request: request, underlyingError: error)
