@@ -32,7 +32,7 @@ import Testing
 
     let task = manager.downloadTask(with: Request(url: server.url("/courier/file/1048576?rate=524288")), completionHandler: nil)
     task.resume()
-    try await Task.sleep(for: .milliseconds(300))
+    while task.countOfBytesReceived < 100_000 { try await Task.sleep(for: .milliseconds(50)) }
     let resumeData = await task.cancelProducingResumeData()
     #expect(resumeData != nil)
     if let resumeData {
