@@ -57,29 +57,13 @@ extension HTTPSessionManager {
         success: Success? = nil,
         failure: Failure? = nil
     ) -> DataTask? {
-        let request: Request
-        do {
-            request = try self.multipartFormRequest(
-                method: .post, urlString: urlString, parameters: parameters.map { $0 as any Sendable }, headers: headers,
-                constructingBodyWith: block)
-        } catch {
-            let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? .main, $0.completionGroup) }
-            queue.async(group: group) { failure?(nil, error) }
-            return nil
-        }
-        let box = NIOLockedValueBox<DataTask?>(nil)
-        let task = self.dataTask(with: request, uploadProgress: progress, downloadProgress: nil) { _, object, error in
-            // The handler runs after `resume()`, so the task is in the box.
-            guard let task = box.withLockedValue({ $0 }) else { return }
-            if let error {
-                failure?(task, error)
-            } else {
-                success?(task, object)
-            }
-        }
-        box.withLockedValue { $0 = task }
-        task.resume()
-        return task
+        self.resumedDataTask(
+            building: { () throws(CourierError) -> Request in
+                try self.multipartFormRequest(
+                    method: .post, urlString: urlString, parameters: parameters.map { $0 as any Sendable }, headers: headers,
+                    constructingBodyWith: block)
+            },
+            uploadProgress: progress, downloadProgress: nil, success: success, failure: failure)
     }
 
     /// POST with a `multipart/form-data` body, returning the serialized object (JSON by default)

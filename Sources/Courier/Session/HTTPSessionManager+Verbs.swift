@@ -29,9 +29,26 @@ extension HTTPSessionManager {
         success: Success? = nil,
         failure: Failure? = nil
     ) -> DataTask? {
+        self.resumedDataTask(
+            building: { () throws(CourierError) -> Request in
+                try self.request(method: method, urlString: urlString, parameters: parameters, headers: headers)
+            },
+            uploadProgress: uploadProgress, downloadProgress: downloadProgress, success: success, failure: failure)
+    }
+
+    /// Builds a request with `build`, then makes and resumes its data task, routing the end to
+    /// `success` or `failure`; when `build` throws, calls `failure` with a nil task,
+    /// asynchronously on the completion queue, and makes no task.
+    func resumedDataTask(
+        building build: () throws(CourierError) -> Request,
+        uploadProgress: ProgressHandler?,
+        downloadProgress: ProgressHandler?,
+        success: Success?,
+        failure: Failure?
+    ) -> DataTask? {
         let request: Request
         do {
-            request = try self.request(method: method, urlString: urlString, parameters: parameters, headers: headers)
+            request = try build()
         } catch {
             let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? .main, $0.completionGroup) }
             queue.async(group: group) { failure?(nil, error) }

@@ -112,6 +112,18 @@ struct TaskState {
     /// Set by `cancel(byProducingResumeData:)`.
     var resumeDataHandler: (@Sendable (ResumeData?) -> Void)?
 
+    /// Counts body bytes received and moves the download progress, making its object first when
+    /// a progress handler wants one.
+    mutating func recordReceived(_ bytes: Int64, makingProgress: Bool) {
+        self.countOfBytesReceived += bytes
+        if makingProgress, self.downloadProgress == nil {
+            let progress = Progress(parent: nil, userInfo: nil)
+            progress.totalUnitCount = self.countOfBytesExpectedToReceive
+            self.downloadProgress = progress
+        }
+        self.downloadProgress?.completedUnitCount = self.countOfBytesReceived
+    }
+
     /// At a successful end the totals are known: both progresses end at 1.0.
     mutating func settleProgressTotals() {
         if self.countOfBytesExpectedToReceive < 0 { self.countOfBytesExpectedToReceive = self.countOfBytesReceived }

@@ -78,13 +78,7 @@ extension TaskDelegate {
         let bytes = Int64(chunk.readableBytes)
         let wantsProgress = self.downloadProgressHandler != nil
         let (writer, progress, total, expected, task) = self.state.withLockedValue { state in
-            state.countOfBytesReceived += bytes
-            if wantsProgress, state.downloadProgress == nil {
-                let progress = Progress(parent: nil, userInfo: nil)
-                progress.totalUnitCount = state.countOfBytesExpectedToReceive
-                state.downloadProgress = progress
-            }
-            state.downloadProgress?.completedUnitCount = state.countOfBytesReceived
+            state.recordReceived(bytes, makingProgress: wantsProgress)
             return (state.downloadFile, state.downloadProgress, state.countOfBytesReceived, state.countOfBytesExpectedToReceive, state.task)
         }
         writer?.enqueue(chunk)

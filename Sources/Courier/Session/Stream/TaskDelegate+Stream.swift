@@ -27,13 +27,7 @@ extension TaskDelegate {
         let bytes = Int64(chunk.readableBytes)
         let wantsProgress = self.downloadProgressHandler != nil
         let (progress, task) = self.state.withLockedValue { state -> (Progress?, SessionTask?) in
-            state.countOfBytesReceived += bytes
-            if wantsProgress, state.downloadProgress == nil {
-                let progress = Progress(parent: nil, userInfo: nil)
-                progress.totalUnitCount = state.countOfBytesExpectedToReceive
-                state.downloadProgress = progress
-            }
-            state.downloadProgress?.completedUnitCount = state.countOfBytesReceived
+            state.recordReceived(bytes, makingProgress: wantsProgress)
             return (state.downloadProgress, state.task)
         }
         if let progress { self.downloadProgressHandler?(progress) }
