@@ -196,7 +196,7 @@ enum TinyFileSystem {
     }
 }
 
-@Suite("Downloads on a full disk", .enabled(if: TinyFileSystem.url != nil, "COURIER_TINY_FS names no small file system (.ci/run mounts one)"))
+@Suite("Writing to a full disk", .enabled(if: TinyFileSystem.url != nil, "COURIER_TINY_FS names no small file system (.ci/run mounts one)"))
 struct FullDiskDownloadTests {
     @Test func aFullDiskFailsTypedAndLeavesNoFile() async throws {
         let folder = TinyFileSystem.url!.appendingPathComponent("download-\(UUID().uuidString)")
@@ -215,5 +215,21 @@ struct FullDiskDownloadTests {
                 #expect(await eventually { manager.tasks.isEmpty })
             }
         }
+    }
+
+    @Test func aMultipartBodyWrittenToAFullDiskFailsTypedAndLeavesNoFile() async throws {
+        let folder = TinyFileSystem.url!.appendingPathComponent("form-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let serializer = HTTPRequestSerializer()
+        let form = try serializer.multipartFormRequest(method: .post, urlString: "http://127.0.0.1/upload") { form in
+            form.appendPart(withFileData: Data(repeating: 1, count: 3 << 20), name: "file", fileName: "big.bin", mimeType: "application/octet-stream")
+        }
+        let target = folder.appendingPathComponent("body.bin")
+        let error = await #expect(throws: CourierError.self) {
+            _ = try await serializer.request(withMultipartFormRequest: form, writingStreamContentsToFile: target)
+        }
+        #expect(error?.code == .fileSystemFailure)
+        #expect(contents(of: folder).isEmpty, "neither the body nor a temporary file is left")
     }
 }
