@@ -79,17 +79,18 @@ struct BadInputTests {
     @Test func requestTimeoutIsAnIdleTimeout() async throws {
         try await withTestServer { server in
             var configuration = SessionConfiguration.default
-            configuration.timeoutIntervalForRequest = 1
+            configuration.timeoutIntervalForRequest = 2
             try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
-                // The server answers after 5 s: only the 1 s idle deadline can make this a timeout.
+                // The server answers after 5 s: only the 2 s idle deadline can make this a timeout.
                 await #expect {
                     try await manager.get("delay/5")
                 } throws: { error in
                     (error as? CourierError)?.code == .timedOut
                 }
-                // A body that keeps coming is not idle, however long it takes in all (1.5 s here).
+                // A body that keeps coming is not idle, however long it takes in all (3 s here, a
+                // chunk every 0.2 s: a wide margin under the 2 s deadline on a loaded machine).
                 manager.responseSerializer = HTTPResponseSerializer()
-                let slow = try await manager.get("courier/slow-body/6?interval=0.25")
+                let slow = try await manager.get("courier/slow-body/15?interval=0.2")
                 #expect(slow.response.status == .ok)
             }
         }
