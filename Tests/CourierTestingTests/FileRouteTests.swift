@@ -191,7 +191,7 @@ import Testing
     @Test(arguments: [false, true])
     func largeFileStreamsIntact(tls: Bool) async throws {
         try await withServer(tls ? .https() : TestServer.Configuration()) { server, client in
-            let file = TestServer.GeneratedFile(length: 64 << 20)
+            let file = TestServer.GeneratedFile(length: 16 << 20)
             var request = HTTPClientRequest(url: server.url(file.path()).absoluteString)
             request.method = .GET
             let response = try await client.execute(request, timeout: .seconds(120))

@@ -58,7 +58,7 @@ func makeClient(_ options: ClientOptions = ClientOptions()) -> HTTPClient {
     var configuration = HTTPClient.Configuration(
         tlsConfiguration: tls,
         redirectConfiguration: .disallow,
-        timeout: .init(connect: .seconds(5), read: .seconds(10)),
+        timeout: .init(connect: .seconds(20), read: .seconds(20)),
         decompression: .disabled
     )
     configuration.connectionPool.retryConnectionEstablishment = false

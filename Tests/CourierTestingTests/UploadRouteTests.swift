@@ -89,9 +89,9 @@ import Testing
         var configuration = TestServer.Configuration()
         configuration.recordsRequests = true
         try await withServer(configuration) { server, client in
-            let upload = GeneratedUpload(total: 64 << 20)
+            let upload = GeneratedUpload(total: 16 << 20)
             let json = try await self.upload(upload, knownLength: true, client: client, server: server)
-            #expect(json["size"] as? Int == 64 << 20)
+            #expect(json["size"] as? Int == 16 << 20)
             #expect(json["crc32"] as? String == upload.file.crc32().hex)
             let recorded = try #require(server.receivedRequests.last)
             #expect(recorded.path == "/courier/upload")

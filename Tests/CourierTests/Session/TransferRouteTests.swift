@@ -109,7 +109,7 @@ struct TransferRouteTests {
     @Test func aLargeDownloadArrivesWhole() async throws {
         try await withTestServer { server in
             try await withManager(baseURL: server.baseURL) { manager in
-                let file = TestServer.GeneratedFile(length: 48 << 20)
+                let file = TestServer.GeneratedFile(length: 16 << 20)
                 let download = try await manager.download(Request(url: server.url(file.path())))
                 defer { try? FileManager.default.removeItem(at: download.fileURL) }
                 #expect(try self.crc(of: download.fileURL) == file.crc32())
@@ -121,14 +121,14 @@ struct TransferRouteTests {
         try await withScratchDirectory { folder in
             try await withTestServer { server in
                 try await withManager(baseURL: server.baseURL) { manager in
-                    let source = TestServer.GeneratedFile(length: 24 << 20)
+                    let source = TestServer.GeneratedFile(length: 8 << 20)
                     let fileURL = folder.appendingPathComponent("upload.bin")
                     try Data(source.bytes()).write(to: fileURL)
                     let fromFile = try await manager.response(
                         for: Request(method: .post, url: server.url("/courier/upload"), body: .file(fileURL)),
                         serializer: JSONResponseSerializer())
                     let echo = fromFile.value as? [String: any Sendable]
-                    #expect(echo?["size"] as? Int == 24 << 20)
+                    #expect(echo?["size"] as? Int == 8 << 20)
                     #expect(echo?["crc32"] as? String == source.crc32().hex)
 
                     let chunks = AsyncThrowingStream<ByteBuffer, any Error> { continuation in

@@ -11,6 +11,7 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
 
     let base: ResponseStreamSink.Producer
 
+    /// Reads the chunks one at a time.
     public struct AsyncIterator: AsyncIteratorProtocol {
         public typealias Element = ByteBuffer
         public typealias Failure = CourierError

@@ -39,6 +39,7 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
         AsyncIterator(manager: self.manager, request: self.request, options: self.options)
     }
 
+    /// Reads the events one at a time.
     public struct AsyncIterator: AsyncIteratorProtocol {
         public typealias Element = ServerSentEvent
         public typealias Failure = CourierError
