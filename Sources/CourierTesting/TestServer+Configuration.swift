@@ -4,8 +4,11 @@ extension TestServer {
     /// How a ``TestServer`` listens. Every property has a default: `TestServer.Configuration()` is a
     /// plain-HTTP server on `127.0.0.1` and a free port.
     public struct Configuration: Sendable {
-        /// The address to bind, `127.0.0.1` by default. The port is always chosen by the system.
+        /// The address to bind, `127.0.0.1` by default.
         public var host: String
+        /// The port to bind; 0 (the default) lets the system choose a free one. Set it to restart
+        /// a server on the port of one that was shut down (a server whose certificate changes).
+        public var port: Int
         /// Whether to speak TLS (https). Off by default.
         public var tls: Bool
         /// Which certificate the server presents when ``tls`` is on.
@@ -23,6 +26,7 @@ extension TestServer {
         /// A plain-HTTP/1.1 server on `127.0.0.1` that does not record requests.
         public init() {
             self.host = "127.0.0.1"
+            self.port = 0
             self.tls = false
             self.identity = .localhost
             self.http2 = true

@@ -127,6 +127,9 @@ public final class TestServer: Sendable {
     /// client kept its connections alive, or that it never connected.
     public var connectionCount: Int { self.state.connectionCount }
 
+    /// How many TCP connections are open now: proves that a client closed the ones it rejected.
+    public var openConnectionCount: Int { self.state.openConnectionCount }
+
     /// The requests received, oldest first, when ``Configuration/recordsRequests`` is on (else empty).
     public var receivedRequests: [Request] { self.state.receivedRequests }
 

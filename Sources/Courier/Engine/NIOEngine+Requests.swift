@@ -14,6 +14,10 @@ extension NIOExchange {
                 .invalidRequest, "\(request.summary): the NIO engine keeps no cache, and the cache policy forbids loading",
                 request: request)
         }
+        if request.url.scheme?.lowercased() == "https", let policyError = self.engine.trust.policyError {
+            // A policy that breaks AFNetworking's rules trusts no server: fail before connecting.
+            throw NIOEngine.courierError(from: policyError.underlyingError ?? policyError, request: request, policy: self.engine.trust.policy)
+        }
         var headers = HTTPHeaders()
         headers.reserveCapacity(request.headerFields.count)
         for field in request.headerFields {

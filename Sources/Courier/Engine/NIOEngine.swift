@@ -27,6 +27,8 @@ public final class NIOEngine: Engine {
     let exchangesPerLoop: NIOLockedValueBox<[Int]>
     /// Enforces the exchanges' idle deadlines.
     let watchdog: NIOExchangeWatchdog
+    /// Enforces the security policy on each connection.
+    let trust: ServerTrustEvaluator
 
     /// Makes an engine.
     /// - Parameters:
@@ -49,7 +51,8 @@ public final class NIOEngine: Engine {
             eventLoop: self.loops[0],
             shortestTimeout: min(configuration.timeoutIntervalForRequest, configuration.timeoutIntervalForResource)
         )
-        let clientConfiguration = Self.clientConfiguration(configuration, securityPolicy: securityPolicy)
+        self.trust = ServerTrustEvaluator(policy: securityPolicy)
+        let clientConfiguration = Self.clientConfiguration(configuration, trust: self.trust)
         self.client = HTTPClient(
             eventLoopGroupProvider: .shared(eventLoopGroup),
             configuration: clientConfiguration,

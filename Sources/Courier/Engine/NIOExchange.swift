@@ -97,7 +97,7 @@ final class NIOExchange: Exchange, Sendable {
             // the outcome, as AHC's own comments say it should be.
             if case .failure(let error) = result, !Self.serverEndedUpload(error, headStatus: state.headStatus) {
                 let request = state.request
-                return .finish(NIOEngine.courierError(from: error, request: request))
+                return .finish(NIOEngine.courierError(from: error, request: request, policy: self.engine.trust.policy))
             }
             if case .redirecting(let newRequest) = state.phase {
                 state.request = newRequest
