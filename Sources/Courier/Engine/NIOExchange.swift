@@ -63,7 +63,7 @@ final class NIOExchange: Exchange, Sendable {
             return
         }
         let hop = NIOExchangeHop(exchange: self)
-        let task = self.engine.client.execute(
+        let task = self.engine.pool(for: request.url).client.execute(
             request: ahcRequest,
             delegate: hop,
             // `.delegateAndChannel` would be cheaper per request, but AHC 1.37 then opens a new
@@ -97,7 +97,7 @@ final class NIOExchange: Exchange, Sendable {
             // the outcome, as AHC's own comments say it should be.
             if case .failure(let error) = result, !Self.serverEndedUpload(error, headStatus: state.headStatus) {
                 let request = state.request
-                return .finish(NIOEngine.courierError(from: error, request: request, policy: self.engine.trust.policy))
+                return .finish(NIOEngine.courierError(from: error, request: request, policy: self.engine.pool(for: request.url).trust.policy))
             }
             if case .redirecting(let newRequest) = state.phase {
                 state.request = newRequest

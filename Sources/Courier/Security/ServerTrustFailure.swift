@@ -59,9 +59,14 @@ public struct ServerTrustFailure: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        var text = "\(self.host.map { "\($0): " } ?? "")\(self.reason) [policy: \(self.policy)]"
+        var text = self.summary
         if let detail { text += " (\(detail))" }
         return text
+    }
+
+    /// Host, reason and policy, without the detail.
+    var summary: String {
+        "\(self.host.map { "\($0): " } ?? "")\(self.reason) [policy: \(self.policy)]"
     }
 
     /// The code a ``CourierError`` made of this failure carries.
@@ -70,6 +75,6 @@ public struct ServerTrustFailure: Error, Sendable, CustomStringConvertible {
     }
 
     func courierError(request: Request? = nil, file: String = #fileID, line: UInt = #line) -> CourierError {
-        CourierError(self.code, "\(self.description)", request: request, underlyingError: self, file: file, line: line)
+        CourierError(self.code, self.summary, request: request, underlyingError: self, file: file, line: line)
     }
 }
