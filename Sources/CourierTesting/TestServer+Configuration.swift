@@ -48,6 +48,7 @@ extension TestServer {
     public struct Identity: Sendable, Hashable, CustomStringConvertible {
         enum Base: Sendable, Hashable {
             case localhost, wrongHost, selfSigned, expired
+            case custom(name: String, chain: [String], key: String)
         }
 
         let base: Base
@@ -56,13 +57,25 @@ extension TestServer {
         public static let localhost = Identity(base: .localhost)
         /// ``TestCertificates/wrongHostLeaf`` and the intermediate: a trusted chain for the wrong name.
         public static let wrongHost = Identity(base: .wrongHost)
+        /// Any chain and key, as PEM: the leaf first, then the intermediates to send.
+        /// - Parameters:
+        ///   - name: What ``description`` says (for test names).
+        ///   - chainPEM: The certificates to present, leaf first.
+        ///   - keyPEM: The leaf's private key.
+        public static func custom(_ name: String, chainPEM: [String], keyPEM: String) -> Identity {
+            Identity(base: .custom(name: name, chain: chainPEM, key: keyPEM))
+        }
+
         /// ``TestCertificates/selfSignedLeaf`` alone: right name, untrusted issuer.
         public static let selfSigned = Identity(base: .selfSigned)
         /// ``TestCertificates/expiredLeaf`` and the intermediate: right name and issuer, expired.
         public static let expired = Identity(base: .expired)
 
         /// The identity's name: `localhost`, `wrongHost`, `selfSigned` or `expired`.
-        public var description: String { "\(self.base)" }
+        public var description: String {
+            if case .custom(let name, _, _) = self.base { return name }
+            return "\(self.base)"
+        }
 
         /// The chain presented, leaf first, and the leaf's key, as PEM.
         var pem: (chain: [String], key: String) {
@@ -71,6 +84,7 @@ extension TestServer {
             case .wrongHost: ([TestCertificates.wrongHostLeaf, TestCertificates.intermediateCA], TestCertificates.wrongHostKey)
             case .selfSigned: ([TestCertificates.selfSignedLeaf], TestCertificates.selfSignedKey)
             case .expired: ([TestCertificates.expiredLeaf, TestCertificates.intermediateCA], TestCertificates.expiredKey)
+            case .custom(_, let chain, let key): (chain, key)
             }
         }
 

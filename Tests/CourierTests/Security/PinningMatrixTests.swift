@@ -141,7 +141,7 @@ struct PinningMatrixTests {
                     #expect(!row.passes, "\(row) failed: \(error)")
                     #expect(error.code == .serverTrustEvaluationFailed || error.code == .tlsFailure, "\(row): \(error)")
                     #expect(server.requestCount == 0, "no request reaches an untrusted server")
-                    #expect(ContinuousClock.now - started < .seconds(3), "fails promptly, no retry loop")
+                    #expect(ContinuousClock.now - started < .seconds(8), "fails well before the 10 s connect timeout")
                 }
             }
         }
