@@ -47,6 +47,7 @@ struct GeneratedCertificates: Sendable {
         process.arguments = ["-c", Self.script]
         process.currentDirectoryURL = folder
         process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {

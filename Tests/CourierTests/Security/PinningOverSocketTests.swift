@@ -99,6 +99,49 @@ struct PinningOverSocketTests {
         }
     }
 
+    @Test func intermediatePinIsRefusedWithAClearError() async throws {
+        try await withTestServer(.https()) { server in
+            let policy = SecurityPolicy(
+                pinningMode: .certificate,
+                pinnedCertificates: Set(try Certificate.certificates(pemEncoded: TestCertificates.intermediateCA))
+            )
+            try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
+                let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
+                #expect(Self.failure(error!)?.reason == .invalidPolicy)
+                #expect("\(error!)".contains("intermediate"))
+                #expect(server.connectionCount == 0)
+            }
+        }
+    }
+
+    @Test func mutualTLSWithAPKCS12Bundle() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-p12-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data(TestCertificates.clientCertificate.utf8).write(to: folder.appendingPathComponent("client.pem"))
+        try Data(TestCertificates.clientKey.utf8).write(to: folder.appendingPathComponent("client.key"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl", "pkcs12", "-export", "-in", "client.pem", "-inkey", "client.key", "-passout", "pass:secret", "-out", "client.p12"]
+        process.currentDirectoryURL = folder
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0)
+        let p12 = folder.appendingPathComponent("client.p12")
+        #expect(throws: CourierError.self) { try ClientIdentity(pkcs12File: p12, passphrase: "wrong") }
+        var server = TestServer.Configuration.https()
+        server.requiresClientCertificate = true
+        try await withTestServer(server) { server in
+            var policy = SecurityPolicy.default
+            policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+            policy.clientIdentity = try ClientIdentity(pkcs12File: p12, passphrase: "secret")
+            try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
+                let response = try await manager.get("get")
+                #expect(response.response.status == .ok)
+            }
+        }
+    }
+
     @Test func untrustedRootExpiredAndNameMismatchAreNamed() async throws {
         var trusting = SecurityPolicy.default
         trusting.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
