@@ -19,6 +19,9 @@ extension TestServer {
         /// Whether a TLS server demands a client certificate issued by ``TestCertificates/rootCA``
         /// (mutual TLS; ``TestCertificates/clientCertificate`` is one). Off by default.
         public var requiresClientCertificate: Bool
+        /// The newest TLS version a TLS server speaks; nil (the default) for swift-nio-ssl's newest.
+        /// Set `.tlsv12` to test a client's minimum version.
+        public var maximumTLSVersion: TLSVersion?
         /// Whether every request is kept for ``TestServer/receivedRequests``. Off by default;
         /// ``TestServer/requestCount`` is counted either way.
         public var recordsRequests: Bool
@@ -31,6 +34,7 @@ extension TestServer {
             self.identity = .localhost
             self.http2 = true
             self.requiresClientCertificate = false
+            self.maximumTLSVersion = nil
             self.recordsRequests = false
         }
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOPosix
+import NIOSSL
 
 /// An in-process HTTP and HTTPS server for tests, bound to a free port on loopback.
 ///
@@ -69,10 +70,13 @@ public final class TestServer: Sendable {
     /// - Returns: The running server. Call ``shutdown()`` when done.
     public static func start(_ configuration: Configuration = Configuration()) async throws -> TestServer {
         let state = ServerState(recordsRequests: configuration.recordsRequests)
-        let tls = try configuration.tls ? configuration.identity.makeTLSConfiguration(
+        var tls = try configuration.tls ? configuration.identity.makeTLSConfiguration(
                 http2: configuration.http2,
                 requiresClientCertificate: configuration.requiresClientCertificate
             ) : nil
+        if let maximum = configuration.maximumTLSVersion {
+            tls?.maximumTLSVersion = maximum
+        }
         let channel = try await ServerPipeline.bind(configuration: configuration, tls: tls, state: state)
         guard let port = channel.localAddress?.port else {
             try? await channel.close()

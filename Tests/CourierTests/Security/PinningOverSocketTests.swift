@@ -1,6 +1,7 @@
 import Courier
 import CourierTesting
 import Foundation
+import NIOSSL
 import Testing
 
 @Suite("Pinning, mutual TLS and TLS versions over a socket")
@@ -196,6 +197,23 @@ struct PinningOverSocketTests {
             try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
                 let response = try await manager.get("get")
                 #expect(response.response.status == .ok)
+            }
+        }
+        var tls12 = TestServer.Configuration.https()
+        tls12.maximumTLSVersion = .tlsv12
+        try await withTestServer(tls12) { server in
+            var policy = SecurityPolicy.default
+            policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+            try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
+                let response = try await manager.get("get")
+                #expect(response.response.status == .ok)
+            }
+            policy.minimumTLSVersion = .v1_3
+            try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
+                let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
+                #expect(error?.code == .tlsFailure)
+                #expect(Self.failure(error!)?.reason == .handshakeFailure)
+                #expect(server.requestCount == 1, "only the TLS 1.2 client's request arrived")
             }
         }
         #expect(SecurityPolicy.TLSVersion.v1_2 < .v1_3)
