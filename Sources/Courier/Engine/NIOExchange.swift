@@ -110,7 +110,31 @@ final class NIOExchange: Exchange, Sendable {
         }
         switch next {
         case .startNextHop: self.startHop()
-        case .finish(let error): self.finish(with: error)
+        case .finish(let error): self.finishDiagnosingTrust(with: error)
+        }
+    }
+
+    /// Finishes with `error`, after asking ``ServerTrustDiagnosis`` why BoringSSL refused the chain
+    /// when it only said CERTIFICATE_VERIFY_FAILED (not through a proxy).
+    private func finishDiagnosingTrust(with error: CourierError?) {
+        guard let error, let failure = error.underlyingError as? ServerTrustFailure, failure.reason == .untrustedRoot,
+            failure.detail?.contains("CERTIFICATE_VERIFY_FAILED") == true, self.engine.configuration.proxy == nil,
+            let request = error.request, let host = request.url.host
+        else {
+            self.finish(with: error)
+            return
+        }
+        let port = request.url.port ?? 443
+        ServerTrustDiagnosis.reason(host: host, port: port, on: self.eventLoop).whenComplete { result in
+            guard case .success(let reason?) = result else {
+                self.finish(with: error)
+                return
+            }
+            var diagnosedFailure = failure
+            diagnosedFailure.reason = reason
+            var diagnosed = diagnosedFailure.courierError(request: request)
+            diagnosed.response = error.response
+            self.finish(with: diagnosed)
         }
     }
 

@@ -41,8 +41,9 @@ struct GeneratedCertificateTests {
         Row(kind: .wildcard,     mode: .certificate, validatesDomain: F, pin: .secondCA, passes: T, reason: nil),
         Row(kind: .ipOnly,       mode: .certificate, validatesDomain: T, pin: .secondCA, passes: T, reason: nil),
         Row(kind: .ipOnly,       mode: .publicKey,   validatesDomain: T, pin: .secondCA, passes: T, reason: nil),
-        Row(kind: .notYetValid,  mode: .certificate, validatesDomain: T, pin: .secondCA, passes: F, reason: .untrustedRoot),
-        Row(kind: .notYetValid,  mode: .certificate, validatesDomain: F, pin: .secondCA, passes: F, reason: .untrustedRoot),
+        Row(kind: .notYetValid,  mode: .certificate, validatesDomain: T, pin: .secondCA, passes: F, reason: .notYetValid),
+        Row(kind: .notYetValid,  mode: .certificate, validatesDomain: F, pin: .secondCA, passes: F, reason: .notYetValid),
+        Row(kind: .notYetValid,  mode: .none,        validatesDomain: T, pin: .none,     passes: F, reason: .notYetValid),
     ]
 
     static func identity(_ kind: Kind, _ certificates: GeneratedCertificates) -> TestServer.Identity {
