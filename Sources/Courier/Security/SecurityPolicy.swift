@@ -7,9 +7,9 @@ import Foundation
 /// the system's (a test server's root, a company CA).
 ///
 /// Pinning follows AFNetworking's rules:
-/// - ``PinningMode-swift.struct/certificate``: the pinned certificates are the only trust anchors,
+/// - ``PinningMode/certificate``: the pinned certificates are the only trust anchors,
 ///   and one of them must be in the server's chain.
-/// - ``PinningMode-swift.struct/publicKey``: the chain must be valid (unless
+/// - ``PinningMode/publicKey``: the chain must be valid (unless
 ///   ``allowInvalidCertificates``), and one public key (SubjectPublicKeyInfo) in it must be a pinned
 ///   certificate's.
 /// - Pinning with no pinned certificates fails every connection, and so does allowing invalid
@@ -44,7 +44,7 @@ public struct SecurityPolicy: Sendable, Hashable {
         public var description: String { self.base.rawValue }
     }
 
-    /// How pins are compared; ``PinningMode-swift.struct/none`` by default.
+    /// How pins are compared; ``PinningMode/none`` by default.
     public var pinningMode: PinningMode = .none
     /// The certificates pinned; their public keys too in public-key mode.
     public var pinnedCertificates: Set<Certificate> = []
@@ -53,8 +53,8 @@ public struct SecurityPolicy: Sendable, Hashable {
     public var allowInvalidCertificates: Bool = false
     /// Whether the certificate must name the host the request went to. `true` by default.
     public var validatesDomainName: Bool = true
-    /// Certificate authorities trusted beside the system's (ignored in certificate-pinning mode,
-    /// where the pinned certificates are the only anchors).
+    /// Certificate authorities trusted beside the system's. Ignored when every pin is a trust
+    /// anchor (a root or a self-signed certificate): the pins are then the only roots.
     public var additionalTrustedCertificates: [Certificate] = []
     /// The certificate and key presented when a server asks for one (mutual TLS); none by default.
     public var clientIdentity: ClientIdentity?
