@@ -84,10 +84,12 @@ struct ServerTrustEvaluator: Sendable {
             // AFNetworking evaluates the chain against the pinned anchors even when invalid
             // certificates are allowed.
             tls.certificateVerification = verifying
+        case .publicKey where self.policy.allowInvalidCertificates:
+            // AFNetworking evaluates nothing here but the keys. With only anchor pins the chain is
+            // still verified to a pinned key (there is no other way to see a CA's key), not the name.
+            tls.certificateVerification = self.anchorsOnly ? .noHostnameVerification : .none
         case .publicKey:
-            // With only anchor pins the chain is verified to a pinned key even when invalid
-            // certificates are allowed: there is no other way to see a CA's key here.
-            tls.certificateVerification = self.policy.allowInvalidCertificates && !self.anchorsOnly ? .none : verifying
+            tls.certificateVerification = verifying
         }
         if self.anchorsOnly {
             tls.trustRoots = .certificates(anchors)

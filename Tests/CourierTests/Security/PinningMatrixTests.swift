@@ -98,6 +98,8 @@ struct PinningMatrixTests {
         Row(mode: .publicKey, allowInvalid: T, validatesDomain: T, identity: .selfSigned, pin: .other, passes: F),
         Row(mode: .publicKey, allowInvalid: T, validatesDomain: T, identity: .expired,    pin: .leaf,  passes: T),
         Row(mode: .publicKey, allowInvalid: T, validatesDomain: F, identity: .wrongHost,  pin: .root,  passes: T),
+        Row(mode: .publicKey, allowInvalid: T, validatesDomain: T, identity: .wrongHost,  pin: .root,  passes: T),
+        Row(mode: .publicKey, allowInvalid: T, validatesDomain: T, identity: .expired,    pin: .root,  passes: F),
     ]
 
     static func leafPEM(_ identity: I) -> String {
