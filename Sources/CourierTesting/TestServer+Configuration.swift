@@ -4,8 +4,11 @@ extension TestServer {
     /// How a ``TestServer`` listens. Every property has a default: `TestServer.Configuration()` is a
     /// plain-HTTP server on `127.0.0.1` and a free port.
     public struct Configuration: Sendable {
-        /// The address to bind, `127.0.0.1` by default. The port is always chosen by the system.
+        /// The address to bind, `127.0.0.1` by default.
         public var host: String
+        /// The port to bind; 0 (the default) lets the system choose a free one. Set it to restart
+        /// a server on the port of one that was shut down (a server whose certificate changes).
+        public var port: Int
         /// Whether to speak TLS (https). Off by default.
         public var tls: Bool
         /// Which certificate the server presents when ``tls`` is on.
@@ -16,6 +19,9 @@ extension TestServer {
         /// Whether a TLS server demands a client certificate issued by ``TestCertificates/rootCA``
         /// (mutual TLS; ``TestCertificates/clientCertificate`` is one). Off by default.
         public var requiresClientCertificate: Bool
+        /// The newest TLS version a TLS server speaks; nil (the default) for swift-nio-ssl's newest.
+        /// Set `.tlsv12` to test a client's minimum version.
+        public var maximumTLSVersion: TLSVersion?
         /// Whether every request is kept for ``TestServer/receivedRequests``. Off by default;
         /// ``TestServer/requestCount`` is counted either way.
         public var recordsRequests: Bool
@@ -23,10 +29,12 @@ extension TestServer {
         /// A plain-HTTP/1.1 server on `127.0.0.1` that does not record requests.
         public init() {
             self.host = "127.0.0.1"
+            self.port = 0
             self.tls = false
             self.identity = .localhost
             self.http2 = true
             self.requiresClientCertificate = false
+            self.maximumTLSVersion = nil
             self.recordsRequests = false
         }
 
@@ -44,6 +52,7 @@ extension TestServer {
     public struct Identity: Sendable, Hashable, CustomStringConvertible {
         enum Base: Sendable, Hashable {
             case localhost, wrongHost, selfSigned, expired
+            case custom(name: String, chain: [String], key: String)
         }
 
         let base: Base
@@ -52,13 +61,25 @@ extension TestServer {
         public static let localhost = Identity(base: .localhost)
         /// ``TestCertificates/wrongHostLeaf`` and the intermediate: a trusted chain for the wrong name.
         public static let wrongHost = Identity(base: .wrongHost)
+        /// Any chain and key, as PEM: the leaf first, then the intermediates to send.
+        /// - Parameters:
+        ///   - name: What ``description`` says (for test names).
+        ///   - chainPEM: The certificates to present, leaf first.
+        ///   - keyPEM: The leaf's private key.
+        public static func custom(_ name: String, chainPEM: [String], keyPEM: String) -> Identity {
+            Identity(base: .custom(name: name, chain: chainPEM, key: keyPEM))
+        }
+
         /// ``TestCertificates/selfSignedLeaf`` alone: right name, untrusted issuer.
         public static let selfSigned = Identity(base: .selfSigned)
         /// ``TestCertificates/expiredLeaf`` and the intermediate: right name and issuer, expired.
         public static let expired = Identity(base: .expired)
 
         /// The identity's name: `localhost`, `wrongHost`, `selfSigned` or `expired`.
-        public var description: String { "\(self.base)" }
+        public var description: String {
+            if case .custom(let name, _, _) = self.base { return name }
+            return "\(self.base)"
+        }
 
         /// The chain presented, leaf first, and the leaf's key, as PEM.
         var pem: (chain: [String], key: String) {
@@ -67,6 +88,7 @@ extension TestServer {
             case .wrongHost: ([TestCertificates.wrongHostLeaf, TestCertificates.intermediateCA], TestCertificates.wrongHostKey)
             case .selfSigned: ([TestCertificates.selfSignedLeaf], TestCertificates.selfSignedKey)
             case .expired: ([TestCertificates.expiredLeaf, TestCertificates.intermediateCA], TestCertificates.expiredKey)
+            case .custom(_, let chain, let key): (chain, key)
             }
         }
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOPosix
+import NIOSSL
 
 /// An in-process HTTP and HTTPS server for tests, bound to a free port on loopback.
 ///
@@ -69,10 +70,13 @@ public final class TestServer: Sendable {
     /// - Returns: The running server. Call ``shutdown()`` when done.
     public static func start(_ configuration: Configuration = Configuration()) async throws -> TestServer {
         let state = ServerState(recordsRequests: configuration.recordsRequests)
-        let tls = try configuration.tls ? configuration.identity.makeTLSConfiguration(
+        var tls = try configuration.tls ? configuration.identity.makeTLSConfiguration(
                 http2: configuration.http2,
                 requiresClientCertificate: configuration.requiresClientCertificate
             ) : nil
+        if let maximum = configuration.maximumTLSVersion {
+            tls?.maximumTLSVersion = maximum
+        }
         let channel = try await ServerPipeline.bind(configuration: configuration, tls: tls, state: state)
         guard let port = channel.localAddress?.port else {
             try? await channel.close()
@@ -126,6 +130,9 @@ public final class TestServer: Sendable {
     /// How many TCP connections the server accepted (HTTP/2 streams share theirs): proves that a
     /// client kept its connections alive, or that it never connected.
     public var connectionCount: Int { self.state.connectionCount }
+
+    /// How many TCP connections are open now: proves that a client closed the ones it rejected.
+    public var openConnectionCount: Int { self.state.openConnectionCount }
 
     /// The requests received, oldest first, when ``Configuration/recordsRequests`` is on (else empty).
     public var receivedRequests: [Request] { self.state.receivedRequests }

@@ -9,7 +9,7 @@ extension NIOEngine {
     /// Translates Courier's configuration and security policy into AsyncHTTPClient's.
     static func clientConfiguration(
         _ configuration: SessionConfiguration,
-        securityPolicy: SecurityPolicy
+        trust: ServerTrustEvaluator
     ) -> HTTPClient.Configuration {
         var client = HTTPClient.Configuration()
         // AHC starts a span per request with the tracer bootstrapped in `InstrumentationSystem`.
@@ -18,7 +18,10 @@ extension NIOEngine {
         if client.tracing.tracer is NoOpTracer {
             client.tracing.tracer = nil
         }
-        client.tlsConfiguration = Self.tlsConfiguration(securityPolicy)
+        client.tlsConfiguration = trust.tlsConfiguration()
+        // The policy's check of each connection's leaf, before any request byte is written.
+        client.http1_1ConnectionDebugInitializer = trust.connectionInitializer()
+        client.http2ConnectionDebugInitializer = trust.connectionInitializer()
         // Courier follows redirects itself, asking the task's delegate about each hop.
         client.redirectConfiguration = .disallow
         // The idle (read) deadline is the exchange's own: see `NIOExchange.idleTimeout`.
@@ -54,22 +57,5 @@ extension NIOEngine {
             }
         }
         return client
-    }
-
-    static func tlsConfiguration(_ policy: SecurityPolicy) -> TLSConfiguration {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if policy.allowInvalidCertificates {
-            tls.certificateVerification = .none
-        } else if !policy.validatesDomainName {
-            tls.certificateVerification = .noHostnameVerification
-        } else {
-            tls.certificateVerification = .fullVerification
-        }
-        if !policy.additionalTrustedCertificates.isEmpty {
-            // `Certificate` checked its bytes when it was made, so parsing cannot fail here.
-            let certificates = policy.additionalTrustedCertificates.compactMap { try? $0.nioCertificate() }
-            tls.additionalTrustRoots = [.certificates(certificates)]
-        }
-        return tls
     }
 }

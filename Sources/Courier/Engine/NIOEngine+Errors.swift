@@ -9,12 +9,36 @@ import NIOSSL
 extension NIOEngine {
     /// Turns an error from AsyncHTTPClient, NIO or BoringSSL into a ``CourierError`` that says what
     /// happened to which request.
-    static func courierError(from error: any Error, request: Request) -> CourierError {
+    static func courierError(from error: any Error, request: Request, policy: SecurityPolicy = .default) -> CourierError {
         if let error = error as? CourierError {
             return error.adding(request: request)
         }
+        if var failure = error as? ServerTrustFailure ?? Self.serverTrustFailure(from: error, policy: policy) {
+            failure.host = failure.host ?? request.url.host
+            return failure.courierError(request: request)
+        }
         let (code, reason) = Self.classify(error)
         return CourierError(code, "\(request.summary): \(reason)", request: request, underlyingError: error)
+    }
+
+    /// A TLS error from BoringSSL as a ``ServerTrustFailure`` with its reason, or nil when the
+    /// error is not a TLS one.
+    static func serverTrustFailure(from error: any Error, policy: SecurityPolicy) -> ServerTrustFailure? {
+        guard error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError else { return nil }
+        if let error = error as? NIOSSLExtraError, error == .failedToValidateHostname {
+            return ServerTrustFailure(.nameMismatch, policy: policy, detail: "\(error)")
+        }
+        let text = "\(error)"
+        // BoringSSL reports every chain failure (unknown authority, expired, not yet valid) as
+        // CERTIFICATE_VERIFY_FAILED: swift-nio-ssl installs no verify callback that would say which.
+        let reasons: [(String, ServerTrustFailure.Reason)] = [
+            ("CERTIFICATE_HAS_EXPIRED", .expired), ("certificate has expired", .expired),
+            ("CERTIFICATE_IS_NOT_YET_VALID", .notYetValid), ("not yet valid", .notYetValid),
+            ("HOSTNAME_MISMATCH", .nameMismatch), ("Hostname mismatch", .nameMismatch),
+            ("CERTIFICATE_VERIFY_FAILED", .untrustedRoot),
+        ]
+        let reason = reasons.first { text.contains($0.0) }?.1 ?? .handshakeFailure
+        return ServerTrustFailure(reason, policy: policy, detail: text)
     }
 
     private static func classify(_ error: any Error) -> (CourierError.Code, String) {

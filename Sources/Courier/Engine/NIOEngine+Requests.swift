@@ -14,6 +14,11 @@ extension NIOExchange {
                 .invalidRequest, "\(request.summary): the NIO engine keeps no cache, and the cache policy forbids loading",
                 request: request)
         }
+        let trust = self.engine.pool(for: request.url).trust
+        if request.url.scheme?.lowercased() == "https", let policyError = trust.policyError {
+            // A policy that breaks AFNetworking's rules trusts no server: fail before connecting.
+            throw NIOEngine.courierError(from: policyError.underlyingError ?? policyError, request: request, policy: trust.policy)
+        }
         var headers = HTTPHeaders()
         headers.reserveCapacity(request.headerFields.count)
         for field in request.headerFields {

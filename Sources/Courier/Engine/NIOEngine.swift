@@ -18,7 +18,16 @@ import NIOSSL
 /// The session manager that made the engine owns it; ``shutdown()`` (called by
 /// ``SessionManager/invalidate(cancelingTasks:)``) closes every connection.
 public final class NIOEngine: Engine {
-    let client: HTTPClient
+    /// One AsyncHTTPClient per distinct security policy (its TLS configuration and connection
+    /// check are the client's); the default policy's first.
+    struct Pool: Sendable {
+        let trust: ServerTrustEvaluator
+        let client: HTTPClient
+    }
+
+    let pools: [Pool]
+    /// Which policy applies to which host.
+    let serverTrust: ServerTrustPolicies
     let configuration: SessionConfiguration
     let eventLoopGroup: any EventLoopGroup
     let logger: Logger?
@@ -34,9 +43,29 @@ public final class NIOEngine: Engine {
     ///   - securityPolicy: Which servers to trust.
     ///   - eventLoopGroup: The event loops to run on; NIO's shared singleton by default.
     ///   - logger: Where the engine logs connection-level events (`.debug` and below); none by default.
-    public init(
+    public convenience init(
         configuration: SessionConfiguration = .default,
         securityPolicy: SecurityPolicy = .default,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger? = nil
+    ) {
+        self.init(
+            configuration: configuration,
+            serverTrust: ServerTrustPolicies(default: securityPolicy),
+            eventLoopGroup: eventLoopGroup,
+            logger: logger
+        )
+    }
+
+    /// Makes an engine with a security policy per host.
+    /// - Parameters:
+    ///   - configuration: Timeouts, connection limits, HTTP versions, decompression, proxy.
+    ///   - serverTrust: Which policy applies to which host; one connection pool per distinct policy.
+    ///   - eventLoopGroup: The event loops to run on; NIO's shared singleton by default.
+    ///   - logger: Where the engine logs connection-level events (`.debug` and below); none by default.
+    public init(
+        configuration: SessionConfiguration = .default,
+        serverTrust: ServerTrustPolicies,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger? = nil
     ) {
@@ -49,12 +78,27 @@ public final class NIOEngine: Engine {
             eventLoop: self.loops[0],
             shortestTimeout: min(configuration.timeoutIntervalForRequest, configuration.timeoutIntervalForResource)
         )
-        let clientConfiguration = Self.clientConfiguration(configuration, securityPolicy: securityPolicy)
-        self.client = HTTPClient(
-            eventLoopGroupProvider: .shared(eventLoopGroup),
-            configuration: clientConfiguration,
-            backgroundActivityLogger: logger ?? Logger(label: "courier.engine", factory: { _ in SwiftLogNoOpLogHandler() })
-        )
+        self.serverTrust = serverTrust
+        let backgroundLogger = logger ?? Logger(label: "courier.engine", factory: { _ in SwiftLogNoOpLogHandler() })
+        self.pools = serverTrust.distinctPolicies.map { policy in
+            let trust = ServerTrustEvaluator(policy: policy)
+            let client = HTTPClient(
+                eventLoopGroupProvider: .shared(eventLoopGroup),
+                configuration: Self.clientConfiguration(configuration, trust: trust),
+                backgroundActivityLogger: backgroundLogger
+            )
+            return Pool(trust: trust, client: client)
+        }
+    }
+
+    /// The default policy's client.
+    var client: HTTPClient { self.pools[0].client }
+
+    /// The pool whose policy applies to `url`'s host.
+    func pool(for url: URL) -> Pool {
+        guard self.pools.count > 1 else { return self.pools[0] }
+        let policy = self.serverTrust.policy(forHost: url.host)
+        return self.pools.first { $0.trust.policy == policy } ?? self.pools[0]
     }
 
     public func execute(_ request: Request, delegate: any ExchangeDelegate) -> any Exchange {
@@ -87,10 +131,12 @@ public final class NIOEngine: Engine {
 
     public func shutdown() async throws {
         defer { self.watchdog.shutdown() }
-        do {
-            try await self.client.shutdown()
-        } catch let error as HTTPClientError where error == .alreadyShutdown {
-            return
+        for pool in self.pools {
+            do {
+                try await pool.client.shutdown()
+            } catch let error as HTTPClientError where error == .alreadyShutdown {
+                continue
+            }
         }
     }
 
@@ -98,7 +144,9 @@ public final class NIOEngine: Engine {
         // A manager that was never invalidated still must not leak its connections: shut the
         // client down in the background. AHC asserts if a client is released while running.
         self.watchdog.shutdown()
-        let client = self.client
-        client.shutdown { _ in _ = client }
+        for pool in self.pools {
+            let client = pool.client
+            client.shutdown { _ in _ = client }
+        }
     }
 }

@@ -63,7 +63,7 @@ final class NIOExchange: Exchange, Sendable {
             return
         }
         let hop = NIOExchangeHop(exchange: self)
-        let task = self.engine.client.execute(
+        let task = self.engine.pool(for: request.url).client.execute(
             request: ahcRequest,
             delegate: hop,
             // `.delegateAndChannel` would be cheaper per request, but AHC 1.37 then opens a new
@@ -97,7 +97,7 @@ final class NIOExchange: Exchange, Sendable {
             // the outcome, as AHC's own comments say it should be.
             if case .failure(let error) = result, !Self.serverEndedUpload(error, headStatus: state.headStatus) {
                 let request = state.request
-                return .finish(NIOEngine.courierError(from: error, request: request))
+                return .finish(NIOEngine.courierError(from: error, request: request, policy: self.engine.pool(for: request.url).trust.policy))
             }
             if case .redirecting(let newRequest) = state.phase {
                 state.request = newRequest
@@ -110,7 +110,31 @@ final class NIOExchange: Exchange, Sendable {
         }
         switch next {
         case .startNextHop: self.startHop()
-        case .finish(let error): self.finish(with: error)
+        case .finish(let error): self.finishDiagnosingTrust(with: error)
+        }
+    }
+
+    /// Finishes with `error`, after asking ``ServerTrustDiagnosis`` why BoringSSL refused the chain
+    /// when it only said CERTIFICATE_VERIFY_FAILED (not through a proxy).
+    private func finishDiagnosingTrust(with error: CourierError?) {
+        guard let error, let failure = error.underlyingError as? ServerTrustFailure, failure.reason == .untrustedRoot,
+            failure.detail?.contains("CERTIFICATE_VERIFY_FAILED") == true, self.engine.configuration.proxy == nil,
+            let request = error.request, let host = request.url.host
+        else {
+            self.finish(with: error)
+            return
+        }
+        let port = request.url.port ?? 443
+        ServerTrustDiagnosis.reason(host: host, port: port, on: self.eventLoop).whenComplete { result in
+            guard case .success(let reason?) = result else {
+                self.finish(with: error)
+                return
+            }
+            var diagnosedFailure = failure
+            diagnosedFailure.reason = reason
+            var diagnosed = diagnosedFailure.courierError(request: request)
+            diagnosed.response = error.response
+            self.finish(with: diagnosed)
         }
     }
 

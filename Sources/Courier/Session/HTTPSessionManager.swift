@@ -79,6 +79,8 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// The absolute URL string for `urlString`: resolved against ``baseURL``, checked for a scheme
     /// Courier serves and a host.
     public func absoluteURLString(for urlString: String) throws(CourierError) -> String {
+        // A pinning policy needs an https base URL (AFNetworking raised an exception there).
+        try self.securityPolicy.validate(baseURL: self.baseURL)
         if let resolved = self.resolvedURLStrings.withLockedValue({ $0[urlString] }) {
             return resolved
         }

@@ -19,7 +19,7 @@ enum ServerPipeline {
                 state.register(channel)
                 return configure(channel, sslContext: sslContext, http2: http2, state: state)
             }
-            .bind(host: configuration.host, port: 0)
+            .bind(host: configuration.host, port: configuration.port)
             .get()
     }
 

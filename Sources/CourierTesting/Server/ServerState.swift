@@ -90,6 +90,9 @@ final class ServerState: Sendable {
     /// How many connections were accepted so far.
     var connectionCount: Int { self.connections.withLockedValue { $0.accepted } }
 
+    /// How many connections are open now.
+    var openConnectionCount: Int { self.connections.withLockedValue { $0.open.count } }
+
     /// Stops accepting connections and returns the open ones.
     func closeAll() -> [any Channel] {
         self.connections.withLockedValue { state in

@@ -217,7 +217,8 @@ struct BadInputTests {
                 await #expect {
                     try await manager.get("get")
                 } throws: { error in
-                    (error as? CourierError)?.code == .tlsFailure
+                    (error as? CourierError)?.code == .serverTrustEvaluationFailed
+                        && ((error as? CourierError)?.underlyingError as? ServerTrustFailure)?.reason == .untrustedRoot
                 }
             }
         }

@@ -30,7 +30,8 @@ struct HTTPSTests {
                 await #expect {
                     try await manager.get("get")
                 } throws: { error in
-                    (error as? CourierError)?.code == .tlsFailure
+                    (error as? CourierError)?.code == .serverTrustEvaluationFailed
+                        && ((error as? CourierError)?.underlyingError as? ServerTrustFailure)?.reason == .nameMismatch
                 }
             }
             var relaxed = try self.trustingTestRoot()

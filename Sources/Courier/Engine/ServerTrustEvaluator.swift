@@ -1,0 +1,147 @@
+import Foundation
+import NIOCore
+import NIOSSL
+
+/// Enforces a ``SecurityPolicy`` on ``NIOEngine``'s connections: the TLS configuration that
+/// BoringSSL verifies the chain with, and a check of the leaf once the handshake is done.
+///
+/// AsyncHTTPClient 1.37 shows a connection to Courier only once its handshake is done, through
+/// `HTTPClient.Configuration.http1_1ConnectionDebugInitializer` and
+/// `http2ConnectionDebugInitializer`, and then only the leaf is visible
+/// (`NIOSSLHandler.peerCertificate`; the presented chain is internal to swift-nio-ssl). BoringSSL
+/// takes only self-issued certificates as trust anchors (an intermediate or a CA-issued leaf as
+/// the only root fails with CERTIFICATE_VERIFY_FAILED). So the pins are split:
+/// - *anchor pins*, self-issued certificates (roots, self-signed leaves): when they are the only
+///   pins, they are BoringSSL's only trust roots, so a chain that verifies ends at one of them
+///   (certificate mode) or at one of their keys (public-key mode);
+/// - *leaf pins*, CA-issued end-entity certificates: the chain is verified against the anchor pins,
+///   the system's roots and ``SecurityPolicy/additionalTrustedCertificates``, and the hook then
+///   demands that the leaf (certificate mode) or its key (public-key mode) be pinned;
+/// - *intermediate pins* cannot be checked (neither an anchor nor visible): such a policy is
+///   refused with a clear error.
+struct ServerTrustEvaluator: Sendable {
+    let policy: SecurityPolicy
+    /// Why every connection fails, when the policy breaks AFNetworking's rules or pins what this
+    /// engine cannot check.
+    let policyError: CourierError?
+    /// Whether the pinned anchors are BoringSSL's only roots (no leaf to compare in the hook).
+    private let anchorsOnly: Bool
+    private let pinnedCertificates: Set<Data>
+    private let pinnedPublicKeys: Set<Data>
+
+    init(policy: SecurityPolicy) {
+        self.policy = policy
+        self.pinnedCertificates = Set(policy.pinnedCertificates.map(\.derBytes))
+        self.pinnedPublicKeys = Set(policy.pinnedCertificates.map(\.publicKeyBytes))
+        self.anchorsOnly = policy.pinningMode != .none && policy.pinnedCertificates.allSatisfy { Self.isAnchor($0, policy) }
+        do {
+            try policy.validate()
+            try Self.checkEnforceable(policy)
+            self.policyError = nil
+        } catch {
+            self.policyError = error
+        }
+    }
+
+    /// Whether a pin is a trust anchor: any self-issued certificate in certificate mode (AFNetworking
+    /// anchors on every pin); only a self-issued authority in public-key mode, where a self-signed
+    /// leaf must still pass the usual roots unless invalid certificates are allowed.
+    static func isAnchor(_ certificate: Certificate, _ policy: SecurityPolicy) -> Bool {
+        switch policy.pinningMode.base {
+        case .none: false
+        case .certificate: certificate.isSelfIssued
+        case .publicKey: certificate.isSelfIssued && certificate.isCertificateAuthority
+        }
+    }
+
+    private static func checkEnforceable(_ policy: SecurityPolicy) throws(CourierError) {
+        guard policy.pinningMode != .none else { return }
+        let intermediates = policy.pinnedCertificates.filter(\.isIntermediate)
+        guard intermediates.isEmpty else {
+            throw ServerTrustFailure(
+                .invalidPolicy,
+                policy: policy,
+                detail: """
+                    \(intermediates.count) pinned intermediate certificate(s) cannot be checked on NIOEngine: \
+                    AsyncHTTPClient shows only the server's leaf and BoringSSL anchors trust only on \
+                    self-issued certificates; pin the root or the leaf instead
+                    """
+            ).courierError()
+        }
+    }
+
+    /// The TLS configuration BoringSSL verifies with.
+    func tlsConfiguration() -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = self.policy.minimumTLSVersion.nio
+        let verifying: CertificateVerification = self.policy.validatesDomainName ? .fullVerification : .noHostnameVerification
+        let anchors = Self.nio(self.policy.pinnedCertificates.filter { Self.isAnchor($0, self.policy) })
+        let additional = Self.nio(self.policy.additionalTrustedCertificates)
+        switch self.policy.pinningMode.base {
+        case .none:
+            tls.certificateVerification = self.policy.allowInvalidCertificates ? .none : verifying
+        case .certificate:
+            // AFNetworking evaluates the chain against the pinned anchors even when invalid
+            // certificates are allowed.
+            tls.certificateVerification = verifying
+        case .publicKey where self.policy.allowInvalidCertificates:
+            // AFNetworking evaluates nothing here but the keys. With only anchor pins the chain is
+            // still verified to a pinned key (there is no other way to see a CA's key), not the name.
+            tls.certificateVerification = self.anchorsOnly ? .noHostnameVerification : .none
+        case .publicKey:
+            tls.certificateVerification = verifying
+        }
+        if self.anchorsOnly {
+            tls.trustRoots = .certificates(anchors)
+        } else if !(anchors + additional).isEmpty {
+            tls.additionalTrustRoots = [.certificates(anchors + additional)]
+        }
+        if let identity = self.policy.clientIdentity, let (chain, key) = try? identity.nioChainAndKey() {
+            tls.certificateChain = chain
+            tls.privateKey = key
+        }
+        return tls
+    }
+
+    /// The check of a connection's leaf once its handshake is done, or `nil` when it passes.
+    func evaluate(leaf: NIOSSLCertificate?) -> ServerTrustFailure? {
+        if let policyError = self.policyError {
+            return policyError.underlyingError as? ServerTrustFailure ?? ServerTrustFailure(.invalidPolicy, policy: self.policy)
+        }
+        // No pinning, or BoringSSL verified the chain against the pinned anchors only.
+        if self.policy.pinningMode == .none || self.anchorsOnly { return nil }
+        guard let leaf, let der = try? leaf.toDERBytes(), let key = try? leaf.extractPublicKey().toSPKIBytes() else {
+            return ServerTrustFailure(.pinMismatch, policy: self.policy, detail: "the server presented no certificate")
+        }
+        switch self.policy.pinningMode.base {
+        case .certificate where self.pinnedCertificates.contains(Data(der)): return nil
+        case .publicKey where self.pinnedPublicKeys.contains(Data(key)): return nil
+        default:
+            return ServerTrustFailure(.pinMismatch, policy: self.policy, detail: "the server's leaf \(leaf) is not pinned")
+        }
+    }
+
+    /// AsyncHTTPClient's per-connection initializer: fails and closes a connection whose leaf the
+    /// policy refuses, before any request byte is written. Plain-http connections pass.
+    func connectionInitializer() -> @Sendable (any Channel) -> EventLoopFuture<Void> {
+        { channel in
+            channel.pipeline.handler(type: NIOSSLHandler.self).flatMap { handler -> EventLoopFuture<Void> in
+                guard let failure = self.evaluate(leaf: handler.peerCertificate) else {
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                }
+                // AHC does not close a connection whose initializer failed: close it here.
+                channel.close(promise: nil)
+                return channel.eventLoop.makeFailedFuture(failure)
+            }.flatMapError { error in
+                if error is ServerTrustFailure { return channel.eventLoop.makeFailedFuture(error) }
+                // No TLS handler: a plain-http connection.
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
+        }
+    }
+
+    private static func nio(_ certificates: some Sequence<Certificate>) -> [NIOSSLCertificate] {
+        // `Certificate` checked its bytes when it was made, so parsing cannot fail here.
+        certificates.compactMap { try? $0.nioCertificate() }
+    }
+}

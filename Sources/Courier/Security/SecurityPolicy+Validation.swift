@@ -1,0 +1,38 @@
+import Foundation
+
+extension SecurityPolicy {
+    /// Checks AFNetworking's rules on the policy itself.
+    ///
+    /// - Throws: ``CourierError/Code/serverTrustEvaluationFailed`` with a ``ServerTrustFailure``
+    ///   of reason ``ServerTrustFailure/Reason/noPinsConfigured`` when a pinning mode has no pinned
+    ///   certificate, or ``ServerTrustFailure/Reason/invalidPolicy`` when invalid certificates are
+    ///   allowed with domain validation and no pin (AFNetworking: "in order to validate a domain
+    ///   name for self signed certificates, you MUST use pinning").
+    ///
+    /// ``NIOEngine`` calls it when it is made and fails every HTTPS request with its error.
+    public func validate() throws(CourierError) {
+        if self.pinningMode != .none, self.pinnedCertificates.isEmpty {
+            throw ServerTrustFailure(.noPinsConfigured, policy: self, detail: "pinning mode \(self.pinningMode) with no pinned certificate").courierError()
+        }
+        if self.allowInvalidCertificates, self.validatesDomainName, self.pinningMode == .none {
+            throw ServerTrustFailure(
+                .invalidPolicy,
+                policy: self,
+                detail: "allowing invalid certificates while validating the domain name needs pinning"
+            ).courierError()
+        }
+    }
+
+    /// Checks that the policy fits a manager with `baseURL`: a pinning policy needs an https base
+    /// URL (AFNetworking raised an exception there).
+    /// - Throws: ``CourierError/Code/invalidRequest`` naming the base URL.
+    public func validate(baseURL: URL?) throws(CourierError) {
+        guard self.pinningMode != .none, let baseURL else { return }
+        guard baseURL.scheme?.lowercased() == "https" else {
+            throw CourierError(
+                .invalidRequest,
+                "a security policy that pins (\(self)) needs an https base URL; \(baseURL.absoluteString) is not"
+            )
+        }
+    }
+}

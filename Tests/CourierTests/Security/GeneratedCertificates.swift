@@ -1,0 +1,65 @@
+import Foundation
+
+/// Certificates made by the `openssl` command-line tool when the tests run (no crypto library in
+/// the build): a second CA with leaves for `localhost` and `127.0.0.1`, a wildcard leaf, an
+/// IP-address-only leaf and a leaf that is not valid yet. EC P-256 keys.
+struct GeneratedCertificates: Sendable {
+    let secondCA: String
+    let localhostLeaf: String, localhostKey: String
+    let wildcardLeaf: String, wildcardKey: String
+    let ipOnlyLeaf: String, ipOnlyKey: String
+    let notYetValidLeaf: String, notYetValidKey: String
+
+    /// Made once per test process.
+    static let shared: Result<GeneratedCertificates, any Error> = Result { try GeneratedCertificates.make() }
+
+    private static let script = #"""
+        set -e
+        key() { openssl ecparam -name prime256v1 -genkey -noout -out "$1.ec" && openssl pkcs8 -topk8 -nocrypt -in "$1.ec" -out "$1.key"; }
+        key ca
+        openssl req -x509 -new -key ca.key -sha256 -days 3650 -subj "/O=Courier Generated/CN=Courier Second CA" \
+          -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" -out ca.pem
+        leaf() { # name subject san
+          key "$1"
+          openssl req -new -key "$1.key" -subj "$2" -out "$1.csr"
+          printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=%s\n' "$3" > "$1.ext"
+        }
+        leaf localhost "/CN=localhost" "DNS:localhost,IP:127.0.0.1"
+        openssl x509 -req -in localhost.csr -CA ca.pem -CAkey ca.key -set_serial 2 -days 3650 -sha256 -extfile localhost.ext -out localhost.pem
+        leaf wildcard "/CN=*.courier.test" "DNS:*.courier.test"
+        openssl x509 -req -in wildcard.csr -CA ca.pem -CAkey ca.key -set_serial 3 -days 3650 -sha256 -extfile wildcard.ext -out wildcard.pem
+        leaf iponly "/O=Courier Generated" "IP:127.0.0.1"
+        openssl x509 -req -in iponly.csr -CA ca.pem -CAkey ca.key -set_serial 4 -days 3650 -sha256 -extfile iponly.ext -out iponly.pem
+        # Not valid before 2099: `openssl ca` is the 3.0 tool that sets a start date.
+        leaf future "/CN=localhost" "DNS:localhost,IP:127.0.0.1"
+        mkdir -p db && : > db/index && echo 05 > db/serial
+        printf '[ca]\ndefault_ca=c\n[c]\ndatabase=db/index\nserial=db/serial\nnew_certs_dir=db\ndefault_md=sha256\npolicy=p\ncopy_extensions=none\n[p]\ncommonName=supplied\n' > ca.cnf
+        openssl ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in future.csr -startdate 20990101000000Z \
+          -enddate 21000101000000Z -extfile future.ext -notext -out future.pem 2>/dev/null
+        """#
+
+    static func make() throws -> GeneratedCertificates {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-certs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", Self.script]
+        process.currentDirectoryURL = folder
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CocoaError(.featureUnsupported, userInfo: [NSLocalizedDescriptionKey: "openssl failed (\(process.terminationStatus))"])
+        }
+        func read(_ name: String) throws -> String { try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8) }
+        return GeneratedCertificates(
+            secondCA: try read("ca.pem"),
+            localhostLeaf: try read("localhost.pem"), localhostKey: try read("localhost.key"),
+            wildcardLeaf: try read("wildcard.pem"), wildcardKey: try read("wildcard.key"),
+            ipOnlyLeaf: try read("iponly.pem"), ipOnlyKey: try read("iponly.key"),
+            notYetValidLeaf: try read("future.pem"), notYetValidKey: try read("future.key")
+        )
+    }
+}

@@ -1,0 +1,42 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+@Suite("Security policies per host")
+struct ServerTrustPoliciesTests {
+    @Test func exactBeatsWildcardBeatsDefault() throws {
+        let pinned = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: Set(try Certificate.certificates(pemEncoded: TestCertificates.rootCA)))
+        var relaxed = SecurityPolicy.default
+        relaxed.validatesDomainName = false
+        var policies = ServerTrustPolicies(default: .default)
+        policies["*.example.com"] = relaxed
+        policies["API.example.com"] = pinned
+        #expect(policies.policy(forHost: "api.example.com") == pinned)
+        #expect(policies.policy(forHost: "Api.Example.com") == pinned)
+        #expect(policies.policy(forHost: "www.example.com") == relaxed)
+        #expect(policies.policy(forHost: "example.com") == .default)
+        #expect(policies.policy(forHost: "a.b.example.com") == .default)
+        #expect(policies.policy(forHost: "other.org") == .default)
+        #expect(policies.policy(forHost: nil) == .default)
+    }
+
+    @Test func eachHostGetsItsPolicyOverASocket() async throws {
+        var trusting = SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: Set(try Certificate.certificates(pemEncoded: TestCertificates.localhostLeaf)))
+        trusting.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+        var policies = ServerTrustPolicies(default: .default)
+        policies["127.0.0.1"] = trusting
+        try await withTestServer(.https()) { server in
+            let engine = NIOEngine(serverTrust: policies)
+            let manager = HTTPSessionManager(baseURL: nil, engine: engine)
+            defer { Task { await manager.invalidate(cancelingTasks: true) } }
+            let response = try await manager.get(server.url("get").absoluteString)
+            #expect(response.response.status == .ok)
+            // The same server under another name: the default policy does not trust its root.
+            let other = "https://localhost:\(server.port)/get"
+            let error = await #expect(throws: CourierError.self) { try await manager.get(other) }
+            #expect(error?.code == .serverTrustEvaluationFailed)
+            #expect(error?.message.contains("pinning none") == true)
+        }
+    }
+}
