@@ -259,11 +259,16 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             return (state.downloadProgress, state.task, false)
         }
         if tooLarge {
-            let (exchange, request, response) = self.state.withLockedValue { ($0.exchange, $0.currentRequest, $0.response) }
-            exchange?.cancel(
-                with: CourierError(
-                    .responseTooLarge, "\(request.summary): the body is over the \(maximum ?? 0)-byte maximum",
-                    request: request, response: response))
+            let (exchange, failure) = self.state.withLockedValue { state -> ((any Exchange)?, CourierError) in
+                let failure = state.bodyFailure ?? CourierError(
+                    .responseTooLarge, "\(state.currentRequest.summary): the body is over the \(maximum ?? 0)-byte maximum",
+                    request: state.currentRequest, response: state.response)
+                // Kept in the state: the exchange may finish on its own before the cancel lands,
+                // or may not be attached yet.
+                state.bodyFailure = failure
+                return (state.exchange, failure)
+            }
+            exchange?.cancel(with: failure)
             return
         }
         if let progress { self.downloadProgressHandler?(progress) }
@@ -290,7 +295,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             state.body = nil
             state.exchange = nil
             let data = body.map { Data(buffer: $0, byteTransferStrategy: .noCopy) }
-            let finalError = error?.adding(request: state.currentRequest, response: state.response, data: data)
+            let finalError = (state.bodyFailure ?? error)?.adding(request: state.currentRequest, response: state.response, data: data)
             state.error = finalError
             if finalError == nil { state.settleProgressTotals() }
             return (TaskOutcome(request: state.currentRequest, response: state.response, data: data, error: finalError), task)

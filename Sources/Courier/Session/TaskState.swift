@@ -105,8 +105,10 @@ struct TaskState {
     // Download tasks only.
     /// Writes the body to the task's file, from the final response head on.
     var downloadFile: DownloadFileWriter?
-    /// Why the download stopped, when it was Courier's choice (an unusable 206, a write that failed).
-    var downloadFailure: CourierError?
+    /// Why receiving stopped, when it was Courier's choice (a body over the maximum size, an
+    /// unusable 206, a write that failed): the task ends with this rather than the engine's error,
+    /// even when the exchange had already finished on its own.
+    var bodyFailure: CourierError?
     /// The response's validators, when the download can be resumed later.
     var resumeValidators: (entityTag: String?, lastModified: String?)?
     /// Set by `cancel(byProducingResumeData:)`.

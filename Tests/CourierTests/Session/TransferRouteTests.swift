@@ -46,7 +46,7 @@ struct TransferRouteTests {
                 try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
                     let file = TestServer.GeneratedFile(length: 1 << 20)
                     let completion = Recorder<CourierError?>()
-                    let task = manager.downloadTask(with: Request(url: server.url(file.path(["rate": "524288"])))) { _, _, error in
+                    let task = manager.downloadTask(with: Request(url: server.url(file.path(["rate": "262144"])))) { _, _, error in
                         completion.append(error)
                     }
                     task.resume()

@@ -67,7 +67,7 @@ extension TaskDelegate {
 
     /// Ends the task with `error` instead of the plain cancellation the engine reports.
     private func refuseDownload(_ error: CourierError) -> ResponseDisposition {
-        self.state.withLockedValue { $0.downloadFailure = $0.downloadFailure ?? error }
+        self.state.withLockedValue { $0.bodyFailure = $0.bodyFailure ?? error }
         return .cancel
     }
 
@@ -100,7 +100,7 @@ extension TaskDelegate {
                 let failure = CourierError(
                     .fileSystemFailure, "\(state.currentRequest.summary): writing \(path) failed",
                     request: state.currentRequest, response: state.response, underlyingError: underlying)
-                state.downloadFailure = state.downloadFailure ?? failure
+                state.bodyFailure = state.bodyFailure ?? failure
                 return (state.exchange, failure)
             }
             exchange?.cancel(with: failure)
@@ -131,7 +131,7 @@ extension TaskDelegate {
                 state.resumeDataHandler = nil
             }
             return Ending(
-                task: task, writer: state.downloadFile, error: state.downloadFailure ?? engineError,
+                task: task, writer: state.downloadFile, error: state.bodyFailure ?? engineError,
                 request: state.currentRequest, response: state.response, validators: state.resumeValidators,
                 resumeDataHandler: state.resumeDataHandler, expected: state.countOfBytesExpectedToReceive)
         }
@@ -149,7 +149,7 @@ extension TaskDelegate {
                 } else {
                     await writer.abandon()
                 }
-            } else if ending.error != nil, let partial = plan.continuation?.file, self.state.withLockedValue({ $0.downloadFailure }) != nil {
+            } else if ending.error != nil, let partial = plan.continuation?.file, self.state.withLockedValue({ $0.bodyFailure }) != nil {
                 // The server would not continue: the partial file is of no use.
                 try? FileManager.default.removeItem(at: partial)
             }
