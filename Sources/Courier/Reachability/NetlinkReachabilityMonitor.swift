@@ -27,6 +27,8 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
         var wakeReader: Int32 = -1
         var wakeWriter: Int32 = -1
         var finished: DispatchSemaphore?
+        /// Set when `stop()` ran on the monitor thread itself: the thread closes the pipe as it ends.
+        var closeOnExit: (reader: Int32, writer: Int32)?
     }
 
     let target: ReachabilityTarget
@@ -51,6 +53,10 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
         self.control.withLockedValue { $0 = Control(wakeReader: wakeReader, wakeWriter: pipeEnds[1], finished: finished) }
         let thread = Thread { [self] in
             self.run(wakeReader: wakeReader, report: report)
+            if let ends = self.control.withLockedValue({ $0.closeOnExit }) {
+                close(ends.reader)
+                close(ends.writer)
+            }
             finished.signal()
         }
         thread.name = "courier.reachability"
@@ -65,6 +71,12 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
         guard let finished = control.finished else { return }
         var byte: UInt8 = 1
         _ = write(control.wakeWriter, &byte, 1)
+        if courier_gettid() == self.resources.withLockedValue({ $0.threadID }) {
+            // The manager's last reference went away during a report, on this very thread: it
+            // cannot wait for itself; it ends once the report returns and closes the pipe then.
+            self.control.withLockedValue { $0.closeOnExit = (control.wakeReader, control.wakeWriter) }
+            return
+        }
         finished.wait()
         close(control.wakeWriter)
         close(control.wakeReader)
