@@ -22,13 +22,16 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
     }
 
     private struct Control {
-        /// The pipe `stop()` writes to to end the thread; both ends are closed by `stop()`, after
-        /// the thread has finished, so the write never meets a closed reader (SIGPIPE).
+        /// The pipe `stop()` writes to to end the thread. Closed by `stop()` once the thread has
+        /// finished (so the write never meets a closed reader: SIGPIPE), or by the thread itself
+        /// when `stop()` could not wait for it (`closeOnExit`).
         var wakeReader: Int32 = -1
         var wakeWriter: Int32 = -1
         var finished: DispatchSemaphore?
-        /// Set when `stop()` ran on the monitor thread itself: the thread closes the pipe as it ends.
-        var closeOnExit: (reader: Int32, writer: Int32)?
+        var stopping = false
+        /// The thread is inside the resolver, which may take as long as DNS does.
+        var resolving = false
+        var closeOnExit = false
     }
 
     let target: ReachabilityTarget
@@ -48,14 +51,14 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
             report(ReachabilityReport(status: .unknown, failure: .socketFailed("pipe2", errno: -piped)))
             return
         }
-        let wakeReader = pipeEnds[0]
+        let (wakeReader, wakeWriter) = (pipeEnds[0], pipeEnds[1])
         let finished = DispatchSemaphore(value: 0)
-        self.control.withLockedValue { $0 = Control(wakeReader: wakeReader, wakeWriter: pipeEnds[1], finished: finished) }
+        self.control.withLockedValue { $0 = Control(wakeReader: wakeReader, wakeWriter: wakeWriter, finished: finished) }
         let thread = Thread { [self] in
             self.run(wakeReader: wakeReader, report: report)
-            if let ends = self.control.withLockedValue({ $0.closeOnExit }) {
-                close(ends.reader)
-                close(ends.writer)
+            if self.control.withLockedValue({ $0.closeOnExit }) {
+                close(wakeReader)
+                close(wakeWriter)
             }
             finished.signal()
         }
@@ -63,23 +66,37 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
         thread.start()
     }
 
+    /// Ends the thread and closes its sockets before returning, except in two cases where waiting
+    /// would block: the thread is resolving a domain (DNS may take seconds), or `stop()` runs on
+    /// the thread itself (the manager's last reference went away during a report). Then the thread
+    /// ends, and closes everything, as soon as it returns; its reports are dropped meanwhile.
     func stop() {
-        let control = self.control.withLockedValue { control in
-            defer { control = Control() }
-            return control
+        let threadID = self.resources.withLockedValue { $0.threadID }
+        let plan = self.control.withLockedValue { control -> (Control, detach: Bool)? in
+            guard control.finished != nil, !control.stopping else { return nil }
+            control.stopping = true
+            control.closeOnExit = control.resolving || courier_gettid() == threadID
+            return (control, control.closeOnExit)
         }
-        guard let finished = control.finished else { return }
+        guard let (control, detach) = plan, let finished = control.finished else { return }
         var byte: UInt8 = 1
         _ = write(control.wakeWriter, &byte, 1)
-        if courier_gettid() == self.resources.withLockedValue({ $0.threadID }) {
-            // The manager's last reference went away during a report, on this very thread: it
-            // cannot wait for itself; it ends once the report returns and closes the pipe then.
-            self.control.withLockedValue { $0.closeOnExit = (control.wakeReader, control.wakeWriter) }
-            return
-        }
+        if detach { return }
         finished.wait()
         close(control.wakeWriter)
         close(control.wakeReader)
+    }
+
+    /// Runs the resolver unless `stop()` has begun; `stop()` does not wait for a thread in here.
+    private func resolve(_ name: String) -> Result<[IPAddress], ReachabilityFailure>? {
+        let go = self.control.withLockedValue { control -> Bool in
+            guard !control.stopping else { return false }
+            control.resolving = true
+            return true
+        }
+        guard go else { return nil }
+        defer { self.control.withLockedValue { $0.resolving = false } }
+        return self.environment.resolver.resolve(name)
     }
 
     // MARK: The monitor thread
@@ -127,7 +144,9 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
         case .address(let address):
             return ReachabilityReport(status: snapshot.status(toward: [address], kind: kind))
         case .domain(let name):
-            switch self.environment.resolver.resolve(name) {
+            switch self.resolve(name) {
+            case .none:
+                return ReachabilityReport(status: .unknown)  // stopping: dropped by the manager
             case .success(let addresses):
                 return ReachabilityReport(status: snapshot.status(toward: addresses, kind: kind))
             case .failure(let failure):

@@ -189,8 +189,10 @@ public final class NetworkReachabilityManager: Sendable {
         }
     }
 
-    /// Stops watching. Returns once the monitor's thread and sockets are gone; the status keeps its
-    /// last value.
+    /// Stops watching; the status keeps its last value. Returns once the monitor's thread and
+    /// sockets are gone — except while the thread is resolving a domain: then it returns at once,
+    /// and the thread closes its sockets and ends as soon as the resolver returns (nothing it
+    /// reports meanwhile reaches observers).
     public func stopMonitoring() {
         let monitor: (any ReachabilityMonitor)? = self.state.withLockedValue { state in
             guard case .monitoring(let monitor, _) = state.phase else { return nil }

@@ -153,6 +153,35 @@ struct NamespaceReachabilityTests {
         }
     }
 
+    @Test func stoppingDuringASlowResolutionDoesNotWaitForIt() async throws {
+        let namespace = try TestNamespace()
+        defer { namespace.delete() }
+        try namespace.addVethPair(defaultRoute: true)
+        let resolving = NIOLockedValueBox(0)
+        let slow = HostResolver { _ in
+            resolving.withLockedValue { $0 += 1 }
+            Thread.sleep(forTimeInterval: 1)
+            return .success([IPAddress("10.77.0.9")!])
+        }
+        let manager = NetworkReachabilityManager.inNamespace(namespace, target: .domain("slow.courier.test"), resolver: slow)
+        manager.startMonitoring()
+        let monitor = try #require(manager.currentMonitor as? NetlinkReachabilityMonitor)
+        while resolving.withLockedValue({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let resources = monitor.resources.withLockedValue { $0 }
+        let clock = ContinuousClock()
+        let stopped = clock.measure { manager.stopMonitoring() }
+        #expect(stopped < .milliseconds(500), "stopMonitoring waited \(stopped) for the resolver")
+        #expect(manager.networkReachabilityStatus == .unknown)
+        // The thread ends and closes its sockets once the resolver returns.
+        let deadline = clock.now + .seconds(3)
+        while FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"), clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(!FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"))
+        #expect(Self.openSockets(resources.socketInodes).isEmpty)
+        #expect(manager.networkReachabilityStatus == .unknown, "a report after stop reached the manager")
+    }
+
     /// Which of `inodes` are sockets this process still has open.
     static func openSockets(_ inodes: [UInt64]) -> [UInt64] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
