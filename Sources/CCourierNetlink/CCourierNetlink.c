@@ -123,6 +123,7 @@ int courier_nl_next(const void *buffer, size_t length, size_t *offset, struct co
     int remaining = (int)(length - *offset);
     if (!NLMSG_OK(header, remaining)) return item->kind = COURIER_NL_END;
     *offset += NLMSG_ALIGN(header->nlmsg_len);
+    item->seq = header->nlmsg_seq;
     switch (header->nlmsg_type) {
     case NLMSG_DONE:
         item->kind = COURIER_NL_DONE;

@@ -22,6 +22,8 @@ enum courier_nl_kind {
 struct courier_nl_item {
     int kind;
     int error;
+    /// The message's sequence number (a dump's replies carry the request's).
+    unsigned int seq;
     /// Links: the interface index, IFF_* flags, ARPHRD_* type and name.
     int index;
     unsigned int flags;

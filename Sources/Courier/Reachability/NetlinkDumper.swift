@@ -46,9 +46,12 @@ struct NetlinkDumper {
             var offset = 0
             var item = courier_nl_item()
             var finished = false
+            let sequence = self.sequence
             self.buffer.withUnsafeBytes { raw in
                 while !finished {
                     let kind = courier_nl_next(raw.baseAddress, count, &offset, &item)
+                    // Replies to an earlier dump that ended in an error are left over: skip them.
+                    if kind != Int32(COURIER_NL_END.rawValue), item.seq != sequence { continue }
                     switch UInt32(kind) {
                     case COURIER_NL_END.rawValue: return
                     case COURIER_NL_DONE.rawValue: finished = true

@@ -36,6 +36,7 @@ public enum NetworkReachabilityStatus: Int, Sendable, Hashable, CaseIterable, Cu
         }
     }
 
+    /// The same as ``localizedDescription``.
     public var description: String { self.localizedDescription }
 }
 

@@ -23,6 +23,21 @@ struct ConnectivityRetryTests {
         return engine
     }
 
+    @Test func aNotReachableStatusNeverHoldsARequestBack() async throws {
+        let engine = StubEngine()
+        engine.stub(.any(), .json(#"{"ok":true}"#))
+        let manager = SessionManager(engine: engine)
+        defer { manager.invalidate(cancelingTasks: true) }
+        let monitor = ScriptedMonitor()
+        manager.reachabilityManager = monitor.manager()
+        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: .seconds(30))
+        manager.reachabilityManager.startMonitoring()
+        monitor.send(.notReachable)
+        let response = try await manager.data(for: Request(url: Self.url))
+        #expect(response.response.status == .ok)
+        #expect(engine.requests.count == 1)
+    }
+
     @Test func withoutThePolicyTheFailureIsReturnedAtOnce() async throws {
         let engine = Self.engine()
         let manager = SessionManager(engine: engine)
