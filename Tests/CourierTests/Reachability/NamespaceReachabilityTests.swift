@@ -182,6 +182,24 @@ struct NamespaceReachabilityTests {
         #expect(manager.networkReachabilityStatus == .unknown, "a report after stop reached the manager")
     }
 
+    @Test func releasingAMonitoringManagerEndsItsThread() async throws {
+        let namespace = try TestNamespace()
+        defer { namespace.delete() }
+        try namespace.addVethPair(defaultRoute: true)
+        var manager: NetworkReachabilityManager? = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute)
+        manager?.startMonitoring()
+        #expect(await manager?.wait(for: .reachableViaEthernet) != nil)
+        let monitor = try #require(manager?.currentMonitor as? NetlinkReachabilityMonitor)
+        let resources = monitor.resources.withLockedValue { $0 }
+        manager = nil
+        #expect(Self.openSockets(resources.socketInodes).isEmpty, "sockets left open")
+        let deadline = ContinuousClock.now + .seconds(1)
+        while FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(!FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"), "thread left running")
+    }
+
     /// Which of `inodes` are sockets this process still has open.
     static func openSockets(_ inodes: [UInt64]) -> [UInt64] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
