@@ -37,7 +37,9 @@ extension SessionManager {
     ) async -> (SessionTask, TaskOutcome) {
         let first = await self.runOnce(
             kind, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress, sink: sink)
-        guard case .memory = sink, await self.shouldRetryAfterConnectivityReturns(first.1.error) else { return first }
+        guard case .memory = sink, request.body.isReplayable,
+            await self.shouldRetryAfterConnectivityReturns(first.1.error)
+        else { return first }
         return await self.runOnce(
             kind, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress, sink: sink)
     }

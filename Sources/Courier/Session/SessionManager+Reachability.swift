@@ -29,7 +29,8 @@ extension SessionManager {
     /// wait up to the policy's ``ConnectivityRetryPolicy/maximumWait`` for the reachability manager
     /// to report a reachable status, then send the request once more. `nil` (the default): no
     /// retry. Waiting starts the reachability manager's monitoring if it was off. Completion-handler
-    /// tasks, downloads and streams are not retried.
+    /// tasks, downloads, streamed responses and requests whose body cannot be read twice
+    /// (``RequestBody/isReplayable`` false) are not retried.
     public var connectivityRetry: ConnectivityRetryPolicy? {
         get { self.settings.withLockedValue { $0.connectivityRetry } }
         set { self.settings.withLockedValue { $0.connectivityRetry = newValue } }

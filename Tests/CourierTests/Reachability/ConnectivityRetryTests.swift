@@ -66,6 +66,24 @@ struct ConnectivityRetryTests {
         #expect(engine.requests.count == 2)
     }
 
+    @Test func aBodyThatCannotBeReadTwiceIsNotRetried() async throws {
+        let engine = Self.engine()
+        let manager = SessionManager(engine: engine)
+        defer { manager.invalidate(cancelingTasks: true) }
+        let monitor = ScriptedMonitor()
+        manager.reachabilityManager = monitor.manager()
+        manager.reachabilityManager.startMonitoring()
+        monitor.send(.reachableViaEthernet)
+        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: .seconds(5))
+        let body = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+            continuation.yield(ByteBuffer(string: "once"))
+            continuation.finish()
+        }
+        let request = Request(method: .post, url: Self.url, body: .stream(body, length: .known(4)))
+        await #expect(throws: CourierError.self) { try await manager.data(for: request) }
+        #expect(engine.requests.count == 1)
+    }
+
     @Test func theRetryGivesUpAfterTheWait() async throws {
         let engine = Self.engine()
         let manager = SessionManager(engine: engine)
