@@ -12,41 +12,41 @@ import Testing
     .enabled(if: TestNamespace.available, TestNamespace.skipReason))
 struct NamespaceReachabilityTests {
     @Test func linkDownIsNotReachableWithinASecondAndLinkUpWithADefaultRouteIsEthernet() async throws {
-        let namespace = try TestNamespace()
+        let namespace = try await TestNamespace.make()
         defer { namespace.delete() }
-        try namespace.addVethPair(defaultRoute: true)
+        try await namespace.addVethPair(defaultRoute: true)
         let manager = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute)
         manager.startMonitoring()
         defer { manager.stopMonitoring() }
         #expect(await manager.wait(for: .reachableViaEthernet) != nil, "\(manager.failureReason ?? "")")
 
-        try namespace.ip("link", "set", "v0", "down")
+        try await namespace.ip("link", "set", "v0", "down")
         let down = await manager.wait(for: .notReachable, within: .seconds(1))
         #expect(down != nil, "still \(manager.networkReachabilityStatus) a second after the link went down")
 
-        try namespace.ip("link", "set", "v0", "up")
-        try namespace.ip("route", "add", "default", "via", "10.77.0.1")
+        try await namespace.ip("link", "set", "v0", "up")
+        try await namespace.ip("route", "add", "default", "via", "10.77.0.1")
         #expect(await manager.wait(for: .reachableViaEthernet, within: .seconds(1)) != nil)
         #expect(manager.isReachable)
     }
 
     @Test func noDefaultRouteUntilOneIsAdded() async throws {
-        let namespace = try TestNamespace()
+        let namespace = try await TestNamespace.make()
         defer { namespace.delete() }
-        try namespace.addVethPair(defaultRoute: false)
+        try await namespace.addVethPair(defaultRoute: false)
         let manager = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute)
         manager.startMonitoring()
         defer { manager.stopMonitoring() }
         #expect(await manager.wait(for: .notReachable) != nil)
-        try namespace.ip("route", "add", "default", "via", "10.77.0.1")
+        try await namespace.ip("route", "add", "default", "via", "10.77.0.1")
         #expect(await manager.wait(for: .reachableViaEthernet, within: .seconds(1)) != nil)
     }
 
     @Test func removingTheRouteToADomainsAddressLeavesTheGeneralManagerReachable() async throws {
-        let namespace = try TestNamespace()
+        let namespace = try await TestNamespace.make()
         defer { namespace.delete() }
-        try namespace.addVethPair(defaultRoute: true)
-        try namespace.ip("-6", "route", "add", "fd77:1::/64", "via", "fd77::1", "dev", "v0")
+        try await namespace.addVethPair(defaultRoute: true)
+        try await namespace.ip("-6", "route", "add", "fd77:1::/64", "via", "fd77::1", "dev", "v0")
         // No DNS here: the domain resolves through a fixed table to an address only that route reaches.
         let resolver = HostResolver.fixed(["api.courier.test": [IPAddress("fd77:1::5")!]])
         let domain = NetworkReachabilityManager.inNamespace(
@@ -61,28 +61,28 @@ struct NamespaceReachabilityTests {
         #expect(await domain.wait(for: .reachableViaEthernet) != nil, "\(domain.failureReason ?? "")")
         #expect(await general.wait(for: .reachableViaEthernet) != nil)
 
-        try namespace.ip("-6", "route", "del", "fd77:1::/64")
+        try await namespace.ip("-6", "route", "del", "fd77:1::/64")
         #expect(await domain.wait(for: .notReachable, within: .seconds(1)) != nil)
         try await Task.sleep(for: .milliseconds(200))
         #expect(general.networkReachabilityStatus == .reachableViaEthernet)
     }
 
     @Test func anAddressManagerFollowsItsRoute() async throws {
-        let namespace = try TestNamespace()
+        let namespace = try await TestNamespace.make()
         defer { namespace.delete() }
-        try namespace.addVethPair(defaultRoute: false)
+        try await namespace.addVethPair(defaultRoute: false)
         let manager = NetworkReachabilityManager.inNamespace(namespace, target: .address(IPAddress("10.77.0.9")!))
         manager.startMonitoring()
         defer { manager.stopMonitoring() }
         #expect(await manager.wait(for: .reachableViaEthernet) != nil)
-        try namespace.ip("addr", "del", "10.77.0.2/24", "dev", "v0")
+        try await namespace.ip("addr", "del", "10.77.0.2/24", "dev", "v0")
         #expect(await manager.wait(for: .notReachable, within: .seconds(1)) != nil)
     }
 
     @Test func anUnresolvableDomainIsNotReachableAndSaysWhy() async throws {
-        let namespace = try TestNamespace()
+        let namespace = try await TestNamespace.make()
         defer { namespace.delete() }
-        try namespace.addVethPair(defaultRoute: true)
+        try await namespace.addVethPair(defaultRoute: true)
         let (logger, messages) = CapturingLogHandler.logger()
         let manager = NetworkReachabilityManager.inNamespace(
             namespace, target: .domain("nowhere.courier.test"), resolver: .fixed([:]), logger: logger)
@@ -106,9 +106,9 @@ struct NamespaceReachabilityTests {
     }
 
     @Test func aFlappingLinkIsCoalesced() async throws {
-        let namespace = try TestNamespace()
+        let namespace = try await TestNamespace.make()
         defer { namespace.delete() }
-        try namespace.addVethPair(defaultRoute: true)
+        try await namespace.addVethPair(defaultRoute: true)
         let manager = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute)
         manager.startMonitoring()
         defer { manager.stopMonitoring() }
@@ -117,10 +117,10 @@ struct NamespaceReachabilityTests {
         manager.statusChangeHandler = { _ in changes.withLockedValue { $0 += 1 } }
         // 20 flaps, each a few ms apart: far fewer status changes reach observers.
         for _ in 0..<10 {
-            try namespace.ip("link", "set", "v0", "down")
-            try namespace.ip("link", "set", "v0", "up")
+            try await namespace.ip("link", "set", "v0", "down")
+            try await namespace.ip("link", "set", "v0", "up")
         }
-        try namespace.ip("route", "replace", "default", "via", "10.77.0.1")
+        try await namespace.ip("route", "replace", "default", "via", "10.77.0.1")
         #expect(await manager.wait(for: .reachableViaEthernet, within: .seconds(2)) != nil)
         try await Task.sleep(for: .milliseconds(700))
         manager.callbackQueue.sync {}
@@ -129,9 +129,9 @@ struct NamespaceReachabilityTests {
     }
 
     @Test func startAndStopLeakNoSocketOrThread() async throws {
-        let namespace = try TestNamespace()
+        let namespace = try await TestNamespace.make()
         defer { namespace.delete() }
-        try namespace.addVethPair(defaultRoute: true)
+        try await namespace.addVethPair(defaultRoute: true)
         for _ in 0..<5 {
             let manager = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute)
             manager.startMonitoring()
@@ -154,9 +154,9 @@ struct NamespaceReachabilityTests {
     }
 
     @Test func stoppingDuringASlowResolutionDoesNotWaitForIt() async throws {
-        let namespace = try TestNamespace()
+        let namespace = try await TestNamespace.make()
         defer { namespace.delete() }
-        try namespace.addVethPair(defaultRoute: true)
+        try await namespace.addVethPair(defaultRoute: true)
         let resolving = NIOLockedValueBox(0)
         let slow = HostResolver { _ in
             resolving.withLockedValue { $0 += 1 }
@@ -183,9 +183,9 @@ struct NamespaceReachabilityTests {
     }
 
     @Test func releasingAMonitoringManagerEndsItsThread() async throws {
-        let namespace = try TestNamespace()
+        let namespace = try await TestNamespace.make()
         defer { namespace.delete() }
-        try namespace.addVethPair(defaultRoute: true)
+        try await namespace.addVethPair(defaultRoute: true)
         var manager: NetworkReachabilityManager? = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute)
         manager?.startMonitoring()
         #expect(await manager?.wait(for: .reachableViaEthernet) != nil)

@@ -19,7 +19,7 @@ struct TestNamespace {
     static let available: Bool = {
         guard ipTool != nil, let namespace = try? TestNamespace() else { return false }
         defer { namespace.delete() }
-        return (try? namespace.ip("link", "add", "p0", "type", "veth", "peer", "name", "p1")) != nil
+        return (try? Self.run(["-n", namespace.name, "link", "add", "p0", "type", "veth", "peer", "name", "p1"])) != nil
     }()
 
     static let skipReason: Comment =
@@ -30,9 +30,22 @@ struct TestNamespace {
         try Self.run(["netns", "add", self.name])
     }
 
-    /// Runs `ip -n NAME args…`.
-    func ip(_ arguments: String...) throws {
-        try Self.run(["-n", self.name] + arguments)
+    /// Makes the namespace without holding a thread of the concurrency pool while `ip` runs.
+    static func make() async throws -> TestNamespace {
+        try await Self.offPool { try TestNamespace() }
+    }
+
+    /// Runs `ip -n NAME args…` on a Dispatch thread: waiting for a process must not hold one of the
+    /// few threads of the concurrency pool that other tests, running in parallel, need.
+    func ip(_ arguments: String...) async throws {
+        let arguments = ["-n", self.name] + arguments
+        try await Self.offPool { try Self.run(arguments) }
+    }
+
+    private static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
     }
 
     func delete() {
@@ -41,13 +54,13 @@ struct TestNamespace {
 
     /// A veth pair `v0`/`v1`, both up, `v0` with 10.77.0.2/24 and fd77::2/64, and an IPv4 default
     /// route through 10.77.0.1 when asked.
-    func addVethPair(defaultRoute: Bool) throws {
-        try self.ip("link", "add", "v0", "type", "veth", "peer", "name", "v1")
-        try self.ip("addr", "add", "10.77.0.2/24", "dev", "v0")
-        try self.ip("-6", "addr", "add", "fd77::2/64", "dev", "v0", "nodad")
-        try self.ip("link", "set", "v1", "up")
-        try self.ip("link", "set", "v0", "up")
-        if defaultRoute { try self.ip("route", "add", "default", "via", "10.77.0.1") }
+    func addVethPair(defaultRoute: Bool) async throws {
+        try await self.ip("link", "add", "v0", "type", "veth", "peer", "name", "v1")
+        try await self.ip("addr", "add", "10.77.0.2/24", "dev", "v0")
+        try await self.ip("-6", "addr", "add", "fd77::2/64", "dev", "v0", "nodad")
+        try await self.ip("link", "set", "v1", "up")
+        try await self.ip("link", "set", "v0", "up")
+        if defaultRoute { try await self.ip("route", "add", "default", "via", "10.77.0.1") }
     }
 
     struct Failure: Error, CustomStringConvertible {
