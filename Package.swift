@@ -31,6 +31,7 @@ let package = Package(
         .target(
             name: "Courier",
             dependencies: [
+                "CCourierNetlink",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -62,6 +63,8 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Routing netlink (socket, dump requests, message walk, setns) for the reachability monitor on Linux.
+        .target(name: "CCourierNetlink"),
         // One-shot gzip/deflate and CRC-32 over the system zlib, for the test server's /gzip, /deflate and /courier/upload.
         .target(
             name: "CCourierZlib",
@@ -85,6 +88,7 @@ let package = Package(
             dependencies: [
                 "Courier",
                 "CourierTesting",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

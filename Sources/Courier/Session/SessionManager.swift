@@ -64,6 +64,8 @@ public class SessionManager: @unchecked Sendable {
         var completionQueue: DispatchQueue?
         var completionGroup: DispatchGroup?
         var hooks = Hooks()
+        var reachabilityManager: NetworkReachabilityManager = .shared
+        var connectivityRetry: ConnectivityRetryPolicy?
     }
 
     /// The configuration the manager was made with.

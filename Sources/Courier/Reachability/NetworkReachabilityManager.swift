@@ -1,0 +1,238 @@
+import Dispatch
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+
+/// Tells whether the network, or a given host, can be reached, and when that changes
+/// (AFNetworking's `AFNetworkReachabilityManager`).
+///
+/// On Linux the manager listens to the kernel's routing netlink socket: the target is reachable
+/// when a route to it (the domain's resolved addresses, the given address, or a default route for
+/// the general manager) leaves through an interface that is up and running. The interface's kind
+/// gives the status: wireless → ``NetworkReachabilityStatus/reachableViaWiFi``, cellular modems
+/// and PPP → ``NetworkReachabilityStatus/reachableViaWWAN``, anything else (wired, veth, bridges,
+/// tunnels) → ``NetworkReachabilityStatus/reachableViaEthernet``. On Apple platforms the Network
+/// framework's path monitor answers.
+///
+/// ```swift
+/// let reachability = NetworkReachabilityManager.shared
+/// reachability.statusChangeHandler = { status in print("network:", status) }
+/// reachability.startMonitoring()
+/// ```
+///
+/// Reachability is advisory: a reachable status does not promise that a request will succeed, and
+/// a request should never wait for one. Use it to tell the user why requests fail, or to retry
+/// once the network is back (``SessionManager/connectivityRetry``).
+///
+/// What bad input gives, each with its reason logged at `.warning` and kept in ``failureReason``:
+/// - an address that is not an IPv4 or IPv6 literal: ``NetworkReachabilityStatus/unknown``, and
+///   monitoring does not start;
+/// - a domain that does not resolve: ``NetworkReachabilityStatus/notReachable`` until it does
+///   (resolution is tried again after every change of the network);
+/// - a routing socket that cannot be opened or read: ``NetworkReachabilityStatus/unknown``.
+public final class NetworkReachabilityManager: Sendable {
+    /// The general manager, for any route out. Monitoring is off until ``startMonitoring()``.
+    public static let shared = NetworkReachabilityManager()
+
+    private enum Phase {
+        case idle
+        case monitoring(any ReachabilityMonitor, generation: Int)
+    }
+
+    private struct State {
+        var phase = Phase.idle
+        var generation = 0
+        var status = NetworkReachabilityStatus.unknown
+        var failure: ReachabilityFailure?
+        var statusChangeHandler: (@Sendable (NetworkReachabilityStatus) -> Void)?
+        var callbackQueue: DispatchQueue
+        var streams: [Int: AsyncStream<NetworkReachabilityStatus>.Continuation] = [:]
+        var nextStreamID = 0
+    }
+
+    let target: ReachabilityTarget
+    let environment: ReachabilityEnvironment
+    private let logger: Logger
+    private let state: NIOLockedValueBox<State>
+
+    /// A manager for any route out: reachable while a default route leaves through a working
+    /// interface.
+    /// - Parameter logger: Where failures (`.warning`) and changes (`.debug`) are logged; none by default.
+    public convenience init(logger: Logger? = nil) {
+        self.init(target: .defaultRoute, logger: logger)
+    }
+
+    /// A manager for a host name: reachable while a route to one of its addresses leaves through a
+    /// working interface. The name is resolved on the monitor's thread, never the caller's, and
+    /// again after each change of the network; while it does not resolve the status is
+    /// ``NetworkReachabilityStatus/notReachable``.
+    /// - Parameters:
+    ///   - domain: A host name (`api.example.com`) or an address literal.
+    ///   - logger: Where failures and changes are logged; none by default.
+    public convenience init(domain: String, logger: Logger? = nil) {
+        self.init(target: .domain(domain), logger: logger)
+    }
+
+    /// A manager for one address.
+    /// - Parameters:
+    ///   - address: An IPv4 (`192.0.2.1`) or IPv6 (`2001:db8::1`) literal. Anything else leaves the
+    ///     status ``NetworkReachabilityStatus/unknown`` and logs why.
+    ///   - logger: Where failures and changes are logged; none by default.
+    public convenience init(address: String, logger: Logger? = nil) {
+        let target: ReachabilityTarget = IPAddress(address).map { .address($0) } ?? .invalidAddress(address)
+        self.init(target: target, logger: logger)
+    }
+
+    init(target: ReachabilityTarget, environment: ReachabilityEnvironment = .system, logger: Logger? = nil) {
+        self.target = target
+        self.environment = environment
+        self.logger = logger ?? Logger(label: "courier.reachability", factory: { _ in SwiftLogNoOpLogHandler() })
+        self.state = NIOLockedValueBox(State(callbackQueue: DispatchQueue(label: "courier.reachability.callbacks")))
+    }
+
+    deinit {
+        if case .monitoring(let monitor, _) = self.state.withLockedValue({ $0.phase }) {
+            monitor.stop()
+        }
+        for continuation in self.state.withLockedValue({ $0.streams.values }) {
+            continuation.finish()
+        }
+    }
+
+    // MARK: Status
+
+    /// The last status the monitor reported; ``NetworkReachabilityStatus/unknown`` until it has
+    /// answered. Kept as it was when monitoring stops.
+    public var networkReachabilityStatus: NetworkReachabilityStatus { self.state.withLockedValue { $0.status } }
+    /// Whether the status is reachable through any interface.
+    public var isReachable: Bool { self.networkReachabilityStatus.isReachable }
+    /// Whether the status is ``NetworkReachabilityStatus/reachableViaWWAN``.
+    public var isReachableViaWWAN: Bool { self.networkReachabilityStatus == .reachableViaWWAN }
+    /// Whether the status is ``NetworkReachabilityStatus/reachableViaWiFi``.
+    public var isReachableViaWiFi: Bool { self.networkReachabilityStatus == .reachableViaWiFi }
+    /// Whether the status is ``NetworkReachabilityStatus/reachableViaEthernet``.
+    public var isReachableViaEthernet: Bool { self.networkReachabilityStatus == .reachableViaEthernet }
+    /// The status in words (``NetworkReachabilityStatus/localizedDescription``).
+    public var localizedNetworkReachabilityStatusString: String { self.networkReachabilityStatus.localizedDescription }
+    /// Why the status is not a reachable one, when a failure (an invalid address, an unresolvable
+    /// domain, a routing socket that failed) is the cause; `nil` otherwise.
+    public var failureReason: String? { self.state.withLockedValue { $0.failure?.description } }
+    /// Whether ``startMonitoring()`` was called and ``stopMonitoring()`` not since.
+    public var isMonitoring: Bool {
+        self.state.withLockedValue { if case .monitoring = $0.phase { true } else { false } }
+    }
+
+    // MARK: Observing
+
+    /// Called with each new status (AFNetworking's `setReachabilityStatusChangeBlock:`), on
+    /// ``callbackQueue``.
+    public var statusChangeHandler: (@Sendable (NetworkReachabilityStatus) -> Void)? {
+        get { self.state.withLockedValue { $0.statusChangeHandler } }
+        set { self.state.withLockedValue { $0.statusChangeHandler = newValue } }
+    }
+
+    /// Where ``statusChangeHandler`` runs and ``Foundation/Notification/Name/reachabilityDidChange``
+    /// is posted: a private serial queue by default. (AFNetworking uses the main queue; servers and
+    /// command-line tools often never run it.) Set a serial queue to keep changes in order.
+    public var callbackQueue: DispatchQueue {
+        get { self.state.withLockedValue { $0.callbackQueue } }
+        set { self.state.withLockedValue { $0.callbackQueue = newValue } }
+    }
+
+    /// The statuses, for `for await`: the current one first, then each change. Each access makes a
+    /// new stream; it ends when the manager is deallocated or the iterating task is cancelled.
+    /// Monitoring must be started for changes to arrive.
+    public var statuses: AsyncStream<NetworkReachabilityStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: NetworkReachabilityStatus.self, bufferingPolicy: .bufferingNewest(16))
+        let id = self.state.withLockedValue { state in
+            state.nextStreamID += 1
+            state.streams[state.nextStreamID] = continuation
+            continuation.yield(state.status)
+            return state.nextStreamID
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLockedValue { $0.streams.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    // MARK: Monitoring
+
+    /// Starts watching the network. Does nothing when already monitoring. Returns at once: the
+    /// first status arrives shortly after, through the handler, the notification and the streams.
+    public func startMonitoring() {
+        if case .invalidAddress(let text) = self.target {
+            self.receive(ReachabilityReport(status: .unknown, failure: .invalidAddress(text)), generation: nil)
+            return
+        }
+        let started: (monitor: any ReachabilityMonitor, generation: Int)?? = self.state.withLockedValue { state in
+            guard case .idle = state.phase else { return .some(nil) }
+            guard let monitor = self.environment.makeMonitor(self.target, self.environment) else { return nil }
+            state.generation += 1
+            state.phase = .monitoring(monitor, generation: state.generation)
+            return (monitor, state.generation)
+        }
+        switch started {
+        case .none:
+            self.receive(
+                ReachabilityReport(status: .unknown, failure: .socketFailed("no monitor on this platform", errno: 38)),
+                generation: nil)
+        case .some(.none):
+            return
+        case .some(.some(let started)):
+            self.logger.debug("reachability: monitoring \(self.target)")
+            let generation = started.generation
+            started.monitor.start { [weak self] report in
+                self?.receive(report, generation: generation)
+            }
+        }
+    }
+
+    /// Stops watching; the status keeps its last value. Returns once the monitor's thread and
+    /// sockets are gone — except while the thread is resolving a domain: then it returns at once,
+    /// and the thread closes its sockets and ends as soon as the resolver returns (nothing it
+    /// reports meanwhile reaches observers).
+    public func stopMonitoring() {
+        let monitor: (any ReachabilityMonitor)? = self.state.withLockedValue { state in
+            guard case .monitoring(let monitor, _) = state.phase else { return nil }
+            state.phase = .idle
+            state.generation += 1
+            return monitor
+        }
+        monitor?.stop()
+        if monitor != nil { self.logger.debug("reachability: stopped monitoring \(self.target)") }
+    }
+
+    /// The running monitor, for tests.
+    var currentMonitor: (any ReachabilityMonitor)? {
+        self.state.withLockedValue { if case .monitoring(let monitor, _) = $0.phase { monitor } else { nil } }
+    }
+
+    /// Takes a report from the monitor of `generation` (`nil`: from the manager itself); stale
+    /// generations are dropped. Only changes reach observers.
+    private func receive(_ report: ReachabilityReport, generation: Int?) {
+        let delivery: (NetworkReachabilityStatus, (@Sendable (NetworkReachabilityStatus) -> Void)?, DispatchQueue)?
+        let newFailure: ReachabilityFailure?
+        (delivery, newFailure) = self.state.withLockedValue { state in
+            if let generation, case .monitoring(_, let current) = state.phase, current != generation { return (nil, nil) }
+            if generation != nil, case .idle = state.phase { return (nil, nil) }
+            let newFailure = report.failure != state.failure ? report.failure : nil
+            state.failure = report.failure
+            guard report.status != state.status else { return (nil, newFailure) }
+            state.status = report.status
+            for continuation in state.streams.values { continuation.yield(report.status) }
+            return ((report.status, state.statusChangeHandler, state.callbackQueue), newFailure)
+        }
+        if let newFailure {
+            self.logger.warning("reachability of \(self.target): \(newFailure)")
+        }
+        guard let (status, handler, queue) = delivery else { return }
+        self.logger.debug("reachability of \(self.target): \(status)")
+        queue.async {
+            handler?(status)
+            NotificationCenter.default.post(
+                name: .reachabilityDidChange, object: self, userInfo: [ReachabilityNotificationKey.status: status])
+        }
+    }
+}

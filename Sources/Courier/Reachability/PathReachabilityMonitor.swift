@@ -1,0 +1,37 @@
+#if canImport(Network) && !os(Linux)
+import Dispatch
+import Network
+
+/// Apple platforms: the Network framework's path monitor. It watches the system's path, not one
+/// host, so domain and address managers report the general path there.
+final class PathReachabilityMonitor: ReachabilityMonitor, @unchecked Sendable {
+    // @unchecked: NWPathMonitor is thread safe; it is only started and cancelled.
+    private let monitor = NWPathMonitor()
+    private let queue = DispatchQueue(label: "courier.reachability.path")
+    let target: ReachabilityTarget
+
+    init(target: ReachabilityTarget) {
+        self.target = target
+    }
+
+    func start(_ report: @escaping @Sendable (ReachabilityReport) -> Void) {
+        self.monitor.pathUpdateHandler = { path in
+            report(ReachabilityReport(status: Self.status(of: path)))
+        }
+        self.monitor.start(queue: self.queue)
+    }
+
+    func stop() {
+        self.monitor.cancel()
+        // Reports already queued are dropped by the manager (a stale generation).
+        self.queue.sync {}
+    }
+
+    static func status(of path: NWPath) -> NetworkReachabilityStatus {
+        guard path.status == .satisfied else { return .notReachable }
+        if path.usesInterfaceType(.wifi) { return .reachableViaWiFi }
+        if path.usesInterfaceType(.cellular) { return .reachableViaWWAN }
+        return .reachableViaEthernet
+    }
+}
+#endif

@@ -1,0 +1,77 @@
+/// The links and routes of one network namespace at one moment, from a netlink dump, and the
+/// rule that turns them into a status. Pure: tested without a socket.
+struct RoutingSnapshot: Sendable, Hashable {
+    struct Link: Sendable, Hashable {
+        var index: Int32
+        var name: String
+        /// `IFF_*` flags.
+        var flags: UInt32
+        /// `ARPHRD_*` hardware type.
+        var hardwareType: UInt32
+
+        static let up: UInt32 = 0x1        // IFF_UP
+        static let loopback: UInt32 = 0x8  // IFF_LOOPBACK
+        static let running: UInt32 = 0x40  // IFF_RUNNING
+
+        /// Up, running (carrier present) and not loopback.
+        var carriesTraffic: Bool {
+            self.flags & Self.up != 0 && self.flags & Self.running != 0 && self.flags & Self.loopback == 0
+        }
+    }
+
+    struct Route: Sendable, Hashable {
+        /// `AF_INET` or `AF_INET6`.
+        var isIPv6: Bool
+        var table: UInt32
+        /// `RTN_*`.
+        var type: UInt32
+        var prefixLength: Int
+        /// Network-order destination, zero-filled when the route has none (a default route).
+        var destination: [UInt8]
+        /// The output interface's index, 0 when none.
+        var outputInterface: Int32
+        var metric: UInt32
+
+        static let mainTable: UInt32 = 254  // RT_TABLE_MAIN
+        static let unicast: UInt32 = 1      // RTN_UNICAST
+    }
+
+    var links: [Int32: Link] = [:]
+    var routes: [Route] = []
+
+    /// The status for `target` (`nil` addresses: any default route), given how to tell an
+    /// interface's kind.
+    ///
+    /// Only the main table is read. A destination is reachable when its longest-prefix route (the
+    /// lowest metric among equals) is a unicast route whose interface carries traffic; the
+    /// general manager wants a unicast default route (IPv4 or IPv6) on such an interface.
+    func status(
+        toward addresses: [IPAddress]?,
+        kind: (Link) -> NetworkReachabilityStatus
+    ) -> NetworkReachabilityStatus {
+        let main = self.routes.filter { $0.table == Route.mainTable }
+        guard let addresses else {
+            let best = main
+                .filter { $0.prefixLength == 0 && $0.type == Route.unicast && self.usableLink($0) != nil }
+                .min { $0.metric < $1.metric }
+            return best.flatMap(self.usableLink).map(kind) ?? .notReachable
+        }
+        for address in addresses {
+            let candidates = main.filter {
+                $0.isIPv6 == address.isIPv6 && address.matches(network: $0.destination, prefixLength: $0.prefixLength)
+            }
+            let best = candidates.min {
+                $0.prefixLength != $1.prefixLength ? $0.prefixLength > $1.prefixLength : $0.metric < $1.metric
+            }
+            if let best, best.type == Route.unicast, let link = self.usableLink(best) {
+                return kind(link)
+            }
+        }
+        return .notReachable
+    }
+
+    private func usableLink(_ route: Route) -> Link? {
+        guard let link = self.links[route.outputInterface], link.carriesTraffic else { return nil }
+        return link
+    }
+}

@@ -1,0 +1,96 @@
+import CourierTesting
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+
+@testable import Courier
+
+@Suite("SessionManager: reachability is advisory; opt-in retry once the network is back")
+struct ConnectivityRetryTests {
+    static let url = URL(string: "http://api.courier.test/items")!
+
+    /// A stub engine whose first request fails with ENETUNREACH and whose later ones succeed.
+    static func engine() -> StubEngine {
+        let engine = StubEngine()
+        let calls = NIOLockedValueBox(0)
+        engine.stub(.any(), .json(#"{"ok":true}"#))
+        engine.stub(
+            .custom { _ in calls.withLockedValue { $0 += 1; return $0 == 1 } },
+            .failure(
+                CourierError(.connectionFailed, "the network or host is unreachable",
+                    underlyingError: IOError(errnoCode: ENETUNREACH, reason: "connect"))))
+        return engine
+    }
+
+    @Test func aNotReachableStatusNeverHoldsARequestBack() async throws {
+        let engine = StubEngine()
+        engine.stub(.any(), .json(#"{"ok":true}"#))
+        let manager = SessionManager(engine: engine)
+        defer { manager.invalidate(cancelingTasks: true) }
+        let monitor = ScriptedMonitor()
+        manager.reachabilityManager = monitor.manager()
+        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: .seconds(30))
+        manager.reachabilityManager.startMonitoring()
+        monitor.send(.notReachable)
+        let response = try await manager.data(for: Request(url: Self.url))
+        #expect(response.response.status == .ok)
+        #expect(engine.requests.count == 1)
+    }
+
+    @Test func withoutThePolicyTheFailureIsReturnedAtOnce() async throws {
+        let engine = Self.engine()
+        let manager = SessionManager(engine: engine)
+        defer { manager.invalidate(cancelingTasks: true) }
+        manager.reachabilityManager = ScriptedMonitor().manager()
+        await #expect(throws: CourierError.self) { try await manager.data(for: Request(url: Self.url)) }
+        #expect(engine.requests.count == 1)
+        #expect(manager.reachabilityManager.isMonitoring == false)
+    }
+
+    @Test func withThePolicyTheRequestWaitsForTheNetworkAndRetriesOnce() async throws {
+        let engine = Self.engine()
+        let manager = SessionManager(engine: engine)
+        defer { manager.invalidate(cancelingTasks: true) }
+        let monitor = ScriptedMonitor()
+        manager.reachabilityManager = monitor.manager()
+        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: .seconds(5))
+        Task {
+            while !manager.reachabilityManager.isMonitoring { try await Task.sleep(for: .milliseconds(5)) }
+            monitor.send(.notReachable)
+            try await Task.sleep(for: .milliseconds(50))
+            monitor.send(.reachableViaEthernet)
+        }
+        let response = try await manager.data(for: Request(url: Self.url))
+        #expect(response.response.status == .ok)
+        #expect(engine.requests.count == 2)
+    }
+
+    @Test func aBodyThatCannotBeReadTwiceIsNotRetried() async throws {
+        let engine = Self.engine()
+        let manager = SessionManager(engine: engine)
+        defer { manager.invalidate(cancelingTasks: true) }
+        let monitor = ScriptedMonitor()
+        manager.reachabilityManager = monitor.manager()
+        manager.reachabilityManager.startMonitoring()
+        monitor.send(.reachableViaEthernet)
+        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: .seconds(5))
+        let body = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+            continuation.yield(ByteBuffer(string: "once"))
+            continuation.finish()
+        }
+        let request = Request(method: .post, url: Self.url, body: .stream(body, length: .known(4)))
+        await #expect(throws: CourierError.self) { try await manager.data(for: request) }
+        #expect(engine.requests.count == 1)
+    }
+
+    @Test func theRetryGivesUpAfterTheWait() async throws {
+        let engine = Self.engine()
+        let manager = SessionManager(engine: engine)
+        defer { manager.invalidate(cancelingTasks: true) }
+        manager.reachabilityManager = ScriptedMonitor().manager()
+        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: .milliseconds(100))
+        await #expect(throws: CourierError.self) { try await manager.data(for: Request(url: Self.url)) }
+        #expect(engine.requests.count == 1)
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+
+@testable import Courier
+
+/// Reachability against a real kernel: each test makes a network namespace with a veth pair,
+/// points a manager's monitor thread into it and changes links and routes with `ip`.
+@Suite(
+    "Reachability in a network namespace of the test's own",
+    .serialized,
+    .enabled(if: TestNamespace.available, TestNamespace.skipReason))
+struct NamespaceReachabilityTests {
+    @Test func linkDownIsNotReachableWithinASecondAndLinkUpWithADefaultRouteIsEthernet() async throws {
+        let namespace = try await TestNamespace.make()
+        defer { namespace.delete() }
+        try await namespace.addVethPair(defaultRoute: true)
+        let manager = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute)
+        manager.startMonitoring()
+        defer { manager.stopMonitoring() }
+        #expect(await manager.wait(for: .reachableViaEthernet) != nil, "\(manager.failureReason ?? "")")
+
+        try await namespace.ip("link", "set", "v0", "down")
+        let down = await manager.wait(for: .notReachable, within: .seconds(1))
+        #expect(down != nil, "still \(manager.networkReachabilityStatus) a second after the link went down")
+
+        try await namespace.ip("link", "set", "v0", "up")
+        try await namespace.ip("route", "add", "default", "via", "10.77.0.1")
+        #expect(await manager.wait(for: .reachableViaEthernet, within: .seconds(1)) != nil)
+        #expect(manager.isReachable)
+    }
+
+    @Test func noDefaultRouteUntilOneIsAdded() async throws {
+        let namespace = try await TestNamespace.make()
+        defer { namespace.delete() }
+        try await namespace.addVethPair(defaultRoute: false)
+        let manager = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute)
+        manager.startMonitoring()
+        defer { manager.stopMonitoring() }
+        #expect(await manager.wait(for: .notReachable) != nil)
+        try await namespace.ip("route", "add", "default", "via", "10.77.0.1")
+        #expect(await manager.wait(for: .reachableViaEthernet, within: .seconds(1)) != nil)
+    }
+
+    @Test func removingTheRouteToADomainsAddressLeavesTheGeneralManagerReachable() async throws {
+        let namespace = try await TestNamespace.make()
+        defer { namespace.delete() }
+        try await namespace.addVethPair(defaultRoute: true)
+        try await namespace.ip("-6", "route", "add", "fd77:1::/64", "via", "fd77::1", "dev", "v0")
+        // No DNS here: the domain resolves through a fixed table to an address only that route reaches.
+        let resolver = HostResolver.fixed(["api.courier.test": [IPAddress("fd77:1::5")!]])
+        let domain = NetworkReachabilityManager.inNamespace(
+            namespace, target: .domain("api.courier.test"), resolver: resolver)
+        let general = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute)
+        domain.startMonitoring()
+        general.startMonitoring()
+        defer {
+            domain.stopMonitoring()
+            general.stopMonitoring()
+        }
+        #expect(await domain.wait(for: .reachableViaEthernet) != nil, "\(domain.failureReason ?? "")")
+        #expect(await general.wait(for: .reachableViaEthernet) != nil)
+
+        try await namespace.ip("-6", "route", "del", "fd77:1::/64")
+        #expect(await domain.wait(for: .notReachable, within: .seconds(1)) != nil)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(general.networkReachabilityStatus == .reachableViaEthernet)
+    }
+
+    @Test func anAddressManagerFollowsItsRoute() async throws {
+        let namespace = try await TestNamespace.make()
+        defer { namespace.delete() }
+        try await namespace.addVethPair(defaultRoute: false)
+        let manager = NetworkReachabilityManager.inNamespace(namespace, target: .address(IPAddress("10.77.0.9")!))
+        manager.startMonitoring()
+        defer { manager.stopMonitoring() }
+        #expect(await manager.wait(for: .reachableViaEthernet) != nil)
+        try await namespace.ip("addr", "del", "10.77.0.2/24", "dev", "v0")
+        #expect(await manager.wait(for: .notReachable, within: .seconds(1)) != nil)
+    }
+
+    @Test func anUnresolvableDomainIsNotReachableAndSaysWhy() async throws {
+        let namespace = try await TestNamespace.make()
+        defer { namespace.delete() }
+        try await namespace.addVethPair(defaultRoute: true)
+        let (logger, messages) = CapturingLogHandler.logger()
+        let manager = NetworkReachabilityManager.inNamespace(
+            namespace, target: .domain("nowhere.courier.test"), resolver: .fixed([:]), logger: logger)
+        manager.startMonitoring()
+        defer { manager.stopMonitoring() }
+        #expect(await manager.wait(for: .notReachable) != nil)
+        #expect(manager.failureReason?.contains("nowhere.courier.test did not resolve") == true)
+        #expect(messages.withLockedValue { $0 }.contains { $0.contains("did not resolve") })
+    }
+
+    @Test func aMissingNamespaceGivesUnknownAndSaysWhy() async throws {
+        var environment = ReachabilityEnvironment.system
+        environment.namespacePath = "/var/run/netns/courier-test-does-not-exist"
+        let manager = NetworkReachabilityManager(target: .defaultRoute, environment: environment)
+        manager.startMonitoring()
+        defer { manager.stopMonitoring() }
+        let deadline = ContinuousClock.now + .seconds(3)
+        while manager.failureReason == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(manager.networkReachabilityStatus == .unknown)
+        #expect(manager.failureReason?.contains("network namespace") == true)
+    }
+
+    @Test func aFlappingLinkIsCoalesced() async throws {
+        let namespace = try await TestNamespace.make()
+        defer { namespace.delete() }
+        try await namespace.addVethPair(defaultRoute: true)
+        let manager = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute)
+        manager.startMonitoring()
+        defer { manager.stopMonitoring() }
+        #expect(await manager.wait(for: .reachableViaEthernet) != nil)
+        let changes = NIOLockedValueBox(0)
+        manager.statusChangeHandler = { _ in changes.withLockedValue { $0 += 1 } }
+        // 20 flaps, each a few ms apart: far fewer status changes reach observers.
+        for _ in 0..<10 {
+            try await namespace.ip("link", "set", "v0", "down")
+            try await namespace.ip("link", "set", "v0", "up")
+        }
+        try await namespace.ip("route", "replace", "default", "via", "10.77.0.1")
+        #expect(await manager.wait(for: .reachableViaEthernet, within: .seconds(2)) != nil)
+        try await Task.sleep(for: .milliseconds(700))
+        manager.callbackQueue.sync {}
+        let count = changes.withLockedValue { $0 }
+        #expect(count < 10, "\(count) changes for 20 flaps")
+    }
+
+    @Test func startAndStopLeakNoSocketOrThread() async throws {
+        let namespace = try await TestNamespace.make()
+        defer { namespace.delete() }
+        try await namespace.addVethPair(defaultRoute: true)
+        for _ in 0..<5 {
+            let manager = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute)
+            manager.startMonitoring()
+            #expect(await manager.wait(for: .reachableViaEthernet) != nil)
+            let monitor = try #require(manager.currentMonitor as? NetlinkReachabilityMonitor)
+            let resources = monitor.resources.withLockedValue { $0 }
+            #expect(resources.threadID > 0)
+            #expect(resources.socketInodes.count == 2)
+            #expect(FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"))
+            #expect(!Self.openSockets(resources.socketInodes).isEmpty)
+            manager.stopMonitoring()
+            #expect(Self.openSockets(resources.socketInodes).isEmpty, "sockets left open")
+            // The thread has signalled its end; give the kernel a moment to reap it.
+            let deadline = ContinuousClock.now + .seconds(1)
+            while FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            #expect(!FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"), "thread left running")
+        }
+    }
+
+    @Test func stoppingDuringASlowResolutionDoesNotWaitForIt() async throws {
+        let namespace = try await TestNamespace.make()
+        defer { namespace.delete() }
+        try await namespace.addVethPair(defaultRoute: true)
+        let resolving = NIOLockedValueBox(0)
+        let slow = HostResolver { _ in
+            resolving.withLockedValue { $0 += 1 }
+            Thread.sleep(forTimeInterval: 1)
+            return .success([IPAddress("10.77.0.9")!])
+        }
+        let manager = NetworkReachabilityManager.inNamespace(namespace, target: .domain("slow.courier.test"), resolver: slow)
+        manager.startMonitoring()
+        let monitor = try #require(manager.currentMonitor as? NetlinkReachabilityMonitor)
+        while resolving.withLockedValue({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let resources = monitor.resources.withLockedValue { $0 }
+        let clock = ContinuousClock()
+        let stopped = clock.measure { manager.stopMonitoring() }
+        #expect(stopped < .milliseconds(500), "stopMonitoring waited \(stopped) for the resolver")
+        #expect(manager.networkReachabilityStatus == .unknown)
+        // The thread ends and closes its sockets once the resolver returns.
+        let deadline = clock.now + .seconds(3)
+        while FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"), clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(!FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"))
+        #expect(Self.openSockets(resources.socketInodes).isEmpty)
+        #expect(manager.networkReachabilityStatus == .unknown, "a report after stop reached the manager")
+    }
+
+    @Test func releasingAMonitoringManagerEndsItsThread() async throws {
+        let namespace = try await TestNamespace.make()
+        defer { namespace.delete() }
+        try await namespace.addVethPair(defaultRoute: true)
+        var manager: NetworkReachabilityManager? = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute)
+        manager?.startMonitoring()
+        #expect(await manager?.wait(for: .reachableViaEthernet) != nil)
+        let monitor = try #require(manager?.currentMonitor as? NetlinkReachabilityMonitor)
+        let resources = monitor.resources.withLockedValue { $0 }
+        manager = nil
+        #expect(Self.openSockets(resources.socketInodes).isEmpty, "sockets left open")
+        let deadline = ContinuousClock.now + .seconds(1)
+        while FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(!FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"), "thread left running")
+    }
+
+    /// Which of `inodes` are sockets this process still has open.
+    static func openSockets(_ inodes: [UInt64]) -> [UInt64] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        let links = Set(names.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") })
+        return inodes.filter { links.contains("socket:[\($0)]") }
+    }
+}

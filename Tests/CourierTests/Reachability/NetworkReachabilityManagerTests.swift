@@ -1,0 +1,104 @@
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+
+@testable import Courier
+
+@Suite("NetworkReachabilityManager: API, observers, bad input")
+struct NetworkReachabilityManagerTests {
+    @Test func statusStringsAndFlags() {
+        #expect(NetworkReachabilityStatus.unknown.localizedDescription == "Unknown")
+        #expect(NetworkReachabilityStatus.notReachable.localizedDescription == "Not Reachable")
+        #expect(NetworkReachabilityStatus.reachableViaWWAN.localizedDescription == "Reachable via WWAN")
+        #expect(NetworkReachabilityStatus.reachableViaWiFi.localizedDescription == "Reachable via WiFi")
+        #expect(NetworkReachabilityStatus.reachableViaEthernet.localizedDescription == "Reachable via Ethernet")
+        #expect(NetworkReachabilityStatus.allCases.filter(\.isReachable).count == 3)
+        #expect(NetworkReachabilityStatus.unknown.rawValue == -1)
+    }
+
+    @Test func changesReachTheHandlerTheNotificationAndTheStream() async throws {
+        let monitor = ScriptedMonitor()
+        let manager = monitor.manager()
+        #expect(manager.networkReachabilityStatus == .unknown)
+        let seen = NIOLockedValueBox<[NetworkReachabilityStatus]>([])
+        let notified = NIOLockedValueBox<[NetworkReachabilityStatus]>([])
+        manager.statusChangeHandler = { status in seen.withLockedValue { $0.append(status) } }
+        let observer = NotificationCenter.default.addObserver(forName: .reachabilityDidChange, object: manager, queue: nil) {
+            note in
+            if let status = note.userInfo?[ReachabilityNotificationKey.status] as? NetworkReachabilityStatus {
+                notified.withLockedValue { $0.append(status) }
+            }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        var iterator = manager.statuses.makeAsyncIterator()
+        #expect(await iterator.next() == .unknown)
+
+        manager.startMonitoring()
+        #expect(manager.isMonitoring)
+        monitor.send(.reachableViaWiFi)
+        monitor.send(.reachableViaWiFi)  // a repeat is not a change
+        monitor.send(.notReachable)
+        #expect(await iterator.next() == .reachableViaWiFi)
+        #expect(await iterator.next() == .notReachable)
+        #expect(manager.isReachable == false)
+        manager.callbackQueue.sync {}
+        #expect(seen.withLockedValue { $0 } == [.reachableViaWiFi, .notReachable])
+        #expect(notified.withLockedValue { $0 } == [.reachableViaWiFi, .notReachable])
+
+        manager.stopMonitoring()
+        #expect(!manager.isMonitoring)
+        #expect(monitor.stops.withLockedValue { $0 } == 1)
+        monitor.send(.reachableViaEthernet)  // after stop: dropped
+        #expect(manager.networkReachabilityStatus == .notReachable)
+        #expect(manager.localizedNetworkReachabilityStatusString == "Not Reachable")
+    }
+
+    @Test func anInvalidAddressStaysUnknownAndSaysWhy() {
+        let (logger, messages) = CapturingLogHandler.logger()
+        let manager = NetworkReachabilityManager(address: "999.1.2.3", logger: logger)
+        manager.startMonitoring()
+        #expect(manager.networkReachabilityStatus == .unknown)
+        #expect(!manager.isMonitoring)
+        #expect(manager.failureReason?.contains("999.1.2.3") == true)
+        #expect(messages.withLockedValue { $0 }.contains { $0.hasPrefix("warning") && $0.contains("not an IPv4 or IPv6 address") })
+        manager.stopMonitoring()
+    }
+
+    @Test func aSocketThatCannotBeOpenedGivesUnknownAndSaysWhy() async {
+        let (logger, messages) = CapturingLogHandler.logger()
+        var environment = ReachabilityEnvironment.system
+        environment.openSocket = { _ in -EACCES }
+        let manager = NetworkReachabilityManager(target: .defaultRoute, environment: environment, logger: logger)
+        manager.startMonitoring()
+        defer { manager.stopMonitoring() }
+        let deadline = ContinuousClock.now + .seconds(3)
+        while manager.failureReason == nil, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+        #expect(manager.networkReachabilityStatus == .unknown)
+        #expect(manager.failureReason?.contains("errno \(EACCES)") == true)
+        #expect(messages.withLockedValue { $0 }.contains { $0.contains("routing netlink socket") })
+    }
+
+    @Test func theProcessNetworkGivesAnAnswer() async {
+        let manager = NetworkReachabilityManager()
+        manager.startMonitoring()
+        defer { manager.stopMonitoring() }
+        let deadline = ContinuousClock.now + .seconds(3)
+        while manager.networkReachabilityStatus == .unknown, manager.failureReason == nil, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        // A sandbox that forbids netlink gives .unknown with a reason; either way, an answer.
+        #expect(manager.networkReachabilityStatus != .unknown || manager.failureReason != nil)
+    }
+
+    @Test func startingTwiceKeepsOneMonitor() {
+        let monitor = ScriptedMonitor()
+        let manager = monitor.manager()
+        manager.startMonitoring()
+        let first = manager.currentMonitor
+        manager.startMonitoring()
+        #expect(manager.currentMonitor === first)
+        manager.stopMonitoring()
+        manager.stopMonitoring()
+        #expect(monitor.stops.withLockedValue { $0 } == 1)
+    }
+}

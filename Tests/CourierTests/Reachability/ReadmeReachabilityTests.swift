@@ -1,0 +1,31 @@
+import Courier
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+
+/// The README's "Reachability" sample, as written there (printing aside), so that it keeps compiling
+/// and running. There is no DNS for `api.example.com` in CI: the manager settles on a status either way.
+@Test func readmeReachabilityRunsAsWritten() async throws {
+    let seen = NIOLockedValueBox<[NetworkReachabilityStatus]>([])
+    let reachability = NetworkReachabilityManager(domain: "api.example.com")
+    reachability.statusChangeHandler = { status in
+        seen.withLockedValue { $0.append(status) }
+        _ = status.localizedDescription
+    }
+    reachability.startMonitoring()
+
+    var settled: NetworkReachabilityStatus?
+    for await status in reachability.statuses where status != .unknown {
+        settled = status
+        break
+    }
+    reachability.stopMonitoring()
+    #expect(settled != nil)
+    reachability.callbackQueue.sync {}
+    #expect(seen.withLockedValue { $0 }.last == settled)
+
+    let manager = SessionManager()
+    defer { manager.invalidate(cancelingTasks: true) }
+    manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: .seconds(30))
+    #expect(manager.reachabilityManager === NetworkReachabilityManager.shared)
+}

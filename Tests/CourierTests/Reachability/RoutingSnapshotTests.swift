@@ -1,0 +1,104 @@
+import Testing
+
+@testable import Courier
+
+@Suite("Routing snapshot: links and routes to a status")
+struct RoutingSnapshotTests {
+    typealias Link = RoutingSnapshot.Link
+    typealias Route = RoutingSnapshot.Route
+
+    static let upRunning: UInt32 = Link.up | Link.running
+    static let eth = Link(index: 2, name: "eth0", flags: upRunning, hardwareType: 1)
+    static let wlan = Link(index: 3, name: "wlan0", flags: upRunning, hardwareType: 1)
+
+    static func route(_ destination: [UInt8], _ prefix: Int, via link: Int32, metric: UInt32 = 0, type: UInt32 = Route.unicast) -> Route {
+        Route(
+            isIPv6: destination.count == 16, table: Route.mainTable, type: type, prefixLength: prefix,
+            destination: destination, outputInterface: link, metric: metric)
+    }
+
+    static func kind(_ link: Link) -> NetworkReachabilityStatus {
+        link.name.hasPrefix("wlan") ? .reachableViaWiFi : .reachableViaEthernet
+    }
+
+    @Test func aDefaultRouteOnAWorkingLinkIsReachable() {
+        let snapshot = RoutingSnapshot(links: [2: Self.eth], routes: [Self.route([0, 0, 0, 0], 0, via: 2)])
+        #expect(snapshot.status(toward: nil, kind: Self.kind) == .reachableViaEthernet)
+    }
+
+    @Test func noDefaultRouteIsNotReachable() {
+        let snapshot = RoutingSnapshot(links: [2: Self.eth], routes: [Self.route([10, 0, 0, 0], 8, via: 2)])
+        #expect(snapshot.status(toward: nil, kind: Self.kind) == .notReachable)
+    }
+
+    @Test func aLinkWithoutCarrierOrLoopbackDoesNotCount() {
+        var down = Self.eth
+        down.flags = Link.up
+        var loopback = Self.eth
+        loopback.flags = Self.upRunning | Link.loopback
+        for link in [down, loopback] {
+            let snapshot = RoutingSnapshot(links: [2: link], routes: [Self.route([0, 0, 0, 0], 0, via: 2)])
+            #expect(snapshot.status(toward: nil, kind: Self.kind) == .notReachable)
+        }
+    }
+
+    @Test func theLowestMetricDefaultRouteDecidesTheKind() {
+        let snapshot = RoutingSnapshot(
+            links: [2: Self.eth, 3: Self.wlan],
+            routes: [Self.route([0, 0, 0, 0], 0, via: 2, metric: 600), Self.route([0, 0, 0, 0], 0, via: 3, metric: 100)])
+        #expect(snapshot.status(toward: nil, kind: Self.kind) == .reachableViaWiFi)
+    }
+
+    @Test func otherTablesAreIgnored() {
+        var route = Self.route([0, 0, 0, 0], 0, via: 2)
+        route.table = 100
+        let snapshot = RoutingSnapshot(links: [2: Self.eth], routes: [route])
+        #expect(snapshot.status(toward: nil, kind: Self.kind) == .notReachable)
+    }
+
+    @Test func anAddressTakesItsLongestPrefixRoute() throws {
+        let address = try #require(IPAddress("192.0.2.7"))
+        let snapshot = RoutingSnapshot(
+            links: [2: Self.eth, 3: Self.wlan],
+            routes: [Self.route([0, 0, 0, 0], 0, via: 2), Self.route([192, 0, 2, 0], 24, via: 3)])
+        #expect(snapshot.status(toward: [address], kind: Self.kind) == .reachableViaWiFi)
+        let other = try #require(IPAddress("198.51.100.1"))
+        #expect(snapshot.status(toward: [other], kind: Self.kind) == .reachableViaEthernet)
+    }
+
+    @Test func anUnreachableRouteWins() throws {
+        let address = try #require(IPAddress("192.0.2.7"))
+        let snapshot = RoutingSnapshot(
+            links: [2: Self.eth],
+            routes: [Self.route([0, 0, 0, 0], 0, via: 2), Self.route([192, 0, 2, 0], 24, via: 0, type: 7)])
+        #expect(snapshot.status(toward: [address], kind: Self.kind) == .notReachable)
+    }
+
+    @Test func anIPv6AddressNeedsAnIPv6Route() throws {
+        let address = try #require(IPAddress("2001:db8::1"))
+        let v4Only = RoutingSnapshot(links: [2: Self.eth], routes: [Self.route([0, 0, 0, 0], 0, via: 2)])
+        #expect(v4Only.status(toward: [address], kind: Self.kind) == .notReachable)
+        var network = [UInt8](repeating: 0, count: 16)
+        network[0] = 0x20
+        network[1] = 0x01
+        network[2] = 0x0d
+        network[3] = 0xb8
+        let v6 = RoutingSnapshot(links: [2: Self.eth], routes: [Self.route(network, 32, via: 2)])
+        #expect(v6.status(toward: [address], kind: Self.kind) == .reachableViaEthernet)
+    }
+
+    @Test func addressesParseAndPrint() {
+        #expect(IPAddress("10.1.2.3")?.bytes == [10, 1, 2, 3])
+        #expect(IPAddress("::1")?.bytes.count == 16)
+        #expect(IPAddress("2001:db8::1")?.description == "2001:db8::1")
+        #expect(IPAddress("999.1.1.1") == nil)
+        #expect(IPAddress("example.com") == nil)
+        #expect(IPAddress("") == nil)
+    }
+
+    @Test func interfaceKindsFromNameAndHardwareType() {
+        #expect(InterfaceKind.status(of: Link(index: 9, name: "ppp0", flags: 0, hardwareType: 512)) == .reachableViaWWAN)
+        #expect(InterfaceKind.status(of: Link(index: 9, name: "wwan0", flags: 0, hardwareType: 65534)) == .reachableViaWWAN)
+        #expect(InterfaceKind.status(of: Link(index: 9, name: "veth9", flags: 0, hardwareType: 1)) == .reachableViaEthernet)
+    }
+}
