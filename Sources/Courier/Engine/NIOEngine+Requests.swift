@@ -3,7 +3,6 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
-import NIOFileSystem
 import NIOPosix
 
 extension NIOExchange {
@@ -44,23 +43,11 @@ extension NIOExchange {
         case .data(let data):
             return .bytes(data)
         case .file(let url):
+            // The size is read now, for Content-Length; the reader checks the file still has it.
             guard let size = request.body.knownLength else {
                 throw CourierError(.bodyReadFailed, "\(request.summary): cannot read body file \(url.path)", request: request)
             }
-            let path = url.path
-            return .stream(contentLength: size) { writer in
-                let promise = self.eventLoop.makePromise(of: Void.self)
-                promise.completeWithTask {
-                    do {
-                        try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(path)) { handle in
-                            try await Self.pump(handle.readChunks(chunkLength: .kibibytes(512)), into: writer)
-                        }
-                    } catch {
-                        throw CourierError(.bodyReadFailed, "\(request.summary): reading \(path) failed", request: request, underlyingError: error)
-                    }
-                }
-                return promise.futureResult
-            }
+            return self.streamedBody(FileChunks(url: url, size: size), length: .known(size), request: request)
         case .stream(let stream, let length):
             return self.streamedBody(stream, length: length, request: request)
         case .replayableStream(let makeStream, let length):

@@ -12,7 +12,7 @@ struct MultipartBodyStream: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
 
     /// How many bytes a file chunk or a gathered buffer holds at most, unless set.
-    static let defaultChunkLength = 512 * 1024
+    static let defaultChunkLength = FileChunkReader.defaultChunkLength
 
     let parts: [MultipartPart]
     let boundary: MultipartBoundary
@@ -41,7 +41,7 @@ struct MultipartBodyStream: AsyncSequence, Sendable {
         /// Reads one part's body.
         private enum BodyReader {
             case data(Data, offset: Int)
-            case file(MultipartFileReader)
+            case file(FileChunkReader)
             case stream(any AsyncIteratorProtocol<ByteBuffer, any Error>, remaining: Int64)
         }
 
@@ -126,7 +126,8 @@ struct MultipartBodyStream: AsyncSequence, Sendable {
             case .data(let data):
                 .data(data, offset: 0)
             case .file(let url, let size):
-                .file(MultipartFileReader(url: url, expectedSize: size, chunkLength: self.form.chunkLength))
+                .file(FileChunkReader(
+                    url: url, expectedSize: size, chunkLength: self.form.chunkLength, sizeTakenWhen: "when it was appended to the form"))
             case .stream(let makeStream, let length, _):
                 .stream(makeStream().makeAsyncIterator(), remaining: length)
             }

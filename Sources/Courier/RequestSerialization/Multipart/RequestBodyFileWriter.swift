@@ -60,8 +60,7 @@ enum RequestBodyFileWriter {
                 continuation.finish()
             }
         case .file(let url):
-            // A one-part stream with no delimiters: the file read and checked as a form's file is.
-            return FileBodyChunks(url: url, size: body.knownLength ?? 0)
+            return FileChunks(url: url, size: body.knownLength ?? 0)
         case .stream(let stream, _):
             return stream
         case .replayableStream(let makeStream, _):
@@ -93,20 +92,5 @@ enum RequestBodyFileWriter {
     private static func reason(_ error: any Error) -> String {
         if let error = error as? FileSystemError { return "\(error.code)" }
         return "\(error)"
-    }
-}
-
-/// A file's chunks, read and checked against `size` by ``MultipartFileReader``.
-private struct FileBodyChunks: AsyncSequence, Sendable {
-    let url: URL
-    let size: Int64
-
-    func makeAsyncIterator() -> Iterator {
-        Iterator(reader: MultipartFileReader(url: self.url, expectedSize: self.size, chunkLength: MultipartBodyStream.defaultChunkLength))
-    }
-
-    struct Iterator: AsyncIteratorProtocol {
-        let reader: MultipartFileReader
-        func next() async throws -> ByteBuffer? { try await self.reader.nextChunk() }
     }
 }

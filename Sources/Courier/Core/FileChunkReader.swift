@@ -2,22 +2,31 @@ import Foundation
 import NIOCore
 import NIOFileSystem
 
-/// Reads one file part in large chunks, opening the file on the first read and closing it after
-/// the last, and checks that the file still has the size the form declared for it.
+/// Reads a file that is sent as a body (a file body, a multipart form's file part) in large
+/// chunks, opening it on the first read and closing it after the last, and checks that the file
+/// still has the size that was declared for it (the request's `Content-Length`).
 ///
-/// The body stream owns one reader at a time. A stream abandoned midway (a cancelled upload, a
-/// server that answered before the body was sent) drops its reader with the file still open;
-/// `deinit` then closes the descriptor, since NIOFileSystem traps on a handle dropped while open.
-final class MultipartFileReader {
+/// A body abandoned midway (a cancelled upload, a server that answered before the body was sent)
+/// drops its reader with the file still open; `deinit` then closes the descriptor, since
+/// NIOFileSystem traps on a handle dropped while open.
+final class FileChunkReader {
+    /// How much of a file one read takes: large enough that the hop to NIOFileSystem's threads
+    /// and to the event loop is paid rarely (64 KiB chunks made a 1 GiB upload 0.62× raw AHC,
+    /// 512 KiB 1.35×).
+    static let defaultChunkLength = 512 * 1024
+
     private let url: URL
     private let expectedSize: Int64
     private let chunkLength: Int
+    /// When `expectedSize` was read, for messages: "when it was appended to the form".
+    private let sizeTakenWhen: String
     private var handle: ReadFileHandle?
     private var offset: Int64 = 0
     private var isFinished = false
 
-    init(url: URL, expectedSize: Int64, chunkLength: Int) {
+    init(url: URL, expectedSize: Int64, chunkLength: Int, sizeTakenWhen: String = "when the request was made") {
         self.url = url
+        self.sizeTakenWhen = sizeTakenWhen
         self.expectedSize = expectedSize
         self.chunkLength = chunkLength
     }
@@ -110,7 +119,24 @@ final class MultipartFileReader {
         let what = detail.map { "; \($0)" } ?? ""
         return CourierError(
             .bodyReadFailed,
-            "\(self.url.path) was \(self.expectedSize) bytes when it was appended to the form and is \(size) bytes now\(what); "
+            "\(self.url.path) was \(self.expectedSize) bytes \(self.sizeTakenWhen) and is \(size) bytes now\(what); "
                 + "the body's declared length would be wrong, so it is not sent")
+    }
+}
+
+/// A file's chunks, read by a ``FileChunkReader`` and checked against `size`: iterating twice
+/// reads the file twice.
+struct FileChunks: AsyncSequence, Sendable {
+    let url: URL
+    let size: Int64
+    var chunkLength = FileChunkReader.defaultChunkLength
+
+    func makeAsyncIterator() -> Iterator {
+        Iterator(reader: FileChunkReader(url: self.url, expectedSize: self.size, chunkLength: self.chunkLength))
+    }
+
+    struct Iterator: AsyncIteratorProtocol {
+        let reader: FileChunkReader
+        func next() async throws -> ByteBuffer? { try await self.reader.nextChunk() }
     }
 }
