@@ -149,23 +149,16 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             switch kind {
             case .upload:
                 if let progress = state.uploadProgress { return progress }
-                let progress = Self.makeProgress(total: state.countOfBytesExpectedToSend, completed: state.countOfBytesSent)
+                let progress = TaskState.makeProgress(total: state.countOfBytesExpectedToSend, completed: state.countOfBytesSent)
                 state.uploadProgress = progress
                 return progress
             case .download:
                 if let progress = state.downloadProgress { return progress }
-                let progress = Self.makeProgress(total: state.countOfBytesExpectedToReceive, completed: state.countOfBytesReceived)
+                let progress = TaskState.makeProgress(total: state.countOfBytesExpectedToReceive, completed: state.countOfBytesReceived)
                 state.downloadProgress = progress
                 return progress
             }
         }
-    }
-
-    private static func makeProgress(total: Int64, completed: Int64) -> Progress {
-        let progress = Progress(parent: nil, userInfo: nil)
-        progress.totalUnitCount = total
-        progress.completedUnitCount = completed
-        return progress
     }
 
     // MARK: ExchangeDelegate
@@ -177,7 +170,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             state.countOfBytesSent = max(state.countOfBytesSent, totalBytesSent)
             if let expected = totalBytesExpectedToSend { state.countOfBytesExpectedToSend = expected }
             if wantsProgress, state.uploadProgress == nil {
-                state.uploadProgress = Self.makeProgress(total: state.countOfBytesExpectedToSend, completed: 0)
+                state.uploadProgress = TaskState.makeProgress(total: state.countOfBytesExpectedToSend, completed: 0)
             }
             if let progress = state.uploadProgress {
                 progress.totalUnitCount = state.countOfBytesExpectedToSend
@@ -213,14 +206,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         case .stream(let sink): return self.streamDidReceive(response, url: url, sink: sink)
         }
         let task = self.state.withLockedValue { state -> SessionTask? in
-            state.response = response
-            state.responseURL = url
             let expected = response.expectedContentLength ?? -1
-            state.countOfBytesExpectedToReceive = expected
+            state.recordResponse(response, url: url, expected: expected)
             if expected > 64 * 1024, expected <= Int64(self.manager.configuration.maximumResponseBodySize ?? 256 << 20) {
                 state.body = ByteBufferAllocator().buffer(capacity: Int(expected))
             }
-            state.downloadProgress?.totalUnitCount = expected
             return state.task
         }
         if let hook = self.hooks.dataTaskDidReceiveResponse, let task {
@@ -241,35 +231,33 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
         let maximum = self.manager.configuration.maximumResponseBodySize
         let wantsProgress = self.downloadProgressHandler != nil
-        let (progress, task, tooLarge) = self.state.withLockedValue { state -> (Progress?, SessionTask?, Bool) in
-            state.countOfBytesReceived += Int64(chunk.readableBytes)
+        enum Next { case report(Progress?, SessionTask?), cancel((any Exchange)?, CourierError) }
+        let next = self.state.withLockedValue { state -> Next in
+            state.recordReceived(Int64(chunk.readableBytes), makingProgress: wantsProgress)
             if let maximum, state.countOfBytesReceived > Int64(maximum) {
                 state.body = nil
-                return (nil, nil, true)
+                // Kept in the state: the exchange may finish on its own before the cancel lands,
+                // or may not be attached yet.
+                let failure = state.bodyFailure ?? CourierError(
+                    .responseTooLarge, "\(state.currentRequest.summary): the body is over the \(maximum)-byte maximum",
+                    request: state.currentRequest, response: state.response)
+                state.bodyFailure = failure
+                return .cancel(state.exchange, failure)
             }
             if state.body == nil {
                 state.body = chunk
             } else {
                 state.body!.writeImmutableBuffer(chunk)
             }
-            if wantsProgress, state.downloadProgress == nil {
-                state.downloadProgress = Self.makeProgress(total: state.countOfBytesExpectedToReceive, completed: 0)
-            }
-            state.downloadProgress?.completedUnitCount = state.countOfBytesReceived
-            return (state.downloadProgress, state.task, false)
+            return .report(state.downloadProgress, state.task)
         }
-        if tooLarge {
-            let (exchange, failure) = self.state.withLockedValue { state -> ((any Exchange)?, CourierError) in
-                let failure = state.bodyFailure ?? CourierError(
-                    .responseTooLarge, "\(state.currentRequest.summary): the body is over the \(maximum ?? 0)-byte maximum",
-                    request: state.currentRequest, response: state.response)
-                // Kept in the state: the exchange may finish on its own before the cancel lands,
-                // or may not be attached yet.
-                state.bodyFailure = failure
-                return (state.exchange, failure)
-            }
+        let (progress, task): (Progress?, SessionTask?)
+        switch next {
+        case .cancel(let exchange, let failure):
             exchange?.cancel(with: failure)
             return
+        case .report(let reported, let reportedTask):
+            (progress, task) = (reported, reportedTask)
         }
         if let progress { self.downloadProgressHandler?(progress) }
         self.publishProgress(.download)

@@ -114,16 +114,32 @@ struct TaskState {
     /// Set by `cancel(byProducingResumeData:)`.
     var resumeDataHandler: (@Sendable (ResumeData?) -> Void)?
 
+    /// Records the final response head and what its body will hold: `received` bytes already
+    /// (a resumed download's), `expected` in all (-1 when unknown).
+    mutating func recordResponse(_ response: HTTPResponse, url: URL, received: Int64 = 0, expected: Int64) {
+        self.response = response
+        self.responseURL = url
+        self.countOfBytesReceived = received
+        self.countOfBytesExpectedToReceive = expected
+        self.downloadProgress?.totalUnitCount = expected
+        self.downloadProgress?.completedUnitCount = received
+    }
+
     /// Counts body bytes received and moves the download progress, making its object first when
     /// a progress handler wants one.
     mutating func recordReceived(_ bytes: Int64, makingProgress: Bool) {
         self.countOfBytesReceived += bytes
         if makingProgress, self.downloadProgress == nil {
-            let progress = Progress(parent: nil, userInfo: nil)
-            progress.totalUnitCount = self.countOfBytesExpectedToReceive
-            self.downloadProgress = progress
+            self.downloadProgress = Self.makeProgress(total: self.countOfBytesExpectedToReceive, completed: 0)
         }
         self.downloadProgress?.completedUnitCount = self.countOfBytesReceived
+    }
+
+    static func makeProgress(total: Int64, completed: Int64) -> Progress {
+        let progress = Progress(parent: nil, userInfo: nil)
+        progress.totalUnitCount = total
+        progress.completedUnitCount = completed
+        return progress
     }
 
     /// At a successful end the totals are known: both progresses end at 1.0.

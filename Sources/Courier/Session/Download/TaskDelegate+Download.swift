@@ -52,12 +52,7 @@ extension TaskDelegate {
         }
         let validators = ResumeData.validators(of: response)
         self.state.withLockedValue { state in
-            state.response = response
-            state.responseURL = url
-            state.countOfBytesReceived = kept ?? 0
-            state.countOfBytesExpectedToReceive = expected
-            state.downloadProgress?.totalUnitCount = expected
-            state.downloadProgress?.completedUnitCount = kept ?? 0
+            state.recordResponse(response, url: url, received: kept ?? 0, expected: expected)
             state.downloadFile = writer
             state.resumeValidators = validators
         }

@@ -8,10 +8,7 @@ extension TaskDelegate {
     /// A streamed task's response head: recorded, then the waiting caller is told.
     func streamDidReceive(_ response: HTTPResponse, url: URL, sink: ResponseStreamSink) -> ResponseDisposition {
         let task = self.state.withLockedValue { state -> SessionTask? in
-            state.response = response
-            state.responseURL = url
-            state.countOfBytesExpectedToReceive = response.expectedContentLength ?? -1
-            state.downloadProgress?.totalUnitCount = state.countOfBytesExpectedToReceive
+            state.recordResponse(response, url: url, expected: response.expectedContentLength ?? -1)
             return state.task
         }
         var disposition = ResponseDisposition.allow
