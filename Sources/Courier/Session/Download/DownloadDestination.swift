@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import NIOFileSystem
 
 /// Where a finished download goes: given the temporary file and the response, the final URL and
 /// how to put the file there (AFNetworking's `destination` block, with Alamofire's options).
@@ -41,20 +42,22 @@ public struct DownloadDestination: Sendable {
         self.options = options
     }
 
-    /// Moves `temporaryURL` to the destination and returns where it went.
-    /// - Throws: ``CourierError/Code/fileSystemFailure`` naming both paths; the temporary file is
-    ///   left for the caller to remove.
-    func move(_ temporaryURL: URL, response: HTTPResponse, request: Request) throws(CourierError) -> URL {
+    /// Moves `temporaryURL` to the destination and returns where it went. The file system work
+    /// runs on NIOFileSystem's threads: a move to another file system copies the whole file.
+    /// - Throws: ``CourierError/Code/fileSystemFailure`` naming the destination; the temporary file
+    ///   is left for the caller to remove.
+    func move(_ temporaryURL: URL, response: HTTPResponse, request: Request) async throws(CourierError) -> URL {
         let target = self.url(temporaryURL, response)
-        let files = FileManager.default
+        let files = FileSystem.shared
         do {
             if self.options.contains(.createIntermediateDirectories) {
-                try files.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try await files.createDirectory(
+                    at: FilePath(target.deletingLastPathComponent().path), withIntermediateDirectories: true, permissions: nil)
             }
-            if self.options.contains(.removePreviousFile), files.fileExists(atPath: target.path) {
-                try files.removeItem(at: target)
+            if self.options.contains(.removePreviousFile) {
+                try await files.removeItem(at: FilePath(target.path), strategy: .platformDefault, recursively: false)
             }
-            try files.moveItem(at: temporaryURL, to: target)
+            try await files.moveItem(at: FilePath(temporaryURL.path), to: FilePath(target.path))
             return target
         } catch {
             throw CourierError(

@@ -172,7 +172,7 @@ extension TaskDelegate {
         }
         guard let destination = plan.destination, let response else { return (writer.url, nil) }
         do throws(CourierError) {
-            let moved = try destination.move(writer.url, response: response, request: request)
+            let moved = try await destination.move(writer.url, response: response, request: request)
             NotificationCenter.default.post(name: .downloadTaskDidMoveFile, object: task)
             return (moved, nil)
         } catch {
