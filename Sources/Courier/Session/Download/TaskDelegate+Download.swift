@@ -112,6 +112,8 @@ extension TaskDelegate {
             var task: SessionTask
             var writer: DownloadFileWriter?
             var error: CourierError?
+            /// Whether Courier refused the response (an unusable 206, a 416, a failed write).
+            var refused: Bool
             var request: Request
             var response: HTTPResponse?
             var validators: (entityTag: String?, lastModified: String?)?
@@ -126,7 +128,7 @@ extension TaskDelegate {
                 state.resumeDataHandler = nil
             }
             return Ending(
-                task: task, writer: state.downloadFile, error: state.bodyFailure ?? engineError,
+                task: task, writer: state.downloadFile, error: state.bodyFailure ?? engineError, refused: state.bodyFailure != nil,
                 request: state.currentRequest, response: state.response, validators: state.resumeValidators,
                 resumeDataHandler: state.resumeDataHandler, expected: state.countOfBytesExpectedToReceive)
         }
@@ -144,7 +146,7 @@ extension TaskDelegate {
                 } else {
                     await writer.abandon()
                 }
-            } else if ending.error != nil, let partial = plan.continuation?.file, self.state.withLockedValue({ $0.bodyFailure }) != nil {
+            } else if ending.refused, let partial = plan.continuation?.file {
                 // The server would not continue: the partial file is of no use.
                 try? FileManager.default.removeItem(at: partial)
             }
