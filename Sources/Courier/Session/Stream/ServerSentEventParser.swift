@@ -9,7 +9,6 @@ import NIOCore
 struct ServerSentEventParser {
     private var line: [UInt8] = []
     private var lastByteWasCR = false
-    private var sawFirstBytes = false
     private var data: [UInt8] = []
     private var hasData = false
     private var eventType: [UInt8] = []
@@ -21,36 +20,24 @@ struct ServerSentEventParser {
     /// Parses `chunk` and returns the events it completed.
     mutating func feed(_ chunk: ByteBuffer) -> [ServerSentEvent] {
         var events: [ServerSentEvent] = []
-        let bytes = chunk.readableBytesView
-        if !self.sawFirstBytes, !bytes.isEmpty {
-            self.sawFirstBytes = true
-            self.pendingBOM = true
-        }
-        for byte in bytes {
-            if self.pendingBOM {
+        for byte in chunk.readableBytesView {
+            if let seen = self.byteOrderMarkSeen {
                 // The byte-order mark EF BB BF, if the stream starts with it, is not content.
-                self.bomPrefix.append(byte)
-                if Self.bom.starts(with: self.bomPrefix) {
-                    if self.bomPrefix.count == Self.bom.count {
-                        self.pendingBOM = false
-                        self.bomPrefix = []
-                    }
+                if byte == Self.byteOrderMark[seen] {
+                    self.byteOrderMarkSeen = seen + 1 == Self.byteOrderMark.count ? nil : seen + 1
                     continue
                 }
-                self.pendingBOM = false
-                let replay = self.bomPrefix
-                self.bomPrefix = []
-                for early in replay { self.consume(early, into: &events) }
-                continue
+                self.byteOrderMarkSeen = nil
+                for early in Self.byteOrderMark.prefix(seen) { self.consume(early, into: &events) }
             }
             self.consume(byte, into: &events)
         }
         return events
     }
 
-    private static let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
-    private var pendingBOM = false
-    private var bomPrefix: [UInt8] = []
+    private static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+    /// How many bytes of a leading byte-order mark the stream has matched; nil once past its start.
+    private var byteOrderMarkSeen: Int? = 0
 
     private mutating func consume(_ byte: UInt8, into events: inout [ServerSentEvent]) {
         switch byte {
@@ -76,9 +63,7 @@ struct ServerSentEventParser {
         self.data = []
         self.hasData = false
         self.eventType = []
-        self.sawFirstBytes = false
-        self.pendingBOM = false
-        self.bomPrefix = []
+        self.byteOrderMarkSeen = 0
     }
 
     private mutating func endLine(into events: inout [ServerSentEvent]) {
