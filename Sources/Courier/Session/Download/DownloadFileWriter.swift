@@ -7,25 +7,21 @@ import NIOFileSystem
 /// writes never run on an event loop.
 ///
 /// Chunks wait in memory only while the disk is behind: past ``highWater`` bytes the writer asks
-/// its owner to stop reading (``Event/pause``), and below ``lowWater`` it asks to go on
-/// (``Event/resume``), so a download of any size holds a few megabytes at most.
+/// its owner to stop reading, and once it has taken the waiting chunks to write them it asks to go
+/// on, so a download of any size holds a few megabytes at most.
 final class DownloadFileWriter: Sendable {
     /// What the writer tells its owner. Delivered on the writer's task or the enqueuing thread,
-    /// never while the writer's lock is held, so `.pause` and `.resume` may arrive out of order:
-    /// the owner should read ``wantsPause`` rather than trust the event.
+    /// never while the writer's lock is held, so two changes may arrive out of order: the owner
+    /// reads ``wantsPause`` for the current wish.
     enum Event: Sendable {
-        /// Too much is waiting: stop reading.
-        case pause
-        /// The disk caught up: read again.
-        case resume
+        /// ``wantsPause`` changed.
+        case backlogChanged
         /// Writing failed; nothing more will be written.
         case failed(any Error)
     }
 
     /// Pause reading when this many bytes wait to be written.
     static let highWater = 4 << 20
-    /// Read again when fewer than this many bytes wait.
-    static let lowWater = 1 << 20
 
     /// The file written.
     let url: URL
@@ -89,7 +85,7 @@ final class DownloadFileWriter: Sendable {
             return (waiter, false)
         }
         waiter?.resume()
-        if pause { self.events(.pause) }
+        if pause { self.events(.backlogChanged) }
     }
 
     /// Writes what is queued, closes the file and returns its size.
@@ -160,7 +156,7 @@ final class DownloadFileWriter: Sendable {
     }
 
     /// Waits for chunks; returns all that are queued, or nil once finishing with nothing left or
-    /// abandoned. Asks the owner to resume reading when the queue drops below ``lowWater``.
+    /// abandoned. Asks the owner to read on once it has taken the chunks that made it pause.
     private static func nextBatch(_ state: NIOLockedValueBox<State>, events: @Sendable (Event) -> Void) async -> [ByteBuffer]? {
         while true {
             enum Step { case batch([ByteBuffer], resume: Bool), end, wait }
@@ -178,7 +174,7 @@ final class DownloadFileWriter: Sendable {
             }
             switch step {
             case .batch(let batch, let resume):
-                if resume { events(.resume) }
+                if resume { events(.backlogChanged) }
                 return batch
             case .end:
                 return nil

@@ -87,7 +87,7 @@ extension TaskDelegate {
     /// The writer asks to pause or read on, or says that writing failed.
     func downloadWriter(_ event: DownloadFileWriter.Event) {
         switch event {
-        case .pause, .resume:
+        case .backlogChanged:
             self.applyReceiveWish()
         case .failed(let underlying):
             let (exchange, failure) = self.state.withLockedValue { state -> ((any Exchange)?, CourierError) in

@@ -106,18 +106,17 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     /// Ends the body: normally, or with the task's error. Before the head, the error goes to the
     /// caller still waiting for it.
     func finish(with error: CourierError?) {
+        let failureBeforeHead = error ?? CourierError(.internalInconsistency, "the task ended with no response")
         let (source, waiter) = self.state.withLockedValue { state -> (Producer.Source?, CheckedContinuation<Void, any Error>?) in
             state.isFinished = true
-            if !state.headArrived { state.failureBeforeHead = error ?? CourierError(.internalInconsistency, "the task ended with no response") }
+            if !state.headArrived { state.failureBeforeHead = failureBeforeHead }
             defer {
                 state.source = nil
                 state.headWaiter = nil
             }
             return (state.source, state.headWaiter)
         }
-        if let waiter {
-            waiter.resume(throwing: error ?? CourierError(.internalInconsistency, "the task ended with no response"))
-        }
+        waiter?.resume(throwing: failureBeforeHead)
         if let error { source?.finish(error) } else { source?.finish() }
     }
 
