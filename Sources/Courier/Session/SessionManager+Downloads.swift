@@ -62,9 +62,8 @@ extension SessionManager {
         destination: DownloadDestination? = nil,
         completionHandler: (@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)?
     ) -> DownloadTask {
-        let (request, offset) = resumeData.continuationRequest()
+        let (request, plan) = resumeData.continuation(to: destination)
         let completion: TaskCompletion = completionHandler.map { .download($0) } ?? .none
-        let plan = DownloadPlan(destination: destination, continuation: offset.map { (resumeData.temporaryFileURL, $0) })
         return self.makeTask(
             DownloadTask.self, request: request, completion: completion, uploadProgress: nil, downloadProgress: progress, sink: .file(plan))
     }
@@ -92,8 +91,7 @@ extension SessionManager {
         to destination: DownloadDestination? = nil,
         progress: (@Sendable (Progress) -> Void)? = nil
     ) async throws(CourierError) -> DownloadResponse {
-        let (request, offset) = resumeData.continuationRequest()
-        let plan = DownloadPlan(destination: destination, continuation: offset.map { (resumeData.temporaryFileURL, $0) })
+        let (request, plan) = resumeData.continuation(to: destination)
         let (task, outcome) = await self.run(
             DownloadTask.self, request: request, uploadProgress: nil, downloadProgress: progress, sink: .file(plan))
         return try self.finishDownload(task, outcome: outcome)

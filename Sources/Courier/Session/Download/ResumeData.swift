@@ -71,9 +71,15 @@ public struct ResumeData: Sendable, Hashable, Codable {
     /// The validator for `If-Range`: the strong entity tag, else the modification date.
     var ifRangeValue: String? { self.entityTag ?? self.lastModified }
 
-    /// The request that asks for the rest of the body, or for all of it when the partial file is
-    /// gone or shorter than recorded.
-    func continuationRequest() -> (request: Request, offset: Int64?) {
+    /// The request and plan of a download that continues from here: it asks for the rest of the
+    /// body and appends to the partial file, or asks for all of it when the partial file is gone or
+    /// shorter than recorded.
+    func continuation(to destination: DownloadDestination?) -> (request: Request, plan: DownloadPlan) {
+        let (request, offset) = self.continuationRequest()
+        return (request, DownloadPlan(destination: destination, continuation: offset.map { (self.temporaryFileURL, $0) }))
+    }
+
+    private func continuationRequest() -> (request: Request, offset: Int64?) {
         var fields = HTTPFields()
         for pair in self.headerFields where pair.count == 2 {
             if let name = HTTPField.Name(pair[0]) { fields.append(HTTPField(name: name, value: pair[1])) }
