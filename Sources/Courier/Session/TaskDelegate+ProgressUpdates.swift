@@ -14,8 +14,8 @@ extension TaskDelegate {
     func progressUpdates(for direction: ProgressSnapshot.Direction) -> AsyncStream<ProgressSnapshot> {
         let (stream, continuation) = AsyncStream.makeStream(of: ProgressSnapshot.self, bufferingPolicy: .bufferingNewest(1))
         let (snapshot, finished) = self.state.withLockedValue { state -> (ProgressSnapshot, Bool) in
-            let finished = state.lifecycle == .completed && state.progressUpdatesFinished
-            let snapshot = Self.snapshot(direction, state, finished: finished, floor: 0)
+            let finished = state.progressUpdatesFinished
+            let snapshot = state.progressSnapshot(direction, finished: finished, floor: 0)
             if !finished { state.progressObservers.append(ProgressObserver(direction: direction, continuation: continuation, lastFraction: snapshot.fractionCompleted)) }
             return (snapshot, finished)
         }
@@ -24,19 +24,9 @@ extension TaskDelegate {
         return stream
     }
 
-    /// Tells the consumers of `direction` about a change.
-    func publishProgress(_ direction: ProgressSnapshot.Direction) {
-        let deliveries = self.state.withLockedValue { state -> [(AsyncStream<ProgressSnapshot>.Continuation, ProgressSnapshot)] in
-            guard !state.progressObservers.isEmpty else { return [] }
-            var deliveries: [(AsyncStream<ProgressSnapshot>.Continuation, ProgressSnapshot)] = []
-            for index in state.progressObservers.indices where state.progressObservers[index].direction == direction {
-                let snapshot = Self.snapshot(direction, state, finished: false, floor: state.progressObservers[index].lastFraction)
-                state.progressObservers[index].lastFraction = snapshot.fractionCompleted
-                deliveries.append((state.progressObservers[index].continuation, snapshot))
-            }
-            return deliveries
-        }
-        for (continuation, snapshot) in deliveries { continuation.yield(snapshot) }
+    /// Hands out snapshots taken under the state's lock (see ``TaskState/progressDeliveries(_:)``).
+    func deliver(_ deliveries: [ProgressDelivery]) {
+        for delivery in deliveries { delivery.continuation.yield(delivery.snapshot) }
     }
 
     /// The task ended: a last snapshot each (at 1.0 on success), then the sequences finish.
@@ -45,7 +35,7 @@ extension TaskDelegate {
             state.progressUpdatesFinished = true
             defer { state.progressObservers = [] }
             return state.progressObservers.map { observer in
-                var snapshot = Self.snapshot(observer.direction, state, finished: true, floor: observer.lastFraction)
+                var snapshot = state.progressSnapshot(observer.direction, finished: true, floor: observer.lastFraction)
                 if succeeded { snapshot.fractionCompleted = 1 }
                 return (observer, snapshot)
             }
@@ -55,14 +45,35 @@ extension TaskDelegate {
             observer.continuation.finish()
         }
     }
+}
 
-    private static func snapshot(_ direction: ProgressSnapshot.Direction, _ state: TaskState, finished: Bool, floor: Double) -> ProgressSnapshot {
+/// A snapshot for one consumer, taken under the task's lock and handed out after it.
+struct ProgressDelivery {
+    let continuation: AsyncStream<ProgressSnapshot>.Continuation
+    let snapshot: ProgressSnapshot
+}
+
+extension TaskState {
+    /// The snapshots owed to the consumers of `direction` after a change; none (and no work) when
+    /// nobody listens, which is the common case on the hot path.
+    mutating func progressDeliveries(_ direction: ProgressSnapshot.Direction) -> [ProgressDelivery] {
+        guard !self.progressObservers.isEmpty else { return [] }
+        var deliveries: [ProgressDelivery] = []
+        for index in self.progressObservers.indices where self.progressObservers[index].direction == direction {
+            let snapshot = self.progressSnapshot(direction, finished: false, floor: self.progressObservers[index].lastFraction)
+            self.progressObservers[index].lastFraction = snapshot.fractionCompleted
+            deliveries.append(ProgressDelivery(continuation: self.progressObservers[index].continuation, snapshot: snapshot))
+        }
+        return deliveries
+    }
+
+    func progressSnapshot(_ direction: ProgressSnapshot.Direction, finished: Bool, floor: Double) -> ProgressSnapshot {
         let (completed, total) = switch direction {
-        case .upload: (state.countOfBytesSent, state.countOfBytesExpectedToSend)
-        case .download: (state.countOfBytesReceived, state.countOfBytesExpectedToReceive)
+        case .upload: (self.countOfBytesSent, self.countOfBytesExpectedToSend)
+        case .download: (self.countOfBytesReceived, self.countOfBytesExpectedToReceive)
         }
         var fraction = total > 0 ? min(1, Double(completed) / Double(total)) : 0
-        if finished, state.error == nil { fraction = 1 }
+        if finished, self.error == nil { fraction = 1 }
         return ProgressSnapshot(
             completedUnitCount: completed, totalUnitCount: total, fractionCompleted: max(floor, fraction), isFinished: finished)
     }

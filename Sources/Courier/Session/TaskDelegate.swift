@@ -165,7 +165,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
 
     func exchange(didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64?) {
         let wantsProgress = self.uploadProgressHandler != nil
-        let (progress, task) = self.state.withLockedValue { state -> (Progress?, SessionTask?) in
+        let (progress, task, deliveries) = self.state.withLockedValue { state -> (Progress?, SessionTask?, [ProgressDelivery]) in
             // A redirect that resends the body counts from zero again: progress stays where it was.
             state.countOfBytesSent = max(state.countOfBytesSent, totalBytesSent)
             if let expected = totalBytesExpectedToSend { state.countOfBytesExpectedToSend = expected }
@@ -176,9 +176,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
                 progress.totalUnitCount = state.countOfBytesExpectedToSend
                 progress.completedUnitCount = state.countOfBytesSent
             }
-            return (state.uploadProgress, state.task)
+            return (state.uploadProgress, state.task, state.progressDeliveries(.upload))
         }
-        self.publishProgress(.upload)
+        self.deliver(deliveries)
         if let progress { self.uploadProgressHandler?(progress) }
         if let hook = self.hooks.taskDidSendBodyData, let task {
             hook(self.manager, task, bytesSent, totalBytesSent, totalBytesExpectedToSend ?? -1)
@@ -205,14 +205,15 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         case .file(let plan): return self.downloadDidReceive(response, url: url, plan: plan)
         case .stream(let sink): return self.streamDidReceive(response, url: url, sink: sink)
         }
-        let task = self.state.withLockedValue { state -> SessionTask? in
+        let (task, deliveries) = self.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
             let expected = response.expectedContentLength ?? -1
-            state.recordResponse(response, url: url, expected: expected)
+            let deliveries = state.recordResponse(response, url: url, expected: expected)
             if expected > 64 * 1024, expected <= Int64(self.manager.configuration.maximumResponseBodySize ?? 256 << 20) {
                 state.body = ByteBufferAllocator().buffer(capacity: Int(expected))
             }
-            return state.task
+            return (state.task, deliveries)
         }
+        self.deliver(deliveries)
         if let hook = self.hooks.dataTaskDidReceiveResponse, let task {
             return hook(self.manager, task, response)
         }
@@ -231,9 +232,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
         let maximum = self.manager.configuration.maximumResponseBodySize
         let wantsProgress = self.downloadProgressHandler != nil
-        enum Next { case report(Progress?, SessionTask?), cancel((any Exchange)?, CourierError) }
+        enum Next { case report(Progress?, SessionTask?, [ProgressDelivery]), cancel((any Exchange)?, CourierError) }
         let next = self.state.withLockedValue { state -> Next in
-            state.recordReceived(Int64(chunk.readableBytes), makingProgress: wantsProgress)
+            let deliveries = state.recordReceived(Int64(chunk.readableBytes), makingProgress: wantsProgress)
             if let maximum, state.countOfBytesReceived > Int64(maximum) {
                 state.body = nil
                 // Kept in the state: the exchange may finish on its own before the cancel lands,
@@ -249,18 +250,18 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             } else {
                 state.body!.writeImmutableBuffer(chunk)
             }
-            return .report(state.downloadProgress, state.task)
+            return .report(state.downloadProgress, state.task, deliveries)
         }
-        let (progress, task): (Progress?, SessionTask?)
+        let (progress, task, deliveries): (Progress?, SessionTask?, [ProgressDelivery])
         switch next {
         case .cancel(let exchange, let failure):
             exchange?.cancel(with: failure)
             return
-        case .report(let reported, let reportedTask):
-            (progress, task) = (reported, reportedTask)
+        case .report(let reported, let reportedTask, let reportedDeliveries):
+            (progress, task, deliveries) = (reported, reportedTask, reportedDeliveries)
         }
         if let progress { self.downloadProgressHandler?(progress) }
-        self.publishProgress(.download)
+        self.deliver(deliveries)
         if let hook = self.hooks.dataTaskDidReceiveData, let task {
             hook(self.manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
         }

@@ -116,23 +116,27 @@ struct TaskState {
 
     /// Records the final response head and what its body will hold: `received` bytes already
     /// (a resumed download's), `expected` in all (-1 when unknown).
-    mutating func recordResponse(_ response: HTTPResponse, url: URL, received: Int64 = 0, expected: Int64) {
+    /// Returns the progress snapshots owed to `progressUpdates` consumers.
+    mutating func recordResponse(_ response: HTTPResponse, url: URL, received: Int64 = 0, expected: Int64) -> [ProgressDelivery] {
         self.response = response
         self.responseURL = url
         self.countOfBytesReceived = received
         self.countOfBytesExpectedToReceive = expected
         self.downloadProgress?.totalUnitCount = expected
         self.downloadProgress?.completedUnitCount = received
+        return self.progressDeliveries(.download)
     }
 
     /// Counts body bytes received and moves the download progress, making its object first when
-    /// a progress handler wants one.
-    mutating func recordReceived(_ bytes: Int64, makingProgress: Bool) {
+    /// a progress handler wants one. Returns the progress snapshots owed to `progressUpdates`
+    /// consumers.
+    mutating func recordReceived(_ bytes: Int64, makingProgress: Bool) -> [ProgressDelivery] {
         self.countOfBytesReceived += bytes
         if makingProgress, self.downloadProgress == nil {
             self.downloadProgress = Self.makeProgress(total: self.countOfBytesExpectedToReceive, completed: 0)
         }
         self.downloadProgress?.completedUnitCount = self.countOfBytesReceived
+        return self.progressDeliveries(.download)
     }
 
     static func makeProgress(total: Int64, completed: Int64) -> Progress {

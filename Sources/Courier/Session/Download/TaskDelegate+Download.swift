@@ -51,12 +51,12 @@ extension TaskDelegate {
             self?.downloadWriter(event)
         }
         let validators = ResumeData.validators(of: response)
-        self.state.withLockedValue { state in
-            state.recordResponse(response, url: url, received: kept ?? 0, expected: expected)
+        let deliveries = self.state.withLockedValue { state in
             state.downloadFile = writer
             state.resumeValidators = validators
+            return state.recordResponse(response, url: url, received: kept ?? 0, expected: expected)
         }
-        self.publishProgress(.download)
+        self.deliver(deliveries)
         return .allow
     }
 
@@ -72,13 +72,16 @@ extension TaskDelegate {
     func downloadDidReceive(_ chunk: ByteBuffer) {
         let bytes = Int64(chunk.readableBytes)
         let wantsProgress = self.downloadProgressHandler != nil
-        let (writer, progress, total, expected, task) = self.state.withLockedValue { state in
-            state.recordReceived(bytes, makingProgress: wantsProgress)
-            return (state.downloadFile, state.downloadProgress, state.countOfBytesReceived, state.countOfBytesExpectedToReceive, state.task)
+        let (writer, progress, total, expected, task, deliveries) = self.state.withLockedValue { state in
+            let deliveries = state.recordReceived(bytes, makingProgress: wantsProgress)
+            return (
+                state.downloadFile, state.downloadProgress, state.countOfBytesReceived, state.countOfBytesExpectedToReceive, state.task,
+                deliveries
+            )
         }
         writer?.enqueue(chunk)
         if let progress { self.downloadProgressHandler?(progress) }
-        self.publishProgress(.download)
+        self.deliver(deliveries)
         if let hook = self.hooks.downloadTaskDidWriteData, let task = task as? DownloadTask {
             hook(self.manager, task, bytes, total, expected)
         }

@@ -7,10 +7,10 @@ import NIOFoundationCompat
 extension TaskDelegate {
     /// A streamed task's response head: recorded, then the waiting caller is told.
     func streamDidReceive(_ response: HTTPResponse, url: URL, sink: ResponseStreamSink) -> ResponseDisposition {
-        let task = self.state.withLockedValue { state -> SessionTask? in
-            state.recordResponse(response, url: url, expected: response.expectedContentLength ?? -1)
-            return state.task
+        let (task, deliveries) = self.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
+            (state.task, state.recordResponse(response, url: url, expected: response.expectedContentLength ?? -1))
         }
+        self.deliver(deliveries)
         var disposition = ResponseDisposition.allow
         if let hook = self.hooks.dataTaskDidReceiveResponse, let task {
             disposition = hook(self.manager, task, response)
@@ -23,12 +23,12 @@ extension TaskDelegate {
     func streamDidReceive(_ chunk: ByteBuffer, sink: ResponseStreamSink) {
         let bytes = Int64(chunk.readableBytes)
         let wantsProgress = self.downloadProgressHandler != nil
-        let (progress, task) = self.state.withLockedValue { state -> (Progress?, SessionTask?) in
-            state.recordReceived(bytes, makingProgress: wantsProgress)
-            return (state.downloadProgress, state.task)
+        let (progress, task, deliveries) = self.state.withLockedValue { state -> (Progress?, SessionTask?, [ProgressDelivery]) in
+            let deliveries = state.recordReceived(bytes, makingProgress: wantsProgress)
+            return (state.downloadProgress, state.task, deliveries)
         }
         if let progress { self.downloadProgressHandler?(progress) }
-        self.publishProgress(.download)
+        self.deliver(deliveries)
         if let hook = self.hooks.dataTaskDidReceiveData, let task {
             hook(self.manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
         }
