@@ -55,15 +55,16 @@ final class NIOExchange: Exchange, Sendable {
 
     private func startHop() {
         let request = self.state.withLockedValue { $0.request }
+        let pool = self.engine.pool(for: request.url)
         let ahcRequest: HTTPClient.Request
         do {
-            ahcRequest = try self.makeAHCRequest(request)
+            ahcRequest = try self.makeAHCRequest(request, trust: pool.trust)
         } catch {
             self.finish(with: error.asCourierError(.invalidRequest, "cannot send \(request.summary)", request: request))
             return
         }
         let hop = NIOExchangeHop(exchange: self)
-        let task = self.engine.pool(for: request.url).client.execute(
+        let task = pool.client.execute(
             request: ahcRequest,
             delegate: hop,
             // `.delegateAndChannel` would be cheaper per request, but AHC 1.37 then opens a new
