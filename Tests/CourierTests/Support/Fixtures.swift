@@ -76,7 +76,9 @@ func eventually(within seconds: Double = 5, _ condition: () -> Bool) async -> Bo
     return condition()
 }
 
-/// A loopback port with nothing listening on it.
+/// A loopback port with nothing listening on it. Its socket stays bound, never listening, for the
+/// rest of the process, so that connecting is refused and no other test's server can take the port
+/// (closing it let a parallel test's server bind it and answer).
 func closedPort() -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     var address = sockaddr_in()
@@ -90,7 +92,6 @@ func closedPort() -> Int {
     _ = withUnsafeMutablePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }
-    close(fd)
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
