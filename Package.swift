@@ -15,6 +15,9 @@ let package = Package(
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CourierTesting", targets: ["CourierTesting"]),
         .executable(name: "courier-bench", targets: ["courier-bench"]),
+        // The command-line client; its module is `CourierCLI` so that no module differs from
+        // `Courier` by case alone (macOS file systems).
+        .executable(name: "courier", targets: ["CourierCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/async-http-client.git", exact: "1.37.0"),
@@ -26,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         // Already in the graph through AsyncHTTPClient; named so the engine can see the tracer.
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.3.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         .target(
@@ -80,6 +84,26 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "CourierCLI",
+            dependencies: [
+                "Courier",
+                "CourierTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CourierCLITests",
+            dependencies: [
+                "CourierCLI",
+                "Courier",
+                "CourierTesting",
             ],
             swiftSettings: strictSettings
         ),

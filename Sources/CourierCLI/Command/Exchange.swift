@@ -1,0 +1,76 @@
+import Courier
+import Foundation
+import NIOCore
+
+/// Sends the request as a stream and prints what ``OutputParts`` asks for.
+struct Exchange {
+    let command: RequestCommand
+    let session: SessionManager
+    let style: OutputStyle
+
+    /// Bodies shown formatted are read whole first; past this size they are written as they come.
+    static let formattingLimit = 16 << 20
+
+    func run(_ built: BuiltRequest) async throws {
+        let console = Console.standardOutput
+        let printer = MessagePrinter(style: self.style, console: console)
+        let parts = OutputParts(command: self.command, terminal: self.style.terminal)
+        if parts.requestHead { try await printer.printRequest(built, body: parts.requestBody) }
+
+        let streamed: DataStreamResponse
+        do {
+            streamed = try await self.session.stream(built.request)
+        } catch {
+            throw CLIFailure.request(error)
+        }
+        if parts.responseHead { printer.printResponseHead(streamed.response) }
+        if parts.responseBody {
+            try await self.printBody(of: streamed, console: console)
+        } else {
+            streamed.task.cancel()
+        }
+        if self.command.checkStatus, let status = ExitStatus.checking(streamed.response.status) {
+            if !self.style.terminal {
+                Console.standardError.write(line: "courier: warning: HTTP \(streamed.response.status.code) \(streamed.response.status.reasonPhrase)")
+            }
+            throw status
+        }
+    }
+
+    private func printBody(of streamed: DataStreamResponse, console: Console) async throws {
+        let contentType = streamed.response.headerFields[.contentType]
+        let renderer = BodyRenderer(style: self.style, console: console)
+        var iterator = streamed.body.makeAsyncIterator()
+        // Styled output needs the whole body; a terminal's binary check needs its start.
+        let limit = self.style.format || self.style.colors ? Self.formattingLimit : 4096
+        var head = Data()
+        var ended = false
+        do {
+            while head.count < limit {
+                guard let chunk = try await iterator.next() else {
+                    ended = true
+                    break
+                }
+                head.append(contentsOf: chunk.readableBytesView)
+            }
+            if ended {
+                guard !head.isEmpty else { return }
+                renderer.render(head, contentType: contentType)
+                if self.style.terminal && head.last != UInt8(ascii: "\n") { console.write("\n") }
+                return
+            }
+            // A long body is written as it comes, unformatted; a binary one not to a terminal.
+            if self.style.terminal && BinaryCheck.isBinary(head) {
+                console.write(BinaryCheck.note + "\n")
+                streamed.task.cancel()
+                return
+            }
+            console.write(head)
+            while let chunk = try await iterator.next() {
+                console.write(chunk.readableBytesView)
+            }
+        } catch {
+            throw CLIFailure.request(error)
+        }
+    }
+}

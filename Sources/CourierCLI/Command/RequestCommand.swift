@@ -1,0 +1,135 @@
+import ArgumentParser
+import Courier
+import Foundation
+
+/// `courier [METHOD] URL [ITEM ...]`: builds a request from HTTPie-style items, sends it with a
+/// ``SessionManager`` and prints what the flags ask for.
+struct RequestCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "request",
+        abstract: "Send a request: courier [METHOD] URL [ITEM ...] (the default command).",
+        helpNames: [.long]
+    )
+
+    @Argument(help: ArgumentHelp("[METHOD] URL [ITEM ...]", valueName: "words"))
+    var words: [String] = []
+
+    @Flag(name: [.customShort("j"), .long], help: "Send data fields as a JSON object (the default).")
+    var json = false
+
+    @Flag(name: [.customShort("f"), .long], help: "Send data fields URL-encoded (application/x-www-form-urlencoded).")
+    var form = false
+
+    @Flag(name: .long, help: "Send data fields and files as multipart/form-data.")
+    var multipart = false
+
+    @Option(name: [.customShort("a"), .long], help: ArgumentHelp("Basic authentication.", valueName: "user:password"))
+    var auth: String?
+
+    @Option(name: .long, help: ArgumentHelp("Bearer token authentication.", valueName: "token"))
+    var bearer: String?
+
+    @Option(name: .long, help: ArgumentHelp("Seconds to wait for the server's next bytes.", valueName: "seconds"))
+    var timeout: Double?
+
+    @Flag(name: [.customShort("F"), .long], help: "Follow redirects.")
+    var follow = false
+
+    @Option(name: .customLong("max-redirects"), help: "At most this many redirects with --follow.")
+    var maxRedirects: Int = 30
+
+    @Option(name: .long, help: ArgumentHelp("yes, no (trust any certificate), or a CA bundle file.", valueName: "yes|no|file"))
+    var verify: String = "yes"
+
+    @Option(name: .long, help: ArgumentHelp("Trust the certificates in this PEM or DER file too.", valueName: "file"))
+    var cacert: String?
+
+    @Option(name: .customLong("pin-cert"), help: ArgumentHelp("Pin this certificate (PEM or DER); repeatable.", valueName: "file"))
+    var pinCertificates: [String] = []
+
+    @Option(name: .customLong("pin-key"), help: ArgumentHelp("Pin the public key of this certificate; repeatable.", valueName: "file"))
+    var pinKeys: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Client certificate (PEM) for mutual TLS.", valueName: "file"))
+    var cert: String?
+
+    @Option(name: .long, help: ArgumentHelp("Private key (PEM) of --cert.", valueName: "file"))
+    var key: String?
+
+    @Flag(name: [.customShort("d"), .long], help: "Save the body to a file, with a progress bar on a terminal.")
+    var download = false
+
+    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The file --download writes.", valueName: "file"))
+    var output: String?
+
+    @Flag(name: [.customShort("c"), .customLong("continue")], help: "With --download -o: resume a partial file.")
+    var resume = false
+
+    @Flag(name: [.customShort("v"), .long], help: "Print the request and the response, heads and bodies.")
+    var verbose = false
+
+    @Flag(name: [.customShort("h"), .long], help: "Print the response head only.")
+    var headers = false
+
+    @Flag(name: [.customShort("b"), .long], help: "Print the response body only.")
+    var body = false
+
+    @Flag(name: .customLong("check-status"), help: "Exit 3, 4 or 5 for a 3xx, 4xx or 5xx response.")
+    var checkStatus = false
+
+    @Flag(name: .long, help: "Print the request without sending it.")
+    var offline = false
+
+    @Flag(name: .long, help: "Print the equivalent curl command without sending anything.")
+    var curl = false
+
+    @Option(name: .long, help: "Colours and formatting: all, colors, format, none (default: all on a terminal, none when piped).")
+    var pretty: PrettyOption?
+
+    func validate() throws {
+        if self.words.isEmpty { throw ValidationError("missing URL: courier [METHOD] URL [ITEM ...]") }
+        if self.maxRedirects < 0 { throw ValidationError("--max-redirects must not be negative") }
+        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
+        if [self.json, self.form, self.multipart].filter({ $0 }).count > 1 {
+            throw ValidationError("choose one of --json, --form and --multipart")
+        }
+        if self.resume && (self.output == nil || !self.download) {
+            throw ValidationError("--continue needs --download and -o FILE")
+        }
+        if self.output != nil && !self.download { throw ValidationError("-o/--output needs --download") }
+        if (self.cert == nil) != (self.key == nil) { throw ValidationError("--cert and --key go together") }
+        if self.auth != nil && self.bearer != nil { throw ValidationError("choose one of --auth and --bearer") }
+    }
+
+    func run() async throws {
+        let invocation = try Invocation(parsing: self.words)
+        let built = try await RequestBuilder(command: self, invocation: invocation).build()
+        let style = OutputStyle(pretty: self.pretty, console: .standardOutput)
+        // The TLS flags are checked (files read, AFNetworking's rules applied) even when nothing is sent.
+        let factory = SessionFactory(command: self, url: built.request.url)
+        let policy = try factory.checkedSecurityPolicy()
+
+        if self.curl {
+            let curl = try CurlCommand(request: built, command: self)
+            Console.standardOutput.write(line: curl.line)
+            return
+        }
+        if self.offline {
+            let printer = MessagePrinter(style: style, console: .standardOutput)
+            try await printer.printRequest(built, body: true)
+            return
+        }
+        let session = factory.makeManager(securityPolicy: policy)
+        do {
+            if self.download {
+                try await Downloader(command: self, session: session).run(built)
+            } else {
+                try await Exchange(command: self, session: session, style: style).run(built)
+            }
+        } catch {
+            await session.invalidate(cancelingTasks: true)
+            throw error
+        }
+        await session.invalidate(cancelingTasks: true)
+    }
+}

@@ -1,0 +1,82 @@
+import Courier
+import Foundation
+
+/// The session the command sends with: configuration and security policy from the flags.
+struct SessionFactory {
+    let command: RequestCommand
+    let url: URL
+
+    /// The policy from the flags, checked against AFNetworking's rules and the URL's scheme.
+    func checkedSecurityPolicy() throws(CLIFailure) -> SecurityPolicy {
+        let policy = try self.securityPolicy()
+        do {
+            try policy.validate()
+            try policy.validate(baseURL: self.url)
+        } catch {
+            throw CLIFailure.usage(error.message)
+        }
+        return policy
+    }
+
+    func makeManager(securityPolicy policy: SecurityPolicy) -> SessionManager {
+        var configuration = SessionConfiguration.default
+        // The heads are printed as HTTP/1.1: ask for nothing else.
+        configuration.httpVersion = .http1Only
+        if let timeout = self.command.timeout {
+            configuration.timeoutIntervalForRequest = timeout
+            configuration.timeoutIntervalForConnect = min(configuration.timeoutIntervalForConnect, timeout)
+        }
+        configuration.redirectPolicy = self.command.follow ? .follow(max: self.command.maxRedirects, allowCycles: false) : .disallow
+        let manager = SessionManager(configuration: configuration, securityPolicy: policy)
+        manager.completionQueue = .global()
+        return manager
+    }
+
+    /// `--verify`, `--cacert`, `--pin-cert`, `--pin-key`, `--cert`/`--key` as a ``SecurityPolicy``.
+    func securityPolicy() throws(CLIFailure) -> SecurityPolicy {
+        var policy = SecurityPolicy.default
+        if !self.command.pinCertificates.isEmpty && !self.command.pinKeys.isEmpty {
+            throw CLIFailure.usage("choose one of --pin-cert and --pin-key")
+        }
+        if !self.command.pinCertificates.isEmpty {
+            policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: try Self.certificates(self.command.pinCertificates, flag: "--pin-cert"))
+        } else if !self.command.pinKeys.isEmpty {
+            policy = SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: try Self.certificates(self.command.pinKeys, flag: "--pin-key"))
+        }
+        switch self.command.verify.lowercased() {
+        case "yes", "true":
+            break
+        case "no", "false":
+            policy.allowInvalidCertificates = true
+            policy.validatesDomainName = false
+        default:
+            policy.additionalTrustedCertificates += Array(try Self.certificates([self.command.verify], flag: "--verify"))
+        }
+        if let cacert = self.command.cacert {
+            policy.additionalTrustedCertificates += Array(try Self.certificates([cacert], flag: "--cacert"))
+        }
+        if let cert = self.command.cert, let key = self.command.key {
+            try RequestBuilder.checkReadable(cert)
+            try RequestBuilder.checkReadable(key)
+            do {
+                policy.clientIdentity = try ClientIdentity(certificateFile: URL(fileURLWithPath: cert), privateKeyFile: URL(fileURLWithPath: key))
+            } catch {
+                throw CLIFailure(.unreadableInput, "--cert/--key: " + error.message)
+            }
+        }
+        return policy
+    }
+
+    private static func certificates(_ paths: [String], flag: String) throws(CLIFailure) -> Set<Certificate> {
+        var certificates = Set<Certificate>()
+        for path in paths {
+            try RequestBuilder.checkReadable(path)
+            do {
+                certificates.formUnion(try Certificate.certificates(contentsOf: URL(fileURLWithPath: path)))
+            } catch {
+                throw CLIFailure(.unreadableInput, "\(flag) '\(path)': \(error.message)")
+            }
+        }
+        return certificates
+    }
+}

@@ -1,0 +1,156 @@
+import Courier
+import Foundation
+import NIOCore
+
+/// `--download`: the body goes to a file (named by `-o`, the response's `Content-Disposition`, or
+/// the URL), the response head and a progress bar to standard error; `--continue` asks for the
+/// rest of a partial file with `Range` and appends it.
+struct Downloader {
+    let command: RequestCommand
+    let session: SessionManager
+
+    func run(_ built: BuiltRequest) async throws {
+        let errorConsole = Console.standardError
+        let printer = MessagePrinter(style: OutputStyle(pretty: self.command.pretty, console: errorConsole), console: errorConsole)
+        var request = built.request
+        let target = self.command.output.map { URL(fileURLWithPath: $0) }
+        var offset: Int64 = 0
+        // The bytes as stored, so that lengths and ranges count what lands in the file (HTTPie too).
+        if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
+            request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+        }
+        if self.command.resume, let target, let size = Self.size(of: target), size > 0 {
+            offset = size
+            request.setValue("bytes=\(offset)-", forHTTPHeaderField: "Range")
+        }
+        if self.command.verbose { try await printer.printRequest(BuiltRequest(request: request, bodyKind: built.bodyKind, items: built.items), body: true) }
+
+        let streamed: DataStreamResponse
+        do {
+            streamed = try await self.session.stream(request)
+        } catch {
+            throw CLIFailure.request(error)
+        }
+        let response = streamed.response
+        printer.printResponseHead(response)
+
+        if offset > 0 && response.status.code == 416, Self.completeLength(of: response) == offset {
+            streamed.task.cancel()
+            errorConsole.write(line: "'\(target!.path)' is already complete (\(ByteCount.format(offset))).")
+            return
+        }
+        guard response.status.kind == .successful else {
+            streamed.task.cancel()
+            let status = ExitStatus.checking(response.status) ?? .failure
+            throw CLIFailure(status, "HTTP \(response.status.code) \(response.status.reasonPhrase): nothing downloaded")
+        }
+        var appending = false
+        if offset > 0 {
+            if response.status.code == 206 {
+                guard Self.rangeStart(of: response) == offset else {
+                    streamed.task.cancel()
+                    throw CLIFailure(.failure, "the server answered the range for byte \(offset) with another range (\(response.headerFields[.contentRange] ?? "none")); the partial file is unchanged")
+                }
+                appending = true
+            } else {
+                errorConsole.write(line: "The server sent the whole file: starting over.")
+            }
+        }
+
+        let file = target ?? Self.uniqueFile(named: Self.fileName(for: response, url: streamed.request.url))
+        let expected = response.headerFields[.contentLength].flatMap { Int64($0) }
+        let total = expected.map { $0 + (appending ? offset : 0) }
+        let handle = try Self.open(file, appending: appending)
+        defer { try? handle.close() }
+
+        errorConsole.write(line: "Downloading \(total.map(ByteCount.format) ?? "an unknown size") to '\(file.path)'" + (appending ? ", from byte \(offset)" : ""))
+        var bar = errorConsole.isTerminal ? ProgressBar(console: errorConsole, total: total, alreadyDone: appending ? offset : 0) : nil
+        let start = ContinuousClock.now
+        var written: Int64 = 0
+        do {
+            for try await chunk in streamed.body {
+                do {
+                    try handle.write(contentsOf: chunk.readableBytesView)
+                } catch {
+                    streamed.task.cancel()
+                    throw CLIFailure(.failure, "cannot write '\(file.path)': \(error.localizedDescription)")
+                }
+                written += Int64(chunk.readableBytes)
+                bar?.advance(by: chunk.readableBytes)
+            }
+        } catch let error as CourierError {
+            bar?.finish()
+            throw CLIFailure(ExitStatus.failing(error), error.message + "; \(written) bytes written to '\(file.path)' (courier --download --continue -o … resumes)")
+        }
+        bar?.finish()
+        if let expected, written < expected {
+            throw CLIFailure(.failure, "incomplete download: \(written) of \(expected) bytes written to '\(file.path)'")
+        }
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let rate = seconds > 0 ? ByteCount.format(Int64(Double(written) / seconds)) + "/s" : "-"
+        errorConsole.write(line: "Done. \(ByteCount.format(written)) in \(String(format: "%.2f", seconds)) s (\(rate))")
+    }
+
+    private static func size(of file: URL) -> Int64? {
+        (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value
+    }
+
+    /// Opens `file` for writing: at its end when appending, else created empty.
+    private static func open(_ file: URL, appending: Bool) throws(CLIFailure) -> FileHandle {
+        let manager = FileManager.default
+        if !appending || !manager.fileExists(atPath: file.path) {
+            guard manager.createFile(atPath: file.path, contents: nil) else {
+                throw CLIFailure(.failure, "cannot create '\(file.path)'")
+            }
+        }
+        do {
+            let handle = try FileHandle(forWritingTo: file)
+            if appending { try handle.seekToEnd() }
+            return handle
+        } catch {
+            throw CLIFailure(.failure, "cannot open '\(file.path)': \(error.localizedDescription)")
+        }
+    }
+
+    /// The first byte of a `Content-Range: bytes a-b/n` answer.
+    static func rangeStart(of response: HTTPResponse) -> Int64? {
+        guard let value = response.headerFields[.contentRange], value.hasPrefix("bytes ") else { return nil }
+        let range = value.dropFirst("bytes ".count).split(separator: "/").first ?? ""
+        return range.split(separator: "-").first.flatMap { Int64($0) }
+    }
+
+    /// The `n` of `Content-Range: bytes */n` (a 416's statement of the whole length).
+    static func completeLength(of response: HTTPResponse) -> Int64? {
+        guard let value = response.headerFields[.contentRange], let slash = value.lastIndex(of: "/") else { return nil }
+        return Int64(value[value.index(after: slash)...])
+    }
+
+    /// The name from `Content-Disposition` (its last path component only), else the URL's last
+    /// path component, else `index`.
+    static func fileName(for response: HTTPResponse, url: URL) -> String {
+        if let disposition = response.headerFields[.contentDisposition],
+            let range = disposition.range(of: "filename=")
+        {
+            var name = String(disposition[range.upperBound...])
+            if let semicolon = name.firstIndex(of: ";") { name = String(name[..<semicolon]) }
+            name = name.trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
+            name = (name as NSString).lastPathComponent
+            if !name.isEmpty && name != "." && name != ".." && name != "/" { return name }
+        }
+        let last = url.lastPathComponent
+        return last.isEmpty || last == "/" ? "index" : last
+    }
+
+    /// `name` in the current folder, or `name-1`, `name-2`… when it exists (HTTPie's rule).
+    static func uniqueFile(named name: String) -> URL {
+        let folder = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        var candidate = folder.appendingPathComponent(name)
+        var suffix = 1
+        while FileManager.default.fileExists(atPath: candidate.path) {
+            candidate = folder.appendingPathComponent("\(name)-\(suffix)")
+            suffix += 1
+        }
+        return candidate
+    }
+}

@@ -1,0 +1,67 @@
+import Courier
+import Foundation
+
+/// The positional words split into method, URL and items.
+struct Invocation: Sendable {
+    /// The method named on the command line, if any (otherwise GET, or POST when there is data).
+    var method: HTTPRequest.Method?
+    /// The URL, with HTTPie's shorthands expanded (`:8080/x` is `http://localhost:8080/x`, no
+    /// scheme means `http://`).
+    var url: URL
+    /// The items, in command-line order.
+    var items: [RequestItem]
+
+    /// The method to send: the named one, else POST when any item is data, else GET.
+    var effectiveMethod: HTTPRequest.Method {
+        self.method ?? (self.items.contains(where: \.isData) ? .post : .get)
+    }
+
+    /// - Throws: ``CLIFailure`` (usage) for a missing or bad URL, a bad method or a malformed item.
+    init(parsing words: [String]) throws(CLIFailure) {
+        guard let first = words.first else { throw CLIFailure.usage("missing URL: courier [METHOD] URL [ITEM ...]") }
+        var rest = words.dropFirst()
+        // The first word is the method when it is a known one (any case) and a URL follows, or
+        // when it is letters only and the next word is not an item (a custom method).
+        if first.allSatisfy(\.isLetter), let second = rest.first,
+            Self.isKnownMethod(first) || !RequestItem.looksLikeItem(second)
+        {
+            guard let method = HTTPRequest.Method(first.uppercased()) else {
+                throw CLIFailure.usage("'\(first)' is not a valid method")
+            }
+            self.method = method
+            self.url = try Self.url(from: second)
+            rest = rest.dropFirst()
+        } else {
+            self.method = nil
+            self.url = try Self.url(from: first)
+        }
+        var items: [RequestItem] = []
+        for word in rest { items.append(try RequestItem(parsing: word)) }
+        self.items = items
+    }
+
+    private static func isKnownMethod(_ word: String) -> Bool {
+        ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"].contains(word.uppercased())
+    }
+
+    /// Expands the shorthands and checks that the URL is absolute http(s) with a host.
+    static func url(from word: String) throws(CLIFailure) -> URL {
+        var text = word
+        if text.hasPrefix(":") {
+            // `:3000/path` → `http://localhost:3000/path`; `:/path` → `http://localhost/path`.
+            let rest = text.dropFirst()
+            text = rest.hasPrefix("/") ? "http://localhost" + rest : "http://localhost:" + rest
+        } else if !text.contains("://") {
+            text = "http://" + text
+        }
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+            let host = url.host, !host.isEmpty
+        else {
+            throw CLIFailure.usage("'\(word)' is not a valid URL")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw CLIFailure.usage("'\(word)': only http and https URLs are supported")
+        }
+        return url
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// One `ITEM` of the command line, in HTTPie's grammar.
+///
+/// The separator is the one that starts earliest in the word (the longest one when several start
+/// at the same place); a backslash makes the next character literal, so `a\=b=c` is the field
+/// `a=b` with the value `c`.
+enum RequestItem: Equatable, Sendable {
+    /// `name==value`: a query parameter.
+    case query(name: String, value: String)
+    /// `name=value`: a data field (a JSON string, or a form field).
+    case field(name: String, value: String)
+    /// `name=@file`: a data field whose value is the file's text.
+    case fieldFromFile(name: String, path: String)
+    /// `name:=json`: a raw JSON value (validated).
+    case rawJSON(name: String, json: String)
+    /// `name:=@file`: a raw JSON value read from a file.
+    case rawJSONFromFile(name: String, path: String)
+    /// `Header:value`; `Header:` (no value) removes a header the command would send.
+    case header(name: String, value: String?)
+    /// `Header;`: a header sent with an empty value.
+    case emptyHeader(name: String)
+    /// `field@path` or `field@path;type=mime`: a file, which makes the request multipart.
+    case file(name: String, path: String, mimeType: String?)
+
+    /// Whether the item puts something in the body.
+    var isData: Bool {
+        switch self {
+        case .field, .fieldFromFile, .rawJSON, .rawJSONFromFile, .file: true
+        case .query, .header, .emptyHeader: false
+        }
+    }
+
+    /// The separators, longest first so that a tie on position goes to the longer one.
+    private static let separators: [(String, Kind)] = [
+        (":=@", .rawJSONFromFile), ("==", .query), (":=", .rawJSON), ("=@", .fieldFromFile),
+        ("=", .field), (":", .header), (";", .emptyHeader), ("@", .file),
+    ]
+
+    private enum Kind { case query, field, fieldFromFile, rawJSON, rawJSONFromFile, header, emptyHeader, file }
+
+    /// Whether `word` reads as an item (has an unescaped separator after a non-empty name).
+    static func looksLikeItem(_ word: String) -> Bool {
+        (try? RequestItem(parsing: word)) != nil
+    }
+
+    /// Parses one word.
+    /// - Throws: ``CLIFailure`` (usage) naming the word and what is wrong with it.
+    init(parsing word: String) throws(CLIFailure) {
+        let characters = Array(word)
+        var name = ""
+        var index = 0
+        while index < characters.count {
+            let character = characters[index]
+            if character == "\\", index + 1 < characters.count {
+                name.append(characters[index + 1])
+                index += 2
+                continue
+            }
+            if let (separator, kind) = Self.separator(in: characters, at: index) {
+                let value = String(characters[(index + separator.count)...])
+                self = try Self.make(kind, name: name, value: value, word: word)
+                return
+            }
+            name.append(character)
+            index += 1
+        }
+        throw CLIFailure.usage(
+            "'\(word)' is not a request item (expected name==value, name=value, name:=json, Header:value or field@file)")
+    }
+
+    private static func separator(in characters: [Character], at index: Int) -> (String, Kind)? {
+        for (separator, kind) in Self.separators {
+            let end = index + separator.count
+            if end <= characters.count, String(characters[index..<end]) == separator { return (separator, kind) }
+        }
+        return nil
+    }
+
+    private static func make(_ kind: Kind, name: String, value: String, word: String) throws(CLIFailure) -> RequestItem {
+        guard !name.isEmpty else { throw CLIFailure.usage("'\(word)' has no name before its separator") }
+        switch kind {
+        case .query: return .query(name: name, value: value)
+        case .field: return .field(name: name, value: value)
+        case .fieldFromFile:
+            guard !value.isEmpty else { throw CLIFailure.usage("'\(word)' names no file after '=@'") }
+            return .fieldFromFile(name: name, path: value)
+        case .rawJSON:
+            try Self.checkJSON(value, item: word)
+            return .rawJSON(name: name, json: value.trimmingCharacters(in: .whitespacesAndNewlines))
+        case .rawJSONFromFile:
+            guard !value.isEmpty else { throw CLIFailure.usage("'\(word)' names no file after ':=@'") }
+            return .rawJSONFromFile(name: name, path: value)
+        case .header:
+            try Self.checkHeaderName(name, item: word)
+            return .header(name: name, value: value.isEmpty ? nil : value.trimmingCharacters(in: .whitespaces))
+        case .emptyHeader:
+            guard value.isEmpty else {
+                throw CLIFailure.usage("'\(word)': write 'Header;' for an empty header, or 'Header:value'")
+            }
+            try Self.checkHeaderName(name, item: word)
+            return .emptyHeader(name: name)
+        case .file:
+            guard !value.isEmpty else { throw CLIFailure.usage("'\(word)' names no file after '@'") }
+            if let range = value.range(of: ";type=") {
+                let mime = String(value[range.upperBound...])
+                guard !mime.isEmpty else { throw CLIFailure.usage("'\(word)' has an empty ';type='") }
+                return .file(name: name, path: String(value[..<range.lowerBound]), mimeType: mime)
+            }
+            return .file(name: name, path: value, mimeType: nil)
+        }
+    }
+
+    /// Checks that `text` is one JSON value.
+    static func checkJSON(_ text: String, item: String) throws(CLIFailure) {
+        do {
+            _ = try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
+        } catch {
+            throw CLIFailure.usage("'\(item)': the value after ':=' is not valid JSON")
+        }
+    }
+
+    private static func checkHeaderName(_ name: String, item: String) throws(CLIFailure) {
+        let token = CharacterSet(charactersIn: "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        guard name.unicodeScalars.allSatisfy(token.contains) else {
+            throw CLIFailure.usage("'\(item)': '\(name)' is not a valid header name")
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+
+/// Standard output or standard error: raw writes, and whether a terminal is on the other end.
+struct Console: Sendable {
+    let descriptor: Int32
+
+    static let standardOutput = Console(descriptor: STDOUT_FILENO)
+    static let standardError = Console(descriptor: STDERR_FILENO)
+
+    /// Whether the stream is a terminal (`isatty`).
+    var isTerminal: Bool { isatty(self.descriptor) == 1 }
+
+    /// Writes all of `bytes`, retrying short writes; a closed pipe ends the writing quietly.
+    func write(_ bytes: some Sequence<UInt8>) {
+        var buffer = Array(bytes)
+        var offset = 0
+        while offset < buffer.count {
+            let written = buffer.withUnsafeMutableBytes { raw in
+                Foundation.write(self.descriptor, raw.baseAddress! + offset, raw.count - offset)
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            offset += written
+        }
+        buffer.removeAll()
+    }
+
+    func write(_ text: String) { self.write(Array(text.utf8)) }
+
+    func write(line: String) { self.write(line + "\n") }
+
+    /// Nothing is buffered here; kept so callers can say where output must be complete.
+    func flush() {}
+}

@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+
+/// Bad command lines: one clear line on standard error, the documented exit status, nothing on
+/// standard output, never a crash.
+@Suite("CLI: bad input")
+struct BadInputTests {
+    struct Case: Sendable, CustomStringConvertible {
+        var arguments: [String]
+        var status: Int32
+        var message: String
+        var description: String { self.arguments.joined(separator: " ") }
+    }
+
+    static let cases: [Case] = [
+        Case(arguments: ["http://exa mple.com"], status: 64, message: "'http://exa mple.com' is not a valid URL"),
+        Case(arguments: ["ftp://example.com/x"], status: 64, message: "'ftp://example.com/x': only http and https URLs are supported"),
+        Case(arguments: ["example.com", "a:=not-json"], status: 64, message: "'a:=not-json': the value after ':=' is not valid JSON"),
+        Case(arguments: ["example.com", "justaword"], status: 64, message: "'justaword' is not a request item"),
+        Case(arguments: ["example.com", "=value"], status: 64, message: "'=value' has no name before its separator"),
+        Case(arguments: ["example.com", "Bad Header:x"], status: 64, message: "'Bad Header:x': 'Bad Header' is not a valid header name"),
+        Case(arguments: ["--form", "example.com", "a:=1"], status: 64, message: "raw JSON items (:=) cannot go in a form"),
+        Case(arguments: ["example.com", "f@/nonexistent/file"], status: 66, message: "cannot read '/nonexistent/file': no such file"),
+        Case(arguments: ["example.com", "f=@/nonexistent/file"], status: 66, message: "cannot read '/nonexistent/file': no such file"),
+        Case(arguments: ["--timeout"], status: 64, message: "Missing value for '--timeout <seconds>'"),
+        Case(arguments: ["--timeout", "soon", "example.com"], status: 64, message: "The value 'soon' is invalid for '--timeout <seconds>'"),
+        Case(arguments: ["--frobnicate", "example.com"], status: 64, message: "Unknown option '--frobnicate'"),
+        Case(arguments: [], status: 64, message: "missing URL"),
+        Case(arguments: ["--auth", "justuser", "example.com"], status: 64, message: "--auth needs user:password"),
+        Case(arguments: ["--continue", "example.com"], status: 64, message: "--continue needs --download and -o FILE"),
+        Case(arguments: ["--pin-cert", "/nonexistent.pem", "https://example.com"], status: 66, message: "cannot read '/nonexistent.pem': no such file"),
+    ]
+
+    @Test("Each bad command line", arguments: Self.cases)
+    func badInput(_ bad: Case) async throws {
+        let result = try await CLIRunner.run(["--offline"] + bad.arguments)
+        #expect(result.status == bad.status)
+        #expect(result.standardOutput.isEmpty)
+        #expect(result.errorLines.count == 1, "\(result.standardError)")
+        let line = try #require(result.errorLines.first)
+        #expect(line.hasPrefix("courier: error: " + bad.message), "\(line)")
+    }
+
+    @Test("A refused connection: one line, exit 1")
+    func refusedConnection() async throws {
+        let result = try await CLIRunner.run(["--timeout", "5", "http://127.0.0.1:1/get"])
+        #expect(result.status == 1)
+        #expect(result.errorLines == ["courier: error: GET http://127.0.0.1:1/get: could not connect to 127.0.0.1:1"]
+            || result.errorLines.count == 1)
+        #expect(!result.standardError.contains("Fatal error"))
+    }
+
+    @Test("--help prints the usage and exits 0")
+    func help() async throws {
+        let result = try await CLIRunner.run(["--help"])
+        #expect(result.status == 0)
+        #expect(result.output.contains("courier [METHOD] URL [ITEM ...]"))
+    }
+}

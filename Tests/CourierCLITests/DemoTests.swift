@@ -1,0 +1,21 @@
+import Foundation
+import Testing
+
+/// `courier demo` runs every step on its embedded server and exits 0.
+@Suite("CLI: demo")
+struct DemoTests {
+    @Test("The demo walks through its seven steps")
+    func demo() async throws {
+        let result = try await CLIRunner.run(["demo", "--download-size", "300000", "--download-rate", "0"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let text = result.output
+        for step in 1...7 { #expect(text.contains("\n\(step). "), "step \(step)") }
+        #expect(text.contains("args {\"lang\":\"swift\",\"q\":\"courier\"}"))
+        #expect(text.contains("form {\"city\":\"Zürich\",\"name\":\"Ada\"}"))
+        #expect(text.contains("CRC-32 matches"))
+        #expect(text.contains("pinned to Courier's test root CA: trusted"))
+        #expect(text.contains("pinned to another certificate: refused"))
+        #expect(text.contains("status: "))
+        #expect(!text.contains("\u{1B}["))
+    }
+}

@@ -1,0 +1,95 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+/// `--download`: files, names, resume after an interrupted download.
+@Suite("CLI: --download")
+struct DownloadTests {
+    @Test("-d -o writes the body to the file; the status and progress go to standard error")
+    func downloadToFile() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            let file = TestServer.GeneratedFile(length: 3 << 20)
+            let target = folder.appendingPathComponent("out.bin")
+            let result = try await CLIRunner.run(["--download", "-o", target.path, server.url(file.path()).absoluteString])
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(result.standardOutput.isEmpty)
+            #expect(result.standardError.hasPrefix("HTTP/1.1 200 OK\n"))
+            #expect(result.standardError.contains("Downloading 3.0 MiB to '\(target.path)'"))
+            #expect(result.errorLines.last?.hasPrefix("Done. 3.0 MiB in ") == true)
+            let data = try Data(contentsOf: target)
+            #expect(data.count == file.length)
+            #expect(CRC32.checksum(of: data) == file.crc32())
+        }
+    }
+
+    @Test("Without -o the file is named from the URL, and an existing name gets a suffix")
+    func namesTheFile() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            let url = server.url("/bytes/100?seed=1").absoluteString
+            #expect(try await CLIRunner.run(["-d", url], in: folder).status == 0)
+            #expect(try await CLIRunner.run(["-d", url], in: folder).status == 0)
+            let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+            #expect(names == ["100", "100-1"])
+        }
+    }
+
+    @Test("A 404 writes no file and exits 4")
+    func errorStatusWritesNothing() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            let target = folder.appendingPathComponent("missing.bin")
+            let result = try await CLIRunner.run(["-d", "-o", target.path, server.url("/status/404").absoluteString])
+            #expect(result.status == 4)
+            #expect(result.errorLines.last == "courier: error: HTTP 404 Not Found: nothing downloaded")
+            #expect(!FileManager.default.fileExists(atPath: target.path))
+        }
+    }
+
+    @Test("An interrupted download exits 1 and keeps its bytes; --continue fetches the rest")
+    func resumeAfterInterruption() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            let file = TestServer.GeneratedFile(length: 2 << 20)
+            let target = folder.appendingPathComponent("big.bin")
+            let cut = try await CLIRunner.run(["-d", "-o", target.path, server.url(file.path(["drop-after": "700000"])).absoluteString])
+            #expect(cut.status == 1)
+            #expect(cut.errorLines.last?.hasPrefix("courier: error: ") == true)
+            let partial = try Data(contentsOf: target)
+            #expect(partial.count > 0 && partial.count <= 700_000)
+
+            let resumed = try await CLIRunner.run(["-d", "-c", "-o", target.path, server.url(file.path()).absoluteString])
+            #expect(resumed.status == 0, "\(resumed.standardError)")
+            #expect(resumed.standardError.contains("HTTP/1.1 206 Partial Content"))
+            #expect(resumed.standardError.contains(", from byte \(partial.count)"))
+            let whole = try Data(contentsOf: target)
+            #expect(whole.count == file.length)
+            #expect(CRC32.checksum(of: whole) == file.crc32())
+
+            let again = try await CLIRunner.run(["-d", "-c", "-o", target.path, server.url(file.path()).absoluteString])
+            #expect(again.status == 0)
+            #expect(again.errorLines.last == "'\(target.path)' is already complete (2.0 MiB).")
+        }
+    }
+
+    @Test("--continue against a server that ignores ranges starts over")
+    func resumeWithoutRangeSupport() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            let file = TestServer.GeneratedFile(length: 100_000)
+            let target = folder.appendingPathComponent("f.bin")
+            try Data(repeating: 0xFF, count: 5000).write(to: target)
+            let result = try await CLIRunner.run(["-d", "-c", "-o", target.path, server.url(file.path(["ignore-range": "1"])).absoluteString])
+            #expect(result.status == 0)
+            #expect(result.standardError.contains("The server sent the whole file: starting over."))
+            #expect(CRC32.checksum(of: try Data(contentsOf: target)) == file.crc32())
+        }
+    }
+}

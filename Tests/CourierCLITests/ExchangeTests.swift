@@ -1,0 +1,150 @@
+import CourierTesting
+import Foundation
+import Testing
+
+/// Requests against TestServer: each item kind and flag, exit statuses, piped output.
+@Suite("CLI: requests against TestServer")
+struct ExchangeTests {
+    @Test("Query, JSON fields, raw JSON and headers reach the server; piped output is the body alone")
+    func jsonRequest() async throws {
+        try await TestServer.withServer { server in
+            let result = try await CLIRunner.run([
+                "POST", server.url("/post").absoluteString, "q==swift nio", "name=Ada", "age:=36", "tags:=[\"a\",1]",
+                "X-Test:hello", "X-Empty;",
+            ])
+            #expect(result.status == 0)
+            #expect(result.standardError.isEmpty)
+            let echo = try jsonObject(result)
+            #expect(echo["args"] as? [String: String] == ["q": "swift nio"])
+            let json = try #require(echo["json"] as? [String: Any])
+            #expect(json["name"] as? String == "Ada")
+            #expect((json["age"] as? NSNumber)?.intValue == 36)
+            #expect((json["tags"] as? [Any])?.count == 2)
+            let headers = try #require(echo["headers"] as? [String: String])
+            #expect(headers["X-Test"] == "hello")
+            #expect(headers["X-Empty"] == "")
+            #expect(headers["Content-Type"] == "application/json")
+            #expect(headers["User-Agent"] == "courier/0.1.0")
+        }
+    }
+
+    @Test("--form sends URL-encoded fields; name=@file and name:=@file read files")
+    func formAndFileFields() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let text = folder.appendingPathComponent("bio.txt")
+        try Data("likes engines".utf8).write(to: text)
+        let json = folder.appendingPathComponent("list.json")
+        try Data("[1, 2, 3]".utf8).write(to: json)
+        try await TestServer.withServer { server in
+            let form = try await CLIRunner.run(["--form", server.url("/post").absoluteString, "name=Ada Lovelace", "bio=@\(text.path)"])
+            #expect(form.status == 0)
+            #expect(try jsonObject(form)["form"] as? [String: String] == ["name": "Ada Lovelace", "bio": "likes engines"])
+
+            let raw = try await CLIRunner.run([server.url("/post").absoluteString, "list:=@\(json.path)", "bio=@\(text.path)"])
+            let echoed = try #require(try jsonObject(raw)["json"] as? [String: Any])
+            #expect((echoed["list"] as? [NSNumber])?.map(\.intValue) == [1, 2, 3])
+            #expect(echoed["bio"] as? String == "likes engines")
+        }
+    }
+
+    @Test("field@path makes a multipart request with the file and the fields")
+    func multipart() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("report.txt")
+        try Data("quarterly numbers".utf8).write(to: file)
+        try await TestServer.withServer { server in
+            let result = try await CLIRunner.run([server.url("/post").absoluteString, "title=Q3", "report@\(file.path)"])
+            #expect(result.status == 0)
+            let echo = try jsonObject(result)
+            #expect(echo["form"] as? [String: String] == ["title": "Q3"])
+            #expect(echo["files"] as? [String: String] == ["report": "quarterly numbers"])
+            let headers = try #require(echo["headers"] as? [String: String])
+            #expect(headers["Content-Type"]?.hasPrefix("multipart/form-data; boundary=") == true)
+        }
+    }
+
+    @Test("--auth and --bearer")
+    func authentication() async throws {
+        try await TestServer.withServer { server in
+            let good = try await CLIRunner.run(["--check-status", "--auth", "ann:secret", server.url("/basic-auth/ann/secret").absoluteString])
+            #expect(good.status == 0)
+            #expect(try jsonObject(good)["authenticated"] as? Bool == true)
+            let bad = try await CLIRunner.run(["--check-status", "--auth", "ann:wrong", server.url("/basic-auth/ann/secret").absoluteString])
+            #expect(bad.status == 4)
+            #expect(bad.errorLines == ["courier: warning: HTTP 401 Unauthorized"])
+            let bearer = try await CLIRunner.run(["--bearer", "t0k3n", server.url("/headers").absoluteString])
+            #expect((try jsonObject(bearer)["headers"] as? [String: String])?["Authorization"] == "Bearer t0k3n")
+        }
+    }
+
+    @Test("--check-status: 3xx, 4xx and 5xx exit 3, 4 and 5; without it they exit 0")
+    func checkStatus() async throws {
+        try await TestServer.withServer { server in
+            for (path, status) in [("/status/200", Int32(0)), ("/redirect/1", 3), ("/status/404", 4), ("/status/503", 5)] {
+                let checked = try await CLIRunner.run(["--check-status", server.url(path).absoluteString])
+                #expect(checked.status == status, "\(path)")
+                let unchecked = try await CLIRunner.run([server.url(path).absoluteString])
+                #expect(unchecked.status == 0, "\(path)")
+            }
+        }
+    }
+
+    @Test("--follow follows redirects; more than --max-redirects exits 6")
+    func redirects() async throws {
+        try await TestServer.withServer { server in
+            let followed = try await CLIRunner.run(["--follow", "--check-status", server.url("/redirect/2").absoluteString])
+            #expect(followed.status == 0)
+            #expect(try jsonObject(followed)["url"] as? String == server.url("/get").absoluteString)
+            let tooMany = try await CLIRunner.run(["--follow", "--max-redirects", "1", server.url("/redirect/3").absoluteString])
+            #expect(tooMany.status == 6)
+            #expect(tooMany.errorLines.count == 1)
+            #expect(tooMany.errorLines.first?.hasPrefix("courier: error: ") == true)
+        }
+    }
+
+    @Test("--timeout: a server that does not answer in time exits 2")
+    func timeout() async throws {
+        try await TestServer.withServer { server in
+            let result = try await CLIRunner.run(["--timeout", "0.3", server.url("/delay/5").absoluteString])
+            #expect(result.status == 2)
+            #expect(result.errorLines.count == 1)
+        }
+    }
+
+    @Test("--headers, --body and --verbose choose what is printed")
+    func outputParts() async throws {
+        try await TestServer.withServer { server in
+            let url = server.url("/response-headers?X-Mark=1").absoluteString
+            let headers = try await CLIRunner.run(["--headers", url])
+            #expect(headers.output.hasPrefix("HTTP/1.1 200 OK\n"))
+            #expect(headers.output.contains("X-Mark: 1\n"))
+            #expect(headers.output.hasSuffix("\n\n"))
+            #expect(!headers.output.contains("{"))
+
+            let body = try await CLIRunner.run(["--body", url])
+            #expect(body.output.hasPrefix("{"))
+
+            let verbose = try await CLIRunner.run(["--verbose", server.url("/post").absoluteString, "a=b"])
+            let text = verbose.output
+            let requestLine = try #require(text.range(of: "POST /post HTTP/1.1\n"))
+            let bodyLine = try #require(text.range(of: "{\"a\": \"b\"}\n\n"))
+            let statusLine = try #require(text.range(of: "HTTP/1.1 200 OK\n"))
+            #expect(requestLine.lowerBound < bodyLine.lowerBound)
+            #expect(bodyLine.lowerBound < statusLine.lowerBound)
+            #expect(text.contains("\"json\""))
+        }
+    }
+
+    @Test("Piped output is the server's bytes, unmodified (no colour, no re-indentation)")
+    func pipedBytesAreUnmodified() async throws {
+        try await TestServer.withServer { server in
+            let direct = try await fetchWithLibrary(server.url("/json"))
+            let piped = try await CLIRunner.run([server.url("/json").absoluteString])
+            #expect(piped.standardOutput == direct)
+            let binary = try await CLIRunner.run([server.url("/bytes/70000?seed=7").absoluteString])
+            #expect(binary.standardOutput == (try await fetchWithLibrary(server.url("/bytes/70000?seed=7"))))
+        }
+    }
+}

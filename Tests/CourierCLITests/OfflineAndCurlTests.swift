@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+
+/// `--offline` and `--curl` print the request without sending it: exact output.
+@Suite("CLI: --offline and --curl")
+struct OfflineAndCurlTests {
+    @Test("--offline prints a JSON request exactly, items in order")
+    func offlineJSON() async throws {
+        let result = try await CLIRunner.run([
+            "--offline", "POST", "example.com/items?x=1", "name=Ada", "age:=36", "tags:=[\"a\", \"b\"]",
+            "X-Token:abc", "q==a b", "Accept-Encoding;",
+        ])
+        #expect(result.status == 0)
+        #expect(result.standardError.isEmpty)
+        #expect(
+            result.output == """
+                POST /items?x=1&q=a%20b HTTP/1.1
+                Host: example.com
+                User-Agent: courier/0.1.0
+                Content-Type: application/json
+                Accept: application/json, */*;q=0.5
+                X-Token: abc
+                Accept-Encoding: \n\
+                Content-Length: 46
+
+                {"name": "Ada", "age": 36, "tags": ["a", "b"]}
+
+
+                """)
+    }
+
+    @Test("--offline: a form, GET by default without data, the port shorthand, an escaped separator")
+    func offlineFormAndShorthands() async throws {
+        let form = try await CLIRunner.run(["--offline", "--form", ":8080/login", "user=ann", "pass=a&b c", #"we\=ird=1"#])
+        #expect(form.status == 0)
+        #expect(
+            form.output == """
+                POST /login HTTP/1.1
+                Host: localhost:8080
+                User-Agent: courier/0.1.0
+                Content-Type: application/x-www-form-urlencoded; charset=utf-8
+                Content-Length: 34
+
+                user=ann&pass=a%26b%20c&we%3Dird=1
+
+
+                """)
+        let get = try await CLIRunner.run(["--offline", "https://example.com:443/", "page==2"])
+        #expect(get.output == "GET /?page=2 HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\n\n")
+    }
+
+    @Test("--curl prints the equivalent curl command exactly")
+    func curl() async throws {
+        let json = try await CLIRunner.run(["--curl", "PUT", "example.com/items/1", "name=O'Brien", "X-Token:abc"])
+        #expect(json.status == 0)
+        #expect(
+            json.output == """
+                curl --request PUT http://example.com/items/1 --header 'User-Agent: courier/0.1.0' --header 'Content-Type: application/json' --header 'Accept: application/json, */*;q=0.5' --header 'X-Token: abc' --data-binary '{"name": "O'\\''Brien"}'
+
+                """)
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("a.txt")
+        try Data("hi".utf8).write(to: file)
+        let multipart = try await CLIRunner.run([
+            "--curl", "--follow", "--max-redirects", "3", "--verify", "no", "example.com/up", "title=T", "doc@\(file.path);type=text/plain",
+        ])
+        #expect(
+            multipart.output
+                == "curl --location --max-redirs 3 --insecure http://example.com/up --header 'User-Agent: courier/0.1.0' "
+                + "--form-string title=T --form 'doc=@\(file.path);type=text/plain'\n")
+        let download = try await CLIRunner.run(["--curl", "--download", "-o", "out.bin", "--continue", "example.com/f"])
+        #expect(download.output == "curl --output out.bin --continue-at - http://example.com/f --header 'User-Agent: courier/0.1.0'\n")
+    }
+
+    @Test("--offline shows a multipart body with its files")
+    func offlineMultipart() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("note.txt")
+        try Data("file body".utf8).write(to: file)
+        let result = try await CLIRunner.run(["--offline", "example.com/up", "title=T", "doc@\(file.path)"])
+        #expect(result.status == 0)
+        let text = result.output
+        #expect(text.hasPrefix("POST /up HTTP/1.1\n"))
+        #expect(text.contains("Content-Type: multipart/form-data; boundary=Boundary+"))
+        #expect(text.contains("Content-Disposition: form-data; name=\"title\"\r\n\r\nT\r\n"))
+        #expect(text.contains("Content-Disposition: form-data; name=\"doc\"; filename=\"note.txt\"\r\nContent-Type: text/plain\r\n\r\nfile body\r\n"))
+    }
+}

@@ -1,0 +1,161 @@
+import Courier
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What one run of the built `courier` binary printed, and how it exited.
+struct CLIResult: Sendable {
+    var status: Int32
+    var standardOutput: Data
+    var standardError: String
+
+    var output: String { String(decoding: self.standardOutput, as: UTF8.self) }
+    /// Standard error split into lines, without empty ones.
+    var errorLines: [String] { self.standardError.split(separator: "\n").map(String.init) }
+}
+
+/// Runs the `courier` executable that `swift build`/`swift test` put beside the test bundle.
+enum CLIRunner {
+    /// The binary: `$COURIER_CLI`, else `courier` in the folder of the running test bundle.
+    static var executable: URL {
+        if let path = ProcessInfo.processInfo.environment["COURIER_CLI"] { return URL(fileURLWithPath: path) }
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var folder = bundle.deletingLastPathComponent()
+        // On Apple platforms the runner is inside Something.xctest/Contents/MacOS.
+        while folder.path != "/" {
+            let candidate = folder.appendingPathComponent("courier")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            folder = folder.deletingLastPathComponent()
+        }
+        return bundle.deletingLastPathComponent().appendingPathComponent("courier")
+    }
+
+    /// Runs `courier arguments` with standard output and error on pipes, in `directory`.
+    static func run(_ arguments: [String], in directory: URL? = nil) async throws -> CLIResult {
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        async let outputBytes = Self.readAll(output.fileHandleForReading)
+        async let errorBytes = Self.readAll(error.fileHandleForReading)
+        let (stdout, stderr) = await (outputBytes, errorBytes)
+        process.waitUntilExit()
+        return CLIResult(status: process.terminationStatus, standardOutput: stdout, standardError: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// Runs `courier arguments` with standard output and error on one pseudo-terminal, as a user's
+    /// shell would; returns everything the terminal received.
+    static func runOnTerminal(_ arguments: [String], in directory: URL? = nil) async throws -> CLIResult {
+        let (master, name) = try PseudoTerminal.open()
+        let slave = open(name, O_RDWR | O_NOCTTY)
+        guard slave >= 0 else { throw CLITestError("cannot open \(name): errno \(errno)") }
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
+        let terminal = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
+        process.standardOutput = terminal
+        process.standardError = terminal
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        close(slave)
+        // Read until the last holder of the terminal's other side has closed it (EIO on Linux).
+        let received = await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
+            DispatchQueue.global().async {
+                var data = Data()
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                while true {
+                    let count = read(master, &buffer, buffer.count)
+                    if count > 0 {
+                        data.append(contentsOf: buffer[0..<count])
+                    } else if count < 0 && errno == EINTR {
+                        continue
+                    } else {
+                        break
+                    }
+                }
+                continuation.resume(returning: data)
+            }
+        }
+        close(master)
+        process.waitUntilExit()
+        // A terminal turns "\n" into "\r\n"; undo that so tests read what the program wrote.
+        let text = String(decoding: received, as: UTF8.self).replacingOccurrences(of: "\r\n", with: "\n")
+        return CLIResult(status: process.terminationStatus, standardOutput: Data(text.utf8), standardError: "")
+    }
+
+    private static func readAll(_ handle: FileHandle) async -> Data {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: (try? handle.readToEnd()) ?? Data())
+            }
+        }
+    }
+}
+
+struct CLITestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A fresh temporary folder, removed by the caller.
+func makeTemporaryFolder() throws -> URL {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cli-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    return folder
+}
+
+/// The JSON object a piped run printed.
+func jsonObject(_ result: CLIResult) throws -> [String: Any] {
+    guard let object = try JSONSerialization.jsonObject(with: result.standardOutput) as? [String: Any] else {
+        throw CLITestError("not a JSON object: \(result.output)")
+    }
+    return object
+}
+
+/// The body at `url`, fetched with the library (the reference the CLI's output is compared to).
+func fetchWithLibrary(_ url: URL) async throws -> Data {
+    let manager = SessionManager()
+    defer { manager.invalidate(cancelingTasks: true) }
+    let response = try await manager.response(for: Request(method: .get, url: url), serializer: DataResponseSerializer())
+    return response.value
+}
+
+/// The pseudo-terminal calls of POSIX, looked up at run time: Swift's Glibc module does not
+/// declare them (they need `_XOPEN_SOURCE`).
+enum PseudoTerminal {
+    private typealias OpenPT = @convention(c) (Int32) -> Int32
+    private typealias Grant = @convention(c) (Int32) -> Int32
+    private typealias Name = @convention(c) (Int32, UnsafeMutablePointer<CChar>?, Int) -> Int32
+
+    /// A new pseudo-terminal: the controlling side's descriptor and the other side's path.
+    static func open() throws -> (Int32, String) {
+        guard let openSymbol = dlsym(nil, "posix_openpt"), let grantSymbol = dlsym(nil, "grantpt"),
+            let unlockSymbol = dlsym(nil, "unlockpt"), let nameSymbol = dlsym(nil, "ptsname_r")
+        else { throw CLITestError("the C library has no pseudo-terminal calls") }
+        let openpt = unsafeBitCast(openSymbol, to: OpenPT.self)
+        let grant = unsafeBitCast(grantSymbol, to: Grant.self)
+        let unlock = unsafeBitCast(unlockSymbol, to: Grant.self)
+        let name = unsafeBitCast(nameSymbol, to: Name.self)
+        let master = openpt(O_RDWR | O_NOCTTY)
+        guard master >= 0 else { throw CLITestError("posix_openpt failed: errno \(errno)") }
+        var buffer = [CChar](repeating: 0, count: 128)
+        guard grant(master) == 0, unlock(master) == 0, name(master, &buffer, buffer.count) == 0 else {
+            close(master)
+            throw CLITestError("pseudo-terminal setup failed: errno \(errno)")
+        }
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return (master, String(decoding: bytes, as: UTF8.self))
+    }
+}

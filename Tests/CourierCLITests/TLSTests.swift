@@ -1,0 +1,61 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+/// `--verify`, `--cacert`, `--pin-cert`, `--pin-key`, `--cert`/`--key` against TestServer over HTTPS.
+@Suite("CLI: TLS flags")
+struct TLSTests {
+    @Test("Untrusted by default; --verify no, --cacert and pins make it work; a wrong pin is refused")
+    func trust() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let root = folder.appendingPathComponent("root.pem")
+        try Data(TestCertificates.rootCA.utf8).write(to: root)
+        let other = folder.appendingPathComponent("other.pem")
+        try Data(TestCertificates.selfSignedLeaf.utf8).write(to: other)
+        let server = try await TestServer.start(.https())
+        defer { Task { try? await server.shutdown() } }
+        let url = server.url("/get").absoluteString
+
+        let refused = try await CLIRunner.run([url])
+        #expect(refused.status == 1)
+        #expect(refused.errorLines.count == 1)
+        #expect(refused.standardError.contains("trusted root"))
+
+        for flags in [["--verify", "no"], ["--cacert", root.path], ["--verify", root.path], ["--pin-cert", root.path], ["--pin-key", root.path]] {
+            let result = try await CLIRunner.run(flags + ["--check-status", url])
+            #expect(result.status == 0, "\(flags): \(result.standardError)")
+            #expect(try jsonObject(result)["url"] as? String == url)
+        }
+        let wrongPin = try await CLIRunner.run(["--pin-cert", other.path, url])
+        #expect(wrongPin.status == 1)
+        #expect(wrongPin.errorLines.count == 1)
+
+        let pinOverHTTP = try await CLIRunner.run(["--pin-cert", root.path, "http://127.0.0.1:1/"])
+        #expect(pinOverHTTP.status == 64)
+    }
+
+    @Test("Mutual TLS: --cert/--key accepted, none refused")
+    func clientCertificate() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let root = folder.appendingPathComponent("root.pem")
+        try Data(TestCertificates.rootCA.utf8).write(to: root)
+        let cert = folder.appendingPathComponent("client.pem")
+        try Data(TestCertificates.clientCertificate.utf8).write(to: cert)
+        let key = folder.appendingPathComponent("client.key")
+        try Data(TestCertificates.clientKey.utf8).write(to: key)
+        var configuration = TestServer.Configuration.https()
+        configuration.requiresClientCertificate = true
+        let server = try await TestServer.start(configuration)
+        defer { Task { try? await server.shutdown() } }
+        let url = server.url("/get").absoluteString
+
+        let accepted = try await CLIRunner.run(["--cacert", root.path, "--cert", cert.path, "--key", key.path, url])
+        #expect(accepted.status == 0, "\(accepted.standardError)")
+        let refused = try await CLIRunner.run(["--cacert", root.path, url])
+        #expect(refused.status == 1)
+        #expect(refused.errorLines.count == 1)
+    }
+}
