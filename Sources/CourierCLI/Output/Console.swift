@@ -10,7 +10,8 @@ struct Console: Sendable {
     /// Whether the stream is a terminal (`isatty`).
     var isTerminal: Bool { isatty(self.descriptor) == 1 }
 
-    /// Writes all of `bytes`, retrying short writes; a closed pipe ends the writing quietly.
+    /// Writes all of `bytes`, retrying short writes; a reader that has gone ends the process quietly
+    /// (status 0), as `cat` ends on a closed pipe.
     func write(_ bytes: some Sequence<UInt8>) {
         var buffer = Array(bytes)
         var offset = 0
@@ -20,6 +21,8 @@ struct Console: Sendable {
             }
             if written < 0 {
                 if errno == EINTR { continue }
+                // The reader has gone (`courier … | head`): there is nobody left to write for.
+                if errno == EPIPE { exit(0) }
                 return
             }
             offset += written
