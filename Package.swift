@@ -104,6 +104,7 @@ let package = Package(
                 "CourierCLI",
                 "Courier",
                 "CourierTesting",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

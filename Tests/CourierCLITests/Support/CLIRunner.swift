@@ -1,5 +1,6 @@
 import Courier
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 
 #if canImport(Glibc)
@@ -37,6 +38,8 @@ enum CLIRunner {
 
     /// Runs `courier arguments` with standard output and error on pipes, in `directory`.
     static func run(_ arguments: [String], in directory: URL? = nil) async throws -> CLIResult {
+        await ProcessSlots.shared.acquire()
+        defer { ProcessSlots.shared.release() }
         let process = Process()
         process.executableURL = Self.executable
         process.arguments = arguments
@@ -50,13 +53,15 @@ enum CLIRunner {
         async let outputBytes = Self.readAll(output.fileHandleForReading)
         async let errorBytes = Self.readAll(error.fileHandleForReading)
         let (stdout, stderr) = await (outputBytes, errorBytes)
-        process.waitUntilExit()
+        await Self.waitForExit(process)
         return CLIResult(status: process.terminationStatus, standardOutput: stdout, standardError: String(decoding: stderr, as: UTF8.self))
     }
 
     /// Runs `courier arguments` with standard output and error on one pseudo-terminal, as a user's
     /// shell would; returns everything the terminal received.
     static func runOnTerminal(_ arguments: [String], in directory: URL? = nil) async throws -> CLIResult {
+        await ProcessSlots.shared.acquire()
+        defer { ProcessSlots.shared.release() }
         let (master, name) = try PseudoTerminal.open()
         let slave = open(name, O_RDWR | O_NOCTTY)
         guard slave >= 0 else { throw CLITestError("cannot open \(name): errno \(errno)") }
@@ -71,35 +76,47 @@ enum CLIRunner {
         try process.run()
         close(slave)
         // Read until the last holder of the terminal's other side has closed it (EIO on Linux).
-        let received = await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
-            DispatchQueue.global().async {
-                var data = Data()
-                var buffer = [UInt8](repeating: 0, count: 65536)
-                while true {
-                    let count = read(master, &buffer, buffer.count)
-                    if count > 0 {
-                        data.append(contentsOf: buffer[0..<count])
-                    } else if count < 0 && errno == EINTR {
-                        continue
-                    } else {
-                        break
-                    }
+        let received = await Self.onOwnThread {
+            var data = Data()
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = read(master, &buffer, buffer.count)
+                if count > 0 {
+                    data.append(contentsOf: buffer[0..<count])
+                } else if count < 0 && errno == EINTR {
+                    continue
+                } else {
+                    break
                 }
-                continuation.resume(returning: data)
             }
+            return data
         }
         close(master)
-        process.waitUntilExit()
+        await Self.waitForExit(process)
         // A terminal turns "\n" into "\r\n"; undo that so tests read what the program wrote.
         let text = String(decoding: received, as: UTF8.self).replacingOccurrences(of: "\r\n", with: "\n")
         return CLIResult(status: process.terminationStatus, standardOutput: Data(text.utf8), standardError: "")
     }
 
+    /// `waitUntilExit()` blocks its thread: give it one of its own.
+    private static func waitForExit(_ process: Process) async {
+        let box = UncheckedProcess(process)
+        _ = await Self.onOwnThread {
+            box.process.waitUntilExit()
+            return Data()
+        }
+    }
+
     private static func readAll(_ handle: FileHandle) async -> Data {
+        await Self.onOwnThread { (try? handle.readToEnd()) ?? Data() }
+    }
+
+    /// Runs a blocking read on a thread of its own. Not on Dispatch's global queues: with two
+    /// cores they have two threads, which the rest of the suite (completion queues) needs.
+    private static func onOwnThread(_ work: @escaping @Sendable () -> Data) async -> Data {
         await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: (try? handle.readToEnd()) ?? Data())
-            }
+            let thread = Thread { continuation.resume(returning: work()) }
+            thread.start()
         }
     }
 }
@@ -157,5 +174,54 @@ enum PseudoTerminal {
         }
         let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
         return (master, String(decoding: bytes, as: UTF8.self))
+    }
+}
+
+/// `Process` is not `Sendable`; this one is only waited on after the test has stopped touching it.
+private struct UncheckedProcess: @unchecked Sendable {
+    let process: Process
+    init(_ process: Process) { self.process = process }
+}
+
+/// At most two `courier` processes at a time: the suites run in parallel, and dozens of processes
+/// starting at once on two cores would starve the rest of the test run (its idle-timeout tests
+/// among them).
+final class ProcessSlots: Sendable {
+    static let shared = ProcessSlots(count: 2)
+
+    private struct State {
+        var free: Int
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state: NIOLockedValueBox<State>
+
+    init(count: Int) {
+        self.state = NIOLockedValueBox(State(free: count))
+    }
+
+    func acquire() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let granted = self.state.withLockedValue { state -> Bool in
+                if state.free > 0 {
+                    state.free -= 1
+                    return true
+                }
+                state.waiters.append(continuation)
+                return false
+            }
+            if granted { continuation.resume() }
+        }
+    }
+
+    func release() {
+        let next = self.state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            if state.waiters.isEmpty {
+                state.free += 1
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        next?.resume()
     }
 }
