@@ -171,6 +171,25 @@ struct ConnectivityRetryTaskKindTests {
         }
     }
 
+    @Test func anEventStreamsFirstConnectionIsRetried() async throws {
+        try await withTestServer { server in
+            let engine = NetworkDownEngine()
+            let monitor = ScriptedMonitor()
+            let manager = retryingManager(server, engine: engine, monitor: monitor)
+            defer { manager.invalidate(cancelingTasks: true) }
+            Self.bringNetworkBack(when: { manager.tasks.first }, monitor: monitor)
+            // No reconnection of the stream's own: its first connection's task is retried.
+            let options = ServerSentEventStream.Options(retryDelay: .seconds(30), maximumReconnectionsWithoutEvent: 0)
+            var ids: [String?] = []
+            for try await event in manager.eventStream(Request(url: server.url("/courier/sse?count=2")), options: options) {
+                ids.append(event.id)
+                if ids.count == 2 { break }
+            }
+            #expect(ids == ["1", "2"])
+            #expect(engine.executions == 2)
+        }
+    }
+
     // MARK: Ended while waiting
 
     @Test func cancellingDuringTheWaitEndsTheTaskOnceWithCancelled() async throws {
