@@ -25,6 +25,9 @@ final class NetworkDownEngine: Engine {
         self.remaining = NIOLockedValueBox(failing)
     }
 
+    /// Makes the next `count` exchanges fail as the network being down.
+    func failNext(_ count: Int) { self.remaining.withLockedValue { $0 = count } }
+
     /// How many exchanges were started, failed ones included.
     var executions: Int { self.executed.withLockedValue { $0 } }
 

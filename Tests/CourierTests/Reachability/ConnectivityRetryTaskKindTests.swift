@@ -155,6 +155,38 @@ struct ConnectivityRetryTaskKindTests {
         }
     }
 
+    @Test func aDownloadContinuingResumeDataIsRetriedAndAppendsOnce() async throws {
+        try await withScratchDirectory { folder in
+            try await withTestServer { server in
+                var configuration = SessionConfiguration.default
+                configuration.downloadDirectory = folder
+                let engine = NetworkDownEngine(failing: 0)
+                let monitor = ScriptedMonitor()
+                let manager = retryingManager(server, engine: engine, monitor: monitor, configuration: configuration)
+                defer { manager.invalidate(cancelingTasks: true) }
+                let file = TestServer.GeneratedFile(length: 3 << 20)
+                // A dropped connection (not a network down: no retry) leaves resume data.
+                let first = await #expect(throws: CourierError.self) {
+                    try await manager.download(Request(url: server.url(file.path(["drop-after": "2000000"]))))
+                }
+                #expect(first?.code == .connectionClosed)
+                let resumeData = try #require(first?.resumeData)
+                #expect(engine.executions == 1)
+
+                engine.failNext(1)
+                Self.bringNetworkBack(when: { manager.tasks.first }, monitor: monitor)
+                let target = folder.appendingPathComponent("whole.bin")
+                let rest = try await manager.download(resumingFrom: resumeData, to: DownloadDestination { _, _ in target })
+                #expect(rest.response.status == .partialContent)
+                let data = try Data(contentsOf: target)
+                #expect(data.count == file.length)
+                #expect(CRC32.checksum(of: data) == file.crc32())
+                #expect(engine.executions == 3)
+                #expect(contents(of: folder) == ["whole.bin"])
+            }
+        }
+    }
+
     @Test func aStreamIsRetriedBeforeItsFirstByte() async throws {
         try await withTestServer { server in
             let engine = NetworkDownEngine()
