@@ -30,6 +30,12 @@ extension TaskDelegate {
             return true
         }
         guard began else { return false }
+        if self.manager.isInvalidated {
+            // `invalidate(cancelingTasks: false)` may have looked at this task before the wait
+            // began: the wait ends here (once, whoever gets to it).
+            self.abandonConnectivityWait()
+            return true
+        }
         let waiter = _Concurrency.Task {
             let networkIsBack = await reachability.waitUntilReachable(within: policy.maximumWait)
             self.connectivityWaitEnded(networkIsBack: networkIsBack)

@@ -321,6 +321,29 @@ struct ConnectivityRetryTaskKindTests {
 
     // MARK: Not retried
 
+    @Test func aTaskIsRetriedOnlyOnce() async throws {
+        try await withTestServer { server in
+            let engine = NetworkDownEngine(failing: 2)
+            let monitor = ScriptedMonitor()
+            let manager = retryingManager(server, engine: engine, monitor: monitor)
+            defer { manager.invalidate(cancelingTasks: true) }
+            let calls = Recorder<CourierError?>()
+            let done = AsyncStream<Void>.makeStream()
+            let task = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, error in
+                calls.append(error)
+                done.continuation.yield()
+            }
+            let notifications = CompletionCounter(task)
+            Self.bringNetworkBack(when: { task }, monitor: monitor)
+            task.resume()
+            for await _ in done.stream { break }
+            #expect(calls.count == 1)
+            #expect(calls.all.first??.code == .connectionFailed)
+            #expect(engine.executions == 2)
+            #expect(await eventually { notifications.value == 1 })
+        }
+    }
+
     @Test func withoutThePolicyACallbackTaskFailsAtOnce() async throws {
         try await withTestServer { server in
             let engine = NetworkDownEngine()
