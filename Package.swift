@@ -113,6 +113,7 @@ let package = Package(
             dependencies: [
                 "Courier",
                 "CourierTesting",
+                "CCourierNetlink",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -137,7 +137,8 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
         } catch {
             return ReachabilityReport(status: .unknown, failure: error)
         }
-        let kind = { (link: RoutingSnapshot.Link) in InterfaceKind.status(of: link) }
+        let sysfs = self.environment.sysfsRoot
+        let kind = { (link: RoutingSnapshot.Link) in InterfaceKind.status(of: link, sysfs: sysfs) }
         switch self.target {
         case .defaultRoute:
             return ReachabilityReport(status: snapshot.status(toward: nil, kind: kind))

@@ -22,6 +22,9 @@ struct ReachabilityEnvironment: Sendable {
     /// A network namespace to watch (`/var/run/netns/NAME`); `nil` watches the process's own.
     /// Test-only: the monitor thread `setns()`s into it before opening its sockets.
     var namespacePath: String?
+    /// Where the monitor reads links' sysfs entries to tell WiFi and WWAN from Ethernet
+    /// (``InterfaceKind``); tests point it at a directory of their own.
+    var sysfsRoot: String = InterfaceKind.defaultSysfsRoot
     /// Resolves domains, on the monitor's thread.
     var resolver: HostResolver = .system
     /// Opens a routing netlink socket (subscribed to changes, or for dumps): a descriptor or -errno.

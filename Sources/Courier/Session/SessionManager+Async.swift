@@ -25,31 +25,14 @@ extension SessionManager {
     }
 
     /// Makes a task of the given kind, resumes it and waits for its raw outcome. Cancelling the
-    /// calling task cancels the task; the outcome arrives exactly once either way. With a
-    /// ``connectivityRetry`` policy, a data or upload task that failed because the network was down
-    /// is made again once, when the network is back.
+    /// calling task cancels the task; the outcome arrives exactly once either way. (A
+    /// ``connectivityRetry`` happens inside the task, as for every task.)
     func run<Task: SessionTask>(
         _ kind: Task.Type,
         request: Request,
         uploadProgress: (@Sendable (Progress) -> Void)?,
         downloadProgress: (@Sendable (Progress) -> Void)?,
         sink: BodySink = .memory
-    ) async -> (SessionTask, TaskOutcome) {
-        let first = await self.runOnce(
-            kind, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress, sink: sink)
-        guard case .memory = sink, request.body.isReplayable,
-            await self.shouldRetryAfterConnectivityReturns(first.1.error)
-        else { return first }
-        return await self.runOnce(
-            kind, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress, sink: sink)
-    }
-
-    private func runOnce<Task: SessionTask>(
-        _ kind: Task.Type,
-        request: Request,
-        uploadProgress: (@Sendable (Progress) -> Void)?,
-        downloadProgress: (@Sendable (Progress) -> Void)?,
-        sink: BodySink
     ) async -> (SessionTask, TaskOutcome) {
         let made = NIOLockedValueBox<SessionTask?>(nil)
         let outcome = await withTaskCancellationHandler {

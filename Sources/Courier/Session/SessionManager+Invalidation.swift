@@ -5,7 +5,8 @@ extension SessionManager {
     /// Ends the manager (AFNetworking's `invalidateSessionCancelingTasks:`).
     ///
     /// With `cancelingTasks`, every task still running is cancelled; without it, running tasks
-    /// finish first. Either way, tasks resumed afterwards fail with
+    /// finish first, except that a task waiting for the network to retry
+    /// (``connectivityRetry``) ends at once with the failure it is waiting to retry. Either way, tasks resumed afterwards fail with
     /// ``CourierError/Code/sessionInvalidated``, and once no task runs the engine shuts down and
     /// ``Foundation/Notification/Name/sessionDidInvalidate`` is posted. Returns at once.
     /// ``HTTPSessionManager/shared`` ignores this.
@@ -13,9 +14,11 @@ extension SessionManager {
         let delegates = self.registry.withLockedValue { registry -> [TaskDelegate] in
             guard !registry.isProcessWide else { return [] }
             registry.isInvalidated = true
-            return cancelingTasks ? Array(registry.delegates.values) : []
+            return Array(registry.delegates.values)
         }
-        for delegate in delegates { delegate.cancel() }
+        for delegate in delegates {
+            if cancelingTasks { delegate.cancel() } else { delegate.abandonConnectivityWait() }
+        }
         self.shutDownEngineIfIdle()
     }
 

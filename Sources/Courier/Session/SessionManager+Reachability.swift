@@ -1,7 +1,5 @@
 import Foundation
 import NIOConcurrencyHelpers
-import NIOCore
-import NIOPosix
 
 /// When a request that failed because the network was down is sent again
 /// (``SessionManager/connectivityRetry``).
@@ -24,38 +22,37 @@ extension SessionManager {
         set { self.settings.withLockedValue { $0.reachabilityManager = newValue } }
     }
 
-    /// Opt-in: when an `async` data or upload request fails to connect because the network is down
-    /// (``reachabilityManager`` says not reachable, or the socket said `ENETUNREACH`/`ENETDOWN`),
-    /// wait up to the policy's ``ConnectivityRetryPolicy/maximumWait`` for the reachability manager
-    /// to report a reachable status, then send the request once more. `nil` (the default): no
-    /// retry. Waiting starts the reachability manager's monitoring if it was off. Completion-handler
-    /// tasks, downloads, streamed responses and requests whose body cannot be read twice
-    /// (``RequestBody/isReplayable`` false) are not retried.
+    /// Opt-in: a task that fails to connect because the network is down waits for it to come
+    /// back, then sends its request once more. `nil` (the default): no retry.
+    ///
+    /// Every kind of task is retried alike: data and upload tasks with completion handlers (and
+    /// so ``HTTPSessionManager``'s verbs), their `async` forms, downloads (callback and `async`;
+    /// the retry writes a new file, and a download continuing resume data asks for the same range
+    /// again), and ``stream(_:downloadProgress:)`` and ``eventStream(_:options:)`` connections.
+    ///
+    /// A task is retried when all of these hold:
+    /// - the failure is ``CourierError/Code/connectionFailed`` for want of a network: the socket
+    ///   said `ENETUNREACH`, `ENETDOWN` or `EHOSTUNREACH`, or it said nothing (a failed name
+    ///   lookup) and ``reachabilityManager`` reports ``NetworkReachabilityStatus/notReachable``.
+    ///   A refused or reset connection is not retried: something answered;
+    /// - no response head had arrived, so no byte of the response was delivered;
+    /// - the request's body can be sent again (``RequestBody/isReplayable``);
+    /// - the task was not retried before (at most one retry), and the manager is not invalidated.
+    ///
+    /// The task then waits, without an exchange, up to the policy's
+    /// ``ConnectivityRetryPolicy/maximumWait`` for ``reachabilityManager`` to report a reachable
+    /// status (waiting starts its monitoring if it was off), and sends the request again; if the
+    /// network does not come back it completes with the first failure. Throughout it stays the
+    /// same ``SessionTask`` (same identifier, still listed, progress never going backwards) and it
+    /// completes once: one completion handler call, one
+    /// ``Foundation/Notification/Name/taskDidComplete``. While it waits, ``SessionTask/cancel()``
+    /// and ``invalidate(cancelingTasks:)`` with `true` end it at once with
+    /// ``CourierError/Code/cancelled``; ``invalidate(cancelingTasks:)`` with `false` ends it at
+    /// once with the first failure; ``SessionTask/suspend()`` holds the retry until
+    /// ``SessionTask/resume()``.
     public var connectivityRetry: ConnectivityRetryPolicy? {
         get { self.settings.withLockedValue { $0.connectivityRetry } }
         set { self.settings.withLockedValue { $0.connectivityRetry = newValue } }
-    }
-
-    /// Whether `error` is a failure to connect for want of a network, and the network came back
-    /// within the policy's wait.
-    func shouldRetryAfterConnectivityReturns(_ error: CourierError?) async -> Bool {
-        guard let error, error.code == .connectionFailed else { return false }
-        let (policy, reachability) = self.settings.withLockedValue { ($0.connectivityRetry, $0.reachabilityManager) }
-        guard let policy else { return false }
-        let networkDown =
-            reachability.networkReachabilityStatus == .notReachable || Self.saysNetworkIsDown(error.underlyingError)
-        guard networkDown else { return false }
-        return await reachability.waitUntilReachable(within: policy.maximumWait)
-    }
-
-    private static func saysNetworkIsDown(_ error: (any Error)?) -> Bool {
-        if let error = error as? IOError {
-            return [ENETUNREACH, ENETDOWN, EHOSTUNREACH].contains(error.errnoCode)
-        }
-        if let error = error as? NIOConnectionError {
-            return !error.connectionErrors.isEmpty && error.connectionErrors.allSatisfy { Self.saysNetworkIsDown($0.error) }
-        }
-        return false
     }
 }
 

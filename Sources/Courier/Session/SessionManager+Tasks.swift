@@ -98,10 +98,11 @@ extension SessionManager {
         return task
     }
 
-    /// Hands a resumed task to the engine, or fails it when the manager was invalidated.
+    /// Hands a resumed task (or one retried once the network is back) to the engine, or fails it
+    /// when the manager was invalidated.
     func start(_ delegate: TaskDelegate) {
         let invalidated = self.registry.withLockedValue { $0.isInvalidated }
-        let request = delegate.state.withLockedValue { $0.currentRequest }
+        let (request, attempt) = delegate.state.withLockedValue { ($0.currentRequest, $0.attempt) }
         if invalidated {
             delegate.exchange(
                 didCompleteWith: CourierError(
@@ -110,7 +111,7 @@ extension SessionManager {
             return
         }
         let exchange = self.engine.execute(request, delegate: delegate)
-        delegate.attach(exchange)
+        delegate.attach(exchange, attempt: attempt)
     }
 
     /// Drops a finished task's delegate; shuts the engine down when an invalidated manager has no

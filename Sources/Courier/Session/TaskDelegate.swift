@@ -85,7 +85,12 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     // MARK: Life cycle
 
     func resume() {
-        let (action, task) = self.state.withLockedValue { ($0.lifecycle.resume(), $0.task) }
+        let (action, task, decision) = self.state.withLockedValue { state in
+            let action = state.lifecycle.resume()
+            // A wait for the network that ended while the task was suspended is acted on now.
+            let decision = action == .resumeReceiving ? state.connectivityRetry.takeDecision() : nil
+            return (action, state.task, decision)
+        }
         switch action {
         case .start:
             guard let task else { return }
@@ -94,6 +99,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         case .resumeReceiving:
             self.applyReceiveWish()
             if let task { NotificationCenter.default.post(name: .taskDidResume, object: task) }
+            if let decision { self.actOnConnectivityDecision(decision) }
         case .none:
             break
         }
@@ -107,8 +113,18 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     func cancel() {
-        let (action, exchange, request) = self.state.withLockedValue { ($0.lifecycle.cancel(), $0.exchange, $0.currentRequest) }
+        let (action, exchange, request, wait) = self.state.withLockedValue { state in
+            let action = state.lifecycle.cancel()
+            // Waiting for the network, no exchange runs: the task ends here.
+            let wait = action == .cancelExchange ? state.connectivityRetry.abandon() : nil
+            return (action, state.exchange, state.currentRequest, wait)
+        }
         let error = CourierError(.cancelled, "\(request.summary): cancelled", request: request)
+        if let wait {
+            wait.waiter?.cancel()
+            self.complete(with: error)
+            return
+        }
         switch action {
         case .completeWithoutStarting:
             self.complete(with: error)
@@ -121,15 +137,21 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
     }
 
-    /// Keeps the engine's handle; cancels it at once if the task was cancelled meanwhile.
-    func attach(_ exchange: any Exchange) {
-        let (cancelled, request) = self.state.withLockedValue { state -> (Bool, Request) in
-            // An exchange that already completed (it failed at once) is not kept.
-            if state.lifecycle != .completed { state.exchange = exchange }
-            return (state.lifecycle == .canceling, state.currentRequest)
+    /// Keeps the engine's handle for the task's `attempt`-th exchange; cancels it at once if the
+    /// task was cancelled meanwhile, pauses it if the task was suspended meanwhile.
+    func attach(_ exchange: any Exchange, attempt: Int) {
+        let (current, cancelled, suspended, request) = self.state.withLockedValue { state -> (Bool, Bool, Bool, Request) in
+            // An exchange that already completed (it failed at once, and the task completed or
+            // waits for the network to retry) or that a retry replaced is not kept.
+            let current = state.attempt == attempt && state.lifecycle != .completed && !state.connectivityRetry.isWaiting
+            if current { state.exchange = exchange }
+            return (current, state.lifecycle == .canceling, state.lifecycle == .suspended, state.currentRequest)
         }
+        guard current else { return }
         if cancelled {
             exchange.cancel(with: CourierError(.cancelled, "\(request.summary): cancelled", request: request))
+        } else if suspended {
+            self.applyReceiveWish()
         }
     }
 
@@ -268,6 +290,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     func exchange(didCompleteWith error: CourierError?) {
+        if let error, self.waitForConnectivity(after: error) { return }
         self.complete(with: error)
     }
 

@@ -101,6 +101,10 @@ struct TaskState {
     var progressObservers: [ProgressObserver] = []
     /// Whether the last snapshots went out.
     var progressUpdatesFinished = false
+    /// Counts the exchanges started for the task after the first (a connectivity retry).
+    var attempt = 0
+    /// The task's one connectivity retry (``SessionManager/connectivityRetry``).
+    var connectivityRetry = ConnectivityRetryPhase.unused
 
     // Download tasks only.
     /// Writes the body to the task's file, from the final response head on.

@@ -39,7 +39,7 @@ struct TestNamespace {
     /// few threads of the concurrency pool that other tests, running in parallel, need.
     func ip(_ arguments: String...) async throws {
         let arguments = ["-n", self.name] + arguments
-        try await Self.offPool { try Self.run(arguments) }
+        _ = try await Self.offPool { try Self.run(arguments) }
     }
 
     private static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
@@ -48,8 +48,15 @@ struct TestNamespace {
         }
     }
 
+    /// The index of link `name` in the namespace, from `ip -o link show dev NAME` ("3: v0@v1: …").
+    func linkIndex(_ name: String) async throws -> Int32? {
+        let arguments = ["-n", self.name, "-o", "link", "show", "dev", name]
+        let output = try await Self.offPool { try Self.run(arguments) }
+        return output.split(separator: ":").first.flatMap { Int32($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
     func delete() {
-        try? Self.run(["netns", "delete", self.name])
+        _ = try? Self.run(["netns", "delete", self.name])
     }
 
     /// A veth pair `v0`/`v1`, both up, `v0` with 10.77.0.2/24 and fd77::2/64, and an IPv4 default
@@ -67,20 +74,26 @@ struct TestNamespace {
         var description: String
     }
 
-    private static func run(_ arguments: [String]) throws {
+    /// Runs `ip` and returns what it printed.
+    @discardableResult
+    private static func run(_ arguments: [String]) throws -> String {
         guard let tool = ipTool else { throw Failure(description: "no ip tool") }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
         let errors = Pipe()
         process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
+        let output = Pipe()
+        process.standardOutput = output
         try process.run()
-        process.waitUntilExit()
+        // Small outputs: read both to the end, then reap.
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw Failure(description: "ip \(arguments.joined(separator: " ")): \(message)")
         }
+        return printed
     }
 }
 
