@@ -142,8 +142,10 @@ struct PinningMatrixTests {
         Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .expiredIntermediate, pin: .root,         passes: F),
         Row(mode: .publicKey,   allowInvalid: F, validatesDomain: T, identity: .expiredIntermediate, pin: .intermediate, passes: F),
         Row(mode: .publicKey,   allowInvalid: T, validatesDomain: F, identity: .expiredIntermediate, pin: .intermediate, passes: F),
-        // The same chain's root pinned: passes (the generated root is trusted only when pinned).
-        Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .impostor, pin: .root, passes: T),
+        // The impostors' chains are sound up to their root: pinning it passes (the generated root
+        // is trusted only when pinned).
+        Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .impostor,             pin: .root, passes: T),
+        Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .impostorWithoutKeyID, pin: .root, passes: T),
         // A leaf whose issuer has the pinned intermediate's name but another key: refused, whether
         // its authority key identifier tells the keys apart or only the signature does.
         Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .impostor,             pin: .intermediate, passes: F),
