@@ -20,20 +20,21 @@ enum AnchorTwin {
         let der = Array(certificate.derBytes)
         // Certificate ::= SEQUENCE { tbsCertificate, signatureAlgorithm, signatureValue }
         guard let outer = DERReader.element(in: der[...]), outer.tag == 0x30 else { return nil }
-        let parts = DERReader.elements(in: outer.content)
-        guard parts.count == 3, parts[0].tag == 0x30 else { return nil }
+        guard let parts = DERReader.elements(in: outer.content), parts.count == 3, parts[0].tag == 0x30 else { return nil }
         // TBSCertificate ::= SEQUENCE { [0] version, serialNumber, signature, issuer, validity,
         //   subject, subjectPublicKeyInfo, [1] issuerUID, [2] subjectUID, [3] extensions }
-        var fields = DERReader.elements(in: parts[0].content)
-        guard fields.first?.tag == 0xA0 else { return nil }  // v3 only: an authority has extensions
+        guard var fields = DERReader.elements(in: parts[0].content),
+            fields.first?.tag == 0xA0  // v3 only: an authority has extensions
+        else { return nil }
         fields.removeFirst()
         guard fields.count >= 6 else { return nil }
         let (serial, signature, validity, subject, publicKey) = (fields[0], fields[1], fields[3], fields[4], fields[5])
         guard let extensions = fields.first(where: { $0.tag == 0xA3 }),
-            let list = DERReader.element(in: extensions.content), list.tag == 0x30
+            let wrapped = DERReader.elements(in: extensions.content), wrapped.count == 1, wrapped[0].tag == 0x30,
+            let all = DERReader.elements(in: wrapped[0].content)
         else { return nil }
         let authorityKeyIdentifier: [UInt8] = [0x06, 0x03, 0x55, 0x1D, 0x23]
-        let kept = DERReader.elements(in: list.content).filter { !$0.content.starts(with: authorityKeyIdentifier) }
+        let kept = all.filter { !$0.content.starts(with: authorityKeyIdentifier) }
         var tbs: [UInt8] = DERWriter.element(0xA0, DERWriter.element(0x02, [0x02]))
         for field in [serial, signature, subject, validity, subject, publicKey] { tbs += field.whole }
         tbs += DERWriter.element(0xA3, DERWriter.element(0x30, kept.flatMap { $0.whole }))
@@ -62,16 +63,17 @@ enum DERWriter {
 }
 
 extension DERReader {
-    /// Every element in `bytes`, in order (stops at the first that does not parse).
+    /// Every element in `bytes`, in order, or `nil` unless they fill `bytes` exactly (nothing of
+    /// an authority's constraints may be dropped unseen).
     static func elements(
         in bytes: ArraySlice<UInt8>
-    ) -> [(tag: UInt8, content: ArraySlice<UInt8>, whole: ArraySlice<UInt8>, remainder: ArraySlice<UInt8>)] {
+    ) -> [(tag: UInt8, content: ArraySlice<UInt8>, whole: ArraySlice<UInt8>, remainder: ArraySlice<UInt8>)]? {
         var result: [(tag: UInt8, content: ArraySlice<UInt8>, whole: ArraySlice<UInt8>, remainder: ArraySlice<UInt8>)] = []
         var rest = bytes
         while let next = element(in: rest) {
             result.append(next)
             rest = next.remainder
         }
-        return result
+        return rest.isEmpty ? result : nil
     }
 }
