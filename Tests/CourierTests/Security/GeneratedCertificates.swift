@@ -5,7 +5,8 @@ import Foundation
 /// IP-address-only leaf and a leaf that is not valid yet; under the second CA, an intermediate
 /// with a leaf for `localhost` and one for another name, an *impostor* intermediate with the same
 /// name and another key (its leaves name the intermediate as issuer: one with an authority key
-/// identifier, one without), and an expired intermediate with a leaf. EC P-256 keys.
+/// identifier, one without), an expired intermediate with a leaf, and an intermediate whose name
+/// constraints permit only `courier.test`, with a leaf inside them and one outside. EC P-256 keys.
 struct GeneratedCertificates: Sendable {
     let secondCA: String
     let localhostLeaf: String, localhostKey: String
@@ -20,6 +21,9 @@ struct GeneratedCertificates: Sendable {
     let impostorLeafWithoutKeyID: String, impostorLeafWithoutKeyIDKey: String
     let expiredIntermediate: String
     let expiredIntermediateLeaf: String, expiredIntermediateLeafKey: String
+    let constrainedIntermediate: String
+    let constrainedInsideLeaf: String, constrainedInsideKey: String
+    let constrainedOutsideLeaf: String, constrainedOutsideKey: String
 
     /// Made once per test process.
     static let shared: Result<GeneratedCertificates, any Error> = Result { try GeneratedCertificates.make() }
@@ -69,6 +73,11 @@ struct GeneratedCertificates: Sendable {
         leaf impostorbare "/CN=localhost" "DNS:localhost,IP:127.0.0.1"
         printf 'authorityKeyIdentifier=none\n' >> impostorbare.ext && signed impostorbare impostor 23
         leaf oldinterleaf "/CN=localhost" "DNS:localhost,IP:127.0.0.1" && signed oldinterleaf oldinter 24
+        authority constrained "Courier Constrained Intermediate"
+        printf 'nameConstraints=critical,permitted;DNS:courier.test\n' >> constrained.ext
+        openssl x509 -req -in constrained.csr -CA ca.pem -CAkey ca.key -set_serial 12 -days 3650 -sha256 -extfile constrained.ext -out constrained.pem
+        leaf inside "/CN=api.courier.test" "DNS:api.courier.test" && signed inside constrained 25
+        leaf outside "/CN=localhost" "DNS:localhost" && signed outside constrained 26
         """#
 
     static func make() throws -> GeneratedCertificates {
@@ -100,7 +109,10 @@ struct GeneratedCertificates: Sendable {
             impostorLeaf: try read("impostorleaf.pem"), impostorLeafKey: try read("impostorleaf.key"),
             impostorLeafWithoutKeyID: try read("impostorbare.pem"), impostorLeafWithoutKeyIDKey: try read("impostorbare.key"),
             expiredIntermediate: try read("oldinter.pem"),
-            expiredIntermediateLeaf: try read("oldinterleaf.pem"), expiredIntermediateLeafKey: try read("oldinterleaf.key")
+            expiredIntermediateLeaf: try read("oldinterleaf.pem"), expiredIntermediateLeafKey: try read("oldinterleaf.key"),
+            constrainedIntermediate: try read("constrained.pem"),
+            constrainedInsideLeaf: try read("inside.pem"), constrainedInsideKey: try read("inside.key"),
+            constrainedOutsideLeaf: try read("outside.pem"), constrainedOutsideKey: try read("outside.key")
         )
     }
 }

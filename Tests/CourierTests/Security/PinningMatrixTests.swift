@@ -10,7 +10,9 @@ import Testing
 /// for `localhost`, `wrongHost` (another name) and `expired`; `selfSigned` stands alone. Made by
 /// `openssl` (``GeneratedCertificates``), under a second CA that no policy trusts unless pinned:
 /// `expiredIntermediate` (an expired intermediate → leaf), and `impostor` / `impostorWithoutKeyID`
-/// (a leaf whose issuer has the generated intermediate's name but another key). The server sends
+/// (a leaf whose issuer has the generated intermediate's name but another key), and
+/// `constrainedInside` / `constrainedOutside` (an intermediate whose name constraints permit only
+/// `courier.test`, with a leaf for `api.courier.test` and one for `localhost`). The server sends
 /// its leaf and the intermediate. Every policy trusts `rootCA` beside the system's roots (a
 /// private authority): pinned anchors replace both.
 ///
@@ -32,6 +34,7 @@ struct PinningMatrixTests {
     enum Server: String, Sendable, CustomStringConvertible {
         case localhost, wrongHost, selfSigned, expired
         case expiredIntermediate, impostor, impostorWithoutKeyID
+        case constrainedInside, constrainedOutside
         var description: String { self.rawValue }
     }
 
@@ -154,6 +157,10 @@ struct PinningMatrixTests {
         Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .impostorWithoutKeyID, pin: .intermediate, passes: F),
         Row(mode: .certificate, allowInvalid: T, validatesDomain: F, identity: .impostorWithoutKeyID, pin: .intermediate, passes: F),
         Row(mode: .publicKey,   allowInvalid: T, validatesDomain: F, identity: .impostorWithoutKeyID, pin: .intermediate, passes: F),
+        // The twin keeps the intermediate's name constraints (BoringSSL applies an anchor's too).
+        Row(mode: .certificate, allowInvalid: F, validatesDomain: F, identity: .constrainedInside,  pin: .intermediate, passes: T),
+        Row(mode: .certificate, allowInvalid: F, validatesDomain: F, identity: .constrainedOutside, pin: .intermediate, passes: F),
+        Row(mode: .publicKey,   allowInvalid: T, validatesDomain: F, identity: .constrainedOutside, pin: .intermediate, passes: F),
     ]
 
     /// The chain a server presents (leaf first), its key, its root and its intermediate.
@@ -168,6 +175,13 @@ struct PinningMatrixTests {
         case .wrongHost: return Chain(certificates: [TestCertificates.wrongHostLeaf], key: "", root: root, intermediate: intermediate)
         case .selfSigned: return Chain(certificates: [TestCertificates.selfSignedLeaf], key: "", root: root, intermediate: intermediate)
         case .expired: return Chain(certificates: [TestCertificates.expiredLeaf], key: "", root: root, intermediate: intermediate)
+        case .constrainedInside, .constrainedOutside:
+            let generated = try GeneratedCertificates.shared.get()
+            let (leaf, key) =
+                server == .constrainedInside
+                ? (generated.constrainedInsideLeaf, generated.constrainedInsideKey)
+                : (generated.constrainedOutsideLeaf, generated.constrainedOutsideKey)
+            return Chain(certificates: [leaf, generated.constrainedIntermediate], key: key, root: generated.secondCA, intermediate: generated.constrainedIntermediate)
         case .expiredIntermediate, .impostor, .impostorWithoutKeyID:
             let generated = try GeneratedCertificates.shared.get()
             let (leaf, key, issuer) =
