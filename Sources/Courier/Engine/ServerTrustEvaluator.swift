@@ -9,16 +9,16 @@ import NIOSSL
 /// `HTTPClient.Configuration.http1_1ConnectionDebugInitializer` and
 /// `http2ConnectionDebugInitializer`, and then only the leaf is visible
 /// (`NIOSSLHandler.peerCertificate`; the presented chain is internal to swift-nio-ssl). BoringSSL
-/// takes only self-issued certificates as trust anchors (an intermediate or a CA-issued leaf as
-/// the only root fails with CERTIFICATE_VERIFY_FAILED). So the pins are split:
-/// - *anchor pins*, self-issued certificates (roots, self-signed leaves): when they are the only
-///   pins, they are BoringSSL's only trust roots, so a chain that verifies ends at one of them
+/// takes only self-signed certificates as trust anchors, but does not check an anchor's own
+/// signature. So the pins are split:
+/// - *anchor pins*: self-issued certificates (roots, self-signed leaves; in public-key mode only
+///   authorities), given to BoringSSL as they are, and pinned intermediate authorities, given as
+///   their ``AnchorTwin`` (a self-issued copy with the same name, key and dates). When they are the
+///   only pins they are BoringSSL's only trust roots, so a chain that verifies ends at one of them
 ///   (certificate mode) or at one of their keys (public-key mode);
-/// - *leaf pins*, CA-issued end-entity certificates: the chain is verified against the anchor pins,
-///   the system's roots and ``SecurityPolicy/additionalTrustedCertificates``, and the hook then
-///   demands that the leaf (certificate mode) or its key (public-key mode) be pinned;
-/// - *intermediate pins* cannot be checked (neither an anchor nor visible): such a policy is
-///   refused with a clear error.
+/// - *leaf pins*, end-entity certificates: the chain is verified against the anchor pins, the
+///   system's roots and ``SecurityPolicy/additionalTrustedCertificates``, and the hook then
+///   demands that the leaf (certificate mode) or its key (public-key mode) be pinned.
 struct ServerTrustEvaluator: Sendable {
     let policy: SecurityPolicy
     /// Why every connection fails, when the policy breaks AFNetworking's rules or pins what this
@@ -26,6 +26,8 @@ struct ServerTrustEvaluator: Sendable {
     let policyError: CourierError?
     /// Whether the pinned anchors are BoringSSL's only roots (no leaf to compare in the hook).
     private let anchorsOnly: Bool
+    /// The trust roots standing for the anchor pins (an intermediate's twin in its place).
+    private let anchors: [Certificate]
     private let pinnedCertificates: Set<Data>
     private let pinnedPublicKeys: Set<Data>
 
@@ -34,39 +36,33 @@ struct ServerTrustEvaluator: Sendable {
         self.pinnedCertificates = Set(policy.pinnedCertificates.map(\.derBytes))
         self.pinnedPublicKeys = Set(policy.pinnedCertificates.map(\.publicKeyBytes))
         self.anchorsOnly = policy.pinningMode != .none && policy.pinnedCertificates.allSatisfy { Self.isAnchor($0, policy) }
-        do {
+        let anchorPins = policy.pinnedCertificates.filter { Self.isAnchor($0, policy) }
+        let anchors = anchorPins.compactMap { $0.isSelfIssued ? $0 : AnchorTwin.make(for: $0) }
+        self.anchors = anchors
+        do throws(CourierError) {
             try policy.validate()
-            try Self.checkEnforceable(policy)
+            if anchors.count < anchorPins.count {
+                throw ServerTrustFailure(
+                    .invalidPolicy,
+                    policy: policy,
+                    detail: "\(anchorPins.count - anchors.count) pinned intermediate certificate(s) could not be read to anchor trust on"
+                ).courierError()
+            }
             self.policyError = nil
         } catch {
             self.policyError = error
         }
     }
 
-    /// Whether a pin is a trust anchor: any self-issued certificate in certificate mode (AFNetworking
-    /// anchors on every pin); only a self-issued authority in public-key mode, where a self-signed
-    /// leaf must still pass the usual roots unless invalid certificates are allowed.
+    /// Whether a pin is a trust anchor: any self-issued certificate or authority in certificate
+    /// mode (AFNetworking anchors on every pin); only an authority in public-key mode, where a
+    /// self-signed leaf must still pass the usual roots unless invalid certificates are allowed.
+    /// An intermediate authority anchors through its ``AnchorTwin``.
     static func isAnchor(_ certificate: Certificate, _ policy: SecurityPolicy) -> Bool {
         switch policy.pinningMode.base {
         case .none: false
-        case .certificate: certificate.isSelfIssued
-        case .publicKey: certificate.isSelfIssued && certificate.isCertificateAuthority
-        }
-    }
-
-    private static func checkEnforceable(_ policy: SecurityPolicy) throws(CourierError) {
-        guard policy.pinningMode != .none else { return }
-        let intermediates = policy.pinnedCertificates.filter(\.isIntermediate)
-        guard intermediates.isEmpty else {
-            throw ServerTrustFailure(
-                .invalidPolicy,
-                policy: policy,
-                detail: """
-                    \(intermediates.count) pinned intermediate certificate(s) cannot be checked on NIOEngine: \
-                    AsyncHTTPClient shows only the server's leaf and BoringSSL anchors trust only on \
-                    self-issued certificates; pin the root or the leaf instead
-                    """
-            ).courierError()
+        case .certificate: certificate.isSelfIssued || certificate.isCertificateAuthority
+        case .publicKey: certificate.isCertificateAuthority
         }
     }
 
@@ -75,7 +71,7 @@ struct ServerTrustEvaluator: Sendable {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = self.policy.minimumTLSVersion.nio
         let verifying: CertificateVerification = self.policy.validatesDomainName ? .fullVerification : .noHostnameVerification
-        let anchors = Self.nio(self.policy.pinnedCertificates.filter { Self.isAnchor($0, self.policy) })
+        let anchors = Self.nio(self.anchors)
         let additional = Self.nio(self.policy.additionalTrustedCertificates)
         switch self.policy.pinningMode.base {
         case .none:

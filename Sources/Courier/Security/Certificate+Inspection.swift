@@ -11,8 +11,9 @@ extension Certificate {
         return Data(spki)
     }
 
-    /// Whether the issuer's name is the subject's (a root authority or a self-signed leaf): only
-    /// such a certificate can be a trust anchor for BoringSSL.
+    /// Whether the issuer's name is the subject's (a root authority or a self-signed leaf): such a
+    /// certificate is a trust anchor for BoringSSL as it is; an intermediate needs its
+    /// ``AnchorTwin``.
     var isSelfIssued: Bool {
         guard let names = DERReader.issuerAndSubject(of: Array(self.derBytes)) else { return false }
         return names.issuer == names.subject
@@ -23,11 +24,6 @@ extension Certificate {
         DERReader.basicConstraintsCA(of: Array(self.derBytes))
     }
 
-    /// Whether BoringSSL can use the certificate as a trust anchor (it must be self-issued).
-    var isTrustAnchor: Bool { self.isSelfIssued }
-
-    /// Whether the certificate is an intermediate authority: a CA that is not self-issued.
-    var isIntermediate: Bool { self.isCertificateAuthority && !self.isSelfIssued }
 }
 
 /// Just enough DER to find a certificate's issuer and subject names.
@@ -71,7 +67,8 @@ enum DERReader {
         return false
     }
 
-    private static func element(
+    /// The first DER element of `bytes`: its tag, content, whole encoding and what follows it.
+    static func element(
         in bytes: ArraySlice<UInt8>
     ) -> (tag: UInt8, content: ArraySlice<UInt8>, whole: ArraySlice<UInt8>, remainder: ArraySlice<UInt8>)? {
         var index = bytes.startIndex

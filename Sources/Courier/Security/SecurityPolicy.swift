@@ -54,7 +54,8 @@ public struct SecurityPolicy: Sendable, Hashable {
     /// Whether the certificate must name the host the request went to. `true` by default.
     public var validatesDomainName: Bool = true
     /// Certificate authorities trusted beside the system's. Ignored when every pin is a trust
-    /// anchor (a root or a self-signed certificate): the pins are then the only roots.
+    /// anchor (a root, an intermediate authority or, in certificate mode, a self-signed certificate):
+    /// the pins are then the only roots.
     public var additionalTrustedCertificates: [Certificate] = []
     /// The certificate and key presented when a server asks for one (mutual TLS); none by default.
     public var clientIdentity: ClientIdentity?

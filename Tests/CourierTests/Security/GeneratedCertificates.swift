@@ -2,13 +2,28 @@ import Foundation
 
 /// Certificates made by the `openssl` command-line tool when the tests run (no crypto library in
 /// the build): a second CA with leaves for `localhost` and `127.0.0.1`, a wildcard leaf, an
-/// IP-address-only leaf and a leaf that is not valid yet. EC P-256 keys.
+/// IP-address-only leaf and a leaf that is not valid yet; under the second CA, an intermediate
+/// with a leaf for `localhost` and one for another name, an *impostor* intermediate with the same
+/// name and another key (its leaves name the intermediate as issuer: one with an authority key
+/// identifier, one without), an expired intermediate with a leaf, and an intermediate whose name
+/// constraints permit only `courier.test`, with a leaf inside them and one outside. EC P-256 keys.
 struct GeneratedCertificates: Sendable {
     let secondCA: String
     let localhostLeaf: String, localhostKey: String
     let wildcardLeaf: String, wildcardKey: String
     let ipOnlyLeaf: String, ipOnlyKey: String
     let notYetValidLeaf: String, notYetValidKey: String
+    let intermediate: String
+    let intermediateLeaf: String, intermediateLeafKey: String
+    let intermediateOtherNameLeaf: String, intermediateOtherNameKey: String
+    let impostorIntermediate: String
+    let impostorLeaf: String, impostorLeafKey: String
+    let impostorLeafWithoutKeyID: String, impostorLeafWithoutKeyIDKey: String
+    let expiredIntermediate: String
+    let expiredIntermediateLeaf: String, expiredIntermediateLeafKey: String
+    let constrainedIntermediate: String
+    let constrainedInsideLeaf: String, constrainedInsideKey: String
+    let constrainedOutsideLeaf: String, constrainedOutsideKey: String
 
     /// Made once per test process.
     static let shared: Result<GeneratedCertificates, any Error> = Result { try GeneratedCertificates.make() }
@@ -36,6 +51,33 @@ struct GeneratedCertificates: Sendable {
         printf '[ca]\ndefault_ca=c\n[c]\ndatabase=db/index\nserial=db/serial\nnew_certs_dir=db\ndefault_md=sha256\npolicy=p\ncopy_extensions=none\n[p]\ncommonName=supplied\n' > ca.cnf
         openssl ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in future.csr -startdate 20990101000000Z \
           -enddate 21000101000000Z -extfile future.ext -notext -out future.pem 2>/dev/null
+        authority() { # name common-name
+          key "$1"
+          openssl req -new -key "$1.key" -subj "/CN=$2" -out "$1.csr"
+          printf 'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n' > "$1.ext"
+        }
+        authority inter "Courier Generated Intermediate"
+        openssl x509 -req -in inter.csr -CA ca.pem -CAkey ca.key -set_serial 10 -days 3650 -sha256 -extfile inter.ext -out inter.pem
+        # Same name as inter, another key.
+        authority impostor "Courier Generated Intermediate"
+        openssl x509 -req -in impostor.csr -CA ca.pem -CAkey ca.key -set_serial 11 -days 3650 -sha256 -extfile impostor.ext -out impostor.pem
+        authority oldinter "Courier Expired Intermediate"
+        openssl ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in oldinter.csr -startdate 20200101000000Z \
+          -enddate 20210101000000Z -extfile oldinter.ext -notext -out oldinter.pem 2>/dev/null
+        signed() { # name issuer serial
+          openssl x509 -req -in "$1.csr" -CA "$2.pem" -CAkey "$2.key" -set_serial "$3" -days 3650 -sha256 -extfile "$1.ext" -out "$1.pem"
+        }
+        leaf interleaf "/CN=localhost" "DNS:localhost,IP:127.0.0.1" && signed interleaf inter 20
+        leaf interother "/CN=other.courier.test" "DNS:other.courier.test" && signed interother inter 21
+        leaf impostorleaf "/CN=localhost" "DNS:localhost,IP:127.0.0.1" && signed impostorleaf impostor 22
+        leaf impostorbare "/CN=localhost" "DNS:localhost,IP:127.0.0.1"
+        printf 'authorityKeyIdentifier=none\n' >> impostorbare.ext && signed impostorbare impostor 23
+        leaf oldinterleaf "/CN=localhost" "DNS:localhost,IP:127.0.0.1" && signed oldinterleaf oldinter 24
+        authority constrained "Courier Constrained Intermediate"
+        printf 'nameConstraints=critical,permitted;DNS:courier.test\n' >> constrained.ext
+        openssl x509 -req -in constrained.csr -CA ca.pem -CAkey ca.key -set_serial 12 -days 3650 -sha256 -extfile constrained.ext -out constrained.pem
+        leaf inside "/CN=api.courier.test" "DNS:api.courier.test" && signed inside constrained 25
+        leaf outside "/CN=localhost" "DNS:localhost" && signed outside constrained 26
         """#
 
     static func make() throws -> GeneratedCertificates {
@@ -59,7 +101,18 @@ struct GeneratedCertificates: Sendable {
             localhostLeaf: try read("localhost.pem"), localhostKey: try read("localhost.key"),
             wildcardLeaf: try read("wildcard.pem"), wildcardKey: try read("wildcard.key"),
             ipOnlyLeaf: try read("iponly.pem"), ipOnlyKey: try read("iponly.key"),
-            notYetValidLeaf: try read("future.pem"), notYetValidKey: try read("future.key")
+            notYetValidLeaf: try read("future.pem"), notYetValidKey: try read("future.key"),
+            intermediate: try read("inter.pem"),
+            intermediateLeaf: try read("interleaf.pem"), intermediateLeafKey: try read("interleaf.key"),
+            intermediateOtherNameLeaf: try read("interother.pem"), intermediateOtherNameKey: try read("interother.key"),
+            impostorIntermediate: try read("impostor.pem"),
+            impostorLeaf: try read("impostorleaf.pem"), impostorLeafKey: try read("impostorleaf.key"),
+            impostorLeafWithoutKeyID: try read("impostorbare.pem"), impostorLeafWithoutKeyIDKey: try read("impostorbare.key"),
+            expiredIntermediate: try read("oldinter.pem"),
+            expiredIntermediateLeaf: try read("oldinterleaf.pem"), expiredIntermediateLeafKey: try read("oldinterleaf.key"),
+            constrainedIntermediate: try read("constrained.pem"),
+            constrainedInsideLeaf: try read("inside.pem"), constrainedInsideKey: try read("inside.key"),
+            constrainedOutsideLeaf: try read("outside.pem"), constrainedOutsideKey: try read("outside.key")
         )
     }
 }

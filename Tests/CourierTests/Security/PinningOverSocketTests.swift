@@ -100,17 +100,109 @@ struct PinningOverSocketTests {
         }
     }
 
-    @Test func intermediatePinIsRefusedWithAClearError() async throws {
+    @Test(arguments: [SessionConfiguration.HTTPVersionPolicy.automatic, .http1Only])
+    func intermediatePinAnchorsTrustOverBothVersions(_ version: SessionConfiguration.HTTPVersionPolicy) async throws {
+        var configuration = SessionConfiguration.default
+        configuration.httpVersion = version
+        let intermediate = Set(try Certificate.certificates(pemEncoded: TestCertificates.intermediateCA))
         try await withTestServer(.https()) { server in
-            let policy = SecurityPolicy(
-                pinningMode: .certificate,
-                pinnedCertificates: Set(try Certificate.certificates(pemEncoded: TestCertificates.intermediateCA))
-            )
+            for mode in [SecurityPolicy.PinningMode.certificate, .publicKey] {
+                // No additional roots: the pinned intermediate is the only anchor.
+                let policy = SecurityPolicy(pinningMode: mode, pinnedCertificates: intermediate)
+                try await withManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: policy) { manager in
+                    let response = try await manager.get("get")
+                    #expect(response.response.status == .ok, "\(mode)")
+                }
+            }
+        }
+    }
+
+    @Test func leafSignedByAnotherKeyUnderThePinnedIntermediatesNameIsRefused() async throws {
+        let generated = try GeneratedCertificates.shared.get()
+        let impostor = TestServer.Identity.custom(
+            "impostor",
+            chainPEM: [generated.impostorLeafWithoutKeyID, generated.impostorIntermediate],
+            keyPEM: generated.impostorLeafWithoutKeyIDKey
+        )
+        var policy = SecurityPolicy(
+            pinningMode: .certificate,
+            pinnedCertificates: Set(try Certificate.certificates(pemEncoded: generated.intermediate))
+        )
+        policy.validatesDomainName = false
+        try await withTestServer(.https(impostor)) { server in
             try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
                 let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
-                #expect(Self.failure(error!)?.reason == .invalidPolicy)
-                #expect("\(error!)".contains("intermediate"))
-                #expect(server.connectionCount == 0)
+                #expect(error?.code == .serverTrustEvaluationFailed)
+                #expect(Self.failure(error!)?.reason == .untrustedRoot, "\(String(describing: error))")
+                #expect(Self.failure(error!)?.host == "127.0.0.1")
+                #expect(server.requestCount == 0)
+            }
+        }
+        let genuine = TestServer.Identity.custom(
+            "genuine",
+            chainPEM: [generated.intermediateLeaf, generated.intermediate],
+            keyPEM: generated.intermediateLeafKey
+        )
+        try await withTestServer(.https(genuine)) { server in
+            try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
+                let response = try await manager.get("get")
+                #expect(response.response.status == .ok)
+            }
+        }
+    }
+
+    @Test func expiredPinnedIntermediateIsNamed() async throws {
+        let generated = try GeneratedCertificates.shared.get()
+        let identity = TestServer.Identity.custom(
+            "expiredIntermediate",
+            chainPEM: [generated.expiredIntermediateLeaf, generated.expiredIntermediate],
+            keyPEM: generated.expiredIntermediateLeafKey
+        )
+        let policy = SecurityPolicy(
+            pinningMode: .certificate,
+            pinnedCertificates: Set(try Certificate.certificates(pemEncoded: generated.expiredIntermediate))
+        )
+        try await withTestServer(.https(identity)) { server in
+            try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
+                let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
+                #expect(Self.failure(error!)?.reason == .expired, "\(String(describing: error))")
+                #expect(server.requestCount == 0)
+            }
+        }
+    }
+
+    /// Leaf pins beside an intermediate pin: the usual roots plus the intermediate verify the
+    /// chain, and the leaf must be pinned (the hook sees only the leaf).
+    @Test func intermediateAndLeafPinsTogetherNeedThePinnedLeaf() async throws {
+        let generated = try GeneratedCertificates.shared.get()
+        var policy = SecurityPolicy(
+            pinningMode: .certificate,
+            pinnedCertificates: Set(
+                try Certificate.certificates(pemEncoded: TestCertificates.intermediateCA)
+                    + Certificate.certificates(pemEncoded: generated.intermediateLeaf)
+            )
+        )
+        policy.validatesDomainName = false
+        try await withTestServer(.https(.localhost)) { server in
+            try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
+                let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
+                #expect(Self.failure(error!)?.reason == .pinMismatch, "\(String(describing: error))")
+                #expect(server.requestCount == 0)
+            }
+        }
+        let genuine = TestServer.Identity.custom(
+            "genuine",
+            chainPEM: [generated.intermediateLeaf, generated.intermediate],
+            keyPEM: generated.intermediateLeafKey
+        )
+        policy.pinnedCertificates = Set(
+            try Certificate.certificates(pemEncoded: generated.intermediate)
+                + Certificate.certificates(pemEncoded: generated.intermediateLeaf)
+        )
+        try await withTestServer(.https(genuine)) { server in
+            try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
+                let response = try await manager.get("get")
+                #expect(response.response.status == .ok, "the pinned leaf under the pinned intermediate (whose root is not trusted)")
             }
         }
     }

@@ -24,6 +24,20 @@ struct ServerTrustEvaluatorTests {
         #expect(tls.additionalTrustRoots.isEmpty)
     }
 
+    @Test(arguments: [SecurityPolicy.PinningMode.certificate, .publicKey])
+    func intermediatePinsAreAnchoredThroughTheirTwin(_ mode: SecurityPolicy.PinningMode) throws {
+        let intermediate = try Self.pins(TestCertificates.intermediateCA)
+        let evaluator = ServerTrustEvaluator(policy: SecurityPolicy(pinningMode: mode, pinnedCertificates: intermediate))
+        #expect(evaluator.policyError == nil)
+        let pinned = try #require(intermediate.first)
+        let twin = try #require(AnchorTwin.make(for: pinned))
+        let tls = evaluator.tlsConfiguration()
+        #expect(tls.trustRoots == .certificates([try twin.nioCertificate()]))
+        #expect(tls.additionalTrustRoots.isEmpty)
+        let other = try NIOSSLCertificate(bytes: Array(TestCertificates.wrongHostLeaf.utf8), format: .pem)
+        #expect(evaluator.evaluate(leaf: other) == nil, "BoringSSL verified the chain to the twin: nothing left to compare")
+    }
+
     @Test func leafPinsKeepTheUsualRootsAndAreCheckedOnTheLeaf() throws {
         let policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: try Self.pins(TestCertificates.localhostLeaf))
         let evaluator = ServerTrustEvaluator(policy: policy)
