@@ -1,24 +1,12 @@
-/// JSON string literals, written as JSON requires (quotes, backslashes and control characters
-/// escaped; everything else kept as UTF-8).
+import Foundation
+
+/// JSON string literals for the bodies the command composes.
 enum JSONText {
+    /// `string` as a JSON string literal: Foundation's escaping (quotes, backslashes, control
+    /// characters), slashes and non-ASCII characters left as they are.
     static func quoted(_ string: String) -> String {
-        var result = "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case "\u{08}": result += "\\b"
-            case "\u{0C}": result += "\\f"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default:
-                result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
+        // A string is always a valid JSON fragment: the encoding cannot fail.
+        let data = (try? JSONSerialization.data(withJSONObject: string, options: [.fragmentsAllowed, .withoutEscapingSlashes])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
     }
 }
