@@ -87,4 +87,15 @@ struct OfflineAndCurlTests {
         #expect(text.contains("Content-Disposition: form-data; name=\"title\"\r\n\r\nT\r\n"))
         #expect(text.contains("Content-Disposition: form-data; name=\"doc\"; filename=\"note.txt\"\r\nContent-Type: text/plain\r\n\r\nfile body\r\n"))
     }
+
+    @Test("--json without data asks for JSON; --multipart sends plain fields as a form")
+    func jsonAndMultipartFlags() async throws {
+        let json = try await CLIRunner.run(["--offline", "--json", "example.com/items"])
+        #expect(json.output == "GET /items HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nAccept: application/json, */*;q=0.5\n\n")
+        let multipart = try await CLIRunner.run(["--offline", "--multipart", "example.com/up", "a=1"])
+        #expect(multipart.status == 0)
+        #expect(multipart.output.hasPrefix("POST /up HTTP/1.1\n"))
+        #expect(multipart.output.contains("Content-Type: multipart/form-data; boundary=Boundary+"))
+        #expect(multipart.output.contains("Content-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n"))
+    }
 }
