@@ -35,17 +35,14 @@ struct TestNamespace {
         try await Self.offPool { try TestNamespace() }
     }
 
-    /// Runs `ip -n NAME args…` on a Dispatch thread: waiting for a process must not hold one of the
-    /// few threads of the concurrency pool that other tests, running in parallel, need.
+    /// Runs `ip -n NAME args…` on a thread of its own (``offThePools(_:)``).
     func ip(_ arguments: String...) async throws {
         let arguments = ["-n", self.name] + arguments
         _ = try await Self.offPool { try Self.run(arguments) }
     }
 
     private static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-        }
+        try await offThePools(work)
     }
 
     /// The index of link `name` in the namespace, from `ip -o link show dev NAME` ("3: v0@v1: …").

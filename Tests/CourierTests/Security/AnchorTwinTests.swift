@@ -36,8 +36,8 @@ struct AnchorTwinTests {
     /// OpenSSL's command-line verifier agrees: the twin anchors the intermediate's leaves, not a
     /// leaf under another key with the same issuer name, and only because an anchor's own signature
     /// is not checked (`-check_ss_sig` refuses it).
-    @Test func opensslVerifiesLeavesAgainstTheTwin() throws {
-        let generated = try GeneratedCertificates.shared.get()
+    @Test func opensslVerifiesLeavesAgainstTheTwin() async throws {
+        let generated = try await GeneratedCertificates.prepared()
         let twin = try #require(AnchorTwin.make(for: try Self.certificate(generated.intermediate)))
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-twin-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -48,22 +48,24 @@ struct AnchorTwinTests {
             "bare.pem": generated.impostorLeafWithoutKeyID,
         ]
         for (name, pem) in files { try Data(pem.utf8).write(to: folder.appendingPathComponent(name)) }
-        func openssl(_ arguments: String...) throws -> Int32 {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["openssl"] + arguments
-            process.currentDirectoryURL = folder
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            return process.terminationStatus
+        func openssl(_ arguments: String...) async throws -> Int32 {
+            try await offThePools {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                process.arguments = ["openssl"] + arguments
+                process.currentDirectoryURL = folder
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                process.waitUntilExit()
+                return process.terminationStatus
+            }
         }
-        try #require(try openssl("x509", "-inform", "DER", "-in", "twin.der", "-out", "twin.pem") == 0)
-        #expect(try openssl("verify", "-CAfile", "twin.pem", "genuine.pem") == 0)
-        #expect(try openssl("verify", "-CAfile", "twin.pem", "impostor.pem") != 0)
-        #expect(try openssl("verify", "-CAfile", "twin.pem", "bare.pem") != 0)
-        #expect(try openssl("verify", "-check_ss_sig", "-CAfile", "twin.pem", "genuine.pem") != 0)
+        try #require(try await openssl("x509", "-inform", "DER", "-in", "twin.der", "-out", "twin.pem") == 0)
+        #expect(try await openssl("verify", "-CAfile", "twin.pem", "genuine.pem") == 0)
+        #expect(try await openssl("verify", "-CAfile", "twin.pem", "impostor.pem") != 0)
+        #expect(try await openssl("verify", "-CAfile", "twin.pem", "bare.pem") != 0)
+        #expect(try await openssl("verify", "-check_ss_sig", "-CAfile", "twin.pem", "genuine.pem") != 0)
     }
 }
 

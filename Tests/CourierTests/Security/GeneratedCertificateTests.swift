@@ -57,6 +57,7 @@ struct GeneratedCertificateTests {
 
     @Test(arguments: Self.table)
     func row(_ row: Row) async throws {
+        try await GeneratedCertificates.prepared()
         let certificates = try GeneratedCertificates.shared.get()
         var policy = SecurityPolicy(pinningMode: row.mode)
         switch row.pin {

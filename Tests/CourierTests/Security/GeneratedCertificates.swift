@@ -25,8 +25,15 @@ struct GeneratedCertificates: Sendable {
     let constrainedInsideLeaf: String, constrainedInsideKey: String
     let constrainedOutsideLeaf: String, constrainedOutsideKey: String
 
-    /// Made once per test process.
+    /// Made once per test process. Async tests call ``prepared()`` first, so that the openssl
+    /// script runs (and other first users wait) off the concurrency pool.
     static let shared: Result<GeneratedCertificates, any Error> = Result { try GeneratedCertificates.make() }
+
+    /// ``shared``, made on a thread of its own the first time.
+    @discardableResult
+    static func prepared() async throws -> GeneratedCertificates {
+        try await offThePools { try Self.shared.get() }
+    }
 
     private static let script = #"""
         set -e

@@ -230,6 +230,7 @@ struct PinningMatrixTests {
 
     @Test(arguments: Self.table)
     func row(_ row: Row) async throws {
+        try await GeneratedCertificates.prepared()
         let server = TestServer.Configuration.https(try Self.identity(row.identity))
         try await withTestServer(server) { server in
             try await withManager(baseURL: server.baseURL, securityPolicy: try Self.policy(for: row)) { manager in

@@ -118,7 +118,7 @@ struct PinningOverSocketTests {
     }
 
     @Test func leafSignedByAnotherKeyUnderThePinnedIntermediatesNameIsRefused() async throws {
-        let generated = try GeneratedCertificates.shared.get()
+        let generated = try await GeneratedCertificates.prepared()
         let impostor = TestServer.Identity.custom(
             "impostor",
             chainPEM: [generated.impostorLeafWithoutKeyID, generated.impostorIntermediate],
@@ -152,7 +152,7 @@ struct PinningOverSocketTests {
     }
 
     @Test func expiredPinnedIntermediateIsNamed() async throws {
-        let generated = try GeneratedCertificates.shared.get()
+        let generated = try await GeneratedCertificates.prepared()
         let identity = TestServer.Identity.custom(
             "expiredIntermediate",
             chainPEM: [generated.expiredIntermediateLeaf, generated.expiredIntermediate],
@@ -174,7 +174,7 @@ struct PinningOverSocketTests {
     /// Leaf pins beside an intermediate pin: the usual roots plus the intermediate verify the
     /// chain, and the leaf must be pinned (the hook sees only the leaf).
     @Test func intermediateAndLeafPinsTogetherNeedThePinnedLeaf() async throws {
-        let generated = try GeneratedCertificates.shared.get()
+        let generated = try await GeneratedCertificates.prepared()
         var policy = SecurityPolicy(
             pinningMode: .certificate,
             pinnedCertificates: Set(
@@ -217,9 +217,12 @@ struct PinningOverSocketTests {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["openssl", "pkcs12", "-export", "-in", "client.pem", "-inkey", "client.key", "-passout", "pass:secret", "-out", "client.p12"]
         process.currentDirectoryURL = folder
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0)
+        let status = try await offThePools {
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        try #require(status == 0)
         let p12 = folder.appendingPathComponent("client.p12")
         #expect(throws: CourierError.self) { try ClientIdentity(pkcs12File: p12, passphrase: "wrong") }
         var server = TestServer.Configuration.https()

@@ -126,7 +126,8 @@ struct BadInputTests {
     @Test func aSuspendedTaskIsNotIdle() async throws {
         try await withTestServer { server in
             var configuration = SessionConfiguration.default
-            configuration.timeoutIntervalForRequest = 2
+            // 3 s idle: a body that keeps coming on a busy machine can still pause for a second.
+            configuration.timeoutIntervalForRequest = 3
             try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
                 manager.responseSerializer = HTTPResponseSerializer()
                 var hooks = SessionManager.Hooks()
@@ -142,11 +143,13 @@ struct BadInputTests {
                 let task = manager.dataTask(with: Request(url: server.url("/courier/big/2000000"))) { _, _, error in finished.append(error) }
                 task.resume()
                 #expect(await eventually(within: 10) { task.state == .suspended })
-                try await Task.sleep(for: .seconds(3))
+                try await Task.sleep(for: .seconds(4))
                 #expect(finished.count == 0, "no idle timeout while suspended")
                 task.resume()
-                #expect(await eventually { finished.count == 1 })
-                #expect(finished.all.first! == nil)
+                // The rest of the body, in a debug build on a machine that may be busy with the
+                // whole suite: generous, as the point is that it finishes at all.
+                #expect(await eventually(within: 60) { finished.count == 1 })
+                #expect(finished.all.count == 1 && finished.all.first! == nil, "completed once, without an error")
             }
         }
     }

@@ -113,8 +113,10 @@ struct TaskLifeCycleOverSocketTests {
                 #expect(received < Int64(size))
                 #expect(finished.count == 0)
                 task.resume()
-                #expect(await eventually { finished.count == 1 })
-                #expect(finished.all.first! == nil)
+                // The rest of the body, in a debug build on a machine that may be busy with the
+                // whole suite: generous, as the point is that it finishes at all.
+                #expect(await eventually(within: 60) { finished.count == 1 })
+                #expect(finished.all.count == 1 && finished.all.first! == nil, "completed once, without an error")
                 #expect(task.countOfBytesReceived == Int64(size))
             }
         }
