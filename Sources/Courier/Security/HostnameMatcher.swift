@@ -31,7 +31,8 @@ enum HostnameMatcher {
     static func matches(host: String, names: [Name]) -> Bool {
         var host = host
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        if let address = Self.ipAddress(host) {
+        // An IP address with a trailing dot is still an address, never a name to match a `*` with.
+        if let address = Self.ipAddress(host.hasSuffix(".") ? String(host.dropLast()) : host) {
             return names.contains { $0 == .ip(address) }
         }
         guard let hostLabels = Self.labels(host) else { return false }

@@ -13,7 +13,7 @@ struct HostnameMatcherTests {
     @Test(arguments: [
         ("api.courier.test", true), ("API.COURIER.TEST.", true), ("courier.test", false),
         ("a.b.courier.test", false), (".courier.test", false), ("LocalHost", true), ("localhost.", true),
-        ("localhost..", false), ("", false), ("127.0.0.1", true), ("127.0.0.2", false), ("::1", true),
+        ("localhost..", false), ("", false), ("127.0.0.1", true), ("127.0.0.2", false), ("127.0.0.1.", true), ("::1", true),
         ("[::1]", true), ("0:0:0:0:0:0:0:1", true), ("::2", false), ("other.test", false),
     ])
     func matches(_ host: String, _ expected: Bool) {
@@ -30,6 +30,7 @@ struct HostnameMatcherTests {
 
     @Test func anIPAddressMatchesOnlyAnIPAddressName() {
         #expect(!HostnameMatcher.matches(host: "127.0.0.1", names: [.dns("*.0.0.1")]))
+        #expect(!HostnameMatcher.matches(host: "127.0.0.1.", names: [.dns("*.0.0.1")]))
         #expect(!HostnameMatcher.matches(host: "127.0.0.1", names: [.dns("127.0.0.1")]))
         #expect(!HostnameMatcher.matches(host: "::1", names: [.dns("::1")]))
         #expect(!HostnameMatcher.matches(host: "127.0.0.1", names: [.ip(Self.loopback6)]))
