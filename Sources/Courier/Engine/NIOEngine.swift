@@ -63,7 +63,9 @@ public final class NIOEngine: Engine {
     /// Makes an engine with a security policy per host.
     /// - Parameters:
     ///   - configuration: Timeouts, connection limits, HTTP versions, decompression, proxy.
-    ///   - serverTrust: Which policy applies to which host; one connection pool per distinct policy.
+    ///   - serverTrust: Which policy applies to which host; one connection pool per distinct policy
+    ///     (per host for a policy that anchors trust on a pinned CA-issued leaf and validates the
+    ///     domain name: see ``SecurityPolicy/allowInvalidCertificates``).
     ///   - eventLoopGroup: The event loops to run on; NIO's shared singleton by default.
     ///   - logger: Where the engine logs connection-level events (`.debug` and below); none by default.
     public init(
