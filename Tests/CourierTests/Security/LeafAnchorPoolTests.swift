@@ -46,6 +46,25 @@ struct LeafAnchorPoolTests {
         }
     }
 
+    /// The served leaf, the pin, and why the connection is refused.
+    @Test(arguments: [("expired", "expired", ServerTrustFailure.Reason.expired), ("private", "other", .pinMismatch)])
+    func refusalsSayWhy(_ served: String, _ pinned: String, _ reason: ServerTrustFailure.Reason) async throws {
+        let generated = try await GeneratedCertificates.prepared()
+        let (leaf, key) = served == "expired" ? (generated.expiredLeaf, generated.expiredKey) : (generated.localhostLeaf, generated.localhostKey)
+        let pin = pinned == "other" ? generated.intermediateLeaf : leaf
+        var policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: Set(try Certificate.certificates(pemEncoded: pin)))
+        policy.allowInvalidCertificates = true
+        try await withTestServer(.https(.custom(served, chainPEM: [leaf], keyPEM: key))) { server in
+            try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
+                let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
+                let failure = error?.underlyingError as? ServerTrustFailure
+                #expect(failure?.reason == reason, "\(String(describing: error))")
+                #expect(failure?.host == "127.0.0.1")
+                #expect(server.requestCount == 0)
+            }
+        }
+    }
+
     @Test func onlyPoliciesThatCheckNamesThemselvesHavePerHostPools() throws {
         let leaf = Set(try Certificate.certificates(pemEncoded: TestCertificates.localhostLeaf))
         var policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: leaf)
