@@ -23,6 +23,9 @@ public final class NIOEngine: Engine {
     struct Pool: Sendable {
         let trust: ServerTrustEvaluator
         let client: HTTPClient
+        /// For a policy whose evaluator must know the host: a client per host, made on first use
+        /// (``client`` then serves only a URL without a host, and requests after shutdown).
+        var hosts: HostPools? = nil
     }
 
     let pools: [Pool]
@@ -60,7 +63,9 @@ public final class NIOEngine: Engine {
     /// Makes an engine with a security policy per host.
     /// - Parameters:
     ///   - configuration: Timeouts, connection limits, HTTP versions, decompression, proxy.
-    ///   - serverTrust: Which policy applies to which host; one connection pool per distinct policy.
+    ///   - serverTrust: Which policy applies to which host; one connection pool per distinct policy
+    ///     (per host for a policy that anchors trust on a pinned CA-issued leaf and validates the
+    ///     domain name: see ``SecurityPolicy/allowInvalidCertificates``).
     ///   - eventLoopGroup: The event loops to run on; NIO's shared singleton by default.
     ///   - logger: Where the engine logs connection-level events (`.debug` and below); none by default.
     public init(
@@ -81,24 +86,44 @@ public final class NIOEngine: Engine {
         self.serverTrust = serverTrust
         let backgroundLogger = logger ?? Logger(label: "courier.engine", factory: { _ in SwiftLogNoOpLogHandler() })
         self.pools = serverTrust.distinctPolicies.map { policy in
-            let trust = ServerTrustEvaluator(policy: policy)
-            let client = HTTPClient(
-                eventLoopGroupProvider: .shared(eventLoopGroup),
-                configuration: Self.clientConfiguration(configuration, trust: trust),
-                backgroundActivityLogger: backgroundLogger
-            )
-            return Pool(trust: trust, client: client)
+            @Sendable func makePool(host: String?) -> Pool {
+                let trust = ServerTrustEvaluator(policy: policy, host: host)
+                let client = HTTPClient(
+                    eventLoopGroupProvider: .shared(eventLoopGroup),
+                    configuration: Self.clientConfiguration(configuration, trust: trust),
+                    backgroundActivityLogger: backgroundLogger
+                )
+                return Pool(trust: trust, client: client)
+            }
+            var pool = makePool(host: nil)
+            if ServerTrustEvaluator.needsHost(policy) {
+                pool.hosts = HostPools { makePool(host: $0) }
+            }
+            return pool
         }
     }
 
     /// The default policy's client.
     var client: HTTPClient { self.pools[0].client }
 
-    /// The pool whose policy applies to `url`'s host.
+    /// The pool whose policy applies to `url`'s host (for a policy that checks names itself, the
+    /// pool of that host).
     func pool(for url: URL) -> Pool {
-        guard self.pools.count > 1 else { return self.pools[0] }
-        let policy = self.serverTrust.policy(forHost: url.host)
-        return self.pools.first { $0.trust.policy == policy } ?? self.pools[0]
+        let pool: Pool
+        if self.pools.count > 1 {
+            let policy = self.serverTrust.policy(forHost: url.host)
+            pool = self.pools.first { $0.trust.policy == policy } ?? self.pools[0]
+        } else {
+            pool = self.pools[0]
+        }
+        guard let hosts = pool.hosts, let host = url.host else { return pool }
+        // After shutdown: the policy's own client, shut down too, fails the request.
+        return hosts.pool(forHost: host) ?? pool
+    }
+
+    /// Every client: each policy's, and the per-host ones made so far (none is made after this).
+    private func closeClients() -> [HTTPClient] {
+        self.pools.flatMap { pool in [pool.client] + (pool.hosts?.close() ?? []).map(\.client) }
     }
 
     public func execute(_ request: Request, delegate: any ExchangeDelegate) -> any Exchange {
@@ -131,9 +156,9 @@ public final class NIOEngine: Engine {
 
     public func shutdown() async throws {
         defer { self.watchdog.shutdown() }
-        for pool in self.pools {
+        for client in self.closeClients() {
             do {
-                try await pool.client.shutdown()
+                try await client.shutdown()
             } catch let error as HTTPClientError where error == .alreadyShutdown {
                 continue
             }
@@ -144,8 +169,7 @@ public final class NIOEngine: Engine {
         // A manager that was never invalidated still must not leak its connections: shut the
         // client down in the background. AHC asserts if a client is released while running.
         self.watchdog.shutdown()
-        for pool in self.pools {
-            let client = pool.client
+        for client in self.closeClients() {
             client.shutdown { _ in _ = client }
         }
     }

@@ -18,12 +18,23 @@ import NIOSSL
 ///   (certificate mode) or at one of their keys (public-key mode);
 /// - *leaf pins*, end-entity certificates: the chain is verified against the anchor pins, the
 ///   system's roots and ``SecurityPolicy/additionalTrustedCertificates``, and the hook then
-///   demands that the leaf (certificate mode) or its key (public-key mode) be pinned.
+///   demands that the leaf (certificate mode) or its key (public-key mode) be pinned;
+/// - except in certificate mode with invalid certificates allowed, where AFNetworking anchors
+///   trust on each pin, a CA-issued leaf's issuer included unknown: when a CA-issued end-entity
+///   certificate is pinned, BoringSSL verifies nothing (the handshake still proves that the server
+///   holds the leaf's private key) and the hook demands the leaf's exact DER be pinned, the leaf be
+///   within its validity dates, and, when the domain name is validated, the leaf names ``host``
+///   (``HostnameMatcher``). Such an evaluator serves one host: ``NIOEngine`` makes a client per host.
 struct ServerTrustEvaluator: Sendable {
     let policy: SecurityPolicy
     /// Why every connection fails, when the policy breaks AFNetworking's rules or pins what this
     /// engine cannot check.
     let policyError: CourierError?
+    /// The host this evaluator's connections go to, when it checks names itself.
+    let host: String?
+    /// Whether a pinned CA-issued leaf is its own anchor: BoringSSL verifies nothing and the hook
+    /// checks the exact leaf, its dates and (if validated) its name.
+    let anchorsOnLeaf: Bool
     /// Whether the pinned anchors are BoringSSL's only roots (no leaf to compare in the hook).
     private let anchorsOnly: Bool
     /// The trust roots standing for the anchor pins (an intermediate's twin in its place).
@@ -31,8 +42,10 @@ struct ServerTrustEvaluator: Sendable {
     private let pinnedCertificates: Set<Data>
     private let pinnedPublicKeys: Set<Data>
 
-    init(policy: SecurityPolicy) {
+    init(policy: SecurityPolicy, host: String? = nil) {
         self.policy = policy
+        self.host = host
+        self.anchorsOnLeaf = Self.anchorsOnLeaf(policy)
         self.pinnedCertificates = Set(policy.pinnedCertificates.map(\.derBytes))
         self.pinnedPublicKeys = Set(policy.pinnedCertificates.map(\.publicKeyBytes))
         self.anchorsOnly = policy.pinningMode != .none && policy.pinnedCertificates.allSatisfy { Self.isAnchor($0, policy) }
@@ -66,6 +79,18 @@ struct ServerTrustEvaluator: Sendable {
         }
     }
 
+    /// Whether AFNetworking would anchor on a pinned CA-issued leaf: certificate mode, invalid
+    /// certificates allowed, and an end-entity certificate that is not self-issued among the pins.
+    static func anchorsOnLeaf(_ policy: SecurityPolicy) -> Bool {
+        policy.pinningMode.base == .certificate && policy.allowInvalidCertificates
+            && policy.pinnedCertificates.contains { !$0.isSelfIssued && !$0.isCertificateAuthority }
+    }
+
+    /// Whether the evaluator must know the host its connections go to (see ``anchorsOnLeaf``).
+    static func needsHost(_ policy: SecurityPolicy) -> Bool {
+        Self.anchorsOnLeaf(policy) && policy.validatesDomainName
+    }
+
     /// The TLS configuration BoringSSL verifies with.
     func tlsConfiguration() -> TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
@@ -76,6 +101,9 @@ struct ServerTrustEvaluator: Sendable {
         switch self.policy.pinningMode.base {
         case .none:
             tls.certificateVerification = self.policy.allowInvalidCertificates ? .none : verifying
+        case .certificate where self.anchorsOnLeaf:
+            // The pinned leaf is its own anchor: the hook checks it, its dates and its name.
+            tls.certificateVerification = .none
         case .certificate:
             // AFNetworking evaluates the chain against the pinned anchors even when invalid
             // certificates are allowed.
@@ -107,14 +135,33 @@ struct ServerTrustEvaluator: Sendable {
         // No pinning, or BoringSSL verified the chain against the pinned anchors only.
         if self.policy.pinningMode == .none || self.anchorsOnly { return nil }
         guard let leaf, let der = try? leaf.toDERBytes(), let key = try? leaf.extractPublicKey().toSPKIBytes() else {
-            return ServerTrustFailure(.pinMismatch, policy: self.policy, detail: "the server presented no certificate")
+            return ServerTrustFailure(.pinMismatch, host: self.host, policy: self.policy, detail: "the server presented no certificate")
         }
+        if self.anchorsOnLeaf { return self.evaluateAnchor(leaf: leaf, der: Data(der)) }
         switch self.policy.pinningMode.base {
         case .certificate where self.pinnedCertificates.contains(Data(der)): return nil
         case .publicKey where self.pinnedPublicKeys.contains(Data(key)): return nil
         default:
             return ServerTrustFailure(.pinMismatch, policy: self.policy, detail: "the server's leaf \(leaf) is not pinned")
         }
+    }
+
+    /// The check of a leaf that BoringSSL did not verify: pinned exactly, in its dates, naming the host.
+    private func evaluateAnchor(leaf: NIOSSLCertificate, der: Data, now: time_t = time(nil)) -> ServerTrustFailure? {
+        func failure(_ reason: ServerTrustFailure.Reason, _ detail: String) -> ServerTrustFailure {
+            ServerTrustFailure(reason, host: self.host, policy: self.policy, detail: detail)
+        }
+        guard self.pinnedCertificates.contains(der) else {
+            return failure(.pinMismatch, "the server's leaf \(leaf) is not pinned")
+        }
+        if now < leaf.notValidBefore { return failure(.notYetValid, "the pinned leaf \(leaf) is not valid yet") }
+        if now > leaf.notValidAfter { return failure(.expired, "the pinned leaf \(leaf) has expired") }
+        if self.policy.validatesDomainName {
+            guard let host = self.host, HostnameMatcher.matches(host: host, names: HostnameMatcher.names(of: leaf)) else {
+                return failure(.nameMismatch, "the pinned leaf \(leaf) does not name \(self.host ?? "the host")")
+            }
+        }
+        return nil
     }
 
     /// AsyncHTTPClient's per-connection initializer: fails and closes a connection whose leaf the

@@ -50,6 +50,11 @@ public struct SecurityPolicy: Sendable, Hashable {
     public var pinnedCertificates: Set<Certificate> = []
     /// Whether to accept certificates that do not chain to a trusted root (expired, self-signed,
     /// unknown authority). `false` by default; never set it in production.
+    ///
+    /// In certificate mode, as in AFNetworking, it lets a pinned CA-issued leaf anchor trust on
+    /// itself: the server's leaf must then be exactly a pinned certificate, within its validity
+    /// dates, and name the host when ``validatesDomainName`` (``NIOEngine`` then keeps one
+    /// connection pool per host for the policy).
     public var allowInvalidCertificates: Bool = false
     /// Whether the certificate must name the host the request went to. `true` by default.
     public var validatesDomainName: Bool = true

@@ -6,7 +6,8 @@ import Foundation
 /// with a leaf for `localhost` and one for another name, an *impostor* intermediate with the same
 /// name and another key (its leaves name the intermediate as issuer: one with an authority key
 /// identifier, one without), an expired intermediate with a leaf, and an intermediate whose name
-/// constraints permit only `courier.test`, with a leaf inside them and one outside. EC P-256 keys.
+/// constraints permit only `courier.test`, with a leaf inside them and one outside; an expired
+/// leaf for `localhost` and `127.0.0.1` under the second CA. EC P-256 keys.
 struct GeneratedCertificates: Sendable {
     let secondCA: String
     let localhostLeaf: String, localhostKey: String
@@ -24,6 +25,7 @@ struct GeneratedCertificates: Sendable {
     let constrainedIntermediate: String
     let constrainedInsideLeaf: String, constrainedInsideKey: String
     let constrainedOutsideLeaf: String, constrainedOutsideKey: String
+    let expiredLeaf: String, expiredKey: String
 
     /// Made once per test process. Async tests call ``prepared()`` first, so that the openssl
     /// script runs (and other first users wait) off the concurrency pool.
@@ -85,6 +87,11 @@ struct GeneratedCertificates: Sendable {
         openssl x509 -req -in constrained.csr -CA ca.pem -CAkey ca.key -set_serial 12 -days 3650 -sha256 -extfile constrained.ext -out constrained.pem
         leaf inside "/CN=api.courier.test" "DNS:api.courier.test" && signed inside constrained 25
         leaf outside "/CN=localhost" "DNS:localhost" && signed outside constrained 26
+        # Expired; the database already holds a certificate for /CN=localhost.
+        leaf oldleaf "/CN=localhost" "DNS:localhost,IP:127.0.0.1"
+        echo 'unique_subject = no' > db/index.attr
+        openssl ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in oldleaf.csr -startdate 20200101000000Z \
+          -enddate 20210101000000Z -extfile oldleaf.ext -notext -out oldleaf.pem 2>/dev/null
         """#
 
     static func make() throws -> GeneratedCertificates {
@@ -119,7 +126,8 @@ struct GeneratedCertificates: Sendable {
             expiredIntermediateLeaf: try read("oldinterleaf.pem"), expiredIntermediateLeafKey: try read("oldinterleaf.key"),
             constrainedIntermediate: try read("constrained.pem"),
             constrainedInsideLeaf: try read("inside.pem"), constrainedInsideKey: try read("inside.key"),
-            constrainedOutsideLeaf: try read("outside.pem"), constrainedOutsideKey: try read("outside.key")
+            constrainedOutsideLeaf: try read("outside.pem"), constrainedOutsideKey: try read("outside.key"),
+            expiredLeaf: try read("oldleaf.pem"), expiredKey: try read("oldleaf.key")
         )
     }
 }

@@ -12,13 +12,16 @@ import Testing
 /// `expiredIntermediate` (an expired intermediate → leaf), and `impostor` / `impostorWithoutKeyID`
 /// (a leaf whose issuer has the generated intermediate's name but another key), and
 /// `constrainedInside` / `constrainedOutside` (an intermediate whose name constraints permit only
-/// `courier.test`, with a leaf for `api.courier.test` and one for `localhost`). The server sends
+/// `courier.test`, with a leaf for `api.courier.test` and one for `localhost`), and
+/// `privateLeaf` / `privateExpired` / `privateOtherName` (leaves issued by the second CA itself:
+/// for `localhost` and `127.0.0.1`, the same but expired, and for `*.courier.test`). The server sends
 /// its leaf and the intermediate. Every policy trusts `rootCA` beside the system's roots (a
 /// private authority): pinned anchors replace both.
 ///
 /// Where NIOEngine differs from AFNetworking (AHC shows only the leaf; BoringSSL anchors only on
 /// self-signed certificates): a pinned intermediate anchors through its twin (``AnchorTwin`` in
-/// Courier); a pinned CA-issued leaf needs its chain to verify against the usual roots; a pinned
+/// Courier); a pinned CA-issued leaf is its own anchor only when invalid certificates are allowed
+/// (as in AFNetworking, certificate mode), else its chain must verify against the usual roots; a pinned
 /// authority's key in public-key mode is its anchor, so the chain is checked even when invalid
 /// certificates are allowed.
 @Suite("Pinning matrix over HTTPS", .serialized)
@@ -26,8 +29,8 @@ struct PinningMatrixTests {
     enum Pin: String, Sendable, CustomStringConvertible {
         /// The server's leaf, its chain's root, its chain's intermediate (for the impostors: the
         /// genuine intermediate of that name), a self-signed or CA-issued leaf of another server,
-        /// an intermediate of another chain.
-        case leaf, root, intermediate, other, otherIntermediate
+        /// an intermediate of another chain, a CA-issued leaf for `localhost` of another server.
+        case leaf, root, intermediate, other, otherIntermediate, otherIssued
         var description: String { self.rawValue }
     }
 
@@ -35,6 +38,7 @@ struct PinningMatrixTests {
         case localhost, wrongHost, selfSigned, expired
         case expiredIntermediate, impostor, impostorWithoutKeyID
         case constrainedInside, constrainedOutside
+        case privateLeaf, privateExpired, privateOtherName
         var description: String { self.rawValue }
     }
 
@@ -161,6 +165,24 @@ struct PinningMatrixTests {
         Row(mode: .certificate, allowInvalid: F, validatesDomain: F, identity: .constrainedInside,  pin: .intermediate, passes: T),
         Row(mode: .certificate, allowInvalid: F, validatesDomain: F, identity: .constrainedOutside, pin: .intermediate, passes: F),
         Row(mode: .publicKey,   allowInvalid: T, validatesDomain: F, identity: .constrainedOutside, pin: .intermediate, passes: F),
+        // A pinned CA-issued leaf whose CA nobody trusts: with invalid certificates allowed it is
+        // its own anchor (certificate mode): the exact leaf, its dates, its name if validated.
+        // Without, its chain must verify against the system's roots and fails.
+        Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .privateLeaf,      pin: .leaf,        passes: F),
+        Row(mode: .certificate, allowInvalid: F, validatesDomain: F, identity: .privateLeaf,      pin: .leaf,        passes: F),
+        Row(mode: .certificate, allowInvalid: T, validatesDomain: T, identity: .privateLeaf,      pin: .leaf,        passes: T),
+        Row(mode: .certificate, allowInvalid: T, validatesDomain: F, identity: .privateLeaf,      pin: .leaf,        passes: T),
+        Row(mode: .certificate, allowInvalid: T, validatesDomain: T, identity: .privateLeaf,      pin: .otherIssued, passes: F),
+        Row(mode: .certificate, allowInvalid: T, validatesDomain: F, identity: .privateLeaf,      pin: .otherIssued, passes: F),
+        Row(mode: .certificate, allowInvalid: T, validatesDomain: T, identity: .privateExpired,   pin: .leaf,        passes: F),
+        Row(mode: .certificate, allowInvalid: T, validatesDomain: F, identity: .privateExpired,   pin: .leaf,        passes: F),
+        Row(mode: .certificate, allowInvalid: T, validatesDomain: T, identity: .privateOtherName, pin: .leaf,        passes: F),
+        Row(mode: .certificate, allowInvalid: T, validatesDomain: F, identity: .privateOtherName, pin: .leaf,        passes: T),
+        // The same anchoring for a leaf of a trusted chain (rootCA added).
+        Row(mode: .certificate, allowInvalid: T, validatesDomain: T, identity: .localhost,        pin: .leaf,        passes: T),
+        Row(mode: .certificate, allowInvalid: T, validatesDomain: T, identity: .wrongHost,        pin: .leaf,        passes: F),
+        Row(mode: .certificate, allowInvalid: T, validatesDomain: F, identity: .wrongHost,        pin: .leaf,        passes: T),
+        Row(mode: .certificate, allowInvalid: T, validatesDomain: T, identity: .expired,          pin: .leaf,        passes: F),
     ]
 
     /// The chain a server presents (leaf first), its key, its root and its intermediate.
@@ -182,6 +204,15 @@ struct PinningMatrixTests {
                 ? (generated.constrainedInsideLeaf, generated.constrainedInsideKey)
                 : (generated.constrainedOutsideLeaf, generated.constrainedOutsideKey)
             return Chain(certificates: [leaf, generated.constrainedIntermediate], key: key, root: generated.secondCA, intermediate: generated.constrainedIntermediate)
+        case .privateLeaf, .privateExpired, .privateOtherName:
+            let generated = try GeneratedCertificates.shared.get()
+            let (leaf, key) =
+                switch server {
+                case .privateLeaf: (generated.localhostLeaf, generated.localhostKey)
+                case .privateExpired: (generated.expiredLeaf, generated.expiredKey)
+                default: (generated.wildcardLeaf, generated.wildcardKey)
+                }
+            return Chain(certificates: [leaf], key: key, root: generated.secondCA, intermediate: generated.intermediate)
         case .expiredIntermediate, .impostor, .impostorWithoutKeyID:
             let generated = try GeneratedCertificates.shared.get()
             let (leaf, key, issuer) =
@@ -219,6 +250,7 @@ struct PinningMatrixTests {
             case .intermediate: pem = chain.intermediate
             case .other: pem = row.identity == .selfSigned ? TestCertificates.localhostLeaf : TestCertificates.selfSignedLeaf
             case .otherIntermediate: pem = try GeneratedCertificates.shared.get().intermediate
+            case .otherIssued: pem = try GeneratedCertificates.shared.get().intermediateLeaf
             }
             policy.pinnedCertificates = Set(try Certificate.certificates(pemEncoded: pem))
         }

@@ -1,0 +1,76 @@
+import Foundation
+import NIOSSL
+
+/// Whether a certificate names a host (RFC 6125), for the connections whose chain BoringSSL does
+/// not verify (a CA-issued leaf pinned as its own anchor: see ``ServerTrustEvaluator``).
+///
+/// Only subject alternative names count; a certificate without such a name names no host (no fallback
+/// to the common name). A DNS name matches case-insensitively, a trailing dot ignored; a `*` is
+/// allowed only as the whole left-most label, matches exactly one non-empty label, needs at least
+/// two labels after it, and never matches an IP address. An IP address (v4 or v6, with or without
+/// brackets) matches only an iPAddress name with the same bytes.
+enum HostnameMatcher {
+    /// A subject alternative name that can name a host.
+    enum Name: Equatable, Sendable {
+        case dns(String)
+        case ip([UInt8])
+    }
+
+    /// The DNS and IP subject alternative names of a certificate.
+    static func names(of certificate: NIOSSLCertificate) -> [Name] {
+        certificate._subjectAlternativeNames().compactMap { name in
+            switch name.nameType {
+            case .dnsName: String(bytes: Array(name.contents), encoding: .utf8).map(Name.dns)
+            case .ipAddress: .ip(Array(name.contents))
+            default: nil
+            }
+        }
+    }
+
+    /// Whether one of `names` names `host`.
+    static func matches(host: String, names: [Name]) -> Bool {
+        var host = host
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        // An IP address with a trailing dot is still an address, never a name to match a `*` with.
+        if let address = Self.ipAddress(host.hasSuffix(".") ? String(host.dropLast()) : host) {
+            return names.contains { $0 == .ip(address) }
+        }
+        guard let hostLabels = Self.labels(host) else { return false }
+        return names.contains { name in
+            guard case .dns(let pattern) = name, let patternLabels = Self.labels(pattern) else { return false }
+            return Self.matches(hostLabels, pattern: patternLabels)
+        }
+    }
+
+    private static func matches(_ host: [Substring], pattern: [Substring]) -> Bool {
+        guard host.count == pattern.count else { return false }
+        // A `*` anywhere but as the whole first label matches nothing.
+        guard !pattern.dropFirst().contains(where: { $0.contains("*") }) else { return false }
+        if pattern[0] == "*" {
+            return pattern.count >= 3 && Array(host.dropFirst()) == Array(pattern.dropFirst())
+        }
+        return !pattern[0].contains("*") && host == pattern
+    }
+
+    /// A name's labels, lowercased, without a trailing dot; nil when empty or with an empty label.
+    private static func labels(_ name: String) -> [Substring]? {
+        var name = name.lowercased()[...]
+        if name.hasSuffix(".") { name = name.dropLast() }
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard !name.isEmpty, !labels.contains(where: \.isEmpty) else { return nil }
+        return labels
+    }
+
+    /// The bytes of an IPv4 or IPv6 address in text, or nil when `host` is not one.
+    static func ipAddress(_ host: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 {
+            return withUnsafeBytes(of: &v4) { Array($0) }
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { Array($0) }
+        }
+        return nil
+    }
+}
