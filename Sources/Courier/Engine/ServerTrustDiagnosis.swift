@@ -38,7 +38,8 @@ enum ServerTrustDiagnosis {
         } catch {
             return eventLoop.makeSucceededFuture(nil)
         }
-        let isAddress = host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }
+        // SNI carries names only.
+        let isAddress = IPAddress(host) != nil
         let timer = eventLoop.scheduleTask(in: timeout) { complete(nil) }
         ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)

@@ -154,8 +154,11 @@ struct ServerTrustEvaluator: Sendable {
         guard self.pinnedCertificates.contains(der) else {
             return failure(.pinMismatch, "the server's leaf \(leaf) is not pinned")
         }
-        if now < leaf.notValidBefore { return failure(.notYetValid, "the pinned leaf \(leaf) is not valid yet") }
-        if now > leaf.notValidAfter { return failure(.expired, "the pinned leaf \(leaf) has expired") }
+        switch ServerTrustDiagnosis.reason(for: [leaf], now: now) {
+        case .expired: return failure(.expired, "the pinned leaf \(leaf) has expired")
+        case .notYetValid: return failure(.notYetValid, "the pinned leaf \(leaf) is not valid yet")
+        default: break
+        }
         if self.policy.validatesDomainName {
             guard let host = self.host, HostnameMatcher.matches(host: host, names: HostnameMatcher.names(of: leaf)) else {
                 return failure(.nameMismatch, "the pinned leaf \(leaf) does not name \(self.host ?? "the host")")

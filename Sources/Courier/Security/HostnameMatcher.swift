@@ -32,8 +32,8 @@ enum HostnameMatcher {
         var host = host
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         // An IP address with a trailing dot is still an address, never a name to match a `*` with.
-        if let address = Self.ipAddress(host.hasSuffix(".") ? String(host.dropLast()) : host) {
-            return names.contains { $0 == .ip(address) }
+        if let address = IPAddress(host.hasSuffix(".") ? String(host.dropLast()) : host) {
+            return names.contains { $0 == .ip(address.bytes) }
         }
         guard let hostLabels = Self.labels(host) else { return false }
         return names.contains { name in
@@ -59,18 +59,5 @@ enum HostnameMatcher {
         let labels = name.split(separator: ".", omittingEmptySubsequences: false)
         guard !name.isEmpty, !labels.contains(where: \.isEmpty) else { return nil }
         return labels
-    }
-
-    /// The bytes of an IPv4 or IPv6 address in text, or nil when `host` is not one.
-    static func ipAddress(_ host: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 {
-            return withUnsafeBytes(of: &v4) { Array($0) }
-        }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, host, &v6) == 1 {
-            return withUnsafeBytes(of: &v6) { Array($0) }
-        }
-        return nil
     }
 }
