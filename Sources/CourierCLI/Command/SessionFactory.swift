@@ -56,8 +56,8 @@ struct SessionFactory {
             policy.additionalTrustedCertificates += Array(try Self.certificates([cacert], flag: "--cacert"))
         }
         if let cert = self.command.cert, let key = self.command.key {
-            try RequestBuilder.checkReadable(cert)
-            try RequestBuilder.checkReadable(key)
+            try InputFile.checkReadable(cert)
+            try InputFile.checkReadable(key)
             do {
                 policy.clientIdentity = try ClientIdentity(certificateFile: URL(fileURLWithPath: cert), privateKeyFile: URL(fileURLWithPath: key))
             } catch {
@@ -70,7 +70,7 @@ struct SessionFactory {
     private static func certificates(_ paths: [String], flag: String) throws(CLIFailure) -> Set<Certificate> {
         var certificates = Set<Certificate>()
         for path in paths {
-            try RequestBuilder.checkReadable(path)
+            try InputFile.checkReadable(path)
             do {
                 certificates.formUnion(try Certificate.certificates(contentsOf: URL(fileURLWithPath: path)))
             } catch {

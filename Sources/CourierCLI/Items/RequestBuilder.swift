@@ -51,21 +51,18 @@ struct RequestBuilder {
             switch kind {
             case .multipart:
                 try self.checkFiles()
-                let fields = try self.formFields()
+                let fields = try self.dataFields()
                 request = try serializer.multipartFormRequest(method: method, urlString: urlString, parameters: nil) { form in
-                    for item in items {
-                        switch item {
-                        case .file(let name, let path, let mimeType):
-                            let url = URL(fileURLWithPath: path)
-                            if let mimeType {
-                                try form.appendPart(withFileURL: url, name: name, fileName: url.lastPathComponent, mimeType: mimeType)
-                            } else {
-                                try form.appendPart(withFileURL: url, name: name)
-                            }
-                        case .field(let name, _), .fieldFromFile(let name, _):
-                            form.appendPart(withForm: Data((fields[name] ?? "").utf8), name: name)
-                        default:
-                            break
+                    for field in fields {
+                        switch field.value {
+                        case .text(let text):
+                            form.appendPart(withForm: Data(text.utf8), name: field.name)
+                        case .file(let url, let mimeType?):
+                            try form.appendPart(withFileURL: url, name: field.name, fileName: url.lastPathComponent, mimeType: mimeType)
+                        case .file(let url, nil):
+                            try form.appendPart(withFileURL: url, name: field.name)
+                        case .json:
+                            break  // refused by bodyKind()
                         }
                     }
                 }
@@ -121,7 +118,7 @@ struct RequestBuilder {
     static func appendingQuery(_ items: [RequestItem], to url: URL) -> String {
         let pairs = items.compactMap { item -> String? in
             guard case .query(let name, let value) = item else { return nil }
-            return HTTPRequestSerializer.percentEscaped(name) + "=" + HTTPRequestSerializer.percentEscaped(value)
+            return Self.formPair(name, value)
         }
         guard !pairs.isEmpty else { return url.absoluteString }
         var text = url.absoluteString
@@ -134,33 +131,56 @@ struct RequestBuilder {
         return text + joiner + pairs.joined(separator: "&") + fragment
     }
 
-    /// The string fields, files read, by name (a later item wins).
-    private func formFields() throws(CLIFailure) -> [String: String] {
-        var fields: [String: String] = [:]
+    /// `name=value`, escaped as AFNetworking escapes query strings.
+    private static func formPair(_ name: String, _ value: String) -> String {
+        HTTPRequestSerializer.percentEscaped(name) + "=" + HTTPRequestSerializer.percentEscaped(value)
+    }
+
+    /// A body field of the command line, its file (if any) read once.
+    private struct DataField {
+        enum Value {
+            /// `name=value` or `name=@file`: text.
+            case text(String)
+            /// `name:=json` or `name:=@file`: checked JSON text.
+            case json(String)
+            /// `name@path`: a file sent as a multipart part.
+            case file(URL, mimeType: String?)
+        }
+
+        let name: String
+        let value: Value
+    }
+
+    /// The items that go in the body, in command-line order, `=@` and `:=@` files read.
+    private func dataFields() throws(CLIFailure) -> [DataField] {
+        var fields: [DataField] = []
         for item in self.invocation.items {
             switch item {
-            case .field(let name, let value): fields[name] = value
-            case .fieldFromFile(let name, let path): fields[name] = try Self.text(ofFile: path)
-            default: break
+            case .field(let name, let value):
+                fields.append(DataField(name: name, value: .text(value)))
+            case .fieldFromFile(let name, let path):
+                fields.append(DataField(name: name, value: .text(try InputFile.text(path))))
+            case .rawJSON(let name, let json):
+                fields.append(DataField(name: name, value: .json(json)))
+            case .rawJSONFromFile(let name, let path):
+                let json = try InputFile.text(path).trimmingCharacters(in: .whitespacesAndNewlines)
+                try RequestItem.checkJSON(json, item: "\(name):=@\(path)")
+                fields.append(DataField(name: name, value: .json(json)))
+            case .file(let name, let path, let mimeType):
+                fields.append(DataField(name: name, value: .file(URL(fileURLWithPath: path), mimeType: mimeType)))
+            case .query, .header, .emptyHeader:
+                break
             }
         }
         return fields
     }
 
-    /// `a=1&b=2`, in item order, escaped as AFNetworking escapes query strings.
+    /// `a=1&b=2`, in item order.
     private func formBody() throws(CLIFailure) -> String {
-        var pairs: [String] = []
-        for item in self.invocation.items {
-            switch item {
-            case .field(let name, let value):
-                pairs.append(HTTPRequestSerializer.percentEscaped(name) + "=" + HTTPRequestSerializer.percentEscaped(value))
-            case .fieldFromFile(let name, let path):
-                pairs.append(HTTPRequestSerializer.percentEscaped(name) + "=" + HTTPRequestSerializer.percentEscaped(try Self.text(ofFile: path)))
-            default:
-                break
-            }
-        }
-        return pairs.joined(separator: "&")
+        try self.dataFields().compactMap { field -> String? in
+            guard case .text(let text) = field.value else { return nil }
+            return Self.formPair(field.name, text)
+        }.joined(separator: "&")
     }
 
     /// A JSON object of the data fields in item order (a repeated name keeps its first place and
@@ -168,21 +188,15 @@ struct RequestBuilder {
     private func jsonBody() throws(CLIFailure) -> Data {
         var order: [String] = []
         var values: [String: String] = [:]
-        for item in self.invocation.items {
-            let entry: (String, String)?
-            switch item {
-            case .field(let name, let value): entry = (name, JSONText.quoted(value))
-            case .fieldFromFile(let name, let path): entry = (name, JSONText.quoted(try Self.text(ofFile: path)))
-            case .rawJSON(let name, let json): entry = (name, json)
-            case .rawJSONFromFile(let name, let path):
-                let json = try Self.text(ofFile: path).trimmingCharacters(in: .whitespacesAndNewlines)
-                try RequestItem.checkJSON(json, item: "\(name):=@\(path)")
-                entry = (name, json)
-            default: entry = nil
+        for field in try self.dataFields() {
+            let value: String
+            switch field.value {
+            case .text(let text): value = JSONText.quoted(text)
+            case .json(let json): value = json
+            case .file: continue  // a file makes the request multipart
             }
-            guard let (name, value) = entry else { continue }
-            if values[name] == nil { order.append(name) }
-            values[name] = value
+            if values[field.name] == nil { order.append(field.name) }
+            values[field.name] = value
         }
         let members = order.map { JSONText.quoted($0) + ": " + values[$0]! }
         return Data(("{" + members.joined(separator: ", ") + "}").utf8)
@@ -191,31 +205,8 @@ struct RequestBuilder {
     /// Every file item must name a readable regular file: checked before anything is sent.
     private func checkFiles() throws(CLIFailure) {
         for item in self.invocation.items {
-            if case .file(_, let path, _) = item { try Self.checkReadable(path) }
+            if case .file(_, let path, _) = item { try InputFile.checkReadable(path) }
         }
-    }
-
-    static func checkReadable(_ path: String) throws(CLIFailure) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw CLIFailure(.unreadableInput, "cannot read '\(path)': no such file")
-        }
-        guard !isDirectory.boolValue else { throw CLIFailure(.unreadableInput, "cannot read '\(path)': it is a directory") }
-        guard FileManager.default.isReadableFile(atPath: path) else {
-            throw CLIFailure(.unreadableInput, "cannot read '\(path)': permission denied")
-        }
-    }
-
-    /// A file's contents as UTF-8 text.
-    static func text(ofFile path: String) throws(CLIFailure) -> String {
-        try Self.checkReadable(path)
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CLIFailure(.unreadableInput, "cannot read '\(path)'")
-        }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw CLIFailure(.unreadableInput, "'\(path)' is not UTF-8 text")
-        }
-        return text
     }
 
     /// A library error met while building: a file problem is unreadable input, the rest usage.

@@ -65,15 +65,12 @@ enum BinaryCheck {
         +-----------------------------------------+
         """
 
-    /// A NUL byte, or bytes that are not UTF-8, in the first 4 KiB.
+    /// A NUL byte, or bytes that are not UTF-8, in the first 4 KiB. When the 4 KiB are only the
+    /// start of the body, a character cut at their end (up to 3 bytes) is not counted.
     static func isBinary(_ data: Data) -> Bool {
         let prefix = data.prefix(4096)
         if prefix.contains(0) { return true }
-        // A cut in the middle of a multi-byte character at the end of the prefix is not binary.
-        for trim in 0...3 where prefix.count >= trim {
-            if String(data: prefix.dropLast(trim), encoding: .utf8) != nil { return false }
-            if prefix.count == data.count { break }
-        }
-        return true
+        let cuttable = prefix.count < data.count ? min(3, prefix.count) : 0
+        return !(0...cuttable).contains { String(data: prefix.dropLast($0), encoding: .utf8) != nil }
     }
 }
