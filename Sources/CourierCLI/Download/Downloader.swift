@@ -113,17 +113,14 @@ struct Downloader {
         }
     }
 
-    /// The first byte of a `Content-Range: bytes a-b/n` answer.
+    /// The first byte of a 206's `Content-Range`.
     static func rangeStart(of response: HTTPResponse) -> Int64? {
-        guard let value = response.headerFields[.contentRange], value.hasPrefix("bytes ") else { return nil }
-        let range = value.dropFirst("bytes ".count).split(separator: "/").first ?? ""
-        return range.split(separator: "-").first.flatMap { Int64($0) }
+        response.headerFields[.contentRange].flatMap(ContentRange.init)?.first
     }
 
-    /// The `n` of `Content-Range: bytes */n` (a 416's statement of the whole length).
+    /// The whole length a 416 states (`Content-Range: bytes */n`).
     static func completeLength(of response: HTTPResponse) -> Int64? {
-        guard let value = response.headerFields[.contentRange], let slash = value.lastIndex(of: "/") else { return nil }
-        return Int64(value[value.index(after: slash)...])
+        response.headerFields[.contentRange].flatMap(ContentRange.unsatisfiedCompleteLength)
     }
 
     /// The name from `Content-Disposition` (its last path component only), else the URL's last

@@ -131,6 +131,9 @@ struct DownloadResumeTests {
         #expect(ContentRange("bytes 20-10/100") == nil)
         #expect(ContentRange("bytes 10-100/100") == nil)
         #expect(ContentRange("items 1-2/3") == nil)
+        #expect(ContentRange.unsatisfiedCompleteLength("bytes */100") == 100)
+        #expect(ContentRange.unsatisfiedCompleteLength("bytes 0-1/100") == nil)
+        #expect(ContentRange.unsatisfiedCompleteLength("bytes */-1") == nil)
     }
 }
 

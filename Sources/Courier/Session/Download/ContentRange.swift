@@ -2,20 +2,26 @@ import Foundation
 import HTTPTypes
 
 /// A `Content-Range: bytes first-last/length` value (RFC 9110 §14.4), as a 206 sends it.
-struct ContentRange: Hashable, Sendable {
-    var first: Int64
-    var last: Int64
+///
+/// Courier checks a resumed download's 206 with it; it is public for code that asks for ranges
+/// itself (the `courier` command's `--continue` does).
+public struct ContentRange: Hashable, Sendable {
+    /// The first byte's offset.
+    public var first: Int64
+    /// The last byte's offset (inclusive).
+    public var last: Int64
     /// The whole representation's length; nil for `*`.
-    var completeLength: Int64?
+    public var completeLength: Int64?
 
-    init(first: Int64, last: Int64, completeLength: Int64?) {
+    /// A range of `first...last` of a representation of `completeLength` bytes (nil: unknown).
+    public init(first: Int64, last: Int64, completeLength: Int64?) {
         self.first = first
         self.last = last
         self.completeLength = completeLength
     }
 
     /// Parses the value; nil when it is not a satisfied byte range.
-    init?(_ value: String) {
+    public init?(_ value: String) {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
         let spec = trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
@@ -33,5 +39,15 @@ struct ContentRange: Hashable, Sendable {
         }
         self.first = first
         self.last = last
+    }
+
+    /// The length in `bytes */length`, the form a 416 (range not satisfiable) answers with; nil
+    /// for any other value.
+    public static func unsatisfiedCompleteLength(_ value: String) -> Int64? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
+        guard spec.hasPrefix("*/") else { return nil }
+        return Int64(spec.dropFirst(2)).flatMap { $0 >= 0 ? $0 : nil }
     }
 }
