@@ -87,9 +87,7 @@ struct Downloader {
             throw CLIFailure(.failure, "incomplete download: \(written) of \(expected) bytes written to '\(file.path)'")
         }
         let elapsed = ContinuousClock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let rate = seconds > 0 ? ByteCount.format(Int64(Double(written) / seconds)) + "/s" : "-"
-        errorConsole.write(line: "Done. \(ByteCount.format(written)) in \(String(format: "%.2f", seconds)) s (\(rate))")
+        errorConsole.write(line: "Done. \(ByteCount.format(written)) in \(String(format: "%.2f", elapsed.seconds)) s (\(ByteCount.rate(written, over: elapsed)))")
     }
 
     private static func size(of file: URL) -> Int64? {

@@ -42,9 +42,9 @@ struct ProgressBar {
     /// `" 45% [#########           ] 12.0 MiB / 26.7 MiB  3.1 MiB/s  ETA 0:04"`, or without
     /// percentage, bar and ETA when the total is unknown.
     static func line(done: Int64, total: Int64?, transferred: Int64, elapsed: Duration) -> String {
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.seconds
         let rate = seconds > 0 ? Double(transferred) / seconds : 0
-        let rateText = ByteCount.format(Int64(rate)) + "/s"
+        let rateText = ByteCount.rate(transferred, over: elapsed)
         guard let total, total > 0 else {
             return ByteCount.format(done) + "  " + rateText
         }
@@ -73,5 +73,18 @@ enum ByteCount {
             unit += 1
         }
         return unit == 0 ? "\(count) B" : String(format: "%.1f", value) + " " + units[unit]
+    }
+
+    /// `3.1 MiB/s`: `count` bytes over `elapsed` (`0 B/s` for no time yet).
+    static func rate(_ count: Int64, over elapsed: Duration) -> String {
+        let seconds = elapsed.seconds
+        return Self.format(seconds > 0 ? Int64(Double(count) / seconds) : 0) + "/s"
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, fractions included.
+    var seconds: Double {
+        Double(self.components.seconds) + Double(self.components.attoseconds) / 1e18
     }
 }
