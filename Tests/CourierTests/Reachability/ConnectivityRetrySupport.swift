@@ -61,6 +61,23 @@ func retryingManager(
     return manager
 }
 
+/// Runs `body` with a TestServer and a retrying manager (``retryingManager(_:engine:monitor:maximumWait:configuration:)``)
+/// whose engine fails its first `failing` exchanges for want of a network; the manager is
+/// invalidated afterwards.
+func withRetryingManager<T>(
+    failing: Int = 1,
+    configuration: SessionConfiguration = .default,
+    _ body: (TestServer, NetworkDownEngine, ScriptedMonitor, HTTPSessionManager) async throws -> T
+) async throws -> T {
+    try await withTestServer { server in
+        let engine = NetworkDownEngine(failing: failing)
+        let monitor = ScriptedMonitor()
+        let manager = retryingManager(server, engine: engine, monitor: monitor, configuration: configuration)
+        defer { manager.invalidate(cancelingTasks: true) }
+        return try await body(server, engine, monitor, manager)
+    }
+}
+
 /// Counts `taskDidComplete` notifications for one task.
 final class CompletionCounter: @unchecked Sendable {
     // @unchecked: `token` is set once in init and read only in deinit.

@@ -31,11 +31,7 @@ struct ConnectivityRetryTaskKindTests {
     // MARK: Retried
 
     @Test func aCallbackDataTaskIsRetriedAndKeepsItsIdentity() async throws {
-        try await withTestServer { server in
-            let engine = NetworkDownEngine()
-            let monitor = ScriptedMonitor()
-            let manager = retryingManager(server, engine: engine, monitor: monitor)
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await withRetryingManager { server, engine, monitor, manager in
             let calls = Recorder<(HTTPResponse?, CourierError?)>()
             let done = AsyncStream<Void>.makeStream()
             let task = manager.dataTask(with: Request(url: server.url("/get"))) { response, _, error in
@@ -62,11 +58,7 @@ struct ConnectivityRetryTaskKindTests {
     }
 
     @Test func aVerbWithCallbacksIsRetried() async throws {
-        try await withTestServer { server in
-            let engine = NetworkDownEngine()
-            let monitor = ScriptedMonitor()
-            let manager = retryingManager(server, engine: engine, monitor: monitor)
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await withRetryingManager { server, engine, monitor, manager in
             let made = NIOLockedValueBox<SessionTask?>(nil)
             Self.bringNetworkBack(when: { made.withLockedValue { $0 } }, monitor: monitor)
             let object: (any Sendable)? = try await withCheckedThrowingContinuation { continuation in
@@ -82,11 +74,7 @@ struct ConnectivityRetryTaskKindTests {
     }
 
     @Test func anUploadIsRetriedAndItsProgressNeverGoesBack() async throws {
-        try await withTestServer { server in
-            let engine = NetworkDownEngine()
-            let monitor = ScriptedMonitor()
-            let manager = retryingManager(server, engine: engine, monitor: monitor)
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await withRetryingManager { server, engine, monitor, manager in
             let fractions = Recorder<Double>()
             let body = Data(repeating: 7, count: 200_000)
             let result: (HTTPResponse?, CourierError?) = await withCheckedContinuation { continuation in
@@ -107,13 +95,9 @@ struct ConnectivityRetryTaskKindTests {
 
     @Test func aDownloadIsRetriedIntoOneWholeFile() async throws {
         try await withScratchDirectory { folder in
-            try await withTestServer { server in
-                var configuration = SessionConfiguration.default
-                configuration.downloadDirectory = folder
-                let engine = NetworkDownEngine()
-                let monitor = ScriptedMonitor()
-                let manager = retryingManager(server, engine: engine, monitor: monitor, configuration: configuration)
-                defer { manager.invalidate(cancelingTasks: true) }
+            var configuration = SessionConfiguration.default
+            configuration.downloadDirectory = folder
+            try await withRetryingManager(configuration: configuration) { server, engine, monitor, manager in
                 let file = TestServer.GeneratedFile(length: 300_000)
                 let destination = folder.appendingPathComponent("whole.bin")
                 let result: (HTTPResponse?, URL?, CourierError?) = await withCheckedContinuation { continuation in
@@ -137,13 +121,9 @@ struct ConnectivityRetryTaskKindTests {
 
     @Test func anAsyncDownloadIsRetried() async throws {
         try await withScratchDirectory { folder in
-            try await withTestServer { server in
-                var configuration = SessionConfiguration.default
-                configuration.downloadDirectory = folder
-                let engine = NetworkDownEngine()
-                let monitor = ScriptedMonitor()
-                let manager = retryingManager(server, engine: engine, monitor: monitor, configuration: configuration)
-                defer { manager.invalidate(cancelingTasks: true) }
+            var configuration = SessionConfiguration.default
+            configuration.downloadDirectory = folder
+            try await withRetryingManager(configuration: configuration) { server, engine, monitor, manager in
                 Self.bringNetworkBack(when: { manager.tasks.first }, monitor: monitor)
                 let file = TestServer.GeneratedFile(length: 100_000)
                 let response = try await manager.download(Request(url: server.url(file.path())))
@@ -157,13 +137,9 @@ struct ConnectivityRetryTaskKindTests {
 
     @Test func aDownloadContinuingResumeDataIsRetriedAndAppendsOnce() async throws {
         try await withScratchDirectory { folder in
-            try await withTestServer { server in
-                var configuration = SessionConfiguration.default
-                configuration.downloadDirectory = folder
-                let engine = NetworkDownEngine(failing: 0)
-                let monitor = ScriptedMonitor()
-                let manager = retryingManager(server, engine: engine, monitor: monitor, configuration: configuration)
-                defer { manager.invalidate(cancelingTasks: true) }
+            var configuration = SessionConfiguration.default
+            configuration.downloadDirectory = folder
+            try await withRetryingManager(failing: 0, configuration: configuration) { server, engine, monitor, manager in
                 let file = TestServer.GeneratedFile(length: 3 << 20)
                 // A dropped connection (not a network down: no retry) leaves resume data.
                 let first = await #expect(throws: CourierError.self) {
@@ -188,11 +164,7 @@ struct ConnectivityRetryTaskKindTests {
     }
 
     @Test func aStreamIsRetriedBeforeItsFirstByte() async throws {
-        try await withTestServer { server in
-            let engine = NetworkDownEngine()
-            let monitor = ScriptedMonitor()
-            let manager = retryingManager(server, engine: engine, monitor: monitor)
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await withRetryingManager { server, engine, monitor, manager in
             Self.bringNetworkBack(when: { manager.tasks.first }, monitor: monitor)
             let stream = try await manager.stream(Request(url: server.url("/bytes/5000")))
             var received = 0
@@ -204,11 +176,7 @@ struct ConnectivityRetryTaskKindTests {
     }
 
     @Test func anEventStreamsFirstConnectionIsRetried() async throws {
-        try await withTestServer { server in
-            let engine = NetworkDownEngine()
-            let monitor = ScriptedMonitor()
-            let manager = retryingManager(server, engine: engine, monitor: monitor)
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await withRetryingManager { server, engine, monitor, manager in
             Self.bringNetworkBack(when: { manager.tasks.first }, monitor: monitor)
             // No reconnection of the stream's own: its first connection's task is retried.
             let options = ServerSentEventStream.Options(retryDelay: .seconds(30), maximumReconnectionsWithoutEvent: 0)
@@ -225,10 +193,7 @@ struct ConnectivityRetryTaskKindTests {
     // MARK: Ended while waiting
 
     @Test func cancellingDuringTheWaitEndsTheTaskOnceWithCancelled() async throws {
-        try await withTestServer { server in
-            let engine = NetworkDownEngine()
-            let manager = retryingManager(server, engine: engine, monitor: ScriptedMonitor())
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await withRetryingManager { server, engine, monitor, manager in
             let calls = Recorder<CourierError?>()
             let done = AsyncStream<Void>.makeStream()
             let task = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, error in
@@ -250,10 +215,7 @@ struct ConnectivityRetryTaskKindTests {
     }
 
     @Test func cancellingTheCallerDuringTheWaitEndsAnAsyncDownload() async throws {
-        try await withTestServer { server in
-            let engine = NetworkDownEngine()
-            let manager = retryingManager(server, engine: engine, monitor: ScriptedMonitor())
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await withRetryingManager { server, engine, monitor, manager in
             let caller = Task { try await manager.download(Request(url: server.url("/bytes/100"))) }
             #expect(await eventually { manager.tasks.first?.isWaitingForConnectivity == true })
             caller.cancel()
@@ -290,11 +252,7 @@ struct ConnectivityRetryTaskKindTests {
     }
 
     @Test func aSuspendedTaskWaitsForResumeBeforeRetrying() async throws {
-        try await withTestServer { server in
-            let engine = NetworkDownEngine()
-            let monitor = ScriptedMonitor()
-            let manager = retryingManager(server, engine: engine, monitor: monitor)
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await withRetryingManager { server, engine, monitor, manager in
             let done = AsyncStream<(HTTPResponse?, CourierError?)>.makeStream()
             let task = manager.dataTask(with: Request(url: server.url("/get"))) { response, _, error in
                 done.continuation.yield((response, error))
@@ -322,11 +280,7 @@ struct ConnectivityRetryTaskKindTests {
     // MARK: Not retried
 
     @Test func aTaskIsRetriedOnlyOnce() async throws {
-        try await withTestServer { server in
-            let engine = NetworkDownEngine(failing: 2)
-            let monitor = ScriptedMonitor()
-            let manager = retryingManager(server, engine: engine, monitor: monitor)
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await withRetryingManager(failing: 2) { server, engine, monitor, manager in
             let calls = Recorder<CourierError?>()
             let done = AsyncStream<Void>.makeStream()
             let task = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, error in
@@ -360,10 +314,7 @@ struct ConnectivityRetryTaskKindTests {
     }
 
     @Test func aStreamedBodyThatCannotBeReadTwiceIsNotRetried() async throws {
-        try await withTestServer { server in
-            let engine = NetworkDownEngine(failing: 2)
-            let manager = retryingManager(server, engine: engine, monitor: ScriptedMonitor())
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await withRetryingManager(failing: 2) { server, engine, monitor, manager in
             let body = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
                 continuation.yield(ByteBuffer(string: "once"))
                 continuation.finish()
