@@ -45,6 +45,13 @@ extension NIOEngine {
         if let error = error as? HTTPClientError {
             return Self.classify(error)
         }
+        if let error = error as? HTTP1PoolError {
+            switch error {
+            case .shutDown: return (.sessionInvalidated, "\(error)")
+            case .closedBeforeResponseComplete: return (.connectionClosed, "\(error)")
+            case .bodyLengthMismatch: return (.bodyReadFailed, "\(error)")
+            }
+        }
         if let error = error as? NIOConnectionError {
             return (.connectionFailed, "could not connect to \(error.host):\(error.port)")
         }

@@ -9,11 +9,6 @@ extension NIOExchange {
     /// The AHC request for the current hop, sent through the pool whose policy is `trust`; files
     /// and streams are sent with back-pressure.
     func makeAHCRequest(_ request: Request, trust: ServerTrustEvaluator) throws -> HTTPClient.Request {
-        if request.options.cachePolicy == .returnCacheDataDontLoad {
-            throw CourierError(
-                .invalidRequest, "\(request.summary): the NIO engine keeps no cache, and the cache policy forbids loading",
-                request: request)
-        }
         if request.url.scheme?.lowercased() == "https", let policyError = trust.policyError {
             // A policy that breaks AFNetworking's rules trusts no server: fail before connecting.
             throw NIOEngine.courierError(from: policyError.underlyingError ?? policyError, request: request, policy: trust.policy)

@@ -39,6 +39,9 @@ public final class NIOEngine: Engine {
     let exchangesPerLoop: NIOLockedValueBox<[Int]>
     /// Enforces the exchanges' idle deadlines.
     let watchdog: NIOExchangeWatchdog
+    /// Courier's own HTTP/1.1 connections, for cleartext `http` URLs; nil with a proxy (then
+    /// AsyncHTTPClient carries everything).
+    let http1: HTTP1Pool?
 
     /// Makes an engine.
     /// - Parameters:
@@ -84,6 +87,7 @@ public final class NIOEngine: Engine {
             shortestTimeout: min(configuration.timeoutIntervalForRequest, configuration.timeoutIntervalForResource)
         )
         self.serverTrust = serverTrust
+        self.http1 = configuration.proxy == nil ? HTTP1Pool(settings: HTTP1Pool.Settings(configuration)) : nil
         let backgroundLogger = logger ?? Logger(label: "courier.engine", factory: { _ in SwiftLogNoOpLogHandler() })
         self.pools = serverTrust.distinctPolicies.map { policy in
             @Sendable func makePool(host: String?) -> Pool {
@@ -156,6 +160,9 @@ public final class NIOEngine: Engine {
 
     public func shutdown() async throws {
         defer { self.watchdog.shutdown() }
+        for closed in self.http1?.shutdown() ?? [] {
+            try? await closed.get()
+        }
         for client in self.closeClients() {
             do {
                 try await client.shutdown()
@@ -169,6 +176,7 @@ public final class NIOEngine: Engine {
         // A manager that was never invalidated still must not leak its connections: shut the
         // client down in the background. AHC asserts if a client is released while running.
         self.watchdog.shutdown()
+        _ = self.http1?.shutdown()
         for client in self.closeClients() {
             client.shutdown { _ in _ = client }
         }

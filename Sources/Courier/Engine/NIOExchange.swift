@@ -4,6 +4,7 @@ import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 
 /// One exchange on the NIO engine: one or more AsyncHTTPClient requests (one per redirect hop)
 /// reported to one ``ExchangeDelegate``.
@@ -55,6 +56,37 @@ final class NIOExchange: Exchange, Sendable {
 
     private func startHop() {
         let request = self.state.withLockedValue { $0.request }
+        if request.options.cachePolicy == .returnCacheDataDontLoad {
+            self.finish(with: CourierError(
+                .invalidRequest, "\(request.summary): the NIO engine keeps no cache, and the cache policy forbids loading",
+                request: request))
+            return
+        }
+        if let http1 = self.engine.http1, let key = HTTP1Pool.key(for: request.url) {
+            self.startHTTP1Hop(request, pool: http1, key: key)
+        } else {
+            self.startAHCHop(request)
+        }
+    }
+
+    /// Sends the hop on Courier's own HTTP/1.1 connections (cleartext, no proxy).
+    private func startHTTP1Hop(_ request: Request, pool: HTTP1Pool, key: HTTP1Pool.Key) {
+        let hop = HTTP1Hop(exchange: self, request: request, pool: pool, key: key)
+        let pendingCancel = self.state.withLockedValue { state -> CourierError? in
+            state.currentTask = hop
+            return state.pendingCancellation
+        }
+        if let pendingCancel {
+            hop.end(.failure(pendingCancel))
+            return
+        }
+        // A caller on one of the engine's loops is served by a connection on that loop if one is idle.
+        let preferredLoop = MultiThreadedEventLoopGroup.currentEventLoop ?? self.eventLoop
+        pool.execute(hop, preferredLoop: preferredLoop)
+    }
+
+    /// Sends the hop through AsyncHTTPClient (TLS, HTTP/2, proxies).
+    private func startAHCHop(_ request: Request) {
         let pool = self.engine.pool(for: request.url)
         let ahcRequest: HTTPClient.Request
         do {
@@ -87,7 +119,7 @@ final class NIOExchange: Exchange, Sendable {
         }
     }
 
-    private func hopCompleted(_ result: Result<Void, any Error>) {
+    func hopCompleted(_ result: Result<Void, any Error>) {
         enum Next { case startNextHop, finish(CourierError?) }
         let next: Next = self.state.withLockedValue { state in
             state.currentTask = nil
@@ -165,7 +197,7 @@ final class NIOExchange: Exchange, Sendable {
     // MARK: Exchange
 
     func cancel(with error: CourierError) {
-        let (task, promise) = self.state.withLockedValue { state -> (HTTPClient.Task<Void>?, EventLoopPromise<Void>?) in
+        let (task, promise) = self.state.withLockedValue { state -> ((any NIOHopTask)?, EventLoopPromise<Void>?) in
             guard !state.isFinished, state.pendingCancellation == nil else { return (nil, nil) }
             state.pendingCancellation = error
             defer { state.pausedPromise = nil }
@@ -233,7 +265,7 @@ struct NIOExchangeState {
     /// The request of the current hop.
     var request: Request
     var phase: Phase = .awaitingHead
-    var currentTask: HTTPClient.Task<Void>?
+    var currentTask: (any NIOHopTask)?
     var pendingCancellation: CourierError?
     var isFinished = false
     var isPaused = false
@@ -254,3 +286,5 @@ struct NIOExchangeState {
         self.expectedBytesToSend = request.body.knownLength
     }
 }
+
+extension HTTPClient.Task: NIOHopTask {}

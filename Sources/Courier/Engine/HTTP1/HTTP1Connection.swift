@@ -1,0 +1,42 @@
+import NIOCore
+
+/// One of ``HTTP1Pool``'s connections: a channel whose pipeline ends in an
+/// ``HTTP1ConnectionHandler``, which carries one hop at a time.
+final class HTTP1Connection: Sendable {
+    let channel: any Channel
+    let key: HTTP1Pool.Key
+    let pool: HTTP1Pool
+    private let handler: NIOLoopBound<HTTP1ConnectionHandler>
+
+    /// Made on the channel's loop.
+    init(channel: any Channel, key: HTTP1Pool.Key, pool: HTTP1Pool, handler: HTTP1ConnectionHandler) {
+        self.channel = channel
+        self.key = key
+        self.pool = pool
+        self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+    }
+
+    /// Starts `hop` (handed to this connection by the pool) on the connection's loop.
+    func run(_ hop: HTTP1Hop) {
+        self.onLoop { $0.run(hop) }
+    }
+
+    /// Ends `hop` with its cancellation if it is the one running, closing the connection.
+    func cancel(_ hop: HTTP1Hop) {
+        self.onLoop { $0.cancel(hop) }
+    }
+
+    /// Starts counting idle time (a new connection that nobody waited for).
+    func startIdleClock() {
+        self.onLoop { $0.becameIdle() }
+    }
+
+    private func onLoop(_ body: @escaping @Sendable (HTTP1ConnectionHandler) -> Void) {
+        if self.channel.eventLoop.inEventLoop {
+            body(self.handler.value)
+        } else {
+            let handler = self.handler
+            self.channel.eventLoop.execute { body(handler.value) }
+        }
+    }
+}

@@ -1,0 +1,392 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+
+/// The last handler of an ``HTTP1Connection``'s pipeline: it writes one hop's request, hands the
+/// response to the hop's exchange, and gives the connection back to the pool when both sides
+/// are done with it. Everything here runs on the connection's loop.
+final class HTTP1ConnectionHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundIn = HTTPClientRequestPart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    /// The hop under way.
+    private struct Running {
+        let hop: HTTP1Hop
+        /// Whether the connection carried a hop before this one (then a close before any
+        /// response byte may be the server's idle timeout, and the hop can go again).
+        let isReused: Bool
+        var requestSent = false
+        var responseStarted = false
+        var keepAlive = true
+        /// The request asked for `Connection: close`.
+        let closeRequested: Bool
+    }
+
+    /// Set by the pool once the connection exists.
+    var connection: HTTP1Connection?
+    private var context: ChannelHandlerContext?
+    /// The connection's loop (kept after the pipeline lets go of the handler, for held parts).
+    private var eventLoop: (any EventLoop)?
+    private var running: Running?
+    private var hopsCarried = 0
+    /// The exchange wants no more body for now (its task is suspended).
+    private var readingPaused = false
+    /// A read the pipeline asked for while paused.
+    private var readPending = false
+    /// Response parts decoded (from bytes read before the pause) while paused, delivered on resume.
+    private var pausedParts = CircularBuffer<HTTPClientResponsePart>()
+    /// The connection closed while parts were held: the hop fails after them unless they end it.
+    private var closedWhilePaused = false
+    private var idleSince: NIODeadline?
+    private var idleCheck: Scheduled<Void>?
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        self.eventLoop = context.eventLoop
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    // MARK: Hops
+
+    func run(_ hop: HTTP1Hop) {
+        guard let context, let connection, self.running == nil else {
+            // The connection closed (or is busy, which the pool never allows) before the hop
+            // started: nothing was sent, so it goes again.
+            hop.pool.retry(hop, preferredLoop: hop.exchange.eventLoop)
+            return
+        }
+        if let cancellation = hop.cancellation {
+            hop.end(.failure(cancellation))
+            self.hopFinished(reusable: true)
+            return
+        }
+        let request = hop.request
+        let body: HTTP1RequestBody
+        do {
+            body = try HTTP1RequestBody(request)
+        } catch {
+            // Nothing was written: the connection stays good.
+            hop.end(.failure(error))
+            self.hopFinished(reusable: true)
+            return
+        }
+        self.idleSince = nil
+        let closeRequested = request.headerFields[.connection]?.lowercased().contains("close") == true
+        self.running = Running(hop: hop, isReused: self.hopsCarried > 0, closeRequested: closeRequested)
+        self.hopsCarried += 1
+        let head = Self.head(for: request, key: connection.key, length: body.length)
+        context.write(self.wrapOutboundOut(.head(head)), promise: nil)
+        switch body {
+        case .empty:
+            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            self.running?.requestSent = true
+            hop.exchange.requestHeadSent()
+        case .bytes(let buffer):
+            context.write(self.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            self.running?.requestSent = true
+            hop.exchange.requestHeadSent()
+            hop.exchange.hopSentBodyPart(Int64(buffer.readableBytes))
+        case .stream(let source, let length):
+            context.flush()
+            hop.exchange.requestHeadSent()
+            self.streamBody(source, length: length, of: hop, channel: context.channel)
+        }
+    }
+
+    func cancel(_ hop: HTTP1Hop) {
+        guard let running = self.running, running.hop === hop else {
+            // Not started yet (`run` checks the cancellation) or already ended.
+            return
+        }
+        self.running = nil
+        self.pausedParts.removeAll()
+        hop.end(.failure(hop.cancellation ?? CourierError.cancelled))
+        self.context?.close(promise: nil)
+    }
+
+    /// Sends a file or stream body chunk by chunk, each once the previous one was written.
+    private func streamBody(_ source: RequestBody.Stream, length: RequestBody.Length, of hop: HTTP1Hop, channel: any Channel) {
+        let request = hop.request
+        let loopBound = NIOLoopBound(self, eventLoop: channel.eventLoop)
+        Task {
+            let outcome: Result<Void, any Error>
+            do {
+                var sent: Int64 = 0
+                for try await chunk in source {
+                    guard hop.cancellation == nil else { return }
+                    sent += Int64(chunk.readableBytes)
+                    if case .known(let declared) = length, sent > declared {
+                        throw HTTP1PoolError.bodyLengthMismatch(declared: declared, sent: sent)
+                    }
+                    try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk))).get()
+                    hop.exchange.hopSentBodyPart(Int64(chunk.readableBytes))
+                }
+                if case .known(let declared) = length, sent != declared {
+                    throw HTTP1PoolError.bodyLengthMismatch(declared: declared, sent: sent)
+                }
+                try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
+                outcome = .success(())
+            } catch let error as CourierError {
+                outcome = .failure(error)
+            } catch let error as HTTP1PoolError {
+                outcome = .failure(CourierError(.bodyReadFailed, "\(request.summary): \(error)", request: request, underlyingError: error))
+            } catch where !channel.isActive {
+                // The write failed because the connection closed: the read side reports why.
+                return
+            } catch {
+                outcome = .failure(CourierError(.bodyReadFailed, "\(request.summary): the body stream failed", request: request, underlyingError: error))
+            }
+            channel.eventLoop.execute { loopBound.value.bodyEnded(hop, outcome) }
+        }
+    }
+
+    private func bodyEnded(_ hop: HTTP1Hop, _ outcome: Result<Void, any Error>) {
+        guard let running = self.running, running.hop === hop else { return }
+        switch outcome {
+        case .success:
+            self.running?.requestSent = true
+        case .failure(let error):
+            // A server that answered early ended the upload: its response is the outcome.
+            guard !running.responseStarted else { return }
+            self.failRunning(hop, error)
+        }
+    }
+
+    private func failRunning(_ hop: HTTP1Hop, _ error: any Error) {
+        guard let running = self.running, running.hop === hop else { return }
+        self.running = nil
+        hop.end(.failure(error))
+        self.context?.close(promise: nil)
+    }
+
+    /// The hop ended: the connection goes back to the pool, or closes.
+    private func hopFinished(reusable: Bool) {
+        guard reusable, let connection, let context, context.channel.isActive else {
+            self.context?.close(promise: nil)
+            return
+        }
+        self.becameIdle()
+        if !connection.pool.release(connection) {
+            context.close(promise: nil)
+        }
+    }
+
+    // MARK: Idle connections
+
+    /// Starts the idle clock; one check per idle timeout at most is scheduled.
+    func becameIdle() {
+        self.idleSince = .now()
+        guard self.idleCheck == nil, let context, let connection else { return }
+        self.scheduleIdleCheck(in: connection.pool.settings.idleTimeout, context: context)
+    }
+
+    private func scheduleIdleCheck(in delay: TimeAmount, context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        self.idleCheck = context.eventLoop.scheduleTask(in: delay) {
+            loopBound.value.checkIdle()
+        }
+    }
+
+    private func checkIdle() {
+        self.idleCheck = nil
+        guard let idleSince = self.idleSince, let context, let connection else { return }
+        let timeout = connection.pool.settings.idleTimeout
+        let remaining = idleSince + timeout - .now()
+        if remaining > .zero {
+            self.scheduleIdleCheck(in: remaining, context: context)
+        } else if connection.pool.removeIdle(connection) {
+            context.close(promise: nil)
+        }
+    }
+
+    // MARK: Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = self.unwrapInboundIn(data)
+        if self.readingPaused || !self.pausedParts.isEmpty {
+            self.pausedParts.append(part)
+        } else {
+            self.handle(part)
+        }
+    }
+
+    /// Hands a response part to the running hop. Parts held during a pause come here after the
+    /// resume, possibly once the connection has closed.
+    private func handle(_ part: HTTPClientResponsePart) {
+        switch part {
+        case .head(let head):
+            guard var running = self.running else {
+                self.context?.close(promise: nil)
+                return
+            }
+            // 1xx answers other than 101 precede the real response.
+            if head.status.code >= 100, head.status.code < 200, head.status.code != 101 { return }
+            running.responseStarted = true
+            running.keepAlive = head.isKeepAlive
+            self.running = running
+            running.hop.exchange.hopReceivedHead(head)
+        case .body(let buffer):
+            guard let running = self.running, let eventLoop = self.eventLoop else { return }
+            if let wait = running.hop.exchange.hopReceivedBodyPart(buffer, on: eventLoop) {
+                self.readingPaused = true
+                let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
+                wait.whenComplete { _ in loopBound.value.resumeReading() }
+            }
+        case .end:
+            guard let running = self.running else { return }
+            self.running = nil
+            self.hopFinished(reusable: running.keepAlive && running.requestSent && !running.closeRequested)
+            running.hop.end(.success(()))
+        }
+    }
+
+    private func resumeReading() {
+        self.readingPaused = false
+        while !self.readingPaused, let part = self.pausedParts.popFirst() {
+            self.handle(part)
+        }
+        guard !self.readingPaused else { return }
+        if self.closedWhilePaused {
+            self.closedWhilePaused = false
+            self.connectionClosedUnderHop()
+        } else if self.readPending, let context {
+            self.readPending = false
+            context.read()
+        }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if self.readingPaused {
+            self.readPending = true
+        } else {
+            context.read()
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let running = self.running {
+            self.running = nil
+            running.hop.end(.failure(error))
+        }
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.idleCheck?.cancel()
+        self.idleCheck = nil
+        if self.readingPaused || !self.pausedParts.isEmpty {
+            // The held parts may end the response; the hop fails only if they do not.
+            self.closedWhilePaused = true
+        } else {
+            self.connectionClosedUnderHop()
+        }
+        context.fireChannelInactive()
+    }
+
+    /// The connection closed with a hop under way: it fails, or goes again on another connection.
+    private func connectionClosedUnderHop() {
+        if let running = self.running {
+            self.running = nil
+            if running.isReused, !running.responseStarted, Self.canResend(running.hop) {
+                // Most likely the server closed the idle connection as the request went out.
+                running.hop.pool.retry(running.hop, preferredLoop: running.hop.exchange.eventLoop)
+            } else {
+                running.hop.end(.failure(HTTP1PoolError.closedBeforeResponseComplete))
+            }
+        }
+    }
+
+    /// Whether a hop whose connection closed before any response may be sent again: once, for
+    /// a method that may be repeated, with a body that is not a one-shot stream.
+    private static func canResend(_ hop: HTTP1Hop) -> Bool {
+        guard hop.state.withLockedValue({ $0.retries }) == 0, hop.cancellation == nil else { return false }
+        switch hop.request.method {
+        case .get, .head, .options, .put, .delete, .trace: break
+        default: return false
+        }
+        switch hop.request.body.storage {
+        case .empty, .data: return true
+        case .file, .stream, .replayableStream: return false
+        }
+    }
+
+    // MARK: Request head
+
+    /// The request head: origin-form target, `Host`, and the body's framing, as AHC writes them.
+    static func head(for request: Request, key: HTTP1Pool.Key, length: RequestBody.Length) -> HTTPRequestHead {
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(request.headerFields.count + 2)
+        var hasHost = false
+        for field in request.headerFields {
+            switch field.name {
+            case .contentLength, .transferEncoding: continue
+            default: if field.name.canonicalName == "host" { hasHost = true }
+            }
+            headers.add(name: field.name.rawName, value: field.value)
+        }
+        if !hasHost {
+            let host = key.host.contains(":") ? "[\(key.host)]" : key.host
+            headers.add(name: "Host", value: key.port == 80 ? host : "\(host):\(key.port)")
+        }
+        switch length {
+        case .known(0):
+            // No Content-Length where the method gives a body no meaning (RFC 9110 8.6).
+            switch request.method {
+            case .get, .head, .delete, .connect, .trace: break
+            default: headers.add(name: "Content-Length", value: "0")
+            }
+        case .known(let length):
+            headers.add(name: "Content-Length", value: String(length))
+        case .unknown:
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+        }
+        var target = request.url.path(percentEncoded: true)
+        if target.isEmpty { target = "/" }
+        if let query = request.url.query(percentEncoded: true) {
+            target += "?" + query
+        }
+        return HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue), uri: target, headers: headers)
+    }
+}
+
+/// A request body as the HTTP/1.1 path sends it.
+enum HTTP1RequestBody {
+    case empty
+    case bytes(ByteBuffer)
+    case stream(RequestBody.Stream, length: RequestBody.Length)
+
+    /// The body of `request`; a body file that cannot be read fails here, before anything is sent.
+    init(_ request: Request) throws(CourierError) {
+        switch request.body.storage {
+        case .empty:
+            self = .empty
+        case .data(let data):
+            self = data.isEmpty ? .empty : .bytes(ByteBuffer(data: data))
+        case .file(let url):
+            // The size is read now, for Content-Length; the reader checks the file still has it.
+            guard let size = request.body.knownLength else {
+                throw CourierError(.bodyReadFailed, "\(request.summary): cannot read body file \(url.path)", request: request)
+            }
+            self = .stream(FileChunks(url: url, size: size), length: .known(size))
+        case .stream(let stream, let length):
+            self = .stream(stream, length: length)
+        case .replayableStream(let makeStream, let length):
+            self = .stream(makeStream(), length: length)
+        }
+    }
+
+    var length: RequestBody.Length {
+        switch self {
+        case .empty: .known(0)
+        case .bytes(let buffer): .known(Int64(buffer.readableBytes))
+        case .stream(_, let length): length
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// One hop of an exchange carried by Courier's own HTTP/1.1 connections: it waits in the
+/// ``HTTP1Pool`` for a connection, then runs on one, and ends exactly once.
+///
+/// Lock order: the pool's lock, then the hop's.
+final class HTTP1Hop: NIOHopTask, Sendable {
+    enum Phase {
+        /// Made, not yet handed to the pool.
+        case created
+        /// Queued in the pool for a connection to `key`.
+        case waiting(HTTP1Pool.Key)
+        /// Handed to a connection.
+        case running(HTTP1Connection)
+        /// Ended; `end` was called.
+        case finished
+    }
+
+    struct State {
+        var phase = Phase.created
+        /// Why the hop was cancelled, when it was; whoever holds the hop next ends it with this.
+        var cancellation: (any Error)?
+        /// How many times the hop was sent again after a pooled connection closed under it.
+        var retries = 0
+    }
+
+    let exchange: NIOExchange
+    let request: Request
+    let pool: HTTP1Pool
+    let key: HTTP1Pool.Key
+    let state = NIOLockedValueBox(State())
+
+    init(exchange: NIOExchange, request: Request, pool: HTTP1Pool, key: HTTP1Pool.Key) {
+        self.exchange = exchange
+        self.request = request
+        self.pool = pool
+        self.key = key
+    }
+
+    /// The reason the hop was cancelled, if it was.
+    var cancellation: (any Error)? {
+        self.state.withLockedValue { $0.cancellation }
+    }
+
+    /// Ends the hop, once; later calls do nothing. Returns whether this call ended it.
+    @discardableResult
+    func end(_ result: Result<Void, any Error>) -> Bool {
+        let first = self.state.withLockedValue { state -> Bool in
+            if case .finished = state.phase { return false }
+            state.phase = .finished
+            return true
+        }
+        if first { self.exchange.hopCompleted(result) }
+        return first
+    }
+
+    // MARK: NIOHopTask
+
+    /// Cancels the hop from any thread: a waiting hop leaves the pool's queue and ends now; a
+    /// running one is ended by its connection, which then closes (its response is unfinished).
+    func fail(reason error: any Error) {
+        let phase = self.state.withLockedValue { state -> Phase in
+            if state.cancellation == nil { state.cancellation = error }
+            return state.phase
+        }
+        switch phase {
+        case .created, .finished:
+            // The pool checks the cancellation before queueing a created hop.
+            return
+        case .waiting:
+            if self.pool.removeWaiter(self) { self.end(.failure(error)) }
+        case .running(let connection):
+            connection.cancel(self)
+        }
+    }
+}
+
+/// What an exchange keeps of the hop under way, to cancel it: AsyncHTTPClient's task or an
+/// ``HTTP1Hop``.
+protocol NIOHopTask: Sendable {
+    /// Ends the hop with `reason` as its error.
+    func fail(reason: any Error)
+}

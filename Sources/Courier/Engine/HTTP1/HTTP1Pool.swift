@@ -1,0 +1,301 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOHTTPCompression
+import NIOPosix
+
+/// Courier's own HTTP/1.1 connections, for cleartext `http` URLs when no proxy is configured.
+///
+/// AsyncHTTPClient carries everything else (TLS, HTTP/2, proxies). For plain HTTP/1.1 its
+/// per-request machinery (request validation, a pool state machine, a request state machine,
+/// a thread hop per event when the connection is not on the task's loop) cost the client about
+/// half again as much CPU per request as the raw client did: this pool does the same work with
+/// one lock and no hop. A connection's events are handled on its own loop.
+///
+/// - Connections per host are capped by ``SessionConfiguration/httpMaximumConnectionsPerHost``;
+///   hops beyond the cap wait in order of arrival.
+/// - An idle connection is reused most-recently-released first, on the caller's loop when one
+///   is idle there; it closes after ``SessionConfiguration/connectionIdleTimeout``.
+/// - A connection is reused only when both sides kept it alive and the request was sent whole.
+/// - A connection that fails to open fails the first waiting hop (no retries, as with AHC's
+///   `retryConnectionEstablishment = false`).
+///
+/// Lock order: the pool's lock, then a hop's.
+final class HTTP1Pool: Sendable {
+    /// Where connections go.
+    struct Key: Hashable, Sendable {
+        let host: String
+        let port: Int
+    }
+
+    struct Settings: Sendable {
+        var connectTimeout: TimeAmount
+        var idleTimeout: TimeAmount
+        var maximumConnectionsPerHost: Int
+        /// The decompression limit, or nil for no decompression.
+        var decompression: NIOHTTPDecompression.DecompressionLimit?
+
+        init(_ configuration: SessionConfiguration) {
+            self.connectTimeout = .nanoseconds(Int64(min(configuration.timeoutIntervalForConnect, 1e9) * 1e9))
+            self.idleTimeout = .nanoseconds(Int64(min(max(configuration.connectionIdleTimeout, 0.001), 1e9) * 1e9))
+            self.maximumConnectionsPerHost = max(1, configuration.httpMaximumConnectionsPerHost)
+            switch configuration.decompression {
+            case .disabled: self.decompression = nil
+            case .enabled(let ratio): self.decompression = .ratio(max(1, ratio))
+            }
+        }
+    }
+
+    private struct Waiter {
+        let hop: HTTP1Hop
+        let preferredLoop: any EventLoop
+    }
+
+    private struct HostState {
+        /// Idle connections, the most recently released last.
+        var idle: [HTTP1Connection] = []
+        /// Connections opening or open (idle or running a hop).
+        var openCount = 0
+        /// Connections opening.
+        var connectingCount = 0
+        var waiters = CircularBuffer<Waiter>()
+
+        /// Whether another connection should open: some waiter has none coming and the cap allows.
+        func needsConnection(maximum: Int) -> Bool {
+            self.waiters.count > self.connectingCount && self.openCount < maximum
+        }
+
+        /// Counts a connection that starts opening.
+        mutating func startConnecting() {
+            self.openCount += 1
+            self.connectingCount += 1
+        }
+    }
+
+    private struct State {
+        var hosts: [Key: HostState] = [:]
+        /// Every open connection, to close at shutdown.
+        var connections: [ObjectIdentifier: HTTP1Connection] = [:]
+        var isShutDown = false
+    }
+
+    let settings: Settings
+    private let state = NIOLockedValueBox(State())
+
+    init(settings: Settings) {
+        self.settings = settings
+    }
+
+    /// Whether this pool carries requests for `url`: `http` with a host.
+    static func key(for url: URL) -> Key? {
+        guard url.scheme == "http" || url.scheme?.lowercased() == "http", let host = url.host, !host.isEmpty else { return nil }
+        return Key(host: host, port: url.port ?? 80)
+    }
+
+    // MARK: Hops
+
+    /// Runs `hop` on an idle connection to its key, else on a new one when the cap allows, else
+    /// when a connection comes free.
+    func execute(_ hop: HTTP1Hop, preferredLoop: any EventLoop) {
+        enum Action { case run(HTTP1Connection), connect, wait, fail(any Error) }
+        let action = self.state.withLockedValue { state -> Action in
+            // Checked under the pool's lock: `HTTP1Hop.fail` takes it after recording a cancellation.
+            if let cancellation = hop.cancellation { return .fail(cancellation) }
+            if state.isShutDown { return .fail(HTTP1PoolError.shutDown) }
+            var host = state.hosts[hop.key, default: HostState()]
+            defer { state.hosts[hop.key] = host }
+            if !host.idle.isEmpty {
+                let index = host.idle.lastIndex { $0.channel.eventLoop === preferredLoop } ?? host.idle.count - 1
+                let connection = host.idle.remove(at: index)
+                hop.state.withLockedValue { $0.phase = .running(connection) }
+                return .run(connection)
+            }
+            host.waiters.append(Waiter(hop: hop, preferredLoop: preferredLoop))
+            hop.state.withLockedValue { $0.phase = .waiting(hop.key) }
+            guard host.needsConnection(maximum: self.settings.maximumConnectionsPerHost) else { return .wait }
+            host.startConnecting()
+            return .connect
+        }
+        switch action {
+        case .run(let connection): connection.run(hop)
+        case .connect: self.connect(hop.key, on: preferredLoop)
+        case .wait: break
+        case .fail(let error): hop.end(.failure(error))
+        }
+    }
+
+    /// Takes a cancelled hop out of the queue; false when it was not waiting any more.
+    func removeWaiter(_ hop: HTTP1Hop) -> Bool {
+        self.state.withLockedValue { state in
+            guard var host = state.hosts[hop.key], let index = host.waiters.firstIndex(where: { $0.hop === hop }) else {
+                return false
+            }
+            host.waiters.remove(at: index)
+            state.hosts[hop.key] = host
+            return true
+        }
+    }
+
+    /// A connection finished a hop and may carry another: the next waiter gets it, else it idles.
+    /// Returns false when the pool is shut down (the caller closes the connection).
+    func release(_ connection: HTTP1Connection) -> Bool {
+        let next = self.state.withLockedValue { state -> HTTP1Hop?? in
+            guard !state.isShutDown else { return .none }
+            var host = state.hosts[connection.key, default: HostState()]
+            defer { state.hosts[connection.key] = host }
+            if let waiter = host.waiters.popFirst() {
+                waiter.hop.state.withLockedValue { $0.phase = .running(connection) }
+                return .some(waiter.hop)
+            }
+            host.idle.append(connection)
+            return .some(nil)
+        }
+        switch next {
+        case .none: return false
+        case .some(let hop?): connection.run(hop)
+        case .some(nil): break
+        }
+        return true
+    }
+
+    /// An idle connection wants to close after its idle timeout; false when it was leased meanwhile.
+    func removeIdle(_ connection: HTTP1Connection) -> Bool {
+        self.state.withLockedValue { state in
+            guard var host = state.hosts[connection.key], let index = host.idle.firstIndex(where: { $0 === connection }) else {
+                return false
+            }
+            host.idle.remove(at: index)
+            state.hosts[connection.key] = host
+            return true
+        }
+    }
+
+    /// Sends `hop` again on another connection: the pooled one it was given closed before any of
+    /// the response arrived.
+    func retry(_ hop: HTTP1Hop, preferredLoop: any EventLoop) {
+        hop.state.withLockedValue { state in
+            state.phase = .created
+            state.retries += 1
+        }
+        self.execute(hop, preferredLoop: preferredLoop)
+    }
+
+    // MARK: Connections
+
+    private func connect(_ key: Key, on eventLoop: any EventLoop) {
+        let decompression = self.settings.decompression
+        ClientBootstrap(group: eventLoop)
+            .connectTimeout(self.settings.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    try pipeline.addHTTPClientHandlers()
+                    if let decompression {
+                        try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: decompression))
+                    }
+                    try pipeline.addHandler(HTTP1ConnectionHandler())
+                }
+            }
+            .connect(host: key.host, port: key.port)
+            .flatMapThrowing { channel -> HTTP1Connection in
+                let handler = try channel.pipeline.syncOperations.handler(type: HTTP1ConnectionHandler.self)
+                let connection = HTTP1Connection(channel: channel, key: key, pool: self, handler: handler)
+                handler.connection = connection
+                return connection
+            }
+            .whenComplete { result in
+                switch result {
+                case .success(let connection): self.connectionOpened(connection)
+                case .failure(let error): self.connectionFailed(key, error: error)
+                }
+            }
+    }
+
+    private func connectionOpened(_ connection: HTTP1Connection) {
+        let accepted = self.state.withLockedValue { state -> Bool in
+            state.hosts[connection.key]?.connectingCount -= 1
+            guard !state.isShutDown else { return false }
+            state.connections[ObjectIdentifier(connection)] = connection
+            return true
+        }
+        connection.channel.closeFuture.whenComplete { _ in self.connectionClosed(connection) }
+        guard accepted else {
+            connection.channel.close(promise: nil)
+            return
+        }
+        if !self.release(connection) {
+            connection.channel.close(promise: nil)
+        }
+    }
+
+    private func connectionFailed(_ key: Key, error: any Error) {
+        let (failed, reconnect) = self.state.withLockedValue { state -> (HTTP1Hop?, (any EventLoop)?) in
+            var host = state.hosts[key, default: HostState()]
+            defer { state.hosts[key] = host }
+            host.openCount -= 1
+            host.connectingCount -= 1
+            let failed = host.waiters.popFirst()?.hop
+            // Hops still waiting get connections of their own (each fails alone if the host is down).
+            guard !state.isShutDown, let next = host.waiters.first, host.needsConnection(maximum: self.settings.maximumConnectionsPerHost) else {
+                return (failed, nil)
+            }
+            host.startConnecting()
+            return (failed, next.preferredLoop)
+        }
+        failed?.end(.failure(error))
+        if let reconnect { self.connect(key, on: reconnect) }
+    }
+
+    private func connectionClosed(_ connection: HTTP1Connection) {
+        let reconnect = self.state.withLockedValue { state -> (any EventLoop)? in
+            guard state.connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return nil }
+            var host = state.hosts[connection.key, default: HostState()]
+            defer { state.hosts[connection.key] = host }
+            host.openCount -= 1
+            host.idle.removeAll { $0 === connection }
+            guard !state.isShutDown, let next = host.waiters.first, host.needsConnection(maximum: self.settings.maximumConnectionsPerHost) else {
+                return nil
+            }
+            host.startConnecting()
+            return next.preferredLoop
+        }
+        if let reconnect { self.connect(connection.key, on: reconnect) }
+    }
+
+    // MARK: Shutdown
+
+    /// Fails the waiting hops, closes every connection (a hop running on one fails as its
+    /// connection closes) and refuses new hops.
+    func shutdown() -> [EventLoopFuture<Void>] {
+        let (waiters, connections) = self.state.withLockedValue { state -> ([HTTP1Hop], [HTTP1Connection]) in
+            state.isShutDown = true
+            let waiters = state.hosts.values.flatMap { $0.waiters.map(\.hop) }
+            for key in state.hosts.keys { state.hosts[key]?.waiters.removeAll() }
+            return (waiters, Array(state.connections.values))
+        }
+        for hop in waiters { hop.end(.failure(HTTP1PoolError.shutDown)) }
+        return connections.map { connection in
+            connection.channel.close().recover { _ in }.flatMap { connection.channel.closeFuture }
+        }
+    }
+}
+
+/// Why Courier's HTTP/1.1 path could not carry a hop.
+enum HTTP1PoolError: Error, Hashable, CustomStringConvertible {
+    /// The engine was shut down.
+    case shutDown
+    /// The server closed the connection before the response was complete.
+    case closedBeforeResponseComplete
+    /// A streamed body's length differed from its declared length.
+    case bodyLengthMismatch(declared: Int64, sent: Int64)
+
+    var description: String {
+        switch self {
+        case .shutDown: "the engine was shut down"
+        case .closedBeforeResponseComplete: "the server closed the connection before the response was complete"
+        case .bodyLengthMismatch(let declared, let sent): "the body declared \(declared) bytes and gave \(sent)"
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+
+/// What happens to one hop of an exchange, whichever transport carries it (AsyncHTTPClient's
+/// delegate, ``NIOExchangeHop``, or Courier's own HTTP/1.1 connections, ``HTTP1ConnectionHandler``).
+/// Each is called on the event loop of the connection or task carrying the hop, one at a time.
+extension NIOExchange {
+    /// `bytes` more of the request body went out.
+    func hopSentBodyPart(_ bytes: Int64) {
+        guard bytes > 0 else { return }
+        let (total, expected) = self.state.withLockedValue { state -> (Int64, Int64?) in
+            state.bytesSent += bytes
+            state.lastActivity = .now()
+            return (state.bytesSent, state.expectedBytesToSend)
+        }
+        self.delegate.exchange(didSendBodyData: bytes, totalBytesSent: total, totalBytesExpectedToSend: expected)
+    }
+
+    /// The hop's response head arrived: plan a redirect, or hand the response to the delegate.
+    func hopReceivedHead(_ head: HTTPResponseHead) {
+        let response = HTTPResponse(nioHead: head)
+        let (request, redirect) = self.state.withLockedValue { state -> (Request, RedirectStep) in
+            state.lastActivity = .now()
+            state.headStatus = response.status.code
+            let step = RedirectPlanner.step(
+                for: response,
+                request: state.request,
+                policy: self.engine.configuration.redirectPolicy,
+                redirectCount: state.redirectCount,
+                visitedURLs: state.visitedURLs
+            )
+            return (state.request, step)
+        }
+        switch redirect {
+        case .none:
+            break
+        case .fail(let message):
+            let error = CourierError(.tooManyRedirects, "\(request.summary): \(message)", request: request, response: response)
+            self.cancel(with: error)
+            return
+        case .follow(let proposed):
+            if let chosen = self.delegate.exchange(willPerformRedirection: response, newRequest: proposed) {
+                self.state.withLockedValue { state in
+                    state.redirectCount += 1
+                    state.visitedURLs.insert(chosen.url.absoluteString)
+                    state.bytesSent = 0
+                    state.expectedBytesToSend = chosen.body.knownLength
+                    state.phase = .redirecting(chosen)
+                }
+                return
+            }
+        }
+        self.state.withLockedValue { $0.phase = .streaming }
+        if self.delegate.exchange(didReceive: response, url: request.url) == .cancel {
+            self.cancel(with: CourierError(.cancelled, "\(request.summary): cancelled on receiving the response", request: request, response: response))
+        }
+    }
+
+    /// A part of the hop's response body arrived. Returns nil to go on reading, or a future on
+    /// `eventLoop` that `resumeReceiving` (or the exchange's end) completes while the task is
+    /// suspended (back-pressure).
+    func hopReceivedBodyPart(_ buffer: ByteBuffer, on eventLoop: any EventLoop) -> EventLoopFuture<Void>? {
+        let deliver = self.state.withLockedValue { state -> Bool in
+            state.lastActivity = .now()
+            if case .streaming = state.phase, !state.isFinished, state.pendingCancellation == nil { return true }
+            return false
+        }
+        guard deliver else { return nil }
+        self.delegate.exchange(didReceive: buffer)
+        return self.state.withLockedValue { state -> EventLoopFuture<Void>? in
+            guard state.isPaused, !state.isFinished, state.pendingCancellation == nil else { return nil }
+            let promise = eventLoop.makePromise(of: Void.self)
+            state.pausedPromise = promise
+            return promise.futureResult
+        }
+    }
+}

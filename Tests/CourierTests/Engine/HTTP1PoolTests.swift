@@ -1,0 +1,251 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import NIOCore
+import Testing
+
+/// Courier's own HTTP/1.1 connections (``HTTP1Pool``), which carry every cleartext request when
+/// no proxy is set: limits, reuse, idle closing, and the HTTP/1.1 corners a server may take.
+@Suite("HTTP/1.1 connection pool")
+struct HTTP1PoolTests {
+    private func configuration(connections: Int = 8, idleTimeout: TimeInterval = 60) -> SessionConfiguration {
+        var configuration = SessionConfiguration.default
+        configuration.httpMaximumConnectionsPerHost = connections
+        configuration.connectionIdleTimeout = idleTimeout
+        return configuration
+    }
+
+    private func withScriptedServer<T>(_ script: @escaping ScriptedHTTPServer.Script, _ body: (ScriptedHTTPServer) async throws -> T) async throws -> T {
+        let server = try await ScriptedHTTPServer.start(script)
+        do {
+            let result = try await body(server)
+            await server.shutdown()
+            return result
+        } catch {
+            await server.shutdown()
+            throw error
+        }
+    }
+
+    @Test func cleartextRequestsGoThroughThePoolAndTLSOnesDoNot() throws {
+        #expect(HTTP1Pool.key(for: URL(string: "http://example.com/a")!) == HTTP1Pool.Key(host: "example.com", port: 80))
+        #expect(HTTP1Pool.key(for: URL(string: "HTTP://127.0.0.1:8080/")!) == HTTP1Pool.Key(host: "127.0.0.1", port: 8080))
+        #expect(HTTP1Pool.key(for: URL(string: "https://example.com/")!) == nil)
+        #expect(HTTP1Pool.key(for: URL(string: "http:///nohost")!) == nil)
+        var proxied = SessionConfiguration.default
+        proxied.proxy = .http(host: "127.0.0.1", port: 3128)
+        #expect(NIOEngine(configuration: proxied).http1 == nil)
+        #expect(NIOEngine().http1 != nil)
+    }
+
+    @Test func connectionsPerHostStayWithinTheLimit() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL, configuration: self.configuration(connections: 2)) { manager in
+                let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for _ in 0..<12 {
+                        group.addTask {
+                            try await manager.response(method: .get, urlString: "delay/0.05", serializer: DataResponseSerializer()).response.status.code
+                        }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                #expect(statuses == Array(repeating: 200, count: 12))
+                #expect(server.connectionCount == 2)
+            }
+        }
+    }
+
+    @Test func idleConnectionsCloseAfterTheIdleTimeoutAndTheNextRequestOpensAnother() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL, configuration: self.configuration(idleTimeout: 0.2)) { manager in
+                _ = try await manager.get("get")
+                #expect(await eventually(within: 5) { server.openConnectionCount == 0 })
+                #expect(server.connectionCount == 1)
+                _ = try await manager.get("get")
+                #expect(server.connectionCount == 2)
+            }
+        }
+    }
+
+    @Test func aBusyConnectionIsNotClosedForIdleness() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL, configuration: self.configuration(idleTimeout: 0.2)) { manager in
+                // The answer takes longer than the idle timeout: the connection is busy, not idle.
+                let response = try await manager.response(method: .get, urlString: "delay/0.6", serializer: DataResponseSerializer())
+                #expect(response.response.status.code == 200)
+                #expect(server.connectionCount == 1)
+            }
+        }
+    }
+
+    @Test func aHopWaitingForAConnectionCanBeCancelled() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL, configuration: self.configuration(connections: 1)) { manager in
+                let slow = Task { try await manager.response(method: .get, urlString: "delay/1", serializer: DataResponseSerializer()) }
+                try await Task.sleep(for: .milliseconds(100))
+                let started = ContinuousClock.now
+                let waiting = Task { try await manager.response(method: .get, urlString: "get", serializer: DataResponseSerializer()) }
+                try await Task.sleep(for: .milliseconds(100))
+                waiting.cancel()
+                let error = await #expect(throws: CourierError.self) { try await waiting.value }
+                #expect(error?.code == .cancelled)
+                #expect(ContinuousClock.now - started < .milliseconds(800), "ended while the slow request still held the connection")
+                #expect(try await slow.value.response.status.code == 200)
+                #expect(server.connectionCount == 1)
+                #expect(server.requestCount == 1)
+            }
+        }
+    }
+
+    @Test func invalidatingFailsHopsStillWaitingForAConnection() async throws {
+        try await withTestServer { server in
+            let manager = HTTPSessionManager(baseURL: server.baseURL, configuration: self.configuration(connections: 1))
+            let slow = Task { try await manager.response(method: .get, urlString: "delay/1", serializer: DataResponseSerializer()) }
+            let waiting = Task { try await manager.response(method: .get, urlString: "get", serializer: DataResponseSerializer()) }
+            try await Task.sleep(for: .milliseconds(100))
+            await manager.invalidate(cancelingTasks: true)
+            for task in [slow, waiting] {
+                let error = await #expect(throws: CourierError.self) { try await task.value }
+                #expect(error?.code == .cancelled)
+            }
+        }
+    }
+
+    @Test func aBodyThatEndsWithTheConnectionArrivesWhole() async throws {
+        try await withScriptedServer({ _, _, _ in
+            .respond("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nno length, ends with the connection", thenClose: true)
+        }) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let response = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
+                #expect(String(decoding: response.value, as: UTF8.self) == "no length, ends with the connection")
+            }
+        }
+    }
+
+    @Test func interimAnswersArePassedOver() async throws {
+        try await withScriptedServer({ _, _, _ in
+            .respond("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        }) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let response = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
+                #expect(response.response.status.code == 200)
+                #expect(response.value == Data("ok".utf8))
+            }
+        }
+    }
+
+    @Test func aConnectionTheServerMeansToCloseIsNotReused() async throws {
+        try await withScriptedServer({ _, _, _ in
+            // The header says close; the socket stays open: the client must not send on it again.
+            .respond("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx")
+        }) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                for _ in 0..<2 {
+                    _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
+                }
+                #expect(server.connectionCount == 2)
+            }
+        }
+    }
+
+    /// The first connection answers one request and then closes when the next arrives, as a
+    /// server does whose keep-alive timeout ends just as the client reuses the connection.
+    private static let closesOnSecondRequest: ScriptedHTTPServer.Script = { connection, request, _ in
+        if connection == 0, request == 1 { return .close }
+        return .respond("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n\(connection)")
+    }
+
+    @Test func aGetOnAPooledConnectionThatClosesIsSentOnceMore() async throws {
+        try await withScriptedServer(Self.closesOnSecondRequest) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let first = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
+                let second = try await manager.response(method: .get, urlString: "b", serializer: DataResponseSerializer())
+                #expect(first.value == Data("0".utf8))
+                #expect(second.value == Data("1".utf8), "answered on a second connection")
+                #expect(server.connectionCount == 2)
+            }
+        }
+    }
+
+    @Test func aPostOnAPooledConnectionThatClosesIsNotSentAgain() async throws {
+        try await withScriptedServer(Self.closesOnSecondRequest) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
+                let error = await #expect(throws: CourierError.self) {
+                    try await manager.response(method: .post, urlString: "b", parameters: ["k": "v"], serializer: DataResponseSerializer())
+                }
+                #expect(error?.code == .connectionClosed)
+                #expect(server.connectionCount == 1)
+            }
+        }
+    }
+
+    @Test func theRequestHeadNamesTheHostAndFramesTheBody() async throws {
+        try await withScriptedServer({ _, _, _ in .respond("HTTP/1.1 204 No Content\r\n\r\n") }) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                _ = try await manager.response(method: .get, urlString: "g?q=a%20b", serializer: DataResponseSerializer())
+                _ = try await manager.response(method: .delete, urlString: "d", serializer: DataResponseSerializer())
+                var request = Request(method: .post, url: server.baseURL.appending(path: "p"))
+                request.body = .data(Data("12345".utf8))
+                _ = try await manager.data(for: request)
+                request.body = .empty
+                _ = try await manager.data(for: request)
+                let heads = server.receivedHeads.map { $0.lowercased() }
+                try #require(heads.count == 4)
+                #expect(heads[0].hasPrefix("get /g?q=a%20b http/1.1\r\n"))
+                #expect(heads.allSatisfy { $0.contains("\r\nhost: 127.0.0.1:\(server.port)") })
+                #expect(!heads[0].contains("content-length") && !heads[0].contains("transfer-encoding"))
+                #expect(!heads[1].contains("content-length"))
+                #expect(heads[2].contains("\r\ncontent-length: 5"))
+                #expect(heads[3].contains("\r\ncontent-length: 0"))
+            }
+        }
+    }
+
+    @Test func aStreamShorterThanItsDeclaredLengthFailsTheRequest() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                var request = Request(method: .post, url: server.url("/courier/upload"))
+                let chunks = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+                    continuation.yield(ByteBuffer(string: "short"))
+                    continuation.finish()
+                }
+                request.body = .stream(chunks, length: .known(10))
+                let error = await #expect(throws: CourierError.self) { try await manager.data(for: request) }
+                #expect(error?.code == .bodyReadFailed)
+            }
+        }
+    }
+
+    /// The whole response arrives in one read: the parts after the suspension must wait, even
+    /// when the server closes the connection meanwhile (the held end still completes the task).
+    @Test(arguments: [false, true])
+    func aSuspendedTaskGetsNoMoreOfABodyAlreadyRead(serverCloses: Bool) async throws {
+        try await withScriptedServer({ _, _, _ in
+            .respond("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n3\r\nghi\r\n0\r\n\r\n", thenClose: serverCloses)
+        }) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                let chunks = Recorder<Data>()
+                var hooks = SessionManager.Hooks()
+                hooks.dataTaskDidReceiveData = { _, task, data in
+                    chunks.append(data)
+                    if chunks.count == 1 { task.suspend() }
+                }
+                manager.hooks = hooks
+                let done = Recorder<Data?>()
+                let task = manager.dataTask(with: Request(url: server.baseURL.appending(path: "a"))) { _, object, error in
+                    done.append(error == nil ? object as? Data : nil)
+                }
+                task.resume()
+                #expect(await eventually { task.state == .suspended })
+                try await Task.sleep(for: .milliseconds(200))
+                #expect(chunks.all == [Data("abc".utf8)])
+                #expect(done.count == 0)
+                task.resume()
+                #expect(await eventually { done.count == 1 })
+                #expect(done.all.first == Data("abcdefghi".utf8))
+            }
+        }
+    }
+}
