@@ -87,7 +87,7 @@ public final class NIOEngine: Engine {
             shortestTimeout: min(configuration.timeoutIntervalForRequest, configuration.timeoutIntervalForResource)
         )
         self.serverTrust = serverTrust
-        self.http1 = configuration.proxy == nil ? HTTP1Pool(settings: HTTP1Pool.Settings(configuration)) : nil
+        self.http1 = configuration.proxy == nil ? HTTP1Pool(settings: HTTP1Pool.Settings(configuration), logger: logger) : nil
         let backgroundLogger = logger ?? Logger(label: "courier.engine", factory: { _ in SwiftLogNoOpLogHandler() })
         self.pools = serverTrust.distinctPolicies.map { policy in
             @Sendable func makePool(host: String?) -> Pool {

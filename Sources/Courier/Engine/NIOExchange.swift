@@ -81,7 +81,10 @@ final class NIOExchange: Exchange, Sendable {
             return
         }
         // A caller on one of the engine's loops is served by a connection on that loop if one is idle.
-        let preferredLoop = MultiThreadedEventLoopGroup.currentEventLoop ?? self.eventLoop
+        var preferredLoop = self.eventLoop
+        if let current = MultiThreadedEventLoopGroup.currentEventLoop, self.engine.loops.contains(where: { $0 === current }) {
+            preferredLoop = current
+        }
         pool.execute(hop, preferredLoop: preferredLoop)
     }
 

@@ -248,4 +248,26 @@ struct HTTP1PoolTests {
             }
         }
     }
+
+    @Test func aLargeBodyInMemoryReportsUploadProgressAsItIsWritten() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let body = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+                let reported = Recorder<Int64>()
+                let done = Recorder<CourierError?>()
+                let task = manager.uploadTask(
+                    with: Request(method: .post, url: server.url("/courier/upload")), fromData: body,
+                    progress: { reported.append($0.completedUnitCount) },
+                    completionHandler: { _, _, error in done.append(error) })
+                task.resume()
+                #expect(await eventually(within: 10) { done.count == 1 })
+                #expect(done.all.first! == nil)
+                let counts = reported.all
+                #expect(counts.last == Int64(body.count))
+                #expect(counts == counts.sorted(), "never backwards")
+                #expect(Set(counts.filter { $0 < Int64(body.count) }).count >= 2, "reported in steps, not in one jump")
+                #expect(task.countOfBytesSent == Int64(body.count))
+            }
+        }
+    }
 }

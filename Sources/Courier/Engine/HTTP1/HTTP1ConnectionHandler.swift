@@ -25,6 +25,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         let closeRequested: Bool
     }
 
+    /// How many times a hop may be handed on when the connection it was given is already closed.
+    static let maximumRestarts = 3
+    /// Bodies in memory go out in slices of this size, each reported as sent once written.
+    static let sliceLength = 64 * 1024
+
     /// Set by the pool once the connection exists.
     var connection: HTTP1Connection?
     private var context: ChannelHandlerContext?
@@ -55,10 +60,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     // MARK: Hops
 
     func run(_ hop: HTTP1Hop) {
-        guard let context, let connection, self.running == nil else {
+        guard let context, let connection, context.channel.isActive, self.running == nil else {
             // The connection closed (or is busy, which the pool never allows) before the hop
-            // started: nothing was sent, so it goes again.
-            hop.pool.retry(hop, preferredLoop: hop.exchange.eventLoop)
+            // started: nothing was sent, so it goes again, a few times at most.
+            if hop.state.withLockedValue({ $0.retries }) < Self.maximumRestarts {
+                hop.pool.retry(hop, preferredLoop: hop.exchange.eventLoop)
+            } else {
+                hop.end(.failure(HTTP1PoolError.closedBeforeResponseComplete))
+            }
             return
         }
         if let cancellation = hop.cancellation {
@@ -87,12 +96,23 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
             self.running?.requestSent = true
             hop.exchange.requestHeadSent()
-        case .bytes(let buffer):
+        case .bytes(let buffer) where buffer.readableBytes <= Self.sliceLength:
             context.write(self.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
             self.running?.requestSent = true
             hop.exchange.requestHeadSent()
             hop.exchange.hopSentBodyPart(Int64(buffer.readableBytes))
+        case .bytes(var buffer):
+            // Upload progress follows the socket: each slice counts once it is written.
+            hop.exchange.requestHeadSent()
+            while let slice = buffer.readSlice(length: min(Self.sliceLength, buffer.readableBytes)), slice.readableBytes > 0 {
+                let written = context.eventLoop.makePromise(of: Void.self)
+                let exchange = hop.exchange
+                written.futureResult.whenSuccess { exchange.hopSentBodyPart(Int64(slice.readableBytes)) }
+                context.write(self.wrapOutboundOut(.body(.byteBuffer(slice))), promise: written)
+            }
+            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            self.running?.requestSent = true
         case .stream(let source, let length):
             context.flush()
             hop.exchange.requestHeadSent()

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -81,10 +82,13 @@ final class HTTP1Pool: Sendable {
     }
 
     let settings: Settings
+    /// Where connection events go (`.debug`), if anywhere.
+    let logger: Logger?
     private let state = NIOLockedValueBox(State())
 
-    init(settings: Settings) {
+    init(settings: Settings, logger: Logger? = nil) {
         self.settings = settings
+        self.logger = logger
     }
 
     /// Whether this pool carries requests for `url`: `http` with a host.
@@ -174,6 +178,7 @@ final class HTTP1Pool: Sendable {
     /// Sends `hop` again on another connection: the pooled one it was given closed before any of
     /// the response arrived.
     func retry(_ hop: HTTP1Hop, preferredLoop: any EventLoop) {
+        self.logger?.debug("courier: sending again on another connection", metadata: ["request": "\(hop.request.summary)"])
         hop.state.withLockedValue { state in
             state.phase = .created
             state.retries += 1
@@ -214,6 +219,7 @@ final class HTTP1Pool: Sendable {
     }
 
     private func connectionOpened(_ connection: HTTP1Connection) {
+        self.logger?.debug("courier: HTTP/1.1 connection opened", metadata: ["host": "\(connection.key.host):\(connection.key.port)"])
         let accepted = self.state.withLockedValue { state -> Bool in
             state.hosts[connection.key]?.connectingCount -= 1
             guard !state.isShutDown else { return false }
@@ -231,6 +237,7 @@ final class HTTP1Pool: Sendable {
     }
 
     private func connectionFailed(_ key: Key, error: any Error) {
+        self.logger?.debug("courier: HTTP/1.1 connection failed", metadata: ["host": "\(key.host):\(key.port)", "error": "\(error)"])
         let (failed, reconnect) = self.state.withLockedValue { state -> (HTTP1Hop?, (any EventLoop)?) in
             var host = state.hosts[key, default: HostState()]
             defer { state.hosts[key] = host }
@@ -249,6 +256,7 @@ final class HTTP1Pool: Sendable {
     }
 
     private func connectionClosed(_ connection: HTTP1Connection) {
+        self.logger?.debug("courier: HTTP/1.1 connection closed", metadata: ["host": "\(connection.key.host):\(connection.key.port)"])
         let reconnect = self.state.withLockedValue { state -> (any EventLoop)? in
             guard state.connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return nil }
             var host = state.hosts[connection.key, default: HostState()]
