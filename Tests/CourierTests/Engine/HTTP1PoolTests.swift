@@ -270,4 +270,65 @@ struct HTTP1PoolTests {
             }
         }
     }
+
+    /// 16 chunks of 16 KiB, 10 ms apart: slow enough that a server answering on the head does so
+    /// while the body is still going out.
+    private static func slowBody() -> RequestBody {
+        .stream(
+            AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+                Task {
+                    for _ in 0..<16 {
+                        try? await Task.sleep(for: .milliseconds(10))
+                        continuation.yield(ByteBuffer(repeating: 0x61, count: 16 * 1024))
+                    }
+                    continuation.finish()
+                }
+            },
+            length: .known(16 * 16 * 1024))
+    }
+
+    @Test func anEarlySuccessLetsTheUploadFinishAndKeepsTheConnection() async throws {
+        try await withScriptedServer({ connection, request, _ in
+            connection == 0 && request == 0 ? .respondBeforeBody("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") : .respond("HTTP/1.1 204 No Content\r\n\r\n")
+        }) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                var request = Request(method: .put, url: server.baseURL.appending(path: "upload"))
+                request.body = Self.slowBody()
+                let done = Recorder<CourierError?>()
+                let task = manager.uploadTask(withStreamedRequest: request, progress: nil) { _, _, error in done.append(error) }
+                task.resume()
+                #expect(await eventually(within: 10) { done.count == 1 })
+                #expect(done.all.first! == nil)
+                #expect(task.countOfBytesSent == 16 * 16 * 1024, "the task ended once the body was all sent")
+                _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
+                #expect(server.receivedBodyLengths == [16 * 16 * 1024, 0])
+                #expect(server.connectionCount == 1, "the connection was reused")
+            }
+        }
+    }
+
+    @Test func anEarlyRefusalStopsTheUpload() async throws {
+        try await withScriptedServer({ connection, request, _ in
+            connection == 0 && request == 0
+                ? .respondBeforeBody("HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\n\r\n")
+                : .respond("HTTP/1.1 204 No Content\r\n\r\n")
+        }) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                var request = Request(method: .put, url: server.baseURL.appending(path: "upload"))
+                request.body = Self.slowBody()
+                let done = Recorder<Int?>()
+                let task = manager.uploadTask(withStreamedRequest: request, progress: nil) { response, _, _ in
+                    done.append(response?.status.code)
+                }
+                task.resume()
+                #expect(await eventually(within: 10) { done.count == 1 })
+                #expect(done.all.first! == 413)
+                #expect(task.countOfBytesSent < 16 * 16 * 1024, "the upload stopped")
+                _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
+                #expect(server.connectionCount == 2, "the half-sent connection was not reused")
+            }
+        }
+    }
 }

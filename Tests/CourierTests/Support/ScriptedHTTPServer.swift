@@ -14,6 +14,9 @@ final class ScriptedHTTPServer: Sendable {
         case respond(String, thenClose: Bool = false)
         /// Closes the connection without answering.
         case close
+        /// Writes `bytes` as soon as the head is in, before the request body, which is then read
+        /// and dropped.
+        case respondBeforeBody(String)
     }
 
     /// What to do with the `request`-th request (0-based) of the `connection`-th connection.
@@ -27,19 +30,24 @@ final class ScriptedHTTPServer: Sendable {
     var connectionCount: Int { self.connectionsBox.withLockedValue { $0 } }
     /// The request heads received, in order.
     var receivedHeads: [String] { self.headsBox.withLockedValue { $0 } }
+    /// How many body bytes each request carried, in order (counted once the body is whole).
+    var receivedBodyLengths: [Int] { self.bodyLengthsBox.withLockedValue { $0 } }
 
-    private init(channel: any Channel, connections: NIOLockedValueBox<Int>, heads: NIOLockedValueBox<[String]>) {
+    private init(channel: any Channel, connections: NIOLockedValueBox<Int>, heads: NIOLockedValueBox<[String]>, bodyLengths: NIOLockedValueBox<[Int]>) {
         self.channel = channel
         self.connectionsBox = connections
         self.headsBox = heads
+        self.bodyLengthsBox = bodyLengths
     }
 
     private let connectionsBox: NIOLockedValueBox<Int>
     private let headsBox: NIOLockedValueBox<[String]>
+    private let bodyLengthsBox: NIOLockedValueBox<[Int]>
 
     static func start(_ script: @escaping Script) async throws -> ScriptedHTTPServer {
         let connections = NIOLockedValueBox(0)
         let heads = NIOLockedValueBox<[String]>([])
+        let bodyLengths = NIOLockedValueBox<[Int]>([])
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -48,12 +56,12 @@ final class ScriptedHTTPServer: Sendable {
                     return count
                 }
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ScriptedConnectionHandler(connection: index, script: script, heads: heads))
+                    try channel.pipeline.syncOperations.addHandler(ScriptedConnectionHandler(connection: index, script: script, heads: heads, bodyLengths: bodyLengths))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
             .get()
-        return ScriptedHTTPServer(channel: channel, connections: connections, heads: heads)
+        return ScriptedHTTPServer(channel: channel, connections: connections, heads: heads, bodyLengths: bodyLengths)
     }
 
     func shutdown() async {
@@ -68,43 +76,72 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
     let connection: Int
     let script: ScriptedHTTPServer.Script
     let heads: NIOLockedValueBox<[String]>
+    let bodyLengths: NIOLockedValueBox<[Int]>
     var buffer = ByteBuffer()
     var requests = 0
+    /// The request whose body is being read: its length left, and what to do once it is in.
+    var body: (remaining: Int, length: Int, action: ScriptedHTTPServer.Action?)?
 
-    init(connection: Int, script: @escaping ScriptedHTTPServer.Script, heads: NIOLockedValueBox<[String]>) {
+    init(connection: Int, script: @escaping ScriptedHTTPServer.Script, heads: NIOLockedValueBox<[String]>, bodyLengths: NIOLockedValueBox<[Int]>) {
         self.connection = connection
         self.script = script
         self.heads = heads
+        self.bodyLengths = bodyLengths
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var incoming = self.unwrapInboundIn(data)
         self.buffer.writeBuffer(&incoming)
-        while let text = self.buffer.getString(at: self.buffer.readerIndex, length: self.buffer.readableBytes),
-            let end = text.range(of: "\r\n\r\n")
-        {
+        while true {
+            if let body = self.body {
+                let taken = min(body.remaining, self.buffer.readableBytes)
+                self.buffer.moveReaderIndex(forwardBy: taken)
+                guard taken == body.remaining else {
+                    self.body = (body.remaining - taken, body.length, body.action)
+                    return
+                }
+                self.body = nil
+                self.bodyLengths.withLockedValue { $0.append(body.length) }
+                if let action = body.action, !self.perform(action, context: context) { return }
+                continue
+            }
+            guard let text = self.buffer.getString(at: self.buffer.readerIndex, length: self.buffer.readableBytes),
+                let end = text.range(of: "\r\n\r\n")
+            else { return }
             let head = String(text[..<end.lowerBound])
             let length = head.split(separator: "\r\n")
                 .first { $0.lowercased().hasPrefix("content-length:") }
                 .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
-            let headBytes = text[..<end.upperBound].utf8.count
-            guard self.buffer.readableBytes >= headBytes + length else { return }
-            self.buffer.moveReaderIndex(forwardBy: headBytes + length)
+            self.buffer.moveReaderIndex(forwardBy: text[..<end.upperBound].utf8.count)
             self.heads.withLockedValue { $0.append(head) }
             let action = self.script(self.connection, self.requests, head)
             self.requests += 1
-            switch action {
-            case .respond(let bytes, let thenClose):
-                let written = context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: bytes)))
-                if thenClose {
-                    let context = NIOLoopBound(context, eventLoop: context.eventLoop)
-                    written.whenComplete { _ in context.value.close(promise: nil) }
-                    return
-                }
-            case .close:
-                context.close(promise: nil)
-                return
+            if case .respondBeforeBody(let bytes) = action {
+                context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: bytes)), promise: nil)
+                self.body = (length, length, nil)
+            } else {
+                self.body = (length, length, action)
             }
+        }
+    }
+
+    /// Does `action`; false when it closed the connection.
+    private func perform(_ action: ScriptedHTTPServer.Action, context: ChannelHandlerContext) -> Bool {
+        switch action {
+        case .respond(let bytes, let thenClose):
+            let written = context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: bytes)))
+            if thenClose {
+                let context = NIOLoopBound(context, eventLoop: context.eventLoop)
+                written.whenComplete { _ in context.value.close(promise: nil) }
+                return false
+            }
+            return true
+        case .close:
+            context.close(promise: nil)
+            return false
+        case .respondBeforeBody(let bytes):
+            context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: bytes)), promise: nil)
+            return true
         }
     }
 }

@@ -20,6 +20,10 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         let isReused: Bool
         var requestSent = false
         var responseStarted = false
+        /// The response is complete; the request body is still going out (a status below 300
+        /// lets it finish, as AsyncHTTPClient does, and the hop ends with it).
+        var responseEnded = false
+        var status = 0
         var keepAlive = true
         /// The request asked for `Connection: close`.
         let closeRequested: Bool
@@ -168,14 +172,19 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     }
 
     private func bodyEnded(_ hop: HTTP1Hop, _ outcome: Result<Void, any Error>) {
-        guard let running = self.running, running.hop === hop else { return }
+        guard var running = self.running, running.hop === hop else { return }
         switch outcome {
         case .success:
-            self.running?.requestSent = true
+            running.requestSent = true
+            self.running = running
+            if running.responseEnded { self.finishRunning(running) }
         case .failure(let error):
             // A server that answered early ended the upload: its response is the outcome.
-            guard !running.responseStarted else { return }
-            self.failRunning(hop, error)
+            if running.responseEnded {
+                self.finishRunning(running)
+            } else if !running.responseStarted {
+                self.failRunning(hop, error)
+            }
         }
     }
 
@@ -249,6 +258,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             // 1xx answers other than 101 precede the real response.
             if head.status.code >= 100, head.status.code < 200, head.status.code != 101 { return }
             running.responseStarted = true
+            running.status = Int(head.status.code)
             running.keepAlive = head.isKeepAlive
             self.running = running
             running.hop.exchange.hopReceivedHead(head)
@@ -260,11 +270,22 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                 wait.whenComplete { _ in loopBound.value.resumeReading() }
             }
         case .end:
-            guard let running = self.running else { return }
-            self.running = nil
-            self.hopFinished(reusable: running.keepAlive && running.requestSent && !running.closeRequested)
-            running.hop.end(.success(()))
+            guard var running = self.running else { return }
+            if !running.requestSent, running.status < 300 {
+                // The server answered before the upload ended and may still read it: let it finish.
+                running.responseEnded = true
+                self.running = running
+                return
+            }
+            self.finishRunning(running)
         }
+    }
+
+    /// The hop's response is complete (and its request sent, or abandoned): the hop ends well.
+    private func finishRunning(_ running: Running) {
+        self.running = nil
+        self.hopFinished(reusable: running.keepAlive && running.requestSent && !running.closeRequested)
+        running.hop.end(.success(()))
     }
 
     private func resumeReading() {
@@ -313,6 +334,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     /// The connection closed with a hop under way: it fails, or goes again on another connection.
     private func connectionClosedUnderHop() {
         if let running = self.running {
+            if running.responseEnded {
+                // The whole response came; the rest of the upload had nowhere to go.
+                self.finishRunning(running)
+                return
+            }
             self.running = nil
             if running.isReused, !running.responseStarted, Self.canResend(running.hop) {
                 // Most likely the server closed the idle connection as the request went out.
