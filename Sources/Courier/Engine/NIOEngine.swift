@@ -6,10 +6,15 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 
-/// The default engine: AsyncHTTPClient on SwiftNIO.
+/// The default engine, on SwiftNIO.
 ///
-/// One `HTTPClient` per engine gives connection pooling, HTTP/1.1 and HTTP/2, TLS through
-/// swift-nio-ssl, decompression and proxies. Courier follows redirects itself (so it can ask the
+/// Plain `http` requests without a proxy go over Courier's own HTTP/1.1 connections (a pool per
+/// engine, at most ``SessionConfiguration/httpMaximumConnectionsPerHost`` per host, idle ones
+/// closed after ``SessionConfiguration/connectionIdleTimeout``; a GET, HEAD, PUT, DELETE, OPTIONS
+/// or TRACE whose reused connection closes before any answer is sent once more on a new one).
+/// Everything else goes through AsyncHTTPClient: one `HTTPClient` per security policy gives TLS
+/// through swift-nio-ssl, HTTP/2, and proxies. Both decompress responses as configured. Courier
+/// follows redirects itself (so it can ask the
 /// task's delegate about each hop) and keeps the idle and whole-transfer deadlines itself (so that
 /// a request may set its own ``RequestOptions/timeoutInterval``, a suspended task is not timed
 /// out, and the whole-transfer deadline covers the body); they are checked every twentieth of the
