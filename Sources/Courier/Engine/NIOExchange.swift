@@ -6,12 +6,14 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// One exchange on the NIO engine: one or more AsyncHTTPClient requests (one per redirect hop)
+/// One exchange on the NIO engine: one or more hops (one per redirect), each carried by Courier's
+/// HTTP/1.1 pool (``HTTP1Hop``, plain `http`) or by an AsyncHTTPClient request (``NIOExchangeHop``),
 /// reported to one ``ExchangeDelegate``.
 ///
-/// Every AHC callback for a hop arrives on the exchange's event loop; `cancel`, `suspend` and
-/// `resume` arrive from any thread. The state sits behind one lock; delegate calls, promise
-/// completions and AHC calls happen after the lock is released.
+/// A hop's events arrive one at a time, on its connection's loop (HTTP/1.1 pool) or on the
+/// exchange's loop (AHC); `cancel`, `suspend` and `resume` arrive from any thread. The state sits
+/// behind one lock; delegate calls, promise completions and transport calls happen after the lock
+/// is released.
 final class NIOExchange: Exchange, Sendable {
     let engine: NIOEngine
     let delegate: any ExchangeDelegate
