@@ -2,6 +2,7 @@
 import CourierTesting
 import Foundation
 import NIOCore
+import Synchronization
 import Testing
 
 /// Courier's own HTTP/1.1 connections (``HTTP1Pool``), which carry every cleartext request when
@@ -329,6 +330,22 @@ struct HTTP1PoolTests {
                 _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
                 #expect(server.connectionCount == 2, "the half-sent connection was not reused")
             }
+        }
+    }
+
+    @Test func closedConnectionsAreFreed() async throws {
+        try await withTestServer { server in
+            let manager = HTTPSessionManager(baseURL: server.baseURL, configuration: self.configuration(connections: 4))
+            let pool = try #require((manager.engine as? NIOEngine)?.http1)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<8 {
+                    group.addTask { _ = try await manager.response(method: .get, urlString: "delay/0.05", serializer: DataResponseSerializer()) }
+                }
+                try await group.waitForAll()
+            }
+            #expect(pool.liveConnections.load(ordering: .relaxed) == 4)
+            await manager.invalidate(cancelingTasks: false)
+            #expect(await eventually { pool.liveConnections.load(ordering: .relaxed) == 0 })
         }
     }
 }

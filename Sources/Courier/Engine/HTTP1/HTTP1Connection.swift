@@ -1,4 +1,5 @@
 import NIOCore
+import Synchronization
 
 /// One of ``HTTP1Pool``'s connections: a channel whose pipeline ends in an
 /// ``HTTP1ConnectionHandler``, which carries one hop at a time.
@@ -14,6 +15,11 @@ final class HTTP1Connection: Sendable {
         self.key = key
         self.pool = pool
         self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+        pool.liveConnections.add(1, ordering: .relaxed)
+    }
+
+    deinit {
+        self.pool.liveConnections.subtract(1, ordering: .relaxed)
     }
 
     /// Starts `hop` (handed to this connection by the pool) on the connection's loop.

@@ -34,7 +34,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     /// Bodies in memory go out in slices of this size, each reported as sent once written.
     static let sliceLength = 64 * 1024
 
-    /// Set by the pool once the connection exists.
+    /// Set by the pool once the connection exists; dropped when the pipeline lets go of the handler.
     var connection: HTTP1Connection?
     private var context: ChannelHandlerContext?
     /// The connection's loop (kept after the pipeline lets go of the handler, for held parts).
@@ -59,6 +59,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        // The connection holds this handler: let go, or neither is ever freed.
+        self.connection = nil
     }
 
     // MARK: Hops

@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPCompression
 import NIOPosix
+import Synchronization
 
 /// Courier's own HTTP/1.1 connections, for cleartext `http` URLs when no proxy is configured.
 ///
@@ -84,6 +85,8 @@ final class HTTP1Pool: Sendable {
     let settings: Settings
     /// Where connection events go (`.debug`), if anywhere.
     let logger: Logger?
+    /// How many of this pool's connection objects are alive (a check that closed ones are freed).
+    let liveConnections = Atomic<Int>(0)
     private let state = NIOLockedValueBox(State())
 
     init(settings: Settings, logger: Logger? = nil) {
