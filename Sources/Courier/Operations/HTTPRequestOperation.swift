@@ -1,0 +1,275 @@
+import Dispatch
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+
+/// One request as an `Operation` (AFNetworking 2.x's `AFHTTPRequestOperation`): add it to an
+/// `OperationQueue` to bound how many run at once, make operations depend on each other, or batch
+/// them with ``batch(of:completionQueue:progress:completion:)``.
+///
+/// ```swift
+/// let operation = HTTPRequestOperation(request: Request(url: URL(string: "https://example.com/feed.json")!))
+/// operation.responseSerializer = JSONResponseSerializer()
+/// operation.setCompletionBlockWithSuccess({ operation, object in
+///     print(object ?? "")
+/// }, failure: { operation, error in
+///     print(error.message)
+/// })
+/// queue.addOperation(operation)
+/// ```
+///
+/// The operation runs its request as a ``DataTask`` of its ``sessionManager`` (the process-wide
+/// ``HTTPSessionManager/shared`` unless given one), serializes the body with
+/// ``responseSerializer`` off the engine's threads, then finishes. It is asynchronous: it occupies
+/// its queue's slot from `start()` until the response is serialized.
+///
+/// - A cancelled operation ends with a ``CourierError/Code/cancelled`` error (and `failure` is
+///   called), whether it was cancelled before it started or while it ran.
+/// - ``pause()`` suspends the task (the connection stops being read); the operation keeps its
+///   slot in the queue until ``resume()`` lets it finish.
+public final class HTTPRequestOperation: Operation, @unchecked Sendable {
+    /// How the bytes of a transfer have moved: this step's bytes, the total so far, the total
+    /// expected (`-1` when unknown), as AFNetworking's progress blocks report them.
+    public typealias TransferProgress = @Sendable (_ bytes: Int64, _ totalBytes: Int64, _ totalBytesExpected: Int64) -> Void
+    /// Called with the operation and the serialized response object.
+    public typealias Success = @Sendable (HTTPRequestOperation, (any Sendable)?) -> Void
+    /// Called with the operation and the error.
+    public typealias Failure = @Sendable (HTTPRequestOperation, CourierError) -> Void
+
+    private struct State {
+        var lifecycle = OperationLifecycle.ready
+        /// `start()` ran (a second call does nothing).
+        var isStarted = false
+        var task: DataTask?
+        var isPaused = false
+        var responseSerializer: any ResponseSerializer = HTTPResponseSerializer()
+        var completionQueue: DispatchQueue?
+        var completionGroup: DispatchGroup?
+        var uploadProgress: TransferProgress?
+        var downloadProgress: TransferProgress?
+        var lastUploadCount: Int64 = 0
+        var lastDownloadCount: Int64 = 0
+        var response: HTTPResponse?
+        var responseData: Data?
+        var responseObject: (any Sendable)?
+        var error: CourierError?
+    }
+
+    /// The request the operation sends.
+    public let request: Request
+    /// The manager whose engine carries the request (its hooks and notifications apply).
+    public let sessionManager: SessionManager
+    private let state = NIOLockedValueBox(State())
+
+    /// An operation for `request`, run by `sessionManager`'s engine.
+    /// - Parameters:
+    ///   - request: The request to send.
+    ///   - sessionManager: The manager that makes the operation's task; the process-wide
+    ///     ``HTTPSessionManager/shared`` by default.
+    public init(request: Request, sessionManager: SessionManager = HTTPSessionManager.shared) {
+        self.request = request
+        self.sessionManager = sessionManager
+        super.init()
+    }
+
+    // MARK: Settings
+
+    /// What turns the response into ``responseObject``; ``HTTPResponseSerializer`` (status
+    /// 200–299, body as `Data`) by default. Set it before the operation starts.
+    public var responseSerializer: any ResponseSerializer {
+        get { self.state.withLockedValue { $0.responseSerializer } }
+        set { self.state.withLockedValue { $0.responseSerializer = newValue } }
+    }
+
+    /// Where `success`, `failure` and the progress blocks run; nil (the default) means the main queue.
+    public var completionQueue: DispatchQueue? {
+        get { self.state.withLockedValue { $0.completionQueue } }
+        set { self.state.withLockedValue { $0.completionQueue = newValue } }
+    }
+
+    /// A group that `success` or `failure` runs in, to be notified when they have run.
+    public var completionGroup: DispatchGroup? {
+        get { self.state.withLockedValue { $0.completionGroup } }
+        set { self.state.withLockedValue { $0.completionGroup = newValue } }
+    }
+
+    /// Reports the request body going out, on the ``completionQueue``.
+    public func setUploadProgressBlock(_ block: TransferProgress?) {
+        self.state.withLockedValue { $0.uploadProgress = block }
+    }
+
+    /// Reports the response body coming in, on the ``completionQueue``.
+    public func setDownloadProgressBlock(_ block: TransferProgress?) {
+        self.state.withLockedValue { $0.downloadProgress = block }
+    }
+
+    /// Sets the operation's `completionBlock` to call `success` or `failure` on the
+    /// ``completionQueue`` (in the ``completionGroup``) once the operation has finished. The block
+    /// is dropped after it ran, so the operation does not keep itself alive.
+    public func setCompletionBlockWithSuccess(_ success: Success?, failure: Failure?) {
+        self.completionBlock = { [unowned self] in
+            let (queue, group, error, object) = self.state.withLockedValue {
+                ($0.completionQueue ?? .main, $0.completionGroup, $0.error, $0.responseObject)
+            }
+            group?.enter()
+            queue.async {
+                if let error {
+                    failure?(self, error)
+                } else {
+                    success?(self, object)
+                }
+                group?.leave()
+            }
+            self.completionBlock = nil
+        }
+    }
+
+    // MARK: Results
+
+    /// The task running the request, once the operation started.
+    public var task: DataTask? { self.state.withLockedValue { $0.task } }
+    /// The response head, once it arrived.
+    public var response: HTTPResponse? { self.state.withLockedValue { $0.response } }
+    /// The whole response body, once the operation finished.
+    public var responseData: Data? { self.state.withLockedValue { $0.responseData } }
+    /// The body as text: in the encoding its byte-order mark or the response's charset names,
+    /// UTF-8 otherwise; nil when the bytes are not valid text in that encoding.
+    public var responseString: String? {
+        let (data, response) = self.state.withLockedValue { ($0.responseData, $0.response) }
+        guard let data else { return nil }
+        let (encoding, skip) = StringResponseSerializer().encoding(for: response, data: data)
+        return String(data: skip == 0 ? data : data.dropFirst(skip), encoding: encoding)
+    }
+    /// What ``responseSerializer`` made of the response, once the operation finished without error.
+    public var responseObject: (any Sendable)? { self.state.withLockedValue { $0.responseObject } }
+    /// Why the operation failed, once it finished: the transfer's error or the serializer's.
+    public var error: CourierError? { self.state.withLockedValue { $0.error } }
+
+    // MARK: Operation
+
+    public override var isAsynchronous: Bool { true }
+    public override var isExecuting: Bool { self.state.withLockedValue { $0.lifecycle == .executing } }
+    public override var isFinished: Bool { self.state.withLockedValue { $0.lifecycle == .finished } }
+
+    public override func start() {
+        let first = self.state.withLockedValue { state -> Bool in
+            guard state.lifecycle == .ready, !state.isStarted else { return false }
+            state.isStarted = true
+            return true
+        }
+        guard first else { return }
+        if self.isCancelled {
+            self.finish(with: CourierError(.cancelled, "\(self.request.summary): the operation was cancelled before it started", request: self.request))
+            return
+        }
+        self.changeLifecycle(to: .executing)
+        let task = self.sessionManager.makeTask(
+            DataTask.self,
+            request: self.request,
+            completion: .outcome { [self] outcome in self.taskFinished(outcome) },
+            uploadProgress: { [self] progress in self.report(progress, upload: true) },
+            downloadProgress: { [self] progress in self.report(progress, upload: false) }
+        )
+        let paused = self.state.withLockedValue { state -> Bool in
+            state.task = task
+            return state.isPaused
+        }
+        task.resume()
+        if paused { task.suspend() }
+        // A cancel that came while the task was being made finds no task: cancel it here.
+        if self.isCancelled { task.cancel() }
+    }
+
+    public override func cancel() {
+        super.cancel()
+        self.state.withLockedValue { $0.task }?.cancel()
+    }
+
+    /// Stops reading the response (the task is suspended); the operation keeps its place.
+    public func pause() {
+        let task = self.state.withLockedValue { state -> DataTask? in
+            guard state.lifecycle != .finished else { return nil }
+            state.isPaused = true
+            return state.task
+        }
+        task?.suspend()
+    }
+
+    /// Lets a paused operation go on.
+    public func resume() {
+        let task = self.state.withLockedValue { state -> DataTask? in
+            state.isPaused = false
+            return state.task
+        }
+        task?.resume()
+    }
+
+    /// Whether ``pause()`` was called and ``resume()`` not since.
+    public var isPaused: Bool { self.state.withLockedValue { $0.isPaused } }
+
+    // MARK: Internals
+
+    private func report(_ progress: Progress, upload: Bool) {
+        let completed = progress.completedUnitCount
+        let total = progress.totalUnitCount
+        let delivery = self.state.withLockedValue { state -> (TransferProgress, Int64, DispatchQueue)? in
+            let block = upload ? state.uploadProgress : state.downloadProgress
+            let last = upload ? state.lastUploadCount : state.lastDownloadCount
+            guard let block, completed > last else { return nil }
+            if upload { state.lastUploadCount = completed } else { state.lastDownloadCount = completed }
+            return (block, completed - last, state.completionQueue ?? .main)
+        }
+        guard let (block, step, queue) = delivery else { return }
+        queue.async { block(step, completed, total > 0 ? total : -1) }
+    }
+
+    /// The task's raw outcome: serialize it off the engine's threads, then finish.
+    private func taskFinished(_ outcome: TaskOutcome) {
+        SessionManager.processingQueue.async { [self] in
+            let serializer = self.responseSerializer
+            var (object, error): ((any Sendable)?, CourierError?) = (nil, outcome.error)
+            if outcome.error == nil {
+                (object, error) = SessionManager.serialize(outcome, with: serializer)
+            }
+            self.state.withLockedValue { state in
+                state.response = outcome.response
+                state.responseData = outcome.data
+                state.responseObject = error == nil ? object : nil
+                state.error = error
+            }
+            if let task = self.task {
+                self.sessionManager.hooks(for: task).taskDidComplete?(self.sessionManager, task, error)
+                self.sessionManager.postDidComplete(task, outcome: outcome, serializer: serializer, object: object, error: error)
+            }
+            self.finish(with: error)
+        }
+    }
+
+    private func finish(with error: CourierError?) {
+        if let error { self.state.withLockedValue { $0.error = $0.error ?? error } }
+        self.changeLifecycle(to: .finished)
+    }
+
+    /// Moves the lifecycle on, telling observers (the queue) through key-value notifications.
+    private func changeLifecycle(to next: OperationLifecycle) {
+        let previous = self.state.withLockedValue { $0.lifecycle }
+        guard previous != next, previous != .finished else { return }
+        let keys = OperationLifecycle.changedKeys(from: previous, to: next)
+        for key in keys { self.willChangeValue(forKey: key) }
+        self.state.withLockedValue { $0.lifecycle = next }
+        for key in keys.reversed() { self.didChangeValue(forKey: key) }
+    }
+}
+
+/// Where an ``HTTPRequestOperation`` is in its life.
+enum OperationLifecycle: Sendable, Hashable {
+    case ready, executing, finished
+
+    /// The key paths whose values change between two states, as `Operation` observers know them.
+    static func changedKeys(from previous: OperationLifecycle, to next: OperationLifecycle) -> [String] {
+        var keys: [String] = []
+        if (previous == .executing) != (next == .executing) { keys.append("isExecuting") }
+        if (previous == .finished) != (next == .finished) { keys.append("isFinished") }
+        return keys
+    }
+}

@@ -1,0 +1,360 @@
+@testable import Courier
+import CourierTesting
+import Dispatch
+import Foundation
+import HTTPTypes
+import Testing
+
+/// AFNetworking 2.x's operation API over a real socket: operations on queues, the operation
+/// manager's verbs, cancellation, pausing, progress and batches.
+@Suite("HTTP request operations")
+struct HTTPRequestOperationTests {
+    /// Where the operations' blocks run in these tests (the main queue is not serviced here).
+    static let queue = DispatchQueue(label: "courier.tests.operations")
+
+    private func withOperationManager<T>(
+        _ server: TestServer,
+        _ body: (HTTPRequestOperationManager) async throws -> T
+    ) async throws -> T {
+        let manager = HTTPRequestOperationManager(baseURL: server.baseURL)
+        manager.completionQueue = Self.queue
+        do {
+            let result = try await body(manager)
+            await manager.invalidate(cancelingOperations: true)
+            return result
+        } catch {
+            await manager.invalidate(cancelingOperations: true)
+            throw error
+        }
+    }
+
+    /// What a `success` or `failure` saw.
+    enum Outcome: Sendable {
+        case success(HTTPRequestOperation, (any Sendable)?, onQueue: Bool)
+        case failure(HTTPRequestOperation?, CourierError, onQueue: Bool)
+
+        var error: CourierError? {
+            if case .failure(_, let error, _) = self { return error }
+            return nil
+        }
+        var object: (any Sendable)? {
+            if case .success(_, let object, _) = self { return object }
+            return nil
+        }
+    }
+
+    private static func onQueue() -> Bool {
+        DispatchQueue.getSpecific(key: TestQueues.key) == "operations"
+    }
+
+    init() {
+        Self.queue.setSpecific(key: TestQueues.key, value: "operations")
+    }
+
+    @Test func getRunsOnTheQueueAndReportsOnTheCompletionQueue() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let outcome: Outcome = await awaitCallback { done in
+                    manager.get("get", parameters: ["q": "a b"], success: { operation, object in
+                        done(.success(operation, object, onQueue: Self.onQueue()))
+                    }, failure: { operation, error in
+                        done(.failure(operation, error, onQueue: Self.onQueue()))
+                    })
+                }
+                guard case .success(let operation, let object, let onQueue) = outcome else {
+                    Issue.record("failed: \(String(describing: outcome.error))")
+                    return
+                }
+                #expect(onQueue)
+                #expect(operation.isFinished && !operation.isExecuting)
+                #expect(operation.response?.status.code == 200)
+                #expect(object.json?["args"] as? [String: any Sendable] != nil)
+                #expect(operation.responseObject.json?["url"] as? String == server.url("/get?q=a%20b").absoluteString)
+                #expect(operation.responseString?.contains("\"q\"") == true)
+                #expect(operation.responseData?.isEmpty == false)
+                #expect(operation.error == nil)
+                #expect(operation.task?.state == .completed)
+            }
+        }
+    }
+
+    @Test func everyVerbReachesTheServer() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let verbs: [(HTTPRequest.Method, String)] = [(.post, "post"), (.put, "put"), (.patch, "patch"), (.delete, "delete")]
+                for (method, path) in verbs {
+                    let outcome: Outcome = await awaitCallback { done in
+                        let success: HTTPRequestOperationManager.Success = { done(.success($0, $1, onQueue: true)) }
+                        let failure: HTTPRequestOperationManager.Failure = { done(.failure($0, $1, onQueue: true)) }
+                        switch method {
+                        case .post: manager.post(path, parameters: ["k": "v"], success: success, failure: failure)
+                        case .put: manager.put(path, parameters: ["k": "v"], success: success, failure: failure)
+                        case .patch: manager.patch(path, parameters: ["k": "v"], success: success, failure: failure)
+                        default: manager.delete(path, parameters: ["k": "v"], success: success, failure: failure)
+                        }
+                    }
+                    #expect(outcome.error == nil, "\(method)")
+                    let echoed = outcome.object.json
+                    let sent = method == .delete ? echoed?["args"] : echoed?["form"]
+                    #expect((sent as? [String: any Sendable])?["k"] as? String == "v", "\(method)")
+                }
+                let head: Int? = await awaitCallback { done in
+                    manager.head("get", success: { done($0.response?.status.code) }, failure: { _, _ in done(nil) })
+                }
+                #expect(head == 200)
+                #expect(server.requestCount == 5)
+            }
+        }
+    }
+
+    @Test func aMultipartPostSendsItsParts() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let outcome: Outcome = await awaitCallback { done in
+                    manager.post("post", parameters: ["album": "cats"], constructingBodyWith: { form in
+                        form.appendPart(withFileData: Data("meow".utf8), name: "note", fileName: "note.txt", mimeType: "text/plain")
+                    }, success: { done(.success($0, $1, onQueue: true)) }, failure: { done(.failure($0, $1, onQueue: true)) })
+                }
+                #expect(outcome.error == nil)
+                #expect((outcome.object.json?["form"] as? [String: any Sendable])?["album"] as? String == "cats")
+                #expect((outcome.object.json?["files"] as? [String: any Sendable])?["note"] as? String == "meow")
+            }
+        }
+    }
+
+    @Test func aRequestThatCannotBeBuiltCallsFailureWithNoOperation() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let returned = NIOLockedBox<HTTPRequestOperation?>(nil)
+                let outcome: Outcome = await awaitCallback { done in
+                    returned.value = manager.get("http://exa mple.com/%", failure: { operation, error in
+                        done(.failure(operation, error, onQueue: Self.onQueue()))
+                    })
+                }
+                guard case .failure(let operation, let error, let onQueue) = outcome else {
+                    Issue.record("succeeded")
+                    return
+                }
+                #expect(operation == nil && returned.value == nil)
+                #expect(error.code == .invalidURL)
+                #expect(onQueue)
+                #expect(manager.operationQueue.operationCount == 0)
+                #expect(server.requestCount == 0)
+            }
+        }
+    }
+
+    @Test func dependenciesOrderTheRequests() async throws {
+        try await withTestServer(.recording) { server in
+            try await self.withOperationManager(server) { manager in
+                let done = Recorder<String>()
+                let first = manager.httpRequestOperation(with: Request(url: server.url("/delay/0.2")), success: { _, _ in done.append("first") }, failure: nil)
+                let second = manager.httpRequestOperation(with: Request(url: server.url("/get")), success: { _, _ in done.append("second") }, failure: nil)
+                second.addDependency(first)
+                for operation in [second, first] { manager.operationQueue.addOperation(operation) }
+                #expect(await eventually(within: 10) { done.count == 2 })
+                #expect(done.all == ["first", "second"])
+                #expect(server.receivedRequests.map(\.path) == ["/delay/0.2", "/get"])
+            }
+        }
+    }
+
+    @Test func theQueueBoundsHowManyRunAtOnce() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                manager.operationQueue.maxConcurrentOperationCount = 2
+                let done = Recorder<Void>()
+                let operations = (0..<6).map { _ in
+                    manager.httpRequestOperation(with: Request(url: server.url("/delay/0.1")), success: { _, _ in done.append(()) }, failure: nil)
+                }
+                for operation in operations { manager.operationQueue.addOperation(operation) }
+                // Sample how many operations execute while they run.
+                var most = 0
+                while done.count < 6 {
+                    most = max(most, operations.filter(\.isExecuting).count)
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                #expect(most == 2)
+                #expect(server.requestCount == 6)
+            }
+        }
+    }
+
+    @Test func cancellingBeforeTheStartSendsNothingAndFails() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let outcome: Outcome = await awaitCallback { done in
+                    let operation = manager.httpRequestOperation(
+                        with: Request(url: server.url("/get")),
+                        success: { done(.success($0, $1, onQueue: true)) }, failure: { done(.failure($0, $1, onQueue: true)) })
+                    operation.cancel()
+                    manager.operationQueue.addOperation(operation)
+                }
+                #expect(outcome.error?.code == .cancelled)
+                #expect(server.requestCount == 0)
+            }
+        }
+    }
+
+    @Test func cancellingARunningOperationEndsItWithCancelled() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let outcome: Outcome = await awaitCallback { done in
+                    guard let operation = manager.get("delay/5", success: { done(.success($0, $1, onQueue: true)) }, failure: { done(.failure($0, $1, onQueue: true)) }) else { return }
+                    Self.queue.asyncAfter(deadline: .now() + 0.2) { operation.cancel() }
+                }
+                guard case .failure(let operation?, let error, _) = outcome else {
+                    Issue.record("not a failure with an operation")
+                    return
+                }
+                #expect(error.code == .cancelled)
+                #expect(operation.isCancelled && operation.isFinished)
+            }
+        }
+    }
+
+    @Test func aSerializerErrorFailsTheOperationAndKeepsTheBody() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let outcome: Outcome = await awaitCallback { done in
+                    manager.get("html", success: { done(.success($0, $1, onQueue: true)) }, failure: { done(.failure($0, $1, onQueue: true)) })
+                }
+                guard case .failure(let operation?, let error, _) = outcome else {
+                    Issue.record("not a failure with an operation")
+                    return
+                }
+                #expect(error.code == .unacceptableContentType)
+                #expect(operation.error?.code == .unacceptableContentType)
+                #expect(operation.responseObject == nil)
+                #expect(operation.responseString?.contains("<html") == true)
+            }
+        }
+    }
+
+    @Test func pausingHoldsTheOperationUntilResumed() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                let finished = Recorder<CourierError?>()
+                let operation = manager.httpRequestOperation(
+                    with: Request(url: server.url("/courier/slow-body/5?interval=0.05")),
+                    success: { _, _ in finished.append(nil) }, failure: { _, error in finished.append(error) })
+                operation.setDownloadProgressBlock { _, _, _ in operation.pause() }
+                manager.operationQueue.addOperation(operation)
+                #expect(await eventually { operation.isPaused })
+                try await Task.sleep(for: .milliseconds(400))
+                #expect(finished.count == 0)
+                #expect(operation.isExecuting)
+                operation.setDownloadProgressBlock(nil)
+                operation.resume()
+                #expect(await eventually(within: 10) { finished.count == 1 })
+                #expect(finished.all.first! == nil)
+                #expect(operation.responseString?.contains("chunk 4") == true)
+            }
+        }
+    }
+
+    @Test func progressBlocksReportStepsAndTotals() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                let body = Data(repeating: 7, count: 300_000)
+                var request = Request(method: .post, url: server.url("/courier/upload"))
+                request.body = .data(body)
+                let uploads = Recorder<(Int64, Int64, Int64)>()
+                let downloads = Recorder<(Int64, Int64, Int64)>()
+                let finished = Recorder<CourierError?>()
+                let operation = manager.httpRequestOperation(with: request, success: { _, _ in finished.append(nil) }, failure: { _, error in finished.append(error) })
+                operation.setUploadProgressBlock { uploads.append(($0, $1, $2)) }
+                operation.setDownloadProgressBlock { downloads.append(($0, $1, $2)) }
+                manager.operationQueue.addOperation(operation)
+                #expect(await eventually(within: 10) { finished.count == 1 })
+                #expect(finished.all.first! == nil)
+                // Blocks run on the completion queue, before or after the completion: wait for the queue.
+                await withCheckedContinuation { continuation in Self.queue.async { continuation.resume() } }
+                #expect(uploads.count >= 2)
+                #expect(uploads.all.map(\.0).reduce(0, +) == Int64(body.count), "the steps add up")
+                #expect(uploads.all.last?.1 == Int64(body.count))
+                #expect(uploads.all.allSatisfy { $0.2 == Int64(body.count) })
+                #expect(downloads.all.last?.1 == Int64(operation.responseData?.count ?? -1))
+            }
+        }
+    }
+
+    @Test func aBatchReportsProgressAndCompletesAfterEverySuccess() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let successes = Recorder<String>()
+                let operations = ["/get", "/delay/0.1", "/status/404"].map { path in
+                    manager.httpRequestOperation(
+                        with: Request(url: server.url(path)),
+                        success: { _, _ in successes.append(path) }, failure: { _, _ in successes.append("failed " + path) })
+                }
+                let progress = Recorder<(Int, Int)>()
+                let completed: [HTTPRequestOperation] = await awaitCallback { done in
+                    let batch = HTTPRequestOperation.batch(
+                        of: operations, completionQueue: Self.queue,
+                        progress: { progress.append(($0, $1)) },
+                        completion: { done($0) })
+                    #expect(batch.count == 4)
+                    manager.operationQueue.addOperations(batch, waitUntilFinished: false)
+                }
+                #expect(completed.count == 3)
+                #expect(completed.allSatisfy { $0.isFinished })
+                #expect(successes.count == 3, "every success or failure ran before the batch completion")
+                #expect(successes.all.contains("failed /status/404"))
+                #expect(progress.all.map(\.0) == [1, 2, 3])
+                #expect(progress.all.allSatisfy { $0.1 == 3 })
+            }
+        }
+    }
+
+    @Test func aStandaloneOperationRunsOnTheSharedManagerWhenStarted() async throws {
+        try await withTestServer { server in
+            let operation = HTTPRequestOperation(request: Request(url: server.url("/bytes/64")))
+            operation.completionQueue = Self.queue
+            let outcome: Outcome = await awaitCallback { done in
+                operation.setCompletionBlockWithSuccess({ done(.success($0, $1, onQueue: Self.onQueue())) }, failure: { done(.failure($0, $1, onQueue: true)) })
+                operation.start()
+            }
+            #expect(outcome.error == nil)
+            #expect((outcome.object as? Data)?.count == 64)
+            #expect(operation.sessionManager === HTTPSessionManager.shared)
+        }
+    }
+}
+
+/// The README's "Operations (AFNetworking 2.x)" snippet, on the test server (printing aside).
+@Test func readmeOperationsSnippetRuns() async throws {
+    try await withTestServer { server in
+        let manager = HTTPRequestOperationManager(baseURL: server.baseURL)
+        manager.operationQueue.maxConcurrentOperationCount = 2
+        manager.completionQueue = DispatchQueue(label: "app.network")
+        let seen = Recorder<String>()
+        manager.get("get", parameters: ["page": 2], success: { operation, object in
+            seen.append("get \(operation.response?.status.code ?? 0)")
+        }, failure: { operation, error in
+            seen.append(error.message)
+        })
+        let operations = ["a", "b"].map { name in
+            manager.httpRequestOperation(with: Request(url: server.url("/anything/\(name)")), success: nil, failure: nil)
+        }
+        let batch = HTTPRequestOperation.batch(of: operations, completionQueue: DispatchQueue(label: "app.batch"), progress: { done, total in seen.append("\(done)/\(total)") },
+                                               completion: { operations in seen.append("all done") })
+        batch.forEach(manager.operationQueue.addOperation)
+        #expect(await eventually(within: 10) { seen.count == 4 })
+        #expect(Set(seen.all) == ["get 200", "1/2", "2/2", "all done"])
+        await manager.invalidate(cancelingOperations: false)
+    }
+}
+
+/// A value behind a lock, for tests.
+final class NIOLockedBox<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { self.stored = value }
+    var value: Value {
+        get { self.lock.withLock { self.stored } }
+        set { self.lock.withLock { self.stored = newValue } }
+    }
+}
