@@ -217,8 +217,9 @@ public final class HTTPRequestOperationManager: @unchecked Sendable {
 
     // MARK: Ending
 
-    /// Cancels the queued and running operations when `cancelingOperations`, else lets them
-    /// finish; then invalidates the session manager (its engine closes once no task is left).
+    /// Cancels the queued and running operations when `cancelingOperations`, else lets the
+    /// running ones finish; then invalidates the session manager (its engine closes once no task
+    /// is left). Operations that start after this fail with ``CourierError/Code/sessionInvalidated``.
     public func invalidate(cancelingOperations: Bool) async {
         if cancelingOperations {
             self.operationQueue.cancelAllOperations()
