@@ -309,6 +309,25 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    @Test func invalidatingLetsTheRunningOperationFinishAndFailsTheQueuedOnes() async throws {
+        try await withTestServer { server in
+            let manager = HTTPRequestOperationManager(baseURL: server.baseURL)
+            manager.completionQueue = Self.queue
+            manager.operationQueue.maxConcurrentOperationCount = 1
+            let outcomes = Recorder<(String, CourierError.Code?)>()
+            for path in ["delay/0.3", "get"] {
+                manager.get(path, success: { _, _ in outcomes.append((path, nil)) }, failure: { _, error in outcomes.append((path, error.code)) })
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            await manager.invalidate(cancelingOperations: false)
+            #expect(await eventually { outcomes.count == 2 })
+            let byPath = Dictionary(uniqueKeysWithValues: outcomes.all.map { ($0.0, $0.1) })
+            #expect(byPath["delay/0.3"]! == nil, "the running operation finished")
+            #expect(byPath["get"]! == .sessionInvalidated)
+            #expect(server.requestCount == 1)
+        }
+    }
+
     @Test func aStandaloneOperationRunsOnTheSharedManagerWhenStarted() async throws {
         try await withTestServer { server in
             let operation = HTTPRequestOperation(request: Request(url: server.url("/bytes/64")))
