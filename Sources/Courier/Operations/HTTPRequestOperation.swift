@@ -104,10 +104,13 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
     }
 
     /// Sets the operation's `completionBlock` to call `success` or `failure` on the
-    /// ``completionQueue`` (in the ``completionGroup``) once the operation has finished. The block
-    /// is dropped after it ran, so the operation does not keep itself alive.
+    /// ``completionQueue`` (in the ``completionGroup``) once the operation has finished.
+    ///
+    /// The block holds the operation (Foundation on Linux may run it after the queue let go of the
+    /// operation) and is dropped once it ran, so the operation does not keep itself alive after
+    /// that; an operation that never runs keeps itself until its completion block is replaced.
     public func setCompletionBlockWithSuccess(_ success: Success?, failure: Failure?) {
-        self.completionBlock = { [unowned self] in
+        self.completionBlock = { [self] in
             let (queue, group, error, object) = self.state.withLockedValue {
                 ($0.completionQueue ?? .main, $0.completionGroup, $0.error, $0.responseObject)
             }

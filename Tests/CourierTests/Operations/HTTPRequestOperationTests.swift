@@ -328,6 +328,21 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    /// Nobody keeps these operations: Foundation may run a completion block after its queue let go
+    /// of the operation, and the block must still have it.
+    @Test func operationsNobodyKeepsStillCallBack() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let done = Recorder<Bool>()
+                for _ in 0..<200 {
+                    manager.get("get", success: { operation, _ in done.append(operation.response?.status.code == 200) }, failure: { _, _ in done.append(false) })
+                }
+                #expect(await eventually(within: 20) { done.count == 200 })
+                #expect(done.all.allSatisfy { $0 })
+            }
+        }
+    }
+
     @Test func aStandaloneOperationRunsOnTheSharedManagerWhenStarted() async throws {
         try await withTestServer { server in
             let operation = HTTPRequestOperation(request: Request(url: server.url("/bytes/64")))
