@@ -220,6 +220,16 @@ public final class HTTPRequestOperationManager: @unchecked Sendable {
     /// Cancels the queued and running operations when `cancelingOperations`, else lets the
     /// running ones finish; then invalidates the session manager (its engine closes once no task
     /// is left). Operations that start after this fail with ``CourierError/Code/sessionInvalidated``.
+    /// Returns at once.
+    public func invalidate(cancelingOperations: Bool) {
+        if cancelingOperations {
+            self.operationQueue.cancelAllOperations()
+        }
+        self.sessionManager.invalidate(cancelingTasks: cancelingOperations)
+    }
+
+    /// Ends the manager as ``invalidate(cancelingOperations:)`` does and returns once its engine
+    /// has shut down.
     public func invalidate(cancelingOperations: Bool) async {
         if cancelingOperations {
             self.operationQueue.cancelAllOperations()

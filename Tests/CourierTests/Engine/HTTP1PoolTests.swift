@@ -1,6 +1,7 @@
 @testable import Courier
 import CourierTesting
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import Synchronization
 import Testing
@@ -81,19 +82,27 @@ struct HTTP1PoolTests {
 
     @Test func aHopWaitingForAConnectionCanBeCancelled() async throws {
         try await withTestServer { server in
+            // `/hold` answers once the test lets it, so the one connection stays busy until then.
+            let released = NIOLockedValueBox(false)
+            server.route("/hold") { _ in
+                let deadline = ContinuousClock.now + .seconds(10)
+                while !released.withLockedValue({ $0 }), ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                return TestServer.Response(body: Data("held".utf8))
+            }
             try await withManager(baseURL: server.baseURL, configuration: self.configuration(connections: 1)) { manager in
-                let slow = Task { try await manager.response(method: .get, urlString: "delay/1", serializer: DataResponseSerializer()) }
-                try await Task.sleep(for: .milliseconds(100))
-                let started = ContinuousClock.now
+                let slow = Task { try await manager.response(method: .get, urlString: "hold", serializer: DataResponseSerializer()) }
+                #expect(await eventually { server.requestCount == 1 })
                 let waiting = Task { try await manager.response(method: .get, urlString: "get", serializer: DataResponseSerializer()) }
-                try await Task.sleep(for: .milliseconds(100))
+                try await Task.sleep(for: .milliseconds(50))
                 waiting.cancel()
                 let error = await #expect(throws: CourierError.self) { try await waiting.value }
                 #expect(error?.code == .cancelled)
-                #expect(ContinuousClock.now - started < .milliseconds(800), "ended while the slow request still held the connection")
+                released.withLockedValue { $0 = true }
                 #expect(try await slow.value.response.status.code == 200)
                 #expect(server.connectionCount == 1)
-                #expect(server.requestCount == 1)
+                #expect(server.requestCount == 1, "the cancelled request never went out")
             }
         }
     }
@@ -101,7 +110,7 @@ struct HTTP1PoolTests {
     @Test func invalidatingFailsHopsStillWaitingForAConnection() async throws {
         try await withTestServer { server in
             let manager = HTTPSessionManager(baseURL: server.baseURL, configuration: self.configuration(connections: 1))
-            let slow = Task { try await manager.response(method: .get, urlString: "delay/1", serializer: DataResponseSerializer()) }
+            let slow = Task { try await manager.response(method: .get, urlString: "delay/5", serializer: DataResponseSerializer()) }
             let waiting = Task { try await manager.response(method: .get, urlString: "get", serializer: DataResponseSerializer()) }
             try await Task.sleep(for: .milliseconds(100))
             await manager.invalidate(cancelingTasks: true)

@@ -161,21 +161,30 @@ struct HTTPRequestOperationTests {
 
     @Test func theQueueBoundsHowManyRunAtOnce() async throws {
         try await withTestServer { server in
-            try await self.withOperationManager(server) { manager in
-                manager.operationQueue.maxConcurrentOperationCount = 2
-                let done = Recorder<Void>()
-                let operations = (0..<6).map { _ in
-                    manager.httpRequestOperation(with: Request(url: server.url("/delay/0.1")), success: { _, _ in done.append(()) }, failure: nil)
-                }
-                for operation in operations { manager.operationQueue.addOperation(operation) }
-                // Sample how many operations execute while they run.
-                var most = 0
-                while done.count < 6 {
-                    most = max(most, operations.filter(\.isExecuting).count)
+            // The server holds the 1st, 3rd and 5th request until the next one is in, so a queue
+            // that runs two at a time shows two in flight, and never more (one at a time would
+            // show one, after 5-second waits).
+            let counts = NIOLockedBox((arrived: 0, inFlight: 0, most: 0))
+            server.route("/pair") { _ in
+                let arrival = counts.update { $0.arrived += 1; $0.inFlight += 1; $0.most = max($0.most, $0.inFlight); return $0.arrived }
+                let partner = arrival.isMultiple(of: 2) ? arrival : arrival + 1
+                let deadline = ContinuousClock.now + .seconds(5)
+                while counts.value.arrived < partner, ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(5))
                 }
-                #expect(most == 2)
-                #expect(server.requestCount == 6)
+                counts.update { $0.inFlight -= 1 }
+                return TestServer.Response(body: Data("ok".utf8))
+            }
+            try await self.withOperationManager(server) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                manager.operationQueue.maxConcurrentOperationCount = 2
+                let done = Recorder<Bool>()
+                for _ in 0..<6 {
+                    manager.get("pair", success: { _, _ in done.append(true) }, failure: { _, _ in done.append(false) })
+                }
+                #expect(await eventually(within: 30) { done.count == 6 })
+                #expect(done.all == Array(repeating: true, count: 6))
+                #expect(counts.value.most == 2)
             }
         }
     }
@@ -311,21 +320,39 @@ struct HTTPRequestOperationTests {
 
     @Test func invalidatingLetsTheRunningOperationFinishAndFailsTheQueuedOnes() async throws {
         try await withTestServer { server in
+            // `/hold` answers once the test has invalidated the manager.
+            let hold = NIOLockedBox((arrived: false, released: false))
+            server.route("/hold") { _ in
+                hold.update { $0.arrived = true }
+                let deadline = ContinuousClock.now + .seconds(10)
+                while !hold.value.released, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                return TestServer.Response(body: Data("held".utf8))
+            }
             let manager = HTTPRequestOperationManager(baseURL: server.baseURL)
             manager.completionQueue = Self.queue
+            manager.responseSerializer = HTTPResponseSerializer()
             manager.operationQueue.maxConcurrentOperationCount = 1
             let outcomes = Recorder<(String, CourierError.Code?)>()
-            for path in ["delay/0.3", "get"] {
+            for path in ["hold", "get"] {
                 manager.get(path, success: { _, _ in outcomes.append((path, nil)) }, failure: { _, error in outcomes.append((path, error.code)) })
             }
-            try await Task.sleep(for: .milliseconds(100))
-            await manager.invalidate(cancelingOperations: false)
-            #expect(await eventually { outcomes.count == 2 })
+            #expect(await eventually { hold.value.arrived })
+            Self.invalidateAtOnce(manager)
+            hold.update { $0.released = true }
+            #expect(await eventually(within: 10) { outcomes.count == 2 })
             let byPath = Dictionary(uniqueKeysWithValues: outcomes.all.map { ($0.0, $0.1) })
-            #expect(byPath["delay/0.3"]! == nil, "the running operation finished")
+            #expect(byPath["hold"]! == nil, "the running operation finished")
             #expect(byPath["get"]! == .sessionInvalidated)
             #expect(server.requestCount == 1)
+            await manager.invalidate(cancelingOperations: false)
         }
+    }
+
+    /// The synchronous invalidation (an `async` caller would get the `async` twin).
+    private static func invalidateAtOnce(_ manager: HTTPRequestOperationManager) {
+        manager.invalidate(cancelingOperations: false)
     }
 
     /// Nobody keeps these operations: Foundation may run a completion block after its queue let go
@@ -390,5 +417,10 @@ final class NIOLockedBox<Value: Sendable>: @unchecked Sendable {
     var value: Value {
         get { self.lock.withLock { self.stored } }
         set { self.lock.withLock { self.stored = newValue } }
+    }
+    /// Changes the value under the lock and returns what `body` returns.
+    @discardableResult
+    func update<T>(_ body: (inout Value) -> T) -> T {
+        self.lock.withLock { body(&self.stored) }
     }
 }
