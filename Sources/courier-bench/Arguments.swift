@@ -36,6 +36,8 @@ struct Arguments: Sendable {
     /// Measured runs per client and scenario; the clients take turns.
     var repeats = 1
     var json = false
+    /// Serve HTTPS (nginx only, HTTP/1.1 over TLS 1.3 with CourierTesting's certificates).
+    var tls = false
 
     func requestCount(for scenario: Scenario) -> Int {
         if let requests { return requests }
@@ -53,7 +55,7 @@ struct Arguments: Sendable {
         usage: courier-bench [--scenario sequential|concurrent|all] [--requests N] [--concurrency N]
                              [--url URL] [--server nginx|testserver|auto]
                              [--clients courier,courier-callback,ahc,urlsession]
-                             [--warmup N] [--repeat K] [--json]
+                             [--warmup N] [--repeat K] [--json] [--tls]
 
           --scenario     which work to run (default: all)
           --requests     measured requests per run (default: 20000 sequential, 50000 concurrent)
@@ -64,6 +66,9 @@ struct Arguments: Sendable {
           --warmup       unmeasured requests before each measured run (default: 1000)
           --repeat       measured runs per client and scenario, taken in turns (default: 1)
           --json         print the results as JSON instead of a table
+          --tls          nginx serves HTTPS (HTTP/1.1 over TLS, CourierTesting's localhost certificate);
+                         Courier and AHC trust its root CA; URLSession is left out (on Linux it
+                         cannot be told to trust a private root)
         """
 
     struct Failure: Error, CustomStringConvertible {
@@ -125,6 +130,8 @@ struct Arguments: Sendable {
                 parsed.repeats = try positive(try value(for: option), for: option)
             case "--json":
                 parsed.json = true
+            case "--tls":
+                parsed.tls = true
             case "--help", "-h":
                 throw Failure(description: "")
             default:

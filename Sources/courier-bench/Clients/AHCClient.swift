@@ -1,7 +1,9 @@
 import AsyncHTTPClient
+import CourierTesting
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 
 /// AsyncHTTPClient used as a typical user does: the async `execute(_:timeout:)`, then the body
 /// collected, on NIO's singleton event loops.
@@ -13,6 +15,12 @@ final class AHCClient: AsyncBenchClient {
         var configuration = HTTPClient.Configuration()
         // AHC opens 8 connections per host by default; every client in the bench gets the same limit.
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connections
+        if url.scheme == "https" {
+            // `--tls`: nginx presents CourierTesting's localhost chain.
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .certificates((try? NIOSSLCertificate.fromPEMBytes(Array(TestCertificates.rootCA.utf8))) ?? [])
+            configuration.tlsConfiguration = tls
+        }
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.url = url.absoluteString
     }

@@ -22,7 +22,8 @@ enum BenchClient: Sendable {
     case async(any AsyncBenchClient)
     case callback(any CallbackBenchClient)
 
-    /// A client of `kind` for `url`, allowed `connections` connections to the host.
+    /// A client of `kind` for `url`, allowed `connections` connections to the host; for an
+    /// `https` URL it trusts CourierTesting's root CA (URLSession cannot: see `--tls`).
     static func make(_ kind: Arguments.ClientKind, url: URL, connections: Int) -> BenchClient {
         switch kind {
         case .courier: .async(CourierClient(url: url, connections: connections))

@@ -1,4 +1,5 @@
 import Courier
+import CourierTesting
 import Dispatch
 import Foundation
 
@@ -13,7 +14,12 @@ enum CourierSetup {
             + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
         components.percentEncodedPath = "/"
         components.percentEncodedQuery = nil
-        return (HTTPSessionManager(baseURL: components.url!, configuration: configuration), path)
+        var policy = SecurityPolicy.default
+        if url.scheme == "https" {
+            // `--tls`: nginx presents CourierTesting's localhost chain.
+            policy.additionalTrustedCertificates = (try? Certificate.certificates(pemEncoded: TestCertificates.rootCA)) ?? []
+        }
+        return (HTTPSessionManager(baseURL: components.url!, configuration: configuration, securityPolicy: policy), path)
     }
 }
 

@@ -32,6 +32,12 @@ enum ServerLauncher {
 
     /// The server `arguments` ask for, started and answering.
     static func start(_ arguments: Arguments) async throws -> any BenchServer {
+        if arguments.tls {
+            guard arguments.url == nil, arguments.server != .testserver else {
+                throw Failure(description: "--tls starts nginx itself: leave out --url and --server testserver")
+            }
+            return try await NginxServer.start(tls: true)
+        }
         if let text = arguments.url {
             guard let url = URL(string: text), let host = url.host, url.scheme == "http" else {
                 throw Failure(description: "--url needs an http URL, not '\(text)'")

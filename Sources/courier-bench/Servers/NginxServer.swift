@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 
 #if canImport(Glibc)
@@ -19,22 +20,24 @@ final class NginxServer: BenchServer {
     /// Files put here are served under `/files/`.
     var filesDirectory: URL { self.directory.appendingPathComponent("files") }
 
-    private init(process: Process, directory: URL, port: Int, version: String) {
+    private init(process: Process, directory: URL, port: Int, version: String, tls: Bool) {
         self.process = process
         self.directory = directory
-        self.url = URL(string: "http://127.0.0.1:\(port)\(ServerLauncher.path)")!
-        self.summary = "\(version) (1 worker, keep-alive) at \(self.url.absoluteString)"
+        self.url = URL(string: "\(tls ? "https" : "http")://127.0.0.1:\(port)\(ServerLauncher.path)")!
+        self.summary = "\(version) (1 worker, keep-alive\(tls ? ", TLS" : "")) at \(self.url.absoluteString)"
     }
 
-    /// Starts nginx and returns once it answers; a taken port is retried with another.
-    static func start() async throws -> NginxServer {
+    /// Starts nginx and returns once it answers; a taken port is retried with another. With
+    /// `tls`, it serves HTTPS with CourierTesting's `localhost` certificate (and plain HTTP on a
+    /// second port, only to see that it is up).
+    static func start(tls: Bool = false) async throws -> NginxServer {
         guard Self.isInstalled else {
             throw ServerLauncher.Failure(description: "\(Self.binary) not found: apt-get install nginx-light, or use --server testserver")
         }
         var lastError: (any Error)?
         for _ in 0..<3 {
             do {
-                return try await Self.startOnce()
+                return try await Self.startOnce(tls: tls)
             } catch {
                 lastError = error
             }
@@ -42,13 +45,24 @@ final class NginxServer: BenchServer {
         throw lastError!
     }
 
-    private static func startOnce() async throws -> NginxServer {
+    private static func startOnce(tls: Bool) async throws -> NginxServer {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("courier-bench-nginx-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("files"), withIntermediateDirectories: true)
         let port = try LoopbackProbe.freePort()
+        var probePort = port
+        var tlsListener: TLSListener?
+        if tls {
+            probePort = try LoopbackProbe.freePort()
+            let chain = directory.appendingPathComponent("localhost-chain.pem")
+            let key = directory.appendingPathComponent("localhost-key.pem")
+            try (TestCertificates.localhostLeaf + "\n" + TestCertificates.intermediateCA).write(to: chain, atomically: true, encoding: .utf8)
+            try TestCertificates.localhostKey.write(to: key, atomically: true, encoding: .utf8)
+            tlsListener = TLSListener(port: port, certificate: chain.path, key: key.path)
+        }
         let configuration = directory.appendingPathComponent("nginx.conf")
-        try Self.configuration(directory: directory.path, port: port).write(to: configuration, atomically: true, encoding: .utf8)
+        try Self.configuration(directory: directory.path, port: probePort, tls: tlsListener)
+            .write(to: configuration, atomically: true, encoding: .utf8)
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
@@ -57,17 +71,17 @@ final class NginxServer: BenchServer {
         process.standardError = FileHandle.nullDevice
         try process.run()
         ChildProcesses.register(process.processIdentifier, directory: directory.path)
-        let server = NginxServer(process: process, directory: directory, port: port, version: Self.version())
+        let server = NginxServer(process: process, directory: directory, port: port, version: Self.version(), tls: tls)
 
         // nginx needs a few milliseconds; give up after 5 s or when it exits (port taken, bad config).
         for _ in 0..<250 {
             if !process.isRunning { break }
-            if LoopbackProbe.answers200(port: port, path: ServerLauncher.path) { return server }
+            if LoopbackProbe.answers200(port: probePort, path: ServerLauncher.path) { return server }
             try await Task.sleep(for: .milliseconds(20))
         }
         let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
         await server.stop()
-        throw ServerLauncher.Failure(description: "nginx did not answer on 127.0.0.1:\(port): \(log.suffix(500))")
+        throw ServerLauncher.Failure(description: "nginx did not answer on 127.0.0.1:\(probePort): \(log.suffix(500))")
     }
 
     func stop() async {
@@ -99,7 +113,14 @@ final class NginxServer: BenchServer {
     }
 
     /// Every path nginx writes to is inside `directory`, so it needs no system directory.
-    static func configuration(directory: String, port: Int) -> String {
+    /// An HTTPS listener: its port and the PEM files of its chain and key.
+    struct TLSListener {
+        var port: Int
+        var certificate: String
+        var key: String
+    }
+
+    static func configuration(directory: String, port: Int, tls: TLSListener? = nil) -> String {
         """
         worker_processes 1;
         pid \(directory)/nginx.pid;
@@ -122,6 +143,7 @@ final class NginxServer: BenchServer {
 
             server {
                 listen 127.0.0.1:\(port);
+                \(tls.map { "listen 127.0.0.1:\($0.port) ssl; ssl_certificate \($0.certificate); ssl_certificate_key \($0.key);" } ?? "")
                 location = \(ServerLauncher.path) {
                     default_type application/json;
                     return 200 '\(ServerLauncher.body)';
