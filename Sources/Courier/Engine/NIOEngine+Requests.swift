@@ -32,21 +32,10 @@ extension NIOExchange {
     }
 
     private func makeBody(_ request: Request) throws -> HTTPClient.Body? {
-        switch request.body.storage {
-        case .empty:
-            return nil
-        case .data(let data):
-            return .bytes(data)
-        case .file(let url):
-            // The size is read now, for Content-Length; the reader checks the file still has it.
-            guard let size = request.body.knownLength else {
-                throw CourierError(.bodyReadFailed, "\(request.summary): cannot read body file \(url.path)", request: request)
-            }
-            return self.streamedBody(FileChunks(url: url, size: size), length: .known(size), request: request)
-        case .stream(let stream, let length):
-            return self.streamedBody(stream, length: length, request: request)
-        case .replayableStream(let makeStream, let length):
-            return self.streamedBody(makeStream(), length: length, request: request)
+        switch try OutgoingBody(request) {
+        case .empty: nil
+        case .data(let data): .bytes(data)
+        case .stream(let stream, let length): self.streamedBody(stream, length: length, request: request)
         }
     }
 

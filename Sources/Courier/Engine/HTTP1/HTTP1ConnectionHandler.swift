@@ -82,9 +82,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             return
         }
         let request = hop.request
-        let body: HTTP1RequestBody
+        let body: OutgoingBody
         do {
-            body = try HTTP1RequestBody(request)
+            body = try OutgoingBody(request)
         } catch {
             // Nothing was written: the connection stays good.
             hop.end(.failure(error))
@@ -102,13 +102,15 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
             self.running?.requestSent = true
             hop.exchange.requestHeadSent()
-        case .bytes(let buffer) where buffer.readableBytes <= Self.sliceLength:
+        case .data(let data) where data.count <= Self.sliceLength:
+            let buffer = ByteBuffer(data: data)
             context.write(self.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
             self.running?.requestSent = true
             hop.exchange.requestHeadSent()
             hop.exchange.hopSentBodyPart(Int64(buffer.readableBytes))
-        case .bytes(var buffer):
+        case .data(let data):
+            var buffer = ByteBuffer(data: data)
             // Upload progress follows the socket: each slice counts once it is written.
             hop.exchange.requestHeadSent()
             while let slice = buffer.readSlice(length: min(Self.sliceLength, buffer.readableBytes)), slice.readableBytes > 0 {
@@ -401,40 +403,5 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             target += "?" + query
         }
         return HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue), uri: target, headers: headers)
-    }
-}
-
-/// A request body as the HTTP/1.1 path sends it.
-enum HTTP1RequestBody {
-    case empty
-    case bytes(ByteBuffer)
-    case stream(RequestBody.Stream, length: RequestBody.Length)
-
-    /// The body of `request`; a body file that cannot be read fails here, before anything is sent.
-    init(_ request: Request) throws(CourierError) {
-        switch request.body.storage {
-        case .empty:
-            self = .empty
-        case .data(let data):
-            self = data.isEmpty ? .empty : .bytes(ByteBuffer(data: data))
-        case .file(let url):
-            // The size is read now, for Content-Length; the reader checks the file still has it.
-            guard let size = request.body.knownLength else {
-                throw CourierError(.bodyReadFailed, "\(request.summary): cannot read body file \(url.path)", request: request)
-            }
-            self = .stream(FileChunks(url: url, size: size), length: .known(size))
-        case .stream(let stream, let length):
-            self = .stream(stream, length: length)
-        case .replayableStream(let makeStream, let length):
-            self = .stream(makeStream(), length: length)
-        }
-    }
-
-    var length: RequestBody.Length {
-        switch self {
-        case .empty: .known(0)
-        case .bytes(let buffer): .known(Int64(buffer.readableBytes))
-        case .stream(_, let length): length
-        }
     }
 }

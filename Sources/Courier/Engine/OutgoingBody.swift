@@ -1,0 +1,37 @@
+import Foundation
+
+/// A request body as the NIO engine's transports send it: nothing, bytes in memory, or chunks
+/// read as the connection takes them (files are read by ``FileChunks``).
+enum OutgoingBody {
+    case empty
+    case data(Data)
+    case stream(RequestBody.Stream, length: RequestBody.Length)
+
+    /// The body of `request`; a body file that cannot be read fails here, before anything is sent.
+    init(_ request: Request) throws(CourierError) {
+        switch request.body.storage {
+        case .empty:
+            self = .empty
+        case .data(let data):
+            self = data.isEmpty ? .empty : .data(data)
+        case .file(let url):
+            // The size is read now, for Content-Length; the reader checks the file still has it.
+            guard let size = request.body.knownLength else {
+                throw CourierError(.bodyReadFailed, "\(request.summary): cannot read body file \(url.path)", request: request)
+            }
+            self = .stream(FileChunks(url: url, size: size), length: .known(size))
+        case .stream(let stream, let length):
+            self = .stream(stream, length: length)
+        case .replayableStream(let makeStream, let length):
+            self = .stream(makeStream(), length: length)
+        }
+    }
+
+    var length: RequestBody.Length {
+        switch self {
+        case .empty: .known(0)
+        case .data(let data): .known(Int64(data.count))
+        case .stream(_, let length): length
+        }
+    }
+}
