@@ -73,6 +73,14 @@ final class HTTP1Pool: Sendable {
             self.openCount += 1
             self.connectingCount += 1
         }
+
+        /// After a connection failed or closed: the loop to open another one on, counted as
+        /// opening, when a waiter has none coming and the cap allows; else nil.
+        mutating func replacementLoop(maximum: Int) -> (any EventLoop)? {
+            guard let next = self.waiters.first, self.needsConnection(maximum: maximum) else { return nil }
+            self.startConnecting()
+            return next.preferredLoop
+        }
     }
 
     private struct State {
@@ -80,6 +88,11 @@ final class HTTP1Pool: Sendable {
         /// Every open connection, to close at shutdown.
         var connections: [ObjectIdentifier: HTTP1Connection] = [:]
         var isShutDown = false
+
+        /// Runs `body` on `key`'s state in place (a copy would copy its arrays on every change).
+        mutating func withHost<T>(_ key: Key, _ body: (inout HostState) -> T) -> T {
+            body(&self.hosts[key, default: HostState()])
+        }
     }
 
     let settings: Settings
@@ -110,19 +123,19 @@ final class HTTP1Pool: Sendable {
             // Checked under the pool's lock: `HTTP1Hop.fail` takes it after recording a cancellation.
             if let cancellation = hop.cancellation { return .fail(cancellation) }
             if state.isShutDown { return .fail(HTTP1PoolError.shutDown) }
-            var host = state.hosts[hop.key, default: HostState()]
-            defer { state.hosts[hop.key] = host }
-            if !host.idle.isEmpty {
-                let index = host.idle.lastIndex { $0.channel.eventLoop === preferredLoop } ?? host.idle.count - 1
-                let connection = host.idle.remove(at: index)
-                hop.state.withLockedValue { $0.phase = .running(connection) }
-                return .run(connection)
+            return state.withHost(hop.key) { host in
+                if !host.idle.isEmpty {
+                    let index = host.idle.lastIndex { $0.channel.eventLoop === preferredLoop } ?? host.idle.count - 1
+                    let connection = host.idle.remove(at: index)
+                    hop.state.withLockedValue { $0.phase = .running(connection) }
+                    return .run(connection)
+                }
+                host.waiters.append(Waiter(hop: hop, preferredLoop: preferredLoop))
+                hop.state.withLockedValue { $0.phase = .waiting(hop.key) }
+                guard host.needsConnection(maximum: self.settings.maximumConnectionsPerHost) else { return .wait }
+                host.startConnecting()
+                return .connect
             }
-            host.waiters.append(Waiter(hop: hop, preferredLoop: preferredLoop))
-            hop.state.withLockedValue { $0.phase = .waiting(hop.key) }
-            guard host.needsConnection(maximum: self.settings.maximumConnectionsPerHost) else { return .wait }
-            host.startConnecting()
-            return .connect
         }
         switch action {
         case .run(let connection): connection.run(hop)
@@ -135,12 +148,11 @@ final class HTTP1Pool: Sendable {
     /// Takes a cancelled hop out of the queue; false when it was not waiting any more.
     func removeWaiter(_ hop: HTTP1Hop) -> Bool {
         self.state.withLockedValue { state in
-            guard var host = state.hosts[hop.key], let index = host.waiters.firstIndex(where: { $0.hop === hop }) else {
-                return false
+            state.withHost(hop.key) { host in
+                guard let index = host.waiters.firstIndex(where: { $0.hop === hop }) else { return false }
+                host.waiters.remove(at: index)
+                return true
             }
-            host.waiters.remove(at: index)
-            state.hosts[hop.key] = host
-            return true
         }
     }
 
@@ -149,14 +161,14 @@ final class HTTP1Pool: Sendable {
     func release(_ connection: HTTP1Connection) -> Bool {
         let next = self.state.withLockedValue { state -> HTTP1Hop?? in
             guard !state.isShutDown else { return .none }
-            var host = state.hosts[connection.key, default: HostState()]
-            defer { state.hosts[connection.key] = host }
-            if let waiter = host.waiters.popFirst() {
-                waiter.hop.state.withLockedValue { $0.phase = .running(connection) }
-                return .some(waiter.hop)
+            return state.withHost(connection.key) { host in
+                if let waiter = host.waiters.popFirst() {
+                    waiter.hop.state.withLockedValue { $0.phase = .running(connection) }
+                    return .some(waiter.hop)
+                }
+                host.idle.append(connection)
+                return .some(nil)
             }
-            host.idle.append(connection)
-            return .some(nil)
         }
         switch next {
         case .none: return false
@@ -169,12 +181,11 @@ final class HTTP1Pool: Sendable {
     /// An idle connection wants to close after its idle timeout; false when it was leased meanwhile.
     func removeIdle(_ connection: HTTP1Connection) -> Bool {
         self.state.withLockedValue { state in
-            guard var host = state.hosts[connection.key], let index = host.idle.firstIndex(where: { $0 === connection }) else {
-                return false
+            state.withHost(connection.key) { host in
+                guard let index = host.idle.firstIndex(where: { $0 === connection }) else { return false }
+                host.idle.remove(at: index)
+                return true
             }
-            host.idle.remove(at: index)
-            state.hosts[connection.key] = host
-            return true
         }
     }
 
@@ -242,17 +253,14 @@ final class HTTP1Pool: Sendable {
     private func connectionFailed(_ key: Key, error: any Error) {
         self.logger?.debug("courier: HTTP/1.1 connection failed", metadata: ["host": "\(key.host):\(key.port)", "error": "\(error)"])
         let (failed, reconnect) = self.state.withLockedValue { state -> (HTTP1Hop?, (any EventLoop)?) in
-            var host = state.hosts[key, default: HostState()]
-            defer { state.hosts[key] = host }
-            host.openCount -= 1
-            host.connectingCount -= 1
-            let failed = host.waiters.popFirst()?.hop
-            // Hops still waiting get connections of their own (each fails alone if the host is down).
-            guard !state.isShutDown, let next = host.waiters.first, host.needsConnection(maximum: self.settings.maximumConnectionsPerHost) else {
-                return (failed, nil)
+            let isShutDown = state.isShutDown
+            return state.withHost(key) { host in
+                host.openCount -= 1
+                host.connectingCount -= 1
+                let failed = host.waiters.popFirst()?.hop
+                // Hops still waiting get connections of their own (each fails alone if the host is down).
+                return (failed, isShutDown ? nil : host.replacementLoop(maximum: self.settings.maximumConnectionsPerHost))
             }
-            host.startConnecting()
-            return (failed, next.preferredLoop)
         }
         failed?.end(.failure(error))
         if let reconnect { self.connect(key, on: reconnect) }
@@ -262,15 +270,12 @@ final class HTTP1Pool: Sendable {
         self.logger?.debug("courier: HTTP/1.1 connection closed", metadata: ["host": "\(connection.key.host):\(connection.key.port)"])
         let reconnect = self.state.withLockedValue { state -> (any EventLoop)? in
             guard state.connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return nil }
-            var host = state.hosts[connection.key, default: HostState()]
-            defer { state.hosts[connection.key] = host }
-            host.openCount -= 1
-            host.idle.removeAll { $0 === connection }
-            guard !state.isShutDown, let next = host.waiters.first, host.needsConnection(maximum: self.settings.maximumConnectionsPerHost) else {
-                return nil
+            let isShutDown = state.isShutDown
+            return state.withHost(connection.key) { host in
+                host.openCount -= 1
+                host.idle.removeAll { $0 === connection }
+                return isShutDown ? nil : host.replacementLoop(maximum: self.settings.maximumConnectionsPerHost)
             }
-            host.startConnecting()
-            return next.preferredLoop
         }
         if let reconnect { self.connect(connection.key, on: reconnect) }
     }
