@@ -231,18 +231,15 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
         SessionManager.processingQueue.async { [self] in
             let serializer = self.responseSerializer
             var (object, error): ((any Sendable)?, CourierError?) = (nil, outcome.error)
-            if outcome.error == nil {
-                (object, error) = SessionManager.serialize(outcome, with: serializer)
+            if let task = self.task {
+                (object, error) = self.sessionManager.serializeRunningHook(task, outcome: outcome, serializer: serializer)
+                self.sessionManager.postDidComplete(task, outcome: outcome, serializer: serializer, object: object, error: error)
             }
             self.state.withLockedValue { state in
                 state.response = outcome.response
                 state.responseData = outcome.data
                 state.responseObject = error == nil ? object : nil
                 state.error = error
-            }
-            if let task = self.task {
-                self.sessionManager.hooks(for: task).taskDidComplete?(self.sessionManager, task, error)
-                self.sessionManager.postDidComplete(task, outcome: outcome, serializer: serializer, object: object, error: error)
             }
             self.finish(with: error)
         }

@@ -15,19 +15,29 @@ extension SessionManager {
         let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? .main, $0.completionGroup) }
         group?.enter()
         Self.processingQueue.async {
-            var result: (object: (any Sendable)?, error: CourierError?) = (nil, outcome.error)
-            if let serializer, outcome.error == nil || outcome.response != nil {
-                let serialized = Self.serialize(outcome, with: serializer)
-                result = (serialized.object, outcome.error ?? serialized.error)
-            }
-            let (object, error) = result
-            self.hooks(for: task).taskDidComplete?(self, task, error)
+            let (object, error) = self.serializeRunningHook(task, outcome: outcome, serializer: serializer)
             queue.async {
                 handler?(outcome.response, object, error)
                 self.postDidComplete(task, outcome: outcome, serializer: serializer, object: object, error: error)
                 group?.leave()
             }
         }
+    }
+
+    /// Serializes a finished task's outcome (the transfer's error wins over the serializer's),
+    /// then runs the task-did-complete hook. Call it off the engine's threads.
+    func serializeRunningHook(
+        _ task: SessionTask,
+        outcome: TaskOutcome,
+        serializer: (any ResponseSerializer)?
+    ) -> (object: (any Sendable)?, error: CourierError?) {
+        var result: (object: (any Sendable)?, error: CourierError?) = (nil, outcome.error)
+        if let serializer, outcome.error == nil || outcome.response != nil {
+            let serialized = Self.serialize(outcome, with: serializer)
+            result = (serialized.object, outcome.error ?? serialized.error)
+        }
+        self.hooks(for: task).taskDidComplete?(self, task, result.error)
+        return result
     }
 
     static func serialize(_ outcome: TaskOutcome, with serializer: any ResponseSerializer) -> (object: (any Sendable)?, error: CourierError?) {
