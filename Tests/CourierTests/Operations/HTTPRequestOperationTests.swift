@@ -2,6 +2,7 @@
 import CourierTesting
 import Dispatch
 import Foundation
+import NIOConcurrencyHelpers
 import HTTPTypes
 import Testing
 
@@ -125,17 +126,18 @@ struct HTTPRequestOperationTests {
     @Test func aRequestThatCannotBeBuiltCallsFailureWithNoOperation() async throws {
         try await withTestServer { server in
             try await self.withOperationManager(server) { manager in
-                let returned = NIOLockedBox<HTTPRequestOperation?>(nil)
+                let returned = NIOLockedValueBox<HTTPRequestOperation?>(nil)
                 let outcome: Outcome = await awaitCallback { done in
-                    returned.value = manager.get("http://exa mple.com/%", failure: { operation, error in
+                    let made = manager.get("http://exa mple.com/%", failure: { operation, error in
                         done(.failure(operation, error, onQueue: Self.onQueue()))
                     })
+                    returned.withLockedValue { $0 = made }
                 }
                 guard case .failure(let operation, let error, let onQueue) = outcome else {
                     Issue.record("succeeded")
                     return
                 }
-                #expect(operation == nil && returned.value == nil)
+                #expect(operation == nil && returned.withLockedValue { $0 } == nil)
                 #expect(error.code == .invalidURL)
                 #expect(onQueue)
                 #expect(manager.operationQueue.operationCount == 0)
@@ -164,15 +166,15 @@ struct HTTPRequestOperationTests {
             // The server holds the 1st, 3rd and 5th request until the next one is in, so a queue
             // that runs two at a time shows two in flight, and never more (one at a time would
             // show one, after 5-second waits).
-            let counts = NIOLockedBox((arrived: 0, inFlight: 0, most: 0))
+            let counts = NIOLockedValueBox((arrived: 0, inFlight: 0, most: 0))
             server.route("/pair") { _ in
-                let arrival = counts.update { $0.arrived += 1; $0.inFlight += 1; $0.most = max($0.most, $0.inFlight); return $0.arrived }
+                let arrival = counts.withLockedValue { $0.arrived += 1; $0.inFlight += 1; $0.most = max($0.most, $0.inFlight); return $0.arrived }
                 let partner = arrival.isMultiple(of: 2) ? arrival : arrival + 1
                 let deadline = ContinuousClock.now + .seconds(5)
-                while counts.value.arrived < partner, ContinuousClock.now < deadline {
+                while counts.withLockedValue({ $0.arrived }) < partner, ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(5))
                 }
-                counts.update { $0.inFlight -= 1 }
+                counts.withLockedValue { $0.inFlight -= 1 }
                 return TestServer.Response(body: Data("ok".utf8))
             }
             try await self.withOperationManager(server) { manager in
@@ -184,7 +186,7 @@ struct HTTPRequestOperationTests {
                 }
                 #expect(await eventually(within: 30) { done.count == 6 })
                 #expect(done.all == Array(repeating: true, count: 6))
-                #expect(counts.value.most == 2)
+                #expect(counts.withLockedValue { $0.most } == 2)
             }
         }
     }
@@ -321,11 +323,11 @@ struct HTTPRequestOperationTests {
     @Test func invalidatingLetsTheRunningOperationFinishAndFailsTheQueuedOnes() async throws {
         try await withTestServer { server in
             // `/hold` answers once the test has invalidated the manager.
-            let hold = NIOLockedBox((arrived: false, released: false))
+            let hold = NIOLockedValueBox((arrived: false, released: false))
             server.route("/hold") { _ in
-                hold.update { $0.arrived = true }
+                hold.withLockedValue { $0.arrived = true }
                 let deadline = ContinuousClock.now + .seconds(10)
-                while !hold.value.released, ContinuousClock.now < deadline {
+                while !hold.withLockedValue({ $0.released }), ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(5))
                 }
                 return TestServer.Response(body: Data("held".utf8))
@@ -338,9 +340,9 @@ struct HTTPRequestOperationTests {
             for path in ["hold", "get"] {
                 manager.get(path, success: { _, _ in outcomes.append((path, nil)) }, failure: { _, error in outcomes.append((path, error.code)) })
             }
-            #expect(await eventually { hold.value.arrived })
+            #expect(await eventually { hold.withLockedValue { $0.arrived } })
             Self.invalidateAtOnce(manager)
-            hold.update { $0.released = true }
+            hold.withLockedValue { $0.released = true }
             #expect(await eventually(within: 10) { outcomes.count == 2 })
             let byPath = Dictionary(uniqueKeysWithValues: outcomes.all.map { ($0.0, $0.1) })
             #expect(byPath["hold"]! == nil, "the running operation finished")
@@ -406,21 +408,5 @@ struct HTTPRequestOperationTests {
         #expect(await eventually(within: 10) { seen.count == 4 })
         #expect(Set(seen.all) == ["get 200", "1/2", "2/2", "all done"])
         await manager.invalidate(cancelingOperations: false)
-    }
-}
-
-/// A value behind a lock, for tests.
-final class NIOLockedBox<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Value
-    init(_ value: Value) { self.stored = value }
-    var value: Value {
-        get { self.lock.withLock { self.stored } }
-        set { self.lock.withLock { self.stored = newValue } }
-    }
-    /// Changes the value under the lock and returns what `body` returns.
-    @discardableResult
-    func update<T>(_ body: (inout Value) -> T) -> T {
-        self.lock.withLock { body(&self.stored) }
     }
 }
