@@ -13,12 +13,13 @@ import NIOSSL
 /// closed after ``SessionConfiguration/connectionIdleTimeout``; a GET, HEAD, PUT, DELETE, OPTIONS
 /// or TRACE whose reused connection closes before any answer is sent once more on a new one).
 /// Everything else goes through AsyncHTTPClient: one `HTTPClient` per security policy gives TLS
-/// through swift-nio-ssl, HTTP/2, and proxies. Both decompress responses as configured. Courier
-/// follows redirects itself (so it can ask the
-/// task's delegate about each hop) and keeps the idle and whole-transfer deadlines itself (so that
-/// a request may set its own ``RequestOptions/timeoutInterval``, a suspended task is not timed
-/// out, and the whole-transfer deadline covers the body); they are checked every twentieth of the
-/// session's shortest timeout, between 5 and 50 ms.
+/// through swift-nio-ssl, HTTP/2, and proxies. Both decompress responses as configured.
+///
+/// Courier follows redirects itself (so it can ask the task's delegate about each hop) and keeps
+/// the idle and whole-transfer deadlines itself (so that a request may set its own
+/// ``RequestOptions/timeoutInterval``, a suspended task is not timed out, and the whole-transfer
+/// deadline covers the body); they are checked every twentieth of the session's shortest timeout,
+/// between 5 and 50 ms.
 ///
 /// The session manager that made the engine owns it; ``shutdown()`` (called by
 /// ``SessionManager/invalidate(cancelingTasks:)``) closes every connection.
