@@ -73,7 +73,13 @@ final class NIOExchange: Exchange, Sendable {
 
     /// Sends the hop on Courier's own HTTP/1.1 connections (cleartext, no proxy).
     private func startHTTP1Hop(_ request: Request, pool: HTTP1Pool, key: HTTP1Pool.Key) {
-        let hop = HTTP1Hop(exchange: self, request: request, pool: pool, key: key)
+        let hop: HTTP1Hop
+        do {
+            hop = try HTTP1Hop(exchange: self, request: request, pool: pool, key: key)
+        } catch {
+            self.finish(with: error)
+            return
+        }
         let pendingCancel = self.state.withLockedValue { state -> CourierError? in
             state.currentTask = hop
             return state.pendingCancellation

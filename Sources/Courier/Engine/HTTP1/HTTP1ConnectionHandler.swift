@@ -82,15 +82,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             return
         }
         let request = hop.request
-        let body: OutgoingBody
-        do {
-            body = try OutgoingBody(request)
-        } catch {
-            // Nothing was written: the connection stays good.
-            hop.end(.failure(error))
-            self.hopFinished(reusable: true)
-            return
-        }
+        let body = hop.body
         self.idleSince = nil
         let closeRequested = request.headerFields[.connection]?.lowercased().contains("close") == true
         self.running = Running(hop: hop, isReused: self.hopsCarried > 0, closeRequested: closeRequested)

@@ -27,13 +27,18 @@ final class HTTP1Hop: NIOHopTask, Sendable {
 
     let exchange: NIOExchange
     let request: Request
+    /// The request's body, resolved when the hop is made (off the event loops: a file's size is
+    /// read here), sent by whichever connection carries the hop.
+    let body: OutgoingBody
     let pool: HTTP1Pool
     let key: HTTP1Pool.Key
     let state = NIOLockedValueBox(State())
 
-    init(exchange: NIOExchange, request: Request, pool: HTTP1Pool, key: HTTP1Pool.Key) {
+    /// - Throws: ``CourierError`` when the body cannot be sent (an unreadable file).
+    init(exchange: NIOExchange, request: Request, pool: HTTP1Pool, key: HTTP1Pool.Key) throws(CourierError) {
         self.exchange = exchange
         self.request = request
+        self.body = try OutgoingBody(request)
         self.pool = pool
         self.key = key
     }
