@@ -47,14 +47,20 @@ extension NIOExchange {
             promise.completeWithTask {
                 do {
                     try await Self.pump(stream, into: writer)
-                } catch let error as CourierError {
-                    throw error
                 } catch {
-                    throw CourierError(.bodyReadFailed, "\(request.summary): the body stream failed", request: request, underlyingError: error)
+                    throw Self.bodyStreamFailure(error, request: request)
                 }
             }
             return promise.futureResult
         }
+    }
+
+    /// What a failed request body stream ends the exchange with: Courier's errors (and the
+    /// HTTP/1.1 path's length check) as they are, anything the stream threw as
+    /// ``CourierError/Code/bodyReadFailed``.
+    static func bodyStreamFailure(_ error: any Error, request: Request) -> any Error {
+        if error is CourierError || error is HTTP1PoolError { return error }
+        return CourierError(.bodyReadFailed, "\(request.summary): the body stream failed", request: request, underlyingError: error)
     }
 
     /// Writes each chunk of `chunks` as AHC accepts it. Only a failure to read a chunk is thrown.

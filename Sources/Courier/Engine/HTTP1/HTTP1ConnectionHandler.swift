@@ -153,15 +153,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                 }
                 try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
                 outcome = .success(())
-            } catch let error as CourierError {
-                outcome = .failure(error)
-            } catch let error as HTTP1PoolError {
-                outcome = .failure(CourierError(.bodyReadFailed, "\(request.summary): \(error)", request: request, underlyingError: error))
-            } catch where !channel.isActive {
-                // The write failed because the connection closed: the read side reports why.
+            } catch where !(error is CourierError || error is HTTP1PoolError) && !channel.isActive {
+                // A write failed because the connection closed: the read side reports why.
                 return
             } catch {
-                outcome = .failure(CourierError(.bodyReadFailed, "\(request.summary): the body stream failed", request: request, underlyingError: error))
+                outcome = .failure(NIOExchange.bodyStreamFailure(error, request: request))
             }
             channel.eventLoop.execute { loopBound.value.bodyEnded(hop, outcome) }
         }
