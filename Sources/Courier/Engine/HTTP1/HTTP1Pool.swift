@@ -245,6 +245,9 @@ final class HTTP1Pool: Sendable {
             connection.channel.close(promise: nil)
             return
         }
+        // Idle until a hop runs on it: when the hop that asked for it was cancelled meanwhile,
+        // it must still close after the idle timeout.
+        connection.startIdleClock()
         if !self.release(connection) {
             connection.channel.close(promise: nil)
         }
