@@ -1,0 +1,210 @@
+import Foundation
+
+/// How many cookies a store keeps before it evicts the least recently used (RFC 6265 section 5.3,
+/// step 12, suggests at least 50 per domain and 3000 in all).
+public struct CookieLimits: Sendable, Hashable {
+    /// The most cookies kept for one ``Cookie/domain``. 50 by default.
+    public var perDomain: Int
+    /// The most cookies kept in all. 3000 by default.
+    public var total: Int
+
+    /// Limits, 50 per domain and 3000 in all by default.
+    public init(perDomain: Int = 50, total: Int = 3000) {
+        self.perDomain = perDomain
+        self.total = total
+    }
+}
+
+/// The state of a cookie store, as a value: the cookies by domain, the storage rules that need
+/// the cookies already stored, limits and eviction. The stores wrap one behind a lock; it is
+/// tested without them. Every operation takes the time from its caller.
+struct CookieJar: Sendable {
+    struct Entry: Sendable {
+        var cookie: Cookie
+        /// Insertion order, which breaks ties between equal creation dates.
+        var sequence: UInt64
+    }
+
+    private(set) var domains: [String: [Entry]] = [:]
+    private(set) var count = 0
+    private var nextSequence: UInt64 = 0
+    var limits: CookieLimits
+    var publicSuffixes: PublicSuffixList
+
+    init(limits: CookieLimits = CookieLimits(), publicSuffixes: PublicSuffixList = .system) {
+        self.limits = limits
+        self.publicSuffixes = publicSuffixes
+    }
+
+    // MARK: Storing
+
+    /// Stores the cookies of `Set-Cookie` fields received from `url`. Returns whether anything changed.
+    @discardableResult
+    mutating func store(setCookieFields fields: some Sequence<String>, from url: URL, now: Date) -> Bool {
+        var changed = false
+        for field in fields {
+            guard let cookie = Cookie(setCookie: field, for: url, now: now, publicSuffixes: self.publicSuffixes) else { continue }
+            changed = self.store(cookie, fromSecureOrigin: CookieMatching.isSecure(url), now: now) || changed
+        }
+        if changed { self.evict(now: now) }
+        return changed
+    }
+
+    /// Stores one cookie with the rules of RFC 6265bis 5.7 that depend on the store: a cookie from
+    /// a non-secure origin may not shadow a secure one; a namesake (same name, domain, host-only
+    /// flag and path) is replaced and its creation date kept; an expired cookie only deletes its
+    /// namesake. Returns whether anything changed.
+    @discardableResult
+    mutating func store(_ cookie: Cookie, fromSecureOrigin: Bool, now: Date) -> Bool {
+        var cookie = cookie
+        if !cookie.isSecure, !fromSecureOrigin, self.shadowsSecureCookie(cookie) { return false }
+        let index = self.domains[cookie.domain]?.firstIndex { Self.sameIdentity($0.cookie, cookie) }
+        var sequence = self.nextSequence
+        if let index {
+            // The replacement takes the place of the cookie it replaces: same creation date, same
+            // rank among cookies created at the same instant.
+            let replaced = self.domains[cookie.domain]![index]
+            cookie.creationDate = replaced.cookie.creationDate
+            sequence = replaced.sequence
+            self.remove(domain: cookie.domain, at: index)
+        } else {
+            self.nextSequence += 1
+        }
+        if cookie.isExpired(at: now) { return index != nil }
+        cookie.lastAccessDate = now
+        self.domains[cookie.domain, default: []].append(Entry(cookie: cookie, sequence: sequence))
+        self.count += 1
+        return true
+    }
+
+    /// Whether a stored secure cookie with the same name has a domain that domain-matches the new
+    /// one's (or the reverse) and a path the new one's path-matches.
+    private func shadowsSecureCookie(_ cookie: Cookie) -> Bool {
+        for (domain, entries) in self.domains
+        where CookieMatching.domainMatches(domain, cookie.domain) || CookieMatching.domainMatches(cookie.domain, domain) {
+            for entry in entries where entry.cookie.isSecure && entry.cookie.name == cookie.name {
+                if CookieMatching.pathMatches(cookie.path, entry.cookie.path) { return true }
+            }
+        }
+        return false
+    }
+
+    static func sameIdentity(_ a: Cookie, _ b: Cookie) -> Bool {
+        a.name == b.name && a.domain == b.domain && a.isHostOnly == b.isHostOnly && a.path == b.path
+    }
+
+    // MARK: Retrieving
+
+    /// The cookies to send to `url`, longest path first, then oldest first; their last-access
+    /// dates become `now`. Expired cookies met on the way are removed.
+    mutating func cookies(for url: URL, now: Date) -> [Cookie] {
+        guard let host = CookieMatching.canonicalHost(of: url), self.count > 0 else { return [] }
+        let path = CookieMatching.requestPath(of: url)
+        let secure = CookieMatching.isSecure(url)
+        var found: [Entry] = []
+        // The host and each parent domain (an IP address has no parents).
+        var domain = Substring(host)
+        let isIP = CookieMatching.isIPAddress(host)
+        while true {
+            let key = String(domain)
+            if var entries = self.domains[key] {
+                var expired = false
+                for index in entries.indices {
+                    let cookie = entries[index].cookie
+                    if cookie.isExpired(at: now) {
+                        expired = true
+                        continue
+                    }
+                    guard cookie.matches(host: host, path: path, isSecure: secure) else { continue }
+                    entries[index].cookie.lastAccessDate = now
+                    found.append(entries[index])
+                }
+                if expired {
+                    let before = entries.count
+                    entries.removeAll { $0.cookie.isExpired(at: now) }
+                    self.count -= before - entries.count
+                }
+                self.domains[key] = entries.isEmpty ? nil : entries
+            }
+            guard !isIP, let dot = domain.firstIndex(of: ".") else { break }
+            domain = domain[domain.index(after: dot)...]
+        }
+        found.sort(by: Self.headerOrder)
+        return found.map(\.cookie)
+    }
+
+    /// Longer paths first; equal lengths, earlier creation first.
+    static func headerOrder(_ a: Entry, _ b: Entry) -> Bool {
+        let (pathA, pathB) = (a.cookie.path.utf8.count, b.cookie.path.utf8.count)
+        if pathA != pathB { return pathA > pathB }
+        if a.cookie.creationDate != b.cookie.creationDate { return a.cookie.creationDate < b.cookie.creationDate }
+        return a.sequence < b.sequence
+    }
+
+    /// Every cookie, oldest first (expired ones included until the next eviction).
+    var allCookies: [Cookie] {
+        self.domains.values.joined().sorted { ($0.cookie.creationDate, $0.sequence) < ($1.cookie.creationDate, $1.sequence) }
+            .map(\.cookie)
+    }
+
+    // MARK: Removing
+
+    @discardableResult
+    mutating func delete(_ cookie: Cookie) -> Bool {
+        let domain = CookieMatching.canonicalDomain(cookie.domain)
+        guard let index = self.domains[domain]?.firstIndex(where: { Self.sameIdentity($0.cookie, cookie) }) else { return false }
+        self.remove(domain: domain, at: index)
+        return true
+    }
+
+    /// Removes the cookies created at `date` or later. Returns whether anything was removed.
+    @discardableResult
+    mutating func removeCookies(since date: Date) -> Bool {
+        self.removeAll { $0.creationDate >= date }
+    }
+
+    @discardableResult
+    mutating func removeAll(where shouldRemove: (Cookie) -> Bool = { _ in true }) -> Bool {
+        let before = self.count
+        for domain in Array(self.domains.keys) {
+            self.domains[domain]!.removeAll { shouldRemove($0.cookie) }
+            if self.domains[domain]!.isEmpty { self.domains[domain] = nil }
+        }
+        self.count = self.domains.values.reduce(0) { $0 + $1.count }
+        return self.count != before
+    }
+
+    private mutating func remove(domain: String, at index: Int) {
+        self.domains[domain]!.remove(at: index)
+        if self.domains[domain]!.isEmpty { self.domains[domain] = nil }
+        self.count -= 1
+    }
+
+    /// Drops expired cookies, then the least recently used cookies of each domain over
+    /// ``CookieLimits/perDomain``, then the least recently used over ``CookieLimits/total``.
+    mutating func evict(now: Date) {
+        self.removeAll { $0.isExpired(at: now) }
+        for domain in Array(self.domains.keys) where self.domains[domain]!.count > self.limits.perDomain {
+            var entries = self.domains[domain]!
+            entries.sort { ($0.cookie.lastAccessDate, $0.sequence) > ($1.cookie.lastAccessDate, $1.sequence) }
+            let dropped = entries.count - max(self.limits.perDomain, 0)
+            entries.removeLast(dropped)
+            self.count -= dropped
+            self.domains[domain] = entries.isEmpty ? nil : entries
+        }
+        guard self.count > self.limits.total else { return }
+        var all = self.domains.values.joined().map { ($0.cookie.lastAccessDate, $0.sequence) }
+        all.sort { $0 > $1 }
+        guard self.limits.total > 0 else {
+            self.removeAll()
+            return
+        }
+        // Everything less recently used than the `total`-th most recent goes.
+        let threshold = all[self.limits.total - 1]
+        for domain in Array(self.domains.keys) {
+            self.domains[domain]!.removeAll { ($0.cookie.lastAccessDate, $0.sequence) < threshold }
+            if self.domains[domain]!.isEmpty { self.domains[domain] = nil }
+        }
+        self.count = self.domains.values.reduce(0) { $0 + $1.count }
+    }
+}

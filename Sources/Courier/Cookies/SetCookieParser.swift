@@ -1,0 +1,183 @@
+import Foundation
+
+/// A `Set-Cookie` field as RFC 6265bis section 5.6 parses it, before the storage rules apply.
+struct ParsedSetCookie: Equatable {
+    var name: String
+    var value: String
+    /// The last valid `Expires`.
+    var expires: Date?
+    /// The last valid `Max-Age`, in seconds (zero or less means "expire now").
+    var maxAge: Int64?
+    /// The last non-empty `Domain`, lower-cased, leading dot removed.
+    var domain: String?
+    /// The last `Path` that starts with `/` (an invalid one resets it to nil: the default path).
+    var path: String?
+    var isSecure = false
+    var isHTTPOnly = false
+    /// The last `SameSite`: nil when absent, `.some(nil)` when its value was not understood.
+    var sameSite: Cookie.SameSite??
+}
+
+/// The parsing algorithm of RFC 6265bis section 5.6.
+enum SetCookieParser {
+    /// Cookies longer than this (name plus value) are ignored, as are attribute values longer than
+    /// ``maximumAttributeValueLength``.
+    static let maximumNameValueLength = 4096
+    static let maximumAttributeValueLength = 1024
+
+    /// The parsed field, or nil when the RFC says to ignore it (control characters, no name and
+    /// no value, too long).
+    static func parse(_ field: String) -> ParsedSetCookie? {
+        // Control characters other than tab make the whole field invalid.
+        if field.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) { return nil }
+        let pairEnd = field.firstIndex(of: ";") ?? field.endIndex
+        let pair = field[..<pairEnd]
+        var name: Substring
+        var value: Substring
+        if let equals = pair.firstIndex(of: "=") {
+            name = pair[..<equals]
+            value = pair[pair.index(after: equals)...]
+        } else {
+            name = ""
+            value = pair
+        }
+        name = self.trimmed(name)
+        value = self.trimmed(value)
+        if name.isEmpty, value.isEmpty { return nil }
+        if name.utf8.count + value.utf8.count > self.maximumNameValueLength { return nil }
+        var cookie = ParsedSetCookie(name: String(name), value: String(value))
+
+        var rest = field[pairEnd...]
+        while !rest.isEmpty {
+            rest = rest.dropFirst()  // the ";"
+            let end = rest.firstIndex(of: ";") ?? rest.endIndex
+            let attribute = rest[..<end]
+            rest = rest[end...]
+            let attributeName: Substring
+            let attributeValue: Substring
+            if let equals = attribute.firstIndex(of: "=") {
+                attributeName = self.trimmed(attribute[..<equals])
+                attributeValue = self.trimmed(attribute[attribute.index(after: equals)...])
+            } else {
+                attributeName = self.trimmed(attribute)
+                attributeValue = ""
+            }
+            if attributeValue.utf8.count > self.maximumAttributeValueLength { continue }
+            switch attributeName.lowercased() {
+            case "expires":
+                if let date = HTTPDate.parse(attributeValue) { cookie.expires = date }
+            case "max-age":
+                if let seconds = self.deltaSeconds(attributeValue) { cookie.maxAge = seconds }
+            case "domain":
+                // An empty Domain is ignored (6265bis); a leading dot is dropped.
+                var domain = attributeValue
+                if domain.first == "." { domain = domain.dropFirst() }
+                if !domain.isEmpty { cookie.domain = domain.lowercased() }
+            case "path":
+                cookie.path = attributeValue.first == "/" ? String(attributeValue) : nil
+            case "secure":
+                cookie.isSecure = true
+            case "httponly":
+                cookie.isHTTPOnly = true
+            case "samesite":
+                cookie.sameSite = .some(Cookie.SameSite.allCases.first { $0.rawValue.lowercased() == attributeValue.lowercased() })
+            default:
+                break
+            }
+        }
+        return cookie
+    }
+
+    /// Max-Age's value: an optional `-` then digits only; huge values are clamped.
+    static func deltaSeconds(_ text: Substring) -> Int64? {
+        var digits = text
+        let negative = digits.first == "-"
+        if negative { digits = digits.dropFirst() }
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        if negative { return 0 }
+        return Int64(digits) ?? Int64.max
+    }
+
+    /// Without leading and trailing spaces and tabs.
+    private static func trimmed(_ text: Substring) -> Substring {
+        var text = text
+        while let first = text.first, first == " " || first == "\t" { text = text.dropFirst() }
+        while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
+        return text
+    }
+}
+
+extension Cookie {
+    /// The longest a cookie may live (RFC 6265bis section 5.5: 400 days); later expiry dates are
+    /// brought forward to it.
+    public static let maximumLifetime: TimeInterval = 400 * 86_400
+
+    /// Reads a `Set-Cookie` field received from `url`, applying the storage rules of RFC 6265bis
+    /// section 5.7 that do not depend on what a store already holds. Returns nil when the rules
+    /// say to ignore the cookie.
+    ///
+    /// - `Max-Age` wins over `Expires`; both are capped at ``maximumLifetime``; an expiry in the
+    ///   past yields a cookie that ``isExpired(at:)`` (a store deletes its namesake on receiving it).
+    /// - No `Domain` makes a host-only cookie; a `Domain` the host does not domain-match, or a
+    ///   public suffix other than the host itself, is refused. An IP-address host only matches
+    ///   itself.
+    /// - No `Path`, or one not starting with `/`, takes the default path (the request path up to
+    ///   its last `/`).
+    /// - `Secure` from a non-secure (`http`) URL is refused; a `__Secure-` name needs `Secure`
+    ///   from a secure URL; a `__Host-` name also needs no `Domain` and `Path=/`.
+    ///
+    /// - Parameters:
+    ///   - setCookie: The field's value.
+    ///   - url: The URL of the request the response answered.
+    ///   - now: The time of receipt, for `Max-Age` and the creation date.
+    ///   - publicSuffixes: The suffixes under which a `Domain` is refused.
+    public init?(setCookie: String, for url: URL, now: Date = Date(), publicSuffixes: PublicSuffixList = .system) {
+        guard let parsed = SetCookieParser.parse(setCookie), let host = CookieMatching.canonicalHost(of: url) else { return nil }
+        let secureOrigin = CookieMatching.isSecure(url)
+
+        var expiresDate: Date?
+        if let maxAge = parsed.maxAge {
+            expiresDate = maxAge <= 0 ? Date.distantPast : now.addingTimeInterval(min(TimeInterval(maxAge), Self.maximumLifetime))
+        } else if let expires = parsed.expires {
+            expiresDate = min(expires, now.addingTimeInterval(Self.maximumLifetime))
+        }
+
+        var domainAttribute = parsed.domain ?? ""
+        if !domainAttribute.isEmpty {
+            guard domainAttribute.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
+            if publicSuffixes.isPublicSuffix(domainAttribute) {
+                guard domainAttribute == host else { return nil }
+                domainAttribute = ""
+            }
+        }
+        let isHostOnly: Bool
+        let domain: String
+        if domainAttribute.isEmpty {
+            isHostOnly = true
+            domain = host
+        } else {
+            guard CookieMatching.domainMatches(host, domainAttribute) else { return nil }
+            isHostOnly = false
+            domain = domainAttribute
+        }
+
+        let path = parsed.path ?? CookieMatching.defaultPath(of: url)
+        if parsed.isSecure, !secureOrigin { return nil }
+
+        // Prefixes are matched without regard to case (6265bis 5.7 steps 20–21).
+        let lowerName = parsed.name.lowercased()
+        if parsed.name.isEmpty {
+            let lowerValue = parsed.value.lowercased()
+            if lowerValue.hasPrefix("__secure-") || lowerValue.hasPrefix("__host-") { return nil }
+        }
+        if lowerName.hasPrefix("__secure-"), !(parsed.isSecure && secureOrigin) { return nil }
+        if lowerName.hasPrefix("__host-"), !(parsed.isSecure && secureOrigin && isHostOnly && path == "/" && parsed.path != nil) {
+            return nil
+        }
+
+        self.init(
+            name: parsed.name, value: parsed.value, domain: domain, path: path, expiresDate: expiresDate,
+            isHostOnly: isHostOnly, isSecure: parsed.isSecure, isHTTPOnly: parsed.isHTTPOnly,
+            sameSite: parsed.sameSite ?? nil, creationDate: now)
+    }
+}

@@ -1,0 +1,237 @@
+import Foundation
+import Testing
+
+@testable import Courier
+
+@Suite("Cookie store")
+struct CookieJarTests {
+    let suffixes = PublicSuffixList(rules: "com\norg\nco.uk\n")
+
+    func store(limits: CookieLimits = CookieLimits(), clock: ManualClock = ManualClock()) -> MemoryCookieStorage {
+        MemoryCookieStorage(limits: limits, publicSuffixes: self.suffixes, clock: clock.function)
+    }
+
+    @Test func storesAndSendsByDomainAndPath() {
+        let store = self.store()
+        store.storeCookies(fromSetCookieFields: ["a=1", "b=2; Path=/docs", "c=3; Domain=example.com"], for: URL(string: "http://www.example.com/")!)
+        #expect(store.cookieHeader(for: URL(string: "http://www.example.com/")!) == "a=1; c=3")
+        #expect(store.cookieHeader(for: URL(string: "http://www.example.com/docs/x")!) == "b=2; a=1; c=3")
+        #expect(store.cookieHeader(for: URL(string: "http://api.example.com/docs")!) == "c=3", "host-only cookies stay on their host")
+        #expect(store.cookieHeader(for: URL(string: "http://example.org/")!) == nil)
+    }
+
+    @Test func headerOrderIsPathLengthThenCreationTime() {
+        let clock = ManualClock()
+        let store = self.store(clock: clock)
+        let url = URL(string: "http://h.com/a/b/c")!
+        store.storeCookies(fromSetCookieFields: ["late=1; Path=/"], for: url)
+        clock.advance(by: -10)
+        store.storeCookies(fromSetCookieFields: ["early=1; Path=/"], for: url)
+        store.storeCookies(fromSetCookieFields: ["deep=1; Path=/a/b", "mid=1; Path=/a"], for: url)
+        #expect(store.cookieHeader(for: url) == "deep=1; mid=1; early=1; late=1")
+        // Same instant: the order of arrival.
+        let same = self.store()
+        same.storeCookies(fromSetCookieFields: ["z=1", "y=1", "x=1"], for: URL(string: "http://h.com/")!)
+        #expect(same.cookieHeader(for: URL(string: "http://h.com/")!) == "z=1; y=1; x=1")
+    }
+
+    @Test func replacingKeepsTheCreationDate() throws {
+        let clock = ManualClock()
+        let store = self.store(clock: clock)
+        let url = URL(string: "http://h.com/")!
+        store.storeCookies(fromSetCookieFields: ["a=1"], for: url)
+        let created = clock.now
+        clock.advance(by: 5)
+        store.storeCookies(fromSetCookieFields: ["b=1"], for: url)
+        clock.advance(by: 5)
+        store.storeCookies(fromSetCookieFields: ["a=2"], for: url)
+        let cookie = try #require(store.allCookies.first { $0.name == "a" })
+        #expect(cookie.value == "2")
+        #expect(cookie.creationDate == created)
+        #expect(store.cookieHeader(for: url) == "a=2; b=1", "a keeps its place")
+        #expect(store.allCookies.count == 2)
+    }
+
+    @Test func differentPathsOrDomainsAreDifferentCookies() {
+        let store = self.store()
+        let url = URL(string: "http://www.h.com/a/")!
+        store.storeCookies(fromSetCookieFields: ["a=1; Path=/", "a=2; Path=/a", "a=3; Domain=h.com"], for: url)
+        #expect(store.allCookies.count == 3)
+        #expect(store.cookieHeader(for: url) == "a=2; a=3; a=1", "a=3 has the default path /a too")
+        store.storeCookies(fromSetCookieFields: ["a=4"], for: url)
+        #expect(store.allCookies.count == 3, "host-only, path /a: the same cookie as a=2")
+        #expect(store.cookieHeader(for: url) == "a=4; a=3; a=1", "and it keeps a=2's place")
+        #expect(store.cookieHeader(for: URL(string: "http://h.com/")!) == nil)
+        #expect(store.cookieHeader(for: URL(string: "http://h.com/a")!) == "a=3")
+    }
+
+    @Test func expiryDeletesAndExpiresWithTheClock() {
+        let clock = ManualClock()
+        let store = self.store(clock: clock)
+        let url = URL(string: "http://h.com/")!
+        store.storeCookies(fromSetCookieFields: ["a=1; Max-Age=60", "b=1; Expires=\(HTTPDate.format(clock.now.addingTimeInterval(120)))", "c=1"], for: url)
+        #expect(store.cookieHeader(for: url) == "a=1; b=1; c=1")
+        clock.advance(by: 60)
+        #expect(store.cookieHeader(for: url) == "b=1; c=1", "a expired at 60 s")
+        clock.advance(by: 60)
+        #expect(store.cookieHeader(for: url) == "c=1")
+        #expect(store.allCookies.map(\.name) == ["c"])
+        // A server deletes a cookie by sending it expired.
+        store.storeCookies(fromSetCookieFields: ["c=; Max-Age=0"], for: url)
+        #expect(store.cookieHeader(for: url) == nil)
+        #expect(store.allCookies.isEmpty)
+    }
+
+    @Test func anExpiredCookieForANewNameStoresNothing() {
+        let store = self.store()
+        store.storeCookies(fromSetCookieFields: ["gone=1; Expires=Thu, 01 Jan 1970 00:00:01 GMT"], for: URL(string: "http://h.com/")!)
+        #expect(store.allCookies.isEmpty)
+    }
+
+    @Test func insecureOriginsCannotShadowSecureCookies() {
+        let store = self.store()
+        store.storeCookies(fromSetCookieFields: ["sid=secure; Secure; Domain=h.com"], for: URL(string: "https://www.h.com/")!)
+        store.storeCookies(fromSetCookieFields: ["sid=evil; Domain=h.com"], for: URL(string: "http://www.h.com/")!)
+        store.storeCookies(fromSetCookieFields: ["sid=evil"], for: URL(string: "http://api.h.com/x")!)
+        #expect(store.allCookies.map(\.value) == ["secure"])
+        store.storeCookies(fromSetCookieFields: ["other=fine"], for: URL(string: "http://www.h.com/")!)
+        #expect(store.allCookies.count == 2)
+        store.storeCookies(fromSetCookieFields: ["sid=updated; Secure; Domain=h.com"], for: URL(string: "https://www.h.com/")!)
+        #expect(store.cookieHeader(for: URL(string: "https://h.com/")!) == "sid=updated")
+        #expect(store.cookieHeader(for: URL(string: "http://www.h.com/")!) == "other=fine", "Secure cookies skip http")
+    }
+
+    @Test func perDomainLimitEvictsTheLeastRecentlyUsed() {
+        let clock = ManualClock()
+        let store = self.store(limits: CookieLimits(perDomain: 3, total: 100), clock: clock)
+        let url = URL(string: "http://h.com/")!
+        for name in ["a", "b", "c"] {
+            store.storeCookies(fromSetCookieFields: ["\(name)=1; Path=/\(name)"], for: url)
+            clock.advance(by: 1)
+        }
+        _ = store.cookies(for: URL(string: "http://h.com/a")!)  // a is used again
+        clock.advance(by: 1)
+        store.storeCookies(fromSetCookieFields: ["d=1"], for: url)
+        #expect(Set(store.allCookies.map(\.name)) == ["a", "c", "d"], "b was the least recently used")
+        // Other domains are untouched by this domain's limit.
+        store.storeCookies(fromSetCookieFields: ["x=1"], for: URL(string: "http://other.com/")!)
+        #expect(store.allCookies.count == 4)
+    }
+
+    @Test func totalLimitEvictsAcrossDomains() {
+        let clock = ManualClock()
+        let store = self.store(limits: CookieLimits(perDomain: 50, total: 4), clock: clock)
+        for index in 0..<6 {
+            store.storeCookies(fromSetCookieFields: ["c\(index)=1"], for: URL(string: "http://h\(index).com/")!)
+            clock.advance(by: 1)
+        }
+        #expect(store.allCookies.map(\.name) == ["c2", "c3", "c4", "c5"])
+        store.limits = CookieLimits(perDomain: 50, total: 1)
+        #expect(store.allCookies.map(\.name) == ["c5"])
+        store.limits = CookieLimits(perDomain: 50, total: 0)
+        #expect(store.allCookies.isEmpty)
+    }
+
+    @Test func expiredCookiesGoFirstWhenEvicting() {
+        let clock = ManualClock()
+        let store = self.store(limits: CookieLimits(perDomain: 2, total: 100), clock: clock)
+        let url = URL(string: "http://h.com/")!
+        store.storeCookies(fromSetCookieFields: ["old=1"], for: url)
+        clock.advance(by: 1)
+        store.storeCookies(fromSetCookieFields: ["short=1; Max-Age=1"], for: url)
+        clock.advance(by: 2)
+        store.storeCookies(fromSetCookieFields: ["new=1"], for: url)
+        #expect(Set(store.allCookies.map(\.name)) == ["old", "new"])
+    }
+
+    @Test func handMadeCookiesAndRemoval() throws {
+        let clock = ManualClock()
+        let store = self.store(clock: clock)
+        store.setCookie(Cookie(name: "t", value: "1", domain: ".Example.com", isHostOnly: false, creationDate: clock.now))
+        #expect(store.cookieHeader(for: URL(string: "http://a.example.com/")!) == "t=1")
+        let cookie = try #require(store.allCookies.first)
+        #expect(cookie.domain == "example.com")
+        clock.advance(by: 10)
+        store.setCookie(Cookie(name: "u", value: "2", domain: "example.com", creationDate: clock.now))
+        store.removeCookies(since: clock.now)
+        #expect(store.allCookies.map(\.name) == ["t"])
+        store.deleteCookie(cookie)
+        #expect(store.allCookies.isEmpty)
+        store.setCookie(Cookie(name: "v", value: "3", domain: "example.com"))
+        store.removeAllCookies()
+        #expect(store.allCookies.isEmpty)
+    }
+
+    @Test func noCookiesForURLsWithoutAHost() {
+        let store = self.store()
+        store.storeCookies(fromSetCookieFields: ["a=1"], for: URL(string: "file:///tmp/x")!)
+        #expect(store.allCookies.isEmpty)
+    }
+
+    @Test func headerValueSerialisesNamelessCookies() {
+        let cookies = [Cookie(name: "", value: "token", domain: "h"), Cookie(name: "a", value: "", domain: "h")]
+        #expect(Cookie.headerValue(for: cookies) == "token; a=")
+        #expect(Cookie.headerValue(for: []) == nil)
+    }
+
+    @Test func concurrentUseIsSafe() async {
+        let store = self.store()
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    let url = URL(string: "http://h\(index % 7).com/p\(index % 3)/x")!
+                    store.storeCookies(fromSetCookieFields: ["c\(index)=\(index); Path=/p\(index % 3)"], for: url)
+                    _ = store.cookieHeader(for: url)
+                }
+            }
+        }
+        #expect(store.allCookies.count == 200)
+    }
+}
+
+@Suite("Public suffix list")
+struct PublicSuffixListTests {
+    @Test func rulesExceptionsAndWildcards() {
+        let list = PublicSuffixList(rules: """
+            // comment
+            com
+            co.uk
+            *.kawasaki.jp
+            !city.kawasaki.jp
+            公司.cn
+            """)
+        #expect(list.ruleCount == 5)
+        #expect(list.publicSuffix(of: "www.example.co.uk") == "co.uk")
+        #expect(list.registrableDomain(of: "www.example.co.uk") == "example.co.uk")
+        #expect(list.isPublicSuffix("a.kawasaki.jp"))
+        #expect(!list.isPublicSuffix("city.kawasaki.jp"))
+        #expect(list.registrableDomain(of: "www.city.kawasaki.jp") == "city.kawasaki.jp")
+        #expect(list.isPublicSuffix("xn--55qx5d.cn"), "a Unicode rule, matched in Punycode")
+        #expect(list.isPublicSuffix("example"), "the implicit * rule")
+        #expect(!list.isPublicSuffix("example.com"))
+        #expect(list.registrableDomain(of: "com") == nil)
+    }
+
+    @Test func theSystemList() throws {
+        guard FileManager.default.fileExists(atPath: PublicSuffixList.systemListPath) else {
+            print("skipped: \(PublicSuffixList.systemListPath) is missing (apt-get install publicsuffix)")
+            return
+        }
+        let list = PublicSuffixList.system
+        #expect(list.ruleCount > 5000)
+        #expect(list.isPublicSuffix("co.uk"))
+        #expect(list.isPublicSuffix("github.io"))
+        #expect(list.isPublicSuffix("com"))
+        #expect(!list.isPublicSuffix("example.com"))
+        #expect(list.isPublicSuffix("xn--55qx5d.cn"), "公司.cn")
+    }
+
+    @Test func punycode() {
+        // RFC 3492's and well-known examples.
+        #expect(Punycode.encode("bücher") == "bcher-kva")
+        #expect(Punycode.encode("公司") == "55qx5d")
+        #expect(Punycode.encode("他们为什么不说中文") == "ihqwcrb4cv8a8dqg056pqjye")
+        #expect(Punycode.asciiHost("www.Bücher.de") == "www.xn--bcher-kva.de")
+        #expect(Punycode.asciiHost("example.com") == "example.com")
+    }
+}
