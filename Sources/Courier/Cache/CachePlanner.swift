@@ -1,0 +1,181 @@
+import Foundation
+import HTTPTypes
+
+/// What to do with a request, given what the cache holds for it.
+enum CacheDecision: Sendable {
+    /// Serve this stored response (its `Age` set) without touching the network.
+    case serve(CachedResponse)
+    /// Send this conditional request; a `304` confirms `stored`.
+    case revalidate(stored: CachedResponse, conditionalRequest: Request)
+    /// Send the request as it is; `mayStore` says whether its response may be stored.
+    case network(mayStore: Bool)
+    /// The policy forbids loading and nothing usable is stored (AFNetworking's
+    /// `returnCacheDataDontLoad`): the task fails with ``CourierError/Code/resourceUnavailable``.
+    case unavailable
+    /// The request said `only-if-cached` and nothing usable is stored: the cache answers
+    /// `504 Gateway Timeout` itself (RFC 9111 5.2.1.7).
+    case gatewayTimeout
+}
+
+/// The decisions of a private cache (RFC 9111), without storage or I/O: which stored response a
+/// request may use, how to revalidate it, what may be stored, how a `304` updates it, what an
+/// unsafe method invalidates.
+enum CachePlanner {
+    /// Request fields that make a request the caller's own conditional or partial request: the
+    /// cache neither answers it nor revalidates for it.
+    static let callerConditionals: [HTTPField.Name] = [.ifNoneMatch, .ifModifiedSince, .ifMatch, .ifUnmodifiedSince, .ifRange, .range]
+    static let pragma = HTTPField.Name("Pragma")!
+
+    /// The decision for `request` under `policy`, given the stored response matching it (its
+    /// `Vary` fields included), at `now`.
+    static func decide(
+        _ request: Request,
+        stored: CachedResponse?,
+        policy: RequestOptions.CachePolicy,
+        now: Date
+    ) -> CacheDecision {
+        let cacheable = request.method == .get
+        switch policy {
+        case .reloadIgnoringLocalCacheData:
+            return .network(mayStore: cacheable && self.requestAllowsStoring(request))
+        case .returnCacheDataElseLoad:
+            if cacheable, let stored { return .serve(self.served(stored, now: now)) }
+            return .network(mayStore: cacheable && self.requestAllowsStoring(request))
+        case .returnCacheDataDontLoad:
+            if cacheable, let stored { return .serve(self.served(stored, now: now)) }
+            return .unavailable
+        case .useProtocolCachePolicy:
+            break
+        }
+        guard cacheable else { return .network(mayStore: false) }
+        let control = CacheControl(fields: request.headerFields[values: .cacheControl])
+        if control.noStore { return .network(mayStore: false) }
+        if self.callerConditionals.contains(where: { request.headerFields[$0] != nil }) {
+            return .network(mayStore: true)
+        }
+        guard let stored else { return control.onlyIfCached ? .gatewayTimeout : .network(mayStore: true) }
+
+        let responseControl = CacheControl(fields: stored.response.headerFields[values: .cacheControl])
+        let freshness = CacheFreshness(
+            response: stored.response, control: responseControl, requestDate: stored.requestDate,
+            responseDate: stored.responseDate, now: now)
+        // Pragma: no-cache counts only when the request has no Cache-Control (RFC 9111 5.4).
+        let requestNoCache = control.noCache
+            || (request.headerFields[.cacheControl] == nil && request.headerFields[values: self.pragma].contains { $0.lowercased().contains("no-cache") })
+
+        if !requestNoCache, !responseControl.noCache {
+            var usable = freshness.isFresh
+            if let maxAge = control.maxAge, freshness.age > TimeInterval(maxAge) { usable = false }
+            if let minFresh = control.minFresh, freshness.lifetime - freshness.age < TimeInterval(minFresh) { usable = false }
+            if !freshness.isFresh, !responseControl.mustRevalidate, let maxStale = control.maxStale {
+                // A stale response the request accepts (max-stale), unless it must be revalidated.
+                let withinStale = maxStale.map { freshness.staleness <= TimeInterval($0) } ?? true
+                let ageAllowed = control.maxAge.map { freshness.age <= TimeInterval($0) } ?? true
+                let minFreshAllowed = control.minFresh == nil
+                usable = withinStale && ageAllowed && minFreshAllowed
+            }
+            if usable { return .serve(self.served(stored, age: freshness.age)) }
+        }
+        if control.onlyIfCached { return .gatewayTimeout }
+        guard let conditional = self.conditionalRequest(request, for: stored) else { return .network(mayStore: true) }
+        return .revalidate(stored: stored, conditionalRequest: conditional)
+    }
+
+    /// Whether the request's own directives allow storing its response.
+    static func requestAllowsStoring(_ request: Request) -> Bool {
+        !CacheControl(fields: request.headerFields[values: .cacheControl]).noStore
+    }
+
+    /// `request` with `If-None-Match` and `If-Modified-Since` from the stored validators, or nil
+    /// when the stored response has none.
+    static func conditionalRequest(_ request: Request, for stored: CachedResponse) -> Request? {
+        let etag = stored.response.headerFields[.eTag]
+        let lastModified = stored.response.headerFields[.lastModified]
+        guard etag != nil || lastModified != nil else { return nil }
+        var conditional = request
+        if let etag { conditional.headerFields[.ifNoneMatch] = etag }
+        if let lastModified { conditional.headerFields[.ifModifiedSince] = lastModified }
+        return conditional
+    }
+
+    /// The stored response as served: its `Age` field says how old it is.
+    static func served(_ stored: CachedResponse, now: Date) -> CachedResponse {
+        let control = CacheControl(fields: stored.response.headerFields[values: .cacheControl])
+        let freshness = CacheFreshness(
+            response: stored.response, control: control, requestDate: stored.requestDate, responseDate: stored.responseDate, now: now)
+        return self.served(stored, age: freshness.age)
+    }
+
+    static func served(_ stored: CachedResponse, age: TimeInterval) -> CachedResponse {
+        var served = stored
+        served.response.headerFields[.age] = String(Int64(max(0, age).rounded(.down)))
+        return served
+    }
+
+    // MARK: Storing
+
+    /// Whether a private cache may store `response` to `request` (RFC 9111 section 3): a GET, a
+    /// final status other than 206 and 304, no `no-store` either side, no `Vary: *`, and a way to
+    /// reuse it (an explicit lifetime, a heuristic one, or a validator to revalidate with).
+    static func isStorable(_ response: HTTPResponse, for request: Request) -> Bool {
+        guard request.method == .get, self.requestAllowsStoring(request) else { return false }
+        let status = response.status.code
+        guard status >= 200, status != 206, status != 304 else { return false }
+        let control = CacheControl(fields: response.headerFields[values: .cacheControl])
+        if control.noStore { return false }
+        if response.headerFields[values: .vary].contains(where: { $0.split(separator: ",").contains { $0.trimmingSpaces() == "*" } }) {
+            return false
+        }
+        let explicit = control.maxAge != nil || response.headerFields[.expires] != nil || control.isPublic || control.isPrivate
+        let heuristic = CacheFreshness.heuristicallyCacheable.contains(status)
+        guard explicit || heuristic else { return false }
+        let reusable = explicit || response.headerFields[.lastModified] != nil || response.headerFields[.eTag] != nil
+        return reusable
+    }
+
+    /// Fields of a `304` that do not replace the stored ones (RFC 9111 3.2: the length and the
+    /// connection's own fields).
+    static let fieldsNotUpdatedBy304: Set<HTTPField.Name> = [
+        .contentLength, .contentEncoding, .transferEncoding, .connection, .te, .trailer, .upgrade,
+        HTTPField.Name("Keep-Alive")!, HTTPField.Name("Proxy-Connection")!,
+    ]
+
+    /// `stored` updated by a `304 Not Modified` to a request sent at `requestDate`, received at
+    /// `responseDate`: the 304's fields replace the stored ones of the same name.
+    static func updated(_ stored: CachedResponse, with notModified: HTTPResponse, requestDate: Date, responseDate: Date) -> CachedResponse {
+        var updated = stored
+        var names: [HTTPField.Name] = []
+        for field in notModified.headerFields where !self.fieldsNotUpdatedBy304.contains(field.name) && !names.contains(field.name) {
+            names.append(field.name)
+        }
+        for name in names {
+            updated.response.headerFields[values: name] = notModified.headerFields[values: name]
+        }
+        updated.requestDate = requestDate
+        updated.responseDate = responseDate
+        return updated
+    }
+
+    // MARK: Invalidation
+
+    /// The URLs whose stored responses an answer to `request` invalidates (RFC 9111 4.4): for an
+    /// unsafe method answered with 2xx or 3xx, the target and the `Location` and
+    /// `Content-Location` URLs of the same origin.
+    static func invalidatedURLs(by response: HTTPResponse, to request: Request) -> [URL] {
+        let safe: Set<HTTPRequest.Method> = [.get, .head, .options, .trace]
+        guard !safe.contains(request.method), (200..<400).contains(response.status.code) else { return [] }
+        var urls = [request.url]
+        for name in [HTTPField.Name.location, .contentLocation] {
+            guard let value = response.headerFields[name], let url = URL(string: value, relativeTo: request.url)?.absoluteURL,
+                Self.isSameOrigin(url, request.url)
+            else { continue }
+            urls.append(url)
+        }
+        return urls
+    }
+
+    static func isSameOrigin(_ a: URL, _ b: URL) -> Bool {
+        func port(_ url: URL) -> Int? { url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80) }
+        return a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased() && port(a) == port(b)
+    }
+}

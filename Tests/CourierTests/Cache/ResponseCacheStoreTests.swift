@@ -1,0 +1,215 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NIOConcurrencyHelpers
+import Testing
+
+@testable import Courier
+
+/// A folder of its own, removed at the end.
+struct TemporaryFolder: ~Copyable {
+    let url: URL
+
+    init() throws {
+        self.url = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cache-\(UUID())")
+        try FileManager.default.createDirectory(at: self.url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: self.url) }
+
+    var entryFiles: [URL] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: self.url.path)) ?? [])
+            .filter { $0.hasSuffix(".cache") }.sorted().map { self.url.appendingPathComponent($0) }
+    }
+}
+
+@Suite("Response cache storage")
+struct ResponseCacheStoreTests {
+    func cached(_ body: String, fields: [(String, String)] = [("Cache-Control", "max-age=60")], url: URL = CacheFixtures.url) -> CachedResponse {
+        CachedResponse(response: CacheFixtures.response(200, fields), data: Data(body.utf8), url: url, requestDate: CacheFixtures.t0)
+    }
+
+    @Test func storesAndReturnsInMemory() throws {
+        let cache = ResponseCache(memoryCapacity: 1 << 20)
+        let request = CacheFixtures.request()
+        #expect(cache.cachedResponse(for: request) == nil)
+        cache.storeCachedResponse(self.cached("one"), for: request)
+        let found = try #require(cache.cachedResponse(for: request))
+        #expect(found.data == Data("one".utf8))
+        #expect(cache.cachedResponse(for: CacheFixtures.request(url: URL(string: "http://h.test/r?x=1#frag")!)) != nil, "the fragment is not part of the key")
+        #expect(cache.cachedResponse(for: CacheFixtures.request(url: URL(string: "http://h.test/r?x=2")!)) == nil)
+        cache.storeCachedResponse(self.cached("two"), for: request)
+        #expect(cache.cachedResponse(for: request)?.data == Data("two".utf8))
+        #expect(cache.currentMemoryUsage > 0)
+        cache.removeCachedResponse(for: request)
+        #expect(cache.cachedResponse(for: request) == nil)
+        #expect(cache.currentMemoryUsage == 0)
+    }
+
+    @Test func varySelectsVariants() throws {
+        let cache = ResponseCache(memoryCapacity: 1 << 20)
+        let fields = [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language, Accept-Encoding")]
+        let english = CacheFixtures.request([("Accept-Language", "en")])
+        let french = CacheFixtures.request([("Accept-Language", " fr ")])
+        cache.storeCachedResponse(self.cached("hello", fields: fields), for: english)
+        cache.storeCachedResponse(self.cached("bonjour", fields: fields), for: french)
+        #expect(cache.cachedResponse(for: english)?.data == Data("hello".utf8))
+        #expect(cache.cachedResponse(for: CacheFixtures.request([("Accept-Language", "fr")]))?.data == Data("bonjour".utf8))
+        #expect(cache.cachedResponse(for: CacheFixtures.request()) == nil, "no Accept-Language selects neither")
+        #expect(cache.cachedResponse(for: CacheFixtures.request([("Accept-Language", "en"), ("Accept-Encoding", "gzip")])) == nil)
+        // A response that no longer varies replaces every variant.
+        cache.storeCachedResponse(self.cached("plain"), for: english)
+        #expect(cache.cachedResponse(for: french)?.data == Data("plain".utf8))
+    }
+
+    @Test func memoryEvictsTheLeastRecentlyUsed() {
+        // 5% of 40 000 bytes: entries up to 2000 bytes are kept.
+        let cache = ResponseCache(memoryCapacity: 40_000)
+        let body = String(repeating: "x", count: 1500)
+        let requests = (0..<40).map { CacheFixtures.request(url: URL(string: "http://h.test/\($0)")!) }
+        for request in requests.prefix(30) {
+            cache.storeCachedResponse(self.cached(body, url: request.url), for: request)
+            _ = cache.cachedResponse(for: requests[0])  // keep the first one in use
+        }
+        #expect(cache.currentMemoryUsage <= 40_000)
+        #expect(cache.cachedResponse(for: requests[0]) != nil, "recently used")
+        #expect(cache.cachedResponse(for: requests[1]) == nil, "least recently used: evicted")
+        #expect(cache.cachedResponse(for: requests[29]) != nil)
+        cache.storeCachedResponse(self.cached(String(repeating: "y", count: 2500), url: requests[35].url), for: requests[35])
+        #expect(cache.cachedResponse(for: requests[35]) == nil, "over 5% of the capacity: not kept")
+    }
+
+    @Test func storagePolicies() {
+        let cache = ResponseCache(memoryCapacity: 1 << 20)
+        var refused = self.cached("no")
+        refused.storagePolicy = .notAllowed
+        cache.storeCachedResponse(refused, for: CacheFixtures.request())
+        #expect(cache.cachedResponse(for: CacheFixtures.request()) == nil)
+    }
+
+    @Test func aDiskCacheSurvivesARestart() throws {
+        let folder = try TemporaryFolder()
+        let request = CacheFixtures.request([("Accept-Language", "en")])
+        do {
+            let cache = try ResponseCache(memoryCapacity: 1 << 20, diskCapacity: 1 << 20, directory: folder.url)
+            #expect(cache.isPersistent)
+            cache.storeCachedResponse(self.cached("kept", fields: [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language"), ("X-A", "1")]),
+                                      for: request)
+            var memoryOnly = self.cached("memory", url: URL(string: "http://h.test/m")!)
+            memoryOnly.storagePolicy = .allowedInMemoryOnly
+            cache.storeCachedResponse(memoryOnly, for: CacheFixtures.request(url: URL(string: "http://h.test/m")!))
+            cache.flush()
+            #expect(folder.entryFiles.count == 1, "the memory-only entry never reaches the disk")
+        }
+        let reopened = try ResponseCache(memoryCapacity: 1 << 20, diskCapacity: 1 << 20, directory: folder.url)
+        #expect(reopened.currentDiskUsage > 0)
+        let found = try #require(reopened.cachedResponse(for: request))
+        #expect(found.data == Data("kept".utf8))
+        #expect(found.response.headerFields[HTTPField.Name("X-A")!] == "1")
+        #expect(found.requestDate == CacheFixtures.t0)
+        #expect(found.url == CacheFixtures.url)
+        #expect(reopened.cachedResponse(for: CacheFixtures.request([("Accept-Language", "de")])) == nil, "Vary survives too")
+        #expect(reopened.cachedResponse(for: CacheFixtures.request(url: URL(string: "http://h.test/m")!)) == nil)
+    }
+
+    @Test func aTruncatedEntryIsDroppedAndLogged() throws {
+        let folder = try TemporaryFolder()
+        let request = CacheFixtures.request()
+        do {
+            let cache = try ResponseCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: folder.url)
+            cache.storeCachedResponse(self.cached(String(repeating: "z", count: 5000)), for: request)
+            cache.flush()
+        }
+        let file = try #require(folder.entryFiles.first)
+        // A crash mid-write, as a file system might leave it: the entry cut short.
+        let whole = try Data(contentsOf: file)
+        try whole.prefix(whole.count / 2).write(to: file)
+        let (logger, messages) = RecordingLogHandler.logger()
+        let reopened = try ResponseCache(memoryCapacity: 1 << 20, diskCapacity: 1 << 20, directory: folder.url, logger: logger)
+        #expect(reopened.cachedResponse(for: request) == nil)
+        #expect(folder.entryFiles.isEmpty, "the damaged file is deleted")
+        #expect(reopened.currentDiskUsage == 0)
+        #expect(messages.withLockedValue { $0 }.contains { $0.hasPrefix("error") && $0.contains("damaged") })
+    }
+
+    @Test func aCorruptBodyIsCaughtOnRead() throws {
+        let folder = try TemporaryFolder()
+        let request = CacheFixtures.request()
+        do {
+            let cache = try ResponseCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: folder.url)
+            cache.storeCachedResponse(self.cached("abcdefgh"), for: request)
+            cache.flush()
+        }
+        let file = try #require(folder.entryFiles.first)
+        var bytes = try Data(contentsOf: file)
+        bytes[bytes.count - 6] ^= 0xFF  // a flipped bit in the body: same length
+        try bytes.write(to: file)
+        let (logger, messages) = RecordingLogHandler.logger()
+        let reopened = try ResponseCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: folder.url, logger: logger)
+        #expect(reopened.currentDiskUsage > 0, "the length is right: indexed")
+        #expect(reopened.cachedResponse(for: request) == nil, "the checksum is wrong: dropped")
+        reopened.flush()
+        #expect(folder.entryFiles.isEmpty)
+        #expect(messages.withLockedValue { $0 }.contains { $0.contains("checksum") })
+    }
+
+    @Test func aWriteLeftByACrashIsIgnored() throws {
+        let folder = try TemporaryFolder()
+        let leftover = folder.url.appendingPathComponent(".0123456789abcdef.cache.tmp-42")
+        try Data("half an entry".utf8).write(to: leftover)
+        let cache = try ResponseCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: folder.url)
+        #expect(cache.currentDiskUsage == 0)
+        #expect(!FileManager.default.fileExists(atPath: leftover.path))
+    }
+
+    @Test func diskEvictionKeepsWithinCapacity() throws {
+        let folder = try TemporaryFolder()
+        let cache = try ResponseCache(memoryCapacity: 0, diskCapacity: 100_000, directory: folder.url)
+        let body = String(repeating: "d", count: 4000)
+        for index in 0..<40 {
+            let request = CacheFixtures.request(url: URL(string: "http://h.test/\(index)")!)
+            cache.storeCachedResponse(self.cached(body, url: request.url), for: request)
+        }
+        cache.flush()
+        #expect(cache.currentDiskUsage <= 100_000)
+        let onDisk = try folder.entryFiles.reduce(0) { $0 + (try Data(contentsOf: $1)).count }
+        #expect(onDisk == cache.currentDiskUsage)
+        #expect(cache.cachedResponse(for: CacheFixtures.request(url: URL(string: "http://h.test/39")!)) != nil)
+        #expect(cache.cachedResponse(for: CacheFixtures.request(url: URL(string: "http://h.test/0")!)) == nil)
+        cache.removeAllCachedResponses()
+        cache.flush()
+        #expect(folder.entryFiles.isEmpty)
+        #expect(cache.currentDiskUsage == 0)
+    }
+
+    @Test func concurrentStoresAndReadsOfOneURL() async throws {
+        let folder = try TemporaryFolder()
+        let cache = try ResponseCache(memoryCapacity: 1 << 20, diskCapacity: 1 << 20, directory: folder.url)
+        let request = CacheFixtures.request()
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    if index % 2 == 0 {
+                        cache.storeCachedResponse(self.cached("v\(index)"), for: request)
+                    } else if let found = cache.cachedResponse(for: request) {
+                        #expect(String(decoding: found.data, as: UTF8.self).hasPrefix("v"))
+                    }
+                }
+            }
+        }
+        cache.flush()
+        #expect(folder.entryFiles.count == 1)
+        let reopened = try ResponseCache(memoryCapacity: 1 << 20, diskCapacity: 1 << 20, directory: folder.url)
+        let final = try #require(reopened.cachedResponse(for: request))
+        #expect(final.data == cache.cachedResponse(for: request)?.data, "the disk holds the last write")
+    }
+
+    @Test func anUnusableFolderIsATypedError() throws {
+        let folder = try TemporaryFolder()
+        let file = folder.url.appendingPathComponent("plain-file")
+        try Data("x".utf8).write(to: file)
+        #expect(throws: CourierError(.fileSystemFailure, "")) {
+            try ResponseCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: file)
+        }
+    }
+}
