@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         // Already in the graph through AsyncHTTPClient; named so the engine can see the tracer.
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -36,6 +37,7 @@ let package = Package(
             name: "Courier",
             dependencies: [
                 "CCourierNetlink",
+                "CCourierZlib",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -47,6 +49,7 @@ let package = Package(
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strictSettings
@@ -69,7 +72,9 @@ let package = Package(
         ),
         // Routing netlink (socket, dump requests, message walk, setns) for the reachability monitor on Linux.
         .target(name: "CCourierNetlink"),
-        // One-shot gzip/deflate and CRC-32 over the system zlib, for the test server's /gzip, /deflate and /courier/upload.
+        // gzip/deflate (one-shot and streamed) and CRC-32 over the system zlib: the library's request
+        // body compression, the test server's /gzip, /deflate and /courier/upload. The library links
+        // zlib already through NIOHTTPCompression (swift-nio-extras' CNIOExtrasZlib links "z").
         .target(
             name: "CCourierZlib",
             linkerSettings: [.linkedLibrary("z")]
@@ -115,7 +120,12 @@ let package = Package(
                 "Courier",
                 "CourierTesting",
                 "CCourierNetlink",
+                "CCourierZlib",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

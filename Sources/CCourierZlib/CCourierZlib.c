@@ -1,5 +1,6 @@
 #include "CCourierZlib.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -53,4 +54,51 @@ uint32_t courier_crc32(uint32_t crc, const uint8_t *bytes, size_t length) {
         length -= slice;
     }
     return (uint32_t)value;
+}
+
+struct courier_deflater {
+    z_stream stream;
+};
+
+courier_deflater *courier_deflater_make(int windowBits) {
+    courier_deflater *deflater = calloc(1, sizeof(courier_deflater));
+    if (deflater == NULL) {
+        return NULL;
+    }
+    if (deflateInit2(&deflater->stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, windowBits, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        free(deflater);
+        return NULL;
+    }
+    return deflater;
+}
+
+int courier_deflater_run(courier_deflater *deflater, const uint8_t *input, size_t inputLength, size_t *consumed,
+                         uint8_t *output, size_t outputCapacity, size_t *produced, int finish) {
+    z_stream *stream = &deflater->stream;
+    // zlib counts in uInt: larger inputs and outputs go in slices, over several calls.
+    uInt inputSlice = inputLength > (1u << 30) ? (1u << 30) : (uInt)inputLength;
+    uInt outputSlice = outputCapacity > (1u << 30) ? (1u << 30) : (uInt)outputCapacity;
+    stream->next_in = (Bytef *)input;
+    stream->avail_in = inputSlice;
+    stream->next_out = output;
+    stream->avail_out = outputSlice;
+    int lastSlice = inputSlice == inputLength;
+    int status = deflate(stream, finish && lastSlice ? Z_FINISH : Z_NO_FLUSH);
+    *consumed = inputSlice - stream->avail_in;
+    *produced = outputSlice - stream->avail_out;
+    if (status == Z_STREAM_END) {
+        return 1;
+    }
+    if (status == Z_OK || status == Z_BUF_ERROR) {
+        return 0;
+    }
+    return status < 0 ? status : -1;
+}
+
+void courier_deflater_free(courier_deflater *deflater) {
+    if (deflater == NULL) {
+        return;
+    }
+    deflateEnd(&deflater->stream);
+    free(deflater);
 }

@@ -23,4 +23,21 @@ int courier_decompress(const uint8_t *input, size_t inputLength, uint8_t *output
 /// Start with 0.
 uint32_t courier_crc32(uint32_t crc, const uint8_t *bytes, size_t length);
 
+/// A streaming compressor (zlib's deflate), for bodies compressed as they are sent.
+typedef struct courier_deflater courier_deflater;
+
+/// Makes a streaming compressor; `windowBits` as for `courier_compress`. NULL when zlib cannot
+/// allocate one.
+courier_deflater *courier_deflater_make(int windowBits);
+
+/// Compresses from `input` (`inputLength` bytes; `*consumed` receives how many were taken) into
+/// `output` (`outputCapacity` bytes; `*produced` receives how many were written). With `finish`
+/// set, the input is the last and the stream is ended. Returns 1 once the stream has ended, 0 when
+/// it wants more input or more room for output, a negative zlib error otherwise.
+int courier_deflater_run(courier_deflater *deflater, const uint8_t *input, size_t inputLength, size_t *consumed,
+                         uint8_t *output, size_t outputCapacity, size_t *produced, int finish);
+
+/// Frees a compressor made by `courier_deflater_make`.
+void courier_deflater_free(courier_deflater *deflater);
+
 #endif

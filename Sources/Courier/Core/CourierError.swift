@@ -42,6 +42,10 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
             case unacceptableContentType
             case responseSerializationFailed
             case fileSystemFailure
+            case requestAdaptationFailed
+            case requestRetryFailed
+            case missingCredential
+            case excessiveRefresh
             case internalInconsistency
         }
 
@@ -89,6 +93,16 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         public static let responseSerializationFailed = Code(.responseSerializationFailed)
         /// Reading or writing a file failed (full disk, missing folder, permissions).
         public static let fileSystemFailure = Code(.fileSystemFailure)
+        /// A request adapter (``RequestAdapter``) failed the request before it was sent.
+        public static let requestAdaptationFailed = Code(.requestAdaptationFailed)
+        /// A request retrier (``RequestRetrier``) failed while deciding, or a credential refresh
+        /// failed with an error that was not a ``CourierError``.
+        public static let requestRetryFailed = Code(.requestRetryFailed)
+        /// An ``AuthenticationInterceptor`` had no credential to apply.
+        public static let missingCredential = Code(.missingCredential)
+        /// An ``AuthenticationInterceptor`` refreshed its credential more often than its
+        /// ``AuthenticationInterceptor/RefreshWindow`` allows.
+        public static let excessiveRefresh = Code(.excessiveRefresh)
         /// Courier reached a state it should never reach; please report it.
         public static let internalInconsistency = Code(.internalInconsistency)
 

@@ -1,0 +1,123 @@
+import Foundation
+
+/// The `Authorization` values of HTTP Basic (RFC 7617) and Digest (RFC 7616) authentication.
+enum HTTPAuthorization {
+    /// `Basic <base64(user:password)>`, UTF-8 (RFC 7617 §2.1 with `charset="UTF-8"`).
+    static func basic(_ credential: HTTPCredential) -> String {
+        "Basic " + Data("\(credential.user):\(credential.password)".utf8).base64EncodedString()
+    }
+
+    /// A Digest algorithm: the hash and whether it is a `-sess` variant.
+    struct DigestAlgorithm: Hashable {
+        enum Hash: Hashable { case md5, sha256 }
+        var hash: Hash
+        var session: Bool
+
+        /// MD5 when the challenge names none; nil for one Courier does not implement (SHA-512-256).
+        init?(_ name: String?) {
+            switch (name ?? "MD5").uppercased() {
+            case "MD5": (self.hash, self.session) = (.md5, false)
+            case "MD5-SESS": (self.hash, self.session) = (.md5, true)
+            case "SHA-256": (self.hash, self.session) = (.sha256, false)
+            case "SHA-256-SESS": (self.hash, self.session) = (.sha256, true)
+            default: return nil
+            }
+        }
+
+        var name: String {
+            (self.hash == .md5 ? "MD5" : "SHA-256") + (self.session ? "-sess" : "")
+        }
+
+        /// Preference among algorithms a server offers at once: SHA-256 first.
+        var strength: Int { self.hash == .sha256 ? 2 : 1 }
+
+        func digest(_ text: String) -> String {
+            switch self.hash {
+            case .md5: MD5.hash(text.utf8).lowercaseHex
+            case .sha256: SHA256.hash(text.utf8).lowercaseHex
+            }
+        }
+    }
+
+    /// What a Digest challenge asks for, when Courier can answer it (`qop` absent, as in RFC 2069,
+    /// or offering `auth`).
+    struct DigestChallenge: Hashable {
+        var realm: String
+        var nonce: String
+        var opaque: String?
+        var algorithm: DigestAlgorithm
+        /// `auth` when the server offered it; nil when it named no `qop`.
+        var qop: String?
+        var userhash: Bool
+        var stale: Bool
+        /// The `domain` URIs, when given: the protection space.
+        var domain: [String]
+
+        init?(_ challenge: HTTPChallenge) {
+            guard challenge.hasScheme("Digest"), let realm = challenge.parameters["realm"], let nonce = challenge.parameters["nonce"],
+                let algorithm = DigestAlgorithm(challenge.parameters["algorithm"])
+            else { return nil }
+            if let offered = challenge.parameters["qop"] {
+                let options = offered.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                guard options.contains("auth") else { return nil }
+                self.qop = "auth"
+            } else {
+                self.qop = nil
+            }
+            self.realm = realm
+            self.nonce = nonce
+            self.opaque = challenge.parameters["opaque"]
+            self.algorithm = algorithm
+            self.userhash = challenge.parameters["userhash"]?.lowercased() == "true"
+            self.stale = challenge.parameters["stale"]?.lowercased() == "true"
+            self.domain = (challenge.parameters["domain"] ?? "").split(separator: " ").map(String.init)
+        }
+    }
+
+    /// The `Authorization` value answering `challenge` for a request `method uri` (RFC 7616 §3.4).
+    /// - Parameters:
+    ///   - uri: The request target as sent (path and query).
+    ///   - nonceCount: How many requests used this nonce, this one included (1 for the first).
+    ///   - cnonce: The client nonce (random in use; fixed by tests).
+    static func digest(
+        _ challenge: DigestChallenge, credential: HTTPCredential, method: String, uri: String, nonceCount: Int, cnonce: String
+    ) -> String {
+        let algorithm = challenge.algorithm
+        var ha1 = algorithm.digest("\(credential.user):\(challenge.realm):\(credential.password)")
+        if algorithm.session { ha1 = algorithm.digest("\(ha1):\(challenge.nonce):\(cnonce)") }
+        let ha2 = algorithm.digest("\(method):\(uri)")
+        let nc = String(nonceCount, radix: 16).leftPadded(to: 8)
+        let response: String
+        if let qop = challenge.qop {
+            response = algorithm.digest("\(ha1):\(challenge.nonce):\(nc):\(cnonce):\(qop):\(ha2)")
+        } else {
+            response = algorithm.digest("\(ha1):\(challenge.nonce):\(ha2)")
+        }
+        let username = challenge.userhash ? algorithm.digest("\(credential.user):\(challenge.realm)") : credential.user
+        var parts = [
+            "username=\(quoted(username))", "realm=\(quoted(challenge.realm))", "uri=\(quoted(uri))",
+            "algorithm=\(algorithm.name)", "nonce=\(quoted(challenge.nonce))",
+        ]
+        if let qop = challenge.qop { parts += ["nc=\(nc)", "cnonce=\(quoted(cnonce))", "qop=\(qop)"] }
+        parts.append("response=\(quoted(response))")
+        if let opaque = challenge.opaque { parts.append("opaque=\(quoted(opaque))") }
+        if challenge.userhash { parts.append("userhash=true") }
+        return "Digest " + parts.joined(separator: ", ")
+    }
+
+    /// A fresh client nonce: 16 random bytes in hexadecimal.
+    static func makeClientNonce() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }.lowercaseHex
+    }
+
+    private static func quoted(_ value: String) -> String {
+        "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to length: Int) -> String {
+        self.count >= length ? self : String(repeating: "0", count: length - self.count) + self
+    }
+}

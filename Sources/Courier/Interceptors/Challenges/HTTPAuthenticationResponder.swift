@@ -1,0 +1,156 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NIOConcurrencyHelpers
+
+/// Answers `WWW-Authenticate` challenges (Basic, Digest) for a session, and authenticates later
+/// requests to a protection space it has answered (Basic preemptively, Digest with the server's
+/// nonce and a growing nonce count), as URLSession does for a task's delegate.
+///
+/// The session owns one and consults it first among its retriers and last among its adapters;
+/// see ``RequestInterceptor``.
+final class HTTPAuthenticationResponder: Sendable {
+    /// A task answers at most this many challenges: a hook that keeps answering with a refused
+    /// credential does not loop forever.
+    static let maximumRounds = 3
+
+    /// A space that was answered, and how to authenticate requests to it.
+    struct Answer {
+        var space: ProtectionSpace
+        var credential: HTTPCredential
+        var digest: HTTPAuthorization.DigestChallenge?
+        /// Digest: how many requests used the nonce.
+        var nonceCount = 0
+        /// The paths (absolute) at or below which requests are in the space.
+        var pathPrefixes: [String]
+    }
+
+    let credentials: CredentialStore
+    private let answers = NIOLockedValueBox<[ProtectionSpace: Answer]>([:])
+    private let makeClientNonce: @Sendable () -> String
+
+    init(credentials: CredentialStore, makeClientNonce: @escaping @Sendable () -> String = HTTPAuthorization.makeClientNonce) {
+        self.credentials = credentials
+        self.makeClientNonce = makeClientNonce
+    }
+
+    /// Whether the responder has nothing to do for `request`: no credential anywhere and no
+    /// space answered (so the session can skip it on the hot path).
+    func isIdle(for request: Request, hasHook: Bool) -> Bool {
+        !hasHook && request.url.user == nil && self.credentials.isEmpty && self.answers.withLockedValue { $0.isEmpty }
+    }
+
+    // MARK: Adapting
+
+    /// `request` with an `Authorization` for the answered space it falls in, if any and if it
+    /// carries none of its own.
+    func authenticate(_ request: Request) -> Request {
+        guard request.headerFields[.authorization] == nil, let origin = ProtectionSpace(url: request.url) else { return request }
+        let head = request.head
+        let path = head.path ?? "/"
+        let chosen = self.answers.withLockedValue { answers -> (Answer, Int)? in
+            let candidates = answers.values.filter { answer in
+                answer.space.urlScheme == origin.urlScheme && answer.space.host == origin.host && answer.space.port == origin.port
+                    && answer.pathPrefixes.contains { path.hasPrefix($0) }
+            }
+            guard var best = candidates.max(by: { Self.longestPrefix($0, path) < Self.longestPrefix($1, path) }) else { return nil }
+            best.nonceCount += 1
+            answers[best.space] = best
+            return (best, best.nonceCount)
+        }
+        guard let (answer, nonceCount) = chosen else { return request }
+        var request = request
+        if let digest = answer.digest {
+            request.headerFields[.authorization] = HTTPAuthorization.digest(
+                digest, credential: answer.credential, method: head.method.rawValue, uri: path, nonceCount: nonceCount,
+                cnonce: self.makeClientNonce())
+        } else {
+            request.headerFields[.authorization] = HTTPAuthorization.basic(answer.credential)
+        }
+        return request
+    }
+
+    private static func longestPrefix(_ answer: Answer, _ path: String) -> Int {
+        answer.pathPrefixes.filter { path.hasPrefix($0) }.map(\.count).max() ?? -1
+    }
+
+    // MARK: Retrying
+
+    /// Answers a 401's challenges: the strongest one Courier implements that the hook (or, without
+    /// one, the credentials at hand) can answer.
+    /// - Parameter hook: The session's challenge hook (AFNetworking's
+    ///   `setTaskDidReceiveAuthenticationChallengeBlock:`), if set.
+    func respond(to attempt: FailedAttempt, hook: (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)?) -> RetryDecision {
+        guard attempt.error == nil, let response = attempt.response, response.status == .unauthorized else { return .doNotRetry }
+        let rounds = attempt.retryCount(for: .challenge)
+        // An Authorization the caller set (not ours) was refused: the 401 is the caller's to see.
+        if rounds == 0, attempt.request.headerFields[.authorization] != nil { return .doNotRetry }
+        guard rounds < Self.maximumRounds else { return .doNotRetry }
+        let offered = HTTPChallenge.parse(response.headerFields[values: .wwwAuthenticate])
+        let candidates = Self.answerable(offered)
+        let urlCredential = attempt.request.url.user.map {
+            HTTPCredential(user: $0.removingPercentEncoding ?? $0, password: attempt.request.url.password?.removingPercentEncoding ?? "")
+        }
+        for (challenge, digest) in candidates {
+            let method: AuthenticationMethod = digest == nil ? .httpBasic : .httpDigest
+            guard let space = ProtectionSpace(url: attempt.request.url, realm: challenge.realm ?? "", authenticationMethod: method) else {
+                return .doNotRetry
+            }
+            // A stale nonce refuses the nonce, not the credential.
+            let failures = digest?.stale == true ? 0 : rounds
+            let proposed = urlCredential ?? self.credentials.credential(for: space)
+            let question = AuthenticationChallenge(
+                protectionSpace: space, challenge: challenge, previousFailureCount: failures, failureResponse: response,
+                request: attempt.request, proposedCredential: proposed)
+            let credential: HTTPCredential
+            switch hook?(question) ?? .performDefaultHandling {
+            case .useCredential(let given):
+                credential = given
+            case .performDefaultHandling:
+                guard let proposed, failures == 0 else { return .doNotRetry }
+                credential = proposed
+            case .cancelAuthenticationChallenge:
+                return .doNotRetry(
+                    failingWith: CourierError(
+                        .cancelled, "\(attempt.request.summary): the authentication challenge was cancelled", request: attempt.request,
+                        response: response, data: attempt.data))
+            case .rejectProtectionSpace:
+                continue
+            }
+            self.record(space: space, credential: credential, digest: digest, url: attempt.request.url)
+            attempt.logger.debug(
+                "answering an authentication challenge", metadata: ["courier.realm": "\(space.realm ?? "")", "courier.scheme": "\(method.rawValue)"])
+            return .retry(reason: .challenge)
+        }
+        return .doNotRetry
+    }
+
+    /// The challenges Courier can answer, strongest first: Digest SHA-256, Digest MD5, Basic.
+    static func answerable(_ challenges: [HTTPChallenge]) -> [(HTTPChallenge, HTTPAuthorization.DigestChallenge?)] {
+        var ranked: [(challenge: HTTPChallenge, digest: HTTPAuthorization.DigestChallenge?, rank: Int, order: Int)] = []
+        for (order, challenge) in challenges.enumerated() {
+            if let digest = HTTPAuthorization.DigestChallenge(challenge) {
+                ranked.append((challenge, digest, 1 + digest.algorithm.strength, order))
+            } else if challenge.hasScheme("Basic") {
+                ranked.append((challenge, nil, 0, order))
+            }
+        }
+        return ranked.sorted { ($0.rank, -$0.order) > ($1.rank, -$1.order) }.map { ($0.challenge, $0.digest) }
+    }
+
+    private func record(space: ProtectionSpace, credential: HTTPCredential, digest: HTTPAuthorization.DigestChallenge?, url: URL) {
+        var prefixes: [String]
+        if let digest, !digest.domain.isEmpty {
+            prefixes = digest.domain.map { URL(string: $0)?.path ?? $0 }.map { $0.isEmpty ? "/" : $0 }
+        } else if digest != nil {
+            prefixes = ["/"]
+        } else {
+            // RFC 7617 §2.2: the challenged URI's directory and everything below it.
+            let path = url.path.isEmpty ? "/" : url.path
+            prefixes = [String(path[...(path.lastIndex(of: "/") ?? path.startIndex)])]
+        }
+        self.answers.withLockedValue { answers in
+            answers[space] = Answer(space: space, credential: credential, digest: digest, pathPrefixes: prefixes)
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NIOConcurrencyHelpers
+
+/// Compresses request bodies with gzip or deflate, for servers known to accept
+/// `Content-Encoding` on requests (Alamofire's `DeflateRequestCompressor`). Opt-in: add one to a
+/// session's interceptor, or to one request's.
+///
+/// ```swift
+/// manager.interceptor = Interceptor(interceptors: [RequestCompressor(encoding: .gzip)])
+/// ```
+///
+/// A body is compressed only when all of these hold: it is not empty and not known to be smaller
+/// than ``minimumSize``; the request has no `Content-Encoding` of its own; its `Content-Type` is
+/// not a format that is compressed already (images, audio, video, archives; SVG is compressed);
+/// ``shouldCompress`` agrees; and the origin never refused a compressed body. In-memory bodies
+/// are compressed at once; files and streams as they are sent (chunked, their length unknown).
+///
+/// HTTP has no way to ask a server beforehand whether it takes compressed bodies: a server that
+/// does not answers 415 (Unsupported Media Type). The compressor then stops compressing for that
+/// origin and, as a retrier, sends the request again uncompressed, when its body can be sent
+/// twice.
+public final class RequestCompressor: RequestInterceptor, Sendable {
+    /// A content coding Courier can produce.
+    public struct Encoding: Sendable, Hashable, CustomStringConvertible {
+        /// The `Content-Encoding` token.
+        public let name: String
+        let windowBits: Int32
+
+        /// gzip (RFC 1952).
+        public static let gzip = Encoding(name: "gzip", windowBits: 15 + 16)
+        /// deflate: the zlib format (RFC 1950) over deflate (RFC 1951), as HTTP means it.
+        public static let deflate = Encoding(name: "deflate", windowBits: 15)
+
+        public var description: String { self.name }
+    }
+
+    /// The coding applied.
+    public let encoding: Encoding
+    /// Bodies known to be smaller are sent as they are. 1 KiB by default.
+    public let minimumSize: Int
+    /// A last word on each request that passed the other checks; `true` by default.
+    public let shouldCompress: @Sendable (Request) -> Bool
+    private let refusingOrigins = NIOLockedValueBox<Set<String>>([])
+
+    /// A compressor.
+    /// - Parameters:
+    ///   - encoding: gzip (the default) or deflate.
+    ///   - minimumSize: Bodies known to be smaller are sent as they are.
+    ///   - shouldCompress: A last word on each request.
+    public init(encoding: Encoding = .gzip, minimumSize: Int = 1024, shouldCompress: @escaping @Sendable (Request) -> Bool = { _ in true }) {
+        self.encoding = encoding
+        self.minimumSize = minimumSize
+        self.shouldCompress = shouldCompress
+    }
+
+    /// The origins (`scheme://host:port`) that refused a compressed body; they get bodies as they are.
+    public var refusingOriginList: Set<String> { self.refusingOrigins.withLockedValue { $0 } }
+
+    public func adapt(_ request: Request, using context: AdaptationContext) async throws -> Request {
+        guard self.wantsToCompress(request) else { return request }
+        var compressed = request
+        switch request.body.storage {
+        case .empty:
+            return request
+        case .data(let data):
+            compressed.body = .data(try Deflater.compress(data, windowBits: self.encoding.windowBits))
+        case .file(let url):
+            guard let size = request.body.knownLength else {
+                throw CourierError(.bodyReadFailed, "\(request.summary): cannot read body file \(url.path)", request: request)
+            }
+            let bits = self.encoding.windowBits
+            compressed.body = .replayableStream(length: .unknown) { CompressedChunks(upstream: FileChunks(url: url, size: size), windowBits: bits) }
+        case .replayableStream(let makeStream, _):
+            let bits = self.encoding.windowBits
+            compressed.body = .replayableStream(length: .unknown) { CompressedChunks(upstream: makeStream(), windowBits: bits) }
+        case .stream(let stream, _):
+            compressed.body = .stream(CompressedChunks(upstream: stream, windowBits: self.encoding.windowBits), length: .unknown)
+        }
+        compressed.headerFields[.contentEncoding] = self.encoding.name
+        compressed.headerFields[.contentLength] = nil
+        context.logger.trace("compressed the request body", metadata: ["courier.content-encoding": "\(self.encoding.name)"])
+        return compressed
+    }
+
+    public func retry(_ attempt: FailedAttempt) async throws -> RetryDecision {
+        guard attempt.error == nil, attempt.response?.status == .unsupportedMediaType,
+            attempt.request.headerFields[.contentEncoding] == self.encoding.name,
+            attempt.retryCount(for: .compressionRefused) == 0, let origin = Self.origin(of: attempt.request.url)
+        else { return .doNotRetry }
+        self.refusingOrigins.withLockedValue { _ = $0.insert(origin) }
+        attempt.logger.debug("the server refused a compressed body: sending it as it is", metadata: ["courier.origin": "\(origin)"])
+        return .retry(reason: .compressionRefused)
+    }
+
+    private func wantsToCompress(_ request: Request) -> Bool {
+        guard !request.body.isEmpty, request.headerFields[.contentEncoding] == nil else { return false }
+        if case .data(let data) = request.body.storage, data.count < self.minimumSize { return false }
+        if case .file = request.body.storage, let length = request.body.knownLength, length < Int64(self.minimumSize) { return false }
+        if let type = request.headerFields[.contentType], Self.isCompressedAlready(type) { return false }
+        if let origin = Self.origin(of: request.url), self.refusingOrigins.withLockedValue({ $0.contains(origin) }) { return false }
+        return self.shouldCompress(request)
+    }
+
+    /// Media types whose bytes are compressed already: compressing them again costs time and saves nothing.
+    static func isCompressedAlready(_ contentType: String) -> Bool {
+        let type = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        if type == "image/svg+xml" { return false }
+        if type.hasPrefix("image/") || type.hasPrefix("audio/") || type.hasPrefix("video/") { return true }
+        return [
+            "application/zip", "application/gzip", "application/x-gzip", "application/x-bzip2", "application/x-xz", "application/zstd",
+            "application/x-7z-compressed", "application/x-rar-compressed", "application/vnd.rar", "font/woff", "font/woff2",
+        ].contains(type)
+    }
+
+    static func origin(of url: URL) -> String? {
+        ProtectionSpace(url: url).map { "\($0.urlScheme)://\($0.host):\($0.port)" }
+    }
+}

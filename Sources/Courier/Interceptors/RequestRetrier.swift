@@ -1,0 +1,82 @@
+import Foundation
+import HTTPTypes
+import Logging
+
+/// Decides whether a failed attempt is sent again (Alamofire's `RequestRetrier`, as an `async`
+/// function).
+///
+/// A session asks its retriers about every attempt that failed: the exchange ended with an error,
+/// or the server answered with a status of 400 or more. Success (any status below 400) is never
+/// retried. The first retrier that does not answer ``RetryDecision/doNotRetry`` decides; see
+/// ``RequestInterceptor`` for the order. Throwing is taken as
+/// ``RetryDecision/doNotRetry(failingWith:)`` with the error (wrapped in
+/// ``CourierError/Code/requestRetryFailed`` unless it is a ``CourierError``).
+///
+/// A retrier may take its time: waiting for a credential refresh or for the network is part of
+/// deciding. The task can still be cancelled meanwhile, which cancels the retrier's work.
+public protocol RequestRetrier: Sendable {
+    /// Decides about a failed attempt.
+    func retry(_ attempt: FailedAttempt) async throws -> RetryDecision
+}
+
+/// An attempt that failed, as a ``RequestRetrier`` sees it.
+public struct FailedAttempt: Sendable {
+    /// The identifier of the task (``SessionTask/taskIdentifier``).
+    public var taskIdentifier: Int
+    /// The request as it was sent: adapted, and after the redirects that were followed.
+    public var request: Request
+    /// The response head, when the server answered.
+    public var response: HTTPResponse?
+    /// The response body, when the task gathers it in memory (data and upload tasks).
+    public var data: Data?
+    /// The error, when the exchange failed; `nil` when the server answered with a status of 400 or more.
+    public var error: CourierError?
+    /// The reasons of the task's earlier retries, oldest first.
+    public var previousRetries: [RetryReason]
+    /// The request's logger (a no-op logger when none was set).
+    public var logger: Logger
+
+    /// An attempt; sessions make these, tests of retriers may too.
+    public init(
+        taskIdentifier: Int = 0,
+        request: Request,
+        response: HTTPResponse? = nil,
+        data: Data? = nil,
+        error: CourierError? = nil,
+        previousRetries: [RetryReason] = [],
+        logger: Logger = .courierNoOp
+    ) {
+        self.taskIdentifier = taskIdentifier
+        self.request = request
+        self.response = response
+        self.data = data
+        self.error = error
+        self.previousRetries = previousRetries
+        self.logger = logger
+    }
+
+    /// How many times the task was retried before, for any reason.
+    public var retryCount: Int { self.previousRetries.count }
+
+    /// How many times the task was retried before for `reason`.
+    public func retryCount(for reason: RetryReason) -> Int {
+        self.previousRetries.reduce(0) { $0 + ($1 == reason ? 1 : 0) }
+    }
+
+    /// The status code, when the server answered.
+    public var statusCode: Int? { self.response?.status.code }
+}
+
+/// A ``RequestRetrier`` made of a closure.
+public struct Retrier: RequestInterceptor {
+    private let body: @Sendable (FailedAttempt) async throws -> RetryDecision
+
+    /// A retrier that runs `body`.
+    public init(_ body: @escaping @Sendable (FailedAttempt) async throws -> RetryDecision) {
+        self.body = body
+    }
+
+    public func retry(_ attempt: FailedAttempt) async throws -> RetryDecision {
+        try await self.body(attempt)
+    }
+}

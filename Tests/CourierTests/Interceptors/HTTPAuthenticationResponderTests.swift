@@ -1,0 +1,119 @@
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import Testing
+
+@testable import Courier
+
+@Suite("Interceptors: answering WWW-Authenticate challenges (Basic, Digest), credentials per protection space")
+struct HTTPAuthenticationResponderTests {
+    static let url = URL(string: "http://api.courier.test:8080/dir/index.html?x=1")!
+
+    static func refusal(_ challenges: [String], request: Request = Request(url: url), previous: [RetryReason] = []) -> FailedAttempt {
+        var response = HTTPResponse(status: .unauthorized)
+        for challenge in challenges { response.headerFields.append(HTTPField(name: .wwwAuthenticate, value: challenge)) }
+        return FailedAttempt(request: request, response: response, previousRetries: previous)
+    }
+
+    static func responder(_ store: CredentialStore = CredentialStore()) -> HTTPAuthenticationResponder {
+        HTTPAuthenticationResponder(credentials: store, makeClientNonce: { "0a4f113b" })
+    }
+
+    @Test("Basic: the stored credential answers, and requests below the challenged directory are authenticated preemptively")
+    func basic() throws {
+        let store = CredentialStore()
+        store.set(HTTPCredential(user: "ann", password: "secret"), for: try #require(ProtectionSpace(url: Self.url, realm: "staff")))
+        let responder = Self.responder(store)
+        #expect(responder.respond(to: Self.refusal([#"Basic realm="staff""#]), hook: nil).reason == .challenge)
+        let again = responder.authenticate(Request(url: Self.url))
+        #expect(again.headerFields[.authorization] == "Basic YW5uOnNlY3JldA==")
+        #expect(responder.authenticate(Request(url: URL(string: "http://api.courier.test:8080/dir/sub/x")!)).headerFields[.authorization] != nil)
+        // Outside the directory, another port or scheme: nothing is sent.
+        for other in ["http://api.courier.test:8080/other", "http://api.courier.test:8081/dir/x", "https://api.courier.test:8080/dir/x"] {
+            #expect(responder.authenticate(Request(url: URL(string: other)!)).headerFields[.authorization] == nil, "\(other)")
+        }
+        // A request with its own Authorization is left alone.
+        var own = Request(url: Self.url)
+        own.headerFields[.authorization] = "Bearer mine"
+        #expect(responder.authenticate(own).headerFields[.authorization] == "Bearer mine")
+    }
+
+    @Test("Digest: the strongest algorithm offered is answered; the nonce count grows with each request")
+    func digest() throws {
+        let store = CredentialStore()
+        // A credential for the origin, any realm and method.
+        store.set(HTTPCredential(user: "Mufasa", password: "Circle of Life"), for: try #require(ProtectionSpace(url: Self.url)))
+        let responder = Self.responder(store)
+        let offered = [
+            #"Digest realm="http-auth@example.org", qop="auth", algorithm=MD5, nonce="abc", opaque="op""#,
+            #"Digest realm="http-auth@example.org", qop="auth", algorithm=SHA-256, nonce="abc", opaque="op""#,
+            #"Basic realm="http-auth@example.org""#,
+        ]
+        #expect(responder.respond(to: Self.refusal(offered), hook: nil).isRetry)
+        let first = try #require(responder.authenticate(Request(url: Self.url)).headerFields[.authorization])
+        #expect(first.hasPrefix("Digest username=\"Mufasa\""))
+        #expect(first.contains("algorithm=SHA-256") && first.contains("nc=00000001") && first.contains("uri=\"/dir/index.html?x=1\""))
+        let second = try #require(responder.authenticate(Request(url: URL(string: "http://api.courier.test:8080/elsewhere")!)).headerFields[.authorization])
+        #expect(second.contains("nc=00000002") && second.contains("uri=\"/elsewhere\""))
+    }
+
+    @Test("No credential, or a refusal of the credential already sent: the 401 stands")
+    func refusals() throws {
+        let responder = Self.responder()
+        #expect(!responder.respond(to: Self.refusal([#"Basic realm="r""#]), hook: nil).isRetry)
+        let store = CredentialStore()
+        store.set(HTTPCredential(user: "ann", password: "wrong"), for: try #require(ProtectionSpace(url: Self.url)))
+        let withStore = Self.responder(store)
+        #expect(!withStore.respond(to: Self.refusal([#"Basic realm="r""#], previous: [.challenge]), hook: nil).isRetry)
+        // Unless the server only said the nonce was stale.
+        let stale = Self.refusal([#"Digest realm="r", nonce="n2", qop="auth", stale=true"#], previous: [.challenge])
+        #expect(withStore.respond(to: stale, hook: nil).isRetry)
+        // The caller's own Authorization was refused: not ours to answer.
+        var own = Request(url: Self.url)
+        own.headerFields[.authorization] = "Basic Zm9vOmJhcg=="
+        #expect(!withStore.respond(to: Self.refusal([#"Basic realm="r""#], request: own), hook: nil).isRetry)
+        // A URL's user information is a credential too.
+        let inURL = Request(url: URL(string: "http://ann:s%20cret@api.courier.test/dir/")!)
+        #expect(responder.respond(to: Self.refusal([#"Basic realm="r""#], request: inURL), hook: nil).isRetry)
+        #expect(responder.authenticate(Request(url: URL(string: "http://api.courier.test/dir/x")!)).headerFields[.authorization]
+            == HTTPAuthorization.basic(HTTPCredential(user: "ann", password: "s cret")))
+    }
+
+    @Test("The hook answers: with a credential, by default, cancelling, or rejecting the space for the next challenge")
+    func hook() throws {
+        let responder = Self.responder()
+        let asked = NIOLockedValueBox<[AuthenticationChallenge]>([])
+        let decision = responder.respond(to: Self.refusal([#"Digest realm="d", nonce="n", qop="auth""#, #"Basic realm="b""#])) { challenge in
+            asked.withLockedValue { $0.append(challenge) }
+            return challenge.challenge.hasScheme("Digest") ? .rejectProtectionSpace : .useCredential(HTTPCredential(user: "u", password: "p"))
+        }
+        #expect(decision.isRetry)
+        #expect(asked.withLockedValue { $0.map(\.protectionSpace.authenticationMethod) } == [.httpDigest, .httpBasic])
+        #expect(asked.withLockedValue { $0.first?.protectionSpace.realm } == "d")
+        #expect(asked.withLockedValue { $0.first?.previousFailureCount } == 0)
+        #expect(responder.authenticate(Request(url: Self.url)).headerFields[.authorization] == "Basic dTpw")
+        let cancelled = Self.responder().respond(to: Self.refusal([#"Basic realm="b""#])) { _ in .cancelAuthenticationChallenge }
+        #expect(cancelled.error?.code == .cancelled)
+        #expect(cancelled.error?.response?.status == .unauthorized)
+        #expect(!Self.responder().respond(to: Self.refusal([#"Basic realm="b""#])) { _ in .performDefaultHandling }.isRetry)
+        // A hook that keeps answering is stopped after a few rounds.
+        let rounds = Array(repeating: RetryReason.challenge, count: HTTPAuthenticationResponder.maximumRounds)
+        #expect(!Self.responder().respond(to: Self.refusal([#"Basic realm="b""#], previous: rounds)) { _ in .useCredential(HTTPCredential(user: "u", password: "p")) }.isRetry)
+    }
+
+    @Test("CredentialStore: the most specific space that covers the challenge's")
+    func store() throws {
+        let store = CredentialStore()
+        let origin = try #require(ProtectionSpace(url: Self.url))
+        let realm = try #require(ProtectionSpace(url: Self.url, realm: "staff"))
+        let digest = try #require(ProtectionSpace(url: Self.url, realm: "staff", authenticationMethod: .httpDigest))
+        store.set(HTTPCredential(user: "origin", password: ""), for: origin)
+        store.set(HTTPCredential(user: "realm", password: ""), for: realm)
+        store.set(HTTPCredential(user: "digest", password: ""), for: digest)
+        #expect(store.credential(for: digest)?.user == "digest")
+        #expect(store.credential(for: ProtectionSpace(url: Self.url, realm: "staff", authenticationMethod: .httpBasic)!)?.user == "realm")
+        #expect(store.credential(for: ProtectionSpace(url: Self.url, realm: "other", authenticationMethod: .httpBasic)!)?.user == "origin")
+        #expect(store.credential(for: ProtectionSpace(url: URL(string: "http://elsewhere.test")!, realm: "staff")!) == nil)
+        #expect(!HTTPCredential(user: "ann", password: "secret").description.contains("secret"))
+    }
+}

@@ -1,0 +1,123 @@
+import CCourierZlib
+import Foundation
+import HTTPTypes
+import NIOCore
+import Testing
+
+@testable import Courier
+
+@Suite("Interceptors: RequestCompressor (gzip, deflate)")
+struct RequestCompressorTests {
+    static let url = URL(string: "http://api.courier.test/upload")!
+    static let text = Data(String(repeating: "Courier compresses request bodies. ", count: 400).utf8)
+
+    static func inflate(_ data: Data) -> Data? {
+        var output = [UInt8](repeating: 0, count: 4 << 20)
+        var length = output.count
+        let status = data.withUnsafeBytes { input in
+            courier_decompress(input.bindMemory(to: UInt8.self).baseAddress, data.count, &output, &length, 15 + 32)
+        }
+        return status == 0 ? Data(output[..<length]) : nil
+    }
+
+    static func collect(_ body: RequestBody) async throws -> Data {
+        var data = Data()
+        switch body.storage {
+        case .stream(let stream, _):
+            for try await chunk in stream { data.append(contentsOf: chunk.readableBytesView) }
+        case .replayableStream(let make, _):
+            for try await chunk in make() { data.append(contentsOf: chunk.readableBytesView) }
+        case .data(let bytes):
+            data = bytes
+        default:
+            Issue.record("unexpected body \(body.storage)")
+        }
+        return data
+    }
+
+    static let context = AdaptationContext(taskIdentifier: 1)
+
+    @Test("An in-memory body: gzip and deflate that zlib inflates back, Content-Encoding set, Content-Length dropped")
+    func data() async throws {
+        for encoding in [RequestCompressor.Encoding.gzip, .deflate] {
+            var request = Request(method: .post, url: Self.url, body: .data(Self.text))
+            request.headerFields[.contentLength] = "\(Self.text.count)"
+            let adapted = try await RequestCompressor(encoding: encoding).adapt(request, using: Self.context)
+            #expect(adapted.headerFields[.contentEncoding] == encoding.name)
+            #expect(adapted.headerFields[.contentLength] == nil)
+            let compressed = try #require(adapted.body.data)
+            #expect(compressed.count < Self.text.count / 10)
+            #expect(compressed.prefix(2) == (encoding == .gzip ? Data([0x1f, 0x8b]) : Data([0x78, 0x9c])))
+            #expect(Self.inflate(compressed) == Self.text)
+        }
+    }
+
+    @Test("A file and streams are compressed as they are read, chunked; a replayable stream stays replayable")
+    func streamed() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-compressor-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let big = Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 % 251 < 200 ? 65 : $0) })
+        let file = folder.appendingPathComponent("body.bin")
+        try big.write(to: file)
+        let compressor = RequestCompressor()
+        let fromFile = try await compressor.adapt(Request(method: .put, url: Self.url, body: .file(file)), using: Self.context)
+        #expect(fromFile.body.knownLength == nil)
+        #expect(fromFile.body.isReplayable)
+        let first = try await Self.collect(fromFile.body)
+        #expect(Self.inflate(first).map { $0 == big } == true)
+        #expect(try await Self.collect(fromFile.body) == first)
+
+        let chunks = stride(from: 0, to: Self.text.count, by: 1000).map { ByteBuffer(bytes: Self.text[$0..<min($0 + 1000, Self.text.count)]) }
+        let replayable = RequestBody.replayableStream(length: .known(Int64(Self.text.count))) { AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+            for chunk in chunks { continuation.yield(chunk) }
+            continuation.finish()
+        } }
+        let adapted = try await compressor.adapt(Request(method: .post, url: Self.url, body: replayable), using: Self.context)
+        #expect(Self.inflate(try await Self.collect(adapted.body)) == Self.text)
+        let oneShot = RequestBody.stream(AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+            for chunk in chunks { continuation.yield(chunk) }
+            continuation.finish()
+        }, length: .unknown)
+        let adaptedOnce = try await compressor.adapt(Request(method: .post, url: Self.url, body: oneShot), using: Self.context)
+        #expect(!adaptedOnce.body.isReplayable)
+        #expect(Self.inflate(try await Self.collect(adaptedOnce.body)) == Self.text)
+    }
+
+    @Test("Left alone: small bodies, bodies with a Content-Encoding, compressed media, a refusing predicate")
+    func leftAlone() async throws {
+        let compressor = RequestCompressor(minimumSize: 1024) { $0.url.path != "/skip" }
+        let small = Request(method: .post, url: Self.url, body: .data(Data(count: 100)))
+        #expect(try await compressor.adapt(small, using: Self.context).headerFields[.contentEncoding] == nil)
+        var encoded = Request(method: .post, url: Self.url, body: .data(Self.text))
+        encoded.headerFields[.contentEncoding] = "br"
+        #expect(try await compressor.adapt(encoded, using: Self.context).body.data == Self.text)
+        for type in ["image/png", "video/mp4", "application/zip", "application/gzip; q=1"] {
+            var media = Request(method: .post, url: Self.url, body: .data(Self.text))
+            media.headerFields[.contentType] = type
+            #expect(try await compressor.adapt(media, using: Self.context).body.data == Self.text, "\(type)")
+        }
+        var svg = Request(method: .post, url: Self.url, body: .data(Self.text))
+        svg.headerFields[.contentType] = "image/svg+xml"
+        #expect(try await compressor.adapt(svg, using: Self.context).headerFields[.contentEncoding] == "gzip")
+        let skipped = Request(method: .post, url: URL(string: "http://api.courier.test/skip")!, body: .data(Self.text))
+        #expect(try await compressor.adapt(skipped, using: Self.context).body.data == Self.text)
+        #expect(try await compressor.adapt(Request(url: Self.url), using: Self.context).headerFields[.contentEncoding] == nil)
+    }
+
+    @Test("A 415 to a compressed body: the origin is remembered and the request retried once as it is")
+    func refused() async throws {
+        let compressor = RequestCompressor()
+        let request = Request(method: .post, url: Self.url, body: .data(Self.text))
+        let sent = try await compressor.adapt(request, using: Self.context)
+        let attempt = FailedAttempt(request: sent, response: HTTPResponse(status: .unsupportedMediaType))
+        let decision = try await compressor.retry(attempt)
+        #expect(decision.isRetry && decision.reason == .compressionRefused)
+        #expect(compressor.refusingOriginList == ["http://api.courier.test:80"])
+        #expect(try await compressor.adapt(request, using: Self.context).body.data == Self.text)
+        // Only once, and only for 415 to a body it compressed.
+        #expect(try await !compressor.retry(FailedAttempt(request: sent, response: HTTPResponse(status: .unsupportedMediaType), previousRetries: [.compressionRefused])).isRetry)
+        #expect(try await !compressor.retry(FailedAttempt(request: request, response: HTTPResponse(status: .unsupportedMediaType))).isRetry)
+        #expect(try await !compressor.retry(FailedAttempt(request: sent, response: HTTPResponse(status: .badRequest))).isRetry)
+    }
+}
