@@ -1,0 +1,88 @@
+import Dispatch
+import Foundation
+import HTTPTypes
+
+/// Receives every event of a session's tasks, on a queue of its own (Alamofire's
+/// `EventMonitor`): for logging, metrics, tracing, debugging tools.
+///
+/// Give a session any number of monitors (`SessionManager.eventMonitors`). Each gets every
+/// event of every task, in the order the events happened, on its ``queue`` (serial, one event at
+/// a time); monitors never slow the transfer down or each other. Every method does nothing unless
+/// implemented. The session's hooks (``SessionManager/Hooks``) and notifications come from the
+/// same events, on their own threads.
+///
+/// A task's events, in order: ``taskDidCreate(_:)``; ``taskDidResume(_:)``; per attempt,
+/// ``task(_:didAdaptRequest:to:)`` (or ``task(_:didFailToAdaptRequest:with:)``), redirections,
+/// the response head, body progress both ways; ``task(_:willRetry:after:reason:)`` between
+/// attempts; then ``task(_:didFinishCollecting:)``, ``task(_:didCompleteWith:)`` and, for tasks
+/// with a serializer, ``task(_:didSerializeResponseWith:object:error:)``. ``taskDidSuspend(_:)``,
+/// ``taskDidResume(_:)`` and ``taskDidCancel(_:)`` come when they are called.
+public protocol EventMonitor: Sendable {
+    /// Where this monitor's events are delivered; make it serial. Each monitor should have its own.
+    var queue: DispatchQueue { get }
+
+    /// A task was made (suspended).
+    func taskDidCreate(_ task: SessionTask)
+    /// The adapters prepared an attempt: `initialRequest` is the task's request, `adaptedRequest`
+    /// what is sent.
+    func task(_ task: SessionTask, didAdaptRequest initialRequest: Request, to adaptedRequest: Request)
+    /// An adapter failed the task before it was sent.
+    func task(_ task: SessionTask, didFailToAdaptRequest request: Request, with error: CourierError)
+    /// ``SessionTask/resume()`` started or continued the task.
+    func taskDidResume(_ task: SessionTask)
+    /// ``SessionTask/suspend()`` paused the task.
+    func taskDidSuspend(_ task: SessionTask)
+    /// ``SessionTask/cancel()`` was called; the task completes next.
+    func taskDidCancel(_ task: SessionTask)
+    /// The server redirected; `newRequest` is what is followed, nil when the redirect is not followed.
+    func task(_ task: SessionTask, willPerformRedirection response: HTTPResponse, newRequest: Request?)
+    /// An attempt failed and the task will be sent again after `delay`.
+    func task(_ task: SessionTask, willRetry attempt: FailedAttempt, after delay: Duration, reason: RetryReason)
+    /// A response head arrived (the final one of an attempt, after redirects).
+    func task(_ task: SessionTask, didReceive response: HTTPResponse)
+    /// Request body bytes went out (`totalBytesExpectedToSend` is -1 when unknown).
+    func task(_ task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64)
+    /// Response body bytes arrived (`totalBytesExpectedToReceive` is -1 when unknown).
+    func task(_ task: SessionTask, didReceiveBodyData bytesReceived: Int64, totalBytesReceived: Int64, totalBytesExpectedToReceive: Int64)
+    /// The task's timings and sizes, just before it completes.
+    func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics)
+    /// The task completed, successfully when `error` is nil.
+    func task(_ task: SessionTask, didCompleteWith error: CourierError?)
+    /// A response serializer turned the task's response into `object`, or failed with `error`.
+    func task(_ task: SessionTask, didSerializeResponseWith serializer: any ResponseSerializer, object: (any Sendable)?, error: CourierError?)
+}
+
+extension EventMonitor {
+    /// Does nothing.
+    public func taskDidCreate(_ task: SessionTask) {}
+    /// Does nothing.
+    public func task(_ task: SessionTask, didAdaptRequest initialRequest: Request, to adaptedRequest: Request) {}
+    /// Does nothing.
+    public func task(_ task: SessionTask, didFailToAdaptRequest request: Request, with error: CourierError) {}
+    /// Does nothing.
+    public func taskDidResume(_ task: SessionTask) {}
+    /// Does nothing.
+    public func taskDidSuspend(_ task: SessionTask) {}
+    /// Does nothing.
+    public func taskDidCancel(_ task: SessionTask) {}
+    /// Does nothing.
+    public func task(_ task: SessionTask, willPerformRedirection response: HTTPResponse, newRequest: Request?) {}
+    /// Does nothing.
+    public func task(_ task: SessionTask, willRetry attempt: FailedAttempt, after delay: Duration, reason: RetryReason) {}
+    /// Does nothing.
+    public func task(_ task: SessionTask, didReceive response: HTTPResponse) {}
+    /// Does nothing.
+    public func task(_ task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {}
+    /// Does nothing.
+    public func task(
+        _ task: SessionTask, didReceiveBodyData bytesReceived: Int64, totalBytesReceived: Int64, totalBytesExpectedToReceive: Int64
+    ) {}
+    /// Does nothing.
+    public func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics) {}
+    /// Does nothing.
+    public func task(_ task: SessionTask, didCompleteWith error: CourierError?) {}
+    /// Does nothing.
+    public func task(
+        _ task: SessionTask, didSerializeResponseWith serializer: any ResponseSerializer, object: (any Sendable)?, error: CourierError?
+    ) {}
+}

@@ -1,0 +1,55 @@
+import Dispatch
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+
+@testable import Courier
+
+/// Names the queue a block runs on.
+let queueName = DispatchSpecificKey<String>()
+
+/// Records which queue saw each event.
+struct RecordingMonitor: EventMonitor {
+    let queue: DispatchQueue
+    let seen = NIOLockedValueBox<[(Int, String?)]>([])
+    let done: AsyncStream<Void>.Continuation
+    let expected: Int
+
+    func taskDidCreate(_ task: SessionTask) {
+        let label = DispatchQueue.getSpecific(key: queueName)
+        let count = self.seen.withLockedValue { seen in
+            seen.append((task.taskIdentifier, label))
+            return seen.count
+        }
+        if count == self.expected { self.done.finish() }
+    }
+}
+
+@Suite("Monitoring: events reach every monitor, in order, on its own queue")
+struct EventMonitorGroupTests {
+    @Test("Two monitors, one on a concurrent queue: each sees 500 events in order on its queue")
+    func order() async throws {
+        let manager = SessionManager(engine: RefusingEngine())
+        defer { manager.invalidate(cancelingTasks: true) }
+        let tasks = (0..<500).map { _ in manager.dataTask(with: Request(url: URL(string: "http://x.test/")!), completionHandler: nil) }
+        let (firstDone, first) = AsyncStream.makeStream(of: Void.self)
+        let (secondDone, second) = AsyncStream.makeStream(of: Void.self)
+        let serialQueue = DispatchQueue(label: "monitor.serial")
+        serialQueue.setSpecific(key: queueName, value: "monitor.serial")
+        let concurrentQueue = DispatchQueue(label: "monitor.concurrent", attributes: .concurrent)
+        concurrentQueue.setSpecific(key: queueName, value: "monitor.concurrent")
+        let serial = RecordingMonitor(queue: serialQueue, done: first, expected: 500)
+        let concurrent = RecordingMonitor(queue: concurrentQueue, done: second, expected: 500)
+        let group = EventMonitorGroup([serial, concurrent])
+        #expect(!group.isEmpty)
+        #expect(EventMonitorGroup([]).isEmpty)
+        for task in tasks { group.emit { $0.taskDidCreate(task) } }
+        for await _ in firstDone {}
+        for await _ in secondDone {}
+        for (monitor, label) in [(serial, "monitor.serial"), (concurrent, "monitor.concurrent")] {
+            let seen = monitor.seen.withLockedValue { $0 }
+            #expect(seen.map(\.0) == tasks.map(\.taskIdentifier))
+            #expect(seen.allSatisfy { $0.1 == label })
+        }
+    }
+}
