@@ -1,0 +1,82 @@
+import Foundation
+import HTTPTypes
+
+extension Request {
+    /// A curl command that sends this request (Alamofire's `cURLDescription()`), for logs and bug
+    /// reports: one argument per line, each quoted for a POSIX shell.
+    ///
+    /// ```
+    /// curl --request PUT 'https://api.example.com/items/1' \
+    ///   --header 'Content-Type: application/json' \
+    ///   --data-binary '{"name":"pen"}'
+    /// ```
+    ///
+    /// `Content-Length` is left to curl. A body in memory that is UTF-8 text goes in
+    /// `--data-binary`, a file body as `--data-binary @path`; a body that cannot be written on a
+    /// command line (binary bytes, a stream) is left out, and a last line, a shell comment, says so.
+    public func cURLDescription() -> String {
+        let (groups, omission) = self.cURLWords(omitting: [], includingBody: true)
+        // The method and the URL on the first line, then one option with its value per line.
+        let urlGroup = groups.firstIndex { $0.count == 1 && !$0[0].hasPrefix("--") } ?? 0
+        var lines = ["curl " + groups[...urlGroup].flatMap { $0 }.joined(separator: " ")]
+        lines += groups[(urlGroup + 1)...].map { "  " + $0.joined(separator: " ") }
+        var text = lines.joined(separator: " \\\n")
+        if let omission { text += "\n# " + omission }
+        return text
+    }
+
+    /// The curl arguments (after `curl` itself, each quoted for a POSIX shell) that send this
+    /// request: the method when curl would not choose it, the URL, the header fields, the body.
+    /// - Parameters:
+    ///   - fields: Header fields to leave out (`Content-Length` always is).
+    ///   - includingBody: Whether to write the body.
+    /// - Throws: ``CourierError/Code/invalidRequest`` when the body is wanted and cannot be written
+    ///   on a command line (bytes that are not UTF-8 text, a stream).
+    public func cURLArguments(omitting fields: Set<HTTPField.Name> = [], includingBody: Bool = true) throws(CourierError) -> [String] {
+        let (groups, omission) = self.cURLWords(omitting: fields, includingBody: includingBody)
+        if let omission { throw CourierError(.invalidRequest, "\(self.summary): \(omission)", request: self) }
+        return groups.flatMap { $0 }
+    }
+
+    /// The words, already quoted, an option and its value to a group, and what could not be written.
+    private func cURLWords(omitting fields: Set<HTTPField.Name>, includingBody: Bool) -> (groups: [[String]], omission: String?) {
+        var words: [[String]] = []
+        var omission: String?
+        let defaultMethod: HTTPRequest.Method = self.body.isEmpty || !includingBody ? .get : .post
+        if self.method == .head {
+            words.append(["--head"])
+        } else if self.method != defaultMethod {
+            words.append(["--request", Self.shellQuoted(self.method.rawValue)])
+        }
+        words.append([Self.shellQuoted(self.url.absoluteString)])
+        for field in self.headerFields where field.name != .contentLength && !fields.contains(field.name) {
+            let value = field.value.isEmpty ? "\(field.name.rawName);" : "\(field.name.rawName): \(field.value)"
+            words.append(["--header", Self.shellQuoted(value)])
+        }
+        guard includingBody else { return (words, nil) }
+        switch self.body.storage {
+        case .empty:
+            break
+        case .data(let data):
+            if data.isEmpty { break }
+            if let text = String(data: data, encoding: .utf8), !text.contains("\0") {
+                words.append(["--data-binary", Self.shellQuoted(text)])
+            } else {
+                omission = "the body (\(data.count) bytes) is not text; curl would need it in a file (--data-binary @file)"
+            }
+        case .file(let url):
+            words.append(["--data-binary", Self.shellQuoted("@" + url.path)])
+        case .stream, .replayableStream:
+            omission = "the body is a stream; curl would need it in a file (--data-binary @file)"
+        }
+        return (words, omission)
+    }
+
+    /// `word` as a POSIX shell reads it back: bare when it holds only safe characters, else in
+    /// single quotes.
+    public static func shellQuoted(_ word: String) -> String {
+        let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@%+,=".unicodeScalars)
+        if !word.isEmpty && word.unicodeScalars.allSatisfy(safe.contains) { return word }
+        return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import Testing
+
+@testable import Courier
+
+@Suite("Monitoring: cURLDescription() on requests and tasks")
+struct CURLDescriptionTests {
+    @Test("A JSON PUT: the method, the URL, the header fields without Content-Length, the body; quoted for a POSIX shell")
+    func json() throws {
+        var request = Request(method: .put, url: URL(string: "https://api.example.com/items/1?a=b&c=d")!, body: .data(Data(#"{"name":"O'Brien"}"#.utf8)))
+        request.headerFields[.contentType] = "application/json"
+        request.headerFields[.contentLength] = "18"
+        request.headerFields[HTTPField.Name("X-Empty")!] = ""
+        #expect(
+            request.cURLDescription() == """
+                curl --request PUT 'https://api.example.com/items/1?a=b&c=d' \\
+                  --header 'Content-Type: application/json' \\
+                  --header 'X-Empty;' \\
+                  --data-binary '{"name":"O'\\''Brien"}'
+                """)
+        #expect(
+            try request.cURLArguments() == [
+                "--request", "PUT", "'https://api.example.com/items/1?a=b&c=d'", "--header", "'Content-Type: application/json'", "--header",
+                "'X-Empty;'", "--data-binary", #"'{"name":"O'\''Brien"}'"#,
+            ])
+    }
+
+    @Test("GET and HEAD, POST with a body (curl's default), a file body, and bodies curl cannot take on a command line")
+    func bodies() throws {
+        #expect(Request(url: URL(string: "http://x.test/")!).cURLDescription() == "curl http://x.test/")
+        #expect(Request(method: .head, url: URL(string: "http://x.test/")!).cURLDescription() == "curl --head http://x.test/")
+        let post = Request(method: .post, url: URL(string: "http://x.test/")!, body: .data(Data("a=1".utf8)))
+        #expect(post.cURLDescription() == "curl http://x.test/ \\\n  --data-binary a=1")
+        #expect(try post.cURLArguments(includingBody: false) == ["--request", "POST", "http://x.test/"])
+        let file = Request(method: .put, url: URL(string: "http://x.test/")!, body: .file(URL(fileURLWithPath: "/tmp/my file.bin")))
+        #expect(file.cURLDescription() == "curl --request PUT http://x.test/ \\\n  --data-binary '@/tmp/my file.bin'")
+        let binary = Request(method: .post, url: URL(string: "http://x.test/")!, body: .data(Data([0xff, 0x00, 0x01])))
+        #expect(binary.cURLDescription().hasSuffix("\n# the body (3 bytes) is not text; curl would need it in a file (--data-binary @file)"))
+        #expect(throws: CourierError(.invalidRequest, "")) { try binary.cURLArguments() }
+        let stream = Request(
+            method: .post, url: URL(string: "http://x.test/")!,
+            body: .stream(AsyncThrowingStream<ByteBuffer, any Error> { $0.finish() }, length: .unknown))
+        #expect(throws: CourierError(.invalidRequest, "")) { try stream.cURLArguments() }
+        #expect(try stream.cURLArguments(omitting: [.userAgent], includingBody: false) == ["--request", "POST", "http://x.test/"])
+    }
+
+    @Test("A task describes its current request")
+    func task() {
+        let manager = SessionManager(engine: RefusingEngine())
+        defer { manager.invalidate(cancelingTasks: true) }
+        var configuration = Request(method: .delete, url: URL(string: "http://x.test/items/2")!)
+        configuration.headerFields[.authorization] = "Bearer t"
+        let task = manager.dataTask(with: configuration, completionHandler: nil)
+        #expect(task.cURLDescription() == "curl --request DELETE http://x.test/items/2 \\\n  --header 'Authorization: Bearer t'")
+    }
+}
