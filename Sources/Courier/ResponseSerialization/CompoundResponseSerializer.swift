@@ -57,21 +57,6 @@ public struct CompoundResponseSerializer: ResponseSerializer {
     ) throws(CourierError) -> (any Sendable)? {
         let object = try serializer.responseObject(for: response, data: data)
         // Flatten an optional output so callers cast the value, not `Optional<…>`.
-        return Self.flatten(object)
+        return OptionalFlattening.flattened(object)
     }
-
-    private static func flatten(_ value: any Sendable) -> (any Sendable)? {
-        guard let optional = value as? any OptionalProtocol else { return value }
-        // The wrapped value came out of a `Sendable` output, so the cast back cannot fail.
-        return optional.wrappedValue.map { transferringOwnership(of: $0) }
-    }
-}
-
-/// Lets ``CompoundResponseSerializer`` see through an optional output without knowing its type.
-private protocol OptionalProtocol {
-    var wrappedValue: Any? { get }
-}
-
-extension Optional: OptionalProtocol {
-    fileprivate var wrappedValue: Any? { self.map { $0 } }
 }

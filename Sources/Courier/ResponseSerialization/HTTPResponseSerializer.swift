@@ -10,8 +10,9 @@ import HTTPTypes
 /// - The status code must be in ``acceptableStatusCodes`` (200–299 by default).
 /// - When ``acceptableContentTypes`` is set, the MIME type of `Content-Type` (compared without
 ///   parameters and case-insensitively) must be in it, or end in one of
-///   ``acceptableStructuredSyntaxSuffixes`` (`+json`). The check is skipped when the response has
-///   neither a MIME type nor a body. A body without a `Content-Type` is refused.
+///   ``acceptableStructuredSyntaxSuffixes`` (`+json`). The check is skipped when the body is
+///   empty, whatever the `Content-Type` says (as in AFNetworking: a 200 with `text/html` and no
+///   body is no error). A body without a `Content-Type` is refused.
 /// - A failure is a ``CourierError`` with code ``CourierError/Code/unacceptableContentType`` or
 ///   ``CourierError/Code/unacceptableStatusCode`` that keeps the response and the data. When both
 ///   checks fail, the status-code error is thrown and wraps the content-type error in
@@ -45,11 +46,10 @@ public struct HTTPResponseSerializer: ResponseSerializer {
         if let acceptable = self.normalizedContentTypes {
             let mime = response.mimeType
             let hasBody = data.map { !$0.isEmpty } ?? false
-            // A 204 or 205 carries no content, so its Content-Type describes nothing (httpbin's
-            // /status/204 says text/html): only a body, or a type on a response that may have one,
-            // is checked.
-            let mayHaveContent = hasBody || !(response.status.code == 204 || response.status.code == 205)
-            if mayHaveContent, mime != nil || hasBody, !self.accepts(mime ?? "", in: acceptable) {
+            // A Content-Type describes a body; with none there is nothing to refuse (httpbin's
+            // /status/200 and /status/204 say text/html and send nothing). AFNetworking reports no
+            // error there either.
+            if hasBody, !self.accepts(mime ?? "", in: acceptable) {
                 contentTypeError = CourierError(
                     .unacceptableContentType, "unacceptable content type: \(mime ?? "(none)")",
                     response: response, data: data)

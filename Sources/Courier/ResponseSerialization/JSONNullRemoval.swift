@@ -1,10 +1,11 @@
 import Foundation
 
-/// Removes `null` values from dictionaries at every depth (AFNetworking's
+/// Removes `null`s from a JSON tree at every depth (AFNetworking's
 /// `AFJSONObjectByRemovingKeysWithNullValues`).
 enum JSONNullRemoval {
-    /// `object` without keys whose value is `NSNull`, in dictionaries at any depth, including
-    /// dictionaries inside arrays. `null` elements of arrays stay: removing them would shift indices.
+    /// `object` without `NSNull`s at any depth: keys whose value is `null` are removed from
+    /// dictionaries, and `null` elements from arrays (so `[1, null, 2]` becomes `[1, 2]`), as
+    /// AFNetworking 4 does.
     ///
     /// Recursion depth is bounded by the parser's nesting limit (512 for `JSONSerialization`), so
     /// this cannot overflow the stack on input the parser accepted.
@@ -17,7 +18,7 @@ enum JSONNullRemoval {
             return result
         }
         if let array = object as? [Any] {
-            return array.map { self.removingNulls(from: $0) }
+            return array.compactMap { $0 is NSNull ? nil : self.removingNulls(from: $0) }
         }
         return object
     }

@@ -31,8 +31,10 @@ public struct JSONResponseSerializer: ResponseSerializer {
     /// Reading options for `JSONSerialization`; add `.fragmentsAllowed` to accept a top-level
     /// string, number, `true`, `false` or `null`.
     public var readingOptions: JSONSerialization.ReadingOptions = []
-    /// Whether to remove keys whose value is `null` from every dictionary, at any depth, including
-    /// dictionaries inside arrays. Off by default: it costs a walk over the whole tree.
+    /// Whether to remove every `null` from the tree, at any depth: keys whose value is `null` from
+    /// dictionaries, and `null` elements from arrays (AFNetworking's
+    /// `removesKeysWithNullValues`, which removes both since 4.0). Off by default: it costs a walk
+    /// over the whole tree.
     public var removesKeysWithNullValues = false
 
     /// A serializer that accepts `application/json`, `text/json`, `text/javascript` and `+json`.

@@ -68,7 +68,8 @@ struct ErasedResponseSerializer: ResponseSerializer {
     init(_ base: any ResponseSerializer) { self.base = base }
 
     func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> (any Sendable)? {
-        try Self.open(self.base, response: response, data: data)
+        // An optional output opened as a generic value arrives boxed: unwrap it.
+        OptionalFlattening.flattened(try Self.open(self.base, response: response, data: data))
     }
 
     func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
@@ -77,7 +78,7 @@ struct ErasedResponseSerializer: ResponseSerializer {
 
     func serialize(response: HTTPResponse?, data: Data?) -> (object: (any Sendable)?, error: CourierError?) {
         let (object, error) = self.base.serialize(response: response, data: data)
-        return (object, error)
+        return (OptionalFlattening.flattened(object), error)
     }
 
     private static func open<S: ResponseSerializer>(_ serializer: S, response: HTTPResponse?, data: Data?) throws(CourierError) -> (any Sendable)? {

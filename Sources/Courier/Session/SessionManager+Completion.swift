@@ -42,7 +42,8 @@ extension SessionManager {
 
     static func serialize(_ outcome: TaskOutcome, with serializer: any ResponseSerializer) -> (object: (any Sendable)?, error: CourierError?) {
         let (object, error) = serializer.serialize(response: outcome.response, data: outcome.data)
-        return (object, error?.adding(request: outcome.request, response: outcome.response, data: outcome.data))
+        // Through the existential, an optional output's "no object" arrives as a value wrapping nil.
+        return (OptionalFlattening.flattened(object), error?.adding(request: outcome.request, response: outcome.response, data: outcome.data))
     }
 
     func hooks(for task: SessionTask) -> Hooks { task.delegate.hooks }
