@@ -42,6 +42,14 @@ struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         return ok ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
     }
 
+    /// Whether this is a loopback address: `127.0.0.0/8`, `::1`, or `::ffff:127.x.y.z`.
+    var isLoopback: Bool {
+        if self.bytes.count == 4 { return self.bytes[0] == 127 }
+        if self.bytes[0..<15].allSatisfy({ $0 == 0 }) && self.bytes[15] == 1 { return true }
+        return self.bytes[0..<10].allSatisfy({ $0 == 0 }) && self.bytes[10] == 0xFF && self.bytes[11] == 0xFF
+            && self.bytes[12] == 127
+    }
+
     /// Whether the first `prefixLength` bits equal those of `network`.
     func matches(network: [UInt8], prefixLength: Int) -> Bool {
         guard network.count >= self.bytes.count, prefixLength <= self.bytes.count * 8 else { return false }

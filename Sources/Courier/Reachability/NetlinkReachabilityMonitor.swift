@@ -131,6 +131,9 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
     }
 
     private func evaluate(_ dumper: inout NetlinkDumper) -> ReachabilityReport {
+        // This host itself (`localhost`, 127.0.0.1, ::1) is reachable whatever the routes say, and
+        // needs no resolver.
+        if self.target.isLoopback { return ReachabilityReport(status: .reachableViaEthernet) }
         let snapshot: RoutingSnapshot
         do {
             snapshot = try dumper.snapshot()

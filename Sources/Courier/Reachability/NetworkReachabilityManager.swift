@@ -43,6 +43,9 @@ public final class NetworkReachabilityManager: Sendable {
         var phase = Phase.idle
         var generation = 0
         var status = NetworkReachabilityStatus.unknown
+        /// Set by ``startMonitoring()``: the new monitor's first report reaches observers even when
+        /// the status is the one kept from an earlier run (AFNetworking reports on every start).
+        var announcesNextReport = false
         var failure: ReachabilityFailure?
         var statusChangeHandler: (@Sendable (NetworkReachabilityStatus) -> Void)?
         var callbackQueue: DispatchQueue
@@ -139,7 +142,8 @@ public final class NetworkReachabilityManager: Sendable {
         set { self.state.withLockedValue { $0.callbackQueue = newValue } }
     }
 
-    /// The statuses, for `for await`: the current one first, then each change. Each access makes a
+    /// The statuses, for `for await`: the current one first, then each change, and the status again
+    /// each time monitoring starts (see ``startMonitoring()``). Each access makes a
     /// new stream; it ends when the manager is deallocated or the iterating task is cancelled.
     /// Monitoring must be started for changes to arrive.
     public var statuses: AsyncStream<NetworkReachabilityStatus> {
@@ -160,7 +164,9 @@ public final class NetworkReachabilityManager: Sendable {
     // MARK: Monitoring
 
     /// Starts watching the network. Does nothing when already monitoring. Returns at once: the
-    /// first status arrives shortly after, through the handler, the notification and the streams.
+    /// first status arrives shortly after, through the handler, the notification and the streams —
+    /// on every start, even when it equals the status kept from an earlier run (as AFNetworking
+    /// calls its status block each time monitoring starts). After that, only changes are reported.
     public func startMonitoring() {
         if case .invalidAddress(let text) = self.target {
             self.receive(ReachabilityReport(status: .unknown, failure: .invalidAddress(text)), generation: nil)
@@ -171,6 +177,7 @@ public final class NetworkReachabilityManager: Sendable {
             guard let monitor = self.environment.makeMonitor(self.target, self.environment) else { return nil }
             state.generation += 1
             state.phase = .monitoring(monitor, generation: state.generation)
+            state.announcesNextReport = true
             return (monitor, state.generation)
         }
         switch started {
@@ -210,7 +217,7 @@ public final class NetworkReachabilityManager: Sendable {
     }
 
     /// Takes a report from the monitor of `generation` (`nil`: from the manager itself); stale
-    /// generations are dropped. Only changes reach observers.
+    /// generations are dropped. Only changes reach observers, and the first report after a start.
     private func receive(_ report: ReachabilityReport, generation: Int?) {
         let delivery: (NetworkReachabilityStatus, (@Sendable (NetworkReachabilityStatus) -> Void)?, DispatchQueue)?
         let newFailure: ReachabilityFailure?
@@ -219,7 +226,9 @@ public final class NetworkReachabilityManager: Sendable {
             if generation != nil, case .idle = state.phase { return (nil, nil) }
             let newFailure = report.failure != state.failure ? report.failure : nil
             state.failure = report.failure
-            guard report.status != state.status else { return (nil, newFailure) }
+            let announced = generation != nil && state.announcesNextReport
+            if generation != nil { state.announcesNextReport = false }
+            guard report.status != state.status || announced else { return (nil, newFailure) }
             state.status = report.status
             for continuation in state.streams.values { continuation.yield(report.status) }
             return ((report.status, state.statusChangeHandler, state.callbackQueue), newFailure)

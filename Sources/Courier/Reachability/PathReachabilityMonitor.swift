@@ -15,8 +15,10 @@ final class PathReachabilityMonitor: ReachabilityMonitor, @unchecked Sendable {
     }
 
     func start(_ report: @escaping @Sendable (ReachabilityReport) -> Void) {
+        let loopback = self.target.isLoopback
         self.monitor.pathUpdateHandler = { path in
-            report(ReachabilityReport(status: Self.status(of: path)))
+            // This host is reachable whatever the path: loopback never leaves it.
+            report(ReachabilityReport(status: loopback ? .reachableViaEthernet : Self.status(of: path)))
         }
         self.monitor.start(queue: self.queue)
     }

@@ -17,6 +17,19 @@ enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     /// An address literal that did not parse; the status stays ``NetworkReachabilityStatus/unknown``.
     case invalidAddress(String)
 
+    /// Whether the target is this host itself: a loopback address, or `localhost` (RFC 6761 keeps
+    /// `localhost` and names under it for loopback). Such a target is always reachable.
+    var isLoopback: Bool {
+        switch self {
+        case .address(let address): return address.isLoopback
+        case .domain(let name):
+            let lowered = name.lowercased()
+            if lowered == "localhost" || lowered == "localhost." || lowered.hasSuffix(".localhost") { return true }
+            return IPAddress(name)?.isLoopback ?? false
+        case .defaultRoute, .invalidAddress: return false
+        }
+    }
+
     var description: String {
         switch self {
         case .defaultRoute: "any route"

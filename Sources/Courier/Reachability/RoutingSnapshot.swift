@@ -44,7 +44,10 @@ struct RoutingSnapshot: Sendable, Hashable {
     ///
     /// Only the main table is read. A destination is reachable when its longest-prefix route (the
     /// lowest metric among equals) is a unicast route whose interface carries traffic; the
-    /// general manager wants a unicast default route (IPv4 or IPv6) on such an interface.
+    /// general manager wants a unicast default route (IPv4 or IPv6) on such an interface. A
+    /// loopback address (`127.0.0.0/8`, `::1`, or an IPv4-mapped loopback) is always reachable,
+    /// whatever the routes say (the kernel routes it through its `local` table, never off the
+    /// host), and counts as ``NetworkReachabilityStatus/reachableViaEthernet``.
     func status(
         toward addresses: [IPAddress]?,
         kind: (Link) -> NetworkReachabilityStatus
@@ -56,6 +59,7 @@ struct RoutingSnapshot: Sendable, Hashable {
                 .min { $0.metric < $1.metric }
             return best.flatMap(self.usableLink).map(kind) ?? .notReachable
         }
+        if addresses.contains(where: \.isLoopback) { return .reachableViaEthernet }
         for address in addresses {
             let candidates = main.filter {
                 $0.isIPv6 == address.isIPv6 && address.matches(network: $0.destination, prefixLength: $0.prefixLength)

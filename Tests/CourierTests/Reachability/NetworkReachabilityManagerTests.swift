@@ -53,6 +53,47 @@ struct NetworkReachabilityManagerTests {
         #expect(manager.localizedNetworkReachabilityStatusString == "Not Reachable")
     }
 
+    /// Issue 17: AFNetworking calls its status block each time monitoring starts; a manager
+    /// stopped and started again reports its (unchanged) status again, once, then only changes.
+    @Test func aRestartReportsTheStatusAgain() async throws {
+        let monitor = ScriptedMonitor()
+        let manager = monitor.manager()
+        let seen = NIOLockedValueBox<[NetworkReachabilityStatus]>([])
+        manager.statusChangeHandler = { status in seen.withLockedValue { $0.append(status) } }
+        var iterator = manager.statuses.makeAsyncIterator()
+        #expect(await iterator.next() == .unknown)
+
+        manager.startMonitoring()
+        monitor.send(.reachableViaEthernet)
+        #expect(await iterator.next() == .reachableViaEthernet)
+        manager.stopMonitoring()
+
+        manager.startMonitoring()
+        monitor.send(.reachableViaEthernet)  // unchanged, but the first report of this run
+        monitor.send(.reachableViaEthernet)  // a repeat within the run: not reported
+        monitor.send(.notReachable)
+        #expect(await iterator.next() == .reachableViaEthernet)
+        #expect(await iterator.next() == .notReachable)
+        manager.callbackQueue.sync {}
+        #expect(seen.withLockedValue { $0 } == [.reachableViaEthernet, .reachableViaEthernet, .notReachable])
+        manager.stopMonitoring()
+    }
+
+    @Test func aLocalhostManagerIsReachableOverTheRealMonitor() async {
+        for manager in [NetworkReachabilityManager(domain: "localhost"), NetworkReachabilityManager(address: "::1")] {
+            let status: NetworkReachabilityStatus = await awaitCallback { finish in
+                let once = NIOLockedValueBox(true)
+                manager.statusChangeHandler = { status in
+                    if once.withLockedValue({ first in defer { first = false }; return first }) { finish(status) }
+                }
+                manager.startMonitoring()
+            }
+            manager.stopMonitoring()
+            #expect(status == .reachableViaEthernet)
+            #expect(manager.failureReason == nil)
+        }
+    }
+
     @Test func anInvalidAddressStaysUnknownAndSaysWhy() {
         let (logger, messages) = CapturingLogHandler.logger()
         let manager = NetworkReachabilityManager(address: "999.1.2.3", logger: logger)

@@ -26,6 +26,31 @@ struct RoutingSnapshotTests {
         #expect(snapshot.status(toward: nil, kind: Self.kind) == .reachableViaEthernet)
     }
 
+    /// Issue 17: loopback is always reachable, even with no route at all (the kernel routes it
+    /// through its `local` table, which is not read).
+    @Test func loopbackAddressesAreAlwaysReachable() throws {
+        let empty = RoutingSnapshot(links: [:], routes: [])
+        for text in ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"] {
+            let address = try #require(IPAddress(text))
+            #expect(address.isLoopback, "\(text)")
+            #expect(empty.status(toward: [address], kind: Self.kind) == .reachableViaEthernet, "\(text)")
+        }
+        for text in ["128.0.0.1", "10.0.0.1", "::2", "::ffff:10.0.0.1", "fe80::1"] {
+            #expect(IPAddress(text)?.isLoopback == false, "\(text)")
+            #expect(empty.status(toward: [try #require(IPAddress(text))], kind: Self.kind) == .notReachable, "\(text)")
+        }
+    }
+
+    @Test func loopbackTargetsAreNamedAsSuch() {
+        #expect(ReachabilityTarget.domain("localhost").isLoopback)
+        #expect(ReachabilityTarget.domain("LocalHost.").isLoopback)
+        #expect(ReachabilityTarget.domain("api.localhost").isLoopback)
+        #expect(ReachabilityTarget.domain("127.0.0.1").isLoopback)
+        #expect(!ReachabilityTarget.domain("localhost.example.com").isLoopback)
+        #expect(!ReachabilityTarget.defaultRoute.isLoopback)
+        #expect(!ReachabilityTarget.invalidAddress("localhost").isLoopback)
+    }
+
     @Test func noDefaultRouteIsNotReachable() {
         let snapshot = RoutingSnapshot(links: [2: Self.eth], routes: [Self.route([10, 0, 0, 0], 8, via: 2)])
         #expect(snapshot.status(toward: nil, kind: Self.kind) == .notReachable)
