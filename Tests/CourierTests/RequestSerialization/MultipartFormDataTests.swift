@@ -46,7 +46,7 @@ extension RequestSerializationTests {
     struct MultipartFormDataTests {
         @Test("a small form, byte for byte, in AFNetworking's layout")
         func exactBytes() async throws {
-            var form = MultipartFormData(boundary: "Boundary+0123456789ABCDEF")
+            var form = try MultipartFormData(boundary: "Boundary+0123456789ABCDEF")
             form.appendPart(withForm: Data("Ada".utf8), name: "name")
             form.appendPart(withFileData: Data("hello\n".utf8), name: "note", fileName: "note.txt", mimeType: "text/plain")
             form.appendPart(withHeaders: [.contentDisposition: "form-data; name=\"raw\"", HTTPField.Name("X-Extra")!: "1"], body: Data())
@@ -98,9 +98,26 @@ extension RequestSerializationTests {
             #expect(finalized.body.isEmpty)
         }
 
+        @Test("a boundary of your own is used as given; one RFC 2046 forbids is a typed error")
+        func boundaryOfYourOwn() async throws {
+            var form = try MultipartFormData(boundary: "courier-test 'boundary' (1):=?")
+            #expect(form.boundary == "courier-test 'boundary' (1):=?")
+            #expect(form.contentType == "multipart/form-data; boundary=courier-test 'boundary' (1):=?")
+            form.appendPart(withForm: Data("Ada".utf8), name: "name")
+            let text = String(decoding: try await collectBytes(of: form.body), as: UTF8.self)
+            #expect(text.hasPrefix("--courier-test 'boundary' (1):=?\r\n"))
+            #expect(text.hasSuffix("\r\n--courier-test 'boundary' (1):=?--\r\n"))
+            #expect(try MultipartFormData(boundary: String(repeating: "b", count: 70)).boundary.count == 70)
+            for bad in ["", String(repeating: "b", count: 71), "ends with space ", "line\r\nbreak", "quote\"", "bräu"] {
+                #expect("\(bad)") { try MultipartFormData(boundary: bad) } throws: { error in
+                    (error as? CourierError)?.code == .invalidRequest
+                }
+            }
+        }
+
         @Test("quotes and line breaks in names are escaped so they cannot break the framing")
         func nameEscaping() async throws {
-            var form = MultipartFormData(boundary: "B")
+            var form = try MultipartFormData(boundary: "B")
             form.appendPart(withFileData: Data("x".utf8), name: "a\"b", fileName: "evil\r\nX-Injected: 1.txt", mimeType: "text/plain\r\nX-Bad: 1")
             let text = String(decoding: try await collectBytes(of: form.body), as: UTF8.self)
             #expect(text.contains("name=\"a%22b\"; filename=\"evil%0D%0AX-Injected: 1.txt\"\r\n"))
@@ -189,7 +206,7 @@ extension RequestSerializationTests {
             try await withTemporaryFolder { folder in
                 let url = folder.appendingPathComponent(fileName)
                 try Data("x".utf8).write(to: url)
-                var form = MultipartFormData(boundary: "B")
+                var form = try MultipartFormData(boundary: "B")
                 try form.appendPart(withFileURL: url, name: "upload")
                 let text = String(decoding: try await collectBytes(of: form.body), as: UTF8.self)
                 #expect(text.contains("Content-Disposition: form-data; name=\"upload\"; filename=\"\(fileName)\"\r\nContent-Type: \(expected)\r\n\r\nx"))
@@ -202,7 +219,7 @@ extension RequestSerializationTests {
             try await withTemporaryFolder { folder in
                 let url = folder.appendingPathComponent("local-name.bin")
                 try Data("content".utf8).write(to: url)
-                var form = MultipartFormData(boundary: "B")
+                var form = try MultipartFormData(boundary: "B")
                 try form.appendPart(withFileURL: url, name: "doc", fileName: "report.pdf", mimeType: "application/x-custom")
                 let text = String(decoding: try await collectBytes(of: form.body), as: UTF8.self)
                 #expect(text == "--B\r\nContent-Disposition: form-data; name=\"doc\"; filename=\"report.pdf\"\r\nContent-Type: application/x-custom\r\n\r\ncontent\r\n--B--\r\n")
@@ -216,7 +233,7 @@ extension RequestSerializationTests {
                 try Data("linked".utf8).write(to: target)
                 let link = folder.appendingPathComponent("link.txt")
                 try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
-                var form = MultipartFormData(boundary: "B")
+                var form = try MultipartFormData(boundary: "B")
                 try form.appendPart(withFileURL: link, name: "f")
                 let bytes = try await collectBytes(of: form.body)
                 #expect(Int64(bytes.count) == form.contentLength)

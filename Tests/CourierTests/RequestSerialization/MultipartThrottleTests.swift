@@ -11,7 +11,7 @@ extension RequestSerializationTests {
             try await withTemporaryFolder { folder in
                 let url = folder.appendingPathComponent("f.bin")
                 try Data((0..<1000).map { UInt8(truncatingIfNeeded: $0) }).write(to: url)
-                var form = MultipartFormData(boundary: "B")
+                var form = try MultipartFormData(boundary: "B")
                 form.appendPart(withForm: Data("value".utf8), name: "a")
                 try form.appendPart(withFileURL: url, name: "f")
                 let plain = try await collectBytes(of: form.body)

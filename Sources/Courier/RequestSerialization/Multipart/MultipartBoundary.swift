@@ -6,6 +6,17 @@ struct MultipartBoundary: Sendable, Hashable {
 
     init(_ value: String) { self.value = value }
 
+    /// `value` when RFC 2046 §5.1.1 allows it as a boundary: 1 to 70 characters of `bchars`
+    /// (letters, digits, `'()+_,-./:=?` and space), the last not a space.
+    init?(validating value: String) {
+        let allowed = Set("'()+_,-./:=? ".utf8)
+        let bytes = Array(value.utf8)
+        guard (1...70).contains(bytes.count), bytes.last != UInt8(ascii: " "),
+            bytes.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || allowed.contains($0) })
+        else { return nil }
+        self.value = value
+    }
+
     /// A fresh random boundary, such as `Boundary+0C1F2A3B4D5E6F70`.
     static func random() -> MultipartBoundary {
         var generator = SystemRandomNumberGenerator()

@@ -29,7 +29,8 @@ import NIOCore
 /// written `Name: value` with a line break, then an empty line, then the part's bytes; the body
 /// ends with a line break and `--boundary--` and a line break.
 public struct MultipartFormData: Sendable {
-    /// The boundary between parts, `Boundary+` and sixteen random hex digits.
+    /// The boundary between parts: `Boundary+` and sixteen random hex digits, or the one given to
+    /// ``init(boundary:)``.
     public var boundary: String { self.boundaryValue.value }
 
     let boundaryValue: MultipartBoundary
@@ -44,9 +45,28 @@ public struct MultipartFormData: Sendable {
         self.boundaryValue = .random()
     }
 
-    /// An empty form with a fixed boundary, for reproducible bodies in tests.
-    init(boundary: String) {
-        self.boundaryValue = MultipartBoundary(boundary)
+    /// An empty form with a boundary of your choosing (Alamofire's `MultipartFormData(boundary:)`),
+    /// for bodies that must come out byte for byte the same: tests, and uploads whose signature
+    /// covers the body.
+    ///
+    /// ```swift
+    /// var form = try MultipartFormData(boundary: "courier-test-boundary")
+    /// form.appendPart(withForm: Data("Ada".utf8), name: "name")
+    /// // form.contentType == "multipart/form-data; boundary=courier-test-boundary"
+    /// ```
+    ///
+    /// The boundary must not occur in any part's bytes; Courier does not scan the parts for it
+    /// (files are read only as the body is sent), so choose one that cannot.
+    /// - Parameter boundary: 1 to 70 characters allowed by RFC 2046 §5.1.1: letters, digits and
+    ///   `'()+_,-./:=?` and space, not ending with a space.
+    /// - Throws: ``CourierError/Code/invalidRequest`` for an empty, too long or ill-formed boundary.
+    public init(boundary: String) throws(CourierError) {
+        guard let value = MultipartBoundary(validating: boundary) else {
+            throw CourierError(
+                .invalidRequest,
+                "invalid multipart boundary \"\(boundary)\": RFC 2046 allows 1 to 70 letters, digits, spaces and '()+_,-./:=? characters, not ending with a space")
+        }
+        self.boundaryValue = value
     }
 
     /// Whether no part has been appended.
