@@ -34,7 +34,8 @@ extension NIOEngine {
             concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, configuration.httpMaximumConnectionsPerHost)
         )
         // A refused connection or a bad certificate must fail now, not after the connect timeout
-        // of back-off retries (PLATFORM-NOTES: 15 handshakes in 10 s otherwise).
+        // of back-off retries (AHC would otherwise retry about 15 handshakes within a 10 s
+        // connect timeout).
         pool.retryConnectionEstablishment = false
         client.connectionPool = pool
         switch configuration.httpVersion.base {
