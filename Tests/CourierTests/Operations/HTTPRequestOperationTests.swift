@@ -212,7 +212,11 @@ struct HTTPRequestOperationTests {
             try await self.withOperationManager(server) { manager in
                 let outcome: Outcome = await awaitCallback { done in
                     guard let operation = manager.get("delay/5", success: { done(.success($0, $1, onQueue: true)) }, failure: { done(.failure($0, $1, onQueue: true)) }) else { return }
-                    Self.queue.asyncAfter(deadline: .now() + 0.2) { operation.cancel() }
+                    // Cancels once the request is running on the server (bounded by `eventually`).
+                    Task {
+                        _ = await eventually { server.requestCount == 1 }
+                        operation.cancel()
+                    }
                 }
                 guard case .failure(let operation?, let error, _) = outcome else {
                     Issue.record("not a failure with an operation")

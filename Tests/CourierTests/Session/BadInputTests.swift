@@ -196,7 +196,11 @@ struct BadInputTests {
             manager.completionQueue = TestQueues.completion
             let error: CourierError? = await awaitCallback { finish in
                 manager.get("delay/5", success: { _, _ in finish(nil) }, failure: { _, error in finish(error) })
-                DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { manager.invalidate(cancelingTasks: true) }
+                // Invalidates once the request is running on the server (bounded by `eventually`).
+                Task {
+                    _ = await eventually { server.requestCount == 1 }
+                    await manager.invalidate(cancelingTasks: true)
+                }
             }
             #expect(error?.code == .cancelled)
         }

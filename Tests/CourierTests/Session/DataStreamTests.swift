@@ -76,7 +76,8 @@ struct DataStreamTests {
         try await withTestServer { server in
             try await withManager(baseURL: server.baseURL) { manager in
                 let waiting = Task { try await manager.stream(Request(url: server.url("/delay/10"))) }
-                try await Task.sleep(for: .milliseconds(100))
+                // Cancels once the request is waiting on the server for its head.
+                #expect(await eventually { server.requestCount == 1 })
                 waiting.cancel()
                 let result = await waiting.result
                 #expect((try? result.get()) == nil)

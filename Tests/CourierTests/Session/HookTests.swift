@@ -1,4 +1,4 @@
-import Courier
+@testable import Courier
 import CourierTesting
 import Foundation
 import Testing
@@ -158,7 +158,10 @@ struct ConcurrencyTests {
                     tasks[index].cancel()
                 }
                 #expect(await eventually(within: 30) { completions.count == count })
-                try await Task.sleep(for: .milliseconds(100))
+                // Once the engine is down no event can arrive; flush serialization and completion.
+                await manager.invalidate(cancelingTasks: false)
+                SessionManager.processingQueue.sync(flags: .barrier) {}
+                TestQueues.completion.sync {}
                 let byIndex = Dictionary(grouping: completions.all, by: \.0)
                 #expect(byIndex.count == count, "none is lost")
                 #expect(byIndex.values.allSatisfy { $0.count == 1 }, "each completes exactly once")

@@ -1,4 +1,4 @@
-import Courier
+@testable import Courier
 import CourierTesting
 import Dispatch
 import Foundation
@@ -20,8 +20,11 @@ struct TaskLifeCycleOverSocketTests {
                 #expect(task.state == .suspended)
                 #expect(manager.tasks.map(\.taskIdentifier) == [task.taskIdentifier])
                 #expect(manager.dataTasks.count == 1)
-                try await Task.sleep(for: .milliseconds(50))
-                #expect(server.requestCount == 0, "a suspended task sends nothing")
+                // A request made after it goes out and is answered; the suspended one is not sent.
+                _ = try await manager.get("get", parameters: ["probe": 1])
+                #expect(server.requestCount == 1, "a suspended task sends nothing")
+                #expect(!server.receivedRequests.contains { $0.query == "x=1" })
+                server.resetRequestLog()
 
                 task.taskDescription = "first"
                 task.resume()
@@ -35,7 +38,10 @@ struct TaskLifeCycleOverSocketTests {
                 #expect(task.countOfBytesReceived > 0)
                 #expect(task.currentRequest.url == server.url("/get?x=1"))
                 #expect(await eventually { manager.tasks.isEmpty }, "the registry drops finished tasks")
-                try await Task.sleep(for: .milliseconds(50))
+                // Once the engine is down no event can arrive; flush serialization and completion.
+                await manager.invalidate(cancelingTasks: false)
+                SessionManager.processingQueue.sync(flags: .barrier) {}
+                TestQueues.completion.sync {}
                 #expect(calls.count == 1, "completion runs exactly once")
             }
         }
@@ -81,7 +87,11 @@ struct TaskLifeCycleOverSocketTests {
                 let error: CourierError? = await awaitCallback { finish in
                     let task = manager.dataTask(with: Request(url: server.url("/delay/10"))) { _, _, error in finish(error) }
                     task.resume()
-                    DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { task.cancel() }
+                    // Cancels once the request has reached the server (bounded by `eventually`).
+                    Task {
+                        _ = await eventually { server.requestCount == 1 }
+                        task.cancel()
+                    }
                 }
                 // Without the cancel the task would succeed after 10 s: no clock needed.
                 #expect(error?.code == .cancelled)
