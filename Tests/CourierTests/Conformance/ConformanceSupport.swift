@@ -1,0 +1,115 @@
+import Courier
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import Dispatch
+
+/// Helpers shared by the conformance twins: the source suites build responses by hand
+/// (`NSHTTPURLResponse`) and check request bodies as text.
+enum Conformance {
+    /// A response head with `status` and, when given, `Content-Type`.
+    static func response(_ status: Int = 200, contentType: String? = nil) -> HTTPResponse {
+        var fields = HTTPFields()
+        if let contentType { fields[.contentType] = contentType }
+        return HTTPResponse(status: .init(code: status), headerFields: fields)
+    }
+
+    /// `{"foo":"bar"}`, the body AFNetworking's JSON tests validate.
+    static let jsonSample = Data(#"{"foo":"bar"}"#.utf8)
+
+    /// A small well-formed XML document, the body AFNetworking's XML tests validate.
+    static let xmlSample = Data(#"<?xml version="1.0" encoding="UTF-8"?><foo attr1="1" attr2="2"><bar>someValue</bar></foo>"#.utf8)
+
+    /// The bytes of an in-memory request body, empty for no body, nil for a file or stream.
+    static func bodyData(_ request: Request) -> Data? {
+        request.body.isEmpty ? Data() : request.body.data
+    }
+
+    /// The body as UTF-8 text.
+    static func bodyText(_ request: Request) -> String? {
+        self.bodyData(request).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Whether `error` is a ``CourierError`` with `code`.
+    static func isCourierError(_ error: (any Error)?, _ code: CourierError.Code) -> Bool {
+        (error as? CourierError)?.code == code
+    }
+}
+
+extension Conformance {
+    /// Runs `trigger`, then waits for the first `name` notification about `object` (any object
+    /// when nil) that `matching` accepts; nil when none came within `seconds` (a bound on a
+    /// failing test, not a pause). Other tests run at the same time and post too: filter.
+    static func notification(
+        _ name: Notification.Name,
+        object: AnyObject? = nil,
+        matching: @escaping @Sendable (NotificationBox) -> Bool = { _ in true },
+        within seconds: Double = 10,
+        after trigger: () -> Void
+    ) async -> Notification? {
+        let waiter = NotificationWaiter()
+        let observer = NotificationCenter.default.addObserver(forName: name, object: object, queue: nil) { note in
+            let box = NotificationBox(note)
+            if matching(box) { waiter.deliver(box) }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        trigger()
+        return await waiter.wait(seconds: seconds)?.note
+    }
+}
+
+/// A notification handed across threads; only read once it has been posted.
+struct NotificationBox: @unchecked Sendable {
+    // @unchecked: a posted Notification is not mutated; its user info holds Courier's Sendable values.
+    let note: Notification
+    init(_ note: Notification) { self.note = note }
+}
+
+/// The first delivery wins; a timeout delivers nil.
+final class NotificationWaiter: Sendable {
+    private let state = NIOLockedValueBox<(received: NotificationBox??, continuation: CheckedContinuation<NotificationBox?, Never>?)>((nil, nil))
+
+    func deliver(_ box: NotificationBox?) {
+        let continuation: CheckedContinuation<NotificationBox?, Never>? = self.state.withLockedValue { state in
+            guard state.received == nil else { return nil }
+            state.received = .some(box)
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(returning: box)
+    }
+
+    func wait(seconds: Double) async -> NotificationBox? {
+        await withCheckedContinuation { continuation in
+            let already: NotificationBox?? = self.state.withLockedValue { state in
+                if let received = state.received { return .some(received) }
+                state.continuation = continuation
+                return nil
+            }
+            if let already {
+                continuation.resume(returning: already)
+                return
+            }
+            // A deadline for a test that would otherwise hang: delivers nil unless a notification came first.
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { self.deliver(nil) }
+        }
+    }
+}
+
+extension Conformance {
+    /// Whether this host has a default route (IPv4 or IPv6) in the kernel's main table, read from
+    /// `/proc`: what the general reachability manager must report as reachable or not.
+    static var hostHasDefaultRoute: Bool {
+        let v4 = (try? String(contentsOfFile: "/proc/net/route", encoding: .utf8)) ?? ""
+        let hasV4 = v4.split(separator: "\n").dropFirst().contains { line in
+            let fields = line.split(whereSeparator: { $0 == "\t" || $0 == " " })
+            return fields.count > 7 && fields[1] == "00000000" && fields[7] == "00000000"
+        }
+        let v6 = (try? String(contentsOfFile: "/proc/net/ipv6_route", encoding: .utf8)) ?? ""
+        let hasV6 = v6.split(separator: "\n").contains { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 9 && fields[0] == String(repeating: "0", count: 32) && fields[1] == "00" && fields[9] != "lo"
+        }
+        return hasV4 || hasV6
+    }
+}
