@@ -31,6 +31,9 @@ let package = Package(
         // Already in the graph through AsyncHTTPClient; named so the engine can see the tracer.
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        // `swift package generate-documentation --target Courier` (or CourierTesting); no target
+        // depends on it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
     targets: [
         .target(

@@ -120,7 +120,7 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// The response body received, when there was one.
     public var data: Data?
     /// For a download that failed or was cancelled after it had received part of its body from a
-    /// server that allows resuming: what ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)``
+    /// server that allows resuming: what ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)-(Data,_,_,_)``
     /// needs to continue. The partial file it names is yours to resume from or discard.
     public var resumeData: ResumeData?
     /// The error this one wraps: a system, NIO or parser error, or a first ``CourierError``.

@@ -22,7 +22,7 @@ import NIOSSL
 /// between 5 and 50 ms.
 ///
 /// The session manager that made the engine owns it; ``shutdown()`` (called by
-/// ``SessionManager/invalidate(cancelingTasks:)``) closes every connection.
+/// ``SessionManager/invalidate(cancelingTasks:)-7w13y``) closes every connection.
 public final class NIOEngine: Engine {
     /// One AsyncHTTPClient per distinct security policy (its TLS configuration and connection
     /// check are the client's); the default policy's first.

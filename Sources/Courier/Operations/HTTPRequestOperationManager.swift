@@ -18,7 +18,7 @@ import NIOConcurrencyHelpers
 /// ```
 ///
 /// Requests are built by an ``HTTPSessionManager`` that the operation manager owns (its URL
-/// joining, request serializer and engine); call ``invalidate(cancelingOperations:)`` when done
+/// joining, request serializer and engine); call ``invalidate(cancelingOperations:)-1o0ak`` when done
 /// with a manager that is not meant to live as long as the process.
 public final class HTTPRequestOperationManager: @unchecked Sendable {
     /// Called with the operation and the serialized response object.
@@ -228,7 +228,7 @@ public final class HTTPRequestOperationManager: @unchecked Sendable {
         self.sessionManager.invalidate(cancelingTasks: cancelingOperations)
     }
 
-    /// Ends the manager as ``invalidate(cancelingOperations:)`` does and returns once its engine
+    /// Ends the manager as ``invalidate(cancelingOperations:)-1o0ak`` does and returns once its engine
     /// has shut down.
     public func invalidate(cancelingOperations: Bool) async {
         if cancelingOperations {

@@ -134,7 +134,7 @@ public final class NetworkReachabilityManager: Sendable {
         set { self.state.withLockedValue { $0.statusChangeHandler = newValue } }
     }
 
-    /// Where ``statusChangeHandler`` runs and ``Foundation/Notification/Name/reachabilityDidChange``
+    /// Where ``statusChangeHandler`` runs and ``Foundation/NSNotification/Name/reachabilityDidChange``
     /// is posted: a private serial queue by default. (AFNetworking uses the main queue; servers and
     /// command-line tools often never run it.) Set a serial queue to keep changes in order.
     public var callbackQueue: DispatchQueue {

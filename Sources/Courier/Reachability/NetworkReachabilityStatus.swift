@@ -47,7 +47,7 @@ extension Notification.Name {
     public static let reachabilityDidChange = Notification.Name("com.courier.networking.reachability.change")
 }
 
-/// The user-info keys of ``Foundation/Notification/Name/reachabilityDidChange``
+/// The user-info keys of ``Foundation/NSNotification/Name/reachabilityDidChange``
 /// (AFNetworking's `AFNetworkingReachabilityNotificationStatusItem`).
 public enum ReachabilityNotificationKey {
     /// The new ``NetworkReachabilityStatus``.

@@ -17,7 +17,7 @@ extension Notification.Name {
     public static let sessionDidInvalidate = Notification.Name("com.courier.networking.session.invalidate")
 }
 
-/// The user-info keys of ``Foundation/Notification/Name/taskDidComplete`` (AFNetworking's
+/// The user-info keys of ``Foundation/NSNotification/Name/taskDidComplete`` (AFNetworking's
 /// `AFNetworkingTaskDidComplete…Key`).
 public enum TaskDidCompleteKey {
     /// The ``ResponseSerializer`` that serialized the response (absent when none ran).

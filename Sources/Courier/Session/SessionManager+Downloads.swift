@@ -8,8 +8,8 @@ extension SessionManager {
     /// `downloadTaskWithRequest:progress:destination:completionHandler:`).
     ///
     /// The body goes to a file in the temporary directory as it arrives; at the end `destination`
-    /// names the final place and the file is moved there (``Foundation/Notification/Name/downloadTaskDidMoveFile``
-    /// or ``Foundation/Notification/Name/downloadTaskDidFailToMoveFile`` is posted). Any status
+    /// names the final place and the file is moved there (``Foundation/NSNotification/Name/downloadTaskDidMoveFile``
+    /// or ``Foundation/NSNotification/Name/downloadTaskDidFailToMoveFile`` is posted). Any status
     /// code gives a file, as with URLSession: check the response's status.
     ///
     /// - Parameters:
@@ -42,7 +42,12 @@ extension SessionManager {
     /// ``CourierError/Code/invalidResponse`` and removes the partial file. When the partial file
     /// is gone, the download starts over.
     ///
-    /// - Parameter resumeData: ``ResumeData/data`` from an earlier download.
+    /// - Parameters:
+    ///   - resumeData: ``ResumeData/data`` from an earlier download.
+    ///   - progress: Called on an engine thread as body bytes arrive.
+    ///   - destination: Where the file goes; nil leaves it in the temporary directory.
+    ///   - completionHandler: Called once on the ``completionQueue`` with the response, the file's
+    ///     final URL and the error, if any.
     /// - Throws: ``CourierError/Code/invalidRequest`` when `resumeData` is not Courier resume data.
     public func downloadTask(
         withResumeData resumeData: Data,

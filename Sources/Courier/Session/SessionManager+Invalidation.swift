@@ -8,7 +8,7 @@ extension SessionManager {
     /// finish first, except that a task waiting for the network to retry
     /// (``connectivityRetry``) ends at once with the failure it is waiting to retry. Either way, tasks resumed afterwards fail with
     /// ``CourierError/Code/sessionInvalidated``, and once no task runs the engine shuts down and
-    /// ``Foundation/Notification/Name/sessionDidInvalidate`` is posted. Returns at once.
+    /// ``Foundation/NSNotification/Name/sessionDidInvalidate`` is posted. Returns at once.
     /// ``HTTPSessionManager/shared`` ignores this.
     public func invalidate(cancelingTasks: Bool) {
         let delegates = self.registry.withLockedValue { registry -> [TaskDelegate] in
@@ -22,7 +22,7 @@ extension SessionManager {
         self.shutDownEngineIfIdle()
     }
 
-    /// Ends the manager as ``invalidate(cancelingTasks:)`` does and returns once the engine has shut down.
+    /// Ends the manager as ``invalidate(cancelingTasks:)-7w13y`` does and returns once the engine has shut down.
     public func invalidate(cancelingTasks: Bool) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = self.registry.withLockedValue { registry -> Bool in

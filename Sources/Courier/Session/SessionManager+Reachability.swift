@@ -45,9 +45,9 @@ extension SessionManager {
     /// network does not come back it completes with the first failure. Throughout it stays the
     /// same ``SessionTask`` (same identifier, still listed, progress never going backwards) and it
     /// completes once: one completion handler call, one
-    /// ``Foundation/Notification/Name/taskDidComplete``. While it waits, ``SessionTask/cancel()``
-    /// and ``invalidate(cancelingTasks:)`` with `true` end it at once with
-    /// ``CourierError/Code/cancelled``; ``invalidate(cancelingTasks:)`` with `false` ends it at
+    /// ``Foundation/NSNotification/Name/taskDidComplete``. While it waits, ``SessionTask/cancel()``
+    /// and ``invalidate(cancelingTasks:)-7w13y`` with `true` end it at once with
+    /// ``CourierError/Code/cancelled``; ``invalidate(cancelingTasks:)-7w13y`` with `false` ends it at
     /// once with the first failure; ``SessionTask/suspend()`` holds the retry until
     /// ``SessionTask/resume()``.
     public var connectivityRetry: ConnectivityRetryPolicy? {

@@ -6,7 +6,7 @@ import NIOConcurrencyHelpers
 /// Makes and runs tasks on one engine (AFNetworking's `AFURLSessionManager`).
 ///
 /// A manager owns its engine and its connections. Make one per configuration and keep it: a
-/// manager lives until ``invalidate(cancelingTasks:)``, because its running tasks and its engine
+/// manager lives until ``invalidate(cancelingTasks:)-7w13y``, because its running tasks and its engine
 /// refer to it. Forgetting to invalidate a short-lived manager leaks its connections until the
 /// process ends (AFNetworking's documented retain-cycle trap); the easy path is one long-lived
 /// manager, such as ``HTTPSessionManager/shared``.

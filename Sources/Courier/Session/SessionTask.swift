@@ -6,7 +6,7 @@ import HTTPTypes
 ///
 /// A task is made suspended; ``resume()`` starts it. It ends once, successfully or with an error,
 /// and then reports to its completion handler (or to the `await`ing caller), the manager's hooks
-/// and the ``SessionManager/taskDidComplete`` notification. Tasks are thread safe.
+/// and the ``Foundation/NSNotification/Name/taskDidComplete`` notification. Tasks are thread safe.
 public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible {
     // @unchecked: every mutable property lives in `delegate.state`, behind its lock.
 

@@ -3,10 +3,10 @@ import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
 
-/// An ``Engine`` that answers from registered stubs, without sockets.
+/// A Courier `Engine` that answers from registered stubs, without sockets.
 ///
 /// Register a ``StubResponse`` for a ``StubMatcher``; the most recent registration that matches
-/// wins. A request no stub matches fails with ``CourierError/Code/connectionFailed``. Redirect
+/// wins. A request no stub matches fails with `CourierError.Code.connectionFailed`. Redirect
 /// stubs (3xx with `Location`) are followed after asking the delegate, as a real engine does.
 ///
 /// ```swift
@@ -66,7 +66,7 @@ public final class StubEngine: Engine {
         return exchange
     }
 
-    /// Cancels running exchanges with ``CourierError/Code/sessionInvalidated`` and fails new ones.
+    /// Cancels running exchanges with `CourierError.Code.sessionInvalidated` and fails new ones.
     public func shutdown() async throws {
         let running = self.state.withLockedValue { state in
             state.isShutDown = true

@@ -10,7 +10,7 @@ import AppKit
 /// the header, and the scale it is meant for.
 ///
 /// Pixels are not decoded on Linux; hand ``data`` to an image library to draw it. On Apple platforms
-/// ``platformImage`` gives a `UIImage` or `NSImage`.
+/// `platformImage` gives a `UIImage` or `NSImage`.
 public struct ResponseImage: Sendable, Equatable {
     /// The encoded image, as received.
     public let data: Data

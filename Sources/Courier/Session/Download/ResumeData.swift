@@ -7,7 +7,7 @@ import HTTPTypes
 ///
 /// Get one from ``DownloadTask/cancel(byProducingResumeData:)`` or from the
 /// ``CourierError/resumeData`` of a download that failed after it had started receiving, and hand
-/// its ``data`` (or the value) to ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)``.
+/// its ``data`` (or the value) to ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)-(Data,_,_,_)``.
 /// The continuation asks for the rest with `Range` and `If-Range`; a server that ignores the range,
 /// or whose resource changed, sends it all again and the download restarts cleanly.
 ///

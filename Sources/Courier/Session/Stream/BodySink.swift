@@ -4,6 +4,6 @@ enum BodySink: Sendable {
     case memory
     /// Written to a file (download tasks).
     case file(DownloadPlan)
-    /// Handed to an `async` consumer as it arrives (``SessionManager/stream(_:)``).
+    /// Handed to an `async` consumer as it arrives (``SessionManager/stream(_:downloadProgress:)``).
     case stream(ResponseStreamSink)
 }

@@ -54,7 +54,7 @@ extension SessionManager {
     /// Nothing is buffered beyond two chunks the consumer has not read: the connection stops
     /// reading until it catches up. The status is not validated: check ``DataStreamResponse/response``.
     /// Cancelling the calling task before the head arrives, or stopping the iteration, cancels the
-    /// request. The task completes (hooks, ``Foundation/Notification/Name/taskDidComplete``) when
+    /// request. The task completes (hooks, ``Foundation/NSNotification/Name/taskDidComplete``) when
     /// the body ends; the notification carries no data.
     /// - Throws: ``CourierError`` when the request fails before the response head.
     public func stream(
