@@ -53,7 +53,8 @@ struct AFURLSessionManagerConformanceTests {
     /// it reaches 1.0, and had a value between 0 and 1.0 before.
     @Test func testDataTaskDownloadProgressCanBeKVOd() async throws {
         try await Self.withLocalManager { manager, server in
-            let task = manager.dataTask(with: Request(url: server.url("/bytes/262144")), completionHandler: nil)
+            // Paced (512 KiB/s) so that progress is seen between 0 and 1.
+            let task = manager.dataTask(with: Request(url: server.url("/courier/file/262144?rate=524288")), completionHandler: nil)
             let updates = task.progressUpdates(for: .download)
             task.resume()
             var fractions: [Double] = []
