@@ -29,7 +29,9 @@ extension Request {
     /// request: the method when curl would not choose it, the URL, the header fields, the body.
     /// - Parameters:
     ///   - fields: Header fields to leave out (`Content-Length` always is).
-    ///   - includingBody: Whether to write the body.
+    ///   - includingBody: Whether to write the body. Without it, the method is still written as
+    ///     curl would choose it with the body there (`POST` for a request with a body), for tools
+    ///     that write the body their own way (`--form`).
     /// - Throws: ``CourierError/Code/invalidRequest`` when the body is wanted and cannot be written
     ///   on a command line (bytes that are not UTF-8 text, a stream).
     public func cURLArguments(omitting fields: Set<HTTPField.Name> = [], includingBody: Bool = true) throws(CourierError) -> [String] {
@@ -42,7 +44,7 @@ extension Request {
     private func cURLWords(omitting fields: Set<HTTPField.Name>, includingBody: Bool) -> (groups: [[String]], omission: String?) {
         var words: [[String]] = []
         var omission: String?
-        let defaultMethod: HTTPRequest.Method = self.body.isEmpty || !includingBody ? .get : .post
+        let defaultMethod: HTTPRequest.Method = self.body.isEmpty ? .get : .post
         if self.method == .head {
             words.append(["--head"])
         } else if self.method != defaultMethod {

@@ -29,39 +29,27 @@ struct CurlCommand {
                 words += ["--remote-name", "--remote-header-name"]
             }
         }
-        let defaultMethod: HTTPRequest.Method = request.body.isEmpty ? .get : .post
-        if request.method != defaultMethod || request.method == .head {
-            words += request.method == .head ? ["--head"] : ["--request", request.method.rawValue]
-        }
-        words.append(request.url.absoluteString)
+        var line = ["curl"] + words.dropFirst().map(Request.shellQuoted)
+        // The method, URL, header fields and body as the library describes them; a multipart body
+        // is written from the command line's items instead, as curl's own --form parts.
         let multipart = built.bodyKind == .multipart
-        for field in request.headerFields {
-            if field.name == .contentLength || multipart && field.name == .contentType { continue }
-            words += ["--header", field.value.isEmpty ? "\(field.name.rawName);" : "\(field.name.rawName): \(field.value)"]
+        do {
+            line += try request.cURLArguments(omitting: multipart ? [.contentType] : [], includingBody: !multipart)
+        } catch {
+            throw CLIFailure(.failure, "the body is not text; curl would need it in a file")
         }
         if multipart {
             for item in built.items {
                 switch item {
-                case .field(let name, let value): words += ["--form-string", "\(name)=\(value)"]
-                case .fieldFromFile(let name, let path): words += ["--form", "\(name)=<\(path)"]
-                case .file(let name, let path, let mime): words += ["--form", "\(name)=@\(path)" + (mime.map { ";type=\($0)" } ?? "")]
+                case .field(let name, let value): line += ["--form-string", Request.shellQuoted("\(name)=\(value)")]
+                case .fieldFromFile(let name, let path): line += ["--form", Request.shellQuoted("\(name)=<\(path)")]
+                case .file(let name, let path, let mime):
+                    line += ["--form", Request.shellQuoted("\(name)=@\(path)" + (mime.map { ";type=\($0)" } ?? ""))]
                 default: break
                 }
             }
-        } else if let data = request.body.data, !data.isEmpty {
-            guard let text = String(data: data, encoding: .utf8) else {
-                throw CLIFailure(.failure, "the body is not text; curl would need it in a file")
-            }
-            words += ["--data-binary", text]
         }
-        self.line = words.enumerated().map { $0.offset == 0 ? $0.element : Self.quoted($0.element) }.joined(separator: " ")
-    }
-
-    /// A word as a POSIX shell reads it back: bare when safe, else in single quotes.
-    static func quoted(_ word: String) -> String {
-        let safe = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@%+,=")
-        if !word.isEmpty && word.unicodeScalars.allSatisfy(safe.contains) { return word }
-        return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        self.line = line.joined(separator: " ")
     }
 
     private static func number(_ value: Double) -> String {
