@@ -1,0 +1,86 @@
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import Testing
+
+@testable import Courier
+
+@Suite("Interceptors: composition order, typed failures, the budget's say")
+struct InterceptorChainTests {
+    static let request = Request(url: URL(string: "http://api.courier.test/")!)
+
+    static func tagging(_ tag: String, into log: NIOLockedValueBox<[String]>) -> Adapter {
+        Adapter { request, _ in
+            log.withLockedValue { $0.append(tag) }
+            var request = request
+            request.headerFields.append(HTTPField(name: HTTPField.Name("X-Tag")!, value: tag))
+            return request
+        }
+    }
+
+    @Test("Adapters run in order, each on the previous one's output; Interceptor nests")
+    func adapterOrder() async throws {
+        let log = NIOLockedValueBox<[String]>([])
+        let inner = Interceptor(adapters: [Self.tagging("b", into: log)], interceptors: [Self.tagging("c", into: log)])
+        let chain = InterceptorChain(adapters: [Self.tagging("a", into: log), inner, Self.tagging("d", into: log)])
+        let adapted = try await chain.adapt(Self.request, using: AdaptationContext(taskIdentifier: 1))
+        #expect(adapted.headerFields[values: HTTPField.Name("X-Tag")!] == ["a", "b", "c", "d"])
+        #expect(log.withLockedValue { $0 } == ["a", "b", "c", "d"])
+    }
+
+    @Test("An adapter's failure stops the chain: a CourierError as it is, another error wrapped")
+    func adapterFailures() async throws {
+        let log = NIOLockedValueBox<[String]>([])
+        let refusing = Adapter { _, _ in throw CourierError(.invalidRequest, "no") }
+        await #expect(throws: CourierError(.invalidRequest, "")) {
+            try await InterceptorChain(adapters: [refusing, Self.tagging("never", into: log)]).adapt(Self.request, using: AdaptationContext(taskIdentifier: 1))
+        }
+        #expect(log.withLockedValue { $0 }.isEmpty)
+        struct Opaque: Error {}
+        do {
+            _ = try await InterceptorChain(adapters: [Adapter { _, _ in throw Opaque() }]).adapt(Self.request, using: AdaptationContext(taskIdentifier: 1))
+            Issue.record("no error")
+        } catch {
+            #expect(error.code == .requestAdaptationFailed)
+            #expect(error.underlyingError is Opaque)
+            #expect(error.request?.url == Self.request.url)
+        }
+    }
+
+    @Test("Retriers: the first that does not pass decides; a throwing retrier fails the task; no retrier, no retry")
+    func retrierOrder() async {
+        let asked = NIOLockedValueBox<[String]>([])
+        func retrier(_ name: String, _ decision: RetryDecision) -> Retrier {
+            Retrier { _ in
+                asked.withLockedValue { $0.append(name) }
+                return decision
+            }
+        }
+        let attempt = FailedAttempt(request: Self.request, response: HTTPResponse(status: .serviceUnavailable))
+        let chain = InterceptorChain(retriers: [retrier("a", .doNotRetry), retrier("b", .retry(after: .seconds(2), reason: .custom)), retrier("c", .doNotRetry)])
+        guard case .retry(let delay, let reason) = await chain.decide(attempt) else { Issue.record("no retry"); return }
+        #expect(delay == .seconds(2) && reason == .custom)
+        #expect(asked.withLockedValue { $0 } == ["a", "b"])
+        guard case .finish(let error) = await InterceptorChain(retriers: [retrier("x", .doNotRetry(failingWith: CourierError(.missingCredential, "m")))]).decide(attempt) else {
+            Issue.record("not finished"); return
+        }
+        #expect(error?.code == .missingCredential)
+        #expect(error?.response?.status == .serviceUnavailable)
+        struct Opaque: Error {}
+        guard case .finish(let wrapped) = await InterceptorChain(retriers: [Retrier { _ in throw Opaque() }]).decide(attempt) else {
+            Issue.record("not finished"); return
+        }
+        #expect(wrapped?.code == .requestRetryFailed)
+        guard case .finish(nil) = await InterceptorChain().decide(attempt) else { Issue.record("retried without retriers"); return }
+    }
+
+    @Test("A spent budget refuses a retry; exempt reasons pass")
+    func budget() async {
+        let budget = RetryBudget(ratio: 0, minimumPerSecond: 0, clock: ManualRetryClock())
+        let attempt = FailedAttempt(request: Self.request, response: HTTPResponse(status: .serviceUnavailable))
+        let transient = InterceptorChain(retriers: [Retrier { _ in .retry(reason: .transientFailure) }], budget: budget)
+        guard case .refusedByBudget(.transientFailure) = await transient.decide(attempt) else { Issue.record("not refused"); return }
+        let auth = InterceptorChain(retriers: [Retrier { _ in .retry(reason: .authentication) }], budget: budget)
+        guard case .retry = await auth.decide(attempt) else { Issue.record("refused"); return }
+    }
+}
