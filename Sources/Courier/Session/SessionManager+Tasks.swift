@@ -93,7 +93,7 @@ extension SessionManager {
             sink: sink
         )
         let task = Task(identifier: identifier, request: request, delegate: delegate)
-        delegate.state.withLockedValue { $0.task = task }
+        delegate.state.withLockedValue { $0.unstartedTask = task }
         self.registry.withLockedValue { $0.delegates[identifier] = delegate }
         return task
     }
@@ -114,8 +114,8 @@ extension SessionManager {
         delegate.attach(exchange, attempt: attempt)
     }
 
-    /// Drops a finished task's delegate; shuts the engine down when an invalidated manager has no
-    /// task left.
+    /// Drops a finished (or dropped unstarted) task's delegate; shuts the engine down when an
+    /// invalidated manager has no task left.
     func taskDidFinish(_ delegate: TaskDelegate) {
         let invalidated = self.registry.withLockedValue { registry -> Bool in
             registry.delegates[delegate.identifier] = nil

@@ -5,11 +5,18 @@ import NIOConcurrencyHelpers
 
 /// Makes and runs tasks on one engine (AFNetworking's `AFURLSessionManager`).
 ///
-/// A manager owns its engine and its connections. Make one per configuration and keep it: a
-/// manager lives until ``invalidate(cancelingTasks:)-7w13y``, because its running tasks and its engine
-/// refer to it. Forgetting to invalidate a short-lived manager leaks its connections until the
-/// process ends (AFNetworking's documented retain-cycle trap); the easy path is one long-lived
-/// manager, such as ``HTTPSessionManager/shared``.
+/// A manager owns its engine and its connections. Make one per configuration and keep it (one
+/// long-lived manager, such as ``HTTPSessionManager/shared``, is the easy path).
+///
+/// What keeps a manager alive: your references, and each of its tasks from the task's creation
+/// until its completion has run (a task you made and never resumed, until you let go of it).
+/// Nothing else: a finished task keeps nothing of Courier's alive, and its delegate has left the
+/// manager's registry. So a manager you drop is freed once its last task has completed, whether or
+/// not it was invalidated, and its engine goes with it, closing every connection at once.
+/// AFNetworking's trap (a session that retains its delegate until invalidated, so a forgotten
+/// manager leaks) does not exist here; ``invalidate(cancelingTasks:)-7w13y`` is still the way to end a
+/// manager on purpose: it stops new tasks, cancels or drains the running ones, and tells you when
+/// the engine is down.
 ///
 /// ```swift
 /// let manager = SessionManager()

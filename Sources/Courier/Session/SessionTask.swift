@@ -34,6 +34,11 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         self.delegate = delegate
     }
 
+    deinit {
+        // A task nobody started and nobody holds is over: its manager forgets it.
+        self.delegate.taskReleased()
+    }
+
     /// The request in flight: the original one, or the last redirect's.
     public var currentRequest: Request { self.delegate.state.withLockedValue { $0.currentRequest } }
     /// The response head, once it arrived.

@@ -15,10 +15,11 @@ extension TaskDelegate {
     /// (so no byte of the body was delivered, and a download has no file yet), Courier did not
     /// fail the task itself, the request's body can be sent again, and the manager is not invalidated.
     func waitForConnectivity(after error: CourierError) -> Bool {
-        guard error.code == .connectionFailed, let policy = self.manager.connectivityRetry, !self.manager.isInvalidated else {
+        guard error.code == .connectionFailed, let manager = self.manager, let policy = manager.connectivityRetry, !manager.isInvalidated
+        else {
             return false
         }
-        let reachability = self.manager.reachabilityManager
+        let reachability = manager.reachabilityManager
         guard ConnectionFailureCause(error).meansNetworkIsDown(status: reachability.networkReachabilityStatus) else { return false }
         let began = self.state.withLockedValue { state -> Bool in
             guard case .unused = state.connectivityRetry,
@@ -30,7 +31,7 @@ extension TaskDelegate {
             return true
         }
         guard began else { return false }
-        if self.manager.isInvalidated {
+        if manager.isInvalidated {
             // `invalidate(cancelingTasks: false)` may have looked at this task before the wait
             // began: the wait ends here (once, whoever gets to it).
             self.abandonConnectivityWait()
@@ -81,8 +82,11 @@ extension TaskDelegate {
 
     /// Starts the second exchange, for the request the first one was sending.
     private func restartAfterConnectivityReturns() {
-        self.state.withLockedValue { $0.attempt += 1 }
-        self.manager.start(self)
+        let manager = self.state.withLockedValue { state -> SessionManager? in
+            state.attempt += 1
+            return state.owner
+        }
+        manager?.start(self)
     }
 
     /// Ends a wait for the network at once, with the failure that began it (the manager was

@@ -34,11 +34,13 @@ enum TaskCompletion: Sendable {
 final class TaskDelegate: ExchangeDelegate, Sendable {
     enum ProgressKind { case upload, download }
 
-    let manager: SessionManager
+    /// The manager that made the task. Weak: the task's state holds it (``TaskState/owner``) from
+    /// the task's creation until its completion, and a finished task keeps nothing of Courier's
+    /// alive (AFNetworking 3's leak: a task's delegate held its manager for ever).
+    weak let manager: SessionManager?
+    /// The manager's configuration, for the task's own reading on the engine's threads.
+    let configuration: SessionConfiguration
     let identifier: Int
-    let completion: TaskCompletion
-    let uploadProgressHandler: (@Sendable (Progress) -> Void)?
-    let downloadProgressHandler: (@Sendable (Progress) -> Void)?
     let hooks: SessionManager.Hooks
     let state: NIOLockedValueBox<TaskState>
     /// Where the response body goes.
@@ -67,19 +69,13 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     ) {
         self.sink = sink
         self.manager = manager
+        self.configuration = manager.configuration
         self.identifier = identifier
-        self.completion = completion
-        self.uploadProgressHandler = uploadProgress
-        self.downloadProgressHandler = downloadProgress
         self.hooks = manager.hooks
-        self.state = NIOLockedValueBox(TaskState(request: request))
-    }
-
-    /// The task object; set once, right after both are made.
-    var task: SessionTask {
-        // The task is held in the state from creation until completion; after that the caller
-        // that asks still holds it.
-        self.state.withLockedValue { $0.task }!
+        var state = TaskState(request: request, owner: manager, completion: completion)
+        state.uploadProgressHandler = uploadProgress
+        state.downloadProgressHandler = downloadProgress
+        self.state = NIOLockedValueBox(state)
     }
 
     // MARK: Life cycle
@@ -87,6 +83,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     func resume() {
         let (action, task, decision) = self.state.withLockedValue { state in
             let action = state.lifecycle.resume()
+            // From here until its completion has run, the task is held: the caller may drop it.
+            if action == .start { state.runningTask = state.unstartedTask }
             // A wait for the network that ended while the task was suspended is acted on now.
             let decision = action == .resumeReceiving ? state.connectivityRetry.takeDecision() : nil
             return (action, state.task, decision)
@@ -95,7 +93,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         case .start:
             guard let task else { return }
             NotificationCenter.default.post(name: .taskDidResume, object: task)
-            self.manager.start(self)
+            guard let manager = self.state.withLockedValue({ $0.owner }) else { return }
+            manager.start(self)
         case .resumeReceiving:
             self.applyReceiveWish()
             if let task { NotificationCenter.default.post(name: .taskDidResume, object: task) }
@@ -186,8 +185,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     // MARK: ExchangeDelegate
 
     func exchange(didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64?) {
-        let wantsProgress = self.uploadProgressHandler != nil
-        let (progress, task, deliveries) = self.state.withLockedValue { state -> (Progress?, SessionTask?, [ProgressDelivery]) in
+        let (report, task, deliveries) = self.state.withLockedValue { state -> (ProgressReport?, SessionTask?, [ProgressDelivery]) in
+            let wantsProgress = state.uploadProgressHandler != nil
             // A redirect that resends the body counts from zero again: progress stays where it was.
             state.countOfBytesSent = max(state.countOfBytesSent, totalBytesSent)
             if let expected = totalBytesExpectedToSend { state.countOfBytesExpectedToSend = expected }
@@ -198,20 +197,20 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
                 progress.totalUnitCount = state.countOfBytesExpectedToSend
                 progress.completedUnitCount = state.countOfBytesSent
             }
-            return (state.uploadProgress, state.task, state.progressDeliveries(.upload))
+            return (ProgressReport(state.uploadProgress, state.uploadProgressHandler), state.task, state.progressDeliveries(.upload))
         }
         self.deliver(deliveries)
-        if let progress { self.uploadProgressHandler?(progress) }
-        if let hook = self.hooks.taskDidSendBodyData, let task {
-            hook(self.manager, task, bytesSent, totalBytesSent, totalBytesExpectedToSend ?? -1)
+        report?.send()
+        if let hook = self.hooks.taskDidSendBodyData, let task, let manager = self.manager {
+            hook(manager, task, bytesSent, totalBytesSent, totalBytesExpectedToSend ?? -1)
         }
     }
 
     func exchange(willPerformRedirection response: HTTPResponse, newRequest: Request) -> Request? {
         let task = self.state.withLockedValue { $0.task }
         let chosen: Request?
-        if let hook = self.hooks.taskWillPerformHTTPRedirection, let task {
-            chosen = hook(self.manager, task, response, newRequest)
+        if let hook = self.hooks.taskWillPerformHTTPRedirection, let task, let manager = self.manager {
+            chosen = hook(manager, task, response, newRequest)
         } else {
             chosen = newRequest
         }
@@ -230,14 +229,14 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         let (task, deliveries) = self.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
             let expected = response.expectedContentLength ?? -1
             let deliveries = state.recordResponse(response, url: url, expected: expected)
-            if expected > 64 * 1024, expected <= Int64(self.manager.configuration.maximumResponseBodySize ?? 256 << 20) {
+            if expected > 64 * 1024, expected <= Int64(self.configuration.maximumResponseBodySize ?? 256 << 20) {
                 state.body = ByteBufferAllocator().buffer(capacity: Int(expected))
             }
             return (state.task, deliveries)
         }
         self.deliver(deliveries)
-        if let hook = self.hooks.dataTaskDidReceiveResponse, let task {
-            return hook(self.manager, task, response)
+        if let hook = self.hooks.dataTaskDidReceiveResponse, let task, let manager = self.manager {
+            return hook(manager, task, response)
         }
         return .allow
     }
@@ -252,11 +251,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             self.streamDidReceive(chunk, sink: sink)
             return
         }
-        let maximum = self.manager.configuration.maximumResponseBodySize
-        let wantsProgress = self.downloadProgressHandler != nil
-        enum Next { case report(Progress?, SessionTask?, [ProgressDelivery]), cancel((any Exchange)?, CourierError) }
+        let maximum = self.configuration.maximumResponseBodySize
+        enum Next { case report(ProgressReport?, SessionTask?, [ProgressDelivery]), cancel((any Exchange)?, CourierError) }
         let next = self.state.withLockedValue { state -> Next in
-            let deliveries = state.recordReceived(Int64(chunk.readableBytes), makingProgress: wantsProgress)
+            let deliveries = state.recordReceived(Int64(chunk.readableBytes))
             if let maximum, state.countOfBytesReceived > Int64(maximum) {
                 state.body = nil
                 // Kept in the state: the exchange may finish on its own before the cancel lands,
@@ -272,20 +270,20 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             } else {
                 state.body!.writeImmutableBuffer(chunk)
             }
-            return .report(state.downloadProgress, state.task, deliveries)
+            return .report(ProgressReport(state.downloadProgress, state.downloadProgressHandler), state.task, deliveries)
         }
-        let (progress, task, deliveries): (Progress?, SessionTask?, [ProgressDelivery])
+        let (report, task, deliveries): (ProgressReport?, SessionTask?, [ProgressDelivery])
         switch next {
         case .cancel(let exchange, let failure):
             exchange?.cancel(with: failure)
             return
         case .report(let reported, let reportedTask, let reportedDeliveries):
-            (progress, task, deliveries) = (reported, reportedTask, reportedDeliveries)
+            (report, task, deliveries) = (reported, reportedTask, reportedDeliveries)
         }
-        if let progress { self.downloadProgressHandler?(progress) }
+        report?.send()
         self.deliver(deliveries)
-        if let hook = self.hooks.dataTaskDidReceiveData, let task {
-            hook(self.manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
+        if let hook = self.hooks.dataTaskDidReceiveData, let task, let manager = self.manager {
+            hook(manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
         }
     }
 
@@ -301,8 +299,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             self.completeDownload(with: error)
             return
         }
-        let finished = self.state.withLockedValue { state -> (outcome: TaskOutcome, task: SessionTask)? in
-            guard state.lifecycle.complete(), let task = state.task else { return nil }
+        let finished = self.state.withLockedValue { state -> (ending: TaskEnding, outcome: TaskOutcome)? in
+            guard state.lifecycle.complete(), let ending = state.takeEnding() else { return nil }
             let body = state.body
             state.body = nil
             state.exchange = nil
@@ -310,18 +308,74 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             let finalError = (state.bodyFailure ?? error)?.adding(request: state.currentRequest, response: state.response, data: data)
             state.error = finalError
             if finalError == nil { state.settleProgressTotals() }
-            return (TaskOutcome(request: state.currentRequest, response: state.response, data: data, error: finalError), task)
+            return (ending, TaskOutcome(request: state.currentRequest, response: state.response, data: data, error: finalError))
         }
         guard let finished else { return }
         self.finishProgressUpdates(succeeded: finished.outcome.error == nil)
-        self.manager.taskDidFinish(self)
-        switch self.completion {
+        let (ending, outcome) = finished
+        ending.manager.taskDidFinish(self)
+        switch ending.completion {
         case .outcome(let deliver):
-            deliver(finished.outcome)
+            deliver(outcome)
         case .handler(let serializer, let handler):
-            self.manager.complete(finished.task, outcome: finished.outcome, serializer: serializer, handler: handler)
+            ending.manager.complete(ending.task, outcome: outcome, serializer: serializer, handler: handler)
         case .none, .download:
-            self.manager.complete(finished.task, outcome: finished.outcome, serializer: nil, handler: nil)
+            ending.manager.complete(ending.task, outcome: outcome, serializer: nil, handler: nil)
         }
     }
+
+    /// The caller let go of the task object. A task never resumed is then over: it leaves the
+    /// registry and lets go of its manager. (A started task is held until it completes, so it is
+    /// not released before.)
+    func taskReleased() {
+        let owner = self.state.withLockedValue { state -> SessionManager? in
+            guard state.lifecycle == .created else { return nil }
+            _ = state.lifecycle.complete()
+            let owner = state.owner
+            // The task object is already going: only the other holds are dropped.
+            _ = state.takeEnding()
+            return owner
+        }
+        owner?.taskDidFinish(self)
+    }
+}
+
+/// What a task lets go of when it completes: its hold on the task object and on its manager, and
+/// its completion. Handed to whoever reports the end, which holds them until that is done.
+struct TaskEnding: Sendable {
+    let task: SessionTask
+    let manager: SessionManager
+    let completion: TaskCompletion
+}
+
+extension TaskState {
+    /// Takes the task's holds out of the state at its completion: the task object (which stays
+    /// reachable weakly while its caller keeps it), the manager and the completion. Nil when the
+    /// task object is gone or the manager was never kept.
+    mutating func takeEnding() -> TaskEnding? {
+        defer {
+            self.runningTask = nil
+            self.owner = nil
+            self.completion = .none
+            self.uploadProgressHandler = nil
+            self.downloadProgressHandler = nil
+        }
+        guard let task = self.task, let manager = self.owner else { return nil }
+        return TaskEnding(task: task, manager: manager, completion: self.completion)
+    }
+}
+
+/// A progress object and the caller's closure for it, taken under the task's lock and called after.
+struct ProgressReport {
+    let progress: Progress
+    let handler: @Sendable (Progress) -> Void
+
+    /// Nil when there is no progress object or nobody to tell.
+    init?(_ progress: Progress?, _ handler: (@Sendable (Progress) -> Void)?) {
+        guard let progress, let handler else { return nil }
+        self.progress = progress
+        self.handler = handler
+    }
+
+    func send() { self.handler(self.progress) }
 }

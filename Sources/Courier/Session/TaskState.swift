@@ -93,8 +93,21 @@ struct TaskState {
     /// The body gathered so far; handed to the serializer and dropped at completion.
     var body: ByteBuffer?
     var exchange: (any Exchange)?
-    /// The task object, held from resume until completion so that a caller may drop it.
-    var task: SessionTask?
+    /// The task object while nobody has started it: the caller holds a task it has not resumed,
+    /// and a task dropped unstarted is freed (its deinit takes it out of the registry).
+    weak var unstartedTask: SessionTask?
+    /// The task object, held from `resume()` until its completion has run (so that a caller may
+    /// drop it), then released: a finished task is held by nothing of Courier's.
+    var runningTask: SessionTask?
+    /// The manager that made the task, held from the task's creation until it completes (or is
+    /// dropped unstarted): a running task keeps its manager, and so its engine, alive.
+    var owner: SessionManager?
+    /// How the task reports its end; taken (and so released, with whatever its closures hold)
+    /// when the task completes.
+    var completion: TaskCompletion
+    /// The caller's progress closures; dropped when the task completes.
+    var uploadProgressHandler: (@Sendable (Progress) -> Void)?
+    var downloadProgressHandler: (@Sendable (Progress) -> Void)?
     var uploadProgress: Progress?
     var downloadProgress: Progress?
     /// The consumers of `progressUpdates(for:)`.
@@ -132,11 +145,11 @@ struct TaskState {
     }
 
     /// Counts body bytes received and moves the download progress, making its object first when
-    /// a progress handler wants one. Returns the progress snapshots owed to `progressUpdates`
+    /// the caller's progress closure wants one. Returns the progress snapshots owed to `progressUpdates`
     /// consumers.
-    mutating func recordReceived(_ bytes: Int64, makingProgress: Bool) -> [ProgressDelivery] {
+    mutating func recordReceived(_ bytes: Int64) -> [ProgressDelivery] {
         self.countOfBytesReceived += bytes
-        if makingProgress, self.downloadProgress == nil {
+        if self.downloadProgressHandler != nil, self.downloadProgress == nil {
             self.downloadProgress = Self.makeProgress(total: self.countOfBytesExpectedToReceive, completed: 0)
         }
         self.downloadProgress?.completedUnitCount = self.countOfBytesReceived
@@ -160,8 +173,13 @@ struct TaskState {
         self.uploadProgress?.completedUnitCount = self.countOfBytesExpectedToSend
     }
 
-    init(request: Request) {
+    /// The task object, while anyone holds it.
+    var task: SessionTask? { self.runningTask ?? self.unstartedTask }
+
+    init(request: Request, owner: SessionManager, completion: TaskCompletion) {
         self.currentRequest = request
+        self.owner = owner
+        self.completion = completion
         self.countOfBytesExpectedToSend = request.body.knownLength ?? -1
     }
 }

@@ -19,7 +19,7 @@ extension TaskDelegate {
     /// continues it. A 206 that starts elsewhere, or a 416, ends the task.
     func downloadDidReceive(_ response: HTTPResponse, url: URL, plan: DownloadPlan) -> ResponseDisposition {
         let request = self.state.withLockedValue { $0.currentRequest }
-        var file = DownloadDestination.temporaryFileURL(in: self.manager.configuration.downloadDirectory)
+        var file = DownloadDestination.temporaryFileURL(in: self.configuration.downloadDirectory)
         var kept: Int64?
         var expected = response.expectedContentLength ?? -1
         if let continuation = plan.continuation {
@@ -71,19 +71,18 @@ extension TaskDelegate {
     /// Hands a chunk to the file writer and reports progress.
     func downloadDidReceive(_ chunk: ByteBuffer) {
         let bytes = Int64(chunk.readableBytes)
-        let wantsProgress = self.downloadProgressHandler != nil
-        let (writer, progress, total, expected, task, deliveries) = self.state.withLockedValue { state in
-            let deliveries = state.recordReceived(bytes, makingProgress: wantsProgress)
+        let (writer, report, total, expected, task, deliveries) = self.state.withLockedValue { state in
+            let deliveries = state.recordReceived(bytes)
             return (
-                state.downloadFile, state.downloadProgress, state.countOfBytesReceived, state.countOfBytesExpectedToReceive, state.task,
-                deliveries
+                state.downloadFile, ProgressReport(state.downloadProgress, state.downloadProgressHandler), state.countOfBytesReceived,
+                state.countOfBytesExpectedToReceive, state.task, deliveries
             )
         }
         writer?.enqueue(chunk)
-        if let progress { self.downloadProgressHandler?(progress) }
+        report?.send()
         self.deliver(deliveries)
-        if let hook = self.hooks.downloadTaskDidWriteData, let task = task as? DownloadTask {
-            hook(self.manager, task, bytes, total, expected)
+        if let hook = self.hooks.downloadTaskDidWriteData, let task = task as? DownloadTask, let manager = self.manager {
+            hook(manager, task, bytes, total, expected)
         }
     }
 
@@ -110,9 +109,8 @@ extension TaskDelegate {
     /// Ends a download: the file is finished and moved (or kept as resume data, or removed), then
     /// the handler, hooks and notifications run as for any task.
     func completeDownload(with engineError: CourierError?) {
-        struct Ending: @unchecked Sendable {
-            // @unchecked: `task` is a thread-safe class; the rest are values.
-            var task: SessionTask
+        struct Ending: Sendable {
+            var holds: TaskEnding
             var writer: DownloadFileWriter?
             var error: CourierError?
             /// Whether Courier refused the response (an unusable 206, a 416, a failed write).
@@ -124,14 +122,14 @@ extension TaskDelegate {
             var expected: Int64
         }
         let ending = self.state.withLockedValue { state -> Ending? in
-            guard state.lifecycle.complete(), let task = state.task else { return nil }
+            guard state.lifecycle.complete(), let holds = state.takeEnding() else { return nil }
             defer {
                 state.downloadFile = nil
                 state.exchange = nil
                 state.resumeDataHandler = nil
             }
             return Ending(
-                task: task, writer: state.downloadFile, error: state.bodyFailure ?? engineError, refused: state.bodyFailure != nil,
+                holds: holds, writer: state.downloadFile, error: state.bodyFailure ?? engineError, refused: state.bodyFailure != nil,
                 request: state.currentRequest, response: state.response, validators: state.resumeValidators,
                 resumeDataHandler: state.resumeDataHandler, expected: state.countOfBytesExpectedToReceive)
         }
@@ -143,7 +141,7 @@ extension TaskDelegate {
             var resumeData: ResumeData?
             if let writer = ending.writer {
                 if error == nil {
-                    (fileURL, error) = await self.finishFile(writer, plan: plan, ending.task, request: ending.request, response: ending.response)
+                    (fileURL, error) = await self.finishFile(writer, plan: plan, ending.holds.task, request: ending.request, response: ending.response)
                 } else if let validators = ending.validators, ending.resumeDataHandler != nil || error.map(Self.leavesResumeData) == true {
                     resumeData = await Self.keepPartialFile(writer, request: ending.request, expected: ending.expected, validators: validators)
                 } else {
@@ -155,7 +153,7 @@ extension TaskDelegate {
             }
             error?.resumeData = resumeData
             ending.resumeDataHandler?(resumeData)
-            self.deliverDownload(ending.task, request: ending.request, response: ending.response, fileURL: fileURL, error: error)
+            self.deliverDownload(ending.holds, request: ending.request, response: ending.response, fileURL: fileURL, error: error)
         }
     }
 
@@ -202,21 +200,21 @@ extension TaskDelegate {
     }
 
     /// Records the end, drops the task from the registry and reports to whoever waits.
-    private func deliverDownload(_ task: SessionTask, request: Request, response: HTTPResponse?, fileURL: URL?, error: CourierError?) {
+    private func deliverDownload(_ holds: TaskEnding, request: Request, response: HTTPResponse?, fileURL: URL?, error: CourierError?) {
         self.state.withLockedValue { state in
             state.error = error
             if error == nil { state.settleProgressTotals() }
         }
         self.finishProgressUpdates(succeeded: error == nil)
-        self.manager.taskDidFinish(self)
+        holds.manager.taskDidFinish(self)
         let outcome = TaskOutcome(request: request, response: response, data: nil, error: error, fileURL: fileURL)
-        switch self.completion {
+        switch holds.completion {
         case .outcome(let deliver):
             deliver(outcome)
         case .download(let handler):
-            self.manager.completeDownload(task, outcome: outcome, handler: handler)
+            holds.manager.completeDownload(holds.task, outcome: outcome, handler: handler)
         case .handler, .none:
-            self.manager.completeDownload(task, outcome: outcome, handler: nil)
+            holds.manager.completeDownload(holds.task, outcome: outcome, handler: nil)
         }
     }
 }

@@ -12,8 +12,8 @@ extension TaskDelegate {
         }
         self.deliver(deliveries)
         var disposition = ResponseDisposition.allow
-        if let hook = self.hooks.dataTaskDidReceiveResponse, let task {
-            disposition = hook(self.manager, task, response)
+        if let hook = self.hooks.dataTaskDidReceiveResponse, let task, let manager = self.manager {
+            disposition = hook(manager, task, response)
         }
         if disposition == .allow { sink.headArrived() }
         return disposition
@@ -22,15 +22,14 @@ extension TaskDelegate {
     /// Hands a chunk to the consumer; pauses the exchange when the consumer is behind.
     func streamDidReceive(_ chunk: ByteBuffer, sink: ResponseStreamSink) {
         let bytes = Int64(chunk.readableBytes)
-        let wantsProgress = self.downloadProgressHandler != nil
-        let (progress, task, deliveries) = self.state.withLockedValue { state -> (Progress?, SessionTask?, [ProgressDelivery]) in
-            let deliveries = state.recordReceived(bytes, makingProgress: wantsProgress)
-            return (state.downloadProgress, state.task, deliveries)
+        let (report, task, deliveries) = self.state.withLockedValue { state -> (ProgressReport?, SessionTask?, [ProgressDelivery]) in
+            let deliveries = state.recordReceived(bytes)
+            return (ProgressReport(state.downloadProgress, state.downloadProgressHandler), state.task, deliveries)
         }
-        if let progress { self.downloadProgressHandler?(progress) }
+        report?.send()
         self.deliver(deliveries)
-        if let hook = self.hooks.dataTaskDidReceiveData, let task {
-            hook(self.manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
+        if let hook = self.hooks.dataTaskDidReceiveData, let task, let manager = self.manager {
+            hook(manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
         }
         guard sink.yield(chunk) else {
             self.cancel()
