@@ -70,7 +70,7 @@ import Testing
                 bag.add(try #require(task))
                 bag.add(try #require(task).delegate)
             }
-            #expect(await eventually { done.count == 1 })
+            #expect(await eventually(within: 30) { done.count == 1 })
             #expect(done.all == [1])
             #expect(await eventually { bag.allReleased }, "still alive: \(bag.survivors)")
             #expect(await eventually { server.openConnectionCount == 0 })
