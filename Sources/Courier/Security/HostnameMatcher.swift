@@ -1,8 +1,10 @@
 import Foundation
 import NIOSSL
+import SwiftASN1
+import X509
 
-/// Whether a certificate names a host (RFC 6125), for the connections whose chain BoringSSL does
-/// not verify (a CA-issued leaf pinned as its own anchor: see ``ServerTrustEvaluator``).
+/// Whether a certificate names a host (RFC 6125), as the SSL policy of ``SecTrustPolicy`` checks
+/// it (and ``ServerTrustEvaluator`` for a CA-issued leaf pinned as its own anchor).
 ///
 /// Only subject alternative names count; a certificate without such a name names no host (no fallback
 /// to the common name). A DNS name matches case-insensitively, a trailing dot ignored; a `*` is
@@ -22,6 +24,19 @@ enum HostnameMatcher {
             switch name.nameType {
             case .dnsName: String(bytes: Array(name.contents), encoding: .utf8).map(Name.dns)
             case .ipAddress: .ip(Array(name.contents))
+            default: nil
+            }
+        }
+    }
+
+    /// The DNS and IP subject alternative names of a certificate parsed by swift-certificates;
+    /// none when the extension is absent or malformed.
+    static func names(of certificate: X509.Certificate) -> [Name] {
+        guard let names = try? certificate.extensions.subjectAlternativeNames else { return [] }
+        return names.compactMap { name in
+            switch name {
+            case .dnsName(let text): .dns(text)
+            case .ipAddress(let octets): .ip(Array(octets.bytes))
             default: nil
             }
         }

@@ -21,7 +21,8 @@ public struct ServerTrustFailure: Error, Sendable, CustomStringConvertible {
         let base: Base
 
         /// The chain does not end at a trusted root (self-signed, unknown authority, a pin that is
-        /// not a usable anchor).
+        /// not a usable anchor), or the chain that does breaks X.509's rules (an authority's name or
+        /// path-length constraints, a leaf not meant for server authentication).
         public static let untrustedRoot = Reason(base: .untrustedRoot)
         /// A certificate in the chain has expired.
         public static let expired = Reason(base: .expired)

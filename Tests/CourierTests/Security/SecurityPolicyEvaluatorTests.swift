@@ -1,0 +1,198 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import NIOSSL
+import Testing
+import X509
+
+/// ``SecurityPolicyEvaluator`` without I/O: AFNetworking's answer on every row of ``PinningMatrix``,
+/// with ``TestCertificates/rootCA`` standing for the system's roots (an injected ``TrustStore``),
+/// and the reasons it gives.
+@Suite("AFSecurityPolicy's evaluation of a presented chain")
+struct SecurityPolicyEvaluatorTests {
+    static let host = "127.0.0.1"
+
+    /// What stands for the system's roots.
+    static func systemStandIn() throws -> TrustStore {
+        TrustStore(try Courier.Certificate.certificates(pemEncoded: TestCertificates.rootCA))
+    }
+
+    static func presented(_ pems: [String]) throws -> [NIOSSLCertificate] {
+        try pems.flatMap { try NIOSSLCertificate.fromPEMBytes(Array($0.utf8)) }
+    }
+
+    static func evaluate(
+        _ policy: SecurityPolicy,
+        _ chain: [String],
+        host: String = Self.host,
+        trustStore: TrustStore? = nil
+    ) async throws -> SecurityPolicyEvaluator.Verdict {
+        let evaluator = SecurityPolicyEvaluator(policy: policy, trustStore: try trustStore ?? Self.systemStandIn())
+        return await evaluator.evaluate(presented: try Self.presented(chain), host: host)
+    }
+
+    static func failure(_ verdict: SecurityPolicyEvaluator.Verdict) -> ServerTrustFailure? {
+        if case .refused(let failure) = verdict { return failure }
+        return nil
+    }
+
+    @Test(arguments: PinningMatrix.table)
+    func matrixRowGivesAFNetworkingsAnswer(_ row: PinningMatrix.Row) async throws {
+        try await GeneratedCertificates.prepared()
+        let verdict = try await Self.evaluate(try PinningMatrix.policy(for: row), try PinningMatrix.presented(row.identity))
+        switch verdict {
+        case .trusted:
+            #expect(row.passes, "\(row) was trusted")
+        case .refused(let failure):
+            #expect(!row.passes, "\(row) was refused: \(failure)")
+            #expect(failure.host == Self.host)
+        }
+    }
+
+    @Test func theMatrixCoversEveryKnownDeviation() {
+        // The rows where the AsyncHTTPClient path differs, each of the issue's kinds at least once.
+        let deviations = PinningMatrix.deviations
+        #expect(deviations.count == 12)
+        #expect(deviations.contains { $0.mode == .certificate && !$0.allowInvalid && $0.pin == .root && !$0.passes }, "a pinned authority without a system-valid chain")
+        #expect(deviations.contains { $0.identity == .selfSigned && $0.pin == .leaf && !$0.passes }, "a pinned self-signed leaf without a system-valid chain")
+        #expect(deviations.contains { $0.mode == .publicKey && $0.pin == .rootAndOtherIssued && $0.passes }, "a key pinned from a root the server never sends")
+        #expect(deviations.contains { $0.mode == .publicKey && $0.allowInvalid && $0.identity == .expired && $0.passes }, "an expired leaf in public-key mode, invalid allowed")
+    }
+
+    // MARK: Reasons
+
+    static func policy(
+        _ mode: SecurityPolicy.PinningMode = .none,
+        pins: [String] = [],
+        allowInvalid: Bool = false,
+        validatesDomain: Bool = true
+    ) throws -> SecurityPolicy {
+        var policy = SecurityPolicy(pinningMode: mode, pinnedCertificates: Set(try pins.flatMap { try Courier.Certificate.certificates(pemEncoded: $0) }))
+        policy.allowInvalidCertificates = allowInvalid
+        policy.validatesDomainName = validatesDomain
+        return policy
+    }
+
+    static let localhostChain = [TestCertificates.localhostLeaf, TestCertificates.intermediateCA]
+
+    @Test func aValidChainIsTrustedWithThePathItTook() async throws {
+        guard case .trusted(let chain) = try await Self.evaluate(try Self.policy(), Self.localhostChain) else {
+            Issue.record("refused")
+            return
+        }
+        #expect(chain?.count == 3, "leaf, intermediate, and the root the server did not send")
+        #expect(chain?.last?.subject.description.contains("Courier Test Root CA") == true)
+    }
+
+    @Test func certificateModeValidatesUpToThePin() async throws {
+        let policy = try Self.policy(.certificate, pins: [TestCertificates.intermediateCA])
+        guard case .trusted(let chain) = try await Self.evaluate(policy, Self.localhostChain) else {
+            Issue.record("refused")
+            return
+        }
+        #expect(chain?.count == 2, "the pinned intermediate is the anchor")
+    }
+
+    @Test func invalidCertificatesAllowedTrustsWithoutAChain() async throws {
+        let verdict = try await Self.evaluate(try Self.policy(allowInvalid: true, validatesDomain: false), [TestCertificates.selfSignedLeaf])
+        guard case .trusted(let chain) = verdict else {
+            Issue.record("refused")
+            return
+        }
+        #expect(chain == nil)
+    }
+
+    @Test func reasonsNameWhatFailed() async throws {
+        let cases: [(SecurityPolicy, [String], ServerTrustFailure.Reason)] = [
+            (try Self.policy(), [TestCertificates.wrongHostLeaf, TestCertificates.intermediateCA], .nameMismatch),
+            (try Self.policy(), [TestCertificates.selfSignedLeaf], .untrustedRoot),
+            (try Self.policy(), [TestCertificates.expiredLeaf, TestCertificates.intermediateCA], .expired),
+            (try Self.policy(allowInvalid: true), Self.localhostChain, .invalidPolicy),
+            (try Self.policy(.certificate), Self.localhostChain, .noPinsConfigured),
+            (try Self.policy(.publicKey), Self.localhostChain, .noPinsConfigured),
+            (try Self.policy(.certificate, pins: [TestCertificates.selfSignedLeaf]), Self.localhostChain, .pinMismatch),
+            (try Self.policy(.publicKey, pins: [TestCertificates.selfSignedLeaf]), Self.localhostChain, .pinMismatch),
+            (try Self.policy(.certificate, pins: [TestCertificates.rootCA], allowInvalid: true), [TestCertificates.expiredLeaf, TestCertificates.intermediateCA], .expired),
+            (try Self.policy(.certificate, pins: [TestCertificates.rootCA], allowInvalid: true), [TestCertificates.wrongHostLeaf, TestCertificates.intermediateCA], .nameMismatch),
+        ]
+        for (policy, chain, reason) in cases {
+            let failure = Self.failure(try await Self.evaluate(policy, chain))
+            #expect(failure?.reason == reason, "\(policy): \(failure.map(String.init(describing:)) ?? "trusted")")
+            #expect(failure?.host == Self.host)
+            #expect(failure?.policy == policy)
+        }
+    }
+
+    @Test func datesAreReportedForChainsThatReachNoAnchor() async throws {
+        let generated = try await GeneratedCertificates.prepared()
+        let expired = try await Self.evaluate(try Self.policy(), [generated.expiredIntermediateLeaf, generated.expiredIntermediate])
+        #expect(Self.failure(expired)?.reason == .expired)
+        let future = try await Self.evaluate(try Self.policy(validatesDomain: false), [generated.notYetValidLeaf])
+        #expect(Self.failure(future)?.reason == .notYetValid)
+        // Under a trusted second CA the same leaf reaches an anchor and fails on its dates.
+        let secondCA = TrustStore(try Courier.Certificate.certificates(pemEncoded: generated.secondCA))
+        let anchored = try await Self.evaluate(try Self.policy(validatesDomain: false), [generated.notYetValidLeaf], trustStore: secondCA)
+        #expect(Self.failure(anchored)?.reason == .notYetValid)
+    }
+
+    @Test func nameConstraintsOfAnAuthorityApply() async throws {
+        let generated = try await GeneratedCertificates.prepared()
+        let secondCA = TrustStore(try Courier.Certificate.certificates(pemEncoded: generated.secondCA))
+        let policy = try Self.policy(validatesDomain: false)
+        let inside = try await Self.evaluate(policy, [generated.constrainedInsideLeaf, generated.constrainedIntermediate], trustStore: secondCA)
+        #expect(Self.failure(inside) == nil)
+        let outside = try await Self.evaluate(policy, [generated.constrainedOutsideLeaf, generated.constrainedIntermediate], trustStore: secondCA)
+        #expect(Self.failure(outside)?.reason == .untrustedRoot)
+    }
+
+    @Test func aLeafSignedByAnotherKeyUnderAPinnedName() async throws {
+        let generated = try await GeneratedCertificates.prepared()
+        let policy = try Self.policy(.certificate, pins: [generated.intermediate], allowInvalid: true, validatesDomain: false)
+        for leaf in [generated.impostorLeaf, generated.impostorLeafWithoutKeyID] {
+            let verdict = try await Self.evaluate(policy, [leaf, generated.impostorIntermediate])
+            #expect(Self.failure(verdict)?.reason == .pinMismatch)
+        }
+        let genuine = try await Self.evaluate(policy, [generated.intermediateLeaf, generated.intermediate])
+        #expect(Self.failure(genuine) == nil)
+    }
+
+    @Test func additionalTrustedCertificatesJoinTheSystemRoots() async throws {
+        var policy = try Self.policy()
+        let empty = TrustStore([Courier.Certificate]())
+        #expect(Self.failure(try await Self.evaluate(policy, Self.localhostChain, trustStore: empty))?.reason == .untrustedRoot)
+        policy.additionalTrustedCertificates = try Courier.Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+        #expect(Self.failure(try await Self.evaluate(policy, Self.localhostChain, trustStore: empty)) == nil)
+    }
+
+    @Test func anEmptyOrUnreadableChainIsRefused() async throws {
+        let evaluator = SecurityPolicyEvaluator(policy: .default, trustStore: try Self.systemStandIn())
+        let verdict = await evaluator.evaluate(presented: [], host: Self.host)
+        #expect(Self.failure(verdict)?.reason == .untrustedRoot)
+        let many = try Self.presented(Array(repeating: TestCertificates.intermediateCA, count: SecurityPolicyEvaluator.maximumPresentedCount))
+        let tooLong = await evaluator.evaluate(presented: try Self.presented([TestCertificates.localhostLeaf]) + many, host: Self.host)
+        #expect(Self.failure(tooLong)?.reason == .untrustedRoot)
+        let longest = await evaluator.evaluate(presented: try Self.presented([TestCertificates.localhostLeaf]) + many.dropLast(), host: Self.host)
+        #expect(Self.failure(longest) == nil, "duplicates are harmless up to the limit")
+    }
+
+    @Test func hostNamesFollowTheSSLPolicy() async throws {
+        let chain = Self.localhostChain
+        for host in ["localhost", "LOCALHOST", "localhost.", "127.0.0.1", "::1", "[::1]"] {
+            #expect(Self.failure(try await Self.evaluate(try Self.policy(), chain, host: host)) == nil, "\(host)")
+        }
+        for host in ["example.com", "127.0.0.2", "local"] {
+            #expect(Self.failure(try await Self.evaluate(try Self.policy(), chain, host: host))?.reason == .nameMismatch, "\(host)")
+        }
+    }
+
+    @Test func theSystemBundleIsRead() throws {
+        guard let path = TrustStore.systemBundlePaths.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
+            Issue.record("no system bundle at \(TrustStore.systemBundlePaths)")
+            return
+        }
+        let store = try #require(TrustStore.load(bundleAt: path))
+        #expect(store.certificates.count > 50, "\(path)")
+        #expect(store.skippedCount == 0, "every root of \(path) parses")
+        #expect(TrustStore.system.certificates.count == store.certificates.count)
+    }
+}
