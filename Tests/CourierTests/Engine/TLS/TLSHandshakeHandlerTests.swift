@@ -1,0 +1,105 @@
+@testable import Courier
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOEmbedded
+import Testing
+
+/// ``TLSHandshakeHandler`` and the client hello on an `EmbeddedChannel`: what goes out, the timeout
+/// on the embedded clock, and the typed errors of a handshake that goes wrong.
+@Suite("The TLS handshake on an EmbeddedChannel")
+struct TLSHandshakeHandlerTests {
+    struct Setup {
+        let channel: EmbeddedChannel
+        let outcome: NIOLockedValueBox<Result<TLSHandshakeResult, any Error>?>
+    }
+
+    static func setUp(host: String = "api.example.com", protocols: [TLSConnector.ApplicationProtocol] = [.http2, .http1_1], timeout: TimeAmount = .seconds(10)) throws -> Setup {
+        let channel = EmbeddedChannel()
+        let connector = TLSConnector(
+            serverTrust: ServerTrustPolicies(),
+            applicationProtocols: protocols,
+            handshakeTimeout: timeout,
+            trustStore: TrustStore([Certificate]())
+        )
+        let handler = try connector.addHandlers(to: channel, host: host, port: 443) { _, _ in }
+        let outcome = NIOLockedValueBox<Result<TLSHandshakeResult, any Error>?>(nil)
+        handler.result.whenComplete { result in outcome.withLockedValue { $0 = result } }
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+        return Setup(channel: channel, outcome: outcome)
+    }
+
+    static func clientHello(_ setup: Setup) throws -> String {
+        var hello = try #require(try setup.channel.readOutbound(as: ByteBuffer.self))
+        return String(decoding: hello.readBytes(length: hello.readableBytes) ?? [], as: UTF8.self)
+    }
+
+    static func error(_ setup: Setup) -> CourierError? {
+        guard case .failure(let error) = setup.outcome.withLockedValue({ $0 }) else { return nil }
+        return error as? CourierError
+    }
+
+    @Test func theClientHelloCarriesTheHostAndTheOfferedProtocols() throws {
+        let setup = try Self.setUp()
+        let hello = try Self.clientHello(setup)
+        #expect(hello.contains("api.example.com"), "SNI")
+        #expect(hello.contains("h2"))
+        #expect(hello.contains("http/1.1"))
+        _ = try? setup.channel.finish()
+    }
+
+    @Test func http1OnlyOffersOnlyHTTP11() throws {
+        let setup = try Self.setUp(protocols: [.http1_1])
+        let hello = try Self.clientHello(setup)
+        #expect(hello.contains("http/1.1"))
+        #expect(!hello.contains("\u{02}h2"), "no h2 in the ALPN list")
+        _ = try? setup.channel.finish()
+    }
+
+    @Test func anAddressIsNotSentAsServerName() throws {
+        #expect(TLSConnector.serverNameIndication(for: "127.0.0.1") == nil)
+        #expect(TLSConnector.serverNameIndication(for: "::1") == nil)
+        #expect(TLSConnector.serverNameIndication(for: "[::1]") == nil)
+        #expect(TLSConnector.serverNameIndication(for: "example.com.") == "example.com")
+        let setup = try Self.setUp(host: "127.0.0.1")
+        #expect(!(try Self.clientHello(setup)).contains("127.0.0.1"))
+        _ = try? setup.channel.finish()
+    }
+
+    @Test func theHandshakeTimesOutOnTheLoopsClock() throws {
+        let setup = try Self.setUp(timeout: .seconds(5))
+        _ = try Self.clientHello(setup)
+        setup.channel.embeddedEventLoop.advanceTime(by: .milliseconds(4999))
+        #expect(setup.outcome.withLockedValue { $0 } == nil, "not before the timeout")
+        setup.channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        let error = try #require(Self.error(setup))
+        #expect(error.code == .timedOut)
+        #expect(error.message.contains("api.example.com:443"))
+        #expect(error.message.contains("TLS handshake"))
+        #expect(!setup.channel.isActive, "the connection is closed")
+    }
+
+    @Test func bytesThatAreNotTLSFailTheHandshake() throws {
+        let setup = try Self.setUp()
+        _ = try Self.clientHello(setup)
+        var garbage = setup.channel.allocator.buffer(capacity: 64)
+        garbage.writeString("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        _ = try? setup.channel.writeInbound(garbage)
+        let error = try #require(Self.error(setup))
+        #expect(error.code == .tlsFailure)
+        let failure = try #require(error.underlyingError as? ServerTrustFailure)
+        #expect(failure.reason == .handshakeFailure)
+        #expect(failure.host == "api.example.com")
+        #expect(!setup.channel.isActive)
+    }
+
+    @Test func aConnectionClosedDuringTheHandshake() throws {
+        let setup = try Self.setUp()
+        _ = try Self.clientHello(setup)
+        setup.channel.pipeline.fireChannelInactive()
+        let error = try #require(Self.error(setup))
+        #expect(error.code == .tlsFailure)
+        #expect((error.underlyingError as? ServerTrustFailure)?.reason == .handshakeFailure)
+        _ = try? setup.channel.finish()
+    }
+}

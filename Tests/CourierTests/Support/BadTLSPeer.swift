@@ -1,0 +1,61 @@
+import NIOCore
+import NIOPosix
+
+/// A loopback server that answers a TLS client badly: with bytes that are not TLS, with nothing
+/// at all, or by closing the connection once the client hello arrives.
+final class BadTLSPeer: Sendable {
+    enum Behaviour: Sendable {
+        /// Answers the client hello with an HTTP/1.1 response (plain HTTP on a TLS port).
+        case garbage
+        /// Reads and never answers.
+        case silent
+        /// Closes the connection when the client hello arrives.
+        case close
+    }
+
+    let channel: any Channel
+    var port: Int { self.channel.localAddress!.port! }
+
+    private init(channel: any Channel) {
+        self.channel = channel
+    }
+
+    static func start(_ behaviour: Behaviour) async throws -> BadTLSPeer {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(Responder(behaviour: behaviour))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+        return BadTLSPeer(channel: channel)
+    }
+
+    func shutdown() async throws {
+        try await self.channel.close()
+    }
+
+    private final class Responder: ChannelInboundHandler {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+        let behaviour: Behaviour
+
+        init(behaviour: Behaviour) {
+            self.behaviour = behaviour
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch self.behaviour {
+            case .garbage:
+                var reply = context.channel.allocator.buffer(capacity: 64)
+                reply.writeString("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                context.writeAndFlush(self.wrapOutboundOut(reply), promise: nil)
+            case .silent:
+                break
+            case .close:
+                context.close(promise: nil)
+            }
+        }
+    }
+}

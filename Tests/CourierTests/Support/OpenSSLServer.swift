@@ -1,0 +1,108 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `openssl s_server` on a loopback port, presenting a chain the test chooses: a TLS peer nobody
+/// here wrote. It answers `GET /` with a status page (`-www`).
+///
+/// `@unchecked Sendable`: `Process` is not `Sendable`, but after `run()` this type only calls its
+/// `terminate()`, `waitUntilExit()` and reads its pipe's handle, once, from ``shutdown()``.
+final class OpenSSLServer: @unchecked Sendable {
+    /// Whether the `openssl` command is installed (`.ci/run` installs it).
+    static let isAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
+
+    let port: Int
+    private let process: Process
+    private let folder: URL
+
+    private init(port: Int, process: Process, folder: URL) {
+        self.port = port
+        self.process = process
+        self.folder = folder
+    }
+
+    /// Starts a server presenting `chain` (PEM, leaf first) with `key`.
+    /// - Parameters:
+    ///   - arguments: More `s_server` options (`-alpn`, `-tls1_2`, `-Verify`…); `{root}` in one is
+    ///     replaced by the path of a file holding `clientCA`.
+    static func start(chain: [String], key: String, clientCA: String? = nil, arguments: [String] = []) async throws -> OpenSSLServer {
+        try await offThePools { try Self.startBlocking(chain: chain, key: key, clientCA: clientCA, arguments: arguments) }
+    }
+
+    private static func startBlocking(chain: [String], key: String, clientCA: String?, arguments: [String]) throws -> OpenSSLServer {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-s_server-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        func write(_ name: String, _ text: String) throws -> String {
+            let url = folder.appendingPathComponent(name)
+            try Data(text.utf8).write(to: url)
+            return url.path
+        }
+        var options = ["s_server", "-accept", "127.0.0.1:0", "-www", "-cert", try write("leaf.pem", chain[0]), "-key", try write("key.pem", key)]
+        if chain.count > 1 { options += ["-cert_chain", try write("chain.pem", chain.dropFirst().joined())] }
+        let root = try clientCA.map { try write("root.pem", $0) }
+        options += arguments.map { $0 == "{root}" ? (root ?? $0) : $0 }
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = options
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // s_server says `ACCEPT 127.0.0.1:PORT` once it listens; read until then.
+        var text = ""
+        func acceptLine() -> Substring? {
+            text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().first { $0.hasPrefix("ACCEPT") }
+        }
+        while acceptLine() == nil {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            text += String(decoding: data, as: UTF8.self)
+        }
+        // What it prints per connection is drained, so that it never blocks on a full pipe.
+        output.fileHandleForReading.readabilityHandler = { handle in _ = handle.availableData }
+        guard let line = acceptLine(),
+            let port = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) })
+        else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw CocoaError(.featureUnsupported, userInfo: [NSLocalizedDescriptionKey: "s_server did not start: \(text)"])
+        }
+        return OpenSSLServer(port: port, process: process, folder: folder)
+    }
+
+    /// Stops the server and removes its files.
+    func shutdown() async throws {
+        try await offThePools {
+            // SIGKILL, not terminate()'s SIGTERM: the child inherits the signal mask of the thread
+            // that started it, and a test process's threads may block SIGTERM.
+            kill(self.process.processIdentifier, SIGKILL)
+            self.process.waitUntilExit()
+            (self.process.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
+            try? FileManager.default.removeItem(at: self.folder)
+        }
+    }
+}
+
+/// Runs `body` with an `openssl s_server` (see ``OpenSSLServer/start(chain:key:clientCA:arguments:)``),
+/// stopped afterwards whatever happens.
+@discardableResult
+func withOpenSSLServer<T>(
+    chain: [String],
+    key: String,
+    clientCA: String? = nil,
+    arguments: [String] = [],
+    _ body: (OpenSSLServer) async throws -> T
+) async throws -> T {
+    let server = try await OpenSSLServer.start(chain: chain, key: key, clientCA: clientCA, arguments: arguments)
+    do {
+        let result = try await body(server)
+        try await server.shutdown()
+        return result
+    } catch {
+        try? await server.shutdown()
+        throw error
+    }
+}
