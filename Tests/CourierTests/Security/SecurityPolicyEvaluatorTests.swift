@@ -1,6 +1,7 @@
 @testable import Courier
 import CourierTesting
 import Foundation
+import NIOConcurrencyHelpers
 import NIOSSL
 import Testing
 import X509
@@ -183,6 +184,19 @@ struct SecurityPolicyEvaluatorTests {
         for host in ["example.com", "127.0.0.2", "local"] {
             #expect(Self.failure(try await Self.evaluate(try Self.policy(), chain, host: host))?.reason == .nameMismatch, "\(host)")
         }
+    }
+
+    @Test func theEvaluationNeverSuspends() throws {
+        // TLSHandshakeHandler starts it immediately on the event loop and relies on it ending there.
+        let evaluator = SecurityPolicyEvaluator(policy: .default, trustStore: try Self.systemStandIn())
+        let presented = try Self.presented(Self.localhostChain)
+        let done = NIOLockedValueBox(false)
+        Task.immediate {
+            if case .trusted = await evaluator.evaluate(presented: presented, host: Self.host) {
+                done.withLockedValue { $0 = true }
+            }
+        }
+        #expect(done.withLockedValue { $0 }, "trusted before Task.immediate returned")
     }
 
     @Test func theSystemBundleIsRead() throws {

@@ -51,18 +51,21 @@ final class OpenSSLServer: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        // s_server says `ACCEPT 127.0.0.1:PORT` once it listens; read until then.
+        // s_server says `ACCEPT 127.0.0.1:PORT` once it listens; read until then. Plain read(2),
+        // retried on EINTR: FileHandle.availableData traps on an interrupted read.
+        let descriptor = output.fileHandleForReading.fileDescriptor
         var text = ""
         func acceptLine() -> Substring? {
             text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().first { $0.hasPrefix("ACCEPT") }
         }
-        while acceptLine() == nil {
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            text += String(decoding: data, as: UTF8.self)
+        while acceptLine() == nil, let chunk = Self.read(descriptor) {
+            text += String(decoding: chunk, as: UTF8.self)
         }
-        // What it prints per connection is drained, so that it never blocks on a full pipe.
-        output.fileHandleForReading.readabilityHandler = { handle in _ = handle.availableData }
+        // What it prints per connection is drained until it exits (Process closed our copy of the
+        // pipe's write end, so its death is the end), so that it never blocks on a full pipe. The
+        // thread keeps the read end open until then.
+        let reading = output.fileHandleForReading
+        Thread { while Self.read(reading.fileDescriptor) != nil {} }.start()
         guard let line = acceptLine(),
             let port = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) })
         else {
@@ -73,6 +76,17 @@ final class OpenSSLServer: @unchecked Sendable {
         return OpenSSLServer(port: port, process: process, folder: folder)
     }
 
+    /// The next bytes of `descriptor`, or nil at its end or on an error other than EINTR.
+    private static func read(_ descriptor: Int32) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count > 0 { return Array(buffer[..<count]) }
+            if count < 0, errno == EINTR { continue }
+            return nil
+        }
+    }
+
     /// Stops the server and removes its files.
     func shutdown() async throws {
         try await offThePools {
@@ -80,7 +94,6 @@ final class OpenSSLServer: @unchecked Sendable {
             // that started it, and a test process's threads may block SIGTERM.
             kill(self.process.processIdentifier, SIGKILL)
             self.process.waitUntilExit()
-            (self.process.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
             try? FileManager.default.removeItem(at: self.folder)
         }
     }

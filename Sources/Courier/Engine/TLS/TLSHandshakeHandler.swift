@@ -70,7 +70,14 @@ final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler 
         // swift-certificates' verifier is async, so the evaluation runs in a task. It does no I/O
         // and ends by itself within milliseconds; nothing can cancel it, and nothing needs to:
         // when the connection has gone meanwhile, its verdict completes a promise nobody awaits.
-        verdict.completeWithTask { await evaluator.evaluate(presented: presented, host: host) }
+        // Started immediately it runs to its end here, on the event loop, as it never suspends
+        // (its certificate stores are in memory), instead of waiting for a thread of the
+        // concurrency pool, which a busy process may not have free.
+        if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, *) {
+            Task.immediate { verdict.succeed(await evaluator.evaluate(presented: presented, host: host)) }
+        } else {
+            verdict.completeWithTask { await evaluator.evaluate(presented: presented, host: host) }
+        }
         verdict.futureResult.assumeIsolated().whenSuccess { verdict in
             switch verdict {
             case .trusted(let chain):
