@@ -58,3 +58,24 @@ enum TLSProbe {
         }
     }
 }
+
+extension TLSProbe {
+    /// Completes a promise with the first bytes read.
+    final class FirstRead: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        let bytes: EventLoopPromise<ByteBuffer>
+
+        init(on eventLoop: any EventLoop) {
+            self.bytes = eventLoop.makePromise()
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            self.bytes.succeed(self.unwrapInboundIn(data))
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            self.bytes.fail(ChannelError.eof)
+            context.fireChannelInactive()
+        }
+    }
+}

@@ -51,6 +51,20 @@ struct TLSConnectorTests {
         }
     }
 
+    @Test func theServersFirstHTTP2FramesReachTheHandlersAddedAfterTheHandshake() async throws {
+        try await withTestServer(.https()) { server in
+            let firstRead = TLSProbe.FirstRead(on: MultiThreadedEventLoopGroup.singleton.next())
+            let connection = try await TLSProbe.handshake(try Self.connector(), port: server.port) { result, channel in
+                #expect(result.applicationProtocol == .http2)
+                try channel.pipeline.syncOperations.addHandler(firstRead)
+            }
+            // An HTTP/2 server speaks first: its SETTINGS frame (type 4) follows the handshake at once.
+            let bytes = try await firstRead.bytes.futureResult.get()
+            #expect(bytes.getInteger(at: bytes.readerIndex + 3, as: UInt8.self) == 0x04, "a SETTINGS frame")
+            try await connection.channel.close()
+        }
+    }
+
     @Test func aRefusedServerFailsInTheHandshakeBeforeAnyRequestByte() async throws {
         try await withTestServer(.https(.wrongHost)) { server in
             let started = ContinuousClock.now

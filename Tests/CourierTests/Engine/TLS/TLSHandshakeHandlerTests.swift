@@ -56,6 +56,13 @@ struct TLSHandshakeHandlerTests {
         _ = try? setup.channel.finish()
     }
 
+    @Test func theSessionsHTTPVersionDecidesWhatIsOffered() {
+        #expect(TLSConnector.ApplicationProtocol.offered(for: .automatic) == [.http2, .http1_1])
+        #expect(TLSConnector.ApplicationProtocol.offered(for: .http1Only) == [.http1_1])
+        #expect(TLSConnector.ApplicationProtocol.http2.rawValue == "h2")
+        #expect(TLSConnector.ApplicationProtocol.http1_1.rawValue == "http/1.1")
+    }
+
     @Test func anAddressIsNotSentAsServerName() throws {
         #expect(TLSConnector.serverNameIndication(for: "127.0.0.1") == nil)
         #expect(TLSConnector.serverNameIndication(for: "::1") == nil)
