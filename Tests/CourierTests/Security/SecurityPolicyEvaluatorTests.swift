@@ -210,3 +210,26 @@ struct SecurityPolicyEvaluatorTests {
         #expect(TrustStore.system.certificates.count == store.certificates.count)
     }
 }
+
+@Suite("SecurityPolicy.evaluateServerTrust(_:forDomain:)")
+struct EvaluateServerTrustTests {
+    @Test func aChainUnderAnAdditionalTrustedRootIsTrustedForItsNames() async throws {
+        var policy = SecurityPolicy.default
+        policy.additionalTrustedCertificates = try Courier.Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+        let chain = try [TestCertificates.localhostLeaf, TestCertificates.intermediateCA].flatMap { try Courier.Certificate.certificates(pemEncoded: $0) }
+        try await policy.evaluateServerTrust(chain, forDomain: "localhost")
+        let error = await #expect(throws: CourierError.self) { try await policy.evaluateServerTrust(chain, forDomain: "example.com") }
+        #expect(error?.code == .serverTrustEvaluationFailed)
+        #expect((error?.underlyingError as? ServerTrustFailure)?.reason == .nameMismatch)
+        #expect((error?.underlyingError as? ServerTrustFailure)?.host == "example.com")
+    }
+
+    @Test func aSelfSignedLeafIsTrustedOnlyPinnedWithInvalidCertificatesAllowed() async throws {
+        let leaf = try Courier.Certificate.certificates(pemEncoded: TestCertificates.selfSignedLeaf)
+        var policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: Set(leaf))
+        let error = await #expect(throws: CourierError.self) { try await policy.evaluateServerTrust(leaf, forDomain: "localhost") }
+        #expect((error?.underlyingError as? ServerTrustFailure)?.reason == .untrustedRoot, "not valid against the system's roots")
+        policy.allowInvalidCertificates = true
+        try await policy.evaluateServerTrust(leaf, forDomain: "localhost")
+    }
+}
