@@ -49,6 +49,7 @@ extension NIOEngine {
             switch error {
             case .shutDown: return (.sessionInvalidated, "\(error)")
             case .closedBeforeResponseComplete: return (.connectionClosed, "\(error)")
+            case .closedBeforeAnswering: return (.connectionClosed, "\(error)")
             case .bodyLengthMismatch: return (.bodyReadFailed, "\(error)")
             }
         }

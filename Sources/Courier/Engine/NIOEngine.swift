@@ -10,8 +10,9 @@ import NIOSSL
 ///
 /// Plain `http` requests without a proxy go over Courier's own HTTP/1.1 connections (a pool per
 /// engine, at most ``SessionConfiguration/httpMaximumConnectionsPerHost`` per host, idle ones
-/// closed after ``SessionConfiguration/connectionIdleTimeout``; a GET, HEAD, PUT, DELETE, OPTIONS
-/// or TRACE whose reused connection closes before any answer is sent once more on a new one).
+/// closed after ``SessionConfiguration/connectionIdleTimeout``; a request whose connection the
+/// server closed or reset before any byte of the answer is sent again on a new connection as
+/// ``HTTP1ResendRule`` allows: idempotent methods, or any method the server cannot have read).
 /// Everything else goes through AsyncHTTPClient: one `HTTPClient` per security policy gives TLS
 /// through swift-nio-ssl, HTTP/2, and proxies. Both decompress responses as configured.
 ///

@@ -8,6 +8,16 @@ import NIOHTTP1
 /// delegate, ``NIOExchangeHop``, or Courier's own HTTP/1.1 connections, ``HTTP1ConnectionHandler``).
 /// Each is called on the event loop of the connection or task carrying the hop, one at a time.
 extension NIOExchange {
+    /// The hop is about to be sent again on another connection (its connection closed under it
+    /// before any answer): the body goes out from its start again. The task's progress never goes
+    /// backwards (it keeps the largest count), and the idle clock waits for the new request head.
+    func hopWillBeSentAgain() {
+        self.state.withLockedValue { state in
+            state.bytesSent = 0
+            state.isHeadSent = false
+        }
+    }
+
     /// `bytes` more of the request body went out.
     func hopSentBodyPart(_ bytes: Int64) {
         guard bytes > 0 else { return }

@@ -82,24 +82,18 @@ struct HTTP1PoolTests {
 
     @Test func aHopWaitingForAConnectionCanBeCancelled() async throws {
         try await withTestServer { server in
-            // `/hold` answers once the test lets it, so the one connection stays busy until then.
-            let released = NIOLockedValueBox(false)
-            server.route("/hold") { _ in
-                let deadline = ContinuousClock.now + .seconds(10)
-                while !released.withLockedValue({ $0 }), ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(5))
-                }
-                return TestServer.Response(body: Data("held".utf8))
-            }
+            let gate = ReleaseGate(server)
             try await withManager(baseURL: server.baseURL, configuration: self.configuration(connections: 1)) { manager in
-                let slow = Task { try await manager.response(method: .get, urlString: "hold", serializer: DataResponseSerializer()) }
-                #expect(await eventually { server.requestCount == 1 })
+                let pool = try #require((manager.engine as? NIOEngine)?.http1)
+                let slow = Task { try await manager.response(for: Request(url: gate.url), serializer: DataResponseSerializer()) }
+                await gate.waitForArrival()
                 let waiting = Task { try await manager.response(method: .get, urlString: "get", serializer: DataResponseSerializer()) }
-                try await Task.sleep(for: .milliseconds(50))
+                #expect(await eventually { pool.waitingHopCount == 1 }, "the second request waits for the one connection")
                 waiting.cancel()
                 let error = await #expect(throws: CourierError.self) { try await waiting.value }
                 #expect(error?.code == .cancelled)
-                released.withLockedValue { $0 = true }
+                #expect(pool.waitingHopCount == 0)
+                gate.releaseAll()
                 #expect(try await slow.value.response.status.code == 200)
                 #expect(server.connectionCount == 1)
                 #expect(server.requestCount == 1, "the cancelled request never went out")
@@ -107,17 +101,24 @@ struct HTTP1PoolTests {
         }
     }
 
-    @Test func invalidatingFailsHopsStillWaitingForAConnection() async throws {
+    /// Shutting the engine down (what invalidation does once no task runs, and what a dropped
+    /// engine does) fails the hops still waiting for a connection, and the one running.
+    @Test func shuttingDownFailsHopsStillWaitingForAConnection() async throws {
         try await withTestServer { server in
-            let manager = HTTPSessionManager(baseURL: server.baseURL, configuration: self.configuration(connections: 1))
-            let slow = Task { try await manager.response(method: .get, urlString: "delay/5", serializer: DataResponseSerializer()) }
-            let waiting = Task { try await manager.response(method: .get, urlString: "get", serializer: DataResponseSerializer()) }
-            try await Task.sleep(for: .milliseconds(100))
-            await manager.invalidate(cancelingTasks: true)
-            for task in [slow, waiting] {
-                let error = await #expect(throws: CourierError.self) { try await task.value }
-                #expect(error?.code == .cancelled)
-            }
+            let gate = ReleaseGate(server)
+            let engine = NIOEngine(configuration: self.configuration(connections: 1))
+            let manager = SessionManager(engine: engine)
+            let slow = Task { try await manager.data(for: Request(url: gate.url)) }
+            await gate.waitForArrival()
+            let waiting = Task { try await manager.data(for: Request(url: server.url("/get"))) }
+            #expect(await eventually { engine.http1?.waitingHopCount == 1 })
+            try await engine.shutdown()
+            let waitingError = await #expect(throws: CourierError.self) { try await waiting.value }
+            #expect(waitingError?.code == .sessionInvalidated)
+            let slowError = await #expect(throws: CourierError.self) { try await slow.value }
+            #expect(slowError?.code == .connectionClosed)
+            gate.releaseAll()
+            #expect(server.requestCount == 1, "the waiting request never went out")
         }
     }
 

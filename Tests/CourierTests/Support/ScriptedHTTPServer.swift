@@ -14,6 +14,11 @@ final class ScriptedHTTPServer: Sendable {
         case respond(String, thenClose: Bool = false)
         /// Closes the connection without answering.
         case close
+        /// Resets the connection (RST, not FIN) without answering; with `partial`, after writing it.
+        case reset(partial: String = "")
+        /// Writes `bytes` once the server has received `requests` requests in all (so that a test
+        /// can hold that many connections busy at once, whatever the machine's speed).
+        case respondOnceReceived(String, requests: Int)
         /// Writes `bytes` as soon as the head is in, before the request body, which is then read
         /// and dropped.
         case respondBeforeBody(String)
@@ -48,6 +53,7 @@ final class ScriptedHTTPServer: Sendable {
         let connections = NIOLockedValueBox(0)
         let heads = NIOLockedValueBox<[String]>([])
         let bodyLengths = NIOLockedValueBox<[Int]>([])
+        let held = HeldAnswers()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -56,7 +62,8 @@ final class ScriptedHTTPServer: Sendable {
                     return count
                 }
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ScriptedConnectionHandler(connection: index, script: script, heads: heads, bodyLengths: bodyLengths))
+                    try channel.pipeline.syncOperations.addHandler(
+                        ScriptedConnectionHandler(connection: index, script: script, heads: heads, bodyLengths: bodyLengths, held: held))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
@@ -77,12 +84,17 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
     let script: ScriptedHTTPServer.Script
     let heads: NIOLockedValueBox<[String]>
     let bodyLengths: NIOLockedValueBox<[Int]>
+    let held: HeldAnswers
     var buffer = ByteBuffer()
     var requests = 0
     /// The request whose body is being read: its length left, and what to do once it is in.
     var body: (remaining: Int, length: Int, action: ScriptedHTTPServer.Action?)?
 
-    init(connection: Int, script: @escaping ScriptedHTTPServer.Script, heads: NIOLockedValueBox<[String]>, bodyLengths: NIOLockedValueBox<[Int]>) {
+    init(
+        connection: Int, script: @escaping ScriptedHTTPServer.Script, heads: NIOLockedValueBox<[String]>, bodyLengths: NIOLockedValueBox<[Int]>,
+        held: HeldAnswers
+    ) {
+        self.held = held
         self.connection = connection
         self.script = script
         self.heads = heads
@@ -113,7 +125,11 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
                 .first { $0.lowercased().hasPrefix("content-length:") }
                 .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
             self.buffer.moveReaderIndex(forwardBy: text[..<end.upperBound].utf8.count)
-            self.heads.withLockedValue { $0.append(head) }
+            let received = self.heads.withLockedValue { heads -> Int in
+                heads.append(head)
+                return heads.count
+            }
+            self.held.received(count: received)
             let action = self.script(self.connection, self.requests, head)
             self.requests += 1
             if case .respondBeforeBody(let bytes) = action {
@@ -139,9 +155,51 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
         case .close:
             context.close(promise: nil)
             return false
+        case .reset(let partial):
+            if !partial.isEmpty { context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: partial)), promise: nil) }
+            // A zero linger time makes close() send RST.
+            let channel = context.channel
+            guard let provider = channel as? any SocketOptionProvider else {
+                channel.close(promise: nil)
+                return false
+            }
+            provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in
+                channel.close(promise: nil)
+            }
+            return false
         case .respondBeforeBody(let bytes):
             context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: bytes)), promise: nil)
             return true
+        case .respondOnceReceived(let bytes, let requests):
+            let channel = context.channel
+            self.held.whenReceived(requests) {
+                channel.writeAndFlush(ByteBuffer(string: bytes), promise: nil)
+            }
+            return true
         }
+    }
+}
+
+/// Answers waiting for the server to have received enough requests.
+private final class HeldAnswers: Sendable {
+    private let state = NIOLockedValueBox<(accepted: Int, waiting: [(count: Int, send: @Sendable () -> Void)])>((0, []))
+
+    func received(count: Int) {
+        let ready = self.state.withLockedValue { state -> [@Sendable () -> Void] in
+            state.accepted = max(state.accepted, count)
+            let ready = state.waiting.filter { $0.count <= state.accepted }.map(\.send)
+            state.waiting.removeAll { $0.count <= state.accepted }
+            return ready
+        }
+        for send in ready { send() }
+    }
+
+    func whenReceived(_ count: Int, _ send: @escaping @Sendable () -> Void) {
+        let now = self.state.withLockedValue { state -> Bool in
+            if state.accepted >= count { return true }
+            state.waiting.append((count, send))
+            return false
+        }
+        if now { send() }
     }
 }

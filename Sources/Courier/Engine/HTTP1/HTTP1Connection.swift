@@ -8,6 +8,19 @@ final class HTTP1Connection: Sendable {
     let key: HTTP1Pool.Key
     let pool: HTTP1Pool
     private let handler: NIOLoopBound<HTTP1ConnectionHandler>
+    /// Nanoseconds of `NIODeadline` until which the server promised to keep the connection while
+    /// idle (`Keep-Alive: timeout`); 0 when it promised nothing. Read by the pool under its lock.
+    private let reusableUntilNanoseconds = Atomic<UInt64>(0)
+
+    /// When the server's promise to keep the idle connection runs out, if it made one; the pool
+    /// does not hand out a connection past it. Set on the connection's loop as it becomes idle.
+    var reusableUntil: NIODeadline? {
+        get {
+            let value = self.reusableUntilNanoseconds.load(ordering: .relaxed)
+            return value == 0 ? nil : .uptimeNanoseconds(value)
+        }
+        set { self.reusableUntilNanoseconds.store(newValue?.uptimeNanoseconds ?? 0, ordering: .relaxed) }
+    }
 
     /// Made on the channel's loop.
     init(channel: any Channel, key: HTTP1Pool.Key, pool: HTTP1Pool, handler: HTTP1ConnectionHandler) {

@@ -18,6 +18,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         /// Whether the connection carried a hop before this one (then a close before any
         /// response byte may be the server's idle timeout, and the hop can go again).
         let isReused: Bool
+        /// Whether the request head reached the socket (then the server may have read it).
+        var requestWritten = false
         var requestSent = false
         var responseStarted = false
         /// The response is complete; the request body is still going out (a status below 300
@@ -29,13 +31,15 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         let closeRequested: Bool
     }
 
-    /// How many times a hop may be handed on when the connection it was given is already closed.
-    static let maximumRestarts = 3
     /// Bodies in memory go out in slices of this size, each reported as sent once written.
     static let sliceLength = 64 * 1024
 
     /// Set by the pool once the connection exists; dropped when the pipeline lets go of the handler.
     var connection: HTTP1Connection?
+    /// Tells whether any byte arrived since the hop began (the first handler of the pipeline).
+    private let readWatcher: HTTP1ReadWatcher
+    /// How long the server said it keeps an idle connection (`Keep-Alive: timeout=N`), if it said.
+    private var serverIdleTimeout: TimeAmount?
     private var context: ChannelHandlerContext?
     /// The connection's loop (kept after the pipeline lets go of the handler, for held parts).
     private var eventLoop: (any EventLoop)?
@@ -51,6 +55,10 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     private var closedWhilePaused = false
     private var idleSince: NIODeadline?
     private var idleCheck: Scheduled<Void>?
+
+    init(readWatcher: HTTP1ReadWatcher) {
+        self.readWatcher = readWatcher
+    }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
@@ -68,11 +76,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     func run(_ hop: HTTP1Hop) {
         guard let context, let connection, context.channel.isActive, self.running == nil else {
             // The connection closed (or is busy, which the pool never allows) before the hop
-            // started: nothing was sent, so it goes again, a few times at most.
-            if hop.state.withLockedValue({ $0.retries }) < Self.maximumRestarts {
-                hop.pool.retry(hop, preferredLoop: hop.exchange.eventLoop)
+            // started: nothing was sent, so it goes to another connection, a few times at most.
+            if hop.prepareRestart() {
+                hop.pool.execute(hop, preferredLoop: hop.exchange.eventLoop)
             } else {
-                hop.end(.failure(HTTP1PoolError.closedBeforeResponseComplete))
+                hop.end(.failure(HTTP1PoolError.closedBeforeAnswering(attempts: HTTP1Hop.maximumRestarts + 1)))
             }
             return
         }
@@ -87,8 +95,15 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         let closeRequested = request.headerFields[.connection]?.lowercased().contains("close") == true
         self.running = Running(hop: hop, isReused: self.hopsCarried > 0, closeRequested: closeRequested)
         self.hopsCarried += 1
+        self.readWatcher.sawBytes = false
         let head = Self.head(for: request, key: connection.key, length: body.length)
-        context.write(self.wrapOutboundOut(.head(head)), promise: nil)
+        let headWritten = context.eventLoop.makePromise(of: Void.self)
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        headWritten.futureResult.whenSuccess {
+            guard let running = loopBound.value.running, running.hop === hop else { return }
+            loopBound.value.running?.requestWritten = true
+        }
+        context.write(self.wrapOutboundOut(.head(head)), promise: headWritten)
         switch body {
         case .empty:
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
@@ -194,6 +209,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             return
         }
         self.becameIdle()
+        connection.reusableUntil = self.serverIdleTimeout.map { .now() + $0 }
         if !connection.pool.release(connection) {
             context.close(promise: nil)
         }
@@ -253,6 +269,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             running.status = Int(head.status.code)
             running.keepAlive = head.isKeepAlive
             self.running = running
+            if let keepAlive = head.headers.first(name: "keep-alive") {
+                self.serverIdleTimeout = Self.idleTimeout(fromKeepAlive: keepAlive)
+            }
             running.hop.exchange.hopReceivedHead(head)
         case .body(let buffer):
             guard let running = self.running, let eventLoop = self.eventLoop else { return }
@@ -288,7 +307,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         guard !self.readingPaused else { return }
         if self.closedWhilePaused {
             self.closedWhilePaused = false
-            self.connectionClosedUnderHop()
+            self.connectionEndedUnderHop(error: nil)
         } else if self.readPending, let context {
             self.readPending = false
             context.read()
@@ -304,10 +323,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let running = self.running {
-            self.running = nil
-            running.hop.end(.failure(error))
-        }
+        self.connectionEndedUnderHop(error: error)
         context.close(promise: nil)
     }
 
@@ -318,41 +334,58 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             // The held parts may end the response; the hop fails only if they do not.
             self.closedWhilePaused = true
         } else {
-            self.connectionClosedUnderHop()
+            self.connectionEndedUnderHop(error: nil)
         }
         context.fireChannelInactive()
     }
 
-    /// The connection closed with a hop under way: it fails, or goes again on another connection.
-    private func connectionClosedUnderHop() {
-        if let running = self.running {
-            if running.responseEnded {
-                // The whole response came; the rest of the upload had nowhere to go.
-                self.finishRunning(running)
-                return
-            }
-            self.running = nil
-            if running.isReused, !running.responseStarted, Self.canResend(running.hop) {
-                // Most likely the server closed the idle connection as the request went out.
-                running.hop.pool.retry(running.hop, preferredLoop: running.hop.exchange.eventLoop)
-            } else {
-                running.hop.end(.failure(HTTP1PoolError.closedBeforeResponseComplete))
-            }
+    /// The connection closed (`error` nil) or failed with a hop under way: the hop fails, or goes
+    /// again on another connection as ``HTTP1ResendRule`` allows.
+    private func connectionEndedUnderHop(error: (any Error)?) {
+        guard let running = self.running else { return }
+        if running.responseEnded {
+            // The whole response came; the rest of the upload had nowhere to go.
+            self.finishRunning(running)
+            return
+        }
+        self.running = nil
+        let hop = running.hop
+        let (resends, cancelled) = hop.state.withLockedValue { ($0.resends, $0.cancellation != nil) }
+        let rule = HTTP1ResendRule(
+            method: hop.request.method,
+            bodyIsReplayable: hop.request.body.isReplayable,
+            connectionWasReused: running.isReused,
+            requestWritten: running.requestWritten,
+            responseBytesSeen: running.responseStarted || self.readWatcher.sawBytes,
+            closure: error.map(Self.closure(for:)) ?? .closed,
+            resends: resends,
+            isCancelled: cancelled)
+        if rule.allowsResend {
+            hop.pool.resend(hop)
+        } else if resends >= HTTP1ResendRule.maximumResends, !rule.responseBytesSeen, rule.closure != .failed {
+            // Sent again as often as allowed, and closed each time before any answer.
+            hop.end(.failure(HTTP1PoolError.closedBeforeAnswering(attempts: resends + 1)))
+        } else {
+            hop.end(.failure(error ?? HTTP1PoolError.closedBeforeResponseComplete))
         }
     }
 
-    /// Whether a hop whose connection closed before any response may be sent again: once, for
-    /// a method that may be repeated, with a body that is not a one-shot stream.
-    private static func canResend(_ hop: HTTP1Hop) -> Bool {
-        guard hop.state.withLockedValue({ $0.retries }) == 0, hop.cancellation == nil else { return false }
-        switch hop.request.method {
-        case .get, .head, .options, .put, .delete, .trace: break
-        default: return false
+    /// What an error on the connection says about how it ended.
+    private static func closure(for error: any Error) -> HTTP1ResendRule.Closure {
+        if let error = error as? IOError, [ECONNRESET, EPIPE].contains(error.errnoCode) { return .reset }
+        if let error = error as? ChannelError, error == .eof || error == .ioOnClosedChannel || error == .alreadyClosed { return .closed }
+        return .failed
+    }
+
+    /// The idle time a `Keep-Alive` header promises (`timeout=5, max=100`), less a second for the
+    /// request to reach the server before it closes; nil when it names none.
+    static func idleTimeout(fromKeepAlive value: String) -> TimeAmount? {
+        for parameter in value.split(separator: ",") {
+            let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard pair.count == 2, pair[0].lowercased() == "timeout", let seconds = Int64(pair[1]), seconds >= 0 else { continue }
+            return .seconds(max(seconds - 1, 0))
         }
-        switch hop.request.body.storage {
-        case .empty, .data: return true
-        case .file, .stream, .replayableStream: return false
-        }
+        return nil
     }
 
     // MARK: Request head

@@ -21,26 +21,63 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         var phase = Phase.created
         /// Why the hop was cancelled, when it was; whoever holds the hop next ends it with this.
         var cancellation: (any Error)?
-        /// How many times the hop was sent again after a pooled connection closed under it.
-        var retries = 0
+        /// The request's body for the next send: resolved when the hop is made (off the event
+        /// loops: a file's size is read there) and again for each resend.
+        var body: OutgoingBody
+        /// How many times the hop was handed a connection that was already closed (nothing sent).
+        var restarts = 0
+        /// How many times the hop was sent again after its connection closed under it
+        /// (``HTTP1ResendRule``).
+        var resends = 0
+        /// The hop goes only on a connection that is new or has just carried a whole response:
+        /// the last one it was given turned out closed, and other idle ones may be too.
+        var needsProvenConnection = false
     }
+
+    /// How many times a hop may be handed on when the connection it was given is already closed.
+    static let maximumRestarts = 3
 
     let exchange: NIOExchange
     let request: Request
-    /// The request's body, resolved when the hop is made (off the event loops: a file's size is
-    /// read here), sent by whichever connection carries the hop.
-    let body: OutgoingBody
     let pool: HTTP1Pool
     let key: HTTP1Pool.Key
-    let state = NIOLockedValueBox(State())
+    let state: NIOLockedValueBox<State>
 
     /// - Throws: ``CourierError`` when the body cannot be sent (an unreadable file).
     init(exchange: NIOExchange, request: Request, pool: HTTP1Pool, key: HTTP1Pool.Key) throws(CourierError) {
         self.exchange = exchange
         self.request = request
-        self.body = try OutgoingBody(request)
+        self.state = NIOLockedValueBox(State(body: try OutgoingBody(request)))
         self.pool = pool
         self.key = key
+    }
+
+    /// The body to send now.
+    var body: OutgoingBody { self.state.withLockedValue { $0.body } }
+
+    /// Readies the hop to be sent again after its connection closed under it: a fresh body, and a
+    /// connection that is new or just proven alive. Called off the pool's lock.
+    /// - Throws: ``CourierError`` when the body cannot be made again (its file is gone).
+    func prepareResend() throws(CourierError) {
+        let body = try OutgoingBody(self.request)
+        self.state.withLockedValue { state in
+            state.body = body
+            state.resends += 1
+            state.phase = .created
+            state.needsProvenConnection = true
+        }
+    }
+
+    /// Readies the hop for another connection after the one it was handed turned out closed before
+    /// anything was written. Returns false when that happened too often already.
+    func prepareRestart() -> Bool {
+        self.state.withLockedValue { state in
+            guard state.restarts < Self.maximumRestarts else { return false }
+            state.restarts += 1
+            state.phase = .created
+            state.needsProvenConnection = true
+            return true
+        }
     }
 
     /// The reason the hop was cancelled, if it was.

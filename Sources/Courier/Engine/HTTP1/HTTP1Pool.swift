@@ -17,8 +17,12 @@ import Synchronization
 ///
 /// - Connections per host are capped by ``SessionConfiguration/httpMaximumConnectionsPerHost``;
 ///   hops beyond the cap wait in order of arrival.
-/// - An idle connection is reused most-recently-released first, on the caller's loop when one
-///   is idle there; it closes after ``SessionConfiguration/connectionIdleTimeout``.
+/// - An idle connection is reused most-recently-released first (the least likely to have been
+///   closed by the server meanwhile), on the caller's loop when one is idle there; one the server
+///   said it would have closed by now (`Keep-Alive: timeout`) is closed instead. Idle connections
+///   close after ``SessionConfiguration/connectionIdleTimeout``.
+/// - A hop whose connection closed under it before any of the response arrived goes again as
+///   ``HTTP1ResendRule`` allows, on a connection that is new or has just carried a whole response.
 /// - A connection is reused only when both sides kept it alive and the request was sent whole.
 /// - A connection that fails to open fails the first waiting hop (no retries, as with AHC's
 ///   `retryConnectionEstablishment = false`).
@@ -74,6 +78,22 @@ final class HTTP1Pool: Sendable {
             self.connectingCount += 1
         }
 
+        /// Takes the idle connection to reuse: the most recently released, on `loop` if one is
+        /// idle there. Connections found closed, or past what the server promised
+        /// (``HTTP1Connection/reusableUntil``), leave the idle list and come back in `expired`
+        /// for the caller to close.
+        mutating func takeIdle(preferring loop: any EventLoop, now: NIODeadline) -> (HTTP1Connection?, expired: [HTTP1Connection]) {
+            var expired: [HTTP1Connection] = []
+            self.idle.removeAll { connection in
+                let stale = !connection.channel.isActive || connection.reusableUntil.map { $0 <= now } == true
+                if stale { expired.append(connection) }
+                return stale
+            }
+            guard !self.idle.isEmpty else { return (nil, expired) }
+            let index = self.idle.lastIndex { $0.channel.eventLoop === loop } ?? self.idle.count - 1
+            return (self.idle.remove(at: index), expired)
+        }
+
         /// After a connection failed or closed: the loop to open another one on, counted as
         /// opening, when a waiter has none coming and the cap allows; else nil.
         mutating func replacementLoop(maximum: Int) -> (any EventLoop)? {
@@ -119,30 +139,48 @@ final class HTTP1Pool: Sendable {
     /// when a connection comes free.
     func execute(_ hop: HTTP1Hop, preferredLoop: any EventLoop) {
         enum Action { case run(HTTP1Connection), connect, wait, fail(any Error) }
+        let needsProvenConnection = hop.state.withLockedValue { $0.needsProvenConnection }
+        let now = NIODeadline.now()
+        var toClose: [HTTP1Connection] = []
         let action = self.state.withLockedValue { state -> Action in
             // Checked under the pool's lock: `HTTP1Hop.fail` takes it after recording a cancellation.
             if let cancellation = hop.cancellation { return .fail(cancellation) }
             if state.isShutDown { return .fail(HTTP1PoolError.shutDown) }
             return state.withHost(hop.key) { host in
-                if !host.idle.isEmpty {
-                    let index = host.idle.lastIndex { $0.channel.eventLoop === preferredLoop } ?? host.idle.count - 1
-                    let connection = host.idle.remove(at: index)
-                    hop.state.withLockedValue { $0.phase = .running(connection) }
-                    return .run(connection)
+                if !needsProvenConnection {
+                    let (idle, expired) = host.takeIdle(preferring: preferredLoop, now: now)
+                    toClose = expired
+                    if let connection = idle {
+                        hop.state.withLockedValue { $0.phase = .running(connection) }
+                        return .run(connection)
+                    }
                 }
                 host.waiters.append(Waiter(hop: hop, preferredLoop: preferredLoop))
                 hop.state.withLockedValue { $0.phase = .waiting(hop.key) }
-                guard host.needsConnection(maximum: self.settings.maximumConnectionsPerHost) else { return .wait }
-                host.startConnecting()
-                return .connect
+                if host.needsConnection(maximum: self.settings.maximumConnectionsPerHost) {
+                    host.startConnecting()
+                    return .connect
+                }
+                if needsProvenConnection, !host.idle.isEmpty, host.waiters.count > host.connectingCount {
+                    // At the cap with idle connections that may be as stale as the one that just
+                    // failed: close the longest idle; its close opens a new one for the waiter.
+                    toClose.append(host.idle.removeFirst())
+                }
+                return .wait
             }
         }
+        for connection in toClose { connection.channel.close(promise: nil) }
         switch action {
         case .run(let connection): connection.run(hop)
         case .connect: self.connect(hop.key, on: preferredLoop)
         case .wait: break
         case .fail(let error): hop.end(.failure(error))
         }
+    }
+
+    /// How many hops wait for a connection, all hosts together.
+    var waitingHopCount: Int {
+        self.state.withLockedValue { state in state.hosts.values.reduce(0) { $0 + $1.waiters.count } }
     }
 
     /// Takes a cancelled hop out of the queue; false when it was not waiting any more.
@@ -189,15 +227,18 @@ final class HTTP1Pool: Sendable {
         }
     }
 
-    /// Sends `hop` again on another connection: the pooled one it was given closed before any of
-    /// the response arrived.
-    func retry(_ hop: HTTP1Hop, preferredLoop: any EventLoop) {
+    /// Sends `hop` again, on a connection that is new or just proven alive: its connection closed
+    /// under it before any of the response arrived (``HTTP1ResendRule`` said it may go again).
+    func resend(_ hop: HTTP1Hop) {
         self.logger?.debug("courier: sending again on another connection", metadata: ["request": "\(hop.request.summary)"])
-        hop.state.withLockedValue { state in
-            state.phase = .created
-            state.retries += 1
+        do {
+            try hop.prepareResend()
+        } catch {
+            hop.end(.failure(error))
+            return
         }
-        self.execute(hop, preferredLoop: preferredLoop)
+        hop.exchange.hopWillBeSentAgain()
+        self.execute(hop, preferredLoop: hop.exchange.eventLoop)
     }
 
     // MARK: Connections
@@ -210,11 +251,13 @@ final class HTTP1Pool: Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
+                    let readWatcher = HTTP1ReadWatcher()
+                    try pipeline.addHandler(readWatcher)
                     try pipeline.addHTTPClientHandlers()
                     if let decompression {
                         try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: decompression))
                     }
-                    try pipeline.addHandler(HTTP1ConnectionHandler())
+                    try pipeline.addHandler(HTTP1ConnectionHandler(readWatcher: readWatcher))
                 }
             }
             .connect(host: key.host, port: key.port)
@@ -307,6 +350,9 @@ enum HTTP1PoolError: Error, Hashable, CustomStringConvertible {
     case shutDown
     /// The server closed the connection before the response was complete.
     case closedBeforeResponseComplete
+    /// The connection closed before any of the response arrived, on every one of `attempts`
+    /// sends (``HTTP1ResendRule``'s bound was reached).
+    case closedBeforeAnswering(attempts: Int)
     /// A streamed body's length differed from its declared length.
     case bodyLengthMismatch(declared: Int64, sent: Int64)
 
@@ -314,6 +360,8 @@ enum HTTP1PoolError: Error, Hashable, CustomStringConvertible {
         switch self {
         case .shutDown: "the engine was shut down"
         case .closedBeforeResponseComplete: "the server closed the connection before the response was complete"
+        case .closedBeforeAnswering(let attempts):
+            "the server closed the connection before answering, \(attempts) times in a row (the request was sent on a new connection each time after the first)"
         case .bodyLengthMismatch(let declared, let sent): "the body declared \(declared) bytes and gave \(sent)"
         }
     }

@@ -1,0 +1,68 @@
+import HTTPTypes
+
+/// When a hop whose connection closed under it is sent again: Courier's rule for stale
+/// connections, pure so that it is tested without I/O.
+///
+/// A server may close a keep-alive connection at any moment it is idle (gunicorn after 2 s, nginx
+/// after 75 s, load balancers at their own pace), and a request written just as it does finds the
+/// connection gone. Such a request was never processed, and is sent again, on a connection that is
+/// new or has just carried a whole response (never on another idle one, which the same server may
+/// have closed too):
+/// - when no byte of the response had arrived, the request was not cancelled, and it has not
+///   been sent again ``maximumResends`` times already; and
+/// - either nothing of it was written before the connection was found closed, or it was written
+///   on a reused connection and then either its method is idempotent (RFC 9110 9.2.2: GET, HEAD,
+///   OPTIONS, TRACE, PUT, DELETE) or the server reset the connection with nothing read (a reset
+///   means the server's socket closed with our bytes unread);
+/// - and its body can be produced again (not a one-shot stream: its first chunks may already be
+///   gone). A hop handed a connection that turns out closed before it starts is not sent at all:
+///   it simply goes to another connection, one-shot stream included (see ``HTTP1Hop``).
+///
+/// A fresh connection that closes after the request went out is the server's answer, not a
+/// stale connection: the request fails with it.
+struct HTTP1ResendRule: Equatable {
+    /// How the connection ended under the hop.
+    enum Closure: Equatable {
+        /// The server closed it (end of file), or it was found closed.
+        case closed
+        /// The server reset it (`ECONNRESET`, `EPIPE`).
+        case reset
+        /// Another error (a malformed response, a TLS failure).
+        case failed
+    }
+
+    /// How many times a hop may be sent again after its connection closed under it.
+    static let maximumResends = 3
+
+    var method: HTTPRequest.Method
+    /// Whether the body can be produced again (empty, in memory, a file, a replayable stream).
+    var bodyIsReplayable: Bool
+    /// Whether the connection had carried a hop before this one.
+    var connectionWasReused: Bool
+    /// Whether any byte of the request reached the socket.
+    var requestWritten: Bool
+    /// Whether any byte of the response arrived.
+    var responseBytesSeen: Bool
+    var closure: Closure
+    /// How many times the hop was already sent again.
+    var resends: Int
+    var isCancelled: Bool
+
+    /// Whether the hop goes again.
+    var allowsResend: Bool {
+        guard !self.isCancelled, !self.responseBytesSeen, self.resends < Self.maximumResends, self.closure != .failed else {
+            return false
+        }
+        guard self.bodyIsReplayable else { return false }
+        if !self.requestWritten { return true }
+        guard self.connectionWasReused else { return false }
+        return Self.isIdempotent(self.method) || self.closure == .reset
+    }
+
+    static func isIdempotent(_ method: HTTPRequest.Method) -> Bool {
+        switch method {
+        case .get, .head, .options, .trace, .put, .delete: true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,209 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import NIOCore
+import Testing
+
+/// No good request is lost to a stale connection (``HTTP1ResendRule``): the rule alone, then
+/// servers that close or reset kept-alive connections as real ones do.
+@Suite("Stale connections")
+struct StaleConnectionTests {
+    // MARK: The rule, without I/O
+
+    private static func rule(
+        _ method: HTTPRequest.Method = .get, replayable: Bool = true, reused: Bool = true, written: Bool = true,
+        bytesSeen: Bool = false, closure: HTTP1ResendRule.Closure = .closed, resends: Int = 0, cancelled: Bool = false
+    ) -> HTTP1ResendRule {
+        HTTP1ResendRule(
+            method: method, bodyIsReplayable: replayable, connectionWasReused: reused, requestWritten: written,
+            responseBytesSeen: bytesSeen, closure: closure, resends: resends, isCancelled: cancelled)
+    }
+
+    @Test func idempotentRequestsOnAReusedConnectionGoAgain() {
+        for method in [HTTPRequest.Method.get, .head, .options, .trace, .put, .delete] {
+            #expect(Self.rule(method).allowsResend, "\(method)")
+            #expect(Self.rule(method, closure: .reset).allowsResend, "\(method)")
+        }
+    }
+
+    @Test func otherMethodsGoAgainOnlyWhenTheServerCannotHaveReadThem() {
+        for method in [HTTPRequest.Method.post, .patch, .connect] {
+            #expect(!Self.rule(method).allowsResend, "a clean close after the request went out: the server may have acted on it")
+            #expect(Self.rule(method, closure: .reset).allowsResend, "a reset with nothing read: the server's socket was closed")
+            #expect(Self.rule(method, written: false).allowsResend, "nothing was written")
+        }
+    }
+
+    @Test func nothingGoesAgainOnceTheResponseBegan() {
+        #expect(!Self.rule(bytesSeen: true).allowsResend)
+        #expect(!Self.rule(.post, bytesSeen: true, closure: .reset).allowsResend)
+        #expect(!Self.rule(written: false, bytesSeen: true).allowsResend)
+    }
+
+    @Test func aFreshConnectionClosingAfterTheRequestIsTheServersAnswer() {
+        #expect(!Self.rule(reused: false).allowsResend)
+        #expect(!Self.rule(reused: false, closure: .reset).allowsResend)
+        #expect(Self.rule(reused: false, written: false).allowsResend, "nothing reached the server")
+    }
+
+    @Test func resendsAreBoundedAndNeverFollowACancellationOrAFailure() {
+        #expect(Self.rule(resends: HTTP1ResendRule.maximumResends - 1).allowsResend)
+        #expect(!Self.rule(resends: HTTP1ResendRule.maximumResends).allowsResend)
+        #expect(!Self.rule(cancelled: true).allowsResend)
+        #expect(!Self.rule(closure: .failed).allowsResend)
+    }
+
+    @Test func aOneShotStreamIsNeverSentTwice() {
+        #expect(!Self.rule(replayable: false).allowsResend)
+        #expect(!Self.rule(replayable: false, written: false).allowsResend)
+        #expect(!Self.rule(.put, replayable: false, closure: .reset).allowsResend)
+    }
+
+    @Test func keepAliveTimeoutsAreRead() {
+        #expect(HTTP1ConnectionHandler.idleTimeout(fromKeepAlive: "timeout=5, max=100") == .seconds(4))
+        #expect(HTTP1ConnectionHandler.idleTimeout(fromKeepAlive: "max=100,Timeout = 2") == .seconds(1))
+        #expect(HTTP1ConnectionHandler.idleTimeout(fromKeepAlive: "timeout=0") == .seconds(0))
+        #expect(HTTP1ConnectionHandler.idleTimeout(fromKeepAlive: "max=3") == nil)
+        #expect(HTTP1ConnectionHandler.idleTimeout(fromKeepAlive: "timeout=soon") == nil)
+    }
+
+    // MARK: Over sockets
+
+    private func withScriptedServer<T>(_ script: @escaping ScriptedHTTPServer.Script, _ body: (ScriptedHTTPServer) async throws -> T) async throws -> T {
+        let server = try await ScriptedHTTPServer.start(script)
+        defer { Task { await server.shutdown() } }
+        return try await body(server)
+    }
+
+    private static let ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+    /// The first connection answers once, then ends as `second` says when the next request
+    /// arrives; every later connection answers.
+    private static func firstConnectionEnds(with second: ScriptedHTTPServer.Action) -> ScriptedHTTPServer.Script {
+        { connection, request, _ in connection == 0 && request == 1 ? second : .respond(Self.ok) }
+    }
+
+    @Test func aResetReusedConnectionSendsAnyRequestAgain() async throws {
+        for method in [HTTPRequest.Method.get, .post] {
+            try await withScriptedServer(Self.firstConnectionEnds(with: .reset())) { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
+                    let second = try await manager.response(
+                        method: method, urlString: "b", parameters: ["k": "v"], serializer: DataResponseSerializer())
+                    #expect(second.value == Data("ok".utf8), "\(method)")
+                    #expect(server.connectionCount == 2)
+                    #expect(server.receivedHeads.count == 3)
+                }
+            }
+        }
+    }
+
+    @Test func aResetAfterPartOfTheAnswerIsNotHidden() async throws {
+        try await withScriptedServer(Self.firstConnectionEnds(with: .reset(partial: "HTTP/1.1 200 O"))) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
+                let error = await #expect(throws: CourierError.self) {
+                    try await manager.response(method: .get, urlString: "b", serializer: DataResponseSerializer())
+                }
+                #expect([.connectionClosed, .invalidResponse].contains(error?.code))
+                #expect(server.connectionCount == 1, "not sent again: the server had begun to answer")
+            }
+        }
+    }
+
+    @Test func aOneShotStreamOnAClosedConnectionFailsRatherThanSendingHalfABody() async throws {
+        try await withScriptedServer(Self.firstConnectionEnds(with: .close)) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
+                var request = Request(method: .put, url: server.baseURL.appending(path: "b"))
+                let chunks = AsyncStream<ByteBuffer> { continuation in
+                    continuation.yield(ByteBuffer(string: "abc"))
+                    continuation.finish()
+                }
+                request.body = .stream(chunks.map { $0 }, length: .known(3))
+                let error = await #expect(throws: CourierError.self) {
+                    try await manager.response(for: request, serializer: DataResponseSerializer())
+                }
+                #expect(error?.code == .connectionClosed)
+                #expect(server.connectionCount == 1)
+            }
+        }
+    }
+
+    /// A server that closes every kept-alive connection as the next request arrives (the worst
+    /// case of an idle timeout): every request still succeeds, each after one resend.
+    @Test func aServerThatClosesEveryReusedConnectionLosesNoRequest() async throws {
+        let script: ScriptedHTTPServer.Script = { _, request, _ in request == 0 ? .respond(Self.ok) : .close }
+        try await withScriptedServer(script) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                for index in 0..<50 {
+                    let response = try await manager.response(method: .get, urlString: "r\(index)", serializer: DataResponseSerializer())
+                    #expect(response.value == Data("ok".utf8))
+                }
+                #expect(server.connectionCount == 50)
+            }
+        }
+    }
+
+    /// Four idle connections that the server has all given up on (each closes when its next
+    /// request arrives): the request that finds the first one closed goes on a new connection,
+    /// not on another of the idle ones.
+    @Test func theResendNeverTakesAnotherIdleConnection() async throws {
+        let script: ScriptedHTTPServer.Script = { connection, request, _ in
+            if connection < 4 { return request == 0 ? .respondOnceReceived(Self.ok, requests: 4) : .close }
+            return .respond(Self.ok)
+        }
+        try await withScriptedServer(script) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for index in 0..<4 {
+                        group.addTask { _ = try await manager.response(method: .get, urlString: "p\(index)", serializer: DataResponseSerializer()) }
+                    }
+                    try await group.waitForAll()
+                }
+                #expect(server.connectionCount == 4, "\(server.receivedHeads.map { $0.split(separator: " ")[1] })")
+                let response = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
+                #expect(response.value == Data("ok".utf8))
+                #expect(server.connectionCount == 5, "one stale connection tried, then a new one")
+                #expect(server.receivedHeads.count == 6)
+            }
+        }
+    }
+
+    /// A server that resets every connection once it has answered one request: the resend goes
+    /// on a new connection, which is reset too; the request then fails with the reset, having
+    /// been sent twice, not in a loop.
+    @Test func aServerThatResetsEveryConnectionEndsInATypedErrorNotALoop() async throws {
+        let script: ScriptedHTTPServer.Script = { connection, request, _ in
+            connection == 0 && request == 0 ? .respond(Self.ok) : .reset()
+        }
+        try await withScriptedServer(script) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
+                let error = await #expect(throws: CourierError.self) {
+                    try await manager.response(method: .get, urlString: "b", serializer: DataResponseSerializer())
+                }
+                #expect(error?.code == .connectionClosed)
+                #expect(error?.message.contains("reset") == true, "\(error?.message ?? "")")
+                #expect(server.receivedHeads.count == 3, "the first request, then the second one twice")
+            }
+        }
+    }
+
+    /// A server that promises to keep idle connections for no time (`Keep-Alive: timeout=0`):
+    /// the pool does not hand out such a connection again, so nothing needs resending.
+    @Test func aConnectionPastTheServersKeepAliveTimeoutIsNotReused() async throws {
+        let calls = Recorder<String>()
+        let script: ScriptedHTTPServer.Script = { connection, request, _ in
+            calls.append("\(connection).\(request)")
+            return .respond("HTTP/1.1 200 OK\r\nKeep-Alive: timeout=0\r\nContent-Length: 2\r\n\r\nok")
+        }
+        try await withScriptedServer(script) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
+                _ = try await manager.response(method: .get, urlString: "b", serializer: DataResponseSerializer())
+                #expect(calls.all == ["0.0", "1.0"])
+            }
+        }
+    }
+}
