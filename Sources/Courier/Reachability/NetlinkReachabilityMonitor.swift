@@ -19,6 +19,9 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
         var threadID: Int32 = 0
         /// The inode numbers of its two netlink sockets.
         var socketInodes: [UInt64] = []
+        /// How many times the status was computed (once at start, then once per coalesced batch of
+        /// changes): tests wait for it to grow to know that a change was seen, instead of sleeping.
+        var evaluations = 0
     }
 
     private struct Control {
@@ -126,7 +129,9 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
 
         var dumper = NetlinkDumper(fd: dumps)
         repeat {
-            report(self.evaluate(&dumper))
+            let outcome = self.evaluate(&dumper)
+            self.resources.withLockedValue { $0.evaluations += 1 }
+            report(outcome)
         } while self.waitForChanges(events: events, wakeReader: wakeReader)
     }
 
