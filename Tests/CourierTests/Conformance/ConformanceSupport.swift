@@ -44,7 +44,7 @@ extension Conformance {
         _ name: Notification.Name,
         object: AnyObject? = nil,
         matching: @escaping @Sendable (NotificationBox) -> Bool = { _ in true },
-        within seconds: Double = 10,
+        within seconds: Double = 30,
         after trigger: () -> Void
     ) async -> Notification? {
         let waiter = NotificationWaiter()

@@ -214,7 +214,7 @@ struct HTTPRequestOperationTests {
                     guard let operation = manager.get("delay/5", success: { done(.success($0, $1, onQueue: true)) }, failure: { done(.failure($0, $1, onQueue: true)) }) else { return }
                     // Cancels once the request is running on the server (bounded by `eventually`).
                     Task {
-                        _ = await eventually { server.requestCount == 1 }
+                        _ = await eventually(within: 30) { server.requestCount == 1 }
                         operation.cancel()
                     }
                 }

@@ -198,7 +198,7 @@ struct BadInputTests {
                 manager.get("delay/5", success: { _, _ in finish(nil) }, failure: { _, error in finish(error) })
                 // Invalidates once the request is running on the server (bounded by `eventually`).
                 Task {
-                    _ = await eventually { server.requestCount == 1 }
+                    _ = await eventually(within: 30) { server.requestCount == 1 }
                     await manager.invalidate(cancelingTasks: true)
                 }
             }

@@ -77,7 +77,7 @@ struct DataStreamTests {
             try await withManager(baseURL: server.baseURL) { manager in
                 let waiting = Task { try await manager.stream(Request(url: server.url("/delay/10"))) }
                 // Cancels once the request is waiting on the server for its head.
-                #expect(await eventually { server.requestCount == 1 })
+                #expect(await eventually(within: 30) { server.requestCount == 1 })
                 waiting.cancel()
                 let result = await waiting.result
                 #expect((try? result.get()) == nil)

@@ -89,7 +89,7 @@ struct TaskLifeCycleOverSocketTests {
                     task.resume()
                     // Cancels once the request has reached the server (bounded by `eventually`).
                     Task {
-                        _ = await eventually { server.requestCount == 1 }
+                        _ = await eventually(within: 30) { server.requestCount == 1 }
                         task.cancel()
                     }
                 }
