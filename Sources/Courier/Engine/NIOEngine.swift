@@ -12,7 +12,7 @@ import NIOSSL
 /// engine, at most ``SessionConfiguration/httpMaximumConnectionsPerHost`` per host, idle ones
 /// closed after ``SessionConfiguration/connectionIdleTimeout``; a request whose connection the
 /// server closed or reset before any byte of the answer is sent again on a new connection as
-/// ``HTTP1ResendRule`` allows: idempotent methods, or any method the server cannot have read).
+/// Courier's resend rule allows: idempotent methods, or any method the server cannot have read).
 /// Everything else goes through AsyncHTTPClient: one `HTTPClient` per security policy gives TLS
 /// through swift-nio-ssl, HTTP/2, and proxies. Both decompress responses as configured.
 ///
