@@ -211,12 +211,11 @@ struct HTTPRequestOperationTests {
         try await withTestServer { server in
             try await self.withOperationManager(server) { manager in
                 let outcome: Outcome = await awaitCallback { done in
-                    guard let operation = manager.get("delay/5", success: { done(.success($0, $1, onQueue: true)) }, failure: { done(.failure($0, $1, onQueue: true)) }) else { return }
-                    // Cancels once the request is running on the server (bounded by `eventually`).
-                    Task {
-                        _ = await eventually(within: 30) { server.requestCount == 1 }
-                        operation.cancel()
-                    }
+                    // Cancels when the request reaches the server, which answers only 10 s later.
+                    let arrival = ArrivalAction()
+                    server.routeCallingOnArrival("/hold", arrival)
+                    guard let operation = manager.get("hold", success: { done(.success($0, $1, onQueue: true)) }, failure: { done(.failure($0, $1, onQueue: true)) }) else { return }
+                    arrival.set { operation.cancel() }
                 }
                 guard case .failure(let operation?, let error, _) = outcome else {
                     Issue.record("not a failure with an operation")

@@ -194,13 +194,12 @@ struct BadInputTests {
         try await withTestServer { server in
             let manager = HTTPSessionManager(baseURL: server.baseURL)
             manager.completionQueue = TestQueues.completion
+            // Invalidates when the request reaches the server, which answers only 10 s later.
+            let arrival = ArrivalAction()
+            arrival.set { manager.invalidate(cancelingTasks: true) }
+            server.routeCallingOnArrival("/hold", arrival)
             let error: CourierError? = await awaitCallback { finish in
-                manager.get("delay/5", success: { _, _ in finish(nil) }, failure: { _, error in finish(error) })
-                // Invalidates once the request is running on the server (bounded by `eventually`).
-                Task {
-                    _ = await eventually(within: 30) { server.requestCount == 1 }
-                    await manager.invalidate(cancelingTasks: true)
-                }
+                manager.get("hold", success: { _, _ in finish(nil) }, failure: { _, error in finish(error) })
             }
             #expect(error?.code == .cancelled)
         }

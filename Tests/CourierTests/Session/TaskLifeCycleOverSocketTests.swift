@@ -84,14 +84,13 @@ struct TaskLifeCycleOverSocketTests {
     @Test func cancelWhileRunningFailsPromptly() async throws {
         try await withTestServer { server in
             try await withManager(baseURL: server.baseURL) { manager in
+                // Cancels when the request reaches the server, which answers only 10 s later.
+                let arrival = ArrivalAction()
+                server.routeCallingOnArrival("/hold", arrival)
                 let error: CourierError? = await awaitCallback { finish in
-                    let task = manager.dataTask(with: Request(url: server.url("/delay/10"))) { _, _, error in finish(error) }
+                    let task = manager.dataTask(with: Request(url: server.url("/hold"))) { _, _, error in finish(error) }
+                    arrival.set { task.cancel() }
                     task.resume()
-                    // Cancels once the request has reached the server (bounded by `eventually`).
-                    Task {
-                        _ = await eventually(within: 30) { server.requestCount == 1 }
-                        task.cancel()
-                    }
                 }
                 // Without the cancel the task would succeed after 10 s: no clock needed.
                 #expect(error?.code == .cancelled)

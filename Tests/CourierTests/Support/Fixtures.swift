@@ -99,3 +99,23 @@ extension Optional where Wrapped == any Sendable {
     /// The JSON object a serializer returned, as a dictionary.
     var json: [String: any Sendable]? { self as? [String: any Sendable] }
 }
+
+/// Something to do when a request reaches a route: set it once the task exists.
+final class ArrivalAction: Sendable {
+    private let action = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
+    func set(_ action: @escaping @Sendable () -> Void) { self.action.withLockedValue { $0 = action } }
+    func run() { self.action.withLockedValue { $0 }?() }
+}
+
+extension TestServer {
+    /// Registers `path` to run `arrival` as soon as a request reaches it (the event a test waits
+    /// for), then to answer `late` only after `delay`: a cancel, pause or invalidation done on
+    /// arrival must win, however loaded the machine is.
+    func routeCallingOnArrival(_ path: String, delay: Duration = .seconds(10), _ arrival: ArrivalAction) {
+        self.route(path) { _ in
+            arrival.run()
+            try? await Task.sleep(for: delay)  // the server's answer comes late; nothing is asserted on time
+            return TestServer.Response(body: Data("late".utf8))
+        }
+    }
+}

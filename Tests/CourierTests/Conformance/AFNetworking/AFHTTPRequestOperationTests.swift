@@ -100,17 +100,17 @@ struct AFHTTPRequestOperationConformanceTests {
         }
     }
 
+    /// The source cancels once the operation executes; here, when the request reaches the server
+    /// (which answers only 10 s later), so that the cancel wins on a loaded machine too.
     @Test func testThatCancellationOfRequestOperationSetsError() async throws {
         try await Self.withServerAndManager { server, manager in
-            let operation = Self.operation(server.url("/delay/5"), manager)
+            let arrival = ArrivalAction()
+            server.routeCallingOnArrival("/hold", arrival)
+            let operation = Self.operation(server.url("/hold"), manager)
+            arrival.set { operation.cancel() }
             let done = await awaitCallback { (finish: @escaping @Sendable (Bool) -> Void) in
                 operation.completionBlock = { finish(true) }
                 operation.start()
-                Task {
-                    // Cancels once the request is out; bounded by `eventually`'s deadline.
-                    _ = await Self.executing(operation)
-                    operation.cancel()
-                }
             }
             #expect(done)
             #expect(operation.error?.code == .cancelled)
@@ -119,14 +119,11 @@ struct AFHTTPRequestOperationConformanceTests {
 
     @Test func testThatCancellationOfRequestOperationInvokesFailureCompletionBlock() async throws {
         try await Self.withServerAndManager { server, manager in
-            let operation = Self.operation(server.url("/delay/5"), manager)
-            let outcome = await Self.outcome(of: operation) {
-                Task {
-                    // Cancels once the request is out; bounded by `eventually`'s deadline.
-                    _ = await Self.executing(operation)
-                    operation.cancel()
-                }
-            }
+            let arrival = ArrivalAction()
+            server.routeCallingOnArrival("/hold", arrival)
+            let operation = Self.operation(server.url("/hold"), manager)
+            arrival.set { operation.cancel() }
+            let outcome = await Self.outcome(of: operation)
             #expect(operation.error?.code == .cancelled)
             #expect(outcome.error?.code == .cancelled)
         }
@@ -193,7 +190,9 @@ struct AFHTTPRequestOperationConformanceTests {
 
     @Test func testThatOperationCanBePaused() async throws {
         try await Self.withServerAndManager { server, manager in
-            let operation = Self.operation(server.url("/delay/1"), manager)
+            // The server answers 10 s after the request arrives: the operation is still running.
+            server.routeCallingOnArrival("/hold", ArrivalAction())
+            let operation = Self.operation(server.url("/hold"), manager)
             operation.start()
             #expect(await Self.executing(operation))
             operation.pause()
@@ -205,7 +204,9 @@ struct AFHTTPRequestOperationConformanceTests {
 
     @Test func testThatPausedOperationCanBeResumed() async throws {
         try await Self.withServerAndManager { server, manager in
-            let operation = Self.operation(server.url("/delay/1"), manager)
+            // The server answers 10 s after the request arrives: the operation is still running.
+            server.routeCallingOnArrival("/hold", ArrivalAction())
+            let operation = Self.operation(server.url("/hold"), manager)
             operation.start()
             #expect(await Self.executing(operation))
             operation.pause()
@@ -220,15 +221,15 @@ struct AFHTTPRequestOperationConformanceTests {
 
     @Test func testThatPausedOperationCanBeCompleted() async throws {
         try await Self.withServerAndManager { server, manager in
-            let operation = Self.operation(server.url("/delay/1"), manager)
-            let outcome = await Self.outcome(of: operation) {
-                Task {
-                    // Pauses and resumes once the request is out; bounded by `eventually`'s deadline.
-                    _ = await Self.executing(operation)
-                    operation.pause()
-                    operation.resume()
-                }
+            // Pauses and resumes when the request reaches the server (which answers 1 s later).
+            let arrival = ArrivalAction()
+            server.routeCallingOnArrival("/hold", delay: .seconds(1), arrival)
+            let operation = Self.operation(server.url("/hold"), manager)
+            arrival.set {
+                operation.pause()
+                operation.resume()
             }
+            let outcome = await Self.outcome(of: operation)
             #expect(operation.isFinished)
             #expect(outcome.error == nil)
             #expect(outcome.object != nil)
