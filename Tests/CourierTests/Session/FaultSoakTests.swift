@@ -1,0 +1,297 @@
+import CourierTesting
+import Dispatch
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+
+@testable import Courier
+
+/// A few thousand requests through every API against a server that misbehaves in every way
+/// ``FaultServer`` knows, with cancellations mixed in, in a seeded order. Whatever happens: each
+/// task completes exactly once, none outlives its deadline by more than a moment, every error is
+/// a typed ``CourierError`` with a code that fits the fault, and once the manager is invalidated
+/// and dropped its tasks, delegates, engine, sockets and threads are gone, and no download file
+/// is left behind.
+@Suite(.serialized) struct FaultSoakTests {
+    enum API: CaseIterable { case callbackVerb, asyncVerb, download, stream, operation }
+    enum Cancellation { case none, immediately, onFirstBytes }
+
+    struct Plan: Sendable {
+        let id: Int
+        let fault: FaultServer.Fault
+        let api: API
+        let cancellation: Cancellation
+    }
+
+    struct Outcome: Sendable {
+        let plan: Plan
+        let error: CourierError?
+        let seconds: Double
+    }
+
+    static let requests = 2_400
+    static let inFlight = 48
+    /// The idle and whole-transfer deadlines of the soak's session.
+    static let idleTimeout = 1.0
+    static let resourceTimeout = 4.0
+
+    @Test func everyTaskEndsOnceWithATypedErrorAndNothingOutlivesTheWork() async throws {
+        let server = try await FaultServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let downloads = FileManager.default.temporaryDirectory.appendingPathComponent("courier-soak-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: downloads) }
+        let threadsBefore = ProcessCensus.eventLoopThreads()
+
+        var generator = SplitMix64(seed: 0x5eed_c0de)
+        let plans = (0..<Self.requests).map { id -> Plan in
+            let roll = Int.random(in: 0..<100, using: &generator)
+            let cancellation: Cancellation = roll < 8 ? .immediately : roll < 16 ? .onFirstBytes : .none
+            return Plan(
+                id: id, fault: FaultServer.Fault.allCases.randomElement(using: &generator)!,
+                api: API.allCases.randomElement(using: &generator)!, cancellation: cancellation)
+        }
+
+        let bag = WeakBag()
+        let completions = CompletionLedger()
+        let outcomes: [Outcome]
+        do {
+            var configuration = SessionConfiguration.default
+            configuration.timeoutIntervalForRequest = Self.idleTimeout
+            configuration.timeoutIntervalForResource = Self.resourceTimeout
+            configuration.httpMaximumConnectionsPerHost = 16
+            configuration.downloadDirectory = downloads
+            let manager = HTTPSessionManager(baseURL: nil, configuration: configuration)
+            manager.completionQueue = DispatchQueue(label: "courier.soak.completion")
+            manager.responseSerializer = HTTPResponseSerializer()
+            bag.add(manager)
+            bag.add(manager.engine as AnyObject)
+            bag.track(manager)
+            var hooks = manager.hooks
+            let tracked = hooks.taskDidComplete
+            hooks.taskDidComplete = { manager, task, error in
+                completions.record(task.taskIdentifier)
+                tracked?(manager, task, error)
+            }
+            manager.hooks = hooks
+            let resumedObserver = NotificationCenter.default.addObserver(forName: .taskDidResume, object: nil, queue: nil) {
+                [weak manager] note in
+                guard let task = note.object as? SessionTask, task.delegate.manager === manager, manager != nil else { return }
+                completions.resumed(task.taskIdentifier)
+            }
+            defer { NotificationCenter.default.removeObserver(resumedObserver) }
+            let operations = HTTPRequestOperationManager(sessionManager: manager)
+            operations.completionQueue = manager.completionQueue
+            operations.responseSerializer = HTTPResponseSerializer()
+
+            outcomes = await withTaskGroup(of: Outcome.self) { group in
+                var results: [Outcome] = []
+                var next = plans.makeIterator()
+                for _ in 0..<Self.inFlight {
+                    guard let plan = next.next() else { break }
+                    group.addTask { await Self.run(plan, server: server, manager: manager, operations: operations) }
+                }
+                while let outcome = await group.next() {
+                    results.append(outcome)
+                    if let plan = next.next() {
+                        group.addTask { await Self.run(plan, server: server, manager: manager, operations: operations) }
+                    }
+                }
+                return results
+            }
+            await manager.invalidate(cancelingTasks: false)
+        }
+
+        // Each request ended once, in time, with an error that fits its fault.
+        #expect(outcomes.count == Self.requests)
+        var byCode: [String: Int] = [:]
+        for outcome in outcomes {
+            byCode[outcome.error.map { "\($0.code)" } ?? "success", default: 0] += 1
+            let allowed = Self.allowedCodes(for: outcome.plan)
+            #expect(
+                allowed.contains(outcome.error?.code),
+                "request \(outcome.plan.id) (\(outcome.plan.fault), \(outcome.plan.api), \(outcome.plan.cancellation)) ended with \(outcome.error.map { "\($0.code): \($0.message)" } ?? "success")")
+            #expect(outcome.seconds < Self.resourceTimeout + 3, "request \(outcome.plan.id) took \(outcome.seconds) s")
+        }
+        #expect(completions.allOnce, "tasks that completed more than once: \(completions.repeated)")
+        #expect(completions.unfinished.isEmpty, "tasks resumed and never completed: \(completions.unfinished.prefix(10))")
+        // Every request made a task, except operations cancelled before they started.
+        let cancelledOperations = plans.filter { $0.api == .operation && $0.cancellation != .none }.count
+        #expect((Self.requests - cancelledOperations...Self.requests).contains(completions.count), "\(completions.count) tasks completed")
+
+        // Nothing outlives the work.
+        #expect(await eventually(within: 15) { bag.allReleased }, "still alive: \(bag.survivors.prefix(10))")
+        #expect(await eventually(within: 15) { ProcessCensus.openSockets(toPort: server.port) == 0 }, "client sockets still open")
+        #expect(await eventually(within: 15) { server.openConnectionCount == 0 }, "\(server.openConnectionCount) server connections open")
+        #expect(await eventually(within: 15) { ProcessCensus.eventLoopThreads() <= threadsBefore }, "event-loop threads: \(ProcessCensus.eventLoopThreads()), before: \(threadsBefore)")
+        let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? []
+        #expect(leftovers.isEmpty, "download files left behind: \(leftovers.prefix(5))")
+        print("soak: \(outcomes.count) requests, outcomes \(byCode.sorted { $0.key < $1.key })")
+    }
+
+    /// The codes a request may end with (nil: success).
+    static func allowedCodes(for plan: Plan) -> Set<CourierError.Code?> {
+        var codes: Set<CourierError.Code?> =
+            switch plan.fault {
+            case .none, .informational, .slowDrip, .closeAfterResponse: [nil]
+            case .resetBeforeHead: [.connectionClosed]
+            case .resetDuringHead, .resetAfterHead, .truncatedBody, .malformedBody, .hugeHeaders: [.connectionClosed, .invalidResponse]
+            case .silence: [.timedOut]
+            case .redirectLoop: [.tooManyRedirects]
+            }
+        if plan.cancellation != .none { codes.insert(.cancelled) }
+        return codes
+    }
+
+    // MARK: One request
+
+    static func run(_ plan: Plan, server: FaultServer, manager: HTTPSessionManager, operations: HTTPRequestOperationManager) async -> Outcome {
+        let url = server.url(for: plan.fault, query: "id=\(plan.id)")
+        let start = ContinuousClock.now
+        let error = await Self.error(of: plan, url: url, manager: manager, operations: operations)
+        let elapsed = ContinuousClock.now - start
+        return Outcome(plan: plan, error: error, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+
+    private static func error(of plan: Plan, url: URL, manager: HTTPSessionManager, operations: HTTPRequestOperationManager) async -> CourierError? {
+        let cancelOnBytes = plan.cancellation == .onFirstBytes
+        switch plan.api {
+        case .callbackVerb:
+            return await awaitCallback { (finish: @escaping @Sendable (CourierError?) -> Void) in
+                let once = CancelOnce()
+                let task = manager.get(
+                    url.absoluteString, progress: { _ in if cancelOnBytes { once.fire() } },
+                    success: { _, _ in finish(nil) }, failure: { _, error in finish(error) })
+                once.task = task
+                if plan.cancellation == .immediately { task?.cancel() }
+            }
+        case .download:
+            return await awaitCallback { (finish: @escaping @Sendable (CourierError?) -> Void) in
+                let once = CancelOnce()
+                let task = manager.downloadTask(
+                    with: Request(url: url), progress: { _ in if cancelOnBytes { once.fire() } }
+                ) { _, file, error in
+                    if let file { try? FileManager.default.removeItem(at: file) }
+                    finish(error)
+                }
+                once.task = task
+                task.resume()
+                if plan.cancellation == .immediately { task.cancel() }
+            }
+        case .operation:
+            return await awaitCallback { (finish: @escaping @Sendable (CourierError?) -> Void) in
+                let operation = operations.get(url.absoluteString, success: { _, _ in finish(nil) }, failure: { _, error in finish(error) })
+                if plan.cancellation != .none { operation?.cancel() }
+            }
+        case .asyncVerb, .stream:
+            let work = Task { () async -> CourierError? in
+                do {
+                    if plan.api == .asyncVerb {
+                        _ = try await manager.response(method: .get, urlString: url.absoluteString, serializer: DataResponseSerializer())
+                    } else {
+                        let stream = try await manager.stream(Request(url: url))
+                        var first = true
+                        for try await _ in stream.body where first {
+                            first = false
+                            if cancelOnBytes { stream.task.cancel() }
+                        }
+                    }
+                    return nil
+                } catch let error as CourierError {
+                    return error
+                } catch {
+                    return CourierError(.internalInconsistency, "not a CourierError: \(error)")
+                }
+            }
+            if plan.cancellation == .immediately {
+                await Task.yield()
+                work.cancel()
+            }
+            return await work.value
+        }
+    }
+}
+
+/// Counts each task's completions (through the completion hook).
+final class CompletionLedger: Sendable {
+    private let counts = NIOLockedValueBox<[Int: Int]>([:])
+    private let started = NIOLockedValueBox<Set<Int>>([])
+
+    func record(_ identifier: Int) { self.counts.withLockedValue { $0[identifier, default: 0] += 1 } }
+    func resumed(_ identifier: Int) { _ = self.started.withLockedValue { $0.insert(identifier) } }
+    var count: Int { self.counts.withLockedValue { $0.count } }
+    /// Tasks resumed that never completed.
+    var unfinished: [Int] {
+        let completed = Set(self.counts.withLockedValue { $0.keys })
+        return self.started.withLockedValue { $0.subtracting(completed).sorted() }
+    }
+    var allOnce: Bool { self.counts.withLockedValue { $0.values.allSatisfy { $0 == 1 } } }
+    var repeated: [Int] { self.counts.withLockedValue { $0.filter { $0.value > 1 }.map(\.key) } }
+}
+
+/// Cancels a task once, from a progress callback that may run before the task is known.
+final class CancelOnce: Sendable {
+    private let state = NIOLockedValueBox<(task: SessionTask?, fired: Bool)>((nil, false))
+
+    var task: SessionTask? {
+        get { self.state.withLockedValue { $0.task } }
+        set {
+            let fire = self.state.withLockedValue { state -> Bool in
+                state.task = newValue
+                return state.fired
+            }
+            if fire { newValue?.cancel() }
+        }
+    }
+
+    func fire() {
+        let task = self.state.withLockedValue { state -> SessionTask? in
+            guard !state.fired else { return nil }
+            state.fired = true
+            return state.task
+        }
+        task?.cancel()
+    }
+}
+
+/// A seeded generator, so that a failing soak can be replayed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { self.state = seed }
+    mutating func next() -> UInt64 {
+        self.state &+= 0x9E37_79B9_7F4A_7C15
+        var z = self.state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// What this process holds, read from `/proc`.
+enum ProcessCensus {
+    /// SwiftNIO's event-loop threads (`NIO-…`): the only threads Courier's engine could add.
+    static func eventLoopThreads() -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.filter { id in
+            let name = (try? String(contentsOfFile: "/proc/self/task/\(id)/comm", encoding: .utf8)) ?? ""
+            return name.hasPrefix("NIO-")
+        }.count
+    }
+
+    /// Sockets of this process connected to `port` on loopback (with a descriptor: those in
+    /// TIME_WAIT have none).
+    static func openSockets(toPort port: Int) -> Int {
+        var count = 0
+        for file in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
+            guard let table = try? String(contentsOfFile: file, encoding: .utf8) else { continue }
+            for line in table.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                guard fields.count > 9, let remotePort = fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
+                    let localPort = fields[1].split(separator: ":").last.flatMap({ Int($0, radix: 16) })
+                else { continue }
+                if remotePort == port, localPort != port, fields[9] != "0" { count += 1 }
+            }
+        }
+        return count
+    }
+}
