@@ -9,6 +9,8 @@ case "json":
     exit(0)
 case "transfer":
     exit(await TransferBench.run(Array(CommandLine.arguments.dropFirst(2))))
+case "soak":
+    exit(await SoakBench.run(Array(CommandLine.arguments.dropFirst(2))))
 case "transfer-child":
     exit(await TransferChild.run(Array(CommandLine.arguments.dropFirst(2))))
 default:

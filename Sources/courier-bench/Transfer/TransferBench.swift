@@ -18,6 +18,9 @@ enum TransferBench {
         var client: String
         var megabytesPerSecond: [Double]
         var peakRSSMiB: [Double]
+        /// Resident memory before each transfer, and after it with its client released.
+        var startRSSMiB: [Double] = []
+        var endRSSMiB: [Double] = []
     }
 
     static func run(_ arguments: [String]) async -> Int32 {
@@ -75,9 +78,12 @@ enum TransferBench {
                     var row = rows[key] ?? Row(kind: kind, client: client, megabytesPerSecond: [], peakRSSMiB: [])
                     row.megabytesPerSecond.append(Double(measurement.bytes) / 1e6 / measurement.seconds)
                     row.peakRSSMiB.append(Double(measurement.peakRSSKiB) / 1024)
+                    row.startRSSMiB.append(measurement.startRSSMiB)
+                    row.endRSSMiB.append(measurement.endRSSMiB)
                     rows[key] = row
-                    FileHandle.standardError.write(Data(String(format: "%@ %@: %.0f MB/s, peak RSS %.1f MiB\n", kind, client,
-                        Double(measurement.bytes) / 1e6 / measurement.seconds, Double(measurement.peakRSSKiB) / 1024).utf8))
+                    FileHandle.standardError.write(Data(String(format: "%@ %@: %.0f MB/s, RSS %.1f MiB before, peak %.1f MiB, %.1f MiB after\n", kind, client,
+                        Double(measurement.bytes) / 1e6 / measurement.seconds, measurement.startRSSMiB, Double(measurement.peakRSSKiB) / 1024,
+                        measurement.endRSSMiB).utf8))
                 }
             }
         }
@@ -134,9 +140,10 @@ enum TransferBench {
             return
         }
         print("transfer of \(megabytes) MiB through nginx on loopback; medians over \(rows.first?.megabytesPerSecond.count ?? 0) runs per client")
-        print("kind      client    MB/s (median)   peak RSS MiB (max)")
+        print("kind      client    MB/s (median)   RSS MiB before (median)   peak RSS MiB (max)   RSS MiB after (median)")
         for row in rows {
-            print(String(format: "%-9@ %-9@ %13.0f   %18.1f", row.kind, row.client, Self.median(row.megabytesPerSecond), row.peakRSSMiB.max() ?? .nan))
+            print(String(format: "%-9@ %-9@ %13.0f   %23.1f   %18.1f   %22.1f", row.kind, row.client, Self.median(row.megabytesPerSecond),
+                Self.median(row.startRSSMiB), row.peakRSSMiB.max() ?? .nan, Self.median(row.endRSSMiB)))
         }
         for kind in kinds {
             let courier = rows.first { $0.kind == kind && $0.client == "courier" }

@@ -18,6 +18,9 @@ enum TransferChild {
         var seconds: Double
         var bytes: Int64
         var peakRSSKiB: Int64
+        /// Resident memory before the transfer began and after it ended with its client released.
+        var startRSSMiB: Double
+        var endRSSMiB: Double
     }
 
     static func run(_ arguments: [String]) async -> Int32 {
@@ -26,6 +29,7 @@ enum TransferChild {
             return 2
         }
         let file = URL(fileURLWithPath: arguments[3])
+        let startRSS = SoakBench.residentMiB()
         let started = ContinuousClock.now
         do {
             let moved: Int64
@@ -47,7 +51,8 @@ enum TransferChild {
             var usage = rusage()
             getrusage(RUSAGE_SELF.rawValue, &usage)
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            let measurement = Measurement(seconds: seconds, bytes: moved, peakRSSKiB: Int64(usage.ru_maxrss))
+            let measurement = Measurement(
+                seconds: seconds, bytes: moved, peakRSSKiB: Int64(usage.ru_maxrss), startRSSMiB: startRSS, endRSSMiB: SoakBench.residentMiB())
             print(String(decoding: try JSONEncoder().encode(measurement), as: UTF8.self))
             return 0
         } catch {
@@ -62,8 +67,14 @@ enum TransferChild {
     private static func courierDownload(_ url: URL) async throws -> Int64 {
         let manager = SessionManager()
         manager.completionQueue = DispatchQueue(label: "courier-bench.completion")
-        defer { manager.invalidate(cancelingTasks: true) }
-        let download = try await manager.download(Request(url: url))
+        let download: DownloadResponse
+        do {
+            download = try await manager.download(Request(url: url))
+        } catch {
+            await manager.invalidate(cancelingTasks: true)
+            throw error
+        }
+        await manager.invalidate(cancelingTasks: false)
         defer { try? FileManager.default.removeItem(at: download.fileURL) }
         let size = try FileManager.default.attributesOfItem(atPath: download.fileURL.path)[.size] as? NSNumber
         return size?.int64Value ?? -1
