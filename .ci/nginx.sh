@@ -1,6 +1,10 @@
 # Sourced by .ci/run: nginx from Debian's packages on 127.0.0.1 for the large-file tests.
-# Serves `files/` (a generated 64 MiB file; `/slow/` is the same folder at 4 MB/s) and accepts
-# WebDAV PUTs into `uploads/`. Exports COURIER_NGINX_URL and COURIER_NGINX_ROOT; the tests that
+# Serves `files/` (a generated 64 MiB file and a small text file; `/slow/` is the same folder at
+# 4 MB/s) and accepts WebDAV PUTs into `uploads/`. For the HTTP cache's tests, `files/` is also
+# served under `/cache/expires/` (fresh for an hour), `/cache/no-cache/` (always revalidated,
+# by ETag), `/cache/last-modified/` (no ETag, no lifetime: the Last-Modified heuristic), and
+# `/cache/vary` answers with the request's Accept-Language and a fresh request id, varying on it.
+# Exports COURIER_NGINX_URL and COURIER_NGINX_ROOT; the tests that
 # need them say that they were skipped when they are missing.
 
 start_nginx() {
@@ -11,6 +15,9 @@ start_nginx() {
   local dir="$root/.build-ci-nginx"
   rm -rf "$dir" && mkdir -p "$dir/files" "$dir/uploads" "$dir/client_body"
   head -c $((64 << 20)) /dev/urandom > "$dir/files/large.bin"
+  printf 'a small file for the cache tests\n' > "$dir/files/small.txt"
+  # Last modified a day ago, so that the heuristic gives it a lifetime of 2.4 hours.
+  touch -d '1 day ago' "$dir/files/small.txt"
   local port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
   local user=""
@@ -32,6 +39,15 @@ http {
         listen 127.0.0.1:$port;
         location /files/ { alias $dir/files/; }
         location /slow/ { alias $dir/files/; limit_rate 4m; }
+        location /cache/expires/ { alias $dir/files/; expires 1h; }
+        location /cache/no-cache/ { alias $dir/files/; add_header Cache-Control "no-cache"; }
+        location /cache/last-modified/ { alias $dir/files/; etag off; }
+        location = /cache/vary {
+            default_type text/plain;
+            add_header Cache-Control "max-age=3600";
+            add_header Vary "Accept-Language";
+            return 200 "lang=\$http_accept_language id=\$request_id\n";
+        }
         location /uploads/ {
             alias $dir/uploads/;
             dav_methods PUT DELETE;

@@ -46,6 +46,9 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
             case requestRetryFailed
             case missingCredential
             case excessiveRefresh
+            case resourceUnavailable
+            case unsupportedOption
+            case cellularAccessDenied
             case internalInconsistency
         }
 
@@ -103,6 +106,18 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// An ``AuthenticationInterceptor`` refreshed its credential more often than its
         /// ``AuthenticationInterceptor/RefreshWindow`` allows.
         public static let excessiveRefresh = Code(.excessiveRefresh)
+        /// The cache policy forbids loading and the cache holds no usable response
+        /// (``RequestOptions/CachePolicy/returnCacheDataDontLoad``; URLSession's
+        /// `NSURLErrorResourceUnavailable`).
+        public static let resourceUnavailable = Code(.resourceUnavailable)
+        /// A request or session option that cannot be honoured here: Courier refuses it rather
+        /// than ignore it (``RequestOptions/httpShouldUsePipelining``, a store that writes to disk
+        /// in an ephemeral session…).
+        public static let unsupportedOption = Code(.unsupportedOption)
+        /// The request may not use a cellular interface (``RequestOptions/allowsCellularAccess``,
+        /// ``SessionConfiguration/allowsCellularAccess``) and the network is reachable only
+        /// through one.
+        public static let cellularAccessDenied = Code(.cellularAccessDenied)
         /// Courier reached a state it should never reach; please report it.
         public static let internalInconsistency = Code(.internalInconsistency)
 

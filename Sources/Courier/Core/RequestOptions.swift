@@ -3,18 +3,18 @@ import Foundation
 /// The per-request options that AFNetworking's request serializer applies only when they were set:
 /// each is `nil` until someone sets it, and a `nil` option leaves the session's setting in force.
 public struct RequestOptions: Sendable, Hashable {
-    /// How a request uses a response cache.
-    ///
-    /// The NIO engine keeps no response cache, so every policy loads from the network except
-    /// ``returnCacheDataDontLoad``, which fails with ``CourierError/Code/invalidRequest``.
+    /// How a request uses the session's ``SessionConfiguration/responseCache`` (AFNetworking's
+    /// `cachePolicy`, as on Apple platforms). Only data tasks are answered from the cache.
     public enum CachePolicy: Sendable, Hashable {
-        /// The protocol's rules (the default).
+        /// RFC 9111's rules (the default): a fresh stored response is served without the
+        /// network, a stale one is revalidated, the request's `Cache-Control` is obeyed.
         case useProtocolCachePolicy
-        /// Always load from the network.
+        /// Always load from the network; the response is still stored.
         case reloadIgnoringLocalCacheData
-        /// Use cached data however old, else load.
+        /// Use a stored response however old, without revalidating it; else load.
         case returnCacheDataElseLoad
-        /// Use cached data only; never load.
+        /// Use a stored response however old; never load: without one the task fails with
+        /// ``CourierError/Code/resourceUnavailable``.
         case returnCacheDataDontLoad
     }
 
@@ -24,14 +24,17 @@ public struct RequestOptions: Sendable, Hashable {
     public var timeoutInterval: TimeInterval?
     /// The cache policy; `nil` keeps the session's.
     public var cachePolicy: CachePolicy?
-    /// Whether to send and store cookies; `nil` keeps the session's.
-    ///
-    /// Carried with the request for engines that keep a cookie store. ``NIOEngine`` keeps none yet:
-    /// it sends only the `Cookie` fields the request already has and stores nothing it receives.
+    /// Whether to send the cookies of the session's ``SessionConfiguration/httpCookieStorage`` and
+    /// store those the responses set, on every hop; `nil` keeps the session's
+    /// ``SessionConfiguration/httpShouldHandleCookies``. With `false`, only a `Cookie` field the
+    /// request carries goes out, and nothing is stored.
     public var httpShouldHandleCookies: Bool?
-    /// Whether the request may use a cellular interface (honoured on Apple platforms).
+    /// Whether the request may use a cellular interface; `nil` keeps the session's
+    /// ``SessionConfiguration/allowsCellularAccess`` (which says how `false` is enforced).
     public var allowsCellularAccess: Bool?
-    /// Whether the request may be pipelined (advisory; HTTP/2 multiplexes regardless).
+    /// Whether the request may be pipelined. Courier never pipelines HTTP/1.1 requests (HTTP/2
+    /// multiplexes instead): `false` and `nil` are honoured; `true` is refused, the task failing
+    /// with ``CourierError/Code/unsupportedOption``.
     public var httpShouldUsePipelining: Bool?
 
     /// No option set.

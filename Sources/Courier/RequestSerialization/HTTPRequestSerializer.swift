@@ -71,21 +71,22 @@ public struct HTTPRequestSerializer: RequestSerializer {
         set { self.options.cachePolicy = newValue }
     }
 
-    /// Whether to send and store cookies; `nil` (the default) leaves the session's.
-    ///
-    /// ``NIOEngine`` keeps no cookie store yet, so there this only travels with the request.
+    /// Whether to send and store cookies; `nil` (the default) leaves the session's (see
+    /// ``RequestOptions/httpShouldHandleCookies``).
     public var httpShouldHandleCookies: Bool? {
         get { self.options.httpShouldHandleCookies }
         set { self.options.httpShouldHandleCookies = newValue }
     }
 
-    /// Whether the request may use a cellular interface; `nil` (the default) leaves the session's.
+    /// Whether the request may use a cellular interface; `nil` (the default) leaves the session's
+    /// (see ``RequestOptions/allowsCellularAccess``).
     public var allowsCellularAccess: Bool? {
         get { self.options.allowsCellularAccess }
         set { self.options.allowsCellularAccess = newValue }
     }
 
-    /// Whether the request may be pipelined; `nil` (the default) leaves the session's.
+    /// Whether the request may be pipelined; `nil` (the default) never pipelines, and `true` is
+    /// refused (see ``RequestOptions/httpShouldUsePipelining``).
     public var httpShouldUsePipelining: Bool? {
         get { self.options.httpShouldUsePipelining }
         set { self.options.httpShouldUsePipelining = newValue }

@@ -12,12 +12,16 @@ public struct DataResponse<Value: Sendable>: Sendable {
     public let data: Data?
     /// What the response serializer made of the body.
     public let value: Value
+    /// Where the response came from: the network, or the session's
+    /// ``SessionConfiguration/responseCache``.
+    public let source: ResponseSource
 
     /// Makes a response value.
-    public init(request: Request, response: HTTPResponse, data: Data?, value: Value) {
+    public init(request: Request, response: HTTPResponse, data: Data?, value: Value, source: ResponseSource = .network) {
         self.request = request
         self.response = response
         self.data = data
         self.value = value
+        self.source = source
     }
 }

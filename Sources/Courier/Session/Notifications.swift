@@ -30,4 +30,6 @@ public enum TaskDidCompleteKey {
     public static let assetPath = "com.courier.networking.task.complete.assetpath"
     /// The ``CourierError`` the task failed with (absent on success).
     public static let error = "com.courier.networking.task.complete.error"
+    /// Where the response came from, as a ``ResponseSource`` (absent when no response arrived).
+    public static let responseSource = "com.courier.networking.task.complete.responsesource"
 }

@@ -95,7 +95,33 @@ public struct SessionConfiguration: Sendable {
     /// temporary directory. Choose a folder on the destination's file system to make the final
     /// move a rename rather than a copy.
     public var downloadDirectory: URL?
-    /// Whether the session keeps nothing on disk and shares no state with other sessions.
+    /// Where the session keeps cookies: a new ``MemoryCookieStorage`` for each configuration by
+    /// default (configurations copied from one another share it). A ``FileCookieStorage`` keeps
+    /// them in a cookies.txt file. `nil`: no cookie is stored or sent by the session (a `Cookie`
+    /// field the caller sets still goes out).
+    public var httpCookieStorage: (any CookieStorage)? = MemoryCookieStorage()
+    /// Whether requests send the cookies of ``httpCookieStorage`` and store the cookies their
+    /// responses set, on every hop (redirects included). True by default; a request's own
+    /// ``RequestOptions/httpShouldHandleCookies`` overrides it.
+    public var httpShouldHandleCookies: Bool = true
+    /// The HTTP cache data tasks consult (RFC 9111, private): a new in-memory ``ResponseCache``
+    /// of 4 MiB for each configuration by default; give it one with a disk folder to keep
+    /// responses across runs, or `nil` for none.
+    public var responseCache: ResponseCache? = ResponseCache()
+    /// How requests use ``responseCache`` unless they set their own
+    /// ``RequestOptions/cachePolicy``: by the protocol's rules by default.
+    public var requestCachePolicy: RequestOptions.CachePolicy = .useProtocolCachePolicy
+    /// Whether requests may go over a cellular (WWAN) interface. True by default; a request's
+    /// own ``RequestOptions/allowsCellularAccess`` overrides it. When false, a request fails with
+    /// ``CourierError/Code/cellularAccessDenied`` while the session's
+    /// ``SessionManager/reachabilityManager`` reports ``NetworkReachabilityStatus/reachableViaWWAN``,
+    /// and with ``CourierError/Code/unsupportedOption`` while that manager is not monitoring
+    /// (Courier cannot tell the interface then).
+    public var allowsCellularAccess: Bool = true
+    /// Whether the session keeps nothing on disk and shares no state with other sessions: its
+    /// cookie store and cache live in memory. A task of an ephemeral session whose
+    /// ``httpCookieStorage`` or ``responseCache`` writes to disk fails with
+    /// ``CourierError/Code/unsupportedOption``.
     public private(set) var isEphemeral: Bool = false
 
     /// The defaults described on each property.
@@ -104,8 +130,8 @@ public struct SessionConfiguration: Sendable {
     /// The default configuration.
     public static var `default`: SessionConfiguration { SessionConfiguration() }
 
-    /// A configuration that persists nothing (cookies, credentials and caches live and die with
-    /// the session).
+    /// A configuration that persists nothing: cookies and cached responses live in memory, in
+    /// stores of its own, and die with the session.
     public static var ephemeral: SessionConfiguration {
         var configuration = SessionConfiguration()
         configuration.isEphemeral = true

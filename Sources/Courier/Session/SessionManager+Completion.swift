@@ -61,6 +61,7 @@ extension SessionManager {
         if let object { userInfo[TaskDidCompleteKey.serializedResponse] = object }
         if let error { userInfo[TaskDidCompleteKey.error] = error }
         if let fileURL = outcome.fileURL { userInfo[TaskDidCompleteKey.assetPath] = fileURL }
+        if outcome.response != nil { userInfo[TaskDidCompleteKey.responseSource] = outcome.source }
         NotificationCenter.default.post(name: .taskDidComplete, object: task, userInfo: userInfo)
     }
 }

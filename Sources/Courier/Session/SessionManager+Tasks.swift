@@ -110,8 +110,15 @@ extension SessionManager {
                     request: request))
             return
         }
-        let exchange = self.engine.execute(request, delegate: delegate)
-        delegate.attach(exchange, attempt: attempt)
+        switch self.planFirstHop(request, for: delegate) {
+        case .send(let sent):
+            let exchange = self.engine.execute(sent, delegate: delegate)
+            delegate.attach(exchange, attempt: attempt)
+        case .answer(let cached):
+            delegate.answerFromCache(cached)
+        case .fail(let error):
+            delegate.exchange(didCompleteWith: error)
+        }
     }
 
     /// Drops a finished (or dropped unstarted) task's delegate; shuts the engine down when an

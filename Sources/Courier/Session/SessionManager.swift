@@ -47,6 +47,12 @@ public class SessionManager: @unchecked Sendable {
         /// A download wrote body bytes: bytes now, in all, and expected in all (-1 when unknown).
         /// Called on an engine thread, as the bytes are handed to the file writer.
         public var downloadTaskDidWriteData: (@Sendable (SessionManager, DownloadTask, Int64, Int64, Int64) -> Void)?
+        /// A data task's response is about to be stored in the session's
+        /// ``SessionConfiguration/responseCache`` (AFNetworking's
+        /// `setDataTaskWillCacheResponseBlock:`): return it as it is, changed (its body, headers,
+        /// or a narrower ``CachedResponse/storagePolicy``), or nil to store nothing. Called only
+        /// for responses RFC 9111 allows to store, before the task's completion, on an engine thread.
+        public var dataTaskWillCacheResponse: (@Sendable (SessionManager, DataTask, CachedResponse) -> CachedResponse?)?
 
         /// No hooks.
         public init() {}

@@ -12,6 +12,8 @@ struct TaskOutcome: Sendable {
     var error: CourierError?
     /// Where a download's file ended up.
     var fileURL: URL?
+    /// Whether the response came from the network or the cache.
+    var source = ResponseSource.network
 }
 
 /// How a task reports its end.
@@ -208,12 +210,14 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
 
     func exchange(willPerformRedirection response: HTTPResponse, newRequest: Request) -> Request? {
         let task = self.state.withLockedValue { $0.task }
-        let chosen: Request?
+        self.redirectResponseArrived(response)
+        var chosen: Request?
         if let hook = self.hooks.taskWillPerformHTTPRedirection, let task, let manager = self.manager {
             chosen = hook(manager, task, response, newRequest)
         } else {
             chosen = newRequest
         }
+        chosen = chosen.map { self.nextHop($0, proposed: newRequest) }
         if let chosen {
             self.state.withLockedValue { $0.currentRequest = chosen }
         }
@@ -221,6 +225,14 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition {
+        let (response, storedBody) = self.finalResponseArrived(response, url: url)
+        let disposition = self.receiveHead(response, url: url)
+        // A 304 that confirmed a stored response: its body is the stored one.
+        if disposition == .allow, let storedBody { self.exchange(didReceive: storedBody) }
+        return disposition
+    }
+
+    private func receiveHead(_ response: HTTPResponse, url: URL) -> ResponseDisposition {
         switch self.sink {
         case .memory: break
         case .file(let plan): return self.downloadDidReceive(response, url: url, plan: plan)
@@ -310,7 +322,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             if finalError == nil { state.settleProgressTotals() }
             return (ending, TaskOutcome(request: state.currentRequest, response: state.response, data: data, error: finalError))
         }
-        guard let finished else { return }
+        guard var finished else { return }
+        finished.outcome = self.cacheOnCompletion(finished.outcome, ending: finished.ending)
         self.finishProgressUpdates(succeeded: finished.outcome.error == nil)
         let (ending, outcome) = finished
         ending.manager.taskDidFinish(self)

@@ -118,6 +118,8 @@ struct TaskState {
     var attempt = 0
     /// The task's one connectivity retry (``SessionManager/connectivityRetry``).
     var connectivityRetry = ConnectivityRetryPhase.unused
+    /// What the cookie store and the cache keep between hops.
+    var hop = HopState()
 
     // Download tasks only.
     /// Writes the body to the task's file, from the final response head on.

@@ -1,0 +1,280 @@
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOFoundationCompat
+
+/// What the cookie store and the cache remember of a task between its hops.
+struct HopState: Sendable {
+    /// The `Cookie` field the caller put on the request, taken when the first hop is prepared.
+    var callerCookie: String?
+    var tookCallerCookie = false
+    /// The first hop's URL: the caller's `Cookie` field goes only to its origin.
+    var originURL: URL?
+    /// Whether this task sends and stores the session's cookies.
+    var handlesCookies = false
+    /// The request as the current hop was sent: cookies and validators added.
+    var sentRequest: Request?
+    /// The stored response the current hop revalidates (Courier added its validators).
+    var revalidating: CachedResponse?
+    /// Whether the final response may be stored.
+    var mayStore = false
+    var requestDate: Date?
+    var responseDate: Date?
+    var source = ResponseSource.network
+}
+
+/// What the first hop of a task does, once the session's options, cookies and cache were consulted.
+enum HopPlan {
+    /// Send this request through the engine.
+    case send(Request)
+    /// Answer the task from the cache, without the engine.
+    case answer(CachedResponse)
+    /// End the task with this error, without the engine.
+    case fail(CourierError)
+}
+
+extension SessionManager {
+    /// The steps before the engine for a task's first hop (DESIGN's order: cookies, then the cache
+    /// lookup), after the checks of the options that cannot be honoured as asked.
+    func planFirstHop(_ request: Request, for delegate: TaskDelegate) -> HopPlan {
+        let configuration = self.configuration
+        if let refusal = self.refusal(of: request) { return .fail(refusal) }
+
+        // Cookies.
+        var request = request
+        let store = configuration.httpCookieStorage
+        let handlesCookies = store != nil && (request.options.httpShouldHandleCookies ?? configuration.httpShouldHandleCookies)
+        let callerCookie = delegate.state.withLockedValue { state -> String? in
+            if !state.hop.tookCallerCookie {
+                state.hop.tookCallerCookie = true
+                state.hop.callerCookie = request.headerFields[.cookie]
+                state.hop.originURL = request.url
+            }
+            state.hop.handlesCookies = handlesCookies
+            return state.hop.callerCookie
+        }
+        if handlesCookies, let store {
+            request.setCookieField(Self.joinedCookies(callerCookie, store.cookieHeader(for: request.url)))
+        }
+
+        // The cache, for data tasks.
+        let policy = request.options.cachePolicy ?? configuration.requestCachePolicy
+        var plan = HopPlan.send(request)
+        var hop = (revalidating: CachedResponse?.none, mayStore: false, source: ResponseSource.network)
+        let now = configuration.responseCache?.now ?? Date()
+        if case .memory = delegate.sink {
+            let stored = request.method == .get && policy != .reloadIgnoringLocalCacheData
+                ? configuration.responseCache?.cachedResponse(for: request) : nil
+            switch CachePlanner.decide(request, stored: stored, policy: policy, now: now) {
+            case .serve(let cached):
+                plan = .answer(cached)
+                hop.source = .cache
+            case .revalidate(let stored, let conditional):
+                plan = .send(conditional)
+                hop.revalidating = stored
+                hop.mayStore = true
+            case .network(let mayStore):
+                hop.mayStore = mayStore && configuration.responseCache != nil
+            case .unavailable:
+                plan = .fail(Self.cacheMiss(request, reason: "holds no response for it"))
+            case .gatewayTimeout:
+                // RFC 9111 5.2.1.7: the cache answers only-if-cached itself when it cannot.
+                var fields = HTTPFields()
+                fields[.contentLength] = "0"
+                fields[.date] = HTTPDate.format(now)
+                plan = .answer(CachedResponse(
+                    response: HTTPResponse(status: .gatewayTimeout, headerFields: fields), data: Data(), url: request.url,
+                    storagePolicy: .notAllowed, requestDate: now))
+                hop.source = .cache
+            }
+        } else if policy == .returnCacheDataDontLoad {
+            plan = .fail(Self.cacheMiss(request, reason: "answers data tasks only"))
+        }
+
+        delegate.state.withLockedValue { state in
+            state.hop.revalidating = hop.revalidating
+            state.hop.mayStore = hop.mayStore
+            state.hop.source = hop.source
+            state.hop.requestDate = now
+            if case .send(let sent) = plan { state.hop.sentRequest = sent }
+        }
+        return plan
+    }
+
+    /// Why a request cannot be sent as asked, or nil: options Courier refuses rather than ignores.
+    func refusal(of request: Request) -> CourierError? {
+        let configuration = self.configuration
+        if request.options.httpShouldUsePipelining == true {
+            return CourierError(
+                .unsupportedOption, "\(request.summary): HTTP/1.1 pipelining is not supported (httpShouldUsePipelining = true)",
+                request: request)
+        }
+        if configuration.isEphemeral {
+            if configuration.httpCookieStorage?.isPersistent == true {
+                return CourierError(
+                    .unsupportedOption, "\(request.summary): an ephemeral session cannot use a cookie store that writes to disk",
+                    request: request)
+            }
+            if configuration.responseCache?.isPersistent == true {
+                return CourierError(
+                    .unsupportedOption, "\(request.summary): an ephemeral session cannot use a cache that writes to disk", request: request)
+            }
+        }
+        if !(request.options.allowsCellularAccess ?? configuration.allowsCellularAccess) {
+            let reachability = self.reachabilityManager
+            guard reachability.isMonitoring else {
+                return CourierError(
+                    .unsupportedOption,
+                    "\(request.summary): cellular access is denied, but the reachability manager is not monitoring, so the interface is unknown (call startMonitoring())",
+                    request: request)
+            }
+            if reachability.networkReachabilityStatus == .reachableViaWWAN {
+                return CourierError(
+                    .cellularAccessDenied, "\(request.summary): the network is reachable only over a cellular interface, which the request may not use",
+                    request: request)
+            }
+        }
+        return nil
+    }
+
+    static func cacheMiss(_ request: Request, reason: String) -> CourierError {
+        CourierError(
+            .resourceUnavailable, "\(request.summary): the cache policy forbids loading, and the cache \(reason)", request: request)
+    }
+
+    /// Two `Cookie` field values as one (the caller's first), or nil.
+    static func joinedCookies(_ first: String?, _ second: String?) -> String? {
+        switch (first, second) {
+        case (let first?, let second?): "\(first); \(second)"
+        case (let first?, nil): first
+        case (nil, let second?): second
+        case (nil, nil): nil
+        }
+    }
+}
+
+extension Request {
+    /// Sets the `Cookie` field as one field (HTTP/1.1 allows only one), or removes it.
+    mutating func setCookieField(_ value: String?) {
+        self.headerFields[values: .cookie] = value.map { [$0] } ?? []
+    }
+}
+
+extension TaskDelegate {
+    /// Answers the task from the cache as an exchange would have: the head, the body, the end.
+    func answerFromCache(_ cached: CachedResponse) {
+        let disposition = self.exchange(didReceive: cached.response, url: cached.url)
+        guard disposition == .allow else {
+            let request = self.state.withLockedValue { $0.currentRequest }
+            self.exchange(didCompleteWith: CourierError(
+                .cancelled, "\(request.summary): cancelled on receiving the response", request: request, response: cached.response))
+            return
+        }
+        if !cached.data.isEmpty { self.exchange(didReceive: ByteBuffer(data: cached.data)) }
+        self.exchange(didCompleteWith: nil)
+    }
+
+    // MARK: Redirects
+
+    /// A redirect response arrived: its cookies are stored, and an unsafe method's target is
+    /// invalidated in the cache.
+    func redirectResponseArrived(_ response: HTTPResponse) {
+        let (hop, request) = self.state.withLockedValue { ($0.hop, $0.hop.sentRequest ?? $0.currentRequest) }
+        self.responseArrived(response, to: request, hop: hop)
+    }
+
+    /// The request the next hop sends once a redirect was chosen: the validators Courier added
+    /// for the first URL removed, and, unless the redirect hook changed the `Cookie` field, the
+    /// cookies rebuilt for the new URL (the caller's own `Cookie` only on the first hop's origin).
+    func nextHop(_ chosen: Request, proposed: Request) -> Request {
+        let configuration = self.configuration
+        var next = chosen
+        let hop = self.state.withLockedValue { $0.hop }
+        if hop.revalidating != nil {
+            next.headerFields[.ifNoneMatch] = nil
+            next.headerFields[.ifModifiedSince] = nil
+        }
+        if hop.handlesCookies, let store = configuration.httpCookieStorage,
+            chosen.headerFields[values: .cookie] == proposed.headerFields[values: .cookie]
+        {
+            let sameOrigin = hop.originURL.map { RedirectPlanner.isSameOrigin($0, next.url) } ?? false
+            next.setCookieField(SessionManager.joinedCookies(sameOrigin ? hop.callerCookie : nil, store.cookieHeader(for: next.url)))
+        }
+        let now = configuration.responseCache?.now ?? Date()
+        self.state.withLockedValue { state in
+            state.hop.revalidating = nil
+            state.hop.sentRequest = next
+            state.hop.requestDate = now
+        }
+        return next
+    }
+
+    // MARK: Responses
+
+    /// The final response head arrived: cookies stored, the cache invalidated after an unsafe
+    /// method, and a `304` answering Courier's revalidation turned into the stored response
+    /// (its headers updated), whose body is returned to be delivered.
+    func finalResponseArrived(_ response: HTTPResponse, url: URL) -> (response: HTTPResponse, storedBody: ByteBuffer?) {
+        let (hop, request) = self.state.withLockedValue { ($0.hop, $0.hop.sentRequest ?? $0.currentRequest) }
+        // The cache's own answer: nothing came from a server.
+        if hop.source == .cache { return (response, nil) }
+        let cache = self.configuration.responseCache
+        let now = cache?.now ?? Date()
+        self.state.withLockedValue { $0.hop.responseDate = now }
+        self.responseArrived(response, to: request, hop: hop)
+        guard let stored = hop.revalidating, response.status.code == 304, let cache else { return (response, nil) }
+        let updated = CachePlanner.updated(stored, with: response, requestDate: hop.requestDate ?? now, responseDate: now)
+        cache.storeCachedResponse(updated, for: request)
+        let served = CachePlanner.served(updated, now: now)
+        self.state.withLockedValue { state in
+            state.hop.source = .revalidatedCache
+            state.hop.mayStore = false
+        }
+        return (served.response, served.data.isEmpty ? nil : ByteBuffer(data: served.data))
+    }
+
+    /// Cookies and invalidation for any response a server sent to `request`.
+    private func responseArrived(_ response: HTTPResponse, to request: Request, hop: HopState) {
+        let configuration = self.configuration
+        if hop.handlesCookies, let store = configuration.httpCookieStorage {
+            store.storeCookies(from: response, for: request.url)
+        }
+        if let cache = configuration.responseCache {
+            for url in CachePlanner.invalidatedURLs(by: response, to: request) {
+                cache.removeCachedResponses(for: url)
+            }
+        }
+    }
+
+    /// At a data task's end: the response stored in the cache when RFC 9111 and the will-cache
+    /// hook allow it, and the outcome told where it came from.
+    func cacheOnCompletion(_ outcome: TaskOutcome, ending: TaskEnding) -> TaskOutcome {
+        var outcome = outcome
+        let hop = self.state.withLockedValue { $0.hop }
+        outcome.source = hop.source
+        guard hop.source == .network, hop.mayStore, outcome.error == nil, let response = outcome.response,
+            let cache = self.configuration.responseCache
+        else { return outcome }
+        let request = hop.sentRequest ?? outcome.request
+        guard CachePlanner.isStorable(response, for: request) else { return outcome }
+        let now = cache.now
+        var cached = CachedResponse(
+            response: response, data: outcome.data ?? Data(), url: request.url, storagePolicy: .allowed,
+            requestDate: hop.requestDate ?? now, responseDate: hop.responseDate ?? now)
+        if let hook = self.hooks.dataTaskWillCacheResponse, let dataTask = ending.task as? DataTask {
+            guard let chosen = hook(ending.manager, dataTask, cached) else { return outcome }
+            cached = chosen
+        }
+        cache.storeCachedResponse(cached, for: request)
+        return outcome
+    }
+}
+
+extension SessionTask {
+    /// Where the task's response came from: the network, or the session's
+    /// ``SessionConfiguration/responseCache``; nil until a response head arrived.
+    public var responseSource: ResponseSource? {
+        self.delegate.state.withLockedValue { $0.response == nil ? nil : $0.hop.source }
+    }
+}

@@ -1,0 +1,167 @@
+import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+/// Cookies through a session, against TestServer and a real httpbin (`/cookies/set` answers with a
+/// 302 that sets the cookie: the redirect hop must store it and the next hop send it).
+@Suite("Cookies in a session")
+struct CookieSessionTests {
+    /// The `cookies` object of an httpbin `/cookies` answer.
+    static func cookies(_ data: Data) throws -> [String: String] {
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        return try #require(object?["cookies"] as? [String: String])
+    }
+
+    static func get(_ manager: SessionManager, _ url: URL, options: RequestOptions = RequestOptions(), cookie: String? = nil) async throws -> [String: String] {
+        var request = Request(url: url, options: options)
+        if let cookie { request.headerFields[values: .cookie] = [cookie] }
+        return try self.cookies(try await manager.data(for: request).value)
+    }
+
+    @Test(arguments: Peer.all)
+    func aCookieSetOnARedirectGoesWithTheNextHop(_ peer: Peer) async throws {
+        try await peer.run { base in
+            let store = MemoryCookieStorage()
+            var configuration = SessionConfiguration.default
+            configuration.httpCookieStorage = store
+            try await withManager(baseURL: base, configuration: configuration) { (manager: HTTPSessionManager) async throws in
+                let url = base.appendingPathComponent("cookies/set")
+                let afterSet = try await Self.get(manager, URL(string: url.absoluteString + "?session=abc&theme=dark")!)
+                #expect(afterSet == ["session": "abc", "theme": "dark"], "the 302 stored them; the hop to /cookies sent them")
+                #expect(Set(store.allCookies.map(\.name)) == ["session", "theme"])
+                #expect(try await Self.get(manager, base.appendingPathComponent("cookies")) == ["session": "abc", "theme": "dark"])
+                let afterDelete = try await Self.get(manager, URL(string: base.appendingPathComponent("cookies/delete").absoluteString + "?theme")!)
+                #expect(afterDelete == ["session": "abc"], "the 302 expired it before the next hop")
+                #expect(store.allCookies.map(\.name) == ["session"])
+            }
+        }
+    }
+
+    @Test(arguments: Peer.all)
+    func httpShouldHandleCookiesPerRequestAndPerSession(_ peer: Peer) async throws {
+        try await peer.run { base in
+            let set = URL(string: base.appendingPathComponent("cookies/set").absoluteString + "?k=v")!
+            let list = base.appendingPathComponent("cookies")
+            var configuration = SessionConfiguration.default
+            let store = MemoryCookieStorage()
+            configuration.httpCookieStorage = store
+            try await withManager(baseURL: base, configuration: configuration) { (manager: HTTPSessionManager) async throws in
+                let off = RequestOptions(httpShouldHandleCookies: false)
+                #expect(try await Self.get(manager, set, options: off).isEmpty, "nothing stored, nothing sent")
+                #expect(store.allCookies.isEmpty)
+                #expect(try await Self.get(manager, set) == ["k": "v"])
+                #expect(try await Self.get(manager, list, options: off).isEmpty, "stored, but not sent with this request")
+                #expect(try await Self.get(manager, list, options: off, cookie: "own=1") == ["own": "1"], "the caller's own field still goes")
+                #expect(try await Self.get(manager, list, cookie: "own=1") == ["own": "1", "k": "v"], "the caller's field first, then the store's")
+            }
+            configuration.httpShouldHandleCookies = false
+            try await withManager(baseURL: base, configuration: configuration) { (manager: HTTPSessionManager) async throws in
+                #expect(try await Self.get(manager, list).isEmpty, "the session handles no cookies")
+                #expect(try await Self.get(manager, list, options: RequestOptions(httpShouldHandleCookies: true)) == ["k": "v"],
+                        "a request may ask for them")
+            }
+            configuration.httpCookieStorage = nil
+            configuration.httpShouldHandleCookies = true
+            try await withManager(baseURL: base, configuration: configuration) { (manager: HTTPSessionManager) async throws in
+                #expect(try await Self.get(manager, set).isEmpty, "no store: nothing is kept")
+            }
+        }
+    }
+
+    /// A redirect to another origin carries only that origin's cookies: neither the caller's own
+    /// `Cookie` field nor the first origin's stored cookies.
+    @Test func aCrossOriginHopGetsOnlyItsOwnCookies() async throws {
+        try await withTestServer(.recording) { server in
+            let store = MemoryCookieStorage()
+            store.setCookie(Cookie(name: "first", value: "1", domain: "127.0.0.1"))
+            store.setCookie(Cookie(name: "second", value: "2", domain: "localhost"))
+            var configuration = SessionConfiguration.default
+            configuration.httpCookieStorage = store
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { (manager: HTTPSessionManager) async throws in
+                let target = "http://localhost:\(server.port)/cookies"
+                let url = URL(string: server.url("/redirect-to").absoluteString + "?url=" + target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)!
+                var request = Request(url: url)
+                request.headerFields[values: .cookie] = ["mine=0"]
+                let response = try await manager.data(for: request)
+                #expect(try Self.cookies(response.value) == ["second": "2"])
+                let hops = server.receivedRequests
+                #expect(hops.count == 2)
+                #expect(hops.first?.headerFields[values: .cookie] == ["mine=0; first=1"], "one Cookie field: the caller's, then the store's")
+                #expect(hops.last?.headerFields[values: .cookie] == ["second=2"])
+            }
+        }
+    }
+
+    @Test func aRedirectHookThatSetsCookiesHasTheLastWord() async throws {
+        try await withTestServer(.recording) { server in
+            let store = MemoryCookieStorage()
+            store.setCookie(Cookie(name: "stored", value: "1", domain: "127.0.0.1"))
+            var configuration = SessionConfiguration.default
+            configuration.httpCookieStorage = store
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { (manager: HTTPSessionManager) async throws in
+                manager.hooks.taskWillPerformHTTPRedirection = { _, _, _, request in
+                    var changed = request
+                    changed.headerFields[values: .cookie] = ["chosen=by-hook"]
+                    return changed
+                }
+                let response = try await manager.data(for: Request(url: server.url("/redirect/1")))
+                #expect(response.response.status == .ok)
+                #expect(server.receivedRequests.last?.headerFields[values: .cookie] == ["chosen=by-hook"])
+            }
+        }
+    }
+
+    @Test(arguments: Peer.all)
+    func aFileStoreLogsInOnceAcrossSessions(_ peer: Peer) async throws {
+        try await peer.run { base in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-jar-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let file = folder.appendingPathComponent("cookies.txt")
+            var configuration = SessionConfiguration.default
+            configuration.httpCookieStorage = try FileCookieStorage(fileURL: file)
+            try await withManager(baseURL: base, configuration: configuration) { (manager: HTTPSessionManager) async throws in
+                let set = URL(string: base.appendingPathComponent("cookies/set").absoluteString + "?login=ann")!
+                #expect(try await Self.get(manager, set) == ["login": "ann"])
+            }
+            (configuration.httpCookieStorage as? FileCookieStorage)?.flush()
+            let text = try String(contentsOf: file, encoding: .utf8)
+            #expect(text.hasPrefix("# Netscape HTTP Cookie File"))
+            #expect(text.contains("\tlogin\tann\n"))
+
+            var next = SessionConfiguration.default
+            next.httpCookieStorage = try FileCookieStorage(fileURL: file)
+            try await withManager(baseURL: base, configuration: next) { (manager: HTTPSessionManager) async throws in
+                #expect(try await Self.get(manager, base.appendingPathComponent("cookies")) == ["login": "ann"], "read back from the file")
+            }
+        }
+    }
+
+    @Test func anEphemeralSessionRefusesAStoreOnDisk() async throws {
+        try await withTestServer(.recording) { server in
+            var configuration = SessionConfiguration.ephemeral
+            #expect(configuration.httpCookieStorage != nil && configuration.httpCookieStorage?.isPersistent == false)
+            #expect(configuration.responseCache != nil && configuration.responseCache?.isPersistent == false)
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-jar-\(UUID()).txt")
+            defer { try? FileManager.default.removeItem(at: file) }
+            configuration.httpCookieStorage = try FileCookieStorage(fileURL: file)
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { (manager: HTTPSessionManager) async throws in
+                await #expect(throws: CourierError(.unsupportedOption, "")) {
+                    _ = try await manager.data(for: Request(url: server.url("/get")))
+                }
+            }
+            #expect(server.requestCount == 0, "refused before any connection")
+        }
+    }
+
+    @Test func eachConfigurationHasItsOwnStores() {
+        let a = SessionConfiguration.default
+        let b = SessionConfiguration.default
+        #expect(a.httpCookieStorage !== b.httpCookieStorage)
+        #expect(a.responseCache !== b.responseCache)
+        let copy = a
+        #expect(copy.httpCookieStorage === a.httpCookieStorage, "copies share the store, as URLSession's configurations do")
+    }
+}
