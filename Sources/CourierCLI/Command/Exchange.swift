@@ -7,6 +7,8 @@ struct Exchange {
     let command: RequestCommand
     let session: SessionManager
     let style: OutputStyle
+    /// `--cookie-jar`, whose cookies the printed request shows.
+    var jar: CookieJarFile?
 
     /// Bodies shown formatted are read whole first; past this size they are written as they come.
     static let formattingLimit = 16 << 20
@@ -15,7 +17,7 @@ struct Exchange {
         let console = Console.standardOutput
         let printer = MessagePrinter(style: self.style, console: console)
         let parts = OutputParts(command: self.command, terminal: self.style.terminal)
-        if parts.requestHead { try await printer.printRequest(built, body: parts.requestBody) }
+        if parts.requestHead { try await printer.printRequest(self.jar?.showing(built) ?? built, body: parts.requestBody) }
 
         let streamed: DataStreamResponse
         do {

@@ -86,6 +86,11 @@ struct RequestCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Colours and formatting: all, colors, format, none (default: all on a terminal, none when piped).")
     var pretty: PrettyOption?
 
+    @Option(
+        name: .customLong("cookie-jar"),
+        help: ArgumentHelp("Send the cookies of this cookies.txt file (if it exists) and write the session's cookies to it afterwards (curl's -b FILE -c FILE).", valueName: "file"))
+    var cookieJar: String?
+
     func validate() throws {
         if self.words.isEmpty { throw ValidationError("missing URL: courier [METHOD] URL [ITEM ...]") }
         if self.maxRedirects < 0 { throw ValidationError("--max-redirects must not be negative") }
@@ -108,6 +113,7 @@ struct RequestCommand: AsyncParsableCommand {
         // The TLS flags are checked (files read, AFNetworking's rules applied) even when nothing is sent.
         let factory = SessionFactory(command: self, url: built.request.url)
         let policy = try factory.checkedSecurityPolicy()
+        let jar = try CookieJarFile.open(self.cookieJar)
 
         if self.curl {
             let curl = try CurlCommand(request: built, command: self)
@@ -116,20 +122,23 @@ struct RequestCommand: AsyncParsableCommand {
         }
         if self.offline {
             let printer = MessagePrinter(style: style, console: .standardOutput)
-            try await printer.printRequest(built, body: true)
+            try await printer.printRequest(jar?.showing(built) ?? built, body: true)
             return
         }
-        let session = factory.makeManager(securityPolicy: policy)
+        let session = factory.makeManager(securityPolicy: policy, cookieJar: jar)
         do {
             if self.download {
                 try await Downloader(command: self, session: session).run(built)
             } else {
-                try await Exchange(command: self, session: session, style: style).run(built)
+                try await Exchange(command: self, session: session, style: style, jar: jar).run(built)
             }
         } catch {
             await session.invalidate(cancelingTasks: true)
+            // As curl does, the jar is written even when the request failed.
+            try jar?.save()
             throw error
         }
         await session.invalidate(cancelingTasks: true)
+        try jar?.save()
     }
 }

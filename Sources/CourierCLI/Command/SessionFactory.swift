@@ -18,8 +18,9 @@ struct SessionFactory {
         return policy
     }
 
-    func makeManager(securityPolicy policy: SecurityPolicy) -> SessionManager {
+    func makeManager(securityPolicy policy: SecurityPolicy, cookieJar: CookieJarFile? = nil) -> SessionManager {
         var configuration = SessionConfiguration.default
+        if let cookieJar { configuration.httpCookieStorage = cookieJar.storage }
         // The heads are printed as HTTP/1.1: ask for nothing else.
         configuration.httpVersion = .http1Only
         if let timeout = self.command.timeout {
