@@ -4,6 +4,10 @@ import HTTPTypes
 /// A response as a ``ResponseCache`` keeps it (URLSession's `CachedURLResponse`): the head, the
 /// whole body, the URL it answered, when it was fetched, and where it may be stored.
 ///
+/// A session hands one to ``SessionManager/Hooks/dataTaskWillCacheResponse`` before storing it
+/// (AFNetworking's `setDataTaskWillCacheResponseBlock:`): return it changed, with a narrower
+/// ``storagePolicy``, or nil to store nothing.
+///
 public struct CachedResponse: Sendable {
     /// Where a response may be stored.
     public enum StoragePolicy: Sendable, Hashable {
@@ -54,6 +58,9 @@ public struct CachedResponse: Sendable {
 }
 
 /// Where a task's response came from: the network, or a ``ResponseCache``.
+///
+/// Read it on ``DataResponse/source``, ``SessionTask/responseSource`` or in the user info of
+/// ``Foundation/NSNotification/Name/taskDidComplete`` (``TaskDidCompleteKey/responseSource``).
 public enum ResponseSource: String, Sendable, Hashable, CustomStringConvertible {
     /// The server sent the response (the cache, if any, had nothing usable).
     case network

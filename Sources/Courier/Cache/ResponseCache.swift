@@ -7,6 +7,17 @@ import NIOConcurrencyHelpers
 /// An HTTP cache for one client (RFC 9111's private cache), in memory and optionally on disk:
 /// what URLSession's `URLCache` gave AFNetworking.
 ///
+/// A session consults its configuration's ``SessionConfiguration/responseCache`` for each data
+/// task: a fresh stored response is served without touching the engine (no connection); a stale
+/// one with a validator is revalidated with `If-None-Match`/`If-Modified-Since`, and a
+/// `304 Not Modified` updates its stored headers; what the server sends is stored when RFC 9111
+/// allows it (and ``SessionManager/Hooks/dataTaskWillCacheResponse`` agrees); an unsafe method's
+/// success invalidates its target and the `Location`/`Content-Location` of the same origin.
+/// ``RequestOptions/CachePolicy`` and the request's `Cache-Control` (`max-age`, `min-fresh`,
+/// `max-stale`, `no-cache`, `no-store`, `only-if-cached`) choose how it is used. The engine
+/// follows redirects itself, so only a task's first request is looked up; the final response is
+/// stored under the URL that answered it.
+///
 /// - Entries are keyed by URL (without fragment) and by the request fields the response's `Vary`
 ///   names; only `GET` responses are stored.
 /// - Each tier has a capacity in bytes and drops its least recently used entries beyond it. An
@@ -15,10 +26,11 @@ import NIOConcurrencyHelpers
 ///   file renamed into place) on a queue of the cache's: a process that dies mid-write leaves no
 ///   entry, not a damaged one. A damaged or truncated file is dropped and logged as an `error`.
 ///   A new cache on the same folder finds the entries of the last one.
-/// - Safe to use from any thread.
+/// - Safe to share between sessions and tasks on any thread.
 ///
 /// ```swift
-/// let cache = try ResponseCache(
+/// var configuration = SessionConfiguration.default
+/// configuration.responseCache = try ResponseCache(
 ///     memoryCapacity: 8 << 20, diskCapacity: 100 << 20,
 ///     directory: URL(fileURLWithPath: "/var/cache/myapp/http"))
 /// ```
@@ -73,7 +85,7 @@ public final class ResponseCache: Sendable {
         try self.loadDirectory()
     }
 
-    /// Whether the cache writes to disk.
+    /// Whether the cache writes to disk (an ephemeral session refuses such a cache).
     public var isPersistent: Bool { self.directory != nil && self.diskCapacity > 0 }
 
     /// Bytes held in memory now.

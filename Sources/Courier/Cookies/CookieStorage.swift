@@ -4,9 +4,15 @@ import HTTPTypes
 /// A cookie store (URLSession's `HTTPCookieStorage`): it keeps the cookies of `Set-Cookie` fields
 /// and gives the cookies that go with a request, for its `Cookie` field.
 ///
-/// Courier has two: ``MemoryCookieStorage``, and ``FileCookieStorage``, which keeps its cookies in
-/// a Netscape `cookies.txt` file (curl's and wget's format). A store may be used from any thread:
-/// implementations must be thread safe.
+/// A ``SessionManager`` consults its configuration's ``SessionConfiguration/httpCookieStorage``
+/// on every hop of a request, redirects included: before the hop, for the `Cookie` field (after
+/// the caller's own, which goes only to the first hop's origin); when a response head arrives,
+/// to store its `Set-Cookie` fields. ``RequestOptions/httpShouldHandleCookies`` and
+/// ``SessionConfiguration/httpShouldHandleCookies`` turn that off.
+///
+/// Courier has two: ``MemoryCookieStorage``, every session's default, and ``FileCookieStorage``,
+/// which keeps its cookies in a Netscape `cookies.txt` file (curl's and wget's format). A store
+/// may be shared by sessions and used from any thread: implementations must be thread safe.
 public protocol CookieStorage: AnyObject, Sendable {
     /// The cookies to send with a request to `url`, in the order of its `Cookie` field: longer
     /// paths first, then older cookies first. Expired cookies are never returned; the returned
@@ -33,7 +39,8 @@ public protocol CookieStorage: AnyObject, Sendable {
     /// Deletes every cookie.
     func removeAllCookies()
 
-    /// Whether the store writes its cookies anywhere but memory.
+    /// Whether the store writes its cookies anywhere but memory. A session whose configuration is
+    /// ``SessionConfiguration/ephemeral`` refuses such a store.
     var isPersistent: Bool { get }
 }
 

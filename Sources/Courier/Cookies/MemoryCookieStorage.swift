@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 
-/// A cookie store in memory.
+/// A cookie store in memory: every session's default (``SessionConfiguration/httpCookieStorage``).
 ///
 /// Cookies live as long as the store. It applies the rules of RFC 6265bis: domain and path
 /// matching, `Secure`, public-suffix refusal (with ``PublicSuffixList/system``), expiry, and
@@ -10,8 +10,12 @@ import NIOConcurrencyHelpers
 ///
 /// ```swift
 /// let cookies = MemoryCookieStorage()
-/// cookies.storeCookies(fromSetCookieFields: ["sid=abc; Path=/; HttpOnly"], for: URL(string: "https://example.com/login")!)
-/// cookies.cookieHeader(for: URL(string: "https://example.com/account")!)   // "sid=abc"
+/// var configuration = SessionConfiguration.default
+/// configuration.httpCookieStorage = cookies
+/// let manager = HTTPSessionManager(baseURL: URL(string: "https://example.com"), configuration: configuration)
+/// _ = try await manager.post("login", parameters: ["user": "ann", "password": "secret"])
+/// print(cookies.allCookies)                                   // what the server set
+/// print(cookies.cookieHeader(for: URL(string: "https://example.com/account")!) ?? "")  // what goes next
 /// ```
 public final class MemoryCookieStorage: CookieStorage {
     let jar: NIOLockedValueBox<CookieJar>
