@@ -107,30 +107,38 @@ struct CookieJar: Sendable {
         let isIP = CookieMatching.isIPAddress(host)
         while true {
             let key = String(domain)
-            if var entries = self.domains[key] {
-                var expired = false
-                for index in entries.indices {
-                    let cookie = entries[index].cookie
-                    if cookie.isExpired(at: now) {
-                        expired = true
-                        continue
-                    }
-                    guard cookie.matches(host: host, path: path, isSecure: secure) else { continue }
-                    entries[index].cookie.lastAccessDate = now
-                    found.append(entries[index])
+            if self.domains[key] != nil {
+                // In place: the domain's array is not copied.
+                let removed = Self.collect(from: &self.domains[key]!, host: host, path: path, secure: secure, now: now, into: &found)
+                if removed > 0 {
+                    self.count -= removed
+                    if self.domains[key]!.isEmpty { self.domains[key] = nil }
                 }
-                if expired {
-                    let before = entries.count
-                    entries.removeAll { $0.cookie.isExpired(at: now) }
-                    self.count -= before - entries.count
-                }
-                self.domains[key] = entries.isEmpty ? nil : entries
             }
             guard !isIP, let dot = domain.firstIndex(of: ".") else { break }
             domain = domain[domain.index(after: dot)...]
         }
         found.sort(by: Self.headerOrder)
         return found.map(\.cookie)
+    }
+
+    /// Appends the entries of one domain that go with the request, marking them used; removes the
+    /// expired ones and returns how many.
+    private static func collect(
+        from entries: inout [Entry], host: String, path: String, secure: Bool, now: Date, into found: inout [Entry]
+    ) -> Int {
+        var expired = 0
+        for index in entries.indices {
+            if entries[index].cookie.isExpired(at: now) {
+                expired += 1
+                continue
+            }
+            guard entries[index].cookie.matches(host: host, path: path, isSecure: secure) else { continue }
+            entries[index].cookie.lastAccessDate = now
+            found.append(entries[index])
+        }
+        if expired > 0 { entries.removeAll { $0.cookie.isExpired(at: now) } }
+        return expired
     }
 
     /// Longer paths first; equal lengths, earlier creation first.

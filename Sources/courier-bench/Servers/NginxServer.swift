@@ -153,6 +153,11 @@ final class NginxServer: BenchServer {
                     alias \(directory)/files/;
                     sendfile on;
                 }
+                # courier-bench cache: the same files, fresh for an hour.
+                location /cached/ {
+                    alias \(directory)/files/;
+                    expires 1h;
+                }
                 location = /upload {
                     client_max_body_size 0;
                     return 204;
