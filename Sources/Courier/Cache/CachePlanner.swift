@@ -115,8 +115,11 @@ enum CachePlanner {
     // MARK: Storing
 
     /// Whether a private cache may store `response` to `request` (RFC 9111 section 3): a GET, a
-    /// final status other than 206 and 304, no `no-store` either side, no `Vary: *`, and a way to
-    /// reuse it (an explicit lifetime, a heuristic one, or a validator to revalidate with).
+    /// final status other than 206 and 304, no `no-store` either side, no `Vary: *`, and explicit
+    /// caching information (`max-age`, `Expires`, `public`, `private`) or a heuristically
+    /// cacheable status. As on Apple platforms, a response with neither a lifetime nor a validator
+    /// is stored too: ``RequestOptions/CachePolicy/returnCacheDataElseLoad`` and
+    /// ``RequestOptions/CachePolicy/returnCacheDataDontLoad`` serve it.
     static func isStorable(_ response: HTTPResponse, for request: Request) -> Bool {
         guard request.method == .get, self.requestAllowsStoring(request) else { return false }
         let status = response.status.code
@@ -127,10 +130,7 @@ enum CachePlanner {
             return false
         }
         let explicit = control.maxAge != nil || response.headerFields[.expires] != nil || control.isPublic || control.isPrivate
-        let heuristic = CacheFreshness.heuristicallyCacheable.contains(status)
-        guard explicit || heuristic else { return false }
-        let reusable = explicit || response.headerFields[.lastModified] != nil || response.headerFields[.eTag] != nil
-        return reusable
+        return explicit || CacheFreshness.heuristicallyCacheable.contains(status)
     }
 
     /// Fields of a `304` that do not replace the stored ones (RFC 9111 3.2: the length and the

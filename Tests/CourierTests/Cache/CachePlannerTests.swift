@@ -247,7 +247,7 @@ struct CachePlannerTests {
         #expect(storable(200, [("Cache-Control", "max-age=60")]))
         #expect(storable(200, [("ETag", "\"v\"")]), "revalidatable")
         #expect(storable(200, [("Last-Modified", "Mon, 13 Nov 2023 00:00:00 GMT")]))
-        #expect(!storable(200, []), "nothing to reuse it with")
+        #expect(storable(200, []), "a 200 without a lifetime or a validator: the returnCacheData policies use it")
         #expect(!storable(200, [("Cache-Control", "no-store, max-age=60")]))
         #expect(!storable(200, [("Cache-Control", "max-age=60")], CacheFixtures.request([("Cache-Control", "no-store")])))
         #expect(!storable(200, [("Cache-Control", "max-age=60"), ("Vary", "Accept, *")]))
