@@ -29,11 +29,21 @@ struct CookieJar: Sendable {
     private(set) var count = 0
     private var nextSequence: UInt64 = 0
     var limits: CookieLimits
-    var publicSuffixes: PublicSuffixList
+    /// The list given, or nil for the system's, which is read only when a first `Set-Cookie`
+    /// arrives (a session that never sees one never reads the file).
+    private let givenSuffixes: PublicSuffixList?
+    var publicSuffixes: PublicSuffixList { self.givenSuffixes ?? .system }
 
-    init(limits: CookieLimits = CookieLimits(), publicSuffixes: PublicSuffixList = .system) {
+    init(limits: CookieLimits = CookieLimits(), publicSuffixes: PublicSuffixList? = nil) {
         self.limits = limits
-        self.publicSuffixes = publicSuffixes
+        self.givenSuffixes = publicSuffixes
+    }
+
+    /// Whether the suffixes in use are only the implicit rule, found without reading the system
+    /// list: the file is missing.
+    var lacksPublicSuffixes: Bool {
+        if let givenSuffixes { return givenSuffixes.isImplicitRuleOnly }
+        return !FileManager.default.isReadableFile(atPath: PublicSuffixList.systemListPath)
     }
 
     // MARK: Storing
@@ -42,8 +52,9 @@ struct CookieJar: Sendable {
     @discardableResult
     mutating func store(setCookieFields fields: some Sequence<String>, from url: URL, now: Date) -> Bool {
         var changed = false
+        let suffixes = self.publicSuffixes
         for field in fields {
-            guard let cookie = Cookie(setCookie: field, for: url, now: now, publicSuffixes: self.publicSuffixes) else { continue }
+            guard let cookie = Cookie(setCookie: field, for: url, now: now, publicSuffixes: suffixes) else { continue }
             changed = self.store(cookie, fromSecureOrigin: CookieMatching.isSecure(url), now: now) || changed
         }
         if changed { self.evict(now: now) }

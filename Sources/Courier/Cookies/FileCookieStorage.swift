@@ -25,7 +25,8 @@ public final class FileCookieStorage: CookieStorage {
     /// - Parameters:
     ///   - fileURL: The cookies file; it need not exist yet, but its folder must.
     ///   - limits: How many cookies to keep per domain and in all.
-    ///   - publicSuffixes: The suffixes under which a `Domain` attribute is refused.
+    ///   - publicSuffixes: The suffixes under which a `Domain` attribute is refused; nil (the
+    ///     default) for ``PublicSuffixList/system``.
     ///   - includesSessionCookies: Whether session cookies are written to the file (true, as curl does).
     ///   - logger: Where malformed lines and failed background writes are reported.
     ///   - clock: The time (for expiry and last access); tests pass their own.
@@ -34,7 +35,7 @@ public final class FileCookieStorage: CookieStorage {
     public init(
         fileURL: URL,
         limits: CookieLimits = CookieLimits(),
-        publicSuffixes: PublicSuffixList = .system,
+        publicSuffixes: PublicSuffixList? = nil,
         includesSessionCookies: Bool = true,
         logger: Logger? = nil,
         clock: @escaping @Sendable () -> Date = { Date() }

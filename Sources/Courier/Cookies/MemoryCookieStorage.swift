@@ -26,13 +26,14 @@ public final class MemoryCookieStorage: CookieStorage {
     /// Makes an empty store.
     /// - Parameters:
     ///   - limits: How many cookies to keep per domain and in all.
-    ///   - publicSuffixes: The suffixes under which a `Domain` attribute is refused; the system's
-    ///     list by default. When that list is missing, a `warning` says so in `logger`.
+    ///   - publicSuffixes: The suffixes under which a `Domain` attribute is refused; nil (the
+    ///     default) for ``PublicSuffixList/system``, read when the first `Set-Cookie` arrives.
+    ///     When the list is missing, a `warning` says so in `logger`.
     ///   - logger: Where to log; nothing is logged without one.
     ///   - clock: The time (for expiry and last access); tests pass their own.
     public convenience init(
         limits: CookieLimits = CookieLimits(),
-        publicSuffixes: PublicSuffixList = .system,
+        publicSuffixes: PublicSuffixList? = nil,
         logger: Logger? = nil,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
@@ -46,7 +47,7 @@ public final class MemoryCookieStorage: CookieStorage {
         self.jar = jar
         self.clock = clock
         self.onChange = onChange
-        if jar.withLockedValue({ $0.publicSuffixes.isImplicitRuleOnly }) {
+        if jar.withLockedValue({ $0.lacksPublicSuffixes }) {
             logger?.warning(
                 "no public suffix list (\(PublicSuffixList.systemListPath) is missing: apt-get install publicsuffix); only single-label cookie domains are refused")
         }

@@ -9,7 +9,8 @@ import Foundation
 /// ``implicitRuleOnly``: only the list's implicit rule `*` applies, so a single-label domain
 /// (`Domain=com`, `Domain=localhost` from another host) is still refused, but a multi-label suffix
 /// such as `co.uk` or `github.io` is not known and a cookie for it is accepted. A store says so
-/// once in its log (``MemoryCookieStorage/init(limits:publicSuffixes:logger:clock:)``).
+/// once in its log (``MemoryCookieStorage/init(limits:publicSuffixes:logger:clock:)``). Stores
+/// read the system list when their first `Set-Cookie` arrives, not before.
 ///
 /// Rules in both sections of the list (ICANN and private) apply. Unicode rules are matched in
 /// their Punycode form, as hosts appear in URLs.

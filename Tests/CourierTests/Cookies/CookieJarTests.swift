@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import Courier
@@ -172,6 +173,15 @@ struct CookieJarTests {
         let cookies = [Cookie(name: "", value: "token", domain: "h"), Cookie(name: "a", value: "", domain: "h")]
         #expect(Cookie.headerValue(for: cookies) == "token; a=")
         #expect(Cookie.headerValue(for: []) == nil)
+    }
+
+    @Test func aStoreWithoutASuffixListSaysSo() {
+        let (logger, messages) = RecordingLogHandler.logger()
+        _ = MemoryCookieStorage(publicSuffixes: .implicitRuleOnly, logger: logger)
+        #expect(messages.withLockedValue { $0 }.contains { $0.hasPrefix("warning") && $0.contains("apt-get install publicsuffix") })
+        let (quietLogger, quiet) = RecordingLogHandler.logger()
+        _ = MemoryCookieStorage(publicSuffixes: self.suffixes, logger: quietLogger)
+        #expect(quiet.withLockedValue { $0 }.isEmpty)
     }
 
     @Test func concurrentUseIsSafe() async {
