@@ -139,6 +139,33 @@ struct CookieSessionTests {
         }
     }
 
+    @Test func secureAndPrefixedCookiesOverHTTPS() async throws {
+        try await withTestServer(.https()) { server in
+            server.route("/login") { _ in
+                var response = TestServer.Response.text("ok")
+                response.headerFields[values: .setCookie] = [
+                    "__Host-sid=1; Secure; Path=/; HttpOnly", "__Secure-pref=2; Secure", "plain=3", "__Host-bad=4; Secure",
+                ]
+                return response
+            }
+            let store = MemoryCookieStorage()
+            var configuration = SessionConfiguration.default
+            configuration.httpCookieStorage = store
+            var policy = SecurityPolicy.default
+            policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+            try await withManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: policy) {
+                (manager: HTTPSessionManager) async throws in
+                _ = try await manager.data(for: Request(url: server.url("/login")))
+                let listed = try Self.cookies(try await manager.data(for: Request(url: server.url("/cookies"))).value)
+                #expect(listed == ["__Host-sid": "1", "__Secure-pref": "2", "plain": "3"], "__Host- without Path=/ is refused")
+                #expect(store.allCookies.filter(\.isSecure).count == 2)
+                var plain = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+                plain.scheme = "http"
+                #expect(store.cookieHeader(for: plain.url!) == "plain=3", "Secure cookies never go over http")
+            }
+        }
+    }
+
     @Test func anEphemeralSessionRefusesAStoreOnDisk() async throws {
         try await withTestServer(.recording) { server in
             var configuration = SessionConfiguration.ephemeral
