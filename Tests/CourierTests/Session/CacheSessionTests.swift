@@ -50,6 +50,21 @@ struct CacheSessionTests {
         }
     }
 
+    /// A task the cache answers, without an exchange, lets go of everything as one the network
+    /// answers does (LifetimeTests' rule): task, delegate, manager and engine.
+    @Test(arguments: [LifetimeTests.API.callbackVerb, .asyncVerb, .dataTaskHandler, .operation])
+    func aTaskAnsweredFromTheCacheGoes(_ api: LifetimeTests.API) async throws {
+        try await withTestServer { server in
+            let hits = Self.countingRoute(server, "/fresh", fields: [("Cache-Control", "max-age=600")])
+            let bag = WeakBag()
+            try await LifetimeTests.runAndDrop(bag: bag) { manager in
+                for _ in 0..<3 { try await LifetimeTests.run(api, url: server.url("/fresh"), manager: manager, gate: nil) }
+            }
+            #expect(hits.withLockedValue { $0 } == 1, "two of the three were answered by the cache")
+            #expect(await eventually { bag.allReleased }, "still alive: \(bag.survivors)")
+        }
+    }
+
     @Test func aFreshHitNeedsNoEngineAtAll() async throws {
         let cache = ResponseCache()
         let url = URL(string: "http://nowhere.invalid/doc")!
