@@ -25,7 +25,9 @@ import NIOConcurrencyHelpers
 /// - On disk each entry is a file of its own in ``directory``, written atomically (a temporary
 ///   file renamed into place) on a queue of the cache's: a process that dies mid-write leaves no
 ///   entry, not a damaged one. A damaged or truncated file is dropped and logged as an `error`.
-///   A new cache on the same folder finds the entries of the last one.
+///   A new cache on the same folder finds the entries of the last one. A lookup that has to read
+///   an entry from disk reads it on the calling thread (for a session: the thread that resumes the
+///   task), then keeps it in memory when it fits.
 /// - Safe to share between sessions and tasks on any thread.
 ///
 /// ```swift
