@@ -25,6 +25,7 @@ enum CachePlanner {
     /// cache neither answers it nor revalidates for it.
     static let callerConditionals: [HTTPField.Name] = [.ifNoneMatch, .ifModifiedSince, .ifMatch, .ifUnmodifiedSince, .ifRange, .range]
     static let pragma = HTTPField.Name("Pragma")!
+    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
     /// The decision for `request` under `policy`, given the stored response matching it (its
     /// `Vary` fields included), at `now`.
@@ -119,11 +120,14 @@ enum CachePlanner {
     /// caching information (`max-age`, `Expires`, `public`, `private`) or a heuristically
     /// cacheable status. As on Apple platforms, a response with neither a lifetime nor a validator
     /// is stored too: ``RequestOptions/CachePolicy/returnCacheDataElseLoad`` and
-    /// ``RequestOptions/CachePolicy/returnCacheDataDontLoad`` serve it.
+    /// ``RequestOptions/CachePolicy/returnCacheDataDontLoad`` serve it. Redirects (301, 302, 303,
+    /// 307, 308) are not stored: the engine follows them itself, so one that reaches the end of a
+    /// task was not followed this time (a refusing hook, a redirect limit) and must not answer the
+    /// next request in place of its target.
     static func isStorable(_ response: HTTPResponse, for request: Request) -> Bool {
         guard request.method == .get, self.requestAllowsStoring(request) else { return false }
         let status = response.status.code
-        guard status >= 200, status != 206, status != 304 else { return false }
+        guard status >= 200, status != 206, status != 304, !Self.redirectStatuses.contains(status) else { return false }
         let control = CacheControl(fields: response.headerFields[values: .cacheControl])
         if control.noStore { return false }
         if response.headerFields[values: .vary].contains(where: { $0.split(separator: ",").contains { $0.trimmingSpaces() == "*" } }) {

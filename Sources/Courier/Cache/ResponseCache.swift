@@ -16,7 +16,7 @@ import NIOConcurrencyHelpers
 /// ``RequestOptions/CachePolicy`` and the request's `Cache-Control` (`max-age`, `min-fresh`,
 /// `max-stale`, `no-cache`, `no-store`, `only-if-cached`) choose how it is used. The engine
 /// follows redirects itself, so only a task's first request is looked up; the final response is
-/// stored under the URL that answered it.
+/// stored under the URL that answered it, and redirect responses are not stored.
 ///
 /// - Entries are keyed by URL (without fragment) and by the request fields the response's `Vary`
 ///   names; only `GET` responses are stored.

@@ -254,7 +254,9 @@ struct CachePlannerTests {
         #expect(!storable(206, [("Cache-Control", "max-age=60")]))
         #expect(!storable(304, [("Cache-Control", "max-age=60")]))
         #expect(!storable(302, [("ETag", "\"v\"")]), "302 needs explicit freshness")
-        #expect(storable(302, [("Cache-Control", "max-age=60")]))
+        #expect(!storable(302, [("Cache-Control", "max-age=60")]), "redirects are the engine's to follow, not the cache's to answer")
+        #expect(!storable(301, [("Cache-Control", "max-age=60")]))
+        #expect(storable(300, [("Cache-Control", "max-age=60")]))
         #expect(storable(404, [("Last-Modified", "Mon, 13 Nov 2023 00:00:00 GMT")]))
         #expect(!storable(200, [("Cache-Control", "max-age=60")], CacheFixtures.request(method: .post)))
         _ = get

@@ -272,6 +272,27 @@ struct CacheSessionTests {
         }
     }
 
+    @Test func aRedirectThatIsNotFollowedIsNotStored() async throws {
+        try await withTestServer { server in
+            server.route("/moved") { _ in
+                var response = TestServer.Response(status: .movedPermanently)
+                response.headerFields[.location] = "/get"
+                response.headerFields[.cacheControl] = "max-age=600"
+                return response
+            }
+            let cache = ResponseCache()
+            var configuration = Self.configuration(cache: cache)
+            configuration.redirectPolicy = .disallow
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                var anyStatus = HTTPResponseSerializer()
+                anyStatus.acceptableStatusCodes = IndexSet(integersIn: 100..<600)
+                let moved = try await manager.response(for: Request(url: server.url("/moved")), serializer: anyStatus)
+                #expect(moved.response.status == .movedPermanently)
+                #expect(cache.cachedResponse(for: Request(url: server.url("/moved"))) == nil)
+            }
+        }
+    }
+
     @Test func theWillCacheHookChangesOrRefuses() async throws {
         try await withTestServer(.recording) { server in
             _ = Self.countingRoute(server, "/a", fields: [("Cache-Control", "max-age=600")])
