@@ -31,9 +31,29 @@ import Testing
 
     static let requests = 2_400
     static let inFlight = 48
-    /// The idle and whole-transfer deadlines of the soak's session.
-    static let idleTimeout = 1.0
-    static let resourceTimeout = 4.0
+    /// The idle and whole-transfer deadlines of the session that meets the silent server: short,
+    /// so that the timeout path is exercised a few hundred times.
+    static let silenceIdleTimeout = 1.0
+    static let silenceResourceTimeout = 4.0
+    /// The deadlines of the session for every other fault: long enough that a machine loaded by
+    /// the rest of the suite does not turn a slow answer into a timeout, which would hide
+    /// whether the error fits the fault.
+    static let idleTimeout = 15.0
+    static let resourceTimeout = 20.0
+
+    /// The two managers of the soak (one for the silent server, one for the rest) and their
+    /// operation managers.
+    struct Managers: Sendable {
+        let silent: HTTPSessionManager
+        let silentOperations: HTTPRequestOperationManager
+        let other: HTTPSessionManager
+        let otherOperations: HTTPRequestOperationManager
+
+        func manager(for plan: Plan) -> HTTPSessionManager { plan.fault == .silence ? self.silent : self.other }
+        func operations(for plan: Plan) -> HTTPRequestOperationManager {
+            plan.fault == .silence ? self.silentOperations : self.otherOperations
+        }
+    }
 
     @Test func everyTaskEndsOnceWithATypedErrorAndNothingOutlivesTheWork() async throws {
         let server = try await FaultServer.start()
@@ -56,50 +76,59 @@ import Testing
         let completions = CompletionLedger()
         let outcomes: [Outcome]
         do {
-            var configuration = SessionConfiguration.default
-            configuration.timeoutIntervalForRequest = Self.idleTimeout
-            configuration.timeoutIntervalForResource = Self.resourceTimeout
-            configuration.httpMaximumConnectionsPerHost = 16
-            configuration.downloadDirectory = downloads
-            let manager = HTTPSessionManager(baseURL: nil, configuration: configuration)
-            manager.completionQueue = DispatchQueue(label: "courier.soak.completion")
-            manager.responseSerializer = HTTPResponseSerializer()
-            bag.add(manager)
-            bag.add(manager.engine as AnyObject)
-            bag.track(manager)
-            var hooks = manager.hooks
-            let tracked = hooks.taskDidComplete
-            hooks.taskDidComplete = { manager, task, error in
-                completions.record(task.taskIdentifier)
-                tracked?(manager, task, error)
+            func makeManager(idle: Double, resource: Double) -> (HTTPSessionManager, HTTPRequestOperationManager) {
+                var configuration = SessionConfiguration.default
+                configuration.timeoutIntervalForRequest = idle
+                configuration.timeoutIntervalForResource = resource
+                configuration.httpMaximumConnectionsPerHost = 16
+                configuration.downloadDirectory = downloads
+                let manager = HTTPSessionManager(baseURL: nil, configuration: configuration)
+                manager.completionQueue = DispatchQueue(label: "courier.soak.completion")
+                manager.responseSerializer = HTTPResponseSerializer()
+                bag.add(manager)
+                bag.add(manager.engine as AnyObject)
+                bag.track(manager)
+                var hooks = manager.hooks
+                let tracked = hooks.taskDidComplete
+                hooks.taskDidComplete = { manager, task, error in
+                    completions.record(.init(manager: ObjectIdentifier(manager), task: task.taskIdentifier))
+                    tracked?(manager, task, error)
+                }
+                manager.hooks = hooks
+                let operations = HTTPRequestOperationManager(sessionManager: manager)
+                operations.completionQueue = manager.completionQueue
+                operations.responseSerializer = HTTPResponseSerializer()
+                return (manager, operations)
             }
-            manager.hooks = hooks
+            let (silent, silentOperations) = makeManager(idle: Self.silenceIdleTimeout, resource: Self.silenceResourceTimeout)
+            let (other, otherOperations) = makeManager(idle: Self.idleTimeout, resource: Self.resourceTimeout)
+            let managers = Managers(silent: silent, silentOperations: silentOperations, other: other, otherOperations: otherOperations)
             let resumedObserver = NotificationCenter.default.addObserver(forName: .taskDidResume, object: nil, queue: nil) {
-                [weak manager] note in
-                guard let task = note.object as? SessionTask, task.delegate.manager === manager, manager != nil else { return }
-                completions.resumed(task.taskIdentifier)
+                [weak silent, weak other] note in
+                guard let task = note.object as? SessionTask, let owner = task.delegate.manager,
+                    owner === silent || owner === other
+                else { return }
+                completions.resumed(.init(manager: ObjectIdentifier(owner), task: task.taskIdentifier))
             }
             defer { NotificationCenter.default.removeObserver(resumedObserver) }
-            let operations = HTTPRequestOperationManager(sessionManager: manager)
-            operations.completionQueue = manager.completionQueue
-            operations.responseSerializer = HTTPResponseSerializer()
 
             outcomes = await withTaskGroup(of: Outcome.self) { group in
                 var results: [Outcome] = []
                 var next = plans.makeIterator()
                 for _ in 0..<Self.inFlight {
                     guard let plan = next.next() else { break }
-                    group.addTask { await Self.run(plan, server: server, manager: manager, operations: operations) }
+                    group.addTask { await Self.run(plan, server: server, managers: managers) }
                 }
                 while let outcome = await group.next() {
                     results.append(outcome)
                     if let plan = next.next() {
-                        group.addTask { await Self.run(plan, server: server, manager: manager, operations: operations) }
+                        group.addTask { await Self.run(plan, server: server, managers: managers) }
                     }
                 }
                 return results
             }
-            await manager.invalidate(cancelingTasks: false)
+            await silent.invalidate(cancelingTasks: false)
+            await other.invalidate(cancelingTasks: false)
         }
 
         // Each request ended once, in time, with an error that fits its fault.
@@ -111,7 +140,8 @@ import Testing
             #expect(
                 allowed.contains(outcome.error?.code),
                 "request \(outcome.plan.id) (\(outcome.plan.fault), \(outcome.plan.api), \(outcome.plan.cancellation)) ended with \(outcome.error.map { "\($0.code): \($0.message)" } ?? "success")")
-            #expect(outcome.seconds < Self.resourceTimeout + 3, "request \(outcome.plan.id) took \(outcome.seconds) s")
+            let deadline = outcome.plan.fault == .silence ? Self.silenceResourceTimeout : Self.resourceTimeout
+            #expect(outcome.seconds < deadline + 3, "request \(outcome.plan.id) took \(outcome.seconds) s")
         }
         #expect(completions.allOnce, "tasks that completed more than once: \(completions.repeated)")
         #expect(completions.unfinished.isEmpty, "tasks resumed and never completed: \(completions.unfinished.prefix(10))")
@@ -145,10 +175,10 @@ import Testing
 
     // MARK: One request
 
-    static func run(_ plan: Plan, server: FaultServer, manager: HTTPSessionManager, operations: HTTPRequestOperationManager) async -> Outcome {
+    static func run(_ plan: Plan, server: FaultServer, managers: Managers) async -> Outcome {
         let url = server.url(for: plan.fault, query: "id=\(plan.id)")
         let start = ContinuousClock.now
-        let error = await Self.error(of: plan, url: url, manager: manager, operations: operations)
+        let error = await Self.error(of: plan, url: url, manager: managers.manager(for: plan), operations: managers.operations(for: plan))
         let elapsed = ContinuousClock.now - start
         return Outcome(plan: plan, error: error, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
@@ -212,21 +242,27 @@ import Testing
     }
 }
 
-/// Counts each task's completions (through the completion hook).
+/// Counts each task's completions (through the completion hook), by manager and task identifier.
 final class CompletionLedger: Sendable {
-    private let counts = NIOLockedValueBox<[Int: Int]>([:])
-    private let started = NIOLockedValueBox<Set<Int>>([])
+    struct Key: Hashable, Sendable, CustomStringConvertible {
+        let manager: ObjectIdentifier
+        let task: Int
+        var description: String { "\(self.task)" }
+    }
 
-    func record(_ identifier: Int) { self.counts.withLockedValue { $0[identifier, default: 0] += 1 } }
-    func resumed(_ identifier: Int) { _ = self.started.withLockedValue { $0.insert(identifier) } }
+    private let counts = NIOLockedValueBox<[Key: Int]>([:])
+    private let started = NIOLockedValueBox<Set<Key>>([])
+
+    func record(_ key: Key) { self.counts.withLockedValue { $0[key, default: 0] += 1 } }
+    func resumed(_ key: Key) { _ = self.started.withLockedValue { $0.insert(key) } }
     var count: Int { self.counts.withLockedValue { $0.count } }
     /// Tasks resumed that never completed.
-    var unfinished: [Int] {
+    var unfinished: [Key] {
         let completed = Set(self.counts.withLockedValue { $0.keys })
-        return self.started.withLockedValue { $0.subtracting(completed).sorted() }
+        return self.started.withLockedValue { Array($0.subtracting(completed)) }
     }
     var allOnce: Bool { self.counts.withLockedValue { $0.values.allSatisfy { $0 == 1 } } }
-    var repeated: [Int] { self.counts.withLockedValue { $0.filter { $0.value > 1 }.map(\.key) } }
+    var repeated: [Key] { self.counts.withLockedValue { $0.filter { $0.value > 1 }.map(\.key) } }
 }
 
 /// Cancels a task once, from a progress callback that may run before the task is known.
