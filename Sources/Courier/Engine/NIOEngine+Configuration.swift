@@ -8,7 +8,7 @@ import Tracing
 extension NIOEngine {
     /// Translates Courier's configuration and security policy into AsyncHTTPClient's.
     static func clientConfiguration(
-        _ configuration: SessionConfiguration,
+        _ configuration: NIOEngine.Configuration,
         trust: ServerTrustEvaluator
     ) -> HTTPClient.Configuration {
         var client = HTTPClient.Configuration()
@@ -26,12 +26,12 @@ extension NIOEngine {
         client.redirectConfiguration = .disallow
         // The idle (read) deadline is the exchange's own: see `NIOExchange.idleTimeout`.
         client.timeout = HTTPClient.Configuration.Timeout(
-            connect: .nanoseconds(Int64(configuration.timeoutIntervalForConnect * 1e9)),
+            connect: .nanoseconds(Int64(configuration.connectTimeout * 1e9)),
             read: nil
         )
         var pool = HTTPClient.Configuration.ConnectionPool(
             idleTimeout: .nanoseconds(Int64(configuration.connectionIdleTimeout * 1e9)),
-            concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, configuration.httpMaximumConnectionsPerHost)
+            concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, configuration.maximumConnectionsPerHost)
         )
         // A refused connection or a bad certificate must fail now, not after the connect timeout
         // of back-off retries (AHC would otherwise retry about 15 handshakes within a 10 s

@@ -38,7 +38,7 @@ public final class NIOEngine: Engine {
     let pools: [Pool]
     /// Which policy applies to which host.
     let serverTrust: ServerTrustPolicies
-    let configuration: SessionConfiguration
+    let configuration: Configuration
     let eventLoopGroup: any EventLoopGroup
     let logger: Logger?
     /// The loops of ``eventLoopGroup`` and how many exchanges each is running: see ``acquireLoop()``.
@@ -57,7 +57,7 @@ public final class NIOEngine: Engine {
     ///   - eventLoopGroup: The event loops to run on; NIO's shared singleton by default.
     ///   - logger: Where the engine logs connection-level events (`.debug` and below); none by default.
     public convenience init(
-        configuration: SessionConfiguration = .default,
+        configuration: Configuration = Configuration(),
         securityPolicy: SecurityPolicy = .default,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger? = nil
@@ -79,7 +79,7 @@ public final class NIOEngine: Engine {
     ///   - eventLoopGroup: The event loops to run on; NIO's shared singleton by default.
     ///   - logger: Where the engine logs connection-level events (`.debug` and below); none by default.
     public init(
-        configuration: SessionConfiguration = .default,
+        configuration: Configuration = Configuration(),
         serverTrust: ServerTrustPolicies,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger? = nil
@@ -91,7 +91,7 @@ public final class NIOEngine: Engine {
         self.exchangesPerLoop = NIOLockedValueBox(Array(repeating: 0, count: self.loops.count))
         self.watchdog = NIOExchangeWatchdog(
             eventLoop: self.loops[0],
-            shortestTimeout: min(configuration.timeoutIntervalForRequest, configuration.timeoutIntervalForResource)
+            shortestTimeout: min(configuration.requestTimeout, configuration.resourceTimeout)
         )
         self.serverTrust = serverTrust
         self.http1 = configuration.proxy == nil ? HTTP1Pool(settings: HTTP1Pool.Settings(configuration), logger: logger) : nil

@@ -33,8 +33,8 @@ final class NIOExchange: Exchange, Sendable {
         self.delegate = delegate
         self.loopIndex = engine.acquireLoop()
         self.eventLoop = engine.loops[self.loopIndex]
-        self.deadline = .now() + .nanoseconds(Int64(min(engine.configuration.timeoutIntervalForResource, 1e9) * 1e9))
-        let interval = request.options.timeoutInterval ?? engine.configuration.timeoutIntervalForRequest
+        self.deadline = .now() + .nanoseconds(Int64(min(engine.configuration.resourceTimeout, 1e9) * 1e9))
+        let interval = request.options.timeoutInterval ?? engine.configuration.requestTimeout
         self.idleTimeout = .nanoseconds(Int64(min(max(interval, 0.001), 1e9) * 1e9))
         self.state = NIOLockedValueBox(NIOExchangeState(request: request))
     }

@@ -18,7 +18,7 @@ enum RedirectPlanner {
     static func step(
         for response: HTTPResponse,
         request: Request,
-        policy: SessionConfiguration.RedirectPolicy,
+        policy: NIOEngine.RedirectPolicy,
         redirectCount: Int,
         visitedURLs: Set<String>
     ) -> RedirectStep {

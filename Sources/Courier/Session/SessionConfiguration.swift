@@ -11,57 +11,14 @@ import HTTPTypes
 /// let manager = HTTPSessionManager(baseURL: URL(string: "https://api.example.com/v1"), configuration: configuration)
 /// ```
 public struct SessionConfiguration: Sendable {
-    /// Which HTTP versions the engine may use.
-    public struct HTTPVersionPolicy: Sendable, Hashable, CustomStringConvertible {
-        enum Base: Sendable, Hashable { case http1Only, automatic }
-        let base: Base
-        /// HTTP/1.1 only, even when a TLS server offers HTTP/2.
-        public static let http1Only = HTTPVersionPolicy(base: .http1Only)
-        /// HTTP/2 when a TLS server offers it through ALPN, else HTTP/1.1 (the default).
-        public static let automatic = HTTPVersionPolicy(base: .automatic)
-        public var description: String { self.base == .automatic ? "automatic" : "http1Only" }
-    }
-
-    /// Whether and how responses are decompressed.
-    public enum Decompression: Sendable, Hashable {
-        /// Bodies are delivered as the server sent them; no `Accept-Encoding` is added.
-        case disabled
-        /// `gzip` and `deflate` bodies are decompressed, up to `ratio` times their compressed size
-        /// (a guard against decompression bombs).
-        case enabled(ratio: Int)
-    }
-
-    /// Whether redirects are followed.
-    public enum RedirectPolicy: Sendable, Hashable {
-        /// Redirects are not followed: the 3xx response is the final response.
-        case disallow
-        /// Redirects are followed up to `max` hops; a cycle fails unless `allowCycles`.
-        case follow(max: Int, allowCycles: Bool)
-    }
-
-    /// A proxy for plain HTTP (absolute-form requests) and HTTPS (CONNECT) traffic.
-    public struct Proxy: Sendable, Hashable {
-        enum Kind: Sendable, Hashable { case http, socks }
-        let kind: Kind
-        /// The proxy's host.
-        public var host: String
-        /// The proxy's port.
-        public var port: Int
-        /// The user name for the proxy's Basic authentication, if it wants one.
-        public var username: String?
-        /// The password for the proxy's Basic authentication.
-        public var password: String?
-
-        /// An HTTP proxy (CONNECT for https URLs), with Basic credentials if it wants them.
-        public static func http(host: String, port: Int, username: String? = nil, password: String? = nil) -> Proxy {
-            Proxy(kind: .http, host: host, port: port, username: username, password: password)
-        }
-
-        /// A SOCKSv5 proxy.
-        public static func socks(host: String, port: Int) -> Proxy {
-            Proxy(kind: .socks, host: host, port: port)
-        }
-    }
+    /// Which HTTP versions the engine may use (``NIOEngine/HTTPVersionPolicy``).
+    public typealias HTTPVersionPolicy = NIOEngine.HTTPVersionPolicy
+    /// Whether and how responses are decompressed (``NIOEngine/Decompression``).
+    public typealias Decompression = NIOEngine.Decompression
+    /// Whether redirects are followed (``NIOEngine/RedirectPolicy``).
+    public typealias RedirectPolicy = NIOEngine.RedirectPolicy
+    /// A proxy for plain HTTP (absolute-form requests) and HTTPS (CONNECT) traffic (``NIOEngine/Proxy``).
+    public typealias Proxy = NIOEngine.Proxy
 
     /// Seconds a request may wait for the next bytes, counted from when its head goes out
     /// (connecting and waiting for a pooled connection excepted; a suspended task is never idle),

@@ -8,14 +8,14 @@ import Testing
 struct EngineClientConfigurationTests {
     @Test func noSpansWhenNoTracerWasBootstrapped() {
         // The test process bootstraps no tracer: AHC's per-request no-op spans are skipped.
-        let configuration = NIOEngine.clientConfiguration(.default, trust: ServerTrustEvaluator(policy: .default))
+        let configuration = NIOEngine.clientConfiguration(NIOEngine.Configuration(), trust: ServerTrustEvaluator(policy: .default))
         #expect(configuration.tracing.tracer == nil)
     }
 
     @Test func courierFollowsRedirectsAndKeepsItsOwnIdleDeadline() {
         var session = SessionConfiguration.default
         session.httpMaximumConnectionsPerHost = 17
-        let configuration = NIOEngine.clientConfiguration(session, trust: ServerTrustEvaluator(policy: .default))
+        let configuration = NIOEngine.clientConfiguration(NIOEngine.Configuration(session), trust: ServerTrustEvaluator(policy: .default))
         #expect(configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit == 17)
         #expect(configuration.timeout.read == nil)
         #expect(configuration.connectionPool.retryConnectionEstablishment == false)

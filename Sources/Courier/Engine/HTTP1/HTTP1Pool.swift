@@ -42,10 +42,10 @@ final class HTTP1Pool: Sendable {
         /// The decompression limit, or nil for no decompression.
         var decompression: NIOHTTPDecompression.DecompressionLimit?
 
-        init(_ configuration: SessionConfiguration) {
-            self.connectTimeout = .nanoseconds(Int64(min(configuration.timeoutIntervalForConnect, 1e9) * 1e9))
+        init(_ configuration: NIOEngine.Configuration) {
+            self.connectTimeout = .nanoseconds(Int64(min(configuration.connectTimeout, 1e9) * 1e9))
             self.idleTimeout = .nanoseconds(Int64(min(max(configuration.connectionIdleTimeout, 0.001), 1e9) * 1e9))
-            self.maximumConnectionsPerHost = max(1, configuration.httpMaximumConnectionsPerHost)
+            self.maximumConnectionsPerHost = max(1, configuration.maximumConnectionsPerHost)
             switch configuration.decompression {
             case .disabled: self.decompression = nil
             case .enabled(let ratio): self.decompression = .ratio(max(1, ratio))

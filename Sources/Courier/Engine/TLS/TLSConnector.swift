@@ -21,7 +21,7 @@ struct TLSConnector: Sendable {
         var description: String { self == .http2 ? "HTTP/2" : "HTTP/1.1" }
 
         /// What a session offers: HTTP/2 first, then HTTP/1.1, unless it keeps to HTTP/1.1.
-        static func offered(for version: SessionConfiguration.HTTPVersionPolicy) -> [ApplicationProtocol] {
+        static func offered(for version: NIOEngine.HTTPVersionPolicy) -> [ApplicationProtocol] {
             version == .http1Only ? [.http1_1] : [.http2, .http1_1]
         }
     }

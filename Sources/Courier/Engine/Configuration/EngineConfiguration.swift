@@ -1,0 +1,83 @@
+import Foundation
+
+extension NIOEngine {
+    /// How a ``NIOEngine`` behaves: timeouts, connection limits, HTTP versions, decompression,
+    /// redirects, proxies. The engine's own settings, apart from any session's; a
+    /// ``SessionManager`` makes one from its ``SessionConfiguration``.
+    public struct Configuration: Sendable {
+        /// Seconds an exchange may wait for the next bytes once its request head went out; a
+        /// request's own ``RequestOptions/timeoutInterval`` overrides it. 60 by default.
+        public var requestTimeout: TimeInterval = 60
+        /// Seconds a whole exchange may take, redirects and body included. 7 days by default.
+        public var resourceTimeout: TimeInterval = 7 * 24 * 3600
+        /// Seconds to establish a connection: TCP, a proxy's tunnel and TLS. 10 by default.
+        public var connectTimeout: TimeInterval = 10
+        /// How many connections to one host may be open at once. 8 by default.
+        public var maximumConnectionsPerHost: Int = 8
+        /// Seconds an idle connection is kept. 60 by default.
+        public var connectionIdleTimeout: TimeInterval = 60
+        /// Which HTTP versions to use.
+        public var httpVersion: HTTPVersionPolicy = .automatic
+        /// Whether to decompress responses.
+        public var decompression: Decompression = .enabled(ratio: 100)
+        /// Whether to follow redirects. Up to 16 hops, no cycles, by default.
+        public var redirectPolicy: RedirectPolicy = .follow(max: 16, allowCycles: false)
+        /// A proxy for every request, or none.
+        public var proxy: Proxy?
+
+        /// The defaults described on each property.
+        public init() {}
+    }
+
+    /// Which HTTP versions an engine may use.
+    public struct HTTPVersionPolicy: Sendable, Hashable, CustomStringConvertible {
+        enum Base: Sendable, Hashable { case http1Only, automatic }
+        let base: Base
+        /// HTTP/1.1 only, even when a TLS server offers HTTP/2.
+        public static let http1Only = HTTPVersionPolicy(base: .http1Only)
+        /// HTTP/2 when a TLS server offers it through ALPN, else HTTP/1.1 (the default).
+        public static let automatic = HTTPVersionPolicy(base: .automatic)
+        public var description: String { self.base == .automatic ? "automatic" : "http1Only" }
+    }
+
+    /// Whether and how responses are decompressed.
+    public enum Decompression: Sendable, Hashable {
+        /// Bodies are delivered as the server sent them; no `Accept-Encoding` is added.
+        case disabled
+        /// `gzip` and `deflate` bodies are decompressed, up to `ratio` times their compressed size
+        /// (a guard against decompression bombs).
+        case enabled(ratio: Int)
+    }
+
+    /// Whether redirects are followed.
+    public enum RedirectPolicy: Sendable, Hashable {
+        /// Redirects are not followed: the 3xx response is the final response.
+        case disallow
+        /// Redirects are followed up to `max` hops; a cycle fails unless `allowCycles`.
+        case follow(max: Int, allowCycles: Bool)
+    }
+
+    /// A proxy for plain HTTP (absolute-form requests) and HTTPS (CONNECT) traffic.
+    public struct Proxy: Sendable, Hashable {
+        enum Kind: Sendable, Hashable { case http, socks }
+        let kind: Kind
+        /// The proxy's host.
+        public var host: String
+        /// The proxy's port.
+        public var port: Int
+        /// The user name for the proxy's Basic authentication, if it wants one.
+        public var username: String?
+        /// The password for the proxy's Basic authentication.
+        public var password: String?
+
+        /// An HTTP proxy (CONNECT for https URLs), with Basic credentials if it wants them.
+        public static func http(host: String, port: Int, username: String? = nil, password: String? = nil) -> Proxy {
+            Proxy(kind: .http, host: host, port: port, username: username, password: password)
+        }
+
+        /// A SOCKSv5 proxy.
+        public static func socks(host: String, port: Int) -> Proxy {
+            Proxy(kind: .socks, host: host, port: port)
+        }
+    }
+}

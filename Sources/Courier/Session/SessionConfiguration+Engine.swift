@@ -1,0 +1,53 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+
+extension NIOEngine.Configuration {
+    /// The engine settings a session's configuration asks for.
+    public init(_ session: SessionConfiguration) {
+        self.init()
+        self.requestTimeout = session.timeoutIntervalForRequest
+        self.resourceTimeout = session.timeoutIntervalForResource
+        self.connectTimeout = session.timeoutIntervalForConnect
+        self.maximumConnectionsPerHost = session.httpMaximumConnectionsPerHost
+        self.connectionIdleTimeout = session.connectionIdleTimeout
+        self.httpVersion = session.httpVersion
+        self.decompression = session.decompression
+        self.redirectPolicy = session.redirectPolicy
+        self.proxy = session.proxy
+    }
+}
+
+extension NIOEngine {
+    /// Makes an engine with a session's configuration.
+    /// - Parameters:
+    ///   - configuration: Timeouts, connection limits, HTTP versions, decompression, proxy.
+    ///   - securityPolicy: Which servers to trust.
+    ///   - eventLoopGroup: The event loops to run on; NIO's shared singleton by default.
+    ///   - logger: Where the engine logs connection-level events (`.debug` and below); none by default.
+    public convenience init(
+        configuration: SessionConfiguration,
+        securityPolicy: SecurityPolicy = .default,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger? = nil
+    ) {
+        self.init(
+            configuration: Configuration(configuration), securityPolicy: securityPolicy, eventLoopGroup: eventLoopGroup, logger: logger)
+    }
+
+    /// Makes an engine with a session's configuration and a security policy per host.
+    /// - Parameters:
+    ///   - configuration: Timeouts, connection limits, HTTP versions, decompression, proxy.
+    ///   - serverTrust: Which policy applies to which host.
+    ///   - eventLoopGroup: The event loops to run on; NIO's shared singleton by default.
+    ///   - logger: Where the engine logs connection-level events (`.debug` and below); none by default.
+    public convenience init(
+        configuration: SessionConfiguration,
+        serverTrust: ServerTrustPolicies,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger? = nil
+    ) {
+        self.init(configuration: Configuration(configuration), serverTrust: serverTrust, eventLoopGroup: eventLoopGroup, logger: logger)
+    }
+}
