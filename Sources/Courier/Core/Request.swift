@@ -1,5 +1,8 @@
+import Instrumentation
 import Foundation
 import HTTPTypes
+import Logging
+import Tracing
 
 /// A request as Courier sends it: a method, a URL and header fields, the body beside them, and the
 /// per-request options that AFNetworking's serializers set only when asked.
@@ -18,6 +21,19 @@ public struct Request: Sendable {
     public var body: RequestBody
     /// Per-request options: timeout, cache policy, cookie handling.
     public var options: RequestOptions
+    /// This request's own adapters and retriers, consulted after the session's
+    /// (``SessionManager/interceptor``); see ``RequestInterceptor`` for the order. `nil` by default.
+    public var interceptor: (any RequestInterceptor)?
+    /// Where Courier logs what happens to this request (AsyncHTTPClient's convention: nothing is
+    /// logged above `.debug` in normal operation). `nil` (the default) uses the session's
+    /// ``SessionManager/logger``, and no logger at all when that is `nil` too.
+    public var logger: Logger?
+    /// The trace context the request travels in. A session with a tracer
+    /// (``SessionManager/tracer``) starts a span per task, as a child of this context when set
+    /// (else of `ServiceContext.current` where the task is made), and hands each attempt to the
+    /// engine with this set to the task span's context, so that an engine can hang the spans of its
+    /// hops below it.
+    public var serviceContext: ServiceContext?
 
     /// Makes a request.
     /// - Parameters:

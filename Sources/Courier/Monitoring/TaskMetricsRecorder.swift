@@ -9,6 +9,7 @@ struct TaskMetricsRecorder {
         var exchangeStart: Duration?
         var responseStart: Duration?
         var redirectCount = 0
+        var bytesSent: Int64 = 0
     }
 
     private var taskStart: Date?
@@ -37,6 +38,9 @@ struct TaskMetricsRecorder {
         self.open?.exchangeStart = now
     }
 
+    /// The attempt's request body went out up to `total` bytes (its current hop's count).
+    mutating func bodySent(total: Int64) { self.open?.bytesSent = total }
+
     /// A redirect was followed.
     mutating func redirected() { self.open?.redirectCount += 1 }
 
@@ -47,19 +51,19 @@ struct TaskMetricsRecorder {
     }
 
     /// The attempt ended.
-    mutating func attemptEnded(response: HTTPResponse?, error: CourierError?, bytesSent: Int64, bytesReceived: Int64) {
+    mutating func attemptEnded(response: HTTPResponse?, error: CourierError?, bytesReceived: Int64) {
         guard let open = self.open else { return }
         self.attempts.append(
             TaskMetrics.Attempt(
                 request: open.request, start: open.start, exchangeStart: open.exchangeStart, responseStart: open.responseStart,
-                end: self.offset(), response: response, error: error, redirectCount: open.redirectCount, bytesSent: bytesSent,
+                end: self.offset(), response: response, error: error, redirectCount: open.redirectCount, bytesSent: open.bytesSent,
                 bytesReceived: bytesReceived))
         self.open = nil
     }
 
     /// The metrics of a task that ends now.
-    mutating func finish(originalRequest: Request, response: HTTPResponse?, error: CourierError?) -> TaskMetrics {
-        if self.open != nil { self.attemptEnded(response: response, error: error, bytesSent: 0, bytesReceived: 0) }
+    mutating func finish(originalRequest: Request, response: HTTPResponse?, error: CourierError?, bytesReceived: Int64) -> TaskMetrics {
+        if self.open != nil { self.attemptEnded(response: response, error: error, bytesReceived: bytesReceived) }
         return TaskMetrics(
             taskStart: self.taskStart ?? Date(), duration: self.offset(), attempts: self.attempts, originalRequest: originalRequest,
             response: response, error: error)

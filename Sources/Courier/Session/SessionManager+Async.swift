@@ -72,6 +72,9 @@ extension SessionManager {
         }
         let error: CourierError? = if case .failure(let error) = result { error } else { nil }
         let object: (any Sendable)? = if case .success(let response) = result { response.value } else { nil }
+        if let monitors = task.delegate.interception.monitors {
+            monitors.emit { $0.task(task, didSerializeResponseWith: serializer, object: object, error: error) }
+        }
         self.hooks(for: task).taskDidComplete?(self, task, error)
         self.postDidComplete(task, outcome: outcome, serializer: serializer, object: object, error: error)
         return try result.get()

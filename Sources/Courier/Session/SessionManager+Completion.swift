@@ -36,6 +36,10 @@ extension SessionManager {
             let serialized = Self.serialize(outcome, with: serializer)
             result = (serialized.object, outcome.error ?? serialized.error)
         }
+        if let serializer, let monitors = task.delegate.interception.monitors {
+            let (object, error) = result
+            monitors.emit { $0.task(task, didSerializeResponseWith: serializer, object: object, error: error) }
+        }
         self.hooks(for: task).taskDidComplete?(self, task, result.error)
         return result
     }

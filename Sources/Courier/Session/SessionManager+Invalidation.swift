@@ -5,8 +5,9 @@ extension SessionManager {
     /// Ends the manager (AFNetworking's `invalidateSessionCancelingTasks:`).
     ///
     /// With `cancelingTasks`, every task still running is cancelled; without it, running tasks
-    /// finish first, except that a task waiting for the network to retry
-    /// (``connectivityRetry``) ends at once with the failure it is waiting to retry. Either way, tasks resumed afterwards fail with
+    /// finish first, except that a task waiting to be retried (for the network,
+    /// ``connectivityRetry``, or for a retrier's delay) ends at once with the failure it is
+    /// waiting to retry. Either way, tasks resumed afterwards fail with
     /// ``CourierError/Code/sessionInvalidated``, and once no task runs the engine shuts down and
     /// ``Foundation/NSNotification/Name/sessionDidInvalidate`` is posted. Returns at once.
     /// ``HTTPSessionManager/shared`` ignores this.
@@ -17,7 +18,7 @@ extension SessionManager {
             return Array(registry.delegates.values)
         }
         for delegate in delegates {
-            if cancelingTasks { delegate.cancel() } else { delegate.abandonConnectivityWait() }
+            if cancelingTasks { delegate.cancel() } else { delegate.abandonRetryWait() }
         }
         self.shutDownEngineIfIdle()
     }

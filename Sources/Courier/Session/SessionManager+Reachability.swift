@@ -55,25 +55,3 @@ extension SessionManager {
         set { self.settings.withLockedValue { $0.connectivityRetry = newValue } }
     }
 }
-
-extension NetworkReachabilityManager {
-    /// Waits until the status is reachable (true) or `limit` has passed (false), starting
-    /// monitoring if it was off.
-    func waitUntilReachable(within limit: Duration) async -> Bool {
-        if !self.isMonitoring { self.startMonitoring() }
-        let statuses = self.statuses
-        return await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                for await status in statuses where status.isReachable { return true }
-                return false
-            }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
-    }
-}

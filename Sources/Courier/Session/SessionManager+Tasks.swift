@@ -95,21 +95,28 @@ extension SessionManager {
         let task = Task(identifier: identifier, request: request, delegate: delegate)
         delegate.state.withLockedValue { $0.unstartedTask = task }
         self.registry.withLockedValue { $0.delegates[identifier] = delegate }
+        delegate.interception.monitors?.emit { $0.taskDidCreate(task) }
         return task
     }
 
-    /// Hands a resumed task (or one retried once the network is back) to the engine, or fails it
-    /// when the manager was invalidated.
+    /// Starts a resumed task's attempt (or a retried task's next one): adapting, then the engine;
+    /// or fails it when the manager was invalidated.
     func start(_ delegate: TaskDelegate) {
         let invalidated = self.registry.withLockedValue { $0.isInvalidated }
-        let (request, attempt) = delegate.state.withLockedValue { ($0.currentRequest, $0.attempt) }
         if invalidated {
+            let request = delegate.state.withLockedValue { $0.currentRequest }
             delegate.exchange(
                 didCompleteWith: CourierError(
                     .sessionInvalidated, "\(request.summary): the session manager was invalidated before the task started",
                     request: request))
             return
         }
+        delegate.beginAttempt(on: self)
+    }
+
+    /// Hands an attempt's (adapted) request on (DESIGN's order, after the adapters: cookies, the
+    /// cache lookup, then the engine).
+    func execute(_ request: Request, for delegate: TaskDelegate, attempt: Int) {
         switch self.planFirstHop(request, for: delegate) {
         case .send(let sent):
             let exchange = self.engine.execute(sent, delegate: delegate)

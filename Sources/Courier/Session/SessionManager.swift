@@ -53,6 +53,11 @@ public class SessionManager: @unchecked Sendable {
         /// or a narrower ``CachedResponse/storagePolicy``), or nil to store nothing. Called only
         /// for responses RFC 9111 allows to store, before the task's completion, on an engine thread.
         public var dataTaskWillCacheResponse: (@Sendable (SessionManager, DataTask, CachedResponse) -> CachedResponse?)?
+        /// A server asked for credentials (`WWW-Authenticate` Basic or Digest): answer with a
+        /// credential, the default handling, a cancellation or a rejection of the protection space
+        /// (AFNetworking's `setTaskDidReceiveAuthenticationChallengeBlock:`). Called off the
+        /// engine's threads, once per challenge the server offers until one is answered.
+        public var taskDidReceiveAuthenticationChallenge: (@Sendable (SessionManager, SessionTask, AuthenticationChallenge) -> ChallengeDisposition)?
 
         /// No hooks.
         public init() {}
@@ -79,6 +84,8 @@ public class SessionManager: @unchecked Sendable {
         var hooks = Hooks()
         var reachabilityManager: NetworkReachabilityManager = .shared
         var connectivityRetry: ConnectivityRetryPolicy?
+        /// Interceptors/ and Monitoring/ settings (SessionManager+Interception, +Monitoring).
+        var interception = InterceptionSettings()
     }
 
     /// The configuration the manager was made with.

@@ -59,6 +59,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
     /// Orders pause and resume calls to the exchange.
     let receiveGate = ReceiveGate()
+    /// The request the task was made with: every attempt adapts it afresh.
+    let originalRequest: Request
+    /// Adapters, retriers, monitors, logger and tracer, as they were when the task was made.
+    let interception: TaskInterception
 
     init(
         manager: SessionManager,
@@ -74,9 +78,12 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         self.configuration = manager.configuration
         self.identifier = identifier
         self.hooks = manager.hooks
+        self.originalRequest = request
+        self.interception = TaskInterception(manager: manager, request: request, identifier: identifier)
         var state = TaskState(request: request, owner: manager, completion: completion)
         state.uploadProgressHandler = uploadProgress
         state.downloadProgressHandler = downloadProgress
+        if self.interception.monitors != nil { state.metrics = TaskMetricsRecorder() }
         self.state = NIOLockedValueBox(state)
     }
 
@@ -87,20 +94,20 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             let action = state.lifecycle.resume()
             // From here until its completion has run, the task is held: the caller may drop it.
             if action == .start { state.runningTask = state.unstartedTask }
-            // A wait for the network that ended while the task was suspended is acted on now.
-            let decision = action == .resumeReceiving ? state.connectivityRetry.takeDecision() : nil
+            // A retry decided while the task was suspended is acted on now.
+            let decision = action == .resumeReceiving ? state.retry.takeDecision() : nil
             return (action, state.task, decision)
         }
         switch action {
         case .start:
             guard let task else { return }
-            NotificationCenter.default.post(name: .taskDidResume, object: task)
+            self.didResume(task)
             guard let manager = self.state.withLockedValue({ $0.owner }) else { return }
             manager.start(self)
         case .resumeReceiving:
             self.applyReceiveWish()
-            if let task { NotificationCenter.default.post(name: .taskDidResume, object: task) }
-            if let decision { self.actOnConnectivityDecision(decision) }
+            if let task { self.didResume(task) }
+            if let decision { self.act(on: decision.verdict, failure: decision.failure) }
         case .none:
             break
         }
@@ -110,19 +117,23 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         let (action, exchange, task) = self.state.withLockedValue { ($0.lifecycle.suspend(), $0.exchange, $0.task) }
         guard action == .suspendReceiving else { return }
         if exchange != nil { self.applyReceiveWish() }
-        if let task { NotificationCenter.default.post(name: .taskDidSuspend, object: task) }
+        if let task { self.didSuspend(task) }
     }
 
     func cancel() {
-        let (action, exchange, request, wait) = self.state.withLockedValue { state in
+        let (action, exchange, request, wait, adaptation, task) = self.state.withLockedValue { state in
             let action = state.lifecycle.cancel()
-            // Waiting for the network, no exchange runs: the task ends here.
-            let wait = action == .cancelExchange ? state.connectivityRetry.abandon() : nil
-            return (action, state.exchange, state.currentRequest, wait)
+            // Adapting, or deciding or waiting to retry, no exchange runs: the task ends here.
+            let wait = action == .cancelExchange ? state.retry.abandon() : nil
+            let adaptation = action == .cancelExchange ? state.adaptation : nil
+            if adaptation != nil { state.adaptation = nil }
+            return (action, state.exchange, state.currentRequest, wait, adaptation, state.task)
         }
+        if action != .none, let task { self.didCancel(task) }
         let error = CourierError(.cancelled, "\(request.summary): cancelled", request: request)
-        if let wait {
-            wait.waiter?.cancel()
+        if wait != nil || adaptation != nil {
+            wait?.waiter?.cancel()
+            adaptation?.work?.cancel()
             self.complete(with: error)
             return
         }
@@ -144,7 +155,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         let (current, cancelled, suspended, request) = self.state.withLockedValue { state -> (Bool, Bool, Bool, Request) in
             // An exchange that already completed (it failed at once, and the task completed or
             // waits for the network to retry) or that a retry replaced is not kept.
-            let current = state.attempt == attempt && state.lifecycle != .completed && !state.connectivityRetry.isWaiting
+            let current = state.attempt == attempt && state.lifecycle != .completed && !state.retry.isWaiting
             if current { state.exchange = exchange }
             return (current, state.lifecycle == .canceling, state.lifecycle == .suspended, state.currentRequest)
         }
@@ -189,8 +200,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     func exchange(didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64?) {
         let (report, task, deliveries) = self.state.withLockedValue { state -> (ProgressReport?, SessionTask?, [ProgressDelivery]) in
             let wantsProgress = state.uploadProgressHandler != nil
-            // A redirect that resends the body counts from zero again: progress stays where it was.
+            // A redirect or a retry that resends the body counts from zero again: progress stays
+            // where it was.
             state.countOfBytesSent = max(state.countOfBytesSent, totalBytesSent)
+            state.metrics?.bodySent(total: totalBytesSent)
             if let expected = totalBytesExpectedToSend { state.countOfBytesExpectedToSend = expected }
             if wantsProgress, state.uploadProgress == nil {
                 state.uploadProgress = TaskState.makeProgress(total: state.countOfBytesExpectedToSend, completed: 0)
@@ -206,6 +219,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         if let hook = self.hooks.taskDidSendBodyData, let task, let manager = self.manager {
             hook(manager, task, bytesSent, totalBytesSent, totalBytesExpectedToSend ?? -1)
         }
+        if let monitors = self.interception.monitors, let task {
+            monitors.emit { $0.task(task, didSendBodyData: bytesSent, totalBytesSent: totalBytesSent, totalBytesExpectedToSend: totalBytesExpectedToSend ?? -1) }
+        }
     }
 
     func exchange(willPerformRedirection response: HTTPResponse, newRequest: Request) -> Request? {
@@ -218,8 +234,12 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             chosen = newRequest
         }
         chosen = chosen.map { self.nextHop($0, proposed: newRequest) }
-        if let chosen {
-            self.state.withLockedValue { $0.currentRequest = chosen }
+        self.state.withLockedValue { state in
+            if let chosen { state.currentRequest = chosen }
+            state.metrics?.redirected()
+        }
+        if let monitors = self.interception.monitors, let task {
+            monitors.emit { $0.task(task, willPerformRedirection: response, newRequest: chosen) }
         }
         return chosen
     }
@@ -238,15 +258,18 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         case .file(let plan): return self.downloadDidReceive(response, url: url, plan: plan)
         case .stream(let sink): return self.streamDidReceive(response, url: url, sink: sink)
         }
+        let holding = self.mayRetry(after: response)
         let (task, deliveries) = self.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
             let expected = response.expectedContentLength ?? -1
-            let deliveries = state.recordResponse(response, url: url, expected: expected)
+            let deliveries = state.recordResponse(response, url: url, expected: expected, holding: holding)
+            state.metrics?.responseBegan()
             if expected > 64 * 1024, expected <= Int64(self.configuration.maximumResponseBodySize ?? 256 << 20) {
                 state.body = ByteBufferAllocator().buffer(capacity: Int(expected))
             }
             return (state.task, deliveries)
         }
         self.deliver(deliveries)
+        if let task { self.didReceive(response, task: task) }
         if let hook = self.hooks.dataTaskDidReceiveResponse, let task, let manager = self.manager {
             return hook(manager, task, response)
         }
@@ -264,10 +287,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             return
         }
         let maximum = self.configuration.maximumResponseBodySize
-        enum Next { case report(ProgressReport?, SessionTask?, [ProgressDelivery]), cancel((any Exchange)?, CourierError) }
+        enum Next { case report(ProgressReport?, SessionTask?, [ProgressDelivery]), held, cancel((any Exchange)?, CourierError) }
         let next = self.state.withLockedValue { state -> Next in
-            let deliveries = state.recordReceived(Int64(chunk.readableBytes))
-            if let maximum, state.countOfBytesReceived > Int64(maximum) {
+            let deliveries = state.recordReceivedOrHold(Int64(chunk.readableBytes))
+            if let maximum, state.attemptBytesReceived > Int64(maximum) {
                 state.body = nil
                 // Kept in the state: the exchange may finish on its own before the cancel lands,
                 // or may not be attached yet.
@@ -282,12 +305,16 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             } else {
                 state.body!.writeImmutableBuffer(chunk)
             }
+            // An attempt that may be retried reports its body when it turns out to be the last.
+            guard let deliveries else { return .held }
             return .report(ProgressReport(state.downloadProgress, state.downloadProgressHandler), state.task, deliveries)
         }
         let (report, task, deliveries): (ProgressReport?, SessionTask?, [ProgressDelivery])
         switch next {
         case .cancel(let exchange, let failure):
             exchange?.cancel(with: failure)
+            return
+        case .held:
             return
         case .report(let reported, let reportedTask, let reportedDeliveries):
             (report, task, deliveries) = (reported, reportedTask, reportedDeliveries)
@@ -297,10 +324,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         if let hook = self.hooks.dataTaskDidReceiveData, let task, let manager = self.manager {
             hook(manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
         }
+        if let task { self.didReceiveBodyData(Int64(chunk.readableBytes), task: task) }
     }
 
     func exchange(didCompleteWith error: CourierError?) {
-        if let error, self.waitForConnectivity(after: error) { return }
+        if self.considerRetry(after: error) { return }
         self.complete(with: error)
     }
 
@@ -311,21 +339,32 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             self.completeDownload(with: error)
             return
         }
-        let finished = self.state.withLockedValue { state -> (ending: TaskEnding, outcome: TaskOutcome)? in
-            guard state.lifecycle.complete(), let ending = state.takeEnding() else { return nil }
+        let finished = self.state.withLockedValue { state -> (ending: TaskEnding, outcome: TaskOutcome, held: HeldReport?)? in
+            guard state.lifecycle.complete(), let ending = state.takeEnding(keepingProgressHandlers: true) else { return nil }
             let body = state.body
             state.body = nil
             state.exchange = nil
             let data = body.map { Data(buffer: $0, byteTransferStrategy: .noCopy) }
             let finalError = (state.bodyFailure ?? error)?.adding(request: state.currentRequest, response: state.response, data: data)
             state.error = finalError
+            // A response whose progress was held back is the task's last: report it now.
+            let held = HeldReport(taking: &state, succeeded: finalError == nil)
             if finalError == nil { state.settleProgressTotals() }
-            return (ending, TaskOutcome(request: state.currentRequest, response: state.response, data: data, error: finalError))
+            state.dropProgressHandlers()
+            return (ending, TaskOutcome(request: state.currentRequest, response: state.response, data: data, error: finalError), held)
         }
         guard var finished else { return }
+        if let held = finished.held {
+            held.send()
+            if let hook = self.hooks.dataTaskDidReceiveData, let data = finished.outcome.data, !data.isEmpty {
+                hook(finished.ending.manager, finished.ending.task, data)
+            }
+            self.didReceiveBodyData(held.bytes, task: finished.ending.task)
+        }
         finished.outcome = self.cacheOnCompletion(finished.outcome, ending: finished.ending)
         self.finishProgressUpdates(succeeded: finished.outcome.error == nil)
-        let (ending, outcome) = finished
+        let (ending, outcome, _) = finished
+        self.taskDidEnd(ending.task, response: outcome.response, error: outcome.error)
         ending.manager.taskDidFinish(self)
         switch ending.completion {
         case .outcome(let deliver):
@@ -365,16 +404,23 @@ extension TaskState {
     /// Takes the task's holds out of the state at its completion: the task object (which stays
     /// reachable weakly while its caller keeps it), the manager and the completion. Nil when the
     /// task object is gone or the manager was never kept.
-    mutating func takeEnding() -> TaskEnding? {
+    mutating func takeEnding(keepingProgressHandlers: Bool = false) -> TaskEnding? {
         defer {
             self.runningTask = nil
             self.owner = nil
             self.completion = .none
-            self.uploadProgressHandler = nil
-            self.downloadProgressHandler = nil
+            if !keepingProgressHandlers { self.dropProgressHandlers() }
         }
         guard let task = self.task, let manager = self.owner else { return nil }
         return TaskEnding(task: task, manager: manager, completion: self.completion)
+    }
+}
+
+extension TaskState {
+    /// Lets go of the caller's progress closures (at the task's end).
+    mutating func dropProgressHandlers() {
+        self.uploadProgressHandler = nil
+        self.downloadProgressHandler = nil
     }
 }
 

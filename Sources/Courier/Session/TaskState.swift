@@ -114,12 +114,25 @@ struct TaskState {
     var progressObservers: [ProgressObserver] = []
     /// Whether the last snapshots went out.
     var progressUpdatesFinished = false
-    /// Counts the exchanges started for the task after the first (a connectivity retry).
+    /// Counts the attempts started for the task after the first (its retries).
     var attempt = 0
-    /// The task's one connectivity retry (``SessionManager/connectivityRetry``).
-    var connectivityRetry = ConnectivityRetryPhase.unused
     /// What the cookie store and the cache keep between hops.
     var hop = HopState()
+    /// Between a failed attempt and the next: deciding, waiting, or a decision kept for resume.
+    var retry = RetryPhase.idle
+    /// The reasons of the retries so far, oldest first.
+    var retryReasons: [RetryReason] = []
+    /// The adapters' work for an attempt, while it runs (no exchange runs meanwhile); the work
+    /// is nil until stored.
+    var adaptation: (attempt: Int, work: Task<Void, Never>?)?
+    /// The current attempt's response, while it may still be retried: its progress is held back
+    /// (reported when the task ends with it, dropped when it is retried), so that progress
+    /// never goes backwards.
+    var held: HeldProgress?
+    /// The task's timings, gathered when the session has monitors.
+    var metrics: TaskMetricsRecorder?
+    /// The task's span, when the session has a tracer.
+    var span: TaskSpan?
 
     // Download tasks only.
     /// Writes the body to the task's file, from the final response head on.
@@ -132,6 +145,16 @@ struct TaskState {
     var resumeValidators: (entityTag: String?, lastModified: String?)?
     /// Set by `cancel(byProducingResumeData:)`.
     var resumeDataHandler: (@Sendable (ResumeData?) -> Void)?
+
+    /// Records the current attempt's response head, body bytes not reported yet, when the attempt
+    /// may be retried; see ``held``.
+    struct HeldProgress {
+        var url: URL
+        var received: Int64 = 0
+        var expected: Int64
+        /// A resumed download's bytes kept from before.
+        var kept: Int64 = 0
+    }
 
     /// Records the final response head and what its body will hold: `received` bytes already
     /// (a resumed download's), `expected` in all (-1 when unknown).
@@ -156,6 +179,42 @@ struct TaskState {
         }
         self.downloadProgress?.completedUnitCount = self.countOfBytesReceived
         return self.progressDeliveries(.download)
+    }
+
+    /// Records a response head as ``recordResponse(_:url:received:expected:)`` does, or, when
+    /// `holding`, only the head: its progress is held back (``held``) until the attempt is final.
+    mutating func recordResponse(
+        _ response: HTTPResponse, url: URL, received: Int64 = 0, expected: Int64, holding: Bool
+    ) -> [ProgressDelivery] {
+        guard holding else {
+            self.held = nil
+            return self.recordResponse(response, url: url, received: received, expected: expected)
+        }
+        self.response = response
+        self.responseURL = url
+        self.held = HeldProgress(url: url, expected: expected, kept: received)
+        return []
+    }
+
+    /// Counts body bytes as ``recordReceived(_:)`` does, or holds them back; nil when held (there
+    /// is nothing to report).
+    mutating func recordReceivedOrHold(_ bytes: Int64) -> [ProgressDelivery]? {
+        if self.held != nil {
+            self.held?.received += bytes
+            return nil
+        }
+        return self.recordReceived(bytes)
+    }
+
+    /// The current attempt's body bytes so far, held back or not.
+    var attemptBytesReceived: Int64 { self.held.map { $0.received } ?? self.countOfBytesReceived }
+
+    /// The attempt whose progress was held back is the task's last: its progress is reported now.
+    mutating func releaseHeldProgress() -> [ProgressDelivery] {
+        guard let held = self.held, let response = self.response else { return [] }
+        self.held = nil
+        return self.recordResponse(response, url: held.url, received: held.kept, expected: held.expected)
+            + self.recordReceived(held.received)
     }
 
     static func makeProgress(total: Int64, completed: Int64) -> Progress {

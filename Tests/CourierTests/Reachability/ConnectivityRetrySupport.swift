@@ -99,14 +99,14 @@ final class CompletionCounter: @unchecked Sendable {
 
 extension SessionTask {
     /// Whether the task is waiting for the network to retry (test-only look inside).
-    var isWaitingForConnectivity: Bool { self.delegate.state.withLockedValue { $0.connectivityRetry.isWaiting } }
+    var isWaitingForConnectivity: Bool { self.delegate.state.withLockedValue { $0.retry.isWaiting } }
 
     /// The failure the task waits to retry, while it waits.
     var connectivityRetryFailure: CourierError? {
         self.delegate.state.withLockedValue { state in
-            switch state.connectivityRetry {
+            switch state.retry {
             case .waiting(let failure, _), .decided(_, let failure): failure
-            case .unused, .spent: nil
+            case .idle: nil
             }
         }
     }

@@ -22,7 +22,10 @@ extension TaskDelegate {
         var file = DownloadDestination.temporaryFileURL(in: self.configuration.downloadDirectory)
         var kept: Int64?
         var expected = response.expectedContentLength ?? -1
-        if let continuation = plan.continuation {
+        // A response that may be retried goes to a file of its own, never over the partial file
+        // of resume data, which the retry still needs.
+        let holding = self.mayRetry(after: response)
+        if let continuation = plan.continuation, !holding {
             file = continuation.file
             switch response.status.code {
             case 206:
@@ -51,12 +54,14 @@ extension TaskDelegate {
             self?.downloadWriter(event)
         }
         let validators = ResumeData.validators(of: response)
-        let deliveries = self.state.withLockedValue { state in
+        let (deliveries, task) = self.state.withLockedValue { state in
             state.downloadFile = writer
             state.resumeValidators = validators
-            return state.recordResponse(response, url: url, received: kept ?? 0, expected: expected)
+            state.metrics?.responseBegan()
+            return (state.recordResponse(response, url: url, received: kept ?? 0, expected: expected, holding: holding), state.task)
         }
         self.deliver(deliveries)
+        if let task { self.didReceive(response, task: task) }
         return .allow
     }
 
@@ -72,18 +77,21 @@ extension TaskDelegate {
     func downloadDidReceive(_ chunk: ByteBuffer) {
         let bytes = Int64(chunk.readableBytes)
         let (writer, report, total, expected, task, deliveries) = self.state.withLockedValue { state in
-            let deliveries = state.recordReceived(bytes)
+            let deliveries = state.recordReceivedOrHold(bytes)
             return (
                 state.downloadFile, ProgressReport(state.downloadProgress, state.downloadProgressHandler), state.countOfBytesReceived,
                 state.countOfBytesExpectedToReceive, state.task, deliveries
             )
         }
         writer?.enqueue(chunk)
+        // An attempt that may be retried reports its body when it turns out to be the last.
+        guard let deliveries else { return }
         report?.send()
         self.deliver(deliveries)
         if let hook = self.hooks.downloadTaskDidWriteData, let task = task as? DownloadTask, let manager = self.manager {
             hook(manager, task, bytes, total, expected)
         }
+        if let task { self.didReceiveBodyData(bytes, task: task) }
     }
 
     /// The writer asks to pause or read on, or says that writing failed.
@@ -120,20 +128,32 @@ extension TaskDelegate {
             var validators: (entityTag: String?, lastModified: String?)?
             var resumeDataHandler: (@Sendable (ResumeData?) -> Void)?
             var expected: Int64
+            /// The progress of a response that was held back in case it was retried.
+            var held: HeldReport?
         }
         let ending = self.state.withLockedValue { state -> Ending? in
-            guard state.lifecycle.complete(), let holds = state.takeEnding() else { return nil }
+            guard state.lifecycle.complete(), let holds = state.takeEnding(keepingProgressHandlers: true) else { return nil }
             defer {
                 state.downloadFile = nil
                 state.exchange = nil
                 state.resumeDataHandler = nil
+                state.dropProgressHandlers()
             }
+            let error = state.bodyFailure ?? engineError
+            let held = HeldReport(taking: &state, succeeded: error == nil)
             return Ending(
-                holds: holds, writer: state.downloadFile, error: state.bodyFailure ?? engineError, refused: state.bodyFailure != nil,
+                holds: holds, writer: state.downloadFile, error: error, refused: state.bodyFailure != nil,
                 request: state.currentRequest, response: state.response, validators: state.resumeValidators,
-                resumeDataHandler: state.resumeDataHandler, expected: state.countOfBytesExpectedToReceive)
+                resumeDataHandler: state.resumeDataHandler, expected: state.countOfBytesExpectedToReceive, held: held)
         }
         guard let ending else { return }
+        if let held = ending.held {
+            held.send()
+            if let hook = self.hooks.downloadTaskDidWriteData, let task = ending.holds.task as? DownloadTask {
+                hook(ending.holds.manager, task, held.bytes, held.bytes, ending.expected)
+            }
+            self.didReceiveBodyData(held.bytes, task: ending.holds.task)
+        }
         let plan = self.download ?? DownloadPlan()
         _Concurrency.Task.detached {
             var error = ending.error?.adding(request: ending.request, response: ending.response)
@@ -206,6 +226,7 @@ extension TaskDelegate {
             if error == nil { state.settleProgressTotals() }
         }
         self.finishProgressUpdates(succeeded: error == nil)
+        self.taskDidEnd(holds.task, response: response, error: error)
         holds.manager.taskDidFinish(self)
         let outcome = TaskOutcome(request: request, response: response, data: nil, error: error, fileURL: fileURL)
         switch holds.completion {

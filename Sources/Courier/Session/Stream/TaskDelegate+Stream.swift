@@ -8,8 +8,10 @@ extension TaskDelegate {
     /// A streamed task's response head: recorded, then the waiting caller is told.
     func streamDidReceive(_ response: HTTPResponse, url: URL, sink: ResponseStreamSink) -> ResponseDisposition {
         let (task, deliveries) = self.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
-            (state.task, state.recordResponse(response, url: url, expected: response.expectedContentLength ?? -1))
+            state.metrics?.responseBegan()
+            return (state.task, state.recordResponse(response, url: url, expected: response.expectedContentLength ?? -1))
         }
+        if let task { self.didReceive(response, task: task) }
         self.deliver(deliveries)
         var disposition = ResponseDisposition.allow
         if let hook = self.hooks.dataTaskDidReceiveResponse, let task, let manager = self.manager {
@@ -31,6 +33,7 @@ extension TaskDelegate {
         if let hook = self.hooks.dataTaskDidReceiveData, let task, let manager = self.manager {
             hook(manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
         }
+        if let task { self.didReceiveBodyData(bytes, task: task) }
         guard sink.yield(chunk) else {
             self.cancel()
             return

@@ -1,0 +1,78 @@
+import Instrumentation
+import Foundation
+import HTTPTypes
+import Tracing
+
+/// Writes a trace context into request header fields, replacing a field of the same name (so a
+/// retried attempt carries its context once).
+struct HTTPFieldsInjector: Injector {
+    func inject(_ value: String, forKey key: String, into fields: inout HTTPFields) {
+        guard let name = HTTPField.Name(key) else { return }
+        fields[name] = value
+    }
+}
+
+/// The span of one task: started when the task first starts, ended when it completes, with an
+/// event per retry. Each attempt's request carries its context (``Request/serviceContext``) and
+/// has it injected into its header fields.
+struct TaskSpan: Sendable {
+    let span: any Span
+    let tracer: any Tracer
+
+    /// Starts the span for a task's request, as a child of `parent`.
+    static func start(tracer: any Tracer, for request: Request, parent: ServiceContext) -> TaskSpan {
+        let span = tracer.startSpan(request.method.rawValue, context: parent, ofKind: .client)
+        span.updateAttributes { attributes in
+            attributes["http.request.method"] = request.method.rawValue
+            attributes["url.full"] = Self.redacted(request.url)
+            attributes["server.address"] = request.url.host
+            if let port = request.url.port { attributes["server.port"] = port }
+        }
+        return TaskSpan(span: span, tracer: tracer)
+    }
+
+    /// `request` with the span's context attached and injected into its header fields.
+    func prepare(_ request: Request) -> Request {
+        var request = request
+        let context = self.span.context
+        request.serviceContext = context
+        self.tracer.inject(context, into: &request.headerFields, using: HTTPFieldsInjector())
+        return request
+    }
+
+    /// Notes a retry.
+    func retrying(after attempt: FailedAttempt, reason: RetryReason, delay: Duration) {
+        var attributes: SpanAttributes = [:]
+        attributes["courier.retry.reason"] = reason.rawValue
+        attributes["courier.retry.count"] = attempt.retryCount + 1
+        if let status = attempt.statusCode { attributes["http.response.status_code"] = status }
+        if let error = attempt.error { attributes["error.type"] = error.code.description }
+        self.span.addEvent(SpanEvent(name: "courier.retry", attributes: attributes))
+    }
+
+    /// Ends the span with the task's outcome.
+    func end(response: HTTPResponse?, error: CourierError?, retryCount: Int) {
+        if let response {
+            self.span.attributes["http.response.status_code"] = response.status.code
+            // OpenTelemetry's HTTP client convention: 4xx and 5xx are errors.
+            if response.status.code >= 400 { self.span.setStatus(SpanStatus(code: .error)) }
+        }
+        if retryCount > 0 { self.span.attributes["http.request.resend_count"] = retryCount }
+        if let error {
+            self.span.attributes["error.type"] = error.code.description
+            self.span.recordError(error)
+            self.span.setStatus(SpanStatus(code: .error, message: error.message))
+        }
+        self.span.end()
+    }
+
+    /// A URL without user information, for span attributes.
+    static func redacted(_ url: URL) -> String {
+        guard url.user != nil || url.password != nil, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            return url.absoluteString
+        }
+        components.user = nil
+        components.password = nil
+        return components.url?.absoluteString ?? url.absoluteString
+    }
+}

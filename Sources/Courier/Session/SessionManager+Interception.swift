@@ -1,0 +1,57 @@
+import Instrumentation
+import NIOConcurrencyHelpers
+import Logging
+import Tracing
+
+/// A session's interceptors and monitors, kept with its other settings.
+struct InterceptionSettings: Sendable {
+    var interceptor: (any RequestInterceptor)?
+    var retryBudget: RetryBudget?
+    var retryClock: any RetryClock = .system
+    /// Answers challenges and remembers the protection spaces it answered; made once.
+    let authentication = HTTPAuthenticationResponder(credentials: CredentialStore())
+    var eventMonitors: [any EventMonitor] = []
+    /// The monitors' delivery, made when they are set; nil when there are none.
+    var monitorGroup: EventMonitorGroup?
+    var logger: Logger?
+    /// The process's tracer when one was bootstrapped, else nil (a no-op tracer's spans still cost).
+    var tracer: (any Tracer)? = InstrumentationSystem.tracer is NoOpTracer ? nil : InstrumentationSystem.tracer
+}
+
+extension SessionManager {
+    /// Adapters and retriers for every task of the session (Alamofire's `Session.interceptor`);
+    /// a request's own (``Request/interceptor``) come after them. See ``RequestInterceptor`` for
+    /// the order of everything consulted. Tasks take the interceptor in force when they are made.
+    ///
+    /// ```swift
+    /// manager.interceptor = Interceptor(adapters: [RequestCompressor()], retriers: [RetryPolicy()])
+    /// ```
+    public var interceptor: (any RequestInterceptor)? {
+        get { self.settings.withLockedValue { $0.interception.interceptor } }
+        set { self.settings.withLockedValue { $0.interception.interceptor = newValue } }
+    }
+
+    /// A cap on retries across all the session's tasks, so that an outage does not become a retry
+    /// storm; `nil` (the default) sets none. Every task deposits when it starts; every retry a
+    /// retrier asks for withdraws, unless its reason is exempt; a refused retry is not made.
+    public var retryBudget: RetryBudget? {
+        get { self.settings.withLockedValue { $0.interception.retryBudget } }
+        set { self.settings.withLockedValue { $0.interception.retryBudget = newValue } }
+    }
+
+    /// The clock the session sleeps on before a retry (``RetryDecision/delay``): the system's by
+    /// default; tests inject one so that backoffs take no time.
+    public var retryClock: any RetryClock {
+        get { self.settings.withLockedValue { $0.interception.retryClock } }
+        set { self.settings.withLockedValue { $0.interception.retryClock = newValue } }
+    }
+
+    /// Credentials per protection space, for `WWW-Authenticate` challenges (Basic, Digest). When a
+    /// server answers 401 with a challenge, the session asks
+    /// ``Hooks/taskDidReceiveAuthenticationChallenge`` if set, else takes the URL's user and
+    /// password or the most specific credential stored here, and sends the request again; later
+    /// requests into a protection space it answered are authenticated from the start.
+    public var credentials: CredentialStore {
+        self.settings.withLockedValue { $0.interception.authentication.credentials }
+    }
+}

@@ -1,0 +1,89 @@
+import Instrumentation
+import NIOConcurrencyHelpers
+import Foundation
+import Logging
+
+/// The start of each attempt: adapt the request the task was made with (adapters, then the
+/// session's HTTP authentication, then the trace context), then hand it to the engine.
+extension TaskDelegate {
+    /// Begins the task's current attempt. Without adapters this runs on the caller's thread; with
+    /// them, on a task of its own that ``cancel()`` cancels.
+    func beginAttempt(on manager: SessionManager) {
+        let interception = self.interception
+        let (attempt, retries, span) = self.state.withLockedValue { state -> (Int, Int, TaskSpan?) in
+            state.metrics?.attemptBegan(self.originalRequest)
+            if state.attempt == 0, state.span == nil, let tracer = interception.tracer {
+                state.span = TaskSpan.start(tracer: tracer, for: self.originalRequest, parent: interception.parentContext ?? .topLevel)
+            }
+            return (state.attempt, state.retryReasons.count, state.span)
+        }
+        if attempt == 0 { interception.budget?.deposit() }
+        if interception.logger.logLevel <= .trace {
+            interception.logger.trace(
+                "attempt started",
+                metadata: ["courier-attempt": "\(attempt + 1)", "courier-request": "\(self.originalRequest.summary)"])
+        }
+        guard interception.adaptsAsynchronously else {
+            self.send(self.finishAdapting(self.originalRequest, span: span), attempt: attempt, on: manager)
+            return
+        }
+        let context = AdaptationContext(taskIdentifier: self.identifier, retryCount: retries, logger: interception.logger)
+        self.state.withLockedValue { $0.adaptation = (attempt, nil) }
+        // The adapters are `async`: they run on a task of their own, which ends when they do;
+        // `cancel()` (and so `invalidate(cancelingTasks: true)`) cancels it and ends the task at once.
+        let work = Task {
+            let result: Result<Request, CourierError>
+            do throws(CourierError) {
+                result = .success(try await interception.chain.adapt(self.originalRequest, using: context))
+            } catch {
+                result = .failure(error)
+            }
+            self.adaptationDidFinish(result, attempt: attempt, span: span, on: manager)
+        }
+        let stored = self.state.withLockedValue { state -> Bool in
+            guard let adaptation = state.adaptation, adaptation.attempt == attempt, adaptation.work == nil else { return false }
+            state.adaptation = (attempt, work)
+            return true
+        }
+        // The adapters finished already, or the task was cancelled meanwhile (which cancels the
+        // work it finds, and here it found none).
+        if !stored, self.state.withLockedValue({ $0.lifecycle == .canceling || $0.lifecycle == .completed }) { work.cancel() }
+    }
+
+    /// The adapters are done: send their request, or end the task with their failure.
+    private func adaptationDidFinish(_ result: Result<Request, CourierError>, attempt: Int, span: TaskSpan?, on manager: SessionManager) {
+        let proceed = self.state.withLockedValue { state -> Bool in
+            // Cancelled meanwhile: `cancel()` took the adaptation and ended the task.
+            guard let adaptation = state.adaptation, adaptation.attempt == attempt else { return false }
+            state.adaptation = nil
+            return state.lifecycle == .running || state.lifecycle == .suspended
+        }
+        guard proceed, let task = self.state.withLockedValue({ $0.task }) else { return }
+        switch result {
+        case .success(let adapted):
+            let request = self.finishAdapting(adapted, span: span)
+            self.interception.monitors?.emit { $0.task(task, didAdaptRequest: self.originalRequest, to: request) }
+            self.send(request, attempt: attempt, on: manager)
+        case .failure(let error):
+            self.interception.monitors?.emit { $0.task(task, didFailToAdaptRequest: self.originalRequest, with: error) }
+            self.interception.logger.debug("an adapter failed the request", metadata: ["courier-error": "\(error.code)"])
+            self.complete(with: error)
+        }
+    }
+
+    /// The steps after the adapters: the session's HTTP authentication for a space it answered
+    /// before, and the trace context.
+    private func finishAdapting(_ request: Request, span: TaskSpan?) -> Request {
+        let authenticated = self.interception.authentication.authenticate(request)
+        return span?.prepare(authenticated) ?? authenticated
+    }
+
+    /// Hands an attempt's request to the engine.
+    private func send(_ request: Request, attempt: Int, on manager: SessionManager) {
+        self.state.withLockedValue { state in
+            state.currentRequest = request
+            state.metrics?.exchangeBegan(request)
+        }
+        manager.execute(request, for: self, attempt: attempt)
+    }
+}

@@ -1,0 +1,91 @@
+import NIOConcurrencyHelpers
+import Foundation
+import HTTPTypes
+import Logging
+
+/// A task's events go out from here to everyone who listens: the AFNetworking notifications and
+/// hooks, the session's event monitors (``SessionManager/eventMonitors``), its logger and its
+/// tracer. The hooks that decide something (a response's disposition, a redirect) are called
+/// where the decision is made; they see the same events.
+extension TaskDelegate {
+    func didResume(_ task: SessionTask) {
+        NotificationCenter.default.post(name: .taskDidResume, object: task)
+        self.interception.monitors?.emit { $0.taskDidResume(task) }
+    }
+
+    func didSuspend(_ task: SessionTask) {
+        NotificationCenter.default.post(name: .taskDidSuspend, object: task)
+        self.interception.monitors?.emit { $0.taskDidSuspend(task) }
+    }
+
+    func didCancel(_ task: SessionTask) {
+        self.interception.monitors?.emit { $0.taskDidCancel(task) }
+    }
+
+    func didReceive(_ response: HTTPResponse, task: SessionTask) {
+        self.interception.monitors?.emit { $0.task(task, didReceive: response) }
+    }
+
+    func didReceiveBodyData(_ bytes: Int64, task: SessionTask) {
+        guard let monitors = self.interception.monitors else { return }
+        let (total, expected) = self.state.withLockedValue { ($0.countOfBytesReceived, $0.countOfBytesExpectedToReceive) }
+        monitors.emit { $0.task(task, didReceiveBodyData: bytes, totalBytesReceived: total, totalBytesExpectedToReceive: expected) }
+    }
+
+    /// The task ends: its metrics and completion go to the monitors, its span ends, the end is
+    /// logged. Called once, before the completion is delivered.
+    func taskDidEnd(_ task: SessionTask, response: HTTPResponse?, error: CourierError?) {
+        let (metrics, span, retries) = self.state.withLockedValue { state in
+            let received = state.countOfBytesReceived
+            let metrics = state.metrics?.finish(originalRequest: self.originalRequest, response: response, error: error, bytesReceived: received)
+            state.metrics = nil
+            defer { state.span = nil }
+            return (metrics, state.span, state.retryReasons.count)
+        }
+        if let monitors = self.interception.monitors {
+            if let metrics { monitors.emit { $0.task(task, didFinishCollecting: metrics) } }
+            monitors.emit { $0.task(task, didCompleteWith: error) }
+        }
+        span?.end(response: response, error: error, retryCount: retries)
+        let logger = self.interception.logger
+        if logger.logLevel <= .debug {
+            var metadata: Logger.Metadata = ["courier-request-method": "\(self.originalRequest.method.rawValue)"]
+            if let response { metadata["courier-response-status"] = "\(response.status.code)" }
+            if let error { metadata["courier-error"] = "\(error.code)" }
+            if retries > 0 { metadata["courier-retries"] = "\(retries)" }
+            logger.debug("task completed", metadata: metadata)
+        }
+    }
+
+    /// Whether the attempt that got `response` may still be retried, so that its progress is held
+    /// back: it failed (400 or more), something may retry it, and its body can be sent again.
+    func mayRetry(after response: HTTPResponse) -> Bool {
+        response.status.code >= 400 && self.originalRequest.body.isReplayable && self.interception.mayRetry(response)
+    }
+}
+
+/// The progress of a response that was held back (it might have been retried) and turned out to
+/// be the task's last: taken under the task's lock, reported after.
+struct HeldReport {
+    let report: ProgressReport?
+    let deliveries: [ProgressDelivery]
+    /// The body bytes the attempt received.
+    let bytes: Int64
+
+    /// Nil when nothing was held back, or when the task failed (its progress is not reported).
+    init?(taking state: inout TaskState, succeeded: Bool) {
+        guard let held = state.held else { return nil }
+        guard succeeded else {
+            state.held = nil
+            return nil
+        }
+        self.bytes = held.received
+        self.deliveries = state.releaseHeldProgress()
+        self.report = ProgressReport(state.downloadProgress, state.downloadProgressHandler)
+    }
+
+    func send() {
+        self.report?.send()
+        for delivery in self.deliveries { delivery.continuation.yield(delivery.snapshot) }
+    }
+}

@@ -1,0 +1,178 @@
+import NIOConcurrencyHelpers
+import Foundation
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOFoundationCompat
+
+/// Retries, at the one place every task kind passes through: the end of an exchange. A task whose
+/// attempt failed does not complete; its retriers decide, in the order of ``RequestInterceptor``,
+/// and a retry waits its delay, then the same delegate starts a new attempt (the adapters run
+/// again on the request the task was made with). The task keeps its object, identifier, registry
+/// entry and progress, and completes once, after the last attempt.
+extension TaskDelegate {
+    /// Called with the end of an exchange, before the task completes. Returns true when the attempt
+    /// failed and may be retried: the task then waits for the decision; false when it should
+    /// complete now.
+    ///
+    /// An attempt may be retried when it failed (an error, or a status of 400 or more), something
+    /// may retry it (``TaskInterception/mayRetry(_:)``), the request's body can be sent again, Courier
+    /// did not fail the task itself (a body over the maximum size, a file that could not be
+    /// written), a streamed task had not handed its response head to its consumer, the task is
+    /// neither cancelled nor done, and the manager is not invalidated.
+    func considerRetry(after error: CourierError?) -> Bool {
+        let interception = self.interception
+        let attempt = self.state.withLockedValue { state -> FailedAttempt? in
+            let response = state.response
+            guard error != nil || (response?.status.code ?? 0) >= 400, interception.mayRetry(response),
+                self.originalRequest.body.isReplayable, state.bodyFailure == nil, !state.retry.isWaiting,
+                state.lifecycle == .running || state.lifecycle == .suspended, state.owner?.isInvalidated == false
+            else { return nil }
+            if case .stream = self.sink, response != nil { return nil }
+            state.retry = .waiting(failure: error, waiter: nil)
+            state.exchange = nil
+            let received = state.attemptBytesReceived
+            state.metrics?.attemptEnded(response: response, error: error, bytesReceived: received)
+            var data: Data?
+            if case .memory = self.sink, let body = state.body { data = Data(buffer: body, byteTransferStrategy: .copy) }
+            return FailedAttempt(
+                taskIdentifier: self.identifier, request: state.currentRequest, response: response, data: data, error: error,
+                previousRetries: state.retryReasons, logger: interception.logger)
+        }
+        guard let attempt else { return false }
+        if self.manager?.isInvalidated != false {
+            // `invalidate(cancelingTasks: false)` may have looked at this task before the wait
+            // began: the wait ends here (once, whoever gets to it).
+            self.abandonRetryWait()
+            return true
+        }
+        // The retriers decide, and the delay passes, on a task of their own: `cancel()` and
+        // `invalidate(cancelingTasks:)` cancel it and end the task at once; it ends with the decision.
+        let waiter = Task { await self.decideRetry(after: attempt) }
+        let stored = self.state.withLockedValue { state -> Bool in
+            guard case .waiting(let failure, nil) = state.retry else { return false }
+            state.retry = .waiting(failure: failure, waiter: waiter)
+            return true
+        }
+        // The task was cancelled (or the wait ended) meanwhile: nobody needs the waiter any more.
+        if !stored { waiter.cancel() }
+        return true
+    }
+
+    /// Asks the retriers, waits the delay of a retry, then retries or ends the task; a decision
+    /// that comes while the task is suspended is kept for ``resume()``.
+    private func decideRetry(after attempt: FailedAttempt) async {
+        var retriers: [any RequestRetrier] = [
+            ChallengeRetrier(responder: self.interception.authentication, hook: self.challengeHook())
+        ]
+        if let connectivity = self.interception.connectivity { retriers.append(connectivity) }
+        retriers += self.interception.chain.retriers
+        let verdict = await InterceptorChain(retriers: retriers, budget: self.interception.budget).decide(attempt)
+        // Cancelled meanwhile: `cancel()` ended the task.
+        if Task.isCancelled { return }
+        switch verdict {
+        case .retry(let delay, let reason):
+            self.willRetry(after: attempt, delay: delay, reason: reason)
+            do {
+                try await self.interception.clock.sleep(for: delay)
+            } catch {
+                return
+            }
+            await self.discardAttemptFile()
+            self.decided(.retry(reason: reason))
+        case .finish(let error):
+            self.decided(.finish(error))
+        case .refusedByBudget:
+            self.decided(.finish(nil))
+        }
+    }
+
+    /// Acts on a decision, or keeps it for ``resume()`` when the task is suspended.
+    private func decided(_ verdict: RetryPhase.Verdict) {
+        let failure = self.state.withLockedValue { state -> CourierError?? in
+            guard case .waiting(let failure, _) = state.retry else { return .none }
+            if state.lifecycle == .suspended {
+                state.retry = .decided(verdict, failure: failure)
+                return .none
+            }
+            state.retry = .idle
+            return .some(failure)
+        }
+        guard case .some(let failure) = failure else { return }
+        self.act(on: verdict, failure: failure)
+    }
+
+    /// Retries, or ends the task: with the error a retrier named, else with the attempt's own
+    /// failure (or its response, when the server answered).
+    func act(on verdict: RetryPhase.Verdict, failure: CourierError?) {
+        switch verdict {
+        case .retry(let reason):
+            let manager = self.state.withLockedValue { state -> SessionManager? in
+                state.attempt += 1
+                state.retryReasons.append(reason)
+                state.response = nil
+                state.responseURL = nil
+                state.body = nil
+                state.held = nil
+                state.resumeValidators = nil
+                state.currentRequest = self.originalRequest
+                return state.owner
+            }
+            manager?.start(self)
+        case .finish(let error):
+            self.complete(with: error ?? failure)
+        }
+    }
+
+    /// Ends a wait to retry at once, with the failure (or response) it held: the manager was
+    /// invalidated without cancelling its tasks, so nothing new may start. Does nothing otherwise.
+    func abandonRetryWait() {
+        guard let abandoned = self.state.withLockedValue({ $0.retry.abandon() }) else { return }
+        abandoned.waiter?.cancel()
+        self.complete(with: abandoned.failure)
+    }
+
+    /// A download's file from the failed attempt is removed before the next attempt writes its own.
+    private func discardAttemptFile() async {
+        let writer = self.state.withLockedValue { state -> DownloadFileWriter? in
+            defer { state.downloadFile = nil }
+            return state.downloadFile
+        }
+        await writer?.abandon()
+    }
+
+    /// The retry is decided: monitors, span and logger hear of it.
+    private func willRetry(after attempt: FailedAttempt, delay: Duration, reason: RetryReason) {
+        let (task, span) = self.state.withLockedValue { ($0.task, $0.span) }
+        if let task, let monitors = self.interception.monitors {
+            monitors.emit { $0.task(task, willRetry: attempt, after: delay, reason: reason) }
+        }
+        span?.retrying(after: attempt, reason: reason, delay: delay)
+        var metadata: Logger.Metadata = ["courier-retry-reason": "\(reason)", "courier-retry-delay": "\(delay)"]
+        if let status = attempt.statusCode { metadata["courier-response-status"] = "\(status)" }
+        if let error = attempt.error { metadata["courier-error"] = "\(error.code)" }
+        attempt.logger.debug("retrying", metadata: metadata)
+    }
+
+    /// The session's challenge hook for this task, if set; it looks the task up when called, so
+    /// that nothing here holds the task.
+    private func challengeHook() -> (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)? {
+        guard let hook = self.hooks.taskDidReceiveAuthenticationChallenge else { return nil }
+        return { [weak self] challenge in
+            guard let self, let task = self.state.withLockedValue({ $0.task }), let manager = self.manager else {
+                return .performDefaultHandling
+            }
+            return hook(manager, task, challenge)
+        }
+    }
+}
+
+/// The session's `WWW-Authenticate` handling as the first retrier of every task.
+struct ChallengeRetrier: RequestRetrier {
+    let responder: HTTPAuthenticationResponder
+    let hook: (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)?
+
+    func retry(_ attempt: FailedAttempt) async throws -> RetryDecision {
+        self.responder.respond(to: attempt, hook: self.hook)
+    }
+}

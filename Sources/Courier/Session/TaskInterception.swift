@@ -1,0 +1,65 @@
+import Instrumentation
+import NIOConcurrencyHelpers
+import Logging
+import Tracing
+
+/// What a task consults around its attempts, taken from its manager and its request when the
+/// task is made: adapters and retriers in the order of ``RequestInterceptor``, the session's
+/// challenge handling, budget and clock, its monitors, logger and tracer.
+struct TaskInterception: Sendable {
+    /// The session's then the request's adapters and retriers, with the budget.
+    let chain: InterceptorChain
+    /// The session's challenge handling (consulted before `chain`'s retriers, after its adapters).
+    let authentication: HTTPAuthenticationResponder
+    /// The connectivity retry, when the session has one (after challenges, before `chain`'s retriers).
+    let connectivity: ConnectivityRetrier?
+    let budget: RetryBudget?
+    let clock: any RetryClock
+    /// Nil when the session has no monitor: events are then not even made.
+    let monitors: EventMonitorGroup?
+    /// The request's logger, else the session's, else a no-op one; with the task's identifier.
+    let logger: Logger
+    let tracer: (any Tracer)?
+    /// The trace context the task's span is a child of.
+    let parentContext: ServiceContext?
+
+    init(manager: SessionManager, request: Request, identifier: Int) {
+        let (settings, connectivity, reachability) = manager.settings.withLockedValue {
+            ($0.interception, $0.connectivityRetry, $0.reachabilityManager)
+        }
+        var adapters: [any RequestAdapter] = []
+        var retriers: [any RequestRetrier] = []
+        for interceptor in [settings.interceptor, request.interceptor].compactMap({ $0 }) {
+            if let composed = interceptor as? Interceptor {
+                // Flattened, so that an empty one costs nothing.
+                adapters += composed.adapters
+                retriers += composed.retriers
+            } else {
+                adapters.append(interceptor)
+                retriers.append(interceptor)
+            }
+        }
+        self.chain = InterceptorChain(adapters: adapters, retriers: retriers, budget: settings.retryBudget)
+        self.authentication = settings.authentication
+        self.connectivity = connectivity.map { ConnectivityRetrier(policy: $0, reachability: reachability) }
+        self.budget = settings.retryBudget
+        self.clock = settings.retryClock
+        self.monitors = settings.monitorGroup
+        var logger = request.logger ?? settings.logger ?? .courierNoOp
+        if request.logger != nil || settings.logger != nil { logger[metadataKey: "courier-task-id"] = "\(identifier)" }
+        self.logger = logger
+        self.tracer = settings.tracer
+        self.parentContext = settings.tracer == nil ? nil : (request.serviceContext ?? ServiceContext.current)
+    }
+
+    /// Whether an attempt must hop to a task of its own to adapt (an adapter is `async`).
+    var adaptsAsynchronously: Bool { self.chain.adapts }
+
+    /// Whether a failed attempt with this response (or none) may be retried: a retrier exists,
+    /// the connectivity retry is on and no response came, or a 401 carries a challenge.
+    func mayRetry(_ response: HTTPResponse?) -> Bool {
+        if self.chain.retries { return true }
+        guard let response else { return self.connectivity != nil }
+        return response.status == .unauthorized && response.headerFields[.wwwAuthenticate] != nil
+    }
+}

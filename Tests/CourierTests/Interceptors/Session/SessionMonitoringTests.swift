@@ -1,0 +1,128 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import InMemoryTracing
+import Logging
+import NIOConcurrencyHelpers
+import Testing
+import Tracing
+
+@testable import Courier
+
+@Suite("Session: event monitors, hooks and notifications from the same events; a logger and a span per task")
+struct SessionMonitoringTests {
+    @Test("A GET's events, in order, on the monitor's queue; the AFNetworking notifications still come")
+    func lifecycle() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            manager.completionQueue = TestQueues.completion
+            defer { manager.invalidate(cancelingTasks: true) }
+            let monitor = RecordingEventMonitor()
+            manager.eventMonitors = [monitor]
+            let resumed = NIOLockedValueBox(0)
+            let observer = NotificationCenter.default.addObserver(forName: .taskDidResume, object: nil, queue: nil) { _ in
+                resumed.withLockedValue { $0 += 1 }
+            }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            let done = AsyncStream<Void>.makeStream()
+            manager.responseSerializer = DataResponseSerializer()
+            let task = manager.dataTask(with: Request(url: server.url("/bytes/3000"))) { _, _, _ in done.continuation.yield() }
+            task.resume()
+            var iterator = done.stream.makeAsyncIterator()
+            await iterator.next()
+            await monitor.wait(for: "serialized")
+            let lines = monitor.lines(for: task).filter { !$0.hasPrefix("received") }
+            #expect(lines == ["created", "resumed", "response 200", "metrics", "completed ok", "serialized ok"])
+            #expect(monitor.lines(for: task).contains("received 3000"))
+            #expect(resumed.withLockedValue { $0 } >= 1)
+            let metrics = try #require(monitor.metrics(for: task))
+            #expect(metrics.attempts.count == 1)
+            #expect(metrics.bytesReceived == 3000)
+            #expect(metrics.attempts[0].responseStart != nil && metrics.attempts[0].exchangeStart != nil)
+            #expect(metrics.duration >= metrics.attempts[0].end - metrics.attempts[0].start)
+        }
+    }
+
+    @Test("Suspend, resume, cancel and redirects reach the monitor; a task made but never resumed only says created")
+    func otherEvents() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            manager.completionQueue = TestQueues.completion
+            defer { manager.invalidate(cancelingTasks: true) }
+            let monitor = RecordingEventMonitor()
+            manager.eventMonitors = [monitor]
+            let redirected = try await manager.data(for: Request(url: server.url("/redirect/2")))
+            #expect(redirected.response.status == .ok)
+            await monitor.wait(for: "redirect 302", count: 2)
+            let task = manager.dataTask(with: Request(url: server.url("/drip?duration=5&numbytes=5")), completionHandler: nil)
+            task.resume()
+            task.suspend()
+            task.cancel()
+            await monitor.wait(for: "completed cancelled")
+            #expect(monitor.lines(for: task) == ["created", "resumed", "suspended", "cancelled", "metrics", "completed cancelled"])
+        }
+    }
+
+    @Test("Any number of monitors, each gets everything")
+    func severalMonitors() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            let monitors = (0..<3).map { _ in RecordingEventMonitor() }
+            manager.eventMonitors = monitors
+            _ = try await manager.data(for: Request(url: server.url("/get")))
+            for monitor in monitors {
+                await monitor.wait(for: "serialized")
+                #expect(monitor.lines().filter { !$0.hasPrefix("received") } == ["created", "resumed", "response 200", "metrics", "completed ok", "serialized ok"])
+            }
+        }
+    }
+
+    @Test("A logger per request, else the session's: the task's identifier as metadata; nothing above debug")
+    func logging() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            let (sessionLogger, sessionMessages) = RecordingLogHandler.logger()
+            let (requestLogger, requestMessages) = RecordingLogHandler.logger()
+            manager.logger = sessionLogger
+            _ = try await manager.data(for: Request(url: server.url("/get")))
+            var request = Request(url: server.url("/get"))
+            request.logger = requestLogger
+            _ = try await manager.data(for: request)
+            #expect(sessionMessages.withLockedValue { $0 } == ["trace: attempt started", "debug: task completed"])
+            #expect(requestMessages.withLockedValue { $0 } == ["trace: attempt started", "debug: task completed"])
+        }
+    }
+
+    @Test("A span per task: its context is in each attempt's header fields and on the request the engine gets; retries are its events")
+    func tracing() async throws {
+        try await withTestServer { server in
+            let tracer = InMemoryTracer()
+            let seen = NIOLockedValueBox<[String]>([])
+            let hits = NIOLockedValueBox(0)
+            server.route("/traced") { request in
+                seen.withLockedValue { $0.append(request.value(forHTTPHeaderField: InMemoryTracer.spanIDKey) ?? "none") }
+                let hit = hits.withLockedValue { $0 += 1; return $0 }
+                return hit == 1 ? TestServer.Response(status: .badGateway) : .text("ok")
+            }
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            manager.tracer = tracer
+            let clock = ManualRetryClock()
+            manager.retryClock = clock
+            manager.interceptor = RetryPolicy()
+            let response = try await manager.data(for: Request(url: server.url("/traced")))
+            #expect(response.request.serviceContext != nil)
+            let spans = tracer.finishedSpans
+            #expect(spans.count == 1)
+            let span = try #require(spans.first)
+            #expect(span.operationName == "GET")
+            #expect(span.kind == .client)
+            #expect(seen.withLockedValue { $0 } == [span.spanID, span.spanID])
+            #expect(span.attributes["http.response.status_code"]?.toSpanAttribute() == .int64(200))
+            #expect(span.attributes["http.request.resend_count"]?.toSpanAttribute() == .int64(1))
+            #expect(span.events.map(\.name) == ["courier.retry"])
+        }
+    }
+}
