@@ -35,7 +35,7 @@ public struct AdaptationContext: Sendable {
     public var taskIdentifier: Int
     /// How many times the task was retried before this attempt: 0 for the first.
     public var retryCount: Int
-    /// The request's logger (`Request.logger`, else the session's; a no-op logger when neither is set).
+    /// The request's logger (``Request/logger``, else the session's; a no-op logger when neither is set).
     public var logger: Logger
 
     /// A context; sessions make these, tests of adapters may too.

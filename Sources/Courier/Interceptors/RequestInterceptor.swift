@@ -1,8 +1,8 @@
 /// An adapter and a retrier in one (Alamofire's `RequestInterceptor`); both do nothing unless
 /// implemented.
 ///
-/// A session has one (`SessionManager.interceptor`) and a request may have one
-/// (`Request.interceptor`). They are consulted in this order:
+/// A session has one (``SessionManager/interceptor``) and a request may have one
+/// (``Request/interceptor``). They are consulted in this order:
 ///
 /// - **Adapting**, before every attempt, starting from the request the task was made with: the
 ///   session's adapters, then the request's (each in its own order); then the session's HTTP

@@ -13,7 +13,9 @@ import Logging
 /// ``CourierError/Code/requestRetryFailed`` unless it is a ``CourierError``).
 ///
 /// A retrier may take its time: waiting for a credential refresh or for the network is part of
-/// deciding. The task can still be cancelled meanwhile, which cancels the retrier's work.
+/// deciding. The task can still be cancelled meanwhile, which cancels the retrier's work. A
+/// retrier that always answers retry retries for ever: count with ``FailedAttempt/retryCount`` or
+/// ``FailedAttempt/retryCount(for:)``, as ``RetryPolicy`` does.
 public protocol RequestRetrier: Sendable {
     /// Decides about a failed attempt.
     func retry(_ attempt: FailedAttempt) async throws -> RetryDecision

@@ -3,7 +3,7 @@ import Foundation
 /// Time as retries see it: sessions sleep through it before a retry (backoff, `Retry-After`),
 /// and retry budgets, retry policies and refresh windows read it.
 ///
-/// ``SystemRetryClock`` (``system``) is the real one. Tests inject their own so that a backoff
+/// ``SystemRetryClock`` (`.system`) is the real one. Tests inject their own so that a backoff
 /// of seconds takes none, and so that what was asked for can be checked.
 public protocol RetryClock: Sendable {
     /// A monotonic reading since an arbitrary origin.

@@ -5,7 +5,7 @@ import Metrics
 import NIOConcurrencyHelpers
 
 /// Records a session's traffic with swift-metrics, through whatever backend the process
-/// bootstrapped (`MetricsSystem.bootstrap`). Add it to `SessionManager.eventMonitors`.
+/// bootstrapped (`MetricsSystem.bootstrap`). Add it to ``SessionManager/eventMonitors``.
 ///
 /// | metric | kind | dimensions |
 /// |---|---|---|

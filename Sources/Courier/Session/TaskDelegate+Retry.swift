@@ -22,11 +22,15 @@ extension TaskDelegate {
     /// neither cancelled nor done, and the manager is not invalidated.
     func considerRetry(after error: CourierError?) -> Bool {
         let interception = self.interception
+        // Success, the common case, costs one look at the status.
+        guard error != nil || self.state.withLockedValue({ ($0.response?.status.code ?? 0) >= 400 }) else { return false }
+        // Read before the task's lock: the registry's lock is never taken inside it.
+        guard let manager = self.manager, !manager.isInvalidated else { return false }
         let attempt = self.state.withLockedValue { state -> FailedAttempt? in
             let response = state.response
             guard error != nil || (response?.status.code ?? 0) >= 400, interception.mayRetry(response),
                 self.originalRequest.body.isReplayable, state.bodyFailure == nil, !state.retry.isWaiting,
-                state.lifecycle == .running || state.lifecycle == .suspended, state.owner?.isInvalidated == false
+                state.lifecycle == .running || state.lifecycle == .suspended
             else { return nil }
             if case .stream = self.sink, response != nil { return nil }
             state.retry = .waiting(failure: error, waiter: nil)
@@ -40,7 +44,7 @@ extension TaskDelegate {
                 previousRetries: state.retryReasons, logger: interception.logger)
         }
         guard let attempt else { return false }
-        if self.manager?.isInvalidated != false {
+        if manager.isInvalidated {
             // `invalidate(cancelingTasks: false)` may have looked at this task before the wait
             // began: the wait ends here (once, whoever gets to it).
             self.abandonRetryWait()

@@ -45,7 +45,10 @@ final class HTTPAuthenticationResponder: Sendable {
     /// `request` with an `Authorization` for the answered space it falls in, if any and if it
     /// carries none of its own.
     func authenticate(_ request: Request) -> Request {
-        guard request.headerFields[.authorization] == nil, let origin = ProtectionSpace(url: request.url) else { return request }
+        // The common case, on every attempt of every task: no space was ever answered.
+        guard !self.answers.withLockedValue({ $0.isEmpty }), request.headerFields[.authorization] == nil,
+            let origin = ProtectionSpace(url: request.url)
+        else { return request }
         let head = request.head
         let path = head.path ?? "/"
         let chosen = self.answers.withLockedValue { answers -> (Answer, Int)? in
