@@ -21,6 +21,12 @@ struct Arguments: Sendable {
         case ahc
         /// FoundationNetworking's URLSession (libcurl).
         case urlsession
+        /// `courier` with an empty interceptor (`Interceptor()`) and one event monitor that does
+        /// nothing: the cost of the machinery when nothing is configured (issue 19: at most 3 %).
+        case courierObserved = "courier-observed"
+        /// `courier` with one adapter that changes nothing and one event monitor: what an adapter
+        /// costs (each attempt adapts on a task of its own).
+        case courierAdapted = "courier-adapted"
     }
 
     var scenarios: [Scenario] = Scenario.allCases
@@ -54,7 +60,7 @@ struct Arguments: Sendable {
     static let usage = """
         usage: courier-bench [--scenario sequential|concurrent|all] [--requests N] [--concurrency N]
                              [--url URL] [--server nginx|testserver|auto]
-                             [--clients courier,courier-callback,ahc,urlsession]
+                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted]
                              [--warmup N] [--repeat K] [--json] [--tls]
 
           --scenario     which work to run (default: all)
@@ -62,7 +68,10 @@ struct Arguments: Sendable {
           --concurrency  requests in flight and connections per client in the concurrent scenario (default: 64)
           --url          use this server instead of starting one (loopback only)
           --server       the server to start: nginx, testserver, or auto = nginx when installed (default: auto)
-          --clients      comma-separated clients to measure (default: all four)
+          --clients      comma-separated clients to measure (default: the first four); courier-observed
+                         and courier-adapted are courier with an empty interceptor and one no-op event
+                         monitor, and with one no-op adapter and the monitor (their ratio to courier
+                         is printed)
           --warmup       unmeasured requests before each measured run (default: 1000)
           --repeat       measured runs per client and scenario, taken in turns (default: 1)
           --json         print the results as JSON instead of a table

@@ -34,6 +34,12 @@ enum Report {
                 let values = results.filter { $0.scenario == scenario && $0.client == client.rawValue }.map(\.summary.requestsPerSecond)
                 return values.isEmpty ? nil : values.median
             }
+            // The cost of interceptors and monitors: their rows over plain Courier's.
+            for instrumented in [Arguments.ClientKind.courierObserved, .courierAdapted] {
+                if let mine = median(instrumented), let plain = median(.courier), plain > 0 {
+                    ratios.append(Ratio(scenario: scenario, courierClient: instrumented.rawValue, against: Arguments.ClientKind.courier.rawValue, value: mine / plain))
+                }
+            }
             for courier in [Arguments.ClientKind.courier, .courierCallback] {
                 for other in [Arguments.ClientKind.ahc, .urlsession] {
                     if let mine = median(courier), let theirs = median(other), theirs > 0 {
@@ -69,8 +75,16 @@ enum Report {
         lines.append("")
         let multiple = document.runs.contains { $0.run > 1 }
         for ratio in document.ratios {
-            let name = ratio.courierClient == Arguments.ClientKind.courier.rawValue ? "Courier" : "Courier(callback)"
-            let other = ratio.against == Arguments.ClientKind.ahc.rawValue ? "AHC" : "URLSession"
+            let name = switch ratio.courierClient {
+            case Arguments.ClientKind.courier.rawValue: "Courier"
+            case Arguments.ClientKind.courierCallback.rawValue: "Courier(callback)"
+            default: ratio.courierClient
+            }
+            let other = switch ratio.against {
+            case Arguments.ClientKind.ahc.rawValue: "AHC"
+            case Arguments.ClientKind.urlsession.rawValue: "URLSession"
+            default: "Courier"
+            }
             lines.append("\(ratio.scenario.padding(toLength: 10, withPad: " ", startingAt: 0)) \(name)/\(other): \(format(ratio.value, 2))×\(multiple ? " (medians)" : "")")
         }
         print(lines.joined(separator: "\n"))

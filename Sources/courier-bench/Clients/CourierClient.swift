@@ -26,11 +26,35 @@ enum CourierSetup {
 /// Courier's async API: `response(method:urlString:serializer:)` with a ``DataResponseSerializer``
 /// (status validated, body returned as `Data`).
 final class CourierClient: AsyncBenchClient {
+    /// What is set on the manager besides the defaults.
+    enum Instrumentation {
+        case none
+        /// `interceptor = Interceptor()` and one event monitor that does nothing.
+        case emptyChainAndMonitor
+        /// An adapter that returns the request as it is, and the monitor.
+        case adapterAndMonitor
+    }
+
     private let manager: HTTPSessionManager
     private let path: String
 
-    init(url: URL, connections: Int) {
+    init(url: URL, connections: Int, instrumentation: Instrumentation = .none) {
         (self.manager, self.path) = CourierSetup.manager(url: url, connections: connections)
+        switch instrumentation {
+        case .none:
+            break
+        case .emptyChainAndMonitor:
+            self.manager.interceptor = Interceptor()
+            self.manager.eventMonitors = [NoOpMonitor()]
+        case .adapterAndMonitor:
+            self.manager.interceptor = Adapter { request, _ in request }
+            self.manager.eventMonitors = [NoOpMonitor()]
+        }
+    }
+
+    /// A monitor that receives every event and does nothing with it.
+    struct NoOpMonitor: EventMonitor {
+        let queue = DispatchQueue(label: "courier-bench.monitor")
     }
 
     func fetch() async -> Bool {
