@@ -18,8 +18,9 @@ extension TaskDelegate {
     /// An attempt may be retried when it failed (an error, or a status of 400 or more), something
     /// may retry it (``TaskInterception/mayRetry(_:)``), the request's body can be sent again, Courier
     /// did not fail the task itself (a body over the maximum size, a file that could not be
-    /// written), a streamed task had not handed its response head to its consumer, the task is
-    /// neither cancelled nor done, and the manager is not invalidated.
+    /// written), the response did not come from the cache, a streamed task had not handed its
+    /// response head to its consumer, the task is neither cancelled nor done, and the manager is
+    /// not invalidated.
     func considerRetry(after error: CourierError?) -> Bool {
         let interception = self.interception
         // Success, the common case, costs one look at the status.
@@ -30,7 +31,9 @@ extension TaskDelegate {
             let response = state.response
             guard error != nil || (response?.status.code ?? 0) >= 400, interception.mayRetry(response),
                 self.originalRequest.body.isReplayable, state.bodyFailure == nil, !state.retry.isWaiting,
-                state.lifecycle == .running || state.lifecycle == .suspended
+                state.lifecycle == .running || state.lifecycle == .suspended,
+                // The cache's own answer (a stored error, only-if-cached's 504) would be the same again.
+                state.hop.source != .cache
             else { return nil }
             if case .stream = self.sink, response != nil { return nil }
             state.retry = .waiting(failure: error, waiter: nil)

@@ -233,15 +233,15 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         } else {
             chosen = newRequest
         }
-        chosen = chosen.map { self.nextHop($0, proposed: newRequest) }
+        let next = chosen.map { self.nextHop($0, proposed: newRequest) }
         self.state.withLockedValue { state in
-            if let chosen { state.currentRequest = chosen }
+            if let next { state.currentRequest = next }
             state.metrics?.redirected()
         }
         if let monitors = self.interception.monitors, let task {
-            monitors.emit { $0.task(task, willPerformRedirection: response, newRequest: chosen) }
+            monitors.emit { $0.task(task, willPerformRedirection: response, newRequest: next) }
         }
-        return chosen
+        return next
     }
 
     func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition {
