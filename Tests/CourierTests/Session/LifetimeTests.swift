@@ -151,6 +151,29 @@ import Testing
         }
     }
 
+    /// A task retried by a retry policy (twice: two 503s, then a 200) goes like any other: the
+    /// task, its delegate, the manager and its engine are freed once it completed. Streams are
+    /// left out: a streamed task is not retried once its response head arrived.
+    @Test(arguments: [API.callbackVerb, .asyncVerb, .dataTaskHandler, .uploadFromFile, .downloadCallback, .downloadAsync, .operation])
+    func aTaskRetriedByAPolicyGoes(api: API) async throws {
+        try await withTestServer { server in
+            let bag = WeakBag()
+            let hits = failingRoute(server, "/lifetime-flaky", failures: 2)
+            let succeeded = Recorder<Bool>()
+            try await Self.runAndDrop(bag: bag) { manager in
+                let clock = ManualRetryClock()
+                var policy = RetryPolicy(retryLimit: 2)
+                policy.clock = clock
+                manager.retryClock = clock
+                manager.interceptor = policy
+                try await Self.run(api, url: server.url("/lifetime-flaky"), manager: manager, gate: nil)
+                succeeded.append(hits.withLockedValue { $0 } == 3)
+            }
+            #expect(succeeded.all == [true], "the server saw \(hits.withLockedValue { $0 }) requests, not 3")
+            #expect(await eventually { bag.allReleased }, "still alive: \(bag.survivors)")
+        }
+    }
+
     // MARK: Running one request through each API
 
     /// Makes a manager, hands it to `body`, invalidates it and lets go of it; everything the
