@@ -451,3 +451,33 @@ struct AFHTTPSessionManagerConformanceTests {
         }
     }
 }
+
+/// Issue 19's twin: AFNetworking's authentication challenge handler is Courier's
+/// `hooks.taskDidReceiveAuthenticationChallenge`.
+extension AFHTTPSessionManagerConformanceTests {
+    /// Differs: the hook returns a `ChallengeDisposition` (`.useCredential(…)`,
+    /// `.performDefaultHandling`, …) rather than either a credential or a boxed disposition.
+    @Test func testAuthenticationChallengeHandlerCredentialResult() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                let realms = NIOLockedValueBox<[String?]>([])
+                var hooks = manager.hooks
+                hooks.taskDidReceiveAuthenticationChallenge = { _, _, challenge in
+                    realms.withLockedValue { $0.append(challenge.protectionSpace.realm) }
+                    if challenge.protectionSpace.realm == "Fake Realm" {
+                        return .useCredential(HTTPCredential(user: "user", password: "passwd"))
+                    }
+                    return .performDefaultHandling
+                }
+                manager.hooks = hooks
+                let outcome = await Self.outcome { success, failure in
+                    manager.get("basic-auth/user/passwd", success: success, failure: failure)
+                }
+                #expect(outcome.error == nil, "the request should succeed")
+                #expect(outcome.task?.response?.status == .ok)
+                #expect(realms.withLockedValue { $0 } == ["Fake Realm"])
+            }
+        }
+    }
+}

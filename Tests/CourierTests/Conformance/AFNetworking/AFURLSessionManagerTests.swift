@@ -200,3 +200,30 @@ struct AFURLSessionManagerConformanceTests {
         }
     }
 }
+
+/// Issue 19's twin: task metrics reach an event monitor (Courier's
+/// `setTaskDidFinishCollectingMetricsBlock:`), before the completion notification.
+extension AFURLSessionManagerConformanceTests {
+    /// Differs: the metrics are Courier's `TaskMetrics` (per attempt: start, head, end, redirects,
+    /// bytes each way), delivered to `EventMonitor.task(_:didFinishCollecting:)`; the completion
+    /// notification does not carry them.
+    @Test func testSessionTaskDoesReportMetrics() async throws {
+        try await Self.withLocalManager { manager, server in
+            let collected = NIOLockedValueBox<[TaskMetrics]>([])
+            var monitor = ClosureEventMonitor()
+            monitor.taskDidFinishCollectingMetrics = { _, metrics in collected.withLockedValue { $0.append(metrics) } }
+            manager.eventMonitors = [monitor]
+            let file: URL? = await awaitCallback { finish in
+                manager.downloadTask(with: Request(url: server.url("/bytes/100000"))) { _, file, _ in finish(file) }.resume()
+            }
+            if let file { try? FileManager.default.removeItem(at: file) }
+            #expect(file != nil)
+            #expect(await eventually { collected.withLockedValue { $0.count } == 1 })
+            let metrics = collected.withLockedValue { $0.first }
+            #expect(metrics?.attempts.count == 1)
+            #expect(metrics?.response?.status == .ok)
+            #expect(metrics?.bytesReceived == 100_000)
+            #expect(metrics.map { $0.duration > .zero } == true)
+        }
+    }
+}
