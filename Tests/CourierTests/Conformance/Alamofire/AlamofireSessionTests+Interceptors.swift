@@ -12,7 +12,7 @@ import Testing
 /// a failed adaptation ends the task with `.requestAdaptationFailed` at once (it is not offered to
 /// the retriers). Retriers are asked about transport failures and statuses of 400 or more.
 @Suite("Conformance: Alamofire SessionTests (interceptors)")
-struct AlamofireSessionConformanceTests {
+struct AlamofireSessionInterceptorConformanceTests {
     /// An error that is not a `CourierError`.
     struct MockError: Error {}
 
