@@ -49,6 +49,9 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
             case resourceUnavailable
             case unsupportedOption
             case cellularAccessDenied
+            case proxyRefused
+            case proxyAuthenticationRequired
+            case invalidProxyConfiguration
             case internalInconsistency
         }
 
@@ -118,6 +121,19 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// ``SessionConfiguration/allowsCellularAccess``) and the network is reachable only
         /// through one.
         public static let cellularAccessDenied = Code(.cellularAccessDenied)
+        /// The proxy answered but would not open the way to the server: an HTTP proxy's answer to
+        /// `CONNECT` other than 2xx and 407 (403, 502…; ``CourierError/response`` holds it), or a
+        /// SOCKS5 proxy's error reply. The message names the proxy, the target and the answer.
+        public static let proxyRefused = Code(.proxyRefused)
+        /// The proxy wants credentials it was not given, or refused the ones it was given: an HTTP
+        /// proxy's 407 (``CourierError/response`` holds its `Proxy-Authenticate` fields), or a SOCKS5
+        /// proxy that accepts none of the authentication methods offered.
+        public static let proxyAuthenticationRequired = Code(.proxyAuthenticationRequired)
+        /// A proxy setting that cannot be used: a proxy URL that does not parse, has no host, a bad
+        /// port, a scheme Courier does not speak (`https://`, `socks4://`…) or credentials on a
+        /// `socks5://` URL; or a malformed `no_proxy` entry. The message names the setting (the
+        /// environment variable, for ``ProxyConfiguration/environment(_:)``).
+        public static let invalidProxyConfiguration = Code(.invalidProxyConfiguration)
         /// Courier reached a state it should never reach; please report it.
         public static let internalInconsistency = Code(.internalInconsistency)
 

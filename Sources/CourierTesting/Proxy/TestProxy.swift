@@ -153,7 +153,7 @@ private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChann
 }
 
 /// Copies bytes from its channel to its partner's, and closes the partner when its channel closes.
-private final class TunnelHandler: ChannelInboundHandler {
+final class TunnelHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
     private var partner: TunnelHandler?

@@ -1,0 +1,116 @@
+import NIOCore
+import NIOSOCKS
+
+/// Opens tunnels through proxies on channels already connected (TCP) to them: what the
+/// connection pool calls between connecting and adding TLS or HTTP handlers. Both entry points
+/// may be called from any thread; they run on the channel's event loop, add their handlers at the
+/// end of the pipeline, and return a future that succeeds once the tunnel is up with every handler
+/// they added removed, or fails with a ``CourierError`` naming the proxy, the target and what
+/// happened, the channel then closed:
+///
+/// | what happened | code |
+/// |---|---|
+/// | 407; a SOCKS5 proxy accepts no offered method | ``CourierError/Code/proxyAuthenticationRequired`` |
+/// | another non-2xx answer (403, 502…); a SOCKS5 error reply | ``CourierError/Code/proxyRefused`` |
+/// | not HTTP / not SOCKS5, a head over 16 KiB, bytes after the answer | ``CourierError/Code/invalidResponse`` |
+/// | the proxy closed or reset the connection first | ``CourierError/Code/connectionClosed`` |
+/// | no answer within `timeout` | ``CourierError/Code/timedOut`` |
+/// | the tunnel cannot be asked for (SOCKS5 credentials, a bad target) | ``CourierError/Code/invalidProxyConfiguration`` |
+///
+/// A refusal's ``CourierError/response`` holds the proxy's status and fields
+/// (`Proxy-Authenticate` for a 407); the pool adds the request with ``CourierError/adding(request:response:data:)``.
+enum ProxyTunnel {
+    /// Opens an HTTP `CONNECT` tunnel to `host`:`port` through the HTTP proxy `channel` is
+    /// connected to, with `Proxy-Authorization: Basic` when `proxy` has credentials.
+    /// - Parameters:
+    ///   - channel: A channel connected to the proxy, nothing in its pipeline that reads bytes.
+    ///   - proxy: The proxy (for its credentials and the messages).
+    ///   - host: The server's host: a name, or an IP address (IPv6 without brackets).
+    ///   - port: The server's port.
+    ///   - timeout: How long the proxy may take to answer.
+    /// - Returns: A future that succeeds once the tunnel is open and the handler gone.
+    static func connect(
+        on channel: any Channel,
+        through proxy: SessionConfiguration.Proxy,
+        to host: String,
+        port: Int,
+        timeout: TimeAmount
+    ) -> EventLoopFuture<Void> {
+        Self.onLoop(of: channel) {
+            let promise = channel.eventLoop.makePromise(of: Void.self)
+            let handler = HTTPConnectHandler(proxy: proxy, host: host, port: port, timeout: timeout, promise: promise)
+            try channel.pipeline.syncOperations.addHandler(handler)
+            return promise.futureResult
+        }
+    }
+
+    /// Opens a SOCKS5 tunnel (no authentication, the `CONNECT` command) to `host`:`port` through
+    /// the SOCKS5 proxy `channel` is connected to, with swift-nio-extras' `SOCKSClientHandler`. A
+    /// host name goes to the proxy as a name (the proxy resolves it), an IP address as an address.
+    /// - Parameters:
+    ///   - channel: A channel connected to the proxy, nothing in its pipeline that reads bytes.
+    ///   - proxy: The proxy (for the messages; one with credentials is refused).
+    ///   - host: The server's host: a name, or an IP address (IPv6 without brackets).
+    ///   - port: The server's port.
+    ///   - timeout: How long the proxy may take to open the tunnel.
+    /// - Returns: A future that succeeds once the tunnel is open and the handlers gone.
+    static func socks(
+        on channel: any Channel,
+        through proxy: SessionConfiguration.Proxy,
+        to host: String,
+        port: Int,
+        timeout: TimeAmount
+    ) -> EventLoopFuture<Void> {
+        let target = SessionConfiguration.Proxy.authority(host: host, port: port)
+        return Self.onLoop(of: channel) {
+            let address: SOCKSAddress
+            do {
+                address = try Self.socksAddress(host: host, port: port, proxy: proxy)
+            } catch {
+                throw error.courierError(proxy: proxy, target: target)
+            }
+            let promise = channel.eventLoop.makePromise(of: Void.self)
+            let client = SOCKSClientHandler(targetAddress: address)
+            let watcher = SOCKSTunnelHandler(client: client, proxy: proxy, target: target, timeout: timeout, promise: promise)
+            try channel.pipeline.syncOperations.addHandlers([client, watcher])
+            return promise.futureResult
+        }
+    }
+
+    /// The SOCKS5 form of the target: an address for an IP literal, else the name.
+    static func socksAddress(host: String, port: Int, proxy: SessionConfiguration.Proxy) throws(ProxyTunnelFailure) -> SOCKSAddress {
+        if proxy.username != nil || proxy.password != nil {
+            throw .unusable("SOCKS5 with a user name and password is not supported")
+        }
+        guard (1...65535).contains(port) else { throw .unusable("the port \(port) is not between 1 and 65535") }
+        var name = host
+        if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        if IPAddress(name) != nil, let address = try? SocketAddress(ipAddress: name, port: port) {
+            return .address(address)
+        }
+        guard !name.isEmpty, name.utf8.count <= 255 else {
+            throw .unusable("SOCKS5 carries host names of 1 to 255 bytes")
+        }
+        return .domain(name, port: port)
+    }
+
+    /// Runs `body` on `channel`'s event loop (now, when called there); a thrown error closes the
+    /// channel and fails the future.
+    private static func onLoop(
+        of channel: any Channel,
+        _ body: @escaping @Sendable () throws -> EventLoopFuture<Void>
+    ) -> EventLoopFuture<Void> {
+        let run: @Sendable () -> EventLoopFuture<Void> = {
+            do {
+                return try body()
+            } catch {
+                channel.close(promise: nil)
+                return channel.eventLoop.makeFailedFuture(error)
+            }
+        }
+        if channel.eventLoop.inEventLoop { return run() }
+        return channel.eventLoop.flatSubmit(run)
+    }
+}
+
+extension ProxyTunnelFailure: Error {}

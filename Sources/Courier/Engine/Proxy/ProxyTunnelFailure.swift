@@ -1,0 +1,109 @@
+import HTTPTypes
+import NIOCore
+import NIOSOCKS
+
+/// Why a proxy tunnel did not open, before it is told as a ``CourierError`` naming the proxy and
+/// the target (``courierError(proxy:target:)``).
+enum ProxyTunnelFailure: Sendable, Equatable {
+    /// The HTTP proxy answered `CONNECT` with 407.
+    case authenticationRequired(HTTPResponse)
+    /// The HTTP proxy answered `CONNECT` with a status other than 2xx and 407.
+    case refused(HTTPResponse)
+    /// The SOCKS5 proxy replied with an error.
+    case socksReply(SOCKSServerReply)
+    /// The SOCKS5 proxy chose an authentication method that was not offered (or none of them).
+    case socksAuthentication(AuthenticationMethod)
+    /// The proxy's answer is not the protocol's: what was wrong.
+    case invalidResponse(String)
+    /// The proxy sent bytes after its answer, before the client spoke through the tunnel.
+    case unsolicitedBytes(Int)
+    /// The connection closed before the proxy had answered (`received` bytes of an answer).
+    case closed(received: Int)
+    /// The connection failed under the handshake (reset, an I/O error): the error's text.
+    case connectionError(String)
+    /// The proxy did not answer within the timeout.
+    case timedOut(TimeAmount)
+    /// The tunnel cannot be asked for (a SOCKS5 proxy with credentials, a target SOCKS5 cannot name).
+    case unusable(String)
+    /// The tunnel's handler left the pipeline before the tunnel was up.
+    case abandoned
+
+    /// The error for a caller: its code, and a message naming the proxy, the target and what
+    /// happened.
+    /// - Parameters:
+    ///   - proxy: The proxy.
+    ///   - target: `host:port` of the server the tunnel leads to.
+    ///   - underlyingError: The error that caused it, if any.
+    func courierError(proxy: SessionConfiguration.Proxy, target: String, underlyingError: (any Error)? = nil) -> CourierError {
+        let opening = proxy.isSOCKS ? "a SOCKS5 tunnel to \(target)" : "CONNECT \(target)"
+        let who = proxy.displayName
+        switch self {
+        case .authenticationRequired(let response):
+            let credentials = proxy.username == nil ? "none were configured" : "the credentials for user '\(proxy.username!)' were refused"
+            return CourierError(
+                .proxyAuthenticationRequired,
+                "\(who) wants authentication for \(opening) (\(Self.statusLine(response))): \(credentials)",
+                response: response, underlyingError: underlyingError)
+        case .refused(let response):
+            return CourierError(
+                .proxyRefused, "\(who) refused \(opening): \(Self.statusLine(response))",
+                response: response, underlyingError: underlyingError)
+        case .socksReply(let reply):
+            return CourierError(
+                .proxyRefused, "\(who) could not open \(opening): \(Self.describe(reply)) (reply \(reply.value))",
+                underlyingError: underlyingError)
+        case .socksAuthentication(let method):
+            let what = method == .noneAcceptable
+                ? "accepts none of the authentication methods offered (Courier offers only 'no authentication')"
+                : "asks for authentication method \(method.value)\(method == .usernamePassword ? " (username/password)" : ""), which Courier does not offer"
+            return CourierError(.proxyAuthenticationRequired, "\(who) \(what), for \(opening)", underlyingError: underlyingError)
+        case .invalidResponse(let what):
+            return CourierError(.invalidResponse, "\(who) answered \(opening) with \(what)", underlyingError: underlyingError)
+        case .unsolicitedBytes(let count):
+            return CourierError(
+                .invalidResponse, "\(who) sent \(count) unexpected bytes after opening \(opening), before any request",
+                underlyingError: underlyingError)
+        case .closed(let received):
+            let when = received == 0 ? "before answering" : "after \(received) bytes of an incomplete answer"
+            return CourierError(.connectionClosed, "\(who) closed the connection \(when) \(opening)", underlyingError: underlyingError)
+        case .connectionError(let text):
+            return CourierError(.connectionClosed, "the connection to \(who) failed during \(opening): \(text)", underlyingError: underlyingError)
+        case .timedOut(let timeout):
+            return CourierError(
+                .timedOut, "\(who) did not open \(opening) within \(Self.seconds(timeout))", underlyingError: underlyingError)
+        case .unusable(let why):
+            return CourierError(.invalidProxyConfiguration, "\(who) cannot open \(opening): \(why)", underlyingError: underlyingError)
+        case .abandoned:
+            return CourierError(
+                .internalInconsistency, "the handler opening \(opening) through \(who) left the pipeline before the tunnel was up",
+                underlyingError: underlyingError)
+        }
+    }
+
+    /// "407 Proxy Authentication Required".
+    private static func statusLine(_ response: HTTPResponse) -> String {
+        let reason = response.status.reasonPhrase
+        return reason.isEmpty ? "\(response.status.code)" : "\(response.status.code) \(reason)"
+    }
+
+    /// RFC 1928's words for a SOCKS5 reply.
+    private static func describe(_ reply: SOCKSServerReply) -> String {
+        switch reply {
+        case .serverFailure: "general SOCKS server failure"
+        case .notAllowed: "connection not allowed by ruleset"
+        case .networkUnreachable: "network unreachable"
+        case .hostUnreachable: "host unreachable"
+        case .refused: "connection refused"
+        case .ttlExpired: "TTL expired"
+        case .commandUnsupported: "command not supported"
+        case .addressUnsupported: "address type not supported"
+        default: "an unassigned error"
+        }
+    }
+
+    /// "10 s", "250 ms".
+    private static func seconds(_ amount: TimeAmount) -> String {
+        let milliseconds = amount.nanoseconds / 1_000_000
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+
+extension SessionConfiguration.Proxy: CustomStringConvertible {
+    /// The port a proxy URL without one gets: 1080, curl's default for every kind of proxy.
+    public static let defaultPort = 1080
+
+    /// Reads a proxy URL the way curl reads `--proxy` and the proxy environment variables.
+    ///
+    /// - `http://[user[:password]@]host[:port][/]`: an HTTP proxy (absolute-form requests for
+    ///   `http` URLs, a `CONNECT` tunnel for `https` URLs), with Basic credentials when the URL
+    ///   has a user (percent-encoded: `us%40er` is `us@er`).
+    /// - `socks5://host[:port]` and `socks5h://host[:port]`: a SOCKS5 proxy without
+    ///   authentication. Courier sends the target's host name to the proxy in both cases and lets
+    ///   the proxy resolve it (curl resolves it locally for `socks5://`).
+    /// - No scheme (`proxy.example.com:3128`) means `http://`. Without a port, 1080.
+    ///
+    /// Schemes are matched without regard to case. A trailing `/` is accepted.
+    ///
+    /// - Parameter url: The proxy URL.
+    /// - Throws: ``CourierError/Code/invalidProxyConfiguration`` for a URL that does not parse,
+    ///   has no host, a port outside 1–65535, a path, query or fragment, credentials on a
+    ///   `socks5://` URL (swift-nio-extras' SOCKS client has no username/password method), or
+    ///   another scheme (`https://` proxies, `socks4://`, `socks4a://`).
+    public init(url: String) throws(CourierError) {
+        let trimmed = url.trimmingCharacters(in: .whitespaces)
+        func invalid(_ why: String) -> CourierError {
+            CourierError(.invalidProxyConfiguration, "proxy URL '\(Self.redacted(trimmed))': \(why)")
+        }
+        guard !trimmed.isEmpty else { throw invalid("it is empty") }
+        let text = trimmed.contains("://") ? trimmed : "http://" + trimmed
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
+            throw invalid("it is not a URL")
+        }
+        let kind: Kind
+        switch scheme {
+        case "http": kind = .http
+        case "socks5", "socks5h": kind = .socks
+        default:
+            throw invalid("Courier does not speak to '\(scheme)' proxies (http, socks5 and socks5h are supported)")
+        }
+        var host = components.host ?? ""
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { throw invalid("it has no host") }
+        let port = components.port ?? Self.defaultPort
+        guard (1...65535).contains(port) else { throw invalid("the port \(port) is not between 1 and 65535") }
+        guard components.path.isEmpty || components.path == "/", components.query == nil, components.fragment == nil else {
+            throw invalid("a proxy URL has no path, query or fragment")
+        }
+        if kind == .socks, components.user != nil || components.password != nil {
+            throw invalid("SOCKS5 proxies with a user name and password are not supported")
+        }
+        self.init(kind: kind, host: host, port: port, username: components.user, password: components.password)
+    }
+
+    /// Whether this is a SOCKS5 proxy (else an HTTP proxy).
+    public var isSOCKS: Bool { self.kind == .socks }
+
+    /// The proxy as a URL, the password replaced by `***`: `http://ann:***@proxy:3128`,
+    /// `socks5h://127.0.0.1:1080`.
+    public var description: String {
+        var text = self.kind == .socks ? "socks5h://" : "http://"
+        if let username = self.username {
+            text += username + (self.password == nil ? "" : ":***") + "@"
+        }
+        return text + self.authority
+    }
+
+    /// `host:port`, an IPv6 host in brackets: what messages name and `CONNECT` is sent to.
+    var authority: String { Self.authority(host: self.host, port: self.port) }
+
+    /// "HTTP proxy 127.0.0.1:3128" or "SOCKS5 proxy 127.0.0.1:1080", for messages.
+    var displayName: String { (self.kind == .socks ? "SOCKS5 proxy " : "HTTP proxy ") + self.authority }
+
+    /// The `Proxy-Authorization` value for the proxy's credentials (`Basic`, RFC 7617, UTF-8), or
+    /// nil without a user name.
+    var basicAuthorization: String? {
+        guard let username = self.username else { return nil }
+        return "Basic " + Data("\(username):\(self.password ?? "")".utf8).base64EncodedString()
+    }
+
+    /// `host:port`, an IPv6 host in brackets.
+    static func authority(host: String, port: Int) -> String {
+        host.contains(":") && !host.hasPrefix("[") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    /// A proxy URL for a message: any password replaced by `***`.
+    static func redacted(_ url: String) -> String {
+        let start = url.range(of: "://")?.upperBound ?? url.startIndex
+        guard let at = url[start...].lastIndex(of: "@") else { return url }
+        let userInfo = url[start..<at]
+        guard let colon = userInfo.firstIndex(of: ":") else { return url }
+        return String(url[..<colon]) + ":***" + String(url[at...])
+    }
+}
