@@ -132,7 +132,7 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// A proxy setting that cannot be used: a proxy URL that does not parse, has no host, a bad
         /// port, a scheme Courier does not speak (`https://`, `socks4://`…) or credentials on a
         /// `socks5://` URL; or a malformed `no_proxy` entry. The message names the setting (the
-        /// environment variable, for ``ProxyConfiguration/environment(_:)``).
+        /// environment variable, for ``ProxyConfiguration/fromEnvironment(_:)``).
         public static let invalidProxyConfiguration = Code(.invalidProxyConfiguration)
         /// Courier reached a state it should never reach; please report it.
         public static let internalInconsistency = Code(.internalInconsistency)

@@ -46,7 +46,8 @@ extension NIOEngine {
         case .disabled: client.decompression = .disabled
         case .enabled(let ratio): client.decompression = .enabled(limit: .ratio(max(1, ratio)))
         }
-        if let proxy = configuration.proxy {
+        // AHC takes one proxy for every request: the https one, else the http one (no bypass list).
+        if let proxy = configuration.proxy?.https ?? configuration.proxy?.http {
             switch proxy.kind {
             case .http:
                 let authorization = proxy.username.map {

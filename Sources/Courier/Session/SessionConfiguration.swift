@@ -17,7 +17,7 @@ public struct SessionConfiguration: Sendable {
     public typealias Decompression = NIOEngine.Decompression
     /// Whether redirects are followed (``NIOEngine/RedirectPolicy``).
     public typealias RedirectPolicy = NIOEngine.RedirectPolicy
-    /// A proxy for plain HTTP (absolute-form requests) and HTTPS (CONNECT) traffic (``NIOEngine/Proxy``).
+    /// One proxy server, HTTP or SOCKS5 (``NIOEngine/Proxy``).
     public typealias Proxy = NIOEngine.Proxy
 
     /// Seconds a request may wait for the next bytes, counted from when its head goes out
@@ -43,8 +43,11 @@ public struct SessionConfiguration: Sendable {
     public var decompression: Decompression = .enabled(ratio: 100)
     /// Whether to follow redirects. Up to 16 hops, no cycles, by default.
     public var redirectPolicy: RedirectPolicy = .follow(max: 16, allowCycles: false)
-    /// A proxy for every request, or none.
-    public var proxy: Proxy?
+    /// Which proxy carries which request: nil (the default) for none. `.http(host:port:)` or
+    /// `.socks(host:port:)` for one proxy for every request, ``ProxyConfiguration/fromEnvironment(_:)``
+    /// for curl's `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy`, or a
+    /// ``ProxyConfiguration`` built by hand. Courier never reads the environment unless asked.
+    public var proxy: ProxyConfiguration?
     /// The largest response body a data task keeps in memory, in bytes; larger bodies fail with
     /// ``CourierError/Code/responseTooLarge``. `nil` (the default) sets no limit.
     public var maximumResponseBodySize: Int?

@@ -91,6 +91,13 @@ struct RequestCommand: AsyncParsableCommand {
         help: ArgumentHelp("Send the cookies of this cookies.txt file (if it exists) and write the session's cookies to it afterwards (curl's -b FILE -c FILE).", valueName: "file"))
     var cookieJar: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A proxy for one protocol: http:URL, https:URL or all:URL (URL: http://[user:password@]host:port, socks5://host:port); repeatable. http_proxy, https_proxy, all_proxy and no_proxy are read as curl reads them.",
+            valueName: "protocol:url"))
+    var proxy: [String] = []
+
     func validate() throws {
         if self.words.isEmpty { throw ValidationError("missing URL: courier [METHOD] URL [ITEM ...]") }
         if self.maxRedirects < 0 { throw ValidationError("--max-redirects must not be negative") }
@@ -114,6 +121,7 @@ struct RequestCommand: AsyncParsableCommand {
         let factory = SessionFactory(command: self, url: built.request.url)
         let policy = try factory.checkedSecurityPolicy()
         let jar = try CookieJarFile.open(self.cookieJar)
+        let proxy = try factory.proxyConfiguration()
 
         if self.curl {
             let curl = try CurlCommand(request: built, command: self)
@@ -125,7 +133,7 @@ struct RequestCommand: AsyncParsableCommand {
             try await printer.printRequest(jar?.showing(built) ?? built, body: true)
             return
         }
-        let session = factory.makeManager(securityPolicy: policy, cookieJar: jar)
+        let session = factory.makeManager(securityPolicy: policy, cookieJar: jar, proxy: proxy)
         do {
             if self.download {
                 try await Downloader(command: self, session: session).run(built)

@@ -18,8 +18,14 @@ struct SessionFactory {
         return policy
     }
 
-    func makeManager(securityPolicy policy: SecurityPolicy, cookieJar: CookieJarFile? = nil) -> SessionManager {
+    /// The proxies from `--proxy` and the environment (checked before anything is sent).
+    func proxyConfiguration(environment: [String: String] = ProcessInfo.processInfo.environment) throws(CLIFailure) -> ProxyConfiguration? {
+        try ProxyFlags.configuration(flags: self.command.proxy, environment: environment)
+    }
+
+    func makeManager(securityPolicy policy: SecurityPolicy, cookieJar: CookieJarFile? = nil, proxy: ProxyConfiguration? = nil) -> SessionManager {
         var configuration = SessionConfiguration.default
+        configuration.proxy = proxy
         if let cookieJar { configuration.httpCookieStorage = cookieJar.storage }
         // The heads are printed as HTTP/1.1: ask for nothing else.
         configuration.httpVersion = .http1Only

@@ -1,11 +1,19 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 
-/// An HTTP `CONNECT` proxy on 127.0.0.1 for tests: every tunnel it opens leads to one upstream
-/// address on this machine (a ``TestServer``, usually), whatever host the client asked for, so a
-/// test can send requests for made-up hosts and prove that they went through the proxy.
+/// An HTTP proxy on 127.0.0.1 for tests: every tunnel it opens (`CONNECT`) and every request it
+/// forwards (absolute form, `GET http://host/path HTTP/1.1`) leads to one upstream address on
+/// this machine (a ``TestServer``, usually), whatever host the client asked for, so a test can
+/// send requests for made-up hosts and prove that they went through the proxy.
+///
+/// A connection whose first request is `CONNECT` becomes a tunnel; one whose first request has an
+/// absolute-form `http://` target is a forwarding connection: each request on it is checked for
+/// credentials, recorded in ``forwardedTargets``, sent upstream in origin form without its
+/// `Proxy-Authorization` field, and the upstream answers come back in order (one upstream
+/// connection per client connection, kept alive as the client keeps it).
 ///
 /// ```swift
 /// let server = try await TestServer.start()
@@ -23,6 +31,7 @@ public final class TestProxy: Sendable {
     struct ProxyState {
         var targets: [String] = []
         var authorizations: [String?] = []
+        var forwarded: [String] = []
         var children: [any Channel] = []
     }
 
@@ -34,13 +43,18 @@ public final class TestProxy: Sendable {
 
     /// The `host:port` of every `CONNECT` request received, in order.
     public var connectTargets: [String] { self.state.withLockedValue { $0.targets } }
-    /// The `Proxy-Authorization` header of every `CONNECT` request (nil where absent).
+    /// The `Proxy-Authorization` header of every `CONNECT` and forwarded request, in order (nil
+    /// where absent).
     public var proxyAuthorizations: [String?] { self.state.withLockedValue { $0.authorizations } }
+    /// The absolute-form target of every request received for forwarding, in order
+    /// (`http://host:port/path?query` as the client sent it).
+    public var forwardedTargets: [String] { self.state.withLockedValue { $0.forwarded } }
 
     /// Starts a proxy.
     /// - Parameters:
     ///   - upstreamPort: The port on 127.0.0.1 every tunnel leads to.
-    ///   - credentials: When set, `CONNECT` without matching Basic credentials gets 407.
+    ///   - credentials: When set, a `CONNECT` or forwarded request without matching Basic
+    ///   credentials gets 407 and the connection is closed.
     public static func start(upstreamPort: Int, credentials: (username: String, password: String)? = nil) async throws -> TestProxy {
         let state = NIOLockedValueBox(ProxyState())
         let expected = credentials.map { "Basic " + Data("\($0.username):\($0.password)".utf8).base64EncodedString() }
@@ -73,6 +87,7 @@ public final class TestProxy: Sendable {
 /// Reads one `CONNECT` request head, then opens the tunnel.
 private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     let upstreamPort: Int
@@ -98,6 +113,10 @@ private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChann
         let authorization = lines.dropFirst().first { $0.lowercased().hasPrefix("proxy-authorization:") }
             .map { String($0.dropFirst("proxy-authorization:".count)).trimmingCharacters(in: .whitespaces) }
         let target = requestLine.count > 1 ? String(requestLine[1]) : ""
+        if requestLine.first != "CONNECT", target.lowercased().hasPrefix("http://") {
+            self.startForwarding(buffered, context: context)
+            return
+        }
         self.state.withLockedValue {
             $0.targets.append(target)
             $0.authorizations.append(authorization)
@@ -141,6 +160,23 @@ private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChann
                     client.setOption(.autoRead, value: true).whenComplete { _ in }
                 }
             }
+    }
+
+    /// Turns the connection into a forwarding one: HTTP server handlers and a
+    /// ``ForwardingHandler`` after this handler, the bytes so far through them, this handler gone.
+    private func startForwarding(_ buffered: ByteBuffer, context: ChannelHandlerContext) {
+        self.buffered = nil
+        do {
+            let pipeline = context.pipeline.syncOperations
+            try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: false)
+            try pipeline.addHandler(
+                ForwardingHandler(upstreamPort: self.upstreamPort, expectedAuthorization: self.expectedAuthorization, state: self.state))
+        } catch {
+            context.close(promise: nil)
+            return
+        }
+        context.fireChannelRead(self.wrapInboundOut(buffered))
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
 
     private func reply(_ text: String, close: Bool, context: ChannelHandlerContext) {
@@ -206,5 +242,138 @@ final class TunnelHandler: ChannelInboundHandler {
         guard let context = self.context else { return }
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         context.eventLoop.execute { loopBound.value.close(promise: nil) }
+    }
+}
+
+/// Forwards absolute-form requests to the upstream port in origin form and the answers back.
+private final class ForwardingHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    let upstreamPort: Int
+    let expectedAuthorization: String?
+    let state: NIOLockedValueBox<TestProxy.ProxyState>
+    private var upstream: (any Channel)?
+    private var isConnecting = false
+    private var isRejecting = false
+    private var pending: [HTTPClientRequestPart] = []
+
+    init(upstreamPort: Int, expectedAuthorization: String?, state: NIOLockedValueBox<TestProxy.ProxyState>) {
+        self.upstreamPort = upstreamPort
+        self.expectedAuthorization = expectedAuthorization
+        self.state = state
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !self.isRejecting else { return }
+        switch self.unwrapInboundIn(data) {
+        case .head(var head):
+            let authorization = head.headers.first(name: "Proxy-Authorization")
+            self.state.withLockedValue {
+                $0.forwarded.append(head.uri)
+                $0.authorizations.append(authorization)
+            }
+            if let expected = self.expectedAuthorization, authorization != expected {
+                self.isRejecting = true
+                let headers = HTTPHeaders([("Proxy-Authenticate", "Basic"), ("Content-Length", "0"), ("Connection", "close")])
+                context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .proxyAuthenticationRequired, headers: headers))), promise: nil)
+                let channel = context.channel
+                context.writeAndFlush(self.wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+                return
+            }
+            if let url = URL(string: head.uri) {
+                var target = url.path(percentEncoded: true)
+                if target.isEmpty { target = "/" }
+                if let query = url.query(percentEncoded: true) { target += "?" + query }
+                head.uri = target
+            }
+            head.headers.remove(name: "Proxy-Authorization")
+            head.headers.remove(name: "Proxy-Connection")
+            self.send(.head(head), context: context)
+        case .body(let body):
+            self.send(.body(.byteBuffer(body)), context: context)
+        case .end(let trailers):
+            self.send(.end(trailers), context: context)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.upstream?.close(promise: nil)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    private func send(_ part: HTTPClientRequestPart, context: ChannelHandlerContext) {
+        if let upstream = self.upstream {
+            upstream.write(part, promise: nil)
+            if case .end = part { upstream.flush() }
+            return
+        }
+        self.pending.append(part)
+        guard !self.isConnecting else { return }
+        self.isConnecting = true
+        let client = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        ClientBootstrap(group: context.eventLoop)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(UpstreamHandler(client: client))
+                }
+            }
+            .connect(host: "127.0.0.1", port: self.upstreamPort)
+            .whenComplete { result in
+                let handler = loopBound.value
+                switch result {
+                case .failure:
+                    let context = client.value
+                    handler.isRejecting = true
+                    let headers = HTTPHeaders([("Content-Length", "0"), ("Connection", "close")])
+                    context.write(handler.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .badGateway, headers: headers))), promise: nil)
+                    let channel = context.channel
+                    context.writeAndFlush(handler.wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+                case .success(let upstream):
+                    handler.state.withLockedValue { $0.children.append(upstream) }
+                    handler.upstream = upstream
+                    for part in handler.pending { upstream.write(part, promise: nil) }
+                    handler.pending = []
+                    upstream.flush()
+                }
+            }
+    }
+}
+
+/// Passes an upstream server's answers to the client connection, and closes it when upstream closes.
+private final class UpstreamHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPClientResponsePart
+
+    let client: NIOLoopBound<ChannelHandlerContext>
+
+    init(client: NIOLoopBound<ChannelHandlerContext>) {
+        self.client = client
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let client = self.client.value
+        switch self.unwrapInboundIn(data) {
+        case .head(let head):
+            client.write(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)
+        case .body(let body):
+            client.writeAndFlush(NIOAny(HTTPServerResponsePart.body(.byteBuffer(body))), promise: nil)
+        case .end(let trailers):
+            client.writeAndFlush(NIOAny(HTTPServerResponsePart.end(trailers)), promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.client.value.close(promise: nil)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
     }
 }

@@ -86,7 +86,7 @@ public final class TestSOCKSServer: Sendable {
 
 /// Answers the greeting and the request that `SOCKSServerHandshakeHandler` parses, then joins
 /// the client to the upstream connection.
-private final class SOCKSRequestHandler: ChannelInboundHandler {
+private final class SOCKSRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ClientMessage
     typealias OutboundOut = ServerMessage
 
@@ -94,6 +94,7 @@ private final class SOCKSRequestHandler: ChannelInboundHandler {
     let upstreamPort: Int
     let behaviour: TestSOCKSServer.Behaviour
     let state: NIOLockedValueBox<TestSOCKSServer.State>
+    private var isInactive = false
 
     init(handshake: SOCKSServerHandshakeHandler, upstreamPort: Int, behaviour: TestSOCKSServer.Behaviour, state: NIOLockedValueBox<TestSOCKSServer.State>) {
         self.handshake = handshake
@@ -103,6 +104,9 @@ private final class SOCKSRequestHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Once the connection is down, the handshake handler, leaving the pipeline, passes on the
+        // bytes it buffered (a ByteBuffer, not a ClientMessage): nothing to do with them.
+        guard !self.isInactive else { return }
         switch self.unwrapInboundIn(data) {
         case .greeting:
             switch self.behaviour {
@@ -134,6 +138,11 @@ private final class SOCKSRequestHandler: ChannelInboundHandler {
         case .authenticationData:
             context.close(promise: nil)
         }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.isInactive = true
+        context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

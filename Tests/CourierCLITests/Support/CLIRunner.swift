@@ -36,14 +36,20 @@ enum CLIRunner {
         return bundle.deletingLastPathComponent().appendingPathComponent("courier")
     }
 
-    /// Runs `courier arguments` with standard output and error on pipes, in `directory`.
-    static func run(_ arguments: [String], in directory: URL? = nil) async throws -> CLIResult {
+    /// Runs `courier arguments` with standard output and error on pipes, in `directory`, with the
+    /// test's environment changed by `environment` (a nil value removes a variable).
+    static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String?] = [:]) async throws -> CLIResult {
         await ProcessSlots.shared.acquire()
         defer { ProcessSlots.shared.release() }
         let process = Process()
         process.executableURL = Self.executable
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = directory }
+        if !environment.isEmpty {
+            var variables = ProcessInfo.processInfo.environment
+            for (name, value) in environment { variables[name] = value }
+            process.environment = variables
+        }
         let output = Pipe()
         let error = Pipe()
         process.standardOutput = output

@@ -22,8 +22,9 @@ extension NIOEngine {
         public var decompression: Decompression = .enabled(ratio: 100)
         /// Whether to follow redirects. Up to 16 hops, no cycles, by default.
         public var redirectPolicy: RedirectPolicy = .follow(max: 16, allowCycles: false)
-        /// A proxy for every request, or none.
-        public var proxy: Proxy?
+        /// Which proxy carries which request (per scheme, with hosts that bypass it); nil, or a
+        /// configuration that names no proxy, for none.
+        public var proxy: ProxyConfiguration?
 
         /// The defaults described on each property.
         public init() {}
@@ -57,7 +58,9 @@ extension NIOEngine {
         case follow(max: Int, allowCycles: Bool)
     }
 
-    /// A proxy for plain HTTP (absolute-form requests) and HTTPS (CONNECT) traffic.
+    /// One proxy server: an HTTP proxy (absolute-form requests for `http` URLs, `CONNECT` for
+    /// `https` URLs), with Basic credentials if it wants them, or a SOCKS5 proxy. A
+    /// ``ProxyConfiguration`` says which URLs it carries.
     public struct Proxy: Sendable, Hashable {
         enum Kind: Sendable, Hashable { case http, socks }
         let kind: Kind
@@ -75,7 +78,7 @@ extension NIOEngine {
             Proxy(kind: .http, host: host, port: port, username: username, password: password)
         }
 
-        /// A SOCKSv5 proxy.
+        /// A SOCKS5 proxy, without authentication.
         public static func socks(host: String, port: Int) -> Proxy {
             Proxy(kind: .socks, host: host, port: port)
         }

@@ -9,7 +9,7 @@ final class HTTPConnectHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias OutboundOut = ByteBuffer
 
     private var machine = HTTPConnectStateMachine()
-    private let proxy: SessionConfiguration.Proxy
+    private let proxy: NIOEngine.Proxy
     private let host: String
     private let port: Int
     private let timeout: TimeAmount
@@ -18,7 +18,7 @@ final class HTTPConnectHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var timer: Scheduled<Void>?
     private var isDone = false
 
-    init(proxy: SessionConfiguration.Proxy, host: String, port: Int, timeout: TimeAmount, promise: EventLoopPromise<Void>) {
+    init(proxy: NIOEngine.Proxy, host: String, port: Int, timeout: TimeAmount, promise: EventLoopPromise<Void>) {
         self.proxy = proxy
         self.host = host
         self.port = port
@@ -27,7 +27,7 @@ final class HTTPConnectHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// `host:port` of the target, for messages.
-    private var target: String { SessionConfiguration.Proxy.authority(host: self.host, port: self.port) }
+    private var target: String { NIOEngine.Proxy.authority(host: self.host, port: self.port) }
 
     func handlerAdded(context: ChannelHandlerContext) {
         guard context.channel.isActive else {

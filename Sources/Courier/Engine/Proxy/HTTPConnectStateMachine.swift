@@ -38,7 +38,7 @@ struct HTTPConnectStateMachine {
     /// The `CONNECT` request for `host`:`port` (an IPv6 host in brackets), with `Host` and, when
     /// `authorization` is given, `Proxy-Authorization`.
     static func request(host: String, port: Int, authorization: String?) -> String {
-        let authority = SessionConfiguration.Proxy.authority(host: host, port: port)
+        let authority = NIOEngine.Proxy.authority(host: host, port: port)
         var text = "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n"
         if let authorization { text += "Proxy-Authorization: \(authorization)\r\n" }
         return text + "\r\n"
@@ -131,8 +131,9 @@ struct HTTPConnectStateMachine {
     /// The status and fields of a head (without its blank line), or nil when the status line is
     /// not `HTTP/1.x ddd[ reason]`. Field lines that do not parse are left out.
     static func parseHead(_ head: ArraySlice<UInt8>) -> HTTPResponse? {
-        var lines = String(decoding: head, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map {
-            $0.hasSuffix("\r") ? $0.dropLast() : $0
+        // Lines split on the bytes: "\r\n" is one Character, which a String split on "\n" misses.
+        var lines = head.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line in
+            String(decoding: line.last == UInt8(ascii: "\r") ? line.dropLast() : line, as: UTF8.self)
         }
         guard !lines.isEmpty else { return nil }
         let statusLine = lines.removeFirst()

@@ -10,7 +10,7 @@ extension ProxyConfiguration {
     /// - Hosts reached directly: `no_proxy`, else `NO_PROXY` (see ``BypassList``).
     ///
     /// A variable set to the empty string counts as unset. Values are proxy URLs as
-    /// ``SessionConfiguration/Proxy/init(url:)`` reads them (`http://`, `socks5://`, `socks5h://`,
+    /// ``NIOEngine/Proxy/init(url:)`` reads them (`http://`, `socks5://`, `socks5h://`,
     /// `user:password@`, no scheme meaning `http://`, port 1080 by default). Nothing else is
     /// consulted: no system settings, no proxy auto-configuration, and no implicit bypass for
     /// `localhost` (list it in `no_proxy`, as with curl).
@@ -19,11 +19,11 @@ extension ProxyConfiguration {
     /// - Returns: The configuration; ``isEmpty`` when no variable names a proxy.
     /// - Throws: ``CourierError/Code/invalidProxyConfiguration`` naming the variable whose value
     ///   cannot be used (a variable that a higher-priority one shadows is not read).
-    public static func environment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(CourierError) -> ProxyConfiguration {
-        func proxy(_ names: [String]) throws(CourierError) -> SessionConfiguration.Proxy? {
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(CourierError) -> ProxyConfiguration {
+        func proxy(_ names: [String]) throws(CourierError) -> NIOEngine.Proxy? {
             guard let (name, value) = Self.firstSet(names, in: environment) else { return nil }
             do {
-                return try SessionConfiguration.Proxy(url: value)
+                return try NIOEngine.Proxy(url: value)
             } catch {
                 throw CourierError(.invalidProxyConfiguration, "\(name): \(error.message)")
             }

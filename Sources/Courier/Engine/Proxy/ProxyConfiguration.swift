@@ -1,24 +1,41 @@
 import Foundation
 
 /// Which proxy, if any, carries a request: a proxy for `http` URLs, one for `https` URLs, and the
-/// hosts that bypass both, read from the environment the way curl reads it or set by hand.
+/// hosts that bypass both, read from the environment the way curl reads it or set by hand. It is
+/// ``SessionConfiguration/proxy`` and ``NIOEngine/Configuration/proxy``.
 ///
 /// ```swift
+/// var configuration = SessionConfiguration.default
 /// // One proxy for everything:
-/// let corporate = ProxyConfiguration(proxy: .http(host: "proxy.example.com", port: 3128))
+/// configuration.proxy = .http(host: "proxy.example.com", port: 3128)
 /// // http_proxy, https_proxy, all_proxy and no_proxy, as curl reads them:
-/// let fromEnvironment = try ProxyConfiguration.environment()
-/// let proxy = fromEnvironment.proxy(for: URL(string: "https://api.example.com/v1")!)
+/// configuration.proxy = try ProxyConfiguration.fromEnvironment()
+/// // By hand:
+/// configuration.proxy = ProxyConfiguration(
+///     http: try NIOEngine.Proxy(url: "http://ann:secret@proxy.example.com:3128"),
+///     https: .socks(host: "127.0.0.1", port: 1080),
+///     bypass: try ProxyConfiguration.BypassList("localhost, .internal.example.com, 10.0.0.0/8"))
 /// ```
 ///
 /// An HTTP proxy carries an `http` URL as an absolute-form request (`GET http://host/path
-/// HTTP/1.1`) and an `https` URL through a `CONNECT` tunnel, with `Proxy-Authorization: Basic`
-/// when it has credentials; a SOCKS5 proxy tunnels both. URLs of other schemes get no proxy.
+/// HTTP/1.1`) and an `https` URL through a `CONNECT` tunnel; a SOCKS5 proxy tunnels both. An HTTP
+/// proxy's credentials go with every request (`Proxy-Authorization: Basic`, sent up front, not
+/// after a 407). URLs of other schemes get no proxy.
+///
+/// A proxy that refuses is a ``CourierError`` naming it:
+/// ``CourierError/Code/proxyAuthenticationRequired`` (407, or a SOCKS5 proxy that wants a
+/// method Courier does not offer) or ``CourierError/Code/proxyRefused`` (403, 502, a SOCKS5 error
+/// reply).
+///
+/// > Note: Until Courier's own connection pool carries proxied requests, a session with a proxy
+/// > sends every request through AsyncHTTPClient with one proxy, ``https`` (else ``http``):
+/// > ``bypass`` is not consulted, `http` URLs are tunnelled with `CONNECT` rather than sent in
+/// > absolute form, and a refusal is ``CourierError/Code/connectionFailed``.
 public struct ProxyConfiguration: Sendable, Hashable {
     /// The proxy for `http` URLs, or nil to reach them directly.
-    public var http: SessionConfiguration.Proxy?
+    public var http: NIOEngine.Proxy?
     /// The proxy for `https` URLs, or nil to reach them directly.
-    public var https: SessionConfiguration.Proxy?
+    public var https: NIOEngine.Proxy?
     /// The hosts reached directly whatever ``http`` and ``https`` say (curl's `no_proxy`).
     public var bypass: BypassList
 
@@ -27,7 +44,7 @@ public struct ProxyConfiguration: Sendable, Hashable {
     ///   - http: The proxy for `http` URLs.
     ///   - https: The proxy for `https` URLs.
     ///   - bypass: The hosts reached directly.
-    public init(http: SessionConfiguration.Proxy? = nil, https: SessionConfiguration.Proxy? = nil, bypass: BypassList = .none) {
+    public init(http: NIOEngine.Proxy? = nil, https: NIOEngine.Proxy? = nil, bypass: BypassList = .none) {
         self.http = http
         self.https = https
         self.bypass = bypass
@@ -35,12 +52,41 @@ public struct ProxyConfiguration: Sendable, Hashable {
 
     /// One proxy for every `http` and `https` URL (none with `nil`), no host bypassing it.
     /// - Parameter proxy: The proxy.
-    public init(proxy: SessionConfiguration.Proxy?) {
+    public init(proxy: NIOEngine.Proxy?) {
         self.init(http: proxy, https: proxy)
     }
 
-    /// No proxy for any URL.
-    public static let none = ProxyConfiguration()
+    /// No proxy for any URL: every request goes to its server directly.
+    public static let direct = ProxyConfiguration()
+
+    /// One HTTP proxy for every `http` and `https` URL.
+    /// - Parameters:
+    ///   - host: The proxy's host.
+    ///   - port: The proxy's port.
+    ///   - username: The user name for the proxy's Basic authentication, if it wants one.
+    ///   - password: The password for the proxy's Basic authentication.
+    /// - Returns: The configuration.
+    public static func http(host: String, port: Int, username: String? = nil, password: String? = nil) -> ProxyConfiguration {
+        ProxyConfiguration(proxy: .http(host: host, port: port, username: username, password: password))
+    }
+
+    /// One SOCKS5 proxy (no authentication) for every `http` and `https` URL.
+    /// - Parameters:
+    ///   - host: The proxy's host.
+    ///   - port: The proxy's port.
+    /// - Returns: The configuration.
+    public static func socks(host: String, port: Int) -> ProxyConfiguration {
+        ProxyConfiguration(proxy: .socks(host: host, port: port))
+    }
+
+    /// One proxy for every `http` and `https` URL, read from a proxy URL as curl reads `--proxy`
+    /// (see ``NIOEngine/Proxy/init(url:)``).
+    /// - Parameter url: The proxy URL: `http://[user:password@]host[:port]`, `socks5://host[:port]`,
+    ///   `socks5h://host[:port]`, or `host[:port]` for an HTTP proxy.
+    /// - Throws: ``CourierError/Code/invalidProxyConfiguration`` for a URL that cannot be used.
+    public init(url: String) throws(CourierError) {
+        self.init(proxy: try NIOEngine.Proxy(url: url))
+    }
 
     /// Whether no URL gets a proxy.
     public var isEmpty: Bool { self.http == nil && self.https == nil }
@@ -50,8 +96,8 @@ public struct ProxyConfiguration: Sendable, Hashable {
     /// host, and for a host (and port: 80 or 443 when the URL names none) that ``bypass`` lists.
     /// - Parameter url: The request's URL.
     /// - Returns: The proxy, or nil.
-    public func proxy(for url: URL) -> SessionConfiguration.Proxy? {
-        let proxy: SessionConfiguration.Proxy?
+    public func proxy(for url: URL) -> NIOEngine.Proxy? {
+        let proxy: NIOEngine.Proxy?
         switch url.scheme?.lowercased() {
         case "http": proxy = self.http
         case "https": proxy = self.https
@@ -63,7 +109,9 @@ public struct ProxyConfiguration: Sendable, Hashable {
     }
 
     /// How a request to `url` reaches its server: what the connection pool does (the proxy's
-    /// kind and the URL's scheme decide between forwarding and a tunnel).
+    /// kind and the URL's scheme decide between forwarding and a tunnel). Part of the pool's key.
+    /// - Parameter url: The request's URL.
+    /// - Returns: ``ProxyRoute/direct`` when ``proxy(for:)`` is nil.
     func route(for url: URL) -> ProxyRoute {
         guard let proxy = self.proxy(for: url) else { return .direct }
         if proxy.isSOCKS { return .socksTunnel(proxy) }

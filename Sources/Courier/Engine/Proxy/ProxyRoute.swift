@@ -10,16 +10,16 @@ enum ProxyRoute: Sendable, Hashable {
     case direct
     /// An `http` URL through an HTTP proxy: connect to the proxy and send requests in absolute
     /// form (``adjust(_:for:)``); no tunnel.
-    case forward(SessionConfiguration.Proxy)
+    case forward(NIOEngine.Proxy)
     /// An `https` URL through an HTTP proxy: connect to the proxy, open a `CONNECT` tunnel
-    /// (``ProxyTunnel/connect(on:through:to:port:timeout:)``), then TLS to the server.
-    case connectTunnel(SessionConfiguration.Proxy)
+    /// (``ProxyTunnel/establish(on:target:port:route:timeout:)``), then TLS to the server.
+    case connectTunnel(NIOEngine.Proxy)
     /// Any URL through a SOCKS5 proxy: connect to the proxy, open a SOCKS5 tunnel
-    /// (``ProxyTunnel/socks(on:through:to:port:timeout:)``), then TLS for `https`.
-    case socksTunnel(SessionConfiguration.Proxy)
+    /// (``ProxyTunnel/establish(on:target:port:route:timeout:)``), then TLS for `https`.
+    case socksTunnel(NIOEngine.Proxy)
 
     /// The proxy, or nil for ``direct``.
-    var proxy: SessionConfiguration.Proxy? {
+    var proxy: NIOEngine.Proxy? {
         switch self {
         case .direct: nil
         case .forward(let proxy), .connectTunnel(let proxy), .socksTunnel(let proxy): proxy
@@ -32,24 +32,20 @@ enum ProxyRoute: Sendable, Hashable {
         return (proxy.host, proxy.port)
     }
 
-    /// Sets up the tunnel this route needs on `channel`, a TCP connection to the proxy (see
-    /// ``connectionAddress(host:port:)``): a `CONNECT` or SOCKS5 tunnel to `host`:`port`;
-    /// nothing for ``direct`` and ``forward``. Runs on the channel's event loop; the future
-    /// succeeds with every handler it added removed.
-    /// - Parameters:
-    ///   - channel: The connected channel, nothing in its pipeline yet.
-    ///   - host: The server's host (the URL's, an IPv6 address without brackets).
-    ///   - port: The server's port.
-    ///   - timeout: How long the proxy may take to open the tunnel.
-    func establishTunnel(on channel: any Channel, to host: String, port: Int, timeout: TimeAmount) -> EventLoopFuture<Void> {
+    /// Whether the pool opens a tunnel (``ProxyTunnel/establish(on:target:port:route:timeout:)``)
+    /// after connecting and before TLS or HTTP: ``connectTunnel(_:)`` and ``socksTunnel(_:)``.
+    var tunnels: Bool {
         switch self {
-        case .direct, .forward:
-            channel.eventLoop.makeSucceededVoidFuture()
-        case .connectTunnel(let proxy):
-            ProxyTunnel.connect(on: channel, through: proxy, to: host, port: port, timeout: timeout)
-        case .socksTunnel(let proxy):
-            ProxyTunnel.socks(on: channel, through: proxy, to: host, port: port, timeout: timeout)
+        case .direct, .forward: false
+        case .connectTunnel, .socksTunnel: true
         }
+    }
+
+    /// Whether requests go in absolute form with the proxy's credentials
+    /// (``adjust(_:for:)``): ``forward(_:)`` only, plain `http` through an HTTP proxy.
+    var usesAbsoluteForm: Bool {
+        if case .forward = self { return true }
+        return false
     }
 
     /// Rewrites an HTTP/1.1 request head for this route: for ``forward``, the target in absolute

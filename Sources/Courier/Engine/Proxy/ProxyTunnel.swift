@@ -20,6 +20,43 @@ import NIOSOCKS
 /// A refusal's ``CourierError/response`` holds the proxy's status and fields
 /// (`Proxy-Authenticate` for a 407); the pool adds the request with ``CourierError/adding(request:response:data:)``.
 enum ProxyTunnel {
+    /// The pool's one call between TCP connect and TLS or HTTP handlers: opens the tunnel `route`
+    /// needs to `host`:`port` on `channel` (connected to ``ProxyRoute/connectionAddress(host:port:)``),
+    /// a `CONNECT` for ``ProxyRoute/connectTunnel(_:)``, SOCKS5 for ``ProxyRoute/socksTunnel(_:)``,
+    /// and succeeds at once for ``ProxyRoute/direct`` and ``ProxyRoute/forward(_:)``. On success
+    /// the pipeline is as it was (every handler added is gone) and the next byte written goes to
+    /// the server; on failure the channel is closed and the error is a ``CourierError`` naming the
+    /// proxy and the target (see the table above). Credentials are sent up front
+    /// (`Proxy-Authorization: Basic` on the `CONNECT`); a 407 is not retried.
+    /// - Parameters:
+    ///   - channel: A channel connected to the proxy, nothing in its pipeline that reads bytes.
+    ///   - host: The server's host: the URL's (an IPv6 address with or without brackets).
+    ///   - port: The server's port (the URL's, or the scheme's default).
+    ///   - route: The route, from ``ProxyConfiguration/route(for:)``.
+    ///   - timeout: How long the proxy may take to open the tunnel (the connect timeout).
+    /// - Returns: A future that succeeds once the tunnel is open (or none is needed).
+    static func establish(
+        on channel: any Channel,
+        target host: String,
+        port: Int,
+        route: ProxyRoute,
+        timeout: TimeAmount
+    ) -> EventLoopFuture<Void> {
+        switch route {
+        case .direct, .forward:
+            return channel.eventLoop.makeSucceededVoidFuture()
+        case .connectTunnel(let proxy):
+            return Self.connect(on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout)
+        case .socksTunnel(let proxy):
+            return Self.socks(on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout)
+        }
+    }
+
+    /// `host` without the brackets of an IPv6 literal.
+    private static func unbracketed(_ host: String) -> String {
+        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+    }
+
     /// Opens an HTTP `CONNECT` tunnel to `host`:`port` through the HTTP proxy `channel` is
     /// connected to, with `Proxy-Authorization: Basic` when `proxy` has credentials.
     /// - Parameters:
@@ -31,7 +68,7 @@ enum ProxyTunnel {
     /// - Returns: A future that succeeds once the tunnel is open and the handler gone.
     static func connect(
         on channel: any Channel,
-        through proxy: SessionConfiguration.Proxy,
+        through proxy: NIOEngine.Proxy,
         to host: String,
         port: Int,
         timeout: TimeAmount
@@ -56,15 +93,15 @@ enum ProxyTunnel {
     /// - Returns: A future that succeeds once the tunnel is open and the handlers gone.
     static func socks(
         on channel: any Channel,
-        through proxy: SessionConfiguration.Proxy,
+        through proxy: NIOEngine.Proxy,
         to host: String,
         port: Int,
         timeout: TimeAmount
     ) -> EventLoopFuture<Void> {
-        let target = SessionConfiguration.Proxy.authority(host: host, port: port)
+        let target = NIOEngine.Proxy.authority(host: host, port: port)
         return Self.onLoop(of: channel) {
             let address: SOCKSAddress
-            do {
+            do throws(ProxyTunnelFailure) {
                 address = try Self.socksAddress(host: host, port: port, proxy: proxy)
             } catch {
                 throw error.courierError(proxy: proxy, target: target)
@@ -78,7 +115,7 @@ enum ProxyTunnel {
     }
 
     /// The SOCKS5 form of the target: an address for an IP literal, else the name.
-    static func socksAddress(host: String, port: Int, proxy: SessionConfiguration.Proxy) throws(ProxyTunnelFailure) -> SOCKSAddress {
+    static func socksAddress(host: String, port: Int, proxy: NIOEngine.Proxy) throws(ProxyTunnelFailure) -> SOCKSAddress {
         if proxy.username != nil || proxy.password != nil {
             throw .unusable("SOCKS5 with a user name and password is not supported")
         }

@@ -12,7 +12,7 @@ enum ProxyTunnelFailure: Sendable, Equatable {
     /// The SOCKS5 proxy replied with an error.
     case socksReply(SOCKSServerReply)
     /// The SOCKS5 proxy chose an authentication method that was not offered (or none of them).
-    case socksAuthentication(AuthenticationMethod)
+    case socksAuthentication(NIOSOCKS.AuthenticationMethod)
     /// The proxy's answer is not the protocol's: what was wrong.
     case invalidResponse(String)
     /// The proxy sent bytes after its answer, before the client spoke through the tunnel.
@@ -34,7 +34,7 @@ enum ProxyTunnelFailure: Sendable, Equatable {
     ///   - proxy: The proxy.
     ///   - target: `host:port` of the server the tunnel leads to.
     ///   - underlyingError: The error that caused it, if any.
-    func courierError(proxy: SessionConfiguration.Proxy, target: String, underlyingError: (any Error)? = nil) -> CourierError {
+    func courierError(proxy: NIOEngine.Proxy, target: String, underlyingError: (any Error)? = nil) -> CourierError {
         let opening = proxy.isSOCKS ? "a SOCKS5 tunnel to \(target)" : "CONNECT \(target)"
         let who = proxy.displayName
         switch self {

@@ -11,7 +11,7 @@ final class SOCKSTunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
 
     private let client: SOCKSClientHandler
-    private let proxy: SessionConfiguration.Proxy
+    private let proxy: NIOEngine.Proxy
     private let target: String
     private let timeout: TimeAmount
     /// Completed once: success with both handlers gone, or the failure with the channel closed.
@@ -21,7 +21,7 @@ final class SOCKSTunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Bytes passed on by the client handler as it left: sent by the proxy after its reply.
     private var unsolicited = 0
 
-    init(client: SOCKSClientHandler, proxy: SessionConfiguration.Proxy, target: String, timeout: TimeAmount, promise: EventLoopPromise<Void>) {
+    init(client: SOCKSClientHandler, proxy: NIOEngine.Proxy, target: String, timeout: TimeAmount, promise: EventLoopPromise<Void>) {
         self.client = client
         self.proxy = proxy
         self.target = target

@@ -68,52 +68,52 @@ struct ProxyConfigurationTests {
     // MARK: The environment
 
     @Test func httpProxyIsReadInLowercaseOnly() throws {
-        let upper = try ProxyConfiguration.environment(["HTTP_PROXY": "http://evil:1"])
+        let upper = try ProxyConfiguration.fromEnvironment(["HTTP_PROXY": "http://evil:1"])
         #expect(upper.http == nil)
         #expect(upper.isEmpty)
-        let lower = try ProxyConfiguration.environment(["http_proxy": "http://good:1", "HTTP_PROXY": "http://evil:1"])
+        let lower = try ProxyConfiguration.fromEnvironment(["http_proxy": "http://good:1", "HTTP_PROXY": "http://evil:1"])
         #expect(lower.http == .http(host: "good", port: 1))
         #expect(lower.https == nil)
     }
 
     @Test func httpsProxyLowercaseFirstThenUppercase() throws {
-        #expect(try ProxyConfiguration.environment(["HTTPS_PROXY": "http://upper:1"]).https == .http(host: "upper", port: 1))
-        #expect(try ProxyConfiguration.environment(["https_proxy": "http://lower:1", "HTTPS_PROXY": "http://upper:1"]).https
+        #expect(try ProxyConfiguration.fromEnvironment(["HTTPS_PROXY": "http://upper:1"]).https == .http(host: "upper", port: 1))
+        #expect(try ProxyConfiguration.fromEnvironment(["https_proxy": "http://lower:1", "HTTPS_PROXY": "http://upper:1"]).https
             == .http(host: "lower", port: 1))
     }
 
     @Test func allProxyIsTheFallbackForBothSchemes() throws {
-        let all = try ProxyConfiguration.environment(["ALL_PROXY": "socks5h://socks:1080"])
+        let all = try ProxyConfiguration.fromEnvironment(["ALL_PROXY": "socks5h://socks:1080"])
         #expect(all.http == .socks(host: "socks", port: 1080))
         #expect(all.https == .socks(host: "socks", port: 1080))
-        let mixed = try ProxyConfiguration.environment(["all_proxy": "http://lower:1", "ALL_PROXY": "http://upper:1", "https_proxy": "http://tls:2"])
+        let mixed = try ProxyConfiguration.fromEnvironment(["all_proxy": "http://lower:1", "ALL_PROXY": "http://upper:1", "https_proxy": "http://tls:2"])
         #expect(mixed.http == .http(host: "lower", port: 1))
         #expect(mixed.https == .http(host: "tls", port: 2))
     }
 
     @Test func emptyVariablesCountAsUnset() throws {
-        let configuration = try ProxyConfiguration.environment(["http_proxy": "", "https_proxy": " ", "all_proxy": "http://all:1", "no_proxy": ""])
+        let configuration = try ProxyConfiguration.fromEnvironment(["http_proxy": "", "https_proxy": " ", "all_proxy": "http://all:1", "no_proxy": ""])
         #expect(configuration.http == .http(host: "all", port: 1))
         #expect(configuration.https == .http(host: "all", port: 1))
         #expect(configuration.bypass.isEmpty)
     }
 
     @Test func noProxyLowercaseFirst() throws {
-        let configuration = try ProxyConfiguration.environment(["http_proxy": "p:1", "no_proxy": "a.example", "NO_PROXY": "b.example"])
+        let configuration = try ProxyConfiguration.fromEnvironment(["http_proxy": "p:1", "no_proxy": "a.example", "NO_PROXY": "b.example"])
         #expect(configuration.proxy(for: URL(string: "http://a.example/")!) == nil)
         #expect(configuration.proxy(for: URL(string: "http://b.example/")!) != nil)
-        let upper = try ProxyConfiguration.environment(["http_proxy": "p:1", "NO_PROXY": "b.example"])
+        let upper = try ProxyConfiguration.fromEnvironment(["http_proxy": "p:1", "NO_PROXY": "b.example"])
         #expect(upper.proxy(for: URL(string: "http://b.example/")!) == nil)
     }
 
     @Test func aMalformedVariableIsATypedErrorNamingIt() {
         let error = #expect(throws: CourierError.self) {
-            try ProxyConfiguration.environment(["https_proxy": "socks4://p:1"])
+            try ProxyConfiguration.fromEnvironment(["https_proxy": "socks4://p:1"])
         }
         #expect(error?.code == .invalidProxyConfiguration)
         #expect(error?.message.hasPrefix("https_proxy: ") == true)
         let bypass = #expect(throws: CourierError.self) {
-            try ProxyConfiguration.environment(["NO_PROXY": "example.com:http"])
+            try ProxyConfiguration.fromEnvironment(["NO_PROXY": "example.com:http"])
         }
         #expect(bypass?.code == .invalidProxyConfiguration)
         #expect(bypass?.message.hasPrefix("NO_PROXY: ") == true)
@@ -121,14 +121,14 @@ struct ProxyConfigurationTests {
 
     @Test func aShadowedVariableIsNotRead() throws {
         // curl never looks at ALL_PROXY when both scheme variables are set.
-        let configuration = try ProxyConfiguration.environment(["http_proxy": "h:1", "https_proxy": "s:2", "ALL_PROXY": "socks4://broken"])
+        let configuration = try ProxyConfiguration.fromEnvironment(["http_proxy": "h:1", "https_proxy": "s:2", "ALL_PROXY": "socks4://broken"])
         #expect(configuration.http == .http(host: "h", port: 1))
         #expect(configuration.https == .http(host: "s", port: 2))
     }
 
     @Test func nothingSetMeansNoProxy() throws {
-        let configuration = try ProxyConfiguration.environment(["PATH": "/usr/bin"])
-        #expect(configuration == .none)
+        let configuration = try ProxyConfiguration.fromEnvironment(["PATH": "/usr/bin"])
+        #expect(configuration == .direct)
         #expect(configuration.proxy(for: URL(string: "https://example.com/")!) == nil)
     }
 
@@ -225,7 +225,33 @@ struct ProxyConfigurationTests {
         let proxy = Proxy.http(host: "p", port: 3128)
         let configuration = ProxyConfiguration(proxy: proxy)
         #expect(configuration.http == proxy && configuration.https == proxy && configuration.bypass.isEmpty)
-        #expect(ProxyConfiguration(proxy: nil) == .none)
+        #expect(ProxyConfiguration(proxy: nil) == .direct)
+    }
+
+    @Test func oneProxyShorthands() throws {
+        let http = Proxy.http(host: "p", port: 3128, username: "ann", password: "pw")
+        #expect(ProxyConfiguration.http(host: "p", port: 3128, username: "ann", password: "pw") == ProxyConfiguration(http: http, https: http))
+        let socks = Proxy.socks(host: "s", port: 1080)
+        #expect(ProxyConfiguration.socks(host: "s", port: 1080) == ProxyConfiguration(http: socks, https: socks))
+        #expect(try ProxyConfiguration(url: "socks5h://s") == ProxyConfiguration(proxy: socks))
+        #expect(throws: CourierError.self) { try ProxyConfiguration(url: "socks4://s") }
+    }
+
+    @Test func theSessionsSettingReachesTheEngineAndAnEmptyOneIsNone() throws {
+        // The README's lines.
+        var configuration = SessionConfiguration.default
+        #expect(configuration.proxy == nil)
+        configuration.proxy = .http(host: "proxy.example.com", port: 3128, username: "ann", password: "secret")
+        #expect(NIOEngine.Configuration(configuration).proxy?.https == .http(host: "proxy.example.com", port: 3128, username: "ann", password: "secret"))
+        configuration.proxy = .socks(host: "127.0.0.1", port: 1080)
+        #expect(NIOEngine.Configuration(configuration).proxy?.http == .socks(host: "127.0.0.1", port: 1080))
+        configuration.proxy = try ProxyConfiguration(url: "socks5h://127.0.0.1:1080")
+        #expect(NIOEngine.Configuration(configuration).proxy == .socks(host: "127.0.0.1", port: 1080))
+        configuration.proxy = try ProxyConfiguration.fromEnvironment(["PATH": "/bin"])
+        #expect(configuration.proxy == .direct)
+        #expect(NIOEngine.Configuration(configuration).proxy == nil)
+        configuration.proxy = ProxyConfiguration(http: nil, https: nil, bypass: try .init("*"))
+        #expect(NIOEngine.Configuration(configuration).proxy == nil)
     }
 
     @Test func routes() {
@@ -235,11 +261,15 @@ struct ProxyConfigurationTests {
         #expect(ProxyConfiguration(proxy: http).route(for: URL(string: "https://a.test/")!) == .connectTunnel(http))
         #expect(ProxyConfiguration(proxy: socks).route(for: URL(string: "http://a.test/")!) == .socksTunnel(socks))
         #expect(ProxyConfiguration(proxy: socks).route(for: URL(string: "https://a.test/")!) == .socksTunnel(socks))
-        #expect(ProxyConfiguration.none.route(for: URL(string: "https://a.test/")!) == .direct)
+        #expect(ProxyConfiguration.direct.route(for: URL(string: "https://a.test/")!) == .direct)
         let viaProxy = ProxyRoute.connectTunnel(http).connectionAddress(host: "a.test", port: 443)
         #expect(viaProxy.host == "p" && viaProxy.port == 3128)
         let direct = ProxyRoute.direct.connectionAddress(host: "a.test", port: 443)
         #expect(direct.host == "a.test" && direct.port == 443)
+        #expect(!ProxyRoute.direct.tunnels && !ProxyRoute.direct.usesAbsoluteForm)
+        #expect(!ProxyRoute.forward(http).tunnels && ProxyRoute.forward(http).usesAbsoluteForm)
+        #expect(ProxyRoute.connectTunnel(http).tunnels && !ProxyRoute.connectTunnel(http).usesAbsoluteForm)
+        #expect(ProxyRoute.socksTunnel(socks).tunnels && !ProxyRoute.socksTunnel(socks).usesAbsoluteForm)
     }
 
     // MARK: Absolute form

@@ -1,6 +1,6 @@
 import Foundation
 
-extension SessionConfiguration.Proxy: CustomStringConvertible {
+extension NIOEngine.Proxy: CustomStringConvertible {
     /// The port a proxy URL without one gets: 1080, curl's default for every kind of proxy.
     public static let defaultPort = 1080
 

@@ -1,0 +1,88 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+/// `--proxy PROTOCOL:URL` and the proxy environment variables. The proxies send every request to
+/// the test server whatever host it names, so a made-up host that answers proves the proxy
+/// carried the request.
+@Suite("CLI: --proxy and the environment")
+struct CLIProxyTests {
+    static let target = "http://courier-target.invalid/get?via=proxy"
+    /// No proxy variable from the machine running the tests.
+    static let clean: [String: String?] = [
+        "http_proxy": nil, "https_proxy": nil, "HTTPS_PROXY": nil, "all_proxy": nil, "ALL_PROXY": nil, "no_proxy": nil, "NO_PROXY": nil,
+    ]
+
+    /// Whether `proxy` carried one request for the made-up host (tunnelled or forwarded).
+    static func carriedOne(_ proxy: TestProxy) -> Bool {
+        let seen = proxy.connectTargets + proxy.forwardedTargets
+        return seen.count == 1 && seen[0].contains("courier-target.invalid")
+    }
+
+    @Test func anHTTPProxyWithCredentialsFromTheFlag() async throws {
+        try await TestServer.withServer { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("ann", "s3cret"))
+            let result = try await CLIRunner.run(
+                ["--proxy", "http:http://ann:s3cret@127.0.0.1:\(proxy.port)", Self.target], environment: Self.clean)
+            try await proxy.shutdown()
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(try jsonObject(result)["args"] as? [String: String] == ["via": "proxy"])
+            #expect(Self.carriedOne(proxy))
+            #expect(proxy.proxyAuthorizations == ["Basic " + Data("ann:s3cret".utf8).base64EncodedString()])
+        }
+    }
+
+    @Test func aSOCKS5ProxyForAllProtocols() async throws {
+        try await TestServer.withServer { server in
+            let socks = try await TestSOCKSServer.start(upstreamPort: server.port)
+            let result = try await CLIRunner.run(["--proxy", "all:socks5h://127.0.0.1:\(socks.port)", Self.target], environment: Self.clean)
+            try await socks.shutdown()
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(socks.connectTargets == ["courier-target.invalid:80"])
+        }
+    }
+
+    @Test func theEnvironmentAsCurlReadsIt() async throws {
+        try await TestServer.withServer { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port)
+            var environment = Self.clean
+            environment["http_proxy"] = "127.0.0.1:\(proxy.port)"
+            let viaLowercase = try await CLIRunner.run([Self.target], environment: environment)
+            #expect(viaLowercase.status == 0, "\(viaLowercase.standardError)")
+            #expect(Self.carriedOne(proxy))
+            try await proxy.shutdown()
+
+            // HTTP_PROXY is never read (httpoxy): a request to the server itself goes directly.
+            environment = Self.clean
+            environment["HTTP_PROXY"] = "http://127.0.0.1:9"
+            let direct = try await CLIRunner.run([server.url("/get").absoluteString], environment: environment)
+            #expect(direct.status == 0, "\(direct.standardError)")
+        }
+    }
+
+    @Test(arguments: [
+        (["--proxy", "nocolon"], "--proxy 'nocolon': expected PROTOCOL:URL"),
+        (["--proxy", "ftp:http://p:1"], "the protocol is http, https or all"),
+        (["--proxy", "https:socks4://p:1"], "Courier does not speak to 'socks4' proxies"),
+        (["--proxy", "http:http://ann:secret@p:0"], "proxy URL 'http://ann:***@p:0'"),
+    ])
+    func badFlagsAreUsageErrors(_ flags: [String], _ message: String) async throws {
+        let result = try await CLIRunner.run(["--offline"] + flags + ["example.com"], environment: Self.clean)
+        #expect(result.status == 64)
+        #expect(result.standardOutput.isEmpty)
+        #expect(result.standardError.contains(message), "\(result.standardError)")
+        #expect(!result.standardError.contains("secret"))
+    }
+
+    @Test func aBadVariableIsAUsageErrorNamingIt() async throws {
+        var environment = Self.clean
+        environment["https_proxy"] = "socks4://p:1"
+        let result = try await CLIRunner.run(["--offline", "https://example.com"], environment: environment)
+        #expect(result.status == 64)
+        #expect(result.standardError.contains("https_proxy: "), "\(result.standardError)")
+        // A protocol given by a flag is not read from the environment.
+        let overridden = try await CLIRunner.run(["--offline", "--proxy", "https:p:1", "https://example.com"], environment: environment)
+        #expect(overridden.status == 0, "\(overridden.standardError)")
+    }
+}

@@ -1,0 +1,223 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Testing
+
+/// `ProxyTunnel.establish` over real sockets: a TCP connection to ``TestProxy`` or
+/// ``TestSOCKSServer``, the tunnel, then a request through it to a ``TestServer`` (the proxies send
+/// every tunnel there, so the made-up target host proves the proxy carried it); and each way a
+/// proxy refuses, as a typed error naming the proxy, the channel closed.
+@Suite("Proxy tunnels over sockets")
+struct ProxyTunnelSocketTests {
+    static let target = "courier-target.invalid"
+
+    /// Collects what arrives on a channel until it closes.
+    final class Collector: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        let received: EventLoopPromise<String>
+        private let bytes = NIOLockedValueBox<[UInt8]>([])
+
+        init(eventLoop: any EventLoop) {
+            self.received = eventLoop.makePromise()
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let buffer = self.unwrapInboundIn(data)
+            self.bytes.withLockedValue { $0 += buffer.readableBytesView }
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            self.received.succeed(String(decoding: self.bytes.withLockedValue { $0 }, as: UTF8.self))
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            self.received.fail(error)
+            context.close(promise: nil)
+        }
+    }
+
+    /// A TCP connection to 127.0.0.1:`port`.
+    static func connect(to port: Int) async throws -> any Channel {
+        try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get()
+    }
+
+    /// Opens `route`'s tunnel to the made-up target on a connection to `proxyPort`, sends
+    /// `GET /get?via=…` through it with `Connection: close`, and returns the whole answer.
+    static func get(through route: ProxyRoute, proxyPort: Int, via: String) async throws -> String {
+        let channel = try await Self.connect(to: proxyPort)
+        try await ProxyTunnel.establish(on: channel, target: Self.target, port: 80, route: route, timeout: .seconds(30)).get()
+        let collector = Collector(eventLoop: channel.eventLoop)
+        // The tunnel's handlers are gone: the collector is the only one.
+        let leftOver = try await channel.eventLoop.submit { () -> Bool in
+            let pipeline = channel.pipeline.syncOperations
+            return (try? pipeline.handler(type: HTTPConnectHandler.self)) != nil || (try? pipeline.handler(type: SOCKSTunnelHandler.self)) != nil
+        }.get()
+        #expect(!leftOver)
+        try await channel.pipeline.addHandler(collector).get()
+        let request = "GET /get?via=\(via) HTTP/1.1\r\nHost: \(Self.target)\r\nConnection: close\r\n\r\n"
+        try await channel.writeAndFlush(ByteBuffer(string: request)).get()
+        return try await collector.received.futureResult.get()
+    }
+
+    /// The error `establish` fails with, after checking that the channel was closed.
+    static func failure(through route: ProxyRoute, proxyPort: Int, target: String = Self.target) async throws -> CourierError? {
+        let channel = try await Self.connect(to: proxyPort)
+        let error = await #expect(throws: CourierError.self) {
+            try await ProxyTunnel.establish(on: channel, target: target, port: 80, route: route, timeout: .seconds(30)).get()
+        }
+        try await channel.closeFuture.get()
+        return error
+    }
+
+    // MARK: CONNECT
+
+    @Test func aConnectTunnelCarriesBasicCredentialsAndTheRequest() async throws {
+        try await withTestServer { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("courier", "secret"))
+            let route = ProxyRoute.connectTunnel(.http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "secret"))
+            let answer = try await Self.get(through: route, proxyPort: proxy.port, via: "connect")
+            try await proxy.shutdown()
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            #expect(answer.contains("\"via\""))
+            #expect(answer.contains("connect"))
+            #expect(proxy.connectTargets == ["\(Self.target):80"])
+            #expect(proxy.proxyAuthorizations == ["Basic " + Data("courier:secret".utf8).base64EncodedString()])
+        }
+    }
+
+    @Test func wrongOrMissingCredentialsAre407NamingTheProxy() async throws {
+        try await withTestServer { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("courier", "secret"))
+            let wrong = try await Self.failure(
+                through: .connectTunnel(.http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "wrong")),
+                proxyPort: proxy.port)
+            #expect(wrong?.code == .proxyAuthenticationRequired)
+            #expect(wrong?.message.contains("HTTP proxy 127.0.0.1:\(proxy.port)") == true)
+            #expect(wrong?.message.contains("CONNECT \(Self.target):80") == true)
+            #expect(wrong?.message.contains("user 'courier' were refused") == true)
+            #expect(wrong?.response?.status.code == 407)
+            #expect(wrong?.response?.headerFields[.proxyAuthenticate] == "Basic")
+            let none = try await Self.failure(through: .connectTunnel(.http(host: "127.0.0.1", port: proxy.port)), proxyPort: proxy.port)
+            #expect(none?.code == .proxyAuthenticationRequired)
+            #expect(none?.message.contains("none were configured") == true)
+            try await proxy.shutdown()
+        }
+    }
+
+    @Test func aProxyThatCannotReachTheServerIsRefused() async throws {
+        // A port nothing listens on: bound, then closed.
+        let closed = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(closed.localAddress?.port)
+        try await closed.close()
+        let proxy = try await TestProxy.start(upstreamPort: port)
+        let error = try await Self.failure(through: .connectTunnel(.http(host: "127.0.0.1", port: proxy.port)), proxyPort: proxy.port)
+        try await proxy.shutdown()
+        #expect(error?.code == .proxyRefused)
+        #expect(error?.message.contains("HTTP proxy 127.0.0.1:\(proxy.port) refused CONNECT \(Self.target):80: 502") == true)
+        #expect(error?.response?.status.code == 502)
+    }
+
+    // MARK: SOCKS5
+
+    @Test func aSOCKSTunnelSendsTheNameAndCarriesTheRequest() async throws {
+        try await withTestServer { server in
+            let socks = try await TestSOCKSServer.start(upstreamPort: server.port)
+            let answer = try await Self.get(through: .socksTunnel(.socks(host: "127.0.0.1", port: socks.port)), proxyPort: socks.port, via: "socks")
+            try await socks.shutdown()
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            #expect(answer.contains("socks"))
+            #expect(socks.connectTargets == ["\(Self.target):80"])
+        }
+    }
+
+    @Test(arguments: [
+        (TestSOCKSServer.Behaviour.refuse(replyCode: 2), CourierError.Code.proxyRefused, "connection not allowed by ruleset"),
+        (.refuse(replyCode: 5), .proxyRefused, "connection refused"),
+        (.requireAuthentication, .proxyAuthenticationRequired, "accepts none of the authentication methods offered"),
+        (.closeAfterGreeting, .connectionClosed, "closed the connection before answering"),
+    ])
+    func aSOCKSProxyThatRefusesIsATypedError(
+        _ behaviour: TestSOCKSServer.Behaviour, _ code: CourierError.Code, _ words: String
+    ) async throws {
+        let socks = try await TestSOCKSServer.start(upstreamPort: 9, behaviour: behaviour)
+        let error = try await Self.failure(through: .socksTunnel(.socks(host: "127.0.0.1", port: socks.port)), proxyPort: socks.port)
+        try await socks.shutdown()
+        #expect(error?.code == code)
+        #expect(error?.message.contains("SOCKS5 proxy 127.0.0.1:\(socks.port)") == true)
+        #expect(error?.message.contains(words) == true, "\(error?.message ?? "")")
+    }
+
+    // MARK: Forwarding (absolute form)
+
+    /// The bytes of a request head for `url` as the pool writes it on `route`.
+    static func head(_ url: String, route: ProxyRoute, close: Bool) -> String {
+        let url = URL(string: url)!
+        // Origin form, as the pool writes it for a direct connection; `adjust` rewrites it.
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: url.path(percentEncoded: true))
+        head.headers.add(name: "Host", value: url.host!)
+        if close { head.headers.add(name: "Connection", value: "close") }
+        route.adjust(&head, for: url)
+        var text = "\(head.method.rawValue) \(head.uri) HTTP/1.1\r\n"
+        for (name, value) in head.headers { text += "\(name): \(value)\r\n" }
+        return text + "\r\n"
+    }
+
+    @Test func anHTTPProxyForwardsAbsoluteFormRequestsWithCredentialsOnOneConnection() async throws {
+        try await withTestServer { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("courier", "secret"))
+            let route = ProxyConfiguration.http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "secret")
+                .route(for: URL(string: "http://\(Self.target)/")!)
+            #expect(route.usesAbsoluteForm && !route.tunnels)
+            let address = route.connectionAddress(host: Self.target, port: 80)
+            #expect(address.host == "127.0.0.1" && address.port == proxy.port)
+            let channel = try await Self.connect(to: address.port)
+            try await ProxyTunnel.establish(on: channel, target: Self.target, port: 80, route: route, timeout: .seconds(30)).get()
+            let collector = Collector(eventLoop: channel.eventLoop)
+            try await channel.pipeline.addHandler(collector).get()
+            let first = Self.head("http://\(Self.target)/get?n=one", route: route, close: false)
+            let second = Self.head("http://\(Self.target)/get?n=two", route: route, close: true)
+            try await channel.writeAndFlush(ByteBuffer(string: first + second)).get()
+            let answer = try await collector.received.futureResult.get()
+            try await proxy.shutdown()
+            #expect(answer.components(separatedBy: "HTTP/1.1 200 OK\r\n").count == 3)
+            #expect(answer.contains("one") && answer.contains("two"))
+            #expect(proxy.forwardedTargets == ["http://\(Self.target)/get?n=one", "http://\(Self.target)/get?n=two"])
+            let credentials = "Basic " + Data("courier:secret".utf8).base64EncodedString()
+            #expect(proxy.proxyAuthorizations == [credentials, credentials])
+            #expect(proxy.connectTargets.isEmpty)
+        }
+    }
+
+    @Test func aForwardingProxyAnswers407WithoutCredentials() async throws {
+        try await withTestServer { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("courier", "secret"))
+            let route = ProxyRoute.forward(.http(host: "127.0.0.1", port: proxy.port))
+            let channel = try await Self.connect(to: proxy.port)
+            let collector = Collector(eventLoop: channel.eventLoop)
+            try await channel.pipeline.addHandler(collector).get()
+            try await channel.writeAndFlush(ByteBuffer(string: Self.head("http://\(Self.target)/get", route: route, close: false))).get()
+            let answer = try await collector.received.futureResult.get()
+            try await proxy.shutdown()
+            #expect(answer.hasPrefix("HTTP/1.1 407 Proxy Authentication Required\r\n"))
+            #expect(proxy.proxyAuthorizations == [nil])
+        }
+    }
+
+    // MARK: No tunnel
+
+    @Test func directAndForwardRoutesOpenNoTunnel() async throws {
+        try await withTestServer { server in
+            for route in [ProxyRoute.direct, .forward(.http(host: "127.0.0.1", port: server.port))] {
+                #expect(!route.tunnels)
+                let channel = try await Self.connect(to: server.port)
+                try await ProxyTunnel.establish(on: channel, target: "127.0.0.1", port: server.port, route: route, timeout: .seconds(1)).get()
+                #expect(channel.isActive)
+                try await channel.close()
+            }
+        }
+    }
+}
