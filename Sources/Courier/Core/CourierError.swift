@@ -122,11 +122,12 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// through one.
         public static let cellularAccessDenied = Code(.cellularAccessDenied)
         /// The proxy answered but would not open the way to the server: an HTTP proxy's answer to
-        /// `CONNECT` other than 2xx and 407 (403, 502…; ``CourierError/response`` holds it), or a
+        /// `CONNECT` other than 2xx, 401 and 407 (403, 502…; ``CourierError/response`` holds it), or a
         /// SOCKS5 proxy's error reply. The message names the proxy, the target and the answer.
         public static let proxyRefused = Code(.proxyRefused)
         /// The proxy wants credentials it was not given, or refused the ones it was given: an HTTP
-        /// proxy's 407 (``CourierError/response`` holds its `Proxy-Authenticate` fields), or a SOCKS5
+        /// proxy's 407 (``CourierError/response`` holds its `Proxy-Authenticate` fields; tinyproxy answers
+        /// `CONNECT` with 401 and `WWW-Authenticate`, taken the same way), or a SOCKS5
         /// proxy that accepts none of the authentication methods offered.
         public static let proxyAuthenticationRequired = Code(.proxyAuthenticationRequired)
         /// A proxy setting that cannot be used: a proxy URL that does not parse, has no host, a bad

@@ -6,8 +6,9 @@ import NIOCore
 /// then what to do with each piece of the proxy's answer.
 ///
 /// Any 2xx opens the tunnel right after the answer's head (its `Content-Length` and
-/// `Transfer-Encoding` are ignored, as the RFC says); 1xx heads other than 101 are skipped; 407 is
-/// ``ProxyTunnelFailure/authenticationRequired(_:)``; any other status is
+/// `Transfer-Encoding` are ignored, as the RFC says); 1xx heads other than 101 are skipped; 407 (and
+/// 401, which tinyproxy 1.11 answers a `CONNECT` with when credentials are wrong or missing:
+/// only the proxy can answer a `CONNECT`) is ``ProxyTunnelFailure/authenticationRequired(_:)``; any other status is
 /// ``ProxyTunnelFailure/refused(_:)``. Bytes that are not an HTTP/1.x status line, a head longer
 /// than ``maximumHeadLength``, a close or a timeout before the head is complete fail it, as do
 /// bytes after a 2xx head (the server cannot speak first through a tunnel Courier opens).
@@ -73,7 +74,7 @@ struct HTTPConnectStateMachine {
                 self.state = .established
                 self.received = []
                 return .established
-            case 407:
+            case 401, 407:
                 return self.fail(.authenticationRequired(response))
             default:
                 return self.fail(.refused(response))

@@ -23,7 +23,7 @@ import Foundation
 /// after a 407). URLs of other schemes get no proxy.
 ///
 /// A proxy that refuses is a ``CourierError`` naming it:
-/// ``CourierError/Code/proxyAuthenticationRequired`` (407, or a SOCKS5 proxy that wants a
+/// ``CourierError/Code/proxyAuthenticationRequired`` (407, or 401 to a `CONNECT`, or a SOCKS5 proxy that wants a
 /// method Courier does not offer) or ``CourierError/Code/proxyRefused`` (403, 502, a SOCKS5 error
 /// reply).
 ///

@@ -10,7 +10,7 @@ import NIOSOCKS
 ///
 /// | what happened | code |
 /// |---|---|
-/// | 407; a SOCKS5 proxy accepts no offered method | ``CourierError/Code/proxyAuthenticationRequired`` |
+/// | 407 (or 401, as tinyproxy answers); a SOCKS5 proxy accepts no offered method | ``CourierError/Code/proxyAuthenticationRequired`` |
 /// | another non-2xx answer (403, 502…); a SOCKS5 error reply | ``CourierError/Code/proxyRefused`` |
 /// | not HTTP / not SOCKS5, a head over 16 KiB, bytes after the answer | ``CourierError/Code/invalidResponse`` |
 /// | the proxy closed or reset the connection first | ``CourierError/Code/connectionClosed`` |
@@ -18,7 +18,7 @@ import NIOSOCKS
 /// | the tunnel cannot be asked for (SOCKS5 credentials, a bad target) | ``CourierError/Code/invalidProxyConfiguration`` |
 ///
 /// A refusal's ``CourierError/response`` holds the proxy's status and fields
-/// (`Proxy-Authenticate` for a 407); the pool adds the request with ``CourierError/adding(request:response:data:)``.
+/// (`Proxy-Authenticate` for a 407, `WWW-Authenticate` for tinyproxy's 401); the pool adds the request with ``CourierError/adding(request:response:data:)``.
 enum ProxyTunnel {
     /// The pool's one call between TCP connect and TLS or HTTP handlers: opens the tunnel `route`
     /// needs to `host`:`port` on `channel` (connected to ``ProxyRoute/connectionAddress(host:port:)``),
@@ -27,7 +27,7 @@ enum ProxyTunnel {
     /// the pipeline is as it was (every handler added is gone) and the next byte written goes to
     /// the server; on failure the channel is closed and the error is a ``CourierError`` naming the
     /// proxy and the target (see the table above). Credentials are sent up front
-    /// (`Proxy-Authorization: Basic` on the `CONNECT`); a 407 is not retried.
+    /// (`Proxy-Authorization: Basic` on the `CONNECT`); a 407 (or 401) is not retried.
     /// - Parameters:
     ///   - channel: A channel connected to the proxy, nothing in its pipeline that reads bytes.
     ///   - host: The server's host: the URL's (an IPv6 address with or without brackets).

@@ -5,9 +5,9 @@ import NIOSOCKS
 /// Why a proxy tunnel did not open, before it is told as a ``CourierError`` naming the proxy and
 /// the target (``courierError(proxy:target:)``).
 enum ProxyTunnelFailure: Sendable, Equatable {
-    /// The HTTP proxy answered `CONNECT` with 407.
+    /// The HTTP proxy answered `CONNECT` with 407 (or 401, as tinyproxy does).
     case authenticationRequired(HTTPResponse)
-    /// The HTTP proxy answered `CONNECT` with a status other than 2xx and 407.
+    /// The HTTP proxy answered `CONNECT` with a status other than 2xx, 401 and 407.
     case refused(HTTPResponse)
     /// The SOCKS5 proxy replied with an error.
     case socksReply(SOCKSServerReply)

@@ -120,6 +120,17 @@ struct ProxyTunnelEmbeddedTests {
         #expect(!setup.channel.isActive)
     }
 
+    @Test func tinyproxys401IsAuthenticationRequiredToo() throws {
+        let setup = try Self.connect()
+        try setup.send("HTTP/1.0 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"Tinyproxy\"\r\nConnection: close\r\n\r\n")
+        let error = try #require(setup.error)
+        #expect(error.code == .proxyAuthenticationRequired)
+        #expect(error.message.contains("401 Unauthorized"))
+        #expect(error.message.contains("none were configured"))
+        #expect(error.response?.headerFields[.wwwAuthenticate] == "Basic realm=\"Tinyproxy\"")
+        #expect(!setup.channel.isActive)
+    }
+
     @Test(arguments: [
         ("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n", "403 Forbidden"),
         ("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 5\r\n\r\nnope!", "502 Bad Gateway"),

@@ -1,0 +1,82 @@
+# Sourced by .ci/run: real proxies from Debian's packages on 127.0.0.1 for the proxy tests,
+# tinyproxy (an HTTP proxy: CONNECT and absolute-form forwarding, Basic credentials
+# courier:secret) and Dante's danted (SOCKS5, no authentication). Exports COURIER_HTTP_PROXY_URL
+# and COURIER_SOCKS_PROXY_URL; the tests that need them say that they were skipped when they are
+# missing. Sets proxies_pids for the cleanup.
+
+proxies_pids=""
+
+start_proxies() {
+  if [ ! -x /usr/bin/tinyproxy ] || [ ! -x /usr/sbin/danted ]; then
+    log "tinyproxy, dante-server (apt)"
+    apt-get update -qq && apt-get install -y -qq tinyproxy dante-server || true
+  fi
+  local dir="$root/.build-ci-proxies"
+  rm -rf "$dir" && mkdir -p "$dir"
+  local free='import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+
+  if [ -x /usr/bin/tinyproxy ]; then
+    local http_port user=""
+    http_port=$(python3 -c "$free")
+    if [ "$(id -u)" = 0 ]; then user=$'User nobody\nGroup nogroup'; fi
+    # No ConnectPort line: CONNECT to any port (the test servers listen on random ones).
+    cat > "$dir/tinyproxy.conf" <<CONF
+$user
+Port $http_port
+Listen 127.0.0.1
+Timeout 60
+MaxClients 64
+Allow 127.0.0.1
+BasicAuth courier secret
+DisableViaHeader Yes
+LogLevel Warning
+CONF
+    /usr/bin/tinyproxy -d -c "$dir/tinyproxy.conf" > "$dir/tinyproxy.log" 2>&1 &
+    proxies_pids="$proxies_pids $!"
+    if wait_for_port "$http_port"; then
+      export COURIER_HTTP_PROXY_URL="http://courier:secret@127.0.0.1:$http_port"
+      echo "tinyproxy at 127.0.0.1:$http_port"
+    else
+      echo "tinyproxy did not start: the real-proxy tests will be skipped"; cat "$dir/tinyproxy.log"
+    fi
+  fi
+
+  if [ -x /usr/sbin/danted ]; then
+    local socks_port users=""
+    socks_port=$(python3 -c "$free")
+    if [ "$(id -u)" = 0 ]; then users=$'user.privileged: root\nuser.unprivileged: nobody'; fi
+    cat > "$dir/danted.conf" <<CONF
+logoutput: $dir/danted.log
+internal: 127.0.0.1 port = $socks_port
+external: 127.0.0.1
+clientmethod: none
+socksmethod: none
+$users
+client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }
+socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 command: connect }
+CONF
+    /usr/sbin/danted -f "$dir/danted.conf" -p "$dir/danted.pid" > "$dir/danted.out" 2>&1 &
+    proxies_pids="$proxies_pids $!"
+    if wait_for_port "$socks_port"; then
+      export COURIER_SOCKS_PROXY_URL="socks5://127.0.0.1:$socks_port"
+      echo "danted at 127.0.0.1:$socks_port"
+    else
+      echo "danted did not start: the real SOCKS5 tests will be skipped"; cat "$dir/danted.out" "$dir/danted.log" 2>/dev/null
+    fi
+  fi
+}
+
+# Waits up to 10 s for something to listen on 127.0.0.1:$1.
+wait_for_port() {
+  python3 - "$1" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+for _ in range(100):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.1)
+sys.exit(1)
+PY
+}

@@ -1,0 +1,126 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Testing
+
+/// Proxies nobody here wrote: Debian's tinyproxy (HTTP: `CONNECT` and absolute-form forwarding,
+/// Basic credentials) and Dante's danted (SOCKS5), which `.ci/run` starts (`.ci/proxies.sh`) and
+/// names in `COURIER_HTTP_PROXY_URL` and `COURIER_SOCKS_PROXY_URL`. Each test is skipped, saying
+/// why, when its proxy is missing.
+enum RealProxies {
+    static func proxy(_ variable: String) -> NIOEngine.Proxy? {
+        ProcessInfo.processInfo.environment[variable].flatMap { try? NIOEngine.Proxy(url: $0) }
+    }
+    static var http: NIOEngine.Proxy? { Self.proxy("COURIER_HTTP_PROXY_URL") }
+    static var socks: NIOEngine.Proxy? { Self.proxy("COURIER_SOCKS_PROXY_URL") }
+}
+
+@Suite("Proxies: tinyproxy and danted")
+struct RealProxyTests {
+    typealias Collector = ProxyTunnelSocketTests.Collector
+
+    /// Connects to `route`'s proxy, opens its tunnel to `server`, writes `head` (a request
+    /// ending in `Connection: close`) and returns the whole answer.
+    static func exchange(_ route: ProxyRoute, to server: TestServer, head: (ProxyRoute) -> String) async throws -> String {
+        let address = route.connectionAddress(host: "127.0.0.1", port: server.port)
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: address.host, port: address.port).get()
+        try await ProxyTunnel.establish(on: channel, target: "127.0.0.1", port: server.port, route: route, timeout: .seconds(30)).get()
+        let collector = Collector(eventLoop: channel.eventLoop)
+        try await channel.pipeline.addHandler(collector).get()
+        try await channel.writeAndFlush(ByteBuffer(string: head(route))).get()
+        return try await collector.received.futureResult.get()
+    }
+
+    /// `GET /get?via=…` for `server`, as the pool writes it on `route`.
+    static func get(_ server: TestServer, via: String) -> (ProxyRoute) -> String {
+        { route in
+            let url = URL(string: "http://127.0.0.1:\(server.port)/get?via=\(via)")!
+            var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/get?via=\(via)")
+            head.headers.add(name: "Host", value: "127.0.0.1:\(server.port)")
+            head.headers.add(name: "Connection", value: "close")
+            route.adjust(&head, for: url)
+            var text = "GET \(head.uri) HTTP/1.1\r\n"
+            for (name, value) in head.headers { text += "\(name): \(value)\r\n" }
+            return text + "\r\n"
+        }
+    }
+
+    static let noHTTPProxy = "COURIER_HTTP_PROXY_URL is not set: .ci/run starts tinyproxy and sets it"
+    static let noSOCKSProxy = "COURIER_SOCKS_PROXY_URL is not set: .ci/run starts danted and sets it"
+
+    @Test(.enabled(if: RealProxies.http != nil, Comment(rawValue: Self.noHTTPProxy)))
+    func tinyproxyOpensAConnectTunnel() async throws {
+        let proxy = try #require(RealProxies.http)
+        try await withTestServer { server in
+            let answer = try await Self.exchange(.connectTunnel(proxy), to: server, head: Self.get(server, via: "tinyproxy-connect"))
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer.prefix(200))")
+            #expect(answer.contains("tinyproxy-connect"))
+        }
+    }
+
+    @Test(.enabled(if: RealProxies.http != nil, Comment(rawValue: Self.noHTTPProxy)))
+    func tinyproxyForwardsAnAbsoluteFormRequest() async throws {
+        let proxy = try #require(RealProxies.http)
+        try await withTestServer { server in
+            let answer = try await Self.exchange(.forward(proxy), to: server, head: Self.get(server, via: "tinyproxy-forward"))
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n") || answer.hasPrefix("HTTP/1.0 200 OK\r\n"), "\(answer.prefix(200))")
+            #expect(answer.contains("tinyproxy-forward"))
+        }
+    }
+
+    @Test(.enabled(if: RealProxies.http != nil, Comment(rawValue: Self.noHTTPProxy)))
+    func tinyproxyWantsCredentials() async throws {
+        var proxy = try #require(RealProxies.http)
+        proxy.password = "wrong"
+        try await withTestServer { server in
+            let error = await #expect(throws: CourierError.self) {
+                try await Self.exchange(.connectTunnel(proxy), to: server, head: Self.get(server, via: "x"))
+            }
+            #expect(error?.code == .proxyAuthenticationRequired)
+            // tinyproxy 1.11 answers CONNECT with 401 (and 407 to a forwarded request).
+            #expect(error?.response?.status.code == 401 || error?.response?.status.code == 407)
+            #expect(error?.message.contains("HTTP proxy \(proxy.host):\(proxy.port)") == true, "\(error?.message ?? "")")
+        }
+    }
+
+    @Test(.enabled(if: RealProxies.http != nil, Comment(rawValue: Self.noHTTPProxy)))
+    func aSessionGoesThroughTinyproxy() async throws {
+        let proxy = try #require(RealProxies.http)
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.proxy = ProxyConfiguration(proxy: proxy)
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                let response = try await manager.get("get", parameters: ["via": "session"])
+                #expect((response.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "session")
+            }
+        }
+    }
+
+    @Test(.enabled(if: RealProxies.socks != nil, Comment(rawValue: Self.noSOCKSProxy)))
+    func dantedOpensASOCKS5Tunnel() async throws {
+        let proxy = try #require(RealProxies.socks)
+        try await withTestServer { server in
+            let answer = try await Self.exchange(.socksTunnel(proxy), to: server, head: Self.get(server, via: "danted"))
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer.prefix(200))")
+            #expect(answer.contains("danted"))
+        }
+    }
+
+    @Test(.enabled(if: RealProxies.socks != nil, Comment(rawValue: Self.noSOCKSProxy)))
+    func dantedRefusesAPortNobodyListensOn() async throws {
+        let proxy = try #require(RealProxies.socks)
+        let closed = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(closed.localAddress?.port)
+        try await closed.close()
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: proxy.host, port: proxy.port).get()
+        let error = await #expect(throws: CourierError.self) {
+            try await ProxyTunnel.establish(on: channel, target: "127.0.0.1", port: port, route: .socksTunnel(proxy), timeout: .seconds(30)).get()
+        }
+        #expect(error?.code == .proxyRefused)
+        #expect(error?.message.contains("SOCKS5 proxy \(proxy.host):\(proxy.port)") == true, "\(error?.message ?? "")")
+        try await channel.closeFuture.get()
+    }
+}
