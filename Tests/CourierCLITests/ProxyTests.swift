@@ -75,6 +75,16 @@ struct CLIProxyTests {
         #expect(!result.standardError.contains("secret"))
     }
 
+    @Test func curlGetsTheFlagsProxyForTheURLsScheme() async throws {
+        let flags = ["--proxy", "http:http://ann:s%40c@proxy:3128", "--proxy", "https:socks5://[::1]:1080"]
+        let plain = try await CLIRunner.run(["--curl"] + flags + ["example.com/x"], environment: Self.clean)
+        #expect(plain.output.hasPrefix("curl --proxy http://ann:s%40c@proxy:3128 http://example.com/x "), "\(plain.output)")
+        let tls = try await CLIRunner.run(["--curl"] + flags + ["https://example.com/x"], environment: Self.clean)
+        #expect(tls.output.hasPrefix("curl --proxy 'socks5h://[::1]:1080' https://example.com/x "), "\(tls.output)")
+        let none = try await CLIRunner.run(["--curl", "example.com/x"], environment: ["http_proxy": "http://p:1"])
+        #expect(!none.output.contains("--proxy"), "curl reads the environment itself")
+    }
+
     @Test func aBadVariableIsAUsageErrorNamingIt() async throws {
         var environment = Self.clean
         environment["https_proxy"] = "socks4://p:1"

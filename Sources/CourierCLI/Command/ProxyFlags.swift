@@ -58,4 +58,20 @@ enum ProxyFlags {
         configuration.https = https ?? configuration.https
         return configuration.isEmpty ? nil : configuration
     }
+
+    /// The proxy as curl's `--proxy` takes it, credentials included (percent-encoded):
+    /// `http://ann:secret@proxy:3128`, `socks5h://127.0.0.1:1080`.
+    static func curlURL(_ proxy: NIOEngine.Proxy) -> String {
+        var text = proxy.isSOCKS ? "socks5h://" : "http://"
+        if let username = proxy.username {
+            let allowed = CharacterSet.urlUserAllowed.subtracting(CharacterSet(charactersIn: ":@"))
+            text += username.addingPercentEncoding(withAllowedCharacters: allowed) ?? username
+            if let password = proxy.password {
+                text += ":" + (password.addingPercentEncoding(withAllowedCharacters: allowed) ?? password)
+            }
+            text += "@"
+        }
+        let host = proxy.host.contains(":") ? "[\(proxy.host)]" : proxy.host
+        return text + "\(host):\(proxy.port)"
+    }
 }

@@ -21,6 +21,10 @@ struct CurlCommand {
         if !command.pinCertificates.isEmpty || !command.pinKeys.isEmpty {
             Console.standardError.write(line: "courier: warning: curl pins by a SHA-256 hash of the key (--pinnedpubkey); the pins are left out")
         }
+        // A proxy from --proxy for the URL's scheme (curl reads the environment's variables itself).
+        if let proxy = try ProxyFlags.configuration(flags: command.proxy, environment: [:])?.proxy(for: request.url) {
+            words += ["--proxy", ProxyFlags.curlURL(proxy)]
+        }
         if command.download {
             if let output = command.output {
                 words += ["--output", output]
