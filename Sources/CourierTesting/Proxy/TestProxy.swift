@@ -23,6 +23,18 @@ import NIOPosix
 /// try await proxy.shutdown()
 /// ```
 public final class TestProxy: Sendable {
+    /// What the proxy does with a `CONNECT` (forwarded requests are always forwarded).
+    public enum Behaviour: Sendable, Hashable {
+        /// Checks the credentials and opens the tunnel to the upstream port.
+        case tunnel
+        /// Answers every `CONNECT` with this status (403, 502…), an empty body, and closes.
+        case refuse(status: Int)
+        /// Closes the connection as soon as a `CONNECT` head has arrived.
+        case closeOnConnect
+        /// Reads the `CONNECT` and never answers.
+        case silentOnConnect
+    }
+
     /// The port the proxy listens on.
     public let port: Int
     private let channel: any Channel
@@ -55,7 +67,13 @@ public final class TestProxy: Sendable {
     ///   - upstreamPort: The port on 127.0.0.1 every tunnel leads to.
     ///   - credentials: When set, a `CONNECT` or forwarded request without matching Basic
     ///   credentials gets 407 and the connection is closed.
-    public static func start(upstreamPort: Int, credentials: (username: String, password: String)? = nil) async throws -> TestProxy {
+    ///   - behaviour: What to do with a `CONNECT`; ``Behaviour/tunnel`` by default.
+    /// - Returns: The running proxy.
+    public static func start(
+        upstreamPort: Int,
+        credentials: (username: String, password: String)? = nil,
+        behaviour: Behaviour = .tunnel
+    ) async throws -> TestProxy {
         let state = NIOLockedValueBox(ProxyState())
         let expected = credentials.map { "Basic " + Data("\($0.username):\($0.password)".utf8).base64EncodedString() }
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -64,7 +82,7 @@ public final class TestProxy: Sendable {
                 state.withLockedValue { $0.children.append(child) }
                 return child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(
-                        ConnectRequestHandler(upstreamPort: upstreamPort, expectedAuthorization: expected, state: state))
+                        ConnectRequestHandler(upstreamPort: upstreamPort, expectedAuthorization: expected, behaviour: behaviour, state: state))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
@@ -92,12 +110,14 @@ private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChann
 
     let upstreamPort: Int
     let expectedAuthorization: String?
+    let behaviour: TestProxy.Behaviour
     let state: NIOLockedValueBox<TestProxy.ProxyState>
     var buffered: ByteBuffer?
 
-    init(upstreamPort: Int, expectedAuthorization: String?, state: NIOLockedValueBox<TestProxy.ProxyState>) {
+    init(upstreamPort: Int, expectedAuthorization: String?, behaviour: TestProxy.Behaviour, state: NIOLockedValueBox<TestProxy.ProxyState>) {
         self.upstreamPort = upstreamPort
         self.expectedAuthorization = expectedAuthorization
+        self.behaviour = behaviour
         self.state = state
     }
 
@@ -123,6 +143,19 @@ private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChann
         }
         guard requestLine.first == "CONNECT" else {
             self.reply("HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n", close: true, context: context)
+            return
+        }
+        switch self.behaviour {
+        case .tunnel:
+            break
+        case .refuse(let status):
+            self.reply("HTTP/1.1 \(status) Refused\r\nContent-Length: 0\r\n\r\n", close: true, context: context)
+            return
+        case .closeOnConnect:
+            context.close(promise: nil)
+            return
+        case .silentOnConnect:
+            self.buffered = nil
             return
         }
         if let expected = self.expectedAuthorization, authorization != expected {

@@ -121,6 +121,36 @@ struct ProxyTunnelSocketTests {
         #expect(error?.response?.status.code == 502)
     }
 
+    @Test(arguments: [
+        (TestProxy.Behaviour.refuse(status: 403), CourierError.Code.proxyRefused, "refused CONNECT courier-target.invalid:80: 403"),
+        (.closeOnConnect, .connectionClosed, "closed the connection before answering CONNECT courier-target.invalid:80"),
+    ])
+    func aProxyThatRefusesOrHangsUpDuringConnect(_ behaviour: TestProxy.Behaviour, _ code: CourierError.Code, _ words: String) async throws {
+        let proxy = try await TestProxy.start(upstreamPort: 9, behaviour: behaviour)
+        let error = try await Self.failure(through: .connectTunnel(.http(host: "127.0.0.1", port: proxy.port)), proxyPort: proxy.port)
+        try await proxy.shutdown()
+        #expect(error?.code == code)
+        #expect(error?.message.contains("HTTP proxy 127.0.0.1:\(proxy.port)") == true)
+        #expect(error?.message.contains(words) == true, "\(error?.message ?? "")")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aSilentProxyTimesOutNamingItself() async throws {
+        let proxy = try await TestProxy.start(upstreamPort: 9, behaviour: .silentOnConnect)
+        let channel = try await Self.connect(to: proxy.port)
+        let error = await #expect(throws: CourierError.self) {
+            try await ProxyTunnel.establish(
+                on: channel, target: Self.target, port: 443, route: .connectTunnel(.http(host: "127.0.0.1", port: proxy.port)),
+                timeout: .milliseconds(200)
+            ).get()
+        }
+        try await channel.closeFuture.get()
+        try await proxy.shutdown()
+        #expect(error?.code == .timedOut)
+        #expect(error?.message == "HTTP proxy 127.0.0.1:\(proxy.port) did not open CONNECT \(Self.target):443 within 200 ms")
+        #expect(proxy.connectTargets == ["\(Self.target):443"])
+    }
+
     // MARK: SOCKS5
 
     @Test func aSOCKSTunnelSendsTheNameAndCarriesTheRequest() async throws {
