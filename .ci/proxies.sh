@@ -37,7 +37,7 @@ CONF
       export COURIER_HTTP_PROXY_URL="http://courier:secret@127.0.0.1:$http_port"
       echo "tinyproxy at 127.0.0.1:$http_port"
     else
-      echo "tinyproxy did not start: the real-proxy tests will be skipped"; cat "$dir/tinyproxy.log"
+      echo "tinyproxy did not start: the real-proxy tests will be skipped"; cat "$dir/tinyproxy.log" || true
     fi
   fi
 
@@ -61,7 +61,7 @@ CONF
       export COURIER_SOCKS_PROXY_URL="socks5://127.0.0.1:$socks_port"
       echo "danted at 127.0.0.1:$socks_port"
     else
-      echo "danted did not start: the real SOCKS5 tests will be skipped"; cat "$dir/danted.out" "$dir/danted.log" 2>/dev/null
+      echo "danted did not start: the real SOCKS5 tests will be skipped"; cat "$dir/danted.out" "$dir/danted.log" 2>/dev/null || true
     fi
   fi
 }
