@@ -5,6 +5,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Testing
 
 /// `ProxyTunnel.establish` over real sockets: a TCP connection to ``TestProxy`` or
@@ -234,6 +235,52 @@ struct ProxyTunnelSocketTests {
             try await proxy.shutdown()
             #expect(answer.hasPrefix("HTTP/1.1 407 Proxy Authentication Required\r\n"))
             #expect(proxy.proxyAuthorizations == [nil])
+        }
+    }
+
+    // MARK: TLS after the tunnel (the pool's sequence for https)
+
+    /// TCP to `proxyPort`, `establish` to 127.0.0.1:`server.port`, Courier's TLS (trusting the
+    /// test CA) for 127.0.0.1 on the tunnel, then `GET /get` over it; the whole answer.
+    static func getOverTLS(through route: ProxyRoute, proxyPort: Int, server: TestServer) async throws -> String {
+        let connector = TLSConnector(
+            serverTrust: ServerTrustPolicies(default: .default),
+            applicationProtocols: [.http1_1],
+            handshakeTimeout: .seconds(30),
+            trustStore: TrustStore(try Certificate.certificates(pemEncoded: TestCertificates.rootCA))
+        )
+        let channel = try await Self.connect(to: proxyPort)
+        let collector = Collector(eventLoop: channel.eventLoop)
+        let result = try await ProxyTunnel.establish(on: channel, target: "127.0.0.1", port: server.port, route: route, timeout: .seconds(30))
+            .flatMap {
+                connector.startTLS(on: channel, host: "127.0.0.1", port: server.port) { _, channel in
+                    try channel.pipeline.syncOperations.addHandler(collector)
+                }
+            }.get()
+        #expect(result.applicationProtocol == .http1_1)
+        let request = "GET /get?via=tls HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nConnection: close\r\n\r\n"
+        try await channel.writeAndFlush(ByteBuffer(string: request)).get()
+        return try await collector.received.futureResult.get()
+    }
+
+    @Test func httpsThroughAConnectTunnel() async throws {
+        try await withTestServer(.https()) { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port)
+            let answer = try await Self.getOverTLS(through: .connectTunnel(.http(host: "127.0.0.1", port: proxy.port)), proxyPort: proxy.port, server: server)
+            try await proxy.shutdown()
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer.prefix(200))")
+            #expect(answer.contains("tls"))
+            #expect(proxy.connectTargets == ["127.0.0.1:\(server.port)"])
+        }
+    }
+
+    @Test func httpsThroughASOCKS5Tunnel() async throws {
+        try await withTestServer(.https()) { server in
+            let socks = try await TestSOCKSServer.start(upstreamPort: server.port)
+            let answer = try await Self.getOverTLS(through: .socksTunnel(.socks(host: "127.0.0.1", port: socks.port)), proxyPort: socks.port, server: server)
+            try await socks.shutdown()
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer.prefix(200))")
+            #expect(socks.connectTargets == ["127.0.0.1:\(server.port)"])
         }
     }
 

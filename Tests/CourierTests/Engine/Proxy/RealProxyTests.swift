@@ -109,6 +109,24 @@ struct RealProxyTests {
         }
     }
 
+    @Test(.enabled(if: RealProxies.http != nil, Comment(rawValue: Self.noHTTPProxy)))
+    func httpsThroughTinyproxy() async throws {
+        let proxy = try #require(RealProxies.http)
+        try await withTestServer(.https()) { server in
+            let answer = try await ProxyTunnelSocketTests.getOverTLS(through: .connectTunnel(proxy), proxyPort: proxy.port, server: server)
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer.prefix(200))")
+        }
+    }
+
+    @Test(.enabled(if: RealProxies.socks != nil, Comment(rawValue: Self.noSOCKSProxy)))
+    func httpsThroughDanted() async throws {
+        let proxy = try #require(RealProxies.socks)
+        try await withTestServer(.https()) { server in
+            let answer = try await ProxyTunnelSocketTests.getOverTLS(through: .socksTunnel(proxy), proxyPort: proxy.port, server: server)
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer.prefix(200))")
+        }
+    }
+
     @Test(.enabled(if: RealProxies.socks != nil, Comment(rawValue: Self.noSOCKSProxy)))
     func dantedRefusesAPortNobodyListensOn() async throws {
         let proxy = try #require(RealProxies.socks)
