@@ -30,6 +30,21 @@ public protocol RequestSerializer: Sendable {
         parameters: (any Sendable)?,
         constructingBodyWith block: MultipartFormConstruction
     ) throws(CourierError) -> Request
+
+    /// Makes a `multipart/form-data` request as
+    /// ``multipartFormRequest(method:urlString:parameters:constructingBodyWith:)`` does, its parts
+    /// separated by `boundary` (a fresh random one when nil). A boundary RFC 2046 does not allow
+    /// is refused with ``CourierError/Code/invalidRequest``.
+    ///
+    /// A default implementation serves any serializer; see
+    /// ``HTTPRequestSerializer/multipartFormRequest(method:urlString:parameters:boundary:constructingBodyWith:)``.
+    func multipartFormRequest(
+        method: HTTPRequest.Method,
+        urlString: String,
+        parameters: (any Sendable)?,
+        boundary: String?,
+        constructingBodyWith block: MultipartFormConstruction
+    ) throws(CourierError) -> Request
 }
 
 extension RequestSerializer {

@@ -11,11 +11,12 @@ extension HTTPSessionManager {
         urlString: String,
         parameters: (any Sendable)?,
         headers: HTTPFields,
+        boundary: String? = nil,
         constructingBodyWith block: MultipartFormConstruction
     ) throws(CourierError) -> Request {
         let absolute = try self.absoluteURLString(for: urlString)
         var request = try self.requestSerializer.multipartFormRequest(
-            method: method, urlString: absolute, parameters: parameters, constructingBodyWith: block)
+            method: method, urlString: absolute, parameters: parameters, boundary: boundary, constructingBodyWith: block)
         for field in headers {
             request.headerFields[field.name] = field.value
         }
@@ -36,12 +37,15 @@ extension HTTPSessionManager {
     ///
     /// The body is streamed: each file is opened when its turn comes and read in chunks. The
     /// task is resumed and returned. When the request cannot be built (a bad URL, a missing
-    /// file, a parameter with no form-field form, a `block` that throws), `failure` is called
-    /// with a nil task, asynchronously on the completion queue, and no task is made.
+    /// file, a parameter with no form-field form, a `block` that throws, a boundary RFC 2046 does
+    /// not allow), `failure` is called with a nil task, asynchronously on the completion queue,
+    /// and no task is made.
     /// - Parameters:
     ///   - urlString: A URL string, relative to ``baseURL`` or absolute.
     ///   - parameters: Form fields, flattened as the query string flattens them.
     ///   - headers: Header fields that win over the serializer's.
+    ///   - boundary: The boundary between parts (Alamofire's `MultipartFormData(boundary:)`), for
+    ///     a body that must come out byte for byte the same; nil (the default) for a fresh random one.
     ///   - block: Appends parts after the parameters.
     ///   - progress: Upload progress.
     ///   - success: Called with the task and the serialized response object.
@@ -52,6 +56,7 @@ extension HTTPSessionManager {
         _ urlString: String,
         parameters: Parameters? = nil,
         headers: HTTPFields = [:],
+        boundary: String? = nil,
         constructingBodyWith block: MultipartFormConstruction,
         progress: ProgressHandler? = nil,
         success: Success? = nil,
@@ -61,14 +66,14 @@ extension HTTPSessionManager {
             building: { () throws(CourierError) -> Request in
                 try self.multipartFormRequest(
                     method: .post, urlString: urlString, parameters: parameters.map { $0 as any Sendable }, headers: headers,
-                    constructingBodyWith: block)
+                    boundary: boundary, constructingBodyWith: block)
             },
             uploadProgress: progress, downloadProgress: nil, success: success, failure: failure)
     }
 
     /// POST with a `multipart/form-data` body, returning the serialized object (JSON by default)
     /// with the response: the async twin of
-    /// ``post(_:parameters:headers:constructingBodyWith:progress:success:failure:)``.
+    /// ``post(_:parameters:headers:boundary:constructingBodyWith:progress:success:failure:)``.
     ///
     /// ```swift
     /// let response = try await manager.post("upload", parameters: ["album": "cats"]) { form in
@@ -76,18 +81,19 @@ extension HTTPSessionManager {
     /// }
     /// ```
     /// - Throws: ``CourierError`` when the request cannot be built (see
-    ///   ``HTTPRequestSerializer/multipartFormRequest(method:urlString:parameters:constructingBodyWith:)``),
+    ///   ``HTTPRequestSerializer/multipartFormRequest(method:urlString:parameters:boundary:constructingBodyWith:)``),
     ///   a file cannot be read as it is sent, the exchange fails or the serializer rejects the response.
     public func post(
         _ urlString: String,
         parameters: Parameters? = nil,
         headers: HTTPFields = [:],
+        boundary: String? = nil,
         progress: ProgressHandler? = nil,
         constructingBodyWith block: MultipartFormConstruction
     ) async throws(CourierError) -> DataResponse<(any Sendable)?> {
         let request = try self.multipartFormRequest(
             method: .post, urlString: urlString, parameters: parameters.map { $0 as any Sendable }, headers: headers,
-            constructingBodyWith: block)
+            boundary: boundary, constructingBodyWith: block)
         return try await self.response(for: request, serializer: ErasedResponseSerializer(self.responseSerializer), uploadProgress: progress)
     }
 }

@@ -49,6 +49,39 @@ extension RequestSerializationTests {
             #expect(request.body.isReplayable)
         }
 
+        @Test("a chosen boundary separates the parts, from every serializer; a bad one is refused")
+        func chosenBoundary() async throws {
+            let serializers: [any RequestSerializer] = [HTTPRequestSerializer(), JSONRequestSerializer(), PropertyListRequestSerializer()]
+            for serializer in serializers {
+                let request = try serializer.multipartFormRequest(
+                    method: .post, urlString: "https://h.test/upload", parameters: ["a": "1"], boundary: "courier-fixed"
+                ) { form in
+                    form.appendPart(withForm: Data("2".utf8), name: "b")
+                }
+                #expect(request.headerFields[.contentType] == "multipart/form-data; boundary=courier-fixed", "\(type(of: serializer))")
+                let text = String(decoding: try await collectBytes(of: request.body), as: UTF8.self)
+                #expect(text.hasPrefix("--courier-fixed\r\n"))
+                #expect(text.hasSuffix("\r\n--courier-fixed--\r\n"))
+                #expect(try await Self.fields(of: request).map(\.value) == ["1", "2"])
+                // Twice the same: byte for byte.
+                let again = try serializer.multipartFormRequest(
+                    method: .post, urlString: "https://h.test/upload", parameters: ["a": "1"], boundary: "courier-fixed"
+                ) { form in
+                    form.appendPart(withForm: Data("2".utf8), name: "b")
+                }
+                #expect(try await collectBytes(of: again.body) == collectBytes(of: request.body))
+                let error = #expect(throws: CourierError.self) {
+                    try serializer.multipartFormRequest(method: .post, urlString: "https://h.test/upload", parameters: nil, boundary: "bad\u{1}") { _ in }
+                }
+                #expect(error?.code == .invalidRequest)
+                #expect(error?.request?.url.absoluteString == "https://h.test/upload")
+            }
+            // Nil keeps the random boundary.
+            let random = try HTTPRequestSerializer().multipartFormRequest(
+                method: .post, urlString: "https://h.test/upload", parameters: ["a": "1"], boundary: nil) { _ in }
+            #expect(random.headerFields[.contentType]?.hasPrefix("multipart/form-data; boundary=Boundary+") == true)
+        }
+
         @Test("GET and HEAD cannot carry a form", arguments: [HTTPRequest.Method.get, .head])
         func getAndHeadRefused(_ method: HTTPRequest.Method) {
             let error = #expect(throws: CourierError.self) {

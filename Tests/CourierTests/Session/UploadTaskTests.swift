@@ -125,4 +125,39 @@ struct UploadTaskTests {
             }
         }
     }
+
+    /// Issue 17: the session-level multipart path takes a boundary too (callback and async), and
+    /// it goes on the wire; a boundary RFC 2046 refuses fails before any task is made.
+    @Test func customBoundaryThroughTheSessionManager() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let response = try await manager.post("post", parameters: ["a": "1"], boundary: "courier-session-boundary") { form in
+                    form.appendPart(withForm: Data("français".utf8), name: "french")
+                }
+                let headers = try #require(response.value.json?["headers"] as? [String: any Sendable])
+                #expect(headers["Content-Type"] as? String == "multipart/form-data; boundary=courier-session-boundary")
+                #expect((response.value.json?["form"] as? [String: any Sendable])?["french"] as? String == "français")
+
+                let object: (any Sendable)? = await awaitCallback { finish in
+                    manager.post("post", boundary: "courier-callback-boundary", constructingBodyWith: { form in
+                        form.appendPart(withForm: Data("1".utf8), name: "one")
+                    }, success: { _, object in finish(object) }, failure: { _, error in
+                        Issue.record("\(error)")
+                        finish(nil)
+                    })
+                }
+                let echoed = try #require(object.json?["headers"] as? [String: any Sendable])
+                #expect(echoed["Content-Type"] as? String == "multipart/form-data; boundary=courier-callback-boundary")
+
+                let before = server.requestCount
+                let refused: (DataTask?, CourierError)? = await awaitCallback { finish in
+                    let task = manager.post("post", boundary: "", constructingBodyWith: { _ in }, failure: { task, error in finish((task, error)) })
+                    #expect(task == nil)
+                }
+                #expect(refused?.0 == nil)
+                #expect(refused?.1.code == .invalidRequest)
+                #expect(server.requestCount == before)
+            }
+        }
+    }
 }

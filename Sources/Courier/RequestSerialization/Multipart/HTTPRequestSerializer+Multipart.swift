@@ -43,10 +43,43 @@ extension HTTPRequestSerializer {
         parameters: (any Sendable)? = nil,
         constructingBodyWith block: MultipartFormConstruction = { _ in }
     ) throws(CourierError) -> Request {
+        try self.multipartFormRequest(method: method, urlString: urlString, parameters: parameters, boundary: nil, constructingBodyWith: block)
+    }
+
+    /// Makes a `multipart/form-data` request whose parts are separated by `boundary` (Alamofire's
+    /// `MultipartFormData(boundary:)`), for bodies that must come out byte for byte the same:
+    /// tests, and uploads whose signature covers the body. Otherwise as
+    /// ``multipartFormRequest(method:urlString:parameters:constructingBodyWith:)``.
+    ///
+    /// ```swift
+    /// let request = try HTTPRequestSerializer().multipartFormRequest(
+    ///     method: .post, urlString: "https://example.com/upload", parameters: ["album": "cats"],
+    ///     boundary: "courier-signed-upload"
+    /// ) { _ in }
+    /// // Content-Type: multipart/form-data; boundary=courier-signed-upload
+    /// ```
+    /// - Parameters:
+    ///   - method: Any method that may carry a body; GET and HEAD are refused.
+    ///   - urlString: An absolute URL string.
+    ///   - parameters: A dictionary of form fields, or nil.
+    ///   - boundary: The boundary, as ``MultipartFormData/init(boundary:)`` accepts it; nil for a
+    ///     fresh random one.
+    ///   - block: Appends parts to the form after the parameters.
+    /// - Throws: ``CourierError/Code/invalidRequest`` for GET or HEAD, or a boundary RFC 2046 does
+    ///   not allow; the other errors of
+    ///   ``multipartFormRequest(method:urlString:parameters:constructingBodyWith:)``.
+    public func multipartFormRequest(
+        method: HTTPRequest.Method,
+        urlString: String,
+        parameters: (any Sendable)?,
+        boundary: String?,
+        constructingBodyWith block: MultipartFormConstruction
+    ) throws(CourierError) -> Request {
         let request = Request(method: method, url: try Self.url(from: urlString))
         try MultipartFormData.checkMethod(of: request)
         return try MultipartFormData.request(
-            self.applyingDefaults(to: request), parameters: parameters, encoding: self.stringEncoding, constructingBodyWith: block)
+            self.applyingDefaults(to: request), parameters: parameters, encoding: self.stringEncoding, boundary: boundary,
+            constructingBodyWith: block)
     }
 
     /// Writes the body of `request` to `fileURL` and returns the request without its body, for
@@ -97,9 +130,15 @@ extension MultipartFormData {
         _ request: Request,
         parameters: (any Sendable)?,
         encoding: String.Encoding,
+        boundary: String?,
         constructingBodyWith block: MultipartFormConstruction
     ) throws(CourierError) -> Request {
-        var form = MultipartFormData()
+        var form: MultipartFormData
+        do {
+            form = try boundary.map { boundary throws(CourierError) in try MultipartFormData(boundary: boundary) } ?? MultipartFormData()
+        } catch {
+            throw error.adding(request: request)
+        }
         do {
             if let parameters {
                 try form.appendParts(fromParameters: parameters, encoding: encoding)
@@ -123,13 +162,42 @@ extension RequestSerializer {
         parameters: (any Sendable)?,
         constructingBodyWith block: MultipartFormConstruction
     ) throws(CourierError) -> Request {
+        try self.genericMultipartFormRequest(method: method, urlString: urlString, parameters: parameters, boundary: nil, constructingBodyWith: block)
+    }
+
+    /// A multipart form request with a chosen boundary from any serializer, made as
+    /// ``multipartFormRequest(method:urlString:parameters:constructingBodyWith:)`` makes
+    /// one. With a nil boundary it asks the serializer's own
+    /// ``multipartFormRequest(method:urlString:parameters:constructingBodyWith:)``, so a
+    /// serializer that implements only that one keeps its behaviour.
+    public func multipartFormRequest(
+        method: HTTPRequest.Method,
+        urlString: String,
+        parameters: (any Sendable)?,
+        boundary: String?,
+        constructingBodyWith block: MultipartFormConstruction
+    ) throws(CourierError) -> Request {
+        guard let boundary else {
+            return try self.multipartFormRequest(method: method, urlString: urlString, parameters: parameters, constructingBodyWith: block)
+        }
+        return try self.genericMultipartFormRequest(
+            method: method, urlString: urlString, parameters: parameters, boundary: boundary, constructingBodyWith: block)
+    }
+
+    private func genericMultipartFormRequest(
+        method: HTTPRequest.Method,
+        urlString: String,
+        parameters: (any Sendable)?,
+        boundary: String?,
+        constructingBodyWith block: MultipartFormConstruction
+    ) throws(CourierError) -> Request {
         let bare = try self.request(method: method, urlString: urlString, parameters: nil)
         try MultipartFormData.checkMethod(of: bare)
         var request = bare
         // What the serializer wrote for no parameters (an empty form or JSON body) is not the form.
         request.body = .empty
         request.headerFields[.contentType] = nil
-        return try MultipartFormData.request(request, parameters: parameters, encoding: .utf8, constructingBodyWith: block)
+        return try MultipartFormData.request(request, parameters: parameters, encoding: .utf8, boundary: boundary, constructingBodyWith: block)
     }
 }
 
@@ -144,6 +212,18 @@ extension HTTPRequestSerializerWrapper {
         constructingBodyWith block: MultipartFormConstruction = { _ in }
     ) throws(CourierError) -> Request {
         try self.base.multipartFormRequest(method: method, urlString: urlString, parameters: parameters, constructingBodyWith: block)
+    }
+
+    /// See ``HTTPRequestSerializer/multipartFormRequest(method:urlString:parameters:boundary:constructingBodyWith:)``.
+    public func multipartFormRequest(
+        method: HTTPRequest.Method,
+        urlString: String,
+        parameters: (any Sendable)?,
+        boundary: String?,
+        constructingBodyWith block: MultipartFormConstruction
+    ) throws(CourierError) -> Request {
+        try self.base.multipartFormRequest(
+            method: method, urlString: urlString, parameters: parameters, boundary: boundary, constructingBodyWith: block)
     }
 
     /// See ``HTTPRequestSerializer/request(withMultipartFormRequest:writingStreamContentsToFile:)``.

@@ -15,7 +15,7 @@ import NIOCore
 /// ```
 ///
 /// Usually you do not make one yourself: ``HTTPRequestSerializer/multipartFormRequest(method:urlString:parameters:constructingBodyWith:)``
-/// and ``HTTPSessionManager/post(_:parameters:headers:constructingBodyWith:progress:success:failure:)``
+/// and ``HTTPSessionManager/post(_:parameters:headers:boundary:constructingBodyWith:progress:success:failure:)``
 /// hand one to a closure that appends the parts.
 ///
 /// The body is produced as it is sent: a file is checked when it is appended, opened only when its

@@ -160,6 +160,28 @@ struct AlamofireUploadConformanceTests {
         }
     }
 
+    /// Alamofire's `URLRequestConvertible` appends the parts while the request is made; Courier's
+    /// construction block runs then too. With a boundary as long as Alamofire's, the body is the
+    /// source's 241 bytes.
+    @Test func testThatUploadingMultipartFormDataWorksWhenAppendingBodyPartsInURLRequestConvertible() async throws {
+        try await Self.withManager { manager, server in
+            let request = try HTTPRequestSerializer().multipartFormRequest(
+                method: .post, urlString: server.url("/post").absoluteString, parameters: nil,
+                boundary: "alamofire.boundary.0123456789abcdef"
+            ) { form in
+                form.appendPart(withForm: Data("français".utf8), name: "french")
+                form.appendPart(withForm: Data("日本語".utf8), name: "japanese")
+            }
+            #expect(request.body.knownLength == 241)
+            #expect(request.headerFields[.contentLength] == "241")
+            let response = try await manager.response(for: request, serializer: JSONResponseSerializer())
+            #expect(response.response.status == .ok)
+            let form = try #require(response.value.json?["form"] as? [String: any Sendable])
+            #expect(form["french"] as? String == "français")
+            #expect(form["japanese"] as? String == "日本語")
+        }
+    }
+
     @Test func testThatUploadingMultipartFormDataSucceedsWithDefaultParameters() async throws {
         try await Self.withManager { manager, server in
             let response = try await manager.post("post", parameters: nil) { form in
