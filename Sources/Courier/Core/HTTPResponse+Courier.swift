@@ -2,11 +2,14 @@ import Foundation
 import HTTPTypes
 
 extension HTTPResponse {
-    /// The MIME type from `Content-Type`, lower-cased, without parameters (`application/json`).
+    /// The MIME type from `Content-Type`, lower-cased, without parameters (`application/json`);
+    /// nil when there is no `Content-Type` or it names no `type/subtype` pair (`text`, `text/`).
     public var mimeType: String? {
         guard let value = self.headerFields[.contentType] else { return nil }
         let type = value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        return type.isEmpty ? nil : type.lowercased()
+        let halves = type.split(separator: "/", omittingEmptySubsequences: false)
+        guard halves.count == 2, !halves[0].isEmpty, !halves[1].isEmpty else { return nil }
+        return type.lowercased()
     }
 
     /// The `charset` parameter of `Content-Type`, lower-cased and unquoted, if any.

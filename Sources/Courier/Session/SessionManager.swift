@@ -90,7 +90,9 @@ public class SessionManager: @unchecked Sendable {
 
     /// The configuration the manager was made with.
     public let configuration: SessionConfiguration
-    /// The security policy the manager's engine enforces.
+    /// The security policy the manager's engine enforces: the one it was made with, a
+    /// ``NIOEngine``'s default policy (``ServerTrustPolicies/defaultPolicy``) for a manager made on
+    /// one, else ``SecurityPolicy/default``.
     public let securityPolicy: SecurityPolicy
     /// The transport.
     public let engine: any Engine
@@ -112,7 +114,7 @@ public class SessionManager: @unchecked Sendable {
     /// A manager on the given engine (a `StubEngine` in tests, another transport).
     public init(engine: any Engine, configuration: SessionConfiguration = .default) {
         self.configuration = configuration
-        self.securityPolicy = .default
+        self.securityPolicy = (engine as? NIOEngine)?.serverTrust.defaultPolicy ?? .default
         self.engine = engine
     }
 

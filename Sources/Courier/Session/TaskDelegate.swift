@@ -205,6 +205,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             state.countOfBytesSent = max(state.countOfBytesSent, totalBytesSent)
             state.metrics?.bodySent(total: totalBytesSent)
             if let expected = totalBytesExpectedToSend { state.countOfBytesExpectedToSend = expected }
+            // Bytes of an earlier hop's send that leave after a redirect was decided may be counted
+            // into the new hop's total: never report more than the body's length.
+            if state.countOfBytesExpectedToSend >= 0 {
+                state.countOfBytesSent = min(state.countOfBytesSent, state.countOfBytesExpectedToSend)
+            }
             if wantsProgress, state.uploadProgress == nil {
                 state.uploadProgress = TaskState.makeProgress(total: state.countOfBytesExpectedToSend, completed: 0)
             }

@@ -1,6 +1,7 @@
 import Courier
 import CourierTesting
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
@@ -103,6 +104,79 @@ struct ProgressUpdatesTests {
                 #expect(zip(seen, seen.dropFirst()).allSatisfy { $0 <= $1 })
                 #expect(seen.last == 1.0)
             }
+        }
+    }
+
+    /// Issue 17 (a final fraction of 1.033 was once seen): a 307 that arrives while the first
+    /// send of the body is still going out. The bytes of that first send that leave after the
+    /// redirect was decided belong to the old hop: counted into the new hop's, they took the
+    /// progress past 1. Ordered by events: the first send holds its last chunks until the
+    /// redirect hook has run.
+    @Test func bodyBytesOfTheOldHopAreNotCountedIntoTheRedirectedOne() async throws {
+        let server = try await ScriptedHTTPServer.start { _, request, head in
+            if head.hasPrefix("POST /start") {
+                return .respondBeforeBody("HTTP/1.1 307 Temporary Redirect\r\nLocation: /final\r\nContent-Length: 0\r\n\r\n")
+            }
+            return .respond("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok")
+        }
+        do {
+            try await self.sendAcrossAnEarlyRedirect(server)
+        } catch {
+            await server.shutdown()
+            throw error
+        }
+        await server.shutdown()
+    }
+
+    private func sendAcrossAnEarlyRedirect(_ server: ScriptedHTTPServer) async throws {
+        try await withManager(baseURL: server.baseURL) { manager in
+            manager.responseSerializer = HTTPResponseSerializer()
+            let redirected = OneShotGate()
+            var hooks = manager.hooks
+            hooks.taskWillPerformHTTPRedirection = { _, _, _, proposed in
+                redirected.open()
+                return proposed
+            }
+            manager.hooks = hooks
+            let sends = NIOLockedValueBox(0)
+            let chunk = ByteBuffer(repeating: 1, count: 10_000)
+            let body = RequestBody.replayableStream(length: .known(30_000)) {
+                let (stream, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
+                let first = sends.withLockedValue { sends -> Bool in
+                    defer { sends += 1 }
+                    return sends == 0
+                }
+                continuation.yield(chunk)
+                if first {
+                    // The rest of the first send goes out only after the 307 was seen.
+                    redirected.whenOpen {
+                        continuation.yield(chunk)
+                        continuation.yield(chunk)
+                        continuation.finish()
+                    }
+                } else {
+                    continuation.yield(chunk)
+                    continuation.yield(chunk)
+                    continuation.finish()
+                }
+                return stream
+            }
+            let fractions = Recorder<Double>()
+            let request = Request(method: .post, url: server.baseURL.appendingPathComponent("start"), body: body)
+            let task = manager.dataTask(with: request, uploadProgress: { fractions.append($0.fractionCompleted) }, completionHandler: nil)
+            let snapshots = self.collect(task, .upload)
+            task.resume()
+            let seen = await snapshots.value
+            #expect(task.error == nil, "\(String(describing: task.error))")
+            #expect(redirected.isOpen)
+            #expect(seen.allSatisfy { $0.fractionCompleted <= 1 }, "\(seen.map(\.fractionCompleted))")
+            #expect(self.isMonotonic(seen))
+            #expect(seen.last?.fractionCompleted == 1)
+            #expect(task.countOfBytesSent <= task.countOfBytesExpectedToSend, "\(task.countOfBytesSent) of \(task.countOfBytesExpectedToSend)")
+            #expect(task.uploadProgress.fractionCompleted <= 1)
+            let reported = fractions.all
+            #expect(reported.allSatisfy { $0 <= 1 }, "\(reported)")
+            #expect(zip(reported, reported.dropFirst()).allSatisfy { $0 <= $1 })
         }
     }
 }
