@@ -6,6 +6,8 @@
 #            │                   └─ expired leaf        (localhost SANs, valid 2000-01-01..2000-01-02)
 #            └─ client certificate (clientAuth, for mutual TLS)
 #   self-signed localhost leaf (unrelated to the root)
+#   self-signed leaf named only by its common name (CN=localhost, no subjectAltName)
+#   self-signed leaf with no name at all (no CN, no subjectAltName)
 #
 # All keys are EC P-256; certificates are valid for ~100 years (except the expired one).
 # Usage: Scripts/make-test-certificates.sh [output-dir]   (default: a temporary directory)
@@ -70,6 +72,18 @@ openssl req -x509 -new -key selfsigned.key -sha256 -days $days -subj "/O=Courier
   -addext "basicConstraints=critical,CA:FALSE" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1" \
   -addext "extendedKeyUsage=serverAuth" -out selfsigned.pem
 
+# Self-signed leaf named only by its subject's common name, with no subjectAltName (AFNetworking's
+# `foobar.com.cer`): a name check falls back to the common name when a certificate has no SAN.
+key cnonly
+openssl req -x509 -new -key cnonly.key -sha256 -days $days -subj "/O=Courier Tests/CN=localhost" \
+  -addext "basicConstraints=critical,CA:FALSE" -addext "extendedKeyUsage=serverAuth" -out cnonly.pem
+
+# Self-signed leaf with no name at all: no common name, no subjectAltName (AFNetworking's
+# `NoDomains.cer`).
+key noname
+openssl req -x509 -new -key noname.key -sha256 -days $days -subj "/O=Courier Tests" \
+  -addext "basicConstraints=critical,CA:FALSE" -addext "extendedKeyUsage=serverAuth" -out noname.pem
+
 # Expired leaf (localhost SANs), signed by the intermediate with `openssl ca` and dates in the past.
 key expired
 openssl req -new -key expired.key -subj "/O=Courier Tests/CN=localhost" -out expired.csr
@@ -106,7 +120,7 @@ openssl verify -CAfile root.pem -untrusted intermediate.pem localhost.pem wrongh
 openssl verify -CAfile root.pem client.pem >/dev/null
 
 # PKCS#8 keys ("BEGIN PRIVATE KEY") for every leaf.
-for k in root intermediate localhost wronghost selfsigned expired client; do
+for k in root intermediate localhost wronghost selfsigned cnonly noname expired client; do
   openssl pkey -in "$k.key" -out "$k.p8.key"
 done
 
@@ -128,6 +142,10 @@ if [[ $emit_swift == 1 ]]; then
   constant wrongHostKey wronghost.p8.key "The private key of ``wrongHostLeaf`` (PEM, PKCS#8)."
   constant selfSignedLeaf selfsigned.pem "A self-signed leaf for \`localhost\` and \`127.0.0.1\` (PEM), unrelated to ``rootCA``."
   constant selfSignedKey selfsigned.p8.key "The private key of ``selfSignedLeaf`` (PEM, PKCS#8)."
+  constant selfSignedCommonNameLeaf cnonly.pem "A self-signed leaf named only by its subject's common name \`localhost\`, with no subjectAltName (PEM)."
+  constant selfSignedCommonNameKey cnonly.p8.key "The private key of ``selfSignedCommonNameLeaf`` (PEM, PKCS#8)."
+  constant selfSignedNoNameLeaf noname.pem "A self-signed leaf with no name at all: no common name, no subjectAltName (PEM)."
+  constant selfSignedNoNameKey noname.p8.key "The private key of ``selfSignedNoNameLeaf`` (PEM, PKCS#8)."
   constant expiredLeaf expired.pem "A leaf for \`localhost\` that expired on 2000-01-02 (PEM), signed by ``intermediateCA``."
   constant expiredKey expired.p8.key "The private key of ``expiredLeaf`` (PEM, PKCS#8)."
   constant clientCertificate client.pem "A client certificate (PEM, extended key usage clientAuth), signed by ``rootCA``."

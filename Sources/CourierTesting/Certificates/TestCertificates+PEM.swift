@@ -132,6 +132,55 @@ snZ+Vrdbo91OceYsmVxHUG5rmbqvkYZQ/vyzUlolp+gHC+jjyHB/1J9d
 -----END PRIVATE KEY-----
 """
 
+    /// A self-signed leaf named only by its subject's common name `localhost`, with no subjectAltName (PEM).
+    public static let selfSignedCommonNameLeaf = """
+-----BEGIN CERTIFICATE-----
+MIIBwTCCAWegAwIBAgIUT4Y3Tqbe0QOd3cYoVbflpIwO2t0wCgYIKoZIzj0EAwIw
+LDEWMBQGA1UECgwNQ291cmllciBUZXN0czESMBAGA1UEAwwJbG9jYWxob3N0MCAX
+DTI2MTEyNDA5NDYxMFoYDzIxMjYxMDMxMDk0NjEwWjAsMRYwFAYDVQQKDA1Db3Vy
+aWVyIFRlc3RzMRIwEAYDVQQDDAlsb2NhbGhvc3QwWTATBgcqhkjOPQIBBggqhkjO
+PQMBBwNCAAQSrjAPyWsp7QOo3j3D11Oaj6AE4rbZ1c3g0jGhTC5M+rpePhgP0m0D
+XRMPpZc+n54BBVQj1oxy9YjUHXL7fQr8o2UwYzAdBgNVHQ4EFgQUwuoshC1t34wG
+v/Xg35wX3bHe3pAwHwYDVR0jBBgwFoAUwuoshC1t34wGv/Xg35wX3bHe3pAwDAYD
+VR0TAQH/BAIwADATBgNVHSUEDDAKBggrBgEFBQcDATAKBggqhkjOPQQDAgNIADBF
+AiA3fdpux4dLsfzfzSPAZ4hDR+BjYi0Yry77GFkf/vXuRwIhAJyU7BoQWSmFtU2R
+5o6GzZZxhZaHk5K3yCiQirNu7tez
+-----END CERTIFICATE-----
+"""
+
+    /// The private key of selfSignedCommonNameLeaf (PEM, PKCS#8).
+    public static let selfSignedCommonNameKey = """
+-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg5FhcYDE/BlVDANhE
+ajGBJ2sP5EQUCHSR9jwC2O6CxDyhRANCAAQSrjAPyWsp7QOo3j3D11Oaj6AE4rbZ
+1c3g0jGhTC5M+rpePhgP0m0DXRMPpZc+n54BBVQj1oxy9YjUHXL7fQr8
+-----END PRIVATE KEY-----
+"""
+
+    /// A self-signed leaf with no name at all: no common name, no subjectAltName (PEM).
+    public static let selfSignedNoNameLeaf = """
+-----BEGIN CERTIFICATE-----
+MIIBmTCCAT+gAwIBAgIUWuIsycTqzGVOcGYZlUrNcgkVXPAwCgYIKoZIzj0EAwIw
+GDEWMBQGA1UECgwNQ291cmllciBUZXN0czAgFw0yNjExMjQwOTQ2MTBaGA8yMTI2
+MTAzMTA5NDYxMFowGDEWMBQGA1UECgwNQ291cmllciBUZXN0czBZMBMGByqGSM49
+AgEGCCqGSM49AwEHA0IABJzjD5ylIPgBEXseUHGDfftu9o5KDqIgz8FsMxiD+VXH
+RBXStd6Z25aQK6jDzih1vEz5InY7N2hinEpbxbRsDs+jZTBjMB0GA1UdDgQWBBQm
+Y0A4/xMbabQSMS9PsBIQDNYFmzAfBgNVHSMEGDAWgBQmY0A4/xMbabQSMS9PsBIQ
+DNYFmzAMBgNVHRMBAf8EAjAAMBMGA1UdJQQMMAoGCCsGAQUFBwMBMAoGCCqGSM49
+BAMCA0gAMEUCIQDIsBXL3Emy/Cui/GqVhP4SutxuHqiiVVn8kzE1TkYvNAIgMi9b
+qcMiqx/jIqA7PDGc9ZX77XelrviH17RGUA8ZHH8=
+-----END CERTIFICATE-----
+"""
+
+    /// The private key of selfSignedNoNameLeaf (PEM, PKCS#8).
+    public static let selfSignedNoNameKey = """
+-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg5X/cZsizcuZaCxfb
+0KjVQypp+s6d0vuUaCFRxB2tRkmhRANCAASc4w+cpSD4ARF7HlBxg337bvaOSg6i
+IM/BbDMYg/lVx0QV0rXemduWkCuow84odbxM+SJ2OzdoYpxKW8W0bA7P
+-----END PRIVATE KEY-----
+"""
+
     /// A leaf for `localhost` that expired on 2000-01-02 (PEM), signed by intermediateCA.
     public static let expiredLeaf = """
 -----BEGIN CERTIFICATE-----

@@ -4,7 +4,9 @@ import Foundation
 /// for about 100 years unless said otherwise).
 ///
 /// The chain is: ``rootCA`` → ``intermediateCA`` → ``localhostLeaf`` (and ``wrongHostLeaf``,
-/// ``expiredLeaf``); ``rootCA`` → ``clientCertificate``. ``selfSignedLeaf`` stands alone. A
+/// ``expiredLeaf``); ``rootCA`` → ``clientCertificate``. ``selfSignedLeaf`` stands alone, as do
+/// ``selfSignedCommonNameLeaf`` (named only by its common name, `localhost`) and
+/// ``selfSignedNoNameLeaf`` (no name at all), for the name checks of AFNetworking's own tests. A
 /// ``TestServer`` with TLS presents the chosen leaf followed by ``intermediateCA``, so a client that
 /// trusts ``rootCA`` accepts it.
 ///

@@ -15,7 +15,7 @@ import Testing
 /// Every policy trusts the test root as a private authority (the system's roots do not know it).
 @Suite("Conformance: AFNetworking AFSecurityPolicyTests", .serialized)
 struct AFSecurityPolicyConformanceTests {
-    enum Pin { case leaf, intermediate, root, selfSigned, wrongHostLeaf, client }
+    enum Pin { case leaf, intermediate, root, selfSigned, wrongHostLeaf, client, commonNameOnly, noName }
 
     static func pem(_ pin: Pin) -> String {
         switch pin {
@@ -25,6 +25,8 @@ struct AFSecurityPolicyConformanceTests {
         case .selfSigned: TestCertificates.selfSignedLeaf
         case .wrongHostLeaf: TestCertificates.wrongHostLeaf
         case .client: TestCertificates.clientCertificate
+        case .commonNameOnly: TestCertificates.selfSignedCommonNameLeaf
+        case .noName: TestCertificates.selfSignedNoNameLeaf
         }
     }
 
@@ -37,11 +39,20 @@ struct AFSecurityPolicyConformanceTests {
         return policy
     }
 
-    /// Whether a GET to a TestServer presenting `identity` passes `policy`. A refusal must be a
-    /// trust or TLS error and no request may reach the server.
-    static func passes(_ policy: SecurityPolicy, _ identity: TestServer.Identity) async throws -> Bool {
+    /// AFNetworking's `foobar.com.cer`: self-signed, named only by its common name (`localhost`).
+    static let commonNameOnly = TestServer.Identity.custom(
+        "selfSignedCommonName", chainPEM: [TestCertificates.selfSignedCommonNameLeaf], keyPEM: TestCertificates.selfSignedCommonNameKey)
+    /// AFNetworking's `NoDomains.cer`: self-signed, with no name at all.
+    static let noName = TestServer.Identity.custom(
+        "selfSignedNoName", chainPEM: [TestCertificates.selfSignedNoNameLeaf], keyPEM: TestCertificates.selfSignedNoNameKey)
+
+    /// Whether a GET to a TestServer presenting `identity` passes `policy`, asked for by `host`
+    /// (the server's address when nil). A refusal must be a trust or TLS error and no request may
+    /// reach the server.
+    static func passes(_ policy: SecurityPolicy, _ identity: TestServer.Identity, host: String? = nil) async throws -> Bool {
         try await withTestServer(.https(identity)) { server in
-            try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
+            let baseURL = host.map { URL(string: "https://\($0):\(server.port)/")! } ?? server.baseURL
+            try await withManager(baseURL: baseURL, securityPolicy: policy) { manager in
                 do {
                     _ = try await manager.get("get")
                     return true
@@ -205,6 +216,24 @@ struct AFSecurityPolicyConformanceTests {
     /// The source's certificate names its host in a DNS name (`selfSigned` names `localhost` so).
     @Test func testThatPolicyWithDomainNameValidationAndSelfSignedDNSCertificateAllowsServerTrust() async throws {
         #expect(try await Self.passes(Self.policy(.publicKey, pins: [.selfSigned], allowInvalid: true), .selfSigned))
+    }
+
+    /// The source's `foobar.com` certificate names its host only in the subject's common name;
+    /// CourierTesting's `selfSignedCommonNameLeaf` names `localhost` so, and the request asks for
+    /// `localhost`. With no subjectAltName, the name check falls back to the common name.
+    @Test func testThatPolicyWithDomainNameValidationAndSelfSignedCommonNameCertificateAllowsServerTrust() async throws {
+        let policy = try Self.policy(.publicKey, pins: [.commonNameOnly], allowInvalid: true)
+        #expect(try await Self.passes(policy, Self.commonNameOnly, host: "localhost"))
+    }
+
+    /// A certificate with no name at all matches no host, even pinned and with invalid
+    /// certificates allowed: the domain is still checked.
+    @Test func testThatPolicyWithDomainNameValidationAndSelfSignedNoDomainCertificateDoesNotAllowServerTrust() async throws {
+        let policy = try Self.policy(.certificate, pins: [.noName], allowInvalid: true)
+        #expect(try await !Self.passes(policy, Self.noName, host: "localhost"))
+        // The same policy without the name check lets it through: the name is what refused it.
+        let unnamed = try Self.policy(.certificate, pins: [.noName], allowInvalid: true, validatesDomain: false)
+        #expect(try await Self.passes(unnamed, Self.noName, host: "localhost"))
     }
 
     @Test func testThatPolicyWithDomainNameValidationDoesNotAllowServerTrustWithInvalidDomainName() async throws {
