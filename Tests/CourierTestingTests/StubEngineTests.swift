@@ -1,5 +1,5 @@
 import Courier
-import CourierTesting
+@testable import CourierTesting
 import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
@@ -173,28 +173,23 @@ final class RecordingDelegate: ExchangeDelegate {
         let engine = StubEngine()
         engine.stub(.any(), StubResponse(body: Data(count: 10), chunkSize: 1))
         let holder = NIOLockedValueBox<(any Exchange)?>(nil)
+        // Every chunk suspends the exchange again.
         let delegate = RecordingDelegate { _ in holder.withLockedValue { $0 }?.suspendReceiving() }
         let exchange = holder.withLockedValue { holder in
             let exchange = engine.execute(Request(url: base), delegate: delegate)
             holder = exchange
             return exchange
         }
-        // Wait until the first chunk suspended the exchange, then check that nothing more comes.
-        for _ in 0..<200 where delegate.log.withLockedValue({ $0.body.count }) == 0 {
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(delegate.log.withLockedValue { $0.body.count } == 1)
-        #expect(delegate.log.withLockedValue { $0.completion } == nil)
-        // Resume repeatedly (each chunk suspends again) until complete.
-        let resumer = Task {
-            while !Task.isCancelled {
-                exchange.resumeReceiving()
-                try? await Task.sleep(for: .milliseconds(2))
-            }
+        let stub = try #require(exchange as? StubExchange)
+        // Each time the exchange waits for a resume, exactly the chunks so far have come and the
+        // exchange has not completed; then one resume lets exactly one more chunk through.
+        for delivered in 1..<10 {
+            await stub.waitUntilParked()
+            #expect(delegate.log.withLockedValue { $0.body.count } == delivered)
+            #expect(delegate.log.withLockedValue { $0.completion } == nil)
+            exchange.resumeReceiving()
         }
         let log = try await delegate.waitForCompletion()
-        resumer.cancel()
         #expect(log.body.count == 10)
         #expect(log.completion == .some(nil))
         #expect(!log.overlapped)

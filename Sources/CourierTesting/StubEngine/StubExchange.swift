@@ -16,6 +16,9 @@ final class StubExchange: Exchange {
         var suspended = false
         /// The task waiting for `resumeReceiving()` (or a cancel).
         var resumeWaiter: CheckedContinuation<Void, Never>?
+        /// Callers of ``waitUntilParked()`` waiting for the task to wait.
+        var parkWaiters: [CheckedContinuation<Void, Never>] = []
+        var isFinished = false
         var task: Task<Void, Never>?
     }
 
@@ -45,6 +48,12 @@ final class StubExchange: Exchange {
                 }
                 self.delegate.exchange(didCompleteWith: error)
                 self.engine.exchangeDidFinish(self)
+                let waiters = self.state.withLockedValue { state in
+                    state.isFinished = true
+                    defer { state.parkWaiters = [] }
+                    return state.parkWaiters
+                }
+                for waiter in waiters { waiter.resume() }
             }
         }
     }
@@ -131,12 +140,28 @@ final class StubExchange: Exchange {
 
     private func waitWhileSuspended() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumeNow = self.state.withLockedValue { state -> Bool in
-                guard state.suspended, state.cancelError == nil else { return true }
+            let (resumeNow, parked) = self.state.withLockedValue { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+                guard state.suspended, state.cancelError == nil else { return (true, []) }
                 state.resumeWaiter = continuation
-                return false
+                defer { state.parkWaiters = [] }
+                return (false, state.parkWaiters)
             }
             if resumeNow { continuation.resume() }
+            for waiter in parked { waiter.resume() }
+        }
+    }
+
+    /// Returns once the exchange waits for ``resumeReceiving()`` (at once if it does), or once it
+    /// has finished: the event a test of suspension waits for, instead of watching for a while
+    /// that nothing more is delivered. For CourierTesting's own tests.
+    func waitUntilParked() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = self.state.withLockedValue { state -> Bool in
+                if state.resumeWaiter != nil || state.isFinished { return true }
+                state.parkWaiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
         }
     }
 

@@ -245,26 +245,49 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    /// Waits for events, not for time: paused once its request is on the server, the operation
+    /// gets the answer's head (and the bytes of the read under way) but does not complete until
+    /// it is resumed.
     @Test func pausingHoldsTheOperationUntilResumed() async throws {
         try await withTestServer { server in
-            try await self.withOperationManager(server) { manager in
-                manager.responseSerializer = HTTPResponseSerializer()
-                let finished = Recorder<CourierError?>()
-                let operation = manager.httpRequestOperation(
-                    with: Request(url: server.url("/courier/slow-body/5?interval=0.05")),
-                    success: { _, _ in finished.append(nil) }, failure: { _, error in finished.append(error) })
-                operation.setDownloadProgressBlock { _, _, _ in operation.pause() }
-                manager.operationQueue.addOperation(operation)
-                #expect(await eventually { operation.isPaused })
-                try await Task.sleep(for: .milliseconds(400))
-                #expect(finished.count == 0)
-                #expect(operation.isExecuting)
-                operation.setDownloadProgressBlock(nil)
-                operation.resume()
-                #expect(await eventually(within: 10) { finished.count == 1 })
-                #expect(finished.all.first! == nil)
-                #expect(operation.responseString?.contains("chunk 4") == true)
+            let arrived = NotificationWaiter()
+            let answer = OneShotGate()
+            server.route("/held") { _ in
+                arrived.deliver(nil)
+                await withCheckedContinuation { continuation in answer.whenOpen { continuation.resume() } }
+                return TestServer.Response(body: Data((0..<5).map { "chunk \($0)\n" }.joined().utf8))
             }
+            let engine = EventRecordingEngine()
+            let manager = HTTPRequestOperationManager(sessionManager: HTTPSessionManager(baseURL: server.baseURL, engine: engine))
+            manager.completionQueue = Self.queue
+            manager.responseSerializer = HTTPResponseSerializer()
+            let finished = Recorder<CourierError?>()
+            let done = NotificationWaiter()
+            let operation = manager.httpRequestOperation(
+                with: Request(url: server.url("/held")),
+                success: { _, _ in
+                    finished.append(nil)
+                    done.deliver(nil)
+                },
+                failure: { _, error in
+                    finished.append(error)
+                    done.deliver(nil)
+                })
+            manager.operationQueue.addOperation(operation)
+            _ = await arrived.wait(seconds: 30)
+            operation.pause()
+            #expect(operation.isPaused)
+            #expect(await engine.wait { $0.contains(.suspend) }, "pausing did not stop the exchange")
+            answer.open()
+            #expect(await engine.wait { $0.contains(.head) }, "the answer never came")
+            #expect(finished.count == 0)
+            #expect(operation.isExecuting)
+            operation.resume()
+            _ = await done.wait(seconds: 30)
+            #expect(finished.all == [nil])
+            #expect(operation.responseString?.contains("chunk 4") == true)
+            #expect(!engine.completedWhileSuspended, "the exchange completed while the operation was paused")
+            await manager.invalidate(cancelingOperations: true)
         }
     }
 
@@ -326,13 +349,11 @@ struct HTTPRequestOperationTests {
     @Test func invalidatingLetsTheRunningOperationFinishAndFailsTheQueuedOnes() async throws {
         try await withTestServer { server in
             // `/hold` answers once the test has invalidated the manager.
-            let hold = NIOLockedValueBox((arrived: false, released: false))
+            let arrived = OneShotGate()
+            let released = OneShotGate()
             server.route("/hold") { _ in
-                hold.withLockedValue { $0.arrived = true }
-                let deadline = ContinuousClock.now + .seconds(10)
-                while !hold.withLockedValue({ $0.released }), ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(5))
-                }
+                arrived.open()
+                await withCheckedContinuation { continuation in released.whenOpen { continuation.resume() } }
                 return TestServer.Response(body: Data("held".utf8))
             }
             let manager = HTTPRequestOperationManager(baseURL: server.baseURL)
@@ -343,9 +364,9 @@ struct HTTPRequestOperationTests {
             for path in ["hold", "get"] {
                 manager.get(path, success: { _, _ in outcomes.append((path, nil)) }, failure: { _, error in outcomes.append((path, error.code)) })
             }
-            #expect(await eventually { hold.withLockedValue { $0.arrived } })
+            await withCheckedContinuation { continuation in arrived.whenOpen { continuation.resume() } }
             Self.invalidateAtOnce(manager)
-            hold.withLockedValue { $0.released = true }
+            released.open()
             #expect(await eventually(within: 10) { outcomes.count == 2 })
             let byPath = Dictionary(uniqueKeysWithValues: outcomes.all.map { ($0.0, $0.1) })
             #expect(byPath["hold"]! == nil, "the running operation finished")

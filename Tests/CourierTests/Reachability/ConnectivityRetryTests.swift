@@ -54,14 +54,17 @@ struct ConnectivityRetryTests {
         defer { manager.invalidate(cancelingTasks: true) }
         let monitor = ScriptedMonitor()
         manager.reachabilityManager = monitor.manager()
-        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: .seconds(5))
-        Task {
-            while !manager.reachabilityManager.isMonitoring { try await Task.sleep(for: .milliseconds(5)) }
+        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: .seconds(30))
+        // Driven by events: once the failed task started the monitor to wait for the network, the
+        // network is reported down, then back (in that order: the monitor's reports are heard in
+        // the order they are sent).
+        async let driver: Void = {
+            await monitor.waitUntilStarted()
             monitor.send(.notReachable)
-            try await Task.sleep(for: .milliseconds(50))
             monitor.send(.reachableViaEthernet)
-        }
+        }()
         let response = try await manager.data(for: Request(url: Self.url))
+        await driver
         #expect(response.response.status == .ok)
         #expect(engine.requests.count == 2)
     }

@@ -121,9 +121,31 @@ extension NetworkReachabilityManager {
 final class ScriptedMonitor: ReachabilityMonitor {
     private let reporter = NIOLockedValueBox<(@Sendable (ReachabilityReport) -> Void)?>(nil)
     let stops = NIOLockedValueBox(0)
+    /// Told when a manager starts this monitor (from then on, `send` is heard).
+    private let started = NIOLockedValueBox<[NotificationWaiter]>([])
 
     func start(_ report: @escaping @Sendable (ReachabilityReport) -> Void) {
-        self.reporter.withLockedValue { $0 = report }
+        let waiting = self.reporter.withLockedValue { reporter in
+            reporter = report
+            return self.started.withLockedValue { started in
+                defer { started = [] }
+                return started
+            }
+        }
+        for waiter in waiting { waiter.deliver(nil) }
+    }
+
+    /// Returns once a manager has started this monitor (at once if one has), or after 30 s (a
+    /// bound for a failing test): the event a test waits for before it reports statuses.
+    func waitUntilStarted() async {
+        let waiter = NotificationWaiter()
+        let now = self.reporter.withLockedValue { reporter -> Bool in
+            if reporter != nil { return true }
+            self.started.withLockedValue { $0.append(waiter) }
+            return false
+        }
+        if now { return }
+        _ = await waiter.wait(seconds: 30)
     }
 
     func stop() {

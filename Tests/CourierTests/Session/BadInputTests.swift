@@ -143,7 +143,22 @@ struct BadInputTests {
                 let task = manager.dataTask(with: Request(url: server.url("/courier/big/2000000"))) { _, _, error in finished.append(error) }
                 task.resume()
                 #expect(await eventually(within: 10) { task.state == .suspended })
-                try await Task.sleep(for: .seconds(4))
+                // The event waited for instead of a pause: a request started after the suspension,
+                // on the same engine, to a server that never answers, with an idle timeout one
+                // second longer, times out. The suspended task's own idle deadline (3 s from its
+                // last byte) passed a second before: had it counted, it would have failed first.
+                let silence = OneShotGate()
+                server.route("/silent") { _ in
+                    await withCheckedContinuation { continuation in silence.whenOpen { continuation.resume() } }
+                    return TestServer.Response(body: Data())
+                }
+                var control = Request(url: server.url("/silent"))
+                control.options.timeoutInterval = 4
+                let controlError = await awaitCallback { (finish: @escaping @Sendable (CourierError?) -> Void) in
+                    manager.dataTask(with: control) { _, _, error in finish(error) }.resume()
+                }
+                silence.open()
+                #expect(controlError?.code == .timedOut, "the control request timed out: \(String(describing: controlError))")
                 #expect(finished.count == 0, "no idle timeout while suspended")
                 task.resume()
                 // The rest of the body, in a debug build on a machine that may be busy with the

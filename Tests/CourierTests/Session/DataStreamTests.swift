@@ -20,19 +20,30 @@ struct DataStreamTests {
         }
     }
 
+    /// Waits for events, not for time: once the consumer stops reading, the task asks its exchange
+    /// to stop (the event waited for) with only a few chunks taken from the socket, and the
+    /// exchange delivers no more than the read under way until the consumer reads again.
     @Test func anUnreadBodyStopsTheConnectionReading() async throws {
         try await withTestServer { server in
-            try await withManager(baseURL: server.baseURL) { manager in
+            let engine = EventRecordingEngine()
+            let manager = SessionManager(engine: engine)
+            manager.completionQueue = TestQueues.completion
+            do {
                 let total = 32 << 20
                 let stream = try await manager.stream(Request(url: server.url("/courier/big/\(total)")))
                 var iterator = stream.body.makeAsyncIterator()
                 var received = try await iterator.next()?.readableBytes ?? 0
-                try await Task.sleep(for: .milliseconds(300))
+                #expect(await engine.wait { $0.contains(.suspend) }, "the unread body never stopped the exchange")
                 let delivered = stream.task.countOfBytesReceived
                 #expect(delivered < 2 << 20, "only a few chunks are taken from the socket while nobody reads (\(delivered) bytes)")
                 while let chunk = try await iterator.next() { received += chunk.readableBytes }
                 #expect(received == total)
+                #expect(engine.mostChunksWhileSuspended <= 1, "chunks delivered to a suspended exchange")
+            } catch {
+                await manager.invalidate(cancelingTasks: true)
+                throw error
             }
+            await manager.invalidate(cancelingTasks: true)
         }
     }
 
