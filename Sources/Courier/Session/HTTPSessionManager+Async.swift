@@ -87,14 +87,20 @@ struct ErasedResponseSerializer: ResponseSerializer {
 }
 
 extension HTTPSessionManager {
-    /// Sends a request whose parameters are an `Encodable` value, written by `encoder` (JSON by
-    /// default, or ``URLEncodedFormParameterEncoder``), and returns what `serializer` makes of the
-    /// response. The manager's request serializer still supplies the headers and options.
+    /// Sends a request whose parameters are an `Encodable` value, written by `encoder`
+    /// (``JSONParameterEncoder`` or ``URLEncodedFormParameterEncoder``), and returns what
+    /// `serializer` makes of the response. The manager's request serializer still supplies the
+    /// headers and options.
+    ///
+    /// `encoder` has no default: without it, a call with a dictionary of parameters is
+    /// ``response(method:urlString:parameters:headers:serializer:uploadProgress:downloadProgress:)``,
+    /// which writes them with the manager's ``requestSerializer`` (a query string for GET, as
+    /// AFNetworking does), not a JSON body.
     public func response<Value: Encodable & Sendable, Serializer: ResponseSerializer>(
         method: HTTPRequest.Method,
         urlString: String,
         parameters: Value?,
-        encoder: any ParameterEncoder = JSONParameterEncoder.default,
+        encoder: any ParameterEncoder,
         headers: HTTPFields = [:],
         serializer: Serializer
     ) async throws(CourierError) -> DataResponse<Serializer.Output> {

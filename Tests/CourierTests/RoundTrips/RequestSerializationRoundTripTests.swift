@@ -89,7 +89,7 @@ struct RequestSerializationRoundTripTests {
             try await withManager(baseURL: base) { manager in
                 let value = Filter(query: "a b+c", tags: ["x", "y"], page: 3)
                 let asJSON = try await manager.response(
-                    method: .post, urlString: "post", parameters: value, serializer: JSONResponseSerializer())
+                    method: .post, urlString: "post", parameters: value, encoder: JSONParameterEncoder.default, serializer: JSONResponseSerializer())
                 let json = try #require(asJSON.value.json?["json"] as? [String: any Sendable])
                 #expect(json["query"] as? String == "a b+c")
                 let asForm = try await manager.response(
