@@ -113,3 +113,81 @@ extension Conformance {
         return hasV4 || hasV6
     }
 }
+
+/// Alamofire's `TestResponse`: the parts of httpbin's echo document its tests read.
+struct HTTPBinEchoResponse: Decodable, Sendable {
+    let headers: [String: String]
+    let origin: String?
+    let url: String?
+    let data: String?
+    let form: [String: String]?
+    let args: [String: String]?
+}
+
+/// Alamofire's `TestParameters`.
+struct TestParameters: Encodable, Sendable {
+    let property: String
+}
+
+/// The task notifications (`.taskDidResume`, `.taskDidSuspend`, `.taskDidComplete`) posted about
+/// any task while the log is open, for counting a task's lifetime events (Alamofire's tests count
+/// event-monitor calls). Other tests post too: count by task.
+final class TaskNotificationLog: @unchecked Sendable {
+    // @unchecked: `observers` is set in init and only read in `close()`; the rest is behind locks.
+    private let events = NIOLockedValueBox<[(name: Notification.Name, task: ObjectIdentifier)]>([])
+    private let waiters = NIOLockedValueBox<[(check: @Sendable ([(name: Notification.Name, task: ObjectIdentifier)]) -> Bool, waiter: NotificationWaiter)]>([])
+    private var observers: [any NSObjectProtocol] = []
+
+    init() {
+        for name in [Notification.Name.taskDidResume, .taskDidSuspend, .taskDidComplete] {
+            self.observers.append(NotificationCenter.default.addObserver(forName: name, object: nil, queue: nil) { [weak self] note in
+                guard let self, let task = note.object as? SessionTask else { return }
+                self.record(name, ObjectIdentifier(task))
+            })
+        }
+    }
+
+    deinit { self.close() }
+
+    func close() {
+        for observer in self.observers { NotificationCenter.default.removeObserver(observer) }
+        self.observers = []
+    }
+
+    private func record(_ name: Notification.Name, _ task: ObjectIdentifier) {
+        let events = self.events.withLockedValue { events in
+            events.append((name, task))
+            return events
+        }
+        let ready = self.waiters.withLockedValue { waiters -> [NotificationWaiter] in
+            let ready = waiters.filter { $0.check(events) }.map(\.waiter)
+            waiters.removeAll { waiter in ready.contains { $0 === waiter.waiter } }
+            return ready
+        }
+        for waiter in ready { waiter.deliver(nil) }
+    }
+
+    /// How many `name` notifications were posted about `task`.
+    func count(_ name: Notification.Name, of task: SessionTask) -> Int {
+        let id = ObjectIdentifier(task)
+        return self.events.withLockedValue { $0.filter { $0.name == name && $0.task == id }.count }
+    }
+
+    /// Waits until `count` `name` notifications were posted about `task`; false when they did not
+    /// come within `seconds` (a bound on a failing test, not a pause).
+    func wait(for name: Notification.Name, count: Int = 1, of task: SessionTask, within seconds: Double = 30) async -> Bool {
+        let id = ObjectIdentifier(task)
+        let check: @Sendable ([(name: Notification.Name, task: ObjectIdentifier)]) -> Bool = { events in
+            events.filter { $0.name == name && $0.task == id }.count >= count
+        }
+        let waiter = NotificationWaiter()
+        let already = self.events.withLockedValue { events -> Bool in
+            if check(events) { return true }
+            self.waiters.withLockedValue { $0.append((check, waiter)) }
+            return false
+        }
+        if already { return true }
+        _ = await waiter.wait(seconds: seconds)
+        return self.count(name, of: task) >= count
+    }
+}

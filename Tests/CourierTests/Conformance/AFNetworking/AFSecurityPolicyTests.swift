@@ -52,7 +52,7 @@ struct AFSecurityPolicyConformanceTests {
     static func passes(_ policy: SecurityPolicy, _ identity: TestServer.Identity, host: String? = nil) async throws -> Bool {
         try await withTestServer(.https(identity)) { server in
             let baseURL = host.map { URL(string: "https://\($0):\(server.port)/")! } ?? server.baseURL
-            try await withManager(baseURL: baseURL, securityPolicy: policy) { manager in
+            return try await withManager(baseURL: baseURL, securityPolicy: policy) { manager in
                 do {
                     _ = try await manager.get("get")
                     return true

@@ -209,6 +209,24 @@ struct AlamofireDownloadConformanceTests {
         }
     }
 
+    /// The resume data the cancel hands over is the one the failed download's error carries
+    /// (the source compares the response's, the request's and the handler's).
+    @Test func testThatCancelledDownloadProducesMatchingResumeData() async throws {
+        try await Self.withManager { manager, server, folder in
+            let produced = NIOLockedValueBox<ResumeData?>(nil)
+            let (file, error) = await Self.cancelMidway(manager, server) { task in
+                // Called before the task's completion handler.
+                task.cancel(byProducingResumeData: { data in produced.withLockedValue { $0 = data } })
+            }
+            #expect(file == nil)
+            #expect(error?.code == .cancelled)
+            #expect(error?.response?.status == .ok)
+            let handed = try #require(produced.withLockedValue { $0 })
+            #expect(error?.resumeData == handed)
+            #expect(handed.bytesReceived > 0)
+        }
+    }
+
     @Test func testThatCancelledDownloadCanBeResumedWithResumeData() async throws {
         try await Self.withManager { manager, server, folder in
             let produced = NIOLockedValueBox<ResumeData?>(nil)
