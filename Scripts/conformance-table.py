@@ -122,6 +122,8 @@ RULES = [
     (r".", r"DataStreamCallsCachedResponseHandler",
      "not built", "streamed responses are not stored in the cache (only data tasks are)"),
     (r"CacheTests|CachedResponseHandlerTests", r".", "pending: issue 18", "response cache"),
+    (r"ParameterEncoderTests", r"ManuallyEncodable(Struct|Subclass)",
+     "not yet ported", "Courier's URLEncodedFormEncoder writes through Foundation's JSONEncoder, which traps (a crash, not an error) when an Encodable opens a second container under a key it already wrote, as these do; a form encoder of Courier's own is needed"),
     (r".", r"(?i)curl.*cookie", "pending: issue 19", "cURLDescription with the session's cookies (the cookies landed under issue 18; the description is issue 19's)"),
     (r".", r"(?i)cookie", "pending: issue 18", "cookies"),
     (r".", r"(?i)interceptor|adapter|retrier|retry|authenticat|credential", "pending: issue 19", "interceptors, retry and authentication"),
