@@ -75,8 +75,10 @@ final class RecordingDelegate: ExchangeDelegate {
         self.done.finish()
     }
 
-    /// Waits for completion (fails the test after `limit`).
-    func waitForCompletion(limit: Duration = .seconds(5)) async throws -> Log {
+    /// Waits for completion (fails the test after `limit`: a bound on a test that fails, not a
+    /// timing to meet; generous, as the whole suite may keep the cooperative pool of a two-core
+    /// machine busy for seconds).
+    func waitForCompletion(limit: Duration = .seconds(30)) async throws -> Log {
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask { for await _ in self.completed {}; return true }
             group.addTask { try await Task.sleep(for: limit); return false }
