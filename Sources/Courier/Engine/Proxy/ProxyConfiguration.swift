@@ -31,7 +31,7 @@ import Foundation
 /// > sends every request through AsyncHTTPClient with one proxy, ``https`` (else ``http``):
 /// > ``bypass`` is not consulted, `http` URLs are tunnelled with `CONNECT` rather than sent in
 /// > absolute form, and a refusal is ``CourierError/Code/connectionFailed``.
-public struct ProxyConfiguration: Sendable, Hashable {
+public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
     /// The proxy for `http` URLs, or nil to reach them directly.
     public var http: NIOEngine.Proxy?
     /// The proxy for `https` URLs, or nil to reach them directly.
@@ -86,6 +86,15 @@ public struct ProxyConfiguration: Sendable, Hashable {
     /// - Throws: ``CourierError/Code/invalidProxyConfiguration`` for a URL that cannot be used.
     public init(url: String) throws(CourierError) {
         self.init(proxy: try NIOEngine.Proxy(url: url))
+    }
+
+    /// The configuration for logs, passwords as `***`: `http: http://ann:***@p:3128, https:
+    /// socks5h://127.0.0.1:1080, no_proxy: localhost,.internal`, or `direct`.
+    public var description: String {
+        guard !self.isEmpty else { return "direct" }
+        var parts = ["http: \(self.http.map(\.description) ?? "direct")", "https: \(self.https.map(\.description) ?? "direct")"]
+        if !self.bypass.isEmpty { parts.append("no_proxy: \(self.bypass.description)") }
+        return parts.joined(separator: ", ")
     }
 
     /// Whether no URL gets a proxy.

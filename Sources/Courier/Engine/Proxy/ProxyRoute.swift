@@ -5,7 +5,7 @@ import NIOHTTP1
 /// How a request reaches its server: directly, or through a proxy in one of three ways.
 /// ``ProxyConfiguration/route(for:)`` picks it; the connection pool keys connections by it
 /// (requests on different routes never share a connection).
-enum ProxyRoute: Sendable, Hashable {
+enum ProxyRoute: Sendable, Hashable, CustomStringConvertible {
     /// A connection to the server itself.
     case direct
     /// An `http` URL through an HTTP proxy: connect to the proxy and send requests in absolute
@@ -17,6 +17,17 @@ enum ProxyRoute: Sendable, Hashable {
     /// Any URL through a SOCKS5 proxy: connect to the proxy, open a SOCKS5 tunnel
     /// (``ProxyTunnel/establish(on:target:port:route:timeout:)``), then TLS for `https`.
     case socksTunnel(NIOEngine.Proxy)
+
+    /// For logs, passwords as `***`: "direct", "forwarded by http://p:3128", "CONNECT through
+    /// http://ann:***@p:3128", "SOCKS5 through socks5h://127.0.0.1:1080".
+    var description: String {
+        switch self {
+        case .direct: "direct"
+        case .forward(let proxy): "forwarded by \(proxy)"
+        case .connectTunnel(let proxy): "CONNECT through \(proxy)"
+        case .socksTunnel(let proxy): "SOCKS5 through \(proxy)"
+        }
+    }
 
     /// The proxy, or nil for ``direct``.
     var proxy: NIOEngine.Proxy? {

@@ -254,6 +254,19 @@ struct ProxyConfigurationTests {
         #expect(NIOEngine.Configuration(configuration).proxy == nil)
     }
 
+    @Test func descriptionsNeverShowThePassword() throws {
+        let configuration = ProxyConfiguration(
+            http: .http(host: "p", port: 3128, username: "ann", password: "secret"), https: .socks(host: "127.0.0.1", port: 1080),
+            bypass: try .init("localhost,.internal"))
+        #expect(configuration.description == "http: http://ann:***@p:3128, https: socks5h://127.0.0.1:1080, no_proxy: localhost,.internal")
+        #expect(ProxyConfiguration.direct.description == "direct")
+        #expect(ProxyConfiguration(http: nil, https: .http(host: "p", port: 1)).description == "http: direct, https: http://p:1")
+        #expect(configuration.route(for: URL(string: "http://a.test/")!).description == "forwarded by http://ann:***@p:3128")
+        #expect(configuration.route(for: URL(string: "https://a.test/")!).description == "SOCKS5 through socks5h://127.0.0.1:1080")
+        #expect(ProxyRoute.connectTunnel(.http(host: "p", port: 1)).description == "CONNECT through http://p:1")
+        #expect(configuration.route(for: URL(string: "http://x.internal/")!).description == "direct")
+    }
+
     @Test func routes() {
         let http = Proxy.http(host: "p", port: 3128)
         let socks = Proxy.socks(host: "s", port: 1080)
