@@ -30,9 +30,9 @@ public struct Request: Sendable {
     public var logger: Logger?
     /// The trace context the request travels in. A session with a tracer
     /// (``SessionManager/tracer``) starts a span per task, as a child of this context when set
-    /// (else of `ServiceContext.current` where the task is made), and hands each attempt to the
-    /// engine with this set to the task span's context, so that an engine can hang the spans of its
-    /// hops below it.
+    /// (else of `ServiceContext.current` where the task is made), with a child span per hop, and
+    /// hands each hop to the engine with this set to the hop span's context, so that an engine
+    /// can hang its own spans (connection, TLS) below it.
     public var serviceContext: ServiceContext?
 
     /// Makes a request.

@@ -13,8 +13,9 @@ struct HTTPFieldsInjector: Injector {
 }
 
 /// The span of one task: started when the task first starts, ended when it completes, with an
-/// event per retry. Each attempt's request carries its context (``Request/serviceContext``) and
-/// has it injected into its header fields.
+/// event per retry, and a child span per hop (each attempt's request, and each redirect's). Each
+/// hop's request carries the hop span's context (``Request/serviceContext``) and has it injected
+/// into its header fields.
 struct TaskSpan: Sendable {
     let span: any Span
     let tracer: any Tracer
@@ -31,13 +32,21 @@ struct TaskSpan: Sendable {
         return TaskSpan(span: span, tracer: tracer)
     }
 
-    /// `request` with the span's context attached and injected into its header fields.
-    func prepare(_ request: Request) -> Request {
+    /// Starts the span of a hop, a child of the task's, and returns `request` with the hop's
+    /// context attached and injected into its header fields. `attempt` counts from 0; `redirect`
+    /// is the hop's place among the attempt's redirects (0 for the attempt's first request).
+    func startHop(_ request: Request, attempt: Int, redirect: Int) -> (HopSpan, Request) {
+        let span = self.tracer.startSpan("\(request.method.rawValue) hop", context: self.span.context, ofKind: .client)
+        span.updateAttributes { attributes in
+            attributes["http.request.method"] = request.method.rawValue
+            attributes["url.full"] = Self.redacted(request.url)
+            attributes["courier.attempt"] = attempt + 1
+            if redirect > 0 { attributes["courier.redirect"] = redirect }
+        }
         var request = request
-        let context = self.span.context
-        request.serviceContext = context
-        self.tracer.inject(context, into: &request.headerFields, using: HTTPFieldsInjector())
-        return request
+        request.serviceContext = span.context
+        self.tracer.inject(span.context, into: &request.headerFields, using: HTTPFieldsInjector())
+        return (HopSpan(span: span), request)
     }
 
     /// Notes a retry.
@@ -74,5 +83,24 @@ struct TaskSpan: Sendable {
         components.user = nil
         components.password = nil
         return components.url?.absoluteString ?? url.absoluteString
+    }
+}
+
+/// The span of one hop of a task: ended when its response head came and a redirect is followed,
+/// or when its attempt ended.
+struct HopSpan: Sendable {
+    let span: any Span
+
+    /// Ends the hop with what it got: a response head, an error, or neither (cancelled before).
+    func end(response: HTTPResponse?, error: CourierError?) {
+        if let response {
+            self.span.attributes["http.response.status_code"] = response.status.code
+            if response.status.code >= 400 { self.span.setStatus(SpanStatus(code: .error)) }
+        }
+        if let error {
+            self.span.attributes["error.type"] = error.code.description
+            self.span.setStatus(SpanStatus(code: .error, message: error.message))
+        }
+        self.span.end()
     }
 }

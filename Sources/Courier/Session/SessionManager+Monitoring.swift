@@ -29,9 +29,10 @@ extension SessionManager {
     }
 
     /// The tracer that gets a span per task (a client span named after the method, with the
-    /// request's method, URL and, at the end, status, retries and error), whose context is
-    /// injected into each attempt's header fields (`traceparent` for W3C tracers) and handed to
-    /// the engine as ``Request/serviceContext``. By default the tracer bootstrapped in
+    /// request's method, URL and, at the end, status, retries and error) and, as its children, a
+    /// span per hop (each attempt's request and each redirect's), whose context is injected into
+    /// the hop's header fields (`traceparent` for W3C tracers) and handed to the engine as
+    /// ``Request/serviceContext``. By default the tracer bootstrapped in
     /// `InstrumentationSystem` when the manager was made, and none when none was (a no-op tracer
     /// is skipped: its spans would still cost).
     public var tracer: (any Tracer)? {

@@ -72,10 +72,18 @@ extension TaskDelegate {
     }
 
     /// The steps after the adapters: the session's HTTP authentication for a space it answered
-    /// before, and the trace context.
+    /// before, and the trace context (a hop span's, when the session has a tracer).
     private func finishAdapting(_ request: Request, span: TaskSpan?) -> Request {
         let authenticated = self.interception.authentication.authenticate(request)
-        return span?.prepare(authenticated) ?? authenticated
+        guard let span else { return authenticated }
+        let attempt = self.state.withLockedValue { $0.attempt }
+        let (hop, prepared) = span.startHop(authenticated, attempt: attempt, redirect: 0)
+        let previous = self.state.withLockedValue { state -> HopSpan? in
+            defer { state.hopSpan = (hop, 0) }
+            return state.hopSpan?.span
+        }
+        previous?.end(response: nil, error: nil)
+        return prepared
     }
 
     /// Hands an attempt's request to the engine.

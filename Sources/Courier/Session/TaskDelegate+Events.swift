@@ -35,13 +35,17 @@ extension TaskDelegate {
     /// The task ends: its metrics and completion go to the monitors, its span ends, the end is
     /// logged. Called once, before the completion is delivered.
     func taskDidEnd(_ task: SessionTask, response: HTTPResponse?, error: CourierError?) {
-        let (metrics, span, retries) = self.state.withLockedValue { state in
+        let (metrics, span, hop, retries) = self.state.withLockedValue { state in
             let received = state.countOfBytesReceived
             let metrics = state.metrics?.finish(originalRequest: self.originalRequest, response: response, error: error, bytesReceived: received)
             state.metrics = nil
-            defer { state.span = nil }
-            return (metrics, state.span, state.retryReasons.count)
+            defer {
+                state.span = nil
+                state.hopSpan = nil
+            }
+            return (metrics, state.span, state.hopSpan?.span, state.retryReasons.count)
         }
+        hop?.end(response: response, error: error)
         if let monitors = self.interception.monitors {
             if let metrics { monitors.emit { $0.task(task, didFinishCollecting: metrics) } }
             monitors.emit { $0.task(task, didCompleteWith: error) }

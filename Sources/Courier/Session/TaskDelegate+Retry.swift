@@ -47,6 +47,11 @@ extension TaskDelegate {
                 previousRetries: state.retryReasons, logger: interception.logger)
         }
         guard let attempt else { return false }
+        // The failed attempt's hop is over.
+        self.state.withLockedValue { state -> HopSpan? in
+            defer { state.hopSpan = nil }
+            return state.hopSpan?.span
+        }?.end(response: attempt.response, error: attempt.error)
         if manager.isInvalidated {
             // `invalidate(cancelingTasks: false)` may have looked at this task before the wait
             // began: the wait ends here (once, whoever gets to it).

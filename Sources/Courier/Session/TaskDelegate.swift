@@ -238,13 +238,26 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         } else {
             chosen = newRequest
         }
-        let next = chosen.map { self.nextHop($0, proposed: newRequest) }
+        var next = chosen.map { self.nextHop($0, proposed: newRequest) }
+        // The hop ends with its redirect; the next one gets a span of its own.
+        let (span, hop) = self.state.withLockedValue { state in
+            defer { state.hopSpan = nil }
+            return (state.span, state.hopSpan)
+        }
+        hop?.span.end(response: response, error: nil)
+        if let span, let hop, let chosen = next {
+            let attempt = self.state.withLockedValue { $0.attempt }
+            let (following, prepared) = span.startHop(chosen, attempt: attempt, redirect: hop.redirects + 1)
+            self.state.withLockedValue { $0.hopSpan = (following, hop.redirects + 1) }
+            next = prepared
+        }
         self.state.withLockedValue { state in
             if let next { state.currentRequest = next }
             state.metrics?.redirected()
         }
         if let monitors = self.interception.monitors, let task {
-            monitors.emit { $0.task(task, willPerformRedirection: response, newRequest: next) }
+            let redirected = next
+            monitors.emit { $0.task(task, willPerformRedirection: response, newRequest: redirected) }
         }
         return next
     }

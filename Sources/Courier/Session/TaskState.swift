@@ -133,6 +133,8 @@ struct TaskState {
     var metrics: TaskMetricsRecorder?
     /// The task's span, when the session has a tracer.
     var span: TaskSpan?
+    /// The span of the hop under way, and how many redirects the attempt followed.
+    var hopSpan: (span: HopSpan, redirects: Int)?
 
     // Download tasks only.
     /// Writes the body to the task's file, from the final response head on.

@@ -95,7 +95,7 @@ struct SessionMonitoringTests {
         }
     }
 
-    @Test("A span per task: its context is in each attempt's header fields and on the request the engine gets; retries are its events")
+    @Test("A span per task with a child per hop: each hop's context is in its header fields and on the request the engine gets; retries are the task span's events")
     func tracing() async throws {
         try await withTestServer { server in
             let tracer = InMemoryTracer()
@@ -115,14 +115,45 @@ struct SessionMonitoringTests {
             let response = try await manager.data(for: Request(url: server.url("/traced")))
             #expect(response.request.serviceContext != nil)
             let spans = tracer.finishedSpans
-            #expect(spans.count == 1)
-            let span = try #require(spans.first)
+            #expect(spans.count == 3)
+            let span = try #require(spans.last)
             #expect(span.operationName == "GET")
             #expect(span.kind == .client)
-            #expect(seen.withLockedValue { $0 } == [span.spanID, span.spanID])
             #expect(span.attributes["http.response.status_code"]?.toSpanAttribute() == .int64(200))
             #expect(span.attributes["http.request.resend_count"]?.toSpanAttribute() == .int64(1))
             #expect(span.events.map(\.name) == ["courier.retry"])
+            // The hops: one per attempt, children of the task's span, each seen by the server.
+            let hops = Array(spans.dropLast())
+            #expect(hops.map(\.operationName) == ["GET hop", "GET hop"])
+            #expect(hops.allSatisfy { $0.parentSpanID == span.spanID && $0.traceID == span.traceID })
+            #expect(seen.withLockedValue { $0 } == hops.map(\.spanID))
+            #expect(hops.map { $0.attributes["http.response.status_code"]?.toSpanAttribute() } == [.int64(502), .int64(200)])
+            #expect(hops.map { $0.attributes["courier.attempt"]?.toSpanAttribute() } == [.int64(1), .int64(2)])
+            #expect(response.request.serviceContext?.inMemorySpanContext?.spanID == hops.last?.spanID)
+        }
+    }
+
+    @Test("A redirect ends its hop's span and starts the next hop's, whose context the redirected request carries")
+    func tracingRedirects() async throws {
+        try await withTestServer { server in
+            let tracer = InMemoryTracer()
+            let seen = NIOLockedValueBox<[String]>([])
+            server.route("/traced-target") { request in
+                seen.withLockedValue { $0.append(request.value(forHTTPHeaderField: InMemoryTracer.spanIDKey) ?? "none") }
+                return .text("ok")
+            }
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            manager.tracer = tracer
+            _ = try await manager.data(for: Request(url: server.url("/redirect-to?url=/traced-target")))
+            let spans = tracer.finishedSpans
+            #expect(spans.count == 3)
+            let task = try #require(spans.last)
+            let hops = Array(spans.dropLast())
+            #expect(hops.allSatisfy { $0.parentSpanID == task.spanID })
+            #expect(hops.map { $0.attributes["http.response.status_code"]?.toSpanAttribute() } == [.int64(302), .int64(200)])
+            #expect(hops.map { $0.attributes["courier.redirect"]?.toSpanAttribute() } == [nil, .int64(1)])
+            #expect(seen.withLockedValue { $0 } == [hops[1].spanID])
         }
     }
 }
