@@ -94,7 +94,13 @@ public final class NIOEngine: Engine {
             shortestTimeout: min(configuration.requestTimeout, configuration.resourceTimeout)
         )
         self.serverTrust = serverTrust
-        self.http1 = configuration.proxy == nil ? HTTP1Pool(settings: HTTP1Pool.Settings(configuration), logger: logger) : nil
+        // Courier's pool carries http and https, unless a proxy is set (AsyncHTTPClient's path).
+        let tls = TLSConnector(
+            serverTrust: serverTrust,
+            applicationProtocols: [.http1_1],
+            handshakeTimeout: HTTP1Pool.Settings(configuration).connectTimeout
+        )
+        self.http1 = configuration.proxy == nil ? HTTP1Pool(settings: HTTP1Pool.Settings(configuration), tls: tls, logger: logger) : nil
         let backgroundLogger = logger ?? Logger(label: "courier.engine", factory: { _ in SwiftLogNoOpLogHandler() })
         self.pools = serverTrust.distinctPolicies.map { policy in
             @Sendable func makePool(host: String?) -> Pool {

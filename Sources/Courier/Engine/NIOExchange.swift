@@ -64,7 +64,7 @@ final class NIOExchange: Exchange, Sendable {
                 request: request))
             return
         }
-        if let http1 = self.engine.http1, let key = HTTP1Pool.key(for: request.url) {
+        if let http1 = self.engine.http1, let key = http1.key(for: request.url) {
             self.startHTTP1Hop(request, pool: http1, key: key)
         } else {
             self.startAHCHop(request)

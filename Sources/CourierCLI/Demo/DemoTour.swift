@@ -103,7 +103,10 @@ struct DemoTour {
     private func pinnedHTTPS() async throws(CourierError) {
         self.title(6, "HTTPS with a pinned certificate", "SecurityPolicy(pinningMode: .certificate, pinnedCertificates:)")
         let root = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
-        let pinned = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: Set(root))
+        // The test root stands for a system root (as in AFNetworking, a pin alone does not make a
+        // chain valid that the trusted roots refuse), and it is the pinned certificate.
+        var pinned = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: Set(root))
+        pinned.additionalTrustedCertificates = root
         let manager = HTTPSessionManager(baseURL: self.https.baseURL, securityPolicy: pinned)
         manager.completionQueue = .global()
         let response = try await manager.get("get")
@@ -112,7 +115,9 @@ struct DemoTour {
         self.received(response.response, detail: "pinned to Courier's test root CA: trusted")
 
         let other = try Certificate.certificates(pemEncoded: TestCertificates.selfSignedLeaf)
-        let wrong = HTTPSessionManager(baseURL: self.https.baseURL, securityPolicy: SecurityPolicy(pinningMode: .certificate, pinnedCertificates: Set(other)))
+        var wrongPin = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: Set(other))
+        wrongPin.additionalTrustedCertificates = root
+        let wrong = HTTPSessionManager(baseURL: self.https.baseURL, securityPolicy: wrongPin)
         wrong.completionQueue = .global()
         do {
             _ = try await wrong.get("get")

@@ -29,15 +29,20 @@ struct HTTP1PoolTests {
         }
     }
 
-    @Test func cleartextRequestsGoThroughThePoolAndTLSOnesDoNot() throws {
+    @Test func httpAndHTTPSRequestsGoThroughThePool() throws {
         #expect(HTTP1Pool.key(for: URL(string: "http://example.com/a")!) == HTTP1Pool.Key(host: "example.com", port: 80))
         #expect(HTTP1Pool.key(for: URL(string: "HTTP://127.0.0.1:8080/")!) == HTTP1Pool.Key(host: "127.0.0.1", port: 8080))
-        #expect(HTTP1Pool.key(for: URL(string: "https://example.com/")!) == nil)
+        #expect(HTTP1Pool.key(for: URL(string: "https://example.com/")!) == HTTP1Pool.Key(host: "example.com", port: 443, tls: true))
+        #expect(HTTP1Pool.key(for: URL(string: "HTTPS://example.com:8443/")!) == HTTP1Pool.Key(host: "example.com", port: 8443, tls: true))
         #expect(HTTP1Pool.key(for: URL(string: "http:///nohost")!) == nil)
+        #expect(HTTP1Pool.key(for: URL(string: "ftp://example.com/")!) == nil)
+        // A pool without TLS takes no https request.
+        let cleartextOnly = HTTP1Pool(settings: HTTP1Pool.Settings(NIOEngine.Configuration()))
+        #expect(cleartextOnly.key(for: URL(string: "https://example.com/")!) == nil)
+        #expect(NIOEngine().http1?.key(for: URL(string: "https://example.com/")!) != nil)
         var proxied = SessionConfiguration.default
         proxied.proxy = .http(host: "127.0.0.1", port: 3128)
         #expect(NIOEngine(configuration: proxied).http1 == nil)
-        #expect(NIOEngine().http1 != nil)
     }
 
     @Test func connectionsPerHostStayWithinTheLimit() async throws {

@@ -18,10 +18,9 @@ import Foundation
 /// sends its leaf and its intermediate, if it has one (``presented(_:)``). ``TestCertificates/rootCA``
 /// stands for a system root.
 ///
-/// ``Row/ahc`` is what NIOEngine's https path over AsyncHTTPClient does where it differs from
-/// AFNetworking (it sees only the leaf, anchors BoringSSL on the pins and emulates the rest):
-/// `PinningMatrixTests` runs that path; `SecurityPolicyEvaluatorTests` and `TLSConnectorMatrixTests`
-/// run Courier's own evaluation, which must give AFNetworking's answer on every row.
+/// `PinningMatrixTests` runs each row over a socket through NIOEngine's https path;
+/// `SecurityPolicyEvaluatorTests` and `TLSConnectorMatrixTests` run Courier's evaluation alone.
+/// Every row must give AFNetworking's answer.
 enum PinningMatrix {
     enum Pin: String, Sendable, CustomStringConvertible {
         /// The server's leaf, its chain's root, its chain's intermediate (for the impostors: the
@@ -49,17 +48,14 @@ enum PinningMatrix {
         let pin: Pin?
         /// AFNetworking's answer.
         let passes: Bool
-        /// The AsyncHTTPClient path's answer where it differs from ``passes``.
-        let ahc: Bool?
 
-        init(mode: SecurityPolicy.PinningMode, allowInvalid: Bool, validatesDomain: Bool, identity: Server, pin: Pin?, passes: Bool, ahc: Bool? = nil) {
+        init(mode: SecurityPolicy.PinningMode, allowInvalid: Bool, validatesDomain: Bool, identity: Server, pin: Pin?, passes: Bool) {
             self.mode = mode
             self.allowInvalid = allowInvalid
             self.validatesDomain = validatesDomain
             self.identity = identity
             self.pin = pin
             self.passes = passes
-            self.ahc = ahc
         }
 
         var description: String {
@@ -70,7 +66,7 @@ enum PinningMatrix {
     static let T = true, F = false
 
     // swift-format-ignore
-    /// mode, allowInvalidCertificates, validatesDomainName, server certificate, pin, passes (AFNetworking), ahc.
+    /// mode, allowInvalidCertificates, validatesDomainName, server certificate, pin, passes (AFNetworking).
     static let table: [Row] = [
         // No pinning: the chain against the roots (rootCA added), the name if validated.
         Row(mode: .none, allowInvalid: F, validatesDomain: T, identity: .localhost,  pin: nil, passes: T),
@@ -101,7 +97,7 @@ enum PinningMatrix {
         Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .wrongHost,  pin: .leaf,         passes: F),
         Row(mode: .certificate, allowInvalid: F, validatesDomain: F, identity: .wrongHost,  pin: .leaf,         passes: T),
         Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .expired,    pin: .leaf,         passes: F),
-        Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .selfSigned, pin: .leaf,         passes: F, ahc: T),
+        Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .selfSigned, pin: .leaf,         passes: F),
         Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .selfSigned, pin: .other,        passes: F),
         Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .expired,    pin: .root,         passes: F),
         Row(mode: .certificate, allowInvalid: T, validatesDomain: T, identity: .localhost,  pin: .root,         passes: T),
@@ -132,7 +128,7 @@ enum PinningMatrix {
         Row(mode: .publicKey, allowInvalid: T, validatesDomain: T, identity: .expired,    pin: .leaf,  passes: T),
         Row(mode: .publicKey, allowInvalid: T, validatesDomain: F, identity: .wrongHost,  pin: .root,  passes: T),
         Row(mode: .publicKey, allowInvalid: T, validatesDomain: T, identity: .wrongHost,  pin: .root,  passes: T),
-        Row(mode: .publicKey, allowInvalid: T, validatesDomain: T, identity: .expired,    pin: .root,  passes: T, ahc: F),
+        Row(mode: .publicKey, allowInvalid: T, validatesDomain: T, identity: .expired,    pin: .root,  passes: T),
 
         // Intermediate pins: in certificate mode the pinned intermediate is an anchor, so the leaf
         // must be signed by its key, and the names and dates are checked as for a pinned root; in
@@ -153,7 +149,7 @@ enum PinningMatrix {
         Row(mode: .publicKey,   allowInvalid: F, validatesDomain: F, identity: .wrongHost,  pin: .intermediate, passes: T),
         Row(mode: .publicKey,   allowInvalid: T, validatesDomain: T, identity: .wrongHost,  pin: .intermediate, passes: T),
         Row(mode: .publicKey,   allowInvalid: F, validatesDomain: T, identity: .expired,    pin: .intermediate, passes: F),
-        Row(mode: .publicKey,   allowInvalid: T, validatesDomain: T, identity: .expired,    pin: .intermediate, passes: T, ahc: F),
+        Row(mode: .publicKey,   allowInvalid: T, validatesDomain: T, identity: .expired,    pin: .intermediate, passes: T),
         Row(mode: .publicKey,   allowInvalid: F, validatesDomain: T, identity: .selfSigned, pin: .intermediate, passes: F),
         Row(mode: .publicKey,   allowInvalid: F, validatesDomain: T, identity: .localhost,  pin: .otherIntermediate, passes: F),
         Row(mode: .publicKey,   allowInvalid: T, validatesDomain: F, identity: .localhost,  pin: .otherIntermediate, passes: F),
@@ -164,11 +160,11 @@ enum PinningMatrix {
         Row(mode: .certificate, allowInvalid: T, validatesDomain: F, identity: .expiredIntermediate, pin: .intermediate, passes: F),
         Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .expiredIntermediate, pin: .root,         passes: F),
         Row(mode: .publicKey,   allowInvalid: F, validatesDomain: T, identity: .expiredIntermediate, pin: .intermediate, passes: F),
-        Row(mode: .publicKey,   allowInvalid: T, validatesDomain: F, identity: .expiredIntermediate, pin: .intermediate, passes: T, ahc: F),
+        Row(mode: .publicKey,   allowInvalid: T, validatesDomain: F, identity: .expiredIntermediate, pin: .intermediate, passes: T),
         // The impostors' chains are sound up to their root, but that root is no system root:
         // pinning it does not help without invalid certificates allowed.
-        Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .impostor,             pin: .root, passes: F, ahc: T),
-        Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .impostorWithoutKeyID, pin: .root, passes: F, ahc: T),
+        Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .impostor,             pin: .root, passes: F),
+        Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .impostorWithoutKeyID, pin: .root, passes: F),
         // A leaf whose issuer has the pinned intermediate's name but another key: refused, whether
         // its authority key identifier tells the keys apart or only the signature does.
         Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .impostor,             pin: .intermediate, passes: F),
@@ -180,9 +176,9 @@ enum PinningMatrix {
         // An intermediate's name constraints: its chain is under the second CA, no system root, so
         // certificate pinning refuses either way; public-key mode with invalid certificates
         // allowed looks only for the key, constraints or not.
-        Row(mode: .certificate, allowInvalid: F, validatesDomain: F, identity: .constrainedInside,  pin: .intermediate, passes: F, ahc: T),
+        Row(mode: .certificate, allowInvalid: F, validatesDomain: F, identity: .constrainedInside,  pin: .intermediate, passes: F),
         Row(mode: .certificate, allowInvalid: F, validatesDomain: F, identity: .constrainedOutside, pin: .intermediate, passes: F),
-        Row(mode: .publicKey,   allowInvalid: T, validatesDomain: F, identity: .constrainedOutside, pin: .intermediate, passes: T, ahc: F),
+        Row(mode: .publicKey,   allowInvalid: T, validatesDomain: F, identity: .constrainedOutside, pin: .intermediate, passes: T),
         // A pinned CA-issued leaf whose CA nobody trusts: with invalid certificates allowed it is
         // its own anchor (certificate mode): the exact leaf, its dates, its name if validated.
         // Without, its chain must first be valid against the system's roots and fails.
@@ -203,14 +199,11 @@ enum PinningMatrix {
         Row(mode: .certificate, allowInvalid: T, validatesDomain: T, identity: .expired,          pin: .leaf,        passes: F),
         // Pins of both kinds: any pinned anchor (certificate mode) or any pinned key in the chain
         // (public-key mode) is enough; the server's own leaf need not be pinned.
-        Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .localhost,        pin: .rootAndOtherIssued,         passes: T, ahc: F),
-        Row(mode: .publicKey,   allowInvalid: F, validatesDomain: T, identity: .localhost,        pin: .rootAndOtherIssued,         passes: T, ahc: F),
-        Row(mode: .publicKey,   allowInvalid: T, validatesDomain: F, identity: .wrongHost,        pin: .rootAndOtherIssued,         passes: T, ahc: F),
-        Row(mode: .certificate, allowInvalid: T, validatesDomain: T, identity: .localhost,        pin: .intermediateAndOtherIssued, passes: T, ahc: F),
+        Row(mode: .certificate, allowInvalid: F, validatesDomain: T, identity: .localhost,        pin: .rootAndOtherIssued,         passes: T),
+        Row(mode: .publicKey,   allowInvalid: F, validatesDomain: T, identity: .localhost,        pin: .rootAndOtherIssued,         passes: T),
+        Row(mode: .publicKey,   allowInvalid: T, validatesDomain: F, identity: .wrongHost,        pin: .rootAndOtherIssued,         passes: T),
+        Row(mode: .certificate, allowInvalid: T, validatesDomain: T, identity: .localhost,        pin: .intermediateAndOtherIssued, passes: T),
     ]
-
-    /// The rows where the AsyncHTTPClient path differs from AFNetworking.
-    static var deviations: [Row] { Self.table.filter { $0.ahc != nil } }
 
     /// The chain a server presents (leaf first), its key, its root and its intermediate.
     struct Chain {

@@ -3,21 +3,16 @@ import CourierTesting
 import Foundation
 import Testing
 
-/// ``PinningMatrix`` over a real socket, through NIOEngine's https path (AsyncHTTPClient): each
-/// row must give AFNetworking's answer, or the documented deviation of that path (``PinningMatrix/Row/ahc``).
+/// ``PinningMatrix`` over a real socket, through NIOEngine's https path (Courier's pool, the
+/// chain evaluated in the TLS handshake): each row must give AFNetworking's answer.
 ///
 /// Every policy trusts ``TestCertificates/rootCA`` beside the system's roots (a private authority).
-/// Where this path differs (AHC shows only the leaf; BoringSSL anchors only on self-signed
-/// certificates): a pinned intermediate anchors through its twin (``AnchorTwin`` in Courier); pinned
-/// authorities are the roots even without invalid certificates allowed; a pinned authority's key in
-/// public-key mode is its anchor, so the chain is checked even when invalid certificates are
-/// allowed; a policy mixing leaf pins with authority pins needs the leaf to be pinned.
-@Suite("Pinning matrix over HTTPS (AsyncHTTPClient path)", .serialized)
+@Suite("Pinning matrix over HTTPS", .serialized)
 struct PinningMatrixTests {
     @Test(arguments: PinningMatrix.table)
     func row(_ row: PinningMatrix.Row) async throws {
         try await GeneratedCertificates.prepared()
-        let passes = row.ahc ?? row.passes
+        let passes = row.passes
         var policy = try PinningMatrix.policy(for: row)
         policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
         let server = TestServer.Configuration.https(try PinningMatrix.identity(row.identity))

@@ -90,30 +90,39 @@ struct PinningOverSocketTests {
         }
     }
 
-    @Test func pinningWithoutPinsFailsBeforeConnecting() async throws {
+    @Test func pinningWithoutPinsFailsBeforeAnyRequest() async throws {
         try await withTestServer(.https()) { server in
             try await withManager(baseURL: server.baseURL, securityPolicy: SecurityPolicy(pinningMode: .certificate)) { manager in
                 let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
                 #expect(Self.failure(error!)?.reason == .noPinsConfigured)
-                #expect(server.connectionCount == 0)
+                // As in AFNetworking, the policy is asked in the handshake, after the connection opened.
+                #expect(server.requestCount == 0)
             }
         }
     }
 
+    /// AFNetworking's evaluation: a pin never makes a chain the system's roots refuse valid unless
+    /// invalid certificates are allowed; then, in certificate mode, the pins are the only anchors.
     @Test(arguments: [SessionConfiguration.HTTPVersionPolicy.automatic, .http1Only])
-    func intermediatePinAnchorsTrustOverBothVersions(_ version: SessionConfiguration.HTTPVersionPolicy) async throws {
+    func intermediatePinAnchorsTrustOnlyWhenInvalidCertificatesAreAllowed(_ version: SessionConfiguration.HTTPVersionPolicy) async throws {
         var configuration = SessionConfiguration.default
         configuration.httpVersion = version
         let intermediate = Set(try Certificate.certificates(pemEncoded: TestCertificates.intermediateCA))
         try await withTestServer(.https()) { server in
             for mode in [SecurityPolicy.PinningMode.certificate, .publicKey] {
-                // No additional roots: the pinned intermediate is the only anchor.
-                let policy = SecurityPolicy(pinningMode: mode, pinnedCertificates: intermediate)
+                // No additional roots: the test root is not a system root.
+                var policy = SecurityPolicy(pinningMode: mode, pinnedCertificates: intermediate)
+                try await withManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: policy) { manager in
+                    let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
+                    #expect(Self.failure(error!)?.reason == .untrustedRoot, "\(mode): \(String(describing: error))")
+                }
+                policy.allowInvalidCertificates = true
                 try await withManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: policy) { manager in
                     let response = try await manager.get("get")
                     #expect(response.response.status == .ok, "\(mode)")
                 }
             }
+            #expect(server.requestCount == 2)
         }
     }
 
@@ -129,11 +138,14 @@ struct PinningOverSocketTests {
             pinnedCertificates: Set(try Certificate.certificates(pemEncoded: generated.intermediate))
         )
         policy.validatesDomainName = false
+        // The generated CA is no system root: allowed invalid certificates let the pin anchor.
+        policy.allowInvalidCertificates = true
         try await withTestServer(.https(impostor)) { server in
             try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
                 let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
                 #expect(error?.code == .serverTrustEvaluationFailed)
-                #expect(Self.failure(error!)?.reason == .untrustedRoot, "\(String(describing: error))")
+                // No path from the impostor's leaf reaches the pinned intermediate.
+                #expect(Self.failure(error!)?.reason == .pinMismatch, "\(String(describing: error))")
                 #expect(Self.failure(error!)?.host == "127.0.0.1")
                 #expect(server.requestCount == 0)
             }
@@ -171,9 +183,9 @@ struct PinningOverSocketTests {
         }
     }
 
-    /// Leaf pins beside an intermediate pin: the usual roots plus the intermediate verify the
-    /// chain, and the leaf must be pinned (the hook sees only the leaf).
-    @Test func intermediateAndLeafPinsTogetherNeedThePinnedLeaf() async throws {
+    /// Leaf pins beside an intermediate pin: in certificate mode the pins are the anchors, and any
+    /// pinned certificate of the chain will do, as in AFNetworking (the whole chain is seen).
+    @Test func intermediateAndLeafPinsTogetherTrustEitherPinnedCertificate() async throws {
         let generated = try await GeneratedCertificates.prepared()
         var policy = SecurityPolicy(
             pinningMode: .certificate,
@@ -183,11 +195,12 @@ struct PinningOverSocketTests {
             )
         )
         policy.validatesDomainName = false
+        policy.allowInvalidCertificates = true
+        // The test chain reaches the pinned intermediate; its leaf is not pinned.
         try await withTestServer(.https(.localhost)) { server in
             try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
-                let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
-                #expect(Self.failure(error!)?.reason == .pinMismatch, "\(String(describing: error))")
-                #expect(server.requestCount == 0)
+                let response = try await manager.get("get")
+                #expect(response.response.status == .ok, "the pinned intermediate is in the chain")
             }
         }
         let genuine = TestServer.Identity.custom(
@@ -195,14 +208,24 @@ struct PinningOverSocketTests {
             chainPEM: [generated.intermediateLeaf, generated.intermediate],
             keyPEM: generated.intermediateLeafKey
         )
-        policy.pinnedCertificates = Set(
-            try Certificate.certificates(pemEncoded: generated.intermediate)
-                + Certificate.certificates(pemEncoded: generated.intermediateLeaf)
-        )
+        // The generated chain: its pinned leaf anchors it (its intermediate is not pinned).
         try await withTestServer(.https(genuine)) { server in
             try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
                 let response = try await manager.get("get")
-                #expect(response.response.status == .ok, "the pinned leaf under the pinned intermediate (whose root is not trusted)")
+                #expect(response.response.status == .ok, "the pinned leaf")
+            }
+        }
+        // A chain with neither pinned: refused.
+        let impostor = TestServer.Identity.custom(
+            "impostor",
+            chainPEM: [generated.impostorLeafWithoutKeyID, generated.impostorIntermediate],
+            keyPEM: generated.impostorLeafWithoutKeyIDKey
+        )
+        try await withTestServer(.https(impostor)) { server in
+            try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
+                let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
+                #expect(error?.code == .serverTrustEvaluationFailed, "\(String(describing: error))")
+                #expect(server.requestCount == 0)
             }
         }
     }

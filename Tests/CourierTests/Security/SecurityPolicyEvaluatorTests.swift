@@ -50,16 +50,6 @@ struct SecurityPolicyEvaluatorTests {
         }
     }
 
-    @Test func theMatrixCoversEveryKnownDeviation() {
-        // The rows where the AsyncHTTPClient path differs, each of the kinds at least once.
-        let deviations = PinningMatrix.deviations
-        #expect(deviations.count == 12)
-        #expect(deviations.contains { $0.mode == .certificate && !$0.allowInvalid && $0.pin == .root && !$0.passes }, "a pinned authority without a system-valid chain")
-        #expect(deviations.contains { $0.identity == .selfSigned && $0.pin == .leaf && !$0.passes }, "a pinned self-signed leaf without a system-valid chain")
-        #expect(deviations.contains { $0.mode == .publicKey && $0.pin == .rootAndOtherIssued && $0.passes }, "a key pinned from a root the server never sends")
-        #expect(deviations.contains { $0.mode == .publicKey && $0.allowInvalid && $0.identity == .expired && $0.passes }, "an expired leaf in public-key mode, invalid allowed")
-    }
-
     // MARK: Reasons
 
     static func policy(

@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import NIOSSL
 
 /// The last handler of an ``HTTP1Connection``'s pipeline: it writes one hop's request, hands the
 /// response to the hop's exchange, and gives the connection back to the pool when both sides
@@ -323,6 +324,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A TLS peer closed the socket without close_notify: the connection is already going
+        // inactive, and a body delimited by the close is complete; `channelInactive` decides.
+        if let error = error as? NIOSSLError, error == .uncleanShutdown { return }
         self.connectionEndedUnderHop(error: error)
         context.close(promise: nil)
     }
@@ -404,7 +408,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         }
         if !hasHost {
             let host = key.host.contains(":") ? "[\(key.host)]" : key.host
-            headers.add(name: "Host", value: key.port == 80 ? host : "\(host):\(key.port)")
+            headers.add(name: "Host", value: key.port == key.defaultPort ? host : "\(host):\(key.port)")
         }
         switch length {
         case .known(0):

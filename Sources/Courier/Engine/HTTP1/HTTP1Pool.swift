@@ -30,9 +30,15 @@ import Synchronization
 /// Lock order: the pool's lock, then a hop's.
 final class HTTP1Pool: Sendable {
     /// Where connections go.
-    struct Key: Hashable, Sendable {
+    struct Key: Hashable, Sendable, CustomStringConvertible {
         let host: String
         let port: Int
+        /// Whether connections speak TLS (`https`).
+        var tls = false
+
+        /// The port the scheme implies, which a `Host` field leaves out.
+        var defaultPort: Int { self.tls ? 443 : 80 }
+        var description: String { "\(self.tls ? "https" : "http")://\(self.host):\(self.port)" }
     }
 
     struct Settings: Sendable {
@@ -122,15 +128,29 @@ final class HTTP1Pool: Sendable {
     let liveConnections = Atomic<Int>(0)
     private let state = NIOLockedValueBox(State())
 
-    init(settings: Settings, logger: Logger? = nil) {
+    /// TLS for `https` keys; nil for a pool that carries cleartext only.
+    let tls: TLSConnector?
+
+    init(settings: Settings, tls: TLSConnector? = nil, logger: Logger? = nil) {
         self.settings = settings
+        self.tls = tls
         self.logger = logger
     }
 
-    /// Whether this pool carries requests for `url`: `http` with a host.
+    /// Where requests for `url` go: `http` (or `https` when the pool has TLS) with a host; nil
+    /// for other URLs.
+    func key(for url: URL) -> Key? {
+        guard let key = Self.key(for: url), !key.tls || self.tls != nil else { return nil }
+        return key
+    }
+
+    /// Where requests for `url` go: `http` and `https` URLs with a host; nil for others.
     static func key(for url: URL) -> Key? {
-        guard url.scheme == "http" || url.scheme?.lowercased() == "http", let host = url.host, !host.isEmpty else { return nil }
-        return Key(host: host, port: url.port ?? 80)
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty else {
+            return nil
+        }
+        let tls = scheme == "https"
+        return Key(host: host, port: url.port ?? (tls ? 443 : 80), tls: tls)
     }
 
     // MARK: Hops
@@ -245,22 +265,33 @@ final class HTTP1Pool: Sendable {
 
     private func connect(_ key: Key, on eventLoop: any EventLoop) {
         let decompression = self.settings.decompression
-        ClientBootstrap(group: eventLoop)
+        @Sendable func addHTTP1Handlers(to channel: any Channel) throws {
+            let pipeline = channel.pipeline.syncOperations
+            let readWatcher = HTTP1ReadWatcher()
+            try pipeline.addHandler(readWatcher)
+            try pipeline.addHTTPClientHandlers()
+            if let decompression {
+                try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: decompression))
+            }
+            try pipeline.addHandler(HTTP1ConnectionHandler(readWatcher: readWatcher))
+        }
+        let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(self.settings.connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let pipeline = channel.pipeline.syncOperations
-                    let readWatcher = HTTP1ReadWatcher()
-                    try pipeline.addHandler(readWatcher)
-                    try pipeline.addHTTPClientHandlers()
-                    if let decompression {
-                        try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: decompression))
-                    }
-                    try pipeline.addHandler(HTTP1ConnectionHandler(readWatcher: readWatcher))
-                }
+        let opened: EventLoopFuture<any Channel>
+        if key.tls, let tls = self.tls {
+            // TCP, then TLS (the connector's handshake timeout bounds it), then HTTP/1.1.
+            opened = bootstrap.connect(host: key.host, port: key.port).flatMap { channel in
+                tls.startTLS(on: channel, host: key.host, port: key.port) { _, channel in
+                    try addHTTP1Handlers(to: channel)
+                }.map { _ in channel }
             }
-            .connect(host: key.host, port: key.port)
+        } else {
+            opened = bootstrap
+                .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try addHTTP1Handlers(to: channel) } }
+                .connect(host: key.host, port: key.port)
+        }
+        opened
             .flatMapThrowing { channel -> HTTP1Connection in
                 let handler = try channel.pipeline.syncOperations.handler(type: HTTP1ConnectionHandler.self)
                 let connection = HTTP1Connection(channel: channel, key: key, pool: self, handler: handler)
@@ -276,7 +307,7 @@ final class HTTP1Pool: Sendable {
     }
 
     private func connectionOpened(_ connection: HTTP1Connection) {
-        self.logger?.debug("courier: HTTP/1.1 connection opened", metadata: ["host": "\(connection.key.host):\(connection.key.port)"])
+        self.logger?.debug("courier: HTTP/1.1 connection opened", metadata: ["origin": "\(connection.key)"])
         let accepted = self.state.withLockedValue { state -> Bool in
             state.hosts[connection.key]?.connectingCount -= 1
             guard !state.isShutDown else { return false }
@@ -297,7 +328,7 @@ final class HTTP1Pool: Sendable {
     }
 
     private func connectionFailed(_ key: Key, error: any Error) {
-        self.logger?.debug("courier: HTTP/1.1 connection failed", metadata: ["host": "\(key.host):\(key.port)", "error": "\(error)"])
+        self.logger?.debug("courier: HTTP/1.1 connection failed", metadata: ["origin": "\(key)", "error": "\(error)"])
         let (failed, reconnect) = self.state.withLockedValue { state -> (HTTP1Hop?, (any EventLoop)?) in
             let isShutDown = state.isShutDown
             return state.withHost(key) { host in
@@ -313,7 +344,7 @@ final class HTTP1Pool: Sendable {
     }
 
     private func connectionClosed(_ connection: HTTP1Connection) {
-        self.logger?.debug("courier: HTTP/1.1 connection closed", metadata: ["host": "\(connection.key.host):\(connection.key.port)"])
+        self.logger?.debug("courier: HTTP/1.1 connection closed", metadata: ["origin": "\(connection.key)"])
         let reconnect = self.state.withLockedValue { state -> (any EventLoop)? in
             guard state.connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return nil }
             let isShutDown = state.isShutDown
