@@ -7,11 +7,11 @@ import Foundation
 /// the system's (a test server's root, a company CA).
 ///
 /// Pinning follows AFNetworking's rules:
-/// - ``PinningMode/certificate``: the pinned certificates are the only trust anchors,
-///   and one of them must be in the server's chain.
-/// - ``PinningMode/publicKey``: the chain must be valid (unless
-///   ``allowInvalidCertificates``), and one public key (SubjectPublicKeyInfo) in it must be a pinned
-///   certificate's.
+/// - Unless ``allowInvalidCertificates``, the chain must first be valid against the system's roots.
+/// - ``PinningMode/certificate``: then the pinned certificates are the only trust anchors, and the
+///   chain must be valid against them.
+/// - ``PinningMode/publicKey``: then one public key (SubjectPublicKeyInfo) of the chain must be a
+///   pinned certificate's.
 /// - Pinning with no pinned certificates fails every connection, and so does allowing invalid
 ///   certificates while validating the domain name without a pin: see ``validate()``.
 ///
@@ -51,16 +51,15 @@ public struct SecurityPolicy: Sendable, Hashable {
     /// Whether to accept certificates that do not chain to a trusted root (expired, self-signed,
     /// unknown authority). `false` by default; never set it in production.
     ///
-    /// In certificate mode, as in AFNetworking, it lets a pinned CA-issued leaf anchor trust on
-    /// itself: the server's leaf must then be exactly a pinned certificate, within its validity
-    /// dates, and name the host when ``validatesDomainName`` (``NIOEngine`` then keeps one
-    /// connection pool per host for the policy).
+    /// It skips only the check against the system's roots: in certificate mode the chain is still
+    /// evaluated against the pinned certificates (a pinned leaf, even CA-issued, anchors trust on
+    /// itself), in public-key mode a key of the chain must still be pinned.
     public var allowInvalidCertificates: Bool = false
     /// Whether the certificate must name the host the request went to. `true` by default.
     public var validatesDomainName: Bool = true
-    /// Certificate authorities trusted beside the system's. Ignored when every pin is a trust
-    /// anchor (a root, an intermediate authority or, in certificate mode, a self-signed certificate):
-    /// the pins are then the only roots.
+    /// Certificate authorities trusted beside the system's roots, wherever AFNetworking evaluates
+    /// against the system's roots (in certificate mode the pins alone are the anchors of the
+    /// second evaluation).
     public var additionalTrustedCertificates: [Certificate] = []
     /// The certificate and key presented when a server asks for one (mutual TLS); none by default.
     public var clientIdentity: ClientIdentity?

@@ -14,7 +14,7 @@ import Foundation
 /// let manager = HTTPSessionManager(baseURL: URL(string: "https://api.example.com/")!, engine: engine)
 /// ```
 ///
-/// ``NIOEngine`` keeps one connection pool per distinct policy.
+/// ``NIOEngine`` picks the policy for each connection by its host, in the TLS handshake.
 public struct ServerTrustPolicies: Sendable, Hashable {
     /// The policy for hosts with no entry.
     public var defaultPolicy: SecurityPolicy
