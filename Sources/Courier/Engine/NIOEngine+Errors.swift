@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOHTTPCompression
 import NIOPosix
 import NIOSSL
@@ -52,6 +53,12 @@ extension NIOEngine {
             case .closedBeforeAnswering: return (.connectionClosed, "\(error)")
             case .bodyLengthMismatch: return (.bodyReadFailed, "\(error)")
             }
+        }
+        if let error = error as? NIOHTTP2Errors.StreamClosed {
+            return (.connectionClosed, "the server reset the HTTP/2 stream (\(error.errorCode))")
+        }
+        if error is any NIOHTTP2Error {
+            return (.invalidResponse, "the server broke the HTTP/2 protocol (\(error))")
         }
         if let error = error as? NIOConnectionError {
             return (.connectionFailed, "could not connect to \(error.host):\(error.port)")

@@ -97,7 +97,7 @@ public final class NIOEngine: Engine {
         // Courier's pool carries http and https, unless a proxy is set (AsyncHTTPClient's path).
         let tls = TLSConnector(
             serverTrust: serverTrust,
-            applicationProtocols: [.http1_1],
+            applicationProtocols: TLSConnector.ApplicationProtocol.offered(for: configuration.httpVersion),
             handshakeTimeout: HTTP1Pool.Settings(configuration).connectTimeout
         )
         self.http1 = configuration.proxy == nil ? HTTP1Pool(settings: HTTP1Pool.Settings(configuration), tls: tls, logger: logger) : nil

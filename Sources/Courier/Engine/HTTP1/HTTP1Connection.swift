@@ -3,7 +3,7 @@ import Synchronization
 
 /// One of ``HTTP1Pool``'s connections: a channel whose pipeline ends in an
 /// ``HTTP1ConnectionHandler``, which carries one hop at a time.
-final class HTTP1Connection: Sendable {
+final class HTTP1Connection: HopCarrier, Sendable {
     let channel: any Channel
     let key: HTTP1Pool.Key
     let pool: HTTP1Pool

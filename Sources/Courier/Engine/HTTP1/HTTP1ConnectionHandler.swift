@@ -3,11 +3,16 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import NIOHTTP2
 import NIOSSL
 
 /// The last handler of an ``HTTP1Connection``'s pipeline: it writes one hop's request, hands the
 /// response to the hop's exchange, and gives the connection back to the pool when both sides
 /// are done with it. Everything here runs on the connection's loop.
+///
+/// In stream mode (``init(stream:)``) it is the last handler of one HTTP/2 stream, after
+/// swift-nio-http2's HTTP/1 codec: it carries that stream's one hop the same way, and the stream
+/// closes when the hop ends.
 final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = HTTPClientRequestPart
@@ -37,6 +42,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
     /// Set by the pool once the connection exists; dropped when the pipeline lets go of the handler.
     var connection: HTTP1Connection?
+    /// The HTTP/2 connection whose stream this handler carries (stream mode); dropped with the handler.
+    private var stream: HTTP2Connection?
     /// Tells whether any byte arrived since the hop began (the first handler of the pipeline).
     private let readWatcher: HTTP1ReadWatcher
     /// How long the server said it keeps an idle connection (`Keep-Alive: timeout=N`), if it said.
@@ -61,6 +68,12 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         self.readWatcher = readWatcher
     }
 
+    /// A handler for one stream of `connection`.
+    init(stream connection: HTTP2Connection) {
+        self.readWatcher = HTTP1ReadWatcher()
+        self.stream = connection
+    }
+
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         self.eventLoop = context.eventLoop
@@ -70,19 +83,16 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         self.context = nil
         // The connection holds this handler: let go, or neither is ever freed.
         self.connection = nil
+        self.stream = nil
     }
 
     // MARK: Hops
 
     func run(_ hop: HTTP1Hop) {
-        guard let context, let connection, context.channel.isActive, self.running == nil else {
+        guard let context, self.connection != nil || self.stream != nil, context.channel.isActive, self.running == nil else {
             // The connection closed (or is busy, which the pool never allows) before the hop
             // started: nothing was sent, so it goes to another connection, a few times at most.
-            if hop.prepareRestart() {
-                hop.pool.execute(hop, preferredLoop: hop.exchange.eventLoop)
-            } else {
-                hop.end(.failure(HTTP1PoolError.closedBeforeAnswering(attempts: HTTP1Hop.maximumRestarts + 1)))
-            }
+            hop.restartElsewhere()
             return
         }
         if let cancellation = hop.cancellation {
@@ -97,7 +107,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         self.running = Running(hop: hop, isReused: self.hopsCarried > 0, closeRequested: closeRequested)
         self.hopsCarried += 1
         self.readWatcher.sawBytes = false
-        let head = Self.head(for: request, key: connection.key, length: body.length)
+        let head = Self.head(for: request, key: hop.key, length: body.length)
         let headWritten = context.eventLoop.makePromise(of: Void.self)
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         headWritten.futureResult.whenSuccess {
@@ -205,6 +215,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
     /// The hop ended: the connection goes back to the pool, or closes.
     private func hopFinished(reusable: Bool) {
+        guard self.stream == nil else {
+            // A stream carries one hop; closing one that both sides ended is a no-op, else a reset.
+            self.context?.close(promise: nil)
+            return
+        }
         guard reusable, let connection, let context, context.channel.isActive else {
             self.context?.close(promise: nil)
             return
@@ -355,6 +370,10 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         self.running = nil
         let hop = running.hop
         let (resends, cancelled) = hop.state.withLockedValue { ($0.resends, $0.cancellation != nil) }
+        if let stream = self.stream {
+            self.streamEndedUnderHop(hop, on: stream, error: error, resends: resends, cancelled: cancelled)
+            return
+        }
         let rule = HTTP1ResendRule(
             method: hop.request.method,
             bodyIsReplayable: hop.request.body.isReplayable,
@@ -369,6 +388,22 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         } else if resends >= HTTP1ResendRule.maximumResends, !rule.responseBytesSeen, rule.closure != .failed {
             // Sent again as often as allowed, and closed each time before any answer.
             hop.end(.failure(HTTP1PoolError.closedBeforeAnswering(attempts: resends + 1)))
+        } else {
+            hop.end(.failure(error ?? HTTP1PoolError.closedBeforeResponseComplete))
+        }
+    }
+
+    /// An HTTP/2 stream ended before its response did. The server may say it did not process the
+    /// request (RST_STREAM with REFUSED_STREAM, or a GOAWAY naming an earlier stream, RFC 9113
+    /// 8.7): then it goes again on another connection, any method, as often as
+    /// ``HTTP1ResendRule/maximumResends`` allows, if its body can be produced again.
+    private func streamEndedUnderHop(_ hop: HTTP1Hop, on stream: HTTP2Connection, error: (any Error)?, resends: Int, cancelled: Bool) {
+        var notProcessed = false
+        if let closed = error as? NIOHTTP2Errors.StreamClosed {
+            notProcessed = closed.errorCode == .refusedStream || (closed.errorCode == .cancel && stream.wasNotProcessed(closed.streamID))
+        }
+        if notProcessed, !cancelled, resends < HTTP1ResendRule.maximumResends, hop.request.body.isReplayable {
+            hop.pool.resend(hop)
         } else {
             hop.end(.failure(error ?? HTTP1PoolError.closedBeforeResponseComplete))
         }

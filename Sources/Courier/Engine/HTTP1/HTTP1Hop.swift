@@ -11,8 +11,8 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         case created
         /// Queued in the pool for a connection to `key`.
         case waiting(HTTP1Pool.Key)
-        /// Handed to a connection.
-        case running(HTTP1Connection)
+        /// Handed to a connection, or to a stream of an HTTP/2 connection.
+        case running(any HopCarrier)
         /// Ended; `end` was called.
         case finished
     }
@@ -80,6 +80,24 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         }
     }
 
+    /// Sends the hop on another connection after the one it was handed closed before anything
+    /// was written, or fails it when that happened too often already.
+    func restartElsewhere() {
+        if self.prepareRestart() {
+            self.pool.execute(self, preferredLoop: self.exchange.eventLoop)
+        } else {
+            self.end(.failure(HTTP1PoolError.closedBeforeAnswering(attempts: Self.maximumRestarts + 1)))
+        }
+    }
+
+    /// Records that the hop now runs on `carrier`, unless it was cancelled meanwhile (then whoever
+    /// runs it sees the cancellation). Called on the carrier's loop before the hop starts there.
+    func startsRunning(on carrier: any HopCarrier) {
+        self.state.withLockedValue { state in
+            if state.cancellation == nil { state.phase = .running(carrier) }
+        }
+    }
+
     /// The reason the hop was cancelled, if it was.
     var cancellation: (any Error)? {
         self.state.withLockedValue { $0.cancellation }
@@ -116,6 +134,13 @@ final class HTTP1Hop: NIOHopTask, Sendable {
             connection.cancel(self)
         }
     }
+}
+
+/// What carries a running ``HTTP1Hop``: an HTTP/1.1 connection, an HTTP/2 connection opening a
+/// stream for it, or that stream.
+protocol HopCarrier: Sendable {
+    /// Ends `hop` with its cancellation if it is running here (from any thread).
+    func cancel(_ hop: HTTP1Hop)
 }
 
 /// What an exchange keeps of the hop under way, to cancel it: AsyncHTTPClient's task or an

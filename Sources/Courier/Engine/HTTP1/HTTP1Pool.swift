@@ -3,24 +3,34 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOHTTPCompression
 import NIOPosix
 import Synchronization
 
-/// Courier's own HTTP/1.1 connections, for cleartext `http` URLs when no proxy is configured.
+/// Courier's own connections, for `http` and `https` URLs when no proxy is configured: HTTP/1.1,
+/// and HTTP/2 where a TLS server chooses it through ALPN (``HTTP2Connection``).
 ///
-/// AsyncHTTPClient carries everything else (TLS, HTTP/2, proxies). For plain HTTP/1.1 its
-/// per-request machinery (request validation, a pool state machine, a request state machine,
-/// a thread hop per event when the connection is not on the task's loop) cost the client about
-/// half again as much CPU per request as the raw client did: this pool does the same work with
-/// one lock and no hop. A connection's events are handled on its own loop.
+/// It replaced AsyncHTTPClient for these requests: AHC's per-request machinery (request
+/// validation, a pool state machine, a request state machine, a thread hop per event when the
+/// connection is not on the task's loop) cost about half again as much CPU per request; this pool
+/// does the same work with one lock and no hop. A connection's events are handled on its own loop.
 ///
-/// - Connections per host are capped by ``SessionConfiguration/httpMaximumConnectionsPerHost``;
+/// - Connections per host are capped by ``NIOEngine/Configuration/maximumConnectionsPerHost``;
 ///   hops beyond the cap wait in order of arrival.
-/// - An idle connection is reused most-recently-released first (the least likely to have been
-///   closed by the server meanwhile), on the caller's loop when one is idle there; one the server
-///   said it would have closed by now (`Keep-Alive: timeout`) is closed instead. Idle connections
-///   close after ``SessionConfiguration/connectionIdleTimeout``.
+/// - `https`: TCP, then TLS through ``TLSConnector`` (the security policy evaluates the whole
+///   chain inside the handshake), then what ALPN chose. Until a host's first TLS connection has
+///   shown it speaks HTTP/1.1, one connection opens at a time, since an HTTP/2 one carries many
+///   streams.
+/// - HTTP/2: a hop takes a stream on a connection with room (the server's
+///   `SETTINGS_MAX_CONCURRENT_STREAMS`, 100 until it says); when every connection is full another
+///   opens within the cap. After GOAWAY a connection takes no new stream and closes once its
+///   streams end; a stream the server did not process (REFUSED_STREAM, or above GOAWAY's last
+///   stream) goes again on another connection.
+/// - An idle HTTP/1.1 connection is reused most-recently-released first (the least likely to have
+///   been closed by the server meanwhile), on the caller's loop when one is idle there; one the
+///   server said it would have closed by now (`Keep-Alive: timeout`) is closed instead. Idle
+///   connections (HTTP/2: with no stream) close after ``NIOEngine/Configuration/connectionIdleTimeout``.
 /// - A hop whose connection closed under it before any of the response arrived goes again as
 ///   ``HTTP1ResendRule`` allows, on a connection that is new or has just carried a whole response.
 /// - A connection is reused only when both sides kept it alive and the request was sent whole.
@@ -64,18 +74,54 @@ final class HTTP1Pool: Sendable {
         let preferredLoop: any EventLoop
     }
 
+    /// An HTTP/2 connection and the streams open on it.
+    private struct HTTP2Entry {
+        let connection: HTTP2Connection
+        var openStreams = 0
+        /// The server's `SETTINGS_MAX_CONCURRENT_STREAMS` (100 until it says, or if it never does).
+        var maximumStreams = 100
+        /// The server's first SETTINGS arrived: streams may open.
+        var isReady = false
+        /// GOAWAY arrived: no new stream; the connection closes once its streams are done.
+        var isDraining = false
+
+        var hasRoom: Bool { self.isReady && !self.isDraining && self.openStreams < self.maximumStreams }
+    }
+
     private struct HostState {
         /// Idle connections, the most recently released last.
         var idle: [HTTP1Connection] = []
+        /// HTTP/2 connections (opened, ready or draining).
+        var http2: [HTTP2Entry] = []
         /// Connections opening or open (idle or running a hop).
         var openCount = 0
-        /// Connections opening.
+        /// Connections opening (an HTTP/2 one until the server's first SETTINGS).
         var connectingCount = 0
         var waiters = CircularBuffer<Waiter>()
+        /// What the host's last new TLS connection spoke (ALPN), once one opened.
+        var learnedProtocol: TLSConnector.ApplicationProtocol?
 
         /// Whether another connection should open: some waiter has none coming and the cap allows.
-        func needsConnection(maximum: Int) -> Bool {
-            self.waiters.count > self.connectingCount && self.openCount < maximum
+        /// Over TLS, until a connection has shown the host speaks HTTP/1.1, one opens at a time: an
+        /// HTTP/2 connection carries many streams, and another opens only when every one is full.
+        func needsConnection(maximum: Int, tls: Bool) -> Bool {
+            guard self.waiters.count > self.connectingCount, self.openCount < maximum else { return false }
+            if tls, self.learnedProtocol != .http1_1 {
+                return self.connectingCount == 0 && !self.http2.contains(where: \.hasRoom)
+            }
+            return true
+        }
+
+        /// The loops to open connections on, each counted as opening, while waiters need them.
+        mutating func connectionsNeeded(maximum: Int, tls: Bool) -> [any EventLoop] {
+            var loops: [any EventLoop] = []
+            while self.needsConnection(maximum: maximum, tls: tls) {
+                // The waiters without a connection coming, in order.
+                let waiter = self.waiters[self.waiters.index(self.waiters.startIndex, offsetBy: self.connectingCount)]
+                self.startConnecting()
+                loops.append(waiter.preferredLoop)
+            }
+            return loops
         }
 
         /// Counts a connection that starts opening.
@@ -102,8 +148,8 @@ final class HTTP1Pool: Sendable {
 
         /// After a connection failed or closed: the loop to open another one on, counted as
         /// opening, when a waiter has none coming and the cap allows; else nil.
-        mutating func replacementLoop(maximum: Int) -> (any EventLoop)? {
-            guard let next = self.waiters.first, self.needsConnection(maximum: maximum) else { return nil }
+        mutating func replacementLoop(maximum: Int, tls: Bool) -> (any EventLoop)? {
+            guard let next = self.waiters.first, self.needsConnection(maximum: maximum, tls: tls) else { return nil }
             self.startConnecting()
             return next.preferredLoop
         }
@@ -111,13 +157,21 @@ final class HTTP1Pool: Sendable {
 
     private struct State {
         var hosts: [Key: HostState] = [:]
-        /// Every open connection, to close at shutdown.
-        var connections: [ObjectIdentifier: HTTP1Connection] = [:]
+        /// Every open connection's channel, to close at shutdown.
+        var connections: [ObjectIdentifier: any Channel] = [:]
         var isShutDown = false
 
         /// Runs `body` on `key`'s state in place (a copy would copy its arrays on every change).
         mutating func withHost<T>(_ key: Key, _ body: (inout HostState) -> T) -> T {
             body(&self.hosts[key, default: HostState()])
+        }
+
+        /// Runs `body` on the entry of `connection`, if the pool still has it.
+        mutating func withHTTP2<T>(_ connection: HTTP2Connection, _ body: (inout HostState, Int) -> T) -> T? {
+            self.withHost(connection.key) { host in
+                guard let index = host.http2.firstIndex(where: { $0.connection === connection }) else { return nil }
+                return body(&host, index)
+            }
         }
     }
 
@@ -158,7 +212,7 @@ final class HTTP1Pool: Sendable {
     /// Runs `hop` on an idle connection to its key, else on a new one when the cap allows, else
     /// when a connection comes free.
     func execute(_ hop: HTTP1Hop, preferredLoop: any EventLoop) {
-        enum Action { case run(HTTP1Connection), connect, wait, fail(any Error) }
+        enum Action { case run(HTTP1Connection), runStream(HTTP2Connection, firstStream: Bool), connect, wait, fail(any Error) }
         let needsProvenConnection = hop.state.withLockedValue { $0.needsProvenConnection }
         let now = NIODeadline.now()
         var toClose: [HTTP1Connection] = []
@@ -167,6 +221,12 @@ final class HTTP1Pool: Sendable {
             if let cancellation = hop.cancellation { return .fail(cancellation) }
             if state.isShutDown { return .fail(HTTP1PoolError.shutDown) }
             return state.withHost(hop.key) { host in
+                if let index = host.http2.firstIndex(where: \.hasRoom) {
+                    host.http2[index].openStreams += 1
+                    let connection = host.http2[index].connection
+                    hop.state.withLockedValue { $0.phase = .running(connection) }
+                    return .runStream(connection, firstStream: host.http2[index].openStreams == 1)
+                }
                 if !needsProvenConnection {
                     let (idle, expired) = host.takeIdle(preferring: preferredLoop, now: now)
                     toClose = expired
@@ -177,7 +237,7 @@ final class HTTP1Pool: Sendable {
                 }
                 host.waiters.append(Waiter(hop: hop, preferredLoop: preferredLoop))
                 hop.state.withLockedValue { $0.phase = .waiting(hop.key) }
-                if host.needsConnection(maximum: self.settings.maximumConnectionsPerHost) {
+                if host.needsConnection(maximum: self.settings.maximumConnectionsPerHost, tls: hop.key.tls) {
                     host.startConnecting()
                     return .connect
                 }
@@ -192,6 +252,9 @@ final class HTTP1Pool: Sendable {
         for connection in toClose { connection.channel.close(promise: nil) }
         switch action {
         case .run(let connection): connection.run(hop)
+        case .runStream(let connection, let firstStream):
+            if firstStream { connection.becameBusy() }
+            connection.run(hop)
         case .connect: self.connect(hop.key, on: preferredLoop)
         case .wait: break
         case .fail(let error): hop.end(.failure(error))
@@ -278,43 +341,100 @@ final class HTTP1Pool: Sendable {
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(self.settings.connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
-        let opened: EventLoopFuture<any Channel>
+        let opened: EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol)>
         if key.tls, let tls = self.tls {
-            // TCP, then TLS (the connector's handshake timeout bounds it), then HTTP/1.1.
+            // TCP, then TLS (the connector's handshake timeout bounds it), then what ALPN chose.
             opened = bootstrap.connect(host: key.host, port: key.port).flatMap { channel in
-                tls.startTLS(on: channel, host: key.host, port: key.port) { _, channel in
-                    try addHTTP1Handlers(to: channel)
-                }.map { _ in channel }
+                tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
+                    switch agreed.applicationProtocol {
+                    case .http1_1: try addHTTP1Handlers(to: channel)
+                    case .http2: try Self.addHTTP2Handlers(to: channel)
+                    }
+                }.map { agreed in (channel, agreed.applicationProtocol) }
             }
         } else {
             opened = bootstrap
                 .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try addHTTP1Handlers(to: channel) } }
                 .connect(host: key.host, port: key.port)
+                .map { channel in (channel, .http1_1) }
         }
-        opened
-            .flatMapThrowing { channel -> HTTP1Connection in
-                let handler = try channel.pipeline.syncOperations.handler(type: HTTP1ConnectionHandler.self)
-                let connection = HTTP1Connection(channel: channel, key: key, pool: self, handler: handler)
-                handler.connection = connection
-                return connection
-            }
-            .whenComplete { result in
-                switch result {
-                case .success(let connection): self.connectionOpened(connection)
-                case .failure(let error): self.connectionFailed(key, error: error)
+        opened.whenComplete { result in
+            switch result {
+            case .success((let channel, .http1_1)):
+                do {
+                    let handler = try channel.pipeline.syncOperations.handler(type: HTTP1ConnectionHandler.self)
+                    let connection = HTTP1Connection(channel: channel, key: key, pool: self, handler: handler)
+                    handler.connection = connection
+                    self.connectionOpened(connection)
+                } catch {
+                    channel.close(promise: nil)
+                    self.connectionFailed(key, error: error)
                 }
+            case .success((let channel, .http2)):
+                do {
+                    let pipeline = channel.pipeline.syncOperations
+                    let multiplexer = try pipeline.handler(type: NIOHTTP2Handler.self).syncMultiplexer()
+                    let handler = try pipeline.handler(type: HTTP2ConnectionHandler.self)
+                    let connection = HTTP2Connection(channel: channel, key: key, pool: self, multiplexer: multiplexer, handler: handler)
+                    handler.connection = connection
+                    self.http2ConnectionOpened(connection)
+                } catch {
+                    channel.close(promise: nil)
+                    self.connectionFailed(key, error: error)
+                }
+            case .failure(let error):
+                self.connectionFailed(key, error: error)
             }
+        }
+    }
+
+    /// The flow-control window of each HTTP/2 stream: how much of a paused download the server may
+    /// send before it must wait.
+    static let http2StreamWindow = 256 * 1024
+    /// The flow-control window of a whole HTTP/2 connection.
+    static let http2ConnectionWindow = 4 * 1024 * 1024
+
+    /// swift-nio-http2's handler, its multiplexer (streams the server opens are refused: no push)
+    /// and Courier's connection handler.
+    private static func addHTTP2Handlers(to channel: any Channel) throws {
+        var connection = NIOHTTP2Handler.ConnectionConfiguration()
+        connection.initialSettings = [
+            HTTP2Setting(parameter: .enablePush, value: 0),
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),
+            HTTP2Setting(parameter: .initialWindowSize, value: Self.http2StreamWindow),
+        ]
+        connection.targetWindowSize = Self.http2ConnectionWindow
+        var stream = NIOHTTP2Handler.StreamConfiguration()
+        stream.targetWindowSize = Self.http2StreamWindow
+        let pipeline = channel.pipeline.syncOperations
+        _ = try pipeline.configureHTTP2Pipeline(
+            mode: .client, connectionConfiguration: connection, streamConfiguration: stream
+        ) { pushed in
+            pushed.close()
+        }
+        try pipeline.addHandler(HTTP2ConnectionHandler())
     }
 
     private func connectionOpened(_ connection: HTTP1Connection) {
         self.logger?.debug("courier: HTTP/1.1 connection opened", metadata: ["origin": "\(connection.key)"])
-        let accepted = self.state.withLockedValue { state -> Bool in
-            state.hosts[connection.key]?.connectingCount -= 1
-            guard !state.isShutDown else { return false }
-            state.connections[ObjectIdentifier(connection)] = connection
-            return true
+        let key = connection.key
+        let (accepted, more) = self.state.withLockedValue { state -> (Bool, [any EventLoop]) in
+            state.hosts[key]?.connectingCount -= 1
+            guard !state.isShutDown else { return (false, []) }
+            state.connections[ObjectIdentifier(connection)] = connection.channel
+            // A TLS host that speaks HTTP/1.1 may now get its other connections at once.
+            let more = state.withHost(key) { host -> [any EventLoop] in
+                guard key.tls else { return [] }
+                host.learnedProtocol = .http1_1
+                // This connection serves the first waiter; the others need their own.
+                host.connectingCount += 1
+                defer { host.connectingCount -= 1 }
+                return host.connectionsNeeded(maximum: self.settings.maximumConnectionsPerHost, tls: true)
+            }
+            return (true, more)
         }
         connection.channel.closeFuture.whenComplete { _ in self.connectionClosed(connection) }
+        for loop in more { self.connect(key, on: loop) }
         guard accepted else {
             connection.channel.close(promise: nil)
             return
@@ -336,7 +456,7 @@ final class HTTP1Pool: Sendable {
                 host.connectingCount -= 1
                 let failed = host.waiters.popFirst()?.hop
                 // Hops still waiting get connections of their own (each fails alone if the host is down).
-                return (failed, isShutDown ? nil : host.replacementLoop(maximum: self.settings.maximumConnectionsPerHost))
+                return (failed, isShutDown ? nil : host.replacementLoop(maximum: self.settings.maximumConnectionsPerHost, tls: key.tls))
             }
         }
         failed?.end(.failure(error))
@@ -351,9 +471,143 @@ final class HTTP1Pool: Sendable {
             return state.withHost(connection.key) { host in
                 host.openCount -= 1
                 host.idle.removeAll { $0 === connection }
-                return isShutDown ? nil : host.replacementLoop(maximum: self.settings.maximumConnectionsPerHost)
+                return isShutDown ? nil : host.replacementLoop(maximum: self.settings.maximumConnectionsPerHost, tls: connection.key.tls)
             }
         }
+        if let reconnect { self.connect(connection.key, on: reconnect) }
+    }
+
+    // MARK: HTTP/2
+
+    /// An HTTP/2 connection opened: it counts as opening until the server's first SETTINGS.
+    private func http2ConnectionOpened(_ connection: HTTP2Connection) {
+        self.logger?.debug("courier: HTTP/2 connection opened", metadata: ["origin": "\(connection.key)"])
+        let accepted = self.state.withLockedValue { state -> Bool in
+            guard !state.isShutDown else {
+                state.hosts[connection.key]?.connectingCount -= 1
+                state.hosts[connection.key]?.openCount -= 1
+                return false
+            }
+            state.connections[ObjectIdentifier(connection)] = connection.channel
+            state.withHost(connection.key) { host in
+                host.http2.append(HTTP2Entry(connection: connection))
+                host.learnedProtocol = .http2
+            }
+            return true
+        }
+        guard accepted else {
+            connection.channel.close(promise: nil)
+            return
+        }
+        connection.channel.closeFuture.whenComplete { _ in self.http2ConnectionClosed(connection) }
+    }
+
+    /// The server's SETTINGS: the first makes the connection ready; each may change how many
+    /// streams it takes. Waiting hops go on it as far as there is room.
+    func http2Settings(of connection: HTTP2Connection, maximumStreams: Int?, first: Bool) {
+        let (hops, idle, more) = self.state.withLockedValue { state -> ([HTTP1Hop], Bool, [any EventLoop]) in
+            guard !state.isShutDown else { return ([], false, []) }
+            return state.withHTTP2(connection) { host, index in
+                if let maximumStreams { host.http2[index].maximumStreams = max(0, maximumStreams) }
+                if first, !host.http2[index].isReady {
+                    host.http2[index].isReady = true
+                    host.connectingCount -= 1
+                }
+                var hops: [HTTP1Hop] = []
+                while host.http2[index].hasRoom, let waiter = host.waiters.popFirst() {
+                    host.http2[index].openStreams += 1
+                    waiter.hop.state.withLockedValue { $0.phase = .running(connection) }
+                    hops.append(waiter.hop)
+                }
+                // Hops the connection has no room for get another connection.
+                let more = host.connectionsNeeded(maximum: self.settings.maximumConnectionsPerHost, tls: true)
+                return (hops, first && host.http2[index].openStreams == 0, more)
+            } ?? ([], false, [])
+        }
+        for loop in more { self.connect(connection.key, on: loop) }
+        if idle { connection.becameIdle() }
+        if !hops.isEmpty { connection.becameBusy() }
+        for hop in hops { connection.run(hop) }
+    }
+
+    /// The server sent GOAWAY: no new stream on the connection; it closes once its streams end, and
+    /// hops still waiting get another connection.
+    func http2GoingAway(_ connection: HTTP2Connection) {
+        let (close, reconnect) = self.state.withLockedValue { state -> (Bool, (any EventLoop)?) in
+            let isShutDown = state.isShutDown
+            return state.withHTTP2(connection) { host, index in
+                host.http2[index].isDraining = true
+                if !host.http2[index].isReady {
+                    host.http2[index].isReady = true
+                    host.connectingCount -= 1
+                }
+                let close = host.http2[index].openStreams == 0
+                return (close, isShutDown ? nil : host.replacementLoop(maximum: self.settings.maximumConnectionsPerHost, tls: connection.key.tls))
+            } ?? (false, nil)
+        }
+        self.logger?.debug("courier: HTTP/2 connection going away", metadata: ["origin": "\(connection.key)"])
+        if close { connection.channel.close(promise: nil) }
+        if let reconnect { self.connect(connection.key, on: reconnect) }
+    }
+
+    /// A stream of `connection` closed (or never opened): the next waiting hop takes its place.
+    func streamClosed(on connection: HTTP2Connection) {
+        enum Next { case none, run(HTTP1Hop), idle, close }
+        let next = self.state.withLockedValue { state -> Next in
+            let isShutDown = state.isShutDown
+            return state.withHTTP2(connection) { host, index in
+                host.http2[index].openStreams -= 1
+                if host.http2[index].isDraining || isShutDown {
+                    return host.http2[index].openStreams == 0 ? .close : .none
+                }
+                if host.http2[index].hasRoom, let waiter = host.waiters.popFirst() {
+                    host.http2[index].openStreams += 1
+                    waiter.hop.state.withLockedValue { $0.phase = .running(connection) }
+                    return .run(waiter.hop)
+                }
+                return host.http2[index].openStreams == 0 ? .idle : .none
+            } ?? .none
+        }
+        switch next {
+        case .none: break
+        case .run(let hop): connection.run(hop)
+        case .idle: connection.becameIdle()
+        case .close: connection.channel.close(promise: nil)
+        }
+    }
+
+    /// An HTTP/2 connection with no stream wants to close after its idle timeout; false when a
+    /// stream opened on it meanwhile.
+    func removeIdleHTTP2(_ connection: HTTP2Connection) -> Bool {
+        self.state.withLockedValue { state in
+            state.withHTTP2(connection) { host, index in
+                guard host.http2[index].openStreams == 0 else { return false }
+                host.http2[index].isDraining = true
+                return true
+            } ?? false
+        }
+    }
+
+    private func http2ConnectionClosed(_ connection: HTTP2Connection) {
+        self.logger?.debug("courier: HTTP/2 connection closed", metadata: ["origin": "\(connection.key)"])
+        let (failed, reconnect) = self.state.withLockedValue { state -> (HTTP1Hop?, (any EventLoop)?) in
+            guard state.connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return (nil, nil) }
+            let isShutDown = state.isShutDown
+            return state.withHost(connection.key) { host in
+                host.openCount -= 1
+                var failed: HTTP1Hop?
+                if let index = host.http2.firstIndex(where: { $0.connection === connection }) {
+                    if !host.http2[index].isReady {
+                        // Closed before the server's SETTINGS: a failed connection for the first waiter.
+                        host.connectingCount -= 1
+                        failed = host.waiters.popFirst()?.hop
+                    }
+                    host.http2.remove(at: index)
+                }
+                return (failed, isShutDown ? nil : host.replacementLoop(maximum: self.settings.maximumConnectionsPerHost, tls: connection.key.tls))
+            }
+        }
+        failed?.end(.failure(HTTP1PoolError.closedBeforeAnswering(attempts: 1)))
         if let reconnect { self.connect(connection.key, on: reconnect) }
     }
 
@@ -362,15 +616,15 @@ final class HTTP1Pool: Sendable {
     /// Fails the waiting hops, closes every connection (a hop running on one fails as its
     /// connection closes) and refuses new hops.
     func shutdown() -> [EventLoopFuture<Void>] {
-        let (waiters, connections) = self.state.withLockedValue { state -> ([HTTP1Hop], [HTTP1Connection]) in
+        let (waiters, connections) = self.state.withLockedValue { state -> ([HTTP1Hop], [any Channel]) in
             state.isShutDown = true
             let waiters = state.hosts.values.flatMap { $0.waiters.map(\.hop) }
             for key in state.hosts.keys { state.hosts[key]?.waiters.removeAll() }
             return (waiters, Array(state.connections.values))
         }
         for hop in waiters { hop.end(.failure(HTTP1PoolError.shutDown)) }
-        return connections.map { connection in
-            connection.channel.close().recover { _ in }.flatMap { connection.channel.closeFuture }
+        return connections.map { channel in
+            channel.close().recover { _ in }.flatMap { channel.closeFuture }
         }
     }
 }

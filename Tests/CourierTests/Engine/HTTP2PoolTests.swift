@@ -1,0 +1,134 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import NIOConcurrencyHelpers
+import NIOHTTP2
+import Synchronization
+import Testing
+
+/// HTTP/2 on Courier's pool, against ``ScriptedHTTP2Server``: streams share a connection up to the
+/// server's `SETTINGS_MAX_CONCURRENT_STREAMS`, a second connection opens when that is full, a
+/// stream the server did not process (REFUSED_STREAM, GOAWAY) goes again, any other reset is a
+/// typed error, and connections are freed after invalidation.
+@Suite("HTTP/2 on Courier's pool")
+struct HTTP2PoolTests {
+    static func policy() throws -> SecurityPolicy {
+        var policy = SecurityPolicy.default
+        policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+        return policy
+    }
+
+    /// Runs `body` with a manager for `server` (reached as `localhost`, the test leaf's name) and
+    /// checks afterwards that every connection object is gone.
+    func withManager(
+        _ server: ScriptedHTTP2Server,
+        connections: Int = 8,
+        _ body: (HTTPSessionManager) async throws -> Void
+    ) async throws {
+        var configuration = SessionConfiguration.default
+        configuration.httpMaximumConnectionsPerHost = connections
+        let manager = HTTPSessionManager(
+            baseURL: URL(string: "https://localhost:\(server.port)/")!, configuration: configuration, securityPolicy: try Self.policy())
+        manager.completionQueue = TestQueues.completion
+        manager.responseSerializer = HTTPResponseSerializer()
+        let pool = try #require((manager.engine as? NIOEngine)?.http1)
+        do {
+            try await body(manager)
+        } catch {
+            await manager.invalidate(cancelingTasks: true)
+            try? await server.shutdown()
+            throw error
+        }
+        await manager.invalidate(cancelingTasks: true)
+        #expect(await eventually { pool.liveConnections.load(ordering: .relaxed) == 0 }, "connections left: \(pool.liveConnections.load(ordering: .relaxed))")
+        try await server.shutdown()
+    }
+
+    static func body(_ response: DataResponse<(any Sendable)?>) -> String {
+        String(decoding: (response.value as? Data) ?? Data(), as: UTF8.self)
+    }
+
+    @Test func concurrentRequestsShareOneConnection() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in index < 20 ? .hold("answer \(index)") : .respond("answer \(index)") }
+        try await self.withManager(server) { manager in
+            try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<20 {
+                    group.addTask { Self.body(try await manager.get("get")) }
+                }
+                // All twenty are open at once, on one connection, before any is answered.
+                #expect(await eventually(within: 10) { server.heldCount == 20 }, "held: \(server.heldCount)")
+                #expect(server.connectionCount == 1)
+                #expect(server.mostOpenStreams == 20)
+                server.releaseHeld()
+                var answers = Set<String>()
+                for try await answer in group { answers.insert(answer) }
+                #expect(answers == Set((0..<20).map { "answer \($0)" }))
+            }
+            // A later request reuses the connection.
+            #expect(Self.body(try await manager.get("again")) == "answer 20")
+            #expect(server.connectionCount == 1)
+        }
+    }
+
+    @Test func aFullConnectionMakesRoomOnASecondOneWithinTheLimit() async throws {
+        let server = try await ScriptedHTTP2Server.start(maximumStreams: 2) { index, _ in .hold("answer \(index)") }
+        try await self.withManager(server, connections: 2) { manager in
+            try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<6 {
+                    group.addTask { Self.body(try await manager.get("get")) }
+                }
+                // Two connections of two streams each; the other two requests wait for a stream.
+                #expect(await eventually(within: 10) { server.heldCount == 4 }, "held: \(server.heldCount)")
+                #expect(server.connectionCount == 2)
+                #expect(server.mostOpenStreams == 4)
+                server.releaseHeld()
+                #expect(await eventually(within: 10) { server.heldCount == 2 }, "held: \(server.heldCount)")
+                server.releaseHeld()
+                var count = 0
+                for try await _ in group { count += 1 }
+                #expect(count == 6)
+            }
+            #expect(server.connectionCount == 2)
+        }
+    }
+
+    @Test func aRefusedStreamGoesAgainWhateverItsMethod() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in index == 0 ? .reset(.refusedStream) : .respond("done") }
+        try await self.withManager(server) { manager in
+            let response = try await manager.post("post", parameters: ["a": "1"])
+            #expect(Self.body(response) == "done")
+            #expect(server.streamCount == 2)
+        }
+    }
+
+    @Test func aStreamAfterGoAwayGoesAgainOnANewConnection() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in index == 0 ? .goAway : .respond("after goaway") }
+        try await self.withManager(server) { manager in
+            let response = try await manager.get("get")
+            #expect(Self.body(response) == "after goaway")
+            #expect(server.connectionCount == 2)
+        }
+    }
+
+    @Test func anyOtherResetIsATypedError() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, _ in .reset(.internalError) }
+        try await self.withManager(server) { manager in
+            let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
+            #expect(error?.code == .connectionClosed)
+            #expect(error?.message.contains("HTTP/2 stream") == true, "\(String(describing: error))")
+            #expect(server.streamCount == 1, "not sent again")
+            // The connection carries the next request.
+            _ = await #expect(throws: CourierError.self) { try await manager.get("next") }
+            #expect(server.connectionCount == 1)
+        }
+    }
+
+    @Test func aResetAlwaysRefusedFailsAfterTheResendBound() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, _ in .reset(.refusedStream) }
+        try await self.withManager(server) { manager in
+            let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
+            #expect(error?.code == .connectionClosed)
+            #expect(server.streamCount == HTTP1ResendRule.maximumResends + 1)
+        }
+    }
+}

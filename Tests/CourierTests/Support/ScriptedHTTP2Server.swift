@@ -1,0 +1,173 @@
+import CourierTesting
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+
+/// A loopback HTTP/2 server over TLS (Courier's test chain, `h2` only) whose streams do what a
+/// test scripts: answer, wait until released, reset, or end the connection with GOAWAY. It counts
+/// connections, streams and the most streams open at once, and announces a chosen
+/// `SETTINGS_MAX_CONCURRENT_STREAMS`.
+final class ScriptedHTTP2Server: Sendable {
+    enum Action: Sendable {
+        /// Answers 200 with `body`.
+        case respond(String)
+        /// Holds the stream until ``releaseHeld()``, then answers 200 with `body`.
+        case hold(String)
+        /// Resets the stream with `code`.
+        case reset(HTTP2ErrorCode)
+        /// Sends GOAWAY naming the stream before this one as the last processed, then closes the
+        /// connection: this stream and any later one were not processed.
+        case goAway
+    }
+
+    private struct State {
+        var connections = 0
+        var streams = 0
+        var openStreams = 0
+        var mostOpenStreams = 0
+        var held: [@Sendable () -> Void] = []
+        var paths: [String] = []
+    }
+
+    let channel: any Channel
+    private let state: NIOLockedValueBox<State>
+    var port: Int { self.channel.localAddress!.port! }
+
+    private init(channel: any Channel, state: NIOLockedValueBox<State>) {
+        self.channel = channel
+        self.state = state
+    }
+
+    /// Starts a server; `script` says what the n-th stream (0-based, all connections together)
+    /// does, knowing its path.
+    static func start(
+        maximumStreams: Int = 100,
+        script: @escaping @Sendable (_ index: Int, _ path: String) -> Action
+    ) async throws -> ScriptedHTTP2Server {
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMBytes(Array((TestCertificates.localhostLeaf + "\n" + TestCertificates.intermediateCA).utf8))
+                .map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(TestCertificates.localhostKey.utf8), format: .pem))
+        )
+        tls.applicationProtocols = ["h2"]
+        let context = try NIOSSLContext(configuration: tls)
+        let state = NIOLockedValueBox(State())
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                state.withLockedValue { $0.connections += 1 }
+                return channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    try pipeline.addHandler(NIOSSLServerHandler(context: context))
+                    var connection = NIOHTTP2Handler.ConnectionConfiguration()
+                    connection.initialSettings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maximumStreams)]
+                    _ = try pipeline.configureHTTP2Pipeline(
+                        mode: .server, connectionConfiguration: connection, streamConfiguration: .init()
+                    ) { stream in
+                        stream.eventLoop.makeCompletedFuture {
+                            try stream.pipeline.syncOperations.addHandler(StreamHandler(state: state, script: script))
+                        }
+                    }
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+        return ScriptedHTTP2Server(channel: channel, state: state)
+    }
+
+    var connectionCount: Int { self.state.withLockedValue { $0.connections } }
+    var streamCount: Int { self.state.withLockedValue { $0.streams } }
+    var mostOpenStreams: Int { self.state.withLockedValue { $0.mostOpenStreams } }
+    var heldCount: Int { self.state.withLockedValue { $0.held.count } }
+    var paths: [String] { self.state.withLockedValue { $0.paths } }
+
+    /// Answers every held stream.
+    func releaseHeld() {
+        let held = self.state.withLockedValue { state -> [@Sendable () -> Void] in
+            defer { state.held.removeAll() }
+            return state.held
+        }
+        for answer in held { answer() }
+    }
+
+    func shutdown() async throws {
+        try await self.channel.close()
+    }
+
+    private final class StreamHandler: ChannelInboundHandler {
+        typealias InboundIn = HTTP2Frame.FramePayload
+        typealias OutboundOut = HTTP2Frame.FramePayload
+
+        let state: NIOLockedValueBox<State>
+        let script: @Sendable (Int, String) -> Action
+        private var path = ""
+        private var counted = false
+
+        init(state: NIOLockedValueBox<State>, script: @escaping @Sendable (Int, String) -> Action) {
+            self.state = state
+            self.script = script
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch self.unwrapInboundIn(data) {
+            case .headers(let headers):
+                self.path = headers.headers.first(name: ":path") ?? ""
+                if !self.counted {
+                    self.counted = true
+                    self.state.withLockedValue { state in
+                        state.openStreams += 1
+                        state.mostOpenStreams = max(state.mostOpenStreams, state.openStreams)
+                    }
+                }
+                if headers.endStream { self.requestEnded(context: context) }
+            case .data(let data):
+                if data.endStream { self.requestEnded(context: context) }
+            default:
+                break
+            }
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            if self.counted { self.state.withLockedValue { $0.openStreams -= 1 } }
+            context.fireChannelInactive()
+        }
+
+        private func requestEnded(context: ChannelHandlerContext) {
+            let index = self.state.withLockedValue { state -> Int in
+                defer { state.streams += 1 }
+                state.paths.append(self.path)
+                return state.streams
+            }
+            let channel = context.channel
+            switch self.script(index, self.path) {
+            case .respond(let body):
+                Self.answer(body, on: channel)
+            case .hold(let body):
+                self.state.withLockedValue { $0.held.append { Self.answer(body, on: channel) } }
+            case .reset(let code):
+                context.writeAndFlush(self.wrapOutboundOut(.rstStream(code)), promise: nil)
+            case .goAway:
+                guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
+                else { return }
+                let last = HTTP2StreamID(Int32(streamID) - 2 > 0 ? Int32(streamID) - 2 : 0)
+                parent.eventLoop.execute {
+                    let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: .noError, opaqueData: nil))
+                    parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
+                }
+            }
+        }
+
+        private static func answer(_ body: String, on channel: any Channel) {
+            channel.eventLoop.execute {
+                let headers = HPACKHeaders([(":status", "200"), ("content-length", String(body.utf8.count))])
+                channel.write(HTTP2Frame.FramePayload.headers(.init(headers: headers)), promise: nil)
+                var buffer = channel.allocator.buffer(capacity: body.utf8.count)
+                buffer.writeString(body)
+                channel.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(buffer), endStream: true)), promise: nil)
+            }
+        }
+    }
+}
