@@ -37,11 +37,7 @@ struct PinningOverSocketTests {
                 #expect(error?.message.contains("pinning publicKey") == true)
                 #expect(server.requestCount == 0)
                 #expect(server.connectionCount == 1, "no retry loop")
-                let deadline = ContinuousClock.now + .seconds(3)
-                while server.openConnectionCount > 0, ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(20))
-                }
-                #expect(server.openConnectionCount == 0, "the rejected connection is closed")
+                #expect(await eventually(within: 10) { server.openConnectionCount == 0 }, "the rejected connection is closed")
             }
         }
     }

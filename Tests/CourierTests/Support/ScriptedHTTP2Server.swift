@@ -29,6 +29,8 @@ final class ScriptedHTTP2Server: Sendable {
         var openStreams = 0
         var mostOpenStreams = 0
         var held: [@Sendable () -> Void] = []
+        /// Streams scripted to hold are answered at once.
+        var holdsNoMore = false
         var paths: [String] = []
     }
 
@@ -84,10 +86,11 @@ final class ScriptedHTTP2Server: Sendable {
     var heldCount: Int { self.state.withLockedValue { $0.held.count } }
     var paths: [String] { self.state.withLockedValue { $0.paths } }
 
-    /// Answers every held stream.
-    func releaseHeld() {
+    /// Answers every held stream; with `andLater`, streams scripted to hold from now on too.
+    func releaseHeld(andLater: Bool = false) {
         let held = self.state.withLockedValue { state -> [@Sendable () -> Void] in
             defer { state.held.removeAll() }
+            if andLater { state.holdsNoMore = true }
             return state.held
         }
         for answer in held { answer() }
@@ -146,7 +149,11 @@ final class ScriptedHTTP2Server: Sendable {
             case .respond(let body):
                 Self.answer(body, on: channel)
             case .hold(let body):
-                self.state.withLockedValue { $0.held.append { Self.answer(body, on: channel) } }
+                let now = self.state.withLockedValue { state -> Bool in
+                    if !state.holdsNoMore { state.held.append { Self.answer(body, on: channel) } }
+                    return state.holdsNoMore
+                }
+                if now { Self.answer(body, on: channel) }
             case .reset(let code):
                 context.writeAndFlush(self.wrapOutboundOut(.rstStream(code)), promise: nil)
             case .goAway:

@@ -376,8 +376,9 @@ final class HTTP1Pool: Sendable {
                     let multiplexer = try pipeline.handler(type: NIOHTTP2Handler.self).syncMultiplexer()
                     let handler = try pipeline.handler(type: HTTP2ConnectionHandler.self)
                     let connection = HTTP2Connection(channel: channel, key: key, pool: self, multiplexer: multiplexer, handler: handler)
-                    handler.connection = connection
                     self.http2ConnectionOpened(connection)
+                    // After the pool counts it: SETTINGS that came during the handshake's end go to it.
+                    handler.attach(connection)
                 } catch {
                     channel.close(promise: nil)
                     self.connectionFailed(key, error: error)

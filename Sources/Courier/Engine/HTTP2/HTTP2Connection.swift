@@ -126,10 +126,14 @@ struct HTTP2StreamCarrier: HopCarrier {
 final class HTTP2ConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
 
-    /// Set by the pool once the connection exists; dropped when the pipeline lets go of the handler.
-    var connection: HTTP2Connection?
+    /// Set by the pool once the connection exists (``attach(_:)``); dropped when the pipeline lets
+    /// go of the handler.
+    private(set) var connection: HTTP2Connection?
     private var context: ChannelHandlerContext?
     private var settingsReceived = false
+    /// Frames that arrived before the pool attached the connection (the server's SETTINGS may come
+    /// right after the handshake), replayed by ``attach(_:)``.
+    private var early: [HTTP2Frame] = []
     private var idleSince: NIODeadline?
     private var idleCheck: Scheduled<Void>?
 
@@ -142,9 +146,25 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         self.connection = nil
     }
 
+    /// The pool made `connection` and counts it: frames that came before go to it now. On the
+    /// connection's loop.
+    func attach(_ connection: HTTP2Connection) {
+        self.connection = connection
+        let early = self.early
+        self.early = []
+        for frame in early { self.handle(frame, on: connection) }
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = self.unwrapInboundIn(data)
-        guard let connection else { return }
+        guard let connection else {
+            self.early.append(frame)
+            return
+        }
+        self.handle(frame, on: connection)
+    }
+
+    private func handle(_ frame: HTTP2Frame, on connection: HTTP2Connection) {
         switch frame.payload {
         case .settings(.settings(let settings)):
             let maximum = settings.last { $0.parameter == .maxConcurrentStreams }?.value
