@@ -240,28 +240,36 @@ struct HTTP1PoolTests {
         try await withScriptedServer({ _, _, _ in
             .respond("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n3\r\nghi\r\n0\r\n\r\n", thenClose: serverCloses)
         }) { server in
-            try await withManager(baseURL: server.baseURL) { manager in
-                manager.responseSerializer = HTTPResponseSerializer()
-                let chunks = Recorder<Data>()
-                var hooks = SessionManager.Hooks()
-                hooks.dataTaskDidReceiveData = { _, task, data in
-                    chunks.append(data)
-                    if chunks.count == 1 { task.suspend() }
-                }
-                manager.hooks = hooks
-                let done = Recorder<Data?>()
-                let task = manager.dataTask(with: Request(url: server.baseURL.appending(path: "a"))) { _, object, error in
-                    done.append(error == nil ? object as? Data : nil)
-                }
-                task.resume()
-                #expect(await eventually { task.state == .suspended })
-                try await Task.sleep(for: .milliseconds(200))
-                #expect(chunks.all == [Data("abc".utf8)])
-                #expect(done.count == 0)
-                task.resume()
-                #expect(await eventually { done.count == 1 })
-                #expect(done.all.first == Data("abcdefghi".utf8))
+            // Events, not a pause: the parts after the suspension were read in the same read, so
+            // a pool that ignored the suspension would hand them over at once, between the
+            // suspend and the resume the engine records.
+            let engine = EventRecordingEngine()
+            let manager = HTTPSessionManager(baseURL: server.baseURL, engine: engine)
+            manager.completionQueue = TestQueues.completion
+            manager.responseSerializer = HTTPResponseSerializer()
+            let chunks = Recorder<Data>()
+            var hooks = SessionManager.Hooks()
+            hooks.dataTaskDidReceiveData = { _, task, data in
+                chunks.append(data)
+                if chunks.count == 1 { task.suspend() }
             }
+            manager.hooks = hooks
+            let done = Recorder<Data?>()
+            let finished = NotificationWaiter()
+            let task = manager.dataTask(with: Request(url: server.baseURL.appending(path: "a"))) { _, object, error in
+                done.append(error == nil ? object as? Data : nil)
+                finished.deliver(nil)
+            }
+            task.resume()
+            #expect(await engine.wait { $0.contains(.suspend) }, "the first part never suspended the exchange")
+            #expect(chunks.all == [Data("abc".utf8)])
+            #expect(done.count == 0)
+            task.resume()
+            _ = await finished.wait(seconds: 30)
+            #expect(done.all.first == Data("abcdefghi".utf8))
+            #expect(engine.mostChunksWhileSuspended == 0, "parts delivered while suspended: \(engine.all)")
+            #expect(!engine.completedWhileSuspended)
+            await manager.invalidate(cancelingTasks: true)
         }
     }
 

@@ -98,36 +98,53 @@ struct TaskLifeCycleOverSocketTests {
         }
     }
 
+    /// Waits for events, not for time: the task's suspension reaches the exchange (recorded by
+    /// an `EventRecordingEngine`), and between that suspend and the resume no more than the read
+    /// under way is delivered.
     @Test func suspendStopsDeliveryAndResumeFinishes() async throws {
         try await withTestServer { server in
-            try await withManager(baseURL: server.baseURL) { manager in
-                let size = 4 << 20
-                let suspendedOnce = Recorder<Void>()
-                var hooks = SessionManager.Hooks()
-                hooks.dataTaskDidReceiveData = { _, task, _ in
-                    if suspendedOnce.count == 0 {
-                        suspendedOnce.append(())
-                        task.suspend()
-                    }
+            let engine = EventRecordingEngine()
+            let manager = HTTPSessionManager(baseURL: server.baseURL, engine: engine)
+            manager.completionQueue = TestQueues.completion
+            let size = 4 << 20
+            let suspendedOnce = Recorder<Void>()
+            var hooks = SessionManager.Hooks()
+            hooks.dataTaskDidReceiveData = { _, task, _ in
+                if suspendedOnce.count == 0 {
+                    suspendedOnce.append(())
+                    task.suspend()
                 }
-                manager.hooks = hooks
-                manager.responseSerializer = HTTPResponseSerializer()
-                let finished = Recorder<CourierError?>()
-                let task = manager.dataTask(with: Request(url: server.url("/courier/big/\(size)"))) { _, _, error in finished.append(error) }
-                task.resume()
-                #expect(await eventually { task.state == .suspended })
-                let received = task.countOfBytesReceived
-                try await Task.sleep(for: .milliseconds(300))
-                #expect(task.countOfBytesReceived == received, "nothing is delivered while suspended")
-                #expect(received < Int64(size))
-                #expect(finished.count == 0)
-                task.resume()
-                // The rest of the body, in a debug build on a machine that may be busy with the
-                // whole suite: generous, as the point is that it finishes at all.
-                #expect(await eventually(within: 60) { finished.count == 1 })
-                #expect(finished.all.count == 1 && finished.all.first! == nil, "completed once, without an error")
-                #expect(task.countOfBytesReceived == Int64(size))
             }
+            manager.hooks = hooks
+            manager.responseSerializer = HTTPResponseSerializer()
+            let finished = Recorder<CourierError?>()
+            let done = NotificationWaiter()
+            let task = manager.dataTask(with: Request(url: server.url("/courier/big/\(size)"))) { _, _, error in
+                finished.append(error)
+                done.deliver(nil)
+            }
+            task.resume()
+            #expect(await engine.wait { $0.contains(.suspend) }, "the suspension never reached the exchange")
+            #expect(task.state == .suspended)
+            #expect(task.countOfBytesReceived < Int64(size))
+            // The window is an event too: another manager fetches the same body whole from the
+            // same server meanwhile. A suspended exchange that kept reading would get most of its
+            // own body in that time.
+            let other = try await CourierTests.withManager(baseURL: server.baseURL) { other in
+                try await other.response(method: .get, urlString: "courier/big/\(size)", serializer: DataResponseSerializer())
+            }
+            #expect(other.value.count == size)
+            #expect(engine.mostChunksWhileSuspended <= 1, "chunks delivered to a suspended exchange")
+            #expect(finished.count == 0)
+            task.resume()
+            // The rest of the body, in a debug build on a machine that may be busy with the
+            // whole suite: generous, as the point is that it finishes at all.
+            _ = await done.wait(seconds: 60)
+            #expect(finished.all.count == 1 && finished.all.first! == nil, "completed once, without an error")
+            #expect(task.countOfBytesReceived == Int64(size))
+            #expect(engine.mostChunksWhileSuspended <= 1, "chunks delivered to a suspended exchange")
+            #expect(!engine.completedWhileSuspended)
+            await manager.invalidate(cancelingTasks: true)
         }
     }
 }
