@@ -13,13 +13,23 @@ extension TestServer {
         public var headerFields: HTTPFields
         /// The body bytes (empty when there was none).
         public var body: Data
+        /// The HTTP version the request came over: `"HTTP/1.1"`, `"HTTP/1.0"` or `"HTTP/2"`.
+        /// Proves which protocol a client negotiated.
+        public var httpVersion: String
 
         /// Makes a request value (the server makes these; tests rarely need to).
-        public init(method: HTTPRequest.Method, target: String, headerFields: HTTPFields = [:], body: Data = Data()) {
+        /// - Parameters:
+        ///   - method: The method.
+        ///   - target: The request target, the path with its query.
+        ///   - headerFields: The header fields.
+        ///   - body: The body bytes.
+        ///   - httpVersion: The HTTP version it came over (`"HTTP/1.1"` by default).
+        public init(method: HTTPRequest.Method, target: String, headerFields: HTTPFields = [:], body: Data = Data(), httpVersion: String = "HTTP/1.1") {
             self.method = method
             self.target = target
             self.headerFields = headerFields
             self.body = body
+            self.httpVersion = httpVersion
         }
 
         /// The path, without the query.

@@ -127,6 +127,22 @@ public final class TestServer: Sendable {
     /// records them.
     public var requestCount: Int { self.state.requestCount }
 
+    /// How many requests arrived over each HTTP version, by ``Request/httpVersion`` (`"HTTP/1.1"`,
+    /// `"HTTP/2"`), counted whether or not the server records them: proves which protocol a client
+    /// negotiated. ``resetRequestLog()`` clears it.
+    public var requestCountsByHTTPVersion: [String: Int] { self.state.requestCountsByVersion }
+
+    /// How many streamed responses (`/courier/big/{n}`, `/courier/file/{n}`) are waiting now for
+    /// their connection to become writable again: the client stopped reading, and the socket's
+    /// buffers (or, on HTTP/2, the stream's flow-control window) are full. Proves back-pressure
+    /// from the server's side; it goes back to zero once the client reads on.
+    public var streamedResponsesWaitingForWritability: Int { self.state.streamedBodiesWaitingForWritability }
+
+    /// How many bytes of streamed response bodies (`/courier/big/{n}`, `/courier/file/{n}`) the
+    /// server has written so far, counted as each write completes (handed to the socket, or to the
+    /// HTTP/2 connection).
+    public var streamedBodyBytesWritten: Int { self.state.streamedBodyBytesWritten }
+
     /// How many TCP connections the server accepted (HTTP/2 streams share theirs): proves that a
     /// client kept its connections alive, or that it never connected.
     public var connectionCount: Int { self.state.connectionCount }
@@ -137,7 +153,8 @@ public final class TestServer: Sendable {
     /// The requests received, oldest first, when ``Configuration/recordsRequests`` is on (else empty).
     public var receivedRequests: [Request] { self.state.receivedRequests }
 
-    /// Forgets the recorded requests and sets ``requestCount`` back to zero.
+    /// Forgets the recorded requests and sets ``requestCount`` back to zero (and
+    /// ``requestCountsByHTTPVersion`` to empty).
     public func resetRequestLog() { self.state.clearLog() }
 
     /// Stops listening and closes every open connection. The event loops are shared and stay up.

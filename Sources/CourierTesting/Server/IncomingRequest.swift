@@ -55,7 +55,13 @@ struct IncomingRequest {
             method: HTTPRequest.Method(self.head.method.rawValue) ?? .get,
             target: self.head.uri,
             headerFields: fields,
-            body: Data(buffer: self.body)
+            body: Data(buffer: self.body),
+            httpVersion: Self.name(of: self.head.version)
         )
+    }
+
+    /// `HTTP/1.1`, `HTTP/1.0`, or `HTTP/2` (HTTP/2 has no minor version).
+    static func name(of version: HTTPVersion) -> String {
+        version.major >= 2 ? "HTTP/\(version.major)" : "HTTP/\(version.major).\(version.minor)"
     }
 }

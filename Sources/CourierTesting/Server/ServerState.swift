@@ -17,6 +17,8 @@ final class ServerState: Sendable {
     private let routes = NIOLockedValueBox<[String: [Route]]>([:])
     private let log = NIOLockedValueBox<[TestServer.Request]>([])
     private let counter = NIOLockedValueBox(0)
+    private let versions = NIOLockedValueBox<[String: Int]>([:])
+    private let streaming = NIOLockedValueBox<(waiting: Int, written: Int)>((0, 0))
     private let connections = NIOLockedValueBox<(open: [ObjectIdentifier: any Channel], accepted: Int, closed: Bool)>(([:], 0, false))
 
     init(recordsRequests: Bool) {
@@ -50,8 +52,9 @@ final class ServerState: Sendable {
 
     // MARK: Requests
 
-    func didReceive(_ request: @autoclosure () -> TestServer.Request) {
+    func didReceive(_ request: @autoclosure () -> TestServer.Request, version: String) {
         self.counter.withLockedValue { $0 += 1 }
+        self.versions.withLockedValue { $0[version, default: 0] += 1 }
         if self.recordsRequests {
             let request = request()
             self.log.withLockedValue { $0.append(request) }
@@ -60,11 +63,30 @@ final class ServerState: Sendable {
 
     var requestCount: Int { self.counter.withLockedValue { $0 } }
 
+    var requestCountsByVersion: [String: Int] { self.versions.withLockedValue { $0 } }
+
+    // MARK: Streamed bodies
+
+    /// A streamed body started (`true`) or stopped (`false`) waiting for its channel to become writable.
+    func streamedBodyWaits(_ waiting: Bool) {
+        self.streaming.withLockedValue { $0.waiting += waiting ? 1 : -1 }
+    }
+
+    /// `count` more bytes of a streamed body were written.
+    func streamedBodyWrote(_ count: Int) {
+        self.streaming.withLockedValue { $0.written += count }
+    }
+
+    var streamedBodiesWaitingForWritability: Int { self.streaming.withLockedValue { $0.waiting } }
+
+    var streamedBodyBytesWritten: Int { self.streaming.withLockedValue { $0.written } }
+
     var receivedRequests: [TestServer.Request] { self.log.withLockedValue { $0 } }
 
     func clearLog() {
         self.log.withLockedValue { $0.removeAll() }
         self.counter.withLockedValue { $0 = 0 }
+        self.versions.withLockedValue { $0.removeAll() }
     }
 
     // MARK: Connections

@@ -23,6 +23,10 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var timers: [Scheduled<Void>] = []
     /// The body of a `.streamed` reply being written, as the channel becomes writable.
     private var streaming: (body: StreamedBody, keepAlive: Bool)?
+    /// Whether the streamed body waits for the channel to become writable (counted in the state).
+    private var waitsForWritability = false
+    /// Whether `pump(context:)` is running (it is not re-entered).
+    private var isPumping = false
     private var isActive = true
     private var cachedAddresses: (origin: String, authority: String)?
 
@@ -48,6 +52,7 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func stop() {
         self.isActive = false
         self.streaming = nil
+        self.setWaitsForWritability(false)
         for timer in self.timers { timer.cancel() }
         self.timers.removeAll()
     }
@@ -91,7 +96,7 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
                 self.respond(to: head, body: body, context: context)
             case .sinking(let head, let sink):
                 let request = self.incomingRequest(head, body: ByteBuffer(), context: context)
-                self.state.didReceive(request.publicRequest)
+                self.state.didReceive(request.publicRequest, version: IncomingRequest.name(of: head.version))
                 self.write(sink.reply(to: request), for: head, context: context)
             }
         }
@@ -111,8 +116,18 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { self.pump(context: context) }
+        if context.channel.isWritable {
+            self.setWaitsForWritability(false)
+            self.pump(context: context)
+        }
         context.fireChannelWritabilityChanged()
+    }
+
+    /// Records in the server's state whether the streamed body is held back by its peer.
+    private func setWaitsForWritability(_ waits: Bool) {
+        guard waits != self.waitsForWritability else { return }
+        self.waitsForWritability = waits
+        self.state.streamedBodyWaits(waits)
     }
 
     // MARK: Answering
@@ -124,7 +139,7 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func respond(to head: HTTPRequestHead, body: ByteBuffer, context: ChannelHandlerContext) {
         let request = self.incomingRequest(head, body: body, context: context)
-        self.state.didReceive(request.publicRequest)
+        self.state.didReceive(request.publicRequest, version: IncomingRequest.name(of: head.version))
 
         switch self.state.route(path: request.path, method: head.method.rawValue) {
         case .none:
@@ -275,14 +290,39 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Writes the streamed body while the channel is writable (and its pace allows), then ends
     /// the response.
     private func pump(context: ChannelHandlerContext) {
+        // A flush below can bring a writability event, which calls this again: the loop that is
+        // already running carries on instead, so that the stack stays flat.
+        guard !self.isPumping else { return }
+        self.isPumping = true
+        defer { self.isPumping = false }
         while let (current, keepAlive) = self.streaming {
+            guard context.channel.isActive else {
+                // The peer went away (an HTTP/2 stream reset): every further write would fail.
+                self.streaming = nil
+                self.setWaitsForWritability(false)
+                return
+            }
             var body = current
             let action = body.next(isWritable: context.channel.isWritable, allocator: context.channel.allocator)
             self.streaming = (body, keepAlive)
             switch action {
             case .write(let chunk):
-                context.write(self.wrapOutboundOut(.body(.byteBuffer(chunk))), promise: nil)
-            case .waitForWritable, .waitForTick:
+                let size = chunk.readableBytes
+                let state = self.state
+                // Flushed chunk by chunk: a TLS handler holds unflushed writes without making the
+                // channel unwritable, so writing until unwritable would buffer the whole body.
+                context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(chunk)))).whenSuccess { state.streamedBodyWrote(size) }
+            case .waitForWritable:
+                // Cleared by the writability event that the peer reading brings, or at once when
+                // the flush made room.
+                self.setWaitsForWritability(true)
+                context.flush()
+                if context.channel.isWritable {
+                    self.setWaitsForWritability(false)
+                    continue
+                }
+                return
+            case .waitForTick:
                 context.flush()
                 return
             case .scheduleTick:
@@ -298,6 +338,7 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
                 return
             case .finish(let ending):
                 self.streaming = nil
+                self.setWaitsForWritability(false)
                 self.finish(ending, keepAlive: keepAlive, context: context)
                 return
             }
