@@ -153,6 +153,8 @@ let package = Package(
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
+            // The list of transport cases that fail on main today, for people (not a resource).
+            exclude: ["Transport/PENDING.md"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -15,30 +15,6 @@ struct DownloadResumeTests {
             expectedLength: Int64(total), entityTag: entityTag, lastModified: nil)
     }
 
-    @Test func aMatchingValidatorContinuesWithA206() async throws {
-        try await withScratchDirectory { folder in
-            try await withTestServer(TestServer.Configuration.recording) { server in
-                try await withManager(baseURL: server.baseURL) { manager in
-                    let resume = try self.partial(server, total: 5000, kept: 1200, entityTag: "\"range5000\"", in: folder)
-                    let decoded = try ResumeData(data: resume.data)
-                    #expect(decoded == resume, "resume data survives its byte form")
-                    let target = folder.appendingPathComponent("whole.bin")
-                    let fractions = Recorder<Double>()
-                    let download = try await manager.download(
-                        resumingFrom: decoded, to: DownloadDestination { _, _ in target }, progress: { fractions.append($0.fractionCompleted) })
-                    #expect(download.response.status == .partialContent)
-                    #expect(try Data(contentsOf: target) == alphabet(5000))
-                    let sent = server.receivedRequests.last
-                    #expect(sent?.value(forHTTPHeaderField: "Range") == "bytes=1200-")
-                    #expect(sent?.value(forHTTPHeaderField: "If-Range") == "\"range5000\"")
-                    #expect(fractions.all.first.map { $0 > 0.2 } == true, "progress starts from the bytes kept")
-                    #expect(fractions.all.last == 1.0)
-                    #expect(!FileManager.default.fileExists(atPath: resume.temporaryFileURL.path), "the partial file became the download")
-                }
-            }
-        }
-    }
-
     @Test func aChangedResourceRestartsCleanly() async throws {
         try await withScratchDirectory { folder in
             try await withTestServer { server in

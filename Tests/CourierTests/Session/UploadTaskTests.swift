@@ -7,65 +7,6 @@ import Testing
 
 @Suite("Upload tasks over a real socket")
 struct UploadTaskTests {
-    /// `count` chunks of `size` bytes each, byte `i` of the whole being `i % 251`.
-    private static func chunks(_ count: Int, of size: Int) -> AsyncThrowingStream<ByteBuffer, any Error> {
-        AsyncThrowingStream { continuation in
-            for index in 0..<count {
-                continuation.yield(ByteBuffer(bytes: (0..<size).map { UInt8((index * size + $0) % 251) }))
-            }
-            continuation.finish()
-        }
-    }
-
-    private static func pattern(_ count: Int) -> Data { Data((0..<count).map { UInt8($0 % 251) }) }
-
-    @Test(arguments: [RequestBody.Length.known(40_000), .unknown])
-    func streamedRequestIsSentWithProgress(length: RequestBody.Length) async throws {
-        try await withTestServer { server in
-            try await withManager(baseURL: server.baseURL) { manager in
-                manager.responseSerializer = HTTPResponseSerializer()
-                let sent = Recorder<(Int64, Int64)>()
-                let request = Request(method: .post, url: server.url("/courier/echo"), body: .stream(Self.chunks(10, of: 4000), length: length))
-                let result: (HTTPResponse?, (any Sendable)?, CourierError?) = await awaitCallback { finish in
-                    let task = manager.uploadTask(withStreamedRequest: request, progress: { sent.append(($0.completedUnitCount, $0.totalUnitCount)) }) {
-                        finish(($0, $1, $2))
-                    }
-                    #expect(manager.uploadTasks.map(\.taskIdentifier) == [task.taskIdentifier])
-                    task.resume()
-                }
-                #expect(result.2 == nil)
-                #expect(result.1 as? Data == Self.pattern(40_000))
-                let completed = sent.all.map(\.0)
-                #expect(zip(completed, completed.dropFirst()).allSatisfy { $0 <= $1 }, "upload progress never goes backwards")
-                #expect(completed.last == 40_000)
-                if case .known = length { #expect(sent.all.last?.1 == 40_000) }
-            }
-        }
-    }
-
-    @Test func aFileIsSentInChunks() async throws {
-        try await withScratchDirectory { folder in
-            let file = folder.appendingPathComponent("upload.bin")
-            try Self.pattern(3 << 20).write(to: file)
-            try await withTestServer { server in
-                try await withManager(baseURL: server.baseURL) { manager in
-                    manager.responseSerializer = HTTPResponseSerializer()
-                    let reports = Recorder<Int64>()
-                    let result: (HTTPResponse?, (any Sendable)?, CourierError?) = await awaitCallback { finish in
-                        manager.uploadTask(
-                            with: Request(method: .put, url: server.url("/courier/echo")), fromFile: file,
-                            progress: { reports.append($0.completedUnitCount) }
-                        ) { finish(($0, $1, $2)) }.resume()
-                    }
-                    #expect(result.2 == nil)
-                    #expect(result.1 as? Data == Self.pattern(3 << 20))
-                    #expect(reports.count > 1, "progress is reported per chunk, not once")
-                    #expect(reports.all.last == 3 << 20)
-                }
-            }
-        }
-    }
-
     @Test func aMissingFileIsATypedError() async throws {
         try await withTestServer { server in
             try await withManager(baseURL: server.baseURL) { manager in

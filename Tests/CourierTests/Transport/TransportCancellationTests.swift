@@ -1,0 +1,112 @@
+import Courier
+import CourierTesting
+import Foundation
+import NIOCore
+import Testing
+
+/// Cancelling before the connection, while waiting for the head, and in the middle of a body
+/// either way.
+@Suite("Transport: cancellation")
+struct TransportCancellationTests {
+    @Test(arguments: Transport.allCases)
+    func cancellingBeforeResumeSendsNothing(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let error: CourierError? = await awaitCallback { finish in
+                let task = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, error in finish(error) }
+                task.cancel()
+                task.resume()
+            }
+            #expect(error?.code == .cancelled)
+            #expect(server.requestCount == 0)
+            #expect(server.connectionCount == 0, "no connection was opened")
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func cancellingWhileWaitingForTheHeadFailsPromptly(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            // Cancels when the request reaches the server, which answers only 10 s later.
+            let arrival = ArrivalAction()
+            server.routeCallingOnArrival("/hold", arrival)
+            let error: CourierError? = await awaitCallback { finish in
+                let task = manager.dataTask(with: Request(url: server.url("/hold"))) { _, _, error in finish(error) }
+                arrival.set { task.cancel() }
+                task.resume()
+            }
+            // Without the cancel the task would succeed after 10 s: no clock needed.
+            #expect(error?.code == .cancelled)
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func cancellingTheCallerWhileWaitingForTheHeadCancelsTheStream(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let arrived = Recorder<Void>()
+            let arrival = ArrivalAction()
+            arrival.set { arrived.append(()) }
+            server.routeCallingOnArrival("/hold", arrival)
+            let waiting = Task { try await manager.stream(Request(url: server.url("/hold"))) }
+            // Cancels once the request is waiting on the server for its head.
+            #expect(await eventually(within: 30) { arrived.count == 1 })
+            waiting.cancel()
+            let result = await waiting.result
+            #expect((try? result.get()) == nil)
+            if case .failure(let error as CourierError) = result { #expect(error.code == .cancelled) }
+            #expect(await eventually(within: 30) { manager.tasks.isEmpty })
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func stoppingAStreamMidBodyCancelsTheTask(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let stream = try await manager.stream(Request(url: server.url("/courier/big/\(64 << 20)")))
+            for try await _ in stream.body { break }
+            #expect(await eventually(within: 30) { stream.task.state == .completed })
+            #expect(stream.task.error?.code == .cancelled)
+            #expect(await eventually(within: 30) { manager.tasks.isEmpty })
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func cancellingMidDownloadRemovesThePartialFile(_ transport: Transport) async throws {
+        try await withScratchDirectory { folder in
+            try await transport.run(configure: { $0.downloadDirectory = folder }) { server, manager in
+                let task = manager.downloadTask(
+                    with: Request(url: server.url(TestServer.GeneratedFile(length: 1 << 20).path(["rate": "262144"]))), completionHandler: nil)
+                task.resume()
+                #expect(await eventually(within: 30) { task.countOfBytesReceived > 0 })
+                task.cancel()
+                #expect(await eventually(within: 30) { manager.tasks.isEmpty })
+                #expect(task.error?.code == .cancelled)
+                #expect(task.error?.resumeData == nil)
+                #expect(await eventually(within: 30) { contents(of: folder).isEmpty })
+            }
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func cancellingMidUploadEndsTheTask(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let chunks = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+                // Feeds the upload slowly; cancelled when the stream ends (the task's cancel).
+                let producer = Task {
+                    for _ in 0..<1000 {
+                        continuation.yield(ByteBuffer(repeating: 9, count: 64 << 10))
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                    continuation.finish()
+                }
+                continuation.onTermination = { _ in producer.cancel() }
+            }
+            let task = manager.uploadTask(
+                withStreamedRequest: Request(method: .post, url: server.url("/courier/upload"), body: .stream(chunks, length: .unknown)),
+                completionHandler: nil)
+            task.resume()
+            #expect(await eventually(within: 30) { task.countOfBytesSent > 0 })
+            task.cancel()
+            #expect(await eventually(within: 30) { manager.tasks.isEmpty })
+            #expect(task.error?.code == .cancelled)
+            #expect(server.requestCount == 0, "the server never saw the whole upload")
+        }
+    }
+}

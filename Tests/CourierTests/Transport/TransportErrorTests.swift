@@ -1,0 +1,103 @@
+import Courier
+import CourierTesting
+import Foundation
+import NIOCore
+import Testing
+
+/// Failures of the peer or the connection, each a typed error.
+@Suite("Transport: errors")
+struct TransportErrorTests {
+    @Test(arguments: Transport.allCases)
+    func aRefusedConnectionFailsPromptly(_ transport: Transport) async throws {
+        // A pool retrying with back-off until the connect timeout would report a timeout: a
+        // refusal must come as itself (no clock needed, the error's code tells).
+        try await transport.run(configure: { $0.timeoutIntervalForConnect = 30 }) { _, manager in
+            await #expect {
+                try await manager.get(transport.refusingURL().absoluteString)
+            } throws: { error in
+                let error = error as? CourierError
+                return error?.code == .connectionFailed && error?.request != nil
+            }
+        }
+    }
+
+    // HTTP/2 fails on main today (listed in PENDING.md): add `.http2` once it passes.
+    @Test(arguments: [Transport.http1, .http1TLS])
+    func aTruncatedBodyIsTheConnectionClosing(_ transport: Transport) async throws {
+        try await transport.run { _, manager in
+            manager.responseSerializer = HTTPResponseSerializer()
+            await #expect {
+                try await manager.get("courier/truncated/1000")
+            } throws: { error in
+                (error as? CourierError)?.code == .connectionClosed
+            }
+        }
+    }
+
+    // HTTP/2 fails on main today (listed in PENDING.md): add `.http2` once it passes.
+    @Test(arguments: [Transport.http1, .http1TLS])
+    func aConnectionClosedAfterTheHeadIsTheConnectionClosing(_ transport: Transport) async throws {
+        try await transport.run { _, manager in
+            manager.responseSerializer = HTTPResponseSerializer()
+            await #expect {
+                try await manager.get("courier/close-after-head")
+            } throws: { error in
+                (error as? CourierError)?.code == .connectionClosed
+            }
+        }
+    }
+
+    // HTTP/2 fails on main today (listed in PENDING.md): add `.http2` once it passes.
+    @Test(arguments: [Transport.http1, .http1TLS])
+    func aResetBeforeTheAnswerIsATypedError(_ transport: Transport) async throws {
+        try await transport.run { _, manager in
+            await #expect {
+                try await manager.get("courier/reset")
+            } throws: { error in
+                [.connectionClosed, .invalidResponse].contains((error as? CourierError)?.code)
+            }
+        }
+    }
+
+    // HTTP/2 fails on main today (listed in PENDING.md): add `.http2` once it passes.
+    @Test(arguments: [Transport.http1, .http1TLS])
+    func aConnectionLostMidBodyIsThrownByTheIterationAfterEveryByte(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let stream = try await manager.stream(Request(url: server.url("/courier/truncated/1000")))
+            var received = 0
+            let error = await #expect(throws: CourierError.self) {
+                for try await chunk in stream.body { received += chunk.readableBytes }
+            }
+            #expect(error?.code == .connectionClosed)
+            #expect(received == 1000, "every byte that arrived reaches the consumer before the error")
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func aBodyOverTheMaximumIsRefused(_ transport: Transport) async throws {
+        try await transport.run(configure: { $0.maximumResponseBodySize = 100_000 }) { _, manager in
+            await #expect {
+                try await manager.response(method: .get, urlString: "courier/big/1000000", serializer: DataResponseSerializer())
+            } throws: { error in
+                let error = error as? CourierError
+                return error?.code == .responseTooLarge && error?.response?.status == .ok
+            }
+            let small = try await manager.response(method: .get, urlString: "bytes/1000", serializer: DataResponseSerializer())
+            #expect(small.value.count == 1000)
+        }
+    }
+
+    /// Cleartext has no certificate to refuse: the TLS transports only.
+    @Test(arguments: Transport.secure)
+    func anUntrustedCertificateFailsBeforeAnyRequest(_ transport: Transport) async throws {
+        try await transport.run(identity: .selfSigned) { server, manager in
+            await #expect {
+                try await manager.get("get")
+            } throws: { error in
+                (error as? CourierError)?.code == .serverTrustEvaluationFailed
+                    && ((error as? CourierError)?.underlyingError as? ServerTrustFailure)?.reason == .untrustedRoot
+            }
+            #expect(server.requestCount == 0, "no request byte was sent")
+        }
+    }
+}

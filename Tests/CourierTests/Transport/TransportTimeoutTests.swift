@@ -1,0 +1,106 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+@Suite("Transport: timeouts")
+struct TransportTimeoutTests {
+    @Test(arguments: Transport.allCases)
+    func theRequestTimeoutIsAnIdleTimeout(_ transport: Transport) async throws {
+        try await transport.run(configure: { $0.timeoutIntervalForRequest = 4 }) { server, manager in
+            // The server answers after 10 s: only the 4 s idle deadline can make this a timeout.
+            await #expect {
+                try await manager.get("delay/10")
+            } throws: { error in
+                (error as? CourierError)?.code == .timedOut
+            }
+            // A body that keeps coming is not idle, however long it takes in all (6 s here, a
+            // chunk every 0.2 s: a wide margin under the 4 s deadline on a loaded machine).
+            manager.responseSerializer = HTTPResponseSerializer()
+            let slow = try await manager.get("courier/slow-body/30?interval=0.2")
+            #expect(slow.response.status == .ok)
+            #expect(slow.data?.count == (0..<30).map { "chunk \($0)\n".utf8.count }.reduce(0, +))
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func aPerRequestTimeoutOverridesTheSessions(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            var request = Request(url: server.url("/delay/3"))
+            request.options.timeoutInterval = 0.25
+            await #expect {
+                try await manager.data(for: request)
+            } throws: { error in
+                (error as? CourierError)?.code == .timedOut
+            }
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func aPerRequestTimeoutCanBeLongerThanTheSessions(_ transport: Transport) async throws {
+        try await transport.run(configure: { $0.timeoutIntervalForRequest = 0.3 }) { server, manager in
+            var request = Request(url: server.url("/delay/1"))
+            request.options.timeoutInterval = 5
+            let response = try await manager.data(for: request)
+            #expect(response.response.status == .ok)
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func theResourceTimeoutBoundsTheWholeTransfer(_ transport: Transport) async throws {
+        try await transport.run(configure: { $0.timeoutIntervalForResource = 0.5 }) { _, manager in
+            manager.responseSerializer = HTTPResponseSerializer()
+            // Never idle (a chunk every 0.1 s), but 2 s in all.
+            await #expect {
+                try await manager.get("courier/slow-body/20?interval=0.1")
+            } throws: { error in
+                (error as? CourierError)?.code == .timedOut
+            }
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func aSuspendedTaskIsNotIdle(_ transport: Transport) async throws {
+        // 3 s idle: a body that keeps coming on a busy machine can still pause for a second.
+        try await transport.run(configure: { $0.timeoutIntervalForRequest = 3 }) { server, manager in
+            manager.responseSerializer = HTTPResponseSerializer()
+            var hooks = SessionManager.Hooks()
+            let suspended = Recorder<Void>()
+            hooks.dataTaskDidReceiveData = { _, task, _ in
+                if suspended.count == 0 {
+                    suspended.append(())
+                    task.suspend()
+                }
+            }
+            manager.hooks = hooks
+            let finished = Recorder<CourierError?>()
+            let size = 2_000_000
+            let task = manager.dataTask(with: Request(url: server.url("/courier/big/\(size)"))) { _, _, error in finished.append(error) }
+            task.resume()
+            #expect(await eventually(within: 30) { task.state == .suspended })
+            // The event waited for instead of a pause: a request started after the suspension,
+            // on the same engine, to a server that never answers, with an idle timeout one
+            // second longer, times out. The suspended task's own idle deadline (3 s from its
+            // last byte) passed a second before: had it counted, it would have failed first.
+            let silence = OneShotGate()
+            server.route("/silent") { _ in
+                await withCheckedContinuation { continuation in silence.whenOpen { continuation.resume() } }
+                return TestServer.Response(body: Data())
+            }
+            var control = Request(url: server.url("/silent"))
+            control.options.timeoutInterval = 4
+            let controlError = await awaitCallback { (finish: @escaping @Sendable (CourierError?) -> Void) in
+                manager.dataTask(with: control) { _, _, error in finish(error) }.resume()
+            }
+            silence.open()
+            #expect(controlError?.code == .timedOut, "the control request timed out: \(String(describing: controlError))")
+            #expect(finished.count == 0, "no idle timeout while suspended")
+            task.resume()
+            // The rest of the body, in a debug build on a machine that may be busy with the
+            // whole suite: generous, as the point is that it finishes at all.
+            #expect(await eventually(within: 60) { finished.count == 1 })
+            #expect(finished.all.count == 1 && finished.all.first! == nil, "completed once, without an error")
+            #expect(task.countOfBytesReceived == Int64(size))
+        }
+    }
+}
