@@ -46,8 +46,7 @@ struct TransportBackPressureTests {
         #expect(delivered < Int64(Self.size / 2))
     }
 
-    // HTTP/1.1 over TLS and HTTP/2 fail on main today (listed in PENDING.md): add them once they pass.
-    @Test(arguments: [Transport.http1])
+    @Test(arguments: Transport.allCases)
     func aSuspendedTaskStopsReading(_ transport: Transport) async throws {
         try await transport.run(wrapEngine: { EventRecordingEngine(base: $0) }) { server, manager in
             let engine = try #require(manager.engine as? EventRecordingEngine)
@@ -81,8 +80,7 @@ struct TransportBackPressureTests {
         }
     }
 
-    // HTTP/2 fails on main today (listed in PENDING.md): add `.http2` once it passes.
-    @Test(arguments: [Transport.http1, .http1TLS])
+    @Test(arguments: Transport.allCases)
     func anUnreadStreamStopsReading(_ transport: Transport) async throws {
         try await transport.run(wrapEngine: { EventRecordingEngine(base: $0) }) { server, manager in
             let engine = try #require(manager.engine as? EventRecordingEngine)

@@ -21,8 +21,7 @@ struct TransportErrorTests {
         }
     }
 
-    // HTTP/2 fails on main today (listed in PENDING.md): add `.http2` once it passes.
-    @Test(arguments: [Transport.http1, .http1TLS])
+    @Test(arguments: Transport.allCases)
     func aTruncatedBodyIsTheConnectionClosing(_ transport: Transport) async throws {
         try await transport.run { _, manager in
             manager.responseSerializer = HTTPResponseSerializer()
@@ -34,8 +33,7 @@ struct TransportErrorTests {
         }
     }
 
-    // HTTP/2 fails on main today (listed in PENDING.md): add `.http2` once it passes.
-    @Test(arguments: [Transport.http1, .http1TLS])
+    @Test(arguments: Transport.allCases)
     func aConnectionClosedAfterTheHeadIsTheConnectionClosing(_ transport: Transport) async throws {
         try await transport.run { _, manager in
             manager.responseSerializer = HTTPResponseSerializer()
@@ -47,8 +45,7 @@ struct TransportErrorTests {
         }
     }
 
-    // HTTP/2 fails on main today (listed in PENDING.md): add `.http2` once it passes.
-    @Test(arguments: [Transport.http1, .http1TLS])
+    @Test(arguments: Transport.allCases)
     func aResetBeforeTheAnswerIsATypedError(_ transport: Transport) async throws {
         try await transport.run { _, manager in
             await #expect {
@@ -59,8 +56,7 @@ struct TransportErrorTests {
         }
     }
 
-    // HTTP/2 fails on main today (listed in PENDING.md): add `.http2` once it passes.
-    @Test(arguments: [Transport.http1, .http1TLS])
+    @Test(arguments: Transport.allCases)
     func aConnectionLostMidBodyIsThrownByTheIterationAfterEveryByte(_ transport: Transport) async throws {
         try await transport.run { server, manager in
             let stream = try await manager.stream(Request(url: server.url("/courier/truncated/1000")))

@@ -64,8 +64,7 @@ struct TransportProgressTests {
         }
     }
 
-    // HTTP/2 fails on main today (listed in PENDING.md): add `.http2` once it passes.
-    @Test(arguments: [Transport.http1, .http1TLS])
+    @Test(arguments: Transport.allCases)
     func aFailedTransferEndsWhereItStopped(_ transport: Transport) async throws {
         try await transport.run { server, manager in
             let task = manager.dataTask(with: Request(url: server.url("/courier/truncated/1000")), completionHandler: nil)

@@ -38,8 +38,7 @@ struct TransportResumeTests {
         }
     }
 
-    // HTTP/2 fails on main today (listed in PENDING.md): add `.http2` once it passes.
-    @Test(arguments: [Transport.http1, .http1TLS])
+    @Test(arguments: Transport.allCases)
     func aDroppedConnectionLeavesResumeDataAndTheRestArrivesWithA206(_ transport: Transport) async throws {
         try await withScratchDirectory { folder in
             try await transport.run(configure: { $0.downloadDirectory = folder }) { server, manager in
