@@ -355,3 +355,59 @@ extension AsyncStream where Element == ByteBuffer {
         }
     }
 }
+
+/// Twins of two more interceptor tests of Alamofire's `Tests/SessionTests.swift`.
+extension AlamofireSessionInterceptorConformanceTests {
+    /// Differs: a GET with a body is sent as given (URLSession refuses it, so Alamofire does).
+    @Test func testThatAdaptedGETRequestsWithBodyDataAreConsideredInvalid() async throws {
+        try await withTestServer { server in
+            let bodies = NIOLockedValueBox<[String]>([])
+            server.route("/get-with-body") { request in
+                bodies.withLockedValue { $0.append(String(decoding: request.body, as: UTF8.self)) }
+                return TestServer.Response(headerFields: [.contentType: "application/json"], body: Data("{}".utf8))
+            }
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            manager.interceptor = Adapter { request, _ in
+                var request = request
+                request.body = .data(Data("invalid".utf8))
+                return request
+            }
+            let error = try await Self.run(.data, Request(url: server.url("/get-with-body")), on: manager)
+            #expect(error == nil)
+            #expect(bodies.withLockedValue { $0 } == ["invalid"])
+        }
+    }
+
+    /// Differs: the mass cancellation is `invalidate(cancelingTasks: true)`; the retried request
+    /// is cancelled once the server holds it.
+    @Test func testThatRetriedRequestsCanBeMassCancelled() async throws {
+        try await withTestServer { server in
+            let (arrivals, arrived) = AsyncStream<Void>.makeStream()
+            let (releases, release) = AsyncStream<Void>.makeStream()
+            defer { release.finish() }
+            server.route("/held") { _ in
+                arrived.yield()
+                // Held until the test ends (the client is gone by then).
+                for await _ in releases {}
+                return TestServer.Response()
+            }
+            let manager = SessionManager()
+            let held = server.url("/held")
+            manager.interceptor = Interceptor(
+                adapters: [Adapter { request, context in
+                    guard context.retryCount > 0 else { return request }
+                    var request = request
+                    request.url = held
+                    return request
+                }],
+                retriers: [Retrier { attempt in attempt.retryCount == 0 ? .retry() : .doNotRetry }])
+            async let ended = Self.run(.data, Request(url: server.url("/status/401")), on: manager)
+            for await _ in arrivals { break }
+            await manager.invalidate(cancelingTasks: true)
+            let error = try await ended
+            #expect(error?.code == .cancelled)
+            release.finish()
+        }
+    }
+}
