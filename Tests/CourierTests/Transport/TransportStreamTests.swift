@@ -1,0 +1,81 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+/// Server-sent events, and requests that run side by side.
+@Suite("Transport: event streams and concurrency")
+struct TransportStreamTests {
+    @Test(arguments: Transport.allCases)
+    func eventsArriveParsed(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            var events: [ServerSentEvent] = []
+            for try await event in manager.eventStream(Request(url: server.url("/courier/sse?count=3&retry=40"))) {
+                events.append(event)
+                if events.count == 3 { break }
+            }
+            #expect(events == (1...3).map { ServerSentEvent(event: "tick", data: "event \($0)\nof 3", id: String($0), retry: .milliseconds(40)) })
+        }
+    }
+
+    @Test(arguments: Transport.allCases, ["close-after", "drop-after"])
+    func aLostEventStreamIsResumedWithLastEventID(_ transport: Transport, ending: String) async throws {
+        try await transport.run { server, manager in
+            var ids: [String] = []
+            let stream = manager.eventStream(
+                Request(url: server.url("/courier/sse?count=5&retry=20&\(ending)=2")),
+                options: .init(retryDelay: .seconds(30)))
+            for try await event in stream { ids.append(event.id ?? "?") }
+            #expect(ids == ["1", "2", "3", "4", "5"], "no event lost or repeated")
+            let sent = server.receivedRequests.map { $0.value(forHTTPHeaderField: "Last-Event-ID") }
+            #expect(sent == [nil, "2", "4", "5"], "each reconnection names the last event; the server's 204 ends the stream")
+            #expect(server.receivedRequests.allSatisfy { $0.value(forHTTPHeaderField: "Accept") == "text/event-stream" })
+        }
+    }
+
+    /// Eight requests held by the server at once: HTTP/2 carries them as streams of one
+    /// connection; HTTP/1.1 needs a connection each (the per-host limit is 8).
+    @Test(arguments: Transport.allCases)
+    func concurrentRequestsShareAnHTTP2ConnectionOrOpenOneEach(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let count = 8
+            // Every request is answered once all of them have arrived: they run side by side.
+            let arrived = Recorder<Void>()
+            let everyone = OneShotGate()
+            server.route("/together") { _ in
+                arrived.append(())
+                if arrived.count == count { everyone.open() }
+                await withCheckedContinuation { continuation in everyone.whenOpen { continuation.resume() } }
+                return .text("ok")
+            }
+            manager.responseSerializer = HTTPResponseSerializer()
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<count {
+                    group.addTask { try await manager.get("together").response.status.code }
+                }
+                for try await status in group { #expect(status == 200) }
+            }
+            #expect(server.requestCount == count)
+            #expect(server.connectionCount == (transport == .http2 ? 1 : count))
+        }
+    }
+
+    /// A redirect to another server (another host and port, from a cleartext one): the hop goes
+    /// to the other pool and over this transport.
+    @Test(arguments: Transport.allCases)
+    func aRedirectToAnotherServerIsFollowedOverThisTransport(_ transport: Transport) async throws {
+        try await withTestServer { origin in
+            try await transport.run { server, manager in
+                let target = server.url("/get?from=origin").absoluteString
+                origin.route("/elsewhere") { _ in
+                    TestServer.Response(status: .found, headerFields: [.location: target])
+                }
+                let response = try await manager.get(origin.url("/elsewhere").absoluteString)
+                #expect(response.response.status == .ok)
+                #expect(response.request.url.absoluteString == target)
+                #expect(origin.requestCount == 1)
+                #expect(server.receivedRequests.map(\.target) == ["/get?from=origin"])
+            }
+        }
+    }
+}
