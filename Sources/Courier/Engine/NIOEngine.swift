@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
@@ -8,13 +7,14 @@ import NIOSSL
 
 /// The default engine, on SwiftNIO.
 ///
-/// Plain `http` requests without a proxy go over Courier's own HTTP/1.1 connections (a pool per
-/// engine, at most ``SessionConfiguration/httpMaximumConnectionsPerHost`` per host, idle ones
-/// closed after ``SessionConfiguration/connectionIdleTimeout``; a request whose connection the
-/// server closed or reset before any byte of the answer is sent again on a new connection as
-/// Courier's resend rule allows: idempotent methods, or any method the server cannot have read).
-/// Everything else goes through AsyncHTTPClient: one `HTTPClient` per security policy gives TLS
-/// through swift-nio-ssl, HTTP/2, and proxies. Both decompress responses as configured.
+/// Every request goes over Courier's own connections: a pool per engine, at most
+/// ``Configuration/maximumConnectionsPerHost`` per host, idle ones closed after
+/// ``Configuration/connectionIdleTimeout``. `https` connections use swift-nio-ssl with the security
+/// policy evaluating the whole chain in the handshake, and speak HTTP/2 when the server chooses it
+/// through ALPN (``Configuration/httpVersion``); a proxy forwards `http` requests or tunnels
+/// (CONNECT, SOCKS5) to the origin. A request whose connection the server closed or reset before
+/// any byte of the answer (or whose HTTP/2 stream the server refused) is sent again on another
+/// connection as Courier's resend rule allows. Responses are decompressed as configured.
 ///
 /// Courier follows redirects itself (so it can ask the task's delegate about each hop) and keeps
 /// the idle and whole-transfer deadlines itself (so that a request may set its own
@@ -25,17 +25,6 @@ import NIOSSL
 /// The session manager that made the engine owns it; ``shutdown()`` (called by
 /// ``SessionManager/invalidate(cancelingTasks:)-7w13y``) closes every connection.
 public final class NIOEngine: Engine {
-    /// One AsyncHTTPClient per distinct security policy (its TLS configuration and connection
-    /// check are the client's); the default policy's first.
-    struct Pool: Sendable {
-        let trust: ServerTrustEvaluator
-        let client: HTTPClient
-        /// For a policy whose evaluator must know the host: a client per host, made on first use
-        /// (``client`` then serves only a URL without a host, and requests after shutdown).
-        var hosts: HostPools? = nil
-    }
-
-    let pools: [Pool]
     /// Which policy applies to which host.
     let serverTrust: ServerTrustPolicies
     let configuration: Configuration
@@ -46,9 +35,8 @@ public final class NIOEngine: Engine {
     let exchangesPerLoop: NIOLockedValueBox<[Int]>
     /// Enforces the exchanges' idle deadlines.
     let watchdog: NIOExchangeWatchdog
-    /// Courier's own HTTP/1.1 connections, for cleartext `http` URLs; nil with a proxy (then
-    /// AsyncHTTPClient carries everything).
-    let http1: HTTP1Pool?
+    /// Courier's connections.
+    let http1: HTTP1Pool
 
     /// Makes an engine.
     /// - Parameters:
@@ -73,9 +61,7 @@ public final class NIOEngine: Engine {
     /// Makes an engine with a security policy per host.
     /// - Parameters:
     ///   - configuration: Timeouts, connection limits, HTTP versions, decompression, proxy.
-    ///   - serverTrust: Which policy applies to which host; one connection pool per distinct policy
-    ///     (per host for a policy that anchors trust on a pinned CA-issued leaf and validates the
-    ///     domain name: see ``SecurityPolicy/allowInvalidCertificates``).
+    ///   - serverTrust: Which policy applies to which host (each evaluated in the TLS handshake).
     ///   - eventLoopGroup: The event loops to run on; NIO's shared singleton by default.
     ///   - logger: Where the engine logs connection-level events (`.debug` and below); none by default.
     public init(
@@ -94,53 +80,12 @@ public final class NIOEngine: Engine {
             shortestTimeout: min(configuration.requestTimeout, configuration.resourceTimeout)
         )
         self.serverTrust = serverTrust
-        // Courier's pool carries http and https, unless a proxy is set (AsyncHTTPClient's path).
         let tls = TLSConnector(
             serverTrust: serverTrust,
             applicationProtocols: TLSConnector.ApplicationProtocol.offered(for: configuration.httpVersion),
             handshakeTimeout: HTTP1Pool.Settings(configuration).connectTimeout
         )
-        self.http1 = configuration.proxy == nil ? HTTP1Pool(settings: HTTP1Pool.Settings(configuration), tls: tls, logger: logger) : nil
-        let backgroundLogger = logger ?? Logger(label: "courier.engine", factory: { _ in SwiftLogNoOpLogHandler() })
-        self.pools = serverTrust.distinctPolicies.map { policy in
-            @Sendable func makePool(host: String?) -> Pool {
-                let trust = ServerTrustEvaluator(policy: policy, host: host)
-                let client = HTTPClient(
-                    eventLoopGroupProvider: .shared(eventLoopGroup),
-                    configuration: Self.clientConfiguration(configuration, trust: trust),
-                    backgroundActivityLogger: backgroundLogger
-                )
-                return Pool(trust: trust, client: client)
-            }
-            var pool = makePool(host: nil)
-            if ServerTrustEvaluator.needsHost(policy) {
-                pool.hosts = HostPools { makePool(host: $0) }
-            }
-            return pool
-        }
-    }
-
-    /// The default policy's client.
-    var client: HTTPClient { self.pools[0].client }
-
-    /// The pool whose policy applies to `url`'s host (for a policy that checks names itself, the
-    /// pool of that host).
-    func pool(for url: URL) -> Pool {
-        let pool: Pool
-        if self.pools.count > 1 {
-            let policy = self.serverTrust.policy(forHost: url.host)
-            pool = self.pools.first { $0.trust.policy == policy } ?? self.pools[0]
-        } else {
-            pool = self.pools[0]
-        }
-        guard let hosts = pool.hosts, let host = url.host else { return pool }
-        // After shutdown: the policy's own client, shut down too, fails the request.
-        return hosts.pool(forHost: host) ?? pool
-    }
-
-    /// Every client: each policy's, and the per-host ones made so far (none is made after this).
-    private func closeClients() -> [HTTPClient] {
-        self.pools.flatMap { pool in [pool.client] + (pool.hosts?.close() ?? []).map(\.client) }
+        self.http1 = HTTP1Pool(settings: HTTP1Pool.Settings(configuration), tls: tls, logger: logger)
     }
 
     public func execute(_ request: Request, delegate: any ExchangeDelegate) -> any Exchange {
@@ -151,7 +96,7 @@ public final class NIOEngine: Engine {
 
     /// Picks the loop for a new exchange: the one running the fewest, the first on a tie.
     ///
-    /// AHC serves a request from an idle connection on its preferred loop when there is one,
+    /// The pool serves a request from an idle connection on its preferred loop when there is one,
     /// and opens new connections there, so a steady choice keeps each connection's callbacks on
     /// its own loop. Round-robin would move every other sequential request to the loop that does
     /// not own the connection, costing a thread hop for each event.
@@ -173,25 +118,15 @@ public final class NIOEngine: Engine {
 
     public func shutdown() async throws {
         defer { self.watchdog.shutdown() }
-        for closed in self.http1?.shutdown() ?? [] {
+        for closed in self.http1.shutdown() {
             try? await closed.get()
-        }
-        for client in self.closeClients() {
-            do {
-                try await client.shutdown()
-            } catch let error as HTTPClientError where error == .alreadyShutdown {
-                continue
-            }
         }
     }
 
     deinit {
-        // A manager that was never invalidated still must not leak its connections: shut the
-        // client down in the background. AHC asserts if a client is released while running.
+        // A manager that was never invalidated still must not leak its connections: they close
+        // now, and the hops still waiting fail.
         self.watchdog.shutdown()
-        _ = self.http1?.shutdown()
-        for client in self.closeClients() {
-            client.shutdown { _ in _ = client }
-        }
+        _ = self.http1.shutdown()
     }
 }

@@ -4,8 +4,8 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 
-/// What happens to one hop of an exchange, whichever transport carries it (AsyncHTTPClient's
-/// delegate, ``NIOExchangeHop``, or Courier's own HTTP/1.1 connections, ``HTTP1ConnectionHandler``).
+/// What happens to one hop of an exchange, reported by the handler that carries it
+/// (``HTTP1ConnectionHandler``, on an HTTP/1.1 connection or an HTTP/2 stream).
 /// Each is called on the event loop of the connection or task carrying the hop, one at a time.
 extension NIOExchange {
     /// The hop is about to be sent again on another connection (its connection closed under it
@@ -86,5 +86,23 @@ extension NIOExchange {
             state.pausedPromise = promise
             return promise.futureResult
         }
+    }
+}
+
+extension HTTPResponse {
+    /// A response head from NIO as Courier's response (HTTP/2's, converted by swift-nio-http2's
+    /// codec, included).
+    init(nioHead head: HTTPResponseHead) {
+        var fields = HTTPFields()
+        fields.reserveCapacity(head.headers.count)
+        for (name, value) in head.headers {
+            if let fieldName = HTTPField.Name(name) {
+                fields.append(HTTPField(name: fieldName, value: value))
+            }
+        }
+        self.init(
+            status: HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase),
+            headerFields: fields
+        )
     }
 }

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
@@ -6,12 +5,11 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// One exchange on the NIO engine: one or more hops (one per redirect), each carried by Courier's
-/// HTTP/1.1 pool (``HTTP1Hop``, plain `http`) or by an AsyncHTTPClient request (``NIOExchangeHop``),
-/// reported to one ``ExchangeDelegate``.
+/// One exchange on the NIO engine: one or more hops (one per redirect), each an ``HTTP1Hop`` on
+/// Courier's pool (HTTP/1.1 or an HTTP/2 stream), reported to one ``ExchangeDelegate``.
 ///
-/// A hop's events arrive one at a time, on its connection's loop (HTTP/1.1 pool) or on the
-/// exchange's loop (AHC); `cancel`, `suspend` and `resume` arrive from any thread. The state sits
+/// A hop's events arrive one at a time, on its connection's loop; `cancel`, `suspend` and
+/// `resume` arrive from any thread. The state sits
 /// behind one lock; delegate calls, promise completions and transport calls happen after the lock
 /// is released.
 final class NIOExchange: Exchange, Sendable {
@@ -64,14 +62,19 @@ final class NIOExchange: Exchange, Sendable {
                 request: request))
             return
         }
-        if let http1 = self.engine.http1, let key = http1.key(for: request.url) {
-            self.startHTTP1Hop(request, pool: http1, key: key)
-        } else {
-            self.startAHCHop(request)
+        guard let key = self.engine.http1.key(for: request.url) else {
+            let scheme = request.url.scheme?.lowercased()
+            let error =
+                scheme != nil && scheme != "http" && scheme != "https"
+                ? CourierError(.unsupportedScheme, "\(request.summary): only http and https URLs can be requested", request: request)
+                : CourierError(.invalidURL, "\(request.summary): the URL has no scheme or no host", request: request)
+            self.finish(with: error)
+            return
         }
+        self.startHTTP1Hop(request, pool: self.engine.http1, key: key)
     }
 
-    /// Sends the hop on Courier's own HTTP/1.1 connections (cleartext, no proxy).
+    /// Sends the hop on Courier's pool.
     private func startHTTP1Hop(_ request: Request, pool: HTTP1Pool, key: HTTP1Pool.Key) {
         let hop: HTTP1Hop
         do {
@@ -96,52 +99,14 @@ final class NIOExchange: Exchange, Sendable {
         pool.execute(hop, preferredLoop: preferredLoop)
     }
 
-    /// Sends the hop through AsyncHTTPClient (TLS, HTTP/2, proxies).
-    private func startAHCHop(_ request: Request) {
-        let pool = self.engine.pool(for: request.url)
-        let ahcRequest: HTTPClient.Request
-        do {
-            ahcRequest = try self.makeAHCRequest(request, trust: pool.trust)
-        } catch {
-            self.finish(with: error.asCourierError(.invalidRequest, "cannot send \(request.summary)", request: request))
-            return
-        }
-        let hop = NIOExchangeHop(exchange: self)
-        let task = pool.client.execute(
-            request: ahcRequest,
-            delegate: hop,
-            // `.delegateAndChannel` would be cheaper per request, but AHC 1.37 then opens a new
-            // connection for nearly every sequential request instead of reusing the idle one.
-            eventLoop: .delegate(on: self.eventLoop),
-            // The watchdog enforces the whole-transfer deadline, body included, with no timer
-            // per request.
-            deadline: nil,
-            logger: self.engine.logger
-        )
-        let pendingCancel = self.state.withLockedValue { state -> CourierError? in
-            state.currentTask = task
-            return state.pendingCancellation
-        }
-        if let pendingCancel {
-            task.fail(reason: pendingCancel)
-        }
-        task.futureResult.whenComplete { result in
-            self.hopCompleted(result)
-        }
-    }
-
     func hopCompleted(_ result: Result<Void, any Error>) {
         enum Next { case startNextHop, finish(CourierError?) }
         let next: Next = self.state.withLockedValue { state in
             state.currentTask = nil
             if state.isFinished { return .finish(nil) }
             if let cancellation = state.pendingCancellation { return .finish(cancellation) }
-            // AHC 1.37 stops the upload when a status of 300 or more arrives, then fails the task
-            // if the body's end races with the response's end: the response was complete and is
-            // the outcome, as AHC's own comments say it should be.
-            if case .failure(let error) = result, !Self.serverEndedUpload(error, headStatus: state.headStatus) {
-                let request = state.request
-                return .finish(NIOEngine.courierError(from: error, request: request, policy: self.engine.pool(for: request.url).trust.policy))
+            if case .failure(let error) = result {
+                return .finish(NIOEngine.courierError(from: error, request: state.request))
             }
             if case .redirecting(let newRequest) = state.phase {
                 state.request = newRequest
@@ -154,39 +119,8 @@ final class NIOExchange: Exchange, Sendable {
         }
         switch next {
         case .startNextHop: self.startHop()
-        case .finish(let error): self.finishDiagnosingTrust(with: error)
+        case .finish(let error): self.finish(with: error)
         }
-    }
-
-    /// Finishes with `error`, after asking ``ServerTrustDiagnosis`` why BoringSSL refused the chain
-    /// when it only said CERTIFICATE_VERIFY_FAILED (not through a proxy).
-    private func finishDiagnosingTrust(with error: CourierError?) {
-        guard let error, let failure = error.underlyingError as? ServerTrustFailure, failure.reason == .untrustedRoot,
-            failure.detail?.contains("CERTIFICATE_VERIFY_FAILED") == true, self.engine.configuration.proxy == nil,
-            let request = error.request, let host = request.url.host
-        else {
-            self.finish(with: error)
-            return
-        }
-        let port = request.url.port ?? 443
-        ServerTrustDiagnosis.reason(host: host, port: port, on: self.eventLoop).whenComplete { result in
-            guard case .success(let reason?) = result else {
-                self.finish(with: error)
-                return
-            }
-            var diagnosedFailure = failure
-            diagnosedFailure.reason = reason
-            var diagnosed = diagnosedFailure.courierError(request: request)
-            diagnosed.response = error.response
-            self.finish(with: diagnosed)
-        }
-    }
-
-    /// Whether a hop's failure only says that the server answered with a status of 300 or more
-    /// before the request body was all sent.
-    static func serverEndedUpload(_ error: any Error, headStatus: Int?) -> Bool {
-        guard let headStatus, headStatus >= 300, let error = error as? HTTPClientError else { return false }
-        return error == .requestStreamCancelled
     }
 
     /// Ends the exchange exactly once, fulfilling any pending back-pressure promise.
@@ -297,5 +231,3 @@ struct NIOExchangeState {
         self.expectedBytesToSend = request.body.knownLength
     }
 }
-
-extension HTTPClient.Task: NIOHopTask {}

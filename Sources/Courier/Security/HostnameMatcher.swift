@@ -4,7 +4,7 @@ import SwiftASN1
 import X509
 
 /// Whether a certificate names a host (RFC 6125), as the SSL policy of ``SecTrustPolicy`` checks
-/// it (and ``ServerTrustEvaluator`` for a CA-issued leaf pinned as its own anchor).
+/// it.
 ///
 /// Only subject alternative names count; a certificate without such a name names no host (no fallback
 /// to the common name). A DNS name matches case-insensitively, a trailing dot ignored; a `*` is

@@ -39,10 +39,13 @@ struct HTTP1PoolTests {
         // A pool without TLS takes no https request.
         let cleartextOnly = HTTP1Pool(settings: HTTP1Pool.Settings(NIOEngine.Configuration()))
         #expect(cleartextOnly.key(for: URL(string: "https://example.com/")!) == nil)
-        #expect(NIOEngine().http1?.key(for: URL(string: "https://example.com/")!) != nil)
-        var proxied = SessionConfiguration.default
+        #expect(NIOEngine().http1.key(for: URL(string: "https://example.com/")!) != nil)
+        // Through a proxy too, on connections of their own.
+        var proxied = NIOEngine.Configuration()
         proxied.proxy = .http(host: "127.0.0.1", port: 3128)
-        #expect(NIOEngine(configuration: proxied).http1 == nil)
+        let key = try #require(NIOEngine(configuration: proxied).http1.key(for: URL(string: "http://example.com/")!))
+        #expect(key.route != .direct)
+        #expect(key != HTTP1Pool.key(for: URL(string: "http://example.com/")!))
     }
 
     @Test func connectionsPerHostStayWithinTheLimit() async throws {
@@ -116,7 +119,7 @@ struct HTTP1PoolTests {
             let slow = Task { try await manager.data(for: Request(url: gate.url)) }
             await gate.waitForArrival()
             let waiting = Task { try await manager.data(for: Request(url: server.url("/get"))) }
-            #expect(await eventually { engine.http1?.waitingHopCount == 1 })
+            #expect(await eventually { engine.http1.waitingHopCount == 1 })
             try await engine.shutdown()
             let waitingError = await #expect(throws: CourierError.self) { try await waiting.value }
             #expect(waitingError?.code == .sessionInvalidated)

@@ -262,8 +262,7 @@ struct PinningOverSocketTests {
         trusting.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
         let cases: [(TestServer.Identity, SecurityPolicy, ServerTrustFailure.Reason)] = [
             (.selfSigned, trusting, .untrustedRoot),
-            // BoringSSL says CERTIFICATE_VERIFY_FAILED for an expired chain too: ServerTrustDiagnosis
-            // reads the chain's dates on a second handshake.
+            // The evaluation in the handshake names each reason from the chain itself.
             (.expired, trusting, .expired),
             (.wrongHost, trusting, .nameMismatch),
             (.localhost, .default, .untrustedRoot),

@@ -16,7 +16,9 @@ struct ProxyTests {
                 let response = try await manager.get("get", parameters: ["via": "proxy"])
                 #expect((response.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "proxy")
             }
-            #expect(proxy.connectTargets.first == "courier-target.invalid:80")
+            // Plain http is forwarded in absolute form, not tunnelled.
+            #expect(proxy.forwardedTargets.first?.hasPrefix("http://courier-target.invalid/get") == true, "\(proxy.forwardedTargets)")
+            #expect(proxy.connectTargets.isEmpty)
             #expect(proxy.proxyAuthorizations.first == "Basic " + Data("courier:secret".utf8).base64EncodedString())
         }
     }
@@ -31,7 +33,9 @@ struct ProxyTests {
                 await #expect {
                     try await manager.get("get")
                 } throws: { error in
-                    (error as? CourierError)?.code == .connectionFailed
+                    guard let error = error as? CourierError else { return false }
+                    return error.code == .proxyAuthenticationRequired && error.message.contains("127.0.0.1:\(proxy.port)")
+                        && error.response?.status.code == 407
                 }
             }
         }

@@ -107,7 +107,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         self.running = Running(hop: hop, isReused: self.hopsCarried > 0, closeRequested: closeRequested)
         self.hopsCarried += 1
         self.readWatcher.sawBytes = false
-        let head = Self.head(for: request, key: hop.key, length: body.length)
+        var head = Self.head(for: request, key: hop.key, length: body.length)
+        if hop.key.route.usesAbsoluteForm { hop.key.route.adjust(&head, for: request.url) }
         let headWritten = context.eventLoop.makePromise(of: Void.self)
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         headWritten.futureResult.whenSuccess {
@@ -281,6 +282,16 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             }
             // 1xx answers other than 101 precede the real response.
             if head.status.code >= 100, head.status.code < 200, head.status.code != 101 { return }
+            if head.status.code == 407, case .forward(let proxy) = running.hop.key.route {
+                // The forwarding proxy, not the origin, refused: a typed error that names it.
+                let credentials = proxy.username.map { "the credentials for user '\($0)' were refused" } ?? "none were configured"
+                let error = CourierError(
+                    .proxyAuthenticationRequired,
+                    "\(proxy.displayName) wants authentication to forward \(running.hop.request.summary) (407 \(head.status.reasonPhrase)): \(credentials)",
+                    request: running.hop.request, response: HTTPResponse(nioHead: head))
+                self.failRunning(running.hop, error)
+                return
+            }
             running.responseStarted = true
             running.status = Int(head.status.code)
             running.keepAlive = head.isKeepAlive

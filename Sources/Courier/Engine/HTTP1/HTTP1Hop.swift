@@ -143,8 +143,7 @@ protocol HopCarrier: Sendable {
     func cancel(_ hop: HTTP1Hop)
 }
 
-/// What an exchange keeps of the hop under way, to cancel it: AsyncHTTPClient's task or an
-/// ``HTTP1Hop``.
+/// What an exchange keeps of the hop under way, to cancel it (an ``HTTP1Hop``).
 protocol NIOHopTask: Sendable {
     /// Ends the hop with `reason` as its error.
     func fail(reason: any Error)

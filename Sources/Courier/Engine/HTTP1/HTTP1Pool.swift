@@ -8,8 +8,9 @@ import NIOHTTPCompression
 import NIOPosix
 import Synchronization
 
-/// Courier's own connections, for `http` and `https` URLs when no proxy is configured: HTTP/1.1,
-/// and HTTP/2 where a TLS server chooses it through ALPN (``HTTP2Connection``).
+/// Courier's own connections, for `http` and `https` URLs, directly or through a proxy
+/// (``ProxyRoute``, part of the key: routes never share a connection): HTTP/1.1, and HTTP/2 where
+/// a TLS server chooses it through ALPN (``HTTP2Connection``).
 ///
 /// It replaced AsyncHTTPClient for these requests: AHC's per-request machinery (request
 /// validation, a pool state machine, a request state machine, a thread hop per event when the
@@ -45,14 +46,22 @@ final class HTTP1Pool: Sendable {
         let port: Int
         /// Whether connections speak TLS (`https`).
         var tls = false
+        /// How connections reach the origin: directly, or through which proxy and how. Requests on
+        /// different routes never share a connection.
+        var route = ProxyRoute.direct
 
         /// The port the scheme implies, which a `Host` field leaves out.
         var defaultPort: Int { self.tls ? 443 : 80 }
-        var description: String { "\(self.tls ? "https" : "http")://\(self.host):\(self.port)" }
+        var description: String {
+            let origin = "\(self.tls ? "https" : "http")://\(self.host):\(self.port)"
+            return self.route == .direct ? origin : "\(origin) (\(self.route))"
+        }
     }
 
     struct Settings: Sendable {
         var connectTimeout: TimeAmount
+        /// The proxies, if any.
+        var proxy: ProxyConfiguration?
         var idleTimeout: TimeAmount
         var maximumConnectionsPerHost: Int
         /// The decompression limit, or nil for no decompression.
@@ -62,6 +71,7 @@ final class HTTP1Pool: Sendable {
             self.connectTimeout = .nanoseconds(Int64(min(configuration.connectTimeout, 1e9) * 1e9))
             self.idleTimeout = .nanoseconds(Int64(min(max(configuration.connectionIdleTimeout, 0.001), 1e9) * 1e9))
             self.maximumConnectionsPerHost = max(1, configuration.maximumConnectionsPerHost)
+            self.proxy = configuration.proxy
             switch configuration.decompression {
             case .disabled: self.decompression = nil
             case .enabled(let ratio): self.decompression = .ratio(max(1, ratio))
@@ -194,7 +204,8 @@ final class HTTP1Pool: Sendable {
     /// Where requests for `url` go: `http` (or `https` when the pool has TLS) with a host; nil
     /// for other URLs.
     func key(for url: URL) -> Key? {
-        guard let key = Self.key(for: url), !key.tls || self.tls != nil else { return nil }
+        guard var key = Self.key(for: url), !key.tls || self.tls != nil else { return nil }
+        key.route = self.settings.proxy?.route(for: url) ?? .direct
         return key
     }
 
@@ -342,15 +353,35 @@ final class HTTP1Pool: Sendable {
             .connectTimeout(self.settings.connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
         let opened: EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol)>
+        let route = key.route
+        let address = route.connectionAddress(host: key.host, port: key.port)
+        let connectTimeout = self.settings.connectTimeout
         if key.tls, let tls = self.tls {
-            // TCP, then TLS (the connector's handshake timeout bounds it), then what ALPN chose.
-            opened = bootstrap.connect(host: key.host, port: key.port).flatMap { channel in
-                tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
-                    switch agreed.applicationProtocol {
-                    case .http1_1: try addHTTP1Handlers(to: channel)
-                    case .http2: try Self.addHTTP2Handlers(to: channel)
+            // TCP (to the proxy, if any), the proxy's tunnel, then TLS (the connector's handshake
+            // timeout bounds it), then what ALPN chose.
+            opened = bootstrap.connect(host: address.host, port: address.port).flatMap { channel in
+                ProxyTunnel.establish(on: channel, target: key.host, port: key.port, route: route, timeout: connectTimeout).flatMap {
+                    tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
+                        switch agreed.applicationProtocol {
+                        case .http1_1: try addHTTP1Handlers(to: channel)
+                        case .http2: try Self.addHTTP2Handlers(to: channel)
+                        }
                     }
                 }.map { agreed in (channel, agreed.applicationProtocol) }
+            }
+        } else if route != .direct {
+            // TCP to the proxy, its tunnel when it makes one (a forwarding proxy takes the
+            // request in absolute form on this connection), then HTTP/1.1.
+            opened = bootstrap.connect(host: address.host, port: address.port).flatMap { channel in
+                ProxyTunnel.establish(on: channel, target: key.host, port: key.port, route: route, timeout: connectTimeout).flatMapThrowing {
+                    do {
+                        try addHTTP1Handlers(to: channel)
+                    } catch {
+                        channel.close(promise: nil)
+                        throw error
+                    }
+                    return (channel, .http1_1)
+                }
             }
         } else {
             opened = bootstrap

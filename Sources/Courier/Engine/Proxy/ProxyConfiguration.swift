@@ -26,11 +26,7 @@ import Foundation
 /// ``CourierError/Code/proxyAuthenticationRequired`` (407, or 401 to a `CONNECT`, or a SOCKS5 proxy that wants a
 /// method Courier does not offer) or ``CourierError/Code/proxyRefused`` (403, 502, a SOCKS5 error
 /// reply).
-///
-/// > Note: Until Courier's own connection pool carries proxied requests, a session with a proxy
-/// > sends every request through AsyncHTTPClient with one proxy, ``https`` (else ``http``):
-/// > ``bypass`` is not consulted, `http` URLs are tunnelled with `CONNECT` rather than sent in
-/// > absolute form, and a refusal is ``CourierError/Code/connectionFailed``.
+
 public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
     /// The proxy for `http` URLs, or nil to reach them directly.
     public var http: NIOEngine.Proxy?
