@@ -149,7 +149,8 @@ struct ProxyTunnelSocketTests {
         try await proxy.shutdown()
         #expect(error?.code == .timedOut)
         #expect(error?.message == "HTTP proxy 127.0.0.1:\(proxy.port) did not open CONNECT \(Self.target):443 within 200 ms")
-        #expect(proxy.connectTargets == ["\(Self.target):443"])
+        // Under load the 200 ms may pass before the proxy has read the CONNECT: at most that one.
+        #expect(proxy.connectTargets.allSatisfy { $0 == "\(Self.target):443" } && proxy.connectTargets.count <= 1)
     }
 
     // MARK: SOCKS5
