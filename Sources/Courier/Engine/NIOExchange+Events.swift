@@ -14,18 +14,27 @@ extension NIOExchange {
     func hopWillBeSentAgain() {
         self.state.withLockedValue { state in
             state.bytesSent = 0
+            state.sendGeneration += 1
             state.isHeadSent = false
         }
     }
 
+    /// Which send of the body is current: a hop's body writes count only for the send they
+    /// belong to (late writes of a send a redirect or a resend replaced are ignored).
+    var sendGeneration: Int {
+        self.state.withLockedValue { $0.sendGeneration }
+    }
+
     /// `bytes` more of the request body went out.
-    func hopSentBodyPart(_ bytes: Int64) {
+    func hopSentBodyPart(_ bytes: Int64, generation: Int) {
         guard bytes > 0 else { return }
-        let (total, expected) = self.state.withLockedValue { state -> (Int64, Int64?) in
+        let (total, expected) = self.state.withLockedValue { state -> (Int64, Int64?)? in
+            guard state.sendGeneration == generation else { return nil }
             state.bytesSent += bytes
             state.lastActivity = .now()
             return (state.bytesSent, state.expectedBytesToSend)
-        }
+        } ?? (0, nil)
+        guard total > 0 else { return }
         self.delegate.exchange(didSendBodyData: bytes, totalBytesSent: total, totalBytesExpectedToSend: expected)
     }
 
@@ -57,6 +66,7 @@ extension NIOExchange {
                     state.redirectCount += 1
                     state.visitedURLs.insert(chosen.url.absoluteString)
                     state.bytesSent = 0
+                    state.sendGeneration += 1
                     state.expectedBytesToSend = chosen.body.knownLength
                     state.phase = .redirecting(chosen)
                 }

@@ -221,6 +221,8 @@ struct NIOExchangeState {
     var visitedURLs: Set<String> = []
     var lastActivity = NIODeadline.now()
     var bytesSent: Int64 = 0
+    /// Bumped whenever the body starts over (a redirect, a resend): see `sendGeneration`.
+    var sendGeneration = 0
     var expectedBytesToSend: Int64?
     /// The status of the current hop's response head, once it arrived.
     var headStatus: Int?

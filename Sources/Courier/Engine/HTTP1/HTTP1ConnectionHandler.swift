@@ -102,6 +102,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         }
         let request = hop.request
         let body = hop.body
+        let generation = hop.exchange.sendGeneration
         self.idleSince = nil
         let closeRequested = request.headerFields[.connection]?.lowercased().contains("close") == true
         self.running = Running(hop: hop, isReused: self.hopsCarried > 0, closeRequested: closeRequested)
@@ -127,7 +128,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
             self.running?.requestSent = true
             hop.exchange.requestHeadSent()
-            hop.exchange.hopSentBodyPart(Int64(buffer.readableBytes))
+            hop.exchange.hopSentBodyPart(Int64(buffer.readableBytes), generation: generation)
         case .data(let data):
             var buffer = ByteBuffer(data: data)
             // Upload progress follows the socket: each slice counts once it is written.
@@ -135,7 +136,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             while let slice = buffer.readSlice(length: min(Self.sliceLength, buffer.readableBytes)), slice.readableBytes > 0 {
                 let written = context.eventLoop.makePromise(of: Void.self)
                 let exchange = hop.exchange
-                written.futureResult.whenSuccess { exchange.hopSentBodyPart(Int64(slice.readableBytes)) }
+                written.futureResult.whenSuccess { exchange.hopSentBodyPart(Int64(slice.readableBytes), generation: generation) }
                 context.write(self.wrapOutboundOut(.body(.byteBuffer(slice))), promise: written)
             }
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
@@ -143,7 +144,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         case .stream(let source, let length):
             context.flush()
             hop.exchange.requestHeadSent()
-            self.streamBody(source, length: length, of: hop, channel: context.channel)
+            self.streamBody(source, length: length, of: hop, generation: generation, channel: context.channel)
         }
     }
 
@@ -159,7 +160,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     }
 
     /// Sends a file or stream body chunk by chunk, each once the previous one was written.
-    private func streamBody(_ source: RequestBody.Stream, length: RequestBody.Length, of hop: HTTP1Hop, channel: any Channel) {
+    private func streamBody(_ source: RequestBody.Stream, length: RequestBody.Length, of hop: HTTP1Hop, generation: Int, channel: any Channel) {
         let request = hop.request
         let loopBound = NIOLoopBound(self, eventLoop: channel.eventLoop)
         Task {
@@ -173,7 +174,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                         throw HTTP1PoolError.bodyLengthMismatch(declared: declared, sent: sent)
                     }
                     try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk))).get()
-                    hop.exchange.hopSentBodyPart(Int64(chunk.readableBytes))
+                    hop.exchange.hopSentBodyPart(Int64(chunk.readableBytes), generation: generation)
                 }
                 if case .known(let declared) = length, sent != declared {
                     throw HTTP1PoolError.bodyLengthMismatch(declared: declared, sent: sent)
