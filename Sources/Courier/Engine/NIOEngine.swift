@@ -28,9 +28,8 @@ public final class NIOEngine: Engine {
     /// Which policy applies to which host.
     let serverTrust: ServerTrustPolicies
     let configuration: Configuration
-    let eventLoopGroup: any EventLoopGroup
     let logger: Logger?
-    /// The loops of ``eventLoopGroup`` and how many exchanges each is running: see ``acquireLoop()``.
+    /// The loops of the event-loop group and how many exchanges each is running: see ``acquireLoop()``.
     let loops: [any EventLoop]
     let exchangesPerLoop: NIOLockedValueBox<[Int]>
     /// Enforces the exchanges' idle deadlines.
@@ -71,7 +70,6 @@ public final class NIOEngine: Engine {
         logger: Logger? = nil
     ) {
         self.configuration = configuration
-        self.eventLoopGroup = eventLoopGroup
         self.logger = logger
         self.loops = Array(eventLoopGroup.makeIterator())
         self.exchangesPerLoop = NIOLockedValueBox(Array(repeating: 0, count: self.loops.count))

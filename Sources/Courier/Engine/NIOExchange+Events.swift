@@ -28,14 +28,14 @@ extension NIOExchange {
     /// `bytes` more of the request body went out.
     func hopSentBodyPart(_ bytes: Int64, generation: Int) {
         guard bytes > 0 else { return }
-        let (total, expected) = self.state.withLockedValue { state -> (Int64, Int64?)? in
+        let counted = self.state.withLockedValue { state -> (total: Int64, expected: Int64?)? in
             guard state.sendGeneration == generation else { return nil }
             state.bytesSent += bytes
             state.lastActivity = .now()
             return (state.bytesSent, state.expectedBytesToSend)
-        } ?? (0, nil)
-        guard total > 0 else { return }
-        self.delegate.exchange(didSendBodyData: bytes, totalBytesSent: total, totalBytesExpectedToSend: expected)
+        }
+        guard let counted else { return }
+        self.delegate.exchange(didSendBodyData: bytes, totalBytesSent: counted.total, totalBytesExpectedToSend: counted.expected)
     }
 
     /// The hop's response head arrived: plan a redirect, or hand the response to the delegate.
@@ -43,7 +43,6 @@ extension NIOExchange {
         let response = HTTPResponse(nioHead: head)
         let (request, redirect) = self.state.withLockedValue { state -> (Request, RedirectStep) in
             state.lastActivity = .now()
-            state.headStatus = response.status.code
             let step = RedirectPlanner.step(
                 for: response,
                 request: state.request,

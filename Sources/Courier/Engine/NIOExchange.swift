@@ -112,7 +112,6 @@ final class NIOExchange: Exchange, Sendable {
                 state.request = newRequest
                 state.phase = .awaitingHead
                 state.isHeadSent = false
-                state.headStatus = nil
                 return .startNextHop
             }
             return .finish(nil)
@@ -224,8 +223,6 @@ struct NIOExchangeState {
     /// Bumped whenever the body starts over (a redirect, a resend): see `sendGeneration`.
     var sendGeneration = 0
     var expectedBytesToSend: Int64?
-    /// The status of the current hop's response head, once it arrived.
-    var headStatus: Int?
 
     init(request: Request) {
         self.request = request

@@ -53,6 +53,16 @@ struct StaleConnectionTests {
         #expect(!Self.rule(closure: .failed).allowsResend)
     }
 
+    @Test func whatAnHTTP2ServerDidNotProcessGoesAgainWhateverItsMethod() {
+        for method in [HTTPRequest.Method.get, .post, .patch] {
+            #expect(Self.rule(method, reused: false, closure: .notProcessed).allowsResend, "\(method)")
+        }
+        #expect(!Self.rule(.post, replayable: false, closure: .notProcessed).allowsResend)
+        #expect(!Self.rule(closure: .notProcessed, resends: HTTP1ResendRule.maximumResends).allowsResend)
+        #expect(!Self.rule(closure: .notProcessed, cancelled: true).allowsResend)
+        #expect(!Self.rule(bytesSeen: true, closure: .notProcessed).allowsResend)
+    }
+
     @Test func aOneShotStreamIsNeverSentTwice() {
         #expect(!Self.rule(replayable: false).allowsResend)
         #expect(!Self.rule(replayable: false, written: false).allowsResend)

@@ -44,8 +44,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     var connection: HTTP1Connection?
     /// The HTTP/2 connection whose stream this handler carries (stream mode); dropped with the handler.
     private var stream: HTTP2Connection?
-    /// Tells whether any byte arrived since the hop began (the first handler of the pipeline).
-    private let readWatcher: HTTP1ReadWatcher
+    /// Tells whether any byte arrived since the hop began (the first handler of the pipeline); none
+    /// in stream mode, where the server says what it did not process.
+    private let readWatcher: HTTP1ReadWatcher?
     /// How long the server said it keeps an idle connection (`Keep-Alive: timeout=N`), if it said.
     private var serverIdleTimeout: TimeAmount?
     private var context: ChannelHandlerContext?
@@ -70,7 +71,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
     /// A handler for one stream of `connection`.
     init(stream connection: HTTP2Connection) {
-        self.readWatcher = HTTP1ReadWatcher()
+        self.readWatcher = nil
         self.stream = connection
     }
 
@@ -107,9 +108,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         let closeRequested = request.headerFields[.connection]?.lowercased().contains("close") == true
         self.running = Running(hop: hop, isReused: self.hopsCarried > 0, closeRequested: closeRequested)
         self.hopsCarried += 1
-        self.readWatcher.sawBytes = false
+        self.readWatcher?.sawBytes = false
         var head = Self.head(for: request, key: hop.key, length: body.length)
-        if hop.key.route.usesAbsoluteForm { hop.key.route.adjust(&head, for: request.url) }
+        hop.key.route.adjust(&head, for: request.url)
         let headWritten = context.eventLoop.makePromise(of: Void.self)
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         headWritten.futureResult.whenSuccess {
@@ -382,22 +383,18 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         self.running = nil
         let hop = running.hop
         let (resends, cancelled) = hop.state.withLockedValue { ($0.resends, $0.cancellation != nil) }
-        if let stream = self.stream {
-            self.streamEndedUnderHop(hop, on: stream, error: error, resends: resends, cancelled: cancelled)
-            return
-        }
         let rule = HTTP1ResendRule(
             method: hop.request.method,
             bodyIsReplayable: hop.request.body.isReplayable,
             connectionWasReused: running.isReused,
             requestWritten: running.requestWritten,
-            responseBytesSeen: running.responseStarted || self.readWatcher.sawBytes,
-            closure: error.map(Self.closure(for:)) ?? .closed,
+            responseBytesSeen: running.responseStarted || self.readWatcher?.sawBytes == true,
+            closure: error.map(self.closure(for:)) ?? .closed,
             resends: resends,
             isCancelled: cancelled)
         if rule.allowsResend {
             hop.pool.resend(hop)
-        } else if resends >= HTTP1ResendRule.maximumResends, !rule.responseBytesSeen, rule.closure != .failed {
+        } else if resends >= HTTP1ResendRule.maximumResends, !rule.responseBytesSeen, rule.closure == .closed || rule.closure == .reset {
             // Sent again as often as allowed, and closed each time before any answer.
             hop.end(.failure(HTTP1PoolError.closedBeforeAnswering(attempts: resends + 1)))
         } else {
@@ -405,24 +402,13 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    /// An HTTP/2 stream ended before its response did. The server may say it did not process the
-    /// request (RST_STREAM with REFUSED_STREAM, or a GOAWAY naming an earlier stream, RFC 9113
-    /// 8.7): then it goes again on another connection, any method, as often as
-    /// ``HTTP1ResendRule/maximumResends`` allows, if its body can be produced again.
-    private func streamEndedUnderHop(_ hop: HTTP1Hop, on stream: HTTP2Connection, error: (any Error)?, resends: Int, cancelled: Bool) {
-        var notProcessed = false
-        if let closed = error as? NIOHTTP2Errors.StreamClosed {
-            notProcessed = closed.errorCode == .refusedStream || (closed.errorCode == .cancel && stream.wasNotProcessed(closed.streamID))
+    /// What an error on the connection (or stream) says about how it ended.
+    private func closure(for error: any Error) -> HTTP1ResendRule.Closure {
+        if let closed = error as? NIOHTTP2Errors.StreamClosed, let stream = self.stream {
+            // REFUSED_STREAM, or dropped by a GOAWAY naming an earlier stream (RFC 9113 8.7).
+            let refused = closed.errorCode == .refusedStream || (closed.errorCode == .cancel && stream.wasNotProcessed(closed.streamID))
+            return refused ? .notProcessed : .failed
         }
-        if notProcessed, !cancelled, resends < HTTP1ResendRule.maximumResends, hop.request.body.isReplayable {
-            hop.pool.resend(hop)
-        } else {
-            hop.end(.failure(error ?? HTTP1PoolError.closedBeforeResponseComplete))
-        }
-    }
-
-    /// What an error on the connection says about how it ended.
-    private static func closure(for error: any Error) -> HTTP1ResendRule.Closure {
         if let error = error as? IOError, [ECONNRESET, EPIPE].contains(error.errnoCode) { return .reset }
         if let error = error as? ChannelError, error == .eof || error == .ioOnClosedChannel || error == .alreadyClosed { return .closed }
         return .failed

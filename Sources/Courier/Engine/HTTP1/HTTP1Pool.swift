@@ -134,6 +134,19 @@ final class HTTP1Pool: Sendable {
             return loops
         }
 
+        /// Hands waiting hops, in order, to streams of the HTTP/2 connection at `index` while it has
+        /// room (at most `limit`), counting each stream.
+        mutating func takeStreams(on index: Int, limit: Int = .max) -> [HTTP1Hop] {
+            let connection = self.http2[index].connection
+            var hops: [HTTP1Hop] = []
+            while hops.count < limit, self.http2[index].hasRoom, let waiter = self.waiters.popFirst() {
+                self.http2[index].openStreams += 1
+                waiter.hop.state.withLockedValue { $0.phase = .running(connection) }
+                hops.append(waiter.hop)
+            }
+            return hops
+        }
+
         /// Counts a connection that starts opening.
         mutating func startConnecting() {
             self.openCount += 1
@@ -536,21 +549,17 @@ final class HTTP1Pool: Sendable {
 
     /// The server's SETTINGS: the first makes the connection ready; each may change how many
     /// streams it takes. Waiting hops go on it as far as there is room.
-    func http2Settings(of connection: HTTP2Connection, maximumStreams: Int?, first: Bool) {
+    func http2Settings(of connection: HTTP2Connection, maximumStreams: Int?) {
         let (hops, idle, more) = self.state.withLockedValue { state -> ([HTTP1Hop], Bool, [any EventLoop]) in
             guard !state.isShutDown else { return ([], false, []) }
             return state.withHTTP2(connection) { host, index in
                 if let maximumStreams { host.http2[index].maximumStreams = max(0, maximumStreams) }
-                if first, !host.http2[index].isReady {
+                let first = !host.http2[index].isReady
+                if first {
                     host.http2[index].isReady = true
                     host.connectingCount -= 1
                 }
-                var hops: [HTTP1Hop] = []
-                while host.http2[index].hasRoom, let waiter = host.waiters.popFirst() {
-                    host.http2[index].openStreams += 1
-                    waiter.hop.state.withLockedValue { $0.phase = .running(connection) }
-                    hops.append(waiter.hop)
-                }
+                let hops = host.takeStreams(on: index)
                 // Hops the connection has no room for get another connection.
                 let more = host.connectionsNeeded(maximum: self.settings.maximumConnectionsPerHost, tls: true)
                 return (hops, first && host.http2[index].openStreams == 0, more)
@@ -592,10 +601,8 @@ final class HTTP1Pool: Sendable {
                 if host.http2[index].isDraining || isShutDown {
                     return host.http2[index].openStreams == 0 ? .close : .none
                 }
-                if host.http2[index].hasRoom, let waiter = host.waiters.popFirst() {
-                    host.http2[index].openStreams += 1
-                    waiter.hop.state.withLockedValue { $0.phase = .running(connection) }
-                    return .run(waiter.hop)
+                if let hop = host.takeStreams(on: index, limit: 1).first {
+                    return .run(hop)
                 }
                 return host.http2[index].openStreams == 0 ? .idle : .none
             } ?? .none

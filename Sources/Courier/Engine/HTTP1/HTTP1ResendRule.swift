@@ -20,6 +20,10 @@ import HTTPTypes
 ///
 /// A fresh connection that closes after the request went out is the server's answer, not a
 /// stale connection: the request fails with it.
+///
+/// HTTP/2 says outright what it did not process (RST_STREAM with REFUSED_STREAM, or a stream above
+/// the last one a GOAWAY names, RFC 9113 8.7): such a hop goes again whatever its method, under the
+/// same bound, cancellation and replayable-body conditions (``Closure/notProcessed``).
 struct HTTP1ResendRule: Equatable {
     /// How the connection ended under the hop.
     enum Closure: Equatable {
@@ -29,6 +33,8 @@ struct HTTP1ResendRule: Equatable {
         case reset
         /// Another error (a malformed response, a TLS failure).
         case failed
+        /// The server said it did not process the request (HTTP/2).
+        case notProcessed
     }
 
     /// How many times a hop may be sent again after its connection closed under it.
@@ -54,7 +60,7 @@ struct HTTP1ResendRule: Equatable {
             return false
         }
         guard self.bodyIsReplayable else { return false }
-        if !self.requestWritten { return true }
+        if !self.requestWritten || self.closure == .notProcessed { return true }
         guard self.connectionWasReused else { return false }
         return Self.isIdempotent(self.method) || self.closure == .reset
     }

@@ -130,7 +130,6 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// go of the handler.
     private(set) var connection: HTTP2Connection?
     private var context: ChannelHandlerContext?
-    private var settingsReceived = false
     /// Frames that arrived before the pool attached the connection (the server's SETTINGS may come
     /// right after the handshake), replayed by ``attach(_:)``.
     private var early: [HTTP2Frame] = []
@@ -168,9 +167,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         switch frame.payload {
         case .settings(.settings(let settings)):
             let maximum = settings.last { $0.parameter == .maxConcurrentStreams }?.value
-            let first = !self.settingsReceived
-            self.settingsReceived = true
-            connection.pool.http2Settings(of: connection, maximumStreams: maximum, first: first)
+            connection.pool.http2Settings(of: connection, maximumStreams: maximum)
         case .goAway(let lastStreamID, _, _):
             connection.receivedGoAway(lastStreamID: lastStreamID)
             connection.pool.http2GoingAway(connection)
