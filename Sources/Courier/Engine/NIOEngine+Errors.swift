@@ -22,7 +22,7 @@ extension NIOEngine {
     }
 
     private static func classify(_ error: any Error) -> (CourierError.Code, String) {
-        if let error = error as? HTTP1PoolError {
+        if let error = error as? ConnectionPoolError {
             switch error {
             case .shutDown: return (.sessionInvalidated, "\(error)")
             case .closedBeforeResponseComplete: return (.connectionClosed, "\(error)")

@@ -35,7 +35,7 @@ public final class NIOEngine: Engine {
     /// Enforces the exchanges' idle deadlines.
     let watchdog: NIOExchangeWatchdog
     /// Courier's connections.
-    let http1: HTTP1Pool
+    let pool: ConnectionPool
 
     /// Makes an engine.
     /// - Parameters:
@@ -81,9 +81,9 @@ public final class NIOEngine: Engine {
         let tls = TLSConnector(
             serverTrust: serverTrust,
             applicationProtocols: TLSConnector.ApplicationProtocol.offered(for: configuration.httpVersion),
-            handshakeTimeout: HTTP1Pool.Settings(configuration).connectTimeout
+            handshakeTimeout: ConnectionPool.Settings(configuration).connectTimeout
         )
-        self.http1 = HTTP1Pool(settings: HTTP1Pool.Settings(configuration), tls: tls, logger: logger)
+        self.pool = ConnectionPool(settings: ConnectionPool.Settings(configuration), tls: tls, logger: logger)
     }
 
     public func execute(_ request: Request, delegate: any ExchangeDelegate) -> any Exchange {
@@ -116,7 +116,7 @@ public final class NIOEngine: Engine {
 
     public func shutdown() async throws {
         defer { self.watchdog.shutdown() }
-        for closed in self.http1.shutdown() {
+        for closed in self.pool.shutdown() {
             try? await closed.get()
         }
     }
@@ -125,6 +125,6 @@ public final class NIOEngine: Engine {
         // A manager that was never invalidated still must not leak its connections: they close
         // now, and the hops still waiting fail.
         self.watchdog.shutdown()
-        _ = self.http1.shutdown()
+        _ = self.pool.shutdown()
     }
 }

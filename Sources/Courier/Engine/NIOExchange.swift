@@ -62,7 +62,7 @@ final class NIOExchange: Exchange, Sendable {
                 request: request))
             return
         }
-        guard let key = self.engine.http1.key(for: request.url) else {
+        guard let key = self.engine.pool.key(for: request.url) else {
             let scheme = request.url.scheme?.lowercased()
             let error =
                 scheme != nil && scheme != "http" && scheme != "https"
@@ -71,11 +71,11 @@ final class NIOExchange: Exchange, Sendable {
             self.finish(with: error)
             return
         }
-        self.startHTTP1Hop(request, pool: self.engine.http1, key: key)
+        self.startHTTP1Hop(request, pool: self.engine.pool, key: key)
     }
 
     /// Sends the hop on Courier's pool.
-    private func startHTTP1Hop(_ request: Request, pool: HTTP1Pool, key: HTTP1Pool.Key) {
+    private func startHTTP1Hop(_ request: Request, pool: ConnectionPool, key: ConnectionPool.Key) {
         let hop: HTTP1Hop
         do {
             hop = try HTTP1Hop(exchange: self, request: request, pool: pool, key: key)

@@ -6,7 +6,7 @@ import NIOCore
 import Synchronization
 import Testing
 
-/// Courier's own HTTP/1.1 connections (``HTTP1Pool``), which carry every cleartext request when
+/// Courier's own HTTP/1.1 connections (``ConnectionPool``), which carry every cleartext request when
 /// no proxy is set: limits, reuse, idle closing, and the HTTP/1.1 corners a server may take.
 @Suite("HTTP/1.1 connection pool")
 struct HTTP1PoolTests {
@@ -30,22 +30,22 @@ struct HTTP1PoolTests {
     }
 
     @Test func httpAndHTTPSRequestsGoThroughThePool() throws {
-        #expect(HTTP1Pool.key(for: URL(string: "http://example.com/a")!) == HTTP1Pool.Key(host: "example.com", port: 80))
-        #expect(HTTP1Pool.key(for: URL(string: "HTTP://127.0.0.1:8080/")!) == HTTP1Pool.Key(host: "127.0.0.1", port: 8080))
-        #expect(HTTP1Pool.key(for: URL(string: "https://example.com/")!) == HTTP1Pool.Key(host: "example.com", port: 443, tls: true))
-        #expect(HTTP1Pool.key(for: URL(string: "HTTPS://example.com:8443/")!) == HTTP1Pool.Key(host: "example.com", port: 8443, tls: true))
-        #expect(HTTP1Pool.key(for: URL(string: "http:///nohost")!) == nil)
-        #expect(HTTP1Pool.key(for: URL(string: "ftp://example.com/")!) == nil)
+        #expect(ConnectionPool.key(for: URL(string: "http://example.com/a")!) == ConnectionPool.Key(host: "example.com", port: 80))
+        #expect(ConnectionPool.key(for: URL(string: "HTTP://127.0.0.1:8080/")!) == ConnectionPool.Key(host: "127.0.0.1", port: 8080))
+        #expect(ConnectionPool.key(for: URL(string: "https://example.com/")!) == ConnectionPool.Key(host: "example.com", port: 443, tls: true))
+        #expect(ConnectionPool.key(for: URL(string: "HTTPS://example.com:8443/")!) == ConnectionPool.Key(host: "example.com", port: 8443, tls: true))
+        #expect(ConnectionPool.key(for: URL(string: "http:///nohost")!) == nil)
+        #expect(ConnectionPool.key(for: URL(string: "ftp://example.com/")!) == nil)
         // A pool without TLS takes no https request.
-        let cleartextOnly = HTTP1Pool(settings: HTTP1Pool.Settings(NIOEngine.Configuration()))
+        let cleartextOnly = ConnectionPool(settings: ConnectionPool.Settings(NIOEngine.Configuration()))
         #expect(cleartextOnly.key(for: URL(string: "https://example.com/")!) == nil)
-        #expect(NIOEngine().http1.key(for: URL(string: "https://example.com/")!) != nil)
+        #expect(NIOEngine().pool.key(for: URL(string: "https://example.com/")!) != nil)
         // Through a proxy too, on connections of their own.
         var proxied = NIOEngine.Configuration()
         proxied.proxy = .http(host: "127.0.0.1", port: 3128)
-        let key = try #require(NIOEngine(configuration: proxied).http1.key(for: URL(string: "http://example.com/")!))
+        let key = try #require(NIOEngine(configuration: proxied).pool.key(for: URL(string: "http://example.com/")!))
         #expect(key.route != .direct)
-        #expect(key != HTTP1Pool.key(for: URL(string: "http://example.com/")!))
+        #expect(key != ConnectionPool.key(for: URL(string: "http://example.com/")!))
     }
 
     @Test func connectionsPerHostStayWithinTheLimit() async throws {
@@ -92,7 +92,7 @@ struct HTTP1PoolTests {
         try await withTestServer { server in
             let gate = ReleaseGate(server)
             try await withManager(baseURL: server.baseURL, configuration: self.configuration(connections: 1)) { manager in
-                let pool = try #require((manager.engine as? NIOEngine)?.http1)
+                let pool = try #require((manager.engine as? NIOEngine)?.pool)
                 let slow = Task { try await manager.response(for: Request(url: gate.url), serializer: DataResponseSerializer()) }
                 await gate.waitForArrival()
                 let waiting = Task { try await manager.response(method: .get, urlString: "get", serializer: DataResponseSerializer()) }
@@ -119,7 +119,7 @@ struct HTTP1PoolTests {
             let slow = Task { try await manager.data(for: Request(url: gate.url)) }
             await gate.waitForArrival()
             let waiting = Task { try await manager.data(for: Request(url: server.url("/get"))) }
-            #expect(await eventually { engine.http1.waitingHopCount == 1 })
+            #expect(await eventually { engine.pool.waitingHopCount == 1 })
             try await engine.shutdown()
             let waitingError = await #expect(throws: CourierError.self) { try await waiting.value }
             #expect(waitingError?.code == .sessionInvalidated)
@@ -362,7 +362,7 @@ struct HTTP1PoolTests {
     @Test func closedConnectionsAreFreed() async throws {
         try await withTestServer { server in
             let manager = HTTPSessionManager(baseURL: server.baseURL, configuration: self.configuration(connections: 4))
-            let pool = try #require((manager.engine as? NIOEngine)?.http1)
+            let pool = try #require((manager.engine as? NIOEngine)?.pool)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<8 {
                     group.addTask { _ = try await manager.response(method: .get, urlString: "delay/0.05", serializer: DataResponseSerializer()) }

@@ -31,7 +31,7 @@ struct HTTP2PoolTests {
             baseURL: URL(string: "https://localhost:\(server.port)/")!, configuration: configuration, securityPolicy: try Self.policy())
         manager.completionQueue = TestQueues.completion
         manager.responseSerializer = HTTPResponseSerializer()
-        let pool = try #require((manager.engine as? NIOEngine)?.http1)
+        let pool = try #require((manager.engine as? NIOEngine)?.pool)
         do {
             try await body(manager)
         } catch {

@@ -1,12 +1,12 @@
 import NIOCore
 import Synchronization
 
-/// One of ``HTTP1Pool``'s connections: a channel whose pipeline ends in an
+/// One of ``ConnectionPool``'s connections: a channel whose pipeline ends in an
 /// ``HTTP1ConnectionHandler``, which carries one hop at a time.
 final class HTTP1Connection: HopCarrier, Sendable {
     let channel: any Channel
-    let key: HTTP1Pool.Key
-    let pool: HTTP1Pool
+    let key: ConnectionPool.Key
+    let pool: ConnectionPool
     private let handler: NIOLoopBound<HTTP1ConnectionHandler>
     /// Nanoseconds of `NIODeadline` until which the server promised to keep the connection while
     /// idle (`Keep-Alive: timeout`); 0 when it promised nothing. Read by the pool under its lock.
@@ -23,7 +23,7 @@ final class HTTP1Connection: HopCarrier, Sendable {
     }
 
     /// Made on the channel's loop.
-    init(channel: any Channel, key: HTTP1Pool.Key, pool: HTTP1Pool, handler: HTTP1ConnectionHandler) {
+    init(channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, handler: HTTP1ConnectionHandler) {
         self.channel = channel
         self.key = key
         self.pool = pool

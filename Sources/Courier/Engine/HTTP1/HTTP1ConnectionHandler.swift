@@ -172,17 +172,17 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                     guard hop.cancellation == nil else { return }
                     sent += Int64(chunk.readableBytes)
                     if case .known(let declared) = length, sent > declared {
-                        throw HTTP1PoolError.bodyLengthMismatch(declared: declared, sent: sent)
+                        throw ConnectionPoolError.bodyLengthMismatch(declared: declared, sent: sent)
                     }
                     try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk))).get()
                     hop.exchange.hopSentBodyPart(Int64(chunk.readableBytes), generation: generation)
                 }
                 if case .known(let declared) = length, sent != declared {
-                    throw HTTP1PoolError.bodyLengthMismatch(declared: declared, sent: sent)
+                    throw ConnectionPoolError.bodyLengthMismatch(declared: declared, sent: sent)
                 }
                 try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
                 outcome = .success(())
-            } catch where !(error is CourierError || error is HTTP1PoolError) && !channel.isActive {
+            } catch where !(error is CourierError || error is ConnectionPoolError) && !channel.isActive {
                 // A write failed because the connection closed: the read side reports why.
                 return
             } catch {
@@ -396,9 +396,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             hop.pool.resend(hop)
         } else if resends >= HTTP1ResendRule.maximumResends, !rule.responseBytesSeen, rule.closure == .closed || rule.closure == .reset {
             // Sent again as often as allowed, and closed each time before any answer.
-            hop.end(.failure(HTTP1PoolError.closedBeforeAnswering(attempts: resends + 1)))
+            hop.end(.failure(ConnectionPoolError.closedBeforeAnswering(attempts: resends + 1)))
         } else {
-            hop.end(.failure(error ?? HTTP1PoolError.closedBeforeResponseComplete))
+            hop.end(.failure(error ?? ConnectionPoolError.closedBeforeResponseComplete))
         }
     }
 
@@ -428,7 +428,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     // MARK: Request head
 
     /// The request head: origin-form target, `Host`, and the body's framing, as AHC writes them.
-    static func head(for request: Request, key: HTTP1Pool.Key, length: RequestBody.Length) -> HTTPRequestHead {
+    static func head(for request: Request, key: ConnectionPool.Key, length: RequestBody.Length) -> HTTPRequestHead {
         var headers = HTTPHeaders()
         headers.reserveCapacity(request.headerFields.count + 2)
         var hasHost = false

@@ -2,7 +2,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 /// One hop of an exchange carried by Courier's own HTTP/1.1 connections: it waits in the
-/// ``HTTP1Pool`` for a connection, then runs on one, and ends exactly once.
+/// ``ConnectionPool`` for a connection, then runs on one, and ends exactly once.
 ///
 /// Lock order: the pool's lock, then the hop's.
 final class HTTP1Hop: NIOHopTask, Sendable {
@@ -10,7 +10,7 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         /// Made, not yet handed to the pool.
         case created
         /// Queued in the pool for a connection to `key`.
-        case waiting(HTTP1Pool.Key)
+        case waiting(ConnectionPool.Key)
         /// Handed to a connection, or to a stream of an HTTP/2 connection.
         case running(any HopCarrier)
         /// Ended; `end` was called.
@@ -39,12 +39,12 @@ final class HTTP1Hop: NIOHopTask, Sendable {
 
     let exchange: NIOExchange
     let request: Request
-    let pool: HTTP1Pool
-    let key: HTTP1Pool.Key
+    let pool: ConnectionPool
+    let key: ConnectionPool.Key
     let state: NIOLockedValueBox<State>
 
     /// - Throws: ``CourierError`` when the body cannot be sent (an unreadable file).
-    init(exchange: NIOExchange, request: Request, pool: HTTP1Pool, key: HTTP1Pool.Key) throws(CourierError) {
+    init(exchange: NIOExchange, request: Request, pool: ConnectionPool, key: ConnectionPool.Key) throws(CourierError) {
         self.exchange = exchange
         self.request = request
         self.state = NIOLockedValueBox(State(body: try OutgoingBody(request)))
@@ -86,7 +86,7 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         if self.prepareRestart() {
             self.pool.execute(self, preferredLoop: self.exchange.eventLoop)
         } else {
-            self.end(.failure(HTTP1PoolError.closedBeforeAnswering(attempts: Self.maximumRestarts + 1)))
+            self.end(.failure(ConnectionPoolError.closedBeforeAnswering(attempts: Self.maximumRestarts + 1)))
         }
     }
 

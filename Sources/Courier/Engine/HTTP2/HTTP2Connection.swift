@@ -5,26 +5,26 @@ import NIOHTTP2
 import NIOHTTPCompression
 import Synchronization
 
-/// One of ``HTTP1Pool``'s HTTP/2 connections (ALPN chose `h2`): a TLS channel with swift-nio-http2's
+/// One of ``ConnectionPool``'s HTTP/2 connections (ALPN chose `h2`): a TLS channel with swift-nio-http2's
 /// handler and multiplexer, each hop on a stream of its own.
 ///
 /// The pool counts the streams open on it against the server's `SETTINGS_MAX_CONCURRENT_STREAMS`
-/// (``HTTP1Pool``'s host state, under its lock); the connection opens a stream for each hop the
+/// (``ConnectionPool``'s host state, under its lock); the connection opens a stream for each hop the
 /// pool hands it. Each stream's pipeline is swift-nio-http2's HTTP/1 codec, the decompressor when
 /// asked, and an ``HTTP1ConnectionHandler`` in stream mode: the same request writer, body pump,
 /// pause and resume as on an HTTP/1.1 connection, and flow control as back-pressure (a paused
 /// stream does not read, so its window is not reopened and the server stops sending).
 final class HTTP2Connection: HopCarrier, Sendable {
     let channel: any Channel
-    let key: HTTP1Pool.Key
-    let pool: HTTP1Pool
+    let key: ConnectionPool.Key
+    let pool: ConnectionPool
     private let multiplexer: NIOHTTP2Handler.StreamMultiplexer
     private let handler: NIOLoopBound<HTTP2ConnectionHandler>
     /// The last stream the server said it will process (GOAWAY), or `Int32.max` before any.
     private let goAwayLastStreamID = Atomic<Int32>(Int32.max)
 
     /// Made on the channel's loop.
-    init(channel: any Channel, key: HTTP1Pool.Key, pool: HTTP1Pool, multiplexer: NIOHTTP2Handler.StreamMultiplexer, handler: HTTP2ConnectionHandler) {
+    init(channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, multiplexer: NIOHTTP2Handler.StreamMultiplexer, handler: HTTP2ConnectionHandler) {
         self.channel = channel
         self.key = key
         self.pool = pool

@@ -39,7 +39,7 @@ import Synchronization
 ///   `retryConnectionEstablishment = false`).
 ///
 /// Lock order: the pool's lock, then a hop's.
-final class HTTP1Pool: Sendable {
+final class ConnectionPool: Sendable {
     /// Where connections go.
     struct Key: Hashable, Sendable, CustomStringConvertible {
         let host: String
@@ -243,7 +243,7 @@ final class HTTP1Pool: Sendable {
         let action = self.state.withLockedValue { state -> Action in
             // Checked under the pool's lock: `HTTP1Hop.fail` takes it after recording a cancellation.
             if let cancellation = hop.cancellation { return .fail(cancellation) }
-            if state.isShutDown { return .fail(HTTP1PoolError.shutDown) }
+            if state.isShutDown { return .fail(ConnectionPoolError.shutDown) }
             return state.withHost(hop.key) { host in
                 if let index = host.http2.firstIndex(where: \.hasRoom) {
                     host.http2[index].openStreams += 1
@@ -646,7 +646,7 @@ final class HTTP1Pool: Sendable {
                 return (failed, isShutDown ? nil : host.replacementLoop(maximum: self.settings.maximumConnectionsPerHost, tls: connection.key.tls))
             }
         }
-        failed?.end(.failure(HTTP1PoolError.closedBeforeAnswering(attempts: 1)))
+        failed?.end(.failure(ConnectionPoolError.closedBeforeAnswering(attempts: 1)))
         if let reconnect { self.connect(connection.key, on: reconnect) }
     }
 
@@ -661,7 +661,7 @@ final class HTTP1Pool: Sendable {
             for key in state.hosts.keys { state.hosts[key]?.waiters.removeAll() }
             return (waiters, Array(state.connections.values))
         }
-        for hop in waiters { hop.end(.failure(HTTP1PoolError.shutDown)) }
+        for hop in waiters { hop.end(.failure(ConnectionPoolError.shutDown)) }
         return connections.map { channel in
             channel.close().recover { _ in }.flatMap { channel.closeFuture }
         }
@@ -669,7 +669,7 @@ final class HTTP1Pool: Sendable {
 }
 
 /// Why Courier's HTTP/1.1 path could not carry a hop.
-enum HTTP1PoolError: Error, Hashable, CustomStringConvertible {
+enum ConnectionPoolError: Error, Hashable, CustomStringConvertible {
     /// The engine was shut down.
     case shutDown
     /// The server closed the connection before the response was complete.
