@@ -1,6 +1,7 @@
 import Courier
 import CourierTesting
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
@@ -108,6 +109,31 @@ struct TransportCancellationTests {
             #expect(await eventually(within: 30) { manager.tasks.isEmpty })
             #expect(task.error?.code == .cancelled)
             #expect(server.requestCount == 0, "the server never saw the whole upload")
+        }
+    }
+
+    /// A streamed body waiting for a chunk that never comes: cancelling the task stops the pump
+    /// that waits on it (the stream sees its iteration end), rather than leaving it parked.
+    @Test(arguments: Transport.allCases)
+    func cancellingAnUploadStopsAPumpWaitingForItsStream(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let ended = Recorder<Void>()
+            let held = NIOLockedValueBox<AsyncThrowingStream<ByteBuffer, any Error>.Continuation?>(nil)
+            let chunks = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+                continuation.onTermination = { _ in ended.append(()) }
+                continuation.yield(ByteBuffer(repeating: 9, count: 1024))
+                // Kept, unfinished: the stream never ends by itself.
+                held.withLockedValue { $0 = continuation }
+            }
+            let task = manager.uploadTask(
+                withStreamedRequest: Request(method: .post, url: server.url("/courier/upload"), body: .stream(chunks, length: .unknown)),
+                completionHandler: nil)
+            task.resume()
+            #expect(await eventually(within: 30) { task.countOfBytesSent > 0 })
+            task.cancel()
+            #expect(await eventually(within: 30) { manager.tasks.isEmpty })
+            #expect(await eventually(within: 30) { ended.count == 1 }, "the pump still waits for a chunk")
+            held.withLockedValue { $0?.finish() }
         }
     }
 }

@@ -35,6 +35,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         var keepAlive = true
         /// The request asked for `Connection: close`.
         let closeRequested: Bool
+        /// The task sending a streamed body, if the body is one.
+        var pump: Task<Void, Never>?
     }
 
     /// Bodies in memory go out in slices of this size, each reported as sent once written.
@@ -145,7 +147,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         case .stream(let source, let length):
             context.flush()
             hop.exchange.requestHeadSent()
-            self.streamBody(source, length: length, of: hop, generation: generation, channel: context.channel)
+            self.running?.pump = self.streamBody(source, length: length, of: hop, generation: generation, channel: context.channel)
         }
     }
 
@@ -154,17 +156,23 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             // Not started yet (`run` checks the cancellation) or already ended.
             return
         }
-        self.running = nil
+        self.endRunning()
         self.pausedParts.removeAll()
         hop.end(.failure(hop.cancellation ?? CourierError.cancelled))
         self.context?.close(promise: nil)
     }
 
     /// Sends a file or stream body chunk by chunk, each once the previous one was written.
-    private func streamBody(_ source: RequestBody.Stream, length: RequestBody.Length, of hop: HTTP1Hop, generation: Int, channel: any Channel) {
+    ///
+    /// The pump is a task of its own (the stream is an `AsyncSequence`); ``endRunning()`` cancels
+    /// it when the hop ends otherwise (cancelled, failed, its connection gone), which also ends a
+    /// wait for a chunk that never comes.
+    private func streamBody(
+        _ source: RequestBody.Stream, length: RequestBody.Length, of hop: HTTP1Hop, generation: Int, channel: any Channel
+    ) -> Task<Void, Never> {
         let request = hop.request
         let loopBound = NIOLoopBound(self, eventLoop: channel.eventLoop)
-        Task {
+        return Task {
             let outcome: Result<Void, any Error>
             do {
                 var sent: Int64 = 0
@@ -177,6 +185,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                     try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk))).get()
                     hop.exchange.hopSentBodyPart(Int64(chunk.readableBytes), generation: generation)
                 }
+                // Cancelled by `endRunning()`: the hop is over; nothing more goes out.
+                if Task.isCancelled { return }
                 if case .known(let declared) = length, sent != declared {
                     throw ConnectionPoolError.bodyLengthMismatch(declared: declared, sent: sent)
                 }
@@ -211,9 +221,15 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
     private func failRunning(_ hop: HTTP1Hop, _ error: any Error) {
         guard let running = self.running, running.hop === hop else { return }
-        self.running = nil
+        self.endRunning()
         hop.end(.failure(error))
         self.context?.close(promise: nil)
+    }
+
+    /// The running hop is over for this connection: its body pump, if any, stops.
+    private func endRunning() {
+        self.running?.pump?.cancel()
+        self.running = nil
     }
 
     /// The hop ended: the connection goes back to the pool, or closes.
@@ -323,7 +339,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
     /// The hop's response is complete (and its request sent, or abandoned): the hop ends well.
     private func finishRunning(_ running: Running) {
-        self.running = nil
+        self.endRunning()
         self.hopFinished(reusable: running.keepAlive && running.requestSent && !running.closeRequested)
         running.hop.end(.success(()))
     }
@@ -380,7 +396,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             self.finishRunning(running)
             return
         }
-        self.running = nil
+        self.endRunning()
         let hop = running.hop
         let (resends, cancelled) = hop.state.withLockedValue { ($0.resends, $0.cancellation != nil) }
         let rule = HTTP1ResendRule(
