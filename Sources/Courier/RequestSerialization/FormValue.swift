@@ -1,5 +1,5 @@
-/// A JSON document read back by `JSONDecoder`: how ``URLEncodedFormEncoder`` sees the output of a
-/// configured `JSONEncoder`, so the encoder's date, data and key strategies apply unchanged.
+/// A JSON-like document: what ``URLEncodedFormEncoder``'s tree (``FormNode``) turns into before it
+/// is written as pairs, and how `ParameterValue` reads an `Encodable` back from a `JSONEncoder`.
 indirect enum FormValue: Decodable {
     case null
     case bool(Bool)

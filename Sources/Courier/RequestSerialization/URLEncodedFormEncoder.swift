@@ -18,8 +18,12 @@ import Foundation
 /// as a keyed container (a struct, class or dictionary with string keys): a top-level array or
 /// scalar has no keys and fails with ``CourierError/Code/parameterEncodingFailed``.
 ///
-/// The value goes through a `JSONEncoder` set up with the date, data and key strategies, so a
-/// number's type is not kept (`1.0` is written `1`) and NaN or an infinity fails with its path.
+/// The encoder is Courier's own (not a `JSONEncoder`): numbers are written in their shortest form
+/// (`1.0` is written `1`, as AFNetworking's query strings do), NaN or an infinity fails with its
+/// path, and a `Decimal` or `URL` is written as its text. A value may ask for a container again
+/// under a key it already wrote, as hand-written `encode(to:)` methods do: containers of the same
+/// kind merge (keys are added, elements appended), a write of another kind replaces what was
+/// there, and `superEncoder()` writes into the same container (a form has no `super` key).
 public struct URLEncodedFormEncoder: Sendable {
     /// How array elements are keyed.
     public struct ArrayEncoding: Hashable, Sendable {
@@ -45,41 +49,41 @@ public struct URLEncodedFormEncoder: Sendable {
 
     /// How dates are written.
     public struct DateEncoding: Sendable {
-        fileprivate let strategy: @Sendable () -> JSONEncoder.DateEncodingStrategy
+        enum Base: Sendable {
+            case deferredToDate, secondsSince1970, millisecondsSince1970, iso8601
+            case custom(@Sendable (Date) throws -> String)
+        }
+        let base: Base
         /// As `Date` encodes itself: seconds since 1 January 2001 (the default).
-        public static let deferredToDate = DateEncoding { .deferredToDate }
+        public static let deferredToDate = DateEncoding(base: .deferredToDate)
         /// Seconds since 1 January 1970.
-        public static let secondsSince1970 = DateEncoding { .secondsSince1970 }
+        public static let secondsSince1970 = DateEncoding(base: .secondsSince1970)
         /// Milliseconds since 1 January 1970.
-        public static let millisecondsSince1970 = DateEncoding { .millisecondsSince1970 }
+        public static let millisecondsSince1970 = DateEncoding(base: .millisecondsSince1970)
         /// ISO 8601 (`2024-01-02T03:04:05Z`).
-        public static let iso8601 = DateEncoding { .iso8601 }
-        /// A string of your making.
+        public static let iso8601 = DateEncoding(base: .iso8601)
+        /// A string of your making; an error it throws fails the encoding (it is the
+        /// ``CourierError/underlyingError``).
         public static func custom(_ format: @escaping @Sendable (Date) throws -> String) -> DateEncoding {
-            DateEncoding {
-                .custom { date, encoder in
-                    var container = encoder.singleValueContainer()
-                    try container.encode(format(date))
-                }
-            }
+            DateEncoding(base: .custom(format))
         }
     }
 
     /// How `Data` is written.
     public struct DataEncoding: Sendable {
-        fileprivate let strategy: @Sendable () -> JSONEncoder.DataEncodingStrategy
+        enum Base: Sendable {
+            case base64, deferredToData
+            case custom(@Sendable (Data) throws -> String)
+        }
+        let base: Base
         /// Base64 (the default).
-        public static let base64 = DataEncoding { .base64 }
+        public static let base64 = DataEncoding(base: .base64)
         /// As `Data` encodes itself: an array of bytes.
-        public static let deferredToData = DataEncoding { .deferredToData }
-        /// A string of your making.
+        public static let deferredToData = DataEncoding(base: .deferredToData)
+        /// A string of your making; an error it throws fails the encoding (it is the
+        /// ``CourierError/underlyingError``).
         public static func custom(_ format: @escaping @Sendable (Data) throws -> String) -> DataEncoding {
-            DataEncoding {
-                .custom { data, encoder in
-                    var container = encoder.singleValueContainer()
-                    try container.encode(format(data))
-                }
-            }
+            DataEncoding(base: .custom(format))
         }
     }
 
@@ -179,12 +183,10 @@ public struct URLEncodedFormEncoder: Sendable {
     }
 
     private func tree(for value: some Encodable) throws(CourierError) -> FormValue {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = self.dateEncoding.strategy()
-        encoder.dataEncodingStrategy = self.dataEncoding.strategy()
-        let data: Data
+        let root = FormNode()
+        let encoder = FormTreeEncoder(node: root, codingPath: [], dateEncoding: self.dateEncoding, dataEncoding: self.dataEncoding)
         do {
-            data = try encoder.encode(value)
+            try encoder.encodeValue(value)
         } catch let error as EncodingError {
             throw CourierError(
                 .parameterEncodingFailed,
@@ -194,11 +196,10 @@ public struct URLEncodedFormEncoder: Sendable {
         } catch {
             throw CourierError(.parameterEncodingFailed, "the parameters could not be form-encoded", underlyingError: error)
         }
-        do {
-            return try JSONDecoder().decode(FormValue.self, from: data)
-        } catch {
-            throw CourierError(.internalInconsistency, "JSONEncoder wrote JSON that JSONDecoder cannot read", underlyingError: error)
+        guard root.kind != .unset else {
+            throw CourierError(.parameterEncodingFailed, "the parameters (a \(type(of: value))) encoded no value")
         }
+        return root.value
     }
 
     private func convert(_ key: String) -> String {

@@ -134,6 +134,104 @@ extension RequestSerializationTests {
         }
     }
 
+    @Suite("URLEncodedFormEncoder: containers asked for again")
+    struct URLEncodedFormEncoderContainerTests {
+        /// Calls `body` with the encoder of a value and encodes that value.
+        struct Manual: Encodable {
+            let body: @Sendable (any Encoder) throws -> Void
+            func encode(to encoder: any Encoder) throws { try self.body(encoder) }
+        }
+
+        static func form(_ body: @escaping @Sendable (any Encoder) throws -> Void) throws -> String {
+            try URLEncodedFormEncoder().encode(Manual(body: body))
+        }
+
+        @Test("a keyed container asked for twice at the top or under a key merges")
+        func keyedTwiceMerges() throws {
+            let form = try Self.form { encoder in
+                var first = encoder.container(keyedBy: AnyKey.self)
+                try first.encode("1", forKey: AnyKey(stringValue: "a"))
+                var nested = first.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey(stringValue: "n"))
+                try nested.encode("x", forKey: AnyKey(stringValue: "x"))
+                var second = encoder.container(keyedBy: AnyKey.self)
+                try second.encode("2", forKey: AnyKey(stringValue: "b"))
+                var nestedAgain = second.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey(stringValue: "n"))
+                try nestedAgain.encode("y", forKey: AnyKey(stringValue: "y"))
+            }
+            #expect(form == "a=1&b=2&n%5Bx%5D=x&n%5By%5D=y")
+        }
+
+        @Test("an unkeyed container asked for twice under a key appends")
+        func unkeyedTwiceAppends() throws {
+            let form = try Self.form { encoder in
+                var keyed = encoder.container(keyedBy: AnyKey.self)
+                var first = keyed.nestedUnkeyedContainer(forKey: AnyKey(stringValue: "l"))
+                try first.encode(1)
+                var second = keyed.nestedUnkeyedContainer(forKey: AnyKey(stringValue: "l"))
+                #expect(second.count == 1)
+                try second.encode(2)
+            }
+            #expect(form == "l%5B%5D=1&l%5B%5D=2")
+        }
+
+        @Test("a write of another kind replaces; a value written twice under a key: the last wins")
+        func otherKindReplaces() throws {
+            let form = try Self.form { encoder in
+                var keyed = encoder.container(keyedBy: AnyKey.self)
+                var nested = keyed.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey(stringValue: "k"))
+                try nested.encode("gone", forKey: AnyKey(stringValue: "x"))
+                var list = keyed.nestedUnkeyedContainer(forKey: AnyKey(stringValue: "k"))
+                try list.encode("kept")
+                try keyed.encode(["a": 1], forKey: AnyKey(stringValue: "v"))
+                try keyed.encode("last", forKey: AnyKey(stringValue: "v"))
+            }
+            #expect(form == "k%5B%5D=kept&v=last")
+        }
+
+        @Test("superEncoder() writes into the same container, superEncoder(forKey:) under the key")
+        func superEncoders() throws {
+            let form = try Self.form { encoder in
+                var keyed = encoder.container(keyedBy: AnyKey.self)
+                try keyed.encode(1, forKey: AnyKey(stringValue: "own"))
+                var parent = keyed.superEncoder().container(keyedBy: AnyKey.self)
+                try parent.encode(2, forKey: AnyKey(stringValue: "inherited"))
+                var under = keyed.superEncoder(forKey: AnyKey(stringValue: "base")).container(keyedBy: AnyKey.self)
+                try under.encode(3, forKey: AnyKey(stringValue: "x"))
+            }
+            #expect(form == "base%5Bx%5D=3&inherited=2&own=1")
+        }
+
+        @Test("an empty struct is an empty form; a value that encodes nothing fails")
+        func emptyAndNothing() throws {
+            struct Empty: Encodable {}
+            #expect(try URLEncodedFormEncoder().encode(Empty()) == "")
+            #expect { try Self.form { _ in } } throws: { error in
+                (error as? CourierError)?.code == .parameterEncodingFailed && (error as? CourierError)?.message.contains("encoded no value") == true
+            }
+        }
+
+        @Test("decimals and URLs are written as text; NaN and infinities fail with their path")
+        func decimalsURLsAndNonFinite() throws {
+            struct Values: Encodable {
+                var d = Decimal(string: "12345678901234567890.125")!
+                var u = URL(string: "https://example.com/a?b=c")!
+                var f: Float = 0.1
+            }
+            #expect(try URLEncodedFormEncoder().encode(Values()) == "d=12345678901234567890.125&f=0.1&u=https%3A//example.com/a?b%3Dc")
+            struct Bad: Encodable { var inner = ["x": [Float.infinity]]; var d = Decimal.nan }
+            #expect { try URLEncodedFormEncoder().encode(Bad()) } throws: { error in
+                guard let error = error as? CourierError else { return false }
+                return error.code == .parameterEncodingFailed && (error.message.contains("'inner[x][0]'") || error.message.contains("'d'"))
+            }
+            #expect { try URLEncodedFormEncoder().encode(["d": Decimal.nan]) } throws: { error in
+                (error as? CourierError)?.message.contains("'d'") == true
+            }
+            #expect { try URLEncodedFormEncoder().encode(["x": [Float.infinity]]) } throws: { error in
+                (error as? CourierError)?.message.contains("'x[0]'") == true
+            }
+        }
+    }
+
     struct AnyKey: CodingKey {
         var stringValue: String
         var intValue: Int? { nil }

@@ -98,8 +98,8 @@ struct AlamofireParameterEncoderConformanceTests {
         #expect(try Self.form(["a": Decimal(string: "1.123456")!]) == "a=1.123456")
     }
 
-    /// Differs: Alamofire writes `1.0`; Courier's form goes through JSON, which keeps no number
-    /// type, so it writes the shortest form, `1` (as AFNetworking's query strings do).
+    /// Differs: Alamofire writes `1.0`; Courier's form encoder writes a number in its shortest
+    /// form, `1` (as AFNetworking's query strings do).
     @Test func testEncoderCanEncodeDouble() throws { #expect(try Self.form(["a": 1.0]) == "a=1") }
 
     /// Differs as ``testEncoderCanEncodeDouble()``.
@@ -180,6 +180,71 @@ struct AlamofireParameterEncoderConformanceTests {
                 == "five%5Ba%5D=a&five%5Bb%5D=b&four%5B%5D=1&four%5B%5D=2&four%5B%5D=3&one=one&three=1&two=2")
     }
 
+    /// Writes into a container it already wrote under the same key: a keyed container under
+    /// `root`, then an unkeyed one (whose writes replace the keyed one), then nested containers in it.
+    struct ManuallyEncodableStruct: Encodable, Sendable {
+        var a = ["string": "string"]
+        var b = [1, 2, 3]
+        private enum RootKey: String, CodingKey { case root }
+        private enum TypeKeys: String, CodingKey { case a, b }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: RootKey.self)
+            var nestedKeyed = container.nestedContainer(keyedBy: TypeKeys.self, forKey: .root)
+            try nestedKeyed.encode(self.a, forKey: .a)
+            var nestedUnkeyed = container.nestedUnkeyedContainer(forKey: .root)
+            try nestedUnkeyed.encode(self.b)
+            var nestedUnkeyedKeyed = nestedUnkeyed.nestedContainer(keyedBy: TypeKeys.self)
+            try nestedUnkeyedKeyed.encode(self.a, forKey: .a)
+            var nestedUnkeyedUnkeyed = nestedUnkeyed.nestedUnkeyedContainer()
+            try nestedUnkeyedUnkeyed.encode(self.b)
+        }
+    }
+
+    /// Writes through `superEncoder()`, `superEncoder(forKey:)` and an unkeyed container's
+    /// `superEncoder()` under keys it already wrote.
+    final class ManuallyEncodableSubclass: EncodableSuperclass, @unchecked Sendable {
+        // @unchecked: immutable after init; only encoded.
+        let four = [1, 2, 3]
+        let five = ["a": "a", "b": "b"]
+        private enum CodingKeys: String, CodingKey { case four, five }
+        override func encode(to encoder: any Encoder) throws {
+            var keyed = encoder.container(keyedBy: CodingKeys.self)
+            try keyed.encode(self.four, forKey: .four)
+            try keyed.encode(self.five, forKey: .five)
+            var superContainer = keyed.superEncoder().container(keyedBy: CodingKeys.self)
+            try superContainer.encode(self.one, forKey: .four)
+            var superKeyed = keyed.superEncoder(forKey: .four).container(keyedBy: CodingKeys.self)
+            try superKeyed.encode(self.two, forKey: .five)
+            var unkeyed = keyed.nestedUnkeyedContainer(forKey: .four)
+            var unkeyedSuper = unkeyed.superEncoder().container(keyedBy: CodingKeys.self)
+            try unkeyedSuper.encode(self.one, forKey: .four)
+        }
+    }
+
+    /// The pairs of a form string, sorted: the same pairs in any order compare equal.
+    static func sortedPairs(_ form: String) -> [String] {
+        form.split(separator: "&").map(String.init).sorted()
+    }
+
+    /// Differs: the same pairs as Alamofire, in another order. Alamofire sorts the written
+    /// elements of every array as text (`root[][][]=…` before `root[][]=…`); Courier keeps an
+    /// array's elements in their order (it sorts keys only), so `root`'s three elements come as
+    /// they were encoded.
+    @Test func testThatManuallyEncodableStructCanBeEncoded() throws {
+        let alamofire =
+            "root%5B%5D%5B%5D%5B%5D=1&root%5B%5D%5B%5D%5B%5D=2&root%5B%5D%5B%5D%5B%5D=3&root%5B%5D%5B%5D=1&root%5B%5D%5B%5D=2&root%5B%5D%5B%5D=3&root%5B%5D%5Ba%5D%5Bstring%5D=string"
+        let form = try Self.form(ManuallyEncodableStruct())
+        #expect(
+            form
+                == "root%5B%5D%5B%5D=1&root%5B%5D%5B%5D=2&root%5B%5D%5B%5D=3&root%5B%5D%5Ba%5D%5Bstring%5D=string&root%5B%5D%5B%5D%5B%5D=1&root%5B%5D%5B%5D%5B%5D=2&root%5B%5D%5B%5D%5B%5D=3"
+        )
+        #expect(Self.sortedPairs(form) == Self.sortedPairs(alamofire))
+    }
+
+    @Test func testThatManuallyEncodableSubclassCanBeEncoded() throws {
+        #expect(try Self.form(ManuallyEncodableSubclass()) == "five%5Ba%5D=a&five%5Bb%5D=b&four%5Bfive%5D=2&four%5Bfour%5D=one")
+    }
+
     @Test func testThatARootArrayCannotBeEncoded() {
         #expect { try Self.form([1]) } throws: { Conformance.isCourierError($0, .parameterEncodingFailed) }
     }
@@ -200,6 +265,17 @@ struct AlamofireParameterEncoderConformanceTests {
         #expect(
             try Self.indexed(EncodableSubclass())
                 == "five%5Ba%5D=a&five%5Bb%5D=b&four%5B0%5D=1&four%5B1%5D=2&four%5B2%5D=3&one=one&three=1&two=2")
+    }
+
+    @Test func testThatManuallyEncodableSubclassCanBeEncodedWithIndexInBrackets() throws {
+        #expect(try Self.indexed(ManuallyEncodableSubclass()) == "five%5Ba%5D=a&five%5Bb%5D=b&four%5Bfive%5D=2&four%5Bfour%5D=one")
+    }
+
+    @Test func testThatManuallyEncodableStructCanBeEncodedWithIndexInBrackets() throws {
+        #expect(
+            try Self.indexed(ManuallyEncodableStruct())
+                == "root%5B0%5D%5B0%5D=1&root%5B0%5D%5B1%5D=2&root%5B0%5D%5B2%5D=3&root%5B1%5D%5Ba%5D%5Bstring%5D=string&root%5B2%5D%5B0%5D%5B0%5D=1&root%5B2%5D%5B0%5D%5B1%5D=2&root%5B2%5D%5B0%5D%5B2%5D=3"
+        )
     }
 
     @Test func testThatEncodableStructCanBeEncodedWithIndexInBrackets() throws {
@@ -299,14 +375,15 @@ struct AlamofireParameterEncoderConformanceTests {
         #expect(try Self.form(OptionalStruct()) == "one=one")
     }
 
-    /// Courier's JSON round trip sees a nil written with `encodeNil` as null, so the nil encoding
-    /// decides for dictionaries of optionals as for Alamofire.
+    /// A nil written with `encodeNil` (as a dictionary of optionals does) is a null, so the nil
+    /// encoding decides for dictionaries of optionals as for Alamofire.
     @Test func testThatNilCanBeEncodedAsNull() throws {
         #expect(try Self.form(["a": String?.none]) { $0.nilEncoding = .null } == "a=null")
     }
 
     /// Differs: a synthesized `Encodable` skips nil properties (`encodeIfPresent`); Alamofire's
-    /// encoder turns that skip into a nil, Courier's JSON round trip never sees the key.
+    /// encoder turns that skip into a nil, Courier's keeps Swift's `encodeIfPresent`, which
+    /// writes nothing for a nil.
     @Test func testThatNilCanBeEncodedInSynthesizedEncodableAsNull() throws {
         #expect(try Self.form(OptionalStruct()) { $0.nilEncoding = .null } == "one=one")
     }
