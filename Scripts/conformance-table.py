@@ -296,7 +296,8 @@ def main():
     out.append("dropped unresumed); only `http` and `https` are sent, and a GET may carry a body; there are no")
     out.append("request or serialization queues, and the response hook is synchronous; a streamed body is an")
     out.append("`AsyncSequence` of reads, for one consumer, not validated; the default `User-Agent` has")
-    out.append("AFNetworking's form.\n")
+    out.append("AFNetworking's form; a form keeps an array's elements in order; an authentication")
+    out.append("interceptor holds a request adapted while any refresh is under way.\n")
     for title, rows in sections:
         summary = {}
         for row in rows:

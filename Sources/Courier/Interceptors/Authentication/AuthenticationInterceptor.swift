@@ -7,7 +7,8 @@ import NIOConcurrencyHelpers
 ///
 /// As an adapter it applies the credential to every attempt; when the credential
 /// ``AuthenticationCredential/requiresRefresh``, or a refresh is under way, the request waits for
-/// the refresh first. As a retrier it looks at refusals (``Authenticator/didRequest(_:with:failDueToAuthenticationError:)``):
+/// the refresh first (and a refreshed credential that still requires refresh is refreshed again,
+/// within the ``RefreshWindow``). As a retrier it looks at refusals (``Authenticator/didRequest(_:with:failDueToAuthenticationError:)``):
 /// a request refused with an older credential is retried with the current one; a request refused
 /// with the current one starts a refresh, or waits for the one under way, and is retried with the
 /// new credential. **One refresh** serves every request waiting for it; if it fails, they all fail
@@ -79,7 +80,8 @@ public final class AuthenticationInterceptor<AuthenticatorType: Authenticator>: 
 
     /// The authenticator.
     public let authenticator: AuthenticatorType
-    /// The refresh-storm guard; `nil` allows any number of refreshes.
+    /// The refresh-storm guard; `nil` allows any number of refreshes (then a refresh that keeps
+    /// returning a credential that requires refresh is asked again and again).
     public let refreshWindow: RefreshWindow?
     private let clock: any RetryClock
     private let state: NIOLockedValueBox<State>
@@ -136,17 +138,24 @@ public final class AuthenticationInterceptor<AuthenticatorType: Authenticator>: 
             if case .running = state.refresh { return .refresh(credential, version: state.version) }
             return credential.requiresRefresh ? .refresh(credential, version: state.version) : .apply(credential)
         }
-        let credential: Credential
-        switch step {
-        case .apply(let current):
-            credential = current
-        case .refresh(let stale, let version):
-            context.logger.debug("waiting for the credential's refresh before sending")
-            credential = try await self.refreshed(stale, version: version).get()
+        var next = step
+        while true {
+            switch next {
+            case .apply(let credential):
+                var request = request
+                self.authenticator.apply(credential, to: &request)
+                return request
+            case .refresh(let stale, let version):
+                context.logger.debug("waiting for the credential's refresh before sending")
+                _ = try await self.refreshed(stale, version: version).get()
+                // The current credential (the refreshed one, or one set meanwhile); one that still
+                // requires refresh is refreshed again, as far as the refresh window allows.
+                next = try self.state.withLockedValue { state throws(CourierError) -> AdaptStep in
+                    guard let credential = state.credential else { throw self.missingCredential(request) }
+                    return credential.requiresRefresh ? .refresh(credential, version: state.version) : .apply(credential)
+                }
+            }
         }
-        var request = request
-        self.authenticator.apply(credential, to: &request)
-        return request
     }
 
     // MARK: RequestRetrier

@@ -18,7 +18,8 @@ struct AlamofireAuthenticationInterceptorConformanceTests {
 
     static let refreshFailure = CourierError(.invalidResponse, "refresh network failure")
 
-    /// Alamofire's TestAuthenticator: counts its calls; refreshes to `a1`, `a2`, … or fails.
+    /// Alamofire's TestAuthenticator: counts its calls; refreshes to `a1`, `a2`, … (or to
+    /// `refreshed` when given), or fails. `onRefresh` runs first in every refresh.
     final class TestAuthenticator: Authenticator {
         struct Counts: Equatable {
             var apply = 0, refresh = 0, didRequestFail = 0, isRequestAuthenticated = 0
@@ -26,8 +27,14 @@ struct AlamofireAuthenticationInterceptorConformanceTests {
 
         let counts = NIOLockedValueBox(Counts())
         let fails: Bool
+        let refreshed: TestCredential?
+        let onRefresh: (@Sendable () async -> Void)?
 
-        init(fails: Bool = false) { self.fails = fails }
+        init(fails: Bool = false, refreshed: TestCredential? = nil, onRefresh: (@Sendable () async -> Void)? = nil) {
+            self.fails = fails
+            self.refreshed = refreshed
+            self.onRefresh = onRefresh
+        }
 
         var snapshot: Counts { self.counts.withLockedValue { $0 } }
 
@@ -38,9 +45,10 @@ struct AlamofireAuthenticationInterceptorConformanceTests {
 
         func refresh(_ credential: TestCredential) async throws -> TestCredential {
             let count = self.counts.withLockedValue { $0.refresh += 1; return $0.refresh }
+            await self.onRefresh?()
             try await Task.sleep(for: .milliseconds(10))
             if self.fails { throw AlamofireAuthenticationInterceptorConformanceTests.refreshFailure }
-            return TestCredential(accessToken: "a\(count)")
+            return self.refreshed ?? TestCredential(accessToken: "a\(count)")
         }
 
         func didRequest(_ request: Request, with response: HTTPResponse, failDueToAuthenticationError error: CourierError?) -> Bool {
