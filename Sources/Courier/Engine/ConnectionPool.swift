@@ -63,6 +63,8 @@ final class ConnectionPool: Sendable {
         /// The proxies, if any.
         var proxy: ProxyConfiguration?
         var idleTimeout: TimeAmount
+        /// An idle HTTP/2 connection's PING interval and timeout, and its idle timeout.
+        var http2: HTTP2ConnectionStateMachine.Configuration
         var maximumConnectionsPerHost: Int
         /// The decompression limit, or nil for no decompression.
         var decompression: NIOHTTPDecompression.DecompressionLimit?
@@ -70,6 +72,7 @@ final class ConnectionPool: Sendable {
         init(_ configuration: NIOEngine.Configuration) {
             self.connectTimeout = .nanoseconds(Int64(min(configuration.connectTimeout, 1e9) * 1e9))
             self.idleTimeout = .nanoseconds(Int64(min(max(configuration.connectionIdleTimeout, 0.001), 1e9) * 1e9))
+            self.http2 = HTTP2ConnectionStateMachine.Configuration(configuration, idleTimeout: self.idleTimeout)
             self.maximumConnectionsPerHost = max(1, configuration.maximumConnectionsPerHost)
             self.proxy = configuration.proxy
             switch configuration.decompression {
@@ -377,7 +380,7 @@ final class ConnectionPool: Sendable {
                     tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
                         switch agreed.applicationProtocol {
                         case .http1_1: try addHTTP1Handlers(to: channel)
-                        case .http2: try Self.addHTTP2Handlers(to: channel)
+                        case .http2: try Self.addHTTP2Handlers(to: channel, settings: self.settings.http2)
                         }
                     }
                 }.map { agreed in (channel, agreed.applicationProtocol) }
@@ -441,7 +444,7 @@ final class ConnectionPool: Sendable {
 
     /// swift-nio-http2's handler, its multiplexer (streams the server opens are refused: no push)
     /// and Courier's connection handler.
-    private static func addHTTP2Handlers(to channel: any Channel) throws {
+    private static func addHTTP2Handlers(to channel: any Channel, settings: HTTP2ConnectionStateMachine.Configuration) throws {
         var connection = NIOHTTP2Handler.ConnectionConfiguration()
         connection.initialSettings = [
             HTTP2Setting(parameter: .enablePush, value: 0),
@@ -457,7 +460,7 @@ final class ConnectionPool: Sendable {
         ) { pushed in
             pushed.close()
         }
-        try pipeline.addHandler(HTTP2ConnectionHandler())
+        try pipeline.addHandler(HTTP2ConnectionHandler(configuration: settings))
     }
 
     private func connectionOpened(_ connection: HTTP1Connection) {

@@ -12,6 +12,8 @@ extension NIOEngine.Configuration {
         self.connectTimeout = session.timeoutIntervalForConnect
         self.maximumConnectionsPerHost = session.httpMaximumConnectionsPerHost
         self.connectionIdleTimeout = session.connectionIdleTimeout
+        self.http2PingInterval = session.http2PingInterval
+        self.http2PingTimeout = session.http2PingTimeout
         self.httpVersion = session.httpVersion
         self.decompression = session.decompression
         self.redirectPolicy = session.redirectPolicy

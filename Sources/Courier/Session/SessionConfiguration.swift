@@ -37,6 +37,12 @@ public struct SessionConfiguration: Sendable {
     public var httpMaximumConnectionsPerHost: Int = 8
     /// Seconds an idle pooled connection is kept. 60 by default.
     public var connectionIdleTimeout: TimeInterval = 60
+    /// Seconds an HTTP/2 connection with no stream open may hear nothing before it sends a PING.
+    /// 30 by default. See ``NIOEngine/Configuration/http2PingInterval``.
+    public var http2PingInterval: TimeInterval = 30
+    /// Seconds a PING may wait for an answer before the HTTP/2 connection is closed and a new one
+    /// opens for the next request. 10 by default. See ``NIOEngine/Configuration/http2PingTimeout``.
+    public var http2PingTimeout: TimeInterval = 10
     /// Which HTTP versions to use.
     public var httpVersion: HTTPVersionPolicy = .automatic
     /// Whether to decompress responses.

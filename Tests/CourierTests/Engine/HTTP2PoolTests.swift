@@ -9,7 +9,8 @@ import Testing
 /// HTTP/2 on Courier's pool, against ``ScriptedHTTP2Server``: streams share a connection up to the
 /// server's `SETTINGS_MAX_CONCURRENT_STREAMS`, a second connection opens when that is full, a
 /// stream the server did not process (REFUSED_STREAM, GOAWAY) goes again, any other reset is a
-/// typed error, and connections are freed after invalidation.
+/// typed error, an idle connection is pinged and one that stops answering is replaced, and
+/// connections are freed after invalidation.
 @Suite("HTTP/2 on Courier's pool")
 struct HTTP2PoolTests {
     static func policy() throws -> SecurityPolicy {
@@ -23,10 +24,12 @@ struct HTTP2PoolTests {
     func withManager(
         _ server: ScriptedHTTP2Server,
         connections: Int = 8,
+        configure: (inout SessionConfiguration) -> Void = { _ in },
         _ body: (HTTPSessionManager) async throws -> Void
     ) async throws {
         var configuration = SessionConfiguration.default
         configuration.httpMaximumConnectionsPerHost = connections
+        configure(&configuration)
         let manager = HTTPSessionManager(
             baseURL: URL(string: "https://localhost:\(server.port)/")!, configuration: configuration, securityPolicy: try Self.policy())
         manager.completionQueue = TestQueues.completion
@@ -131,6 +134,40 @@ struct HTTP2PoolTests {
             let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
             #expect(error?.code == .connectionClosed)
             #expect(server.streamCount == HTTP1ResendRule.maximumResends + 1)
+        }
+    }
+
+    // MARK: PING on idle
+
+    @Test func anIdleConnectionIsPingedAndKeptWhileTheServerAnswers() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in .respond("answer \(index)") }
+        try await self.withManager(server, configure: { $0.http2PingInterval = 0.05 }) { manager in
+            let first = try await manager.get("first")
+            #expect(Self.body(first) == "answer 0")
+            #expect(await eventually(within: 30) { server.pingCount >= 3 }, "PINGs: \(server.pingCount)")
+            let second = try await manager.get("second")
+            #expect(Self.body(second) == "answer 1")
+            #expect(server.connectionCount == 1)
+            #expect(server.closedConnectionCount == 0)
+        }
+    }
+
+    @Test func aConnectionThatStopsAnsweringPingsIsReplaced() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in .respond("answer \(index)") }
+        try await self.withManager(server, configure: {
+            $0.http2PingInterval = 0.1
+            $0.http2PingTimeout = 0.2
+            // A request sent on the dead connection would fail here, not pass late.
+            $0.timeoutIntervalForRequest = 10
+        }) { manager in
+            let first = try await manager.get("first")
+            #expect(Self.body(first) == "answer 0")
+            server.stopAnswering()
+            // The PING goes unanswered: Courier closes the connection and the pool forgets it.
+            #expect(await eventually(within: 30) { server.closedConnectionCount == 1 }, "closed: \(server.closedConnectionCount)")
+            let second = try await manager.get("second")
+            #expect(Self.body(second) == "answer 1")
+            #expect(server.connectionCount == 2)
         }
     }
 }

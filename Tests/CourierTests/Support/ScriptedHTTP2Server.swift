@@ -8,8 +8,9 @@ import NIOSSL
 
 /// A loopback HTTP/2 server over TLS (Courier's test chain, `h2` only) whose streams do what a
 /// test scripts: answer, wait until released, reset, or end the connection with GOAWAY. It counts
-/// connections, streams and the most streams open at once, and announces a chosen
-/// `SETTINGS_MAX_CONCURRENT_STREAMS`.
+/// connections (opened and closed), streams, the most streams open at once and the PINGs it
+/// received, announces a chosen `SETTINGS_MAX_CONCURRENT_STREAMS`, and can stop hearing its
+/// connections (``stopAnswering()``: a server that is gone without closing them).
 final class ScriptedHTTP2Server: Sendable {
     enum Action: Sendable {
         /// Answers 200 with `body`.
@@ -32,6 +33,10 @@ final class ScriptedHTTP2Server: Sendable {
         /// Streams scripted to hold are answered at once.
         var holdsNoMore = false
         var paths: [String] = []
+        var closedConnections = 0
+        var pings = 0
+        /// Connections opened before this many (0-based) hear nothing more.
+        var deafBelow = 0
     }
 
     let channel: any Channel
@@ -60,10 +65,15 @@ final class ScriptedHTTP2Server: Sendable {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                state.withLockedValue { $0.connections += 1 }
+                let index = state.withLockedValue { state in
+                    defer { state.connections += 1 }
+                    return state.connections
+                }
+                channel.closeFuture.whenComplete { _ in state.withLockedValue { $0.closedConnections += 1 } }
                 return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(NIOSSLServerHandler(context: context))
+                    try pipeline.addHandler(DeafGate(state: state, index: index))
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
                     connection.initialSettings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maximumStreams)]
                     _ = try pipeline.configureHTTP2Pipeline(
@@ -73,6 +83,7 @@ final class ScriptedHTTP2Server: Sendable {
                             try stream.pipeline.syncOperations.addHandler(StreamHandler(state: state, script: script))
                         }
                     }
+                    try pipeline.addHandler(PingCounter(state: state))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
@@ -85,6 +96,16 @@ final class ScriptedHTTP2Server: Sendable {
     var mostOpenStreams: Int { self.state.withLockedValue { $0.mostOpenStreams } }
     var heldCount: Int { self.state.withLockedValue { $0.held.count } }
     var paths: [String] { self.state.withLockedValue { $0.paths } }
+    /// How many connections closed (either side).
+    var closedConnectionCount: Int { self.state.withLockedValue { $0.closedConnections } }
+    /// How many PINGs (not acknowledgements) the server received, all connections together.
+    var pingCount: Int { self.state.withLockedValue { $0.pings } }
+
+    /// The connections open now hear nothing more (their bytes are dropped after TLS): no PING
+    /// is answered, no request seen. Later connections work as scripted.
+    func stopAnswering() {
+        self.state.withLockedValue { $0.deafBelow = $0.connections }
+    }
 
     /// Answers every held stream; with `andLater`, streams scripted to hold from now on too.
     func releaseHeld(andLater: Bool = false) {
@@ -98,6 +119,42 @@ final class ScriptedHTTP2Server: Sendable {
 
     func shutdown() async throws {
         try await self.channel.close()
+    }
+
+    /// Drops a connection's decrypted bytes once ``stopAnswering()`` covers it.
+    private final class DeafGate: ChannelInboundHandler {
+        typealias InboundIn = ByteBuffer
+        typealias InboundOut = ByteBuffer
+
+        let state: NIOLockedValueBox<State>
+        let index: Int
+
+        init(state: NIOLockedValueBox<State>, index: Int) {
+            self.state = state
+            self.index = index
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            guard self.state.withLockedValue({ self.index >= $0.deafBelow }) else { return }
+            context.fireChannelRead(data)
+        }
+    }
+
+    /// Counts the PINGs a connection receives (swift-nio-http2 answers them).
+    private final class PingCounter: ChannelInboundHandler {
+        typealias InboundIn = HTTP2Frame
+
+        let state: NIOLockedValueBox<State>
+
+        init(state: NIOLockedValueBox<State>) {
+            self.state = state
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            if case .ping(_, ack: false) = self.unwrapInboundIn(data).payload {
+                self.state.withLockedValue { $0.pings += 1 }
+            }
+        }
     }
 
     private final class StreamHandler: ChannelInboundHandler {

@@ -16,6 +16,15 @@ extension NIOEngine {
         public var maximumConnectionsPerHost: Int = 8
         /// Seconds an idle connection is kept. 60 by default.
         public var connectionIdleTimeout: TimeInterval = 60
+        /// Seconds an HTTP/2 connection with no stream open may hear nothing from the server before
+        /// it sends a PING to check the server is still there. 30 by default; at least a
+        /// millisecond. At or above ``connectionIdleTimeout`` no PING is sent: the idle connection
+        /// closes first.
+        public var http2PingInterval: TimeInterval = 30
+        /// Seconds a PING may wait for the server's answer (or any other frame) before the HTTP/2
+        /// connection counts as dead: it closes and leaves the pool, and the next request opens a
+        /// new one. 10 by default; at least a millisecond.
+        public var http2PingTimeout: TimeInterval = 10
         /// Which HTTP versions to use.
         public var httpVersion: HTTPVersionPolicy = .automatic
         /// Whether to decompress responses.

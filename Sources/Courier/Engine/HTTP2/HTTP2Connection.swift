@@ -1,3 +1,4 @@
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -14,6 +15,10 @@ import Synchronization
 /// asked, and an ``HTTP1ConnectionHandler`` in stream mode: the same request writer, body pump,
 /// pause and resume as on an HTTP/1.1 connection, and flow control as back-pressure (a paused
 /// stream does not read, so its window is not reopened and the server stops sending).
+///
+/// The connection's own frames, idleness and PING are its ``HTTP2ConnectionHandler``'s (deciding
+/// through an ``HTTP2ConnectionStateMachine``), which reports to the pool through this object
+/// (``HTTP2ConnectionDelegate``).
 final class HTTP2Connection: HopCarrier, Sendable {
     let channel: any Channel
     let key: ConnectionPool.Key
@@ -35,11 +40,6 @@ final class HTTP2Connection: HopCarrier, Sendable {
 
     deinit {
         self.pool.liveConnections.subtract(1, ordering: .relaxed)
-    }
-
-    /// The server sent GOAWAY naming `lastStreamID`: streams above it were not processed.
-    func receivedGoAway(lastStreamID: HTTP2StreamID) {
-        self.goAwayLastStreamID.store(Int32(lastStreamID), ordering: .relaxed)
     }
 
     /// Whether the server said, by GOAWAY, that it did not process `streamID`.
@@ -120,100 +120,25 @@ struct HTTP2StreamCarrier: HopCarrier {
     }
 }
 
-/// The last handler of an ``HTTP2Connection``'s own pipeline: it reads the connection's frames
-/// (SETTINGS, GOAWAY) and tells the pool, and closes the connection after the idle timeout with no
-/// stream open.
-final class HTTP2ConnectionHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame
-
-    /// Set by the pool once the connection exists (``attach(_:)``); dropped when the pipeline lets
-    /// go of the handler.
-    private(set) var connection: HTTP2Connection?
-    private var context: ChannelHandlerContext?
-    /// Frames that arrived before the pool attached the connection (the server's SETTINGS may come
-    /// right after the handshake), replayed by ``attach(_:)``.
-    private var early: [HTTP2Frame] = []
-    private var idleSince: NIODeadline?
-    private var idleCheck: Scheduled<Void>?
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        self.context = context
+extension HTTP2Connection: HTTP2ConnectionDelegate {
+    func http2ReceivedSettings(maximumStreams: Int?) {
+        self.pool.http2Settings(of: self, maximumStreams: maximumStreams)
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
-        self.context = nil
-        self.connection = nil
+    func http2GoingAway(lastStreamID: HTTP2StreamID) {
+        self.goAwayLastStreamID.store(Int32(lastStreamID), ordering: .relaxed)
+        self.pool.http2GoingAway(self)
     }
 
-    /// The pool made `connection` and counts it: frames that came before go to it now. On the
-    /// connection's loop.
-    func attach(_ connection: HTTP2Connection) {
-        self.connection = connection
-        let early = self.early
-        self.early = []
-        for frame in early { self.handle(frame, on: connection) }
+    func http2LastStreamIDLowered(to lastStreamID: HTTP2StreamID) {
+        self.goAwayLastStreamID.store(Int32(lastStreamID), ordering: .relaxed)
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = self.unwrapInboundIn(data)
-        guard let connection else {
-            self.early.append(frame)
-            return
-        }
-        self.handle(frame, on: connection)
+    func http2IdleTimeoutReached() -> Bool {
+        self.pool.removeIdleHTTP2(self)
     }
 
-    private func handle(_ frame: HTTP2Frame, on connection: HTTP2Connection) {
-        switch frame.payload {
-        case .settings(.settings(let settings)):
-            let maximum = settings.last { $0.parameter == .maxConcurrentStreams }?.value
-            connection.pool.http2Settings(of: connection, maximumStreams: maximum)
-        case .goAway(let lastStreamID, _, _):
-            connection.receivedGoAway(lastStreamID: lastStreamID)
-            connection.pool.http2GoingAway(connection)
-        default:
-            break
-        }
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A connection error: every stream on it fails with it; the connection closes.
-        context.close(promise: nil)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        self.idleCheck?.cancel()
-        self.idleCheck = nil
-        context.fireChannelInactive()
-    }
-
-    // MARK: Idle connections
-
-    func becameIdle() {
-        self.idleSince = .now()
-        guard self.idleCheck == nil, let context, let connection else { return }
-        self.scheduleIdleCheck(in: connection.pool.settings.idleTimeout, context: context)
-    }
-
-    func becameBusy() {
-        self.idleSince = nil
-    }
-
-    private func scheduleIdleCheck(in delay: TimeAmount, context: ChannelHandlerContext) {
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        self.idleCheck = context.eventLoop.scheduleTask(in: delay) {
-            loopBound.value.checkIdle()
-        }
-    }
-
-    private func checkIdle() {
-        self.idleCheck = nil
-        guard let idleSince = self.idleSince, let context, let connection else { return }
-        let remaining = idleSince + connection.pool.settings.idleTimeout - .now()
-        if remaining > .zero {
-            self.scheduleIdleCheck(in: remaining, context: context)
-        } else if connection.pool.removeIdleHTTP2(connection) {
-            context.close(promise: nil)
-        }
+    func http2WillClose(_ reason: HTTP2ConnectionStateMachine.CloseReason) {
+        self.pool.logger?.debug("courier: closing HTTP/2 connection", metadata: ["origin": "\(self.key)", "reason": "\(reason)"])
     }
 }

@@ -1,0 +1,131 @@
+import NIOCore
+import NIOHTTP2
+
+/// What an ``HTTP2ConnectionHandler`` tells whoever owns its connection (``HTTP2Connection``, for
+/// the pool). Called on the channel's loop.
+protocol HTTP2ConnectionDelegate: AnyObject {
+    /// The server's SETTINGS (the first makes the connection ready), with its
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` if it said.
+    func http2ReceivedSettings(maximumStreams: Int?)
+    /// The server's first GOAWAY: streams above `lastStreamID` were not processed; no new stream.
+    func http2GoingAway(lastStreamID: HTTP2StreamID)
+    /// A later GOAWAY lowered the last stream the server will process.
+    func http2LastStreamIDLowered(to lastStreamID: HTTP2StreamID)
+    /// The connection was idle for the idle timeout: whether it may close (false when a stream was
+    /// handed out meanwhile).
+    func http2IdleTimeoutReached() -> Bool
+    /// The handler is about to close the connection, and why.
+    func http2WillClose(_ reason: HTTP2ConnectionStateMachine.CloseReason)
+}
+
+/// The last handler of an ``HTTP2Connection``'s own pipeline, after swift-nio-http2's handler: it
+/// feeds the connection's frames (stream 0), reads, idleness and timer to an
+/// ``HTTP2ConnectionStateMachine`` and does what it decides: tell the delegate, send a PING,
+/// schedule the next check, close.
+final class HTTP2ConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private var stateMachine: HTTP2ConnectionStateMachine
+    /// Set once the connection's owner counts it (``attach(_:)``); dropped when the pipeline lets
+    /// go of the handler.
+    private(set) var delegate: (any HTTP2ConnectionDelegate)?
+    private var context: ChannelHandlerContext?
+    private var idleCheck: Scheduled<Void>?
+
+    init(configuration: HTTP2ConnectionStateMachine.Configuration) {
+        self.stateMachine = HTTP2ConnectionStateMachine(configuration: configuration)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.cancelIdleCheck()
+        self.context = nil
+        self.delegate = nil
+    }
+
+    /// The owner made and counts the connection: what the server said before goes to it now. On
+    /// the connection's loop.
+    func attach(_ delegate: any HTTP2ConnectionDelegate) {
+        self.delegate = delegate
+        self.run(self.stateMachine.attached())
+    }
+
+    /// No stream is open on the connection.
+    func becameIdle() {
+        guard let context else { return }
+        self.run(self.stateMachine.becameIdle(now: context.eventLoop.now))
+    }
+
+    /// A stream was handed out.
+    func becameBusy() {
+        self.stateMachine.becameBusy()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = self.unwrapInboundIn(data)
+        self.run(self.stateMachine.received(frame.payload, now: context.eventLoop.now))
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        self.run(self.stateMachine.readCompleted(now: context.eventLoop.now))
+        context.fireChannelReadComplete()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A connection error: every stream on it fails with it as the connection closes.
+        self.run(self.stateMachine.errorCaught())
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.stateMachine.channelInactive()
+        self.cancelIdleCheck()
+        context.fireChannelInactive()
+    }
+
+    private func run(_ action: HTTP2ConnectionStateMachine.Action) {
+        switch action {
+        case .none:
+            break
+        case .reportMaximumStreams(let maximum):
+            self.delegate?.http2ReceivedSettings(maximumStreams: maximum)
+        case .drain(let lastStreamID):
+            self.delegate?.http2GoingAway(lastStreamID: lastStreamID)
+        case .lowerLastStreamID(let lastStreamID):
+            self.delegate?.http2LastStreamIDLowered(to: lastStreamID)
+        case .scheduleIdleCheck(let deadline):
+            self.scheduleIdleCheck(at: deadline)
+        case .sendPing(let payload, let deadline):
+            self.context?.writeAndFlush(self.wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .ping(payload, ack: false))), promise: nil)
+            self.scheduleIdleCheck(at: deadline)
+        case .closeIfStillIdle:
+            if self.delegate?.http2IdleTimeoutReached() == true {
+                self.context?.close(promise: nil)
+            }
+        case .close(let reason):
+            self.delegate?.http2WillClose(reason)
+            self.context?.close(promise: nil)
+        }
+    }
+
+    /// Replaces the scheduled check, if any.
+    private func scheduleIdleCheck(at deadline: NIODeadline) {
+        guard let context else { return }
+        self.idleCheck?.cancel()
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        self.idleCheck = context.eventLoop.scheduleTask(deadline: deadline) {
+            let handler = loopBound.value
+            handler.idleCheck = nil
+            guard let context = handler.context else { return }
+            handler.run(handler.stateMachine.idleCheckFired(now: context.eventLoop.now))
+        }
+    }
+
+    private func cancelIdleCheck() {
+        self.idleCheck?.cancel()
+        self.idleCheck = nil
+    }
+}

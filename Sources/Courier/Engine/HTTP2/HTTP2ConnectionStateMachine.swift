@@ -1,0 +1,255 @@
+import Foundation
+import NIOCore
+import NIOHTTP2
+
+/// The decisions of one HTTP/2 connection, apart from its I/O: what the server's SETTINGS and
+/// GOAWAY mean for the pool, when an idle connection is pinged, and when it closes.
+///
+/// A value with no channel, lock or clock: ``HTTP2ConnectionHandler`` feeds it the connection's
+/// events, with the time they happened (the event loop's `now`), and runs the ``Action`` each
+/// returns. The pool keeps its own accounting (streams per connection, waiting hops); this machine
+/// only hears when the connection becomes idle (no stream open) or busy.
+///
+/// - Before the pool counts the connection (``attached()``), what the server said is kept: the
+///   last `SETTINGS_MAX_CONCURRENT_STREAMS` and a GOAWAY, reported on attachment.
+/// - The first GOAWAY drains the connection; a later one may only lower the last stream the
+///   server will process (RFC 9113 6.8).
+/// - Idle, with nothing received for ``Configuration/pingInterval``, it sends a PING; no frame
+///   within ``Configuration/pingTimeout`` of it (the ACK or any other) closes the connection.
+///   Idle for ``Configuration/idleTimeout`` it asks the pool to let it close; that deadline wins a
+///   tie with the ping's, so a ping interval at or above the idle timeout never fires.
+/// - One timer at a time: ``Action/scheduleIdleCheck(at:)`` and ``Action/sendPing(_:checkAt:)``
+///   ask for it (replacing any scheduled one), ``idleCheckFired(now:)`` reports it.
+struct HTTP2ConnectionStateMachine {
+    struct Configuration: Equatable {
+        /// How long a connection with no stream open is kept.
+        var idleTimeout: TimeAmount
+        /// How long an idle connection may hear nothing before it sends a PING.
+        var pingInterval: TimeAmount
+        /// How long a PING may wait for any frame before the connection counts as dead.
+        var pingTimeout: TimeAmount
+    }
+
+    enum CloseReason: Equatable {
+        /// No frame arrived within the ping timeout of a PING.
+        case pingTimeout
+        /// A connection error (swift-nio-http2 or below): every stream fails with it.
+        case connectionError
+    }
+
+    enum Action: Equatable {
+        case none
+        /// The server's SETTINGS (the first makes the connection ready); the maximum is its
+        /// `SETTINGS_MAX_CONCURRENT_STREAMS`, nil when it has not said.
+        case reportMaximumStreams(Int?)
+        /// The server's first GOAWAY: streams above `lastStreamID` were not processed; the pool
+        /// opens no new stream here and closes the connection once its streams end.
+        case drain(lastStreamID: HTTP2StreamID)
+        /// A later GOAWAY lowered the last stream the server will process.
+        case lowerLastStreamID(HTTP2StreamID)
+        /// Call ``idleCheckFired(now:)`` at the deadline.
+        case scheduleIdleCheck(at: NIODeadline)
+        /// Send a PING with this payload, and call ``idleCheckFired(now:)`` at `checkAt`.
+        case sendPing(HTTP2PingData, checkAt: NIODeadline)
+        /// Idle for the idle timeout: close unless the pool handed out a stream meanwhile (its
+        /// ``becameBusy()`` may still be on its way to the loop).
+        case closeIfStillIdle
+        /// Close the connection.
+        case close(CloseReason)
+    }
+
+    private enum Lifecycle: Equatable {
+        /// The pool does not count the connection yet; what the server said waits for it.
+        case waitingForPool(settingsReceived: Bool, maximumStreams: Int?, goAway: HTTP2StreamID?)
+        case active
+        /// GOAWAY came: the pool drains the connection.
+        case goingAway(lastStreamID: HTTP2StreamID)
+        case closed
+    }
+
+    private enum Ping: Equatable {
+        case none
+        case awaitingAnswer(sentAt: NIODeadline)
+    }
+
+    let configuration: Configuration
+    private var lifecycle = Lifecycle.waitingForPool(settingsReceived: false, maximumStreams: nil, goAway: nil)
+    /// Since when no stream has been open, or nil while one is.
+    private var idleSince: NIODeadline?
+    /// When the last bytes came from the server, if any came since the connection was made.
+    private var lastReceived: NIODeadline?
+    private var ping = Ping.none
+    /// The payload of the next PING.
+    private var nextPingPayload: UInt64 = 1
+    /// When the scheduled check comes due, if one is scheduled.
+    private var scheduledCheck: NIODeadline?
+
+    init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    /// Whether the connection closed, or decided to.
+    var isClosed: Bool { self.lifecycle == .closed }
+
+    // MARK: The pool
+
+    /// The pool counts the connection: what the server said before is reported now.
+    mutating func attached() -> Action {
+        guard case .waitingForPool(let settingsReceived, let maximumStreams, let goAway) = self.lifecycle else { return .none }
+        if let goAway {
+            // The pool takes a draining connection as ready: the SETTINGS no longer matter.
+            self.lifecycle = .goingAway(lastStreamID: goAway)
+            return .drain(lastStreamID: goAway)
+        }
+        self.lifecycle = .active
+        return settingsReceived ? .reportMaximumStreams(maximumStreams) : .none
+    }
+
+    /// The pool says no stream is open on the connection.
+    mutating func becameIdle(now: NIODeadline) -> Action {
+        self.idleSince = now
+        return self.scheduleCheckIfEarlier()
+    }
+
+    /// The pool handed out a stream.
+    mutating func becameBusy() {
+        self.idleSince = nil
+    }
+
+    // MARK: The server
+
+    /// A frame of the connection's own (stream 0) arrived.
+    mutating func received(_ payload: HTTP2Frame.FramePayload, now: NIODeadline) -> Action {
+        self.heardFromServer(now: now)
+        switch payload {
+        case .settings(.settings(let settings)):
+            let maximum = settings.last { $0.parameter == .maxConcurrentStreams }?.value
+            switch self.lifecycle {
+            case .waitingForPool(_, let previous, let goAway):
+                self.lifecycle = .waitingForPool(settingsReceived: true, maximumStreams: maximum ?? previous, goAway: goAway)
+                return .none
+            case .active:
+                return .reportMaximumStreams(maximum)
+            case .goingAway, .closed:
+                return .none
+            }
+        case .goAway(let lastStreamID, _, _):
+            switch self.lifecycle {
+            case .waitingForPool(let settingsReceived, let maximumStreams, let previous):
+                let lowest = previous.map { min($0, lastStreamID) } ?? lastStreamID
+                self.lifecycle = .waitingForPool(settingsReceived: settingsReceived, maximumStreams: maximumStreams, goAway: lowest)
+                return .none
+            case .active:
+                self.lifecycle = .goingAway(lastStreamID: lastStreamID)
+                return .drain(lastStreamID: lastStreamID)
+            case .goingAway(let previous):
+                guard lastStreamID < previous else { return .none }
+                self.lifecycle = .goingAway(lastStreamID: lastStreamID)
+                return .lowerLastStreamID(lastStreamID)
+            case .closed:
+                return .none
+            }
+        default:
+            // PING (answered by swift-nio-http2), its ACK, WINDOW_UPDATE: liveness only.
+            return .none
+        }
+    }
+
+    /// Bytes arrived (a read ended), whatever stream they were for: a PING they answered makes
+    /// the next one due sooner than its answer's deadline, the check already scheduled.
+    mutating func readCompleted(now: NIODeadline) -> Action {
+        self.heardFromServer(now: now)
+        return self.scheduleCheckIfEarlier()
+    }
+
+    private mutating func heardFromServer(now: NIODeadline) {
+        self.lastReceived = now
+        self.ping = .none
+    }
+
+    // MARK: Time
+
+    /// The scheduled check came due.
+    mutating func idleCheckFired(now: NIODeadline) -> Action {
+        self.scheduledCheck = nil
+        guard self.lifecycle == .active else { return .none }
+        if case .awaitingAnswer(let sentAt) = self.ping, now >= sentAt + self.configuration.pingTimeout {
+            self.lifecycle = .closed
+            return .close(.pingTimeout)
+        }
+        if let idleSince = self.idleSince {
+            if now >= idleSince + self.configuration.idleTimeout {
+                return .closeIfStillIdle
+            }
+            if self.ping == .none, now >= self.quietSince(idleSince) + self.configuration.pingInterval {
+                self.ping = .awaitingAnswer(sentAt: now)
+                let payload = HTTP2PingData(withInteger: self.nextPingPayload)
+                self.nextPingPayload &+= 1
+                let next = self.nextDeadline() ?? now + self.configuration.pingTimeout
+                self.scheduledCheck = next
+                return .sendPing(payload, checkAt: next)
+            }
+        }
+        return self.scheduleCheckIfEarlier()
+    }
+
+    /// Since when the idle connection has heard nothing.
+    private func quietSince(_ idleSince: NIODeadline) -> NIODeadline {
+        self.lastReceived.map { max($0, idleSince) } ?? idleSince
+    }
+
+    /// The next time something may be due: a PING's answer, the idle timeout, the next PING.
+    private func nextDeadline() -> NIODeadline? {
+        guard self.lifecycle == .active else { return nil }
+        var next: NIODeadline?
+        func consider(_ deadline: NIODeadline) { next = next.map { min($0, deadline) } ?? deadline }
+        if case .awaitingAnswer(let sentAt) = self.ping {
+            consider(sentAt + self.configuration.pingTimeout)
+        }
+        if let idleSince = self.idleSince {
+            consider(idleSince + self.configuration.idleTimeout)
+            if self.ping == .none {
+                consider(self.quietSince(idleSince) + self.configuration.pingInterval)
+            }
+        }
+        return next
+    }
+
+    /// Schedules the next check unless one is scheduled no later (a check that comes early only
+    /// schedules the next).
+    private mutating func scheduleCheckIfEarlier() -> Action {
+        guard let next = self.nextDeadline(), self.scheduledCheck.map({ next < $0 }) ?? true else { return .none }
+        self.scheduledCheck = next
+        return .scheduleIdleCheck(at: next)
+    }
+
+    // MARK: The end
+
+    /// A connection error reached the end of the pipeline.
+    mutating func errorCaught() -> Action {
+        guard self.lifecycle != .closed else { return .none }
+        self.lifecycle = .closed
+        return .close(.connectionError)
+    }
+
+    /// The channel closed.
+    mutating func channelInactive() {
+        self.lifecycle = .closed
+        self.scheduledCheck = nil
+    }
+}
+
+extension HTTP2ConnectionStateMachine.Configuration {
+    /// An engine configuration's PING interval and timeout (a millisecond to 10⁹ seconds; a value
+    /// that is not a number is the default), with the pool's idle timeout.
+    init(_ configuration: NIOEngine.Configuration, idleTimeout: TimeAmount) {
+        func amount(_ seconds: TimeInterval, default: TimeInterval) -> TimeAmount {
+            let seconds = seconds.isNaN ? `default` : min(max(seconds, 0.001), 1e9)
+            return .nanoseconds(Int64(seconds * 1e9))
+        }
+        self.init(
+            idleTimeout: idleTimeout,
+            pingInterval: amount(configuration.http2PingInterval, default: 30),
+            pingTimeout: amount(configuration.http2PingTimeout, default: 10))
+    }
+}
