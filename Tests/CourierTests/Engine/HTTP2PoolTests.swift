@@ -121,6 +121,7 @@ struct HTTP2PoolTests {
             let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
             #expect(error?.code == .connectionClosed)
             #expect(error?.message.contains("HTTP/2 stream") == true, "\(String(describing: error))")
+            #expect(error?.message.contains("localhost:\(server.port)") == true, "names the host: \(String(describing: error))")
             #expect(server.streamCount == 1, "not sent again")
             // The connection carries the next request.
             _ = await #expect(throws: CourierError.self) { try await manager.get("next") }
@@ -134,6 +135,33 @@ struct HTTP2PoolTests {
             let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
             #expect(error?.code == .connectionClosed)
             #expect(server.streamCount == HTTP1ResendRule.maximumResends + 1)
+        }
+    }
+
+    @Test func aGoAwayAfterProcessingIsATypedErrorAndNotSentAgain() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in index == 0 ? .goAwayAfterProcessing : .respond("next") }
+        try await self.withManager(server) { manager in
+            let error = await #expect(throws: CourierError.self) { try await manager.post("post", parameters: ["a": "1"]) }
+            #expect(error?.code == .connectionClosed, "\(String(describing: error))")
+            #expect(error?.message.contains("localhost:\(server.port)") == true, "names the host: \(String(describing: error))")
+            #expect(server.streamCount == 1, "processed: not sent again")
+            // The next request goes on a new connection.
+            let next = try await manager.get("next")
+            #expect(Self.body(next) == "next")
+            #expect(server.connectionCount == 2)
+        }
+    }
+
+    @Test func aProtocolErrorIsATypedError() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in index == 0 ? .protocolError : .respond("next") }
+        try await self.withManager(server) { manager in
+            let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
+            #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+            #expect(error?.message.contains("localhost:\(server.port)") == true, "names the host: \(String(describing: error))")
+            #expect(error?.message.contains("HTTP/2 protocol") == true, "\(String(describing: error))")
+            let next = try await manager.get("next")
+            #expect(Self.body(next) == "next")
+            #expect(server.connectionCount == 2)
         }
     }
 

@@ -22,6 +22,12 @@ final class ScriptedHTTP2Server: Sendable {
         /// Sends GOAWAY naming the stream before this one as the last processed, then closes the
         /// connection: this stream and any later one were not processed.
         case goAway
+        /// Sends GOAWAY naming this stream as the last processed, then closes the connection
+        /// without answering: a request processed and lost mid-way.
+        case goAwayAfterProcessing
+        /// Sends a malformed frame (a SETTINGS frame five bytes long) on the connection: a
+        /// connection error (FRAME_SIZE_ERROR, RFC 9113 6.5) for the client.
+        case protocolError
     }
 
     private struct State {
@@ -121,7 +127,8 @@ final class ScriptedHTTP2Server: Sendable {
         try await self.channel.close()
     }
 
-    /// Drops a connection's decrypted bytes once ``stopAnswering()`` covers it.
+    /// Drops a connection's decrypted bytes once ``stopAnswering()`` covers it; raw frames are
+    /// written through its context.
     private final class DeafGate: ChannelInboundHandler {
         typealias InboundIn = ByteBuffer
         typealias InboundOut = ByteBuffer
@@ -202,7 +209,8 @@ final class ScriptedHTTP2Server: Sendable {
                 return state.streams
             }
             let channel = context.channel
-            switch self.script(index, self.path) {
+            let action = self.script(index, self.path)
+            switch action {
             case .respond(let body):
                 Self.answer(body, on: channel)
             case .hold(let body):
@@ -213,13 +221,23 @@ final class ScriptedHTTP2Server: Sendable {
                 if now { Self.answer(body, on: channel) }
             case .reset(let code):
                 context.writeAndFlush(self.wrapOutboundOut(.rstStream(code)), promise: nil)
-            case .goAway:
+            case .goAway, .goAwayAfterProcessing:
                 guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
                 else { return }
-                let last = HTTP2StreamID(Int32(streamID) - 2 > 0 ? Int32(streamID) - 2 : 0)
+                let previous = HTTP2StreamID(Int32(streamID) - 2 > 0 ? Int32(streamID) - 2 : 0)
+                let last = action.isGoAwayAfterProcessing ? streamID : previous
                 parent.eventLoop.execute {
                     let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: .noError, opaqueData: nil))
                     parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
+                }
+            case .protocolError:
+                guard let parent = channel.parent else { return }
+                parent.eventLoop.execute {
+                    // Below swift-nio-http2, so that it goes out as written: length 5, type
+                    // SETTINGS, no flags, stream 0, five bytes.
+                    guard let gate = try? parent.pipeline.syncOperations.context(handlerType: DeafGate.self) else { return }
+                    let bytes: [UInt8] = [0, 0, 5, 0x4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+                    gate.writeAndFlush(NIOAny(parent.allocator.buffer(bytes: bytes)), promise: nil)
                 }
             }
         }
@@ -233,5 +251,12 @@ final class ScriptedHTTP2Server: Sendable {
                 channel.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(buffer), endStream: true)), promise: nil)
             }
         }
+    }
+}
+
+extension ScriptedHTTP2Server.Action {
+    fileprivate var isGoAwayAfterProcessing: Bool {
+        if case .goAwayAfterProcessing = self { return true }
+        return false
     }
 }

@@ -391,6 +391,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     /// again on another connection as ``HTTP1ResendRule`` allows.
     private func connectionEndedUnderHop(error: (any Error)?) {
         guard let running = self.running else { return }
+        // A stream closed without a reason of its own: its connection's error, if it failed.
+        let error = error ?? self.stream?.connectionError
         if running.responseEnded {
             // The whole response came; the rest of the upload had nowhere to go.
             self.finishRunning(running)

@@ -27,6 +27,7 @@ final class HTTP2Connection: HopCarrier, Sendable {
     private let handler: NIOLoopBound<HTTP2ConnectionHandler>
     /// The last stream the server said it will process (GOAWAY), or `Int32.max` before any.
     private let goAwayLastStreamID = Atomic<Int32>(Int32.max)
+    private let failure = NIOLockedValueBox<(any Error)?>(nil)
 
     /// Made on the channel's loop.
     init(channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, multiplexer: NIOHTTP2Handler.StreamMultiplexer, handler: HTTP2ConnectionHandler) {
@@ -40,6 +41,12 @@ final class HTTP2Connection: HopCarrier, Sendable {
 
     deinit {
         self.pool.liveConnections.subtract(1, ordering: .relaxed)
+    }
+
+    /// The HTTP/2 error (a protocol error, say) that closed the connection, if one did: what its
+    /// streams, which close without a reason of their own, fail with.
+    var connectionError: (any Error)? {
+        self.failure.withLockedValue { $0 }
     }
 
     /// Whether the server said, by GOAWAY, that it did not process `streamID`.
@@ -136,6 +143,12 @@ extension HTTP2Connection: HTTP2ConnectionDelegate {
 
     func http2IdleTimeoutReached() -> Bool {
         self.pool.removeIdleHTTP2(self)
+    }
+
+    func http2ConnectionFailed(_ error: any Error) {
+        // HTTP/2's own errors only: a reset or a TLS close stays "closed" for the resend rule.
+        guard error is any NIOHTTP2Error else { return }
+        self.failure.withLockedValue { $0 = $0 ?? error }
     }
 
     func http2WillClose(_ reason: HTTP2ConnectionStateMachine.CloseReason) {

@@ -14,6 +14,8 @@ protocol HTTP2ConnectionDelegate: AnyObject {
     /// The connection was idle for the idle timeout: whether it may close (false when a stream was
     /// handed out meanwhile).
     func http2IdleTimeoutReached() -> Bool
+    /// A connection error reached the handler (the connection closes): what its streams fail with.
+    func http2ConnectionFailed(_ error: any Error)
     /// The handler is about to close the connection, and why.
     func http2WillClose(_ reason: HTTP2ConnectionStateMachine.CloseReason)
 }
@@ -77,6 +79,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A connection error: every stream on it fails with it as the connection closes.
+        self.delegate?.http2ConnectionFailed(error)
         self.run(self.stateMachine.errorCaught())
     }
 

@@ -16,6 +16,7 @@ struct HTTP2ConnectionHandlerTests {
         var lowered: [HTTP2StreamID] = []
         var idleTimeouts = 0
         var closeReasons: [HTTP2ConnectionStateMachine.CloseReason] = []
+        var errors: [any Error] = []
         var allowsIdleClose = true
 
         func http2ReceivedSettings(maximumStreams: Int?) { self.settings.append(maximumStreams) }
@@ -25,6 +26,7 @@ struct HTTP2ConnectionHandlerTests {
             self.idleTimeouts += 1
             return self.allowsIdleClose
         }
+        func http2ConnectionFailed(_ error: any Error) { self.errors.append(error) }
         func http2WillClose(_ reason: HTTP2ConnectionStateMachine.CloseReason) { self.closeReasons.append(reason) }
     }
 
@@ -167,6 +169,7 @@ struct HTTP2ConnectionHandlerTests {
         setup.channel.pipeline.fireErrorCaught(NIOHTTP2Errors.unableToParseFrame())
         #expect(!setup.channel.isActive)
         #expect(setup.delegate.closeReasons == [.connectionError])
+        #expect(setup.delegate.errors.count == 1 && setup.delegate.errors.first is NIOHTTP2Errors.UnableToParseFrame)
     }
 
     @Test func aClosedConnectionSchedulesNothing() throws {
