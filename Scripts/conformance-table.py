@@ -62,11 +62,7 @@ RULES = [
      "RequestCompressor has no duplicate-header option (`.error`, `.replace`): a body with a `Content-Encoding` is always sent as it is (Alamofire's `.skip`)"),
     (r"AuthenticationInterceptorTests", r"Deadlock", "not applicable",
      "Courier's `Authenticator.refresh` is `async`: there is no completion handler to call synchronously on the calling queue"),
-    (r"AuthenticationInterceptorTests", r".", "not yet ported",
-     "AuthenticationInterceptor has the behaviour (single-flight refresh, failed state, refresh window, credential set from outside); the twin is not written yet"),
     (r"RequestTests", r"EventMonitor", "not built", "event monitors are per session (`SessionManager.eventMonitors`); a request has none of its own"),
-    (r"OfflineRetrierTests", r".", "not yet ported",
-     "Courier's OfflineRetrier is the connectivity retry (`SessionManager.connectivityRetry`, one retrier among the session's), tested in Tests/CourierTests/Reachability/ConnectivityRetry*Tests; the twins are not written yet"),
     (r"SessionTests", r"ResponseSerializer",
      "not built", "retriers are asked about failed attempts (transport failures, statuses of 400 or more), not about a response serializer's failure: serialization runs after the task completed"),
     (r"ParameterEncodingTests", r"WithIndex|WithoutBrackets|CustomClosure|LiteralBool",
@@ -297,7 +293,8 @@ def main():
     out.append("request or serialization queues, and the response hook is synchronous; a streamed body is an")
     out.append("`AsyncSequence` of reads, for one consumer, not validated; the default `User-Agent` has")
     out.append("AFNetworking's form; a form keeps an array's elements in order; an authentication")
-    out.append("interceptor holds a request adapted while any refresh is under way.\n")
+    out.append("interceptor holds a request adapted while any refresh is under way; the connectivity")
+    out.append("retry leaves on the reachability monitoring it started.\n")
     for title, rows in sections:
         summary = {}
         for row in rows:

@@ -10,10 +10,12 @@ import NIOPosix
 /// (the socket said so, or said nothing while the reachability manager says not reachable), no
 /// response head arrived, and the task was not retried for this reason before. It then waits up
 /// to the policy's ``ConnectivityRetryPolicy/maximumWait`` for the reachability manager to report
-/// a reachable status: retry when it does, the first failure when it does not.
+/// a reachable status: retry when it does, the first failure when it does not. The wait is timed
+/// on the session's ``RetryClock`` (``SessionManager/retryClock``).
 struct ConnectivityRetrier: RequestRetrier {
     let policy: ConnectivityRetryPolicy
     let reachability: NetworkReachabilityManager
+    var clock: any RetryClock = .system
 
     func retry(_ attempt: FailedAttempt) async throws -> RetryDecision {
         guard let error = attempt.error, error.code == .connectionFailed, attempt.response == nil,
@@ -21,16 +23,16 @@ struct ConnectivityRetrier: RequestRetrier {
             ConnectionFailureCause(error).meansNetworkIsDown(status: self.reachability.networkReachabilityStatus)
         else { return .doNotRetry }
         attempt.logger.debug("waiting for the network to retry", metadata: ["courier.maximum-wait": "\(self.policy.maximumWait)"])
-        let networkIsBack = await self.reachability.waitUntilReachable(within: self.policy.maximumWait)
+        let networkIsBack = await self.reachability.waitUntilReachable(within: self.policy.maximumWait, clock: self.clock)
         try Task.checkCancellation()
         return networkIsBack ? .retry(reason: .connectivity) : .doNotRetry
     }
 }
 
 extension NetworkReachabilityManager {
-    /// Waits until the status is reachable (true) or `limit` has passed (false), starting
-    /// monitoring if it was off.
-    func waitUntilReachable(within limit: Duration) async -> Bool {
+    /// Waits until the status is reachable (true) or `limit` has passed on `clock` (false),
+    /// starting monitoring if it was off.
+    func waitUntilReachable(within limit: Duration, clock: any RetryClock = .system) async -> Bool {
         if !self.isMonitoring { self.startMonitoring() }
         let statuses = self.statuses
         return await withTaskGroup(of: Bool.self) { group in
@@ -39,7 +41,7 @@ extension NetworkReachabilityManager {
                 return false
             }
             group.addTask {
-                try? await Task.sleep(for: limit)
+                try? await clock.sleep(for: limit)
                 return false
             }
             let first = await group.next() ?? false

@@ -41,7 +41,7 @@ struct TaskInterception: Sendable {
         }
         self.chain = InterceptorChain(adapters: adapters, retriers: retriers, budget: settings.retryBudget)
         self.authentication = settings.authentication
-        self.connectivity = connectivity.map { ConnectivityRetrier(policy: $0, reachability: reachability) }
+        self.connectivity = connectivity.map { ConnectivityRetrier(policy: $0, reachability: reachability, clock: settings.retryClock) }
         self.budget = settings.retryBudget
         self.clock = settings.retryClock
         self.monitors = settings.monitorGroup
