@@ -31,8 +31,9 @@ extension HTTPRequestSerializer {
     /// - Booleans are `1` and `0`; numbers are written in their shortest form (`1`, `0.5`, `1e+16`).
     /// - Keys (brackets included) and values are escaped by ``percentEscaped(_:)``.
     /// - An empty array, set or dictionary writes nothing, as in AFNetworking.
-    /// - Any other `Encodable` value (a struct of yours) is written as a default `JSONEncoder`
-    ///   sees it: its properties become `key[property]`; a `nil` optional property is left out.
+    /// - Any other `Encodable` value (a struct of yours) is written as ``URLEncodedFormEncoder``
+    ///   sees it with its default date and data options (as a default `JSONEncoder` writes them):
+    ///   its properties become `key[property]`; a `nil` optional property is left out.
     ///
     /// ```swift
     /// try HTTPRequestSerializer.queryString(from: ["user": ["name": "Ann", "tags": ["a", "b"]], "q": "a b"])

@@ -114,11 +114,13 @@ indirect enum ParameterValue {
         }
     }
 
-    /// Any other `Encodable` value, as a default `JSONEncoder` writes it.
+    /// Any other `Encodable` value, as ``URLEncodedFormEncoder``'s encoder sees it with dates and
+    /// data as a default `JSONEncoder` writes them (seconds since 2001, Base64).
     private static func encoded(_ value: any Encodable, path: ParameterPath) throws(CourierError) -> ParameterValue {
-        let data: Data
+        let root = FormNode()
+        let encoder = FormTreeEncoder(node: root, codingPath: [], dateEncoding: .deferredToDate, dataEncoding: .base64)
         do {
-            data = try JSONEncoder().encode(value)
+            try encoder.encodeValue(value)
         } catch let error as EncodingError {
             throw CourierError(
                 .parameterEncodingFailed,
@@ -128,14 +130,13 @@ indirect enum ParameterValue {
         } catch {
             throw CourierError(.parameterEncodingFailed, "the value at '\(path)' could not be encoded", underlyingError: error)
         }
-        do {
-            return ParameterValue(try JSONDecoder().decode(FormValue.self, from: data))
-        } catch {
-            throw CourierError(.internalInconsistency, "JSONEncoder wrote JSON that JSONDecoder cannot read", underlyingError: error)
+        guard root.kind != .unset else {
+            throw CourierError(.parameterEncodingFailed, "the value at '\(path)' (a \(type(of: value))) encoded no value")
         }
+        return ParameterValue(root.value)
     }
 
-    /// A JSON document as parameters.
+    /// An encoded value as parameters.
     private init(_ form: FormValue) {
         switch form {
         case .null: self = .null

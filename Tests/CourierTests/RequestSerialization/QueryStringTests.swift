@@ -77,7 +77,7 @@ extension RequestSerializationTests {
         var note: String? = nil
     }
 
-    @Test("Encodable values nested in parameters are written as JSONEncoder sees them")
+    @Test("Encodable values nested in parameters are written as a default JSONEncoder would")
     func encodableValues() throws {
         let query = try HTTPRequestSerializer.queryString(from: ["filter": Filter(), "page": 1] as Parameters)
         #expect(query == "filter%5Bbrands%5D%5B%5D=a&filter%5Bbrands%5D%5B%5D=b&filter%5BinStock%5D=1&filter%5BminPrice%5D=1.5&page=1")
@@ -93,6 +93,30 @@ extension RequestSerializationTests {
         } throws: { error in
             (error as? CourierError)?.message.contains("'outer[values][1]'") == true
         }
+    }
+
+    @Test("an Encodable value that asks again for a container it wrote is written, not a trap")
+    func encodableWritingTwice() throws {
+        struct Twice: Encodable, Sendable {
+            var at = Date(timeIntervalSinceReferenceDate: 1.5)
+            var blob = Data([0xFB, 0xFF])
+            enum Keys: String, CodingKey { case a, b, at, blob }
+            func encode(to encoder: any Encoder) throws {
+                var first = encoder.container(keyedBy: Keys.self)
+                try first.encode(1, forKey: .a)
+                var nested = first.nestedUnkeyedContainer(forKey: .b)
+                try nested.encode("x")
+                var second = encoder.container(keyedBy: Keys.self)
+                try second.encode(self.at, forKey: .at)
+                try second.encode(self.blob, forKey: .blob)
+                var nestedAgain = second.nestedUnkeyedContainer(forKey: .b)
+                try nestedAgain.encode("y")
+            }
+        }
+        let query = try HTTPRequestSerializer.queryString(from: ["t": Twice()] as Parameters)
+        #expect(query == "t%5Ba%5D=1&t%5Bat%5D=1.5&t%5Bb%5D%5B%5D=x&t%5Bb%5D%5B%5D=y&t%5Bblob%5D=%2B/8%3D")
+        let json = try JSONRequestSerializer().request(method: .post, urlString: "https://h.test/", parameters: Twice())
+        #expect(json.body.data == Data(#"{"a":1,"at":1.5,"b":["x","y"],"blob":"+\/8="}"#.utf8))
     }
 
     @Test("a very long value")
