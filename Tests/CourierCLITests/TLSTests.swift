@@ -6,6 +6,33 @@ import Testing
 /// `--verify`, `--cacert`, `--pin-cert`, `--pin-key`, `--cert`/`--key` against TestServer over HTTPS.
 @Suite("CLI: TLS flags")
 struct TLSTests {
+    @Test("The status line names the protocol the response came over; --verbose adds the task metrics")
+    func protocolAndMetrics() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let root = folder.appendingPathComponent("root.pem")
+        try Data(TestCertificates.rootCA.utf8).write(to: root)
+        let server = try await TestServer.start(.https())
+        defer { Task { try? await server.shutdown() } }
+        let url = server.url("/get").absoluteString
+
+        // The test server offers h2 through ALPN: the CLI takes it.
+        let headers = try await CLIRunner.run(["--cacert", root.path, "--headers", url])
+        #expect(headers.status == 0, "\(headers.standardError)")
+        #expect(headers.output.hasPrefix("HTTP/2 200 OK\n"), "\(headers.output)")
+
+        let verbose = try await CLIRunner.run(["--cacert", root.path, "--verbose", url])
+        #expect(verbose.status == 0, "\(verbose.standardError)")
+        let text = verbose.output
+        #expect(text.contains("Accept-Encoding: deflate, gzip\n"), "the request as it went out")
+        let status = try #require(text.range(of: "HTTP/2 200 OK\n"))
+        let metrics = try #require(text.range(of: "* GET \(url) 200 over HTTP/2\n"), "\(text)")
+        #expect(status.lowerBound < metrics.lowerBound, "the metrics come after the response")
+        #expect(text.contains("* new connection to 127.0.0.1:\(server.port)"))
+        #expect(text.contains(", TLS "))
+        #expect(text.contains("* lookup -, connect "))
+    }
+
     @Test("Untrusted by default; --verify no, --cacert and pins make it work; a wrong pin is refused")
     func trust() async throws {
         let folder = try makeTemporaryFolder()

@@ -360,14 +360,22 @@ final class ConnectionPool: Sendable {
             let readWatcher = HTTP1ReadWatcher()
             try pipeline.addHandler(readWatcher)
             try pipeline.addHTTPClientHandlers()
+            var counter: ResponseBodyCounter?
             if let decompression {
+                // Counts the body as it came, before the decompressor (the task metrics' wire count).
+                counter = ResponseBodyCounter()
+                try pipeline.addHandler(counter!)
                 try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: decompression))
             }
-            try pipeline.addHandler(HTTP1ConnectionHandler(readWatcher: readWatcher))
+            try pipeline.addHandler(HTTP1ConnectionHandler(readWatcher: readWatcher, bodyCounter: counter))
         }
+        // The setup's times, for the first transaction's metrics: filled in on the loop.
+        let resolver = TimedResolver(loop: eventLoop)
+        let setup = NIOLockedValueBox(ConnectionEstablishment(connectStart: .now, isProxyConnection: key.route != .direct))
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(self.settings.connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .resolver(resolver)
         let opened: EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol)>
         let route = key.route
         let address = route.connectionAddress(host: key.host, port: key.port)
@@ -377,7 +385,12 @@ final class ConnectionPool: Sendable {
             // timeout bounds it), then what ALPN chose.
             opened = bootstrap.connect(host: address.host, port: address.port).flatMap { channel in
                 ProxyTunnel.establish(on: channel, target: key.host, port: key.port, route: route, timeout: connectTimeout).flatMap {
-                    tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
+                    setup.withLockedValue { $0.secureConnectionStart = .now }
+                    return tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
+                        setup.withLockedValue { setup in
+                            setup.secureConnectionEnd = .now
+                            setup.tlsVersion = agreed.tlsVersion
+                        }
                         switch agreed.applicationProtocol {
                         case .http1_1: try addHTTP1Handlers(to: channel)
                         case .http2: try Self.addHTTP2Handlers(to: channel, settings: self.settings.http2)
@@ -406,11 +419,20 @@ final class ConnectionPool: Sendable {
                 .map { channel in (channel, .http1_1) }
         }
         opened.whenComplete { result in
+            let establishment = setup.withLockedValue { setup in
+                let lookup = resolver.times
+                setup.domainLookupStart = lookup.start
+                setup.domainLookupEnd = lookup.end
+                // The TCP connect began once the lookup ended.
+                if let end = lookup.end { setup.connectStart = end }
+                setup.connectEnd = .now
+                return setup
+            }
             switch result {
             case .success((let channel, .http1_1)):
                 do {
                     let handler = try channel.pipeline.syncOperations.handler(type: HTTP1ConnectionHandler.self)
-                    let connection = HTTP1Connection(channel: channel, key: key, pool: self, handler: handler)
+                    let connection = HTTP1Connection(channel: channel, key: key, pool: self, handler: handler, establishment: establishment)
                     handler.connection = connection
                     self.connectionOpened(connection)
                 } catch {
@@ -422,7 +444,8 @@ final class ConnectionPool: Sendable {
                     let pipeline = channel.pipeline.syncOperations
                     let multiplexer = try pipeline.handler(type: NIOHTTP2Handler.self).syncMultiplexer()
                     let handler = try pipeline.handler(type: HTTP2ConnectionHandler.self)
-                    let connection = HTTP2Connection(channel: channel, key: key, pool: self, multiplexer: multiplexer, handler: handler)
+                    let connection = HTTP2Connection(
+                        channel: channel, key: key, pool: self, multiplexer: multiplexer, handler: handler, establishment: establishment)
                     self.http2ConnectionOpened(connection)
                     // After the pool counts it: SETTINGS that came during the handshake's end go to it.
                     handler.attach(connection)

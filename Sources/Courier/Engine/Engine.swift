@@ -58,9 +58,26 @@ public protocol ExchangeDelegate: AnyObject, Sendable {
     /// The final response head arrived; `url` is the URL that answered (after redirects).
     func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition
 
+    /// The protocol the final response head came over, as ALPN names it (`"h2"`, `"http/1.1"`,
+    /// `"http/1.0"`); called just before ``exchange(didReceive:url:)``. Optional: engines that
+    /// do not know never call it.
+    func exchange(willReceiveResponseOver networkProtocolName: String)
+
     /// A chunk of the response body arrived.
     func exchange(didReceive chunk: ByteBuffer)
 
+    /// One transaction (a hop: the first request, or a redirect's) ended, with what the engine
+    /// recorded of it; called before the next hop starts, or before
+    /// ``exchange(didCompleteWith:)``. Optional: engines that record nothing never call it.
+    func exchange(didFinishTransaction metrics: TransactionMetrics)
+
     /// The exchange ended: successfully when `error` is nil. Called exactly once, last.
     func exchange(didCompleteWith error: CourierError?)
+}
+
+extension ExchangeDelegate {
+    /// Does nothing: a delegate that keeps no metrics need not implement it.
+    public func exchange(didFinishTransaction metrics: TransactionMetrics) {}
+    /// Does nothing: a delegate that does not care about the protocol need not implement it.
+    public func exchange(willReceiveResponseOver networkProtocolName: String) {}
 }

@@ -37,6 +37,9 @@ extension NIOEngine {
             return (.invalidResponse, "the server broke the HTTP/2 protocol (\(error))")
         }
         if let error = error as? NIOConnectionError {
+            if error.connectionErrors.isEmpty, let lookup = (error.dnsAAAAError ?? error.dnsAError) as? NameLookupFailure {
+                return (.connectionFailed, "\(lookup)")
+            }
             return (.connectionFailed, "could not connect to \(error.host):\(error.port)")
         }
         if let error = error as? IOError {

@@ -38,9 +38,9 @@ extension NIOExchange {
         self.delegate.exchange(didSendBodyData: bytes, totalBytesSent: counted.total, totalBytesExpectedToSend: counted.expected)
     }
 
-    /// The hop's response head arrived: plan a redirect, or hand the response to the delegate.
-    func hopReceivedHead(_ head: HTTPResponseHead) {
-        let response = HTTPResponse(nioHead: head)
+    /// The hop's response head arrived over `networkProtocolName`: plan a redirect, or hand the
+    /// response to the delegate.
+    func hopReceivedHead(_ response: HTTPResponse, over networkProtocolName: String) {
         let (request, redirect) = self.state.withLockedValue { state -> (Request, RedirectStep) in
             state.lastActivity = .now()
             let step = RedirectPlanner.step(
@@ -73,6 +73,7 @@ extension NIOExchange {
             }
         }
         self.state.withLockedValue { $0.phase = .streaming }
+        self.delegate.exchange(willReceiveResponseOver: networkProtocolName)
         if self.delegate.exchange(didReceive: response, url: request.url) == .cancel {
             self.cancel(with: CourierError(.cancelled, "\(request.summary): cancelled on receiving the response", request: request, response: response))
         }

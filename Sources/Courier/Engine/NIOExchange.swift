@@ -99,8 +99,12 @@ final class NIOExchange: Exchange, Sendable {
         pool.execute(hop, preferredLoop: preferredLoop)
     }
 
-    func hopCompleted(_ result: Result<Void, any Error>) {
+    /// The current hop ended: its transaction's metrics go to the delegate, then the next hop
+    /// starts or the exchange finishes.
+    func hopCompleted(_ result: Result<Void, any Error>, metrics: TransactionMetrics) {
         enum Next { case startNextHop, finish(CourierError?) }
+        let finished = self.state.withLockedValue { $0.isFinished }
+        if !finished { self.delegate.exchange(didFinishTransaction: metrics) }
         let next: Next = self.state.withLockedValue { state in
             state.currentTask = nil
             if state.isFinished { return .finish(nil) }

@@ -10,6 +10,7 @@ struct TaskMetricsRecorder {
         var responseStart: Duration?
         var redirectCount = 0
         var bytesSent: Int64 = 0
+        var transactions: [TransactionMetrics] = []
     }
 
     private var taskStart: Date?
@@ -44,6 +45,9 @@ struct TaskMetricsRecorder {
     /// A redirect was followed.
     mutating func redirected() { self.open?.redirectCount += 1 }
 
+    /// The engine finished a transaction (a hop) of the attempt.
+    mutating func transactionFinished(_ metrics: TransactionMetrics) { self.open?.transactions.append(metrics) }
+
     /// The final response head arrived.
     mutating func responseBegan() {
         let now = self.offset()
@@ -57,7 +61,7 @@ struct TaskMetricsRecorder {
             TaskMetrics.Attempt(
                 request: open.request, start: open.start, exchangeStart: open.exchangeStart, responseStart: open.responseStart,
                 end: self.offset(), response: response, error: error, redirectCount: open.redirectCount, bytesSent: open.bytesSent,
-                bytesReceived: bytesReceived))
+                bytesReceived: bytesReceived, transactions: open.transactions))
         self.open = nil
     }
 
@@ -66,6 +70,6 @@ struct TaskMetricsRecorder {
         if self.open != nil { self.attemptEnded(response: response, error: error, bytesReceived: bytesReceived) }
         return TaskMetrics(
             taskStart: self.taskStart ?? Date(), duration: self.offset(), attempts: self.attempts, originalRequest: originalRequest,
-            response: response, error: error)
+            response: response, error: error, taskStartInstant: self.origin ?? .now)
     }
 }

@@ -15,9 +15,14 @@ public struct DataResponse<Value: Sendable>: Sendable {
     /// Where the response came from: the network, or the session's
     /// ``SessionConfiguration/responseCache``.
     public let source: ResponseSource
+    /// The task's timings and sizes (``TaskMetrics``), when it recorded them.
+    public let metrics: TaskMetrics?
 
     /// Makes a response value.
-    public init(request: Request, response: HTTPResponse, data: Data?, value: Value, source: ResponseSource = .network) {
+    public init(
+        request: Request, response: HTTPResponse, data: Data?, value: Value, source: ResponseSource = .network, metrics: TaskMetrics? = nil
+    ) {
+        self.metrics = metrics
         self.request = request
         self.response = response
         self.data = data

@@ -32,4 +32,6 @@ public enum TaskDidCompleteKey {
     public static let error = "com.courier.networking.task.complete.error"
     /// Where the response came from, as a ``ResponseSource`` (absent when no response arrived).
     public static let responseSource = "com.courier.networking.task.complete.responsesource"
+    /// The task's ``TaskMetrics`` (AFNetworking's `AFNetworkingTaskDidCompleteSessionTaskMetrics`).
+    public static let metrics = "com.courier.networking.complete.sessiontaskmetrics"
 }

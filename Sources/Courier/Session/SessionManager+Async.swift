@@ -63,7 +63,9 @@ extension SessionManager {
         } else if let response = outcome.response {
             do {
                 let value = try serializer.responseObject(for: response, data: outcome.data)
-                result = .success(DataResponse(request: outcome.request, response: response, data: outcome.data, value: value, source: outcome.source))
+                result = .success(DataResponse(
+                        request: outcome.request, response: response, data: outcome.data, value: value, source: outcome.source,
+                        metrics: outcome.metrics))
             } catch {
                 result = .failure(error.adding(request: outcome.request, response: response, data: outcome.data))
             }

@@ -66,6 +66,7 @@ extension SessionManager {
         if let error { userInfo[TaskDidCompleteKey.error] = error }
         if let fileURL = outcome.fileURL { userInfo[TaskDidCompleteKey.assetPath] = fileURL }
         if outcome.response != nil { userInfo[TaskDidCompleteKey.responseSource] = outcome.source }
+        if let metrics = outcome.metrics { userInfo[TaskDidCompleteKey.metrics] = metrics }
         NotificationCenter.default.post(name: .taskDidComplete, object: task, userInfo: userInfo)
     }
 }

@@ -110,7 +110,7 @@ extension SessionManager {
         guard let response = outcome.response, let fileURL = outcome.fileURL else {
             throw CourierError(.internalInconsistency, "\(outcome.request.summary): a download ended with no file and no error", request: outcome.request)
         }
-        return DownloadResponse(request: outcome.request, response: response, fileURL: fileURL)
+        return DownloadResponse(request: outcome.request, response: response, fileURL: fileURL, metrics: outcome.metrics)
     }
 
     /// Calls a finished download's handler on the completion queue inside the completion group,

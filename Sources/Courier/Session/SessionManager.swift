@@ -34,6 +34,9 @@ public class SessionManager: @unchecked Sendable {
     public struct Hooks: Sendable {
         /// A task finished (after its completion handler was scheduled).
         public var taskDidComplete: (@Sendable (SessionManager, SessionTask, CourierError?) -> Void)?
+        /// A task's metrics are complete (AFNetworking's `setTaskDidFinishCollectingMetricsBlock:`):
+        /// called once per task, just before its completion, on the thread that completes it.
+        public var taskDidFinishCollectingMetrics: (@Sendable (SessionManager, SessionTask, TaskMetrics) -> Void)?
         /// A data task got its response head: allow it, or cancel the task. Called on an engine thread.
         public var dataTaskDidReceiveResponse: (@Sendable (SessionManager, SessionTask, HTTPResponse) -> ResponseDisposition)?
         /// A data task got body bytes. Called on an engine thread.

@@ -47,6 +47,14 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     public var state: State { self.delegate.state.withLockedValue { $0.lifecycle.publicState } }
     /// The error the task ended with, if it failed.
     public var error: CourierError? { self.delegate.state.withLockedValue { $0.error } }
+    /// The task's timings and sizes, each attempt's and each hop's (URLSession's
+    /// `URLSessionTaskMetrics`), once it completed; nil before.
+    public var metrics: TaskMetrics? { self.delegate.state.withLockedValue { $0.finishedMetrics } }
+    /// The protocol the response head came over, as ALPN names it (`"h2"`, `"http/1.1"`,
+    /// `"http/1.0"`), as soon as the head arrived; nil before, for a response from the cache, or
+    /// when the engine does not say. The same as the last transaction's
+    /// ``TransactionMetrics/networkProtocolName`` in ``metrics``.
+    public var networkProtocolName: String? { self.delegate.state.withLockedValue { $0.networkProtocolName } }
     /// A description for people, kept with the task (URLSession's `taskDescription`).
     public var taskDescription: String? {
         get { self.delegate.state.withLockedValue { $0.taskDescription } }

@@ -32,13 +32,16 @@ extension TaskDelegate {
         monitors.emit { $0.task(task, didReceiveBodyData: bytes, totalBytesReceived: total, totalBytesExpectedToReceive: expected) }
     }
 
-    /// The task ends: its metrics and completion go to the monitors, its span ends, the end is
-    /// logged. Called once, before the completion is delivered.
-    func taskDidEnd(_ task: SessionTask, response: HTTPResponse?, error: CourierError?) {
+    /// The task ends: its metrics are kept on the task and go to the hook and the monitors with
+    /// its completion, its span ends, the end is logged. Called once, before the completion is
+    /// delivered. Returns the metrics.
+    @discardableResult
+    func taskDidEnd(_ task: SessionTask, response: HTTPResponse?, error: CourierError?) -> TaskMetrics? {
         let (metrics, span, hop, retries) = self.state.withLockedValue { state in
             let received = state.countOfBytesReceived
             let metrics = state.metrics?.finish(originalRequest: self.originalRequest, response: response, error: error, bytesReceived: received)
             state.metrics = nil
+            state.finishedMetrics = metrics
             defer {
                 state.span = nil
                 state.hopSpan = nil
@@ -46,6 +49,9 @@ extension TaskDelegate {
             return (metrics, state.span, state.hopSpan?.span, state.retryReasons.count)
         }
         hop?.end(response: response, error: error)
+        if let metrics, let hook = self.hooks.taskDidFinishCollectingMetrics, let manager = self.manager {
+            hook(manager, task, metrics)
+        }
         if let monitors = self.interception.monitors {
             if let metrics { monitors.emit { $0.task(task, didFinishCollecting: metrics) } }
             monitors.emit { $0.task(task, didCompleteWith: error) }
@@ -59,6 +65,7 @@ extension TaskDelegate {
             if retries > 0 { metadata["courier-retries"] = "\(retries)" }
             logger.debug("task completed", metadata: metadata)
         }
+        return metrics
     }
 
     /// Whether the attempt that got `response` may still be retried, so that its progress is held

@@ -12,6 +12,8 @@ struct TaskOutcome: Sendable {
     var error: CourierError?
     /// Where a download's file ended up.
     var fileURL: URL?
+    /// The task's metrics.
+    var metrics: TaskMetrics?
     /// Whether the response came from the network or the cache.
     var source = ResponseSource.network
 }
@@ -83,7 +85,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         var state = TaskState(request: request, owner: manager, completion: completion)
         state.uploadProgressHandler = uploadProgress
         state.downloadProgressHandler = downloadProgress
-        if self.interception.monitors != nil { state.metrics = TaskMetricsRecorder() }
+        state.metrics = TaskMetricsRecorder()
         self.state = NIOLockedValueBox(state)
     }
 
@@ -345,6 +347,14 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         if let task { self.didReceiveBodyData(Int64(chunk.readableBytes), task: task) }
     }
 
+    func exchange(willReceiveResponseOver networkProtocolName: String) {
+        self.state.withLockedValue { $0.networkProtocolName = networkProtocolName }
+    }
+
+    func exchange(didFinishTransaction metrics: TransactionMetrics) {
+        self.state.withLockedValue { $0.metrics?.transactionFinished(metrics) }
+    }
+
     func exchange(didCompleteWith error: CourierError?) {
         if self.considerRetry(after: error) { return }
         self.complete(with: error)
@@ -381,8 +391,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
         finished.outcome = self.cacheOnCompletion(finished.outcome, ending: finished.ending)
         self.finishProgressUpdates(succeeded: finished.outcome.error == nil)
-        let (ending, outcome, _) = finished
-        self.taskDidEnd(ending.task, response: outcome.response, error: outcome.error)
+        let (ending, _, _) = finished
+        finished.outcome.metrics = self.taskDidEnd(ending.task, response: finished.outcome.response, error: finished.outcome.error)
+        let outcome = finished.outcome
         ending.manager.taskDidFinish(self)
         switch ending.completion {
         case .outcome(let deliver):

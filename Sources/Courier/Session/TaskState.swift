@@ -131,6 +131,10 @@ struct TaskState {
     var held: HeldProgress?
     /// The task's timings, gathered when the session has monitors.
     var metrics: TaskMetricsRecorder?
+    /// The metrics of the finished task (``SessionTask/metrics``).
+    var finishedMetrics: TaskMetrics?
+    /// The protocol the latest final response head came over (``SessionTask/networkProtocolName``).
+    var networkProtocolName: String?
     /// The task's span, when the session has a tracer.
     var span: TaskSpan?
     /// The span of the hop under way, and how many redirects the attempt followed.

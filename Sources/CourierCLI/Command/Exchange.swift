@@ -25,11 +25,17 @@ struct Exchange {
         } catch {
             throw CLIFailure.request(error)
         }
-        if parts.responseHead { printer.printResponseHead(streamed.response) }
+        if parts.responseHead { printer.printResponseHead(streamed.response, networkProtocolName: streamed.task.networkProtocolName) }
         if parts.responseBody {
             try await self.printBody(of: streamed, console: console)
         } else {
             streamed.task.cancel()
+        }
+        // `--verbose`: the task's metrics once the body ended (a body left unread ends the task
+        // by cancellation, whose metrics say little).
+        if self.command.verbose, parts.responseBody, let metrics = streamed.task.metrics {
+            if self.style.terminal { console.write("\n") }
+            printer.printMetrics(metrics)
         }
         if self.command.checkStatus, let status = ExitStatus.checking(streamed.response.status) {
             if !self.style.terminal {

@@ -130,7 +130,7 @@ struct RequestCommand: AsyncParsableCommand {
         }
         if self.offline {
             let printer = MessagePrinter(style: style, console: .standardOutput)
-            try await printer.printRequest(jar?.showing(built) ?? built, body: true)
+            try await printer.printRequest(jar?.showing(built) ?? built, body: true, decompressing: false)
             return
         }
         let session = factory.makeManager(securityPolicy: policy, cookieJar: jar, proxy: proxy)

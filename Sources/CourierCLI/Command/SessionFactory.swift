@@ -27,8 +27,6 @@ struct SessionFactory {
         var configuration = SessionConfiguration.default
         configuration.proxy = proxy
         if let cookieJar { configuration.httpCookieStorage = cookieJar.storage }
-        // The heads are printed as HTTP/1.1: ask for nothing else.
-        configuration.httpVersion = .http1Only
         if let timeout = self.command.timeout {
             configuration.timeoutIntervalForRequest = timeout
             configuration.timeoutIntervalForConnect = min(configuration.timeoutIntervalForConnect, timeout)

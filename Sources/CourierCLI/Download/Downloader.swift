@@ -32,7 +32,7 @@ struct Downloader {
             throw CLIFailure.request(error)
         }
         let response = streamed.response
-        printer.printResponseHead(response)
+        printer.printResponseHead(response, networkProtocolName: streamed.task.networkProtocolName)
 
         if offset > 0 && response.status.code == 416, Self.completeLength(of: response) == offset {
             streamed.task.cancel()

@@ -1,14 +1,16 @@
 import Courier
 import Foundation
 
-/// Prints request and response heads as HTTP/1.1 text, and bodies through ``BodyRenderer``.
+/// Prints request and response heads as HTTP/1.x text (a response's status line names the
+/// protocol it came over: `HTTP/2`, `HTTP/1.1`, `HTTP/1.0`), and bodies through ``BodyRenderer``.
 struct MessagePrinter {
     let style: OutputStyle
     let console: Console
 
-    /// The request line and header fields as they go out, `Host` first and `Content-Length`
-    /// when the body's length is known; then, when `body` is true, the body.
-    func printRequest(_ built: BuiltRequest, body: Bool) async throws {
+    /// The request line and header fields as they go out, `Host` first, `Content-Length` when
+    /// the body's length is known and `Accept-Encoding` as the engine adds it when it decompresses
+    /// (`decompressing`); then, when `body` is true, the body.
+    func printRequest(_ built: BuiltRequest, body: Bool, decompressing: Bool = true) async throws {
         let request = built.request
         var lines = [self.requestLine(request)]
         lines.append(self.field("Host", Self.hostHeader(for: request.url)))
@@ -17,6 +19,9 @@ struct MessagePrinter {
         }
         if request.headerFields[.contentLength] == nil, let length = request.body.knownLength, length > 0 {
             lines.append(self.field("Content-Length", String(length)))
+        }
+        if decompressing, request.headerFields[.acceptEncoding] == nil {
+            lines.append(self.field("Accept-Encoding", "deflate, gzip"))
         }
         self.console.write(lines.joined(separator: "\n") + "\n\n")
         guard body else { return }
@@ -27,9 +32,11 @@ struct MessagePrinter {
         }
     }
 
-    /// The status line and header fields of a response, and a blank line.
-    func printResponseHead(_ response: HTTPResponse) {
-        var lines = [self.statusLine(response)]
+    /// The status line and header fields of a response, and a blank line. `networkProtocolName`
+    /// (ALPN's name, ``SessionTask/networkProtocolName``) gives the status line's version;
+    /// `HTTP/1.1` when nil.
+    func printResponseHead(_ response: HTTPResponse, networkProtocolName: String? = nil) {
+        var lines = [self.statusLine(response, version: Self.version(networkProtocolName))]
         for field in response.headerFields {
             lines.append(self.field(field.name.rawName, field.value))
         }
@@ -41,7 +48,27 @@ struct MessagePrinter {
         return "\(method) \(self.style.paint(Self.target(of: request.url), .cyan)) \(self.style.paint("HTTP/1.1", .blue))"
     }
 
-    private func statusLine(_ response: HTTPResponse) -> String {
+    /// How a status line writes the protocol ALPN calls `name`.
+    static func version(_ name: String?) -> String {
+        switch name {
+        case "h2": "HTTP/2"
+        case "http/1.0": "HTTP/1.0"
+        default: "HTTP/1.1"
+        }
+    }
+
+    /// The task's metrics, one block per transaction (``TransactionMetrics/description``), each
+    /// line after a `* `, as curl marks its own notes; and a blank line.
+    func printMetrics(_ metrics: TaskMetrics) {
+        var lines: [String] = []
+        for transaction in metrics.transactions {
+            lines += transaction.description.split(separator: "\n").map { self.style.paint("* " + $0, .blue) }
+        }
+        if metrics.transactions.isEmpty { lines.append(self.style.paint("* no transaction (the response came from the cache)", .blue)) }
+        self.console.write(lines.joined(separator: "\n") + "\n\n")
+    }
+
+    private func statusLine(_ response: HTTPResponse, version: String) -> String {
         let color: ANSIColor =
             switch response.status.kind {
             case .successful: .green
@@ -49,7 +76,7 @@ struct MessagePrinter {
             default: .red
             }
         let status = "\(response.status.code) \(response.status.reasonPhrase)"
-        return self.style.paint("HTTP/1.1", .blue) + " " + self.style.paint(status, color)
+        return self.style.paint(version, .blue) + " " + self.style.paint(status, color)
     }
 
     private func field(_ name: String, _ value: String) -> String {

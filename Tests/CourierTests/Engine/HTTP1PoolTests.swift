@@ -69,7 +69,7 @@ struct HTTP1PoolTests {
         try await withTestServer { server in
             try await withManager(baseURL: server.baseURL, configuration: self.configuration(idleTimeout: 0.2)) { manager in
                 _ = try await manager.get("get")
-                #expect(await eventually(within: 5) { server.openConnectionCount == 0 })
+                #expect(await eventually(within: 30) { server.openConnectionCount == 0 })
                 #expect(server.connectionCount == 1)
                 _ = try await manager.get("get")
                 #expect(server.connectionCount == 2)
@@ -287,7 +287,7 @@ struct HTTP1PoolTests {
                     progress: { reported.append($0.completedUnitCount) },
                     completionHandler: { _, _, error in done.append(error) })
                 task.resume()
-                #expect(await eventually(within: 10) { done.count == 1 })
+                #expect(await eventually(within: 30) { done.count == 1 })
                 #expect(done.all.map { $0 == nil } == [true])
                 let counts = reported.all
                 #expect(counts.last == Int64(body.count))
@@ -325,7 +325,7 @@ struct HTTP1PoolTests {
                 let done = Recorder<CourierError?>()
                 let task = manager.uploadTask(withStreamedRequest: request, progress: nil) { _, _, error in done.append(error) }
                 task.resume()
-                #expect(await eventually(within: 10) { done.count == 1 })
+                #expect(await eventually(within: 30) { done.count == 1 })
                 #expect(done.all.map { $0 == nil } == [true])
                 #expect(task.countOfBytesSent == 16 * 16 * 1024, "the task ended once the body was all sent")
                 _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
@@ -350,7 +350,7 @@ struct HTTP1PoolTests {
                     done.append(response?.status.code)
                 }
                 task.resume()
-                #expect(await eventually(within: 10) { done.count == 1 })
+                #expect(await eventually(within: 30) { done.count == 1 })
                 #expect(done.all == [413])
                 #expect(task.countOfBytesSent < 16 * 16 * 1024, "the upload stopped")
                 _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())

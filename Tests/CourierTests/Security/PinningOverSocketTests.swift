@@ -37,7 +37,7 @@ struct PinningOverSocketTests {
                 #expect(error?.message.contains("pinning publicKey") == true)
                 #expect(server.requestCount == 0)
                 #expect(server.connectionCount == 1, "no retry loop")
-                #expect(await eventually(within: 10) { server.openConnectionCount == 0 }, "the rejected connection is closed")
+                #expect(await eventually(within: 30) { server.openConnectionCount == 0 }, "the rejected connection is closed")
             }
         }
     }

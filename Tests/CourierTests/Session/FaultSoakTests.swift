@@ -150,10 +150,10 @@ import Testing
         #expect((Self.requests - cancelledOperations...Self.requests).contains(completions.count), "\(completions.count) tasks completed")
 
         // Nothing outlives the work.
-        #expect(await eventually(within: 15) { bag.allReleased }, "still alive: \(bag.survivors.prefix(10))")
-        #expect(await eventually(within: 15) { ProcessCensus.openSockets(toPort: server.port) == 0 }, "client sockets still open")
-        #expect(await eventually(within: 15) { server.openConnectionCount == 0 }, "\(server.openConnectionCount) server connections open")
-        #expect(await eventually(within: 15) { ProcessCensus.eventLoopThreads() <= threadsBefore }, "event-loop threads: \(ProcessCensus.eventLoopThreads()), before: \(threadsBefore)")
+        #expect(await eventually(within: 30) { bag.allReleased }, "still alive: \(bag.survivors.prefix(10))")
+        #expect(await eventually(within: 30) { ProcessCensus.openSockets(toPort: server.port) == 0 }, "client sockets still open")
+        #expect(await eventually(within: 30) { server.openConnectionCount == 0 }, "\(server.openConnectionCount) server connections open")
+        #expect(await eventually(within: 30) { ProcessCensus.eventLoopThreads() <= threadsBefore }, "event-loop threads: \(ProcessCensus.eventLoopThreads()), before: \(threadsBefore)")
         let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? []
         #expect(leftovers.isEmpty, "download files left behind: \(leftovers.prefix(5))")
         print("soak: \(outcomes.count) requests, outcomes \(byCode.sorted { $0.key < $1.key })")

@@ -7,9 +7,9 @@ import Testing
 /// test in this folder takes one as its argument, starts its ``TestServer`` and a manager set up
 /// for it with ``run(server:configure:_:)``, and runs the same body on each.
 ///
-/// Courier exposes no HTTP version on a response or in `TaskMetrics` yet, so which protocol carried
-/// the requests is checked from the server's side: ``run(server:configure:_:)`` expects every
-/// request the server received to have come over ``httpVersion``.
+/// Which protocol carried the requests is checked from the server's side:
+/// ``run(server:configure:_:)`` expects every request the server received to have come over
+/// ``httpVersion`` (`TransportMetricsTests` checks the client's side, `TransactionMetrics`).
 enum Transport: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// HTTP/1.1 in cleartext.
     case http1

@@ -22,11 +22,15 @@ final class HTTP1Connection: HopCarrier, Sendable {
         set { self.reusableUntilNanoseconds.store(newValue?.uptimeNanoseconds ?? 0, ordering: .relaxed) }
     }
 
+    /// How the connection was set up, for the first transaction's metrics.
+    let establishment: ConnectionEstablishment
+
     /// Made on the channel's loop.
-    init(channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, handler: HTTP1ConnectionHandler) {
+    init(channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, handler: HTTP1ConnectionHandler, establishment: ConnectionEstablishment) {
         self.channel = channel
         self.key = key
         self.pool = pool
+        self.establishment = establishment
         self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
         pool.liveConnections.add(1, ordering: .relaxed)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOFoundationCompat
@@ -66,15 +67,27 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     private var closedWhilePaused = false
     private var idleSince: NIODeadline?
     private var idleCheck: Scheduled<Void>?
+    /// The running hop's transaction metrics, filled in as it goes (kept apart from ``Running``,
+    /// which is copied often).
+    private var metrics: TransactionMetrics?
+    /// Counts the body before the decompressor, when there is one.
+    private let bodyCounter: ResponseBodyCounter?
+    /// In stream mode: whether this is the connection's first stream (its transaction carries the
+    /// connection's setup).
+    private let firstStream: Bool
 
-    init(readWatcher: HTTP1ReadWatcher) {
+    init(readWatcher: HTTP1ReadWatcher, bodyCounter: ResponseBodyCounter? = nil) {
         self.readWatcher = readWatcher
+        self.bodyCounter = bodyCounter
+        self.firstStream = false
     }
 
     /// A handler for one stream of `connection`.
-    init(stream connection: HTTP2Connection) {
+    init(stream connection: HTTP2Connection, firstStream: Bool, bodyCounter: ResponseBodyCounter? = nil) {
         self.readWatcher = nil
         self.stream = connection
+        self.bodyCounter = bodyCounter
+        self.firstStream = firstStream
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -109,10 +122,24 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         self.idleSince = nil
         let closeRequested = request.headerFields[.connection]?.lowercased().contains("close") == true
         self.running = Running(hop: hop, isReused: self.hopsCarried > 0, closeRequested: closeRequested)
+        var metrics = TransactionMetrics(request: request, fetchStart: hop.fetchStart)
+        if let stream = self.stream {
+            stream.establishment.apply(to: &metrics, firstTransaction: self.firstStream, channel: stream.channel)
+        } else if let connection = self.connection {
+            connection.establishment.apply(to: &metrics, firstTransaction: self.hopsCarried == 0, channel: connection.channel)
+        }
         self.hopsCarried += 1
         self.readWatcher?.sawBytes = false
+        self.bodyCounter?.bytes = 0
         var head = Self.head(for: request, key: hop.key, length: body.length)
         hop.key.route.adjust(&head, for: request.url)
+        metrics.requestStart = .now
+        metrics.countOfRequestHeaderBytesSent = Self.size(of: head)
+        if self.bodyCounter != nil, !head.headers.contains(name: "Accept-Encoding") {
+            // The decompressor adds `Accept-Encoding: deflate, gzip` on its way out.
+            metrics.countOfRequestHeaderBytesSent += Int64("Accept-Encoding: deflate, gzip\r\n".utf8.count)
+        }
+        self.metrics = metrics
         let headWritten = context.eventLoop.makePromise(of: Void.self)
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         headWritten.futureResult.whenSuccess {
@@ -124,12 +151,15 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         case .empty:
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
             self.running?.requestSent = true
+            self.metrics?.requestEnd = .now
             hop.exchange.requestHeadSent()
         case .data(let data) where data.count <= Self.sliceLength:
             let buffer = ByteBuffer(data: data)
             context.write(self.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
             self.running?.requestSent = true
+            self.metrics?.requestEnd = .now
+            self.metrics?.countOfRequestBodyBytesSent = Int64(buffer.readableBytes)
             hop.exchange.requestHeadSent()
             hop.exchange.hopSentBodyPart(Int64(buffer.readableBytes), generation: generation)
         case .data(let data):
@@ -139,10 +169,19 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             while let slice = buffer.readSlice(length: min(Self.sliceLength, buffer.readableBytes)), slice.readableBytes > 0 {
                 let written = context.eventLoop.makePromise(of: Void.self)
                 let exchange = hop.exchange
-                written.futureResult.whenSuccess { exchange.hopSentBodyPart(Int64(slice.readableBytes), generation: generation) }
+                written.futureResult.whenSuccess {
+                    exchange.hopSentBodyPart(Int64(slice.readableBytes), generation: generation)
+                    guard loopBound.value.running?.hop === hop else { return }
+                    loopBound.value.metrics?.countOfRequestBodyBytesSent += Int64(slice.readableBytes)
+                }
                 context.write(self.wrapOutboundOut(.body(.byteBuffer(slice))), promise: written)
             }
-            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            let ended = context.eventLoop.makePromise(of: Void.self)
+            ended.futureResult.whenSuccess {
+                guard loopBound.value.running?.hop === hop else { return }
+                loopBound.value.metrics?.requestEnd = .now
+            }
+            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: ended)
             self.running?.requestSent = true
         case .stream(let source, let length):
             context.flush()
@@ -185,6 +224,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                     try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk))).get()
                     hop.exchange.hopSentBodyPart(Int64(chunk.readableBytes), generation: generation)
                 }
+                let total = sent
+                channel.eventLoop.execute {
+                    guard loopBound.value.running?.hop === hop else { return }
+                    loopBound.value.metrics?.countOfRequestBodyBytesSent = total
+                }
                 // Cancelled by `endRunning()`: the hop is over; nothing more goes out.
                 if Task.isCancelled { return }
                 if case .known(let declared) = length, sent != declared {
@@ -208,6 +252,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         case .success:
             running.requestSent = true
             self.running = running
+            self.metrics?.requestEnd = .now
             if running.responseEnded { self.finishRunning(running) }
         case .failure(let error):
             // A server that answered early ended the upload: its response is the outcome.
@@ -226,8 +271,18 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         self.context?.close(promise: nil)
     }
 
-    /// The running hop is over for this connection: its body pump, if any, stops.
+    /// The running hop is over for this connection: its body pump, if any, stops, and its
+    /// transaction's metrics go to the hop (before the caller ends it).
     private func endRunning() {
+        if let running = self.running, var metrics = self.metrics {
+            if let counter = self.bodyCounter {
+                metrics.countOfResponseBodyBytesReceived = counter.bytes
+            } else {
+                metrics.countOfResponseBodyBytesReceived = metrics.countOfResponseBodyBytesAfterDecoding
+            }
+            running.hop.record(metrics)
+        }
+        self.metrics = nil
         self.running?.pump?.cancel()
         self.running = nil
     }
@@ -317,9 +372,16 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             if let keepAlive = head.headers.first(name: "keep-alive") {
                 self.serverIdleTimeout = Self.idleTimeout(fromKeepAlive: keepAlive)
             }
-            running.hop.exchange.hopReceivedHead(head)
+            let networkProtocol = self.stream != nil ? "h2" : (head.version == .http1_0 ? "http/1.0" : "http/1.1")
+            let response = HTTPResponse(nioHead: head)
+            self.metrics?.responseStart = .now
+            self.metrics?.networkProtocolName = networkProtocol
+            self.metrics?.countOfResponseHeaderBytesReceived = Self.size(of: head)
+            self.metrics?.response = response
+            running.hop.exchange.hopReceivedHead(response, over: networkProtocol)
         case .body(let buffer):
             guard let running = self.running, let eventLoop = self.eventLoop else { return }
+            self.metrics?.countOfResponseBodyBytesAfterDecoding += Int64(buffer.readableBytes)
             if let wait = running.hop.exchange.hopReceivedBodyPart(buffer, on: eventLoop) {
                 self.readingPaused = true
                 let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
@@ -327,6 +389,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             }
         case .end:
             guard var running = self.running else { return }
+            self.metrics?.responseEnd = .now
             if !running.requestSent, running.status < 300 {
                 // The server answered before the upload ended and may still read it: let it finish.
                 running.responseEnded = true
@@ -443,7 +506,23 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         return nil
     }
 
-    // MARK: Request head
+    // MARK: Heads
+
+    /// The size of a request head as HTTP/1.1 text: request line, fields, blank line.
+    static func size(of head: HTTPRequestHead) -> Int64 {
+        // "METHOD SP target SP HTTP/1.1 CRLF" ... "CRLF"
+        var size = head.method.rawValue.utf8.count + 1 + head.uri.utf8.count + 1 + 8 + 2 + 2
+        for (name, value) in head.headers { size += name.utf8.count + 2 + value.utf8.count + 2 }
+        return Int64(size)
+    }
+
+    /// The size of a response head as HTTP/1.1 text: status line, fields, blank line.
+    static func size(of head: HTTPResponseHead) -> Int64 {
+        // "HTTP/1.1 SP 200 SP reason CRLF" ... "CRLF"
+        var size = 8 + 1 + 3 + 1 + head.status.reasonPhrase.utf8.count + 2 + 2
+        for (name, value) in head.headers { size += name.utf8.count + 2 + value.utf8.count + 2 }
+        return Int64(size)
+    }
 
     /// The request head: origin-form target, `Host`, and the body's framing, as AHC writes them.
     static func head(for request: Request, key: ConnectionPool.Key, length: RequestBody.Length) -> HTTPRequestHead {

@@ -32,6 +32,8 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         /// The hop goes only on a connection that is new or has just carried a whole response:
         /// the last one it was given turned out closed, and other idle ones may be too.
         var needsProvenConnection = false
+        /// What the connection recorded of the hop's last send (``TransactionMetrics``).
+        var metrics: TransactionMetrics?
     }
 
     /// How many times a hop may be handed on when the connection it was given is already closed.
@@ -42,6 +44,8 @@ final class HTTP1Hop: NIOHopTask, Sendable {
     let pool: ConnectionPool
     let key: ConnectionPool.Key
     let state: NIOLockedValueBox<State>
+    /// When the hop was made: its transaction's ``TransactionMetrics/fetchStart``.
+    let fetchStart: ContinuousClock.Instant
 
     /// - Throws: ``CourierError`` when the body cannot be sent (an unreadable file).
     init(exchange: NIOExchange, request: Request, pool: ConnectionPool, key: ConnectionPool.Key) throws(CourierError) {
@@ -50,6 +54,12 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         self.state = NIOLockedValueBox(State(body: try OutgoingBody(request)))
         self.pool = pool
         self.key = key
+        self.fetchStart = .now
+    }
+
+    /// Keeps what the connection recorded of the hop's send, for the exchange when the hop ends.
+    func record(_ metrics: TransactionMetrics) {
+        self.state.withLockedValue { $0.metrics = metrics }
     }
 
     /// The body to send now.
@@ -106,12 +116,15 @@ final class HTTP1Hop: NIOHopTask, Sendable {
     /// Ends the hop, once; later calls do nothing. Returns whether this call ended it.
     @discardableResult
     func end(_ result: Result<Void, any Error>) -> Bool {
-        let first = self.state.withLockedValue { state -> Bool in
-            if case .finished = state.phase { return false }
+        let (first, metrics) = self.state.withLockedValue { state -> (Bool, TransactionMetrics?) in
+            if case .finished = state.phase { return (false, nil) }
             state.phase = .finished
-            return true
+            return (true, state.metrics)
         }
-        if first { self.exchange.hopCompleted(result) }
+        if first {
+            // A hop that never ran on a connection still began: its transaction has only a start.
+            self.exchange.hopCompleted(result, metrics: metrics ?? TransactionMetrics(request: self.request, fetchStart: self.fetchStart))
+        }
         return first
     }
 

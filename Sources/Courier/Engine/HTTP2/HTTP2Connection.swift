@@ -29,8 +29,17 @@ final class HTTP2Connection: HopCarrier, Sendable {
     private let goAwayLastStreamID = Atomic<Int32>(Int32.max)
     private let failure = NIOLockedValueBox<(any Error)?>(nil)
 
+    /// How the connection was set up, for the first stream's metrics.
+    let establishment: ConnectionEstablishment
+    /// How many streams the connection opened: the first one's transaction carries the setup.
+    private let streamsOpened = Atomic<Int>(0)
+
     /// Made on the channel's loop.
-    init(channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, multiplexer: NIOHTTP2Handler.StreamMultiplexer, handler: HTTP2ConnectionHandler) {
+    init(
+        channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, multiplexer: NIOHTTP2Handler.StreamMultiplexer,
+        handler: HTTP2ConnectionHandler, establishment: ConnectionEstablishment
+    ) {
+        self.establishment = establishment
         self.channel = channel
         self.key = key
         self.pool = pool
@@ -58,14 +67,18 @@ final class HTTP2Connection: HopCarrier, Sendable {
     func run(_ hop: HTTP1Hop) {
         let decompression = self.pool.settings.decompression
         let connection = self
+        let firstStream = self.streamsOpened.wrappingAdd(1, ordering: .relaxed).oldValue == 0
         self.multiplexer.createStreamChannel { stream in
             stream.eventLoop.makeCompletedFuture {
                 let pipeline = stream.pipeline.syncOperations
                 try pipeline.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
+                var counter: ResponseBodyCounter?
                 if let decompression {
+                    counter = ResponseBodyCounter()
+                    try pipeline.addHandler(counter!)
                     try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: decompression))
                 }
-                try pipeline.addHandler(HTTP1ConnectionHandler(stream: connection))
+                try pipeline.addHandler(HTTP1ConnectionHandler(stream: connection, firstStream: firstStream, bodyCounter: counter))
             }
         }.whenComplete { result in
             switch result {

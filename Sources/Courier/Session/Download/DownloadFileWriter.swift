@@ -70,22 +70,34 @@ final class DownloadFileWriter: Sendable {
     /// Whether the owner should stop reading now.
     var wantsPause: Bool { self.state.withLockedValue { $0.askedToPause } }
 
-    /// Queues a chunk. Never blocks.
-    func enqueue(_ chunk: ByteBuffer) {
-        let (waiter, pause) = self.state.withLockedValue { state -> (CheckedContinuation<Void, Never>?, Bool) in
-            guard !state.isFinishing, !state.isAbandoned, !state.hasFailed else { return (nil, false) }
+    /// What queueing a chunk leaves to do outside any lock: wake the writing task, tell the owner
+    /// to pause.
+    struct QueueEffects: Sendable {
+        fileprivate let waiter: CheckedContinuation<Void, Never>?
+        fileprivate let pause: Bool
+    }
+
+    /// Queues a chunk (never blocks) and calls nothing: safe under the caller's own lock. Pass what it returns
+    /// to ``perform(_:)`` once that lock is released.
+    func queue(_ chunk: ByteBuffer) -> QueueEffects {
+        self.state.withLockedValue { state -> QueueEffects in
+            guard !state.isFinishing, !state.isAbandoned, !state.hasFailed else { return QueueEffects(waiter: nil, pause: false) }
             state.pending.append(chunk)
             state.pendingBytes += chunk.readableBytes
             let waiter = state.waiter
             state.waiter = nil
             if state.pendingBytes >= Self.highWater, !state.askedToPause {
                 state.askedToPause = true
-                return (waiter, true)
+                return QueueEffects(waiter: waiter, pause: true)
             }
-            return (waiter, false)
+            return QueueEffects(waiter: waiter, pause: false)
         }
-        waiter?.resume()
-        if pause { self.events(.backlogChanged) }
+    }
+
+    /// Does what ``queue(_:)`` left to do.
+    func perform(_ effects: QueueEffects) {
+        effects.waiter?.resume()
+        if effects.pause { self.events(.backlogChanged) }
     }
 
     /// Writes what is queued, closes the file and returns its size.

@@ -11,4 +11,6 @@ public struct DownloadResponse: Sendable {
     /// Where the body is: the destination, or a file in the temporary directory that is yours to
     /// move or remove when there was no destination.
     public let fileURL: URL
+    /// The task's timings and sizes (``TaskMetrics``), when it recorded them.
+    public var metrics: TaskMetrics?
 }

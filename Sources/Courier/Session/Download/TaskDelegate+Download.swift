@@ -76,14 +76,17 @@ extension TaskDelegate {
     /// Hands a chunk to the file writer and reports progress.
     func downloadDidReceive(_ chunk: ByteBuffer) {
         let bytes = Int64(chunk.readableBytes)
-        let (writer, report, total, expected, task, deliveries) = self.state.withLockedValue { state in
+        let (queued, report, total, expected, task, deliveries) = self.state.withLockedValue { state in
             let deliveries = state.recordReceivedOrHold(bytes)
+            // Queued under the task's lock, with the count: whoever sees the bytes counted (a
+            // cancellation asking for resume data) finds them in the writer's queue.
+            let queued = state.downloadFile.map { ($0, $0.queue(chunk)) }
             return (
-                state.downloadFile, ProgressReport(state.downloadProgress, state.downloadProgressHandler), state.countOfBytesReceived,
+                queued, ProgressReport(state.downloadProgress, state.downloadProgressHandler), state.countOfBytesReceived,
                 state.countOfBytesExpectedToReceive, state.task, deliveries
             )
         }
-        writer?.enqueue(chunk)
+        if let (writer, effects) = queued { writer.perform(effects) }
         // An attempt that may be retried reports its body when it turns out to be the last.
         guard let deliveries else { return }
         report?.send()
@@ -226,9 +229,10 @@ extension TaskDelegate {
             if error == nil { state.settleProgressTotals() }
         }
         self.finishProgressUpdates(succeeded: error == nil)
-        self.taskDidEnd(holds.task, response: response, error: error)
+        let metrics = self.taskDidEnd(holds.task, response: response, error: error)
         holds.manager.taskDidFinish(self)
-        let outcome = TaskOutcome(request: request, response: response, data: nil, error: error, fileURL: fileURL)
+        var outcome = TaskOutcome(request: request, response: response, data: nil, error: error, fileURL: fileURL)
+        outcome.metrics = metrics
         switch holds.completion {
         case .outcome(let deliver):
             deliver(outcome)

@@ -1,0 +1,155 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// The name lookup of one new connection, for NIO's happy-eyeballs connector, timed for the
+/// task metrics (``TransactionMetrics/domainLookupStart``).
+///
+/// A name goes to the system's `getaddrinfo` once, on NIO's blocking-I/O thread pool; its IPv6 and
+/// IPv4 answers feed the connector's AAAA and A queries. An IP address needs no lookup: it is
+/// answered at once, with no thread hop and no lookup time.
+final class TimedResolver: Resolver, Sendable {
+    /// When the lookup began and ended; nil for an address, or before it ran.
+    struct Times: Sendable {
+        var start: ContinuousClock.Instant?
+        var end: ContinuousClock.Instant?
+    }
+
+    private struct State {
+        var started = false
+        var times = Times()
+    }
+
+    private let loop: any EventLoop
+    private let v4: EventLoopPromise<[SocketAddress]>
+    private let v6: EventLoopPromise<[SocketAddress]>
+    private let state = NIOLockedValueBox(State())
+
+    /// A resolver for one connect on `loop`.
+    init(loop: any EventLoop) {
+        self.loop = loop
+        self.v4 = loop.makePromise()
+        self.v6 = loop.makePromise()
+    }
+
+    /// When the lookup ran, once the connect has finished.
+    var times: Times { self.state.withLockedValue { $0.times } }
+
+    func initiateAQuery(host: String, port: Int) -> EventLoopFuture<[SocketAddress]> {
+        self.start(host: host, port: port)
+        return self.v4.futureResult
+    }
+
+    func initiateAAAAQuery(host: String, port: Int) -> EventLoopFuture<[SocketAddress]> {
+        self.start(host: host, port: port)
+        return self.v6.futureResult
+    }
+
+    /// Nothing to stop: `getaddrinfo` blocks until it answers; its answer is then dropped.
+    func cancelQueries() {}
+
+    /// The first query starts the one lookup for both families.
+    private func start(host: String, port: Int) {
+        let first = self.state.withLockedValue { state -> Bool in
+            defer { state.started = true }
+            return !state.started
+        }
+        guard first else { return }
+        if let address = Self.literalAddress(host, port: port) {
+            self.complete(.success(Self.Answer(address)))
+            return
+        }
+        self.state.withLockedValue { $0.times.start = .now }
+        NIOThreadPool.singleton.runIfActive(eventLoop: self.loop) {
+            try Self.lookUp(host, port: port)
+        }.whenComplete { result in
+            self.state.withLockedValue { $0.times.end = .now }
+            self.complete(result)
+        }
+    }
+
+    private func complete(_ result: Result<Answer, any Error>) {
+        switch result {
+        case .success(let answer):
+            self.v6.succeed(answer.v6)
+            self.v4.succeed(answer.v4)
+        case .failure(let error):
+            self.v6.fail(error)
+            self.v4.fail(error)
+        }
+    }
+
+    /// A lookup's addresses by family, in the order `getaddrinfo` gave them (RFC 6724's).
+    struct Answer: Sendable {
+        var v4: [SocketAddress] = []
+        var v6: [SocketAddress] = []
+
+        init() {}
+
+        init(_ address: SocketAddress) {
+            if case .v6 = address { self.v6 = [address] } else { self.v4 = [address] }
+        }
+    }
+
+    /// `host` as an address when it is one (`127.0.0.1`, `::1`, `[::1]`).
+    static func literalAddress(_ host: String, port: Int) -> SocketAddress? {
+        var host = Substring(host)
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        return try? SocketAddress(ipAddress: String(host), port: port)
+    }
+
+    /// The system's answer for `host`, blocking.
+    /// - Throws: ``NameLookupFailure`` when it has none.
+    static func lookUp(_ host: String, port: Int) throws -> Answer {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Darwin)
+        hints.ai_socktype = SOCK_STREAM
+        #else
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #endif
+        hints.ai_protocol = Int32(IPPROTO_TCP)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let code = getaddrinfo(host, String(port), &hints, &list)
+        guard code == 0 else {
+            throw NameLookupFailure(host: host, reason: String(cString: gai_strerror(code)))
+        }
+        defer { freeaddrinfo(list) }
+        var answer = Answer()
+        var entry = list
+        while let info = entry?.pointee {
+            if let raw = info.ai_addr {
+                switch info.ai_family {
+                case AF_INET:
+                    let address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { SocketAddress($0.pointee, host: host) }
+                    answer.v4.append(address)
+                case AF_INET6:
+                    let address = raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { SocketAddress($0.pointee, host: host) }
+                    answer.v6.append(address)
+                default:
+                    break
+                }
+            }
+            entry = info.ai_next
+        }
+        guard !answer.v4.isEmpty || !answer.v6.isEmpty else {
+            throw NameLookupFailure(host: host, reason: "no IPv4 or IPv6 address")
+        }
+        return answer
+    }
+}
+
+/// A host name that has no address.
+struct NameLookupFailure: Error, Hashable, CustomStringConvertible {
+    let host: String
+    let reason: String
+
+    var description: String { "the host name \(self.host) could not be resolved (\(self.reason))" }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import Courier
+
+/// The engine's name lookup (``TimedResolver``): addresses need none, names go to `getaddrinfo`
+/// once for both families, and the times are kept for the task metrics.
+@Suite("Timed resolver")
+struct TimedResolverTests {
+    @Test func anAddressNeedsNoLookup() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        for (host, isV6) in [("127.0.0.1", false), ("::1", true), ("[::1]", true)] {
+            let resolver = TimedResolver(loop: loop)
+            let v4 = try await resolver.initiateAQuery(host: host, port: 8080).get()
+            let v6 = try await resolver.initiateAAAAQuery(host: host, port: 8080).get()
+            #expect((isV6 ? v6 : v4).map(\.port) == [8080], "\(host)")
+            #expect((isV6 ? v4 : v6).isEmpty, "\(host)")
+            #expect(resolver.times.start == nil && resolver.times.end == nil, "\(host): no lookup time")
+        }
+        #expect(TimedResolver.literalAddress("example.com", port: 80) == nil)
+    }
+
+    @Test func aNameIsLookedUpOnceForBothFamiliesAndTimed() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let resolver = TimedResolver(loop: loop)
+        let before = ContinuousClock.now
+        let v6 = resolver.initiateAAAAQuery(host: "localhost", port: 443)
+        let v4 = resolver.initiateAQuery(host: "localhost", port: 443)
+        let addresses = try await v4.get() + v6.get()
+        #expect(!addresses.isEmpty)
+        #expect(addresses.allSatisfy { $0.port == 443 })
+        #expect(addresses.contains { $0.ipAddress == "127.0.0.1" || $0.ipAddress == "::1" })
+        let times = resolver.times
+        let start = try #require(times.start)
+        let end = try #require(times.end)
+        #expect(before <= start && start <= end)
+    }
+
+    @Test func aLookupFailureIsTypedAndNamesTheHost() async throws {
+        // A name with a character getaddrinfo refuses without asking any server.
+        let host = "bad host\u{0}name"
+        #expect {
+            try TimedResolver.lookUp(host, port: 80)
+        } throws: { error in
+            (error as? NameLookupFailure)?.host == host
+        }
+        // Through NIO's connector, as the pool connects: the error names the host.
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let connect = ClientBootstrap(group: loop).resolver(TimedResolver(loop: loop)).connect(host: host, port: 80)
+        let failure = await #expect(throws: (any Error).self) { try await connect.get() }
+        let error = NIOEngine.courierError(from: try #require(failure), request: Request(url: URL(string: "http://example.test/")!))
+        #expect(error.code == .connectionFailed)
+        #expect(error.message.contains("the host name \(host) could not be resolved"), "\(error.message)")
+    }
+}

@@ -1,0 +1,121 @@
+import Courier
+import CourierTesting
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+
+/// Task metrics as the engine records them, per transaction (issue 16's item 5), over every transport.
+@Suite("Transport: task metrics")
+struct TransportMetricsTests {
+    /// Expects `instants`, where present, to come in order.
+    private static func expectOrdered(_ instants: [(String, ContinuousClock.Instant?)], sourceLocation: SourceLocation = #_sourceLocation) {
+        let present = instants.compactMap { name, instant in instant.map { (name, $0) } }
+        for (earlier, later) in zip(present, present.dropFirst()) {
+            #expect(earlier.1 <= later.1, "\(earlier.0) after \(later.0)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func aRedirectedRequestHasATransactionPerHop(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let response = try await manager.get("redirect/1")
+            let metrics = try #require(response.metrics)
+            #expect(metrics.attempts.count == 1)
+            let transactions = metrics.transactions
+            try #require(transactions.count == 2)
+            let (redirect, final) = (transactions[0], transactions[1])
+            let protocolName = transport == .http2 ? "h2" : "http/1.1"
+
+            // The first hop opened the connection: every phase of the setup is there.
+            #expect(redirect.request.url == server.url("/redirect/1"))
+            #expect(redirect.response?.status.code == 302)
+            #expect(redirect.networkProtocolName == protocolName)
+            #expect(!redirect.isReusedConnection)
+            #expect(!redirect.isProxyConnection)
+            #expect(redirect.domainLookupStart == nil, "127.0.0.1 needs no lookup")
+            #expect(redirect.connectStart != nil)
+            #expect(redirect.connectEnd != nil)
+            #expect((redirect.secureConnectionStart != nil) == transport.isSecure)
+            #expect((redirect.secureConnectionEnd != nil) == transport.isSecure)
+            #expect((redirect.tlsProtocolVersion != nil) == transport.isSecure)
+            #expect(redirect.remoteAddress == "127.0.0.1")
+            #expect(redirect.remotePort == server.port)
+            #expect(redirect.localAddress == "127.0.0.1")
+            #expect(redirect.localPort != nil && redirect.localPort != server.port)
+            #expect(redirect.countOfRequestHeaderBytesSent > Int64("GET /redirect/1 HTTP/1.1\r\n\r\n".utf8.count))
+            #expect(redirect.countOfResponseHeaderBytesReceived > 0)
+            Self.expectOrdered([
+                ("fetchStart", redirect.fetchStart), ("connectStart", redirect.connectStart),
+                ("secureConnectionStart", redirect.secureConnectionStart), ("secureConnectionEnd", redirect.secureConnectionEnd),
+                ("connectEnd", redirect.connectEnd), ("requestStart", redirect.requestStart), ("requestEnd", redirect.requestEnd),
+                ("responseStart", redirect.responseStart), ("responseEnd", redirect.responseEnd),
+            ])
+            #expect(redirect.requestStart != nil && redirect.responseEnd != nil)
+
+            // The second went on the same connection: no setup of its own.
+            #expect(final.request.url == server.url("/get"))
+            #expect(final.response?.status == .ok)
+            #expect(final.networkProtocolName == protocolName)
+            #expect(final.isReusedConnection)
+            #expect(final.connectStart == nil && final.secureConnectionStart == nil && final.domainLookupStart == nil)
+            #expect((final.tlsProtocolVersion != nil) == transport.isSecure, "the connection's TLS version stays known")
+            #expect(final.localPort == redirect.localPort, "the same connection")
+            #expect(final.countOfResponseBodyBytesReceived == Int64(response.data?.count ?? -1))
+            #expect(final.countOfResponseBodyBytesAfterDecoding == final.countOfResponseBodyBytesReceived)
+            Self.expectOrdered([
+                ("redirect's responseEnd", redirect.responseEnd), ("fetchStart", final.fetchStart),
+                ("requestStart", final.requestStart), ("requestEnd", final.requestEnd),
+                ("responseStart", final.responseStart), ("responseEnd", final.responseEnd),
+            ])
+            #expect(metrics.offset(of: final.responseEnd).map { $0 <= metrics.duration } == true)
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func bodyCountsAreTheWiresAndTheDecodedOnes(_ transport: Transport) async throws {
+        try await transport.run { _, manager in
+            let upload = try await manager.data(for: Request(method: .post, url: manager.baseURL!.appending(path: "post"), body: .data(Data(count: 100_000))))
+            let sent = try #require(upload.metrics?.transactions.last)
+            #expect(sent.countOfRequestBodyBytesSent == 100_000)
+            #expect(sent.requestEnd != nil)
+
+            let compressed = try await manager.get("gzip")
+            let received = try #require(compressed.metrics?.transactions.last)
+            #expect(received.countOfResponseBodyBytesAfterDecoding == Int64(compressed.data?.count ?? -1))
+            #expect(received.countOfResponseBodyBytesReceived > 0)
+            #expect(received.countOfResponseBodyBytesReceived < received.countOfResponseBodyBytesAfterDecoding, "gzip made it smaller on the wire")
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func aNameIsLookedUpAndTheTaskSaysWhichProtocolAnswered(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let url = try #require(URL(string: "\(transport.scheme)://localhost:\(server.port)/get"))
+            let finished = NIOLockedValueBox<[TaskMetrics]>([])
+            var hooks = manager.hooks
+            hooks.taskDidFinishCollectingMetrics = { _, _, metrics in finished.withLockedValue { $0.append(metrics) } }
+            manager.hooks = hooks
+            let task = await withCheckedContinuation { (done: CheckedContinuation<SessionTask, Never>) in
+                let made = NIOLockedValueBox<SessionTask?>(nil)
+                let task = manager.dataTask(with: Request(url: url)) { _, _, _ in
+                    done.resume(returning: made.withLockedValue { $0! })
+                }
+                made.withLockedValue { $0 = task }
+                task.resume()
+            }
+            #expect(finished.withLockedValue { $0.count } == 1, "the hook ran once, before the completion")
+            let metrics = try #require(finished.withLockedValue { $0.first })
+            let transaction = try #require(metrics.transactions.first)
+            #expect(transaction.response?.status == .ok)
+            #expect(transaction.domainLookupStart != nil)
+            #expect(transaction.domainLookupEnd != nil)
+            Self.expectOrdered([
+                ("fetchStart", transaction.fetchStart), ("domainLookupStart", transaction.domainLookupStart),
+                ("domainLookupEnd", transaction.domainLookupEnd), ("connectStart", transaction.connectStart),
+                ("connectEnd", transaction.connectEnd),
+            ])
+            #expect(task.metrics?.transactions.count == 1, "the task keeps its metrics")
+            #expect(task.networkProtocolName == (transport == .http2 ? "h2" : "http/1.1"))
+        }
+    }
+}
