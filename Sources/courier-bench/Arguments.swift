@@ -27,6 +27,9 @@ struct Arguments: Sendable {
         /// `courier` with one adapter that changes nothing and one event monitor: what an adapter
         /// costs (each attempt adapts on a task of its own).
         case courierAdapted = "courier-adapted"
+        /// `courier` without a response cache and without a cookie store: what the two stores the
+        /// default configuration has cost a request that neither caches nor sets cookies.
+        case courierNoStores = "courier-nostores"
     }
 
     var scenarios: [Scenario] = Scenario.allCases
@@ -44,6 +47,8 @@ struct Arguments: Sendable {
     var json = false
     /// Serve HTTPS (nginx only, HTTP/1.1 over TLS 1.3 with CourierTesting's certificates).
     var tls = false
+    /// Serve HTTPS with `h2` offered through ALPN (implies ``tls``); Courier and AHC both take it.
+    var http2 = false
 
     func requestCount(for scenario: Scenario) -> Int {
         if let requests { return requests }
@@ -60,8 +65,8 @@ struct Arguments: Sendable {
     static let usage = """
         usage: courier-bench [--scenario sequential|concurrent|all] [--requests N] [--concurrency N]
                              [--url URL] [--server nginx|testserver|auto]
-                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted]
-                             [--warmup N] [--repeat K] [--json] [--tls]
+                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted,courier-nostores]
+                             [--warmup N] [--repeat K] [--json] [--tls] [--http2]
 
           --scenario     which work to run (default: all)
           --requests     measured requests per run (default: 20000 sequential, 50000 concurrent)
@@ -70,14 +75,16 @@ struct Arguments: Sendable {
           --server       the server to start: nginx, testserver, or auto = nginx when installed (default: auto)
           --clients      comma-separated clients to measure (default: the first four); courier-observed
                          and courier-adapted are courier with an empty interceptor and one no-op event
-                         monitor, and with one no-op adapter and the monitor (their ratio to courier
-                         is printed)
+                         monitor, and with one no-op adapter and the monitor; courier-nostores is
+                         courier without the default response cache and cookie store (their ratios
+                         to courier are printed)
           --warmup       unmeasured requests before each measured run (default: 1000)
           --repeat       measured runs per client and scenario, taken in turns (default: 1)
           --json         print the results as JSON instead of a table
           --tls          nginx serves HTTPS (HTTP/1.1 over TLS, CourierTesting's localhost certificate);
                          Courier and AHC trust its root CA; URLSession is left out (on Linux it
                          cannot be told to trust a private root)
+          --http2        as --tls, and nginx offers h2 through ALPN: Courier and AHC speak HTTP/2
         """
 
     struct Failure: Error, CustomStringConvertible {
@@ -141,6 +148,9 @@ struct Arguments: Sendable {
                 parsed.json = true
             case "--tls":
                 parsed.tls = true
+            case "--http2":
+                parsed.tls = true
+                parsed.http2 = true
             case "--help", "-h":
                 throw Failure(description: "")
             default:

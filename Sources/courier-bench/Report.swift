@@ -35,7 +35,7 @@ enum Report {
                 return values.isEmpty ? nil : values.median
             }
             // The cost of interceptors and monitors: their rows over plain Courier's.
-            for instrumented in [Arguments.ClientKind.courierObserved, .courierAdapted] {
+            for instrumented in [Arguments.ClientKind.courierObserved, .courierAdapted, .courierNoStores] {
                 if let mine = median(instrumented), let plain = median(.courier), plain > 0 {
                     ratios.append(Ratio(scenario: scenario, courierClient: instrumented.rawValue, against: Arguments.ClientKind.courier.rawValue, value: mine / plain))
                 }

@@ -32,6 +32,7 @@ enum BenchClient: Sendable {
         case .urlsession: .async(URLSessionClient(url: url, connections: connections))
         case .courierObserved: .async(CourierClient(url: url, connections: connections, instrumentation: .emptyChainAndMonitor))
         case .courierAdapted: .async(CourierClient(url: url, connections: connections, instrumentation: .adapterAndMonitor))
+        case .courierNoStores: .async(CourierClient(url: url, connections: connections, instrumentation: .noStores))
         }
     }
 

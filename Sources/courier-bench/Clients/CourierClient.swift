@@ -6,9 +6,13 @@ import Foundation
 /// A Courier manager for the bench: the base URL is the server's root and requests name the path
 /// relative to it, as an app's API client does.
 enum CourierSetup {
-    static func manager(url: URL, connections: Int) -> (manager: HTTPSessionManager, path: String) {
+    static func manager(url: URL, connections: Int, stores: Bool = true) -> (manager: HTTPSessionManager, path: String) {
         var configuration = SessionConfiguration.default
         configuration.httpMaximumConnectionsPerHost = connections
+        if !stores {
+            configuration.responseCache = nil
+            configuration.httpCookieStorage = nil
+        }
         var components = URLComponents(url: url, resolvingAgainstBaseURL: false)!
         let path = String(components.percentEncodedPath.drop { $0 == "/" })
             + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
@@ -33,15 +37,17 @@ final class CourierClient: AsyncBenchClient {
         case emptyChainAndMonitor
         /// An adapter that returns the request as it is, and the monitor.
         case adapterAndMonitor
+        /// No response cache and no cookie store (the defaults have both).
+        case noStores
     }
 
     private let manager: HTTPSessionManager
     private let path: String
 
     init(url: URL, connections: Int, instrumentation: Instrumentation = .none) {
-        (self.manager, self.path) = CourierSetup.manager(url: url, connections: connections)
+        (self.manager, self.path) = CourierSetup.manager(url: url, connections: connections, stores: instrumentation != .noStores)
         switch instrumentation {
-        case .none:
+        case .none, .noStores:
             break
         case .emptyChainAndMonitor:
             self.manager.interceptor = Interceptor()

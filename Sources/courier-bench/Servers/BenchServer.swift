@@ -34,9 +34,9 @@ enum ServerLauncher {
     static func start(_ arguments: Arguments) async throws -> any BenchServer {
         if arguments.tls {
             guard arguments.url == nil, arguments.server != .testserver else {
-                throw Failure(description: "--tls starts nginx itself: leave out --url and --server testserver")
+                throw Failure(description: "--tls and --http2 start nginx themselves: leave out --url and --server testserver")
             }
-            return try await NginxServer.start(tls: true)
+            return try await NginxServer.start(tls: true, http2: arguments.http2)
         }
         if let text = arguments.url {
             guard let url = URL(string: text), let host = url.host, url.scheme == "http" else {

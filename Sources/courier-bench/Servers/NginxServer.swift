@@ -20,24 +20,25 @@ final class NginxServer: BenchServer {
     /// Files put here are served under `/files/`.
     var filesDirectory: URL { self.directory.appendingPathComponent("files") }
 
-    private init(process: Process, directory: URL, port: Int, version: String, tls: Bool) {
+    private init(process: Process, directory: URL, port: Int, version: String, tls: Bool, http2: Bool) {
         self.process = process
         self.directory = directory
         self.url = URL(string: "\(tls ? "https" : "http")://127.0.0.1:\(port)\(ServerLauncher.path)")!
-        self.summary = "\(version) (1 worker, keep-alive\(tls ? ", TLS" : "")) at \(self.url.absoluteString)"
+        self.summary = "\(version) (1 worker, keep-alive\(tls ? (http2 ? ", TLS, HTTP/2 offered" : ", TLS") : "")) at \(self.url.absoluteString)"
     }
 
     /// Starts nginx and returns once it answers; a taken port is retried with another. With
     /// `tls`, it serves HTTPS with CourierTesting's `localhost` certificate (and plain HTTP on a
     /// second port, only to see that it is up).
-    static func start(tls: Bool = false) async throws -> NginxServer {
+    /// With `http2` as well, the TLS port offers `h2` through ALPN.
+    static func start(tls: Bool = false, http2: Bool = false) async throws -> NginxServer {
         guard Self.isInstalled else {
             throw ServerLauncher.Failure(description: "\(Self.binary) not found: apt-get install nginx-light, or use --server testserver")
         }
         var lastError: (any Error)?
         for _ in 0..<3 {
             do {
-                return try await Self.startOnce(tls: tls)
+                return try await Self.startOnce(tls: tls, http2: http2)
             } catch {
                 lastError = error
             }
@@ -45,7 +46,7 @@ final class NginxServer: BenchServer {
         throw lastError!
     }
 
-    private static func startOnce(tls: Bool) async throws -> NginxServer {
+    private static func startOnce(tls: Bool, http2: Bool) async throws -> NginxServer {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("courier-bench-nginx-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("files"), withIntermediateDirectories: true)
@@ -58,7 +59,7 @@ final class NginxServer: BenchServer {
             let key = directory.appendingPathComponent("localhost-key.pem")
             try (TestCertificates.localhostLeaf + "\n" + TestCertificates.intermediateCA).write(to: chain, atomically: true, encoding: .utf8)
             try TestCertificates.localhostKey.write(to: key, atomically: true, encoding: .utf8)
-            tlsListener = TLSListener(port: port, certificate: chain.path, key: key.path)
+            tlsListener = TLSListener(port: port, certificate: chain.path, key: key.path, http2: http2)
         }
         let configuration = directory.appendingPathComponent("nginx.conf")
         try Self.configuration(directory: directory.path, port: probePort, tls: tlsListener)
@@ -71,7 +72,7 @@ final class NginxServer: BenchServer {
         process.standardError = FileHandle.nullDevice
         try process.run()
         ChildProcesses.register(process.processIdentifier, directory: directory.path)
-        let server = NginxServer(process: process, directory: directory, port: port, version: Self.version(), tls: tls)
+        let server = NginxServer(process: process, directory: directory, port: port, version: Self.version(), tls: tls, http2: http2)
 
         // nginx needs a few milliseconds; give up after 5 s or when it exits (port taken, bad config).
         for _ in 0..<250 {
@@ -118,6 +119,8 @@ final class NginxServer: BenchServer {
         var port: Int
         var certificate: String
         var key: String
+        /// Offer `h2` through ALPN (nginx 1.22's `listen … ssl http2`).
+        var http2 = false
     }
 
     static func configuration(directory: String, port: Int, tls: TLSListener? = nil) -> String {
@@ -143,7 +146,7 @@ final class NginxServer: BenchServer {
 
             server {
                 listen 127.0.0.1:\(port);
-                \(tls.map { "listen 127.0.0.1:\($0.port) ssl; ssl_certificate \($0.certificate); ssl_certificate_key \($0.key);" } ?? "")
+                \(tls.map { "listen 127.0.0.1:\($0.port) ssl\($0.http2 ? " http2" : ""); ssl_certificate \($0.certificate); ssl_certificate_key \($0.key);" } ?? "")
                 location = \(ServerLauncher.path) {
                     default_type application/json;
                     return 200 '\(ServerLauncher.body)';
