@@ -76,7 +76,10 @@ struct AlamofireRequestCompressionConformanceTests {
             let monitor = RecordingEventMonitor()
             manager.eventMonitors = [monitor]
             let _: CourierError? = await awaitCallback { finish in
-                let task = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, error in finish(error) }
+                // A cancelled request asks for an answer that takes long: on a loaded machine the
+                // thread may stall between `resume()` and `cancel()` for as long as a quick answer takes.
+                let path = cancelling ? "/delay/10" : "/get"
+                let task = manager.dataTask(with: Request(url: server.url(path))) { _, _, error in finish(error) }
                 task.resume()
                 if cancelling { task.cancel() }
             }

@@ -50,7 +50,10 @@ struct AlamofireUploadInterceptorConformanceTests {
             let monitor = RecordingEventMonitor()
             manager.eventMonitors = [monitor]
             let _: CourierError? = await awaitCallback { finish in
-                let task = manager.uploadTask(with: Request(method: .post, url: server.url("/post")), fromData: Data("data".utf8)) { _, _, error in
+                // A cancelled upload asks for an answer that comes late, so the cancel wins even
+                // when the thread stalls between `resume()` and `cancel()`.
+                let path = cancelling ? "/delay/10" : "/post"
+                let task = manager.uploadTask(with: Request(method: .post, url: server.url(path)), fromData: Data("data".utf8)) { _, _, error in
                     finish(error)
                 }
                 task.resume()
