@@ -48,6 +48,12 @@ public enum ResponseDisposition: Sendable, Hashable {
 /// Calls for one exchange never overlap. They come on the engine's threads (event loops for
 /// ``NIOEngine``): return quickly and never block.
 public protocol ExchangeDelegate: AnyObject, Sendable {
+    /// The engine made `exchange` and is about to start it: called inside
+    /// ``Engine/execute(_:delegate:)``, before any other event, so that a suspension or a
+    /// cancellation the delegate decides in the exchange's first events reaches it (``Engine``'s
+    /// `execute` may deliver events before it returns the handle). Optional.
+    func exchangeWillStart(_ exchange: any Exchange)
+
     /// Body bytes went out. `totalBytesExpectedToSend` is nil for a body of unknown length.
     func exchange(didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64?)
 
@@ -78,6 +84,8 @@ public protocol ExchangeDelegate: AnyObject, Sendable {
 extension ExchangeDelegate {
     /// Does nothing: a delegate that keeps no metrics need not implement it.
     public func exchange(didFinishTransaction metrics: TransactionMetrics) {}
+    /// Does nothing: a delegate that waits for `execute` to return the handle need not implement it.
+    public func exchangeWillStart(_ exchange: any Exchange) {}
     /// Does nothing: a delegate that does not care about the protocol need not implement it.
     public func exchange(willReceiveResponseOver networkProtocolName: String) {}
 }

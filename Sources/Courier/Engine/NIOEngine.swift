@@ -88,6 +88,7 @@ public final class NIOEngine: Engine {
 
     public func execute(_ request: Request, delegate: any ExchangeDelegate) -> any Exchange {
         let exchange = NIOExchange(engine: self, request: request, delegate: delegate)
+        delegate.exchangeWillStart(exchange)
         exchange.start()
         return exchange
     }

@@ -153,6 +153,15 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
 
     /// Keeps the engine's handle for the task's `attempt`-th exchange; cancels it at once if the
     /// task was cancelled meanwhile, pauses it if the task was suspended meanwhile.
+    /// The engine's handle for the exchange it is about to start for the current attempt (inside
+    /// the attempt's `execute`): kept now, so that a `suspend()` or `cancel()` called from the
+    /// exchange's first events reaches it; ``attach(_:attempt:)`` then acts on what was decided.
+    func exchangeWillStart(_ exchange: any Exchange) {
+        self.state.withLockedValue { state in
+            if state.lifecycle != .completed && !state.retry.isWaiting { state.exchange = exchange }
+        }
+    }
+
     func attach(_ exchange: any Exchange, attempt: Int) {
         let (current, cancelled, suspended, request) = self.state.withLockedValue { state -> (Bool, Bool, Bool, Request) in
             // An exchange that already completed (it failed at once, and the task completed or

@@ -238,15 +238,18 @@ struct HTTP1PoolTests {
 
     /// The whole response arrives in one read: the parts after the suspension must wait, even
     /// when the server closes the connection meanwhile (the held end still completes the task).
-    @Test(arguments: [false, true])
-    func aSuspendedTaskGetsNoMoreOfABodyAlreadyRead(serverCloses: Bool) async throws {
+    /// `beforeTheHandle`: the engine's `execute` has not returned when the first chunk suspends the
+    /// task (its caller's thread stalled), so the task holds the handle only from
+    /// `exchangeWillStart(_:)`; without it the suspension did not reach the exchange.
+    @Test(arguments: [false, true], [false, true])
+    func aSuspendedTaskGetsNoMoreOfABodyAlreadyRead(serverCloses: Bool, beforeTheHandle: Bool) async throws {
         try await withScriptedServer({ _, _, _ in
             .respond("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n3\r\nghi\r\n0\r\n\r\n", thenClose: serverCloses)
         }) { server in
             // Events, not a pause: the parts after the suspension were read in the same read, so
             // a pool that ignored the suspension would hand them over at once, between the
             // suspend and the resume the engine records.
-            let engine = EventRecordingEngine()
+            let engine = EventRecordingEngine(returnsAfterFirstChunk: beforeTheHandle)
             let manager = HTTPSessionManager(baseURL: server.baseURL, engine: engine)
             manager.completionQueue = TestQueues.completion
             manager.responseSerializer = HTTPResponseSerializer()

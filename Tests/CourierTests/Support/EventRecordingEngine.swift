@@ -18,13 +18,24 @@ final class EventRecordingEngine: Engine {
     private let events = NIOLockedValueBox<[Event]>([])
     private let waiters = NIOLockedValueBox<[(check: @Sendable ([Event]) -> Bool, waiter: NotificationWaiter)]>([])
 
-    init(base: any Engine = NIOEngine()) {
+    /// `execute` returns only once the first body chunk (or the completion) was delivered: the
+    /// caller holds no handle while the exchange's first events run, as when its thread stalls.
+    let returnsAfterFirstChunk: Bool
+
+    init(base: any Engine = NIOEngine(), returnsAfterFirstChunk: Bool = false) {
         self.base = base
+        self.returnsAfterFirstChunk = returnsAfterFirstChunk
     }
 
     func execute(_ request: Request, delegate: any ExchangeDelegate) -> any Exchange {
-        let exchange = self.base.execute(request, delegate: Delegate(base: delegate, engine: self))
-        return Handle(base: exchange, engine: self)
+        let recording = Delegate(base: delegate, engine: self)
+        let exchange = self.base.execute(request, delegate: recording)
+        if self.returnsAfterFirstChunk {
+            // Blocks the caller's thread, at most 10 s, for this test double's one purpose.
+            _ = recording.firstChunk.wait(timeout: .now() + 10)
+        }
+        // The handle the task was given when the exchange started, if the base engine said.
+        return recording.handle.withLockedValue { $0 } ?? Handle(base: exchange, engine: self)
     }
 
     func shutdown() async throws {
@@ -97,10 +108,19 @@ final class EventRecordingEngine: Engine {
     private final class Delegate: ExchangeDelegate {
         let base: any ExchangeDelegate
         let engine: EventRecordingEngine
+        let handle = NIOLockedValueBox<Handle?>(nil)
+        /// Signalled by the first chunk and by the completion.
+        let firstChunk = DispatchSemaphore(value: 0)
 
         init(base: any ExchangeDelegate, engine: EventRecordingEngine) {
             self.base = base
             self.engine = engine
+        }
+
+        func exchangeWillStart(_ exchange: any Exchange) {
+            let handle = Handle(base: exchange, engine: self.engine)
+            self.handle.withLockedValue { $0 = handle }
+            self.base.exchangeWillStart(handle)
         }
 
         func exchange(didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64?) {
@@ -120,11 +140,13 @@ final class EventRecordingEngine: Engine {
             // Recorded before the task sees it: a suspend the chunk causes comes after it.
             self.engine.record(.chunk(chunk.readableBytes))
             self.base.exchange(didReceive: chunk)
+            self.firstChunk.signal()
         }
 
         func exchange(didCompleteWith error: CourierError?) {
             self.engine.record(.complete)
             self.base.exchange(didCompleteWith: error)
+            self.firstChunk.signal()
         }
     }
 
