@@ -151,8 +151,6 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
     }
 
-    /// Keeps the engine's handle for the task's `attempt`-th exchange; cancels it at once if the
-    /// task was cancelled meanwhile, pauses it if the task was suspended meanwhile.
     /// The engine's handle for the exchange it is about to start for the current attempt (inside
     /// the attempt's `execute`): kept now, so that a `suspend()` or `cancel()` called from the
     /// exchange's first events reaches it; ``attach(_:attempt:)`` then acts on what was decided.
@@ -162,6 +160,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
     }
 
+    /// Keeps the engine's handle for the task's `attempt`-th exchange; cancels it at once if the
+    /// task was cancelled meanwhile, pauses it if the task was suspended meanwhile.
     func attach(_ exchange: any Exchange, attempt: Int) {
         let (current, cancelled, suspended, request) = self.state.withLockedValue { state -> (Bool, Bool, Bool, Request) in
             // An exchange that already completed (it failed at once, and the task completed or
