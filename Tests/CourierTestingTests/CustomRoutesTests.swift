@@ -112,9 +112,8 @@ struct RouteFailure: Error {}
         await #expect(throws: (any Error).self) {
             for try await _ in response.body {}
         }
-        await #expect(throws: (any Error).self) {
-            _ = try await client.fetch(server.url("/get"))
-        }
+        // No check that a new request to the port fails: another test's server, started in
+        // parallel, may have been given the port the moment it was free (CI saw one answer).
         try await client.shutdown()
     }
 }

@@ -99,7 +99,7 @@ final class FileChunkReader {
         self.isFinished = true
         self.handle = nil
         do {
-            try await handle.close()
+            try await Self.close(handle)
         } catch {
             throw CourierError(.bodyReadFailed, "closing \(self.url.path) failed", underlyingError: error)
         }
@@ -110,9 +110,23 @@ final class FileChunkReader {
         self.isFinished = true
         if let handle = self.handle {
             self.handle = nil
-            try? await handle.close()
+            try? await Self.close(handle)
         }
         return error
+    }
+
+    /// Closes `handle` whatever happens. NIOFileSystem's `close()` refuses in a cancelled task (the
+    /// pump of a cancelled upload reads in one), and NIOFileSystem traps on a handle dropped while
+    /// open: when `close()` throws, the descriptor is detached and closed directly.
+    static func close(_ handle: ReadFileHandle) async throws {
+        do {
+            try await handle.close()
+        } catch {
+            if let descriptor = try? handle.detachUnsafeFileDescriptor() {
+                try? descriptor.close()
+            }
+            throw error
+        }
     }
 
     private func sizeChangedError(now size: Int64, detail: String?) -> CourierError {

@@ -14,11 +14,19 @@ struct TrustStore: Sendable {
     let certificates: [X509.Certificate]
     /// The certificates of the system's bundle that could not be parsed (skipped, not fatal).
     let skippedCount: Int
+    /// The anchors as swift-certificates' verifier takes them, built once per store: every
+    /// engine's evaluators share the system store's instead of indexing its 150 roots again.
+    let certificateStore: CertificateStore
 
     /// A store of exactly `certificates`.
     init(_ certificates: [X509.Certificate], skippedCount: Int = 0) {
+        self.init(certificates, skippedCount: skippedCount, certificateStore: CertificateStore(certificates))
+    }
+
+    private init(_ certificates: [X509.Certificate], skippedCount: Int, certificateStore: CertificateStore) {
         self.certificates = certificates
         self.skippedCount = skippedCount
+        self.certificateStore = certificateStore
     }
 
     /// A store of `certificates`; those swift-certificates cannot parse are skipped and counted.
@@ -63,11 +71,12 @@ struct TrustStore: Sendable {
 
     /// This store and `additional` after it (``SecurityPolicy/additionalTrustedCertificates``).
     func adding(_ additional: [Certificate]) -> TrustStore {
-        TrustStore(self.certificates + additional.compactMap(\.x509), skippedCount: self.skippedCount)
+        let parsed = additional.compactMap(\.x509)
+        guard !parsed.isEmpty else { return self }
+        return TrustStore(
+            self.certificates + parsed, skippedCount: self.skippedCount,
+            certificateStore: self.certificateStore.appending(contentsOf: parsed))
     }
-
-    /// The store as swift-certificates' verifier takes it.
-    var certificateStore: CertificateStore { CertificateStore(self.certificates) }
 }
 
 extension Certificate {
