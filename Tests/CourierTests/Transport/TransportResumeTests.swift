@@ -68,7 +68,9 @@ struct TransportResumeTests {
             try await transport.run(configure: { $0.downloadDirectory = folder }) { server, manager in
                 let file = TestServer.GeneratedFile(length: 1 << 20)
                 let completion = Recorder<CourierError?>()
-                let task = manager.downloadTask(with: Request(url: server.url(file.path(["rate": "262144"])))) { _, _, error in
+                // Slow enough (32 s for the file) that the download cannot finish before the
+                // cancel, even when the test's thread stalls on a loaded machine in between.
+                let task = manager.downloadTask(with: Request(url: server.url(file.path(["rate": "32768"])))) { _, _, error in
                     completion.append(error)
                 }
                 task.resume()
@@ -78,7 +80,10 @@ struct TransportResumeTests {
                 #expect(completion.all.first??.code == .cancelled)
                 #expect(completion.all.first??.resumeData == resumeData, "the task's error carries the same resume data")
 
-                let rest = try await manager.download(resumingFrom: resumeData)
+                // The rest comes from the same file (same validators) without the rate limit.
+                var unthrottled = resumeData
+                unthrottled.url = server.url(file.path())
+                let rest = try await manager.download(resumingFrom: unthrottled)
                 #expect(rest.response.status == .partialContent)
                 #expect(try self.crc(of: rest.fileURL) == file.crc32())
             }
