@@ -107,7 +107,9 @@ struct RouteFailure: Error {}
     @Test func shutdownClosesOpenConnections() async throws {
         let server = try await TestServer.start()
         let client = makeClient(ClientOptions(http1Only: true))
-        let response = try await client.execute(HTTPClientRequest(url: server.url("/courier/slow-body/100?interval=0.05").absoluteString), timeout: .seconds(5))
+        // 60 s of body: it cannot end on its own before the shutdown, even when this thread stalls
+        // on a loaded machine between the head and the shutdown (CI saw a 5 s body end first).
+        let response = try await client.execute(HTTPClientRequest(url: server.url("/courier/slow-body/1200?interval=0.05").absoluteString), timeout: .seconds(5))
         try await server.shutdown()
         await #expect(throws: (any Error).self) {
             for try await _ in response.body {}
