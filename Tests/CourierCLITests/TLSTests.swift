@@ -12,25 +12,26 @@ struct TLSTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let root = folder.appendingPathComponent("root.pem")
         try Data(TestCertificates.rootCA.utf8).write(to: root)
-        let server = try await TestServer.start(.https())
-        defer { Task { try? await server.shutdown() } }
-        let url = server.url("/get").absoluteString
+        // Shut down, awaited, whatever the test does.
+        try await TestServer.withServer(.https()) { server in
+            let url = server.url("/get").absoluteString
 
-        // The test server offers h2 through ALPN: the CLI takes it.
-        let headers = try await CLIRunner.run(["--cacert", root.path, "--headers", url])
-        #expect(headers.status == 0, "\(headers.standardError)")
-        #expect(headers.output.hasPrefix("HTTP/2 200 OK\n"), "\(headers.output)")
+            // The test server offers h2 through ALPN: the CLI takes it.
+            let headers = try await CLIRunner.run(["--cacert", root.path, "--headers", url])
+            #expect(headers.status == 0, "\(headers.standardError)")
+            #expect(headers.output.hasPrefix("HTTP/2 200 OK\n"), "\(headers.output)")
 
-        let verbose = try await CLIRunner.run(["--cacert", root.path, "--verbose", url])
-        #expect(verbose.status == 0, "\(verbose.standardError)")
-        let text = verbose.output
-        #expect(text.contains("Accept-Encoding: deflate, gzip\n"), "the request as it went out")
-        let status = try #require(text.range(of: "HTTP/2 200 OK\n"))
-        let metrics = try #require(text.range(of: "* GET \(url) 200 over HTTP/2\n"), "\(text)")
-        #expect(status.lowerBound < metrics.lowerBound, "the metrics come after the response")
-        #expect(text.contains("* new connection to 127.0.0.1:\(server.port)"))
-        #expect(text.contains(", TLS "))
-        #expect(text.contains("* lookup -, connect "))
+            let verbose = try await CLIRunner.run(["--cacert", root.path, "--verbose", url])
+            #expect(verbose.status == 0, "\(verbose.standardError)")
+            let text = verbose.output
+            #expect(text.contains("Accept-Encoding: deflate, gzip\n"), "the request as it went out")
+            let status = try #require(text.range(of: "HTTP/2 200 OK\n"))
+            let metrics = try #require(text.range(of: "* GET \(url) 200 over HTTP/2\n"), "\(text)")
+            #expect(status.lowerBound < metrics.lowerBound, "the metrics come after the response")
+            #expect(text.contains("* new connection to 127.0.0.1:\(server.port)"))
+            #expect(text.contains(", TLS "))
+            #expect(text.contains("* lookup -, connect "))
+        }
     }
 
     @Test("Untrusted by default; --verify no, --cacert and pins make it work; a wrong pin is refused")
@@ -41,35 +42,36 @@ struct TLSTests {
         try Data(TestCertificates.rootCA.utf8).write(to: root)
         let other = folder.appendingPathComponent("other.pem")
         try Data(TestCertificates.selfSignedLeaf.utf8).write(to: other)
-        let server = try await TestServer.start(.https())
-        defer { Task { try? await server.shutdown() } }
-        let url = server.url("/get").absoluteString
+        // Shut down, awaited, whatever the test does.
+        try await TestServer.withServer(.https()) { server in
+            let url = server.url("/get").absoluteString
 
-        let refused = try await CLIRunner.run([url])
-        #expect(refused.status == 1)
-        #expect(refused.errorLines.count == 1)
-        #expect(refused.standardError.contains("trusted root"))
+            let refused = try await CLIRunner.run([url])
+            #expect(refused.status == 1)
+            #expect(refused.errorLines.count == 1)
+            #expect(refused.standardError.contains("trusted root"))
 
-        // As in AFNetworking, a pin does not make a chain valid that the trusted roots refuse.
-        for flags in [["--pin-cert", root.path], ["--pin-key", root.path]] {
-            let pinnedOnly = try await CLIRunner.run(flags + [url])
-            #expect(pinnedOnly.status == 1, "\(flags)")
-            #expect(pinnedOnly.standardError.contains("trusted root"), "\(flags): \(pinnedOnly.standardError)")
+            // As in AFNetworking, a pin does not make a chain valid that the trusted roots refuse.
+            for flags in [["--pin-cert", root.path], ["--pin-key", root.path]] {
+                let pinnedOnly = try await CLIRunner.run(flags + [url])
+                #expect(pinnedOnly.status == 1, "\(flags)")
+                #expect(pinnedOnly.standardError.contains("trusted root"), "\(flags): \(pinnedOnly.standardError)")
+            }
+            for flags in [
+                ["--verify", "no"], ["--cacert", root.path], ["--verify", root.path],
+                ["--pin-cert", root.path, "--cacert", root.path], ["--pin-key", root.path, "--cacert", root.path],
+            ] {
+                let result = try await CLIRunner.run(flags + ["--check-status", url])
+                #expect(result.status == 0, "\(flags): \(result.standardError)")
+                #expect(try jsonObject(result)["url"] as? String == url)
+            }
+            let wrongPin = try await CLIRunner.run(["--pin-cert", other.path, url])
+            #expect(wrongPin.status == 1)
+            #expect(wrongPin.errorLines.count == 1)
+
+            let pinOverHTTP = try await CLIRunner.run(["--pin-cert", root.path, "http://127.0.0.1:1/"])
+            #expect(pinOverHTTP.status == 64)
         }
-        for flags in [
-            ["--verify", "no"], ["--cacert", root.path], ["--verify", root.path],
-            ["--pin-cert", root.path, "--cacert", root.path], ["--pin-key", root.path, "--cacert", root.path],
-        ] {
-            let result = try await CLIRunner.run(flags + ["--check-status", url])
-            #expect(result.status == 0, "\(flags): \(result.standardError)")
-            #expect(try jsonObject(result)["url"] as? String == url)
-        }
-        let wrongPin = try await CLIRunner.run(["--pin-cert", other.path, url])
-        #expect(wrongPin.status == 1)
-        #expect(wrongPin.errorLines.count == 1)
-
-        let pinOverHTTP = try await CLIRunner.run(["--pin-cert", root.path, "http://127.0.0.1:1/"])
-        #expect(pinOverHTTP.status == 64)
     }
 
     @Test("Mutual TLS: --cert/--key accepted, none refused")
@@ -84,14 +86,15 @@ struct TLSTests {
         try Data(TestCertificates.clientKey.utf8).write(to: key)
         var configuration = TestServer.Configuration.https()
         configuration.requiresClientCertificate = true
-        let server = try await TestServer.start(configuration)
-        defer { Task { try? await server.shutdown() } }
-        let url = server.url("/get").absoluteString
+        // Shut down, awaited, whatever the test does.
+        try await TestServer.withServer(configuration) { server in
+            let url = server.url("/get").absoluteString
 
-        let accepted = try await CLIRunner.run(["--cacert", root.path, "--cert", cert.path, "--key", key.path, url])
-        #expect(accepted.status == 0, "\(accepted.standardError)")
-        let refused = try await CLIRunner.run(["--cacert", root.path, url])
-        #expect(refused.status == 1)
-        #expect(refused.errorLines.count == 1)
+            let accepted = try await CLIRunner.run(["--cacert", root.path, "--cert", cert.path, "--key", key.path, url])
+            #expect(accepted.status == 0, "\(accepted.standardError)")
+            let refused = try await CLIRunner.run(["--cacert", root.path, url])
+            #expect(refused.status == 1)
+            #expect(refused.errorLines.count == 1)
+        }
     }
 }

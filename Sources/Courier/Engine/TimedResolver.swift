@@ -105,45 +105,56 @@ final class TimedResolver: Resolver, Sendable {
         return try? SocketAddress(ipAddress: String(host), port: port)
     }
 
-    /// The system's answer for `host`, blocking.
+    /// The system's answer for `host`, blocking, split by family.
     /// - Throws: ``NameLookupFailure`` when it has none.
     static func lookUp(_ host: String, port: Int) throws -> Answer {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        #if canImport(Darwin)
-        hints.ai_socktype = SOCK_STREAM
-        #else
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #endif
-        hints.ai_protocol = Int32(IPPROTO_TCP)
-        var list: UnsafeMutablePointer<addrinfo>?
-        let code = getaddrinfo(host, String(port), &hints, &list)
-        guard code == 0 else {
-            throw NameLookupFailure(host: host, reason: String(cString: gai_strerror(code)))
-        }
-        defer { freeaddrinfo(list) }
         var answer = Answer()
-        var entry = list
-        while let info = entry?.pointee {
-            if let raw = info.ai_addr {
-                switch info.ai_family {
-                case AF_INET:
-                    let address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { SocketAddress($0.pointee, host: host) }
-                    answer.v4.append(address)
-                case AF_INET6:
-                    let address = raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { SocketAddress($0.pointee, host: host) }
-                    answer.v6.append(address)
-                default:
-                    break
-                }
-            }
-            entry = info.ai_next
-        }
-        guard !answer.v4.isEmpty || !answer.v6.isEmpty else {
-            throw NameLookupFailure(host: host, reason: "no IPv4 or IPv6 address")
+        for address in try systemAddresses(of: host, port: port) {
+            if case .v6 = address { answer.v6.append(address) } else { answer.v4.append(address) }
         }
         return answer
     }
+}
+
+/// The system resolver (`getaddrinfo`: `/etc/hosts`, DNS, whatever the system is set up for),
+/// blocking: the IPv4 and IPv6 stream addresses of `host`, in the order it gave them (RFC 6724's),
+/// each with `port`. The engine's ``TimedResolver`` and reachability's ``HostResolver/system``
+/// both ask through it.
+/// - Throws: ``NameLookupFailure`` when there is none.
+func systemAddresses(of host: String, port: Int) throws(NameLookupFailure) -> [SocketAddress] {
+    var hints = addrinfo()
+    hints.ai_family = AF_UNSPEC
+    #if canImport(Darwin)
+    hints.ai_socktype = SOCK_STREAM
+    #else
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    #endif
+    hints.ai_protocol = Int32(IPPROTO_TCP)
+    var list: UnsafeMutablePointer<addrinfo>?
+    let code = getaddrinfo(host, String(port), &hints, &list)
+    guard code == 0 else {
+        throw NameLookupFailure(host: host, reason: String(cString: gai_strerror(code)))
+    }
+    defer { freeaddrinfo(list) }
+    var addresses: [SocketAddress] = []
+    var entry = list
+    while let info = entry?.pointee {
+        if let raw = info.ai_addr {
+            switch info.ai_family {
+            case AF_INET:
+                addresses.append(raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { SocketAddress($0.pointee, host: host) })
+            case AF_INET6:
+                addresses.append(raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { SocketAddress($0.pointee, host: host) })
+            default:
+                break
+            }
+        }
+        entry = info.ai_next
+    }
+    guard !addresses.isEmpty else {
+        throw NameLookupFailure(host: host, reason: "no IPv4 or IPv6 address")
+    }
+    return addresses
 }
 
 /// A host name that has no address.
