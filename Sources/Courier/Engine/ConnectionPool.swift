@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -68,6 +69,8 @@ final class ConnectionPool: Sendable {
         var maximumConnectionsPerHost: Int
         /// The decompression limit, or nil for no decompression.
         var decompression: NIOHTTPDecompression.DecompressionLimit?
+        /// Where the count of open connections goes (``OpenConnectionsMeter``).
+        var openConnections: OpenConnectionsMeter
 
         init(_ configuration: NIOEngine.Configuration) {
             self.connectTimeout = .nanoseconds(Int64(min(configuration.connectTimeout, 1e9) * 1e9))
@@ -75,6 +78,7 @@ final class ConnectionPool: Sendable {
             self.http2 = HTTP2ConnectionStateMachine.Configuration(configuration, idleTimeout: self.idleTimeout)
             self.maximumConnectionsPerHost = max(1, configuration.maximumConnectionsPerHost)
             self.proxy = configuration.proxy
+            self.openConnections = OpenConnectionsMeter(factory: configuration.metricsFactory ?? MetricsSystem.factory)
             switch configuration.decompression {
             case .disabled: self.decompression = nil
             case .enabled(let ratio): self.decompression = .ratio(max(1, ratio))
@@ -430,6 +434,7 @@ final class ConnectionPool: Sendable {
             }
             switch result {
             case .success((let channel, .http1_1)):
+                self.settings.openConnections.track(channel, speaking: .http1_1)
                 do {
                     let handler = try channel.pipeline.syncOperations.handler(type: HTTP1ConnectionHandler.self)
                     let connection = HTTP1Connection(channel: channel, key: key, pool: self, handler: handler, establishment: establishment)
@@ -440,6 +445,7 @@ final class ConnectionPool: Sendable {
                     self.connectionFailed(key, error: error)
                 }
             case .success((let channel, .http2)):
+                self.settings.openConnections.track(channel, speaking: .http2)
                 do {
                     let pipeline = channel.pipeline.syncOperations
                     let multiplexer = try pipeline.handler(type: NIOHTTP2Handler.self).syncMultiplexer()

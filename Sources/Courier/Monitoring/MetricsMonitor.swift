@@ -17,7 +17,8 @@ import NIOConcurrencyHelpers
 /// | `courier_retries_total` | counter | `reason` (``RetryReason``) |
 ///
 /// Every dimension is low-cardinality: no URL, host or identifier. The label prefix (`courier`)
-/// can be changed. Open connections are the engine's to report.
+/// can be changed. Open connections are the engine's to report: `courier_open_connections`, a
+/// `Meter` by `protocol` (see ``NIOEngine/Configuration/metricsFactory``).
 public struct MetricsMonitor: EventMonitor {
     public let queue: DispatchQueue
     /// What metric labels begin with.

@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 
 extension NIOEngine {
     /// How a ``NIOEngine`` behaves: timeouts, connection limits, HTTP versions, decompression,
@@ -34,6 +35,12 @@ extension NIOEngine {
         /// Which proxy carries which request (per scheme, with hosts that bypass it); nil, or a
         /// configuration that names no proxy, for none.
         public var proxy: ProxyConfiguration?
+        /// The swift-metrics backend the engine reports its open connections to: a `Meter`
+        /// labelled `courier_open_connections`, dimension `protocol` (`http/1.1` or `h2`), raised
+        /// when a connection is established (TCP, a proxy's tunnel and TLS done) and lowered when
+        /// it closes for any reason. nil (the default) uses the backend bootstrapped in
+        /// `MetricsSystem` (none: no cost). A ``SessionManager`` leaves it nil.
+        public var metricsFactory: (any MetricsFactory)?
 
         /// The defaults described on each property.
         public init() {}
