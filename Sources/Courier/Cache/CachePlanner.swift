@@ -57,14 +57,19 @@ enum CachePlanner {
         guard let stored else { return control.onlyIfCached ? .gatewayTimeout : .network(mayStore: true) }
 
         let responseControl = CacheControl(fields: stored.response.headerFields[values: .cacheControl])
-        let freshness = CacheFreshness(
-            response: stored.response, control: responseControl, requestDate: stored.requestDate,
-            responseDate: stored.responseDate, now: now)
         // Pragma: no-cache counts only when the request has no Cache-Control (RFC 9111 5.4).
         let requestNoCache = control.noCache
             || (request.headerFields[.cacheControl] == nil && request.headerFields[values: self.pragma].contains { $0.lowercased().contains("no-cache") })
 
-        if !requestNoCache, !responseControl.noCache {
+        // A response with no lifetime (no max-age, Expires or Last-Modified) is never fresh, and
+        // only a request's max-stale can use it stale: skip parsing its dates for its age.
+        let mayServe = !requestNoCache && !responseControl.noCache
+            && (control.maxStale != nil || responseControl.maxAge != nil
+                || stored.response.headerFields[.expires] != nil || stored.response.headerFields[.lastModified] != nil)
+        if mayServe {
+            let freshness = CacheFreshness(
+                response: stored.response, control: responseControl, requestDate: stored.requestDate,
+                responseDate: stored.responseDate, now: now)
             var usable = freshness.isFresh
             if let maxAge = control.maxAge, freshness.age > TimeInterval(maxAge) { usable = false }
             if let minFresh = control.minFresh, freshness.lifetime - freshness.age < TimeInterval(minFresh) { usable = false }
@@ -166,8 +171,11 @@ enum CachePlanner {
     /// unsafe method answered with 2xx or 3xx, the target and the `Location` and
     /// `Content-Location` URLs of the same origin.
     static func invalidatedURLs(by response: HTTPResponse, to request: Request) -> [URL] {
-        let safe: Set<HTTPRequest.Method> = [.get, .head, .options, .trace]
-        guard !safe.contains(request.method), (200..<400).contains(response.status.code) else { return [] }
+        switch request.method {
+        case .get, .head, .options, .trace: return []
+        default: break
+        }
+        guard (200..<400).contains(response.status.code) else { return [] }
         var urls = [request.url]
         for name in [HTTPField.Name.location, .contentLocation] {
             guard let value = response.headerFields[name], let url = URL(string: value, relativeTo: request.url)?.absoluteURL,

@@ -158,7 +158,8 @@ public final class ResponseCache: Sendable {
                 self.logger?.error("cannot encode the cache entry for \(primaryKey): \(error)")
             }
         }
-        let fileName = CacheEntry.fileName(identity: identity)
+        // Only an entry written to disk needs its file name (a hash of the identity).
+        let fileName = encoded == nil ? "" : CacheEntry.fileName(identity: identity)
         let names = varying.map(\.name)
         let work = self.state.withLockedValue { state -> DiskWork in
             var work = DiskWork()

@@ -284,8 +284,7 @@ final class ConnectionPool: Sendable {
         switch action {
         case .run(let connection): connection.run(hop)
         case .runStream(let connection, let firstStream):
-            if firstStream { connection.becameBusy() }
-            connection.run(hop)
+            connection.run(hop, becomingBusy: firstStream)
         case .connect: self.connect(hop.key, on: preferredLoop)
         case .wait: break
         case .fail(let error): hop.end(.failure(error))
@@ -599,8 +598,7 @@ final class ConnectionPool: Sendable {
         }
         for loop in more { self.connect(connection.key, on: loop) }
         if idle { connection.becameIdle() }
-        if !hops.isEmpty { connection.becameBusy() }
-        for hop in hops { connection.run(hop) }
+        for (index, hop) in hops.enumerated() { connection.run(hop, becomingBusy: index == 0) }
     }
 
     /// The server sent GOAWAY: no new stream on the connection; it closes once its streams end, and

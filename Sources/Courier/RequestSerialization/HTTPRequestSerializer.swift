@@ -176,7 +176,10 @@ public struct HTTPRequestSerializer: RequestSerializer {
 
     /// Whether `method`'s parameters go in the query.
     func encodesParametersInURI(_ method: HTTPRequest.Method) -> Bool {
-        let name = method.rawValue.uppercased()
+        let raw = method.rawValue
+        // Exact names first (the defaults are upper case): no new strings for the usual case.
+        if self.httpMethodsEncodingParametersInURI.contains(raw) { return true }
+        let name = raw.uppercased()
         return self.httpMethodsEncodingParametersInURI.contains { $0.uppercased() == name }
     }
 

@@ -34,4 +34,17 @@ public enum TaskDidCompleteKey {
     public static let responseSource = "com.courier.networking.task.complete.responsesource"
     /// The task's ``TaskMetrics`` (AFNetworking's `AFNetworkingTaskDidCompleteSessionTaskMetrics`).
     public static let metrics = "com.courier.networking.complete.sessiontaskmetrics"
+
+    /// The keys boxed once, for the notification posted after every task. `AnyHashable` is not
+    /// `Sendable`, but each of these holds an immutable `String` and is never changed: sharing
+    /// them between threads is safe, hence `nonisolated(unsafe)`.
+    enum Hashed {
+        nonisolated(unsafe) static let responseSerializer = AnyHashable(TaskDidCompleteKey.responseSerializer)
+        nonisolated(unsafe) static let responseData = AnyHashable(TaskDidCompleteKey.responseData)
+        nonisolated(unsafe) static let serializedResponse = AnyHashable(TaskDidCompleteKey.serializedResponse)
+        nonisolated(unsafe) static let assetPath = AnyHashable(TaskDidCompleteKey.assetPath)
+        nonisolated(unsafe) static let error = AnyHashable(TaskDidCompleteKey.error)
+        nonisolated(unsafe) static let responseSource = AnyHashable(TaskDidCompleteKey.responseSource)
+        nonisolated(unsafe) static let metrics = AnyHashable(TaskDidCompleteKey.metrics)
+    }
 }

@@ -59,14 +59,15 @@ extension SessionManager {
         object: (any Sendable)?,
         error: CourierError?
     ) {
-        var userInfo: [AnyHashable: Any] = [:]
-        if let serializer { userInfo[TaskDidCompleteKey.responseSerializer] = serializer }
-        if let data = outcome.data { userInfo[TaskDidCompleteKey.responseData] = data }
-        if let object { userInfo[TaskDidCompleteKey.serializedResponse] = object }
-        if let error { userInfo[TaskDidCompleteKey.error] = error }
-        if let fileURL = outcome.fileURL { userInfo[TaskDidCompleteKey.assetPath] = fileURL }
-        if outcome.response != nil { userInfo[TaskDidCompleteKey.responseSource] = outcome.source }
-        if let metrics = outcome.metrics { userInfo[TaskDidCompleteKey.metrics] = metrics }
+        typealias Keys = TaskDidCompleteKey.Hashed
+        var userInfo = [AnyHashable: Any](minimumCapacity: 7)
+        if let serializer { userInfo[Keys.responseSerializer] = serializer }
+        if let data = outcome.data { userInfo[Keys.responseData] = data }
+        if let object { userInfo[Keys.serializedResponse] = object }
+        if let error { userInfo[Keys.error] = error }
+        if let fileURL = outcome.fileURL { userInfo[Keys.assetPath] = fileURL }
+        if outcome.response != nil { userInfo[Keys.responseSource] = outcome.source }
+        if let metrics = outcome.metrics { userInfo[Keys.metrics] = metrics }
         NotificationCenter.default.post(name: .taskDidComplete, object: task, userInfo: userInfo)
     }
 }

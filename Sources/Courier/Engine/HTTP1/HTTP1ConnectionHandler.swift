@@ -274,7 +274,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     /// The running hop is over for this connection: its body pump, if any, stops, and its
     /// transaction's metrics go to the hop (before the caller ends it).
     private func endRunning() {
-        if let running = self.running, var metrics = self.metrics {
+        // Moved out (not copied): the struct is large and is not needed here after.
+        if let running = self.running, var metrics = self.metrics.take() {
             if let counter = self.bodyCounter {
                 metrics.countOfResponseBodyBytesReceived = counter.bytes
             } else {

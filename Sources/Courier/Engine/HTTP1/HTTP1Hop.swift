@@ -119,7 +119,7 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         let (first, metrics) = self.state.withLockedValue { state -> (Bool, TransactionMetrics?) in
             if case .finished = state.phase { return (false, nil) }
             state.phase = .finished
-            return (true, state.metrics)
+            return (true, state.metrics.take())
         }
         if first {
             // A hop that never ran on a connection still began: its transaction has only a start.

@@ -64,7 +64,15 @@ final class HTTP2Connection: HopCarrier, Sendable {
     }
 
     /// Opens a stream for `hop` (the pool counted it) and starts the hop on it.
-    func run(_ hop: HTTP1Hop) {
+    ///
+    /// Runs on the connection's event loop: called from elsewhere, it makes one hop there, in
+    /// which `becomingBusy` (the connection's first open stream) stops the idle timer too.
+    func run(_ hop: HTTP1Hop, becomingBusy: Bool = false) {
+        guard self.channel.eventLoop.inEventLoop else {
+            self.channel.eventLoop.execute { self.run(hop, becomingBusy: becomingBusy) }
+            return
+        }
+        if becomingBusy { self.handler.value.becameBusy() }
         let decompression = self.pool.settings.decompression
         let connection = self
         let firstStream = self.streamsOpened.wrappingAdd(1, ordering: .relaxed).oldValue == 0
@@ -108,11 +116,6 @@ final class HTTP2Connection: HopCarrier, Sendable {
     /// Starts counting idle time (no stream open).
     func becameIdle() {
         self.onLoop { $0.becameIdle() }
-    }
-
-    /// Stops counting idle time (a stream opens).
-    func becameBusy() {
-        self.onLoop { $0.becameBusy() }
     }
 
     private func onLoop(_ body: @escaping @Sendable (HTTP2ConnectionHandler) -> Void) {
