@@ -5,12 +5,14 @@ import Foundation
 /// process of its own (so its peak RSS is its own); the clients take turns, A-B-B-A.
 enum TransferBench {
     static let usage = """
-        usage: courier-bench transfer [--megabytes N] [--repeat K] [--kinds download,upload,multipart] [--json]
+        usage: courier-bench transfer [--megabytes N] [--repeat K] [--kinds download,upload,multipart] [--tls] [--http2] [--json]
 
           --megabytes  size of the file moved, in MiB (default: 1024)
           --repeat     rounds; each round runs every client twice, A-B-B-A (default: 2)
           --kinds      which transfers (default: download,upload,multipart); multipart is Courier's
                        multipart form with the file as its part against raw AHC streaming the file
+          --tls        over HTTPS: nginx presents CourierTesting's localhost chain, both clients trust its root
+          --http2      over HTTPS with nginx offering h2 (implies --tls); both clients take it
         """
 
     struct Row: Codable {
@@ -28,6 +30,8 @@ enum TransferBench {
         var rounds = 2
         var kinds = ["download", "upload", "multipart"]
         var json = false
+        var tls = false
+        var http2 = false
         var remaining = arguments[...]
         while let argument = remaining.popFirst() {
             switch argument {
@@ -35,6 +39,8 @@ enum TransferBench {
             case "--repeat": rounds = remaining.popFirst().flatMap { Int($0) } ?? 0
             case "--kinds": kinds = remaining.popFirst()?.split(separator: ",").map(String.init) ?? []
             case "--json": json = true
+            case "--tls": tls = true
+            case "--http2": (tls, http2) = (true, true)
             default:
                 FileHandle.standardError.write(Data("\(usage)\n".utf8))
                 return argument == "--help" ? 0 : 2
@@ -47,7 +53,7 @@ enum TransferBench {
         ChildProcesses.installSignalHandlers()
         let nginx: NginxServer
         do {
-            nginx = try await NginxServer.start()
+            nginx = try await NginxServer.start(tls: tls, http2: http2)
         } catch {
             FileHandle.standardError.write(Data("courier-bench: \(error)\n".utf8))
             return 1

@@ -1,10 +1,12 @@
 import AsyncHTTPClient
 import Courier
+import CourierTesting
 import Dispatch
 import Foundation
 import NIOCore
 import NIOFileSystem
 import NIOHTTP1
+import NIOSSL
 
 #if canImport(Glibc)
 import Glibc
@@ -65,7 +67,7 @@ enum TransferChild {
 
     /// Courier's download task: the body to a temporary file, written off the event loops.
     private static func courierDownload(_ url: URL) async throws -> Int64 {
-        let manager = SessionManager()
+        let manager = Self.courierManager()
         manager.completionQueue = DispatchQueue(label: "courier-bench.completion")
         let download: DownloadResponse
         do {
@@ -80,10 +82,27 @@ enum TransferChild {
         return size?.int64Value ?? -1
     }
 
+    /// A manager trusting CourierTesting's root as well as the system's (for `--tls`: nginx
+    /// presents its localhost chain).
+    private static func courierManager() -> SessionManager {
+        var policy = SecurityPolicy.default
+        policy.additionalTrustedCertificates = (try? Certificate.certificates(pemEncoded: TestCertificates.rootCA)) ?? []
+        return SessionManager(configuration: .default, securityPolicy: policy)
+    }
+
+    /// An AsyncHTTPClient trusting CourierTesting's root (for `--tls`).
+    private static func ahcClient() -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates((try? NIOSSLCertificate.fromPEMBytes(Array(TestCertificates.rootCA.utf8))) ?? [])
+        configuration.tlsConfiguration = tls
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
     /// AsyncHTTPClient writing each chunk with NIOFileSystem's buffered writer, as the issue's
     /// baseline does.
     private static func ahcDownload(_ url: URL) async throws -> Int64 {
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let client = Self.ahcClient()
         let target = FileManager.default.temporaryDirectory.appendingPathComponent("courier-bench-ahc-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: target) }
         do {
@@ -111,7 +130,7 @@ enum TransferChild {
 
     /// Courier's upload task from a file (read in chunks as they are sent).
     private static func courierUpload(_ file: URL, to url: URL) async throws -> Int64 {
-        let manager = SessionManager()
+        let manager = Self.courierManager()
         manager.completionQueue = DispatchQueue(label: "courier-bench.completion")
         defer { manager.invalidate(cancelingTasks: true) }
         let request = Request(method: .post, url: url, body: .file(file))
@@ -123,7 +142,7 @@ enum TransferChild {
     /// Courier's multipart form with the file as its one part, streamed part by part (the file is
     /// opened when its turn comes and read in chunks). The bytes counted are the file's.
     private static func courierMultipartUpload(_ file: URL, to url: URL) async throws -> Int64 {
-        let manager = SessionManager()
+        let manager = Self.courierManager()
         manager.completionQueue = DispatchQueue(label: "courier-bench.completion")
         defer { manager.invalidate(cancelingTasks: true) }
         let request = try HTTPRequestSerializer().multipartFormRequest(method: .post, urlString: url.absoluteString) { form in
@@ -139,7 +158,7 @@ enum TransferChild {
     /// returns at the response head, and nginx answers an upload before it has read it: the
     /// transfer counts as done once the last chunk was taken and the response body has ended.
     private static func ahcUpload(_ file: URL, to url: URL) async throws -> Int64 {
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let client = Self.ahcClient()
         do {
             let size = try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(file.path)) { handle -> Int64 in
                 let size = try await handle.info().size

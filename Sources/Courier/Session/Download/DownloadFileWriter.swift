@@ -21,7 +21,7 @@ final class DownloadFileWriter: Sendable {
     }
 
     /// Pause reading when this many bytes wait to be written.
-    static let highWater = 4 << 20
+    static let highWater = 1 << 20
 
     /// The file written.
     let url: URL
