@@ -303,14 +303,15 @@ struct HTTP1PoolTests {
 
     /// 16 chunks of 16 KiB, 10 ms apart: slow enough that a server answering on the head does so
     /// while the body is still going out.
-    private static func slowBody() -> RequestBody {
+    /// 16 chunks of 16 KiB: the first at once, the other 15 when `gate` opens. The tests open it
+    /// on an event (the early answer has arrived), or never (a refused upload's pump is cancelled
+    /// while it waits), so a stalled thread cannot let the body end first.
+    private static func gatedBody(_ gate: OneShotGate) -> RequestBody {
         .stream(
             AsyncThrowingStream<ByteBuffer, any Error> { continuation in
-                Task {
-                    for _ in 0..<16 {
-                        try? await Task.sleep(for: .milliseconds(10))
-                        continuation.yield(ByteBuffer(repeating: 0x61, count: 16 * 1024))
-                    }
+                continuation.yield(ByteBuffer(repeating: 0x61, count: 16 * 1024))
+                gate.whenOpen {
+                    for _ in 1..<16 { continuation.yield(ByteBuffer(repeating: 0x61, count: 16 * 1024)) }
                     continuation.finish()
                 }
             },
@@ -324,10 +325,16 @@ struct HTTP1PoolTests {
             try await withManager(baseURL: server.baseURL) { manager in
                 manager.responseSerializer = HTTPResponseSerializer()
                 var request = Request(method: .put, url: server.baseURL.appending(path: "upload"))
-                request.body = Self.slowBody()
+                let gate = OneShotGate()
+                defer { gate.open() }
+                request.body = Self.gatedBody(gate)
                 let done = Recorder<CourierError?>()
                 let task = manager.uploadTask(withStreamedRequest: request, progress: nil) { _, _, error in done.append(error) }
                 task.resume()
+                // The 200 came while the body was a sixteenth sent: the rest follows it.
+                #expect(await eventually { task.response != nil })
+                #expect(task.countOfBytesSent < 16 * 16 * 1024)
+                gate.open()
                 #expect(await eventually(within: 30) { done.count == 1 })
                 #expect(done.all.map { $0 == nil } == [true])
                 #expect(task.countOfBytesSent == 16 * 16 * 1024, "the task ended once the body was all sent")
@@ -347,7 +354,10 @@ struct HTTP1PoolTests {
             try await withManager(baseURL: server.baseURL) { manager in
                 manager.responseSerializer = HTTPResponseSerializer()
                 var request = Request(method: .put, url: server.baseURL.appending(path: "upload"))
-                request.body = Self.slowBody()
+                // Never opened while the task runs: the body cannot finish before the refusal.
+                let gate = OneShotGate()
+                defer { gate.open() }
+                request.body = Self.gatedBody(gate)
                 let done = Recorder<Int?>()
                 let task = manager.uploadTask(withStreamedRequest: request, progress: nil) { response, _, _ in
                     done.append(response?.status.code)
