@@ -55,7 +55,8 @@ import Testing
     func bigBodyIsGenerated(tls: Bool) async throws {
         try await withServer(tls ? .https() : TestServer.Configuration()) { server, client in
             let count = 3 * 1024 * 1024 + 17
-            let response = try await client.execute(HTTPClientRequest(url: server.url("/courier/big/\(count)").absoluteString), timeout: .seconds(10))
+            // A deadline for a stalled machine, not a speed check.
+            let response = try await client.execute(HTTPClientRequest(url: server.url("/courier/big/\(count)").absoluteString), timeout: .seconds(120))
             #expect(response.headers.first(name: "Content-Length") == String(count))
             var received = 0
             var first: UInt8?
