@@ -20,12 +20,15 @@ start_proxies() {
     http_port=$(python3 -c "$free")
     if [ "$(id -u)" = 0 ]; then user=$'User nobody\nGroup nogroup'; fi
     # No ConnectPort line: CONNECT to any port (the test servers listen on random ones).
+    # MaxClients: the Transport suites run every test over its proxied routes in parallel; at
+    # 64 tinyproxy left new connections unanswered in its backlog for seconds (an idle-timeout
+    # test then timed out).
     cat > "$dir/tinyproxy.conf" <<CONF
 $user
 Port $http_port
 Listen 127.0.0.1
 Timeout 60
-MaxClients 64
+MaxClients 1024
 Allow 127.0.0.1
 BasicAuth courier secret
 DisableViaHeader Yes

@@ -41,7 +41,7 @@ struct TransportBodyTests {
                     for: Request(method: .put, url: server.url("/courier/upload"), body: .stream(chunks, length: .unknown)),
                     serializer: JSONResponseSerializer())
                 let streamedEcho = streamed.value as? [String: any Sendable]
-                if transport != .http2 {
+                if !transport.isHTTP2 {
                     // HTTP/2 has no chunked coding: a body of unknown length is just DATA frames.
                     #expect(streamedEcho?["chunked"] as? Bool == true)
                 }
@@ -71,8 +71,9 @@ struct TransportBodyTests {
             }
             #expect(server.requestCount == 30)
             // Each request starts after the previous one completed: the kept-alive connection
-            // is free again, so one connection carries all of them.
-            #expect(server.connectionCount == 1)
+            // is free again, so one connection carries all of them (tunnels included: one
+            // connection to the proxy, one from it); unless the proxy opens one per request.
+            #expect(server.connectionCount == (transport.proxyClosesEachConnection ? 30 : 1))
         }
     }
 }

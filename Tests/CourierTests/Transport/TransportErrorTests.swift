@@ -10,13 +10,23 @@ struct TransportErrorTests {
     @Test(arguments: Transport.allCases)
     func aRefusedConnectionFailsPromptly(_ transport: Transport) async throws {
         // A pool retrying with back-off until the connect timeout would report a timeout: a
-        // refusal must come as itself (no clock needed, the error's code tells).
+        // refusal must come as itself (no clock needed, the error's code tells). Through a
+        // tunnel the proxy is refused: its refusal names it; a forwarding proxy answers for the
+        // server, with a 5xx of its own (tinyproxy: 500), which nobody can tell from the server's.
         try await transport.run(configure: { $0.timeoutIntervalForConnect = 30 }) { _, manager in
-            await #expect {
+            let error = await #expect(throws: CourierError.self) {
                 try await manager.get(transport.refusingURL().absoluteString)
-            } throws: { error in
-                let error = error as? CourierError
-                return error?.code == .connectionFailed && error?.request != nil
+            }
+            #expect(error?.request != nil)
+            if !transport.isProxied {
+                #expect(error?.code == .connectionFailed, "\(String(describing: error))")
+            } else if transport == .http1ViaHTTPProxy {
+                #expect(error?.code == .unacceptableStatusCode, "\(String(describing: error))")
+                #expect((500..<600).contains(error?.response?.status.code ?? 0), "\(String(describing: error))")
+            } else {
+                let proxy = try #require(transport.proxy)
+                #expect(error?.code == .proxyRefused, "\(String(describing: error))")
+                #expect(error?.message.contains("proxy \(proxy.host):\(proxy.port)") == true, "\(String(describing: error))")
             }
         }
     }

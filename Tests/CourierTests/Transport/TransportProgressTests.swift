@@ -77,7 +77,8 @@ struct TransportProgressTests {
         }
     }
 
-    @Test(arguments: Transport.allCases)
+    /// Not via the HTTP proxy: see `PENDING.md`.
+    @Test(arguments: Transport.allCases(except: [.http1ViaHTTPProxy]))
     func aRedirectThatResendsTheBodyDoesNotSendProgressBackwards(_ transport: Transport) async throws {
         try await transport.run { server, manager in
             let body = RequestBody.replayableStream(length: .known(300_000)) { Self.chunks(30, of: 10_000) }

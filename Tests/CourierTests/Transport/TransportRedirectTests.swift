@@ -28,7 +28,8 @@ struct TransportRedirectTests {
         }
     }
 
-    @Test(arguments: Transport.allCases)
+    /// Not via the HTTP proxy: see `PENDING.md`.
+    @Test(arguments: Transport.allCases(except: [.http1ViaHTTPProxy]))
     func aReplayableStreamIsSentAgainAfterA307(_ transport: Transport) async throws {
         try await transport.run { server, manager in
             let made = NIOLockedValueBox(0)

@@ -56,7 +56,7 @@ struct TransportStreamTests {
                 for try await status in group { #expect(status == 200) }
             }
             #expect(server.requestCount == count)
-            #expect(server.connectionCount == (transport == .http2 ? 1 : count))
+            #expect(server.connectionCount == (transport.isHTTP2 ? 1 : count))
         }
     }
 

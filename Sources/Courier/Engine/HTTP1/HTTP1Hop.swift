@@ -122,8 +122,11 @@ final class HTTP1Hop: NIOHopTask, Sendable {
             return (true, state.metrics.take())
         }
         if first {
-            // A hop that never ran on a connection still began: its transaction has only a start.
-            self.exchange.hopCompleted(result, metrics: metrics ?? TransactionMetrics(request: self.request, fetchStart: self.fetchStart))
+            // A hop that never ran on a connection still began: its transaction has only a start,
+            // and its route (a refused tunnel went through a proxy all the same).
+            var bare = TransactionMetrics(request: self.request, fetchStart: self.fetchStart)
+            bare.isProxyConnection = self.key.route != .direct
+            self.exchange.hopCompleted(result, metrics: metrics ?? bare)
         }
         return first
     }
