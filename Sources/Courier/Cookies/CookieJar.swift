@@ -109,10 +109,47 @@ struct CookieJar: Sendable {
     /// The cookies to send to `url`, longest path first, then oldest first; their last-access
     /// dates become `now`. Expired cookies met on the way are removed.
     mutating func cookies(for url: URL, now: Date) -> [Cookie] {
-        guard let host = CookieMatching.canonicalHost(of: url), self.count > 0 else { return [] }
+        var found: [Entry] = []
+        self.forEachMatch(of: url, now: now) { found.append($0) }
+        found.sort(by: Self.headerOrder)
+        return found.map(\.cookie)
+    }
+
+    /// The `Cookie` field value for `url` (the cookies of ``cookies(for:now:)``, in its order), or
+    /// nil for none. Sorts and copies only what the field needs, not whole cookies: every request
+    /// of a session with cookies asks for it.
+    mutating func headerValue(for url: URL, now: Date) -> String? {
+        var found: [(pathLength: Int, creation: Date, sequence: UInt64, name: String, value: String)] = []
+        var length = 0
+        self.forEachMatch(of: url, now: now) { entry in
+            found.append((entry.cookie.path.utf8.count, entry.cookie.creationDate, entry.sequence, entry.cookie.name, entry.cookie.value))
+            length += entry.cookie.name.utf8.count + entry.cookie.value.utf8.count + 3
+        }
+        guard !found.isEmpty else { return nil }
+        found.sort { a, b in
+            if a.pathLength != b.pathLength { return a.pathLength > b.pathLength }
+            if a.creation != b.creation { return a.creation < b.creation }
+            return a.sequence < b.sequence
+        }
+        var text = ""
+        text.reserveCapacity(length)
+        for cookie in found {
+            if !text.isEmpty { text += "; " }
+            if !cookie.name.isEmpty {
+                text += cookie.name
+                text += "="
+            }
+            text += cookie.value
+        }
+        return text.isEmpty ? nil : text
+    }
+
+    /// Calls `body` with each entry that goes with a request to `url` (host and parent domains,
+    /// path, `Secure`), after marking it used at `now`; removes the expired entries met.
+    private mutating func forEachMatch(of url: URL, now: Date, _ body: (Entry) -> Void) {
+        guard let host = CookieMatching.canonicalHost(of: url), self.count > 0 else { return }
         let path = CookieMatching.requestPath(of: url)
         let secure = CookieMatching.isSecure(url)
-        var found: [Entry] = []
         // The host and each parent domain (an IP address has no parents).
         var domain = Substring(host)
         let isIP = CookieMatching.isIPAddress(host)
@@ -120,7 +157,7 @@ struct CookieJar: Sendable {
             let key = String(domain)
             if self.domains[key] != nil {
                 // In place: the domain's array is not copied.
-                let removed = Self.collect(from: &self.domains[key]!, host: host, path: path, secure: secure, now: now, into: &found)
+                let removed = Self.collect(from: &self.domains[key]!, host: host, path: path, secure: secure, now: now, body)
                 if removed > 0 {
                     self.count -= removed
                     if self.domains[key]!.isEmpty { self.domains[key] = nil }
@@ -129,14 +166,12 @@ struct CookieJar: Sendable {
             guard !isIP, let dot = domain.firstIndex(of: ".") else { break }
             domain = domain[domain.index(after: dot)...]
         }
-        found.sort(by: Self.headerOrder)
-        return found.map(\.cookie)
     }
 
-    /// Appends the entries of one domain that go with the request, marking them used; removes the
-    /// expired ones and returns how many.
+    /// Passes the entries of one domain that go with the request to `body`, marking them used;
+    /// removes the expired ones and returns how many.
     private static func collect(
-        from entries: inout [Entry], host: String, path: String, secure: Bool, now: Date, into found: inout [Entry]
+        from entries: inout [Entry], host: String, path: String, secure: Bool, now: Date, _ body: (Entry) -> Void
     ) -> Int {
         var expired = 0
         for index in entries.indices {
@@ -146,7 +181,7 @@ struct CookieJar: Sendable {
             }
             guard entries[index].cookie.matches(host: host, path: path, isSecure: secure) else { continue }
             entries[index].cookie.lastAccessDate = now
-            found.append(entries[index])
+            body(entries[index])
         }
         if expired > 0 { entries.removeAll { $0.cookie.isExpired(at: now) } }
         return expired

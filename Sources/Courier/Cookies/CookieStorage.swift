@@ -19,6 +19,11 @@ public protocol CookieStorage: AnyObject, Sendable {
     /// cookies count as used (for eviction).
     func cookies(for url: URL) -> [Cookie]
 
+    /// The `Cookie` field value for a request to `url` (``cookies(for:)`` joined as `a=1; b=2`),
+    /// or nil when no cookie goes with it. A store may answer it without making the cookies; the
+    /// default joins ``cookies(for:)``.
+    func cookieHeader(for url: URL) -> String?
+
     /// Stores the cookies of the `Set-Cookie` field values of a response to a request for `url`,
     /// with the rules of RFC 6265bis (see ``Cookie/init(setCookie:for:now:publicSuffixes:)``).
     func storeCookies(fromSetCookieFields fields: [String], for url: URL)

@@ -85,6 +85,7 @@ public final class FileCookieStorage: CookieStorage {
     public var isPersistent: Bool { true }
 
     public func cookies(for url: URL) -> [Cookie] { self.memory.cookies(for: url) }
+    public func cookieHeader(for url: URL) -> String? { self.memory.cookieHeader(for: url) }
     public func storeCookies(fromSetCookieFields fields: [String], for url: URL) { self.memory.storeCookies(fromSetCookieFields: fields, for: url) }
     public func setCookie(_ cookie: Cookie) { self.memory.setCookie(cookie) }
     public func deleteCookie(_ cookie: Cookie) { self.memory.deleteCookie(cookie) }

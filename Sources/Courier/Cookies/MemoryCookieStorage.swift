@@ -71,6 +71,11 @@ public final class MemoryCookieStorage: CookieStorage {
         return self.jar.withLockedValue { $0.cookies(for: url, now: now) }
     }
 
+    public func cookieHeader(for url: URL) -> String? {
+        let now = self.clock()
+        return self.jar.withLockedValue { $0.headerValue(for: url, now: now) }
+    }
+
     public func storeCookies(fromSetCookieFields fields: [String], for url: URL) {
         guard !fields.isEmpty else { return }
         let now = self.clock()

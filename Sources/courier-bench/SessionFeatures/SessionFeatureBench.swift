@@ -4,6 +4,10 @@ import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `courier-bench cache` and `courier-bench cookies`: what the session's HTTP cache and cookie
 /// store cost or save on sequential GETs against nginx (or TestServer), each pair of variants run
 /// in turns, medians reported with their ratio.
@@ -92,9 +96,10 @@ enum SessionFeatureBench {
 
     private static func report(kind: String, variants: [String], results: [String: [FeatureRun]], options: Options, server: String) {
         let medians = variants.map { name in (name, (results[name] ?? []).map(\.requestsPerSecond).median, (results[name] ?? []).map(\.p50Milliseconds).median) }
+        let cpu = variants.map { name in (results[name] ?? []).map(\.cpuMicrosecondsPerRequest).median }
         if options.json {
             var document: [String: Any] = ["bench": kind, "server": server, "requests": options.requests, "repeat": options.repeats]
-            document["medians"] = medians.map { ["variant": $0.0, "requestsPerSecond": $0.1, "p50Milliseconds": $0.2] }
+            document["medians"] = zip(medians, cpu).map { ["variant": $0.0.0, "requestsPerSecond": $0.0.1, "p50Milliseconds": $0.0.2, "cpuMicrosecondsPerRequest": $0.1] }
             document["runs"] = variants.map { name in
                 ["variant": name, "requestsPerSecond": (results[name] ?? []).map(\.requestsPerSecond),
                  "exchanges": (results[name] ?? []).map(\.exchanges)] as [String: Any]
@@ -105,14 +110,15 @@ enum SessionFeatureBench {
             return
         }
         print("courier-bench \(kind)  server: \(server)  (\(options.requests) requests per run, \(options.repeats) runs each, medians)")
-        for (name, rate, p50) in medians {
-            print("  \(name.padding(toLength: 28, withPad: " ", startingAt: 0)) \(String(format: "%9.0f", rate)) req/s   p50 \(String(format: "%.3f", p50)) ms")
+        for ((name, rate, p50), cpu) in zip(medians, cpu) {
+            print("  \(name.padding(toLength: 28, withPad: " ", startingAt: 0)) \(String(format: "%9.0f", rate)) req/s   p50 \(String(format: "%.3f", p50)) ms   client CPU \(String(format: "%.1f", cpu)) µs/request")
         }
         guard medians.count >= 2, medians[1].1 > 0 else { return }
         if kind == "cache" {
             print("  hit / revalidated: \(String(format: "%.2f", medians[0].1 / medians[1].1))x")
         } else {
-            print("  20 cookies cost \(String(format: "%.1f", (1 - medians[0].1 / medians[1].1) * 100))% of the requests/s of an empty store")
+            print("  20 cookies cost \(String(format: "%.1f", (1 - medians[0].1 / medians[1].1) * 100))% of the requests/s of an empty store"
+                + " (client CPU per request +\(String(format: "%.1f", (cpu[0] / cpu[1] - 1) * 100))%)")
             if medians.count >= 3, medians[2].1 > 0 {
                 print("  20 cookies against no store: \(String(format: "%.1f", (1 - medians[0].1 / medians[2].1) * 100))%")
             }
@@ -127,6 +133,8 @@ struct FeatureRun {
     var failures: Int
     /// How many exchanges the engine was asked for during the measured requests.
     var exchanges: Int
+    /// This process's CPU time per measured request, in microseconds.
+    var cpuMicrosecondsPerRequest: Double
 }
 
 /// An engine that counts the exchanges it is asked for, then hands them to NIOEngine.
@@ -202,18 +210,28 @@ struct FeatureVariant {
         var latencies: [UInt64] = []
         latencies.reserveCapacity(requests)
         let start = Nanoseconds.now()
+        let cpuStart = Self.processCPUNanoseconds()
         for _ in 0..<requests {
             let began = Nanoseconds.now()
             if (try? await manager.data(for: self.request)) == nil { failures += 1 }
             latencies.append(Nanoseconds.now() &- began)
         }
         let elapsed = Nanoseconds.now() &- start
+        let cpu = Self.processCPUNanoseconds() &- cpuStart
         let exchanges = engine.count.withLockedValue { $0 } - exchangesBefore
         await manager.invalidate(cancelingTasks: true)
         latencies.sort()
         return FeatureRun(
             requestsPerSecond: Double(requests) / (Double(elapsed) / 1e9),
-            p50Milliseconds: Summary.percentile(0.5, of: latencies), failures: failures, exchanges: exchanges)
+            p50Milliseconds: Summary.percentile(0.5, of: latencies), failures: failures, exchanges: exchanges,
+            cpuMicrosecondsPerRequest: Double(cpu) / 1e3 / Double(requests))
+    }
+
+    /// CPU time of this process (every thread; not the server's), in nanoseconds: a cost that
+    /// other load on the machine barely moves, unlike requests per second.
+    static func processCPUNanoseconds() -> UInt64 {
+        // clock(3): the process's CPU time, in microseconds on Linux (CLOCKS_PER_SEC is 10^6).
+        UInt64(clock()) * (1_000_000_000 / UInt64(CLOCKS_PER_SEC))
     }
 }
 

@@ -36,6 +36,27 @@ struct CookieJarTests {
         #expect(same.cookieHeader(for: URL(string: "http://h.com/")!) == "z=1; y=1; x=1")
     }
 
+    @Test func theStoresHeaderIsItsCookiesJoined() {
+        let clock = ManualClock()
+        let store = self.store(clock: clock)
+        let url = URL(string: "https://www.h.com/a/b")!
+        store.storeCookies(fromSetCookieFields: ["s=1; Secure", "root=1; Path=/", "gone=1; Max-Age=5", "=nameless"], for: url)
+        clock.advance(by: 1)
+        store.storeCookies(fromSetCookieFields: ["ab=1; Path=/a/b", "dom=1; Domain=h.com; Path=/a", "other=1; Path=/c"], for: url)
+        clock.advance(by: 10)
+        // MemoryCookieStorage answers without making the cookies; the order and the set are those
+        // of cookies(for:) (the protocol's default), expired ones left out.
+        let expected = Cookie.headerValue(for: store.cookies(for: url))
+        // s and the nameless one take the default path /a, as dom does, and are older.
+        #expect(expected == "ab=1; s=1; nameless; dom=1; root=1")
+        #expect(store.cookieHeader(for: url) == expected)
+        #expect(store.cookieHeader(for: URL(string: "http://www.h.com/a/b")!) == "ab=1; nameless; dom=1; root=1", "no Secure cookie over http")
+        // Asking for the header counts as a use: eviction by last access spares them.
+        clock.advance(by: 5)
+        _ = store.cookieHeader(for: url)
+        #expect(store.allCookies.filter { $0.lastAccessDate == clock.now }.map(\.name).sorted() == ["", "ab", "dom", "root", "s"])
+    }
+
     @Test func replacingKeepsTheCreationDate() throws {
         let clock = ManualClock()
         let store = self.store(clock: clock)
