@@ -9,11 +9,14 @@ import Testing
 /// once the manager is invalidated; connections that never open are never counted.
 @Suite("Monitoring: open connections")
 struct OpenConnectionsMeterTests {
-    /// A manager on a `NIOEngine` reporting to `metrics`, trusting the test root, with no cache.
-    private static func manager(for server: TestServer, metrics: TestMetrics, http1Only: Bool = false) throws -> HTTPSessionManager {
-        var configuration = SessionConfiguration.default
-        configuration.responseCache = nil
-        if http1Only { configuration.httpVersion = .http1Only }
+    /// A manager on a `NIOEngine` reporting to `metrics`, for `transport` (its HTTP versions and
+    /// proxy, no cache), trusting the test root.
+    private static func manager(
+        for server: TestServer, metrics: TestMetrics, transport: Transport = .http1,
+        configure: (inout SessionConfiguration) -> Void = { _ in }
+    ) throws -> HTTPSessionManager {
+        var configuration = transport.sessionConfiguration()
+        configure(&configuration)
         var engineConfiguration = NIOEngine.Configuration(configuration)
         engineConfiguration.metricsFactory = metrics
         let engine = NIOEngine(configuration: engineConfiguration, securityPolicy: try Transport.trustingTestRoot())
@@ -23,19 +26,13 @@ struct OpenConnectionsMeterTests {
         return manager
     }
 
-    /// HTTP/1.1 cleartext, HTTP/1.1 over TLS, HTTP/2: the server configuration, whether the
-    /// session keeps to HTTP/1.1, and the meter's `protocol`.
-    static let cases: [(name: String, tls: Bool, http1Only: Bool, protocolName: String)] = [
-        ("HTTP/1.1", false, false, "http/1.1"), ("HTTP/1.1 over TLS", true, true, "http/1.1"), ("HTTP/2", true, false, "h2"),
-    ]
-
-    @Test("Counted while open, by protocol; zero after the manager is invalidated", arguments: 0..<3)
-    func countsConnectionsUntilTheyClose(_ index: Int) async throws {
-        let transport = Self.cases[index]
+    /// Over every transport, proxies included (a tunnel or a forwarding connection to the proxy is
+    /// one open connection).
+    @Test("Counted while open, by protocol; zero after the manager is invalidated", arguments: Transport.allCases)
+    func countsConnectionsUntilTheyClose(_ transport: Transport) async throws {
         let metrics = TestMetrics()
-        let serverConfiguration = transport.tls ? TestServer.Configuration.https() : TestServer.Configuration()
-        try await withTestServer(serverConfiguration) { server in
-            let manager = try Self.manager(for: server, metrics: metrics, http1Only: transport.http1Only)
+        try await withTestServer(transport.serverConfiguration()) { server in
+            let manager = try Self.manager(for: server, metrics: metrics, transport: transport)
             // Two requests the server holds until both arrived: two HTTP/1.1 connections, or two
             // streams of one HTTP/2 connection.
             let arrived = Recorder<Void>()
@@ -45,20 +42,26 @@ struct OpenConnectionsMeterTests {
                 await withCheckedContinuation { continuation in gate.whenOpen { continuation.resume() } }
                 return TestServer.Response(body: Data("held".utf8))
             }
-            let expected: Double = transport.protocolName == "h2" ? 1 : 2
+            let expected: Double = transport.isHTTP2 ? 1 : 2
             async let first = manager.get("held")
             async let second = manager.get("held")
             let bothArrived = await eventually { arrived.count == 2 }
+            let meter = try metrics.expectMeter("courier_open_connections", [("protocol", transport.protocolName)])
+            let whileHeld = meter.lastValue
             gate.open()
             #expect(bothArrived)
-            let meter = try metrics.expectMeter("courier_open_connections", [("protocol", transport.protocolName)])
-            #expect(meter.lastValue == expected, "\(meter.values)")
+            #expect(whileHeld == expected, "\(meter.values)")
             _ = try await (first, second)
-            #expect(meter.lastValue == expected, "idle connections stay open and counted: \(meter.values)")
+            if transport.proxyClosesEachConnection {
+                // The proxy closes each connection after its answer.
+                #expect(await eventually { meter.lastValue == 0 }, "\(meter.values)")
+            } else {
+                #expect(meter.lastValue == expected, "idle connections stay open and counted: \(meter.values)")
+            }
             await manager.invalidate(cancelingTasks: true)
             #expect(meter.lastValue == 0, "\(meter.values)")
             #expect(meter.values.max() == expected)
-            let other = try metrics.expectMeter("courier_open_connections", [("protocol", transport.protocolName == "h2" ? "http/1.1" : "h2")])
+            let other = try metrics.expectMeter("courier_open_connections", [("protocol", transport.isHTTP2 ? "http/1.1" : "h2")])
             #expect(other.values.isEmpty, "no connection of the other protocol: \(other.values)")
         }
     }
@@ -76,7 +79,7 @@ struct OpenConnectionsMeterTests {
         }
     }
 
-    @Test("Connections that fail to open (refused, untrusted certificate) are never counted")
+    @Test("Connections that fail to open (refused, untrusted certificate, a proxy refusing the tunnel) are never counted")
     func failedConnectionsAreNeverCounted() async throws {
         let metrics = TestMetrics()
         try await withTestServer(.https(.selfSigned)) { server in
@@ -84,6 +87,15 @@ struct OpenConnectionsMeterTests {
             await #expect(throws: CourierError.self) { try await manager.get("get") }
             await #expect(throws: CourierError.self) { try await manager.get("http://127.0.0.1:\(closedPort())/get") }
             await manager.invalidate(cancelingTasks: true)
+            // A proxy that refuses the tunnel: connected to, never established.
+            let proxy = try await TestProxy.start(upstreamPort: server.port, behaviour: .refuse(status: 403))
+            let proxied = try Self.manager(for: server, metrics: metrics) {
+                $0.proxy = ProxyConfiguration.http(host: "127.0.0.1", port: proxy.port)
+            }
+            let refused = await #expect(throws: CourierError.self) { try await proxied.get("get") }
+            #expect(refused?.code == .proxyRefused)
+            await proxied.invalidate(cancelingTasks: true)
+            try await proxy.shutdown()
             for meter in metrics.meters(label: "courier_open_connections") {
                 #expect(meter.values.isEmpty, "\(meter.dimensions): \(meter.values)")
             }
