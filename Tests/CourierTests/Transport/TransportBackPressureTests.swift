@@ -15,9 +15,13 @@ struct TransportBackPressureTests {
     /// for writability and writes nothing more between two looks), then expects it to stay held
     /// back, having written only part of the body, while `received` stays put: a negative, so it
     /// is checked over a bounded wait once the event has come.
-    /// - Parameter exact: Whether no byte at all may be delivered meanwhile (a suspended task);
-    ///   a stream's buffer may still take the few bytes the engine had read.
-    static func expectHeldBack(_ server: TestServer, exact: Bool, received: () -> Int64) async throws {
+    /// - Parameters:
+    ///   - exact: Whether no byte at all may be delivered meanwhile (a suspended task); a
+    ///   stream's buffer may still take the few bytes the engine had read.
+    ///   - transport: Through a proxy, the server may have written more before it is held back:
+    ///   two TCP connections (each with socket buffers loopback grows to several MiB) and the
+    ///   proxy's own buffers lie between it and the client (danted let 17 MiB through once).
+    static func expectHeldBack(_ server: TestServer, exact: Bool, transport: Transport, received: () -> Int64) async throws {
         // The event: the server's response waits for writability and has written nothing since
         // the last look (a client still reading makes it wait only in passing).
         var settled = false
@@ -37,7 +41,7 @@ struct TransportBackPressureTests {
         // An engine may take a few more megabytes into its buffers (AHC over TLS took 2.5 MiB
         // more in one run of four); one that keeps reading takes the rest of the 32 MiB.
         #expect(server.streamedBodyBytesWritten - written < 4 << 20, "the server could write little more (\(written) then \(server.streamedBodyBytesWritten))")
-        #expect(server.streamedBodyBytesWritten < Self.size / 2)
+        #expect(server.streamedBodyBytesWritten < (transport.isProxied ? Self.size * 3 / 4 : Self.size / 2))
         if exact {
             #expect(received() == delivered, "nothing is delivered while the consumer waits")
         } else {
@@ -66,7 +70,7 @@ struct TransportBackPressureTests {
             #expect(await eventually(within: 30) { task.state == .suspended })
             // The suspension reaches the exchange, and the server sees the window fill.
             #expect(await engine.wait { $0.contains(.suspend) }, "the suspension never reached the exchange")
-            try await Self.expectHeldBack(server, exact: true) { task.countOfBytesReceived }
+            try await Self.expectHeldBack(server, exact: true, transport: transport) { task.countOfBytesReceived }
             #expect(finished.count == 0)
             task.resume()
             // The rest of the body, in a debug build on a machine that may be busy with the
@@ -89,7 +93,7 @@ struct TransportBackPressureTests {
             var received = try await iterator.next()?.readableBytes ?? 0
             // Once the consumer stops reading, the task asks its exchange to stop.
             #expect(await engine.wait { $0.contains(.suspend) }, "the unread body never stopped the exchange")
-            try await Self.expectHeldBack(server, exact: false) { stream.task.countOfBytesReceived }
+            try await Self.expectHeldBack(server, exact: false, transport: transport) { stream.task.countOfBytesReceived }
             while let chunk = try await iterator.next() { received += chunk.readableBytes }
             #expect(received == Self.size)
             #expect(server.streamedResponsesWaitingForWritability == 0)
