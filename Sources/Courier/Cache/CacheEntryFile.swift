@@ -41,8 +41,9 @@ struct CacheEntry: Sendable {
 
     /// The primary key of a request for `url`.
     static func primaryKey(for url: URL) -> String {
-        var text = url.absoluteString
-        if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
+        let text = url.absoluteString
+        // Scanned as bytes: a Character search would break the whole string into graphemes.
+        if let hash = text.utf8.firstIndex(of: UInt8(ascii: "#")) { return String(text[..<hash]) }
         return text
     }
 
