@@ -71,8 +71,13 @@ extension HTTPBinRoutes {
         if request.header("If-Modified-Since") != nil || request.header("If-None-Match") != nil {
             return .complete(.notModified, [:], ByteBuffer())
         }
+        // With `Date` equal to `Last-Modified` (as httpbin behind gunicorn sends them), the
+        // heuristic lifetime is 0: the response must be revalidated. Without `Date`, a client
+        // counts from its own clock and finds it fresh for a tenth of the past second's fraction.
+        let now = httpDate(Date())
         let headers: HTTPHeaders = [
-            "Last-Modified": httpDate(Date()),
+            "Date": now,
+            "Last-Modified": now,
             "ETag": "\"\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())\"",
         ]
         return HTTPBinEcho.reply(HTTPBinEcho.get(request), headers: headers)
