@@ -13,6 +13,13 @@ enum CourierFailureRoutes {
             return .truncated(.ok, headers, ByteBuffer(repeating: UInt8(ascii: "x"), count: count))
         case ("reset", 1):
             return .reset
+        case ("stale", 1):
+            // A server that closed a kept-alive connection just as the next request came: the
+            // first request of a connection is answered, a later one gets the connection closed.
+            if request.earlierRequestsOnConnection == 0 {
+                return .complete(.ok, ["Content-Type": "text/plain; charset=utf-8"], ByteBuffer(string: "fresh"))
+            }
+            return .reset
         case ("close-after-head", 1):
             return .headThenClose(.ok, ["Content-Type": "application/octet-stream", "Transfer-Encoding": "chunked"])
         case ("slow-body", 2):

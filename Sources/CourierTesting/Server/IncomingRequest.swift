@@ -15,6 +15,9 @@ struct IncomingRequest {
     var origin: String
     /// The host and port the server listens on, used when the request has no `Host`.
     var defaultAuthority: String
+    /// How many requests came before this one on its HTTP/1.1 connection (0 for the first; always
+    /// 0 on HTTP/2, where each stream is served on its own).
+    var earlierRequestsOnConnection = 0
 
     /// The path without the query, percent-encoding kept.
     var path: Substring {

@@ -29,6 +29,8 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var isPumping = false
     private var isActive = true
     private var cachedAddresses: (origin: String, authority: String)?
+    /// Requests answered or being answered on this connection (HTTP/1.1) or stream (HTTP/2).
+    private var requestsSeen = 0
 
     init(state: ServerState, scheme: String) {
         self.state = state
@@ -134,7 +136,10 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func incomingRequest(_ head: HTTPRequestHead, body: ByteBuffer, context: ChannelHandlerContext) -> IncomingRequest {
         let addresses = self.addresses(context)
-        return IncomingRequest(head: head, body: body, scheme: self.scheme, origin: addresses.origin, defaultAuthority: addresses.authority)
+        var request = IncomingRequest(head: head, body: body, scheme: self.scheme, origin: addresses.origin, defaultAuthority: addresses.authority)
+        request.earlierRequestsOnConnection = self.requestsSeen
+        self.requestsSeen += 1
+        return request
     }
 
     private func respond(to head: HTTPRequestHead, body: ByteBuffer, context: ChannelHandlerContext) {

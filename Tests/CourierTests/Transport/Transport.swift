@@ -23,7 +23,8 @@ import Testing
 /// skipped tests, that they were and why. Every behaviour in this folder runs over every route
 /// (redirects, cross-origin and cleartext to TLS included; timeouts; suspension and
 /// back-pressure; progress; downloads and resume; cancellation; errors; streams;
-/// decompression; task metrics), but for the two that fail over one route, left out with
+/// decompression; task metrics; the stale-connection resend, over the HTTP/1.1 wires), but for
+/// the two that fail over one route, left out with
 /// ``allCases(except:)`` and listed in `PENDING.md`. The whole folder takes about 20 s (15 s
 /// without the proxies) on two busy cores: every test case runs in parallel.
 ///
