@@ -6,9 +6,10 @@ import NIOFileSystem
 /// Writes a download's body to its file, in arrival order, on a task of its own so that disk
 /// writes never run on an event loop.
 ///
-/// Chunks wait in memory only while the disk is behind: past ``highWater`` bytes the writer asks
-/// its owner to stop reading, and once it has taken the waiting chunks to write them it asks to go
-/// on, so a download of any size holds a few megabytes at most.
+/// Chunks wait in memory only while the disk is behind: once ``highWater`` bytes are queued or
+/// being written the writer asks its owner to stop reading, and once writing has brought them
+/// under ``lowWater`` it asks to go on, so a download of any size holds about ``highWater`` bytes
+/// of body (plus one read) at most.
 final class DownloadFileWriter: Sendable {
     /// What the writer tells its owner. Delivered on the writer's task or the enqueuing thread,
     /// never while the writer's lock is held, so two changes may arrive out of order: the owner
@@ -20,8 +21,10 @@ final class DownloadFileWriter: Sendable {
         case failed(any Error)
     }
 
-    /// Pause reading when this many bytes wait to be written.
-    static let highWater = 1 << 20
+    /// Pause reading when this many bytes are queued or being written.
+    static let highWater = 2 << 20
+    /// Read on when writing has brought them under this many.
+    static let lowWater = 1 << 20
 
     /// The file written.
     let url: URL
@@ -33,7 +36,8 @@ final class DownloadFileWriter: Sendable {
 
     private struct State {
         var pending = CircularBuffer<ByteBuffer>()
-        var pendingBytes = 0
+        /// Bytes queued or taken by the writing task and not yet written.
+        var unwrittenBytes = 0
         var askedToPause = false
         var waiter: CheckedContinuation<Void, Never>?
         /// No more chunks will come: write what is left and close.
@@ -83,10 +87,10 @@ final class DownloadFileWriter: Sendable {
         self.state.withLockedValue { state -> QueueEffects in
             guard !state.isFinishing, !state.isAbandoned, !state.hasFailed else { return QueueEffects(waiter: nil, pause: false) }
             state.pending.append(chunk)
-            state.pendingBytes += chunk.readableBytes
+            state.unwrittenBytes += chunk.readableBytes
             let waiter = state.waiter
             state.waiter = nil
-            if state.pendingBytes >= Self.highWater, !state.askedToPause {
+            if state.unwrittenBytes >= Self.highWater, !state.askedToPause {
                 state.askedToPause = true
                 return QueueEffects(waiter: waiter, pause: true)
             }
@@ -117,7 +121,7 @@ final class DownloadFileWriter: Sendable {
         let waiter = self.state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
             state.isAbandoned = true
             state.pending.removeAll()
-            state.pendingBytes = 0
+            state.unwrittenBytes = 0
             defer { state.waiter = nil }
             return state.waiter
         }
@@ -149,9 +153,10 @@ final class DownloadFileWriter: Sendable {
         var written = offset ?? 0
         do {
             var writer = handle.bufferedWriter(startingAtAbsoluteOffset: written, capacity: .mebibytes(1))
-            while let batch = await Self.nextBatch(state, events: events) {
+            while let batch = await Self.nextBatch(state) {
                 for chunk in batch {
                     written += try await writer.write(contentsOf: chunk)
+                    Self.wrote(chunk.readableBytes, state: state, events: events)
                 }
             }
             if state.withLockedValue({ $0.isAbandoned }) {
@@ -167,26 +172,34 @@ final class DownloadFileWriter: Sendable {
         }
     }
 
+    /// `bytes` reached the file (or the buffered writer's copy of them): once fewer than
+    /// ``lowWater`` remain unwritten, a paused owner is asked to read on.
+    private static func wrote(_ bytes: Int, state: NIOLockedValueBox<State>, events: @Sendable (Event) -> Void) {
+        let resume = state.withLockedValue { state -> Bool in
+            state.unwrittenBytes = max(0, state.unwrittenBytes - bytes)
+            guard state.askedToPause, state.unwrittenBytes < Self.lowWater else { return false }
+            state.askedToPause = false
+            return true
+        }
+        if resume { events(.backlogChanged) }
+    }
+
     /// Waits for chunks; returns all that are queued, or nil once finishing with nothing left or
-    /// abandoned. Asks the owner to read on once it has taken the chunks that made it pause.
-    private static func nextBatch(_ state: NIOLockedValueBox<State>, events: @Sendable (Event) -> Void) async -> [ByteBuffer]? {
+    /// abandoned. Their bytes stay counted as unwritten until ``wrote(_:state:events:)``.
+    private static func nextBatch(_ state: NIOLockedValueBox<State>) async -> [ByteBuffer]? {
         while true {
-            enum Step { case batch([ByteBuffer], resume: Bool), end, wait }
+            enum Step { case batch([ByteBuffer]), end, wait }
             let step = state.withLockedValue { state -> Step in
                 if state.isAbandoned { return .end }
                 if !state.pending.isEmpty {
                     let batch = Array(state.pending)
                     state.pending.removeAll(keepingCapacity: true)
-                    state.pendingBytes = 0
-                    let resume = state.askedToPause
-                    state.askedToPause = false
-                    return .batch(batch, resume: resume)
+                    return .batch(batch)
                 }
                 return state.isFinishing ? .end : .wait
             }
             switch step {
-            case .batch(let batch, let resume):
-                if resume { events(.backlogChanged) }
+            case .batch(let batch):
                 return batch
             case .end:
                 return nil
