@@ -44,7 +44,9 @@ public struct TransactionMetrics: Sendable {
     public var networkProtocolName: String?
     /// Whether the transaction went on a connection that had carried an earlier one.
     public var isReusedConnection: Bool
-    /// Whether the connection goes through a proxy (forwarding, CONNECT or SOCKS).
+    /// Whether the connection goes through a proxy (forwarding, CONNECT or SOCKS); for a
+    /// transaction that never got a connection (a tunnel the proxy refused), whether its route
+    /// went through one.
     public var isProxyConnection: Bool
 
     /// The connection's local end, when it had one.
