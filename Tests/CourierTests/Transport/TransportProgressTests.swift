@@ -32,6 +32,9 @@ struct TransportProgressTests {
     }
 
     private static func pattern(_ count: Int) -> Data { Data((0..<count).map { UInt8($0 % 251) }) }
+    /// `pattern(3 << 20)`, made once: a debug build takes a while to map 3 MiB, and every transport
+    /// (eight with the proxies) needs it twice.
+    private static let threeMiBPattern = Self.pattern(3 << 20)
 
     @Test(arguments: Transport.allCases)
     func aDownloadEndsAtOne(_ transport: Transport) async throws {
@@ -120,7 +123,7 @@ struct TransportProgressTests {
     func aFileIsSentInChunksWithProgress(_ transport: Transport) async throws {
         try await withScratchDirectory { folder in
             let file = folder.appendingPathComponent("upload.bin")
-            try Self.pattern(3 << 20).write(to: file)
+            try Self.threeMiBPattern.write(to: file)
             try await transport.run { server, manager in
                 manager.responseSerializer = HTTPResponseSerializer()
                 let reports = Recorder<Int64>()
@@ -131,7 +134,7 @@ struct TransportProgressTests {
                     ) { finish(($0, $1, $2)) }.resume()
                 }
                 #expect(result.2 == nil)
-                #expect(result.1 as? Data == Self.pattern(3 << 20))
+                #expect(result.1 as? Data == Self.threeMiBPattern)
                 #expect(reports.count > 1, "progress is reported per chunk, not once")
                 #expect(reports.all.last == 3 << 20)
             }
