@@ -59,6 +59,9 @@ extension SessionManager {
                 defer { registry.shutdownWaiters = [] }
                 return registry.shutdownWaiters
             }
+            // Every task has ended: its events go to the monitors' queues before invalidate()
+            // returns, not after the coalescing delay.
+            self.settings.withLockedValue { $0.interception.monitorGroup }?.flush()
             NotificationCenter.default.post(name: .sessionDidInvalidate, object: self)
             for waiter in waiters { waiter.resume() }
         }
