@@ -25,7 +25,10 @@ struct TLSTests {
             #expect(verbose.status == 0, "\(verbose.standardError)")
             let text = verbose.output
             #expect(text.contains("Accept-Encoding: deflate, gzip\n"), "the request as it went out")
+            let requestLine = try #require(text.range(of: "GET /get HTTP/2\n"), "the request line names the protocol that carried it: \(text)")
+            #expect(!text.contains("HTTP/1.1"), "nothing went over HTTP/1.1: \(text)")
             let status = try #require(text.range(of: "HTTP/2 200 OK\n"))
+            #expect(requestLine.lowerBound < status.lowerBound, "the request comes before the response")
             let metrics = try #require(text.range(of: "* GET \(url) 200 over HTTP/2\n"), "\(text)")
             #expect(status.lowerBound < metrics.lowerBound, "the metrics come after the response")
             #expect(text.contains("* new connection to 127.0.0.1:\(server.port)"))

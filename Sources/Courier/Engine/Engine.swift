@@ -72,6 +72,11 @@ public protocol ExchangeDelegate: AnyObject, Sendable {
     /// A chunk of the response body arrived.
     func exchange(didReceive chunk: ByteBuffer)
 
+    /// The final response ended with trailer fields (HTTP/1.1 chunked trailers, HTTP/2 trailing
+    /// HEADERS); called after the last body chunk and before
+    /// ``exchange(didCompleteWith:)``. Optional: engines that drop trailers never call it.
+    func exchange(didReceiveTrailers trailers: HTTPFields)
+
     /// One transaction (a hop: the first request, or a redirect's) ended, with what the engine
     /// recorded of it; called before the next hop starts, or before
     /// ``exchange(didCompleteWith:)``. Optional: engines that record nothing never call it.
@@ -86,6 +91,8 @@ extension ExchangeDelegate {
     public func exchange(didFinishTransaction metrics: TransactionMetrics) {}
     /// Does nothing: a delegate that waits for `execute` to return the handle need not implement it.
     public func exchangeWillStart(_ exchange: any Exchange) {}
+    /// Does nothing: a delegate that does not keep trailers need not implement it.
+    public func exchange(didReceiveTrailers trailers: HTTPFields) {}
     /// Does nothing: a delegate that does not care about the protocol need not implement it.
     public func exchange(willReceiveResponseOver networkProtocolName: String) {}
 }

@@ -79,6 +79,16 @@ extension NIOExchange {
         }
     }
 
+    /// The hop's response ended with trailer fields (HTTP/1.1 chunked trailers, HTTP/2 trailing
+    /// HEADERS): they go to the delegate when the response is the final one.
+    func hopReceivedTrailers(_ trailers: HTTPFields) {
+        let deliver = self.state.withLockedValue { state -> Bool in
+            if case .streaming = state.phase, !state.isFinished, state.pendingCancellation == nil { return true }
+            return false
+        }
+        if deliver { self.delegate.exchange(didReceiveTrailers: trailers) }
+    }
+
     /// A part of the hop's response body arrived. Returns nil to go on reading, or a future on
     /// `eventLoop` that `resumeReceiving` (or the exchange's end) completes while the task is
     /// suspended (back-pressure).
@@ -99,17 +109,24 @@ extension NIOExchange {
     }
 }
 
+extension HTTPFields {
+    /// NIO's header fields as Courier's (fields whose name HTTP does not allow are left out).
+    init(nioHeaders headers: HTTPHeaders) {
+        self.init()
+        self.reserveCapacity(headers.count)
+        for (name, value) in headers {
+            if let fieldName = HTTPField.Name(name) {
+                self.append(HTTPField(name: fieldName, value: value))
+            }
+        }
+    }
+}
+
 extension HTTPResponse {
     /// A response head from NIO as Courier's response (HTTP/2's, converted by swift-nio-http2's
     /// codec, included).
     init(nioHead head: HTTPResponseHead) {
-        var fields = HTTPFields()
-        fields.reserveCapacity(head.headers.count)
-        for (name, value) in head.headers {
-            if let fieldName = HTTPField.Name(name) {
-                fields.append(HTTPField(name: fieldName, value: value))
-            }
-        }
+        let fields = HTTPFields(nioHeaders: head.headers)
         self.init(
             status: HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase),
             headerFields: fields

@@ -55,6 +55,11 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// when the engine does not say. The same as the last transaction's
     /// ``TransactionMetrics/networkProtocolName`` in ``metrics``.
     public var networkProtocolName: String? { self.delegate.state.withLockedValue { $0.networkProtocolName } }
+    /// The trailer fields that ended the response (HTTP/1.1 chunked trailers, HTTP/2 trailing
+    /// HEADERS), once its body has been received; nil before, when the response had none, or for
+    /// a response from the cache. Fields a server sends after the body (checksums, `Server-Timing`)
+    /// cannot be in ``response``'s head; they are kept here as they came, never merged into it.
+    public var responseTrailers: HTTPFields? { self.delegate.state.withLockedValue { $0.responseTrailers } }
     /// A description for people, kept with the task (URLSession's `taskDescription`).
     public var taskDescription: String? {
         get { self.delegate.state.withLockedValue { $0.taskDescription } }

@@ -360,6 +360,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         self.state.withLockedValue { $0.networkProtocolName = networkProtocolName }
     }
 
+    func exchange(didReceiveTrailers trailers: HTTPFields) {
+        self.state.withLockedValue { $0.responseTrailers = trailers }
+    }
+
     func exchange(didFinishTransaction metrics: TransactionMetrics) {
         self.state.withLockedValue { $0.metrics?.transactionFinished(metrics) }
     }

@@ -135,6 +135,8 @@ struct TaskState {
     var finishedMetrics: TaskMetrics?
     /// The protocol the latest final response head came over (``SessionTask/networkProtocolName``).
     var networkProtocolName: String?
+    /// The trailer fields that ended the current response, if it had any (``SessionTask/responseTrailers``).
+    var responseTrailers: HTTPFields?
     /// The task's span, when the session has a tracer.
     var span: TaskSpan?
     /// The span of the hop under way, and how many redirects the attempt followed.
@@ -168,6 +170,7 @@ struct TaskState {
     mutating func recordResponse(_ response: HTTPResponse, url: URL, received: Int64 = 0, expected: Int64) -> [ProgressDelivery] {
         self.response = response
         self.responseURL = url
+        self.responseTrailers = nil
         self.countOfBytesReceived = received
         self.countOfBytesExpectedToReceive = expected
         self.downloadProgress?.totalUnitCount = expected
@@ -198,6 +201,7 @@ struct TaskState {
         }
         self.response = response
         self.responseURL = url
+        self.responseTrailers = nil
         self.held = HeldProgress(url: url, expected: expected, kept: received)
         return []
     }

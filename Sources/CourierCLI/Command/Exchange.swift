@@ -17,13 +17,19 @@ struct Exchange {
         let console = Console.standardOutput
         let printer = MessagePrinter(style: self.style, console: console)
         let parts = OutputParts(command: self.command, terminal: self.style.terminal)
-        if parts.requestHead { try await printer.printRequest(self.jar?.showing(built) ?? built, body: parts.requestBody) }
+        // The request is printed once its response head says which protocol carried it (the
+        // request line names it); the cookies shown are those it was sent with.
+        let shown = self.jar?.showing(built) ?? built
 
         let streamed: DataStreamResponse
         do {
             streamed = try await self.session.stream(built.request)
         } catch {
+            if parts.requestHead { try await printer.printRequest(shown, body: parts.requestBody) }
             throw CLIFailure.request(error)
+        }
+        if parts.requestHead {
+            try await printer.printRequest(shown, body: parts.requestBody, networkProtocolName: streamed.task.networkProtocolName)
         }
         if parts.responseHead { printer.printResponseHead(streamed.response, networkProtocolName: streamed.task.networkProtocolName) }
         if parts.responseBody {

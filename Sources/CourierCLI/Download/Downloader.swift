@@ -23,14 +23,17 @@ struct Downloader {
             offset = size
             request.setValue("bytes=\(offset)-", forHTTPHeaderField: "Range")
         }
-        if self.command.verbose { try await printer.printRequest(BuiltRequest(request: request, bodyKind: built.bodyKind, items: built.items), body: true) }
+        // Printed once the response head says which protocol carried the request.
+        let shown = BuiltRequest(request: request, bodyKind: built.bodyKind, items: built.items)
 
         let streamed: DataStreamResponse
         do {
             streamed = try await self.session.stream(request)
         } catch {
+            if self.command.verbose { try await printer.printRequest(shown, body: true) }
             throw CLIFailure.request(error)
         }
+        if self.command.verbose { try await printer.printRequest(shown, body: true, networkProtocolName: streamed.task.networkProtocolName) }
         let response = streamed.response
         printer.printResponseHead(response, networkProtocolName: streamed.task.networkProtocolName)
 

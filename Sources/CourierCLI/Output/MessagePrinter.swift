@@ -9,10 +9,12 @@ struct MessagePrinter {
 
     /// The request line and header fields as they go out, `Host` first, `Content-Length` when
     /// the body's length is known and `Accept-Encoding` as the engine adds it when it decompresses
-    /// (`decompressing`); then, when `body` is true, the body.
-    func printRequest(_ built: BuiltRequest, body: Bool, decompressing: Bool = true) async throws {
+    /// (`decompressing`); then, when `body` is true, the body. `networkProtocolName` (ALPN's name,
+    /// ``SessionTask/networkProtocolName``) gives the request line's version once the request went
+    /// out; `HTTP/1.1` when nil (`--offline`, or a request that got no response).
+    func printRequest(_ built: BuiltRequest, body: Bool, decompressing: Bool = true, networkProtocolName: String? = nil) async throws {
         let request = built.request
-        var lines = [self.requestLine(request)]
+        var lines = [self.requestLine(request, version: Self.version(networkProtocolName))]
         lines.append(self.field("Host", Self.hostHeader(for: request.url)))
         for field in request.headerFields {
             lines.append(self.field(field.name.rawName, field.value))
@@ -43,9 +45,9 @@ struct MessagePrinter {
         self.console.write(lines.joined(separator: "\n") + "\n\n")
     }
 
-    private func requestLine(_ request: Request) -> String {
+    private func requestLine(_ request: Request, version: String) -> String {
         let method = self.style.paint(request.method.rawValue, .green)
-        return "\(method) \(self.style.paint(Self.target(of: request.url), .cyan)) \(self.style.paint("HTTP/1.1", .blue))"
+        return "\(method) \(self.style.paint(Self.target(of: request.url), .cyan)) \(self.style.paint(version, .blue))"
     }
 
     /// How a status line writes the protocol ALPN calls `name`.

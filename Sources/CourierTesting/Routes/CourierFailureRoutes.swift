@@ -36,6 +36,11 @@ enum CourierFailureRoutes {
             return CourierFileRoute.reply(rest[1], request)
         case ("sse", 1):
             return CourierEventStreamRoute.reply(request)
+        case ("trailers", 1):
+            let body = ByteBuffer(string: "the fields that describe this body follow it\n")
+            let crc = CRC32.checksum(of: Array(body.readableBytesView))
+            let trailers: HTTPHeaders = ["Courier-Checksum": "crc32=\(crc)", "Server-Timing": "total;dur=1"]
+            return .trailed(.ok, ["Content-Type": "text/plain; charset=utf-8", "Trailer": "Courier-Checksum, Server-Timing"], body, trailers: trailers)
         case ("echo", 1):
             let contentType = request.header("Content-Type") ?? "application/octet-stream"
             return .complete(.ok, ["Content-Type": contentType], request.body)

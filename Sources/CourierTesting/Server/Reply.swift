@@ -20,6 +20,9 @@ indirect enum Reply: Sendable {
     case headThenClose(HTTPResponseStatus, HTTPHeaders)
     /// A head and a body, then close; the head may promise more than the body holds.
     case truncated(HTTPResponseStatus, HTTPHeaders, ByteBuffer)
+    /// A head, a body of unknown length (chunked on HTTP/1.1), then trailer fields (the last
+    /// chunk's trailers, or trailing HEADERS on HTTP/2).
+    case trailed(HTTPResponseStatus, HTTPHeaders, ByteBuffer, trailers: HTTPHeaders)
 }
 
 extension Reply {

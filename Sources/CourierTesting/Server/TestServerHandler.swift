@@ -230,6 +230,12 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.flush()
             context.close(promise: nil)
 
+        case .trailed(let status, let headers, let body, let trailers):
+            self.writeHead(status, headers, keepAlive: keepAlive, context: context)
+            if !isHead { context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+            let written = context.writeAndFlush(self.wrapOutboundOut(.end(isHead ? nil : trailers)))
+            if !keepAlive { written.assumeIsolated().whenComplete { _ in context.close(promise: nil) } }
+
         case .truncated(let status, let headers, let body):
             self.writeHead(status, headers, keepAlive: false, context: context)
             context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(body)))).assumeIsolated().whenComplete { _ in

@@ -63,8 +63,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     private var readPending = false
     /// Response parts decoded (from bytes read before the pause) while paused, delivered on resume.
     private var pausedParts = CircularBuffer<HTTPClientResponsePart>()
-    /// The connection closed while parts were held: the hop fails after them unless they end it.
-    private var closedWhilePaused = false
+    /// The connection closed (nil error) or failed while parts were held: the hop fails after
+    /// them unless they end it, so that every body byte that arrived reaches the exchange first.
+    private var endedWhilePaused: Optional<(any Error)?> = .none
     private var idleSince: NIODeadline?
     private var idleCheck: Scheduled<Void>?
     /// The running hop's transaction metrics, filled in as it goes (kept apart from ``Running``,
@@ -130,6 +131,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         }
         self.hopsCarried += 1
         self.readWatcher?.sawBytes = false
+        self.readWatcher?.expectHead()
         self.bodyCounter?.bytes = 0
         var head = Self.head(for: request, key: hop.key, length: body.length)
         hop.key.route.adjust(&head, for: request.url)
@@ -197,6 +199,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         }
         self.endRunning()
         self.pausedParts.removeAll()
+        self.endedWhilePaused = .none
         hop.end(.failure(hop.cancellation ?? CourierError.cancelled))
         self.context?.close(promise: nil)
     }
@@ -388,9 +391,13 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                 let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
                 wait.whenComplete { _ in loopBound.value.resumeReading() }
             }
-        case .end:
+        case .end(let trailers):
             guard var running = self.running else { return }
             self.metrics?.responseEnd = .now
+            if let trailers, !trailers.isEmpty {
+                // Chunked trailers (HTTP/1.1) or trailing HEADERS (HTTP/2), before the end.
+                running.hop.exchange.hopReceivedTrailers(HTTPFields(nioHeaders: trailers))
+            }
             if !running.requestSent, running.status < 300 {
                 // The server answered before the upload ended and may still read it: let it finish.
                 running.responseEnded = true
@@ -414,9 +421,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             self.handle(part)
         }
         guard !self.readingPaused else { return }
-        if self.closedWhilePaused {
-            self.closedWhilePaused = false
-            self.connectionEndedUnderHop(error: nil)
+        if case .some(let error) = self.endedWhilePaused {
+            self.endedWhilePaused = .none
+            self.connectionEndedUnderHop(error: error)
         } else if self.readPending, let context {
             self.readPending = false
             context.read()
@@ -435,7 +442,13 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         // A TLS peer closed the socket without close_notify: the connection is already going
         // inactive, and a body delimited by the close is complete; `channelInactive` decides.
         if let error = error as? NIOSSLError, error == .uncleanShutdown { return }
-        self.connectionEndedUnderHop(error: error)
+        if self.readingPaused || !self.pausedParts.isEmpty {
+            // Body parts that arrived before the failure are held for a suspended task: the hop
+            // fails after they are delivered (the first reason is kept).
+            if case .none = self.endedWhilePaused { self.endedWhilePaused = .some(error) }
+        } else {
+            self.connectionEndedUnderHop(error: error)
+        }
         context.close(promise: nil)
     }
 
@@ -444,7 +457,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         self.idleCheck = nil
         if self.readingPaused || !self.pausedParts.isEmpty {
             // The held parts may end the response; the hop fails only if they do not.
-            self.closedWhilePaused = true
+            if case .none = self.endedWhilePaused { self.endedWhilePaused = .some(nil) }
         } else {
             self.connectionEndedUnderHop(error: nil)
         }

@@ -1,18 +1,54 @@
 import NIOCore
 
-/// The first handler of an ``HTTP1Connection``'s pipeline: notes that bytes arrived, before the
-/// response decoder sees them. A connection that closes under a hop with not one byte of the
+/// The first handler of an ``HTTP1Connection``'s pipeline, before the response decoder.
+///
+/// It notes that bytes arrived: a connection that closes under a hop with not one byte of the
 /// response read may have been closed by the server while idle (``HTTP1ResendRule``); the decoder
 /// alone would not tell a close after half a status line from a close before anything.
+///
+/// It also unfolds obs-folds in response heads (``ResponseHeadUnfolder``), which NIO's decoder
+/// would reject; body bytes go through untouched.
 final class HTTP1ReadWatcher: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
     /// Whether any byte arrived since ``HTTP1ConnectionHandler`` last cleared it (at each hop).
     var sawBytes = false
+    private var unfolder = ResponseHeadUnfolder()
+    /// The last bytes of the previous read, held back until the next byte says whether they fold.
+    private var held: ByteBuffer?
+
+    /// The next bytes from the server start a response head (a request is going out).
+    func expectHead() {
+        self.unfolder.expectHead()
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         self.sawBytes = true
-        context.fireChannelRead(data)
+        guard self.unfolder.isInHead || self.held != nil else {
+            context.fireChannelRead(data)
+            return
+        }
+        var buffer = self.unwrapInboundIn(data)
+        if var held = self.held {
+            self.held = nil
+            held.writeBuffer(&buffer)
+            buffer = held
+        }
+        let holdBack = self.unfolder.scan(&buffer)
+        if holdBack > 0 {
+            self.held = buffer.getSlice(at: buffer.writerIndex - holdBack, length: holdBack)
+            buffer.moveWriterIndex(to: buffer.writerIndex - holdBack)
+        }
+        if buffer.readableBytes > 0 { context.fireChannelRead(self.wrapInboundOut(buffer)) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        // The decoder sees every byte that came before the close.
+        if let held = self.held {
+            self.held = nil
+            context.fireChannelRead(self.wrapInboundOut(held))
+        }
+        context.fireChannelInactive()
     }
 }

@@ -1,0 +1,115 @@
+import NIOCore
+
+/// Replaces each obs-fold (a field line continued on the next line, which starts with a space or
+/// a tab) in an HTTP/1.x response head with spaces, as RFC 9112 section 5.2 asks of a user agent,
+/// so that NIO's decoder (which rejects folded lines) reads the field as one line.
+///
+/// A pure state machine over the bytes of a connection, in order: ``scan(_:)`` rewrites a
+/// buffer in place, byte for byte (the line break before the continuation becomes spaces, so
+/// nothing moves and no count changes), and says how many of its last bytes it holds back. It
+/// looks only at response heads: from ``expectHead()`` (each request) to the blank line that ends
+/// the final head (an interim 1xx head is followed by another), then it passes every byte of the
+/// body through untouched until the next ``expectHead()``.
+struct ResponseHeadUnfolder {
+    private enum Position: Equatable {
+        /// In the status line of a head.
+        case statusLine
+        /// In a field line.
+        case fieldLine
+        /// Just after the line break of the status line (`afterField` false) or of a field line.
+        case lineStart(afterField: Bool)
+        /// A CR at the start of a line: the head ends at the LF that should follow.
+        case blankLineCR
+        /// Past the end of the final head: nothing is looked at.
+        case body
+    }
+
+    private var position = Position.statusLine
+    /// The first bytes of the current status line, for its code (`HTTP/1.1 100`).
+    private var statusPrefix: [UInt8] = []
+
+    /// Whether bytes are being looked at (a head is expected or under way).
+    var isInHead: Bool { self.position != .body }
+
+    /// The next bytes start a response head (a request went out).
+    mutating func expectHead() {
+        self.position = .statusLine
+        self.statusPrefix.removeAll(keepingCapacity: true)
+    }
+
+    /// Looks at `bytes`, rewriting obs-folds in place. Returns how many of its last bytes must be
+    /// held back and given again at the start of the next call (at most two: a line break whose
+    /// fate the next byte decides); the bytes before them can go on.
+    mutating func scan(_ bytes: inout ByteBuffer) -> Int {
+        guard self.isInHead else { return 0 }
+        var folds: [Range<Int>] = []
+        let holdBack = bytes.withUnsafeReadableBytes { self.scan($0, folds: &folds) }
+        // Written only when there is a fold (rare): the buffer is not copied otherwise.
+        for fold in folds {
+            for offset in fold { bytes.setInteger(UInt8(ascii: " "), at: bytes.readerIndex + offset) }
+        }
+        return holdBack
+    }
+
+    private mutating func scan(_ bytes: UnsafeRawBufferPointer, folds: inout [Range<Int>]) -> Int {
+        let end = bytes.count
+        var index = 0
+        // Where the line break before the current line start began (CR or LF).
+        var breakStart = 0
+        while index < end {
+            let byte = bytes[index]
+            switch self.position {
+            case .body:
+                return 0
+            case .statusLine, .fieldLine:
+                if self.position == .statusLine, self.statusPrefix.count < 12 { self.statusPrefix.append(byte) }
+                if byte == UInt8(ascii: "\n") {
+                    breakStart = index > 0 && bytes[index - 1] == UInt8(ascii: "\r") ? index - 1 : index
+                    self.position = .lineStart(afterField: self.position == .fieldLine)
+                }
+            case .lineStart(let afterField):
+                if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t"), afterField {
+                    // obs-fold: the line break becomes spaces, the line goes on.
+                    folds.append(breakStart..<index)
+                    self.position = .fieldLine
+                } else if byte == UInt8(ascii: "\r") {
+                    self.position = .blankLineCR
+                } else if byte == UInt8(ascii: "\n") {
+                    self.headEnded()
+                } else {
+                    self.position = .fieldLine
+                }
+            case .blankLineCR:
+                if byte == UInt8(ascii: "\n") {
+                    self.headEnded()
+                } else {
+                    // Not a blank line after all; the decoder will say what is wrong with it.
+                    self.position = .fieldLine
+                }
+            }
+            index += 1
+        }
+        // A line break at the very end may turn out to be a fold: hold it back, and look at it
+        // again with the bytes that follow (from the position before it).
+        switch self.position {
+        case .lineStart(let afterField) where afterField:
+            self.position = .fieldLine
+            return end - breakStart
+        case .fieldLine where end > 0 && bytes[end - 1] == UInt8(ascii: "\r"):
+            return 1
+        default:
+            return 0
+        }
+    }
+
+    /// The blank line ended a head: an interim (1xx other than 101) head is followed by another.
+    private mutating func headEnded() {
+        let code = self.statusPrefix.count >= 12 ? self.statusPrefix[9..<12] : []
+        let interim = code.count == 3 && code.first == UInt8(ascii: "1") && Array(code) != Array("101".utf8)
+        if interim {
+            self.expectHead()
+        } else {
+            self.position = .body
+        }
+    }
+}

@@ -1,0 +1,103 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import NIOCore
+import Testing
+
+/// What RFC 9112 and RFC 9113 ask of a client, over every transport: every body byte that arrived
+/// before a failure reaches the consumer before the error does, and trailers are kept.
+@Suite("Transport: the wire")
+struct TransportWireTests {
+    /// How many times each dropped transfer is repeated: the loss this guards against showed in
+    /// about one run of six (a suspended consumer's held bytes dropped with the failure).
+    static let rounds = 12
+    /// The file is longer than the bytes sent before the drop, which end mid-chunk.
+    static let file = TestServer.GeneratedFile(length: 3 << 20)
+    static let dropAfter = 1_500_001
+
+    @Test(arguments: Transport.allCases)
+    func everyByteBeforeADropReachesTheStream(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            for round in 0..<Self.rounds {
+                let stream = try await manager.stream(Request(url: server.url(Self.file.path(["drop-after": "\(Self.dropAfter)"]))))
+                var received = 0
+                let error = await #expect(throws: CourierError.self) {
+                    for try await chunk in stream.body { received += chunk.readableBytes }
+                }
+                #expect(error?.code == .connectionClosed, "round \(round)")
+                #expect(received == Self.dropAfter, "round \(round): every byte the server wrote reaches the stream before the error")
+            }
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func everyByteBeforeADropIsInTheDownloadsResumeData(_ transport: Transport) async throws {
+        try await withScratchDirectory { folder in
+            try await transport.run(configure: { $0.downloadDirectory = folder }) { server, manager in
+                for round in 0..<Self.rounds {
+                    let error = await #expect(throws: CourierError.self) {
+                        try await manager.download(Request(url: server.url(Self.file.path(["drop-after": "\(Self.dropAfter)"]))))
+                    }
+                    #expect(error?.code == .connectionClosed, "round \(round)")
+                    let resumeData = try #require(error?.resumeData, "round \(round)")
+                    #expect(resumeData.bytesReceived == Int64(Self.dropAfter), "round \(round): the partial file keeps every byte received")
+                    let size = try FileManager.default.attributesOfItem(atPath: resumeData.temporaryFileURL.path)[.size] as? Int
+                    #expect(size == Self.dropAfter, "round \(round)")
+                    try FileManager.default.removeItem(at: resumeData.temporaryFileURL)
+                }
+            }
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func everyByteBeforeADropIsCountedByADataTask(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            manager.responseSerializer = HTTPResponseSerializer()
+            // Hooks are taken when a task is made: set before the first.
+            let received = Recorder<Int>()
+            manager.hooks.dataTaskDidReceiveData = { _, _, data in received.append(data.count) }
+            for round in 0..<Self.rounds {
+                let before = received.all.reduce(0, +)
+                let completion = Recorder<CourierError?>()
+                let task = manager.dataTask(
+                    with: Request(url: server.url(Self.file.path(["drop-after": "\(Self.dropAfter)"]))),
+                    downloadProgress: nil
+                ) { _, _, error in
+                    completion.append(error)
+                }
+                task.resume()
+                #expect(await eventually(within: 60) { completion.count == 1 }, "round \(round)")
+                #expect(completion.all.first??.code == .connectionClosed, "round \(round)")
+                #expect(received.all.reduce(0, +) - before == Self.dropAfter, "round \(round): the hook saw every byte")
+                #expect(task.countOfBytesReceived == Int64(Self.dropAfter), "round \(round)")
+            }
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func trailersAreKeptOnTheTask(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            manager.responseSerializer = HTTPResponseSerializer()
+            let stream = try await manager.stream(Request(url: server.url("/courier/trailers")))
+            var body: [UInt8] = []
+            for try await chunk in stream.body { body += chunk.readableBytesView }
+            let trailers = try #require(stream.task.responseTrailers, "the trailer fields are kept on the task")
+            #expect(trailers[HTTPField.Name("Courier-Checksum")!] == "crc32=\(CRC32.checksum(of: body))")
+            #expect(trailers[HTTPField.Name("Server-Timing")!] == "total;dur=1")
+            #expect(stream.response.headerFields[HTTPField.Name("Courier-Checksum")!] == nil, "trailers are not merged into the head")
+
+            // A data task has them by its completion; a response without trailers has none.
+            let done = Recorder<CourierError?>()
+            let trailed = manager.dataTask(with: Request(url: server.url("/courier/trailers"))) { _, _, error in done.append(error) }
+            trailed.resume()
+            #expect(await eventually { done.count == 1 })
+            #expect(trailed.responseTrailers?[HTTPField.Name("Server-Timing")!] == "total;dur=1")
+            let plain = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, error in done.append(error) }
+            plain.resume()
+            #expect(await eventually { done.count == 2 })
+            #expect(done.all.allSatisfy { $0 == nil })
+            #expect(plain.responseTrailers == nil)
+        }
+    }
+}
