@@ -50,7 +50,11 @@ import NIOSSL
 ///   (closes the connection after `K` events without ending the response). `Last-Event-ID: i`
 ///   resumes after event `i`; 204 when none is left.
 ///
-/// An HTTP/1.1 request with `Expect: 100-continue` gets `100 Continue` before its body is read.
+/// - `/courier/refuse-upload` (any method): answers `413 Payload Too Large` as soon as the request
+///   head is in, never `100 Continue`, and drops the body; an HTTP/1.1 connection closes after it.
+///
+/// A request with `Expect: 100-continue` (HTTP/1.1 or HTTP/2) gets `100 Continue` before its body
+/// is read.
 public final class TestServer: Sendable {
     /// How the server was started.
     public let configuration: Configuration

@@ -71,8 +71,11 @@ final class ConnectionPool: Sendable {
         var decompression: NIOHTTPDecompression.DecompressionLimit?
         /// Where the count of open connections goes (``OpenConnectionsMeter``).
         var openConnections: OpenConnectionsMeter
+        /// When a request body waits for `100 Continue`, and for how long at most.
+        var expectContinue: ExpectContinue
 
         init(_ configuration: NIOEngine.Configuration) {
+            self.expectContinue = ExpectContinue(configuration)
             self.connectTimeout = .nanoseconds(Int64(min(configuration.connectTimeout, 1e9) * 1e9))
             self.idleTimeout = .nanoseconds(Int64(min(max(configuration.connectionIdleTimeout, 0.001), 1e9) * 1e9))
             self.http2 = HTTP2ConnectionStateMachine.Configuration(configuration, idleTimeout: self.idleTimeout)
@@ -362,7 +365,13 @@ final class ConnectionPool: Sendable {
             let pipeline = channel.pipeline.syncOperations
             let readWatcher = HTTP1ReadWatcher()
             try pipeline.addHandler(readWatcher)
-            try pipeline.addHTTPClientHandlers()
+            // NIO's client handlers, with interim (1xx) heads forwarded: `100 Continue` releases
+            // a body held back for it (`addHTTPClientHandlers()` would drop them).
+            try pipeline.addHandlers([
+                HTTPRequestEncoder(),
+                ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .forward)),
+                NIOHTTPRequestHeadersValidator(),
+            ])
             var counter: ResponseBodyCounter?
             if let decompression {
                 // Counts the body as it came, before the decompressor (the task metrics' wire count).

@@ -14,6 +14,8 @@ extension NIOEngine.Configuration {
         self.connectionIdleTimeout = session.connectionIdleTimeout
         self.http2PingInterval = session.http2PingInterval
         self.http2PingTimeout = session.http2PingTimeout
+        self.expectContinueThreshold = session.expectContinueThreshold
+        self.expectContinueTimeout = session.expectContinueTimeout
         self.httpVersion = session.httpVersion
         self.decompression = session.decompression
         self.redirectPolicy = session.redirectPolicy

@@ -72,8 +72,14 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch self.unwrapInboundIn(data) {
         case .head(let head):
+            if Self.path(of: head) == "/courier/refuse-upload" {
+                self.refuseUpload(head, context: context)
+                return
+            }
             self.inbound = self.isUploadSink(head) ? .sinking(head, UploadSink()) : .buffering(head, ByteBuffer())
-            if head.version == .http1_1, head.headers[canonicalForm: "Expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+            if head.version == .http1_1 || head.version.major >= 2,
+                head.headers[canonicalForm: "Expect"].contains(where: { $0.lowercased() == "100-continue" })
+            {
                 context.writeAndFlush(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
             }
         case .body(var chunk):
@@ -102,6 +108,25 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
                 self.write(sink.reply(to: request), for: head, context: context)
             }
         }
+    }
+
+    /// The path of `head`'s target, without its query.
+    private static func path(of head: HTTPRequestHead) -> Substring {
+        let uri = head.uri[...]
+        return uri.firstIndex(of: "?").map { uri[..<$0] } ?? uri
+    }
+
+    /// `/courier/refuse-upload`: answers 413 as soon as the head is in, never `100 Continue`, and
+    /// drops whatever body follows; an HTTP/1 connection closes after the answer.
+    private func refuseUpload(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+        self.inbound = .idle
+        let request = self.incomingRequest(head, body: ByteBuffer(), context: context)
+        self.state.didReceive(request.publicRequest, version: IncomingRequest.name(of: head.version))
+        let body = ByteBuffer(string: "<h1>Payload Too Large</h1>\n")
+        let keepAlive = head.version.major >= 2
+        self.writeHead(.payloadTooLarge, ["Content-Type": "text/html; charset=utf-8", "Content-Length": String(body.readableBytes)], keepAlive: keepAlive, context: context)
+        context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        self.writeEnd(keepAlive: keepAlive, context: context)
     }
 
     /// Whether `head` asks for the built-in upload sink (no custom route claims its path).

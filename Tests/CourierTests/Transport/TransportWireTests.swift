@@ -101,3 +101,63 @@ struct TransportWireTests {
         }
     }
 }
+
+/// `Expect: 100-continue` for bodies at or above `expectContinueThreshold`, over every transport.
+@Suite("Transport: Expect 100-continue")
+struct TransportExpectContinueTests {
+    @Test(arguments: Transport.allCases)
+    func aLargeBodyWaitsForContinueAndASmallOneDoesNot(_ transport: Transport) async throws {
+        // The wait is longer than the test's: a body sent only when the wait ended would fail it.
+        try await transport.run(configure: { $0.expectContinueTimeout = 600 }) { server, manager in
+            manager.responseSerializer = HTTPResponseSerializer()
+            for size in [(1 << 20) + 1, 1024] {
+                let done = Recorder<(HTTPResponse?, CourierError?)>()
+                let task = manager.uploadTask(with: Request(method: .post, url: server.url("/courier/upload")), fromData: Data(count: size)) { response, _, error in
+                    done.append((response, error))
+                }
+                task.resume()
+                #expect(await eventually(within: 60) { done.count == 1 }, "\(size) bytes")
+                #expect(done.all.first?.1 == nil && done.all.first?.0?.status == .ok, "\(size) bytes")
+                #expect(task.countOfBytesSent == Int64(size))
+                let expect = server.receivedRequests.last?.value(forHTTPHeaderField: "Expect")
+                #expect(expect == (size > 1 << 20 ? "100-continue" : nil), "\(size) bytes")
+            }
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func aRefusedUploadIsNotSentAndItsAnswerIsDelivered(_ transport: Transport) async throws {
+        try await transport.run(configure: { $0.expectContinueTimeout = 600 }) { server, manager in
+            manager.responseSerializer = HTTPResponseSerializer()
+            let size = 50 << 20
+            let done = Recorder<(HTTPResponse?, CourierError?)>()
+            let task = manager.uploadTask(with: Request(method: .put, url: server.url("/courier/refuse-upload")), fromData: Data(count: size)) { response, _, error in
+                done.append((response, error))
+            }
+            task.resume()
+            #expect(await eventually(within: 60) { done.count == 1 })
+            #expect(done.all.first?.0?.status.code == 413, "the refusal is the response: \(String(describing: done.all.first?.1))")
+            #expect(task.countOfBytesSent == 0, "not one byte of the 50 MiB body went out")
+            #expect(task.metrics?.transactions.last?.countOfRequestBodyBytesSent == 0)
+            #expect(server.receivedRequests.last?.value(forHTTPHeaderField: "Expect") == "100-continue")
+            // The connection the body was promised on is not used again; the next request works.
+            let next = try await manager.response(method: .get, urlString: "get", serializer: DataResponseSerializer())
+            #expect(next.response.status == .ok)
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func nilThresholdNeverAsks(_ transport: Transport) async throws {
+        try await transport.run(configure: { $0.expectContinueThreshold = nil }) { server, manager in
+            manager.responseSerializer = HTTPResponseSerializer()
+            let done = Recorder<CourierError?>()
+            let task = manager.uploadTask(with: Request(method: .post, url: server.url("/courier/upload")), fromData: Data(count: 2 << 20)) { _, _, error in
+                done.append(error)
+            }
+            task.resume()
+            #expect(await eventually(within: 60) { done.count == 1 })
+            #expect(done.all.first! == nil)
+            #expect(server.receivedRequests.last?.value(forHTTPHeaderField: "Expect") == nil)
+        }
+    }
+}

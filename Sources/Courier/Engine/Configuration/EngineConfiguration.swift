@@ -26,6 +26,16 @@ extension NIOEngine {
         /// connection counts as dead: it closes and leaves the pool, and the next request opens a
         /// new one. 10 by default; at least a millisecond.
         public var http2PingTimeout: TimeInterval = 10
+        /// Request bodies of at least this many bytes (a known length) are announced with
+        /// `Expect: 100-continue` and held back until the server answers `100 Continue`, so that
+        /// a server that refuses the request (a 401, a 413, a 417) answers before the body goes out,
+        /// and the body is then not sent (RFC 9110 section 10.1.1). 1 MiB by default; nil never
+        /// asks. A body of unknown length (a stream without one) is never held back. A request that
+        /// sets `Expect` itself is left as it is and waits the same way.
+        public var expectContinueThreshold: Int64? = 1 << 20
+        /// Seconds to wait for `100 Continue` before sending the body anyway (a server that does not
+        /// know the expectation never answers it), as curl does. 1 by default; at least a millisecond.
+        public var expectContinueTimeout: TimeInterval = 1
         /// Which HTTP versions to use.
         public var httpVersion: HTTPVersionPolicy = .automatic
         /// Whether to decompress responses.

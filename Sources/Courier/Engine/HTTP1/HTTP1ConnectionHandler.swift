@@ -38,6 +38,12 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         let closeRequested: Bool
         /// The task sending a streamed body, if the body is one.
         var pump: Task<Void, Never>?
+        /// The body held back until the server answers `Expect: 100-continue` (or the wait ends),
+        /// with its send generation.
+        var heldBody: (body: OutgoingBody, generation: Int)?
+        /// A final answer came instead of `100 Continue`: the body was never sent, and the
+        /// connection cannot carry another request (the server may read what follows as the body).
+        var bodyWithheld = false
     }
 
     /// Bodies in memory go out in slices of this size, each reported as sent once written.
@@ -76,6 +82,10 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     /// In stream mode: whether this is the connection's first stream (its transaction carries the
     /// connection's setup).
     private let firstStream: Bool
+    /// The end of the wait for `100 Continue`, while a body is held back.
+    private var continueDeadline: Scheduled<Void>?
+    /// The server answered with HTTP/1.0: it knows no `Expect: 100-continue`.
+    private var serverIsHTTP10 = false
 
     init(readWatcher: HTTP1ReadWatcher, bodyCounter: ResponseBodyCounter? = nil) {
         self.readWatcher = readWatcher
@@ -141,6 +151,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             // The decompressor adds `Accept-Encoding: deflate, gzip` on its way out.
             metrics.countOfRequestHeaderBytesSent += Int64("Accept-Encoding: deflate, gzip\r\n".utf8.count)
         }
+        var hasBody = true
+        if case .empty = body { hasBody = false }
+        let expectation = hop.pool.settings.expectContinue.decision(
+            for: head, hasBody: hasBody, length: body.length, serverIsHTTP10: self.serverIsHTTP10)
+        if expectation == .announce {
+            head.headers.add(name: "Expect", value: "100-continue")
+            metrics.countOfRequestHeaderBytesSent += Int64("Expect: 100-continue\r\n".utf8.count)
+        }
         self.metrics = metrics
         let headWritten = context.eventLoop.makePromise(of: Void.self)
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -149,6 +167,31 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             loopBound.value.running?.requestWritten = true
         }
         context.write(self.wrapOutboundOut(.head(head)), promise: headWritten)
+        if expectation != .sendAtOnce {
+            // The body waits for `100 Continue`, a final answer, or the end of the wait.
+            context.flush()
+            hop.exchange.requestHeadSent()
+            self.running?.heldBody = (body, generation)
+            self.continueDeadline = context.eventLoop.scheduleTask(in: hop.pool.settings.expectContinue.timeout) {
+                loopBound.value.releaseHeldBody(of: hop)
+            }
+            return
+        }
+        self.sendBody(body, of: hop, generation: generation, context: context)
+    }
+
+    /// Sends the body held back for `100 Continue` (it came, or the wait ended).
+    private func releaseHeldBody(of hop: HTTP1Hop) {
+        self.continueDeadline?.cancel()
+        self.continueDeadline = nil
+        guard let running = self.running, running.hop === hop, let held = running.heldBody, let context else { return }
+        self.running?.heldBody = nil
+        self.sendBody(held.body, of: hop, generation: held.generation, context: context)
+    }
+
+    /// Writes the request's body and its end.
+    private func sendBody(_ body: OutgoingBody, of hop: HTTP1Hop, generation: Int, context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         switch body {
         case .empty:
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
@@ -289,6 +332,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         self.metrics = nil
         self.running?.pump?.cancel()
         self.running = nil
+        self.continueDeadline?.cancel()
+        self.continueDeadline = nil
     }
 
     /// The hop ended: the connection goes back to the pool, or closes.
@@ -357,8 +402,20 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                 self.context?.close(promise: nil)
                 return
             }
-            // 1xx answers other than 101 precede the real response.
-            if head.status.code >= 100, head.status.code < 200, head.status.code != 101 { return }
+            // 1xx answers other than 101 precede the real response; `100 Continue` lets a body
+            // held back for it go.
+            if head.status.code >= 100, head.status.code < 200, head.status.code != 101 {
+                if head.status.code == 100, running.heldBody != nil { self.releaseHeldBody(of: running.hop) }
+                return
+            }
+            if running.heldBody != nil {
+                // A final answer instead of `100 Continue`: the body is not sent (RFC 9110 10.1.1).
+                running.heldBody = nil
+                running.bodyWithheld = true
+                self.continueDeadline?.cancel()
+                self.continueDeadline = nil
+            }
+            if head.version == .http1_0, self.stream == nil { self.serverIsHTTP10 = true }
             if head.status.code == 407, case .forward(let proxy) = running.hop.key.route {
                 // The forwarding proxy, not the origin, refused: a typed error that names it.
                 let credentials = proxy.username.map { "the credentials for user '\($0)' were refused" } ?? "none were configured"
@@ -398,7 +455,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                 // Chunked trailers (HTTP/1.1) or trailing HEADERS (HTTP/2), before the end.
                 running.hop.exchange.hopReceivedTrailers(HTTPFields(nioHeaders: trailers))
             }
-            if !running.requestSent, running.status < 300 {
+            if !running.requestSent, !running.bodyWithheld, running.status < 300 {
                 // The server answered before the upload ended and may still read it: let it finish.
                 running.responseEnded = true
                 self.running = running

@@ -1,0 +1,48 @@
+import NIOCore
+import NIOHTTP1
+
+/// When a request body waits for the server's `100 Continue` (RFC 9110 section 10.1.1), and for
+/// how long at most: ``NIOEngine/Configuration/expectContinueThreshold`` and
+/// ``NIOEngine/Configuration/expectContinueTimeout``. Pure: ``HTTP1ConnectionHandler`` asks it for
+/// each request.
+struct ExpectContinue: Sendable, Equatable {
+    /// What to do with one request.
+    enum Decision: Equatable {
+        /// Send the body right after the head.
+        case sendAtOnce
+        /// Add `Expect: 100-continue` to the head, and hold the body back until `100 Continue`, a
+        /// final answer (then the body is not sent), or the timeout.
+        case announce
+        /// The request carries the expectation already: hold the body back the same way.
+        case wait
+    }
+
+    /// Bodies of at least this many bytes are announced; nil: none is.
+    var threshold: Int64?
+    /// How long a body waits at most.
+    var timeout: TimeAmount
+
+    init(threshold: Int64?, timeout: TimeAmount) {
+        self.threshold = threshold
+        self.timeout = timeout
+    }
+
+    init(_ configuration: NIOEngine.Configuration) {
+        self.init(
+            threshold: configuration.expectContinueThreshold.map { max($0, 0) },
+            timeout: .nanoseconds(Int64(min(max(configuration.expectContinueTimeout, 0.001), 1e9) * 1e9)))
+    }
+
+    /// The decision for a request with `head` and a body of `length` (`hasBody` false for none),
+    /// sent to a server that answered with HTTP/1.0 before (`serverIsHTTP10`: it knows no
+    /// expectation, and waiting for it would only delay the body).
+    func decision(for head: HTTPRequestHead, hasBody: Bool, length: RequestBody.Length, serverIsHTTP10: Bool) -> Decision {
+        // No expectation without content (RFC 9110 section 10.1.1).
+        guard hasBody, length != .known(0) else { return .sendAtOnce }
+        if head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+            return serverIsHTTP10 ? .sendAtOnce : .wait
+        }
+        guard !serverIsHTTP10, let threshold, case .known(let bytes) = length, bytes >= threshold else { return .sendAtOnce }
+        return .announce
+    }
+}

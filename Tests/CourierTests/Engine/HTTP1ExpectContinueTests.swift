@@ -1,0 +1,73 @@
+@testable import Courier
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// `Expect: 100-continue`: the decision (``ExpectContinue``, pure), and a server that ignores the
+/// expectation over a socket (the body goes after the wait).
+@Suite("HTTP/1.1 Expect 100-continue")
+struct HTTP1ExpectContinueTests {
+    private let policy = ExpectContinue(threshold: 1000, timeout: .seconds(1))
+    private func head(_ headers: HTTPHeaders = [:]) -> HTTPRequestHead {
+        HTTPRequestHead(version: .http1_1, method: .PUT, uri: "/", headers: headers)
+    }
+
+    @Test func onlyBodiesAtOrAboveTheThresholdAreAnnounced() {
+        #expect(self.policy.decision(for: self.head(), hasBody: true, length: .known(1000), serverIsHTTP10: false) == .announce)
+        #expect(self.policy.decision(for: self.head(), hasBody: true, length: .known(999), serverIsHTTP10: false) == .sendAtOnce)
+        #expect(self.policy.decision(for: self.head(), hasBody: true, length: .unknown, serverIsHTTP10: false) == .sendAtOnce, "a stream of unknown length goes at once")
+        #expect(self.policy.decision(for: self.head(), hasBody: false, length: .known(0), serverIsHTTP10: false) == .sendAtOnce, "no expectation without content")
+        #expect(self.policy.decision(for: self.head(), hasBody: true, length: .known(5000), serverIsHTTP10: true) == .sendAtOnce, "an HTTP/1.0 server knows none")
+        let never = ExpectContinue(threshold: nil, timeout: .seconds(1))
+        #expect(never.decision(for: self.head(), hasBody: true, length: .known(1 << 30), serverIsHTTP10: false) == .sendAtOnce)
+    }
+
+    @Test func anExpectationTheRequestCarriesIsWaitedFor() {
+        let asked = self.head(["Expect": "100-Continue"])
+        #expect(self.policy.decision(for: asked, hasBody: true, length: .known(10), serverIsHTTP10: false) == .wait)
+        let never = ExpectContinue(threshold: nil, timeout: .seconds(1))
+        #expect(never.decision(for: asked, hasBody: true, length: .unknown, serverIsHTTP10: false) == .wait)
+        #expect(never.decision(for: asked, hasBody: false, length: .known(0), serverIsHTTP10: false) == .sendAtOnce)
+    }
+
+    @Test func theConfigurationIsCarriedOver() {
+        var configuration = NIOEngine.Configuration()
+        #expect(ExpectContinue(configuration) == ExpectContinue(threshold: 1 << 20, timeout: .seconds(1)))
+        configuration.expectContinueThreshold = nil
+        configuration.expectContinueTimeout = 0
+        #expect(ExpectContinue(configuration) == ExpectContinue(threshold: nil, timeout: .milliseconds(1)))
+        var session = SessionConfiguration.default
+        session.expectContinueThreshold = 42
+        session.expectContinueTimeout = 2.5
+        #expect(NIOEngine.Configuration(session).expectContinueThreshold == 42)
+        #expect(NIOEngine.Configuration(session).expectContinueTimeout == 2.5)
+    }
+
+    @Test func aServerThatNeverAnswersTheExpectationGetsTheBodyAfterTheWait() async throws {
+        // The scripted server reads the head and the whole body before answering, and never says
+        // 100 Continue: the body must go once the wait ends.
+        let server = try await ScriptedHTTPServer.start { _, _, _ in
+            .respond("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+        }
+        do {
+            var configuration = SessionConfiguration.default
+            configuration.expectContinueThreshold = 1000
+            configuration.expectContinueTimeout = 0.2
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                let request = Request(method: .post, url: server.baseURL.appendingPathComponent("a"), body: .data(Data(count: 5000)))
+                let response = try await manager.response(for: request, serializer: DataResponseSerializer())
+                #expect(response.response.status.code == 201)
+                #expect(server.receivedHeads.first?.lowercased().contains("expect: 100-continue") == true, "\(server.receivedHeads)")
+                #expect(server.receivedBodyLengths == [5000])
+                // The connection carried a whole exchange: it is reused.
+                _ = try await manager.response(for: request, serializer: DataResponseSerializer())
+                #expect(server.connectionCount == 1)
+            }
+            await server.shutdown()
+        } catch {
+            await server.shutdown()
+            throw error
+        }
+    }
+}
