@@ -70,4 +70,34 @@ struct HTTP1ExpectContinueTests {
             throw error
         }
     }
+
+    @Test func a417IsAnsweredByRepeatingTheRequestWithoutTheExpectation() async throws {
+        // The server refuses any expectation with 417 as soon as the head is in, and takes the
+        // request without one.
+        let server = try await ScriptedHTTPServer.start { _, _, head in
+            head.lowercased().contains("expect: 100-continue")
+                ? .respondBeforeBody("HTTP/1.1 417 Expectation Failed\r\nContent-Length: 4\r\n\r\nnope")
+                : .respond("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+        }
+        do {
+            var configuration = SessionConfiguration.default
+            configuration.expectContinueThreshold = 1000
+            configuration.expectContinueTimeout = 600
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                let request = Request(method: .post, url: server.baseURL.appendingPathComponent("a"), body: .data(Data(count: 5000)))
+                let response = try await manager.response(for: request, serializer: DataResponseSerializer())
+                #expect(response.response.status.code == 201, "the 417 is not the response")
+                let heads = server.receivedHeads.map { $0.lowercased() }
+                #expect(heads.count == 2)
+                #expect(heads.first?.contains("expect: 100-continue") == true)
+                #expect(heads.last?.contains("expect:") == false, "sent again without the expectation")
+                #expect(server.receivedBodyLengths == [5000], "the body went once, with the second request")
+                #expect(server.connectionCount == 2, "the refused request's connection is not reused")
+            }
+            await server.shutdown()
+        } catch {
+            await server.shutdown()
+            throw error
+        }
+    }
 }

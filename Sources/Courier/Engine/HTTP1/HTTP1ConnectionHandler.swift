@@ -44,6 +44,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         /// A final answer came instead of `100 Continue`: the body was never sent, and the
         /// connection cannot carry another request (the server may read what follows as the body).
         var bodyWithheld = false
+        /// The server refused the expectation (417) with the body held back: its answer is not
+        /// the response; the request goes again without the expectation once the answer ends.
+        var repeatWithoutExpectation = false
     }
 
     /// Bodies in memory go out in slices of this size, each reported as sent once written.
@@ -153,8 +156,13 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         }
         var hasBody = true
         if case .empty = body { hasBody = false }
-        let expectation = hop.pool.settings.expectContinue.decision(
+        var expectation = hop.pool.settings.expectContinue.decision(
             for: head, hasBody: hasBody, length: body.length, serverIsHTTP10: self.serverIsHTTP10)
+        if hop.state.withLockedValue({ $0.withoutExpectation }) {
+            // The server refused the expectation (417): this send goes without one.
+            expectation = .sendAtOnce
+            head.headers.remove(name: "Expect")
+        }
         if expectation == .announce {
             head.headers.add(name: "Expect", value: "100-continue")
             metrics.countOfRequestHeaderBytesSent += Int64("Expect: 100-continue\r\n".utf8.count)
@@ -414,6 +422,18 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                 running.bodyWithheld = true
                 self.continueDeadline?.cancel()
                 self.continueDeadline = nil
+                if head.status.code == 417, running.hop.request.body.isReplayable,
+                    running.hop.state.withLockedValue({ !$0.withoutExpectation && $0.resends < HTTP1ResendRule.maximumResends })
+                {
+                    // Refused because of the expectation: the request is repeated without it
+                    // (RFC 9110 section 10.1.1), on another connection, once this answer ends.
+                    running.repeatWithoutExpectation = true
+                    running.responseStarted = true
+                    running.status = 417
+                    running.keepAlive = false
+                    self.running = running
+                    return
+                }
             }
             if head.version == .http1_0, self.stream == nil { self.serverIsHTTP10 = true }
             if head.status.code == 407, case .forward(let proxy) = running.hop.key.route {
@@ -443,6 +463,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         case .body(let buffer):
             guard let running = self.running, let eventLoop = self.eventLoop else { return }
             self.metrics?.countOfResponseBodyBytesAfterDecoding += Int64(buffer.readableBytes)
+            // The body of a 417 that the request is repeated after is nobody's.
+            if running.repeatWithoutExpectation { return }
             if let wait = running.hop.exchange.hopReceivedBodyPart(buffer, on: eventLoop) {
                 self.readingPaused = true
                 let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
@@ -451,6 +473,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         case .end(let trailers):
             guard var running = self.running else { return }
             self.metrics?.responseEnd = .now
+            if running.repeatWithoutExpectation {
+                let hop = running.hop
+                self.endRunning()
+                self.hopFinished(reusable: false)
+                hop.state.withLockedValue { $0.withoutExpectation = true }
+                hop.pool.resend(hop)
+                return
+            }
             if let trailers, !trailers.isEmpty {
                 // Chunked trailers (HTTP/1.1) or trailing HEADERS (HTTP/2), before the end.
                 running.hop.exchange.hopReceivedTrailers(HTTPFields(nioHeaders: trailers))

@@ -34,6 +34,8 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         var needsProvenConnection = false
         /// What the connection recorded of the hop's last send (``TransactionMetrics``).
         var metrics: TransactionMetrics?
+        /// The server answered `Expect: 100-continue` with 417: the hop is sent again without it.
+        var withoutExpectation = false
     }
 
     /// How many times a hop may be handed on when the connection it was given is already closed.
