@@ -11,10 +11,12 @@ struct MessagePrinter {
     /// the body's length is known and `Accept-Encoding` as the engine adds it when it decompresses
     /// (`decompressing`); then, when `body` is true, the body. `networkProtocolName` (ALPN's name,
     /// ``SessionTask/networkProtocolName``) gives the request line's version once the request went
-    /// out; `HTTP/1.1` when nil (`--offline`, or a request that got no response).
+    /// out: `HTTP/2` for `h2`, else `HTTP/1.1` (also to an HTTP/1.0 server, `--offline`, or a
+    /// request that got no response).
     func printRequest(_ built: BuiltRequest, body: Bool, decompressing: Bool = true, networkProtocolName: String? = nil) async throws {
         let request = built.request
-        var lines = [self.requestLine(request, version: Self.version(networkProtocolName))]
+        // Courier writes HTTP/1.1 requests even to a server that answers in HTTP/1.0.
+        var lines = [self.requestLine(request, version: networkProtocolName == "h2" ? "HTTP/2" : "HTTP/1.1")]
         lines.append(self.field("Host", Self.hostHeader(for: request.url)))
         for field in request.headerFields {
             lines.append(self.field(field.name.rawName, field.value))
