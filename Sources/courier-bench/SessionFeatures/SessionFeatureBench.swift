@@ -31,7 +31,8 @@ enum SessionFeatureBench {
         usage: courier-bench cache|cookies [--requests N] [--warmup N] [--repeat K] [--server nginx|testserver|auto] [--json]
 
           cache     a fresh cache hit against the same GET revalidated (304) every time
-          cookies   a GET with 20 cookies stored for the host, against none stored and no store
+          cookies   a GET with 20 cookies stored for the host, against none stored, no store, and no store
+                    with the same Cookie field set by hand (the store's own cost)
           --requests  measured sequential requests per run (default: 5000)
           --warmup    unmeasured requests before each run (default: 500)
           --repeat    runs per variant, taken in turns (default: 3)
@@ -122,6 +123,10 @@ enum SessionFeatureBench {
             if medians.count >= 3, medians[2].1 > 0 {
                 print("  20 cookies against no store: \(String(format: "%.1f", (1 - medians[0].1 / medians[2].1) * 100))%")
             }
+            if medians.count >= 4, medians[3].1 > 0 {
+                print("  the store against the same field by hand: \(String(format: "%.1f", (1 - medians[0].1 / medians[3].1) * 100))% of the requests/s"
+                    + " (client CPU per request +\(String(format: "%.1f", (cpu[0] / cpu[3] - 1) * 100))%)")
+            }
         }
     }
 }
@@ -189,10 +194,14 @@ struct FeatureVariant {
             full.setCookie(Cookie(name: "cookie\(index)", value: String(repeating: "v", count: 24) + "\(index)", domain: host,
                                   path: index % 3 == 0 ? "/" : "/\(target.plainURL.path.split(separator: "/").first ?? "")"))
         }
+        // The same Cookie field, written by the caller: what the wire costs without the store.
+        var byHand = Request(url: target.plainURL)
+        byHand.headerFields[.cookie] = full.cookieHeader(for: target.plainURL)
         return [
             FeatureVariant(name: "20 cookies stored", configuration: configuration(full), request: Request(url: target.plainURL), prepare: { _ in }),
             FeatureVariant(name: "empty cookie store", configuration: configuration(MemoryCookieStorage()), request: Request(url: target.plainURL), prepare: { _ in }),
             FeatureVariant(name: "no cookie store", configuration: configuration(nil), request: Request(url: target.plainURL), prepare: { _ in }),
+            FeatureVariant(name: "same Cookie field, no store", configuration: configuration(nil), request: byHand, prepare: { _ in }),
         ]
     }
 
