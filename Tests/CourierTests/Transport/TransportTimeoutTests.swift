@@ -61,8 +61,9 @@ struct TransportTimeoutTests {
 
     @Test(arguments: Transport.allCases)
     func aSuspendedTaskIsNotIdle(_ transport: Transport) async throws {
-        // 3 s idle: a body that keeps coming on a busy machine can still pause for a second.
-        try await transport.run(configure: { $0.timeoutIntervalForRequest = 3 }) { server, manager in
+        // 8 s idle: on a machine busy with the whole suite, the first byte through a proxy took
+        // over 3 s (a full run timed the request out via danted before it was suspended).
+        try await transport.run(configure: { $0.timeoutIntervalForRequest = 8 }) { server, manager in
             manager.responseSerializer = HTTPResponseSerializer()
             var hooks = SessionManager.Hooks()
             let suspended = Recorder<Void>()
@@ -80,7 +81,7 @@ struct TransportTimeoutTests {
             #expect(await eventually(within: 30) { task.state == .suspended })
             // The event waited for instead of a pause: a request started after the suspension,
             // on the same engine, to a server that never answers, with an idle timeout one
-            // second longer, times out. The suspended task's own idle deadline (3 s from its
+            // second longer, times out. The suspended task's own idle deadline (8 s from its
             // last byte) passed a second before: had it counted, it would have failed first.
             let silence = OneShotGate()
             server.route("/silent") { _ in
@@ -88,7 +89,7 @@ struct TransportTimeoutTests {
                 return TestServer.Response(body: Data())
             }
             var control = Request(url: server.url("/silent"))
-            control.options.timeoutInterval = 4
+            control.options.timeoutInterval = 9
             let controlError = await awaitCallback { (finish: @escaping @Sendable (CourierError?) -> Void) in
                 manager.dataTask(with: control) { _, _, error in finish(error) }.resume()
             }
