@@ -112,14 +112,21 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
 
     /// The `Cookie` field value for these cookies, in the order given (`a=1; b=2`), or nil for none.
     public static func headerValue(for cookies: some Sequence<Cookie>) -> String? {
+        self.headerValue(namesAndValues: cookies.lazy.map { ($0.name, $0.value) })
+    }
+
+    /// The `Cookie` field value for these names and values, in the order given; `capacity`
+    /// reserves the string's storage when the caller knows its length.
+    static func headerValue(namesAndValues pairs: some Sequence<(String, String)>, capacity: Int = 0) -> String? {
         var text = ""
-        for cookie in cookies {
+        text.reserveCapacity(capacity)
+        for (name, value) in pairs {
             if !text.isEmpty { text += "; " }
-            if !cookie.name.isEmpty {
-                text += cookie.name
+            if !name.isEmpty {
+                text += name
                 text += "="
             }
-            text += cookie.value
+            text += value
         }
         return text.isEmpty ? nil : text
     }

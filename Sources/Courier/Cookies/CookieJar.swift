@@ -23,6 +23,8 @@ struct CookieJar: Sendable {
         var cookie: Cookie
         /// Insertion order, which breaks ties between equal creation dates.
         var sequence: UInt64
+
+        var orderKey: OrderKey { (self.cookie.path.utf8.count, self.cookie.creationDate, self.sequence) }
     }
 
     private(set) var domains: [String: [Entry]] = [:]
@@ -119,29 +121,14 @@ struct CookieJar: Sendable {
     /// nil for none. Sorts and copies only what the field needs, not whole cookies: every request
     /// of a session with cookies asks for it.
     mutating func headerValue(for url: URL, now: Date) -> String? {
-        var found: [(pathLength: Int, creation: Date, sequence: UInt64, name: String, value: String)] = []
+        var found: [(key: OrderKey, name: String, value: String)] = []
         var length = 0
         self.forEachMatch(of: url, now: now) { entry in
-            found.append((entry.cookie.path.utf8.count, entry.cookie.creationDate, entry.sequence, entry.cookie.name, entry.cookie.value))
+            found.append((entry.orderKey, entry.cookie.name, entry.cookie.value))
             length += entry.cookie.name.utf8.count + entry.cookie.value.utf8.count + 3
         }
-        guard !found.isEmpty else { return nil }
-        found.sort { a, b in
-            if a.pathLength != b.pathLength { return a.pathLength > b.pathLength }
-            if a.creation != b.creation { return a.creation < b.creation }
-            return a.sequence < b.sequence
-        }
-        var text = ""
-        text.reserveCapacity(length)
-        for cookie in found {
-            if !text.isEmpty { text += "; " }
-            if !cookie.name.isEmpty {
-                text += cookie.name
-                text += "="
-            }
-            text += cookie.value
-        }
-        return text.isEmpty ? nil : text
+        found.sort { Self.headerOrder($0.key, $1.key) }
+        return Cookie.headerValue(namesAndValues: found.lazy.map { ($0.name, $0.value) }, capacity: length)
     }
 
     /// Calls `body` with each entry that goes with a request to `url` (host and parent domains,
@@ -189,9 +176,16 @@ struct CookieJar: Sendable {
 
     /// Longer paths first; equal lengths, earlier creation first.
     static func headerOrder(_ a: Entry, _ b: Entry) -> Bool {
-        let (pathA, pathB) = (a.cookie.path.utf8.count, b.cookie.path.utf8.count)
-        if pathA != pathB { return pathA > pathB }
-        if a.cookie.creationDate != b.cookie.creationDate { return a.cookie.creationDate < b.cookie.creationDate }
+        Self.headerOrder(a.orderKey, b.orderKey)
+    }
+
+    /// What the `Cookie` field's order looks at: the path's length, the creation date, the
+    /// order of arrival.
+    typealias OrderKey = (pathLength: Int, creation: Date, sequence: UInt64)
+
+    static func headerOrder(_ a: OrderKey, _ b: OrderKey) -> Bool {
+        if a.pathLength != b.pathLength { return a.pathLength > b.pathLength }
+        if a.creation != b.creation { return a.creation < b.creation }
         return a.sequence < b.sequence
     }
 

@@ -15,14 +15,16 @@ final class AHCClient: AsyncBenchClient {
         var configuration = HTTPClient.Configuration()
         // AHC opens 8 connections per host by default; every client in the bench gets the same limit.
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connections
-        if url.scheme == "https" {
-            // `--tls`: nginx presents CourierTesting's localhost chain.
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.trustRoots = .certificates((try? NIOSSLCertificate.fromPEMBytes(Array(TestCertificates.rootCA.utf8))) ?? [])
-            configuration.tlsConfiguration = tls
-        }
+        if url.scheme == "https" { configuration.tlsConfiguration = Self.trustingTestRoot }
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.url = url.absoluteString
+    }
+
+    /// TLS that trusts CourierTesting's root: with `--tls`, nginx presents its localhost chain.
+    static var trustingTestRoot: TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates((try? NIOSSLCertificate.fromPEMBytes(Array(TestCertificates.rootCA.utf8))) ?? [])
+        return tls
     }
 
     func fetch() async -> Bool {

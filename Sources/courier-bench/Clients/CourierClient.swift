@@ -18,12 +18,16 @@ enum CourierSetup {
             + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
         components.percentEncodedPath = "/"
         components.percentEncodedQuery = nil
-        var policy = SecurityPolicy.default
-        if url.scheme == "https" {
-            // `--tls`: nginx presents CourierTesting's localhost chain.
-            policy.additionalTrustedCertificates = (try? Certificate.certificates(pemEncoded: TestCertificates.rootCA)) ?? []
-        }
+        let policy = url.scheme == "https" ? Self.trustingTestRoot : SecurityPolicy.default
         return (HTTPSessionManager(baseURL: components.url!, configuration: configuration, securityPolicy: policy), path)
+    }
+
+    /// The default policy also trusting CourierTesting's root: with `--tls`, nginx presents its
+    /// localhost chain.
+    static var trustingTestRoot: SecurityPolicy {
+        var policy = SecurityPolicy.default
+        policy.additionalTrustedCertificates = (try? Certificate.certificates(pemEncoded: TestCertificates.rootCA)) ?? []
+        return policy
     }
 }
 

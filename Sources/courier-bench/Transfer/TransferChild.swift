@@ -1,12 +1,10 @@
 import AsyncHTTPClient
 import Courier
-import CourierTesting
 import Dispatch
 import Foundation
 import NIOCore
 import NIOFileSystem
 import NIOHTTP1
-import NIOSSL
 
 #if canImport(Glibc)
 import Glibc
@@ -82,20 +80,15 @@ enum TransferChild {
         return size?.int64Value ?? -1
     }
 
-    /// A manager trusting CourierTesting's root as well as the system's (for `--tls`: nginx
-    /// presents its localhost chain).
+    /// A manager that also trusts CourierTesting's root (for `--tls`).
     private static func courierManager() -> SessionManager {
-        var policy = SecurityPolicy.default
-        policy.additionalTrustedCertificates = (try? Certificate.certificates(pemEncoded: TestCertificates.rootCA)) ?? []
-        return SessionManager(configuration: .default, securityPolicy: policy)
+        SessionManager(configuration: .default, securityPolicy: CourierSetup.trustingTestRoot)
     }
 
-    /// An AsyncHTTPClient trusting CourierTesting's root (for `--tls`).
+    /// An AsyncHTTPClient that trusts CourierTesting's root (for `--tls`).
     private static func ahcClient() -> HTTPClient {
         var configuration = HTTPClient.Configuration()
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.trustRoots = .certificates((try? NIOSSLCertificate.fromPEMBytes(Array(TestCertificates.rootCA.utf8))) ?? [])
-        configuration.tlsConfiguration = tls
+        configuration.tlsConfiguration = AHCClient.trustingTestRoot
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 

@@ -14,6 +14,8 @@ struct FileChunkReaderTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-chunks-\(UUID().uuidString)")
         try Data(repeating: 7, count: 300_000).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
+        // A task of its own, awaited here: the read must run in a task that gets cancelled, and
+        // cancelling the test's own task would end the test.
         let outcome = await Task {
             let reader = FileChunkReader(url: file, expectedSize: 300_000, chunkLength: 100_000)
             // The first chunk opens the file; then the task is cancelled mid-body.

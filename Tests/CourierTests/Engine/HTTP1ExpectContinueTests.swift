@@ -9,6 +9,14 @@ import Testing
 @Suite("HTTP/1.1 Expect 100-continue")
 struct HTTP1ExpectContinueTests {
     private let policy = ExpectContinue(threshold: 1000, timeout: .seconds(1))
+
+    /// Bodies of 1000 bytes or more announce the expectation and wait `seconds` at most.
+    private static func configuration(waiting seconds: TimeInterval) -> SessionConfiguration {
+        var configuration = SessionConfiguration.default
+        configuration.expectContinueThreshold = 1000
+        configuration.expectContinueTimeout = seconds
+        return configuration
+    }
     private func head(_ headers: HTTPHeaders = [:]) -> HTTPRequestHead {
         HTTPRequestHead(version: .http1_1, method: .PUT, uri: "/", headers: headers)
     }
@@ -47,14 +55,10 @@ struct HTTP1ExpectContinueTests {
     @Test func aServerThatNeverAnswersTheExpectationGetsTheBodyAfterTheWait() async throws {
         // The scripted server reads the head and the whole body before answering, and never says
         // 100 Continue: the body must go once the wait ends.
-        let server = try await ScriptedHTTPServer.start { _, _, _ in
+        try await ScriptedHTTPServer.with({ _, _, _ in
             .respond("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
-        }
-        do {
-            var configuration = SessionConfiguration.default
-            configuration.expectContinueThreshold = 1000
-            configuration.expectContinueTimeout = 0.2
-            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+        }) { server in
+            try await withManager(baseURL: server.baseURL, configuration: Self.configuration(waiting: 0.2)) { manager in
                 let request = Request(method: .post, url: server.baseURL.appendingPathComponent("a"), body: .data(Data(count: 5000)))
                 let response = try await manager.response(for: request, serializer: DataResponseSerializer())
                 #expect(response.response.status.code == 201)
@@ -64,26 +68,18 @@ struct HTTP1ExpectContinueTests {
                 _ = try await manager.response(for: request, serializer: DataResponseSerializer())
                 #expect(server.connectionCount == 1)
             }
-            await server.shutdown()
-        } catch {
-            await server.shutdown()
-            throw error
         }
     }
 
     @Test func a417IsAnsweredByRepeatingTheRequestWithoutTheExpectation() async throws {
         // The server refuses any expectation with 417 as soon as the head is in, and takes the
         // request without one.
-        let server = try await ScriptedHTTPServer.start { _, _, head in
+        try await ScriptedHTTPServer.with({ _, _, head in
             head.lowercased().contains("expect: 100-continue")
                 ? .respondBeforeBody("HTTP/1.1 417 Expectation Failed\r\nContent-Length: 4\r\n\r\nnope")
                 : .respond("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
-        }
-        do {
-            var configuration = SessionConfiguration.default
-            configuration.expectContinueThreshold = 1000
-            configuration.expectContinueTimeout = 600
-            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+        }) { server in
+            try await withManager(baseURL: server.baseURL, configuration: Self.configuration(waiting: 600)) { manager in
                 let request = Request(method: .post, url: server.baseURL.appendingPathComponent("a"), body: .data(Data(count: 5000)))
                 let response = try await manager.response(for: request, serializer: DataResponseSerializer())
                 #expect(response.response.status.code == 201, "the 417 is not the response")
@@ -94,10 +90,6 @@ struct HTTP1ExpectContinueTests {
                 #expect(server.receivedBodyLengths == [5000], "the body went once, with the second request")
                 #expect(server.connectionCount == 2, "the refused request's connection is not reused")
             }
-            await server.shutdown()
-        } catch {
-            await server.shutdown()
-            throw error
         }
     }
 }

@@ -18,15 +18,7 @@ struct HTTP1PoolTests {
     }
 
     private func withScriptedServer<T>(_ script: @escaping ScriptedHTTPServer.Script, _ body: (ScriptedHTTPServer) async throws -> T) async throws -> T {
-        let server = try await ScriptedHTTPServer.start(script)
-        do {
-            let result = try await body(server)
-            await server.shutdown()
-            return result
-        } catch {
-            await server.shutdown()
-            throw error
-        }
+        try await ScriptedHTTPServer.with(script, body)
     }
 
     @Test func httpAndHTTPSRequestsGoThroughThePool() throws {

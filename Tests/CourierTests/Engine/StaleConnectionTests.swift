@@ -80,9 +80,7 @@ struct StaleConnectionTests {
     // MARK: Over sockets
 
     private func withScriptedServer<T>(_ script: @escaping ScriptedHTTPServer.Script, _ body: (ScriptedHTTPServer) async throws -> T) async throws -> T {
-        let server = try await ScriptedHTTPServer.start(script)
-        defer { Task { await server.shutdown() } }
-        return try await body(server)
+        try await ScriptedHTTPServer.with(script, body)
     }
 
     private static let ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"

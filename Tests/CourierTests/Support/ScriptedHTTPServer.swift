@@ -49,6 +49,19 @@ final class ScriptedHTTPServer: Sendable {
     private let headsBox: NIOLockedValueBox<[String]>
     private let bodyLengthsBox: NIOLockedValueBox<[Int]>
 
+    /// Starts a server, runs `body` with it, and shuts it down (awaited) whatever `body` does.
+    static func with<T>(_ script: @escaping Script, _ body: (ScriptedHTTPServer) async throws -> T) async throws -> T {
+        let server = try await Self.start(script)
+        do {
+            let result = try await body(server)
+            await server.shutdown()
+            return result
+        } catch {
+            await server.shutdown()
+            throw error
+        }
+    }
+
     static func start(_ script: @escaping Script) async throws -> ScriptedHTTPServer {
         let connections = NIOLockedValueBox(0)
         let heads = NIOLockedValueBox<[String]>([])

@@ -158,7 +158,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         if case .empty = body { hasBody = false }
         var expectation = hop.pool.settings.expectContinue.decision(
             for: head, hasBody: hasBody, length: body.length, serverIsHTTP10: self.serverIsHTTP10)
-        if hop.state.withLockedValue({ $0.withoutExpectation }) {
+        if expectation != .sendAtOnce, hop.state.withLockedValue({ $0.withoutExpectation }) {
             // The server refused the expectation (417): this send goes without one.
             expectation = .sendAtOnce
             head.headers.remove(name: "Expect")
