@@ -7,15 +7,16 @@ import Testing
 struct TransportTimeoutTests {
     @Test(arguments: Transport.allCases)
     func theRequestTimeoutIsAnIdleTimeout(_ transport: Transport) async throws {
-        try await transport.run(configure: { $0.timeoutIntervalForRequest = 4 }) { server, manager in
-            // The server answers after 10 s: only the 4 s idle deadline can make this a timeout.
+        // 7 s idle: a full CI run stalled the machine for over 4 s mid-body.
+        try await transport.run(configure: { $0.timeoutIntervalForRequest = 7 }) { server, manager in
+            // The server answers after 10 s: only the 7 s idle deadline can make this a timeout.
             await #expect {
                 try await manager.get("delay/10")
             } throws: { error in
                 (error as? CourierError)?.code == .timedOut
             }
             // A body that keeps coming is not idle, however long it takes in all (6 s here, a
-            // chunk every 0.2 s: a wide margin under the 4 s deadline on a loaded machine).
+            // chunk every 0.2 s: a wide margin under the 7 s deadline on a loaded machine).
             manager.responseSerializer = HTTPResponseSerializer()
             let slow = try await manager.get("courier/slow-body/30?interval=0.2")
             #expect(slow.response.status == .ok)
@@ -40,7 +41,8 @@ struct TransportTimeoutTests {
     func aPerRequestTimeoutCanBeLongerThanTheSessions(_ transport: Transport) async throws {
         try await transport.run(configure: { $0.timeoutIntervalForRequest = 0.3 }) { server, manager in
             var request = Request(url: server.url("/delay/1"))
-            request.options.timeoutInterval = 5
+            // Far above the session's 0.3 s: a full CI run once stalled this answer past 5 s.
+            request.options.timeoutInterval = 30
             let response = try await manager.data(for: request)
             #expect(response.response.status == .ok)
         }
