@@ -1,4 +1,5 @@
 import Courier
+import CourierTesting
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
@@ -41,26 +42,20 @@ enum CLIRunner {
     static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String?] = [:]) async throws -> CLIResult {
         await ProcessSlots.shared.acquire()
         defer { ProcessSlots.shared.release() }
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = directory }
+        var variables: [String: String]?
         if !environment.isEmpty {
-            var variables = ProcessInfo.processInfo.environment
-            for (name, value) in environment { variables[name] = value }
-            process.environment = variables
+            var merged = ProcessInfo.processInfo.environment
+            for (name, value) in environment { merged[name] = value }
+            variables = merged
         }
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        async let outputBytes = Self.readAll(output.fileHandleForReading)
-        async let errorBytes = Self.readAll(error.fileHandleForReading)
+        let child = try ChildProcess.spawn(
+            Self.executable.path, arguments, environment: variables, directory: directory?.path,
+            standardOutput: .pipe, standardError: .pipe)
+        async let outputBytes = Self.readAll(child.standardOutput!)
+        async let errorBytes = Self.readAll(child.standardError!)
         let (stdout, stderr) = await (outputBytes, errorBytes)
-        await Self.waitForExit(process)
-        return CLIResult(status: process.terminationStatus, standardOutput: stdout, standardError: String(decoding: stderr, as: UTF8.self))
+        let status = await Self.waitForExit(child)
+        return CLIResult(status: status, standardOutput: stdout, standardError: String(decoding: stderr, as: UTF8.self))
     }
 
     /// Runs `courier arguments` with standard output and error on one pseudo-terminal, as a user's
@@ -71,50 +66,34 @@ enum CLIRunner {
         let (master, name) = try PseudoTerminal.open()
         let slave = open(name, O_RDWR | O_NOCTTY)
         guard slave >= 0 else { throw CLITestError("cannot open \(name): errno \(errno)") }
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = directory }
-        let terminal = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
-        process.standardOutput = terminal
-        process.standardError = terminal
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.spawn(
+                Self.executable.path, arguments, directory: directory?.path,
+                standardOutput: .descriptor(slave), standardError: .descriptor(slave))
+        } catch {
+            close(slave)
+            close(master)
+            throw error
+        }
         close(slave)
         // Read until the last holder of the terminal's other side has closed it (EIO on Linux).
-        let received = await Self.onOwnThread {
-            var data = Data()
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            while true {
-                let count = read(master, &buffer, buffer.count)
-                if count > 0 {
-                    data.append(contentsOf: buffer[0..<count])
-                } else if count < 0 && errno == EINTR {
-                    continue
-                } else {
-                    break
-                }
-            }
-            return data
-        }
-        close(master)
-        await Self.waitForExit(process)
+        let received = await Self.onOwnThread { Data(ChildProcess.readToEnd(master)) }
+        let status = await Self.waitForExit(child)
         // A terminal turns "\n" into "\r\n"; undo that so tests read what the program wrote.
         let text = String(decoding: received, as: UTF8.self).replacingOccurrences(of: "\r\n", with: "\n")
-        return CLIResult(status: process.terminationStatus, standardOutput: Data(text.utf8), standardError: "")
+        return CLIResult(status: status, standardOutput: Data(text.utf8), standardError: "")
     }
 
-    /// `waitUntilExit()` blocks its thread: give it one of its own.
-    private static func waitForExit(_ process: Process) async {
-        let box = UncheckedProcess(process)
-        _ = await Self.onOwnThread {
-            box.process.waitUntilExit()
-            return Data()
+    /// `waitForExit()` blocks its thread: give it one of its own.
+    private static func waitForExit(_ child: ChildProcess) async -> Int32 {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: child.waitForExit()) }.start()
         }
     }
 
-    private static func readAll(_ handle: FileHandle) async -> Data {
-        await Self.onOwnThread { (try? handle.readToEnd()) ?? Data() }
+    private static func readAll(_ descriptor: Int32) async -> Data {
+        await Self.onOwnThread { Data(ChildProcess.readToEnd(descriptor)) }
     }
 
     /// Runs a blocking read on a thread of its own. Not on Dispatch's global queues: with two
@@ -181,12 +160,6 @@ enum PseudoTerminal {
         let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
         return (master, String(decoding: bytes, as: UTF8.self))
     }
-}
-
-/// `Process` is not `Sendable`; this one is only waited on after the test has stopped touching it.
-private struct UncheckedProcess: @unchecked Sendable {
-    let process: Process
-    init(_ process: Process) { self.process = process }
 }
 
 /// At most two `courier` processes at a time: the suites run in parallel, and dozens of processes

@@ -14,9 +14,20 @@ import Testing
 struct ConnectivityRetryTaskKindTests {
     /// Once the task waits for the network, reports it back (again until the task stops waiting:
     /// a report sent before the wait has started monitoring is not heard).
-    static func bringNetworkBack(when task: @escaping @Sendable () -> SessionTask?, monitor: ScriptedMonitor) {
+    ///
+    /// Unstructured because the test's own flow is blocked on the task's completion meanwhile. It
+    /// ends by itself: when the task has stopped waiting, has completed without waiting, or after
+    /// a minute (a task that never appears); the returned handle cancels it sooner.
+    @discardableResult
+    static func bringNetworkBack(
+        when task: @escaping @Sendable () -> SessionTask?, monitor: ScriptedMonitor
+    ) -> Task<Void, any Error> {
         Task {
-            while task()?.isWaitingForConnectivity != true { try await Task.sleep(for: .milliseconds(5)) }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while task()?.isWaitingForConnectivity != true {
+                if task()?.state == .completed || ContinuousClock.now > deadline { return }
+                try await Task.sleep(for: .milliseconds(5))
+            }
             while task()?.isWaitingForConnectivity == true {
                 monitor.send(.reachableViaEthernet)
                 try await Task.sleep(for: .milliseconds(5))
@@ -40,11 +51,13 @@ struct ConnectivityRetryTaskKindTests {
             }
             let identifier = task.taskIdentifier
             let notifications = CompletionCounter(task)
-            Self.bringNetworkBack(when: { task }, monitor: monitor)
             task.resume()
+            // The network stays down until the waiting task has been looked at: a poll cannot
+            // catch a wait that the network's return has already ended.
             await Self.waitUntilWaiting(task)
             #expect(manager.tasks.contains(task))
             #expect(task.state == .running)
+            Self.bringNetworkBack(when: { task }, monitor: monitor)
             for await _ in done.stream { break }
             #expect(calls.count == 1)
             #expect(calls.all.first?.0?.status == .ok)

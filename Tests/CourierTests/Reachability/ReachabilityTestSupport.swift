@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
@@ -75,19 +76,11 @@ struct TestNamespace {
     @discardableResult
     private static func run(_ arguments: [String]) throws -> String {
         guard let tool = ipTool else { throw Failure(description: "no ip tool") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        let child = try ChildProcess.spawn(tool, arguments, standardOutput: .pipe, standardError: .pipe)
         // Small outputs: read both to the end, then reap.
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let printed = String(decoding: ChildProcess.readToEnd(child.standardOutput!), as: UTF8.self)
+        let message = String(decoding: ChildProcess.readToEnd(child.standardError!), as: UTF8.self)
+        guard child.waitForExit() == 0 else {
             throw Failure(description: "ip \(arguments.joined(separator: " ")): \(message)")
         }
         return printed

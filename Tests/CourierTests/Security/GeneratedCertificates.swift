@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 
 /// Certificates made by the `openssl` command-line tool when the tests run (no crypto library in
@@ -98,16 +99,9 @@ struct GeneratedCertificates: Sendable {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-certs-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", Self.script]
-        process.currentDirectoryURL = folder
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw CocoaError(.featureUnsupported, userInfo: [NSLocalizedDescriptionKey: "openssl failed (\(process.terminationStatus))"])
+        let status = try ChildProcess.spawn("/bin/sh", ["-c", Self.script], directory: folder.path).waitForExit()
+        guard status == 0 else {
+            throw CocoaError(.featureUnsupported, userInfo: [NSLocalizedDescriptionKey: "openssl failed (\(status))"])
         }
         func read(_ name: String) throws -> String { try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8) }
         return GeneratedCertificates(

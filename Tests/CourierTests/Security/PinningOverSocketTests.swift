@@ -235,14 +235,12 @@ struct PinningOverSocketTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         try Data(TestCertificates.clientCertificate.utf8).write(to: folder.appendingPathComponent("client.pem"))
         try Data(TestCertificates.clientKey.utf8).write(to: folder.appendingPathComponent("client.key"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "pkcs12", "-export", "-in", "client.pem", "-inkey", "client.key", "-passout", "pass:secret", "-out", "client.p12"]
-        process.currentDirectoryURL = folder
         let status = try await offThePools {
-            try process.run()
-            process.waitUntilExit()
-            return process.terminationStatus
+            try ChildProcess.spawn(
+                "/usr/bin/env",
+                ["openssl", "pkcs12", "-export", "-in", "client.pem", "-inkey", "client.key", "-passout", "pass:secret", "-out", "client.p12"],
+                directory: folder.path
+            ).waitForExit()
         }
         try #require(status == 0)
         let p12 = folder.appendingPathComponent("client.p12")

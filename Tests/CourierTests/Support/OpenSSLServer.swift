@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -5,18 +6,15 @@ import Glibc
 
 /// `openssl s_server` on a loopback port, presenting a chain the test chooses: a TLS peer nobody
 /// here wrote. It answers `GET /` with a status page (`-www`).
-///
-/// `@unchecked Sendable`: `Process` is not `Sendable`, but after `run()` this type only calls its
-/// `terminate()`, `waitUntilExit()` and reads its pipe's handle, once, from ``shutdown()``.
-final class OpenSSLServer: @unchecked Sendable {
+final class OpenSSLServer: Sendable {
     /// Whether the `openssl` command is installed (`.ci/run` installs it).
     static let isAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
 
     let port: Int
-    private let process: Process
+    private let process: ChildProcess
     private let folder: URL
 
-    private init(port: Int, process: Process, folder: URL) {
+    private init(port: Int, process: ChildProcess, folder: URL) {
         self.port = port
         self.process = process
         self.folder = folder
@@ -43,17 +41,10 @@ final class OpenSSLServer: @unchecked Sendable {
         let root = try clientCA.map { try write("root.pem", $0) }
         options += arguments.map { $0 == "{root}" ? (root ?? $0) : $0 }
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = options
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess.spawn("/usr/bin/openssl", options, standardOutput: .pipe)
         // s_server says `ACCEPT 127.0.0.1:PORT` once it listens; read until then. Plain read(2),
         // retried on EINTR: FileHandle.availableData traps on an interrupted read.
-        let descriptor = output.fileHandleForReading.fileDescriptor
+        let descriptor = process.standardOutput!
         var text = ""
         func acceptLine() -> Substring? {
             text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().first { $0.hasPrefix("ACCEPT") }
@@ -61,16 +52,15 @@ final class OpenSSLServer: @unchecked Sendable {
         while acceptLine() == nil, let chunk = Self.read(descriptor) {
             text += String(decoding: chunk, as: UTF8.self)
         }
-        // What it prints per connection is drained until it exits (Process closed our copy of the
-        // pipe's write end, so its death is the end), so that it never blocks on a full pipe. The
-        // thread keeps the read end open until then.
-        let reading = output.fileHandleForReading
-        Thread { while Self.read(reading.fileDescriptor) != nil {} }.start()
+        // What it prints per connection is drained until it exits (only the child holds the pipe's
+        // write end, so its death is the end), so that it never blocks on a full pipe. The thread
+        // owns the read end and closes it then.
+        Thread { _ = ChildProcess.readToEnd(descriptor) }.start()
         guard let line = acceptLine(),
             let port = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) })
         else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.signal(SIGKILL)
+            process.waitForExit()
             throw CocoaError(.featureUnsupported, userInfo: [NSLocalizedDescriptionKey: "s_server did not start: \(text)"])
         }
         return OpenSSLServer(port: port, process: process, folder: folder)
@@ -90,10 +80,9 @@ final class OpenSSLServer: @unchecked Sendable {
     /// Stops the server and removes its files.
     func shutdown() async throws {
         try await offThePools {
-            // SIGKILL, not terminate()'s SIGTERM: the child inherits the signal mask of the thread
-            // that started it, and a test process's threads may block SIGTERM.
-            kill(self.process.processIdentifier, SIGKILL)
-            self.process.waitUntilExit()
+            // SIGKILL: nothing of the server's needs a clean exit.
+            self.process.signal(SIGKILL)
+            self.process.waitForExit()
             try? FileManager.default.removeItem(at: self.folder)
         }
     }
