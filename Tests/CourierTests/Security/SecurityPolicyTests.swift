@@ -48,7 +48,7 @@ struct SecurityPolicyTests {
         try policy.validate(baseURL: URL(string: "https://example.com/"))
         try SecurityPolicy.default.validate(baseURL: URL(string: "http://example.com/"))
         let manager = HTTPSessionManager(baseURL: URL(string: "http://example.com/"), securityPolicy: policy)
-        defer { Task { await manager.invalidate(cancelingTasks: true) } }
+        defer { manager.invalidate(cancelingTasks: true) }
         #expect {
             try manager.absoluteURLString(for: "get")
         } throws: { error in

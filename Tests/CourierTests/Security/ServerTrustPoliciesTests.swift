@@ -29,7 +29,7 @@ struct ServerTrustPoliciesTests {
         try await withTestServer(.https()) { server in
             let engine = NIOEngine(serverTrust: policies)
             let manager = HTTPSessionManager(baseURL: nil, engine: engine)
-            defer { Task { await manager.invalidate(cancelingTasks: true) } }
+            defer { manager.invalidate(cancelingTasks: true) }
             let response = try await manager.get(server.url("get").absoluteString)
             #expect(response.response.status == .ok)
             // The same server under another name: the default policy does not trust its root.

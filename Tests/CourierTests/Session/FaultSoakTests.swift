@@ -56,8 +56,10 @@ import Testing
     }
 
     @Test func everyTaskEndsOnceWithATypedErrorAndNothingOutlivesTheWork() async throws {
-        let server = try await FaultServer.start()
-        defer { Task { try? await server.shutdown() } }
+        try await withShutdown(of: try await FaultServer.start()) { try await Self.soak(against: $0) }
+    }
+
+    private static func soak(against server: FaultServer) async throws {
         let downloads = FileManager.default.temporaryDirectory.appendingPathComponent("courier-soak-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: downloads) }

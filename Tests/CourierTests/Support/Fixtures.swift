@@ -21,6 +21,28 @@ func withTestServer<T>(
     }
 }
 
+/// A test peer that is stopped by awaiting its `shutdown()`.
+protocol ShutDownByAwaiting: Sendable {
+    func shutdown() async throws
+}
+
+extension TestProxy: ShutDownByAwaiting {}
+extension FaultServer: ShutDownByAwaiting {}
+
+/// Runs `body` with `peer`, then awaits the peer's shutdown whatever happened (instead of a
+/// `defer` that could only start it in a task nobody waits for).
+@discardableResult
+func withShutdown<Peer: ShutDownByAwaiting, T>(of peer: Peer, _ body: (Peer) async throws -> T) async throws -> T {
+    do {
+        let result = try await body(peer)
+        try await peer.shutdown()
+        return result
+    } catch {
+        try? await peer.shutdown()
+        throw error
+    }
+}
+
 /// Runs `body` with a manager on `baseURL` whose completion handlers run on a private queue,
 /// invalidated afterwards.
 @discardableResult
