@@ -368,9 +368,18 @@ struct HTTP1PoolTests {
         try await withTestServer { server in
             let manager = HTTPSessionManager(baseURL: server.baseURL, configuration: self.configuration(connections: 4))
             let pool = try #require((manager.engine as? NIOEngine)?.pool)
+            // No answer until four requests are in: all four connections open, however slowly
+            // the requests start (a 50 ms delay let a loaded run reuse a connection instead).
+            let fourArrived = OneShotGate()
+            let arrivals = NIOLockedValueBox(0)
+            server.route("/together") { _ in
+                if arrivals.withLockedValue({ $0 += 1; return $0 }) == 4 { fourArrived.open() }
+                await withCheckedContinuation { continuation in fourArrived.whenOpen { continuation.resume() } }
+                return TestServer.Response(body: Data("together".utf8))
+            }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<8 {
-                    group.addTask { _ = try await manager.response(method: .get, urlString: "delay/0.05", serializer: DataResponseSerializer()) }
+                    group.addTask { _ = try await manager.response(method: .get, urlString: "together", serializer: DataResponseSerializer()) }
                 }
                 try await group.waitForAll()
             }
