@@ -30,6 +30,9 @@ struct Arguments: Sendable {
         /// `courier` without a response cache and without a cookie store: what the two stores the
         /// default configuration has cost a request that neither caches nor sets cookies.
         case courierNoStores = "courier-nostores"
+        /// Courier's `NIOEngine` alone, through the `Engine` seam with no session above it: what
+        /// the layers above the engine cost (its ratio to `courier`), and the engine beside AHC.
+        case courierEngine = "courier-engine"
     }
 
     var scenarios: [Scenario] = Scenario.allCases
@@ -65,7 +68,7 @@ struct Arguments: Sendable {
     static let usage = """
         usage: courier-bench [--scenario sequential|concurrent|all] [--requests N] [--concurrency N]
                              [--url URL] [--server nginx|testserver|auto]
-                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted,courier-nostores]
+                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted,courier-nostores,courier-engine]
                              [--warmup N] [--repeat K] [--json] [--tls] [--http2]
 
           --scenario     which work to run (default: all)
@@ -76,8 +79,9 @@ struct Arguments: Sendable {
           --clients      comma-separated clients to measure (default: the first four); courier-observed
                          and courier-adapted are courier with an empty interceptor and one no-op event
                          monitor, and with one no-op adapter and the monitor; courier-nostores is
-                         courier without the default response cache and cookie store (their ratios
-                         to courier are printed)
+                         courier without the default response cache and cookie store; courier-engine
+                         is Courier's NIOEngine alone, through the Engine seam with no session (their
+                         ratios to courier are printed)
           --warmup       unmeasured requests before each measured run (default: 1000)
           --repeat       measured runs per client and scenario, taken in turns (default: 1)
           --json         print the results as JSON instead of a table

@@ -35,12 +35,12 @@ enum Report {
                 return values.isEmpty ? nil : values.median
             }
             // The cost of interceptors and monitors: their rows over plain Courier's.
-            for instrumented in [Arguments.ClientKind.courierObserved, .courierAdapted, .courierNoStores] {
+            for instrumented in [Arguments.ClientKind.courierObserved, .courierAdapted, .courierNoStores, .courierEngine] {
                 if let mine = median(instrumented), let plain = median(.courier), plain > 0 {
                     ratios.append(Ratio(scenario: scenario, courierClient: instrumented.rawValue, against: Arguments.ClientKind.courier.rawValue, value: mine / plain))
                 }
             }
-            for courier in [Arguments.ClientKind.courier, .courierCallback] {
+            for courier in [Arguments.ClientKind.courier, .courierCallback, .courierEngine] {
                 for other in [Arguments.ClientKind.ahc, .urlsession] {
                     if let mine = median(courier), let theirs = median(other), theirs > 0 {
                         ratios.append(Ratio(scenario: scenario, courierClient: courier.rawValue, against: other.rawValue, value: mine / theirs))

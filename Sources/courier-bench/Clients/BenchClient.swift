@@ -33,6 +33,7 @@ enum BenchClient: Sendable {
         case .courierObserved: .async(CourierClient(url: url, connections: connections, instrumentation: .emptyChainAndMonitor))
         case .courierAdapted: .async(CourierClient(url: url, connections: connections, instrumentation: .adapterAndMonitor))
         case .courierNoStores: .async(CourierClient(url: url, connections: connections, instrumentation: .noStores))
+        case .courierEngine: .async(EngineClient(url: url, connections: connections))
         }
     }
 
