@@ -252,8 +252,8 @@ struct TaskState {
     ///
     /// A `mutating get` and no `??`: the state holds a weak reference, so it is not loadable, and
     /// both a plain getter and `??`'s autoclosure made the compiler copy the whole state (every
-    /// field retained, then released) on each read under the lock; that was 3 % of a request's
-    /// client CPU. Reached through the lock's `inout`, this reads the two fields in place.
+    /// field retained, then released) on each read under the lock, about 2 % of a request's client
+    /// CPU. Reached through the lock's `inout`, this reads the two fields in place.
     var task: SessionTask? {
         mutating get {
             if let running = self.runningTask { return running }
