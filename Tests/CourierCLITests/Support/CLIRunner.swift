@@ -1,7 +1,6 @@
 import Courier
 import CourierTesting
 import Foundation
-import NIOConcurrencyHelpers
 import Testing
 
 #if canImport(Glibc)
@@ -165,42 +164,6 @@ enum PseudoTerminal {
 /// At most two `courier` processes at a time: the suites run in parallel, and dozens of processes
 /// starting at once on two cores would starve the rest of the test run (its idle-timeout tests
 /// among them).
-final class ProcessSlots: Sendable {
-    static let shared = ProcessSlots(count: 2)
-
-    private struct State {
-        var free: Int
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state: NIOLockedValueBox<State>
-
-    init(count: Int) {
-        self.state = NIOLockedValueBox(State(free: count))
-    }
-
-    func acquire() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let granted = self.state.withLockedValue { state -> Bool in
-                if state.free > 0 {
-                    state.free -= 1
-                    return true
-                }
-                state.waiters.append(continuation)
-                return false
-            }
-            if granted { continuation.resume() }
-        }
-    }
-
-    func release() {
-        let next = self.state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
-            if state.waiters.isEmpty {
-                state.free += 1
-                return nil
-            }
-            return state.waiters.removeFirst()
-        }
-        next?.resume()
-    }
+enum ProcessSlots {
+    static let shared = AsyncSlots(count: 2)
 }

@@ -5,9 +5,34 @@ import Foundation
 import NIOConcurrencyHelpers
 
 /// Runs `body` with a fresh test server, shut down afterwards whatever happens.
+///
+/// At most ``TestServerSlots/width`` of these bodies run at once (a nested call, in the same task
+/// or its children, runs within its caller's slot). Swift Testing starts every test of the
+/// binary at once: a full run had about a thousand servers listening together, some 2,700
+/// descriptors open, and the two cores so far behind that deadlines of seconds were missed.
 @discardableResult
 func withTestServer<T>(
     _ configuration: TestServer.Configuration = .init(),
+    _ body: (TestServer) async throws -> T
+) async throws -> T {
+    if TestServerSlots.isHeld {
+        return try await startTestServer(configuration, body)
+    }
+    await TestServerSlots.shared.acquire()
+    defer { TestServerSlots.shared.release() }
+    return try await TestServerSlots.$isHeld.withValue(true) { try await startTestServer(configuration, body) }
+}
+
+/// How many ``withTestServer(_:_:)`` bodies may run at once.
+enum TestServerSlots {
+    static let width = 48
+    static let shared = AsyncSlots(count: width)
+    /// The current task (or a parent) is in a ``withTestServer(_:_:)`` body already.
+    @TaskLocal static var isHeld = false
+}
+
+private func startTestServer<T>(
+    _ configuration: TestServer.Configuration,
     _ body: (TestServer) async throws -> T
 ) async throws -> T {
     let server = try await TestServer.start(configuration)
