@@ -70,11 +70,11 @@ struct StaleConnectionTests {
     }
 
     @Test func keepAliveTimeoutsAreRead() {
-        #expect(HTTP1ConnectionHandler.idleTimeout(fromKeepAlive: "timeout=5, max=100") == .seconds(4))
-        #expect(HTTP1ConnectionHandler.idleTimeout(fromKeepAlive: "max=100,Timeout = 2") == .seconds(1))
-        #expect(HTTP1ConnectionHandler.idleTimeout(fromKeepAlive: "timeout=0") == .seconds(0))
-        #expect(HTTP1ConnectionHandler.idleTimeout(fromKeepAlive: "max=3") == nil)
-        #expect(HTTP1ConnectionHandler.idleTimeout(fromKeepAlive: "timeout=soon") == nil)
+        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "timeout=5, max=100") == .seconds(4))
+        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "max=100,Timeout = 2") == .seconds(1))
+        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "timeout=0") == .seconds(0))
+        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "max=3") == nil)
+        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "timeout=soon") == nil)
     }
 
     // MARK: Over sockets

@@ -1,0 +1,560 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+
+/// The decisions of one HTTP/1.1 connection (or of the one HTTP/2 stream a handler in stream mode
+/// carries), apart from its I/O: when a request body goes, what a response part means for the hop,
+/// whether the connection goes back to the pool, when a hop whose connection closed under it goes
+/// again, and when an idle connection has been idle too long.
+///
+/// A value with no channel, hop object, lock or clock: ``HTTP1ConnectionHandler`` feeds it the
+/// connection's events (a hop to start, a write done, a response part, a read the pipeline asks
+/// for, a pause or resume of the exchange, the channel failing or closing, a timer firing), with
+/// the time when time matters, and runs the action each returns. The handler keeps the hop itself,
+/// its body, its metrics and its timers.
+///
+/// - One hop at a time: ``startHop(_:)`` refuses a second (``StartAction/restartElsewhere``).
+/// - The body waits for `100 Continue` when ``ExpectContinue`` says so: `100 Continue` or the end
+///   of the wait (``continueWaitExpired()``) sends it; a final answer instead withholds it, and
+///   the connection closes after that answer. A 417 to an expectation the request may go without
+///   (``HopStart/canRepeatWithoutExpectation``) is nobody's answer: its body is discarded and the
+///   request goes again without the expectation once it ends (RFC 9110 10.1.1).
+/// - A response that ends with a status below 300 before the request body does lets the body
+///   finish; the hop ends with it.
+/// - The connection goes back to the pool after a hop when the response allows it
+///   (`HTTPResponseHead.isKeepAlive`: HTTP/1.0 only with `keep-alive`), the whole request went
+///   out, and the request did not ask for `Connection: close`; a stream always closes.
+/// - While the exchange cannot take more body (it is suspended), response parts are held and
+///   reads wait; if the connection fails or closes meanwhile, the held parts are delivered first,
+///   and the hop fails after them unless they end it.
+/// - A connection that closes under a hop before its answer: ``HTTP1ResendRule`` decides.
+/// - Idle in the pool for the idle timeout, the connection asks the pool to let it close. One
+///   idle check at a time: ``IdleAction/scheduleCheck(at:)`` asks for it, ``idleCheckFired(now:)``
+///   reports it.
+struct HTTP1ConnectionStateMachine {
+    /// What the machine drives.
+    enum Mode: Equatable {
+        /// An HTTP/1.1 connection of the pool, which carries one hop after another.
+        case connection
+        /// One HTTP/2 stream (after swift-nio-http2's HTTP/1 codec), which carries one hop.
+        case stream
+    }
+
+    /// What the handler knows of a hop as it starts it on the connection.
+    struct HopStart {
+        /// The request head as it would go (Courier's fields, the framing, the route's changes).
+        var head: HTTPRequestHead
+        /// Whether the request has content (then `Expect: 100-continue` may apply).
+        var hasBody: Bool
+        var bodyLength: RequestBody.Length
+        var method: HTTPRequest.Method
+        /// Whether the body can be produced again (a resend, a repeat without the expectation).
+        var bodyIsReplayable: Bool
+        /// Whether the hop goes through a forwarding proxy (then a 407 is the proxy's refusal).
+        var viaForwardingProxy: Bool
+        var expectContinue: ExpectContinue
+        /// The server refused `Expect: 100-continue` before (417): this send goes without it.
+        var withoutExpectation: Bool
+        /// How many times the hop was already sent again (``HTTP1ResendRule``).
+        var resends: Int
+        /// Whether the hop was cancelled before it started.
+        var isCancelled: Bool
+
+        /// Whether a 417 to the expectation lets the request go again without it.
+        var canRepeatWithoutExpectation: Bool {
+            self.bodyIsReplayable && !self.withoutExpectation && self.resends < HTTP1ResendRule.maximumResends
+        }
+    }
+
+    /// How the connection (or stream) ended under a hop, in the handler's terms: what the machine
+    /// cannot know by itself.
+    struct Loss {
+        /// Why, if an error says why (nil: the peer closed it).
+        var error: (any Error)?
+        var closure: HTTP1ResendRule.Closure
+        /// Whether any byte came from the server since the hop began (the read watcher's count,
+        /// which sees bytes the decoder has not made into a part yet).
+        var responseBytesSeen: Bool
+        /// Whether the hop was cancelled meanwhile.
+        var isCancelled: Bool
+    }
+
+    /// What ``startHop(_:)`` decides.
+    enum StartAction: Equatable {
+        /// The connection is busy or closed: nothing was sent; the hop goes to another connection.
+        case restartElsewhere
+        /// The hop was cancelled before it started: end it with its cancellation, then this.
+        case endCancelled(then: AfterHop)
+        /// Write the request head (without any `Expect` field when `removingExpectField`, with
+        /// `Expect: 100-continue` added when `expectation` is ``ExpectContinue/Decision/announce``),
+        /// then the body at once (``ExpectContinue/Decision/sendAtOnce``), or flush and hold the
+        /// body until ``Action/sendHeldBody``, calling ``continueWaitExpired()`` after the wait.
+        case send(expectation: ExpectContinue.Decision, removingExpectField: Bool)
+    }
+
+    /// What becomes of the connection once its hop ended.
+    enum AfterHop: Equatable {
+        /// Nothing more (it closed, or is closing).
+        case none
+        /// Close it (a stream: close it, which is a reset unless both sides ended it).
+        case close
+        /// Give it back to the pool, which may hand it another hop at once; the server said it
+        /// keeps an idle connection this long (`Keep-Alive: timeout`, less a second), if it said.
+        case giveBack(serverIdleTimeout: TimeAmount?)
+    }
+
+    /// Why a hop fails.
+    enum Failure {
+        /// It was cancelled: with its cancellation.
+        case cancelled
+        /// The connection failed or closed before the response was complete (nil: closed).
+        case connectionLost((any Error)?)
+        /// Closed before any answer on every one of `attempts` sends.
+        case closedBeforeAnswering(attempts: Int)
+        /// The request body failed (a stream threw, or gave more or fewer bytes than declared).
+        case requestBodyFailed(any Error)
+        /// A forwarding proxy wants authentication (407): this is its answer.
+        case proxyAuthenticationRequired(HTTPResponseHead)
+    }
+
+    /// What a response's end leads to.
+    enum ResponseEnd: Equatable {
+        /// The hop ends well, then this.
+        case succeed(then: AfterHop)
+        /// The request body is still going out: the hop ends when it does (``requestEnded()``).
+        case awaitUpload
+        /// It was the 417 to an expectation: close, and send the request again, without it.
+        case repeatWithoutExpectation
+    }
+
+    /// What the handler does after an event about the running hop or the channel.
+    enum Action {
+        case none
+        /// Ask the channel for more bytes.
+        case read
+        /// Close the connection (or stream).
+        case close
+        /// Send the body held for `100 Continue` now (stop the wait's timer).
+        case sendHeldBody
+        /// The response head: to the hop's exchange, as having come over `networkProtocol`.
+        case forwardHead(HTTPResponseHead, networkProtocol: String)
+        /// A part of the response body: to the exchange (which may pause delivery).
+        case forwardBody(ByteBuffer)
+        /// A part of a response nobody takes (the 417 the request is repeated after): count it only.
+        case discardBody(ByteBuffer)
+        /// The response ended, with trailer fields (`nil` when there are none) for the exchange.
+        case responseEnded(trailers: HTTPHeaders?, next: ResponseEnd)
+        /// The hop ends well (the request body ended after the response, or the connection closed
+        /// once the response had ended), then this.
+        case succeedHop(then: AfterHop)
+        /// The hop ends with this failure, then this.
+        case failHop(Failure, then: AfterHop)
+        /// The hop goes again on another connection (``HTTP1ResendRule``), then this.
+        case resendHop(then: AfterHop)
+    }
+
+    /// What the handler does about idleness.
+    enum IdleAction: Equatable {
+        case none
+        /// Call ``idleCheckFired(now:)`` at the deadline.
+        case scheduleCheck(at: NIODeadline)
+        /// Idle for the idle timeout: close unless the pool handed the connection out meanwhile.
+        case closeIfStillIdle
+    }
+
+    private enum RequestProgress: Equatable {
+        /// The head and body are going out.
+        case sending
+        /// The head went; the body waits for `100 Continue`.
+        case awaitingContinue
+        /// A final answer came instead of `100 Continue`: the body is never sent, and the server
+        /// may read what follows as that body, so the connection carries nothing more.
+        case withheld
+        /// The whole request was written.
+        case sent
+    }
+
+    private enum ResponseProgress: Equatable {
+        case awaitingHead
+        case receiving(status: Int, keepAlive: Bool)
+        /// The response ended (below 300) while the request body still goes out.
+        case endedBeforeRequest(keepAlive: Bool)
+        /// The 417 to an expectation: nobody's response.
+        case refusedExpectation
+    }
+
+    private struct Hop {
+        let method: HTTPRequest.Method
+        let bodyIsReplayable: Bool
+        let viaForwardingProxy: Bool
+        let canRepeatWithoutExpectation: Bool
+        let resends: Int
+        /// Whether the connection carried a hop before this one (then a close before any response
+        /// byte may be the server's idle timeout, and the hop can go again).
+        let isReused: Bool
+        /// The request asked for `Connection: close`.
+        let closeRequested: Bool
+        /// Whether the request head reached the socket (then the server may have read it).
+        var headWritten = false
+        var request: RequestProgress
+        var response = ResponseProgress.awaitingHead
+    }
+
+    private enum State {
+        /// No hop; in the pool's hands until `expiresAt`, once the connection was said idle.
+        case idle(expiresAt: NIODeadline?)
+        case running(Hop)
+        /// Closed or closing; no hop (held parts of the last one may still be delivered).
+        case closed
+    }
+
+    let mode: Mode
+    private var state = State.idle(expiresAt: nil)
+    /// How many hops the connection was given (a cancelled one that never started is not counted).
+    private(set) var hopsCarried = 0
+    /// The server answered with HTTP/1.0: it knows no `Expect: 100-continue`.
+    private var serverIsHTTP10 = false
+    /// How long the server said it keeps an idle connection (`Keep-Alive: timeout=N`), less a second.
+    private var serverIdleTimeout: TimeAmount?
+    private var idleCheckScheduled = false
+    /// The exchange wants no more body for now (its task is suspended).
+    private var deliveryPaused = false
+    /// A read the pipeline asked for while delivery was paused.
+    private var readPending = false
+    /// Response parts that arrived while delivery was paused (or while earlier ones were still
+    /// held), in order.
+    private var heldParts = CircularBuffer<HTTPClientResponsePart>()
+    /// The connection failed or closed while parts were held: the hop ends after them.
+    private var lossWhileHeld: Loss?
+
+    init(mode: Mode) {
+        self.mode = mode
+    }
+
+    /// Whether a hop is under way.
+    var isRunningHop: Bool {
+        if case .running = self.state { return true }
+        return false
+    }
+
+    /// Whether response parts wait for the exchange to resume.
+    var isHoldingParts: Bool { self.deliveryPaused || !self.heldParts.isEmpty }
+
+    // MARK: The request
+
+    /// The pool hands the connection a hop.
+    mutating func startHop(_ start: HopStart) -> StartAction {
+        guard case .idle = self.state else { return .restartElsewhere }
+        if start.isCancelled {
+            return .endCancelled(then: self.hopEnded(reusable: true))
+        }
+        var expectation = start.expectContinue.decision(
+            for: start.head, hasBody: start.hasBody, length: start.bodyLength, serverIsHTTP10: self.serverIsHTTP10)
+        var removingExpectField = false
+        if expectation != .sendAtOnce, start.withoutExpectation {
+            // The server refused the expectation (417): this send goes without one.
+            expectation = .sendAtOnce
+            removingExpectField = true
+        }
+        self.state = .running(
+            Hop(
+                method: start.method, bodyIsReplayable: start.bodyIsReplayable, viaForwardingProxy: start.viaForwardingProxy,
+                canRepeatWithoutExpectation: start.canRepeatWithoutExpectation, resends: start.resends,
+                isReused: self.hopsCarried > 0, closeRequested: Self.asksToClose(start.head.headers),
+                request: expectation == .sendAtOnce ? .sending : .awaitingContinue))
+        self.hopsCarried += 1
+        return .send(expectation: expectation, removingExpectField: removingExpectField)
+    }
+
+    /// The request head reached the socket.
+    mutating func requestHeadWritten() {
+        guard case .running(var hop) = self.state else { return }
+        hop.headWritten = true
+        self.state = .running(hop)
+    }
+
+    /// The whole request was written (its end queued, for a body in memory).
+    mutating func requestEnded() -> Action {
+        guard case .running(var hop) = self.state else { return .none }
+        hop.request = .sent
+        if case .endedBeforeRequest(let keepAlive) = hop.response {
+            return .succeedHop(then: self.hopEnded(reusable: keepAlive && !hop.closeRequested))
+        }
+        self.state = .running(hop)
+        return .none
+    }
+
+    /// The request body failed before its end went out.
+    mutating func requestBodyFailed(_ error: any Error) -> Action {
+        guard case .running(let hop) = self.state else { return .none }
+        switch hop.response {
+        case .endedBeforeRequest:
+            // A server that answered early ended the upload: its response is the outcome.
+            return .succeedHop(then: self.hopEnded(reusable: false))
+        case .awaitingHead:
+            self.state = .closed
+            return .failHop(.requestBodyFailed(error), then: .close)
+        case .receiving, .refusedExpectation:
+            // The response under way is the outcome.
+            return .none
+        }
+    }
+
+    /// The wait for `100 Continue` ended.
+    mutating func continueWaitExpired() -> Action {
+        guard case .running(var hop) = self.state, hop.request == .awaitingContinue else { return .none }
+        hop.request = .sending
+        self.state = .running(hop)
+        return .sendHeldBody
+    }
+
+    /// The hop was cancelled while it ran: it fails now, and the connection closes (its response
+    /// is unfinished).
+    mutating func hopCancelled() -> Action {
+        guard case .running = self.state else { return .none }
+        self.heldParts.removeAll()
+        self.lossWhileHeld = nil
+        self.state = .closed
+        return .failHop(.cancelled, then: .close)
+    }
+
+    // MARK: The response
+
+    /// A response part arrived.
+    mutating func responseReceived(_ part: HTTPClientResponsePart) -> Action {
+        if self.isHoldingParts {
+            self.heldParts.append(part)
+            return .none
+        }
+        return self.handle(part)
+    }
+
+    /// The exchange cannot take more body for now: parts are held and reads wait.
+    mutating func pauseDelivery() {
+        self.deliveryPaused = true
+    }
+
+    /// The exchange can take more body: call ``nextHeldAction()`` until it returns nil.
+    mutating func resumeDelivery() {
+        self.deliveryPaused = false
+    }
+
+    /// After ``resumeDelivery()``: what the next held part (or, once none is left, the loss or the
+    /// read that waited) means; nil when nothing is left or delivery paused again.
+    mutating func nextHeldAction() -> Action? {
+        guard !self.deliveryPaused else { return nil }
+        if let part = self.heldParts.popFirst() {
+            return self.handle(part)
+        }
+        if let loss = self.lossWhileHeld {
+            self.lossWhileHeld = nil
+            self.readPending = false
+            return self.connectionLost(loss, then: .none)
+        }
+        if self.readPending {
+            self.readPending = false
+            return .read
+        }
+        return nil
+    }
+
+    /// The pipeline asks for more bytes.
+    mutating func readRequested() -> Action {
+        if self.deliveryPaused {
+            self.readPending = true
+            return .none
+        }
+        return .read
+    }
+
+    private mutating func handle(_ part: HTTPClientResponsePart) -> Action {
+        switch part {
+        case .head(let head):
+            return self.handleHead(head)
+        case .body(let buffer):
+            guard case .running(let hop) = self.state else { return .none }
+            // The body of a 417 that the request is repeated after is nobody's.
+            return hop.response == .refusedExpectation ? .discardBody(buffer) : .forwardBody(buffer)
+        case .end(let trailers):
+            return self.handleEnd(trailers: trailers)
+        }
+    }
+
+    private mutating func handleHead(_ head: HTTPResponseHead) -> Action {
+        guard case .running(var hop) = self.state else {
+            // An answer nobody asked for.
+            self.state = .closed
+            return .close
+        }
+        let code = Int(head.status.code)
+        // 1xx answers other than 101 precede the real response; `100 Continue` lets a body held
+        // back for it go.
+        if code >= 100, code < 200, code != 101 {
+            guard code == 100, hop.request == .awaitingContinue else { return .none }
+            hop.request = .sending
+            self.state = .running(hop)
+            return .sendHeldBody
+        }
+        if hop.request == .awaitingContinue {
+            // A final answer instead of `100 Continue`: the body is not sent (RFC 9110 10.1.1).
+            hop.request = .withheld
+            if code == 417, hop.canRepeatWithoutExpectation {
+                // Refused because of the expectation: the request is repeated without it, on
+                // another connection, once this answer ends.
+                hop.response = .refusedExpectation
+                self.state = .running(hop)
+                return .none
+            }
+        }
+        if head.version == .http1_0, self.mode == .connection { self.serverIsHTTP10 = true }
+        if code == 407, hop.viaForwardingProxy {
+            // The forwarding proxy, not the origin, refused.
+            self.state = .closed
+            return .failHop(.proxyAuthenticationRequired(head), then: .close)
+        }
+        hop.response = .receiving(status: code, keepAlive: head.isKeepAlive)
+        self.state = .running(hop)
+        if let keepAlive = head.headers.first(name: "keep-alive") {
+            self.serverIdleTimeout = Self.idleTimeout(fromKeepAlive: keepAlive)
+        }
+        let networkProtocol = self.mode == .stream ? "h2" : (head.version == .http1_0 ? "http/1.0" : "http/1.1")
+        return .forwardHead(head, networkProtocol: networkProtocol)
+    }
+
+    private mutating func handleEnd(trailers: HTTPHeaders?) -> Action {
+        guard case .running(var hop) = self.state else { return .none }
+        let status: Int
+        let keepAlive: Bool
+        switch hop.response {
+        case .refusedExpectation:
+            self.state = .closed
+            return .responseEnded(trailers: nil, next: .repeatWithoutExpectation)
+        case .endedBeforeRequest:
+            return .none
+        case .awaitingHead:
+            (status, keepAlive) = (0, true)
+        case .receiving(let code, let keep):
+            (status, keepAlive) = (code, keep)
+        }
+        let trailers = trailers.flatMap { $0.isEmpty ? nil : $0 }
+        if hop.request == .sending || hop.request == .awaitingContinue, status < 300 {
+            // The server answered before the upload ended and may still read it: let it finish.
+            hop.response = .endedBeforeRequest(keepAlive: keepAlive)
+            self.state = .running(hop)
+            return .responseEnded(trailers: trailers, next: .awaitUpload)
+        }
+        let reusable = keepAlive && hop.request == .sent && !hop.closeRequested
+        return .responseEnded(trailers: trailers, next: .succeed(then: self.hopEnded(reusable: reusable)))
+    }
+
+    // MARK: The channel
+
+    /// The channel (or stream) failed; it closes.
+    mutating func channelFailed(_ loss: Loss) -> Action {
+        if self.isHoldingParts {
+            // Parts that arrived before the failure are held for a suspended exchange: the hop
+            // fails after they are delivered (the first reason is kept).
+            if self.lossWhileHeld == nil { self.lossWhileHeld = loss }
+            if case .idle = self.state { self.state = .closed }
+            return .close
+        }
+        return self.connectionLost(loss, then: .close)
+    }
+
+    /// The channel (or stream) closed.
+    mutating func channelInactive(_ loss: Loss) -> Action {
+        self.idleCheckScheduled = false
+        if self.isHoldingParts {
+            // The held parts may end the response; the hop fails only if they do not.
+            if self.lossWhileHeld == nil { self.lossWhileHeld = loss }
+            if case .idle = self.state { self.state = .closed }
+            return .none
+        }
+        return self.connectionLost(loss, then: .none)
+    }
+
+    /// The connection ended with a hop perhaps under way: the hop fails, or goes again as
+    /// ``HTTP1ResendRule`` allows.
+    private mutating func connectionLost(_ loss: Loss, then: AfterHop) -> Action {
+        guard case .running(let hop) = self.state else {
+            self.state = .closed
+            return then == .close ? .close : .none
+        }
+        if case .endedBeforeRequest = hop.response {
+            // The whole response came; the rest of the upload had nowhere to go.
+            return .succeedHop(then: self.hopEnded(reusable: false))
+        }
+        self.state = .closed
+        let rule = HTTP1ResendRule(
+            method: hop.method,
+            bodyIsReplayable: hop.bodyIsReplayable,
+            connectionWasReused: hop.isReused,
+            requestWritten: hop.headWritten,
+            responseBytesSeen: hop.response != .awaitingHead || loss.responseBytesSeen,
+            closure: loss.closure,
+            resends: hop.resends,
+            isCancelled: loss.isCancelled)
+        if rule.allowsResend {
+            return .resendHop(then: then)
+        }
+        if hop.resends >= HTTP1ResendRule.maximumResends, !rule.responseBytesSeen, rule.closure == .closed || rule.closure == .reset {
+            // Sent again as often as allowed, and closed each time before any answer.
+            return .failHop(.closedBeforeAnswering(attempts: hop.resends + 1), then: then)
+        }
+        return .failHop(.connectionLost(loss.error), then: then)
+    }
+
+    /// The hop is over for this connection: whether the connection goes back to the pool.
+    private mutating func hopEnded(reusable: Bool) -> AfterHop {
+        guard self.mode == .connection, reusable, self.lossWhileHeld == nil else {
+            self.state = .closed
+            return .close
+        }
+        self.state = .idle(expiresAt: nil)
+        return .giveBack(serverIdleTimeout: self.serverIdleTimeout)
+    }
+
+    // MARK: Idleness
+
+    /// The connection waits in the pool (after a hop, or new and unasked for) from `now`, for
+    /// `timeout` at most.
+    mutating func becameIdle(now: NIODeadline, timeout: TimeAmount) -> IdleAction {
+        guard case .idle = self.state else { return .none }
+        self.state = .idle(expiresAt: now + timeout)
+        guard self.mode == .connection, !self.idleCheckScheduled else { return .none }
+        self.idleCheckScheduled = true
+        return .scheduleCheck(at: now + timeout)
+    }
+
+    /// The scheduled idle check came due.
+    mutating func idleCheckFired(now: NIODeadline) -> IdleAction {
+        self.idleCheckScheduled = false
+        guard case .idle(let expiresAt?) = self.state else { return .none }
+        if expiresAt > now {
+            // Idle again since the check was scheduled: it comes due later.
+            self.idleCheckScheduled = true
+            return .scheduleCheck(at: expiresAt)
+        }
+        return .closeIfStillIdle
+    }
+
+    // MARK: Heads
+
+    /// Whether request fields ask the server to close the connection after the answer.
+    static func asksToClose(_ headers: HTTPHeaders) -> Bool {
+        guard headers.contains(name: "connection") else { return false }
+        return headers["connection"].contains { $0.lowercased().contains("close") }
+    }
+
+    /// The idle time a `Keep-Alive` header promises (`timeout=5, max=100`), less a second for the
+    /// request to reach the server before it closes; nil when it names none.
+    static func idleTimeout(fromKeepAlive value: String) -> TimeAmount? {
+        for parameter in value.split(separator: ",") {
+            let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard pair.count == 2, pair[0].lowercased() == "timeout", let seconds = Int64(pair[1]), seconds >= 0 else { continue }
+            return .seconds(max(seconds - 1, 0))
+        }
+        return nil
+    }
+}
