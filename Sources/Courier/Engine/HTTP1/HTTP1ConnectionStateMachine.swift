@@ -350,6 +350,8 @@ struct HTTP1ConnectionStateMachine {
         if let loss = self.lossWhileHeld {
             self.lossWhileHeld = nil
             self.readPending = false
+            // The held parts may have ended the hop: then the loss is nobody's.
+            guard self.isRunningHop else { return nil }
             return self.connectionLost(loss, then: .none)
         }
         if self.readPending {

@@ -1,0 +1,534 @@
+@testable import Courier
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// ``HTTP1ConnectionStateMachine`` without I/O: events in, actions out, time as arguments.
+@Suite("HTTP/1.1 connection state machine")
+struct HTTP1ConnectionStateMachineTests {
+    typealias Machine = HTTP1ConnectionStateMachine
+
+    /// Bodies of 1000 bytes or more wait for `100 Continue`, 1 s at most.
+    static let expectContinue = ExpectContinue(threshold: 1000, timeout: .seconds(1))
+
+    static func start(
+        _ method: HTTPRequest.Method = .get, headers: HTTPHeaders = [:], length: Int64 = 0, replayable: Bool = true,
+        viaForwardingProxy: Bool = false, withoutExpectation: Bool = false, resends: Int = 0, cancelled: Bool = false
+    ) -> Machine.HopStart {
+        Machine.HopStart(
+            head: HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method.rawValue), uri: "/", headers: headers),
+            hasBody: length > 0, bodyLength: .known(length), method: method, bodyIsReplayable: replayable,
+            viaForwardingProxy: viaForwardingProxy, expectContinue: Self.expectContinue, withoutExpectation: withoutExpectation,
+            resends: resends, isCancelled: cancelled)
+    }
+
+    static func head(_ status: Int, version: HTTPVersion = .http1_1, _ headers: HTTPHeaders = [:]) -> HTTPClientResponsePart {
+        .head(HTTPResponseHead(version: version, status: HTTPResponseStatus(statusCode: status), headers: headers))
+    }
+
+    static func body(_ text: String) -> HTTPClientResponsePart { .body(ByteBuffer(string: text)) }
+
+    static let end = HTTPClientResponsePart.end(nil)
+
+    static func loss(
+        _ closure: HTTP1ResendRule.Closure = .closed, error: (any Error)? = nil, bytesSeen: Bool = false, cancelled: Bool = false
+    ) -> Machine.Loss {
+        Machine.Loss(error: error, closure: closure, responseBytesSeen: bytesSeen, isCancelled: cancelled)
+    }
+
+    struct Failed: Error, CustomStringConvertible {
+        let name: String
+        var description: String { self.name }
+    }
+
+    /// Starts `start` on `machine` and writes its whole request (head and body at once).
+    static func send(_ start: Machine.HopStart = Self.start(), on machine: inout Machine) {
+        #expect(machine.startHop(start) == .send(expectation: .sendAtOnce, removingExpectField: false))
+        machine.requestHeadWritten()
+        #expect(machine.requestEnded().summary == "none")
+    }
+
+    /// A connection that carried one GET to its end and went back to the pool.
+    static func reusedConnection() -> Machine {
+        var machine = Machine(mode: .connection)
+        Self.send(on: &machine)
+        _ = machine.responseReceived(Self.head(200))
+        #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, succeed(giveBack(nil)))")
+        return machine
+    }
+
+    /// Every action the held parts lead to, once delivery resumed.
+    static func drain(_ machine: inout Machine) -> [String] {
+        var actions: [String] = []
+        while let action = machine.nextHeldAction() { actions.append(action.summary) }
+        return actions
+    }
+
+    // MARK: Keep-alive or close
+
+    @Test func aKeptAliveResponseGivesTheConnectionBackForTheNextHop() {
+        var machine = Machine(mode: .connection)
+        Self.send(on: &machine)
+        #expect(machine.responseReceived(Self.head(200)).summary == "forwardHead(200, http/1.1)")
+        #expect(machine.responseReceived(Self.body("abc")).summary == "forwardBody(abc)")
+        #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, succeed(giveBack(nil)))")
+        #expect(!machine.isRunningHop)
+        #expect(machine.startHop(Self.start()) == .send(expectation: .sendAtOnce, removingExpectField: false))
+        #expect(machine.hopsCarried == 2)
+    }
+
+    @Test func theServersKeepAliveTimeoutGoesBackWithTheConnection() {
+        var machine = Machine(mode: .connection)
+        Self.send(on: &machine)
+        _ = machine.responseReceived(Self.head(200, ["Keep-Alive": "timeout=5, max=100"]))
+        #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, succeed(giveBack(4s)))")
+    }
+
+    @Test func aResponseSayingCloseClosesTheConnection() {
+        var machine = Machine(mode: .connection)
+        Self.send(on: &machine)
+        _ = machine.responseReceived(Self.head(200, ["Connection": "close"]))
+        #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, succeed(close))")
+        #expect(machine.startHop(Self.start()) == .restartElsewhere, "closed: the next hop goes elsewhere")
+    }
+
+    @Test func aRequestAskingForCloseClosesTheConnection() {
+        var machine = Machine(mode: .connection)
+        Self.send(Self.start(headers: ["Connection": "close"]), on: &machine)
+        _ = machine.responseReceived(Self.head(200))
+        #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, succeed(close))")
+        #expect(Machine.asksToClose(["connection": "keep-alive, Close"]))
+        #expect(!Machine.asksToClose(["Connection": "keep-alive"]))
+        #expect(!Machine.asksToClose([:]))
+    }
+
+    @Test func anHTTP10PeerClosesUnlessItKeepsAliveAndIsNeverAskedToWait() {
+        var closing = Machine(mode: .connection)
+        Self.send(on: &closing)
+        #expect(closing.responseReceived(Self.head(200, version: .http1_0)).summary == "forwardHead(200, http/1.0)")
+        #expect(closing.responseReceived(Self.end).summary == "responseEnded(nil, succeed(close))")
+
+        var keeping = Machine(mode: .connection)
+        Self.send(on: &keeping)
+        _ = keeping.responseReceived(Self.head(200, version: .http1_0, ["Connection": "keep-alive"]))
+        #expect(keeping.responseReceived(Self.end).summary == "responseEnded(nil, succeed(giveBack(nil)))")
+        // It knows no `Expect: 100-continue`: a large body goes at once.
+        #expect(keeping.startHop(Self.start(.put, length: 5000)) == .send(expectation: .sendAtOnce, removingExpectField: false))
+        var fresh = Machine(mode: .connection)
+        #expect(fresh.startHop(Self.start(.put, length: 5000)) == .send(expectation: .announce, removingExpectField: false))
+    }
+
+    @Test func aStreamCarriesOneHopAndCloses() {
+        var machine = Machine(mode: .stream)
+        Self.send(on: &machine)
+        #expect(machine.responseReceived(Self.head(200)).summary == "forwardHead(200, h2)")
+        #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, succeed(close))")
+        #expect(machine.startHop(Self.start()) == .restartElsewhere)
+    }
+
+    @Test func trailersGoWithTheEnd() {
+        var machine = Machine(mode: .connection)
+        Self.send(on: &machine)
+        _ = machine.responseReceived(Self.head(200, ["Transfer-Encoding": "chunked"]))
+        #expect(machine.responseReceived(.end(["X-Checksum": "1", "X-Rows": "2"])).summary == "responseEnded(2, succeed(giveBack(nil)))")
+        Self.send(on: &machine)
+        _ = machine.responseReceived(Self.head(200))
+        #expect(machine.responseReceived(.end([:])).summary == "responseEnded(nil, succeed(giveBack(nil)))", "no fields, no trailers")
+    }
+
+    // MARK: One hop at a time, cancellation
+
+    @Test func aBusyConnectionSendsAnotherHopElsewhere() {
+        var machine = Machine(mode: .connection)
+        #expect(machine.startHop(Self.start()) == .send(expectation: .sendAtOnce, removingExpectField: false))
+        #expect(machine.startHop(Self.start()) == .restartElsewhere)
+        #expect(machine.hopsCarried == 1)
+    }
+
+    @Test func aHopCancelledBeforeItStartsEndsAndLeavesTheConnectionFree() {
+        var machine = Machine(mode: .connection)
+        #expect(machine.startHop(Self.start(cancelled: true)) == .endCancelled(then: .giveBack(serverIdleTimeout: nil)))
+        #expect(machine.hopsCarried == 0)
+        #expect(machine.startHop(Self.start()) == .send(expectation: .sendAtOnce, removingExpectField: false))
+        var stream = Machine(mode: .stream)
+        #expect(stream.startHop(Self.start(cancelled: true)) == .endCancelled(then: .close))
+    }
+
+    @Test func aRunningHopCancelledFailsClosesAndDropsHeldParts() {
+        var machine = Machine(mode: .connection)
+        Self.send(on: &machine)
+        _ = machine.responseReceived(Self.head(200))
+        _ = machine.responseReceived(Self.body("a"))
+        machine.pauseDelivery()
+        #expect(machine.responseReceived(Self.body("b")).summary == "none")
+        #expect(machine.hopCancelled().summary == "failHop(cancelled, close)")
+        machine.resumeDelivery()
+        #expect(Self.drain(&machine).isEmpty)
+        #expect(machine.hopCancelled().summary == "none", "ended once")
+    }
+
+    // MARK: A close under a hop (stale connections)
+
+    @Test func aCloseBeforeAnyResponseByteOnAReusedConnectionSendsTheHopAgain() {
+        var machine = Self.reusedConnection()
+        Self.send(on: &machine)
+        #expect(machine.channelInactive(Self.loss()).summary == "resendHop(none)")
+        // The same through an error the handler reads as a reset: the connection closes after.
+        var failed = Self.reusedConnection()
+        Self.send(on: &failed)
+        #expect(failed.channelFailed(Self.loss(.reset, error: Failed(name: "reset"))).summary == "resendHop(close)")
+    }
+
+    @Test func aFreshConnectionThatClosesAfterTheRequestFailsTheHop() {
+        var machine = Machine(mode: .connection)
+        Self.send(on: &machine)
+        #expect(machine.channelInactive(Self.loss()).summary == "failHop(connectionLost(nil), none)")
+    }
+
+    @Test func aHopWhoseHeadNeverReachedTheSocketGoesAgainEvenFromAFreshConnection() {
+        var machine = Machine(mode: .connection)
+        #expect(machine.startHop(Self.start(.post, length: 10)) == .send(expectation: .sendAtOnce, removingExpectField: false))
+        #expect(machine.channelInactive(Self.loss()).summary == "resendHop(none)")
+    }
+
+    @Test func nothingGoesAgainOnceResponseBytesCame() {
+        var watched = Self.reusedConnection()
+        Self.send(on: &watched)
+        #expect(watched.channelInactive(Self.loss(bytesSeen: true)).summary == "failHop(connectionLost(nil), none)")
+        var headed = Self.reusedConnection()
+        Self.send(on: &headed)
+        _ = headed.responseReceived(Self.head(200))
+        #expect(headed.channelInactive(Self.loss()).summary == "failHop(connectionLost(nil), none)", "the head came")
+    }
+
+    @Test func aPOSTGoesAgainOnlyWhenTheServerResetTheConnection() {
+        var closed = Self.reusedConnection()
+        Self.send(Self.start(.post, length: 10), on: &closed)
+        #expect(closed.channelInactive(Self.loss()).summary == "failHop(connectionLost(nil), none)")
+        var reset = Self.reusedConnection()
+        Self.send(Self.start(.post, length: 10), on: &reset)
+        #expect(reset.channelInactive(Self.loss(.reset, error: Failed(name: "ECONNRESET"))).summary == "resendHop(none)")
+        var oneShot = Self.reusedConnection()
+        Self.send(Self.start(.put, length: 10, replayable: false), on: &oneShot)
+        #expect(oneShot.channelInactive(Self.loss()).summary == "failHop(connectionLost(nil), none)", "a one-shot body never goes twice")
+    }
+
+    @Test func aHopClosedBeforeAnyAnswerOnEverySendFailsSayingSo() {
+        var machine = Self.reusedConnection()
+        Self.send(Self.start(resends: HTTP1ResendRule.maximumResends), on: &machine)
+        #expect(machine.channelInactive(Self.loss()).summary == "failHop(closedBeforeAnswering(4), none)")
+        var failed = Self.reusedConnection()
+        Self.send(Self.start(resends: HTTP1ResendRule.maximumResends), on: &failed)
+        #expect(failed.channelFailed(Self.loss(.failed, error: Failed(name: "tls"))).summary == "failHop(connectionLost(tls), close)")
+    }
+
+    @Test func aCancelledHopIsNotSentAgain() {
+        var machine = Self.reusedConnection()
+        Self.send(on: &machine)
+        #expect(machine.channelInactive(Self.loss(cancelled: true)).summary == "failHop(connectionLost(nil), none)")
+    }
+
+    @Test func aCloseWithNoHopClosesAndNothingMore() {
+        var machine = Self.reusedConnection()
+        #expect(machine.channelFailed(Self.loss(.failed, error: Failed(name: "x"))).summary == "close")
+        #expect(machine.channelInactive(Self.loss()).summary == "none")
+        #expect(machine.startHop(Self.start()) == .restartElsewhere)
+    }
+
+    // MARK: Paused delivery
+
+    @Test func partsHeldWhilePausedReachTheExchangeBeforeTheCloseFailsTheHop() {
+        var machine = Machine(mode: .connection)
+        Self.send(on: &machine)
+        _ = machine.responseReceived(Self.head(200, ["Content-Length": "9"]))
+        #expect(machine.responseReceived(Self.body("abc")).summary == "forwardBody(abc)")
+        machine.pauseDelivery()
+        #expect(machine.responseReceived(Self.body("def")).summary == "none")
+        #expect(machine.responseReceived(Self.body("ghi")).summary == "none")
+        #expect(machine.readRequested().summary == "none")
+        #expect(machine.channelInactive(Self.loss(bytesSeen: true)).summary == "none", "held parts first")
+        #expect(machine.nextHeldAction() == nil, "still paused")
+        machine.resumeDelivery()
+        #expect(Self.drain(&machine) == ["forwardBody(def)", "forwardBody(ghi)", "failHop(connectionLost(nil), none)"])
+    }
+
+    @Test func heldPartsThatEndTheResponseMakeTheCloseNobodysFailure() {
+        var machine = Machine(mode: .connection)
+        Self.send(on: &machine)
+        _ = machine.responseReceived(Self.head(200))
+        _ = machine.responseReceived(Self.body("abc"))
+        machine.pauseDelivery()
+        _ = machine.responseReceived(Self.body("def"))
+        _ = machine.responseReceived(Self.end)
+        #expect(machine.channelInactive(Self.loss()).summary == "none")
+        machine.resumeDelivery()
+        #expect(Self.drain(&machine) == ["forwardBody(def)", "responseEnded(nil, succeed(close))"], "closed: not given back")
+    }
+
+    @Test func aFailureWhileHeldClosesAtOnceAndKeepsTheFirstReason() {
+        var machine = Machine(mode: .connection)
+        Self.send(on: &machine)
+        _ = machine.responseReceived(Self.head(200))
+        _ = machine.responseReceived(Self.body("abc"))
+        machine.pauseDelivery()
+        _ = machine.responseReceived(Self.body("def"))
+        #expect(machine.channelFailed(Self.loss(.failed, error: Failed(name: "first"))).summary == "close")
+        #expect(machine.channelInactive(Self.loss()).summary == "none")
+        machine.resumeDelivery()
+        #expect(Self.drain(&machine) == ["forwardBody(def)", "failHop(connectionLost(first), none)"])
+    }
+
+    @Test func aPauseMidwayHoldsTheRestAgain() {
+        var machine = Machine(mode: .connection)
+        Self.send(on: &machine)
+        _ = machine.responseReceived(Self.head(200))
+        machine.pauseDelivery()
+        _ = machine.responseReceived(Self.body("a"))
+        _ = machine.responseReceived(Self.body("b"))
+        machine.resumeDelivery()
+        #expect(machine.nextHeldAction()?.summary == "forwardBody(a)")
+        machine.pauseDelivery()
+        #expect(machine.nextHeldAction() == nil)
+        #expect(machine.responseReceived(Self.body("c")).summary == "none", "after the held ones")
+        machine.resumeDelivery()
+        #expect(Self.drain(&machine) == ["forwardBody(b)", "forwardBody(c)"])
+        #expect(machine.responseReceived(Self.body("d")).summary == "forwardBody(d)", "flowing again")
+    }
+
+    @Test func aReadAskedForWhilePausedWaitsForTheResume() {
+        var machine = Machine(mode: .connection)
+        #expect(machine.readRequested().summary == "read")
+        machine.pauseDelivery()
+        #expect(machine.readRequested().summary == "none")
+        machine.resumeDelivery()
+        #expect(Self.drain(&machine) == ["read"])
+        #expect(Self.drain(&machine).isEmpty, "once")
+    }
+
+    // MARK: Expect: 100-continue
+
+    @Test func aLargeBodyWaitsForContinue() {
+        var machine = Machine(mode: .connection)
+        #expect(machine.startHop(Self.start(.put, length: 5000)) == .send(expectation: .announce, removingExpectField: false))
+        machine.requestHeadWritten()
+        #expect(machine.responseReceived(Self.head(100)).summary == "sendHeldBody")
+        #expect(machine.continueWaitExpired().summary == "none", "sent already")
+        #expect(machine.requestEnded().summary == "none")
+        #expect(machine.responseReceived(Self.head(201)).summary == "forwardHead(201, http/1.1)")
+        #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, succeed(giveBack(nil)))")
+    }
+
+    @Test func theBodyGoesWhenTheWaitEnds() {
+        var machine = Machine(mode: .connection)
+        _ = machine.startHop(Self.start(.put, length: 5000))
+        #expect(machine.continueWaitExpired().summary == "sendHeldBody")
+        #expect(machine.continueWaitExpired().summary == "none")
+        #expect(machine.responseReceived(Self.head(100)).summary == "none", "a late 100 Continue changes nothing")
+    }
+
+    @Test func anExpectationTheRequestCarriesIsWaitedFor() {
+        var machine = Machine(mode: .connection)
+        #expect(
+            machine.startHop(Self.start(.put, headers: ["Expect": "100-continue"], length: 10))
+                == .send(expectation: .wait, removingExpectField: false))
+    }
+
+    @Test func aFinalAnswerInsteadOfContinueWithholdsTheBodyAndClosesAfter() {
+        var machine = Machine(mode: .connection)
+        _ = machine.startHop(Self.start(.put, length: 5000))
+        machine.requestHeadWritten()
+        #expect(machine.responseReceived(Self.head(413)).summary == "forwardHead(413, http/1.1)")
+        #expect(machine.continueWaitExpired().summary == "none", "the body is withheld")
+        #expect(machine.responseReceived(Self.body("too large")).summary == "forwardBody(too large)")
+        #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, succeed(close))")
+        // A success instead of 100 Continue too: the server may read what follows as the body.
+        var ok = Machine(mode: .connection)
+        _ = ok.startHop(Self.start(.put, length: 5000))
+        _ = ok.responseReceived(Self.head(200))
+        #expect(ok.responseReceived(Self.end).summary == "responseEnded(nil, succeed(close))")
+    }
+
+    @Test func a417RepeatsTheRequestWithoutTheExpectation() {
+        var machine = Machine(mode: .connection)
+        _ = machine.startHop(Self.start(.put, length: 5000))
+        #expect(machine.responseReceived(Self.head(417)).summary == "none", "nobody's answer")
+        #expect(machine.responseReceived(Self.body("no")).summary == "discardBody(2)")
+        #expect(machine.responseReceived(.end(["X-Trailer": "1"])).summary == "responseEnded(nil, repeatWithoutExpectation)")
+        #expect(machine.startHop(Self.start()) == .restartElsewhere, "closed")
+        // The repeat, on another connection: without the expectation, whatever the request carried.
+        var next = Machine(mode: .connection)
+        #expect(
+            next.startHop(Self.start(.put, headers: ["Expect": "100-continue"], length: 5000, withoutExpectation: true))
+                == .send(expectation: .sendAtOnce, removingExpectField: true))
+    }
+
+    @Test func a417ThatCannotBeRepeatedIsTheAnswer() {
+        for start in [Self.start(.put, length: 5000, replayable: false), Self.start(.put, length: 5000, resends: HTTP1ResendRule.maximumResends)] {
+            var machine = Machine(mode: .connection)
+            _ = machine.startHop(start)
+            #expect(machine.responseReceived(Self.head(417)).summary == "forwardHead(417, http/1.1)")
+            #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, succeed(close))")
+        }
+    }
+
+    // MARK: A response before the request's end
+
+    @Test func aSuccessEndingBeforeTheUploadLetsItFinish() {
+        var machine = Machine(mode: .connection)
+        _ = machine.startHop(Self.start(.post, length: 10))
+        machine.requestHeadWritten()
+        _ = machine.responseReceived(Self.head(200))
+        #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, awaitUpload)")
+        #expect(machine.isRunningHop)
+        #expect(machine.requestEnded().summary == "succeedHop(giveBack(nil))")
+    }
+
+    @Test func anErrorStatusBeforeTheUploadEndsEndsTheHopAndTheConnection() {
+        var machine = Machine(mode: .connection)
+        _ = machine.startHop(Self.start(.post, length: 10))
+        _ = machine.responseReceived(Self.head(413))
+        #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, succeed(close))")
+    }
+
+    @Test func theUploadFailingOrTheConnectionClosingAfterAnEarlyAnswerEndsWell() {
+        var failing = Machine(mode: .connection)
+        _ = failing.startHop(Self.start(.post, length: 10))
+        _ = failing.responseReceived(Self.head(200))
+        _ = failing.responseReceived(Self.end)
+        #expect(failing.requestBodyFailed(Failed(name: "stream")).summary == "succeedHop(close)")
+        var closing = Machine(mode: .connection)
+        _ = closing.startHop(Self.start(.post, length: 10))
+        _ = closing.responseReceived(Self.head(200))
+        _ = closing.responseReceived(Self.end)
+        #expect(closing.channelInactive(Self.loss()).summary == "succeedHop(close)")
+    }
+
+    @Test func anUploadFailingBeforeAnyAnswerFailsTheHop() {
+        var machine = Machine(mode: .connection)
+        _ = machine.startHop(Self.start(.post, length: 10))
+        #expect(machine.requestBodyFailed(Failed(name: "stream")).summary == "failHop(requestBodyFailed(stream), close)")
+        var answered = Machine(mode: .connection)
+        _ = answered.startHop(Self.start(.post, length: 10))
+        _ = answered.responseReceived(Self.head(200))
+        #expect(answered.requestBodyFailed(Failed(name: "stream")).summary == "none", "the response under way is the outcome")
+    }
+
+    // MARK: Proxies, strays
+
+    @Test func aForwardingProxysRefusalFailsTheHop() {
+        var proxied = Machine(mode: .connection)
+        Self.send(Self.start(viaForwardingProxy: true), on: &proxied)
+        #expect(proxied.responseReceived(Self.head(407)).summary == "failHop(proxyAuthenticationRequired(407), close)")
+        var direct = Machine(mode: .connection)
+        Self.send(on: &direct)
+        #expect(direct.responseReceived(Self.head(407)).summary == "forwardHead(407, http/1.1)", "an origin's 407 is its answer")
+    }
+
+    @Test func anAnswerNobodyAskedForClosesTheConnection() {
+        var machine = Machine(mode: .connection)
+        #expect(machine.responseReceived(Self.head(200)).summary == "close")
+        #expect(machine.responseReceived(Self.body("x")).summary == "none")
+        #expect(machine.startHop(Self.start()) == .restartElsewhere)
+    }
+
+    // MARK: Idleness
+
+    static let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
+    static func at(_ seconds: Int64) -> NIODeadline { Self.t0 + .seconds(seconds) }
+
+    @Test func anIdleConnectionAsksToCloseAfterTheIdleTimeout() {
+        var machine = Machine(mode: .connection)
+        #expect(machine.becameIdle(now: Self.at(0), timeout: .seconds(60)) == .scheduleCheck(at: Self.at(60)))
+        #expect(machine.idleCheckFired(now: Self.at(60)) == .closeIfStillIdle)
+    }
+
+    @Test func aConnectionIdleAgainLaterIsCheckedLater() {
+        var machine = Machine(mode: .connection)
+        #expect(machine.becameIdle(now: Self.at(0), timeout: .seconds(60)) == .scheduleCheck(at: Self.at(60)))
+        Self.send(on: &machine)
+        _ = machine.responseReceived(Self.head(200))
+        _ = machine.responseReceived(Self.end)
+        #expect(machine.becameIdle(now: Self.at(30), timeout: .seconds(60)) == .none, "one check at a time")
+        #expect(machine.idleCheckFired(now: Self.at(60)) == .scheduleCheck(at: Self.at(90)))
+        #expect(machine.idleCheckFired(now: Self.at(90)) == .closeIfStillIdle)
+    }
+
+    @Test func aBusyConnectionIsNotClosedForIdleness() {
+        var machine = Machine(mode: .connection)
+        _ = machine.becameIdle(now: Self.at(0), timeout: .seconds(60))
+        _ = machine.startHop(Self.start())
+        #expect(machine.idleCheckFired(now: Self.at(60)) == .none)
+        #expect(machine.becameIdle(now: Self.at(61), timeout: .seconds(60)) == .none, "a running hop is not idle")
+    }
+
+    @Test func aStreamHasNoIdleClockAndAClosedConnectionNoneLeft() {
+        var stream = Machine(mode: .stream)
+        #expect(stream.becameIdle(now: Self.at(0), timeout: .seconds(60)) == .none)
+        var closed = Machine(mode: .connection)
+        _ = closed.becameIdle(now: Self.at(0), timeout: .seconds(60))
+        _ = closed.channelInactive(Self.loss())
+        #expect(closed.idleCheckFired(now: Self.at(60)) == .none)
+        #expect(closed.becameIdle(now: Self.at(60), timeout: .seconds(60)) == .none)
+    }
+
+    @Test func keepAliveTimeoutsAreRead() {
+        #expect(Machine.idleTimeout(fromKeepAlive: "timeout=5, max=100") == .seconds(4))
+        #expect(Machine.idleTimeout(fromKeepAlive: "max=100,Timeout = 2") == .seconds(1))
+        #expect(Machine.idleTimeout(fromKeepAlive: "timeout=0") == .seconds(0))
+        #expect(Machine.idleTimeout(fromKeepAlive: "max=3") == nil)
+        #expect(Machine.idleTimeout(fromKeepAlive: "timeout=soon") == nil)
+    }
+}
+
+extension HTTP1ConnectionStateMachine.Action {
+    /// A short rendering for assertions: the case and what tells it apart.
+    var summary: String {
+        switch self {
+        case .none: "none"
+        case .read: "read"
+        case .close: "close"
+        case .sendHeldBody: "sendHeldBody"
+        case .forwardHead(let head, let networkProtocol): "forwardHead(\(head.status.code), \(networkProtocol))"
+        case .forwardBody(let buffer): "forwardBody(\(String(buffer: buffer)))"
+        case .discardBody(let buffer): "discardBody(\(buffer.readableBytes))"
+        case .responseEnded(let trailers, let next): "responseEnded(\(trailers.map { "\($0.count)" } ?? "nil"), \(next.summary))"
+        case .succeedHop(let then): "succeedHop(\(then.summary))"
+        case .failHop(let failure, let then): "failHop(\(failure.summary), \(then.summary))"
+        case .resendHop(let then): "resendHop(\(then.summary))"
+        }
+    }
+}
+
+extension HTTP1ConnectionStateMachine.ResponseEnd {
+    var summary: String {
+        switch self {
+        case .succeed(let then): "succeed(\(then.summary))"
+        case .awaitUpload: "awaitUpload"
+        case .repeatWithoutExpectation: "repeatWithoutExpectation"
+        }
+    }
+}
+
+extension HTTP1ConnectionStateMachine.AfterHop {
+    var summary: String {
+        switch self {
+        case .none: "none"
+        case .close: "close"
+        case .giveBack(let timeout): "giveBack(\(timeout.map { "\($0.nanoseconds / 1_000_000_000)s" } ?? "nil"))"
+        }
+    }
+}
+
+extension HTTP1ConnectionStateMachine.Failure {
+    var summary: String {
+        switch self {
+        case .cancelled: "cancelled"
+        case .connectionLost(let error): "connectionLost(\(error.map { "\($0)" } ?? "nil"))"
+        case .closedBeforeAnswering(let attempts): "closedBeforeAnswering(\(attempts))"
+        case .requestBodyFailed(let error): "requestBodyFailed(\(error))"
+        case .proxyAuthenticationRequired(let head): "proxyAuthenticationRequired(\(head.status.code))"
+        }
+    }
+}
