@@ -135,7 +135,7 @@ struct HTTP1ConnectionHandlerTests {
         #expect(!setup.channel.isActive)
     }
 
-    @Test func aResponseSayingCloseClosesTheConnection() throws {
+    @Test func aResponseSayingCloseClosesTheChannel() throws {
         let setup = try Setup()
         let (_, recorder) = try setup.run(Request(url: Self.url))
         _ = try setup.written()
