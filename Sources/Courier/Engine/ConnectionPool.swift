@@ -492,6 +492,8 @@ final class ConnectionPool: Sendable {
         var stream = NIOHTTP2Handler.StreamConfiguration()
         stream.targetWindowSize = Self.http2StreamWindow
         let pipeline = channel.pipeline.syncOperations
+        // Below swift-nio-http2's handler: one flush for what a batch of the loop's tasks wrote.
+        try pipeline.addHandler(HTTP2FlushCoalescer())
         _ = try pipeline.configureHTTP2Pipeline(
             mode: .client, connectionConfiguration: connection, streamConfiguration: stream
         ) { pushed in
