@@ -104,15 +104,7 @@ public final class TestServer: Sendable {
         _ configuration: Configuration = Configuration(),
         _ body: (TestServer) async throws -> Result
     ) async throws -> Result {
-        let server = try await start(configuration)
-        do {
-            let result = try await body(server)
-            try await server.shutdown()
-            return result
-        } catch {
-            try? await server.shutdown()
-            throw error
-        }
+        try await withShutdown(of: try await start(configuration), body)
     }
 
     /// The URL of `path` on this server (`"/get?a=1"` or `"get?a=1"`).

@@ -35,37 +35,7 @@ private func startTestServer<T>(
     _ configuration: TestServer.Configuration,
     _ body: (TestServer) async throws -> T
 ) async throws -> T {
-    let server = try await TestServer.start(configuration)
-    do {
-        let result = try await body(server)
-        try await server.shutdown()
-        return result
-    } catch {
-        try? await server.shutdown()
-        throw error
-    }
-}
-
-/// A test peer that is stopped by awaiting its `shutdown()`.
-protocol ShutDownByAwaiting: Sendable {
-    func shutdown() async throws
-}
-
-extension TestProxy: ShutDownByAwaiting {}
-extension FaultServer: ShutDownByAwaiting {}
-
-/// Runs `body` with `peer`, then awaits the peer's shutdown whatever happened (instead of a
-/// `defer` that could only start it in a task nobody waits for).
-@discardableResult
-func withShutdown<Peer: ShutDownByAwaiting, T>(of peer: Peer, _ body: (Peer) async throws -> T) async throws -> T {
-    do {
-        let result = try await body(peer)
-        try await peer.shutdown()
-        return result
-    } catch {
-        try? await peer.shutdown()
-        throw error
-    }
+    try await withShutdown(of: try await TestServer.start(configuration), body)
 }
 
 /// Runs `body` with a manager on `baseURL` whose completion handlers run on a private queue,

@@ -6,7 +6,7 @@ import Glibc
 
 /// `openssl s_server` on a loopback port, presenting a chain the test chooses: a TLS peer nobody
 /// here wrote. It answers `GET /` with a status page (`-www`).
-final class OpenSSLServer: Sendable {
+final class OpenSSLServer: ShutDownByAwaiting {
     /// Whether the `openssl` command is installed (`.ci/run` installs it).
     static let isAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
 
@@ -98,13 +98,5 @@ func withOpenSSLServer<T>(
     arguments: [String] = [],
     _ body: (OpenSSLServer) async throws -> T
 ) async throws -> T {
-    let server = try await OpenSSLServer.start(chain: chain, key: key, clientCA: clientCA, arguments: arguments)
-    do {
-        let result = try await body(server)
-        try await server.shutdown()
-        return result
-    } catch {
-        try? await server.shutdown()
-        throw error
-    }
+    try await withShutdown(of: try await OpenSSLServer.start(chain: chain, key: key, clientCA: clientCA, arguments: arguments), body)
 }

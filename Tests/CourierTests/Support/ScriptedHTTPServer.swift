@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
@@ -8,7 +9,7 @@ import NIOPosix
 /// that closes when the next request arrives.
 ///
 /// It reads each request's head (and a `Content-Length` body), then asks `script` what to do.
-final class ScriptedHTTPServer: Sendable {
+final class ScriptedHTTPServer: ShutDownByAwaiting {
     enum Action: Sendable {
         /// Writes `bytes`; closes the connection afterwards when `thenClose`.
         case respond(String, thenClose: Bool = false)
@@ -51,15 +52,7 @@ final class ScriptedHTTPServer: Sendable {
 
     /// Starts a server, runs `body` with it, and shuts it down (awaited) whatever `body` does.
     static func with<T>(_ script: @escaping Script, _ body: (ScriptedHTTPServer) async throws -> T) async throws -> T {
-        let server = try await Self.start(script)
-        do {
-            let result = try await body(server)
-            await server.shutdown()
-            return result
-        } catch {
-            await server.shutdown()
-            throw error
-        }
+        try await withShutdown(of: try await Self.start(script), body)
     }
 
     static func start(_ script: @escaping Script) async throws -> ScriptedHTTPServer {
