@@ -12,26 +12,17 @@ import Testing
 /// says when the network is back.
 @Suite("Connectivity retry: every task kind, one task throughout")
 struct ConnectivityRetryTaskKindTests {
-    /// Once the task waits for the network, reports it back (again until the task stops waiting:
-    /// a report sent before the wait has started monitoring is not heard).
+    /// Reports the network back once a task's wait for it has started the monitor (a report sent
+    /// before that is not heard; one sent after is the manager's status, which the wait reads
+    /// first).
     ///
     /// Unstructured because the test's own flow is blocked on the task's completion meanwhile. It
-    /// ends by itself: when the task has stopped waiting, has completed without waiting, or after
-    /// a minute (a task that never appears); the returned handle cancels it sooner.
-    @discardableResult
-    static func bringNetworkBack(
-        when task: @escaping @Sendable () -> SessionTask?, monitor: ScriptedMonitor
-    ) -> Task<Void, any Error> {
+    /// ends once the monitor starts, or after ``ScriptedMonitor/waitUntilStarted()``'s 30 s bound
+    /// when no task ever waits.
+    static func bringNetworkBack(monitor: ScriptedMonitor) {
         Task {
-            let deadline = ContinuousClock.now + .seconds(60)
-            while task()?.isWaitingForConnectivity != true {
-                if task()?.state == .completed || ContinuousClock.now > deadline { return }
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            while task()?.isWaitingForConnectivity == true {
-                monitor.send(.reachableViaEthernet)
-                try await Task.sleep(for: .milliseconds(5))
-            }
+            await monitor.waitUntilStarted()
+            monitor.send(.reachableViaEthernet)
         }
     }
 
@@ -57,7 +48,7 @@ struct ConnectivityRetryTaskKindTests {
             await Self.waitUntilWaiting(task)
             #expect(manager.tasks.contains(task))
             #expect(task.state == .running)
-            Self.bringNetworkBack(when: { task }, monitor: monitor)
+            Self.bringNetworkBack(monitor: monitor)
             for await _ in done.stream { break }
             #expect(calls.count == 1)
             #expect(calls.all.first?.0?.status == .ok)
@@ -72,14 +63,12 @@ struct ConnectivityRetryTaskKindTests {
 
     @Test func aVerbWithCallbacksIsRetried() async throws {
         try await withRetryingManager { server, engine, monitor, manager in
-            let made = NIOLockedValueBox<SessionTask?>(nil)
-            Self.bringNetworkBack(when: { made.withLockedValue { $0 } }, monitor: monitor)
+            Self.bringNetworkBack(monitor: monitor)
             let object: (any Sendable)? = try await withCheckedThrowingContinuation { continuation in
-                let task = manager.post(
+                manager.post(
                     "post", parameters: ["name": "courier"],
                     success: { _, object in continuation.resume(returning: object) },
                     failure: { _, error in continuation.resume(throwing: error) })
-                made.withLockedValue { $0 = task }
             }
             #expect((object.json?["form"] as? [String: any Sendable])?["name"] as? String == "courier")
             #expect(engine.executions == 2)
@@ -95,7 +84,7 @@ struct ConnectivityRetryTaskKindTests {
                     with: Request(method: .post, url: server.url("/post")), fromData: body,
                     progress: { fractions.append($0.fractionCompleted) },
                     completionHandler: { response, _, error in continuation.resume(returning: (response, error)) })
-                Self.bringNetworkBack(when: { task }, monitor: monitor)
+                Self.bringNetworkBack(monitor: monitor)
                 task.resume()
             }
             #expect(result.0?.status == .ok)
@@ -117,7 +106,7 @@ struct ConnectivityRetryTaskKindTests {
                     let task = manager.downloadTask(
                         with: Request(url: server.url(file.path())), destination: DownloadDestination { _, _ in destination },
                         completionHandler: { continuation.resume(returning: ($0, $1, $2)) })
-                    Self.bringNetworkBack(when: { task }, monitor: monitor)
+                    Self.bringNetworkBack(monitor: monitor)
                     task.resume()
                 }
                 #expect(result.2 == nil)
@@ -137,7 +126,7 @@ struct ConnectivityRetryTaskKindTests {
             var configuration = SessionConfiguration.default
             configuration.downloadDirectory = folder
             try await withRetryingManager(configuration: configuration) { server, engine, monitor, manager in
-                Self.bringNetworkBack(when: { manager.tasks.first }, monitor: monitor)
+                Self.bringNetworkBack(monitor: monitor)
                 let file = TestServer.GeneratedFile(length: 100_000)
                 let response = try await manager.download(Request(url: server.url(file.path())))
                 let data = try Data(contentsOf: response.fileURL)
@@ -163,7 +152,7 @@ struct ConnectivityRetryTaskKindTests {
                 #expect(engine.executions == 1)
 
                 engine.failNext(1)
-                Self.bringNetworkBack(when: { manager.tasks.first }, monitor: monitor)
+                Self.bringNetworkBack(monitor: monitor)
                 let target = folder.appendingPathComponent("whole.bin")
                 let rest = try await manager.download(resumingFrom: resumeData, to: DownloadDestination { _, _ in target })
                 #expect(rest.response.status == .partialContent)
@@ -178,7 +167,7 @@ struct ConnectivityRetryTaskKindTests {
 
     @Test func aStreamIsRetriedBeforeItsFirstByte() async throws {
         try await withRetryingManager { server, engine, monitor, manager in
-            Self.bringNetworkBack(when: { manager.tasks.first }, monitor: monitor)
+            Self.bringNetworkBack(monitor: monitor)
             let stream = try await manager.stream(Request(url: server.url("/bytes/5000")))
             var received = 0
             for try await chunk in stream.body { received += chunk.readableBytes }
@@ -190,7 +179,7 @@ struct ConnectivityRetryTaskKindTests {
 
     @Test func anEventStreamsFirstConnectionIsRetried() async throws {
         try await withRetryingManager { server, engine, monitor, manager in
-            Self.bringNetworkBack(when: { manager.tasks.first }, monitor: monitor)
+            Self.bringNetworkBack(monitor: monitor)
             // No reconnection of the stream's own: its first connection's task is retried.
             let options = ServerSentEventStream.Options(retryDelay: .seconds(30), maximumReconnectionsWithoutEvent: 0)
             var ids: [String?] = []
@@ -301,7 +290,7 @@ struct ConnectivityRetryTaskKindTests {
                 done.continuation.yield()
             }
             let notifications = CompletionCounter(task)
-            Self.bringNetworkBack(when: { task }, monitor: monitor)
+            Self.bringNetworkBack(monitor: monitor)
             task.resume()
             for await _ in done.stream { break }
             #expect(calls.count == 1)
