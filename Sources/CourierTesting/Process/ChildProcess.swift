@@ -159,20 +159,23 @@ package final class ChildProcess: Sendable {
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
 
-    /// Reads `descriptor` to its end (retrying EINTR) and closes it.
+    /// Reads `descriptor` to its end and closes it.
     package static func readToEnd(_ descriptor: Int32) -> [UInt8] {
         defer { close(descriptor) }
         var result: [UInt8] = []
+        while let chunk = Self.readSome(descriptor) { result += chunk }
+        return result
+    }
+
+    /// The next bytes of `descriptor` (at most 64 KiB), or nil at its end or on an error other
+    /// than EINTR (which is retried).
+    package static func readSome(_ descriptor: Int32) -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count > 0 {
-                result += buffer[..<count]
-            } else if count < 0 && errno == EINTR {
-                continue
-            } else {
-                return result
-            }
+            if count > 0 { return Array(buffer[..<count]) }
+            if count < 0 && errno == EINTR { continue }
+            return nil
         }
     }
 }

@@ -86,9 +86,7 @@ enum CLIRunner {
 
     /// `waitForExit()` blocks its thread: give it one of its own.
     private static func waitForExit(_ child: ChildProcess) async -> Int32 {
-        await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: child.waitForExit()) }.start()
-        }
+        await Self.onOwnThread { child.waitForExit() }
     }
 
     private static func readAll(_ descriptor: Int32) async -> Data {
@@ -97,7 +95,7 @@ enum CLIRunner {
 
     /// Runs a blocking read on a thread of its own. Not on Dispatch's global queues: with two
     /// cores they have two threads, which the rest of the suite (completion queues) needs.
-    private static func onOwnThread(_ work: @escaping @Sendable () -> Data) async -> Data {
+    private static func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             let thread = Thread { continuation.resume(returning: work()) }
             thread.start()

@@ -49,13 +49,16 @@ final class OpenSSLServer: ShutDownByAwaiting {
         func acceptLine() -> Substring? {
             text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().first { $0.hasPrefix("ACCEPT") }
         }
-        while acceptLine() == nil, let chunk = Self.read(descriptor) {
+        while acceptLine() == nil, let chunk = ChildProcess.readSome(descriptor) {
             text += String(decoding: chunk, as: UTF8.self)
         }
         // What it prints per connection is drained until it exits (only the child holds the pipe's
         // write end, so its death is the end), so that it never blocks on a full pipe. The thread
-        // owns the read end and closes it then.
-        Thread { _ = ChildProcess.readToEnd(descriptor) }.start()
+        // owns the read end and closes it then; what it reads is dropped.
+        Thread {
+            while ChildProcess.readSome(descriptor) != nil {}
+            close(descriptor)
+        }.start()
         guard let line = acceptLine(),
             let port = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) })
         else {
@@ -64,17 +67,6 @@ final class OpenSSLServer: ShutDownByAwaiting {
             throw CocoaError(.featureUnsupported, userInfo: [NSLocalizedDescriptionKey: "s_server did not start: \(text)"])
         }
         return OpenSSLServer(port: port, process: process, folder: folder)
-    }
-
-    /// The next bytes of `descriptor`, or nil at its end or on an error other than EINTR.
-    private static func read(_ descriptor: Int32) -> [UInt8]? {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            if count > 0 { return Array(buffer[..<count]) }
-            if count < 0, errno == EINTR { continue }
-            return nil
-        }
     }
 
     /// Stops the server and removes its files.
