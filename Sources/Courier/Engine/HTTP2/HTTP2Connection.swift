@@ -25,9 +25,6 @@ final class HTTP2Connection: HopCarrier, Sendable {
     let pool: ConnectionPool
     private let multiplexer: NIOHTTP2Handler.StreamMultiplexer
     private let handler: NIOLoopBound<HTTP2ConnectionHandler>
-    /// Hops handed over from other threads, waiting for the one hop to the loop that opens their
-    /// streams together (with whether each makes the connection busy).
-    private let arriving = NIOLockedValueBox<[(hop: HTTP1Hop, becomingBusy: Bool)]>([])
     /// The last stream the server said it will process (GOAWAY), or `Int32.max` before any.
     private let goAwayLastStreamID = Atomic<Int32>(Int32.max)
     private let failure = NIOLockedValueBox<(any Error)?>(nil)
@@ -68,30 +65,15 @@ final class HTTP2Connection: HopCarrier, Sendable {
 
     /// Opens a stream for `hop` (the pool counted it) and starts the hop on it.
     ///
-    /// Runs on the connection's event loop. Called from elsewhere, the hop joins those waiting
-    /// for the loop, and the first of them makes the one hop there that opens all their streams
-    /// (whose requests then leave in one flush: ``HTTP2FlushCoalescer``). `becomingBusy` (the
-    /// connection's first open stream) stops the idle timer too.
+    /// Runs on the connection's event loop: called from elsewhere, it makes one hop there, in
+    /// which `becomingBusy` (the connection's first open stream) stops the idle timer too. The
+    /// requests of streams opened by one batch of the loop's tasks leave in one flush
+    /// (``HTTP2FlushCoalescer``).
     func run(_ hop: HTTP1Hop, becomingBusy: Bool = false) {
         guard self.channel.eventLoop.inEventLoop else {
-            let first = self.arriving.withLockedValue { arriving in
-                arriving.append((hop, becomingBusy))
-                return arriving.count == 1
-            }
-            if first { self.channel.eventLoop.execute { self.openArrived() } }
+            self.channel.eventLoop.execute { self.run(hop, becomingBusy: becomingBusy) }
             return
         }
-        self.open(hop, becomingBusy: becomingBusy)
-    }
-
-    /// Opens the streams of the hops that arrived from other threads.
-    private func openArrived() {
-        var hops: [(hop: HTTP1Hop, becomingBusy: Bool)] = []
-        self.arriving.withLockedValue { swap(&$0, &hops) }
-        for (hop, becomingBusy) in hops { self.open(hop, becomingBusy: becomingBusy) }
-    }
-
-    private func open(_ hop: HTTP1Hop, becomingBusy: Bool) {
         if becomingBusy { self.handler.value.becameBusy() }
         let decompression = self.pool.settings.decompression
         let connection = self
