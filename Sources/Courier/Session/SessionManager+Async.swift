@@ -35,10 +35,10 @@ extension SessionManager {
         sink: BodySink = .memory
     ) async -> (SessionTask, TaskOutcome) {
         let made = NIOLockedValueBox<SessionTask?>(nil)
-        let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<TaskOutcome, Never>) in
+        let finish = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<TaskFinish, Never>) in
                 let task = self.makeTask(
-                    kind, request: request, completion: .outcome { continuation.resume(returning: $0) },
+                    kind, request: request, completion: .awaiting { continuation.resume(returning: $0) },
                     uploadProgress: uploadProgress, downloadProgress: downloadProgress, sink: sink)
                 made.withLockedValue { $0 = task }
                 task.resume()
@@ -47,6 +47,8 @@ extension SessionManager {
         } onCancel: {
             made.withLockedValue { $0 }?.cancel()
         }
+        // The task's end settles here, on the calling task, not on the engine's thread.
+        let outcome = finish.settle()
         // The box was filled before the continuation could resume.
         return (made.withLockedValue { $0 }!, outcome)
     }

@@ -28,6 +28,11 @@ enum TaskCompletion: Sendable {
     /// The raw outcome, delivered on the engine's thread to a waiting `async` caller, which
     /// serializes on its own task.
     case outcome(@Sendable (TaskOutcome) -> Void)
+    /// An `async` caller waiting on the task: it gets the task's end as a ``TaskFinish`` and
+    /// settles it on its own task, so that the cache store, the metrics and the task's end run
+    /// there instead of on the engine's thread (with HTTP/2, one loop carries every stream of a
+    /// connection).
+    case awaiting(@Sendable (TaskFinish) -> Void)
     /// A download's completion handler: the response, the file's final URL, the error; called on
     /// the completion queue.
     case download(@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)
@@ -394,7 +399,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             state.dropProgressHandlers()
             return (ending, TaskOutcome(request: state.currentRequest, response: state.response, data: data, error: finalError), held)
         }
-        guard var finished else { return }
+        guard let finished else { return }
         if let held = finished.held {
             held.send()
             if let hook = self.hooks.dataTaskDidReceiveData, let data = finished.outcome.data, !data.isEmpty {
@@ -402,20 +407,33 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             }
             self.didReceiveBodyData(held.bytes, task: finished.ending.task)
         }
-        finished.outcome = self.cacheOnCompletion(finished.outcome, ending: finished.ending)
-        self.finishProgressUpdates(succeeded: finished.outcome.error == nil)
-        let (ending, _, _) = finished
-        finished.outcome.metrics = self.taskDidEnd(ending.task, response: finished.outcome.response, error: finished.outcome.error)
-        let outcome = finished.outcome
-        ending.manager.taskDidFinish(self)
+        let ending = finished.ending
+        if case .awaiting(let deliver) = ending.completion {
+            deliver(TaskFinish(delegate: self, ending: ending, outcome: finished.outcome))
+            return
+        }
+        let outcome = self.settle(finished.outcome, ending: ending)
         switch ending.completion {
         case .outcome(let deliver):
             deliver(outcome)
+        case .awaiting(let deliver):
+            deliver(TaskFinish(outcome))
         case .handler(let serializer, let handler):
             ending.manager.complete(ending.task, outcome: outcome, serializer: serializer, handler: handler)
         case .none, .download:
             ending.manager.complete(ending.task, outcome: outcome, serializer: nil, handler: nil)
         }
+    }
+
+    /// What is left of a data task's end once its state has completed: the cache store, the end
+    /// of its progress updates, its metrics (hook, monitors, span, log) and its leaving the
+    /// registry. Runs once, before the completion is delivered. Returns the outcome to deliver.
+    func settle(_ outcome: TaskOutcome, ending: TaskEnding) -> TaskOutcome {
+        var outcome = self.cacheOnCompletion(outcome, ending: ending)
+        self.finishProgressUpdates(succeeded: outcome.error == nil)
+        outcome.metrics = self.taskDidEnd(ending.task, response: outcome.response, error: outcome.error)
+        ending.manager.taskDidFinish(self)
+        return outcome
     }
 
     /// The caller let go of the task object. A task never resumed is then over: it leaves the
@@ -431,6 +449,33 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             return owner
         }
         owner?.taskDidFinish(self)
+    }
+}
+
+/// A task's end handed to the `async` caller waiting on it (``TaskCompletion/awaiting(_:)``):
+/// either settled already, or still to settle on the caller's task. It holds the task, its
+/// manager and its delegate until ``settle()`` runs; the caller runs it exactly once.
+struct TaskFinish: Sendable {
+    private let delegate: TaskDelegate?
+    private let ending: TaskEnding?
+    private let outcome: TaskOutcome
+
+    /// A task's end still to settle.
+    init(delegate: TaskDelegate, ending: TaskEnding, outcome: TaskOutcome) {
+        (self.delegate, self.ending, self.outcome) = (delegate, ending, outcome)
+    }
+
+    /// A task's end that was settled where it happened (a download's, or a data task's that ran
+    /// through the engine's thread).
+    init(_ outcome: TaskOutcome) {
+        (self.delegate, self.ending, self.outcome) = (nil, nil, outcome)
+    }
+
+    /// Runs what is left of the task's end (``TaskDelegate/settle(_:ending:)``) and returns the
+    /// outcome to report.
+    consuming func settle() -> TaskOutcome {
+        guard let delegate, let ending else { return self.outcome }
+        return delegate.settle(self.outcome, ending: ending)
     }
 }
 
