@@ -22,7 +22,8 @@ enum Report {
     static func progress(_ result: RunResult) {
         let line = "\(result.scenario) \(result.client) run \(result.run): "
             + "\(format(result.summary.requestsPerSecond, 0)) req/s, p50 \(format(result.summary.p50Milliseconds, 3)) ms, "
-            + "p99 \(format(result.summary.p99Milliseconds, 3)) ms, \(result.summary.failures) failures, load \(result.load.map { format($0, 2) } ?? "?")\n"
+            + "p99 \(format(result.summary.p99Milliseconds, 3)) ms, \(result.summary.failures) failures, load \(result.load.map { format($0, 2) } ?? "?"), "
+            + "cpu \(result.cpuMicrosecondsPerRequest.map { format($0, 1) } ?? "?") µs/req\n"
         FileHandle.standardError.write(Data(line.utf8))
     }
 
@@ -56,7 +57,7 @@ enum Report {
         lines.append("courier-bench  server: \(document.server)")
         lines.append("load (1/5/15 min) before: \(document.loadBefore ?? "?")  after: \(document.loadAfter ?? "?")")
         lines.append("")
-        let header = ["scenario", "client", "run", "req/s", "p50(ms)", "p99(ms)", "failures", "load"]
+        let header = ["scenario", "client", "run", "req/s", "p50(ms)", "p99(ms)", "failures", "load", "cpu µs/req"]
         var rows: [[String]] = [header]
         for result in document.runs {
             let summary = result.summary
@@ -64,6 +65,7 @@ enum Report {
                 result.scenario, result.client, "\(result.run)", format(summary.requestsPerSecond, 0),
                 format(summary.p50Milliseconds, 3), format(summary.p99Milliseconds, 3),
                 summary.failures == 0 ? "0" : "\(summary.failures) FAILED", result.load.map { format($0, 2) } ?? "?",
+                result.cpuMicrosecondsPerRequest.map { format($0, 1) } ?? "?",
             ])
         }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }

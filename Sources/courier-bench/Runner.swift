@@ -11,6 +11,10 @@ struct RunResult: Sendable, Codable {
     var summary: Summary
     /// The 1-minute load average when the run ended.
     var load: Double?
+    /// The bench process's own CPU time (user and system, all threads; `getrusage`) over the
+    /// measured run, per request, in microseconds. With nginx this is the client's alone; with
+    /// `--server testserver` it includes the in-process server.
+    var cpuMicrosecondsPerRequest: Double?
 }
 
 /// Runs the scenarios: every client gets the same work against the same server, the clients
@@ -42,10 +46,12 @@ struct Runner {
                 if self.arguments.warmup > 0 {
                     _ = await Self.measure(client, requests: self.arguments.warmup, concurrency: concurrency)
                 }
+                let cpuBefore = ProcessCPU.microseconds()
                 let summary = await Self.measure(client, requests: requests, concurrency: concurrency)
+                let cpu = ProcessCPU.microseconds() - cpuBefore
                 let result = RunResult(
                     scenario: scenario.rawValue, client: kind.rawValue, run: run, concurrency: concurrency,
-                    summary: summary, load: MachineLoad.oneMinute())
+                    summary: summary, load: MachineLoad.oneMinute(), cpuMicrosecondsPerRequest: Double(cpu) / Double(max(requests, 1)))
                 Report.progress(result)
                 results.append(result)
             }

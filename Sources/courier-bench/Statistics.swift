@@ -75,6 +75,16 @@ struct Summary: Sendable, Codable {
     }
 }
 
+/// The CPU time this process has used, user and system, all its threads.
+enum ProcessCPU {
+    static func microseconds() -> Int64 {
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return 0 }
+        func micro(_ time: timeval) -> Int64 { Int64(time.tv_sec) * 1_000_000 + Int64(time.tv_usec) }
+        return micro(usage.ru_utime) + micro(usage.ru_stime)
+    }
+}
+
 /// The 1-minute load average from `/proc/loadavg` (nil where there is none).
 enum MachineLoad {
     static func current() -> String? {

@@ -51,7 +51,7 @@ enum CachePlanner {
         guard cacheable else { return .network(mayStore: false) }
         let control = CacheControl(fields: request.headerFields[values: .cacheControl])
         if control.noStore { return .network(mayStore: false) }
-        if self.callerConditionals.contains(where: { request.headerFields[$0] != nil }) {
+        if self.callerConditionals.contains(where: { request.headerFields.contains($0) }) {
             return .network(mayStore: true)
         }
         guard let stored else { return control.onlyIfCached ? .gatewayTimeout : .network(mayStore: true) }

@@ -48,7 +48,7 @@ extension SessionManager {
         let callerCookie = delegate.state.withLockedValue { state -> String? in
             if !state.hop.tookCallerCookie {
                 state.hop.tookCallerCookie = true
-                state.hop.callerCookie = request.headerFields[.cookie]
+                state.hop.callerCookie = request.headerFields.value(of: .cookie)
                 state.hop.originURL = request.url
             }
             state.hop.handlesCookies = handlesCookies

@@ -87,11 +87,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         self.hooks = manager.hooks
         self.originalRequest = request
         self.interception = TaskInterception(manager: manager, request: request, identifier: identifier)
-        var state = TaskState(request: request, owner: manager, completion: completion)
-        state.uploadProgressHandler = uploadProgress
-        state.downloadProgressHandler = downloadProgress
-        state.metrics = TaskMetricsRecorder()
-        self.state = NIOLockedValueBox(state)
+        // Made in place: the state is large, and a copy into the box cost a whole copy and destroy.
+        self.state = NIOLockedValueBox(TaskState(
+            request: request, owner: manager, completion: completion,
+            uploadProgressHandler: uploadProgress, downloadProgressHandler: downloadProgress))
     }
 
     // MARK: Life cycle
@@ -455,7 +454,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
 /// A task's end handed to the `async` caller waiting on it (``TaskCompletion/awaiting(_:)``):
 /// either settled already, or still to settle on the caller's task. It holds the task, its
 /// manager and its delegate until ``settle()`` runs; the caller runs it exactly once.
-struct TaskFinish: Sendable {
+///
+/// A class: the outcome and the holds are large, and the continuation would copy them.
+final class TaskFinish: Sendable {
     private let delegate: TaskDelegate?
     private let ending: TaskEnding?
     private let outcome: TaskOutcome
@@ -473,7 +474,7 @@ struct TaskFinish: Sendable {
 
     /// Runs what is left of the task's end (``TaskDelegate/settle(_:ending:)``) and returns the
     /// outcome to report.
-    consuming func settle() -> TaskOutcome {
+    func settle() -> TaskOutcome {
         guard let delegate, let ending else { return self.outcome }
         return delegate.settle(self.outcome, ending: ending)
     }

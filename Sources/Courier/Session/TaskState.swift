@@ -261,10 +261,19 @@ struct TaskState {
         }
     }
 
-    init(request: Request, owner: SessionManager, completion: TaskCompletion) {
+    init(
+        request: Request,
+        owner: SessionManager,
+        completion: TaskCompletion,
+        uploadProgressHandler: (@Sendable (Progress) -> Void)? = nil,
+        downloadProgressHandler: (@Sendable (Progress) -> Void)? = nil
+    ) {
         self.currentRequest = request
         self.owner = owner
         self.completion = completion
         self.countOfBytesExpectedToSend = request.body.knownLength ?? -1
+        self.uploadProgressHandler = uploadProgressHandler
+        self.downloadProgressHandler = downloadProgressHandler
+        self.metrics = TaskMetricsRecorder()
     }
 }
