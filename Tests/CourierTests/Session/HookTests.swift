@@ -1,6 +1,7 @@
 @testable import Courier
 import CourierTesting
 import Foundation
+import NIOPosix
 import Testing
 
 @Suite("Manager hooks")
@@ -172,6 +173,61 @@ struct ConcurrencyTests {
                     #expect(byIndex[index]?.first?.1?.code == .cancelled)
                 }
                 #expect(await eventually { manager.tasks.isEmpty }, "the registry ends empty")
+            }
+        }
+    }
+}
+
+/// Where a task's end settles: a task made by an `async` call finishes its end (the cache store,
+/// the metrics, the registry) on the calling task, off the engine's event loops (with HTTP/2 one
+/// loop carries every stream of a connection); a completion-handler task on the engine's thread.
+@Suite("Where a task's end settles")
+struct TaskEndSettlingTests {
+    /// Whether each hook ran on an event loop.
+    final class Places: Sendable {
+        let metrics = Recorder<Bool>()
+        let cache = Recorder<Bool>()
+    }
+
+    static func hooks(recordingInto places: Places) -> SessionManager.Hooks {
+        var hooks = SessionManager.Hooks()
+        hooks.taskDidFinishCollectingMetrics = { _, _, _ in
+            places.metrics.append(MultiThreadedEventLoopGroup.currentEventLoop != nil)
+        }
+        hooks.dataTaskWillCacheResponse = { _, _, cached in
+            places.cache.append(MultiThreadedEventLoopGroup.currentEventLoop != nil)
+            return cached
+        }
+        return hooks
+    }
+
+    @Test func anAsyncCallSettlesOnTheCallingTask() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let places = Places()
+                manager.hooks = Self.hooks(recordingInto: places)
+                let response = try await manager.get("cache/60")
+                #expect(response.response.status == .ok)
+                // Everything of the task's end ran before the call returned, and not on a loop.
+                #expect(places.metrics.all == [false])
+                #expect(places.cache.all == [false])
+                #expect(response.metrics != nil)
+                #expect(manager.tasks.isEmpty)
+            }
+        }
+    }
+
+    @Test func aCompletionHandlerTaskSettlesOnTheEngineThread() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let places = Places()
+                manager.hooks = Self.hooks(recordingInto: places)
+                let status: Int? = await awaitCallback { finish in
+                    manager.dataTask(with: Request(url: server.url("/cache/60"))) { response, _, _ in finish(response?.status.code) }.resume()
+                }
+                #expect(status == 200)
+                #expect(places.metrics.all == [true])
+                #expect(places.cache.all == [true])
             }
         }
     }
