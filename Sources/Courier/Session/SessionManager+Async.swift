@@ -59,28 +59,34 @@ extension SessionManager {
         outcome: TaskOutcome,
         serializer: Serializer
     ) throws(CourierError) -> DataResponse<Serializer.Output> {
-        let result: Result<DataResponse<Serializer.Output>, CourierError>
+        // The response is built once, at the end: it is large, and each copy of it (or of a
+        // `Result` holding it) retains and releases every field.
+        var value: Serializer.Output?
+        var failure: CourierError?
         if let error = outcome.error {
-            result = .failure(error)
+            failure = error
         } else if let response = outcome.response {
             do {
-                let value = try serializer.responseObject(for: response, data: outcome.data)
-                result = .success(DataResponse(
-                        request: outcome.request, response: response, data: outcome.data, value: value, source: outcome.source,
-                        metrics: outcome.metrics))
+                value = try serializer.responseObject(for: response, data: outcome.data)
             } catch {
-                result = .failure(error.adding(request: outcome.request, response: response, data: outcome.data))
+                failure = error.adding(request: outcome.request, response: response, data: outcome.data)
             }
         } else {
-            result = .failure(CourierError(.internalInconsistency, "\(outcome.request.summary): no response and no error", request: outcome.request))
+            failure = CourierError(.internalInconsistency, "\(outcome.request.summary): no response and no error", request: outcome.request)
         }
-        let error: CourierError? = if case .failure(let error) = result { error } else { nil }
-        let object: (any Sendable)? = if case .success(let response) = result { response.value } else { nil }
+        // `value` is set exactly when there is no failure (a serializer's output may itself be nil).
+        let object: (any Sendable)? = if failure == nil, let value { value } else { nil }
         if let monitors = task.delegate.interception.monitors {
+            let error = failure
             monitors.emit { $0.task(task, didSerializeResponseWith: serializer, object: object, error: error) }
         }
-        self.hooks(for: task).taskDidComplete?(self, task, error)
-        self.postDidComplete(task, outcome: outcome, serializer: serializer, object: object, error: error)
-        return try result.get()
+        self.hooks(for: task).taskDidComplete?(self, task, failure)
+        self.postDidComplete(task, outcome: outcome, serializer: serializer, object: object, error: failure)
+        guard failure == nil, let response = outcome.response, let value else {
+            throw failure ?? CourierError(.internalInconsistency, "\(outcome.request.summary): no value and no error", request: outcome.request)
+        }
+        return DataResponse(
+            request: outcome.request, response: response, data: outcome.data, value: value, source: outcome.source,
+            metrics: outcome.metrics)
     }
 }

@@ -249,25 +249,23 @@ extension TaskDelegate {
 
     /// At a data task's end: the response stored in the cache when RFC 9111 and the will-cache
     /// hook allow it, and the outcome told where it came from.
-    func cacheOnCompletion(_ outcome: TaskOutcome, ending: TaskEnding) -> TaskOutcome {
-        var outcome = outcome
+    func cacheOnCompletion(_ outcome: inout TaskOutcome, ending: TaskEnding) {
         let hop = self.state.withLockedValue { $0.hop }
         outcome.source = hop.source
         guard hop.source == .network, hop.mayStore, outcome.error == nil, let response = outcome.response,
             let cache = self.configuration.responseCache
-        else { return outcome }
+        else { return }
         let request = hop.sentRequest ?? outcome.request
-        guard CachePlanner.isStorable(response, for: request) else { return outcome }
+        guard CachePlanner.isStorable(response, for: request) else { return }
         let now = cache.now
         var cached = CachedResponse(
             response: response, data: outcome.data ?? Data(), url: request.url, storagePolicy: .allowed,
             requestDate: hop.requestDate ?? now, responseDate: hop.responseDate ?? now)
         if let hook = self.hooks.dataTaskWillCacheResponse, let dataTask = ending.task as? DataTask {
-            guard let chosen = hook(ending.manager, dataTask, cached) else { return outcome }
+            guard let chosen = hook(ending.manager, dataTask, cached) else { return }
             cached = chosen
         }
         cache.storeCachedResponse(cached, for: request)
-        return outcome
     }
 }
 

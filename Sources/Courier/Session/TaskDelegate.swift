@@ -428,7 +428,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// of its progress updates, its metrics (hook, monitors, span, log) and its leaving the
     /// registry. Runs once, before the completion is delivered. Returns the outcome to deliver.
     func settle(_ outcome: TaskOutcome, ending: TaskEnding) -> TaskOutcome {
-        var outcome = self.cacheOnCompletion(outcome, ending: ending)
+        var outcome = outcome
+        self.cacheOnCompletion(&outcome, ending: ending)
         self.finishProgressUpdates(succeeded: outcome.error == nil)
         outcome.metrics = self.taskDidEnd(ending.task, response: outcome.response, error: outcome.error)
         ending.manager.taskDidFinish(self)
