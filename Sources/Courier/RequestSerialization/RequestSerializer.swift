@@ -62,3 +62,28 @@ extension RequestSerializer {
         return try self.request(bySerializing: request, parameters: erased)
     }
 }
+
+/// Courier's own serializers: they build a request from a URL already parsed and checked as
+/// ``HTTPRequestSerializer/url(from:)`` does, so that ``HTTPSessionManager`` parses each URL
+/// string it resolves once, not once per request (Foundation's parse is a few microseconds of
+/// every request). A serializer of the caller's own gets the URL string, as always.
+protocol ParsedURLRequestSerializer: RequestSerializer {
+    /// ``RequestSerializer/request(method:urlString:parameters:)`` for the URL that
+    /// ``HTTPRequestSerializer/url(from:)`` made of that string.
+    func request(method: HTTPRequest.Method, parsedURL url: URL, parameters: (any Sendable)?) throws(CourierError) -> Request
+}
+
+extension HTTPRequestSerializer: ParsedURLRequestSerializer {
+    func request(method: HTTPRequest.Method, parsedURL url: URL, parameters: (any Sendable)?) throws(CourierError) -> Request {
+        try self.request(bySerializing: Request(method: method, url: url), parameters: parameters)
+    }
+}
+
+extension HTTPRequestSerializerWrapper {
+    func request(method: HTTPRequest.Method, parsedURL url: URL, parameters: (any Sendable)?) throws(CourierError) -> Request {
+        try self.request(bySerializing: Request(method: method, url: url), parameters: parameters)
+    }
+}
+
+extension JSONRequestSerializer: ParsedURLRequestSerializer {}
+extension PropertyListRequestSerializer: ParsedURLRequestSerializer {}

@@ -30,7 +30,14 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     private let requestSerializerBox = NIOLockedValueBox<any RequestSerializer>(HTTPRequestSerializer())
     /// URL strings already resolved against ``baseURL``: an API client asks for the same paths
     /// over and over, and Foundation's parse and join cost about 3 % of a small request's CPU.
-    private let resolvedURLStrings = NIOLockedValueBox<[String: String]>([:])
+    private let resolvedURLStrings = NIOLockedValueBox<[String: ResolvedURL]>([:])
+
+    /// A URL string resolved against ``baseURL``: the absolute string, and the URL Courier's own
+    /// serializers build requests from (parsed from that string once, when first asked for).
+    struct ResolvedURL {
+        var string: String
+        var url: URL?
+    }
     /// How many resolved strings to keep before starting over.
     static let resolvedURLStringLimit = 256
 
@@ -79,17 +86,32 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// The absolute URL string for `urlString`: resolved against ``baseURL``, checked for a scheme
     /// Courier serves and a host.
     public func absoluteURLString(for urlString: String) throws(CourierError) -> String {
+        try self.resolved(urlString).string
+    }
+
+    private func resolved(_ urlString: String) throws(CourierError) -> ResolvedURL {
         // A pinning policy needs an https base URL (AFNetworking raised an exception there).
         try self.securityPolicy.validate(baseURL: self.baseURL)
         if let resolved = self.resolvedURLStrings.withLockedValue({ $0[urlString] }) {
             return resolved
         }
-        let resolved = try self.resolveURLString(urlString)
+        let resolved = ResolvedURL(string: try self.resolveURLString(urlString))
         self.resolvedURLStrings.withLockedValue { cache in
             if cache.count >= Self.resolvedURLStringLimit { cache.removeAll(keepingCapacity: true) }
             cache[urlString] = resolved
         }
         return resolved
+    }
+
+    /// The URL ``HTTPRequestSerializer/url(from:)`` makes of `urlString`'s absolute string (and
+    /// the error it throws), parsed once per string.
+    private func parsedURL(for urlString: String) throws(CourierError) -> URL {
+        let resolved = try self.resolved(urlString)
+        if let url = resolved.url { return url }
+        let url = try HTTPRequestSerializer.url(from: resolved.string)
+        // Kept only while the string is still cached: the cache may have started over meanwhile.
+        self.resolvedURLStrings.withLockedValue { cache in cache[urlString]?.url = url }
+        return url
     }
 
     private func resolveURLString(_ urlString: String) throws(CourierError) -> String {
@@ -128,8 +150,13 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         parameters: (any Sendable)?,
         headers: HTTPFields = [:]
     ) throws(CourierError) -> Request {
-        let absolute = try self.absoluteURLString(for: urlString)
-        var request = try self.requestSerializer.request(method: method, urlString: absolute, parameters: parameters)
+        let serializer = self.requestSerializer
+        var request: Request
+        if let parsing = serializer as? any ParsedURLRequestSerializer {
+            request = try parsing.request(method: method, parsedURL: try self.parsedURL(for: urlString), parameters: parameters)
+        } else {
+            request = try serializer.request(method: method, urlString: try self.absoluteURLString(for: urlString), parameters: parameters)
+        }
         for field in headers {
             request.headerFields[field.name] = field.value
         }

@@ -1,5 +1,6 @@
 @testable import Courier
 import Foundation
+import HTTPTypes
 import Testing
 
 @Suite("Base URL joins")
@@ -78,5 +79,56 @@ struct BaseURLTests {
         } throws: { error in
             (error as? CourierError)?.code == code
         }
+    }
+
+    /// The manager's request for a URL string (Courier's serializers get a URL it parsed once)
+    /// is the request the serializer makes of the absolute string itself, again and again.
+    @Test(arguments: joins)
+    func requestsAreTheSerializersOwn(_ join: Join) throws {
+        let manager = HTTPSessionManager(baseURL: join.base.flatMap(URL.init(string:)), engine: RefusingEngine())
+        let serializers: [any RequestSerializer] = [HTTPRequestSerializer(), JSONRequestSerializer(), PropertyListRequestSerializer()]
+        for serializer in serializers {
+            manager.requestSerializer = serializer
+            let direct = try serializer.request(method: .get, urlString: join.expected, parameters: ["q": "1"])
+            for _ in 0..<2 {
+                let made = try manager.request(method: .get, urlString: join.path, parameters: ["q": "1"])
+                #expect(made.url == direct.url)
+                #expect(made.url.absoluteString == direct.url.absoluteString)
+                #expect(made.headerFields == direct.headerFields)
+            }
+        }
+    }
+
+    /// A URL the resolution accepts but the serializer refuses (a port outside 0...65535) fails
+    /// with the serializer's error every time, and is not remembered as a URL.
+    @Test func aURLTheSerializerRefusesFailsEachTime() {
+        let manager = HTTPSessionManager(baseURL: nil, engine: RefusingEngine())
+        for _ in 0..<2 {
+            #expect {
+                try manager.request(method: .get, urlString: "http://h:99999/x", parameters: nil)
+            } throws: { error in
+                (error as? CourierError)?.code == .invalidURL
+            }
+        }
+    }
+
+    /// A serializer of the caller's own is asked with the absolute URL string, as always.
+    @Test func aSerializerOfTheCallersOwnGetsTheString() throws {
+        struct Recording: RequestSerializer {
+            let strings = Recorder<String>()
+            func request(method: HTTPRequest.Method, urlString: String, parameters: (any Sendable)?) throws(CourierError) -> Request {
+                self.strings.append(urlString)
+                return try HTTPRequestSerializer().request(method: method, urlString: urlString, parameters: parameters)
+            }
+            func request(bySerializing request: Request, parameters: (any Sendable)?) throws(CourierError) -> Request {
+                try HTTPRequestSerializer().request(bySerializing: request, parameters: parameters)
+            }
+        }
+        let serializer = Recording()
+        let manager = HTTPSessionManager(baseURL: URL(string: "http://h/v1/"), engine: RefusingEngine())
+        manager.requestSerializer = serializer
+        _ = try manager.request(method: .get, urlString: "users", parameters: nil)
+        _ = try manager.request(method: .get, urlString: "users", parameters: nil)
+        #expect(serializer.strings.all == ["http://h/v1/users", "http://h/v1/users"])
     }
 }
