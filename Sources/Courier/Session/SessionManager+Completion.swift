@@ -4,17 +4,18 @@ import NIOConcurrencyHelpers
 import HTTPTypes
 
 extension SessionManager {
-    /// Serializes a finished task's body on the processing queue, then calls its handler on the
-    /// completion queue inside the completion group, then posts the notification.
+    /// Settles a finished task's end and serializes its body on the processing queue, then calls
+    /// its handler on the completion queue inside the completion group, then posts the notification.
     func complete(
         _ task: SessionTask,
-        outcome: TaskOutcome,
+        finish: TaskFinish,
         serializer: (any ResponseSerializer)?,
         handler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)?
     ) {
         let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? .main, $0.completionGroup) }
         group?.enter()
         Self.processingQueue.async {
+            let outcome = finish.settle()
             let (object, error) = self.serializeRunningHook(task, outcome: outcome, serializer: serializer)
             queue.async {
                 handler?(outcome.response, object, error)

@@ -35,8 +35,9 @@ public class SessionManager: @unchecked Sendable {
         /// A task finished (after its completion handler was scheduled).
         public var taskDidComplete: (@Sendable (SessionManager, SessionTask, CourierError?) -> Void)?
         /// A task's metrics are complete (AFNetworking's `setTaskDidFinishCollectingMetricsBlock:`):
-        /// called once per task, just before its completion: on the thread that completes it, or,
-        /// for a task made by an `async` call, on the calling task.
+        /// called once per task, just before its completion, on the thread that completes it: for a
+        /// data task made by an `async` call the calling task, for one with a completion handler
+        /// the processing queue (before serialization), never an event loop for either.
         public var taskDidFinishCollectingMetrics: (@Sendable (SessionManager, SessionTask, TaskMetrics) -> Void)?
         /// A data task got its response head: allow it, or cancel the task. Called on an engine thread.
         public var dataTaskDidReceiveResponse: (@Sendable (SessionManager, SessionTask, HTTPResponse) -> ResponseDisposition)?
@@ -55,8 +56,9 @@ public class SessionManager: @unchecked Sendable {
         /// ``SessionConfiguration/responseCache`` (AFNetworking's
         /// `setDataTaskWillCacheResponseBlock:`): return it as it is, changed (its body, headers,
         /// or a narrower ``CachedResponse/storagePolicy``), or nil to store nothing. Called only
-        /// for responses RFC 9111 allows to store, before the task's completion: on an engine thread,
-        /// or, for a task made by an `async` call, on the calling task.
+        /// for responses RFC 9111 allows to store, before the task's completion: on the calling task
+        /// for a task made by an `async` call, on the processing queue (before serialization) for one
+        /// with a completion handler, on an engine thread for a streamed or 2.x-operation task.
         public var dataTaskWillCacheResponse: (@Sendable (SessionManager, DataTask, CachedResponse) -> CachedResponse?)?
         /// A server asked for credentials (`WWW-Authenticate` Basic or Digest): answer with a
         /// credential, the default handling, a cancellation or a rejection of the protection space

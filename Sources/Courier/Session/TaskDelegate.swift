@@ -31,7 +31,7 @@ enum TaskCompletion: Sendable {
     /// An `async` caller waiting on the task: it gets the task's end as a ``TaskFinish`` and
     /// settles it on its own task, so that the cache store, the metrics and the task's end run
     /// there instead of on the engine's thread (with HTTP/2, one loop carries every stream of a
-    /// connection).
+    /// connection). (A completion handler's task settles on the processing queue.)
     case awaiting(@Sendable (TaskFinish) -> Void)
     /// A download's completion handler: the response, the file's final URL, the error; called on
     /// the completion queue.
@@ -406,21 +406,20 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             }
             self.didReceiveBodyData(held.bytes, task: finished.ending.task)
         }
+        // What is left of the end (``settle(_:ending:)``) runs where the completion goes next: on
+        // the awaiting caller's task, or on the processing queue before serialization; not on
+        // the engine's thread (with HTTP/2, one loop carries every stream of a connection).
         let ending = finished.ending
-        if case .awaiting(let deliver) = ending.completion {
-            deliver(TaskFinish(delegate: self, ending: ending, outcome: finished.outcome))
-            return
-        }
-        let outcome = self.settle(finished.outcome, ending: ending)
+        let finish = TaskFinish(delegate: self, ending: ending, outcome: finished.outcome)
         switch ending.completion {
-        case .outcome(let deliver):
-            deliver(outcome)
         case .awaiting(let deliver):
-            deliver(TaskFinish(outcome))
+            deliver(finish)
         case .handler(let serializer, let handler):
-            ending.manager.complete(ending.task, outcome: outcome, serializer: serializer, handler: handler)
+            ending.manager.complete(ending.task, finish: finish, serializer: serializer, handler: handler)
         case .none, .download:
-            ending.manager.complete(ending.task, outcome: outcome, serializer: nil, handler: nil)
+            ending.manager.complete(ending.task, finish: finish, serializer: nil, handler: nil)
+        case .outcome(let deliver):
+            deliver(finish.settle())
         }
     }
 
