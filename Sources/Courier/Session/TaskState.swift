@@ -145,6 +145,8 @@ struct TaskState {
     // Download tasks only.
     /// Writes the body to the task's file, from the final response head on.
     var downloadFile: DownloadFileWriter?
+    /// Handed to the task's ``DownloadFileWriter`` (tests only: a slow disk).
+    var downloadWriteGate: DownloadFileWriter.WriteGate?
     /// Why receiving stopped, when it was Courier's choice (a body over the maximum size, an
     /// unusable 206, a write that failed): the task ends with this rather than the engine's error,
     /// even when the exchange had already finished on its own.

@@ -3,13 +3,26 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOFileSystem
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Writes a download's body to its file, in arrival order, on a task of its own so that disk
 /// writes never run on an event loop.
 ///
 /// Chunks wait in memory only while the disk is behind: once ``highWater`` bytes are queued or
 /// being written the writer asks its owner to stop reading, and once writing has brought them
 /// under ``lowWater`` it asks to go on, so a download of any size holds about ``highWater`` bytes
-/// of body (plus one read) at most.
+/// of body (plus one read) at most, and ``stagingCapacity`` more for small chunks gathered
+/// into one write.
+///
+/// Chunks of at least ``directWriteMinimum`` bytes go to the file from their own buffers (no
+/// copy); smaller ones (HTTP/2 frames, short reads) are copied into one staging buffer that is
+/// written once it holds ``stagingCapacity`` bytes, so that a body of small chunks does not cost
+/// one trip to the file system's threads per chunk. Each batch of queued chunks is written in one
+/// such trip.
 final class DownloadFileWriter: Sendable {
     /// What the writer tells its owner. Delivered on the writer's task or the enqueuing thread,
     /// never while the writer's lock is held, so two changes may arrive out of order: the owner
@@ -25,6 +38,10 @@ final class DownloadFileWriter: Sendable {
     static let highWater = 2 << 20
     /// Read on when writing has brought them under this many.
     static let lowWater = 1 << 20
+    /// Chunks this large are written from their own buffers; smaller ones are gathered.
+    static let directWriteMinimum = 64 << 10
+    /// Small chunks are gathered into a buffer of this size before they are written.
+    static let stagingCapacity = 256 << 10
 
     /// The file written.
     let url: URL
@@ -33,6 +50,9 @@ final class DownloadFileWriter: Sendable {
     private let state: NIOLockedValueBox<State>
     private let events: @Sendable (Event) -> Void
     private let writing: Task<Int64, any Error>
+
+    /// Awaited before each write to the file: tests hold writes back with it to play a slow disk.
+    typealias WriteGate = @Sendable () async -> Void
 
     private struct State {
         var pending = CircularBuffer<ByteBuffer>()
@@ -45,6 +65,8 @@ final class DownloadFileWriter: Sendable {
         /// Stop at once; what is left is dropped.
         var isAbandoned = false
         var hasFailed = false
+        /// The most ``unwrittenBytes`` ever reached.
+        var peakUnwrittenBytes = 0
     }
 
     /// Opens (or creates) the file and starts writing.
@@ -52,8 +74,9 @@ final class DownloadFileWriter: Sendable {
     ///   - url: The file.
     ///   - offset: nil to write a new file from the start (an existing one is replaced); else keep
     ///     the file's first `offset` bytes (dropping anything after them) and append.
+    ///   - writeGate: Awaited before each write to the file (tests only).
     ///   - events: Told when to pause and resume reading, and of a failure.
-    init(url: URL, keepingFirst offset: Int64?, events: @escaping @Sendable (Event) -> Void) {
+    init(url: URL, keepingFirst offset: Int64?, writeGate: WriteGate? = nil, events: @escaping @Sendable (Event) -> Void) {
         let state = NIOLockedValueBox(State())
         self.url = url
         self.startOffset = offset ?? 0
@@ -62,7 +85,7 @@ final class DownloadFileWriter: Sendable {
         let path = FilePath(url.path)
         self.writing = Task.detached {
             do {
-                return try await Self.write(to: path, keepingFirst: offset, state: state, events: events)
+                return try await Self.write(to: path, keepingFirst: offset, state: state, gate: writeGate, events: events)
             } catch {
                 state.withLockedValue { $0.hasFailed = true }
                 events(.failed(error))
@@ -73,6 +96,11 @@ final class DownloadFileWriter: Sendable {
 
     /// Whether the owner should stop reading now.
     var wantsPause: Bool { self.state.withLockedValue { $0.askedToPause } }
+
+    /// Body bytes queued or being written now, and the most there ever were.
+    var backlog: (now: Int, peak: Int) {
+        self.state.withLockedValue { ($0.unwrittenBytes, $0.peakUnwrittenBytes) }
+    }
 
     /// What queueing a chunk leaves to do outside any lock: wake the writing task, tell the owner
     /// to pause.
@@ -88,6 +116,7 @@ final class DownloadFileWriter: Sendable {
             guard !state.isFinishing, !state.isAbandoned, !state.hasFailed else { return QueueEffects(waiter: nil, pause: false) }
             state.pending.append(chunk)
             state.unwrittenBytes += chunk.readableBytes
+            state.peakUnwrittenBytes = max(state.peakUnwrittenBytes, state.unwrittenBytes)
             let waiter = state.waiter
             state.waiter = nil
             if state.unwrittenBytes >= Self.highWater, !state.askedToPause {
@@ -136,6 +165,7 @@ final class DownloadFileWriter: Sendable {
         to path: FilePath,
         keepingFirst offset: Int64?,
         state: NIOLockedValueBox<State>,
+        gate: WriteGate?,
         events: @escaping @Sendable (Event) -> Void
     ) async throws -> Int64 {
         let handle: WriteFileHandle
@@ -150,29 +180,129 @@ final class DownloadFileWriter: Sendable {
         } else {
             handle = try await FileSystem.shared.openFile(forWritingAt: path, options: .newFile(replaceExisting: true))
         }
-        var written = offset ?? 0
+        var file = FileOutput(handle: handle, offset: offset ?? 0, gate: gate)
         do {
-            var writer = handle.bufferedWriter(startingAtAbsoluteOffset: written, capacity: .mebibytes(1))
             while let batch = await Self.nextBatch(state) {
-                for chunk in batch {
-                    written += try await writer.write(contentsOf: chunk)
-                    Self.wrote(chunk.readableBytes, state: state, events: events)
-                }
+                try await file.write(batch)
+                Self.wrote(batch.reduce(0) { $0 + $1.readableBytes }, state: state, events: events)
             }
             if state.withLockedValue({ $0.isAbandoned }) {
                 try await handle.close()
-                return written
+                return file.offset
             }
-            try await writer.flush()
+            try await file.flush()
             try await handle.close()
-            return written
+            return file.offset
         } catch {
             try? await handle.close()
             throw error
         }
     }
 
-    /// `bytes` reached the file (or the buffered writer's copy of them): once fewer than
+    /// The file and where its next byte goes; small chunks wait in `staging` until it is full.
+    private struct FileOutput {
+        let handle: WriteFileHandle
+        /// Bytes written to the file, plus those staged.
+        var offset: Int64
+        let gate: WriteGate?
+        var staging = ByteBuffer()
+        /// Where the staged bytes go.
+        var stagingOffset: Int64 = 0
+
+        init(handle: WriteFileHandle, offset: Int64, gate: WriteGate?) {
+            self.handle = handle
+            self.offset = offset
+            self.gate = gate
+        }
+
+        /// One write to the file: a chunk's own buffer, or the staging buffer.
+        private struct Write: Sendable {
+            var buffer: ByteBuffer
+            var offset: Int64
+            var isStaged: Bool
+        }
+
+        /// Writes a batch: large chunks from their own buffers, small ones through `staging`,
+        /// which is written once nearly full, or before a large chunk so that the file keeps
+        /// their order. One trip to the file system's threads per batch, and one more each time
+        /// `staging` fills, so that at most one full staging buffer exists at a time.
+        mutating func write(_ batch: [ByteBuffer]) async throws {
+            var out: [Write] = []
+            for chunk in batch where chunk.readableBytes > 0 {
+                if chunk.readableBytes >= DownloadFileWriter.directWriteMinimum {
+                    if self.staging.readableBytes > 0 { out.append(self.takeStaging()) }
+                    out.append(Write(buffer: chunk, offset: self.offset, isStaged: false))
+                    self.offset += Int64(chunk.readableBytes)
+                    continue
+                }
+                if self.staging.readableBytes == 0 {
+                    self.stagingOffset = self.offset
+                    self.staging.reserveCapacity(DownloadFileWriter.stagingCapacity)
+                }
+                self.staging.writeImmutableBuffer(chunk)
+                self.offset += Int64(chunk.readableBytes)
+                if self.staging.readableBytes > DownloadFileWriter.stagingCapacity - DownloadFileWriter.directWriteMinimum {
+                    out.append(self.takeStaging())
+                    try await self.send(&out)
+                }
+            }
+            try await self.send(&out)
+        }
+
+        /// Writes what is staged.
+        mutating func flush() async throws {
+            guard self.staging.readableBytes > 0 else { return }
+            var out = [self.takeStaging()]
+            try await self.send(&out)
+        }
+
+        /// The staged bytes and where they go; `staging` is left empty.
+        private mutating func takeStaging() -> Write {
+            defer { self.staging = ByteBuffer() }
+            return Write(buffer: self.staging, offset: self.stagingOffset, isStaged: true)
+        }
+
+        /// Writes `writes` in order, in one trip, and empties it. A staging buffer sent becomes
+        /// `staging` again (emptied), so that its memory is reused rather than allocated anew.
+        private mutating func send(_ writes: inout [Write]) async throws {
+            guard !writes.isEmpty else { return }
+            if let gate { await gate() }
+            try await Self.perform(writes, on: self.handle)
+            guard let index = writes.lastIndex(where: \.isStaged), self.staging.readableBytes == 0 else {
+                writes.removeAll()
+                return
+            }
+            var reused = writes[index].buffer
+            writes.removeAll()
+            reused.clear()
+            self.staging = reused
+        }
+
+        private static func perform(_ writes: [Write], on handle: WriteFileHandle) async throws {
+            try await handle.withUnsafeDescriptor { descriptor in
+                for write in writes {
+                    try Self.writeAll(write.buffer, at: write.offset, to: descriptor.rawValue)
+                }
+            }
+        }
+
+        /// `pwrite` until the whole buffer is written; an interrupted call is tried again.
+        private static func writeAll(_ buffer: ByteBuffer, at offset: Int64, to descriptor: CInt) throws {
+            try buffer.withUnsafeReadableBytes { bytes in
+                var done = 0
+                while done < bytes.count {
+                    let result = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset + Int64(done)))
+                    if result < 0 {
+                        if errno == EINTR { continue }
+                        throw IOError(errnoCode: errno, reason: "pwrite")
+                    }
+                    done += result
+                }
+            }
+        }
+    }
+
+    /// `bytes` reached the file (or the staging buffer): once fewer than
     /// ``lowWater`` remain unwritten, a paused owner is asked to read on.
     private static func wrote(_ bytes: Int, state: NIOLockedValueBox<State>, events: @Sendable (Event) -> Void) {
         let resume = state.withLockedValue { state -> Bool in

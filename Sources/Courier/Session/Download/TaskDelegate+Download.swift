@@ -50,7 +50,8 @@ extension TaskDelegate {
                 break
             }
         }
-        let writer = DownloadFileWriter(url: file, keepingFirst: kept) { [weak self] event in
+        let gate = self.state.withLockedValue { $0.downloadWriteGate }
+        let writer = DownloadFileWriter(url: file, keepingFirst: kept, writeGate: gate) { [weak self] event in
             self?.downloadWriter(event)
         }
         let validators = ResumeData.validators(of: response)

@@ -1,0 +1,181 @@
+import CourierTesting
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+
+@testable import Courier
+
+/// A disk that writes only while the test holds it open: the download writer's gate.
+private final class HeldDisk: Sendable {
+    private struct State {
+        var isOpen = false
+        var waiting: [CheckedContinuation<Void, Never>] = []
+        var writes = 0
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    /// The writer's gate: returns once the disk is open.
+    @Sendable func write() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let go = self.state.withLockedValue { state -> Bool in
+                state.writes += 1
+                if state.isOpen { return true }
+                state.waiting.append(continuation)
+                return false
+            }
+            if go { continuation.resume() }
+        }
+    }
+
+    func setOpen(_ open: Bool) {
+        let waiting = self.state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.isOpen = open
+            guard open else { return [] }
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// How many trips to the file the writer made.
+    var writes: Int { self.state.withLockedValue { $0.writes } }
+}
+
+/// `count` bytes that differ with `seed`, so that a chunk written out of order shows.
+private func chunk(_ count: Int, seed: Int) -> ByteBuffer {
+    var buffer = ByteBuffer()
+    buffer.writeBytes((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ seed &* 13) })
+    return buffer
+}
+
+/// Issue 16's memory target rests on the download writer's bound: it asks its owner to stop
+/// reading once ``DownloadFileWriter/highWater`` bytes wait, and the task stops the exchange.
+@Suite("Download writer's backlog", .timeLimit(.minutes(1)))
+struct DownloadBacklogTests {
+    @Test func anOwnerThatObeysNeverLetsTheBacklogPassTheBound() async throws {
+        try await withScratchDirectory { folder in
+            let url = folder.appendingPathComponent("body")
+            let disk = HeldDisk()
+            let (events, continuation) = AsyncStream.makeStream(of: DownloadFileWriter.Event.self)
+            let writer = DownloadFileWriter(url: url, keepingFirst: nil, writeGate: disk.write) { continuation.yield($0) }
+            var iterator = events.makeAsyncIterator()
+            // Small chunks (gathered) and large ones (written from their own buffers), mixed.
+            let sizes = [1_000, 70_000, 3_000, 200_000, 16_384, 65_536, 500, 131_072, 40_000]
+            var expected = ByteBuffer()
+            var pauses = 0
+            var index = 0
+            while expected.readableBytes < 12 << 20 {
+                let next = chunk(sizes[index % sizes.count], seed: index)
+                index += 1
+                expected.writeImmutableBuffer(next)
+                writer.perform(writer.queue(next))
+                guard writer.wantsPause else { continue }
+                // The owner stops reading; the disk catches up until the writer asks for more.
+                pauses += 1
+                disk.setOpen(true)
+                while writer.wantsPause { _ = await iterator.next() }
+                disk.setOpen(false)
+            }
+            disk.setOpen(true)
+            let size = try await writer.finish()
+            continuation.finish()
+
+            #expect(size == Int64(expected.readableBytes))
+            #expect(pauses >= 4, "the held disk makes the writer ask for pauses")
+            let peak = writer.backlog.peak
+            #expect(peak >= DownloadFileWriter.highWater)
+            #expect(peak < DownloadFileWriter.highWater + sizes.max()!, "at most one chunk past the bound")
+            #expect(writer.backlog.now == 0)
+            #expect(try Data(contentsOf: url) == Data(expected.readableBytesView), "every byte in order")
+        }
+    }
+
+    @Test func smallChunksAreGatheredIntoFewWrites() async throws {
+        try await withScratchDirectory { folder in
+            let url = folder.appendingPathComponent("body")
+            let disk = HeldDisk()
+            disk.setOpen(true)
+            let writer = DownloadFileWriter(url: url, keepingFirst: nil, writeGate: disk.write) { _ in }
+            var expected = ByteBuffer()
+            let count = 512
+            for index in 0..<count {
+                let next = chunk(1_024, seed: index)
+                expected.writeImmutableBuffer(next)
+                writer.perform(writer.queue(next))
+                // One chunk per batch: the writer has taken this one before the next comes.
+                while writer.backlog.now > 0 { await Task.yield() }
+            }
+            let size = try await writer.finish()
+            #expect(size == Int64(count << 10))
+            // A write each time the staging buffer fills, and the rest at the end: not one a chunk.
+            let most = (count << 10) / (DownloadFileWriter.stagingCapacity - DownloadFileWriter.directWriteMinimum) + 1
+            #expect(disk.writes <= most, "\(disk.writes) writes for \(count) chunks")
+            #expect(try Data(contentsOf: url) == Data(expected.readableBytesView))
+        }
+    }
+
+    @Test func aResumedWriterKeepsTheFilesFirstBytesAndAppends() async throws {
+        try await withScratchDirectory { folder in
+            let url = folder.appendingPathComponent("partial")
+            try Data(repeating: 7, count: 5_000).write(to: url)
+            let writer = DownloadFileWriter(url: url, keepingFirst: 3_000) { _ in }
+            let small = chunk(100, seed: 1)
+            let large = chunk(100_000, seed: 2)
+            writer.perform(writer.queue(small))
+            writer.perform(writer.queue(large))
+            #expect(try await writer.finish() == 103_100)
+            var expected = Data(repeating: 7, count: 3_000)
+            expected.append(contentsOf: small.readableBytesView)
+            expected.append(contentsOf: large.readableBytesView)
+            #expect(try Data(contentsOf: url) == expected)
+        }
+    }
+
+    /// Over a socket: with the disk held, the task stops the exchange once the writer asks, so
+    /// the writer never holds much more than its bound although the server could send the whole
+    /// body at once.
+    @Test func aSlowDiskStopsTheExchangeAtTheWritersBound() async throws {
+        try await withScratchDirectory { folder in
+            var configuration = SessionConfiguration.default
+            configuration.downloadDirectory = folder
+            let size = 16 << 20
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                    let disk = HeldDisk()
+                    let (ended, endedContinuation) = AsyncStream.makeStream(of: (URL?, CourierError?).self)
+                    let task = manager.downloadTask(with: Request(url: server.url("/courier/big/\(size)"))) { _, url, error in
+                        endedContinuation.yield((url, error))
+                        endedContinuation.finish()
+                    }
+                    task.delegate.state.withLockedValue { $0.downloadWriteGate = disk.write }
+                    task.resume()
+                    // The writer exists once the head arrived; the held disk keeps the task from ending.
+                    #expect(await eventually { task.delegate.state.withLockedValue { $0.downloadFile } != nil })
+                    let writer = try #require(task.delegate.state.withLockedValue { $0.downloadFile })
+                    let allReceived = { task.countOfBytesReceived == Int64(size) }
+                    var pauses = 0
+                    while !allReceived() {
+                        #expect(await eventually { writer.wantsPause || allReceived() })
+                        if allReceived() { break }
+                        pauses += 1
+                        disk.setOpen(true)
+                        #expect(await eventually { !writer.wantsPause || allReceived() })
+                        disk.setOpen(false)
+                    }
+                    disk.setOpen(true)
+                    var iterator = ended.makeAsyncIterator()
+                    let (url, error) = try #require(await iterator.next())
+                    #expect(error == nil)
+                    let file = try #require(url)
+                    #expect(try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int == size)
+                    #expect(pauses >= 2)
+                    // One read past the bound at most (NIO reads up to 4 × 64 KiB at a time).
+                    let peak = writer.backlog.peak
+                    #expect(peak < DownloadFileWriter.highWater + (256 << 10), "peak backlog \(peak)")
+                }
+            }
+        }
+    }
+}
