@@ -12,11 +12,16 @@ import Darwin
 /// Writes a download's body to its file, in arrival order, on a task of its own so that disk
 /// writes never run on an event loop.
 ///
-/// Chunks wait in memory only while the disk is behind: once ``highWater`` bytes are queued or
-/// being written the writer asks its owner to stop reading, and once writing has brought them
-/// under ``lowWater`` it asks to go on, so a download of any size holds about ``highWater`` bytes
-/// of body (plus one read) at most, and ``stagingCapacity`` more for small chunks gathered
-/// into one write.
+/// Chunks wait in memory only while the disk is behind: once the chunks queued or being written
+/// hold ``highWater`` bytes of memory the writer asks its owner to stop reading, and once writing
+/// has brought them under ``lowWater`` it asks to go on, so a download of any size holds about
+/// ``highWater`` bytes of body (plus one read) at most, and ``stagingCapacity`` more for small
+/// chunks gathered into one write.
+///
+/// A chunk is charged for the whole buffer it lives in, not only its bytes: a TLS connection
+/// decrypts into buffers that keep the capacity of the largest read so far, so a chunk of a few
+/// kilobytes may keep hundreds alive. Consecutive chunks cut from one buffer (HTTP/2 frames) are
+/// charged once.
 ///
 /// Chunks of at least ``directWriteMinimum`` bytes go to the file from their own buffers (no
 /// copy); smaller ones (HTTP/2 frames, short reads) are copied into one staging buffer that is
@@ -34,7 +39,7 @@ final class DownloadFileWriter: Sendable {
         case failed(any Error)
     }
 
-    /// Pause reading when this many bytes are queued or being written.
+    /// Pause reading when the chunks queued or being written hold this many bytes of memory.
     static let highWater = 2 << 20
     /// Read on when writing has brought them under this many.
     static let lowWater = 1 << 20
@@ -54,10 +59,19 @@ final class DownloadFileWriter: Sendable {
     /// Awaited before each write to the file: tests hold writes back with it to play a slow disk.
     typealias WriteGate = @Sendable () async -> Void
 
+    /// A chunk waiting to be written and the memory it is charged for.
+    private struct Queued {
+        var chunk: ByteBuffer
+        var charge: Int
+    }
+
     private struct State {
-        var pending = CircularBuffer<ByteBuffer>()
-        /// Bytes queued or taken by the writing task and not yet written.
-        var unwrittenBytes = 0
+        var pending = CircularBuffer<Queued>()
+        /// Memory held by the chunks queued or taken by the writing task and not yet written.
+        var heldBytes = 0
+        /// The address of the buffer the newest chunk lives in (an identity only, never
+        /// dereferenced), while that chunk is held.
+        var lastStorage: UInt?
         var askedToPause = false
         var waiter: CheckedContinuation<Void, Never>?
         /// No more chunks will come: write what is left and close.
@@ -65,8 +79,8 @@ final class DownloadFileWriter: Sendable {
         /// Stop at once; what is left is dropped.
         var isAbandoned = false
         var hasFailed = false
-        /// The most ``unwrittenBytes`` ever reached.
-        var peakUnwrittenBytes = 0
+        /// The most ``heldBytes`` ever reached.
+        var peakHeldBytes = 0
     }
 
     /// Opens (or creates) the file and starts writing.
@@ -97,9 +111,9 @@ final class DownloadFileWriter: Sendable {
     /// Whether the owner should stop reading now.
     var wantsPause: Bool { self.state.withLockedValue { $0.askedToPause } }
 
-    /// Body bytes queued or being written now, and the most there ever were.
+    /// Memory held by the chunks queued or being written now, and the most there ever was.
     var backlog: (now: Int, peak: Int) {
-        self.state.withLockedValue { ($0.unwrittenBytes, $0.peakUnwrittenBytes) }
+        self.state.withLockedValue { ($0.heldBytes, $0.peakHeldBytes) }
     }
 
     /// What queueing a chunk leaves to do outside any lock: wake the writing task, tell the owner
@@ -114,12 +128,15 @@ final class DownloadFileWriter: Sendable {
     func queue(_ chunk: ByteBuffer) -> QueueEffects {
         self.state.withLockedValue { state -> QueueEffects in
             guard !state.isFinishing, !state.isAbandoned, !state.hasFailed else { return QueueEffects(waiter: nil, pause: false) }
-            state.pending.append(chunk)
-            state.unwrittenBytes += chunk.readableBytes
-            state.peakUnwrittenBytes = max(state.peakUnwrittenBytes, state.unwrittenBytes)
+            let storage = chunk.withUnsafeReadableBytesWithStorageManagement { UInt(bitPattern: $1.toOpaque()) }
+            let charge = storage == state.lastStorage ? 0 : chunk.storageCapacity
+            state.lastStorage = storage
+            state.pending.append(Queued(chunk: chunk, charge: charge))
+            state.heldBytes += charge
+            state.peakHeldBytes = max(state.peakHeldBytes, state.heldBytes)
             let waiter = state.waiter
             state.waiter = nil
-            if state.unwrittenBytes >= Self.highWater, !state.askedToPause {
+            if state.heldBytes >= Self.highWater, !state.askedToPause {
                 state.askedToPause = true
                 return QueueEffects(waiter: waiter, pause: true)
             }
@@ -150,7 +167,8 @@ final class DownloadFileWriter: Sendable {
         let waiter = self.state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
             state.isAbandoned = true
             state.pending.removeAll()
-            state.unwrittenBytes = 0
+            state.heldBytes = 0
+            state.lastStorage = nil
             defer { state.waiter = nil }
             return state.waiter
         }
@@ -182,9 +200,15 @@ final class DownloadFileWriter: Sendable {
         }
         var file = FileOutput(handle: handle, offset: offset ?? 0, gate: gate)
         do {
-            while let batch = await Self.nextBatch(state) {
-                try await file.write(batch)
-                Self.wrote(batch.reduce(0) { $0 + $1.readableBytes }, state: state, events: events)
+            while var batch = await Self.nextBatch(state) {
+                let charge = batch.reduce(0) { $0 + $1.charge }
+                var chunks = batch.map(\.chunk)
+                batch.removeAll()
+                try await file.write(&chunks)
+                // Released before they are uncharged, so that the memory counted is never less than
+                // the memory held while the writer waits for the next batch.
+                chunks.removeAll()
+                Self.wrote(charge, state: state, events: events)
             }
             if state.withLockedValue({ $0.isAbandoned }) {
                 try await handle.close()
@@ -226,7 +250,7 @@ final class DownloadFileWriter: Sendable {
         /// which is written once nearly full, or before a large chunk so that the file keeps
         /// their order. One trip to the file system's threads per batch, and one more each time
         /// `staging` fills, so that at most one full staging buffer exists at a time.
-        mutating func write(_ batch: [ByteBuffer]) async throws {
+        mutating func write(_ batch: inout [ByteBuffer]) async throws {
             var out: [Write] = []
             for chunk in batch where chunk.readableBytes > 0 {
                 if chunk.readableBytes >= DownloadFileWriter.directWriteMinimum {
@@ -302,12 +326,14 @@ final class DownloadFileWriter: Sendable {
         }
     }
 
-    /// `bytes` reached the file (or the staging buffer): once fewer than
-    /// ``lowWater`` remain unwritten, a paused owner is asked to read on.
+    /// Chunks charged `bytes` reached the file (or the staging buffer): once the chunks still
+    /// held are charged less than ``lowWater``, a paused owner is asked to read on.
     private static func wrote(_ bytes: Int, state: NIOLockedValueBox<State>, events: @Sendable (Event) -> Void) {
         let resume = state.withLockedValue { state -> Bool in
-            state.unwrittenBytes = max(0, state.unwrittenBytes - bytes)
-            guard state.askedToPause, state.unwrittenBytes < Self.lowWater else { return false }
+            state.heldBytes = max(0, state.heldBytes - bytes)
+            // Nothing is held: the newest chunk's buffer may be freed, and its address reused.
+            if state.heldBytes == 0 && state.pending.isEmpty { state.lastStorage = nil }
+            guard state.askedToPause, state.heldBytes < Self.lowWater else { return false }
             state.askedToPause = false
             return true
         }
@@ -315,10 +341,10 @@ final class DownloadFileWriter: Sendable {
     }
 
     /// Waits for chunks; returns all that are queued, or nil once finishing with nothing left or
-    /// abandoned. Their bytes stay counted as unwritten until ``wrote(_:state:events:)``.
-    private static func nextBatch(_ state: NIOLockedValueBox<State>) async -> [ByteBuffer]? {
+    /// abandoned. They stay charged until ``wrote(_:state:events:)``.
+    private static func nextBatch(_ state: NIOLockedValueBox<State>) async -> [Queued]? {
         while true {
-            enum Step { case batch([ByteBuffer]), end, wait }
+            enum Step { case batch([Queued]), end, wait }
             let step = state.withLockedValue { state -> Step in
                 if state.isAbandoned { return .end }
                 if !state.pending.isEmpty {
