@@ -5,12 +5,14 @@ import Foundation
 /// process of its own (so its peak RSS is its own); the clients take turns, A-B-B-A.
 enum TransferBench {
     static let usage = """
-        usage: courier-bench transfer [--megabytes N] [--repeat K] [--kinds download,upload,multipart] [--tls] [--http2] [--json]
+        usage: courier-bench transfer [--megabytes N] [--repeat K] [--kinds floor,download,upload,multipart] [--tls] [--http2] [--json]
 
           --megabytes  size of the file moved, in MiB (default: 1024)
           --repeat     rounds; each round runs every client twice, A-B-B-A (default: 2)
           --kinds      which transfers (default: download,upload,multipart); multipart is Courier's
-                       multipart form with the file as its part against raw AHC streaming the file
+                       multipart form with the file as its part against raw AHC streaming the file;
+                       floor downloads a 1 KiB file the same way as download: the peak RSS of a
+                       process that made one request, which a large download's peak starts from
           --tls        over HTTPS: nginx presents CourierTesting's localhost chain, both clients trust its root
           --http2      over HTTPS with nginx offering h2 (implies --tls); both clients take it
         """
@@ -46,7 +48,7 @@ enum TransferBench {
                 return argument == "--help" ? 0 : 2
             }
         }
-        guard megabytes > 0, rounds > 0, !kinds.isEmpty, kinds.allSatisfy({ ["download", "upload", "multipart"].contains($0) }) else {
+        guard megabytes > 0, rounds > 0, !kinds.isEmpty, kinds.allSatisfy({ ["floor", "download", "upload", "multipart"].contains($0) }) else {
             FileHandle.standardError.write(Data("\(usage)\n".utf8))
             return 2
         }
@@ -60,8 +62,10 @@ enum TransferBench {
         }
         let bytes = Int64(megabytes) << 20
         let file = nginx.filesDirectory.appendingPathComponent("blob")
+        let small = nginx.filesDirectory.appendingPathComponent("small")
         do {
             try Self.makeFile(file, megabytes: megabytes)
+            try Data(repeating: 0x61, count: Self.floorBytes).write(to: small)
         } catch {
             FileHandle.standardError.write(Data("courier-bench: cannot write \(file.path): \(error)\n".utf8))
             await nginx.stop()
@@ -74,9 +78,15 @@ enum TransferBench {
         var failed = false
         for _ in 0..<rounds {
             for kind in kinds {
-                let url = kind == "download" ? base.appendingPathComponent("files/blob") : base.appendingPathComponent("upload")
+                let url =
+                    switch kind {
+                    case "download": base.appendingPathComponent("files/blob")
+                    case "floor": base.appendingPathComponent("files/small")
+                    default: base.appendingPathComponent("upload")
+                    }
+                let size = kind == "floor" ? Int64(Self.floorBytes) : bytes
                 for client in ["courier", "ahc", "ahc", "courier"] {
-                    guard let measurement = Self.child([kind, client, url.absoluteString, file.path, String(bytes)]) else {
+                    guard let measurement = Self.child([kind, client, url.absoluteString, file.path, String(size)]) else {
                         failed = true
                         continue
                     }
@@ -97,6 +107,9 @@ enum TransferBench {
         Self.report(rows.values.sorted { ($0.kind, $0.client) < ($1.kind, $1.client) }, kinds: kinds, megabytes: megabytes, json: json)
         return failed ? 3 : 0
     }
+
+    /// The size of the `floor` kind's file.
+    static let floorBytes = 1024
 
     /// A file of `megabytes` MiB of varied bytes, written 1 MiB at a time.
     private static func makeFile(_ url: URL, megabytes: Int) throws {
@@ -151,7 +164,7 @@ enum TransferBench {
             print(String(format: "%-9@ %-9@ %13.0f   %23.1f   %18.1f   %22.1f", row.kind, row.client, Self.median(row.megabytesPerSecond),
                 Self.median(row.startRSSMiB), row.peakRSSMiB.max() ?? .nan, Self.median(row.endRSSMiB)))
         }
-        for kind in kinds {
+        for kind in kinds where kind != "floor" {
             let courier = rows.first { $0.kind == kind && $0.client == "courier" }
             let ahc = rows.first { $0.kind == kind && $0.client == "ahc" }
             if let courier, let ahc {

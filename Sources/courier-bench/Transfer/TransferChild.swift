@@ -34,8 +34,8 @@ enum TransferChild {
         do {
             let moved: Int64
             switch (arguments[0], arguments[1]) {
-            case ("download", "courier"): moved = try await Self.courierDownload(url)
-            case ("download", "ahc"): moved = try await Self.ahcDownload(url)
+            case ("download", "courier"), ("floor", "courier"): moved = try await Self.courierDownload(url)
+            case ("download", "ahc"), ("floor", "ahc"): moved = try await Self.ahcDownload(url)
             case ("upload", "courier"): moved = try await Self.courierUpload(file, to: url)
             case ("upload", "ahc"), ("multipart", "ahc"): moved = try await Self.ahcUpload(file, to: url)
             case ("multipart", "courier"): moved = try await Self.courierMultipartUpload(file, to: url)
