@@ -59,13 +59,13 @@ enum CachePlanner {
         let responseControl = CacheControl(fields: stored.response.headerFields[values: .cacheControl])
         // Pragma: no-cache counts only when the request has no Cache-Control (RFC 9111 5.4).
         let requestNoCache = control.noCache
-            || (request.headerFields[.cacheControl] == nil && request.headerFields[values: self.pragma].contains { $0.lowercased().contains("no-cache") })
+            || (!request.headerFields.contains(.cacheControl) && request.headerFields[values: self.pragma].contains { $0.lowercased().contains("no-cache") })
 
         // A response with no lifetime (no max-age, Expires or Last-Modified) is never fresh, and
         // only a request's max-stale can use it stale: skip parsing its dates for its age.
         let mayServe = !requestNoCache && !responseControl.noCache
             && (control.maxStale != nil || responseControl.maxAge != nil
-                || stored.response.headerFields[.expires] != nil || stored.response.headerFields[.lastModified] != nil)
+                || stored.response.headerFields.contains(.expires) || stored.response.headerFields.contains(.lastModified))
         if mayServe {
             let freshness = CacheFreshness(
                 response: stored.response, control: responseControl, requestDate: stored.requestDate,
@@ -138,7 +138,7 @@ enum CachePlanner {
         if response.headerFields[values: .vary].contains(where: { $0.split(separator: ",").contains { $0.trimmingSpaces() == "*" } }) {
             return false
         }
-        let explicit = control.maxAge != nil || response.headerFields[.expires] != nil || control.isPublic || control.isPrivate
+        let explicit = control.maxAge != nil || response.headerFields.contains(.expires) || control.isPublic || control.isPrivate
         return explicit || CacheFreshness.heuristicallyCacheable.contains(status)
     }
 

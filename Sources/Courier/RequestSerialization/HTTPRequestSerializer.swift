@@ -164,7 +164,7 @@ public struct HTTPRequestSerializer: RequestSerializer {
                 throw Self.unrepresentableError(body: body, parameters: parameters, encoding: self.stringEncoding)
                     .adding(request: request)
             }
-            if request.headerFields[.contentType] == nil {
+            if !request.headerFields.contains(.contentType) {
                 request.headerFields[.contentType] = "application/x-www-form-urlencoded"
             }
             request.body = .data(data)
@@ -188,7 +188,7 @@ public struct HTTPRequestSerializer: RequestSerializer {
     func applyingDefaults(to request: Request) -> Request {
         var request = request
         request.options = self.options.merging(request.options)
-        for field in self.httpRequestHeaders where request.headerFields[field.name] == nil {
+        for field in self.httpRequestHeaders where !request.headerFields.contains(field.name) {
             request.headerFields.append(field)
         }
         return request

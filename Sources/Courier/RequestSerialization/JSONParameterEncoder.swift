@@ -55,7 +55,7 @@ public struct JSONParameterEncoder: ParameterEncoder {
         } catch {
             throw CourierError(.parameterEncodingFailed, "the parameters could not be encoded as JSON", request: request, underlyingError: error)
         }
-        if request.headerFields[.contentType] == nil {
+        if !request.headerFields.contains(.contentType) {
             request.headerFields[.contentType] = "application/json"
         }
         request.body = .data(data)

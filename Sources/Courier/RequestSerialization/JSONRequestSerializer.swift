@@ -65,7 +65,7 @@ public struct JSONRequestSerializer: HTTPRequestSerializerWrapper {
         } catch {
             throw error.adding(request: request)
         }
-        if request.headerFields[.contentType] == nil {
+        if !request.headerFields.contains(.contentType) {
             request.headerFields[.contentType] = "application/json"
         }
         request.body = .data(data)

@@ -56,7 +56,7 @@ public struct PropertyListRequestSerializer: HTTPRequestSerializerWrapper {
         } catch {
             throw CourierError(.parameterEncodingFailed, "the parameters could not be written as a property list", request: request, underlyingError: error)
         }
-        if request.headerFields[.contentType] == nil {
+        if !request.headerFields.contains(.contentType) {
             request.headerFields[.contentType] = "application/x-plist"
         }
         request.body = .data(data)

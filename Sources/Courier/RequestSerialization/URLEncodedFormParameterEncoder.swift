@@ -53,7 +53,7 @@ public struct URLEncodedFormParameterEncoder: ParameterEncoder {
                 request.url = try HTTPRequestSerializer.url(request.url, appendingQuery: form)
             }
         } else {
-            if request.headerFields[.contentType] == nil {
+            if !request.headerFields.contains(.contentType) {
                 request.headerFields[.contentType] = "application/x-www-form-urlencoded; charset=utf-8"
             }
             request.body = .data(Data(form.utf8))

@@ -76,7 +76,7 @@ extension SessionManager {
         sink: BodySink = .memory
     ) -> Task {
         var request = request
-        for field in self.configuration.httpAdditionalHeaders where request.headerFields[field.name] == nil {
+        for field in self.configuration.httpAdditionalHeaders where !request.headerFields.contains(field.name) {
             request.headerFields.append(field)
         }
         let identifier = self.registry.withLockedValue { registry -> Int in

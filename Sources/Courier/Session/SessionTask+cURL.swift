@@ -5,7 +5,7 @@ extension SessionTask {
     public func cURLDescription() -> String {
         var request = self.currentRequest
         let configuration = self.delegate.configuration
-        if request.headerFields[.cookie] == nil, let store = configuration.httpCookieStorage,
+        if !request.headerFields.contains(.cookie), let store = configuration.httpCookieStorage,
             request.options.httpShouldHandleCookies ?? configuration.httpShouldHandleCookies,
             let cookies = store.cookieHeader(for: request.url)
         {

@@ -60,6 +60,6 @@ struct TaskInterception: Sendable {
     func mayRetry(_ response: HTTPResponse?) -> Bool {
         if self.chain.retries { return true }
         guard let response else { return self.connectivity != nil }
-        return response.status == .unauthorized && response.headerFields[.wwwAuthenticate] != nil
+        return response.status == .unauthorized && response.headerFields.contains(.wwwAuthenticate)
     }
 }

@@ -46,7 +46,7 @@ final class HTTPAuthenticationResponder: Sendable {
     /// carries none of its own.
     func authenticate(_ request: Request) -> Request {
         // The common case, on every attempt of every task: no space was ever answered.
-        guard !self.answers.withLockedValue({ $0.isEmpty }), request.headerFields[.authorization] == nil,
+        guard !self.answers.withLockedValue({ $0.isEmpty }), !request.headerFields.contains(.authorization),
             let origin = ProtectionSpace(url: request.url)
         else { return request }
         let head = request.head
@@ -87,7 +87,7 @@ final class HTTPAuthenticationResponder: Sendable {
         guard attempt.error == nil, let response = attempt.response, response.status == .unauthorized else { return .doNotRetry }
         let rounds = attempt.retryCount(for: .challenge)
         // An Authorization the caller set (not ours) was refused: the 401 is the caller's to see.
-        if rounds == 0, attempt.request.headerFields[.authorization] != nil { return .doNotRetry }
+        if rounds == 0, attempt.request.headerFields.contains(.authorization) { return .doNotRetry }
         guard rounds < Self.maximumRounds else { return .doNotRetry }
         let offered = HTTPChallenge.parse(response.headerFields[values: .wwwAuthenticate])
         let candidates = Self.answerable(offered)

@@ -95,7 +95,7 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
     }
 
     private func wantsToCompress(_ request: Request) -> Bool {
-        guard !request.body.isEmpty, request.headerFields[.contentEncoding] == nil else { return false }
+        guard !request.body.isEmpty, !request.headerFields.contains(.contentEncoding) else { return false }
         if case .data(let data) = request.body.storage, data.count < self.minimumSize { return false }
         if case .file = request.body.storage, let length = request.body.knownLength, length < Int64(self.minimumSize) { return false }
         if let type = request.headerFields[.contentType], Self.isCompressedAlready(type) { return false }
