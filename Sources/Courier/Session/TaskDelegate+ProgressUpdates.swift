@@ -33,8 +33,11 @@ extension TaskDelegate {
     func finishProgressUpdates(succeeded: Bool) {
         let observers = self.state.withLockedValue { state -> [(ProgressObserver, ProgressSnapshot)] in
             state.progressUpdatesFinished = true
-            defer { state.progressObservers = [] }
-            return state.progressObservers.map { observer in
+            // Nobody listens (the common case): no closure over the state, which costs a copy of it.
+            guard !state.progressObservers.isEmpty else { return [] }
+            let listening = state.progressObservers
+            state.progressObservers = []
+            return listening.map { observer in
                 var snapshot = state.progressSnapshot(observer.direction, finished: true, floor: observer.lastFraction)
                 if succeeded { snapshot.fractionCompleted = 1 }
                 return (observer, snapshot)
