@@ -33,6 +33,7 @@ struct TLSTests {
             #expect(status.lowerBound < metrics.lowerBound, "the metrics come after the response")
             #expect(text.contains("* new connection to 127.0.0.1:\(server.port)"))
             #expect(text.contains(", TLS "))
+            #expect(text.contains(" TLS_AES_") || text.contains(" TLS_CHACHA20_"), "the TLS 1.3 suite the server chose: \(text)")
             #expect(text.contains("* lookup -, connect "))
         }
     }

@@ -11,14 +11,16 @@ struct ConnectionEstablishment: Sendable {
     var secureConnectionStart: ContinuousClock.Instant?
     var secureConnectionEnd: ContinuousClock.Instant?
     var tlsVersion: SecurityPolicy.TLSVersion?
+    var tlsCipherSuite: TLSCipherSuite?
     var isProxyConnection: Bool
 
-    /// Copies the setup into `metrics`: its times when `firstTransaction`, its route and TLS
-    /// version always, and the channel's addresses.
+    /// Copies the setup into `metrics`: its times when `firstTransaction`, its route, TLS
+    /// version and cipher suite always, and the channel's addresses.
     func apply(to metrics: inout TransactionMetrics, firstTransaction: Bool, channel: any Channel) {
         metrics.isReusedConnection = !firstTransaction
         metrics.isProxyConnection = self.isProxyConnection
         metrics.tlsProtocolVersion = self.tlsVersion
+        metrics.tlsCipherSuite = self.tlsCipherSuite
         metrics.localSocketAddress = channel.localAddress
         metrics.remoteSocketAddress = channel.remoteAddress
         guard firstTransaction else { return }

@@ -402,6 +402,7 @@ final class ConnectionPool: Sendable {
                         setup.withLockedValue { setup in
                             setup.secureConnectionEnd = .now
                             setup.tlsVersion = agreed.tlsVersion
+                            setup.tlsCipherSuite = agreed.cipherSuite
                         }
                         switch agreed.applicationProtocol {
                         case .http1_1: try addHTTP1Handlers(to: channel)

@@ -57,6 +57,9 @@ public struct TransactionMetrics: Sendable {
     /// The TLS version agreed, for `https`.
     public var tlsProtocolVersion: SecurityPolicy.TLSVersion?
 
+    /// The cipher suite the server chose, for `https` (read from its `ServerHello`).
+    public var tlsCipherSuite: TLSCipherSuite?
+
     /// The size of the request head, counted as HTTP/1.1 text (request line, fields, blank line).
     /// Over HTTP/2 the wire carries it HPACK-compressed, so fewer bytes went out.
     public var countOfRequestHeaderBytesSent: Int64
@@ -122,6 +125,7 @@ extension TransactionMetrics: CustomStringConvertible {
         if let remote = self.remoteAddress, let port = self.remotePort { connection += " to \(remote):\(port)" }
         if let local = self.localAddress, let port = self.localPort { connection += " from \(local):\(port)" }
         if let tls = self.tlsProtocolVersion { connection += ", TLS \(tls)" }
+        if let suite = self.tlsCipherSuite { connection += " \(suite)" }
         lines.append(connection)
         lines.append(
             "lookup \(span(self.domainLookupStart, self.domainLookupEnd)), connect \(span(self.connectStart, self.connectEnd)), "

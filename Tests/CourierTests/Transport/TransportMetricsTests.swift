@@ -38,6 +38,7 @@ struct TransportMetricsTests {
             #expect((redirect.secureConnectionStart != nil) == transport.isSecure)
             #expect((redirect.secureConnectionEnd != nil) == transport.isSecure)
             #expect((redirect.tlsProtocolVersion != nil) == transport.isSecure)
+            #expect((redirect.tlsCipherSuite != nil) == transport.isSecure, "the suite from the ServerHello")
             #expect(redirect.remoteAddress == "127.0.0.1")
             #expect(redirect.remotePort == transport.remotePort(for: server))
             #expect(redirect.localAddress == "127.0.0.1")
@@ -67,6 +68,7 @@ struct TransportMetricsTests {
                 #expect(final.localPort == redirect.localPort, "the same connection")
             }
             #expect((final.tlsProtocolVersion != nil) == transport.isSecure, "the connection's TLS version stays known")
+            #expect(final.tlsCipherSuite == redirect.tlsCipherSuite, "and so does its suite")
             #expect(final.countOfResponseBodyBytesReceived == Int64(response.data?.count ?? -1))
             #expect(final.countOfResponseBodyBytesAfterDecoding == final.countOfResponseBodyBytesReceived)
             Self.expectOrdered([

@@ -161,7 +161,11 @@ struct TLSConnector: Sendable {
                 handshake.verify(presented, with: evaluator, completing: promise)
             }
         )
+        // Before the TLS handler: it reads the ServerHello's cipher suite, which swift-nio-ssl does
+        // not tell, from the bytes on their way in, then leaves.
+        let observer = ServerHelloObserver { suite in handshake.cipherSuite = suite }
         let pipeline = channel.pipeline.syncOperations
+        try pipeline.addHandler(observer)
         try pipeline.addHandler(ssl)
         try pipeline.addHandler(handshake)
         return handshake

@@ -34,6 +34,8 @@ final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler 
     /// Why the policy refused the server, set by the verification callback.
     private var trustFailure: ServerTrustFailure?
     private var validatedChain: [X509.Certificate]?
+    /// The suite the server chose, as ``ServerHelloObserver`` read it before the handshake ended.
+    var cipherSuite: TLSCipherSuite?
     private var heldReads: [NIOAny] = []
     private var heldReadComplete = false
 
@@ -145,6 +147,7 @@ final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler 
         let result = TLSHandshakeResult(
             applicationProtocol: negotiated.flatMap(TLSConnector.ApplicationProtocol.init(rawValue:)) ?? .http1_1,
             tlsVersion: version.map(SecurityPolicy.TLSVersion.init),
+            cipherSuite: self.cipherSuite,
             validatedChain: self.validatedChain
         )
         context.fireUserInboundEventTriggered(event)

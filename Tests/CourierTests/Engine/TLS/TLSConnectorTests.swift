@@ -208,6 +208,27 @@ struct TLSConnectorTests {
         }
     }
 
+    /// The cipher suite in the handshake's result (and so in the task metrics) is the one the
+    /// server was told to choose, read from its ServerHello: TLS 1.3 and TLS 1.2.
+    @Test(.enabled(if: OpenSSLServer.isAvailable, "openssl is not installed"), arguments: [
+        (["-tls1_3", "-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"], TLSCipherSuite.TLS_CHACHA20_POLY1305_SHA256, SecurityPolicy.TLSVersion.v1_3),
+        (["-tls1_3", "-ciphersuites", "TLS_AES_256_GCM_SHA384"], .TLS_AES_256_GCM_SHA384, .v1_3),
+        (["-tls1_2", "-cipher", "ECDHE-ECDSA-AES256-GCM-SHA384"], .TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, .v1_2),
+        (["-tls1_2", "-cipher", "ECDHE-ECDSA-CHACHA20-POLY1305"], .TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, .v1_2),
+    ])
+    func theCipherSuiteIsTheOneTheServerChose(arguments: [String], suite: TLSCipherSuite, version: SecurityPolicy.TLSVersion) async throws {
+        try await withOpenSSLServer(
+            chain: [TestCertificates.localhostLeaf, TestCertificates.intermediateCA],
+            key: TestCertificates.localhostKey,
+            arguments: ["-alpn", "http/1.1"] + arguments
+        ) { server in
+            let connection = try await TLSProbe.handshake(try Self.connector(), host: "localhost", port: server.port)
+            #expect(connection.result.cipherSuite == suite)
+            #expect(connection.result.tlsVersion == version)
+            try await connection.channel.close()
+        }
+    }
+
     @Test(.enabled(if: OpenSSLServer.isAvailable, "openssl is not installed"))
     func opensslServerWithTheIntermediatePinnedAndASecondCAsChain() async throws {
         let generated = try await GeneratedCertificates.prepared()
