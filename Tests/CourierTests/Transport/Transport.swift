@@ -221,12 +221,18 @@ struct Transport: Hashable, Sendable, CustomTestStringConvertible {
     }
 
     /// Expects `transactions` to have gone this transport's way: each through a proxy or none as
-    /// ``route`` says, and a proxied one that got a connection to the proxy's port.
+    /// ``route`` says, and a proxied one that got a connection to the proxy's port; one over TLS
+    /// names its cipher suite.
     func expectRouted(_ transactions: [TransactionMetrics], sourceLocation: SourceLocation = #_sourceLocation) {
         for transaction in transactions {
             #expect(
                 transaction.isProxyConnection == self.isProxied,
                 "\(transaction.request.method) \(transaction.request.url) went \(transaction.isProxyConnection ? "through a proxy" : "directly")",
+                sourceLocation: sourceLocation)
+            // Through a proxy's tunnel too, the TLS handshake's suite was read from its ServerHello.
+            #expect(
+                (transaction.tlsCipherSuite != nil) == (transaction.tlsProtocolVersion != nil),
+                "TLS \(transaction.tlsProtocolVersion.map { "\($0)" } ?? "none") with suite \(transaction.tlsCipherSuite.map { "\($0)" } ?? "none")",
                 sourceLocation: sourceLocation)
             if let proxy = self.proxy, let port = transaction.remotePort {
                 #expect(port == proxy.port, "connected to port \(port), not the proxy's \(proxy.port)", sourceLocation: sourceLocation)
