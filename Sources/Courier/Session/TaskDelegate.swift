@@ -25,8 +25,8 @@ enum TaskCompletion: Sendable {
     /// AFNetworking's completion handler: serialized off the engine's threads, called on the
     /// completion queue.
     case handler(any ResponseSerializer, @Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)
-    /// The raw outcome, delivered on the engine's thread to a waiting `async` caller, which
-    /// serializes on its own task.
+    /// The raw outcome, settled and delivered on the engine's thread (a streamed task's, a 2.x
+    /// operation's).
     case outcome(@Sendable (TaskOutcome) -> Void)
     /// An `async` caller waiting on the task: it gets the task's end as a ``TaskFinish`` and
     /// settles it on its own task, so that the cache store, the metrics and the task's end run
@@ -451,9 +451,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 }
 
-/// A task's end handed to the `async` caller waiting on it (``TaskCompletion/awaiting(_:)``):
-/// either settled already, or still to settle on the caller's task. It holds the task, its
-/// manager and its delegate until ``settle()`` runs; the caller runs it exactly once.
+/// A task's end handed on from the engine's thread: to the `async` caller waiting on it
+/// (``TaskCompletion/awaiting(_:)``), or to the processing queue for a completion handler. Either
+/// settled already, or still to settle where it arrives. It holds the task, its manager and its
+/// delegate until ``settle()`` runs; whoever receives it runs that exactly once.
 ///
 /// A class: the outcome and the holds are large, and the continuation would copy them.
 final class TaskFinish: Sendable {
@@ -466,8 +467,7 @@ final class TaskFinish: Sendable {
         (self.delegate, self.ending, self.outcome) = (delegate, ending, outcome)
     }
 
-    /// A task's end that was settled where it happened (a download's, or a data task's that ran
-    /// through the engine's thread).
+    /// A task's end that was settled where it happened (a download's).
     init(_ outcome: TaskOutcome) {
         (self.delegate, self.ending, self.outcome) = (nil, nil, outcome)
     }
