@@ -10,10 +10,20 @@ struct VaryField: Codable, Hashable, Sendable {
 /// What a cache keeps for one stored response: the response and the request fields its `Vary`
 /// names, under a key made of both.
 struct CacheEntry: Sendable {
-    var cached: CachedResponse
+    let cached: CachedResponse
     /// The primary key: the request's URL without its fragment.
-    var primaryKey: String
-    var varying: [VaryField]
+    let primaryKey: String
+    let varying: [VaryField]
+    /// About how many bytes the entry takes: its body, key and head, counted once when it is
+    /// made (the cache adds and subtracts it on every store, replacement and eviction).
+    let cost: Int
+
+    init(cached: CachedResponse, primaryKey: String, varying: [VaryField]) {
+        self.cached = cached
+        self.primaryKey = primaryKey
+        self.varying = varying
+        self.cost = Self.cost(of: cached, primaryKey: primaryKey)
+    }
 
     /// The entry's identity: primary key and `Vary` values.
     var identity: String { Self.identity(primaryKey: self.primaryKey, varying: self.varying) }
@@ -32,10 +42,10 @@ struct CacheEntry: Sendable {
         return String(repeating: "0", count: 16 - hash.count) + hash + CacheEntryFile.fileExtension
     }
 
-    /// About how many bytes the entry takes.
-    var cost: Int {
-        var cost = self.cached.data.count + self.primaryKey.utf8.count + 128
-        for field in self.cached.response.headerFields { cost += field.name.rawName.utf8.count + field.value.utf8.count + 4 }
+    /// About how many bytes an entry of `cached` under `primaryKey` takes.
+    static func cost(of cached: CachedResponse, primaryKey: String) -> Int {
+        var cost = cached.data.count + primaryKey.utf8.count + 128
+        for field in cached.response.headerFields { cost += field.name.rawName.utf8.count + field.value.utf8.count + 4 }
         return cost
     }
 

@@ -163,6 +163,19 @@ public final class ResponseCache: Sendable {
         let names = varying.map(\.name)
         let work = self.state.withLockedValue { state -> DiskWork in
             var work = DiskWork()
+            // The common case of a client that asks for the same URL again and again: the new
+            // response replaces the only one stored for it, in memory alone. The state ends as
+            // the general path below leaves it, without taking the old entry out of every index
+            // and putting the new one back.
+            if inMemory, encoded == nil, state.disk[identity] == nil, let variants = state.variants[primaryKey],
+                variants.count == 1, variants[0] == identity, let old = state.memory[identity]
+            {
+                state.memory[identity] = entry
+                state.memoryUsage += cost - old.cost
+                state.memoryLRU.touch(identity)
+                state.evictMemory(capacity: self.memoryCapacity)
+                return work
+            }
             // Variants selected by other Vary field names are out of date: the newest response says
             // which fields select.
             for other in state.variants[primaryKey] ?? [] where other != identity {

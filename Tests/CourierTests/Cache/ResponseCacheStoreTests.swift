@@ -79,6 +79,44 @@ struct ResponseCacheStoreTests {
         #expect(cache.cachedResponse(for: requests[35]) == nil, "over 5% of the capacity: not kept")
     }
 
+    /// Storing a URL's response again replaces the only one kept (the in-place path): the usage
+    /// counts the new entry alone, the entry is the newest, and the replaced one is the most
+    /// recently used, so that eviction takes the others first.
+    @Test func aResponseStoredAgainReplacesTheOneKept() throws {
+        let cache = ResponseCache(memoryCapacity: 40_000)
+        let requests = (0..<3).map { CacheFixtures.request(url: URL(string: "http://h.test/\($0)")!) }
+        for request in requests { cache.storeCachedResponse(self.cached(String(repeating: "a", count: 1000), url: request.url), for: request) }
+        let usage = cache.currentMemoryUsage
+        let small = self.cached("b", url: requests[0].url)
+        cache.storeCachedResponse(small, for: requests[0])
+        #expect(try #require(cache.cachedResponse(for: requests[0])).data == Data("b".utf8))
+        #expect(cache.currentMemoryUsage == usage - 999, "the old entry's cost is gone, the new one's counted")
+        cache.storeCachedResponse(self.cached(String(repeating: "c", count: 1400), url: requests[0].url), for: requests[0])
+        #expect(cache.currentMemoryUsage == usage + 400)
+        // Fill the cache until it evicts: request 1 (stored before request 0 was replaced) goes
+        // first. (Reading touches an entry, so nothing is read until then.)
+        var index = 3
+        while index < 100 {
+            let before = cache.currentMemoryUsage
+            let request = CacheFixtures.request(url: URL(string: "http://h.test/\(index)")!)
+            cache.storeCachedResponse(self.cached(String(repeating: "d", count: 1000), url: request.url), for: request)
+            index += 1
+            // An entry of about 1,170 bytes went in: a smaller growth means one went out.
+            if cache.currentMemoryUsage - before < 500 { break }
+        }
+        #expect(index < 100, "the cache evicted")
+        #expect(cache.cachedResponse(for: requests[1]) == nil, "the least recently used went first")
+        #expect(cache.cachedResponse(for: requests[0]) != nil, "replaced later, so used more recently")
+        #expect(cache.currentMemoryUsage <= 40_000)
+        // Another Vary makes the general path run; the usage stays the sum of what is kept.
+        var varied = self.cached("v", fields: [("Cache-Control", "max-age=60"), ("Vary", "Accept")], url: requests[0].url)
+        varied.storagePolicy = .allowedInMemoryOnly
+        cache.storeCachedResponse(varied, for: requests[0])
+        #expect(try #require(cache.cachedResponse(for: requests[0])).data == Data("v".utf8))
+        cache.removeAllCachedResponses()
+        #expect(cache.currentMemoryUsage == 0, "every cost added was taken off again")
+    }
+
     @Test func storagePolicies() {
         let cache = ResponseCache(memoryCapacity: 1 << 20)
         var refused = self.cached("no")
