@@ -87,14 +87,10 @@ struct ResponseCacheStoreTests {
         let requests = (0..<3).map { CacheFixtures.request(url: URL(string: "http://h.test/\($0)")!) }
         for request in requests { cache.storeCachedResponse(self.cached(String(repeating: "a", count: 1000), url: request.url), for: request) }
         let usage = cache.currentMemoryUsage
-        let small = self.cached("b", url: requests[0].url)
-        cache.storeCachedResponse(small, for: requests[0])
-        #expect(try #require(cache.cachedResponse(for: requests[0])).data == Data("b".utf8))
-        #expect(cache.currentMemoryUsage == usage - 999, "the old entry's cost is gone, the new one's counted")
+        // Replaced, and nothing read (reading touches an entry): request 0 is now the most
+        // recently used, 1 the least.
         cache.storeCachedResponse(self.cached(String(repeating: "c", count: 1400), url: requests[0].url), for: requests[0])
-        #expect(cache.currentMemoryUsage == usage + 400)
-        // Fill the cache until it evicts: request 1 (stored before request 0 was replaced) goes
-        // first. (Reading touches an entry, so nothing is read until then.)
+        #expect(cache.currentMemoryUsage == usage + 400, "the old entry's cost is gone, the new one's counted")
         var index = 3
         while index < 100 {
             let before = cache.currentMemoryUsage
@@ -106,9 +102,11 @@ struct ResponseCacheStoreTests {
         }
         #expect(index < 100, "the cache evicted")
         #expect(cache.cachedResponse(for: requests[1]) == nil, "the least recently used went first")
-        #expect(cache.cachedResponse(for: requests[0]) != nil, "replaced later, so used more recently")
+        #expect(try #require(cache.cachedResponse(for: requests[0])).data.count == 1400, "replaced later, so used more recently")
         #expect(cache.currentMemoryUsage <= 40_000)
-        // Another Vary makes the general path run; the usage stays the sum of what is kept.
+        // Smaller again, then another Vary (the general path): the usage stays the sum of what is kept.
+        cache.storeCachedResponse(self.cached("b", url: requests[0].url), for: requests[0])
+        #expect(try #require(cache.cachedResponse(for: requests[0])).data == Data("b".utf8))
         var varied = self.cached("v", fields: [("Cache-Control", "max-age=60"), ("Vary", "Accept")], url: requests[0].url)
         varied.storagePolicy = .allowedInMemoryOnly
         cache.storeCachedResponse(varied, for: requests[0])
