@@ -134,7 +134,8 @@ struct CookieJar: Sendable {
     /// Calls `body` with each entry that goes with a request to `url` (host and parent domains,
     /// path, `Secure`), after marking it used at `now`; removes the expired entries met.
     private mutating func forEachMatch(of url: URL, now: Date, _ body: (Entry) -> Void) {
-        guard let host = CookieMatching.canonicalHost(of: url), self.count > 0 else { return }
+        // An empty jar (the common case) does not parse the URL's host.
+        guard self.count > 0, let host = CookieMatching.canonicalHost(of: url) else { return }
         let path = CookieMatching.requestPath(of: url)
         let secure = CookieMatching.isSecure(url)
         // The host and each parent domain (an IP address has no parents).
