@@ -29,15 +29,15 @@ struct CacheFreshness: Equatable {
 
     /// The freshness of `response`, requested at `requestDate`, received at `responseDate`, seen at `now`.
     init(response: HTTPResponse, control: CacheControl, requestDate: Date, responseDate: Date, now: Date) {
-        let dateValue = response.headerFields[.date].flatMap { HTTPDate.parse($0) } ?? responseDate
+        let dateValue = response.headerFields.value(of: .date).flatMap { HTTPDate.parse($0) } ?? responseDate
         var isHeuristic = false
         let lifetime: TimeInterval
         if let maxAge = control.maxAge {
             lifetime = TimeInterval(maxAge)
-        } else if let expires = response.headerFields[.expires] {
+        } else if let expires = response.headerFields.value(of: .expires) {
             // An invalid date, "0" above all, means "already expired".
             lifetime = HTTPDate.parse(expires).map { max(0, $0.timeIntervalSince(dateValue)) } ?? 0
-        } else if let lastModified = response.headerFields[.lastModified].flatMap({ HTTPDate.parse($0) }),
+        } else if let lastModified = response.headerFields.value(of: .lastModified).flatMap({ HTTPDate.parse($0) }),
             Self.heuristicallyCacheable.contains(response.status.code) || control.isPublic
         {
             isHeuristic = true
@@ -47,7 +47,7 @@ struct CacheFreshness: Equatable {
         }
 
         // RFC 9111 4.2.3.
-        let ageValue = response.headerFields[.age].flatMap { TimeInterval($0.trimmingSpaces()) }.map { max(0, $0) } ?? 0
+        let ageValue = response.headerFields.value(of: .age).flatMap { TimeInterval($0.trimmingSpaces()) }.map { max(0, $0) } ?? 0
         let apparentAge = max(0, responseDate.timeIntervalSince(dateValue))
         let responseDelay = max(0, responseDate.timeIntervalSince(requestDate))
         let correctedAge = ageValue + responseDelay

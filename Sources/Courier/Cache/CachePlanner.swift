@@ -95,8 +95,8 @@ enum CachePlanner {
     /// `request` with `If-None-Match` and `If-Modified-Since` from the stored validators, or nil
     /// when the stored response has none.
     static func conditionalRequest(_ request: Request, for stored: CachedResponse) -> Request? {
-        let etag = stored.response.headerFields[.eTag]
-        let lastModified = stored.response.headerFields[.lastModified]
+        let etag = stored.response.headerFields.value(of: .eTag)
+        let lastModified = stored.response.headerFields.value(of: .lastModified)
         guard etag != nil || lastModified != nil else { return nil }
         var conditional = request
         if let etag { conditional.headerFields[.ifNoneMatch] = etag }
@@ -178,7 +178,7 @@ enum CachePlanner {
         guard (200..<400).contains(response.status.code) else { return [] }
         var urls = [request.url]
         for name in [HTTPField.Name.location, .contentLocation] {
-            guard let value = response.headerFields[name], let url = URL(string: value, relativeTo: request.url)?.absoluteURL,
+            guard let value = response.headerFields.value(of: name), let url = URL(string: value, relativeTo: request.url)?.absoluteURL,
                 Self.isSameOrigin(url, request.url)
             else { continue }
             urls.append(url)

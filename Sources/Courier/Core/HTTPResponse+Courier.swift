@@ -14,7 +14,7 @@ extension HTTPResponse {
 
     /// The `charset` parameter of `Content-Type`, lower-cased and unquoted, if any.
     public var textEncodingName: String? {
-        guard let value = self.headerFields[.contentType] else { return nil }
+        guard let value = self.headerFields.value(of: .contentType) else { return nil }
         for parameter in value.split(separator: ";").dropFirst() {
             let pair = parameter.split(separator: "=", maxSplits: 1)
             guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "charset" else { continue }

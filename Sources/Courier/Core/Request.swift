@@ -67,7 +67,7 @@ public struct Request: Sendable {
     /// The value of a header field, or nil (AFNetworking's `valueForHTTPHeaderField:`).
     public func value(forHTTPHeaderField name: String) -> String? {
         guard let fieldName = HTTPField.Name(name) else { return nil }
-        return self.headerFields[fieldName]
+        return self.headerFields.value(of: fieldName)
     }
 
     /// Sets or, with `nil`, removes a header field (AFNetworking's `setValue:forHTTPHeaderField:`).

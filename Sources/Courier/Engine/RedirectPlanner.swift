@@ -24,7 +24,7 @@ enum RedirectPlanner {
     ) -> RedirectStep {
         guard case .follow(let maximum, let allowCycles) = policy,
             Self.redirectStatuses.contains(response.status.code),
-            let location = response.headerFields[.location],
+            let location = response.headerFields.value(of: .location),
             let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
             let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https",
             target.host?.isEmpty == false

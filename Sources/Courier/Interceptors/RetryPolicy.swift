@@ -75,7 +75,7 @@ public struct RetryPolicy: RequestInterceptor {
         } else {
             guard let status = attempt.statusCode, self.retryableStatusCodes.contains(status) else { return .doNotRetry }
         }
-        if let value = attempt.response?.headerFields[.retryAfter], let retryAfter = RetryAfter(value) {
+        if let value = attempt.response?.headerFields.value(of: .retryAfter), let retryAfter = RetryAfter(value) {
             let delay = retryAfter.delay(from: self.clock.date)
             guard delay <= self.maximumRetryAfter else {
                 attempt.logger.debug(

@@ -86,7 +86,7 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
 
     public func retry(_ attempt: FailedAttempt) async throws -> RetryDecision {
         guard attempt.error == nil, attempt.response?.status == .unsupportedMediaType,
-            attempt.request.headerFields[.contentEncoding] == self.encoding.name,
+            attempt.request.headerFields.value(of: .contentEncoding) == self.encoding.name,
             attempt.retryCount(for: .compressionRefused) == 0, let origin = Self.origin(of: attempt.request.url)
         else { return .doNotRetry }
         self.refusingOrigins.withLockedValue { _ = $0.insert(origin) }
@@ -98,7 +98,7 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
         guard !request.body.isEmpty, !request.headerFields.contains(.contentEncoding) else { return false }
         if case .data(let data) = request.body.storage, data.count < self.minimumSize { return false }
         if case .file = request.body.storage, let length = request.body.knownLength, length < Int64(self.minimumSize) { return false }
-        if let type = request.headerFields[.contentType], Self.isCompressedAlready(type) { return false }
+        if let type = request.headerFields.value(of: .contentType), Self.isCompressedAlready(type) { return false }
         if let origin = Self.origin(of: request.url), self.refusingOrigins.withLockedValue({ $0.contains(origin) }) { return false }
         return self.shouldCompress(request)
     }

@@ -29,7 +29,7 @@ extension TaskDelegate {
             file = continuation.file
             switch response.status.code {
             case 206:
-                let value = response.headerFields[.contentRange]
+                let value = response.headerFields.value(of: .contentRange)
                 guard let range = value.flatMap(ContentRange.init), range.first == continuation.offset else {
                     return self.refuseDownload(
                         CourierError(

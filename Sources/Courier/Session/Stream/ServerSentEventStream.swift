@@ -112,7 +112,7 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
                 self.isDone = true
                 return
             }
-            let contentType = stream.response.headerFields[.contentType]?.split(separator: ";").first?
+            let contentType = stream.response.headerFields.value(of: .contentType)?.split(separator: ";").first?
                 .trimmingCharacters(in: .whitespaces).lowercased()
             guard status == 200, contentType == "text/event-stream" else {
                 stream.task.cancel()
