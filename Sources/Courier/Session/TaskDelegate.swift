@@ -410,16 +410,17 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         // the awaiting caller's task, or on the processing queue before serialization; not on
         // the engine's thread (with HTTP/2, one loop carries every stream of a connection).
         let ending = finished.ending
-        let finish = TaskFinish(delegate: self, ending: ending, outcome: finished.outcome)
         switch ending.completion {
         case .awaiting(let deliver):
-            deliver(finish)
+            deliver(TaskFinish(delegate: self, ending: ending, outcome: finished.outcome))
         case .handler(let serializer, let handler):
+            let finish = TaskFinish(delegate: self, ending: ending, outcome: finished.outcome)
             ending.manager.complete(ending.task, finish: finish, serializer: serializer, handler: handler)
         case .none, .download:
+            let finish = TaskFinish(delegate: self, ending: ending, outcome: finished.outcome)
             ending.manager.complete(ending.task, finish: finish, serializer: nil, handler: nil)
         case .outcome(let deliver):
-            deliver(finish.settle())
+            deliver(self.settle(finished.outcome, ending: ending))
         }
     }
 
