@@ -73,17 +73,14 @@ protocol ParsedURLRequestSerializer: RequestSerializer {
     func request(method: HTTPRequest.Method, parsedURL url: URL, parameters: (any Sendable)?) throws(CourierError) -> Request
 }
 
-extension HTTPRequestSerializer: ParsedURLRequestSerializer {
+extension ParsedURLRequestSerializer {
+    /// What each of Courier's serializers does after parsing the string: serialize a request for
+    /// the URL.
     func request(method: HTTPRequest.Method, parsedURL url: URL, parameters: (any Sendable)?) throws(CourierError) -> Request {
         try self.request(bySerializing: Request(method: method, url: url), parameters: parameters)
     }
 }
 
-extension HTTPRequestSerializerWrapper {
-    func request(method: HTTPRequest.Method, parsedURL url: URL, parameters: (any Sendable)?) throws(CourierError) -> Request {
-        try self.request(bySerializing: Request(method: method, url: url), parameters: parameters)
-    }
-}
-
+extension HTTPRequestSerializer: ParsedURLRequestSerializer {}
 extension JSONRequestSerializer: ParsedURLRequestSerializer {}
 extension PropertyListRequestSerializer: ParsedURLRequestSerializer {}
