@@ -163,28 +163,22 @@ public final class ResponseCache: Sendable {
         let names = varying.map(\.name)
         let work = self.state.withLockedValue { state -> DiskWork in
             var work = DiskWork()
-            // The common case of a client that asks for the same URL again and again: the new
-            // response replaces the only one stored for it, in memory alone. The state ends as
-            // the general path below leaves it, without taking the old entry out of every index
-            // and putting the new one back.
-            if inMemory, encoded == nil, state.disk[identity] == nil, let variants = state.variants[primaryKey],
-                variants.count == 1, variants[0] == identity, let old = state.memory[identity]
-            {
-                state.memory[identity] = entry
-                state.memoryUsage += cost - old.cost
-                state.memoryLRU.touch(identity)
-                state.evictMemory(capacity: self.memoryCapacity)
-                return work
-            }
             // Variants selected by other Vary field names are out of date: the newest response says
             // which fields select.
             for other in state.variants[primaryKey] ?? [] where other != identity {
                 let otherNames = state.memory[other]?.varying.map(\.name) ?? state.disk[other]?.varying.map(\.name)
                 if otherNames != names { state.removeEntry(other, work: &work) }
             }
-            state.removeEntry(identity, work: &work)
-            if inMemory || encoded != nil {
-                state.variants[primaryKey, default: []].insert(identity, at: 0)
+            if inMemory, encoded == nil, state.disk[identity] == nil, let old = state.memory[identity] {
+                // A memory-only entry replaced by another (a client asking for one URL again and
+                // again): it stays in every index; only its cost goes, and its variant comes first.
+                state.memoryUsage -= old.cost
+                state.moveVariantToFront(identity, primaryKey: primaryKey)
+            } else {
+                state.removeEntry(identity, work: &work)
+                if inMemory || encoded != nil {
+                    state.variants[primaryKey, default: []].insert(identity, at: 0)
+                }
             }
             if inMemory {
                 state.memory[identity] = entry
@@ -308,6 +302,13 @@ struct ResponseCacheState: Sendable {
             work.deletions.append(record.fileName)
             self.dropVariant(identity, primaryKey: record.primaryKey, keepingIfOn: false)
         }
+    }
+
+    /// Makes `identity` the first (newest) variant of `primaryKey`.
+    mutating func moveVariantToFront(_ identity: String, primaryKey: String) {
+        guard self.variants[primaryKey]?.first != identity else { return }
+        self.variants[primaryKey]?.removeAll { $0 == identity }
+        self.variants[primaryKey, default: []].insert(identity, at: 0)
     }
 
     private mutating func dropVariant(_ identity: String, primaryKey: String, keepingIfOn stillThere: Bool) {
