@@ -153,6 +153,38 @@ struct StaleConnectionTests {
         }
     }
 
+    /// A server that closes every connection right after its first response, although the
+    /// response kept it alive (an idle timeout of zero). With one connection allowed, each one
+    /// the pool gets back is handed at once to the next waiting request, which finds it closing;
+    /// that request goes again on a new connection only, where it is answered, never on another
+    /// connection just given back (which is closing too): every request succeeds. (Before, a
+    /// request could be handed closing connections four times in a row and fail.)
+    @Test func aResendGoesOnANewConnectionNotOneJustGivenBack() async throws {
+        let script: ScriptedHTTPServer.Script = { _, _, _ in .respond(Self.ok, thenClose: true) }
+        try await withScriptedServer(script) { server in
+            var configuration = SessionConfiguration.default
+            configuration.httpMaximumConnectionsPerHost = 1
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                let count = 12
+                let failures = await withTaskGroup(of: String?.self) { group in
+                    for index in 0..<count {
+                        group.addTask {
+                            do {
+                                _ = try await manager.response(method: .get, urlString: "r\(index)", serializer: DataResponseSerializer())
+                                return nil
+                            } catch {
+                                return "r\(index): \(error)"
+                            }
+                        }
+                    }
+                    return await group.reduce(into: [String]()) { if let failure = $1 { $0.append(failure) } }
+                }
+                #expect(failures.isEmpty, "\(failures)")
+                #expect(server.connectionCount == count, "each connection answers one request")
+            }
+        }
+    }
+
     /// Four idle connections that the server has all given up on (each closes when its next
     /// request arrives): the request that finds the first one closed goes on a new connection,
     /// not on another of the idle ones.
