@@ -34,7 +34,10 @@ import Synchronization
 ///   server said it would have closed by now (`Keep-Alive: timeout`) is closed instead. Idle
 ///   connections (HTTP/2: with no stream) close after ``NIOEngine/Configuration/connectionIdleTimeout``.
 /// - A hop whose connection closed under it before any of the response arrived goes again as
-///   ``HTTP1ResendRule`` allows, on a connection that is new or has just carried a whole response.
+///   ``HTTP1ResendRule`` allows, on a new connection only: any kept-alive one, idle or just given
+///   back, may be closing too (a server may close a connection right after a response that said
+///   keep-alive). The close of the connection it lost makes room for one, and a new connection
+///   goes first to such a hop; at the cap, the longest idle connection is closed to make room too.
 /// - A connection is reused only when both sides kept it alive and the request was sent whole.
 /// - A connection that fails to open fails the first waiting hop (no retries, as with AHC's
 ///   `retryConnectionEstablishment = false`).
@@ -117,7 +120,9 @@ final class ConnectionPool: Sendable {
         var openCount = 0
         /// Connections opening (an HTTP/2 one until the server's first SETTINGS).
         var connectingCount = 0
-        var waiters = CircularBuffer<Waiter>()
+        /// Hops waiting for a connection, in order of arrival (a hop sent again arrives again),
+        /// and which of them go only on a new connection.
+        var waiters = ConnectionWaiters<Waiter>()
         /// What the host's last new TLS connection spoke (ALPN), once one opened.
         var learnedProtocol: TLSConnector.ApplicationProtocol?
 
@@ -137,7 +142,7 @@ final class ConnectionPool: Sendable {
             var loops: [any EventLoop] = []
             while self.needsConnection(maximum: maximum, tls: tls) {
                 // The waiters without a connection coming, in order.
-                let waiter = self.waiters[self.waiters.index(self.waiters.startIndex, offsetBy: self.connectingCount)]
+                let waiter = self.waiters[offset: self.connectingCount]
                 self.startConnecting()
                 loops.append(waiter.preferredLoop)
             }
@@ -247,7 +252,7 @@ final class ConnectionPool: Sendable {
     /// when a connection comes free.
     func execute(_ hop: HTTP1Hop, preferredLoop: any EventLoop) {
         enum Action { case run(HTTP1Connection), runStream(HTTP2Connection, firstStream: Bool), connect, wait, fail(any Error) }
-        let needsProvenConnection = hop.state.withLockedValue { $0.needsProvenConnection }
+        let needsNewConnection = hop.state.withLockedValue { $0.needsNewConnection }
         let now = NIODeadline.now()
         var toClose: [HTTP1Connection] = []
         let action = self.state.withLockedValue { state -> Action in
@@ -261,7 +266,7 @@ final class ConnectionPool: Sendable {
                     hop.state.withLockedValue { $0.phase = .running(connection) }
                     return .runStream(connection, firstStream: host.http2[index].openStreams == 1)
                 }
-                if !needsProvenConnection {
+                if !needsNewConnection {
                     let (idle, expired) = host.takeIdle(preferring: preferredLoop, now: now)
                     toClose = expired
                     if let connection = idle {
@@ -269,13 +274,13 @@ final class ConnectionPool: Sendable {
                         return .run(connection)
                     }
                 }
-                host.waiters.append(Waiter(hop: hop, preferredLoop: preferredLoop))
+                host.waiters.append(Waiter(hop: hop, preferredLoop: preferredLoop), needsNewConnection: needsNewConnection)
                 hop.state.withLockedValue { $0.phase = .waiting(hop.key) }
                 if host.needsConnection(maximum: self.settings.maximumConnectionsPerHost, tls: hop.key.tls) {
                     host.startConnecting()
                     return .connect
                 }
-                if needsProvenConnection, !host.idle.isEmpty, host.waiters.count > host.connectingCount {
+                if needsNewConnection, !host.idle.isEmpty, host.waiters.count > host.connectingCount {
                     // At the cap with idle connections that may be as stale as the one that just
                     // failed: close the longest idle; its close opens a new one for the waiter.
                     toClose.append(host.idle.removeFirst())
@@ -303,25 +308,25 @@ final class ConnectionPool: Sendable {
     func removeWaiter(_ hop: HTTP1Hop) -> Bool {
         self.state.withLockedValue { state in
             state.withHost(hop.key) { host in
-                guard let index = host.waiters.firstIndex(where: { $0.hop === hop }) else { return false }
-                host.waiters.remove(at: index)
-                return true
+                host.waiters.removeFirst { $0.hop === hop } != nil
             }
         }
     }
 
-    /// A connection finished a hop and may carry another: the next waiter gets it, else it idles.
-    /// Returns false when the pool is shut down (the caller closes the connection).
-    func release(_ connection: HTTP1Connection) -> Bool {
+    /// A connection that has just opened (`isNew`), or finished a hop, may carry another: a waiter
+    /// gets it, else it idles. A new one goes first to a hop that goes only on a new connection;
+    /// one that finished a hop never does (``ConnectionWaiters``). Returns false when the pool is shut down (the caller
+    /// closes the connection).
+    func release(_ connection: HTTP1Connection, isNew: Bool = false) -> Bool {
         let next = self.state.withLockedValue { state -> HTTP1Hop?? in
             guard !state.isShutDown else { return .none }
             return state.withHost(connection.key) { host in
-                if let waiter = host.waiters.popFirst() {
-                    waiter.hop.state.withLockedValue { $0.phase = .running(connection) }
-                    return .some(waiter.hop)
+                guard let waiter = isNew ? host.waiters.takeForNewConnection() : host.waiters.takeForReusedConnection() else {
+                    host.idle.append(connection)
+                    return .some(nil)
                 }
-                host.idle.append(connection)
-                return .some(nil)
+                waiter.hop.state.withLockedValue { $0.phase = .running(connection) }
+                return .some(waiter.hop)
             }
         }
         switch next {
@@ -343,8 +348,9 @@ final class ConnectionPool: Sendable {
         }
     }
 
-    /// Sends `hop` again, on a connection that is new or just proven alive: its connection closed
-    /// under it before any of the response arrived (``HTTP1ResendRule`` said it may go again).
+    /// Sends `hop` again, on a new connection: its connection closed under it before any of the
+    /// response arrived (``HTTP1ResendRule`` said it may go again), and any other kept-alive one
+    /// may be closing too.
     func resend(_ hop: HTTP1Hop) {
         self.logger?.debug("courier: sending again on another connection", metadata: ["request": "\(hop.request.summary)"])
         do {
@@ -530,7 +536,7 @@ final class ConnectionPool: Sendable {
         // Idle until a hop runs on it: when the hop that asked for it was cancelled meanwhile,
         // it must still close after the idle timeout.
         connection.startIdleClock()
-        if !self.release(connection) {
+        if !self.release(connection, isNew: true) {
             connection.channel.close(promise: nil)
         }
     }
@@ -699,8 +705,8 @@ final class ConnectionPool: Sendable {
     func shutdown() -> [EventLoopFuture<Void>] {
         let (waiters, connections) = self.state.withLockedValue { state -> ([HTTP1Hop], [any Channel]) in
             state.isShutDown = true
-            let waiters = state.hosts.values.flatMap { $0.waiters.map(\.hop) }
-            for key in state.hosts.keys { state.hosts[key]?.waiters.removeAll() }
+            var waiters: [HTTP1Hop] = []
+            for key in state.hosts.keys { waiters += state.hosts[key]?.waiters.removeAll().map(\.hop) ?? [] }
             return (waiters, Array(state.connections.values))
         }
         for hop in waiters { hop.end(.failure(ConnectionPoolError.shutDown)) }

@@ -29,9 +29,11 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         /// How many times the hop was sent again after its connection closed under it
         /// (``HTTP1ResendRule``).
         var resends = 0
-        /// The hop goes only on a connection that is new or has just carried a whole response:
-        /// the last one it was given turned out closed, and other idle ones may be too.
-        var needsProvenConnection = false
+        /// The hop goes only on a new connection: the last one it was given closed under it or
+        /// turned out closed, and any other kept-alive one may be closing too, idle or just given
+        /// back after a response (a server may close a connection right after a response that
+        /// said keep-alive).
+        var needsNewConnection = false
         /// What the connection recorded of the hop's last send (``TransactionMetrics``).
         var metrics: TransactionMetrics?
         /// The server answered `Expect: 100-continue` with 417: the hop is sent again without it.
@@ -68,7 +70,7 @@ final class HTTP1Hop: NIOHopTask, Sendable {
     var body: OutgoingBody { self.state.withLockedValue { $0.body } }
 
     /// Readies the hop to be sent again after its connection closed under it: a fresh body, and a
-    /// connection that is new or just proven alive. Called off the pool's lock.
+    /// new connection. Called off the pool's lock.
     /// - Throws: ``CourierError`` when the body cannot be made again (its file is gone).
     func prepareResend() throws(CourierError) {
         let body = try OutgoingBody(self.request)
@@ -76,7 +78,7 @@ final class HTTP1Hop: NIOHopTask, Sendable {
             state.body = body
             state.resends += 1
             state.phase = .created
-            state.needsProvenConnection = true
+            state.needsNewConnection = true
         }
     }
 
@@ -87,7 +89,7 @@ final class HTTP1Hop: NIOHopTask, Sendable {
             guard state.restarts < Self.maximumRestarts else { return false }
             state.restarts += 1
             state.phase = .created
-            state.needsProvenConnection = true
+            state.needsNewConnection = true
             return true
         }
     }

@@ -5,9 +5,10 @@ import HTTPTypes
 ///
 /// A server may close a keep-alive connection at any moment it is idle (gunicorn after 2 s, nginx
 /// after 75 s, load balancers at their own pace), and a request written just as it does finds the
-/// connection gone. Such a request was never processed, and is sent again, on a connection that is
-/// new or has just carried a whole response (never on another idle one, which the same server may
-/// have closed too):
+/// connection gone. Such a request was never processed, and is sent again, on a new connection
+/// (never on another kept-alive one, idle or just given back after a response: the same server may
+/// be closing it too, and a new connection that closes is the server's answer, which ends the
+/// resends):
 /// - when no byte of the response had arrived, the request was not cancelled, and it has not
 ///   been sent again ``maximumResends`` times already; and
 /// - either nothing of it was written before the connection was found closed, or it was written
