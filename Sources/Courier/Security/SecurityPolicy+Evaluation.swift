@@ -6,7 +6,8 @@ extension SecurityPolicy {
     ///
     /// - the policy's own rules first (``validate()``);
     /// - unless ``allowInvalidCertificates``, the chain must be valid against the system's roots
-    ///   (the distribution's bundle, read once per process, with ``additionalTrustedCertificates``):
+    ///   (the distribution's bundle, read once per process the first time it is needed, with
+    ///   ``additionalTrustedCertificates``):
     ///   signatures, every certificate's dates, constraints, and the host name when
     ///   ``validatesDomainName``;
     /// - ``PinningMode/certificate``: then the chain must be valid against the pinned certificates
@@ -22,6 +23,10 @@ extension SecurityPolicy {
     ///   ``CourierError/underlyingError`` is a ``ServerTrustFailure`` naming the host and the reason.
     public func evaluateServerTrust(_ chain: [Certificate], forDomain domain: String) async throws(CourierError) {
         let evaluator = SecurityPolicyEvaluator(policy: self)
+        if evaluator.consultsSystemRoots {
+            // The first evaluation reads the system's bundle, on NIO's thread pool rather than here.
+            await evaluator.trustStore.loadOffTheEventLoops()
+        }
         let parsed = chain.compactMap(\.x509)
         guard parsed.count == chain.count else {
             throw ServerTrustFailure(.untrustedRoot, host: domain, policy: self, detail: "a certificate of the chain cannot be parsed").courierError()

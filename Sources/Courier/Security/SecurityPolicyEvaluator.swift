@@ -38,8 +38,11 @@ struct SecurityPolicyEvaluator: Sendable {
     let policy: SecurityPolicy
     /// Why every server is refused, when the policy breaks AFNetworking's rules.
     private let policyFailure: ServerTrustFailure?
-    /// The system's roots and the policy's additional trusted certificates.
+    /// The system's roots and the policy's additional trusted certificates (the system's are read
+    /// when the verifier first looks a certificate up in them, not before).
     private let systemAnchors: CertificateStore
+    /// The store standing for the system's roots.
+    let trustStore: TrustStore
     /// The pinned certificates, as anchors for certificate mode.
     private let pinnedAnchors: CertificateStore
     private let pinnedCertificates: Set<X509.Certificate>
@@ -48,21 +51,30 @@ struct SecurityPolicyEvaluator: Sendable {
     /// An evaluator of `policy`.
     /// - Parameters:
     ///   - policy: The policy; its ``SecurityPolicy/additionalTrustedCertificates`` join `trustStore`.
-    ///   - trustStore: What stands for the system's roots; ``TrustStore/system`` unless a test
-    ///     brings its own.
+    ///   - trustStore: What stands for the system's roots; ``TrustStore/system`` (not read here)
+    ///     unless a test brings its own.
     init(policy: SecurityPolicy, trustStore: TrustStore = .system) {
         self.policy = policy
         let pins = policy.pinnedCertificates.compactMap(\.x509)
         self.pinnedCertificates = Set(pins)
         self.pinnedPublicKeys = Set(pins.map(\.publicKey))
         self.pinnedAnchors = CertificateStore(pins)
-        self.systemAnchors = trustStore.adding(policy.additionalTrustedCertificates).certificateStore
+        self.trustStore = trustStore
+        self.systemAnchors = trustStore.anchors(adding: policy.additionalTrustedCertificates)
         do throws(CourierError) {
             try policy.validate()
             self.policyFailure = nil
         } catch {
             self.policyFailure = error.underlyingError as? ServerTrustFailure ?? ServerTrustFailure(.invalidPolicy, policy: policy)
         }
+    }
+
+    /// Whether an evaluation consults the system's roots (steps 3, 4 and 6: unless invalid
+    /// certificates are allowed, or in public-key mode, whose chain is built towards them even
+    /// then). A policy that breaks AFNetworking's rules, or that allows invalid certificates with
+    /// no pinning or with certificate pinning, never does.
+    var consultsSystemRoots: Bool {
+        self.policyFailure == nil && (!self.policy.allowInvalidCertificates || self.policy.pinningMode.base == .publicKey)
     }
 
     /// The most certificates a server may present. Real chains have two to four; path building

@@ -1,5 +1,6 @@
 import Foundation
-import NIOSSL
+import NIOConcurrencyHelpers
+import NIOPosix
 import SwiftASN1
 import X509
 
@@ -9,73 +10,340 @@ import X509
 ///
 /// Any certificate in the store is a trust anchor, self-signed or not, as with
 /// `SecTrustSetAnchorCertificates`. Tests make one of their own roots to stand for the system's.
+///
+/// ``system`` is only a name for the system's roots: nothing is read until an evaluation looks a
+/// certificate up in it (``SystemTrustRoots``), so a process that never evaluates a chain against
+/// them (plain http, or only policies that pin certificates and allow invalid ones) never reads
+/// the bundle.
 struct TrustStore: Sendable {
-    /// The anchors, parsed.
-    let certificates: [X509.Certificate]
-    /// The certificates of the system's bundle that could not be parsed (skipped, not fatal).
-    let skippedCount: Int
-    /// The anchors as swift-certificates' verifier takes them, built once per store: every
-    /// engine's evaluators share the system store's instead of indexing its 150 roots again.
-    let certificateStore: CertificateStore
-
-    /// A store of exactly `certificates`.
-    init(_ certificates: [X509.Certificate], skippedCount: Int = 0) {
-        self.init(certificates, skippedCount: skippedCount, certificateStore: CertificateStore(certificates))
+    private enum Source: Sendable {
+        /// Anchors already at hand.
+        case roots(TrustRoots)
+        /// The system's, loaded once per process on first use.
+        case system
+        /// Loaded on first use by a loader a test brings (to see whether and where it runs).
+        case deferred(DeferredTrustRoots)
     }
 
-    private init(_ certificates: [X509.Certificate], skippedCount: Int, certificateStore: CertificateStore) {
-        self.certificates = certificates
-        self.skippedCount = skippedCount
-        self.certificateStore = certificateStore
+    private let source: Source
+
+    private init(_ source: Source) {
+        self.source = source
     }
 
     /// A store of `certificates`; those swift-certificates cannot parse are skipped and counted.
     init(_ certificates: [Certificate]) {
-        let parsed = certificates.compactMap(\.x509)
-        self.init(parsed, skippedCount: certificates.count - parsed.count)
+        self.init(.roots(TrustRoots(derEncoded: certificates.map { Array($0.derBytes) })))
     }
 
     /// The system's roots: the first bundle of ``systemBundlePaths`` that exists (the file
-    /// swift-nio-ssl's default trust roots come from), read once per process on first use; empty
-    /// when there is none.
+    /// swift-nio-ssl's default trust roots come from), read once per process when an evaluation
+    /// first looks a certificate up in it (``SystemTrustRoots/shared``); empty when there is none.
     ///
     /// Reading and parsing the bundle (about 150 certificates) takes a few milliseconds: make the
-    /// first use off the event loops (``TLSConnector`` does, when it is made).
-    static let system: TrustStore = {
-        for path in Self.systemBundlePaths where FileManager.default.fileExists(atPath: path) {
-            if let store = Self.load(bundleAt: path) { return store }
-        }
-        return TrustStore([])
-    }()
+    /// first use off the event loops (``loadOffTheEventLoops()``; ``TLSConnector`` does, before
+    /// the first handshake that needs them).
+    static var system: TrustStore { TrustStore(.system) }
+
+    /// A store whose anchors `load` gives the first time they are needed (at most once); for tests.
+    static func deferred(_ load: @escaping @Sendable () -> TrustStore) -> TrustStore {
+        TrustStore(.deferred(DeferredTrustRoots { load().roots }))
+    }
 
     /// Where Linux distributions keep their bundle of trusted roots (Debian and Ubuntu, Alpine and
     /// Arch, then Fedora), as swift-nio-ssl looks for it.
     static let systemBundlePaths = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"]
 
-    /// Every certificate of a PEM bundle; certificates this parser refuses are skipped and
-    /// counted. Nil when the file cannot be read as PEM certificates at all.
+    /// Every certificate of a PEM bundle (``TrustRoots/load(bundleAt:)``). Nil when the file cannot
+    /// be read or holds no certificate block.
     static func load(bundleAt path: String) -> TrustStore? {
-        guard let parsed = try? NIOSSLCertificate.fromPEMFile(path) else { return nil }
-        var certificates: [X509.Certificate] = []
-        certificates.reserveCapacity(parsed.count)
-        var skipped = 0
-        for certificate in parsed {
-            if let der = try? certificate.toDERBytes(), let x509 = try? X509.Certificate(derEncoded: der) {
-                certificates.append(x509)
-            } else {
-                skipped += 1
-            }
-        }
-        return TrustStore(certificates, skippedCount: skipped)
+        TrustRoots.load(bundleAt: path).map { TrustStore(.roots($0)) }
     }
 
-    /// This store and `additional` after it (``SecurityPolicy/additionalTrustedCertificates``).
-    func adding(_ additional: [Certificate]) -> TrustStore {
-        let parsed = additional.compactMap(\.x509)
-        guard !parsed.isEmpty else { return self }
-        return TrustStore(
-            self.certificates + parsed, skippedCount: self.skippedCount,
-            certificateStore: self.certificateStore.appending(contentsOf: parsed))
+    /// The anchors; for ``system`` (or a deferred store) they are loaded first when they are not
+    /// yet, which blocks the caller for the read.
+    var roots: TrustRoots {
+        switch self.source {
+        case .roots(let roots): roots
+        case .system: SystemTrustRoots.shared
+        case .deferred(let deferred): deferred.roots
+        }
+    }
+
+    /// Whether ``roots`` is at hand without reading anything.
+    var isLoaded: Bool {
+        switch self.source {
+        case .roots: true
+        case .system: SystemTrustRoots.isLoaded
+        case .deferred(let deferred): deferred.isLoaded
+        }
+    }
+
+    /// Every anchor, parsed again on each call (for tests and diagnostics; evaluations look
+    /// anchors up by subject instead).
+    var certificates: [X509.Certificate] { self.roots.certificates }
+
+    /// How many certificates of the store's source could not be parsed (skipped, not fatal).
+    var skippedCount: Int { self.roots.skippedCount }
+
+    /// Loads ``roots`` on NIO's thread pool when they are not loaded yet, so that the read does
+    /// not block an event loop or a thread of the concurrency pool.
+    func loadOffTheEventLoops() async {
+        guard !self.isLoaded else { return }
+        // A pool that is shutting down leaves the load to the first lookup.
+        _ = try? await NIOThreadPool.singleton.runIfActive { _ = self.roots }
+    }
+
+    /// The anchors as swift-certificates' verifier takes them: this store, then `additional`
+    /// (``SecurityPolicy/additionalTrustedCertificates``; those it cannot parse are left out).
+    /// Nothing is loaded until the verifier looks a certificate up.
+    func anchors(adding additional: [Certificate]) -> CertificateStore {
+        CertificateStore(custom: TrustAnchors(store: self, additional: additional.compactMap(\.x509)))
+    }
+
+    /// Who the anchors are, for ``TrustAnchors``' `Hashable` conformance.
+    fileprivate var identity: ObjectIdentifier? {
+        switch self.source {
+        case .roots(let roots): ObjectIdentifier(roots)
+        case .system: nil
+        case .deferred(let deferred): ObjectIdentifier(deferred)
+        }
+    }
+}
+
+/// Trust anchors kept as their DER encodings, indexed by subject, in the order they came: a
+/// certificate is parsed when path building asks for its subject (a handshake asks for one or
+/// two), not kept parsed (a parsed certificate holds its decoded names, extensions and a
+/// BoringSSL key object, several times its DER size).
+///
+/// Every certificate is parsed once when the store is made, to index it by subject and to skip
+/// those swift-certificates refuses, exactly as a `CertificateStore` of parsed certificates would.
+final class TrustRoots: Sendable {
+    /// The DER encodings of the anchors that parse, in order.
+    private let encodings: [[UInt8]]
+    /// Which of ``encodings`` have each subject, in order.
+    private let bySubject: [DistinguishedName: [Int]]
+    /// How many certificates could not be parsed (skipped, not fatal).
+    let skippedCount: Int
+
+    /// Anchors from DER encodings; those swift-certificates cannot parse are skipped and counted.
+    convenience init(derEncoded certificates: [[UInt8]]) {
+        var builder = Builder()
+        for der in certificates { builder.add(der) }
+        self.init(builder)
+    }
+
+    private init(_ builder: Builder) {
+        self.encodings = builder.encodings
+        self.bySubject = builder.bySubject
+        self.skippedCount = builder.skippedCount
+    }
+
+    /// Collects anchors one at a time, so that at most one is parsed at once.
+    private struct Builder {
+        var encodings: [[UInt8]] = []
+        var bySubject: [DistinguishedName: [Int]] = [:]
+        var skippedCount = 0
+
+        mutating func add(_ der: [UInt8]) {
+            guard let certificate = try? X509.Certificate(derEncoded: der) else {
+                self.skippedCount += 1
+                return
+            }
+            self.bySubject[certificate.subject, default: []].append(self.encodings.count)
+            self.encodings.append(der)
+        }
+    }
+
+    /// How many anchors there are.
+    var count: Int { self.encodings.count }
+
+    /// The anchors whose subject is `subject`, in order, parsed now; nil when there is none.
+    func certificates(withSubject subject: DistinguishedName) -> [X509.Certificate]? {
+        guard let indices = self.bySubject[subject] else { return nil }
+        // They parsed when the store was made, so they parse now.
+        return indices.compactMap { try? X509.Certificate(derEncoded: self.encodings[$0]) }
+    }
+
+    /// Whether `certificate` is one of the anchors.
+    func contains(_ certificate: X509.Certificate) -> Bool {
+        self.certificates(withSubject: certificate.subject)?.contains(certificate) ?? false
+    }
+
+    /// Every anchor, parsed now, in order.
+    var certificates: [X509.Certificate] {
+        self.encodings.compactMap { try? X509.Certificate(derEncoded: $0) }
+    }
+
+    /// Every certificate block of a PEM bundle (``PEMCertificateBlocks``), read and parsed one at a
+    /// time; blocks that do not decode and certificates swift-certificates refuses are skipped
+    /// and counted. Nil when the file cannot be read or holds no certificate block.
+    static func load(bundleAt path: String) -> TrustRoots? {
+        guard let text = FileManager.default.contents(atPath: path) else { return nil }
+        var builder = Builder()
+        var blocks = 0
+        PEMCertificateBlocks.forEach(in: text) { der in
+            blocks += 1
+            if let der {
+                builder.add(der)
+            } else {
+                builder.skippedCount += 1
+            }
+        }
+        return blocks == 0 ? nil : TrustRoots(builder)
+    }
+}
+
+/// The system's bundle of trusted roots, loaded at most once per process, the first time an
+/// evaluation needs it.
+enum SystemTrustRoots {
+    /// The roots of the first bundle of ``TrustStore/systemBundlePaths`` that can be read; empty
+    /// when there is none. A `static let`: the runtime initialises it once, thread-safely, on first
+    /// use (`swift_once`); later reads take no lock.
+    static let shared: TrustRoots = {
+        let roots =
+            TrustStore.systemBundlePaths.lazy.compactMap { path in
+                FileManager.default.fileExists(atPath: path) ? TrustRoots.load(bundleAt: path) : nil
+            }.first ?? TrustRoots(derEncoded: [])
+        Self.loads.withLockedValue { $0 += 1 }
+        return roots
+    }()
+
+    /// How many times this process loaded ``shared``: 0 until then, 1 after (tests read it).
+    static let loads = NIOLockedValueBox(0)
+
+    /// Whether ``shared`` has been loaded.
+    static var isLoaded: Bool { Self.loads.withLockedValue { $0 > 0 } }
+}
+
+/// Anchors loaded on first use by a loader of the caller's (tests: it counts its calls and sees
+/// which thread ran it). Lookups take a lock; the system's roots use ``SystemTrustRoots`` instead.
+final class DeferredTrustRoots: Sendable {
+    private let load: @Sendable () -> TrustRoots
+    private let loaded = NIOLockedValueBox<TrustRoots?>(nil)
+
+    init(_ load: @escaping @Sendable () -> TrustRoots) {
+        self.load = load
+    }
+
+    /// The anchors, loaded (under the lock, so once) if they are not yet.
+    var roots: TrustRoots {
+        self.loaded.withLockedValue { loaded in
+            if let loaded { return loaded }
+            let roots = self.load()
+            loaded = roots
+            return roots
+        }
+    }
+
+    var isLoaded: Bool { self.loaded.withLockedValue { $0 != nil } }
+}
+
+/// A ``TrustStore`` and a policy's additional trusted certificates as the root store of
+/// swift-certificates' verifier: the store's anchors with a subject first, then the additional
+/// ones, as a `CertificateStore` of both would give them. The store is only loaded when the
+/// verifier first looks a certificate up. It never suspends: every lookup is in memory (or the
+/// one read of the bundle).
+struct TrustAnchors: CustomCertificateStore {
+    let store: TrustStore
+    private var additional: [DistinguishedName: [X509.Certificate]]
+
+    init(store: TrustStore, additional: [X509.Certificate]) {
+        self.store = store
+        self.additional = Dictionary(grouping: additional, by: \.subject)
+    }
+
+    subscript(subject: DistinguishedName) -> [X509.Certificate]? {
+        get async {
+            let stored = self.store.roots.certificates(withSubject: subject) ?? []
+            let matching = stored + (self.additional[subject] ?? [])
+            return matching.isEmpty ? nil : matching
+        }
+    }
+
+    func contains(_ certificate: X509.Certificate) async -> Bool {
+        if self.store.roots.contains(certificate) { return true }
+        return self.additional[certificate.subject]?.contains(certificate) ?? false
+    }
+
+    mutating func append(contentsOf certificates: some Sequence<X509.Certificate>) {
+        for certificate in certificates {
+            self.additional[certificate.subject, default: []].append(certificate)
+        }
+    }
+
+    static func == (lhs: TrustAnchors, rhs: TrustAnchors) -> Bool {
+        lhs.store.identity == rhs.store.identity && lhs.additional == rhs.additional
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(self.store.identity)
+        hasher.combine(self.additional)
+    }
+}
+
+/// The certificate blocks of a PEM text (`-----BEGIN CERTIFICATE-----` or the older
+/// `X509 CERTIFICATE`), decoded one at a time. Other blocks (keys, parameters, OpenSSL's
+/// `TRUSTED CERTIFICATE`) are passed over, as swift-nio-ssl's reader of a bundle passes them
+/// (it takes a `TRUSTED CERTIFICATE` only as a bundle's very first block). Unlike it, a block
+/// that does not decode is skipped instead of ending the bundle there.
+enum PEMCertificateBlocks {
+    private static let labels: Set<[UInt8]> = [Array("CERTIFICATE".utf8), Array("X509 CERTIFICATE".utf8)]
+    private static let begin = Array("-----BEGIN ".utf8)
+    private static let end = Array("-----END ".utf8)
+    private static let dashes = Array("-----".utf8)
+
+    /// Calls `body` with the DER bytes of each certificate block of `text`, in order, or with nil
+    /// for a block whose base64 does not decode or that has no end line.
+    static func forEach(in text: Data, _ body: ([UInt8]?) -> Void) {
+        var label: [UInt8]?
+        var base64: [UInt8] = []
+        text.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
+            var lineStart = 0
+            while lineStart < bytes.count {
+                var lineEnd = lineStart
+                while lineEnd < bytes.count, bytes[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
+                let line = Self.trimmed(UnsafeRawBufferPointer(rebasing: bytes[lineStart..<lineEnd]))
+                lineStart = lineEnd + 1
+                if let open = label {
+                    if line.starts(with: Self.end) {
+                        let closing = Self.label(of: line, after: Self.end)
+                        if closing == open {
+                            body(Data(base64Encoded: Data(base64)).map { Array($0) })
+                        } else {
+                            body(nil)
+                        }
+                        label = nil
+                        base64.removeAll(keepingCapacity: true)
+                    } else {
+                        base64.append(contentsOf: line)
+                    }
+                } else if line.starts(with: Self.begin), let opened = Self.label(of: line, after: Self.begin),
+                    Self.labels.contains(opened)
+                {
+                    label = opened
+                }
+            }
+        }
+        if label != nil { body(nil) }
+    }
+
+    /// `line` without the spaces, tabs and carriage returns around it.
+    private static func trimmed(_ line: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        var start = 0
+        var end = line.count
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D }
+        while start < end, isSpace(line[start]) { start += 1 }
+        while end > start, isSpace(line[end - 1]) { end -= 1 }
+        return UnsafeRawBufferPointer(rebasing: line[start..<end])
+    }
+
+    /// The label of a `-----BEGIN label-----` or `-----END label-----` line.
+    private static func label(of line: UnsafeRawBufferPointer, after prefix: [UInt8]) -> [UInt8]? {
+        guard line.count >= prefix.count + Self.dashes.count, line.suffix(Self.dashes.count).elementsEqual(Self.dashes) else {
+            return nil
+        }
+        return Array(line[prefix.count..<(line.count - Self.dashes.count)])
     }
 }
 

@@ -1,4 +1,5 @@
 import NIOCore
+import NIOPosix
 import NIOSSL
 
 /// TLS for Courier's own connections: what a connection pool calls for an `https` connection.
@@ -40,6 +41,8 @@ struct TLSConnector: Sendable {
     /// How long a handshake may take, from the moment TLS starts on a connected channel.
     let handshakeTimeout: TimeAmount
     private let policies: [SecurityPolicy: PolicyTLS]
+    /// What stands for the system's roots (read before the first handshake that needs them).
+    private let trustStore: TrustStore
 
     /// A connector for `serverTrust`'s policies.
     /// - Parameters:
@@ -47,8 +50,9 @@ struct TLSConnector: Sendable {
     ///   - applicationProtocols: What ALPN offers, preferred first (``ApplicationProtocol/offered(for:)``).
     ///   - handshakeTimeout: The bound on one handshake; past it the connection fails with
     ///     ``CourierError/Code/timedOut`` and is closed.
-    ///   - trustStore: What stands for the system's roots; ``TrustStore/system`` (read now, on the
-    ///     caller's thread, the first time) unless a test brings its own.
+    ///   - trustStore: What stands for the system's roots; ``TrustStore/system`` unless a test
+    ///     brings its own. Nothing is read here: the first connection whose policy consults them
+    ///     reads them, on NIO's thread pool, before its handshake starts.
     init(
         serverTrust: ServerTrustPolicies,
         applicationProtocols: [ApplicationProtocol] = [.http2, .http1_1],
@@ -58,6 +62,7 @@ struct TLSConnector: Sendable {
         self.serverTrust = serverTrust
         self.applicationProtocols = applicationProtocols
         self.handshakeTimeout = handshakeTimeout
+        self.trustStore = trustStore
         var policies: [SecurityPolicy: PolicyTLS] = [:]
         for policy in serverTrust.distinctPolicies {
             policies[policy] = PolicyTLS(
@@ -100,6 +105,11 @@ struct TLSConnector: Sendable {
     /// the protocol's handlers; bytes the server sent meanwhile are held until it returns, then
     /// passed on. Callable from any thread.
     ///
+    /// The first connection whose policy consults the system's roots
+    /// (``SecurityPolicyEvaluator/consultsSystemRoots``) reads them on NIO's thread pool before
+    /// the handlers are added, so that neither an event loop nor the handshake's timeout waits
+    /// for the file; later connections find them loaded.
+    ///
     /// - Parameters:
     ///   - channel: A connected channel with nothing after where TLS goes.
     ///   - host: The host the request names: SNI (unless an address), the policy, the name checked.
@@ -111,6 +121,24 @@ struct TLSConnector: Sendable {
     ///   common version, a client certificate refused, the connection closed), or
     ///   ``CourierError/Code/timedOut``; the channel is then closed.
     func startTLS(
+        on channel: any Channel,
+        host: String,
+        port: Int,
+        configurePipeline: @escaping @Sendable (TLSHandshakeResult, any Channel) throws -> Void
+    ) -> EventLoopFuture<TLSHandshakeResult> {
+        let policy = self.serverTrust.policy(forHost: host)
+        if let tls = self.policies[policy], tls.evaluator.consultsSystemRoots, !self.trustStore.isLoaded {
+            let trustStore = self.trustStore
+            return NIOThreadPool.singleton.runIfActive(eventLoop: channel.eventLoop) { _ = trustStore.roots }
+                // A pool that is shutting down leaves the read to the evaluation.
+                .recover { _ in }
+                .flatMap { self.startTLSOnLoop(on: channel, host: host, port: port, configurePipeline: configurePipeline) }
+        }
+        return self.startTLSOnLoop(on: channel, host: host, port: port, configurePipeline: configurePipeline)
+    }
+
+    /// ``startTLS(on:host:port:configurePipeline:)`` once the roots it needs are at hand.
+    private func startTLSOnLoop(
         on channel: any Channel,
         host: String,
         port: Int,
