@@ -23,7 +23,8 @@ enum Report {
         let line = "\(result.scenario) \(result.client) run \(result.run): "
             + "\(format(result.summary.requestsPerSecond, 0)) req/s, p50 \(format(result.summary.p50Milliseconds, 3)) ms, "
             + "p99 \(format(result.summary.p99Milliseconds, 3)) ms, \(result.summary.failures) failures, load \(result.load.map { format($0, 2) } ?? "?"), "
-            + "cpu \(result.cpuMicrosecondsPerRequest.map { format($0, 1) } ?? "?") µs/req\n"
+            + "cpu \(result.cpuMicrosecondsPerRequest.map { format($0, 1) } ?? "?") µs/req, "
+            + "\(result.voluntarySwitchesPerRequest.map { format($0, 2) } ?? "?") sleeps/req\n"
         FileHandle.standardError.write(Data(line.utf8))
     }
 
@@ -57,7 +58,7 @@ enum Report {
         lines.append("courier-bench  server: \(document.server)")
         lines.append("load (1/5/15 min) before: \(document.loadBefore ?? "?")  after: \(document.loadAfter ?? "?")")
         lines.append("")
-        let header = ["scenario", "client", "run", "req/s", "p50(ms)", "p99(ms)", "failures", "load", "cpu µs/req"]
+        let header = ["scenario", "client", "run", "req/s", "p50(ms)", "p99(ms)", "failures", "load", "cpu µs/req", "sleeps/req"]
         var rows: [[String]] = [header]
         for result in document.runs {
             let summary = result.summary
@@ -66,6 +67,7 @@ enum Report {
                 format(summary.p50Milliseconds, 3), format(summary.p99Milliseconds, 3),
                 summary.failures == 0 ? "0" : "\(summary.failures) FAILED", result.load.map { format($0, 2) } ?? "?",
                 result.cpuMicrosecondsPerRequest.map { format($0, 1) } ?? "?",
+                result.voluntarySwitchesPerRequest.map { format($0, 2) } ?? "?",
             ])
         }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }

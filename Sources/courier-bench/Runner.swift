@@ -15,6 +15,10 @@ struct RunResult: Sendable, Codable {
     /// measured run, per request, in microseconds. With nginx this is the client's alone; with
     /// `--server testserver` it includes the in-process server.
     var cpuMicrosecondsPerRequest: Double?
+    /// The bench process's voluntary context switches over the measured run, per request: how
+    /// many times a thread went to sleep, which is about how many times work hopped to a sleeping
+    /// thread.
+    var voluntarySwitchesPerRequest: Double?
 }
 
 /// Runs the scenarios: every client gets the same work against the same server, the clients
@@ -46,12 +50,15 @@ struct Runner {
                 if self.arguments.warmup > 0 {
                     _ = await Self.measure(client, requests: self.arguments.warmup, concurrency: concurrency)
                 }
-                let cpuBefore = ProcessCPU.microseconds()
+                let before = ProcessCPU.sample()
                 let summary = await Self.measure(client, requests: requests, concurrency: concurrency)
-                let cpu = ProcessCPU.microseconds() - cpuBefore
+                let after = ProcessCPU.sample()
+                let count = Double(max(requests, 1))
                 let result = RunResult(
                     scenario: scenario.rawValue, client: kind.rawValue, run: run, concurrency: concurrency,
-                    summary: summary, load: MachineLoad.oneMinute(), cpuMicrosecondsPerRequest: Double(cpu) / Double(max(requests, 1)))
+                    summary: summary, load: MachineLoad.oneMinute(),
+                    cpuMicrosecondsPerRequest: Double(after.microseconds - before.microseconds) / count,
+                    voluntarySwitchesPerRequest: Double(after.voluntarySwitches - before.voluntarySwitches) / count)
                 Report.progress(result)
                 results.append(result)
             }

@@ -75,13 +75,22 @@ struct Summary: Sendable, Codable {
     }
 }
 
-/// The CPU time this process has used, user and system, all its threads.
+/// The CPU time this process has used, user and system, all its threads, and how often its
+/// threads were switched out.
 enum ProcessCPU {
-    static func microseconds() -> Int64 {
+    struct Sample {
+        /// User and system CPU time, in microseconds.
+        var microseconds: Int64
+        /// Voluntary context switches: a thread blocked (a futex wait, an `epoll_wait` with
+        /// nothing ready). Each hop of work to a sleeping thread costs one on the way back to sleep.
+        var voluntarySwitches: Int64
+    }
+
+    static func sample() -> Sample {
         var usage = rusage()
-        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return 0 }
+        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return Sample(microseconds: 0, voluntarySwitches: 0) }
         func micro(_ time: timeval) -> Int64 { Int64(time.tv_sec) * 1_000_000 + Int64(time.tv_usec) }
-        return micro(usage.ru_utime) + micro(usage.ru_stime)
+        return Sample(microseconds: micro(usage.ru_utime) + micro(usage.ru_stime), voluntarySwitches: Int64(usage.ru_nvcsw))
     }
 }
 

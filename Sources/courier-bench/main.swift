@@ -13,6 +13,8 @@ case "soak":
     exit(await SoakBench.run(Array(CommandLine.arguments.dropFirst(2))))
 case "transfer-child":
     exit(await TransferChild.run(Array(CommandLine.arguments.dropFirst(2))))
+case "session":
+    exit(await SessionOverheadBench.run(Array(CommandLine.arguments.dropFirst(2))))
 case "cache", "cookies":
     exit(await SessionFeatureBench.run(CommandLine.arguments[1], Array(CommandLine.arguments.dropFirst(2))))
 default:
