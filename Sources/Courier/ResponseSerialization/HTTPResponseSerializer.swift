@@ -21,7 +21,7 @@ import HTTPTypes
 /// A `nil` response (a task that failed before a head arrived) passes validation.
 public struct HTTPResponseSerializer: ResponseSerializer {
     /// Acceptable status codes; 200–299 by default.
-    public var acceptableStatusCodes: IndexSet = IndexSet(integersIn: 200..<300)
+    public var acceptableStatusCodes: IndexSet = HTTPResponseSerializer.successfulStatusCodes
 
     /// Acceptable MIME types (`application/json`, no parameters); `nil`, the default, accepts any.
     ///
@@ -36,6 +36,10 @@ public struct HTTPResponseSerializer: ResponseSerializer {
     public var acceptableStructuredSyntaxSuffixes: Set<String> = []
 
     private var normalizedContentTypes: Set<String>?
+
+    /// 200–299, made once: an `IndexSet` allocates its storage, and a serializer is often made per
+    /// request. Copies share it until one is changed.
+    private static let successfulStatusCodes = IndexSet(integersIn: 200..<300)
 
     /// A serializer with AFNetworking's defaults: status 200–299, any content type.
     public init() {}

@@ -7,8 +7,8 @@ import NIOCore
 /// event loop and no thread hop.
 ///
 /// The manager runs on an engine that answers every request inside `execute` (the engine contract
-/// allows a delegate to be called before `execute` returns): a `200` with nginx's header fields
-/// for a 1 KiB file, the body in one chunk, then the end. So an `await` of Courier's API never
+/// allows a delegate to be called before `execute` returns): a `200` with the header fields and
+/// body nginx sends for the request scenarios' `GET /small`, the body in one chunk, then the end. So an `await` of Courier's API never
 /// suspends, and the CPU time per request is the session's own: making, resuming and settling the
 /// task, the cookie store and cache lookups and stores, serialization, the notifications. Run it
 /// under `perf record` to see where that goes without the engine's and the kernel's samples.
@@ -21,15 +21,20 @@ enum SessionOverheadBench {
         var requests = 200_000
         var repeats = 5
         var variants = ["courier", "nostores", "callback"]
+        /// KiB of memory written between requests (0: none), to see the session's cost with the
+        /// caches cold, as it is when a thread wakes for one request between sleeps.
+        var coldKiB = 0
     }
 
     static let usage = """
-        usage: courier-bench session [--requests N] [--repeat K] [--variants courier,nostores,callback]
+        usage: courier-bench session [--requests N] [--repeat K] [--variants courier,nostores,callback] [--cold KiB]
 
           the session layer's own CPU per request, on an engine that answers inside execute
           --requests  measured requests per run (default: 200000)
           --repeat    runs per variant, taken in turns (default: 5); the best run is reported too
           --variants  which of courier, nostores, callback to run
+          --cold      write this many KiB of other memory before each request (not timed), so that it
+                      finds the CPU caches cold, as a thread woken for one request does
         """
 
     static func run(_ arguments: [String]) async -> Int32 {
@@ -49,6 +54,9 @@ enum SessionOverheadBench {
                     return Self.fail("--variants takes courier, nostores and callback")
                 }
                 options.variants = names
+            case "--cold":
+                guard let value = remaining.popFirst().flatMap({ Int($0) }), value >= 0 else { return Self.fail("--cold needs a number of KiB") }
+                options.coldKiB = value
             case "--help", "-h":
                 print(Self.usage)
                 return 0
@@ -63,14 +71,29 @@ enum SessionOverheadBench {
                 // A first request outside the measurement: the caches of the type system and the
                 // manager's first-use work (the cookie store, the cache) are not the point.
                 guard await Self.fetch(manager, callback: false) else { return Self.fail("the first request failed") }
-                let before = ProcessCPU.sample()
                 var failures = 0
-                for _ in 0..<options.requests {
-                    if await !Self.fetch(manager, callback: variant == "callback") { failures += 1 }
+                var nanoseconds: Int64 = 0
+                if options.coldKiB == 0 {
+                    let before = ProcessCPU.sample()
+                    for _ in 0..<options.requests {
+                        if await !Self.fetch(manager, callback: variant == "callback") { failures += 1 }
+                    }
+                    nanoseconds = (ProcessCPU.sample().microseconds - before.microseconds) * 1000
+                } else {
+                    // The same writes without the requests, timed apart and taken off.
+                    var scratch = [UInt8](repeating: 0, count: options.coldKiB * 1024)
+                    let before = ProcessCPU.sample()
+                    for index in 0..<options.requests {
+                        Self.touch(&scratch, index)
+                        if await !Self.fetch(manager, callback: variant == "callback") { failures += 1 }
+                    }
+                    let middle = ProcessCPU.sample()
+                    for index in 0..<options.requests { Self.touch(&scratch, index) }
+                    let after = ProcessCPU.sample()
+                    nanoseconds = ((middle.microseconds - before.microseconds) - (after.microseconds - middle.microseconds)) * 1000
                 }
-                let after = ProcessCPU.sample()
                 await manager.invalidate(cancelingTasks: true)
-                let perRequest = Double(after.microseconds - before.microseconds) / Double(options.requests)
+                let perRequest = Double(nanoseconds) / 1000 / Double(options.requests)
                 results[variant, default: []].append(perRequest)
                 FileHandle.standardError.write(Data(
                     "session \(variant) run \(run): cpu \(Report.format(perRequest, 2)) µs/req, \(failures) failures\n".utf8))
@@ -97,17 +120,29 @@ enum SessionOverheadBench {
         return manager
     }
 
+    /// Writes one byte in every cache line of `scratch`.
+    @inline(never)
+    static func touch(_ scratch: inout [UInt8], _ index: Int) {
+        scratch.withUnsafeMutableBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                bytes[offset] = UInt8(truncatingIfNeeded: index)
+                offset += 64
+            }
+        }
+    }
+
     static func fetch(_ manager: HTTPSessionManager, callback: Bool) async -> Bool {
         if callback {
             return await withCheckedContinuation { continuation in
                 manager.get(
-                    "files/1k.bin",
+                    "small",
                     success: { _, object in continuation.resume(returning: (object as? Data)?.count == InstantEngine.body.readableBytes) },
                     failure: { _, _ in continuation.resume(returning: false) })
             }
         }
         do {
-            let response = try await manager.response(method: .get, urlString: "files/1k.bin", serializer: DataResponseSerializer())
+            let response = try await manager.response(method: .get, urlString: "small", serializer: DataResponseSerializer())
             return response.value.count == InstantEngine.body.readableBytes
         } catch {
             return false
@@ -120,21 +155,20 @@ enum SessionOverheadBench {
     }
 }
 
-/// An engine that answers every request inside `execute`: nginx's head for a 1 KiB static file,
-/// the body in one chunk, the end.
+/// An engine that answers every request inside `execute`: nginx's answer to `GET /small`, the body
+/// in one chunk, the end.
 final class InstantEngine: Engine {
-    static let body = ByteBuffer(repeating: UInt8(ascii: "x"), count: 1024)
+    static let body = ByteBuffer(string: ServerLauncher.body)
 
+    /// What nginx answers for the request scenarios' `GET /small`: no validator and no lifetime,
+    /// so the cache stores nothing it may serve and every request reaches the engine, as there.
     static let head: HTTPResponse = {
         var fields = HTTPFields()
         fields[.server] = "nginx/1.22.1"
         fields[.date] = "Wed, 25 Nov 2026 00:00:00 GMT"
-        fields[.contentType] = "application/octet-stream"
-        fields[.contentLength] = "1024"
-        fields[.lastModified] = "Tue, 24 Nov 2026 00:00:00 GMT"
+        fields[.contentType] = "text/plain"
+        fields[.contentLength] = "\(ServerLauncher.body.utf8.count)"
         fields[.connection] = "keep-alive"
-        fields[.eTag] = "\"6744a080-400\""
-        fields[.acceptRanges] = "bytes"
         return HTTPResponse(status: .ok, headerFields: fields)
     }()
 
