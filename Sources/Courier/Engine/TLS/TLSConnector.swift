@@ -126,8 +126,10 @@ struct TLSConnector: Sendable {
         port: Int,
         configurePipeline: @escaping @Sendable (TLSHandshakeResult, any Channel) throws -> Void
     ) -> EventLoopFuture<TLSHandshakeResult> {
-        let policy = self.serverTrust.policy(forHost: host)
-        if let tls = self.policies[policy], tls.evaluator.consultsSystemRoots, !self.trustStore.isLoaded {
+        // Once the roots are loaded, a connection costs this one check.
+        if !self.trustStore.isLoaded, let tls = self.policies[self.serverTrust.policy(forHost: host)],
+            tls.evaluator.consultsSystemRoots
+        {
             let trustStore = self.trustStore
             return NIOThreadPool.singleton.runIfActive(eventLoop: channel.eventLoop) { _ = trustStore.roots }
                 // A pool that is shutting down leaves the read to the evaluation.
