@@ -40,6 +40,8 @@ struct DownloadResumeTests {
                     #expect(download.response.status == .ok)
                     #expect(server.receivedRequests.last?.value(forHTTPHeaderField: "Range") == nil)
                     #expect(try Data(contentsOf: download.fileURL) == alphabet(2000))
+                    // Without a destination the file is left in the temporary directory for the caller.
+                    try FileManager.default.removeItem(at: download.fileURL)
                 }
             }
         }

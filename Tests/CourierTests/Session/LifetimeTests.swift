@@ -211,12 +211,13 @@ import Testing
                     api == .dataTaskHandler
                     ? manager.dataTask(with: request) { _, _, error in finish(error == nil) }
                     : manager.uploadTask(with: Request(method: .put, url: url), fromFile: file) { _, _, error in
-                        try? FileManager.default.removeItem(at: file)
                         finish(error == nil)
                     }
                 task.resume()
                 cancelSoon(task)
             }
+            // Made for both kinds (the data task's is unused): removed once the task is over.
+            try? FileManager.default.removeItem(at: file)
         case .downloadCallback:
             _ = await awaitCallback { (finish: @escaping @Sendable (Bool) -> Void) in
                 let task = manager.downloadTask(with: request) { _, file, error in

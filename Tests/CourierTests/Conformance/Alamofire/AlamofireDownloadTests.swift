@@ -189,6 +189,10 @@ struct AlamofireDownloadConformanceTests {
             #expect(file == nil)
             let resumeData = try #require(error?.resumeData)
             #expect(resumeData.bytesReceived > 0)
+            // The partial file is the caller's until it resumes or discards it.
+            #expect(FileManager.default.fileExists(atPath: resumeData.temporaryFileURL.path))
+            resumeData.discard()
+            #expect(!FileManager.default.fileExists(atPath: resumeData.temporaryFileURL.path))
         }
     }
 
@@ -206,6 +210,7 @@ struct AlamofireDownloadConformanceTests {
             #expect(error?.code == .cancelled)
             let resumeData = try #require(produced.withLockedValue { $0 })
             #expect(resumeData.bytesReceived > 0)
+            resumeData.discard()
         }
     }
 
@@ -224,6 +229,7 @@ struct AlamofireDownloadConformanceTests {
             let handed = try #require(produced.withLockedValue { $0 })
             #expect(error?.resumeData == handed)
             #expect(handed.bytesReceived > 0)
+            handed.discard()
         }
     }
 

@@ -73,14 +73,21 @@ struct AlamofireSessionDelegateConformanceTests {
     }
 
     @Test func testThatDidCompleteNotificationIsCalledWithRequestForDownloadRequests() async throws {
-        try await withTestServer { server in
-            try await withManager(baseURL: server.baseURL) { manager in
-                let log = TaskNotificationLog()
-                let task = manager.downloadTask(with: Request(url: server.url("/get")), completionHandler: nil)
-                task.resume()
-                await Self.expectNotifications(task, log)
-                #expect(task.response?.status == .ok)
-                #expect(task.error == nil)
+        try await withScratchDirectory { folder in
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    let log = TaskNotificationLog()
+                    // A destination in the test's own folder: the file is not left in the
+                    // temporary directory (without one, it is the caller's to remove).
+                    let file = folder.appendingPathComponent("get.json")
+                    let task = manager.downloadTask(
+                        with: Request(url: server.url("/get")), destination: DownloadDestination { _, _ in file }, completionHandler: nil)
+                    task.resume()
+                    await Self.expectNotifications(task, log)
+                    #expect(task.response?.status == .ok)
+                    #expect(task.error == nil)
+                    #expect(FileManager.default.fileExists(atPath: file.path))
+                }
             }
         }
     }

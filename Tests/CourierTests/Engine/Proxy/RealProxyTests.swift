@@ -130,9 +130,9 @@ struct RealProxyTests {
     @Test(.enabled(if: RealProxies.socks != nil, Comment(rawValue: Self.noSOCKSProxy)))
     func dantedRefusesAPortNobodyListensOn() async throws {
         let proxy = try #require(RealProxies.socks)
-        let closed = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
-        let port = try #require(closed.localAddress?.port)
-        try await closed.close()
+        // Bound and never listening for the rest of the process: no parallel test's server can
+        // take it between here and the proxy's connect (a port closed again could be).
+        let port = closedPort()
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: proxy.host, port: proxy.port).get()
         let error = await #expect(throws: CourierError.self) {
             try await ProxyTunnel.establish(on: channel, target: "127.0.0.1", port: port, route: .socksTunnel(proxy), timeout: .seconds(30)).get()
