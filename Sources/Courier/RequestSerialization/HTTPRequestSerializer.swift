@@ -188,12 +188,6 @@ public struct HTTPRequestSerializer: RequestSerializer {
     func applyingDefaults(to request: Request) -> Request {
         var request = request
         request.options = self.options.merging(request.options)
-        if request.headerFields.isEmpty {
-            // The usual case: the fields are shared with the serializer's until one is changed,
-            // instead of being appended one by one into new storage.
-            request.headerFields = self.httpRequestHeaders
-            return request
-        }
         for field in self.httpRequestHeaders where !request.headerFields.contains(field.name) {
             request.headerFields.append(field)
         }
