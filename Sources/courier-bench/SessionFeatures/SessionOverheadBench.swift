@@ -8,10 +8,11 @@ import NIOCore
 ///
 /// The manager runs on an engine that answers every request inside `execute` (the engine contract
 /// allows a delegate to be called before `execute` returns): a `200` with the header fields and
-/// body nginx sends for the request scenarios' `GET /small`, the body in one chunk, then the end. So an `await` of Courier's API never
-/// suspends, and the CPU time per request is the session's own: making, resuming and settling the
-/// task, the cookie store and cache lookups and stores, serialization, the notifications. Run it
-/// under `perf record` to see where that goes without the engine's and the kernel's samples.
+/// body nginx sends for the request scenarios' `GET /small`, the body in one chunk, then the end.
+/// So an `await` of Courier's API never suspends, and the CPU time per request is the session's
+/// own: making, resuming and settling the task, the cookie store and cache lookups and stores,
+/// serialization, the notifications. Run it under `perf record` to see where that goes without
+/// the engine's and the kernel's samples.
 ///
 /// Variants, taken in turns: `courier` (the defaults: response cache and cookie store),
 /// `nostores` (neither), `callback` (the completion-handler API, waited on per request: its
@@ -161,7 +162,8 @@ final class InstantEngine: Engine {
     static let body = ByteBuffer(string: ServerLauncher.body)
 
     /// What nginx answers for the request scenarios' `GET /small`: no validator and no lifetime,
-    /// so the cache stores nothing it may serve and every request reaches the engine, as there.
+    /// so the cache keeps nothing it may answer with and every request reaches the engine, as
+    /// there.
     static let head: HTTPResponse = {
         var fields = HTTPFields()
         fields[.server] = "nginx/1.22.1"
