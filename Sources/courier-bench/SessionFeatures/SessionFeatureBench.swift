@@ -4,10 +4,6 @@ import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// `courier-bench cache` and `courier-bench cookies`: what the session's HTTP cache and cookie
 /// store cost or save on sequential GETs against nginx (or TestServer), each pair of variants run
 /// in turns, medians reported with their ratio.
@@ -219,28 +215,21 @@ struct FeatureVariant {
         var latencies: [UInt64] = []
         latencies.reserveCapacity(requests)
         let start = Nanoseconds.now()
-        let cpuStart = Self.processCPUNanoseconds()
+        let cpuStart = ProcessCPU.sample().microseconds
         for _ in 0..<requests {
             let began = Nanoseconds.now()
             if (try? await manager.data(for: self.request)) == nil { failures += 1 }
             latencies.append(Nanoseconds.now() &- began)
         }
         let elapsed = Nanoseconds.now() &- start
-        let cpu = Self.processCPUNanoseconds() &- cpuStart
+        let cpu = ProcessCPU.sample().microseconds - cpuStart
         let exchanges = engine.count.withLockedValue { $0 } - exchangesBefore
         await manager.invalidate(cancelingTasks: true)
         latencies.sort()
         return FeatureRun(
             requestsPerSecond: Double(requests) / (Double(elapsed) / 1e9),
             p50Milliseconds: Summary.percentile(0.5, of: latencies), failures: failures, exchanges: exchanges,
-            cpuMicrosecondsPerRequest: Double(cpu) / 1e3 / Double(requests))
-    }
-
-    /// CPU time of this process (every thread; not the server's), in nanoseconds: a cost that
-    /// other load on the machine barely moves, unlike requests per second.
-    static func processCPUNanoseconds() -> UInt64 {
-        // clock(3): the process's CPU time, in microseconds on Linux (CLOCKS_PER_SEC is 10^6).
-        UInt64(clock()) * (1_000_000_000 / UInt64(CLOCKS_PER_SEC))
+            cpuMicrosecondsPerRequest: Double(cpu) / Double(requests))
     }
 }
 
