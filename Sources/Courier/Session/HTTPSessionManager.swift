@@ -32,11 +32,12 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// over and over, and Foundation's parse and join cost about 3 % of a small request's CPU.
     private let resolvedURLStrings = NIOLockedValueBox<[String: ResolvedURL]>([:])
 
-    /// A URL string resolved against ``baseURL``: the absolute string, and the URL Courier's own
-    /// serializers build requests from (parsed from that string once, when first asked for).
+    /// A URL string resolved against ``baseURL``: the absolute string, and what
+    /// ``HTTPRequestSerializer/url(from:)`` makes of it (the URL Courier's own serializers build
+    /// requests from, or the error it throws), both worked out once per string.
     struct ResolvedURL {
-        var string: String
-        var url: URL?
+        let string: String
+        let parsed: Result<URL, CourierError>
     }
     /// How many resolved strings to keep before starting over.
     static let resolvedURLStringLimit = 256
@@ -95,7 +96,8 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         if let resolved = self.resolvedURLStrings.withLockedValue({ $0[urlString] }) {
             return resolved
         }
-        let resolved = ResolvedURL(string: try self.resolveURLString(urlString))
+        let string = try self.resolveURLString(urlString)
+        let resolved = ResolvedURL(string: string, parsed: Result { () throws(CourierError) in try HTTPRequestSerializer.url(from: string) })
         self.resolvedURLStrings.withLockedValue { cache in
             if cache.count >= Self.resolvedURLStringLimit { cache.removeAll(keepingCapacity: true) }
             cache[urlString] = resolved
@@ -106,12 +108,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// The URL ``HTTPRequestSerializer/url(from:)`` makes of `urlString`'s absolute string (and
     /// the error it throws), parsed once per string.
     private func parsedURL(for urlString: String) throws(CourierError) -> URL {
-        let resolved = try self.resolved(urlString)
-        if let url = resolved.url { return url }
-        let url = try HTTPRequestSerializer.url(from: resolved.string)
-        // Kept only while the string is still cached: the cache may have started over meanwhile.
-        self.resolvedURLStrings.withLockedValue { cache in cache[urlString]?.url = url }
-        return url
+        try self.resolved(urlString).parsed.get()
     }
 
     private func resolveURLString(_ urlString: String) throws(CourierError) -> String {
