@@ -8,7 +8,7 @@ struct TLSHandshakeResult: Sendable {
     /// The TLS version agreed, when swift-nio-ssl names it.
     let tlsVersion: SecurityPolicy.TLSVersion?
     /// The cipher suite the server chose in its `ServerHello`; nil when it could not be read.
-    var cipherSuite: TLSCipherSuite?
+    let cipherSuite: TLSCipherSuite?
     /// The chain the policy validated, leaf first; nil when it trusted the server without
     /// validating a chain (invalid certificates allowed).
     let validatedChain: [X509.Certificate]?
