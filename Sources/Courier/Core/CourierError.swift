@@ -141,26 +141,100 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         public var description: String { self.base.rawValue }
     }
 
+    /// The error's fields, behind one reference: a `CourierError` (and every `CourierError?` in a
+    /// task's state, outcome, metrics and response) is one word wide, copied with a retain instead
+    /// of several hundred bytes. Copy-on-write: a setter copies the fields when they are shared.
+    ///
+    /// `@unchecked Sendable`: the fields are only changed through a uniquely referenced instance
+    /// (``CourierError/uniqueStorage()``), as a copy-on-write array's buffer is, so no instance
+    /// another thread can reach is ever changed.
+    private final class Storage: @unchecked Sendable {
+        var code: Code
+        var message: String
+        var request: Request?
+        var response: HTTPResponse?
+        var data: Data?
+        var resumeData: ResumeData?
+        var underlyingError: (any Error)?
+        var file: String
+        var line: UInt
+
+        init(
+            code: Code, message: String, request: Request?, response: HTTPResponse?, data: Data?,
+            resumeData: ResumeData?, underlyingError: (any Error)?, file: String, line: UInt
+        ) {
+            self.code = code
+            self.message = message
+            self.request = request
+            self.response = response
+            self.data = data
+            self.resumeData = resumeData
+            self.underlyingError = underlyingError
+            self.file = file
+            self.line = line
+        }
+
+        func copy() -> Storage {
+            Storage(
+                code: self.code, message: self.message, request: self.request, response: self.response, data: self.data,
+                resumeData: self.resumeData, underlyingError: self.underlyingError, file: self.file, line: self.line)
+        }
+    }
+
+    private var storage: Storage
+
+    private mutating func uniqueStorage() -> Storage {
+        if !isKnownUniquelyReferenced(&self.storage) { self.storage = self.storage.copy() }
+        return self.storage
+    }
+
     /// What went wrong.
-    public var code: Code
+    public var code: Code {
+        get { self.storage.code }
+        set { self.uniqueStorage().code = newValue }
+    }
     /// A sentence saying what went wrong and where, for people.
-    public var message: String
+    public var message: String {
+        get { self.storage.message }
+        set { self.uniqueStorage().message = newValue }
+    }
     /// The request that failed, when there was one.
-    public var request: Request?
+    public var request: Request? {
+        get { self.storage.request }
+        set { self.uniqueStorage().request = newValue }
+    }
     /// The response head, when the server had answered.
-    public var response: HTTPResponse?
+    public var response: HTTPResponse? {
+        get { self.storage.response }
+        set { self.uniqueStorage().response = newValue }
+    }
     /// The response body received, when there was one.
-    public var data: Data?
+    public var data: Data? {
+        get { self.storage.data }
+        set { self.uniqueStorage().data = newValue }
+    }
     /// For a download that failed or was cancelled after it had received part of its body from a
     /// server that allows resuming: what ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)-(Data,_,_,_)``
     /// needs to continue. The partial file it names is yours to resume from or discard.
-    public var resumeData: ResumeData?
+    public var resumeData: ResumeData? {
+        get { self.storage.resumeData }
+        set { self.uniqueStorage().resumeData = newValue }
+    }
     /// The error this one wraps: a system, NIO or parser error, or a first ``CourierError``.
-    public var underlyingError: (any Error)?
+    public var underlyingError: (any Error)? {
+        get { self.storage.underlyingError }
+        set { self.uniqueStorage().underlyingError = newValue }
+    }
     /// Where in Courier the error was made.
-    public var file: String
+    public var file: String {
+        get { self.storage.file }
+        set { self.uniqueStorage().file = newValue }
+    }
     /// Where in Courier the error was made.
-    public var line: UInt
+    public var line: UInt {
+        get { self.storage.line }
+        set { self.uniqueStorage().line = newValue }
+    }
 
     /// Makes an error; the factories below are usually clearer.
     public init(
@@ -173,14 +247,9 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         file: String = #fileID,
         line: UInt = #line
     ) {
-        self.code = code
-        self.message = message
-        self.request = request
-        self.response = response
-        self.data = data
-        self.underlyingError = underlyingError
-        self.file = file
-        self.line = line
+        self.storage = Storage(
+            code: code, message: message, request: request, response: response, data: data, resumeData: nil,
+            underlyingError: underlyingError, file: file, line: line)
     }
 
     /// A short, low-cardinality description (the code only), safe for metrics labels.
@@ -206,6 +275,10 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
 
     /// This error with the request, response and data filled in where they were missing.
     public func adding(request: Request? = nil, response: HTTPResponse? = nil, data: Data? = nil) -> CourierError {
+        // Nothing to fill in: the same error, without copying its fields.
+        let fills = (self.request == nil && request != nil) || (self.response == nil && response != nil)
+            || (self.data == nil && data != nil)
+        guard fills else { return self }
         var copy = self
         if copy.request == nil { copy.request = request }
         if copy.response == nil { copy.response = response }
