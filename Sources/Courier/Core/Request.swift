@@ -11,29 +11,99 @@ import Tracing
 /// URL string and parameters. The URL keeps everything the caller gave, fragment included; what goes
 /// on the wire is ``head``.
 public struct Request: Sendable {
+    /// The request's fields, behind one reference: a task's state, outcome, metrics and response
+    /// each keep a request, and a copy is then a retain instead of 168 bytes and a retain of each
+    /// field. Copy-on-write: a change copies the fields first when they are shared.
+    ///
+    /// `@unchecked Sendable`: the fields are only changed through a uniquely referenced instance
+    /// (``Request/uniqueStorage()``), as a copy-on-write array's buffer is, so no instance another
+    /// thread can reach is ever changed.
+    private final class Storage: @unchecked Sendable {
+        var method: HTTPRequest.Method
+        var url: URL
+        var headerFields: HTTPFields
+        var body: RequestBody
+        var options: RequestOptions
+        var interceptor: (any RequestInterceptor)?
+        var logger: Logger?
+        var serviceContext: ServiceContext?
+
+        init(
+            method: HTTPRequest.Method, url: URL, headerFields: HTTPFields, body: RequestBody, options: RequestOptions,
+            interceptor: (any RequestInterceptor)?, logger: Logger?, serviceContext: ServiceContext?
+        ) {
+            self.method = method
+            self.url = url
+            self.headerFields = headerFields
+            self.body = body
+            self.options = options
+            self.interceptor = interceptor
+            self.logger = logger
+            self.serviceContext = serviceContext
+        }
+
+        func copy() -> Storage {
+            Storage(
+                method: self.method, url: self.url, headerFields: self.headerFields, body: self.body, options: self.options,
+                interceptor: self.interceptor, logger: self.logger, serviceContext: self.serviceContext)
+        }
+    }
+
+    private var storage: Storage
+
+    private mutating func uniqueStorage() -> Storage {
+        if !isKnownUniquelyReferenced(&self.storage) { self.storage = self.storage.copy() }
+        return self.storage
+    }
+
     /// The HTTP method.
-    public var method: HTTPRequest.Method
+    public var method: HTTPRequest.Method {
+        get { self.storage.method }
+        set { self.uniqueStorage().method = newValue }
+    }
     /// The absolute URL.
-    public var url: URL
+    public var url: URL {
+        get { self.storage.url }
+        set { self.uniqueStorage().url = newValue }
+    }
     /// The header fields, in order; lookups ignore case.
-    public var headerFields: HTTPFields
+    public var headerFields: HTTPFields {
+        get { self.storage.headerFields }
+        // Changed in place: a get-then-set would copy the fields' own storage on every change.
+        _modify { yield &self.uniqueStorage().headerFields }
+    }
     /// The body.
-    public var body: RequestBody
+    public var body: RequestBody {
+        get { self.storage.body }
+        _modify { yield &self.uniqueStorage().body }
+    }
     /// Per-request options: timeout, cache policy, cookie handling.
-    public var options: RequestOptions
+    public var options: RequestOptions {
+        get { self.storage.options }
+        _modify { yield &self.uniqueStorage().options }
+    }
     /// This request's own adapters and retriers, consulted after the session's
     /// (``SessionManager/interceptor``); see ``RequestInterceptor`` for the order. `nil` by default.
-    public var interceptor: (any RequestInterceptor)?
+    public var interceptor: (any RequestInterceptor)? {
+        get { self.storage.interceptor }
+        set { self.uniqueStorage().interceptor = newValue }
+    }
     /// Where Courier logs what happens to this request (AsyncHTTPClient's convention: nothing is
     /// logged above `.debug` in normal operation). `nil` (the default) uses the session's
     /// ``SessionManager/logger``, and no logger at all when that is `nil` too.
-    public var logger: Logger?
+    public var logger: Logger? {
+        get { self.storage.logger }
+        _modify { yield &self.uniqueStorage().logger }
+    }
     /// The trace context the request travels in. A session with a tracer
     /// (``SessionManager/tracer``) starts a span per task, as a child of this context when set
     /// (else of `ServiceContext.current` where the task is made), with a child span per hop, and
     /// hands each hop to the engine with this set to the hop span's context, so that an engine
     /// can hang its own spans (connection, TLS) below it.
-    public var serviceContext: ServiceContext?
+    public var serviceContext: ServiceContext? {
+        get { self.storage.serviceContext }
+        _modify { yield &self.uniqueStorage().serviceContext }
+    }
 
     /// Makes a request.
     /// - Parameters:
@@ -49,11 +119,9 @@ public struct Request: Sendable {
         body: RequestBody = .empty,
         options: RequestOptions = RequestOptions()
     ) {
-        self.method = method
-        self.url = url
-        self.headerFields = headerFields
-        self.body = body
-        self.options = options
+        self.storage = Storage(
+            method: method, url: url, headerFields: headerFields, body: body, options: options,
+            interceptor: nil, logger: nil, serviceContext: nil)
     }
 
     /// The request head as swift-http-types sees it: method, scheme, authority, path with query.
