@@ -11,80 +11,227 @@ import NIOCore
 /// lookup, connect or TLS on a reused connection, no TLS for `http`, no lookup for an IP address,
 /// no response after a failure.
 public struct TransactionMetrics: Sendable {
+    /// The transaction's fields, behind one reference: the engine hands a transaction to the
+    /// task, which keeps it in its metrics, and a copy is then a retain instead of several hundred
+    /// bytes. Copy-on-write: a change copies the fields first when they are shared.
+    ///
+    /// `@unchecked Sendable`: the fields are only changed through a uniquely referenced instance
+    /// (``TransactionMetrics/uniqueStorage()``), as a copy-on-write array's buffer is, so no
+    /// instance another thread can reach is ever changed.
+    private final class Storage: @unchecked Sendable {
+        var request: Request
+        var response: HTTPResponse?
+        var fetchStart: ContinuousClock.Instant
+        var domainLookupStart: ContinuousClock.Instant?
+        var domainLookupEnd: ContinuousClock.Instant?
+        var connectStart: ContinuousClock.Instant?
+        var connectEnd: ContinuousClock.Instant?
+        var secureConnectionStart: ContinuousClock.Instant?
+        var secureConnectionEnd: ContinuousClock.Instant?
+        var requestStart: ContinuousClock.Instant?
+        var requestEnd: ContinuousClock.Instant?
+        var responseStart: ContinuousClock.Instant?
+        var responseEnd: ContinuousClock.Instant?
+        var networkProtocolName: String?
+        var isReusedConnection: Bool
+        var isProxyConnection: Bool
+        var localSocketAddress: SocketAddress?
+        var remoteSocketAddress: SocketAddress?
+        var tlsProtocolVersion: SecurityPolicy.TLSVersion?
+        var tlsCipherSuite: TLSCipherSuite?
+        var countOfRequestHeaderBytesSent: Int64
+        var countOfRequestBodyBytesSent: Int64
+        var countOfResponseHeaderBytesReceived: Int64
+        var countOfResponseBodyBytesReceived: Int64
+        var countOfResponseBodyBytesAfterDecoding: Int64
+
+        init(request: Request, response: HTTPResponse?, fetchStart: ContinuousClock.Instant, domainLookupStart: ContinuousClock.Instant?, domainLookupEnd: ContinuousClock.Instant?, connectStart: ContinuousClock.Instant?, connectEnd: ContinuousClock.Instant?, secureConnectionStart: ContinuousClock.Instant?, secureConnectionEnd: ContinuousClock.Instant?, requestStart: ContinuousClock.Instant?, requestEnd: ContinuousClock.Instant?, responseStart: ContinuousClock.Instant?, responseEnd: ContinuousClock.Instant?, networkProtocolName: String?, isReusedConnection: Bool, isProxyConnection: Bool, localSocketAddress: SocketAddress?, remoteSocketAddress: SocketAddress?, tlsProtocolVersion: SecurityPolicy.TLSVersion?, tlsCipherSuite: TLSCipherSuite?, countOfRequestHeaderBytesSent: Int64, countOfRequestBodyBytesSent: Int64, countOfResponseHeaderBytesReceived: Int64, countOfResponseBodyBytesReceived: Int64, countOfResponseBodyBytesAfterDecoding: Int64) {
+            self.request = request
+            self.response = response
+            self.fetchStart = fetchStart
+            self.domainLookupStart = domainLookupStart
+            self.domainLookupEnd = domainLookupEnd
+            self.connectStart = connectStart
+            self.connectEnd = connectEnd
+            self.secureConnectionStart = secureConnectionStart
+            self.secureConnectionEnd = secureConnectionEnd
+            self.requestStart = requestStart
+            self.requestEnd = requestEnd
+            self.responseStart = responseStart
+            self.responseEnd = responseEnd
+            self.networkProtocolName = networkProtocolName
+            self.isReusedConnection = isReusedConnection
+            self.isProxyConnection = isProxyConnection
+            self.localSocketAddress = localSocketAddress
+            self.remoteSocketAddress = remoteSocketAddress
+            self.tlsProtocolVersion = tlsProtocolVersion
+            self.tlsCipherSuite = tlsCipherSuite
+            self.countOfRequestHeaderBytesSent = countOfRequestHeaderBytesSent
+            self.countOfRequestBodyBytesSent = countOfRequestBodyBytesSent
+            self.countOfResponseHeaderBytesReceived = countOfResponseHeaderBytesReceived
+            self.countOfResponseBodyBytesReceived = countOfResponseBodyBytesReceived
+            self.countOfResponseBodyBytesAfterDecoding = countOfResponseBodyBytesAfterDecoding
+        }
+
+        func copy() -> Storage {
+            Storage(request: self.request, response: self.response, fetchStart: self.fetchStart, domainLookupStart: self.domainLookupStart, domainLookupEnd: self.domainLookupEnd, connectStart: self.connectStart, connectEnd: self.connectEnd, secureConnectionStart: self.secureConnectionStart, secureConnectionEnd: self.secureConnectionEnd, requestStart: self.requestStart, requestEnd: self.requestEnd, responseStart: self.responseStart, responseEnd: self.responseEnd, networkProtocolName: self.networkProtocolName, isReusedConnection: self.isReusedConnection, isProxyConnection: self.isProxyConnection, localSocketAddress: self.localSocketAddress, remoteSocketAddress: self.remoteSocketAddress, tlsProtocolVersion: self.tlsProtocolVersion, tlsCipherSuite: self.tlsCipherSuite, countOfRequestHeaderBytesSent: self.countOfRequestHeaderBytesSent, countOfRequestBodyBytesSent: self.countOfRequestBodyBytesSent, countOfResponseHeaderBytesReceived: self.countOfResponseHeaderBytesReceived, countOfResponseBodyBytesReceived: self.countOfResponseBodyBytesReceived, countOfResponseBodyBytesAfterDecoding: self.countOfResponseBodyBytesAfterDecoding)
+        }
+    }
+
+    private var storage: Storage
+
+    private mutating func uniqueStorage() -> Storage {
+        if !isKnownUniquelyReferenced(&self.storage) { self.storage = self.storage.copy() }
+        return self.storage
+    }
+
     /// The request as the engine sent it (after the task's adapters, cookies and redirects).
-    public var request: Request
+    public var request: Request {
+        get { self.storage.request }
+        _modify { yield &self.uniqueStorage().request }
+    }
     /// The response head, when one arrived.
-    public var response: HTTPResponse?
+    public var response: HTTPResponse? {
+        get { self.storage.response }
+        _modify { yield &self.uniqueStorage().response }
+    }
 
     /// When the engine took the request and began looking for a connection.
-    public var fetchStart: ContinuousClock.Instant
+    public var fetchStart: ContinuousClock.Instant {
+        get { self.storage.fetchStart }
+        _modify { yield &self.uniqueStorage().fetchStart }
+    }
     /// When the lookup of the name the connection went to began (the proxy's, through a proxy).
-    public var domainLookupStart: ContinuousClock.Instant?
+    public var domainLookupStart: ContinuousClock.Instant? {
+        get { self.storage.domainLookupStart }
+        _modify { yield &self.uniqueStorage().domainLookupStart }
+    }
     /// When that lookup ended.
-    public var domainLookupEnd: ContinuousClock.Instant?
+    public var domainLookupEnd: ContinuousClock.Instant? {
+        get { self.storage.domainLookupEnd }
+        _modify { yield &self.uniqueStorage().domainLookupEnd }
+    }
     /// When the TCP connect began.
-    public var connectStart: ContinuousClock.Instant?
+    public var connectStart: ContinuousClock.Instant? {
+        get { self.storage.connectStart }
+        _modify { yield &self.uniqueStorage().connectStart }
+    }
     /// When the connection was ready for the request: TCP, a proxy's tunnel and TLS done.
-    public var connectEnd: ContinuousClock.Instant?
+    public var connectEnd: ContinuousClock.Instant? {
+        get { self.storage.connectEnd }
+        _modify { yield &self.uniqueStorage().connectEnd }
+    }
     /// When the TLS handshake began.
-    public var secureConnectionStart: ContinuousClock.Instant?
+    public var secureConnectionStart: ContinuousClock.Instant? {
+        get { self.storage.secureConnectionStart }
+        _modify { yield &self.uniqueStorage().secureConnectionStart }
+    }
     /// When the TLS handshake ended (the server trusted, the protocol agreed).
-    public var secureConnectionEnd: ContinuousClock.Instant?
+    public var secureConnectionEnd: ContinuousClock.Instant? {
+        get { self.storage.secureConnectionEnd }
+        _modify { yield &self.uniqueStorage().secureConnectionEnd }
+    }
     /// When the request head was handed to the connection.
-    public var requestStart: ContinuousClock.Instant?
+    public var requestStart: ContinuousClock.Instant? {
+        get { self.storage.requestStart }
+        _modify { yield &self.uniqueStorage().requestStart }
+    }
     /// When the last byte of the request was handed to the connection.
-    public var requestEnd: ContinuousClock.Instant?
+    public var requestEnd: ContinuousClock.Instant? {
+        get { self.storage.requestEnd }
+        _modify { yield &self.uniqueStorage().requestEnd }
+    }
     /// When the response head arrived.
-    public var responseStart: ContinuousClock.Instant?
+    public var responseStart: ContinuousClock.Instant? {
+        get { self.storage.responseStart }
+        _modify { yield &self.uniqueStorage().responseStart }
+    }
     /// When the last byte of the response arrived.
-    public var responseEnd: ContinuousClock.Instant?
+    public var responseEnd: ContinuousClock.Instant? {
+        get { self.storage.responseEnd }
+        _modify { yield &self.uniqueStorage().responseEnd }
+    }
 
     /// The protocol the response came over, as ALPN names it: `"h2"`, `"http/1.1"` or
     /// `"http/1.0"` (the version an HTTP/1 server answered with); nil when no response arrived.
-    public var networkProtocolName: String?
+    public var networkProtocolName: String? {
+        get { self.storage.networkProtocolName }
+        _modify { yield &self.uniqueStorage().networkProtocolName }
+    }
     /// Whether the transaction went on a connection that had carried an earlier one.
-    public var isReusedConnection: Bool
+    public var isReusedConnection: Bool {
+        get { self.storage.isReusedConnection }
+        _modify { yield &self.uniqueStorage().isReusedConnection }
+    }
     /// Whether the connection goes through a proxy (forwarding, CONNECT or SOCKS); for a
     /// transaction that never got a connection (a tunnel the proxy refused), whether its route
     /// went through one.
-    public var isProxyConnection: Bool
+    public var isProxyConnection: Bool {
+        get { self.storage.isProxyConnection }
+        _modify { yield &self.uniqueStorage().isProxyConnection }
+    }
 
     /// The connection's local end, when it had one.
-    public var localSocketAddress: SocketAddress?
+    public var localSocketAddress: SocketAddress? {
+        get { self.storage.localSocketAddress }
+        _modify { yield &self.uniqueStorage().localSocketAddress }
+    }
     /// The connection's remote end (the proxy, through a proxy), when it had one.
-    public var remoteSocketAddress: SocketAddress?
+    public var remoteSocketAddress: SocketAddress? {
+        get { self.storage.remoteSocketAddress }
+        _modify { yield &self.uniqueStorage().remoteSocketAddress }
+    }
 
     /// The TLS version agreed, for `https`.
-    public var tlsProtocolVersion: SecurityPolicy.TLSVersion?
+    public var tlsProtocolVersion: SecurityPolicy.TLSVersion? {
+        get { self.storage.tlsProtocolVersion }
+        _modify { yield &self.uniqueStorage().tlsProtocolVersion }
+    }
 
     /// The cipher suite the server chose, for `https` (read from its `ServerHello`).
-    public var tlsCipherSuite: TLSCipherSuite?
+    public var tlsCipherSuite: TLSCipherSuite? {
+        get { self.storage.tlsCipherSuite }
+        _modify { yield &self.uniqueStorage().tlsCipherSuite }
+    }
 
     /// The size of the request head, counted as HTTP/1.1 text (request line, fields, blank line).
     /// Over HTTP/2 the wire carries it HPACK-compressed, so fewer bytes went out.
-    public var countOfRequestHeaderBytesSent: Int64
+    public var countOfRequestHeaderBytesSent: Int64 {
+        get { self.storage.countOfRequestHeaderBytesSent }
+        _modify { yield &self.uniqueStorage().countOfRequestHeaderBytesSent }
+    }
     /// Request body bytes handed to the connection.
-    public var countOfRequestBodyBytesSent: Int64
+    public var countOfRequestBodyBytesSent: Int64 {
+        get { self.storage.countOfRequestBodyBytesSent }
+        _modify { yield &self.uniqueStorage().countOfRequestBodyBytesSent }
+    }
     /// The size of the response head, counted as HTTP/1.1 text (status line, fields, blank line).
-    public var countOfResponseHeaderBytesReceived: Int64
+    public var countOfResponseHeaderBytesReceived: Int64 {
+        get { self.storage.countOfResponseHeaderBytesReceived }
+        _modify { yield &self.uniqueStorage().countOfResponseHeaderBytesReceived }
+    }
     /// Response body bytes as they came off the connection, before decompression (without
     /// HTTP/1.1's chunk framing).
-    public var countOfResponseBodyBytesReceived: Int64
+    public var countOfResponseBodyBytesReceived: Int64 {
+        get { self.storage.countOfResponseBodyBytesReceived }
+        _modify { yield &self.uniqueStorage().countOfResponseBodyBytesReceived }
+    }
     /// Response body bytes after decompression (equal to the received count when the body was
     /// not compressed).
-    public var countOfResponseBodyBytesAfterDecoding: Int64
+    public var countOfResponseBodyBytesAfterDecoding: Int64 {
+        get { self.storage.countOfResponseBodyBytesAfterDecoding }
+        _modify { yield &self.uniqueStorage().countOfResponseBodyBytesAfterDecoding }
+    }
 
     /// A transaction that began (``fetchStart``) at `fetchStart`; every other field empty.
     public init(request: Request, fetchStart: ContinuousClock.Instant) {
-        self.request = request
-        self.fetchStart = fetchStart
-        self.isReusedConnection = false
-        self.isProxyConnection = false
-        self.countOfRequestHeaderBytesSent = 0
-        self.countOfRequestBodyBytesSent = 0
-        self.countOfResponseHeaderBytesReceived = 0
-        self.countOfResponseBodyBytesReceived = 0
-        self.countOfResponseBodyBytesAfterDecoding = 0
+        self.storage = Storage(
+            request: request, response: nil, fetchStart: fetchStart, domainLookupStart: nil, domainLookupEnd: nil,
+            connectStart: nil, connectEnd: nil, secureConnectionStart: nil, secureConnectionEnd: nil, requestStart: nil,
+            requestEnd: nil, responseStart: nil, responseEnd: nil, networkProtocolName: nil, isReusedConnection: false,
+            isProxyConnection: false, localSocketAddress: nil, remoteSocketAddress: nil, tlsProtocolVersion: nil,
+            tlsCipherSuite: nil, countOfRequestHeaderBytesSent: 0, countOfRequestBodyBytesSent: 0,
+            countOfResponseHeaderBytesReceived: 0, countOfResponseBodyBytesReceived: 0, countOfResponseBodyBytesAfterDecoding: 0)
     }
 
     /// The remote end as text (`"127.0.0.1"`, `"::1"`), when there was one.
