@@ -382,6 +382,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
 
     // MARK: Completion
 
+    /// The largest body ``complete(with:)`` copies into its `Data` instead of wrapping its buffer.
+    static let copiedBodyLimit = 16 * 1024
+
     func complete(with error: CourierError?) {
         if self.download != nil {
             self.completeDownload(with: error)
@@ -392,7 +395,12 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             let body = state.body
             state.body = nil
             state.exchange = nil
-            let data = body.map { Data(buffer: $0, byteTransferStrategy: .noCopy) }
+            // A small body is copied out of the buffer it arrived in: cheaper than wrapping the
+            // buffer, and the caller's `Data` then keeps nothing alive of a read buffer that may be
+            // many times its size. A large one is wrapped, not copied.
+            let data = body.map {
+                Data(buffer: $0, byteTransferStrategy: $0.readableBytes <= Self.copiedBodyLimit ? .copy : .noCopy)
+            }
             let finalError = (state.bodyFailure ?? error)?.adding(request: state.currentRequest, response: state.response, data: data)
             state.error = finalError
             // A response whose progress was held back is the task's last: report it now.
