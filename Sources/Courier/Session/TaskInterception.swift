@@ -29,16 +29,9 @@ struct TaskInterception: Sendable {
         }
         var adapters: [any RequestAdapter] = []
         var retriers: [any RequestRetrier] = []
-        for interceptor in [settings.interceptor, request.interceptor].compactMap({ $0 }) {
-            if let composed = interceptor as? Interceptor {
-                // Flattened, so that an empty one costs nothing.
-                adapters += composed.adapters
-                retriers += composed.retriers
-            } else {
-                adapters.append(interceptor)
-                retriers.append(interceptor)
-            }
-        }
+        // The session's, then the request's; no array is made of the two (most tasks have neither).
+        Self.collect(settings.interceptor, into: &adapters, &retriers)
+        Self.collect(request.interceptor, into: &adapters, &retriers)
         self.chain = InterceptorChain(adapters: adapters, retriers: retriers, budget: settings.retryBudget)
         self.authentication = settings.authentication
         self.connectivity = connectivity.map { ConnectivityRetrier(policy: $0, reachability: reachability, clock: settings.retryClock) }
@@ -50,6 +43,20 @@ struct TaskInterception: Sendable {
         self.logger = logger
         self.tracer = settings.tracer
         self.parentContext = settings.tracer == nil ? nil : (request.serviceContext ?? ServiceContext.current)
+    }
+
+    private static func collect(
+        _ interceptor: (any RequestInterceptor)?, into adapters: inout [any RequestAdapter], _ retriers: inout [any RequestRetrier]
+    ) {
+        guard let interceptor else { return }
+        if let composed = interceptor as? Interceptor {
+            // Flattened, so that an empty one costs nothing.
+            adapters += composed.adapters
+            retriers += composed.retriers
+        } else {
+            adapters.append(interceptor)
+            retriers.append(interceptor)
+        }
     }
 
     /// Whether an attempt must hop to a task of its own to adapt (an adapter is `async`).
