@@ -112,3 +112,14 @@ public struct SessionConfiguration: Sendable {
         return configuration
     }
 }
+
+/// A session's configuration shared by reference: its manager and each of its tasks hold the one
+/// copy, instead of each task copying the whole configuration (and retaining each of its stores)
+/// when it is made.
+final class SessionConfigurationReference: Sendable {
+    let value: SessionConfiguration
+
+    init(_ value: SessionConfiguration) {
+        self.value = value
+    }
+}

@@ -96,7 +96,9 @@ public class SessionManager: @unchecked Sendable {
     }
 
     /// The configuration the manager was made with.
-    public let configuration: SessionConfiguration
+    public var configuration: SessionConfiguration { self.configurationReference.value }
+    /// The one copy of the configuration, which each task keeps a reference to.
+    let configurationReference: SessionConfigurationReference
     /// The security policy the manager's engine enforces: the one it was made with, a
     /// ``NIOEngine``'s default policy (``ServerTrustPolicies/defaultPolicy``) for a manager made on
     /// one, else ``SecurityPolicy/default``.
@@ -113,14 +115,14 @@ public class SessionManager: @unchecked Sendable {
     ///   - configuration: Timeouts, limits, redirects, proxy.
     ///   - securityPolicy: Which servers to trust.
     public init(configuration: SessionConfiguration = .default, securityPolicy: SecurityPolicy = .default) {
-        self.configuration = configuration
+        self.configurationReference = SessionConfigurationReference(configuration)
         self.securityPolicy = securityPolicy
         self.engine = NIOEngine(configuration: configuration, securityPolicy: securityPolicy)
     }
 
     /// A manager on the given engine (a `StubEngine` in tests, another transport).
     public init(engine: any Engine, configuration: SessionConfiguration = .default) {
-        self.configuration = configuration
+        self.configurationReference = SessionConfigurationReference(configuration)
         self.securityPolicy = (engine as? NIOEngine)?.serverTrust.defaultPolicy ?? .default
         self.engine = engine
     }

@@ -48,8 +48,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// the task's creation until its completion, and a finished task keeps nothing of Courier's
     /// alive (AFNetworking 3's leak: a task's delegate held its manager for ever).
     weak let manager: SessionManager?
-    /// The manager's configuration, for the task's own reading on the engine's threads.
-    let configuration: SessionConfiguration
+    /// The manager's configuration, for the task's own reading on the engine's threads: the
+    /// manager's one copy, by reference.
+    let configurationReference: SessionConfigurationReference
+    /// The manager's configuration.
+    var configuration: SessionConfiguration { self.configurationReference.value }
     let identifier: Int
     let hooks: SessionManager.Hooks
     /// The task's state, behind a lock kept inline in the delegate (one allocation fewer per task
@@ -85,7 +88,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     ) {
         self.sink = sink
         self.manager = manager
-        self.configuration = manager.configuration
+        self.configurationReference = manager.configurationReference
         self.identifier = identifier
         self.hooks = manager.hooks
         self.originalRequest = request
