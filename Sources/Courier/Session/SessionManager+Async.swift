@@ -39,7 +39,7 @@ extension SessionManager {
             await withCheckedContinuation { (continuation: CheckedContinuation<TaskFinish, Never>) in
                 let task = self.makeTask(
                     kind, request: request, completion: .awaiting { continuation.resume(returning: $0) },
-                    uploadProgress: uploadProgress, downloadProgress: downloadProgress, sink: sink)
+                    uploadProgress: uploadProgress, downloadProgress: downloadProgress, sink: sink, resumedAtOnce: true)
                 made.withLockedValue { $0 = task }
                 task.resume()
                 if _Concurrency.Task.isCancelled { task.cancel() }

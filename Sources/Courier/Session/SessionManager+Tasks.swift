@@ -67,13 +67,19 @@ extension SessionManager {
     }
 
     /// Makes a task of the given class and registers its delegate.
+    ///
+    /// - Parameter resumedAtOnce: Whether the caller resumes the task right away without handing
+    ///   it to anyone first (an `async` call's task). Such a task is held from here; another is
+    ///   held weakly until it is resumed, so that a task dropped unstarted ends. A weak reference
+    ///   gives the task a side table (an allocation, and slower retains and releases all its life).
     func makeTask<Task: SessionTask>(
         _ kind: Task.Type,
         request: Request,
         completion: TaskCompletion,
         uploadProgress: (@Sendable (Progress) -> Void)?,
         downloadProgress: (@Sendable (Progress) -> Void)?,
-        sink: BodySink = .memory
+        sink: BodySink = .memory,
+        resumedAtOnce: Bool = false
     ) -> Task {
         var request = request
         for field in self.configuration.httpAdditionalHeaders where !request.headerFields.contains(field.name) {
@@ -93,7 +99,9 @@ extension SessionManager {
             sink: sink
         )
         let task = Task(identifier: identifier, request: request, delegate: delegate)
-        delegate.state.withLockedValue { $0.unstartedTask = task }
+        delegate.state.withLockedValue { state in
+            if resumedAtOnce { state.runningTask = task } else { state.unstartedTask = task }
+        }
         self.registry.withLockedValue { $0.delegates[identifier] = delegate }
         delegate.interception.monitors?.emit { $0.taskDidCreate(task) }
         return task

@@ -105,7 +105,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         let (action, task, decision) = self.state.withLockedValue { state in
             let action = state.lifecycle.resume()
             // From here until its completion has run, the task is held: the caller may drop it.
-            if action == .start { state.runningTask = state.unstartedTask }
+            // (A task made to be resumed at once is held already.)
+            if action == .start, state.runningTask == nil { state.runningTask = state.unstartedTask }
             // A retry decided while the task was suspended is acted on now.
             let decision = action == .resumeReceiving ? state.retry.takeDecision() : nil
             return (action, state.task, decision)

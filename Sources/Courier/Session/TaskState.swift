@@ -97,7 +97,8 @@ struct TaskState {
     /// and a task dropped unstarted is freed (its deinit takes it out of the registry).
     weak var unstartedTask: SessionTask?
     /// The task object, held from `resume()` until its completion has run (so that a caller may
-    /// drop it), then released: a finished task is held by nothing of Courier's.
+    /// drop it), then released: a finished task is held by nothing of Courier's. A task an `async`
+    /// call makes and resumes at once is held from its creation (``unstartedTask`` stays nil).
     var runningTask: SessionTask?
     /// The manager that made the task, held from the task's creation until it completes (or is
     /// dropped unstarted): a running task keeps its manager, and so its engine, alive.
