@@ -10,7 +10,9 @@ let strictSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "Courier",
-    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10)],
+    // The Synchronization module's `Atomic` and `Mutex` (the engine's pool and connections, each
+    // task's state) need these releases; Linux has them with Swift 6.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11)],
     products: [
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CourierTesting", targets: ["CourierTesting"]),
