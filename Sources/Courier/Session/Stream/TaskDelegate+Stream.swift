@@ -73,7 +73,7 @@ extension SessionManager {
                 self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
                 self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
             },
-            uploadProgress: nil, downloadProgress: downloadProgress, sink: .stream(sink))
+            uploadProgress: nil, downloadProgress: downloadProgress, sink: .stream(sink), resumedAtOnce: true)
         made.withLockedValue { $0 = task }
         sink.attach(task.delegate)
         do {
