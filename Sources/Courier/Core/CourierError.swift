@@ -146,7 +146,7 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// of several hundred bytes. Copy-on-write: a setter copies the fields when they are shared.
     ///
     /// `@unchecked Sendable`: the fields are only changed through a uniquely referenced instance
-    /// (``CourierError/uniqueStorage()``), as a copy-on-write array's buffer is, so no instance
+    /// (`uniqueStorage()`), as a copy-on-write array's buffer is, so no instance
     /// another thread can reach is ever changed.
     private final class Storage: @unchecked Sendable {
         var code: Code

@@ -16,7 +16,7 @@ public struct Request: Sendable {
     /// field. Copy-on-write: a change copies the fields first when they are shared.
     ///
     /// `@unchecked Sendable`: the fields are only changed through a uniquely referenced instance
-    /// (``Request/uniqueStorage()``), as a copy-on-write array's buffer is, so no instance another
+    /// (`uniqueStorage()`), as a copy-on-write array's buffer is, so no instance another
     /// thread can reach is ever changed.
     private final class Storage: @unchecked Sendable {
         var method: HTTPRequest.Method

@@ -16,7 +16,7 @@ public struct TransactionMetrics: Sendable {
     /// bytes. Copy-on-write: a change copies the fields first when they are shared.
     ///
     /// `@unchecked Sendable`: the fields are only changed through a uniquely referenced instance
-    /// (``TransactionMetrics/uniqueStorage()``), as a copy-on-write array's buffer is, so no
+    /// (`uniqueStorage()`), as a copy-on-write array's buffer is, so no
     /// instance another thread can reach is ever changed.
     private final class Storage: @unchecked Sendable {
         var request: Request
@@ -33,48 +33,49 @@ public struct TransactionMetrics: Sendable {
         var responseStart: ContinuousClock.Instant?
         var responseEnd: ContinuousClock.Instant?
         var networkProtocolName: String?
-        var isReusedConnection: Bool
-        var isProxyConnection: Bool
+        var isReusedConnection: Bool = false
+        var isProxyConnection: Bool = false
         var localSocketAddress: SocketAddress?
         var remoteSocketAddress: SocketAddress?
         var tlsProtocolVersion: SecurityPolicy.TLSVersion?
         var tlsCipherSuite: TLSCipherSuite?
-        var countOfRequestHeaderBytesSent: Int64
-        var countOfRequestBodyBytesSent: Int64
-        var countOfResponseHeaderBytesReceived: Int64
-        var countOfResponseBodyBytesReceived: Int64
-        var countOfResponseBodyBytesAfterDecoding: Int64
+        var countOfRequestHeaderBytesSent: Int64 = 0
+        var countOfRequestBodyBytesSent: Int64 = 0
+        var countOfResponseHeaderBytesReceived: Int64 = 0
+        var countOfResponseBodyBytesReceived: Int64 = 0
+        var countOfResponseBodyBytesAfterDecoding: Int64 = 0
 
-        init(request: Request, response: HTTPResponse?, fetchStart: ContinuousClock.Instant, domainLookupStart: ContinuousClock.Instant?, domainLookupEnd: ContinuousClock.Instant?, connectStart: ContinuousClock.Instant?, connectEnd: ContinuousClock.Instant?, secureConnectionStart: ContinuousClock.Instant?, secureConnectionEnd: ContinuousClock.Instant?, requestStart: ContinuousClock.Instant?, requestEnd: ContinuousClock.Instant?, responseStart: ContinuousClock.Instant?, responseEnd: ContinuousClock.Instant?, networkProtocolName: String?, isReusedConnection: Bool, isProxyConnection: Bool, localSocketAddress: SocketAddress?, remoteSocketAddress: SocketAddress?, tlsProtocolVersion: SecurityPolicy.TLSVersion?, tlsCipherSuite: TLSCipherSuite?, countOfRequestHeaderBytesSent: Int64, countOfRequestBodyBytesSent: Int64, countOfResponseHeaderBytesReceived: Int64, countOfResponseBodyBytesReceived: Int64, countOfResponseBodyBytesAfterDecoding: Int64) {
+        init(request: Request, fetchStart: ContinuousClock.Instant) {
             self.request = request
-            self.response = response
             self.fetchStart = fetchStart
-            self.domainLookupStart = domainLookupStart
-            self.domainLookupEnd = domainLookupEnd
-            self.connectStart = connectStart
-            self.connectEnd = connectEnd
-            self.secureConnectionStart = secureConnectionStart
-            self.secureConnectionEnd = secureConnectionEnd
-            self.requestStart = requestStart
-            self.requestEnd = requestEnd
-            self.responseStart = responseStart
-            self.responseEnd = responseEnd
-            self.networkProtocolName = networkProtocolName
-            self.isReusedConnection = isReusedConnection
-            self.isProxyConnection = isProxyConnection
-            self.localSocketAddress = localSocketAddress
-            self.remoteSocketAddress = remoteSocketAddress
-            self.tlsProtocolVersion = tlsProtocolVersion
-            self.tlsCipherSuite = tlsCipherSuite
-            self.countOfRequestHeaderBytesSent = countOfRequestHeaderBytesSent
-            self.countOfRequestBodyBytesSent = countOfRequestBodyBytesSent
-            self.countOfResponseHeaderBytesReceived = countOfResponseHeaderBytesReceived
-            self.countOfResponseBodyBytesReceived = countOfResponseBodyBytesReceived
-            self.countOfResponseBodyBytesAfterDecoding = countOfResponseBodyBytesAfterDecoding
         }
 
         func copy() -> Storage {
-            Storage(request: self.request, response: self.response, fetchStart: self.fetchStart, domainLookupStart: self.domainLookupStart, domainLookupEnd: self.domainLookupEnd, connectStart: self.connectStart, connectEnd: self.connectEnd, secureConnectionStart: self.secureConnectionStart, secureConnectionEnd: self.secureConnectionEnd, requestStart: self.requestStart, requestEnd: self.requestEnd, responseStart: self.responseStart, responseEnd: self.responseEnd, networkProtocolName: self.networkProtocolName, isReusedConnection: self.isReusedConnection, isProxyConnection: self.isProxyConnection, localSocketAddress: self.localSocketAddress, remoteSocketAddress: self.remoteSocketAddress, tlsProtocolVersion: self.tlsProtocolVersion, tlsCipherSuite: self.tlsCipherSuite, countOfRequestHeaderBytesSent: self.countOfRequestHeaderBytesSent, countOfRequestBodyBytesSent: self.countOfRequestBodyBytesSent, countOfResponseHeaderBytesReceived: self.countOfResponseHeaderBytesReceived, countOfResponseBodyBytesReceived: self.countOfResponseBodyBytesReceived, countOfResponseBodyBytesAfterDecoding: self.countOfResponseBodyBytesAfterDecoding)
+            let copy = Storage(request: self.request, fetchStart: self.fetchStart)
+            copy.response = self.response
+            copy.domainLookupStart = self.domainLookupStart
+            copy.domainLookupEnd = self.domainLookupEnd
+            copy.connectStart = self.connectStart
+            copy.connectEnd = self.connectEnd
+            copy.secureConnectionStart = self.secureConnectionStart
+            copy.secureConnectionEnd = self.secureConnectionEnd
+            copy.requestStart = self.requestStart
+            copy.requestEnd = self.requestEnd
+            copy.responseStart = self.responseStart
+            copy.responseEnd = self.responseEnd
+            copy.networkProtocolName = self.networkProtocolName
+            copy.isReusedConnection = self.isReusedConnection
+            copy.isProxyConnection = self.isProxyConnection
+            copy.localSocketAddress = self.localSocketAddress
+            copy.remoteSocketAddress = self.remoteSocketAddress
+            copy.tlsProtocolVersion = self.tlsProtocolVersion
+            copy.tlsCipherSuite = self.tlsCipherSuite
+            copy.countOfRequestHeaderBytesSent = self.countOfRequestHeaderBytesSent
+            copy.countOfRequestBodyBytesSent = self.countOfRequestBodyBytesSent
+            copy.countOfResponseHeaderBytesReceived = self.countOfResponseHeaderBytesReceived
+            copy.countOfResponseBodyBytesReceived = self.countOfResponseBodyBytesReceived
+            copy.countOfResponseBodyBytesAfterDecoding = self.countOfResponseBodyBytesAfterDecoding
+            return copy
         }
     }
 
@@ -225,13 +226,7 @@ public struct TransactionMetrics: Sendable {
 
     /// A transaction that began (``fetchStart``) at `fetchStart`; every other field empty.
     public init(request: Request, fetchStart: ContinuousClock.Instant) {
-        self.storage = Storage(
-            request: request, response: nil, fetchStart: fetchStart, domainLookupStart: nil, domainLookupEnd: nil,
-            connectStart: nil, connectEnd: nil, secureConnectionStart: nil, secureConnectionEnd: nil, requestStart: nil,
-            requestEnd: nil, responseStart: nil, responseEnd: nil, networkProtocolName: nil, isReusedConnection: false,
-            isProxyConnection: false, localSocketAddress: nil, remoteSocketAddress: nil, tlsProtocolVersion: nil,
-            tlsCipherSuite: nil, countOfRequestHeaderBytesSent: 0, countOfRequestBodyBytesSent: 0,
-            countOfResponseHeaderBytesReceived: 0, countOfResponseBodyBytesReceived: 0, countOfResponseBodyBytesAfterDecoding: 0)
+        self.storage = Storage(request: request, fetchStart: fetchStart)
     }
 
     /// The remote end as text (`"127.0.0.1"`, `"::1"`), when there was one.
