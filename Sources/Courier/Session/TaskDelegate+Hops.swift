@@ -157,6 +157,9 @@ extension SessionManager {
 extension Request {
     /// Sets the `Cookie` field as one field (HTTP/1.1 allows only one), or removes it.
     mutating func setCookieField(_ value: String?) {
+        // No cookie to send and none there (the common case): nothing is changed, so a request
+        // the task's state shares is not copied (its storage and its header fields).
+        if value == nil, !self.headerFields.contains(.cookie) { return }
         self.headerFields[values: .cookie] = value.map { [$0] } ?? []
     }
 }
