@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
 import NIOPosix
 import SwiftASN1
 import X509
@@ -92,6 +93,13 @@ struct TrustStore: Sendable {
         guard !self.isLoaded else { return }
         // A pool that is shutting down leaves the load to the first lookup.
         _ = try? await NIOThreadPool.singleton.runIfActive { _ = self.roots }
+    }
+
+    /// ``loadOffTheEventLoops()`` for a caller on `eventLoop`: succeeds there once the roots are
+    /// loaded (or the pool is shutting down, which leaves the load to the first lookup).
+    func loadOffTheEventLoops(notifying eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        guard !self.isLoaded else { return eventLoop.makeSucceededVoidFuture() }
+        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { _ = self.roots }.recover { _ in }
     }
 
     /// The anchors as swift-certificates' verifier takes them: this store, then `additional`

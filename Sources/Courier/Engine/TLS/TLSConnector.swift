@@ -1,5 +1,4 @@
 import NIOCore
-import NIOPosix
 import NIOSSL
 
 /// TLS for Courier's own connections: what a connection pool calls for an `https` connection.
@@ -130,10 +129,7 @@ struct TLSConnector: Sendable {
         if !self.trustStore.isLoaded, let tls = self.policies[self.serverTrust.policy(forHost: host)],
             tls.evaluator.consultsSystemRoots
         {
-            let trustStore = self.trustStore
-            return NIOThreadPool.singleton.runIfActive(eventLoop: channel.eventLoop) { _ = trustStore.roots }
-                // A pool that is shutting down leaves the read to the evaluation.
-                .recover { _ in }
+            return self.trustStore.loadOffTheEventLoops(notifying: channel.eventLoop)
                 .flatMap { self.startTLSOnLoop(on: channel, host: host, port: port, configurePipeline: configurePipeline) }
         }
         return self.startTLSOnLoop(on: channel, host: host, port: port, configurePipeline: configurePipeline)
