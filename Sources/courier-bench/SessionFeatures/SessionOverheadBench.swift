@@ -73,13 +73,13 @@ enum SessionOverheadBench {
                 // manager's first-use work (the cookie store, the cache) are not the point.
                 guard await Self.fetch(manager, callback: false) else { return Self.fail("the first request failed") }
                 var failures = 0
-                var nanoseconds: Int64 = 0
+                var microseconds: Int64 = 0
                 if options.coldKiB == 0 {
                     let before = ProcessCPU.sample()
                     for _ in 0..<options.requests {
                         if await !Self.fetch(manager, callback: variant == "callback") { failures += 1 }
                     }
-                    nanoseconds = (ProcessCPU.sample().microseconds - before.microseconds) * 1000
+                    microseconds = ProcessCPU.sample().microseconds - before.microseconds
                 } else {
                     // The same writes without the requests, timed apart and taken off.
                     var scratch = [UInt8](repeating: 0, count: options.coldKiB * 1024)
@@ -91,10 +91,10 @@ enum SessionOverheadBench {
                     let middle = ProcessCPU.sample()
                     for index in 0..<options.requests { Self.touch(&scratch, index) }
                     let after = ProcessCPU.sample()
-                    nanoseconds = ((middle.microseconds - before.microseconds) - (after.microseconds - middle.microseconds)) * 1000
+                    microseconds = (middle.microseconds - before.microseconds) - (after.microseconds - middle.microseconds)
                 }
                 await manager.invalidate(cancelingTasks: true)
-                let perRequest = Double(nanoseconds) / 1000 / Double(options.requests)
+                let perRequest = Double(microseconds) / Double(options.requests)
                 results[variant, default: []].append(perRequest)
                 FileHandle.standardError.write(Data(
                     "session \(variant) run \(run): cpu \(Report.format(perRequest, 2)) µs/req, \(failures) failures\n".utf8))
