@@ -315,8 +315,8 @@ final class ConnectionPool: Sendable {
 
     /// A connection that has just opened (`isNew`), or finished a hop, may carry another: a waiter
     /// gets it, else it idles. A new one goes first to a hop that goes only on a new connection;
-    /// one that finished a hop never does (``ConnectionWaiters``). Returns false when the pool is shut down (the caller
-    /// closes the connection).
+    /// one that finished a hop never does (``ConnectionWaiters``). Returns false when the pool is
+    /// shut down (the caller closes the connection).
     func release(_ connection: HTTP1Connection, isNew: Bool = false) -> Bool {
         let next = self.state.withLockedValue { state -> HTTP1Hop?? in
             guard !state.isShutDown else { return .none }
