@@ -7,7 +7,7 @@ import Testing
 
 /// `Request`, `CourierError` and `TransactionMetrics` keep their fields behind one shared
 /// reference (copy-on-write). They must still behave as values: a change to a copy never shows
-/// in the original, whichever field it touches, and a change to a value nobody shares stays in it.
+/// in the original, whichever field it touches, and every change stays in the value it was made to.
 @Suite("Copy-on-write values")
 struct CopyOnWriteValueTests {
     /// Changes one field of a fresh copy (its first change: the copy still shares its fields with
@@ -52,7 +52,9 @@ struct CopyOnWriteValueTests {
             original, "serviceContext", change: { $0.serviceContext = .topLevel }, unchanged: { $0.serviceContext == nil })
     }
 
-    @Test func aRequestNobodySharesIsChangedInPlace() throws {
+    /// A change through the in-place accessors stays in the request (none is made on a temporary
+    /// copy and dropped), one after another.
+    @Test func aRequestKeepsEveryChangeMadeToIt() throws {
         var request = Request(url: try #require(URL(string: "http://example.com/")))
         for index in 0..<100 { request.headerFields.append(HTTPField(name: .init("x-\(index)")!, value: "\(index)")) }
         request.setValue("v", forHTTPHeaderField: "X-Set")
