@@ -1,4 +1,4 @@
-import Courier
+@testable import Courier
 import CourierTesting
 import Foundation
 import NIOCore
@@ -94,8 +94,10 @@ struct TransportBackPressureTests {
             let stream = try await manager.stream(Request(url: server.url("/courier/big/\(Self.size(transport))")))
             var iterator = stream.body.makeAsyncIterator()
             var received = try await iterator.next()?.readableBytes ?? 0
-            // Once the consumer stops reading, the task asks its exchange to stop.
+            // Once the consumer stops reading, the task asks its exchange to stop: only when more
+            // than the high watermark's bytes wait unread, however small the transport's chunks.
             #expect(await engine.wait { $0.contains(.suspend) }, "the unread body never stopped the exchange")
+            #expect(stream.task.countOfBytesReceived > Int64(received + UnreadBytesWatermark.highWatermark))
             try await Self.expectHeldBack(server, exact: false, transport: transport) { stream.task.countOfBytesReceived }
             while let chunk = try await iterator.next() { received += chunk.readableBytes }
             #expect(received == Self.size(transport))

@@ -4,15 +4,14 @@ import NIOCore
 /// The producing side of a streamed response body: the task's delegate yields chunks into it,
 /// the consumer reads them from its ``ResponseBodyStream``.
 ///
-/// At most ``highWatermark`` chunks wait unread: past that the exchange stops reading (TCP flow
-/// control then slows the server) until the consumer has taken them.
+/// Once more than ``UnreadBytesWatermark/highWatermark`` bytes wait unread, the exchange stops
+/// reading (TCP flow control, or the HTTP/2 stream's window, then slows the server) until the
+/// consumer has brought them down to ``UnreadBytesWatermark/lowWatermark``.
 final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
-    typealias Producer = NIOThrowingAsyncSequenceProducer<
-        ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, ResponseStreamSink
-    >
+    typealias Producer = NIOThrowingAsyncSequenceProducer<ByteBuffer, any Error, UnreadBytesWatermark, ResponseStreamSink>
 
-    static let lowWatermark = 1
-    static let highWatermark = 2
+    /// The sizes of the chunks waiting unread, for the back-pressure strategy.
+    private let ledger = ChunkLedger()
 
     private struct State {
         var source: Producer.Source?
@@ -36,7 +35,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         let made = Producer.makeSequence(
             elementType: ByteBuffer.self,
             failureType: (any Error).self,
-            backPressureStrategy: .init(lowWatermark: Self.lowWatermark, highWatermark: Self.highWatermark),
+            backPressureStrategy: UnreadBytesWatermark(ledger: self.ledger),
             finishOnDeinit: false,
             delegate: self)
         self.state.withLockedValue {
@@ -90,6 +89,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     func yield(_ chunk: ByteBuffer) -> Bool {
         let (source, before) = self.state.withLockedValue { ($0.source, $0.produceMoreCount) }
         guard let source else { return false }
+        self.ledger.record(chunk.readableBytes)
         switch source.yield(chunk) {
         case .produceMore:
             return true

@@ -53,8 +53,9 @@ extension SessionManager {
     /// }
     /// ```
     ///
-    /// Nothing is buffered beyond two chunks the consumer has not read: the connection stops
-    /// reading until it catches up. The status is not validated: check ``DataStreamResponse/response``.
+    /// Little is buffered for a consumer that falls behind: once more than 128 KiB wait unread,
+    /// the connection (the stream, on HTTP/2) stops reading until the consumer has brought them
+    /// down to 32 KiB. The status is not validated: check ``DataStreamResponse/response``.
     /// Cancelling the calling task before the head arrives, or stopping the iteration, cancels the
     /// request. The task completes (hooks, ``Foundation/NSNotification/Name/taskDidComplete``) when
     /// the body ends; the notification carries no data.
