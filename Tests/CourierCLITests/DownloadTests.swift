@@ -62,7 +62,8 @@ struct DownloadTests {
             #expect(cut.status == 1)
             #expect(cut.errorLines.last?.hasPrefix("courier: error: ") == true)
             let partial = try Data(contentsOf: target)
-            #expect(partial.count > 0 && partial.count <= 700_000)
+            // Every byte that arrived before the connection closed is in the file.
+            #expect(partial.count == 700_000)
 
             let resumed = try await CLIRunner.run(["-d", "-c", "-o", target.path, server.url(file.path()).absoluteString])
             #expect(resumed.status == 0, "\(resumed.standardError)")
@@ -75,6 +76,25 @@ struct DownloadTests {
             let again = try await CLIRunner.run(["-d", "-c", "-o", target.path, server.url(file.path()).absoluteString])
             #expect(again.status == 0)
             #expect(again.errorLines.last == "'\(target.path)' is already complete (2.0 MiB).")
+        }
+    }
+
+    @Test(
+        "A full disk exits 1 naming the file it could not write",
+        .enabled(if: ProcessInfo.processInfo.environment["COURIER_TINY_FS"] != nil, "COURIER_TINY_FS names no small file system (.ci/run mounts one)")
+    )
+    func fullDisk() async throws {
+        let tiny = URL(fileURLWithPath: ProcessInfo.processInfo.environment["COURIER_TINY_FS"]!)
+        let folder = tiny.appendingPathComponent("cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            // Three times what the file system holds: small chunks gathered, then large ones.
+            let file = TestServer.GeneratedFile(length: 3 << 20)
+            let target = folder.appendingPathComponent("big.bin")
+            let result = try await CLIRunner.run(["-d", "-o", target.path, server.url(file.path()).absoluteString])
+            #expect(result.status == 1)
+            #expect(result.errorLines.last?.hasPrefix("courier: error: cannot write '\(target.path)': ") == true, "\(result.standardError)")
         }
     }
 
