@@ -89,7 +89,7 @@ struct DownloadTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         try await TestServer.withServer { server in
-            // Three times what the file system holds: small chunks gathered, then large ones.
+            // Three times what the file system holds.
             let file = TestServer.GeneratedFile(length: 3 << 20)
             let target = folder.appendingPathComponent("big.bin")
             let result = try await CLIRunner.run(["-d", "-o", target.path, server.url(file.path()).absoluteString])

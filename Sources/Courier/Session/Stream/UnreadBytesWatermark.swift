@@ -7,8 +7,8 @@ import NIOCore
 /// the bound counted bytes: the consumer has the next one at hand.
 ///
 /// A bound in chunks cannot serve every transport: an HTTP/2 `DATA` frame is often 8 or 16 KiB, an
-/// HTTP/1.1 body part over TLS up to 256 KiB, one over cleartext a few KiB. Two chunks stopped
-/// an HTTP/2 download every 16 KiB for a thread hop and back. With 128 KiB, a 1 GiB download
+/// HTTP/1.1 body part over TLS up to 256 KiB, one over cleartext from a few KiB to 64 KiB. Two
+/// chunks stopped an HTTP/2 download every 16 KiB for a thread hop and back. With 128 KiB, a 1 GiB download
 /// over HTTP/2 runs at over twice the speed (BENCHMARKS.md, "Streamed bodies").
 ///
 /// `NIOAsyncSequenceProducer` tells a strategy only how many elements its buffer holds; a
