@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Counts what a request costs in units that do not move with the machine's noise: Swift retains
+# of objects (nil excluded) and malloc calls, per request, in courier-bench's own process (nginx,
+# its child, is left out), split between the event-loop threads and the callers' threads (Swift's
+# cooperative pool and Dispatch's workers).
+#
+# Timing figures on this kind of VM move by 20-30 % between runs; these counts move by well under
+# 1 %, so an A/B of two builds needs one run of each. A retain or a malloc is not a time, but on the
+# real path each costs far more than in a loop that keeps the caches warm (Docs/BENCHMARKS.md,
+# "Where a request's time goes"), and fewer of them is how the session layer got cheaper so far.
+#
+# Usage (root: uprobes; perf from Debian's linux-perf):
+#   Scripts/count-per-request.sh [--bench PATH] [--requests N] -- [courier-bench options]
+#   Scripts/count-per-request.sh -- --clients courier --scenario sequential
+#   Scripts/count-per-request.sh -- --clients courier-engine --http2 --scenario concurrent
+# Give courier-bench one client and one scenario. It runs twice, with N and 2N measured requests
+# (default N = 2000) after the same warm-up; the difference divided by N is the count per request,
+# so start-up, warm-up and the server's start cancel out.
+set -euo pipefail
+
+bench=".build/release/courier-bench"
+requests=2000
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bench) bench="$2"; shift 2 ;;
+    --requests) requests="$2"; shift 2 ;;
+    --) shift; break ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "unknown option $1 (courier-bench's options go after --)" >&2; exit 2 ;;
+  esac
+done
+[ -x "$bench" ] || { echo "no courier-bench at $bench (swift build -c release --product courier-bench)" >&2; exit 2; }
+command -v perf >/dev/null || { echo "perf is not installed (apt-get install linux-perf)" >&2; exit 2; }
+
+core=$(ldd "$bench" | awk '/libswiftCore.so/ {print $3}')
+libc=$(ldd "$bench" | awk '/libc.so.6/ {print $3}')
+[ -n "$core" ] && [ -n "$libc" ] || { echo "cannot find libswiftCore.so and libc.so.6 of $bench" >&2; exit 2; }
+
+# The probes, added for this run and removed after it (ones that were there already are kept).
+added=()
+probe() { # group:event, library, spec
+  if ! perf probe -l 2>/dev/null | grep -q "$1 "; then
+    perf probe -q -x "$2" --add "$3" >/dev/null
+    added+=("$1")
+  fi
+}
+cleanup() {
+  for event in "${added[@]}"; do perf probe -q --del "$event" >/dev/null 2>&1 || true; done
+  rm -rf "$work"
+}
+work=$(mktemp -d)
+trap cleanup EXIT
+probe probe_libswiftCore:swift_retain "$core" 'swift_retain obj=%di:u64'
+probe probe_libc:malloc "$libc" 'malloc'
+
+# Events of one run, by thread kind: "loop" (NIO's event-loop threads), "caller" (every other
+# thread of courier-bench's process).
+count() { # measured requests, then courier-bench's options
+  local measured=$1
+  shift
+  perf record -q -o "$work/perf.data" \
+    -e probe_libswiftCore:swift_retain --filter 'obj != 0 && obj < 0x8000000000000000' -e probe_libc:malloc \
+    -- "$bench" "$@" --requests "$measured" >/dev/null 2>"$work/bench.err" \
+    || { cat "$work/bench.err" >&2; exit 1; }
+  perf script -i "$work/perf.data" -F comm,event 2>/dev/null | awk '
+    $1 == "nginx" { next }
+    { kind = ($1 ~ /^NIO-/) ? "loop" : "caller"; event = ($NF ~ /retain/) ? "retains" : "mallocs"; n[event " " kind]++ }
+    END { for (k in n) print k, n[k] }'
+}
+first=$(count "$requests" "$@")
+second=$(count $((requests * 2)) "$@")
+
+echo "courier-bench $* (per request: ($((requests * 2)) requests - $requests) / $requests)"
+printf '%-8s %10s %10s %10s\n' "" loop caller total
+for event in retains mallocs; do
+  line=$(printf '%-8s' "$event")
+  total=0
+  for kind in loop caller; do
+    a=$(printf '%s\n' "$first" | awk -v k="$event $kind" '$1 " " $2 == k {print $3}')
+    b=$(printf '%s\n' "$second" | awk -v k="$event $kind" '$1 " " $2 == k {print $3}')
+    per=$(awk -v a="${a:-0}" -v b="${b:-0}" -v n="$requests" 'BEGIN { printf "%.1f", (b - a) / n }')
+    total=$(awk -v t="$total" -v p="$per" 'BEGIN { printf "%.1f", t + p }')
+    line="$line$(printf ' %10s' "$per")"
+  done
+  printf '%s %10s\n' "$line" "$total"
+done
