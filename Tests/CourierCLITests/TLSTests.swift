@@ -32,7 +32,7 @@ struct TLSTests {
             let metrics = try #require(text.range(of: "* GET \(url) 200 over HTTP/2\n"), "\(text)")
             #expect(status.lowerBound < metrics.lowerBound, "the metrics come after the response")
             #expect(text.contains("* new connection to 127.0.0.1:\(server.port)"))
-            #expect(text.contains(", TLS "))
+            #expect(text.contains(", TLS 1.3 TLS_"), "the TLS version once, then the suite: \(text)")
             #expect(text.contains(" TLS_AES_") || text.contains(" TLS_CHACHA20_"), "the TLS 1.3 suite the server chose: \(text)")
             #expect(text.contains("* lookup -, connect "))
         }

@@ -266,7 +266,7 @@ extension TransactionMetrics: CustomStringConvertible {
         if self.isProxyConnection { connection += " through a proxy" }
         if let remote = self.remoteAddress, let port = self.remotePort { connection += " to \(remote):\(port)" }
         if let local = self.localAddress, let port = self.localPort { connection += " from \(local):\(port)" }
-        if let tls = self.tlsProtocolVersion { connection += ", TLS \(tls)" }
+        if let tls = self.tlsProtocolVersion { connection += ", \(tls)" }
         if let suite = self.tlsCipherSuite { connection += " \(suite)" }
         lines.append(connection)
         lines.append(
