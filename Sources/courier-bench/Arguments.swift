@@ -74,7 +74,8 @@ struct Arguments: Sendable {
           --scenario     which work to run (default: all)
           --requests     measured requests per run (default: 20000 sequential, 50000 concurrent)
           --concurrency  requests in flight and connections per client in the concurrent scenario (default: 64)
-          --url          use this server instead of starting one (loopback only)
+          --url          use this server instead of starting one (loopback only; https when its chain
+                         comes from CourierTesting's root CA, as TestCertificates' localhost chain does)
           --server       the server to start: nginx, testserver, or auto = nginx when installed (default: auto)
           --clients      comma-separated clients to measure (default: the first four); courier-observed
                          and courier-adapted are courier with an empty interceptor and one no-op event

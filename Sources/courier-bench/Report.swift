@@ -26,6 +26,10 @@ enum Report {
             + "cpu \(result.cpuMicrosecondsPerRequest.map { format($0, 1) } ?? "?") µs/req, "
             + "\(result.voluntarySwitchesPerRequest.map { format($0, 2) } ?? "?") sleeps/req\n"
         FileHandle.standardError.write(Data(line.utf8))
+        // Why the run's requests failed (the warm-up's included), the three commonest reasons.
+        for (reason, count) in FailureReasons.take().prefix(3) {
+            FileHandle.standardError.write(Data("  \(count) failed: \(reason)\n".utf8))
+        }
     }
 
     static func ratios(_ results: [RunResult]) -> [Ratio] {

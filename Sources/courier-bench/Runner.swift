@@ -39,8 +39,10 @@ struct Runner {
         let concurrency = self.arguments.concurrency(for: scenario)
         let requests = self.arguments.requestCount(for: scenario)
         // Fresh clients per scenario: the concurrent one starts from cold pools, then warms them up.
-        // On Linux, URLSession cannot be told to trust a private root: it sits out `--tls`.
-        let kinds = self.arguments.clients.filter { !(self.arguments.tls && $0 == .urlsession) }
+        // On Linux, URLSession cannot be told to trust a private root: it sits out `--tls` and an
+        // https `--url`.
+        let https = self.arguments.tls || self.url.scheme == "https"
+        let kinds = self.arguments.clients.filter { !(https && $0 == .urlsession) }
         let clients = kinds.map {
             (kind: $0, client: BenchClient.make($0, url: self.url, connections: self.arguments.concurrency))
         }

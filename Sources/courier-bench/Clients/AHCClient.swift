@@ -33,6 +33,7 @@ final class AHCClient: AsyncBenchClient {
             let body = try await response.body.collect(upTo: 1 << 20)
             return response.status == .ok && body.readableBytes > 0
         } catch {
+            FailureReasons.record("\(error)")
             return false
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 
 /// A client measured by awaiting its requests: each worker sends one, awaits it, sends the next.
 protocol AsyncBenchClient: Sendable {
@@ -42,5 +43,25 @@ enum BenchClient: Sendable {
         case .async(let client): await client.shutdown()
         case .callback(let client): await client.shutdown()
         }
+    }
+}
+
+/// Why requests failed, gathered from every client and printed after each run: a count of
+/// failures says nothing of their cause. Numbers (ports, stream IDs) are kept as they are.
+enum FailureReasons {
+    private static let reasons = NIOLockedValueBox<[String: Int]>([:])
+
+    /// Counts one failed request.
+    static func record(_ reason: String) {
+        reasons.withLockedValue { $0[reason, default: 0] += 1 }
+    }
+
+    /// The reasons counted since the last call, most frequent first, and forgets them.
+    static func take() -> [(reason: String, count: Int)] {
+        let taken = reasons.withLockedValue { reasons in
+            defer { reasons = [:] }
+            return reasons
+        }
+        return taken.map { (reason: $0.key, count: $0.value) }.sorted { $0.count > $1.count }
     }
 }

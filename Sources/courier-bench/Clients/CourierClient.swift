@@ -72,6 +72,7 @@ final class CourierClient: AsyncBenchClient {
             let response = try await self.manager.response(method: .get, urlString: self.path, serializer: DataResponseSerializer())
             return response.response.status.code == 200 && response.data?.isEmpty == false
         } catch {
+            FailureReasons.record("\(error.code): \(error.message)")
             return false
         }
     }
@@ -101,7 +102,10 @@ final class CourierCallbackClient: CallbackBenchClient {
             success: { task, object in
                 completion(task.response?.status.code == 200 && (object as? Data)?.isEmpty == false)
             },
-            failure: { _, _ in completion(false) }
+            failure: { _, error in
+                FailureReasons.record("\(error.code): \(error.message)")
+                completion(false)
+            }
         )
     }
 

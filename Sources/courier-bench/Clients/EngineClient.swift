@@ -63,6 +63,7 @@ final class EngineClient: AsyncBenchClient {
                 defer { state.continuation = nil }
                 return (state.continuation, error == nil && state.status == 200 && state.bytes > 0)
             }
+            if let error { FailureReasons.record("\(error.code): \(error.message)") }
             continuation?.resume(returning: succeeded)
         }
     }

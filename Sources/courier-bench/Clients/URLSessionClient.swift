@@ -21,6 +21,7 @@ final class URLSessionClient: AsyncBenchClient {
             let (data, response) = try await self.session.data(for: self.request)
             return (response as? HTTPURLResponse)?.statusCode == 200 && !data.isEmpty
         } catch {
+            FailureReasons.record("\(error)")
             return false
         }
     }

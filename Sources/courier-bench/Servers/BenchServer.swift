@@ -39,8 +39,10 @@ enum ServerLauncher {
             return try await NginxServer.start(tls: true, http2: arguments.http2)
         }
         if let text = arguments.url {
-            guard let url = URL(string: text), let host = url.host, url.scheme == "http" else {
-                throw Failure(description: "--url needs an http URL, not '\(text)'")
+            // https: the clients trust CourierTesting's root CA, so the server presents a chain
+            // from it (TestCertificates' localhost chain, as with --tls).
+            guard let url = URL(string: text), let host = url.host, ["http", "https"].contains(url.scheme) else {
+                throw Failure(description: "--url needs an http or https URL, not '\(text)'")
             }
             guard ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) else {
                 throw Failure(description: "--url must be on loopback (127.0.0.1, localhost or ::1), not \(host)")
