@@ -350,11 +350,11 @@ final class ConnectionPool: Sendable {
 
     /// Sends `hop` again, on a new connection: its connection closed under it before any of the
     /// response arrived (``HTTP1ResendRule`` said it may go again), and any other kept-alive one
-    /// may be closing too.
-    func resend(_ hop: HTTP1Hop) {
+    /// may be closing too; or, `unprocessed`, an HTTP/2 server said it did not process it.
+    func resend(_ hop: HTTP1Hop, unprocessed: Bool = false) {
         self.logger?.debug("courier: sending again on another connection", metadata: ["request": "\(hop.request.summary)"])
         do {
-            try hop.prepareResend()
+            try hop.prepareResend(unprocessed: unprocessed)
         } catch {
             hop.end(.failure(error))
             return
@@ -725,6 +725,10 @@ enum ConnectionPoolError: Error, Hashable, CustomStringConvertible {
     /// The connection closed before any of the response arrived, on every one of `attempts`
     /// sends (``HTTP1ResendRule``'s bound was reached).
     case closedBeforeAnswering(attempts: Int)
+    /// An HTTP/2 server did not process the request (a GOAWAY naming an earlier stream as its last,
+    /// or REFUSED_STREAM) on every one of `attempts` sends (``HTTP1ResendRule``'s bound for those
+    /// was reached).
+    case notProcessed(attempts: Int)
     /// A streamed body's length differed from its declared length.
     case bodyLengthMismatch(declared: Int64, sent: Int64)
 
@@ -734,6 +738,8 @@ enum ConnectionPoolError: Error, Hashable, CustomStringConvertible {
         case .closedBeforeResponseComplete: "the server closed the connection before the response was complete"
         case .closedBeforeAnswering(let attempts):
             "the server closed the connection before answering, \(attempts) times in a row (the request was sent on a new connection each time after the first)"
+        case .notProcessed(let attempts):
+            "the server did not process the request (GOAWAY or REFUSED_STREAM), \(attempts) times in a row"
         case .bodyLengthMismatch(let declared, let sent): "the body declared \(declared) bytes and gave \(sent)"
         }
     }

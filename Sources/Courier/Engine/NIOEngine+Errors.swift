@@ -27,6 +27,7 @@ extension NIOEngine {
             case .shutDown: return (.sessionInvalidated, "\(error)")
             case .closedBeforeResponseComplete: return (.connectionClosed, "\(error)")
             case .closedBeforeAnswering: return (.connectionClosed, "\(error)")
+            case .notProcessed: return (.connectionClosed, "\(error)")
             case .bodyLengthMismatch: return (.bodyReadFailed, "\(error)")
             }
         }

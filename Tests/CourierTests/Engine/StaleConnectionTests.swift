@@ -12,11 +12,13 @@ struct StaleConnectionTests {
 
     private static func rule(
         _ method: HTTPRequest.Method = .get, replayable: Bool = true, reused: Bool = true, written: Bool = true,
-        bytesSeen: Bool = false, closure: HTTP1ResendRule.Closure = .closed, resends: Int = 0, cancelled: Bool = false
+        bytesSeen: Bool = false, closure: HTTP1ResendRule.Closure = .closed, resends: Int = 0, cancelled: Bool = false,
+        unprocessedResends: Int = 0
     ) -> HTTP1ResendRule {
         HTTP1ResendRule(
             method: method, bodyIsReplayable: replayable, connectionWasReused: reused, requestWritten: written,
-            responseBytesSeen: bytesSeen, closure: closure, resends: resends, isCancelled: cancelled)
+            responseBytesSeen: bytesSeen, closure: closure, resends: resends, isCancelled: cancelled,
+            unprocessedResends: unprocessedResends)
     }
 
     @Test func idempotentRequestsOnAReusedConnectionGoAgain() {
@@ -58,9 +60,21 @@ struct StaleConnectionTests {
             #expect(Self.rule(method, reused: false, closure: .notProcessed).allowsResend, "\(method)")
         }
         #expect(!Self.rule(.post, replayable: false, closure: .notProcessed).allowsResend)
-        #expect(!Self.rule(closure: .notProcessed, resends: HTTP1ResendRule.maximumResends).allowsResend)
         #expect(!Self.rule(closure: .notProcessed, cancelled: true).allowsResend)
         #expect(!Self.rule(bytesSeen: true, closure: .notProcessed).allowsResend)
+    }
+
+    @Test func whatAServerDidNotProcessHasABoundOfItsOwn() {
+        // A server that ends every connection after a few requests drops the streams beyond them
+        // each time: a hop may be among them more often than a stale connection's bound allows.
+        #expect(Self.rule(closure: .notProcessed, resends: HTTP1ResendRule.maximumResends).allowsResend)
+        #expect(HTTP1ResendRule.maximumUnprocessedResends > HTTP1ResendRule.maximumResends)
+        let last = HTTP1ResendRule.maximumUnprocessedResends
+        #expect(Self.rule(closure: .notProcessed, unprocessedResends: last - 1).allowsResend)
+        #expect(!Self.rule(closure: .notProcessed, unprocessedResends: last).allowsResend, "still bounded")
+        // And the other way round: unprocessed resends leave a stale connection's bound alone.
+        #expect(Self.rule(unprocessedResends: last).allowsResend)
+        #expect(!Self.rule(resends: HTTP1ResendRule.maximumResends, unprocessedResends: 0).allowsResend)
     }
 
     @Test func aOneShotStreamIsNeverSentTwice() {

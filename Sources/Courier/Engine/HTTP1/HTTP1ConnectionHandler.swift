@@ -95,8 +95,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             return
         }
         let request = hop.request
-        let (body, cancellation, withoutExpectation, resends) = hop.state.withLockedValue {
-            ($0.body, $0.cancellation, $0.withoutExpectation, $0.resends)
+        let (body, cancellation, withoutExpectation, resends, unprocessedResends) = hop.state.withLockedValue {
+            ($0.body, $0.cancellation, $0.withoutExpectation, $0.resends, $0.unprocessedResends)
         }
         var head = Self.head(for: request, key: hop.key, length: body.length)
         hop.key.route.adjust(&head, for: request.url)
@@ -109,7 +109,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                 head: head, hasBody: hasBody, bodyLength: body.length, method: request.method,
                 bodyIsReplayable: request.body.isReplayable, viaForwardingProxy: viaForwardingProxy,
                 expectContinue: hop.pool.settings.expectContinue, withoutExpectation: withoutExpectation,
-                resends: resends, isCancelled: cancellation != nil))
+                resends: resends, isCancelled: cancellation != nil, unprocessedResends: unprocessedResends))
         switch decision {
         case .restartElsewhere:
             // Busy (the pool never allows it) or closed: nothing was sent.
@@ -350,10 +350,10 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             self.endRunning()
             hop.end(.failure(error))
             self.afterHop(then)
-        case .resendHop(let then):
+        case .resendHop(let then, let unprocessed):
             guard let hop = self.hop else { return }
             self.endRunning()
-            hop.pool.resend(hop)
+            hop.pool.resend(hop, unprocessed: unprocessed)
             self.afterHop(then)
         }
     }
@@ -375,6 +375,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             return error ?? ConnectionPoolError.closedBeforeResponseComplete
         case .closedBeforeAnswering(let attempts):
             return ConnectionPoolError.closedBeforeAnswering(attempts: attempts)
+        case .notProcessed(let attempts):
+            return ConnectionPoolError.notProcessed(attempts: attempts)
         case .requestBodyFailed(let error):
             return error
         case .proxyAuthenticationRequired(let head):

@@ -56,10 +56,13 @@ struct HTTP1ConnectionStateMachine {
         var expectContinue: ExpectContinue
         /// The server refused `Expect: 100-continue` before (417): this send goes without it.
         var withoutExpectation: Bool
-        /// How many times the hop was already sent again (``HTTP1ResendRule``).
+        /// How many times the hop was already sent again after a close (``HTTP1ResendRule``).
         var resends: Int
         /// Whether the hop was cancelled before it started.
         var isCancelled: Bool
+        /// How many times the hop was already sent again because an HTTP/2 server did not process
+        /// it (``HTTP1ResendRule/maximumUnprocessedResends``).
+        var unprocessedResends = 0
 
         /// Whether a 417 to the expectation lets the request go again without it.
         var canRepeatWithoutExpectation: Bool {
@@ -112,6 +115,9 @@ struct HTTP1ConnectionStateMachine {
         case connectionLost((any Error)?)
         /// Closed before any answer on every one of `attempts` sends.
         case closedBeforeAnswering(attempts: Int)
+        /// An HTTP/2 server did not process it (a GOAWAY below its stream, REFUSED_STREAM) on every
+        /// one of `attempts` sends.
+        case notProcessed(attempts: Int)
         /// The request body failed (a stream threw, or gave more or fewer bytes than declared).
         case requestBodyFailed(any Error)
         /// A forwarding proxy wants authentication (407): this is its answer.
@@ -150,8 +156,9 @@ struct HTTP1ConnectionStateMachine {
         case succeedHop(then: AfterHop)
         /// The hop ends with this failure, then this.
         case failHop(Failure, then: AfterHop)
-        /// The hop goes again on another connection (``HTTP1ResendRule``), then this.
-        case resendHop(then: AfterHop)
+        /// The hop goes again on another connection (``HTTP1ResendRule``), then this; `unprocessed`
+        /// when the server said it did not process it (counted against its own bound).
+        case resendHop(then: AfterHop, unprocessed: Bool)
     }
 
     /// What the handler does about idleness.
@@ -190,6 +197,7 @@ struct HTTP1ConnectionStateMachine {
         let viaForwardingProxy: Bool
         let canRepeatWithoutExpectation: Bool
         let resends: Int
+        let unprocessedResends: Int
         /// Whether the connection carried a hop before this one (then a close before any response
         /// byte may be the server's idle timeout, and the hop can go again).
         let isReused: Bool
@@ -261,7 +269,7 @@ struct HTTP1ConnectionStateMachine {
             Hop(
                 method: start.method, bodyIsReplayable: start.bodyIsReplayable, viaForwardingProxy: start.viaForwardingProxy,
                 canRepeatWithoutExpectation: start.canRepeatWithoutExpectation, resends: start.resends,
-                isReused: self.hopsCarried > 0, closeRequested: Self.asksToClose(start.head.headers),
+                unprocessedResends: start.unprocessedResends, isReused: self.hopsCarried > 0, closeRequested: Self.asksToClose(start.head.headers),
                 request: expectation == .sendAtOnce ? .sending : .awaitingContinue))
         self.hopsCarried += 1
         return .send(expectation: expectation, removingExpectField: removingExpectField)
@@ -496,9 +504,14 @@ struct HTTP1ConnectionStateMachine {
             responseBytesSeen: hop.response != .awaitingHead || loss.responseBytesSeen,
             closure: loss.closure,
             resends: hop.resends,
-            isCancelled: loss.isCancelled)
+            isCancelled: loss.isCancelled,
+            unprocessedResends: hop.unprocessedResends)
         if rule.allowsResend {
-            return .resendHop(then: then)
+            return .resendHop(then: then, unprocessed: rule.closure == .notProcessed)
+        }
+        if rule.closure == .notProcessed, !rule.responseBytesSeen, !rule.isCancelled, rule.bodyIsReplayable {
+            // Sent again as often as allowed, and not processed each time.
+            return .failHop(.notProcessed(attempts: hop.unprocessedResends + 1), then: then)
         }
         if hop.resends >= HTTP1ResendRule.maximumResends, !rule.responseBytesSeen, rule.closure == .closed || rule.closure == .reset {
             // Sent again as often as allowed, and closed each time before any answer.

@@ -29,6 +29,9 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         /// How many times the hop was sent again after its connection closed under it
         /// (``HTTP1ResendRule``).
         var resends = 0
+        /// How many times the hop was sent again because an HTTP/2 server said it did not process
+        /// it (``HTTP1ResendRule/maximumUnprocessedResends``).
+        var unprocessedResends = 0
         /// The hop goes only on a new connection: the last one it was given closed under it or
         /// turned out closed, and any other kept-alive one may be closing too, idle or just given
         /// back after a response (a server may close a connection right after a response that
@@ -69,14 +72,15 @@ final class HTTP1Hop: NIOHopTask, Sendable {
     /// The body to send now.
     var body: OutgoingBody { self.state.withLockedValue { $0.body } }
 
-    /// Readies the hop to be sent again after its connection closed under it: a fresh body, and a
-    /// new connection. Called off the pool's lock.
+    /// Readies the hop to be sent again after its connection closed under it (or, `unprocessed`,
+    /// after an HTTP/2 server said it did not process it): a fresh body, and a new connection.
+    /// Called off the pool's lock.
     /// - Throws: ``CourierError`` when the body cannot be made again (its file is gone).
-    func prepareResend() throws(CourierError) {
+    func prepareResend(unprocessed: Bool = false) throws(CourierError) {
         let body = try OutgoingBody(self.request)
         self.state.withLockedValue { state in
             state.body = body
-            state.resends += 1
+            if unprocessed { state.unprocessedResends += 1 } else { state.resends += 1 }
             state.phase = .created
             state.needsNewConnection = true
         }

@@ -215,6 +215,27 @@ struct HTTP1ConnectionStateMachineTests {
         #expect(oneShot.channelInactive(Self.loss()).summary == "failHop(connectionLost(nil), none)", "a one-shot body never goes twice")
     }
 
+    @Test func aStreamTheServerDidNotProcessGoesAgainUnderABoundOfItsOwn() {
+        // A stream above a GOAWAY's last stream (or refused): sent again whatever its method, and
+        // the stale-connection resends it already had do not count.
+        for start in [Self.start(), Self.start(.post, length: 10), Self.start(resends: HTTP1ResendRule.maximumResends)] {
+            var stream = Machine(mode: .stream)
+            Self.send(start, on: &stream)
+            #expect(stream.channelFailed(Self.loss(.notProcessed, error: Failed(name: "cancel"))).summary == "resendUnprocessedHop(close)")
+        }
+        var exhausted = Self.start()
+        exhausted.unprocessedResends = HTTP1ResendRule.maximumUnprocessedResends
+        var stream = Machine(mode: .stream)
+        Self.send(exhausted, on: &stream)
+        #expect(stream.channelFailed(Self.loss(.notProcessed, error: Failed(name: "cancel"))).summary == "failHop(notProcessed(\(HTTP1ResendRule.maximumUnprocessedResends + 1)), close)")
+        // Nor do unprocessed resends count against a close's bound.
+        var reused = Self.reusedConnection()
+        var closed = Self.start()
+        closed.unprocessedResends = HTTP1ResendRule.maximumUnprocessedResends
+        Self.send(closed, on: &reused)
+        #expect(reused.channelInactive(Self.loss()).summary == "resendHop(none)")
+    }
+
     @Test func aHopClosedBeforeAnyAnswerOnEverySendFailsSayingSo() {
         var machine = Self.reusedConnection()
         Self.send(Self.start(resends: HTTP1ResendRule.maximumResends), on: &machine)
@@ -496,7 +517,7 @@ extension HTTP1ConnectionStateMachine.Action {
         case .responseEnded(let trailers, let next): "responseEnded(\(trailers.map { "\($0.count)" } ?? "nil"), \(next.summary))"
         case .succeedHop(let then): "succeedHop(\(then.summary))"
         case .failHop(let failure, let then): "failHop(\(failure.summary), \(then.summary))"
-        case .resendHop(let then): "resendHop(\(then.summary))"
+        case .resendHop(let then, let unprocessed): unprocessed ? "resendUnprocessedHop(\(then.summary))" : "resendHop(\(then.summary))"
         }
     }
 }
@@ -527,6 +548,7 @@ extension HTTP1ConnectionStateMachine.Failure {
         case .cancelled: "cancelled"
         case .connectionLost(let error): "connectionLost(\(error.map { "\($0)" } ?? "nil"))"
         case .closedBeforeAnswering(let attempts): "closedBeforeAnswering(\(attempts))"
+        case .notProcessed(let attempts): "notProcessed(\(attempts))"
         case .requestBodyFailed(let error): "requestBodyFailed(\(error))"
         case .proxyAuthenticationRequired(let head): "proxyAuthenticationRequired(\(head.status.code))"
         }
