@@ -509,7 +509,9 @@ struct HTTP1ConnectionStateMachine {
         if rule.allowsResend {
             return .resendHop(then: then, unprocessed: rule.closure == .notProcessed)
         }
-        if rule.closure == .notProcessed, !rule.responseBytesSeen, !rule.isCancelled, rule.bodyIsReplayable {
+        if rule.closure == .notProcessed, hop.unprocessedResends >= HTTP1ResendRule.maximumUnprocessedResends,
+            !rule.responseBytesSeen, !rule.isCancelled
+        {
             // Sent again as often as allowed, and not processed each time.
             return .failHop(.notProcessed(attempts: hop.unprocessedResends + 1), then: then)
         }
