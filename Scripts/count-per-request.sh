@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
     --bench) bench="$2"; shift 2 ;;
     --requests) requests="$2"; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (courier-bench's options go after --)" >&2; exit 2 ;;
   esac
 done

@@ -28,8 +28,7 @@ import HTTPTypes
 /// of its own, ``maximumUnprocessedResends``: nothing of it was processed, so sending it again
 /// risks nothing but another drop. A server that ends each connection after a few requests (nginx's
 /// `keepalive_requests`) while more streams are open drops the rest each time, and a hop can be
-/// among them several times in a row; with the stale-connection bound, 7 % of the requests failed
-/// against nginx with `keepalive_requests 7` and 16 streams a connection, 64 in flight.
+/// among them several times in a row (Docs/BENCHMARKS.md, "A server that ends connections early").
 struct HTTP1ResendRule: Equatable {
     /// How the connection ended under the hop.
     enum Closure: Equatable {
