@@ -44,7 +44,7 @@ extension SessionManager {
         let shouldShutDown = self.registry.withLockedValue { registry -> Bool in
             guard registry.isInvalidated, !registry.engineShutDown else { return false }
             let running = registry.delegates.values.contains { delegate in
-                delegate.state.withLockedValue { $0.lifecycle != .created }
+                delegate.state.withLockedValue { $0.machine.hasStarted }
             }
             if running { return false }
             registry.engineShutDown = true

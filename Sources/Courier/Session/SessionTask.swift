@@ -44,7 +44,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// The response head, once it arrived.
     public var response: HTTPResponse? { self.delegate.state.withLockedValue { $0.response } }
     /// Where the task is in its life.
-    public var state: State { self.delegate.state.withLockedValue { $0.lifecycle.publicState } }
+    public var state: State { self.delegate.state.withLockedValue { $0.machine.publicState } }
     /// The error the task ended with, if it failed.
     public var error: CourierError? { self.delegate.state.withLockedValue { $0.error } }
     /// The task's timings and sizes, each attempt's and each hop's (URLSession's
@@ -128,7 +128,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     /// completion handler, on a thread of Courier's.
     public func cancel(byProducingResumeData completionHandler: @escaping @Sendable (ResumeData?) -> Void) {
         let accepted = self.delegate.state.withLockedValue { state -> Bool in
-            guard state.lifecycle != .completed, state.resumeDataHandler == nil else { return false }
+            guard !state.machine.hasEnded, state.resumeDataHandler == nil else { return false }
             state.resumeDataHandler = completionHandler
             return true
         }

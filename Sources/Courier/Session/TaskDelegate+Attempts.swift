@@ -12,10 +12,11 @@ extension TaskDelegate {
         let interception = self.interception
         let (attempt, retries, span) = self.state.withLockedValue { state -> (Int, Int, TaskSpan?) in
             state.metrics?.attemptBegan(self.originalRequest)
-            if state.attempt == 0, state.span == nil, let tracer = interception.tracer {
+            if state.machine.attempt == 0, state.span == nil, let tracer = interception.tracer {
                 state.span = TaskSpan.start(tracer: tracer, for: self.originalRequest, parent: interception.parentContext ?? .topLevel)
             }
-            return (state.attempt, state.retryReasons.count, state.span)
+            if interception.adaptsAsynchronously { state.machine.adaptationBegan() }
+            return (state.machine.attempt, state.retryReasons.count, state.span)
         }
         if attempt == 0 { interception.budget?.deposit() }
         if interception.logger.logLevel <= .trace {
@@ -28,7 +29,6 @@ extension TaskDelegate {
             return
         }
         let context = AdaptationContext(taskIdentifier: self.identifier, retryCount: retries, logger: interception.logger)
-        self.state.withLockedValue { $0.adaptation = (attempt, nil) }
         // The adapters are `async`: they run on a task of their own, which ends when they do;
         // `cancel()` (and so `invalidate(cancelingTasks: true)`) cancels it and ends the task at once.
         let work = Task {
@@ -40,25 +40,20 @@ extension TaskDelegate {
             }
             self.adaptationDidFinish(result, attempt: attempt, span: span, on: manager)
         }
-        let stored = self.state.withLockedValue { state -> Bool in
-            guard let adaptation = state.adaptation, adaptation.attempt == attempt, adaptation.work == nil else { return false }
-            state.adaptation = (attempt, work)
-            return true
-        }
-        // The adapters finished already, or the task was cancelled meanwhile (which cancels the
-        // work it finds, and here it found none).
-        if !stored, self.state.withLockedValue({ $0.lifecycle == .canceling || $0.lifecycle == .completed }) { work.cancel() }
+        // The task ended meanwhile (a cancellation cancels the work it finds, and here it found none).
+        if !self.state.withLockedValue({ $0.machine.adaptationStarted(work) }) { work.cancel() }
     }
 
     /// The adapters are done: send their request, or end the task with their failure.
     private func adaptationDidFinish(_ result: Result<Request, CourierError>, attempt: Int, span: TaskSpan?, on manager: SessionManager) {
-        let proceed = self.state.withLockedValue { state -> Bool in
-            // Cancelled meanwhile: `cancel()` took the adaptation and ended the task.
-            guard let adaptation = state.adaptation, adaptation.attempt == attempt else { return false }
-            state.adaptation = nil
-            return state.lifecycle == .running || state.lifecycle == .suspended
+        let (action, task, request) = self.state.withLockedValue {
+            ($0.machine.adaptationFinished(attempt: attempt), $0.task, $0.currentRequest)
         }
-        guard proceed, let task = self.state.withLockedValue({ $0.task }) else { return }
+        if action == .completeCancelled {
+            self.complete(with: CourierError(.cancelled, "\(request.summary): cancelled", request: request))
+            return
+        }
+        guard action == .send, let task else { return }
         switch result {
         case .success(let adapted):
             let request = self.finishAdapting(adapted, span: span)
@@ -76,7 +71,7 @@ extension TaskDelegate {
     private func finishAdapting(_ request: Request, span: TaskSpan?) -> Request {
         let authenticated = self.interception.authentication.authenticate(request)
         guard let span else { return authenticated }
-        let attempt = self.state.withLockedValue { $0.attempt }
+        let attempt = self.state.withLockedValue { $0.machine.attempt }
         let (hop, prepared) = span.startHop(authenticated, attempt: attempt, redirect: 0)
         let previous = self.state.withLockedValue { state -> HopSpan? in
             defer { state.hopSpan = (hop, 0) }

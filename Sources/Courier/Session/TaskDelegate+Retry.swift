@@ -29,15 +29,13 @@ extension TaskDelegate {
         guard let manager = self.manager, !manager.isInvalidated else { return false }
         let attempt = self.state.withLockedValue { state -> FailedAttempt? in
             let response = state.response
-            guard error != nil || (response?.status.code ?? 0) >= 400, interception.mayRetry(response),
-                self.originalRequest.body.isReplayable, state.bodyFailure == nil, !state.retry.isWaiting,
-                state.lifecycle == .running || state.lifecycle == .suspended,
+            let retryable = (error != nil || (response?.status.code ?? 0) >= 400) && interception.mayRetry(response)
+                && self.originalRequest.body.isReplayable && state.bodyFailure == nil
                 // The cache's own answer (a stored error, only-if-cached's 504) would be the same again.
-                state.hop.source != .cache
-            else { return nil }
-            if case .stream = self.sink, response != nil { return nil }
-            state.retry = .waiting(failure: error, waiter: nil)
-            state.exchange = nil
+                && state.hop.source != .cache
+                // A stream's consumer has the response already.
+                && !(self.streamSink != nil && response != nil)
+            guard state.machine.attemptFailed(error, retryable: retryable) else { return nil }
             let received = state.attemptBytesReceived
             state.metrics?.attemptEnded(response: response, error: error, bytesReceived: received)
             var data: Data?
@@ -61,18 +59,11 @@ extension TaskDelegate {
         // The retriers decide, and the delay passes, on a task of their own: `cancel()` and
         // `invalidate(cancelingTasks:)` cancel it and end the task at once; it ends with the decision.
         let waiter = Task { await self.decideRetry(after: attempt) }
-        let stored = self.state.withLockedValue { state -> Bool in
-            guard case .waiting(let failure, nil) = state.retry else { return false }
-            state.retry = .waiting(failure: failure, waiter: waiter)
-            return true
-        }
         // The task was cancelled (or the wait ended) meanwhile: nobody needs the waiter any more.
-        if !stored { waiter.cancel() }
+        if !self.state.withLockedValue({ $0.machine.retryWaitStarted(waiter) }) { waiter.cancel() }
         return true
     }
 
-    /// Asks the retriers, waits the delay of a retry, then retries or ends the task; a decision
-    /// that comes while the task is suspended is kept for ``resume()``.
     private func decideRetry(after attempt: FailedAttempt) async {
         var retriers: [any RequestRetrier] = [
             ChallengeRetrier(responder: self.interception.authentication, hook: self.challengeHook())
@@ -100,27 +91,15 @@ extension TaskDelegate {
     }
 
     /// Acts on a decision, or keeps it for ``resume()`` when the task is suspended.
-    private func decided(_ verdict: RetryPhase.Verdict) {
-        let failure = self.state.withLockedValue { state -> CourierError?? in
-            guard case .waiting(let failure, _) = state.retry else { return .none }
-            if state.lifecycle == .suspended {
-                state.retry = .decided(verdict, failure: failure)
-                return .none
-            }
-            state.retry = .idle
-            return .some(failure)
-        }
-        guard case .some(let failure) = failure else { return }
-        self.act(on: verdict, failure: failure)
+    private func decided(_ verdict: TaskMachine.Verdict) {
+        if let action = self.state.withLockedValue({ $0.machine.retryDecided(verdict) }) { self.run(action) }
     }
 
-    /// Retries, or ends the task: with the error a retrier named, else with the attempt's own
-    /// failure (or its response, when the server answered).
-    func act(on verdict: RetryPhase.Verdict, failure: CourierError?) {
-        switch verdict {
+    /// Starts the next attempt, or ends the task, as the machine decided on a retry verdict.
+    func run(_ action: TaskMachine.VerdictAction) {
+        switch action {
         case .retry(let reason):
             let manager = self.state.withLockedValue { state -> SessionManager? in
-                state.attempt += 1
                 state.retryReasons.append(reason)
                 state.response = nil
                 state.responseURL = nil
@@ -131,20 +110,18 @@ extension TaskDelegate {
                 return state.owner
             }
             manager?.start(self)
-        case .finish(let error):
-            self.complete(with: error ?? failure)
+        case .complete(let error):
+            self.complete(with: error)
         }
     }
 
-    /// Ends a wait to retry at once, with the failure (or response) it held: the manager was
-    /// invalidated without cancelling its tasks, so nothing new may start. Does nothing otherwise.
+    /// Ends a retry wait, and the task with its failed attempt's outcome (the session was invalidated).
     func abandonRetryWait() {
-        guard let abandoned = self.state.withLockedValue({ $0.retry.abandon() }) else { return }
+        guard let abandoned = self.state.withLockedValue({ $0.machine.abandonRetryWait() }) else { return }
         abandoned.waiter?.cancel()
         self.complete(with: abandoned.failure)
     }
 
-    /// A download's file from the failed attempt is removed before the next attempt writes its own.
     private func discardAttemptFile() async {
         let writer = self.state.withLockedValue { state -> DownloadFileWriter? in
             defer { state.downloadFile = nil }

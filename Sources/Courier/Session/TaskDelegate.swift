@@ -102,60 +102,52 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     // MARK: Life cycle
 
     func resume() {
-        let (action, task, decision) = self.state.withLockedValue { state in
-            let action = state.lifecycle.resume()
+        let (action, task) = self.state.withLockedValue { state in
+            let action = state.machine.resume()
             // From here until its completion has run, the task is held: the caller may drop it.
             // (A task made to be resumed at once is held already.)
-            if action == .start, state.runningTask == nil { state.runningTask = state.unstartedTask }
-            // A retry decided while the task was suspended is acted on now.
-            let decision = action == .resumeReceiving ? state.retry.takeDecision() : nil
-            return (action, state.task, decision)
+            if case .startAttempt = action, state.runningTask == nil { state.runningTask = state.unstartedTask }
+            return (action, state.task)
         }
         switch action {
-        case .start:
+        case .startAttempt:
             guard let task else { return }
             self.didResume(task)
             guard let manager = self.state.withLockedValue({ $0.owner }) else { return }
             manager.start(self)
-        case .resumeReceiving:
+        case .resumeReceiving(let then):
             self.applyReceiveWish()
             if let task { self.didResume(task) }
-            if let decision { self.act(on: decision.verdict, failure: decision.failure) }
+            // A retry decided while the task was suspended is acted on now.
+            if let then { self.run(then) }
         case .none:
             break
         }
     }
 
     func suspend() {
-        let (action, exchange, task) = self.state.withLockedValue { ($0.lifecycle.suspend(), $0.exchange, $0.task) }
+        let (action, exchange, task) = self.state.withLockedValue { ($0.machine.suspend(), $0.machine.exchange, $0.task) }
         guard action == .suspendReceiving else { return }
         if exchange != nil { self.applyReceiveWish() }
         if let task { self.didSuspend(task) }
     }
 
     func cancel() {
-        let (action, exchange, request, wait, adaptation, task) = self.state.withLockedValue { state in
-            let action = state.lifecycle.cancel()
-            // Adapting, or deciding or waiting to retry, no exchange runs: the task ends here.
-            let wait = action == .cancelExchange ? state.retry.abandon() : nil
-            let adaptation = action == .cancelExchange ? state.adaptation : nil
-            if adaptation != nil { state.adaptation = nil }
-            return (action, state.exchange, state.currentRequest, wait, adaptation, state.task)
+        let (action, request, task) = self.state.withLockedValue { state in
+            (state.machine.cancel(), state.currentRequest, state.task)
         }
-        if action != .none, let task { self.didCancel(task) }
+        if case .none = action { return }
+        if let task { self.didCancel(task) }
         let error = CourierError(.cancelled, "\(request.summary): cancelled", request: request)
-        if wait != nil || adaptation != nil {
-            wait?.waiter?.cancel()
-            adaptation?.work?.cancel()
-            self.complete(with: error)
-            return
-        }
         switch action {
-        case .completeWithoutStarting:
+        case .complete(let work):
+            // Never started, adapting, or deciding or waiting to retry: no exchange runs, the
+            // task ends here.
+            work?.cancel()
             self.complete(with: error)
-        case .cancelExchange:
+        case .cancelExchange(let exchange):
             // The exchange may not be stored yet when the task was cancelled right after resume;
-            // `attach(_:)` cancels it then.
+            // `attach(_:attempt:)` cancels it then.
             exchange?.cancel(with: error)
         case .none:
             break
@@ -166,35 +158,26 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// the attempt's `execute`): kept now, so that a `suspend()` or `cancel()` called from the
     /// exchange's first events reaches it; ``attach(_:attempt:)`` then acts on what was decided.
     func exchangeWillStart(_ exchange: any Exchange) {
-        self.state.withLockedValue { state in
-            if state.lifecycle != .completed && !state.retry.isWaiting { state.exchange = exchange }
-        }
+        self.state.withLockedValue { $0.machine.exchangeWillStart(exchange) }
     }
 
     /// Keeps the engine's handle for the task's `attempt`-th exchange; cancels it at once if the
     /// task was cancelled meanwhile, pauses it if the task was suspended meanwhile.
     func attach(_ exchange: any Exchange, attempt: Int) {
-        let (current, cancelled, suspended, request) = self.state.withLockedValue { state -> (Bool, Bool, Bool, Request) in
-            // An exchange that already completed (it failed at once, and the task completed or
-            // waits for the network to retry) or that a retry replaced is not kept.
-            let current = state.attempt == attempt && state.lifecycle != .completed && !state.retry.isWaiting
-            if current { state.exchange = exchange }
-            return (current, state.lifecycle == .canceling, state.lifecycle == .suspended, state.currentRequest)
-        }
-        guard current else { return }
-        if cancelled {
-            exchange.cancel(with: CourierError(.cancelled, "\(request.summary): cancelled", request: request))
-        } else if suspended {
-            self.applyReceiveWish()
+        let (action, request) = self.state.withLockedValue { ($0.machine.attach(exchange, attempt: attempt), $0.currentRequest) }
+        switch action {
+        case .cancel: exchange.cancel(with: CourierError(.cancelled, "\(request.summary): cancelled", request: request))
+        case .pause: self.applyReceiveWish()
+        case .none: break
         }
     }
 
     /// Pauses the exchange while the task is suspended or its file writer is behind, else lets it read.
     func applyReceiveWish() {
-        guard let exchange = self.state.withLockedValue({ $0.exchange }) else { return }
+        guard let exchange = self.state.withLockedValue({ $0.machine.exchange }) else { return }
         self.receiveGate.apply(to: exchange) {
-            let (lifecycle, writer) = self.state.withLockedValue { ($0.lifecycle, $0.downloadFile) }
-            return lifecycle == .suspended || writer?.wantsPause == true || self.streamSink?.wantsPause == true
+            let (suspended, writer) = self.state.withLockedValue { ($0.machine.wantsPause, $0.downloadFile) }
+            return suspended || writer?.wantsPause == true || self.streamSink?.wantsPause == true
         }
     }
 
@@ -268,7 +251,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
         hop?.span.end(response: response, error: nil)
         if let span, let hop, let chosen = next {
-            let attempt = self.state.withLockedValue { $0.attempt }
+            let attempt = self.state.withLockedValue { $0.machine.attempt }
             let (following, prepared) = span.startHop(chosen, attempt: attempt, redirect: hop.redirects + 1)
             self.state.withLockedValue { $0.hopSpan = (following, hop.redirects + 1) }
             next = prepared
@@ -338,7 +321,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
                     .responseTooLarge, "\(state.currentRequest.summary): the body is over the \(maximum)-byte maximum",
                     request: state.currentRequest, response: state.response)
                 state.bodyFailure = failure
-                return .cancel(state.exchange, failure)
+                return .cancel(state.machine.exchange, failure)
             }
             if state.body == nil {
                 state.body = chunk
@@ -395,10 +378,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             return
         }
         let finished = self.state.withLockedValue { state -> (ending: TaskEnding, outcome: TaskOutcome, held: HeldReport?)? in
-            guard state.lifecycle.complete(), let ending = state.takeEnding(keepingProgressHandlers: true) else { return nil }
+            guard state.machine.complete(), let ending = state.takeEnding(keepingProgressHandlers: true) else { return nil }
             let body = state.body
             state.body = nil
-            state.exchange = nil
             // A small body is copied out of the buffer it arrived in: cheaper than wrapping the
             // buffer, and the caller's `Data` then keeps nothing alive of a read buffer that may be
             // many times its size. A large one is wrapped, not copied.
@@ -456,8 +438,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// not released before.)
     func taskReleased() {
         let owner = self.state.withLockedValue { state -> SessionManager? in
-            guard state.lifecycle == .created else { return nil }
-            _ = state.lifecycle.complete()
+            guard state.machine.released() else { return nil }
             let owner = state.owner
             // The task object is already going: only the other holds are dropped.
             _ = state.takeEnding()

@@ -2,85 +2,10 @@ import Foundation
 import HTTPTypes
 import NIOCore
 
-/// The life cycle of a task as a state machine. Each event returns what the caller must do once
-/// the lock is released.
-enum TaskLifecycle: Equatable {
-    /// Made, never resumed.
-    case created
-    case running
-    /// Suspended after it had started.
-    case suspended
-    case canceling
-    case completed
-
-    var publicState: SessionTask.State {
-        switch self {
-        case .created, .suspended: .suspended
-        case .running: .running
-        case .canceling: .canceling
-        case .completed: .completed
-        }
-    }
-
-    enum ResumeAction: Equatable { case start, resumeReceiving, none }
-
-    mutating func resume() -> ResumeAction {
-        switch self {
-        case .created:
-            self = .running
-            return .start
-        case .suspended:
-            self = .running
-            return .resumeReceiving
-        case .running, .canceling, .completed:
-            return .none
-        }
-    }
-
-    enum SuspendAction: Equatable { case suspendReceiving, none }
-
-    mutating func suspend() -> SuspendAction {
-        switch self {
-        case .running:
-            self = .suspended
-            return .suspendReceiving
-        case .created, .suspended, .canceling, .completed:
-            return .none
-        }
-    }
-
-    enum CancelAction: Equatable {
-        /// Never started: complete now, without the engine.
-        case completeWithoutStarting
-        /// Started: tell the exchange.
-        case cancelExchange
-        case none
-    }
-
-    mutating func cancel() -> CancelAction {
-        switch self {
-        case .created:
-            self = .canceling
-            return .completeWithoutStarting
-        case .running, .suspended:
-            self = .canceling
-            return .cancelExchange
-        case .canceling, .completed:
-            return .none
-        }
-    }
-
-    /// Returns false when the task had already completed.
-    mutating func complete() -> Bool {
-        guard self != .completed else { return false }
-        self = .completed
-        return true
-    }
-}
-
 /// Everything about one task that changes, guarded by its delegate's lock.
 struct TaskState {
-    var lifecycle = TaskLifecycle.created
+    /// Where the task is in its life: the one authority on its phase, attempt and exchange.
+    var machine = TaskMachine()
     var currentRequest: Request
     var response: HTTPResponse?
     var responseURL: URL?
@@ -92,7 +17,6 @@ struct TaskState {
     var countOfBytesExpectedToReceive: Int64 = -1
     /// The body gathered so far; handed to the serializer and dropped at completion.
     var body: ByteBuffer?
-    var exchange: (any Exchange)?
     /// The task object while nobody has started it: the caller holds a task it has not resumed,
     /// and a task dropped unstarted is freed (its deinit takes it out of the registry).
     weak var unstartedTask: SessionTask?
@@ -115,17 +39,10 @@ struct TaskState {
     var progressObservers: [ProgressObserver] = []
     /// Whether the last snapshots went out.
     var progressUpdatesFinished = false
-    /// Counts the attempts started for the task after the first (its retries).
-    var attempt = 0
     /// What the cookie store and the cache keep between hops.
     var hop = HopState()
-    /// Between a failed attempt and the next: deciding, waiting, or a decision kept for resume.
-    var retry = RetryPhase.idle
     /// The reasons of the retries so far, oldest first.
     var retryReasons: [RetryReason] = []
-    /// The adapters' work for an attempt, while it runs (no exchange runs meanwhile); the work
-    /// is nil until stored.
-    var adaptation: (attempt: Int, work: Task<Void, Never>?)?
     /// The current attempt's response, while it may still be retried: its progress is held back
     /// (reported when the task ends with it, dropped when it is retried), so that progress
     /// never goes backwards.

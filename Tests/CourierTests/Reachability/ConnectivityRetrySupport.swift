@@ -99,14 +99,14 @@ final class CompletionCounter: @unchecked Sendable {
 
 extension SessionTask {
     /// Whether the task is waiting for the network to retry (test-only look inside).
-    var isWaitingForConnectivity: Bool { self.delegate.state.withLockedValue { $0.retry.isWaiting } }
+    var isWaitingForConnectivity: Bool { self.delegate.state.withLockedValue { $0.machine.isAwaitingRetry } }
 
     /// The failure the task waits to retry, while it waits.
     var connectivityRetryFailure: CourierError? {
         self.delegate.state.withLockedValue { state in
-            switch state.retry {
-            case .waiting(let failure, _), .decided(_, let failure): failure
-            case .idle: nil
+            switch state.machine.phase {
+            case .awaitingRetry(let failure, _), .retryDecided(_, let failure): failure
+            default: nil
             }
         }
     }

@@ -265,7 +265,7 @@ struct ConnectivityRetryTaskKindTests {
             // The wait ends and its verdict is kept for resume(); nothing is sent meanwhile.
             let decided = await eventually {
                 monitor.send(.reachableViaEthernet)
-                return task.delegate.state.withLockedValue { if case .decided = $0.retry { true } else { false } }
+                return task.delegate.state.withLockedValue { if case .retryDecided = $0.machine.phase { true } else { false } }
             }
             #expect(decided)
             #expect(engine.executions == 1)

@@ -21,7 +21,7 @@ import Testing
                 task.resume()
             }
             #expect(task.delegate.state.withLockedValue { $0.body } == nil)
-            #expect(task.delegate.state.withLockedValue { $0.exchange } == nil)
+            #expect(task.delegate.state.withLockedValue { $0.machine.exchange } == nil)
             #expect(task.countOfBytesReceived == 200_000)
         }
     }

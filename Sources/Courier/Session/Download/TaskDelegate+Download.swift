@@ -110,7 +110,7 @@ extension TaskDelegate {
                     .fileSystemFailure, "\(state.currentRequest.summary): writing \(path) failed",
                     request: state.currentRequest, response: state.response, underlyingError: underlying)
                 state.bodyFailure = state.bodyFailure ?? failure
-                return (state.exchange, failure)
+                return (state.machine.exchange, failure)
             }
             exchange?.cancel(with: failure)
         }
@@ -136,10 +136,9 @@ extension TaskDelegate {
             var held: HeldReport?
         }
         let ending = self.state.withLockedValue { state -> Ending? in
-            guard state.lifecycle.complete(), let holds = state.takeEnding(keepingProgressHandlers: true) else { return nil }
+            guard state.machine.complete(), let holds = state.takeEnding(keepingProgressHandlers: true) else { return nil }
             defer {
                 state.downloadFile = nil
-                state.exchange = nil
                 state.resumeDataHandler = nil
                 state.dropProgressHandlers()
             }
