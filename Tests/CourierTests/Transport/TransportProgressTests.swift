@@ -1,7 +1,9 @@
 import Courier
 import CourierTesting
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 import Testing
 
 @Suite("Transport: upload and download progress")
@@ -48,6 +50,26 @@ struct TransportProgressTests {
             #expect(self.isMonotonic(seen))
             #expect(seen.last == ProgressSnapshot(completedUnitCount: 90000, totalUnitCount: 90000, fractionCompleted: 1, isFinished: true))
             #expect(seen.dropLast().allSatisfy { !$0.isFinished })
+        }
+    }
+
+    /// The engine's calls for one exchange never overlap: a streamed body's bytes are counted on
+    /// the event loop that also delivers the response, not on the task that pulls the stream.
+    @Test(arguments: Transport.allCases)
+    func aStreamedBodysProgressArrivesOnTheEventLoop(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let offLoop = NIOLockedValueBox(0)
+            let calls = NIOLockedValueBox(0)
+            let request = Request(method: .post, url: server.url("/post"), body: .stream(Self.chunks(20, of: 10_000), length: .unknown))
+            let task = manager.uploadTask(withStreamedRequest: request, progress: { _ in
+                calls.withLockedValue { $0 += 1 }
+                if MultiThreadedEventLoopGroup.currentEventLoop == nil { offLoop.withLockedValue { $0 += 1 } }
+            }, completionHandler: nil)
+            let snapshots = self.collect(task, .upload)
+            task.resume()
+            _ = await snapshots.value
+            #expect(calls.withLockedValue { $0 } > 0)
+            #expect(offLoop.withLockedValue { $0 } == 0, "progress calls made off the event loop")
         }
     }
 

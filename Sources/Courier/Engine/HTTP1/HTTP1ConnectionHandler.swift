@@ -253,8 +253,12 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                     if case .known(let declared) = length, sent > declared {
                         throw ConnectionPoolError.bodyLengthMismatch(declared: declared, sent: sent)
                     }
-                    try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk))).get()
-                    hop.exchange.hopSentBodyPart(Int64(chunk.readableBytes), generation: generation)
+                    let bytes = Int64(chunk.readableBytes)
+                    // Counted on the event loop, where the write completes: the delegate's calls
+                    // for one exchange never overlap, and the response's events come on this loop.
+                    try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk))).map {
+                        hop.exchange.hopSentBodyPart(bytes, generation: generation)
+                    }.get()
                 }
                 let total = sent
                 channel.eventLoop.execute {
