@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import Synchronization
 
 /// A cookie store in memory: every session's default (``SessionConfiguration/httpCookieStorage``).
 ///
@@ -22,6 +23,9 @@ public final class MemoryCookieStorage: CookieStorage {
     let clock: @Sendable () -> Date
     /// Called after a change, outside the lock (``FileCookieStorage`` saves then).
     let onChange: (@Sendable () -> Void)?
+    /// Whether the jar holds no cookie, kept beside it so that a request to a session whose jar is
+    /// empty (most sessions, most of the time) asks for its cookies without the clock or the lock.
+    private let isEmpty = Atomic<Bool>(true)
 
     /// Makes an empty store.
     /// - Parameters:
@@ -55,10 +59,10 @@ public final class MemoryCookieStorage: CookieStorage {
 
     /// The limits; lowering them evicts at once.
     public var limits: CookieLimits {
-        get { self.jar.withLockedValue { $0.limits } }
+        get { self.update { $0.limits } }
         set {
             let now = self.clock()
-            self.jar.withLockedValue { jar in
+            self.update { jar in
                 jar.limits = newValue
                 jar.evict(now: now)
             }
@@ -67,19 +71,21 @@ public final class MemoryCookieStorage: CookieStorage {
     }
 
     public func cookies(for url: URL) -> [Cookie] {
+        if self.isEmpty.load(ordering: .acquiring) { return [] }
         let now = self.clock()
-        return self.jar.withLockedValue { $0.cookies(for: url, now: now) }
+        return self.update { $0.cookies(for: url, now: now) }
     }
 
     public func cookieHeader(for url: URL) -> String? {
+        if self.isEmpty.load(ordering: .acquiring) { return nil }
         let now = self.clock()
-        return self.jar.withLockedValue { $0.headerValue(for: url, now: now) }
+        return self.update { $0.headerValue(for: url, now: now) }
     }
 
     public func storeCookies(fromSetCookieFields fields: [String], for url: URL) {
         guard !fields.isEmpty else { return }
         let now = self.clock()
-        let changed = self.jar.withLockedValue { $0.store(setCookieFields: fields, from: url, now: now) }
+        let changed = self.update { $0.store(setCookieFields: fields, from: url, now: now) }
         if changed { self.onChange?() }
     }
 
@@ -87,7 +93,7 @@ public final class MemoryCookieStorage: CookieStorage {
         let now = self.clock()
         var cookie = cookie
         cookie.domain = CookieMatching.canonicalDomain(cookie.domain)
-        let changed = self.jar.withLockedValue { jar in
+        let changed = self.update { jar in
             defer { jar.evict(now: now) }
             return jar.store(cookie, fromSecureOrigin: true, now: now)
         }
@@ -95,29 +101,37 @@ public final class MemoryCookieStorage: CookieStorage {
     }
 
     public func deleteCookie(_ cookie: Cookie) {
-        if self.jar.withLockedValue({ $0.delete(cookie) }) { self.onChange?() }
+        if self.update({ $0.delete(cookie) }) { self.onChange?() }
     }
 
     public var allCookies: [Cookie] {
         let now = self.clock()
-        return self.jar.withLockedValue { $0.allCookies }.filter { !$0.isExpired(at: now) }
+        return self.update { $0.allCookies }.filter { !$0.isExpired(at: now) }
     }
 
     public func removeCookies(since date: Date) {
-        if self.jar.withLockedValue({ $0.removeCookies(since: date) }) { self.onChange?() }
+        if self.update({ $0.removeCookies(since: date) }) { self.onChange?() }
     }
 
     public func removeAllCookies() {
-        if self.jar.withLockedValue({ $0.removeAll() }) { self.onChange?() }
+        if self.update({ $0.removeAll() }) { self.onChange?() }
     }
 
     /// Replaces the whole content (a file read back), keeping the limits.
     func replaceAll(with cookies: [Cookie]) {
         let now = self.clock()
-        self.jar.withLockedValue { jar in
+        self.update { jar in
             jar.removeAll()
             for cookie in cookies { jar.store(cookie, fromSecureOrigin: true, now: now) }
             jar.evict(now: now)
+        }
+    }
+
+    /// Runs `body` on the jar under its lock, and notes whether the jar is left empty.
+    private func update<Result>(_ body: (inout CookieJar) throws -> Result) rethrows -> Result {
+        try self.jar.withLockedValue { jar in
+            defer { self.isEmpty.store(jar.count == 0, ordering: .releasing) }
+            return try body(&jar)
         }
     }
 }

@@ -21,6 +21,29 @@ struct CookieJarTests {
         #expect(store.cookieHeader(for: URL(string: "http://example.org/")!) == nil)
     }
 
+    /// A jar with nothing in it costs nothing: asking it for a request's cookies reads neither the
+    /// clock nor the jar (most sessions never store a cookie); once a cookie is in, it does again,
+    /// and after the last one is gone it no longer does.
+    @Test func anEmptyJarIsAskedWithoutTheClock() {
+        let reads = NIOLockedValueBox(0)
+        let store = MemoryCookieStorage(publicSuffixes: self.suffixes, clock: {
+            reads.withLockedValue { $0 += 1 }
+            return Date(timeIntervalSince1970: 1_700_000_000)
+        })
+        let url = URL(string: "http://www.example.com/")!
+        #expect(store.cookieHeader(for: url) == nil)
+        #expect(store.cookies(for: url).isEmpty)
+        #expect(reads.withLockedValue { $0 } == 0, "an empty jar read the clock")
+        store.storeCookies(fromSetCookieFields: ["a=1"], for: url)
+        let afterStoring = reads.withLockedValue { $0 }
+        #expect(store.cookieHeader(for: url) == "a=1")
+        #expect(reads.withLockedValue { $0 } > afterStoring, "a jar with a cookie is asked")
+        store.removeAllCookies()
+        let afterRemoving = reads.withLockedValue { $0 }
+        #expect(store.cookieHeader(for: url) == nil)
+        #expect(reads.withLockedValue { $0 } == afterRemoving, "emptied again: the clock is left alone")
+    }
+
     @Test func headerOrderIsPathLengthThenCreationTime() {
         let clock = ManualClock()
         let store = self.store(clock: clock)
