@@ -142,6 +142,19 @@ enum CachePlanner {
         return explicit || CacheFreshness.heuristicallyCacheable.contains(status)
     }
 
+    /// Whether `response` says anything a cache could serve it again by: a `Cache-Control` or
+    /// `Expires` field (a lifetime, or `public`/`private`/`no-cache` and kin), or a validator
+    /// (`ETag`, or `Last-Modified`, which also gives a heuristic lifetime). A response with none of
+    /// them is stale when it arrives and cannot be revalidated: RFC 9111's rules never serve it
+    /// again, and only a policy that serves stale responses
+    /// (``RequestOptions/CachePolicy/returnCacheDataElseLoad``,
+    /// ``RequestOptions/CachePolicy/returnCacheDataDontLoad``) would.
+    static func saysAnythingAboutCaching(_ response: HTTPResponse) -> Bool {
+        let fields = response.headerFields
+        return fields.contains(.cacheControl) || fields.contains(.expires) || fields.contains(.eTag)
+            || fields.contains(.lastModified)
+    }
+
     /// Fields of a `304` that do not replace the stored ones (RFC 9111 3.2: the length and the
     /// connection's own fields).
     static let fieldsNotUpdatedBy304: Set<HTTPField.Name> = [
@@ -189,5 +202,15 @@ enum CachePlanner {
     static func isSameOrigin(_ a: URL, _ b: URL) -> Bool {
         func port(_ url: URL) -> Int? { url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80) }
         return a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased() && port(a) == port(b)
+    }
+}
+
+extension RequestOptions.CachePolicy {
+    /// Whether the policy serves a stored response however old.
+    var servesStale: Bool {
+        switch self {
+        case .returnCacheDataElseLoad, .returnCacheDataDontLoad: true
+        case .useProtocolCachePolicy, .reloadIgnoringLocalCacheData: false
+        }
     }
 }

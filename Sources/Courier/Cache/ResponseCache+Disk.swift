@@ -46,7 +46,7 @@ extension ResponseCache {
             }
         }
         found.sort { $0.modified < $1.modified }
-        let work = self.state.withLockedValue { state -> DiskWork in
+        let work = self.withState { state -> DiskWork in
             for item in found {
                 state.disk[item.identity] = item.record
                 state.diskUsage += item.record.size
@@ -115,7 +115,7 @@ extension ResponseCache {
         }
         if entry.cost <= Self.maximumEntrySize(capacity: self.memoryCapacity) {
             let identity = entry.identity
-            self.state.withLockedValue { state in
+            self.withState { state in
                 guard state.disk[identity] != nil, state.memory[identity] == nil else { return }
                 state.memory[identity] = entry
                 state.memoryUsage += entry.cost
@@ -129,7 +129,7 @@ extension ResponseCache {
     /// Drops a record (and its file) unless a newer entry replaced it meanwhile.
     private func forget(_ record: DiskRecord) {
         let identity = CacheEntry.identity(primaryKey: record.primaryKey, varying: record.varying)
-        let work = self.state.withLockedValue { state -> DiskWork in
+        let work = self.withState { state -> DiskWork in
             var work = DiskWork()
             guard let current = state.disk[identity], current.size == record.size, state.pendingWrites[record.fileName] == nil,
                 state.writing[record.fileName] == nil
@@ -150,7 +150,7 @@ extension ResponseCache {
                 unlink(directory.appendingPathComponent(name).path)
             }
             for name in work.writes {
-                let pending = self.state.withLockedValue { state -> PendingWrite? in
+                let pending = self.withState { state -> PendingWrite? in
                     guard let pending = state.pendingWrites.removeValue(forKey: name) else { return nil }
                     state.writing[name] = pending.data
                     return pending
@@ -161,7 +161,7 @@ extension ResponseCache {
                 } catch {
                     self.logger?.error("cannot write a cache entry: \(error)")
                 }
-                self.state.withLockedValue { $0.writing[name] = nil }
+                self.withState { $0.writing[name] = nil }
             }
         }
     }

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import NIOConcurrencyHelpers
+import Synchronization
 
 /// An HTTP cache for one client (RFC 9111's private cache), in memory and optionally on disk:
 /// what URLSession's `URLCache` gave AFNetworking.
@@ -45,7 +46,11 @@ public final class ResponseCache: Sendable {
     public let directory: URL?
     let logger: Logger?
     let clock: @Sendable () -> Date
-    let state = NIOLockedValueBox(ResponseCacheState())
+    /// Reached through ``withState(_:)``, which keeps ``isEmpty`` true to it.
+    private let state = NIOLockedValueBox(ResponseCacheState())
+    /// Whether nothing is stored, kept beside the state so that a lookup in an empty cache (a
+    /// session whose responses are not stored) costs neither the key nor the lock.
+    private let emptiness = Atomic<Bool>(true)
     /// Writes and deletions of entry files, in order.
     let diskQueue = DispatchQueue(label: "courier.cache.disk")
 
@@ -91,10 +96,10 @@ public final class ResponseCache: Sendable {
     public var isPersistent: Bool { self.directory != nil && self.diskCapacity > 0 }
 
     /// Bytes held in memory now.
-    public var currentMemoryUsage: Int { self.state.withLockedValue { $0.memoryUsage } }
+    public var currentMemoryUsage: Int { self.withState { $0.memoryUsage } }
 
     /// Bytes held on disk now (writes still queued included).
-    public var currentDiskUsage: Int { self.state.withLockedValue { $0.diskUsage } }
+    public var currentDiskUsage: Int { self.withState { $0.diskUsage } }
 
     /// The largest entry a tier of `capacity` bytes keeps.
     static func maximumEntrySize(capacity: Int) -> Int { capacity / 20 }
@@ -105,14 +110,26 @@ public final class ResponseCache: Sendable {
 
     /// The stored response that `request` selects (same URL, same values of the fields its
     /// `Vary` names), fresh or not; nil when none is stored.
+    /// Whether the cache holds no response, in memory or on disk.
+    var isEmpty: Bool { self.emptiness.load(ordering: .acquiring) }
+
+    /// Runs `body` on the cache's state under its lock, and notes whether it is left empty.
+    func withState<Result>(_ body: (inout ResponseCacheState) throws -> Result) rethrows -> Result {
+        try self.state.withLockedValue { state in
+            defer { self.emptiness.store(state.memory.isEmpty && state.disk.isEmpty, ordering: .releasing) }
+            return try body(&state)
+        }
+    }
+
     public func cachedResponse(for request: Request) -> CachedResponse? {
         self.entry(for: request)?.cached
     }
 
     func entry(for request: Request) -> CacheEntry? {
+        if self.isEmpty { return nil }
         let primaryKey = CacheEntry.primaryKey(for: request.url)
         enum Found { case memory(CacheEntry), disk(DiskRecord, Data?), none }
-        let found: Found = self.state.withLockedValue { state in
+        let found: Found = self.withState { state in
             for identity in state.variants[primaryKey] ?? [] {
                 if let entry = state.memory[identity] {
                     guard entry.isSelected(by: request) else { continue }
@@ -161,7 +178,7 @@ public final class ResponseCache: Sendable {
         // Only an entry written to disk needs its file name (a hash of the identity).
         let fileName = encoded == nil ? "" : CacheEntry.fileName(identity: identity)
         let names = varying.map(\.name)
-        let work = self.state.withLockedValue { state -> DiskWork in
+        let work = self.withState { state -> DiskWork in
             var work = DiskWork()
             // Variants selected by other Vary field names are out of date: the newest response says
             // which fields select.
@@ -214,8 +231,9 @@ public final class ResponseCache: Sendable {
 
     /// Removes every stored response for `url` (all its variants).
     func removeCachedResponses(for url: URL) {
+        if self.isEmpty { return }
         let primaryKey = CacheEntry.primaryKey(for: url)
-        let work = self.state.withLockedValue { state -> DiskWork in
+        let work = self.withState { state -> DiskWork in
             var work = DiskWork()
             for identity in state.variants[primaryKey] ?? [] { state.removeEntry(identity, work: &work) }
             return work
@@ -225,7 +243,7 @@ public final class ResponseCache: Sendable {
 
     /// Removes the responses received at `date` or later.
     public func removeCachedResponses(since date: Date) {
-        let work = self.state.withLockedValue { state -> DiskWork in
+        let work = self.withState { state -> DiskWork in
             var work = DiskWork()
             let recent = state.memory.filter { $0.value.cached.responseDate >= date }.map(\.key)
                 + state.disk.filter { $0.value.responseDate >= date }.map(\.key)
@@ -237,7 +255,7 @@ public final class ResponseCache: Sendable {
 
     /// Removes every stored response, in memory and on disk.
     public func removeAllCachedResponses() {
-        let work = self.state.withLockedValue { state -> DiskWork in
+        let work = self.withState { state -> DiskWork in
             var work = DiskWork()
             for identity in Array(state.memory.keys) + Array(state.disk.keys) { state.removeEntry(identity, work: &work) }
             return work

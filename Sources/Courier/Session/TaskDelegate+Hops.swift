@@ -19,6 +19,9 @@ struct HopState: Sendable {
     var revalidating: CachedResponse?
     /// Whether the final response may be stored.
     var mayStore = false
+    /// Whether the request's or the session's cache policy serves stale responses, so that a
+    /// response RFC 9111 would never serve again is still worth storing.
+    var servesStale = false
     var requestDate: Date?
     var responseDate: Date?
     var source = ResponseSource.network
@@ -92,9 +95,11 @@ extension SessionManager {
             plan = .fail(Self.cacheMiss(request, reason: "answers data tasks only"))
         }
 
+        let servesStale = policy.servesStale || configuration.requestCachePolicy.servesStale
         delegate.state.withLockedValue { state in
             state.hop.revalidating = hop.revalidating
             state.hop.mayStore = hop.mayStore
+            state.hop.servesStale = servesStale
             state.hop.source = hop.source
             state.hop.requestDate = now
             if case .send(let sent) = plan { state.hop.sentRequest = sent }
@@ -243,7 +248,7 @@ extension TaskDelegate {
         if hop.handlesCookies, let store = configuration.httpCookieStorage {
             store.storeCookies(from: response, for: request.url)
         }
-        if let cache = configuration.responseCache {
+        if let cache = configuration.responseCache, !cache.isEmpty {
             for url in CachePlanner.invalidatedURLs(by: response, to: request) {
                 cache.removeCachedResponses(for: url)
             }
@@ -259,6 +264,10 @@ extension TaskDelegate {
             let cache = self.configuration.responseCache
         else { return }
         let request = hop.sentRequest ?? outcome.request
+        // Work nobody would see: a response the session's rules could never serve again is not
+        // stored, unless a policy that serves stale responses or the will-cache hook might use it.
+        guard hop.servesStale || self.hooks.dataTaskWillCacheResponse != nil || CachePlanner.saysAnythingAboutCaching(response)
+        else { return }
         guard CachePlanner.isStorable(response, for: request) else { return }
         let now = cache.now
         var cached = CachedResponse(

@@ -313,6 +313,49 @@ struct CacheSessionTests {
         }
     }
 
+    /// A response that says nothing about caching (no `Cache-Control`, `Expires`, `ETag` or
+    /// `Last-Modified`) is stale when it arrives and cannot be revalidated: a session whose policy
+    /// follows RFC 9111 does no cache work for it. It is stored when something could use it: a
+    /// session policy that serves stale responses (an offline fallback), the request's own such
+    /// policy, or the will-cache hook.
+    @Test func aResponseNoRuleCouldServeAgainIsStoredOnlyWhenSomethingCouldUseIt() async throws {
+        try await withTestServer { server in
+            _ = Self.countingRoute(server, "/plain", fields: [])
+            _ = Self.countingRoute(server, "/validated", fields: [("ETag", "\"v\"")])
+            let url = server.url("/plain")
+            let cache = ResponseCache()
+            try await withManager(baseURL: server.baseURL, configuration: Self.configuration(cache: cache)) { manager in
+                _ = try await manager.data(for: Request(url: url))
+                #expect(cache.cachedResponse(for: Request(url: url)) == nil, "no rule could serve it: not stored")
+                _ = try await manager.data(for: Request(url: server.url("/validated")))
+                #expect(cache.cachedResponse(for: Request(url: server.url("/validated"))) != nil, "a validator: stored")
+                _ = try await manager.data(for: Request(url: url, options: RequestOptions(cachePolicy: .returnCacheDataElseLoad)))
+                #expect(cache.cachedResponse(for: Request(url: url)) != nil, "the request's policy serves stale responses: stored")
+            }
+            let fallback = ResponseCache()
+            var configuration = Self.configuration(cache: fallback)
+            configuration.requestCachePolicy = .returnCacheDataElseLoad
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                let first = try await manager.data(for: Request(url: url))
+                let second = try await manager.data(for: Request(url: url))
+                #expect(first.source == .network)
+                #expect(second.source == .cache, "the offline fallback serves it")
+                #expect(second.value == first.value)
+            }
+            let hooked = ResponseCache()
+            try await withManager(baseURL: server.baseURL, configuration: Self.configuration(cache: hooked)) { manager in
+                let offered = NIOLockedValueBox(0)
+                manager.hooks.dataTaskWillCacheResponse = { _, _, cached in
+                    offered.withLockedValue { $0 += 1 }
+                    return cached
+                }
+                _ = try await manager.data(for: Request(url: url))
+                #expect(offered.withLockedValue { $0 } == 1, "the will-cache hook still sees it")
+                #expect(hooked.cachedResponse(for: Request(url: url)) != nil)
+            }
+        }
+    }
+
     @Test func twoHundredConcurrentTasksOnOneURL() async throws {
         try await withTestServer(.recording) { server in
             let hits = Self.countingRoute(server, "/shared", fields: [("Cache-Control", "max-age=600"), ("ETag", "\"x\"")])
