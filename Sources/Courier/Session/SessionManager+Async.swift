@@ -35,10 +35,12 @@ extension SessionManager {
         sink: BodySink = .memory
     ) async -> (SessionTask, TaskOutcome) {
         let made = NIOLockedValueBox<SessionTask?>(nil)
+        // No checked continuation: the task's machine completes it exactly once (the checked
+        // one's canary would be one more object a request).
         let finish = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<TaskFinish, Never>) in
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<TaskFinish, Never>) in
                 let task = self.makeTask(
-                    kind, request: request, completion: .awaiting { continuation.resume(returning: $0) },
+                    kind, request: request, completion: .awaiting(continuation),
                     uploadProgress: uploadProgress, downloadProgress: downloadProgress, sink: sink, resumedAtOnce: true)
                 made.withLockedValue { $0 = task }
                 task.resume()

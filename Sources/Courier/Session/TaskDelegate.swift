@@ -33,7 +33,7 @@ enum TaskCompletion: Sendable {
     /// settles it on its own task, so that the cache store, the metrics and the task's end run
     /// there instead of on the engine's thread (with HTTP/2, one loop carries every stream of a
     /// connection). (A completion handler's task settles on the processing queue.)
-    case awaiting(@Sendable (TaskFinish) -> Void)
+    case awaiting(UnsafeContinuation<TaskFinish, Never>)
     /// A download's completion handler: the response, the file's final URL, the error; called on
     /// the completion queue.
     case download(@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)
@@ -70,8 +70,6 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         if case .stream(let sink) = self.sink { return sink }
         return nil
     }
-    /// Orders pause and resume calls to the exchange.
-    let receiveGate = ReceiveGate()
     /// The request the task was made with: every attempt adapts it afresh.
     let originalRequest: Request
     /// Adapters, retriers, monitors, logger and tracer, as they were when the task was made.
@@ -172,12 +170,37 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
     }
 
-    /// Pauses the exchange while the task is suspended or its file writer is behind, else lets it read.
+    /// Pauses the exchange while the task is suspended or its file writer or stream consumer is
+    /// behind, else lets it read.
+    ///
+    /// More than one party decides (the caller's `suspend()`/`resume()`, a download's file writer,
+    /// a stream's consumer), from more than one thread. Each call takes a new number
+    /// (``TaskState/receiveWishes``) with the wish and, once it has applied that wish, applies the
+    /// newest one again if anyone decided meanwhile: whatever the order in which the threads
+    /// reach the exchange, the last wish wins, and no exchange stays paused by a stale call. No
+    /// lock is held while the exchange is called, so a call that makes it deliver bytes at once
+    /// may re-enter.
     func applyReceiveWish() {
-        guard let exchange = self.state.withLockedValue({ $0.machine.exchange }) else { return }
-        self.receiveGate.apply(to: exchange) {
-            let (suspended, writer) = self.state.withLockedValue { ($0.machine.wantsPause, $0.downloadFile) }
-            return suspended || writer?.wantsPause == true || self.streamSink?.wantsPause == true
+        let streamSink = self.streamSink
+        var (exchange, mine, suspended, writer) = self.state.withLockedValue { state in
+            state.receiveWishes += 1
+            return (state.machine.exchange, state.receiveWishes, state.machine.wantsPause, state.downloadFile)
+        }
+        guard let exchange else { return }
+        while true {
+            // The writer and the stream are asked outside the task's lock (they take their own).
+            if suspended || writer?.wantsPause == true || streamSink?.wantsPause == true {
+                exchange.suspendReceiving()
+            } else {
+                exchange.resumeReceiving()
+            }
+            let newer = self.state.withLockedValue { state -> (Int, Bool, DownloadFileWriter?)? in
+                guard state.receiveWishes != mine else { return nil }
+                state.receiveWishes += 1
+                return (state.receiveWishes, state.machine.wantsPause, state.downloadFile)
+            }
+            guard let newer else { return }
+            (mine, suspended, writer) = newer
         }
     }
 
@@ -408,8 +431,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         // the engine's thread (with HTTP/2, one loop carries every stream of a connection).
         let ending = finished.ending
         switch ending.completion {
-        case .awaiting(let deliver):
-            deliver(TaskFinish(delegate: self, ending: ending, outcome: finished.outcome))
+        case .awaiting(let continuation):
+            continuation.resume(returning: TaskFinish(delegate: self, ending: ending, outcome: finished.outcome))
         case .handler(let serializer, let handler):
             let finish = TaskFinish(delegate: self, ending: ending, outcome: finished.outcome)
             ending.manager.complete(ending.task, finish: finish, serializer: serializer, handler: handler)
@@ -451,10 +474,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
 /// A task's end handed on from the engine's thread: to the `async` caller waiting on it
 /// (``TaskCompletion/awaiting(_:)``), or to the processing queue for a completion handler. Either
 /// settled already, or still to settle where it arrives. It holds the task, its manager and its
-/// delegate until ``settle()`` runs; whoever receives it runs that exactly once.
-///
-/// A class: the outcome and the holds are large, and the continuation would copy them.
-final class TaskFinish: Sendable {
+/// delegate until ``settle()`` runs; whoever receives it runs that exactly once. A value: handed
+/// on by a move (the continuation consumes it), it costs no object of its own.
+struct TaskFinish: Sendable {
     private let delegate: TaskDelegate?
     private let ending: TaskEnding?
     private let outcome: TaskOutcome

@@ -6,6 +6,9 @@ import NIOCore
 struct TaskState {
     /// Where the task is in its life: the one authority on its phase, attempt and exchange.
     var machine = TaskMachine()
+    /// Counts the calls that applied a pause-or-read wish to the exchange
+    /// (``TaskDelegate/applyReceiveWish()``): a call that sees a newer number applies again.
+    var receiveWishes = 0
     var currentRequest: Request
     var response: HTTPResponse?
     var responseURL: URL?

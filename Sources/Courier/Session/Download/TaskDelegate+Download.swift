@@ -236,8 +236,8 @@ extension TaskDelegate {
         switch holds.completion {
         case .outcome(let deliver):
             deliver(outcome)
-        case .awaiting(let deliver):
-            deliver(TaskFinish(outcome))
+        case .awaiting(let continuation):
+            continuation.resume(returning: TaskFinish(outcome))
         case .download(let handler):
             holds.manager.completeDownload(holds.task, outcome: outcome, handler: handler)
         case .handler, .none:
