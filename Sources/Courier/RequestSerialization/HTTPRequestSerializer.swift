@@ -138,7 +138,12 @@ public struct HTTPRequestSerializer: RequestSerializer {
     ///   host; ``CourierError/Code/parameterEncodingFailed`` when a parameter cannot be encoded.
     public func request(method: HTTPRequest.Method, urlString: String, parameters: (any Sendable)?) throws(CourierError) -> Request {
         let url = try Self.url(from: urlString)
-        return try self.request(bySerializing: Request(method: method, url: url), parameters: parameters)
+        return try self.serialized(Request(method: method, url: url), parameters: parameters)
+    }
+
+    /// ``request(method:urlString:parameters:)`` for a URL already parsed.
+    func request(method: HTTPRequest.Method, parsedURL url: URL, parameters: (any Sendable)?) throws(CourierError) -> Request {
+        try self.serialized(Request(method: method, url: url), parameters: parameters)
     }
 
     /// Applies the serializer's options and headers to `request` (the request's own win) and
@@ -149,6 +154,12 @@ public struct HTTPRequestSerializer: RequestSerializer {
     /// the body, in ``stringEncoding``, with `Content-Type: application/x-www-form-urlencoded`
     /// unless the request has one; `nil` parameters give an empty body.
     public func request(bySerializing request: Request, parameters: (any Sendable)?) throws(CourierError) -> Request {
+        try self.serialized(request, parameters: parameters)
+    }
+
+    /// ``request(bySerializing:parameters:)`` on a request the caller hands over: a request made for
+    /// the call (the verbs') is changed in place instead of copied.
+    func serialized(_ request: consuming Request, parameters: (any Sendable)?) throws(CourierError) -> Request {
         var request = self.applyingDefaults(to: request)
         var query: String?
         if let parameters {
@@ -185,7 +196,7 @@ public struct HTTPRequestSerializer: RequestSerializer {
 
     /// `request` with the serializer's options (where the request has none) and headers (where the
     /// request has none of that name).
-    func applyingDefaults(to request: Request) -> Request {
+    func applyingDefaults(to request: consuming Request) -> Request {
         var request = request
         request.options = self.options.merging(request.options)
         for field in self.httpRequestHeaders where !request.headerFields.contains(field.name) {
