@@ -82,7 +82,7 @@ extension SessionManager {
         resumedAtOnce: Bool = false
     ) -> Task {
         var request = request
-        for field in self.configuration.httpAdditionalHeaders where !request.headerFields.contains(field.name) {
+        for field in self.configurationReference.value.httpAdditionalHeaders where !request.headerFields.contains(field.name) {
             request.headerFields.append(field)
         }
         let identifier = self.registry.withLockedValue { registry -> Int in

@@ -89,10 +89,13 @@ public class SessionManager: @unchecked Sendable {
         var completionQueue: DispatchQueue?
         var completionGroup: DispatchGroup?
         var hooks = Hooks()
-        var reachabilityManager: NetworkReachabilityManager = .shared
-        var connectivityRetry: ConnectivityRetryPolicy?
+        var reachabilityManager: NetworkReachabilityManager = .shared { didSet { self.plainInterception = nil } }
+        var connectivityRetry: ConnectivityRetryPolicy? { didSet { self.plainInterception = nil } }
         /// Interceptors/ and Monitoring/ settings (SessionManager+Interception, +Monitoring).
-        var interception = InterceptionSettings()
+        var interception = InterceptionSettings() { didSet { self.plainInterception = nil } }
+        /// What the tasks that bring nothing of their own consult (``TaskInterception/make(manager:request:identifier:)``),
+        /// made for the first of them; dropped whenever a setting it was made of changes.
+        var plainInterception: TaskInterception?
     }
 
     /// The configuration the manager was made with.

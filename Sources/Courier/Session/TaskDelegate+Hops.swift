@@ -41,13 +41,13 @@ extension SessionManager {
     /// The steps before the engine for a task's first hop (DESIGN's order: cookies, then the cache
     /// lookup), after the checks of the options that cannot be honoured as asked.
     func planFirstHop(_ request: Request, for delegate: TaskDelegate) -> HopPlan {
-        let configuration = self.configuration
+        let configuration = self.configurationReference
         if let refusal = self.refusal(of: request) { return .fail(refusal) }
 
         // Cookies.
         var request = request
-        let store = configuration.httpCookieStorage
-        let handlesCookies = store != nil && (request.options.httpShouldHandleCookies ?? configuration.httpShouldHandleCookies)
+        let store = configuration.value.httpCookieStorage
+        let handlesCookies = store != nil && (request.options.httpShouldHandleCookies ?? configuration.value.httpShouldHandleCookies)
         let callerCookie = delegate.state.withLockedValue { state -> String? in
             if !state.hop.tookCallerCookie {
                 state.hop.tookCallerCookie = true
@@ -62,13 +62,13 @@ extension SessionManager {
         }
 
         // The cache, for data tasks.
-        let policy = request.options.cachePolicy ?? configuration.requestCachePolicy
+        let policy = request.options.cachePolicy ?? configuration.value.requestCachePolicy
         var plan = HopPlan.send(request)
         var hop = (revalidating: CachedResponse?.none, mayStore: false, source: ResponseSource.network)
-        let now = configuration.responseCache?.now ?? Date()
+        let now = configuration.value.responseCache?.now ?? Date()
         if case .memory = delegate.sink {
             let stored = request.method == .get && policy != .reloadIgnoringLocalCacheData
-                ? configuration.responseCache?.cachedResponse(for: request) : nil
+                ? configuration.value.responseCache?.cachedResponse(for: request) : nil
             switch CachePlanner.decide(request, stored: stored, policy: policy, now: now) {
             case .serve(let cached):
                 plan = .answer(cached)
@@ -78,7 +78,7 @@ extension SessionManager {
                 hop.revalidating = stored
                 hop.mayStore = true
             case .network(let mayStore):
-                hop.mayStore = mayStore && configuration.responseCache != nil
+                hop.mayStore = mayStore && configuration.value.responseCache != nil
             case .unavailable:
                 plan = .fail(Self.cacheMiss(request, reason: "holds no response for it"))
             case .gatewayTimeout:
@@ -95,7 +95,7 @@ extension SessionManager {
             plan = .fail(Self.cacheMiss(request, reason: "answers data tasks only"))
         }
 
-        let servesStale = policy.servesStale || configuration.requestCachePolicy.servesStale
+        let servesStale = policy.servesStale || configuration.value.requestCachePolicy.servesStale
         delegate.state.withLockedValue { state in
             state.hop.revalidating = hop.revalidating
             state.hop.mayStore = hop.mayStore
@@ -109,24 +109,24 @@ extension SessionManager {
 
     /// Why a request cannot be sent as asked, or nil: options Courier refuses rather than ignores.
     func refusal(of request: Request) -> CourierError? {
-        let configuration = self.configuration
+        let configuration = self.configurationReference
         if request.options.httpShouldUsePipelining == true {
             return CourierError(
                 .unsupportedOption, "\(request.summary): HTTP/1.1 pipelining is not supported (httpShouldUsePipelining = true)",
                 request: request)
         }
-        if configuration.isEphemeral {
-            if configuration.httpCookieStorage?.isPersistent == true {
+        if configuration.value.isEphemeral {
+            if configuration.value.httpCookieStorage?.isPersistent == true {
                 return CourierError(
                     .unsupportedOption, "\(request.summary): an ephemeral session cannot use a cookie store that writes to disk",
                     request: request)
             }
-            if configuration.responseCache?.isPersistent == true {
+            if configuration.value.responseCache?.isPersistent == true {
                 return CourierError(
                     .unsupportedOption, "\(request.summary): an ephemeral session cannot use a cache that writes to disk", request: request)
             }
         }
-        if !(request.options.allowsCellularAccess ?? configuration.allowsCellularAccess) {
+        if !(request.options.allowsCellularAccess ?? configuration.value.allowsCellularAccess) {
             let reachability = self.reachabilityManager
             guard reachability.isMonitoring else {
                 return CourierError(
@@ -196,20 +196,20 @@ extension TaskDelegate {
     /// for the first URL removed, and, unless the redirect hook changed the `Cookie` field, the
     /// cookies rebuilt for the new URL (the caller's own `Cookie` only on the first hop's origin).
     func nextHop(_ chosen: Request, proposed: Request) -> Request {
-        let configuration = self.configuration
+        let configuration = self.configurationReference
         var next = chosen
         let hop = self.state.withLockedValue { $0.hop }
         if hop.revalidating != nil {
             next.headerFields[.ifNoneMatch] = nil
             next.headerFields[.ifModifiedSince] = nil
         }
-        if hop.handlesCookies, let store = configuration.httpCookieStorage,
+        if hop.handlesCookies, let store = configuration.value.httpCookieStorage,
             chosen.headerFields[values: .cookie] == proposed.headerFields[values: .cookie]
         {
             let sameOrigin = hop.originURL.map { RedirectPlanner.isSameOrigin($0, next.url) } ?? false
             next.setCookieField(SessionManager.joinedCookies(sameOrigin ? hop.callerCookie : nil, store.cookieHeader(for: next.url)))
         }
-        let now = configuration.responseCache?.now ?? Date()
+        let now = configuration.value.responseCache?.now ?? Date()
         self.state.withLockedValue { state in
             state.hop.revalidating = nil
             state.hop.sentRequest = next
@@ -227,7 +227,7 @@ extension TaskDelegate {
         let (hop, request) = self.state.withLockedValue { ($0.hop, $0.hop.sentRequest ?? $0.currentRequest) }
         // The cache's own answer: nothing came from a server.
         if hop.source == .cache { return (response, nil) }
-        let cache = self.configuration.responseCache
+        let cache = self.configurationReference.value.responseCache
         let now = cache?.now ?? Date()
         self.state.withLockedValue { $0.hop.responseDate = now }
         self.responseArrived(response, to: request, hop: hop)
@@ -244,11 +244,11 @@ extension TaskDelegate {
 
     /// Cookies and invalidation for any response a server sent to `request`.
     private func responseArrived(_ response: HTTPResponse, to request: Request, hop: HopState) {
-        let configuration = self.configuration
-        if hop.handlesCookies, let store = configuration.httpCookieStorage {
+        let configuration = self.configurationReference
+        if hop.handlesCookies, let store = configuration.value.httpCookieStorage {
             store.storeCookies(from: response, for: request.url)
         }
-        if let cache = configuration.responseCache, !cache.isEmpty {
+        if let cache = configuration.value.responseCache, !cache.isEmpty {
             for url in CachePlanner.invalidatedURLs(by: response, to: request) {
                 cache.removeCachedResponses(for: url)
             }
@@ -261,7 +261,7 @@ extension TaskDelegate {
         let hop = self.state.withLockedValue { $0.hop }
         outcome.source = hop.source
         guard hop.source == .network, hop.mayStore, outcome.error == nil, let response = outcome.response,
-            let cache = self.configuration.responseCache
+            let cache = self.configurationReference.value.responseCache
         else { return }
         let request = hop.sentRequest ?? outcome.request
         // Work nobody would see: a response the session's rules could never serve again is not

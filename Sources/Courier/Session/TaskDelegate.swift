@@ -90,7 +90,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         self.identifier = identifier
         self.hooks = manager.hooks
         self.originalRequest = request
-        self.interception = TaskInterception(manager: manager, request: request, identifier: identifier)
+        self.interception = TaskInterception.make(manager: manager, request: request, identifier: identifier)
         // Moved into the lock: the state is large, and a copy cost a whole copy and destroy.
         self.state = Mutex(TaskState(
             request: request, owner: manager, completion: completion,
@@ -309,7 +309,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             let expected = response.expectedContentLength ?? -1
             let deliveries = state.recordResponse(response, url: url, expected: expected, holding: holding)
             state.metrics?.responseBegan()
-            if expected > 64 * 1024, expected <= Int64(self.configuration.maximumResponseBodySize ?? 256 << 20) {
+            if expected > 64 * 1024, expected <= Int64(self.configurationReference.value.maximumResponseBodySize ?? 256 << 20) {
                 state.body = ByteBufferAllocator().buffer(capacity: Int(expected))
             }
             return (state.task, deliveries)
@@ -332,7 +332,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             self.streamDidReceive(chunk, sink: sink)
             return
         }
-        let maximum = self.configuration.maximumResponseBodySize
+        let maximum = self.configurationReference.value.maximumResponseBodySize
         enum Next { case report(ProgressReport?, SessionTask?, [ProgressDelivery]), held, cancel((any Exchange)?, CourierError) }
         let next = self.state.withLockedValue { state -> Next in
             let deliveries = state.recordReceivedOrHold(Int64(chunk.readableBytes))

@@ -6,7 +6,11 @@ import Tracing
 /// What a task consults around its attempts, taken from its manager and its request when the
 /// task is made: adapters and retriers in the order of ``RequestInterceptor``, the session's
 /// challenge handling, budget and clock, its monitors, logger and tracer.
-struct TaskInterception: Sendable {
+///
+/// An object, shared: a task whose request brings no interceptor or logger of its own, in a
+/// session with no logger and no tracer, takes the session's one instance (``plain(for:)``), made
+/// again only after the session's settings change; other tasks make their own.
+final class TaskInterception: Sendable {
     /// The session's then the request's adapters and retriers, with the budget.
     let chain: InterceptorChain
     /// The session's challenge handling (consulted before `chain`'s retriers, after its adapters).
@@ -23,10 +27,22 @@ struct TaskInterception: Sendable {
     /// The trace context the task's span is a child of.
     let parentContext: ServiceContext?
 
-    init(manager: SessionManager, request: Request, identifier: Int) {
-        let (settings, connectivity, reachability) = manager.settings.withLockedValue {
-            ($0.interception, $0.connectivityRetry, $0.reachabilityManager)
+    /// The interception for a task made now for `request`: the session's shared one when nothing
+    /// in it is the task's own.
+    static func make(manager: SessionManager, request: Request, identifier: Int) -> TaskInterception {
+        manager.settings.withLockedValue { settings in
+            let plain = request.interceptor == nil && request.logger == nil && settings.interception.logger == nil
+                && settings.interception.tracer == nil
+            guard plain else { return TaskInterception(settings, request: request, identifier: identifier) }
+            if let shared = settings.plainInterception { return shared }
+            let shared = TaskInterception(settings, request: request, identifier: identifier)
+            settings.plainInterception = shared
+            return shared
         }
+    }
+
+    private init(_ manager: SessionManager.Settings, request: Request, identifier: Int) {
+        let settings = manager.interception
         var adapters: [any RequestAdapter] = []
         var retriers: [any RequestRetrier] = []
         // The session's, then the request's; no array is made of the two (most tasks have neither).
@@ -34,7 +50,9 @@ struct TaskInterception: Sendable {
         Self.collect(request.interceptor, into: &adapters, &retriers)
         self.chain = InterceptorChain(adapters: adapters, retriers: retriers, budget: settings.retryBudget)
         self.authentication = settings.authentication
-        self.connectivity = connectivity.map { ConnectivityRetrier(policy: $0, reachability: reachability, clock: settings.retryClock) }
+        self.connectivity = manager.connectivityRetry.map {
+            ConnectivityRetrier(policy: $0, reachability: manager.reachabilityManager, clock: settings.retryClock)
+        }
         self.budget = settings.retryBudget
         self.clock = settings.retryClock
         self.monitors = settings.monitorGroup

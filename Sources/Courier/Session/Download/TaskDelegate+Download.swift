@@ -19,7 +19,7 @@ extension TaskDelegate {
     /// continues it. A 206 that starts elsewhere, or a 416, ends the task.
     func downloadDidReceive(_ response: HTTPResponse, url: URL, plan: DownloadPlan) -> ResponseDisposition {
         let request = self.state.withLockedValue { $0.currentRequest }
-        var file = DownloadDestination.temporaryFileURL(in: self.configuration.downloadDirectory)
+        var file = DownloadDestination.temporaryFileURL(in: self.configurationReference.value.downloadDirectory)
         var kept: Int64?
         var expected = response.expectedContentLength ?? -1
         // A response that may be retried goes to a file of its own, never over the partial file
