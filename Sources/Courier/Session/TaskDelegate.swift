@@ -418,36 +418,35 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             state.dropProgressHandlers()
             return (ending, TaskOutcome(request: state.currentRequest, response: state.response, data: data, error: finalError), held)
         }
-        guard let finished else { return }
-        if let held = finished.held {
+        guard let (ending, outcome, held) = finished else { return }
+        if let held {
             held.send()
-            if let hook = self.hooks.dataTaskDidReceiveData, let data = finished.outcome.data, !data.isEmpty {
-                hook(finished.ending.manager, finished.ending.task, data)
+            if let hook = self.hooks.dataTaskDidReceiveData, let data = outcome.data, !data.isEmpty {
+                hook(ending.manager, ending.task, data)
             }
-            self.didReceiveBodyData(held.bytes, task: finished.ending.task)
+            self.didReceiveBodyData(held.bytes, task: ending.task)
         }
         // What is left of the end (``settle(_:ending:)``) runs where the completion goes next: on
         // the awaiting caller's task, or on the processing queue before serialization; not on
-        // the engine's thread (with HTTP/2, one loop carries every stream of a connection).
-        let ending = finished.ending
+        // the engine's thread (with HTTP/2, one loop carries every stream of a connection). The
+        // end is moved on, not copied (each copy retains every field of the outcome and the holds).
         switch ending.completion {
         case .awaiting(let continuation):
-            continuation.resume(returning: TaskFinish(delegate: self, ending: ending, outcome: finished.outcome))
+            continuation.resume(returning: TaskFinish(delegate: self, ending: ending, outcome: outcome))
         case .handler(let serializer, let handler):
-            let finish = TaskFinish(delegate: self, ending: ending, outcome: finished.outcome)
-            ending.manager.complete(ending.task, finish: finish, serializer: serializer, handler: handler)
+            ending.manager.complete(
+                ending.task, finish: TaskFinish(delegate: self, ending: ending, outcome: outcome), serializer: serializer, handler: handler)
         case .none, .download:
-            let finish = TaskFinish(delegate: self, ending: ending, outcome: finished.outcome)
-            ending.manager.complete(ending.task, finish: finish, serializer: nil, handler: nil)
+            ending.manager.complete(ending.task, finish: TaskFinish(delegate: self, ending: ending, outcome: outcome), serializer: nil, handler: nil)
         case .outcome(let deliver):
-            deliver(self.settle(finished.outcome, ending: ending))
+            deliver(self.settle(outcome, ending: ending))
         }
     }
 
     /// What is left of a data task's end once its state has completed: the cache store, the end
     /// of its progress updates, its metrics (hook, monitors, span, log) and its leaving the
     /// registry. Runs once, before the completion is delivered. Returns the outcome to deliver.
-    func settle(_ outcome: TaskOutcome, ending: TaskEnding) -> TaskOutcome {
+    func settle(_ outcome: consuming TaskOutcome, ending: TaskEnding) -> TaskOutcome {
         var outcome = outcome
         self.cacheOnCompletion(&outcome, ending: ending)
         self.finishProgressUpdates(succeeded: outcome.error == nil)
@@ -493,7 +492,7 @@ struct TaskFinish: Sendable {
 
     /// Runs what is left of the task's end (``TaskDelegate/settle(_:ending:)``) and returns the
     /// outcome to report.
-    func settle() -> TaskOutcome {
+    consuming func settle() -> TaskOutcome {
         guard let delegate, let ending else { return self.outcome }
         return delegate.settle(self.outcome, ending: ending)
     }
