@@ -28,7 +28,10 @@ import Synchronization
 ///   `SETTINGS_MAX_CONCURRENT_STREAMS`, 100 until it says); when every connection is full another
 ///   opens within the cap. After GOAWAY a connection takes no new stream and closes once its
 ///   streams end; a stream the server did not process (REFUSED_STREAM, or above GOAWAY's last
-///   stream) goes again on another connection.
+///   stream) goes again on another connection. So does a hop handed a stream just as the GOAWAY
+///   arrived (the pool decides under its lock, the stream opens on the connection's loop, where
+///   the GOAWAY may have been read meanwhile): swift-nio-http2 refuses its HEADERS, nothing went
+///   out, and the connection carries on with the streams the server is finishing.
 /// - An idle HTTP/1.1 connection is reused most-recently-released first (the least likely to have
 ///   been closed by the server meanwhile), on the caller's loop when one is idle there; one the
 ///   server said it would have closed by now (`Keep-Alive: timeout`) is closed instead. Idle

@@ -7,7 +7,8 @@ import NIOPosix
 import NIOSSL
 
 /// A loopback HTTP/2 server over TLS (Courier's test chain, `h2` only) whose streams do what a
-/// test scripts: answer, wait until released, reset, or end the connection with GOAWAY. It counts
+/// test scripts: answer, wait until released, reset, end the connection with GOAWAY, or answer
+/// and send GOAWAY while the connection's other streams go on. It counts
 /// connections (opened and closed), streams, the most streams open at once and the PINGs it
 /// received, announces a chosen `SETTINGS_MAX_CONCURRENT_STREAMS`, and can stop hearing its
 /// connections (``stopAnswering()``: a server that is gone without closing them).
@@ -28,6 +29,10 @@ final class ScriptedHTTP2Server: Sendable {
         /// Sends a malformed frame (a SETTINGS frame five bytes long) on the connection: a
         /// connection error (FRAME_SIZE_ERROR, RFC 9113 6.5) for the client.
         case protocolError
+        /// Answers 200 with `body` and, in the same write (so that the client reads both at once,
+        /// the answer first), a GOAWAY naming this stream as the last processed, as nginx does
+        /// after `keepalive_requests`; the connection stays open, and streams opened before go on.
+        case respondThenGoAway(String)
     }
 
     private struct State {
@@ -80,6 +85,7 @@ final class ScriptedHTTP2Server: Sendable {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(NIOSSLServerHandler(context: context))
                     try pipeline.addHandler(DeafGate(state: state, index: index))
+                    try pipeline.addHandler(FlushGate())
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
                     connection.initialSettings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maximumStreams)]
                     _ = try pipeline.configureHTTP2Pipeline(
@@ -144,6 +150,19 @@ final class ScriptedHTTP2Server: Sendable {
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             guard self.state.withLockedValue({ self.index >= $0.deafBelow }) else { return }
             context.fireChannelRead(data)
+        }
+    }
+
+    /// Holds a connection's flushes while ``isHolding``: what is written meanwhile leaves in one
+    /// write once it lets go.
+    private final class FlushGate: ChannelOutboundHandler {
+        typealias OutboundIn = IOData
+
+        var isHolding = false
+
+        func flush(context: ChannelHandlerContext) {
+            guard !self.isHolding else { return }
+            context.flush()
         }
     }
 
@@ -230,6 +249,21 @@ final class ScriptedHTTP2Server: Sendable {
                     let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: .noError, opaqueData: nil))
                     parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
                 }
+            case .respondThenGoAway(let body):
+                guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID),
+                    let gate = try? parent.pipeline.syncOperations.handler(type: FlushGate.self)
+                else { return }
+                // Out of the read (where swift-nio-http2 defers a stream's flush, and would let the
+                // GOAWAY go first): the answer's frames, then the GOAWAY, flushed together.
+                let loopBound = NIOLoopBound(gate, eventLoop: parent.eventLoop)
+                parent.eventLoop.execute {
+                    loopBound.value.isHolding = true
+                    Self.write(body, on: channel)
+                    let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: streamID, errorCode: .noError, opaqueData: nil))
+                    parent.write(frame, promise: nil)
+                    loopBound.value.isHolding = false
+                    parent.flush()
+                }
             case .protocolError:
                 guard let parent = channel.parent else { return }
                 parent.eventLoop.execute {
@@ -243,13 +277,16 @@ final class ScriptedHTTP2Server: Sendable {
         }
 
         private static func answer(_ body: String, on channel: any Channel) {
-            channel.eventLoop.execute {
-                let headers = HPACKHeaders([(":status", "200"), ("content-length", String(body.utf8.count))])
-                channel.write(HTTP2Frame.FramePayload.headers(.init(headers: headers)), promise: nil)
-                var buffer = channel.allocator.buffer(capacity: body.utf8.count)
-                buffer.writeString(body)
-                channel.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(buffer), endStream: true)), promise: nil)
-            }
+            channel.eventLoop.execute { Self.write(body, on: channel) }
+        }
+
+        /// Writes a 200 with `body` on the stream and flushes it. On the stream's loop.
+        private static func write(_ body: String, on channel: any Channel) {
+            let headers = HPACKHeaders([(":status", "200"), ("content-length", String(body.utf8.count))])
+            channel.write(HTTP2Frame.FramePayload.headers(.init(headers: headers)), promise: nil)
+            var buffer = channel.allocator.buffer(capacity: body.utf8.count)
+            buffer.writeString(body)
+            channel.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(buffer), endStream: true)), promise: nil)
         }
     }
 }

@@ -78,6 +78,10 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A stream created after the server's GOAWAY: swift-nio-http2 refused its HEADERS (nothing
+        // went out, and its state is unchanged) and reports it as a connection error. The stream's
+        // handler sends its request elsewhere; the streams the server is finishing go on.
+        if error is NIOHTTP2Errors.CreatedStreamAfterGoaway { return }
         // A connection error: every stream on it fails with it as the connection closes.
         self.delegate?.http2ConnectionFailed(error)
         self.run(self.stateMachine.errorCaught())

@@ -1,0 +1,126 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+/// HTTP/2 on Courier's pool against a server that ends connections with GOAWAY while streams are
+/// open on them, and resets many streams (``ScriptedHTTP2Server``): what the server still
+/// finishes finishes, what it never saw goes elsewhere, and the connection is Courier's to lose
+/// only when HTTP/2 itself says it is broken.
+@Suite("HTTP/2: GOAWAY and resets on a busy connection")
+struct HTTP2GoAwayTests {
+    /// What one exchange's delegate heard; `onHead` runs when the response head arrives, on the
+    /// connection's loop, before the rest of what the same read brought is handled.
+    final class Recorder: ExchangeDelegate {
+        struct Events {
+            var status: Int?
+            var body = ""
+            var completed = false
+            var error: CourierError?
+        }
+
+        let events = NIOLockedValueBox(Events())
+        let onHead: @Sendable () -> Void
+
+        init(onHead: @escaping @Sendable () -> Void = {}) {
+            self.onHead = onHead
+        }
+
+        func exchange(didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64?) {}
+        func exchange(willPerformRedirection response: HTTPResponse, newRequest: Request) -> Request? { nil }
+        func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition {
+            self.events.withLockedValue { $0.status = response.status.code }
+            self.onHead()
+            return .allow
+        }
+        func exchange(didReceive chunk: ByteBuffer) {
+            self.events.withLockedValue { $0.body += String(buffer: chunk) }
+        }
+        func exchange(didCompleteWith error: CourierError?) {
+            self.events.withLockedValue {
+                $0.completed = true
+                $0.error = error
+            }
+        }
+
+        var snapshot: Events { self.events.withLockedValue { $0 } }
+
+        /// Waits until the exchange completed; false when it did not within 30 s (a bound on a
+        /// failing test).
+        func completion() async -> Bool {
+            await eventually(within: 30) { self.snapshot.completed }
+        }
+    }
+
+    /// An engine of its own for `server` (one loop: every connection's events come there), and
+    /// the URL of `path` on it.
+    static func engine(_ configure: (inout NIOEngine.Configuration) -> Void = { _ in }) throws -> (NIOEngine, MultiThreadedEventLoopGroup) {
+        var configuration = NIOEngine.Configuration()
+        configure(&configuration)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let engine = NIOEngine(configuration: configuration, securityPolicy: try HTTP2PoolTests.policy(), eventLoopGroup: group)
+        return (engine, group)
+    }
+
+    static func url(_ server: ScriptedHTTP2Server, _ path: String) -> URL {
+        URL(string: "https://localhost:\(server.port)/\(path)")!
+    }
+
+    /// The race nginx's `keepalive_requests` makes on a busy client: the pool hands a request a
+    /// stream on a connection (under its lock, elsewhere than the connection's loop), and the
+    /// server's GOAWAY is read on that loop before the stream opens there. The stream must not
+    /// open (swift-nio-http2 refuses it as a connection error); the request was never sent, so it
+    /// goes to another connection, and the stream the server is still finishing on the old one
+    /// finishes.
+    ///
+    /// Made certain rather than likely: the answer to `last` and the GOAWAY come in one write; the
+    /// answer's head reaches its delegate on the connection's loop before the GOAWAY after it is
+    /// read, and the delegate starts `next` from another thread there, waiting until the pool has
+    /// handed it the stream. Before the fix the connection was closed by Courier: `held` and `next`
+    /// failed with "the server broke the HTTP/2 protocol (CreatedStreamAfterGoaway…)".
+    @Test func aStreamHandedOutAsGoAwayArrivesGoesElsewhereAndTheOpenOnesFinish() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, path in
+            switch path {
+            case "/held": .hold("held")
+            case "/last": .respondThenGoAway("last")
+            default: .respond("elsewhere")
+            }
+        }
+        let (engine, group) = try Self.engine()
+        let held = Recorder()
+        _ = engine.execute(Request(url: Self.url(server, "held")), delegate: held)
+        #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
+
+        let next = Recorder()
+        let last = Recorder(onHead: {
+            // On the connection's loop: `next` is handed a stream from another thread meanwhile.
+            let started = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                _ = engine.execute(Request(url: Self.url(server, "next")), delegate: next)
+                started.signal()
+            }
+            started.wait()
+        })
+        _ = engine.execute(Request(url: Self.url(server, "last")), delegate: last)
+
+        #expect(await last.completion())
+        #expect(last.snapshot.body == "last")
+        #expect(await next.completion())
+        #expect(next.snapshot.error == nil, "\(String(describing: next.snapshot.error))")
+        #expect(next.snapshot.body == "elsewhere")
+        #expect(server.connectionCount == 2, "next went on a new connection")
+        // The stream the server had opened before its GOAWAY is still answered on the old one.
+        server.releaseHeld(andLater: true)
+        #expect(await held.completion())
+        #expect(held.snapshot.error == nil, "\(String(describing: held.snapshot.error))")
+        #expect(held.snapshot.body == "held")
+
+        try await engine.shutdown()
+        try await server.shutdown()
+        try await group.shutdownGracefully()
+    }
+}
