@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOHTTP2
 import NIOPosix
 import Testing
 
@@ -122,5 +123,21 @@ struct HTTP2GoAwayTests {
         try await engine.shutdown()
         try await server.shutdown()
         try await group.shutdownGracefully()
+    }
+
+    /// A stream whose request and response both ended closes by itself: Courier must not reset
+    /// it. Before, the hop's end closed the stream channel while swift-nio-http2 was still
+    /// delivering the response's last frame, and a RST_STREAM (CANCEL) went out after every
+    /// response; a server with a rapid-reset defence (swift-nio-http2's: more than 200 in 30 s)
+    /// ended the connection with ENHANCE_YOUR_CALM after 200 requests.
+    @Test func aFinishedStreamIsNotReset() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in .respond("answer \(index)") }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            for index in 0..<250 {
+                let body = HTTP2PoolTests.body(try await manager.get("r\(index)"))
+                #expect(body == "answer \(index)")
+            }
+            #expect(server.connectionCount == 1, "the server kept the connection")
+        }
     }
 }

@@ -436,6 +436,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         switch then {
         case .none:
             break
+        case .close where self.stream != nil:
+            // A stream closes once the loop is done with the event under way. A response's last
+            // frame reaches the hop while swift-nio-http2 closes the stream: closed now, the stream
+            // channel would still think it open and reset it (RST_STREAM CANCEL, which a server
+            // counts against rapid reset) after every response. A stream still open then (the hop
+            // failed, or was cancelled) is reset as before.
+            guard let channel = self.context?.channel else { return }
+            channel.eventLoop.execute { channel.close(promise: nil) }
         case .close:
             self.context?.close(promise: nil)
         case .giveBack(let serverIdleTimeout):
