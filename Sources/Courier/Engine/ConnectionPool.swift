@@ -489,6 +489,22 @@ final class ConnectionPool: Sendable {
     /// The flow-control window of a whole HTTP/2 connection.
     static let http2ConnectionWindow = 4 * 1024 * 1024
 
+    /// How many RST_STREAM frames received in how long end a connection: in effect, none do.
+    ///
+    /// swift-nio-http2's default (more than 200 in 30 s: ENHANCE_YOUR_CALM) is a server's defence
+    /// against clients that open streams and reset them at once (CVE-2023-44487, rapid reset). A
+    /// server resets only streams the client opened (a reset of one never opened is a protocol
+    /// error anyway), so its resets cost the client no more than its own requests; and a busy
+    /// server may refuse or cancel many in a short time (REFUSED_STREAM under load, streams above
+    /// a GOAWAY), which the pool sends again. swift-nio-http2 has no switch for the limit and keeps
+    /// room for `maximumCount` times up front, so the window is zero instead: only resets received
+    /// at the same instant would count together.
+    static let http2ResetsReceivedLimit: NIOHTTP2Handler.StreamResetFrameRateLimitConfiguration = {
+        var limit = NIOHTTP2Handler.StreamResetFrameRateLimitConfiguration()
+        limit.windowLength = .zero
+        return limit
+    }()
+
     /// swift-nio-http2's handler, its multiplexer (streams the server opens are refused: no push)
     /// and Courier's connection handler.
     private static func addHTTP2Handlers(to channel: any Channel, settings: HTTP2ConnectionStateMachine.Configuration) throws {
@@ -501,6 +517,7 @@ final class ConnectionPool: Sendable {
         connection.targetWindowSize = Self.http2ConnectionWindow
         var stream = NIOHTTP2Handler.StreamConfiguration()
         stream.targetWindowSize = Self.http2StreamWindow
+        stream.streamResetFrameRateLimit = Self.http2ResetsReceivedLimit
         let pipeline = channel.pipeline.syncOperations
         // Below swift-nio-http2's handler: one flush for what a batch of the loop's tasks wrote.
         try pipeline.addHandler(HTTP2FlushCoalescer())

@@ -125,6 +125,43 @@ struct HTTP2GoAwayTests {
         try await group.shutdownGracefully()
     }
 
+    /// A server may reset many streams in a short time for good reasons (REFUSED_STREAM when it is
+    /// busy, CANCEL): swift-nio-http2's limit on resets received (200 in 30 s by default), a
+    /// server's defence against clients that open and reset streams (rapid reset), must not end a
+    /// client's connection. Before, the 201st reset ended it with ENHANCE_YOUR_CALM: the requests
+    /// in flight failed with "the server broke the HTTP/2 protocol (ExcessiveRSTFrames)" and a
+    /// second connection opened.
+    @Test func aServerThatResetsManyStreamsQuicklyKeepsItsConnection() async throws {
+        let refused = NIOLockedValueBox(Set<String>())
+        // Each request is refused once, then answered (when sent again, on the same connection).
+        let server = try await ScriptedHTTP2Server.start { _, path in
+            refused.withLockedValue { $0.insert(path).inserted } ? .reset(.refusedStream) : .respond("answer \(path)")
+        }
+        let count = 250
+        try await HTTP2PoolTests().withManager(server) { manager in
+            var failures: [String] = []
+            // 25 in flight at a time.
+            for batch in stride(from: 0, to: count, by: 25) {
+                failures += await withTaskGroup(of: String?.self) { group in
+                    for index in batch..<(batch + 25) {
+                        group.addTask {
+                            do {
+                                let body = HTTP2PoolTests.body(try await manager.get("r\(index)"))
+                                return body == "answer /r\(index)" ? nil : "r\(index): \(body)"
+                            } catch {
+                                return "r\(index): \(error)"
+                            }
+                        }
+                    }
+                    return await group.reduce(into: [String]()) { if let failure = $1 { $0.append(failure) } }
+                }
+            }
+            #expect(failures.isEmpty, "\(failures.prefix(3))")
+            #expect(server.streamCount == 2 * count)
+            #expect(server.connectionCount == 1, "the connection stayed up")
+        }
+    }
+
     /// A stream whose request and response both ended closes by itself: Courier must not reset
     /// it. Before, the hop's end closed the stream channel while swift-nio-http2 was still
     /// delivering the response's last frame, and a RST_STREAM (CANCEL) went out after every
