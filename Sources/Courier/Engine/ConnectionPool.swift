@@ -519,14 +519,17 @@ final class ConnectionPool: Sendable {
         stream.targetWindowSize = Self.http2StreamWindow
         stream.streamResetFrameRateLimit = Self.http2ResetsReceivedLimit
         let pipeline = channel.pipeline.syncOperations
-        // Below swift-nio-http2's handler: one flush for what a batch of the loop's tasks wrote.
+        // Below swift-nio-http2's handler: one flush for what a batch of the loop's tasks wrote,
+        // and what swift-nio-http2 sent (GOAWAY, resets), read on its way out.
         try pipeline.addHandler(HTTP2FlushCoalescer())
+        let sentFrames = HTTP2SentFramesWatcher()
+        try pipeline.addHandler(sentFrames)
         _ = try pipeline.configureHTTP2Pipeline(
             mode: .client, connectionConfiguration: connection, streamConfiguration: stream
         ) { pushed in
             pushed.close()
         }
-        try pipeline.addHandler(HTTP2ConnectionHandler(configuration: settings))
+        try pipeline.addHandler(HTTP2ConnectionHandler(configuration: settings, sentFrames: sentFrames))
     }
 
     private func connectionOpened(_ connection: HTTP1Connection) {

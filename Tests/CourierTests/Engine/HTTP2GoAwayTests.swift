@@ -177,4 +177,31 @@ struct HTTP2GoAwayTests {
             #expect(server.connectionCount == 1, "the server kept the connection")
         }
     }
+
+    /// A stream error ends that stream only: swift-nio-http2 resets it (here a body longer than
+    /// its `content-length`, RFC 9113 8.1.1) and reports the error to the connection's handler,
+    /// which must not close the connection for it. Before, it did: the other streams on the
+    /// connection failed with "the server broke the HTTP/2 protocol (ContentLengthViolated)".
+    @Test func aStreamErrorEndsThatStreamOnly() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, path in
+            switch path {
+            case "/held": .hold("held")
+            case "/bad": .respondLongerThanDeclared("too long")
+            default: .respond("next")
+            }
+        }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            try await withThrowingTaskGroup(of: String.self) { group in
+                group.addTask { HTTP2PoolTests.body(try await manager.get("held")) }
+                #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
+                await #expect(throws: CourierError.self) { try await manager.get("bad") }
+                server.releaseHeld(andLater: true)
+                let held = try await group.next()
+                #expect(held == "held")
+            }
+            let next = HTTP2PoolTests.body(try await manager.get("next"))
+            #expect(next == "next")
+            #expect(server.connectionCount == 1, "the connection stayed up")
+        }
+    }
 }

@@ -33,6 +33,9 @@ final class ScriptedHTTP2Server: Sendable {
         /// the answer first), a GOAWAY naming this stream as the last processed, as nginx does
         /// after `keepalive_requests`; the connection stays open, and streams opened before go on.
         case respondThenGoAway(String)
+        /// Answers 200 with `body` under a `content-length` one byte short: a stream error
+        /// (PROTOCOL_ERROR, RFC 9113 8.1.1) for the client, which resets the stream.
+        case respondLongerThanDeclared(String)
     }
 
     private struct State {
@@ -88,6 +91,8 @@ final class ScriptedHTTP2Server: Sendable {
                     try pipeline.addHandler(FlushGate())
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
                     connection.initialSettings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maximumStreams)]
+                    // What the server sends is the script's (a body longer than its length, say).
+                    connection.contentLengthValidation = .disabled
                     _ = try pipeline.configureHTTP2Pipeline(
                         mode: .server, connectionConfiguration: connection, streamConfiguration: .init()
                     ) { stream in
@@ -264,6 +269,8 @@ final class ScriptedHTTP2Server: Sendable {
                     loopBound.value.isHolding = false
                     parent.flush()
                 }
+            case .respondLongerThanDeclared(let body):
+                Self.answer(body, on: channel, declaredLength: body.utf8.count - 1)
             case .protocolError:
                 guard let parent = channel.parent else { return }
                 parent.eventLoop.execute {
@@ -276,13 +283,13 @@ final class ScriptedHTTP2Server: Sendable {
             }
         }
 
-        private static func answer(_ body: String, on channel: any Channel) {
-            channel.eventLoop.execute { Self.write(body, on: channel) }
+        private static func answer(_ body: String, on channel: any Channel, declaredLength: Int? = nil) {
+            channel.eventLoop.execute { Self.write(body, on: channel, declaredLength: declaredLength) }
         }
 
         /// Writes a 200 with `body` on the stream and flushes it. On the stream's loop.
-        private static func write(_ body: String, on channel: any Channel) {
-            let headers = HPACKHeaders([(":status", "200"), ("content-length", String(body.utf8.count))])
+        private static func write(_ body: String, on channel: any Channel, declaredLength: Int? = nil) {
+            let headers = HPACKHeaders([(":status", "200"), ("content-length", String(declaredLength ?? body.utf8.count))])
             channel.write(HTTP2Frame.FramePayload.headers(.init(headers: headers)), promise: nil)
             var buffer = channel.allocator.buffer(capacity: body.utf8.count)
             buffer.writeString(body)
