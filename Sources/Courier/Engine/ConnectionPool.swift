@@ -489,6 +489,13 @@ final class ConnectionPool: Sendable {
     /// The flow-control window of a whole HTTP/2 connection.
     static let http2ConnectionWindow = 4 * 1024 * 1024
 
+    /// The largest response header list (RFC 9113 6.5.2: names, values and 32 bytes a field)
+    /// Courier's HTTP/2 connections take: what swift-nio-http2's header decoder enforces by
+    /// default (`HPACKDecoder.defaultMaxHeaderListSize`), advertised as
+    /// `SETTINGS_MAX_HEADER_LIST_SIZE` so that the server knows it (the setting's initial value is
+    /// unbounded).
+    static let http2MaximumHeaderListSize = 16 * 1024
+
     /// How many RST_STREAM frames received in how long end a connection: in effect, none do.
     ///
     /// swift-nio-http2's default (more than 200 in 30 s: ENHANCE_YOUR_CALM) is a server's defence
@@ -513,6 +520,7 @@ final class ConnectionPool: Sendable {
             HTTP2Setting(parameter: .enablePush, value: 0),
             HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),
             HTTP2Setting(parameter: .initialWindowSize, value: Self.http2StreamWindow),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: Self.http2MaximumHeaderListSize),
         ]
         connection.targetWindowSize = Self.http2ConnectionWindow
         var stream = NIOHTTP2Handler.StreamConfiguration()

@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import Testing
@@ -202,6 +203,18 @@ struct HTTP2GoAwayTests {
             let next = HTTP2PoolTests.body(try await manager.get("next"))
             #expect(next == "next")
             #expect(server.connectionCount == 1, "the connection stayed up")
+        }
+    }
+
+    /// Courier's connections refuse a response whose header list is larger than swift-nio-http2's
+    /// decoder takes (16 KiB): they must say so in their SETTINGS (SETTINGS_MAX_HEADER_LIST_SIZE,
+    /// RFC 9113 6.5.2), or a server takes the limit to be unbounded. Before, they advertised none.
+    @Test func theHeaderListLimitEnforcedIsAdvertised() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, _ in .respond("ok") }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            _ = try await manager.get("get")
+            #expect(server.clientMaximumHeaderListSize == HPACKDecoder.defaultMaxHeaderListSize)
+            #expect(ConnectionPool.http2MaximumHeaderListSize == HPACKDecoder.defaultMaxHeaderListSize)
         }
     }
 }

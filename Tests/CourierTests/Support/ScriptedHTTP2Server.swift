@@ -49,6 +49,8 @@ final class ScriptedHTTP2Server: Sendable {
         var paths: [String] = []
         var closedConnections = 0
         var pings = 0
+        /// The `SETTINGS_MAX_HEADER_LIST_SIZE` the client's last SETTINGS gave, if any did.
+        var clientMaximumHeaderListSize: Int?
         /// Connections opened before this many (0-based) hear nothing more.
         var deafBelow = 0
     }
@@ -117,6 +119,8 @@ final class ScriptedHTTP2Server: Sendable {
     var closedConnectionCount: Int { self.state.withLockedValue { $0.closedConnections } }
     /// How many PINGs (not acknowledgements) the server received, all connections together.
     var pingCount: Int { self.state.withLockedValue { $0.pings } }
+    /// The `SETTINGS_MAX_HEADER_LIST_SIZE` the client advertised last, if it did.
+    var clientMaximumHeaderListSize: Int? { self.state.withLockedValue { $0.clientMaximumHeaderListSize } }
 
     /// The connections open now hear nothing more (their bytes are dropped after TLS): no PING
     /// is answered, no request seen. Later connections work as scripted.
@@ -171,7 +175,8 @@ final class ScriptedHTTP2Server: Sendable {
         }
     }
 
-    /// Counts the PINGs a connection receives (swift-nio-http2 answers them).
+    /// Counts the PINGs a connection receives (swift-nio-http2 answers them) and notes the
+    /// client's header-list limit.
     private final class PingCounter: ChannelInboundHandler {
         typealias InboundIn = HTTP2Frame
 
@@ -182,8 +187,15 @@ final class ScriptedHTTP2Server: Sendable {
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            if case .ping(_, ack: false) = self.unwrapInboundIn(data).payload {
+            switch self.unwrapInboundIn(data).payload {
+            case .ping(_, ack: false):
                 self.state.withLockedValue { $0.pings += 1 }
+            case .settings(.settings(let settings)):
+                if let size = settings.last(where: { $0.parameter == .maxHeaderListSize }) {
+                    self.state.withLockedValue { $0.clientMaximumHeaderListSize = size.value }
+                }
+            default:
+                break
             }
         }
     }
