@@ -195,7 +195,11 @@ struct HTTP2GoAwayTests {
             try await withThrowingTaskGroup(of: String.self) { group in
                 group.addTask { HTTP2PoolTests.body(try await manager.get("held")) }
                 #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
-                await #expect(throws: CourierError.self) { try await manager.get("bad") }
+                let error = await #expect(throws: CourierError.self) { try await manager.get("bad") }
+                // Courier reset that stream (PROTOCOL_ERROR), not the server.
+                #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+                #expect(error?.message.contains("Courier reset the HTTP/2 stream (HTTP2ErrorCode<0x1 ProtocolError>)") == true, "\(String(describing: error))")
+                #expect(error?.message.contains("server reset") == false, "\(String(describing: error))")
                 server.releaseHeld(andLater: true)
                 let held = try await group.next()
                 #expect(held == "held")

@@ -528,7 +528,15 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             return Machine.Loss(error: error, closure: .closed, responseBytesSeen: false, isCancelled: false)
         }
         // A stream closed without a reason of its own: its connection's error, if it failed.
-        let error = error ?? self.stream?.connectionError
+        var error = error ?? self.stream?.connectionError
+        if let closed = error as? NIOHTTP2Errors.StreamClosed, let stream = self.stream,
+            stream.resetSent(for: closed.streamID) == closed.errorCode
+        {
+            // Reset by Courier's side, not the server: swift-nio-http2 for a stream error in what
+            // the server sent (a body past its length, a malformed field), or the stream closed
+            // under way.
+            error = HTTP2StreamResetByCourier(errorCode: closed.errorCode)
+        }
         return Machine.Loss(
             error: error,
             closure: error.map(self.closure(for:)) ?? .closed,
