@@ -2,6 +2,7 @@
 import CourierTesting
 import Foundation
 import HTTPTypes
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
@@ -17,7 +18,7 @@ import Testing
 struct HTTP2GoAwayTests {
     /// What one exchange's delegate heard; `onHead` runs when the response head arrives, on the
     /// connection's loop, before the rest of what the same read brought is handled.
-    final class Recorder: ExchangeDelegate {
+    final class ExchangeRecorder: ExchangeDelegate {
         struct Events {
             var status: Int?
             var body = ""
@@ -58,16 +59,16 @@ struct HTTP2GoAwayTests {
         }
     }
 
-    /// An engine of its own for `server` (one loop: every connection's events come there), and
-    /// the URL of `path` on it.
-    static func engine(_ configure: (inout NIOEngine.Configuration) -> Void = { _ in }) throws -> (NIOEngine, MultiThreadedEventLoopGroup) {
-        var configuration = NIOEngine.Configuration()
-        configure(&configuration)
+    /// An engine of its own (one loop: every connection's events come there), its connection
+    /// events (`.debug`) to `logger`.
+    static func engine(logger: Logger? = nil) throws -> (NIOEngine, MultiThreadedEventLoopGroup) {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let engine = NIOEngine(configuration: configuration, securityPolicy: try HTTP2PoolTests.policy(), eventLoopGroup: group)
+        let engine = NIOEngine(
+            configuration: NIOEngine.Configuration(), securityPolicy: try HTTP2PoolTests.policy(), eventLoopGroup: group, logger: logger)
         return (engine, group)
     }
 
+    /// The URL of `path` on `server`.
     static func url(_ server: ScriptedHTTP2Server, _ path: String) -> URL {
         URL(string: "https://localhost:\(server.port)/\(path)")!
     }
@@ -92,13 +93,14 @@ struct HTTP2GoAwayTests {
             default: .respond("elsewhere")
             }
         }
-        let (engine, group) = try Self.engine()
-        let held = Recorder()
+        let events = Recorder<String>()
+        let (engine, group) = try Self.engine(logger: Logger(label: "courier.test", factory: { _ in CallbackLogHandler { events.append($0) } }))
+        let held = ExchangeRecorder()
         _ = engine.execute(Request(url: Self.url(server, "held")), delegate: held)
         #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
 
-        let next = Recorder()
-        let last = Recorder(onHead: {
+        let next = ExchangeRecorder()
+        let last = ExchangeRecorder(onHead: {
             // On the connection's loop: `next` is handed a stream from another thread meanwhile.
             let started = DispatchSemaphore(value: 0)
             DispatchQueue.global().async {
@@ -115,6 +117,7 @@ struct HTTP2GoAwayTests {
         #expect(next.snapshot.error == nil, "\(String(describing: next.snapshot.error))")
         #expect(next.snapshot.body == "elsewhere")
         #expect(server.connectionCount == 2, "next went on a new connection")
+        #expect(!events.all.contains { $0.contains("closing HTTP/2 connection") }, "Courier closed none: \(events.all)")
         // The stream the server had opened before its GOAWAY is still answered on the old one.
         server.releaseHeld(andLater: true)
         #expect(await held.completion())
