@@ -496,6 +496,17 @@ final class ConnectionPool: Sendable {
     /// unbounded).
     static let http2MaximumHeaderListSize = 16 * 1024
 
+    /// How many of the streams Courier reset swift-nio-http2 remembers, to ignore the frames the
+    /// server sent before it saw the reset (its default is 32).
+    ///
+    /// A frame for a reset stream it has forgotten is a connection error to swift-nio-http2 (it
+    /// sends GOAWAY with STREAM_CLOSED), so the limit must exceed the streams Courier may reset at
+    /// once: every stream open on a connection, when the requests on it are cancelled together
+    /// (up to the server's `SETTINGS_MAX_CONCURRENT_STREAMS`: 100 to 250 for common servers). Its
+    /// cost: four bytes a stream, kept from the start, and a look through them for a frame on a
+    /// stream that is no longer open.
+    static let http2RememberedResets = 1024
+
     /// How many RST_STREAM frames received in how long end a connection: in effect, none do.
     ///
     /// swift-nio-http2's default (more than 200 in 30 s: ENHANCE_YOUR_CALM) is a server's defence
@@ -523,6 +534,7 @@ final class ConnectionPool: Sendable {
             HTTP2Setting(parameter: .maxHeaderListSize, value: Self.http2MaximumHeaderListSize),
         ]
         connection.targetWindowSize = Self.http2ConnectionWindow
+        connection.maximumRecentlyResetStreams = Self.http2RememberedResets
         var stream = NIOHTTP2Handler.StreamConfiguration()
         stream.targetWindowSize = Self.http2StreamWindow
         stream.streamResetFrameRateLimit = Self.http2ResetsReceivedLimit

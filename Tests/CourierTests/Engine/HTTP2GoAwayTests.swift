@@ -224,4 +224,40 @@ struct HTTP2GoAwayTests {
             #expect(ConnectionPool.http2MaximumHeaderListSize == HPACKDecoder.defaultMaxHeaderListSize)
         }
     }
+
+    /// Frames the server sent before it saw Courier's resets keep arriving after them: they are
+    /// to be ignored however many streams Courier reset at once. swift-nio-http2 remembers the
+    /// last 32 streams reset by default and takes a DATA frame for an older one as a connection
+    /// error (it sends GOAWAY with STREAM_CLOSED): cancelling 48 downloads at once ended the
+    /// connection, and the request still held on it failed.
+    @Test func framesForManyStreamsJustResetAreIgnored() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, path in
+            path == "/held" ? .hold("held") : .stream(chunkSize: 16 * 1024, count: 256)
+        }
+        let events = Recorder<String>()
+        let (engine, group) = try Self.engine(logger: Logger(label: "courier.test", factory: { _ in CallbackLogHandler { events.append($0) } }))
+        let held = ExchangeRecorder()
+        _ = engine.execute(Request(url: Self.url(server, "held")), delegate: held)
+        #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
+        let downloads = (0..<48).map { _ in ExchangeRecorder() }
+        let exchanges = downloads.enumerated().map { index, recorder in
+            engine.execute(Request(url: Self.url(server, "download\(index)")), delegate: recorder)
+        }
+        #expect(await eventually(within: 30) { downloads.allSatisfy { !$0.snapshot.body.isEmpty } }, "every download under way")
+        // All reset in one task of the connection's loop (the engine has one): the frames in
+        // flight for them are read after.
+        let cancelled = CourierError(.cancelled, "cancelled by the test")
+        try await engine.loops[0].submit { for exchange in exchanges { exchange.cancel(with: cancelled) } }.get()
+        for download in downloads { #expect(await download.completion()) }
+        server.releaseHeld(andLater: true)
+        #expect(await held.completion())
+        #expect(held.snapshot.error == nil, "\(String(describing: held.snapshot.error))")
+        #expect(held.snapshot.body == "held")
+        #expect(!events.all.contains { $0.contains("closing HTTP/2 connection") }, "Courier closed none: \(events.all)")
+        #expect(server.connectionCount == 1)
+
+        try await engine.shutdown()
+        try await server.shutdown()
+        try await group.shutdownGracefully()
+    }
 }

@@ -36,6 +36,9 @@ final class ScriptedHTTP2Server: Sendable {
         /// Answers 200 with `body` under a `content-length` one byte short: a stream error
         /// (PROTOCOL_ERROR, RFC 9113 8.1.1) for the client, which resets the stream.
         case respondLongerThanDeclared(String)
+        /// Answers 200 with a body of `count` chunks of `chunkSize` bytes (no length), all written
+        /// at once: they leave as fast as the client's flow-control windows let them.
+        case stream(chunkSize: Int, count: Int)
     }
 
     private struct State {
@@ -280,6 +283,15 @@ final class ScriptedHTTP2Server: Sendable {
                     parent.write(frame, promise: nil)
                     loopBound.value.isHolding = false
                     parent.flush()
+                }
+            case .stream(let chunkSize, let count):
+                channel.eventLoop.execute {
+                    channel.write(HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders([(":status", "200")]))), promise: nil)
+                    let chunk = channel.allocator.buffer(repeating: UInt8(ascii: "x"), count: chunkSize)
+                    for index in 0..<count {
+                        channel.write(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(chunk), endStream: index == count - 1)), promise: nil)
+                    }
+                    channel.flush()
                 }
             case .respondLongerThanDeclared(let body):
                 Self.answer(body, on: channel, declaredLength: body.utf8.count - 1)
