@@ -28,7 +28,10 @@ import Synchronization
 ///   `SETTINGS_MAX_CONCURRENT_STREAMS`, 100 until it says); when every connection is full another
 ///   opens within the cap. After GOAWAY a connection takes no new stream and closes once its
 ///   streams end; a stream the server did not process (REFUSED_STREAM, or above GOAWAY's last
-///   stream) goes again on another connection.
+///   stream) goes again on another connection. So does a hop handed a stream just as the GOAWAY
+///   arrived (the pool decides under its lock, the stream opens on the connection's loop, where
+///   the GOAWAY may have been read meanwhile): swift-nio-http2 refuses its HEADERS, nothing went
+///   out, and the connection carries on with the streams the server is finishing.
 /// - An idle HTTP/1.1 connection is reused most-recently-released first (the least likely to have
 ///   been closed by the server meanwhile), on the caller's loop when one is idle there; one the
 ///   server said it would have closed by now (`Keep-Alive: timeout`) is closed instead. Idle
@@ -486,6 +489,40 @@ final class ConnectionPool: Sendable {
     /// The flow-control window of a whole HTTP/2 connection.
     static let http2ConnectionWindow = 4 * 1024 * 1024
 
+    /// The largest response header list (RFC 9113 6.5.2: names, values and 32 bytes a field)
+    /// Courier's HTTP/2 connections take: what swift-nio-http2's header decoder enforces by
+    /// default (`HPACKDecoder.defaultMaxHeaderListSize`), advertised as
+    /// `SETTINGS_MAX_HEADER_LIST_SIZE` so that the server knows it (the setting's initial value is
+    /// unbounded).
+    static let http2MaximumHeaderListSize = 16 * 1024
+
+    /// How many of the streams Courier reset swift-nio-http2 remembers, to ignore the frames the
+    /// server sent before it saw the reset (its default is 32).
+    ///
+    /// A frame for a reset stream it has forgotten is a connection error to swift-nio-http2 (it
+    /// sends GOAWAY with STREAM_CLOSED), so the limit must exceed the streams Courier may reset at
+    /// once: every stream open on a connection, when the requests on it are cancelled together
+    /// (up to the server's `SETTINGS_MAX_CONCURRENT_STREAMS`: 100 to 250 for common servers). Its
+    /// cost: four bytes a stream, kept from the start, and a look through them for a frame on a
+    /// stream that is no longer open.
+    static let http2RememberedResets = 1024
+
+    /// How many RST_STREAM frames received in how long end a connection: in effect, none do.
+    ///
+    /// swift-nio-http2's default (more than 200 in 30 s: ENHANCE_YOUR_CALM) is a server's defence
+    /// against clients that open streams and reset them at once (CVE-2023-44487, rapid reset). A
+    /// server resets only streams the client opened (a reset of one never opened is a protocol
+    /// error anyway), so its resets cost the client no more than its own requests; and a busy
+    /// server may refuse or cancel many in a short time (REFUSED_STREAM under load, streams above
+    /// a GOAWAY), which the pool sends again. swift-nio-http2 has no switch for the limit and keeps
+    /// room for `maximumCount` times up front, so the window is zero instead: only resets received
+    /// at the same instant would count together.
+    static let http2ResetsReceivedLimit: NIOHTTP2Handler.StreamResetFrameRateLimitConfiguration = {
+        var limit = NIOHTTP2Handler.StreamResetFrameRateLimitConfiguration()
+        limit.windowLength = .zero
+        return limit
+    }()
+
     /// swift-nio-http2's handler, its multiplexer (streams the server opens are refused: no push)
     /// and Courier's connection handler.
     private static func addHTTP2Handlers(to channel: any Channel, settings: HTTP2ConnectionStateMachine.Configuration) throws {
@@ -494,19 +531,25 @@ final class ConnectionPool: Sendable {
             HTTP2Setting(parameter: .enablePush, value: 0),
             HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),
             HTTP2Setting(parameter: .initialWindowSize, value: Self.http2StreamWindow),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: Self.http2MaximumHeaderListSize),
         ]
         connection.targetWindowSize = Self.http2ConnectionWindow
+        connection.maximumRecentlyResetStreams = Self.http2RememberedResets
         var stream = NIOHTTP2Handler.StreamConfiguration()
         stream.targetWindowSize = Self.http2StreamWindow
+        stream.streamResetFrameRateLimit = Self.http2ResetsReceivedLimit
         let pipeline = channel.pipeline.syncOperations
-        // Below swift-nio-http2's handler: one flush for what a batch of the loop's tasks wrote.
+        // Below swift-nio-http2's handler: one flush for what a batch of the loop's tasks wrote,
+        // and what swift-nio-http2 sent (GOAWAY, resets), read on its way out.
         try pipeline.addHandler(HTTP2FlushCoalescer())
+        let sentFrames = HTTP2SentFramesWatcher()
+        try pipeline.addHandler(sentFrames)
         _ = try pipeline.configureHTTP2Pipeline(
             mode: .client, connectionConfiguration: connection, streamConfiguration: stream
         ) { pushed in
             pushed.close()
         }
-        try pipeline.addHandler(HTTP2ConnectionHandler(configuration: settings))
+        try pipeline.addHandler(HTTP2ConnectionHandler(configuration: settings, sentFrames: sentFrames))
     }
 
     private func connectionOpened(_ connection: HTTP1Connection) {

@@ -34,6 +34,10 @@ extension NIOEngine {
         if let error = error as? NIOHTTP2Errors.StreamClosed {
             return (.connectionClosed, "the server reset the HTTP/2 stream (\(error.errorCode))")
         }
+        if let error = error as? HTTP2StreamResetByCourier {
+            if error.errorCode == .cancel { return (.connectionClosed, "\(error)") }
+            return (.invalidResponse, "the response broke HTTP/2's rules for its stream: \(error)")
+        }
         if error is any NIOHTTP2Error {
             return (.invalidResponse, "the server broke the HTTP/2 protocol (\(error))")
         }
@@ -77,4 +81,14 @@ extension NIOEngine {
         }
         return (.connectionFailed, "\(error)")
     }
+}
+
+/// Courier's side reset an HTTP/2 stream (RST_STREAM with `errorCode`): swift-nio-http2 found a
+/// stream error in what the server sent (a body longer than its `content-length`, a malformed
+/// field: PROTOCOL_ERROR), or Courier closed the stream while it was under way (CANCEL). The
+/// server did not reset it.
+struct HTTP2StreamResetByCourier: Error, CustomStringConvertible {
+    let errorCode: NIOHTTP2.HTTP2ErrorCode
+
+    var description: String { "Courier reset the HTTP/2 stream (\(self.errorCode))" }
 }

@@ -7,7 +7,8 @@ import NIOPosix
 import NIOSSL
 
 /// A loopback HTTP/2 server over TLS (Courier's test chain, `h2` only) whose streams do what a
-/// test scripts: answer, wait until released, reset, or end the connection with GOAWAY. It counts
+/// test scripts: answer, wait until released, reset, end the connection with GOAWAY, or answer
+/// and send GOAWAY while the connection's other streams go on. It counts
 /// connections (opened and closed), streams, the most streams open at once and the PINGs it
 /// received, announces a chosen `SETTINGS_MAX_CONCURRENT_STREAMS`, and can stop hearing its
 /// connections (``stopAnswering()``: a server that is gone without closing them).
@@ -28,6 +29,16 @@ final class ScriptedHTTP2Server: Sendable {
         /// Sends a malformed frame (a SETTINGS frame five bytes long) on the connection: a
         /// connection error (FRAME_SIZE_ERROR, RFC 9113 6.5) for the client.
         case protocolError
+        /// Answers 200 with `body` and, in the same write (so that the client reads both at once,
+        /// the answer first), a GOAWAY naming this stream as the last processed, as nginx does
+        /// after `keepalive_requests`; the connection stays open, and streams opened before go on.
+        case respondThenGoAway(String)
+        /// Answers 200 with `body` under a `content-length` one byte short: a stream error
+        /// (PROTOCOL_ERROR, RFC 9113 8.1.1) for the client, which resets the stream.
+        case respondLongerThanDeclared(String)
+        /// Answers 200 with a body of `count` chunks of `chunkSize` bytes (no length), all written
+        /// at once: they leave as fast as the client's flow-control windows let them.
+        case stream(chunkSize: Int, count: Int)
     }
 
     private struct State {
@@ -41,6 +52,8 @@ final class ScriptedHTTP2Server: Sendable {
         var paths: [String] = []
         var closedConnections = 0
         var pings = 0
+        /// The `SETTINGS_MAX_HEADER_LIST_SIZE` the client's last SETTINGS gave, if any did.
+        var clientMaximumHeaderListSize: Int?
         /// Connections opened before this many (0-based) hear nothing more.
         var deafBelow = 0
     }
@@ -80,8 +93,11 @@ final class ScriptedHTTP2Server: Sendable {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(NIOSSLServerHandler(context: context))
                     try pipeline.addHandler(DeafGate(state: state, index: index))
+                    try pipeline.addHandler(FlushGate())
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
                     connection.initialSettings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maximumStreams)]
+                    // What the server sends is the script's (a body longer than its length, say).
+                    connection.contentLengthValidation = .disabled
                     _ = try pipeline.configureHTTP2Pipeline(
                         mode: .server, connectionConfiguration: connection, streamConfiguration: .init()
                     ) { stream in
@@ -106,6 +122,8 @@ final class ScriptedHTTP2Server: Sendable {
     var closedConnectionCount: Int { self.state.withLockedValue { $0.closedConnections } }
     /// How many PINGs (not acknowledgements) the server received, all connections together.
     var pingCount: Int { self.state.withLockedValue { $0.pings } }
+    /// The `SETTINGS_MAX_HEADER_LIST_SIZE` the client advertised last, if it did.
+    var clientMaximumHeaderListSize: Int? { self.state.withLockedValue { $0.clientMaximumHeaderListSize } }
 
     /// The connections open now hear nothing more (their bytes are dropped after TLS): no PING
     /// is answered, no request seen. Later connections work as scripted.
@@ -147,7 +165,21 @@ final class ScriptedHTTP2Server: Sendable {
         }
     }
 
-    /// Counts the PINGs a connection receives (swift-nio-http2 answers them).
+    /// Holds a connection's flushes while ``isHolding``: what is written meanwhile leaves in one
+    /// write once it lets go.
+    private final class FlushGate: ChannelOutboundHandler {
+        typealias OutboundIn = IOData
+
+        var isHolding = false
+
+        func flush(context: ChannelHandlerContext) {
+            guard !self.isHolding else { return }
+            context.flush()
+        }
+    }
+
+    /// Counts the PINGs a connection receives (swift-nio-http2 answers them) and notes the
+    /// client's header-list limit.
     private final class PingCounter: ChannelInboundHandler {
         typealias InboundIn = HTTP2Frame
 
@@ -158,8 +190,15 @@ final class ScriptedHTTP2Server: Sendable {
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            if case .ping(_, ack: false) = self.unwrapInboundIn(data).payload {
+            switch self.unwrapInboundIn(data).payload {
+            case .ping(_, ack: false):
                 self.state.withLockedValue { $0.pings += 1 }
+            case .settings(.settings(let settings)):
+                if let size = settings.last(where: { $0.parameter == .maxHeaderListSize }) {
+                    self.state.withLockedValue { $0.clientMaximumHeaderListSize = size.value }
+                }
+            default:
+                break
             }
         }
     }
@@ -230,6 +269,32 @@ final class ScriptedHTTP2Server: Sendable {
                     let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: .noError, opaqueData: nil))
                     parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
                 }
+            case .respondThenGoAway(let body):
+                guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID),
+                    let gate = try? parent.pipeline.syncOperations.handler(type: FlushGate.self)
+                else { return }
+                // Out of the read (where swift-nio-http2 defers a stream's flush, and would let the
+                // GOAWAY go first): the answer's frames, then the GOAWAY, flushed together.
+                let loopBound = NIOLoopBound(gate, eventLoop: parent.eventLoop)
+                parent.eventLoop.execute {
+                    loopBound.value.isHolding = true
+                    Self.write(body, on: channel)
+                    let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: streamID, errorCode: .noError, opaqueData: nil))
+                    parent.write(frame, promise: nil)
+                    loopBound.value.isHolding = false
+                    parent.flush()
+                }
+            case .stream(let chunkSize, let count):
+                channel.eventLoop.execute {
+                    channel.write(HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders([(":status", "200")]))), promise: nil)
+                    let chunk = channel.allocator.buffer(repeating: UInt8(ascii: "x"), count: chunkSize)
+                    for index in 0..<count {
+                        channel.write(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(chunk), endStream: index == count - 1)), promise: nil)
+                    }
+                    channel.flush()
+                }
+            case .respondLongerThanDeclared(let body):
+                Self.answer(body, on: channel, declaredLength: body.utf8.count - 1)
             case .protocolError:
                 guard let parent = channel.parent else { return }
                 parent.eventLoop.execute {
@@ -242,14 +307,17 @@ final class ScriptedHTTP2Server: Sendable {
             }
         }
 
-        private static func answer(_ body: String, on channel: any Channel) {
-            channel.eventLoop.execute {
-                let headers = HPACKHeaders([(":status", "200"), ("content-length", String(body.utf8.count))])
-                channel.write(HTTP2Frame.FramePayload.headers(.init(headers: headers)), promise: nil)
-                var buffer = channel.allocator.buffer(capacity: body.utf8.count)
-                buffer.writeString(body)
-                channel.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(buffer), endStream: true)), promise: nil)
-            }
+        private static func answer(_ body: String, on channel: any Channel, declaredLength: Int? = nil) {
+            channel.eventLoop.execute { Self.write(body, on: channel, declaredLength: declaredLength) }
+        }
+
+        /// Writes a 200 with `body` on the stream and flushes it. On the stream's loop.
+        private static func write(_ body: String, on channel: any Channel, declaredLength: Int? = nil) {
+            let headers = HPACKHeaders([(":status", "200"), ("content-length", String(declaredLength ?? body.utf8.count))])
+            channel.write(HTTP2Frame.FramePayload.headers(.init(headers: headers)), promise: nil)
+            var buffer = channel.allocator.buffer(capacity: body.utf8.count)
+            buffer.writeString(body)
+            channel.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(buffer), endStream: true)), promise: nil)
         }
     }
 }

@@ -153,14 +153,27 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         self.metrics = metrics
         let headWritten = context.eventLoop.makePromise(of: Void.self)
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        headWritten.futureResult.whenSuccess {
-            guard loopBound.value.hop === hop else { return }
-            loopBound.value.stateMachine.requestHeadWritten()
+        headWritten.futureResult.whenComplete { result in
+            let handler = loopBound.value
+            guard handler.hop === hop else { return }
+            switch result {
+            case .success:
+                handler.stateMachine.requestHeadWritten()
+            case .failure(let error as NIOHTTP2Errors.CreatedStreamAfterGoaway):
+                // The stream never opened: the server's GOAWAY came between the pool handing it
+                // out and its HEADERS (swift-nio-http2 refused them; nothing went out). Runs inside
+                // the write, so the stream closes before anything else of it reaches the connection.
+                handler.perform(handler.stateMachine.channelFailed(handler.loss(error)))
+            case .failure:
+                // The connection or stream failing says why, and when.
+                break
+            }
         }
         context.write(self.wrapOutboundOut(.head(head)), promise: headWritten)
         if expectation != .sendAtOnce {
             // The body waits for `100 Continue`, a final answer, or the end of the wait.
             context.flush()
+            guard self.hop === hop else { return }
             hop.exchange.requestHeadSent()
             self.heldBody = (body, generation)
             self.continueDeadline = context.eventLoop.scheduleTask(in: hop.pool.settings.expectContinue.timeout) {
@@ -180,6 +193,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         switch body {
         case .empty:
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            // The flush may have ended the hop here (a stream that could not open).
+            guard self.hop === hop else { return }
             self.metrics?.requestEnd = .now
             hop.exchange.requestHeadSent()
             self.requestEnded(of: hop)
@@ -187,6 +202,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             let buffer = ByteBuffer(data: data)
             context.write(self.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            guard self.hop === hop else { return }
             self.metrics?.requestEnd = .now
             self.metrics?.countOfRequestBodyBytesSent = Int64(buffer.readableBytes)
             hop.exchange.requestHeadSent()
@@ -215,6 +231,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             self.requestEnded(of: hop)
         case .stream(let source, let length):
             context.flush()
+            guard self.hop === hop else { return }
             hop.exchange.requestHeadSent()
             self.pump = self.streamBody(source, length: length, of: hop, generation: generation, channel: context.channel)
         }
@@ -423,6 +440,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         switch then {
         case .none:
             break
+        case .close where self.stream != nil:
+            // A stream closes once the loop is done with the event under way. A response's last
+            // frame reaches the hop while swift-nio-http2 closes the stream: closed now, the stream
+            // channel would still think it open and reset it (RST_STREAM CANCEL, which a server
+            // counts against rapid reset) after every response. A stream still open then (the hop
+            // failed, or was cancelled) is reset as before.
+            guard let channel = self.context?.channel else { return }
+            channel.eventLoop.execute { channel.close(promise: nil) }
         case .close:
             self.context?.close(promise: nil)
         case .giveBack(let serverIdleTimeout):
@@ -507,7 +532,15 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             return Machine.Loss(error: error, closure: .closed, responseBytesSeen: false, isCancelled: false)
         }
         // A stream closed without a reason of its own: its connection's error, if it failed.
-        let error = error ?? self.stream?.connectionError
+        var error = error ?? self.stream?.connectionError
+        if let closed = error as? NIOHTTP2Errors.StreamClosed, let stream = self.stream,
+            stream.resetSent(for: closed.streamID) == closed.errorCode
+        {
+            // Reset by Courier's side, not the server: swift-nio-http2 for a stream error in what
+            // the server sent (a body past its length, a malformed field), or the stream closed
+            // under way.
+            error = HTTP2StreamResetByCourier(errorCode: closed.errorCode)
+        }
         return Machine.Loss(
             error: error,
             closure: error.map(self.closure(for:)) ?? .closed,
@@ -517,6 +550,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
     /// What an error on the connection (or stream) says about how it ended.
     private func closure(for error: any Error) -> HTTP1ResendRule.Closure {
+        // A stream refused before it opened (GOAWAY had come): nothing of it left.
+        if error is NIOHTTP2Errors.CreatedStreamAfterGoaway { return .notProcessed }
         if let closed = error as? NIOHTTP2Errors.StreamClosed, let stream = self.stream {
             // REFUSED_STREAM, or dropped by a GOAWAY naming an earlier stream (RFC 9113 8.7).
             let refused = closed.errorCode == .refusedStream || (closed.errorCode == .cancel && stream.wasNotProcessed(closed.streamID))

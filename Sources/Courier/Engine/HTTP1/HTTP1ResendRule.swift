@@ -23,7 +23,8 @@ import HTTPTypes
 /// stale connection: the request fails with it.
 ///
 /// HTTP/2 says outright what it did not process (RST_STREAM with REFUSED_STREAM, or a stream above
-/// the last one a GOAWAY names, RFC 9113 8.7): such a hop goes again whatever its method, under the
+/// the last one a GOAWAY names, RFC 9113 8.7; a stream that could not open because the GOAWAY had
+/// come is counted with them): such a hop goes again whatever its method, under the
 /// same cancellation and replayable-body conditions (``Closure/notProcessed``), and under a bound
 /// of its own, ``maximumUnprocessedResends``: nothing of it was processed, so sending it again
 /// risks nothing but another drop. A server that ends each connection after a few requests (nginx's

@@ -63,6 +63,12 @@ final class HTTP2Connection: HopCarrier, Sendable {
         Int32(streamID) > self.goAwayLastStreamID.load(ordering: .relaxed)
     }
 
+    /// The code of the RST_STREAM Courier's side sent for `streamID`, if it recently reset it
+    /// (``HTTP2SentFrames``). On the connection's loop (a stream's).
+    func resetSent(for streamID: HTTP2StreamID) -> NIOHTTP2.HTTP2ErrorCode? {
+        self.handler.value.sentFrames?.sent.reset(of: streamID)
+    }
+
     /// Opens a stream for `hop` (the pool counted it) and starts the hop on it.
     ///
     /// Runs on the connection's event loop: called from elsewhere, it makes one hop there, in

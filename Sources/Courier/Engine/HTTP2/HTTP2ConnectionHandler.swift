@@ -29,14 +29,18 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTP2Frame
 
     private var stateMachine: HTTP2ConnectionStateMachine
+    /// What swift-nio-http2 sent (below it in the pipeline), to tell which errors end the
+    /// connection; without it, every HTTP/2 error does.
+    let sentFrames: HTTP2SentFramesWatcher?
     /// Set once the connection's owner counts it (``attach(_:)``); dropped when the pipeline lets
     /// go of the handler.
     private(set) var delegate: (any HTTP2ConnectionDelegate)?
     private var context: ChannelHandlerContext?
     private var idleCheck: Scheduled<Void>?
 
-    init(configuration: HTTP2ConnectionStateMachine.Configuration) {
+    init(configuration: HTTP2ConnectionStateMachine.Configuration, sentFrames: HTTP2SentFramesWatcher? = nil) {
         self.stateMachine = HTTP2ConnectionStateMachine(configuration: configuration)
+        self.sentFrames = sentFrames
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -78,6 +82,11 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A stream error (swift-nio-http2 reset that stream, which hears of it) or a frame it
+        // refused to send (a stream created after the server's GOAWAY, whose handler sends its
+        // request elsewhere): the other streams go on.
+        let goAwaySent = self.sentFrames?.sent.sentGoAway ?? true
+        guard HTTP2ConnectionStateMachine.endsConnection(error, goAwaySent: goAwaySent) else { return }
         // A connection error: every stream on it fails with it as the connection closes.
         self.delegate?.http2ConnectionFailed(error)
         self.run(self.stateMachine.errorCaught())

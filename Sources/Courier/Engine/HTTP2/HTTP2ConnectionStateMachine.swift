@@ -225,6 +225,23 @@ struct HTTP2ConnectionStateMachine {
 
     // MARK: The end
 
+    /// Whether an error that reached the end of the connection's pipeline ends the connection,
+    /// knowing whether swift-nio-http2 sent GOAWAY (``HTTP2SentFrames``).
+    ///
+    /// - Anything not HTTP/2's own (TLS, the socket): the connection below failed.
+    /// - An HTTP/2 error after swift-nio-http2 sent GOAWAY: a connection error in what the server
+    ///   sent (a malformed frame, a frame on a stream long closed, a flood its limits caught).
+    /// - A frame it could not encode: its header compression may now disagree with the server's.
+    ///
+    /// Any other HTTP/2 error ends one stream at most: a stream error (swift-nio-http2 reset that
+    /// stream, whose channel hears of it), or a frame it refused to send with nothing sent and its
+    /// state unchanged (a stream created after the server's GOAWAY, a frame for a stream whose
+    /// channel is gone, which it reports and drops).
+    static func endsConnection(_ error: any Error, goAwaySent: Bool) -> Bool {
+        guard error is any NIOHTTP2Error else { return true }
+        return goAwaySent || error is NIOHTTP2Errors.UnableToSerializeFrame
+    }
+
     /// A connection error reached the end of the pipeline.
     mutating func errorCaught() -> Action {
         guard self.lifecycle != .closed else { return .none }

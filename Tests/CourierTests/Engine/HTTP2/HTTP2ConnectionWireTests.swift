@@ -19,12 +19,15 @@ struct HTTP2ConnectionWireTests {
         let server = EmbeddedChannel()
         let handler: HTTP2ConnectionHandler
         let delegate = RecordingDelegate()
+        let sentFrames = HTTP2SentFramesWatcher()
 
         /// Connected, prefaces and SETTINGS exchanged, the handler attached and told it is idle.
         init(idle: Int64 = 60, ping: Int64 = 30, pingTimeout: Int64 = 10, serverMaximumStreams: Int = 42) throws {
             self.handler = HTTP2ConnectionHandler(
-                configuration: .init(idleTimeout: .seconds(idle), pingInterval: .seconds(ping), pingTimeout: .seconds(pingTimeout)))
+                configuration: .init(idleTimeout: .seconds(idle), pingInterval: .seconds(ping), pingTimeout: .seconds(pingTimeout)),
+                sentFrames: self.sentFrames)
             self.client = EmbeddedChannel(loop: self.clientLoop)
+            try self.client.pipeline.syncOperations.addHandler(self.sentFrames)
             try self.client.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client))
             try self.client.pipeline.syncOperations.addHandler(self.handler)
             try self.server.pipeline.syncOperations.addHandler(
@@ -118,5 +121,29 @@ struct HTTP2ConnectionWireTests {
         #expect(peers.delegate.closeReasons == [.connectionError])
         #expect(peers.delegate.errors.count == 1)
         #expect(peers.delegate.errors.first is any NIOHTTP2Error, "\(peers.delegate.errors)")
+    }
+
+    /// A frame for a stream swift-nio-http2's multiplexer has no channel for is reported and
+    /// dropped (swift-nio-http2 sends nothing): the connection goes on. Before, any error that
+    /// reached the handler closed it.
+    @Test func anErrorSwiftNIOHTTP2ReportsAndDropsKeepsTheConnection() throws {
+        let peers = try Peers()
+        peers.client.pipeline.fireErrorCaught(NIOHTTP2Errors.noSuchStream(streamID: 7))
+        #expect(peers.client.isActive)
+        #expect(peers.delegate.closeReasons.isEmpty)
+        #expect(peers.delegate.errors.isEmpty)
+        #expect(!peers.sentFrames.sent.sentGoAway)
+        _ = try peers.client.finish(acceptAlreadyClosed: true)
+    }
+
+    /// A frame on a stream that was never opened is a connection error: swift-nio-http2 sends
+    /// GOAWAY, and the same error type now ends the connection.
+    @Test func aFrameOnAStreamNeverOpenedEndsTheConnection() throws {
+        let peers = try Peers()
+        // WINDOW_UPDATE on stream 9, which the client never opened (idle).
+        try peers.client.writeInbound(ByteBuffer(bytes: HTTP2SentFramesTests.frame(type: 0x8, stream: 9, payload: [0, 0, 0, 1])))
+        #expect(peers.sentFrames.sent.sentGoAway)
+        #expect(!peers.client.isActive)
+        #expect(peers.delegate.closeReasons == [.connectionError])
     }
 }

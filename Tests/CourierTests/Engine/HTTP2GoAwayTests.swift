@@ -1,0 +1,263 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import Testing
+
+/// HTTP/2 on Courier's pool against a server that ends connections with GOAWAY while streams are
+/// open on them, and resets many streams (``ScriptedHTTP2Server``): what the server still
+/// finishes finishes, what it never saw goes elsewhere, and the connection is Courier's to lose
+/// only when HTTP/2 itself says it is broken.
+@Suite("HTTP/2: GOAWAY and resets on a busy connection")
+struct HTTP2GoAwayTests {
+    /// What one exchange's delegate heard; `onHead` runs when the response head arrives, on the
+    /// connection's loop, before the rest of what the same read brought is handled.
+    final class ExchangeRecorder: ExchangeDelegate {
+        struct Events {
+            var status: Int?
+            var body = ""
+            var completed = false
+            var error: CourierError?
+        }
+
+        let events = NIOLockedValueBox(Events())
+        let onHead: @Sendable () -> Void
+
+        init(onHead: @escaping @Sendable () -> Void = {}) {
+            self.onHead = onHead
+        }
+
+        func exchange(didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64?) {}
+        func exchange(willPerformRedirection response: HTTPResponse, newRequest: Request) -> Request? { nil }
+        func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition {
+            self.events.withLockedValue { $0.status = response.status.code }
+            self.onHead()
+            return .allow
+        }
+        func exchange(didReceive chunk: ByteBuffer) {
+            self.events.withLockedValue { $0.body += String(buffer: chunk) }
+        }
+        func exchange(didCompleteWith error: CourierError?) {
+            self.events.withLockedValue {
+                $0.completed = true
+                $0.error = error
+            }
+        }
+
+        var snapshot: Events { self.events.withLockedValue { $0 } }
+
+        /// Waits until the exchange completed; false when it did not within 30 s (a bound on a
+        /// failing test).
+        func completion() async -> Bool {
+            await eventually(within: 30) { self.snapshot.completed }
+        }
+    }
+
+    /// An engine of its own (one loop: every connection's events come there), its connection
+    /// events (`.debug`) to `logger`.
+    static func engine(logger: Logger? = nil) throws -> (NIOEngine, MultiThreadedEventLoopGroup) {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let engine = NIOEngine(
+            configuration: NIOEngine.Configuration(), securityPolicy: try HTTP2PoolTests.policy(), eventLoopGroup: group, logger: logger)
+        return (engine, group)
+    }
+
+    /// The URL of `path` on `server`.
+    static func url(_ server: ScriptedHTTP2Server, _ path: String) -> URL {
+        URL(string: "https://localhost:\(server.port)/\(path)")!
+    }
+
+    /// The race nginx's `keepalive_requests` makes on a busy client: the pool hands a request a
+    /// stream on a connection (under its lock, elsewhere than the connection's loop), and the
+    /// server's GOAWAY is read on that loop before the stream opens there. The stream must not
+    /// open (swift-nio-http2 refuses it as a connection error); the request was never sent, so it
+    /// goes to another connection, and the stream the server is still finishing on the old one
+    /// finishes.
+    ///
+    /// Made certain rather than likely: the answer to `last` and the GOAWAY come in one write; the
+    /// answer's head reaches its delegate on the connection's loop before the GOAWAY after it is
+    /// read, and the delegate starts `next` from another thread there, waiting until the pool has
+    /// handed it the stream. Before the fix the connection was closed by Courier: `held` and `next`
+    /// failed with "the server broke the HTTP/2 protocol (CreatedStreamAfterGoaway…)".
+    @Test func aStreamHandedOutAsGoAwayArrivesGoesElsewhereAndTheOpenOnesFinish() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, path in
+            switch path {
+            case "/held": .hold("held")
+            case "/last": .respondThenGoAway("last")
+            default: .respond("elsewhere")
+            }
+        }
+        let events = Recorder<String>()
+        let (engine, group) = try Self.engine(logger: Logger(label: "courier.test", factory: { _ in CallbackLogHandler { events.append($0) } }))
+        let held = ExchangeRecorder()
+        _ = engine.execute(Request(url: Self.url(server, "held")), delegate: held)
+        #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
+
+        let next = ExchangeRecorder()
+        let last = ExchangeRecorder(onHead: {
+            // On the connection's loop: `next` is handed a stream from another thread meanwhile.
+            let started = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                _ = engine.execute(Request(url: Self.url(server, "next")), delegate: next)
+                started.signal()
+            }
+            started.wait()
+        })
+        _ = engine.execute(Request(url: Self.url(server, "last")), delegate: last)
+
+        #expect(await last.completion())
+        #expect(last.snapshot.body == "last")
+        #expect(await next.completion())
+        #expect(next.snapshot.error == nil, "\(String(describing: next.snapshot.error))")
+        #expect(next.snapshot.body == "elsewhere")
+        #expect(server.connectionCount == 2, "next went on a new connection")
+        #expect(!events.all.contains { $0.contains("closing HTTP/2 connection") }, "Courier closed none: \(events.all)")
+        // The stream the server had opened before its GOAWAY is still answered on the old one.
+        server.releaseHeld(andLater: true)
+        #expect(await held.completion())
+        #expect(held.snapshot.error == nil, "\(String(describing: held.snapshot.error))")
+        #expect(held.snapshot.body == "held")
+
+        try await engine.shutdown()
+        try await server.shutdown()
+        try await group.shutdownGracefully()
+    }
+
+    /// A server may reset many streams in a short time for good reasons (REFUSED_STREAM when it is
+    /// busy, CANCEL): swift-nio-http2's limit on resets received (200 in 30 s by default), a
+    /// server's defence against clients that open and reset streams (rapid reset), must not end a
+    /// client's connection. Before, the 201st reset ended it with ENHANCE_YOUR_CALM: the requests
+    /// in flight failed with "the server broke the HTTP/2 protocol (ExcessiveRSTFrames)" and a
+    /// second connection opened.
+    @Test func aServerThatResetsManyStreamsQuicklyKeepsItsConnection() async throws {
+        let refused = NIOLockedValueBox(Set<String>())
+        // Each request is refused once, then answered (when sent again, on the same connection).
+        let server = try await ScriptedHTTP2Server.start { _, path in
+            refused.withLockedValue { $0.insert(path).inserted } ? .reset(.refusedStream) : .respond("answer \(path)")
+        }
+        let count = 250
+        try await HTTP2PoolTests().withManager(server) { manager in
+            var failures: [String] = []
+            // 25 in flight at a time.
+            for batch in stride(from: 0, to: count, by: 25) {
+                failures += await withTaskGroup(of: String?.self) { group in
+                    for index in batch..<(batch + 25) {
+                        group.addTask {
+                            do {
+                                let body = HTTP2PoolTests.body(try await manager.get("r\(index)"))
+                                return body == "answer /r\(index)" ? nil : "r\(index): \(body)"
+                            } catch {
+                                return "r\(index): \(error)"
+                            }
+                        }
+                    }
+                    return await group.reduce(into: [String]()) { if let failure = $1 { $0.append(failure) } }
+                }
+            }
+            #expect(failures.isEmpty, "\(failures.prefix(3))")
+            #expect(server.streamCount == 2 * count)
+            #expect(server.connectionCount == 1, "the connection stayed up")
+        }
+    }
+
+    /// A stream whose request and response both ended closes by itself: Courier must not reset
+    /// it. Before, the hop's end closed the stream channel while swift-nio-http2 was still
+    /// delivering the response's last frame, and a RST_STREAM (CANCEL) went out after every
+    /// response; a server with a rapid-reset defence (swift-nio-http2's: more than 200 in 30 s)
+    /// ended the connection with ENHANCE_YOUR_CALM after 200 requests.
+    @Test func aFinishedStreamIsNotReset() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in .respond("answer \(index)") }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            for index in 0..<250 {
+                let body = HTTP2PoolTests.body(try await manager.get("r\(index)"))
+                #expect(body == "answer \(index)")
+            }
+            #expect(server.connectionCount == 1, "the server kept the connection")
+        }
+    }
+
+    /// A stream error ends that stream only: swift-nio-http2 resets it (here a body longer than
+    /// its `content-length`, RFC 9113 8.1.1) and reports the error to the connection's handler,
+    /// which must not close the connection for it. Before, it did: the other streams on the
+    /// connection failed with "the server broke the HTTP/2 protocol (ContentLengthViolated)".
+    @Test func aStreamErrorEndsThatStreamOnly() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, path in
+            switch path {
+            case "/held": .hold("held")
+            case "/bad": .respondLongerThanDeclared("too long")
+            default: .respond("next")
+            }
+        }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            try await withThrowingTaskGroup(of: String.self) { group in
+                group.addTask { HTTP2PoolTests.body(try await manager.get("held")) }
+                #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
+                let error = await #expect(throws: CourierError.self) { try await manager.get("bad") }
+                // Courier reset that stream (PROTOCOL_ERROR), not the server.
+                #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+                #expect(error?.message.contains("Courier reset the HTTP/2 stream (HTTP2ErrorCode<0x1 ProtocolError>)") == true, "\(String(describing: error))")
+                #expect(error?.message.contains("server reset") == false, "\(String(describing: error))")
+                server.releaseHeld(andLater: true)
+                let held = try await group.next()
+                #expect(held == "held")
+            }
+            let next = HTTP2PoolTests.body(try await manager.get("next"))
+            #expect(next == "next")
+            #expect(server.connectionCount == 1, "the connection stayed up")
+        }
+    }
+
+    /// Courier's connections refuse a response whose header list is larger than swift-nio-http2's
+    /// decoder takes (16 KiB): they must say so in their SETTINGS (SETTINGS_MAX_HEADER_LIST_SIZE,
+    /// RFC 9113 6.5.2), or a server takes the limit to be unbounded. Before, they advertised none.
+    @Test func theHeaderListLimitEnforcedIsAdvertised() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, _ in .respond("ok") }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            _ = try await manager.get("get")
+            #expect(server.clientMaximumHeaderListSize == HPACKDecoder.defaultMaxHeaderListSize)
+            #expect(ConnectionPool.http2MaximumHeaderListSize == HPACKDecoder.defaultMaxHeaderListSize)
+        }
+    }
+
+    /// Frames the server sent before it saw Courier's resets keep arriving after them: they are
+    /// to be ignored however many streams Courier reset at once. swift-nio-http2 remembers the
+    /// last 32 streams reset by default and takes a DATA frame for an older one as a connection
+    /// error (it sends GOAWAY with STREAM_CLOSED): cancelling 48 downloads at once ended the
+    /// connection, and the request still held on it failed.
+    @Test func framesForManyStreamsJustResetAreIgnored() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, path in
+            path == "/held" ? .hold("held") : .stream(chunkSize: 16 * 1024, count: 256)
+        }
+        let events = Recorder<String>()
+        let (engine, group) = try Self.engine(logger: Logger(label: "courier.test", factory: { _ in CallbackLogHandler { events.append($0) } }))
+        let held = ExchangeRecorder()
+        _ = engine.execute(Request(url: Self.url(server, "held")), delegate: held)
+        #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
+        let downloads = (0..<48).map { _ in ExchangeRecorder() }
+        let exchanges = downloads.enumerated().map { index, recorder in
+            engine.execute(Request(url: Self.url(server, "download\(index)")), delegate: recorder)
+        }
+        #expect(await eventually(within: 30) { downloads.allSatisfy { !$0.snapshot.body.isEmpty } }, "every download under way")
+        // All reset in one task of the connection's loop (the engine has one): the frames in
+        // flight for them are read after.
+        let cancelled = CourierError(.cancelled, "cancelled by the test")
+        try await engine.loops[0].submit { for exchange in exchanges { exchange.cancel(with: cancelled) } }.get()
+        for download in downloads { #expect(await download.completion()) }
+        server.releaseHeld(andLater: true)
+        #expect(await held.completion())
+        #expect(held.snapshot.error == nil, "\(String(describing: held.snapshot.error))")
+        #expect(held.snapshot.body == "held")
+        #expect(!events.all.contains { $0.contains("closing HTTP/2 connection") }, "Courier closed none: \(events.all)")
+        #expect(server.connectionCount == 1)
+
+        try await engine.shutdown()
+        try await server.shutdown()
+        try await group.shutdownGracefully()
+    }
+}
