@@ -36,7 +36,7 @@ extension TaskDelegate {
     /// its completion, its span ends, the end is logged. Called once, before the completion is
     /// delivered. Returns the metrics.
     @discardableResult
-    func taskDidEnd(_ task: SessionTask, response: HTTPResponse?, error: CourierError?) -> TaskMetrics? {
+    func taskDidEnd(_ task: SessionTask, manager: SessionManager, response: HTTPResponse?, error: CourierError?) -> TaskMetrics? {
         let (metrics, span, hop, retries) = self.state.withLockedValue { state in
             let received = state.countOfBytesReceived
             let metrics = state.metrics?.finish(originalRequest: self.originalRequest, response: response, error: error, bytesReceived: received)
@@ -49,7 +49,7 @@ extension TaskDelegate {
             return (metrics, state.span, state.hopSpan?.span, state.retryReasons.count)
         }
         hop?.end(response: response, error: error)
-        if let metrics, let hook = self.hooks.taskDidFinishCollectingMetrics, let manager = self.manager {
+        if let metrics, let hook = self.hooks.taskDidFinishCollectingMetrics {
             hook(manager, task, metrics)
         }
         if let monitors = self.interception.monitors {

@@ -44,10 +44,12 @@ enum TaskCompletion: Sendable {
 final class TaskDelegate: ExchangeDelegate, Sendable {
     enum ProgressKind { case upload, download }
 
-    /// The manager that made the task. Weak: the task's state holds it (``TaskState/owner``) from
-    /// the task's creation until its completion, and a finished task keeps nothing of Courier's
-    /// alive (AFNetworking 3's leak: a task's delegate held its manager for ever).
-    weak let manager: SessionManager?
+    /// The manager that made the task, while the task runs: the task's state holds it
+    /// (``TaskState/owner``) from the task's creation until its completion, and a finished task
+    /// keeps nothing of Courier's alive (AFNetworking 3's leak: a task's delegate held its manager
+    /// for ever). Not a weak reference: one would give the manager a side table, and every retain
+    /// and release of it, by every task, the runtime's slow path. Read outside the task's lock.
+    var manager: SessionManager? { self.state.withLockedValue { $0.owner } }
     /// The manager's configuration, for the task's own reading on the engine's threads: the
     /// manager's one copy, by reference.
     let configurationReference: SessionConfigurationReference
@@ -85,7 +87,6 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         sink: BodySink = .memory
     ) {
         self.sink = sink
-        self.manager = manager
         self.configurationReference = manager.configurationReference
         self.identifier = identifier
         self.hooks = manager.hooks
@@ -450,7 +451,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         var outcome = outcome
         self.cacheOnCompletion(&outcome, ending: ending)
         self.finishProgressUpdates(succeeded: outcome.error == nil)
-        outcome.metrics = self.taskDidEnd(ending.task, response: outcome.response, error: outcome.error)
+        outcome.metrics = self.taskDidEnd(ending.task, manager: ending.manager, response: outcome.response, error: outcome.error)
         ending.manager.taskDidFinish(self)
         return outcome
     }

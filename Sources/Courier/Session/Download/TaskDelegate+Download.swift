@@ -229,7 +229,7 @@ extension TaskDelegate {
             if error == nil { state.settleProgressTotals() }
         }
         self.finishProgressUpdates(succeeded: error == nil)
-        let metrics = self.taskDidEnd(holds.task, response: response, error: error)
+        let metrics = self.taskDidEnd(holds.task, manager: holds.manager, response: response, error: error)
         holds.manager.taskDidFinish(self)
         var outcome = TaskOutcome(request: request, response: response, data: nil, error: error, fileURL: fileURL)
         outcome.metrics = metrics
