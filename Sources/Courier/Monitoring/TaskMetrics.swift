@@ -60,33 +60,95 @@ public struct TaskMetrics: Sendable {
         }
     }
 
+    /// The fields, behind one reference: a task's metrics are held by the task, its outcome, the
+    /// `DataResponse` and the `taskDidComplete` notification's `userInfo`, and a copy is then one
+    /// retain instead of one for each request, response, error and array it holds (and fits in an
+    /// `Any` without a box of its own). Copy-on-write: a change copies the fields first when they
+    /// are shared.
+    ///
+    /// `@unchecked Sendable`: the fields are only changed through a uniquely referenced instance
+    /// (`uniqueStorage()`), as a copy-on-write array's buffer is, so no instance another thread
+    /// can reach is ever changed.
+    private final class Storage: @unchecked Sendable {
+        var taskStart: Date
+        var taskStartInstant: ContinuousClock.Instant
+        var duration: Duration
+        var attempts: [Attempt]
+        var originalRequest: Request
+        var response: HTTPResponse?
+        var error: CourierError?
+
+        init(
+            taskStart: Date, taskStartInstant: ContinuousClock.Instant, duration: Duration, attempts: [Attempt],
+            originalRequest: Request, response: HTTPResponse?, error: CourierError?
+        ) {
+            self.taskStart = taskStart
+            self.taskStartInstant = taskStartInstant
+            self.duration = duration
+            self.attempts = attempts
+            self.originalRequest = originalRequest
+            self.response = response
+            self.error = error
+        }
+
+        func copy() -> Storage {
+            Storage(
+                taskStart: self.taskStart, taskStartInstant: self.taskStartInstant, duration: self.duration, attempts: self.attempts,
+                originalRequest: self.originalRequest, response: self.response, error: self.error)
+        }
+    }
+
+    private var storage: Storage
+
+    private mutating func uniqueStorage() -> Storage {
+        if !isKnownUniquelyReferenced(&self.storage) { self.storage = self.storage.copy() }
+        return self.storage
+    }
+
     /// When the task was first resumed.
-    public var taskStart: Date
+    public var taskStart: Date {
+        get { self.storage.taskStart }
+        _modify { yield &self.uniqueStorage().taskStart }
+    }
     /// ``taskStart`` on the continuous clock that ``TransactionMetrics`` times are read from.
-    public var taskStartInstant: ContinuousClock.Instant
+    public var taskStartInstant: ContinuousClock.Instant {
+        get { self.storage.taskStartInstant }
+        _modify { yield &self.uniqueStorage().taskStartInstant }
+    }
     /// From the first resume to completion.
-    public var duration: Duration
+    public var duration: Duration {
+        get { self.storage.duration }
+        _modify { yield &self.uniqueStorage().duration }
+    }
     /// The attempts, first to last; more than one when the task was retried.
-    public var attempts: [Attempt]
+    public var attempts: [Attempt] {
+        get { self.storage.attempts }
+        _modify { yield &self.uniqueStorage().attempts }
+    }
     /// The request the task was made with.
-    public var originalRequest: Request
+    public var originalRequest: Request {
+        get { self.storage.originalRequest }
+        _modify { yield &self.uniqueStorage().originalRequest }
+    }
     /// The task's final response, if any.
-    public var response: HTTPResponse?
+    public var response: HTTPResponse? {
+        get { self.storage.response }
+        _modify { yield &self.uniqueStorage().response }
+    }
     /// The error the task ends with, if any.
-    public var error: CourierError?
+    public var error: CourierError? {
+        get { self.storage.error }
+        _modify { yield &self.uniqueStorage().error }
+    }
 
     /// Metrics.
     public init(
         taskStart: Date, duration: Duration, attempts: [Attempt], originalRequest: Request, response: HTTPResponse?, error: CourierError?,
         taskStartInstant: ContinuousClock.Instant = .now
     ) {
-        self.taskStart = taskStart
-        self.taskStartInstant = taskStartInstant
-        self.duration = duration
-        self.attempts = attempts
-        self.originalRequest = originalRequest
-        self.response = response
-        self.error = error
+        self.storage = Storage(
+            taskStart: taskStart, taskStartInstant: taskStartInstant, duration: duration, attempts: attempts,
+            originalRequest: originalRequest, response: response, error: error)
     }
 
     /// Redirects followed, over all attempts.

@@ -5,7 +5,7 @@ import Instrumentation
 import Logging
 import Testing
 
-/// `Request`, `CourierError` and `TransactionMetrics` keep their fields behind one shared
+/// `Request`, `CourierError`, `TransactionMetrics` and `TaskMetrics` keep their fields behind one shared
 /// reference (copy-on-write). They must still behave as values: a change to a copy never shows
 /// in the original, whichever field it touches, and every change stays in the value it was made to.
 @Suite("Copy-on-write values")
@@ -106,5 +106,33 @@ struct CopyOnWriteValueTests {
         Self.expectOriginalKept(
             original, "request (in place)", change: { $0.request.headerFields[.accept] = "*/*" },
             unchanged: { $0.request.headerFields[.accept] == nil })
+    }
+
+    @Test func aChangedTaskMetricsCopyLeavesTheOriginalAlone() throws {
+        let url = try #require(URL(string: "http://example.com/"))
+        let start = Date(timeIntervalSince1970: 1_700_000_000)
+        let attempt = TaskMetrics.Attempt(
+            request: Request(url: url), start: .zero, exchangeStart: nil, responseStart: nil, end: .seconds(1), response: nil, error: nil,
+            redirectCount: 0, bytesSent: 0, bytesReceived: 0)
+        let original = TaskMetrics(
+            taskStart: start, duration: .seconds(1), attempts: [attempt], originalRequest: Request(url: url), response: nil, error: nil)
+        Self.expectOriginalKept(
+            original, "taskStart", change: { $0.taskStart = start + 5 }, unchanged: { $0.taskStart == start })
+        Self.expectOriginalKept(
+            original, "taskStartInstant", change: { $0.taskStartInstant = $0.taskStartInstant + .seconds(1) },
+            unchanged: { $0.taskStartInstant == original.taskStartInstant })
+        Self.expectOriginalKept(
+            original, "duration", change: { $0.duration = .seconds(2) }, unchanged: { $0.duration == .seconds(1) })
+        Self.expectOriginalKept(
+            original, "attempts (append)", change: { $0.attempts.append(attempt) }, unchanged: { $0.attempts.count == 1 })
+        Self.expectOriginalKept(
+            original, "attempts (in place)", change: { $0.attempts[0].redirectCount = 3 }, unchanged: { $0.attempts[0].redirectCount == 0 })
+        Self.expectOriginalKept(
+            original, "originalRequest (in place)", change: { $0.originalRequest.headerFields[.accept] = "*/*" },
+            unchanged: { $0.originalRequest.headerFields[.accept] == nil })
+        Self.expectOriginalKept(
+            original, "response", change: { $0.response = HTTPResponse(status: .ok) }, unchanged: { $0.response == nil })
+        Self.expectOriginalKept(
+            original, "error", change: { $0.error = CourierError(.timedOut, "late") }, unchanged: { $0.error == nil })
     }
 }
