@@ -199,6 +199,12 @@ public struct HTTPRequestSerializer: RequestSerializer {
     func applyingDefaults(to request: consuming Request) -> Request {
         var request = request
         request.options = self.options.merging(request.options)
+        if request.headerFields.isEmpty {
+            // The common case (a request the verbs made): the serializer's fields as they are,
+            // shared until one of them changes, instead of a new storage filled field by field.
+            request.headerFields = self.httpRequestHeaders
+            return request
+        }
         for field in self.httpRequestHeaders where !request.headerFields.contains(field.name) {
             request.headerFields.append(field)
         }
