@@ -192,16 +192,11 @@ enum CachePlanner {
         var urls = [request.url]
         for name in [HTTPField.Name.location, .contentLocation] {
             guard let value = response.headerFields.value(of: name), let url = URL(string: value, relativeTo: request.url)?.absoluteURL,
-                Self.isSameOrigin(url, request.url)
+                url.isSameOrigin(as: request.url)
             else { continue }
             urls.append(url)
         }
         return urls
-    }
-
-    static func isSameOrigin(_ a: URL, _ b: URL) -> Bool {
-        func port(_ url: URL) -> Int? { url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80) }
-        return a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased() && port(a) == port(b)
     }
 }
 

@@ -53,20 +53,11 @@ enum RedirectPlanner {
             // A streamed body was consumed by the first hop and cannot be sent again.
             return .none
         }
-        if !Self.isSameOrigin(request.url, target) {
+        if !request.url.isSameOrigin(as: target) {
             next.headerFields[.authorization] = nil
             next.headerFields[.proxyAuthorization] = nil
             next.headerFields[.cookie] = nil
         }
         return .follow(next)
-    }
-
-    static func isSameOrigin(_ a: URL, _ b: URL) -> Bool {
-        a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
-            && Self.effectivePort(a) == Self.effectivePort(b)
-    }
-
-    static func effectivePort(_ url: URL) -> Int? {
-        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : url.scheme?.lowercased() == "http" ? 80 : nil)
     }
 }

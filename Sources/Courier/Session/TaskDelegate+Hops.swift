@@ -206,7 +206,7 @@ extension TaskDelegate {
         if hop.handlesCookies, let store = configuration.value.httpCookieStorage,
             chosen.headerFields[values: .cookie] == proposed.headerFields[values: .cookie]
         {
-            let sameOrigin = hop.originURL.map { RedirectPlanner.isSameOrigin($0, next.url) } ?? false
+            let sameOrigin = hop.originURL?.isSameOrigin(as: next.url) ?? false
             next.setCookieField(SessionManager.joinedCookies(sameOrigin ? hop.callerCookie : nil, store.cookieHeader(for: next.url)))
         }
         let now = configuration.value.responseCache?.now ?? Date()

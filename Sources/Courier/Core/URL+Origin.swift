@@ -1,0 +1,33 @@
+import Foundation
+
+/// The one origin rule of the library (RFC 6454): the cache's invalidation of `Location` and
+/// `Content-Location`, the redirects that drop credentials, and the caller's `Cookie` field on
+/// redirects all ask it.
+extension URL {
+    /// The port a scheme uses when its URL names none: 80 for `http` and `ws`, 443 for `https` and
+    /// `wss`; nil for any other scheme.
+    static func defaultPort(forScheme scheme: String) -> Int? {
+        switch scheme {
+        case "http", "ws": 80
+        case "https", "wss": 443
+        default: nil
+        }
+    }
+
+    /// The URL's port, or its scheme's default port when it names none; nil when neither is known.
+    var effectivePort: Int? {
+        self.port ?? self.scheme.flatMap { Self.defaultPort(forScheme: $0.lowercased()) }
+    }
+
+    /// Whether `other` has the same origin: the same scheme and host (compared without case) and
+    /// the same port, a scheme's default port standing for an absent one. A URL whose scheme has no
+    /// default port and that names none has an origin of its own (RFC 6454, 4): it is never the
+    /// same as another's.
+    func isSameOrigin(as other: URL) -> Bool {
+        guard let scheme = self.scheme?.lowercased(), scheme == other.scheme?.lowercased(),
+            let host = self.host?.lowercased(), host == other.host?.lowercased(),
+            let port = self.effectivePort
+        else { return false }
+        return port == other.effectivePort
+    }
+}
