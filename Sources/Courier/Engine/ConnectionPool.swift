@@ -110,8 +110,24 @@ final class ConnectionPool: Sendable {
         var isReady = false
         /// GOAWAY arrived: no new stream; the connection closes once its streams are done.
         var isDraining = false
+        /// Streams opened on the connection in all its life.
+        var streamsOpened = 0
+        /// How many streams the connection may open in all its life: what the host was seen to
+        /// process on one connection (``HostState/learnedStreamsPerConnection``), else no limit.
+        var lifetimeLimit = Int.max
 
-        var hasRoom: Bool { self.isReady && !self.isDraining && self.openStreams < self.maximumStreams }
+        var hasRoom: Bool {
+            self.isReady && !self.isDraining && self.openStreams < self.maximumStreams && self.streamsOpened < self.lifetimeLimit
+        }
+
+        /// Counts a stream that opens on the connection.
+        mutating func openStream() {
+            self.openStreams += 1
+            self.streamsOpened += 1
+        }
+
+        /// The connection opened all the streams it may: it takes no more, and closes once they end.
+        var isSpent: Bool { self.streamsOpened >= self.lifetimeLimit }
     }
 
     private struct HostState {
@@ -128,6 +144,34 @@ final class ConnectionPool: Sendable {
         var waiters = ConnectionWaiters<Waiter>()
         /// What the host's last new TLS connection spoke (ALPN), once one opened.
         var learnedProtocol: TLSConnector.ApplicationProtocol?
+        /// How many streams the host processes on one HTTP/2 connection, learned from a GOAWAY that
+        /// left streams Courier had opened unprocessed (a server's `keepalive_requests`); nil until
+        /// one did. New connections open no more streams than this in their life, so that requests
+        /// are not sent to be dropped. Doubled when a connection that opened that many closes
+        /// without a GOAWAY (the server would have taken more).
+        var learnedStreamsPerConnection: Int?
+
+        /// A GOAWAY on the connection at `index` named `lastStreamID`: if streams Courier opened
+        /// were left unprocessed, the host's limit is what the server did process (at least one),
+        /// for its other connections too. Returns those it leaves spent with no stream open, to
+        /// close (they would otherwise wait for their idle timeout, taking a place under the cap).
+        mutating func learn(fromGoAwayOn index: Int, lastStreamID: Int) -> [HTTP2Connection] {
+            // Client streams are odd: 1, 3, 5… `lastStreamID` is the last the server processed.
+            let processed = max(0, (lastStreamID + 1) / 2)
+            guard processed < self.http2[index].streamsOpened else { return [] }
+            let limit = max(1, min(processed, self.learnedStreamsPerConnection ?? .max))
+            self.learnedStreamsPerConnection = limit
+            var spent: [HTTP2Connection] = []
+            for other in self.http2.indices {
+                self.http2[other].lifetimeLimit = min(self.http2[other].lifetimeLimit, limit)
+                let entry = self.http2[other]
+                if other != index, entry.isReady, !entry.isDraining, entry.isSpent, entry.openStreams == 0 {
+                    self.http2[other].isDraining = true
+                    spent.append(entry.connection)
+                }
+            }
+            return spent
+        }
 
         /// Whether another connection should open: some waiter has none coming and the cap allows.
         /// Over TLS, until a connection has shown the host speaks HTTP/1.1, one opens at a time: an
@@ -158,7 +202,7 @@ final class ConnectionPool: Sendable {
             let connection = self.http2[index].connection
             var hops: [HTTP1Hop] = []
             while hops.count < limit, self.http2[index].hasRoom, let waiter = self.waiters.popFirst() {
-                self.http2[index].openStreams += 1
+                self.http2[index].openStream()
                 waiter.hop.state.withLockedValue { $0.phase = .running(connection) }
                 hops.append(waiter.hop)
             }
@@ -264,7 +308,7 @@ final class ConnectionPool: Sendable {
             if state.isShutDown { return .fail(ConnectionPoolError.shutDown) }
             return state.withHost(hop.key) { host in
                 if let index = host.http2.firstIndex(where: \.hasRoom) {
-                    host.http2[index].openStreams += 1
+                    host.http2[index].openStream()
                     let connection = host.http2[index].connection
                     hop.state.withLockedValue { $0.phase = .running(connection) }
                     return .runStream(connection, firstStream: host.http2[index].openStreams == 1)
@@ -627,7 +671,9 @@ final class ConnectionPool: Sendable {
             }
             state.connections[ObjectIdentifier(connection)] = connection.channel
             state.withHost(connection.key) { host in
-                host.http2.append(HTTP2Entry(connection: connection))
+                var entry = HTTP2Entry(connection: connection)
+                entry.lifetimeLimit = host.learnedStreamsPerConnection ?? .max
+                host.http2.append(entry)
                 host.learnedProtocol = .http2
             }
             return true
@@ -664,10 +710,12 @@ final class ConnectionPool: Sendable {
 
     /// The server sent GOAWAY: no new stream on the connection; it closes once its streams end, and
     /// hops still waiting get another connection.
-    func http2GoingAway(_ connection: HTTP2Connection) {
+    func http2GoingAway(_ connection: HTTP2Connection, lastStreamID: Int) {
+        var spent: [HTTP2Connection] = []
         let (close, reconnect) = self.state.withLockedValue { state -> (Bool, (any EventLoop)?) in
             let isShutDown = state.isShutDown
             return state.withHTTP2(connection) { host, index in
+                spent = host.learn(fromGoAwayOn: index, lastStreamID: lastStreamID)
                 host.http2[index].isDraining = true
                 if !host.http2[index].isReady {
                     host.http2[index].isReady = true
@@ -678,8 +726,18 @@ final class ConnectionPool: Sendable {
             } ?? (false, nil)
         }
         self.logger?.debug("courier: HTTP/2 connection going away", metadata: ["origin": "\(connection.key)"])
+        for other in spent { other.channel.close(promise: nil) }
         if close { connection.channel.close(promise: nil) }
         if let reconnect { self.connect(connection.key, on: reconnect) }
+    }
+
+    /// A later GOAWAY on a draining connection named a lower last stream: the host may process
+    /// fewer streams a connection than the first GOAWAY said.
+    func http2LastStreamIDLowered(on connection: HTTP2Connection, to lastStreamID: Int) {
+        let spent = self.state.withLockedValue { state in
+            state.withHTTP2(connection) { host, index in host.learn(fromGoAwayOn: index, lastStreamID: lastStreamID) } ?? []
+        }
+        for other in spent { other.channel.close(promise: nil) }
     }
 
     /// A stream of `connection` closed (or never opened): the next waiting hop takes its place.
@@ -691,6 +749,16 @@ final class ConnectionPool: Sendable {
                 host.http2[index].openStreams -= 1
                 if host.http2[index].isDraining || isShutDown {
                     return host.http2[index].openStreams == 0 ? .close : .none
+                }
+                if host.http2[index].isSpent {
+                    guard host.http2[index].openStreams == 0 else { return .none }
+                    // Every stream it was allowed ended and no GOAWAY came: the server would have
+                    // taken more. The next connections may open twice as many.
+                    host.http2[index].isDraining = true
+                    if let learned = host.learnedStreamsPerConnection {
+                        host.learnedStreamsPerConnection = learned > Int.max / 2 ? nil : learned * 2
+                    }
+                    return .close
                 }
                 if let hop = host.takeStreams(on: index, limit: 1).first {
                     return .run(hop)

@@ -152,6 +152,30 @@ struct HTTP2PoolTests {
         }
     }
 
+    /// A host that processes one request a connection (nginx's `keepalive_requests 1`) and refuses
+    /// the streams opened beyond it: from the first GOAWAY that left streams unprocessed, the pool
+    /// opens one stream a connection, so that no request is sent to be dropped again and again
+    /// (before: each connection took 16 streams and dropped 15, and requests ran out of resends).
+    @Test func theStreamsAHostProcessesAConnectionAreLearnedFromItsGoAway() async throws {
+        let server = try await ScriptedHTTP2Server.start(maximumStreams: 16, requestsPerConnection: 1) { _, _ in .respond("unused") }
+        try await self.withManager(server) { manager in
+            let results = await withTaskGroup(of: Bool.self) { group in
+                for index in 0..<64 {
+                    group.addTask { (try? await manager.get("get/\(index)")) != nil }
+                }
+                return await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            #expect(results.filter { $0 }.count == 64, "every request succeeds")
+            // Streams the server saw: 64 answered, plus those dropped before the pool learned (at
+            // most the first connections' 15 each, while they opened at once).
+            #expect(server.streamCount < 64 + 3 * 16, "streams sent to be dropped: \(server.streamCount - 64)")
+            let after = server.streamCount
+            let more = try await manager.get("one-more")
+            #expect(Self.body(more).hasPrefix("answer"))
+            #expect(server.streamCount == after + 1, "learned: a request is sent once")
+        }
+    }
+
     @Test func aGoAwayAfterProcessingIsATypedErrorAndNotSentAgain() async throws {
         let server = try await ScriptedHTTP2Server.start { index, _ in index == 0 ? .goAwayAfterProcessing : .respond("next") }
         try await self.withManager(server) { manager in

@@ -56,6 +56,12 @@ final class ScriptedHTTP2Server: Sendable {
         var clientMaximumHeaderListSize: Int?
         /// Connections opened before this many (0-based) hear nothing more.
         var deafBelow = 0
+        /// As nginx's `keepalive_requests`: each connection answers this many streams; when the
+        /// last of them arrives it sends a GOAWAY naming it, answers it, ignores later streams and
+        /// closes once that answer is out. Nil: the script decides.
+        var requestsPerConnection: Int?
+        /// Streams each connection received, by connection.
+        var streamsByConnection: [Int: Int] = [:]
     }
 
     let channel: any Channel
@@ -71,6 +77,7 @@ final class ScriptedHTTP2Server: Sendable {
     /// does, knowing its path.
     static func start(
         maximumStreams: Int = 100,
+        requestsPerConnection: Int? = nil,
         script: @escaping @Sendable (_ index: Int, _ path: String) -> Action
     ) async throws -> ScriptedHTTP2Server {
         var tls = TLSConfiguration.makeServerConfiguration(
@@ -80,7 +87,9 @@ final class ScriptedHTTP2Server: Sendable {
         )
         tls.applicationProtocols = ["h2"]
         let context = try NIOSSLContext(configuration: tls)
-        let state = NIOLockedValueBox(State())
+        var initial = State()
+        initial.requestsPerConnection = requestsPerConnection
+        let state = NIOLockedValueBox(initial)
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -102,7 +111,7 @@ final class ScriptedHTTP2Server: Sendable {
                         mode: .server, connectionConfiguration: connection, streamConfiguration: .init()
                     ) { stream in
                         stream.eventLoop.makeCompletedFuture {
-                            try stream.pipeline.syncOperations.addHandler(StreamHandler(state: state, script: script))
+                            try stream.pipeline.syncOperations.addHandler(StreamHandler(state: state, connection: index, script: script))
                         }
                     }
                     try pipeline.addHandler(PingCounter(state: state))
@@ -209,11 +218,14 @@ final class ScriptedHTTP2Server: Sendable {
 
         let state: NIOLockedValueBox<State>
         let script: @Sendable (Int, String) -> Action
+        /// Which connection (0-based) the stream came on.
+        let connection: Int
         private var path = ""
         private var counted = false
 
-        init(state: NIOLockedValueBox<State>, script: @escaping @Sendable (Int, String) -> Action) {
+        init(state: NIOLockedValueBox<State>, connection: Int, script: @escaping @Sendable (Int, String) -> Action) {
             self.state = state
+            self.connection = connection
             self.script = script
         }
 
@@ -248,6 +260,32 @@ final class ScriptedHTTP2Server: Sendable {
                 return state.streams
             }
             let channel = context.channel
+            let connection = self.connection
+            let (onConnection, perConnection) = self.state.withLockedValue { state -> (Int, Int?) in
+                defer { state.streamsByConnection[connection, default: 0] += 1 }
+                return (state.streamsByConnection[connection, default: 0], state.requestsPerConnection)
+            }
+            if let perConnection {
+                if onConnection < perConnection - 1 {
+                    Self.answer("answer \(index)", on: channel)
+                } else if onConnection == perConnection - 1, let parent = channel.parent,
+                    let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
+                {
+                    // nginx's order: the GOAWAY as the last request arrives, then its answer, then
+                    // the close; streams opened after it are never processed.
+                    parent.eventLoop.execute {
+                        let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: streamID, errorCode: .noError, opaqueData: nil))
+                        parent.writeAndFlush(frame, promise: nil)
+                        let body = "answer \(index)"
+                        let headers = HPACKHeaders([(":status", "200"), ("content-length", String(body.utf8.count))])
+                        channel.write(HTTP2Frame.FramePayload.headers(.init(headers: headers)), promise: nil)
+                        channel.writeAndFlush(
+                            HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: body)), endStream: true))
+                        ).whenComplete { _ in parent.close(promise: nil) }
+                    }
+                }
+                return
+            }
             let action = self.script(index, self.path)
             switch action {
             case .respond(let body):

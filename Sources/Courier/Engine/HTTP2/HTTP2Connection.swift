@@ -158,11 +158,12 @@ extension HTTP2Connection: HTTP2ConnectionDelegate {
 
     func http2GoingAway(lastStreamID: HTTP2StreamID) {
         self.goAwayLastStreamID.store(Int32(lastStreamID), ordering: .relaxed)
-        self.pool.http2GoingAway(self)
+        self.pool.http2GoingAway(self, lastStreamID: Int(lastStreamID))
     }
 
     func http2LastStreamIDLowered(to lastStreamID: HTTP2StreamID) {
         self.goAwayLastStreamID.store(Int32(lastStreamID), ordering: .relaxed)
+        self.pool.http2LastStreamIDLowered(on: self, to: Int(lastStreamID))
     }
 
     func http2IdleTimeoutReached() -> Bool {
