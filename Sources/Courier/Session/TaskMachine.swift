@@ -293,6 +293,8 @@ struct TaskMachine {
 
     /// The session is invalidated while the task waits for a retry: the wait ends, and the task
     /// with its attempt's failure. Nil when it was not waiting.
+    /// The phase goes back to `starting`, not `ended`: the driver completes the task next, and
+    /// `complete()` must still answer true for it; a second call finds no wait to abandon.
     mutating func abandonRetryWait() -> (failure: CourierError?, waiter: Task<Void, Never>?)? {
         switch self.phase {
         case .awaitingRetry(let failure, let waiter):

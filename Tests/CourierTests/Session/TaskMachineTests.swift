@@ -37,8 +37,8 @@ struct TaskMachineTests {
         guard case .startAttempt = machine.resume() else { Issue.record("the first resume starts"); return }
         #expect(machine.publicState == .running)
         guard case .none = machine.resume() else { Issue.record("a running task's resume does nothing"); return }
-        let event1 = machine.suspend()
-        #expect(event1 == .suspendReceiving)
+        let suspension = machine.suspend()
+        #expect(suspension == .suspendReceiving)
         #expect(machine.publicState == .suspended)
         #expect(machine.wantsPause)
         guard case .resumeReceiving(nil) = machine.resume() else { Issue.record("a suspended task reads again"); return }
@@ -48,18 +48,18 @@ struct TaskMachineTests {
 
     @Test func suspendBeforeStartDoesNothing() {
         var machine = TaskMachine()
-        let event2 = machine.suspend()
-        #expect(event2 == .none)
+        let suspension = machine.suspend()
+        #expect(suspension == .none)
         #expect(!machine.hasStarted)
         #expect(machine.publicState == .suspended)
     }
 
     @Test func suspendingTwiceTellsOnce() {
         var machine = Self.exchanging()
-        let event3 = machine.suspend()
-        #expect(event3 == .suspendReceiving)
-        let event4 = machine.suspend()
-        #expect(event4 == .none)
+        let suspension = machine.suspend()
+        #expect(suspension == .suspendReceiving)
+        let suspensionAgain = machine.suspend()
+        #expect(suspensionAgain == .none)
     }
 
     // MARK: Cancel
@@ -69,8 +69,8 @@ struct TaskMachineTests {
         guard case .complete(nil) = machine.cancel() else { Issue.record("nothing runs: the task ends now"); return }
         #expect(machine.publicState == .canceling)
         guard case .none = machine.resume() else { Issue.record("a cancelled task does not start"); return }
-        let event5 = machine.complete()
-        #expect(event5)
+        let completed = machine.complete()
+        #expect(completed)
         #expect(machine.publicState == .completed)
     }
 
@@ -84,8 +84,8 @@ struct TaskMachineTests {
             #expect(machine.publicState == .canceling)
             #expect(!machine.wantsPause, "a cancelled exchange reads on to its end")
             guard case .none = machine.cancel() else { Issue.record("once"); return }
-            let event6 = machine.suspend()
-            #expect(event6 == .none)
+            let suspension = machine.suspend()
+            #expect(suspension == .none)
             guard case .none = machine.resume() else { Issue.record("a cancelling task is not resumed"); return }
         }
     }
@@ -102,8 +102,8 @@ struct TaskMachineTests {
     @Test func suspendBeforeTheEngineHandsOverItsExchangePausesItOnAttach() {
         var machine = TaskMachine()
         _ = machine.resume()
-        let event7 = machine.suspend()
-        #expect(event7 == .suspendReceiving)
+        let suspension = machine.suspend()
+        #expect(suspension == .suspendReceiving)
         #expect(machine.exchange == nil)
         guard case .pause = machine.attach(FakeExchange(), attempt: 0) else { Issue.record("paused on attach"); return }
         #expect(machine.exchange != nil)
@@ -114,14 +114,14 @@ struct TaskMachineTests {
         _ = machine.resume()
         machine.adaptationBegan()
         let work = Task<Void, Never> {}
-        let event8 = machine.adaptationStarted(work)
-        #expect(event8)
+        let workKept = machine.adaptationStarted(work)
+        #expect(workKept)
         guard case .complete(let cancelled?) = machine.cancel() else { Issue.record("the adapters are cancelled"); return }
         #expect(cancelled == work)
-        let event9 = machine.complete()
-        #expect(event9)
-        let event10 = machine.adaptationFinished(attempt: 0)
-        #expect(event10 == .none, "the adapters' result goes nowhere")
+        let completed = machine.complete()
+        #expect(completed)
+        let adapted = machine.adaptationFinished(attempt: 0)
+        #expect(adapted == .none, "the adapters' result goes nowhere")
     }
 
     @Test func cancelBeforeTheAdaptersTaskIsStoredCancelsItWhenStored() {
@@ -129,10 +129,10 @@ struct TaskMachineTests {
         _ = machine.resume()
         machine.adaptationBegan()
         guard case .complete(nil) = machine.cancel() else { Issue.record("ends now"); return }
-        let event11 = machine.complete()
-        #expect(event11)
-        let event12 = machine.adaptationStarted(Task<Void, Never> {})
-        #expect(!event12, "the late task is cancelled")
+        let completed = machine.complete()
+        #expect(completed)
+        let workKept = machine.adaptationStarted(Task<Void, Never> {})
+        #expect(!workKept, "the late task is cancelled")
     }
 
     @Test func cancelBetweenResumeAndTheAdaptersEndsWhenTheyReturn() {
@@ -140,23 +140,23 @@ struct TaskMachineTests {
         _ = machine.resume()
         guard case .cancelExchange(nil) = machine.cancel() else { Issue.record("starting: nothing to cancel yet"); return }
         machine.adaptationBegan()
-        let event13 = machine.adaptationStarted(Task<Void, Never> {})
-        #expect(event13)
-        let event14 = machine.adaptationFinished(attempt: 0)
-        #expect(event14 == .completeCancelled, "the adapted request is not sent")
+        let workKept = machine.adaptationStarted(Task<Void, Never> {})
+        #expect(workKept)
+        let adapted = machine.adaptationFinished(attempt: 0)
+        #expect(adapted == .completeCancelled, "the adapted request is not sent")
     }
 
     @Test func cancelDuringARetryWaitCancelsTheWaiterAndEnds() {
         var machine = Self.awaitingRetry()
         let waiter = Task<Void, Never> {}
-        let event15 = machine.retryWaitStarted(waiter)
-        #expect(event15)
+        let waiterKept = machine.retryWaitStarted(waiter)
+        #expect(waiterKept)
         guard case .complete(let cancelled?) = machine.cancel() else { Issue.record("the waiter is cancelled"); return }
         #expect(cancelled == waiter)
-        let event16 = machine.complete()
-        #expect(event16)
-        let event17 = machine.retryDecided(.retry(reason: .connectivity))
-        #expect(event17 == nil, "a late verdict does nothing")
+        let completed = machine.complete()
+        #expect(completed)
+        let verdict = machine.retryDecided(.retry(reason: .connectivity))
+        #expect(verdict == nil, "a late verdict does nothing")
     }
 
     // MARK: Adapters
@@ -166,12 +166,12 @@ struct TaskMachineTests {
         _ = machine.resume()
         machine.adaptationBegan()
         #expect(machine.publicState == .running)
-        let event18 = machine.adaptationFinished(attempt: 0)
-        #expect(event18 == .send, "finished before their task was stored")
-        let event19 = machine.adaptationStarted(Task<Void, Never> {})
-        #expect(event19, "the finished work is not cancelled")
-        let event20 = machine.adaptationFinished(attempt: 0)
-        #expect(event20 == .none, "once")
+        let adapted = machine.adaptationFinished(attempt: 0)
+        #expect(adapted == .send, "finished before their task was stored")
+        let workKept = machine.adaptationStarted(Task<Void, Never> {})
+        #expect(workKept, "the finished work is not cancelled")
+        let adaptedAgain = machine.adaptationFinished(attempt: 0)
+        #expect(adaptedAgain == .none, "once")
         let exchange = FakeExchange()
         guard case .none = machine.attach(exchange, attempt: 0) else { Issue.record("kept"); return }
         #expect(machine.exchange === exchange)
@@ -181,12 +181,12 @@ struct TaskMachineTests {
 
     @Test func aFailedAttemptWaitsForTheVerdictThenStartsTheNext() {
         var machine = Self.exchanging()
-        let event21 = machine.attemptFailed(Self.failure, retryable: true)
-        #expect(event21)
+        let waitsForRetry = machine.attemptFailed(Self.failure, retryable: true)
+        #expect(waitsForRetry)
         #expect(machine.isAwaitingRetry)
         #expect(machine.exchange == nil, "the failed exchange is let go")
-        let event22 = machine.retryWaitStarted(Task<Void, Never> {})
-        #expect(event22)
+        let waiterKept = machine.retryWaitStarted(Task<Void, Never> {})
+        #expect(waiterKept)
         guard case .retry(.connectivity)? = machine.retryDecided(.retry(reason: .connectivity)) else {
             Issue.record("the next attempt starts"); return
         }
@@ -199,17 +199,17 @@ struct TaskMachineTests {
 
     @Test func aFailureNothingRetriesCompletes() {
         var machine = Self.exchanging()
-        let event23 = machine.attemptFailed(Self.failure, retryable: false)
-        #expect(!event23)
-        let event24 = machine.complete()
-        #expect(event24)
+        let waitsForRetry = machine.attemptFailed(Self.failure, retryable: false)
+        #expect(!waitsForRetry)
+        let completed = machine.complete()
+        #expect(completed)
     }
 
     @Test func aCancelledTaskIsNotRetried() {
         var machine = Self.exchanging()
         _ = machine.cancel()
-        let event25 = machine.attemptFailed(Self.failure, retryable: true)
-        #expect(!event25)
+        let waitsForRetry = machine.attemptFailed(Self.failure, retryable: true)
+        #expect(!waitsForRetry)
     }
 
     @Test func aVerdictToFinishEndsWithTheAttemptsFailureOrItsOwnError() {
@@ -228,10 +228,10 @@ struct TaskMachineTests {
 
     @Test func aVerdictWhileSuspendedIsKeptForResumeAndTakenOnce() {
         var machine = Self.awaitingRetry()
-        let event26 = machine.suspend()
-        #expect(event26 == .suspendReceiving)
-        let event27 = machine.retryDecided(.retry(reason: .connectivity))
-        #expect(event27 == nil, "kept")
+        let suspension = machine.suspend()
+        #expect(suspension == .suspendReceiving)
+        let verdict = machine.retryDecided(.retry(reason: .connectivity))
+        #expect(verdict == nil, "kept")
         #expect(machine.isAwaitingRetry)
         guard case .resumeReceiving(.retry(.connectivity)?) = machine.resume() else {
             Issue.record("acted on at resume"); return
@@ -244,54 +244,54 @@ struct TaskMachineTests {
 
     @Test func abandoningAWaitHandsBackItsFailureOnce() {
         var machine = Self.awaitingRetry()
-        let event28 = machine.abandonRetryWait()
-        #expect(event28?.failure?.code == .connectionFailed)
-        let event29 = machine.abandonRetryWait()
-        #expect(event29 == nil)
+        let abandoned = machine.abandonRetryWait()
+        #expect(abandoned?.failure?.code == .connectionFailed)
+        let abandonedAgain = machine.abandonRetryWait()
+        #expect(abandonedAgain == nil)
         var kept = Self.awaitingRetry()
         _ = kept.suspend()
         _ = kept.retryDecided(.retry(reason: .connectivity))
-        let event30 = kept.abandonRetryWait()
-        #expect(event30?.failure?.code == .connectionFailed, "a kept verdict is abandoned too")
+        let abandonedThird = kept.abandonRetryWait()
+        #expect(abandonedThird?.failure?.code == .connectionFailed, "a kept verdict is abandoned too")
         var none = Self.exchanging()
-        let event31 = none.abandonRetryWait()
-        #expect(event31 == nil, "nothing to abandon outside a wait")
+        let abandonedFourth = none.abandonRetryWait()
+        #expect(abandonedFourth == nil, "nothing to abandon outside a wait")
     }
 
     @Test func aWaiterStoredAfterTheWaitEndedIsCancelled() {
         var machine = Self.awaitingRetry()
         _ = machine.abandonRetryWait()
-        let event32 = machine.retryWaitStarted(Task<Void, Never> {})
-        #expect(!event32)
+        let waiterKept = machine.retryWaitStarted(Task<Void, Never> {})
+        #expect(!waiterKept)
     }
 
     // MARK: The end
 
     @Test func completesExactlyOnce() {
         var machine = Self.exchanging()
-        let event33 = machine.complete()
-        #expect(event33)
-        let event34 = machine.complete()
-        #expect(!event34)
+        let completed = machine.complete()
+        #expect(completed)
+        let completedAgain = machine.complete()
+        #expect(!completedAgain)
         #expect(machine.publicState == .completed)
         #expect(machine.exchange == nil)
         guard case .none = machine.cancel() else { Issue.record("a finished task is not cancelled"); return }
         guard case .none = machine.resume() else { Issue.record("nor resumed"); return }
-        let event35 = machine.suspend()
-        #expect(event35 == .none)
-        let event36 = machine.attemptFailed(Self.failure, retryable: true)
-        #expect(!event36)
+        let suspension = machine.suspend()
+        #expect(suspension == .none)
+        let waitsForRetry = machine.attemptFailed(Self.failure, retryable: true)
+        #expect(!waitsForRetry)
     }
 
     @Test func aTaskDroppedUnstartedEndsAndOnlyThen() {
         var unstarted = TaskMachine()
-        let event37 = unstarted.released()
-        #expect(event37)
+        let ended = unstarted.released()
+        #expect(ended)
         #expect(unstarted.hasEnded)
-        let event38 = unstarted.complete()
-        #expect(!event38, "it ended when released")
+        let completed = unstarted.complete()
+        #expect(!completed, "it ended when released")
         var started = Self.exchanging()
-        let event39 = started.released()
-        #expect(!event39, "a started task is held until it completes")
+        let endedAgain = started.released()
+        #expect(!endedAgain, "a started task is held until it completes")
     }
 }
