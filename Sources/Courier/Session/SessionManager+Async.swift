@@ -32,7 +32,7 @@ extension SessionManager {
         request: Request,
         uploadProgress: (@Sendable (Progress) -> Void)?,
         downloadProgress: (@Sendable (Progress) -> Void)?,
-        sink: BodySink = .memory
+        sink: any BodySink = MemoryBodySink()
     ) async -> (SessionTask, TaskOutcome) {
         let made = NIOLockedValueBox<SessionTask?>(nil)
         // No checked continuation: the task's machine completes it exactly once (the checked

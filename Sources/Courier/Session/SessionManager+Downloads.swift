@@ -30,7 +30,7 @@ extension SessionManager {
         let completion: TaskCompletion = completionHandler.map { .download($0) } ?? .none
         return self.makeTask(
             DownloadTask.self, request: request, completion: completion, uploadProgress: nil, downloadProgress: progress,
-            sink: .file(DownloadPlan(destination: destination)))
+            sink: DownloadPlan(destination: destination))
     }
 
     /// Makes a download task that continues an earlier one, suspended (AFNetworking's
@@ -70,7 +70,7 @@ extension SessionManager {
         let (request, plan) = resumeData.continuation(to: destination)
         let completion: TaskCompletion = completionHandler.map { .download($0) } ?? .none
         return self.makeTask(
-            DownloadTask.self, request: request, completion: completion, uploadProgress: nil, downloadProgress: progress, sink: .file(plan))
+            DownloadTask.self, request: request, completion: completion, uploadProgress: nil, downloadProgress: progress, sink: plan)
     }
 
     /// Downloads `request`'s body to a file and returns where it is.
@@ -85,7 +85,7 @@ extension SessionManager {
     ) async throws(CourierError) -> DownloadResponse {
         let (task, outcome) = await self.run(
             DownloadTask.self, request: request, uploadProgress: nil, downloadProgress: progress,
-            sink: .file(DownloadPlan(destination: destination)))
+            sink: DownloadPlan(destination: destination))
         return try self.finishDownload(task, outcome: outcome)
     }
 
@@ -98,7 +98,7 @@ extension SessionManager {
     ) async throws(CourierError) -> DownloadResponse {
         let (request, plan) = resumeData.continuation(to: destination)
         let (task, outcome) = await self.run(
-            DownloadTask.self, request: request, uploadProgress: nil, downloadProgress: progress, sink: .file(plan))
+            DownloadTask.self, request: request, uploadProgress: nil, downloadProgress: progress, sink: plan)
         return try self.finishDownload(task, outcome: outcome)
     }
 

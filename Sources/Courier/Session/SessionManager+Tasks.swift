@@ -78,7 +78,7 @@ extension SessionManager {
         completion: TaskCompletion,
         uploadProgress: (@Sendable (Progress) -> Void)?,
         downloadProgress: (@Sendable (Progress) -> Void)?,
-        sink: BodySink = .memory,
+        sink: any BodySink = MemoryBodySink(),
         resumedAtOnce: Bool = false
     ) -> Task {
         var request = request

@@ -66,7 +66,7 @@ extension SessionManager {
         var plan = HopPlan.send(request)
         var hop = (revalidating: CachedResponse?.none, mayStore: false, source: ResponseSource.network)
         let now = configuration.value.responseCache?.now ?? Date()
-        if case .memory = delegate.sink {
+        if delegate.sink.usesCache {
             let stored = request.method == .get && policy != .reloadIgnoringLocalCacheData
                 ? configuration.value.responseCache?.cachedResponse(for: request) : nil
             switch CachePlanner.decide(request, stored: stored, policy: policy, now: now) {

@@ -34,15 +34,17 @@ extension TaskDelegate {
                 // The cache's own answer (a stored error, only-if-cached's 504) would be the same again.
                 && state.hop.source != .cache
                 // A stream's consumer has the response already.
-                && !(self.streamSink != nil && response != nil)
+                && !(self.sink.takesResponseAtHead && response != nil)
             guard state.machine.attemptFailed(error, retryable: retryable) else { return nil }
             let received = state.attemptBytesReceived
             state.metrics?.attemptEnded(response: response, error: error, bytesReceived: received)
             var data: Data?
-            if case .memory = self.sink, let body = state.body { data = Data(buffer: body, byteTransferStrategy: .copy) }
-            return FailedAttempt(
+            if let body = state.body { data = Data(buffer: body, byteTransferStrategy: .copy) }
+            var failed = FailedAttempt(
                 taskIdentifier: self.identifier, request: state.currentRequest, response: response, data: data, error: error,
                 previousRetries: state.retryReasons, logger: interception.logger)
+            failed.carriesSessionAuthorization = state.carriesSessionAuthorization
+            return failed
         }
         guard let attempt else { return false }
         // The failed attempt's hop is over.

@@ -60,18 +60,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// The task's state, behind a lock kept inline in the delegate (one allocation fewer per task
     /// than a separate box, and the state is moved in instead of copied).
     let state: Mutex<TaskState>
-    /// Where the response body goes.
-    let sink: BodySink
-    /// What a download task does with its body; nil for other tasks.
-    var download: DownloadPlan? {
-        if case .file(let plan) = self.sink { return plan }
-        return nil
-    }
-    /// The consumer of a streamed body; nil for other tasks.
-    var streamSink: ResponseStreamSink? {
-        if case .stream(let sink) = self.sink { return sink }
-        return nil
-    }
+    /// Where the response body goes: memory, a file or a stream.
+    let sink: any BodySink
     /// The request the task was made with: every attempt adapts it afresh.
     let originalRequest: Request
     /// Adapters, retriers, monitors, logger and tracer, as they were when the task was made.
@@ -84,7 +74,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         completion: TaskCompletion,
         uploadProgress: (@Sendable (Progress) -> Void)?,
         downloadProgress: (@Sendable (Progress) -> Void)?,
-        sink: BodySink = .memory
+        sink: any BodySink = MemoryBodySink()
     ) {
         self.sink = sink
         self.configurationReference = manager.configurationReference
@@ -182,7 +172,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// lock is held while the exchange is called, so a call that makes it deliver bytes at once
     /// may re-enter.
     func applyReceiveWish() {
-        let streamSink = self.streamSink
+        let sink = self.sink
         var (exchange, mine, suspended, writer) = self.state.withLockedValue { state in
             state.receiveWishes += 1
             return (state.machine.exchange, state.receiveWishes, state.machine.wantsPause, state.downloadFile)
@@ -190,7 +180,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         guard let exchange else { return }
         while true {
             // The writer and the stream are asked outside the task's lock (they take their own).
-            if suspended || writer?.wantsPause == true || streamSink?.wantsPause == true {
+            if suspended || writer?.wantsPause == true || sink.isBehind {
                 exchange.suspendReceiving()
             } else {
                 exchange.resumeReceiving()
@@ -293,85 +283,14 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
 
     func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition {
         let (response, storedBody) = self.finalResponseArrived(response, url: url)
-        let disposition = self.receiveHead(response, url: url)
+        let disposition = self.sink.headArrived(response, url: url, delegate: self)
         // A 304 that confirmed a stored response: its body is the stored one.
-        if disposition == .allow, let storedBody { self.exchange(didReceive: storedBody) }
+        if disposition == .allow, let storedBody { self.sink.bodyArrived(storedBody, delegate: self) }
         return disposition
     }
 
-    private func receiveHead(_ response: HTTPResponse, url: URL) -> ResponseDisposition {
-        switch self.sink {
-        case .memory: break
-        case .file(let plan): return self.downloadDidReceive(response, url: url, plan: plan)
-        case .stream(let sink): return self.streamDidReceive(response, url: url, sink: sink)
-        }
-        let holding = self.mayRetry(after: response)
-        let (task, deliveries) = self.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
-            let expected = response.expectedContentLength ?? -1
-            let deliveries = state.recordResponse(response, url: url, expected: expected, holding: holding)
-            state.metrics?.responseBegan()
-            if expected > 64 * 1024, expected <= Int64(self.configurationReference.value.maximumResponseBodySize ?? 256 << 20) {
-                state.body = ByteBufferAllocator().buffer(capacity: Int(expected))
-            }
-            return (state.task, deliveries)
-        }
-        self.deliver(deliveries)
-        if let task { self.didReceive(response, task: task) }
-        if let hook = self.hooks.dataTaskDidReceiveResponse, let task, let manager = self.manager {
-            return hook(manager, task, response)
-        }
-        return .allow
-    }
-
     func exchange(didReceive chunk: ByteBuffer) {
-        switch self.sink {
-        case .memory: break
-        case .file:
-            self.downloadDidReceive(chunk)
-            return
-        case .stream(let sink):
-            self.streamDidReceive(chunk, sink: sink)
-            return
-        }
-        let maximum = self.configurationReference.value.maximumResponseBodySize
-        enum Next { case report(ProgressReport?, SessionTask?, [ProgressDelivery]), held, cancel((any Exchange)?, CourierError) }
-        let next = self.state.withLockedValue { state -> Next in
-            let deliveries = state.recordReceivedOrHold(Int64(chunk.readableBytes))
-            if let maximum, state.attemptBytesReceived > Int64(maximum) {
-                state.body = nil
-                // Kept in the state: the exchange may finish on its own before the cancel lands,
-                // or may not be attached yet.
-                let failure = state.bodyFailure ?? CourierError(
-                    .responseTooLarge, "\(state.currentRequest.summary): the body is over the \(maximum)-byte maximum",
-                    request: state.currentRequest, response: state.response)
-                state.bodyFailure = failure
-                return .cancel(state.machine.exchange, failure)
-            }
-            if state.body == nil {
-                state.body = chunk
-            } else {
-                state.body!.writeImmutableBuffer(chunk)
-            }
-            // An attempt that may be retried reports its body when it turns out to be the last.
-            guard let deliveries else { return .held }
-            return .report(ProgressReport(state.downloadProgress, state.downloadProgressHandler), state.task, deliveries)
-        }
-        let (report, task, deliveries): (ProgressReport?, SessionTask?, [ProgressDelivery])
-        switch next {
-        case .cancel(let exchange, let failure):
-            exchange?.cancel(with: failure)
-            return
-        case .held:
-            return
-        case .report(let reported, let reportedTask, let reportedDeliveries):
-            (report, task, deliveries) = (reported, reportedTask, reportedDeliveries)
-        }
-        report?.send()
-        self.deliver(deliveries)
-        if let hook = self.hooks.dataTaskDidReceiveData, let task, let manager = self.manager {
-            hook(manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
-        }
-        if let task { self.didReceiveBodyData(Int64(chunk.readableBytes), task: task) }
+        self.sink.bodyArrived(chunk, delegate: self)
     }
 
     func exchange(willReceiveResponseOver networkProtocolName: String) {
@@ -396,11 +315,15 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// The largest body ``complete(with:)`` copies into its `Data` instead of wrapping its buffer.
     static let copiedBodyLimit = 16 * 1024
 
+    /// Ends the task with `error` (nil: success), once: the task's sink finishes the body
+    /// (``BodySink/end(with:delegate:)``) and settles the end.
     func complete(with error: CourierError?) {
-        if self.download != nil {
-            self.completeDownload(with: error)
-            return
-        }
+        self.sink.end(with: error, delegate: self)
+    }
+
+    /// Ends a task whose body was gathered in memory, or streamed (the sinks' common end): the
+    /// state completes, and the end moves on to where it settles.
+    func completeWithGatheredBody(_ error: CourierError?) {
         let finished = self.state.withLockedValue { state -> (ending: TaskEnding, outcome: TaskOutcome, held: HeldReport?)? in
             guard state.machine.complete(), let ending = state.takeEnding(keepingProgressHandlers: true) else { return nil }
             let body = state.body
@@ -444,9 +367,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
     }
 
-    /// What is left of a data task's end once its state has completed: the cache store, the end
-    /// of its progress updates, its metrics (hook, monitors, span, log) and its leaving the
-    /// registry. Runs once, before the completion is delivered. Returns the outcome to deliver.
+    /// What is left of a task's end once its state has completed: the one place every task's end
+    /// is settled. The cache store (data tasks), the end of its progress updates, its metrics
+    /// (hook, monitors, span, log) and its leaving the registry. Runs once, before the completion
+    /// is delivered: where the completion goes next for a data task (``TaskFinish/settle()``),
+    /// once its file is in place for a download. Returns the outcome to deliver.
     func settle(_ outcome: consuming TaskOutcome, ending: TaskEnding) -> TaskOutcome {
         var outcome = outcome
         self.cacheOnCompletion(&outcome, ending: ending)

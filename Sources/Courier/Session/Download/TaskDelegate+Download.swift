@@ -12,6 +12,20 @@ struct DownloadPlan: Sendable {
     var continuation: (file: URL, offset: Int64)?
 }
 
+extension DownloadPlan: BodySink {
+    func headArrived(_ response: HTTPResponse, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
+        delegate.downloadDidReceive(response, url: url, plan: self)
+    }
+
+    func bodyArrived(_ chunk: ByteBuffer, delegate: TaskDelegate) {
+        delegate.downloadDidReceive(chunk)
+    }
+
+    func end(with error: CourierError?, delegate: TaskDelegate) {
+        delegate.completeDownload(with: error, plan: self)
+    }
+}
+
 extension TaskDelegate {
     // MARK: Response head
 
@@ -120,7 +134,7 @@ extension TaskDelegate {
 
     /// Ends a download: the file is finished and moved (or kept as resume data, or removed), then
     /// the handler, hooks and notifications run as for any task.
-    func completeDownload(with engineError: CourierError?) {
+    func completeDownload(with engineError: CourierError?, plan: DownloadPlan) {
         struct Ending: Sendable {
             var holds: TaskEnding
             var writer: DownloadFileWriter?
@@ -157,7 +171,6 @@ extension TaskDelegate {
             }
             self.didReceiveBodyData(held.bytes, task: ending.holds.task)
         }
-        let plan = self.download ?? DownloadPlan()
         _Concurrency.Task.detached {
             var error = ending.error?.adding(request: ending.request, response: ending.response)
             var fileURL: URL?
@@ -228,11 +241,8 @@ extension TaskDelegate {
             state.error = error
             if error == nil { state.settleProgressTotals() }
         }
-        self.finishProgressUpdates(succeeded: error == nil)
-        let metrics = self.taskDidEnd(holds.task, manager: holds.manager, response: response, error: error)
-        holds.manager.taskDidFinish(self)
-        var outcome = TaskOutcome(request: request, response: response, data: nil, error: error, fileURL: fileURL)
-        outcome.metrics = metrics
+        // Settled where every task's end is (``TaskDelegate/settle(_:ending:)``), here, once the file is done.
+        let outcome = self.settle(TaskOutcome(request: request, response: response, data: nil, error: error, fileURL: fileURL), ending: holds)
         switch holds.completion {
         case .outcome(let deliver):
             deliver(outcome)

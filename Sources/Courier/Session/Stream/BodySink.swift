@@ -1,9 +1,113 @@
-/// Where a task's response body goes.
-enum BodySink: Sendable {
-    /// Gathered in memory for the response serializer (data and upload tasks).
-    case memory
-    /// Written to a file (download tasks).
-    case file(DownloadPlan)
-    /// Handed to an `async` consumer as it arrives (``SessionManager/stream(_:downloadProgress:)``).
-    case stream(ResponseStreamSink)
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOFoundationCompat
+
+/// Where a task's response body goes: gathered in memory for the response serializer
+/// (``MemoryBodySink``, data and upload tasks), written to a file (``DownloadPlan``, download tasks),
+/// or handed to an `async` consumer as it arrives (``ResponseStreamSink``,
+/// ``SessionManager/stream(_:downloadProgress:)``).
+///
+/// The task's delegate hands every body event to its sink and knows nothing of where the bytes go:
+/// the response head (after the cookie store and the cache saw it), each chunk, and the exchange's
+/// end once no retry follows. Each conformer records what it needs in the task's state under the
+/// delegate's lock and reports after releasing it, as the delegate does.
+protocol BodySink: Sendable {
+    /// The final response head arrived (a 304 that confirmed a stored response arrives as the
+    /// stored one). Returns whether to read its body.
+    func headArrived(_ response: HTTPResponse, url: URL, delegate: TaskDelegate) -> ResponseDisposition
+
+    /// A chunk of the final response's body arrived.
+    func bodyArrived(_ chunk: ByteBuffer, delegate: TaskDelegate)
+
+    /// The task ends with `error` (nil: success): the last attempt's exchange finished, or the
+    /// task was cancelled or failed before one ran. Completes the task, once, whoever calls first.
+    func end(with error: CourierError?, delegate: TaskDelegate)
+
+    /// Whether the consumer is behind, so that the exchange should stop reading for now. Asked
+    /// outside the task's lock.
+    var isBehind: Bool { get }
+
+    /// Whether the session's cache answers and stores this task's responses (data tasks only).
+    var usesCache: Bool { get }
+
+    /// Whether the consumer holds the response as soon as its head arrived, so that an attempt
+    /// that got one can no longer be retried.
+    var takesResponseAtHead: Bool { get }
+}
+
+extension BodySink {
+    var isBehind: Bool { false }
+    var usesCache: Bool { false }
+    var takesResponseAtHead: Bool { false }
+
+    func end(with error: CourierError?, delegate: TaskDelegate) {
+        delegate.completeWithGatheredBody(error)
+    }
+}
+
+/// A data or upload task's body: gathered in memory (``TaskState/body``) for the response
+/// serializer and the cache.
+struct MemoryBodySink: BodySink {
+    var usesCache: Bool { true }
+
+    func headArrived(_ response: HTTPResponse, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
+        let holding = delegate.mayRetry(after: response)
+        let maximum = delegate.configurationReference.value.maximumResponseBodySize ?? 256 << 20
+        let (task, deliveries) = delegate.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
+            let expected = response.expectedContentLength ?? -1
+            let deliveries = state.recordResponse(response, url: url, expected: expected, holding: holding)
+            state.metrics?.responseBegan()
+            // A large body of announced length gets its buffer at once, not by doubling.
+            if expected > 64 * 1024, expected <= Int64(maximum) {
+                state.body = ByteBufferAllocator().buffer(capacity: Int(expected))
+            }
+            return (state.task, deliveries)
+        }
+        delegate.deliver(deliveries)
+        if let task { delegate.didReceive(response, task: task) }
+        if let hook = delegate.hooks.dataTaskDidReceiveResponse, let task, let manager = delegate.manager {
+            return hook(manager, task, response)
+        }
+        return .allow
+    }
+
+    func bodyArrived(_ chunk: ByteBuffer, delegate: TaskDelegate) {
+        let maximum = delegate.configurationReference.value.maximumResponseBodySize
+        enum Next { case report(ProgressReport?, SessionTask?, [ProgressDelivery]), held, cancel((any Exchange)?, CourierError) }
+        let next = delegate.state.withLockedValue { state -> Next in
+            let deliveries = state.recordReceivedOrHold(Int64(chunk.readableBytes))
+            if let maximum, state.attemptBytesReceived > Int64(maximum) {
+                state.body = nil
+                // Kept in the state: the exchange may finish on its own before the cancel lands,
+                // or may not be attached yet.
+                let failure = state.bodyFailure ?? CourierError(
+                    .responseTooLarge, "\(state.currentRequest.summary): the body is over the \(maximum)-byte maximum",
+                    request: state.currentRequest, response: state.response)
+                state.bodyFailure = failure
+                return .cancel(state.machine.exchange, failure)
+            }
+            if state.body == nil {
+                state.body = chunk
+            } else {
+                state.body!.writeImmutableBuffer(chunk)
+            }
+            // An attempt that may be retried reports its body when it turns out to be the last.
+            guard let deliveries else { return .held }
+            return .report(ProgressReport(state.downloadProgress, state.downloadProgressHandler), state.task, deliveries)
+        }
+        switch next {
+        case .cancel(let exchange, let failure):
+            exchange?.cancel(with: failure)
+        case .held:
+            break
+        case .report(let report, let task, let deliveries):
+            report?.send()
+            delegate.deliver(deliveries)
+            if let hook = delegate.hooks.dataTaskDidReceiveData, let task, let manager = delegate.manager {
+                hook(manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
+            }
+            if let task { delegate.didReceiveBodyData(Int64(chunk.readableBytes), task: task) }
+        }
+    }
 }

@@ -4,41 +4,47 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOFoundationCompat
 
-extension TaskDelegate {
+extension ResponseStreamSink: BodySink {
+    /// The consumer is behind: more than the high watermark waits unread.
+    var isBehind: Bool { self.wantsPause }
+
+    /// The caller has the response as soon as its head arrived.
+    var takesResponseAtHead: Bool { true }
+
     /// A streamed task's response head: recorded, then the waiting caller is told.
-    func streamDidReceive(_ response: HTTPResponse, url: URL, sink: ResponseStreamSink) -> ResponseDisposition {
-        let (task, deliveries) = self.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
+    func headArrived(_ response: HTTPResponse, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
+        let (task, deliveries) = delegate.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
             state.metrics?.responseBegan()
             return (state.task, state.recordResponse(response, url: url, expected: response.expectedContentLength ?? -1))
         }
-        if let task { self.didReceive(response, task: task) }
-        self.deliver(deliveries)
+        if let task { delegate.didReceive(response, task: task) }
+        delegate.deliver(deliveries)
         var disposition = ResponseDisposition.allow
-        if let hook = self.hooks.dataTaskDidReceiveResponse, let task, let manager = self.manager {
+        if let hook = delegate.hooks.dataTaskDidReceiveResponse, let task, let manager = delegate.manager {
             disposition = hook(manager, task, response)
         }
-        if disposition == .allow { sink.headArrived() }
+        if disposition == .allow { self.headArrived() }
         return disposition
     }
 
     /// Hands a chunk to the consumer; pauses the exchange when the consumer is behind.
-    func streamDidReceive(_ chunk: ByteBuffer, sink: ResponseStreamSink) {
+    func bodyArrived(_ chunk: ByteBuffer, delegate: TaskDelegate) {
         let bytes = Int64(chunk.readableBytes)
-        let (report, task, deliveries) = self.state.withLockedValue { state -> (ProgressReport?, SessionTask?, [ProgressDelivery]) in
+        let (report, task, deliveries) = delegate.state.withLockedValue { state -> (ProgressReport?, SessionTask?, [ProgressDelivery]) in
             let deliveries = state.recordReceived(bytes)
             return (ProgressReport(state.downloadProgress, state.downloadProgressHandler), state.task, deliveries)
         }
         report?.send()
-        self.deliver(deliveries)
-        if let hook = self.hooks.dataTaskDidReceiveData, let task, let manager = self.manager {
+        delegate.deliver(deliveries)
+        if let hook = delegate.hooks.dataTaskDidReceiveData, let task, let manager = delegate.manager {
             hook(manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
         }
-        if let task { self.didReceiveBodyData(bytes, task: task) }
-        guard sink.yield(chunk) else {
-            self.cancel()
+        if let task { delegate.didReceiveBodyData(bytes, task: task) }
+        guard self.yield(chunk) else {
+            delegate.cancel()
             return
         }
-        if sink.wantsPause { self.applyReceiveWish() }
+        if self.wantsPause { delegate.applyReceiveWish() }
     }
 }
 
@@ -74,7 +80,7 @@ extension SessionManager {
                 self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
                 self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
             },
-            uploadProgress: nil, downloadProgress: downloadProgress, sink: .stream(sink), resumedAtOnce: true)
+            uploadProgress: nil, downloadProgress: downloadProgress, sink: sink, resumedAtOnce: true)
         made.withLockedValue { $0 = task }
         sink.attach(task.delegate)
         do {
