@@ -19,6 +19,8 @@ struct CacheControl: Equatable, Sendable {
     var maxStale: Int??
     var minFresh: Int?
     var onlyIfCached = false
+    /// `must-understand` (RFC 9111 5.2.2.3).
+    var mustUnderstand = false
 
     init() {}
 
@@ -41,6 +43,7 @@ struct CacheControl: Equatable, Sendable {
                 case "max-stale": self.maxStale = .some(value.map { Self.seconds($0) })
                 case "min-fresh": self.minFresh = Self.seconds(value)
                 case "only-if-cached": self.onlyIfCached = true
+                case "must-understand": self.mustUnderstand = true
                 default: break
                 }
             }

@@ -69,17 +69,35 @@ struct CacheEntry: Sendable {
         return names
     }
 
-    /// The values `request` has for the named fields (several fields joined by commas, spaces
-    /// around values removed).
+    /// The values `request` has for the named fields, normalized (RFC 9111 4.1): several fields
+    /// and the members of a list joined by `", "`, spaces around members removed and runs of
+    /// spaces inside them made one, and the values the field's definition makes case-insensitive
+    /// (``caseInsensitiveVaryFields``) lower-cased. `Cookie` is joined by `"; "` and otherwise kept.
     static func varying(_ names: [String], of request: Request) -> [VaryField] {
         names.map { name in
             guard let fieldName = HTTPField.Name(name) else { return VaryField(name: name, value: nil) }
             let values = request.headerFields[values: fieldName]
             if values.isEmpty { return VaryField(name: name, value: nil) }
-            let separator = fieldName == .cookie ? "; " : ", "
-            return VaryField(name: name, value: values.map { $0.trimmingSpaces() }.joined(separator: separator))
+            if fieldName == .cookie {
+                return VaryField(name: name, value: values.map { $0.trimmingSpaces() }.joined(separator: "; "))
+            }
+            var members: [String] = []
+            for value in values {
+                for member in value.split(separator: ",") {
+                    let words = member.split(whereSeparator: { $0 == " " || $0 == "\t" })
+                    guard !words.isEmpty else { continue }
+                    members.append(words.joined(separator: " "))
+                }
+            }
+            var value = members.joined(separator: ", ")
+            if Self.caseInsensitiveVaryFields.contains(fieldName) { value = value.lowercased() }
+            return VaryField(name: name, value: value)
         }
     }
+
+    /// Request fields whose values their definitions make case-insensitive (RFC 9110 12.5.3,
+    /// 12.5.4): content codings and language ranges.
+    static let caseInsensitiveVaryFields: Set<HTTPField.Name> = [.acceptEncoding, .acceptLanguage]
 
     /// Whether `request` selects this entry: every field the entry's `Vary` names has the same value.
     func isSelected(by request: Request) -> Bool {

@@ -29,12 +29,18 @@ enum CachePlanner {
 
     /// The decision for `request` under `policy`, given the stored response matching it (its
     /// `Vary` fields included), at `now`.
+    ///
+    /// A stored redirect is the response only for a request that does not follow redirects
+    /// (`followsRedirects` false): for one that does, it is as good as none.
     static func decide(
         _ request: Request,
         stored: CachedResponse?,
         policy: RequestOptions.CachePolicy,
-        now: Date
+        now: Date,
+        followsRedirects: Bool = true
     ) -> CacheDecision {
+        var stored = stored
+        if followsRedirects, let redirect = stored, self.redirectStatuses.contains(redirect.response.status.code) { stored = nil }
         let cacheable = request.method == .get
         switch policy {
         case .reloadIgnoringLocalCacheData:
@@ -121,26 +127,41 @@ enum CachePlanner {
     // MARK: Storing
 
     /// Whether a private cache may store `response` to `request` (RFC 9111 section 3): a GET, a
-    /// final status other than 206 and 304, no `no-store` either side, no `Vary: *`, and explicit
-    /// caching information (`max-age`, `Expires`, `public`, `private`) or a heuristically
-    /// cacheable status. As on Apple platforms, a response with neither a lifetime nor a validator
-    /// is stored too: ``RequestOptions/CachePolicy/returnCacheDataElseLoad`` and
-    /// ``RequestOptions/CachePolicy/returnCacheDataDontLoad`` serve it. Redirects (301, 302, 303,
-    /// 307, 308) are not stored: the engine follows them itself, so one that reaches the end of a
-    /// task was not followed this time (a refusing hook, a redirect limit) and must not answer the
-    /// next request in place of its target.
-    static func isStorable(_ response: HTTPResponse, for request: Request) -> Bool {
+    /// final status other than 206 and 304, no `no-store` either side (unless `must-understand`
+    /// with a status the cache understands), no `Vary: *`, and explicit caching information
+    /// (`max-age`, `Expires`, `public`, `private`) or a heuristically cacheable status. As on
+    /// Apple platforms, a response with neither a lifetime nor a validator is stored too:
+    /// ``RequestOptions/CachePolicy/returnCacheDataElseLoad`` and
+    /// ``RequestOptions/CachePolicy/returnCacheDataDontLoad`` serve it.
+    ///
+    /// A redirect (301, 302, 303, 307, 308) is stored like any other response when the request
+    /// does not follow redirects (`followsRedirects` false), and only then: one that reaches the
+    /// end of a task that follows them was not followed this time (a refusing hook, a redirect
+    /// limit), and must not answer the next request in place of its target.
+    static func isStorable(_ response: HTTPResponse, for request: Request, followsRedirects: Bool = true) -> Bool {
         guard request.method == .get, self.requestAllowsStoring(request) else { return false }
         let status = response.status.code
-        guard status >= 200, status != 206, status != 304, !Self.redirectStatuses.contains(status) else { return false }
+        guard status >= 200, status != 206, status != 304 else { return false }
+        if followsRedirects, Self.redirectStatuses.contains(status) { return false }
         let control = CacheControl(fields: response.headerFields[values: .cacheControl])
-        if control.noStore { return false }
+        if control.mustUnderstand {
+            // RFC 9111 5.2.2.3: stored only when the cache knows the status's caching rules, and
+            // then despite `no-store`.
+            guard Self.understoodStatuses.contains(status) else { return false }
+        } else if control.noStore {
+            return false
+        }
         if response.headerFields[values: .vary].contains(where: { $0.split(separator: ",").contains { $0.trimmingSpaces() == "*" } }) {
             return false
         }
         let explicit = control.maxAge != nil || response.headerFields.contains(.expires) || control.isPublic || control.isPrivate
         return explicit || CacheFreshness.heuristicallyCacheable.contains(status)
     }
+
+    /// The statuses whose caching rules Courier's cache implements, for `must-understand`
+    /// (RFC 9111 5.2.2.3): those RFC 9110 15.1 makes heuristically cacheable and the redirects,
+    /// but for the partial content it does not store.
+    static let understoodStatuses: Set<Int> = CacheFreshness.heuristicallyCacheable.union(Self.redirectStatuses).subtracting([206])
 
     /// Whether `response` says anything a cache could serve it again by: a `Cache-Control` or
     /// `Expires` field (a lifetime, or `public`/`private`/`no-cache` and kin), or a validator
@@ -155,24 +176,58 @@ enum CachePlanner {
             || fields.contains(.lastModified)
     }
 
-    /// Fields of a `304` that do not replace the stored ones (RFC 9111 3.2: the length and the
-    /// connection's own fields).
-    static let fieldsNotUpdatedBy304: Set<HTTPField.Name> = [
-        .contentLength, .contentEncoding, .transferEncoding, .connection, .te, .trailer, .upgrade,
-        HTTPField.Name("Keep-Alive")!, HTTPField.Name("Proxy-Connection")!,
+    /// Fields a cache does not store (RFC 9111 3.1): the connection's own (RFC 9110 7.6.1) and the
+    /// proxy's authentication fields. The fields the `Connection` field names go too
+    /// (``storable(_:)``).
+    static let fieldsNotStored: Set<HTTPField.Name> = [
+        .connection, .te, .transferEncoding, .upgrade, HTTPField.Name("Keep-Alive")!, HTTPField.Name("Proxy-Connection")!,
+        .proxyAuthenticate, .proxyAuthenticationInfo, .proxyAuthorization,
     ]
 
+    /// Fields of a `304` that do not replace the stored ones (RFC 9111 3.2): the length and the
+    /// fields a cache does not store.
+    static let fieldsNotUpdatedBy304: Set<HTTPField.Name> = Self.fieldsNotStored.union([
+        .contentLength, .contentEncoding, .trailer,
+    ])
+
+    /// The names the `Connection` fields of `fields` list (connection options, RFC 9110 7.6.1).
+    static func connectionOptions(of fields: HTTPFields) -> Set<HTTPField.Name> {
+        var names: Set<HTTPField.Name> = []
+        for value in fields[values: .connection] {
+            for option in value.split(separator: ",") {
+                if let name = HTTPField.Name(option.trimmingSpaces()) { names.insert(name) }
+            }
+        }
+        return names
+    }
+
+    /// `response` as a cache stores it: without the fields RFC 9111 3.1 says a cache must not
+    /// store (``fieldsNotStored``, and those the `Connection` field names).
+    static func storable(_ response: HTTPResponse) -> HTTPResponse {
+        let options = Self.connectionOptions(of: response.headerFields)
+        guard response.headerFields.contains(where: { Self.fieldsNotStored.contains($0.name) || options.contains($0.name) }) else {
+            return response
+        }
+        var stored = response
+        stored.headerFields = HTTPFields(response.headerFields.filter { !Self.fieldsNotStored.contains($0.name) && !options.contains($0.name) })
+        return stored
+    }
+
     /// `stored` updated by a `304 Not Modified` to a request sent at `requestDate`, received at
-    /// `responseDate`: the 304's fields replace the stored ones of the same name.
+    /// `responseDate`: the 304's fields replace the stored ones of the same name, but for those
+    /// that are not updated (``fieldsNotUpdatedBy304``, and those its `Connection` field names).
     static func updated(_ stored: CachedResponse, with notModified: HTTPResponse, requestDate: Date, responseDate: Date) -> CachedResponse {
         var updated = stored
+        let options = Self.connectionOptions(of: notModified.headerFields)
         var names: [HTTPField.Name] = []
-        for field in notModified.headerFields where !self.fieldsNotUpdatedBy304.contains(field.name) && !names.contains(field.name) {
+        for field in notModified.headerFields
+        where !self.fieldsNotUpdatedBy304.contains(field.name) && !options.contains(field.name) && !names.contains(field.name) {
             names.append(field.name)
         }
         for name in names {
             updated.response.headerFields[values: name] = notModified.headerFields[values: name]
         }
+        updated.response = Self.storable(updated.response)
         updated.requestDate = requestDate
         updated.responseDate = responseDate
         return updated

@@ -65,7 +65,7 @@ enum SetCookieParser {
             if attributeValue.utf8.count > self.maximumAttributeValueLength { continue }
             switch attributeName.lowercased() {
             case "expires":
-                if let date = HTTPDate.parse(attributeValue) { cookie.expires = date }
+                if let date = HTTPDate.parseCookieDate(attributeValue) { cookie.expires = date }
             case "max-age":
                 if let seconds = self.deltaSeconds(attributeValue) { cookie.maxAge = seconds }
             case "domain":

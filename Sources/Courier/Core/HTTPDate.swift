@@ -1,24 +1,133 @@
 import Foundation
 
-/// Dates as HTTP writes them, read leniently and written as IMF-fixdate.
+/// Dates as HTTP writes them: read as RFC 9110 defines an HTTP-date for header fields, read
+/// leniently for cookies, written as IMF-fixdate.
 ///
-/// Reading follows RFC 6265's cookie-date algorithm (section 5.1.1), which accepts every form
-/// servers send: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), RFC 850 (`Sunday, 06-Nov-94
-/// 08:49:37 GMT`), asctime (`Sun Nov  6 08:49:37 1994`) and their common variants (dashes,
-/// missing weekday, two-digit years, `UTC`). The cache and the cookie store both read dates with it.
+/// - ``parse(_:)`` reads an HTTP-date (RFC 9110 section 5.6.7), as the cache must read `Date`,
+///   `Expires` and `Last-Modified` and as `Retry-After` is read: IMF-fixdate
+///   (`Sun, 06 Nov 1994 08:49:37 GMT`) and the two obsolete forms recipients must accept, RFC 850
+///   (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime (`Sun Nov  6 08:49:37 1994`). Anything else
+///   is no date: a two-digit year outside RFC 850's form, another zone than `GMT`, a missing comma
+///   or colon, an extra space, a name in the wrong case, two values joined by a comma. For
+///   `Expires`, RFC 9111 then says "already expired".
+/// - ``parseCookieDate(_:)`` is RFC 6265's cookie-date algorithm (section 5.1.1), for `Set-Cookie`'s
+///   `Expires` attribute only: it accepts every form servers send in cookies (dashes, a missing
+///   weekday, two-digit years, `UTC`).
 enum HTTPDate {
     private static let months: [[UInt8]] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
         .map { Array($0.utf8) }
+    /// The month names of an HTTP-date, in their only case.
+    private static let monthNames: [[UInt8]] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        .map { Array($0.utf8) }
+    private static let dayNames: [[UInt8]] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].map { Array($0.utf8) }
+    private static let longDayNames: [[UInt8]] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+        .map { Array($0.utf8) }
 
-    /// The date `text` names, or nil when it names none (a year before 1601, a 31st of
-    /// February, a missing time…).
-    static func parse(_ text: some StringProtocol) -> Date? {
-        guard let seconds = self.parseSeconds(text) else { return nil }
+    // MARK: HTTP-date
+
+    /// The date the HTTP-date `text` names (RFC 9110 section 5.6.7), or nil when `text` is not one.
+    static func parse(_ text: some StringProtocol, now: Date = Date()) -> Date? {
+        guard let seconds = self.parseSeconds(text, now: now) else { return nil }
         return Date(timeIntervalSince1970: TimeInterval(seconds))
     }
 
-    /// The date `text` names, as seconds since 1970, or nil.
-    static func parseSeconds(_ text: some StringProtocol) -> Int64? {
+    /// The date the HTTP-date `text` names, as seconds since 1970, or nil. An RFC 850 date's
+    /// two-digit year is the year of `now`'s century, or of the century before when that would be
+    /// more than 50 years after `now` (RFC 9110 5.6.7).
+    static func parseSeconds(_ text: some StringProtocol, now: Date = Date()) -> Int64? {
+        let bytes = Array(text.utf8)
+        switch bytes.count {
+        case 29 where bytes[3] == UInt8(ascii: ","):
+            // IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`.
+            guard Self.dayNames.contains(where: { $0[...] == bytes[0..<3] }),
+                Self.matches(bytes, at: 4, " "), let day = Self.digits(bytes, at: 5, count: 2),
+                Self.matches(bytes, at: 7, " "), let month = Self.month(bytes, at: 8),
+                Self.matches(bytes, at: 11, " "), let year = Self.digits(bytes, at: 12, count: 4),
+                Self.matches(bytes, at: 16, " "), let time = Self.time(bytes, at: 17),
+                Self.matches(bytes, at: 25, " GMT")
+            else { return nil }
+            return Self.seconds(year: year, month: month, day: day, time: time)
+        case 24:
+            // asctime: `Sun Nov  6 08:49:37 1994`.
+            guard Self.dayNames.contains(where: { $0[...] == bytes[0..<3] }),
+                Self.matches(bytes, at: 3, " "), let month = Self.month(bytes, at: 4), Self.matches(bytes, at: 7, " "),
+                let day = bytes[8] == UInt8(ascii: " ") ? Self.digits(bytes, at: 9, count: 1) : Self.digits(bytes, at: 8, count: 2),
+                Self.matches(bytes, at: 10, " "), let time = Self.time(bytes, at: 11),
+                Self.matches(bytes, at: 19, " "), let year = Self.digits(bytes, at: 20, count: 4)
+            else { return nil }
+            return Self.seconds(year: year, month: month, day: day, time: time)
+        default:
+            // RFC 850: `Sunday, 06-Nov-94 08:49:37 GMT`.
+            guard let comma = bytes.firstIndex(of: UInt8(ascii: ",")), bytes.count == comma + 24,
+                Self.longDayNames.contains(where: { $0[...] == bytes[0..<comma] }),
+                Self.matches(bytes, at: comma + 1, " "), let day = Self.digits(bytes, at: comma + 2, count: 2),
+                Self.matches(bytes, at: comma + 4, "-"), let month = Self.month(bytes, at: comma + 5),
+                Self.matches(bytes, at: comma + 8, "-"), let shortYear = Self.digits(bytes, at: comma + 9, count: 2),
+                Self.matches(bytes, at: comma + 11, " "), let time = Self.time(bytes, at: comma + 12),
+                Self.matches(bytes, at: comma + 20, " GMT")
+            else { return nil }
+            let nowDays = Int((now.timeIntervalSince1970 / 86_400).rounded(.down))
+            let currentYear = Self.civilFromDays(nowDays).year
+            var year = currentYear - currentYear % 100 + shortYear
+            if year > currentYear + 50 { year -= 100 }
+            return Self.seconds(year: year, month: month, day: day, time: time)
+        }
+    }
+
+    private static func matches(_ bytes: [UInt8], at index: Int, _ literal: StaticString) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard index + count <= bytes.count else { return false }
+        return literal.withUTF8Buffer { literal in
+            (0..<count).allSatisfy { bytes[index + $0] == literal[$0] }
+        }
+    }
+
+    /// Exactly `count` digits at `index`.
+    private static func digits(_ bytes: [UInt8], at index: Int, count: Int) -> Int? {
+        guard index + count <= bytes.count else { return nil }
+        var value = 0
+        for byte in bytes[index..<(index + count)] {
+            guard Self.isDigit(byte) else { return nil }
+            value = value * 10 + Int(byte - 0x30)
+        }
+        return value
+    }
+
+    /// A month name, case-sensitive, at `index`: 1…12.
+    private static func month(_ bytes: [UInt8], at index: Int) -> Int? {
+        guard index + 3 <= bytes.count else { return nil }
+        return Self.monthNames.firstIndex { $0[...] == bytes[index..<(index + 3)] }.map { $0 + 1 }
+    }
+
+    /// `HH:MM:SS` at `index`.
+    private static func time(_ bytes: [UInt8], at index: Int) -> (Int, Int, Int)? {
+        guard let hour = Self.digits(bytes, at: index, count: 2), Self.matches(bytes, at: index + 2, ":"),
+            let minute = Self.digits(bytes, at: index + 3, count: 2), Self.matches(bytes, at: index + 5, ":"),
+            let second = Self.digits(bytes, at: index + 6, count: 2)
+        else { return nil }
+        return (hour, minute, second)
+    }
+
+    /// Seconds since 1970 of a date and time, or nil when there is no such day or time (a leap
+    /// second, `:60`, is taken as the next second).
+    private static func seconds(year: Int, month: Int, day: Int, time: (Int, Int, Int)) -> Int64? {
+        let (hour, minute, second) = time
+        guard day >= 1, day <= Self.daysIn(month: month, year: year), hour <= 23, minute <= 59, second <= 60 else { return nil }
+        let days = Self.daysFromCivil(year: year, month: month, day: day)
+        return Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second)
+    }
+
+    // MARK: cookie-date
+
+    /// The date `text` names as RFC 6265's cookie-date algorithm reads it, or nil when it names
+    /// none (a year before 1601, a 31st of February, a missing time…). For cookies only.
+    static func parseCookieDate(_ text: some StringProtocol) -> Date? {
+        guard let seconds = self.cookieDateSeconds(text) else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(seconds))
+    }
+
+    /// The date `text` names as a cookie-date, as seconds since 1970, or nil.
+    static func cookieDateSeconds(_ text: some StringProtocol) -> Int64? {
         var time: (Int, Int, Int)?
         var day: Int?
         var month: Int?
@@ -73,7 +182,7 @@ enum HTTPDate {
         return "\(weekday), \(two(day)) \(monthName) \(year) \(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60)) GMT"
     }
 
-    // MARK: The algorithm's pieces
+    // MARK: The cookie-date algorithm's pieces
 
     /// RFC 6265's delimiter: %x09 / %x20-2F / %x3B-40 / %x5B-60 / %x7B-7E.
     private static func isDelimiter(_ byte: UInt8) -> Bool {

@@ -36,6 +36,12 @@ public struct RequestOptions: Sendable, Hashable {
     /// multiplexes instead): `false` and `nil` are honoured; `true` is refused, the task failing
     /// with ``CourierError/Code/unsupportedOption``.
     public var httpShouldUsePipelining: Bool?
+    /// Whether this request's redirects are followed; `nil` keeps the session's
+    /// ``SessionConfiguration/redirectPolicy``. With ``NIOEngine/RedirectPolicy/disallow`` the
+    /// 3xx is the task's response, and the session's cache may store it and answer the next
+    /// request that does not follow redirects either (RFC 9111: a redirect is a response like
+    /// any other); a request that follows them is never answered with a stored redirect.
+    public var redirectPolicy: NIOEngine.RedirectPolicy?
 
     /// No option set.
     public init(
@@ -43,13 +49,15 @@ public struct RequestOptions: Sendable, Hashable {
         cachePolicy: CachePolicy? = nil,
         httpShouldHandleCookies: Bool? = nil,
         allowsCellularAccess: Bool? = nil,
-        httpShouldUsePipelining: Bool? = nil
+        httpShouldUsePipelining: Bool? = nil,
+        redirectPolicy: NIOEngine.RedirectPolicy? = nil
     ) {
         self.timeoutInterval = timeoutInterval
         self.cachePolicy = cachePolicy
         self.httpShouldHandleCookies = httpShouldHandleCookies
         self.allowsCellularAccess = allowsCellularAccess
         self.httpShouldUsePipelining = httpShouldUsePipelining
+        self.redirectPolicy = redirectPolicy
     }
 
     /// These options with every option set in `other` taking precedence.
@@ -59,7 +67,8 @@ public struct RequestOptions: Sendable, Hashable {
             cachePolicy: other.cachePolicy ?? self.cachePolicy,
             httpShouldHandleCookies: other.httpShouldHandleCookies ?? self.httpShouldHandleCookies,
             allowsCellularAccess: other.allowsCellularAccess ?? self.allowsCellularAccess,
-            httpShouldUsePipelining: other.httpShouldUsePipelining ?? self.httpShouldUsePipelining
+            httpShouldUsePipelining: other.httpShouldUsePipelining ?? self.httpShouldUsePipelining,
+            redirectPolicy: other.redirectPolicy ?? self.redirectPolicy
         )
     }
 }

@@ -46,7 +46,7 @@ extension NIOExchange {
             let step = RedirectPlanner.step(
                 for: response,
                 request: state.request,
-                policy: self.engine.configuration.redirectPolicy,
+                policy: state.request.options.redirectPolicy ?? self.engine.configuration.redirectPolicy,
                 redirectCount: state.redirectCount,
                 visitedURLs: state.visitedURLs
             )

@@ -22,6 +22,9 @@ struct HopState: Sendable {
     /// Whether the request's or the session's cache policy serves stale responses, so that a
     /// response RFC 9111 would never serve again is still worth storing.
     var servesStale = false
+    /// Whether the request follows redirects: a redirect is stored, and served, only to requests
+    /// that do not.
+    var followsRedirects = true
     var requestDate: Date?
     var responseDate: Date?
     var source = ResponseSource.network
@@ -66,10 +69,11 @@ extension SessionManager {
         var plan = HopPlan.send(request)
         var hop = (revalidating: CachedResponse?.none, mayStore: false, source: ResponseSource.network)
         let now = configuration.value.responseCache?.now ?? Date()
+        let followsRedirects = (request.options.redirectPolicy ?? configuration.value.redirectPolicy) != .disallow
         if delegate.sink.usesCache {
             let stored = request.method == .get && policy != .reloadIgnoringLocalCacheData
                 ? configuration.value.responseCache?.cachedResponse(for: request) : nil
-            switch CachePlanner.decide(request, stored: stored, policy: policy, now: now) {
+            switch CachePlanner.decide(request, stored: stored, policy: policy, now: now, followsRedirects: followsRedirects) {
             case .serve(let cached):
                 plan = .answer(cached)
                 hop.source = .cache
@@ -100,6 +104,7 @@ extension SessionManager {
             state.hop.revalidating = hop.revalidating
             state.hop.mayStore = hop.mayStore
             state.hop.servesStale = servesStale
+            state.hop.followsRedirects = followsRedirects
             state.hop.source = hop.source
             state.hop.requestDate = now
             if case .send(let sent) = plan { state.hop.sentRequest = sent }
@@ -268,10 +273,10 @@ extension TaskDelegate {
         // stored, unless a policy that serves stale responses or the will-cache hook might use it.
         guard hop.servesStale || self.hooks.dataTaskWillCacheResponse != nil || CachePlanner.saysAnythingAboutCaching(response)
         else { return }
-        guard CachePlanner.isStorable(response, for: request) else { return }
+        guard CachePlanner.isStorable(response, for: request, followsRedirects: hop.followsRedirects) else { return }
         let now = cache.now
         var cached = CachedResponse(
-            response: response, data: outcome.data ?? Data(), url: request.url, storagePolicy: .allowed,
+            response: CachePlanner.storable(response), data: outcome.data ?? Data(), url: request.url, storagePolicy: .allowed,
             requestDate: hop.requestDate ?? now, responseDate: hop.responseDate ?? now)
         if let hook = self.hooks.dataTaskWillCacheResponse, let dataTask = ending.task as? DataTask {
             guard let chosen = hook(ending.manager, dataTask, cached) else { return }

@@ -33,6 +33,65 @@ struct CacheSessionTests {
         return hits
     }
 
+    /// `/moved`: a 301 to `/target`, fresh for 10 minutes; counts its hits.
+    static func movedRoute(_ server: TestServer) -> NIOLockedValueBox<Int> {
+        let hits = NIOLockedValueBox(0)
+        server.route("/moved") { _ in
+            hits.withLockedValue { $0 += 1 }
+            var response = TestServer.Response(status: .movedPermanently)
+            response.headerFields[.location] = "/target"
+            response.headerFields[.cacheControl] = "max-age=600"
+            return response
+        }
+        return hits
+    }
+
+    /// RFC 9111 and a request that does not follow redirects (``RequestOptions/redirectPolicy``):
+    /// its 301 is stored and served like any response with explicit freshness; a request that
+    /// follows redirects is never answered with it.
+    @Test func aRedirectNotFollowedIsStoredAndServedToRequestsThatDoNotFollowEither() async throws {
+        try await withTestServer { server in
+            let moves = Self.movedRoute(server)
+            let targets = Self.countingRoute(server, "/target", fields: [("Cache-Control", "no-store")])
+            try await withManager(baseURL: server.baseURL, configuration: Self.configuration()) { manager in
+                var serializer = DataResponseSerializer()
+                serializer.http.acceptableStatusCodes = IndexSet(200..<400)
+                var notFollowing = Request(url: server.url("/moved"))
+                notFollowing.options.redirectPolicy = .disallow
+                let first = try await manager.response(for: notFollowing, serializer: serializer)
+                #expect(first.response.status.code == 301 && first.source == .network)
+                let second = try await manager.response(for: notFollowing, serializer: serializer)
+                #expect(second.response.status.code == 301 && second.source == .cache)
+                #expect(second.response.headerFields[.location] == "/target")
+                #expect(moves.withLockedValue { $0 } == 1)
+                // Following: the stored 301 is not the answer; the engine follows it from the network.
+                let followed = try await manager.data(for: Request(url: server.url("/moved")))
+                #expect(followed.response.status == .ok && followed.source == .network)
+                #expect(Self.text(followed.value) == "hit 1")
+                #expect(moves.withLockedValue { $0 } == 2 && targets.withLockedValue { $0 } == 1)
+            }
+        }
+    }
+
+    @Test func aRedirectThatWasFollowableIsNotStored() async throws {
+        try await withTestServer { server in
+            // A session that refuses the redirect in its hook: the 301 ends the task, and is not stored.
+            let moves = Self.movedRoute(server)
+            try await withManager(baseURL: server.baseURL, configuration: Self.configuration()) { manager in
+                var hooks = SessionManager.Hooks()
+                hooks.taskWillPerformHTTPRedirection = { _, _, _, _ in nil }
+                manager.hooks = hooks
+                var serializer = DataResponseSerializer()
+                serializer.http.acceptableStatusCodes = IndexSet(200..<400)
+                for _ in 0..<2 {
+                    let response = try await manager.response(for: Request(url: server.url("/moved")), serializer: serializer)
+                    #expect(response.response.status.code == 301 && response.source == .network)
+                }
+                #expect(moves.withLockedValue { $0 } == 2)
+            }
+        }
+    }
+
     @Test func aFreshHitTouchesNoConnection() async throws {
         try await withTestServer(.recording) { server in
             let hits = Self.countingRoute(server, "/fresh", fields: [("Cache-Control", "max-age=600")])
@@ -272,14 +331,9 @@ struct CacheSessionTests {
         }
     }
 
-    @Test func aRedirectThatIsNotFollowedIsNotStored() async throws {
+    @Test func aRedirectTheSessionDoesNotFollowIsStoredAndServed() async throws {
         try await withTestServer { server in
-            server.route("/moved") { _ in
-                var response = TestServer.Response(status: .movedPermanently)
-                response.headerFields[.location] = "/get"
-                response.headerFields[.cacheControl] = "max-age=600"
-                return response
-            }
+            let moves = Self.movedRoute(server)
             let cache = ResponseCache()
             var configuration = Self.configuration(cache: cache)
             configuration.redirectPolicy = .disallow
@@ -287,8 +341,11 @@ struct CacheSessionTests {
                 var anyStatus = HTTPResponseSerializer()
                 anyStatus.acceptableStatusCodes = IndexSet(integersIn: 100..<600)
                 let moved = try await manager.response(for: Request(url: server.url("/moved")), serializer: anyStatus)
-                #expect(moved.response.status == .movedPermanently)
-                #expect(cache.cachedResponse(for: Request(url: server.url("/moved"))) == nil)
+                #expect(moved.response.status == .movedPermanently && moved.source == .network)
+                #expect(cache.cachedResponse(for: Request(url: server.url("/moved")))?.response.status == .movedPermanently)
+                let again = try await manager.response(for: Request(url: server.url("/moved")), serializer: anyStatus)
+                #expect(again.response.status == .movedPermanently && again.source == .cache)
+                #expect(moves.withLockedValue { $0 } == 1)
             }
         }
     }

@@ -3,8 +3,8 @@ import Testing
 
 @testable import Courier
 
-@Suite("HTTP dates")
-struct HTTPDateTests {
+@Suite("Cookie dates (RFC 6265 5.1.1)")
+struct CookieDateTests {
     /// 1994-11-06 08:49:37 UTC, RFC 9110's example.
     let example: Int64 = 784_111_777
 
@@ -21,7 +21,7 @@ struct HTTPDateTests {
         "Sun, 06 Nov 1994 8:49:37 GMT",
     ])
     func everyFormServersSend(_ text: String) {
-        #expect(HTTPDate.parseSeconds(text) == self.example, "\(text)")
+        #expect(HTTPDate.cookieDateSeconds(text) == self.example, "\(text)")
     }
 
     @Test(arguments: [
@@ -37,14 +37,14 @@ struct HTTPDateTests {
         "Sun, 06 Xyz 1994 08:49:37 GMT",
     ])
     func refusesWhatNamesNoDate(_ text: String) {
-        #expect(HTTPDate.parseSeconds(text) == nil, "\(text)")
+        #expect(HTTPDate.cookieDateSeconds(text) == nil, "\(text)")
     }
 
     @Test func twoDigitYearsFollowTheRFC() {
-        #expect(HTTPDate.parseSeconds("Thu, 01-Jan-70 00:00:01 GMT") == 1)
-        #expect(HTTPDate.parse("Wed, 09-Jun-21 10:18:14 GMT") == HTTPDate.parse("Wed, 09 Jun 2021 10:18:14 GMT"))
-        #expect(HTTPDate.parseSeconds("Fri, 29 Feb 2008 00:00:00 GMT") != nil, "a leap day")
-        #expect(HTTPDate.parseSeconds("Fri, 29 Feb 2100 00:00:00 GMT") == nil, "2100 is not a leap year")
+        #expect(HTTPDate.cookieDateSeconds("Thu, 01-Jan-70 00:00:01 GMT") == 1)
+        #expect(HTTPDate.parseCookieDate("Wed, 09-Jun-21 10:18:14 GMT") == HTTPDate.parseCookieDate("Wed, 09 Jun 2021 10:18:14 GMT"))
+        #expect(HTTPDate.cookieDateSeconds("Fri, 29 Feb 2008 00:00:00 GMT") != nil, "a leap day")
+        #expect(HTTPDate.cookieDateSeconds("Fri, 29 Feb 2100 00:00:00 GMT") == nil, "2100 is not a leap year")
     }
 
     @Test func formatsIMFFixdateAndReadsItBack() {
@@ -53,7 +53,7 @@ struct HTTPDateTests {
         #expect(HTTPDate.format(Date(timeIntervalSince1970: 0)) == "Thu, 01 Jan 1970 00:00:00 GMT")
         for seconds in stride(from: Int64(-5_000_000_000), to: 10_000_000_000, by: 123_456_789) where seconds > -11_644_473_600 {
             let text = HTTPDate.format(Date(timeIntervalSince1970: TimeInterval(seconds)))
-            #expect(HTTPDate.parseSeconds(text) == seconds, "\(text)")
+            #expect(HTTPDate.cookieDateSeconds(text) == seconds, "\(text)")
         }
     }
 }
