@@ -46,6 +46,7 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
             case requestRetryFailed
             case missingCredential
             case excessiveRefresh
+            case authenticationFailed
             case resourceUnavailable
             case unsupportedOption
             case cellularAccessDenied
@@ -109,6 +110,10 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// An ``AuthenticationInterceptor`` refreshed its credential more often than its
         /// ``AuthenticationInterceptor/RefreshWindow`` allows.
         public static let excessiveRefresh = Code(.excessiveRefresh)
+        /// The server went on challenging every answer the session gave to its HTTP
+        /// authentication challenge (a Digest nonce stale every time): the task ends after a
+        /// bounded number of answers, and the message names the challenge.
+        public static let authenticationFailed = Code(.authenticationFailed)
         /// The cache policy forbids loading and the cache holds no usable response
         /// (``RequestOptions/CachePolicy/returnCacheDataDontLoad``; URLSession's
         /// `NSURLErrorResourceUnavailable`).

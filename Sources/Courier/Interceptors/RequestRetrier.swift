@@ -37,6 +37,9 @@ public struct FailedAttempt: Sendable {
     public var previousRetries: [RetryReason]
     /// The request's logger (a no-op logger when none was set).
     public var logger: Logger
+    /// Whether the request's `Authorization` field is the session's own, added for a protection
+    /// space it answered before (not the caller's, nor an adapter's).
+    var carriesSessionAuthorization = false
 
     /// An attempt; sessions make these, tests of retriers may too.
     public init(

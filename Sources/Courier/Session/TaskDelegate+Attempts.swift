@@ -25,7 +25,8 @@ extension TaskDelegate {
                 metadata: ["courier-attempt": "\(attempt + 1)", "courier-request": "\(self.originalRequest.summary)"])
         }
         guard interception.adaptsAsynchronously else {
-            self.send(self.finishAdapting(self.originalRequest, span: span), attempt: attempt, on: manager)
+            let (request, ownAuthorization) = self.finishAdapting(self.originalRequest, span: span)
+            self.send(request, attempt: attempt, ownAuthorization: ownAuthorization, on: manager)
             return
         }
         let context = AdaptationContext(taskIdentifier: self.identifier, retryCount: retries, logger: interception.logger)
@@ -56,9 +57,9 @@ extension TaskDelegate {
         guard action == .send, let task else { return }
         switch result {
         case .success(let adapted):
-            let request = self.finishAdapting(adapted, span: span)
+            let (request, ownAuthorization) = self.finishAdapting(adapted, span: span)
             self.interception.monitors?.emit { $0.task(task, didAdaptRequest: self.originalRequest, to: request) }
-            self.send(request, attempt: attempt, on: manager)
+            self.send(request, attempt: attempt, ownAuthorization: ownAuthorization, on: manager)
         case .failure(let error):
             self.interception.monitors?.emit { $0.task(task, didFailToAdaptRequest: self.originalRequest, with: error) }
             self.interception.logger.debug("an adapter failed the request", metadata: ["courier-error": "\(error.code)"])
@@ -67,10 +68,13 @@ extension TaskDelegate {
     }
 
     /// The steps after the adapters: the session's HTTP authentication for a space it answered
-    /// before, and the trace context (a hop span's, when the session has a tracer).
-    private func finishAdapting(_ request: Request, span: TaskSpan?) -> Request {
+    /// before, and the trace context (a hop span's, when the session has a tracer). Also says
+    /// whether the `Authorization` field is the session's own (a stale Digest nonce is then the
+    /// session's to renew, not the caller's refusal).
+    private func finishAdapting(_ request: Request, span: TaskSpan?) -> (request: Request, ownAuthorization: Bool) {
         let authenticated = self.interception.authentication.authenticate(request)
-        guard let span else { return authenticated }
+        let ownAuthorization = !request.headerFields.contains(.authorization) && authenticated.headerFields.contains(.authorization)
+        guard let span else { return (authenticated, ownAuthorization) }
         let attempt = self.state.withLockedValue { $0.machine.attempt }
         let (hop, prepared) = span.startHop(authenticated, attempt: attempt, redirect: 0)
         let previous = self.state.withLockedValue { state -> HopSpan? in
@@ -78,13 +82,14 @@ extension TaskDelegate {
             return state.hopSpan?.span
         }
         previous?.end(response: nil, error: nil)
-        return prepared
+        return (prepared, ownAuthorization)
     }
 
     /// Hands an attempt's request to the engine.
-    private func send(_ request: Request, attempt: Int, on manager: SessionManager) {
+    private func send(_ request: Request, attempt: Int, ownAuthorization: Bool, on manager: SessionManager) {
         self.state.withLockedValue { state in
             state.currentRequest = request
+            state.carriesSessionAuthorization = ownAuthorization
             state.metrics?.exchangeBegan(request)
         }
         manager.execute(request, for: self, attempt: attempt)

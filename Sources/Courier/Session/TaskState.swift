@@ -46,6 +46,9 @@ struct TaskState {
     var hop = HopState()
     /// The reasons of the retries so far, oldest first.
     var retryReasons: [RetryReason] = []
+    /// Whether the current attempt's `Authorization` field is the session's own
+    /// (``FailedAttempt/carriesSessionAuthorization``).
+    var carriesSessionAuthorization = false
     /// The current attempt's response, while it may still be retried: its progress is held back
     /// (reported when the task ends with it, dropped when it is retried), so that progress
     /// never goes backwards.

@@ -116,4 +116,59 @@ struct HTTPAuthenticationResponderTests {
         #expect(store.credential(for: ProtectionSpace(url: URL(string: "http://elsewhere.test")!, realm: "staff")!) == nil)
         #expect(!HTTPCredential(user: "ann", password: "secret").description.contains("secret"))
     }
+
+    @Test("RFC 7616 3.3: the session's own Digest answer with a stale nonce is renewed without the hook; a refused one counts as a failure")
+    func aStaleNonceOnTheSessionsOwnAnswer() throws {
+        let store = CredentialStore()
+        store.set(HTTPCredential(user: "ann", password: "pw"), for: try #require(ProtectionSpace(url: Self.url)))
+        let responder = Self.responder(store)
+        #expect(responder.respond(to: Self.refusal([#"Digest realm="r", nonce="n1", qop="auth""#]), hook: nil).isRetry)
+        let upFront = responder.authenticate(Request(url: Self.url))
+        #expect(upFront.headerFields[.authorization]?.contains(#"nonce="n1""#) == true)
+
+        // The server calls n1 stale: renewed at once, the hook never asked.
+        var stale = Self.refusal([#"Digest realm="r", nonce="n2", qop="auth", stale=true"#], request: upFront)
+        stale.carriesSessionAuthorization = true
+        let asked = NIOLockedValueBox(0)
+        let hook: @Sendable (AuthenticationChallenge) -> ChallengeDisposition = { _ in
+            asked.withLockedValue { $0 += 1 }
+            return .performDefaultHandling
+        }
+        #expect(responder.respond(to: stale, hook: hook).isRetry)
+        #expect(asked.withLockedValue { $0 } == 0)
+        let renewed = try #require(responder.authenticate(Request(url: Self.url)).headerFields[.authorization])
+        #expect(renewed.contains(#"nonce="n2""#) && renewed.contains("nc=00000001"))
+
+        // The same field set by the caller: the caller's to answer.
+        stale.carriesSessionAuthorization = false
+        #expect(!responder.respond(to: stale, hook: hook).isRetry)
+
+        // Not stale: the credential itself was refused. The hook hears of one failure; without a
+        // hook the credential is not sent again.
+        var refused = Self.refusal([#"Digest realm="r", nonce="n3", qop="auth""#], request: upFront)
+        refused.carriesSessionAuthorization = true
+        #expect(!responder.respond(to: refused, hook: nil).isRetry)
+        let failures = NIOLockedValueBox<[Int]>([])
+        _ = responder.respond(to: refused, hook: { challenge in
+            failures.withLockedValue { $0.append(challenge.previousFailureCount) }
+            return .performDefaultHandling
+        })
+        #expect(failures.withLockedValue { $0 } == [1])
+    }
+
+    @Test("A nonce stale answer after answer: after the bound, an error that names the challenge")
+    func aNonceStaleEveryTime() {
+        let store = CredentialStore()
+        store.set(HTTPCredential(user: "ann", password: "pw"), for: ProtectionSpace(url: Self.url)!)
+        let responder = Self.responder(store)
+        let previous = Array(repeating: RetryReason.challenge, count: HTTPAuthenticationResponder.maximumRounds)
+        let decision = responder.respond(
+            to: Self.refusal([#"Digest realm="r", nonce="n9", qop="auth", stale=true"#], previous: previous), hook: nil)
+        #expect(!decision.isRetry)
+        #expect(decision.error?.code == .authenticationFailed)
+        #expect(decision.error?.message.contains(#"realm "r""#) == true)
+        // Not stale: the 401 stands, as before.
+        let plain = responder.respond(to: Self.refusal([#"Digest realm="r", nonce="n9", qop="auth""#], previous: previous), hook: nil)
+        #expect(!plain.isRetry && plain.error == nil)
+    }
 }

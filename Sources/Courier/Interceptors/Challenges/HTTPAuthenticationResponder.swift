@@ -86,11 +86,23 @@ final class HTTPAuthenticationResponder: Sendable {
     func respond(to attempt: FailedAttempt, hook: (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)?) -> RetryDecision {
         guard attempt.error == nil, let response = attempt.response, response.status == .unauthorized else { return .doNotRetry }
         let rounds = attempt.retryCount(for: .challenge)
+        let sentAuthorization = attempt.request.headerFields.contains(.authorization)
         // An Authorization the caller set (not ours) was refused: the 401 is the caller's to see.
-        if rounds == 0, attempt.request.headerFields.contains(.authorization) { return .doNotRetry }
-        guard rounds < Self.maximumRounds else { return .doNotRetry }
+        if rounds == 0, sentAuthorization, !attempt.carriesSessionAuthorization { return .doNotRetry }
+        // The session's own Authorization, for a space it answered before, was refused.
+        let ownRefused = rounds == 0 && sentAuthorization
         let offered = HTTPChallenge.parse(response.headerFields[values: .wwwAuthenticate])
         let candidates = Self.answerable(offered)
+        guard rounds < Self.maximumRounds else {
+            // A server that calls every answer's nonce stale ends the task with an error that
+            // names the challenge; any other refusal leaves its 401 to the caller.
+            guard let (challenge, digest) = candidates.first, let digest, digest.stale else { return .doNotRetry }
+            return .doNotRetry(
+                failingWith: CourierError(
+                    .authenticationFailed,
+                    "\(attempt.request.summary): the server still called the nonce stale after \(rounds) answers to its challenge (Digest realm \"\(challenge.realm ?? "")\", algorithm \(digest.algorithm.name))",
+                    request: attempt.request, response: response, data: attempt.data))
+        }
         let urlCredential = attempt.request.url.user.map {
             HTTPCredential(user: $0.removingPercentEncoding ?? $0, password: attempt.request.url.password?.removingPercentEncoding ?? "")
         }
@@ -99,8 +111,18 @@ final class HTTPAuthenticationResponder: Sendable {
             guard let space = ProtectionSpace(url: attempt.request.url, realm: challenge.realm ?? "", authenticationMethod: method) else {
                 return .doNotRetry
             }
-            // A stale nonce refuses the nonce, not the credential.
-            let failures = digest?.stale == true ? 0 : rounds
+            let answered = ownRefused ? self.answers.withLockedValue { $0[space] } : nil
+            // RFC 7616 3.3: the session's own Digest answer came back with a stale nonce. The
+            // credential stands: the request goes again, once, with the new nonce, and the hook
+            // is not asked.
+            if let answered, let digest, digest.stale {
+                self.record(space: space, credential: answered.credential, digest: digest, url: attempt.request.url)
+                attempt.logger.debug("renewing a stale Digest nonce", metadata: ["courier.realm": "\(space.realm ?? "")"])
+                return .retry(reason: .challenge)
+            }
+            // A stale nonce refuses the nonce, not the credential; the session's own credential,
+            // refused, counts as one failure.
+            let failures = digest?.stale == true ? 0 : (answered != nil ? max(rounds, 1) : rounds)
             let proposed = urlCredential ?? self.credentials.credential(for: space)
             let question = AuthenticationChallenge(
                 protectionSpace: space, challenge: challenge, previousFailureCount: failures, failureResponse: response,

@@ -135,3 +135,110 @@ struct SessionAuthenticationTests {
         }
     }
 }
+
+/// RFC 7616 3.3 over a socket: a Digest nonce the server calls stale.
+@Suite("Session: a stale Digest nonce")
+struct SessionDigestStaleNonceTests {
+    /// `/digest/a`, `/b`, `/c`: answers 200 to a Digest `Authorization` from `ann` with the current nonce, 401
+    /// with `stale=true` and the current nonce to one with an older nonce, and a plain challenge to
+    /// a request without one. `/digest/always` calls every nonce stale and makes a new one each time.
+    final class DigestRoute: Sendable {
+        let nonce = NIOLockedValueBox(1)
+        let requests = NIOLockedValueBox<[String?]>([])
+
+        init(_ server: TestServer) {
+            for path in ["/digest/a", "/digest/b", "/digest/c", "/digest/always"] {
+                server.route(path) { request in self.answer(request) }
+            }
+        }
+
+        func answer(_ request: TestServer.Request) -> TestServer.Response {
+            let authorization = request.value(forHTTPHeaderField: "Authorization")
+            self.requests.withLockedValue { $0.append(authorization) }
+            let always = request.path.hasSuffix("/always")
+            let current = self.nonce.withLockedValue { nonce in
+                if always, authorization != nil { nonce += 1 }
+                return "n\(nonce)"
+            }
+            func challenge(stale: Bool) -> TestServer.Response {
+                let value = #"Digest realm="r", qop="auth", algorithm=SHA-256, nonce="\#(current)""# + (stale ? ", stale=true" : "")
+                return TestServer.Response(status: .unauthorized, headerFields: [.wwwAuthenticate: value])
+            }
+            guard let authorization else { return challenge(stale: false) }
+            guard authorization.hasPrefix("Digest "), authorization.contains(#"username="ann""#) else { return challenge(stale: false) }
+            guard !always, authorization.contains(#"nonce="\#(current)""#) else { return challenge(stale: true) }
+            return .json(#"{"ok":true}"#)
+        }
+    }
+
+    @Test("A stale nonce on the session's own up-front Authorization is renewed once, without asking the hook")
+    func theSessionsOwnStaleNonceIsRenewed() async throws {
+        try await withTestServer { server in
+            let route = DigestRoute(server)
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            let asked = NIOLockedValueBox(0)
+            var hooks = SessionManager.Hooks()
+            hooks.taskDidReceiveAuthenticationChallenge = { _, _, _ in
+                asked.withLockedValue { $0 += 1 }
+                return .useCredential(HTTPCredential(user: "ann", password: "pw"))
+            }
+            manager.hooks = hooks
+            let first = try await manager.data(for: Request(url: server.url("/digest/a")))
+            #expect(first.response.status == .ok)
+            #expect(asked.withLockedValue { $0 } == 1)
+            // The server moves on to a new nonce: the next request's up-front answer is stale.
+            route.nonce.withLockedValue { $0 = 2 }
+            let second = try await manager.data(for: Request(url: server.url("/digest/b")))
+            #expect(second.response.status == .ok)
+            #expect(asked.withLockedValue { $0 } == 1, "the hook is not asked for a stale nonce")
+            let sent = route.requests.withLockedValue { $0 }
+            #expect(sent.count == 4)
+            #expect(sent[2]?.contains(#"nonce="n1""#) == true, "up front, with the nonce it had")
+            #expect(sent[3]?.contains(#"nonce="n2""#) == true && sent[3]?.contains("nc=00000001") == true, "again, with the new nonce, counted afresh")
+            // The next request uses the new nonce at once.
+            _ = try await manager.data(for: Request(url: server.url("/digest/c")))
+            #expect(route.requests.withLockedValue { $0.count } == 5)
+        }
+    }
+
+    @Test("An Authorization the caller set stays the caller's: its stale nonce is the caller's 401")
+    func theCallersAuthorizationIsTheCallers() async throws {
+        try await withTestServer { server in
+            let route = DigestRoute(server)
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            manager.credentials.set(HTTPCredential(user: "ann", password: "pw"), for: try #require(ProtectionSpace(url: server.baseURL)))
+            var request = Request(url: server.url("/digest/a"))
+            request.headerFields[.authorization] = #"Digest username="ann", realm="r", nonce="n0", uri="/digest/a", response="00""#
+            do throws(CourierError) {
+                _ = try await manager.data(for: request)
+                Issue.record("the caller's stale Authorization was answered")
+            } catch {
+                #expect(error.code == .unacceptableStatusCode)
+                #expect(error.response?.status == .unauthorized)
+            }
+            #expect(route.requests.withLockedValue { $0.count } == 1)
+        }
+    }
+
+    @Test("A server that calls every nonce stale ends the task after a bounded number of answers, with an error naming the challenge")
+    func aServerThatCallsEveryNonceStaleEndsTheTask() async throws {
+        try await withTestServer { server in
+            let route = DigestRoute(server)
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            manager.credentials.set(HTTPCredential(user: "ann", password: "pw"), for: try #require(ProtectionSpace(url: server.baseURL)))
+            do throws(CourierError) {
+                _ = try await manager.data(for: Request(url: server.url("/digest/always")))
+                Issue.record("succeeded")
+            } catch {
+                #expect(error.code == .authenticationFailed)
+                #expect(error.message.contains(#"realm "r""#) && error.message.contains("stale"), "\(error.message)")
+                #expect(error.response?.status == .unauthorized)
+            }
+            let count = route.requests.withLockedValue { $0.count }
+            #expect(count == HTTPAuthenticationResponder.maximumRounds + 1)
+        }
+    }
+}
