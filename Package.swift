@@ -41,6 +41,8 @@ let package = Package(
         // (swift-nio-ssl has no chain verifier of its own); brings swift-crypto, a second BoringSSL.
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        // Digest authentication's MD5 and SHA-256 (swift-certificates builds it already).
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
     ],
     targets: [
         .target(
@@ -65,6 +67,7 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strictSettings

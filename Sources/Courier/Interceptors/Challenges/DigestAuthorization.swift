@@ -1,4 +1,5 @@
 import Foundation
+import Crypto
 
 /// The `Authorization` values of HTTP Basic (RFC 7617) and Digest (RFC 7616) authentication.
 enum HTTPAuthorization {
@@ -33,8 +34,9 @@ enum HTTPAuthorization {
 
         func digest(_ text: String) -> String {
             switch self.hash {
-            case .md5: MD5.hash(text.utf8).lowercaseHex
-            case .sha256: SHA256.hash(text.utf8).lowercaseHex
+            // swift-crypto's (BoringSSL's), already built for swift-certificates.
+            case .md5: Insecure.MD5.hash(data: Array(text.utf8)).lowercaseHex
+            case .sha256: Crypto.SHA256.hash(data: Array(text.utf8)).lowercaseHex
             }
         }
     }
@@ -119,5 +121,19 @@ enum HTTPAuthorization {
 extension String {
     fileprivate func leftPadded(to length: Int) -> String {
         self.count >= length ? self : String(repeating: "0", count: length - self.count) + self
+    }
+}
+
+extension Sequence<UInt8> {
+    /// Lower-case hexadecimal, two digits a byte.
+    var lowercaseHex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(self.underestimatedCount * 2)
+        for byte in self {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }
