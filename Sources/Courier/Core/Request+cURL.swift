@@ -15,7 +15,17 @@ extension Request {
     /// `--data-binary`, a file body as `--data-binary @path`; a body that cannot be written on a
     /// command line (binary bytes, a stream) is left out, and a last line, a shell comment, says so.
     public func cURLDescription() -> String {
-        let (groups, omission) = self.cURLWords(omitting: [], includingBody: true)
+        self.cURLDescription(user: nil)
+    }
+
+    /// ``cURLDescription()`` with `--user user:password` for a credential the session would answer
+    /// a Basic challenge with.
+    func cURLDescription(user credential: HTTPCredential?) -> String {
+        var (groups, omission) = self.cURLWords(omitting: [], includingBody: true)
+        if let credential {
+            let urlGroup = groups.firstIndex { $0.count == 1 && !$0[0].hasPrefix("--") } ?? 0
+            groups.insert(["--user", Self.shellQuoted("\(credential.user):\(credential.password)")], at: urlGroup + 1)
+        }
         // The method and the URL on the first line, then one option with its value per line.
         let urlGroup = groups.firstIndex { $0.count == 1 && !$0[0].hasPrefix("--") } ?? 0
         var lines = ["curl " + groups[...urlGroup].flatMap { $0 }.joined(separator: " ")]

@@ -16,6 +16,8 @@ struct ConnectivityRetrier: RequestRetrier {
     let policy: ConnectivityRetryPolicy
     let reachability: NetworkReachabilityManager
     var clock: any RetryClock = .system
+    /// Told when a task starts waiting for the network (the task's event monitors), if set.
+    var willWait: (@Sendable () -> Void)?
 
     func retry(_ attempt: FailedAttempt) async throws -> RetryDecision {
         guard let error = attempt.error, error.code == .connectionFailed, attempt.response == nil,
@@ -23,6 +25,7 @@ struct ConnectivityRetrier: RequestRetrier {
             ConnectionFailureCause(error).meansNetworkIsDown(status: self.reachability.networkReachabilityStatus)
         else { return .doNotRetry }
         attempt.logger.debug("waiting for the network to retry", metadata: ["courier.maximum-wait": "\(self.policy.maximumWait)"])
+        self.willWait?()
         let networkIsBack = await self.reachability.waitUntilReachable(within: self.policy.maximumWait, clock: self.clock)
         try Task.checkCancellation()
         return networkIsBack ? .retry(reason: .connectivity) : .doNotRetry

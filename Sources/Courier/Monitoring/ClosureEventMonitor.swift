@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import HTTPTypes
 
 /// An ``EventMonitor`` whose events run the closures you set (Alamofire's `ClosureEventMonitor`).
@@ -39,6 +40,20 @@ public struct ClosureEventMonitor: EventMonitor {
     public var taskDidComplete: (@Sendable (SessionTask, CourierError?) -> Void)?
     /// ``EventMonitor/task(_:didSerializeResponseWith:object:error:)``.
     public var taskDidSerializeResponse: (@Sendable (SessionTask, any ResponseSerializer, (any Sendable)?, CourierError?) -> Void)?
+    /// ``EventMonitor/task(_:retryRefusedByBudget:reason:)``.
+    public var taskRetryRefusedByBudget: (@Sendable (SessionTask, FailedAttempt, RetryReason) -> Void)?
+    /// ``EventMonitor/task(_:didAnswerFromCache:source:)``.
+    public var taskDidAnswerFromCache: (@Sendable (SessionTask, HTTPResponse, ResponseSource) -> Void)?
+    /// ``EventMonitor/task(_:didStoreInCache:)``.
+    public var taskDidStoreInCache: (@Sendable (SessionTask, CachedResponse) -> Void)?
+    /// ``EventMonitor/task(_:didReceive:disposition:)``.
+    public var taskDidReceiveChallenge: (@Sendable (SessionTask, AuthenticationChallenge, ChallengeDisposition) -> Void)?
+    /// ``EventMonitor/task(_:didFinishDownloadingTo:)``.
+    public var taskDidFinishDownloading: (@Sendable (SessionTask, URL) -> Void)?
+    /// ``EventMonitor/taskIsWaitingForConnectivity(_:)``.
+    public var taskIsWaitingForConnectivity: (@Sendable (SessionTask) -> Void)?
+    /// ``EventMonitor/sessionDidInvalidate(_:)``.
+    public var sessionDidInvalidate: (@Sendable (SessionManager) -> Void)?
 
     /// A monitor with no closures, on `queue` (a new serial queue by default).
     public init(queue: DispatchQueue = DispatchQueue(label: "courier.closure-event-monitor")) {
@@ -77,4 +92,17 @@ public struct ClosureEventMonitor: EventMonitor {
     ) {
         self.taskDidSerializeResponse?(task, serializer, object, error)
     }
+    public func task(_ task: SessionTask, retryRefusedByBudget attempt: FailedAttempt, reason: RetryReason) {
+        self.taskRetryRefusedByBudget?(task, attempt, reason)
+    }
+    public func task(_ task: SessionTask, didAnswerFromCache response: HTTPResponse, source: ResponseSource) {
+        self.taskDidAnswerFromCache?(task, response, source)
+    }
+    public func task(_ task: SessionTask, didStoreInCache response: CachedResponse) { self.taskDidStoreInCache?(task, response) }
+    public func task(_ task: SessionTask, didReceive challenge: AuthenticationChallenge, disposition: ChallengeDisposition) {
+        self.taskDidReceiveChallenge?(task, challenge, disposition)
+    }
+    public func task(_ task: SessionTask, didFinishDownloadingTo location: URL) { self.taskDidFinishDownloading?(task, location) }
+    public func taskIsWaitingForConnectivity(_ task: SessionTask) { self.taskIsWaitingForConnectivity?(task) }
+    public func sessionDidInvalidate(_ session: SessionManager) { self.sessionDidInvalidate?(session) }
 }

@@ -14,9 +14,16 @@ import HTTPTypes
 /// A task's events, in order: ``taskDidCreate(_:)``; ``taskDidResume(_:)``; per attempt,
 /// ``task(_:didAdaptRequest:to:)`` (or ``task(_:didFailToAdaptRequest:with:)``), redirections,
 /// the response head, body progress both ways; ``task(_:willRetry:after:reason:)`` between
-/// attempts; then ``task(_:didFinishCollecting:)``, ``task(_:didCompleteWith:)`` and, for tasks
-/// with a serializer, ``task(_:didSerializeResponseWith:object:error:)``. ``taskDidSuspend(_:)``,
-/// ``taskDidResume(_:)`` and ``taskDidCancel(_:)`` come when they are called.
+/// attempts (with ``task(_:didReceive:disposition:)`` for a challenge answered,
+/// ``taskIsWaitingForConnectivity(_:)`` before a connectivity retry's wait, or
+/// ``task(_:retryRefusedByBudget:reason:)`` when the budget refused one);
+/// ``task(_:didAnswerFromCache:source:)`` when the cache answered; then
+/// ``task(_:didFinishDownloadingTo:)`` for a download, ``task(_:didStoreInCache:)`` when the cache
+/// stored the response, ``task(_:didFinishCollecting:)``, ``task(_:didCompleteWith:)`` and, for
+/// tasks with a serializer, ``task(_:didSerializeResponseWith:object:error:)``.
+/// ``taskDidSuspend(_:)``, ``taskDidResume(_:)`` and ``taskDidCancel(_:)`` come when they are
+/// called; ``sessionDidInvalidate(_:)`` last of all. Events arrive as they happen, each monitor's
+/// in the order they happened.
 public protocol EventMonitor: Sendable {
     /// Where this monitor's events are delivered; make it serial. Each monitor should have its own.
     var queue: DispatchQueue { get }
@@ -50,6 +57,25 @@ public protocol EventMonitor: Sendable {
     func task(_ task: SessionTask, didCompleteWith error: CourierError?)
     /// A response serializer turned the task's response into `object`, or failed with `error`.
     func task(_ task: SessionTask, didSerializeResponseWith serializer: any ResponseSerializer, object: (any Sendable)?, error: CourierError?)
+    /// A retrier asked to retry the attempt for `reason`, and the session's ``RetryBudget``
+    /// refused: the task ends with the attempt's outcome.
+    func task(_ task: SessionTask, retryRefusedByBudget attempt: FailedAttempt, reason: RetryReason)
+    /// The session's cache answered the task: a fresh stored response (`source` is
+    /// ``ResponseSource/cache``) or one a `304` confirmed (``ResponseSource/revalidatedCache``).
+    func task(_ task: SessionTask, didAnswerFromCache response: HTTPResponse, source: ResponseSource)
+    /// The session's cache stored the task's response.
+    func task(_ task: SessionTask, didStoreInCache response: CachedResponse)
+    /// A `WWW-Authenticate` challenge was answered with `disposition` (the challenge hook's, or the
+    /// session's default handling; a stale Digest nonce renewed is `.useCredential`).
+    func task(_ task: SessionTask, didReceive challenge: AuthenticationChallenge, disposition: ChallengeDisposition)
+    /// A download task's file is in its final place (its destination, or the temporary file
+    /// when it has none), just before the task completes.
+    func task(_ task: SessionTask, didFinishDownloadingTo location: URL)
+    /// The task failed for want of a network and waits for it to come back
+    /// (``SessionManager/connectivityRetry``), as URLSession's `taskIsWaitingForConnectivity`.
+    func taskIsWaitingForConnectivity(_ task: SessionTask)
+    /// The session was invalidated and its engine shut down: no event of it follows.
+    func sessionDidInvalidate(_ session: SessionManager)
 }
 
 extension EventMonitor {
@@ -85,4 +111,18 @@ extension EventMonitor {
     public func task(
         _ task: SessionTask, didSerializeResponseWith serializer: any ResponseSerializer, object: (any Sendable)?, error: CourierError?
     ) {}
+    /// Does nothing.
+    public func task(_ task: SessionTask, retryRefusedByBudget attempt: FailedAttempt, reason: RetryReason) {}
+    /// Does nothing.
+    public func task(_ task: SessionTask, didAnswerFromCache response: HTTPResponse, source: ResponseSource) {}
+    /// Does nothing.
+    public func task(_ task: SessionTask, didStoreInCache response: CachedResponse) {}
+    /// Does nothing.
+    public func task(_ task: SessionTask, didReceive challenge: AuthenticationChallenge, disposition: ChallengeDisposition) {}
+    /// Does nothing.
+    public func task(_ task: SessionTask, didFinishDownloadingTo location: URL) {}
+    /// Does nothing.
+    public func taskIsWaitingForConnectivity(_ task: SessionTask) {}
+    /// Does nothing.
+    public func sessionDidInvalidate(_ session: SessionManager) {}
 }

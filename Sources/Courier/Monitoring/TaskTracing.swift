@@ -35,11 +35,20 @@ struct TaskSpan: Sendable {
     /// Starts the span of a hop, a child of the task's, and returns `request` with the hop's
     /// context attached and injected into its header fields. `attempt` counts from 0; `redirect`
     /// is the hop's place among the attempt's redirects (0 for the attempt's first request).
-    func startHop(_ request: Request, attempt: Int, redirect: Int) -> (HopSpan, Request) {
+    ///
+    /// As OpenTelemetry's HTTP client convention asks of each physical request, the hop's span
+    /// carries `server.address` and `server.port` (the hop's, after redirects),
+    /// `http.request.resend_count` (the hops of the task before this one, for whatever reason:
+    /// `resendCount`), and, once known, `network.protocol.version` (``HopSpan/responseArrives(over:)``)
+    /// and `http.response.status_code`.
+    func startHop(_ request: Request, attempt: Int, redirect: Int, resendCount: Int) -> (HopSpan, Request) {
         let span = self.tracer.startSpan("\(request.method.rawValue) hop", context: self.span.context, ofKind: .client)
         span.updateAttributes { attributes in
             attributes["http.request.method"] = request.method.rawValue
             attributes["url.full"] = Self.redacted(request.url)
+            attributes["server.address"] = request.url.host
+            if let port = request.url.effectivePort { attributes["server.port"] = port }
+            if resendCount > 0 { attributes["http.request.resend_count"] = resendCount }
             attributes["courier.attempt"] = attempt + 1
             if redirect > 0 { attributes["courier.redirect"] = redirect }
         }
@@ -90,6 +99,19 @@ struct TaskSpan: Sendable {
 /// or when its attempt ended.
 struct HopSpan: Sendable {
     let span: any Span
+
+    /// The response head is about to arrive over `networkProtocolName` (`http/1.1`, `h2`):
+    /// OpenTelemetry's `network.protocol.version` (`1.1`, `2`).
+    func responseArrives(over networkProtocolName: String) {
+        let version: String =
+            switch networkProtocolName {
+            case "h2": "2"
+            case "http/1.1": "1.1"
+            case "http/1.0": "1.0"
+            default: networkProtocolName
+            }
+        self.span.attributes["network.protocol.version"] = version
+    }
 
     /// Ends the hop with what it got: a response head, an error, or neither (cancelled before).
     func end(response: HTTPResponse?, error: CourierError?) {

@@ -14,8 +14,23 @@ struct InterceptionSettings: Sendable {
     /// The monitors' delivery, made when they are set; nil when there are none.
     var monitorGroup: EventMonitorGroup?
     var logger: Logger?
-    /// The process's tracer when one was bootstrapped, else nil (a no-op tracer's spans still cost).
-    var tracer: (any Tracer)? = InstrumentationSystem.tracer is NoOpTracer ? nil : InstrumentationSystem.tracer
+    /// The session's own tracer, when one was set (``SessionManager/tracer``); nil for none.
+    var tracer: (any Tracer)?
+    /// Whether ``SessionManager/tracer`` was set; until it is, each task takes the process's.
+    var tracerIsSet = false
+    /// Where a task finds the process's tracer when the session has none of its own: the one
+    /// bootstrapped in `InstrumentationSystem` at the time (tests give their own).
+    var systemTracer: @Sendable () -> (any Tracer)? = InterceptionSettings.bootstrappedTracer
+
+    /// The tracer a task made now uses.
+    var currentTracer: (any Tracer)? { self.tracerIsSet ? self.tracer : self.systemTracer() }
+
+    /// The tracer bootstrapped in `InstrumentationSystem`, or nil when none was (a no-op tracer's
+    /// spans would still cost).
+    @Sendable static func bootstrappedTracer() -> (any Tracer)? {
+        let tracer = InstrumentationSystem.tracer
+        return tracer is NoOpTracer ? nil : tracer
+    }
 }
 
 extension SessionManager {

@@ -59,9 +59,8 @@ extension SessionManager {
                 defer { registry.shutdownWaiters = [] }
                 return registry.shutdownWaiters
             }
-            // Every task has ended: its events go to the monitors' queues before invalidate()
-            // returns, not after the coalescing delay.
-            self.settings.withLockedValue { $0.interception.monitorGroup }?.flush()
+            // Every task has ended and its events are on the monitors' queues: this one is the last.
+            self.settings.withLockedValue { $0.interception.monitorGroup }?.emit { $0.sessionDidInvalidate(self) }
             NotificationCenter.default.post(name: .sessionDidInvalidate, object: self)
             for waiter in waiters { waiter.resume() }
         }

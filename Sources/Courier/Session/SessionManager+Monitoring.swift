@@ -32,11 +32,17 @@ extension SessionManager {
     /// request's method, URL and, at the end, status, retries and error) and, as its children, a
     /// span per hop (each attempt's request and each redirect's), whose context is injected into
     /// the hop's header fields (`traceparent` for W3C tracers) and handed to the engine as
-    /// ``Request/serviceContext``. By default the tracer bootstrapped in
-    /// `InstrumentationSystem` when the manager was made, and none when none was (a no-op tracer
-    /// is skipped: its spans would still cost).
+    /// ``Request/serviceContext``. Until it is set, each task takes the tracer bootstrapped in
+    /// `InstrumentationSystem` when the task is made, and none when none was (a no-op tracer is
+    /// skipped: its spans would still cost), so a manager made before the bootstrap traces too.
+    /// Set it to `nil` for no spans at all.
     public var tracer: (any Tracer)? {
-        get { self.settings.withLockedValue { $0.interception.tracer } }
-        set { self.settings.withLockedValue { $0.interception.tracer = newValue } }
+        get { self.settings.withLockedValue { $0.interception.currentTracer } }
+        set {
+            self.settings.withLockedValue { settings in
+                settings.interception.tracer = newValue
+                settings.interception.tracerIsSet = true
+            }
+        }
     }
 }

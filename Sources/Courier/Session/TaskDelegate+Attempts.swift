@@ -75,8 +75,11 @@ extension TaskDelegate {
         let authenticated = self.interception.authentication.authenticate(request)
         let ownAuthorization = !request.headerFields.contains(.authorization) && authenticated.headerFields.contains(.authorization)
         guard let span else { return (authenticated, ownAuthorization) }
-        let attempt = self.state.withLockedValue { $0.machine.attempt }
-        let (hop, prepared) = span.startHop(authenticated, attempt: attempt, redirect: 0)
+        let (attempt, resends) = self.state.withLockedValue { state in
+            defer { state.tracedHops += 1 }
+            return (state.machine.attempt, state.tracedHops)
+        }
+        let (hop, prepared) = span.startHop(authenticated, attempt: attempt, redirect: 0, resendCount: resends)
         let previous = self.state.withLockedValue { state -> HopSpan? in
             defer { state.hopSpan = (hop, 0) }
             return state.hopSpan?.span

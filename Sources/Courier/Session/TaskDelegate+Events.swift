@@ -8,6 +8,12 @@ import Logging
 /// tracer. The hooks that decide something (a response's disposition, a redirect) are called
 /// where the decision is made; they see the same events.
 extension TaskDelegate {
+    /// Hands an event of this task to the monitors; costs nothing when the session has none.
+    func emit(_ event: @escaping @Sendable (any EventMonitor, SessionTask) -> Void) {
+        guard let monitors = self.interception.monitors, let task = self.state.withLockedValue({ $0.task }) else { return }
+        monitors.emit { event($0, task) }
+    }
+
     func didResume(_ task: SessionTask) {
         NotificationCenter.default.post(name: .taskDidResume, object: task)
         self.interception.monitors?.emit { $0.taskDidResume(task) }

@@ -231,7 +231,10 @@ extension TaskDelegate {
     func finalResponseArrived(_ response: HTTPResponse, url: URL) -> (response: HTTPResponse, storedBody: ByteBuffer?) {
         let (hop, request) = self.state.withLockedValue { ($0.hop, $0.hop.sentRequest ?? $0.currentRequest) }
         // The cache's own answer: nothing came from a server.
-        if hop.source == .cache { return (response, nil) }
+        if hop.source == .cache {
+            self.emit { $0.task($1, didAnswerFromCache: response, source: .cache) }
+            return (response, nil)
+        }
         let cache = self.configurationReference.value.responseCache
         let now = cache?.now ?? Date()
         self.state.withLockedValue { $0.hop.responseDate = now }
@@ -243,6 +246,10 @@ extension TaskDelegate {
         self.state.withLockedValue { state in
             state.hop.source = .revalidatedCache
             state.hop.mayStore = false
+        }
+        self.emit { monitor, task in
+            monitor.task(task, didStoreInCache: updated)
+            monitor.task(task, didAnswerFromCache: served.response, source: .revalidatedCache)
         }
         return (served.response, served.data.isEmpty ? nil : ByteBuffer(data: served.data))
     }
@@ -283,6 +290,10 @@ extension TaskDelegate {
             cached = chosen
         }
         cache.storeCachedResponse(cached, for: request)
+        if let monitors = self.interception.monitors {
+            let (task, stored) = (ending.task, cached)
+            monitors.emit { $0.task(task, didStoreInCache: stored) }
+        }
     }
 }
 

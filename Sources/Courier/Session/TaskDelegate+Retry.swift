@@ -68,9 +68,14 @@ extension TaskDelegate {
 
     private func decideRetry(after attempt: FailedAttempt) async {
         var retriers: [any RequestRetrier] = [
-            ChallengeRetrier(responder: self.interception.authentication, hook: self.challengeHook())
+            ChallengeRetrier(responder: self.interception.authentication, hook: self.challengeHook(), observer: self.challengeObserver())
         ]
-        if let connectivity = self.interception.connectivity { retriers.append(connectivity) }
+        if var connectivity = self.interception.connectivity {
+            if self.interception.monitors != nil {
+                connectivity.willWait = { [weak self] in self?.emit { $0.taskIsWaitingForConnectivity($1) } }
+            }
+            retriers.append(connectivity)
+        }
         retriers += self.interception.chain.retriers
         let verdict = await InterceptorChain(retriers: retriers, budget: self.interception.budget).decide(attempt)
         // Cancelled meanwhile: `cancel()` ended the task.
@@ -87,7 +92,10 @@ extension TaskDelegate {
             self.decided(.retry(reason: reason))
         case .finish(let error):
             self.decided(.finish(error))
-        case .refusedByBudget:
+        case .refusedByBudget(let reason):
+            if let monitors = self.interception.monitors, let task = self.state.withLockedValue({ $0.task }) {
+                monitors.emit { $0.task(task, retryRefusedByBudget: attempt, reason: reason) }
+            }
             self.decided(.finish(nil))
         }
     }
@@ -147,6 +155,15 @@ extension TaskDelegate {
 
     /// The session's challenge hook for this task, if set; it looks the task up when called, so
     /// that nothing here holds the task.
+    /// Tells the monitors of each challenge answered; nil without monitors.
+    private func challengeObserver() -> (@Sendable (AuthenticationChallenge, ChallengeDisposition) -> Void)? {
+        guard let monitors = self.interception.monitors else { return nil }
+        return { [weak self] challenge, disposition in
+            guard let task = self?.state.withLockedValue({ $0.task }) else { return }
+            monitors.emit { $0.task(task, didReceive: challenge, disposition: disposition) }
+        }
+    }
+
     private func challengeHook() -> (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)? {
         guard let hook = self.hooks.taskDidReceiveAuthenticationChallenge else { return nil }
         return { [weak self] challenge in
@@ -162,8 +179,9 @@ extension TaskDelegate {
 struct ChallengeRetrier: RequestRetrier {
     let responder: HTTPAuthenticationResponder
     let hook: (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)?
+    var observer: (@Sendable (AuthenticationChallenge, ChallengeDisposition) -> Void)?
 
     func retry(_ attempt: FailedAttempt) async throws -> RetryDecision {
-        self.responder.respond(to: attempt, hook: self.hook)
+        self.responder.respond(to: attempt, hook: self.hook, observer: self.observer)
     }
 }

@@ -265,8 +265,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
         hop?.span.end(response: response, error: nil)
         if let span, let hop, let chosen = next {
-            let attempt = self.state.withLockedValue { $0.machine.attempt }
-            let (following, prepared) = span.startHop(chosen, attempt: attempt, redirect: hop.redirects + 1)
+            let (attempt, resends) = self.state.withLockedValue { state in
+                defer { state.tracedHops += 1 }
+                return (state.machine.attempt, state.tracedHops)
+            }
+            let (following, prepared) = span.startHop(chosen, attempt: attempt, redirect: hop.redirects + 1, resendCount: resends)
             self.state.withLockedValue { $0.hopSpan = (following, hop.redirects + 1) }
             next = prepared
         }
@@ -294,7 +297,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     func exchange(willReceiveResponseOver networkProtocolName: String) {
-        self.state.withLockedValue { $0.networkProtocolName = networkProtocolName }
+        let hop = self.state.withLockedValue { state in
+            state.networkProtocolName = networkProtocolName
+            return state.hopSpan?.span
+        }
+        hop?.responseArrives(over: networkProtocolName)
     }
 
     func exchange(didReceiveTrailers trailers: HTTPFields) {

@@ -31,17 +31,18 @@ final class TaskInterception: Sendable {
     /// in it is the task's own.
     static func make(manager: SessionManager, request: Request, identifier: Int) -> TaskInterception {
         manager.settings.withLockedValue { settings in
-            let plain = request.interceptor == nil && request.logger == nil && settings.interception.logger == nil
-                && settings.interception.tracer == nil
-            guard plain else { return TaskInterception(settings, request: request, identifier: identifier) }
+            // Read when the task is made: a tracer bootstrapped after the manager was made counts.
+            let tracer = settings.interception.currentTracer
+            let plain = request.interceptor == nil && request.logger == nil && settings.interception.logger == nil && tracer == nil
+            guard plain else { return TaskInterception(settings, request: request, identifier: identifier, tracer: tracer) }
             if let shared = settings.plainInterception { return shared }
-            let shared = TaskInterception(settings, request: request, identifier: identifier)
+            let shared = TaskInterception(settings, request: request, identifier: identifier, tracer: nil)
             settings.plainInterception = shared
             return shared
         }
     }
 
-    private init(_ manager: SessionManager.Settings, request: Request, identifier: Int) {
+    private init(_ manager: SessionManager.Settings, request: Request, identifier: Int, tracer: (any Tracer)?) {
         let settings = manager.interception
         var adapters: [any RequestAdapter] = []
         var retriers: [any RequestRetrier] = []
@@ -59,8 +60,8 @@ final class TaskInterception: Sendable {
         var logger = request.logger ?? settings.logger ?? .courierNoOp
         if request.logger != nil || settings.logger != nil { logger[metadataKey: "courier-task-id"] = "\(identifier)" }
         self.logger = logger
-        self.tracer = settings.tracer
-        self.parentContext = settings.tracer == nil ? nil : (request.serviceContext ?? ServiceContext.current)
+        self.tracer = tracer
+        self.parentContext = tracer == nil ? nil : (request.serviceContext ?? ServiceContext.current)
     }
 
     private static func collect(

@@ -65,6 +65,9 @@ struct TaskState {
     var span: TaskSpan?
     /// The span of the hop under way, and how many redirects the attempt followed.
     var hopSpan: (span: HopSpan, redirects: Int)?
+    /// How many hops of the task got a span so far (each one's `http.request.resend_count` is
+    /// the number before it).
+    var tracedHops = 0
 
     // Download tasks only.
     /// Writes the body to the task's file, from the final response head on.

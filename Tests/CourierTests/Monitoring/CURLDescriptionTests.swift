@@ -55,6 +55,27 @@ struct CURLDescriptionTests {
         var configuration = Request(method: .delete, url: URL(string: "http://x.test/items/2")!)
         configuration.headerFields[.authorization] = "Bearer t"
         let task = manager.dataTask(with: configuration, completionHandler: nil)
-        #expect(task.cURLDescription() == "curl --request DELETE http://x.test/items/2 \\\n  --header 'Authorization: Bearer t'")
+        #expect(task.cURLDescription() == "curl --request DELETE http://x.test/items/2 \\\n  --header 'Authorization: Bearer t' \\\n  --header 'Accept-Encoding: deflate, gzip'")
+    }
+
+    @Test("A task's description shows what the engine adds and the Basic credential the session would answer with")
+    func whatTheSessionAdds() throws {
+        let manager = SessionManager(engine: RefusingEngine())
+        defer { manager.invalidate(cancelingTasks: true) }
+        let url = URL(string: "http://x.test/private/report")!
+        manager.credentials.set(HTTPCredential(user: "ann", password: "s3cr't"), for: try #require(ProtectionSpace(url: url)))
+        let task = manager.dataTask(with: Request(url: url), completionHandler: nil)
+        #expect(task.cURLDescription() == "curl http://x.test/private/report \\\n  --user 'ann:s3cr'\\''t' \\\n  --header 'Accept-Encoding: deflate, gzip'")
+        // Not for a request that brings its own Authorization or Accept-Encoding, nor without decompression.
+        var own = Request(url: url)
+        own.headerFields[.authorization] = "Bearer t"
+        own.headerFields[.acceptEncoding] = "identity"
+        #expect(manager.dataTask(with: own, completionHandler: nil).cURLDescription()
+            == "curl http://x.test/private/report \\\n  --header 'Authorization: Bearer t' \\\n  --header 'Accept-Encoding: identity'")
+        var configuration = SessionConfiguration.default
+        configuration.decompression = .disabled
+        let plain = SessionManager(engine: RefusingEngine(), configuration: configuration)
+        defer { plain.invalidate(cancelingTasks: true) }
+        #expect(plain.dataTask(with: Request(url: url), completionHandler: nil).cURLDescription() == "curl http://x.test/private/report")
     }
 }

@@ -83,7 +83,13 @@ final class HTTPAuthenticationResponder: Sendable {
     /// one, the credentials at hand) can answer.
     /// - Parameter hook: The session's challenge hook (AFNetworking's
     ///   `setTaskDidReceiveAuthenticationChallengeBlock:`), if set.
-    func respond(to attempt: FailedAttempt, hook: (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)?) -> RetryDecision {
+    /// - Parameter observer: Told of each challenge and the disposition it got (the session's
+    ///   event monitors), if set.
+    func respond(
+        to attempt: FailedAttempt,
+        hook: (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)?,
+        observer: (@Sendable (AuthenticationChallenge, ChallengeDisposition) -> Void)? = nil
+    ) -> RetryDecision {
         guard attempt.error == nil, let response = attempt.response, response.status == .unauthorized else { return .doNotRetry }
         let rounds = attempt.retryCount(for: .challenge)
         let sentAuthorization = attempt.request.headerFields.contains(.authorization)
@@ -112,10 +118,16 @@ final class HTTPAuthenticationResponder: Sendable {
                 return .doNotRetry
             }
             let answered = ownRefused ? self.answers.withLockedValue { $0[space] } : nil
+            let proposed = urlCredential ?? self.credentials.credential(for: space)
             // RFC 7616 3.3: the session's own Digest answer came back with a stale nonce. The
             // credential stands: the request goes again, once, with the new nonce, and the hook
             // is not asked.
             if let answered, let digest, digest.stale {
+                observer?(
+                    AuthenticationChallenge(
+                        protectionSpace: space, challenge: challenge, previousFailureCount: 0, failureResponse: response,
+                        request: attempt.request, proposedCredential: answered.credential),
+                    .useCredential(answered.credential))
                 self.record(space: space, credential: answered.credential, digest: digest, url: attempt.request.url)
                 attempt.logger.debug("renewing a stale Digest nonce", metadata: ["courier.realm": "\(space.realm ?? "")"])
                 return .retry(reason: .challenge)
@@ -123,12 +135,13 @@ final class HTTPAuthenticationResponder: Sendable {
             // A stale nonce refuses the nonce, not the credential; the session's own credential,
             // refused, counts as one failure.
             let failures = digest?.stale == true ? 0 : (answered != nil ? max(rounds, 1) : rounds)
-            let proposed = urlCredential ?? self.credentials.credential(for: space)
             let question = AuthenticationChallenge(
                 protectionSpace: space, challenge: challenge, previousFailureCount: failures, failureResponse: response,
                 request: attempt.request, proposedCredential: proposed)
             let credential: HTTPCredential
-            switch hook?(question) ?? .performDefaultHandling {
+            let disposition = hook?(question) ?? .performDefaultHandling
+            observer?(question, disposition)
+            switch disposition {
             case .useCredential(let given):
                 credential = given
             case .performDefaultHandling:

@@ -209,16 +209,24 @@ extension TaskDelegate {
             try? FileManager.default.removeItem(at: writer.url)
             return (nil, error.asCourierError(.fileSystemFailure, "\(request.summary): writing \(writer.url.path) failed", request: request))
         }
-        guard let destination = plan.destination, let response else { return (writer.url, nil) }
+        guard let destination = plan.destination, let response else {
+            self.didFinishDownloading(to: writer.url, task: task)
+            return (writer.url, nil)
+        }
         do throws(CourierError) {
             let moved = try await destination.move(writer.url, response: response, request: request)
             NotificationCenter.default.post(name: .downloadTaskDidMoveFile, object: task)
+            self.didFinishDownloading(to: moved, task: task)
             return (moved, nil)
         } catch {
             try? FileManager.default.removeItem(at: writer.url)
             NotificationCenter.default.post(name: .downloadTaskDidFailToMoveFile, object: task, userInfo: [TaskDidCompleteKey.error: error])
             return (nil, error)
         }
+    }
+
+    private func didFinishDownloading(to location: URL, task: SessionTask) {
+        self.interception.monitors?.emit { $0.task(task, didFinishDownloadingTo: location) }
     }
 
     /// Closes the partial file and describes it as resume data; removes it when nothing is in it.

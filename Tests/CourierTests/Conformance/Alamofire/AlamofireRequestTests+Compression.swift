@@ -117,12 +117,12 @@ struct AlamofireRequestCompressionConformanceTests {
     @Test func testPOSTRequestWithCookieCURLDescription() {
         let (manager, task) = Self.cookieTask(handlesCookies: true)
         defer { manager.invalidate(cancelingTasks: true) }
-        #expect(task.cURLDescription() == "curl --request POST http://127.0.0.1:8080/post \\\n  --header 'Cookie: foo=bar'")
+        #expect(task.cURLDescription() == "curl --request POST http://127.0.0.1:8080/post \\\n  --header 'Cookie: foo=bar' \\\n  --header 'Accept-Encoding: deflate, gzip'")
     }
 
     @Test func testPOSTRequestWithCookiesDisabledCURLDescriptionHasNoCookies() {
         let (manager, task) = Self.cookieTask(handlesCookies: false)
         defer { manager.invalidate(cancelingTasks: true) }
-        #expect(task.cURLDescription() == "curl --request POST http://127.0.0.1:8080/post")
+        #expect(task.cURLDescription() == "curl --request POST http://127.0.0.1:8080/post \\\n  --header 'Accept-Encoding: deflate, gzip'")
     }
 }

@@ -64,9 +64,9 @@ struct ReadmeInterceptorsTests {
         monitor.taskWillRetry = { task, attempt, delay, reason in print(task.taskIdentifier, reason, delay) }
         manager.eventMonitors.append(monitor)
         manager.logger = Logger(label: "api")             // or request.logger, per request
-        manager.tracer = InstrumentationSystem.tracer     // the default, when one was bootstrapped
+        manager.tracer = InstrumentationSystem.tracer     // else each task takes the one bootstrapped then
         let description = manager.dataTask(with: Request(url: server.url("/get")), completionHandler: nil).cURLDescription()
-        #expect(description == "curl \(server.url("/get").absoluteString)")
+        #expect(description == "curl \(server.url("/get").absoluteString) \\\n  --header 'Accept-Encoding: deflate, gzip'")
         #expect(manager.eventMonitors.count == 2)
 
         await manager.invalidate(cancelingTasks: true)

@@ -78,4 +78,37 @@ final class RecordingEventMonitor: EventMonitor {
     func task(_ task: SessionTask, didSerializeResponseWith serializer: any ResponseSerializer, object: (any Sendable)?, error: CourierError?) {
         self.record(task, "serialized \(error.map { "\($0.code)" } ?? "ok")")
     }
+    func task(_ task: SessionTask, retryRefusedByBudget attempt: FailedAttempt, reason: RetryReason) {
+        self.record(task, "budget refused \(reason)")
+    }
+    func task(_ task: SessionTask, didAnswerFromCache response: HTTPResponse, source: ResponseSource) {
+        self.record(task, "from cache \(source) \(response.status.code)")
+    }
+    func task(_ task: SessionTask, didStoreInCache response: CachedResponse) { self.record(task, "stored \(response.response.status.code)") }
+    func task(_ task: SessionTask, didReceive challenge: AuthenticationChallenge, disposition: ChallengeDisposition) {
+        let answer: String =
+            switch disposition {
+            case .useCredential(let credential): "use \(credential.user)"
+            case .performDefaultHandling: "default"
+            case .cancelAuthenticationChallenge: "cancel"
+            case .rejectProtectionSpace: "reject"
+            }
+        self.record(task, "challenge \(challenge.protectionSpace.realm ?? "") \(challenge.previousFailureCount) \(answer)")
+    }
+    func task(_ task: SessionTask, didFinishDownloadingTo location: URL) { self.record(task, "downloaded \(location.lastPathComponent)") }
+    func taskIsWaitingForConnectivity(_ task: SessionTask) { self.record(task, "waiting for connectivity") }
+    func sessionDidInvalidate(_ session: SessionManager) {
+        // Not a task's event: recorded under task 0.
+        let ready = self.state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.lines.append((0, "invalidated"))
+            var ready: [CheckedContinuation<Void, Never>] = []
+            state.waiters.removeAll { waiter in
+                guard waiter.predicate(state.lines) else { return false }
+                ready.append(waiter.continuation)
+                return true
+            }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
 }

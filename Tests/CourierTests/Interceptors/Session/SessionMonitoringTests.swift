@@ -129,6 +129,11 @@ struct SessionMonitoringTests {
             #expect(seen.withLockedValue { $0 } == hops.map(\.spanID))
             #expect(hops.map { $0.attributes["http.response.status_code"]?.toSpanAttribute() } == [.int64(502), .int64(200)])
             #expect(hops.map { $0.attributes["courier.attempt"]?.toSpanAttribute() } == [.int64(1), .int64(2)])
+            // OpenTelemetry's attributes of each physical request.
+            #expect(hops.map { $0.attributes["http.request.resend_count"]?.toSpanAttribute() } == [nil, .int64(1)])
+            #expect(hops.allSatisfy { $0.attributes["server.address"]?.toSpanAttribute() == .string("127.0.0.1") })
+            #expect(hops.allSatisfy { $0.attributes["server.port"]?.toSpanAttribute() == .int64(Int64(server.port)) })
+            #expect(hops.allSatisfy { $0.attributes["network.protocol.version"]?.toSpanAttribute() == .string("1.1") })
             #expect(response.request.serviceContext?.inMemorySpanContext?.spanID == hops.last?.spanID)
         }
     }
@@ -153,7 +158,30 @@ struct SessionMonitoringTests {
             #expect(hops.allSatisfy { $0.parentSpanID == task.spanID })
             #expect(hops.map { $0.attributes["http.response.status_code"]?.toSpanAttribute() } == [.int64(302), .int64(200)])
             #expect(hops.map { $0.attributes["courier.redirect"]?.toSpanAttribute() } == [nil, .int64(1)])
+            #expect(hops.map { $0.attributes["http.request.resend_count"]?.toSpanAttribute() } == [nil, .int64(1)], "a redirect is a resend")
             #expect(seen.withLockedValue { $0 } == [hops[1].spanID])
+        }
+    }
+
+    @Test("The process's tracer is read when a task is made: a tracer that appears after the manager was made traces")
+    func theTracerIsReadWhenATaskStarts() async throws {
+        try await withTestServer { server in
+            let bootstrapped = NIOLockedValueBox<InMemoryTracer?>(nil)
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            // Stands in for InstrumentationSystem, which a test process can bootstrap only once.
+            manager.settings.withLockedValue { $0.interception.systemTracer = { bootstrapped.withLockedValue { $0 } } }
+            #expect(manager.tracer == nil)
+            _ = try await manager.data(for: Request(url: server.url("/get")))
+            let tracer = InMemoryTracer()
+            bootstrapped.withLockedValue { $0 = tracer }
+            #expect(manager.tracer != nil)
+            _ = try await manager.data(for: Request(url: server.url("/get")))
+            #expect(tracer.finishedSpans.map(\.operationName) == ["GET hop", "GET"])
+            // Set to nil, the session traces nothing, bootstrapped tracer or not.
+            manager.tracer = nil
+            _ = try await manager.data(for: Request(url: server.url("/get")))
+            #expect(tracer.finishedSpans.count == 2)
         }
     }
 }
