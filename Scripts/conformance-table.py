@@ -276,7 +276,7 @@ def main():
             out.append(f"| {status} | {counts[status]} | {meaning[status]} |")
     out.append(f"| **total** | **{total}** | |\n")
     out.append("## Where Courier differs on purpose\n")
-    out.append("The rows marked *deliberately different* give each reason; README's \"Conformance\" section")
+    out.append("The rows marked *deliberately different* give each reason; the DocC article *Conformance with AFNetworking and Alamofire*")
     out.append("lists the same. In short: serializers, policies and forms are `Sendable` values (a copy is an")
     out.append("assignment; nothing is archived); a manager owns its connections and is neither copied nor")
     out.append("reset; `NetworkReachabilityManager()` is the general manager; an operation's start and end are")

@@ -1,7 +1,8 @@
 import Foundation
 import Courier
 
-/// The command's exit statuses; the README's "Exit status" table lists them. 1–6 follow HTTPie's.
+/// The command's exit statuses; the DocC article *The courier command* (CommandLine.md) lists them
+/// under "Exit status". 1–6 follow HTTPie's.
 struct ExitStatus: Error, Hashable, Sendable {
     let rawValue: Int32
 

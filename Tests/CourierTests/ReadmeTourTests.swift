@@ -39,7 +39,7 @@ import Testing
     try await server.shutdown()
 }
 
-/// The README's "Testing with Courier" snippet.
+/// The snippet of the CourierTesting catalog's landing page (CourierTesting.docc/CourierTesting.md).
 @Test func readmeTestingSnippetRuns() async throws {
     let server = try await TestServer.start(.https())
     server.route("/hello") { _ in .text("hi") }

@@ -412,7 +412,8 @@ struct HTTPRequestOperationTests {
     }
 }
 
-/// The README's "Operations (AFNetworking 2.x)" snippet, on the test server (printing aside).
+/// The "Operations (AFNetworking 2.x)" snippet of the DocC article The session and its engine
+/// (Courier.docc/SessionAndEngine.md), on the test server (printing aside).
 @Test func readmeOperationsSnippetRuns() async throws {
     try await withTestServer { server in
         let manager = HTTPRequestOperationManager(baseURL: server.baseURL)

@@ -3,8 +3,9 @@ import Foundation
 import NIOConcurrencyHelpers
 import Testing
 
-/// The README's "Reachability" sample, as written there (printing aside), so that it keeps compiling
-/// and running. There is no DNS for `api.example.com` in CI: the manager settles on a status either way.
+/// The sample of the DocC article Reachability (Courier.docc/Reachability.md), as written there
+/// (printing aside), so that it keeps compiling and running. There is no DNS for `api.example.com`
+/// in CI: the manager settles on a status either way.
 @Test func readmeReachabilityRunsAsWritten() async throws {
     let seen = NIOLockedValueBox<[NetworkReachabilityStatus]>([])
     let reachability = NetworkReachabilityManager(domain: "api.example.com")

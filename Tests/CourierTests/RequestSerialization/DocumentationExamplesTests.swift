@@ -5,7 +5,8 @@ import HTTPTypes
 import Testing
 
 extension RequestSerializationTests {
-    /// The examples in Docs/README-request-serialization.md and the DocC article, checked.
+    /// The examples of the DocC article Request serialization (Courier.docc/RequestSerialization.md),
+    /// checked.
     @Suite("Documentation examples")
     struct DocumentationExamplesTests {
         @Test("HTTPRequestSerializer examples")
@@ -72,8 +73,8 @@ extension RequestSerializationTests {
                 let serializer = HTTPRequestSerializer()
                 try Data("meow".utf8).write(to: folder.appendingPathComponent("cat.jpg"))
 
-                let photo = folder.appendingPathComponent("cat.jpg")  // README: URL(fileURLWithPath: "/tmp/cat.jpg")
-                // README: "https://example.com/upload"; here the test server, as the request is uploaded below.
+                let photo = folder.appendingPathComponent("cat.jpg")  // The article: URL(fileURLWithPath: "/tmp/cat.jpg")
+                // The article: "https://example.com/upload"; here the test server, as the request is uploaded below.
                 let upload = try serializer.multipartFormRequest(method: .post, urlString: server.url("/post").absoluteString,
                                                                  parameters: ["album": ["id": 7]]) { form in
                     try form.appendPart(withFileURL: photo, name: "photo")
@@ -92,7 +93,7 @@ extension RequestSerializationTests {
                 }
                 #expect((posted.value.json?["files"] as? [String: any Sendable])?["photo"] as? String == "meow")
 
-                let bodyFile = folder.appendingPathComponent("upload.multipart")  // README: /tmp/upload.multipart
+                let bodyFile = folder.appendingPathComponent("upload.multipart")  // The article: /tmp/upload.multipart
                 let bare = try await serializer.request(withMultipartFormRequest: upload, writingStreamContentsToFile: bodyFile)
                 let sent: String? = await awaitCallback { finish in
                     manager.uploadTask(with: bare, fromFile: bodyFile) { response, object, error in

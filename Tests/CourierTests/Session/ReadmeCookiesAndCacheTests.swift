@@ -4,7 +4,8 @@ import Foundation
 import HTTPTypes
 import Testing
 
-/// The README's "Cookies" and "HTTP cache" examples, run against TestServer with its paths.
+/// The examples of the DocC article Cookies and the HTTP cache (Courier.docc/CookiesAndCache.md),
+/// run against TestServer with its paths.
 @Suite("README: cookies and the HTTP cache")
 struct ReadmeCookiesAndCacheTests {
     @Test func theExamplesRunAsWritten() async throws {

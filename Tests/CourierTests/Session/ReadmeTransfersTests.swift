@@ -4,7 +4,8 @@ import Foundation
 import NIOCore
 import Testing
 
-/// The README's "Transfers" sample, as written there (printing aside), so that it keeps running.
+/// The sample of the DocC article Transfers (Courier.docc/Transfers.md), as written there (printing
+/// aside), so that it keeps running.
 @Test func readmeTransfersRunAsWritten() async throws {
     let server = try await TestServer.start()
     let fileURL = FileManager.default.temporaryDirectory.appendingPathComponent("courier-readme-upload-\(UUID().uuidString)")

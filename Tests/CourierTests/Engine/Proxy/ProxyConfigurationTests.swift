@@ -238,7 +238,7 @@ struct ProxyConfigurationTests {
     }
 
     @Test func theSessionsSettingReachesTheEngineAndAnEmptyOneIsNone() throws {
-        // The README's lines.
+        // The Proxies article's lines (Courier.docc/Proxies.md).
         var configuration = SessionConfiguration.default
         #expect(configuration.proxy == nil)
         configuration.proxy = .http(host: "proxy.example.com", port: 3128, username: "ann", password: "secret")

@@ -5,8 +5,9 @@ import Logging
 import Testing
 import Tracing
 
-/// The README's "Interceptors, retries and authentication" and "Events, logs, metrics, traces"
-/// samples, as written there (printing aside), so that they keep running.
+/// The samples of the DocC articles Interceptors, retries and authentication
+/// (Courier.docc/Interceptors.md) and Events, logs, metrics, traces (Courier.docc/Monitoring.md),
+/// as written there (printing aside), so that they keep running.
 @Suite("README: interceptors and monitors, as written")
 struct ReadmeInterceptorsTests {
     struct Token: AuthenticationCredential {
@@ -53,8 +54,8 @@ struct ReadmeInterceptorsTests {
         let echoed = String(decoding: response.data ?? Data(), as: UTF8.self)
         #expect(echoed.contains("X-Request-Id") && echoed.contains("Bearer t"))
         // The sample's AuthenticationInterceptor puts a bearer token on every request, and a request
-        // that carries an Authorization field is left to the retriers (README): without it, the
-        // stored Basic credential answers the challenge.
+        // that carries an Authorization field is left to the retriers (the Interceptors article):
+        // without it, the stored Basic credential answers the challenge.
         manager.interceptor = nil
         let authenticated = try await manager.data(for: Request(url: server.url("/basic-auth/ann/secret")))
         #expect(authenticated.response.status == .ok)
