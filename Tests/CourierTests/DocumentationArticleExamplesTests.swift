@@ -1,0 +1,205 @@
+import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+/// The examples of the DocC articles that no other test runs, each as written in its article
+/// (the names it leaves to the reader, such as `pins`, `response` and `body`, are made first):
+/// Trust and pinning (`Pinning.md`), Request serialization (`RequestSerialization.md`), Response
+/// serialization (`ResponseSerialization.md`), Events, logs, metrics, traces (`Monitoring.md`) and
+/// CourierTesting (`CourierTesting.md`). Change the test with the example.
+@Suite("Documentation: the articles' examples, as written")
+struct DocumentationArticleExamplesTests {
+    /// A folder holding `files`, removed by the caller.
+    static func folder(_ files: [String: String]) throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-docs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for (name, text) in files { try Data(text.utf8).write(to: folder.appendingPathComponent(name)) }
+        return folder
+    }
+
+    // MARK: Pinning.md
+
+    @Test("Trust and pinning: pins from a folder, mutual TLS, TLS 1.3, and a policy per host")
+    func pinning() async throws {
+        let folder = try Self.folder(["client.pem": TestCertificates.clientCertificate, "client-key.pem": TestCertificates.clientKey])
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("Pins"), withIntermediateDirectories: true)
+        try Data(TestCertificates.rootCA.utf8).write(to: folder.appendingPathComponent("Pins/root.pem"))
+        let clientPEM = folder.appendingPathComponent("client.pem")
+        let keyPEM = folder.appendingPathComponent("client-key.pem")
+
+        // As in the article:
+        // (The article's folder is relative to the current directory; here, to the test's folder.)
+        let pins = try SecurityPolicy.certificates(in: URL(fileURLWithPath: "Pins", relativeTo: URL(fileURLWithPath: folder.path + "/")))  // .cer/.der/.crt/.pem
+        var policy = SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: pins)
+        policy.clientIdentity = try ClientIdentity(certificateFile: clientPEM, privateKeyFile: keyPEM)  // mutual TLS
+        policy.minimumTLSVersion = .v1_3
+        let manager = HTTPSessionManager(baseURL: URL(string: "https://api.example.com/")!, securityPolicy: policy)
+        defer { manager.invalidate(cancelingTasks: true) }
+        #expect(pins.count == 1)
+        #expect(policy.clientIdentity != nil && manager.baseURL != nil)
+
+        var trust = ServerTrustPolicies(default: .default)
+        trust["api.example.com"] = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: pins)
+        let perHost = HTTPSessionManager(baseURL: nil, engine: NIOEngine(serverTrust: trust))
+        defer { perHost.invalidate(cancelingTasks: true) }
+        #expect(trust.policy(forHost: "api.example.com").pinningMode == .certificate)
+        #expect(trust.policy(forHost: "example.org").pinningMode == SecurityPolicy.default.pinningMode)
+    }
+
+    // MARK: RequestSerialization.md
+
+    enum MyError: Error { case unexpected }
+
+    @Test("Request serialization: a query string builder of your own, JSON and property lists, encoders, a fixed boundary")
+    func requestSerialization() async throws {
+        var serializer = HTTPRequestSerializer()
+        serializer.setQueryStringSerialization { request, parameters in
+            guard let dictionary = parameters as? [String: any Sendable] else { throw MyError.unexpected }
+            return dictionary.keys.sorted().joined(separator: ",")
+        }
+        let custom = try serializer.request(method: .get, urlString: "https://example.com/s", parameters: ["b": 1, "a": 2])
+        #expect(custom.url.query == "a,b")
+
+        var json = JSONRequestSerializer()
+        json.writingOptions = [.withoutEscapingSlashes]
+        json.timeoutInterval = 5                            // every HTTPRequestSerializer property is here too
+        let create = try json.request(method: .post, urlString: "https://example.com/items",
+                                      parameters: ["name": "pen", "price": 1.5, "tags": ["a"]])
+        // {"name":"pen","price":1.5,"tags":["a"]}   Content-Type: application/json
+        #expect(create.headerFields[.contentType] == "application/json")
+        let created = try JSONSerialization.jsonObject(with: create.body.data ?? Data()) as? [String: Any]
+        #expect(created?["name"] as? String == "pen" && created?["price"] as? Double == 1.5 && created?["tags"] as? [String] == ["a"])
+        #expect(create.options.timeoutInterval == 5)
+
+        var plist = PropertyListRequestSerializer()
+        plist.format = .binary                              // or .xml (the default)
+        let prefs = try plist.request(method: .put, urlString: "https://example.com/prefs",
+                                      parameters: ["volume": 7, "muted": false])
+        // Content-Type: application/x-plist
+        #expect(prefs.headerFields[.contentType] == "application/x-plist")
+        #expect(prefs.body.data?.starts(with: Data("bplist".utf8)) == true)
+
+        struct Search: Encodable, Sendable { var query: String; var tags: [String]; var exact: Bool }
+
+        var form = URLEncodedFormEncoder()
+        form.arrayEncoding = .noBrackets        // .brackets (default) | .noBrackets | .indexInBrackets
+        form.boolEncoding = .literal            // .numeric (default) | .literal
+        form.spaceEncoding = .plusReplaced      // .percentEscaped (default, %20) | .plusReplaced (+)
+        form.keyEncoding = .convertToSnakeCase  // .useDefaultKeys | .convertToSnakeCase | .convertToKebabCase | .custom
+        form.dateEncoding = .iso8601            // .deferredToDate | .secondsSince1970 | .millisecondsSince1970 | .custom
+        form.dataEncoding = .base64             // .base64 | .deferredToData | .custom
+        #expect(try form.encode(Search(query: "swift nio", tags: ["a", "b"], exact: true)) == "exact=true&query=swift+nio&tags=a&tags=b")
+
+        var request = Request(method: .get, url: URL(string: "https://example.com/search")!)
+        request = try URLEncodedFormParameterEncoder(encoder: form).encode(Search(query: "a", tags: [], exact: false), into: request)
+        #expect(request.url.query == "exact=false&query=a")
+
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        var posted = Request(method: .post, url: URL(string: "https://example.com/search")!)
+        posted = try JSONParameterEncoder(encoder: encoder).encode(Search(query: "a", tags: [], exact: false), into: posted)
+        #expect(posted.headerFields[.contentType] == "application/json")
+
+        var multipart = try MultipartFormData(boundary: "courier-signed-upload")
+        multipart.appendPart(withForm: Data("Ada".utf8), name: "name")
+        var signed = Request(method: .post, url: URL(string: "https://example.com/upload")!, body: multipart.body)
+        signed.headerFields[.contentType] = multipart.contentType
+        signed.headerFields[.contentLength] = String(multipart.contentLength)
+        #expect(signed.headerFields[.contentType] == "multipart/form-data; boundary=courier-signed-upload")
+        #expect(signed.body.knownLength == Int64(multipart.contentLength))
+    }
+
+    // MARK: ResponseSerialization.md
+
+    @Test("Response serialization: JSON with AFNetworking's pair, the status error, Decodable and compound")
+    func responseSerialization() throws {
+        var response = HTTPResponse(status: .ok)
+        response.headerFields[.contentType] = "application/json"
+        let body = Data(#"{"id": 1, "name": "Ada", "nickname": null}"#.utf8)
+
+        var json = JSONResponseSerializer()
+        json.removesKeysWithNullValues = true
+        json.http.acceptableStatusCodes = IndexSet(integersIn: 200..<300)
+
+        let object = try json.responseObject(for: response, data: body)   // throws CourierError
+        let user = object as? [String: Any]
+        #expect(user?["name"] as? String == "Ada" && user?["nickname"] == nil)
+
+        let (value, error) = json.serialize(response: response, data: body) // AFNetworking's pair
+        #expect(value != nil && error == nil)
+
+        var refused = HTTPResponse(status: .notFound)
+        refused.headerFields[.contentType] = "application/json"
+        #expect(Self.statusOfTheRefusal(response: refused, body: body) == 404)
+
+        struct User: Decodable, Sendable { var id: Int; var name: String }
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let users = try DecodableResponseSerializer([User].self, decoder: decoder)
+            .responseObject(for: response, data: Data(#"[{"id": 1, "name": "Ada"}]"#.utf8))
+        #expect(users.map(\.name) == ["Ada"])
+
+        let any = CompoundResponseSerializer([JSONResponseSerializer(), XMLParserResponseSerializer()])
+        var xml = HTTPResponse(status: .ok)
+        xml.headerFields[.contentType] = "application/xml"
+        #expect(try any.responseObject(for: xml, data: Data("<a/>".utf8)) != nil)
+    }
+
+    /// The article's `catch where` example; returns the status it caught.
+    static func statusOfTheRefusal(response: HTTPResponse, body: Data) -> Int? {
+        var serializer = JSONResponseSerializer()
+        serializer.removesKeysWithNullValues = true
+        do {
+            let object = try serializer.responseObject(for: response, data: body)
+            let user = object as? [String: Any]
+            Issue.record("accepted: \(String(describing: user))")
+        } catch where error.code == .unacceptableStatusCode {
+            print(error.statusCode ?? 0, error.data?.count ?? 0)
+            return error.statusCode
+        } catch {
+            Issue.record("\(error)")
+        }
+        return nil
+    }
+
+    // MARK: Monitoring.md
+
+    @Test("Events, logs, metrics, traces: a response's transactions")
+    func transactions() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let response = try await manager.get("get")
+                for hop in response.metrics?.transactions ?? [] { print(hop) }   // protocol, reuse, phase times, bytes
+                #expect(response.metrics?.transactions.map(\.networkProtocolName) == ["http/1.1"])
+            }
+        }
+    }
+
+    // MARK: CourierTesting.md
+
+    @Test("CourierTesting: an HTTPS server trusted through its root, and a server scoped to a closure")
+    func courierTesting() async throws {
+        let server = try await TestServer.start(.https())
+        server.route("/hello") { _ in .text("hi") }
+        var policy = SecurityPolicy.default
+        policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+        let manager = HTTPSessionManager(baseURL: server.baseURL, securityPolicy: policy)
+        let hello = try await manager.data(for: Request(url: server.url("/hello")))
+        #expect(String(decoding: hello.value, as: UTF8.self) == "hi")
+        await manager.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+
+        try await TestServer.withServer(.https()) { server in
+            server.route("/hello", methods: [.get]) { _ in .text("hi") }
+            // …send requests to server.url("/hello") and server.url("/status/503")…
+            let manager = HTTPSessionManager(baseURL: server.baseURL, securityPolicy: policy)
+            _ = try await manager.data(for: Request(url: server.url("/hello")))
+            _ = try? await manager.data(for: Request(url: server.url("/status/503")))
+            await manager.invalidate(cancelingTasks: true)
+            #expect(server.requestCount == 2)
+        }
+    }
+}
