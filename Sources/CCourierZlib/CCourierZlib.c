@@ -102,3 +102,53 @@ void courier_deflater_free(courier_deflater *deflater) {
     deflateEnd(&deflater->stream);
     free(deflater);
 }
+
+struct courier_inflater {
+    z_stream stream;
+};
+
+courier_inflater *courier_inflater_make(void) {
+    courier_inflater *inflater = calloc(1, sizeof(courier_inflater));
+    if (inflater == NULL) {
+        return NULL;
+    }
+    // 15 + 32: the largest window, gzip or zlib framing detected from the header.
+    if (inflateInit2(&inflater->stream, 15 + 32) != Z_OK) {
+        free(inflater);
+        return NULL;
+    }
+    return inflater;
+}
+
+int courier_inflater_run(courier_inflater *inflater, const uint8_t *input, size_t inputLength, size_t *consumed,
+                         uint8_t *output, size_t outputCapacity, size_t *produced) {
+    z_stream *stream = &inflater->stream;
+    uInt inputSlice = inputLength > (1u << 30) ? (1u << 30) : (uInt)inputLength;
+    uInt outputSlice = outputCapacity > (1u << 30) ? (1u << 30) : (uInt)outputCapacity;
+    stream->next_in = (Bytef *)input;
+    stream->avail_in = inputSlice;
+    stream->next_out = output;
+    stream->avail_out = outputSlice;
+    int status = inflate(stream, Z_NO_FLUSH);
+    *consumed = inputSlice - stream->avail_in;
+    *produced = outputSlice - stream->avail_out;
+    stream->next_in = NULL;
+    stream->avail_in = 0;
+    stream->next_out = NULL;
+    stream->avail_out = 0;
+    if (status == Z_STREAM_END) {
+        return 1;
+    }
+    if (status == Z_OK || status == Z_BUF_ERROR) {
+        return 0;
+    }
+    return status < 0 ? status : -1;
+}
+
+void courier_inflater_free(courier_inflater *inflater) {
+    if (inflater == NULL) {
+        return;
+    }
+    inflateEnd(&inflater->stream);
+    free(inflater);
+}

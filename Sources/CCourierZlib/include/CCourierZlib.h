@@ -40,4 +40,22 @@ int courier_deflater_run(courier_deflater *deflater, const uint8_t *input, size_
 /// Frees a compressor made by `courier_deflater_make`.
 void courier_deflater_free(courier_deflater *deflater);
 
+/// A streaming decompressor (zlib's inflate, gzip or zlib framing detected), for response
+/// bodies decompressed as they arrive.
+typedef struct courier_inflater courier_inflater;
+
+/// Makes a streaming decompressor that detects gzip or zlib framing. NULL when zlib cannot
+/// allocate one.
+courier_inflater *courier_inflater_make(void);
+
+/// Decompresses from `input` (`inputLength` bytes; `*consumed` receives how many were taken) into
+/// `output` (`outputCapacity` bytes; `*produced` receives how many were written). Returns 1 once
+/// the compressed stream has ended, 0 when it wants more input or more room for output, a
+/// negative zlib error otherwise.
+int courier_inflater_run(courier_inflater *inflater, const uint8_t *input, size_t inputLength, size_t *consumed,
+                         uint8_t *output, size_t outputCapacity, size_t *produced);
+
+/// Frees a decompressor made by `courier_inflater_make`.
+void courier_inflater_free(courier_inflater *inflater);
+
 #endif

@@ -75,6 +75,9 @@ final class ConnectionPool: Sendable {
         var maximumConnectionsPerHost: Int
         /// The decompression limit, or nil for no decompression.
         var decompression: NIOHTTPDecompression.DecompressionLimit?
+        /// The same limit as a ratio (an HTTP/2 stream's own inflater checks it), or nil for no
+        /// decompression.
+        var decompressionRatio: Int?
         /// Where the count of open connections goes (``OpenConnectionsMeter``).
         var openConnections: OpenConnectionsMeter
         /// When a request body waits for `100 Continue`, and for how long at most.
@@ -89,8 +92,12 @@ final class ConnectionPool: Sendable {
             self.proxy = configuration.proxy
             self.openConnections = OpenConnectionsMeter(factory: configuration.metricsFactory ?? MetricsSystem.factory)
             switch configuration.decompression {
-            case .disabled: self.decompression = nil
-            case .enabled(let ratio): self.decompression = .ratio(max(1, ratio))
+            case .disabled:
+                self.decompression = nil
+                self.decompressionRatio = nil
+            case .enabled(let ratio):
+                self.decompression = .ratio(max(1, ratio))
+                self.decompressionRatio = max(1, ratio)
             }
         }
     }
@@ -510,10 +517,8 @@ final class ConnectionPool: Sendable {
                 self.settings.openConnections.track(channel, speaking: .http2)
                 do {
                     let pipeline = channel.pipeline.syncOperations
-                    let multiplexer = try pipeline.handler(type: NIOHTTP2Handler.self).syncMultiplexer()
                     let handler = try pipeline.handler(type: HTTP2ConnectionHandler.self)
-                    let connection = HTTP2Connection(
-                        channel: channel, key: key, pool: self, multiplexer: multiplexer, handler: handler, establishment: establishment)
+                    let connection = HTTP2Connection(channel: channel, key: key, pool: self, handler: handler, establishment: establishment)
                     self.http2ConnectionOpened(connection)
                     // After the pool counts it: SETTINGS that came during the handshake's end go to it.
                     handler.attach(connection)
@@ -567,8 +572,9 @@ final class ConnectionPool: Sendable {
         return limit
     }()
 
-    /// swift-nio-http2's handler, its multiplexer (streams the server opens are refused: no push)
-    /// and Courier's connection handler.
+    /// swift-nio-http2's handler in its frame mode (no stream channels; push is off, and a stream
+    /// the server opens is a protocol error) and Courier's connection handler, which carries the
+    /// streams.
     private static func addHTTP2Handlers(to channel: any Channel, settings: HTTP2ConnectionStateMachine.Configuration) throws {
         var connection = NIOHTTP2Handler.ConnectionConfiguration()
         connection.initialSettings = [
@@ -577,10 +583,8 @@ final class ConnectionPool: Sendable {
             HTTP2Setting(parameter: .initialWindowSize, value: Self.http2StreamWindow),
             HTTP2Setting(parameter: .maxHeaderListSize, value: Self.http2MaximumHeaderListSize),
         ]
-        connection.targetWindowSize = Self.http2ConnectionWindow
         connection.maximumRecentlyResetStreams = Self.http2RememberedResets
         var stream = NIOHTTP2Handler.StreamConfiguration()
-        stream.targetWindowSize = Self.http2StreamWindow
         stream.streamResetFrameRateLimit = Self.http2ResetsReceivedLimit
         let pipeline = channel.pipeline.syncOperations
         // Below swift-nio-http2's handler: one flush for what a batch of the loop's tasks wrote,
@@ -588,12 +592,11 @@ final class ConnectionPool: Sendable {
         try pipeline.addHandler(HTTP2FlushCoalescer())
         let sentFrames = HTTP2SentFramesWatcher()
         try pipeline.addHandler(sentFrames)
-        _ = try pipeline.configureHTTP2Pipeline(
-            mode: .client, connectionConfiguration: connection, streamConfiguration: stream
-        ) { pushed in
-            pushed.close()
-        }
-        try pipeline.addHandler(HTTP2ConnectionHandler(configuration: settings, sentFrames: sentFrames))
+        try pipeline.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: connection, streamConfiguration: stream))
+        try pipeline.addHandler(
+            HTTP2ConnectionHandler(
+                configuration: settings, sentFrames: sentFrames, streamWindow: Self.http2StreamWindow,
+                connectionWindow: Self.http2ConnectionWindow))
     }
 
     private func connectionOpened(_ connection: HTTP1Connection) {

@@ -16,9 +16,10 @@ import NIOSSL
 /// returns. The handler keeps what the machine must not: the hop itself, the body and its pump,
 /// the transaction's metrics, and the scheduled timers.
 ///
-/// In stream mode (``init(stream:firstStream:bodyCounter:)``) it is the last handler of one HTTP/2
-/// stream, after swift-nio-http2's HTTP/1 codec: it carries that stream's one hop the same way,
-/// and the stream closes when the hop ends.
+/// In stream mode (``init(stream:carrying:firstStream:)``) it is in no pipeline: it carries one
+/// HTTP/2 stream's hop the same way, writing to and reading from an ``HTTP2Stream`` (which makes
+/// the frames and hands it the response parts and events), and the stream closes when the hop
+/// ends.
 final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = HTTPClientRequestPart
@@ -30,8 +31,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
     /// Set by the pool once the connection exists; dropped when the pipeline lets go of the handler.
     var connection: HTTP1Connection?
-    /// The HTTP/2 connection whose stream this handler carries (stream mode); dropped with the handler.
+    /// The HTTP/2 connection whose stream this handler carries (stream mode), until the stream is
+    /// over.
     private var stream: HTTP2Connection?
+    /// The stream this handler writes to, reads from and closes (stream mode).
+    private let http2Stream: HTTP2Stream?
     /// Tells whether any byte arrived since the hop began (the first handler of the pipeline); none
     /// in stream mode, where the server says what it did not process.
     private let readWatcher: HTTP1ReadWatcher?
@@ -59,17 +63,20 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
     init(readWatcher: HTTP1ReadWatcher, bodyCounter: ResponseBodyCounter? = nil) {
         self.readWatcher = readWatcher
+        self.http2Stream = nil
         self.bodyCounter = bodyCounter
         self.firstStream = false
         self.stateMachine = HTTP1ConnectionStateMachine(mode: .connection)
     }
 
-    /// A handler for one stream of `connection`.
-    init(stream connection: HTTP2Connection, firstStream: Bool, bodyCounter: ResponseBodyCounter? = nil) {
+    /// A handler for `stream`, one stream of `connection`.
+    init(stream connection: HTTP2Connection, carrying stream: HTTP2Stream, firstStream: Bool) {
         self.readWatcher = nil
         self.stream = connection
-        self.bodyCounter = bodyCounter
+        self.http2Stream = stream
+        self.bodyCounter = stream.bodyCounter
         self.firstStream = firstStream
+        self.eventLoop = stream.eventLoop
         self.stateMachine = HTTP1ConnectionStateMachine(mode: .stream)
     }
 
@@ -88,7 +95,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     // MARK: Hops
 
     func run(_ hop: HTTP1Hop) {
-        guard let context, self.connection != nil || self.stream != nil, context.channel.isActive else {
+        guard self.connection != nil || self.stream != nil, self.transportIsActive else {
             // The connection closed before the hop started: nothing was sent, so it goes to
             // another connection, a few times at most.
             hop.restartElsewhere()
@@ -118,15 +125,15 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             hop.end(.failure(cancellation ?? CourierError.cancelled))
             self.afterHop(then)
         case .send(let expectation, let removingExpectField):
-            self.send(hop, head: head, body: body, expectation: expectation, removingExpectField: removingExpectField, context: context)
+            self.send(hop, head: head, body: body, expectation: expectation, removingExpectField: removingExpectField)
         }
     }
 
     /// Writes the hop's request head, then its body, or holds the body for `100 Continue`.
     private func send(
-        _ hop: HTTP1Hop, head: HTTPRequestHead, body: OutgoingBody, expectation: ExpectContinue.Decision, removingExpectField: Bool,
-        context: ChannelHandlerContext
+        _ hop: HTTP1Hop, head: HTTPRequestHead, body: OutgoingBody, expectation: ExpectContinue.Decision, removingExpectField: Bool
     ) {
+        guard let eventLoop = self.eventLoop else { return }
         var head = head
         let generation = hop.exchange.sendGeneration
         self.hop = hop
@@ -151,8 +158,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             metrics.countOfRequestHeaderBytesSent += Int64("Expect: 100-continue\r\n".utf8.count)
         }
         self.metrics = metrics
-        let headWritten = context.eventLoop.makePromise(of: Void.self)
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let headWritten = eventLoop.makePromise(of: Void.self)
+        let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
         headWritten.futureResult.whenComplete { result in
             let handler = loopBound.value
             guard handler.hop === hop else { return }
@@ -163,20 +170,21 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                 // The stream never opened: the server's GOAWAY came between the pool handing it
                 // out and its HEADERS (swift-nio-http2 refused them; nothing went out). Runs inside
                 // the write, so the stream closes before anything else of it reaches the connection.
+                handler.http2Stream?.headersRefused()
                 handler.perform(handler.stateMachine.channelFailed(handler.loss(error)))
             case .failure:
                 // The connection or stream failing says why, and when.
                 break
             }
         }
-        context.write(self.wrapOutboundOut(.head(head)), promise: headWritten)
+        self.write(.head(head), promise: headWritten)
         if expectation != .sendAtOnce {
             // The body waits for `100 Continue`, a final answer, or the end of the wait.
-            context.flush()
+            self.flush()
             guard self.hop === hop else { return }
             hop.exchange.requestHeadSent()
             self.heldBody = (body, generation)
-            self.continueDeadline = context.eventLoop.scheduleTask(in: hop.pool.settings.expectContinue.timeout) {
+            self.continueDeadline = eventLoop.scheduleTask(in: hop.pool.settings.expectContinue.timeout) {
                 let handler = loopBound.value
                 guard handler.hop === hop else { return }
                 handler.continueDeadline = nil
@@ -184,15 +192,17 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             }
             return
         }
-        self.sendBody(body, of: hop, generation: generation, context: context)
+        self.sendBody(body, of: hop, generation: generation)
     }
 
     /// Writes the request's body and its end.
-    private func sendBody(_ body: OutgoingBody, of hop: HTTP1Hop, generation: Int, context: ChannelHandlerContext) {
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+    private func sendBody(_ body: OutgoingBody, of hop: HTTP1Hop, generation: Int) {
+        guard let eventLoop = self.eventLoop else { return }
+        let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
         switch body {
         case .empty:
-            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            self.write(.end(nil), promise: nil)
+            self.flush()
             // The flush may have ended the hop here (a stream that could not open).
             guard self.hop === hop else { return }
             self.metrics?.requestEnd = .now
@@ -200,8 +210,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             self.requestEnded(of: hop)
         case .data(let data) where data.count <= Self.sliceLength:
             let buffer = ByteBuffer(data: data)
-            context.write(self.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
-            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            self.write(.body(.byteBuffer(buffer)), promise: nil)
+            self.write(.end(nil), promise: nil)
+            self.flush()
             guard self.hop === hop else { return }
             self.metrics?.requestEnd = .now
             self.metrics?.countOfRequestBodyBytesSent = Int64(buffer.readableBytes)
@@ -213,27 +224,28 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             // Upload progress follows the socket: each slice counts once it is written.
             hop.exchange.requestHeadSent()
             while let slice = buffer.readSlice(length: min(Self.sliceLength, buffer.readableBytes)), slice.readableBytes > 0 {
-                let written = context.eventLoop.makePromise(of: Void.self)
+                let written = eventLoop.makePromise(of: Void.self)
                 let exchange = hop.exchange
                 written.futureResult.whenSuccess {
                     exchange.hopSentBodyPart(Int64(slice.readableBytes), generation: generation)
                     guard loopBound.value.hop === hop else { return }
                     loopBound.value.metrics?.countOfRequestBodyBytesSent += Int64(slice.readableBytes)
                 }
-                context.write(self.wrapOutboundOut(.body(.byteBuffer(slice))), promise: written)
+                self.write(.body(.byteBuffer(slice)), promise: written)
             }
-            let ended = context.eventLoop.makePromise(of: Void.self)
+            let ended = eventLoop.makePromise(of: Void.self)
             ended.futureResult.whenSuccess {
                 guard loopBound.value.hop === hop else { return }
                 loopBound.value.metrics?.requestEnd = .now
             }
-            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: ended)
+            self.write(.end(nil), promise: ended)
+            self.flush()
             self.requestEnded(of: hop)
         case .stream(let source, let length):
-            context.flush()
+            self.flush()
             guard self.hop === hop else { return }
             hop.exchange.requestHeadSent()
-            self.pump = self.streamBody(source, length: length, of: hop, generation: generation, channel: context.channel)
+            self.pump = self.streamBody(source, length: length, of: hop, generation: generation, eventLoop: eventLoop)
         }
     }
 
@@ -256,10 +268,17 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     /// it when the hop ends otherwise (cancelled, failed, its connection gone), which also ends a
     /// wait for a chunk that never comes.
     private func streamBody(
-        _ source: RequestBody.Stream, length: RequestBody.Length, of hop: HTTP1Hop, generation: Int, channel: any Channel
+        _ source: RequestBody.Stream, length: RequestBody.Length, of hop: HTTP1Hop, generation: Int, eventLoop: any EventLoop
     ) -> Task<Void, Never> {
         let request = hop.request
-        let loopBound = NIOLoopBound(self, eventLoop: channel.eventLoop)
+        let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
+        // Writes from the pump's task: through the channel on a connection, on the loop for a
+        // stream (which is no channel).
+        let channel = self.context?.channel
+        let writeAndFlush: @Sendable (HTTPClientRequestPart) -> EventLoopFuture<Void> = { part in
+            if let channel { return channel.writeAndFlush(part) }
+            return eventLoop.flatSubmit { loopBound.value.writeAndFlushFromPump(part) }
+        }
         return Task {
             let outcome: Result<Void, any Error>
             do {
@@ -273,12 +292,12 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                     let bytes = Int64(chunk.readableBytes)
                     // Counted on the event loop, where the write completes: the delegate's calls
                     // for one exchange never overlap, and the response's events come on this loop.
-                    try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk))).map {
+                    try await writeAndFlush(.body(.byteBuffer(chunk))).map {
                         hop.exchange.hopSentBodyPart(bytes, generation: generation)
                     }.get()
                 }
                 let total = sent
-                channel.eventLoop.execute {
+                eventLoop.execute {
                     guard loopBound.value.hop === hop else { return }
                     loopBound.value.metrics?.countOfRequestBodyBytesSent = total
                 }
@@ -287,15 +306,18 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                 if case .known(let declared) = length, sent != declared {
                     throw ConnectionPoolError.bodyLengthMismatch(declared: declared, sent: sent)
                 }
-                try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
+                try await writeAndFlush(.end(nil)).get()
                 outcome = .success(())
-            } catch where !(error is CourierError || error is ConnectionPoolError) && !channel.isActive {
-                // A write failed because the connection closed: the read side reports why.
-                return
             } catch {
+                if !(error is CourierError || error is ConnectionPoolError) {
+                    let active = try? await eventLoop.submit { loopBound.value.transportIsActive }.get()
+                    // A write failed because the connection (or stream) closed: the read side
+                    // reports why.
+                    if active != true { return }
+                }
                 outcome = .failure(NIOExchange.bodyStreamFailure(error, request: request))
             }
-            channel.eventLoop.execute { loopBound.value.bodyEnded(hop, outcome) }
+            eventLoop.execute { loopBound.value.bodyEnded(hop, outcome) }
         }
     }
 
@@ -318,15 +340,15 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         case .none:
             break
         case .read:
-            self.context?.read()
+            self.readTransport()
         case .close:
-            self.context?.close(promise: nil)
+            self.closeTransport()
         case .sendHeldBody:
             self.continueDeadline?.cancel()
             self.continueDeadline = nil
-            guard let hop = self.hop, let held = self.heldBody, let context else { return }
+            guard let hop = self.hop, let held = self.heldBody, self.transportIsActive else { return }
             self.heldBody = nil
-            self.sendBody(held.body, of: hop, generation: held.generation, context: context)
+            self.sendBody(held.body, of: hop, generation: held.generation)
         case .forwardHead(let head, let networkProtocol):
             guard let hop = self.hop else { return }
             // A final answer ends any wait for `100 Continue` (the body is withheld).
@@ -353,7 +375,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             self.metrics?.responseEnd = .now
             if case .repeatWithoutExpectation = next {
                 self.endRunning()
-                self.context?.close(promise: nil)
+                self.closeTransport()
                 hop.state.withLockedValue { $0.withoutExpectation = true }
                 hop.pool.resend(hop)
                 return
@@ -440,14 +462,10 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         switch then {
         case .none:
             break
-        case .close where self.stream != nil:
-            // A stream closes once the loop is done with the event under way. A response's last
-            // frame reaches the hop while swift-nio-http2 closes the stream: closed now, the stream
-            // channel would still think it open and reset it (RST_STREAM CANCEL, which a server
-            // counts against rapid reset) after every response. A stream still open then (the hop
-            // failed, or was cancelled) is reset as before.
-            guard let channel = self.context?.channel else { return }
-            channel.eventLoop.execute { channel.close(promise: nil) }
+        case .close where self.http2Stream != nil:
+            // A stream both sides ended closes without a frame; one still open (the hop failed,
+            // or was cancelled) is reset (``HTTP2StreamStateMachine``).
+            self.http2Stream?.close()
         case .close:
             self.context?.close(promise: nil)
         case .giveBack(let serverIdleTimeout):
@@ -496,6 +514,86 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         self.perform(self.stateMachine.responseReceived(self.unwrapInboundIn(data)))
+    }
+
+    // MARK: Stream mode
+
+    /// A response part of the stream (stream mode).
+    func streamReceived(_ part: HTTPClientResponsePart) {
+        self.perform(self.stateMachine.responseReceived(part))
+    }
+
+    /// The stream's window shrank: the hop reads on unless its exchange is suspended (stream
+    /// mode; what a channel's automatic read does).
+    func streamReadRequested() {
+        self.perform(self.stateMachine.readRequested())
+    }
+
+    /// The stream failed (stream mode): a stream error, a reset, the body's decompression.
+    func streamFailed(_ error: any Error) {
+        self.perform(self.stateMachine.channelFailed(self.loss(error)))
+    }
+
+    /// The stream closed (stream mode).
+    func streamInactive() {
+        self.perform(self.stateMachine.channelInactive(self.loss(nil)))
+    }
+
+    /// The stream is over (stream mode): the connection is no longer this handler's to hold (a
+    /// suspended exchange may keep the handler a while, for the parts it holds).
+    func streamFinished() {
+        self.stream = nil
+    }
+
+    /// Writes from the body pump's task, on the loop (stream mode).
+    private func writeAndFlushFromPump(_ part: HTTPClientRequestPart) -> EventLoopFuture<Void> {
+        guard let eventLoop = self.eventLoop else { preconditionFailure("a handler in stream mode knows its loop") }
+        let promise = eventLoop.makePromise(of: Void.self)
+        self.write(part, promise: promise)
+        self.flush()
+        return promise.futureResult
+    }
+
+    // MARK: Transport
+
+    /// Whether the connection (or stream) can still carry the hop.
+    private var transportIsActive: Bool {
+        if let http2Stream { return http2Stream.isActive }
+        return self.context?.channel.isActive == true
+    }
+
+    private func write(_ part: HTTPClientRequestPart, promise: EventLoopPromise<Void>?) {
+        if let http2Stream {
+            http2Stream.write(part, promise: promise)
+        } else if let context {
+            context.write(self.wrapOutboundOut(part), promise: promise)
+        } else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+        }
+    }
+
+    private func flush() {
+        if let http2Stream {
+            http2Stream.flush()
+        } else {
+            self.context?.flush()
+        }
+    }
+
+    private func readTransport() {
+        if let http2Stream {
+            http2Stream.read()
+        } else {
+            self.context?.read()
+        }
+    }
+
+    private func closeTransport() {
+        if let http2Stream {
+            http2Stream.close()
+        } else {
+            self.context?.close(promise: nil)
+        }
     }
 
     /// The exchange takes body again: the parts held meanwhile go first, then the loss or the

@@ -37,7 +37,7 @@ struct HTTP1ConnectionStateMachine {
     enum Mode: Equatable {
         /// An HTTP/1.1 connection of the pool, which carries one hop after another.
         case connection
-        /// One HTTP/2 stream (after swift-nio-http2's HTTP/1 codec), which carries one hop.
+        /// One HTTP/2 stream (its parts from an ``HTTP2Stream``), which carries one hop.
         case stream
     }
 

@@ -3,18 +3,19 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
-import NIOHTTPCompression
 import Synchronization
 
 /// One of ``ConnectionPool``'s HTTP/2 connections (ALPN chose `h2`): a TLS channel with swift-nio-http2's
-/// handler and multiplexer, each hop on a stream of its own.
+/// handler in its frame mode, each hop on a stream of its own.
 ///
 /// The pool counts the streams open on it against the server's `SETTINGS_MAX_CONCURRENT_STREAMS`
 /// (``ConnectionPool``'s host state, under its lock); the connection opens a stream for each hop the
-/// pool hands it. Each stream's pipeline is swift-nio-http2's HTTP/1 codec, the decompressor when
-/// asked, and an ``HTTP1ConnectionHandler`` in stream mode: the same request writer, body pump,
-/// pause and resume as on an HTTP/1.1 connection, and flow control as back-pressure (a paused
-/// stream does not read, so its window is not reopened and the server stops sending).
+/// pool hands it. A stream is no channel: an ``HTTP2Stream`` in the connection's handler turns the
+/// hop's request into frames and the server's frames into response parts (decompressed when
+/// asked), and an ``HTTP1ConnectionHandler`` in stream mode drives the hop: the same request
+/// writer, body pump, pause and resume as on an HTTP/1.1 connection, and flow control as
+/// back-pressure (a paused hop does not read, so its stream's window is not reopened and the
+/// server stops sending).
 ///
 /// The connection's own frames, idleness and PING are its ``HTTP2ConnectionHandler``'s (deciding
 /// through an ``HTTP2ConnectionStateMachine``), which reports to the pool through this object
@@ -23,7 +24,6 @@ final class HTTP2Connection: HopCarrier, Sendable {
     let channel: any Channel
     let key: ConnectionPool.Key
     let pool: ConnectionPool
-    private let multiplexer: NIOHTTP2Handler.StreamMultiplexer
     private let handler: NIOLoopBound<HTTP2ConnectionHandler>
     /// The last stream the server said it will process (GOAWAY), or `Int32.max` before any.
     private let goAwayLastStreamID = Atomic<Int32>(Int32.max)
@@ -36,14 +36,13 @@ final class HTTP2Connection: HopCarrier, Sendable {
 
     /// Made on the channel's loop.
     init(
-        channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, multiplexer: NIOHTTP2Handler.StreamMultiplexer,
-        handler: HTTP2ConnectionHandler, establishment: ConnectionEstablishment
+        channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, handler: HTTP2ConnectionHandler,
+        establishment: ConnectionEstablishment
     ) {
         self.establishment = establishment
         self.channel = channel
         self.key = key
         self.pool = pool
-        self.multiplexer = multiplexer
         self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
         pool.liveConnections.add(1, ordering: .relaxed)
     }
@@ -73,6 +72,7 @@ final class HTTP2Connection: HopCarrier, Sendable {
     ///
     /// Runs on the connection's event loop: called from elsewhere, it makes one hop there, in
     /// which `becomingBusy` (the connection's first open stream) stops the idle timer too. The
+    /// stream is a few fields in the connection's handler (``HTTP2Stream``), not a channel; the
     /// requests of streams opened by one batch of the loop's tasks leave in one flush
     /// (``HTTP2FlushCoalescer``).
     func run(_ hop: HTTP1Hop, becomingBusy: Bool = false) {
@@ -80,41 +80,19 @@ final class HTTP2Connection: HopCarrier, Sendable {
             self.channel.eventLoop.execute { self.run(hop, becomingBusy: becomingBusy) }
             return
         }
-        if becomingBusy { self.handler.value.becameBusy() }
-        let decompression = self.pool.settings.decompression
-        let connection = self
-        let firstStream = self.streamsOpened.wrappingAdd(1, ordering: .relaxed).oldValue == 0
-        self.multiplexer.createStreamChannel { stream in
-            stream.eventLoop.makeCompletedFuture {
-                let pipeline = stream.pipeline.syncOperations
-                try pipeline.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
-                var counter: ResponseBodyCounter?
-                if let decompression {
-                    counter = ResponseBodyCounter()
-                    try pipeline.addHandler(counter!)
-                    try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: decompression))
-                }
-                try pipeline.addHandler(HTTP1ConnectionHandler(stream: connection, firstStream: firstStream, bodyCounter: counter))
-            }
-        }.whenComplete { result in
-            switch result {
-            case .success(let stream):
-                // Counted by the pool until the stream closes, however it ends.
-                stream.closeFuture.whenComplete { _ in connection.pool.streamClosed(on: connection) }
-                do {
-                    let handler = try stream.pipeline.syncOperations.handler(type: HTTP1ConnectionHandler.self)
-                    hop.startsRunning(on: HTTP2StreamCarrier(channel: stream, handler: NIOLoopBound(handler, eventLoop: stream.eventLoop)))
-                    handler.run(hop)
-                } catch {
-                    stream.close(promise: nil)
-                    hop.end(.failure(error))
-                }
-            case .failure:
-                // The connection closed or went away before the stream opened: nothing was sent.
-                connection.pool.streamClosed(on: connection)
-                hop.restartElsewhere()
-            }
+        let handler = self.handler.value
+        if becomingBusy { handler.becameBusy() }
+        guard let stream = handler.makeStream(on: self, decompressionRatio: self.pool.settings.decompressionRatio) else {
+            // The connection closed before the stream opened: nothing was sent.
+            self.pool.streamClosed(on: self)
+            hop.restartElsewhere()
+            return
         }
+        let firstStream = self.streamsOpened.wrappingAdd(1, ordering: .relaxed).oldValue == 0
+        let hopHandler = HTTP1ConnectionHandler(stream: self, carrying: stream, firstStream: firstStream)
+        stream.hopHandler = hopHandler
+        hop.startsRunning(on: HTTP2StreamCarrier(eventLoop: self.channel.eventLoop, handler: NIOLoopBound(hopHandler, eventLoop: self.channel.eventLoop)))
+        hopHandler.run(hop)
     }
 
     /// A hop cancelled while its stream opens: the stream's handler sees the cancellation when
@@ -138,15 +116,15 @@ final class HTTP2Connection: HopCarrier, Sendable {
 
 /// The stream of an ``HTTP2Connection`` a hop runs on.
 struct HTTP2StreamCarrier: HopCarrier {
-    let channel: any Channel
+    let eventLoop: any EventLoop
     let handler: NIOLoopBound<HTTP1ConnectionHandler>
 
     func cancel(_ hop: HTTP1Hop) {
         let handler = self.handler
-        if self.channel.eventLoop.inEventLoop {
+        if self.eventLoop.inEventLoop {
             handler.value.cancel(hop)
         } else {
-            self.channel.eventLoop.execute { handler.value.cancel(hop) }
+            self.eventLoop.execute { handler.value.cancel(hop) }
         }
     }
 }

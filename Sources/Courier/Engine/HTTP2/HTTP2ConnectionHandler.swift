@@ -20,10 +20,15 @@ protocol HTTP2ConnectionDelegate: AnyObject {
     func http2WillClose(_ reason: HTTP2ConnectionStateMachine.CloseReason)
 }
 
-/// The last handler of an ``HTTP2Connection``'s own pipeline, after swift-nio-http2's handler: it
-/// feeds the connection's frames (stream 0), reads, idleness and timer to an
-/// ``HTTP2ConnectionStateMachine`` and does what it decides: tell the delegate, send a PING,
-/// schedule the next check, close.
+/// The last handler of an ``HTTP2Connection``'s own pipeline, after swift-nio-http2's handler in
+/// its frame mode (no stream channels): it feeds the connection's frames (stream 0), reads,
+/// idleness and timer to an ``HTTP2ConnectionStateMachine`` and does what it decides: tell the
+/// delegate, send a PING, schedule the next check, close.
+///
+/// It also carries the connection's streams (``HTTP2Stream``, one a hop): it gives each the next
+/// stream ID, hands it its frames and swift-nio-http2's events about it (its window, its close,
+/// its stream errors), writes what it sends, and keeps the connection's receive window open as
+/// data arrives (the streams' own windows are back-pressure; the connection's is not).
 final class HTTP2ConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
@@ -37,10 +42,23 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     private(set) var delegate: (any HTTP2ConnectionDelegate)?
     private var context: ChannelHandlerContext?
     private var idleCheck: Scheduled<Void>?
+    /// The streams under way, by ID.
+    private var streams: [HTTP2StreamID: HTTP2Stream] = [:]
+    /// The ID the next stream gets (a client's are odd and increase).
+    private var nextStreamID = 1
+    /// The receive window each stream keeps open (`SETTINGS_INITIAL_WINDOW_SIZE` Courier sends).
+    private let streamWindow: Int
+    /// The receive window the connection keeps open.
+    private let connectionWindow: Int
 
-    init(configuration: HTTP2ConnectionStateMachine.Configuration, sentFrames: HTTP2SentFramesWatcher? = nil) {
+    init(
+        configuration: HTTP2ConnectionStateMachine.Configuration, sentFrames: HTTP2SentFramesWatcher? = nil,
+        streamWindow: Int = 65535, connectionWindow: Int = 65535
+    ) {
         self.stateMachine = HTTP2ConnectionStateMachine(configuration: configuration)
         self.sentFrames = sentFrames
+        self.streamWindow = streamWindow
+        self.connectionWindow = connectionWindow
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -73,7 +91,37 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = self.unwrapInboundIn(data)
-        self.run(self.stateMachine.received(frame.payload, now: context.eventLoop.now))
+        if frame.streamID == .rootStream {
+            self.run(self.stateMachine.received(frame.payload, now: context.eventLoop.now))
+        } else {
+            // A frame of a stream no longer here (reset, or closed under way) is dropped.
+            self.streams[frame.streamID]?.received(frame.payload)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case let event as NIOHTTP2WindowUpdatedEvent:
+            guard let size = event.inboundWindowSize else { break }
+            if event.streamID == .rootStream {
+                // The connection's window reopens as data arrives, whoever reads it.
+                if let increment = HTTP2StreamStateMachine.windowIncrement(size: size, target: self.connectionWindow) {
+                    context.write(
+                        self.wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
+                        promise: nil)
+                    context.flush()
+                }
+            } else {
+                self.streams[event.streamID]?.windowChanged(to: size)
+            }
+        case let event as StreamClosedEvent:
+            self.streams[event.streamID]?.closedBySwiftNIOHTTP2(reason: event.reason)
+        case let event as NIOHTTP2BulkStreamWindowChangeEvent:
+            for stream in self.streams.values { stream.initialWindowChanged(by: event.delta) }
+        default:
+            break
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -82,6 +130,11 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let error = error as? NIOHTTP2Errors.StreamError {
+            // swift-nio-http2 found a stream error in what the server sent and resets the stream:
+            // its hop hears why.
+            self.streams[error.streamID]?.failed(error.baseError)
+        }
         // A stream error (swift-nio-http2 reset that stream, which hears of it) or a frame it
         // refused to send (a stream created after the server's GOAWAY, whose handler sends its
         // request elsewhere): the other streams go on.
@@ -95,7 +148,43 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         self.stateMachine.channelInactive()
         self.cancelIdleCheck()
+        // Every stream still here ends with the connection.
+        let streams = self.streams.values
+        self.streams.removeAll()
+        for stream in streams { stream.closedBySwiftNIOHTTP2(reason: nil) }
         context.fireChannelInactive()
+    }
+
+    // MARK: Streams
+
+    /// A new stream of `connection` (not yet sent: its HEADERS go with the hop's request), or nil
+    /// when the connection closed or has no stream ID left.
+    func makeStream(on connection: HTTP2Connection, decompressionRatio: Int?) -> HTTP2Stream? {
+        guard let context, context.channel.isActive, self.nextStreamID <= Int(Int32.max) else { return nil }
+        let id = HTTP2StreamID(self.nextStreamID)
+        self.nextStreamID += 2
+        let stream = HTTP2Stream(
+            id: id, connection: connection, connectionHandler: self, targetWindow: self.streamWindow, decompressionRatio: decompressionRatio)
+        self.streams[id] = stream
+        return stream
+    }
+
+    /// A stream's frame goes out.
+    func write(_ frame: HTTP2Frame, promise: EventLoopPromise<Void>?) {
+        guard let context else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        context.write(self.wrapOutboundOut(frame), promise: promise)
+    }
+
+    func flush() {
+        self.context?.flush()
+    }
+
+    /// A stream is over.
+    func streamFinished(_ id: HTTP2StreamID) {
+        self.streams[id] = nil
     }
 
     private func run(_ action: HTTP2ConnectionStateMachine.Action) {

@@ -234,9 +234,9 @@ struct HTTP2ConnectionStateMachine {
     /// - A frame it could not encode: its header compression may now disagree with the server's.
     ///
     /// Any other HTTP/2 error ends one stream at most: a stream error (swift-nio-http2 reset that
-    /// stream, whose channel hears of it), or a frame it refused to send with nothing sent and its
-    /// state unchanged (a stream created after the server's GOAWAY, a frame for a stream whose
-    /// channel is gone, which it reports and drops).
+    /// stream, whose ``HTTP2Stream`` hears of it), or a frame it refused to send with nothing sent
+    /// and its state unchanged (a stream created after the server's GOAWAY, a frame for a stream
+    /// it no longer knows, which it reports and drops).
     static func endsConnection(_ error: any Error, goAwaySent: Bool) -> Bool {
         guard error is any NIOHTTP2Error else { return true }
         return goAwaySent || error is NIOHTTP2Errors.UnableToSerializeFrame

@@ -9,7 +9,7 @@ import NIOHTTP2
 /// RST_STREAM for that stream first: the other streams go on), and a frame it refused to send
 /// (nothing goes out: a stream created after the server's GOAWAY, a frame for a stream it no
 /// longer knows). The same error type can be either (`NoSuchStream` is a connection error for a
-/// frame on a stream long closed, and a dropped frame when the stream's channel is gone), so
+/// frame on a stream long closed, and a dropped frame for a stream already over), so
 /// ``HTTP2ConnectionHandler`` asks what went out instead.
 ///
 /// A value fed the bytes swift-nio-http2 writes, in order (the client's preface, then frames):

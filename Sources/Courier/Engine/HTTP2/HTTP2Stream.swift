@@ -1,0 +1,274 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP1
+import NIOHTTP2
+
+/// One hop's stream on an ``HTTP2Connection``: no channel, pipeline or codec of its own, a few
+/// fields in its connection's ``HTTP2ConnectionHandler``, which hands it the stream's frames and
+/// swift-nio-http2's events about it. Everything here runs on the connection's loop.
+///
+/// The decisions are an ``HTTP2StreamStateMachine``'s; the stream turns the hop's request parts
+/// into frames (the head waits for what follows it, so that a request without a body is one
+/// HEADERS frame with END_STREAM, and the last DATA carries END_STREAM), the server's frames into
+/// response parts (through an ``HTTP2ResponseInflater`` when the pool decompresses), the hop's
+/// reads into WINDOW_UPDATE, and its close into RST_STREAM when the stream is under way. The hop
+/// itself is driven by an ``HTTP1ConnectionHandler`` in stream mode, as on a connection of its own.
+final class HTTP2Stream {
+    let id: HTTP2StreamID
+    let eventLoop: any EventLoop
+    private let channel: any Channel
+    /// The connection, until the stream is finished (the pool counts the stream until then).
+    private var connection: HTTP2Connection?
+    /// Where frames go; dropped when the stream is finished.
+    private var connectionHandler: HTTP2ConnectionHandler?
+    /// The hop's driver; dropped when the stream is finished.
+    var hopHandler: HTTP1ConnectionHandler?
+    private var stateMachine: HTTP2StreamStateMachine
+    /// The head or DATA written and not yet sent: it goes with END_STREAM when the request's end
+    /// follows at once.
+    private var pending: (payload: HTTP2Frame.FramePayload, promise: EventLoopPromise<Void>?)?
+    private var pendingHead: HTTPRequestHead?
+    /// The decompression ratio, when the pool decompresses.
+    private let decompressionRatio: Int?
+    private var inflater: HTTP2ResponseInflater?
+    /// Counts the body as it came, before decompression, for the hop's metrics.
+    let bodyCounter: ResponseBodyCounter?
+    /// Removed from the connection and counted closed by the pool.
+    private(set) var isFinished = false
+
+    init(
+        id: HTTP2StreamID, connection: HTTP2Connection, connectionHandler: HTTP2ConnectionHandler, targetWindow: Int,
+        decompressionRatio: Int?
+    ) {
+        self.id = id
+        self.connection = connection
+        self.channel = connection.channel
+        self.eventLoop = connection.channel.eventLoop
+        self.connectionHandler = connectionHandler
+        self.stateMachine = HTTP2StreamStateMachine(targetWindow: targetWindow)
+        self.decompressionRatio = decompressionRatio
+        self.bodyCounter = decompressionRatio == nil ? nil : ResponseBodyCounter()
+    }
+
+    /// Whether the stream can still carry its hop (and its connection is open).
+    var isActive: Bool {
+        !self.isFinished && self.stateMachine.isOpen && self.channel.isActive
+    }
+
+    // MARK: From the hop
+
+    /// A part of the request. The head waits for the next part or a flush.
+    func write(_ part: HTTPClientRequestPart, promise: EventLoopPromise<Void>?) {
+        guard !self.isFinished, let connectionHandler else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        switch part {
+        case .head(var head):
+            if self.decompressionRatio != nil, !head.headers.contains(name: "Accept-Encoding") {
+                // As NIOHTTPResponseDecompressor asks.
+                head.headers.replaceOrAdd(name: "Accept-Encoding", value: "deflate, gzip")
+            }
+            do {
+                let block = try HTTP2StreamStateMachine.requestHeaderBlock(for: head)
+                self.pendingHead = head
+                self.pending = (.headers(.init(headers: block)), promise)
+            } catch {
+                promise?.fail(error)
+            }
+        case .body(let body):
+            self.sendPending(to: connectionHandler, endStream: false)
+            // A refused HEADERS may have ended the stream meanwhile.
+            guard !self.isFinished else {
+                promise?.fail(ChannelError.ioOnClosedChannel)
+                return
+            }
+            self.pending = (.data(.init(data: body)), promise)
+        case .end(let trailers):
+            if let trailers {
+                self.sendPending(to: connectionHandler, endStream: false)
+                guard !self.isFinished else {
+                    promise?.fail(ChannelError.ioOnClosedChannel)
+                    return
+                }
+                self.stateMachine.sendingBody(endStream: true)
+                let block = HPACKHeaders(httpHeaders: trailers, normalizeHTTPHeaders: true)
+                connectionHandler.write(HTTP2Frame(streamID: self.id, payload: .headers(.init(headers: block, endStream: true))), promise: promise)
+            } else if self.pending != nil {
+                if let promise {
+                    if let earlier = self.pending?.promise {
+                        earlier.futureResult.cascade(to: promise)
+                    } else {
+                        self.pending?.promise = promise
+                    }
+                }
+                self.sendPending(to: connectionHandler, endStream: true)
+            } else {
+                self.stateMachine.sendingBody(endStream: true)
+                connectionHandler.write(
+                    HTTP2Frame(streamID: self.id, payload: .data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))), promise: promise)
+            }
+        }
+    }
+
+    func flush() {
+        guard let connectionHandler else { return }
+        self.sendPending(to: connectionHandler, endStream: false)
+        connectionHandler.flush()
+    }
+
+    private func sendPending(to connectionHandler: HTTP2ConnectionHandler, endStream: Bool) {
+        guard let (pendingPayload, promise) = self.pending else { return }
+        self.pending = nil
+        var payload = pendingPayload
+        switch payload {
+        case .headers(var headers):
+            headers.endStream = endStream
+            payload = .headers(headers)
+            if let head = self.pendingHead.take() {
+                self.stateMachine.sendingHead(head, endStream: endStream)
+            }
+        case .data(var data):
+            data.endStream = endStream
+            payload = .data(data)
+            self.stateMachine.sendingBody(endStream: endStream)
+        default:
+            break
+        }
+        connectionHandler.write(HTTP2Frame(streamID: self.id, payload: payload), promise: promise)
+    }
+
+    /// The HEADERS never went out (swift-nio-http2 refused them after the server's GOAWAY).
+    func headersRefused() {
+        self.stateMachine.headersRefused()
+    }
+
+    /// The hop takes more of the response: the window reopens if enough of it was used.
+    func read() {
+        guard !self.isFinished, let connectionHandler, let increment = self.stateMachine.readRequested() else { return }
+        connectionHandler.write(HTTP2Frame(streamID: self.id, payload: .windowUpdate(windowSizeIncrement: increment)), promise: nil)
+        connectionHandler.flush()
+    }
+
+    /// The hop is done with the stream: reset unless it ended (or never opened).
+    func close() {
+        guard !self.isFinished else { return }
+        self.failPending()
+        if case .reset(let code) = self.stateMachine.close(), let connectionHandler {
+            connectionHandler.write(HTTP2Frame(streamID: self.id, payload: .rstStream(code)), promise: nil)
+            connectionHandler.flush()
+        }
+        let hopHandler = self.hopHandler
+        self.hopHandler = nil
+        self.finish()
+        hopHandler?.streamFinished()
+    }
+
+    // MARK: From the connection
+
+    /// A frame of the stream arrived.
+    func received(_ payload: HTTP2Frame.FramePayload) {
+        guard !self.isFinished, let hopHandler else { return }
+        let parts: HTTP2StreamStateMachine.Parts
+        switch payload {
+        case .headers(let headers):
+            do {
+                parts = try self.stateMachine.receivedHeaders(headers.headers, endStream: headers.endStream)
+            } catch {
+                hopHandler.streamFailed(error)
+                return
+            }
+        case .data(let data):
+            guard case .byteBuffer(let buffer) = data.data else { return }
+            self.bodyCounter?.bytes += Int64(buffer.readableBytes)
+            parts = self.stateMachine.receivedData(buffer, endStream: data.endStream)
+        default:
+            // RST_STREAM: swift-nio-http2 closes the stream next. Nothing else concerns a hop.
+            return
+        }
+        if let first = parts.first { self.deliver(first) }
+        if let second = parts.second { self.deliver(second) }
+    }
+
+    private func deliver(_ part: HTTPClientResponsePart) {
+        // An earlier part may have ended the hop with the stream.
+        guard let hopHandler else { return }
+        switch part {
+        case .head(let head):
+            if let ratio = self.decompressionRatio {
+                self.inflater = HTTP2ResponseInflater(head: head, ratio: ratio)
+            }
+            hopHandler.streamReceived(part)
+        case .body(let buffer):
+            guard let inflater else {
+                hopHandler.streamReceived(part)
+                return
+            }
+            do {
+                try inflater.inflate(buffer) { hopHandler.streamReceived(.body($0)) }
+            } catch {
+                hopHandler.streamFailed(error)
+            }
+        case .end:
+            if let inflater = self.inflater.take() {
+                do {
+                    try inflater.finish()
+                } catch {
+                    hopHandler.streamFailed(error)
+                }
+            }
+            self.hopHandler?.streamReceived(part)
+        }
+    }
+
+    /// swift-nio-http2 reported the stream's receive window: the hop, unless suspended, reads on.
+    func windowChanged(to size: Int) {
+        guard !self.isFinished else { return }
+        self.stateMachine.windowChanged(to: size)
+        self.hopHandler?.streamReadRequested()
+    }
+
+    /// The server's acknowledgement of Courier's `SETTINGS_INITIAL_WINDOW_SIZE` moved the window.
+    func initialWindowChanged(by delta: Int) {
+        self.stateMachine.initialWindowChanged(by: delta)
+    }
+
+    /// A stream error swift-nio-http2 found in what the server sent (it resets the stream next).
+    func failed(_ error: any Error) {
+        guard !self.isFinished else { return }
+        self.hopHandler?.streamFailed(error)
+    }
+
+    /// swift-nio-http2 closed the stream (with the reset's code, if one ended it), or the
+    /// connection closed (nil).
+    func closedBySwiftNIOHTTP2(reason: NIOHTTP2.HTTP2ErrorCode?) {
+        guard !self.isFinished else { return }
+        self.stateMachine.closedBySwiftNIOHTTP2()
+        self.failPending()
+        let hopHandler = self.hopHandler
+        self.hopHandler = nil
+        self.finish()
+        if let reason {
+            hopHandler?.streamFailed(NIOHTTP2Errors.streamClosed(streamID: self.id, errorCode: reason))
+        }
+        hopHandler?.streamInactive()
+        hopHandler?.streamFinished()
+    }
+
+    private func failPending() {
+        self.pendingHead = nil
+        if let pending = self.pending.take() {
+            pending.promise?.fail(ChannelError.ioOnClosedChannel)
+        }
+    }
+
+    /// The stream is over: off the connection, and no longer counted by the pool.
+    private func finish() {
+        self.isFinished = true
+        self.connectionHandler?.streamFinished(self.id)
+        self.connectionHandler = nil
+        if let connection = self.connection.take() {
+            connection.pool.streamClosed(on: connection)
+        }
+    }
+}

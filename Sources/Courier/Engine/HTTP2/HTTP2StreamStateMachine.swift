@@ -1,0 +1,278 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP1
+import NIOHTTP2
+
+/// The life of one HTTP/2 stream Courier opened for a request, apart from its I/O: which frames
+/// its request becomes, what the server's frames mean as response parts, when its receive window
+/// reopens, and whether closing it takes a reset.
+///
+/// A value with no channel, frame writer or lock: ``HTTP2Stream`` feeds it the request parts the
+/// hop writes, the frames and window sizes swift-nio-http2 reports for the stream, the reads the
+/// hop asks for and its close, and does what each returns.
+///
+/// - The request head becomes HEADERS (``requestHeaderBlock(for:)``: `:method`, `:scheme`,
+///   `:authority` from `Host`, `:path`, the other fields lower-cased, without HTTP/1's
+///   connection fields), sent with END_STREAM when nothing follows it; its end is END_STREAM on
+///   the last DATA (or an empty one).
+/// - The response: 1xx HEADERS are informational heads, the next HEADERS the final head (with
+///   `content-length: 0` or `transfer-encoding: chunked` added as swift-nio-http2's HTTP/1 codec
+///   does, so that a response reads the same over either), DATA its body, HEADERS after it the
+///   trailers; END_STREAM ends it.
+/// - Flow control is back-pressure: DATA shrinks the stream's receive window (swift-nio-http2
+///   reports its size), and only a read of the hop (``readRequested()``, which a suspended
+///   exchange does not make) reopens it, once half of it is used; a paused stream stops the
+///   server at the window's end.
+/// - Closing a stream both sides ended, or whose HEADERS never went out, or that swift-nio-http2
+///   closed (a reset either way, the connection), sends nothing; closing one under way resets it
+///   (RST_STREAM CANCEL).
+struct HTTP2StreamStateMachine {
+    /// Where the stream is (RFC 9113 5.1, from Courier's side).
+    enum Phase: Equatable {
+        /// Made; nothing sent yet.
+        case idle
+        /// HEADERS went; both sides may send.
+        case open
+        /// Courier sent END_STREAM; the response goes on.
+        case halfClosedLocal
+        /// The server sent END_STREAM; the request may still go on.
+        case halfClosedRemote
+        /// Both sides ended, a reset, or the stream was closed before it opened.
+        case closed
+    }
+
+    private enum ResponseProgress: Equatable {
+        /// No final head yet (informational heads may come).
+        case awaitingHead
+        /// The final head came; DATA, then trailers or END_STREAM.
+        case receivingBody
+        case ended
+    }
+
+    /// What closing the stream takes.
+    enum CloseAction: Equatable {
+        /// Nothing goes out (nothing was sent, both sides ended, or it closed already).
+        case none
+        /// RST_STREAM with this code.
+        case reset(NIOHTTP2.HTTP2ErrorCode)
+    }
+
+    /// The response parts a frame from the server makes, in order (at most two).
+    struct Parts: Equatable {
+        var first: HTTPClientResponsePart?
+        var second: HTTPClientResponsePart?
+
+        static let none = Parts(first: nil, second: nil)
+    }
+
+    /// The version swift-nio-http2's HTTP/1 codec gives its heads.
+    static let version = HTTPVersion(major: 2, minor: 0)
+
+    private(set) var phase = Phase.idle
+    private var response = ResponseProgress.awaitingHead
+    /// The request's method, for the head's framing fields (HEAD and CONNECT have no body).
+    private var method = HTTPMethod.GET
+    /// The window Courier keeps open for the stream (`SETTINGS_INITIAL_WINDOW_SIZE` it sent).
+    private var targetWindow: Int
+    /// The stream's receive window as swift-nio-http2 last reported it (nil before any report).
+    private var window: Int?
+
+    init(targetWindow: Int) {
+        self.targetWindow = targetWindow
+    }
+
+    /// Whether swift-nio-http2 may still deliver frames or take writes for the stream.
+    var isOpen: Bool { self.phase != .closed }
+
+    // MARK: The request
+
+    /// The request head goes out as HEADERS, with END_STREAM when `endStream`.
+    mutating func sendingHead(_ head: HTTPRequestHead, endStream: Bool) {
+        guard self.phase == .idle else { return }
+        self.method = head.method
+        self.phase = endStream ? .halfClosedLocal : .open
+    }
+
+    /// The HEADERS never went out (swift-nio-http2 refused them: the server's GOAWAY came first):
+    /// the stream never opened, and closing it sends nothing.
+    mutating func headersRefused() {
+        self.phase = .closed
+    }
+
+    /// DATA (or trailers) goes out, ending the request when `endStream`.
+    mutating func sendingBody(endStream: Bool) {
+        guard endStream else { return }
+        switch self.phase {
+        case .open: self.phase = .halfClosedLocal
+        case .halfClosedRemote: self.phase = .closed
+        case .idle, .halfClosedLocal, .closed: break
+        }
+    }
+
+    // MARK: The response
+
+    /// A HEADERS frame from the server.
+    mutating func receivedHeaders(_ headers: HPACKHeaders, endStream: Bool) throws -> Parts {
+        guard self.phase != .closed else { return .none }
+        var parts = Parts.none
+        switch self.response {
+        case .awaitingHead:
+            let status = try Self.status(in: headers)
+            var head = HTTPResponseHead(version: Self.version, status: HTTPResponseStatus(statusCode: status), headers: Self.regularFields(of: headers))
+            if (100..<200).contains(status) {
+                // Informational (`100 Continue`): the final head follows.
+                parts.first = .head(head)
+                return parts
+            }
+            if status != 204, status != 304, self.method != .HEAD, self.method != .CONNECT, !headers.contains(name: "content-length") {
+                // As swift-nio-http2's HTTP/1 codec frames it.
+                head.headers.add(name: endStream ? "content-length" : "transfer-encoding", value: endStream ? "0" : "chunked")
+            }
+            self.response = .receivingBody
+            parts.first = .head(head)
+            if endStream {
+                parts.second = .end(nil)
+            }
+        case .receivingBody:
+            // Trailers.
+            parts.first = .end(Self.regularFields(of: headers))
+        case .ended:
+            return .none
+        }
+        if endStream || parts.first.map(Self.isEnd) == true { self.remoteEnded() }
+        return parts
+    }
+
+    /// A DATA frame from the server.
+    mutating func receivedData(_ buffer: ByteBuffer, endStream: Bool) -> Parts {
+        guard self.phase != .closed, self.response == .receivingBody else { return .none }
+        var parts = Parts.none
+        if endStream {
+            self.remoteEnded()
+            if buffer.readableBytes == 0 {
+                parts.first = .end(nil)
+            } else {
+                parts.first = .body(buffer)
+                parts.second = .end(nil)
+            }
+        } else {
+            parts.first = .body(buffer)
+        }
+        return parts
+    }
+
+    private mutating func remoteEnded() {
+        self.response = .ended
+        switch self.phase {
+        case .open: self.phase = .halfClosedRemote
+        case .halfClosedLocal: self.phase = .closed
+        case .idle, .halfClosedRemote, .closed: break
+        }
+    }
+
+    private static func isEnd(_ part: HTTPClientResponsePart) -> Bool {
+        if case .end = part { return true }
+        return false
+    }
+
+    // MARK: Flow control
+
+    /// swift-nio-http2 reports the stream's receive window (after DATA, or a WINDOW_UPDATE sent).
+    mutating func windowChanged(to size: Int) {
+        self.window = size
+    }
+
+    /// The server's acknowledgement of a new `SETTINGS_INITIAL_WINDOW_SIZE` moved every stream's
+    /// window by `delta`.
+    mutating func initialWindowChanged(by delta: Int) {
+        self.targetWindow += delta
+        self.window = self.window.map { $0 + delta }
+    }
+
+    /// The hop read what came and takes more: by how much to reopen the window (a WINDOW_UPDATE),
+    /// if at least half of it is used; nil otherwise, and once the server ended its side.
+    mutating func readRequested() -> Int? {
+        guard self.phase == .open || self.phase == .halfClosedLocal, let window = self.window else { return nil }
+        guard let increment = Self.windowIncrement(size: window, target: self.targetWindow) else { return nil }
+        self.window = window + increment
+        return increment
+    }
+
+    /// How much to add to a receive window of `size` to bring it back to `target`, once at most
+    /// half of it is left (swift-nio-http2's rule for its own windows); nil before.
+    static func windowIncrement(size: Int, target: Int) -> Int? {
+        if size >= target { return nil }
+        if size >= 0 {
+            let increment = target - size
+            return increment >= size ? increment : nil
+        }
+        return min(-size + target, Int(Int32.max))
+    }
+
+    // MARK: Closing
+
+    /// The hop is done with the stream.
+    mutating func close() -> CloseAction {
+        switch self.phase {
+        case .idle, .closed:
+            self.phase = .closed
+            return .none
+        case .open, .halfClosedLocal, .halfClosedRemote:
+            self.phase = .closed
+            return .reset(.cancel)
+        }
+    }
+
+    /// swift-nio-http2 closed the stream (both sides ended, a reset either way, the connection
+    /// went): nothing more goes out or comes in, and closing it sends nothing.
+    mutating func closedBySwiftNIOHTTP2() {
+        self.phase = .closed
+    }
+
+    // MARK: Heads
+
+    /// The request head as an HTTP/2 header block, as swift-nio-http2's HTTP/1 codec made it:
+    /// `:path`, `:method`, `:scheme` (`https`), `:authority` (the `Host` field), then the other
+    /// fields, normalised for HTTP/2.
+    static func requestHeaderBlock(for head: HTTPRequestHead) throws -> HPACKHeaders {
+        var fields: [(String, String)] = []
+        fields.reserveCapacity(head.headers.count + 3)
+        fields.append((":path", head.uri))
+        fields.append((":method", head.method.rawValue))
+        fields.append((":scheme", "https"))
+        fields.append((":authority", ""))
+        var authority: String?
+        for field in head.headers {
+            if field.name.lowercased() == "host" {
+                if authority != nil { throw NIOHTTP2Errors.duplicateHostHeader() }
+                authority = field.value
+            } else {
+                fields.append((field.name, field.value))
+            }
+        }
+        guard let authority else { throw NIOHTTP2Errors.missingHostHeader() }
+        fields[3].1 = authority
+        return HPACKHeaders(httpHeaders: HTTPHeaders(fields), normalizeHTTPHeaders: true)
+    }
+
+    private static func status(in headers: HPACKHeaders) throws -> Int {
+        var value: String?
+        for (name, field, _) in headers where name == ":status" {
+            if value != nil { throw NIOHTTP2Errors.duplicatePseudoHeader(":status") }
+            value = field
+        }
+        guard let value else { throw NIOHTTP2Errors.missingPseudoHeader(":status") }
+        guard let status = Int(value, radix: 10) else { throw NIOHTTP2Errors.invalidStatusValue(value) }
+        return status
+    }
+
+    /// The fields of a header block without its pseudo-fields.
+    private static func regularFields(of headers: HPACKHeaders) -> HTTPHeaders {
+        var fields: [(String, String)] = []
+        fields.reserveCapacity(headers.count)
+        for (name, value, _) in headers where !name.hasPrefix(":") {
+            fields.append((name, value))
+        }
+        return HTTPHeaders(fields)
+    }
+}

@@ -1,0 +1,225 @@
+@testable import Courier
+import NIOCore
+import NIOHPACK
+import NIOHTTP1
+import NIOHTTP2
+import Testing
+
+/// ``HTTP2StreamStateMachine`` without I/O: the request's frames, the server's frames as response
+/// parts, the window and the close, event by event.
+@Suite("HTTP/2 stream state machine")
+struct HTTP2StreamStateMachineTests {
+    typealias Machine = HTTP2StreamStateMachine
+
+    static let window = 256 * 1024
+
+    static func get(_ uri: String = "/a") -> HTTPRequestHead {
+        HTTPRequestHead(version: .http1_1, method: .GET, uri: uri, headers: ["Host": "example.com", "Connection": "keep-alive", "Accept": "*/*"])
+    }
+
+    static func response(_ status: Int, _ fields: [(String, String)] = []) -> HPACKHeaders {
+        HPACKHeaders([(":status", String(status))] + fields)
+    }
+
+    /// A machine whose GET went out (HEADERS with END_STREAM).
+    static func sentGet() -> Machine {
+        var machine = Machine(targetWindow: Self.window)
+        machine.sendingHead(Self.get(), endStream: true)
+        return machine
+    }
+
+    // MARK: The request
+
+    @Test func theRequestHeadBecomesAnHTTP2HeaderBlock() throws {
+        let block = try Machine.requestHeaderBlock(for: Self.get("/path?q=1"))
+        #expect(block[":path"] == ["/path?q=1"])
+        #expect(block[":method"] == ["GET"])
+        #expect(block[":scheme"] == ["https"])
+        #expect(block[":authority"] == ["example.com"])
+        #expect(block["host"].isEmpty, "Host becomes :authority")
+        #expect(block["connection"].isEmpty, "HTTP/1's connection fields are not HTTP/2's")
+        #expect(block["accept"] == ["*/*"], "names lower-cased")
+    }
+
+    @Test func aRequestHeadWithoutHostOrWithTwoIsRefused() {
+        var head = Self.get()
+        head.headers.remove(name: "Host")
+        #expect(throws: NIOHTTP2Errors.MissingHostHeader.self) { try Machine.requestHeaderBlock(for: head) }
+        head.headers.add(name: "Host", value: "a")
+        head.headers.add(name: "host", value: "b")
+        #expect(throws: NIOHTTP2Errors.DuplicateHostHeader.self) { try Machine.requestHeaderBlock(for: head) }
+    }
+
+    @Test func theStreamOpensWithItsHeadersAndHalfClosesWithItsEnd() {
+        var machine = Machine(targetWindow: Self.window)
+        #expect(machine.phase == .idle)
+        machine.sendingHead(Self.get(), endStream: false)
+        #expect(machine.phase == .open)
+        machine.sendingBody(endStream: false)
+        #expect(machine.phase == .open)
+        machine.sendingBody(endStream: true)
+        #expect(machine.phase == .halfClosedLocal)
+    }
+
+    // MARK: The response
+
+    @Test func aResponseIsItsHeadBodyAndEnd() throws {
+        var machine = Self.sentGet()
+        let head = try machine.receivedHeaders(Self.response(200, [("content-length", "2")]), endStream: false)
+        let expected = HTTPResponseHead(version: Machine.version, status: .ok, headers: ["content-length": "2"])
+        #expect(head == .init(first: .head(expected), second: nil))
+        #expect(machine.phase == .halfClosedLocal)
+        let body = ByteBuffer(string: "hi")
+        #expect(machine.receivedData(body, endStream: false) == .init(first: .body(body), second: nil))
+        #expect(machine.receivedData(ByteBuffer(), endStream: true) == .init(first: .end(nil), second: nil))
+        #expect(machine.phase == .closed, "both sides ended")
+    }
+
+    @Test func theLastDataCarriesTheEnd() throws {
+        var machine = Self.sentGet()
+        _ = try machine.receivedHeaders(Self.response(200, [("content-length", "2")]), endStream: false)
+        let body = ByteBuffer(string: "hi")
+        #expect(machine.receivedData(body, endStream: true) == .init(first: .body(body), second: .end(nil)))
+    }
+
+    @Test func aHeadWithEndStreamIsTheWholeResponseFramedAsTheHTTP1CodecFramesIt() throws {
+        var machine = Self.sentGet()
+        let parts = try machine.receivedHeaders(Self.response(200), endStream: true)
+        let expected = HTTPResponseHead(version: Machine.version, status: .ok, headers: ["content-length": "0"])
+        #expect(parts == .init(first: .head(expected), second: .end(nil)))
+        #expect(machine.phase == .closed)
+    }
+
+    @Test func aBodyWithoutLengthReadsAsChunkedButNotForHeadOr204() throws {
+        var machine = Self.sentGet()
+        var parts = try machine.receivedHeaders(Self.response(200), endStream: false)
+        #expect(parts.first == .head(HTTPResponseHead(version: Machine.version, status: .ok, headers: ["transfer-encoding": "chunked"])))
+
+        machine = Machine(targetWindow: Self.window)
+        var head = Self.get()
+        head.method = .HEAD
+        machine.sendingHead(head, endStream: true)
+        parts = try machine.receivedHeaders(Self.response(200), endStream: true)
+        #expect(parts.first == .head(HTTPResponseHead(version: Machine.version, status: .ok)))
+
+        machine = Self.sentGet()
+        parts = try machine.receivedHeaders(Self.response(204), endStream: true)
+        #expect(parts.first == .head(HTTPResponseHead(version: Machine.version, status: .noContent)))
+    }
+
+    @Test func informationalHeadsComeBeforeTheFinalOne() throws {
+        var machine = Machine(targetWindow: Self.window)
+        machine.sendingHead(Self.get(), endStream: false)
+        let continueHead = try machine.receivedHeaders(Self.response(100), endStream: false)
+        #expect(continueHead == .init(first: .head(HTTPResponseHead(version: Machine.version, status: .continue)), second: nil))
+        let final = try machine.receivedHeaders(Self.response(201, [("content-length", "0")]), endStream: true)
+        #expect(final.second == .end(nil))
+        #expect(machine.phase == .halfClosedRemote, "the request has not ended")
+        machine.sendingBody(endStream: true)
+        #expect(machine.phase == .closed)
+    }
+
+    @Test func headersAfterTheBodyAreTheTrailers() throws {
+        var machine = Self.sentGet()
+        _ = try machine.receivedHeaders(Self.response(200), endStream: false)
+        _ = machine.receivedData(ByteBuffer(string: "x"), endStream: false)
+        let trailers = try machine.receivedHeaders(HPACKHeaders([("grpc-status", "0")]), endStream: true)
+        #expect(trailers == .init(first: .end(["grpc-status": "0"]), second: nil))
+        #expect(machine.phase == .closed)
+    }
+
+    @Test func aHeadWithoutStatusIsAnError() {
+        var machine = Self.sentGet()
+        #expect(throws: NIOHTTP2Errors.MissingPseudoHeader.self) { try machine.receivedHeaders(HPACKHeaders([("a", "b")]), endStream: true) }
+    }
+
+    @Test func dataBeforeAHeadOrAfterTheCloseIsNobodys() {
+        var machine = Self.sentGet()
+        #expect(machine.receivedData(ByteBuffer(string: "x"), endStream: false) == .none)
+        _ = machine.close()
+        #expect(machine.receivedData(ByteBuffer(string: "x"), endStream: false) == .none)
+    }
+
+    // MARK: Flow control
+
+    @Test func theWindowReopensOnReadOnceHalfOfItIsUsed() throws {
+        var machine = Self.sentGet()
+        _ = try machine.receivedHeaders(Self.response(200), endStream: false)
+        #expect(machine.readRequested() == nil, "no size reported yet")
+        machine.windowChanged(to: Self.window - 1000)
+        #expect(machine.readRequested() == nil, "most of it is left")
+        machine.windowChanged(to: Self.window / 2)
+        #expect(machine.readRequested() == Self.window / 2)
+        #expect(machine.readRequested() == nil, "reopened already")
+    }
+
+    @Test func aHopThatDoesNotReadLeavesTheWindowShut() throws {
+        // Back-pressure: the server's DATA shrinks the window; without reads nothing reopens it,
+        // however small it gets.
+        var machine = Self.sentGet()
+        _ = try machine.receivedHeaders(Self.response(200), endStream: false)
+        machine.windowChanged(to: 0)
+        machine.windowChanged(to: 0)
+        // The hop resumes and reads: the whole window reopens at once.
+        #expect(machine.readRequested() == Self.window)
+    }
+
+    @Test func noWindowUpdateOnceTheServerEndedItsSide() throws {
+        var machine = Self.sentGet()
+        _ = try machine.receivedHeaders(Self.response(200), endStream: false)
+        machine.windowChanged(to: 0)
+        _ = machine.receivedData(ByteBuffer(), endStream: true)
+        #expect(machine.readRequested() == nil)
+    }
+
+    @Test func theInitialWindowsChangeMovesTargetAndWindow() throws {
+        var machine = Self.sentGet()
+        _ = try machine.receivedHeaders(Self.response(200), endStream: false)
+        machine.windowChanged(to: 40_000)
+        machine.initialWindowChanged(by: -10_000)
+        // 30,000 left of a 246,144 target.
+        #expect(machine.readRequested() == Self.window - 10_000 - 30_000)
+    }
+
+    @Test func windowIncrementsFollowSwiftNIOHTTP2sRule() {
+        #expect(Machine.windowIncrement(size: 100, target: 100) == nil)
+        #expect(Machine.windowIncrement(size: 51, target: 100) == nil)
+        #expect(Machine.windowIncrement(size: 50, target: 100) == 50)
+        #expect(Machine.windowIncrement(size: 0, target: 100) == 100)
+        #expect(Machine.windowIncrement(size: -20, target: 100) == 120)
+    }
+
+    // MARK: Closing
+
+    @Test func closingAStreamUnderWayResetsIt() throws {
+        var machine = Self.sentGet()
+        _ = try machine.receivedHeaders(Self.response(200), endStream: false)
+        #expect(machine.close() == .reset(.cancel))
+        #expect(machine.close() == .none, "once")
+    }
+
+    @Test func closingAStreamBothSidesEndedSendsNothing() throws {
+        // Before, the stream channel closed as the response's last frame arrived and reset
+        // every stream (RST_STREAM CANCEL after each response).
+        var machine = Self.sentGet()
+        _ = try machine.receivedHeaders(Self.response(200), endStream: true)
+        #expect(machine.close() == .none)
+    }
+
+    @Test func closingAStreamThatNeverOpenedSendsNothing() {
+        var machine = Machine(targetWindow: Self.window)
+        #expect(machine.close() == .none, "nothing sent")
+        var refused = Machine(targetWindow: Self.window)
+        refused.sendingHead(Self.get(), endStream: true)
+        refused.headersRefused()
+        #expect(refused.close() == .none, "swift-nio-http2 refused its HEADERS")
+    }
+
+    @Test func aStreamSwiftNIOHTTP2ClosedIsNotResetAgain() throws {
+        var machine = Self.sentGet()
+        _ = try machine.receivedHeaders(Self.response(200), endStream: false)
+        machine.closedBySwiftNIOHTTP2()
+        #expect(!machine.isOpen)
+        #expect(machine.close() == .none)
+    }
+}
