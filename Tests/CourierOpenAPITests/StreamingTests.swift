@@ -91,4 +91,39 @@ struct StreamingTests {
             }
         }
     }
+
+    @Test("RetryPolicy retries a 503 before the generated client sees it, resending a body the runtime can iterate again; a single-pass body's 503 is the answer")
+    func retriedStatus() async throws {
+        try await TestServer.withServer { server in
+            let attempts = NIOLockedValueBox<[Int]>([])
+            server.route("/courier/upload", methods: [.put]) { request in
+                let attempt = attempts.withLockedValue { $0.append(request.body.count); return $0.count }
+                guard attempt.isMultiple(of: 2) else { return .text("busy", status: .serviceUnavailable) }
+                var crc = CRC32()
+                crc.update(request.body)
+                return .json(#"{"size": \#(request.body.count), "crc32": "\#(crc.hex)", "chunked": false, "method": "PUT"}"#)
+            }
+            let manager = SessionManager()
+            var policy = RetryPolicy(retryLimit: 1)
+            policy.initialBackoff = .zero
+            manager.interceptor = policy
+            try await withGeneratedClient(baseURL: server.baseURL, manager: manager) { client, _ in
+                let bytes = (0..<(256 << 10)).map(PatternChunks.byte(at:))
+                let receipt = try await client.upload(body: .binary(HTTPBody(bytes))).ok.body.json
+                #expect(receipt.size == Int64(bytes.count))
+                #expect(receipt.crc32 == patternCRC(count: bytes.count))
+                #expect(attempts.withLockedValue { $0 } == [bytes.count, bytes.count])
+
+                let once = HTTPBody(PatternChunks(count: bytes.count), length: .known(Int64(bytes.count)), iterationBehavior: .single)
+                let output = try await client.upload(body: .binary(once))
+                guard case .undocumented(statusCode: 503, let payload) = output else {
+                    Issue.record("a single-pass body was retried: \(output)")
+                    return
+                }
+                let text = try await String(collecting: try #require(payload.body), upTo: 1024)
+                #expect(text == "busy")
+                #expect(attempts.withLockedValue { $0.count } == 3)
+            }
+        }
+    }
 }
