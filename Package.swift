@@ -49,6 +49,9 @@ let package = Package(
         // CourierOpenAPI's `ClientTransport` protocol and `HTTPBody` (depends on swift-http-types only).
         // The generator is not in the graph: the test client is generated once and committed.
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.0"),
+        // courier-bench's openapi-ahc client only: the generated client on AsyncHTTPClient, beside
+        // the same client on CourierOpenAPI.
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
     ],
     targets: [
         .target(
@@ -119,6 +122,9 @@ let package = Package(
             dependencies: [
                 "Courier",
                 "CourierTesting",
+                "CourierOpenAPI",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -126,6 +132,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
+            // The document the committed client was generated from (for people, not a resource).
+            exclude: ["OpenAPI/Generated/openapi.yaml", "OpenAPI/Generated/openapi-generator-config.yaml"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
