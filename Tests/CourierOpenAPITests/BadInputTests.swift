@@ -21,6 +21,16 @@ struct BadInputTests {
         }
     }
 
+    @Test("A server URL a request cannot be made for: ClientError over CourierError.invalidURL, nothing sent")
+    func invalidServerURL() async throws {
+        try await withGeneratedClient(baseURL: URL(string: "file:///tmp")!) { client, manager in
+            let error = try await #require(throws: ClientError.self) { try await client.getJSON() }
+            let courier = try #require(error.underlyingError as? CourierError, "\(error.underlyingError)")
+            #expect(courier.code == .invalidURL)
+            #expect(manager.tasks.isEmpty)
+        }
+    }
+
     @Test("Cancelling the call while the server holds the response cancels the Courier task")
     func cancelledBeforeHead() async throws {
         try await TestServer.withServer { server in

@@ -4,7 +4,7 @@ import struct Foundation.URL
 import struct Foundation.Data
 import struct Foundation.Date
 import HTTPTypes
-/// The bench server's one route, for the same generated client on two transports.
+/// The bench server's routes, for the same generated client on two transports (GET /small) and a streamed download through it (GET /files/blob).
 internal struct Client: APIProtocol {
     /// The underlying HTTP client.
     private let client: UniversalClient
@@ -72,6 +72,66 @@ internal struct Client: APIProtocol {
                             from: responseBody,
                             transforming: { value in
                                 .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                default:
+                    return .undocumented(
+                        statusCode: response.status.code,
+                        .init(
+                            headerFields: response.headerFields,
+                            body: responseBody
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// courier-bench transfer's file, streamed (the stream kind).
+    ///
+    /// - Remark: HTTP `GET /files/blob`.
+    /// - Remark: Generated from `#/paths//files/blob/get(getBlob)`.
+    internal func getBlob(_ input: Operations.GetBlob.Input) async throws -> Operations.GetBlob.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.GetBlob.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/files/blob",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .get
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.GetBlob.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "*/*"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "*/*":
+                        body = try converter.getResponseBodyAsBinary(
+                            OpenAPIRuntime.HTTPBody.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .any(value)
                             }
                         )
                     default:

@@ -113,4 +113,114 @@ internal enum Operations {
             }
         }
     }
+    /// courier-bench transfer's file, streamed (the stream kind).
+    ///
+    /// - Remark: HTTP `GET /files/blob`.
+    /// - Remark: Generated from `#/paths//files/blob/get(getBlob)`.
+    internal enum GetBlob {
+        internal static let id: Swift.String = "getBlob"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/files/blob/GET/header`.
+            internal struct Headers: Sendable, Hashable {
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetBlob.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                internal init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetBlob.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.GetBlob.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            internal init(headers: Operations.GetBlob.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            internal struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/files/blob/GET/responses/200/content`.
+                internal enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/files/blob/GET/responses/200/content/*\/*`.
+                    case any(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.any`.
+                    ///
+                    /// - Throws: An error if `self` is not `.any`.
+                    /// - SeeAlso: `.any`.
+                    internal var any: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .any(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                internal var body: Operations.GetBlob.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                internal init(body: Operations.GetBlob.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The file (nginx calls it text/plain).
+            ///
+            /// - Remark: Generated from `#/paths//files/blob/get(getBlob)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetBlob.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            internal var ok: Operations.GetBlob.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case any
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "*/*":
+                    self = .any
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .any:
+                    return "*/*"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .any
+                ]
+            }
+        }
+    }
 }

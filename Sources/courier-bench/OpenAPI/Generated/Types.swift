@@ -8,6 +8,11 @@ internal protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /small`.
     /// - Remark: Generated from `#/paths//small/get(getSmall)`.
     func getSmall(_ input: Operations.GetSmall.Input) async throws -> Operations.GetSmall.Output
+    /// courier-bench transfer's file, streamed (the stream kind).
+    ///
+    /// - Remark: HTTP `GET /files/blob`.
+    /// - Remark: Generated from `#/paths//files/blob/get(getBlob)`.
+    func getBlob(_ input: Operations.GetBlob.Input) async throws -> Operations.GetBlob.Output
 }
 
 /// Convenience overloads for operation inputs.
@@ -16,6 +21,13 @@ extension APIProtocol {
     /// - Remark: Generated from `#/paths//small/get(getSmall)`.
     internal func getSmall(headers: Operations.GetSmall.Input.Headers = .init()) async throws -> Operations.GetSmall.Output {
         try await getSmall(Operations.GetSmall.Input(headers: headers))
+    }
+    /// courier-bench transfer's file, streamed (the stream kind).
+    ///
+    /// - Remark: HTTP `GET /files/blob`.
+    /// - Remark: Generated from `#/paths//files/blob/get(getBlob)`.
+    internal func getBlob(headers: Operations.GetBlob.Input.Headers = .init()) async throws -> Operations.GetBlob.Output {
+        try await getBlob(Operations.GetBlob.Input(headers: headers))
     }
 }
 
