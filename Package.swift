@@ -16,6 +16,9 @@ let package = Package(
     products: [
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CourierTesting", targets: ["CourierTesting"]),
+        // A swift-openapi-runtime `ClientTransport` on Courier (issue 31): a product of its own, so
+        // that users of `Courier` alone never resolve the runtime.
+        .library(name: "CourierOpenAPI", targets: ["CourierOpenAPI"]),
         .executable(name: "courier-bench", targets: ["courier-bench"]),
         // The command-line client; its module is `CourierCLI` so that no module differs from
         // `Courier` by case alone (macOS file systems).
@@ -43,6 +46,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         // Digest authentication's MD5 and SHA-256 (swift-certificates builds it already).
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
+        // CourierOpenAPI's `ClientTransport` protocol and `HTTPBody` (depends on swift-http-types only).
+        // The generator is not in the graph: the test client is generated once and committed.
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.0"),
+        // courier-bench's openapi-ahc client only: the generated client on AsyncHTTPClient, beside
+        // the same client on CourierOpenAPI.
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
     ],
     targets: [
         .target(
@@ -89,6 +98,16 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "CourierOpenAPI",
+            dependencies: [
+                "Courier",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Routing netlink (socket, dump requests, message walk, setns) for the reachability monitor on Linux.
         .target(name: "CCourierNetlink"),
         // gzip/deflate (one-shot and streamed) and CRC-32 over the system zlib: the library's request
@@ -103,6 +122,9 @@ let package = Package(
             dependencies: [
                 "Courier",
                 "CourierTesting",
+                "CourierOpenAPI",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -110,6 +132,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
+            // The document the committed client was generated from (for people, not a resource).
+            exclude: ["OpenAPI/Generated/openapi.yaml", "OpenAPI/Generated/openapi-generator-config.yaml"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -159,6 +183,24 @@ let package = Package(
             ],
             // The list of transport cases that fail on main today, for people (not a resource).
             exclude: ["Transport/PENDING.md"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CourierOpenAPITests",
+            dependencies: [
+                "CourierOpenAPI",
+                "Courier",
+                "CourierTesting",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            ],
+            // The document the committed client was generated from, and how (for people, not a resource).
+            exclude: ["Generated/openapi.yaml", "Generated/openapi-generator-config.yaml", "Generated/README.md"],
             swiftSettings: strictSettings
         ),
         .testTarget(

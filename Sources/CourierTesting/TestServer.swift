@@ -20,7 +20,8 @@ import NIOSSL
 /// ```
 ///
 /// Failure routes:
-/// - `/courier/truncated/{n}`: declares `Content-Length: 2n`, sends `n` bytes, then closes.
+/// - `/courier/truncated/{n}`: declares `Content-Length: 2n`, sends `n` bytes, then closes
+///   (`?type=` sets the `Content-Type`, `application/octet-stream` by default).
 /// - `/courier/reset`: closes the connection (the stream, on HTTP/2) without answering.
 /// - `/courier/stale`: answers `fresh` when it is the first request on its HTTP/1.1 connection,
 ///   else closes the connection without answering, as a server closing a kept-alive connection

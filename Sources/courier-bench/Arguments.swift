@@ -33,6 +33,11 @@ struct Arguments: Sendable {
         /// Courier's `NIOEngine` alone, through the `Engine` seam with no session above it: what
         /// the layers above the engine cost (its ratio to `courier`), and the engine beside AHC.
         case courierEngine = "courier-engine"
+        /// A swift-openapi-generator client (`GET /small`, JSON decoded) on CourierOpenAPI's
+        /// `CourierTransport` (issue 31).
+        case openapiCourier = "openapi-courier"
+        /// The same generated client on swift-openapi-async-http-client's `AsyncHTTPClientTransport`.
+        case openapiAHC = "openapi-ahc"
     }
 
     var scenarios: [Scenario] = Scenario.allCases
@@ -68,7 +73,7 @@ struct Arguments: Sendable {
     static let usage = """
         usage: courier-bench [--scenario sequential|concurrent|all] [--requests N] [--concurrency N]
                              [--url URL] [--server nginx|testserver|auto]
-                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted,courier-nostores,courier-engine]
+                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted,courier-nostores,courier-engine,openapi-courier,openapi-ahc]
                              [--warmup N] [--repeat K] [--json] [--tls] [--http2]
 
           --scenario     which work to run (default: all)
@@ -82,7 +87,8 @@ struct Arguments: Sendable {
                          monitor, and with one no-op adapter and the monitor; courier-nostores is
                          courier without the default response cache and cookie store; courier-engine
                          is Courier's NIOEngine alone, through the Engine seam with no session (their
-                         ratios to courier are printed)
+                         ratios to courier are printed); openapi-courier and openapi-ahc are one
+                         swift-openapi-generator client on CourierOpenAPI and on AsyncHTTPClient
           --warmup       unmeasured requests before each measured run (default: 1000)
           --repeat       measured runs per client and scenario, taken in turns (default: 1)
           --json         print the results as JSON instead of a table

@@ -46,6 +46,10 @@ enum Report {
                     ratios.append(Ratio(scenario: scenario, courierClient: instrumented.rawValue, against: Arguments.ClientKind.courier.rawValue, value: mine / plain))
                 }
             }
+            // The same generated OpenAPI client on CourierOpenAPI over AsyncHTTPClient's transport.
+            if let mine = median(.openapiCourier), let theirs = median(.openapiAHC), theirs > 0 {
+                ratios.append(Ratio(scenario: scenario, courierClient: Arguments.ClientKind.openapiCourier.rawValue, against: Arguments.ClientKind.openapiAHC.rawValue, value: mine / theirs))
+            }
             for courier in [Arguments.ClientKind.courier, .courierCallback, .courierEngine] {
                 for other in [Arguments.ClientKind.ahc, .urlsession] {
                     if let mine = median(courier), let theirs = median(other), theirs > 0 {
@@ -91,6 +95,7 @@ enum Report {
             let other = switch ratio.against {
             case Arguments.ClientKind.ahc.rawValue: "AHC"
             case Arguments.ClientKind.urlsession.rawValue: "URLSession"
+            case Arguments.ClientKind.openapiAHC.rawValue: "openapi-ahc"
             default: "Courier"
             }
             lines.append("\(ratio.scenario.padding(toLength: 10, withPad: " ", startingAt: 0)) \(name)/\(other): \(format(ratio.value, 2))×\(multiple ? " (medians)" : "")")

@@ -27,10 +27,11 @@ public struct Request: Sendable {
         var interceptor: (any RequestInterceptor)?
         var logger: Logger?
         var serviceContext: ServiceContext?
+        var operationName: String?
 
         init(
             method: HTTPRequest.Method, url: URL, headerFields: HTTPFields, body: RequestBody, options: RequestOptions,
-            interceptor: (any RequestInterceptor)?, logger: Logger?, serviceContext: ServiceContext?
+            interceptor: (any RequestInterceptor)?, logger: Logger?, serviceContext: ServiceContext?, operationName: String?
         ) {
             self.method = method
             self.url = url
@@ -40,12 +41,14 @@ public struct Request: Sendable {
             self.interceptor = interceptor
             self.logger = logger
             self.serviceContext = serviceContext
+            self.operationName = operationName
         }
 
         func copy() -> Storage {
             Storage(
                 method: self.method, url: self.url, headerFields: self.headerFields, body: self.body, options: self.options,
-                interceptor: self.interceptor, logger: self.logger, serviceContext: self.serviceContext)
+                interceptor: self.interceptor, logger: self.logger, serviceContext: self.serviceContext,
+                operationName: self.operationName)
         }
     }
 
@@ -104,6 +107,17 @@ public struct Request: Sendable {
         get { self.storage.serviceContext }
         _modify { yield &self.uniqueStorage().serviceContext }
     }
+    /// A short, low-cardinality name for what the request does: an OpenAPI `operationId`, a
+    /// route template (`GET /users/{id}`), never a URL with identifiers in it. `nil` by default.
+    ///
+    /// When set, it names the task's span (instead of the bare method; each hop's span is
+    /// `"<name> hop"`) and is recorded as the span's `courier.operation` attribute, goes into the
+    /// task's log metadata as `courier-operation` (beside `courier-task-id`), and stays on the
+    /// task's metrics as ``TaskMetrics/operationName``. It is not sent to the server.
+    public var operationName: String? {
+        get { self.storage.operationName }
+        set { self.uniqueStorage().operationName = newValue }
+    }
 
     /// Makes a request.
     /// - Parameters:
@@ -121,7 +135,7 @@ public struct Request: Sendable {
     ) {
         self.storage = Storage(
             method: method, url: url, headerFields: headerFields, body: body, options: options,
-            interceptor: nil, logger: nil, serviceContext: nil)
+            interceptor: nil, logger: nil, serviceContext: nil, operationName: nil)
     }
 
     /// The request head as swift-http-types sees it: method, scheme, authority, path with query.

@@ -789,6 +789,14 @@ final class ConnectionPool: Sendable {
         }
     }
 
+    /// An HTTP/2 connection that can take no new stream (closing, or closed but its close not
+    /// processed yet): no hop is handed to it any more.
+    func http2ConnectionUnusable(_ connection: HTTP2Connection) {
+        self.state.withLockedValue { state in
+            _ = state.withHTTP2(connection) { host, index in host.http2[index].isDraining = true }
+        }
+    }
+
     private func http2ConnectionClosed(_ connection: HTTP2Connection) {
         self.logger?.debug("courier: HTTP/2 connection closed", metadata: ["origin": "\(connection.key)"])
         let (failed, reconnect) = self.state.withLockedValue { state -> (HTTP1Hop?, (any EventLoop)?) in

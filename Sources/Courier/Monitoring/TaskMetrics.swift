@@ -130,6 +130,9 @@ public struct TaskMetrics: Sendable {
         get { self.storage.originalRequest }
         _modify { yield &self.uniqueStorage().originalRequest }
     }
+    /// The ``Request/operationName`` of the request the task was made with: what the task did, as
+    /// a low-cardinality name (an OpenAPI `operationId`), or `nil`.
+    public var operationName: String? { self.storage.originalRequest.operationName }
     /// The task's final response, if any.
     public var response: HTTPResponse? {
         get { self.storage.response }

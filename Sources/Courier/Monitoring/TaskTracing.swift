@@ -13,23 +13,29 @@ struct HTTPFieldsInjector: Injector {
 }
 
 /// The span of one task: started when the task first starts, ended when it completes, with an
-/// event per retry, and a child span per hop (each attempt's request, and each redirect's). Each
+/// event per retry, and a child span per hop (each attempt's request, and each redirect's). The
+/// task's span is named after its request's ``Request/operationName`` (else its method), a hop's
+/// `"<operation name or method> hop"`. Each
 /// hop's request carries the hop span's context (``Request/serviceContext``) and has it injected
 /// into its header fields.
 struct TaskSpan: Sendable {
     let span: any Span
     let tracer: any Tracer
+    /// The task's ``Request/operationName``, which names its hops' spans too.
+    var operationName: String? = nil
 
-    /// Starts the span for a task's request, as a child of `parent`.
+    /// Starts the span for a task's request, as a child of `parent`: named after the request's
+    /// ``Request/operationName`` when it has one, else after its method.
     static func start(tracer: any Tracer, for request: Request, parent: ServiceContext) -> TaskSpan {
-        let span = tracer.startSpan(request.method.rawValue, context: parent, ofKind: .client)
+        let span = tracer.startSpan(request.operationName ?? request.method.rawValue, context: parent, ofKind: .client)
         span.updateAttributes { attributes in
             attributes["http.request.method"] = request.method.rawValue
+            if let operation = request.operationName { attributes["courier.operation"] = operation }
             attributes["url.full"] = Self.redacted(request.url)
             attributes["server.address"] = request.url.host
             if let port = request.url.port { attributes["server.port"] = port }
         }
-        return TaskSpan(span: span, tracer: tracer)
+        return TaskSpan(span: span, tracer: tracer, operationName: request.operationName)
     }
 
     /// Starts the span of a hop, a child of the task's, and returns `request` with the hop's
@@ -42,7 +48,8 @@ struct TaskSpan: Sendable {
     /// `resendCount`), and, once known, `network.protocol.version` (``HopSpan/responseArrives(over:)``)
     /// and `http.response.status_code`.
     func startHop(_ request: Request, attempt: Int, redirect: Int, resendCount: Int) -> (HopSpan, Request) {
-        let span = self.tracer.startSpan("\(request.method.rawValue) hop", context: self.span.context, ofKind: .client)
+        let name = self.operationName ?? request.method.rawValue
+        let span = self.tracer.startSpan("\(name) hop", context: self.span.context, ofKind: .client)
         span.updateAttributes { attributes in
             attributes["http.request.method"] = request.method.rawValue
             attributes["url.full"] = Self.redacted(request.url)

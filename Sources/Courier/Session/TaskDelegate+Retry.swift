@@ -19,7 +19,7 @@ extension TaskDelegate {
     /// may retry it (``TaskInterception/mayRetry(_:)``), the request's body can be sent again, Courier
     /// did not fail the task itself (a body over the maximum size, a file that could not be
     /// written), the response did not come from the cache, a streamed task had not handed its
-    /// response head to its consumer, the task is neither cancelled nor done, and the manager is
+    /// response head to its consumer (it holds back a failed status that may be retried), the task is neither cancelled nor done, and the manager is
     /// not invalidated.
     func considerRetry(after error: CourierError?) -> Bool {
         let interception = self.interception
@@ -27,14 +27,17 @@ extension TaskDelegate {
         guard error != nil || self.state.withLockedValue({ ($0.response?.status.code ?? 0) >= 400 }) else { return false }
         // Read before the task's lock: the registry's lock is never taken inside it.
         guard let manager = self.manager, !manager.isInvalidated else { return false }
+        // Asked before the task's lock (the sink's lock is never taken inside it).
+        let consumerHasResponse = self.sink.takesResponseAtHead
         let attempt = self.state.withLockedValue { state -> FailedAttempt? in
             let response = state.response
             let retryable = (error != nil || (response?.status.code ?? 0) >= 400) && interception.mayRetry(response)
                 && self.originalRequest.body.isReplayable && state.bodyFailure == nil
                 // The cache's own answer (a stored error, only-if-cached's 504) would be the same again.
                 && state.hop.source != .cache
-                // A stream's consumer has the response already.
-                && !(self.sink.takesResponseAtHead && response != nil)
+                // A stream's consumer has the response already (a head held back for a retry is
+                // not the consumer's yet).
+                && !(consumerHasResponse && response != nil)
             guard state.machine.attemptFailed(error, retryable: retryable) else { return nil }
             let received = state.attemptBytesReceived
             state.metrics?.attemptEnded(response: response, error: error, bytesReceived: received)

@@ -58,7 +58,10 @@ final class TaskInterception: Sendable {
         self.clock = settings.retryClock
         self.monitors = settings.monitorGroup
         var logger = request.logger ?? settings.logger ?? .courierNoOp
-        if request.logger != nil || settings.logger != nil { logger[metadataKey: "courier-task-id"] = "\(identifier)" }
+        if request.logger != nil || settings.logger != nil {
+            logger[metadataKey: "courier-task-id"] = "\(identifier)"
+            if let operation = request.operationName { logger[metadataKey: "courier-operation"] = "\(operation)" }
+        }
         self.logger = logger
         self.tracer = tracer
         self.parentContext = tracer == nil ? nil : (request.serviceContext ?? ServiceContext.current)

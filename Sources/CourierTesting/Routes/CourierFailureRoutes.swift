@@ -9,7 +9,9 @@ enum CourierFailureRoutes {
         switch (rest.first, rest.count) {
         case ("truncated", 2):
             guard let count = HTTPBinRoutes.integer(rest[1]), count <= 10 << 20 else { return .notFound }
-            let headers: HTTPHeaders = ["Content-Type": "application/octet-stream", "Content-Length": String(2 * count)]
+            // `?type=` names the Content-Type, for clients that check it before reading the body.
+            let type = request.queryValue("type") ?? "application/octet-stream"
+            let headers: HTTPHeaders = ["Content-Type": type, "Content-Length": String(2 * count)]
             return .truncated(.ok, headers, ByteBuffer(repeating: UInt8(ascii: "x"), count: count))
         case ("reset", 1):
             return .reset

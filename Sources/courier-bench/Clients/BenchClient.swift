@@ -35,6 +35,8 @@ enum BenchClient: Sendable {
         case .courierAdapted: .async(CourierClient(url: url, connections: connections, instrumentation: .adapterAndMonitor))
         case .courierNoStores: .async(CourierClient(url: url, connections: connections, instrumentation: .noStores))
         case .courierEngine: .async(EngineClient(url: url, connections: connections))
+        case .openapiCourier: .async(OpenAPIBenchClient(url: url, connections: connections, transport: .courier))
+        case .openapiAHC: .async(OpenAPIBenchClient(url: url, connections: connections, transport: .ahc))
         }
     }
 

@@ -1,11 +1,12 @@
 import Foundation
 
 /// `courier-bench transfer`: a large download to a file and a large upload from a file, Courier
-/// against raw AsyncHTTPClient, through nginx on loopback. Each measured transfer runs in a child
+/// against raw AsyncHTTPClient (and, with `--kinds stream`, a streamed download through the
+/// generated OpenAPI client against Courier's own stream), through nginx on loopback. Each measured transfer runs in a child
 /// process of its own (so its peak RSS is its own); the clients take turns, A-B-B-A.
 enum TransferBench {
     static let usage = """
-        usage: courier-bench transfer [--megabytes N] [--repeat K] [--kinds floor,download,upload,multipart] [--tls] [--http2] [--json]
+        usage: courier-bench transfer [--megabytes N] [--repeat K] [--kinds floor,download,upload,multipart,stream] [--tls] [--http2] [--json]
 
           --megabytes  size of the file moved, in MiB (default: 1024)
           --repeat     rounds; each round runs every client twice, A-B-B-A (default: 2)
@@ -13,6 +14,9 @@ enum TransferBench {
                        multipart form with the file as its part against raw AHC streaming the file;
                        floor downloads a 1 KiB file the same way as download: the peak RSS of a
                        process that made one request, which a large download's peak starts from
+                       stream (not in the default) reads the file as a streamed body, Courier's
+                       SessionManager.stream against the generated OpenAPI client on CourierTransport
+                       (clients courier and openapi)
           --tls        over HTTPS: nginx presents CourierTesting's localhost chain, both clients trust its root
           --http2      over HTTPS with nginx offering h2 (implies --tls); both clients take it
         """
@@ -48,7 +52,7 @@ enum TransferBench {
                 return argument == "--help" ? 0 : 2
             }
         }
-        guard megabytes > 0, rounds > 0, !kinds.isEmpty, kinds.allSatisfy({ ["floor", "download", "upload", "multipart"].contains($0) }) else {
+        guard megabytes > 0, rounds > 0, !kinds.isEmpty, kinds.allSatisfy({ ["floor", "download", "upload", "multipart", "stream"].contains($0) }) else {
             FileHandle.standardError.write(Data("\(usage)\n".utf8))
             return 2
         }
@@ -80,12 +84,13 @@ enum TransferBench {
             for kind in kinds {
                 let url =
                     switch kind {
-                    case "download": base.appendingPathComponent("files/blob")
+                    case "download", "stream": base.appendingPathComponent("files/blob")
                     case "floor": base.appendingPathComponent("files/small")
                     default: base.appendingPathComponent("upload")
                     }
                 let size = kind == "floor" ? Int64(Self.floorBytes) : bytes
-                for client in ["courier", "ahc", "ahc", "courier"] {
+                let other = kind == "stream" ? "openapi" : "ahc"
+                for client in ["courier", other, other, "courier"] {
                     guard let measurement = Self.child([kind, client, url.absoluteString, file.path, String(size)]) else {
                         failed = true
                         continue
@@ -169,6 +174,11 @@ enum TransferBench {
             let ahc = rows.first { $0.kind == kind && $0.client == "ahc" }
             if let courier, let ahc {
                 print(String(format: "%@: Courier/AHC %.2fx", kind, Self.median(courier.megabytesPerSecond) / Self.median(ahc.megabytesPerSecond)))
+            }
+            if let courier, let openapi = rows.first(where: { $0.kind == kind && $0.client == "openapi" }) {
+                print(String(format: "%@: OpenAPI on CourierTransport/Courier %.2fx, peak RSS %.1f vs %.1f MiB", kind,
+                    Self.median(openapi.megabytesPerSecond) / Self.median(courier.megabytesPerSecond),
+                    openapi.peakRSSMiB.max() ?? .nan, courier.peakRSSMiB.max() ?? .nan))
             }
         }
     }

@@ -1,10 +1,12 @@
 import AsyncHTTPClient
 import Courier
+import CourierOpenAPI
 import Dispatch
 import Foundation
 import NIOCore
 import NIOFileSystem
 import NIOHTTP1
+import OpenAPIRuntime
 
 #if canImport(Glibc)
 import Glibc
@@ -39,6 +41,8 @@ enum TransferChild {
             case ("upload", "courier"): moved = try await Self.courierUpload(file, to: url)
             case ("upload", "ahc"), ("multipart", "ahc"): moved = try await Self.ahcUpload(file, to: url)
             case ("multipart", "courier"): moved = try await Self.courierMultipartUpload(file, to: url)
+            case ("stream", "courier"): moved = try await Self.courierStream(url)
+            case ("stream", "openapi"): moved = try await Self.openAPIStream(url)
             default:
                 FileHandle.standardError.write(Data("courier-bench: no \(arguments[1]) client for \(arguments[0])\n".utf8))
                 return 2
@@ -78,6 +82,41 @@ enum TransferChild {
         defer { try? FileManager.default.removeItem(at: download.fileURL) }
         let size = try FileManager.default.attributesOfItem(atPath: download.fileURL.path)[.size] as? NSNumber
         return size?.int64Value ?? -1
+    }
+
+    /// Courier's streamed body (`SessionManager.stream`), each chunk counted and dropped.
+    private static func courierStream(_ url: URL) async throws -> Int64 {
+        let manager = Self.courierManager()
+        do {
+            let stream = try await manager.stream(Request(url: url))
+            var total: Int64 = 0
+            for try await chunk in stream.body { total += Int64(chunk.readableBytes) }
+            await manager.invalidate(cancelingTasks: false)
+            return total
+        } catch {
+            await manager.invalidate(cancelingTasks: true)
+            throw error
+        }
+    }
+
+    /// The generated OpenAPI client's `getBlob` on `CourierTransport` (issue 31), each chunk of its
+    /// `HTTPBody` counted and dropped: against ``courierStream(_:)``, what the transport and the
+    /// runtime add to a streamed download.
+    private static func openAPIStream(_ url: URL) async throws -> Int64 {
+        let manager = Self.courierManager()
+        var components = URLComponents(url: url, resolvingAgainstBaseURL: false)!
+        components.percentEncodedPath = ""
+        let client = Client(serverURL: components.url!, transport: CourierTransport(manager: manager))
+        do {
+            let body = try await client.getBlob().ok.body.any
+            var total: Int64 = 0
+            for try await chunk in body { total += Int64(chunk.count) }
+            await manager.invalidate(cancelingTasks: false)
+            return total
+        } catch {
+            await manager.invalidate(cancelingTasks: true)
+            throw error
+        }
     }
 
     /// A manager that also trusts CourierTesting's root (for `--tls`).

@@ -83,7 +83,9 @@ final class HTTP2Connection: HopCarrier, Sendable {
         let handler = self.handler.value
         if becomingBusy { handler.becameBusy() }
         guard let stream = handler.makeStream(on: self, decompressionRatio: self.pool.settings.decompressionRatio) else {
-            // The connection closed before the stream opened: nothing was sent.
+            // The connection closed before the stream opened: nothing was sent. The pool stops
+            // handing it out first, or the hop would come straight back to it.
+            self.pool.http2ConnectionUnusable(self)
             self.pool.streamClosed(on: self)
             hop.restartElsewhere()
             return
@@ -156,5 +158,10 @@ extension HTTP2Connection: HTTP2ConnectionDelegate {
 
     func http2WillClose(_ reason: HTTP2ConnectionStateMachine.CloseReason) {
         self.pool.logger?.debug("courier: closing HTTP/2 connection", metadata: ["origin": "\(self.key)", "reason": "\(reason)"])
+        self.pool.http2ConnectionUnusable(self)
+    }
+
+    func http2ConnectionUnusable() {
+        self.pool.http2ConnectionUnusable(self)
     }
 }

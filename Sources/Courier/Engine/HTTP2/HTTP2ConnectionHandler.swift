@@ -18,6 +18,9 @@ protocol HTTP2ConnectionDelegate: AnyObject {
     func http2ConnectionFailed(_ error: any Error)
     /// The handler is about to close the connection, and why.
     func http2WillClose(_ reason: HTTP2ConnectionStateMachine.CloseReason)
+    /// The connection can take no new stream (it went inactive): the pool stops handing it out
+    /// at once, before its close reaches the pool.
+    func http2ConnectionUnusable()
 }
 
 /// The last handler of an ``HTTP2Connection``'s own pipeline, after swift-nio-http2's handler in
@@ -146,6 +149,9 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        // Told now, on the loop: a hop handed this connection before the close reaches the pool
+        // would find no stream to open and come back for it again.
+        self.delegate?.http2ConnectionUnusable()
         self.stateMachine.channelInactive()
         self.cancelIdleCheck()
         // Every stream still here ends with the connection.

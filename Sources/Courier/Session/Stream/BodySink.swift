@@ -31,8 +31,9 @@ protocol BodySink: Sendable {
     /// Whether the session's cache answers and stores this task's responses (data tasks only).
     var usesCache: Bool { get }
 
-    /// Whether the consumer holds the response as soon as its head arrived, so that an attempt
-    /// that got one can no longer be retried.
+    /// Whether the consumer holds the attempt's response head already, so that an attempt that
+    /// got one can no longer be retried (a stream's consumer, unless the head is held back for a
+    /// possible retry). Asked outside the task's lock.
     var takesResponseAtHead: Bool { get }
 }
 

@@ -27,6 +27,26 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         /// The task, for `didTerminate` to cancel; set by the task's delegate.
         weak var delegate: TaskDelegate?
         var isFinished = false
+        /// A head held back because its attempt may be retried, and the body chunks that came
+        /// with it, not yet the consumer's.
+        var holdingHead = false
+        var heldChunks: [ByteBuffer] = []
+        var heldBytes = 0
+    }
+
+    /// The most body a held-back response keeps before it goes to the consumer anyway (and its
+    /// attempt is no longer retried): error bodies are small; a large one is not held.
+    static let heldBodyLimit = 256 * 1024
+
+    /// What ``hold(_:)`` did with a chunk.
+    enum Hold {
+        /// No head is held: deliver the chunk.
+        case notHolding
+        /// Kept with the held head.
+        case held
+        /// The held body went over ``heldBodyLimit``: the head went to the consumer, and these
+        /// chunks (the one given last) are to be delivered.
+        case released([ByteBuffer])
     }
 
     private let state = NIOLockedValueBox(State())
@@ -59,6 +79,9 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     /// Whether the exchange should stop reading.
     var wantsPause: Bool { self.state.withLockedValue { $0.wantsPause } }
 
+    /// Whether the consumer has (or had) the response head.
+    var consumerHasHead: Bool { self.state.withLockedValue { $0.headArrived } }
+
     // MARK: Head
 
     /// Waits until the response head arrived; throws the task's error if it ended first.
@@ -77,10 +100,43 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     func headArrived() {
         let waiter = self.state.withLockedValue { state -> CheckedContinuation<Void, any Error>? in
             state.headArrived = true
+            state.holdingHead = false
+            state.heldChunks = []
+            state.heldBytes = 0
             defer { state.headWaiter = nil }
             return state.headWaiter
         }
         waiter?.resume()
+    }
+
+    /// Holds a head back from the consumer (its attempt may be retried): a later attempt's head
+    /// replaces it, the task's end hands it over (``finish(with:)``).
+    func holdHead() {
+        self.state.withLockedValue { state in
+            state.holdingHead = true
+            state.heldChunks = []
+            state.heldBytes = 0
+        }
+    }
+
+    /// Keeps a chunk of a held response, or says it is not held, or hands the head over once the
+    /// held body is over ``heldBodyLimit``.
+    func hold(_ chunk: ByteBuffer) -> Hold {
+        let (hold, waiter) = self.state.withLockedValue { state -> (Hold, CheckedContinuation<Void, any Error>?) in
+            guard state.holdingHead else { return (.notHolding, nil) }
+            state.heldChunks.append(chunk)
+            state.heldBytes += chunk.readableBytes
+            guard state.heldBytes > Self.heldBodyLimit else { return (.held, nil) }
+            let chunks = state.heldChunks
+            state.holdingHead = false
+            state.heldChunks = []
+            state.heldBytes = 0
+            state.headArrived = true
+            defer { state.headWaiter = nil }
+            return (.released(chunks), state.headWaiter)
+        }
+        waiter?.resume()
+        return hold
     }
 
     // MARK: Body
@@ -107,16 +163,35 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     /// caller still waiting for it.
     func finish(with error: CourierError?) {
         let failureBeforeHead = error ?? CourierError(.internalInconsistency, "the task ended with no response")
-        let (source, waiter) = self.state.withLockedValue { state -> (Producer.Source?, CheckedContinuation<Void, any Error>?) in
+        let (source, waiter, released) = self.state.withLockedValue {
+            state -> (Producer.Source?, CheckedContinuation<Void, any Error>?, [ByteBuffer]?) in
             state.isFinished = true
+            // A held head whose attempt turned out to be the last: now the consumer's, with its
+            // body. With an error (a retrier failed the task), the caller gets the error instead.
+            var released: [ByteBuffer]?
+            if state.holdingHead, error == nil {
+                state.headArrived = true
+                released = state.heldChunks
+            }
+            state.holdingHead = false
+            state.heldChunks = []
+            state.heldBytes = 0
             if !state.headArrived { state.failureBeforeHead = failureBeforeHead }
             defer {
                 state.source = nil
                 state.headWaiter = nil
             }
-            return (state.source, state.headWaiter)
+            return (state.source, state.headWaiter, released)
         }
-        waiter?.resume(throwing: failureBeforeHead)
+        if let released {
+            waiter?.resume()
+            for chunk in released {
+                self.ledger.record(chunk.readableBytes)
+                _ = source?.yield(chunk)
+            }
+        } else {
+            waiter?.resume(throwing: failureBeforeHead)
+        }
         if let error { source?.finish(error) } else { source?.finish() }
     }
 

@@ -8,14 +8,20 @@ extension ResponseStreamSink: BodySink {
     /// The consumer is behind: more than the high watermark waits unread.
     var isBehind: Bool { self.wantsPause }
 
-    /// The caller has the response as soon as its head arrived.
-    var takesResponseAtHead: Bool { true }
+    /// Whether the caller has the response: then the attempt can no longer be retried. A head
+    /// held back for a possible retry is not the caller's yet.
+    var takesResponseAtHead: Bool { self.consumerHasHead }
 
-    /// A streamed task's response head: recorded, then the waiting caller is told.
+    /// A streamed task's response head: recorded, then the waiting caller is told. A failed status
+    /// that a retrier may retry (``TaskDelegate/mayRetry(after:)``) is held back with its body, up
+    /// to ``ResponseStreamSink/heldBodyLimit``, until the retriers have decided: the caller gets
+    /// the last attempt's response, as a data task does.
     func headArrived(_ response: HTTPResponse, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
+        let holding = delegate.mayRetry(after: response)
         let (task, deliveries) = delegate.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
             state.metrics?.responseBegan()
-            return (state.task, state.recordResponse(response, url: url, expected: response.expectedContentLength ?? -1))
+            let expected = response.expectedContentLength ?? -1
+            return (state.task, state.recordResponse(response, url: url, expected: expected, holding: holding))
         }
         if let task { delegate.didReceive(response, task: task) }
         delegate.deliver(deliveries)
@@ -23,23 +29,49 @@ extension ResponseStreamSink: BodySink {
         if let hook = delegate.hooks.dataTaskDidReceiveResponse, let task, let manager = delegate.manager {
             disposition = hook(manager, task, response)
         }
-        if disposition == .allow { self.headArrived() }
+        if disposition == .allow {
+            if holding { self.holdHead() } else { self.headArrived() }
+        }
         return disposition
     }
 
-    /// Hands a chunk to the consumer; pauses the exchange when the consumer is behind.
+    /// Hands a chunk to the consumer; pauses the exchange when the consumer is behind. A chunk of
+    /// a held response is kept instead; one that takes the held body over the limit hands the
+    /// head and the body so far to the consumer, and the attempt is then final.
     func bodyArrived(_ chunk: ByteBuffer, delegate: TaskDelegate) {
+        switch self.hold(chunk) {
+        case .notHolding:
+            self.deliver(chunk, delegate: delegate, counted: false)
+        case .held:
+            delegate.state.withLockedValue { _ = $0.recordReceivedOrHold(Int64(chunk.readableBytes)) }
+        case .released(let chunks):
+            let (held, task) = delegate.state.withLockedValue { state -> (HeldReport?, SessionTask?) in
+                _ = state.recordReceivedOrHold(Int64(chunk.readableBytes))
+                return (HeldReport(taking: &state, succeeded: true), state.task)
+            }
+            if let held {
+                held.send()
+                if let task { delegate.didReceiveBodyData(held.bytes, task: task) }
+            }
+            for chunk in chunks { self.deliver(chunk, delegate: delegate, counted: true) }
+        }
+    }
+
+    /// Hands one chunk on: progress (unless `counted` already), hooks, monitors, the consumer.
+    private func deliver(_ chunk: ByteBuffer, delegate: TaskDelegate, counted: Bool) {
         let bytes = Int64(chunk.readableBytes)
         let (report, task, deliveries) = delegate.state.withLockedValue { state -> (ProgressReport?, SessionTask?, [ProgressDelivery]) in
-            let deliveries = state.recordReceived(bytes)
+            let deliveries = counted ? [] : state.recordReceived(bytes)
             return (ProgressReport(state.downloadProgress, state.downloadProgressHandler), state.task, deliveries)
         }
-        report?.send()
-        delegate.deliver(deliveries)
+        if !counted {
+            report?.send()
+            delegate.deliver(deliveries)
+        }
         if let hook = delegate.hooks.dataTaskDidReceiveData, let task, let manager = delegate.manager {
             hook(manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
         }
-        if let task { delegate.didReceiveBodyData(bytes, task: task) }
+        if let task, !counted { delegate.didReceiveBodyData(bytes, task: task) }
         guard self.yield(chunk) else {
             delegate.cancel()
             return
@@ -61,7 +93,9 @@ extension SessionManager {
     ///
     /// Little is buffered for a consumer that falls behind: once more than 128 KiB wait unread,
     /// the connection (the stream, on HTTP/2) stops reading until the consumer has brought them
-    /// down to 32 KiB. The status is not validated: check ``DataStreamResponse/response``.
+    /// down to 32 KiB. The status is not validated: check ``DataStreamResponse/response``. A status
+    /// of 400 or more that the session's retriers may retry is held back, with up to 256 KiB of its
+    /// body, until they have decided: the call returns the last attempt's response.
     /// Cancelling the calling task before the head arrives, or stopping the iteration, cancels the
     /// request. The task completes (hooks, ``Foundation/NSNotification/Name/taskDidComplete``) when
     /// the body ends; the notification carries no data.

@@ -9,10 +9,9 @@ import Testing
 /// that file is issue 17's).
 @Suite("Conformance: Alamofire DataStreamTests (authentication)")
 struct AlamofireDataStreamInterceptorConformanceTests {
-    /// Differs: a stream hands its response head to its consumer as soon as it arrives, so a 401
-    /// is not answered and retried as a data task's is: the stream is authenticated from the
-    /// start, with the session's credential for a protection space answered before (here by a
-    /// data task), or with an `Authorization` field of the caller's.
+    /// A stream is authenticated from the start with the session's credential for a protection
+    /// space answered before (here by a data task); a 401 it meets first is answered and retried
+    /// as a data task's is (`StreamRetryTests`), as its head is held back until then.
     @Test func testThatDataStreamCanAuthenticate() async throws {
         try await withTestServer { server in
             let manager = SessionManager()

@@ -28,6 +28,8 @@ struct HTTP2ConnectionHandlerTests {
         }
         func http2ConnectionFailed(_ error: any Error) { self.errors.append(error) }
         func http2WillClose(_ reason: HTTP2ConnectionStateMachine.CloseReason) { self.closeReasons.append(reason) }
+        var unusable = 0
+        func http2ConnectionUnusable() { self.unusable += 1 }
     }
 
     struct Setup {
@@ -177,6 +179,8 @@ struct HTTP2ConnectionHandlerTests {
         setup.handler.attach(setup.delegate)
         setup.handler.becameIdle()
         try setup.channel.close().wait()
+        // The pool hears at once that the connection takes no new stream.
+        #expect(setup.delegate.unusable == 1)
         setup.loop.advanceTime(by: .seconds(120))
         #expect(setup.delegate.idleTimeouts == 0)
         #expect(setup.delegate.closeReasons.isEmpty)

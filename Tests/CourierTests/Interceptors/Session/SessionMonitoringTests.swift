@@ -138,6 +138,31 @@ struct SessionMonitoringTests {
         }
     }
 
+    @Test("A request's operationName names its task span and every hop's (a redirect's too), and stays on its metrics")
+    func operationName() async throws {
+        try await withTestServer { server in
+            let tracer = InMemoryTracer()
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            manager.tracer = tracer
+            let metrics = NIOLockedValueBox<[TaskMetrics]>([])
+            manager.hooks.taskDidFinishCollectingMetrics = { _, _, collected in metrics.withLockedValue { $0.append(collected) } }
+            var request = Request(url: server.url("/redirect-to?url=/get"))
+            request.operationName = "listItems"
+            let response = try await manager.data(for: request)
+            let spans = tracer.finishedSpans
+            #expect(spans.map(\.operationName) == ["listItems hop", "listItems hop", "listItems"])
+            #expect(spans.last?.attributes["courier.operation"]?.toSpanAttribute() == .string("listItems"))
+            #expect(spans.last?.attributes["http.request.method"]?.toSpanAttribute() == .string("GET"))
+            #expect(response.metrics?.operationName == "listItems")
+            #expect(metrics.withLockedValue { $0.map(\.operationName) } == ["listItems"])
+            #expect(response.request.operationName == "listItems", "the redirected request keeps it")
+            // Without one, the method names them, as before.
+            _ = try await manager.data(for: Request(url: server.url("/get")))
+            #expect(tracer.finishedSpans.suffix(2).map(\.operationName) == ["GET hop", "GET"])
+        }
+    }
+
     @Test("A redirect ends its hop's span and starts the next hop's, whose context the redirected request carries")
     func tracingRedirects() async throws {
         try await withTestServer { server in

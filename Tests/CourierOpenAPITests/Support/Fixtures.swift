@@ -1,0 +1,205 @@
+import Courier
+import CourierOpenAPI
+import CourierTesting
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import OpenAPIRuntime
+import Testing
+
+/// A server the generated client runs against: always the in-process TestServer, and a real
+/// httpbin when `COURIER_HTTPBIN_URL` names one (`.ci/run` starts PyPI's httpbin under gunicorn).
+enum Peer: Sendable, CustomTestStringConvertible {
+    case testServer
+    case httpbin(URL)
+
+    static var all: [Peer] {
+        var peers: [Peer] = [.testServer]
+        if let value = ProcessInfo.processInfo.environment["COURIER_HTTPBIN_URL"], let url = URL(string: value) {
+            peers.append(.httpbin(url))
+        }
+        return peers
+    }
+
+    var testDescription: String {
+        switch self {
+        case .testServer: "TestServer"
+        case .httpbin(let url): "httpbin at \(url.absoluteString)"
+        }
+    }
+
+    /// Runs `body` with a generated client on a `CourierTransport` over a new manager, against
+    /// this peer; the manager is invalidated (and its engine shut down) afterwards.
+    func withClient<T: Sendable>(
+        configuration: CourierTransport.Configuration = .init(),
+        _ body: (Client, SessionManager) async throws -> T
+    ) async throws -> T {
+        switch self {
+        case .testServer:
+            try await TestServer.withServer { server in
+                try await withGeneratedClient(baseURL: server.baseURL, configuration: configuration, body)
+            }
+        case .httpbin(let url):
+            try await withGeneratedClient(baseURL: url, configuration: configuration, body)
+        }
+    }
+}
+
+/// Runs `body` with a generated client for `baseURL` over a new manager, which is invalidated
+/// afterwards whatever `body` does.
+func withGeneratedClient<T: Sendable>(
+    baseURL: URL,
+    configuration: CourierTransport.Configuration = .init(),
+    manager: SessionManager = SessionManager(),
+    _ body: (Client, SessionManager) async throws -> T
+) async throws -> T {
+    let client = Client(serverURL: baseURL, transport: CourierTransport(manager: manager, configuration: configuration))
+    do {
+        let result = try await body(client, manager)
+        await manager.invalidate(cancelingTasks: true)
+        return result
+    } catch {
+        await manager.invalidate(cancelingTasks: true)
+        throw error
+    }
+}
+
+/// What a manager's hooks said as its tasks ended: each task's error (nil for success) and
+/// metrics, in order, awaitable.
+final class CompletionRecorder: Sendable {
+    private let state = NIOLockedValueBox<(errors: [CourierError?], metrics: [TaskMetrics], waiters: [(Int, CheckedContinuation<Void, Never>)])>(([], [], []))
+
+    /// Installs the hooks on `manager`.
+    init(_ manager: SessionManager) {
+        var hooks = manager.hooks
+        hooks.taskDidComplete = { [self] _, _, error in
+            self.record { $0.errors.append(error) }
+        }
+        hooks.taskDidFinishCollectingMetrics = { [self] _, _, metrics in
+            self.state.withLockedValue { $0.metrics.append(metrics) }
+        }
+        manager.hooks = hooks
+    }
+
+    private func record(_ change: (inout (errors: [CourierError?], metrics: [TaskMetrics], waiters: [(Int, CheckedContinuation<Void, Never>)])) -> Void) {
+        let ready = self.state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            change(&state)
+            let count = state.errors.count
+            let ready = state.waiters.filter { $0.0 <= count }.map(\.1)
+            state.waiters.removeAll { $0.0 <= count }
+            return ready
+        }
+        for waiter in ready { waiter.resume() }
+    }
+
+    /// The errors the tasks completed with, so far.
+    var errors: [CourierError?] { self.state.withLockedValue { $0.errors } }
+    /// The metrics the tasks finished collecting, so far.
+    var metrics: [TaskMetrics] { self.state.withLockedValue { $0.metrics } }
+
+    /// Returns once `count` tasks have completed.
+    func wait(for count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = self.state.withLockedValue { state -> Bool in
+                if state.errors.count >= count { return true }
+                state.waiters.append((count, continuation))
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+}
+
+/// A one-shot signal a test awaits: a server route fires it when a request arrived, or a test
+/// fires it to let a held route answer.
+final class Signal: Sendable {
+    private let state = NIOLockedValueBox<(fired: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func fire() {
+        let waiters = self.state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.fired = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let fired = self.state.withLockedValue { state -> Bool in
+                if !state.fired { state.waiters.append(continuation) }
+                return state.fired
+            }
+            if fired { continuation.resume() }
+        }
+    }
+}
+
+/// Keeps the metadata of every message logged through it.
+struct MetadataLogHandler: LogHandler {
+    let records: NIOLockedValueBox<[Logger.Metadata]>
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { self.metadata[key] }
+        set { self.metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        self.records.withLockedValue { $0.append(self.metadata.merging(event.metadata ?? [:]) { $1 }) }
+    }
+}
+
+/// `count` bytes of a repeating pattern, made one chunk at a time as they are asked for (never
+/// held whole), then, when `failure` is given, that error instead of the end.
+struct PatternChunks: AsyncSequence, Sendable {
+    typealias Element = ArraySlice<UInt8>
+    typealias Failure = any Error
+
+    let count: Int
+    var chunkSize = 64 * 1024
+    var failure: (any Error & Sendable)? = nil
+    /// Counts the chunks made, for tests that check how far the producer ran.
+    var made: NIOLockedValueBox<Int>? = nil
+
+    static func byte(at offset: Int) -> UInt8 { UInt8(truncatingIfNeeded: offset &* 31 &+ offset >> 8) }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let sequence: PatternChunks
+        var offset = 0
+
+        mutating func next() async throws -> ArraySlice<UInt8>? {
+            guard self.offset < self.sequence.count else {
+                if let failure = self.sequence.failure { throw failure }
+                return nil
+            }
+            let end = Swift.min(self.offset + self.sequence.chunkSize, self.sequence.count)
+            let chunk = (self.offset..<end).map(PatternChunks.byte(at:))
+            self.offset = end
+            self.sequence.made?.withLockedValue { $0 += 1 }
+            return chunk[...]
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(sequence: self) }
+}
+
+/// The CRC-32 of `PatternChunks(count:)`'s bytes, as `/courier/upload` reports it.
+func patternCRC(count: Int) -> String {
+    var crc = CRC32()
+    var chunk: [UInt8] = []
+    chunk.reserveCapacity(64 * 1024)
+    for start in stride(from: 0, to: count, by: 64 * 1024) {
+        chunk.removeAll(keepingCapacity: true)
+        for offset in start..<min(start + 64 * 1024, count) { chunk.append(PatternChunks.byte(at: offset)) }
+        crc.update(chunk)
+    }
+    return crc.hex
+}
+
+/// The error a failing upload stream throws.
+struct UploadStreamFailure: Error, Equatable, Sendable {
+    let reason: String
+}
