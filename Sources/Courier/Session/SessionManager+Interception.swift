@@ -28,6 +28,9 @@ struct InterceptionSettings: Sendable {
     /// The tracer bootstrapped in `InstrumentationSystem`, or nil when none was (a no-op tracer's
     /// spans would still cost).
     @Sendable static func bootstrappedTracer() -> (any Tracer)? {
+        // Read for every task: nothing bootstrapped (the common case) is one read and a type
+        // check, without the search for a tracer among the instruments and its casts.
+        if InstrumentationSystem.instrument is NoOpInstrument { return nil }
         let tracer = InstrumentationSystem.tracer
         return tracer is NoOpTracer ? nil : tracer
     }
