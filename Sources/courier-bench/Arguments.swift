@@ -38,6 +38,9 @@ struct Arguments: Sendable {
         case openapiCourier = "openapi-courier"
         /// The same generated client on swift-openapi-async-http-client's `AsyncHTTPClientTransport`.
         case openapiAHC = "openapi-ahc"
+        /// Go's net/http client (`Scripts/go-bench`, a process of its own; its own CPU is counted),
+        /// when a `go` toolchain is on the PATH: measured by default then (issue 29).
+        case go
     }
 
     var scenarios: [Scenario] = Scenario.allCases
@@ -73,7 +76,7 @@ struct Arguments: Sendable {
     static let usage = """
         usage: courier-bench [--scenario sequential|concurrent|all] [--requests N] [--concurrency N]
                              [--url URL] [--server nginx|testserver|auto]
-                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted,courier-nostores,courier-engine,openapi-courier,openapi-ahc]
+                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted,courier-nostores,courier-engine,openapi-courier,openapi-ahc,go]
                              [--warmup N] [--repeat K] [--json] [--tls] [--http2]
 
           --scenario     which work to run (default: all)
@@ -88,7 +91,9 @@ struct Arguments: Sendable {
                          courier without the default response cache and cookie store; courier-engine
                          is Courier's NIOEngine alone, through the Engine seam with no session (their
                          ratios to courier are printed); openapi-courier and openapi-ahc are one
-                         swift-openapi-generator client on CourierOpenAPI and on AsyncHTTPClient
+                         swift-openapi-generator client on CourierOpenAPI and on AsyncHTTPClient;
+                         go is Go's net/http (Scripts/go-bench, its own process and CPU), added to
+                         the default clients when a go toolchain is on the PATH
           --warmup       unmeasured requests before each measured run (default: 1000)
           --repeat       measured runs per client and scenario, taken in turns (default: 1)
           --json         print the results as JSON instead of a table
@@ -105,6 +110,7 @@ struct Arguments: Sendable {
     /// Parses `arguments` (without the program name).
     static func parse(_ arguments: [String]) throws(Failure) -> Arguments {
         var parsed = Arguments()
+        var clientsGiven = false
         var remaining = arguments[...]
         func value(for option: String) throws(Failure) -> String {
             guard let value = remaining.popFirst(), !value.hasPrefix("--") else {
@@ -151,6 +157,7 @@ struct Arguments: Sendable {
                 parsed.server = server
             case "--clients":
                 parsed.clients = try Self.clients(from: try value(for: option))
+                clientsGiven = true
             case "--warmup":
                 parsed.warmup = try positive(try value(for: option), for: option, allowZero: true)
             case "--repeat":
@@ -168,6 +175,8 @@ struct Arguments: Sendable {
                 throw Failure(description: "unknown option '\(argument)'")
             }
         }
+        // Every sitting reports Go's client too, when it can be built here.
+        if !clientsGiven, GoClient.toolchain != nil { parsed.clients.append(.go) }
         return parsed
     }
 
@@ -175,7 +184,7 @@ struct Arguments: Sendable {
         var kinds: [ClientKind] = []
         for name in text.split(separator: ",").map({ $0.lowercased() }) where !name.isEmpty {
             guard let kind = ClientKind(rawValue: name) else {
-                throw Failure(description: "unknown client '\(name)' (courier, courier-callback, ahc, urlsession)")
+                throw Failure(description: "unknown client '\(name)' (\(ClientKind.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
             if !kinds.contains(kind) { kinds.append(kind) }
         }

@@ -51,7 +51,7 @@ enum Report {
                 ratios.append(Ratio(scenario: scenario, courierClient: Arguments.ClientKind.openapiCourier.rawValue, against: Arguments.ClientKind.openapiAHC.rawValue, value: mine / theirs))
             }
             for courier in [Arguments.ClientKind.courier, .courierCallback, .courierEngine] {
-                for other in [Arguments.ClientKind.ahc, .urlsession] {
+                for other in [Arguments.ClientKind.ahc, .urlsession, .go] {
                     if let mine = median(courier), let theirs = median(other), theirs > 0 {
                         ratios.append(Ratio(scenario: scenario, courierClient: courier.rawValue, against: other.rawValue, value: mine / theirs))
                     }
@@ -96,6 +96,7 @@ enum Report {
             case Arguments.ClientKind.ahc.rawValue: "AHC"
             case Arguments.ClientKind.urlsession.rawValue: "URLSession"
             case Arguments.ClientKind.openapiAHC.rawValue: "openapi-ahc"
+            case Arguments.ClientKind.go.rawValue: "Go"
             default: "Courier"
             }
             lines.append("\(ratio.scenario.padding(toLength: 10, withPad: " ", startingAt: 0)) \(name)/\(other): \(format(ratio.value, 2))×\(multiple ? " (medians)" : "")")

@@ -44,11 +44,18 @@ struct Runner {
         let https = self.arguments.tls || self.url.scheme == "https"
         let kinds = self.arguments.clients.filter { !(https && $0 == .urlsession) }
         let clients = kinds.map {
-            (kind: $0, client: BenchClient.make($0, url: self.url, connections: self.arguments.concurrency))
+            (kind: $0, client: BenchClient.make($0, url: self.url, connections: self.arguments.concurrency, http2: self.arguments.http2))
         }
         var results: [RunResult] = []
         for run in 1...self.arguments.repeats {
             for (kind, client) in clients {
+                if case .external(let external) = client {
+                    // Measured in its own process, which counts its own CPU.
+                    let result = Self.measure(external, kind: kind, scenario: scenario, run: run, warmup: self.arguments.warmup, requests: requests, concurrency: concurrency)
+                    Report.progress(result)
+                    results.append(result)
+                    continue
+                }
                 if self.arguments.warmup > 0 {
                     _ = await Self.measure(client, requests: self.arguments.warmup, concurrency: concurrency)
                 }
@@ -69,6 +76,26 @@ struct Runner {
         return results
     }
 
+    /// A run of a client in a process of its own (Go's): its warm-up, then the measured run with
+    /// the CPU time and context switches it reports for itself.
+    private static func measure(
+        _ client: GoClient, kind: Arguments.ClientKind, scenario: Arguments.Scenario, run: Int, warmup: Int, requests: Int, concurrency: Int
+    ) -> RunResult {
+        let count = Double(max(requests, 1))
+        do {
+            if warmup > 0 { _ = try client.run(requests: warmup, concurrency: concurrency) }
+            let measured = try client.run(requests: requests, concurrency: concurrency)
+            return RunResult(
+                scenario: scenario.rawValue, client: kind.rawValue, run: run, concurrency: concurrency,
+                summary: measured.summary, load: MachineLoad.oneMinute(),
+                cpuMicrosecondsPerRequest: Double(measured.cpuMicroseconds) / count,
+                voluntarySwitchesPerRequest: Double(measured.voluntarySwitches) / count)
+        } catch {
+            FileHandle.standardError.write(Data("courier-bench: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
     /// Sends `requests` requests with `concurrency` in flight and times them.
     static func measure(_ client: BenchClient, requests: Int, concurrency: Int) async -> Summary {
         let state = RunState(total: requests)
@@ -77,6 +104,9 @@ struct Runner {
         switch client {
         case .async(let client): await Self.drive(client, state: state, lanes: lanes)
         case .callback(let client): await CallbackDriver.drive(client, state: state, lanes: lanes)
+        case .external(let client):
+            // Not driven from here (see measure(_:kind:scenario:run:warmup:requests:concurrency:)).
+            if let run = try? client.run(requests: requests, concurrency: concurrency) { return run.summary }
         }
         return Summary(state: state, nanoseconds: Nanoseconds.now() - start)
     }

@@ -57,6 +57,16 @@ struct Summary: Sendable, Codable {
     var p99Milliseconds: Double
     var failures: Int
 
+    /// A run measured elsewhere (another process: the Go client).
+    init(requests: Int, nanoseconds: UInt64, p50Milliseconds: Double, p99Milliseconds: Double, failures: Int) {
+        self.requests = requests
+        self.seconds = Double(nanoseconds) / 1e9
+        self.requestsPerSecond = Double(requests) / self.seconds
+        self.p50Milliseconds = p50Milliseconds
+        self.p99Milliseconds = p99Milliseconds
+        self.failures = failures
+    }
+
     init(state: RunState, nanoseconds: UInt64) {
         let sorted = state.sortedLatencies()
         self.requests = state.total

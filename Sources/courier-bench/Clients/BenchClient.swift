@@ -22,10 +22,12 @@ protocol CallbackBenchClient: Sendable {
 enum BenchClient: Sendable {
     case async(any AsyncBenchClient)
     case callback(any CallbackBenchClient)
+    /// A client in a process of its own, which measures itself (Go's).
+    case external(GoClient)
 
     /// A client of `kind` for `url`, allowed `connections` connections to the host; for an
     /// `https` URL it trusts CourierTesting's root CA (URLSession cannot: see `--tls`).
-    static func make(_ kind: Arguments.ClientKind, url: URL, connections: Int) -> BenchClient {
+    static func make(_ kind: Arguments.ClientKind, url: URL, connections: Int, http2: Bool) -> BenchClient {
         switch kind {
         case .courier: .async(CourierClient(url: url, connections: connections))
         case .courierCallback: .callback(CourierCallbackClient(url: url, connections: connections))
@@ -37,6 +39,17 @@ enum BenchClient: Sendable {
         case .courierEngine: .async(EngineClient(url: url, connections: connections))
         case .openapiCourier: .async(OpenAPIBenchClient(url: url, connections: connections, transport: .courier))
         case .openapiAHC: .async(OpenAPIBenchClient(url: url, connections: connections, transport: .ahc))
+        case .go: Self.go(url: url, connections: connections, http2: http2)
+        }
+    }
+
+    /// Go's client, or the bench ends with why it could not start.
+    private static func go(url: URL, connections: Int, http2: Bool) -> BenchClient {
+        do {
+            return .external(try GoClient(url: url, connections: connections, http2: http2))
+        } catch {
+            FileHandle.standardError.write(Data("courier-bench: \(error)\n".utf8))
+            exit(1)
         }
     }
 
@@ -44,6 +57,7 @@ enum BenchClient: Sendable {
         switch self {
         case .async(let client): await client.shutdown()
         case .callback(let client): await client.shutdown()
+        case .external(let client): client.shutdown()
         }
     }
 }

@@ -1,0 +1,3 @@
+module courier/gobench
+
+go 1.19
