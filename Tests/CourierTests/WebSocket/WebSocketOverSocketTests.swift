@@ -1,6 +1,8 @@
 @testable import Courier
 import CourierTesting
 import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
@@ -270,5 +272,105 @@ struct WebSocketOverSocketTests {
             await #expect(throws: CourierError.self) { try await task.send(.text("late")) }
             #expect(await eventually { server.openConnectionCount == 0 })
         }
+    }
+}
+
+/// WebSockets through the test proxies: an HTTP proxy tunnels even `ws://` with `CONNECT`, a
+/// SOCKS5 proxy tunnels.
+@Suite("WebSocket through proxies")
+struct WebSocketProxyTests {
+    private func echo(through proxy: ProxyConfiguration, server: TestServer) async throws {
+        var configuration = SessionConfiguration.default
+        configuration.proxy = proxy
+        let manager = SessionManager(configuration: configuration)
+        var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+        components.scheme = "ws"
+        components.host = "ws.example"
+        components.path = "/courier/websocket/echo"
+        let task = manager.webSocketTask(with: Request(url: components.url!))
+        try await task.send(.text("through"))
+        var messages = task.messages.makeAsyncIterator()
+        #expect(try await messages.next() == .text("through"))
+        #expect(task.handshakeMetrics?.isProxyConnection == true)
+        await task.close()
+        #expect(task.error == nil)
+        await manager.invalidate(cancelingTasks: true)
+    }
+
+    @Test func anHTTPProxyTunnelsWithConnect() async throws {
+        try await withTestServer { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("courier", "secret"))
+            do {
+                try await self.echo(through: .http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "secret"), server: server)
+                #expect(proxy.connectTargets == ["ws.example:\(server.port)"])
+                #expect(proxy.forwardedTargets.isEmpty)
+                try await proxy.shutdown()
+            } catch {
+                try await proxy.shutdown()
+                throw error
+            }
+        }
+    }
+
+    @Test func aSOCKS5ProxyTunnels() async throws {
+        try await withTestServer { server in
+            let socks = try await TestSOCKSServer.start(upstreamPort: server.port)
+            do {
+                try await self.echo(through: .socks(host: "127.0.0.1", port: socks.port), server: server)
+                #expect(socks.connectTargets.count == 1)
+                try await socks.shutdown()
+            } catch {
+                try await socks.shutdown()
+                throw error
+            }
+        }
+    }
+}
+
+/// What the opening handshake sends: the upgrade's fields, the request's own, the session's
+/// additional headers and its cookies.
+@Suite("WebSocket opening handshake on the wire")
+struct WebSocketHandshakeWireTests {
+    @Test func theHandshakeCarriesTheSessionsHeadersAndCookies() async throws {
+        let seen = NIOLockedValueBox<String?>(nil)
+        try await ScriptedHTTPServer.with({ _, _, head in
+            seen.withLockedValue { $0 = head }
+            let key = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }
+                .map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) } ?? ""
+            return .respond(
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    + "Sec-WebSocket-Accept: \(WebSocketHandshake.acceptValue(for: key))\r\nSec-WebSocket-Protocol: chat\r\n\r\n")
+        }) { server in
+            var configuration = SessionConfiguration.default
+            configuration.httpAdditionalHeaders = [HTTPField.Name("X-Session")!: "1"]
+            let storage = MemoryCookieStorage()
+            storage.setCookie(Cookie(name: "sid", value: "42", domain: "127.0.0.1"))
+            configuration.httpCookieStorage = storage
+            let manager = SessionManager(configuration: configuration)
+            var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+            components.scheme = "ws"
+            components.path = "/chat"
+            components.query = "room=1"
+            var request = Request(url: components.url!)
+            request.headerFields[HTTPField.Name("X-Request")!] = "2"
+            var settings = WebSocketConfiguration()
+            settings.subprotocols = ["chat", "superchat"]
+            let task = manager.webSocketTask(with: request, configuration: settings)
+            try await task.waitUntilOpen()
+            #expect(task.subprotocol == "chat")
+            task.cancel()
+            await task.waitUntilFinished()
+            await manager.invalidate(cancelingTasks: true)
+        }
+        let head = try #require(seen.withLockedValue { $0 })
+        let lines = head.lowercased().split(separator: "\r\n").map(String.init)
+        #expect(lines.first == "get /chat?room=1 http/1.1")
+        for expected in [
+            "upgrade: websocket", "connection: upgrade", "sec-websocket-version: 13", "x-session: 1", "x-request: 2", "cookie: sid=42",
+            "sec-websocket-protocol: chat, superchat",
+        ] {
+            #expect(lines.contains(expected), "\(expected) in \(lines)")
+        }
+        #expect(!lines.contains { $0.hasPrefix("sec-websocket-extensions") })
     }
 }
