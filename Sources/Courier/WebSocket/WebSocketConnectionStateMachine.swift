@@ -84,11 +84,11 @@ struct WebSocketConnectionStateMachine {
             if frame.length > 125 { return self.violation(.protocolError, "a control frame of \(frame.length) bytes (at most 125)") }
             return self.controlFrame(frame)
         case .text, .binary, .continuation:
-            // Data after Courier's close is still read (5.5.1) but no longer delivered.
+            // Data the server sent before it saw Courier's close is still delivered (5.5.1).
             let outcome = self.assembler.receive(opcode: frame.opcode, fin: frame.fin, payload: frame.data)
             switch outcome {
             case .incomplete: return []
-            case .message(let message): return self.isOpen ? [.deliver(message)] : []
+            case .message(let message): return [.deliver(message)]
             case .failure(let code, let reason): return self.violation(code, reason)
             }
         default:

@@ -258,9 +258,8 @@ public final class WebSocketTask: Sendable {
         }
         let handshake = WebSocketHandshake(offeredProtocols: self.configuration.subprotocols)
         let head = self.handshakeHead(key: key, handshake: handshake, url: httpURL)
-        let loop = engine.loops[engine.acquireLoop()]
-        let loopIndexRelease = { @Sendable in }
-        _ = loopIndexRelease
+        // Any loop: the connection is the task's alone (the engine's per-loop count is for exchanges).
+        let loop = engine.loops.randomElement()!
         let request = self.request
         let completion = loop.makePromise(of: HTTPResponseHead.self)
         let makeError: @Sendable (String, HTTPResponseHead?, (any Error)?) -> any Error = { message, head, underlying in
