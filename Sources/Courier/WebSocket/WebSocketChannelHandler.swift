@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOWebSocket
 
@@ -41,8 +42,12 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
     /// The write of Courier's close frame, which the TCP close waits for.
     private var closeFrameWritten: EventLoopFuture<Void>?
 
-    init(maximumMessageSize: Int, timing: Timing, delegate: any WebSocketChannelHandlerDelegate) {
-        self.machine = WebSocketConnectionStateMachine(maximumMessageSize: maximumMessageSize)
+    /// `permessage-deflate`'s compressor and decompressor, if it was negotiated.
+    private let deflate: PerMessageDeflate?
+
+    init(maximumMessageSize: Int, timing: Timing, deflate: PerMessageDeflate? = nil, delegate: any WebSocketChannelHandlerDelegate) {
+        self.machine = WebSocketConnectionStateMachine(maximumMessageSize: maximumMessageSize, compression: deflate != nil)
+        self.deflate = deflate
         self.timing = timing
         self.delegate = delegate
     }
@@ -126,6 +131,15 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
             buffer.writeBytes(data)
             opcode = .binary
         }
+        if let deflate = self.deflate {
+            guard let compressed = deflate.compress(buffer, allocator: context.channel.allocator) else {
+                promise?.fail(CourierError(.internalInconsistency, "zlib could not compress a WebSocket message"))
+                return
+            }
+            let frame = WebSocketFrame(fin: true, rsv1: true, opcode: opcode, maskKey: .random(), data: compressed)
+            context.writeAndFlush(self.wrapOutboundOut(frame), promise: promise)
+            return
+        }
         self.write(context: context, opcode: opcode, data: buffer, promise: promise)
     }
 
@@ -170,6 +184,10 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 self.write(context: context, opcode: .connectionClose, data: payload, promise: written)
             case .deliver(let message):
                 if !self.delegate.webSocketDidReceive(message) { self.paused = true }
+            case .inflate(let isText, let payload):
+                guard let deflate = self.deflate, let context = self.context else { continue }
+                let result = deflate.decompress(payload, limit: self.machine.maximumMessageSize, allocator: context.channel.allocator)
+                self.run(self.machine.inflated(isText: isText, result))
             case .pongReceived(let payload):
                 self.delegate.webSocketDidReceivePong(payload)
             case .startCloseTimer:

@@ -17,6 +17,10 @@ public struct WebSocketConfiguration: Sendable {
     /// connection (TCP flow control then slows the server).
     public var bufferedMessages: Int = 16
 
+    /// Whether `permessage-deflate` (RFC 7692) is offered: when the server agrees, messages go
+    /// compressed both ways (control frames never are).
+    public var permessageDeflate: Bool = true
+
     /// The defaults.
     public init() {}
 }

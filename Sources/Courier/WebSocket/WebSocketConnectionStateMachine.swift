@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOWebSocket
 
@@ -32,6 +33,8 @@ struct WebSocketConnectionStateMachine {
         case sendPing(ByteBuffer)
         case sendClose(WebSocketCloseCode?, String)
         case deliver(WebSocketMessage)
+        /// A compressed message to inflate (``inflated(isText:_:)`` takes the result).
+        case inflate(isText: Bool, ByteBuffer)
         /// A PONG arrived (the keep-alive PING's, if it was outstanding, is settled already).
         case pongReceived(ByteBuffer)
         /// Start the wait for the server's close frame (``closeTimedOut()``).
@@ -55,8 +58,14 @@ struct WebSocketConnectionStateMachine {
     /// The payload of the keep-alive PING not yet answered.
     private var outstandingPing: ByteBuffer?
 
-    init(maximumMessageSize: Int) {
+    /// Whether `permessage-deflate` was negotiated (RSV1 marks a compressed message).
+    private let compression: Bool
+    let maximumMessageSize: Int
+
+    init(maximumMessageSize: Int, compression: Bool = false) {
         self.assembler = WebSocketMessageAssembler(maximumMessageSize: maximumMessageSize)
+        self.compression = compression
+        self.maximumMessageSize = maximumMessageSize
     }
 
     var isOpen: Bool {
@@ -77,7 +86,11 @@ struct WebSocketConnectionStateMachine {
         // A server never masks (RFC 6455, 5.1).
         if frame.maskKey != nil { return self.violation(.protocolError, "the server sent a masked frame") }
         // No extension was negotiated that defines RSV bits (5.2).
-        if frame.rsv1 || frame.rsv2 || frame.rsv3 { return self.violation(.protocolError, "a frame with RSV bits no extension defines") }
+        // RSV1 only on the first frame of a compressed message (RFC 7692, 6), if negotiated.
+        let rsv1Allowed = self.compression && (frame.opcode == .text || frame.opcode == .binary)
+        if (frame.rsv1 && !rsv1Allowed) || frame.rsv2 || frame.rsv3 {
+            return self.violation(.protocolError, "a frame with RSV bits no negotiated extension defines")
+        }
         switch frame.opcode {
         case .ping, .pong, .connectionClose:
             if !frame.fin { return self.violation(.protocolError, "a fragmented control frame") }
@@ -85,10 +98,11 @@ struct WebSocketConnectionStateMachine {
             return self.controlFrame(frame)
         case .text, .binary, .continuation:
             // Data the server sent before it saw Courier's close is still delivered (5.5.1).
-            let outcome = self.assembler.receive(opcode: frame.opcode, fin: frame.fin, payload: frame.data)
+            let outcome = self.assembler.receive(opcode: frame.opcode, fin: frame.fin, payload: frame.data, compressed: frame.rsv1)
             switch outcome {
             case .incomplete: return []
             case .message(let message): return [.deliver(message)]
+            case .compressed(let isText, let payload): return [.inflate(isText: isText, payload)]
             case .failure(let code, let reason): return self.violation(code, reason)
             }
         default:
@@ -128,6 +142,23 @@ struct WebSocketConnectionStateMachine {
             case .finished:
                 return []
             }
+        }
+    }
+
+    /// A compressed message inflated (at most the maximum message size), or why it could not be.
+    mutating func inflated(isText: Bool, _ result: Result<ByteBuffer, PerMessageDeflate.DecompressionFailure>) -> [Action] {
+        guard !self.isFinished else { return [] }
+        switch result {
+        case .failure(.tooBig):
+            return self.violation(.messageTooBig, "a message over the maximum of \(self.maximumMessageSize) bytes once inflated")
+        case .failure(.invalid):
+            return self.violation(.invalidFramePayloadData, "a compressed message that does not inflate")
+        case .success(let payload):
+            guard isText else { return [.deliver(.binary(Data(payload.readableBytesView)))] }
+            guard let text = String(validating: payload.readableBytesView, as: UTF8.self) else {
+                return self.violation(.invalidFramePayloadData, "a text message that is not UTF-8")
+            }
+            return [.deliver(.text(text))]
         }
     }
 

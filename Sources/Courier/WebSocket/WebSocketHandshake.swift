@@ -10,9 +10,13 @@ struct WebSocketHandshake: Sendable {
     /// The subprotocols offered (`Sec-WebSocket-Protocol`), if any.
     let offeredProtocols: [String]
 
-    init(key: String = WebSocketHandshake.makeKey(), offeredProtocols: [String] = []) {
+    /// Whether `permessage-deflate` is offered.
+    let offersCompression: Bool
+
+    init(key: String = WebSocketHandshake.makeKey(), offeredProtocols: [String] = [], offersCompression: Bool = false) {
         self.key = key
         self.offeredProtocols = offeredProtocols
+        self.offersCompression = offersCompression
     }
 
     static func makeKey() -> String {
@@ -41,10 +45,13 @@ struct WebSocketHandshake: Sendable {
         guard accept.count == 1, accept[0] == Self.acceptValue(for: self.key) else {
             return "the 101 response's Sec-WebSocket-Accept (\(accept.joined(separator: ", "))) does not match the key sent"
         }
-        // No extension is offered (RFC 6455, 4.1: the client fails one it did not offer).
-        let extensions = head.headers[canonicalForm: "sec-websocket-extensions"].filter { !$0.isEmpty }
-        if !extensions.isEmpty {
-            return "the server chose the extension \(extensions.joined(separator: ", ")), which was not offered"
+        // Only permessage-deflate, and only if offered (RFC 6455, 4.1: the client fails an
+        // extension it did not offer).
+        switch PerMessageDeflateParameters.parse(head.headers["sec-websocket-extensions"]) {
+        case .none: break
+        case .refused(let reason): return reason
+        case .accepted:
+            if !self.offersCompression { return "the server chose permessage-deflate, which was not offered" }
         }
         let chosen = head.headers[canonicalForm: "sec-websocket-protocol"]
         if let first = chosen.first {

@@ -13,6 +13,9 @@ struct WebSocketMessageAssembler {
         case incomplete
         /// A whole message.
         case message(WebSocketMessage)
+        /// A whole message compressed with `permessage-deflate` (RFC 7692): text when `isText`,
+        /// still to be inflated (and then checked, if text, to be UTF-8).
+        case compressed(isText: Bool, ByteBuffer)
         /// The peer broke the protocol: close with this code.
         case failure(WebSocketCloseCode, String)
     }
@@ -21,6 +24,8 @@ struct WebSocketMessageAssembler {
 
     /// The message being put together, if any.
     private var kind: Kind?
+    /// The message being put together came with RSV1 (compressed).
+    private var compressed = false
     private var buffer = ByteBuffer()
     /// The largest message taken, in bytes (after decompression).
     let maximumMessageSize: Int
@@ -32,14 +37,16 @@ struct WebSocketMessageAssembler {
     /// Whether a message has begun and not ended.
     var isAssembling: Bool { self.kind != nil }
 
-    /// Takes a data frame (text, binary or continuation) whose payload is unmasked.
-    mutating func receive(opcode: WebSocketOpcode, fin: Bool, payload: ByteBuffer) -> Outcome {
+    /// Takes a data frame (text, binary or continuation) whose payload is unmasked; `compressed`
+    /// is the first frame's RSV1 under `permessage-deflate`.
+    mutating func receive(opcode: WebSocketOpcode, fin: Bool, payload: ByteBuffer, compressed: Bool = false) -> Outcome {
         switch opcode {
         case .text, .binary:
             guard self.kind == nil else {
                 return .failure(.protocolError, "a new \(opcode == .text ? "text" : "binary") message began before the last one ended")
             }
             self.kind = opcode == .text ? .text : .binary
+            self.compressed = compressed
             self.buffer.clear()
         case .continuation:
             guard self.kind != nil else { return .failure(.protocolError, "a continuation frame with no message begun") }
@@ -58,6 +65,10 @@ struct WebSocketMessageAssembler {
         self.kind = nil
         let bytes = self.buffer.readableBytesView
         defer { self.buffer.clear() }
+        if self.compressed {
+            self.compressed = false
+            return .compressed(isText: kind == .text, ByteBuffer(self.buffer.readableBytesView))
+        }
         switch kind {
         case .text:
             guard let text = String(validating: bytes, as: UTF8.self) else {

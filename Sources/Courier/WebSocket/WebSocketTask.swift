@@ -256,7 +256,7 @@ public final class WebSocketTask: Sendable {
             self.finish(error: CourierError(.unsupportedScheme, "\(summary): not a ws or wss URL with a host", request: self.request), code: .abnormalClosure, reason: "")
             return
         }
-        let handshake = WebSocketHandshake(offeredProtocols: self.configuration.subprotocols)
+        let handshake = WebSocketHandshake(offeredProtocols: self.configuration.subprotocols, offersCompression: self.configuration.permessageDeflate)
         let head = self.handshakeHead(key: key, handshake: handshake, url: httpURL)
         // Any loop: the connection is the task's alone (the engine's per-loop count is for exchanges).
         let loop = engine.loops.randomElement()!
@@ -320,7 +320,12 @@ public final class WebSocketTask: Sendable {
             pingInterval: self.configuration.pingInterval.map { .nanoseconds(Int64(max($0, 0.001) * 1e9)) },
             closeTimeout: .nanoseconds(Int64(max(self.configuration.closeTimeout, 0) * 1e9))
         )
-        let handler = WebSocketChannelHandler(maximumMessageSize: max(1, self.configuration.maximumMessageSize), timing: timing, delegate: self)
+        var deflate: PerMessageDeflate?
+        if case .accepted(let parameters) = PerMessageDeflateParameters.parse(head.headers["sec-websocket-extensions"]) {
+            deflate = PerMessageDeflate(parameters)
+        }
+        let handler = WebSocketChannelHandler(
+            maximumMessageSize: max(1, self.configuration.maximumMessageSize), timing: timing, deflate: deflate, delegate: self)
         let response = Self.response(from: head)
         let pending = self.state.withLockedValue { state -> (WebSocketCloseCode, String)?? in
             guard case .connecting = state.phase else { return .some(nil) }
@@ -375,6 +380,9 @@ public final class WebSocketTask: Sendable {
         head.headers.add(name: "Connection", value: "Upgrade")
         head.headers.add(name: "Sec-WebSocket-Key", value: handshake.key)
         head.headers.add(name: "Sec-WebSocket-Version", value: "13")
+        if handshake.offersCompression {
+            head.headers.add(name: "Sec-WebSocket-Extensions", value: PerMessageDeflateParameters.offer)
+        }
         if !handshake.offeredProtocols.isEmpty {
             head.headers.replaceOrAdd(name: "Sec-WebSocket-Protocol", value: handshake.offeredProtocols.joined(separator: ", "))
         }

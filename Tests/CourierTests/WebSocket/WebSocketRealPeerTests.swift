@@ -1,5 +1,6 @@
 @testable import Courier
 import Foundation
+import HTTPTypes
 import Testing
 
 /// WebSockets against a peer nobody on Courier wrote: Python's `websockets` server
@@ -28,6 +29,14 @@ struct WebSocketRealPeerTests {
         let large = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         try await task.send(.binary(large))
         #expect(try await messages.next() == .binary(large))
+        // websockets agrees to permessage-deflate: messages went compressed both ways.
+        let extensions = task.response?.headerFields[HTTPField.Name("Sec-WebSocket-Extensions")!] ?? ""
+        #expect(extensions.hasPrefix("permessage-deflate"), "\(extensions)")
+        let compressible = String(repeating: "courier and websockets ", count: 10_000)
+        for _ in 0..<3 {
+            try await task.send(.text(compressible))
+            #expect(try await messages.next() == .text(compressible))
+        }
         try await task.sendPing()
         await task.close(code: .normalClosure, reason: "done")
         #expect(try await messages.next() == nil)
@@ -36,14 +45,17 @@ struct WebSocketRealPeerTests {
         await manager.invalidate(cancelingTasks: true)
     }
 
-    @Test func theServerClosesFirst() async throws {
+    @Test func theServerClosesFirstWithoutCompression() async throws {
         let manager = SessionManager()
-        let task = manager.webSocketTask(with: Request(url: try self.url("/close")))
+        var settings = WebSocketConfiguration()
+        settings.permessageDeflate = false
+        let task = manager.webSocketTask(with: Request(url: try self.url("/close")), configuration: settings)
         try await task.send(.text("hi"))
         var messages = task.messages.makeAsyncIterator()
         #expect(try await messages.next() == nil)
         #expect(task.closeCode == .normalClosure)
         #expect(task.closeReason == "bye")
+        #expect(task.response?.headerFields[HTTPField.Name("Sec-WebSocket-Extensions")!] == nil)
         #expect(task.error == nil)
         await manager.invalidate(cancelingTasks: true)
     }
