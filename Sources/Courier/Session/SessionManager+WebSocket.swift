@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 
 extension SessionManager {
     /// Makes a WebSocket task for a `ws` or `wss` URL, suspended (`URLSession.webSocketTask(with:)`,
@@ -9,7 +10,9 @@ extension SessionManager {
     /// security policy and pinning for `wss`, its proxies (an HTTP proxy tunnels with `CONNECT`),
     /// the request's header fields, the configuration's additional headers where missing, and the
     /// cookie store's cookies for the URL. Another engine fails the task with
-    /// ``CourierError/Code/unsupportedScheme``.
+    /// ``CourierError/Code/unsupportedScheme``; an invalidated manager with
+    /// ``CourierError/Code/sessionInvalidated``. ``invalidate(cancelingTasks:)-7w13y`` with
+    /// `cancelingTasks` cancels the manager's WebSocket tasks too.
     ///
     /// - Parameters:
     ///   - request: The request; its URL is `ws://` or `wss://` (`http` and `https` are taken as such).
@@ -17,12 +20,20 @@ extension SessionManager {
     public func webSocketTask(with request: Request, configuration: WebSocketConfiguration = WebSocketConfiguration()) -> WebSocketTask {
         let session = self.configuration
         let handlesCookies = request.options.httpShouldHandleCookies ?? session.httpShouldHandleCookies
-        return WebSocketTask(
+        let task = WebSocketTask(
             request: request,
             configuration: configuration,
             engine: self.engine as? NIOEngine,
             sessionHeaders: session.httpAdditionalHeaders,
             cookieStorage: handlesCookies ? session.httpCookieStorage : nil
         )
+        let invalidated = self.registry.withLockedValue { registry -> Bool in
+            if registry.isInvalidated { return true }
+            registry.webSocketTasks = registry.webSocketTasks.filter { $0.value.task != nil }
+            registry.webSocketTasks[ObjectIdentifier(task)] = WeakTask(task: task)
+            return false
+        }
+        if invalidated { task.failBeforeStart(CourierError(.sessionInvalidated, "\(request.summary): the session was invalidated")) }
+        return task
     }
 }

@@ -242,6 +242,16 @@ public final class WebSocketTask: Sendable {
         return components.url
     }
 
+    /// Ends a task that never started (its manager was invalidated).
+    func failBeforeStart(_ error: CourierError) {
+        let suspended = self.state.withLockedValue { state -> Bool in
+            guard case .suspended = state.phase else { return false }
+            state.phase = .connecting
+            return true
+        }
+        if suspended { self.finish(error: error, code: .abnormalClosure, reason: "") }
+    }
+
     static func notOpenError() -> CourierError {
         CourierError(.connectionClosed, "the WebSocket is not open")
     }

@@ -374,3 +374,25 @@ struct WebSocketHandshakeWireTests {
         #expect(lines.contains("sec-websocket-extensions: permessage-deflate; client_max_window_bits"))
     }
 }
+
+/// WebSocket tasks and the manager's invalidation.
+@Suite("WebSocket and session invalidation")
+struct WebSocketInvalidationTests {
+    @Test func invalidatingCancelsOpenWebSocketsAndRefusesNewOnes() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+            components.scheme = "ws"
+            components.path = "/courier/websocket/echo"
+            let task = manager.webSocketTask(with: Request(url: components.url!))
+            try await task.waitUntilOpen()
+            await manager.invalidate(cancelingTasks: true)
+            await task.waitUntilFinished()
+            #expect(task.error?.code == .cancelled)
+            #expect(await eventually { server.openConnectionCount == 0 })
+            let late = manager.webSocketTask(with: Request(url: components.url!))
+            let error = await #expect(throws: CourierError.self) { try await late.waitUntilOpen() }
+            #expect(error?.code == .sessionInvalidated)
+        }
+    }
+}
