@@ -67,7 +67,15 @@ public final class WebSocketTask: Sendable {
     private let sessionHeaders: HTTPFields
     private let cookieStorage: (any CookieStorage)?
 
-    init(request: Request, configuration: WebSocketConfiguration, engine: NIOEngine?, sessionHeaders: HTTPFields, cookieStorage: (any CookieStorage)?) {
+    typealias Adapter = @Sendable (Request) async throws(CourierError) -> Request
+    /// The session's and the request's adapters, if any.
+    private let adapt: Adapter?
+
+    init(
+        adapt: Adapter? = nil, request: Request, configuration: WebSocketConfiguration, engine: NIOEngine?, sessionHeaders: HTTPFields,
+        cookieStorage: (any CookieStorage)?
+    ) {
+        self.adapt = adapt
         self.request = request
         self.configuration = configuration
         self.engine = engine
@@ -108,7 +116,21 @@ public final class WebSocketTask: Sendable {
             state.phase = .connecting
             return true
         }
-        if start { self.connect() }
+        guard start else { return }
+        guard let adapt = self.adapt else {
+            self.connect(self.request)
+            return
+        }
+        Task {
+            do throws(CourierError) {
+                let adapted = try await adapt(self.request)
+                // Cancelled meanwhile: nothing to connect.
+                guard !self.isFinished else { return }
+                self.connect(adapted)
+            } catch {
+                self.finish(error: error, code: .abnormalClosure, reason: "")
+            }
+        }
     }
 
     /// Waits until the opening handshake completed, starting it if needed.
@@ -256,18 +278,18 @@ public final class WebSocketTask: Sendable {
         CourierError(.connectionClosed, "the WebSocket is not open")
     }
 
-    private func connect() {
+    private func connect(_ adapted: Request) {
         let summary = self.request.summary
         guard let engine = self.engine else {
             self.finish(error: CourierError(.unsupportedScheme, "\(summary): WebSockets need Courier's NIOEngine"), code: .abnormalClosure, reason: "")
             return
         }
-        guard let httpURL = Self.httpURL(for: self.request.url), let key = engine.pool.webSocketKey(for: httpURL) else {
+        guard let httpURL = Self.httpURL(for: adapted.url), let key = engine.pool.webSocketKey(for: httpURL) else {
             self.finish(error: CourierError(.unsupportedScheme, "\(summary): not a ws or wss URL with a host", request: self.request), code: .abnormalClosure, reason: "")
             return
         }
         let handshake = WebSocketHandshake(offeredProtocols: self.configuration.subprotocols, offersCompression: self.configuration.permessageDeflate)
-        let head = self.handshakeHead(key: key, handshake: handshake, url: httpURL)
+        let head = self.handshakeHead(adapted, key: key, handshake: handshake, url: httpURL)
         // Any loop: the connection is the task's alone (the engine's per-loop count is for exchanges).
         let loop = engine.loops.randomElement()!
         let request = self.request
@@ -278,7 +300,7 @@ public final class WebSocketTask: Sendable {
             return error
         }
         let tls = key.tls ? engine.webSocketTLSConnector() : nil
-        let metrics = NIOLockedValueBox(TransactionMetrics(request: self.request, fetchStart: .now))
+        let metrics = NIOLockedValueBox(TransactionMetrics(request: adapted, fetchStart: .now))
         let timeout = TimeAmount.nanoseconds(Int64(min(engine.configuration.requestTimeout, 1e9) * 1e9))
         let timer = loop.scheduleTask(in: timeout) {
             completion.fail(CourierError(.timedOut, "\(summary): the opening handshake took over \(engine.configuration.requestTimeout) s", request: request))
@@ -372,8 +394,8 @@ public final class WebSocketTask: Sendable {
 
     /// The handshake's request head: GET, the request's fields, the session's additional ones
     /// where missing, its cookies, and the upgrade's own.
-    private func handshakeHead(key: ConnectionPool.Key, handshake: WebSocketHandshake, url: URL) -> HTTPRequestHead {
-        var request = self.request
+    private func handshakeHead(_ request: Request, key: ConnectionPool.Key, handshake: WebSocketHandshake, url: URL) -> HTTPRequestHead {
+        var request = request
         request.method = .get
         request.body = .empty
         for field in self.sessionHeaders where request.headerFields[field.name] == nil {

@@ -331,7 +331,7 @@ struct WebSocketProxyTests {
 /// additional headers and its cookies.
 @Suite("WebSocket opening handshake on the wire")
 struct WebSocketHandshakeWireTests {
-    @Test func theHandshakeCarriesTheSessionsHeadersAndCookies() async throws {
+    @Test func theHandshakeCarriesTheSessionsHeadersCookiesAndAdapters() async throws {
         let seen = NIOLockedValueBox<String?>(nil)
         try await ScriptedHTTPServer.with({ _, _, head in
             seen.withLockedValue { $0 = head }
@@ -347,6 +347,12 @@ struct WebSocketHandshakeWireTests {
             storage.setCookie(Cookie(name: "sid", value: "42", domain: "127.0.0.1"))
             configuration.httpCookieStorage = storage
             let manager = SessionManager(configuration: configuration)
+            // The session's adapters run on the handshake's request.
+            manager.interceptor = Adapter { request, _ in
+                var request = request
+                request.headerFields[.authorization] = "Bearer token"
+                return request
+            }
             var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
             components.scheme = "ws"
             components.path = "/chat"
@@ -367,7 +373,7 @@ struct WebSocketHandshakeWireTests {
         #expect(lines.first == "get /chat?room=1 http/1.1")
         for expected in [
             "upgrade: websocket", "connection: upgrade", "sec-websocket-version: 13", "x-session: 1", "x-request: 2", "cookie: sid=42",
-            "sec-websocket-protocol: chat, superchat",
+            "sec-websocket-protocol: chat, superchat", "authorization: bearer token",
         ] {
             #expect(lines.contains(expected), "\(expected) in \(lines)")
         }
@@ -393,6 +399,27 @@ struct WebSocketInvalidationTests {
             let late = manager.webSocketTask(with: Request(url: components.url!))
             let error = await #expect(throws: CourierError.self) { try await late.waitUntilOpen() }
             #expect(error?.code == .sessionInvalidated)
+        }
+    }
+}
+
+/// An adapter that fails fails the WebSocket task before any connection.
+@Suite("WebSocket adapters")
+struct WebSocketAdapterTests {
+    struct Refused: Error {}
+
+    @Test func aFailingAdapterFailsTheTaskWithNoConnection() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            manager.interceptor = Adapter { _, _ in throw Refused() }
+            var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+            components.scheme = "ws"
+            components.path = "/courier/websocket/echo"
+            let task = manager.webSocketTask(with: Request(url: components.url!))
+            let error = await #expect(throws: CourierError.self) { try await task.waitUntilOpen() }
+            #expect(error?.code == .requestAdaptationFailed)
+            #expect(server.connectionCount == 0)
+            await manager.invalidate(cancelingTasks: true)
         }
     }
 }
