@@ -152,3 +152,37 @@ void courier_inflater_free(courier_inflater *inflater) {
     inflateEnd(&inflater->stream);
     free(inflater);
 }
+
+int courier_deflater_sync_flush(courier_deflater *deflater, const uint8_t *input, size_t inputLength, size_t *consumed,
+                                uint8_t *output, size_t outputCapacity, size_t *produced) {
+    z_stream *stream = &deflater->stream;
+    uInt inputSlice = inputLength > (1u << 30) ? (1u << 30) : (uInt)inputLength;
+    uInt outputSlice = outputCapacity > (1u << 30) ? (1u << 30) : (uInt)outputCapacity;
+    stream->next_in = (Bytef *)input;
+    stream->avail_in = inputSlice;
+    stream->next_out = output;
+    stream->avail_out = outputSlice;
+    int status = deflate(stream, inputSlice == inputLength ? Z_SYNC_FLUSH : Z_NO_FLUSH);
+    *consumed = inputSlice - stream->avail_in;
+    *produced = outputSlice - stream->avail_out;
+    stream->next_in = NULL;
+    stream->avail_in = 0;
+    stream->next_out = NULL;
+    stream->avail_out = 0;
+    if (status == Z_OK || status == Z_BUF_ERROR) {
+        return 0;
+    }
+    return status < 0 ? status : -1;
+}
+
+courier_inflater *courier_raw_inflater_make(int windowBits) {
+    courier_inflater *inflater = calloc(1, sizeof(courier_inflater));
+    if (inflater == NULL) {
+        return NULL;
+    }
+    if (inflateInit2(&inflater->stream, -windowBits) != Z_OK) {
+        free(inflater);
+        return NULL;
+    }
+    return inflater;
+}

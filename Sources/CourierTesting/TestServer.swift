@@ -34,6 +34,14 @@ import NIOSSL
 ///   trailer fields `Courier-Checksum: crc32=…` (the body's ``CRC32``) and `Server-Timing:
 ///   total;dur=1` (trailing HEADERS on HTTP/2).
 ///
+/// WebSocket routes (HTTP/1.1 only: a TLS server with ``Configuration/http2`` off):
+/// `/courier/websocket/{mode}`, upgraded by swift-nio's server upgrader. `echo` sends each message
+/// back, `fragmented` sends it back in three fragments with a PING between, `close-after-first`
+/// closes (1000, `bye`) after the first message, `silent` answers nothing (no PONG, no close).
+/// Misbehaving modes: `masked` (a masked frame), `invalid-utf8`, `big-control` (a 126-byte PING),
+/// `bad-close` (close code 1005), `unexpected-continuation`, `bad-accept` (a second, wrong
+/// `Sec-WebSocket-Accept`), `unoffered-extension`. A client frame that is not masked closes with 1002.
+///
 /// Transfer routes (nothing in them holds a whole body, so they take gigabytes with flat memory):
 /// - `/courier/upload` (any method): reads the body as it arrives, keeping only its size and
 ///   ``CRC32``, and answers `{"size", "crc32", "method", "content_type", "content_length",

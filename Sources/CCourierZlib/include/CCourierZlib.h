@@ -55,7 +55,17 @@ courier_inflater *courier_inflater_make(void);
 int courier_inflater_run(courier_inflater *inflater, const uint8_t *input, size_t inputLength, size_t *consumed,
                          uint8_t *output, size_t outputCapacity, size_t *produced);
 
-/// Frees a decompressor made by `courier_inflater_make`.
+/// Frees a decompressor made by `courier_inflater_make` or `courier_raw_inflater_make`.
 void courier_inflater_free(courier_inflater *inflater);
+
+/// Compresses as `courier_deflater_run` does, then (once all the input is taken) flushes with
+/// `Z_SYNC_FLUSH`, ending on a byte boundary (RFC 7692's messages). Returns 0, or a negative
+/// zlib error. Call again while the output filled all of `outputCapacity`.
+int courier_deflater_sync_flush(courier_deflater *deflater, const uint8_t *input, size_t inputLength, size_t *consumed,
+                                uint8_t *output, size_t outputCapacity, size_t *produced);
+
+/// Makes a decompressor of raw deflate data (no zlib or gzip framing) with a window of
+/// `windowBits` (8 to 15). NULL when zlib cannot allocate one.
+courier_inflater *courier_raw_inflater_make(int windowBits);
 
 #endif

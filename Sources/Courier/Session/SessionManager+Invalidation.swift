@@ -12,13 +12,19 @@ extension SessionManager {
     /// ``Foundation/NSNotification/Name/sessionDidInvalidate`` is posted. Returns at once.
     /// ``HTTPSessionManager/shared`` ignores this.
     public func invalidate(cancelingTasks: Bool) {
-        let delegates = self.registry.withLockedValue { registry -> [TaskDelegate] in
-            guard !registry.isProcessWide else { return [] }
+        let (delegates, webSockets) = self.registry.withLockedValue { registry -> ([TaskDelegate], [WebSocketTask]) in
+            guard !registry.isProcessWide else { return ([], []) }
             registry.isInvalidated = true
-            return Array(registry.delegates.values)
+            let webSockets = registry.webSocketTasks.values.compactMap(\.task)
+            registry.webSocketTasks = [:]
+            return (Array(registry.delegates.values), webSockets)
         }
         for delegate in delegates {
             if cancelingTasks { delegate.cancel() } else { delegate.abandonRetryWait() }
+        }
+        // WebSocket tasks: cancelled with the others; otherwise they run until they close.
+        if cancelingTasks {
+            for task in webSockets { task.cancel() }
         }
         self.shutDownEngineIfIdle()
     }

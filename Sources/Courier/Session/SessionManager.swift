@@ -81,6 +81,8 @@ public class SessionManager: @unchecked Sendable {
         /// The engine's shutdown has finished.
         var engineIsDown = false
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The WebSocket tasks made by the manager (weakly), for ``invalidate(cancelingTasks:)``.
+        var webSocketTasks: [ObjectIdentifier: WeakTask] = [:]
     }
 
     struct Settings: @unchecked Sendable {

@@ -6,7 +6,7 @@ struct CourierCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "courier",
         abstract: "An HTTP client for the command line, on the Courier library.",
-        usage: "courier [METHOD] URL [ITEM ...] [<options>]   or   courier demo",
+        usage: "courier [METHOD] URL [ITEM ...] [<options>]   or   courier demo   or   courier ws URL",
         discussion: """
             Items (HTTPie's grammar):
               name==value         query parameter
@@ -22,7 +22,7 @@ struct CourierCommand: AsyncParsableCommand {
             line, 66 unreadable file.
             """,
         version: CourierVersion.string,
-        subcommands: [RequestCommand.self, DemoCommand.self],
+        subcommands: [RequestCommand.self, DemoCommand.self, WebSocketCommand.self],
         defaultSubcommand: RequestCommand.self,
         helpNames: [.long]
     )

@@ -23,17 +23,22 @@ enum ServerPipeline {
             .get()
     }
 
+    /// The WebSocket routes' upgrade (``WebSocketRoute``) on HTTP/1.1 connections.
+    private static var webSocketUpgrade: NIOHTTPServerUpgradeConfiguration {
+        (upgraders: [WebSocketRoute.upgrader()], completionHandler: { _ in })
+    }
+
     private static func configure(_ channel: any Channel, sslContext: NIOSSLContext?, http2: Bool, state: ServerState) -> EventLoopFuture<Void> {
         let sync = channel.pipeline.syncOperations
         do {
             guard let sslContext else {
-                try sync.configureHTTPServerPipeline(withErrorHandling: true)
+                try sync.configureHTTPServerPipeline(withServerUpgrade: Self.webSocketUpgrade, withErrorHandling: true)
                 try sync.addHandler(TestServerHandler(state: state, scheme: "http"))
                 return channel.eventLoop.makeSucceededVoidFuture()
             }
             try sync.addHandler(NIOSSLServerHandler(context: sslContext))
             guard http2 else {
-                try sync.configureHTTPServerPipeline(withErrorHandling: true)
+                try sync.configureHTTPServerPipeline(withServerUpgrade: Self.webSocketUpgrade, withErrorHandling: true)
                 try sync.addHandler(TestServerHandler(state: state, scheme: "https"))
                 return channel.eventLoop.makeSucceededVoidFuture()
             }

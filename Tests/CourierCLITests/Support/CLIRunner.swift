@@ -38,7 +38,7 @@ enum CLIRunner {
 
     /// Runs `courier arguments` with standard output and error on pipes, in `directory`, with the
     /// test's environment changed by `environment` (a nil value removes a variable).
-    static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String?] = [:]) async throws -> CLIResult {
+    static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String?] = [:], input: String? = nil) async throws -> CLIResult {
         await ProcessSlots.shared.acquire()
         defer { ProcessSlots.shared.release() }
         var variables: [String: String]?
@@ -49,7 +49,13 @@ enum CLIRunner {
         }
         let child = try ChildProcess.spawn(
             Self.executable.path, arguments, environment: variables, directory: directory?.path,
-            standardOutput: .pipe, standardError: .pipe)
+            standardInput: input == nil ? .null : .pipe, standardOutput: .pipe, standardError: .pipe)
+        if let input, let descriptor = child.standardInput {
+            // Small inputs fit the pipe's buffer: written whole, then the end of input.
+            let bytes = Array(input.utf8)
+            _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            close(descriptor)
+        }
         async let outputBytes = Self.readAll(child.standardOutput!)
         async let errorBytes = Self.readAll(child.standardError!)
         let (stdout, stderr) = await (outputBytes, errorBytes)

@@ -1,0 +1,230 @@
+import Foundation
+import NIOCore
+import NIOWebSocket
+
+/// What a ``WebSocketChannelHandler`` reports to its task; called on the channel's loop.
+protocol WebSocketChannelHandlerDelegate: AnyObject, Sendable {
+    /// A message for the consumer. Returns false when the consumer wants no more for now: the
+    /// handler stops reading until ``WebSocketChannelHandler/resumeReading()``.
+    func webSocketDidReceive(_ message: WebSocketMessage) -> Bool
+    /// A PONG with this payload.
+    func webSocketDidReceivePong(_ payload: ByteBuffer)
+    /// The connection is over (called once).
+    func webSocketDidFinish(_ ending: WebSocketConnectionStateMachine.Ending)
+}
+
+/// Runs a ``WebSocketConnectionStateMachine`` on a connection after the opening handshake: frames
+/// from swift-nio's decoder in, client frames (masked, RFC 6455 5.3) out through its encoder, the
+/// keep-alive PING's timer, the wait for the server's close, and reads held back while the
+/// consumer is behind.
+final class WebSocketChannelHandler: ChannelDuplexHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    struct Timing {
+        /// How often a PING goes out; nil for none.
+        var pingInterval: TimeAmount?
+        /// How long Courier waits for the server's close frame after its own.
+        var closeTimeout: TimeAmount
+    }
+
+    private var machine: WebSocketConnectionStateMachine
+    private let timing: Timing
+    private let delegate: any WebSocketChannelHandlerDelegate
+    private var context: ChannelHandlerContext?
+    private var pingTask: RepeatedTask?
+    private var closeTimer: Scheduled<Void>?
+    /// The consumer is behind: `read` waits.
+    private var paused = false
+    private var readPending = false
+    private var closing = false
+    /// The write of Courier's close frame, which the TCP close waits for.
+    private var closeFrameWritten: EventLoopFuture<Void>?
+
+    /// `permessage-deflate`'s compressor and decompressor, if it was negotiated.
+    private let deflate: PerMessageDeflate?
+
+    init(maximumMessageSize: Int, timing: Timing, deflate: PerMessageDeflate? = nil, delegate: any WebSocketChannelHandlerDelegate) {
+        self.machine = WebSocketConnectionStateMachine(maximumMessageSize: maximumMessageSize, compression: deflate != nil)
+        self.deflate = deflate
+        self.timing = timing
+        self.delegate = delegate
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if let interval = self.timing.pingInterval {
+            let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            self.pingTask = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
+                var payload = ByteBuffer()
+                payload.writeInteger(UInt64.random(in: .min ... .max))
+                loopBound.value.run(loopBound.value.machine.pingTimerFired(payload: payload))
+            }
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.stopTimers()
+        self.context = nil
+    }
+
+    // MARK: Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.run(self.machine.frameReceived(self.unwrapInboundIn(data)))
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let error = error as? NIOWebSocketError {
+            switch error {
+            case .invalidFrameLength:
+                self.run(self.machine.decodingFailed(.messageTooBig, "a frame over the maximum message size"))
+            case .multiByteControlFrameLength:
+                self.run(self.machine.decodingFailed(.protocolError, "a control frame over 125 bytes"))
+            case .fragmentedControlFrame:
+                self.run(self.machine.decodingFailed(.protocolError, "a fragmented control frame"))
+            }
+        } else {
+            self.run(self.machine.decodingFailed(.protocolError, "\(error)"))
+            context.close(promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.run(self.machine.connectionClosed())
+        context.fireChannelInactive()
+    }
+
+    // MARK: Outbound
+
+    func read(context: ChannelHandlerContext) {
+        if self.paused {
+            self.readPending = true
+        } else {
+            context.read()
+        }
+    }
+
+    /// The consumer caught up: reading goes on.
+    func resumeReading() {
+        self.paused = false
+        if self.readPending, let context = self.context {
+            self.readPending = false
+            context.read()
+        }
+    }
+
+    /// Sends a message (one frame, masked), if the connection is open.
+    func send(_ message: WebSocketMessage, promise: EventLoopPromise<Void>?) {
+        guard self.machine.isOpen, let context = self.context else {
+            promise?.fail(WebSocketTask.notOpenError())
+            return
+        }
+        var buffer = context.channel.allocator.buffer(capacity: 0)
+        let opcode: WebSocketOpcode
+        switch message {
+        case .text(let text):
+            buffer.writeString(text)
+            opcode = .text
+        case .binary(let data):
+            buffer.writeBytes(data)
+            opcode = .binary
+        }
+        if let deflate = self.deflate {
+            guard let compressed = deflate.compress(buffer, allocator: context.channel.allocator) else {
+                promise?.fail(CourierError(.internalInconsistency, "zlib could not compress a WebSocket message"))
+                return
+            }
+            let frame = WebSocketFrame(fin: true, rsv1: true, opcode: opcode, maskKey: .random(), data: compressed)
+            context.writeAndFlush(self.wrapOutboundOut(frame), promise: promise)
+            return
+        }
+        self.write(context: context, opcode: opcode, data: buffer, promise: promise)
+    }
+
+    /// Sends a PING with `payload` (at most 125 bytes), if the connection is open.
+    func sendPing(_ payload: ByteBuffer, promise: EventLoopPromise<Void>?) {
+        guard self.machine.isOpen, let context = self.context else {
+            promise?.fail(WebSocketTask.notOpenError())
+            return
+        }
+        self.write(context: context, opcode: .ping, data: payload, promise: promise)
+    }
+
+    func close(code: WebSocketCloseCode, reason: String) {
+        self.run(self.machine.closeRequested(code: code, reason: reason))
+    }
+
+    func cancel() {
+        self.run(self.machine.cancelled())
+    }
+
+    // MARK: Actions
+
+    private func run(_ actions: [WebSocketConnectionStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .sendPong(let payload):
+                if let context = self.context { self.write(context: context, opcode: .pong, data: payload, promise: nil) }
+            case .sendPing(let payload):
+                if let context = self.context { self.write(context: context, opcode: .ping, data: payload, promise: nil) }
+            case .sendClose(let code, let reason):
+                guard let context = self.context else { continue }
+                var payload = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
+                if let code {
+                    payload.writeInteger(code.rawValue)
+                    // At most 123 bytes of reason (a control frame carries 125), cut on a character.
+                    var cut = Substring(reason)
+                    while cut.utf8.count > 123 { cut = cut.dropLast() }
+                    payload.writeString(String(cut))
+                }
+                let written = context.eventLoop.makePromise(of: Void.self)
+                self.closeFrameWritten = written.futureResult
+                self.write(context: context, opcode: .connectionClose, data: payload, promise: written)
+            case .deliver(let message):
+                if !self.delegate.webSocketDidReceive(message) { self.paused = true }
+            case .inflate(let isText, let payload):
+                guard let deflate = self.deflate, let context = self.context else { continue }
+                let result = deflate.decompress(payload, limit: self.machine.maximumMessageSize, allocator: context.channel.allocator)
+                self.run(self.machine.inflated(isText: isText, result))
+            case .pongReceived(let payload):
+                self.delegate.webSocketDidReceivePong(payload)
+            case .startCloseTimer:
+                guard let context = self.context else { continue }
+                let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+                self.closeTimer = context.eventLoop.scheduleTask(in: self.timing.closeTimeout) {
+                    loopBound.value.run(loopBound.value.machine.closeTimedOut())
+                }
+                // The server's close must be read even if the consumer is behind.
+                self.resumeReading()
+            case .closeConnection:
+                self.stopTimers()
+                guard !self.closing, let context = self.context else { continue }
+                self.closing = true
+                // After the close frame went out, if one did.
+                let channel = context.channel
+                if let written = self.closeFrameWritten {
+                    written.whenComplete { _ in channel.close(promise: nil) }
+                } else {
+                    context.close(promise: nil)
+                }
+            case .finish(let ending):
+                self.stopTimers()
+                self.delegate.webSocketDidFinish(ending)
+            }
+        }
+    }
+
+    private func write(context: ChannelHandlerContext, opcode: WebSocketOpcode, data: ByteBuffer, promise: EventLoopPromise<Void>?) {
+        let frame = WebSocketFrame(fin: true, opcode: opcode, maskKey: .random(), data: data)
+        context.writeAndFlush(self.wrapOutboundOut(frame), promise: promise)
+    }
+
+    private func stopTimers() {
+        self.pingTask?.cancel()
+        self.pingTask = nil
+        self.closeTimer?.cancel()
+        self.closeTimer = nil
+    }
+}

@@ -1,0 +1,26 @@
+import Foundation
+
+/// The settings of a ``WebSocketTask``.
+public struct WebSocketConfiguration: Sendable {
+    /// The largest message received, in bytes: a larger one closes the connection with 1009
+    /// (``WebSocketCloseCode/messageTooBig``) and fails the task with
+    /// ``CourierError/Code/responseTooLarge``. 1 MiB, as `URLSessionWebSocketTask`.
+    public var maximumMessageSize: Int = 1 << 20
+    /// How often Courier sends a PING while the connection is open; a PING still unanswered when
+    /// the next is due ends the connection with ``CourierError/Code/timedOut``. nil: none.
+    public var pingInterval: TimeInterval? = 30
+    /// How long Courier waits for the server's close frame after sending its own.
+    public var closeTimeout: TimeInterval = 10
+    /// The subprotocols offered in `Sec-WebSocket-Protocol`, preferred first.
+    public var subprotocols: [String] = []
+    /// How many received messages may wait unread before Courier stops reading from the
+    /// connection (TCP flow control then slows the server).
+    public var bufferedMessages: Int = 16
+
+    /// Whether `permessage-deflate` (RFC 7692) is offered: when the server agrees, messages go
+    /// compressed both ways (control frames never are).
+    public var permessageDeflate: Bool = true
+
+    /// The defaults.
+    public init() {}
+}

@@ -1,0 +1,221 @@
+import Foundation
+import NIOCore
+import NIOWebSocket
+
+/// One WebSocket connection after the opening handshake (RFC 6455, 5 to 7): frames from the
+/// server, the user's close, the keep-alive PING's timer and the connection's end in; what to
+/// send, deliver and close out. A pure state machine (no I/O): ``WebSocketChannelHandler`` runs
+/// its actions.
+///
+/// The closing handshake either way: the first close frame sent or received moves the machine to
+/// closing; the reply ends it. Any violation by the server closes with the code RFC 6455 names
+/// (1002, 1007, 1009) and ends the connection with an error. It ends exactly once (``Action/finish(_:)``).
+struct WebSocketConnectionStateMachine {
+    /// Why the connection ended.
+    enum Ending: Equatable {
+        /// The closing handshake completed (either side began it): the code and reason the server
+        /// sent, or 1005 when its close frame had none.
+        case closed(WebSocketCloseCode, String)
+        /// The server broke the protocol; Courier closed with this code.
+        case protocolViolation(WebSocketCloseCode, String)
+        /// The server stopped answering PINGs.
+        case pingTimedOut
+        /// The connection closed with no closing handshake.
+        case connectionLost
+        /// The server did not answer Courier's close frame in time.
+        case closeTimedOut
+        /// The task was cancelled.
+        case cancelled
+    }
+
+    enum Action: Equatable {
+        case sendPong(ByteBuffer)
+        case sendPing(ByteBuffer)
+        case sendClose(WebSocketCloseCode?, String)
+        case deliver(WebSocketMessage)
+        /// A compressed message to inflate (``inflated(isText:_:)`` takes the result).
+        case inflate(isText: Bool, ByteBuffer)
+        /// A PONG arrived (the keep-alive PING's, if it was outstanding, is settled already).
+        case pongReceived(ByteBuffer)
+        /// Start the wait for the server's close frame (``closeTimedOut()``).
+        case startCloseTimer
+        /// Close the TCP connection (after what was written went out).
+        case closeConnection
+        /// The connection is over: tell the task, once.
+        case finish(Ending)
+    }
+
+    private enum State {
+        case open
+        /// Courier sent a close frame and waits for the server's.
+        case closeSent
+        /// Finished; only the channel's close remains.
+        case finished
+    }
+
+    private var state = State.open
+    private var assembler: WebSocketMessageAssembler
+    /// The payload of the keep-alive PING not yet answered.
+    private var outstandingPing: ByteBuffer?
+
+    /// Whether `permessage-deflate` was negotiated (RSV1 marks a compressed message).
+    private let compression: Bool
+    let maximumMessageSize: Int
+
+    init(maximumMessageSize: Int, compression: Bool = false) {
+        self.assembler = WebSocketMessageAssembler(maximumMessageSize: maximumMessageSize)
+        self.compression = compression
+        self.maximumMessageSize = maximumMessageSize
+    }
+
+    var isOpen: Bool {
+        if case .open = self.state { return true }
+        return false
+    }
+
+    var isFinished: Bool {
+        if case .finished = self.state { return true }
+        return false
+    }
+
+    // MARK: Events
+
+    /// A frame from the server, as it came off the wire (its payload still masked if it was).
+    mutating func frameReceived(_ frame: WebSocketFrame) -> [Action] {
+        guard !self.isFinished else { return [] }
+        // A server never masks (RFC 6455, 5.1).
+        if frame.maskKey != nil { return self.violation(.protocolError, "the server sent a masked frame") }
+        // No extension was negotiated that defines RSV bits (5.2).
+        // RSV1 only on the first frame of a compressed message (RFC 7692, 6), if negotiated.
+        let rsv1Allowed = self.compression && (frame.opcode == .text || frame.opcode == .binary)
+        if (frame.rsv1 && !rsv1Allowed) || frame.rsv2 || frame.rsv3 {
+            return self.violation(.protocolError, "a frame with RSV bits no negotiated extension defines")
+        }
+        switch frame.opcode {
+        case .ping, .pong, .connectionClose:
+            if !frame.fin { return self.violation(.protocolError, "a fragmented control frame") }
+            if frame.length > 125 { return self.violation(.protocolError, "a control frame of \(frame.length) bytes (at most 125)") }
+            return self.controlFrame(frame)
+        case .text, .binary, .continuation:
+            // Data the server sent before it saw Courier's close is still delivered (5.5.1).
+            let outcome = self.assembler.receive(opcode: frame.opcode, fin: frame.fin, payload: frame.data, compressed: frame.rsv1)
+            switch outcome {
+            case .incomplete: return []
+            case .message(let message): return [.deliver(message)]
+            case .compressed(let isText, let payload): return [.inflate(isText: isText, payload)]
+            case .failure(let code, let reason): return self.violation(code, reason)
+            }
+        default:
+            return self.violation(.protocolError, "a frame with the reserved opcode \(frame.opcode)")
+        }
+    }
+
+    private mutating func controlFrame(_ frame: WebSocketFrame) -> [Action] {
+        switch frame.opcode {
+        case .ping:
+            return self.isOpen ? [.sendPong(frame.data)] : []
+        case .pong:
+            // An unsolicited PONG is allowed (5.5.3): it may answer the user's own PING.
+            if let outstanding = self.outstandingPing, outstanding == frame.data { self.outstandingPing = nil }
+            return [.pongReceived(frame.data)]
+        default:
+            var payload = frame.data
+            var code = WebSocketCloseCode.noStatusReceived
+            var reason = ""
+            if payload.readableBytes == 1 { return self.violation(.protocolError, "a close frame with a one-byte body") }
+            if let raw = payload.readInteger(as: UInt16.self) {
+                code = WebSocketCloseCode(rawValue: raw)
+                guard code.isAllowedOnTheWire else { return self.violation(.protocolError, "a close frame with the code \(raw), which may not be sent") }
+                guard let text = String(validating: payload.readableBytesView, as: UTF8.self) else {
+                    return self.violation(.invalidFramePayloadData, "a close frame whose reason is not UTF-8")
+                }
+                reason = text
+            }
+            switch self.state {
+            case .open:
+                // Reply with the same code (5.5.1), then close: the closing handshake is done.
+                self.state = .finished
+                return [.sendClose(code == .noStatusReceived ? nil : code, ""), .closeConnection, .finish(.closed(code, reason))]
+            case .closeSent:
+                self.state = .finished
+                return [.closeConnection, .finish(.closed(code, reason))]
+            case .finished:
+                return []
+            }
+        }
+    }
+
+    /// A compressed message inflated (at most the maximum message size), or why it could not be.
+    mutating func inflated(isText: Bool, _ result: Result<ByteBuffer, PerMessageDeflate.DecompressionFailure>) -> [Action] {
+        guard !self.isFinished else { return [] }
+        switch result {
+        case .failure(.tooBig):
+            return self.violation(.messageTooBig, "a message over the maximum of \(self.maximumMessageSize) bytes once inflated")
+        case .failure(.invalid):
+            return self.violation(.invalidFramePayloadData, "a compressed message that does not inflate")
+        case .success(let payload):
+            guard isText else { return [.deliver(.binary(Data(payload.readableBytesView)))] }
+            guard let text = String(validating: payload.readableBytesView, as: UTF8.self) else {
+                return self.violation(.invalidFramePayloadData, "a text message that is not UTF-8")
+            }
+            return [.deliver(.text(text))]
+        }
+    }
+
+    /// The user closes with `code` and `reason` (the reason at most 123 bytes of UTF-8).
+    mutating func closeRequested(code: WebSocketCloseCode, reason: String) -> [Action] {
+        guard case .open = self.state else { return [] }
+        self.state = .closeSent
+        return [.sendClose(code, reason), .startCloseTimer]
+    }
+
+    /// The keep-alive timer fired: a PING goes out, or, if the last one is still unanswered, the
+    /// connection is given up.
+    mutating func pingTimerFired(payload: ByteBuffer) -> [Action] {
+        guard !self.isFinished else { return [] }
+        if self.outstandingPing != nil {
+            // The server is not answering: no close frame would be answered either.
+            self.state = .finished
+            return [.closeConnection, .finish(.pingTimedOut)]
+        }
+        guard self.isOpen else { return [] }
+        self.outstandingPing = payload
+        return [.sendPing(payload)]
+    }
+
+    /// The server did not answer Courier's close frame in time.
+    mutating func closeTimedOut() -> [Action] {
+        guard case .closeSent = self.state else { return [] }
+        self.state = .finished
+        return [.closeConnection, .finish(.closeTimedOut)]
+    }
+
+    /// The frame decoder refused the bytes (a frame over the maximum size, a control frame over
+    /// 125 bytes, a fragmented control frame).
+    mutating func decodingFailed(_ code: WebSocketCloseCode, _ reason: String) -> [Action] {
+        guard !self.isFinished else { return [] }
+        return self.violation(code, reason)
+    }
+
+    /// The connection closed.
+    mutating func connectionClosed() -> [Action] {
+        guard !self.isFinished else { return [] }
+        self.state = .finished
+        return [.finish(.connectionLost)]
+    }
+
+    /// The task was cancelled: close at once, with 1001 if the connection is still open.
+    mutating func cancelled() -> [Action] {
+        guard !self.isFinished else { return [] }
+        let wasOpen = self.isOpen
+        self.state = .finished
+        return (wasOpen ? [.sendClose(.goingAway, "")] : []) + [.closeConnection, .finish(.cancelled)]
+    }
+
+    private mutating func violation(_ code: WebSocketCloseCode, _ reason: String) -> [Action] {
+        let wasOpen = self.isOpen
+        self.state = .finished
+        // After Courier's own close frame, no second one goes out.
+        return (wasOpen ? [.sendClose(code, "")] : []) + [.closeConnection, .finish(.protocolViolation(code, reason))]
+    }
+}

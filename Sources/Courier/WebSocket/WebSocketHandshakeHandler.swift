@@ -1,0 +1,155 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Sends the opening handshake's GET on a connection just made (TCP, a proxy's tunnel, TLS) and
+/// reads the answer's head; ``WebSocketHandshake`` checks it. On a 101 that passes, `completion`
+/// succeeds on the loop, and the caller adds the WebSocket handlers after this one and removes
+/// it: the bytes that came after the head (frames sent with the 101) then go on to them.
+/// Otherwise `completion` fails and the connection closes.
+///
+/// It writes and reads the head itself rather than through swift-nio's HTTP codec: the response
+/// decoder also watches outbound writes, so while it is being removed a close frame written in
+/// answer to the first frame would reach it as a request part.
+final class WebSocketHandshakeHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// The largest response head taken.
+    static let maximumHeadSize = 64 * 1024
+
+    private let head: HTTPRequestHead
+    private let handshake: WebSocketHandshake
+    private var completion: EventLoopPromise<HTTPResponseHead>?
+    private var received = ByteBuffer()
+    private var response: HTTPResponseHead?
+    private var sent = false
+    private let makeError: @Sendable (String, HTTPResponseHead?, (any Error)?) -> any Error
+
+    init(
+        head: HTTPRequestHead,
+        handshake: WebSocketHandshake,
+        completion: EventLoopPromise<HTTPResponseHead>,
+        makeError: @escaping @Sendable (String, HTTPResponseHead?, (any Error)?) -> any Error
+    ) {
+        self.head = head
+        self.handshake = handshake
+        self.completion = completion
+        self.makeError = makeError
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { self.sendRequest(context: context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        // What came after the 101's head is the WebSocket's.
+        if self.response != nil, self.received.readableBytes > 0 {
+            let rest = self.received
+            self.received = ByteBuffer()
+            context.fireChannelRead(self.wrapInboundOut(rest))
+        }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        self.sendRequest(context: context)
+        context.fireChannelActive()
+    }
+
+    private func sendRequest(context: ChannelHandlerContext) {
+        guard !self.sent else { return }
+        self.sent = true
+        context.writeAndFlush(self.wrapOutboundOut(Self.serialize(self.head, allocator: context.channel.allocator)), promise: nil)
+    }
+
+    /// The request head as HTTP/1.1 text.
+    static func serialize(_ head: HTTPRequestHead, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: 256)
+        buffer.writeString("\(head.method.rawValue) \(head.uri) HTTP/1.1\r\n")
+        for (name, value) in head.headers {
+            buffer.writeString(name)
+            buffer.writeString(": ")
+            buffer.writeString(value)
+            buffer.writeString("\r\n")
+        }
+        buffer.writeString("\r\n")
+        return buffer
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = self.unwrapInboundIn(data)
+        self.received.writeBuffer(&bytes)
+        guard self.response == nil, self.completion != nil else { return }
+        switch Self.parseHead(&self.received) {
+        case .incomplete:
+            if self.received.readableBytes > Self.maximumHeadSize {
+                self.fail(context: context, self.makeError("the response head is over \(Self.maximumHeadSize) bytes", nil, nil))
+            }
+        case .invalid(let reason):
+            self.fail(context: context, self.makeError("the answer to the upgrade is not HTTP/1.1: \(reason)", nil, nil))
+        case .head(let head):
+            if head.status.code >= 100, head.status.code < 200, head.status != .switchingProtocols {
+                // An interim answer is not the handshake's; the next head is.
+                self.channelRead(context: context, data: self.wrapInboundOut(ByteBuffer()))
+                return
+            }
+            if let failure = self.handshake.failure(of: head) {
+                self.fail(context: context, self.makeError(failure, head, nil))
+                return
+            }
+            self.response = head
+            let completion = self.completion
+            self.completion = nil
+            completion?.succeed(head)
+        }
+    }
+
+    enum Parsed {
+        case incomplete
+        case invalid(String)
+        case head(HTTPResponseHead)
+    }
+
+    /// Takes a whole response head off the front of `buffer`, if it is there.
+    static func parseHead(_ buffer: inout ByteBuffer) -> Parsed {
+        let view = buffer.readableBytesView
+        let terminator: [UInt8] = [13, 10, 13, 10]
+        guard let end = view.firstRange(of: terminator) else { return .incomplete }
+        let length = end.upperBound - view.startIndex
+        guard let text = buffer.readString(length: length) else { return .invalid("not text") }
+        var lines = text.split(separator: "\r\n", omittingEmptySubsequences: true).map(String.init)
+        guard !lines.isEmpty else { return .invalid("no status line") }
+        let statusLine = lines.removeFirst().split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        guard statusLine.count >= 2, statusLine[0].hasPrefix("HTTP/1."), let code = Int(statusLine[1]), (100...999).contains(code) else {
+            return .invalid("the status line \(statusLine.joined(separator: " "))")
+        }
+        var headers = HTTPHeaders()
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { return .invalid("the field line \(line)") }
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty else { return .invalid("a field with no name") }
+            headers.add(name: name, value: value)
+        }
+        let reason = statusLine.count > 2 ? String(statusLine[2]) : ""
+        return .head(HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: code, reasonPhrase: reason), headers: headers))
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        self.fail(context: context, self.makeError("the opening handshake failed: \(error)", self.response, error))
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.fail(context: context, self.makeError("the connection closed during the opening handshake", self.response, nil))
+        context.fireChannelInactive()
+    }
+
+    private func fail(context: ChannelHandlerContext, _ error: any Error) {
+        guard let completion = self.completion else { return }
+        self.completion = nil
+        completion.fail(error)
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import NIOCore
+import NIOWebSocket
+
+/// Puts data frames together into messages (RFC 6455, 5.4): a text or binary frame starts one,
+/// continuations follow until the one with FIN. Control frames never come here (they may arrive
+/// between fragments; ``WebSocketConnectionStateMachine`` takes them). A pure state machine: frames
+/// in, outcomes out.
+struct WebSocketMessageAssembler {
+    /// What a frame led to.
+    enum Outcome: Equatable {
+        /// The message goes on.
+        case incomplete
+        /// A whole message.
+        case message(WebSocketMessage)
+        /// A whole message compressed with `permessage-deflate` (RFC 7692): text when `isText`,
+        /// still to be inflated (and then checked, if text, to be UTF-8).
+        case compressed(isText: Bool, ByteBuffer)
+        /// The peer broke the protocol: close with this code.
+        case failure(WebSocketCloseCode, String)
+    }
+
+    private enum Kind { case text, binary }
+
+    /// The message being put together, if any.
+    private var kind: Kind?
+    /// The message being put together came with RSV1 (compressed).
+    private var compressed = false
+    private var buffer = ByteBuffer()
+    /// The largest message taken, in bytes (after decompression).
+    let maximumMessageSize: Int
+
+    init(maximumMessageSize: Int) {
+        self.maximumMessageSize = maximumMessageSize
+    }
+
+    /// Whether a message has begun and not ended.
+    var isAssembling: Bool { self.kind != nil }
+
+    /// Takes a data frame (text, binary or continuation) whose payload is unmasked; `compressed`
+    /// is the first frame's RSV1 under `permessage-deflate`.
+    mutating func receive(opcode: WebSocketOpcode, fin: Bool, payload: ByteBuffer, compressed: Bool = false) -> Outcome {
+        switch opcode {
+        case .text, .binary:
+            guard self.kind == nil else {
+                return .failure(.protocolError, "a new \(opcode == .text ? "text" : "binary") message began before the last one ended")
+            }
+            self.kind = opcode == .text ? .text : .binary
+            self.compressed = compressed
+            self.buffer.clear()
+        case .continuation:
+            guard self.kind != nil else { return .failure(.protocolError, "a continuation frame with no message begun") }
+        default:
+            return .failure(.protocolError, "opcode \(opcode) is not a data frame")
+        }
+        guard self.buffer.readableBytes + payload.readableBytes <= self.maximumMessageSize else {
+            self.kind = nil
+            self.buffer = ByteBuffer()
+            return .failure(.messageTooBig, "a message over the maximum of \(self.maximumMessageSize) bytes")
+        }
+        var payload = payload
+        self.buffer.writeBuffer(&payload)
+        guard fin else { return .incomplete }
+        let kind = self.kind
+        self.kind = nil
+        let bytes = self.buffer.readableBytesView
+        defer { self.buffer.clear() }
+        if self.compressed {
+            self.compressed = false
+            return .compressed(isText: kind == .text, ByteBuffer(self.buffer.readableBytesView))
+        }
+        switch kind {
+        case .text:
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                return .failure(.invalidFramePayloadData, "a text message that is not UTF-8")
+            }
+            return .message(.text(text))
+        default:
+            return .message(.binary(Data(bytes)))
+        }
+    }
+}

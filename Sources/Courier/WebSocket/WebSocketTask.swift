@@ -1,0 +1,568 @@
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOWebSocket
+
+/// A WebSocket (RFC 6455) on Courier's own connections, made by
+/// ``SessionManager/webSocketTask(with:configuration:)``: the opening handshake goes through the
+/// engine's TLS (the security policy and pinning), its proxies (an HTTP proxy's `CONNECT` tunnel,
+/// SOCKS5), with the session's additional headers and cookies.
+///
+/// ```swift
+/// let task = manager.webSocketTask(with: Request(url: URL(string: "wss://example.com/chat")!))
+/// task.resume()
+/// try await task.send(.text("hello"))
+/// for try await message in task.messages {
+///     print(message)
+/// }
+/// ```
+///
+/// Messages arrive through ``messages`` (one consumer) with back-pressure: once
+/// ``WebSocketConfiguration/bufferedMessages`` wait unread, Courier stops reading from the
+/// connection. Client frames are masked; fragmented messages are put together (control frames
+/// may come between their fragments); text is checked to be UTF-8. A server that breaks the
+/// protocol gets a close frame with the code RFC 6455 names, and the task fails with a
+/// ``CourierError``; the task ends exactly once, and nothing is left running afterwards.
+public final class WebSocketTask: Sendable {
+    /// The request the task was made with.
+    public let request: Request
+    /// The task's settings.
+    public let configuration: WebSocketConfiguration
+
+    typealias Producer = NIOThrowingAsyncSequenceProducer<
+        WebSocketMessage, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, WebSocketProducerDelegate
+    >
+
+    private enum Phase {
+        case suspended
+        case connecting
+        case open
+        case finished
+    }
+
+    private struct State {
+        var phase = Phase.suspended
+        var channel: (any Channel)?
+        var handler: NIOLoopBound<WebSocketChannelHandler>?
+        var response: HTTPResponse?
+        var subprotocol: String?
+        var closeCode: WebSocketCloseCode?
+        var closeReason: String?
+        var error: CourierError?
+        var metrics: TransactionMetrics?
+        var openWaiters: [CheckedContinuation<Void, any Error>] = []
+        var finishWaiters: [CheckedContinuation<Void, Never>] = []
+        var pingWaiters: [(ByteBuffer, CheckedContinuation<Void, any Error>)] = []
+        var source: Producer.Source?
+        var sequence: Producer?
+        /// A close asked for before the connection opened.
+        var pendingClose: (WebSocketCloseCode, String)?
+    }
+
+    private let state = NIOLockedValueBox(State())
+    private let engine: NIOEngine?
+    /// The session's additional headers and cookie header, added to the handshake.
+    private let sessionHeaders: HTTPFields
+    private let cookieStorage: (any CookieStorage)?
+
+    typealias Adapter = @Sendable (Request) async throws(CourierError) -> Request
+    /// The session's and the request's adapters, if any.
+    private let adapt: Adapter?
+
+    init(
+        adapt: Adapter? = nil, request: Request, configuration: WebSocketConfiguration, engine: NIOEngine?, sessionHeaders: HTTPFields,
+        cookieStorage: (any CookieStorage)?
+    ) {
+        self.adapt = adapt
+        self.request = request
+        self.configuration = configuration
+        self.engine = engine
+        self.sessionHeaders = sessionHeaders
+        self.cookieStorage = cookieStorage
+        let delegate = WebSocketProducerDelegate()
+        let made = Producer.makeSequence(
+            elementType: WebSocketMessage.self,
+            failureType: (any Error).self,
+            backPressureStrategy: .init(lowWatermark: max(0, configuration.bufferedMessages / 2), highWatermark: max(1, configuration.bufferedMessages)),
+            finishOnDeinit: false,
+            delegate: delegate
+        )
+        delegate.task.withLockedValue { $0 = WeakTask(task: self) }
+        self.state.withLockedValue {
+            $0.source = made.source
+            $0.sequence = made.sequence
+        }
+    }
+
+    // MARK: Public API
+
+    /// The messages the server sends, in order; ends when the connection closes (normally after
+    /// a closing handshake, or throwing the task's ``error``). One consumer: a second call gets a
+    /// sequence that ends at once. Stopping the iteration (or cancelling the consuming task)
+    /// cancels the WebSocket.
+    public var messages: WebSocketMessages {
+        WebSocketMessages(self.state.withLockedValue { state in
+            defer { state.sequence = nil }
+            return state.sequence
+        })
+    }
+
+    /// Starts the opening handshake; later calls do nothing.
+    public func resume() {
+        let start = self.state.withLockedValue { state -> Bool in
+            guard case .suspended = state.phase else { return false }
+            state.phase = .connecting
+            return true
+        }
+        guard start else { return }
+        guard let adapt = self.adapt else {
+            self.connect(self.request)
+            return
+        }
+        Task {
+            do throws(CourierError) {
+                let adapted = try await adapt(self.request)
+                // Cancelled meanwhile: nothing to connect.
+                guard !self.isFinished else { return }
+                self.connect(adapted)
+            } catch {
+                self.finish(error: error, code: .abnormalClosure, reason: "")
+            }
+        }
+    }
+
+    /// Waits until the opening handshake completed, starting it if needed.
+    /// - Returns: The server's 101 response.
+    /// - Throws: The task's ``CourierError`` when the handshake failed or the task ended first.
+    @discardableResult
+    public func waitUntilOpen() async throws -> HTTPResponse {
+        self.resume()
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let outcome = self.state.withLockedValue { state -> Result<Void, CourierError>? in
+                switch state.phase {
+                case .open: return .success(())
+                case .finished:
+                    if state.response != nil, state.error == nil { return .success(()) }
+                    return .failure(state.error ?? Self.notOpenError())
+                case .suspended, .connecting:
+                    state.openWaiters.append(continuation)
+                    return nil
+                }
+            }
+            if let outcome { continuation.resume(with: outcome) }
+        }
+        return self.state.withLockedValue { $0.response }!
+    }
+
+    /// Sends a message, once the connection is open (starting the task if needed).
+    /// - Throws: A ``CourierError`` when the connection is not open (``CourierError/Code/connectionClosed``),
+    ///   or the task's error.
+    public func send(_ message: WebSocketMessage) async throws {
+        try await self.waitUntilOpen()
+        try await self.onHandler { handler, promise in handler.send(message, promise: promise) }
+    }
+
+    /// Sends a PING and waits for its PONG.
+    public func sendPing() async throws {
+        try await self.waitUntilOpen()
+        var payload = ByteBuffer()
+        payload.writeInteger(UInt64.random(in: .min ... .max))
+        let sent = payload
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let ended = self.state.withLockedValue { state -> CourierError? in
+                guard case .open = state.phase else { return state.error ?? Self.notOpenError() }
+                state.pingWaiters.append((sent, continuation))
+                return nil
+            }
+            if let ended {
+                continuation.resume(throwing: ended)
+                return
+            }
+            let handler = self.state.withLockedValue { $0.handler }
+            handler?.eventLoop.execute { handler?.value.sendPing(sent, promise: nil) }
+        }
+    }
+
+    /// Closes with `code` and `reason` (at most 123 bytes of UTF-8 are sent) and waits until the
+    /// closing handshake ended (the server's close frame, or ``WebSocketConfiguration/closeTimeout``).
+    /// A task not yet open is cancelled.
+    public func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
+        let handler = self.state.withLockedValue { state -> NIOLoopBound<WebSocketChannelHandler>? in
+            if state.handler == nil, case .connecting = state.phase { state.pendingClose = (code, reason) }
+            return state.handler
+        }
+        let suspended = self.state.withLockedValue { state -> Bool in
+            if case .suspended = state.phase { return true }
+            return false
+        }
+        if suspended {
+            self.finish(error: CourierError(.cancelled, "\(self.request.summary): closed before it was resumed"), code: .abnormalClosure, reason: "")
+        }
+        handler?.eventLoop.execute { handler?.value.close(code: code, reason: reason) }
+        await self.waitUntilFinished()
+    }
+
+    /// Ends the task at once: a close frame with 1001 (``WebSocketCloseCode/goingAway``) if it was
+    /// open, then the connection closes; the task fails with ``CourierError/Code/cancelled``.
+    public func cancel() {
+        let (handler, channel) = self.state.withLockedValue { ($0.handler, $0.channel) }
+        if let handler {
+            handler.eventLoop.execute { handler.value.cancel() }
+        } else {
+            channel?.close(promise: nil)
+            self.finish(error: CourierError(.cancelled, "\(self.request.summary): cancelled"), code: .abnormalClosure, reason: "")
+        }
+    }
+
+    /// Waits until the task ended (whatever the way).
+    public func waitUntilFinished() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = self.state.withLockedValue { state -> Bool in
+                if case .finished = state.phase { return true }
+                state.finishWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    /// The server's answer to the opening handshake (its 101), once it came.
+    public var response: HTTPResponse? { self.state.withLockedValue { $0.response } }
+    /// The subprotocol the server chose, if any.
+    public var subprotocol: String? { self.state.withLockedValue { $0.subprotocol } }
+    /// The close code once the task ended: the server's after a closing handshake, the one
+    /// Courier sent for a protocol violation, or 1006 (``WebSocketCloseCode/abnormalClosure``)
+    /// when the connection ended with no closing handshake.
+    public var closeCode: WebSocketCloseCode? { self.state.withLockedValue { $0.closeCode } }
+    /// The reason that came with the server's close frame.
+    public var closeReason: String? { self.state.withLockedValue { $0.closeReason } }
+    /// Why the task failed, if it did (nil after a closing handshake).
+    public var error: CourierError? { self.state.withLockedValue { $0.error } }
+    /// Whether the task has ended.
+    public var isFinished: Bool {
+        self.state.withLockedValue { state in
+            if case .finished = state.phase { return true }
+            return false
+        }
+    }
+    /// The opening handshake's metrics (connection setup, TLS, request and response times), once
+    /// its response came.
+    public var handshakeMetrics: TransactionMetrics? { self.state.withLockedValue { $0.metrics } }
+
+    // MARK: Connecting
+
+    /// The `http` or `https` URL a `ws` or `wss` URL stands for (also accepted as they are).
+    static func httpURL(for url: URL) -> URL? {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return nil }
+        switch components.scheme?.lowercased() {
+        case "ws", "http": components.scheme = "http"
+        case "wss", "https": components.scheme = "https"
+        default: return nil
+        }
+        return components.url
+    }
+
+    /// Ends a task that never started (its manager was invalidated).
+    func failBeforeStart(_ error: CourierError) {
+        let suspended = self.state.withLockedValue { state -> Bool in
+            guard case .suspended = state.phase else { return false }
+            state.phase = .connecting
+            return true
+        }
+        if suspended { self.finish(error: error, code: .abnormalClosure, reason: "") }
+    }
+
+    static func notOpenError() -> CourierError {
+        CourierError(.connectionClosed, "the WebSocket is not open")
+    }
+
+    private func connect(_ adapted: Request) {
+        let summary = self.request.summary
+        guard let engine = self.engine else {
+            self.finish(error: CourierError(.unsupportedScheme, "\(summary): WebSockets need Courier's NIOEngine"), code: .abnormalClosure, reason: "")
+            return
+        }
+        guard let httpURL = Self.httpURL(for: adapted.url), let key = engine.pool.webSocketKey(for: httpURL) else {
+            self.finish(error: CourierError(.unsupportedScheme, "\(summary): not a ws or wss URL with a host", request: self.request), code: .abnormalClosure, reason: "")
+            return
+        }
+        let handshake = WebSocketHandshake(offeredProtocols: self.configuration.subprotocols, offersCompression: self.configuration.permessageDeflate)
+        let head = self.handshakeHead(adapted, key: key, handshake: handshake, url: httpURL)
+        // Any loop: the connection is the task's alone (the engine's per-loop count is for exchanges).
+        let loop = engine.loops.randomElement()!
+        let request = self.request
+        let completion = loop.makePromise(of: HTTPResponseHead.self)
+        let makeError: @Sendable (String, HTTPResponseHead?, (any Error)?) -> any Error = { message, head, underlying in
+            var error = CourierError(.invalidResponse, "\(summary): \(message)", request: request, underlyingError: underlying)
+            if let head { error.response = Self.response(from: head) }
+            return error
+        }
+        let tls = key.tls ? engine.webSocketTLSConnector() : nil
+        let metrics = NIOLockedValueBox(TransactionMetrics(request: adapted, fetchStart: .now))
+        let timeout = TimeAmount.nanoseconds(Int64(min(engine.configuration.requestTimeout, 1e9) * 1e9))
+        let timer = loop.scheduleTask(in: timeout) {
+            completion.fail(CourierError(.timedOut, "\(summary): the opening handshake took over \(engine.configuration.requestTimeout) s", request: request))
+        }
+        engine.pool.openWebSocketConnection(key: key, tls: tls, on: loop) { channel in
+            let sync = channel.pipeline.syncOperations
+            try sync.addHandler(WebSocketHandshakeHandler(head: head, handshake: handshake, completion: completion, makeError: makeError))
+        }.whenComplete { result in
+            switch result {
+            case .failure(let error):
+                timer.cancel()
+                completion.fail(NIOEngine.courierError(from: error, request: request))
+            case .success(let (channel, establishment)):
+                metrics.withLockedValue { metrics in
+                    metrics.requestStart = .now
+                    establishment.apply(to: &metrics, firstTransaction: true, channel: channel)
+                }
+                let late = self.state.withLockedValue { state -> Bool in
+                    guard case .connecting = state.phase else { return true }
+                    state.channel = channel
+                    return false
+                }
+                if late { channel.close(promise: nil) }
+                channel.closeFuture.whenComplete { _ in completion.fail(Self.notOpenError()) }
+            }
+        }
+        completion.futureResult.hop(to: loop).whenComplete { result in
+            timer.cancel()
+            switch result {
+            case .failure(let error):
+                let channel = self.state.withLockedValue { $0.channel }
+                channel?.close(promise: nil)
+                self.finish(error: NIOEngine.courierError(from: error, request: request), code: .abnormalClosure, reason: "")
+            case .success(let head):
+                let done = metrics.withLockedValue { metrics in
+                    metrics.responseStart = .now
+                    metrics.responseEnd = .now
+                    return metrics
+                }
+                self.upgrade(head: head, metrics: done)
+            }
+        }
+    }
+
+    /// Replaces the HTTP handlers with the WebSocket ones; on the loop, right after the 101 ended.
+    private func upgrade(head: HTTPResponseHead, metrics: TransactionMetrics) {
+        guard let channel = self.state.withLockedValue({ $0.channel }) else { return }
+        let timing = WebSocketChannelHandler.Timing(
+            pingInterval: self.configuration.pingInterval.map { .nanoseconds(Int64(max($0, 0.001) * 1e9)) },
+            closeTimeout: .nanoseconds(Int64(max(self.configuration.closeTimeout, 0) * 1e9))
+        )
+        var deflate: PerMessageDeflate?
+        if case .accepted(let parameters) = PerMessageDeflateParameters.parse(head.headers["sec-websocket-extensions"]) {
+            deflate = PerMessageDeflate(parameters)
+        }
+        let handler = WebSocketChannelHandler(
+            maximumMessageSize: max(1, self.configuration.maximumMessageSize), timing: timing, deflate: deflate, delegate: self)
+        let response = Self.response(from: head)
+        let pending = self.state.withLockedValue { state -> (WebSocketCloseCode, String)?? in
+            guard case .connecting = state.phase else { return .some(nil) }
+            state.phase = .open
+            state.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+            state.response = response
+            state.subprotocol = WebSocketHandshake.chosenProtocol(in: head)
+            state.metrics = metrics
+            return .some(state.pendingClose)
+        }
+        guard case .some(let pendingClose) = pending else { return }
+        do {
+            let sync = channel.pipeline.syncOperations
+            let handshakeHandler = try sync.handler(type: WebSocketHandshakeHandler.self)
+            let frameDecoder = ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: max(1, self.configuration.maximumMessageSize)))
+            try sync.addHandler(frameDecoder, position: .after(handshakeHandler))
+            try sync.addHandler(WebSocketFrameEncoder(), position: .after(frameDecoder))
+            try sync.addHandler(handler, position: .last)
+            // The handshake's handler goes; the bytes it holds (frames that came with the 101) go
+            // on to the frame decoder.
+            sync.removeHandler(handshakeHandler, promise: nil)
+        } catch {
+            channel.close(promise: nil)
+            self.finish(error: CourierError(.internalInconsistency, "\(self.request.summary): the WebSocket handlers: \(error)"), code: .abnormalClosure, reason: "")
+            return
+        }
+        let waiters = self.state.withLockedValue { state in
+            defer { state.openWaiters = [] }
+            return state.openWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+        if let (code, reason) = pendingClose { handler.close(code: code, reason: reason) }
+    }
+
+    /// The handshake's request head: GET, the request's fields, the session's additional ones
+    /// where missing, its cookies, and the upgrade's own.
+    private func handshakeHead(_ request: Request, key: ConnectionPool.Key, handshake: WebSocketHandshake, url: URL) -> HTTPRequestHead {
+        var request = request
+        request.method = .get
+        request.body = .empty
+        for field in self.sessionHeaders where request.headerFields[field.name] == nil {
+            request.headerFields[field.name] = field.value
+        }
+        if request.headerFields[.cookie] == nil, let cookie = self.cookieStorage?.cookieHeader(for: url) {
+            request.headerFields[.cookie] = cookie
+        }
+        var head = HTTP1ConnectionHandler.head(for: request, key: key, length: .known(0))
+        for name in ["Upgrade", "Connection", "Sec-WebSocket-Key", "Sec-WebSocket-Version", "Sec-WebSocket-Extensions"] {
+            head.headers.remove(name: name)
+        }
+        head.headers.add(name: "Upgrade", value: "websocket")
+        head.headers.add(name: "Connection", value: "Upgrade")
+        head.headers.add(name: "Sec-WebSocket-Key", value: handshake.key)
+        head.headers.add(name: "Sec-WebSocket-Version", value: "13")
+        if handshake.offersCompression {
+            head.headers.add(name: "Sec-WebSocket-Extensions", value: PerMessageDeflateParameters.offer)
+        }
+        if !handshake.offeredProtocols.isEmpty {
+            head.headers.replaceOrAdd(name: "Sec-WebSocket-Protocol", value: handshake.offeredProtocols.joined(separator: ", "))
+        }
+        return head
+    }
+
+    static func response(from head: HTTPResponseHead) -> HTTPResponse {
+        var fields = HTTPFields()
+        for (name, value) in head.headers {
+            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
+        }
+        return HTTPResponse(status: HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase), headerFields: fields)
+    }
+
+    private func onHandler(_ body: @escaping @Sendable (WebSocketChannelHandler, EventLoopPromise<Void>) -> Void) async throws {
+        guard let handler = self.state.withLockedValue({ $0.handler }) else { throw self.error ?? Self.notOpenError() }
+        let promise = handler.eventLoop.makePromise(of: Void.self)
+        handler.eventLoop.execute { body(handler.value, promise) }
+        do {
+            try await promise.futureResult.get()
+        } catch let error as CourierError {
+            throw error
+        } catch {
+            throw self.error ?? CourierError(.connectionClosed, "\(self.request.summary): the message could not be sent", underlyingError: error)
+        }
+    }
+
+    // MARK: Ending
+
+    /// Ends the task, once: the messages' end, the waiters.
+    fileprivate func finish(error: CourierError?, code: WebSocketCloseCode, reason: String) {
+        let ended = self.state.withLockedValue { state -> State? in
+            if case .finished = state.phase { return nil }
+            state.phase = .finished
+            state.error = error
+            state.closeCode = code
+            state.closeReason = reason
+            let before = state
+            state.openWaiters = []
+            state.finishWaiters = []
+            state.pingWaiters = []
+            state.source = nil
+            state.handler = nil
+            state.channel = nil
+            return before
+        }
+        guard let ended else { return }
+        let failure = error ?? Self.notOpenError()
+        for waiter in ended.openWaiters { waiter.resume(throwing: failure) }
+        for (_, waiter) in ended.pingWaiters { waiter.resume(throwing: failure) }
+        if let error { ended.source?.finish(error) } else { ended.source?.finish() }
+        ended.channel?.close(promise: nil)
+        for waiter in ended.finishWaiters { waiter.resume() }
+    }
+}
+
+extension WebSocketTask: WebSocketChannelHandlerDelegate {
+    func webSocketDidReceive(_ message: WebSocketMessage) -> Bool {
+        guard let source = self.state.withLockedValue({ $0.source }) else { return true }
+        switch source.yield(message) {
+        case .produceMore: return true
+        case .stopProducing: return false
+        case .dropped: return true
+        }
+    }
+
+    func webSocketDidReceivePong(_ payload: ByteBuffer) {
+        let waiter = self.state.withLockedValue { state -> CheckedContinuation<Void, any Error>? in
+            guard let index = state.pingWaiters.firstIndex(where: { $0.0 == payload }) else { return nil }
+            return state.pingWaiters.remove(at: index).1
+        }
+        waiter?.resume()
+    }
+
+    func webSocketDidFinish(_ ending: WebSocketConnectionStateMachine.Ending) {
+        let summary = self.request.summary
+        let response = self.response
+        switch ending {
+        case .closed(let code, let reason):
+            self.finish(error: nil, code: code, reason: reason)
+        case .protocolViolation(let code, let reason):
+            let errorCode: CourierError.Code = code == .messageTooBig ? .responseTooLarge : .invalidResponse
+            self.finish(
+                error: CourierError(errorCode, "\(summary): \(reason); closed with \(code)", request: self.request, response: response),
+                code: code, reason: reason)
+        case .pingTimedOut:
+            self.finish(error: CourierError(.timedOut, "\(summary): the server did not answer a PING", request: self.request, response: response), code: .abnormalClosure, reason: "")
+        case .closeTimedOut:
+            self.finish(error: CourierError(.timedOut, "\(summary): the server did not answer the close frame", request: self.request, response: response), code: .abnormalClosure, reason: "")
+        case .connectionLost:
+            self.finish(error: CourierError(.connectionClosed, "\(summary): the connection closed with no closing handshake", request: self.request, response: response), code: .abnormalClosure, reason: "")
+        case .cancelled:
+            self.finish(error: CourierError(.cancelled, "\(summary): cancelled", request: self.request, response: response), code: .goingAway, reason: "")
+        }
+    }
+}
+
+/// A weak reference to a task, for its messages' producer (which the task holds).
+struct WeakTask: Sendable {
+    weak var task: WebSocketTask?
+}
+
+/// The messages' producer's delegate: asks the task's connection for more, or cancels the task
+/// when the consumer stopped iterating.
+final class WebSocketProducerDelegate: NIOAsyncSequenceProducerDelegate, Sendable {
+    let task = NIOLockedValueBox(WeakTask())
+
+    func produceMore() {
+        self.task.withLockedValue { $0.task }?.produceMore()
+    }
+
+    func didTerminate() {
+        self.task.withLockedValue { $0.task }?.didTerminate()
+    }
+}
+
+extension WebSocketTask {
+    func produceMore() {
+        guard let handler = self.state.withLockedValue({ $0.handler }) else { return }
+        handler.eventLoop.execute { handler.value.resumeReading() }
+    }
+
+    func didTerminate() {
+        // The consumer stopped iterating: the WebSocket is cancelled, unless it is over already.
+        if !self.isFinished { self.cancel() }
+    }
+}
+
+/// The messages of a ``WebSocketTask``: an `AsyncSequence` with back-pressure, iterated once.
+public struct WebSocketMessages: AsyncSequence, Sendable {
+    public typealias Element = WebSocketMessage
+    public typealias Failure = any Error
+    private let producer: WebSocketTask.Producer?
+
+    init(_ producer: WebSocketTask.Producer?) { self.producer = producer }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(self.producer?.makeAsyncIterator())
+    }
+
+    /// Iterates the messages.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        private var base: WebSocketTask.Producer.AsyncIterator?
+
+        init(_ base: WebSocketTask.Producer.AsyncIterator?) { self.base = base }
+
+        public mutating func next() async throws -> WebSocketMessage? {
+            try await self.base?.next()
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import ArgumentParser
+import Courier
+import Foundation
+
+/// `courier ws URL`: a WebSocket client like websocat. Each line of standard input goes out as a
+/// text message; each message received is printed on a line of its own (a binary one as
+/// `<binary: N bytes>`, or its bytes with `--binary-raw`). At the end of standard input the
+/// WebSocket closes with 1000 and the command waits for the server's close.
+struct WebSocketCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ws",
+        abstract: "A WebSocket client: stdin lines out as text messages, messages in on stdout.",
+        helpNames: [.long]
+    )
+
+    @Argument(help: "A ws:// or wss:// URL.")
+    var url: String
+
+    @Option(name: [.customShort("H"), .long], help: "A header for the opening handshake (Name:value); may repeat.")
+    var header: [String] = []
+
+    @Option(name: .long, help: "The subprotocol to offer; may repeat.")
+    var `protocol`: [String] = []
+
+    @Flag(name: .long, help: "Print binary messages' bytes as they are.")
+    var binaryRaw = false
+
+    @Flag(name: .long, help: "Trust any server certificate (wss).")
+    var insecure = false
+
+    func run() async throws {
+        guard let url = URL(string: self.url), let scheme = url.scheme?.lowercased(), scheme == "ws" || scheme == "wss", url.host != nil
+        else {
+            throw CLIFailure.usage("not a ws:// or wss:// URL: \(self.url)")
+        }
+        var request = Request(url: url)
+        for header in self.header {
+            guard let colon = header.firstIndex(of: ":"), let name = HTTPField.Name(String(header[..<colon])) else {
+                throw CLIFailure.usage("not a header (Name:value): \(header)")
+            }
+            request.headerFields.append(HTTPField(name: name, value: String(header[header.index(after: colon)...])))
+        }
+        var settings = WebSocketConfiguration()
+        settings.subprotocols = self.protocol
+        var policy = SecurityPolicy.default
+        if self.insecure {
+            policy.allowInvalidCertificates = true
+            policy.validatesDomainName = false
+        }
+        let manager = SessionManager(securityPolicy: policy)
+        let task = manager.webSocketTask(with: request, configuration: settings)
+        do {
+            try await task.waitUntilOpen()
+        } catch let error as CourierError {
+            throw CLIFailure(ExitStatus.failing(error), error.message)
+        }
+        let binaryRaw = self.binaryRaw
+        let printer = Task {
+            for try await message in task.messages {
+                switch message {
+                case .text(let text):
+                    Console.standardOutput.write(line: text)
+                case .binary(let data):
+                    if binaryRaw {
+                        FileHandle.standardOutput.write(data)
+                    } else {
+                        Console.standardOutput.write(line: "<binary: \(data.count) bytes>")
+                    }
+                }
+            }
+        }
+        for await line in Self.standardInputLines() {
+            do {
+                try await task.send(.text(line))
+            } catch {
+                break
+            }
+        }
+        await task.close(code: .normalClosure, reason: "")
+        _ = await printer.result
+        await manager.invalidate(cancelingTasks: true)
+        if let error = task.error {
+            throw CLIFailure(ExitStatus.failing(error), error.message)
+        }
+    }
+
+    /// Standard input's lines, read on a thread of their own (`readLine` blocks).
+    private static func standardInputLines() -> AsyncStream<String> {
+        AsyncStream { continuation in
+            let thread = Thread {
+                while let line = readLine(strippingNewline: true) {
+                    continuation.yield(line)
+                }
+                continuation.finish()
+            }
+            thread.start()
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOWebSocket
+
+/// The test server's WebSocket routes (RFC 6455), upgraded by swift-nio's server upgrader:
+/// `/courier/websocket/{mode}`. A client frame that is not masked closes with 1002.
+///
+/// - `echo`: each message back as it came (fragments as fragments), PINGs answered, the close
+///   frame echoed before the connection closes.
+/// - `fragmented`: each message back in three fragments, a PING between the first two.
+/// - `close-after-first`: answers the first message with a close frame (1000, `bye`) of its own.
+/// - `silent`: reads and answers nothing (no PONG, no close).
+/// - `masked`: sends a masked text frame. `invalid-utf8`: a text frame that is not UTF-8.
+///   `big-control`: a PING of 126 bytes. `bad-close`: a close frame with 1005, which may not be
+///   sent. `unexpected-continuation`: a continuation frame with no message begun.
+/// - `bad-accept`: answers the upgrade with a second, wrong `Sec-WebSocket-Accept`.
+///   `unoffered-extension`: answers it with `Sec-WebSocket-Extensions: x-unknown`.
+/// Any other path refuses the upgrade (the request goes to the ordinary routes).
+enum WebSocketRoute {
+    static let prefix = "/courier/websocket/"
+
+    static let modes: Set<String> = [
+        "echo", "fragmented", "close-after-first", "silent", "masked", "invalid-utf8", "big-control", "bad-close",
+        "unexpected-continuation", "bad-accept", "unoffered-extension",
+    ]
+
+    /// The upgrader for the routes.
+    static func upgrader() -> NIOWebSocketServerUpgrader {
+        NIOWebSocketServerUpgrader(
+            maxFrameSize: 1 << 24,
+            automaticErrorHandling: false,
+            shouldUpgrade: { channel, head in
+                let mode = Self.mode(of: head.uri)
+                guard let mode, Self.modes.contains(mode) else { return channel.eventLoop.makeSucceededFuture(nil) }
+                var headers = HTTPHeaders()
+                switch mode {
+                case "bad-accept": headers.add(name: "Sec-WebSocket-Accept", value: "c29tZXRoaW5nIGVsc2U=")
+                case "unoffered-extension": headers.add(name: "Sec-WebSocket-Extensions", value: "x-unknown")
+                default: break
+                }
+                if let offered = head.headers.first(name: "Sec-WebSocket-Protocol") {
+                    let first = offered.split(separator: ",").first.map { $0.trimmingCharacters(in: .whitespaces) }
+                    if let first { headers.add(name: "Sec-WebSocket-Protocol", value: first) }
+                }
+                return channel.eventLoop.makeSucceededFuture(headers)
+            },
+            upgradePipelineHandler: { channel, head in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    // The HTTP routes' handler stays after swift-nio's upgrade: frames are not for it.
+                    if let http = try? sync.handler(type: TestServerHandler.self) { sync.removeHandler(http, promise: nil) }
+                    try sync.addHandler(WebSocketRouteHandler(mode: Self.mode(of: head.uri) ?? "echo"))
+                }
+            }
+        )
+    }
+
+    private static func mode(of uri: String) -> String? {
+        guard uri.hasPrefix(Self.prefix) else { return nil }
+        let rest = uri.dropFirst(Self.prefix.count)
+        return String(rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+    }
+}
+
+/// One WebSocket connection of the test server.
+final class WebSocketRouteHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private let mode: String
+    private var messages = 0
+    private var closeSent = false
+    /// The opcode of the message being received.
+    private var messageOpcode: WebSocketOpcode?
+    private var fragments = ByteBuffer()
+
+    init(mode: String) { self.mode = mode }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        var data = context.channel.allocator.buffer(capacity: 130)
+        switch self.mode {
+        case "masked":
+            data.writeString("masked")
+            self.send(context: context, WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: data))
+        case "invalid-utf8":
+            data.writeBytes([0x68, 0x69, 0xFF, 0xFE])
+            self.send(context: context, WebSocketFrame(fin: true, opcode: .text, data: data))
+        case "big-control":
+            data.writeBytes([UInt8](repeating: 0x61, count: 126))
+            self.send(context: context, WebSocketFrame(fin: true, opcode: .ping, data: data))
+        case "bad-close":
+            data.writeInteger(UInt16(1005))
+            self.send(context: context, WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
+        case "unexpected-continuation":
+            data.writeString("orphan")
+            self.send(context: context, WebSocketFrame(fin: true, opcode: .continuation, data: data))
+        default:
+            break
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = self.unwrapInboundIn(data)
+        guard self.mode != "silent" else { return }
+        guard frame.maskKey != nil else {
+            self.close(context: context, code: 1002)
+            return
+        }
+        let payload = frame.unmaskedData
+        switch frame.opcode {
+        case .ping:
+            self.send(context: context, WebSocketFrame(fin: true, opcode: .pong, data: payload))
+        case .pong:
+            break
+        case .connectionClose:
+            if self.closeSent {
+                context.close(promise: nil)
+            } else {
+                // Echo the code (not the reason), then close: the server closes TCP first.
+                var reply = context.channel.allocator.buffer(capacity: 2)
+                var received = payload
+                if let code = received.readInteger(as: UInt16.self) { reply.writeInteger(code) }
+                self.closeSent = true
+                let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: reply)
+                let channel = context.channel
+                context.writeAndFlush(self.wrapOutboundOut(frame)).whenComplete { _ in channel.close(promise: nil) }
+            }
+        case .text, .binary, .continuation:
+            self.dataFrame(context: context, frame: frame, payload: payload)
+        default:
+            self.close(context: context, code: 1002)
+        }
+    }
+
+    private func dataFrame(context: ChannelHandlerContext, frame: WebSocketFrame, payload: ByteBuffer) {
+        switch self.mode {
+        case "echo":
+            self.send(context: context, WebSocketFrame(fin: frame.fin, opcode: frame.opcode, data: payload))
+        default:
+            if frame.opcode != .continuation { self.messageOpcode = frame.opcode }
+            var payload = payload
+            self.fragments.writeBuffer(&payload)
+            guard frame.fin, let opcode = self.messageOpcode else { return }
+            let whole = self.fragments
+            self.fragments = ByteBuffer()
+            self.messages += 1
+            if self.mode == "close-after-first" {
+                var data = context.channel.allocator.buffer(capacity: 5)
+                data.writeInteger(UInt16(1000))
+                data.writeString("bye")
+                self.closeSent = true
+                self.send(context: context, WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
+                return
+            }
+            // fragmented: three pieces, a PING between the first two.
+            let third = whole.readableBytes / 3
+            let first = whole.getSlice(at: whole.readerIndex, length: third)!
+            let second = whole.getSlice(at: whole.readerIndex + third, length: third)!
+            let last = whole.getSlice(at: whole.readerIndex + 2 * third, length: whole.readableBytes - 2 * third)!
+            self.send(context: context, WebSocketFrame(fin: false, opcode: opcode, data: first))
+            var ping = context.channel.allocator.buffer(capacity: 4)
+            ping.writeString("mid")
+            self.send(context: context, WebSocketFrame(fin: true, opcode: .ping, data: ping))
+            self.send(context: context, WebSocketFrame(fin: false, opcode: .continuation, data: second))
+            self.send(context: context, WebSocketFrame(fin: true, opcode: .continuation, data: last))
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    private func send(context: ChannelHandlerContext, _ frame: WebSocketFrame) {
+        context.writeAndFlush(self.wrapOutboundOut(frame), promise: nil)
+    }
+
+    private func close(context: ChannelHandlerContext, code: UInt16) {
+        var data = context.channel.allocator.buffer(capacity: 2)
+        data.writeInteger(code)
+        self.closeSent = true
+        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
+        let channel = context.channel
+        context.writeAndFlush(self.wrapOutboundOut(frame)).whenComplete { _ in channel.close(promise: nil) }
+    }
+}

@@ -1,0 +1,96 @@
+@testable import Courier
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOWebSocket
+import Testing
+
+/// `permessage-deflate` (RFC 7692): the negotiation, the compressor and decompressor with RFC
+/// 7692's own example, and what the connection's state machine does with RSV1.
+@Suite("WebSocket permessage-deflate")
+struct PerMessageDeflateTests {
+    private let allocator = ByteBufferAllocator()
+
+    @Test func rfc7692sHelloExample() throws {
+        // RFC 7692, 7.2.3.1: "Hello" compressed in one message is f2 48 cd c9 c9 07 00.
+        let deflate = PerMessageDeflate(PerMessageDeflateParameters())
+        let compressed = try #require(deflate.compress(ByteBuffer(string: "Hello"), allocator: self.allocator))
+        #expect(Array(compressed.readableBytesView) == [0xF2, 0x48, 0xCD, 0xC9, 0xC9, 0x07, 0x00])
+        let inflater = PerMessageDeflate(PerMessageDeflateParameters())
+        let result = inflater.decompress(ByteBuffer(bytes: [0xF2, 0x48, 0xCD, 0xC9, 0xC9, 0x07, 0x00]), limit: 100, allocator: self.allocator)
+        #expect(result == .success(ByteBuffer(string: "Hello")))
+        // With the context kept, the second "Hello" refers back to the first (7.2.3.2): shorter.
+        let second = try #require(deflate.compress(ByteBuffer(string: "Hello"), allocator: self.allocator))
+        #expect(Array(second.readableBytesView) == [0xF2, 0x00, 0x11, 0x00, 0x00])
+        #expect(inflater.decompress(second, limit: 100, allocator: self.allocator) == .success(ByteBuffer(string: "Hello")))
+    }
+
+    @Test func largeMessagesRoundTripAndTheLimitHolds() throws {
+        var parameters = PerMessageDeflateParameters()
+        parameters.clientNoContextTakeover = true
+        parameters.clientMaxWindowBits = 10
+        let deflate = PerMessageDeflate(parameters)
+        let inflater = PerMessageDeflate(PerMessageDeflateParameters())
+        let text = String(repeating: "courier websocket ", count: 20_000)
+        for _ in 0..<3 {
+            let compressed = try #require(deflate.compress(ByteBuffer(string: text), allocator: self.allocator))
+            #expect(compressed.readableBytes < text.utf8.count / 10)
+            #expect(inflater.decompress(compressed, limit: 1 << 20, allocator: self.allocator) == .success(ByteBuffer(string: text)))
+        }
+        let bomb = try #require(PerMessageDeflate(PerMessageDeflateParameters()).compress(ByteBuffer(repeating: 0, count: 100_000), allocator: self.allocator))
+        #expect(PerMessageDeflate(PerMessageDeflateParameters()).decompress(bomb, limit: 1000, allocator: self.allocator) == .failure(.tooBig))
+        #expect(PerMessageDeflate(PerMessageDeflateParameters()).decompress(ByteBuffer(bytes: [0xFF, 0xFF, 0xFF]), limit: 1000, allocator: self.allocator) == .failure(.invalid))
+    }
+
+    @Test func theServersAnswer() {
+        #expect(PerMessageDeflateParameters.parse([]) == .none)
+        #expect(PerMessageDeflateParameters.parse(["permessage-deflate"]) == .accepted(PerMessageDeflateParameters()))
+        var expected = PerMessageDeflateParameters()
+        expected.serverMaxWindowBits = 12
+        expected.clientMaxWindowBits = 12
+        expected.serverNoContextTakeover = true
+        #expect(
+            PerMessageDeflateParameters.parse(["permessage-deflate; server_max_window_bits=12; client_max_window_bits=\"12\"; server_no_context_takeover"])
+                == .accepted(expected))
+        for refused in [
+            "x-unknown", "permessage-deflate, permessage-deflate", "permessage-deflate; server_max_window_bits=16",
+            "permessage-deflate; client_max_window_bits", "permessage-deflate; foo", "permessage-deflate; server_no_context_takeover; server_no_context_takeover",
+        ] {
+            guard case .refused = PerMessageDeflateParameters.parse([refused]) else {
+                Issue.record("\(refused) was taken")
+                continue
+            }
+        }
+        let offering = WebSocketHandshake(key: "dGhlIHNhbXBsZSBub25jZQ==", offersCompression: true)
+        let head = HTTPResponseHead(version: .http1_1, status: .switchingProtocols, headers: [
+            "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Accept": "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=",
+            "Sec-WebSocket-Extensions": "permessage-deflate; client_max_window_bits=9",
+        ])
+        #expect(offering.failure(of: head) == nil)
+        #expect(WebSocketHandshake(key: "dGhlIHNhbXBsZSBub25jZQ==").failure(of: head) != nil)
+    }
+
+    @Test func rsv1MarksACompressedMessageOnlyWhenNegotiated() {
+        var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100, compression: true)
+        let payload = ByteBuffer(bytes: [0xF2, 0x48, 0xCD])
+        #expect(machine.frameReceived(WebSocketFrame(fin: false, rsv1: true, opcode: .text, data: payload)) == [])
+        #expect(
+            machine.frameReceived(WebSocketFrame(fin: true, opcode: .continuation, data: ByteBuffer(bytes: [0xC9, 0xC9, 0x07, 0x00])))
+                == [.inflate(isText: true, ByteBuffer(bytes: [0xF2, 0x48, 0xCD, 0xC9, 0xC9, 0x07, 0x00]))])
+        #expect(machine.inflated(isText: true, .success(ByteBuffer(string: "Hello"))) == [.deliver(.text("Hello"))])
+        #expect(machine.inflated(isText: false, .success(ByteBuffer(bytes: [1]))) == [.deliver(.binary(Data([1])))])
+        // RSV1 on a continuation or a control frame is a protocol error.
+        var continuation = WebSocketConnectionStateMachine(maximumMessageSize: 100, compression: true)
+        _ = continuation.frameReceived(WebSocketFrame(fin: false, opcode: .binary, data: payload))
+        #expect(continuation.frameReceived(WebSocketFrame(fin: true, rsv1: true, opcode: .continuation, data: payload)).first == .sendClose(.protocolError, ""))
+        var control = WebSocketConnectionStateMachine(maximumMessageSize: 100, compression: true)
+        #expect(control.frameReceived(WebSocketFrame(fin: true, rsv1: true, opcode: .ping, data: payload)).first == .sendClose(.protocolError, ""))
+        // Inflated text that is not UTF-8, or too big, or data that does not inflate.
+        var bad = WebSocketConnectionStateMachine(maximumMessageSize: 100, compression: true)
+        #expect(bad.inflated(isText: true, .success(ByteBuffer(bytes: [0xFF]))).first == .sendClose(.invalidFramePayloadData, ""))
+        var big = WebSocketConnectionStateMachine(maximumMessageSize: 100, compression: true)
+        #expect(big.inflated(isText: false, .failure(.tooBig)).first == .sendClose(.messageTooBig, ""))
+        var invalid = WebSocketConnectionStateMachine(maximumMessageSize: 100, compression: true)
+        #expect(invalid.inflated(isText: false, .failure(.invalid)).first == .sendClose(.invalidFramePayloadData, ""))
+    }
+}

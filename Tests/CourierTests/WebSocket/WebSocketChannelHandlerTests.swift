@@ -1,0 +1,133 @@
+@testable import Courier
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOEmbedded
+import NIOWebSocket
+import Testing
+
+/// ``WebSocketChannelHandler`` on an `EmbeddedChannel` with swift-nio's frame codec: bytes in,
+/// bytes out, no sockets.
+@Suite("WebSocket channel handler")
+struct WebSocketChannelHandlerTests {
+    final class Recorder: WebSocketChannelHandlerDelegate, Sendable {
+        let state = NIOLockedValueBox<(messages: [WebSocketMessage], endings: [WebSocketConnectionStateMachine.Ending], accept: Bool)>(([], [], true))
+        func webSocketDidReceive(_ message: WebSocketMessage) -> Bool {
+            self.state.withLockedValue {
+                $0.messages.append(message)
+                return $0.accept
+            }
+        }
+        func webSocketDidReceivePong(_ payload: ByteBuffer) {}
+        func webSocketDidFinish(_ ending: WebSocketConnectionStateMachine.Ending) {
+            self.state.withLockedValue { $0.endings.append(ending) }
+        }
+    }
+
+    /// Counts the reads that reach the head of the pipeline.
+    final class ReadCounter: ChannelOutboundHandler {
+        typealias OutboundIn = Any
+        var reads = 0
+        func read(context: ChannelHandlerContext) {
+            self.reads += 1
+            context.read()
+        }
+    }
+
+    private func makeChannel(_ recorder: Recorder, maximum: Int = 1000) throws -> (EmbeddedChannel, ReadCounter) {
+        let channel = EmbeddedChannel()
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        let counter = ReadCounter()
+        let sync = channel.pipeline.syncOperations
+        try sync.addHandler(counter)
+        try sync.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maximum)))
+        try sync.addHandler(WebSocketFrameEncoder())
+        let timing = WebSocketChannelHandler.Timing(pingInterval: nil, closeTimeout: .seconds(5))
+        try sync.addHandler(WebSocketChannelHandler(maximumMessageSize: maximum, timing: timing, delegate: recorder))
+        return (channel, counter)
+    }
+
+    private func serverFrame(_ opcode: WebSocketOpcode, fin: Bool = true, _ bytes: [UInt8]) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.writeInteger(UInt8(fin ? 0x80 : 0) | UInt8(webSocketOpcode: opcode))
+        buffer.writeInteger(UInt8(bytes.count))
+        buffer.writeBytes(bytes)
+        return buffer
+    }
+
+    /// The frames written, decoded (checked masked first).
+    private func written(_ channel: EmbeddedChannel) throws -> [(WebSocketOpcode, [UInt8])] {
+        var frames: [(WebSocketOpcode, [UInt8])] = []
+        var all = ByteBuffer()
+        while var part = try channel.readOutbound(as: ByteBuffer.self) { all.writeBuffer(&part) }
+        while all.readableBytes > 0 {
+            let first = all.readInteger(as: UInt8.self)!
+            let second = all.readInteger(as: UInt8.self)!
+            #expect(second & 0x80 != 0, "client frames are masked")
+            let length = Int(second & 0x7F)
+            let key = all.readBytes(length: 4)!
+            let payload = all.readBytes(length: length)!.enumerated().map { $0.element ^ key[$0.offset % 4] }
+            frames.append((WebSocketOpcode(encodedWebSocketOpcode: first & 0x0F)!, payload))
+        }
+        return frames
+    }
+
+    @Test func sendsMaskedFramesAndAnswersPingsBetweenFragments() throws {
+        let recorder = Recorder()
+        let (channel, _) = try self.makeChannel(recorder)
+        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
+        handler.send(.text("hi"), promise: nil)
+        var written = try self.written(channel)
+        #expect(written.count == 1)
+        #expect(written.first?.0 == .text)
+        #expect(written.first?.1 == Array("hi".utf8))
+        try channel.writeInbound(self.serverFrame(.text, fin: false, Array("ab".utf8)))
+        try channel.writeInbound(self.serverFrame(.ping, Array("p".utf8)))
+        try channel.writeInbound(self.serverFrame(.continuation, Array("cd".utf8)))
+        #expect(recorder.state.withLockedValue { $0.messages } == [.text("abcd")])
+        written = try self.written(channel)
+        #expect(written.map(\.0) == [.pong])
+        #expect(written.first?.1 == Array("p".utf8))
+        // The server closes: Courier answers with its code and closes.
+        var close = [UInt8]()
+        close.append(0x03)
+        close.append(0xE8)
+        try channel.writeInbound(self.serverFrame(.connectionClose, close))
+        written = try self.written(channel)
+        #expect(written.map(\.0) == [.connectionClose])
+        #expect(written.first?.1 == close)
+        #expect(recorder.state.withLockedValue { $0.endings } == [.closed(.normalClosure, "")])
+        #expect(!channel.isActive)
+    }
+
+    @Test func readsWaitWhileTheConsumerIsBehind() throws {
+        let recorder = Recorder()
+        recorder.state.withLockedValue { $0.accept = false }
+        let (channel, counter) = try self.makeChannel(recorder)
+        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
+        channel.read()
+        #expect(counter.reads == 1)
+        try channel.writeInbound(self.serverFrame(.binary, [1]))
+        channel.read()
+        #expect(counter.reads == 1, "paused: the read waits")
+        handler.resumeReading()
+        #expect(counter.reads == 2, "the read held back goes on")
+        _ = try? channel.finish()
+    }
+
+    @Test func anOversizedFrameFromTheDecoderIs1009AndTheTaskEndsOnce() throws {
+        let recorder = Recorder()
+        let (channel, _) = try self.makeChannel(recorder, maximum: 10)
+        _ = try? channel.writeInbound(self.serverFrame(.binary, Array(repeating: 0, count: 11)))
+        let written = try self.written(channel)
+        #expect(written.map(\.0) == [.connectionClose])
+        #expect(written.first?.1.prefix(2) == [0x03, 0xF1])
+        channel.pipeline.fireChannelInactive()
+        let endings = recorder.state.withLockedValue { $0.endings }
+        #expect(endings.count == 1)
+        guard case .protocolViolation(.messageTooBig, _) = endings.first else {
+            Issue.record("\(endings)")
+            return
+        }
+    }
+}

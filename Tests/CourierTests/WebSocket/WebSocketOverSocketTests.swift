@@ -1,0 +1,425 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+
+/// WebSockets against the test server's WebSocket routes (``TestServer``, `/courier/websocket/…`),
+/// over real sockets: echo, fragments, the closing handshake either way, back-pressure, TLS with
+/// pinning, and every way a server can break the protocol.
+@Suite("WebSocket over sockets")
+struct WebSocketOverSocketTests {
+    private func url(_ server: TestServer, _ mode: String) -> URL {
+        var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+        components.scheme = components.scheme == "https" ? "wss" : "ws"
+        components.path = "/courier/websocket/\(mode)"
+        return components.url!
+    }
+
+    private func withTask<T>(
+        _ mode: String,
+        server configuration: TestServer.Configuration = .init(),
+        securityPolicy: SecurityPolicy = .default,
+        webSocket: WebSocketConfiguration = WebSocketConfiguration(),
+        _ body: (WebSocketTask, TestServer) async throws -> T
+    ) async throws -> T {
+        try await withTestServer(configuration) { server in
+            let manager = SessionManager(configuration: .default, securityPolicy: securityPolicy)
+            let task = manager.webSocketTask(with: Request(url: self.url(server, mode)), configuration: webSocket)
+            do {
+                let result = try await body(task, server)
+                task.cancel()
+                await task.waitUntilFinished()
+                await manager.invalidate(cancelingTasks: true)
+                return result
+            } catch {
+                task.cancel()
+                await task.waitUntilFinished()
+                await manager.invalidate(cancelingTasks: true)
+                throw error
+            }
+        }
+    }
+
+    @Test func echoTextAndBinaryThenCloseNormally() async throws {
+        try await withTask("echo") { task, server in
+            let response = try await task.waitUntilOpen()
+            #expect(response.status.code == 101)
+            #expect(task.handshakeMetrics?.connectStart != nil)
+            var messages = task.messages.makeAsyncIterator()
+            try await task.send(.text("hello, wörld"))
+            #expect(try await messages.next() == .text("hello, wörld"))
+            try await task.send(.binary(Data([0, 1, 2, 255])))
+            #expect(try await messages.next() == .binary(Data([0, 1, 2, 255])))
+            let large = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0) })
+            try await task.send(.binary(large))
+            #expect(try await messages.next() == .binary(large))
+            try await task.sendPing()
+            await task.close(code: .normalClosure, reason: "done")
+            #expect(try await messages.next() == nil)
+            #expect(task.closeCode == .normalClosure)
+            #expect(task.error == nil)
+            #expect(await eventually { server.openConnectionCount == 0 })
+        }
+    }
+
+    @Test func fragmentsWithAPingBetweenAreOneMessage() async throws {
+        try await withTask("fragmented") { task, _ in
+            var messages = task.messages.makeAsyncIterator()
+            try await task.send(.text("abcdefghijklmnopqrstuvwxyz"))
+            #expect(try await messages.next() == .text("abcdefghijklmnopqrstuvwxyz"))
+            try await task.send(.binary(Data(repeating: 7, count: 3001)))
+            #expect(try await messages.next() == .binary(Data(repeating: 7, count: 3001)))
+        }
+    }
+
+    @Test func theServerClosesFirst() async throws {
+        try await withTask("close-after-first") { task, server in
+            try await task.send(.text("hi"))
+            var messages = task.messages.makeAsyncIterator()
+            #expect(try await messages.next() == nil)
+            #expect(task.closeCode == .normalClosure)
+            #expect(task.closeReason == "bye")
+            #expect(task.error == nil)
+            #expect(await eventually { server.openConnectionCount == 0 })
+        }
+    }
+
+    @Test func wssWithAPinnedKey() async throws {
+        var server = TestServer.Configuration.https()
+        server.http2 = false
+        var policy = SecurityPolicy(
+            pinningMode: .publicKey,
+            pinnedCertificates: Set(try Certificate.certificates(pemEncoded: TestCertificates.localhostLeaf))
+        )
+        policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+        try await withTask("echo", server: server, securityPolicy: policy) { task, _ in
+            try await task.send(.text("secure"))
+            var messages = task.messages.makeAsyncIterator()
+            #expect(try await messages.next() == .text("secure"))
+            #expect(task.handshakeMetrics?.tlsProtocolVersion != nil)
+        }
+    }
+
+    @Test func wssWithAWrongPinFailsTheHandshake() async throws {
+        var server = TestServer.Configuration.https()
+        server.http2 = false
+        var policy = SecurityPolicy(
+            pinningMode: .publicKey,
+            pinnedCertificates: Set(try Certificate.certificates(pemEncoded: TestCertificates.wrongHostLeaf))
+        )
+        policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+        try await withTask("echo", server: server, securityPolicy: policy) { task, server in
+            let error = await #expect(throws: CourierError.self) { try await task.waitUntilOpen() }
+            #expect(error?.code == .serverTrustEvaluationFailed)
+            #expect(server.requestCount == 0)
+        }
+    }
+
+    @Test func backPressureStopsReadingUntilTheConsumerCatchesUp() async throws {
+        var settings = WebSocketConfiguration()
+        settings.bufferedMessages = 2
+        try await withTask("echo", webSocket: settings) { task, _ in
+            // 64 messages of 64 KiB, none read yet: the producer stops well short of them all.
+            let chunk = Data(repeating: 1, count: 64 * 1024)
+            for _ in 0..<64 { try await task.send(.binary(chunk)) }
+            var received = 0
+            for try await message in task.messages {
+                #expect(message == .binary(chunk))
+                received += 1
+                if received == 64 { break }
+            }
+            #expect(received == 64)
+        }
+    }
+
+    // MARK: Bad input
+
+    /// The task ends with `code` (sent in Courier's close frame, or 1006 locally) and `error`,
+    /// promptly, the messages end throwing it, and the connection is closed.
+    private func expectFailure(
+        _ mode: String,
+        server: TestServer.Configuration = .init(),
+        webSocket: WebSocketConfiguration = WebSocketConfiguration(),
+        send: WebSocketMessage? = nil,
+        path: String? = nil,
+        code: WebSocketCloseCode?,
+        error expected: CourierError.Code,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        try await withTask(mode, server: server, webSocket: webSocket) { task, testServer in
+            let started = ContinuousClock.now
+            if let send { try? await task.send(send) }
+            task.resume()
+            var thrown: (any Error)?
+            do {
+                for try await _ in task.messages {}
+            } catch {
+                thrown = error
+            }
+            await task.waitUntilFinished()
+            #expect(ContinuousClock.now - started < .seconds(20), sourceLocation: sourceLocation)
+            #expect((thrown as? CourierError)?.code == expected, "\(String(describing: thrown))", sourceLocation: sourceLocation)
+            #expect(task.error?.code == expected, sourceLocation: sourceLocation)
+            if let code { #expect(task.closeCode == code, sourceLocation: sourceLocation) }
+            #expect(await eventually { testServer.openConnectionCount == 0 }, "nothing left open", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func aMaskedFrameFromTheServerIs1002() async throws {
+        try await self.expectFailure("masked", code: .protocolError, error: .invalidResponse)
+    }
+
+    @Test func invalidUTF8Is1007() async throws {
+        try await self.expectFailure("invalid-utf8", code: .invalidFramePayloadData, error: .invalidResponse)
+    }
+
+    @Test func aControlFrameOver125BytesIs1002() async throws {
+        try await self.expectFailure("big-control", code: .protocolError, error: .invalidResponse)
+    }
+
+    @Test func aForbiddenCloseCodeIs1002() async throws {
+        try await self.expectFailure("bad-close", code: .protocolError, error: .invalidResponse)
+    }
+
+    @Test func anOrphanContinuationIs1002() async throws {
+        try await self.expectFailure("unexpected-continuation", code: .protocolError, error: .invalidResponse)
+    }
+
+    @Test func aMessageOverTheMaximumIs1009() async throws {
+        var settings = WebSocketConfiguration()
+        settings.maximumMessageSize = 1000
+        try await self.expectFailure(
+            "echo", webSocket: settings, send: .binary(Data(repeating: 0, count: 1001)), code: .messageTooBig, error: .responseTooLarge)
+    }
+
+    @Test func aServerThatStopsAnsweringPingsTimesOut() async throws {
+        var settings = WebSocketConfiguration()
+        settings.pingInterval = 0.2
+        try await self.expectFailure("silent", webSocket: settings, code: .abnormalClosure, error: .timedOut)
+    }
+
+    @Test func aWrongAcceptFailsTheHandshake() async throws {
+        try await self.expectFailure("bad-accept", code: .abnormalClosure, error: .invalidResponse)
+    }
+
+    @Test func anUnofferedExtensionFailsTheHandshake() async throws {
+        try await self.expectFailure("unoffered-extension", code: .abnormalClosure, error: .invalidResponse)
+    }
+
+    @Test func aServerAnsweringTheUpgradeWith200FailsTheHandshake() async throws {
+        try await ScriptedHTTPServer.with({ _, _, _ in
+            .respond("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        }) { server in
+            let manager = SessionManager()
+            var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+            components.scheme = "ws"
+            components.path = "/chat"
+            let task = manager.webSocketTask(with: Request(url: components.url!))
+            let error = await #expect(throws: CourierError.self) { try await task.waitUntilOpen() }
+            #expect(error?.code == .invalidResponse)
+            #expect(error?.response?.status.code == 200, "\(String(describing: error))")
+            #expect(task.closeCode == .abnormalClosure)
+            await manager.invalidate(cancelingTasks: true)
+        }
+    }
+
+    @Test func anInterimAnswerBeforeThe101IsSkipped() async throws {
+        // The 101 computed for whatever key came, after a 100.
+        try await ScriptedHTTPServer.with({ _, _, head in
+            let key = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }
+                .map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) } ?? ""
+            let accept = WebSocketHandshake.acceptValue(for: key)
+            return .respond(
+                "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    + "Sec-WebSocket-Accept: \(accept)\r\n\r\n")
+        }) { server in
+            let manager = SessionManager()
+            var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+            components.scheme = "ws"
+            let task = manager.webSocketTask(with: Request(url: components.url!))
+            let response = try await task.waitUntilOpen()
+            #expect(response.status.code == 101)
+            task.cancel()
+            await task.waitUntilFinished()
+            await manager.invalidate(cancelingTasks: true)
+        }
+    }
+
+    @Test func theServerNeverAnsweringTheCloseTimesOut() async throws {
+        var settings = WebSocketConfiguration()
+        settings.closeTimeout = 0.2
+        settings.pingInterval = nil
+        try await withTask("silent", webSocket: settings) { task, server in
+            try await task.waitUntilOpen()
+            let started = ContinuousClock.now
+            await task.close()
+            #expect(ContinuousClock.now - started < .seconds(10))
+            #expect(task.error?.code == .timedOut)
+            #expect(await eventually { server.openConnectionCount == 0 })
+        }
+    }
+
+    @Test func cancelEndsTheTaskOnce() async throws {
+        try await withTask("echo") { task, server in
+            try await task.waitUntilOpen()
+            task.cancel()
+            task.cancel()
+            await task.waitUntilFinished()
+            #expect(task.error?.code == .cancelled)
+            await #expect(throws: CourierError.self) { try await task.send(.text("late")) }
+            #expect(await eventually { server.openConnectionCount == 0 })
+        }
+    }
+}
+
+/// WebSockets through the test proxies: an HTTP proxy tunnels even `ws://` with `CONNECT`, a
+/// SOCKS5 proxy tunnels.
+@Suite("WebSocket through proxies")
+struct WebSocketProxyTests {
+    private func echo(through proxy: ProxyConfiguration, server: TestServer) async throws {
+        var configuration = SessionConfiguration.default
+        configuration.proxy = proxy
+        let manager = SessionManager(configuration: configuration)
+        var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+        components.scheme = "ws"
+        components.host = "ws.example"
+        components.path = "/courier/websocket/echo"
+        let task = manager.webSocketTask(with: Request(url: components.url!))
+        try await task.send(.text("through"))
+        var messages = task.messages.makeAsyncIterator()
+        #expect(try await messages.next() == .text("through"))
+        #expect(task.handshakeMetrics?.isProxyConnection == true)
+        await task.close()
+        #expect(task.error == nil)
+        await manager.invalidate(cancelingTasks: true)
+    }
+
+    @Test func anHTTPProxyTunnelsWithConnect() async throws {
+        try await withTestServer { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("courier", "secret"))
+            do {
+                try await self.echo(through: .http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "secret"), server: server)
+                #expect(proxy.connectTargets == ["ws.example:\(server.port)"])
+                #expect(proxy.forwardedTargets.isEmpty)
+                try await proxy.shutdown()
+            } catch {
+                try await proxy.shutdown()
+                throw error
+            }
+        }
+    }
+
+    @Test func aSOCKS5ProxyTunnels() async throws {
+        try await withTestServer { server in
+            let socks = try await TestSOCKSServer.start(upstreamPort: server.port)
+            do {
+                try await self.echo(through: .socks(host: "127.0.0.1", port: socks.port), server: server)
+                #expect(socks.connectTargets.count == 1)
+                try await socks.shutdown()
+            } catch {
+                try await socks.shutdown()
+                throw error
+            }
+        }
+    }
+}
+
+/// What the opening handshake sends: the upgrade's fields, the request's own, the session's
+/// additional headers and its cookies.
+@Suite("WebSocket opening handshake on the wire")
+struct WebSocketHandshakeWireTests {
+    @Test func theHandshakeCarriesTheSessionsHeadersCookiesAndAdapters() async throws {
+        let seen = NIOLockedValueBox<String?>(nil)
+        try await ScriptedHTTPServer.with({ _, _, head in
+            seen.withLockedValue { $0 = head }
+            let key = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }
+                .map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) } ?? ""
+            return .respond(
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    + "Sec-WebSocket-Accept: \(WebSocketHandshake.acceptValue(for: key))\r\nSec-WebSocket-Protocol: chat\r\n\r\n")
+        }) { server in
+            var configuration = SessionConfiguration.default
+            configuration.httpAdditionalHeaders = [HTTPField.Name("X-Session")!: "1"]
+            let storage = MemoryCookieStorage()
+            storage.setCookie(Cookie(name: "sid", value: "42", domain: "127.0.0.1"))
+            configuration.httpCookieStorage = storage
+            let manager = SessionManager(configuration: configuration)
+            // The session's adapters run on the handshake's request.
+            manager.interceptor = Adapter { request, _ in
+                var request = request
+                request.headerFields[.authorization] = "Bearer token"
+                return request
+            }
+            var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+            components.scheme = "ws"
+            components.path = "/chat"
+            components.query = "room=1"
+            var request = Request(url: components.url!)
+            request.headerFields[HTTPField.Name("X-Request")!] = "2"
+            var settings = WebSocketConfiguration()
+            settings.subprotocols = ["chat", "superchat"]
+            let task = manager.webSocketTask(with: request, configuration: settings)
+            try await task.waitUntilOpen()
+            #expect(task.subprotocol == "chat")
+            task.cancel()
+            await task.waitUntilFinished()
+            await manager.invalidate(cancelingTasks: true)
+        }
+        let head = try #require(seen.withLockedValue { $0 })
+        let lines = head.lowercased().split(separator: "\r\n").map(String.init)
+        #expect(lines.first == "get /chat?room=1 http/1.1")
+        for expected in [
+            "upgrade: websocket", "connection: upgrade", "sec-websocket-version: 13", "x-session: 1", "x-request: 2", "cookie: sid=42",
+            "sec-websocket-protocol: chat, superchat", "authorization: bearer token",
+        ] {
+            #expect(lines.contains(expected), "\(expected) in \(lines)")
+        }
+        #expect(lines.contains("sec-websocket-extensions: permessage-deflate; client_max_window_bits"))
+    }
+}
+
+/// WebSocket tasks and the manager's invalidation.
+@Suite("WebSocket and session invalidation")
+struct WebSocketInvalidationTests {
+    @Test func invalidatingCancelsOpenWebSocketsAndRefusesNewOnes() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+            components.scheme = "ws"
+            components.path = "/courier/websocket/echo"
+            let task = manager.webSocketTask(with: Request(url: components.url!))
+            try await task.waitUntilOpen()
+            await manager.invalidate(cancelingTasks: true)
+            await task.waitUntilFinished()
+            #expect(task.error?.code == .cancelled)
+            #expect(await eventually { server.openConnectionCount == 0 })
+            let late = manager.webSocketTask(with: Request(url: components.url!))
+            let error = await #expect(throws: CourierError.self) { try await late.waitUntilOpen() }
+            #expect(error?.code == .sessionInvalidated)
+        }
+    }
+}
+
+/// An adapter that fails fails the WebSocket task before any connection.
+@Suite("WebSocket adapters")
+struct WebSocketAdapterTests {
+    struct Refused: Error {}
+
+    @Test func aFailingAdapterFailsTheTaskWithNoConnection() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            manager.interceptor = Adapter { _, _ in throw Refused() }
+            var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+            components.scheme = "ws"
+            components.path = "/courier/websocket/echo"
+            let task = manager.webSocketTask(with: Request(url: components.url!))
+            let error = await #expect(throws: CourierError.self) { try await task.waitUntilOpen() }
+            #expect(error?.code == .requestAdaptationFailed)
+            #expect(server.connectionCount == 0)
+            await manager.invalidate(cancelingTasks: true)
+        }
+    }
+}

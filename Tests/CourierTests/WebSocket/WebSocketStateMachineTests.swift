@@ -1,0 +1,224 @@
+@testable import Courier
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOWebSocket
+import Testing
+
+/// The WebSocket's pure state machines, with no I/O: the message assembly, the connection's
+/// frames, closing handshake, PINGs and violations, and the opening handshake's checks.
+@Suite("WebSocket state machines")
+struct WebSocketStateMachineTests {
+    private func buffer(_ string: String) -> ByteBuffer { ByteBuffer(string: string) }
+    private func buffer(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
+
+    // MARK: Assembly
+
+    @Test func fragmentsMakeOneMessage() {
+        var assembler = WebSocketMessageAssembler(maximumMessageSize: 100)
+        #expect(assembler.receive(opcode: .text, fin: false, payload: self.buffer("hel")) == .incomplete)
+        #expect(assembler.isAssembling)
+        #expect(assembler.receive(opcode: .continuation, fin: false, payload: self.buffer("lo ")) == .incomplete)
+        #expect(assembler.receive(opcode: .continuation, fin: true, payload: self.buffer("wörld")) == .message(.text("hello wörld")))
+        #expect(!assembler.isAssembling)
+        #expect(assembler.receive(opcode: .binary, fin: true, payload: self.buffer([1, 2, 3])) == .message(.binary(Data([1, 2, 3]))))
+    }
+
+    @Test func aCharacterSplitAcrossFragmentsIsValid() {
+        var assembler = WebSocketMessageAssembler(maximumMessageSize: 100)
+        let bytes = Array("é".utf8)
+        #expect(assembler.receive(opcode: .text, fin: false, payload: self.buffer([bytes[0]])) == .incomplete)
+        #expect(assembler.receive(opcode: .continuation, fin: true, payload: self.buffer([bytes[1]])) == .message(.text("é")))
+    }
+
+    @Test func invalidUTF8Is1007() {
+        var assembler = WebSocketMessageAssembler(maximumMessageSize: 100)
+        guard case .failure(let code, _) = assembler.receive(opcode: .text, fin: true, payload: self.buffer([0x61, 0xFF])) else {
+            Issue.record("invalid UTF-8 was taken")
+            return
+        }
+        #expect(code == .invalidFramePayloadData)
+    }
+
+    @Test func aMessageOverTheMaximumIs1009() {
+        var assembler = WebSocketMessageAssembler(maximumMessageSize: 4)
+        #expect(assembler.receive(opcode: .binary, fin: false, payload: self.buffer([1, 2, 3])) == .incomplete)
+        guard case .failure(let code, _) = assembler.receive(opcode: .continuation, fin: true, payload: self.buffer([4, 5])) else {
+            Issue.record("an oversized message was taken")
+            return
+        }
+        #expect(code == .messageTooBig)
+        // Exactly the maximum is fine.
+        var exact = WebSocketMessageAssembler(maximumMessageSize: 4)
+        #expect(exact.receive(opcode: .binary, fin: true, payload: self.buffer([1, 2, 3, 4])) == .message(.binary(Data([1, 2, 3, 4]))))
+    }
+
+    @Test func continuationWithoutAMessageAndANewMessageInsideOneAre1002() {
+        var assembler = WebSocketMessageAssembler(maximumMessageSize: 100)
+        guard case .failure(.protocolError, _) = assembler.receive(opcode: .continuation, fin: true, payload: self.buffer("x")) else {
+            Issue.record("an orphan continuation was taken")
+            return
+        }
+        var interrupted = WebSocketMessageAssembler(maximumMessageSize: 100)
+        _ = interrupted.receive(opcode: .text, fin: false, payload: self.buffer("a"))
+        guard case .failure(.protocolError, _) = interrupted.receive(opcode: .binary, fin: true, payload: self.buffer("b")) else {
+            Issue.record("a message inside a message was taken")
+            return
+        }
+    }
+
+    // MARK: Connection
+
+    private func frame(_ opcode: WebSocketOpcode, fin: Bool = true, _ data: ByteBuffer = ByteBuffer(), masked: Bool = false, rsv1: Bool = false) -> WebSocketFrame {
+        WebSocketFrame(fin: fin, rsv1: rsv1, opcode: opcode, maskKey: masked ? .random() : nil, data: data)
+    }
+
+    private func closePayload(_ code: UInt16, _ reason: String = "") -> ByteBuffer {
+        var payload = ByteBuffer()
+        payload.writeInteger(code)
+        payload.writeString(reason)
+        return payload
+    }
+
+    @Test func messagesAndControlFramesBetweenFragments() {
+        var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
+        #expect(machine.frameReceived(self.frame(.text, fin: false, self.buffer("a"))) == [])
+        #expect(machine.frameReceived(self.frame(.ping, self.buffer("p"))) == [.sendPong(self.buffer("p"))])
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("q"))) == [.pongReceived(self.buffer("q"))])
+        #expect(machine.frameReceived(self.frame(.continuation, self.buffer("b"))) == [.deliver(.text("ab"))])
+    }
+
+    @Test func theServersCloseIsEchoedAndEndsTheConnection() {
+        var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
+        #expect(
+            machine.frameReceived(self.frame(.connectionClose, self.closePayload(1001, "bye")))
+                == [.sendClose(.goingAway, ""), .closeConnection, .finish(.closed(.goingAway, "bye"))])
+        #expect(machine.isFinished)
+        #expect(machine.frameReceived(self.frame(.text, self.buffer("late"))) == [])
+        #expect(machine.connectionClosed() == [])
+    }
+
+    @Test func anEmptyCloseIsAnsweredWithNoCode() {
+        var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
+        #expect(
+            machine.frameReceived(self.frame(.connectionClose))
+                == [.sendClose(nil, ""), .closeConnection, .finish(.closed(.noStatusReceived, ""))])
+    }
+
+    @Test func courierClosesFirstThenTheServerAnswers() {
+        var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
+        #expect(machine.closeRequested(code: .normalClosure, reason: "done") == [.sendClose(.normalClosure, "done"), .startCloseTimer])
+        #expect(machine.closeRequested(code: .normalClosure, reason: "again") == [])
+        // Data the server sent before it saw the close is delivered; a PING is not answered once closing.
+        #expect(machine.frameReceived(self.frame(.text, self.buffer("x"))) == [.deliver(.text("x"))])
+        #expect(machine.frameReceived(self.frame(.ping)) == [])
+        #expect(
+            machine.frameReceived(self.frame(.connectionClose, self.closePayload(1000)))
+                == [.closeConnection, .finish(.closed(.normalClosure, ""))])
+    }
+
+    @Test func aServerThatNeverAnswersTheCloseTimesOut() {
+        var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
+        _ = machine.closeRequested(code: .normalClosure, reason: "")
+        #expect(machine.closeTimedOut() == [.closeConnection, .finish(.closeTimedOut)])
+        #expect(machine.closeTimedOut() == [])
+    }
+
+    @Test func violationsCloseWithTheCodeRFC6455Names() {
+        let cases: [(WebSocketFrame, WebSocketCloseCode)] = [
+            (self.frame(.text, self.buffer("m"), masked: true), .protocolError),
+            (self.frame(.text, self.buffer("r"), rsv1: true), .protocolError),
+            (self.frame(.ping, self.buffer(String(repeating: "a", count: 126))), .protocolError),
+            (self.frame(.ping, fin: false), .protocolError),
+            (self.frame(.connectionClose, self.closePayload(1005)), .protocolError),
+            (self.frame(.connectionClose, self.closePayload(999)), .protocolError),
+            (self.frame(.connectionClose, self.closePayload(2000)), .protocolError),
+            (self.frame(.connectionClose, self.buffer([0x03])), .protocolError),
+            (self.frame(.connectionClose, { var b = self.closePayload(1000); b.writeBytes([0xFF]); return b }()), .invalidFramePayloadData),
+            (self.frame(.text, self.buffer([0xC3])), .invalidFramePayloadData),
+            (self.frame(.continuation, self.buffer("x")), .protocolError),
+            (self.frame(WebSocketOpcode(encodedWebSocketOpcode: 3)!), .protocolError),
+            (self.frame(.binary, self.buffer(String(repeating: "a", count: 101))), .messageTooBig),
+        ]
+        for (frame, code) in cases {
+            var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
+            let actions = machine.frameReceived(frame)
+            #expect(actions.first == .sendClose(code, ""), "\(frame)")
+            #expect(actions.dropFirst().first == .closeConnection)
+            guard case .finish(.protocolViolation(code, _)) = actions.last else {
+                Issue.record("\(frame): \(actions)")
+                continue
+            }
+            #expect(machine.isFinished)
+        }
+    }
+
+    @Test func allowedCloseCodes() {
+        for code: UInt16 in [1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 3000, 4999] {
+            #expect(WebSocketCloseCode(rawValue: code).isAllowedOnTheWire)
+        }
+        for code: UInt16 in [0, 999, 1004, 1005, 1006, 1015, 1016, 2999, 5000] {
+            #expect(!WebSocketCloseCode(rawValue: code).isAllowedOnTheWire)
+        }
+    }
+
+    @Test func anUnansweredPingEndsTheConnection() {
+        var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
+        #expect(machine.pingTimerFired(payload: self.buffer("1")) == [.sendPing(self.buffer("1"))])
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("1"))) == [.pongReceived(self.buffer("1"))])
+        #expect(machine.pingTimerFired(payload: self.buffer("2")) == [.sendPing(self.buffer("2"))])
+        // A PONG for another PING does not settle it.
+        _ = machine.frameReceived(self.frame(.pong, self.buffer("other")))
+        #expect(machine.pingTimerFired(payload: self.buffer("3")) == [.closeConnection, .finish(.pingTimedOut)])
+        #expect(machine.pingTimerFired(payload: self.buffer("4")) == [])
+    }
+
+    @Test func theConnectionLostAndCancelledEndOnce() {
+        var lost = WebSocketConnectionStateMachine(maximumMessageSize: 100)
+        #expect(lost.connectionClosed() == [.finish(.connectionLost)])
+        #expect(lost.connectionClosed() == [])
+        #expect(lost.cancelled() == [])
+        var cancelled = WebSocketConnectionStateMachine(maximumMessageSize: 100)
+        #expect(cancelled.cancelled() == [.sendClose(.goingAway, ""), .closeConnection, .finish(.cancelled)])
+        #expect(cancelled.connectionClosed() == [])
+    }
+
+    // MARK: Opening handshake
+
+    private func response(_ fields: [(String, String)], status: HTTPResponseStatus = .switchingProtocols) -> HTTPResponseHead {
+        HTTPResponseHead(version: .http1_1, status: status, headers: HTTPHeaders(fields))
+    }
+
+    @Test func theAcceptValueOfRFC6455sExample() {
+        #expect(WebSocketHandshake.acceptValue(for: "dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+        #expect(Data(base64Encoded: WebSocketHandshake.makeKey())?.count == 16)
+    }
+
+    @Test func theHandshakesChecks() {
+        let handshake = WebSocketHandshake(key: "dGhlIHNhbXBsZSBub25jZQ==", offeredProtocols: ["chat"])
+        let good = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Accept", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")]
+        #expect(handshake.failure(of: self.response(good)) == nil)
+        #expect(handshake.failure(of: self.response(good + [("Sec-WebSocket-Protocol", "chat")])) == nil)
+        #expect(handshake.failure(of: self.response(good, status: .ok)) != nil)
+        #expect(handshake.failure(of: self.response(Array(good.dropFirst()))) != nil)
+        #expect(handshake.failure(of: self.response([good[0], good[2]])) != nil)
+        #expect(handshake.failure(of: self.response([good[0], good[1], ("Sec-WebSocket-Accept", "wrong")])) != nil)
+        #expect(handshake.failure(of: self.response(good + [("Sec-WebSocket-Accept", "again")])) != nil)
+        #expect(handshake.failure(of: self.response(good + [("Sec-WebSocket-Extensions", "permessage-deflate")])) != nil)
+        #expect(handshake.failure(of: self.response(good + [("Sec-WebSocket-Protocol", "other")])) != nil)
+    }
+
+    @Test func wsURLsStandForHTTPOnes() throws {
+        #expect(WebSocketTask.httpURL(for: URL(string: "ws://example.com/a?b=1")!)?.absoluteString == "http://example.com/a?b=1")
+        #expect(WebSocketTask.httpURL(for: URL(string: "WSS://example.com:8443/")!)?.absoluteString == "https://example.com:8443/")
+        #expect(WebSocketTask.httpURL(for: URL(string: "ftp://example.com/")!) == nil)
+        // An HTTP proxy tunnels a WebSocket even for ws://.
+        var proxied = NIOEngine.Configuration()
+        proxied.proxy = .http(host: "127.0.0.1", port: 3128)
+        let key = try #require(NIOEngine(configuration: proxied).pool.webSocketKey(for: URL(string: "http://example.com/")!))
+        guard case .connectTunnel = key.route else {
+            Issue.record("route \(key.route)")
+            return
+        }
+    }
+}
