@@ -6,21 +6,21 @@ import Testing
 @Suite("courier ws")
 struct WebSocketCommandTests {
     @Test func linesGoOutAndMessagesComeBack() async throws {
-        let server = try await TestServer.start()
-        defer { Task { try? await server.shutdown() } }
-        let url = "ws://127.0.0.1:\(server.port)/courier/websocket/echo"
-        let result = try await CLIRunner.run(["ws", url], input: "hello\nwörld\n")
-        #expect(result.status == 0, "\(result.standardError)")
-        #expect(result.output == "hello\nwörld\n")
+        try await TestServer.withServer { server in
+            let url = "ws://127.0.0.1:\(server.port)/courier/websocket/echo"
+            let result = try await CLIRunner.run(["ws", url], input: "hello\nwörld\n")
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(result.output == "hello\nwörld\n")
+        }
     }
 
     @Test func aFailedHandshakeIsOneLineAndStatus1() async throws {
-        let server = try await TestServer.start()
-        defer { Task { try? await server.shutdown() } }
-        let result = try await CLIRunner.run(["ws", "ws://127.0.0.1:\(server.port)/courier/websocket/bad-accept"], input: "")
-        #expect(result.status == 1)
-        #expect(result.errorLines.count == 1)
-        #expect(result.standardError.contains("Sec-WebSocket-Accept"))
+        try await TestServer.withServer { server in
+            let result = try await CLIRunner.run(["ws", "ws://127.0.0.1:\(server.port)/courier/websocket/bad-accept"], input: "")
+            #expect(result.status == 1)
+            #expect(result.errorLines.count == 1)
+            #expect(result.standardError.contains("Sec-WebSocket-Accept"))
+        }
     }
 
     @Test func notAWebSocketURLIsAUsageError() async throws {

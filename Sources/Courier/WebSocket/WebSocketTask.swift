@@ -59,6 +59,8 @@ public final class WebSocketTask: Sendable {
         var sequence: Producer?
         /// A close asked for before the connection opened.
         var pendingClose: (WebSocketCloseCode, String)?
+        /// The adapters at work on the handshake's request, cancelled by ``WebSocketTask/cancel()``.
+        var adaptation: Task<Void, Never>?
     }
 
     private let state = NIOLockedValueBox(State())
@@ -121,16 +123,24 @@ public final class WebSocketTask: Sendable {
             self.connect(self.request)
             return
         }
-        Task {
+        // The adapters are `async` and `resume()` is not: they run on a task of their own, which
+        // ends with them; `cancel()` cancels it (and ends the WebSocket task at once).
+        let adaptation = Task {
             do throws(CourierError) {
                 let adapted = try await adapt(self.request)
                 // Cancelled meanwhile: nothing to connect.
-                guard !self.isFinished else { return }
+                guard !self.isFinished, !Task.isCancelled else { return }
                 self.connect(adapted)
             } catch {
                 self.finish(error: error, code: .abnormalClosure, reason: "")
             }
         }
+        let finished = self.state.withLockedValue { state -> Bool in
+            if case .finished = state.phase { return true }
+            state.adaptation = adaptation
+            return false
+        }
+        if finished { adaptation.cancel() }
     }
 
     /// Waits until the opening handshake completed, starting it if needed.
@@ -207,7 +217,11 @@ public final class WebSocketTask: Sendable {
     /// Ends the task at once: a close frame with 1001 (``WebSocketCloseCode/goingAway``) if it was
     /// open, then the connection closes; the task fails with ``CourierError/Code/cancelled``.
     public func cancel() {
-        let (handler, channel) = self.state.withLockedValue { ($0.handler, $0.channel) }
+        let (handler, channel, adaptation) = self.state.withLockedValue { state in
+            defer { state.adaptation = nil }
+            return (state.handler, state.channel, state.adaptation)
+        }
+        adaptation?.cancel()
         if let handler {
             handler.eventLoop.execute { handler.value.cancel() }
         } else {

@@ -55,6 +55,8 @@ struct WebSocketCommand: AsyncParsableCommand {
             throw CLIFailure(ExitStatus.failing(error), error.message)
         }
         let binaryRaw = self.binaryRaw
+        // Messages are printed while standard input is read on this task; awaited below, once the
+        // connection closed (which ends the sequence), so it does not outlive the command.
         let printer = Task {
             for try await message in task.messages {
                 switch message {

@@ -38,9 +38,13 @@ final class RecordingEventMonitor: EventMonitor {
     }
 
     private func record(_ task: SessionTask, _ line: String, metrics: TaskMetrics? = nil) {
+        self.record(task: task.taskIdentifier, line, metrics: metrics)
+    }
+
+    private func record(task: Int, _ line: String, metrics: TaskMetrics? = nil) {
         let ready = self.state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
-            state.lines.append((task.taskIdentifier, line))
-            if let metrics { state.metrics[task.taskIdentifier] = metrics }
+            state.lines.append((task, line))
+            if let metrics { state.metrics[task] = metrics }
             var ready: [CheckedContinuation<Void, Never>] = []
             state.waiters.removeAll { waiter in
                 guard waiter.predicate(state.lines) else { return false }
@@ -99,16 +103,6 @@ final class RecordingEventMonitor: EventMonitor {
     func taskIsWaitingForConnectivity(_ task: SessionTask) { self.record(task, "waiting for connectivity") }
     func sessionDidInvalidate(_ session: SessionManager) {
         // Not a task's event: recorded under task 0.
-        let ready = self.state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
-            state.lines.append((0, "invalidated"))
-            var ready: [CheckedContinuation<Void, Never>] = []
-            state.waiters.removeAll { waiter in
-                guard waiter.predicate(state.lines) else { return false }
-                ready.append(waiter.continuation)
-                return true
-            }
-            return ready
-        }
-        for continuation in ready { continuation.resume() }
+        self.record(task: 0, "invalidated")
     }
 }
