@@ -14,9 +14,9 @@ extension SessionManager {
         uploadProgress: (@Sendable (Progress) -> Void)? = nil,
         downloadProgress: (@Sendable (Progress) -> Void)? = nil
     ) async throws(CourierError) -> DataResponse<Serializer.Output> {
-        let (task, outcome) = await self.run(
+        let outcome = await self.run(
             DataTask.self, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress)
-        return try self.finish(task, outcome: outcome, serializer: serializer)
+        return try self.finish(outcome, serializer: serializer)
     }
 
     /// Sends `request` and returns the body, validated as ``DataResponseSerializer`` does (status 200–299).
@@ -33,12 +33,12 @@ extension SessionManager {
         uploadProgress: (@Sendable (Progress) -> Void)?,
         downloadProgress: (@Sendable (Progress) -> Void)?,
         sink: any BodySink = MemoryBodySink()
-    ) async -> (SessionTask, TaskOutcome) {
+    ) async -> TaskOutcome {
         let made = NIOLockedValueBox<SessionTask?>(nil)
         // No checked continuation: the task's machine completes it exactly once (the checked
         // one's canary would be one more object a request).
-        let finish = await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<TaskFinish, Never>) in
+        var outcome = await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<TaskOutcome, Never>) in
                 let task = self.makeTask(
                     kind, request: request, completion: .awaiting(continuation),
                     uploadProgress: uploadProgress, downloadProgress: downloadProgress, sink: sink, resumedAtOnce: true)
@@ -50,17 +50,16 @@ extension SessionManager {
             made.withLockedValue { $0 }?.cancel()
         }
         // The task's end settles here, on the calling task, not on the engine's thread.
-        let outcome = finish.settle()
-        // The box was filled before the continuation could resume.
-        return (made.withLockedValue { $0 }!, outcome)
+        outcome.task.delegate.settle(&outcome)
+        return outcome
     }
 
     /// Serializes an outcome on the calling task, runs the completion hook and posts the notification.
     func finish<Serializer: ResponseSerializer>(
-        _ task: SessionTask,
-        outcome: TaskOutcome,
+        _ outcome: borrowing TaskOutcome,
         serializer: Serializer
     ) throws(CourierError) -> DataResponse<Serializer.Output> {
+        let task = outcome.task
         // The response is built once, at the end: it is large, and each copy of it (or of a
         // `Result` holding it) retains and releases every field.
         var value: Serializer.Output?

@@ -7,19 +7,19 @@ extension SessionManager {
     /// Settles a finished task's end and serializes its body on the processing queue, then calls
     /// its handler on the completion queue inside the completion group, then posts the notification.
     func complete(
-        _ task: SessionTask,
-        finish: TaskFinish,
+        _ outcome: consuming TaskOutcome,
         serializer: (any ResponseSerializer)?,
         handler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)?
     ) {
         let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? .main, $0.completionGroup) }
         group?.enter()
-        Self.processingQueue.async {
-            let outcome = finish.settle()
-            let (object, error) = self.serializeRunningHook(task, outcome: outcome, serializer: serializer)
-            queue.async {
+        Self.processingQueue.async { [outcome] in
+            var outcome = outcome
+            outcome.task.delegate.settle(&outcome)
+            let (object, error) = self.serializeRunningHook(outcome.task, outcome: outcome, serializer: serializer)
+            queue.async { [outcome] in
                 handler?(outcome.response, object, error)
-                self.postDidComplete(task, outcome: outcome, serializer: serializer, object: object, error: error)
+                self.postDidComplete(outcome.task, outcome: outcome, serializer: serializer, object: object, error: error)
                 group?.leave()
             }
         }

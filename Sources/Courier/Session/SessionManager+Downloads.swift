@@ -83,10 +83,10 @@ extension SessionManager {
         to destination: DownloadDestination? = nil,
         progress: (@Sendable (Progress) -> Void)? = nil
     ) async throws(CourierError) -> DownloadResponse {
-        let (task, outcome) = await self.run(
+        let outcome = await self.run(
             DownloadTask.self, request: request, uploadProgress: nil, downloadProgress: progress,
             sink: DownloadPlan(destination: destination))
-        return try self.finishDownload(task, outcome: outcome)
+        return try self.finishDownload(outcome)
     }
 
     /// Continues a download from its resume data; see
@@ -97,13 +97,14 @@ extension SessionManager {
         progress: (@Sendable (Progress) -> Void)? = nil
     ) async throws(CourierError) -> DownloadResponse {
         let (request, plan) = resumeData.continuation(to: destination)
-        let (task, outcome) = await self.run(
+        let outcome = await self.run(
             DownloadTask.self, request: request, uploadProgress: nil, downloadProgress: progress, sink: plan)
-        return try self.finishDownload(task, outcome: outcome)
+        return try self.finishDownload(outcome)
     }
 
     /// Runs the completion hook, posts the notification and returns the file or the error.
-    private func finishDownload(_ task: SessionTask, outcome: TaskOutcome) throws(CourierError) -> DownloadResponse {
+    private func finishDownload(_ outcome: borrowing TaskOutcome) throws(CourierError) -> DownloadResponse {
+        let task = outcome.task
         self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
         self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
         if let error = outcome.error { throw error }
@@ -116,10 +117,10 @@ extension SessionManager {
     /// Calls a finished download's handler on the completion queue inside the completion group,
     /// then posts the notification.
     func completeDownload(
-        _ task: SessionTask,
-        outcome: TaskOutcome,
+        _ outcome: TaskOutcome,
         handler: (@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)?
     ) {
+        let task = outcome.task
         let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? .main, $0.completionGroup) }
         group?.enter()
         self.hooks(for: task).taskDidComplete?(self, task, outcome.error)

@@ -269,29 +269,34 @@ extension TaskDelegate {
 
     /// At a data task's end: the response stored in the cache when RFC 9111 and the will-cache
     /// hook allow it, and the outcome told where it came from.
-    func cacheOnCompletion(_ outcome: inout TaskOutcome, ending: TaskEnding) {
-        let hop = self.state.withLockedValue { $0.hop }
-        outcome.source = hop.source
-        guard hop.source == .network, hop.mayStore, outcome.error == nil, let response = outcome.response,
+    func cacheOnCompletion(_ outcome: inout TaskOutcome) {
+        // The fields that decide first: most ends stop here, and a copy of the whole hop state
+        // would retain each of its requests, URLs and strings.
+        let (source, mayStore, servesStale) = self.state.withLockedValue { ($0.hop.source, $0.hop.mayStore, $0.hop.servesStale) }
+        outcome.source = source
+        guard source == .network, mayStore, outcome.error == nil, let response = outcome.response,
             let cache = self.configurationReference.value.responseCache
         else { return }
-        let request = hop.sentRequest ?? outcome.request
         // Work nobody would see: a response the session's rules could never serve again is not
         // stored, unless a policy that serves stale responses or the will-cache hook might use it.
-        guard hop.servesStale || self.hooks.dataTaskWillCacheResponse != nil || CachePlanner.saysAnythingAboutCaching(response)
+        guard servesStale || self.hooks.dataTaskWillCacheResponse != nil || CachePlanner.saysAnythingAboutCaching(response)
         else { return }
-        guard CachePlanner.isStorable(response, for: request, followsRedirects: hop.followsRedirects) else { return }
+        let (sentRequest, followsRedirects, requestDate, responseDate) = self.state.withLockedValue {
+            ($0.hop.sentRequest, $0.hop.followsRedirects, $0.hop.requestDate, $0.hop.responseDate)
+        }
+        let request = sentRequest ?? outcome.request
+        guard CachePlanner.isStorable(response, for: request, followsRedirects: followsRedirects) else { return }
         let now = cache.now
         var cached = CachedResponse(
             response: CachePlanner.storable(response), data: outcome.data ?? Data(), url: request.url, storagePolicy: .allowed,
-            requestDate: hop.requestDate ?? now, responseDate: hop.responseDate ?? now)
-        if let hook = self.hooks.dataTaskWillCacheResponse, let dataTask = ending.task as? DataTask {
-            guard let chosen = hook(ending.manager, dataTask, cached) else { return }
+            requestDate: requestDate ?? now, responseDate: responseDate ?? now)
+        if let hook = self.hooks.dataTaskWillCacheResponse, let dataTask = outcome.task as? DataTask {
+            guard let chosen = hook(outcome.manager, dataTask, cached) else { return }
             cached = chosen
         }
         cache.storeCachedResponse(cached, for: request)
         if let monitors = self.interception.monitors {
-            let (task, stored) = (ending.task, cached)
+            let (task, stored) = (outcome.task, cached)
             monitors.emit { $0.task(task, didStoreInCache: stored) }
         }
     }

@@ -5,8 +5,18 @@ import NIOCore
 import NIOFoundationCompat
 import Synchronization
 
-/// What a finished exchange left: the last request, the response head, the whole body and the error.
+/// How a task ended: the one value every way a task ends makes (a data task's gathered body, a
+/// stream's end, a download's file) and every completion mode reads. It holds the task and its
+/// manager from the task's end until it has been delivered (a running task's own holds are let go
+/// when it completes). Made under the task's lock when its machine says the task is over, settled
+/// exactly once (``TaskDelegate/settle(_:)``) where the completion goes next, then delivered.
+/// Passed on by moves and `inout`, never copied on the way: each copy would retain every field.
 struct TaskOutcome: Sendable {
+    /// The task that ended.
+    let task: SessionTask
+    /// The manager that made it.
+    let manager: SessionManager
+    /// The last request sent.
     var request: Request
     var response: HTTPResponse?
     var data: Data?
@@ -17,6 +27,18 @@ struct TaskOutcome: Sendable {
     var metrics: TaskMetrics?
     /// Whether the response came from the network or the cache.
     var source = ResponseSource.network
+    /// Whether ``TaskDelegate/settle(_:)`` has run.
+    fileprivate(set) var isSettled = false
+
+    init(task: SessionTask, manager: SessionManager, request: Request, response: HTTPResponse?, data: Data?, error: CourierError?, fileURL: URL? = nil) {
+        self.task = task
+        self.manager = manager
+        self.request = request
+        self.response = response
+        self.data = data
+        self.error = error
+        self.fileURL = fileURL
+    }
 }
 
 /// How a task reports its end.
@@ -29,11 +51,12 @@ enum TaskCompletion: Sendable {
     /// The raw outcome, settled and delivered on the engine's thread (a streamed task's, a 2.x
     /// operation's).
     case outcome(@Sendable (TaskOutcome) -> Void)
-    /// An `async` caller waiting on the task: it gets the task's end as a ``TaskFinish`` and
-    /// settles it on its own task, so that the cache store, the metrics and the task's end run
-    /// there instead of on the engine's thread (with HTTP/2, one loop carries every stream of a
-    /// connection). (A completion handler's task settles on the processing queue.)
-    case awaiting(UnsafeContinuation<TaskFinish, Never>)
+    /// An `async` caller waiting on the task: it gets the task's end and settles it on its own
+    /// task (``TaskDelegate/settle(_:)``), so that the cache store, the metrics and the task's end
+    /// run there instead of on the engine's thread (with HTTP/2, one loop carries every stream of
+    /// a connection). (A completion handler's task settles on the processing queue; a download
+    /// arrives settled.)
+    case awaiting(UnsafeContinuation<TaskOutcome, Never>)
     /// A download's completion handler: the response, the file's final URL, the error; called on
     /// the completion queue.
     case download(@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)
@@ -331,8 +354,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// Ends a task whose body was gathered in memory, or streamed (the sinks' common end): the
     /// state completes, and the end moves on to where it settles.
     func completeWithGatheredBody(_ error: CourierError?) {
-        let finished = self.state.withLockedValue { state -> (ending: TaskEnding, outcome: TaskOutcome, held: HeldReport?)? in
-            guard state.machine.complete(), let ending = state.takeEnding(keepingProgressHandlers: true) else { return nil }
+        let finished = self.state.withLockedValue { state -> (outcome: TaskOutcome, completion: TaskCompletion, held: HeldReport?)? in
+            guard state.machine.complete(), let (task, manager, completion) = state.takeHolds(keepingProgressHandlers: true) else { return nil }
             let body = state.body
             state.body = nil
             // A small body is copied out of the buffer it arrived in: cheaper than wrapping the
@@ -347,45 +370,47 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             let held = HeldReport(taking: &state, succeeded: finalError == nil)
             if finalError == nil { state.settleProgressTotals() }
             state.dropProgressHandlers()
-            return (ending, TaskOutcome(request: state.currentRequest, response: state.response, data: data, error: finalError), held)
+            let outcome = TaskOutcome(
+                task: task, manager: manager, request: state.currentRequest, response: state.response, data: data, error: finalError)
+            return (outcome, completion, held)
         }
-        guard let (ending, outcome, held) = finished else { return }
+        guard let (finishedOutcome, completion, held) = finished else { return }
+        var outcome = finishedOutcome
         if let held {
             held.send()
             if let hook = self.hooks.dataTaskDidReceiveData, let data = outcome.data, !data.isEmpty {
-                hook(ending.manager, ending.task, data)
+                hook(outcome.manager, outcome.task, data)
             }
-            self.didReceiveBodyData(held.bytes, task: ending.task)
+            self.didReceiveBodyData(held.bytes, task: outcome.task)
         }
-        // What is left of the end (``settle(_:ending:)``) runs where the completion goes next: on
-        // the awaiting caller's task, or on the processing queue before serialization; not on
-        // the engine's thread (with HTTP/2, one loop carries every stream of a connection). The
-        // end is moved on, not copied (each copy retains every field of the outcome and the holds).
-        switch ending.completion {
+        // What is left of the end (``settle(_:)``) runs where the completion goes next: on the
+        // awaiting caller's task, or on the processing queue before serialization; not on the
+        // engine's thread (with HTTP/2, one loop carries every stream of a connection).
+        switch completion {
         case .awaiting(let continuation):
-            continuation.resume(returning: TaskFinish(delegate: self, ending: ending, outcome: outcome))
+            continuation.resume(returning: outcome)
         case .handler(let serializer, let handler):
-            ending.manager.complete(
-                ending.task, finish: TaskFinish(delegate: self, ending: ending, outcome: outcome), serializer: serializer, handler: handler)
+            outcome.manager.complete(outcome, serializer: serializer, handler: handler)
         case .none, .download:
-            ending.manager.complete(ending.task, finish: TaskFinish(delegate: self, ending: ending, outcome: outcome), serializer: nil, handler: nil)
+            outcome.manager.complete(outcome, serializer: nil, handler: nil)
         case .outcome(let deliver):
-            deliver(self.settle(outcome, ending: ending))
+            self.settle(&outcome)
+            deliver(outcome)
         }
     }
 
     /// What is left of a task's end once its state has completed: the one place every task's end
     /// is settled. The cache store (data tasks), the end of its progress updates, its metrics
-    /// (hook, monitors, span, log) and its leaving the registry. Runs once, before the completion
-    /// is delivered: where the completion goes next for a data task (``TaskFinish/settle()``),
-    /// once its file is in place for a download. Returns the outcome to deliver.
-    func settle(_ outcome: consuming TaskOutcome, ending: TaskEnding) -> TaskOutcome {
-        var outcome = outcome
-        self.cacheOnCompletion(&outcome, ending: ending)
+    /// (hook, monitors, span, log) and its leaving the registry. Runs once (a second call does
+    /// nothing), before the completion is delivered: where the completion goes next for a data
+    /// task, once its file is in place for a download.
+    func settle(_ outcome: inout TaskOutcome) {
+        guard !outcome.isSettled else { return }
+        outcome.isSettled = true
+        self.cacheOnCompletion(&outcome)
         self.finishProgressUpdates(succeeded: outcome.error == nil)
-        outcome.metrics = self.taskDidEnd(ending.task, manager: ending.manager, response: outcome.response, error: outcome.error)
-        ending.manager.taskDidFinish(self)
-        return outcome
+        outcome.metrics = self.taskDidEnd(outcome.task, manager: outcome.manager, response: outcome.response, error: outcome.error)
+        outcome.manager.taskDidFinish(self)
     }
 
     /// The caller let go of the task object. A task never resumed is then over: it leaves the
@@ -396,54 +421,18 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             guard state.machine.released() else { return nil }
             let owner = state.owner
             // The task object is already going: only the other holds are dropped.
-            _ = state.takeEnding()
+            _ = state.takeHolds()
             return owner
         }
         owner?.taskDidFinish(self)
     }
 }
 
-/// A task's end handed on from the engine's thread: to the `async` caller waiting on it
-/// (``TaskCompletion/awaiting(_:)``), or to the processing queue for a completion handler. Either
-/// settled already, or still to settle where it arrives. It holds the task, its manager and its
-/// delegate until ``settle()`` runs; whoever receives it runs that exactly once. A value: handed
-/// on by a move (the continuation consumes it), it costs no object of its own.
-struct TaskFinish: Sendable {
-    private let delegate: TaskDelegate?
-    private let ending: TaskEnding?
-    private let outcome: TaskOutcome
-
-    /// A task's end still to settle.
-    init(delegate: TaskDelegate, ending: TaskEnding, outcome: TaskOutcome) {
-        (self.delegate, self.ending, self.outcome) = (delegate, ending, outcome)
-    }
-
-    /// A task's end that was settled where it happened (a download's).
-    init(_ outcome: TaskOutcome) {
-        (self.delegate, self.ending, self.outcome) = (nil, nil, outcome)
-    }
-
-    /// Runs what is left of the task's end (``TaskDelegate/settle(_:ending:)``) and returns the
-    /// outcome to report.
-    consuming func settle() -> TaskOutcome {
-        guard let delegate, let ending else { return self.outcome }
-        return delegate.settle(self.outcome, ending: ending)
-    }
-}
-
-/// What a task lets go of when it completes: its hold on the task object and on its manager, and
-/// its completion. Handed to whoever reports the end, which holds them until that is done.
-struct TaskEnding: Sendable {
-    let task: SessionTask
-    let manager: SessionManager
-    let completion: TaskCompletion
-}
-
 extension TaskState {
     /// Takes the task's holds out of the state at its completion: the task object (which stays
-    /// reachable weakly while its caller keeps it), the manager and the completion. Nil when the
-    /// task object is gone or the manager was never kept.
-    mutating func takeEnding(keepingProgressHandlers: Bool = false) -> TaskEnding? {
+    /// reachable weakly while its caller keeps it), the manager and the completion, to be handed
+    /// to the task's ``TaskOutcome``. Nil when the task object is gone or the manager was never kept.
+    mutating func takeHolds(keepingProgressHandlers: Bool = false) -> (SessionTask, SessionManager, TaskCompletion)? {
         defer {
             self.runningTask = nil
             self.owner = nil
@@ -451,7 +440,7 @@ extension TaskState {
             if !keepingProgressHandlers { self.dropProgressHandlers() }
         }
         guard let task = self.task, let manager = self.owner else { return nil }
-        return TaskEnding(task: task, manager: manager, completion: self.completion)
+        return (task, manager, self.completion)
     }
 }
 

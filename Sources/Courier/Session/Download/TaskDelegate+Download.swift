@@ -136,7 +136,9 @@ extension TaskDelegate {
     /// the handler, hooks and notifications run as for any task.
     func completeDownload(with engineError: CourierError?, plan: DownloadPlan) {
         struct Ending: Sendable {
-            var holds: TaskEnding
+            var task: SessionTask
+            var manager: SessionManager
+            var completion: TaskCompletion
             var writer: DownloadFileWriter?
             var error: CourierError?
             /// Whether Courier refused the response (an unusable 206, a 416, a failed write).
@@ -150,7 +152,7 @@ extension TaskDelegate {
             var held: HeldReport?
         }
         let ending = self.state.withLockedValue { state -> Ending? in
-            guard state.machine.complete(), let holds = state.takeEnding(keepingProgressHandlers: true) else { return nil }
+            guard state.machine.complete(), let (task, manager, completion) = state.takeHolds(keepingProgressHandlers: true) else { return nil }
             defer {
                 state.downloadFile = nil
                 state.resumeDataHandler = nil
@@ -159,17 +161,17 @@ extension TaskDelegate {
             let error = state.bodyFailure ?? engineError
             let held = HeldReport(taking: &state, succeeded: error == nil)
             return Ending(
-                holds: holds, writer: state.downloadFile, error: error, refused: state.bodyFailure != nil,
+                task: task, manager: manager, completion: completion, writer: state.downloadFile, error: error, refused: state.bodyFailure != nil,
                 request: state.currentRequest, response: state.response, validators: state.resumeValidators,
                 resumeDataHandler: state.resumeDataHandler, expected: state.countOfBytesExpectedToReceive, held: held)
         }
         guard let ending else { return }
         if let held = ending.held {
             held.send()
-            if let hook = self.hooks.downloadTaskDidWriteData, let task = ending.holds.task as? DownloadTask {
-                hook(ending.holds.manager, task, held.bytes, held.bytes, ending.expected)
+            if let hook = self.hooks.downloadTaskDidWriteData, let task = ending.task as? DownloadTask {
+                hook(ending.manager, task, held.bytes, held.bytes, ending.expected)
             }
-            self.didReceiveBodyData(held.bytes, task: ending.holds.task)
+            self.didReceiveBodyData(held.bytes, task: ending.task)
         }
         _Concurrency.Task.detached {
             var error = ending.error?.adding(request: ending.request, response: ending.response)
@@ -177,7 +179,7 @@ extension TaskDelegate {
             var resumeData: ResumeData?
             if let writer = ending.writer {
                 if error == nil {
-                    (fileURL, error) = await self.finishFile(writer, plan: plan, ending.holds.task, request: ending.request, response: ending.response)
+                    (fileURL, error) = await self.finishFile(writer, plan: plan, ending.task, request: ending.request, response: ending.response)
                 } else if let validators = ending.validators, ending.resumeDataHandler != nil || error.map(Self.leavesResumeData) == true {
                     resumeData = await Self.keepPartialFile(writer, request: ending.request, expected: ending.expected, validators: validators)
                 } else {
@@ -189,7 +191,10 @@ extension TaskDelegate {
             }
             error?.resumeData = resumeData
             ending.resumeDataHandler?(resumeData)
-            self.deliverDownload(ending.holds, request: ending.request, response: ending.response, fileURL: fileURL, error: error)
+            var outcome = TaskOutcome(
+                task: ending.task, manager: ending.manager, request: ending.request, response: ending.response, data: nil, error: error,
+                fileURL: fileURL)
+            self.deliverDownload(&outcome, completion: ending.completion)
         }
     }
 
@@ -243,23 +248,24 @@ extension TaskDelegate {
             entityTag: validators.entityTag, lastModified: validators.lastModified)
     }
 
-    /// Records the end, drops the task from the registry and reports to whoever waits.
-    private func deliverDownload(_ holds: TaskEnding, request: Request, response: HTTPResponse?, fileURL: URL?, error: CourierError?) {
-        self.state.withLockedValue { state in
+    /// Records the end, settles it (drops the task from the registry, among the rest) and
+    /// reports to whoever waits.
+    private func deliverDownload(_ outcome: inout TaskOutcome, completion: TaskCompletion) {
+        self.state.withLockedValue { [error = outcome.error] state in
             state.error = error
             if error == nil { state.settleProgressTotals() }
         }
-        // Settled where every task's end is (``TaskDelegate/settle(_:ending:)``), here, once the file is done.
-        let outcome = self.settle(TaskOutcome(request: request, response: response, data: nil, error: error, fileURL: fileURL), ending: holds)
-        switch holds.completion {
+        // Settled where every task's end is (``TaskDelegate/settle(_:)``), here, once the file is done.
+        self.settle(&outcome)
+        switch completion {
         case .outcome(let deliver):
             deliver(outcome)
         case .awaiting(let continuation):
-            continuation.resume(returning: TaskFinish(outcome))
+            continuation.resume(returning: outcome)
         case .download(let handler):
-            holds.manager.completeDownload(holds.task, outcome: outcome, handler: handler)
+            outcome.manager.completeDownload(outcome, handler: handler)
         case .handler, .none:
-            holds.manager.completeDownload(holds.task, outcome: outcome, handler: nil)
+            outcome.manager.completeDownload(outcome, handler: nil)
         }
     }
 }
