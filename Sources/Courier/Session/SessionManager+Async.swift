@@ -37,8 +37,8 @@ extension SessionManager {
         let made = NIOLockedValueBox<SessionTask?>(nil)
         // No checked continuation: the task's machine completes it exactly once (the checked
         // one's canary would be one more object a request).
-        var outcome = await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<TaskOutcome, Never>) in
+        await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 let task = self.makeTask(
                     kind, request: request, completion: .awaiting(continuation),
                     uploadProgress: uploadProgress, downloadProgress: downloadProgress, sink: sink, resumedAtOnce: true)
@@ -49,8 +49,12 @@ extension SessionManager {
         } onCancel: {
             made.withLockedValue { $0 }?.cancel()
         }
+        // The box was filled, and the task's end left with its delegate, before the continuation
+        // could resume.
+        let delegate = made.withLockedValue { $0 }!.delegate
+        var outcome = delegate.takeAwaitedOutcome()!
         // The task's end settles here, on the calling task, not on the engine's thread.
-        outcome.task.delegate.settle(&outcome)
+        delegate.settle(&outcome)
         return outcome
     }
 

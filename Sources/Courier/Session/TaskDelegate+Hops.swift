@@ -193,8 +193,8 @@ extension TaskDelegate {
     /// A redirect response arrived: its cookies are stored, and an unsafe method's target is
     /// invalidated in the cache.
     func redirectResponseArrived(_ response: HTTPResponse) {
-        let (hop, request) = self.state.withLockedValue { ($0.hop, $0.hop.sentRequest ?? $0.currentRequest) }
-        self.responseArrived(response, to: request, hop: hop)
+        let (handlesCookies, request) = self.state.withLockedValue { ($0.hop.handlesCookies, $0.hop.sentRequest ?? $0.currentRequest) }
+        self.responseArrived(response, to: request, handlesCookies: handlesCookies)
     }
 
     /// The request the next hop sends once a redirect was chosen: the validators Courier added
@@ -229,18 +229,25 @@ extension TaskDelegate {
     /// method, and a `304` answering Courier's revalidation turned into the stored response
     /// (its headers updated), whose body is returned to be delivered.
     func finalResponseArrived(_ response: HTTPResponse, url: URL) -> (response: HTTPResponse, storedBody: ByteBuffer?) {
-        let (hop, request) = self.state.withLockedValue { ($0.hop, $0.hop.sentRequest ?? $0.currentRequest) }
+        let cache = self.configurationReference.value.responseCache
+        let now = cache?.now ?? Date()
+        // What the response needs of the hop, in one transaction; not a copy of the whole hop
+        // state, which would retain each of its requests, URLs and strings.
+        let (source, handlesCookies, request, revalidating, requestDate) = self.state.withLockedValue { state in
+            if state.hop.source != .cache { state.hop.responseDate = now }
+            return (
+                state.hop.source, state.hop.handlesCookies, state.hop.sentRequest ?? state.currentRequest,
+                response.status.code == 304 ? state.hop.revalidating : nil, state.hop.requestDate
+            )
+        }
         // The cache's own answer: nothing came from a server.
-        if hop.source == .cache {
+        if source == .cache {
             self.emit { $0.task($1, didAnswerFromCache: response, source: .cache) }
             return (response, nil)
         }
-        let cache = self.configurationReference.value.responseCache
-        let now = cache?.now ?? Date()
-        self.state.withLockedValue { $0.hop.responseDate = now }
-        self.responseArrived(response, to: request, hop: hop)
-        guard let stored = hop.revalidating, response.status.code == 304, let cache else { return (response, nil) }
-        let updated = CachePlanner.updated(stored, with: response, requestDate: hop.requestDate ?? now, responseDate: now)
+        self.responseArrived(response, to: request, handlesCookies: handlesCookies)
+        guard let stored = revalidating, let cache else { return (response, nil) }
+        let updated = CachePlanner.updated(stored, with: response, requestDate: requestDate ?? now, responseDate: now)
         cache.storeCachedResponse(updated, for: request)
         let served = CachePlanner.served(updated, now: now)
         self.state.withLockedValue { state in
@@ -255,9 +262,9 @@ extension TaskDelegate {
     }
 
     /// Cookies and invalidation for any response a server sent to `request`.
-    private func responseArrived(_ response: HTTPResponse, to request: Request, hop: HopState) {
+    private func responseArrived(_ response: HTTPResponse, to request: Request, handlesCookies: Bool) {
         let configuration = self.configurationReference
-        if hop.handlesCookies, let store = configuration.value.httpCookieStorage {
+        if handlesCookies, let store = configuration.value.httpCookieStorage {
             store.storeCookies(from: response, for: request.url)
         }
         if let cache = configuration.value.responseCache, !cache.isEmpty {

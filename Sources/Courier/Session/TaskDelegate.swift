@@ -51,12 +51,14 @@ enum TaskCompletion: Sendable {
     /// The raw outcome, settled and delivered on the engine's thread (a streamed task's, a 2.x
     /// operation's).
     case outcome(@Sendable (TaskOutcome) -> Void)
-    /// An `async` caller waiting on the task: it gets the task's end and settles it on its own
-    /// task (``TaskDelegate/settle(_:)``), so that the cache store, the metrics and the task's end
-    /// run there instead of on the engine's thread (with HTTP/2, one loop carries every stream of
-    /// a connection). (A completion handler's task settles on the processing queue; a download
-    /// arrives settled.)
-    case awaiting(UnsafeContinuation<TaskOutcome, Never>)
+    /// An `async` caller waiting on the task: resumed once the task's end is in
+    /// ``TaskState/awaitedOutcome``, it takes the end from there and settles it on its own task
+    /// (``TaskDelegate/settle(_:)``), so that the cache store, the metrics and the task's end run
+    /// there instead of on the engine's thread (with HTTP/2, one loop carries every stream of a
+    /// connection). (A completion handler's task settles on the processing queue; a download
+    /// arrives settled.) The end is not the continuation's value: handing it through the
+    /// continuation copied it twice (each copy retains every field of the outcome).
+    case awaiting(UnsafeContinuation<Void, Never>)
     /// A download's completion handler: the response, the file's final URL, the error; called on
     /// the completion queue.
     case download(@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)
@@ -354,7 +356,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// Ends a task whose body was gathered in memory, or streamed (the sinks' common end): the
     /// state completes, and the end moves on to where it settles.
     func completeWithGatheredBody(_ error: CourierError?) {
-        let finished = self.state.withLockedValue { state -> (outcome: TaskOutcome, completion: TaskCompletion, held: HeldReport?)? in
+        // The outcome is made in place and moved out (`take()`), never copied: a copy of it
+        // retains each of its fields.
+        var made: TaskOutcome?
+        let finished = self.state.withLockedValue { state -> (completion: TaskCompletion, held: HeldReport?)? in
             guard state.machine.complete(), let (task, manager, completion) = state.takeHolds(keepingProgressHandlers: true) else { return nil }
             let body = state.body
             state.body = nil
@@ -370,12 +375,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             let held = HeldReport(taking: &state, succeeded: finalError == nil)
             if finalError == nil { state.settleProgressTotals() }
             state.dropProgressHandlers()
-            let outcome = TaskOutcome(
+            made = TaskOutcome(
                 task: task, manager: manager, request: state.currentRequest, response: state.response, data: data, error: finalError)
-            return (outcome, completion, held)
+            return (completion, held)
         }
-        guard let (finishedOutcome, completion, held) = finished else { return }
-        var outcome = finishedOutcome
+        guard let (completion, held) = finished, var outcome = made.take() else { return }
         if let held {
             held.send()
             if let hook = self.hooks.dataTaskDidReceiveData, let data = outcome.data, !data.isEmpty {
@@ -388,15 +392,31 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         // engine's thread (with HTTP/2, one loop carries every stream of a connection).
         switch completion {
         case .awaiting(let continuation):
-            continuation.resume(returning: outcome)
+            self.handToAwaitingCaller(consume outcome, continuation)
         case .handler(let serializer, let handler):
-            outcome.manager.complete(outcome, serializer: serializer, handler: handler)
+            let manager = outcome.manager
+            manager.complete(consume outcome, serializer: serializer, handler: handler)
         case .none, .download:
-            outcome.manager.complete(outcome, serializer: nil, handler: nil)
+            let manager = outcome.manager
+            manager.complete(consume outcome, serializer: nil, handler: nil)
         case .outcome(let deliver):
             self.settle(&outcome)
-            deliver(outcome)
+            deliver(consume outcome)
         }
+    }
+
+    /// Leaves the task's end where its `async` caller takes it (``takeAwaitedOutcome()``), then
+    /// wakes the caller.
+    func handToAwaitingCaller(_ outcome: consuming TaskOutcome, _ continuation: UnsafeContinuation<Void, Never>) {
+        var handed: TaskOutcome? = consume outcome
+        self.state.withLockedValue { $0.awaitedOutcome = handed.take() }
+        continuation.resume()
+    }
+
+    /// The end of a task its `async` caller waited on (``TaskCompletion/awaiting(_:)``), once the
+    /// continuation was resumed; nil only if that was not so, which the machine rules out.
+    func takeAwaitedOutcome() -> TaskOutcome? {
+        self.state.withLockedValue { $0.awaitedOutcome.take() }
     }
 
     /// What is left of a task's end once its state has completed: the one place every task's end

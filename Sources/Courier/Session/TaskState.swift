@@ -33,6 +33,9 @@ struct TaskState {
     /// How the task reports its end; taken (and so released, with whatever its closures hold)
     /// when the task completes.
     var completion: TaskCompletion
+    /// The end of a task an `async` caller waits on, from the task's end until the caller takes
+    /// it (``TaskDelegate/takeAwaitedOutcome()``).
+    var awaitedOutcome: TaskOutcome?
     /// The caller's progress closures; dropped when the task completes.
     var uploadProgressHandler: (@Sendable (Progress) -> Void)?
     var downloadProgressHandler: (@Sendable (Progress) -> Void)?

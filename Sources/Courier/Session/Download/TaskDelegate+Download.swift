@@ -261,7 +261,7 @@ extension TaskDelegate {
         case .outcome(let deliver):
             deliver(outcome)
         case .awaiting(let continuation):
-            continuation.resume(returning: outcome)
+            self.handToAwaitingCaller(outcome, continuation)
         case .download(let handler):
             outcome.manager.completeDownload(outcome, handler: handler)
         case .handler, .none:
