@@ -69,23 +69,28 @@ public struct TaskMetrics: Sendable {
     /// `@unchecked Sendable`: the fields are only changed through a uniquely referenced instance
     /// (`uniqueStorage()`), as a copy-on-write array's buffer is, so no instance another thread
     /// can reach is ever changed.
+    ///
+    /// The attempts are kept as the earlier ones and the last: a task that was not retried has
+    /// one attempt and no array at all, and ``attempts`` is only made into an array when read.
     private final class Storage: @unchecked Sendable {
         var taskStart: Date
         var taskStartInstant: ContinuousClock.Instant
         var duration: Duration
-        var attempts: [Attempt]
+        var earlierAttempts: [Attempt]
+        var lastAttempt: Attempt?
         var originalRequest: Request
         var response: HTTPResponse?
         var error: CourierError?
 
         init(
-            taskStart: Date, taskStartInstant: ContinuousClock.Instant, duration: Duration, attempts: [Attempt],
-            originalRequest: Request, response: HTTPResponse?, error: CourierError?
+            taskStart: Date, taskStartInstant: ContinuousClock.Instant, duration: Duration, earlierAttempts: [Attempt],
+            lastAttempt: Attempt?, originalRequest: Request, response: HTTPResponse?, error: CourierError?
         ) {
             self.taskStart = taskStart
             self.taskStartInstant = taskStartInstant
             self.duration = duration
-            self.attempts = attempts
+            self.earlierAttempts = earlierAttempts
+            self.lastAttempt = lastAttempt
             self.originalRequest = originalRequest
             self.response = response
             self.error = error
@@ -93,8 +98,8 @@ public struct TaskMetrics: Sendable {
 
         func copy() -> Storage {
             Storage(
-                taskStart: self.taskStart, taskStartInstant: self.taskStartInstant, duration: self.duration, attempts: self.attempts,
-                originalRequest: self.originalRequest, response: self.response, error: self.error)
+                taskStart: self.taskStart, taskStartInstant: self.taskStartInstant, duration: self.duration,
+                earlierAttempts: self.earlierAttempts, lastAttempt: self.lastAttempt, originalRequest: self.originalRequest, response: self.response, error: self.error)
         }
     }
 
@@ -122,8 +127,15 @@ public struct TaskMetrics: Sendable {
     }
     /// The attempts, first to last; more than one when the task was retried.
     public var attempts: [Attempt] {
-        get { self.storage.attempts }
-        _modify { yield &self.uniqueStorage().attempts }
+        get {
+            guard let last = self.storage.lastAttempt else { return self.storage.earlierAttempts }
+            return self.storage.earlierAttempts + CollectionOfOne(last)
+        }
+        set {
+            let storage = self.uniqueStorage()
+            storage.lastAttempt = newValue.last
+            storage.earlierAttempts = Array(newValue.dropLast())
+        }
     }
     /// The request the task was made with.
     public var originalRequest: Request {
@@ -149,17 +161,34 @@ public struct TaskMetrics: Sendable {
         taskStart: Date, duration: Duration, attempts: [Attempt], originalRequest: Request, response: HTTPResponse?, error: CourierError?,
         taskStartInstant: ContinuousClock.Instant = .now
     ) {
+        self.init(
+            taskStart: taskStart, duration: duration, earlierAttempts: Array(attempts.dropLast()), lastAttempt: attempts.last,
+            originalRequest: originalRequest, response: response, error: error, taskStartInstant: taskStartInstant)
+    }
+
+    /// Metrics whose attempts are given as the earlier ones and the last (``TaskMetricsRecorder``
+    /// keeps them so).
+    init(
+        taskStart: Date, duration: Duration, earlierAttempts: [Attempt], lastAttempt: Attempt?, originalRequest: Request,
+        response: HTTPResponse?, error: CourierError?, taskStartInstant: ContinuousClock.Instant
+    ) {
         self.storage = Storage(
-            taskStart: taskStart, taskStartInstant: taskStartInstant, duration: duration, attempts: attempts,
-            originalRequest: originalRequest, response: response, error: error)
+            taskStart: taskStart, taskStartInstant: taskStartInstant, duration: duration, earlierAttempts: earlierAttempts,
+            lastAttempt: lastAttempt, originalRequest: originalRequest, response: response, error: error)
+    }
+
+    /// Adds up `value` over the attempts, without making their array.
+    private func sum<Value: AdditiveArithmetic>(_ value: (Attempt) -> Value) -> Value {
+        let earlier = self.storage.earlierAttempts.reduce(.zero) { $0 + value($1) }
+        return self.storage.lastAttempt.map { earlier + value($0) } ?? earlier
     }
 
     /// Redirects followed, over all attempts.
-    public var redirectCount: Int { self.attempts.reduce(0) { $0 + $1.redirectCount } }
+    public var redirectCount: Int { self.sum(\.redirectCount) }
     /// Request body bytes sent, over all attempts.
-    public var bytesSent: Int64 { self.attempts.reduce(0) { $0 + $1.bytesSent } }
+    public var bytesSent: Int64 { self.sum(\.bytesSent) }
     /// Response body bytes received, over all attempts.
-    public var bytesReceived: Int64 { self.attempts.reduce(0) { $0 + $1.bytesReceived } }
+    public var bytesReceived: Int64 { self.sum(\.bytesReceived) }
     /// Every transaction of every attempt, first to last.
     public var transactions: [TransactionMetrics] { self.attempts.flatMap(\.transactions) }
 

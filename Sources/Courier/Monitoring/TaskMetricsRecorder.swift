@@ -15,7 +15,10 @@ struct TaskMetricsRecorder {
 
     private var taskStart: Date?
     private var origin: ContinuousClock.Instant?
-    private var attempts: [TaskMetrics.Attempt] = []
+    /// The attempts that ended, but the last; then the last (no array for a task that was not
+    /// retried).
+    private var earlierAttempts: [TaskMetrics.Attempt] = []
+    private var lastAttempt: TaskMetrics.Attempt?
     private var open: OpenAttempt?
 
     private func offset() -> Duration {
@@ -23,13 +26,16 @@ struct TaskMetricsRecorder {
         return ContinuousClock.now - origin
     }
 
-    /// An attempt begins (adapting first); the first one starts the task's clock.
+    /// An attempt begins (adapting first); the first one starts the task's clock (its offset is
+    /// zero by definition: the clock is not read twice).
     mutating func attemptBegan(_ request: Request) {
         if self.origin == nil {
             self.origin = .now
             self.taskStart = Date()
+            self.open = OpenAttempt(request: request, start: .zero)
+        } else {
+            self.open = OpenAttempt(request: request, start: self.offset())
         }
-        self.open = OpenAttempt(request: request, start: self.offset())
     }
 
     /// The attempt's request went to the engine.
@@ -56,20 +62,29 @@ struct TaskMetricsRecorder {
 
     /// The attempt ended.
     mutating func attemptEnded(response: HTTPResponse?, error: CourierError?, bytesReceived: Int64) {
-        guard let open = self.open else { return }
-        self.attempts.append(
-            TaskMetrics.Attempt(
-                request: open.request, start: open.start, exchangeStart: open.exchangeStart, responseStart: open.responseStart,
-                end: self.offset(), response: response, error: error, redirectCount: open.redirectCount, bytesSent: open.bytesSent,
-                bytesReceived: bytesReceived, transactions: open.transactions))
-        self.open = nil
+        self.attemptEnded(response: response, error: error, bytesReceived: bytesReceived, at: self.offset())
     }
 
-    /// The metrics of a task that ends now.
+    /// The attempt ended `end` after the task's start. The open attempt is moved into the list,
+    /// not copied (a copy retains its request, its response and each transaction).
+    private mutating func attemptEnded(response: HTTPResponse?, error: CourierError?, bytesReceived: Int64, at end: Duration) {
+        guard let open = self.open.take() else { return }
+        if let previous = self.lastAttempt.take() { self.earlierAttempts.append(previous) }
+        self.lastAttempt = TaskMetrics.Attempt(
+            request: open.request, start: open.start, exchangeStart: open.exchangeStart, responseStart: open.responseStart,
+            end: end, response: response, error: error, redirectCount: open.redirectCount, bytesSent: open.bytesSent,
+            bytesReceived: bytesReceived, transactions: open.transactions)
+    }
+
+    /// The metrics of a task that ends now (an attempt still open ends at the same instant: the
+    /// clock is read once).
     mutating func finish(originalRequest: Request, response: HTTPResponse?, error: CourierError?, bytesReceived: Int64) -> TaskMetrics {
-        if self.open != nil { self.attemptEnded(response: response, error: error, bytesReceived: bytesReceived) }
+        let now = self.offset()
+        self.attemptEnded(response: response, error: error, bytesReceived: bytesReceived, at: now)
+        var earlier: [TaskMetrics.Attempt] = []
+        swap(&earlier, &self.earlierAttempts)
         return TaskMetrics(
-            taskStart: self.taskStart ?? Date(), duration: self.offset(), attempts: self.attempts, originalRequest: originalRequest,
-            response: response, error: error, taskStartInstant: self.origin ?? .now)
+            taskStart: self.taskStart ?? Date(), duration: now, earlierAttempts: earlier, lastAttempt: self.lastAttempt.take(),
+            originalRequest: originalRequest, response: response, error: error, taskStartInstant: self.origin ?? .now)
     }
 }
