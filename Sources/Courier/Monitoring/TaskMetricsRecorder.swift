@@ -3,23 +3,15 @@ import HTTPTypes
 
 /// Gathers a task's ``TaskMetrics`` as it runs; kept in the task's state, under its lock.
 struct TaskMetricsRecorder {
-    private struct OpenAttempt {
-        var request: Request
-        var start: Duration
-        var exchangeStart: Duration?
-        var responseStart: Duration?
-        var redirectCount = 0
-        var bytesSent: Int64 = 0
-        var transactions: [TransactionMetrics] = []
-    }
-
     private var taskStart: Date?
     private var origin: ContinuousClock.Instant?
     /// The attempts that ended, but the last; then the last (no array for a task that was not
     /// retried).
     private var earlierAttempts: [TaskMetrics.Attempt] = []
     private var lastAttempt: TaskMetrics.Attempt?
-    private var open: OpenAttempt?
+    /// The attempt under way, filled in as it runs and moved to ``lastAttempt`` when it ends
+    /// (its end, response, error and bytes received are set then).
+    private var open: TaskMetrics.Attempt?
 
     private func offset() -> Duration {
         guard let origin = self.origin else { return .zero }
@@ -32,10 +24,16 @@ struct TaskMetricsRecorder {
         if self.origin == nil {
             self.origin = .now
             self.taskStart = Date()
-            self.open = OpenAttempt(request: request, start: .zero)
+            self.open = Self.attempt(request, start: .zero)
         } else {
-            self.open = OpenAttempt(request: request, start: self.offset())
+            self.open = Self.attempt(request, start: self.offset())
         }
+    }
+
+    private static func attempt(_ request: Request, start: Duration) -> TaskMetrics.Attempt {
+        TaskMetrics.Attempt(
+            request: request, start: start, exchangeStart: nil, responseStart: nil, end: start, response: nil, error: nil,
+            redirectCount: 0, bytesSent: 0, bytesReceived: 0)
     }
 
     /// The attempt's request went to the engine.
@@ -65,15 +63,16 @@ struct TaskMetricsRecorder {
         self.attemptEnded(response: response, error: error, bytesReceived: bytesReceived, at: self.offset())
     }
 
-    /// The attempt ended `end` after the task's start. The open attempt is moved into the list,
-    /// not copied (a copy retains its request, its response and each transaction).
+    /// The attempt ended `end` after the task's start. The open attempt is moved into place, not
+    /// copied (a copy retains its request, its response and its transactions).
     private mutating func attemptEnded(response: HTTPResponse?, error: CourierError?, bytesReceived: Int64, at end: Duration) {
-        guard let open = self.open.take() else { return }
+        guard var ended = self.open.take() else { return }
+        ended.end = end
+        ended.response = response
+        ended.error = error
+        ended.bytesReceived = bytesReceived
         if let previous = self.lastAttempt.take() { self.earlierAttempts.append(previous) }
-        self.lastAttempt = TaskMetrics.Attempt(
-            request: open.request, start: open.start, exchangeStart: open.exchangeStart, responseStart: open.responseStart,
-            end: end, response: response, error: error, redirectCount: open.redirectCount, bytesSent: open.bytesSent,
-            bytesReceived: bytesReceived, transactions: open.transactions)
+        self.lastAttempt = ended
     }
 
     /// The metrics of a task that ends now (an attempt still open ends at the same instant: the
