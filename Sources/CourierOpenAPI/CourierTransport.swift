@@ -23,7 +23,7 @@ import OpenAPIRuntime
 /// Bodies stream both ways with back-pressure, so a transfer of any size runs in constant memory:
 /// - A request `HTTPBody` of known length goes out with that `Content-Length`, one of unknown
 ///   length chunked. A body that can be iterated more than once (`iterationBehavior ==
-///   .multiple`) is sent as a `RequestBody.replayableStream(length:_:)`, which a
+///   .multiple`) is sent as a `RequestBody.replayableStream(length:trailers:_:)`, which a
 ///   307/308 redirect or a retry can send again; one that cannot is sent once. A small in-memory
 ///   body (known length up to ``Configuration/collectedBodyLimit``, iterable more than once) is
 ///   collected and sent as bytes.

@@ -13,6 +13,10 @@ extension TestServer {
         public var headerFields: HTTPFields
         /// The body bytes (empty when there was none).
         public var body: Data
+        /// The trailer fields that ended the body, in the order received: a chunked body's trailer
+        /// section (HTTP/1.1) or the HEADERS after the last DATA (HTTP/2). Empty when there were
+        /// none.
+        public var trailerFields: HTTPFields = [:]
         /// The HTTP version the request came over: `"HTTP/1.1"`, `"HTTP/1.0"` or `"HTTP/2"`.
         /// Proves which protocol a client negotiated.
         public var httpVersion: String

@@ -45,8 +45,8 @@ import NIOSSL
 /// Transfer routes (nothing in them holds a whole body, so they take gigabytes with flat memory):
 /// - `/courier/upload` (any method): reads the body as it arrives, keeping only its size and
 ///   ``CRC32``, and answers `{"size", "crc32", "method", "content_type", "content_length",
-///   "chunked"}` as JSON. The request log records it without its body. A custom route for this
-///   path replaces it.
+///   "chunked"}` as JSON, with `"trailers"` when the body ended with trailer fields. The request
+///   log records it without its body. A custom route for this path replaces it.
 /// - `/courier/file/{n}` (GET, HEAD): `n` bytes of ``GeneratedFile`` content with a strong `ETag`,
 ///   `Last-Modified` and `Accept-Ranges: bytes`; honours one `Range` (`bytes=a-b`, `a-`, `-s`:
 ///   206 with `Content-Range`, or 416 with `Content-Range: bytes */n`) and `If-Range` (entity tag
@@ -63,7 +63,9 @@ import NIOSSL
 ///   head is in, never `100 Continue`, and drops the body; an HTTP/1.1 connection closes after it.
 ///
 /// A request with `Expect: 100-continue` (HTTP/1.1 or HTTP/2) gets `100 Continue` before its body
-/// is read.
+/// is read. Request trailer fields (a chunked body's trailer section, HTTP/2's trailing HEADERS)
+/// are recorded in ``Request/trailerFields`` and echoed as `trailers` by `/post`, `/put`,
+/// `/patch`, `/delete`, `/anything` and `/courier/upload`.
 public final class TestServer: Sendable {
     /// How the server was started.
     public let configuration: Configuration

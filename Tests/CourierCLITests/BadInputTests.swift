@@ -29,6 +29,10 @@ struct BadInputTests {
         Case(arguments: ["--auth", "justuser", "example.com"], status: 64, message: "--auth needs user:password"),
         Case(arguments: ["--continue", "example.com"], status: 64, message: "--continue needs --download and -o FILE"),
         Case(arguments: ["--pin-cert", "/nonexistent.pem", "https://example.com"], status: 66, message: "cannot read '/nonexistent.pem': no such file"),
+        Case(arguments: ["--trailer", "Host:evil.example", "example.com", "a=b"], status: 64, message: "--trailer Host: HTTP forbids this field in a trailer"),
+        Case(arguments: ["--trailer", "content-length:3", "example.com", "a=b"], status: 64, message: "--trailer content-length: HTTP forbids this field in a trailer"),
+        Case(arguments: ["--trailer", "no-colon", "example.com", "a=b"], status: 64, message: "--trailer needs Name:value, not 'no-colon'"),
+        Case(arguments: ["--trailer", "X-Sum:1", "example.com"], status: 64, message: "--trailer needs a body: data fields or a file"),
     ]
 
     @Test("Each bad command line", arguments: Self.cases)

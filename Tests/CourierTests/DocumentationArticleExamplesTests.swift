@@ -7,8 +7,9 @@ import Testing
 /// The examples of the DocC articles that no other test runs, each as written in its article
 /// (the names it leaves to the reader, such as `pins`, `response` and `body`, are made first):
 /// Trust and pinning (`Pinning.md`), Request serialization (`RequestSerialization.md`), Response
-/// serialization (`ResponseSerialization.md`), Events, logs, metrics, traces (`Monitoring.md`) and
-/// CourierTesting (`CourierTesting.md`). Change the test with the example.
+/// serialization (`ResponseSerialization.md`), Events, logs, metrics, traces (`Monitoring.md`),
+/// Transfers' request trailers (`Transfers.md`) and CourierTesting (`CourierTesting.md`). Change the
+/// test with the example.
 @Suite("Documentation: the articles' examples, as written")
 struct DocumentationArticleExamplesTests {
     /// A folder holding `files`, removed by the caller.
@@ -17,6 +18,27 @@ struct DocumentationArticleExamplesTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         for (name, text) in files { try Data(text.utf8).write(to: folder.appendingPathComponent(name)) }
         return folder
+    }
+
+    // MARK: Transfers.md
+
+    @Test("Transfers: a body that ends with trailer fields")
+    func requestTrailers() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+
+            // As in the article:
+            let payload = Data("quarterly numbers".utf8)
+            var request = Request(method: .put, url: server.url("/anything"),
+                                  body: .data(payload, trailers: [HTTPField.Name("Courier-Checksum")!: "crc32=be9a66fb"]))
+            // or: .file(fileURL, trailers: …), .stream(chunks, length: .unknown, trailers: …)
+            request.body.trailers?[HTTPField.Name("Server-Timing")!] = "client;dur=3"
+            let echoed = try await manager.data(for: request)   // TestServer echoes the trailers it received
+
+            let echo = try JSONSerialization.jsonObject(with: echoed.value) as? [String: Any]
+            #expect(echo?["trailers"] as? [String: String] == ["Courier-Checksum": "crc32=be9a66fb", "Server-Timing": "client;dur=3"])
+        }
     }
 
     // MARK: Pinning.md

@@ -68,7 +68,8 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         public static let unsupportedScheme = Code(.unsupportedScheme)
         /// Parameters that the request serializer cannot encode.
         public static let parameterEncodingFailed = Code(.parameterEncodingFailed)
-        /// A request that cannot be sent as built (bad header, body on a method that forbids one…).
+        /// A request that cannot be sent as built (bad header, body on a method that forbids one, a
+        /// body trailer field HTTP forbids in a trailer (``RequestBody/trailers``)…).
         public static let invalidRequest = Code(.invalidRequest)
         /// The request body could not be read (a missing file, a failing stream).
         public static let bodyReadFailed = Code(.bodyReadFailed)

@@ -14,6 +14,8 @@ extension Request {
     /// `Content-Length` is left to curl. A body in memory that is UTF-8 text goes in
     /// `--data-binary`, a file body as `--data-binary @path`; a body that cannot be written on a
     /// command line (binary bytes, a stream) is left out, and a last line, a shell comment, says so.
+    /// curl's command line cannot send request trailer fields (``RequestBody/trailers``): a shell
+    /// comment names them.
     public func cURLDescription() -> String {
         self.cURLDescription(user: nil)
     }
@@ -32,6 +34,10 @@ extension Request {
         lines += groups[(urlGroup + 1)...].map { "  " + $0.joined(separator: " ") }
         var text = lines.joined(separator: " \\\n")
         if let omission { text += "\n# " + omission }
+        if let trailers = self.body.trailers, !trailers.isEmpty {
+            let fields = trailers.map { "\($0.name.rawName): \($0.value)" }.joined(separator: ", ")
+            text += "\n# trailer fields after the body, which curl cannot send: " + fields
+        }
         return text
     }
 
@@ -42,6 +48,7 @@ extension Request {
     ///   - includingBody: Whether to write the body. Without it, the method is still written as
     ///     curl would choose it with the body there (`POST` for a request with a body), for tools
     ///     that write the body their own way (`--form`).
+    /// The body's trailer fields (``RequestBody/trailers``) are left out: curl cannot send them.
     /// - Throws: ``CourierError/Code/invalidRequest`` when the body is wanted and cannot be written
     ///   on a command line (bytes that are not UTF-8 text, a stream).
     public func cURLArguments(omitting fields: Set<HTTPField.Name> = [], includingBody: Bool = true) throws(CourierError) -> [String] {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import NIOCore
 
 /// The body of a request: nothing, bytes in memory, a file read in chunks, or an asynchronous
@@ -7,8 +8,15 @@ import NIOCore
 /// A body of unknown length goes out with `Transfer-Encoding: chunked`; every other body sets
 /// `Content-Length`. A stream can be read once: a redirect that must resend the body (307, 308)
 /// fails when the body was a stream, rather than sending an empty one. A body made by
-/// ``replayableStream(length:_:)`` makes a fresh stream for each send, so it survives such a
-/// redirect.
+/// ``replayableStream(length:trailers:_:)`` makes a fresh stream for each send, so it survives
+/// such a redirect.
+///
+/// Any body can carry trailer fields (``trailers``), sent after its last byte: the trailer
+/// section of a chunked body over HTTP/1.1, a trailing HEADERS frame over HTTP/2.
+///
+/// ```swift
+/// let body = RequestBody.data(payload, trailers: [HTTPField.Name("Courier-Checksum")!: "crc32=\(checksum)"])
+/// ```
 public struct RequestBody: Sendable {
     /// How long a streamed body is.
     public enum Length: Sendable, Hashable {
@@ -31,35 +39,72 @@ public struct RequestBody: Sendable {
 
     let storage: Storage
 
-    init(_ storage: Storage) { self.storage = storage }
+    /// Trailer fields sent after the body's last byte (RFC 9110 6.5), or nil for none.
+    ///
+    /// They go with the body wherever it is sent: each resend (a retry, a 307 or 308 redirect)
+    /// sends them again, and a redirect that drops the body (303) drops them. A body with trailer
+    /// fields goes out over HTTP/1.1 with `Transfer-Encoding: chunked` even when its length is
+    /// known (its `Content-Length` is not sent), its fields in the chunked body's trailer section,
+    /// and their names announced in a `Trailer` header field (RFC 9110 6.6.2); over HTTP/2 they
+    /// are a HEADERS frame with END_STREAM after the last DATA.
+    ///
+    /// HTTP forbids some fields in a trailer (RFC 9110 6.5.1): those that frame the message
+    /// (`Content-Length`, `Transfer-Encoding`), route it (`Host`), modify or authenticate the
+    /// request (`Authorization`, `Cache-Control`, `Expect`, `Range`, `TE`, the conditionals…), or
+    /// say how to process the body (`Content-Encoding`, `Content-Type`, `Content-Range`,
+    /// `Trailer`), and HTTP/1.1's connection fields. A task whose body names one fails with
+    /// ``CourierError/Code/invalidRequest`` before a connection is used, and nothing is sent
+    /// (``forbiddenTrailerFieldNames`` lists them). An empty set of fields is the same as nil.
+    public var trailers: HTTPFields?
+
+    init(_ storage: Storage, trailers: HTTPFields? = nil) {
+        self.storage = storage
+        self.trailers = trailers
+    }
 
     /// No body.
     public static let empty = RequestBody(.empty)
 
     /// Bytes in memory.
-    public static func data(_ data: Data) -> RequestBody { RequestBody(.data(data)) }
+    /// - Parameters:
+    ///   - data: The bytes.
+    ///   - trailers: Trailer fields sent after them (``trailers``); none by default.
+    public static func data(_ data: Data, trailers: HTTPFields? = nil) -> RequestBody {
+        RequestBody(.data(data), trailers: trailers)
+    }
 
     /// The contents of a file, read in chunks as they are sent and never held whole.
-    public static func file(_ url: URL) -> RequestBody { RequestBody(.file(url)) }
+    /// - Parameters:
+    ///   - url: The file.
+    ///   - trailers: Trailer fields sent after its last byte (``trailers``); none by default.
+    public static func file(_ url: URL, trailers: HTTPFields? = nil) -> RequestBody {
+        RequestBody(.file(url), trailers: trailers)
+    }
 
     /// Chunks from an asynchronous sequence, sent as they come with back-pressure.
     /// - Parameters:
     ///   - stream: The chunks. It is iterated once.
     ///   - length: The total length when known; `.unknown` sends the body chunked.
-    public static func stream(_ stream: some AsyncSequence<ByteBuffer, any Error> & Sendable, length: Length) -> RequestBody {
-        RequestBody(.stream(stream, length))
+    ///   - trailers: Trailer fields sent after the last chunk (``trailers``); none by default.
+    public static func stream(
+        _ stream: some AsyncSequence<ByteBuffer, any Error> & Sendable, length: Length, trailers: HTTPFields? = nil
+    ) -> RequestBody {
+        RequestBody(.stream(stream, length), trailers: trailers)
     }
 
     /// Chunks from a fresh asynchronous sequence each time the body is sent (the first time, and
     /// again for a redirect that keeps the body).
     /// - Parameters:
     ///   - length: The total length when known; `.unknown` sends the body chunked.
+    ///   - trailers: Trailer fields sent after the last chunk, each time (``trailers``); none by
+    ///     default.
     ///   - makeStream: Makes the chunks; called once per send, on an engine thread.
     public static func replayableStream(
         length: Length,
+        trailers: HTTPFields? = nil,
         _ makeStream: @escaping @Sendable () -> some AsyncSequence<ByteBuffer, any Error> & Sendable
     ) -> RequestBody {
-        RequestBody(.replayableStream({ makeStream() }, length))
+        RequestBody(.replayableStream({ makeStream() }, length), trailers: trailers)
     }
 
     /// Whether there is no body.

@@ -7,8 +7,10 @@ enum OutgoingBody {
     case data(Data)
     case stream(RequestBody.Stream, length: RequestBody.Length)
 
-    /// The body of `request`; a body file that cannot be read fails here, before anything is sent.
+    /// The body of `request`; a body file that cannot be read, or a trailer field HTTP forbids
+    /// (``RequestBody/checkedTrailers(of:)``), fails here, before anything is sent.
     init(_ request: Request) throws(CourierError) {
+        _ = try RequestBody.checkedTrailers(of: request)
         switch request.body.storage {
         case .empty:
             self = .empty

@@ -24,7 +24,8 @@ extension SessionManager {
     }
 
     /// Makes an upload task sending `bodyData`, suspended (AFNetworking's
-    /// `uploadTaskWithRequest:fromData:progress:completionHandler:`).
+    /// `uploadTaskWithRequest:fromData:progress:completionHandler:`), with the trailer fields of
+    /// `request`'s body (``RequestBody/trailers``), if any.
     public func uploadTask(
         with request: Request,
         fromData bodyData: Data,
@@ -32,13 +33,14 @@ extension SessionManager {
         completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)?
     ) -> UploadTask {
         var request = request
-        request.body = .data(bodyData)
+        request.body = .data(bodyData, trailers: request.body.trailers)
         let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, $0) } ?? .none
         return self.makeTask(UploadTask.self, request: request, completion: completion, uploadProgress: progress, downloadProgress: nil)
     }
 
     /// Makes an upload task sending the file at `fileURL` in chunks, suspended (AFNetworking's
-    /// `uploadTaskWithRequest:fromFile:progress:completionHandler:`).
+    /// `uploadTaskWithRequest:fromFile:progress:completionHandler:`), with the trailer fields of
+    /// `request`'s body (``RequestBody/trailers``), if any.
     public func uploadTask(
         with request: Request,
         fromFile fileURL: URL,
@@ -46,7 +48,7 @@ extension SessionManager {
         completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)?
     ) -> UploadTask {
         var request = request
-        request.body = .file(fileURL)
+        request.body = .file(fileURL, trailers: request.body.trailers)
         let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, $0) } ?? .none
         return self.makeTask(UploadTask.self, request: request, completion: completion, uploadProgress: progress, downloadProgress: nil)
     }
@@ -54,9 +56,9 @@ extension SessionManager {
     /// Makes an upload task sending the body `request` carries, suspended (AFNetworking's
     /// `uploadTaskWithStreamedRequest:progress:completionHandler:`).
     ///
-    /// Give the request a ``RequestBody/stream(_:length:)`` or
-    /// ``RequestBody/replayableStream(length:_:)`` body: chunks go out as the sequence yields them,
-    /// with back-pressure; a body of unknown length is sent chunked.
+    /// Give the request a ``RequestBody/stream(_:length:trailers:)`` or
+    /// ``RequestBody/replayableStream(length:trailers:_:)`` body: chunks go out as the sequence
+    /// yields them, with back-pressure; a body of unknown length is sent chunked.
     public func uploadTask(
         withStreamedRequest request: Request,
         progress: (@Sendable (Progress) -> Void)? = nil,

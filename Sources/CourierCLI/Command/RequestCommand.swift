@@ -56,6 +56,11 @@ struct RequestCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Private key (PEM) of --cert.", valueName: "file"))
     var key: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp("A trailer field sent after the body (the body then goes chunked over HTTP/1.1); repeatable.", valueName: "Name:value"))
+    var trailer: [String] = []
+
     @Flag(name: [.customShort("d"), .long], help: "Save the body to a file, with a progress bar on a terminal.")
     var download = false
 

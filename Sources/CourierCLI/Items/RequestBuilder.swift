@@ -89,7 +89,28 @@ struct RequestBuilder {
             default: break
             }
         }
+        if !self.command.trailer.isEmpty {
+            guard kind != .none else { throw CLIFailure.usage("--trailer needs a body: data fields or a file") }
+            request.body.trailers = try Self.trailerFields(self.command.trailer)
+        }
         return BuiltRequest(request: request, bodyKind: kind, items: items)
+    }
+
+    /// The `--trailer Name:value` fields, in order; a malformed one, or one HTTP forbids in a
+    /// trailer (``RequestBody/forbiddenTrailerFieldNames``), is a usage error.
+    static func trailerFields(_ flags: [String]) throws(CLIFailure) -> HTTPFields {
+        var fields = HTTPFields()
+        for flag in flags {
+            guard let colon = flag.firstIndex(of: ":"), let name = HTTPField.Name(String(flag[..<colon])) else {
+                throw CLIFailure.usage("--trailer needs Name:value, not '\(flag)'")
+            }
+            if RequestBody.forbiddenTrailerFieldNames.contains(name) {
+                throw CLIFailure.usage("--trailer \(name.rawName): HTTP forbids this field in a trailer (RFC 9110 6.5.1)")
+            }
+            let value = flag[flag.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            fields.append(HTTPField(name: name, value: value))
+        }
+        return fields
     }
 
     /// JSON unless `--form` or `--multipart` say otherwise; any file item makes it multipart.

@@ -18,6 +18,9 @@ struct CurlCommand {
         }
         if let cacert = command.cacert { words += ["--cacert", cacert] }
         if let cert = command.cert, let key = command.key { words += ["--cert", cert, "--key", key] }
+        if !command.trailer.isEmpty {
+            Console.standardError.write(line: "courier: warning: curl cannot send trailer fields; the --trailer fields are left out")
+        }
         if !command.pinCertificates.isEmpty || !command.pinKeys.isEmpty {
             Console.standardError.write(line: "courier: warning: curl pins by a SHA-256 hash of the key (--pinnedpubkey); the pins are left out")
         }

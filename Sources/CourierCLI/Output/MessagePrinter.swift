@@ -8,8 +8,9 @@ struct MessagePrinter {
     let console: Console
 
     /// The request line and header fields as they go out, `Host` first, `Content-Length` when
-    /// the body's length is known and `Accept-Encoding` as the engine adds it when it decompresses
-    /// (`decompressing`); then, when `body` is true, the body. `networkProtocolName` (ALPN's name,
+    /// the body's length is known (`Transfer-Encoding: chunked` and `Trailer` when the body has
+    /// trailer fields) and `Accept-Encoding` as the engine adds it when it decompresses
+    /// (`decompressing`); then, when `body` is true, the body and its trailer fields. `networkProtocolName` (ALPN's name,
     /// ``SessionTask/networkProtocolName``) gives the request line's version once the request went
     /// out: `HTTP/2` for `h2`, else `HTTP/1.1` (also to an HTTP/1.0 server, `--offline`, or a
     /// request that got no response).
@@ -21,7 +22,13 @@ struct MessagePrinter {
         for field in request.headerFields {
             lines.append(self.field(field.name.rawName, field.value))
         }
-        if request.headerFields[.contentLength] == nil, let length = request.body.knownLength, length > 0 {
+        let trailers = request.body.trailers ?? [:]
+        if !trailers.isEmpty {
+            var named = Set<HTTPField.Name>()
+            let names = trailers.map(\.name).filter { named.insert($0).inserted }.map(\.rawName)
+            lines.append(self.field("Trailer", names.joined(separator: ", ")))
+            lines.append(self.field("Transfer-Encoding", "chunked"))
+        } else if request.headerFields[.contentLength] == nil, let length = request.body.knownLength, length > 0 {
             lines.append(self.field("Content-Length", String(length)))
         }
         if decompressing, request.headerFields[.acceptEncoding] == nil {
@@ -33,6 +40,9 @@ struct MessagePrinter {
             BodyRenderer(style: self.style, console: self.console)
                 .render(data, contentType: request.value(forHTTPHeaderField: "Content-Type"))
             self.console.write("\n\n")
+        }
+        if !trailers.isEmpty {
+            self.console.write(trailers.map { self.field($0.name.rawName, $0.value) }.joined(separator: "\n") + "\n\n")
         }
     }
 

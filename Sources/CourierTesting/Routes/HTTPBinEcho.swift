@@ -12,9 +12,14 @@ enum HTTPBinEcho {
 
     /// `headers`: each header name to its value; repeated headers are joined with `,`.
     static func headers(_ request: IncomingRequest) -> [String: String] {
+        fields(request.head.headers)
+    }
+
+    /// Each field name (title-cased) to its value; repeated fields are joined with `,`.
+    static func fields(_ fields: HTTPHeaders) -> [String: String] {
         var headers: [String: String] = [:]
         var names: [String: String] = [:]  // lowercased → first spelling seen
-        for (name, value) in request.head.headers {
+        for (name, value) in fields {
             let key = names[name.lowercased(), default: titleCased(name)]
             names[name.lowercased()] = key
             headers[key] = headers[key].map { "\($0),\(value)" } ?? value
@@ -27,8 +32,8 @@ enum HTTPBinEcho {
         ["args": args(request), "headers": headers(request), "origin": request.origin, "url": request.url]
     }
 
-    /// `/post`'s (and `/anything`'s) document: `/get`'s plus `data`, `files`, `form`, `json`, and
-    /// `method` when asked.
+    /// `/post`'s (and `/anything`'s) document: `/get`'s plus `data`, `files`, `form`, `json`,
+    /// `method` when asked, and `trailers` (like `headers`) when the body ended with trailer fields.
     static func withBody(_ request: IncomingRequest, includeMethod: Bool = false) -> [String: Any] {
         var document = get(request)
         var form: [(name: String, value: String)] = []
@@ -62,6 +67,7 @@ enum HTTPBinEcho {
         document["files"] = grouped(files)
         document["json"] = json
         if includeMethod { document["method"] = request.head.method.rawValue }
+        if let trailers = request.trailers, !trailers.isEmpty { document["trailers"] = fields(trailers) }
         return document
     }
 

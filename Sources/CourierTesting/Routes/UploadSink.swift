@@ -16,10 +16,11 @@ struct UploadSink {
         chunk.withUnsafeReadableBytes { self.crc.update($0) }
     }
 
-    /// `{"chunked", "content_length", "content_type", "crc32", "method", "size"}`.
+    /// `{"chunked", "content_length", "content_type", "crc32", "method", "size"}`, and
+    /// `trailers` (each name to its value) when the body ended with trailer fields.
     func reply(to request: IncomingRequest) -> Reply {
         let encodings = request.head.headers[canonicalForm: "Transfer-Encoding"].map { $0.lowercased() }
-        let document: [String: Any] = [
+        var document: [String: Any] = [
             "size": self.crc.count,
             "crc32": self.crc.hex,
             "method": request.head.method.rawValue,
@@ -27,6 +28,7 @@ struct UploadSink {
             "content_length": request.header("Content-Length").flatMap { Int($0) } as Any? ?? NSNull(),
             "chunked": encodings.contains("chunked"),
         ]
+        if let trailers = request.trailers, !trailers.isEmpty { document["trailers"] = HTTPBinEcho.fields(trailers) }
         return HTTPBinEcho.reply(document)
     }
 }

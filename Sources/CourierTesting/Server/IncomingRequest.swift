@@ -9,6 +9,9 @@ import NIOHTTP1
 struct IncomingRequest {
     var head: HTTPRequestHead
     var body: ByteBuffer
+    /// The trailer fields that ended the body (a chunked body's trailer section, HTTP/2's
+    /// trailing HEADERS), if any.
+    var trailers: HTTPHeaders?
     /// `http` or `https`.
     var scheme: String
     /// The peer's IP address, for httpbin's `origin`.
@@ -50,17 +53,24 @@ struct IncomingRequest {
 
     /// The request as custom routes and the request log see it.
     var publicRequest: TestServer.Request {
-        var fields = HTTPFields()
-        for (name, value) in self.head.headers {
-            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
-        }
-        return TestServer.Request(
+        var request = TestServer.Request(
             method: HTTPRequest.Method(self.head.method.rawValue) ?? .get,
             target: self.head.uri,
-            headerFields: fields,
+            headerFields: Self.fields(self.head.headers),
             body: Data(buffer: self.body),
             httpVersion: Self.name(of: self.head.version)
         )
+        request.trailerFields = Self.fields(self.trailers ?? [:])
+        return request
+    }
+
+    /// NIO's fields as swift-http-types' (a name HTTP does not allow is left out).
+    private static func fields(_ headers: HTTPHeaders) -> HTTPFields {
+        var fields = HTTPFields()
+        for (name, value) in headers {
+            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
+        }
+        return fields
     }
 
     /// `HTTP/1.1`, `HTTP/1.0`, or `HTTP/2` (HTTP/2 has no minor version).

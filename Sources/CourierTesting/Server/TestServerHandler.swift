@@ -94,16 +94,17 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
                 sink.consume(chunk)
                 self.inbound = .sinking(head, sink)
             }
-        case .end:
+        case .end(let trailers):
             let inbound = self.inbound
             self.inbound = .idle
             switch inbound {
             case .idle:
                 return
             case .buffering(let head, let body):
-                self.respond(to: head, body: body, context: context)
+                self.respond(to: head, body: body, trailers: trailers, context: context)
             case .sinking(let head, let sink):
-                let request = self.incomingRequest(head, body: ByteBuffer(), context: context)
+                var request = self.incomingRequest(head, body: ByteBuffer(), context: context)
+                request.trailers = trailers
                 self.state.didReceive(request.publicRequest, version: IncomingRequest.name(of: head.version))
                 self.write(sink.reply(to: request), for: head, context: context)
             }
@@ -167,8 +168,9 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
         return request
     }
 
-    private func respond(to head: HTTPRequestHead, body: ByteBuffer, context: ChannelHandlerContext) {
-        let request = self.incomingRequest(head, body: body, context: context)
+    private func respond(to head: HTTPRequestHead, body: ByteBuffer, trailers: HTTPHeaders?, context: ChannelHandlerContext) {
+        var request = self.incomingRequest(head, body: body, context: context)
+        request.trailers = trailers
         self.state.didReceive(request.publicRequest, version: IncomingRequest.name(of: head.version))
 
         switch self.state.route(path: request.path, method: head.method.rawValue) {

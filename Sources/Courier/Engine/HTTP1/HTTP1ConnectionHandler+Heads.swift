@@ -22,14 +22,18 @@ extension HTTP1ConnectionHandler {
         return Int64(size)
     }
 
-    /// The request head: origin-form target, `Host`, and the body's framing, as AHC writes them.
+    /// The request head: origin-form target, `Host`, and the body's framing, as AHC writes them. A
+    /// body with trailer fields goes chunked whatever its length, their names in `Trailer`
+    /// (RFC 9110 6.6.2).
     static func head(for request: Request, key: ConnectionPool.Key, length: RequestBody.Length) -> HTTPRequestHead {
         var headers = HTTPHeaders()
-        headers.reserveCapacity(request.headerFields.count + 2)
+        headers.reserveCapacity(request.headerFields.count + 3)
+        let trailers = Self.trailers(of: request)
         var hasHost = false
         for field in request.headerFields {
             switch field.name {
             case .contentLength, .transferEncoding: continue
+            case .trailer where trailers != nil: continue
             default: if field.name.canonicalName == "host" { hasHost = true }
             }
             headers.add(name: field.name.rawName, value: field.value)
@@ -38,7 +42,10 @@ extension HTTP1ConnectionHandler {
             let host = key.host.contains(":") ? "[\(key.host)]" : key.host
             headers.add(name: "Host", value: key.port == key.defaultPort ? host : "\(host):\(key.port)")
         }
-        switch length {
+        if let trailers {
+            headers.add(name: "Trailer", value: Self.trailerNames(trailers))
+        }
+        switch trailers == nil ? length : .unknown {
         case .known(0):
             // No Content-Length where the method gives a body no meaning (RFC 9110 8.6).
             switch request.method {
@@ -56,5 +63,18 @@ extension HTTP1ConnectionHandler {
             target += "?" + query
         }
         return HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue), uri: target, headers: headers)
+    }
+
+    /// The trailer fields that end `request`'s body, as NIO's encoder writes them; nil for none
+    /// (``OutgoingBody`` refused forbidden ones before the hop was made).
+    static func trailers(of request: Request) -> HTTPHeaders? {
+        guard let trailers = request.body.trailers, !trailers.isEmpty else { return nil }
+        return HTTPHeaders(trailers.map { ($0.name.rawName, $0.value) })
+    }
+
+    /// The names of `trailers`, each once, for the `Trailer` field.
+    static func trailerNames(_ trailers: HTTPHeaders) -> String {
+        var seen = Set<String>()
+        return trailers.map(\.name).filter { seen.insert($0.lowercased()).inserted }.joined(separator: ", ")
     }
 }

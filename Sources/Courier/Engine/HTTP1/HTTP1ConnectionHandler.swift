@@ -195,13 +195,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         self.sendBody(body, of: hop, generation: generation)
     }
 
-    /// Writes the request's body and its end.
+    /// Writes the request's body and its end (with the body's trailer fields).
     private func sendBody(_ body: OutgoingBody, of hop: HTTP1Hop, generation: Int) {
         guard let eventLoop = self.eventLoop else { return }
         let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
+        let trailers = Self.trailers(of: hop.request)
         switch body {
         case .empty:
-            self.write(.end(nil), promise: nil)
+            self.write(.end(trailers), promise: nil)
             self.flush()
             // The flush may have ended the hop here (a stream that could not open).
             guard self.hop === hop else { return }
@@ -211,7 +212,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         case .data(let data) where data.count <= Self.sliceLength:
             let buffer = ByteBuffer(data: data)
             self.write(.body(.byteBuffer(buffer)), promise: nil)
-            self.write(.end(nil), promise: nil)
+            self.write(.end(trailers), promise: nil)
             self.flush()
             guard self.hop === hop else { return }
             self.metrics?.requestEnd = .now
@@ -238,7 +239,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                 guard loopBound.value.hop === hop else { return }
                 loopBound.value.metrics?.requestEnd = .now
             }
-            self.write(.end(nil), promise: ended)
+            self.write(.end(trailers), promise: ended)
             self.flush()
             self.requestEnded(of: hop)
         case .stream(let source, let length):
@@ -271,6 +272,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         _ source: RequestBody.Stream, length: RequestBody.Length, of hop: HTTP1Hop, generation: Int, eventLoop: any EventLoop
     ) -> Task<Void, Never> {
         let request = hop.request
+        let trailers = Self.trailers(of: request)
         let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
         // Writes from the pump's task: through the channel on a connection, on the loop for a
         // stream (which is no channel).
@@ -306,7 +308,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                 if case .known(let declared) = length, sent != declared {
                     throw ConnectionPoolError.bodyLengthMismatch(declared: declared, sent: sent)
                 }
-                try await writeAndFlush(.end(nil)).get()
+                try await writeAndFlush(.end(trailers)).get()
                 outcome = .success(())
             } catch {
                 if !(error is CourierError || error is ConnectionPoolError) {

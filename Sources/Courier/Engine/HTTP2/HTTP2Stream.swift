@@ -9,10 +9,11 @@ import NIOHTTP2
 ///
 /// The decisions are an ``HTTP2StreamStateMachine``'s; the stream turns the hop's request parts
 /// into frames (the head waits for what follows it, so that a request without a body is one
-/// HEADERS frame with END_STREAM, and the last DATA carries END_STREAM), the server's frames into
-/// response parts (through an ``HTTP2ResponseInflater`` when the pool decompresses), the hop's
-/// reads into WINDOW_UPDATE, and its close into RST_STREAM when the stream is under way. The hop
-/// itself is driven by an ``HTTP1ConnectionHandler`` in stream mode, as on a connection of its own.
+/// HEADERS frame with END_STREAM, and the last DATA, or the HEADERS of the body's trailer fields,
+/// carries END_STREAM), the server's frames into response parts (through an
+/// ``HTTP2ResponseInflater`` when the pool decompresses), the hop's reads into WINDOW_UPDATE, and
+/// its close into RST_STREAM when the stream is under way. The hop itself is driven by an
+/// ``HTTP1ConnectionHandler`` in stream mode, as on a connection of its own.
 final class HTTP2Stream {
     let id: HTTP2StreamID
     let eventLoop: any EventLoop
@@ -86,13 +87,13 @@ final class HTTP2Stream {
             self.pending = (.data(.init(data: body)), promise)
         case .end(let trailers):
             if let trailers {
+                // The head and the last DATA go without END_STREAM; the trailers' HEADERS carry it.
                 self.sendPending(to: connectionHandler, endStream: false)
-                guard !self.isFinished else {
+                guard !self.isFinished, self.stateMachine.sendingTrailers() else {
                     promise?.fail(ChannelError.ioOnClosedChannel)
                     return
                 }
-                self.stateMachine.sendingBody(endStream: true)
-                let block = HPACKHeaders(httpHeaders: trailers, normalizeHTTPHeaders: true)
+                let block = HTTP2StreamStateMachine.requestTrailerBlock(for: trailers)
                 connectionHandler.write(HTTP2Frame(streamID: self.id, payload: .headers(.init(headers: block, endStream: true))), promise: promise)
             } else if self.pending != nil {
                 if let promise {

@@ -14,7 +14,8 @@ import NIOHTTP2
 /// - The request head becomes HEADERS (``requestHeaderBlock(for:)``: `:method`, `:scheme`,
 ///   `:authority` from `Host`, `:path`, the other fields lower-cased, without HTTP/1's
 ///   connection fields), sent with END_STREAM when nothing follows it; its end is END_STREAM on
-///   the last DATA (or an empty one).
+///   the last DATA (or an empty one), or, for a body with trailer fields, a last HEADERS with
+///   END_STREAM (``requestTrailerBlock(for:)``, ``sendingTrailers()``).
 /// - The response: 1xx HEADERS are informational heads, the next HEADERS the final head (with
 ///   `content-length: 0` or `transfer-encoding: chunked` added as swift-nio-http2's HTTP/1 codec
 ///   does, so that a response reads the same over either), DATA its body, HEADERS after it the
@@ -106,6 +107,22 @@ struct HTTP2StreamStateMachine {
         case .open: self.phase = .halfClosedLocal
         case .halfClosedRemote: self.phase = .closed
         case .idle, .halfClosedLocal, .closed: break
+        }
+    }
+
+    /// The request's trailer fields go out as HEADERS with END_STREAM, after the head and any
+    /// DATA, ending the request. False when the request cannot take them (its head never went,
+    /// or it ended already): nothing goes out.
+    mutating func sendingTrailers() -> Bool {
+        switch self.phase {
+        case .open:
+            self.phase = .halfClosedLocal
+            return true
+        case .halfClosedRemote:
+            self.phase = .closed
+            return true
+        case .idle, .halfClosedLocal, .closed:
+            return false
         }
     }
 
@@ -253,6 +270,12 @@ struct HTTP2StreamStateMachine {
         guard let authority else { throw NIOHTTP2Errors.missingHostHeader() }
         fields[3].1 = authority
         return HPACKHeaders(httpHeaders: HTTPHeaders(fields), normalizeHTTPHeaders: true)
+    }
+
+    /// The request's trailer fields as an HTTP/2 header block: names lower-cased, without
+    /// HTTP/1's connection fields (forbidden fields were refused before the stream was asked for).
+    static func requestTrailerBlock(for trailers: HTTPHeaders) -> HPACKHeaders {
+        HPACKHeaders(httpHeaders: trailers, normalizeHTTPHeaders: true)
     }
 
     private static func status(in headers: HPACKHeaders) throws -> Int {

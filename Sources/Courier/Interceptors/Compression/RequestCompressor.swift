@@ -78,6 +78,8 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
         case .stream(let stream, _):
             compressed.body = .stream(CompressedChunks(upstream: stream, windowBits: self.encoding.windowBits), length: .unknown)
         }
+        // The trailer fields stay the body's.
+        compressed.body.trailers = request.body.trailers
         compressed.headerFields[.contentEncoding] = self.encoding.name
         compressed.headerFields[.contentLength] = nil
         context.logger.trace("compressed the request body", metadata: ["courier.content-encoding": "\(self.encoding.name)"])

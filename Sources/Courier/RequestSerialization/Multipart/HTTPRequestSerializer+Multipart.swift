@@ -90,7 +90,8 @@ extension HTTPRequestSerializer {
     /// under a temporary name in the same folder and moved into place only once complete, so a
     /// failure (a full disk, a file of the form that vanished or changed size) leaves no partial
     /// file behind, and an existing file at `fileURL` is replaced only on success. The returned
-    /// request keeps its headers, with `Content-Length` set to the bytes written.
+    /// request keeps its headers, with `Content-Length` set to the bytes written, and its body's
+    /// trailer fields (``RequestBody/trailers``), which the upload task sends after the file.
     /// - Parameters:
     ///   - request: A request with a body, usually from
     ///     ``multipartFormRequest(method:urlString:parameters:constructingBodyWith:)``.
@@ -109,7 +110,7 @@ extension HTTPRequestSerializer {
             throw error.adding(request: request)
         }
         var request = request
-        request.body = .empty
+        request.body = RequestBody(.empty, trailers: request.body.trailers)
         request.headerFields[.contentLength] = String(written)
         return request
     }

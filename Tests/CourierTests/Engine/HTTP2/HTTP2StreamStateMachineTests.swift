@@ -61,6 +61,41 @@ struct HTTP2StreamStateMachineTests {
         #expect(machine.phase == .halfClosedLocal)
     }
 
+    @Test func trailersEndTheRequestAfterItsHeadAndBody() {
+        var machine = Machine(targetWindow: Self.window)
+        var sent = machine.sendingTrailers()
+        #expect(!sent, "no trailers before the head")
+        #expect(machine.phase == .idle)
+        machine.sendingHead(Self.get(), endStream: false)
+        machine.sendingBody(endStream: false)
+        sent = machine.sendingTrailers()
+        #expect(sent)
+        #expect(machine.phase == .halfClosedLocal, "the trailers carried END_STREAM")
+        sent = machine.sendingTrailers()
+        #expect(!sent, "the request has ended")
+        #expect(machine.phase == .halfClosedLocal)
+    }
+
+    @Test func trailersMayFollowTheHeadAloneAndAnEndedResponse() throws {
+        var machine = Machine(targetWindow: Self.window)
+        machine.sendingHead(Self.get(), endStream: false)
+        _ = try machine.receivedHeaders(Self.response(413, [("content-length", "0")]), endStream: true)
+        #expect(machine.phase == .halfClosedRemote)
+        let sent = machine.sendingTrailers()
+        #expect(sent)
+        #expect(machine.phase == .closed, "both sides ended")
+        let close = machine.close()
+        #expect(close == .none)
+    }
+
+    @Test func theTrailersBecomeAnHTTP2HeaderBlock() {
+        let block = Machine.requestTrailerBlock(for: ["Courier-Checksum": "crc32=1", "Server-Timing": "a", "Connection": "close"])
+        #expect(block["courier-checksum"] == ["crc32=1"], "names lower-cased")
+        #expect(block["server-timing"] == ["a"])
+        #expect(block["connection"].isEmpty, "HTTP/1's connection fields are not HTTP/2's")
+        #expect(!block.contains { $0.name.hasPrefix(":") }, "no pseudo-header fields in trailers")
+    }
+
     // MARK: The response
 
     @Test func aResponseIsItsHeadBodyAndEnd() throws {
