@@ -38,40 +38,28 @@ extension TaskDelegate {
         monitors.emit { $0.task(task, didReceiveBodyData: bytes, totalBytesReceived: total, totalBytesExpectedToReceive: expected) }
     }
 
-    /// The task ends: its metrics are kept on the task and go to the hook and the monitors with
-    /// its completion, its span ends, the end is logged. Called once, before the completion is
-    /// delivered. Returns the metrics.
-    @discardableResult
-    func taskDidEnd(_ task: SessionTask, manager: SessionManager, response: HTTPResponse?, error: CourierError?) -> TaskMetrics? {
-        let (metrics, span, hop, retries) = self.state.withLockedValue { state in
-            let received = state.countOfBytesReceived
-            let metrics = state.metrics?.finish(originalRequest: self.originalRequest, response: response, error: error, bytesReceived: received)
-            state.metrics = nil
-            state.finishedMetrics = metrics
-            defer {
-                state.span = nil
-                state.hopSpan = nil
-            }
-            return (metrics, state.span, state.hopSpan?.span, state.retryReasons.count)
-        }
-        hop?.end(response: response, error: error)
-        if let metrics, let hook = self.hooks.taskDidFinishCollectingMetrics {
+    /// The task ends: its metrics (taken from its state with the rest of its end, see
+    /// ``TaskState/takeEnd(originalRequest:response:error:)``) go to the hook and the monitors with
+    /// its completion, its spans end, the end is logged. Called once, before the completion is
+    /// delivered.
+    func reportEnd(_ end: TaskEndRecord, task: SessionTask, manager: SessionManager, response: HTTPResponse?, error: CourierError?) {
+        end.hopSpan?.end(response: response, error: error)
+        if let metrics = end.metrics, let hook = self.hooks.taskDidFinishCollectingMetrics {
             hook(manager, task, metrics)
         }
         if let monitors = self.interception.monitors {
-            if let metrics { monitors.emit { $0.task(task, didFinishCollecting: metrics) } }
+            if let metrics = end.metrics { monitors.emit { $0.task(task, didFinishCollecting: metrics) } }
             monitors.emit { $0.task(task, didCompleteWith: error) }
         }
-        span?.end(response: response, error: error, retryCount: retries)
+        end.span?.end(response: response, error: error, retryCount: end.retries)
         let logger = self.interception.logger
         if logger.logLevel <= .debug {
             var metadata: Logger.Metadata = ["courier-request-method": "\(self.originalRequest.method.rawValue)"]
             if let response { metadata["courier-response-status"] = "\(response.status.code)" }
             if let error { metadata["courier-error"] = "\(error.code)" }
-            if retries > 0 { metadata["courier-retries"] = "\(retries)" }
+            if end.retries > 0 { metadata["courier-retries"] = "\(end.retries)" }
             logger.debug("task completed", metadata: metadata)
         }
-        return metrics
     }
 
     /// Whether the attempt that got `response` may still be retried, so that its progress is held
@@ -104,5 +92,40 @@ struct HeldReport {
     func send() {
         self.report?.send()
         for delivery in self.deliveries { delivery.continuation.yield(delivery.snapshot) }
+    }
+}
+
+/// What a task's end takes from its state, in the one transaction ``TaskDelegate/settle(_:)``
+/// makes: the hop fields the cache store decides on, the progress consumers' last snapshots, the
+/// finished metrics, the spans and the retry count.
+struct TaskEndRecord {
+    var source: ResponseSource
+    var mayStore: Bool
+    var servesStale: Bool
+    /// The `progressUpdates(for:)` consumers with their last snapshot each.
+    var progressObservers: [(ProgressObserver, ProgressSnapshot)]
+    var metrics: TaskMetrics?
+    var span: TaskSpan?
+    var hopSpan: HopSpan?
+    var retries: Int
+}
+
+extension TaskState {
+    /// Takes what the task's end needs out of the state (``TaskEndRecord``): the progress updates
+    /// finish, the metrics are finished and kept on the task (``finishedMetrics``), the spans are
+    /// let go of.
+    mutating func takeEnd(originalRequest: Request, response: HTTPResponse?, error: CourierError?) -> TaskEndRecord {
+        let metrics = self.metrics?.finish(
+            originalRequest: originalRequest, response: response, error: error, bytesReceived: self.countOfBytesReceived)
+        self.metrics = nil
+        self.finishedMetrics = metrics
+        defer {
+            self.span = nil
+            self.hopSpan = nil
+        }
+        return TaskEndRecord(
+            source: self.hop.source, mayStore: self.hop.mayStore, servesStale: self.hop.servesStale,
+            progressObservers: self.finishProgressObservers(succeeded: error == nil), metrics: metrics, span: self.span,
+            hopSpan: self.hopSpan?.span, retries: self.retryReasons.count)
     }
 }

@@ -274,15 +274,10 @@ extension TaskDelegate {
         }
     }
 
-    /// At a data task's end: the response stored in the cache when RFC 9111 and the will-cache
-    /// hook allow it, and the outcome told where it came from.
-    func cacheOnCompletion(_ outcome: inout TaskOutcome) {
-        // The fields that decide first: most ends stop here, and a copy of the whole hop state
-        // would retain each of its requests, URLs and strings.
-        let (source, mayStore, servesStale) = self.state.withLockedValue { ($0.hop.source, $0.hop.mayStore, $0.hop.servesStale) }
-        outcome.source = source
-        guard source == .network, mayStore, outcome.error == nil, let response = outcome.response,
-            let cache = self.configurationReference.value.responseCache
+    /// At a data task's end, when its hop may store (``TaskEndRecord/mayStore``): the response
+    /// stored in the cache when RFC 9111 and the will-cache hook allow it.
+    func storeInCache(_ outcome: borrowing TaskOutcome, servesStale: Bool) {
+        guard outcome.error == nil, let response = outcome.response, let cache = self.configurationReference.value.responseCache
         else { return }
         // Work nobody would see: a response the session's rules could never serve again is not
         // stored, unless a policy that serves stale responses or the will-cache hook might use it.

@@ -29,20 +29,9 @@ extension TaskDelegate {
         for delivery in deliveries { delivery.continuation.yield(delivery.snapshot) }
     }
 
-    /// The task ended: a last snapshot each (at 1.0 on success), then the sequences finish.
-    func finishProgressUpdates(succeeded: Bool) {
-        let observers = self.state.withLockedValue { state -> [(ProgressObserver, ProgressSnapshot)] in
-            state.progressUpdatesFinished = true
-            // Nobody listens (the common case): no closure over the state, which costs a copy of it.
-            guard !state.progressObservers.isEmpty else { return [] }
-            let listening = state.progressObservers
-            state.progressObservers = []
-            return listening.map { observer in
-                var snapshot = state.progressSnapshot(observer.direction, finished: true, floor: observer.lastFraction)
-                if succeeded { snapshot.fractionCompleted = 1 }
-                return (observer, snapshot)
-            }
-        }
+    /// The task ended: a last snapshot each (at 1.0 on success, taken under the task's lock by
+    /// ``TaskState/finishProgressObservers(succeeded:)``), then the sequences finish.
+    func finishProgressUpdates(_ observers: [(ProgressObserver, ProgressSnapshot)]) {
         for (observer, snapshot) in observers {
             observer.continuation.yield(snapshot)
             observer.continuation.finish()
@@ -57,6 +46,21 @@ struct ProgressDelivery {
 }
 
 extension TaskState {
+    /// The task ended: no consumer joins from now on, and each one's last snapshot (at 1.0 on
+    /// success) is returned with it, to be handed out after the lock.
+    mutating func finishProgressObservers(succeeded: Bool) -> [(ProgressObserver, ProgressSnapshot)] {
+        self.progressUpdatesFinished = true
+        // Nobody listens: the common case.
+        guard !self.progressObservers.isEmpty else { return [] }
+        let listening = self.progressObservers
+        self.progressObservers = []
+        return listening.map { observer in
+            var snapshot = self.progressSnapshot(observer.direction, finished: true, floor: observer.lastFraction)
+            if succeeded { snapshot.fractionCompleted = 1 }
+            return (observer, snapshot)
+        }
+    }
+
     /// The snapshots owed to the consumers of `direction` after a change; none (and no work) when
     /// nobody listens, which is the common case on the hot path.
     mutating func progressDeliveries(_ direction: ProgressSnapshot.Direction) -> [ProgressDelivery] {

@@ -427,9 +427,15 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     func settle(_ outcome: inout TaskOutcome) {
         guard !outcome.isSettled else { return }
         outcome.isSettled = true
-        self.cacheOnCompletion(&outcome)
-        self.finishProgressUpdates(succeeded: outcome.error == nil)
-        outcome.metrics = self.taskDidEnd(outcome.task, manager: outcome.manager, response: outcome.response, error: outcome.error)
+        // Everything the end needs of the task's state, in one transaction.
+        let end = self.state.withLockedValue { [response = outcome.response, error = outcome.error] state in
+            state.takeEnd(originalRequest: self.originalRequest, response: response, error: error)
+        }
+        outcome.source = end.source
+        if end.source == .network, end.mayStore { self.storeInCache(outcome, servesStale: end.servesStale) }
+        self.finishProgressUpdates(end.progressObservers)
+        outcome.metrics = end.metrics
+        self.reportEnd(end, task: outcome.task, manager: outcome.manager, response: outcome.response, error: outcome.error)
         outcome.manager.taskDidFinish(self)
     }
 
