@@ -47,4 +47,29 @@ public enum TaskDidCompleteKey {
         nonisolated(unsafe) static let responseSource = AnyHashable(TaskDidCompleteKey.responseSource)
         nonisolated(unsafe) static let metrics = AnyHashable(TaskDidCompleteKey.metrics)
     }
+
+    /// The user info of a task that succeeded with a serializer, a body, an object, a response
+    /// and its metrics (the common case), made once with placeholder values, with the index of
+    /// each key. A notification copies it and sets the values at those indices: no key is hashed
+    /// or compared again, which made building the dictionary key by key about three times as
+    /// costly (measured outside Courier: 0.5 against 0.15 µs). A dictionary's indices stay valid in
+    /// a copy whose values alone change. The template and its indices are immutable (an index of
+    /// a native dictionary is two integers), hence `nonisolated(unsafe)` as above.
+    enum SuccessTemplate {
+        typealias Index = Dictionary<AnyHashable, Any>.Index
+        nonisolated(unsafe) static let userInfo: [AnyHashable: Any] = [
+            Hashed.responseSerializer: 0, Hashed.responseData: 0, Hashed.serializedResponse: 0, Hashed.responseSource: 0,
+            Hashed.metrics: 0,
+        ]
+        nonisolated(unsafe) static let responseSerializer = Self.index(of: Hashed.responseSerializer)
+        nonisolated(unsafe) static let responseData = Self.index(of: Hashed.responseData)
+        nonisolated(unsafe) static let serializedResponse = Self.index(of: Hashed.serializedResponse)
+        nonisolated(unsafe) static let responseSource = Self.index(of: Hashed.responseSource)
+        nonisolated(unsafe) static let metrics = Self.index(of: Hashed.metrics)
+
+        private static func index(of key: AnyHashable) -> Index {
+            guard let index = Self.userInfo.index(forKey: key) else { preconditionFailure("the template holds every key") }
+            return index
+        }
+    }
 }

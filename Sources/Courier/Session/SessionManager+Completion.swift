@@ -60,6 +60,21 @@ extension SessionManager {
         object: (any Sendable)?,
         error: CourierError?
     ) {
+        // The common case fills a copy of a template in place (see
+        // ``TaskDidCompleteKey/SuccessTemplate``); any other, key by key.
+        if let serializer, let data = outcome.data, let object, error == nil, outcome.fileURL == nil, outcome.response != nil,
+            let metrics = outcome.metrics
+        {
+            typealias Template = TaskDidCompleteKey.SuccessTemplate
+            var userInfo = Template.userInfo
+            userInfo.values[Template.responseSerializer] = serializer
+            userInfo.values[Template.responseData] = data
+            userInfo.values[Template.serializedResponse] = object
+            userInfo.values[Template.responseSource] = outcome.source
+            userInfo.values[Template.metrics] = metrics
+            NotificationCenter.default.post(name: .taskDidComplete, object: task, userInfo: userInfo)
+            return
+        }
         typealias Keys = TaskDidCompleteKey.Hashed
         var userInfo = [AnyHashable: Any](minimumCapacity: 7)
         if let serializer { userInfo[Keys.responseSerializer] = serializer }

@@ -33,6 +33,13 @@ final class NotificationLog: @unchecked Sendable {
         return self.entries.map(\.0)
     }
 
+    /// The user info of every notification of `name` so far, oldest first.
+    func userInfos(of name: Notification.Name) -> [[AnyHashable: Any]] {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self.entries.filter { $0.0 == name }.map(\.1)
+    }
+
     func userInfo(of name: Notification.Name) -> [AnyHashable: Any]? {
         self.lock.lock()
         defer { self.lock.unlock() }
@@ -83,6 +90,43 @@ struct NotificationTests {
                 let error = log.userInfo(of: .taskDidComplete)?[TaskDidCompleteKey.error] as? CourierError
                 #expect(error?.code == .unacceptableStatusCode)
                 #expect(error?.response?.status.code == 418)
+            }
+        }
+    }
+
+    /// A success's user info is filled into a copy of one template (`TaskDidCompleteKey`'s
+    /// success template): each task's values, none of another's, and every key; a failure's is
+    /// made key by key.
+    @Test func eachSuccessCarriesItsOwnValuesUnderEveryKey() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                // Other tests post too: each notification is found by its task's URL.
+                let log = NotificationLog(names: [.taskDidComplete], object: nil)
+                func posted(for url: URL) throws -> [AnyHashable: Any] {
+                    try #require(log.userInfos(of: .taskDidComplete).last { ($0[TaskDidCompleteKey.metrics] as? TaskMetrics)?.originalRequest.url == url })
+                }
+                var infos: [[AnyHashable: Any]] = []
+                for path in ["/get?notification=\(UUID())", "/bytes/7?notification=\(UUID())"] {
+                    let url = server.url(path)
+                    let response = try await manager.response(for: Request(url: url), serializer: DataResponseSerializer())
+                    let info = try posted(for: url)
+                    #expect(info.count == 5)
+                    #expect(info[TaskDidCompleteKey.responseSerializer] is DataResponseSerializer)
+                    #expect(info[TaskDidCompleteKey.responseData] as? Data == response.data)
+                    #expect(info[TaskDidCompleteKey.serializedResponse] as? Data == response.value)
+                    #expect(info[TaskDidCompleteKey.responseSource] as? ResponseSource == .network)
+                    #expect(info[TaskDidCompleteKey.error] == nil && info[TaskDidCompleteKey.assetPath] == nil)
+                    infos.append(info)
+                }
+                // The first task's user info kept its own values when the second was filled.
+                #expect((infos[0][TaskDidCompleteKey.responseData] as? Data)?.count != 7)
+                #expect((infos[1][TaskDidCompleteKey.responseData] as? Data)?.count == 7)
+
+                let failing = server.url("/status/418?notification=\(UUID())")
+                _ = try? await manager.response(for: Request(url: failing), serializer: DataResponseSerializer())
+                let info = try posted(for: failing)
+                #expect((info[TaskDidCompleteKey.error] as? CourierError)?.code == .unacceptableStatusCode)
+                #expect(info[TaskDidCompleteKey.serializedResponse] == nil)
             }
         }
     }
