@@ -99,7 +99,8 @@ public struct TaskMetrics: Sendable {
         func copy() -> Storage {
             Storage(
                 taskStart: self.taskStart, taskStartInstant: self.taskStartInstant, duration: self.duration,
-                earlierAttempts: self.earlierAttempts, lastAttempt: self.lastAttempt, originalRequest: self.originalRequest, response: self.response, error: self.error)
+                earlierAttempts: self.earlierAttempts, lastAttempt: self.lastAttempt, originalRequest: self.originalRequest,
+                response: self.response, error: self.error)
         }
     }
 

@@ -30,7 +30,10 @@ struct TaskOutcome: Sendable {
     /// Whether ``TaskDelegate/settle(_:)`` has run.
     fileprivate(set) var isSettled = false
 
-    init(task: SessionTask, manager: SessionManager, request: Request, response: HTTPResponse?, data: Data?, error: CourierError?, fileURL: URL? = nil) {
+    init(
+        task: SessionTask, manager: SessionManager, request: Request, response: HTTPResponse?, data: Data?, error: CourierError?,
+        fileURL: URL? = nil
+    ) {
         self.task = task
         self.manager = manager
         self.request = request

@@ -103,7 +103,8 @@ struct NotificationTests {
                 // Other tests post too: each notification is found by its task's URL.
                 let log = NotificationLog(names: [.taskDidComplete], object: nil)
                 func posted(for url: URL) throws -> [AnyHashable: Any] {
-                    try #require(log.userInfos(of: .taskDidComplete).last { ($0[TaskDidCompleteKey.metrics] as? TaskMetrics)?.originalRequest.url == url })
+                    try #require(
+                        log.userInfos(of: .taskDidComplete).last { ($0[TaskDidCompleteKey.metrics] as? TaskMetrics)?.originalRequest.url == url })
                 }
                 var infos: [[AnyHashable: Any]] = []
                 for path in ["/get?notification=\(UUID())", "/bytes/7?notification=\(UUID())"] {
