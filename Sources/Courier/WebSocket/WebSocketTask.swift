@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOWebSocket
+import Synchronization
 
 /// A WebSocket (RFC 6455) on Courier's own connections, made by
 /// ``SessionManager/webSocketTask(with:configuration:)``: the opening handshake goes through the
@@ -19,9 +20,10 @@ import NIOWebSocket
 /// }
 /// ```
 ///
-/// Messages arrive through ``messages`` (one consumer) with back-pressure: once
-/// ``WebSocketConfiguration/bufferedMessages`` wait unread, Courier stops reading from the
-/// connection. Client frames are masked; fragmented messages are put together (control frames
+/// Messages arrive through ``messages`` (one consumer). Courier reads the connection at all times,
+/// so PINGs, PONGs and the close are handled however slowly the messages are taken; at most
+/// ``WebSocketConfiguration/maximumBufferedBytes`` of messages wait unread, past which the task
+/// fails with ``CourierError/Code/messageBufferFull``. Client frames are masked; fragmented messages are put together (control frames
 /// may come between their fragments); text is checked to be UTF-8. A server that breaks the
 /// protocol gets a close frame with the code RFC 6455 names, and the task fails with a
 /// ``CourierError``; the task ends exactly once, and nothing is left running afterwards.
@@ -64,6 +66,8 @@ public final class WebSocketTask: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
+    /// The bytes of messages delivered to ``messages`` and not yet taken by its consumer.
+    let unread = UnreadBytes()
     private let engine: NIOEngine?
     /// The session's additional headers and cookie header, added to the handshake.
     private let sessionHeaders: HTTPFields
@@ -87,7 +91,9 @@ public final class WebSocketTask: Sendable {
         let made = Producer.makeSequence(
             elementType: WebSocketMessage.self,
             failureType: (any Error).self,
-            backPressureStrategy: .init(lowWatermark: max(0, configuration.bufferedMessages / 2), highWatermark: max(1, configuration.bufferedMessages)),
+            // No back-pressure on the connection: it is read at all times (control frames must be),
+            // and `maximumBufferedBytes` bounds what waits.
+            backPressureStrategy: .init(lowWatermark: 0, highWatermark: .max),
             finishOnDeinit: false,
             delegate: delegate
         )
@@ -105,10 +111,11 @@ public final class WebSocketTask: Sendable {
     /// sequence that ends at once. Stopping the iteration (or cancelling the consuming task)
     /// cancels the WebSocket.
     public var messages: WebSocketMessages {
-        WebSocketMessages(self.state.withLockedValue { state in
-            defer { state.sequence = nil }
-            return state.sequence
-        })
+        WebSocketMessages(
+            self.state.withLockedValue { state in
+                defer { state.sequence = nil }
+                return state.sequence
+            }, unread: self.unread)
     }
 
     /// Starts the opening handshake; later calls do nothing.
@@ -371,7 +378,8 @@ public final class WebSocketTask: Sendable {
             deflate = PerMessageDeflate(parameters)
         }
         let handler = WebSocketChannelHandler(
-            maximumMessageSize: max(1, self.configuration.maximumMessageSize), timing: timing, deflate: deflate, delegate: self)
+            maximumMessageSize: max(1, self.configuration.maximumMessageSize), maximumBufferedBytes: self.configuration.maximumBufferedBytes,
+            timing: timing, deflate: deflate, delegate: self)
         let response = Self.response(from: head)
         let pending = self.state.withLockedValue { state -> (WebSocketCloseCode, String)?? in
             guard case .connecting = state.phase else { return .some(nil) }
@@ -486,13 +494,12 @@ public final class WebSocketTask: Sendable {
 }
 
 extension WebSocketTask: WebSocketChannelHandlerDelegate {
-    func webSocketDidReceive(_ message: WebSocketMessage) -> Bool {
-        guard let source = self.state.withLockedValue({ $0.source }) else { return true }
-        switch source.yield(message) {
-        case .produceMore: return true
-        case .stopProducing: return false
-        case .dropped: return true
-        }
+    func webSocketDidReceive(_ message: WebSocketMessage) -> Int {
+        guard let source = self.state.withLockedValue({ $0.source }) else { return 0 }
+        // Counted before the consumer can take it, so that the count never goes below zero.
+        let unread = self.unread.add(message.byteCount)
+        if case .dropped = source.yield(message) { return self.unread.add(-message.byteCount) }
+        return unread
     }
 
     func webSocketDidReceivePong(_ payload: ByteBuffer) {
@@ -522,6 +529,12 @@ extension WebSocketTask: WebSocketChannelHandlerDelegate {
             self.finish(error: CourierError(.connectionClosed, "\(summary): the connection closed with no closing handshake", request: self.request, response: response), code: .abnormalClosure, reason: "")
         case .cancelled:
             self.finish(error: CourierError(.cancelled, "\(summary): cancelled", request: self.request, response: response), code: .goingAway, reason: "")
+        case .consumerFellBehind(let unreadBytes):
+            let error = CourierError(
+                .messageBufferFull,
+                "\(summary): \(unreadBytes) bytes of messages unread, over the maximum of \(self.configuration.maximumBufferedBytes); closed with 1008",
+                request: self.request, response: response)
+            self.finish(error: error, code: .policyViolation, reason: "")
         }
     }
 }
@@ -547,8 +560,7 @@ final class WebSocketProducerDelegate: NIOAsyncSequenceProducerDelegate, Sendabl
 
 extension WebSocketTask {
     func produceMore() {
-        guard let handler = self.state.withLockedValue({ $0.handler }) else { return }
-        handler.eventLoop.execute { handler.value.resumeReading() }
+        // Nothing to resume: the connection is read at all times.
     }
 
     func didTerminate() {
@@ -557,26 +569,49 @@ extension WebSocketTask {
     }
 }
 
-/// The messages of a ``WebSocketTask``: an `AsyncSequence` with back-pressure, iterated once.
+/// The bytes of messages delivered and not yet taken, shared by the connection's loop (which adds)
+/// and the consumer (which takes away).
+final class UnreadBytes: Sendable {
+    private let count = Atomic(0)
+
+    /// Adds `bytes` (taken away when negative); returns the new count.
+    @discardableResult
+    func add(_ bytes: Int) -> Int {
+        self.count.wrappingAdd(bytes, ordering: .relaxed).newValue
+    }
+}
+
+/// The messages of a ``WebSocketTask``: an `AsyncSequence`, iterated once. What waits unread is
+/// bounded by ``WebSocketConfiguration/maximumBufferedBytes``.
 public struct WebSocketMessages: AsyncSequence, Sendable {
     public typealias Element = WebSocketMessage
     public typealias Failure = any Error
     private let producer: WebSocketTask.Producer?
+    private let unread: UnreadBytes
 
-    init(_ producer: WebSocketTask.Producer?) { self.producer = producer }
+    init(_ producer: WebSocketTask.Producer?, unread: UnreadBytes) {
+        self.producer = producer
+        self.unread = unread
+    }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(self.producer?.makeAsyncIterator())
+        AsyncIterator(self.producer?.makeAsyncIterator(), unread: self.unread)
     }
 
     /// Iterates the messages.
     public struct AsyncIterator: AsyncIteratorProtocol {
         private var base: WebSocketTask.Producer.AsyncIterator?
+        private let unread: UnreadBytes
 
-        init(_ base: WebSocketTask.Producer.AsyncIterator?) { self.base = base }
+        init(_ base: WebSocketTask.Producer.AsyncIterator?, unread: UnreadBytes) {
+            self.base = base
+            self.unread = unread
+        }
 
         public mutating func next() async throws -> WebSocketMessage? {
-            try await self.base?.next()
+            let message = try await self.base?.next()
+            if let message { self.unread.add(-message.byteCount) }
+            return message
         }
     }
 }
