@@ -54,6 +54,9 @@ public final class WebSocketTask: Sendable {
         var closeReason: String?
         var error: CourierError?
         var metrics: TransactionMetrics?
+        /// The task's metrics as they are gathered: the handshake is the one attempt.
+        var recorder = TaskMetricsRecorder()
+        var taskMetrics: TaskMetrics?
         var openWaiters: [CheckedContinuation<Void, any Error>] = []
         var finishWaiters: [CheckedContinuation<Void, Never>] = []
         var pingWaiters: [(ByteBuffer, CheckedContinuation<Void, any Error>)] = []
@@ -72,6 +75,8 @@ public final class WebSocketTask: Sendable {
     /// The session's additional headers and cookie header, added to the handshake.
     private let sessionHeaders: HTTPFields
     private let cookieStorage: (any CookieStorage)?
+    /// The session's event monitors when the task was made; nil when there are none.
+    private let monitors: EventMonitorGroup?
 
     typealias Adapter = @Sendable (Request) async throws(CourierError) -> Request
     /// The session's and the request's adapters, if any.
@@ -79,9 +84,10 @@ public final class WebSocketTask: Sendable {
 
     init(
         adapt: Adapter? = nil, request: Request, configuration: WebSocketConfiguration, engine: NIOEngine?, sessionHeaders: HTTPFields,
-        cookieStorage: (any CookieStorage)?
+        cookieStorage: (any CookieStorage)?, monitors: EventMonitorGroup? = nil
     ) {
         self.adapt = adapt
+        self.monitors = monitors
         self.request = request
         self.configuration = configuration
         self.engine = engine
@@ -123,9 +129,11 @@ public final class WebSocketTask: Sendable {
         let start = self.state.withLockedValue { state -> Bool in
             guard case .suspended = state.phase else { return false }
             state.phase = .connecting
+            state.recorder.attemptBegan(self.request)
             return true
         }
         guard start else { return }
+        self.monitors?.emit { $0.webSocketTaskDidResume(self) }
         guard let adapt = self.adapt else {
             self.connect(self.request)
             return
@@ -271,6 +279,12 @@ public final class WebSocketTask: Sendable {
     /// The opening handshake's metrics (connection setup, TLS, request and response times), once
     /// its response came.
     public var handshakeMetrics: TransactionMetrics? { self.state.withLockedValue { $0.metrics } }
+    /// The task's metrics once it ended, as a ``SessionTask``'s: one attempt, the opening handshake
+    /// (from ``resume()`` to the server's 101, or to the handshake's failure), whose
+    /// ``TaskMetrics/Attempt/transactions`` hold the handshake's ``TransactionMetrics`` (as
+    /// ``handshakeMetrics``); the ``TaskMetrics/duration`` runs to the task's end. The session's
+    /// event monitors get them in ``EventMonitor/webSocketTask(_:didFinishCollecting:)``.
+    public var metrics: TaskMetrics? { self.state.withLockedValue { $0.taskMetrics } }
 
     // MARK: Connecting
 
@@ -309,6 +323,7 @@ public final class WebSocketTask: Sendable {
             self.finish(error: CourierError(.unsupportedScheme, "\(summary): not a ws or wss URL with a host", request: self.request), code: .abnormalClosure, reason: "")
             return
         }
+        self.state.withLockedValue { $0.recorder.exchangeBegan(adapted) }
         let handshake = WebSocketHandshake(offeredProtocols: self.configuration.subprotocols, offersCompression: self.configuration.permessageDeflate)
         let head = self.handshakeHead(adapted, key: key, handshake: handshake, url: httpURL)
         // Any loop: the connection is the task's alone (the engine's per-loop count is for exchanges).
@@ -352,7 +367,11 @@ public final class WebSocketTask: Sendable {
             timer.cancel()
             switch result {
             case .failure(let error):
-                let channel = self.state.withLockedValue { $0.channel }
+                let channel = self.state.withLockedValue { state in
+                    // What was measured of the handshake that failed (its connection, if any).
+                    state.recorder.transactionFinished(metrics.withLockedValue { $0 })
+                    return state.channel
+                }
                 channel?.close(promise: nil)
                 self.finish(error: NIOEngine.courierError(from: error, request: request), code: .abnormalClosure, reason: "")
             case .success(let head):
@@ -388,9 +407,13 @@ public final class WebSocketTask: Sendable {
             state.response = response
             state.subprotocol = WebSocketHandshake.chosenProtocol(in: head)
             state.metrics = metrics
+            state.recorder.transactionFinished(metrics)
+            state.recorder.responseBegan()
+            state.recorder.attemptEnded(response: response, error: nil, bytesReceived: 0)
             return .some(state.pendingClose)
         }
         guard case .some(let pendingClose) = pending else { return }
+        self.monitors?.emit { $0.webSocketTask(self, didOpenWith: response) }
         do {
             let sync = channel.pipeline.syncOperations
             let handshakeHandler = try sync.handler(type: WebSocketHandshakeHandler.self)
@@ -474,6 +497,7 @@ public final class WebSocketTask: Sendable {
             state.error = error
             state.closeCode = code
             state.closeReason = reason
+            state.taskMetrics = state.recorder.finish(originalRequest: self.request, response: state.response, error: error, bytesReceived: 0)
             let before = state
             state.openWaiters = []
             state.finishWaiters = []
@@ -484,6 +508,10 @@ public final class WebSocketTask: Sendable {
             return before
         }
         guard let ended else { return }
+        if let monitors = self.monitors, let metrics = ended.taskMetrics {
+            monitors.emit { $0.webSocketTask(self, didFinishCollecting: metrics) }
+            monitors.emit { $0.webSocketTask(self, didCompleteWith: error, closeCode: code) }
+        }
         let failure = error ?? Self.notOpenError()
         for waiter in ended.openWaiters { waiter.resume(throwing: failure) }
         for (_, waiter) in ended.pingWaiters { waiter.resume(throwing: failure) }
