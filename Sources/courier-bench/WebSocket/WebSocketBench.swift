@@ -75,7 +75,7 @@ enum WebSocketBench {
                 let turns = options.clients.count == 2 ? options.clients + options.clients.reversed() : options.clients
                 for client in turns {
                     let arguments = Self.childArguments(scenario: scenario, client: client, base: base, options: options)
-                    guard let measurement = Self.child(arguments) else {
+                    guard let measurement = ChildProcesses.measure("ws-child", arguments, as: WebSocketBenchChild.Measurement.self) else {
                         failed = true
                         continue
                     }
@@ -122,28 +122,6 @@ enum WebSocketBench {
                     scenario, courier.rates.median / other.rates.median, courier.cpuPerMessage.median / other.cpuPerMessage.median))
             }
         }
-    }
-
-    /// Runs one measured run in a child process.
-    private static func child(_ arguments: [String]) -> WebSocketBenchChild.Measurement? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = ["ws-child"] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        do {
-            try process.run()
-        } catch {
-            FileHandle.standardError.write(Data("courier-bench: cannot start a child: \(error)\n".utf8))
-            return nil
-        }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            FileHandle.standardError.write(Data("courier-bench ws: \(arguments[0]) \(arguments[1]) failed (exit \(process.terminationStatus))\n".utf8))
-            return nil
-        }
-        return try? JSONDecoder().decode(WebSocketBenchChild.Measurement.self, from: data)
     }
 
     struct Failure: Error, CustomStringConvertible {

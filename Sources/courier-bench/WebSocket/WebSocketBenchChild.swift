@@ -104,6 +104,39 @@ enum WebSocketBenchChild {
         let description: String
     }
 
+    /// A message as the run checks it, whatever the client.
+    enum Received: Equatable {
+        case binary(count: Int)
+        case text(String)
+    }
+
+    /// One connection's part of a run, whatever the client: warm up, wait for the start, do its
+    /// share, count down `done` (closing is the caller's, after). The discard route drops binary
+    /// messages and echoes text: once a text message comes back, the server read all before it.
+    private static func drive(
+        _ run: Run, send: () async throws -> Void, sendText: (String) async throws -> Void, receive: () async throws -> Received?
+    ) async throws {
+        func roundTrips(_ count: Int) async throws {
+            for _ in 0..<count {
+                try await send()
+                guard try await receive() == .binary(count: run.size) else { throw Mismatch(description: "not the echo") }
+            }
+        }
+        func oneWay(_ count: Int) async throws {
+            for _ in 0..<count { try await send() }
+            try await sendText("end")
+            guard try await receive() == .text("end") else { throw Mismatch(description: "not the end's echo") }
+        }
+        func work(_ count: Int) async throws {
+            if run.scenario == "oneway" { try await oneWay(count) } else { try await roundTrips(count) }
+        }
+        try await work(Self.warmup)
+        run.ready.countDown()
+        await run.go.wait()
+        try await work(run.messages)
+        run.done.countDown()
+    }
+
     // MARK: Courier
 
     private static func courier(_ url: String, run: Run, manager: SessionManager) async throws {
@@ -114,23 +147,15 @@ enum WebSocketBenchChild {
         try await task.waitUntilOpen()
         var messages = task.messages.makeAsyncIterator()
         let payload = Courier.WebSocketMessage.binary(Data(repeating: 0x2A, count: run.size))
-        func roundTrip() async throws {
-            try await task.send(payload)
-            guard case .binary(let data)? = try await messages.next(), data.count == run.size else { throw Mismatch(description: "not the echo") }
-        }
-        // The discard route drops binary messages and echoes text: once a text message comes
-        // back, the server read everything sent before it.
-        func oneWay(_ count: Int) async throws {
-            for _ in 0..<count { try await task.send(payload) }
-            try await task.send(.text("end"))
-            guard try await messages.next() == .text("end") else { throw Mismatch(description: "not the end's echo") }
-        }
-        let isOneWay = run.scenario == "oneway"
-        if isOneWay { try await oneWay(Self.warmup) } else { for _ in 0..<Self.warmup { try await roundTrip() } }
-        run.ready.countDown()
-        await run.go.wait()
-        if isOneWay { try await oneWay(run.messages) } else { for _ in 0..<run.messages { try await roundTrip() } }
-        run.done.countDown()
+        try await Self.drive(
+            run, send: { try await task.send(payload) }, sendText: { try await task.send(.text($0)) },
+            receive: {
+                switch try await messages.next() {
+                case .binary(let data)?: .binary(count: data.count)
+                case .text(let text)?: .text(text)
+                case nil: nil
+                }
+            })
         await task.close()
     }
 
@@ -142,23 +167,15 @@ enum WebSocketBenchChild {
         try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, outbound, _ in
             var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
             let payload = ByteBuffer(repeating: 0x2A, count: run.size)
-            func roundTrip() async throws {
-                try await outbound.write(.binary(payload))
-                guard case .binary(let data)? = try await messages.next(), data.readableBytes == run.size else {
-                    throw Mismatch(description: "not the echo")
-                }
-            }
-            func oneWay(_ count: Int) async throws {
-                for _ in 0..<count { try await outbound.write(.binary(payload)) }
-                try await outbound.write(.text("end"))
-                guard try await messages.next() == .text("end") else { throw Mismatch(description: "not the end's echo") }
-            }
-            let isOneWay = run.scenario == "oneway"
-            if isOneWay { try await oneWay(Self.warmup) } else { for _ in 0..<Self.warmup { try await roundTrip() } }
-            run.ready.countDown()
-            await run.go.wait()
-            if isOneWay { try await oneWay(run.messages) } else { for _ in 0..<run.messages { try await roundTrip() } }
-            run.done.countDown()
+            try await Self.drive(
+                run, send: { try await outbound.write(.binary(payload)) }, sendText: { try await outbound.write(.text($0)) },
+                receive: {
+                    switch try await messages.next() {
+                    case .binary(let buffer)?: .binary(count: buffer.readableBytes)
+                    case .text(let text)?: .text(text)
+                    case nil: nil
+                    }
+                })
             try await outbound.close(.normalClosure, reason: nil)
         }
     }
