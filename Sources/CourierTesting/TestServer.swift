@@ -37,7 +37,9 @@ import NIOSSL
 /// WebSocket routes (HTTP/1.1 only: a TLS server with ``Configuration/http2`` off):
 /// `/courier/websocket/{mode}`, upgraded by swift-nio's server upgrader. `echo` sends each message
 /// back, `fragmented` sends it back in three fragments with a PING between, `close-after-first`
-/// closes (1000, `bye`) after the first message, `silent` answers nothing (no PONG, no close).
+/// closes (1000, `bye`) after the first message, `silent` answers nothing (no PONG, no close),
+/// `discard` drops binary messages and echoes text ones (a text message after binary ones comes
+/// back once they were all read: a one-way transfer's end).
 /// Misbehaving modes: `masked` (a masked frame), `invalid-utf8`, `big-control` (a 126-byte PING),
 /// `bad-close` (close code 1005), `unexpected-continuation`, `bad-accept` (a second, wrong
 /// `Sec-WebSocket-Accept`), `unoffered-extension`. A client frame that is not masked closes with 1002.
@@ -155,6 +157,11 @@ public final class TestServer: Sendable {
     /// server has written so far, counted as each write completes (handed to the socket, or to the
     /// HTTP/2 connection).
     public var streamedBodyBytesWritten: Int { self.state.streamedBodyBytesWritten }
+
+    /// How many PINGs the WebSocket routes received and answered with a PONG, over all their
+    /// connections (the `silent` mode neither counts nor answers them): proves that a client's
+    /// keep-alive went on.
+    public var webSocketPingsReceived: Int { self.state.webSocketPingsReceived }
 
     /// How many TCP connections the server accepted (HTTP/2 streams share theirs): proves that a
     /// client kept its connections alive, or that it never connected.

@@ -15,6 +15,10 @@ case "transfer-child":
     exit(await TransferChild.run(Array(CommandLine.arguments.dropFirst(2))))
 case "session":
     exit(await SessionOverheadBench.run(Array(CommandLine.arguments.dropFirst(2))))
+case "ws":
+    exit(await WebSocketBench.run(Array(CommandLine.arguments.dropFirst(2))))
+case "ws-child":
+    exit(await WebSocketBenchChild.run(Array(CommandLine.arguments.dropFirst(2))))
 case "cache", "cookies":
     exit(await SessionFeatureBench.run(CommandLine.arguments[1], Array(CommandLine.arguments.dropFirst(2))))
 default:

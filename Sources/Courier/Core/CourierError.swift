@@ -54,6 +54,7 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
             case proxyAuthenticationRequired
             case invalidProxyConfiguration
             case internalInconsistency
+            case messageBufferFull
         }
 
         fileprivate let base: Base
@@ -143,6 +144,9 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         public static let invalidProxyConfiguration = Code(.invalidProxyConfiguration)
         /// Courier reached a state it should never reach; please report it.
         public static let internalInconsistency = Code(.internalInconsistency)
+        /// A WebSocket's consumer left more received messages unread than
+        /// ``WebSocketConfiguration/maximumBufferedBytes`` allows; the connection was closed with 1008.
+        public static let messageBufferFull = Code(.messageBufferFull)
 
         public var description: String { self.base.rawValue }
     }

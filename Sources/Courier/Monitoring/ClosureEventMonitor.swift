@@ -54,6 +54,16 @@ public struct ClosureEventMonitor: EventMonitor {
     public var taskIsWaitingForConnectivity: (@Sendable (SessionTask) -> Void)?
     /// ``EventMonitor/sessionDidInvalidate(_:)``.
     public var sessionDidInvalidate: (@Sendable (SessionManager) -> Void)?
+    /// ``EventMonitor/webSocketTaskDidCreate(_:)``.
+    public var webSocketTaskDidCreate: (@Sendable (WebSocketTask) -> Void)?
+    /// ``EventMonitor/webSocketTaskDidResume(_:)``.
+    public var webSocketTaskDidResume: (@Sendable (WebSocketTask) -> Void)?
+    /// ``EventMonitor/webSocketTask(_:didOpenWith:)``.
+    public var webSocketTaskDidOpen: (@Sendable (WebSocketTask, HTTPResponse) -> Void)?
+    /// ``EventMonitor/webSocketTask(_:didFinishCollecting:)``.
+    public var webSocketTaskDidFinishCollectingMetrics: (@Sendable (WebSocketTask, TaskMetrics) -> Void)?
+    /// ``EventMonitor/webSocketTask(_:didCompleteWith:closeCode:)``.
+    public var webSocketTaskDidComplete: (@Sendable (WebSocketTask, CourierError?, WebSocketCloseCode) -> Void)?
 
     /// A monitor with no closures, on `queue` (a new serial queue by default).
     public init(queue: DispatchQueue = DispatchQueue(label: "courier.closure-event-monitor")) {
@@ -105,4 +115,13 @@ public struct ClosureEventMonitor: EventMonitor {
     public func task(_ task: SessionTask, didFinishDownloadingTo location: URL) { self.taskDidFinishDownloading?(task, location) }
     public func taskIsWaitingForConnectivity(_ task: SessionTask) { self.taskIsWaitingForConnectivity?(task) }
     public func sessionDidInvalidate(_ session: SessionManager) { self.sessionDidInvalidate?(session) }
+    public func webSocketTaskDidCreate(_ task: WebSocketTask) { self.webSocketTaskDidCreate?(task) }
+    public func webSocketTaskDidResume(_ task: WebSocketTask) { self.webSocketTaskDidResume?(task) }
+    public func webSocketTask(_ task: WebSocketTask, didOpenWith response: HTTPResponse) { self.webSocketTaskDidOpen?(task, response) }
+    public func webSocketTask(_ task: WebSocketTask, didFinishCollecting metrics: TaskMetrics) {
+        self.webSocketTaskDidFinishCollectingMetrics?(task, metrics)
+    }
+    public func webSocketTask(_ task: WebSocketTask, didCompleteWith error: CourierError?, closeCode: WebSocketCloseCode) {
+        self.webSocketTaskDidComplete?(task, error, closeCode)
+    }
 }

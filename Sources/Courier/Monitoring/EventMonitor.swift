@@ -24,6 +24,12 @@ import HTTPTypes
 /// ``taskDidSuspend(_:)``, ``taskDidResume(_:)`` and ``taskDidCancel(_:)`` come when they are
 /// called; ``sessionDidInvalidate(_:)`` last of all. Events arrive as they happen, each monitor's
 /// in the order they happened.
+///
+/// A ``WebSocketTask`` is no ``SessionTask``: its events have methods of their own, in this
+/// order: ``webSocketTaskDidCreate(_:)``; ``webSocketTaskDidResume(_:)`` when its opening
+/// handshake starts; ``webSocketTask(_:didOpenWith:)`` when the server accepted it (no such
+/// event when the handshake failed); then, however it ended,
+/// ``webSocketTask(_:didFinishCollecting:)`` and ``webSocketTask(_:didCompleteWith:closeCode:)``.
 public protocol EventMonitor: Sendable {
     /// Where this monitor's events are delivered; make it serial. Each monitor should have its own.
     var queue: DispatchQueue { get }
@@ -76,6 +82,20 @@ public protocol EventMonitor: Sendable {
     func taskIsWaitingForConnectivity(_ task: SessionTask)
     /// The session was invalidated and its engine shut down: no event of it follows.
     func sessionDidInvalidate(_ session: SessionManager)
+
+    /// A WebSocket task was made (suspended) by ``SessionManager/webSocketTask(with:configuration:)``.
+    func webSocketTaskDidCreate(_ task: WebSocketTask)
+    /// A WebSocket task's opening handshake started (``WebSocketTask/resume()``, or the first call
+    /// that needs the connection).
+    func webSocketTaskDidResume(_ task: WebSocketTask)
+    /// The server accepted a WebSocket task's opening handshake with `response` (its 101).
+    func webSocketTask(_ task: WebSocketTask, didOpenWith response: HTTPResponse)
+    /// A WebSocket task's metrics (``WebSocketTask/metrics``: the handshake as its one attempt),
+    /// just before it completes.
+    func webSocketTask(_ task: WebSocketTask, didFinishCollecting metrics: TaskMetrics)
+    /// A WebSocket task ended with `closeCode` (``WebSocketTask/closeCode``): after a closing
+    /// handshake when `error` is nil, else failed with `error`.
+    func webSocketTask(_ task: WebSocketTask, didCompleteWith error: CourierError?, closeCode: WebSocketCloseCode)
 }
 
 extension EventMonitor {
@@ -125,4 +145,14 @@ extension EventMonitor {
     public func taskIsWaitingForConnectivity(_ task: SessionTask) {}
     /// Does nothing.
     public func sessionDidInvalidate(_ session: SessionManager) {}
+    /// Does nothing.
+    public func webSocketTaskDidCreate(_ task: WebSocketTask) {}
+    /// Does nothing.
+    public func webSocketTaskDidResume(_ task: WebSocketTask) {}
+    /// Does nothing.
+    public func webSocketTask(_ task: WebSocketTask, didOpenWith response: HTTPResponse) {}
+    /// Does nothing.
+    public func webSocketTask(_ task: WebSocketTask, didFinishCollecting metrics: TaskMetrics) {}
+    /// Does nothing.
+    public func webSocketTask(_ task: WebSocketTask, didCompleteWith error: CourierError?, closeCode: WebSocketCloseCode) {}
 }

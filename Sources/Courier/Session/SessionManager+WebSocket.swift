@@ -13,7 +13,9 @@ extension SessionManager {
     /// (retriers and authentication challenges are not consulted). Another engine fails the task with
     /// ``CourierError/Code/unsupportedScheme``; an invalidated manager with
     /// ``CourierError/Code/sessionInvalidated``. ``invalidate(cancelingTasks:)-7w13y`` with
-    /// `cancelingTasks` cancels the manager's WebSocket tasks too.
+    /// `cancelingTasks` cancels the manager's WebSocket tasks too. The session's event monitors
+    /// hear the task's life (``EventMonitor/webSocketTaskDidCreate(_:)`` and the events after it),
+    /// and its metrics are ``WebSocketTask/metrics``.
     ///
     /// - Parameters:
     ///   - request: The request; its URL is `ws://` or `wss://` (`http` and `https` are taken as such).
@@ -35,8 +37,10 @@ extension SessionManager {
             configuration: configuration,
             engine: self.engine as? NIOEngine,
             sessionHeaders: session.httpAdditionalHeaders,
-            cookieStorage: handlesCookies ? session.httpCookieStorage : nil
+            cookieStorage: handlesCookies ? session.httpCookieStorage : nil,
+            monitors: interception.monitors
         )
+        interception.monitors?.emit { $0.webSocketTaskDidCreate(task) }
         let invalidated = self.registry.withLockedValue { registry -> Bool in
             if registry.isInvalidated { return true }
             registry.webSocketTasks = registry.webSocketTasks.filter { $0.value.task != nil }

@@ -4,9 +4,9 @@ import NIOWebSocket
 
 /// What a ``WebSocketChannelHandler`` reports to its task; called on the channel's loop.
 protocol WebSocketChannelHandlerDelegate: AnyObject, Sendable {
-    /// A message for the consumer. Returns false when the consumer wants no more for now: the
-    /// handler stops reading until ``WebSocketChannelHandler/resumeReading()``.
-    func webSocketDidReceive(_ message: WebSocketMessage) -> Bool
+    /// A message for the consumer. Returns how many bytes of messages (this one included) wait
+    /// unread now: past the maximum, the connection closes with 1008.
+    func webSocketDidReceive(_ message: WebSocketMessage) -> Int
     /// A PONG with this payload.
     func webSocketDidReceivePong(_ payload: ByteBuffer)
     /// The connection is over (called once).
@@ -15,8 +15,8 @@ protocol WebSocketChannelHandlerDelegate: AnyObject, Sendable {
 
 /// Runs a ``WebSocketConnectionStateMachine`` on a connection after the opening handshake: frames
 /// from swift-nio's decoder in, client frames (masked, RFC 6455 5.3) out through its encoder, the
-/// keep-alive PING's timer, the wait for the server's close, and reads held back while the
-/// consumer is behind.
+/// keep-alive PING's timer and the wait for the server's close. It never holds reads back: control
+/// frames must be read whatever the consumer does, and the machine bounds what waits unread.
 final class WebSocketChannelHandler: ChannelDuplexHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundIn = WebSocketFrame
@@ -35,9 +35,6 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     private var pingTask: RepeatedTask?
     private var closeTimer: Scheduled<Void>?
-    /// The consumer is behind: `read` waits.
-    private var paused = false
-    private var readPending = false
     private var closing = false
     /// The write of Courier's close frame, which the TCP close waits for.
     private var closeFrameWritten: EventLoopFuture<Void>?
@@ -45,8 +42,12 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
     /// `permessage-deflate`'s compressor and decompressor, if it was negotiated.
     private let deflate: PerMessageDeflate?
 
-    init(maximumMessageSize: Int, timing: Timing, deflate: PerMessageDeflate? = nil, delegate: any WebSocketChannelHandlerDelegate) {
-        self.machine = WebSocketConnectionStateMachine(maximumMessageSize: maximumMessageSize, compression: deflate != nil)
+    init(
+        maximumMessageSize: Int, maximumBufferedBytes: Int = .max, timing: Timing, deflate: PerMessageDeflate? = nil,
+        delegate: any WebSocketChannelHandlerDelegate
+    ) {
+        self.machine = WebSocketConnectionStateMachine(
+            maximumMessageSize: maximumMessageSize, maximumBufferedBytes: maximumBufferedBytes, compression: deflate != nil)
         self.deflate = deflate
         self.timing = timing
         self.delegate = delegate
@@ -97,23 +98,6 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
     }
 
     // MARK: Outbound
-
-    func read(context: ChannelHandlerContext) {
-        if self.paused {
-            self.readPending = true
-        } else {
-            context.read()
-        }
-    }
-
-    /// The consumer caught up: reading goes on.
-    func resumeReading() {
-        self.paused = false
-        if self.readPending, let context = self.context {
-            self.readPending = false
-            context.read()
-        }
-    }
 
     /// Sends a message (one frame, masked), if the connection is open.
     func send(_ message: WebSocketMessage, promise: EventLoopPromise<Void>?) {
@@ -183,7 +167,7 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 self.closeFrameWritten = written.futureResult
                 self.write(context: context, opcode: .connectionClose, data: payload, promise: written)
             case .deliver(let message):
-                if !self.delegate.webSocketDidReceive(message) { self.paused = true }
+                self.run(self.machine.messageQueued(unreadBytes: self.delegate.webSocketDidReceive(message)))
             case .inflate(let isText, let payload):
                 guard let deflate = self.deflate, let context = self.context else { continue }
                 let result = deflate.decompress(payload, limit: self.machine.maximumMessageSize, allocator: context.channel.allocator)
@@ -196,8 +180,6 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 self.closeTimer = context.eventLoop.scheduleTask(in: self.timing.closeTimeout) {
                     loopBound.value.run(loopBound.value.machine.closeTimedOut())
                 }
-                // The server's close must be read even if the consumer is behind.
-                self.resumeReading()
             case .closeConnection:
                 self.stopTimers()
                 guard !self.closing, let context = self.context else { continue }

@@ -13,9 +13,16 @@ public struct WebSocketConfiguration: Sendable {
     public var closeTimeout: TimeInterval = 10
     /// The subprotocols offered in `Sec-WebSocket-Protocol`, preferred first.
     public var subprotocols: [String] = []
-    /// How many received messages may wait unread before Courier stops reading from the
-    /// connection (TCP flow control then slows the server).
-    public var bufferedMessages: Int = 16
+    /// The most bytes of received messages that may wait unread in ``WebSocketTask/messages``
+    /// (never less than ``maximumMessageSize``): 16 MiB, as OkHttp's bound on its outgoing queue.
+    ///
+    /// Courier reads the connection at all times, so that the server's PINGs are answered, the
+    /// keep-alive's PONGs read and a close seen however slowly the application takes its
+    /// messages. A consumer that falls further behind than this closes the connection with 1008
+    /// (``WebSocketCloseCode/policyViolation``) and fails the task with
+    /// ``CourierError/Code/messageBufferFull``: the messages that were waiting are still
+    /// delivered, then the error.
+    public var maximumBufferedBytes: Int = 16 << 20
 
     /// Whether `permessage-deflate` (RFC 7692) is offered: when the server agrees, messages go
     /// compressed both ways (control frames never are).

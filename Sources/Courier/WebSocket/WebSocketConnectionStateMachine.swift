@@ -10,6 +10,12 @@ import NIOWebSocket
 /// The closing handshake either way: the first close frame sent or received moves the machine to
 /// closing; the reply ends it. Any violation by the server closes with the code RFC 6455 names
 /// (1002, 1007, 1009) and ends the connection with an error. It ends exactly once (``Action/finish(_:)``).
+///
+/// The connection is read at all times, whatever the consumer does, so that control frames (a
+/// PING to answer, the PONG of the keep-alive, a close) are never stuck behind unread messages:
+/// a consumer that stops reading cannot make the keep-alive time out. What bounds memory is
+/// ``messageQueued(unreadBytes:)``: past ``maximumBufferedBytes`` of messages delivered and not
+/// yet taken, the connection closes with 1008 (``Ending/consumerFellBehind(unreadBytes:)``).
 struct WebSocketConnectionStateMachine {
     /// Why the connection ended.
     enum Ending: Equatable {
@@ -26,6 +32,9 @@ struct WebSocketConnectionStateMachine {
         case closeTimedOut
         /// The task was cancelled.
         case cancelled
+        /// The consumer left more than the maximum of bytes of messages unread; Courier closed
+        /// with 1008.
+        case consumerFellBehind(unreadBytes: Int)
     }
 
     enum Action: Equatable {
@@ -61,11 +70,15 @@ struct WebSocketConnectionStateMachine {
     /// Whether `permessage-deflate` was negotiated (RSV1 marks a compressed message).
     private let compression: Bool
     let maximumMessageSize: Int
+    /// The most bytes of messages that may wait for the consumer; never less than one message of
+    /// the maximum size.
+    let maximumBufferedBytes: Int
 
-    init(maximumMessageSize: Int, compression: Bool = false) {
+    init(maximumMessageSize: Int, maximumBufferedBytes: Int = .max, compression: Bool = false) {
         self.assembler = WebSocketMessageAssembler(maximumMessageSize: maximumMessageSize)
         self.compression = compression
         self.maximumMessageSize = maximumMessageSize
+        self.maximumBufferedBytes = max(maximumBufferedBytes, maximumMessageSize)
     }
 
     var isOpen: Bool {
@@ -162,6 +175,15 @@ struct WebSocketConnectionStateMachine {
         }
     }
 
+    /// A delivered message joined the consumer's queue, where `unreadBytes` of messages (this one
+    /// included) now wait. Past ``maximumBufferedBytes`` the consumer has fallen too far behind:
+    /// the connection closes with 1008 rather than stop reading (which would leave PINGs and PONGs
+    /// unread) or grow without bound.
+    mutating func messageQueued(unreadBytes: Int) -> [Action] {
+        guard !self.isFinished, unreadBytes > self.maximumBufferedBytes else { return [] }
+        return self.closeWith(.policyViolation, ending: .consumerFellBehind(unreadBytes: unreadBytes))
+    }
+
     /// The user closes with `code` and `reason` (the reason at most 123 bytes of UTF-8).
     mutating func closeRequested(code: WebSocketCloseCode, reason: String) -> [Action] {
         guard case .open = self.state else { return [] }
@@ -213,9 +235,14 @@ struct WebSocketConnectionStateMachine {
     }
 
     private mutating func violation(_ code: WebSocketCloseCode, _ reason: String) -> [Action] {
+        self.closeWith(code, ending: .protocolViolation(code, reason))
+    }
+
+    /// Closes with `code` (unless Courier's close frame went out already) and ends with `ending`.
+    private mutating func closeWith(_ code: WebSocketCloseCode, ending: Ending) -> [Action] {
         let wasOpen = self.isOpen
         self.state = .finished
         // After Courier's own close frame, no second one goes out.
-        return (wasOpen ? [.sendClose(code, "")] : []) + [.closeConnection, .finish(.protocolViolation(code, reason))]
+        return (wasOpen ? [.sendClose(code, "")] : []) + [.closeConnection, .finish(ending)]
     }
 }

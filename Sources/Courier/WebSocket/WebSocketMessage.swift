@@ -6,6 +6,14 @@ public enum WebSocketMessage: Sendable, Hashable {
     case text(String)
     /// A binary message.
     case binary(Data)
+
+    /// The payload's size in bytes (text as UTF-8).
+    var byteCount: Int {
+        switch self {
+        case .text(let text): text.utf8.count
+        case .binary(let data): data.count
+        }
+    }
 }
 
 /// A close code (RFC 6455, 7.4): the named ones as static members, any other from 3000 to 4999

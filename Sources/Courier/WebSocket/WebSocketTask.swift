@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOWebSocket
+import Synchronization
 
 /// A WebSocket (RFC 6455) on Courier's own connections, made by
 /// ``SessionManager/webSocketTask(with:configuration:)``: the opening handshake goes through the
@@ -19,9 +20,10 @@ import NIOWebSocket
 /// }
 /// ```
 ///
-/// Messages arrive through ``messages`` (one consumer) with back-pressure: once
-/// ``WebSocketConfiguration/bufferedMessages`` wait unread, Courier stops reading from the
-/// connection. Client frames are masked; fragmented messages are put together (control frames
+/// Messages arrive through ``messages`` (one consumer). Courier reads the connection at all times,
+/// so PINGs, PONGs and the close are handled however slowly the messages are taken; at most
+/// ``WebSocketConfiguration/maximumBufferedBytes`` of messages wait unread, past which the task
+/// fails with ``CourierError/Code/messageBufferFull``. Client frames are masked; fragmented messages are put together (control frames
 /// may come between their fragments); text is checked to be UTF-8. A server that breaks the
 /// protocol gets a close frame with the code RFC 6455 names, and the task fails with a
 /// ``CourierError``; the task ends exactly once, and nothing is left running afterwards.
@@ -52,6 +54,9 @@ public final class WebSocketTask: Sendable {
         var closeReason: String?
         var error: CourierError?
         var metrics: TransactionMetrics?
+        /// The task's metrics as they are gathered: the handshake is the one attempt.
+        var recorder = TaskMetricsRecorder()
+        var taskMetrics: TaskMetrics?
         var openWaiters: [CheckedContinuation<Void, any Error>] = []
         var finishWaiters: [CheckedContinuation<Void, Never>] = []
         var pingWaiters: [(ByteBuffer, CheckedContinuation<Void, any Error>)] = []
@@ -64,10 +69,14 @@ public final class WebSocketTask: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
+    /// The bytes of messages delivered to ``messages`` and not yet taken by its consumer.
+    let unread = UnreadBytes()
     private let engine: NIOEngine?
     /// The session's additional headers and cookie header, added to the handshake.
     private let sessionHeaders: HTTPFields
     private let cookieStorage: (any CookieStorage)?
+    /// The session's event monitors when the task was made; nil when there are none.
+    private let monitors: EventMonitorGroup?
 
     typealias Adapter = @Sendable (Request) async throws(CourierError) -> Request
     /// The session's and the request's adapters, if any.
@@ -75,9 +84,10 @@ public final class WebSocketTask: Sendable {
 
     init(
         adapt: Adapter? = nil, request: Request, configuration: WebSocketConfiguration, engine: NIOEngine?, sessionHeaders: HTTPFields,
-        cookieStorage: (any CookieStorage)?
+        cookieStorage: (any CookieStorage)?, monitors: EventMonitorGroup? = nil
     ) {
         self.adapt = adapt
+        self.monitors = monitors
         self.request = request
         self.configuration = configuration
         self.engine = engine
@@ -87,7 +97,9 @@ public final class WebSocketTask: Sendable {
         let made = Producer.makeSequence(
             elementType: WebSocketMessage.self,
             failureType: (any Error).self,
-            backPressureStrategy: .init(lowWatermark: max(0, configuration.bufferedMessages / 2), highWatermark: max(1, configuration.bufferedMessages)),
+            // No back-pressure on the connection: it is read at all times (control frames must be),
+            // and `maximumBufferedBytes` bounds what waits.
+            backPressureStrategy: .init(lowWatermark: 0, highWatermark: .max),
             finishOnDeinit: false,
             delegate: delegate
         )
@@ -105,10 +117,11 @@ public final class WebSocketTask: Sendable {
     /// sequence that ends at once. Stopping the iteration (or cancelling the consuming task)
     /// cancels the WebSocket.
     public var messages: WebSocketMessages {
-        WebSocketMessages(self.state.withLockedValue { state in
-            defer { state.sequence = nil }
-            return state.sequence
-        })
+        WebSocketMessages(
+            self.state.withLockedValue { state in
+                defer { state.sequence = nil }
+                return state.sequence
+            }, unread: self.unread)
     }
 
     /// Starts the opening handshake; later calls do nothing.
@@ -116,9 +129,11 @@ public final class WebSocketTask: Sendable {
         let start = self.state.withLockedValue { state -> Bool in
             guard case .suspended = state.phase else { return false }
             state.phase = .connecting
+            state.recorder.attemptBegan(self.request)
             return true
         }
         guard start else { return }
+        self.monitors?.emit { $0.webSocketTaskDidResume(self) }
         guard let adapt = self.adapt else {
             self.connect(self.request)
             return
@@ -170,8 +185,19 @@ public final class WebSocketTask: Sendable {
     /// - Throws: A ``CourierError`` when the connection is not open (``CourierError/Code/connectionClosed``),
     ///   or the task's error.
     public func send(_ message: WebSocketMessage) async throws {
-        try await self.waitUntilOpen()
-        try await self.onHandler { handler, promise in handler.send(message, promise: promise) }
+        // Once open, a send takes the task's lock once (waitUntilOpen would take it three times
+        // and make a continuation: a measurable share of a small message's round trip).
+        let open = self.openHandler()
+        if open == nil { try await self.waitUntilOpen() }
+        try await self.onHandler(open) { handler, promise in handler.send(message, promise: promise) }
+    }
+
+    /// The connection's handler while the task is open.
+    private func openHandler() -> NIOLoopBound<WebSocketChannelHandler>? {
+        self.state.withLockedValue { state in
+            guard case .open = state.phase else { return nil }
+            return state.handler
+        }
     }
 
     /// Sends a PING and waits for its PONG.
@@ -264,6 +290,12 @@ public final class WebSocketTask: Sendable {
     /// The opening handshake's metrics (connection setup, TLS, request and response times), once
     /// its response came.
     public var handshakeMetrics: TransactionMetrics? { self.state.withLockedValue { $0.metrics } }
+    /// The task's metrics once it ended, as a ``SessionTask``'s: one attempt, the opening handshake
+    /// (from ``resume()`` to the server's 101, or to the handshake's failure), whose
+    /// ``TaskMetrics/Attempt/transactions`` hold the handshake's ``TransactionMetrics`` (as
+    /// ``handshakeMetrics``); the ``TaskMetrics/duration`` runs to the task's end. The session's
+    /// event monitors get them in ``EventMonitor/webSocketTask(_:didFinishCollecting:)``.
+    public var metrics: TaskMetrics? { self.state.withLockedValue { $0.taskMetrics } }
 
     // MARK: Connecting
 
@@ -302,6 +334,7 @@ public final class WebSocketTask: Sendable {
             self.finish(error: CourierError(.unsupportedScheme, "\(summary): not a ws or wss URL with a host", request: self.request), code: .abnormalClosure, reason: "")
             return
         }
+        self.state.withLockedValue { $0.recorder.exchangeBegan(adapted) }
         let handshake = WebSocketHandshake(offeredProtocols: self.configuration.subprotocols, offersCompression: self.configuration.permessageDeflate)
         let head = self.handshakeHead(adapted, key: key, handshake: handshake, url: httpURL)
         // Any loop: the connection is the task's alone (the engine's per-loop count is for exchanges).
@@ -345,7 +378,11 @@ public final class WebSocketTask: Sendable {
             timer.cancel()
             switch result {
             case .failure(let error):
-                let channel = self.state.withLockedValue { $0.channel }
+                let channel = self.state.withLockedValue { state in
+                    // What was measured of the handshake that failed (its connection, if any).
+                    state.recorder.transactionFinished(metrics.withLockedValue { $0 })
+                    return state.channel
+                }
                 channel?.close(promise: nil)
                 self.finish(error: NIOEngine.courierError(from: error, request: request), code: .abnormalClosure, reason: "")
             case .success(let head):
@@ -371,7 +408,8 @@ public final class WebSocketTask: Sendable {
             deflate = PerMessageDeflate(parameters)
         }
         let handler = WebSocketChannelHandler(
-            maximumMessageSize: max(1, self.configuration.maximumMessageSize), timing: timing, deflate: deflate, delegate: self)
+            maximumMessageSize: max(1, self.configuration.maximumMessageSize), maximumBufferedBytes: self.configuration.maximumBufferedBytes,
+            timing: timing, deflate: deflate, delegate: self)
         let response = Self.response(from: head)
         let pending = self.state.withLockedValue { state -> (WebSocketCloseCode, String)?? in
             guard case .connecting = state.phase else { return .some(nil) }
@@ -380,9 +418,13 @@ public final class WebSocketTask: Sendable {
             state.response = response
             state.subprotocol = WebSocketHandshake.chosenProtocol(in: head)
             state.metrics = metrics
+            state.recorder.transactionFinished(metrics)
+            state.recorder.responseBegan()
+            state.recorder.attemptEnded(response: response, error: nil, bytesReceived: 0)
             return .some(state.pendingClose)
         }
         guard case .some(let pendingClose) = pending else { return }
+        self.monitors?.emit { $0.webSocketTask(self, didOpenWith: response) }
         do {
             let sync = channel.pipeline.syncOperations
             let handshakeHandler = try sync.handler(type: WebSocketHandshakeHandler.self)
@@ -443,8 +485,11 @@ public final class WebSocketTask: Sendable {
         return HTTPResponse(status: HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase), headerFields: fields)
     }
 
-    private func onHandler(_ body: @escaping @Sendable (WebSocketChannelHandler, EventLoopPromise<Void>) -> Void) async throws {
-        guard let handler = self.state.withLockedValue({ $0.handler }) else { throw self.error ?? Self.notOpenError() }
+    /// Runs `body` on the connection's loop (`handler`, or the task's if nil) and waits for its promise.
+    private func onHandler(
+        _ handler: NIOLoopBound<WebSocketChannelHandler>? = nil, _ body: @escaping @Sendable (WebSocketChannelHandler, EventLoopPromise<Void>) -> Void
+    ) async throws {
+        guard let handler = handler ?? self.state.withLockedValue({ $0.handler }) else { throw self.error ?? Self.notOpenError() }
         let promise = handler.eventLoop.makePromise(of: Void.self)
         handler.eventLoop.execute { body(handler.value, promise) }
         do {
@@ -466,6 +511,7 @@ public final class WebSocketTask: Sendable {
             state.error = error
             state.closeCode = code
             state.closeReason = reason
+            state.taskMetrics = state.recorder.finish(originalRequest: self.request, response: state.response, error: error, bytesReceived: 0)
             let before = state
             state.openWaiters = []
             state.finishWaiters = []
@@ -476,6 +522,10 @@ public final class WebSocketTask: Sendable {
             return before
         }
         guard let ended else { return }
+        if let monitors = self.monitors, let metrics = ended.taskMetrics {
+            monitors.emit { $0.webSocketTask(self, didFinishCollecting: metrics) }
+            monitors.emit { $0.webSocketTask(self, didCompleteWith: error, closeCode: code) }
+        }
         let failure = error ?? Self.notOpenError()
         for waiter in ended.openWaiters { waiter.resume(throwing: failure) }
         for (_, waiter) in ended.pingWaiters { waiter.resume(throwing: failure) }
@@ -486,13 +536,12 @@ public final class WebSocketTask: Sendable {
 }
 
 extension WebSocketTask: WebSocketChannelHandlerDelegate {
-    func webSocketDidReceive(_ message: WebSocketMessage) -> Bool {
-        guard let source = self.state.withLockedValue({ $0.source }) else { return true }
-        switch source.yield(message) {
-        case .produceMore: return true
-        case .stopProducing: return false
-        case .dropped: return true
-        }
+    func webSocketDidReceive(_ message: WebSocketMessage) -> Int {
+        guard let source = self.state.withLockedValue({ $0.source }) else { return 0 }
+        // Counted before the consumer can take it, so that the count never goes below zero.
+        let unread = self.unread.add(message.byteCount)
+        if case .dropped = source.yield(message) { return self.unread.add(-message.byteCount) }
+        return unread
     }
 
     func webSocketDidReceivePong(_ payload: ByteBuffer) {
@@ -522,6 +571,12 @@ extension WebSocketTask: WebSocketChannelHandlerDelegate {
             self.finish(error: CourierError(.connectionClosed, "\(summary): the connection closed with no closing handshake", request: self.request, response: response), code: .abnormalClosure, reason: "")
         case .cancelled:
             self.finish(error: CourierError(.cancelled, "\(summary): cancelled", request: self.request, response: response), code: .goingAway, reason: "")
+        case .consumerFellBehind(let unreadBytes):
+            let error = CourierError(
+                .messageBufferFull,
+                "\(summary): \(unreadBytes) bytes of messages unread, over the maximum of \(self.configuration.maximumBufferedBytes); closed with 1008",
+                request: self.request, response: response)
+            self.finish(error: error, code: .policyViolation, reason: "")
         }
     }
 }
@@ -547,8 +602,7 @@ final class WebSocketProducerDelegate: NIOAsyncSequenceProducerDelegate, Sendabl
 
 extension WebSocketTask {
     func produceMore() {
-        guard let handler = self.state.withLockedValue({ $0.handler }) else { return }
-        handler.eventLoop.execute { handler.value.resumeReading() }
+        // Nothing to resume: the connection is read at all times.
     }
 
     func didTerminate() {
@@ -557,26 +611,49 @@ extension WebSocketTask {
     }
 }
 
-/// The messages of a ``WebSocketTask``: an `AsyncSequence` with back-pressure, iterated once.
+/// The bytes of messages delivered and not yet taken, shared by the connection's loop (which adds)
+/// and the consumer (which takes away).
+final class UnreadBytes: Sendable {
+    private let count = Atomic(0)
+
+    /// Adds `bytes` (taken away when negative); returns the new count.
+    @discardableResult
+    func add(_ bytes: Int) -> Int {
+        self.count.wrappingAdd(bytes, ordering: .relaxed).newValue
+    }
+}
+
+/// The messages of a ``WebSocketTask``: an `AsyncSequence`, iterated once. What waits unread is
+/// bounded by ``WebSocketConfiguration/maximumBufferedBytes``.
 public struct WebSocketMessages: AsyncSequence, Sendable {
     public typealias Element = WebSocketMessage
     public typealias Failure = any Error
     private let producer: WebSocketTask.Producer?
+    private let unread: UnreadBytes
 
-    init(_ producer: WebSocketTask.Producer?) { self.producer = producer }
+    init(_ producer: WebSocketTask.Producer?, unread: UnreadBytes) {
+        self.producer = producer
+        self.unread = unread
+    }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(self.producer?.makeAsyncIterator())
+        AsyncIterator(self.producer?.makeAsyncIterator(), unread: self.unread)
     }
 
     /// Iterates the messages.
     public struct AsyncIterator: AsyncIteratorProtocol {
         private var base: WebSocketTask.Producer.AsyncIterator?
+        private let unread: UnreadBytes
 
-        init(_ base: WebSocketTask.Producer.AsyncIterator?) { self.base = base }
+        init(_ base: WebSocketTask.Producer.AsyncIterator?, unread: UnreadBytes) {
+            self.base = base
+            self.unread = unread
+        }
 
         public mutating func next() async throws -> WebSocketMessage? {
-            try await self.base?.next()
+            let message = try await self.base?.next()
+            if let message { self.unread.add(-message.byteCount) }
+            return message
         }
     }
 }

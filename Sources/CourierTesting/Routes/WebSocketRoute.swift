@@ -11,6 +11,8 @@ import NIOWebSocket
 /// - `fragmented`: each message back in three fragments, a PING between the first two.
 /// - `close-after-first`: answers the first message with a close frame (1000, `bye`) of its own.
 /// - `silent`: reads and answers nothing (no PONG, no close).
+/// - `discard`: drops binary messages, echoes text ones (a one-way transfer's sink: a text message
+///   sent after binary ones comes back once they were all read), answers PINGs and the close.
 /// - `masked`: sends a masked text frame. `invalid-utf8`: a text frame that is not UTF-8.
 ///   `big-control`: a PING of 126 bytes. `bad-close`: a close frame with 1005, which may not be
 ///   sent. `unexpected-continuation`: a continuation frame with no message begun.
@@ -21,12 +23,12 @@ enum WebSocketRoute {
     static let prefix = "/courier/websocket/"
 
     static let modes: Set<String> = [
-        "echo", "fragmented", "close-after-first", "silent", "masked", "invalid-utf8", "big-control", "bad-close",
+        "echo", "fragmented", "close-after-first", "silent", "discard", "masked", "invalid-utf8", "big-control", "bad-close",
         "unexpected-continuation", "bad-accept", "unoffered-extension",
     ]
 
-    /// The upgrader for the routes.
-    static func upgrader() -> NIOWebSocketServerUpgrader {
+    /// The upgrader for the routes; `state` counts the PINGs they receive.
+    static func upgrader(state: ServerState) -> NIOWebSocketServerUpgrader {
         NIOWebSocketServerUpgrader(
             maxFrameSize: 1 << 24,
             automaticErrorHandling: false,
@@ -50,7 +52,7 @@ enum WebSocketRoute {
                     let sync = channel.pipeline.syncOperations
                     // The HTTP routes' handler stays after swift-nio's upgrade: frames are not for it.
                     if let http = try? sync.handler(type: TestServerHandler.self) { sync.removeHandler(http, promise: nil) }
-                    try sync.addHandler(WebSocketRouteHandler(mode: Self.mode(of: head.uri) ?? "echo"))
+                    try sync.addHandler(WebSocketRouteHandler(mode: Self.mode(of: head.uri) ?? "echo", state: state))
                 }
             }
         )
@@ -69,13 +71,17 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
     typealias OutboundOut = WebSocketFrame
 
     private let mode: String
+    private let state: ServerState
     private var messages = 0
     private var closeSent = false
     /// The opcode of the message being received.
     private var messageOpcode: WebSocketOpcode?
     private var fragments = ByteBuffer()
 
-    init(mode: String) { self.mode = mode }
+    init(mode: String, state: ServerState) {
+        self.mode = mode
+        self.state = state
+    }
 
     func handlerAdded(context: ChannelHandlerContext) {
         var data = context.channel.allocator.buffer(capacity: 130)
@@ -110,6 +116,7 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
         let payload = frame.unmaskedData
         switch frame.opcode {
         case .ping:
+            self.state.webSocketPingReceived()
             self.send(context: context, WebSocketFrame(fin: true, opcode: .pong, data: payload))
         case .pong:
             break
@@ -137,6 +144,11 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
         switch self.mode {
         case "echo":
             self.send(context: context, WebSocketFrame(fin: frame.fin, opcode: frame.opcode, data: payload))
+        case "discard":
+            if frame.opcode != .continuation { self.messageOpcode = frame.opcode }
+            if self.messageOpcode == .text {
+                self.send(context: context, WebSocketFrame(fin: frame.fin, opcode: frame.opcode, data: payload))
+            }
         default:
             if frame.opcode != .continuation { self.messageOpcode = frame.opcode }
             var payload = payload

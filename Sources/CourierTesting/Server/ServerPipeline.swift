@@ -24,21 +24,21 @@ enum ServerPipeline {
     }
 
     /// The WebSocket routes' upgrade (``WebSocketRoute``) on HTTP/1.1 connections.
-    private static var webSocketUpgrade: NIOHTTPServerUpgradeConfiguration {
-        (upgraders: [WebSocketRoute.upgrader()], completionHandler: { _ in })
+    private static func webSocketUpgrade(_ state: ServerState) -> NIOHTTPServerUpgradeConfiguration {
+        (upgraders: [WebSocketRoute.upgrader(state: state)], completionHandler: { _ in })
     }
 
     private static func configure(_ channel: any Channel, sslContext: NIOSSLContext?, http2: Bool, state: ServerState) -> EventLoopFuture<Void> {
         let sync = channel.pipeline.syncOperations
         do {
             guard let sslContext else {
-                try sync.configureHTTPServerPipeline(withServerUpgrade: Self.webSocketUpgrade, withErrorHandling: true)
+                try sync.configureHTTPServerPipeline(withServerUpgrade: Self.webSocketUpgrade(state), withErrorHandling: true)
                 try sync.addHandler(TestServerHandler(state: state, scheme: "http"))
                 return channel.eventLoop.makeSucceededVoidFuture()
             }
             try sync.addHandler(NIOSSLServerHandler(context: sslContext))
             guard http2 else {
-                try sync.configureHTTPServerPipeline(withServerUpgrade: Self.webSocketUpgrade, withErrorHandling: true)
+                try sync.configureHTTPServerPipeline(withServerUpgrade: Self.webSocketUpgrade(state), withErrorHandling: true)
                 try sync.addHandler(TestServerHandler(state: state, scheme: "https"))
                 return channel.eventLoop.makeSucceededVoidFuture()
             }

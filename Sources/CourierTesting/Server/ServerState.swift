@@ -19,6 +19,7 @@ final class ServerState: Sendable {
     private let counter = NIOLockedValueBox(0)
     private let versions = NIOLockedValueBox<[String: Int]>([:])
     private let streaming = NIOLockedValueBox<(waiting: Int, written: Int)>((0, 0))
+    private let webSocketPings = NIOLockedValueBox(0)
     private let connections = NIOLockedValueBox<(open: [ObjectIdentifier: any Channel], accepted: Int, closed: Bool)>(([:], 0, false))
 
     init(recordsRequests: Bool) {
@@ -82,6 +83,15 @@ final class ServerState: Sendable {
     var streamedBodyBytesWritten: Int { self.streaming.withLockedValue { $0.written } }
 
     var receivedRequests: [TestServer.Request] { self.log.withLockedValue { $0 } }
+
+    // MARK: WebSockets
+
+    /// A WebSocket route received a PING (and answered it, unless its mode is `silent`).
+    func webSocketPingReceived() {
+        self.webSocketPings.withLockedValue { $0 += 1 }
+    }
+
+    var webSocketPingsReceived: Int { self.webSocketPings.withLockedValue { $0 } }
 
     func clearLog() {
         self.log.withLockedValue { $0.removeAll() }

@@ -39,3 +39,29 @@ enum ChildProcesses {
         }
     }
 }
+
+extension ChildProcesses {
+    /// Runs `courier-bench <subcommand> <arguments…>` (a measurement in a process of its own, so
+    /// that its CPU time and peak memory are its own) and decodes the one line of JSON it prints;
+    /// nil, said on standard error, when it could not start, failed or printed something else.
+    static func measure<Measurement: Decodable>(_ subcommand: String, _ arguments: [String], as type: Measurement.Type) -> Measurement? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = [subcommand] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        do {
+            try process.run()
+        } catch {
+            FileHandle.standardError.write(Data("courier-bench: cannot start a child: \(error)\n".utf8))
+            return nil
+        }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            FileHandle.standardError.write(Data("courier-bench: \(subcommand) \(arguments.prefix(2).joined(separator: " ")) failed (exit \(process.terminationStatus))\n".utf8))
+            return nil
+        }
+        return try? JSONDecoder().decode(Measurement.self, from: data)
+    }
+}

@@ -91,7 +91,7 @@ enum TransferBench {
                 let size = kind == "floor" ? Int64(Self.floorBytes) : bytes
                 let other = kind == "stream" ? "openapi" : "ahc"
                 for client in ["courier", other, other, "courier"] {
-                    guard let measurement = Self.child([kind, client, url.absoluteString, file.path, String(size)]) else {
+                    guard let measurement = ChildProcesses.measure("transfer-child", [kind, client, url.absoluteString, file.path, String(size)], as: TransferChild.Measurement.self) else {
                         failed = true
                         continue
                     }
@@ -126,28 +126,6 @@ enum TransferBench {
             block[0] = UInt8(truncatingIfNeeded: index)
             try handle.write(contentsOf: block)
         }
-    }
-
-    /// Runs one measured transfer in a child process.
-    private static func child(_ arguments: [String]) -> TransferChild.Measurement? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = ["transfer-child"] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        do {
-            try process.run()
-        } catch {
-            FileHandle.standardError.write(Data("courier-bench: cannot start a child: \(error)\n".utf8))
-            return nil
-        }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            FileHandle.standardError.write(Data("courier-bench: \(arguments[0]) \(arguments[1]) failed (exit \(process.terminationStatus))\n".utf8))
-            return nil
-        }
-        return try? JSONDecoder().decode(TransferChild.Measurement.self, from: data)
     }
 
     private static func median(_ values: [Double]) -> Double {

@@ -11,11 +11,12 @@ import Testing
 @Suite("WebSocket channel handler")
 struct WebSocketChannelHandlerTests {
     final class Recorder: WebSocketChannelHandlerDelegate, Sendable {
-        let state = NIOLockedValueBox<(messages: [WebSocketMessage], endings: [WebSocketConnectionStateMachine.Ending], accept: Bool)>(([], [], true))
-        func webSocketDidReceive(_ message: WebSocketMessage) -> Bool {
+        /// A consumer that never reads: every message received waits unread.
+        let state = NIOLockedValueBox<(messages: [WebSocketMessage], endings: [WebSocketConnectionStateMachine.Ending])>(([], []))
+        func webSocketDidReceive(_ message: WebSocketMessage) -> Int {
             self.state.withLockedValue {
                 $0.messages.append(message)
-                return $0.accept
+                return $0.messages.reduce(0) { $0 + $1.byteCount }
             }
         }
         func webSocketDidReceivePong(_ payload: ByteBuffer) {}
@@ -34,7 +35,7 @@ struct WebSocketChannelHandlerTests {
         }
     }
 
-    private func makeChannel(_ recorder: Recorder, maximum: Int = 1000) throws -> (EmbeddedChannel, ReadCounter) {
+    private func makeChannel(_ recorder: Recorder, maximum: Int = 1000, buffered: Int = .max) throws -> (EmbeddedChannel, ReadCounter) {
         let channel = EmbeddedChannel()
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         let counter = ReadCounter()
@@ -43,7 +44,7 @@ struct WebSocketChannelHandlerTests {
         try sync.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maximum)))
         try sync.addHandler(WebSocketFrameEncoder())
         let timing = WebSocketChannelHandler.Timing(pingInterval: nil, closeTimeout: .seconds(5))
-        try sync.addHandler(WebSocketChannelHandler(maximumMessageSize: maximum, timing: timing, delegate: recorder))
+        try sync.addHandler(WebSocketChannelHandler(maximumMessageSize: maximum, maximumBufferedBytes: buffered, timing: timing, delegate: recorder))
         return (channel, counter)
     }
 
@@ -100,18 +101,25 @@ struct WebSocketChannelHandlerTests {
         #expect(!channel.isActive)
     }
 
-    @Test func readsWaitWhileTheConsumerIsBehind() throws {
+    @Test func readsGoOnWhileTheConsumerIsBehindAndPingsAreAnswered() throws {
         let recorder = Recorder()
-        recorder.state.withLockedValue { $0.accept = false }
-        let (channel, counter) = try self.makeChannel(recorder)
-        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
-        channel.read()
-        #expect(counter.reads == 1)
-        try channel.writeInbound(self.serverFrame(.binary, [1]))
-        channel.read()
-        #expect(counter.reads == 1, "paused: the read waits")
-        handler.resumeReading()
-        #expect(counter.reads == 2, "the read held back goes on")
+        let (channel, counter) = try self.makeChannel(recorder, maximum: 10, buffered: 30)
+        for index in 0..<3 {
+            try channel.writeInbound(self.serverFrame(.binary, Array(repeating: UInt8(index), count: 10)))
+            channel.read()
+        }
+        #expect(counter.reads == 3, "no read is held back")
+        // 30 bytes wait unread, the bound: a PING between is answered all the same.
+        try channel.writeInbound(self.serverFrame(.ping, Array("k".utf8)))
+        #expect(try self.written(channel).map(\.0) == [.pong])
+        #expect(recorder.state.withLockedValue { $0.endings }.isEmpty)
+        // One byte more is over the bound: 1008, once.
+        try channel.writeInbound(self.serverFrame(.binary, [9]))
+        let written = try self.written(channel)
+        #expect(written.map(\.0) == [.connectionClose])
+        #expect(written.first?.1.prefix(2) == [0x03, 0xF0])
+        #expect(recorder.state.withLockedValue { $0.endings } == [.consumerFellBehind(unreadBytes: 31)])
+        #expect(recorder.state.withLockedValue { $0.messages.count } == 4)
         _ = try? channel.finish()
     }
 

@@ -118,20 +118,67 @@ struct WebSocketOverSocketTests {
         }
     }
 
-    @Test func backPressureStopsReadingUntilTheConsumerCatchesUp() async throws {
+    /// Numbered binary messages of `size` bytes (the last byte is the number).
+    private func numbered(_ index: Int, size: Int) -> WebSocketMessage {
+        var data = Data(repeating: 7, count: size - 1)
+        data.append(UInt8(truncatingIfNeeded: index))
+        return .binary(data)
+    }
+
+    /// A consumer that does not read for several PING intervals while the server's messages pile
+    /// up (more than one message's worth): Courier keeps reading the connection, so the PONGs are
+    /// read, the keep-alive does not time out, and every message is there afterwards, in order.
+    @Test func aConsumerThatDoesNotReadDoesNotStarveTheKeepAlive() async throws {
         var settings = WebSocketConfiguration()
-        settings.bufferedMessages = 2
-        try await withTask("echo", webSocket: settings) { task, _ in
-            // 64 messages of 64 KiB, none read yet: the producer stops well short of them all.
-            let chunk = Data(repeating: 1, count: 64 * 1024)
-            for _ in 0..<64 { try await task.send(.binary(chunk)) }
-            var received = 0
-            for try await message in task.messages {
-                #expect(message == .binary(chunk))
-                received += 1
-                if received == 64 { break }
+        // Each PONG must come back within the interval (the keep-alive's timeout), on a machine
+        // that may be busy with the whole suite: 0.2 s was seen to be too short there.
+        settings.pingInterval = 1
+        try await withTask("echo", webSocket: settings) { task, server in
+            for index in 0..<40 { try await task.send(self.numbered(index, size: 4096)) }
+            // The echoes are waiting unread; the keep-alive goes on: three more PINGs answered,
+            // each after the previous one's PONG was read (or the task ended: the bug, at the
+            // second PING after reading stopped).
+            let pings = server.webSocketPingsReceived
+            #expect(await eventually { server.webSocketPingsReceived >= pings + 3 || task.isFinished })
+            #expect(!task.isFinished, "the connection ended: \(String(describing: task.error))")
+            var messages = task.messages.makeAsyncIterator()
+            for index in 0..<40 {
+                let message = try await messages.next()
+                #expect(message == self.numbered(index, size: 4096), "message \(index)")
             }
-            #expect(received == 64)
+            await task.close()
+            #expect(task.error == nil)
+            #expect(task.closeCode == .normalClosure)
+        }
+    }
+
+    /// Past ``WebSocketConfiguration/maximumBufferedBytes`` of unread messages the connection is
+    /// closed with 1008 and the task fails with `messageBufferFull`; the consumer still gets the
+    /// messages that were waiting, then the error.
+    @Test func aConsumerBehindByMoreThanTheBoundFailsTheTask() async throws {
+        var settings = WebSocketConfiguration()
+        // No keep-alive: a loaded machine's late PONG must not end the task first.
+        settings.pingInterval = nil
+        settings.maximumMessageSize = 4096
+        settings.maximumBufferedBytes = 64 * 1024
+        try await withTask("echo", webSocket: settings) { task, server in
+            for index in 0..<40 { try? await task.send(self.numbered(index, size: 4096)) }
+            await task.waitUntilFinished()
+            #expect(task.error?.code == .messageBufferFull, "\(String(describing: task.error))")
+            #expect(task.closeCode == .policyViolation)
+            var received = 0
+            do {
+                for try await message in task.messages {
+                    #expect(message == self.numbered(received, size: 4096))
+                    received += 1
+                }
+                Issue.record("the messages ended without the error")
+            } catch {
+                #expect((error as? CourierError)?.code == .messageBufferFull)
+            }
+            // 16 messages of 4 KiB make the bound; the 17th is over it, and is the last.
+            #expect(received == 17)
+            #expect(await eventually { server.openConnectionCount == 0 })
         }
     }
 

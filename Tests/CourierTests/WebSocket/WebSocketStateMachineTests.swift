@@ -173,6 +173,30 @@ struct WebSocketStateMachineTests {
         #expect(machine.pingTimerFired(payload: self.buffer("4")) == [])
     }
 
+    /// Unread messages up to the bound change nothing: the keep-alive's PONG is still taken, a
+    /// PING answered, a close seen. One byte past it closes with 1008, once.
+    @Test func unreadMessagesDoNotStarveControlFramesAndAreBounded() {
+        var machine = WebSocketConnectionStateMachine(maximumMessageSize: 10, maximumBufferedBytes: 25)
+        #expect(machine.maximumBufferedBytes == 25)
+        #expect(machine.pingTimerFired(payload: self.buffer("1")) == [.sendPing(self.buffer("1"))])
+        #expect(machine.frameReceived(self.frame(.binary, self.buffer("0123456789"))) == [.deliver(.binary(Data("0123456789".utf8)))])
+        #expect(machine.messageQueued(unreadBytes: 20) == [])
+        #expect(machine.messageQueued(unreadBytes: 25) == [])
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("1"))) == [.pongReceived(self.buffer("1"))])
+        #expect(machine.pingTimerFired(payload: self.buffer("2")) == [.sendPing(self.buffer("2"))], "the PONG settled the PING")
+        #expect(machine.frameReceived(self.frame(.ping, self.buffer("p"))) == [.sendPong(self.buffer("p"))])
+        #expect(machine.messageQueued(unreadBytes: 26) == [.sendClose(.policyViolation, ""), .closeConnection, .finish(.consumerFellBehind(unreadBytes: 26))])
+        #expect(machine.isFinished)
+        #expect(machine.messageQueued(unreadBytes: 40) == [])
+        #expect(machine.connectionClosed() == [])
+        // After Courier's own close, no second close frame.
+        var closing = WebSocketConnectionStateMachine(maximumMessageSize: 10, maximumBufferedBytes: 25)
+        _ = closing.closeRequested(code: .normalClosure, reason: "")
+        #expect(closing.messageQueued(unreadBytes: 30) == [.closeConnection, .finish(.consumerFellBehind(unreadBytes: 30))])
+        // The bound is never below one message of the maximum size.
+        #expect(WebSocketConnectionStateMachine(maximumMessageSize: 100, maximumBufferedBytes: 10).maximumBufferedBytes == 100)
+    }
+
     @Test func theConnectionLostAndCancelledEndOnce() {
         var lost = WebSocketConnectionStateMachine(maximumMessageSize: 100)
         #expect(lost.connectionClosed() == [.finish(.connectionLost)])
