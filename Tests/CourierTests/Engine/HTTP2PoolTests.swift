@@ -2,7 +2,9 @@
 import CourierTesting
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
 import NIOHTTP2
+import NIOPosix
 import Synchronization
 import Testing
 
@@ -234,6 +236,57 @@ struct HTTP2PoolTests {
             let second = try await manager.get("second")
             #expect(Self.body(second) == "answer 1")
             #expect(server.connectionCount == 2)
+        }
+    }
+
+    // MARK: Capacity across loops
+
+    @Test func aHostsStreamsSpreadOverConnectionsOnSeveralLoopsWhenOneIsFull() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in .hold("answer \(index)") }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 3)
+        var configuration = NIOEngine.Configuration()
+        configuration.http2MaximumStreamsPerConnection = 2
+        configuration.http2MaximumConnectionsPerHost = 3
+        let engine = NIOEngine(configuration: configuration, securityPolicy: try Self.policy(), eventLoopGroup: group)
+        let manager = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!, engine: engine)
+        manager.completionQueue = TestQueues.completion
+        manager.responseSerializer = HTTPResponseSerializer()
+        try await withThrowingTaskGroup(of: String.self) { tasks in
+            for _ in 0..<7 {
+                tasks.addTask { Self.body(try await manager.get("get")) }
+            }
+            // Three connections of two streams each, each on a loop of its own; the seventh waits.
+            #expect(await eventually(within: 30) { server.heldCount == 6 }, "held: \(server.heldCount)")
+            #expect(server.connectionCount == 3)
+            let key = try #require(engine.pool.key(for: URL(string: "https://localhost:\(server.port)/")!))
+            let loops = Set(engine.pool.http2Connections(to: key).map { ObjectIdentifier($0.channel.eventLoop) })
+            #expect(loops.count == 3)
+            server.releaseHeld(andLater: true)
+            var count = 0
+            for try await _ in tasks { count += 1 }
+            #expect(count == 7)
+        }
+        #expect(server.connectionCount == 3)
+        await manager.invalidate(cancelingTasks: true)
+        #expect(await eventually { engine.pool.liveConnections.load(ordering: .relaxed) == 0 })
+        try await server.shutdown()
+        try await group.shutdownGracefully()
+    }
+
+    @Test func aConnectionWhoseStreamTimedOutTakesNoNewStream() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in index == 0 ? .hold("late") : .respond("answer \(index)") }
+        try await self.withManager(server, configure: { configuration in configuration.timeoutIntervalForRequest = 0.5 }) { manager in
+            do {
+                _ = try await manager.get("first")
+                Issue.record("the held request should time out")
+            } catch {
+                #expect((error as? CourierError)?.code == .timedOut, "\(error)")
+            }
+            // The next request goes on a new connection; the first closes once its stream ended.
+            let second = try await manager.get("second")
+            #expect(Self.body(second) == "answer 1")
+            #expect(server.connectionCount == 2)
+            #expect(await eventually(within: 30) { server.closedConnectionCount == 1 }, "closed: \(server.closedConnectionCount)")
         }
     }
 }

@@ -4,6 +4,8 @@ import Synchronization
 /// One of ``ConnectionPool``'s connections: a channel whose pipeline ends in an
 /// ``HTTP1ConnectionHandler``, which carries one hop at a time.
 final class HTTP1Connection: HopCarrier, Sendable {
+    /// The connection's name in the pool (``PoolConnectionID/unpooled`` for one the pool did not open).
+    let id: PoolConnectionID
     let channel: any Channel
     let key: ConnectionPool.Key
     let pool: ConnectionPool
@@ -26,7 +28,11 @@ final class HTTP1Connection: HopCarrier, Sendable {
     let establishment: ConnectionEstablishment
 
     /// Made on the channel's loop.
-    init(channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, handler: HTTP1ConnectionHandler, establishment: ConnectionEstablishment) {
+    init(
+        id: PoolConnectionID = .unpooled, channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, handler: HTTP1ConnectionHandler,
+        establishment: ConnectionEstablishment
+    ) {
+        self.id = id
         self.channel = channel
         self.key = key
         self.pool = pool

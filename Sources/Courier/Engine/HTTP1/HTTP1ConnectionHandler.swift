@@ -259,6 +259,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     func cancel(_ hop: HTTP1Hop) {
         // Not started yet (`run` checks the cancellation) or already ended: nothing to do.
         guard self.hop === hop else { return }
+        if let connection = self.stream, (hop.cancellation as? CourierError)?.code == .timedOut {
+            // A stream that timed out: its connection may be dead (only an idle one is pinged).
+            // It takes no new stream, and closes once its other streams end.
+            connection.pool.http2ConnectionUnusable(connection)
+        }
         self.perform(self.stateMachine.hopCancelled())
     }
 
@@ -475,9 +480,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             }
             self.becameIdle()
             connection.reusableUntil = serverIdleTimeout.map { .now() + $0 }
-            if !connection.pool.release(connection) {
-                context.close(promise: nil)
-            }
+            connection.pool.release(connection)
         }
     }
 

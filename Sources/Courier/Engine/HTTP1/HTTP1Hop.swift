@@ -4,7 +4,8 @@ import NIOCore
 /// One hop of an exchange carried by Courier's own HTTP/1.1 connections: it waits in the
 /// ``ConnectionPool`` for a connection, then runs on one, and ends exactly once.
 ///
-/// Lock order: the pool's lock, then the hop's.
+/// The pool never takes the hop's lock under its own: the hop's phase is recorded by whoever
+/// runs it or queues it, after the pool decided.
 final class HTTP1Hop: NIOHopTask, Sendable {
     enum Phase {
         /// Made, not yet handed to the pool.
@@ -108,11 +109,26 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         }
     }
 
-    /// Records that the hop now runs on `carrier`, unless it was cancelled meanwhile (then whoever
-    /// runs it sees the cancellation). Called on the carrier's loop before the hop starts there.
+    /// Records that the hop now runs on `carrier`, unless it was cancelled or ended meanwhile
+    /// (then whoever runs it sees the cancellation). Called by the pool as it hands the hop to a
+    /// connection, and on an HTTP/2 connection's loop as its stream opens.
     func startsRunning(on carrier: any HopCarrier) {
         self.state.withLockedValue { state in
+            if case .finished = state.phase { return }
             if state.cancellation == nil { state.phase = .running(carrier) }
+        }
+    }
+
+    /// Records that the hop waits in the pool's queue, unless a connection took it or it ended
+    /// meanwhile. Returns its cancellation if it was cancelled before it could be recorded (no
+    /// cancellation saw it waiting: the caller takes it out of the queue). Called by the pool
+    /// after it queued the hop, off its lock.
+    func markWaiting() -> (any Error)? {
+        self.state.withLockedValue { state in
+            guard case .created = state.phase else { return nil }
+            if let cancellation = state.cancellation { return cancellation }
+            state.phase = .waiting(self.key)
+            return nil
         }
     }
 
@@ -150,7 +166,8 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         }
         switch phase {
         case .created, .finished:
-            // The pool checks the cancellation before queueing a created hop.
+            // The pool checks the cancellation before it decides, and again after it queued a
+            // created hop (``markWaiting()``); a connection checks it as the hop starts.
             return
         case .waiting:
             if self.pool.removeWaiter(self) { self.end(.failure(error)) }

@@ -21,6 +21,8 @@ import Synchronization
 /// through an ``HTTP2ConnectionStateMachine``), which reports to the pool through this object
 /// (``HTTP2ConnectionDelegate``).
 final class HTTP2Connection: HopCarrier, Sendable {
+    /// The connection's name in the pool (``PoolConnectionID/unpooled`` for one the pool did not open).
+    let id: PoolConnectionID
     let channel: any Channel
     let key: ConnectionPool.Key
     let pool: ConnectionPool
@@ -36,9 +38,10 @@ final class HTTP2Connection: HopCarrier, Sendable {
 
     /// Made on the channel's loop.
     init(
-        channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, handler: HTTP2ConnectionHandler,
-        establishment: ConnectionEstablishment
+        id: PoolConnectionID = .unpooled, channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool,
+        handler: HTTP2ConnectionHandler, establishment: ConnectionEstablishment
     ) {
+        self.id = id
         self.establishment = establishment
         self.channel = channel
         self.key = key
