@@ -46,12 +46,12 @@ final class HTTP1Connection: HopCarrier, Sendable {
     }
 
     /// Starts `hop` (handed to this connection by the pool) on the connection's loop.
-    func run(_ hop: HTTP1Hop) {
+    func run(_ hop: EngineHop) {
         self.onLoop { $0.run(hop) }
     }
 
     /// Ends `hop` with its cancellation if it is the one running, closing the connection.
-    func cancel(_ hop: HTTP1Hop) {
+    func cancel(_ hop: EngineHop) {
         self.onLoop { $0.cancel(hop) }
     }
 

@@ -44,7 +44,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     private var eventLoop: (any EventLoop)?
     private var stateMachine: HTTP1ConnectionStateMachine
     /// The hop under way: set while the machine runs one.
-    private var hop: HTTP1Hop?
+    private var hop: EngineHop?
     /// The task sending the running hop's streamed body, if the body is one.
     private var pump: Task<Void, Never>?
     /// The body held back until the server answers `Expect: 100-continue` (or the wait ends),
@@ -94,7 +94,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Hops
 
-    func run(_ hop: HTTP1Hop) {
+    func run(_ hop: EngineHop) {
         guard self.connection != nil || self.stream != nil, self.transportIsActive else {
             // The connection closed before the hop started: nothing was sent, so it goes to
             // another connection, a few times at most.
@@ -131,7 +131,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
     /// Writes the hop's request head, then its body, or holds the body for `100 Continue`.
     private func send(
-        _ hop: HTTP1Hop, head: HTTPRequestHead, body: OutgoingBody, expectation: ExpectContinue.Decision, removingExpectField: Bool
+        _ hop: EngineHop, head: HTTPRequestHead, body: OutgoingBody, expectation: ExpectContinue.Decision, removingExpectField: Bool
     ) {
         guard let eventLoop = self.eventLoop else { return }
         var head = head
@@ -196,7 +196,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     }
 
     /// Writes the request's body and its end.
-    private func sendBody(_ body: OutgoingBody, of hop: HTTP1Hop, generation: Int) {
+    private func sendBody(_ body: OutgoingBody, of hop: EngineHop, generation: Int) {
         guard let eventLoop = self.eventLoop else { return }
         let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
         switch body {
@@ -250,13 +250,13 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     }
 
     /// The whole request of `hop` was written (or queued, for a body in memory).
-    private func requestEnded(of hop: HTTP1Hop) {
+    private func requestEnded(of hop: EngineHop) {
         // A write that failed at once may have ended the hop already.
         guard self.hop === hop else { return }
         self.perform(self.stateMachine.requestEnded())
     }
 
-    func cancel(_ hop: HTTP1Hop) {
+    func cancel(_ hop: EngineHop) {
         // Not started yet (`run` checks the cancellation) or already ended: nothing to do.
         guard self.hop === hop else { return }
         if let connection = self.stream, (hop.cancellation as? CourierError)?.code == .timedOut {
@@ -273,7 +273,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     /// it when the hop ends otherwise (cancelled, failed, its connection gone), which also ends a
     /// wait for a chunk that never comes.
     private func streamBody(
-        _ source: RequestBody.Stream, length: RequestBody.Length, of hop: HTTP1Hop, generation: Int, eventLoop: any EventLoop
+        _ source: RequestBody.Stream, length: RequestBody.Length, of hop: EngineHop, generation: Int, eventLoop: any EventLoop
     ) -> Task<Void, Never> {
         let request = hop.request
         let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
@@ -326,7 +326,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    private func bodyEnded(_ hop: HTTP1Hop, _ outcome: Result<Void, any Error>) {
+    private func bodyEnded(_ hop: EngineHop, _ outcome: Result<Void, any Error>) {
         guard self.hop === hop else { return }
         switch outcome {
         case .success:
@@ -415,7 +415,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         hop.end(.success(()))
     }
 
-    private func error(for failure: Machine.Failure, of hop: HTTP1Hop) -> any Error {
+    private func error(for failure: Machine.Failure, of hop: EngineHop) -> any Error {
         switch failure {
         case .cancelled:
             return hop.cancellation ?? CourierError.cancelled

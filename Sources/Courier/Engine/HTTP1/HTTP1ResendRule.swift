@@ -17,7 +17,7 @@ import HTTPTypes
 ///   means the server's socket closed with our bytes unread);
 /// - and its body can be produced again (not a one-shot stream: its first chunks may already be
 ///   gone). A hop handed a connection that turns out closed before it starts is not sent at all:
-///   it simply goes to another connection, one-shot stream included (see ``HTTP1Hop``).
+///   it simply goes to another connection, one-shot stream included (see ``EngineHop``).
 ///
 /// A fresh connection that closes after the request went out is the server's answer, not a
 /// stale connection: the request fails with it.

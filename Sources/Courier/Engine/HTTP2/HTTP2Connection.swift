@@ -78,7 +78,7 @@ final class HTTP2Connection: HopCarrier, Sendable {
     /// stream is a few fields in the connection's handler (``HTTP2Stream``), not a channel; the
     /// requests of streams opened by one batch of the loop's tasks leave in one flush
     /// (``HTTP2FlushCoalescer``).
-    func run(_ hop: HTTP1Hop, becomingBusy: Bool = false) {
+    func run(_ hop: EngineHop, becomingBusy: Bool = false) {
         guard self.channel.eventLoop.inEventLoop else {
             self.channel.eventLoop.execute { self.run(hop, becomingBusy: becomingBusy) }
             return
@@ -102,7 +102,7 @@ final class HTTP2Connection: HopCarrier, Sendable {
 
     /// A hop cancelled while its stream opens: the stream's handler sees the cancellation when
     /// the hop starts there.
-    func cancel(_ hop: HTTP1Hop) {}
+    func cancel(_ hop: EngineHop) {}
 
     /// Starts counting idle time (no stream open).
     func becameIdle() {
@@ -124,7 +124,7 @@ struct HTTP2StreamCarrier: HopCarrier {
     let eventLoop: any EventLoop
     let handler: NIOLoopBound<HTTP1ConnectionHandler>
 
-    func cancel(_ hop: HTTP1Hop) {
+    func cancel(_ hop: EngineHop) {
         let handler = self.handler
         if self.eventLoop.inEventLoop {
             handler.value.cancel(hop)

@@ -23,8 +23,8 @@ import Synchronization
 /// the machine, and the actions it returns (open a connection, run a hop on one, fail a hop, close
 /// a connection, start a connection's idle clock, schedule the back-off timer) run after the lock
 /// is released. No other lock is taken under the pool's: a hop's own state (its phase, its
-/// cancellation) is marked after, by whoever runs it (``HTTP1Hop/startsRunning(on:)``,
-/// ``HTTP1Hop/markWaiting()``).
+/// cancellation) is marked after, by whoever runs it (``EngineHop/startsRunning(on:)``,
+/// ``EngineHop/markWaiting()``).
 ///
 /// - `https`: TCP, then TLS through ``TLSConnector`` (the security policy evaluates the whole
 ///   chain inside the handshake), then what ALPN chose.
@@ -46,7 +46,7 @@ import Synchronization
 ///   same way, a few times at most.
 /// - A connection is reused only when both sides kept it alive and the request was sent whole.
 final class ConnectionPool: Sendable {
-    typealias StateMachine = ConnectionPoolStateMachine<HTTP1Hop, PooledConnection>
+    typealias StateMachine = ConnectionPoolStateMachine<EngineHop, PooledConnection>
 
     /// Where connections go.
     struct Key: Hashable, Sendable, CustomStringConvertible {
@@ -148,7 +148,7 @@ final class ConnectionPool: Sendable {
 
     /// Runs `hop` on a stream of an HTTP/2 connection with room, an idle connection to its key,
     /// else on a new one when the cap allows, else when a connection comes free.
-    func execute(_ hop: HTTP1Hop, preferredLoop: any EventLoop) {
+    func execute(_ hop: EngineHop, preferredLoop: any EventLoop) {
         let (cancellation, needsNewConnection) = hop.state.withLockedValue { ($0.cancellation, $0.needsNewConnection) }
         if let cancellation {
             hop.end(.failure(cancellation))
@@ -181,7 +181,7 @@ final class ConnectionPool: Sendable {
     }
 
     /// Takes a cancelled hop out of the queue; false when it was not waiting any more.
-    func removeWaiter(_ hop: HTTP1Hop) -> Bool {
+    func removeWaiter(_ hop: EngineHop) -> Bool {
         self.state.withLockedValue { $0.cancelWaiter(hop, key: hop.key) }
     }
 
@@ -201,7 +201,7 @@ final class ConnectionPool: Sendable {
     /// Sends `hop` again, on a new connection: its connection closed under it before any of the
     /// response arrived (``HTTP1ResendRule`` said it may go again), and any other kept-alive one
     /// may be closing too; or, `unprocessed`, an HTTP/2 server said it did not process it.
-    func resend(_ hop: HTTP1Hop, unprocessed: Bool = false) {
+    func resend(_ hop: EngineHop, unprocessed: Bool = false) {
         self.logger?.debug("courier: sending again on another connection", metadata: ["request": "\(hop.request.summary)"])
         do {
             try hop.prepareResend(unprocessed: unprocessed)
@@ -243,7 +243,7 @@ final class ConnectionPool: Sendable {
 
     /// Starts `hop` on `connection` (an HTTP/2 one opens a stream for it), unless it was cancelled
     /// meanwhile: the connection then ends it with its cancellation.
-    private func start(_ hop: HTTP1Hop, on connection: PooledConnection, becomingBusy: Bool) {
+    private func start(_ hop: EngineHop, on connection: PooledConnection, becomingBusy: Bool) {
         switch connection {
         case .http1(let connection):
             hop.startsRunning(on: connection)

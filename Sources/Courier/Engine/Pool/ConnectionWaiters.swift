@@ -5,7 +5,7 @@ import NIOCore
 /// connections themselves, so that it is tested without I/O.
 ///
 /// A hop whose connection closed under it goes again only on a new connection
-/// (``HTTP1Hop/State/needsNewConnection``): a server may close any kept-alive connection, idle or
+/// (``EngineHop/State/needsNewConnection``): a server may close any kept-alive connection, idle or
 /// right after a response that said keep-alive, and a request handed such connections one after
 /// another would fail once its resends ran out (``HTTP1ResendRule/maximumResends``).
 /// - A connection given back after a hop goes to the first waiter that may take a reused one

@@ -84,7 +84,7 @@ struct HTTP1ConnectionHandlerTests {
         func run(_ request: Request) throws -> (NIOExchange, Recorder) {
             let recorder = Recorder()
             let exchange = NIOExchange(engine: self.engine, request: request, delegate: recorder)
-            let hop = try HTTP1Hop(exchange: exchange, request: request, pool: self.engine.pool, key: self.key)
+            let hop = try EngineHop(exchange: exchange, request: request, pool: self.engine.pool, key: self.key)
             hop.startsRunning(on: self.connection)
             self.handler.run(hop)
             return (exchange, recorder)

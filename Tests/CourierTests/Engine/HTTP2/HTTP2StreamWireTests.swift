@@ -47,10 +47,10 @@ struct HTTP2StreamWireTests {
         }
 
         /// Starts `request` on a stream of the connection, as the pool would hand it over.
-        func run(_ request: Request) throws -> (NIOExchange, Recorder, HTTP1Hop) {
+        func run(_ request: Request) throws -> (NIOExchange, Recorder, EngineHop) {
             let recorder = Recorder()
             let exchange = NIOExchange(engine: self.engine, request: request, delegate: recorder)
-            let hop = try HTTP1Hop(exchange: exchange, request: request, pool: self.engine.pool, key: self.key)
+            let hop = try EngineHop(exchange: exchange, request: request, pool: self.engine.pool, key: self.key)
             self.connection.run(hop)
             try self.exchange()
             return (exchange, recorder, hop)

@@ -1,12 +1,13 @@
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// One hop of an exchange carried by Courier's own HTTP/1.1 connections: it waits in the
-/// ``ConnectionPool`` for a connection, then runs on one, and ends exactly once.
+/// One hop of an exchange (a request and its response) on Courier's own connections, whatever
+/// they speak: it waits in the ``ConnectionPool`` for an HTTP/1.1 connection or an HTTP/2
+/// stream, then runs on it, and ends exactly once.
 ///
 /// The pool never takes the hop's lock under its own: the hop's phase is recorded by whoever
 /// runs it or queues it, after the pool decided.
-final class HTTP1Hop: NIOHopTask, Sendable {
+final class EngineHop: NIOHopTask, Sendable {
     enum Phase {
         /// Made, not yet handed to the pool.
         case created
@@ -177,14 +178,14 @@ final class HTTP1Hop: NIOHopTask, Sendable {
     }
 }
 
-/// What carries a running ``HTTP1Hop``: an HTTP/1.1 connection, an HTTP/2 connection opening a
+/// What carries a running ``EngineHop``: an HTTP/1.1 connection, an HTTP/2 connection opening a
 /// stream for it, or that stream.
 protocol HopCarrier: Sendable {
     /// Ends `hop` with its cancellation if it is running here (from any thread).
-    func cancel(_ hop: HTTP1Hop)
+    func cancel(_ hop: EngineHop)
 }
 
-/// What an exchange keeps of the hop under way, to cancel it (an ``HTTP1Hop``).
+/// What an exchange keeps of the hop under way, to cancel it (an ``EngineHop``).
 protocol NIOHopTask: Sendable {
     /// Ends the hop with `reason` as its error.
     func fail(reason: any Error)
