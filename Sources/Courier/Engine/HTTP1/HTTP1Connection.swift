@@ -2,14 +2,14 @@ import NIOCore
 import Synchronization
 
 /// One of ``ConnectionPool``'s connections: a channel whose pipeline ends in an
-/// ``HTTP1ConnectionHandler``, which carries one hop at a time.
+/// ``HopHandler``, which carries one hop at a time.
 final class HTTP1Connection: HopCarrier, Sendable {
     /// The connection's name in the pool (``PoolConnectionID/unpooled`` for one the pool did not open).
     let id: PoolConnectionID
     let channel: any Channel
     let key: ConnectionPool.Key
     let pool: ConnectionPool
-    private let handler: NIOLoopBound<HTTP1ConnectionHandler>
+    private let handler: NIOLoopBound<HopHandler>
     /// Nanoseconds of `NIODeadline` until which the server promised to keep the connection while
     /// idle (`Keep-Alive: timeout`); 0 when it promised nothing. Read by the pool under its lock.
     private let reusableUntilNanoseconds = Atomic<UInt64>(0)
@@ -29,7 +29,7 @@ final class HTTP1Connection: HopCarrier, Sendable {
 
     /// Made on the channel's loop.
     init(
-        id: PoolConnectionID = .unpooled, channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, handler: HTTP1ConnectionHandler,
+        id: PoolConnectionID = .unpooled, channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, handler: HopHandler,
         establishment: ConnectionEstablishment
     ) {
         self.id = id
@@ -60,7 +60,7 @@ final class HTTP1Connection: HopCarrier, Sendable {
         self.onLoop { $0.becameIdle() }
     }
 
-    private func onLoop(_ body: @escaping @Sendable (HTTP1ConnectionHandler) -> Void) {
+    private func onLoop(_ body: @escaping @Sendable (HopHandler) -> Void) {
         if self.channel.eventLoop.inEventLoop {
             body(self.handler.value)
         } else {

@@ -8,7 +8,7 @@ import NIOHTTP1
 /// whether the connection goes back to the pool, when a hop whose connection closed under it goes
 /// again, and when an idle connection has been idle too long.
 ///
-/// A value with no channel, hop object, lock or clock: ``HTTP1ConnectionHandler`` feeds it the
+/// A value with no channel, hop object, lock or clock: ``HopHandler`` feeds it the
 /// connection's events (a hop to start, a write done, a response part, a read the pipeline asks
 /// for, a pause or resume of the exchange, the channel failing or closing, a timer firing), with
 /// the time when time matters, and runs the action each returns. The handler keeps the hop itself,

@@ -12,7 +12,7 @@ final class HTTP1ReadWatcher: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
-    /// Whether any byte arrived since ``HTTP1ConnectionHandler`` last cleared it (at each hop).
+    /// Whether any byte arrived since ``HopHandler`` last cleared it (at each hop).
     var sawBytes = false
     private var unfolder = ResponseHeadUnfolder()
     /// The last bytes of the previous read, held back until the next byte says whether they fold.

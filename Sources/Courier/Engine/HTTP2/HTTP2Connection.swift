@@ -12,7 +12,7 @@ import Synchronization
 /// (``ConnectionPool``'s host state, under its lock); the connection opens a stream for each hop the
 /// pool hands it. A stream is no channel: an ``HTTP2Stream`` in the connection's handler turns the
 /// hop's request into frames and the server's frames into response parts (decompressed when
-/// asked), and an ``HTTP1ConnectionHandler`` in stream mode drives the hop: the same request
+/// asked), and an ``HopHandler`` in stream mode drives the hop: the same request
 /// writer, body pump, pause and resume as on an HTTP/1.1 connection, and flow control as
 /// back-pressure (a paused hop does not read, so its stream's window is not reopened and the
 /// server stops sending).
@@ -94,7 +94,7 @@ final class HTTP2Connection: HopCarrier, Sendable {
             return
         }
         let firstStream = self.streamsOpened.wrappingAdd(1, ordering: .relaxed).oldValue == 0
-        let hopHandler = HTTP1ConnectionHandler(stream: self, carrying: stream, firstStream: firstStream)
+        let hopHandler = HopHandler(stream: self, carrying: stream, firstStream: firstStream)
         stream.hopHandler = hopHandler
         hop.startsRunning(on: HTTP2StreamCarrier(eventLoop: self.channel.eventLoop, handler: NIOLoopBound(hopHandler, eventLoop: self.channel.eventLoop)))
         hopHandler.run(hop)
@@ -122,7 +122,7 @@ final class HTTP2Connection: HopCarrier, Sendable {
 /// The stream of an ``HTTP2Connection`` a hop runs on.
 struct HTTP2StreamCarrier: HopCarrier {
     let eventLoop: any EventLoop
-    let handler: NIOLoopBound<HTTP1ConnectionHandler>
+    let handler: NIOLoopBound<HopHandler>
 
     func cancel(_ hop: EngineHop) {
         let handler = self.handler

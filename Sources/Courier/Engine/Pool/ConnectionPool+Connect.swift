@@ -32,7 +32,7 @@ extension ConnectionPool {
                 try pipeline.addHandler(counter!)
                 try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: decompression))
             }
-            try pipeline.addHandler(HTTP1ConnectionHandler(readWatcher: readWatcher, bodyCounter: counter))
+            try pipeline.addHandler(HopHandler(readWatcher: readWatcher, bodyCounter: counter))
         }
         // The setup's times, for the first transaction's metrics: filled in on the loop.
         let resolver = TimedResolver(loop: eventLoop)
@@ -98,7 +98,7 @@ extension ConnectionPool {
             case .success((let channel, .http1_1)):
                 self.settings.openConnections.track(channel, speaking: .http1_1)
                 do {
-                    let handler = try channel.pipeline.syncOperations.handler(type: HTTP1ConnectionHandler.self)
+                    let handler = try channel.pipeline.syncOperations.handler(type: HopHandler.self)
                     let connection = HTTP1Connection(
                         id: id, channel: channel, key: key, pool: self, handler: handler, establishment: establishment)
                     handler.connection = connection

@@ -13,7 +13,7 @@ import Testing
 /// test's thread, so every event has happened when a call returns.
 @Suite("HTTP/2 streams without channels, on EmbeddedChannels")
 struct HTTP2StreamWireTests {
-    typealias Recorder = HTTP1ConnectionHandlerTests.Recorder
+    typealias Recorder = HopHandlerTests.Recorder
 
     /// The windows of the connection under test: small, so that a test can use them up.
     static let streamWindow = 65535

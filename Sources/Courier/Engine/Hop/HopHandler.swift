@@ -7,9 +7,10 @@ import NIOHTTP1
 import NIOHTTP2
 import NIOSSL
 
-/// The last handler of an ``HTTP1Connection``'s pipeline: it writes one hop's request, hands the
-/// response to the hop's exchange, and gives the connection back to the pool when both sides
-/// are done with it. Everything here runs on the connection's loop.
+/// What drives one hop at a time, over either protocol: the last handler of an
+/// ``HTTP1Connection``'s pipeline, or (stream mode) one HTTP/2 stream's driver. It writes the
+/// hop's request, hands the response to the hop's exchange, and gives the connection back to the
+/// pool when both sides are done with it. Everything here runs on the connection's loop.
 ///
 /// The decisions are an ``HTTP1ConnectionStateMachine``'s: the handler feeds it the pipeline's
 /// events, the writes that completed, the exchange's pauses and the timers, and does what it
@@ -20,7 +21,7 @@ import NIOSSL
 /// HTTP/2 stream's hop the same way, writing to and reading from an ``HTTP2Stream`` (which makes
 /// the frames and hands it the response parts and events), and the stream closes when the hop
 /// ends.
-final class HTTP1ConnectionHandler: ChannelDuplexHandler {
+final class HopHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = HTTPClientRequestPart
     typealias OutboundOut = HTTPClientRequestPart
