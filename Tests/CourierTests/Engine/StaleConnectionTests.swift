@@ -84,11 +84,11 @@ struct StaleConnectionTests {
     }
 
     @Test func keepAliveTimeoutsAreRead() {
-        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "timeout=5, max=100") == .seconds(4))
-        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "max=100,Timeout = 2") == .seconds(1))
-        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "timeout=0") == .seconds(0))
-        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "max=3") == nil)
-        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "timeout=soon") == nil)
+        #expect(HopStateMachine.idleTimeout(fromKeepAlive: "timeout=5, max=100") == .seconds(4))
+        #expect(HopStateMachine.idleTimeout(fromKeepAlive: "max=100,Timeout = 2") == .seconds(1))
+        #expect(HopStateMachine.idleTimeout(fromKeepAlive: "timeout=0") == .seconds(0))
+        #expect(HopStateMachine.idleTimeout(fromKeepAlive: "max=3") == nil)
+        #expect(HopStateMachine.idleTimeout(fromKeepAlive: "timeout=soon") == nil)
     }
 
     // MARK: Over sockets

@@ -12,7 +12,7 @@ import NIOSSL
 /// hop's request, hands the response to the hop's exchange, and gives the connection back to the
 /// pool when both sides are done with it. Everything here runs on the connection's loop.
 ///
-/// The decisions are an ``HTTP1ConnectionStateMachine``'s: the handler feeds it the pipeline's
+/// The decisions are an ``HopStateMachine``'s: the handler feeds it the pipeline's
 /// events, the writes that completed, the exchange's pauses and the timers, and does what it
 /// returns. The handler keeps what the machine must not: the hop itself, the body and its pump,
 /// the transaction's metrics, and the scheduled timers.
@@ -25,7 +25,7 @@ final class HopHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = HTTPClientRequestPart
     typealias OutboundOut = HTTPClientRequestPart
-    private typealias Machine = HTTP1ConnectionStateMachine
+    private typealias Machine = HopStateMachine
 
     /// Bodies in memory go out in slices of this size, each reported as sent once written.
     static let sliceLength = 64 * 1024
@@ -43,7 +43,7 @@ final class HopHandler: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     /// The connection's loop (kept after the pipeline lets go of the handler, for held parts).
     private var eventLoop: (any EventLoop)?
-    private var stateMachine: HTTP1ConnectionStateMachine
+    private var stateMachine: HopStateMachine
     /// The hop under way: set while the machine runs one.
     private var hop: EngineHop?
     /// The task sending the running hop's streamed body, if the body is one.
@@ -67,7 +67,7 @@ final class HopHandler: ChannelDuplexHandler {
         self.http2Stream = nil
         self.bodyCounter = bodyCounter
         self.firstStream = false
-        self.stateMachine = HTTP1ConnectionStateMachine(mode: .connection)
+        self.stateMachine = HopStateMachine(mode: .connection)
     }
 
     /// A handler for `stream`, one stream of `connection`.
@@ -78,7 +78,7 @@ final class HopHandler: ChannelDuplexHandler {
         self.bodyCounter = stream.bodyCounter
         self.firstStream = firstStream
         self.eventLoop = stream.eventLoop
-        self.stateMachine = HTTP1ConnectionStateMachine(mode: .stream)
+        self.stateMachine = HopStateMachine(mode: .stream)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {

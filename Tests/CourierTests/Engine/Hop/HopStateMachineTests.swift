@@ -5,10 +5,10 @@ import NIOCore
 import NIOHTTP1
 import Testing
 
-/// ``HTTP1ConnectionStateMachine`` without I/O: events in, actions out, time as arguments.
-@Suite("HTTP/1.1 connection state machine")
-struct HTTP1ConnectionStateMachineTests {
-    typealias Machine = HTTP1ConnectionStateMachine
+/// ``HopStateMachine`` without I/O: events in, actions out, time as arguments.
+@Suite("Hop state machine (HTTP/1.1 connection and HTTP/2 stream modes)")
+struct HopStateMachineTests {
+    typealias Machine = HopStateMachine
 
     /// Bodies of 1000 bytes or more wait for `100 Continue`, 1 s at most.
     static let expectContinue = ExpectContinue(threshold: 1000, timeout: .seconds(1))
@@ -503,7 +503,7 @@ struct HTTP1ConnectionStateMachineTests {
     }
 }
 
-extension HTTP1ConnectionStateMachine.Action {
+extension HopStateMachine.Action {
     /// A short rendering for assertions: the case and what tells it apart.
     var summary: String {
         switch self {
@@ -522,7 +522,7 @@ extension HTTP1ConnectionStateMachine.Action {
     }
 }
 
-extension HTTP1ConnectionStateMachine.ResponseEnd {
+extension HopStateMachine.ResponseEnd {
     var summary: String {
         switch self {
         case .succeed(let then): "succeed(\(then.summary))"
@@ -532,7 +532,7 @@ extension HTTP1ConnectionStateMachine.ResponseEnd {
     }
 }
 
-extension HTTP1ConnectionStateMachine.AfterHop {
+extension HopStateMachine.AfterHop {
     var summary: String {
         switch self {
         case .none: "none"
@@ -542,7 +542,7 @@ extension HTTP1ConnectionStateMachine.AfterHop {
     }
 }
 
-extension HTTP1ConnectionStateMachine.Failure {
+extension HopStateMachine.Failure {
     var summary: String {
         switch self {
         case .cancelled: "cancelled"

@@ -32,7 +32,7 @@ import NIOHTTP1
 /// - Idle in the pool for the idle timeout, the connection asks the pool to let it close. One
 ///   idle check at a time: ``IdleAction/scheduleCheck(at:)`` asks for it, ``idleCheckFired(now:)``
 ///   reports it.
-struct HTTP1ConnectionStateMachine {
+struct HopStateMachine {
     /// What the machine drives.
     enum Mode: Equatable {
         /// An HTTP/1.1 connection of the pool, which carries one hop after another.
