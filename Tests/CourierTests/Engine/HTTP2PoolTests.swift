@@ -136,16 +136,16 @@ struct HTTP2PoolTests {
         try await self.withManager(server) { manager in
             let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
             #expect(error?.code == .connectionClosed)
-            #expect(server.streamCount == HTTP1ResendRule.maximumUnprocessedResends + 1)
-            let attempts = HTTP1ResendRule.maximumUnprocessedResends + 1
+            #expect(server.streamCount == ResendRule.maximumUnprocessedResends + 1)
+            let attempts = ResendRule.maximumUnprocessedResends + 1
             #expect(error?.message.contains("did not process the request (GOAWAY or REFUSED_STREAM), \(attempts) times") == true, "\(String(describing: error))")
         }
     }
 
     @Test func aStreamDroppedByGoAwayMoreOftenThanAStaleConnectionsBoundStillGoesAgain() async throws {
         // A server that processes nothing on its first connections (each one's GOAWAY names no
-        // stream): the request is dropped more times in a row than ``HTTP1ResendRule/maximumResends``.
-        let drops = HTTP1ResendRule.maximumResends + 2
+        // stream): the request is dropped more times in a row than ``ResendRule/maximumResends``.
+        let drops = ResendRule.maximumResends + 2
         let server = try await ScriptedHTTP2Server.start { index, _ in index < drops ? .goAway : .respond("processed at last") }
         try await self.withManager(server) { manager in
             let response = try await manager.get("get")

@@ -3,7 +3,7 @@ import NIOCore
 /// The first handler of an ``HTTP1Connection``'s pipeline, before the response decoder.
 ///
 /// It notes that bytes arrived: a connection that closes under a hop with not one byte of the
-/// response read may have been closed by the server while idle (``HTTP1ResendRule``); the decoder
+/// response read may have been closed by the server while idle (``ResendRule``); the decoder
 /// alone would not tell a close after half a status line from a close before anything.
 ///
 /// It also unfolds obs-folds in response heads (``ResponseHeadUnfolder``), which NIO's decoder

@@ -29,10 +29,10 @@ final class EngineHop: NIOHopTask, Sendable {
         /// How many times the hop was handed a connection that was already closed (nothing sent).
         var restarts = 0
         /// How many times the hop was sent again after its connection closed under it
-        /// (``HTTP1ResendRule``).
+        /// (``ResendRule``).
         var resends = 0
         /// How many times the hop was sent again because an HTTP/2 server said it did not process
-        /// it (``HTTP1ResendRule/maximumUnprocessedResends``).
+        /// it (``ResendRule/maximumUnprocessedResends``).
         var unprocessedResends = 0
         /// The hop goes only on a new connection: the last one it was given closed under it or
         /// turned out closed, and any other kept-alive one may be closing too, idle or just given

@@ -651,7 +651,7 @@ final class HopHandler: ChannelDuplexHandler {
     }
 
     /// What an error on the connection (or stream) says about how it ended.
-    private func closure(for error: any Error) -> HTTP1ResendRule.Closure {
+    private func closure(for error: any Error) -> ResendRule.Closure {
         // A stream refused before it opened (GOAWAY had come): nothing of it left.
         if error is NIOHTTP2Errors.CreatedStreamAfterGoaway { return .notProcessed }
         if let closed = error as? NIOHTTP2Errors.StreamClosed, let stream = self.stream {

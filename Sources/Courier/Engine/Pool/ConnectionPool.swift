@@ -38,7 +38,7 @@ import Synchronization
 ///   server said it would have closed by now (`Keep-Alive: timeout`) is closed instead. Idle
 ///   connections (HTTP/2: with no stream) close after ``NIOEngine/Configuration/connectionIdleTimeout``.
 /// - A hop whose connection closed under it before any of the response arrived goes again as
-///   ``HTTP1ResendRule`` allows, on a new connection only: any kept-alive one, idle or just given
+///   ``ResendRule`` allows, on a new connection only: any kept-alive one, idle or just given
 ///   back, may be closing too (a server may close a connection right after a response that said
 ///   keep-alive). The close of the connection it lost makes room for one, and a new connection
 ///   goes first to such a hop (``ConnectionWaiters``); at the cap, the longest idle connection is
@@ -199,7 +199,7 @@ final class ConnectionPool: Sendable {
     }
 
     /// Sends `hop` again, on a new connection: its connection closed under it before any of the
-    /// response arrived (``HTTP1ResendRule`` said it may go again), and any other kept-alive one
+    /// response arrived (``ResendRule`` said it may go again), and any other kept-alive one
     /// may be closing too; or, `unprocessed`, an HTTP/2 server said it did not process it.
     func resend(_ hop: EngineHop, unprocessed: Bool = false) {
         self.logger?.debug("courier: sending again on another connection", metadata: ["request": "\(hop.request.summary)"])
@@ -379,10 +379,10 @@ enum ConnectionPoolError: Error, Hashable, CustomStringConvertible {
     /// The server closed the connection before the response was complete.
     case closedBeforeResponseComplete
     /// The connection closed before any of the response arrived, on every one of `attempts`
-    /// sends (``HTTP1ResendRule``'s bound was reached).
+    /// sends (``ResendRule``'s bound was reached).
     case closedBeforeAnswering(attempts: Int)
     /// An HTTP/2 server did not process the request (a GOAWAY naming an earlier stream as its last,
-    /// or REFUSED_STREAM) on every one of `attempts` sends (``HTTP1ResendRule``'s bound for those
+    /// or REFUSED_STREAM) on every one of `attempts` sends (``ResendRule``'s bound for those
     /// was reached).
     case notProcessed(attempts: Int)
     /// A streamed body's length differed from its declared length.

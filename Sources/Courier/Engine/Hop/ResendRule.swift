@@ -30,7 +30,7 @@ import HTTPTypes
 /// risks nothing but another drop. A server that ends each connection after a few requests (nginx's
 /// `keepalive_requests`) while more streams are open drops the rest each time, and a hop can be
 /// among them several times in a row (Docs/BENCHMARKS.md, "A server that ends connections early").
-struct HTTP1ResendRule: Equatable {
+struct ResendRule: Equatable {
     /// How the connection ended under the hop.
     enum Closure: Equatable {
         /// The server closed it (end of file), or it was found closed.
