@@ -69,6 +69,15 @@ struct ConnectionPoolStateMachineTests {
             machine.executeRequest(request, key: key, preferredLoop: self.loops[loop], needsNewConnection: newConnection, now: now ?? self.now))
     }
 
+    /// Requests `names` to the TLS key on `loop`, with no HTTP/2 connection there yet: connection
+    /// `id` opens, speaks HTTP/2 and sends its first SETTINGS. Returns what the SETTINGS did.
+    @discardableResult
+    func openHTTP2(_ machine: inout Machine, _ names: [String], id: Int, on loop: Int = 0, maximumStreams: Int? = nil) -> [String] {
+        for name in names { _ = self.request(&machine, Request(name), key: Self.https, on: loop) }
+        _ = machine.connectionCreated(self.connection(id, on: loop), key: Self.https, speaking: .http2)
+        return self.lines(machine.http2SettingsReceived(PoolConnectionID(rawValue: id), key: Self.https, maximumStreams: maximumStreams))
+    }
+
     // MARK: HTTP/1.1
 
     @Test func aRequestOpensAConnectionOnItsLoopAndTheConnectionIsReusedThere() {
@@ -233,9 +242,7 @@ struct ConnectionPoolStateMachineTests {
 
     @Test func theStreamsPerConnectionAndHTTP2ConnectionsPerHostAreCapped() {
         var machine = self.machine(connections: 8, http2Connections: 2, streams: 1)
-        _ = self.request(&machine, Request("a"), key: Self.https)
-        _ = machine.connectionCreated(self.connection(0), key: Self.https, speaking: .http2)
-        #expect(self.lines(machine.http2SettingsReceived(PoolConnectionID(rawValue: 0), key: Self.https, maximumStreams: 100)) == ["stream a on #0 (busy)"])
+        #expect(self.openHTTP2(&machine, ["a"], id: 0, maximumStreams: 100) == ["stream a on #0 (busy)"])
         #expect(self.request(&machine, Request("b"), key: Self.https) == ["create #1 to 443 on L1"])
         _ = machine.connectionCreated(self.connection(1, on: 1), key: Self.https, speaking: .http2)
         #expect(self.lines(machine.http2SettingsReceived(PoolConnectionID(rawValue: 1), key: Self.https, maximumStreams: 100)) == ["stream b on #1 (busy)"])
@@ -245,9 +252,7 @@ struct ConnectionPoolStateMachineTests {
 
     @Test func aNewHTTP2ConnectionGoesToTheRequestsLoopWhenNoneOfTheHostsUsesIt() {
         var machine = self.machine(connections: 8, http2Connections: 3, streams: 1)
-        _ = self.request(&machine, Request("a"), key: Self.https, on: 1)
-        _ = machine.connectionCreated(self.connection(0, on: 1), key: Self.https, speaking: .http2)
-        _ = machine.http2SettingsReceived(PoolConnectionID(rawValue: 0), key: Self.https, maximumStreams: nil)
+        self.openHTTP2(&machine, ["a"], id: 0, on: 1)
         #expect(self.request(&machine, Request("b"), key: Self.https, on: 1) == ["create #1 to 443 on L2"], "L1 has one: the next loop")
         _ = machine.connectionCreated(self.connection(1, on: 2), key: Self.https, speaking: .http2)
         _ = machine.http2SettingsReceived(PoolConnectionID(rawValue: 1), key: Self.https, maximumStreams: nil)
@@ -256,9 +261,7 @@ struct ConnectionPoolStateMachineTests {
 
     @Test func aGoAwayDrainsItsConnectionAndAWaiterGetsAnother() {
         var machine = self.machine(connections: 4)
-        _ = self.request(&machine, Request("a"), key: Self.https)
-        _ = machine.connectionCreated(self.connection(0), key: Self.https, speaking: .http2)
-        _ = machine.http2SettingsReceived(PoolConnectionID(rawValue: 0), key: Self.https, maximumStreams: 1)
+        #expect(self.openHTTP2(&machine, ["a"], id: 0, maximumStreams: 1) == ["stream a on #0 (busy)"])
         #expect(self.request(&machine, Request("b"), key: Self.https) == ["create #1 to 443 on L1"])
         // The server processes a's stream (1): nothing learned; b has its connection coming.
         #expect(self.lines(machine.http2GoAwayReceived(PoolConnectionID(rawValue: 0), key: Self.https, lastStreamID: 1)) == [])
@@ -274,9 +277,7 @@ struct ConnectionPoolStateMachineTests {
 
     @Test func aGoAwayWithNoStreamOpenClosesAtOnce() {
         var machine = self.machine()
-        _ = self.request(&machine, Request("a"), key: Self.https)
-        _ = machine.connectionCreated(self.connection(0), key: Self.https, speaking: .http2)
-        _ = machine.http2SettingsReceived(PoolConnectionID(rawValue: 0), key: Self.https, maximumStreams: nil)
+        self.openHTTP2(&machine, ["a"], id: 0)
         _ = machine.http2StreamClosed(PoolConnectionID(rawValue: 0), key: Self.https)
         #expect(self.lines(machine.http2GoAwayReceived(PoolConnectionID(rawValue: 0), key: Self.https, lastStreamID: 1)) == ["close #0"])
     }
@@ -284,9 +285,7 @@ struct ConnectionPoolStateMachineTests {
     @Test func theStreamsAHostProcessesAConnectionAreLearnedFromAGoAwayAndDoubledWhenTooFew() {
         var machine = self.machine(connections: 4)
         let id = { PoolConnectionID(rawValue: $0) }
-        for name in ["a", "b", "c"] { _ = self.request(&machine, Request(name), key: Self.https) }
-        _ = machine.connectionCreated(self.connection(0), key: Self.https, speaking: .http2)
-        _ = machine.http2SettingsReceived(id(0), key: Self.https, maximumStreams: nil)
+        self.openHTTP2(&machine, ["a", "b", "c"], id: 0)
         // Streams 1, 3, 5 open; the server processed 1 and 3 only: the host takes two a connection.
         #expect(self.lines(machine.http2GoAwayReceived(id(0), key: Self.https, lastStreamID: 3)) == [])
         #expect(machine.hosts[Self.https]?.learnedStreamsPerConnection == 2)
@@ -319,11 +318,28 @@ struct ConnectionPoolStateMachineTests {
             ])
     }
 
+    @Test func anHTTP2ConnectionThatGoesUnusableAndClosesBeforeItsSettingsIsAFailedConnect() {
+        // A TLS 1.3 server that refuses the client's certificate: the handshake ends on the
+        // client's side, ALPN says h2, and the server closes the connection at once.
+        var machine = self.machine()
+        let id = { PoolConnectionID(rawValue: $0) }
+        for name in ["a", "b", "c"] { _ = self.request(&machine, Request(name), key: Self.https) }
+        _ = machine.connectionCreated(self.connection(0), key: Self.https, speaking: .http2)
+        // Told twice: as the handler closes it, and as it goes inactive.
+        machine.http2ConnectionUnusable(id(0), key: Self.https)
+        machine.http2ConnectionUnusable(id(0), key: Self.https)
+        #expect(self.request(&machine, Request("d"), key: Self.https) == [], "still opening: nothing else opens")
+        #expect(self.lines(machine.http2SettingsReceived(id(0), key: Self.https, maximumStreams: nil)) == [])
+        let refused = "\(ConnectionPoolError.closedBeforeAnswering(attempts: 1))"
+        #expect(self.lines(machine.connectionClosed(id(0), key: Self.https)) == ["fail a: \(refused)", "create #1 to 443 on L0"])
+        _ = machine.connectionCreated(self.connection(1), key: Self.https, speaking: .http2)
+        machine.http2ConnectionUnusable(id(1), key: Self.https)
+        #expect(self.lines(machine.connectionClosed(id(1), key: Self.https)) == ["fail b: \(refused)", "back off 443 for 10 ms"])
+    }
+
     @Test func anUnusableHTTP2ConnectionIsNotHandedOut() {
         var machine = self.machine()
-        _ = self.request(&machine, Request("a"), key: Self.https)
-        _ = machine.connectionCreated(self.connection(0), key: Self.https, speaking: .http2)
-        _ = machine.http2SettingsReceived(PoolConnectionID(rawValue: 0), key: Self.https, maximumStreams: nil)
+        self.openHTTP2(&machine, ["a"], id: 0)
         machine.http2ConnectionUnusable(PoolConnectionID(rawValue: 0), key: Self.https)
         // A draining connection's loop is free for the next.
         #expect(self.request(&machine, Request("b"), key: Self.https) == ["create #1 to 443 on L0"])

@@ -20,6 +20,9 @@ extension ConnectionPoolStateMachine {
             enum Phase: Equatable {
                 /// Open, waiting for the server's first SETTINGS: it counts as opening.
                 case starting
+                /// Closing before the server's first SETTINGS (it failed, or went inactive): it
+                /// still counts as opening, and its close is a failed connect.
+                case closingBeforeSettings
                 /// Streams may open.
                 case active
                 /// GOAWAY came, or it is closing or idle past its timeout: no new stream; it closes
@@ -42,6 +45,12 @@ extension ConnectionPoolStateMachine {
                 self.connection = connection
                 self.lifetimeLimit = lifetimeLimit
             }
+
+            /// Whether it counts as opening: the server's first SETTINGS has not come.
+            var isOpening: Bool { self.phase == .starting || self.phase == .closingBeforeSettings }
+
+            /// Whether it may carry new streams, now or once the server's SETTINGS come.
+            var isUsable: Bool { self.phase == .starting || self.phase == .active }
 
             func hasRoom(_ configuration: Configuration) -> Bool {
                 self.phase == .active && self.openStreams < min(self.maximumStreams, configuration.http2MaximumStreamsPerConnection)
@@ -88,7 +97,7 @@ extension ConnectionPoolStateMachine {
         /// Connections opening: before ALPN, and HTTP/2 ones until the server's first SETTINGS.
         var connectingCount: Int {
             var count = self.starting.count
-            for entry in self.http2 where entry.phase == .starting { count += 1 }
+            for entry in self.http2 where entry.isOpening { count += 1 }
             return count
         }
 
@@ -103,7 +112,7 @@ extension ConnectionPoolStateMachine {
             }
             guard tls, self.learnedProtocol != .http1_1 else { return true }
             return connecting == 0 && !self.http2.contains { $0.hasRoom(configuration) }
-                && self.http2.count(where: { $0.phase != .draining }) < configuration.http2MaximumConnectionsPerHost
+                && self.http2.count(where: \.isUsable) < configuration.http2MaximumConnectionsPerHost
         }
 
         /// Hands waiting requests, in order, to streams of the HTTP/2 connection at `index` while

@@ -171,13 +171,13 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
         }
         return self.withHost(key) { machine, host in
             host.starting.removeValue(forKey: connection.id)
-            host.failedConnects = 0
             switch version {
             case .http2:
                 host.learnedProtocol = .http2
                 host.http2.append(Host.HTTP2Entry(connection: connection, lifetimeLimit: host.learnedStreamsPerConnection ?? .max))
                 return []
             case .http1_1:
+                host.failedConnects = 0
                 host.http1[connection.id] = connection
                 // Idle until a request runs on it: when the one that asked for it was cancelled
                 // meanwhile, it must still close after the idle timeout.
@@ -199,21 +199,26 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// connections of their own, after a back-off once connects failed twice in a row.
     mutating func connectionFailed(_ id: PoolConnectionID, key: Key, error: any Error) -> [Action] {
         guard self.hosts[key]?.starting.removeValue(forKey: id) != nil else { return [] }
-        return self.withHost(key) { machine, host in
-            host.failedConnects += 1
-            var actions: [Action] = []
-            if let first = host.waiters.popFirst() { actions.append(.fail(first.request, error)) }
-            guard !machine.isShutDown, !host.isBackingOff else { return actions }
-            if let delay = machine.configuration.backoff(afterFailures: host.failedConnects) {
-                if host.needsConnection(machine.configuration, tls: key.tls) {
-                    host.isBackingOff = true
-                    actions.append(.scheduleBackoffTimer(key, after: delay))
-                }
-            } else {
-                machine.openReplacement(for: key, host: &host, into: &actions)
+        return self.withHost(key) { machine, host in machine.connectFailed(to: key, host: &host, error: error) }
+    }
+
+    /// A connect to `key` failed (or an HTTP/2 connection closed before the server's first
+    /// SETTINGS): the first waiter fails; the others get a connection at once after one failure,
+    /// after a back-off once connects failed twice in a row.
+    private mutating func connectFailed(to key: Key, host: inout Host, error: any Error) -> [Action] {
+        host.failedConnects += 1
+        var actions: [Action] = []
+        if let first = host.waiters.popFirst() { actions.append(.fail(first.request, error)) }
+        guard !self.isShutDown, !host.isBackingOff else { return actions }
+        if let delay = self.configuration.backoff(afterFailures: host.failedConnects) {
+            if host.needsConnection(self.configuration, tls: key.tls) {
+                host.isBackingOff = true
+                actions.append(.scheduleBackoffTimer(key, after: delay))
             }
-            return actions
+        } else {
+            self.openReplacement(for: key, host: &host, into: &actions)
         }
+        return actions
     }
 
     /// The back-off after failed connects to `key` ended: waiting requests get connections.
@@ -254,22 +259,20 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     }
 
     /// A connection closed (HTTP/1.1 or HTTP/2). An HTTP/2 one closed before the server's first
-    /// SETTINGS failed to open: the first waiter fails. A waiter with no connection coming gets
-    /// one when the cap allows.
+    /// SETTINGS failed to open (a TLS 1.3 server refusing the client's certificate closes it just
+    /// after the handshake): a failed connect. A waiter with no connection coming gets one when the
+    /// cap allows.
     mutating func connectionClosed(_ id: PoolConnectionID, key: Key) -> [Action] {
         guard let known = self.hosts[key], known.http1[id] != nil || known.http2.contains(where: { $0.connection.id == id }) else {
             return []
         }
         return self.withHost(key) { machine, host in
-            var actions: [Action] = []
             if host.http1.removeValue(forKey: id) != nil {
                 host.idle.removeAll { $0.connection.id == id }
-            } else if let index = host.http2.firstIndex(where: { $0.connection.id == id }) {
-                if host.http2[index].phase == .starting, let first = host.waiters.popFirst() {
-                    actions.append(.fail(first.request, ConnectionPoolError.closedBeforeAnswering(attempts: 1)))
-                }
-                host.http2.remove(at: index)
+            } else if let index = host.http2.firstIndex(where: { $0.connection.id == id }), host.http2.remove(at: index).isOpening {
+                return machine.connectFailed(to: key, host: &host, error: ConnectionPoolError.closedBeforeAnswering(attempts: 1))
             }
+            var actions: [Action] = []
             if !machine.isShutDown { machine.openReplacement(for: key, host: &host, into: &actions) }
             return actions
         }
@@ -283,9 +286,14 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     mutating func http2SettingsReceived(_ id: PoolConnectionID, key: Key, maximumStreams: Int?) -> [Action] {
         guard !self.isShutDown else { return [] }
         return self.withHTTP2(id, key: key) { machine, host, index in
+            guard host.http2[index].phase != .closingBeforeSettings else { return [] }
             if let maximumStreams { host.http2[index].maximumStreams = max(0, maximumStreams) }
             let first = host.http2[index].phase == .starting
-            if first { host.http2[index].phase = .active }
+            if first {
+                // The connect succeeded only now: a server may close at once what TLS accepted.
+                host.http2[index].phase = .active
+                host.failedConnects = 0
+            }
             var actions = host.takeStreams(on: index, machine.configuration)
             machine.openConnectionsNeeded(for: key, host: &host, into: &actions)
             if first, host.http2[index].openStreams == 0 { actions.append(.startIdleClock(host.http2[index].connection)) }
@@ -318,7 +326,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
         return self.withHTTP2(id, key: key) { machine, host, index -> [Action] in
             host.http2[index].openStreams -= 1
             let entry = host.http2[index]
-            if entry.phase == .draining || isShutDown {
+            if entry.phase != .active || isShutDown {
                 return entry.openStreams == 0 ? [.close(entry.connection)] : []
             }
             if entry.isSpent {
@@ -348,9 +356,16 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     }
 
     /// An HTTP/2 connection can take no new stream (closing: its PING went unanswered, an error,
-    /// or closed and its close not yet reported): it is no longer handed out.
+    /// a stream timed out, or closed and its close not yet reported): it is no longer handed out.
+    /// Before the server's first SETTINGS it still counts as opening, until it closes.
     mutating func http2ConnectionUnusable(_ id: PoolConnectionID, key: Key) {
-        _ = self.withHTTP2(id, key: key) { machine, host, index in host.http2[index].phase = .draining }
+        _ = self.withHTTP2(id, key: key) { machine, host, index in
+            switch host.http2[index].phase {
+            case .starting: host.http2[index].phase = .closingBeforeSettings
+            case .active: host.http2[index].phase = .draining
+            case .closingBeforeSettings, .draining: break
+            }
+        }
     }
 
     /// Runs `body` on the host of `key` and the index of its HTTP/2 connection `id`, if it has one.
@@ -409,7 +424,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     func loop(forNewConnectionTo host: Host, preferred: any EventLoop) -> any EventLoop {
         guard host.learnedProtocol == .http2, !self.loops.isEmpty else { return preferred }
         func isUsed(_ loop: any EventLoop) -> Bool {
-            host.http2.contains { $0.phase != .draining && $0.connection.eventLoop === loop } || host.starting.values.contains { $0 === loop }
+            host.http2.contains { $0.isUsable && $0.connection.eventLoop === loop } || host.starting.values.contains { $0 === loop }
         }
         guard isUsed(preferred) else { return preferred }
         let start = self.loops.firstIndex { $0 === preferred } ?? 0
