@@ -59,7 +59,9 @@ final class ConnectionPool: Sendable {
         var route = ProxyRoute.direct
 
         /// The port the scheme implies, which a `Host` field leaves out.
-        var defaultPort: Int { self.tls ? 443 : 80 }
+        var defaultPort: Int { self.tls ? Self.httpsPort : Self.httpPort }
+        private static let httpPort = URL.defaultPort(forScheme: "http") ?? 80
+        private static let httpsPort = URL.defaultPort(forScheme: "https") ?? 443
         var description: String {
             let origin = "\(self.tls ? "https" : "http")://\(self.host):\(self.port)"
             return self.route == .direct ? origin : "\(origin) (\(self.route))"
@@ -137,11 +139,12 @@ final class ConnectionPool: Sendable {
 
     /// Where requests for `url` go: `http` and `https` URLs with a host; nil for others.
     static func key(for url: URL) -> Key? {
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty else {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty,
+            let port = url.effectivePort
+        else {
             return nil
         }
-        let tls = scheme == "https"
-        return Key(host: host, port: url.port ?? (tls ? 443 : 80), tls: tls)
+        return Key(host: host, port: port, tls: scheme == "https")
     }
 
     // MARK: Hops
