@@ -11,7 +11,8 @@ final class HTTP1Connection: HopCarrier, Sendable {
     let pool: ConnectionPool
     private let handler: NIOLoopBound<HopHandler>
     /// Nanoseconds of `NIODeadline` until which the server promised to keep the connection while
-    /// idle (`Keep-Alive: timeout`); 0 when it promised nothing. Read by the pool under its lock.
+    /// idle (`Keep-Alive: timeout`); 0 when it promised nothing. Read by the pool as it gives the
+    /// connection back (``ConnectionPool/release(_:)``).
     private let reusableUntilNanoseconds = Atomic<UInt64>(0)
 
     /// When the server's promise to keep the idle connection runs out, if it made one; the pool

@@ -9,10 +9,10 @@ import Synchronization
 /// handler in its frame mode, each hop on a stream of its own.
 ///
 /// The pool counts the streams open on it against the server's `SETTINGS_MAX_CONCURRENT_STREAMS`
-/// (``ConnectionPool``'s host state, under its lock); the connection opens a stream for each hop the
-/// pool hands it. A stream is no channel: an ``HTTP2Stream`` in the connection's handler turns the
+/// (``ConnectionPoolStateMachine``, under the pool's lock); the connection opens a stream for each
+/// hop the pool hands it. A stream is no channel: an ``HTTP2Stream`` in the connection's handler turns the
 /// hop's request into frames and the server's frames into response parts (decompressed when
-/// asked), and an ``HopHandler`` in stream mode drives the hop: the same request
+/// asked), and a ``HopHandler`` in stream mode drives the hop: the same request
 /// writer, body pump, pause and resume as on an HTTP/1.1 connection, and flow control as
 /// back-pressure (a paused hop does not read, so its stream's window is not reopened and the
 /// server stops sending).

@@ -12,7 +12,7 @@ import NIOHTTP2
 /// HEADERS frame with END_STREAM, and the last DATA carries END_STREAM), the server's frames into
 /// response parts (through an ``HTTP2ResponseInflater`` when the pool decompresses), the hop's
 /// reads into WINDOW_UPDATE, and its close into RST_STREAM when the stream is under way. The hop
-/// itself is driven by an ``HopHandler`` in stream mode, as on a connection of its own.
+/// itself is driven by a ``HopHandler`` in stream mode, as on a connection of its own.
 final class HTTP2Stream {
     let id: HTTP2StreamID
     let eventLoop: any EventLoop

@@ -12,7 +12,7 @@ import NIOSSL
 /// hop's request, hands the response to the hop's exchange, and gives the connection back to the
 /// pool when both sides are done with it. Everything here runs on the connection's loop.
 ///
-/// The decisions are an ``HopStateMachine``'s: the handler feeds it the pipeline's
+/// The decisions are a ``HopStateMachine``'s: the handler feeds it the pipeline's
 /// events, the writes that completed, the exchange's pauses and the timers, and does what it
 /// returns. The handler keeps what the machine must not: the hop itself, the body and its pump,
 /// the transaction's metrics, and the scheduled timers.
