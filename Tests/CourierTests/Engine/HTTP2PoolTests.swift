@@ -22,18 +22,25 @@ struct HTTP2PoolTests {
     }
 
     /// Runs `body` with a manager for `server` (reached as `localhost`, the test leaf's name) and
-    /// checks afterwards that every connection object is gone.
+    /// checks afterwards that every connection object is gone. With `engine`, the manager runs on
+    /// that engine instead of one of its configuration's.
     func withManager(
         _ server: ScriptedHTTP2Server,
         connections: Int = 8,
+        engine: NIOEngine? = nil,
         configure: (inout SessionConfiguration) -> Void = { _ in },
         _ body: (HTTPSessionManager) async throws -> Void
     ) async throws {
         var configuration = SessionConfiguration.default
         configuration.httpMaximumConnectionsPerHost = connections
         configure(&configuration)
-        let manager = HTTPSessionManager(
-            baseURL: URL(string: "https://localhost:\(server.port)/")!, configuration: configuration, securityPolicy: try Self.policy())
+        let baseURL = URL(string: "https://localhost:\(server.port)/")!
+        let manager =
+            if let engine {
+                HTTPSessionManager(baseURL: baseURL, engine: engine, configuration: configuration)
+            } else {
+                HTTPSessionManager(baseURL: baseURL, configuration: configuration, securityPolicy: try Self.policy())
+            }
         manager.completionQueue = TestQueues.completion
         manager.responseSerializer = HTTPResponseSerializer()
         let pool = try #require((manager.engine as? NIOEngine)?.pool)
@@ -248,28 +255,24 @@ struct HTTP2PoolTests {
         configuration.http2MaximumStreamsPerConnection = 2
         configuration.http2MaximumConnectionsPerHost = 3
         let engine = NIOEngine(configuration: configuration, securityPolicy: try Self.policy(), eventLoopGroup: group)
-        let manager = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!, engine: engine)
-        manager.completionQueue = TestQueues.completion
-        manager.responseSerializer = HTTPResponseSerializer()
-        try await withThrowingTaskGroup(of: String.self) { tasks in
-            for _ in 0..<7 {
-                tasks.addTask { Self.body(try await manager.get("get")) }
+        try await self.withManager(server, engine: engine) { manager in
+            let answers = Task {
+                try await withThrowingTaskGroup(of: String.self) { tasks in
+                    for _ in 0..<7 {
+                        tasks.addTask { Self.body(try await manager.get("get")) }
+                    }
+                    return try await tasks.reduce(into: Set<String>()) { $0.insert($1) }
+                }
             }
             // Three connections of two streams each, each on a loop of its own; the seventh waits.
             #expect(await eventually(within: 30) { server.heldCount == 6 }, "held: \(server.heldCount)")
             #expect(server.connectionCount == 3)
             let key = try #require(engine.pool.key(for: URL(string: "https://localhost:\(server.port)/")!))
-            let loops = Set(engine.pool.http2Connections(to: key).map { ObjectIdentifier($0.channel.eventLoop) })
-            #expect(loops.count == 3)
+            #expect(Set(engine.pool.http2Connections(to: key).map { ObjectIdentifier($0.channel.eventLoop) }).count == 3)
             server.releaseHeld(andLater: true)
-            var count = 0
-            for try await _ in tasks { count += 1 }
-            #expect(count == 7)
+            #expect(try await answers.value == Set((0..<7).map { "answer \($0)" }))
+            #expect(server.connectionCount == 3)
         }
-        #expect(server.connectionCount == 3)
-        await manager.invalidate(cancelingTasks: true)
-        #expect(await eventually { engine.pool.liveConnections.load(ordering: .relaxed) == 0 })
-        try await server.shutdown()
         try await group.shutdownGracefully()
     }
 
