@@ -95,28 +95,34 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
         case scheduleBackoffTimer(Key, after: TimeAmount)
     }
 
-    let configuration: Configuration
-    /// The event loops connections may open on (a second HTTP/2 connection goes to another).
-    let loops: [any EventLoop]
+    /// What every host's decisions share, beside the hosts (so that both change in place at once).
+    struct Shared {
+        let configuration: Configuration
+        /// The event loops connections may open on (a second HTTP/2 connection goes to another).
+        let loops: [any EventLoop]
+        var isShutDown = false
+        var nextConnectionID = 0
+    }
+
+    private(set) var shared: Shared
     private(set) var hosts: [Key: Host] = [:]
-    private(set) var isShutDown = false
-    private var nextConnectionID = 0
+
+    var configuration: Configuration { self.shared.configuration }
+    var loops: [any EventLoop] { self.shared.loops }
+    var isShutDown: Bool { self.shared.isShutDown }
 
     init(configuration: Configuration, loops: [any EventLoop]) {
-        self.configuration = configuration
-        self.loops = loops
+        self.shared = Shared(configuration: configuration, loops: loops)
     }
 
     /// How many requests wait for a connection, all hosts together.
     var waitingCount: Int { self.hosts.values.reduce(0) { $0 + $1.waiters.count } }
 
     /// Runs `body` on `key`'s state in place (a copy would copy its collections on every change).
-    private mutating func withHost<T>(_ key: Key, _ body: (inout Self, inout Host) -> T) -> T {
-        // Out of the dictionary while it changes: no copy of its collections, and the machine's
-        // other state may change beside it.
-        var host = self.hosts.removeValue(forKey: key) ?? Host()
-        defer { self.hosts[key] = host }
-        return body(&self, &host)
+    /// Runs `body` on `key`'s state in place (a copy would copy its collections on every change),
+    /// with what the hosts share.
+    private mutating func withHost<T>(_ key: Key, _ body: (inout Shared, inout Host) -> T) -> T {
+        body(&self.shared, &self.hosts[key, default: Host()])
     }
 
     // MARK: Requests
@@ -129,8 +135,8 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
         _ request: Request, key: Key, preferredLoop: any EventLoop, needsNewConnection: Bool, now: NIODeadline
     ) -> [Action] {
         if self.isShutDown { return [.fail(request, ConnectionPoolError.shutDown)] }
-        return self.withHost(key) { machine, host in
-            if let index = host.http2.firstIndex(where: { $0.hasRoom(machine.configuration) }) {
+        return self.withHost(key) { shared, host in
+            if let index = host.http2.firstIndex(where: { $0.hasRoom(shared.configuration) }) {
                 host.http2[index].openStream()
                 return [.runStream(request, on: host.http2[index].connection, becomingBusy: host.http2[index].openStreams == 1)]
             }
@@ -141,7 +147,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
             }
             host.waiters.append(Host.Waiter(request: request, preferredLoop: preferredLoop), needsNewConnection: needsNewConnection)
             let before = actions.count
-            machine.openConnectionsNeeded(for: key, host: &host, into: &actions)
+            shared.openConnectionsNeeded(for: key, host: &host, into: &actions)
             if actions.count == before, needsNewConnection, !host.idle.isEmpty, host.waiters.count > host.connectingCount {
                 // At the cap with idle connections that may be as stale as the one that just
                 // failed: close the longest idle; its close opens a new one for the waiter.
@@ -156,7 +162,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// cancellation) or it never queued.
     mutating func cancelWaiter(_ request: Request, key: Key) -> Bool {
         guard self.hosts[key] != nil else { return false }
-        return self.withHost(key) { machine, host in host.waiters.removeFirst { $0.request === request } != nil }
+        return self.withHost(key) { shared, host in host.waiters.removeFirst { $0.request === request } != nil }
     }
 
     // MARK: Connections
@@ -169,7 +175,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
             self.hosts[key]?.starting.removeValue(forKey: connection.id)
             return [.close(connection)]
         }
-        return self.withHost(key) { machine, host in
+        return self.withHost(key) { shared, host in
             host.starting.removeValue(forKey: connection.id)
             switch version {
             case .http2:
@@ -189,7 +195,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
                 } else {
                     host.idle.append(Host.IdleEntry(connection: connection, reusableUntil: nil))
                 }
-                if key.tls { machine.openConnectionsNeeded(for: key, host: &host, into: &actions) }
+                if key.tls { shared.openConnectionsNeeded(for: key, host: &host, into: &actions) }
                 return actions
             }
         }
@@ -199,13 +205,19 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// connections of their own, after a back-off once connects failed twice in a row.
     mutating func connectionFailed(_ id: PoolConnectionID, key: Key, error: any Error) -> [Action] {
         guard self.hosts[key]?.starting.removeValue(forKey: id) != nil else { return [] }
-        return self.withHost(key) { machine, host in machine.connectFailed(to: key, host: &host, error: error) }
+        return self.withHost(key) { shared, host in shared.connectFailed(to: key, host: &host, error: error) }
     }
+}
+
+extension ConnectionPoolStateMachine.Shared {
+    typealias Key = ConnectionPool.Key
+    typealias Host = ConnectionPoolStateMachine.Host
+    typealias Action = ConnectionPoolStateMachine.Action
 
     /// A connect to `key` failed (or an HTTP/2 connection closed before the server's first
     /// SETTINGS): the first waiter fails; the others get a connection at once after one failure,
     /// after a back-off once connects failed twice in a row.
-    private mutating func connectFailed(to key: Key, host: inout Host, error: any Error) -> [Action] {
+    mutating func connectFailed(to key: Key, host: inout Host, error: any Error) -> [Action] {
         host.failedConnects += 1
         var actions: [Action] = []
         if let first = host.waiters.popFirst() { actions.append(.fail(first.request, error)) }
@@ -220,14 +232,16 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
         }
         return actions
     }
+}
 
+extension ConnectionPoolStateMachine {
     /// The back-off after failed connects to `key` ended: waiting requests get connections.
     mutating func backoffEnded(key: Key) -> [Action] {
         guard self.hosts[key]?.isBackingOff == true else { return [] }
-        return self.withHost(key) { machine, host in
+        return self.withHost(key) { shared, host in
             host.isBackingOff = false
             var actions: [Action] = []
-            if !machine.isShutDown { machine.openConnectionsNeeded(for: key, host: &host, into: &actions) }
+            if !shared.isShutDown { shared.openConnectionsNeeded(for: key, host: &host, into: &actions) }
             return actions
         }
     }
@@ -238,7 +252,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     mutating func connectionReleased(_ connection: Connection, key: Key, reusableUntil: NIODeadline?) -> [Action] {
         if self.isShutDown { return [.close(connection)] }
         guard self.hosts[key]?.http1[connection.id] != nil else { return [] }
-        return self.withHost(key) { machine, host in
+        return self.withHost(key) { shared, host in
             if let waiter = host.waiters.takeForReusedConnection() {
                 return [.run(waiter.request, on: connection)]
             }
@@ -251,7 +265,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// was leased meanwhile). One the pool does not know closes.
     mutating func idleTimeoutReached(_ id: PoolConnectionID, key: Key) -> Bool {
         guard self.hosts[key]?.http1[id] != nil else { return true }
-        return self.withHost(key) { machine, host in
+        return self.withHost(key) { shared, host in
             guard let index = host.idle.firstIndex(where: { $0.connection.id == id }) else { return false }
             host.idle.remove(at: index)
             return true
@@ -266,14 +280,14 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
         guard let known = self.hosts[key], known.http1[id] != nil || known.http2.contains(where: { $0.connection.id == id }) else {
             return []
         }
-        return self.withHost(key) { machine, host in
+        return self.withHost(key) { shared, host in
             if host.http1.removeValue(forKey: id) != nil {
                 host.idle.removeAll { $0.connection.id == id }
             } else if let index = host.http2.firstIndex(where: { $0.connection.id == id }), host.http2.remove(at: index).isOpening {
-                return machine.connectFailed(to: key, host: &host, error: ConnectionPoolError.closedBeforeAnswering(attempts: 1))
+                return shared.connectFailed(to: key, host: &host, error: ConnectionPoolError.closedBeforeAnswering(attempts: 1))
             }
             var actions: [Action] = []
-            if !machine.isShutDown { machine.openReplacement(for: key, host: &host, into: &actions) }
+            if !shared.isShutDown { shared.openReplacement(for: key, host: &host, into: &actions) }
             return actions
         }
     }
@@ -285,7 +299,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// left over get another connection.
     mutating func http2SettingsReceived(_ id: PoolConnectionID, key: Key, maximumStreams: Int?) -> [Action] {
         guard !self.isShutDown else { return [] }
-        return self.withHTTP2(id, key: key) { machine, host, index in
+        return self.withHTTP2(id, key: key) { shared, host, index in
             guard host.http2[index].phase != .closingBeforeSettings else { return [] }
             if let maximumStreams { host.http2[index].maximumStreams = max(0, maximumStreams) }
             let first = host.http2[index].phase == .starting
@@ -294,8 +308,8 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
                 host.http2[index].phase = .active
                 host.failedConnects = 0
             }
-            var actions = host.takeStreams(on: index, machine.configuration)
-            machine.openConnectionsNeeded(for: key, host: &host, into: &actions)
+            var actions = host.takeStreams(on: index, shared.configuration)
+            shared.openConnectionsNeeded(for: key, host: &host, into: &actions)
             if first, host.http2[index].openStreams == 0 { actions.append(.startIdleClock(host.http2[index].connection)) }
             return actions
         } ?? []
@@ -305,25 +319,25 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// its streams end; the host's limit is learned if streams were left unprocessed; a waiter
     /// with no connection coming gets one.
     mutating func http2GoAwayReceived(_ id: PoolConnectionID, key: Key, lastStreamID: Int) -> [Action] {
-        self.withHTTP2(id, key: key) { machine, host, index in
+        self.withHTTP2(id, key: key) { shared, host, index in
             var actions = host.learn(fromGoAwayOn: index, lastStreamID: lastStreamID)
             host.http2[index].phase = .draining
             if host.http2[index].openStreams == 0 { actions.append(.close(host.http2[index].connection)) }
-            if !machine.isShutDown { machine.openReplacement(for: key, host: &host, into: &actions) }
+            if !shared.isShutDown { shared.openReplacement(for: key, host: &host, into: &actions) }
             return actions
         } ?? []
     }
 
     /// A later GOAWAY named a lower last stream: the host may process fewer streams a connection.
     mutating func http2LastStreamIDLowered(_ id: PoolConnectionID, key: Key, to lastStreamID: Int) -> [Action] {
-        self.withHTTP2(id, key: key) { machine, host, index in host.learn(fromGoAwayOn: index, lastStreamID: lastStreamID) } ?? []
+        self.withHTTP2(id, key: key) { shared, host, index in host.learn(fromGoAwayOn: index, lastStreamID: lastStreamID) } ?? []
     }
 
     /// A stream of an HTTP/2 connection closed (or never opened): the next waiter takes its place;
     /// a draining connection closes with its last stream; one with none left idles.
     mutating func http2StreamClosed(_ id: PoolConnectionID, key: Key) -> [Action] {
         let isShutDown = self.isShutDown
-        return self.withHTTP2(id, key: key) { machine, host, index -> [Action] in
+        return self.withHTTP2(id, key: key) { shared, host, index -> [Action] in
             host.http2[index].openStreams -= 1
             let entry = host.http2[index]
             if entry.phase != .active || isShutDown {
@@ -339,7 +353,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
                 }
                 return [.close(entry.connection)]
             }
-            let next = host.takeStreams(on: index, machine.configuration, limit: 1)
+            let next = host.takeStreams(on: index, shared.configuration, limit: 1)
             if !next.isEmpty { return next }
             return entry.openStreams == 0 ? [.startIdleClock(entry.connection)] : []
         } ?? []
@@ -348,7 +362,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// An HTTP/2 connection with no stream reached its idle timeout: whether it closes (false
     /// when a stream opened on it meanwhile).
     mutating func http2IdleTimeoutReached(_ id: PoolConnectionID, key: Key) -> Bool {
-        self.withHTTP2(id, key: key) { machine, host, index in
+        self.withHTTP2(id, key: key) { shared, host, index in
             guard host.http2[index].openStreams == 0 else { return false }
             host.http2[index].phase = .draining
             return true
@@ -359,7 +373,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// a stream timed out, or closed and its close not yet reported): it is no longer handed out.
     /// Before the server's first SETTINGS it still counts as opening, until it closes.
     mutating func http2ConnectionUnusable(_ id: PoolConnectionID, key: Key) {
-        _ = self.withHTTP2(id, key: key) { machine, host, index in
+        _ = self.withHTTP2(id, key: key) { shared, host, index in
             switch host.http2[index].phase {
             case .starting: host.http2[index].phase = .closingBeforeSettings
             case .active: host.http2[index].phase = .draining
@@ -369,9 +383,9 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     }
 
     /// Runs `body` on the host of `key` and the index of its HTTP/2 connection `id`, if it has one.
-    private mutating func withHTTP2<T>(_ id: PoolConnectionID, key: Key, _ body: (inout Self, inout Host, Int) -> T) -> T? {
+    private mutating func withHTTP2<T>(_ id: PoolConnectionID, key: Key, _ body: (inout Shared, inout Host, Int) -> T) -> T? {
         guard let index = self.hosts[key]?.http2.firstIndex(where: { $0.connection.id == id }) else { return nil }
-        return self.withHost(key) { machine, host in body(&machine, &host, index) }
+        return self.withHost(key) { shared, host in body(&shared, &host, index) }
     }
 
     // MARK: Shutdown
@@ -379,10 +393,10 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// Fails every waiting request, closes every connection and ends the back-offs;
     /// later requests fail, and connections that open later close.
     mutating func shutdown() -> [Action] {
-        self.isShutDown = true
+        self.shared.isShutDown = true
         var actions: [Action] = []
         for key in self.hosts.keys {
-            self.withHost(key) { machine, host in
+            self.withHost(key) { shared, host in
                 for waiter in host.waiters.removeAll() { actions.append(.fail(waiter.request, ConnectionPoolError.shutDown)) }
                 for connection in host.http1.values { actions.append(.close(connection)) }
                 for entry in host.http2 { actions.append(.close(entry.connection)) }
@@ -392,11 +406,14 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
         return actions
     }
 
+}
+
+extension ConnectionPoolStateMachine.Shared {
     // MARK: Opening connections
 
     /// Opens connections while waiters need them and the cap allows, each on the loop
     /// ``loop(forNewConnectionTo:preferred:)`` picks for the first waiter without one coming.
-    private mutating func openConnectionsNeeded(for key: Key, host: inout Host, into actions: inout [Action]) {
+    mutating func openConnectionsNeeded(for key: Key, host: inout Host, into actions: inout [Action]) {
         while host.needsConnection(self.configuration, tls: key.tls) {
             let waiter = host.waiters[offset: host.connectingCount]
             actions.append(self.startConnecting(key, host: &host, preferred: waiter.preferredLoop))
@@ -405,7 +422,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
 
     /// After a connection failed or closed: one connection for the first waiter, when one has
     /// none coming and the cap allows.
-    private mutating func openReplacement(for key: Key, host: inout Host, into actions: inout [Action]) {
+    mutating func openReplacement(for key: Key, host: inout Host, into actions: inout [Action]) {
         guard let first = host.waiters.first, host.needsConnection(self.configuration, tls: key.tls) else { return }
         actions.append(self.startConnecting(key, host: &host, preferred: first.preferredLoop))
     }
@@ -438,3 +455,4 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
 
 extension ConnectionPoolStateMachine: Sendable where Request: Sendable, Connection: Sendable {}
 extension ConnectionPoolStateMachine.Configuration: Sendable {}
+extension ConnectionPoolStateMachine.Shared: Sendable {}
