@@ -2,7 +2,8 @@ import Foundation
 
 /// The one origin rule of the library (RFC 6454): the cache's invalidation of `Location` and
 /// `Content-Location`, the redirects that drop credentials, and the caller's `Cookie` field on
-/// redirects all ask it.
+/// redirects all ask it; the connection pool's keys, the proxies' bypass list and absolute-form
+/// targets, and authentication's protection spaces take a URL's port from it.
 extension URL {
     /// The port a scheme uses when its URL names none: 80 for `http` and `ws`, 443 for `https` and
     /// `wss`; nil for any other scheme.

@@ -86,7 +86,7 @@ public final class NIOEngine: Engine {
             applicationProtocols: TLSConnector.ApplicationProtocol.offered(for: configuration.httpVersion),
             handshakeTimeout: ConnectionPool.Settings(configuration).connectTimeout
         )
-        self.pool = ConnectionPool(settings: ConnectionPool.Settings(configuration), tls: tls, logger: logger)
+        self.pool = ConnectionPool(settings: ConnectionPool.Settings(configuration), tls: tls, logger: logger, loops: self.loops)
     }
 
     public func execute(_ request: Request, delegate: any ExchangeDelegate) -> any Exchange {

@@ -5,7 +5,7 @@ import NIOCore
 import NIOHTTP1
 
 /// What happens to one hop of an exchange, reported by the handler that carries it
-/// (``HTTP1ConnectionHandler``, on an HTTP/1.1 connection or an HTTP/2 stream).
+/// (``HopHandler``, on an HTTP/1.1 connection or an HTTP/2 stream).
 /// Each is called on the event loop of the connection or task carrying the hop, one at a time.
 extension NIOExchange {
     /// The hop is about to be sent again on another connection (its connection closed under it

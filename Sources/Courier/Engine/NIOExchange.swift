@@ -5,7 +5,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// One exchange on the NIO engine: one or more hops (one per redirect), each an ``HTTP1Hop`` on
+/// One exchange on the NIO engine: one or more hops (one per redirect), each an ``EngineHop`` on
 /// Courier's pool (HTTP/1.1 or an HTTP/2 stream), reported to one ``ExchangeDelegate``.
 ///
 /// A hop's events arrive one at a time, on its connection's loop; `cancel`, `suspend` and
@@ -71,14 +71,14 @@ final class NIOExchange: Exchange, Sendable {
             self.finish(with: error)
             return
         }
-        self.startHTTP1Hop(request, pool: self.engine.pool, key: key)
+        self.startHop(request, pool: self.engine.pool, key: key)
     }
 
     /// Sends the hop on Courier's pool.
-    private func startHTTP1Hop(_ request: Request, pool: ConnectionPool, key: ConnectionPool.Key) {
-        let hop: HTTP1Hop
+    private func startHop(_ request: Request, pool: ConnectionPool, key: ConnectionPool.Key) {
+        let hop: EngineHop
         do {
-            hop = try HTTP1Hop(exchange: self, request: request, pool: pool, key: key)
+            hop = try EngineHop(exchange: self, request: request, pool: pool, key: key)
         } catch {
             self.finish(with: error)
             return

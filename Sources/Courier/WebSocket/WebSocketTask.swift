@@ -460,7 +460,7 @@ public final class WebSocketTask: Sendable {
         if request.headerFields[.cookie] == nil, let cookie = self.cookieStorage?.cookieHeader(for: url) {
             request.headerFields[.cookie] = cookie
         }
-        var head = HTTP1ConnectionHandler.head(for: request, key: key, length: .known(0))
+        var head = HopHandler.head(for: request, key: key, length: .known(0))
         for name in ["Upgrade", "Connection", "Sec-WebSocket-Key", "Sec-WebSocket-Version", "Sec-WebSocket-Extensions"] {
             head.headers.remove(name: name)
         }

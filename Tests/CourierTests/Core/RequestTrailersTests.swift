@@ -41,16 +41,16 @@ struct RequestTrailersTests {
 
     @Test func aBodyWithTrailersIsChunkedWithItsNamesAnnounced() {
         let trailers: HTTPFields = [.courierChecksum: "crc32=1", .serverTiming: "a", HTTPField.Name("server-timing")!: "b"]
-        let head = HTTP1ConnectionHandler.head(for: Self.request(trailers), key: Self.key, length: .known(3))
+        let head = HopHandler.head(for: Self.request(trailers), key: Self.key, length: .known(3))
         #expect(head.headers["Transfer-Encoding"] == ["chunked"])
         #expect(head.headers["Content-Length"].isEmpty, "chunked even though the length is known")
         #expect(head.headers["Trailer"] == ["Courier-Checksum, Server-Timing"], "each name once")
-        #expect(HTTP1ConnectionHandler.trailers(of: Self.request(trailers)) == HTTPHeaders(trailers.map { ($0.name.rawName, $0.value) }))
+        #expect(HopHandler.trailers(of: Self.request(trailers)) == HTTPHeaders(trailers.map { ($0.name.rawName, $0.value) }))
 
-        let plain = HTTP1ConnectionHandler.head(for: Self.request(nil), key: Self.key, length: .known(3))
+        let plain = HopHandler.head(for: Self.request(nil), key: Self.key, length: .known(3))
         #expect(plain.headers["Content-Length"] == ["3"])
         #expect(plain.headers["Trailer"].isEmpty)
-        #expect(HTTP1ConnectionHandler.trailers(of: Self.request([:])) == nil)
+        #expect(HopHandler.trailers(of: Self.request([:])) == nil)
     }
 
     @Test func cURLDescriptionNamesTheTrailersCurlCannotSend() throws {

@@ -2,7 +2,9 @@
 import CourierTesting
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
 import NIOHTTP2
+import NIOPosix
 import Synchronization
 import Testing
 
@@ -20,18 +22,25 @@ struct HTTP2PoolTests {
     }
 
     /// Runs `body` with a manager for `server` (reached as `localhost`, the test leaf's name) and
-    /// checks afterwards that every connection object is gone.
+    /// checks afterwards that every connection object is gone. With `engine`, the manager runs on
+    /// that engine instead of one of its configuration's.
     func withManager(
         _ server: ScriptedHTTP2Server,
         connections: Int = 8,
+        engine: NIOEngine? = nil,
         configure: (inout SessionConfiguration) -> Void = { _ in },
         _ body: (HTTPSessionManager) async throws -> Void
     ) async throws {
         var configuration = SessionConfiguration.default
         configuration.httpMaximumConnectionsPerHost = connections
         configure(&configuration)
-        let manager = HTTPSessionManager(
-            baseURL: URL(string: "https://localhost:\(server.port)/")!, configuration: configuration, securityPolicy: try Self.policy())
+        let baseURL = URL(string: "https://localhost:\(server.port)/")!
+        let manager =
+            if let engine {
+                HTTPSessionManager(baseURL: baseURL, engine: engine, configuration: configuration)
+            } else {
+                HTTPSessionManager(baseURL: baseURL, configuration: configuration, securityPolicy: try Self.policy())
+            }
         manager.completionQueue = TestQueues.completion
         manager.responseSerializer = HTTPResponseSerializer()
         let pool = try #require((manager.engine as? NIOEngine)?.pool)
@@ -134,16 +143,16 @@ struct HTTP2PoolTests {
         try await self.withManager(server) { manager in
             let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
             #expect(error?.code == .connectionClosed)
-            #expect(server.streamCount == HTTP1ResendRule.maximumUnprocessedResends + 1)
-            let attempts = HTTP1ResendRule.maximumUnprocessedResends + 1
+            #expect(server.streamCount == ResendRule.maximumUnprocessedResends + 1)
+            let attempts = ResendRule.maximumUnprocessedResends + 1
             #expect(error?.message.contains("did not process the request (GOAWAY or REFUSED_STREAM), \(attempts) times") == true, "\(String(describing: error))")
         }
     }
 
     @Test func aStreamDroppedByGoAwayMoreOftenThanAStaleConnectionsBoundStillGoesAgain() async throws {
         // A server that processes nothing on its first connections (each one's GOAWAY names no
-        // stream): the request is dropped more times in a row than ``HTTP1ResendRule/maximumResends``.
-        let drops = HTTP1ResendRule.maximumResends + 2
+        // stream): the request is dropped more times in a row than ``ResendRule/maximumResends``.
+        let drops = ResendRule.maximumResends + 2
         let server = try await ScriptedHTTP2Server.start { index, _ in index < drops ? .goAway : .respond("processed at last") }
         try await self.withManager(server) { manager in
             let response = try await manager.get("get")
@@ -234,6 +243,56 @@ struct HTTP2PoolTests {
             let second = try await manager.get("second")
             #expect(Self.body(second) == "answer 1")
             #expect(server.connectionCount == 2)
+        }
+    }
+
+    // MARK: Capacity across loops
+
+    @Test func aHostsStreamsSpreadOverConnectionsOnSeveralLoopsWhenOneIsFull() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in .hold("answer \(index)") }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 3)
+        var configuration = NIOEngine.Configuration()
+        configuration.http2MaximumStreamsPerConnection = 2
+        configuration.http2MaximumConnectionsPerHost = 3
+        let engine = NIOEngine(configuration: configuration, securityPolicy: try Self.policy(), eventLoopGroup: group)
+        try await self.withManager(server, engine: engine) { manager in
+            let answers = Task {
+                try await withThrowingTaskGroup(of: String.self) { tasks in
+                    for _ in 0..<7 {
+                        tasks.addTask { Self.body(try await manager.get("get")) }
+                    }
+                    return try await tasks.reduce(into: Set<String>()) { $0.insert($1) }
+                }
+            }
+            // Three connections of two streams each, each on a loop of its own; the seventh waits.
+            #expect(await eventually(within: 30) { server.heldCount == 6 }, "held: \(server.heldCount)")
+            #expect(server.connectionCount == 3)
+            let key = try #require(engine.pool.key(for: URL(string: "https://localhost:\(server.port)/")!))
+            #expect(Set(engine.pool.http2Connections(to: key).map { ObjectIdentifier($0.channel.eventLoop) }).count == 3)
+            server.releaseHeld(andLater: true)
+            #expect(try await answers.value == Set((0..<7).map { "answer \($0)" }))
+            #expect(server.connectionCount == 3)
+        }
+        try await group.shutdownGracefully()
+    }
+
+    @Test func aConnectionWhoseStreamTimedOutTakesNoNewStream() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in index == 0 ? .hold("late") : .respond("answer \(index)") }
+        try await self.withManager(server) { manager in
+            do {
+                // Only this request times out early: the next has the session's time.
+                var request = Request(url: URL(string: "https://localhost:\(server.port)/first")!)
+                request.options.timeoutInterval = 0.3
+                _ = try await manager.data(for: request)
+                Issue.record("the held request should time out")
+            } catch {
+                #expect((error as? CourierError)?.code == .timedOut, "\(error)")
+            }
+            // The next request goes on a new connection; the first closes once its stream ended.
+            let second = try await manager.get("second")
+            #expect(Self.body(second) == "answer 1")
+            #expect(server.connectionCount == 2)
+            #expect(await eventually(within: 30) { server.closedConnectionCount == 1 }, "closed: \(server.closedConnectionCount)")
         }
     }
 }

@@ -4,7 +4,7 @@ import Foundation
 import NIOCore
 import Testing
 
-/// No good request is lost to a stale connection (``HTTP1ResendRule``): the rule alone, then
+/// No good request is lost to a stale connection (``ResendRule``): the rule alone, then
 /// servers that close or reset kept-alive connections as real ones do.
 @Suite("Stale connections")
 struct StaleConnectionTests {
@@ -12,10 +12,10 @@ struct StaleConnectionTests {
 
     private static func rule(
         _ method: HTTPRequest.Method = .get, replayable: Bool = true, reused: Bool = true, written: Bool = true,
-        bytesSeen: Bool = false, closure: HTTP1ResendRule.Closure = .closed, resends: Int = 0, cancelled: Bool = false,
+        bytesSeen: Bool = false, closure: ResendRule.Closure = .closed, resends: Int = 0, cancelled: Bool = false,
         unprocessedResends: Int = 0
-    ) -> HTTP1ResendRule {
-        HTTP1ResendRule(
+    ) -> ResendRule {
+        ResendRule(
             method: method, bodyIsReplayable: replayable, connectionWasReused: reused, requestWritten: written,
             responseBytesSeen: bytesSeen, closure: closure, resends: resends, isCancelled: cancelled,
             unprocessedResends: unprocessedResends)
@@ -49,8 +49,8 @@ struct StaleConnectionTests {
     }
 
     @Test func resendsAreBoundedAndNeverFollowACancellationOrAFailure() {
-        #expect(Self.rule(resends: HTTP1ResendRule.maximumResends - 1).allowsResend)
-        #expect(!Self.rule(resends: HTTP1ResendRule.maximumResends).allowsResend)
+        #expect(Self.rule(resends: ResendRule.maximumResends - 1).allowsResend)
+        #expect(!Self.rule(resends: ResendRule.maximumResends).allowsResend)
         #expect(!Self.rule(cancelled: true).allowsResend)
         #expect(!Self.rule(closure: .failed).allowsResend)
     }
@@ -67,14 +67,14 @@ struct StaleConnectionTests {
     @Test func whatAServerDidNotProcessHasABoundOfItsOwn() {
         // A server that ends every connection after a few requests drops the streams beyond them
         // each time: a hop may be among them more often than a stale connection's bound allows.
-        #expect(Self.rule(closure: .notProcessed, resends: HTTP1ResendRule.maximumResends).allowsResend)
-        #expect(HTTP1ResendRule.maximumUnprocessedResends > HTTP1ResendRule.maximumResends)
-        let last = HTTP1ResendRule.maximumUnprocessedResends
+        #expect(Self.rule(closure: .notProcessed, resends: ResendRule.maximumResends).allowsResend)
+        #expect(ResendRule.maximumUnprocessedResends > ResendRule.maximumResends)
+        let last = ResendRule.maximumUnprocessedResends
         #expect(Self.rule(closure: .notProcessed, unprocessedResends: last - 1).allowsResend)
         #expect(!Self.rule(closure: .notProcessed, unprocessedResends: last).allowsResend, "still bounded")
         // And the other way round: unprocessed resends leave a stale connection's bound alone.
         #expect(Self.rule(unprocessedResends: last).allowsResend)
-        #expect(!Self.rule(resends: HTTP1ResendRule.maximumResends, unprocessedResends: 0).allowsResend)
+        #expect(!Self.rule(resends: ResendRule.maximumResends, unprocessedResends: 0).allowsResend)
     }
 
     @Test func aOneShotStreamIsNeverSentTwice() {
@@ -84,11 +84,11 @@ struct StaleConnectionTests {
     }
 
     @Test func keepAliveTimeoutsAreRead() {
-        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "timeout=5, max=100") == .seconds(4))
-        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "max=100,Timeout = 2") == .seconds(1))
-        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "timeout=0") == .seconds(0))
-        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "max=3") == nil)
-        #expect(HTTP1ConnectionStateMachine.idleTimeout(fromKeepAlive: "timeout=soon") == nil)
+        #expect(HopStateMachine.idleTimeout(fromKeepAlive: "timeout=5, max=100") == .seconds(4))
+        #expect(HopStateMachine.idleTimeout(fromKeepAlive: "max=100,Timeout = 2") == .seconds(1))
+        #expect(HopStateMachine.idleTimeout(fromKeepAlive: "timeout=0") == .seconds(0))
+        #expect(HopStateMachine.idleTimeout(fromKeepAlive: "max=3") == nil)
+        #expect(HopStateMachine.idleTimeout(fromKeepAlive: "timeout=soon") == nil)
     }
 
     // MARK: Over sockets

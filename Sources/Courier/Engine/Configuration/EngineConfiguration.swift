@@ -15,6 +15,19 @@ extension NIOEngine {
         public var connectTimeout: TimeInterval = 10
         /// How many connections to one host may be open at once. 8 by default.
         public var maximumConnectionsPerHost: Int = 8
+        /// How many HTTP/2 connections to one host may take new streams at once, within
+        /// ``maximumConnectionsPerHost``. A host's requests share one connection while it has room;
+        /// when every one is full (its streams at the server's `SETTINGS_MAX_CONCURRENT_STREAMS` or
+        /// at ``http2MaximumStreamsPerConnection``), another opens, on an event loop none of the
+        /// host's HTTP/2 connections uses when there is one, so that a busy host's streams spread
+        /// over the loops. Connections draining after a GOAWAY do not count. 4 by default; at
+        /// least 1.
+        public var http2MaximumConnectionsPerHost: Int = 4
+        /// How many streams one HTTP/2 connection carries at once, at most, whatever the server
+        /// allows (its `SETTINGS_MAX_CONCURRENT_STREAMS` may allow fewer): past it a request takes
+        /// a stream on another connection (``http2MaximumConnectionsPerHost``) or waits. 100 by
+        /// default; at least 1.
+        public var http2MaximumStreamsPerConnection: Int = 100
         /// Seconds an idle connection is kept. 60 by default.
         public var connectionIdleTimeout: TimeInterval = 60
         /// Seconds an HTTP/2 connection with no stream open may hear nothing from the server before

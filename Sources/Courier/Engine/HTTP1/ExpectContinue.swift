@@ -3,7 +3,7 @@ import NIOHTTP1
 
 /// When a request body waits for the server's `100 Continue` (RFC 9110 section 10.1.1), and for
 /// how long at most: ``NIOEngine/Configuration/expectContinueThreshold`` and
-/// ``NIOEngine/Configuration/expectContinueTimeout``. Pure: ``HTTP1ConnectionHandler`` asks it for
+/// ``NIOEngine/Configuration/expectContinueTimeout``. Pure: ``HopHandler`` asks it for
 /// each request.
 struct ExpectContinue: Sendable, Equatable {
     /// What to do with one request.

@@ -2,14 +2,17 @@ import NIOCore
 import Synchronization
 
 /// One of ``ConnectionPool``'s connections: a channel whose pipeline ends in an
-/// ``HTTP1ConnectionHandler``, which carries one hop at a time.
+/// ``HopHandler``, which carries one hop at a time.
 final class HTTP1Connection: HopCarrier, Sendable {
+    /// The connection's name in the pool (``PoolConnectionID/unpooled`` for one the pool did not open).
+    let id: PoolConnectionID
     let channel: any Channel
     let key: ConnectionPool.Key
     let pool: ConnectionPool
-    private let handler: NIOLoopBound<HTTP1ConnectionHandler>
+    private let handler: NIOLoopBound<HopHandler>
     /// Nanoseconds of `NIODeadline` until which the server promised to keep the connection while
-    /// idle (`Keep-Alive: timeout`); 0 when it promised nothing. Read by the pool under its lock.
+    /// idle (`Keep-Alive: timeout`); 0 when it promised nothing. Read by the pool as it gives the
+    /// connection back (``ConnectionPool/release(_:)``).
     private let reusableUntilNanoseconds = Atomic<UInt64>(0)
 
     /// When the server's promise to keep the idle connection runs out, if it made one; the pool
@@ -26,7 +29,11 @@ final class HTTP1Connection: HopCarrier, Sendable {
     let establishment: ConnectionEstablishment
 
     /// Made on the channel's loop.
-    init(channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, handler: HTTP1ConnectionHandler, establishment: ConnectionEstablishment) {
+    init(
+        id: PoolConnectionID = .unpooled, channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, handler: HopHandler,
+        establishment: ConnectionEstablishment
+    ) {
+        self.id = id
         self.channel = channel
         self.key = key
         self.pool = pool
@@ -40,12 +47,12 @@ final class HTTP1Connection: HopCarrier, Sendable {
     }
 
     /// Starts `hop` (handed to this connection by the pool) on the connection's loop.
-    func run(_ hop: HTTP1Hop) {
+    func run(_ hop: EngineHop) {
         self.onLoop { $0.run(hop) }
     }
 
     /// Ends `hop` with its cancellation if it is the one running, closing the connection.
-    func cancel(_ hop: HTTP1Hop) {
+    func cancel(_ hop: EngineHop) {
         self.onLoop { $0.cancel(hop) }
     }
 
@@ -54,7 +61,7 @@ final class HTTP1Connection: HopCarrier, Sendable {
         self.onLoop { $0.becameIdle() }
     }
 
-    private func onLoop(_ body: @escaping @Sendable (HTTP1ConnectionHandler) -> Void) {
+    private func onLoop(_ body: @escaping @Sendable (HopHandler) -> Void) {
         if self.channel.eventLoop.inEventLoop {
             body(self.handler.value)
         } else {

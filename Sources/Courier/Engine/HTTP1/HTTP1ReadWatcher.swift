@@ -3,7 +3,7 @@ import NIOCore
 /// The first handler of an ``HTTP1Connection``'s pipeline, before the response decoder.
 ///
 /// It notes that bytes arrived: a connection that closes under a hop with not one byte of the
-/// response read may have been closed by the server while idle (``HTTP1ResendRule``); the decoder
+/// response read may have been closed by the server while idle (``ResendRule``); the decoder
 /// alone would not tell a close after half a status line from a close before anything.
 ///
 /// It also unfolds obs-folds in response heads (``ResponseHeadUnfolder``), which NIO's decoder
@@ -12,7 +12,7 @@ final class HTTP1ReadWatcher: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
-    /// Whether any byte arrived since ``HTTP1ConnectionHandler`` last cleared it (at each hop).
+    /// Whether any byte arrived since ``HopHandler`` last cleared it (at each hop).
     var sawBytes = false
     private var unfolder = ResponseHeadUnfolder()
     /// The last bytes of the previous read, held back until the next byte says whether they fold.

@@ -9,10 +9,10 @@ import Synchronization
 /// handler in its frame mode, each hop on a stream of its own.
 ///
 /// The pool counts the streams open on it against the server's `SETTINGS_MAX_CONCURRENT_STREAMS`
-/// (``ConnectionPool``'s host state, under its lock); the connection opens a stream for each hop the
-/// pool hands it. A stream is no channel: an ``HTTP2Stream`` in the connection's handler turns the
+/// (``ConnectionPoolStateMachine``, under the pool's lock); the connection opens a stream for each
+/// hop the pool hands it. A stream is no channel: an ``HTTP2Stream`` in the connection's handler turns the
 /// hop's request into frames and the server's frames into response parts (decompressed when
-/// asked), and an ``HTTP1ConnectionHandler`` in stream mode drives the hop: the same request
+/// asked), and a ``HopHandler`` in stream mode drives the hop: the same request
 /// writer, body pump, pause and resume as on an HTTP/1.1 connection, and flow control as
 /// back-pressure (a paused hop does not read, so its stream's window is not reopened and the
 /// server stops sending).
@@ -21,6 +21,8 @@ import Synchronization
 /// through an ``HTTP2ConnectionStateMachine``), which reports to the pool through this object
 /// (``HTTP2ConnectionDelegate``).
 final class HTTP2Connection: HopCarrier, Sendable {
+    /// The connection's name in the pool (``PoolConnectionID/unpooled`` for one the pool did not open).
+    let id: PoolConnectionID
     let channel: any Channel
     let key: ConnectionPool.Key
     let pool: ConnectionPool
@@ -36,9 +38,10 @@ final class HTTP2Connection: HopCarrier, Sendable {
 
     /// Made on the channel's loop.
     init(
-        channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool, handler: HTTP2ConnectionHandler,
-        establishment: ConnectionEstablishment
+        id: PoolConnectionID = .unpooled, channel: any Channel, key: ConnectionPool.Key, pool: ConnectionPool,
+        handler: HTTP2ConnectionHandler, establishment: ConnectionEstablishment
     ) {
+        self.id = id
         self.establishment = establishment
         self.channel = channel
         self.key = key
@@ -75,7 +78,7 @@ final class HTTP2Connection: HopCarrier, Sendable {
     /// stream is a few fields in the connection's handler (``HTTP2Stream``), not a channel; the
     /// requests of streams opened by one batch of the loop's tasks leave in one flush
     /// (``HTTP2FlushCoalescer``).
-    func run(_ hop: HTTP1Hop, becomingBusy: Bool = false) {
+    func run(_ hop: EngineHop, becomingBusy: Bool = false) {
         guard self.channel.eventLoop.inEventLoop else {
             self.channel.eventLoop.execute { self.run(hop, becomingBusy: becomingBusy) }
             return
@@ -91,7 +94,7 @@ final class HTTP2Connection: HopCarrier, Sendable {
             return
         }
         let firstStream = self.streamsOpened.wrappingAdd(1, ordering: .relaxed).oldValue == 0
-        let hopHandler = HTTP1ConnectionHandler(stream: self, carrying: stream, firstStream: firstStream)
+        let hopHandler = HopHandler(stream: self, carrying: stream, firstStream: firstStream)
         stream.hopHandler = hopHandler
         hop.startsRunning(on: HTTP2StreamCarrier(eventLoop: self.channel.eventLoop, handler: NIOLoopBound(hopHandler, eventLoop: self.channel.eventLoop)))
         hopHandler.run(hop)
@@ -99,7 +102,7 @@ final class HTTP2Connection: HopCarrier, Sendable {
 
     /// A hop cancelled while its stream opens: the stream's handler sees the cancellation when
     /// the hop starts there.
-    func cancel(_ hop: HTTP1Hop) {}
+    func cancel(_ hop: EngineHop) {}
 
     /// Starts counting idle time (no stream open).
     func becameIdle() {
@@ -119,9 +122,9 @@ final class HTTP2Connection: HopCarrier, Sendable {
 /// The stream of an ``HTTP2Connection`` a hop runs on.
 struct HTTP2StreamCarrier: HopCarrier {
     let eventLoop: any EventLoop
-    let handler: NIOLoopBound<HTTP1ConnectionHandler>
+    let handler: NIOLoopBound<HopHandler>
 
-    func cancel(_ hop: HTTP1Hop) {
+    func cancel(_ hop: EngineHop) {
         let handler = self.handler
         if self.eventLoop.inEventLoop {
             handler.value.cancel(hop)

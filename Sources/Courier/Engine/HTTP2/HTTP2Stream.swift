@@ -12,8 +12,8 @@ import NIOHTTP2
 /// HEADERS frame with END_STREAM, and the last DATA, or the HEADERS of the body's trailer fields,
 /// carries END_STREAM), the server's frames into response parts (through an
 /// ``HTTP2ResponseInflater`` when the pool decompresses), the hop's reads into WINDOW_UPDATE, and
-/// its close into RST_STREAM when the stream is under way. The hop itself is driven by an
-/// ``HTTP1ConnectionHandler`` in stream mode, as on a connection of its own.
+/// its close into RST_STREAM when the stream is under way. The hop itself is driven by a
+/// ``HopHandler`` in stream mode, as on a connection of its own.
 final class HTTP2Stream {
     let id: HTTP2StreamID
     let eventLoop: any EventLoop
@@ -23,7 +23,7 @@ final class HTTP2Stream {
     /// Where frames go; dropped when the stream is finished.
     private var connectionHandler: HTTP2ConnectionHandler?
     /// The hop's driver; dropped when the stream is finished.
-    var hopHandler: HTTP1ConnectionHandler?
+    var hopHandler: HopHandler?
     private var stateMachine: HTTP2StreamStateMachine
     /// The head or DATA written and not yet sent: it goes with END_STREAM when the request's end
     /// follows at once.

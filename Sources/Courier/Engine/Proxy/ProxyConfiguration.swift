@@ -109,7 +109,7 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
         default: return nil
         }
         guard let proxy, let host = url.host(percentEncoded: false), !host.isEmpty else { return nil }
-        let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
+        let port = url.effectivePort ?? 80
         return self.bypass.contains(host: host, port: port) ? nil : proxy
     }
 

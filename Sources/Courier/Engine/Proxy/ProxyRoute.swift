@@ -85,7 +85,7 @@ enum ProxyRoute: Sendable, Hashable, CustomStringConvertible {
         var host = (url.host(percentEncoded: true) ?? "").lowercased()
         if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
         var target = scheme + "://" + host
-        if let port = url.port, port != (scheme == "https" ? 443 : 80) {
+        if let port = url.port, port != URL.defaultPort(forScheme: scheme) {
             target += ":\(port)"
         }
         let path = url.path(percentEncoded: true)

@@ -31,7 +31,7 @@ public struct ProtectionSpace: Sendable, Hashable, CustomStringConvertible {
         guard let host = url.host, !host.isEmpty else { return nil }
         let scheme = (url.scheme ?? "http").lowercased()
         self.init(
-            urlScheme: scheme, host: host, port: url.port ?? (scheme == "https" ? 443 : 80), realm: realm,
+            urlScheme: scheme, host: host, port: url.effectivePort ?? 80, realm: realm,
             authenticationMethod: authenticationMethod)
     }
 

@@ -13,7 +13,7 @@ import Testing
 /// test's thread, so every event has happened when a call returns.
 @Suite("HTTP/2 streams without channels, on EmbeddedChannels")
 struct HTTP2StreamWireTests {
-    typealias Recorder = HTTP1ConnectionHandlerTests.Recorder
+    typealias Recorder = HopHandlerTests.Recorder
 
     /// The windows of the connection under test: small, so that a test can use them up.
     static let streamWindow = 65535
@@ -47,10 +47,10 @@ struct HTTP2StreamWireTests {
         }
 
         /// Starts `request` on a stream of the connection, as the pool would hand it over.
-        func run(_ request: Request) throws -> (NIOExchange, Recorder, HTTP1Hop) {
+        func run(_ request: Request) throws -> (NIOExchange, Recorder, EngineHop) {
             let recorder = Recorder()
             let exchange = NIOExchange(engine: self.engine, request: request, delegate: recorder)
-            let hop = try HTTP1Hop(exchange: exchange, request: request, pool: self.engine.pool, key: self.key)
+            let hop = try EngineHop(exchange: exchange, request: request, pool: self.engine.pool, key: self.key)
             self.connection.run(hop)
             try self.exchange()
             return (exchange, recorder, hop)

@@ -8,7 +8,7 @@ import NIOHTTP1
 /// whether the connection goes back to the pool, when a hop whose connection closed under it goes
 /// again, and when an idle connection has been idle too long.
 ///
-/// A value with no channel, hop object, lock or clock: ``HTTP1ConnectionHandler`` feeds it the
+/// A value with no channel, hop object, lock or clock: ``HopHandler`` feeds it the
 /// connection's events (a hop to start, a write done, a response part, a read the pipeline asks
 /// for, a pause or resume of the exchange, the channel failing or closing, a timer firing), with
 /// the time when time matters, and runs the action each returns. The handler keeps the hop itself,
@@ -28,11 +28,11 @@ import NIOHTTP1
 /// - While the exchange cannot take more body (it is suspended), response parts are held and
 ///   reads wait; if the connection fails or closes meanwhile, the held parts are delivered first,
 ///   and the hop fails after them unless they end it.
-/// - A connection that closes under a hop before its answer: ``HTTP1ResendRule`` decides.
+/// - A connection that closes under a hop before its answer: ``ResendRule`` decides.
 /// - Idle in the pool for the idle timeout, the connection asks the pool to let it close. One
 ///   idle check at a time: ``IdleAction/scheduleCheck(at:)`` asks for it, ``idleCheckFired(now:)``
 ///   reports it.
-struct HTTP1ConnectionStateMachine {
+struct HopStateMachine {
     /// What the machine drives.
     enum Mode: Equatable {
         /// An HTTP/1.1 connection of the pool, which carries one hop after another.
@@ -56,17 +56,17 @@ struct HTTP1ConnectionStateMachine {
         var expectContinue: ExpectContinue
         /// The server refused `Expect: 100-continue` before (417): this send goes without it.
         var withoutExpectation: Bool
-        /// How many times the hop was already sent again after a close (``HTTP1ResendRule``).
+        /// How many times the hop was already sent again after a close (``ResendRule``).
         var resends: Int
         /// Whether the hop was cancelled before it started.
         var isCancelled: Bool
         /// How many times the hop was already sent again because an HTTP/2 server did not process
-        /// it (``HTTP1ResendRule/maximumUnprocessedResends``).
+        /// it (``ResendRule/maximumUnprocessedResends``).
         var unprocessedResends = 0
 
         /// Whether a 417 to the expectation lets the request go again without it.
         var canRepeatWithoutExpectation: Bool {
-            self.bodyIsReplayable && !self.withoutExpectation && self.resends < HTTP1ResendRule.maximumResends
+            self.bodyIsReplayable && !self.withoutExpectation && self.resends < ResendRule.maximumResends
         }
     }
 
@@ -75,7 +75,7 @@ struct HTTP1ConnectionStateMachine {
     struct Loss {
         /// Why, if an error says why (nil: the peer closed it).
         var error: (any Error)?
-        var closure: HTTP1ResendRule.Closure
+        var closure: ResendRule.Closure
         /// Whether any byte came from the server since the hop began (the read watcher's count,
         /// which sees bytes the decoder has not made into a part yet).
         var responseBytesSeen: Bool
@@ -156,7 +156,7 @@ struct HTTP1ConnectionStateMachine {
         case succeedHop(then: AfterHop)
         /// The hop ends with this failure, then this.
         case failHop(Failure, then: AfterHop)
-        /// The hop goes again on another connection (``HTTP1ResendRule``), then this; `unprocessed`
+        /// The hop goes again on another connection (``ResendRule``), then this; `unprocessed`
         /// when the server said it did not process it (counted against its own bound).
         case resendHop(then: AfterHop, unprocessed: Bool)
     }
@@ -485,7 +485,7 @@ struct HTTP1ConnectionStateMachine {
     }
 
     /// The connection ended with a hop perhaps under way: the hop fails, or goes again as
-    /// ``HTTP1ResendRule`` allows.
+    /// ``ResendRule`` allows.
     private mutating func connectionLost(_ loss: Loss, then: AfterHop) -> Action {
         guard case .running(let hop) = self.state else {
             self.state = .closed
@@ -496,7 +496,7 @@ struct HTTP1ConnectionStateMachine {
             return .succeedHop(then: self.hopEnded(reusable: false))
         }
         self.state = .closed
-        let rule = HTTP1ResendRule(
+        let rule = ResendRule(
             method: hop.method,
             bodyIsReplayable: hop.bodyIsReplayable,
             connectionWasReused: hop.isReused,
@@ -509,13 +509,13 @@ struct HTTP1ConnectionStateMachine {
         if rule.allowsResend {
             return .resendHop(then: then, unprocessed: rule.closure == .notProcessed)
         }
-        if rule.closure == .notProcessed, hop.unprocessedResends >= HTTP1ResendRule.maximumUnprocessedResends,
+        if rule.closure == .notProcessed, hop.unprocessedResends >= ResendRule.maximumUnprocessedResends,
             !rule.responseBytesSeen, !rule.isCancelled
         {
             // Sent again as often as allowed, and not processed each time.
             return .failHop(.notProcessed(attempts: hop.unprocessedResends + 1), then: then)
         }
-        if hop.resends >= HTTP1ResendRule.maximumResends, !rule.responseBytesSeen, rule.closure == .closed || rule.closure == .reset {
+        if hop.resends >= ResendRule.maximumResends, !rule.responseBytesSeen, rule.closure == .closed || rule.closure == .reset {
             // Sent again as often as allowed, and closed each time before any answer.
             return .failHop(.closedBeforeAnswering(attempts: hop.resends + 1), then: then)
         }

@@ -7,12 +7,12 @@ import NIOEmbedded
 import NIOHTTP1
 import Testing
 
-/// ``HTTP1ConnectionHandler`` on an `EmbeddedChannel`, behind the pool's own pipeline (read watcher,
+/// ``HopHandler`` on an `EmbeddedChannel`, behind the pool's own pipeline (read watcher,
 /// NIO's request encoder and response decoder): request bytes come out, response bytes go in, time
 /// is the embedded loop's (`advanceTime(by:)`), and the exchange's delegate records what arrives.
 /// Everything runs on the test's thread, so every event has happened when a call returns.
-@Suite("HTTP/1.1 connection handler on an EmbeddedChannel")
-struct HTTP1ConnectionHandlerTests {
+@Suite("Hop handler on an HTTP/1.1 EmbeddedChannel")
+struct HopHandlerTests {
     /// What the exchange's delegate heard.
     final class Recorder: ExchangeDelegate {
         struct Events {
@@ -55,7 +55,7 @@ struct HTTP1ConnectionHandlerTests {
         let engine: NIOEngine
         let loop = EmbeddedEventLoop()
         let channel: EmbeddedChannel
-        let handler: HTTP1ConnectionHandler
+        let handler: HopHandler
         let connection: HTTP1Connection
         let key = ConnectionPool.Key(host: "127.0.0.1", port: 8080)
 
@@ -65,7 +65,7 @@ struct HTTP1ConnectionHandlerTests {
             configure(&configuration)
             self.engine = NIOEngine(configuration: configuration)
             let watcher = HTTP1ReadWatcher()
-            self.handler = HTTP1ConnectionHandler(readWatcher: watcher)
+            self.handler = HopHandler(readWatcher: watcher)
             self.channel = EmbeddedChannel(loop: self.loop)
             try self.channel.pipeline.syncOperations.addHandlers([
                 watcher,
@@ -84,7 +84,7 @@ struct HTTP1ConnectionHandlerTests {
         func run(_ request: Request) throws -> (NIOExchange, Recorder) {
             let recorder = Recorder()
             let exchange = NIOExchange(engine: self.engine, request: request, delegate: recorder)
-            let hop = try HTTP1Hop(exchange: exchange, request: request, pool: self.engine.pool, key: self.key)
+            let hop = try EngineHop(exchange: exchange, request: request, pool: self.engine.pool, key: self.key)
             hop.startsRunning(on: self.connection)
             self.handler.run(hop)
             return (exchange, recorder)

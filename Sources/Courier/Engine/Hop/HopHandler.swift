@@ -7,11 +7,12 @@ import NIOHTTP1
 import NIOHTTP2
 import NIOSSL
 
-/// The last handler of an ``HTTP1Connection``'s pipeline: it writes one hop's request, hands the
-/// response to the hop's exchange, and gives the connection back to the pool when both sides
-/// are done with it. Everything here runs on the connection's loop.
+/// What drives one hop at a time, over either protocol: the last handler of an
+/// ``HTTP1Connection``'s pipeline, or (stream mode) one HTTP/2 stream's driver. It writes the
+/// hop's request, hands the response to the hop's exchange, and gives the connection back to the
+/// pool when both sides are done with it. Everything here runs on the connection's loop.
 ///
-/// The decisions are an ``HTTP1ConnectionStateMachine``'s: the handler feeds it the pipeline's
+/// The decisions are a ``HopStateMachine``'s: the handler feeds it the pipeline's
 /// events, the writes that completed, the exchange's pauses and the timers, and does what it
 /// returns. The handler keeps what the machine must not: the hop itself, the body and its pump,
 /// the transaction's metrics, and the scheduled timers.
@@ -20,11 +21,11 @@ import NIOSSL
 /// HTTP/2 stream's hop the same way, writing to and reading from an ``HTTP2Stream`` (which makes
 /// the frames and hands it the response parts and events), and the stream closes when the hop
 /// ends.
-final class HTTP1ConnectionHandler: ChannelDuplexHandler {
+final class HopHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = HTTPClientRequestPart
     typealias OutboundOut = HTTPClientRequestPart
-    private typealias Machine = HTTP1ConnectionStateMachine
+    private typealias Machine = HopStateMachine
 
     /// Bodies in memory go out in slices of this size, each reported as sent once written.
     static let sliceLength = 64 * 1024
@@ -42,9 +43,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     /// The connection's loop (kept after the pipeline lets go of the handler, for held parts).
     private var eventLoop: (any EventLoop)?
-    private var stateMachine: HTTP1ConnectionStateMachine
+    private var stateMachine: HopStateMachine
     /// The hop under way: set while the machine runs one.
-    private var hop: HTTP1Hop?
+    private var hop: EngineHop?
     /// The task sending the running hop's streamed body, if the body is one.
     private var pump: Task<Void, Never>?
     /// The body held back until the server answers `Expect: 100-continue` (or the wait ends),
@@ -66,7 +67,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         self.http2Stream = nil
         self.bodyCounter = bodyCounter
         self.firstStream = false
-        self.stateMachine = HTTP1ConnectionStateMachine(mode: .connection)
+        self.stateMachine = HopStateMachine(mode: .connection)
     }
 
     /// A handler for `stream`, one stream of `connection`.
@@ -77,7 +78,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         self.bodyCounter = stream.bodyCounter
         self.firstStream = firstStream
         self.eventLoop = stream.eventLoop
-        self.stateMachine = HTTP1ConnectionStateMachine(mode: .stream)
+        self.stateMachine = HopStateMachine(mode: .stream)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -94,7 +95,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Hops
 
-    func run(_ hop: HTTP1Hop) {
+    func run(_ hop: EngineHop) {
         guard self.connection != nil || self.stream != nil, self.transportIsActive else {
             // The connection closed before the hop started: nothing was sent, so it goes to
             // another connection, a few times at most.
@@ -131,7 +132,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
     /// Writes the hop's request head, then its body, or holds the body for `100 Continue`.
     private func send(
-        _ hop: HTTP1Hop, head: HTTPRequestHead, body: OutgoingBody, expectation: ExpectContinue.Decision, removingExpectField: Bool
+        _ hop: EngineHop, head: HTTPRequestHead, body: OutgoingBody, expectation: ExpectContinue.Decision, removingExpectField: Bool
     ) {
         guard let eventLoop = self.eventLoop else { return }
         var head = head
@@ -196,7 +197,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     }
 
     /// Writes the request's body and its end (with the body's trailer fields).
-    private func sendBody(_ body: OutgoingBody, of hop: HTTP1Hop, generation: Int) {
+    private func sendBody(_ body: OutgoingBody, of hop: EngineHop, generation: Int) {
         guard let eventLoop = self.eventLoop else { return }
         let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
         let trailers = Self.trailers(of: hop.request)
@@ -251,15 +252,20 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     }
 
     /// The whole request of `hop` was written (or queued, for a body in memory).
-    private func requestEnded(of hop: HTTP1Hop) {
+    private func requestEnded(of hop: EngineHop) {
         // A write that failed at once may have ended the hop already.
         guard self.hop === hop else { return }
         self.perform(self.stateMachine.requestEnded())
     }
 
-    func cancel(_ hop: HTTP1Hop) {
+    func cancel(_ hop: EngineHop) {
         // Not started yet (`run` checks the cancellation) or already ended: nothing to do.
         guard self.hop === hop else { return }
+        if let connection = self.stream, (hop.cancellation as? CourierError)?.code == .timedOut {
+            // A stream that timed out: its connection may be dead (only an idle one is pinged).
+            // It takes no new stream, and closes once its other streams end.
+            connection.pool.http2ConnectionUnusable(connection)
+        }
         self.perform(self.stateMachine.hopCancelled())
     }
 
@@ -269,7 +275,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     /// it when the hop ends otherwise (cancelled, failed, its connection gone), which also ends a
     /// wait for a chunk that never comes.
     private func streamBody(
-        _ source: RequestBody.Stream, length: RequestBody.Length, of hop: HTTP1Hop, generation: Int, eventLoop: any EventLoop
+        _ source: RequestBody.Stream, length: RequestBody.Length, of hop: EngineHop, generation: Int, eventLoop: any EventLoop
     ) -> Task<Void, Never> {
         let request = hop.request
         let trailers = Self.trailers(of: request)
@@ -323,7 +329,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    private func bodyEnded(_ hop: HTTP1Hop, _ outcome: Result<Void, any Error>) {
+    private func bodyEnded(_ hop: EngineHop, _ outcome: Result<Void, any Error>) {
         guard self.hop === hop else { return }
         switch outcome {
         case .success:
@@ -412,7 +418,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         hop.end(.success(()))
     }
 
-    private func error(for failure: Machine.Failure, of hop: HTTP1Hop) -> any Error {
+    private func error(for failure: Machine.Failure, of hop: EngineHop) -> any Error {
         switch failure {
         case .cancelled:
             return hop.cancellation ?? CourierError.cancelled
@@ -477,9 +483,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             }
             self.becameIdle()
             connection.reusableUntil = serverIdleTimeout.map { .now() + $0 }
-            if !connection.pool.release(connection) {
-                context.close(promise: nil)
-            }
+            connection.pool.release(connection)
         }
     }
 
@@ -649,7 +653,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     }
 
     /// What an error on the connection (or stream) says about how it ended.
-    private func closure(for error: any Error) -> HTTP1ResendRule.Closure {
+    private func closure(for error: any Error) -> ResendRule.Closure {
         // A stream refused before it opened (GOAWAY had come): nothing of it left.
         if error is NIOHTTP2Errors.CreatedStreamAfterGoaway { return .notProcessed }
         if let closed = error as? NIOHTTP2Errors.StreamClosed, let stream = self.stream {

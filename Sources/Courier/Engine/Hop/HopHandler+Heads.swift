@@ -3,9 +3,9 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 
-/// The request head ``HTTP1ConnectionHandler`` writes, and the sizes of heads as HTTP/1.1 text
+/// The request head ``HopHandler`` writes, and the sizes of heads as HTTP/1.1 text
 /// (for the transaction's metrics).
-extension HTTP1ConnectionHandler {
+extension HopHandler {
     /// The size of a request head as HTTP/1.1 text: request line, fields, blank line.
     static func size(of head: HTTPRequestHead) -> Int64 {
         // "METHOD SP target SP HTTP/1.1 CRLF" ... "CRLF"

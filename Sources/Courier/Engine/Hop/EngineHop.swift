@@ -1,11 +1,13 @@
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// One hop of an exchange carried by Courier's own HTTP/1.1 connections: it waits in the
-/// ``ConnectionPool`` for a connection, then runs on one, and ends exactly once.
+/// One hop of an exchange (a request and its response) on Courier's own connections, whatever
+/// they speak: it waits in the ``ConnectionPool`` for an HTTP/1.1 connection or an HTTP/2
+/// stream, then runs on it, and ends exactly once.
 ///
-/// Lock order: the pool's lock, then the hop's.
-final class HTTP1Hop: NIOHopTask, Sendable {
+/// The pool never takes the hop's lock under its own: the hop's phase is recorded by whoever
+/// runs it or queues it, after the pool decided.
+final class EngineHop: NIOHopTask, Sendable {
     enum Phase {
         /// Made, not yet handed to the pool.
         case created
@@ -27,10 +29,10 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         /// How many times the hop was handed a connection that was already closed (nothing sent).
         var restarts = 0
         /// How many times the hop was sent again after its connection closed under it
-        /// (``HTTP1ResendRule``).
+        /// (``ResendRule``).
         var resends = 0
         /// How many times the hop was sent again because an HTTP/2 server said it did not process
-        /// it (``HTTP1ResendRule/maximumUnprocessedResends``).
+        /// it (``ResendRule/maximumUnprocessedResends``).
         var unprocessedResends = 0
         /// The hop goes only on a new connection: the last one it was given closed under it or
         /// turned out closed, and any other kept-alive one may be closing too, idle or just given
@@ -108,11 +110,26 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         }
     }
 
-    /// Records that the hop now runs on `carrier`, unless it was cancelled meanwhile (then whoever
-    /// runs it sees the cancellation). Called on the carrier's loop before the hop starts there.
+    /// Records that the hop now runs on `carrier`, unless it was cancelled or ended meanwhile
+    /// (then whoever runs it sees the cancellation). Called by the pool as it hands the hop to a
+    /// connection, and on an HTTP/2 connection's loop as its stream opens.
     func startsRunning(on carrier: any HopCarrier) {
         self.state.withLockedValue { state in
+            if case .finished = state.phase { return }
             if state.cancellation == nil { state.phase = .running(carrier) }
+        }
+    }
+
+    /// Records that the hop waits in the pool's queue, unless a connection took it or it ended
+    /// meanwhile. Returns its cancellation if it was cancelled before it could be recorded (no
+    /// cancellation saw it waiting: the caller takes it out of the queue). Called by the pool
+    /// after it queued the hop, off its lock.
+    func markWaiting() -> (any Error)? {
+        self.state.withLockedValue { state in
+            guard case .created = state.phase else { return nil }
+            if let cancellation = state.cancellation { return cancellation }
+            state.phase = .waiting(self.key)
+            return nil
         }
     }
 
@@ -150,7 +167,8 @@ final class HTTP1Hop: NIOHopTask, Sendable {
         }
         switch phase {
         case .created, .finished:
-            // The pool checks the cancellation before queueing a created hop.
+            // The pool checks the cancellation before it decides, and again after it queued a
+            // created hop (``markWaiting()``); a connection checks it as the hop starts.
             return
         case .waiting:
             if self.pool.removeWaiter(self) { self.end(.failure(error)) }
@@ -160,14 +178,14 @@ final class HTTP1Hop: NIOHopTask, Sendable {
     }
 }
 
-/// What carries a running ``HTTP1Hop``: an HTTP/1.1 connection, an HTTP/2 connection opening a
+/// What carries a running ``EngineHop``: an HTTP/1.1 connection, an HTTP/2 connection opening a
 /// stream for it, or that stream.
 protocol HopCarrier: Sendable {
     /// Ends `hop` with its cancellation if it is running here (from any thread).
-    func cancel(_ hop: HTTP1Hop)
+    func cancel(_ hop: EngineHop)
 }
 
-/// What an exchange keeps of the hop under way, to cancel it (an ``HTTP1Hop``).
+/// What an exchange keeps of the hop under way, to cancel it (an ``EngineHop``).
 protocol NIOHopTask: Sendable {
     /// Ends the hop with `reason` as its error.
     func fail(reason: any Error)

@@ -17,7 +17,7 @@ import HTTPTypes
 ///   means the server's socket closed with our bytes unread);
 /// - and its body can be produced again (not a one-shot stream: its first chunks may already be
 ///   gone). A hop handed a connection that turns out closed before it starts is not sent at all:
-///   it simply goes to another connection, one-shot stream included (see ``HTTP1Hop``).
+///   it simply goes to another connection, one-shot stream included (see ``EngineHop``).
 ///
 /// A fresh connection that closes after the request went out is the server's answer, not a
 /// stale connection: the request fails with it.
@@ -30,7 +30,7 @@ import HTTPTypes
 /// risks nothing but another drop. A server that ends each connection after a few requests (nginx's
 /// `keepalive_requests`) while more streams are open drops the rest each time, and a hop can be
 /// among them several times in a row (Docs/BENCHMARKS.md, "A server that ends connections early").
-struct HTTP1ResendRule: Equatable {
+struct ResendRule: Equatable {
     /// How the connection ended under the hop.
     enum Closure: Equatable {
         /// The server closed it (end of file), or it was found closed.

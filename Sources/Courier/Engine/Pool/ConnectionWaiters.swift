@@ -5,9 +5,9 @@ import NIOCore
 /// connections themselves, so that it is tested without I/O.
 ///
 /// A hop whose connection closed under it goes again only on a new connection
-/// (``HTTP1Hop/State/needsNewConnection``): a server may close any kept-alive connection, idle or
+/// (``EngineHop/State/needsNewConnection``): a server may close any kept-alive connection, idle or
 /// right after a response that said keep-alive, and a request handed such connections one after
-/// another would fail once its resends ran out (``HTTP1ResendRule/maximumResends``).
+/// another would fail once its resends ran out (``ResendRule/maximumResends``).
 /// - A connection given back after a hop goes to the first waiter that may take a reused one
 ///   (``takeForReusedConnection()``), never to one that goes only on a new one.
 /// - A new connection goes to the first waiter that goes only on a new one, else to the first

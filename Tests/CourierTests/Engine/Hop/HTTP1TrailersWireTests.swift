@@ -4,12 +4,12 @@ import HTTPTypes
 import NIOCore
 import Testing
 
-/// A request body's trailer fields as HTTP/1.1 bytes, through ``HTTP1ConnectionHandler`` and NIO's
-/// request encoder on an `EmbeddedChannel` (``HTTP1ConnectionHandlerTests/Setup``): a chunked body
+/// A request body's trailer fields as HTTP/1.1 bytes, through ``HopHandler`` and NIO's
+/// request encoder on an `EmbeddedChannel` (``HopHandlerTests/Setup``): a chunked body
 /// whatever its length, `Trailer` in the head, the fields after the last chunk.
 @Suite("HTTP/1.1 request trailers on an EmbeddedChannel")
 struct HTTP1TrailersWireTests {
-    typealias Setup = HTTP1ConnectionHandlerTests.Setup
+    typealias Setup = HopHandlerTests.Setup
 
     static let trailers: HTTPFields = [.courierChecksum: "crc32=352441c2", .serverTiming: "client;dur=3"]
     /// NIO's encoder writes the framing field it checked in lower case.
@@ -20,7 +20,7 @@ struct HTTP1TrailersWireTests {
     /// Sends `body` to a fresh connection, answers it, and returns what went out.
     private static func send(_ body: RequestBody) throws -> String {
         let setup = try Setup()
-        let (_, recorder) = try setup.run(Request(method: .post, url: HTTP1ConnectionHandlerTests.url, body: body))
+        let (_, recorder) = try setup.run(Request(method: .post, url: HopHandlerTests.url, body: body))
         let written = try setup.written()
         try setup.receive("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
         #expect(recorder.snapshot.status == 200)
@@ -35,7 +35,7 @@ struct HTTP1TrailersWireTests {
     }
 
     @Test func aBodyInSlicesEndsWithItsTrailers() throws {
-        let length = HTTP1ConnectionHandler.sliceLength + 10
+        let length = HopHandler.sliceLength + 10
         let written = try Self.send(.data(Data(repeating: UInt8(ascii: "x"), count: length), trailers: Self.trailers))
         #expect(written.hasPrefix(Self.head))
         #expect(!written.contains("Content-Length"))
@@ -50,7 +50,7 @@ struct HTTP1TrailersWireTests {
 
     @Test func theCallersTrailerFieldGivesWayToTheOneTheTrailersMake() throws {
         let setup = try Setup()
-        var request = Request(method: .post, url: HTTP1ConnectionHandlerTests.url, body: .data(Data("abc".utf8), trailers: Self.trailers))
+        var request = Request(method: .post, url: HopHandlerTests.url, body: .data(Data("abc".utf8), trailers: Self.trailers))
         request.headerFields[.trailer] = "Something-Else"
         request.headerFields[.contentLength] = "3"
         _ = try setup.run(request)
@@ -62,7 +62,7 @@ struct HTTP1TrailersWireTests {
         var trailers = Self.trailers
         trailers[.contentLength] = "3"
         let error = #expect(throws: CourierError.self) {
-            try setup.run(Request(method: .post, url: HTTP1ConnectionHandlerTests.url, body: .data(Data("abc".utf8), trailers: trailers)))
+            try setup.run(Request(method: .post, url: HopHandlerTests.url, body: .data(Data("abc".utf8), trailers: trailers)))
         }
         #expect(error?.code == .invalidRequest)
         #expect(try setup.written().isEmpty)

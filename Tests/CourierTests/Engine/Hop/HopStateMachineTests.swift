@@ -5,10 +5,10 @@ import NIOCore
 import NIOHTTP1
 import Testing
 
-/// ``HTTP1ConnectionStateMachine`` without I/O: events in, actions out, time as arguments.
-@Suite("HTTP/1.1 connection state machine")
-struct HTTP1ConnectionStateMachineTests {
-    typealias Machine = HTTP1ConnectionStateMachine
+/// ``HopStateMachine`` without I/O: events in, actions out, time as arguments.
+@Suite("Hop state machine (HTTP/1.1 connection and HTTP/2 stream modes)")
+struct HopStateMachineTests {
+    typealias Machine = HopStateMachine
 
     /// Bodies of 1000 bytes or more wait for `100 Continue`, 1 s at most.
     static let expectContinue = ExpectContinue(threshold: 1000, timeout: .seconds(1))
@@ -33,7 +33,7 @@ struct HTTP1ConnectionStateMachineTests {
     static let end = HTTPClientResponsePart.end(nil)
 
     static func loss(
-        _ closure: HTTP1ResendRule.Closure = .closed, error: (any Error)? = nil, bytesSeen: Bool = false, cancelled: Bool = false
+        _ closure: ResendRule.Closure = .closed, error: (any Error)? = nil, bytesSeen: Bool = false, cancelled: Bool = false
     ) -> Machine.Loss {
         Machine.Loss(error: error, closure: closure, responseBytesSeen: bytesSeen, isCancelled: cancelled)
     }
@@ -218,30 +218,30 @@ struct HTTP1ConnectionStateMachineTests {
     @Test func aStreamTheServerDidNotProcessGoesAgainUnderABoundOfItsOwn() {
         // A stream above a GOAWAY's last stream (or refused): sent again whatever its method, and
         // the stale-connection resends it already had do not count.
-        for start in [Self.start(), Self.start(.post, length: 10), Self.start(resends: HTTP1ResendRule.maximumResends)] {
+        for start in [Self.start(), Self.start(.post, length: 10), Self.start(resends: ResendRule.maximumResends)] {
             var stream = Machine(mode: .stream)
             Self.send(start, on: &stream)
             #expect(stream.channelFailed(Self.loss(.notProcessed, error: Failed(name: "cancel"))).summary == "resendUnprocessedHop(close)")
         }
         var exhausted = Self.start()
-        exhausted.unprocessedResends = HTTP1ResendRule.maximumUnprocessedResends
+        exhausted.unprocessedResends = ResendRule.maximumUnprocessedResends
         var stream = Machine(mode: .stream)
         Self.send(exhausted, on: &stream)
-        #expect(stream.channelFailed(Self.loss(.notProcessed, error: Failed(name: "cancel"))).summary == "failHop(notProcessed(\(HTTP1ResendRule.maximumUnprocessedResends + 1)), close)")
+        #expect(stream.channelFailed(Self.loss(.notProcessed, error: Failed(name: "cancel"))).summary == "failHop(notProcessed(\(ResendRule.maximumUnprocessedResends + 1)), close)")
         // Nor do unprocessed resends count against a close's bound.
         var reused = Self.reusedConnection()
         var closed = Self.start()
-        closed.unprocessedResends = HTTP1ResendRule.maximumUnprocessedResends
+        closed.unprocessedResends = ResendRule.maximumUnprocessedResends
         Self.send(closed, on: &reused)
         #expect(reused.channelInactive(Self.loss()).summary == "resendHop(none)")
     }
 
     @Test func aHopClosedBeforeAnyAnswerOnEverySendFailsSayingSo() {
         var machine = Self.reusedConnection()
-        Self.send(Self.start(resends: HTTP1ResendRule.maximumResends), on: &machine)
+        Self.send(Self.start(resends: ResendRule.maximumResends), on: &machine)
         #expect(machine.channelInactive(Self.loss()).summary == "failHop(closedBeforeAnswering(4), none)")
         var failed = Self.reusedConnection()
-        Self.send(Self.start(resends: HTTP1ResendRule.maximumResends), on: &failed)
+        Self.send(Self.start(resends: ResendRule.maximumResends), on: &failed)
         #expect(failed.channelFailed(Self.loss(.failed, error: Failed(name: "tls"))).summary == "failHop(connectionLost(tls), close)")
     }
 
@@ -386,7 +386,7 @@ struct HTTP1ConnectionStateMachineTests {
     }
 
     @Test func a417ThatCannotBeRepeatedIsTheAnswer() {
-        for start in [Self.start(.put, length: 5000, replayable: false), Self.start(.put, length: 5000, resends: HTTP1ResendRule.maximumResends)] {
+        for start in [Self.start(.put, length: 5000, replayable: false), Self.start(.put, length: 5000, resends: ResendRule.maximumResends)] {
             var machine = Machine(mode: .connection)
             _ = machine.startHop(start)
             #expect(machine.responseReceived(Self.head(417)).summary == "forwardHead(417, http/1.1)")
@@ -503,7 +503,7 @@ struct HTTP1ConnectionStateMachineTests {
     }
 }
 
-extension HTTP1ConnectionStateMachine.Action {
+extension HopStateMachine.Action {
     /// A short rendering for assertions: the case and what tells it apart.
     var summary: String {
         switch self {
@@ -522,7 +522,7 @@ extension HTTP1ConnectionStateMachine.Action {
     }
 }
 
-extension HTTP1ConnectionStateMachine.ResponseEnd {
+extension HopStateMachine.ResponseEnd {
     var summary: String {
         switch self {
         case .succeed(let then): "succeed(\(then.summary))"
@@ -532,7 +532,7 @@ extension HTTP1ConnectionStateMachine.ResponseEnd {
     }
 }
 
-extension HTTP1ConnectionStateMachine.AfterHop {
+extension HopStateMachine.AfterHop {
     var summary: String {
         switch self {
         case .none: "none"
@@ -542,7 +542,7 @@ extension HTTP1ConnectionStateMachine.AfterHop {
     }
 }
 
-extension HTTP1ConnectionStateMachine.Failure {
+extension HopStateMachine.Failure {
     var summary: String {
         switch self {
         case .cancelled: "cancelled"

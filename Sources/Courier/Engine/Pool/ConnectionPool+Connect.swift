@@ -1,0 +1,196 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOHTTP2
+import NIOHTTPCompression
+import NIOPosix
+
+/// How ``ConnectionPool`` opens a connection: TCP (to the proxy, if any), the proxy's tunnel,
+/// TLS, then the pipeline of what ALPN chose; and HTTP/2's settings.
+extension ConnectionPool {
+    /// Opens connection `id` to `key` on `eventLoop` (the state machine's
+    /// ``ConnectionPoolStateMachine/Action/createConnection(_:_:on:)``) and reports how it went.
+    func connect(_ key: Key, id: PoolConnectionID, on eventLoop: any EventLoop) {
+        let decompression = self.settings.decompression
+        @Sendable func addHTTP1Handlers(to channel: any Channel) throws {
+            let pipeline = channel.pipeline.syncOperations
+            let readWatcher = HTTP1ReadWatcher()
+            try pipeline.addHandler(readWatcher)
+            // NIO's client handlers, with interim (1xx) heads forwarded: `100 Continue` releases
+            // a body held back for it (`addHTTPClientHandlers()` would drop them).
+            try pipeline.addHandlers([
+                HTTPRequestEncoder(),
+                ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .forward)),
+                NIOHTTPRequestHeadersValidator(),
+            ])
+            var counter: ResponseBodyCounter?
+            if let decompression {
+                // Counts the body as it came, before the decompressor (the task metrics' wire count).
+                counter = ResponseBodyCounter()
+                try pipeline.addHandler(counter!)
+                try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: decompression))
+            }
+            try pipeline.addHandler(HopHandler(readWatcher: readWatcher, bodyCounter: counter))
+        }
+        // The setup's times, for the first transaction's metrics: filled in on the loop.
+        let resolver = TimedResolver(loop: eventLoop)
+        let setup = NIOLockedValueBox(ConnectionEstablishment(connectStart: .now, isProxyConnection: key.route != .direct))
+        let bootstrap = ClientBootstrap(group: eventLoop)
+            .connectTimeout(self.settings.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .resolver(resolver)
+        let opened: EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol)>
+        let route = key.route
+        let address = route.connectionAddress(host: key.host, port: key.port)
+        let connectTimeout = self.settings.connectTimeout
+        if key.tls, let tls = self.tls {
+            // TCP (to the proxy, if any), the proxy's tunnel, then TLS (the connector's handshake
+            // timeout bounds it), then what ALPN chose.
+            opened = bootstrap.connect(host: address.host, port: address.port).flatMap { channel in
+                ProxyTunnel.establish(on: channel, target: key.host, port: key.port, route: route, timeout: connectTimeout).flatMap {
+                    setup.withLockedValue { $0.secureConnectionStart = .now }
+                    return tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
+                        setup.withLockedValue { setup in
+                            setup.secureConnectionEnd = .now
+                            setup.tlsVersion = agreed.tlsVersion
+                            setup.tlsCipherSuite = agreed.cipherSuite
+                        }
+                        switch agreed.applicationProtocol {
+                        case .http1_1: try addHTTP1Handlers(to: channel)
+                        case .http2: try Self.addHTTP2Handlers(to: channel, settings: self.settings.http2)
+                        }
+                    }
+                }.map { agreed in (channel, agreed.applicationProtocol) }
+            }
+        } else if route != .direct {
+            // TCP to the proxy, its tunnel when it makes one (a forwarding proxy takes the
+            // request in absolute form on this connection), then HTTP/1.1.
+            opened = bootstrap.connect(host: address.host, port: address.port).flatMap { channel in
+                ProxyTunnel.establish(on: channel, target: key.host, port: key.port, route: route, timeout: connectTimeout).flatMapThrowing {
+                    do {
+                        try addHTTP1Handlers(to: channel)
+                    } catch {
+                        channel.close(promise: nil)
+                        throw error
+                    }
+                    return (channel, .http1_1)
+                }
+            }
+        } else {
+            opened = bootstrap
+                .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try addHTTP1Handlers(to: channel) } }
+                .connect(host: key.host, port: key.port)
+                .map { channel in (channel, .http1_1) }
+        }
+        opened.whenComplete { result in
+            let establishment = setup.withLockedValue { setup in
+                let lookup = resolver.times
+                setup.domainLookupStart = lookup.start
+                setup.domainLookupEnd = lookup.end
+                // The TCP connect began once the lookup ended.
+                if let end = lookup.end { setup.connectStart = end }
+                setup.connectEnd = .now
+                return setup
+            }
+            switch result {
+            case .success((let channel, .http1_1)):
+                self.settings.openConnections.track(channel, speaking: .http1_1)
+                do {
+                    let handler = try channel.pipeline.syncOperations.handler(type: HopHandler.self)
+                    let connection = HTTP1Connection(
+                        id: id, channel: channel, key: key, pool: self, handler: handler, establishment: establishment)
+                    handler.connection = connection
+                    self.connectionOpened(connection)
+                } catch {
+                    channel.close(promise: nil)
+                    self.connectionFailed(id, key: key, error: error)
+                }
+            case .success((let channel, .http2)):
+                self.settings.openConnections.track(channel, speaking: .http2)
+                do {
+                    let pipeline = channel.pipeline.syncOperations
+                    let handler = try pipeline.handler(type: HTTP2ConnectionHandler.self)
+                    let connection = HTTP2Connection(
+                        id: id, channel: channel, key: key, pool: self, handler: handler, establishment: establishment)
+                    self.http2ConnectionOpened(connection)
+                    // After the pool counts it: SETTINGS that came during the handshake's end go to it.
+                    handler.attach(connection)
+                } catch {
+                    channel.close(promise: nil)
+                    self.connectionFailed(id, key: key, error: error)
+                }
+            case .failure(let error):
+                self.connectionFailed(id, key: key, error: error)
+            }
+        }
+    }
+
+    /// The flow-control window of each HTTP/2 stream: how much of a paused download the server may
+    /// send before it must wait.
+    static let http2StreamWindow = 256 * 1024
+    /// The flow-control window of a whole HTTP/2 connection.
+    static let http2ConnectionWindow = 4 * 1024 * 1024
+
+    /// The largest response header list (RFC 9113 6.5.2: names, values and 32 bytes a field)
+    /// Courier's HTTP/2 connections take: what swift-nio-http2's header decoder enforces by
+    /// default (`HPACKDecoder.defaultMaxHeaderListSize`), advertised as
+    /// `SETTINGS_MAX_HEADER_LIST_SIZE` so that the server knows it (the setting's initial value is
+    /// unbounded).
+    static let http2MaximumHeaderListSize = 16 * 1024
+
+    /// How many of the streams Courier reset swift-nio-http2 remembers, to ignore the frames the
+    /// server sent before it saw the reset (its default is 32).
+    ///
+    /// A frame for a reset stream it has forgotten is a connection error to swift-nio-http2 (it
+    /// sends GOAWAY with STREAM_CLOSED), so the limit must exceed the streams Courier may reset at
+    /// once: every stream open on a connection, when the requests on it are cancelled together
+    /// (up to the server's `SETTINGS_MAX_CONCURRENT_STREAMS`: 100 to 250 for common servers). Its
+    /// cost: four bytes a stream, kept from the start, and a look through them for a frame on a
+    /// stream that is no longer open.
+    static let http2RememberedResets = 1024
+
+    /// How many RST_STREAM frames received in how long end a connection: in effect, none do.
+    ///
+    /// swift-nio-http2's default (more than 200 in 30 s: ENHANCE_YOUR_CALM) is a server's defence
+    /// against clients that open streams and reset them at once (CVE-2023-44487, rapid reset). A
+    /// server resets only streams the client opened (a reset of one never opened is a protocol
+    /// error anyway), so its resets cost the client no more than its own requests; and a busy
+    /// server may refuse or cancel many in a short time (REFUSED_STREAM under load, streams above
+    /// a GOAWAY), which the pool sends again. swift-nio-http2 has no switch for the limit and keeps
+    /// room for `maximumCount` times up front, so the window is zero instead: only resets received
+    /// at the same instant would count together.
+    static let http2ResetsReceivedLimit: NIOHTTP2Handler.StreamResetFrameRateLimitConfiguration = {
+        var limit = NIOHTTP2Handler.StreamResetFrameRateLimitConfiguration()
+        limit.windowLength = .zero
+        return limit
+    }()
+
+    /// swift-nio-http2's handler in its frame mode (no stream channels; push is off, and a stream
+    /// the server opens is a protocol error) and Courier's connection handler, which carries the
+    /// streams.
+    static func addHTTP2Handlers(to channel: any Channel, settings: HTTP2ConnectionStateMachine.Configuration) throws {
+        var connection = NIOHTTP2Handler.ConnectionConfiguration()
+        connection.initialSettings = [
+            HTTP2Setting(parameter: .enablePush, value: 0),
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),
+            HTTP2Setting(parameter: .initialWindowSize, value: Self.http2StreamWindow),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: Self.http2MaximumHeaderListSize),
+        ]
+        connection.maximumRecentlyResetStreams = Self.http2RememberedResets
+        var stream = NIOHTTP2Handler.StreamConfiguration()
+        stream.streamResetFrameRateLimit = Self.http2ResetsReceivedLimit
+        let pipeline = channel.pipeline.syncOperations
+        // Below swift-nio-http2's handler: one flush for what a batch of the loop's tasks wrote,
+        // and what swift-nio-http2 sent (GOAWAY, resets), read on its way out.
+        try pipeline.addHandler(HTTP2FlushCoalescer())
+        let sentFrames = HTTP2SentFramesWatcher()
+        try pipeline.addHandler(sentFrames)
+        try pipeline.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: connection, streamConfiguration: stream))
+        try pipeline.addHandler(
+            HTTP2ConnectionHandler(
+                configuration: settings, sentFrames: sentFrames, streamWindow: Self.http2StreamWindow,
+                connectionWindow: Self.http2ConnectionWindow))
+    }
+}

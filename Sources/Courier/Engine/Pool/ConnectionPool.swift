@@ -1,0 +1,405 @@
+import Foundation
+import Logging
+import Metrics
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOHTTPCompression
+import NIOPosix
+import Synchronization
+
+/// Courier's own connections, for `http` and `https` URLs, directly or through a proxy
+/// (``ProxyRoute``, part of the key: routes never share a connection): HTTP/1.1, and HTTP/2 where
+/// a TLS server chooses it through ALPN (``HTTP2Connection``).
+///
+/// It replaced AsyncHTTPClient for these requests: AHC's per-request machinery (request
+/// validation, a pool state machine, a request state machine, a thread hop per event when the
+/// connection is not on the task's loop) cost about half again as much CPU per request; this pool
+/// does the same work with one lock and no hop. A connection's events are handled on its own loop.
+///
+/// The pool is a thin driver of ``ConnectionPoolStateMachine``, which makes every decision (see
+/// there: caps, HTTP/2 streams and connections across loops, GOAWAY and the limits it teaches,
+/// idle connections, back-off after failed connects). Each event takes the pool's lock once, feeds
+/// the machine, and the actions it returns (open a connection, run a hop on one, fail a hop, close
+/// a connection, start a connection's idle clock, schedule the back-off timer) run after the lock
+/// is released. No other lock is taken under the pool's: a hop's own state (its phase, its
+/// cancellation) is marked after, by whoever runs it (``EngineHop/startsRunning(on:)``,
+/// ``EngineHop/markWaiting()``).
+///
+/// - `https`: TCP, then TLS through ``TLSConnector`` (the security policy evaluates the whole
+///   chain inside the handshake), then what ALPN chose.
+/// - A stream the server did not process (REFUSED_STREAM, or above GOAWAY's last stream) goes
+///   again on another connection. So does a hop handed a stream just as the GOAWAY arrived (the
+///   pool decides under its lock, the stream opens on the connection's loop, where the GOAWAY may
+///   have been read meanwhile): swift-nio-http2 refuses its HEADERS, nothing went out, and the
+///   connection carries on with the streams the server is finishing.
+/// - An idle HTTP/1.1 connection is reused most-recently-released first (the least likely to have
+///   been closed by the server meanwhile), on the caller's loop when one is idle there; one the
+///   server said it would have closed by now (`Keep-Alive: timeout`) is closed instead. Idle
+///   connections (HTTP/2: with no stream) close after ``NIOEngine/Configuration/connectionIdleTimeout``.
+/// - A hop whose connection closed under it before any of the response arrived goes again as
+///   ``ResendRule`` allows, on a new connection only: any kept-alive one, idle or just given
+///   back, may be closing too (a server may close a connection right after a response that said
+///   keep-alive). The close of the connection it lost makes room for one, and a new connection
+///   goes first to such a hop (``ConnectionWaiters``); at the cap, the longest idle connection is
+///   closed to make room too. A hop handed a connection that turned out closed goes elsewhere the
+///   same way, a few times at most.
+/// - A connection is reused only when both sides kept it alive and the request was sent whole.
+final class ConnectionPool: Sendable {
+    typealias StateMachine = ConnectionPoolStateMachine<EngineHop, PooledConnection>
+
+    /// Where connections go.
+    struct Key: Hashable, Sendable, CustomStringConvertible {
+        let host: String
+        let port: Int
+        /// Whether connections speak TLS (`https`).
+        var tls = false
+        /// How connections reach the origin: directly, or through which proxy and how. Requests on
+        /// different routes never share a connection.
+        var route = ProxyRoute.direct
+
+        /// The port the scheme implies, which a `Host` field leaves out.
+        var defaultPort: Int { self.tls ? Self.httpsPort : Self.httpPort }
+        private static let httpPort = URL.defaultPort(forScheme: "http") ?? 80
+        private static let httpsPort = URL.defaultPort(forScheme: "https") ?? 443
+        var description: String {
+            let origin = "\(self.tls ? "https" : "http")://\(self.host):\(self.port)"
+            return self.route == .direct ? origin : "\(origin) (\(self.route))"
+        }
+    }
+
+    struct Settings: Sendable {
+        var connectTimeout: TimeAmount
+        /// The proxies, if any.
+        var proxy: ProxyConfiguration?
+        var idleTimeout: TimeAmount
+        /// An idle HTTP/2 connection's PING interval and timeout, and its idle timeout.
+        var http2: HTTP2ConnectionStateMachine.Configuration
+        /// The state machine's caps and back-off.
+        var stateMachine: StateMachine.Configuration
+        /// The decompression limit, or nil for no decompression.
+        var decompression: NIOHTTPDecompression.DecompressionLimit?
+        /// The same limit as a ratio (an HTTP/2 stream's own inflater checks it), or nil for no
+        /// decompression.
+        var decompressionRatio: Int?
+        /// Where the count of open connections goes (``OpenConnectionsMeter``).
+        var openConnections: OpenConnectionsMeter
+        /// When a request body waits for `100 Continue`, and for how long at most.
+        var expectContinue: ExpectContinue
+
+        init(_ configuration: NIOEngine.Configuration) {
+            self.expectContinue = ExpectContinue(configuration)
+            self.connectTimeout = .nanoseconds(Int64(min(configuration.connectTimeout, 1e9) * 1e9))
+            self.idleTimeout = .nanoseconds(Int64(min(max(configuration.connectionIdleTimeout, 0.001), 1e9) * 1e9))
+            self.http2 = HTTP2ConnectionStateMachine.Configuration(configuration, idleTimeout: self.idleTimeout)
+            let maximumConnections = max(1, configuration.maximumConnectionsPerHost)
+            self.stateMachine = StateMachine.Configuration(
+                maximumConnectionsPerHost: maximumConnections,
+                http2MaximumConnectionsPerHost: min(maximumConnections, max(1, configuration.http2MaximumConnectionsPerHost)),
+                http2MaximumStreamsPerConnection: max(1, configuration.http2MaximumStreamsPerConnection))
+            self.proxy = configuration.proxy
+            self.openConnections = OpenConnectionsMeter(factory: configuration.metricsFactory ?? MetricsSystem.factory)
+            switch configuration.decompression {
+            case .disabled:
+                self.decompression = nil
+                self.decompressionRatio = nil
+            case .enabled(let ratio):
+                self.decompression = .ratio(max(1, ratio))
+                self.decompressionRatio = max(1, ratio)
+            }
+        }
+    }
+
+    let settings: Settings
+    /// Where connection events go (`.debug`), if anywhere.
+    let logger: Logger?
+    /// How many of this pool's connection objects are alive (a check that closed ones are freed).
+    let liveConnections = Atomic<Int>(0)
+    private let state: NIOLockedValueBox<StateMachine>
+
+    /// TLS for `https` keys; nil for a pool that carries cleartext only.
+    let tls: TLSConnector?
+
+    /// - Parameter loops: The event loops connections may open on (a host's second HTTP/2
+    ///   connection goes to another loop than its first); none: each on its request's loop.
+    init(settings: Settings, tls: TLSConnector? = nil, logger: Logger? = nil, loops: [any EventLoop] = []) {
+        self.settings = settings
+        self.state = NIOLockedValueBox(StateMachine(configuration: settings.stateMachine, loops: loops))
+        self.tls = tls
+        self.logger = logger
+    }
+
+    /// Where requests for `url` go: `http` (or `https` when the pool has TLS) with a host; nil
+    /// for other URLs.
+    func key(for url: URL) -> Key? {
+        guard var key = Self.key(for: url), !key.tls || self.tls != nil else { return nil }
+        key.route = self.settings.proxy?.route(for: url) ?? .direct
+        return key
+    }
+
+    /// Where requests for `url` go: `http` and `https` URLs with a host; nil for others.
+    static func key(for url: URL) -> Key? {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty,
+            let port = url.effectivePort
+        else {
+            return nil
+        }
+        return Key(host: host, port: port, tls: scheme == "https")
+    }
+
+    // MARK: Hops
+
+    /// Runs `hop` on a stream of an HTTP/2 connection with room, an idle connection to its key,
+    /// else on a new one when the cap allows, else when a connection comes free.
+    func execute(_ hop: EngineHop, preferredLoop: any EventLoop) {
+        let (cancellation, needsNewConnection) = hop.state.withLockedValue { ($0.cancellation, $0.needsNewConnection) }
+        if let cancellation {
+            hop.end(.failure(cancellation))
+            return
+        }
+        let now = NIODeadline.now()
+        let actions = self.state.withLockedValue { machine in
+            machine.executeRequest(hop, key: hop.key, preferredLoop: preferredLoop, needsNewConnection: needsNewConnection, now: now)
+        }
+        self.run(actions)
+        // Queued (unless it runs or ended by now): a cancellation that came meanwhile saw no
+        // waiting hop, so it is taken out of the queue here.
+        if let cancellation = hop.markWaiting(), self.removeWaiter(hop) {
+            hop.end(.failure(cancellation))
+        }
+    }
+
+    /// How many hops wait for a connection, all hosts together.
+    var waitingHopCount: Int {
+        self.state.withLockedValue { $0.waitingCount }
+    }
+
+    /// The HTTP/2 connections to `key` (starting, active or draining), for tests and diagnostics.
+    func http2Connections(to key: Key) -> [HTTP2Connection] {
+        self.state.withLockedValue { machine in
+            machine.hosts[key]?.http2.compactMap { entry in
+                if case .http2(let connection) = entry.connection { connection } else { nil }
+            } ?? []
+        }
+    }
+
+    /// Takes a cancelled hop out of the queue; false when it was not waiting any more.
+    func removeWaiter(_ hop: EngineHop) -> Bool {
+        self.state.withLockedValue { $0.cancelWaiter(hop, key: hop.key) }
+    }
+
+    /// An HTTP/1.1 connection finished a hop and may carry another: a waiter gets it, else it
+    /// idles (or it closes, when the pool is shut down). One that finished a hop never goes to a
+    /// hop that goes only on a new connection (``ConnectionWaiters``).
+    func release(_ connection: HTTP1Connection) {
+        let reusableUntil = connection.reusableUntil
+        self.run(self.state.withLockedValue { $0.connectionReleased(.http1(connection), key: connection.key, reusableUntil: reusableUntil) })
+    }
+
+    /// An idle connection wants to close after its idle timeout; false when it was leased meanwhile.
+    func removeIdle(_ connection: HTTP1Connection) -> Bool {
+        self.state.withLockedValue { $0.idleTimeoutReached(connection.id, key: connection.key) }
+    }
+
+    /// Sends `hop` again, on a new connection: its connection closed under it before any of the
+    /// response arrived (``ResendRule`` said it may go again), and any other kept-alive one
+    /// may be closing too; or, `unprocessed`, an HTTP/2 server said it did not process it.
+    func resend(_ hop: EngineHop, unprocessed: Bool = false) {
+        self.logger?.debug("courier: sending again on another connection", metadata: ["request": "\(hop.request.summary)"])
+        do {
+            try hop.prepareResend(unprocessed: unprocessed)
+        } catch {
+            hop.end(.failure(error))
+            return
+        }
+        hop.exchange.hopWillBeSentAgain()
+        self.execute(hop, preferredLoop: hop.exchange.eventLoop)
+    }
+
+    // MARK: Connections
+
+    /// Runs what the state machine decided, after the pool's lock was released.
+    private func run(_ actions: [StateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .createConnection(let id, let key, let loop):
+                self.connect(key, id: id, on: loop)
+            case .run(let hop, let connection):
+                self.start(hop, on: connection, becomingBusy: false)
+            case .runStream(let hop, let connection, let becomingBusy):
+                self.start(hop, on: connection, becomingBusy: becomingBusy)
+            case .fail(let hop, let error):
+                hop.end(.failure(error))
+            case .close(let connection):
+                connection.channel.close(promise: nil)
+            case .startIdleClock(.http1(let connection)):
+                connection.startIdleClock()
+            case .startIdleClock(.http2(let connection)):
+                connection.becameIdle()
+            case .scheduleBackoffTimer(let key, let delay):
+                self.logger?.debug("courier: connects failed, backing off", metadata: ["origin": "\(key)", "delay": "\(delay)"])
+                let loop = self.backoffLoop
+                loop.scheduleTask(in: delay) { self.run(self.state.withLockedValue { $0.backoffEnded(key: key) }) }
+            }
+        }
+    }
+
+    /// Starts `hop` on `connection` (an HTTP/2 one opens a stream for it), unless it was cancelled
+    /// meanwhile: the connection then ends it with its cancellation.
+    private func start(_ hop: EngineHop, on connection: PooledConnection, becomingBusy: Bool) {
+        switch connection {
+        case .http1(let connection):
+            hop.startsRunning(on: connection)
+            connection.run(hop)
+        case .http2(let connection):
+            hop.startsRunning(on: connection)
+            connection.run(hop, becomingBusy: becomingBusy)
+        }
+    }
+
+    /// Where back-off timers run: the first loop connections may open on.
+    private var backoffLoop: any EventLoop {
+        self.state.withLockedValue { $0.loops.first } ?? MultiThreadedEventLoopGroup.singleton.any()
+    }
+
+    func connectionOpened(_ connection: HTTP1Connection) {
+        self.logger?.debug("courier: HTTP/1.1 connection opened", metadata: ["origin": "\(connection.key)"])
+        let actions = self.state.withLockedValue { $0.connectionCreated(.http1(connection), key: connection.key, speaking: .http1_1) }
+        // After the machine counts it: a close that came already is reported now.
+        connection.channel.closeFuture.whenComplete { _ in self.connectionClosed(.http1(connection)) }
+        self.run(actions)
+    }
+
+    func connectionFailed(_ id: PoolConnectionID, key: Key, error: any Error) {
+        self.logger?.debug("courier: connection failed", metadata: ["origin": "\(key)", "error": "\(error)"])
+        self.run(self.state.withLockedValue { $0.connectionFailed(id, key: key, error: error) })
+    }
+
+    private func connectionClosed(_ connection: PooledConnection) {
+        self.logger?.debug("courier: connection closed", metadata: ["origin": "\(connection.key)"])
+        self.run(self.state.withLockedValue { $0.connectionClosed(connection.id, key: connection.key) })
+    }
+
+    // MARK: HTTP/2
+
+    /// An HTTP/2 connection opened: it counts as opening until the server's first SETTINGS.
+    func http2ConnectionOpened(_ connection: HTTP2Connection) {
+        self.logger?.debug("courier: HTTP/2 connection opened", metadata: ["origin": "\(connection.key)"])
+        let actions = self.state.withLockedValue { $0.connectionCreated(.http2(connection), key: connection.key, speaking: .http2) }
+        connection.channel.closeFuture.whenComplete { _ in self.connectionClosed(.http2(connection)) }
+        self.run(actions)
+    }
+
+    /// The server's SETTINGS: the first makes the connection ready; each may change how many
+    /// streams it takes. Waiting hops go on it as far as there is room.
+    func http2Settings(of connection: HTTP2Connection, maximumStreams: Int?) {
+        self.run(self.state.withLockedValue { $0.http2SettingsReceived(connection.id, key: connection.key, maximumStreams: maximumStreams) })
+    }
+
+    /// The server sent GOAWAY: no new stream on the connection; it closes once its streams end, and
+    /// hops still waiting get another connection.
+    func http2GoingAway(_ connection: HTTP2Connection, lastStreamID: Int) {
+        self.logger?.debug("courier: HTTP/2 connection going away", metadata: ["origin": "\(connection.key)"])
+        self.run(self.state.withLockedValue { $0.http2GoAwayReceived(connection.id, key: connection.key, lastStreamID: lastStreamID) })
+    }
+
+    /// A later GOAWAY on a draining connection named a lower last stream: the host may process
+    /// fewer streams a connection than the first GOAWAY said.
+    func http2LastStreamIDLowered(on connection: HTTP2Connection, to lastStreamID: Int) {
+        self.run(self.state.withLockedValue { $0.http2LastStreamIDLowered(connection.id, key: connection.key, to: lastStreamID) })
+    }
+
+    /// A stream of `connection` closed (or never opened): the next waiting hop takes its place.
+    func streamClosed(on connection: HTTP2Connection) {
+        self.run(self.state.withLockedValue { $0.http2StreamClosed(connection.id, key: connection.key) })
+    }
+
+    /// An HTTP/2 connection with no stream wants to close after its idle timeout; false when a
+    /// stream opened on it meanwhile.
+    func removeIdleHTTP2(_ connection: HTTP2Connection) -> Bool {
+        self.state.withLockedValue { $0.http2IdleTimeoutReached(connection.id, key: connection.key) }
+    }
+
+    /// An HTTP/2 connection that can take no new stream (closing, or closed but its close not
+    /// processed yet): no hop is handed to it any more.
+    func http2ConnectionUnusable(_ connection: HTTP2Connection) {
+        self.state.withLockedValue { $0.http2ConnectionUnusable(connection.id, key: connection.key) }
+    }
+
+    // MARK: Shutdown
+
+    /// Fails the waiting hops, closes every connection (a hop running on one fails as its
+    /// connection closes) and refuses new hops.
+    func shutdown() -> [EventLoopFuture<Void>] {
+        let actions = self.state.withLockedValue { $0.shutdown() }
+        var closed: [EventLoopFuture<Void>] = []
+        for action in actions {
+            if case .close(let connection) = action {
+                let channel = connection.channel
+                closed.append(channel.close().recover { _ in }.flatMap { channel.closeFuture })
+            } else {
+                self.run([action])
+            }
+        }
+        return closed
+    }
+}
+
+/// A connection of the pool, as its state machine holds it.
+enum PooledConnection: PoolConnection, Sendable {
+    case http1(HTTP1Connection)
+    case http2(HTTP2Connection)
+
+    var id: PoolConnectionID {
+        switch self {
+        case .http1(let connection): connection.id
+        case .http2(let connection): connection.id
+        }
+    }
+
+    var channel: any Channel {
+        switch self {
+        case .http1(let connection): connection.channel
+        case .http2(let connection): connection.channel
+        }
+    }
+
+    var key: ConnectionPool.Key {
+        switch self {
+        case .http1(let connection): connection.key
+        case .http2(let connection): connection.key
+        }
+    }
+
+    var eventLoop: any EventLoop { self.channel.eventLoop }
+}
+
+
+/// Why Courier's HTTP/1.1 path could not carry a hop.
+enum ConnectionPoolError: Error, Hashable, CustomStringConvertible {
+    /// The engine was shut down.
+    case shutDown
+    /// The server closed the connection before the response was complete.
+    case closedBeforeResponseComplete
+    /// The connection closed before any of the response arrived, on every one of `attempts`
+    /// sends (``ResendRule``'s bound was reached).
+    case closedBeforeAnswering(attempts: Int)
+    /// An HTTP/2 server did not process the request (a GOAWAY naming an earlier stream as its last,
+    /// or REFUSED_STREAM) on every one of `attempts` sends (``ResendRule``'s bound for those
+    /// was reached).
+    case notProcessed(attempts: Int)
+    /// A streamed body's length differed from its declared length.
+    case bodyLengthMismatch(declared: Int64, sent: Int64)
+
+    var description: String {
+        switch self {
+        case .shutDown: "the engine was shut down"
+        case .closedBeforeResponseComplete: "the server closed the connection before the response was complete"
+        case .closedBeforeAnswering(let attempts):
+            "the server closed the connection before answering, \(attempts) times in a row (the request was sent on a new connection each time after the first)"
+        case .notProcessed(let attempts):
+            "the server did not process the request (GOAWAY or REFUSED_STREAM), \(attempts) times in a row"
+        case .bodyLengthMismatch(let declared, let sent): "the body declared \(declared) bytes and gave \(sent)"
+        }
+    }
+}

@@ -1,0 +1,458 @@
+import NIOCore
+
+/// A connection's name in the pool, given by ``ConnectionPoolStateMachine`` when it decides to open
+/// one (``ConnectionPoolStateMachine/Action/createConnection(_:_:on:)``).
+struct PoolConnectionID: Hashable, Sendable, CustomStringConvertible {
+    let rawValue: Int
+
+    /// The name of a connection the pool did not open (a test's): the machine knows nothing of it.
+    static let unpooled = PoolConnectionID(rawValue: -1)
+
+    var description: String { "#\(self.rawValue)" }
+}
+
+/// What ``ConnectionPoolStateMachine`` needs to know of a connection: its name and its loop.
+protocol PoolConnection {
+    var id: PoolConnectionID { get }
+    var eventLoop: any EventLoop { get }
+}
+
+/// Every decision of ``ConnectionPool``, apart from its I/O: which connection carries which
+/// request, when connections open and close, who waits, and what the pool learned of each host.
+///
+/// A value with no channel, lock or clock, modelled on AsyncHTTPClient's
+/// `HTTPConnectionPool.StateMachine`: the pool feeds it events under its lock (a request, a
+/// connection created or failed, a connection given back or closed, an HTTP/2 connection's
+/// SETTINGS, GOAWAY and streams, a timer, a cancelled waiter, shutdown) and runs the ``Action``s
+/// each returns after releasing the lock. `Request` is the pool's hop and `Connection` its
+/// connection; the tests use stand-ins (`ConnectionPoolStateMachineTests`).
+///
+/// Per host key (``ConnectionPool/Key``, a ``Host``): the HTTP/1.1 connections (idle, most
+/// recently given back last, or leased), the HTTP/2 connections with their streams, the
+/// connections opening, the waiting requests (``ConnectionWaiters``), what the host was seen to
+/// speak, how many streams it processes on one HTTP/2 connection, and the back-off after failed
+/// connects.
+///
+/// - Connections per host are capped by ``Configuration/maximumConnectionsPerHost``; requests
+///   beyond the cap wait in order of arrival.
+/// - Over TLS, until a connection has shown the host speaks HTTP/1.1, one connection opens at a
+///   time: an HTTP/2 one carries many streams.
+/// - HTTP/2: a request takes a stream on a connection with room: fewer streams open than the
+///   server's `SETTINGS_MAX_CONCURRENT_STREAMS` (100 until it says) and than
+///   ``Configuration/http2MaximumStreamsPerConnection``, and fewer opened in all than the host
+///   processes on one connection. When every connection is full another opens, on an event loop
+///   none of the host's HTTP/2 connections uses when there is one, up to
+///   ``Configuration/http2MaximumConnectionsPerHost`` usable connections.
+/// - A GOAWAY drains its connection: no new stream, closed once its streams end. When it left
+///   streams Courier had opened unprocessed, the host's limit is learned: new connections open no
+///   more streams than the server processed; a connection that opened that many and closes
+///   without a GOAWAY doubles it.
+/// - A connection that failed to open fails the first waiting request. Requests still waiting get
+///   connections of their own: at once after one failure, after a back-off once connects failed
+///   twice in a row (``Configuration/backoff(afterFailures:)``), until a connect succeeds.
+struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection> {
+    typealias Key = ConnectionPool.Key
+
+    struct Configuration {
+        /// Connections per host, opening or open, whatever they speak.
+        var maximumConnectionsPerHost: Int
+        /// Usable (not draining) HTTP/2 connections per host.
+        var http2MaximumConnectionsPerHost: Int
+        /// Streams open at once on one HTTP/2 connection, whatever the server allows.
+        var http2MaximumStreamsPerConnection: Int
+        /// The first back-off after failed connects, doubled for each further failure.
+        var backoffBase: TimeAmount = .milliseconds(10)
+        /// The longest back-off.
+        var backoffMaximum: TimeAmount = .milliseconds(200)
+
+        /// How long requests still waiting wait for their next connect after `failures` failed
+        /// connects in a row: none after one (the next connect may succeed), then
+        /// ``backoffBase`` doubled for each further failure, at most ``backoffMaximum``.
+        func backoff(afterFailures failures: Int) -> TimeAmount? {
+            guard failures >= 2 else { return nil }
+            let doublings = min(failures - 2, 20)
+            return min(self.backoffBase * Int64(1 << doublings), self.backoffMaximum)
+        }
+    }
+
+    /// What the pool does after releasing its lock.
+    enum Action {
+        /// Open a connection to `key` on `loop`, to be reported as ``connectionCreated(_:key:speaking:)``
+        /// or ``connectionFailed(_:key:error:)``.
+        case createConnection(PoolConnectionID, Key, on: any EventLoop)
+        /// Run the request on the HTTP/1.1 connection.
+        case run(Request, on: Connection)
+        /// Open a stream for the request on the HTTP/2 connection; `becomingBusy` when it is the
+        /// connection's only open stream (its idle clock stops).
+        case runStream(Request, on: Connection, becomingBusy: Bool)
+        /// End the request with an error.
+        case fail(Request, any Error)
+        /// Close the connection.
+        case close(Connection)
+        /// The connection has nothing to carry: its idle clock starts.
+        case startIdleClock(Connection)
+        /// Call ``backoffEnded(key:)`` after the delay (after shutdown it does nothing).
+        case scheduleBackoffTimer(Key, after: TimeAmount)
+    }
+
+    /// What every host's decisions share, beside the hosts (so that both change in place at once).
+    struct Shared {
+        let configuration: Configuration
+        /// The event loops connections may open on (a second HTTP/2 connection goes to another).
+        let loops: [any EventLoop]
+        var isShutDown = false
+        var nextConnectionID = 0
+    }
+
+    private(set) var shared: Shared
+    private(set) var hosts: [Key: Host] = [:]
+
+    var configuration: Configuration { self.shared.configuration }
+    var loops: [any EventLoop] { self.shared.loops }
+    var isShutDown: Bool { self.shared.isShutDown }
+
+    init(configuration: Configuration, loops: [any EventLoop]) {
+        self.shared = Shared(configuration: configuration, loops: loops)
+    }
+
+    /// How many requests wait for a connection, all hosts together.
+    var waitingCount: Int { self.hosts.values.reduce(0) { $0 + $1.waiters.count } }
+
+    /// Runs `body` on `key`'s state in place (a copy would copy its collections on every change).
+    /// Runs `body` on `key`'s state in place (a copy would copy its collections on every change),
+    /// with what the hosts share.
+    private mutating func withHost<T>(_ key: Key, _ body: (inout Shared, inout Host) -> T) -> T {
+        body(&self.shared, &self.hosts[key, default: Host()])
+    }
+
+    // MARK: Requests
+
+    /// A request for `key`: a stream on an HTTP/2 connection with room, else an idle HTTP/1.1
+    /// connection (unless it goes only on a new one), on `preferredLoop` when one is idle there;
+    /// else it waits, and a connection opens for it when the cap allows. `now` tells which idle
+    /// connections are past what their server promised (they close).
+    mutating func executeRequest(
+        _ request: Request, key: Key, preferredLoop: any EventLoop, needsNewConnection: Bool, now: NIODeadline
+    ) -> [Action] {
+        if self.isShutDown { return [.fail(request, ConnectionPoolError.shutDown)] }
+        return self.withHost(key) { shared, host in
+            if let index = host.http2.firstIndex(where: { $0.hasRoom(shared.configuration) }) {
+                host.http2[index].openStream()
+                return [.runStream(request, on: host.http2[index].connection, becomingBusy: host.http2[index].openStreams == 1)]
+            }
+            var actions: [Action] = []
+            if !needsNewConnection {
+                let idle = host.takeIdle(preferring: preferredLoop, now: now, expired: &actions)
+                if let idle { return actions + [.run(request, on: idle)] }
+            }
+            host.waiters.append(Host.Waiter(request: request, preferredLoop: preferredLoop), needsNewConnection: needsNewConnection)
+            let before = actions.count
+            shared.openConnectionsNeeded(for: key, host: &host, into: &actions)
+            if actions.count == before, needsNewConnection, !host.idle.isEmpty, host.waiters.count > host.connectingCount {
+                // At the cap with idle connections that may be as stale as the one that just
+                // failed: close the longest idle; its close opens a new one for the waiter.
+                actions.append(.close(host.idle.removeFirst().connection))
+            }
+            return actions
+        }
+    }
+
+    /// A waiting request was cancelled: whether it was still waiting (it leaves the queue; the
+    /// pool ends it). False when a connection took it meanwhile (that connection sees the
+    /// cancellation) or it never queued.
+    mutating func cancelWaiter(_ request: Request, key: Key) -> Bool {
+        guard self.hosts[key] != nil else { return false }
+        return self.withHost(key) { shared, host in host.waiters.removeFirst { $0.request === request } != nil }
+    }
+
+    // MARK: Connections
+
+    /// The connection `connection.id` opened, speaking `version`. An HTTP/1.1 one takes a waiter
+    /// (one that goes only on a new connection first) or idles; an HTTP/2 one still counts as
+    /// opening until the server's first SETTINGS (``http2SettingsReceived(_:key:maximumStreams:)``).
+    mutating func connectionCreated(_ connection: Connection, key: Key, speaking version: TLSConnector.ApplicationProtocol) -> [Action] {
+        guard !self.isShutDown else {
+            self.hosts[key]?.starting.removeValue(forKey: connection.id)
+            return [.close(connection)]
+        }
+        return self.withHost(key) { shared, host in
+            host.starting.removeValue(forKey: connection.id)
+            switch version {
+            case .http2:
+                host.learnedProtocol = .http2
+                host.http2.append(Host.HTTP2Entry(connection: connection, lifetimeLimit: host.learnedStreamsPerConnection ?? .max))
+                return []
+            case .http1_1:
+                host.failedConnects = 0
+                host.http1[connection.id] = connection
+                // Idle until a request runs on it: when the one that asked for it was cancelled
+                // meanwhile, it must still close after the idle timeout.
+                var actions: [Action] = [.startIdleClock(connection)]
+                // A TLS host that speaks HTTP/1.1 may now get its other connections at once.
+                if key.tls { host.learnedProtocol = .http1_1 }
+                if let waiter = host.waiters.takeForNewConnection() {
+                    actions.append(.run(waiter.request, on: connection))
+                } else {
+                    host.idle.append(Host.IdleEntry(connection: connection, reusableUntil: nil))
+                }
+                if key.tls { shared.openConnectionsNeeded(for: key, host: &host, into: &actions) }
+                return actions
+            }
+        }
+    }
+
+    /// The connection `id` failed to open: the first waiter fails with `error`; the others get
+    /// connections of their own, after a back-off once connects failed twice in a row.
+    mutating func connectionFailed(_ id: PoolConnectionID, key: Key, error: any Error) -> [Action] {
+        guard self.hosts[key]?.starting.removeValue(forKey: id) != nil else { return [] }
+        return self.withHost(key) { shared, host in shared.connectFailed(to: key, host: &host, error: error) }
+    }
+}
+
+extension ConnectionPoolStateMachine.Shared {
+    typealias Key = ConnectionPool.Key
+    typealias Host = ConnectionPoolStateMachine.Host
+    typealias Action = ConnectionPoolStateMachine.Action
+
+    /// A connect to `key` failed (or an HTTP/2 connection closed before the server's first
+    /// SETTINGS): the first waiter fails; the others get a connection at once after one failure,
+    /// after a back-off once connects failed twice in a row.
+    mutating func connectFailed(to key: Key, host: inout Host, error: any Error) -> [Action] {
+        host.failedConnects += 1
+        var actions: [Action] = []
+        if let first = host.waiters.popFirst() { actions.append(.fail(first.request, error)) }
+        guard !self.isShutDown, !host.isBackingOff else { return actions }
+        if let delay = self.configuration.backoff(afterFailures: host.failedConnects) {
+            if host.needsConnection(self.configuration, tls: key.tls) {
+                host.isBackingOff = true
+                actions.append(.scheduleBackoffTimer(key, after: delay))
+            }
+        } else {
+            self.openReplacement(for: key, host: &host, into: &actions)
+        }
+        return actions
+    }
+}
+
+extension ConnectionPoolStateMachine {
+    /// The back-off after failed connects to `key` ended: waiting requests get connections.
+    mutating func backoffEnded(key: Key) -> [Action] {
+        guard self.hosts[key]?.isBackingOff == true else { return [] }
+        return self.withHost(key) { shared, host in
+            host.isBackingOff = false
+            var actions: [Action] = []
+            if !shared.isShutDown { shared.openConnectionsNeeded(for: key, host: &host, into: &actions) }
+            return actions
+        }
+    }
+
+    /// An HTTP/1.1 connection finished a hop and may carry another: a waiter that may take a
+    /// reused connection gets it, else it idles until `reusableUntil` at most (what its server
+    /// promised, if anything). A connection the pool does not know is left as it is.
+    mutating func connectionReleased(_ connection: Connection, key: Key, reusableUntil: NIODeadline?) -> [Action] {
+        if self.isShutDown { return [.close(connection)] }
+        guard self.hosts[key]?.http1[connection.id] != nil else { return [] }
+        return self.withHost(key) { shared, host in
+            if let waiter = host.waiters.takeForReusedConnection() {
+                return [.run(waiter.request, on: connection)]
+            }
+            host.idle.append(Host.IdleEntry(connection: connection, reusableUntil: reusableUntil))
+            return []
+        }
+    }
+
+    /// An idle HTTP/1.1 connection reached its idle timeout: whether it closes (false when it
+    /// was leased meanwhile). One the pool does not know closes.
+    mutating func idleTimeoutReached(_ id: PoolConnectionID, key: Key) -> Bool {
+        guard self.hosts[key]?.http1[id] != nil else { return true }
+        return self.withHost(key) { shared, host in
+            guard let index = host.idle.firstIndex(where: { $0.connection.id == id }) else { return false }
+            host.idle.remove(at: index)
+            return true
+        }
+    }
+
+    /// A connection closed (HTTP/1.1 or HTTP/2). An HTTP/2 one closed before the server's first
+    /// SETTINGS failed to open (a TLS 1.3 server refusing the client's certificate closes it just
+    /// after the handshake): a failed connect. A waiter with no connection coming gets one when the
+    /// cap allows.
+    mutating func connectionClosed(_ id: PoolConnectionID, key: Key) -> [Action] {
+        guard let known = self.hosts[key], known.http1[id] != nil || known.http2.contains(where: { $0.connection.id == id }) else {
+            return []
+        }
+        return self.withHost(key) { shared, host in
+            if host.http1.removeValue(forKey: id) != nil {
+                host.idle.removeAll { $0.connection.id == id }
+            } else if let index = host.http2.firstIndex(where: { $0.connection.id == id }), host.http2.remove(at: index).isOpening {
+                return shared.connectFailed(to: key, host: &host, error: ConnectionPoolError.closedBeforeAnswering(attempts: 1))
+            }
+            var actions: [Action] = []
+            if !shared.isShutDown { shared.openReplacement(for: key, host: &host, into: &actions) }
+            return actions
+        }
+    }
+
+    // MARK: HTTP/2
+
+    /// The server's SETTINGS on an HTTP/2 connection: the first makes it ready; each may change
+    /// how many streams it takes. Waiting requests take streams as far as there is room; those
+    /// left over get another connection.
+    mutating func http2SettingsReceived(_ id: PoolConnectionID, key: Key, maximumStreams: Int?) -> [Action] {
+        guard !self.isShutDown else { return [] }
+        return self.withHTTP2(id, key: key) { shared, host, index in
+            guard host.http2[index].phase != .closingBeforeSettings else { return [] }
+            if let maximumStreams { host.http2[index].maximumStreams = max(0, maximumStreams) }
+            let first = host.http2[index].phase == .starting
+            if first {
+                // The connect succeeded only now: a server may close at once what TLS accepted.
+                host.http2[index].phase = .active
+                host.failedConnects = 0
+            }
+            var actions = host.takeStreams(on: index, shared.configuration)
+            shared.openConnectionsNeeded(for: key, host: &host, into: &actions)
+            if first, host.http2[index].openStreams == 0 { actions.append(.startIdleClock(host.http2[index].connection)) }
+            return actions
+        } ?? []
+    }
+
+    /// The server's first GOAWAY on an HTTP/2 connection: it takes no new stream and closes once
+    /// its streams end; the host's limit is learned if streams were left unprocessed; a waiter
+    /// with no connection coming gets one.
+    mutating func http2GoAwayReceived(_ id: PoolConnectionID, key: Key, lastStreamID: Int) -> [Action] {
+        self.withHTTP2(id, key: key) { shared, host, index in
+            var actions = host.learn(fromGoAwayOn: index, lastStreamID: lastStreamID)
+            host.http2[index].phase = .draining
+            if host.http2[index].openStreams == 0 { actions.append(.close(host.http2[index].connection)) }
+            if !shared.isShutDown { shared.openReplacement(for: key, host: &host, into: &actions) }
+            return actions
+        } ?? []
+    }
+
+    /// A later GOAWAY named a lower last stream: the host may process fewer streams a connection.
+    mutating func http2LastStreamIDLowered(_ id: PoolConnectionID, key: Key, to lastStreamID: Int) -> [Action] {
+        self.withHTTP2(id, key: key) { shared, host, index in host.learn(fromGoAwayOn: index, lastStreamID: lastStreamID) } ?? []
+    }
+
+    /// A stream of an HTTP/2 connection closed (or never opened): the next waiter takes its place;
+    /// a draining connection closes with its last stream; one with none left idles.
+    mutating func http2StreamClosed(_ id: PoolConnectionID, key: Key) -> [Action] {
+        let isShutDown = self.isShutDown
+        return self.withHTTP2(id, key: key) { shared, host, index -> [Action] in
+            host.http2[index].openStreams -= 1
+            let entry = host.http2[index]
+            if entry.phase != .active || isShutDown {
+                return entry.openStreams == 0 ? [.close(entry.connection)] : []
+            }
+            if entry.isSpent {
+                guard entry.openStreams == 0 else { return [] }
+                // Every stream it was allowed ended and no GOAWAY came: the server would have
+                // taken more. The next connections may open twice as many.
+                host.http2[index].phase = .draining
+                if let learned = host.learnedStreamsPerConnection {
+                    host.learnedStreamsPerConnection = learned > Int.max / 2 ? nil : learned * 2
+                }
+                return [.close(entry.connection)]
+            }
+            let next = host.takeStreams(on: index, shared.configuration, limit: 1)
+            if !next.isEmpty { return next }
+            return entry.openStreams == 0 ? [.startIdleClock(entry.connection)] : []
+        } ?? []
+    }
+
+    /// An HTTP/2 connection with no stream reached its idle timeout: whether it closes (false
+    /// when a stream opened on it meanwhile).
+    mutating func http2IdleTimeoutReached(_ id: PoolConnectionID, key: Key) -> Bool {
+        self.withHTTP2(id, key: key) { shared, host, index in
+            guard host.http2[index].openStreams == 0 else { return false }
+            host.http2[index].phase = .draining
+            return true
+        } ?? false
+    }
+
+    /// An HTTP/2 connection can take no new stream (closing: its PING went unanswered, an error,
+    /// a stream timed out, or closed and its close not yet reported): it is no longer handed out.
+    /// Before the server's first SETTINGS it still counts as opening, until it closes.
+    mutating func http2ConnectionUnusable(_ id: PoolConnectionID, key: Key) {
+        _ = self.withHTTP2(id, key: key) { shared, host, index in
+            switch host.http2[index].phase {
+            case .starting: host.http2[index].phase = .closingBeforeSettings
+            case .active: host.http2[index].phase = .draining
+            case .closingBeforeSettings, .draining: break
+            }
+        }
+    }
+
+    /// Runs `body` on the host of `key` and the index of its HTTP/2 connection `id`, if it has one.
+    private mutating func withHTTP2<T>(_ id: PoolConnectionID, key: Key, _ body: (inout Shared, inout Host, Int) -> T) -> T? {
+        guard let index = self.hosts[key]?.http2.firstIndex(where: { $0.connection.id == id }) else { return nil }
+        return self.withHost(key) { shared, host in body(&shared, &host, index) }
+    }
+
+    // MARK: Shutdown
+
+    /// Fails every waiting request, closes every connection and ends the back-offs;
+    /// later requests fail, and connections that open later close.
+    mutating func shutdown() -> [Action] {
+        self.shared.isShutDown = true
+        var actions: [Action] = []
+        for key in self.hosts.keys {
+            self.withHost(key) { shared, host in
+                for waiter in host.waiters.removeAll() { actions.append(.fail(waiter.request, ConnectionPoolError.shutDown)) }
+                for connection in host.http1.values { actions.append(.close(connection)) }
+                for entry in host.http2 { actions.append(.close(entry.connection)) }
+                host.isBackingOff = false
+            }
+        }
+        return actions
+    }
+
+}
+
+extension ConnectionPoolStateMachine.Shared {
+    // MARK: Opening connections
+
+    /// Opens connections while waiters need them and the cap allows, each on the loop
+    /// ``loop(forNewConnectionTo:preferred:)`` picks for the first waiter without one coming.
+    mutating func openConnectionsNeeded(for key: Key, host: inout Host, into actions: inout [Action]) {
+        while host.needsConnection(self.configuration, tls: key.tls) {
+            let waiter = host.waiters[offset: host.connectingCount]
+            actions.append(self.startConnecting(key, host: &host, preferred: waiter.preferredLoop))
+        }
+    }
+
+    /// After a connection failed or closed: one connection for the first waiter, when one has
+    /// none coming and the cap allows.
+    mutating func openReplacement(for key: Key, host: inout Host, into actions: inout [Action]) {
+        guard let first = host.waiters.first, host.needsConnection(self.configuration, tls: key.tls) else { return }
+        actions.append(self.startConnecting(key, host: &host, preferred: first.preferredLoop))
+    }
+
+    private mutating func startConnecting(_ key: Key, host: inout Host, preferred: any EventLoop) -> Action {
+        let id = PoolConnectionID(rawValue: self.nextConnectionID)
+        self.nextConnectionID += 1
+        let loop = self.loop(forNewConnectionTo: host, preferred: preferred)
+        host.starting[id] = loop
+        return .createConnection(id, key, on: loop)
+    }
+
+    /// The waiter's loop, except for a host that speaks HTTP/2: there a new connection goes to a
+    /// loop none of its HTTP/2 connections (open or opening) uses, so that the host's streams
+    /// spread over the loops; the waiter's when every loop has one.
+    func loop(forNewConnectionTo host: Host, preferred: any EventLoop) -> any EventLoop {
+        guard host.learnedProtocol == .http2, !self.loops.isEmpty else { return preferred }
+        func isUsed(_ loop: any EventLoop) -> Bool {
+            host.http2.contains { $0.isUsable && $0.connection.eventLoop === loop } || host.starting.values.contains { $0 === loop }
+        }
+        guard isUsed(preferred) else { return preferred }
+        let start = self.loops.firstIndex { $0 === preferred } ?? 0
+        for offset in 1..<max(self.loops.count, 1) {
+            let loop = self.loops[(start + offset) % self.loops.count]
+            if !isUsed(loop) { return loop }
+        }
+        return preferred
+    }
+}
+
+extension ConnectionPoolStateMachine: Sendable where Request: Sendable, Connection: Sendable {}
+extension ConnectionPoolStateMachine.Configuration: Sendable {}
+extension ConnectionPoolStateMachine.Shared: Sendable {}

@@ -1,0 +1,374 @@
+@testable import Courier
+import NIOCore
+import NIOEmbedded
+import Testing
+
+/// The pool's decisions (``ConnectionPoolStateMachine``) event by event, without I/O: requests are
+/// named stand-ins, connections a name and a loop, loops embedded ones; each event's actions are
+/// compared as lines of text.
+@Suite("Connection pool state machine")
+struct ConnectionPoolStateMachineTests {
+    final class Request {
+        let name: String
+        init(_ name: String) { self.name = name }
+    }
+
+    struct Connection: PoolConnection {
+        let id: PoolConnectionID
+        let eventLoop: any EventLoop
+    }
+
+    typealias Machine = ConnectionPoolStateMachine<Request, Connection>
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String { "refused" }
+    }
+
+    static let http = ConnectionPool.Key(host: "example.com", port: 80)
+    static let https = ConnectionPool.Key(host: "example.com", port: 443, tls: true)
+
+    let loops: [EmbeddedEventLoop] = [EmbeddedEventLoop(), EmbeddedEventLoop(), EmbeddedEventLoop()]
+    let now = NIODeadline.uptimeNanoseconds(1_000_000_000)
+
+    func machine(connections: Int = 2, http2Connections: Int = 2, streams: Int = 100) -> Machine {
+        Machine(
+            configuration: .init(
+                maximumConnectionsPerHost: connections, http2MaximumConnectionsPerHost: http2Connections,
+                http2MaximumStreamsPerConnection: streams),
+            loops: self.loops)
+    }
+
+    func loopName(_ loop: any EventLoop) -> String {
+        "L\(self.loops.firstIndex { $0 === loop } ?? -1)"
+    }
+
+    /// One line per action.
+    func lines(_ actions: [Machine.Action]) -> [String] {
+        actions.map { action in
+            switch action {
+            case .createConnection(let id, let key, let loop): "create \(id) to \(key.port) on \(self.loopName(loop))"
+            case .run(let request, let connection): "run \(request.name) on \(connection.id)"
+            case .runStream(let request, let connection, let busy): "stream \(request.name) on \(connection.id)\(busy ? " (busy)" : "")"
+            case .fail(let request, let error): "fail \(request.name): \(error)"
+            case .close(let connection): "close \(connection.id)"
+            case .startIdleClock(let connection): "idle \(connection.id)"
+            case .scheduleBackoffTimer(let key, let delay): "back off \(key.port) for \(delay.nanoseconds / 1_000_000) ms"
+            }
+        }
+    }
+
+    func connection(_ id: Int, on loop: Int = 0) -> Connection {
+        Connection(id: PoolConnectionID(rawValue: id), eventLoop: self.loops[loop])
+    }
+
+    func request(
+        _ machine: inout Machine, _ request: Request, key: ConnectionPool.Key = Self.http, on loop: Int = 0, newConnection: Bool = false,
+        at now: NIODeadline? = nil
+    ) -> [String] {
+        self.lines(
+            machine.executeRequest(request, key: key, preferredLoop: self.loops[loop], needsNewConnection: newConnection, now: now ?? self.now))
+    }
+
+    /// Requests `names` to the TLS key on `loop`, with no HTTP/2 connection there yet: connection
+    /// `id` opens, speaks HTTP/2 and sends its first SETTINGS. Returns what the SETTINGS did.
+    @discardableResult
+    func openHTTP2(_ machine: inout Machine, _ names: [String], id: Int, on loop: Int = 0, maximumStreams: Int? = nil) -> [String] {
+        for name in names { _ = self.request(&machine, Request(name), key: Self.https, on: loop) }
+        _ = machine.connectionCreated(self.connection(id, on: loop), key: Self.https, speaking: .http2)
+        return self.lines(machine.http2SettingsReceived(PoolConnectionID(rawValue: id), key: Self.https, maximumStreams: maximumStreams))
+    }
+
+    // MARK: HTTP/1.1
+
+    @Test func aRequestOpensAConnectionOnItsLoopAndTheConnectionIsReusedThere() {
+        var machine = self.machine()
+        let a = Request("a")
+        let b = Request("b")
+        #expect(self.request(&machine, a, on: 1) == ["create #0 to 80 on L1"])
+        #expect(machine.waitingCount == 1)
+        #expect(self.lines(machine.connectionCreated(self.connection(0, on: 1), key: Self.http, speaking: .http1_1)) == ["idle #0", "run a on #0"])
+        #expect(machine.waitingCount == 0)
+        #expect(self.lines(machine.connectionReleased(self.connection(0, on: 1), key: Self.http, reusableUntil: nil)) == [])
+        #expect(self.request(&machine, b, on: 1) == ["run b on #0"])
+    }
+
+    @Test func anIdleConnectionOnTheRequestsLoopGoesFirstThenTheMostRecentlyReleased() {
+        var machine = self.machine(connections: 3)
+        for (index, loop) in [0, 1, 2].enumerated() {
+            _ = self.request(&machine, Request("r\(index)"), on: loop)
+        }
+        for id in 0..<3 {
+            _ = machine.connectionCreated(self.connection(id, on: id), key: Self.http, speaking: .http1_1)
+        }
+        for id in [1, 0, 2] {
+            _ = machine.connectionReleased(self.connection(id, on: id), key: Self.http, reusableUntil: nil)
+        }
+        #expect(self.request(&machine, Request("x"), on: 0) == ["run x on #0"])
+        #expect(self.request(&machine, Request("y"), on: 0) == ["run y on #2"], "none left on L0: the most recently released")
+    }
+
+    @Test func requestsBeyondTheCapWaitInOrderForAReleasedConnection() {
+        var machine = self.machine(connections: 1)
+        let (a, b, c) = (Request("a"), Request("b"), Request("c"))
+        #expect(self.request(&machine, a) == ["create #0 to 80 on L0"])
+        #expect(self.request(&machine, b) == [])
+        #expect(self.request(&machine, c) == [])
+        _ = machine.connectionCreated(self.connection(0), key: Self.http, speaking: .http1_1)
+        #expect(self.lines(machine.connectionReleased(self.connection(0), key: Self.http, reusableUntil: nil)) == ["run b on #0"])
+        let answer1 = machine.cancelWaiter(c, key: Self.http)
+        #expect(answer1)
+        let answer2 = machine.cancelWaiter(c, key: Self.http)
+        #expect(!answer2, "gone already")
+        #expect(self.lines(machine.connectionReleased(self.connection(0), key: Self.http, reusableUntil: nil)) == [])
+        let answer3 = machine.idleTimeoutReached(PoolConnectionID(rawValue: 0), key: Self.http)
+        #expect(answer3)
+    }
+
+    @Test func anIdleConnectionPastTheServersPromiseClosesAndAnotherOpens() {
+        var machine = self.machine()
+        _ = self.request(&machine, Request("a"))
+        _ = machine.connectionCreated(self.connection(0), key: Self.http, speaking: .http1_1)
+        _ = machine.connectionReleased(self.connection(0), key: Self.http, reusableUntil: self.now + .seconds(5))
+        #expect(self.request(&machine, Request("b"), at: self.now + .seconds(4)) == ["run b on #0"])
+        _ = machine.connectionReleased(self.connection(0), key: Self.http, reusableUntil: self.now + .seconds(5))
+        #expect(self.request(&machine, Request("c"), at: self.now + .seconds(5)) == ["close #0", "create #1 to 80 on L0"])
+    }
+
+    @Test func aLeasedConnectionDoesNotCloseForIdlenessAndAClosedOneMakesRoom() {
+        var machine = self.machine(connections: 1)
+        _ = self.request(&machine, Request("a"))
+        _ = machine.connectionCreated(self.connection(0), key: Self.http, speaking: .http1_1)
+        let answer4 = machine.idleTimeoutReached(PoolConnectionID(rawValue: 0), key: Self.http)
+        #expect(!answer4)
+        #expect(self.request(&machine, Request("b")) == [])
+        #expect(self.lines(machine.connectionClosed(PoolConnectionID(rawValue: 0), key: Self.http)) == ["create #1 to 80 on L0"])
+        #expect(self.lines(machine.connectionCreated(self.connection(1), key: Self.http, speaking: .http1_1)) == ["idle #1", "run b on #1"])
+    }
+
+    @Test func aRequestSentAgainGoesOnlyOnANewConnectionAndFirst() {
+        var machine = self.machine(connections: 2)
+        _ = self.request(&machine, Request("a"))
+        _ = self.request(&machine, Request("b"))
+        _ = machine.connectionCreated(self.connection(0), key: Self.http, speaking: .http1_1)
+        _ = machine.connectionCreated(self.connection(1), key: Self.http, speaking: .http1_1)
+        _ = machine.connectionReleased(self.connection(1), key: Self.http, reusableUntil: nil)
+        // `a`'s connection closed under it: it goes again, never on the idle #1; at the cap, the
+        // longest idle closes to make room.
+        #expect(self.lines(machine.connectionClosed(PoolConnectionID(rawValue: 0), key: Self.http)) == [])
+        let again = Request("a again")
+        #expect(self.request(&machine, Request("c")) == ["run c on #1"])
+        #expect(self.request(&machine, again, newConnection: true) == ["create #2 to 80 on L0"])
+        #expect(self.request(&machine, Request("d")) == [])
+        #expect(self.lines(machine.connectionReleased(self.connection(1), key: Self.http, reusableUntil: nil)) == ["run d on #1"])
+        #expect(self.lines(machine.connectionCreated(self.connection(2), key: Self.http, speaking: .http1_1)) == ["idle #2", "run a again on #2"])
+    }
+
+    @Test func atTheCapAnIdleConnectionClosesForARequestThatNeedsANewOne() {
+        var machine = self.machine(connections: 1)
+        _ = self.request(&machine, Request("a"))
+        _ = machine.connectionCreated(self.connection(0), key: Self.http, speaking: .http1_1)
+        _ = machine.connectionReleased(self.connection(0), key: Self.http, reusableUntil: nil)
+        #expect(self.request(&machine, Request("b"), newConnection: true) == ["close #0"])
+        #expect(self.lines(machine.connectionClosed(PoolConnectionID(rawValue: 0), key: Self.http)) == ["create #1 to 80 on L0"])
+    }
+
+    // MARK: Failed connects
+
+    @Test func aFailedConnectFailsTheFirstWaiterAndTheNextConnectsBackOff() {
+        var machine = self.machine(connections: 1)
+        for name in ["a", "b", "c", "d"] { _ = self.request(&machine, Request(name)) }
+        let id = { PoolConnectionID(rawValue: $0) }
+        // One failure: the next connect goes at once.
+        #expect(self.lines(machine.connectionFailed(id(0), key: Self.http, error: Failure())) == ["fail a: refused", "create #1 to 80 on L0"])
+        // Two in a row: a back-off, doubled for each further failure.
+        #expect(self.lines(machine.connectionFailed(id(1), key: Self.http, error: Failure())) == ["fail b: refused", "back off 80 for 10 ms"])
+        #expect(self.request(&machine, Request("e")) == [], "no connect while backing off")
+        #expect(self.lines(machine.backoffEnded(key: Self.http)) == ["create #2 to 80 on L0"])
+        #expect(self.lines(machine.connectionFailed(id(2), key: Self.http, error: Failure())) == ["fail c: refused", "back off 80 for 20 ms"])
+        #expect(self.lines(machine.backoffEnded(key: Self.http)) == ["create #3 to 80 on L0"])
+        // A connect that succeeds ends it.
+        #expect(self.lines(machine.connectionCreated(self.connection(3), key: Self.http, speaking: .http1_1)) == ["idle #3", "run d on #3"])
+        #expect(self.lines(machine.connectionClosed(id(3), key: Self.http)) == ["create #4 to 80 on L0"])
+        #expect(self.lines(machine.connectionFailed(id(4), key: Self.http, error: Failure())) == ["fail e: refused"])
+        #expect(machine.waitingCount == 0)
+    }
+
+    @Test func theBackOffIsCapped() {
+        let configuration = self.machine().configuration
+        #expect(configuration.backoff(afterFailures: 1) == nil)
+        #expect(configuration.backoff(afterFailures: 2) == .milliseconds(10))
+        #expect(configuration.backoff(afterFailures: 4) == .milliseconds(40))
+        #expect(configuration.backoff(afterFailures: 60) == .milliseconds(200))
+    }
+
+    // MARK: TLS and HTTP/2
+
+    @Test func overTLSOneConnectionOpensUntilTheHostSpeaksHTTP1() {
+        var machine = self.machine(connections: 3)
+        #expect(self.request(&machine, Request("a"), key: Self.https) == ["create #0 to 443 on L0"])
+        #expect(self.request(&machine, Request("b"), key: Self.https, on: 1) == [])
+        #expect(self.request(&machine, Request("c"), key: Self.https, on: 2) == [])
+        #expect(
+            self.lines(machine.connectionCreated(self.connection(0), key: Self.https, speaking: .http1_1)) == [
+                "idle #0", "run a on #0", "create #1 to 443 on L1", "create #2 to 443 on L2",
+            ])
+    }
+
+    @Test func http2StreamsShareAConnectionUpToTheServersLimitThenASecondOpensOnAnotherLoop() {
+        var machine = self.machine(connections: 4)
+        #expect(self.request(&machine, Request("a"), key: Self.https) == ["create #0 to 443 on L0"])
+        #expect(self.request(&machine, Request("b"), key: Self.https) == [])
+        #expect(self.request(&machine, Request("c"), key: Self.https) == [])
+        #expect(self.lines(machine.connectionCreated(self.connection(0), key: Self.https, speaking: .http2)) == [])
+        #expect(
+            self.lines(machine.http2SettingsReceived(PoolConnectionID(rawValue: 0), key: Self.https, maximumStreams: 2)) == [
+                "stream a on #0 (busy)", "stream b on #0", "create #1 to 443 on L1",
+            ])
+        #expect(self.request(&machine, Request("d"), key: Self.https) == [], "one connection opens at a time")
+        _ = machine.connectionCreated(self.connection(1, on: 1), key: Self.https, speaking: .http2)
+        #expect(
+            self.lines(machine.http2SettingsReceived(PoolConnectionID(rawValue: 1), key: Self.https, maximumStreams: nil)) == [
+                "stream c on #1 (busy)", "stream d on #1",
+            ])
+        // A stream closes: the next request takes its place; with none left the connection idles.
+        #expect(self.request(&machine, Request("e"), key: Self.https) == ["stream e on #1"])
+        #expect(self.lines(machine.http2StreamClosed(PoolConnectionID(rawValue: 0), key: Self.https)) == [])
+        #expect(self.lines(machine.http2StreamClosed(PoolConnectionID(rawValue: 0), key: Self.https)) == ["idle #0"])
+        let answer5 = machine.http2IdleTimeoutReached(PoolConnectionID(rawValue: 0), key: Self.https)
+        #expect(answer5)
+        let answer6 = machine.http2IdleTimeoutReached(PoolConnectionID(rawValue: 1), key: Self.https)
+        #expect(!answer6, "streams are open")
+    }
+
+    @Test func theStreamsPerConnectionAndHTTP2ConnectionsPerHostAreCapped() {
+        var machine = self.machine(connections: 8, http2Connections: 2, streams: 1)
+        #expect(self.openHTTP2(&machine, ["a"], id: 0, maximumStreams: 100) == ["stream a on #0 (busy)"])
+        #expect(self.request(&machine, Request("b"), key: Self.https) == ["create #1 to 443 on L1"])
+        _ = machine.connectionCreated(self.connection(1, on: 1), key: Self.https, speaking: .http2)
+        #expect(self.lines(machine.http2SettingsReceived(PoolConnectionID(rawValue: 1), key: Self.https, maximumStreams: 100)) == ["stream b on #1 (busy)"])
+        #expect(self.request(&machine, Request("c"), key: Self.https) == [], "two HTTP/2 connections at most")
+        #expect(self.lines(machine.http2StreamClosed(PoolConnectionID(rawValue: 0), key: Self.https)) == ["stream c on #0 (busy)"])
+    }
+
+    @Test func aNewHTTP2ConnectionGoesToTheRequestsLoopWhenNoneOfTheHostsUsesIt() {
+        var machine = self.machine(connections: 8, http2Connections: 3, streams: 1)
+        self.openHTTP2(&machine, ["a"], id: 0, on: 1)
+        #expect(self.request(&machine, Request("b"), key: Self.https, on: 1) == ["create #1 to 443 on L2"], "L1 has one: the next loop")
+        _ = machine.connectionCreated(self.connection(1, on: 2), key: Self.https, speaking: .http2)
+        _ = machine.http2SettingsReceived(PoolConnectionID(rawValue: 1), key: Self.https, maximumStreams: nil)
+        #expect(self.request(&machine, Request("c"), key: Self.https, on: 0) == ["create #2 to 443 on L0"])
+    }
+
+    @Test func aGoAwayDrainsItsConnectionAndAWaiterGetsAnother() {
+        var machine = self.machine(connections: 4)
+        #expect(self.openHTTP2(&machine, ["a"], id: 0, maximumStreams: 1) == ["stream a on #0 (busy)"])
+        #expect(self.request(&machine, Request("b"), key: Self.https) == ["create #1 to 443 on L1"])
+        // The server processes a's stream (1): nothing learned; b has its connection coming.
+        #expect(self.lines(machine.http2GoAwayReceived(PoolConnectionID(rawValue: 0), key: Self.https, lastStreamID: 1)) == [])
+        #expect(self.request(&machine, Request("c"), key: Self.https) == [], "not on the draining connection")
+        #expect(self.lines(machine.http2StreamClosed(PoolConnectionID(rawValue: 0), key: Self.https)) == ["close #0"])
+        #expect(self.lines(machine.connectionClosed(PoolConnectionID(rawValue: 0), key: Self.https)) == [])
+        _ = machine.connectionCreated(self.connection(1, on: 1), key: Self.https, speaking: .http2)
+        #expect(
+            self.lines(machine.http2SettingsReceived(PoolConnectionID(rawValue: 1), key: Self.https, maximumStreams: nil)) == [
+                "stream b on #1 (busy)", "stream c on #1",
+            ])
+    }
+
+    @Test func aGoAwayWithNoStreamOpenClosesAtOnce() {
+        var machine = self.machine()
+        self.openHTTP2(&machine, ["a"], id: 0)
+        _ = machine.http2StreamClosed(PoolConnectionID(rawValue: 0), key: Self.https)
+        #expect(self.lines(machine.http2GoAwayReceived(PoolConnectionID(rawValue: 0), key: Self.https, lastStreamID: 1)) == ["close #0"])
+    }
+
+    @Test func theStreamsAHostProcessesAConnectionAreLearnedFromAGoAwayAndDoubledWhenTooFew() {
+        var machine = self.machine(connections: 4)
+        let id = { PoolConnectionID(rawValue: $0) }
+        self.openHTTP2(&machine, ["a", "b", "c"], id: 0)
+        // Streams 1, 3, 5 open; the server processed 1 and 3 only: the host takes two a connection.
+        #expect(self.lines(machine.http2GoAwayReceived(id(0), key: Self.https, lastStreamID: 3)) == [])
+        #expect(machine.hosts[Self.https]?.learnedStreamsPerConnection == 2)
+        for _ in 0..<3 { _ = machine.http2StreamClosed(id(0), key: Self.https) }
+        // The dropped stream goes again (on a new connection), and two more with it.
+        for name in ["c again", "d", "e"] { _ = self.request(&machine, Request(name), key: Self.https) }
+        _ = machine.connectionCreated(self.connection(1, on: 1), key: Self.https, speaking: .http2)
+        // Two streams and it is spent: the third request gets a connection of its own.
+        #expect(
+            self.lines(machine.http2SettingsReceived(id(1), key: Self.https, maximumStreams: nil)) == [
+                "stream c again on #1 (busy)", "stream d on #1", "create #2 to 443 on L0",
+            ])
+        // Its two streams end without a GOAWAY: it closes, and the host may take four.
+        #expect(self.lines(machine.http2StreamClosed(id(1), key: Self.https)) == [])
+        #expect(self.lines(machine.http2StreamClosed(id(1), key: Self.https)) == ["close #1"])
+        #expect(machine.hosts[Self.https]?.learnedStreamsPerConnection == 4)
+        #expect(self.lines(machine.connectionClosed(id(1), key: Self.https)) == [], "e's connection is coming")
+        _ = machine.connectionCreated(self.connection(2), key: Self.https, speaking: .http2)
+        #expect(machine.hosts[Self.https]?.http2.last?.lifetimeLimit == 4)
+    }
+
+    @Test func anHTTP2ConnectionClosedBeforeItsSettingsFailsTheFirstWaiter() {
+        var machine = self.machine()
+        _ = self.request(&machine, Request("a"), key: Self.https)
+        _ = self.request(&machine, Request("b"), key: Self.https)
+        _ = machine.connectionCreated(self.connection(0), key: Self.https, speaking: .http2)
+        #expect(
+            self.lines(machine.connectionClosed(PoolConnectionID(rawValue: 0), key: Self.https)) == [
+                "fail a: \(ConnectionPoolError.closedBeforeAnswering(attempts: 1))", "create #1 to 443 on L0",
+            ])
+    }
+
+    @Test func anHTTP2ConnectionThatGoesUnusableAndClosesBeforeItsSettingsIsAFailedConnect() {
+        // A TLS 1.3 server that refuses the client's certificate: the handshake ends on the
+        // client's side, ALPN says h2, and the server closes the connection at once.
+        var machine = self.machine()
+        let id = { PoolConnectionID(rawValue: $0) }
+        for name in ["a", "b", "c"] { _ = self.request(&machine, Request(name), key: Self.https) }
+        _ = machine.connectionCreated(self.connection(0), key: Self.https, speaking: .http2)
+        // Told twice: as the handler closes it, and as it goes inactive.
+        machine.http2ConnectionUnusable(id(0), key: Self.https)
+        machine.http2ConnectionUnusable(id(0), key: Self.https)
+        #expect(self.request(&machine, Request("d"), key: Self.https) == [], "still opening: nothing else opens")
+        #expect(self.lines(machine.http2SettingsReceived(id(0), key: Self.https, maximumStreams: nil)) == [])
+        let refused = "\(ConnectionPoolError.closedBeforeAnswering(attempts: 1))"
+        #expect(self.lines(machine.connectionClosed(id(0), key: Self.https)) == ["fail a: \(refused)", "create #1 to 443 on L0"])
+        _ = machine.connectionCreated(self.connection(1), key: Self.https, speaking: .http2)
+        machine.http2ConnectionUnusable(id(1), key: Self.https)
+        #expect(self.lines(machine.connectionClosed(id(1), key: Self.https)) == ["fail b: \(refused)", "back off 443 for 10 ms"])
+    }
+
+    @Test func anUnusableHTTP2ConnectionIsNotHandedOut() {
+        var machine = self.machine()
+        self.openHTTP2(&machine, ["a"], id: 0)
+        machine.http2ConnectionUnusable(PoolConnectionID(rawValue: 0), key: Self.https)
+        // A draining connection's loop is free for the next.
+        #expect(self.request(&machine, Request("b"), key: Self.https) == ["create #1 to 443 on L0"])
+        #expect(self.lines(machine.http2StreamClosed(PoolConnectionID(rawValue: 0), key: Self.https)) == ["close #0"])
+    }
+
+    // MARK: Shutdown and strangers
+
+    @Test func shutdownFailsTheWaitersAndClosesEveryConnection() {
+        var machine = self.machine(connections: 1)
+        _ = self.request(&machine, Request("a"))
+        _ = self.request(&machine, Request("b"))
+        _ = self.request(&machine, Request("c"), key: Self.https)
+        _ = machine.connectionCreated(self.connection(0), key: Self.http, speaking: .http1_1)
+        let actions = Set(self.lines(machine.shutdown()))
+        #expect(actions == ["fail b: \(ConnectionPoolError.shutDown)", "fail c: \(ConnectionPoolError.shutDown)", "close #0"])
+        #expect(self.request(&machine, Request("d")) == ["fail d: \(ConnectionPoolError.shutDown)"])
+        #expect(self.lines(machine.connectionCreated(self.connection(1), key: Self.https, speaking: .http2)) == ["close #1"])
+        #expect(self.lines(machine.connectionReleased(self.connection(0), key: Self.http, reusableUntil: nil)) == ["close #0"])
+        #expect(self.lines(machine.connectionClosed(PoolConnectionID(rawValue: 0), key: Self.http)) == [])
+    }
+
+    @Test func aConnectionThePoolDidNotOpenIsLeftToItself() {
+        var machine = self.machine()
+        let stranger = Connection(id: .unpooled, eventLoop: self.loops[0])
+        #expect(self.lines(machine.connectionReleased(stranger, key: Self.http, reusableUntil: nil)) == [])
+        let answer7 = machine.idleTimeoutReached(.unpooled, key: Self.http)
+        #expect(answer7)
+        #expect(self.lines(machine.connectionClosed(.unpooled, key: Self.http)) == [])
+        #expect(self.lines(machine.http2StreamClosed(.unpooled, key: Self.https)) == [])
+    }
+}
