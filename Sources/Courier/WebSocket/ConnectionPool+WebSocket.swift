@@ -1,7 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOPosix
 
 extension ConnectionPool {
     /// Where a WebSocket to `url` (`ws` or `wss`) connects: the key of the `http` or `https` URL
@@ -16,68 +15,19 @@ extension ConnectionPool {
         return key
     }
 
-    /// Opens a connection of its own for a WebSocket, the way the pool opens its HTTP/1.1 ones:
-    /// TCP (to the proxy, if any), the proxy's tunnel, TLS through `tls` (the security policy and
-    /// pinning evaluated inside the handshake; ALPN offers HTTP/1.1 only); then `configure` adds
-    /// the handshake's handlers. The connection is never pooled: the upgrade makes it the
-    /// WebSocket's until it closes.
+    /// Opens a connection of its own for a WebSocket, the way the pool opens its HTTP/1.1 ones
+    /// (``openChannel(to:tls:on:configure:)``): TCP (to the proxy, if any), the proxy's tunnel,
+    /// TLS through `tls` (the security policy and pinning evaluated inside the handshake; ALPN
+    /// offers HTTP/1.1 only); then `configure` adds the handshake's handlers. The connection is
+    /// never pooled: the upgrade makes it the WebSocket's until it closes.
     func openWebSocketConnection(
         key: Key,
         tls: TLSConnector?,
         on eventLoop: any EventLoop,
         configure: @escaping @Sendable (any Channel) throws -> Void
     ) -> EventLoopFuture<(any Channel, ConnectionEstablishment)> {
-        let resolver = TimedResolver(loop: eventLoop)
-        let setup = NIOLockedValueBox(ConnectionEstablishment(connectStart: .now, isProxyConnection: key.route != .direct))
-        let bootstrap = ClientBootstrap(group: eventLoop)
-            .connectTimeout(self.settings.connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .resolver(resolver)
-        let route = key.route
-        let address = route.connectionAddress(host: key.host, port: key.port)
-        let connectTimeout = self.settings.connectTimeout
-        let opened: EventLoopFuture<any Channel>
-        if key.tls {
-            guard let tls else {
-                return eventLoop.makeFailedFuture(CourierError(.unsupportedScheme, "\(key): this engine has no TLS"))
-            }
-            opened = bootstrap.connect(host: address.host, port: address.port).flatMap { channel in
-                ProxyTunnel.establish(on: channel, target: key.host, port: key.port, route: route, timeout: connectTimeout).flatMap {
-                    setup.withLockedValue { $0.secureConnectionStart = .now }
-                    return tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
-                        setup.withLockedValue { setup in
-                            setup.secureConnectionEnd = .now
-                            setup.tlsVersion = agreed.tlsVersion
-                            setup.tlsCipherSuite = agreed.cipherSuite
-                        }
-                        try configure(channel)
-                    }
-                }.map { _ in channel }
-            }
-        } else {
-            opened = bootstrap.connect(host: address.host, port: address.port).flatMap { channel in
-                ProxyTunnel.establish(on: channel, target: key.host, port: key.port, route: route, timeout: connectTimeout).flatMapThrowing {
-                    do {
-                        try configure(channel)
-                    } catch {
-                        channel.close(promise: nil)
-                        throw error
-                    }
-                    return channel
-                }
-            }
-        }
-        return opened.map { channel in
-            let establishment = setup.withLockedValue { setup in
-                let lookup = resolver.times
-                setup.domainLookupStart = lookup.start
-                setup.domainLookupEnd = lookup.end
-                if let end = lookup.end { setup.connectStart = end }
-                setup.connectEnd = .now
-                return setup
-            }
-            return (channel, establishment)
-        }
+        self.openChannel(to: key, tls: tls, on: eventLoop) { channel, _ in try configure(channel) }
+            .map { channel, _, establishment in (channel, establishment) }
     }
 }
 

@@ -34,68 +34,15 @@ extension ConnectionPool {
             }
             try pipeline.addHandler(HopHandler(readWatcher: readWatcher, bodyCounter: counter))
         }
-        // The setup's times, for the first transaction's metrics: filled in on the loop.
-        let resolver = TimedResolver(loop: eventLoop)
-        let setup = NIOLockedValueBox(ConnectionEstablishment(connectStart: .now, isProxyConnection: key.route != .direct))
-        let bootstrap = ClientBootstrap(group: eventLoop)
-            .connectTimeout(self.settings.connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .resolver(resolver)
-        let opened: EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol)>
-        let route = key.route
-        let address = route.connectionAddress(host: key.host, port: key.port)
-        let connectTimeout = self.settings.connectTimeout
-        if key.tls, let tls = self.tls {
-            // TCP (to the proxy, if any), the proxy's tunnel, then TLS (the connector's handshake
-            // timeout bounds it), then what ALPN chose.
-            opened = bootstrap.connect(host: address.host, port: address.port).flatMap { channel in
-                ProxyTunnel.establish(on: channel, target: key.host, port: key.port, route: route, timeout: connectTimeout).flatMap {
-                    setup.withLockedValue { $0.secureConnectionStart = .now }
-                    return tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
-                        setup.withLockedValue { setup in
-                            setup.secureConnectionEnd = .now
-                            setup.tlsVersion = agreed.tlsVersion
-                            setup.tlsCipherSuite = agreed.cipherSuite
-                        }
-                        switch agreed.applicationProtocol {
-                        case .http1_1: try addHTTP1Handlers(to: channel)
-                        case .http2: try Self.addHTTP2Handlers(to: channel, settings: self.settings.http2)
-                        }
-                    }
-                }.map { agreed in (channel, agreed.applicationProtocol) }
+        let opened = self.openChannel(to: key, tls: self.tls, on: eventLoop) { channel, applicationProtocol in
+            switch applicationProtocol {
+            case .http1_1: try addHTTP1Handlers(to: channel)
+            case .http2: try Self.addHTTP2Handlers(to: channel, settings: self.settings.http2)
             }
-        } else if route != .direct {
-            // TCP to the proxy, its tunnel when it makes one (a forwarding proxy takes the
-            // request in absolute form on this connection), then HTTP/1.1.
-            opened = bootstrap.connect(host: address.host, port: address.port).flatMap { channel in
-                ProxyTunnel.establish(on: channel, target: key.host, port: key.port, route: route, timeout: connectTimeout).flatMapThrowing {
-                    do {
-                        try addHTTP1Handlers(to: channel)
-                    } catch {
-                        channel.close(promise: nil)
-                        throw error
-                    }
-                    return (channel, .http1_1)
-                }
-            }
-        } else {
-            opened = bootstrap
-                .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try addHTTP1Handlers(to: channel) } }
-                .connect(host: key.host, port: key.port)
-                .map { channel in (channel, .http1_1) }
         }
         opened.whenComplete { result in
-            let establishment = setup.withLockedValue { setup in
-                let lookup = resolver.times
-                setup.domainLookupStart = lookup.start
-                setup.domainLookupEnd = lookup.end
-                // The TCP connect began once the lookup ended.
-                if let end = lookup.end { setup.connectStart = end }
-                setup.connectEnd = .now
-                return setup
-            }
             switch result {
-            case .success((let channel, .http1_1)):
+            case .success((let channel, .http1_1, let establishment)):
                 self.settings.openConnections.track(channel, speaking: .http1_1)
                 do {
                     let handler = try channel.pipeline.syncOperations.handler(type: HopHandler.self)
@@ -107,7 +54,7 @@ extension ConnectionPool {
                     channel.close(promise: nil)
                     self.connectionFailed(id, key: key, error: error)
                 }
-            case .success((let channel, .http2)):
+            case .success((let channel, .http2, let establishment)):
                 self.settings.openConnections.track(channel, speaking: .http2)
                 do {
                     let pipeline = channel.pipeline.syncOperations
@@ -124,6 +71,81 @@ extension ConnectionPool {
             case .failure(let error):
                 self.connectionFailed(id, key: key, error: error)
             }
+        }
+    }
+
+    /// Opens a channel to `key` on `eventLoop`: TCP (to the proxy, if any), the proxy's tunnel
+    /// when the route makes one, TLS through `tls` for a secure key (its handshake timeout bounds
+    /// it), then `configure` adds the handlers for the protocol agreed (HTTP/1.1 without TLS).
+    /// Returns the channel, that protocol and the setup's times for the first transaction's
+    /// metrics. The pool's connections (``connect(_:id:on:)``) and WebSockets' (which are never
+    /// pooled) open this one way.
+    func openChannel(
+        to key: Key,
+        tls: TLSConnector?,
+        on eventLoop: any EventLoop,
+        configure: @escaping @Sendable (any Channel, TLSConnector.ApplicationProtocol) throws -> Void
+    ) -> EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol, ConnectionEstablishment)> {
+        // The setup's times: filled in on the loop.
+        let resolver = TimedResolver(loop: eventLoop)
+        let setup = NIOLockedValueBox(ConnectionEstablishment(connectStart: .now, isProxyConnection: key.route != .direct))
+        let bootstrap = ClientBootstrap(group: eventLoop)
+            .connectTimeout(self.settings.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .resolver(resolver)
+        let opened: EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol)>
+        let route = key.route
+        let address = route.connectionAddress(host: key.host, port: key.port)
+        let connectTimeout = self.settings.connectTimeout
+        if key.tls {
+            guard let tls else {
+                return eventLoop.makeFailedFuture(CourierError(.unsupportedScheme, "\(key): this engine has no TLS"))
+            }
+            // TCP (to the proxy, if any), the proxy's tunnel, then TLS, then what ALPN chose.
+            opened = bootstrap.connect(host: address.host, port: address.port).flatMap { channel in
+                ProxyTunnel.establish(on: channel, target: key.host, port: key.port, route: route, timeout: connectTimeout).flatMap {
+                    setup.withLockedValue { $0.secureConnectionStart = .now }
+                    return tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
+                        setup.withLockedValue { setup in
+                            setup.secureConnectionEnd = .now
+                            setup.tlsVersion = agreed.tlsVersion
+                            setup.tlsCipherSuite = agreed.cipherSuite
+                        }
+                        try configure(channel, agreed.applicationProtocol)
+                    }
+                }.map { agreed in (channel, agreed.applicationProtocol) }
+            }
+        } else if route != .direct {
+            // TCP to the proxy, its tunnel when it makes one (a forwarding proxy takes the
+            // request in absolute form on this connection), then HTTP/1.1.
+            opened = bootstrap.connect(host: address.host, port: address.port).flatMap { channel in
+                ProxyTunnel.establish(on: channel, target: key.host, port: key.port, route: route, timeout: connectTimeout).flatMapThrowing {
+                    do {
+                        try configure(channel, .http1_1)
+                    } catch {
+                        channel.close(promise: nil)
+                        throw error
+                    }
+                    return (channel, .http1_1)
+                }
+            }
+        } else {
+            opened = bootstrap
+                .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try configure(channel, .http1_1) } }
+                .connect(host: key.host, port: key.port)
+                .map { channel in (channel, .http1_1) }
+        }
+        return opened.map { channel, applicationProtocol in
+            let establishment = setup.withLockedValue { setup in
+                let lookup = resolver.times
+                setup.domainLookupStart = lookup.start
+                setup.domainLookupEnd = lookup.end
+                // The TCP connect began once the lookup ended.
+                if let end = lookup.end { setup.connectStart = end }
+                setup.connectEnd = .now
+                return setup
+            }
+            return (channel, applicationProtocol, establishment)
         }
     }
 
