@@ -56,6 +56,9 @@ enum WebSocketBenchChild {
         let run = Run(scenario: scenario, connections: connections, messages: perConnection, size: size)
         let failures = NIOLockedValueBox<[String]>([])
         let manager = SessionManager()
+        // The connections run on a task of their own so that this one can wait for them all to be
+        // ready and time the run; it is awaited below on every path (a failed connection releases
+        // both gates), so it never outlives the child.
         let work = Task {
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<connections {

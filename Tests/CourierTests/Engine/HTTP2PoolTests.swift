@@ -256,6 +256,8 @@ struct HTTP2PoolTests {
         configuration.http2MaximumConnectionsPerHost = 3
         let engine = NIOEngine(configuration: configuration, securityPolicy: try Self.policy(), eventLoopGroup: group)
         try await self.withManager(server, engine: engine) { manager in
+            // The requests run on a task of their own so that the test can watch the server while
+            // they wait; awaited below, and cancelled if a check throws first.
             let answers = Task {
                 try await withThrowingTaskGroup(of: String.self) { tasks in
                     for _ in 0..<7 {
@@ -264,11 +266,16 @@ struct HTTP2PoolTests {
                     return try await tasks.reduce(into: Set<String>()) { $0.insert($1) }
                 }
             }
-            // Three connections of two streams each, each on a loop of its own; the seventh waits.
-            #expect(await eventually(within: 30) { server.heldCount == 6 }, "held: \(server.heldCount)")
-            #expect(server.connectionCount == 3)
-            let key = try #require(engine.pool.key(for: URL(string: "https://localhost:\(server.port)/")!))
-            #expect(Set(engine.pool.http2Connections(to: key).map { ObjectIdentifier($0.channel.eventLoop) }).count == 3)
+            do {
+                // Three connections of two streams each, each on a loop of its own; the seventh waits.
+                #expect(await eventually(within: 30) { server.heldCount == 6 }, "held: \(server.heldCount)")
+                #expect(server.connectionCount == 3)
+                let key = try #require(engine.pool.key(for: URL(string: "https://localhost:\(server.port)/")!))
+                #expect(Set(engine.pool.http2Connections(to: key).map { ObjectIdentifier($0.channel.eventLoop) }).count == 3)
+            } catch {
+                answers.cancel()
+                throw error
+            }
             server.releaseHeld(andLater: true)
             #expect(try await answers.value == Set((0..<7).map { "answer \($0)" }))
             #expect(server.connectionCount == 3)

@@ -71,6 +71,7 @@ struct EventMonitorGroupTests {
         #expect(monitor.seen.withLockedValue { $0.map(\.0) } == tasks.map(\.taskIdentifier))
         // A burst from another thread arrives whole and in order.
         let later = (0..<50).map { _ in manager.dataTask(with: Request(url: URL(string: "http://x.test/")!), completionHandler: nil) }
+        // Detached so that the burst comes from another thread than the first events; awaited at once.
         await Task.detached { for task in later { group.emit { $0.taskDidCreate(task) } } }.value
         queue.sync {}
         #expect(monitor.seen.withLockedValue { $0.suffix(50).map(\.0) } == later.map(\.taskIdentifier))
