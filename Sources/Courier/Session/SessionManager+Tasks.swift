@@ -127,7 +127,7 @@ extension SessionManager {
     /// Hands an attempt's (adapted) request on (DESIGN's order, after the adapters: cookies, the
     /// cache lookup, then the engine).
     func execute(_ request: Request, for delegate: TaskDelegate, attempt: Int) {
-        switch self.planFirstHop(request, for: delegate) {
+        switch self.planFirstHop(request, for: delegate, attempt: attempt) {
         case .send(let sent):
             let exchange = self.engine.execute(sent, delegate: delegate)
             delegate.attach(exchange, attempt: attempt)
