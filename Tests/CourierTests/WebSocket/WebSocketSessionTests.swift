@@ -3,6 +3,7 @@ import CourierTesting
 import Foundation
 import HTTPTypes
 import InMemoryTracing
+import MetricsTestKit
 import NIOConcurrencyHelpers
 import Testing
 import Tracing
@@ -213,6 +214,31 @@ struct WebSocketSessionTests {
             #expect(
                 seen.withLockedValue { Set($0) }
                     == ["opened resume", "opened complete metrics", "failed resume", "failed complete metrics invalidResponse"])
+        }
+    }
+
+    @Test("MetricsMonitor counts WebSocket tasks by outcome, their durations, their messages' bytes and their handshakes' retries")
+    func metricsMonitor() async throws {
+        try await withTestServer { server in
+            let metrics = TestMetrics()
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            manager.eventMonitors = [MetricsMonitor(factory: metrics)]
+            manager.retryClock = ManualRetryClock()
+            manager.interceptor = RetryPolicy()
+            let task = manager.webSocketTask(with: Request(url: self.url(server, "echo?unavailable=1")))
+            try await self.echo(task, "hello")
+            let failed = manager.webSocketTask(with: Request(url: self.url(server, "bad-accept")))
+            failed.resume()
+            await failed.waitUntilFinished()
+            #expect(await eventually { (try? metrics.expectCounter("courier_websocket_tasks_total", [("outcome", "invalidResponse")])) != nil })
+            #expect(try metrics.expectCounter("courier_websocket_tasks_total", [("outcome", "closed")]).totalValue == 1)
+            #expect(try metrics.expectCounter("courier_websocket_tasks_total", [("outcome", "invalidResponse")]).totalValue == 1)
+            #expect(try metrics.expectTimer("courier_websocket_duration_seconds", [("outcome", "closed")]).values.count == 1)
+            #expect(try metrics.expectCounter("courier_websocket_message_bytes_sent_total").totalValue == 5)
+            #expect(try metrics.expectCounter("courier_websocket_message_bytes_received_total").totalValue == 5)
+            #expect(try metrics.expectCounter("courier_retries_total", [("reason", "transient-failure")]).totalValue == 1)
+            #expect(throws: (any Error).self, "no SessionTask was counted") { try metrics.expectCounter("courier_requests_total", [("method", "GET"), ("status_class", "1xx")]) }
         }
     }
 
