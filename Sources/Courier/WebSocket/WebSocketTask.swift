@@ -4,6 +4,7 @@ import Instrumentation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import NIOWebSocket
 import Synchronization
 
@@ -561,10 +562,16 @@ public final class WebSocketTask: Sendable {
             monitors.emit { $0.webSocketTask(self, didFinishCollecting: metrics) }
             monitors.emit { $0.webSocketTask(self, didCompleteWith: error, closeCode: code) }
         }
-        var userInfo: [AnyHashable: Any] = [:]
-        if let error { userInfo[TaskDidCompleteKey.error] = error }
-        if let metrics = ended.taskMetrics { userInfo[TaskDidCompleteKey.metrics] = metrics }
-        NotificationCenter.default.post(name: .taskDidComplete, object: self, userInfo: userInfo)
+        let metrics = ended.taskMetrics
+        let post: @Sendable () -> Void = {
+            var userInfo: [AnyHashable: Any] = [:]
+            if let error { userInfo[TaskDidCompleteKey.error] = error }
+            if let metrics { userInfo[TaskDidCompleteKey.metrics] = metrics }
+            NotificationCenter.default.post(name: .taskDidComplete, object: self, userInfo: userInfo)
+        }
+        // Observers run on the posting thread: never on an event loop, whose connections they
+        // would hold up (the task often ends there, with its connection).
+        if MultiThreadedEventLoopGroup.currentEventLoop != nil { DispatchQueue.global().async(execute: post) } else { post() }
         let failure = error ?? Self.notOpenError()
         for waiter in ended.openWaiters { waiter.resume(throwing: failure) }
         for (_, waiter) in ended.pingWaiters { waiter.resume(throwing: failure) }
