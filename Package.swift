@@ -31,6 +31,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        // zlib's deflate and inflate as streams over ByteBuffers: request body compression, response
+        // decompression on both protocols, permessage-deflate, the test server's gzip and deflate.
+        .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
@@ -60,8 +63,7 @@ let package = Package(
             name: "Courier",
             dependencies: [
                 "CCourierNetlink",
-                "CCourierZlib",
-                                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -71,7 +73,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+                .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "NIOSOCKS", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -88,7 +90,7 @@ let package = Package(
             name: "CourierTesting",
             dependencies: [
                 "Courier",
-                "CCourierZlib",
+                .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -114,13 +116,6 @@ let package = Package(
         ),
         // Routing netlink (socket, dump requests, message walk, setns) for the reachability monitor on Linux.
         .target(name: "CCourierNetlink"),
-        // gzip/deflate (one-shot and streamed) and CRC-32 over the system zlib: the library's request
-        // body compression, the test server's /gzip, /deflate and /courier/upload. The library links
-        // zlib already through NIOHTTPCompression (swift-nio-extras' CNIOExtrasZlib links "z").
-        .target(
-            name: "CCourierZlib",
-            linkerSettings: [.linkedLibrary("z")]
-        ),
         .executableTarget(
             name: "courier-bench",
             dependencies: [
@@ -171,13 +166,13 @@ let package = Package(
                 "Courier",
                 "CourierTesting",
                 "CCourierNetlink",
-                "CCourierZlib",
+                .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
-                                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -217,7 +212,7 @@ let package = Package(
             dependencies: [
                 "Courier",
                 "CourierTesting",
-                "CCourierZlib",
+                .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

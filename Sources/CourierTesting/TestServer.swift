@@ -43,6 +43,8 @@ import NIOSSL
 /// Misbehaving modes: `masked` (a masked frame), `invalid-utf8`, `big-control` (a 126-byte PING),
 /// `bad-close` (close code 1005), `unexpected-continuation`, `bad-accept` (a second, wrong
 /// `Sec-WebSocket-Accept`), `unoffered-extension`. A client frame that is not masked closes with 1002.
+/// Options: `?user=U&password=P` (401 with a Basic challenge unless the handshake brings those
+/// credentials), `?unavailable=N` (503 to the first `N` handshakes to the same target).
 ///
 /// Transfer routes (nothing in them holds a whole body, so they take gigabytes with flat memory):
 /// - `/courier/upload` (any method): reads the body as it arrives, keeping only its size and

@@ -8,8 +8,8 @@ import Testing
 /// (the names it leaves to the reader, such as `pins`, `response` and `body`, are made first):
 /// Trust and pinning (`Pinning.md`), Request serialization (`RequestSerialization.md`), Response
 /// serialization (`ResponseSerialization.md`), Events, logs, metrics, traces (`Monitoring.md`),
-/// Transfers' request trailers (`Transfers.md`) and CourierTesting (`CourierTesting.md`). Change the
-/// test with the example.
+/// Transfers' request trailers (`Transfers.md`), WebSockets' authentication and retries
+/// (`UsingWebSockets.md`) and CourierTesting (`CourierTesting.md`). Change the test with the example.
 @Suite("Documentation: the articles' examples, as written")
 struct DocumentationArticleExamplesTests {
     /// A folder holding `files`, removed by the caller.
@@ -18,6 +18,27 @@ struct DocumentationArticleExamplesTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         for (name, text) in files { try Data(text.utf8).write(to: folder.appendingPathComponent(name)) }
         return folder
+    }
+
+    // MARK: UsingWebSockets.md
+
+    @Test("WebSockets: a handshake answered 401, then 503, opens with the retry policy and the credential")
+    func webSocketAuthenticationAndRetries() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            let ws = server.baseURL.absoluteString.replacingOccurrences(of: "http://", with: "ws://")
+            let url = URL(string: ws + "courier/websocket/echo?user=ann&password=secret&unavailable=1")!
+            let space = ProtectionSpace(url: url, realm: "courier-websocket", authenticationMethod: .httpBasic)!
+            // As written:
+            manager.credentials.set(HTTPCredential(user: "ann", password: "secret"), for: space)
+            manager.interceptor = RetryPolicy(retryLimit: 3)
+            let task = manager.webSocketTask(with: Request(url: url))
+            try await task.waitUntilOpen()                // a 401 answered, a 503 retried after its delay
+            // Then:
+            await task.close()
+            #expect(task.metrics?.attempts.map { $0.response?.status.code } == [401, 503, 101])
+        }
     }
 
     // MARK: Transfers.md

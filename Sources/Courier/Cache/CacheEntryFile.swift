@@ -161,7 +161,7 @@ enum CacheEntryFile {
         data.append(contentsOf: Self.bigEndian(UInt32(headData.count)))
         data.append(headData)
         data.append(entry.cached.data)
-        let crc = data.withUnsafeBytes { CRC32.checksum($0) }
+        let crc = data.withUnsafeBytes { Checksum.crc32($0) }
         data.append(contentsOf: Self.bigEndian(crc))
         return data
     }
@@ -185,7 +185,7 @@ enum CacheEntryFile {
         let head = try self.head(from: data, fileLength: data.count)
         let crcOffset = data.count - 4
         let expected = Self.uint32(data, at: crcOffset)
-        let actual = data.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[..<crcOffset])) }
+        let actual = data.withUnsafeBytes { Checksum.crc32(UnsafeRawBufferPointer(rebasing: $0[..<crcOffset])) }
         guard expected == actual else { throw Damage.badChecksum }
         var fields = HTTPFields()
         for pair in head.fields {

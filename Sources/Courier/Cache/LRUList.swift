@@ -44,21 +44,6 @@ struct LRUList<Key: Hashable & Sendable>: Sendable {
     }
 }
 
-/// CRC-32 (IEEE 802.3, as zlib computes it), to tell a damaged cache file from a sound one.
-enum CRC32 {
-    private static let table: [UInt32] = (0..<256).map { index in
-        var value = UInt32(index)
-        for _ in 0..<8 { value = value & 1 == 1 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
-        return value
-    }
-
-    static func checksum(_ bytes: some Sequence<UInt8>, continuing crc: UInt32 = 0) -> UInt32 {
-        var value = ~crc
-        for byte in bytes { value = self.table[Int((value ^ UInt32(byte)) & 0xFF)] ^ (value >> 8) }
-        return ~value
-    }
-}
-
 /// FNV-1a, 64 bits: a short stable name for a cache entry's file.
 enum FNV1a {
     static func hash(_ text: String) -> UInt64 {

@@ -2,7 +2,6 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
-import NIOHTTPCompression
 import NIOPosix
 import NIOSSL
 
@@ -76,7 +75,7 @@ extension NIOEngine {
         if let error = error as? SocketAddressError {
             return (.connectionFailed, "the host name could not be resolved (\(error))")
         }
-        if error is NIOHTTPDecompression.DecompressionError {
+        if error is ResponseDecompressionError {
             return (.invalidResponse, "the compressed body is invalid (\(error))")
         }
         return (.connectionFailed, "\(error)")

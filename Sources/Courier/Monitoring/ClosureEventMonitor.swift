@@ -58,6 +58,8 @@ public struct ClosureEventMonitor: EventMonitor {
     public var webSocketTaskDidCreate: (@Sendable (WebSocketTask) -> Void)?
     /// ``EventMonitor/webSocketTaskDidResume(_:)``.
     public var webSocketTaskDidResume: (@Sendable (WebSocketTask) -> Void)?
+    /// ``EventMonitor/webSocketTask(_:willRetry:after:reason:)``.
+    public var webSocketTaskWillRetry: (@Sendable (WebSocketTask, FailedAttempt, Duration, RetryReason) -> Void)?
     /// ``EventMonitor/webSocketTask(_:didOpenWith:)``.
     public var webSocketTaskDidOpen: (@Sendable (WebSocketTask, HTTPResponse) -> Void)?
     /// ``EventMonitor/webSocketTask(_:didFinishCollecting:)``.
@@ -117,6 +119,9 @@ public struct ClosureEventMonitor: EventMonitor {
     public func sessionDidInvalidate(_ session: SessionManager) { self.sessionDidInvalidate?(session) }
     public func webSocketTaskDidCreate(_ task: WebSocketTask) { self.webSocketTaskDidCreate?(task) }
     public func webSocketTaskDidResume(_ task: WebSocketTask) { self.webSocketTaskDidResume?(task) }
+    public func webSocketTask(_ task: WebSocketTask, willRetry attempt: FailedAttempt, after delay: Duration, reason: RetryReason) {
+        self.webSocketTaskWillRetry?(task, attempt, delay, reason)
+    }
     public func webSocketTask(_ task: WebSocketTask, didOpenWith response: HTTPResponse) { self.webSocketTaskDidOpen?(task, response) }
     public func webSocketTask(_ task: WebSocketTask, didFinishCollecting metrics: TaskMetrics) {
         self.webSocketTaskDidFinishCollectingMetrics?(task, metrics)

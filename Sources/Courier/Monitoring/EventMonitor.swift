@@ -27,7 +27,8 @@ import HTTPTypes
 ///
 /// A ``WebSocketTask`` is no ``SessionTask``: its events have methods of their own, in this
 /// order: ``webSocketTaskDidCreate(_:)``; ``webSocketTaskDidResume(_:)`` when its opening
-/// handshake starts; ``webSocketTask(_:didOpenWith:)`` when the server accepted it (no such
+/// handshake starts; ``webSocketTask(_:willRetry:after:reason:)`` for each failed handshake a
+/// retrier sends again; ``webSocketTask(_:didOpenWith:)`` when the server accepted it (no such
 /// event when the handshake failed); then, however it ended,
 /// ``webSocketTask(_:didFinishCollecting:)`` and ``webSocketTask(_:didCompleteWith:closeCode:)``.
 public protocol EventMonitor: Sendable {
@@ -88,10 +89,13 @@ public protocol EventMonitor: Sendable {
     /// A WebSocket task's opening handshake started (``WebSocketTask/resume()``, or the first call
     /// that needs the connection).
     func webSocketTaskDidResume(_ task: WebSocketTask)
+    /// A WebSocket task's opening handshake failed and will be tried again after `delay`, as a
+    /// retrier decided for `reason` (``SessionManager/webSocketTask(with:configuration:)``).
+    func webSocketTask(_ task: WebSocketTask, willRetry attempt: FailedAttempt, after delay: Duration, reason: RetryReason)
     /// The server accepted a WebSocket task's opening handshake with `response` (its 101).
     func webSocketTask(_ task: WebSocketTask, didOpenWith response: HTTPResponse)
-    /// A WebSocket task's metrics (``WebSocketTask/metrics``: the handshake as its one attempt),
-    /// just before it completes.
+    /// A WebSocket task's metrics (``WebSocketTask/metrics``: its handshakes as its attempts, the
+    /// last carrying the messages' bytes), just before it completes.
     func webSocketTask(_ task: WebSocketTask, didFinishCollecting metrics: TaskMetrics)
     /// A WebSocket task ended with `closeCode` (``WebSocketTask/closeCode``): after a closing
     /// handshake when `error` is nil, else failed with `error`.
@@ -149,6 +153,8 @@ extension EventMonitor {
     public func webSocketTaskDidCreate(_ task: WebSocketTask) {}
     /// Does nothing.
     public func webSocketTaskDidResume(_ task: WebSocketTask) {}
+    /// Does nothing.
+    public func webSocketTask(_ task: WebSocketTask, willRetry attempt: FailedAttempt, after delay: Duration, reason: RetryReason) {}
     /// Does nothing.
     public func webSocketTask(_ task: WebSocketTask, didOpenWith response: HTTPResponse) {}
     /// Does nothing.

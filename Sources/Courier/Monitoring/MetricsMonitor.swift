@@ -14,7 +14,11 @@ import NIOConcurrencyHelpers
 /// | `courier_request_duration_seconds` | timer, resume to completion | `method`, `status_class` |
 /// | `courier_request_body_bytes_total` | counter | — |
 /// | `courier_response_body_bytes_total` | counter | — |
-/// | `courier_retries_total` | counter | `reason` (``RetryReason``) |
+/// | `courier_retries_total` | counter, tasks' and WebSocket handshakes' | `reason` (``RetryReason``) |
+/// | `courier_websocket_tasks_total` | counter, one per ``WebSocketTask`` | `outcome` (`closed`, or the ``CourierError/Code``) |
+/// | `courier_websocket_duration_seconds` | timer, resume to end | `outcome` |
+/// | `courier_websocket_message_bytes_sent_total` | counter, message payloads | — |
+/// | `courier_websocket_message_bytes_received_total` | counter, message payloads | — |
 ///
 /// Every dimension is low-cardinality: no URL, host or identifier. The label prefix (`courier`)
 /// can be changed. Open connections are the engine's to report: `courier_open_connections`, a
@@ -55,6 +59,20 @@ public struct MetricsMonitor: EventMonitor {
 
     public func task(_ task: SessionTask, willRetry attempt: FailedAttempt, after delay: Duration, reason: RetryReason) {
         self.instruments.counter("retries_total", [("reason", reason.rawValue)]).increment()
+    }
+
+    public func webSocketTask(_ task: WebSocketTask, willRetry attempt: FailedAttempt, after delay: Duration, reason: RetryReason) {
+        self.instruments.counter("retries_total", [("reason", reason.rawValue)]).increment()
+    }
+
+    public func webSocketTask(_ task: WebSocketTask, didFinishCollecting metrics: TaskMetrics) {
+        let outcome = metrics.error.map { $0.code.description } ?? "closed"
+        self.instruments.counter("websocket_tasks_total", [("outcome", outcome)]).increment()
+        self.instruments.timer("websocket_duration_seconds", [("outcome", outcome)]).recordNanoseconds(Self.nanoseconds(metrics.duration))
+        let sent = metrics.bytesSent
+        let received = metrics.bytesReceived
+        if sent > 0 { self.instruments.counter("websocket_message_bytes_sent_total", []).increment(by: sent) }
+        if received > 0 { self.instruments.counter("websocket_message_bytes_received_total", []).increment(by: received) }
     }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {

@@ -77,6 +77,13 @@ struct TaskMetricsRecorder {
         swap(&self.lastAttempt, &self.open)
     }
 
+    /// The last attempt that ended carried `bytesSent` and `bytesReceived` after it (a WebSocket
+    /// task's messages, over the connection its handshake opened).
+    mutating func lastAttemptCarried(bytesSent: Int64, bytesReceived: Int64) {
+        self.lastAttempt?.bytesSent = bytesSent
+        self.lastAttempt?.bytesReceived = bytesReceived
+    }
+
     /// The metrics of a task that ends now (an attempt still open ends at the same instant: the
     /// clock is read once).
     mutating func finish(originalRequest: Request, response: HTTPResponse?, error: CourierError?, bytesReceived: Int64) -> TaskMetrics {

@@ -2,12 +2,14 @@ import Foundation
 import NIOPosix
 
 extension Notification.Name {
-    /// A task was resumed. The object is the ``SessionTask``.
+    /// A task was resumed. The object is the ``SessionTask``, or the ``WebSocketTask`` whose
+    /// opening handshake started.
     public static let taskDidResume = Notification.Name("com.courier.networking.task.resume")
     /// A task was suspended. The object is the ``SessionTask``.
     public static let taskDidSuspend = Notification.Name("com.courier.networking.task.suspend")
-    /// A task completed. The object is the ``SessionTask``; the user info holds the keys of
-    /// ``TaskDidCompleteKey``.
+    /// A task completed. The object is the ``SessionTask``, or the ``WebSocketTask`` that ended;
+    /// the user info holds the keys of ``TaskDidCompleteKey`` (a WebSocket task's: its metrics,
+    /// and its error when it failed).
     public static let taskDidComplete = Notification.Name("com.courier.networking.task.complete")
     /// A download's file was moved to its destination. The object is the ``DownloadTask``.
     public static let downloadTaskDidMoveFile = Notification.Name("com.courier.networking.session.download.file-manager-succeed")

@@ -22,9 +22,10 @@ extension SessionManager {
         for delegate in delegates {
             if cancelingTasks { delegate.cancel() } else { delegate.abandonRetryWait() }
         }
-        // WebSocket tasks: cancelled with the others; otherwise they run until they close.
-        if cancelingTasks {
-            for task in webSockets { task.cancel() }
+        // WebSocket tasks: cancelled with the others; otherwise they run until they close (a
+        // handshake waiting for its retry ends now, as a task's wait does).
+        for task in webSockets {
+            if cancelingTasks { task.cancel() } else { task.abandonRetryWait() }
         }
         self.shutDownEngineIfIdle()
     }

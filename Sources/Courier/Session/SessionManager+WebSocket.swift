@@ -9,13 +9,18 @@ extension SessionManager {
     /// The opening handshake is a GET on a connection of Courier's own engine (``NIOEngine``): its
     /// security policy and pinning for `wss`, its proxies (an HTTP proxy tunnels with `CONNECT`),
     /// the request's header fields, the configuration's additional headers where missing, and the
-    /// cookie store's cookies for the URL, after the session's and the request's adapters
-    /// (retriers and authentication challenges are not consulted). Another engine fails the task with
+    /// cookie store's cookies for the URL, after the session's and the request's adapters and the
+    /// session's authentication. A handshake that failed (no connection, a 401 with a challenge, a
+    /// 503) goes to the session's `WWW-Authenticate` handling (the ``credentials``) and the
+    /// session's and the request's retriers, under the ``retryBudget``, as a task's failed attempt
+    /// does, and is tried again after their delay. Another engine fails the task with
     /// ``CourierError/Code/unsupportedScheme``; an invalidated manager with
     /// ``CourierError/Code/sessionInvalidated``. ``invalidate(cancelingTasks:)-7w13y`` with
     /// `cancelingTasks` cancels the manager's WebSocket tasks too. The session's event monitors
     /// hear the task's life (``EventMonitor/webSocketTaskDidCreate(_:)`` and the events after it),
-    /// and its metrics are ``WebSocketTask/metrics``.
+    /// its metrics are ``WebSocketTask/metrics``, it is listed in ``webSocketTasks`` until it ends,
+    /// and it posts ``Foundation/NSNotification/Name/taskDidResume`` and
+    /// ``Foundation/NSNotification/Name/taskDidComplete`` with itself as the object.
     ///
     /// - Parameters:
     ///   - request: The request; its URL is `ws://` or `wss://` (`http` and `https` are taken as such).
@@ -23,22 +28,17 @@ extension SessionManager {
     public func webSocketTask(with request: Request, configuration: WebSocketConfiguration = WebSocketConfiguration()) -> WebSocketTask {
         let session = self.configuration
         let handlesCookies = request.options.httpShouldHandleCookies ?? session.httpShouldHandleCookies
-        // The session's and the request's adapters run on the handshake's request, as on any
-        // request's first attempt (retriers and authentication challenges do not: see the article).
+        // What a task's attempts consult (adapters, authentication, retriers, budget, clock,
+        // monitors, tracer) consults the handshake's attempts too: see WebSocketTask+Attempts.
         let interception = TaskInterception.make(manager: self, request: request, identifier: 0)
-        let adapt: WebSocketTask.Adapter? =
-            interception.adaptsAsynchronously
-            ? { @Sendable request async throws(CourierError) in
-                try await interception.chain.adapt(request, using: AdaptationContext(taskIdentifier: 0, logger: interception.logger))
-            } : nil
         let task = WebSocketTask(
-            adapt: adapt,
+            interception: interception,
+            manager: self,
             request: request,
             configuration: configuration,
             engine: self.engine as? NIOEngine,
             sessionHeaders: session.httpAdditionalHeaders,
-            cookieStorage: handlesCookies ? session.httpCookieStorage : nil,
-            monitors: interception.monitors
+            cookieStorage: handlesCookies ? session.httpCookieStorage : nil
         )
         interception.monitors?.emit { $0.webSocketTaskDidCreate(task) }
         let invalidated = self.registry.withLockedValue { registry -> Bool in
@@ -49,5 +49,13 @@ extension SessionManager {
         }
         if invalidated { task.failBeforeStart(CourierError(.sessionInvalidated, "\(request.summary): the session was invalidated")) }
         return task
+    }
+
+    /// The WebSocket tasks made by this manager that have not ended (suspended, opening, open),
+    /// oldest first, until the manager is invalidated; ``tasks`` lists the ``SessionTask``s. A
+    /// suspended task nobody holds is gone.
+    public var webSocketTasks: [WebSocketTask] {
+        let made = self.registry.withLockedValue { registry in registry.webSocketTasks.values.compactMap(\.task) }
+        return made.filter { !$0.isFinished }.sorted { $0.creationOrder < $1.creationOrder }
     }
 }

@@ -1,4 +1,4 @@
-import CCourierZlib
+import CompressNIO
 import Foundation
 import NIOCore
 
@@ -59,61 +59,58 @@ struct PerMessageDeflateParameters: Equatable, Sendable {
     }
 }
 
-/// A message compressor and decompressor for one connection (RFC 7692, 7.2): raw deflate, each
-/// message flushed to a byte boundary with its last four bytes (`00 00 FF FF`) left off. Not
-/// Sendable: it lives in its connection's handler, on the loop.
+/// A message compressor and decompressor for one connection (RFC 7692, 7.2): raw deflate with
+/// compress-nio's `ZlibCompressor` and `ZlibDecompressor`, each message flushed to a byte boundary
+/// with its last four bytes (`00 00 FF FF`) left off. Not Sendable: it lives in its connection's
+/// handler, on the loop.
 final class PerMessageDeflate {
-    private var deflater: OpaquePointer?
-    private var inflater: OpaquePointer?
+    private var compressor: ZlibCompressor?
+    private var decompressor: ZlibDecompressor?
     let parameters: PerMessageDeflateParameters
 
     init(_ parameters: PerMessageDeflateParameters) {
         self.parameters = parameters
     }
 
-    deinit {
-        if let deflater { courier_deflater_free(deflater) }
-        if let inflater { courier_inflater_free(inflater) }
-    }
-
     private static let tail: [UInt8] = [0x00, 0x00, 0xFF, 0xFF]
 
     /// A message's payload, compressed; nil when zlib failed.
     func compress(_ payload: ByteBuffer, allocator: ByteBufferAllocator) -> ByteBuffer? {
-        if self.deflater == nil {
+        do {
             // zlib's raw deflate takes no 8-bit window: 9 is what it would use anyway.
-            self.deflater = courier_deflater_make(Int32(-max(9, self.parameters.clientMaxWindowBits)))
-        }
-        guard let deflater = self.deflater else { return nil }
-        var output = allocator.buffer(capacity: payload.readableBytes / 2 + 64)
-        let input = Array(payload.readableBytesView)
-        var offset = 0
-        while true {
-            if output.writableBytes < 64 { output.reserveCapacity(minimumWritableBytes: output.capacity) }
-            let capacity = output.writableBytes
-            var consumed = 0
-            var produced = 0
-            let status = input.withUnsafeBufferPointer { bytes in
-                output.withUnsafeMutableWritableBytes { out in
-                    courier_deflater_sync_flush(
-                        deflater, bytes.baseAddress.map { $0 + offset }, input.count - offset, &consumed,
-                        out.baseAddress!.assumingMemoryBound(to: UInt8.self), capacity, &produced)
+            let compressor =
+                try self.compressor
+                ?? ZlibCompressor(algorithm: .deflate, configuration: ZlibConfiguration(windowSize: Int32(max(9, self.parameters.clientMaxWindowBits))))
+            self.compressor = compressor
+            var input = payload
+            var output = allocator.buffer(capacity: payload.readableBytes / 2 + 64)
+            // Everything in, then the flush; zlib finishes a flush on a later call when the output
+            // filled up, so it is done only once it left room.
+            while true {
+                if output.writableBytes < 64 { output.reserveCapacity(minimumWritableBytes: max(64, output.capacity)) }
+                let before = (input.readableBytes, output.readableBytes)
+                do {
+                    try compressor.deflate(from: &input, to: &output, flush: .sync)
+                } catch let error as CompressNIOError where error == .bufferOverflow {
+                    // zlib had nothing left to do: the flush was complete.
+                }
+                if input.readableBytes == 0, output.writableBytes > 0 { break }
+                if before == (input.readableBytes, output.readableBytes) {
+                    // No progress: done if all went in, else zlib is stuck.
+                    guard input.readableBytes == 0 else { throw CompressNIOError.internalError }
+                    break
                 }
             }
-            guard status >= 0 else { return nil }
-            offset += consumed
-            output.moveWriterIndex(forwardBy: produced)
-            if offset == input.count, produced < capacity { break }
+            if self.parameters.clientNoContextTakeover { try compressor.reset() }
+            // The flush's empty block ends the output; the receiver adds it back.
+            if output.readableBytes >= 4, Array(output.readableBytesView.suffix(4)) == Self.tail {
+                output.moveWriterIndex(to: output.writerIndex - 4)
+            }
+            return output
+        } catch {
+            self.compressor = nil
+            return nil
         }
-        if self.parameters.clientNoContextTakeover {
-            courier_deflater_free(deflater)
-            self.deflater = nil
-        }
-        // The flush's empty block ends the output; the receiver adds it back.
-        if output.readableBytes >= 4, Array(output.readableBytesView.suffix(4)) == Self.tail {
-            output.moveWriterIndex(to: output.writerIndex - 4)
-        }
-        return output
     }
 
     enum DecompressionFailure: Error, Equatable {
@@ -123,35 +120,42 @@ final class PerMessageDeflate {
 
     /// A message's payload, decompressed, at most `limit` bytes.
     func decompress(_ payload: ByteBuffer, limit: Int, allocator: ByteBufferAllocator) -> Result<ByteBuffer, DecompressionFailure> {
-        if self.inflater == nil { self.inflater = courier_raw_inflater_make(15) }
-        guard let inflater = self.inflater else { return .failure(.invalid) }
-        let input = Array(payload.readableBytesView) + Self.tail
+        let decompressor: ZlibDecompressor
+        do {
+            decompressor = try self.decompressor ?? ZlibDecompressor(algorithm: .deflate, windowSize: 15)
+        } catch {
+            return .failure(.invalid)
+        }
+        self.decompressor = decompressor
+        var input = payload
+        input.writeBytes(Self.tail)
         var output = allocator.buffer(capacity: min(limit, max(256, payload.readableBytes * 4)) + 1)
-        var offset = 0
         while true {
             if output.writableBytes < 256 { output.reserveCapacity(minimumWritableBytes: max(256, output.capacity)) }
-            let capacity = output.writableBytes
-            var consumed = 0
-            var produced = 0
-            let status = input.withUnsafeBufferPointer { bytes in
-                output.withUnsafeMutableWritableBytes { out in
-                    courier_inflater_run(
-                        inflater, bytes.baseAddress! + offset, input.count - offset, &consumed,
-                        out.baseAddress!.assumingMemoryBound(to: UInt8.self), capacity, &produced)
-                }
+            let before = (input.readableBytes, output.readableBytes)
+            do {
+                try decompressor.inflate(from: &input, to: &output)
+                // A call that returns leaves input only when the stream ended (BFINAL), which is
+                // not what RFC 7692 sends.
+                if input.readableBytes > 0 { return self.failed(.invalid) }
+            } catch let error as CompressNIOError where error == .bufferOverflow || error == .inputBufferOverflow {
+                // The output is full (it grows), or zlib wants more input than the message has.
+            } catch {
+                return self.failed(.invalid)
             }
-            // A stream the server ended (BFINAL) is not what RFC 7692 sends; zlib errors are invalid data.
-            guard status == 0 else { return .failure(.invalid) }
-            offset += consumed
-            output.moveWriterIndex(forwardBy: produced)
-            if output.readableBytes > limit { return .failure(.tooBig) }
-            if offset == input.count, produced < capacity { break }
-            if consumed == 0, produced == 0 { return .failure(.invalid) }
+            if output.readableBytes > limit { return self.failed(.tooBig) }
+            if input.readableBytes == 0, output.writableBytes > 0 { break }
+            if before == (input.readableBytes, output.readableBytes) { return self.failed(.invalid) }
         }
         if self.parameters.serverNoContextTakeover {
-            courier_inflater_free(inflater)
-            self.inflater = nil
+            do { try decompressor.reset() } catch { return self.failed(.invalid) }
         }
         return .success(output)
+    }
+
+    /// A failed decompression leaves the stream where zlib stopped: the next message starts a new one.
+    private func failed(_ failure: DecompressionFailure) -> Result<ByteBuffer, DecompressionFailure> {
+        self.decompressor = nil
+        return .failure(failure)
     }
 }

@@ -1,15 +1,18 @@
 import Foundation
 import HTTPTypes
+import Instrumentation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import NIOWebSocket
 import Synchronization
 
 /// A WebSocket (RFC 6455) on Courier's own connections, made by
 /// ``SessionManager/webSocketTask(with:configuration:)``: the opening handshake goes through the
 /// engine's TLS (the security policy and pinning), its proxies (an HTTP proxy's `CONNECT` tunnel,
-/// SOCKS5), with the session's additional headers and cookies.
+/// SOCKS5), with the session's additional headers and cookies; its adapters, authentication and
+/// retriers act on the handshake as on a task's attempt.
 ///
 /// ```swift
 /// let task = manager.webSocketTask(with: Request(url: URL(string: "wss://example.com/chat")!))
@@ -37,14 +40,17 @@ public final class WebSocketTask: Sendable {
         WebSocketMessage, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, WebSocketProducerDelegate
     >
 
-    private enum Phase {
+    enum Phase {
         case suspended
+        /// An attempt's adapters, or its handshake, are under way.
         case connecting
+        /// An attempt failed; the retriers decide, or the retry's delay passes.
+        case awaitingRetry
         case open
         case finished
     }
 
-    private struct State {
+    struct State {
         var phase = Phase.suspended
         var channel: (any Channel)?
         var handler: NIOLoopBound<WebSocketChannelHandler>?
@@ -64,11 +70,23 @@ public final class WebSocketTask: Sendable {
         var sequence: Producer?
         /// A close asked for before the connection opened.
         var pendingClose: (WebSocketCloseCode, String)?
-        /// The adapters at work on the handshake's request, cancelled by ``WebSocketTask/cancel()``.
-        var adaptation: Task<Void, Never>?
+        /// The adapters at work on the handshake's request, or the retriers and the retry's delay,
+        /// cancelled by ``WebSocketTask/cancel()``.
+        var work: Task<Void, Never>?
+        /// The reasons of the retries so far, oldest first (the attempt under way is the next).
+        var retryReasons: [RetryReason] = []
+        /// The failed handshake a retry waits to send again.
+        var retryFailure: CourierError?
+        /// Whether the handshake's `Authorization` is the session's own (an answered protection space).
+        var carriesSessionAuthorization = false
+        /// The task's span, when the session has a tracer, and its current attempt's hop span.
+        var span: TaskSpan?
+        var hopSpan: HopSpan?
     }
 
-    private let state = NIOLockedValueBox(State())
+    let state = NIOLockedValueBox(State())
+    /// The payload bytes of the messages sent and received (before `permessage-deflate`).
+    let messageBytes = MessageByteCounts()
     /// The bytes of messages delivered to ``messages`` and not yet taken by its consumer.
     let unread = UnreadBytes()
     private let engine: NIOEngine?
@@ -76,18 +94,23 @@ public final class WebSocketTask: Sendable {
     private let sessionHeaders: HTTPFields
     private let cookieStorage: (any CookieStorage)?
     /// The session's event monitors when the task was made; nil when there are none.
-    private let monitors: EventMonitorGroup?
-
-    typealias Adapter = @Sendable (Request) async throws(CourierError) -> Request
-    /// The session's and the request's adapters, if any.
-    private let adapt: Adapter?
+    let monitors: EventMonitorGroup?
+    /// What the handshake consults, as a task's attempts do: the adapters, the session's HTTP
+    /// authentication, the retriers with the budget and clock, the tracer. Nil outside a session.
+    let interception: TaskInterception?
+    /// The manager that made the task: no retry once it is invalidated.
+    weak let manager: SessionManager?
+    /// Where the task stands among those made before it (``SessionManager/webSocketTasks``'s order).
+    let creationOrder = WebSocketTask.madeSoFar.wrappingAdd(1, ordering: .relaxed).newValue
+    private static let madeSoFar = Atomic<Int>(0)
 
     init(
-        adapt: Adapter? = nil, request: Request, configuration: WebSocketConfiguration, engine: NIOEngine?, sessionHeaders: HTTPFields,
-        cookieStorage: (any CookieStorage)?, monitors: EventMonitorGroup? = nil
+        interception: TaskInterception? = nil, manager: SessionManager? = nil, request: Request, configuration: WebSocketConfiguration,
+        engine: NIOEngine?, sessionHeaders: HTTPFields, cookieStorage: (any CookieStorage)?
     ) {
-        self.adapt = adapt
-        self.monitors = monitors
+        self.interception = interception
+        self.manager = manager
+        self.monitors = interception?.monitors
         self.request = request
         self.configuration = configuration
         self.engine = engine
@@ -126,36 +149,21 @@ public final class WebSocketTask: Sendable {
 
     /// Starts the opening handshake; later calls do nothing.
     public func resume() {
+        let tracer = self.interception?.tracer
         let start = self.state.withLockedValue { state -> Bool in
             guard case .suspended = state.phase else { return false }
             state.phase = .connecting
             state.recorder.attemptBegan(self.request)
+            if let tracer {
+                state.span = TaskSpan.start(tracer: tracer, for: self.request, parent: self.interception?.parentContext ?? .topLevel)
+            }
             return true
         }
         guard start else { return }
+        self.interception?.budget?.deposit()
+        NotificationCenter.default.post(name: .taskDidResume, object: self)
         self.monitors?.emit { $0.webSocketTaskDidResume(self) }
-        guard let adapt = self.adapt else {
-            self.connect(self.request)
-            return
-        }
-        // The adapters are `async` and `resume()` is not: they run on a task of their own, which
-        // ends with them; `cancel()` cancels it (and ends the WebSocket task at once).
-        let adaptation = Task {
-            do throws(CourierError) {
-                let adapted = try await adapt(self.request)
-                // Cancelled meanwhile: nothing to connect.
-                guard !self.isFinished, !Task.isCancelled else { return }
-                self.connect(adapted)
-            } catch {
-                self.finish(error: error, code: .abnormalClosure, reason: "")
-            }
-        }
-        let finished = self.state.withLockedValue { state -> Bool in
-            if case .finished = state.phase { return true }
-            state.adaptation = adaptation
-            return false
-        }
-        if finished { adaptation.cancel() }
+        self.beginAttempt()
     }
 
     /// Waits until the opening handshake completed, starting it if needed.
@@ -171,7 +179,7 @@ public final class WebSocketTask: Sendable {
                 case .finished:
                     if state.response != nil, state.error == nil { return .success(()) }
                     return .failure(state.error ?? Self.notOpenError())
-                case .suspended, .connecting:
+                case .suspended, .connecting, .awaitingRetry:
                     state.openWaiters.append(continuation)
                     return nil
                 }
@@ -190,6 +198,7 @@ public final class WebSocketTask: Sendable {
         let open = self.openHandler()
         if open == nil { try await self.waitUntilOpen() }
         try await self.onHandler(open) { handler, promise in handler.send(message, promise: promise) }
+        self.messageBytes.sent(message.byteCount)
     }
 
     /// The connection's handler while the task is open.
@@ -226,7 +235,10 @@ public final class WebSocketTask: Sendable {
     /// A task not yet open is cancelled.
     public func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
         let handler = self.state.withLockedValue { state -> NIOLoopBound<WebSocketChannelHandler>? in
-            if state.handler == nil, case .connecting = state.phase { state.pendingClose = (code, reason) }
+            switch state.phase {
+            case .connecting, .awaitingRetry: if state.handler == nil { state.pendingClose = (code, reason) }
+            case .suspended, .open, .finished: break
+            }
             return state.handler
         }
         let suspended = self.state.withLockedValue { state -> Bool in
@@ -243,11 +255,11 @@ public final class WebSocketTask: Sendable {
     /// Ends the task at once: a close frame with 1001 (``WebSocketCloseCode/goingAway``) if it was
     /// open, then the connection closes; the task fails with ``CourierError/Code/cancelled``.
     public func cancel() {
-        let (handler, channel, adaptation) = self.state.withLockedValue { state in
-            defer { state.adaptation = nil }
-            return (state.handler, state.channel, state.adaptation)
+        let (handler, channel, work) = self.state.withLockedValue { state in
+            defer { state.work = nil }
+            return (state.handler, state.channel, state.work)
         }
-        adaptation?.cancel()
+        work?.cancel()
         if let handler {
             handler.eventLoop.execute { handler.value.cancel() }
         } else {
@@ -290,11 +302,14 @@ public final class WebSocketTask: Sendable {
     /// The opening handshake's metrics (connection setup, TLS, request and response times), once
     /// its response came.
     public var handshakeMetrics: TransactionMetrics? { self.state.withLockedValue { $0.metrics } }
-    /// The task's metrics once it ended, as a ``SessionTask``'s: one attempt, the opening handshake
-    /// (from ``resume()`` to the server's 101, or to the handshake's failure), whose
-    /// ``TaskMetrics/Attempt/transactions`` hold the handshake's ``TransactionMetrics`` (as
-    /// ``handshakeMetrics``); the ``TaskMetrics/duration`` runs to the task's end. The session's
-    /// event monitors get them in ``EventMonitor/webSocketTask(_:didFinishCollecting:)``.
+    /// The task's metrics once it ended, as a ``SessionTask``'s: an attempt per opening handshake
+    /// (from its start to the server's 101, or to its failure; more than one when a retrier sent it
+    /// again), whose ``TaskMetrics/Attempt/transactions`` hold the handshake's
+    /// ``TransactionMetrics`` (the last as ``handshakeMetrics``); the attempt that opened the
+    /// connection counts the payload bytes of the messages sent and received as its
+    /// ``TaskMetrics/Attempt/bytesSent`` and ``TaskMetrics/Attempt/bytesReceived``; the
+    /// ``TaskMetrics/duration`` runs to the task's end. The session's event monitors get them in
+    /// ``EventMonitor/webSocketTask(_:didFinishCollecting:)``.
     public var metrics: TaskMetrics? { self.state.withLockedValue { $0.taskMetrics } }
 
     // MARK: Connecting
@@ -324,7 +339,7 @@ public final class WebSocketTask: Sendable {
         CourierError(.connectionClosed, "the WebSocket is not open")
     }
 
-    private func connect(_ adapted: Request) {
+    func connect(_ adapted: Request) {
         let summary = self.request.summary
         guard let engine = self.engine else {
             self.finish(error: CourierError(.unsupportedScheme, "\(summary): WebSockets need Courier's NIOEngine"), code: .abnormalClosure, reason: "")
@@ -334,7 +349,12 @@ public final class WebSocketTask: Sendable {
             self.finish(error: CourierError(.unsupportedScheme, "\(summary): not a ws or wss URL with a host", request: self.request), code: .abnormalClosure, reason: "")
             return
         }
-        self.state.withLockedValue { $0.recorder.exchangeBegan(adapted) }
+        // Which attempt this is: a connection that comes after its attempt ended (a handshake
+        // timeout, then a retry) is not the next attempt's.
+        let attempt = self.state.withLockedValue { state in
+            state.recorder.exchangeBegan(adapted)
+            return state.retryReasons.count
+        }
         let handshake = WebSocketHandshake(offeredProtocols: self.configuration.subprotocols, offersCompression: self.configuration.permessageDeflate)
         let head = self.handshakeHead(adapted, key: key, handshake: handshake, url: httpURL)
         // Any loop: the connection is the task's alone (the engine's per-loop count is for exchanges).
@@ -366,7 +386,7 @@ public final class WebSocketTask: Sendable {
                     establishment.apply(to: &metrics, firstTransaction: true, channel: channel)
                 }
                 let late = self.state.withLockedValue { state -> Bool in
-                    guard case .connecting = state.phase else { return true }
+                    guard case .connecting = state.phase, state.retryReasons.count == attempt else { return true }
                     state.channel = channel
                     return false
                 }
@@ -381,10 +401,11 @@ public final class WebSocketTask: Sendable {
                 let channel = self.state.withLockedValue { state in
                     // What was measured of the handshake that failed (its connection, if any).
                     state.recorder.transactionFinished(metrics.withLockedValue { $0 })
+                    defer { state.channel = nil }
                     return state.channel
                 }
                 channel?.close(promise: nil)
-                self.finish(error: NIOEngine.courierError(from: error, request: request), code: .abnormalClosure, reason: "")
+                self.handshakeFailed(NIOEngine.courierError(from: error, request: request), request: adapted)
             case .success(let head):
                 let done = metrics.withLockedValue { metrics in
                     metrics.responseStart = .now
@@ -421,9 +442,14 @@ public final class WebSocketTask: Sendable {
             state.recorder.transactionFinished(metrics)
             state.recorder.responseBegan()
             state.recorder.attemptEnded(response: response, error: nil, bytesReceived: 0)
+            state.hopSpan?.responseArrives(over: "http/1.1")
             return .some(state.pendingClose)
         }
         guard case .some(let pendingClose) = pending else { return }
+        self.state.withLockedValue { state -> HopSpan? in
+            defer { state.hopSpan = nil }
+            return state.hopSpan
+        }?.end(response: response, error: nil)
         self.monitors?.emit { $0.webSocketTask(self, didOpenWith: response) }
         do {
             let sync = channel.pipeline.syncOperations
@@ -504,15 +530,21 @@ public final class WebSocketTask: Sendable {
     // MARK: Ending
 
     /// Ends the task, once: the messages' end, the waiters.
-    fileprivate func finish(error: CourierError?, code: WebSocketCloseCode, reason: String) {
+    func finish(error: CourierError?, code: WebSocketCloseCode, reason: String) {
+        let (sent, received) = self.messageBytes.counts
         let ended = self.state.withLockedValue { state -> State? in
             if case .finished = state.phase { return nil }
             state.phase = .finished
             state.error = error
             state.closeCode = code
             state.closeReason = reason
+            // The attempt that opened the connection carried the messages.
+            if state.response != nil { state.recorder.lastAttemptCarried(bytesSent: sent, bytesReceived: received) }
             state.taskMetrics = state.recorder.finish(originalRequest: self.request, response: state.response, error: error, bytesReceived: 0)
             let before = state
+            state.span = nil
+            state.hopSpan = nil
+            state.work = nil
             state.openWaiters = []
             state.finishWaiters = []
             state.pingWaiters = []
@@ -522,10 +554,24 @@ public final class WebSocketTask: Sendable {
             return before
         }
         guard let ended else { return }
+        // A handshake that failed was answered (or not) by the failed response in its error.
+        let response = ended.response ?? error?.response
+        ended.hopSpan?.end(response: error?.response, error: error)
+        ended.span?.end(response: response, error: error, retryCount: ended.retryReasons.count)
         if let monitors = self.monitors, let metrics = ended.taskMetrics {
             monitors.emit { $0.webSocketTask(self, didFinishCollecting: metrics) }
             monitors.emit { $0.webSocketTask(self, didCompleteWith: error, closeCode: code) }
         }
+        let metrics = ended.taskMetrics
+        let post: @Sendable () -> Void = {
+            var userInfo: [AnyHashable: Any] = [:]
+            if let error { userInfo[TaskDidCompleteKey.error] = error }
+            if let metrics { userInfo[TaskDidCompleteKey.metrics] = metrics }
+            NotificationCenter.default.post(name: .taskDidComplete, object: self, userInfo: userInfo)
+        }
+        // Observers run on the posting thread: never on an event loop, whose connections they
+        // would hold up (the task often ends there, with its connection).
+        if MultiThreadedEventLoopGroup.currentEventLoop != nil { DispatchQueue.global().async(execute: post) } else { post() }
         let failure = error ?? Self.notOpenError()
         for waiter in ended.openWaiters { waiter.resume(throwing: failure) }
         for (_, waiter) in ended.pingWaiters { waiter.resume(throwing: failure) }
@@ -538,6 +584,7 @@ public final class WebSocketTask: Sendable {
 extension WebSocketTask: WebSocketChannelHandlerDelegate {
     func webSocketDidReceive(_ message: WebSocketMessage) -> Int {
         guard let source = self.state.withLockedValue({ $0.source }) else { return 0 }
+        self.messageBytes.received(message.byteCount)
         // Counted before the consumer can take it, so that the count never goes below zero.
         let unread = self.unread.add(message.byteCount)
         if case .dropped = source.yield(message) { return self.unread.add(-message.byteCount) }
@@ -608,6 +655,19 @@ extension WebSocketTask {
     func didTerminate() {
         // The consumer stopped iterating: the WebSocket is cancelled, unless it is over already.
         if !self.isFinished { self.cancel() }
+    }
+}
+
+/// The payload bytes of a task's messages, sent (once written) and received (once put together
+/// and inflated), for its metrics: added on the connection's loop and by senders, read at the end.
+final class MessageByteCounts: Sendable {
+    private let sentBytes = Atomic<Int64>(0)
+    private let receivedBytes = Atomic<Int64>(0)
+
+    func sent(_ bytes: Int) { self.sentBytes.wrappingAdd(Int64(bytes), ordering: .relaxed) }
+    func received(_ bytes: Int) { self.receivedBytes.wrappingAdd(Int64(bytes), ordering: .relaxed) }
+    var counts: (sent: Int64, received: Int64) {
+        (self.sentBytes.load(ordering: .relaxed), self.receivedBytes.load(ordering: .relaxed))
     }
 }
 

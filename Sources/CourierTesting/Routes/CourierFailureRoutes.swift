@@ -15,6 +15,8 @@ enum CourierFailureRoutes {
             return .truncated(.ok, headers, ByteBuffer(repeating: UInt8(ascii: "x"), count: count))
         case ("reset", 1):
             return .reset
+        case ("websocket", _):
+            return WebSocketRoute.refusal(of: request)
         case ("stale", 1):
             // A server that closed a kept-alive connection just as the next request came: the
             // first request of a connection is answered, a later one gets the connection closed.

@@ -18,6 +18,12 @@ import NIOWebSocket
 ///   sent. `unexpected-continuation`: a continuation frame with no message begun.
 /// - `bad-accept`: answers the upgrade with a second, wrong `Sec-WebSocket-Accept`.
 ///   `unoffered-extension`: answers it with `Sec-WebSocket-Extensions: x-unknown`.
+///
+/// Options gate the upgrade, for clients that authenticate or retry their handshake:
+/// `?user=U&password=P` upgrades only a request with `Authorization: Basic` for `U:P` and answers
+/// others 401 with `WWW-Authenticate: Basic realm="courier-websocket"`; `?unavailable=N` answers
+/// the first `N` handshakes to the same target (path and query) 503.
+///
 /// Any other path refuses the upgrade (the request goes to the ordinary routes).
 enum WebSocketRoute {
     static let prefix = "/courier/websocket/"
@@ -35,6 +41,15 @@ enum WebSocketRoute {
             shouldUpgrade: { channel, head in
                 let mode = Self.mode(of: head.uri)
                 guard let mode, Self.modes.contains(mode) else { return channel.eventLoop.makeSucceededFuture(nil) }
+                // Refused: the ordinary routes answer (``refusal(of:)``).
+                if !Self.isAuthorized(head.uri, authorization: head.headers.first(name: "Authorization")) {
+                    return channel.eventLoop.makeSucceededFuture(nil)
+                }
+                if let limit = Self.option("unavailable", of: head.uri).flatMap({ Int($0) }),
+                    state.refuseWebSocketUpgrade(to: head.uri, limit: limit)
+                {
+                    return channel.eventLoop.makeSucceededFuture(nil)
+                }
                 var headers = HTTPHeaders()
                 switch mode {
                 case "bad-accept": headers.add(name: "Sec-WebSocket-Accept", value: "c29tZXRoaW5nIGVsc2U=")
@@ -56,6 +71,32 @@ enum WebSocketRoute {
                 }
             }
         )
+    }
+
+    /// The answer to a request for a WebSocket route that was not upgraded: 401 with a challenge
+    /// when `user=` asks for credentials it did not bring, 503 when `unavailable=` refused it, 404
+    /// otherwise (not an upgrade, or no such mode).
+    static func refusal(of request: IncomingRequest) -> Reply {
+        if !Self.isAuthorized(request.head.uri, authorization: request.header("Authorization")) {
+            return .text(
+                "credentials needed\n", status: .unauthorized, headers: ["WWW-Authenticate": #"Basic realm="courier-websocket""#])
+        }
+        if Self.option("unavailable", of: request.head.uri) != nil {
+            return .text("unavailable\n", status: .serviceUnavailable)
+        }
+        return .notFound
+    }
+
+    /// Whether a request to `uri` may upgrade as far as its `user=` and `password=` go.
+    private static func isAuthorized(_ uri: String, authorization: String?) -> Bool {
+        guard let user = Self.option("user", of: uri) else { return true }
+        let expected = "Basic " + Data("\(user):\(Self.option("password", of: uri) ?? "")".utf8).base64EncodedString()
+        return authorization == expected
+    }
+
+    /// The value of a query option of `uri`.
+    private static func option(_ name: String, of uri: String) -> String? {
+        URLComponents(string: uri)?.queryItems?.first { $0.name == name }?.value
     }
 
     private static func mode(of uri: String) -> String? {

@@ -20,6 +20,8 @@ final class ServerState: Sendable {
     private let versions = NIOLockedValueBox<[String: Int]>([:])
     private let streaming = NIOLockedValueBox<(waiting: Int, written: Int)>((0, 0))
     private let webSocketPings = NIOLockedValueBox(0)
+    /// Opening handshakes refused so far with `unavailable=` (``WebSocketRoute``), by request target.
+    private let webSocketRefusals = NIOLockedValueBox<[String: Int]>([:])
     private let connections = NIOLockedValueBox<(open: [ObjectIdentifier: any Channel], accepted: Int, closed: Bool)>(([:], 0, false))
 
     init(recordsRequests: Bool) {
@@ -92,6 +94,16 @@ final class ServerState: Sendable {
     }
 
     var webSocketPingsReceived: Int { self.webSocketPings.withLockedValue { $0 } }
+
+    /// Counts a refusal of an opening handshake to `target` when fewer than `limit` were refused;
+    /// returns whether it refused.
+    func refuseWebSocketUpgrade(to target: String, limit: Int) -> Bool {
+        self.webSocketRefusals.withLockedValue { refusals in
+            guard refusals[target, default: 0] < limit else { return false }
+            refusals[target, default: 0] += 1
+            return true
+        }
+    }
 
     func clearLog() {
         self.log.withLockedValue { $0.removeAll() }

@@ -3,6 +3,7 @@ import HTTPTypes
 import NIOFoundationCompat
 import NIOCore
 import NIOHTTP1
+import NIOWebSocket
 
 /// Serves one HTTP/1.1 connection or one HTTP/2 stream (behind `HTTP2FramePayloadToHTTP1ServerCodec`).
 ///
@@ -140,6 +141,9 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A WebSocket upgrade the routes refused (``WebSocketRoute``): swift-nio's upgrader says so
+        // with this error, and the request goes on to the ordinary routes, which answer it.
+        if let error = error as? NIOWebSocketUpgradeError, error == .unsupportedWebSocketTarget { return }
         context.close(promise: nil)
     }
 

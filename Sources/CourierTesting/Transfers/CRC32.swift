@@ -1,7 +1,7 @@
-import CCourierZlib
+import Courier
 
-/// A running CRC-32 (the IEEE polynomial that zlib, gzip, PNG and ZIP use), computed with the
-/// system zlib.
+/// A running CRC-32 (the IEEE polynomial that zlib, gzip, PNG and ZIP use), computed in Swift by
+/// the same function as `Courier`'s disk cache.
 ///
 /// `/courier/upload` answers with the CRC-32 of the body it received; a test computes the same
 /// value over what it sent and compares. Feed the bytes in any slicing: the result only depends on
@@ -27,8 +27,7 @@ public struct CRC32: Sendable, Hashable, CustomStringConvertible {
 
     /// Continues the checksum over `bytes`.
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        self.value = courier_crc32(self.value, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        self.value = Checksum.crc32(bytes, continuing: self.value)
         self.count += bytes.count
     }
 

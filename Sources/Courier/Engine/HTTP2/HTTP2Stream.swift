@@ -10,8 +10,8 @@ import NIOHTTP2
 /// The decisions are an ``HTTP2StreamStateMachine``'s; the stream turns the hop's request parts
 /// into frames (the head waits for what follows it, so that a request without a body is one
 /// HEADERS frame with END_STREAM, and the last DATA, or the HEADERS of the body's trailer fields,
-/// carries END_STREAM), the server's frames into response parts (through an
-/// ``HTTP2ResponseInflater`` when the pool decompresses), the hop's reads into WINDOW_UPDATE, and
+/// carries END_STREAM), the server's frames into response parts (through a
+/// ``ResponseInflater`` when the pool decompresses), the hop's reads into WINDOW_UPDATE, and
 /// its close into RST_STREAM when the stream is under way. The hop itself is driven by a
 /// ``HopHandler`` in stream mode, as on a connection of its own.
 final class HTTP2Stream {
@@ -31,7 +31,7 @@ final class HTTP2Stream {
     private var pendingHead: HTTPRequestHead?
     /// The decompression ratio, when the pool decompresses.
     private let decompressionRatio: Int?
-    private var inflater: HTTP2ResponseInflater?
+    private var inflater: ResponseInflater?
     /// Counts the body as it came, before decompression, for the hop's metrics.
     let bodyCounter: ResponseBodyCounter?
     /// Removed from the connection and counted closed by the pool.
@@ -67,7 +67,7 @@ final class HTTP2Stream {
         switch part {
         case .head(var head):
             if self.decompressionRatio != nil, !head.headers.contains(name: "Accept-Encoding") {
-                // As NIOHTTPResponseDecompressor asks.
+                // As HTTP1ResponseDecompressor asks.
                 head.headers.replaceOrAdd(name: "Accept-Encoding", value: "deflate, gzip")
             }
             do {
@@ -197,7 +197,7 @@ final class HTTP2Stream {
         switch part {
         case .head(let head):
             if let ratio = self.decompressionRatio {
-                self.inflater = HTTP2ResponseInflater(head: head, ratio: ratio)
+                self.inflater = ResponseInflater(head: head, ratio: ratio)
             }
             hopHandler.streamReceived(part)
         case .body(let buffer):
@@ -206,14 +206,14 @@ final class HTTP2Stream {
                 return
             }
             do {
-                try inflater.inflate(buffer) { hopHandler.streamReceived(.body($0)) }
+                try inflater.inflate(buffer, allocator: self.channel.allocator) { hopHandler.streamReceived(.body($0)) }
             } catch {
                 hopHandler.streamFailed(error)
             }
         case .end:
             if let inflater = self.inflater.take() {
                 do {
-                    try inflater.finish()
+                    try inflater.finish(allocator: self.channel.allocator)
                 } catch {
                     hopHandler.streamFailed(error)
                 }

@@ -4,7 +4,6 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
-import NIOHTTPCompression
 import NIOPosix
 
 /// How ``ConnectionPool`` opens a connection: TCP (to the proxy, if any), the proxy's tunnel,
@@ -13,7 +12,7 @@ extension ConnectionPool {
     /// Opens connection `id` to `key` on `eventLoop` (the state machine's
     /// ``ConnectionPoolStateMachine/Action/createConnection(_:_:on:)``) and reports how it went.
     func connect(_ key: Key, id: PoolConnectionID, on eventLoop: any EventLoop) {
-        let decompression = self.settings.decompression
+        let decompressionRatio = self.settings.decompressionRatio
         @Sendable func addHTTP1Handlers(to channel: any Channel) throws {
             let pipeline = channel.pipeline.syncOperations
             let readWatcher = HTTP1ReadWatcher()
@@ -26,11 +25,11 @@ extension ConnectionPool {
                 NIOHTTPRequestHeadersValidator(),
             ])
             var counter: ResponseBodyCounter?
-            if let decompression {
+            if let decompressionRatio {
                 // Counts the body as it came, before the decompressor (the task metrics' wire count).
                 counter = ResponseBodyCounter()
                 try pipeline.addHandler(counter!)
-                try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: decompression))
+                try pipeline.addHandler(HTTP1ResponseDecompressor(ratio: decompressionRatio))
             }
             try pipeline.addHandler(HopHandler(readWatcher: readWatcher, bodyCounter: counter))
         }

@@ -4,7 +4,6 @@ import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
-import NIOHTTPCompression
 import NIOPosix
 import Synchronization
 
@@ -77,10 +76,8 @@ final class ConnectionPool: Sendable {
         var http2: HTTP2ConnectionStateMachine.Configuration
         /// The state machine's caps and back-off.
         var stateMachine: StateMachine.Configuration
-        /// The decompression limit, or nil for no decompression.
-        var decompression: NIOHTTPDecompression.DecompressionLimit?
-        /// The same limit as a ratio (an HTTP/2 stream's own inflater checks it), or nil for no
-        /// decompression.
+        /// How many times its compressed size a response body may grow to when decompressed
+        /// (each response's ``ResponseInflater`` checks it), or nil for no decompression.
         var decompressionRatio: Int?
         /// Where the count of open connections goes (``OpenConnectionsMeter``).
         var openConnections: OpenConnectionsMeter
@@ -101,10 +98,8 @@ final class ConnectionPool: Sendable {
             self.openConnections = OpenConnectionsMeter(factory: configuration.metricsFactory ?? MetricsSystem.factory)
             switch configuration.decompression {
             case .disabled:
-                self.decompression = nil
                 self.decompressionRatio = nil
             case .enabled(let ratio):
-                self.decompression = .ratio(max(1, ratio))
                 self.decompressionRatio = max(1, ratio)
             }
         }

@@ -1,25 +1,25 @@
-import CCourierZlib
+import CompressNIO
 import Foundation
 import NIOCore
 import NIOFoundationCompat
 
-/// zlib's deflate over a stream of chunks: gzip or zlib ("deflate" in HTTP) framing.
+/// zlib's deflate over a stream of chunks, gzip or zlib ("deflate" in HTTP) framing, through
+/// compress-nio's `ZlibCompressor`.
 ///
-/// Owned by one iterator at a time (not `Sendable`); the zlib stream is freed on `deinit`.
+/// Owned by one iterator at a time (not `Sendable`); the compressor frees its zlib stream on `deinit`.
 final class Deflater {
-    private let stream: OpaquePointer
+    private let compressor: ZlibCompressor
     private var ended = false
     private static let outputChunk = 64 * 1024
 
-    /// - Parameter windowBits: 15 + 16 for gzip, 15 for zlib.
-    init(windowBits: Int32) throws(CourierError) {
-        guard let stream = courier_deflater_make(windowBits) else {
-            throw CourierError(.internalInconsistency, "zlib could not make a compressor (out of memory)")
+    /// - Parameter algorithm: `.gzip` or `.zlib` (HTTP's `deflate`).
+    init(algorithm: ZlibAlgorithm) throws(CourierError) {
+        do {
+            self.compressor = try ZlibCompressor(algorithm: algorithm)
+        } catch {
+            throw CourierError(.internalInconsistency, "zlib could not make a compressor (\(error))", underlyingError: error)
         }
-        self.stream = stream
     }
-
-    deinit { courier_deflater_free(self.stream) }
 
     /// Compresses `input`; with `finish`, ends the stream. Returns what zlib produced (possibly
     /// nothing: it buffers until it has enough).
@@ -27,35 +27,32 @@ final class Deflater {
         var output = ByteBuffer()
         var input = input ?? ByteBuffer()
         guard !self.ended else { return output }
-        while true {
-            let (status, consumed, produced) = input.withUnsafeReadableBytes { source -> (Int32, Int, Int) in
+        do {
+            // Everything in: zlib takes all the input it is given while it has room for output.
+            while input.readableBytes > 0 {
                 output.reserveCapacity(minimumWritableBytes: Self.outputChunk)
-                return output.withUnsafeMutableWritableBytes { target -> (Int32, Int, Int) in
-                    var consumed = 0
-                    var produced = 0
-                    let status = courier_deflater_run(
-                        self.stream, source.baseAddress?.assumingMemoryBound(to: UInt8.self), source.count, &consumed,
-                        target.baseAddress!.assumingMemoryBound(to: UInt8.self), target.count, &produced, finish ? 1 : 0)
-                    return (status, consumed, produced)
+                try self.compressor.deflate(from: &input, to: &output, flush: .no)
+            }
+            guard finish else { return output }
+            // Then the end: `bufferOverflow` asks for more room for it.
+            while true {
+                output.reserveCapacity(minimumWritableBytes: Self.outputChunk)
+                do {
+                    try self.compressor.deflate(from: &input, to: &output, flush: .finish)
+                    self.ended = true
+                    return output
+                } catch let error as CompressNIOError where error == .bufferOverflow {
+                    continue
                 }
             }
-            input.moveReaderIndex(forwardBy: consumed)
-            output.moveWriterIndex(forwardBy: produced)
-            if status < 0 { throw CourierError(.internalInconsistency, "zlib failed to compress the body (error \(status))") }
-            if status == 1 {
-                self.ended = true
-                return output
-            }
-            // More to do while input remains, or, when finishing, until zlib says the stream ended;
-            // a call that neither took input nor produced output needs nothing more now.
-            if input.readableBytes == 0 && !finish { return output }
-            if consumed == 0 && produced == 0 && !finish { return output }
+        } catch {
+            throw CourierError(.internalInconsistency, "zlib failed to compress the body (\(error))", underlyingError: error)
         }
     }
 
     /// Compresses `data` in one go.
-    static func compress(_ data: Data, windowBits: Int32) throws(CourierError) -> Data {
-        let deflater = try Deflater(windowBits: windowBits)
+    static func compress(_ data: Data, algorithm: ZlibAlgorithm) throws(CourierError) -> Data {
+        let deflater = try Deflater(algorithm: algorithm)
         var buffer = try deflater.compress(ByteBuffer(bytes: data), finish: true)
         return buffer.readData(length: buffer.readableBytes) ?? Data()
     }
@@ -66,26 +63,26 @@ struct CompressedChunks: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
 
     let upstream: RequestBody.Stream
-    let windowBits: Int32
+    let algorithm: ZlibAlgorithm
 
     func makeAsyncIterator() -> Iterator {
-        Iterator(upstream: self.upstream.makeAsyncIterator(), windowBits: self.windowBits)
+        Iterator(upstream: self.upstream.makeAsyncIterator(), algorithm: self.algorithm)
     }
 
     struct Iterator: AsyncIteratorProtocol {
         var upstream: any AsyncIteratorProtocol<ByteBuffer, any Error>
-        let windowBits: Int32
+        let algorithm: ZlibAlgorithm
         var deflater: Deflater?
         var finished = false
 
-        init(upstream: any AsyncIteratorProtocol<ByteBuffer, any Error>, windowBits: Int32) {
+        init(upstream: any AsyncIteratorProtocol<ByteBuffer, any Error>, algorithm: ZlibAlgorithm) {
             self.upstream = upstream
-            self.windowBits = windowBits
+            self.algorithm = algorithm
         }
 
         mutating func next() async throws -> ByteBuffer? {
             if self.finished { return nil }
-            let deflater = try self.deflater ?? Deflater(windowBits: self.windowBits)
+            let deflater = try self.deflater ?? Deflater(algorithm: self.algorithm)
             self.deflater = deflater
             while true {
                 let chunk = try await self.upstream.next()

@@ -1,3 +1,4 @@
+import CompressNIO
 import Foundation
 import HTTPTypes
 import Logging
@@ -26,12 +27,13 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
     public struct Encoding: Sendable, Hashable, CustomStringConvertible {
         /// The `Content-Encoding` token.
         public let name: String
-        let windowBits: Int32
+        /// compress-nio's name for the framing.
+        let algorithm: ZlibAlgorithm
 
         /// gzip (RFC 1952).
-        public static let gzip = Encoding(name: "gzip", windowBits: 15 + 16)
+        public static let gzip = Encoding(name: "gzip", algorithm: .gzip)
         /// deflate: the zlib format (RFC 1950) over deflate (RFC 1951), as HTTP means it.
-        public static let deflate = Encoding(name: "deflate", windowBits: 15)
+        public static let deflate = Encoding(name: "deflate", algorithm: .zlib)
 
         public var description: String { self.name }
     }
@@ -65,18 +67,18 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
         case .empty:
             return request
         case .data(let data):
-            compressed.body = .data(try Deflater.compress(data, windowBits: self.encoding.windowBits))
+            compressed.body = .data(try Deflater.compress(data, algorithm: self.encoding.algorithm))
         case .file(let url):
             guard let size = request.body.knownLength else {
                 throw CourierError(.bodyReadFailed, "\(request.summary): cannot read body file \(url.path)", request: request)
             }
-            let bits = self.encoding.windowBits
-            compressed.body = .replayableStream(length: .unknown) { CompressedChunks(upstream: FileChunks(url: url, size: size), windowBits: bits) }
+            let algorithm = self.encoding.algorithm
+            compressed.body = .replayableStream(length: .unknown) { CompressedChunks(upstream: FileChunks(url: url, size: size), algorithm: algorithm) }
         case .replayableStream(let makeStream, _):
-            let bits = self.encoding.windowBits
-            compressed.body = .replayableStream(length: .unknown) { CompressedChunks(upstream: makeStream(), windowBits: bits) }
+            let algorithm = self.encoding.algorithm
+            compressed.body = .replayableStream(length: .unknown) { CompressedChunks(upstream: makeStream(), algorithm: algorithm) }
         case .stream(let stream, _):
-            compressed.body = .stream(CompressedChunks(upstream: stream, windowBits: self.encoding.windowBits), length: .unknown)
+            compressed.body = .stream(CompressedChunks(upstream: stream, algorithm: self.encoding.algorithm), length: .unknown)
         }
         // The trailer fields stay the body's.
         compressed.body.trailers = request.body.trailers

@@ -1,4 +1,5 @@
 @testable import Courier
+import CompressNIO
 import Foundation
 import NIOCore
 import NIOEmbedded
@@ -186,7 +187,7 @@ struct HTTP2StreamWireTests {
         let peers = try Peers()
         let (_, recorder, _) = try peers.run(Request(url: Self.url))
         _ = try peers.serverReceived()
-        let compressed = try Deflater.compress(Data(String(repeating: "courier ", count: 100).utf8), windowBits: 15 + 16)
+        let compressed = try Deflater.compress(Data(String(repeating: "courier ", count: 100).utf8), algorithm: .gzip)
         try peers.serverSends(.headers(.init(headers: HPACKHeaders([(":status", "200"), ("content-encoding", "gzip")]))))
         try peers.serverSends(.data(.init(data: .byteBuffer(ByteBuffer(bytes: compressed)), endStream: true)))
         #expect(recorder.snapshot.body == String(repeating: "courier ", count: 100))
@@ -198,7 +199,7 @@ struct HTTP2StreamWireTests {
         let peers = try Peers()
         let (_, recorder, _) = try peers.run(Request(url: Self.url))
         _ = try peers.serverReceived()
-        let compressed = try Deflater.compress(Data(String(repeating: "courier ", count: 100).utf8), windowBits: 15 + 16)
+        let compressed = try Deflater.compress(Data(String(repeating: "courier ", count: 100).utf8), algorithm: .gzip)
         try peers.serverSends(.headers(.init(headers: HPACKHeaders([(":status", "200"), ("content-encoding", "gzip")]))))
         try peers.serverSends(.data(.init(data: .byteBuffer(ByteBuffer(bytes: compressed.prefix(10))), endStream: true)))
         #expect(recorder.snapshot.completions == 1)

@@ -1,4 +1,3 @@
-import CCourierZlib
 import CourierTesting
 import Foundation
 import HTTPTypes

@@ -1,0 +1,144 @@
+import CompressNIO
+import NIOCore
+import NIOHTTP1
+
+/// Decompresses one response's body (`Content-Encoding: gzip` or `deflate`) as it arrives, with
+/// compress-nio's `ZlibDecompressor`: in an HTTP/1.1 connection's pipeline
+/// (``HTTP1ResponseDecompressor``) and in an HTTP/2 stream, which has no pipeline
+/// (``HTTP2Stream``).
+///
+/// The framing is told by the body's first two bytes, as zlib's own detection tells it: gzip's
+/// magic number (`1f 8b`) or else the zlib format, whichever of the two codings the head named
+/// (servers mix the names up). Memory stays constant: each piece of input becomes pieces of output
+/// handed on as they are made.
+///
+/// Guards, each a ``ResponseDecompressionError``: more output than `ratio` times the compressed
+/// bytes given so far (a decompression bomb), data zlib cannot inflate, bytes after the compressed
+/// stream, a body that ends before it.
+///
+/// Owned by one exchange, on its loop; the decompressor frees its zlib stream on `deinit`.
+final class ResponseInflater {
+    /// Made on the first two bytes, once the framing is known.
+    private var decompressor: ZlibDecompressor?
+    /// The first byte, while it is alone.
+    private var pending: ByteBuffer?
+    /// How many times its compressed size the body may grow to.
+    private let ratio: Int
+    private var compressed = 0
+    private var inflated = 0
+    private var complete = false
+
+    /// An inflater for a response whose head names a coding it decodes (the first
+    /// `Content-Encoding`, `gzip` or `deflate`), nil otherwise.
+    init?(head: HTTPResponseHead, ratio: Int) {
+        guard let coding = head.headers[canonicalForm: "Content-Encoding"].first?.lowercased(),
+            coding == "gzip" || coding == "deflate"
+        else { return nil }
+        self.ratio = ratio
+    }
+
+    /// Decompresses `input`, calling `output` with each piece zlib produced.
+    func inflate(_ input: ByteBuffer, allocator: ByteBufferAllocator, output: (ByteBuffer) -> Void) throws(ResponseDecompressionError) {
+        var input = input
+        if var pending = self.pending.take() {
+            pending.writeImmutableBuffer(input)
+            input = pending
+        }
+        guard input.readableBytes > 0 else { return }
+        let decompressor: ZlibDecompressor
+        if let existing = self.decompressor {
+            decompressor = existing
+        } else {
+            guard input.readableBytes >= 2 else {
+                self.pending = input
+                return
+            }
+            decompressor = try Self.decompressor(for: input)
+            self.decompressor = decompressor
+        }
+        while input.readableBytes > 0 {
+            guard !self.complete else { throw ResponseDecompressionError(.trailingData) }
+            var piece = allocator.buffer(capacity: max(16384, input.readableBytes * 2))
+            let before = input.readableBytes
+            var ended = false
+            do {
+                try decompressor.inflate(from: &input, to: &piece)
+                // A call that returns leaves input only when the compressed stream ended before it
+                // (zlib takes all it is given otherwise, while it has room for output).
+                ended = input.readableBytes > 0
+            } catch let error as CompressNIOError where error == .bufferOverflow || error == .inputBufferOverflow {
+                // The piece is full (another goes round), or zlib wants more input than this.
+            } catch {
+                throw ResponseDecompressionError(.corrupt("\(error)"))
+            }
+            self.compressed += before - input.readableBytes
+            self.inflated += piece.readableBytes
+            // As NIOHTTPCompression counts: all the compressed bytes given so far.
+            if self.inflated > (self.compressed + input.readableBytes) * self.ratio {
+                throw ResponseDecompressionError(.limit(ratio: self.ratio))
+            }
+            if ended { self.complete = true }
+            if piece.readableBytes > 0 { output(piece) }
+            // Neither input taken nor output made: zlib needs more input than this.
+            if before == input.readableBytes, piece.readableBytes == 0, !ended { break }
+        }
+    }
+
+    /// The body ended: it must have ended the compressed stream too (an empty body is left as
+    /// it is).
+    func finish(allocator: ByteBufferAllocator) throws(ResponseDecompressionError) {
+        if self.pending != nil { throw ResponseDecompressionError(.truncated) }
+        guard !self.complete, let decompressor = self.decompressor else { return }
+        // The stream may have ended with the body's last byte, which a call that took all its
+        // input does not tell. A decompressor whose stream ended takes no more input, whatever it
+        // is given; one whose stream goes on takes it (or finds it invalid).
+        var probe = allocator.buffer(capacity: 1)
+        probe.writeInteger(UInt8(0))
+        var sink = allocator.buffer(capacity: 64)
+        do {
+            try decompressor.inflate(from: &probe, to: &sink)
+        } catch {
+            throw ResponseDecompressionError(.truncated)
+        }
+        guard probe.readableBytes == 1, sink.readableBytes == 0 else { throw ResponseDecompressionError(.truncated) }
+        self.complete = true
+    }
+
+    /// A decompressor for the framing `input` starts with.
+    private static func decompressor(for input: ByteBuffer) throws(ResponseDecompressionError) -> ZlibDecompressor {
+        let isGzip = input.getInteger(at: input.readerIndex, as: UInt16.self) == 0x1F8B
+        do {
+            return try ZlibDecompressor(algorithm: isGzip ? .gzip : .zlib)
+        } catch {
+            throw ResponseDecompressionError(.corrupt("zlib could not make a decompressor (\(error))"))
+        }
+    }
+}
+
+/// Why a compressed response body could not be decompressed; the engine reports it as a
+/// ``CourierError`` with the code `invalidResponse`.
+struct ResponseDecompressionError: Error, Equatable, CustomStringConvertible {
+    enum Reason: Equatable {
+        /// The body grew past `ratio` times its compressed size.
+        case limit(ratio: Int)
+        /// zlib could not inflate it (compress-nio's reason).
+        case corrupt(String)
+        /// Bytes came after the end of the compressed stream.
+        case trailingData
+        /// The body ended before the compressed stream did.
+        case truncated
+    }
+
+    let reason: Reason
+
+    init(_ reason: Reason) { self.reason = reason }
+
+    var description: String {
+        switch self.reason {
+        case .limit(let ratio): "it inflates to more than \(ratio) times its compressed size"
+        case .corrupt(let detail): "zlib could not inflate it: \(detail)"
+        case .trailingData: "bytes follow the end of the compressed stream"
+        case .truncated: "it ends before the compressed stream does"
+        }
+    }
+}

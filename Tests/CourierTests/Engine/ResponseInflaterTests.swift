@@ -1,0 +1,89 @@
+@testable import Courier
+import CompressNIO
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// ``ResponseInflater``: a response body decompressed as it arrives, in any slicing, with its
+/// guards (the ratio, trailing bytes, a body that ends early, data that does not inflate).
+@Suite("Engine: ResponseInflater")
+struct ResponseInflaterTests {
+    static let text = Array((0..<40_000).map { UInt8(truncatingIfNeeded: ($0 * 7919) % 251 < 180 ? 97 + $0 % 26 : $0 % 256) })
+
+    static func compressed(_ bytes: [UInt8], _ algorithm: ZlibAlgorithm) throws -> [UInt8] {
+        var input = ByteBuffer(bytes: bytes)
+        return Array(try input.compress(with: algorithm, configuration: ZlibConfiguration()).readableBytesView)
+    }
+
+    static func head(_ coding: String) -> HTTPResponseHead {
+        HTTPResponseHead(version: .http1_1, status: .ok, headers: ["Content-Encoding": coding])
+    }
+
+    /// Feeds `body` in pieces of `sizes` (cycling), then finishes; returns what came out.
+    static func run(_ inflater: ResponseInflater, _ body: [UInt8], sizes: [Int]) throws(ResponseDecompressionError) -> [UInt8] {
+        var output: [UInt8] = []
+        var offset = 0
+        var index = 0
+        while offset < body.count {
+            let size = min(sizes[index % sizes.count], body.count - offset)
+            try inflater.inflate(ByteBuffer(bytes: body[offset..<offset + size]), allocator: ByteBufferAllocator()) {
+                output += $0.readableBytesView
+            }
+            offset += size
+            index += 1
+        }
+        try inflater.finish(allocator: ByteBufferAllocator())
+        return output
+    }
+
+    @Test("gzip and zlib framing, told by the first bytes whichever coding the head names, in any slicing (a first piece of one byte too)")
+    func framings() throws {
+        for algorithm in [ZlibAlgorithm.gzip, .zlib] {
+            let body = try Self.compressed(Self.text, algorithm)
+            for coding in ["gzip", "deflate", "GZIP"] {
+                for sizes in [[body.count], [1, 1, 2, 3], [1, 4096], [7]] {
+                    let inflater = try #require(ResponseInflater(head: Self.head(coding), ratio: 100))
+                    #expect(try Self.run(inflater, body, sizes: sizes) == Self.text, "\(algorithm) as \(coding), pieces \(sizes)")
+                }
+            }
+        }
+    }
+
+    @Test("Other codings, and none, are left alone")
+    func otherCodings() {
+        #expect(ResponseInflater(head: Self.head("br"), ratio: 100) == nil)
+        #expect(ResponseInflater(head: HTTPResponseHead(version: .http1_1, status: .ok), ratio: 100) == nil)
+    }
+
+    @Test("An empty body is left as it is")
+    func emptyBody() throws {
+        let inflater = try #require(ResponseInflater(head: Self.head("gzip"), ratio: 100))
+        #expect(try Self.run(inflater, [], sizes: [1]) == [])
+    }
+
+    @Test("A body that grows past the ratio, ends early, has bytes after its end, or does not inflate fails with its reason")
+    func guards() throws {
+        let zeros = try Self.compressed([UInt8](repeating: 0, count: 1 << 20), .gzip)
+        let body = try Self.compressed(Self.text, .gzip)
+        let cases: [([UInt8], [Int], ResponseDecompressionError.Reason)] = [
+            (zeros, [zeros.count], .limit(ratio: 100)),
+            (zeros, [3], .limit(ratio: 100)),
+            (Array(body.prefix(body.count - 4)), [100], .truncated),
+            ([0x1f], [1], .truncated),
+            (body + [1, 2, 3], [body.count + 3], .trailingData),
+            (body + [1, 2, 3], [body.count, 3], .trailingData),
+        ]
+        for (input, sizes, reason) in cases {
+            let inflater = try #require(ResponseInflater(head: Self.head("gzip"), ratio: 100))
+            #expect(throws: ResponseDecompressionError(reason)) { _ = try Self.run(inflater, input, sizes: sizes) }
+        }
+        let corrupt = try #require(ResponseInflater(head: Self.head("gzip"), ratio: 100))
+        let error = #expect(throws: ResponseDecompressionError.self) {
+            _ = try Self.run(corrupt, [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff, 0xff], sizes: [20])
+        }
+        guard case .corrupt = error?.reason else {
+            Issue.record("a block of a type deflate does not have is corrupt data, not \(String(describing: error))")
+            return
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import CompressNIO
+import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import NIOCore
+import Testing
+
+/// Response decompression's guards over every wire (HTTP/1.1 in the connection's pipeline,
+/// HTTP/2 in the stream): each bad body fails its task with ``CourierError/Code/invalidResponse``.
+@Suite("Transport: response decompression's guards")
+struct TransportDecompressionTests {
+    static let text = Data(String(repeating: "Courier decompresses what it asked for. ", count: 500).utf8)
+
+    static func compressed(_ data: Data, _ algorithm: ZlibAlgorithm) throws -> Data {
+        var input = ByteBuffer(bytes: data)
+        return Data(try input.compress(with: algorithm, configuration: ZlibConfiguration()).readableBytesView)
+    }
+
+    static func route(_ server: TestServer, _ path: String, coding: String, body: Data) {
+        server.route(path) { _ in TestServer.Response(headerFields: [.contentEncoding: coding, .contentType: "text/plain"], body: body) }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func badBodiesFailAsInvalidResponses(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let gzip = try Self.compressed(Self.text, .gzip)
+            Self.route(server, "/bomb", coding: "gzip", body: try Self.compressed(Data(count: 4 << 20), .gzip))
+            Self.route(server, "/truncated", coding: "gzip", body: gzip.prefix(gzip.count / 2))
+            Self.route(server, "/trailing", coding: "gzip", body: gzip + Data("junk".utf8))
+            Self.route(server, "/not-compressed", coding: "deflate", body: Self.text)
+            for path in ["bomb", "truncated", "trailing", "not-compressed"] {
+                let error = await #expect(throws: CourierError.self, "\(path)") { _ = try await manager.get(path) }
+                #expect(error?.code == .invalidResponse, "\(path): \(String(describing: error))")
+                #expect(error?.message.contains("the compressed body is invalid") == true, "\(path): \(String(describing: error))")
+            }
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func framingIsToldByTheBody(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            // Servers mix the names up: a zlib body called gzip, a gzip body called deflate. (Bytes
+            // that compress less than the ratio limit: the text above compresses too well.)
+            let bytes = Data(TestServer.GeneratedFile(length: 64 << 10).bytes())
+            Self.route(server, "/zlib-called-gzip", coding: "gzip", body: try Self.compressed(bytes, .zlib))
+            Self.route(server, "/gzip-called-deflate", coding: "deflate", body: try Self.compressed(bytes, .gzip))
+            for path in ["zlib-called-gzip", "gzip-called-deflate"] {
+                let response = try await manager.response(for: Request(url: server.url("/\(path)")), serializer: DataResponseSerializer())
+                #expect(response.value == bytes, "\(path)")
+            }
+        }
+    }
+}
