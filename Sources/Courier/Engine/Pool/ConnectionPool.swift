@@ -219,7 +219,7 @@ final class ConnectionPool: Sendable {
     // MARK: Connections
 
     /// Runs what the state machine decided, after the pool's lock was released.
-    private func run(_ actions: [StateMachine.Action]) {
+    private func run(_ actions: StateMachine.Actions) {
         for action in actions {
             switch action {
             case .createConnection(let id, let key, let loop):
@@ -338,7 +338,7 @@ final class ConnectionPool: Sendable {
                 let channel = connection.channel
                 closed.append(channel.close().recover { _ in }.flatMap { channel.closeFuture })
             } else {
-                self.run([action])
+                self.run(StateMachine.Actions(action))
             }
         }
         return closed
