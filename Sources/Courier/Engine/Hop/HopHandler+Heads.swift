@@ -39,7 +39,9 @@ extension HopHandler {
             headers.add(name: field.name.rawName, value: field.value)
         }
         if !hasHost {
-            let host = key.host.contains(":") ? "[\(key.host)]" : key.host
+            // A Character, not a String: Foundation's `contains(_: StringProtocol)` would bridge to
+            // NSString (two allocations and a CFString search a request).
+            let host = key.host.contains(Character(":")) ? "[\(key.host)]" : key.host
             headers.add(name: "Host", value: key.port == key.defaultPort ? host : "\(host):\(key.port)")
         }
         if let trailers {

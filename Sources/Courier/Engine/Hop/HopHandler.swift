@@ -158,7 +158,9 @@ final class HopHandler: ChannelDuplexHandler {
             head.headers.add(name: "Expect", value: "100-continue")
             metrics.countOfRequestHeaderBytesSent += Int64("Expect: 100-continue\r\n".utf8.count)
         }
-        self.metrics = metrics
+        // Moved, not copied: a copy left alive here would make the body's first change to the
+        // metrics copy their storage.
+        self.metrics = consume metrics
         let headWritten = eventLoop.makePromise(of: Void.self)
         let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
         headWritten.futureResult.whenComplete { result in
