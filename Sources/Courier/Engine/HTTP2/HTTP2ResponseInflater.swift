@@ -19,12 +19,17 @@ final class HTTP2ResponseInflater {
     private var complete = false
 
     /// An inflater for a response whose head names a coding it decodes (the first
-    /// `Content-Encoding`, `gzip` or `deflate`), nil otherwise.
-    init?(head: HTTPResponseHead, ratio: Int) {
-        guard let coding = head.headers[canonicalForm: "Content-Encoding"].first?.lowercased(),
-            coding == "gzip" || coding == "deflate",
+    /// `Content-Encoding`, `gzip` or `deflate`), nil otherwise. A factory, not a failable
+    /// initializer: a class's object is allocated before its initializer can fail, and most
+    /// responses are not compressed.
+    static func make(head: HTTPResponseHead, ratio: Int) -> HTTP2ResponseInflater? {
+        guard let coding = head.headers[canonicalForm: "Content-Encoding"].first?.lowercased(), coding == "gzip" || coding == "deflate",
             let stream = courier_inflater_make()
         else { return nil }
+        return HTTP2ResponseInflater(stream: stream, ratio: ratio)
+    }
+
+    private init(stream: OpaquePointer, ratio: Int) {
         self.stream = stream
         self.ratio = ratio
     }
