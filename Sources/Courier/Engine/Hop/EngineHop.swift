@@ -17,6 +17,22 @@ final class EngineHop: NIOHopTask, Sendable {
         case running(any HopCarrier)
         /// Ended; `end` was called.
         case finished
+
+        // Asked in place: `if case .finished = state.phase` copied the phase (its carrier, a
+        // retain) each time.
+        var isCreated: Bool {
+            switch self {
+            case .created: true
+            case .waiting, .running, .finished: false
+            }
+        }
+
+        var isFinished: Bool {
+            switch self {
+            case .finished: true
+            case .created, .waiting, .running: false
+            }
+        }
     }
 
     struct State {
@@ -115,7 +131,7 @@ final class EngineHop: NIOHopTask, Sendable {
     /// connection, and on an HTTP/2 connection's loop as its stream opens.
     func startsRunning(on carrier: any HopCarrier) {
         self.state.withLockedValue { state in
-            if case .finished = state.phase { return }
+            if state.phase.isFinished { return }
             if state.cancellation == nil { state.phase = .running(carrier) }
         }
     }
@@ -126,7 +142,7 @@ final class EngineHop: NIOHopTask, Sendable {
     /// after it queued the hop, off its lock.
     func markWaiting() -> (any Error)? {
         self.state.withLockedValue { state in
-            guard case .created = state.phase else { return nil }
+            guard state.phase.isCreated else { return nil }
             if let cancellation = state.cancellation { return cancellation }
             state.phase = .waiting(self.key)
             return nil
@@ -142,18 +158,23 @@ final class EngineHop: NIOHopTask, Sendable {
     @discardableResult
     func end(_ result: Result<Void, any Error>) -> Bool {
         let (first, metrics) = self.state.withLockedValue { state -> (Bool, TransactionMetrics?) in
-            if case .finished = state.phase { return (false, nil) }
+            if state.phase.isFinished { return (false, nil) }
             state.phase = .finished
             return (true, state.metrics.take())
         }
         if first {
-            // A hop that never ran on a connection still began: its transaction has only a start,
-            // and its route (a refused tunnel went through a proxy all the same).
-            var bare = TransactionMetrics(request: self.request, fetchStart: self.fetchStart)
-            bare.isProxyConnection = self.key.route != .direct
-            self.exchange.hopCompleted(result, metrics: metrics ?? bare)
+            self.exchange.hopCompleted(result, metrics: metrics ?? self.bareMetrics())
         }
         return first
+    }
+
+    /// The metrics of a hop that never ran on a connection: it still began, so its transaction
+    /// has a start, and its route (a refused tunnel went through a proxy all the same). Made only
+    /// for such a hop (their storage is an allocation).
+    private func bareMetrics() -> TransactionMetrics {
+        var bare = TransactionMetrics(request: self.request, fetchStart: self.fetchStart)
+        bare.isProxyConnection = self.key.route != .direct
+        return bare
     }
 
     // MARK: NIOHopTask

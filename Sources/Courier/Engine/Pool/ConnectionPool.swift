@@ -219,7 +219,7 @@ final class ConnectionPool: Sendable {
     // MARK: Connections
 
     /// Runs what the state machine decided, after the pool's lock was released.
-    private func run(_ actions: StateMachine.Actions) {
+    private func run(_ actions: consuming StateMachine.Actions) {
         for action in actions {
             switch action {
             case .createConnection(let id, let key, let loop):

@@ -41,7 +41,9 @@ extension ConnectionPoolStateMachine {
             }
         }
 
-        func makeIterator() -> Iterator {
+        /// Consumes the actions: the first moves out, not copied (a retain of each object it
+        /// carries), when the caller's value is not used after.
+        consuming func makeIterator() -> Iterator {
             Iterator(first: self.first, rest: self.rest.makeIterator())
         }
     }

@@ -352,23 +352,24 @@ extension ConnectionPoolStateMachine {
         let isShutDown = self.isShutDown
         return self.withHTTP2(id, key: key) { shared, host, index -> Actions in
             host.http2[index].openStreams -= 1
-            let entry = host.http2[index]
-            if entry.phase != .active || isShutDown {
-                return entry.openStreams == 0 ? Actions(.close(entry.connection)) : Actions()
+            // Read in place: a copy of the entry is a retain of its connection.
+            let openStreams = host.http2[index].openStreams
+            if host.http2[index].phase != .active || isShutDown {
+                return openStreams == 0 ? Actions(.close(host.http2[index].connection)) : Actions()
             }
-            if entry.isSpent {
-                guard entry.openStreams == 0 else { return Actions() }
+            if host.http2[index].isSpent {
+                guard openStreams == 0 else { return Actions() }
                 // Every stream it was allowed ended and no GOAWAY came: the server would have
                 // taken more. The next connections may open twice as many.
                 host.http2[index].phase = .draining
                 if let learned = host.learnedStreamsPerConnection {
                     host.learnedStreamsPerConnection = learned > Int.max / 2 ? nil : learned * 2
                 }
-                return Actions(.close(entry.connection))
+                return Actions(.close(host.http2[index].connection))
             }
             let next = host.takeStreams(on: index, shared.configuration, limit: 1)
             if !next.isEmpty { return next }
-            return entry.openStreams == 0 ? Actions(.startIdleClock(entry.connection)) : Actions()
+            return openStreams == 0 ? Actions(.startIdleClock(host.http2[index].connection)) : Actions()
         } ?? Actions()
     }
 
