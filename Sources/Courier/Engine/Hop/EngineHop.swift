@@ -17,26 +17,26 @@ final class EngineHop: NIOHopTask, Sendable {
         case running(any HopCarrier)
         /// Ended; `end` was called.
         case finished
-
-        // Asked in place: `if case .finished = state.phase` copied the phase (its carrier, a
-        // retain) each time.
-        var isCreated: Bool {
-            switch self {
-            case .created: true
-            case .waiting, .running, .finished: false
-            }
-        }
-
-        var isFinished: Bool {
-            switch self {
-            case .finished: true
-            case .created, .waiting, .running: false
-            }
-        }
     }
 
     struct State {
-        var phase = Phase.created
+        /// Where the hop is; set through ``enter(_:)``.
+        private(set) var phase = Phase.created
+        /// Whether the phase is ``Phase/created``, and ``Phase/finished``: asked without reading
+        /// `phase`, whose every read (`if case .finished = state.phase`, or a property of the
+        /// phase) copied it, its carrier with it, a retain each time.
+        private(set) var isCreated = true
+        private(set) var isFinished = false
+
+        mutating func enter(_ phase: Phase) {
+            switch phase {
+            case .created: (self.isCreated, self.isFinished) = (true, false)
+            case .waiting, .running: (self.isCreated, self.isFinished) = (false, false)
+            case .finished: (self.isCreated, self.isFinished) = (false, true)
+            }
+            self.phase = phase
+        }
+
         /// Why the hop was cancelled, when it was; whoever holds the hop next ends it with this.
         var cancellation: (any Error)?
         /// The request's body for the next send: resolved when the hop is made (off the event
@@ -99,7 +99,7 @@ final class EngineHop: NIOHopTask, Sendable {
         self.state.withLockedValue { state in
             state.body = body
             if unprocessed { state.unprocessedResends += 1 } else { state.resends += 1 }
-            state.phase = .created
+            state.enter(.created)
             state.needsNewConnection = true
         }
     }
@@ -110,7 +110,7 @@ final class EngineHop: NIOHopTask, Sendable {
         self.state.withLockedValue { state in
             guard state.restarts < Self.maximumRestarts else { return false }
             state.restarts += 1
-            state.phase = .created
+            state.enter(.created)
             state.needsNewConnection = true
             return true
         }
@@ -131,8 +131,8 @@ final class EngineHop: NIOHopTask, Sendable {
     /// connection, and on an HTTP/2 connection's loop as its stream opens.
     func startsRunning(on carrier: any HopCarrier) {
         self.state.withLockedValue { state in
-            if state.phase.isFinished { return }
-            if state.cancellation == nil { state.phase = .running(carrier) }
+            if state.isFinished { return }
+            if state.cancellation == nil { state.enter(.running(carrier)) }
         }
     }
 
@@ -142,9 +142,9 @@ final class EngineHop: NIOHopTask, Sendable {
     /// after it queued the hop, off its lock.
     func markWaiting() -> (any Error)? {
         self.state.withLockedValue { state in
-            guard state.phase.isCreated else { return nil }
+            guard state.isCreated else { return nil }
             if let cancellation = state.cancellation { return cancellation }
-            state.phase = .waiting(self.key)
+            state.enter(.waiting(self.key))
             return nil
         }
     }
@@ -158,8 +158,8 @@ final class EngineHop: NIOHopTask, Sendable {
     @discardableResult
     func end(_ result: Result<Void, any Error>) -> Bool {
         let (first, metrics) = self.state.withLockedValue { state -> (Bool, TransactionMetrics?) in
-            if state.phase.isFinished { return (false, nil) }
-            state.phase = .finished
+            if state.isFinished { return (false, nil) }
+            state.enter(.finished)
             return (true, state.metrics.take())
         }
         if first {
