@@ -27,7 +27,8 @@ extension HopHandler {
     /// (RFC 9110 6.6.2).
     static func head(for request: Request, key: ConnectionPool.Key, length: RequestBody.Length) -> HTTPRequestHead {
         var headers = HTTPHeaders()
-        headers.reserveCapacity(request.headerFields.count + 3)
+        // Room for Host, Trailer, the framing field and an HTTP/2 stream's Accept-Encoding.
+        headers.reserveCapacity(request.headerFields.count + 4)
         let trailers = Self.trailers(of: request)
         var hasHost = false
         for field in request.headerFields {

@@ -107,6 +107,12 @@ final class HopHandler: ChannelDuplexHandler {
             ($0.body, $0.cancellation, $0.withoutExpectation, $0.resends, $0.unprocessedResends)
         }
         var head = Self.head(for: request, key: hop.key, length: body.length)
+        if self.http2Stream != nil, self.bodyCounter != nil, !head.headers.contains(name: "Accept-Encoding") {
+            // The stream decompresses, and asks for it as NIOHTTPResponseDecompressor does on a
+            // connection: added here, while the fields are this head's alone (the stream adding
+            // it to a head shared with this handler copied them).
+            head.headers.add(name: "Accept-Encoding", value: "deflate, gzip")
+        }
         hop.key.route.adjust(&head, for: request.url)
         var hasBody = true
         if case .empty = body { hasBody = false }
