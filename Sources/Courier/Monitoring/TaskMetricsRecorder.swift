@@ -63,16 +63,18 @@ struct TaskMetricsRecorder {
         self.attemptEnded(response: response, error: error, bytesReceived: bytesReceived, at: self.offset())
     }
 
-    /// The attempt ended `end` after the task's start. The open attempt is moved into place, not
-    /// copied (a copy retains its request, its response and its transactions).
+    /// The attempt ended `end` after the task's start. The open attempt is finished in place and
+    /// swapped into ``lastAttempt``, never copied: a copy retains its request, its response, its
+    /// error and its transactions (binding it to a `var` and storing it back, even from `take()`,
+    /// was compiled as such a copy).
     private mutating func attemptEnded(response: HTTPResponse?, error: CourierError?, bytesReceived: Int64, at end: Duration) {
-        guard var ended = self.open.take() else { return }
-        ended.end = end
-        ended.response = response
-        ended.error = error
-        ended.bytesReceived = bytesReceived
+        guard self.open != nil else { return }
+        self.open!.end = end
+        self.open!.response = response
+        self.open!.error = error
+        self.open!.bytesReceived = bytesReceived
         if let previous = self.lastAttempt.take() { self.earlierAttempts.append(previous) }
-        self.lastAttempt = ended
+        swap(&self.lastAttempt, &self.open)
     }
 
     /// The metrics of a task that ends now (an attempt still open ends at the same instant: the
@@ -82,8 +84,10 @@ struct TaskMetricsRecorder {
         self.attemptEnded(response: response, error: error, bytesReceived: bytesReceived, at: now)
         var earlier: [TaskMetrics.Attempt] = []
         swap(&earlier, &self.earlierAttempts)
+        var last: TaskMetrics.Attempt?
+        swap(&last, &self.lastAttempt)
         return TaskMetrics(
-            taskStart: self.taskStart ?? Date(), duration: now, earlierAttempts: earlier, lastAttempt: self.lastAttempt.take(),
+            taskStart: self.taskStart ?? Date(), duration: now, earlierAttempts: consume earlier, lastAttempt: consume last,
             originalRequest: originalRequest, response: response, error: error, taskStartInstant: self.origin ?? .now)
     }
 }

@@ -21,33 +21,90 @@ import HTTPTypes
 /// A `nil` response (a task that failed before a head arrived) passes validation.
 public struct HTTPResponseSerializer: ResponseSerializer {
     /// Acceptable status codes; 200–299 by default.
-    public var acceptableStatusCodes: IndexSet = HTTPResponseSerializer.successfulStatusCodes
+    public var acceptableStatusCodes: IndexSet {
+        get { self.rules.statusCodes ?? Self.successfulStatusCodes }
+        set { self.rules = Rules(statusCodes: newValue, contentTypes: self.rules.contentTypes, suffixes: self.rules.suffixes) }
+    }
 
     /// Acceptable MIME types (`application/json`, no parameters); `nil`, the default, accepts any.
     ///
     /// Compared case-insensitively.
     public var acceptableContentTypes: Set<String>? {
-        get { self.normalizedContentTypes }
-        set { self.normalizedContentTypes = newValue.map { Set($0.map { $0.lowercased() }) } }
+        get { self.rules.contentTypes }
+        set {
+            self.rules = Rules(
+                statusCodes: self.rules.statusCodes, contentTypes: newValue.map { Set($0.map { $0.lowercased() }) },
+                suffixes: self.rules.suffixes)
+        }
     }
 
     /// Structured-syntax suffixes (RFC 6839) accepted on any type, without the `+`: with `["json"]`,
     /// `application/problem+json` is accepted. Only consulted when ``acceptableContentTypes`` is set.
-    public var acceptableStructuredSyntaxSuffixes: Set<String> = []
+    public var acceptableStructuredSyntaxSuffixes: Set<String> {
+        get { self.rules.suffixes }
+        set { self.rules = Rules(statusCodes: self.rules.statusCodes, contentTypes: self.rules.contentTypes, suffixes: newValue) }
+    }
 
-    private var normalizedContentTypes: Set<String>?
+    /// The rules, in one immutable object that copies share: a serializer is one reference wide,
+    /// so copying it (into the `any ResponseSerializer` a task keeps, into a notification's user
+    /// info) retains one object and boxes nothing, where three sets and an index set retained
+    /// four and did not fit an existential's inline buffer. A setter makes new rules.
+    private var rules: Rules
 
-    /// 200–299, made once: an `IndexSet` allocates its storage, and a serializer is often made per
-    /// request. Copies share it until one is changed.
+    /// What ``validate(_:data:)`` checks. Immutable, hence `Sendable`.
+    final class Rules: Sendable {
+        /// nil: 200–299, checked without an `IndexSet`.
+        let statusCodes: IndexSet?
+        /// Lower-cased; nil accepts any.
+        let contentTypes: Set<String>?
+        let suffixes: Set<String>
+
+        init(statusCodes: IndexSet?, contentTypes: Set<String>?, suffixes: Set<String>) {
+            self.statusCodes = statusCodes
+            self.contentTypes = contentTypes
+            self.suffixes = suffixes
+        }
+
+        /// AFNetworking's defaults: 200–299, any content type. Shared by every serializer made
+        /// with them.
+        static let any = Rules(statusCodes: nil, contentTypes: nil, suffixes: [])
+
+        /// 200–299 and the given content types (already lower-cased) and suffixes, for the
+        /// serializers that share one set of defaults (JSON, XML, property lists).
+        static func successful(contentTypes: Set<String>, suffixes: Set<String> = []) -> Rules {
+            Rules(statusCodes: nil, contentTypes: contentTypes, suffixes: suffixes)
+        }
+
+        /// ``JSONResponseSerializer``'s: `application/json`, `text/json`, `text/javascript`, `+json`.
+        static let json = successful(contentTypes: ["application/json", "text/json", "text/javascript"], suffixes: ["json"])
+        /// The XML serializers': `application/xml`, `text/xml`, `+xml`.
+        static let xml = successful(contentTypes: ["application/xml", "text/xml"], suffixes: ["xml"])
+        /// ``PropertyListResponseSerializer``'s: `application/x-plist`.
+        static let propertyList = successful(contentTypes: ["application/x-plist"])
+        /// ``ImageResponseSerializer``'s image types.
+        static let image = successful(contentTypes: [
+            "image/tiff", "image/jpeg", "image/gif", "image/png", "image/ico", "image/x-icon", "image/bmp",
+            "image/x-bmp", "image/x-xbitmap", "image/x-win-bitmap", "image/webp",
+        ])
+    }
+
+    /// 200–299 as an `IndexSet`, made once, for the getter of ``acceptableStatusCodes``.
     private static let successfulStatusCodes = IndexSet(integersIn: 200..<300)
 
     /// A serializer with AFNetworking's defaults: status 200–299, any content type.
-    public init() {}
+    public init() {
+        self.rules = .any
+    }
+
+    /// A serializer with shared rules (``Rules/json`` and the like).
+    init(rules: Rules) {
+        self.rules = rules
+    }
 
     public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
         guard let response else { return }
         var contentTypeError: CourierError?
-        if let acceptable = self.normalizedContentTypes {
+        if let acceptable = self.rules.contentTypes {
             let mime = response.mimeType
             let hasBody = data.map { !$0.isEmpty } ?? false
             // A Content-Type describes a body; with none there is nothing to refuse (httpbin's
@@ -59,7 +116,9 @@ public struct HTTPResponseSerializer: ResponseSerializer {
                     response: response, data: data)
             }
         }
-        if !self.acceptableStatusCodes.contains(response.status.code) {
+        let code = response.status.code
+        let acceptableCode = self.rules.statusCodes.map { $0.contains(code) } ?? (200..<300).contains(code)
+        if !acceptableCode {
             throw CourierError(
                 .unacceptableStatusCode,
                 "unacceptable status code: \(response.status.code) \(response.status.reasonPhrase)",
@@ -77,8 +136,8 @@ public struct HTTPResponseSerializer: ResponseSerializer {
     private func accepts(_ mime: String, in acceptable: Set<String>) -> Bool {
         if mime.isEmpty { return false }
         if acceptable.contains(mime) { return true }
-        guard !self.acceptableStructuredSyntaxSuffixes.isEmpty, let plus = mime.lastIndex(of: "+") else { return false }
-        return self.acceptableStructuredSyntaxSuffixes.contains(String(mime[mime.index(after: plus)...]))
+        guard !self.rules.suffixes.isEmpty, let plus = mime.lastIndex(of: "+") else { return false }
+        return self.rules.suffixes.contains(String(mime[mime.index(after: plus)...]))
     }
 }
 

@@ -39,8 +39,7 @@ public struct JSONResponseSerializer: ResponseSerializer {
 
     /// A serializer that accepts `application/json`, `text/json`, `text/javascript` and `+json`.
     public init() {
-        self.http.acceptableContentTypes = ["application/json", "text/json", "text/javascript"]
-        self.http.acceptableStructuredSyntaxSuffixes = ["json"]
+        self.http = HTTPResponseSerializer(rules: .json)
     }
 
     /// A serializer with the given reading options.

@@ -23,7 +23,7 @@ public struct PropertyListResponseSerializer: ResponseSerializer {
 
     /// A serializer that accepts `application/x-plist`, in any format.
     public init() {
-        self.http.acceptableContentTypes = ["application/x-plist"]
+        self.http = HTTPResponseSerializer(rules: .propertyList)
     }
 
     /// A serializer that accepts only `format`, with the given read options.

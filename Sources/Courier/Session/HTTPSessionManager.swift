@@ -27,7 +27,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
 
     /// The URL relative URL strings resolve against; a path always ends in `/`.
     public let baseURL: URL?
-    private let requestSerializerBox = NIOLockedValueBox<any RequestSerializer>(HTTPRequestSerializer())
+    private let requestSerializerBox = NIOLockedValueBox(StoredRequestSerializer(HTTPRequestSerializer()))
     /// URL strings already resolved against ``baseURL``: an API client asks for the same paths
     /// over and over, and Foundation's parse and join cost about 3 % of a small request's CPU.
     private let resolvedURLStrings = NIOLockedValueBox<[String: ResolvedURL]>([:])
@@ -70,8 +70,24 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
 
     /// Builds requests from URL strings and parameters. ``HTTPRequestSerializer`` by default.
     public var requestSerializer: any RequestSerializer {
-        get { self.requestSerializerBox.withLockedValue { $0 } }
-        set { self.requestSerializerBox.withLockedValue { $0 = newValue } }
+        get { self.requestSerializerBox.withLockedValue { $0.serializer } }
+        set {
+            let stored = StoredRequestSerializer(newValue)
+            self.requestSerializerBox.withLockedValue { $0 = stored }
+        }
+    }
+
+    /// The request serializer, and the same one as a ``ParsedURLRequestSerializer`` when it is one.
+    /// The cast is made once, when the serializer is set: made per request, it copied the
+    /// serializer into a new existential box (a malloc and a retain of each of its fields).
+    private struct StoredRequestSerializer {
+        let serializer: any RequestSerializer
+        let parsing: (any ParsedURLRequestSerializer)?
+
+        init(_ serializer: any RequestSerializer) {
+            self.serializer = serializer
+            self.parsing = serializer as? any ParsedURLRequestSerializer
+        }
     }
 
     /// `url` with a trailing slash when its path is not empty (AFNetworking's rule).
@@ -147,12 +163,13 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         parameters: (any Sendable)?,
         headers: HTTPFields = [:]
     ) throws(CourierError) -> Request {
-        let serializer = self.requestSerializer
+        let stored = self.requestSerializerBox.withLockedValue { $0 }
         var request: Request
-        if let parsing = serializer as? any ParsedURLRequestSerializer {
+        if let parsing = stored.parsing {
             request = try parsing.request(method: method, parsedURL: try self.parsedURL(for: urlString), parameters: parameters)
         } else {
-            request = try serializer.request(method: method, urlString: try self.absoluteURLString(for: urlString), parameters: parameters)
+            request = try stored.serializer.request(
+                method: method, urlString: try self.absoluteURLString(for: urlString), parameters: parameters)
         }
         for field in headers {
             request.headerFields[field.name] = field.value

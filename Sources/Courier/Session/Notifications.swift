@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 
 extension Notification.Name {
     /// A task was resumed. The object is the ``SessionTask``.
@@ -66,6 +67,36 @@ public enum TaskDidCompleteKey {
         nonisolated(unsafe) static let serializedResponse = Self.index(of: Hashed.serializedResponse)
         nonisolated(unsafe) static let responseSource = Self.index(of: Hashed.responseSource)
         nonisolated(unsafe) static let metrics = Self.index(of: Hashed.metrics)
+
+        /// This thread's copy of the template, filled for one post and cleared after it. Posting
+        /// is synchronous, so nothing else uses it meanwhile; an observer that keeps the user
+        /// info keeps its own copy (the next fill then copies the storage, as a dictionary does
+        /// when it is shared). Otherwise the same storage serves every post on the thread:
+        /// copying the template for each post allocated a dictionary and retained its five keys.
+        /// `@unchecked Sendable`: each one is only ever used by the thread it belongs to.
+        final class ThreadsCopy: @unchecked Sendable {
+            var userInfo = SuccessTemplate.userInfo
+
+            /// Lets go of the values of the last post (they hold the task's body, object and
+            /// metrics), keeping the storage.
+            func clear() {
+                self.userInfo.values[SuccessTemplate.responseSerializer] = 0
+                self.userInfo.values[SuccessTemplate.responseData] = 0
+                self.userInfo.values[SuccessTemplate.serializedResponse] = 0
+                self.userInfo.values[SuccessTemplate.responseSource] = 0
+                self.userInfo.values[SuccessTemplate.metrics] = 0
+            }
+        }
+
+        private static let threadsCopies = ThreadSpecificVariable<ThreadsCopy>()
+
+        /// This thread's ``ThreadsCopy``, made on first use.
+        static func threadsCopy() -> ThreadsCopy {
+            if let copy = Self.threadsCopies.currentValue { return copy }
+            let copy = ThreadsCopy()
+            Self.threadsCopies.currentValue = copy
+            return copy
+        }
 
         private static func index(of key: AnyHashable) -> Index {
             guard let index = Self.userInfo.index(forKey: key) else { preconditionFailure("the template holds every key") }

@@ -34,24 +34,24 @@ extension SessionManager {
         downloadProgress: (@Sendable (Progress) -> Void)?,
         sink: any BodySink = MemoryBodySink()
     ) async -> TaskOutcome {
-        let made = NIOLockedValueBox<SessionTask?>(nil)
-        // No checked continuation: the task's machine completes it exactly once (the checked
-        // one's canary would be one more object a request).
+        // The task is made first and held here: the cancellation handler needs it, and a box
+        // filled inside the continuation's closure was one more object and two lock transactions
+        // a request. No checked continuation: the task's machine completes it exactly once (the
+        // checked one's canary would be one more object a request).
+        let task = self.makeTask(
+            kind, request: request, completion: .awaiting, uploadProgress: uploadProgress, downloadProgress: downloadProgress,
+            sink: sink, resumedAtOnce: true)
         await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                let task = self.makeTask(
-                    kind, request: request, completion: .awaiting(continuation),
-                    uploadProgress: uploadProgress, downloadProgress: downloadProgress, sink: sink, resumedAtOnce: true)
-                made.withLockedValue { $0 = task }
+                task.delegate.waitForEnd(continuation)
                 task.resume()
                 if _Concurrency.Task.isCancelled { task.cancel() }
             }
         } onCancel: {
-            made.withLockedValue { $0 }?.cancel()
+            task.cancel()
         }
-        // The box was filled, and the task's end left with its delegate, before the continuation
-        // could resume.
-        let delegate = made.withLockedValue { $0 }!.delegate
+        // The task's end was left with its delegate before the continuation could resume.
+        let delegate = task.delegate
         var outcome = delegate.takeAwaitedOutcome()!
         // The task's end settles here, on the calling task, not on the engine's thread.
         delegate.settle(&outcome)

@@ -66,13 +66,14 @@ extension SessionManager {
             let metrics = outcome.metrics
         {
             typealias Template = TaskDidCompleteKey.SuccessTemplate
-            var userInfo = Template.userInfo
-            userInfo.values[Template.responseSerializer] = serializer
-            userInfo.values[Template.responseData] = data
-            userInfo.values[Template.serializedResponse] = object
-            userInfo.values[Template.responseSource] = outcome.source
-            userInfo.values[Template.metrics] = metrics
-            NotificationCenter.default.post(name: .taskDidComplete, object: task, userInfo: userInfo)
+            let reused = Template.threadsCopy()
+            reused.userInfo.values[Template.responseSerializer] = serializer
+            reused.userInfo.values[Template.responseData] = data
+            reused.userInfo.values[Template.serializedResponse] = object
+            reused.userInfo.values[Template.responseSource] = outcome.source
+            reused.userInfo.values[Template.metrics] = metrics
+            NotificationCenter.default.post(name: .taskDidComplete, object: task, userInfo: reused.userInfo)
+            reused.clear()
             return
         }
         typealias Keys = TaskDidCompleteKey.Hashed

@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import Synchronization
 import HTTPTypes
 
 extension SessionManager {
@@ -87,10 +88,7 @@ extension SessionManager {
         for field in self.configurationReference.value.httpAdditionalHeaders where !request.headerFields.contains(field.name) {
             request.headerFields.append(field)
         }
-        let identifier = self.registry.withLockedValue { registry -> Int in
-            defer { registry.nextIdentifier += 1 }
-            return registry.nextIdentifier
-        }
+        let identifier = self.lastTaskIdentifier.add(1, ordering: .relaxed).newValue
         let delegate = TaskDelegate(
             manager: self,
             identifier: identifier,
@@ -127,7 +125,7 @@ extension SessionManager {
     /// Hands an attempt's (adapted) request on (DESIGN's order, after the adapters: cookies, the
     /// cache lookup, then the engine).
     func execute(_ request: Request, for delegate: TaskDelegate, attempt: Int) {
-        switch self.planFirstHop(request, for: delegate) {
+        switch self.planFirstHop(request, for: delegate, attempt: attempt) {
         case .send(let sent):
             let exchange = self.engine.execute(sent, delegate: delegate)
             delegate.attach(exchange, attempt: attempt)

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
+import Synchronization
 
 /// Makes and runs tasks on one engine (AFNetworking's `AFURLSessionManager`).
 ///
@@ -71,7 +72,6 @@ public class SessionManager: @unchecked Sendable {
     }
 
     struct Registry {
-        var nextIdentifier = 1
         var delegates: [Int: TaskDelegate] = [:]
         var isInvalidated = false
         /// A process-wide manager (``HTTPSessionManager/shared``) ignores invalidation.
@@ -111,6 +111,9 @@ public class SessionManager: @unchecked Sendable {
     /// The transport.
     public let engine: any Engine
     let registry = NIOLockedValueBox(Registry())
+    /// The identifier the next task gets (AFNetworking's `taskIdentifier`, from 1): counted
+    /// without the registry's lock, which every task of the manager takes.
+    let lastTaskIdentifier = Atomic<Int>(0)
     let settings = NIOLockedValueBox(Settings())
     /// Serialization for completion handlers runs here, never on an engine thread.
     static let processingQueue = DispatchQueue(label: "courier.session-manager.processing", attributes: .concurrent)

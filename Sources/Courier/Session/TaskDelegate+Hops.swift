@@ -43,24 +43,22 @@ enum HopPlan {
 extension SessionManager {
     /// The steps before the engine for a task's first hop (DESIGN's order: cookies, then the cache
     /// lookup), after the checks of the options that cannot be honoured as asked.
-    func planFirstHop(_ request: Request, for delegate: TaskDelegate) -> HopPlan {
+    func planFirstHop(_ request: Request, for delegate: TaskDelegate, attempt: Int) -> HopPlan {
         let configuration = self.configurationReference
         if let refusal = self.refusal(of: request) { return .fail(refusal) }
 
-        // Cookies.
+        // Cookies. The caller's own `Cookie` field is the first attempt's, kept for a retry (whose
+        // request the adapters build again) and for the redirects back to its origin. On the
+        // first attempt it is this request's, recorded in the transaction at the end: the task's
+        // lock is taken once.
         var request = request
         let store = configuration.value.httpCookieStorage
         let handlesCookies = store != nil && (request.options.httpShouldHandleCookies ?? configuration.value.httpShouldHandleCookies)
-        let callerCookie = delegate.state.withLockedValue { state -> String? in
-            if !state.hop.tookCallerCookie {
-                state.hop.tookCallerCookie = true
-                state.hop.callerCookie = request.headerFields.value(of: .cookie)
-                state.hop.originURL = request.url
-            }
-            state.hop.handlesCookies = handlesCookies
-            return state.hop.callerCookie
-        }
+        let ownCookie = request.headerFields.value(of: .cookie)
+        let firstURL = request.url
         if handlesCookies, let store {
+            let callerCookie =
+                attempt == 0 ? ownCookie : delegate.state.withLockedValue { $0.hop.tookCallerCookie ? $0.hop.callerCookie : ownCookie }
             request.setCookieField(Self.joinedCookies(callerCookie, store.cookieHeader(for: request.url)))
         }
 
@@ -101,6 +99,12 @@ extension SessionManager {
 
         let servesStale = policy.servesStale || configuration.value.requestCachePolicy.servesStale
         delegate.state.withLockedValue { state in
+            if !state.hop.tookCallerCookie {
+                state.hop.tookCallerCookie = true
+                state.hop.callerCookie = ownCookie
+                state.hop.originURL = firstURL
+            }
+            state.hop.handlesCookies = handlesCookies
             state.hop.revalidating = hop.revalidating
             state.hop.mayStore = hop.mayStore
             state.hop.servesStale = servesStale

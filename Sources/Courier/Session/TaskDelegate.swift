@@ -54,14 +54,16 @@ enum TaskCompletion: Sendable {
     /// The raw outcome, settled and delivered on the engine's thread (a streamed task's, a 2.x
     /// operation's).
     case outcome(@Sendable (TaskOutcome) -> Void)
-    /// An `async` caller waiting on the task: resumed once the task's end is in
-    /// ``TaskState/awaitedOutcome``, it takes the end from there and settles it on its own task
-    /// (``TaskDelegate/settle(_:)``), so that the cache store, the metrics and the task's end run
-    /// there instead of on the engine's thread (with HTTP/2, one loop carries every stream of a
-    /// connection). (A completion handler's task settles on the processing queue; a download
+    /// An `async` caller waiting on the task: its continuation waits in
+    /// ``TaskState/awaitingCaller`` (``TaskDelegate/waitForEnd(_:)``; the task is made before it,
+    /// so that the caller holds the task itself and no box for it). Resumed once the task's end is
+    /// in ``TaskState/awaitedOutcome``, the caller takes the end from there and settles it on its
+    /// own task (``TaskDelegate/settle(_:)``), so that the cache store, the metrics and the task's
+    /// end run there instead of on the engine's thread (with HTTP/2, one loop carries every stream
+    /// of a connection). (A completion handler's task settles on the processing queue; a download
     /// arrives settled.) The end is not the continuation's value: handing it through the
     /// continuation copied it twice (each copy retains every field of the outcome).
-    case awaiting(UnsafeContinuation<Void, Never>)
+    case awaiting
     /// A download's completion handler: the response, the file's final URL, the error; called on
     /// the completion queue.
     case download(@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)
@@ -394,8 +396,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         // awaiting caller's task, or on the processing queue before serialization; not on the
         // engine's thread (with HTTP/2, one loop carries every stream of a connection).
         switch completion {
-        case .awaiting(let continuation):
-            self.handToAwaitingCaller(consume outcome, continuation)
+        case .awaiting:
+            self.handToAwaitingCaller(consume outcome)
         case .handler(let serializer, let handler):
             let manager = outcome.manager
             manager.complete(consume outcome, serializer: serializer, handler: handler)
@@ -409,11 +411,25 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     /// Leaves the task's end where its `async` caller takes it (``takeAwaitedOutcome()``), then
-    /// wakes the caller.
-    func handToAwaitingCaller(_ outcome: consuming TaskOutcome, _ continuation: UnsafeContinuation<Void, Never>) {
+    /// wakes the caller if it waits already (else ``waitForEnd(_:)`` finds the end there).
+    func handToAwaitingCaller(_ outcome: consuming TaskOutcome) {
         var handed: TaskOutcome? = consume outcome
-        self.state.withLockedValue { $0.awaitedOutcome = handed.take() }
-        continuation.resume()
+        let caller = self.state.withLockedValue { state in
+            state.awaitedOutcome = handed.take()
+            return state.awaitingCaller.take()
+        }
+        caller?.resume()
+    }
+
+    /// The `async` caller waits for the task's end (``TaskCompletion/awaiting``): resumed at once
+    /// when the end is there already (a task cancelled before it was resumed), else when it comes.
+    func waitForEnd(_ continuation: UnsafeContinuation<Void, Never>) {
+        let ended = self.state.withLockedValue { state in
+            if state.awaitedOutcome != nil { return true }
+            state.awaitingCaller = continuation
+            return false
+        }
+        if ended { continuation.resume() }
     }
 
     /// The end of a task its `async` caller waited on (``TaskCompletion/awaiting(_:)``), once the

@@ -36,6 +36,9 @@ struct TaskState {
     /// The end of a task an `async` caller waits on, from the task's end until the caller takes
     /// it (``TaskDelegate/takeAwaitedOutcome()``).
     var awaitedOutcome: TaskOutcome?
+    /// The `async` caller waiting for the task's end (``TaskCompletion/awaiting``), until it is
+    /// resumed.
+    var awaitingCaller: UnsafeContinuation<Void, Never>?
     /// The caller's progress closures; dropped when the task completes.
     var uploadProgressHandler: (@Sendable (Progress) -> Void)?
     var downloadProgressHandler: (@Sendable (Progress) -> Void)?

@@ -31,6 +31,38 @@ struct HTTPResponseSerializerTests {
         #expect(throws: CourierError.self) { try serializer.validate(Fixture.response(201), data: nil) }
     }
 
+    /// The rules are shared between copies until one is changed: changing a copy (or a JSON
+    /// serializer's, which starts from rules every JSON serializer shares) leaves the others as
+    /// they were, each property keeps the others' values, and the defaults read back as set.
+    @Test func copiesKeepTheirOwnRulesWhenOneIsChanged() throws {
+        let original = HTTPResponseSerializer()
+        var changed = original
+        changed.acceptableStatusCodes = IndexSet([404])
+        changed.acceptableContentTypes = ["Text/Plain"]
+        changed.acceptableStructuredSyntaxSuffixes = ["json"]
+        changed.acceptableStatusCodes.insert(410)
+        #expect(original.acceptableStatusCodes == IndexSet(integersIn: 200..<300))
+        #expect(original.acceptableContentTypes == nil)
+        #expect(original.acceptableStructuredSyntaxSuffixes.isEmpty)
+        #expect(changed.acceptableStatusCodes == IndexSet([404, 410]))
+        #expect(changed.acceptableContentTypes == ["text/plain"])
+        #expect(changed.acceptableStructuredSyntaxSuffixes == ["json"])
+        try original.validate(Fixture.response(200, "image/png"), data: Fixture.data("x"))
+        try changed.validate(Fixture.response(410, "application/problem+json"), data: Fixture.data("{}"))
+        #expect(throws: CourierError.self) { try changed.validate(Fixture.response(200, "text/plain"), data: nil) }
+
+        var json = JSONResponseSerializer()
+        json.http.acceptableContentTypes?.insert("text/html")
+        #expect(json.http.acceptableContentTypes == ["application/json", "text/json", "text/javascript", "text/html"])
+        #expect(JSONResponseSerializer().http.acceptableContentTypes == ["application/json", "text/json", "text/javascript"])
+        #expect(JSONResponseSerializer().http.acceptableStructuredSyntaxSuffixes == ["json"])
+        #expect(json.http.acceptableStructuredSyntaxSuffixes == ["json"])
+        #expect(XMLParserResponseSerializer().http.acceptableContentTypes == ["application/xml", "text/xml"])
+        #expect(XMLParserResponseSerializer().http.acceptableStructuredSyntaxSuffixes == ["xml"])
+        #expect(PropertyListResponseSerializer().http.acceptableContentTypes == ["application/x-plist"])
+        #expect(ImageResponseSerializer().http.acceptableContentTypes?.contains("image/webp") == true)
+    }
+
     @Test func contentTypeCheckedWithParametersAndAnyCase() throws {
         var serializer = HTTPResponseSerializer()
         serializer.acceptableContentTypes = ["Application/JSON"]

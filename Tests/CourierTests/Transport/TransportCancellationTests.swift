@@ -23,6 +23,37 @@ struct TransportCancellationTests {
         }
     }
 
+    /// An `async` call made from a Swift task that was cancelled already: the session task is
+    /// cancelled before it is resumed, ends at once with `.cancelled`, sends nothing, and
+    /// completes once (its caller waits on it only after it ended).
+    @Test(arguments: Transport.allCases)
+    func anAsyncCallFromACancelledTaskFailsAtOnceAndSendsNothing(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let completions = NIOLockedValueBox(0)
+            var hooks = manager.hooks
+            hooks.taskDidComplete = { _, _, _ in completions.withLockedValue { $0 += 1 } }
+            manager.hooks = hooks
+            let url = server.url("/get")
+            let caller = Task { () async -> Result<DataResponse<Data>, CourierError> in
+                while !Task.isCancelled { await Task.yield() }
+                do {
+                    return .success(try await manager.data(for: Request(url: url)))
+                } catch let error as CourierError {
+                    return .failure(error)
+                } catch {
+                    return .failure(CourierError(.internalInconsistency, "not a CourierError: \(error)"))
+                }
+            }
+            caller.cancel()
+            let result = await caller.value
+            #expect(throws: CourierError.self) { _ = try result.get() }
+            if case .failure(let error) = result { #expect(error.code == .cancelled) }
+            #expect(completions.withLockedValue { $0 } == 1)
+            #expect(server.requestCount == 0)
+            #expect(server.connectionCount == 0, "no connection was opened")
+        }
+    }
+
     @Test(arguments: Transport.allCases)
     func cancellingWhileWaitingForTheHeadFailsPromptly(_ transport: Transport) async throws {
         try await transport.run { server, manager in

@@ -26,10 +26,7 @@ public struct ImageResponseSerializer: ResponseSerializer {
 
     /// A serializer that accepts the image types above, at scale 1.
     public init() {
-        self.http.acceptableContentTypes = [
-            "image/tiff", "image/jpeg", "image/gif", "image/png", "image/ico", "image/x-icon", "image/bmp",
-            "image/x-bmp", "image/x-xbitmap", "image/x-win-bitmap", "image/webp",
-        ]
+        self.http = HTTPResponseSerializer(rules: .image)
     }
 
     public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {

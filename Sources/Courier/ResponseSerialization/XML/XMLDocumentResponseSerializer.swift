@@ -29,8 +29,7 @@ public struct XMLDocumentResponseSerializer: ResponseSerializer {
 
     /// A serializer that accepts `application/xml`, `text/xml` and `+xml`.
     public init() {
-        self.http.acceptableContentTypes = ["application/xml", "text/xml"]
-        self.http.acceptableStructuredSyntaxSuffixes = ["xml"]
+        self.http = HTTPResponseSerializer(rules: .xml)
     }
 
     /// A serializer that parses with `options`.

@@ -30,8 +30,7 @@ public struct XMLParserResponseSerializer: ResponseSerializer {
 
     /// A serializer that accepts `application/xml`, `text/xml` and `+xml`.
     public init() {
-        self.http.acceptableContentTypes = ["application/xml", "text/xml"]
-        self.http.acceptableStructuredSyntaxSuffixes = ["xml"]
+        self.http = HTTPResponseSerializer(rules: .xml)
     }
 
     public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {

@@ -260,8 +260,8 @@ extension TaskDelegate {
         switch completion {
         case .outcome(let deliver):
             deliver(outcome)
-        case .awaiting(let continuation):
-            self.handToAwaitingCaller(outcome, continuation)
+        case .awaiting:
+            self.handToAwaitingCaller(outcome)
         case .download(let handler):
             outcome.manager.completeDownload(outcome, handler: handler)
         case .handler, .none:

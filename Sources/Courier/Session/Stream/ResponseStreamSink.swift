@@ -1,5 +1,6 @@
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 
 /// The producing side of a streamed response body: the task's delegate yields chunks into it,
 /// the consumer reads them from its ``ResponseBodyStream``.
@@ -82,6 +83,12 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     /// Whether the consumer has (or had) the response head.
     var consumerHasHead: Bool { self.state.withLockedValue { $0.headArrived } }
 
+    /// Whether a caller waits in ``waitForHead()`` (for tests).
+    var isWaitingForHead: Bool { self.state.withLockedValue { $0.headWaiter != nil } }
+
+    /// Whether the body has ended (``finish(with:)``) (for tests).
+    var hasFinished: Bool { self.state.withLockedValue { $0.isFinished } }
+
     // MARK: Head
 
     /// Waits until the response head arrived; throws the task's error if it ended first.
@@ -97,6 +104,13 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         }
     }
 
+    /// The head is the consumer's. The waiting caller is woken once the event loop that delivered
+    /// the head has handed on the rest of what it read with it: a small body and its end usually
+    /// come in the same read, and the caller then finds them waiting instead of sleeping again
+    /// for them (a thread's wake-up a request, the larger part of a streamed request's cost). The
+    /// head is not held longer than that: a server that sends the head and waits (events, a long
+    /// poll) has it delivered at the end of that loop iteration. Off an event loop (a cached
+    /// response, another engine), the caller is woken at once.
     func headArrived() {
         let waiter = self.state.withLockedValue { state -> CheckedContinuation<Void, any Error>? in
             state.headArrived = true
@@ -106,7 +120,12 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
             defer { state.headWaiter = nil }
             return state.headWaiter
         }
-        waiter?.resume()
+        guard let waiter else { return }
+        if let loop = MultiThreadedEventLoopGroup.currentEventLoop {
+            loop.execute { waiter.resume() }
+        } else {
+            waiter.resume()
+        }
     }
 
     /// Holds a head back from the consumer (its attempt may be retried): a later attempt's head
