@@ -63,7 +63,9 @@ extension NIOExchange {
             if let chosen = self.delegate.exchange(willPerformRedirection: response, newRequest: proposed) {
                 self.state.withLockedValue { state in
                     state.redirectCount += 1
-                    state.visitedURLs.insert(chosen.url.absoluteString)
+                    // The request left behind; the next one's URL counts as visited as the
+                    // current request's (an exchange that is not redirected builds no set).
+                    state.visitedURLs.insert(state.request.url.absoluteString)
                     state.bytesSent = 0
                     state.sendGeneration += 1
                     state.expectedBytesToSend = chosen.body.knownLength

@@ -221,6 +221,7 @@ struct NIOExchangeState {
     /// Whether the current hop's request head went out (the idle deadline runs from then).
     var isHeadSent = false
     var redirectCount = 0
+    /// The URLs of the requests redirected from, before `request` (empty until a redirect).
     var visitedURLs: Set<String> = []
     var lastActivity = NIODeadline.now()
     var bytesSent: Int64 = 0
@@ -230,7 +231,6 @@ struct NIOExchangeState {
 
     init(request: Request) {
         self.request = request
-        self.visitedURLs.insert(request.url.absoluteString)
         self.expectedBytesToSend = request.body.knownLength
     }
 }

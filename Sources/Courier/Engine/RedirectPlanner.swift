@@ -15,6 +15,8 @@ enum RedirectStep {
 enum RedirectPlanner {
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
+    /// - Parameter visitedURLs: The URLs of the exchange's requests before `request` (`request`'s
+    ///   own counts as visited too).
     static func step(
         for response: HTTPResponse,
         request: Request,
@@ -33,7 +35,7 @@ enum RedirectPlanner {
         if redirectCount >= maximum {
             return .fail("more than \(maximum) redirects")
         }
-        if !allowCycles, visitedURLs.contains(target.absoluteString) {
+        if !allowCycles, target.absoluteString == request.url.absoluteString || visitedURLs.contains(target.absoluteString) {
             return .fail("redirect cycle back to \(target.absoluteString)")
         }
 

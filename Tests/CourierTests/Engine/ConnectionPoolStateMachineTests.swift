@@ -43,7 +43,7 @@ struct ConnectionPoolStateMachineTests {
     }
 
     /// One line per action.
-    func lines(_ actions: [Machine.Action]) -> [String] {
+    func lines(_ actions: Machine.Actions) -> [String] {
         actions.map { action in
             switch action {
             case .createConnection(let id, let key, let loop): "create \(id) to \(key.port) on \(self.loopName(loop))"
@@ -76,6 +76,24 @@ struct ConnectionPoolStateMachineTests {
         for name in names { _ = self.request(&machine, Request(name), key: Self.https, on: loop) }
         _ = machine.connectionCreated(self.connection(id, on: loop), key: Self.https, speaking: .http2)
         return self.lines(machine.http2SettingsReceived(PoolConnectionID(rawValue: id), key: Self.https, maximumStreams: maximumStreams))
+    }
+
+    // MARK: Actions
+
+    @Test func anEventsActionsKeepTheirOrderWhateverTheirNumber() {
+        var actions = Machine.Actions()
+        #expect(actions.isEmpty)
+        #expect(actions.count == 0)
+        #expect(self.lines(actions) == [])
+        actions.append(.close(self.connection(0)))
+        #expect(self.lines(actions) == ["close #0"])
+        actions.append(.close(self.connection(1)))
+        var more = Machine.Actions(.startIdleClock(self.connection(2)))
+        more.append(.close(self.connection(3)))
+        actions.append(contentsOf: more)
+        #expect(!actions.isEmpty)
+        #expect(actions.count == 4)
+        #expect(self.lines(actions) == ["close #0", "close #1", "idle #2", "close #3"])
     }
 
     // MARK: HTTP/1.1

@@ -79,6 +79,23 @@ struct RedirectPlannerTests {
         }
     }
 
+    /// The exchange keeps only the URLs it was redirected from (none until its first redirect, so
+    /// that an exchange that is not redirected builds no set): the request's own URL is visited.
+    @Test func aRedirectBackToTheRequestsOwnURLIsACycleWithNoEarlierURLs() {
+        guard case .fail = self.step(self.response(302, location: "/a/b"), self.request()) else {
+            Issue.record("expected a redirect to the request's own URL to fail")
+            return
+        }
+        guard case .fail = self.step(self.response(302, location: "/a/c"), self.request(), count: 1, visited: ["http://h/a/c"]) else {
+            Issue.record("expected a redirect to an earlier URL to fail")
+            return
+        }
+        guard case .follow = self.step(self.response(302, location: "/a/d"), self.request(), count: 1, visited: ["http://h/a/c"]) else {
+            Issue.record("expected a redirect to a new URL to be followed")
+            return
+        }
+    }
+
     @Test func notFollowed() {
         let disallowed = RedirectPlanner.step(
             for: self.response(302, location: "/x"), request: self.request(), policy: .disallow, redirectCount: 0, visitedURLs: [])

@@ -42,7 +42,7 @@ struct ResponseInflaterTests {
             let body = try Self.compressed(Self.text, algorithm)
             for coding in ["gzip", "deflate", "GZIP"] {
                 for sizes in [[body.count], [1, 1, 2, 3], [1, 4096], [7]] {
-                    let inflater = try #require(ResponseInflater(head: Self.head(coding), ratio: 100))
+                    let inflater = try #require(ResponseInflater.make(head: Self.head(coding), ratio: 100))
                     #expect(try Self.run(inflater, body, sizes: sizes) == Self.text, "\(algorithm) as \(coding), pieces \(sizes)")
                 }
             }
@@ -51,13 +51,13 @@ struct ResponseInflaterTests {
 
     @Test("Other codings, and none, are left alone")
     func otherCodings() {
-        #expect(ResponseInflater(head: Self.head("br"), ratio: 100) == nil)
-        #expect(ResponseInflater(head: HTTPResponseHead(version: .http1_1, status: .ok), ratio: 100) == nil)
+        #expect(ResponseInflater.make(head: Self.head("br"), ratio: 100) == nil)
+        #expect(ResponseInflater.make(head: HTTPResponseHead(version: .http1_1, status: .ok), ratio: 100) == nil)
     }
 
     @Test("An empty body is left as it is")
     func emptyBody() throws {
-        let inflater = try #require(ResponseInflater(head: Self.head("gzip"), ratio: 100))
+        let inflater = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: 100))
         #expect(try Self.run(inflater, [], sizes: [1]) == [])
     }
 
@@ -74,10 +74,10 @@ struct ResponseInflaterTests {
             (body + [1, 2, 3], [body.count, 3], .trailingData),
         ]
         for (input, sizes, reason) in cases {
-            let inflater = try #require(ResponseInflater(head: Self.head("gzip"), ratio: 100))
+            let inflater = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: 100))
             #expect(throws: ResponseDecompressionError(reason)) { _ = try Self.run(inflater, input, sizes: sizes) }
         }
-        let corrupt = try #require(ResponseInflater(head: Self.head("gzip"), ratio: 100))
+        let corrupt = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: 100))
         let error = #expect(throws: ResponseDecompressionError.self) {
             _ = try Self.run(corrupt, [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff, 0xff], sizes: [20])
         }

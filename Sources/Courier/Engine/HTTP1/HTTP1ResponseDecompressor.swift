@@ -37,7 +37,7 @@ final class HTTP1ResponseDecompressor: ChannelDuplexHandler, RemovableChannelHan
         let part = self.unwrapInboundIn(data)
         switch part {
         case .head(let head):
-            self.inflater = ResponseInflater(head: head, ratio: self.ratio)
+            self.inflater = ResponseInflater.make(head: head, ratio: self.ratio)
             self.failed = false
             context.fireChannelRead(data)
         case .body(let buffer):

@@ -96,7 +96,7 @@ final class HTTP2Connection: HopCarrier, Sendable {
         let firstStream = self.streamsOpened.wrappingAdd(1, ordering: .relaxed).oldValue == 0
         let hopHandler = HopHandler(stream: self, carrying: stream, firstStream: firstStream)
         stream.hopHandler = hopHandler
-        hop.startsRunning(on: HTTP2StreamCarrier(eventLoop: self.channel.eventLoop, handler: NIOLoopBound(hopHandler, eventLoop: self.channel.eventLoop)))
+        hop.startsRunning(on: HTTP2StreamCarrier(handler: NIOLoopBound(hopHandler, eventLoop: self.channel.eventLoop)))
         hopHandler.run(hop)
     }
 
@@ -119,17 +119,19 @@ final class HTTP2Connection: HopCarrier, Sendable {
     }
 }
 
-/// The stream of an ``HTTP2Connection`` a hop runs on.
+/// The stream of an ``HTTP2Connection`` a hop runs on: its handler, on the connection's loop.
+///
+/// No more than the loop-bound handler (three words), so that the hop's state holds it inline
+/// (`any HopCarrier`) instead of in a box allocated for every stream.
 struct HTTP2StreamCarrier: HopCarrier {
-    let eventLoop: any EventLoop
     let handler: NIOLoopBound<HopHandler>
 
     func cancel(_ hop: EngineHop) {
         let handler = self.handler
-        if self.eventLoop.inEventLoop {
+        if handler.eventLoop.inEventLoop {
             handler.value.cancel(hop)
         } else {
-            self.eventLoop.execute { handler.value.cancel(hop) }
+            handler.eventLoop.execute { handler.value.cancel(hop) }
         }
     }
 }

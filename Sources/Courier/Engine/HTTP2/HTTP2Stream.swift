@@ -67,8 +67,9 @@ final class HTTP2Stream {
         switch part {
         case .head(var head):
             if self.decompressionRatio != nil, !head.headers.contains(name: "Accept-Encoding") {
-                // As HTTP1ResponseDecompressor asks.
-                head.headers.replaceOrAdd(name: "Accept-Encoding", value: "deflate, gzip")
+                // As HTTP1ResponseDecompressor asks (added: there is none to replace, and
+                // `replaceOrAdd` would copy the fields to remove nothing).
+                head.headers.add(name: "Accept-Encoding", value: "deflate, gzip")
             }
             do {
                 let block = try HTTP2StreamStateMachine.requestHeaderBlock(for: head)
@@ -197,7 +198,7 @@ final class HTTP2Stream {
         switch part {
         case .head(let head):
             if let ratio = self.decompressionRatio {
-                self.inflater = ResponseInflater(head: head, ratio: ratio)
+                self.inflater = ResponseInflater.make(head: head, ratio: ratio)
             }
             hopHandler.streamReceived(part)
         case .body(let buffer):

@@ -252,24 +252,36 @@ struct HTTP2StreamStateMachine {
     /// `:path`, `:method`, `:scheme` (`https`), `:authority` (the `Host` field), then the other
     /// fields, normalised for HTTP/2.
     static func requestHeaderBlock(for head: HTTPRequestHead) throws -> HPACKHeaders {
-        var fields: [(String, String)] = []
-        fields.reserveCapacity(head.headers.count + 3)
-        fields.append((":path", head.uri))
-        fields.append((":method", head.method.rawValue))
-        fields.append((":scheme", "https"))
-        fields.append((":authority", ""))
         var authority: String?
-        for field in head.headers {
-            if field.name.lowercased() == "host" {
-                if authority != nil { throw NIOHTTP2Errors.duplicateHostHeader() }
-                authority = field.value
-            } else {
-                fields.append((field.name, field.value))
-            }
+        for field in head.headers where Self.isHost(field.name) {
+            if authority != nil { throw NIOHTTP2Errors.duplicateHostHeader() }
+            authority = field.value
         }
         guard let authority else { throw NIOHTTP2Errors.missingHostHeader() }
-        fields[3].1 = authority
-        return HPACKHeaders(httpHeaders: HTTPHeaders(fields), normalizeHTTPHeaders: true)
+        // Built in place, in one allocation (`HPACKHeaders(httpHeaders:normalizeHTTPHeaders:)`
+        // took an intermediate `HTTPHeaders` and copied it): names lower-cased, HTTP/1's
+        // connection-specific fields left out, and those `Connection` names in any case.
+        let connectionNames = head.headers[canonicalForm: "connection"]
+        var block = HPACKHeaders()
+        block.reserveCapacity(head.headers.count + 3)
+        block.add(name: ":path", value: head.uri)
+        block.add(name: ":method", value: head.method.rawValue)
+        block.add(name: ":scheme", value: "https")
+        block.add(name: ":authority", value: authority)
+        for field in head.headers where !Self.isHost(field.name) {
+            let name = field.name.lowercased()
+            if Self.connectionFieldNames.contains(name) || connectionNames.contains(where: { $0.lowercased() == name }) { continue }
+            block.add(name: name, value: field.value)
+        }
+        return block
+    }
+
+    /// HTTP/1's connection-specific fields, which an HTTP/2 request leaves out (RFC 9113 8.2.2).
+    private static let connectionFieldNames = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]
+
+    /// Whether `name` is `Host`, in any case, without lower-casing it.
+    private static func isHost(_ name: String) -> Bool {
+        name.utf8.count == 4 && name.utf8.elementsEqual("host".utf8) { $0 | 0x20 == $1 }
     }
 
     /// The request's trailer fields as an HTTP/2 header block: names lower-cased, without

@@ -20,7 +20,23 @@ final class EngineHop: NIOHopTask, Sendable {
     }
 
     struct State {
-        var phase = Phase.created
+        /// Where the hop is; set through ``enter(_:)``.
+        private(set) var phase = Phase.created
+        /// Whether the phase is ``Phase/created``, and ``Phase/finished``: asked without reading
+        /// `phase`, whose every read (`if case .finished = state.phase`, or a property of the
+        /// phase) copied it, its carrier with it, a retain each time.
+        private(set) var isCreated = true
+        private(set) var isFinished = false
+
+        mutating func enter(_ phase: Phase) {
+            switch phase {
+            case .created: (self.isCreated, self.isFinished) = (true, false)
+            case .waiting, .running: (self.isCreated, self.isFinished) = (false, false)
+            case .finished: (self.isCreated, self.isFinished) = (false, true)
+            }
+            self.phase = phase
+        }
+
         /// Why the hop was cancelled, when it was; whoever holds the hop next ends it with this.
         var cancellation: (any Error)?
         /// The request's body for the next send: resolved when the hop is made (off the event
@@ -83,7 +99,7 @@ final class EngineHop: NIOHopTask, Sendable {
         self.state.withLockedValue { state in
             state.body = body
             if unprocessed { state.unprocessedResends += 1 } else { state.resends += 1 }
-            state.phase = .created
+            state.enter(.created)
             state.needsNewConnection = true
         }
     }
@@ -94,7 +110,7 @@ final class EngineHop: NIOHopTask, Sendable {
         self.state.withLockedValue { state in
             guard state.restarts < Self.maximumRestarts else { return false }
             state.restarts += 1
-            state.phase = .created
+            state.enter(.created)
             state.needsNewConnection = true
             return true
         }
@@ -115,8 +131,8 @@ final class EngineHop: NIOHopTask, Sendable {
     /// connection, and on an HTTP/2 connection's loop as its stream opens.
     func startsRunning(on carrier: any HopCarrier) {
         self.state.withLockedValue { state in
-            if case .finished = state.phase { return }
-            if state.cancellation == nil { state.phase = .running(carrier) }
+            if state.isFinished { return }
+            if state.cancellation == nil { state.enter(.running(carrier)) }
         }
     }
 
@@ -126,9 +142,9 @@ final class EngineHop: NIOHopTask, Sendable {
     /// after it queued the hop, off its lock.
     func markWaiting() -> (any Error)? {
         self.state.withLockedValue { state in
-            guard case .created = state.phase else { return nil }
+            guard state.isCreated else { return nil }
             if let cancellation = state.cancellation { return cancellation }
-            state.phase = .waiting(self.key)
+            state.enter(.waiting(self.key))
             return nil
         }
     }
@@ -142,18 +158,23 @@ final class EngineHop: NIOHopTask, Sendable {
     @discardableResult
     func end(_ result: Result<Void, any Error>) -> Bool {
         let (first, metrics) = self.state.withLockedValue { state -> (Bool, TransactionMetrics?) in
-            if case .finished = state.phase { return (false, nil) }
-            state.phase = .finished
+            if state.isFinished { return (false, nil) }
+            state.enter(.finished)
             return (true, state.metrics.take())
         }
         if first {
-            // A hop that never ran on a connection still began: its transaction has only a start,
-            // and its route (a refused tunnel went through a proxy all the same).
-            var bare = TransactionMetrics(request: self.request, fetchStart: self.fetchStart)
-            bare.isProxyConnection = self.key.route != .direct
-            self.exchange.hopCompleted(result, metrics: metrics ?? bare)
+            self.exchange.hopCompleted(result, metrics: metrics ?? self.bareMetrics())
         }
         return first
+    }
+
+    /// The metrics of a hop that never ran on a connection: it still began, so its transaction
+    /// has a start, and its route (a refused tunnel went through a proxy all the same). Made only
+    /// for such a hop (their storage is an allocation).
+    private func bareMetrics() -> TransactionMetrics {
+        var bare = TransactionMetrics(request: self.request, fetchStart: self.fetchStart)
+        bare.isProxyConnection = self.key.route != .direct
+        return bare
     }
 
     // MARK: NIOHopTask

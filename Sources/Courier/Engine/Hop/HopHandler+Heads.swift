@@ -27,7 +27,8 @@ extension HopHandler {
     /// (RFC 9110 6.6.2).
     static func head(for request: Request, key: ConnectionPool.Key, length: RequestBody.Length) -> HTTPRequestHead {
         var headers = HTTPHeaders()
-        headers.reserveCapacity(request.headerFields.count + 3)
+        // Room for Host, Trailer, the framing field and an HTTP/2 stream's Accept-Encoding.
+        headers.reserveCapacity(request.headerFields.count + 4)
         let trailers = Self.trailers(of: request)
         var hasHost = false
         for field in request.headerFields {
@@ -39,7 +40,9 @@ extension HopHandler {
             headers.add(name: field.name.rawName, value: field.value)
         }
         if !hasHost {
-            let host = key.host.contains(":") ? "[\(key.host)]" : key.host
+            // A Character, not a String: Foundation's `contains(_: StringProtocol)` would bridge to
+            // NSString (two allocations and a CFString search a request).
+            let host = key.host.contains(Character(":")) ? "[\(key.host)]" : key.host
             headers.add(name: "Host", value: key.port == key.defaultPort ? host : "\(host):\(key.port)")
         }
         if let trailers {

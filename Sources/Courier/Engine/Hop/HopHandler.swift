@@ -107,6 +107,12 @@ final class HopHandler: ChannelDuplexHandler {
             ($0.body, $0.cancellation, $0.withoutExpectation, $0.resends, $0.unprocessedResends)
         }
         var head = Self.head(for: request, key: hop.key, length: body.length)
+        if self.http2Stream != nil, self.bodyCounter != nil, !head.headers.contains(name: "Accept-Encoding") {
+            // The stream decompresses, and asks for it as HTTP1ResponseDecompressor does on a
+            // connection: added here, while the fields are this head's alone (the stream adding
+            // it to a head shared with this handler copied them).
+            head.headers.add(name: "Accept-Encoding", value: "deflate, gzip")
+        }
         hop.key.route.adjust(&head, for: request.url)
         var hasBody = true
         if case .empty = body { hasBody = false }
@@ -158,7 +164,9 @@ final class HopHandler: ChannelDuplexHandler {
             head.headers.add(name: "Expect", value: "100-continue")
             metrics.countOfRequestHeaderBytesSent += Int64("Expect: 100-continue\r\n".utf8.count)
         }
-        self.metrics = metrics
+        // Moved, not copied: a copy left alive here would make the body's first change to the
+        // metrics copy their storage.
+        self.metrics = consume metrics
         let headWritten = eventLoop.makePromise(of: Void.self)
         let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
         headWritten.futureResult.whenComplete { result in

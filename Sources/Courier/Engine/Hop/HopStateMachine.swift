@@ -231,8 +231,9 @@ struct HopStateMachine {
     /// A read the pipeline asked for while delivery was paused.
     private var readPending = false
     /// Response parts that arrived while delivery was paused (or while earlier ones were still
-    /// held), in order.
-    private var heldParts = CircularBuffer<HTTPClientResponsePart>()
+    /// held), in order; made when the first is held (a hop that never pauses, an HTTP/2 stream's
+    /// most often, allocates none).
+    private var heldParts: CircularBuffer<HTTPClientResponsePart>?
     /// The connection failed or closed while parts were held: the hop ends after them.
     private var lossWhileHeld: Loss?
 
@@ -247,7 +248,7 @@ struct HopStateMachine {
     }
 
     /// Whether response parts wait for the exchange to resume.
-    var isHoldingParts: Bool { self.deliveryPaused || !self.heldParts.isEmpty }
+    var isHoldingParts: Bool { self.deliveryPaused || self.heldParts?.isEmpty == false }
 
     // MARK: The request
 
@@ -321,7 +322,7 @@ struct HopStateMachine {
     /// is unfinished).
     mutating func hopCancelled() -> Action {
         guard case .running = self.state else { return .none }
-        self.heldParts.removeAll()
+        self.heldParts = nil
         self.lossWhileHeld = nil
         self.state = .closed
         return .failHop(.cancelled, then: .close)
@@ -332,7 +333,8 @@ struct HopStateMachine {
     /// A response part arrived.
     mutating func responseReceived(_ part: HTTPClientResponsePart) -> Action {
         if self.isHoldingParts {
-            self.heldParts.append(part)
+            self.heldParts = self.heldParts ?? CircularBuffer(initialCapacity: 16)
+            self.heldParts?.append(part)
             return .none
         }
         return self.handle(part)
@@ -352,7 +354,7 @@ struct HopStateMachine {
     /// read that waited) means; nil when nothing is left or delivery paused again.
     mutating func nextHeldAction() -> Action? {
         guard !self.deliveryPaused else { return nil }
-        if let part = self.heldParts.popFirst() {
+        if let part = self.heldParts?.popFirst() {
             return self.handle(part)
         }
         if let loss = self.lossWhileHeld {

@@ -29,11 +29,17 @@ final class ResponseInflater {
     private var complete = false
 
     /// An inflater for a response whose head names a coding it decodes (the first
-    /// `Content-Encoding`, `gzip` or `deflate`), nil otherwise.
-    init?(head: HTTPResponseHead, ratio: Int) {
+    /// `Content-Encoding`, `gzip` or `deflate`), nil otherwise. A factory, not a failable
+    /// initializer: a class's object is allocated before its initializer can fail, and most
+    /// responses are not compressed.
+    static func make(head: HTTPResponseHead, ratio: Int) -> ResponseInflater? {
         guard let coding = head.headers[canonicalForm: "Content-Encoding"].first?.lowercased(),
             coding == "gzip" || coding == "deflate"
         else { return nil }
+        return ResponseInflater(ratio: ratio)
+    }
+
+    private init(ratio: Int) {
         self.ratio = ratio
     }
 

@@ -156,10 +156,10 @@ final class ConnectionPool: Sendable {
         let actions = self.state.withLockedValue { machine in
             machine.executeRequest(hop, key: hop.key, preferredLoop: preferredLoop, needsNewConnection: needsNewConnection, now: now)
         }
-        self.run(actions)
-        // Queued (unless it runs or ended by now): a cancellation that came meanwhile saw no
-        // waiting hop, so it is taken out of the queue here.
-        if let cancellation = hop.markWaiting(), self.removeWaiter(hop) {
+        // Queued (unless a connection took it or it ended by now): a cancellation that came
+        // meanwhile saw no waiting hop, so it is taken out of the queue here. A hop these actions
+        // ran or failed was not queued.
+        if !self.run(actions, handingOver: hop), let cancellation = hop.markWaiting(), self.removeWaiter(hop) {
             hop.end(.failure(cancellation))
         }
     }
@@ -213,17 +213,23 @@ final class ConnectionPool: Sendable {
 
     // MARK: Connections
 
-    /// Runs what the state machine decided, after the pool's lock was released.
-    private func run(_ actions: [StateMachine.Action]) {
+    /// Runs what the state machine decided, after the pool's lock was released. Returns whether
+    /// the actions ran or failed `watched`.
+    @discardableResult
+    private func run(_ actions: consuming StateMachine.Actions, handingOver watched: EngineHop? = nil) -> Bool {
+        var handedOver = false
         for action in actions {
             switch action {
             case .createConnection(let id, let key, let loop):
                 self.connect(key, id: id, on: loop)
             case .run(let hop, let connection):
+                handedOver = handedOver || hop === watched
                 self.start(hop, on: connection, becomingBusy: false)
             case .runStream(let hop, let connection, let becomingBusy):
+                handedOver = handedOver || hop === watched
                 self.start(hop, on: connection, becomingBusy: becomingBusy)
             case .fail(let hop, let error):
+                handedOver = handedOver || hop === watched
                 hop.end(.failure(error))
             case .close(let connection):
                 connection.channel.close(promise: nil)
@@ -237,6 +243,7 @@ final class ConnectionPool: Sendable {
                 loop.scheduleTask(in: delay) { self.run(self.state.withLockedValue { $0.backoffEnded(key: key) }) }
             }
         }
+        return handedOver
     }
 
     /// Starts `hop` on `connection` (an HTTP/2 one opens a stream for it), unless it was cancelled
@@ -333,7 +340,7 @@ final class ConnectionPool: Sendable {
                 let channel = connection.channel
                 closed.append(channel.close().recover { _ in }.flatMap { channel.closeFuture })
             } else {
-                self.run([action])
+                self.run(StateMachine.Actions(action))
             }
         }
         return closed

@@ -117,8 +117,8 @@ extension ConnectionPoolStateMachine {
 
         /// Hands waiting requests, in order, to streams of the HTTP/2 connection at `index` while
         /// it has room (at most `limit`), counting each stream.
-        mutating func takeStreams(on index: Int, _ configuration: Configuration, limit: Int = .max) -> [Action] {
-            var actions: [Action] = []
+        mutating func takeStreams(on index: Int, _ configuration: Configuration, limit: Int = .max) -> Actions {
+            var actions = Actions()
             while actions.count < limit, self.http2[index].hasRoom(configuration), let waiter = self.waiters.popFirst() {
                 self.http2[index].openStream()
                 actions.append(.runStream(waiter.request, on: self.http2[index].connection, becomingBusy: self.http2[index].openStreams == 1))
@@ -128,7 +128,7 @@ extension ConnectionPoolStateMachine {
 
         /// Takes the idle connection to reuse: the most recently given back, on `loop` if one is
         /// idle there. Those past what their server promised leave the idle list and close.
-        mutating func takeIdle(preferring loop: any EventLoop, now: NIODeadline, expired: inout [Action]) -> Connection? {
+        mutating func takeIdle(preferring loop: any EventLoop, now: NIODeadline, expired: inout Actions) -> Connection? {
             if self.idle.contains(where: { $0.reusableUntil.map { $0 <= now } == true }) {
                 self.idle.removeAll { entry in
                     guard let until = entry.reusableUntil, until <= now else { return false }
@@ -145,13 +145,13 @@ extension ConnectionPoolStateMachine {
         /// were left unprocessed, the host's limit is what the server did process (at least one),
         /// for its other connections too. Those it leaves spent with no stream open close (they
         /// would otherwise wait for their idle timeout, taking a place under the cap).
-        mutating func learn(fromGoAwayOn index: Int, lastStreamID: Int) -> [Action] {
+        mutating func learn(fromGoAwayOn index: Int, lastStreamID: Int) -> Actions {
             // Client streams are odd: 1, 3, 5… `lastStreamID` is the last the server processed.
             let processed = max(0, (lastStreamID + 1) / 2)
-            guard processed < self.http2[index].streamsOpened else { return [] }
+            guard processed < self.http2[index].streamsOpened else { return Actions() }
             let limit = max(1, min(processed, self.learnedStreamsPerConnection ?? .max))
             self.learnedStreamsPerConnection = limit
-            var spent: [Action] = []
+            var spent = Actions()
             for other in self.http2.indices {
                 self.http2[other].lifetimeLimit = min(self.http2[other].lifetimeLimit, limit)
                 let entry = self.http2[other]

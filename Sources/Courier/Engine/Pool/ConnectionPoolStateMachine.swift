@@ -118,11 +118,18 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// How many requests wait for a connection, all hosts together.
     var waitingCount: Int { self.hosts.values.reduce(0) { $0 + $1.waiters.count } }
 
-    /// Runs `body` on `key`'s state in place (a copy would copy its collections on every change).
     /// Runs `body` on `key`'s state in place (a copy would copy its collections on every change),
-    /// with what the hosts share.
+    /// with what the hosts share; a host the pool does not know yet starts empty.
     private mutating func withHost<T>(_ key: Key, _ body: (inout Shared, inout Host) -> T) -> T {
         body(&self.shared, &self.hosts[key, default: Host()])
+    }
+
+    /// Runs `body` on `key`'s state in place, with what the hosts share, if the pool knows the
+    /// host; nil if not. Reading a host through `hosts[key]` would copy it (its five collections,
+    /// a retain each); this hashes the key once and copies nothing.
+    private mutating func withKnownHost<T>(_ key: Key, _ body: (inout Shared, inout Host) -> T) -> T? {
+        guard let index = self.hosts.index(forKey: key) else { return nil }
+        return body(&self.shared, &self.hosts.values[index])
     }
 
     // MARK: Requests
@@ -133,17 +140,20 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// connections are past what their server promised (they close).
     mutating func executeRequest(
         _ request: Request, key: Key, preferredLoop: any EventLoop, needsNewConnection: Bool, now: NIODeadline
-    ) -> [Action] {
-        if self.isShutDown { return [.fail(request, ConnectionPoolError.shutDown)] }
+    ) -> Actions {
+        if self.isShutDown { return Actions(.fail(request, ConnectionPoolError.shutDown)) }
         return self.withHost(key) { shared, host in
             if let index = host.http2.firstIndex(where: { $0.hasRoom(shared.configuration) }) {
                 host.http2[index].openStream()
-                return [.runStream(request, on: host.http2[index].connection, becomingBusy: host.http2[index].openStreams == 1)]
+                return Actions(.runStream(request, on: host.http2[index].connection, becomingBusy: host.http2[index].openStreams == 1))
             }
-            var actions: [Action] = []
+            var actions = Actions()
             if !needsNewConnection {
                 let idle = host.takeIdle(preferring: preferredLoop, now: now, expired: &actions)
-                if let idle { return actions + [.run(request, on: idle)] }
+                if let idle {
+                    actions.append(.run(request, on: idle))
+                    return actions
+                }
             }
             host.waiters.append(Host.Waiter(request: request, preferredLoop: preferredLoop), needsNewConnection: needsNewConnection)
             let before = actions.count
@@ -161,8 +171,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// pool ends it). False when a connection took it meanwhile (that connection sees the
     /// cancellation) or it never queued.
     mutating func cancelWaiter(_ request: Request, key: Key) -> Bool {
-        guard self.hosts[key] != nil else { return false }
-        return self.withHost(key) { shared, host in host.waiters.removeFirst { $0.request === request } != nil }
+        self.withKnownHost(key) { shared, host in host.waiters.removeFirst { $0.request === request } != nil } ?? false
     }
 
     // MARK: Connections
@@ -170,10 +179,10 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// The connection `connection.id` opened, speaking `version`. An HTTP/1.1 one takes a waiter
     /// (one that goes only on a new connection first) or idles; an HTTP/2 one still counts as
     /// opening until the server's first SETTINGS (``http2SettingsReceived(_:key:maximumStreams:)``).
-    mutating func connectionCreated(_ connection: Connection, key: Key, speaking version: TLSConnector.ApplicationProtocol) -> [Action] {
+    mutating func connectionCreated(_ connection: Connection, key: Key, speaking version: TLSConnector.ApplicationProtocol) -> Actions {
         guard !self.isShutDown else {
             self.hosts[key]?.starting.removeValue(forKey: connection.id)
-            return [.close(connection)]
+            return Actions(.close(connection))
         }
         return self.withHost(key) { shared, host in
             host.starting.removeValue(forKey: connection.id)
@@ -181,13 +190,13 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
             case .http2:
                 host.learnedProtocol = .http2
                 host.http2.append(Host.HTTP2Entry(connection: connection, lifetimeLimit: host.learnedStreamsPerConnection ?? .max))
-                return []
+                return Actions()
             case .http1_1:
                 host.failedConnects = 0
                 host.http1[connection.id] = connection
                 // Idle until a request runs on it: when the one that asked for it was cancelled
                 // meanwhile, it must still close after the idle timeout.
-                var actions: [Action] = [.startIdleClock(connection)]
+                var actions = Actions(.startIdleClock(connection))
                 // A TLS host that speaks HTTP/1.1 may now get its other connections at once.
                 if key.tls { host.learnedProtocol = .http1_1 }
                 if let waiter = host.waiters.takeForNewConnection() {
@@ -203,9 +212,11 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
 
     /// The connection `id` failed to open: the first waiter fails with `error`; the others get
     /// connections of their own, after a back-off once connects failed twice in a row.
-    mutating func connectionFailed(_ id: PoolConnectionID, key: Key, error: any Error) -> [Action] {
-        guard self.hosts[key]?.starting.removeValue(forKey: id) != nil else { return [] }
-        return self.withHost(key) { shared, host in shared.connectFailed(to: key, host: &host, error: error) }
+    mutating func connectionFailed(_ id: PoolConnectionID, key: Key, error: any Error) -> Actions {
+        self.withKnownHost(key) { shared, host in
+            guard host.starting.removeValue(forKey: id) != nil else { return Actions() }
+            return shared.connectFailed(to: key, host: &host, error: error)
+        } ?? Actions()
     }
 }
 
@@ -213,13 +224,14 @@ extension ConnectionPoolStateMachine.Shared {
     typealias Key = ConnectionPool.Key
     typealias Host = ConnectionPoolStateMachine.Host
     typealias Action = ConnectionPoolStateMachine.Action
+    typealias Actions = ConnectionPoolStateMachine.Actions
 
     /// A connect to `key` failed (or an HTTP/2 connection closed before the server's first
     /// SETTINGS): the first waiter fails; the others get a connection at once after one failure,
     /// after a back-off once connects failed twice in a row.
-    mutating func connectFailed(to key: Key, host: inout Host, error: any Error) -> [Action] {
+    mutating func connectFailed(to key: Key, host: inout Host, error: any Error) -> Actions {
         host.failedConnects += 1
-        var actions: [Action] = []
+        var actions = Actions()
         if let first = host.waiters.popFirst() { actions.append(.fail(first.request, error)) }
         guard !self.isShutDown, !host.isBackingOff else { return actions }
         if let delay = self.configuration.backoff(afterFailures: host.failedConnects) {
@@ -236,60 +248,61 @@ extension ConnectionPoolStateMachine.Shared {
 
 extension ConnectionPoolStateMachine {
     /// The back-off after failed connects to `key` ended: waiting requests get connections.
-    mutating func backoffEnded(key: Key) -> [Action] {
-        guard self.hosts[key]?.isBackingOff == true else { return [] }
-        return self.withHost(key) { shared, host in
+    mutating func backoffEnded(key: Key) -> Actions {
+        self.withKnownHost(key) { shared, host in
+            guard host.isBackingOff else { return Actions() }
             host.isBackingOff = false
-            var actions: [Action] = []
+            var actions = Actions()
             if !shared.isShutDown { shared.openConnectionsNeeded(for: key, host: &host, into: &actions) }
             return actions
-        }
+        } ?? Actions()
     }
 
     /// An HTTP/1.1 connection finished a hop and may carry another: a waiter that may take a
     /// reused connection gets it, else it idles until `reusableUntil` at most (what its server
     /// promised, if anything). A connection the pool does not know is left as it is.
-    mutating func connectionReleased(_ connection: Connection, key: Key, reusableUntil: NIODeadline?) -> [Action] {
-        if self.isShutDown { return [.close(connection)] }
-        guard self.hosts[key]?.http1[connection.id] != nil else { return [] }
-        return self.withHost(key) { shared, host in
+    mutating func connectionReleased(_ connection: Connection, key: Key, reusableUntil: NIODeadline?) -> Actions {
+        if self.isShutDown { return Actions(.close(connection)) }
+        return self.withKnownHost(key) { shared, host in
+            guard host.http1[connection.id] != nil else { return Actions() }
             if let waiter = host.waiters.takeForReusedConnection() {
-                return [.run(waiter.request, on: connection)]
+                return Actions(.run(waiter.request, on: connection))
             }
             host.idle.append(Host.IdleEntry(connection: connection, reusableUntil: reusableUntil))
-            return []
-        }
+            return Actions()
+        } ?? Actions()
     }
 
     /// An idle HTTP/1.1 connection reached its idle timeout: whether it closes (false when it
     /// was leased meanwhile). One the pool does not know closes.
     mutating func idleTimeoutReached(_ id: PoolConnectionID, key: Key) -> Bool {
-        guard self.hosts[key]?.http1[id] != nil else { return true }
-        return self.withHost(key) { shared, host in
+        self.withKnownHost(key) { shared, host in
+            guard host.http1[id] != nil else { return true }
             guard let index = host.idle.firstIndex(where: { $0.connection.id == id }) else { return false }
             host.idle.remove(at: index)
             return true
-        }
+        } ?? true
     }
 
     /// A connection closed (HTTP/1.1 or HTTP/2). An HTTP/2 one closed before the server's first
     /// SETTINGS failed to open (a TLS 1.3 server refusing the client's certificate closes it just
     /// after the handshake): a failed connect. A waiter with no connection coming gets one when the
     /// cap allows.
-    mutating func connectionClosed(_ id: PoolConnectionID, key: Key) -> [Action] {
-        guard let known = self.hosts[key], known.http1[id] != nil || known.http2.contains(where: { $0.connection.id == id }) else {
-            return []
-        }
-        return self.withHost(key) { shared, host in
+    mutating func connectionClosed(_ id: PoolConnectionID, key: Key) -> Actions {
+        self.withKnownHost(key) { shared, host in
             if host.http1.removeValue(forKey: id) != nil {
                 host.idle.removeAll { $0.connection.id == id }
-            } else if let index = host.http2.firstIndex(where: { $0.connection.id == id }), host.http2.remove(at: index).isOpening {
-                return shared.connectFailed(to: key, host: &host, error: ConnectionPoolError.closedBeforeAnswering(attempts: 1))
+            } else if let index = host.http2.firstIndex(where: { $0.connection.id == id }) {
+                if host.http2.remove(at: index).isOpening {
+                    return shared.connectFailed(to: key, host: &host, error: ConnectionPoolError.closedBeforeAnswering(attempts: 1))
+                }
+            } else {
+                return Actions()
             }
-            var actions: [Action] = []
+            var actions = Actions()
             if !shared.isShutDown { shared.openReplacement(for: key, host: &host, into: &actions) }
             return actions
-        }
+        } ?? Actions()
     }
 
     // MARK: HTTP/2
@@ -297,10 +310,10 @@ extension ConnectionPoolStateMachine {
     /// The server's SETTINGS on an HTTP/2 connection: the first makes it ready; each may change
     /// how many streams it takes. Waiting requests take streams as far as there is room; those
     /// left over get another connection.
-    mutating func http2SettingsReceived(_ id: PoolConnectionID, key: Key, maximumStreams: Int?) -> [Action] {
-        guard !self.isShutDown else { return [] }
+    mutating func http2SettingsReceived(_ id: PoolConnectionID, key: Key, maximumStreams: Int?) -> Actions {
+        guard !self.isShutDown else { return Actions() }
         return self.withHTTP2(id, key: key) { shared, host, index in
-            guard host.http2[index].phase != .closingBeforeSettings else { return [] }
+            guard host.http2[index].phase != .closingBeforeSettings else { return Actions() }
             if let maximumStreams { host.http2[index].maximumStreams = max(0, maximumStreams) }
             let first = host.http2[index].phase == .starting
             if first {
@@ -312,51 +325,52 @@ extension ConnectionPoolStateMachine {
             shared.openConnectionsNeeded(for: key, host: &host, into: &actions)
             if first, host.http2[index].openStreams == 0 { actions.append(.startIdleClock(host.http2[index].connection)) }
             return actions
-        } ?? []
+        } ?? Actions()
     }
 
     /// The server's first GOAWAY on an HTTP/2 connection: it takes no new stream and closes once
     /// its streams end; the host's limit is learned if streams were left unprocessed; a waiter
     /// with no connection coming gets one.
-    mutating func http2GoAwayReceived(_ id: PoolConnectionID, key: Key, lastStreamID: Int) -> [Action] {
+    mutating func http2GoAwayReceived(_ id: PoolConnectionID, key: Key, lastStreamID: Int) -> Actions {
         self.withHTTP2(id, key: key) { shared, host, index in
             var actions = host.learn(fromGoAwayOn: index, lastStreamID: lastStreamID)
             host.http2[index].phase = .draining
             if host.http2[index].openStreams == 0 { actions.append(.close(host.http2[index].connection)) }
             if !shared.isShutDown { shared.openReplacement(for: key, host: &host, into: &actions) }
             return actions
-        } ?? []
+        } ?? Actions()
     }
 
     /// A later GOAWAY named a lower last stream: the host may process fewer streams a connection.
-    mutating func http2LastStreamIDLowered(_ id: PoolConnectionID, key: Key, to lastStreamID: Int) -> [Action] {
-        self.withHTTP2(id, key: key) { shared, host, index in host.learn(fromGoAwayOn: index, lastStreamID: lastStreamID) } ?? []
+    mutating func http2LastStreamIDLowered(_ id: PoolConnectionID, key: Key, to lastStreamID: Int) -> Actions {
+        self.withHTTP2(id, key: key) { shared, host, index in host.learn(fromGoAwayOn: index, lastStreamID: lastStreamID) } ?? Actions()
     }
 
     /// A stream of an HTTP/2 connection closed (or never opened): the next waiter takes its place;
     /// a draining connection closes with its last stream; one with none left idles.
-    mutating func http2StreamClosed(_ id: PoolConnectionID, key: Key) -> [Action] {
+    mutating func http2StreamClosed(_ id: PoolConnectionID, key: Key) -> Actions {
         let isShutDown = self.isShutDown
-        return self.withHTTP2(id, key: key) { shared, host, index -> [Action] in
+        return self.withHTTP2(id, key: key) { shared, host, index -> Actions in
             host.http2[index].openStreams -= 1
-            let entry = host.http2[index]
-            if entry.phase != .active || isShutDown {
-                return entry.openStreams == 0 ? [.close(entry.connection)] : []
+            // Read in place: a copy of the entry is a retain of its connection.
+            let openStreams = host.http2[index].openStreams
+            if host.http2[index].phase != .active || isShutDown {
+                return openStreams == 0 ? Actions(.close(host.http2[index].connection)) : Actions()
             }
-            if entry.isSpent {
-                guard entry.openStreams == 0 else { return [] }
+            if host.http2[index].isSpent {
+                guard openStreams == 0 else { return Actions() }
                 // Every stream it was allowed ended and no GOAWAY came: the server would have
                 // taken more. The next connections may open twice as many.
                 host.http2[index].phase = .draining
                 if let learned = host.learnedStreamsPerConnection {
                     host.learnedStreamsPerConnection = learned > Int.max / 2 ? nil : learned * 2
                 }
-                return [.close(entry.connection)]
+                return Actions(.close(host.http2[index].connection))
             }
             let next = host.takeStreams(on: index, shared.configuration, limit: 1)
             if !next.isEmpty { return next }
-            return entry.openStreams == 0 ? [.startIdleClock(entry.connection)] : []
-        } ?? []
+            return openStreams == 0 ? Actions(.startIdleClock(host.http2[index].connection)) : Actions()
+        } ?? Actions()
     }
 
     /// An HTTP/2 connection with no stream reached its idle timeout: whether it closes (false
@@ -384,17 +398,19 @@ extension ConnectionPoolStateMachine {
 
     /// Runs `body` on the host of `key` and the index of its HTTP/2 connection `id`, if it has one.
     private mutating func withHTTP2<T>(_ id: PoolConnectionID, key: Key, _ body: (inout Shared, inout Host, Int) -> T) -> T? {
-        guard let index = self.hosts[key]?.http2.firstIndex(where: { $0.connection.id == id }) else { return nil }
-        return self.withHost(key) { shared, host in body(&shared, &host, index) }
+        self.withKnownHost(key) { shared, host -> T? in
+            guard let index = host.http2.firstIndex(where: { $0.connection.id == id }) else { return nil }
+            return body(&shared, &host, index)
+        } ?? nil
     }
 
     // MARK: Shutdown
 
     /// Fails every waiting request, closes every connection and ends the back-offs;
     /// later requests fail, and connections that open later close.
-    mutating func shutdown() -> [Action] {
+    mutating func shutdown() -> Actions {
         self.shared.isShutDown = true
-        var actions: [Action] = []
+        var actions = Actions()
         for key in self.hosts.keys {
             self.withHost(key) { shared, host in
                 for waiter in host.waiters.removeAll() { actions.append(.fail(waiter.request, ConnectionPoolError.shutDown)) }
@@ -413,7 +429,7 @@ extension ConnectionPoolStateMachine.Shared {
 
     /// Opens connections while waiters need them and the cap allows, each on the loop
     /// ``loop(forNewConnectionTo:preferred:)`` picks for the first waiter without one coming.
-    mutating func openConnectionsNeeded(for key: Key, host: inout Host, into actions: inout [Action]) {
+    mutating func openConnectionsNeeded(for key: Key, host: inout Host, into actions: inout Actions) {
         while host.needsConnection(self.configuration, tls: key.tls) {
             let waiter = host.waiters[offset: host.connectingCount]
             actions.append(self.startConnecting(key, host: &host, preferred: waiter.preferredLoop))
@@ -422,7 +438,7 @@ extension ConnectionPoolStateMachine.Shared {
 
     /// After a connection failed or closed: one connection for the first waiter, when one has
     /// none coming and the cap allows.
-    mutating func openReplacement(for key: Key, host: inout Host, into actions: inout [Action]) {
+    mutating func openReplacement(for key: Key, host: inout Host, into actions: inout Actions) {
         guard let first = host.waiters.first, host.needsConnection(self.configuration, tls: key.tls) else { return }
         actions.append(self.startConnecting(key, host: &host, preferred: first.preferredLoop))
     }

@@ -41,6 +41,21 @@ struct HTTP2StreamStateMachineTests {
         #expect(block["accept"] == ["*/*"], "names lower-cased")
     }
 
+    /// RFC 9113 8.2.2: HTTP/1's connection-specific fields, and those `Connection` names (its
+    /// options are case-insensitive, RFC 9110 7.6.1), are left out.
+    @Test func theHeaderBlockKeepsTheFieldsOrderAndLeavesOutEveryConnectionSpecificField() throws {
+        let head = HTTPRequestHead(
+            version: .http1_1, method: .POST, uri: "/u",
+            headers: [
+                "X-One": "1", "HOST": "example.com:8443", "Connection": "keep-alive, X-Hop", "Keep-Alive": "timeout=5",
+                "Proxy-Connection": "keep-alive", "Transfer-Encoding": "chunked", "Upgrade": "h2c", "x-hop": "dropped",
+                "Content-Type": "text/plain", "x-one": "2",
+            ])
+        let block = try Machine.requestHeaderBlock(for: head)
+        #expect(block.map { $0.name } == [":path", ":method", ":scheme", ":authority", "x-one", "content-type", "x-one"])
+        #expect(block.map { $0.value } == ["/u", "POST", "https", "example.com:8443", "1", "text/plain", "2"])
+    }
+
     @Test func aRequestHeadWithoutHostOrWithTwoIsRefused() {
         var head = Self.get()
         head.headers.remove(name: "Host")
