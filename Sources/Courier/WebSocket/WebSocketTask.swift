@@ -70,6 +70,9 @@ public final class WebSocketTask: Sendable {
         var sequence: Producer?
         /// A close asked for before the connection opened.
         var pendingClose: (WebSocketCloseCode, String)?
+        /// The caller asked for the closing handshake, or cancelled: sends wait for their write
+        /// again (and fail), instead of being queued.
+        var isClosing = false
         /// The adapters at work on the handshake's request, or the retriers and the retry's delay,
         /// cancelled by ``WebSocketTask/cancel()``.
         var work: Task<Void, Never>?
@@ -87,6 +90,12 @@ public final class WebSocketTask: Sendable {
     let state = NIOLockedValueBox(State())
     /// The payload bytes of the messages sent and received (before `permessage-deflate`).
     let messageBytes = MessageByteCounts()
+    /// The bytes of messages handed to the connection's loop by ``send(_:)`` without waiting, not
+    /// yet written to the channel.
+    private let queuedBytes = Atomic<Int>(0)
+    /// The most ``queuedBytes`` may hold: past it (or while the channel's own buffer is full), a
+    /// send waits until its message is written, which is the sender's back-pressure.
+    static let queuedBytesLimit = 64 * 1024
     /// The bytes of messages delivered to ``messages`` and not yet taken by its consumer.
     let unread = UnreadBytes()
     private let engine: NIOEngine?
@@ -192,20 +201,41 @@ public final class WebSocketTask: Sendable {
     /// Sends a message, once the connection is open (starting the task if needed).
     /// - Throws: A ``CourierError`` when the connection is not open (``CourierError/Code/connectionClosed``),
     ///   or the task's error.
+    ///
+    /// While the connection takes more (its channel is writable and less than 64 KiB of messages
+    /// wait to be written), the message is queued on the connection, in order, and the call
+    /// returns without waiting for the write, as a channel's outbound writer does: waiting cost
+    /// the caller a wake-up a message. Otherwise (and while the task closes) the call returns once
+    /// the message is written. A write that fails after the call returned ends the task with its
+    /// error, which the next call and ``messages`` report.
     public func send(_ message: WebSocketMessage) async throws {
         // Once open, a send takes the task's lock once (waitUntilOpen would take it three times
         // and make a continuation: a measurable share of a small message's round trip).
-        let open = self.openHandler()
+        let open = self.openConnection()
         if open == nil { try await self.waitUntilOpen() }
-        try await self.onHandler(open) { handler, promise in handler.send(message, promise: promise) }
-        self.messageBytes.sent(message.byteCount)
+        let bytes = message.byteCount
+        if let open, open.takesMore {
+            if self.queuedBytes.add(bytes, ordering: .relaxed).newValue <= Self.queuedBytesLimit {
+                let handler = open.handler
+                handler.eventLoop.execute {
+                    handler.value.send(message, promise: nil)
+                    self.queuedBytes.subtract(bytes, ordering: .relaxed)
+                }
+                self.messageBytes.sent(bytes)
+                return
+            }
+            self.queuedBytes.subtract(bytes, ordering: .relaxed)
+        }
+        try await self.onHandler(open?.handler) { handler, promise in handler.send(message, promise: promise) }
+        self.messageBytes.sent(bytes)
     }
 
-    /// The connection's handler while the task is open.
-    private func openHandler() -> NIOLoopBound<WebSocketChannelHandler>? {
+    /// The connection's handler while the task is open, and whether its channel takes more
+    /// without waiting (writable, and no close asked for).
+    private func openConnection() -> (handler: NIOLoopBound<WebSocketChannelHandler>, takesMore: Bool)? {
         self.state.withLockedValue { state in
-            guard case .open = state.phase else { return nil }
-            return state.handler
+            guard case .open = state.phase, let handler = state.handler else { return nil }
+            return (handler, !state.isClosing && (state.channel?.isWritable ?? false))
         }
     }
 
@@ -239,6 +269,7 @@ public final class WebSocketTask: Sendable {
             case .connecting, .awaitingRetry: if state.handler == nil { state.pendingClose = (code, reason) }
             case .suspended, .open, .finished: break
             }
+            state.isClosing = true
             return state.handler
         }
         let suspended = self.state.withLockedValue { state -> Bool in
@@ -256,6 +287,7 @@ public final class WebSocketTask: Sendable {
     /// open, then the connection closes; the task fails with ``CourierError/Code/cancelled``.
     public func cancel() {
         let (handler, channel, work) = self.state.withLockedValue { state in
+            state.isClosing = true
             defer { state.work = nil }
             return (state.handler, state.channel, state.work)
         }

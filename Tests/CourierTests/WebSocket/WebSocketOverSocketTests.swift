@@ -309,6 +309,26 @@ struct WebSocketOverSocketTests {
         }
     }
 
+    /// Sends that return before their write (while the connection takes more) and sends that
+    /// wait for it (large ones, past the queue's 64 KiB) go out in the order they were made, and
+    /// every one is echoed.
+    @Test func queuedAndWaitedSendsKeepTheirOrder() async throws {
+        try await withTask("echo") { task, _ in
+            try await task.waitUntilOpen()
+            let large = Data(repeating: 7, count: 100_000)
+            var sent: [WebSocketMessage] = []
+            for index in 0..<300 {
+                let message: WebSocketMessage = index % 50 == 49 ? .binary(large + Data("\(index)".utf8)) : .text("message \(index)")
+                try await task.send(message)
+                sent.append(message)
+            }
+            var messages = task.messages.makeAsyncIterator()
+            for expected in sent {
+                #expect(try await messages.next() == expected)
+            }
+        }
+    }
+
     @Test func cancelEndsTheTaskOnce() async throws {
         try await withTask("echo") { task, server in
             try await task.waitUntilOpen()
