@@ -55,7 +55,6 @@ extension SessionManager {
         let store = configuration.value.httpCookieStorage
         let handlesCookies = store != nil && (request.options.httpShouldHandleCookies ?? configuration.value.httpShouldHandleCookies)
         let ownCookie = request.headerFields.value(of: .cookie)
-        let firstURL = request.url
         if handlesCookies, let store {
             let callerCookie =
                 attempt == 0 ? ownCookie : delegate.state.withLockedValue { $0.hop.tookCallerCookie ? $0.hop.callerCookie : ownCookie }
@@ -102,7 +101,8 @@ extension SessionManager {
             if !state.hop.tookCallerCookie {
                 state.hop.tookCallerCookie = true
                 state.hop.callerCookie = ownCookie
-                state.hop.originURL = firstURL
+                // The cookie store changed the `Cookie` field only, not the URL.
+                state.hop.originURL = request.url
             }
             state.hop.handlesCookies = handlesCookies
             state.hop.revalidating = hop.revalidating

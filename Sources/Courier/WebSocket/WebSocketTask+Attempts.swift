@@ -24,6 +24,9 @@ extension WebSocketTask {
         }
         let retries = self.state.withLockedValue { $0.retryReasons.count }
         let context = AdaptationContext(taskIdentifier: 0, retryCount: retries, logger: interception.logger)
+        // A task of its own: the adapters are async and this is called from the caller's
+        // `resume()` or a retry's end. Kept in the task's state (`keep`), where `cancel()`
+        // cancels it; it ends when the adapters do.
         let work = Task {
             do throws(CourierError) {
                 let adapted = try await interception.chain.adapt(self.request, using: context)
@@ -91,6 +94,9 @@ extension WebSocketTask {
         // Ended meanwhile (cancelled): nothing to decide.
         guard let (attempt, hop) = waiting else { return }
         hop?.end(response: response, error: attemptError)
+        // A task of its own: the retriers and the retry's delay are async, and this runs on the
+        // connection's event loop. Kept in the task's state, where `cancel()` cancels it (which
+        // ends the delay's wait at once).
         self.keep(Task { await self.decideRetry(after: attempt, failure: error, interception: interception) })
     }
 

@@ -17,6 +17,8 @@ struct StreamHeadWakeTests {
         // Opened by the caller as soon as it is woken: the loop's work waits for it for a while
         // after the head, so that a caller woken at the head itself would see no end yet.
         let woken = ConditionLock(value: 0)
+        // The caller waits on a task of its own so that this one can drive the loop meanwhile;
+        // it is awaited below (the loop's work always ends the body, so it always returns).
         let caller = Task {
             try await sink.waitForHead()
             let endedBeforeWake = sink.hasFinished
@@ -44,6 +46,7 @@ struct StreamHeadWakeTests {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let sink = ResponseStreamSink()
         let sequence = try #require(sink.takeSequence())
+        // As above: a task of its own so that this one drives the loop; awaited below.
         let caller = Task {
             try await sink.waitForHead()
             return sink.hasFinished

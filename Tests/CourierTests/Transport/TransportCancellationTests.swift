@@ -34,6 +34,8 @@ struct TransportCancellationTests {
             hooks.taskDidComplete = { _, _, _ in completions.withLockedValue { $0 += 1 } }
             manager.hooks = hooks
             let url = server.url("/get")
+            // A Swift task of its own, to be cancelled before its call: cancelled at once below,
+            // and awaited.
             let caller = Task { () async -> Result<DataResponse<Data>, CourierError> in
                 while !Task.isCancelled { await Task.yield() }
                 do {
