@@ -19,6 +19,13 @@ struct WebSocketSessionTests {
     }
 
     /// Sends `text`, reads its echo, closes.
+    /// Expects `task` not to open, waits until it ended, and returns its error.
+    private func failureToOpen(_ task: WebSocketTask) async -> CourierError? {
+        let error = await #expect(throws: CourierError.self) { try await task.waitUntilOpen() }
+        await task.waitUntilFinished()
+        return error
+    }
+
     private func echo(_ task: WebSocketTask, _ text: String) async throws {
         try await task.send(.text(text))
         var messages = task.messages.makeAsyncIterator()
@@ -57,9 +64,8 @@ struct WebSocketSessionTests {
             let manager = SessionManager()
             defer { manager.invalidate(cancelingTasks: true) }
             let task = manager.webSocketTask(with: Request(url: self.url(server, "echo?user=ann&password=secret")))
-            let error = await #expect(throws: CourierError.self) { try await task.waitUntilOpen() }
+            let error = await self.failureToOpen(task)
             #expect(error?.response?.status == .unauthorized)
-            await task.waitUntilFinished()
             #expect(task.metrics?.attempts.count == 1)
         }
     }
@@ -99,9 +105,8 @@ struct WebSocketSessionTests {
         manager.retryClock = clock
         manager.interceptor = RetryPolicy(retryLimit: 2)
         let task = manager.webSocketTask(with: Request(url: URL(string: "ws://127.0.0.1:\(closedPort())/courier/websocket/echo")!))
-        let error = await #expect(throws: CourierError.self) { try await task.waitUntilOpen() }
+        let error = await self.failureToOpen(task)
         #expect(error?.code == .connectionFailed)
-        await task.waitUntilFinished()
         #expect(clock.sleeps.count == 2)
         #expect(task.metrics?.attempts.map { $0.error?.code } == [.connectionFailed, .connectionFailed, .connectionFailed])
     }
@@ -115,9 +120,8 @@ struct WebSocketSessionTests {
             manager.retryBudget = RetryBudget(ratio: 0, minimumPerSecond: 0, clock: ManualRetryClock())
             manager.interceptor = RetryPolicy()
             let task = manager.webSocketTask(with: Request(url: self.url(server, "echo?unavailable=1")))
-            let error = await #expect(throws: CourierError.self) { try await task.waitUntilOpen() }
+            let error = await self.failureToOpen(task)
             #expect(error?.response?.status == .serviceUnavailable)
-            await task.waitUntilFinished()
             #expect(task.metrics?.attempts.count == 1)
         }
     }
