@@ -134,15 +134,27 @@ struct TestParameters: Encodable, Sendable {
 /// event-monitor calls). Other tests post too: count by task.
 final class TaskNotificationLog: @unchecked Sendable {
     // @unchecked: `observers` is set in init and only read in `close()`; the rest is behind locks.
-    private let events = NIOLockedValueBox<[(name: Notification.Name, task: ObjectIdentifier)]>([])
-    private let waiters = NIOLockedValueBox<[(check: @Sendable ([(name: Notification.Name, task: ObjectIdentifier)]) -> Bool, waiter: NotificationWaiter)]>([])
+
+    /// A notification about a task, which is held weakly: an `ObjectIdentifier` let a task made
+    /// at the address of another test's task, gone meanwhile, be counted with that task's events.
+    struct Event: Sendable {
+        let name: Notification.Name
+        weak var task: SessionTask?
+
+        func isAbout(_ task: SessionTask, named name: Notification.Name) -> Bool {
+            self.name == name && self.task === task
+        }
+    }
+
+    private let events = NIOLockedValueBox<[Event]>([])
+    private let waiters = NIOLockedValueBox<[(check: @Sendable ([Event]) -> Bool, waiter: NotificationWaiter)]>([])
     private var observers: [any NSObjectProtocol] = []
 
     init() {
         for name in [Notification.Name.taskDidResume, .taskDidSuspend, .taskDidComplete] {
             self.observers.append(NotificationCenter.default.addObserver(forName: name, object: nil, queue: nil) { [weak self] note in
                 guard let self, let task = note.object as? SessionTask else { return }
-                self.record(name, ObjectIdentifier(task))
+                self.record(Event(name: name, task: task))
             })
         }
     }
@@ -154,9 +166,9 @@ final class TaskNotificationLog: @unchecked Sendable {
         self.observers = []
     }
 
-    private func record(_ name: Notification.Name, _ task: ObjectIdentifier) {
+    private func record(_ event: Event) {
         let events = self.events.withLockedValue { events in
-            events.append((name, task))
+            events.append(event)
             return events
         }
         let ready = self.waiters.withLockedValue { waiters -> [NotificationWaiter] in
@@ -169,16 +181,15 @@ final class TaskNotificationLog: @unchecked Sendable {
 
     /// How many `name` notifications were posted about `task`.
     func count(_ name: Notification.Name, of task: SessionTask) -> Int {
-        let id = ObjectIdentifier(task)
-        return self.events.withLockedValue { $0.filter { $0.name == name && $0.task == id }.count }
+        self.events.withLockedValue { $0.filter { $0.isAbout(task, named: name) }.count }
     }
 
     /// Waits until `count` `name` notifications were posted about `task`; false when they did not
     /// come within `seconds` (a bound on a failing test, not a pause).
     func wait(for name: Notification.Name, count: Int = 1, of task: SessionTask, within seconds: Double = 30) async -> Bool {
-        let id = ObjectIdentifier(task)
-        let check: @Sendable ([(name: Notification.Name, task: ObjectIdentifier)]) -> Bool = { events in
-            events.filter { $0.name == name && $0.task == id }.count >= count
+        let check: @Sendable ([Event]) -> Bool = { [weak task] events in
+            guard let task else { return false }
+            return events.filter { $0.isAbout(task, named: name) }.count >= count
         }
         let waiter = NotificationWaiter()
         let already = self.events.withLockedValue { events -> Bool in
