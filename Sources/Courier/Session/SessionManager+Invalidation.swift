@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import Synchronization
 
 extension SessionManager {
     /// Ends the manager (AFNetworking's `invalidateSessionCancelingTasks:`).
@@ -15,6 +16,7 @@ extension SessionManager {
         let (delegates, webSockets) = self.registry.withLockedValue { registry -> ([TaskDelegate], [WebSocketTask]) in
             guard !registry.isProcessWide else { return ([], []) }
             registry.isInvalidated = true
+            self.invalidated.store(true, ordering: .releasing)
             let webSockets = registry.webSocketTasks.values.compactMap(\.task)
             registry.webSocketTasks = [:]
             return (Array(registry.delegates.values), webSockets)
@@ -44,7 +46,7 @@ extension SessionManager {
     }
 
     /// Whether the manager was invalidated.
-    public var isInvalidated: Bool { self.registry.withLockedValue { $0.isInvalidated } }
+    public var isInvalidated: Bool { self.invalidated.load(ordering: .acquiring) }
 
     /// Shuts the engine down once, when the manager is invalidated and no started task remains.
     func shutDownEngineIfIdle() {

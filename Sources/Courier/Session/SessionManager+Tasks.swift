@@ -85,8 +85,11 @@ extension SessionManager {
         resumedAtOnce: Bool = false
     ) -> Task {
         var request = request
-        for field in self.configurationReference.value.httpAdditionalHeaders where !request.headerFields.contains(field.name) {
-            request.headerFields.append(field)
+        let additionalHeaders = self.configurationReference.value.httpAdditionalHeaders
+        if !additionalHeaders.isEmpty {
+            for field in additionalHeaders where !request.headerFields.contains(field.name) {
+                request.headerFields.append(field)
+            }
         }
         let identifier = self.lastTaskIdentifier.add(1, ordering: .relaxed).newValue
         let delegate = TaskDelegate(
@@ -110,8 +113,7 @@ extension SessionManager {
     /// Starts a resumed task's attempt (or a retried task's next one): adapting, then the engine;
     /// or fails it when the manager was invalidated.
     func start(_ delegate: TaskDelegate) {
-        let invalidated = self.registry.withLockedValue { $0.isInvalidated }
-        if invalidated {
+        if self.invalidated.load(ordering: .acquiring) {
             let request = delegate.state.withLockedValue { $0.currentRequest }
             delegate.exchange(
                 didCompleteWith: CourierError(

@@ -114,6 +114,9 @@ public class SessionManager: @unchecked Sendable {
     /// The identifier the next task gets (AFNetworking's `taskIdentifier`, from 1): counted
     /// without the registry's lock, which every task of the manager takes.
     let lastTaskIdentifier = Atomic<Int>(0)
+    /// Whether ``invalidate(cancelingTasks:)-7w13y`` ran: set under the registry's lock with
+    /// ``Registry/isInvalidated``, read without it when a task starts.
+    let invalidated = Atomic<Bool>(false)
     let settings = NIOLockedValueBox(Settings())
     /// Serialization for completion handlers runs here, never on an engine thread.
     static let processingQueue = DispatchQueue(label: "courier.session-manager.processing", attributes: .concurrent)

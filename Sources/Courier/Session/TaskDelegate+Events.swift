@@ -62,10 +62,11 @@ extension TaskDelegate {
         }
     }
 
-    /// Whether the attempt that got `response` may still be retried, so that its progress is held
-    /// back: it failed (400 or more), something may retry it, and its body can be sent again.
-    func mayRetry(after response: HTTPResponse) -> Bool {
-        response.status.code >= 400 && self.originalRequest.body.isReplayable && self.interception.mayRetry(response)
+    /// Whether the attempt that got `response` (whose status code is `status`) may still be
+    /// retried, so that its progress is held back: it failed (400 or more), something may retry
+    /// it, and its body can be sent again.
+    func mayRetry(after response: HTTPResponse, status: Int) -> Bool {
+        status >= 400 && self.originalRequest.body.isReplayable && self.interception.mayRetry(response)
     }
 }
 

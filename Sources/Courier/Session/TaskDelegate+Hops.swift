@@ -231,8 +231,10 @@ extension TaskDelegate {
 
     /// The final response head arrived: cookies stored, the cache invalidated after an unsafe
     /// method, and a `304` answering Courier's revalidation turned into the stored response
-    /// (its headers updated), whose body is returned to be delivered.
-    func finalResponseArrived(_ response: HTTPResponse, url: URL) -> (response: HTTPResponse, storedBody: ByteBuffer?) {
+    /// (its headers updated), whose body is returned to be delivered. Returns the response with
+    /// its status code, read once here for the sink and the retry decision.
+    func finalResponseArrived(_ response: HTTPResponse, url: URL) -> (response: HTTPResponse, status: Int, storedBody: ByteBuffer?) {
+        let status = response.status.code
         let cache = self.configurationReference.value.responseCache
         let now = cache?.now ?? Date()
         // What the response needs of the hop, in one transaction; not a copy of the whole hop
@@ -241,16 +243,16 @@ extension TaskDelegate {
             if state.hop.source != .cache { state.hop.responseDate = now }
             return (
                 state.hop.source, state.hop.handlesCookies, state.hop.sentRequest ?? state.currentRequest,
-                response.status.code == 304 ? state.hop.revalidating : nil, state.hop.requestDate
+                status == 304 ? state.hop.revalidating : nil, state.hop.requestDate
             )
         }
         // The cache's own answer: nothing came from a server.
         if source == .cache {
             self.emit { $0.task($1, didAnswerFromCache: response, source: .cache) }
-            return (response, nil)
+            return (response, status, nil)
         }
         self.responseArrived(response, to: request, handlesCookies: handlesCookies)
-        guard let stored = revalidating, let cache else { return (response, nil) }
+        guard let stored = revalidating, let cache else { return (response, status, nil) }
         let updated = CachePlanner.updated(stored, with: response, requestDate: requestDate ?? now, responseDate: now)
         cache.storeCachedResponse(updated, for: request)
         let served = CachePlanner.served(updated, now: now)
@@ -262,7 +264,7 @@ extension TaskDelegate {
             monitor.task(task, didStoreInCache: updated)
             monitor.task(task, didAnswerFromCache: served.response, source: .revalidatedCache)
         }
-        return (served.response, served.data.isEmpty ? nil : ByteBuffer(data: served.data))
+        return (served.response, served.response.status.code, served.data.isEmpty ? nil : ByteBuffer(data: served.data))
     }
 
     /// Cookies and invalidation for any response a server sent to `request`.

@@ -24,14 +24,14 @@ extension TaskDelegate {
     func considerRetry(after error: CourierError?) -> Bool {
         let interception = self.interception
         // Success, the common case, costs one look at the status.
-        guard error != nil || self.state.withLockedValue({ ($0.response?.status.code ?? 0) >= 400 }) else { return false }
+        guard error != nil || self.state.withLockedValue({ $0.responseStatus >= 400 }) else { return false }
         // Read before the task's lock: the registry's lock is never taken inside it.
         guard let manager = self.manager, !manager.isInvalidated else { return false }
         // Asked before the task's lock (the sink's lock is never taken inside it).
         let consumerHasResponse = self.sink.takesResponseAtHead
         let attempt = self.state.withLockedValue { state -> FailedAttempt? in
             let response = state.response
-            let retryable = (error != nil || (response?.status.code ?? 0) >= 400) && interception.mayRetry(response)
+            let retryable = (error != nil || state.responseStatus >= 400) && interception.mayRetry(response)
                 && self.originalRequest.body.isReplayable && state.bodyFailure == nil
                 // The cache's own answer (a stored error, only-if-cached's 504) would be the same again.
                 && state.hop.source != .cache
@@ -115,6 +115,7 @@ extension TaskDelegate {
             let manager = self.state.withLockedValue { state -> SessionManager? in
                 state.retryReasons.append(reason)
                 state.response = nil
+                state.responseStatus = 0
                 state.responseURL = nil
                 state.body = nil
                 state.held = nil

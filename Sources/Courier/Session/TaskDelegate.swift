@@ -29,18 +29,17 @@ struct TaskOutcome: Sendable {
     var source = ResponseSource.network
     /// Whether ``TaskDelegate/settle(_:)`` has run.
     fileprivate(set) var isSettled = false
+}
 
+extension TaskOutcome {
+    // In an extension, so that it can call the memberwise initializer: one written out field by
+    // field was compiled to make the outcome, copy it into place and destroy the first (seven
+    // retains a request, and as many releases).
     init(
         task: SessionTask, manager: SessionManager, request: Request, response: HTTPResponse?, data: Data?, error: CourierError?,
         fileURL: URL? = nil
     ) {
-        self.task = task
-        self.manager = manager
-        self.request = request
-        self.response = response
-        self.data = data
-        self.error = error
-        self.fileURL = fileURL
+        self.init(task: task, manager: manager, request: request, response: response, data: data, error: error, fileURL: fileURL, metrics: nil)
     }
 }
 
@@ -109,9 +108,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         self.sink = sink
         self.configurationReference = manager.configurationReference
         self.identifier = identifier
-        self.hooks = manager.hooks
         self.originalRequest = request
-        self.interception = TaskInterception.make(manager: manager, request: request, identifier: identifier)
+        (self.interception, self.hooks) = TaskInterception.makeWithHooks(manager: manager, request: request, identifier: identifier)
         // Moved into the lock: the state is large, and a copy cost a whole copy and destroy.
         self.state = Mutex(TaskState(
             request: request, owner: manager, completion: completion,
@@ -121,18 +119,19 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     // MARK: Life cycle
 
     func resume() {
-        let (action, task) = self.state.withLockedValue { state in
+        let (action, task, owner) = self.state.withLockedValue { state -> (TaskMachine.ResumeAction, SessionTask?, SessionManager?) in
             let action = state.machine.resume()
+            guard case .startAttempt = action else { return (action, state.task, nil) }
             // From here until its completion has run, the task is held: the caller may drop it.
             // (A task made to be resumed at once is held already.)
-            if case .startAttempt = action, state.runningTask == nil { state.runningTask = state.unstartedTask }
-            return (action, state.task)
+            if state.runningTask == nil { state.runningTask = state.unstartedTask }
+            return (action, state.task, state.owner)
         }
         switch action {
         case .startAttempt:
             guard let task else { return }
             self.didResume(task)
-            guard let manager = self.state.withLockedValue({ $0.owner }) else { return }
+            guard let manager = owner else { return }
             manager.start(self)
         case .resumeReceiving(let then):
             self.applyReceiveWish()
@@ -315,8 +314,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition {
-        let (response, storedBody) = self.finalResponseArrived(response, url: url)
-        let disposition = self.sink.headArrived(response, url: url, delegate: self)
+        let (response, status, storedBody) = self.finalResponseArrived(response, url: url)
+        let disposition = self.sink.headArrived(response, status: status, url: url, delegate: self)
         // A 304 that confirmed a stored response: its body is the stored one.
         if disposition == .allow, let storedBody { self.sink.bodyArrived(storedBody, delegate: self) }
         return disposition

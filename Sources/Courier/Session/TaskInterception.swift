@@ -30,16 +30,28 @@ final class TaskInterception: Sendable {
     /// The interception for a task made now for `request`: the session's shared one when nothing
     /// in it is the task's own.
     static func make(manager: SessionManager, request: Request, identifier: Int) -> TaskInterception {
+        manager.settings.withLockedValue { settings in Self.make(&settings, request: request, identifier: identifier) }
+    }
+
+    /// What a new task consults and the hooks it takes, read in one transaction on the manager's
+    /// settings.
+    static func makeWithHooks(
+        manager: SessionManager, request: Request, identifier: Int
+    ) -> (interception: TaskInterception, hooks: SessionManager.Hooks) {
         manager.settings.withLockedValue { settings in
-            // Read when the task is made: a tracer bootstrapped after the manager was made counts.
-            let tracer = settings.interception.currentTracer
-            let plain = request.interceptor == nil && request.logger == nil && settings.interception.logger == nil && tracer == nil
-            guard plain else { return TaskInterception(settings, request: request, identifier: identifier, tracer: tracer) }
-            if let shared = settings.plainInterception { return shared }
-            let shared = TaskInterception(settings, request: request, identifier: identifier, tracer: nil)
-            settings.plainInterception = shared
-            return shared
+            (Self.make(&settings, request: request, identifier: identifier), settings.hooks)
         }
+    }
+
+    private static func make(_ settings: inout SessionManager.Settings, request: Request, identifier: Int) -> TaskInterception {
+        // Read when the task is made: a tracer bootstrapped after the manager was made counts.
+        let tracer = settings.interception.currentTracer
+        let plain = request.interceptor == nil && request.logger == nil && settings.interception.logger == nil && tracer == nil
+        guard plain else { return TaskInterception(settings, request: request, identifier: identifier, tracer: tracer) }
+        if let shared = settings.plainInterception { return shared }
+        let shared = TaskInterception(settings, request: request, identifier: identifier, tracer: nil)
+        settings.plainInterception = shared
+        return shared
     }
 
     private init(_ manager: SessionManager.Settings, request: Request, identifier: Int, tracer: (any Tracer)?) {

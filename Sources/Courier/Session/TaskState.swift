@@ -11,6 +11,9 @@ struct TaskState {
     var receiveWishes = 0
     var currentRequest: Request
     var response: HTTPResponse?
+    /// ``response``'s status code, 0 without one: read without making an `HTTPResponse.Status`
+    /// (which copies the status field and the reason phrase) each time it is asked.
+    var responseStatus = 0
     var responseURL: URL?
     var error: CourierError?
     var taskDescription: String?
@@ -125,11 +128,12 @@ struct TaskState {
         return self.progressDeliveries(.download)
     }
 
-    /// Records a response head as ``recordResponse(_:url:received:expected:)`` does, or, when
+    /// Records a response head (and its status code) as ``recordResponse(_:url:received:expected:)`` does, or, when
     /// `holding`, only the head: its progress is held back (``held``) until the attempt is final.
     mutating func recordResponse(
-        _ response: HTTPResponse, url: URL, received: Int64 = 0, expected: Int64, holding: Bool
+        _ response: HTTPResponse, status: Int, url: URL, received: Int64 = 0, expected: Int64, holding: Bool
     ) -> [ProgressDelivery] {
+        self.responseStatus = status
         guard holding else {
             self.held = nil
             return self.recordResponse(response, url: url, received: received, expected: expected)

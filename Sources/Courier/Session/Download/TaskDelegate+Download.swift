@@ -13,8 +13,8 @@ struct DownloadPlan: Sendable {
 }
 
 extension DownloadPlan: BodySink {
-    func headArrived(_ response: HTTPResponse, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
-        delegate.downloadDidReceive(response, url: url, plan: self)
+    func headArrived(_ response: HTTPResponse, status: Int, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
+        delegate.downloadDidReceive(response, status: status, url: url, plan: self)
     }
 
     func bodyArrived(_ chunk: ByteBuffer, delegate: TaskDelegate) {
@@ -31,17 +31,17 @@ extension TaskDelegate {
 
     /// Opens the download's file for the final response: a new one, or the partial one when a 206
     /// continues it. A 206 that starts elsewhere, or a 416, ends the task.
-    func downloadDidReceive(_ response: HTTPResponse, url: URL, plan: DownloadPlan) -> ResponseDisposition {
+    func downloadDidReceive(_ response: HTTPResponse, status: Int, url: URL, plan: DownloadPlan) -> ResponseDisposition {
         let request = self.state.withLockedValue { $0.currentRequest }
         var file = DownloadDestination.temporaryFileURL(in: self.configurationReference.value.downloadDirectory)
         var kept: Int64?
         var expected = response.expectedContentLength ?? -1
         // A response that may be retried goes to a file of its own, never over the partial file
         // of resume data, which the retry still needs.
-        let holding = self.mayRetry(after: response)
+        let holding = self.mayRetry(after: response, status: status)
         if let continuation = plan.continuation, !holding {
             file = continuation.file
-            switch response.status.code {
+            switch status {
             case 206:
                 let value = response.headerFields.value(of: .contentRange)
                 guard let range = value.flatMap(ContentRange.init), range.first == continuation.offset else {
@@ -73,7 +73,7 @@ extension TaskDelegate {
             state.downloadFile = writer
             state.resumeValidators = validators
             state.metrics?.responseBegan()
-            return (state.recordResponse(response, url: url, received: kept ?? 0, expected: expected, holding: holding), state.task)
+            return (state.recordResponse(response, status: status, url: url, received: kept ?? 0, expected: expected, holding: holding), state.task)
         }
         self.deliver(deliveries)
         if let task { self.didReceive(response, task: task) }

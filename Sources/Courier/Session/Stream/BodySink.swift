@@ -14,8 +14,9 @@ import NIOFoundationCompat
 /// delegate's lock and reports after releasing it, as the delegate does.
 protocol BodySink: Sendable {
     /// The final response head arrived (a 304 that confirmed a stored response arrives as the
-    /// stored one). Returns whether to read its body.
-    func headArrived(_ response: HTTPResponse, url: URL, delegate: TaskDelegate) -> ResponseDisposition
+    /// stored one), with its status code (read once per head: `HTTPResponse.status` copies the
+    /// status and its reason phrase each time). Returns whether to read its body.
+    func headArrived(_ response: HTTPResponse, status: Int, url: URL, delegate: TaskDelegate) -> ResponseDisposition
 
     /// A chunk of the final response's body arrived.
     func bodyArrived(_ chunk: ByteBuffer, delegate: TaskDelegate)
@@ -52,17 +53,15 @@ extension BodySink {
 struct MemoryBodySink: BodySink {
     var usesCache: Bool { true }
 
-    func headArrived(_ response: HTTPResponse, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
-        let holding = delegate.mayRetry(after: response)
-        let maximum = delegate.configurationReference.value.maximumResponseBodySize ?? 256 << 20
+    func headArrived(_ response: HTTPResponse, status: Int, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
+        let holding = delegate.mayRetry(after: response, status: status)
+        let expected = response.expectedContentLength ?? -1
+        // A large body of announced length gets its buffer at once, not by doubling.
+        let reserved = expected > 64 * 1024 && expected <= Int64(delegate.configurationReference.value.maximumResponseBodySize ?? 256 << 20)
         let (task, deliveries) = delegate.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
-            let expected = response.expectedContentLength ?? -1
-            let deliveries = state.recordResponse(response, url: url, expected: expected, holding: holding)
+            let deliveries = state.recordResponse(response, status: status, url: url, expected: expected, holding: holding)
             state.metrics?.responseBegan()
-            // A large body of announced length gets its buffer at once, not by doubling.
-            if expected > 64 * 1024, expected <= Int64(maximum) {
-                state.body = ByteBufferAllocator().buffer(capacity: Int(expected))
-            }
+            if reserved { state.body = ByteBufferAllocator().buffer(capacity: Int(expected)) }
             return (state.task, deliveries)
         }
         delegate.deliver(deliveries)

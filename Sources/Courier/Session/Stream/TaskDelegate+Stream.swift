@@ -13,15 +13,15 @@ extension ResponseStreamSink: BodySink {
     var takesResponseAtHead: Bool { self.consumerHasHead }
 
     /// A streamed task's response head: recorded, then the waiting caller is told. A failed status
-    /// that a retrier may retry (``TaskDelegate/mayRetry(after:)``) is held back with its body, up
+    /// that a retrier may retry (``TaskDelegate/mayRetry(after:status:)``) is held back with its body, up
     /// to ``ResponseStreamSink/heldBodyLimit``, until the retriers have decided: the caller gets
     /// the last attempt's response, as a data task does.
-    func headArrived(_ response: HTTPResponse, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
-        let holding = delegate.mayRetry(after: response)
+    func headArrived(_ response: HTTPResponse, status: Int, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
+        let holding = delegate.mayRetry(after: response, status: status)
+        let expected = response.expectedContentLength ?? -1
         let (task, deliveries) = delegate.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
             state.metrics?.responseBegan()
-            let expected = response.expectedContentLength ?? -1
-            return (state.task, state.recordResponse(response, url: url, expected: expected, holding: holding))
+            return (state.task, state.recordResponse(response, status: status, url: url, expected: expected, holding: holding))
         }
         if let task { delegate.didReceive(response, task: task) }
         delegate.deliver(deliveries)
