@@ -16,6 +16,11 @@ import HTTPTypes
 public struct TaskMetrics: Sendable {
     /// One attempt: adapting, then one exchange with the engine (redirects included).
     public struct Attempt: Sendable {
+        // Declared first, so that the memberwise initializer's labels differ from the public
+        // initializer's, which calls it (see the extension at the end of the file).
+        /// The engine's record of each hop (the first request, then each redirect's), in order;
+        /// empty when the engine records none (a response from the cache, a stub engine).
+        public var transactions: [TransactionMetrics]
         /// The request as sent (adapted); after redirects, the first hop's.
         public var request: Request
         /// When adapting began.
@@ -36,28 +41,6 @@ public struct TaskMetrics: Sendable {
         public var bytesSent: Int64
         /// Response body bytes received.
         public var bytesReceived: Int64
-        /// The engine's record of each hop (the first request, then each redirect's), in order;
-        /// empty when the engine records none (a response from the cache, a stub engine).
-        public var transactions: [TransactionMetrics]
-
-        /// An attempt.
-        public init(
-            request: Request, start: Duration, exchangeStart: Duration?, responseStart: Duration?, end: Duration,
-            response: HTTPResponse?, error: CourierError?, redirectCount: Int, bytesSent: Int64, bytesReceived: Int64,
-            transactions: [TransactionMetrics] = []
-        ) {
-            self.transactions = transactions
-            self.request = request
-            self.start = start
-            self.exchangeStart = exchangeStart
-            self.responseStart = responseStart
-            self.end = end
-            self.response = response
-            self.error = error
-            self.redirectCount = redirectCount
-            self.bytesSent = bytesSent
-            self.bytesReceived = bytesReceived
-        }
     }
 
     /// The fields, behind one reference: a task's metrics are held by the task, its outcome, the
@@ -196,5 +179,21 @@ public struct TaskMetrics: Sendable {
     /// How long after the task's start `instant` came (a ``TransactionMetrics`` time); nil for nil.
     public func offset(of instant: ContinuousClock.Instant?) -> Duration? {
         instant.map { $0 - self.taskStartInstant }
+    }
+}
+
+extension TaskMetrics.Attempt {
+    /// An attempt.
+    public init(
+        request: Request, start: Duration, exchangeStart: Duration?, responseStart: Duration?, end: Duration,
+        response: HTTPResponse?, error: CourierError?, redirectCount: Int, bytesSent: Int64, bytesReceived: Int64,
+        transactions: [TransactionMetrics] = []
+    ) {
+        // The memberwise initializer: written out field by field, this was compiled to make the
+        // attempt, copy it into place and destroy the first (a retain and a release of its request,
+        // response and error).
+        self.init(
+            transactions: transactions, request: request, start: start, exchangeStart: exchangeStart, responseStart: responseStart,
+            end: end, response: response, error: error, redirectCount: redirectCount, bytesSent: bytesSent, bytesReceived: bytesReceived)
     }
 }

@@ -14,9 +14,9 @@ extension SessionManager {
         uploadProgress: (@Sendable (Progress) -> Void)? = nil,
         downloadProgress: (@Sendable (Progress) -> Void)? = nil
     ) async throws(CourierError) -> DataResponse<Serializer.Output> {
-        let outcome = await self.run(
+        var outcome = await self.run(
             DataTask.self, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress)
-        return try self.finish(outcome, serializer: serializer)
+        return try self.finish(&outcome, serializer: serializer)
     }
 
     /// Sends `request` and returns the body, validated as ``DataResponseSerializer`` does (status 200–299).
@@ -59,8 +59,9 @@ extension SessionManager {
     }
 
     /// Serializes an outcome on the calling task, runs the completion hook and posts the notification.
+    /// The response, body and metrics are then moved out of `outcome` into the returned value.
     func finish<Serializer: ResponseSerializer>(
-        _ outcome: borrowing TaskOutcome,
+        _ outcome: inout TaskOutcome,
         serializer: Serializer
     ) throws(CourierError) -> DataResponse<Serializer.Output> {
         let task = outcome.task
@@ -87,11 +88,12 @@ extension SessionManager {
         }
         self.hooks(for: task).taskDidComplete?(self, task, failure)
         self.postDidComplete(task, outcome: outcome, serializer: serializer, object: object, error: failure)
-        guard failure == nil, let response = outcome.response, let value else {
+        // Moved, not copied (a copy retains each): the outcome ends here.
+        guard failure == nil, let response = outcome.response.take(), let value = value.take() else {
             throw failure ?? CourierError(.internalInconsistency, "\(outcome.request.summary): no value and no error", request: outcome.request)
         }
         return DataResponse(
-            request: outcome.request, response: response, data: outcome.data, value: value, source: outcome.source,
-            metrics: outcome.metrics)
+            request: outcome.request, response: response, data: outcome.data.take(), value: value, source: outcome.source,
+            metrics: outcome.metrics.take())
     }
 }
