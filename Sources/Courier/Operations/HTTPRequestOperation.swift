@@ -112,7 +112,7 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
     public func setCompletionBlockWithSuccess(_ success: Success?, failure: Failure?) {
         self.completionBlock = { [self] in
             let (queue, group, error, object) = self.state.withLockedValue {
-                ($0.completionQueue ?? .main, $0.completionGroup, $0.error, $0.responseObject)
+                ($0.completionQueue ?? SessionManager.mainQueue, $0.completionGroup, $0.error, $0.responseObject)
             }
             group?.enter()
             queue.async {
@@ -220,7 +220,7 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
             let last = upload ? state.lastUploadCount : state.lastDownloadCount
             guard let block, completed > last else { return nil }
             if upload { state.lastUploadCount = completed } else { state.lastDownloadCount = completed }
-            return (block, completed - last, state.completionQueue ?? .main)
+            return (block, completed - last, state.completionQueue ?? SessionManager.mainQueue)
         }
         guard let (block, step, queue) = delivery else { return }
         queue.async { block(step, completed, total > 0 ? total : -1) }

@@ -113,7 +113,7 @@ public final class HTTPRequestOperationManager: @unchecked Sendable {
         do {
             request = try build()
         } catch {
-            let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? .main, $0.completionGroup) }
+            let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? SessionManager.mainQueue, $0.completionGroup) }
             queue.async(group: group) { failure?(nil, error) }
             return nil
         }

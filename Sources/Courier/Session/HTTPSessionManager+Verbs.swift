@@ -50,22 +50,22 @@ extension HTTPSessionManager {
         do {
             request = try build()
         } catch {
-            let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? .main, $0.completionGroup) }
+            let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? Self.mainQueue, $0.completionGroup) }
             queue.async(group: group) { failure?(nil, error) }
             return nil
         }
-        let box = NIOLockedValueBox<DataTask?>(nil)
-        let task = self.dataTask(with: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress) {
-            _, object, error in
-            // The handler runs after `resume()`, so the task is in the box.
-            guard let task = box.withLockedValue({ $0 }) else { return }
+        // The handler is handed its task: no box to reach it through.
+        let handler = CompletionHandler.withTask { task, _, object, error in
+            guard let task = task as? DataTask else { return }
             if let error {
                 failure?(task, error)
             } else {
                 success?(task, object)
             }
         }
-        box.withLockedValue { $0 = task }
+        let task = self.makeTask(
+            DataTask.self, request: request, completion: .handler(self.responseSerializer, handler), uploadProgress: uploadProgress,
+            downloadProgress: downloadProgress)
         task.resume()
         return task
     }

@@ -9,16 +9,16 @@ extension SessionManager {
     func complete(
         _ outcome: consuming TaskOutcome,
         serializer: (any ResponseSerializer)?,
-        handler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)?
+        handler: CompletionHandler?
     ) {
-        let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? .main, $0.completionGroup) }
+        let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? Self.mainQueue, $0.completionGroup) }
         group?.enter()
         Self.processingQueue.async { [outcome] in
             var outcome = outcome
             outcome.task.delegate.settle(&outcome)
             let (object, error) = self.serializeRunningHook(outcome.task, outcome: outcome, serializer: serializer)
             queue.async { [outcome] in
-                handler?(outcome.response, object, error)
+                handler?(outcome.task, outcome.response, object, error)
                 self.postDidComplete(outcome.task, outcome: outcome, serializer: serializer, object: object, error: error)
                 group?.leave()
             }

@@ -121,7 +121,7 @@ extension SessionManager {
         handler: (@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)?
     ) {
         let task = outcome.task
-        let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? .main, $0.completionGroup) }
+        let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? Self.mainQueue, $0.completionGroup) }
         group?.enter()
         self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
         queue.async {

@@ -20,7 +20,7 @@ extension SessionManager {
         downloadProgress: (@Sendable (Progress) -> Void)? = nil,
         completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)?
     ) -> DataTask {
-        let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, $0) } ?? .none
+        let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, .plain($0)) } ?? .none
         return self.makeTask(DataTask.self, request: request, completion: completion, uploadProgress: uploadProgress, downloadProgress: downloadProgress)
     }
 
@@ -35,7 +35,7 @@ extension SessionManager {
     ) -> UploadTask {
         var request = request
         request.body = .data(bodyData, trailers: request.body.trailers)
-        let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, $0) } ?? .none
+        let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, .plain($0)) } ?? .none
         return self.makeTask(UploadTask.self, request: request, completion: completion, uploadProgress: progress, downloadProgress: nil)
     }
 
@@ -50,7 +50,7 @@ extension SessionManager {
     ) -> UploadTask {
         var request = request
         request.body = .file(fileURL, trailers: request.body.trailers)
-        let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, $0) } ?? .none
+        let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, .plain($0)) } ?? .none
         return self.makeTask(UploadTask.self, request: request, completion: completion, uploadProgress: progress, downloadProgress: nil)
     }
 
@@ -65,7 +65,7 @@ extension SessionManager {
         progress: (@Sendable (Progress) -> Void)? = nil,
         completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)?
     ) -> UploadTask {
-        let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, $0) } ?? .none
+        let completion: TaskCompletion = completionHandler.map { .handler(self.responseSerializer, .plain($0)) } ?? .none
         return self.makeTask(UploadTask.self, request: request, completion: completion, uploadProgress: progress, downloadProgress: nil)
     }
 

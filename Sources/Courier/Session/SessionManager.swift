@@ -120,6 +120,9 @@ public class SessionManager: @unchecked Sendable {
     let settings = NIOLockedValueBox(Settings())
     /// Serialization for completion handlers runs here, never on an engine thread.
     static let processingQueue = DispatchQueue(label: "courier.session-manager.processing", attributes: .concurrent)
+    /// The default completion queue. Kept: on Linux, each read of `DispatchQueue.main` makes a
+    /// new object for it.
+    static let mainQueue = DispatchQueue.main
 
     /// A manager on a new ``NIOEngine``.
     /// - Parameters:

@@ -43,13 +43,28 @@ extension TaskOutcome {
     }
 }
 
+/// A completion handler, as the caller gave it or (the HTTP verbs') with the task it completes.
+enum CompletionHandler: Sendable {
+    /// ``SessionManager/dataTask(with:uploadProgress:downloadProgress:completionHandler:)``'s.
+    case plain(@Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)
+    /// One that is handed the task too: no box is needed to reach a task from its own handler.
+    case withTask(@Sendable (SessionTask, HTTPResponse?, (any Sendable)?, CourierError?) -> Void)
+
+    func callAsFunction(_ task: SessionTask, _ response: HTTPResponse?, _ object: (any Sendable)?, _ error: CourierError?) {
+        switch self {
+        case .plain(let handler): handler(response, object, error)
+        case .withTask(let handler): handler(task, response, object, error)
+        }
+    }
+}
+
 /// How a task reports its end.
 enum TaskCompletion: Sendable {
     /// Nobody waits (hooks and notifications still run).
     case none
     /// AFNetworking's completion handler: serialized off the engine's threads, called on the
     /// completion queue.
-    case handler(any ResponseSerializer, @Sendable (HTTPResponse?, (any Sendable)?, CourierError?) -> Void)
+    case handler(any ResponseSerializer, CompletionHandler)
     /// The raw outcome, settled and delivered on the engine's thread (a streamed task's, a 2.x
     /// operation's).
     case outcome(@Sendable (TaskOutcome) -> Void)
