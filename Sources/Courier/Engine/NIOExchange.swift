@@ -34,7 +34,9 @@ final class NIOExchange: Exchange, Sendable {
         self.deadline = .now() + .nanoseconds(Int64(min(engine.configuration.resourceTimeout, 1e9) * 1e9))
         let interval = request.options.timeoutInterval ?? engine.configuration.requestTimeout
         self.idleTimeout = .nanoseconds(Int64(min(max(interval, 0.001), 1e9) * 1e9))
-        self.state = NIOLockedValueBox(NIOExchangeState(request: request))
+        // The memberwise initializer: one written out field by field was compiled to build the
+        // state, copy it into place and destroy the first (four retains an exchange).
+        self.state = NIOLockedValueBox(NIOExchangeState(request: request, expectedBytesToSend: request.body.knownLength))
     }
 
     // MARK: Starting hops
@@ -228,9 +230,4 @@ struct NIOExchangeState {
     /// Bumped whenever the body starts over (a redirect, a resend): see `sendGeneration`.
     var sendGeneration = 0
     var expectedBytesToSend: Int64?
-
-    init(request: Request) {
-        self.request = request
-        self.expectedBytesToSend = request.body.knownLength
-    }
 }

@@ -2,35 +2,29 @@ import NIOCore
 import NIOHTTP1
 
 /// Decompresses `gzip` and `deflate` response bodies on an HTTP/1.1 connection (a
-/// ``ResponseInflater`` per response), and asks for them: a request head without an
-/// `Accept-Encoding` gets `Accept-Encoding: deflate, gzip`.
+/// ``ResponseInflater`` per response), and counts the body's bytes as they came into a
+/// ``ResponseBodyCounter``: one handler, so each part of a response is unwrapped once for both.
+/// (``HopHandler`` asks for compressed bodies: it adds `Accept-Encoding: deflate, gzip` to a
+/// request head without one, while the head's fields are its own.)
 ///
 /// A body that cannot be decompressed is reported once, as an error down the pipeline (the hop
 /// fails with it); the rest of that body is dropped and its end passed on. Heads keep their
 /// `Content-Encoding` and `Content-Length`: they describe the body as it came.
-final class HTTP1ResponseDecompressor: ChannelDuplexHandler, RemovableChannelHandler {
+final class HTTP1ResponseDecompressor: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias InboundOut = HTTPClientResponsePart
-    typealias OutboundIn = HTTPClientRequestPart
-    typealias OutboundOut = HTTPClientRequestPart
 
     /// How many times its compressed size a body may grow to.
     private let ratio: Int
+    /// Where the body's bytes as they came are counted.
+    private let counter: ResponseBodyCounter
     private var inflater: ResponseInflater?
     /// The current body failed: the rest of it is dropped.
     private var failed = false
 
-    init(ratio: Int) {
+    init(ratio: Int, counter: ResponseBodyCounter) {
         self.ratio = ratio
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard case .head(var head) = self.unwrapOutboundIn(data), !head.headers.contains(name: "Accept-Encoding") else {
-            context.write(data, promise: promise)
-            return
-        }
-        head.headers.add(name: "Accept-Encoding", value: "deflate, gzip")
-        context.write(self.wrapOutboundOut(.head(head)), promise: promise)
+        self.counter = counter
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -41,6 +35,7 @@ final class HTTP1ResponseDecompressor: ChannelDuplexHandler, RemovableChannelHan
             self.failed = false
             context.fireChannelRead(data)
         case .body(let buffer):
+            self.counter.bytes += Int64(buffer.readableBytes)
             guard !self.failed else { return }
             guard let inflater = self.inflater else {
                 context.fireChannelRead(data)

@@ -107,10 +107,10 @@ final class HopHandler: ChannelDuplexHandler {
             ($0.body, $0.cancellation, $0.withoutExpectation, $0.resends, $0.unprocessedResends)
         }
         var head = Self.head(for: request, key: hop.key, length: body.length)
-        if self.http2Stream != nil, self.bodyCounter != nil, !head.headers.contains(name: "Accept-Encoding") {
-            // The stream decompresses, and asks for it as HTTP1ResponseDecompressor does on a
-            // connection: added here, while the fields are this head's alone (the stream adding
-            // it to a head shared with this handler copied them).
+        if self.bodyCounter != nil, !head.headers.contains(name: "Accept-Encoding") {
+            // The connection or stream decompresses, and asks for it: added here, while the
+            // fields are this head's alone (added further on, by the stream or a handler of the
+            // pipeline, to a head this handler still shared, it copied them all).
             head.headers.add(name: "Accept-Encoding", value: "deflate, gzip")
         }
         hop.key.route.adjust(&head, for: request.url)
@@ -155,10 +155,6 @@ final class HopHandler: ChannelDuplexHandler {
         self.bodyCounter?.bytes = 0
         metrics.requestStart = .now
         metrics.countOfRequestHeaderBytesSent = Self.size(of: head)
-        if self.bodyCounter != nil, !head.headers.contains(name: "Accept-Encoding") {
-            // The decompressor adds `Accept-Encoding: deflate, gzip` on its way out.
-            metrics.countOfRequestHeaderBytesSent += Int64("Accept-Encoding: deflate, gzip\r\n".utf8.count)
-        }
         if removingExpectField { head.headers.remove(name: "Expect") }
         if expectation == .announce {
             head.headers.add(name: "Expect", value: "100-continue")

@@ -26,10 +26,10 @@ extension ConnectionPool {
             ])
             var counter: ResponseBodyCounter?
             if let decompressionRatio {
-                // Counts the body as it came, before the decompressor (the task metrics' wire count).
-                counter = ResponseBodyCounter()
-                try pipeline.addHandler(counter!)
-                try pipeline.addHandler(HTTP1ResponseDecompressor(ratio: decompressionRatio))
+                // The decompressor counts the body as it came (the task metrics' wire count).
+                let bodyCounter = ResponseBodyCounter()
+                counter = bodyCounter
+                try pipeline.addHandler(HTTP1ResponseDecompressor(ratio: decompressionRatio, counter: bodyCounter))
             }
             try pipeline.addHandler(HopHandler(readWatcher: readWatcher, bodyCounter: counter))
         }
