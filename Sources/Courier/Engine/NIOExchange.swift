@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// One exchange on the NIO engine: one or more hops (one per redirect), each an ``EngineHop`` on
 /// Courier's pool (HTTP/1.1 or an HTTP/2 stream), reported to one ``ExchangeDelegate``.
@@ -24,7 +25,9 @@ final class NIOExchange: Exchange, Sendable {
     /// timeout, else the session's. Courier keeps this deadline itself rather than AHC's read
     /// timeout, so that a request may set a longer one and a suspended task is not "idle".
     let idleTimeout: TimeAmount
-    let state: NIOLockedValueBox<NIOExchangeState>
+    /// Kept inline, and the state moved in: `NIOLockedValueBox` is one more object an exchange,
+    /// and its initializer copied the state in (a retain of each of its references).
+    let state: Mutex<NIOExchangeState>
 
     init(engine: NIOEngine, request: Request, delegate: any ExchangeDelegate) {
         self.engine = engine
@@ -34,9 +37,7 @@ final class NIOExchange: Exchange, Sendable {
         self.deadline = .now() + .nanoseconds(Int64(min(engine.configuration.resourceTimeout, 1e9) * 1e9))
         let interval = request.options.timeoutInterval ?? engine.configuration.requestTimeout
         self.idleTimeout = .nanoseconds(Int64(min(max(interval, 0.001), 1e9) * 1e9))
-        // The memberwise initializer: one written out field by field was compiled to build the
-        // state, copy it into place and destroy the first (four retains an exchange).
-        self.state = NIOLockedValueBox(NIOExchangeState(request: request, expectedBytesToSend: request.body.knownLength))
+        self.state = Mutex(NIOExchangeState(request: request, expectedBytesToSend: request.body.knownLength))
     }
 
     // MARK: Starting hops

@@ -525,13 +525,3 @@ struct ProgressReport {
 
     func send() { self.handler(self.progress) }
 }
-
-extension Mutex where Value == TaskState {
-    /// Runs `body` with the task's state locked (the name the engine's other locked boxes use).
-    @inline(__always)
-    borrowing func withLockedValue<Result: Sendable, Failure: Error>(
-        _ body: (inout TaskState) throws(Failure) -> Result
-    ) throws(Failure) -> Result {
-        try self.withLock { (state: inout sending TaskState) throws(Failure) -> sending Result in try body(&state) }
-    }
-}

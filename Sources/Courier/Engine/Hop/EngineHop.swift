@@ -1,5 +1,6 @@
 import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 
 /// One hop of an exchange (a request and its response) on Courier's own connections, whatever
 /// they speak: it waits in the ``ConnectionPool`` for an HTTP/1.1 connection or an HTTP/2
@@ -68,7 +69,7 @@ final class EngineHop: NIOHopTask, Sendable {
     let request: Request
     let pool: ConnectionPool
     let key: ConnectionPool.Key
-    let state: NIOLockedValueBox<State>
+    let state: Mutex<State>
     /// When the hop was made: its transaction's ``TransactionMetrics/fetchStart``.
     let fetchStart: ContinuousClock.Instant
 
@@ -76,7 +77,7 @@ final class EngineHop: NIOHopTask, Sendable {
     init(exchange: NIOExchange, request: Request, pool: ConnectionPool, key: ConnectionPool.Key) throws(CourierError) {
         self.exchange = exchange
         self.request = request
-        self.state = NIOLockedValueBox(State(body: try OutgoingBody(request)))
+        self.state = Mutex(State(body: try OutgoingBody(request)))
         self.pool = pool
         self.key = key
         self.fetchStart = .now

@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// The producing side of a streamed response body: the task's delegate yields chunks into it,
 /// the consumer reads them from its ``ResponseBodyStream``.
@@ -50,7 +51,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         case released([ByteBuffer])
     }
 
-    private let state = NIOLockedValueBox(State())
+    private let state = Mutex(State())
 
     init() {
         let made = Producer.makeSequence(

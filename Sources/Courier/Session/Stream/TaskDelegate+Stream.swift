@@ -105,17 +105,16 @@ extension SessionManager {
         downloadProgress: (@Sendable (Progress) -> Void)? = nil
     ) async throws(CourierError) -> DataStreamResponse {
         let sink = ResponseStreamSink()
-        let made = NIOLockedValueBox<DataTask?>(nil)
         let task = self.makeTask(
             DataTask.self, request: request,
             completion: .outcome { outcome in
                 sink.finish(with: outcome.error)
-                guard let task = made.withLockedValue({ $0 }) else { return }
+                // The outcome carries its task: no box to reach it through.
+                let task = outcome.task
                 self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
                 self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
             },
             uploadProgress: nil, downloadProgress: downloadProgress, sink: sink, resumedAtOnce: true)
-        made.withLockedValue { $0 = task }
         sink.attach(task.delegate)
         do {
             try await withTaskCancellationHandler {
