@@ -192,13 +192,13 @@ final class HTTP2Stream {
         if let second = parts.second { self.deliver(second) }
     }
 
-    private func deliver(_ part: HTTPClientResponsePart) {
+    private func deliver(_ part: HopResponsePart) {
         // An earlier part may have ended the hop with the stream.
         guard let hopHandler else { return }
         switch part {
         case .head(let head):
             if let ratio = self.decompressionRatio {
-                self.inflater = ResponseInflater.make(head: head, ratio: ratio)
+                self.inflater = ResponseInflater.make(fields: head.response.headerFields, ratio: ratio)
             }
             hopHandler.streamReceived(part)
         case .body(let buffer):

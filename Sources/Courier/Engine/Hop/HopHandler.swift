@@ -370,12 +370,11 @@ final class HopHandler: ChannelDuplexHandler {
             // A final answer ends any wait for `100 Continue` (the body is withheld).
             self.continueDeadline?.cancel()
             self.continueDeadline = nil
-            let response = HTTPResponse(nioHead: head)
             self.metrics?.responseStart = .now
             self.metrics?.networkProtocolName = networkProtocol
-            self.metrics?.countOfResponseHeaderBytesReceived = Self.size(of: head)
-            self.metrics?.response = response
-            hop.exchange.hopReceivedHead(response, over: networkProtocol)
+            self.metrics?.countOfResponseHeaderBytesReceived = head.size
+            self.metrics?.response = head.response
+            hop.exchange.hopReceivedHead(head.response, over: networkProtocol)
         case .forwardBody(let buffer):
             guard let hop = self.hop, let eventLoop = self.eventLoop else { return }
             self.metrics?.countOfResponseBodyBytesAfterDecoding += Int64(buffer.readableBytes)
@@ -448,8 +447,8 @@ final class HopHandler: ChannelDuplexHandler {
             }
             return CourierError(
                 .proxyAuthenticationRequired,
-                "\(proxyName) wants authentication to forward \(hop.request.summary) (407 \(head.status.reasonPhrase)): \(credentials)",
-                request: hop.request, response: HTTPResponse(nioHead: head))
+                "\(proxyName) wants authentication to forward \(hop.request.summary) (407 \(head.response.status.reasonPhrase)): \(credentials)",
+                request: hop.request, response: head.response)
         }
     }
 
@@ -527,13 +526,19 @@ final class HopHandler: ChannelDuplexHandler {
     // MARK: Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        self.perform(self.stateMachine.responseReceived(self.unwrapInboundIn(data)))
+        let part: HopResponsePart
+        switch self.unwrapInboundIn(data) {
+        case .head(let head): part = .head(HopResponseHead(nioHead: head))
+        case .body(let buffer): part = .body(buffer)
+        case .end(let trailers): part = .end(trailers)
+        }
+        self.perform(self.stateMachine.responseReceived(part))
     }
 
     // MARK: Stream mode
 
     /// A response part of the stream (stream mode).
-    func streamReceived(_ part: HTTPClientResponsePart) {
+    func streamReceived(_ part: HopResponsePart) {
         self.perform(self.stateMachine.responseReceived(part))
     }
 
