@@ -32,8 +32,9 @@ final class HTTP2Stream {
     /// The decompression ratio, when the pool decompresses.
     private let decompressionRatio: Int?
     private var inflater: ResponseInflater?
-    /// Counts the body as it came, before decompression, for the hop's metrics.
-    let bodyCounter: ResponseBodyCounter?
+    /// The body's bytes as they came, before decompression, for the hop's metrics (a field, not
+    /// a ``ResponseBodyCounter`` object a stream).
+    private(set) var bodyBytesReceived: Int64 = 0
     /// Removed from the connection and counted closed by the pool.
     private(set) var isFinished = false
 
@@ -48,8 +49,10 @@ final class HTTP2Stream {
         self.connectionHandler = connectionHandler
         self.stateMachine = HTTP2StreamStateMachine(targetWindow: targetWindow)
         self.decompressionRatio = decompressionRatio
-        self.bodyCounter = decompressionRatio == nil ? nil : ResponseBodyCounter()
     }
+
+    /// Whether the stream decompresses the response (and asks for it with `Accept-Encoding`).
+    var decompresses: Bool { self.decompressionRatio != nil }
 
     /// Whether the stream can still carry its hop (and its connection is open).
     var isActive: Bool {
@@ -182,7 +185,7 @@ final class HTTP2Stream {
             }
         case .data(let data):
             guard case .byteBuffer(let buffer) = data.data else { return }
-            self.bodyCounter?.bytes += Int64(buffer.readableBytes)
+            self.bodyBytesReceived += Int64(buffer.readableBytes)
             parts = self.stateMachine.receivedData(buffer, endStream: data.endStream)
         default:
             // RST_STREAM: swift-nio-http2 closes the stream next. Nothing else concerns a hop.

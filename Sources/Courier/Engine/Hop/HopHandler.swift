@@ -53,8 +53,12 @@ final class HopHandler: ChannelDuplexHandler {
     private var heldBody: (body: OutgoingBody, generation: Int)?
     /// The running hop's transaction metrics, filled in as it goes.
     private var metrics: TransactionMetrics?
-    /// Counts the body before the decompressor, when there is one.
+    /// Counts the body before the decompressor, when an HTTP/1.1 connection has one (a stream
+    /// counts its DATA itself).
     private let bodyCounter: ResponseBodyCounter?
+    /// Whether the response is decompressed before it reaches this handler (asked for with
+    /// `Accept-Encoding`; its bytes as they came are counted apart).
+    private let decompresses: Bool
     /// In stream mode: whether this is the connection's first stream (its transaction carries the
     /// connection's setup).
     private let firstStream: Bool
@@ -66,6 +70,7 @@ final class HopHandler: ChannelDuplexHandler {
         self.readWatcher = readWatcher
         self.http2Stream = nil
         self.bodyCounter = bodyCounter
+        self.decompresses = bodyCounter != nil
         self.firstStream = false
         self.stateMachine = HopStateMachine(mode: .connection)
     }
@@ -75,7 +80,8 @@ final class HopHandler: ChannelDuplexHandler {
         self.readWatcher = nil
         self.stream = connection
         self.http2Stream = stream
-        self.bodyCounter = stream.bodyCounter
+        self.bodyCounter = nil
+        self.decompresses = stream.decompresses
         self.firstStream = firstStream
         self.eventLoop = stream.eventLoop
         self.stateMachine = HopStateMachine(mode: .stream)
@@ -107,7 +113,7 @@ final class HopHandler: ChannelDuplexHandler {
             ($0.body, $0.cancellation, $0.withoutExpectation, $0.resends, $0.unprocessedResends)
         }
         var head = Self.head(for: request, key: hop.key, length: body.length)
-        if self.http2Stream != nil, self.bodyCounter != nil, !head.headers.contains(name: "Accept-Encoding") {
+        if self.http2Stream != nil, self.decompresses, !head.headers.contains(name: "Accept-Encoding") {
             // The stream decompresses, and asks for it as HTTP1ResponseDecompressor does on a
             // connection: added here, while the fields are this head's alone (the stream adding
             // it to a head shared with this handler copied them).
@@ -155,7 +161,7 @@ final class HopHandler: ChannelDuplexHandler {
         self.bodyCounter?.bytes = 0
         metrics.requestStart = .now
         metrics.countOfRequestHeaderBytesSent = Self.size(of: head)
-        if self.bodyCounter != nil, !head.headers.contains(name: "Accept-Encoding") {
+        if self.decompresses, !head.headers.contains(name: "Accept-Encoding") {
             // The decompressor adds `Accept-Encoding: deflate, gzip` on its way out.
             metrics.countOfRequestHeaderBytesSent += Int64("Accept-Encoding: deflate, gzip\r\n".utf8.count)
         }
@@ -458,6 +464,8 @@ final class HopHandler: ChannelDuplexHandler {
         if let hop = self.hop, var metrics = self.metrics.take() {
             if let counter = self.bodyCounter {
                 metrics.countOfResponseBodyBytesReceived = counter.bytes
+            } else if let http2Stream = self.http2Stream, self.decompresses {
+                metrics.countOfResponseBodyBytesReceived = http2Stream.bodyBytesReceived
             } else {
                 metrics.countOfResponseBodyBytesReceived = metrics.countOfResponseBodyBytesAfterDecoding
             }
