@@ -19,12 +19,22 @@ struct HopResponseHead: Equatable, Sendable {
     var isKeepAlive: Bool
     /// The head's size as HTTP/1.1 text (status line, fields, blank line), for the metrics.
     var size: Int64
+    /// What its `Keep-Alive` field says, read from NIO's head as it comes (a stream's head, never
+    /// given back, has none). A value without references: the head is copied as it goes through
+    /// the hop's machine, and a `String` here made every copy retain each of its fields.
+    var keepAlive: KeepAlive
+
+    /// What a `Keep-Alive` field says of the server's idle timeout.
+    enum KeepAlive: Equatable, Sendable {
+        /// No `Keep-Alive` field.
+        case absent
+        /// The first `Keep-Alive` field, with the idle time it promises (less a second), if it
+        /// names one (``HopStateMachine/idleTimeout(fromKeepAlive:)``).
+        case idleTimeout(TimeAmount?)
+    }
 
     /// The status code.
     var status: Int { self.response.status.code }
-
-    /// `Keep-Alive`, for the server's idle timeout on an HTTP/1.1 connection.
-    static let keepAliveName = HTTPField.Name("Keep-Alive")!
 
     /// A head NIO's HTTP/1 decoder made.
     init(nioHead head: HTTPResponseHead) {
@@ -32,6 +42,7 @@ struct HopResponseHead: Equatable, Sendable {
         self.version = head.version
         self.isKeepAlive = head.isKeepAlive
         self.size = HopHandler.size(of: head)
+        self.keepAlive = head.headers.first(name: "keep-alive").map { .idleTimeout(HopStateMachine.idleTimeout(fromKeepAlive: $0)) } ?? .absent
     }
 
     init(response: HTTPResponse, version: HTTPVersion, isKeepAlive: Bool, size: Int64) {
@@ -39,11 +50,7 @@ struct HopResponseHead: Equatable, Sendable {
         self.version = version
         self.isKeepAlive = isKeepAlive
         self.size = size
-    }
-
-    /// The first `Keep-Alive` field's value, if any.
-    var keepAliveField: String? {
-        self.response.headerFields.first { $0.name == Self.keepAliveName }?.value
+        self.keepAlive = .absent
     }
 }
 

@@ -427,9 +427,8 @@ struct HopStateMachine {
         }
         hop.response = .receiving(status: code, keepAlive: head.isKeepAlive)
         self.state = .running(hop)
-        if self.mode == .connection, let keepAlive = head.keepAliveField {
-            // A stream is never given back: only a connection's idle time matters.
-            self.serverIdleTimeout = Self.idleTimeout(fromKeepAlive: keepAlive)
+        if case .idleTimeout(let timeout) = head.keepAlive {
+            self.serverIdleTimeout = timeout
         }
         let networkProtocol = self.mode == .stream ? "h2" : (head.version == .http1_0 ? "http/1.0" : "http/1.1")
         return .forwardHead(head, networkProtocol: networkProtocol)
