@@ -306,9 +306,9 @@ struct HTTP2StreamStateMachine {
     /// The response head of a header block: its fields without the pseudo-fields, then `framing`
     /// (the field swift-nio-http2's HTTP/1 codec added), made once as the exchange's
     /// `HTTPResponse` with no `HTTPResponseHead` between (its size as HTTP/1.1 text, with the
-    /// reason phrase NIO gives the status, counted on the way). Names that are not lower-case
-    /// tokens (swift-nio-http2 validates them) are lower-cased as `HTTPFields(nioHeaders:)` did,
-    /// and left out if HTTP does not allow them.
+    /// reason phrase NIO gives the status, counted on the way). swift-nio-http2 lets only
+    /// lower-case names through, taken as they are (`HTTPField.Name(parsed:)`); any other is taken
+    /// as `HTTPFields(nioHeaders:)` took it, and left out if HTTP does not allow it.
     static func responseHead(status: Int, of headers: HPACKHeaders, framing: HTTPField?) -> HopResponseHead {
         let reasonPhrase = HTTPResponseStatus(statusCode: status).reasonPhrase
         // "HTTP/1.1 SP 200 SP reason CRLF" ... "CRLF", as `HopHandler.size(of:)` counts it.
