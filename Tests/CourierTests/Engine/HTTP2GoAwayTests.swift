@@ -216,6 +216,34 @@ struct HTTP2GoAwayTests {
     /// Courier's connections refuse a response whose header list is larger than swift-nio-http2's
     /// decoder takes (16 KiB): they must say so in their SETTINGS (SETTINGS_MAX_HEADER_LIST_SIZE,
     /// RFC 9113 6.5.2), or a server takes the limit to be unbounded. Before, they advertised none.
+    /// A `:status` of more than three digits: the response head is made from the HPACK block as
+    /// the exchange's `HTTPResponse`, whose status takes none; before, the conversion trapped and
+    /// took the process down. Now that stream fails with a typed error and the connection's other
+    /// streams go on.
+    @Test func aStatusOfMoreThanThreeDigitsFailsItsRequestOnly() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, path in
+            switch path {
+            case "/held": .hold("held")
+            case "/bad": .respondWithStatus("1000")
+            default: .respond("next")
+            }
+        }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            try await withThrowingTaskGroup(of: String.self) { group in
+                group.addTask { HTTP2PoolTests.body(try await manager.get("held")) }
+                #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
+                let error = await #expect(throws: CourierError.self) { try await manager.get("bad") }
+                #expect(error?.message.contains("InvalidStatusValue") == true, "\(String(describing: error))")
+                server.releaseHeld(andLater: true)
+                let held = try await group.next()
+                #expect(held == "held")
+            }
+            let next = HTTP2PoolTests.body(try await manager.get("next"))
+            #expect(next == "next")
+            #expect(server.connectionCount == 1, "the connection stayed up")
+        }
+    }
+
     @Test func theHeaderListLimitEnforcedIsAdvertised() async throws {
         let server = try await ScriptedHTTP2Server.start { _, _ in .respond("ok") }
         try await HTTP2PoolTests().withManager(server) { manager in

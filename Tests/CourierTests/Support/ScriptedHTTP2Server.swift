@@ -39,6 +39,9 @@ final class ScriptedHTTP2Server: Sendable {
         /// Answers 200 with a body of `count` chunks of `chunkSize` bytes (no length), all written
         /// at once: they leave as fast as the client's flow-control windows let them.
         case stream(chunkSize: Int, count: Int)
+        /// Answers with `:status` `status` as written (`1000`, say) and nothing else: one HEADERS
+        /// frame with END_STREAM.
+        case respondWithStatus(String)
     }
 
     private struct State {
@@ -333,6 +336,11 @@ final class ScriptedHTTP2Server: Sendable {
                 }
             case .respondLongerThanDeclared(let body):
                 Self.answer(body, on: channel, declaredLength: body.utf8.count - 1)
+            case .respondWithStatus(let status):
+                channel.eventLoop.execute {
+                    let headers = HPACKHeaders([(":status", status)])
+                    channel.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: headers, endStream: true)), promise: nil)
+                }
             case .protocolError:
                 guard let parent = channel.parent else { return }
                 parent.eventLoop.execute {

@@ -32,8 +32,9 @@ final class HTTP2Stream {
     /// The decompression ratio, when the pool decompresses.
     private let decompressionRatio: Int?
     private var inflater: ResponseInflater?
-    /// Counts the body as it came, before decompression, for the hop's metrics.
-    let bodyCounter: ResponseBodyCounter?
+    /// The body's bytes as they came, before decompression, for the hop's metrics (a field, not
+    /// a ``ResponseBodyCounter`` object a stream).
+    private(set) var bodyBytesReceived: Int64 = 0
     /// Removed from the connection and counted closed by the pool.
     private(set) var isFinished = false
 
@@ -48,8 +49,10 @@ final class HTTP2Stream {
         self.connectionHandler = connectionHandler
         self.stateMachine = HTTP2StreamStateMachine(targetWindow: targetWindow)
         self.decompressionRatio = decompressionRatio
-        self.bodyCounter = decompressionRatio == nil ? nil : ResponseBodyCounter()
     }
+
+    /// Whether the stream decompresses the response (and asks for it with `Accept-Encoding`).
+    var decompresses: Bool { self.decompressionRatio != nil }
 
     /// Whether the stream can still carry its hop (and its connection is open).
     var isActive: Bool {
@@ -67,8 +70,9 @@ final class HTTP2Stream {
         switch part {
         case .head(var head):
             if self.decompressionRatio != nil, !head.headers.contains(name: "Accept-Encoding") {
-                // As HTTP1ResponseDecompressor asks (added: there is none to replace, and
-                // `replaceOrAdd` would copy the fields to remove nothing).
+                // A head written without it (`HopHandler` adds it first, while the fields are
+                // its own): added, as there is none to replace (`replaceOrAdd` would copy the
+                // fields to remove nothing).
                 head.headers.add(name: "Accept-Encoding", value: "deflate, gzip")
             }
             do {
@@ -182,7 +186,7 @@ final class HTTP2Stream {
             }
         case .data(let data):
             guard case .byteBuffer(let buffer) = data.data else { return }
-            self.bodyCounter?.bytes += Int64(buffer.readableBytes)
+            self.bodyBytesReceived += Int64(buffer.readableBytes)
             parts = self.stateMachine.receivedData(buffer, endStream: data.endStream)
         default:
             // RST_STREAM: swift-nio-http2 closes the stream next. Nothing else concerns a hop.
@@ -192,13 +196,13 @@ final class HTTP2Stream {
         if let second = parts.second { self.deliver(second) }
     }
 
-    private func deliver(_ part: HTTPClientResponsePart) {
+    private func deliver(_ part: HopResponsePart) {
         // An earlier part may have ended the hop with the stream.
         guard let hopHandler else { return }
         switch part {
         case .head(let head):
             if let ratio = self.decompressionRatio {
-                self.inflater = ResponseInflater.make(head: head, ratio: ratio)
+                self.inflater = ResponseInflater.make(fields: head.response.headerFields, ratio: ratio)
             }
             hopHandler.streamReceived(part)
         case .body(let buffer):

@@ -1,3 +1,4 @@
+import HTTPTypes
 import NIOCore
 import NIOHPACK
 import NIOHTTP1
@@ -60,8 +61,8 @@ struct HTTP2StreamStateMachine {
 
     /// The response parts a frame from the server makes, in order (at most two).
     struct Parts: Equatable {
-        var first: HTTPClientResponsePart?
-        var second: HTTPClientResponsePart?
+        var first: HopResponsePart?
+        var second: HopResponsePart?
 
         static let none = Parts(first: nil, second: nil)
     }
@@ -135,18 +136,18 @@ struct HTTP2StreamStateMachine {
         switch self.response {
         case .awaitingHead:
             let status = try Self.status(in: headers)
-            var head = HTTPResponseHead(version: Self.version, status: HTTPResponseStatus(statusCode: status), headers: Self.regularFields(of: headers))
             if (100..<200).contains(status) {
                 // Informational (`100 Continue`): the final head follows.
-                parts.first = .head(head)
+                parts.first = .head(Self.responseHead(status: status, of: headers, framing: nil))
                 return parts
             }
+            var framing: HTTPField?
             if status != 204, status != 304, self.method != .HEAD, self.method != .CONNECT, !headers.contains(name: "content-length") {
                 // As swift-nio-http2's HTTP/1 codec frames it.
-                head.headers.add(name: endStream ? "content-length" : "transfer-encoding", value: endStream ? "0" : "chunked")
+                framing = endStream ? HTTPField(name: .contentLength, value: "0") : HTTPField(name: .transferEncoding, value: "chunked")
             }
             self.response = .receivingBody
-            parts.first = .head(head)
+            parts.first = .head(Self.responseHead(status: status, of: headers, framing: framing))
             if endStream {
                 parts.second = .end(nil)
             }
@@ -187,7 +188,7 @@ struct HTTP2StreamStateMachine {
         }
     }
 
-    private static func isEnd(_ part: HTTPClientResponsePart) -> Bool {
+    private static func isEnd(_ part: HopResponsePart) -> Bool {
         if case .end = part { return true }
         return false
     }
@@ -297,8 +298,35 @@ struct HTTP2StreamStateMachine {
             value = field
         }
         guard let value else { throw NIOHTTP2Errors.missingPseudoHeader(":status") }
-        guard let status = Int(value, radix: 10) else { throw NIOHTTP2Errors.invalidStatusValue(value) }
+        // Three digits (RFC 9110 15): `HTTPResponse.Status` takes no other.
+        guard let status = Int(value, radix: 10), (0...999).contains(status) else { throw NIOHTTP2Errors.invalidStatusValue(value) }
         return status
+    }
+
+    /// The response head of a header block: its fields without the pseudo-fields, then `framing`
+    /// (the field swift-nio-http2's HTTP/1 codec added), made once as the exchange's
+    /// `HTTPResponse` with no `HTTPResponseHead` between (its size as HTTP/1.1 text, with the
+    /// reason phrase NIO gives the status, counted on the way). swift-nio-http2 lets only
+    /// lower-case names through, taken as they are (`HTTPField.Name(parsed:)`); any other is taken
+    /// as `HTTPFields(nioHeaders:)` took it, and left out if HTTP does not allow it.
+    static func responseHead(status: Int, of headers: HPACKHeaders, framing: HTTPField?) -> HopResponseHead {
+        let reasonPhrase = HTTPResponseStatus(statusCode: status).reasonPhrase
+        // "HTTP/1.1 SP 200 SP reason CRLF" ... "CRLF", as `HopHandler.size(of:)` counts it.
+        var size = 8 + 1 + 3 + 1 + reasonPhrase.utf8.count + 2 + 2
+        var fields = HTTPFields()
+        fields.reserveCapacity(headers.count)
+        for (name, value, _) in headers where !name.hasPrefix(":") {
+            size += name.utf8.count + 2 + value.utf8.count + 2
+            if let fieldName = HTTPField.Name(parsed: name) ?? HTTPField.Name(name) {
+                fields.append(HTTPField(name: fieldName, value: value))
+            }
+        }
+        if let framing {
+            size += framing.name.rawName.utf8.count + 2 + framing.value.utf8.count + 2
+            fields.append(framing)
+        }
+        let response = HTTPResponse(status: HTTPResponse.Status(code: status, reasonPhrase: reasonPhrase), headerFields: fields)
+        return HopResponseHead(response: response, version: Self.version, isKeepAlive: false, size: Int64(size))
     }
 
     /// The fields of a header block without its pseudo-fields.

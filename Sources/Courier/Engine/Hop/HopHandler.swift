@@ -53,8 +53,12 @@ final class HopHandler: ChannelDuplexHandler {
     private var heldBody: (body: OutgoingBody, generation: Int)?
     /// The running hop's transaction metrics, filled in as it goes.
     private var metrics: TransactionMetrics?
-    /// Counts the body before the decompressor, when there is one.
+    /// Counts the body before the decompressor, when an HTTP/1.1 connection has one (a stream
+    /// counts its DATA itself).
     private let bodyCounter: ResponseBodyCounter?
+    /// Whether the response is decompressed before it reaches this handler (asked for with
+    /// `Accept-Encoding`; its bytes as they came are counted apart).
+    private let decompresses: Bool
     /// In stream mode: whether this is the connection's first stream (its transaction carries the
     /// connection's setup).
     private let firstStream: Bool
@@ -66,6 +70,7 @@ final class HopHandler: ChannelDuplexHandler {
         self.readWatcher = readWatcher
         self.http2Stream = nil
         self.bodyCounter = bodyCounter
+        self.decompresses = bodyCounter != nil
         self.firstStream = false
         self.stateMachine = HopStateMachine(mode: .connection)
     }
@@ -75,7 +80,8 @@ final class HopHandler: ChannelDuplexHandler {
         self.readWatcher = nil
         self.stream = connection
         self.http2Stream = stream
-        self.bodyCounter = stream.bodyCounter
+        self.bodyCounter = nil
+        self.decompresses = stream.decompresses
         self.firstStream = firstStream
         self.eventLoop = stream.eventLoop
         self.stateMachine = HopStateMachine(mode: .stream)
@@ -107,7 +113,7 @@ final class HopHandler: ChannelDuplexHandler {
             ($0.body, $0.cancellation, $0.withoutExpectation, $0.resends, $0.unprocessedResends)
         }
         var head = Self.head(for: request, key: hop.key, length: body.length)
-        if self.bodyCounter != nil, !head.headers.contains(name: "Accept-Encoding") {
+        if self.decompresses, !head.headers.contains(name: "Accept-Encoding") {
             // The connection or stream decompresses, and asks for it: added here, while the
             // fields are this head's alone (added further on, by the stream or a handler of the
             // pipeline, to a head this handler still shared, it copied them all).
@@ -366,12 +372,11 @@ final class HopHandler: ChannelDuplexHandler {
             // A final answer ends any wait for `100 Continue` (the body is withheld).
             self.continueDeadline?.cancel()
             self.continueDeadline = nil
-            let response = HTTPResponse(nioHead: head)
             self.metrics?.responseStart = .now
             self.metrics?.networkProtocolName = networkProtocol
-            self.metrics?.countOfResponseHeaderBytesReceived = Self.size(of: head)
-            self.metrics?.response = response
-            hop.exchange.hopReceivedHead(response, over: networkProtocol)
+            self.metrics?.countOfResponseHeaderBytesReceived = head.size
+            self.metrics?.response = head.response
+            hop.exchange.hopReceivedHead(head.response, over: networkProtocol)
         case .forwardBody(let buffer):
             guard let hop = self.hop, let eventLoop = self.eventLoop else { return }
             self.metrics?.countOfResponseBodyBytesAfterDecoding += Int64(buffer.readableBytes)
@@ -444,8 +449,8 @@ final class HopHandler: ChannelDuplexHandler {
             }
             return CourierError(
                 .proxyAuthenticationRequired,
-                "\(proxyName) wants authentication to forward \(hop.request.summary) (407 \(head.status.reasonPhrase)): \(credentials)",
-                request: hop.request, response: HTTPResponse(nioHead: head))
+                "\(proxyName) wants authentication to forward \(hop.request.summary) (407 \(head.response.status.reasonPhrase)): \(credentials)",
+                request: hop.request, response: head.response)
         }
     }
 
@@ -455,6 +460,8 @@ final class HopHandler: ChannelDuplexHandler {
         if let hop = self.hop, var metrics = self.metrics.take() {
             if let counter = self.bodyCounter {
                 metrics.countOfResponseBodyBytesReceived = counter.bytes
+            } else if let http2Stream = self.http2Stream, self.decompresses {
+                metrics.countOfResponseBodyBytesReceived = http2Stream.bodyBytesReceived
             } else {
                 metrics.countOfResponseBodyBytesReceived = metrics.countOfResponseBodyBytesAfterDecoding
             }
@@ -523,13 +530,19 @@ final class HopHandler: ChannelDuplexHandler {
     // MARK: Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        self.perform(self.stateMachine.responseReceived(self.unwrapInboundIn(data)))
+        let part: HopResponsePart
+        switch self.unwrapInboundIn(data) {
+        case .head(let head): part = .head(HopResponseHead(nioHead: head))
+        case .body(let buffer): part = .body(buffer)
+        case .end(let trailers): part = .end(trailers)
+        }
+        self.perform(self.stateMachine.responseReceived(part))
     }
 
     // MARK: Stream mode
 
     /// A response part of the stream (stream mode).
-    func streamReceived(_ part: HTTPClientResponsePart) {
+    func streamReceived(_ part: HopResponsePart) {
         self.perform(self.stateMachine.responseReceived(part))
     }
 

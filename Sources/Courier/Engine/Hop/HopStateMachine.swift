@@ -23,7 +23,7 @@ import NIOHTTP1
 /// - A response that ends with a status below 300 before the request body does lets the body
 ///   finish; the hop ends with it.
 /// - The connection goes back to the pool after a hop when the response allows it
-///   (`HTTPResponseHead.isKeepAlive`: HTTP/1.0 only with `keep-alive`), the whole request went
+///   (``HopResponseHead/isKeepAlive``: HTTP/1.0 only with `keep-alive`), the whole request went
 ///   out, and the request did not ask for `Connection: close`; a stream always closes.
 /// - While the exchange cannot take more body (it is suspended), response parts are held and
 ///   reads wait; if the connection fails or closes meanwhile, the held parts are delivered first,
@@ -121,7 +121,7 @@ struct HopStateMachine {
         /// The request body failed (a stream threw, or gave more or fewer bytes than declared).
         case requestBodyFailed(any Error)
         /// A forwarding proxy wants authentication (407): this is its answer.
-        case proxyAuthenticationRequired(HTTPResponseHead)
+        case proxyAuthenticationRequired(HopResponseHead)
     }
 
     /// What a response's end leads to.
@@ -144,7 +144,7 @@ struct HopStateMachine {
         /// Send the body held for `100 Continue` now (stop the wait's timer).
         case sendHeldBody
         /// The response head: to the hop's exchange, as having come over `networkProtocol`.
-        case forwardHead(HTTPResponseHead, networkProtocol: String)
+        case forwardHead(HopResponseHead, networkProtocol: String)
         /// A part of the response body: to the exchange (which may pause delivery).
         case forwardBody(ByteBuffer)
         /// A part of a response nobody takes (the 417 the request is repeated after): count it only.
@@ -233,7 +233,7 @@ struct HopStateMachine {
     /// Response parts that arrived while delivery was paused (or while earlier ones were still
     /// held), in order; made when the first is held (a hop that never pauses, an HTTP/2 stream's
     /// most often, allocates none).
-    private var heldParts: CircularBuffer<HTTPClientResponsePart>?
+    private var heldParts: CircularBuffer<HopResponsePart>?
     /// The connection failed or closed while parts were held: the hop ends after them.
     private var lossWhileHeld: Loss?
 
@@ -331,7 +331,7 @@ struct HopStateMachine {
     // MARK: The response
 
     /// A response part arrived.
-    mutating func responseReceived(_ part: HTTPClientResponsePart) -> Action {
+    mutating func responseReceived(_ part: HopResponsePart) -> Action {
         if self.isHoldingParts {
             self.heldParts = self.heldParts ?? CircularBuffer(initialCapacity: 16)
             self.heldParts?.append(part)
@@ -380,7 +380,7 @@ struct HopStateMachine {
         return .read
     }
 
-    private mutating func handle(_ part: HTTPClientResponsePart) -> Action {
+    private mutating func handle(_ part: HopResponsePart) -> Action {
         switch part {
         case .head(let head):
             return self.handleHead(head)
@@ -393,13 +393,13 @@ struct HopStateMachine {
         }
     }
 
-    private mutating func handleHead(_ head: HTTPResponseHead) -> Action {
+    private mutating func handleHead(_ head: HopResponseHead) -> Action {
         guard case .running(var hop) = self.state else {
             // An answer nobody asked for.
             self.state = .closed
             return .close
         }
-        let code = Int(head.status.code)
+        let code = head.status
         // 1xx answers other than 101 precede the real response; `100 Continue` lets a body held
         // back for it go.
         if code >= 100, code < 200, code != 101 {
@@ -427,8 +427,8 @@ struct HopStateMachine {
         }
         hop.response = .receiving(status: code, keepAlive: head.isKeepAlive)
         self.state = .running(hop)
-        if let keepAlive = head.headers.first(name: "keep-alive") {
-            self.serverIdleTimeout = Self.idleTimeout(fromKeepAlive: keepAlive)
+        if case .idleTimeout(let timeout) = head.keepAlive {
+            self.serverIdleTimeout = timeout
         }
         let networkProtocol = self.mode == .stream ? "h2" : (head.version == .http1_0 ? "http/1.0" : "http/1.1")
         return .forwardHead(head, networkProtocol: networkProtocol)

@@ -1,4 +1,5 @@
 import CompressNIO
+import HTTPTypes
 import NIOCore
 import NIOHTTP1
 
@@ -37,6 +38,21 @@ final class ResponseInflater {
             coding == "gzip" || coding == "deflate"
         else { return nil }
         return ResponseInflater(ratio: ratio)
+    }
+
+    /// The same for a response head made as swift-http-types' fields (an HTTP/2 stream's).
+    static func make(fields: HTTPFields, ratio: Int) -> ResponseInflater? {
+        // The first coding, as NIO's `headers[canonicalForm:]` reads it for ``make(head:ratio:)``:
+        // the fields' values split at commas (empty pieces dropped), each trimmed of blanks.
+        for field in fields where field.name == .contentEncoding {
+            let value = field.value
+            guard let element = value.utf8.split(separator: UInt8(ascii: ",")).first else { continue }
+            let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+            let trimmed = element.drop(while: isBlank).reversed().drop(while: isBlank).reversed()
+            let coding = String(decoding: trimmed, as: UTF8.self).lowercased()
+            return coding == "gzip" || coding == "deflate" ? ResponseInflater(ratio: ratio) : nil
+        }
+        return nil
     }
 
     private init(ratio: Int) {

@@ -1,4 +1,5 @@
 @testable import Courier
+import HTTPTypes
 import NIOCore
 import NIOHPACK
 import NIOHTTP1
@@ -19,6 +20,11 @@ struct HTTP2StreamStateMachineTests {
 
     static func response(_ status: Int, _ fields: [(String, String)] = []) -> HPACKHeaders {
         HPACKHeaders([(":status", String(status))] + fields)
+    }
+
+    /// The head a hop reads for `head` (as an HTTP/1.1 connection makes it from NIO's).
+    static func head(_ head: HTTPResponseHead) -> HopResponsePart {
+        .head(HopResponseHead(nioHead: head))
     }
 
     /// A machine whose GET went out (HEADERS with END_STREAM).
@@ -117,7 +123,7 @@ struct HTTP2StreamStateMachineTests {
         var machine = Self.sentGet()
         let head = try machine.receivedHeaders(Self.response(200, [("content-length", "2")]), endStream: false)
         let expected = HTTPResponseHead(version: Machine.version, status: .ok, headers: ["content-length": "2"])
-        #expect(head == .init(first: .head(expected), second: nil))
+        #expect(head == .init(first: Self.head(expected), second: nil))
         #expect(machine.phase == .halfClosedLocal)
         let body = ByteBuffer(string: "hi")
         #expect(machine.receivedData(body, endStream: false) == .init(first: .body(body), second: nil))
@@ -136,32 +142,32 @@ struct HTTP2StreamStateMachineTests {
         var machine = Self.sentGet()
         let parts = try machine.receivedHeaders(Self.response(200), endStream: true)
         let expected = HTTPResponseHead(version: Machine.version, status: .ok, headers: ["content-length": "0"])
-        #expect(parts == .init(first: .head(expected), second: .end(nil)))
+        #expect(parts == .init(first: Self.head(expected), second: .end(nil)))
         #expect(machine.phase == .closed)
     }
 
     @Test func aBodyWithoutLengthReadsAsChunkedButNotForHeadOr204() throws {
         var machine = Self.sentGet()
         var parts = try machine.receivedHeaders(Self.response(200), endStream: false)
-        #expect(parts.first == .head(HTTPResponseHead(version: Machine.version, status: .ok, headers: ["transfer-encoding": "chunked"])))
+        #expect(parts.first == Self.head(HTTPResponseHead(version: Machine.version, status: .ok, headers: ["transfer-encoding": "chunked"])))
 
         machine = Machine(targetWindow: Self.window)
         var head = Self.get()
         head.method = .HEAD
         machine.sendingHead(head, endStream: true)
         parts = try machine.receivedHeaders(Self.response(200), endStream: true)
-        #expect(parts.first == .head(HTTPResponseHead(version: Machine.version, status: .ok)))
+        #expect(parts.first == Self.head(HTTPResponseHead(version: Machine.version, status: .ok)))
 
         machine = Self.sentGet()
         parts = try machine.receivedHeaders(Self.response(204), endStream: true)
-        #expect(parts.first == .head(HTTPResponseHead(version: Machine.version, status: .noContent)))
+        #expect(parts.first == Self.head(HTTPResponseHead(version: Machine.version, status: .noContent)))
     }
 
     @Test func informationalHeadsComeBeforeTheFinalOne() throws {
         var machine = Machine(targetWindow: Self.window)
         machine.sendingHead(Self.get(), endStream: false)
         let continueHead = try machine.receivedHeaders(Self.response(100), endStream: false)
-        #expect(continueHead == .init(first: .head(HTTPResponseHead(version: Machine.version, status: .continue)), second: nil))
+        #expect(continueHead == .init(first: Self.head(HTTPResponseHead(version: Machine.version, status: .continue)), second: nil))
         let final = try machine.receivedHeaders(Self.response(201, [("content-length", "0")]), endStream: true)
         #expect(final.second == .end(nil))
         #expect(machine.phase == .halfClosedRemote, "the request has not ended")
@@ -181,6 +187,48 @@ struct HTTP2StreamStateMachineTests {
     @Test func aHeadWithoutStatusIsAnError() {
         var machine = Self.sentGet()
         #expect(throws: NIOHTTP2Errors.MissingPseudoHeader.self) { try machine.receivedHeaders(HPACKHeaders([("a", "b")]), endStream: true) }
+    }
+
+    @Test func aStatusOfMoreThanThreeDigitsIsAnError() {
+        // `HTTPResponse.Status` traps on one: the head is made straight from the block now.
+        for status in ["1000", "-1", "2x"] {
+            var machine = Self.sentGet()
+            #expect(throws: NIOHTTP2Errors.InvalidStatusValue.self) {
+                try machine.receivedHeaders(HPACKHeaders([(":status", status)]), endStream: true)
+            }
+        }
+    }
+
+    @Test func theHeadFromTheBlockIsTheOneAnHTTP1HeadWouldMake() throws {
+        // What nginx sends, with a field twice and one HTTP does not allow as a name.
+        let fields = [
+            ("server", "nginx/1.22.1"), ("date", "Sun, 29 Nov 2026 11:16:25 GMT"), ("content-type", "text/plain"),
+            ("set-cookie", "a=1"), ("set-cookie", "b=2"), ("bad name", "x"), ("content-encoding", "gzip"),
+        ]
+        var machine = Self.sentGet()
+        let parts = try machine.receivedHeaders(Self.response(203, fields), endStream: false)
+        let nioHead = HTTPResponseHead(
+            version: Machine.version, status: .nonAuthoritativeInformation, headers: HTTPHeaders(fields + [("transfer-encoding", "chunked")]))
+        #expect(parts.first == Self.head(nioHead))
+        guard case .head(let head) = parts.first else { return }
+        #expect(head.size == HopHandler.size(of: nioHead), "the metrics count the same bytes")
+        #expect(head.response.status.reasonPhrase == "Non-Authoritative Information")
+        #expect(head.response.headerFields[values: .setCookie] == ["a=1", "b=2"])
+        #expect(head.response.headerFields.count == 7, "the field HTTP does not allow is left out")
+    }
+
+    @Test func theCodingIsReadFromTheFieldsAsFromNIOsHead() {
+        for value in ["gzip", "GZIP", " deflate , br", "br, gzip", ",gzip", "", "identity"] {
+            let nio = ResponseInflater.make(head: HTTPResponseHead(version: .http1_1, status: .ok, headers: ["Content-Encoding": value]), ratio: 10)
+            let fields = ResponseInflater.make(fields: [.contentEncoding: value], ratio: 10)
+            #expect((nio == nil) == (fields == nil), "\(value)")
+        }
+        let twice = HTTPFields([HTTPField(name: .contentEncoding, value: ""), HTTPField(name: .contentEncoding, value: "gzip")])
+        #expect(ResponseInflater.make(fields: twice, ratio: 10) != nil, "an empty field names no coding")
+        // A field's value is trimmed as it becomes an `HTTPField`, and an empty element names no
+        // coding (RFC 9110 5.6.1); NIO's fields kept the blank, whose first element was empty.
+        #expect(ResponseInflater.make(fields: [.contentEncoding: " , gzip"], ratio: 10) != nil)
+        #expect(ResponseInflater.make(fields: [:], ratio: 10) == nil)
     }
 
     @Test func dataBeforeAHeadOrAfterTheCloseIsNobodys() {

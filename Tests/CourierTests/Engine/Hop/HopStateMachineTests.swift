@@ -24,13 +24,13 @@ struct HopStateMachineTests {
             resends: resends, isCancelled: cancelled)
     }
 
-    static func head(_ status: Int, version: HTTPVersion = .http1_1, _ headers: HTTPHeaders = [:]) -> HTTPClientResponsePart {
-        .head(HTTPResponseHead(version: version, status: HTTPResponseStatus(statusCode: status), headers: headers))
+    static func head(_ status: Int, version: HTTPVersion = .http1_1, _ headers: HTTPHeaders = [:]) -> HopResponsePart {
+        .head(HopResponseHead(nioHead: HTTPResponseHead(version: version, status: HTTPResponseStatus(statusCode: status), headers: headers)))
     }
 
-    static func body(_ text: String) -> HTTPClientResponsePart { .body(ByteBuffer(string: text)) }
+    static func body(_ text: String) -> HopResponsePart { .body(ByteBuffer(string: text)) }
 
-    static let end = HTTPClientResponsePart.end(nil)
+    static let end = HopResponsePart.end(nil)
 
     static func loss(
         _ closure: ResendRule.Closure = .closed, error: (any Error)? = nil, bytesSeen: Bool = false, cancelled: Bool = false
@@ -511,7 +511,7 @@ extension HopStateMachine.Action {
         case .read: "read"
         case .close: "close"
         case .sendHeldBody: "sendHeldBody"
-        case .forwardHead(let head, let networkProtocol): "forwardHead(\(head.status.code), \(networkProtocol))"
+        case .forwardHead(let head, let networkProtocol): "forwardHead(\(head.status), \(networkProtocol))"
         case .forwardBody(let buffer): "forwardBody(\(String(buffer: buffer)))"
         case .discardBody(let buffer): "discardBody(\(buffer.readableBytes))"
         case .responseEnded(let trailers, let next): "responseEnded(\(trailers.map { "\($0.count)" } ?? "nil"), \(next.summary))"
@@ -550,7 +550,7 @@ extension HopStateMachine.Failure {
         case .closedBeforeAnswering(let attempts): "closedBeforeAnswering(\(attempts))"
         case .notProcessed(let attempts): "notProcessed(\(attempts))"
         case .requestBodyFailed(let error): "requestBodyFailed(\(error))"
-        case .proxyAuthenticationRequired(let head): "proxyAuthenticationRequired(\(head.status.code))"
+        case .proxyAuthenticationRequired(let head): "proxyAuthenticationRequired(\(head.status))"
         }
     }
 }
