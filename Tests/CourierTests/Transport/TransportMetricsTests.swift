@@ -96,6 +96,29 @@ struct TransportMetricsTests {
         }
     }
 
+    /// The engine asks for compressed bodies once (the hop handler adds the field to the head it
+    /// builds, on either protocol), and over HTTP/1.1 the head's size in the metrics is the size
+    /// of the head the server read, that field included.
+    @Test(arguments: Transport.allCases)
+    func theHeadAsksForCompressionOnceAndItsSizeIsTheHeadAsSent(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            server.resetRequestLog()
+            let response = try await manager.get("get")
+            let received = try #require(server.receivedRequests.last)
+            #expect(received.headerFields[values: .acceptEncoding] == ["deflate, gzip"])
+            let transaction = try #require(response.metrics?.transactions.last)
+            // Over HTTP/2 the size is the head's as HTTP/1.1 text, which the server does not see;
+            // through a proxy the server reads the proxy's head.
+            guard !transport.isHTTP2, !transport.isProxied else { return }
+            #expect(received.httpVersion == "HTTP/1.1")
+            var size = "\(received.method.rawValue) \(received.target) HTTP/1.1\r\n\r\n".utf8.count
+            for field in received.headerFields {
+                size += field.name.rawName.utf8.count + ": ".utf8.count + field.value.utf8.count + "\r\n".utf8.count
+            }
+            #expect(transaction.countOfRequestHeaderBytesSent == Int64(size))
+        }
+    }
+
     @Test(arguments: Transport.allCases)
     func aNameIsLookedUpAndTheTaskSaysWhichProtocolAnswered(_ transport: Transport) async throws {
         try await transport.run { server, manager in
