@@ -326,7 +326,7 @@ struct HTTP2StreamStateMachine {
             fields.append(framing)
         }
         let response = HTTPResponse(status: HTTPResponse.Status(code: status, reasonPhrase: reasonPhrase), headerFields: fields)
-        return HopResponseHead(response: response, version: Self.version, isKeepAlive: false, size: Int64(size))
+        return HopResponseHead(response: response, status: status, version: Self.version, isKeepAlive: false, size: Int64(size))
     }
 
     /// The fields of a header block without its pseudo-fields.

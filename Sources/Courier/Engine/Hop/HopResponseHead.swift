@@ -33,20 +33,23 @@ struct HopResponseHead: Equatable, Sendable {
         case idleTimeout(TimeAmount?)
     }
 
-    /// The status code.
-    var status: Int { self.response.status.code }
+    /// The status code, kept as it came: `response.status` copies the status field and the
+    /// reason phrase each time it is read.
+    var status: Int
 
     /// A head NIO's HTTP/1 decoder made.
     init(nioHead head: HTTPResponseHead) {
         self.response = HTTPResponse(nioHead: head)
+        self.status = Int(head.status.code)
         self.version = head.version
         self.isKeepAlive = head.isKeepAlive
         self.size = HopHandler.size(of: head)
         self.keepAlive = head.headers.first(name: "keep-alive").map { .idleTimeout(HopStateMachine.idleTimeout(fromKeepAlive: $0)) } ?? .absent
     }
 
-    init(response: HTTPResponse, version: HTTPVersion, isKeepAlive: Bool, size: Int64) {
+    init(response: HTTPResponse, status: Int, version: HTTPVersion, isKeepAlive: Bool, size: Int64) {
         self.response = response
+        self.status = status
         self.version = version
         self.isKeepAlive = isKeepAlive
         self.size = size

@@ -191,8 +191,11 @@ struct HopStateMachine {
         case refusedExpectation
     }
 
+    /// Nothing in it is counted: a copy of it (taking it out of ``State/running(_:)`` to change
+    /// it) retains nothing. The method is kept as whether it is idempotent, all ``ResendRule``
+    /// asks of it.
     private struct Hop {
-        let method: HTTPRequest.Method
+        let methodIsIdempotent: Bool
         let bodyIsReplayable: Bool
         let viaForwardingProxy: Bool
         let canRepeatWithoutExpectation: Bool
@@ -268,7 +271,7 @@ struct HopStateMachine {
         }
         self.state = .running(
             Hop(
-                method: start.method, bodyIsReplayable: start.bodyIsReplayable, viaForwardingProxy: start.viaForwardingProxy,
+                methodIsIdempotent: ResendRule.isIdempotent(start.method), bodyIsReplayable: start.bodyIsReplayable, viaForwardingProxy: start.viaForwardingProxy,
                 canRepeatWithoutExpectation: start.canRepeatWithoutExpectation, resends: start.resends,
                 unprocessedResends: start.unprocessedResends, isReused: self.hopsCarried > 0, closeRequested: Self.asksToClose(start.head.headers),
                 request: expectation == .sendAtOnce ? .sending : .awaitingContinue))
@@ -499,7 +502,7 @@ struct HopStateMachine {
         }
         self.state = .closed
         let rule = ResendRule(
-            method: hop.method,
+            methodIsIdempotent: hop.methodIsIdempotent,
             bodyIsReplayable: hop.bodyIsReplayable,
             connectionWasReused: hop.isReused,
             requestWritten: hop.headWritten,

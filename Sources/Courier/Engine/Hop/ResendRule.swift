@@ -50,7 +50,8 @@ struct ResendRule: Equatable {
     /// processes anything.
     static let maximumUnprocessedResends = 10
 
-    var method: HTTPRequest.Method
+    /// Whether the hop's method is idempotent (``isIdempotent(_:)``).
+    var methodIsIdempotent: Bool
     /// Whether the body can be produced again (empty, in memory, a file, a replayable stream).
     var bodyIsReplayable: Bool
     /// Whether the connection had carried a hop before this one.
@@ -74,7 +75,7 @@ struct ResendRule: Equatable {
         guard self.resends < Self.maximumResends else { return false }
         if !self.requestWritten { return true }
         guard self.connectionWasReused else { return false }
-        return Self.isIdempotent(self.method) || self.closure == .reset
+        return self.methodIsIdempotent || self.closure == .reset
     }
 
     static func isIdempotent(_ method: HTTPRequest.Method) -> Bool {
@@ -82,5 +83,18 @@ struct ResendRule: Equatable {
         case .get, .head, .options, .trace, .put, .delete: true
         default: false
         }
+    }
+}
+
+extension ResendRule {
+    /// The rule for a hop with `method`.
+    init(
+        method: HTTPRequest.Method, bodyIsReplayable: Bool, connectionWasReused: Bool, requestWritten: Bool, responseBytesSeen: Bool,
+        closure: Closure, resends: Int, isCancelled: Bool, unprocessedResends: Int = 0
+    ) {
+        self.init(
+            methodIsIdempotent: Self.isIdempotent(method), bodyIsReplayable: bodyIsReplayable, connectionWasReused: connectionWasReused,
+            requestWritten: requestWritten, responseBytesSeen: responseBytesSeen, closure: closure, resends: resends,
+            isCancelled: isCancelled, unprocessedResends: unprocessedResends)
     }
 }
