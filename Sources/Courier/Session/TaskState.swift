@@ -105,7 +105,7 @@ struct TaskState {
     /// Records the final response head and what its body will hold: `received` bytes already
     /// (a resumed download's), `expected` in all (-1 when unknown).
     /// Returns the progress snapshots owed to `progressUpdates` consumers.
-    mutating func recordResponse(_ response: HTTPResponse, url: URL, received: Int64 = 0, expected: Int64) -> [ProgressDelivery] {
+    private mutating func recordResponse(_ response: HTTPResponse, url: URL, received: Int64 = 0, expected: Int64) -> [ProgressDelivery] {
         self.response = response
         self.responseURL = url
         self.responseTrailers = nil
@@ -128,8 +128,9 @@ struct TaskState {
         return self.progressDeliveries(.download)
     }
 
-    /// Records a response head (and its status code) as ``recordResponse(_:url:received:expected:)`` does, or, when
-    /// `holding`, only the head: its progress is held back (``held``) until the attempt is final.
+    /// Records a response head and its status code (``responseStatus``, kept beside the head here
+    /// only) as ``recordResponse(_:url:received:expected:)`` does, or, when `holding`, only the
+    /// head: its progress is held back (``held``) until the attempt is final.
     mutating func recordResponse(
         _ response: HTTPResponse, status: Int, url: URL, received: Int64 = 0, expected: Int64, holding: Bool
     ) -> [ProgressDelivery] {

@@ -103,7 +103,7 @@ final class PerMessageDeflate {
             }
             if self.parameters.clientNoContextTakeover { try compressor.reset() }
             // The flush's empty block ends the output; the receiver adds it back.
-            if output.readableBytes >= 4, Array(output.readableBytesView.suffix(4)) == Self.tail {
+            if output.readableBytesView.suffix(4).elementsEqual(Self.tail) {
                 output.moveWriterIndex(to: output.writerIndex - 4)
             }
             return output

@@ -75,7 +75,7 @@ public final class TestProxy: Sendable {
         behaviour: Behaviour = .tunnel
     ) async throws -> TestProxy {
         let state = NIOLockedValueBox(ProxyState())
-        let expected = credentials.map { "Basic " + Data("\($0.username):\($0.password)".utf8).base64EncodedString() }
+        let expected = credentials.map { BasicAuthorization.fieldValue(user: $0.username, password: $0.password) }
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in

@@ -6,7 +6,7 @@ extension HTTPBinRoutes {
     /// `/basic-auth/{user}/{password}` (401 with a challenge when wrong) and
     /// `/hidden-basic-auth/{user}/{password}` (404 when wrong).
     static func basicAuth(user: Substring, password: Substring, hidden: Bool, _ request: IncomingRequest) -> Reply {
-        let expected = Data("\(user):\(password)".utf8).base64EncodedString()
+        let expected = BasicAuthorization.credentials(user: user, password: password)
         if let authorization = request.header("Authorization"), authorization.split(separator: " ").count == 2,
             authorization.split(separator: " ")[0].lowercased() == "basic", authorization.split(separator: " ")[1] == expected
         {

@@ -90,8 +90,7 @@ enum WebSocketRoute {
     /// Whether a request to `uri` may upgrade as far as its `user=` and `password=` go.
     private static func isAuthorized(_ uri: String, authorization: String?) -> Bool {
         guard let user = Self.option("user", of: uri) else { return true }
-        let expected = "Basic " + Data("\(user):\(Self.option("password", of: uri) ?? "")".utf8).base64EncodedString()
-        return authorization == expected
+        return authorization == BasicAuthorization.fieldValue(user: user, password: Self.option("password", of: uri) ?? "")
     }
 
     /// The value of a query option of `uri`.

@@ -182,68 +182,60 @@ struct HTTP2GoAwayTests {
         }
     }
 
-    /// A stream error ends that stream only: swift-nio-http2 resets it (here a body longer than
-    /// its `content-length`, RFC 9113 8.1.1) and reports the error to the connection's handler,
-    /// which must not close the connection for it. Before, it did: the other streams on the
-    /// connection failed with "the server broke the HTTP/2 protocol (ContentLengthViolated)".
-    @Test func aStreamErrorEndsThatStreamOnly() async throws {
+    /// Runs a held request, then `bad` (answered with `failure`), then one more on the same
+    /// connection: `bad` fails, `check` gets its error, and the held request, the next one and
+    /// the connection are unharmed.
+    private func expectOnlyItsStreamFails(
+        _ failure: ScriptedHTTP2Server.Action, _ check: (CourierError?) -> Void, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         let server = try await ScriptedHTTP2Server.start { _, path in
             switch path {
             case "/held": .hold("held")
-            case "/bad": .respondLongerThanDeclared("too long")
+            case "/bad": failure
             default: .respond("next")
             }
         }
         try await HTTP2PoolTests().withManager(server) { manager in
             try await withThrowingTaskGroup(of: String.self) { group in
                 group.addTask { HTTP2PoolTests.body(try await manager.get("held")) }
-                #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
-                let error = await #expect(throws: CourierError.self) { try await manager.get("bad") }
-                // Courier reset that stream (PROTOCOL_ERROR), not the server.
-                #expect(error?.code == .invalidResponse, "\(String(describing: error))")
-                #expect(error?.message.contains("Courier reset the HTTP/2 stream (HTTP2ErrorCode<0x1 ProtocolError>)") == true, "\(String(describing: error))")
-                #expect(error?.message.contains("server reset") == false, "\(String(describing: error))")
+                #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)", sourceLocation: sourceLocation)
+                check(await #expect(throws: CourierError.self, sourceLocation: sourceLocation) { try await manager.get("bad") })
                 server.releaseHeld(andLater: true)
                 let held = try await group.next()
-                #expect(held == "held")
+                #expect(held == "held", sourceLocation: sourceLocation)
             }
             let next = HTTP2PoolTests.body(try await manager.get("next"))
-            #expect(next == "next")
-            #expect(server.connectionCount == 1, "the connection stayed up")
+            #expect(next == "next", sourceLocation: sourceLocation)
+            #expect(server.connectionCount == 1, "the connection stayed up", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// A stream error ends that stream only: swift-nio-http2 resets it (here a body longer than
+    /// its `content-length`, RFC 9113 8.1.1) and reports the error to the connection's handler,
+    /// which must not close the connection for it. Before, it did: the other streams on the
+    /// connection failed with "the server broke the HTTP/2 protocol (ContentLengthViolated)".
+    @Test func aStreamErrorEndsThatStreamOnly() async throws {
+        try await self.expectOnlyItsStreamFails(.respondLongerThanDeclared("too long")) { error in
+            // Courier reset that stream (PROTOCOL_ERROR), not the server.
+            #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+            #expect(error?.message.contains("Courier reset the HTTP/2 stream (HTTP2ErrorCode<0x1 ProtocolError>)") == true, "\(String(describing: error))")
+            #expect(error?.message.contains("server reset") == false, "\(String(describing: error))")
+        }
+    }
+
+    /// A `:status` of more than three digits: the response head is made from the HPACK block as
+    /// the exchange's `HTTPResponse`, whose status takes none; before, the conversion trapped and
+    /// took the process down. Now that stream fails with a typed error and the connection's other
+    /// streams go on.
+    @Test func aStatusOfMoreThanThreeDigitsFailsItsRequestOnly() async throws {
+        try await self.expectOnlyItsStreamFails(.respondWithStatus("1000")) { error in
+            #expect(error?.message.contains("InvalidStatusValue") == true, "\(String(describing: error))")
         }
     }
 
     /// Courier's connections refuse a response whose header list is larger than swift-nio-http2's
     /// decoder takes (16 KiB): they must say so in their SETTINGS (SETTINGS_MAX_HEADER_LIST_SIZE,
     /// RFC 9113 6.5.2), or a server takes the limit to be unbounded. Before, they advertised none.
-    /// A `:status` of more than three digits: the response head is made from the HPACK block as
-    /// the exchange's `HTTPResponse`, whose status takes none; before, the conversion trapped and
-    /// took the process down. Now that stream fails with a typed error and the connection's other
-    /// streams go on.
-    @Test func aStatusOfMoreThanThreeDigitsFailsItsRequestOnly() async throws {
-        let server = try await ScriptedHTTP2Server.start { _, path in
-            switch path {
-            case "/held": .hold("held")
-            case "/bad": .respondWithStatus("1000")
-            default: .respond("next")
-            }
-        }
-        try await HTTP2PoolTests().withManager(server) { manager in
-            try await withThrowingTaskGroup(of: String.self) { group in
-                group.addTask { HTTP2PoolTests.body(try await manager.get("held")) }
-                #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
-                let error = await #expect(throws: CourierError.self) { try await manager.get("bad") }
-                #expect(error?.message.contains("InvalidStatusValue") == true, "\(String(describing: error))")
-                server.releaseHeld(andLater: true)
-                let held = try await group.next()
-                #expect(held == "held")
-            }
-            let next = HTTP2PoolTests.body(try await manager.get("next"))
-            #expect(next == "next")
-            #expect(server.connectionCount == 1, "the connection stayed up")
-        }
-    }
-
     @Test func theHeaderListLimitEnforcedIsAdvertised() async throws {
         let server = try await ScriptedHTTP2Server.start { _, _ in .respond("ok") }
         try await HTTP2PoolTests().withManager(server) { manager in

@@ -18,7 +18,18 @@ struct WebSocketSessionTests {
         URL(string: server.baseURL.absoluteString.replacingOccurrences(of: "http://", with: "ws://") + "courier/websocket/\(route)")!
     }
 
-    /// Sends `text`, reads its echo, closes.
+    /// Runs `body` with a test server and a new manager, invalidated with its tasks cancelled
+    /// afterwards.
+    private func withSession(
+        _ configuration: TestServer.Configuration = .init(), _ body: (TestServer, SessionManager) async throws -> Void
+    ) async throws {
+        try await withTestServer(configuration) { server in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            try await body(server, manager)
+        }
+    }
+
     /// Expects `task` not to open, waits until it ended, and returns its error.
     private func failureToOpen(_ task: WebSocketTask) async -> CourierError? {
         let error = await #expect(throws: CourierError.self) { try await task.waitUntilOpen() }
@@ -26,6 +37,7 @@ struct WebSocketSessionTests {
         return error
     }
 
+    /// Sends `text`, reads its echo, closes.
     private func echo(_ task: WebSocketTask, _ text: String) async throws {
         try await task.send(.text(text))
         var messages = task.messages.makeAsyncIterator()
@@ -37,9 +49,7 @@ struct WebSocketSessionTests {
 
     @Test("A handshake answered 401 with a Basic challenge is answered with the session's credential, and the task opens")
     func challengeAnswered() async throws {
-        try await withTestServer { server in
-            let manager = SessionManager()
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await self.withSession { server, manager in
             let url = self.url(server, "echo?user=ann&password=secret")
             let space = try #require(ProtectionSpace(url: url, realm: "courier-websocket", authenticationMethod: .httpBasic))
             manager.credentials.set(HTTPCredential(user: "ann", password: "secret"), for: space)
@@ -60,9 +70,7 @@ struct WebSocketSessionTests {
 
     @Test("Without a credential, the 401 ends the task with its error after one handshake")
     func challengeUnanswered() async throws {
-        try await withTestServer { server in
-            let manager = SessionManager()
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await self.withSession { server, manager in
             let task = manager.webSocketTask(with: Request(url: self.url(server, "echo?user=ann&password=secret")))
             let error = await self.failureToOpen(task)
             #expect(error?.response?.status == .unauthorized)
@@ -72,9 +80,7 @@ struct WebSocketSessionTests {
 
     @Test("A retrier that retries a 503 gets its retries, each after its delay, and the task opens")
     func retriedAfter503() async throws {
-        try await withTestServer { server in
-            let manager = SessionManager()
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await self.withSession { server, manager in
             let clock = ManualRetryClock()
             manager.retryClock = clock
             var policy = RetryPolicy()
@@ -113,9 +119,7 @@ struct WebSocketSessionTests {
 
     @Test("The session's retry budget refuses a handshake's retry: the task fails with the 503")
     func budgetRefuses() async throws {
-        try await withTestServer { server in
-            let manager = SessionManager()
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await self.withSession { server, manager in
             manager.retryClock = ManualRetryClock()
             manager.retryBudget = RetryBudget(ratio: 0, minimumPerSecond: 0, clock: ManualRetryClock())
             manager.interceptor = RetryPolicy()
@@ -128,9 +132,7 @@ struct WebSocketSessionTests {
 
     @Test("Cancelling a task while its retry waits ends it at once, cancelled")
     func cancelledWhileWaiting() async throws {
-        try await withTestServer { server in
-            let manager = SessionManager()
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await self.withSession { server, manager in
             var policy = RetryPolicy()
             policy.initialBackoff = .seconds(600)
             policy.random = { 1 }
@@ -173,9 +175,7 @@ struct WebSocketSessionTests {
 
     @Test("The manager lists its WebSocket tasks until they end")
     func listed() async throws {
-        try await withTestServer { server in
-            let manager = SessionManager()
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await self.withSession { server, manager in
             let first = manager.webSocketTask(with: Request(url: self.url(server, "echo")))
             let second = manager.webSocketTask(with: Request(url: self.url(server, "echo")))
             #expect(manager.webSocketTasks.map { ObjectIdentifier($0) } == [ObjectIdentifier(first), ObjectIdentifier(second)])
@@ -192,9 +192,7 @@ struct WebSocketSessionTests {
 
     @Test("A WebSocket task posts taskDidResume and taskDidComplete once each, with itself, its metrics and its error")
     func notifications() async throws {
-        try await withTestServer { server in
-            let manager = SessionManager()
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await self.withSession { server, manager in
             let opened = manager.webSocketTask(with: Request(url: self.url(server, "echo")))
             let failed = manager.webSocketTask(with: Request(url: self.url(server, "bad-accept")))
             let seen = NIOLockedValueBox<[String]>([])
@@ -223,10 +221,8 @@ struct WebSocketSessionTests {
 
     @Test("MetricsMonitor counts WebSocket tasks by outcome, their durations, their messages' bytes and their handshakes' retries")
     func metricsMonitor() async throws {
-        try await withTestServer { server in
+        try await self.withSession { server, manager in
             let metrics = TestMetrics()
-            let manager = SessionManager()
-            defer { manager.invalidate(cancelingTasks: true) }
             manager.eventMonitors = [MetricsMonitor(factory: metrics)]
             manager.retryClock = ManualRetryClock()
             manager.interceptor = RetryPolicy()
@@ -250,10 +246,8 @@ struct WebSocketSessionTests {
     func spans() async throws {
         var configuration = TestServer.Configuration()
         configuration.recordsRequests = true
-        try await withTestServer(configuration) { server in
+        try await self.withSession(configuration) { server, manager in
             let tracer = InMemoryTracer()
-            let manager = SessionManager()
-            defer { manager.invalidate(cancelingTasks: true) }
             manager.tracer = tracer
             manager.retryClock = ManualRetryClock()
             manager.interceptor = RetryPolicy()
@@ -276,9 +270,7 @@ struct WebSocketSessionTests {
 
     @Test("A WebSocket task's metrics count its messages' payload bytes each way, on the attempt that opened the connection")
     func messageBytes() async throws {
-        try await withTestServer { server in
-            let manager = SessionManager()
-            defer { manager.invalidate(cancelingTasks: true) }
+        try await self.withSession { server, manager in
             let task = manager.webSocketTask(with: Request(url: self.url(server, "echo")))
             try await task.send(.text("hello"))
             try await task.send(.binary(Data(repeating: 7, count: 1000)))

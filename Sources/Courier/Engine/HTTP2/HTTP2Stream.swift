@@ -51,7 +51,8 @@ final class HTTP2Stream {
         self.decompressionRatio = decompressionRatio
     }
 
-    /// Whether the stream decompresses the response (and asks for it with `Accept-Encoding`).
+    /// Whether the stream decompresses the response (its hop handler then asks for it with
+    /// `Accept-Encoding`).
     var decompresses: Bool { self.decompressionRatio != nil }
 
     /// Whether the stream can still carry its hop (and its connection is open).
@@ -68,13 +69,8 @@ final class HTTP2Stream {
             return
         }
         switch part {
-        case .head(var head):
-            if self.decompressionRatio != nil, !head.headers.contains(name: "Accept-Encoding") {
-                // A head written without it (`HopHandler` adds it first, while the fields are
-                // its own): added, as there is none to replace (`replaceOrAdd` would copy the
-                // fields to remove nothing).
-                head.headers.add(name: "Accept-Encoding", value: "deflate, gzip")
-            }
+        case .head(let head):
+            // Its `Accept-Encoding`, when the stream decompresses, is the hop handler's.
             do {
                 let block = try HTTP2StreamStateMachine.requestHeaderBlock(for: head)
                 self.pendingHead = head

@@ -34,23 +34,25 @@ final class ResponseInflater {
     /// initializer: a class's object is allocated before its initializer can fail, and most
     /// responses are not compressed.
     static func make(head: HTTPResponseHead, ratio: Int) -> ResponseInflater? {
-        guard let coding = head.headers[canonicalForm: "Content-Encoding"].first?.lowercased(),
-            coding == "gzip" || coding == "deflate"
-        else { return nil }
-        return ResponseInflater(ratio: ratio)
+        Self.make(contentEncodings: head.headers["Content-Encoding"], ratio: ratio)
     }
 
     /// The same for a response head made as swift-http-types' fields (an HTTP/2 stream's).
     static func make(fields: HTTPFields, ratio: Int) -> ResponseInflater? {
-        // The first coding, as NIO's `headers[canonicalForm:]` reads it for ``make(head:ratio:)``:
-        // the fields' values split at commas (empty pieces dropped), each trimmed of blanks.
-        for field in fields where field.name == .contentEncoding {
-            let value = field.value
-            guard let element = value.utf8.split(separator: UInt8(ascii: ",")).first else { continue }
-            let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
-            let trimmed = element.drop(while: isBlank).reversed().drop(while: isBlank).reversed()
-            let coding = String(decoding: trimmed, as: UTF8.self).lowercased()
-            return coding == "gzip" || coding == "deflate" ? ResponseInflater(ratio: ratio) : nil
+        Self.make(contentEncodings: fields.lazy.filter { $0.name == .contentEncoding }.map(\.value), ratio: ratio)
+    }
+
+    /// One reading of the coding for both heads: the first element of the `Content-Encoding`
+    /// values, split at commas and trimmed of blanks, empty elements ignored (RFC 9110 5.6.1).
+    private static func make(contentEncodings values: some Sequence<String>, ratio: Int) -> ResponseInflater? {
+        let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+        for value in values {
+            for element in value.utf8.split(separator: UInt8(ascii: ",")) {
+                let trimmed = element.drop(while: isBlank).reversed().drop(while: isBlank).reversed()
+                guard !trimmed.isEmpty else { continue }
+                let coding = String(decoding: trimmed, as: UTF8.self).lowercased()
+                return coding == "gzip" || coding == "deflate" ? ResponseInflater(ratio: ratio) : nil
+            }
         }
         return nil
     }
