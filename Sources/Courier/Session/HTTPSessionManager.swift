@@ -79,8 +79,10 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
 
     /// The request serializer, and the same one as a ``ParsedURLRequestSerializer`` when it is one.
     /// The cast is made once, when the serializer is set: made per request, it copied the
-    /// serializer into a new existential box (a malloc and a retain of each of its fields).
-    private struct StoredRequestSerializer {
+    /// serializer into a new existential box (a malloc and a retain of each of its fields). One
+    /// immutable object, so that a request takes it out of the lock with one retain, not a copy
+    /// of both existentials (three).
+    private final class StoredRequestSerializer: Sendable {
         let serializer: any RequestSerializer
         let parsing: (any ParsedURLRequestSerializer)?
 
