@@ -49,31 +49,39 @@ public struct TaskMetrics: Sendable {
     /// `Any` without a box of its own). Copy-on-write: a change copies the fields first when they
     /// are shared.
     ///
+    /// A task's ``TaskMetricsRecorder`` fills the same object in as the task runs (under the
+    /// task's lock, while nothing else holds it), and its metrics are then that object: nothing
+    /// is moved or copied into a new one when the task ends.
+    ///
     /// `@unchecked Sendable`: the fields are only changed through a uniquely referenced instance
-    /// (`uniqueStorage()`), as a copy-on-write array's buffer is, so no instance another thread
-    /// can reach is ever changed.
+    /// (`uniqueStorage()`, and the recorder's, whose instance no other value holds until it is
+    /// finished), as a copy-on-write array's buffer is, so no instance another thread can reach is
+    /// ever changed.
     ///
     /// The attempts are kept as the earlier ones and the last: a task that was not retried has
     /// one attempt and no array at all, and ``attempts`` is only made into an array when read.
-    private final class Storage: @unchecked Sendable {
+    final class Storage: @unchecked Sendable {
         var taskStart: Date
         var taskStartInstant: ContinuousClock.Instant
         var duration: Duration
         var earlierAttempts: [Attempt]
         var lastAttempt: Attempt?
+        /// The attempt a recorder has under way; nil in finished metrics.
+        var open: Attempt?
         var originalRequest: Request
         var response: HTTPResponse?
         var error: CourierError?
 
         init(
             taskStart: Date, taskStartInstant: ContinuousClock.Instant, duration: Duration, earlierAttempts: [Attempt],
-            lastAttempt: Attempt?, originalRequest: Request, response: HTTPResponse?, error: CourierError?
+            lastAttempt: Attempt?, open: Attempt? = nil, originalRequest: Request, response: HTTPResponse?, error: CourierError?
         ) {
             self.taskStart = taskStart
             self.taskStartInstant = taskStartInstant
             self.duration = duration
             self.earlierAttempts = earlierAttempts
             self.lastAttempt = lastAttempt
+            self.open = open
             self.originalRequest = originalRequest
             self.response = response
             self.error = error
@@ -82,8 +90,8 @@ public struct TaskMetrics: Sendable {
         func copy() -> Storage {
             Storage(
                 taskStart: self.taskStart, taskStartInstant: self.taskStartInstant, duration: self.duration,
-                earlierAttempts: self.earlierAttempts, lastAttempt: self.lastAttempt, originalRequest: self.originalRequest,
-                response: self.response, error: self.error)
+                earlierAttempts: self.earlierAttempts, lastAttempt: self.lastAttempt, open: self.open,
+                originalRequest: self.originalRequest, response: self.response, error: self.error)
         }
     }
 
@@ -150,8 +158,12 @@ public struct TaskMetrics: Sendable {
             originalRequest: originalRequest, response: response, error: error, taskStartInstant: taskStartInstant)
     }
 
-    /// Metrics whose attempts are given as the earlier ones and the last (``TaskMetricsRecorder``
-    /// keeps them so).
+    /// The metrics a ``TaskMetricsRecorder`` filled in.
+    init(recorded storage: Storage) {
+        self.storage = storage
+    }
+
+    /// Metrics whose attempts are given as the earlier ones and the last.
     init(
         taskStart: Date, duration: Duration, earlierAttempts: [Attempt], lastAttempt: Attempt?, originalRequest: Request,
         response: HTTPResponse?, error: CourierError?, taskStartInstant: ContinuousClock.Instant
