@@ -92,6 +92,29 @@ public struct SessionConfiguration: Sendable {
     /// and with ``CourierError/Code/unsupportedOption`` while that manager is not monitoring
     /// (Courier cannot tell the interface then).
     public var allowsCellularAccess: Bool = true
+    /// Whether the session's tasks post AFNetworking's notifications (``Foundation/NSNotification/Name/taskDidResume``,
+    /// ``Foundation/NSNotification/Name/taskDidSuspend``, ``Foundation/NSNotification/Name/taskDidComplete``,
+    /// ``Foundation/NSNotification/Name/downloadTaskDidMoveFile`` and
+    /// ``Foundation/NSNotification/Name/downloadTaskDidFailToMoveFile``). True by default, because code
+    /// written against AFNetworking observes them; Courier cannot tell whether anything does.
+    ///
+    /// Posting costs a task whether or not anything observes: on this project's machine about a
+    /// fifth of what the session layer itself costs a small request (two posts, about 25 retains and
+    /// 2 mallocs, 0.6 µs; see "What a request costs" in <doc:SessionAndEngine>). A session whose
+    /// code observes none of them can set this to false. ``Foundation/NSNotification/Name/sessionDidInvalidate``,
+    /// posted once per session, is posted either way.
+    public var postsTaskNotifications: Bool = true
+    /// Whether the session's data, upload, download and stream tasks gather ``TaskMetrics``. True by
+    /// default (URLSession and AFNetworking always gather them).
+    ///
+    /// When false, no clock is read for them and none are made: ``SessionTask/metrics``,
+    /// ``DataResponse/metrics`` and ``DownloadResponse/metrics`` are `nil`,
+    /// ``TaskDidCompleteKey/metrics`` is left out of `.taskDidComplete`, and neither
+    /// ``SessionManager/Hooks/taskDidFinishCollectingMetrics`` nor
+    /// ``EventMonitor/task(_:didFinishCollecting:)`` is called. On this project's machine that is
+    /// about 10 retains, a malloc and 0.45 µs of a small request (see "What a request costs" in
+    /// <doc:SessionAndEngine>). A WebSocket task gathers its handshake's metrics either way.
+    public var collectsTaskMetrics: Bool = true
     /// Whether the session keeps nothing on disk and shares no state with other sessions: its
     /// cookie store and cache live in memory. A task of an ephemeral session whose
     /// ``httpCookieStorage`` or ``responseCache`` writes to disk fails with

@@ -60,6 +60,7 @@ extension SessionManager {
         object: (any Sendable)?,
         error: CourierError?
     ) {
+        guard self.configurationReference.value.postsTaskNotifications else { return }
         // The common case fills a copy of a template in place (see
         // ``TaskDidCompleteKey/SuccessTemplate``); any other, key by key.
         if let serializer, let data = outcome.data, let object, error == nil, outcome.fileURL == nil, outcome.response != nil,

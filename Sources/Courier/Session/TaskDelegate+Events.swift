@@ -15,12 +15,16 @@ extension TaskDelegate {
     }
 
     func didResume(_ task: SessionTask) {
-        NotificationCenter.default.post(name: .taskDidResume, object: task)
+        if self.configurationReference.value.postsTaskNotifications {
+            NotificationCenter.default.post(name: .taskDidResume, object: task)
+        }
         self.interception.monitors?.emit { $0.taskDidResume(task) }
     }
 
     func didSuspend(_ task: SessionTask) {
-        NotificationCenter.default.post(name: .taskDidSuspend, object: task)
+        if self.configurationReference.value.postsTaskNotifications {
+            NotificationCenter.default.post(name: .taskDidSuspend, object: task)
+        }
         self.interception.monitors?.emit { $0.taskDidSuspend(task) }
     }
 

@@ -214,6 +214,7 @@ struct TaskState {
         self.countOfBytesExpectedToSend = request.body.knownLength ?? -1
         self.uploadProgressHandler = uploadProgressHandler
         self.downloadProgressHandler = downloadProgressHandler
-        self.metrics = TaskMetricsRecorder()
+        // Nothing is gathered (no clock read, no object made) for a session that does not ask.
+        if owner.configurationReference.value.collectsTaskMetrics { self.metrics = TaskMetricsRecorder() }
     }
 }

@@ -109,6 +109,9 @@ public final class WebSocketTask: Sendable {
     let interception: TaskInterception?
     /// The manager that made the task: no retry once it is invalidated.
     weak let manager: SessionManager?
+    /// Whether the task posts `.taskDidResume` and `.taskDidComplete`
+    /// (``SessionConfiguration/postsTaskNotifications`` of its manager; true outside a session).
+    let postsNotifications: Bool
     /// Where the task stands among those made before it (``SessionManager/webSocketTasks``'s order).
     let creationOrder = WebSocketTask.madeSoFar.wrappingAdd(1, ordering: .relaxed).newValue
     private static let madeSoFar = Atomic<Int>(0)
@@ -119,6 +122,7 @@ public final class WebSocketTask: Sendable {
     ) {
         self.interception = interception
         self.manager = manager
+        self.postsNotifications = manager?.configurationReference.value.postsTaskNotifications ?? true
         self.monitors = interception?.monitors
         self.request = request
         self.configuration = configuration
@@ -170,7 +174,7 @@ public final class WebSocketTask: Sendable {
         }
         guard start else { return }
         self.interception?.budget?.deposit()
-        NotificationCenter.default.post(name: .taskDidResume, object: self)
+        if self.postsNotifications { NotificationCenter.default.post(name: .taskDidResume, object: self) }
         self.monitors?.emit { $0.webSocketTaskDidResume(self) }
         self.beginAttempt()
     }
@@ -603,7 +607,9 @@ public final class WebSocketTask: Sendable {
         }
         // Observers run on the posting thread: never on an event loop, whose connections they
         // would hold up (the task often ends there, with its connection).
-        if MultiThreadedEventLoopGroup.currentEventLoop != nil { DispatchQueue.global().async(execute: post) } else { post() }
+        if self.postsNotifications {
+            if MultiThreadedEventLoopGroup.currentEventLoop != nil { DispatchQueue.global().async(execute: post) } else { post() }
+        }
         let failure = error ?? Self.notOpenError()
         for waiter in ended.openWaiters { waiter.resume(throwing: failure) }
         for (_, waiter) in ended.pingWaiters { waiter.resume(throwing: failure) }

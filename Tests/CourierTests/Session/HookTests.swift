@@ -235,3 +235,39 @@ struct TaskEndSettlingTests {
         }
     }
 }
+
+@Suite("Task metrics on request")
+struct TaskMetricsSettingTests {
+    /// With ``SessionConfiguration/collectsTaskMetrics`` false a task has no metrics anywhere: not
+    /// on the task, the response or the notification, and the hook is not called. The default has
+    /// them in each place (the same test body).
+    @Test(arguments: [true, false])
+    func collectsTaskMetricsDecidesWhetherTasksGatherThem(_ collects: Bool) async throws {
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.collectsTaskMetrics = collects
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                let hookCalls = Recorder<Void>()
+                var hooks = SessionManager.Hooks()
+                hooks.taskDidFinishCollectingMetrics = { _, _, _ in hookCalls.append(()) }
+                manager.hooks = hooks
+                let done = Recorder<Void>()
+                let task = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, _ in done.append(()) }
+                let log = NotificationLog(names: [.taskDidComplete], object: task)
+                task.resume()
+                #expect(await eventually { done.count == 1 })
+                TestQueues.completion.sync {}
+                #expect((task.metrics != nil) == collects)
+                #expect(task.metrics?.attempts.count == (collects ? 1 : nil))
+                let info = try #require(log.userInfo(of: .taskDidComplete))
+                #expect((info[TaskDidCompleteKey.metrics] is TaskMetrics) == collects)
+                #expect(hookCalls.count == (collects ? 1 : 0))
+
+                let response = try await manager.response(method: .get, urlString: "get", serializer: DataResponseSerializer())
+                #expect(response.response.status == .ok)
+                #expect((response.metrics != nil) == collects)
+                #expect(hookCalls.count == (collects ? 2 : 0))
+            }
+        }
+    }
+}

@@ -143,6 +143,28 @@ struct NotificationTests {
         }
     }
 
+    /// A session that sets ``SessionConfiguration/postsTaskNotifications`` to false posts none of
+    /// a task's notifications; the default posts them (the same test body, so the observer is
+    /// shown to see them when they are posted).
+    @Test(arguments: [true, false])
+    func postsTaskNotificationsDecidesWhetherTasksPost(_ posts: Bool) async throws {
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.postsTaskNotifications = posts
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                let done = Recorder<Void>()
+                let task = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, _ in done.append(()) }
+                let log = NotificationLog(names: [.taskDidResume, .taskDidSuspend, .taskDidComplete], object: task)
+                task.resume()
+                #expect(await eventually { done.count == 1 })
+                // `.taskDidComplete` is posted right after the handler, in the same block on the
+                // completion queue: once that queue has run this, it was posted or it never will be.
+                TestQueues.completion.sync {}
+                #expect(log.names == (posts ? [.taskDidResume, .taskDidComplete] : []))
+            }
+        }
+    }
+
     @Test func invalidationIsAnnounced() async throws {
         let manager = HTTPSessionManager(engine: RefusingEngine())
         let log = NotificationLog(names: [.sessionDidInvalidate], object: manager)

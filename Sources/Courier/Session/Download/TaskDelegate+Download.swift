@@ -220,12 +220,16 @@ extension TaskDelegate {
         }
         do throws(CourierError) {
             let moved = try await destination.move(writer.url, response: response, request: request)
-            NotificationCenter.default.post(name: .downloadTaskDidMoveFile, object: task)
+            if self.configurationReference.value.postsTaskNotifications {
+                NotificationCenter.default.post(name: .downloadTaskDidMoveFile, object: task)
+            }
             self.didFinishDownloading(to: moved, task: task)
             return (moved, nil)
         } catch {
             try? FileManager.default.removeItem(at: writer.url)
-            NotificationCenter.default.post(name: .downloadTaskDidFailToMoveFile, object: task, userInfo: [TaskDidCompleteKey.error: error])
+            if self.configurationReference.value.postsTaskNotifications {
+                NotificationCenter.default.post(name: .downloadTaskDidFailToMoveFile, object: task, userInfo: [TaskDidCompleteKey.error: error])
+            }
             return (nil, error)
         }
     }
