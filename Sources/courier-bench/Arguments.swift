@@ -30,6 +30,9 @@ struct Arguments: Sendable {
         /// `courier` without a response cache and without a cookie store: what the two stores the
         /// default configuration has cost a request that neither caches nor sets cookies.
         case courierNoStores = "courier-nostores"
+        /// `courier` with `postsTaskNotifications` and `collectsTaskMetrics` off: what
+        /// AFNetworking's notifications and the task metrics, on by default, cost a request.
+        case courierLean = "courier-lean"
         /// Courier's `NIOEngine` alone, through the `Engine` seam with no session above it: what
         /// the layers above the engine cost (its ratio to `courier`), and the engine beside AHC.
         case courierEngine = "courier-engine"
@@ -76,7 +79,7 @@ struct Arguments: Sendable {
     static let usage = """
         usage: courier-bench [--scenario sequential|concurrent|all] [--requests N] [--concurrency N]
                              [--url URL] [--server nginx|testserver|auto]
-                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted,courier-nostores,courier-engine,openapi-courier,openapi-ahc,go]
+                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted,courier-nostores,courier-lean,courier-engine,openapi-courier,openapi-ahc,go]
                              [--warmup N] [--repeat K] [--json] [--tls] [--http2]
 
           --scenario     which work to run (default: all)
@@ -88,7 +91,8 @@ struct Arguments: Sendable {
           --clients      comma-separated clients to measure (default: the first four); courier-observed
                          and courier-adapted are courier with an empty interceptor and one no-op event
                          monitor, and with one no-op adapter and the monitor; courier-nostores is
-                         courier without the default response cache and cookie store; courier-engine
+                         courier without the default response cache and cookie store; courier-lean
+                         is courier without task notifications and task metrics; courier-engine
                          is Courier's NIOEngine alone, through the Engine seam with no session (their
                          ratios to courier are printed); openapi-courier and openapi-ahc are one
                          swift-openapi-generator client on CourierOpenAPI and on AsyncHTTPClient;

@@ -41,7 +41,7 @@ enum Report {
                 return values.isEmpty ? nil : values.median
             }
             // The cost of interceptors and monitors: their rows over plain Courier's.
-            for instrumented in [Arguments.ClientKind.courierObserved, .courierAdapted, .courierNoStores, .courierEngine] {
+            for instrumented in [Arguments.ClientKind.courierObserved, .courierAdapted, .courierNoStores, .courierLean, .courierEngine] {
                 if let mine = median(instrumented), let plain = median(.courier), plain > 0 {
                     ratios.append(Ratio(scenario: scenario, courierClient: instrumented.rawValue, against: Arguments.ClientKind.courier.rawValue, value: mine / plain))
                 }

@@ -36,6 +36,7 @@ enum BenchClient: Sendable {
         case .courierObserved: .async(CourierClient(url: url, connections: connections, instrumentation: .emptyChainAndMonitor))
         case .courierAdapted: .async(CourierClient(url: url, connections: connections, instrumentation: .adapterAndMonitor))
         case .courierNoStores: .async(CourierClient(url: url, connections: connections, instrumentation: .noStores))
+        case .courierLean: .async(CourierClient(url: url, connections: connections, instrumentation: .lean))
         case .courierEngine: .async(EngineClient(url: url, connections: connections))
         case .openapiCourier: .async(OpenAPIBenchClient(url: url, connections: connections, transport: .courier))
         case .openapiAHC: .async(OpenAPIBenchClient(url: url, connections: connections, transport: .ahc))

@@ -6,12 +6,16 @@ import Foundation
 /// A Courier manager for the bench: the base URL is the server's root and requests name the path
 /// relative to it, as an app's API client does.
 enum CourierSetup {
-    static func manager(url: URL, connections: Int, stores: Bool = true) -> (manager: HTTPSessionManager, path: String) {
+    static func manager(url: URL, connections: Int, stores: Bool = true, lean: Bool = false) -> (manager: HTTPSessionManager, path: String) {
         var configuration = SessionConfiguration.default
         configuration.httpMaximumConnectionsPerHost = connections
         if !stores {
             configuration.responseCache = nil
             configuration.httpCookieStorage = nil
+        }
+        if lean {
+            configuration.postsTaskNotifications = false
+            configuration.collectsTaskMetrics = false
         }
         var components = URLComponents(url: url, resolvingAgainstBaseURL: false)!
         let path = String(components.percentEncodedPath.drop { $0 == "/" })
@@ -43,15 +47,18 @@ final class CourierClient: AsyncBenchClient {
         case adapterAndMonitor
         /// No response cache and no cookie store (the defaults have both).
         case noStores
+        /// No task notifications and no task metrics (the defaults have both).
+        case lean
     }
 
     private let manager: HTTPSessionManager
     private let path: String
 
     init(url: URL, connections: Int, instrumentation: Instrumentation = .none) {
-        (self.manager, self.path) = CourierSetup.manager(url: url, connections: connections, stores: instrumentation != .noStores)
+        (self.manager, self.path) = CourierSetup.manager(
+            url: url, connections: connections, stores: instrumentation != .noStores, lean: instrumentation == .lean)
         switch instrumentation {
-        case .none, .noStores:
+        case .none, .noStores, .lean:
             break
         case .emptyChainAndMonitor:
             self.manager.interceptor = Interceptor()
