@@ -194,35 +194,51 @@ extension TaskDelegate {
 
     // MARK: Redirects
 
-    /// A redirect response arrived: its cookies are stored, and an unsafe method's target is
-    /// invalidated in the cache.
-    func redirectResponseArrived(_ response: HTTPResponse) {
-        let (handlesCookies, request) = self.state.withLockedValue { ($0.hop.handlesCookies, $0.hop.sentRequest ?? $0.currentRequest) }
-        self.responseArrived(response, to: request, handlesCookies: handlesCookies)
+    /// What a redirect needs of the task's state, read in the event's first transaction: the
+    /// cookie store, the cache and the redirect hook then run outside the task's lock, and the
+    /// next hop is recorded in its second (``TaskDelegate/exchange(willPerformRedirection:newRequest:)``).
+    struct RedirectContext {
+        let task: SessionTask?
+        let handlesCookies: Bool
+        /// The request the redirect answered, as it was sent.
+        let sentRequest: Request
+        /// Whether Courier added validators to that request (a revalidation).
+        let revalidating: Bool
+        let originURL: URL?
+        let callerCookie: String?
+        let span: TaskSpan?
+        let hopSpan: (span: HopSpan, redirects: Int)?
+        let attempt: Int
+        let tracedHops: Int
+
+        init(_ state: inout TaskState) {
+            self.task = state.task
+            self.handlesCookies = state.hop.handlesCookies
+            self.sentRequest = state.hop.sentRequest ?? state.currentRequest
+            self.revalidating = state.hop.revalidating != nil
+            self.originURL = state.hop.originURL
+            self.callerCookie = state.hop.callerCookie
+            self.span = state.span
+            self.hopSpan = state.hopSpan
+            self.attempt = state.machine.attempt
+            self.tracedHops = state.tracedHops
+        }
     }
 
     /// The request the next hop sends once a redirect was chosen: the validators Courier added
     /// for the first URL removed, and, unless the redirect hook changed the `Cookie` field, the
     /// cookies rebuilt for the new URL (the caller's own `Cookie` only on the first hop's origin).
-    func nextHop(_ chosen: Request, proposed: Request) -> Request {
-        let configuration = self.configurationReference
+    func nextHop(_ chosen: Request, proposed: Request, context: RedirectContext) -> Request {
         var next = chosen
-        let hop = self.state.withLockedValue { $0.hop }
-        if hop.revalidating != nil {
+        if context.revalidating {
             next.headerFields[.ifNoneMatch] = nil
             next.headerFields[.ifModifiedSince] = nil
         }
-        if hop.handlesCookies, let store = configuration.value.httpCookieStorage,
+        if context.handlesCookies, let store = self.configurationReference.value.httpCookieStorage,
             chosen.headerFields[values: .cookie] == proposed.headerFields[values: .cookie]
         {
-            let sameOrigin = hop.originURL?.isSameOrigin(as: next.url) ?? false
-            next.setCookieField(SessionManager.joinedCookies(sameOrigin ? hop.callerCookie : nil, store.cookieHeader(for: next.url)))
-        }
-        let now = configuration.value.responseCache?.now ?? Date()
-        self.state.withLockedValue { state in
-            state.hop.revalidating = nil
-            state.hop.sentRequest = next
-            state.hop.requestDate = now
+            let sameOrigin = context.originURL?.isSameOrigin(as: next.url) ?? false
+            next.setCookieField(SessionManager.joinedCookies(sameOrigin ? context.callerCookie : nil, store.cookieHeader(for: next.url)))
         }
         return next
     }
@@ -268,7 +284,7 @@ extension TaskDelegate {
     }
 
     /// Cookies and invalidation for any response a server sent to `request`.
-    private func responseArrived(_ response: HTTPResponse, to request: Request, handlesCookies: Bool) {
+    func responseArrived(_ response: HTTPResponse, to request: Request, handlesCookies: Bool) {
         let configuration = self.configurationReference
         if handlesCookies, let store = configuration.value.httpCookieStorage {
             store.storeCookies(from: response, for: request.url)

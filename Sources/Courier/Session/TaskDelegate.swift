@@ -292,36 +292,42 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
     }
 
+    /// A redirect: two transactions on the task's lock, one to read what it needs
+    /// (``RedirectContext``), one to record the next hop; the redirect's cookies and cache
+    /// invalidation, the redirect hook and the next hop's cookies run between them, unlocked.
     func exchange(willPerformRedirection response: HTTPResponse, newRequest: Request) -> Request? {
-        let task = self.state.withLockedValue { $0.task }
-        self.redirectResponseArrived(response)
-        var chosen: Request?
-        if let hook = self.hooks.taskWillPerformHTTPRedirection, let task, let manager = self.manager {
+        let context = self.state.withLockedValue { RedirectContext(&$0) }
+        self.responseArrived(response, to: context.sentRequest, handlesCookies: context.handlesCookies)
+        let chosen: Request?
+        if let hook = self.hooks.taskWillPerformHTTPRedirection, let task = context.task, let manager = self.manager {
             chosen = hook(manager, task, response, newRequest)
         } else {
             chosen = newRequest
         }
-        var next = chosen.map { self.nextHop($0, proposed: newRequest) }
+        let sent = chosen.map { self.nextHop($0, proposed: newRequest, context: context) }
+        let requestDate = sent == nil ? nil : self.configurationReference.value.responseCache?.now ?? Date()
         // The hop ends with its redirect; the next one gets a span of its own.
-        let (span, hop) = self.state.withLockedValue { state in
-            defer { state.hopSpan = nil }
-            return (state.span, state.hopSpan)
-        }
-        hop?.span.end(response: response, error: nil)
-        if let span, let hop, let chosen = next {
-            let (attempt, resends) = self.state.withLockedValue { state in
-                defer { state.tracedHops += 1 }
-                return (state.machine.attempt, state.tracedHops)
-            }
-            let (following, prepared) = span.startHop(chosen, attempt: attempt, redirect: hop.redirects + 1, resendCount: resends)
-            self.state.withLockedValue { $0.hopSpan = (following, hop.redirects + 1) }
+        context.hopSpan?.span.end(response: response, error: nil)
+        var next = sent
+        var followingSpan: (span: HopSpan, redirects: Int)?
+        if let span = context.span, let hop = context.hopSpan, let chosen = sent {
+            let (following, prepared) = span.startHop(
+                chosen, attempt: context.attempt, redirect: hop.redirects + 1, resendCount: context.tracedHops)
+            followingSpan = (following, hop.redirects + 1)
             next = prepared
         }
         self.state.withLockedValue { state in
+            state.hopSpan = followingSpan
+            if followingSpan != nil { state.tracedHops += 1 }
+            if let sent {
+                state.hop.revalidating = nil
+                state.hop.sentRequest = sent
+                state.hop.requestDate = requestDate
+            }
             if let next { state.currentRequest = next }
             state.metrics?.redirected()
         }
-        if let monitors = self.interception.monitors, let task {
+        if let monitors = self.interception.monitors, let task = context.task {
             let redirected = next
             monitors.emit { $0.task(task, willPerformRedirection: response, newRequest: redirected) }
         }
