@@ -128,10 +128,11 @@ final class HTTP2Stream {
     }
 
     private func sendPending(to connectionHandler: HTTP2ConnectionHandler, endStream: Bool) {
-        guard let (pendingPayload, promise) = self.pending else { return }
-        self.pending = nil
-        var payload = pendingPayload
-        switch payload {
+        // Taken out, not copied, and the frame made from the parts: a copy of the pending
+        // payload, changed and wrapped again, retained the header block and the promise again.
+        guard let (pendingPayload, promise) = self.pending.take() else { return }
+        let payload: HTTP2Frame.FramePayload
+        switch consume pendingPayload {
         case .headers(var headers):
             headers.endStream = endStream
             payload = .headers(headers)
@@ -142,8 +143,8 @@ final class HTTP2Stream {
             data.endStream = endStream
             payload = .data(data)
             self.stateMachine.sendingBody(endStream: endStream)
-        default:
-            break
+        case let other:
+            payload = other
         }
         connectionHandler.write(HTTP2Frame(streamID: self.id, payload: payload), promise: promise)
     }
