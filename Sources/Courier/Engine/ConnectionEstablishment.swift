@@ -13,6 +13,10 @@ struct ConnectionEstablishment: Sendable {
     var tlsVersion: SecurityPolicy.TLSVersion?
     var tlsCipherSuite: TLSCipherSuite?
     var isProxyConnection: Bool
+    /// The connected channel's addresses, read once when it connected: a channel's address
+    /// getters take a lock and copy the address each time, and every transaction reports them.
+    var localAddress: SocketAddress?
+    var remoteAddress: SocketAddress?
 
     /// Copies the setup into `metrics`: its times when `firstTransaction`, its route, TLS
     /// version and cipher suite always, and the channel's addresses.
@@ -21,8 +25,8 @@ struct ConnectionEstablishment: Sendable {
         metrics.isProxyConnection = self.isProxyConnection
         metrics.tlsProtocolVersion = self.tlsVersion
         metrics.tlsCipherSuite = self.tlsCipherSuite
-        metrics.localSocketAddress = channel.localAddress
-        metrics.remoteSocketAddress = channel.remoteAddress
+        metrics.localSocketAddress = self.localAddress ?? channel.localAddress
+        metrics.remoteSocketAddress = self.remoteAddress ?? channel.remoteAddress
         guard firstTransaction else { return }
         metrics.domainLookupStart = self.domainLookupStart
         metrics.domainLookupEnd = self.domainLookupEnd

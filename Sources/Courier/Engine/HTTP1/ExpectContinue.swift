@@ -37,9 +37,17 @@ struct ExpectContinue: Sendable, Equatable {
     /// sent to a server that answered with HTTP/1.0 before (`serverIsHTTP10`: it knows no
     /// expectation, and waiting for it would only delay the body).
     func decision(for head: HTTPRequestHead, hasBody: Bool, length: RequestBody.Length, serverIsHTTP10: Bool) -> Decision {
+        self.decision(
+            expectsContinue: head.headers[canonicalForm: "expect"].contains { $0.lowercased() == "100-continue" }, hasBody: hasBody,
+            length: length, serverIsHTTP10: serverIsHTTP10)
+    }
+
+    /// The same for a request whose own fields carry `Expect: 100-continue` (`expectsContinue`),
+    /// whichever protocol's head it has.
+    func decision(expectsContinue: Bool, hasBody: Bool, length: RequestBody.Length, serverIsHTTP10: Bool) -> Decision {
         // No expectation without content (RFC 9110 section 10.1.1).
         guard hasBody, length != .known(0) else { return .sendAtOnce }
-        if head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+        if expectsContinue {
             return serverIsHTTP10 ? .sendAtOnce : .wait
         }
         guard !serverIsHTTP10, let threshold, case .known(let bytes) = length, bytes >= threshold else { return .sendAtOnce }

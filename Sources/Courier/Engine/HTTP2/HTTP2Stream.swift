@@ -1,3 +1,4 @@
+import HTTPTypes
 import NIOCore
 import NIOHPACK
 import NIOHTTP1
@@ -28,7 +29,8 @@ final class HTTP2Stream {
     /// The head or DATA written and not yet sent: it goes with END_STREAM when the request's end
     /// follows at once.
     private var pending: (payload: HTTP2Frame.FramePayload, promise: EventLoopPromise<Void>?)?
-    private var pendingHead: HTTPRequestHead?
+    /// The method of the head in `pending`, for the stream's machine once it goes.
+    private var pendingMethod: HTTPRequest.Method?
     /// The decompression ratio, when the pool decompresses.
     private let decompressionRatio: Int?
     private var inflater: ResponseInflater?
@@ -69,15 +71,10 @@ final class HTTP2Stream {
             return
         }
         switch part {
-        case .head(let head):
-            // Its `Accept-Encoding`, when the stream decompresses, is the hop handler's.
-            do {
-                let block = try HTTP2StreamStateMachine.requestHeaderBlock(for: head)
-                self.pendingHead = head
-                self.pending = (.headers(.init(headers: block)), promise)
-            } catch {
-                promise?.fail(error)
-            }
+        case .head:
+            // A stream's head is its header block, made by the hop's handler (`writeHead`).
+            assertionFailure("an HTTP/2 stream's head goes through writeHead")
+            promise?.fail(ChannelError.ioOnClosedChannel)
         case .body(let body):
             self.sendPending(to: connectionHandler, endStream: false)
             // A refused HEADERS may have ended the stream meanwhile.
@@ -113,6 +110,17 @@ final class HTTP2Stream {
         }
     }
 
+    /// The request's head, as its header block: it waits for the next part or a flush, to go
+    /// with END_STREAM if the request ends there.
+    func writeHead(_ block: HPACKHeaders, method: HTTPRequest.Method, promise: EventLoopPromise<Void>?) {
+        guard !self.isFinished, self.connectionHandler != nil else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        self.pendingMethod = method
+        self.pending = (.headers(.init(headers: block)), promise)
+    }
+
     func flush() {
         guard let connectionHandler else { return }
         self.sendPending(to: connectionHandler, endStream: false)
@@ -120,22 +128,23 @@ final class HTTP2Stream {
     }
 
     private func sendPending(to connectionHandler: HTTP2ConnectionHandler, endStream: Bool) {
-        guard let (pendingPayload, promise) = self.pending else { return }
-        self.pending = nil
-        var payload = pendingPayload
-        switch payload {
+        // Taken out, not copied, and the frame made from the parts: a copy of the pending
+        // payload, changed and wrapped again, retained the header block and the promise again.
+        guard let (pendingPayload, promise) = self.pending.take() else { return }
+        let payload: HTTP2Frame.FramePayload
+        switch consume pendingPayload {
         case .headers(var headers):
             headers.endStream = endStream
             payload = .headers(headers)
-            if let head = self.pendingHead.take() {
-                self.stateMachine.sendingHead(head, endStream: endStream)
+            if let method = self.pendingMethod.take() {
+                self.stateMachine.sendingHead(method: method, endStream: endStream)
             }
         case .data(var data):
             data.endStream = endStream
             payload = .data(data)
             self.stateMachine.sendingBody(endStream: endStream)
-        default:
-            break
+        case let other:
+            payload = other
         }
         connectionHandler.write(HTTP2Frame(streamID: self.id, payload: payload), promise: promise)
     }
@@ -258,7 +267,7 @@ final class HTTP2Stream {
     }
 
     private func failPending() {
-        self.pendingHead = nil
+        self.pendingMethod = nil
         if let pending = self.pending.take() {
             pending.promise?.fail(ChannelError.ioOnClosedChannel)
         }

@@ -12,9 +12,9 @@ import NIOHTTP2
 /// hop writes, the frames and window sizes swift-nio-http2 reports for the stream, the reads the
 /// hop asks for and its close, and does what each returns.
 ///
-/// - The request head becomes HEADERS (``requestHeaderBlock(for:)``: `:method`, `:scheme`,
-///   `:authority` from `Host`, `:path`, the other fields lower-cased, without HTTP/1's
-///   connection fields), sent with END_STREAM when nothing follows it; its end is END_STREAM on
+/// - The request head becomes HEADERS (its header block made by the hop's handler,
+///   ``HopHandler/headerBlock(for:key:length:acceptEncoding:)``), sent with END_STREAM when
+///   nothing follows it; its end is END_STREAM on
 ///   the last DATA (or an empty one), or, for a body with trailer fields, a last HEADERS with
 ///   END_STREAM (``requestTrailerBlock(for:)``, ``sendingTrailers()``).
 /// - The response: 1xx HEADERS are informational heads, the next HEADERS the final head (with
@@ -72,8 +72,9 @@ struct HTTP2StreamStateMachine {
 
     private(set) var phase = Phase.idle
     private var response = ResponseProgress.awaitingHead
-    /// The request's method, for the head's framing fields (HEAD and CONNECT have no body).
-    private var method = HTTPMethod.GET
+    /// Whether the request's method gives the response no content (HEAD, CONNECT), for the
+    /// head's framing fields.
+    private var responseHasNoContent = false
     /// The window Courier keeps open for the stream (`SETTINGS_INITIAL_WINDOW_SIZE` it sent).
     private var targetWindow: Int
     /// The stream's receive window as swift-nio-http2 last reported it (nil before any report).
@@ -89,9 +90,9 @@ struct HTTP2StreamStateMachine {
     // MARK: The request
 
     /// The request head goes out as HEADERS, with END_STREAM when `endStream`.
-    mutating func sendingHead(_ head: HTTPRequestHead, endStream: Bool) {
+    mutating func sendingHead(method: HTTPRequest.Method, endStream: Bool) {
         guard self.phase == .idle else { return }
-        self.method = head.method
+        self.responseHasNoContent = method == .head || method == .connect
         self.phase = endStream ? .halfClosedLocal : .open
     }
 
@@ -142,7 +143,7 @@ struct HTTP2StreamStateMachine {
                 return parts
             }
             var framing: HTTPField?
-            if status != 204, status != 304, self.method != .HEAD, self.method != .CONNECT, !headers.contains(name: "content-length") {
+            if status != 204, status != 304, !self.responseHasNoContent, !headers.contains(name: "content-length") {
                 // As swift-nio-http2's HTTP/1 codec frames it.
                 framing = endStream ? HTTPField(name: .contentLength, value: "0") : HTTPField(name: .transferEncoding, value: "chunked")
             }
@@ -248,42 +249,6 @@ struct HTTP2StreamStateMachine {
     }
 
     // MARK: Heads
-
-    /// The request head as an HTTP/2 header block, as swift-nio-http2's HTTP/1 codec made it:
-    /// `:path`, `:method`, `:scheme` (`https`), `:authority` (the `Host` field), then the other
-    /// fields, normalised for HTTP/2.
-    static func requestHeaderBlock(for head: HTTPRequestHead) throws -> HPACKHeaders {
-        var authority: String?
-        for field in head.headers where Self.isHost(field.name) {
-            if authority != nil { throw NIOHTTP2Errors.duplicateHostHeader() }
-            authority = field.value
-        }
-        guard let authority else { throw NIOHTTP2Errors.missingHostHeader() }
-        // Built in place, in one allocation (`HPACKHeaders(httpHeaders:normalizeHTTPHeaders:)`
-        // took an intermediate `HTTPHeaders` and copied it): names lower-cased, HTTP/1's
-        // connection-specific fields left out, and those `Connection` names in any case.
-        let connectionNames = head.headers[canonicalForm: "connection"]
-        var block = HPACKHeaders()
-        block.reserveCapacity(head.headers.count + 3)
-        block.add(name: ":path", value: head.uri)
-        block.add(name: ":method", value: head.method.rawValue)
-        block.add(name: ":scheme", value: "https")
-        block.add(name: ":authority", value: authority)
-        for field in head.headers where !Self.isHost(field.name) {
-            let name = field.name.lowercased()
-            if Self.connectionFieldNames.contains(name) || connectionNames.contains(where: { $0.lowercased() == name }) { continue }
-            block.add(name: name, value: field.value)
-        }
-        return block
-    }
-
-    /// HTTP/1's connection-specific fields, which an HTTP/2 request leaves out (RFC 9113 8.2.2).
-    private static let connectionFieldNames = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]
-
-    /// Whether `name` is `Host`, in any case, without lower-casing it.
-    private static func isHost(_ name: String) -> Bool {
-        name.utf8.count == 4 && name.utf8.elementsEqual("host".utf8) { $0 | 0x20 == $1 }
-    }
 
     /// The request's trailer fields as an HTTP/2 header block: names lower-cased, without
     /// HTTP/1's connection fields (forbidden fields were refused before the stream was asked for).

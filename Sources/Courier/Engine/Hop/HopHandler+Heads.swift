@@ -1,7 +1,9 @@
 import Foundation
 import HTTPTypes
 import NIOCore
+import NIOHPACK
 import NIOHTTP1
+import NIOHTTP2
 
 /// The request head ``HopHandler`` writes, and the sizes of heads as HTTP/1.1 text
 /// (for the transaction's metrics).
@@ -40,32 +42,140 @@ extension HopHandler {
             headers.add(name: field.name.rawName, value: field.value)
         }
         if !hasHost {
-            // A Character, not a String: Foundation's `contains(_: StringProtocol)` would bridge to
-            // NSString (two allocations and a CFString search a request).
-            let host = key.host.contains(Character(":")) ? "[\(key.host)]" : key.host
-            headers.add(name: "Host", value: key.port == key.defaultPort ? host : "\(host):\(key.port)")
+            headers.add(name: "Host", value: Self.host(of: key))
         }
         if let trailers {
             headers.add(name: "Trailer", value: Self.trailerNames(trailers))
         }
-        switch trailers == nil ? length : .unknown {
-        case .known(0):
-            // No Content-Length where the method gives a body no meaning (RFC 9110 8.6).
-            switch request.method {
-            case .get, .head, .delete, .connect, .trace: break
-            default: headers.add(name: "Content-Length", value: "0")
-            }
-        case .known(let length):
-            headers.add(name: "Content-Length", value: String(length))
-        case .unknown:
-            headers.add(name: "Transfer-Encoding", value: "chunked")
+        switch Self.framing(of: request, length: length, hasTrailers: trailers != nil) {
+        case .none: break
+        case .contentLength(let value): headers.add(name: "Content-Length", value: value)
+        case .chunked: headers.add(name: "Transfer-Encoding", value: "chunked")
         }
+        return HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue), uri: Self.target(of: request), headers: headers)
+    }
+
+    /// The `Host` value of a request to `key` that names none.
+    private static func host(of key: ConnectionPool.Key) -> String {
+        // A Character, not a String: Foundation's `contains(_: StringProtocol)` would bridge to
+        // NSString (two allocations and a CFString search a request).
+        let host = key.host.contains(Character(":")) ? "[\(key.host)]" : key.host
+        return key.port == key.defaultPort ? host : "\(host):\(key.port)"
+    }
+
+    /// The origin-form target: the URL's path (`/` when empty) and query, percent-encoded as given.
+    private static func target(of request: Request) -> String {
         var target = request.url.path(percentEncoded: true)
         if target.isEmpty { target = "/" }
         if let query = request.url.query(percentEncoded: true) {
             target += "?" + query
         }
-        return HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue), uri: target, headers: headers)
+        return target
+    }
+
+    /// How a request's head frames its body.
+    private enum Framing {
+        case none
+        case contentLength(String)
+        case chunked
+    }
+
+    private static func framing(of request: Request, length: RequestBody.Length, hasTrailers: Bool) -> Framing {
+        switch hasTrailers ? .unknown : length {
+        case .known(0):
+            // No Content-Length where the method gives a body no meaning (RFC 9110 8.6).
+            switch request.method {
+            case .get, .head, .delete, .connect, .trace: return .none
+            default: return .contentLength("0")
+            }
+        case .known(let length):
+            return .contentLength(String(length))
+        case .unknown:
+            return .chunked
+        }
+    }
+
+    /// The request head of an HTTP/2 stream, as an HPACK header block made straight from the
+    /// request (no NIO head between: that cost an `HTTPRequestHead` and its `HTTPHeaders`, each
+    /// allocated, and every field copied twice), with its size as HTTP/1.1 text for the metrics.
+    ///
+    /// The same head as ``head(for:key:length:)`` in HTTP/2's terms (RFC 9113 8.3.1): `:path`,
+    /// `:method`, `:scheme`, `:authority` (the request's `Host`, else the key's), then the fields
+    /// in their order, names lower-cased, without HTTP/1's connection-specific fields and the
+    /// names its `Connection` field lists (RFC 9113 8.2.2), then `trailer`, `content-length` and
+    /// `accept-encoding` (when `acceptEncoding` and the request names none). A body of unknown
+    /// length needs no framing field: DATA frames carry it. A stream is always HTTPS (ALPN).
+    ///
+    /// Throws `NIOHTTP2Errors.DuplicateHostHeader` for a request with two `Host` fields (which
+    /// `:authority` would name).
+    static func headerBlock(
+        for request: Request, key: ConnectionPool.Key, length: RequestBody.Length, acceptEncoding: Bool
+    ) throws -> (block: HPACKHeaders, size: Int64) {
+        let fields = request.headerFields
+        var authority: String?
+        if fields.contains(Self.hostName) {
+            let hosts = fields[values: Self.hostName]
+            if hosts.count > 1 { throw NIOHTTP2Errors.duplicateHostHeader() }
+            authority = hosts.first
+        }
+        let authorityValue = authority ?? Self.host(of: key)
+        let trailers = Self.trailers(of: request)
+        // The options of a `Connection` field, lower-cased (RFC 9110 7.6.1): rare in a request.
+        let connectionOptions: [String] =
+            fields.contains(.connection)
+            ? fields[values: .connection].flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() } }
+            : []
+        let target = Self.target(of: request)
+        var block = HPACKHeaders()
+        // The four pseudo-fields, and room for trailer, content-length and accept-encoding.
+        block.reserveCapacity(fields.count + 7)
+        block.add(name: ":path", value: target)
+        block.add(name: ":method", value: request.method.rawValue)
+        block.add(name: ":scheme", value: "https")
+        block.add(name: ":authority", value: authorityValue)
+        // "METHOD SP target SP HTTP/1.1 CRLF" "Host: authority CRLF" ... "CRLF", as
+        // `size(of:)` counts an HTTP/1.1 head.
+        var size = request.method.rawValue.utf8.count + 1 + target.utf8.count + 1 + 8 + 2 + 2
+        size += 4 + 2 + authorityValue.utf8.count + 2
+        var hasAcceptEncoding = false
+        for field in fields {
+            switch field.name {
+            case .contentLength, .transferEncoding: continue
+            case .trailer where trailers != nil: continue
+            case .acceptEncoding: hasAcceptEncoding = true
+            default: break
+            }
+            // Already lower-case: no new string a field.
+            let name = field.name.canonicalName
+            if name == "host" || Self.isConnectionSpecific(name) || connectionOptions.contains(name) { continue }
+            block.add(name: name, value: field.value)
+            size += name.utf8.count + 2 + field.value.utf8.count + 2
+        }
+        if let trailers {
+            let names = Self.trailerNames(trailers)
+            block.add(name: "trailer", value: names)
+            size += 7 + 2 + names.utf8.count + 2
+        }
+        if case .contentLength(let value) = Self.framing(of: request, length: length, hasTrailers: trailers != nil) {
+            block.add(name: "content-length", value: value)
+            size += 14 + 2 + value.utf8.count + 2
+        }
+        if acceptEncoding, !hasAcceptEncoding {
+            block.add(name: "accept-encoding", value: "deflate, gzip")
+            size += 15 + 2 + 13 + 2
+        }
+        return (block, Int64(size))
+    }
+
+    private static let hostName = HTTPField.Name("Host")!
+
+    /// HTTP/1's connection-specific fields, which an HTTP/2 request leaves out (RFC 9113 8.2.2),
+    /// by lower-case name.
+    static func isConnectionSpecific(_ name: String) -> Bool {
+        switch name {
+        case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade": return true
+        default: return false
+        }
     }
 
     /// The trailer fields that end `request`'s body, as NIO's encoder writes them; nil for none
@@ -79,5 +189,64 @@ extension HopHandler {
     static func trailerNames(_ trailers: HTTPHeaders) -> String {
         var seen = Set<String>()
         return trailers.map(\.name).filter { seen.insert($0.lowercased()).inserted }.joined(separator: ", ")
+    }
+}
+
+/// The request head a hop writes, made once from the request in its transport's form.
+enum OutgoingRequestHead {
+    /// An HTTP/1.1 connection's: NIO's head, for its encoder.
+    case connection(HTTPRequestHead)
+    /// An HTTP/2 stream's: its header block (``HopHandler/headerBlock(for:key:length:acceptEncoding:)``)
+    /// and its size as HTTP/1.1 text.
+    case stream(HPACKHeaders, size: Int64)
+
+    /// The head's size as HTTP/1.1 text, for the metrics.
+    var size: Int64 {
+        switch self {
+        case .connection(let head): HopHandler.size(of: head)
+        case .stream(_, let size): size
+        }
+    }
+
+    /// Whether the request's own fields carry `Expect: 100-continue`.
+    var expectsContinue: Bool {
+        switch self {
+        case .connection(let head): head.headers[canonicalForm: "expect"].contains { $0.lowercased() == "100-continue" }
+        case .stream(let block, _): block[canonicalForm: "expect"].contains { $0.lowercased() == "100-continue" }
+        }
+    }
+
+    /// Whether the request asks the server to close the connection after the answer (a stream
+    /// is never reused, and sends no `Connection`).
+    var asksToClose: Bool {
+        switch self {
+        case .connection(let head): HopStateMachine.asksToClose(head.headers)
+        case .stream: false
+        }
+    }
+
+    /// Without any `Expect` field (the server refused the expectation before). Rare: the copy
+    /// the payload's change makes does not matter.
+    mutating func removeExpect() {
+        switch self {
+        case .connection(var head):
+            head.headers.remove(name: "Expect")
+            self = .connection(head)
+        case .stream(var block, let size):
+            block.remove(name: "expect")
+            self = .stream(block, size: size)
+        }
+    }
+
+    /// With `Expect: 100-continue` added.
+    mutating func announceContinue() {
+        switch self {
+        case .connection(var head):
+            head.headers.add(name: "Expect", value: "100-continue")
+            self = .connection(head)
+        case .stream(var block, let size):
+            block.add(name: "expect", value: "100-continue")
+            self = .stream(block, size: size)
+        }
     }
 }

@@ -112,21 +112,36 @@ final class HopHandler: ChannelDuplexHandler {
         let (body, cancellation, withoutExpectation, resends, unprocessedResends) = hop.state.withLockedValue {
             ($0.body, $0.cancellation, $0.withoutExpectation, $0.resends, $0.unprocessedResends)
         }
-        var head = Self.head(for: request, key: hop.key, length: body.length)
-        if self.decompresses, !head.headers.contains(name: "Accept-Encoding") {
-            // The connection or stream decompresses, and asks for it: added here, while the
-            // fields are this head's alone (added further on, by the stream or a handler of the
-            // pipeline, to a head this handler still shared, it copied them all).
-            head.headers.add(name: "Accept-Encoding", value: "deflate, gzip")
+        let head: OutgoingRequestHead
+        if self.http2Stream != nil {
+            // Straight into the stream's header block (its `Accept-Encoding` too, when it
+            // decompresses). A stream is always HTTPS, never through a forwarding proxy.
+            do {
+                let (block, size) = try Self.headerBlock(for: request, key: hop.key, length: body.length, acceptEncoding: self.decompresses)
+                head = .stream(block, size: size)
+            } catch {
+                hop.end(.failure(error))
+                self.afterHop(self.stateMachine.headRefused())
+                return
+            }
+        } else {
+            var nioHead = Self.head(for: request, key: hop.key, length: body.length)
+            if self.decompresses, !nioHead.headers.contains(name: "Accept-Encoding") {
+                // The connection decompresses, and asks for it: added here, while the fields are
+                // this head's alone (added further on, by a handler of the pipeline, to a head
+                // this handler still shared, it copied them all).
+                nioHead.headers.add(name: "Accept-Encoding", value: "deflate, gzip")
+            }
+            hop.key.route.adjust(&nioHead, for: request.url)
+            head = .connection(nioHead)
         }
-        hop.key.route.adjust(&head, for: request.url)
         var hasBody = true
         if case .empty = body { hasBody = false }
         var viaForwardingProxy = false
         if case .forward = hop.key.route { viaForwardingProxy = true }
         let decision = self.stateMachine.startHop(
             Machine.HopStart(
-                head: head, hasBody: hasBody, bodyLength: body.length, method: request.method,
+                expectsContinue: hasBody && body.length != .known(0) && head.expectsContinue, asksToClose: head.asksToClose, hasBody: hasBody, bodyLength: body.length, method: request.method,
                 bodyIsReplayable: request.body.isReplayable, viaForwardingProxy: viaForwardingProxy,
                 expectContinue: hop.pool.settings.expectContinue, withoutExpectation: withoutExpectation,
                 resends: resends, isCancelled: cancellation != nil, unprocessedResends: unprocessedResends))
@@ -144,7 +159,7 @@ final class HopHandler: ChannelDuplexHandler {
 
     /// Writes the hop's request head, then its body, or holds the body for `100 Continue`.
     private func send(
-        _ hop: EngineHop, head: HTTPRequestHead, body: OutgoingBody, expectation: ExpectContinue.Decision, removingExpectField: Bool
+        _ hop: EngineHop, head: OutgoingRequestHead, body: OutgoingBody, expectation: ExpectContinue.Decision, removingExpectField: Bool
     ) {
         guard let eventLoop = self.eventLoop else { return }
         var head = head
@@ -160,10 +175,10 @@ final class HopHandler: ChannelDuplexHandler {
         self.readWatcher?.expectHead()
         self.bodyCounter?.bytes = 0
         metrics.requestStart = .now
-        metrics.countOfRequestHeaderBytesSent = Self.size(of: head)
-        if removingExpectField { head.headers.remove(name: "Expect") }
+        metrics.countOfRequestHeaderBytesSent = head.size
+        if removingExpectField { head.removeExpect() }
         if expectation == .announce {
-            head.headers.add(name: "Expect", value: "100-continue")
+            head.announceContinue()
             metrics.countOfRequestHeaderBytesSent += Int64("Expect: 100-continue\r\n".utf8.count)
         }
         // Moved, not copied: a copy left alive here would make the body's first change to the
@@ -188,7 +203,7 @@ final class HopHandler: ChannelDuplexHandler {
                 break
             }
         }
-        self.write(.head(head), promise: headWritten)
+        self.writeHead(head, method: hop.request.method, promise: headWritten)
         if expectation != .sendAtOnce {
             // The body waits for `100 Continue`, a final answer, or the end of the wait.
             self.flush()
@@ -583,6 +598,19 @@ final class HopHandler: ChannelDuplexHandler {
     private var transportIsActive: Bool {
         if let http2Stream { return http2Stream.isActive }
         return self.context?.channel.isActive == true
+    }
+
+    private func writeHead(_ head: OutgoingRequestHead, method: HTTPRequest.Method, promise: EventLoopPromise<Void>) {
+        switch head {
+        case .stream(let block, _):
+            if let http2Stream {
+                http2Stream.writeHead(block, method: method, promise: promise)
+            } else {
+                promise.fail(ChannelError.ioOnClosedChannel)
+            }
+        case .connection(let head):
+            self.write(.head(head), promise: promise)
+        }
     }
 
     private func write(_ part: HTTPClientRequestPart, promise: EventLoopPromise<Void>?) {

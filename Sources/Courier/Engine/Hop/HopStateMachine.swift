@@ -43,8 +43,12 @@ struct HopStateMachine {
 
     /// What the handler knows of a hop as it starts it on the connection.
     struct HopStart {
-        /// The request head as it would go (Courier's fields, the framing, the route's changes).
-        var head: HTTPRequestHead
+        /// Whether the request's own fields carry `Expect: 100-continue` (read from its head only
+        /// when it has content: no expectation applies otherwise).
+        var expectsContinue: Bool
+        /// Whether the request's fields ask the server to close the connection after the answer
+        /// (``HopStateMachine/asksToClose(_:)``).
+        var asksToClose: Bool
         /// Whether the request has content (then `Expect: 100-continue` may apply).
         var hasBody: Bool
         var bodyLength: RequestBody.Length
@@ -262,7 +266,7 @@ struct HopStateMachine {
             return .endCancelled(then: self.hopEnded(reusable: true))
         }
         var expectation = start.expectContinue.decision(
-            for: start.head, hasBody: start.hasBody, length: start.bodyLength, serverIsHTTP10: self.serverIsHTTP10)
+            expectsContinue: start.expectsContinue, hasBody: start.hasBody, length: start.bodyLength, serverIsHTTP10: self.serverIsHTTP10)
         var removingExpectField = false
         if expectation != .sendAtOnce, start.withoutExpectation {
             // The server refused the expectation (417): this send goes without one.
@@ -273,10 +277,18 @@ struct HopStateMachine {
             Hop(
                 methodIsIdempotent: ResendRule.isIdempotent(start.method), bodyIsReplayable: start.bodyIsReplayable, viaForwardingProxy: start.viaForwardingProxy,
                 canRepeatWithoutExpectation: start.canRepeatWithoutExpectation, resends: start.resends,
-                unprocessedResends: start.unprocessedResends, isReused: self.hopsCarried > 0, closeRequested: Self.asksToClose(start.head.headers),
+                unprocessedResends: start.unprocessedResends, isReused: self.hopsCarried > 0, closeRequested: start.asksToClose,
                 request: expectation == .sendAtOnce ? .sending : .awaitingContinue))
         self.hopsCarried += 1
         return .send(expectation: expectation, removingExpectField: removingExpectField)
+    }
+
+    /// The hop's request head could not be made (an HTTP/2 stream's, for a request with two
+    /// `Host` fields): the hop fails with nothing sent, and the connection goes on as after a
+    /// hop (a stream closes).
+    mutating func headRefused() -> AfterHop {
+        guard case .idle = self.state else { return .none }
+        return self.hopEnded(reusable: true)
     }
 
     /// The request head reached the socket.

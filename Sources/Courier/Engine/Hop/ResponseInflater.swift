@@ -39,7 +39,10 @@ final class ResponseInflater {
 
     /// The same for a response head made as swift-http-types' fields (an HTTP/2 stream's).
     static func make(fields: HTTPFields, ratio: Int) -> ResponseInflater? {
-        Self.make(contentEncodings: fields.lazy.filter { $0.name == .contentEncoding }.map(\.value), ratio: ratio)
+        // Most responses name no coding: their names are compared in place first (a filter over
+        // the fields copied each one, a few retains a field, for every response).
+        guard fields.contains(.contentEncoding) else { return nil }
+        return Self.make(contentEncodings: fields[values: .contentEncoding], ratio: ratio)
     }
 
     /// One reading of the coding for both heads: the first element of the `Content-Encoding`

@@ -144,7 +144,11 @@ extension ConnectionPool {
                 setup.connectEnd = .now
                 return setup
             }
-            return (channel, applicationProtocol, establishment)
+            // Read once here, on the channel's loop, for every transaction the connection carries.
+            var connected = establishment
+            connected.localAddress = channel.localAddress
+            connected.remoteAddress = channel.remoteAddress
+            return (channel, applicationProtocol, connected)
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 @testable import Courier
 import HTTPTypes
 import NIOCore
@@ -14,10 +15,6 @@ struct HTTP2StreamStateMachineTests {
 
     static let window = 256 * 1024
 
-    static func get(_ uri: String = "/a") -> HTTPRequestHead {
-        HTTPRequestHead(version: .http1_1, method: .GET, uri: uri, headers: ["Host": "example.com", "Connection": "keep-alive", "Accept": "*/*"])
-    }
-
     static func response(_ status: Int, _ fields: [(String, String)] = []) -> HPACKHeaders {
         HPACKHeaders([(":status", String(status))] + fields)
     }
@@ -30,51 +27,91 @@ struct HTTP2StreamStateMachineTests {
     /// A machine whose GET went out (HEADERS with END_STREAM).
     static func sentGet() -> Machine {
         var machine = Machine(targetWindow: Self.window)
-        machine.sendingHead(Self.get(), endStream: true)
+        machine.sendingHead(method: .get, endStream: true)
         return machine
     }
 
     // MARK: The request
 
+    static let key = ConnectionPool.Key(host: "example.com", port: 443, tls: true)
+
+    /// The header block a stream sends for `request` (``HopHandler/headerBlock(for:key:length:acceptEncoding:)``).
+    static func block(
+        _ request: Request, key: ConnectionPool.Key = Self.key, length: RequestBody.Length = .known(0), acceptEncoding: Bool = false
+    ) throws -> HPACKHeaders {
+        try HopHandler.headerBlock(for: request, key: key, length: length, acceptEncoding: acceptEncoding).block
+    }
+
     @Test func theRequestHeadBecomesAnHTTP2HeaderBlock() throws {
-        let block = try Machine.requestHeaderBlock(for: Self.get("/path?q=1"))
+        let request = Request(url: URL(string: "https://example.com/path?q=1")!, headerFields: [.connection: "keep-alive", .accept: "*/*"])
+        let block = try Self.block(request)
         #expect(block[":path"] == ["/path?q=1"])
         #expect(block[":method"] == ["GET"])
         #expect(block[":scheme"] == ["https"])
-        #expect(block[":authority"] == ["example.com"])
+        #expect(block[":authority"] == ["example.com"], "the key's host, its port the default")
         #expect(block["host"].isEmpty, "Host becomes :authority")
         #expect(block["connection"].isEmpty, "HTTP/1's connection fields are not HTTP/2's")
         #expect(block["accept"] == ["*/*"], "names lower-cased")
+        #expect(block["content-length"].isEmpty, "no Content-Length for a GET without content")
+        #expect(block.map { $0.name } == [":path", ":method", ":scheme", ":authority", "accept"], "pseudo-fields first")
     }
 
     /// RFC 9113 8.2.2: HTTP/1's connection-specific fields, and those `Connection` names (its
     /// options are case-insensitive, RFC 9110 7.6.1), are left out.
     @Test func theHeaderBlockKeepsTheFieldsOrderAndLeavesOutEveryConnectionSpecificField() throws {
-        let head = HTTPRequestHead(
-            version: .http1_1, method: .POST, uri: "/u",
-            headers: [
-                "X-One": "1", "HOST": "example.com:8443", "Connection": "keep-alive, X-Hop", "Keep-Alive": "timeout=5",
-                "Proxy-Connection": "keep-alive", "Transfer-Encoding": "chunked", "Upgrade": "h2c", "x-hop": "dropped",
-                "Content-Type": "text/plain", "x-one": "2",
-            ])
-        let block = try Machine.requestHeaderBlock(for: head)
-        #expect(block.map { $0.name } == [":path", ":method", ":scheme", ":authority", "x-one", "content-type", "x-one"])
-        #expect(block.map { $0.value } == ["/u", "POST", "https", "example.com:8443", "1", "text/plain", "2"])
+        var fields = HTTPFields()
+        for (name, value) in [
+            ("X-One", "1"), ("HOST", "example.com:8443"), ("Connection", "keep-alive, X-Hop"), ("Keep-Alive", "timeout=5"),
+            ("Proxy-Connection", "keep-alive"), ("Transfer-Encoding", "chunked"), ("Upgrade", "h2c"), ("x-hop", "dropped"),
+            ("Content-Type", "text/plain"), ("x-one", "2"),
+        ] {
+            fields.append(HTTPField(name: HTTPField.Name(name)!, value: value))
+        }
+        let request = Request(method: .post, url: URL(string: "https://example.com/u")!, headerFields: fields)
+        let (block, size) = try HopHandler.headerBlock(for: request, key: Self.key, length: .known(3), acceptEncoding: true)
+        #expect(block.map { $0.name } == [":path", ":method", ":scheme", ":authority", "x-one", "content-type", "x-one", "content-length", "accept-encoding"])
+        #expect(block.map { $0.value } == ["/u", "POST", "https", "example.com:8443", "1", "text/plain", "2", "3", "deflate, gzip"])
+        // As HTTP/1.1 text: "POST /u HTTP/1.1\r\n", "Host: example.com:8443\r\n", the fields sent, "\r\n".
+        let text =
+            "POST /u HTTP/1.1\r\nHost: example.com:8443\r\nx-one: 1\r\ncontent-type: text/plain\r\nx-one: 2\r\n"
+            + "content-length: 3\r\naccept-encoding: deflate, gzip\r\n\r\n"
+        #expect(size == Int64(text.utf8.count))
     }
 
-    @Test func aRequestHeadWithoutHostOrWithTwoIsRefused() {
-        var head = Self.get()
-        head.headers.remove(name: "Host")
-        #expect(throws: NIOHTTP2Errors.MissingHostHeader.self) { try Machine.requestHeaderBlock(for: head) }
-        head.headers.add(name: "Host", value: "a")
-        head.headers.add(name: "host", value: "b")
-        #expect(throws: NIOHTTP2Errors.DuplicateHostHeader.self) { try Machine.requestHeaderBlock(for: head) }
+    /// The same head as an HTTP/1.1 connection's, in HTTP/2's terms: `:authority` with the key's
+    /// port when it is not the default, the body's length, trailer names, and the request's own
+    /// `Accept-Encoding` kept.
+    @Test func theHeaderBlockCarriesTheHeadAnHTTP11ConnectionWouldSend() throws {
+        let key = ConnectionPool.Key(host: "::1", port: 8443, tls: true)
+        let upload = Request(method: .put, url: URL(string: "https://[::1]:8443/up")!, headerFields: [.acceptEncoding: "br"], body: .data(Data("abc".utf8)))
+        let block = try Self.block(upload, key: key, length: .known(3), acceptEncoding: true)
+        #expect(block[":authority"] == ["[::1]:8443"])
+        #expect(block["content-length"] == ["3"])
+        #expect(block["accept-encoding"] == ["br"], "the request's own, not Courier's")
+        let trailed = Request(method: .put, url: URL(string: "https://example.com/up")!, body: .data(Data("abc".utf8), trailers: [HTTPField.Name("Courier-Checksum")!: "1"]))
+        let withTrailers = try Self.block(trailed, length: .known(3))
+        #expect(withTrailers["trailer"] == ["Courier-Checksum"])
+        #expect(withTrailers["content-length"].isEmpty, "a body with trailers goes without its length, as on HTTP/1.1")
+        #expect(withTrailers["transfer-encoding"].isEmpty)
+        let empty = try Self.block(Request(method: .post, url: URL(string: "https://example.com/")!))
+        #expect(empty["content-length"] == ["0"], "a POST without content says so")
+    }
+
+    @Test func aRequestWithTwoHostFieldsIsRefused() throws {
+        var fields = HTTPFields()
+        fields.append(HTTPField(name: HTTPField.Name("Host")!, value: "a"))
+        let one = try Self.block(Request(url: URL(string: "https://example.com/")!, headerFields: fields))
+        #expect(one[":authority"] == ["a"], "the request's Host names the authority")
+        fields.append(HTTPField(name: HTTPField.Name("host")!, value: "b"))
+        #expect(throws: NIOHTTP2Errors.DuplicateHostHeader.self) {
+            try Self.block(Request(url: URL(string: "https://example.com/")!, headerFields: fields))
+        }
     }
 
     @Test func theStreamOpensWithItsHeadersAndHalfClosesWithItsEnd() {
         var machine = Machine(targetWindow: Self.window)
         #expect(machine.phase == .idle)
-        machine.sendingHead(Self.get(), endStream: false)
+        machine.sendingHead(method: .get, endStream: false)
         #expect(machine.phase == .open)
         machine.sendingBody(endStream: false)
         #expect(machine.phase == .open)
@@ -87,7 +124,7 @@ struct HTTP2StreamStateMachineTests {
         var sent = machine.sendingTrailers()
         #expect(!sent, "no trailers before the head")
         #expect(machine.phase == .idle)
-        machine.sendingHead(Self.get(), endStream: false)
+        machine.sendingHead(method: .get, endStream: false)
         machine.sendingBody(endStream: false)
         sent = machine.sendingTrailers()
         #expect(sent)
@@ -99,7 +136,7 @@ struct HTTP2StreamStateMachineTests {
 
     @Test func trailersMayFollowTheHeadAloneAndAnEndedResponse() throws {
         var machine = Machine(targetWindow: Self.window)
-        machine.sendingHead(Self.get(), endStream: false)
+        machine.sendingHead(method: .get, endStream: false)
         _ = try machine.receivedHeaders(Self.response(413, [("content-length", "0")]), endStream: true)
         #expect(machine.phase == .halfClosedRemote)
         let sent = machine.sendingTrailers()
@@ -152,9 +189,7 @@ struct HTTP2StreamStateMachineTests {
         #expect(parts.first == Self.head(HTTPResponseHead(version: Machine.version, status: .ok, headers: ["transfer-encoding": "chunked"])))
 
         machine = Machine(targetWindow: Self.window)
-        var head = Self.get()
-        head.method = .HEAD
-        machine.sendingHead(head, endStream: true)
+        machine.sendingHead(method: .head, endStream: true)
         parts = try machine.receivedHeaders(Self.response(200), endStream: true)
         #expect(parts.first == Self.head(HTTPResponseHead(version: Machine.version, status: .ok)))
 
@@ -165,7 +200,7 @@ struct HTTP2StreamStateMachineTests {
 
     @Test func informationalHeadsComeBeforeTheFinalOne() throws {
         var machine = Machine(targetWindow: Self.window)
-        machine.sendingHead(Self.get(), endStream: false)
+        machine.sendingHead(method: .get, endStream: false)
         let continueHead = try machine.receivedHeaders(Self.response(100), endStream: false)
         #expect(continueHead == .init(first: Self.head(HTTPResponseHead(version: Machine.version, status: .continue)), second: nil))
         let final = try machine.receivedHeaders(Self.response(201, [("content-length", "0")]), endStream: true)
@@ -308,7 +343,7 @@ struct HTTP2StreamStateMachineTests {
         var machine = Machine(targetWindow: Self.window)
         #expect(machine.close() == .none, "nothing sent")
         var refused = Machine(targetWindow: Self.window)
-        refused.sendingHead(Self.get(), endStream: true)
+        refused.sendingHead(method: .get, endStream: true)
         refused.headersRefused()
         #expect(refused.close() == .none, "swift-nio-http2 refused its HEADERS")
     }

@@ -18,8 +18,8 @@ struct HopStateMachineTests {
         viaForwardingProxy: Bool = false, withoutExpectation: Bool = false, resends: Int = 0, cancelled: Bool = false
     ) -> Machine.HopStart {
         Machine.HopStart(
-            head: HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method.rawValue), uri: "/", headers: headers),
-            hasBody: length > 0, bodyLength: .known(length), method: method, bodyIsReplayable: replayable,
+            expectsContinue: headers[canonicalForm: "expect"].contains { $0.lowercased() == "100-continue" },
+            asksToClose: Machine.asksToClose(headers), hasBody: length > 0, bodyLength: .known(length), method: method, bodyIsReplayable: replayable,
             viaForwardingProxy: viaForwardingProxy, expectContinue: Self.expectContinue, withoutExpectation: withoutExpectation,
             resends: resends, isCancelled: cancelled)
     }
@@ -67,6 +67,18 @@ struct HopStateMachineTests {
     }
 
     // MARK: Keep-alive or close
+
+    /// A head that cannot be made (an HTTP/2 stream's, with two `Host` fields) fails the hop
+    /// with nothing sent: a stream closes, a connection goes back as after any hop.
+    @Test func aHeadThatCannotBeMadeEndsTheHopBeforeItStarts() {
+        var stream = Machine(mode: .stream)
+        #expect(stream.headRefused() == .close)
+        #expect(stream.startHop(Self.start()) == .restartElsewhere, "the stream carries nothing more")
+        var connection = Machine(mode: .connection)
+        #expect(connection.headRefused() == .giveBack(serverIdleTimeout: nil))
+        Self.send(on: &connection)
+        #expect(connection.headRefused() == .none, "not while a hop runs")
+    }
 
     @Test func aKeptAliveResponseGivesTheConnectionBackForTheNextHop() {
         var machine = Machine(mode: .connection)
