@@ -1,6 +1,8 @@
 import Foundation
 import NIOPosix
 
+/// The task notifications below are posted unless the session's
+/// ``SessionConfiguration/postsTaskNotifications`` is false.
 extension Notification.Name {
     /// A task was resumed. The object is the ``SessionTask``, or the ``WebSocketTask`` whose
     /// opening handshake started.
