@@ -1,11 +1,10 @@
 import Foundation
 import NIOPosix
 
-/// The task notifications below are posted unless the session's
-/// ``SessionConfiguration/postsTaskNotifications`` is false.
 extension Notification.Name {
     /// A task was resumed. The object is the ``SessionTask``, or the ``WebSocketTask`` whose
-    /// opening handshake started.
+    /// opening handshake started. This and the task notifications below are posted unless the
+    /// session's ``SessionConfiguration/postsTaskNotifications`` is false.
     public static let taskDidResume = Notification.Name("com.courier.networking.task.resume")
     /// A task was suspended. The object is the ``SessionTask``.
     public static let taskDidSuspend = Notification.Name("com.courier.networking.task.suspend")
