@@ -65,12 +65,15 @@ extension SessionManager {
         let policy = request.options.cachePolicy ?? configuration.value.requestCachePolicy
         var plan = HopPlan.send(request)
         var hop = (revalidating: CachedResponse?.none, mayStore: false, source: ResponseSource.network)
-        let now = configuration.value.responseCache?.now ?? Date()
+        // The cache's clock, read only when there is a cache: the dates are the cache's (a hop's
+        // request and response times for the ages of what it stores).
+        let now = configuration.value.responseCache?.now
         let followsRedirects = (request.options.redirectPolicy ?? configuration.value.redirectPolicy) != .disallow
         if delegate.sink.usesCache {
             let stored = request.method == .get && policy != .reloadIgnoringLocalCacheData
                 ? configuration.value.responseCache?.cachedResponse(for: request) : nil
-            switch CachePlanner.decide(request, stored: stored, policy: policy, now: now, followsRedirects: followsRedirects) {
+            // Without a cache nothing is stored, and `now` is only read for a stored response.
+            switch CachePlanner.decide(request, stored: stored, policy: policy, now: now ?? .distantPast, followsRedirects: followsRedirects) {
             case .serve(let cached):
                 plan = .answer(cached)
                 hop.source = .cache
@@ -86,10 +89,11 @@ extension SessionManager {
                 // RFC 9111 5.2.1.7: the cache answers only-if-cached itself when it cannot.
                 var fields = HTTPFields()
                 fields[.contentLength] = "0"
-                fields[.date] = HTTPDate.format(now)
+                let date = now ?? Date()
+                fields[.date] = HTTPDate.format(date)
                 plan = .answer(CachedResponse(
                     response: HTTPResponse(status: .gatewayTimeout, headerFields: fields), data: Data(), url: request.url,
-                    storagePolicy: .notAllowed, requestDate: now))
+                    storagePolicy: .notAllowed, requestDate: date))
                 hop.source = .cache
             }
         } else if policy == .returnCacheDataDontLoad {
@@ -252,7 +256,8 @@ extension TaskDelegate {
     func finalResponseArrived(_ response: HTTPResponse, url: URL) -> (response: HTTPResponse, status: Int, storedBody: ByteBuffer?) {
         let status = response.status.code
         let cache = self.configurationReference.value.responseCache
-        let now = cache?.now ?? Date()
+        // The cache's clock, read only when there is a cache (the dates are for what it stores).
+        let now = cache?.now
         // What the response needs of the hop, in one transaction; not a copy of the whole hop
         // state, which would retain each of its requests, URLs and strings.
         let (source, handlesCookies, request, revalidating, requestDate) = self.state.withLockedValue { state in
@@ -268,7 +273,7 @@ extension TaskDelegate {
             return (response, status, nil)
         }
         self.responseArrived(response, to: request, handlesCookies: handlesCookies)
-        guard let stored = revalidating, let cache else { return (response, status, nil) }
+        guard let stored = revalidating, let cache, let now else { return (response, status, nil) }
         let updated = CachePlanner.updated(stored, with: response, requestDate: requestDate ?? now, responseDate: now)
         cache.storeCachedResponse(updated, for: request)
         let served = CachePlanner.served(updated, now: now)

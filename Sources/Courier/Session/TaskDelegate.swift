@@ -305,7 +305,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             chosen = newRequest
         }
         let sent = chosen.map { self.nextHop($0, proposed: newRequest, context: context) }
-        let requestDate = sent == nil ? nil : self.configurationReference.value.responseCache?.now ?? Date()
+        // The cache's clock, read only when there is a cache (the dates are for what it stores).
+        let requestDate = sent == nil ? nil : self.configurationReference.value.responseCache?.now
         // The hop ends with its redirect; the next one gets a span of its own.
         context.hopSpan?.span.end(response: response, error: nil)
         var next = sent
