@@ -251,12 +251,7 @@ struct TaskMetricsSettingTests {
                 var hooks = SessionManager.Hooks()
                 hooks.taskDidFinishCollectingMetrics = { _, _, _ in hookCalls.append(()) }
                 manager.hooks = hooks
-                let done = Recorder<Void>()
-                let task = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, _ in done.append(()) }
-                let log = NotificationLog(names: [.taskDidComplete], object: task)
-                task.resume()
-                #expect(await eventually { done.count == 1 })
-                TestQueues.completion.sync {}
+                let (task, log) = await completedDataTask(on: manager, url: server.url("/get"), logging: [.taskDidComplete])
                 #expect((task.metrics != nil) == collects)
                 #expect(task.metrics?.attempts.count == (collects ? 1 : nil))
                 let info = try #require(log.userInfo(of: .taskDidComplete))

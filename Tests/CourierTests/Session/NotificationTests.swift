@@ -47,6 +47,21 @@ final class NotificationLog: @unchecked Sendable {
     }
 }
 
+/// Runs one data task to `url` on `manager` with a log of its `names` notifications, and returns
+/// once its completion handler ran and `.taskDidComplete` was posted, or never will be: it is
+/// posted right after the handler, in the same block on the (test) completion queue.
+func completedDataTask(
+    on manager: HTTPSessionManager, url: URL, logging names: [Notification.Name]
+) async -> (task: DataTask, log: NotificationLog) {
+    let done = Recorder<Void>()
+    let task = manager.dataTask(with: Request(url: url)) { _, _, _ in done.append(()) }
+    let log = NotificationLog(names: names, object: task)
+    task.resume()
+    #expect(await eventually { done.count == 1 })
+    TestQueues.completion.sync {}
+    return (task, log)
+}
+
 @Suite("Notifications")
 struct NotificationTests {
     @Test func resumeSuspendCompleteWithUserInfo() async throws {
@@ -152,14 +167,8 @@ struct NotificationTests {
             var configuration = SessionConfiguration.default
             configuration.postsTaskNotifications = posts
             try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
-                let done = Recorder<Void>()
-                let task = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, _ in done.append(()) }
-                let log = NotificationLog(names: [.taskDidResume, .taskDidSuspend, .taskDidComplete], object: task)
-                task.resume()
-                #expect(await eventually { done.count == 1 })
-                // `.taskDidComplete` is posted right after the handler, in the same block on the
-                // completion queue: once that queue has run this, it was posted or it never will be.
-                TestQueues.completion.sync {}
+                let (_, log) = await completedDataTask(
+                    on: manager, url: server.url("/get"), logging: [.taskDidResume, .taskDidSuspend, .taskDidComplete])
                 #expect(log.names == (posts ? [.taskDidResume, .taskDidComplete] : []))
             }
         }
