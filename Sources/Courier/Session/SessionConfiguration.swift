@@ -107,13 +107,14 @@ public struct SessionConfiguration: Sendable {
     /// Whether the session's data, upload, download and stream tasks gather ``TaskMetrics``. True by
     /// default (URLSession and AFNetworking always gather them).
     ///
-    /// When false, no clock is read for them and none are made: ``SessionTask/metrics``,
-    /// ``DataResponse/metrics`` and ``DownloadResponse/metrics`` are `nil`,
-    /// ``TaskDidCompleteKey/metrics`` is left out of `.taskDidComplete`, and neither
-    /// ``SessionManager/Hooks/taskDidFinishCollectingMetrics`` nor
-    /// ``EventMonitor/task(_:didFinishCollecting:)`` is called. On this project's machine that is
-    /// about 10 retains, a malloc and 0.45 µs of a small request (see "What a request costs" in
-    /// <doc:SessionAndEngine>). A WebSocket task gathers its handshake's metrics either way.
+    /// When false, a task gathers them only if something that reads them is set when it is made:
+    /// an event monitor (``SessionManager/eventMonitors``, ``MetricsMonitor`` among them) or the
+    /// ``SessionManager/Hooks/taskDidFinishCollectingMetrics`` hook. Without either, no clock is
+    /// read for them and none are made: ``SessionTask/metrics``, ``DataResponse/metrics`` and
+    /// ``DownloadResponse/metrics`` are `nil`, and ``TaskDidCompleteKey/metrics`` is left out of
+    /// `.taskDidComplete`. On this project's machine that is about 10 retains, a malloc and
+    /// 0.45 µs of a small request (see "What a request costs" in <doc:SessionAndEngine>). A
+    /// WebSocket task gathers its handshake's metrics either way.
     public var collectsTaskMetrics: Bool = true
     /// Whether the session keeps nothing on disk and shares no state with other sessions: its
     /// cookie store and cache live in memory. A task of an ephemeral session whose

@@ -126,8 +126,12 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         self.originalRequest = request
         (self.interception, self.hooks) = TaskInterception.makeWithHooks(manager: manager, request: request, identifier: identifier)
         // Moved into the lock: the state is large, and a copy cost a whole copy and destroy.
+        // Metrics are gathered when the session asks for them, or when something would read them
+        // that the setting does not cover: an event monitor or the metrics hook.
+        let collectsMetrics = manager.configurationReference.value.collectsTaskMetrics
+            || self.interception.monitors != nil || self.hooks.taskDidFinishCollectingMetrics != nil
         self.state = Mutex(TaskState(
-            request: request, owner: manager, completion: completion,
+            request: request, owner: manager, completion: completion, collectsMetrics: collectsMetrics,
             uploadProgressHandler: uploadProgress, downloadProgressHandler: downloadProgress))
     }
 

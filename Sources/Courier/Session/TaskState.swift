@@ -205,6 +205,7 @@ struct TaskState {
         request: Request,
         owner: SessionManager,
         completion: TaskCompletion,
+        collectsMetrics: Bool,
         uploadProgressHandler: (@Sendable (Progress) -> Void)? = nil,
         downloadProgressHandler: (@Sendable (Progress) -> Void)? = nil
     ) {
@@ -214,7 +215,7 @@ struct TaskState {
         self.countOfBytesExpectedToSend = request.body.knownLength ?? -1
         self.uploadProgressHandler = uploadProgressHandler
         self.downloadProgressHandler = downloadProgressHandler
-        // Nothing is gathered (no clock read, no object made) for a session that does not ask.
-        if owner.configurationReference.value.collectsTaskMetrics { self.metrics = TaskMetricsRecorder() }
+        // Nothing is gathered (no clock read, no object made) when nothing would read it.
+        if collectsMetrics { self.metrics = TaskMetricsRecorder() }
     }
 }

@@ -238,30 +238,50 @@ struct TaskEndSettlingTests {
 
 @Suite("Task metrics on request")
 struct TaskMetricsSettingTests {
-    /// With ``SessionConfiguration/collectsTaskMetrics`` false a task has no metrics anywhere: not
-    /// on the task, the response or the notification, and the hook is not called. The default has
-    /// them in each place (the same test body).
+    /// With ``SessionConfiguration/collectsTaskMetrics`` false, and nothing set that reads them,
+    /// a task has no metrics anywhere: not on the task, the response or the notification. The
+    /// default has them in each place (the same test body).
     @Test(arguments: [true, false])
     func collectsTaskMetricsDecidesWhetherTasksGatherThem(_ collects: Bool) async throws {
         try await withTestServer { server in
             var configuration = SessionConfiguration.default
             configuration.collectsTaskMetrics = collects
             try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
-                let hookCalls = Recorder<Void>()
-                var hooks = SessionManager.Hooks()
-                hooks.taskDidFinishCollectingMetrics = { _, _, _ in hookCalls.append(()) }
-                manager.hooks = hooks
                 let (task, log) = await completedDataTask(on: manager, url: server.url("/get"), logging: [.taskDidComplete])
                 #expect((task.metrics != nil) == collects)
                 #expect(task.metrics?.attempts.count == (collects ? 1 : nil))
                 let info = try #require(log.userInfo(of: .taskDidComplete))
                 #expect((info[TaskDidCompleteKey.metrics] is TaskMetrics) == collects)
-                #expect(hookCalls.count == (collects ? 1 : 0))
 
                 let response = try await manager.response(method: .get, urlString: "get", serializer: DataResponseSerializer())
                 #expect(response.response.status == .ok)
                 #expect((response.metrics != nil) == collects)
-                #expect(hookCalls.count == (collects ? 2 : 0))
+            }
+        }
+    }
+
+    /// What reads the metrics still gets them with the setting off: the metrics hook, and an event
+    /// monitor (``MetricsMonitor`` lives on them).
+    @Test(arguments: ["hook", "monitor"])
+    func whatReadsTheMetricsGetsThemWithTheSettingOff(_ reader: String) async throws {
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.collectsTaskMetrics = false
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                let delivered = Recorder<TaskMetrics>()
+                if reader == "hook" {
+                    var hooks = SessionManager.Hooks()
+                    hooks.taskDidFinishCollectingMetrics = { _, _, metrics in delivered.append(metrics) }
+                    manager.hooks = hooks
+                } else {
+                    var monitor = ClosureEventMonitor()
+                    monitor.taskDidFinishCollectingMetrics = { _, metrics in delivered.append(metrics) }
+                    manager.eventMonitors = [monitor]
+                }
+                let response = try await manager.response(method: .get, urlString: "get", serializer: DataResponseSerializer())
+                #expect(await eventually { delivered.count == 1 })
+                #expect(delivered.all.first?.attempts.count == 1)
+                #expect(response.metrics != nil)
             }
         }
     }
