@@ -39,6 +39,9 @@ struct Arguments: Sendable {
         /// A swift-openapi-generator client (`GET /small`, JSON decoded) on CourierOpenAPI's
         /// `CourierTransport` (issue 31).
         case openapiCourier = "openapi-courier"
+        /// The same client on `CourierTransport` over a manager without task notifications and
+        /// task metrics (`courier-lean`'s settings).
+        case openapiCourierLean = "openapi-courier-lean"
         /// The same generated client on swift-openapi-async-http-client's `AsyncHTTPClientTransport`.
         case openapiAHC = "openapi-ahc"
         /// Go's net/http client (`Scripts/go-bench`, a process of its own; its own CPU is counted),
@@ -79,7 +82,7 @@ struct Arguments: Sendable {
     static let usage = """
         usage: courier-bench [--scenario sequential|concurrent|all] [--requests N] [--concurrency N]
                              [--url URL] [--server nginx|testserver|auto]
-                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted,courier-nostores,courier-lean,courier-engine,openapi-courier,openapi-ahc,go]
+                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted,courier-nostores,courier-lean,courier-engine,openapi-courier,openapi-courier-lean,openapi-ahc,go]
                              [--warmup N] [--repeat K] [--json] [--tls] [--http2]
 
           --scenario     which work to run (default: all)
@@ -95,7 +98,8 @@ struct Arguments: Sendable {
                          is courier without task notifications and task metrics; courier-engine
                          is Courier's NIOEngine alone, through the Engine seam with no session (their
                          ratios to courier are printed); openapi-courier and openapi-ahc are one
-                         swift-openapi-generator client on CourierOpenAPI and on AsyncHTTPClient;
+                         swift-openapi-generator client on CourierOpenAPI and on AsyncHTTPClient
+                         (openapi-courier-lean: on CourierOpenAPI with courier-lean's settings);
                          go is Go's net/http (Scripts/go-bench, its own process and CPU), added to
                          the default clients when a go toolchain is on the PATH
           --warmup       unmeasured requests before each measured run (default: 1000)

@@ -47,8 +47,10 @@ enum Report {
                 }
             }
             // The same generated OpenAPI client on CourierOpenAPI over AsyncHTTPClient's transport.
-            if let mine = median(.openapiCourier), let theirs = median(.openapiAHC), theirs > 0 {
-                ratios.append(Ratio(scenario: scenario, courierClient: Arguments.ClientKind.openapiCourier.rawValue, against: Arguments.ClientKind.openapiAHC.rawValue, value: mine / theirs))
+            for courier in [Arguments.ClientKind.openapiCourier, .openapiCourierLean] {
+                if let mine = median(courier), let theirs = median(.openapiAHC), theirs > 0 {
+                    ratios.append(Ratio(scenario: scenario, courierClient: courier.rawValue, against: Arguments.ClientKind.openapiAHC.rawValue, value: mine / theirs))
+                }
             }
             for courier in [Arguments.ClientKind.courier, .courierCallback, .courierEngine] {
                 for other in [Arguments.ClientKind.ahc, .urlsession, .go] {

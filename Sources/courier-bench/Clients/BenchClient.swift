@@ -39,6 +39,7 @@ enum BenchClient: Sendable {
         case .courierLean: .async(CourierClient(url: url, connections: connections, instrumentation: .lean))
         case .courierEngine: .async(EngineClient(url: url, connections: connections))
         case .openapiCourier: .async(OpenAPIBenchClient(url: url, connections: connections, transport: .courier))
+        case .openapiCourierLean: .async(OpenAPIBenchClient(url: url, connections: connections, transport: .courierLean))
         case .openapiAHC: .async(OpenAPIBenchClient(url: url, connections: connections, transport: .ahc))
         case .go: Self.go(url: url, connections: connections, http2: http2)
         }

@@ -12,6 +12,9 @@ import OpenAPIRuntime
 final class OpenAPIBenchClient: AsyncBenchClient {
     enum Transport {
         case courier
+        /// `CourierTransport` over a manager with `postsTaskNotifications` and
+        /// `collectsTaskMetrics` off.
+        case courierLean
         case ahc
     }
 
@@ -26,8 +29,8 @@ final class OpenAPIBenchClient: AsyncBenchClient {
         components.percentEncodedQuery = nil
         let serverURL = components.url!
         switch transport {
-        case .courier:
-            let (manager, _) = CourierSetup.manager(url: url, connections: connections)
+        case .courier, .courierLean:
+            let (manager, _) = CourierSetup.manager(url: url, connections: connections, lean: transport == .courierLean)
             self.client = Client(serverURL: serverURL, transport: CourierTransport(manager: manager))
             self.shutdownTransport = { await manager.invalidate(cancelingTasks: true) }
         case .ahc:
