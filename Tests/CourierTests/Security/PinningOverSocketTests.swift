@@ -60,8 +60,30 @@ struct PinningOverSocketTests {
         }
     }
 
+    /// A server on a port below the kernel's range of ephemeral ports, for a test that starts a
+    /// server again on the same port: a port from that range, once free, can become the local
+    /// port of a connection another test opens meanwhile, and the second bind then fails with
+    /// `EADDRINUSE` (it did, once, in a full run). Ports below the range are only ever bound on
+    /// purpose.
+    static func startBelowEphemeralPorts(_ configuration: TestServer.Configuration) async throws -> TestServer {
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        let lowestEphemeral = range.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32768
+        let lowest = max(1024, lowestEphemeral - 12_000)
+        var attempt = 0
+        while true {
+            attempt += 1
+            var configuration = configuration
+            configuration.port = Int.random(in: lowest..<lowestEphemeral)
+            do {
+                return try await TestServer.start(configuration)
+            } catch where attempt < 50 {
+                continue  // the port is taken by something else on this machine: try another
+            }
+        }
+    }
+
     @Test func certificateChangingBetweenConnectionsOfOnePoolIsCheckedAgain() async throws {
-        let first = try await TestServer.start(.https(.localhost))
+        let first = try await Self.startBelowEphemeralPorts(.https(.localhost))
         let port = first.port
         try await withManager(baseURL: first.baseURL, securityPolicy: try Self.leafKeyPolicy()) { manager in
             let response = try await manager.get("get")
