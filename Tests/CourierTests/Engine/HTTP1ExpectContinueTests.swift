@@ -1,5 +1,6 @@
 @testable import Courier
 import Foundation
+import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -17,26 +18,27 @@ struct HTTP1ExpectContinueTests {
         configuration.expectContinueTimeout = seconds
         return configuration
     }
-    private func head(_ headers: HTTPHeaders = [:]) -> HTTPRequestHead {
-        HTTPRequestHead(version: .http1_1, method: .PUT, uri: "/", headers: headers)
+    /// Whether a request with `fields` asks for the expectation itself.
+    private func asks(_ fields: HTTPFields = [:]) -> Bool {
+        ExpectContinue.asksForContinue(fields)
     }
 
     @Test func onlyBodiesAtOrAboveTheThresholdAreAnnounced() {
-        #expect(self.policy.decision(for: self.head(), hasBody: true, length: .known(1000), serverIsHTTP10: false) == .announce)
-        #expect(self.policy.decision(for: self.head(), hasBody: true, length: .known(999), serverIsHTTP10: false) == .sendAtOnce)
-        #expect(self.policy.decision(for: self.head(), hasBody: true, length: .unknown, serverIsHTTP10: false) == .sendAtOnce, "a stream of unknown length goes at once")
-        #expect(self.policy.decision(for: self.head(), hasBody: false, length: .known(0), serverIsHTTP10: false) == .sendAtOnce, "no expectation without content")
-        #expect(self.policy.decision(for: self.head(), hasBody: true, length: .known(5000), serverIsHTTP10: true) == .sendAtOnce, "an HTTP/1.0 server knows none")
+        #expect(self.policy.decision(expectsContinue: self.asks(), hasBody: true, length: .known(1000), serverIsHTTP10: false) == .announce)
+        #expect(self.policy.decision(expectsContinue: self.asks(), hasBody: true, length: .known(999), serverIsHTTP10: false) == .sendAtOnce)
+        #expect(self.policy.decision(expectsContinue: self.asks(), hasBody: true, length: .unknown, serverIsHTTP10: false) == .sendAtOnce, "a stream of unknown length goes at once")
+        #expect(self.policy.decision(expectsContinue: self.asks(), hasBody: false, length: .known(0), serverIsHTTP10: false) == .sendAtOnce, "no expectation without content")
+        #expect(self.policy.decision(expectsContinue: self.asks(), hasBody: true, length: .known(5000), serverIsHTTP10: true) == .sendAtOnce, "an HTTP/1.0 server knows none")
         let never = ExpectContinue(threshold: nil, timeout: .seconds(1))
-        #expect(never.decision(for: self.head(), hasBody: true, length: .known(1 << 30), serverIsHTTP10: false) == .sendAtOnce)
+        #expect(never.decision(expectsContinue: self.asks(), hasBody: true, length: .known(1 << 30), serverIsHTTP10: false) == .sendAtOnce)
     }
 
     @Test func anExpectationTheRequestCarriesIsWaitedFor() {
-        let asked = self.head(["Expect": "100-Continue"])
-        #expect(self.policy.decision(for: asked, hasBody: true, length: .known(10), serverIsHTTP10: false) == .wait)
+        let asked = self.asks([.expect: "100-Continue"])
+        #expect(self.policy.decision(expectsContinue: asked, hasBody: true, length: .known(10), serverIsHTTP10: false) == .wait)
         let never = ExpectContinue(threshold: nil, timeout: .seconds(1))
-        #expect(never.decision(for: asked, hasBody: true, length: .unknown, serverIsHTTP10: false) == .wait)
-        #expect(never.decision(for: asked, hasBody: false, length: .known(0), serverIsHTTP10: false) == .sendAtOnce)
+        #expect(never.decision(expectsContinue: asked, hasBody: true, length: .unknown, serverIsHTTP10: false) == .wait)
+        #expect(never.decision(expectsContinue: asked, hasBody: false, length: .known(0), serverIsHTTP10: false) == .sendAtOnce)
     }
 
     @Test func theConfigurationIsCarriedOver() {

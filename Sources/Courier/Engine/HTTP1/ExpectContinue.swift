@@ -1,5 +1,6 @@
+import Foundation
+import HTTPTypes
 import NIOCore
-import NIOHTTP1
 
 /// When a request body waits for the server's `100 Continue` (RFC 9110 section 10.1.1), and for
 /// how long at most: ``NIOEngine/Configuration/expectContinueThreshold`` and
@@ -36,14 +37,8 @@ struct ExpectContinue: Sendable, Equatable {
     /// The decision for a request with `head` and a body of `length` (`hasBody` false for none),
     /// sent to a server that answered with HTTP/1.0 before (`serverIsHTTP10`: it knows no
     /// expectation, and waiting for it would only delay the body).
-    func decision(for head: HTTPRequestHead, hasBody: Bool, length: RequestBody.Length, serverIsHTTP10: Bool) -> Decision {
-        self.decision(
-            expectsContinue: head.headers[canonicalForm: "expect"].contains { $0.lowercased() == "100-continue" }, hasBody: hasBody,
-            length: length, serverIsHTTP10: serverIsHTTP10)
-    }
-
-    /// The same for a request whose own fields carry `Expect: 100-continue` (`expectsContinue`),
-    /// whichever protocol's head it has.
+    /// `expectsContinue`: the request's own fields carry `Expect: 100-continue`
+    /// (``asksForContinue(_:)``).
     func decision(expectsContinue: Bool, hasBody: Bool, length: RequestBody.Length, serverIsHTTP10: Bool) -> Decision {
         // No expectation without content (RFC 9110 section 10.1.1).
         guard hasBody, length != .known(0) else { return .sendAtOnce }
@@ -52,5 +47,16 @@ struct ExpectContinue: Sendable, Equatable {
         }
         guard !serverIsHTTP10, let threshold, case .known(let bytes) = length, bytes >= threshold else { return .sendAtOnce }
         return .announce
+    }
+}
+
+extension ExpectContinue {
+    /// Whether a request's own fields carry `Expect: 100-continue` (any case, in a list or not),
+    /// read once from the request, whichever protocol's head it goes out in.
+    static func asksForContinue(_ fields: HTTPFields) -> Bool {
+        guard fields.contains(.expect) else { return false }
+        return fields[values: .expect].contains { value in
+            value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "100-continue" }
+        }
     }
 }

@@ -208,14 +208,6 @@ enum OutgoingRequestHead {
         }
     }
 
-    /// Whether the request's own fields carry `Expect: 100-continue`.
-    var expectsContinue: Bool {
-        switch self {
-        case .connection(let head): head.headers[canonicalForm: "expect"].contains { $0.lowercased() == "100-continue" }
-        case .stream(let block, _): block[canonicalForm: "expect"].contains { $0.lowercased() == "100-continue" }
-        }
-    }
-
     /// Whether the request asks the server to close the connection after the answer (a stream
     /// is never reused, and sends no `Connection`).
     var asksToClose: Bool {

@@ -141,7 +141,7 @@ final class HopHandler: ChannelDuplexHandler {
         if case .forward = hop.key.route { viaForwardingProxy = true }
         let decision = self.stateMachine.startHop(
             Machine.HopStart(
-                expectsContinue: hasBody && body.length != .known(0) && head.expectsContinue, asksToClose: head.asksToClose,
+                expectsContinue: ExpectContinue.asksForContinue(request.headerFields), asksToClose: head.asksToClose,
                 hasBody: hasBody, bodyLength: body.length, method: request.method,
                 bodyIsReplayable: request.body.isReplayable, viaForwardingProxy: viaForwardingProxy,
                 expectContinue: hop.pool.settings.expectContinue, withoutExpectation: withoutExpectation,

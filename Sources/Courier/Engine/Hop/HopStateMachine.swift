@@ -43,8 +43,8 @@ struct HopStateMachine {
 
     /// What the handler knows of a hop as it starts it on the connection.
     struct HopStart {
-        /// Whether the request's own fields carry `Expect: 100-continue` (read from its head only
-        /// when it has content: no expectation applies otherwise).
+        /// Whether the request's own fields carry `Expect: 100-continue`
+        /// (``ExpectContinue/asksForContinue(_:)``).
         var expectsContinue: Bool
         /// Whether the request's fields ask the server to close the connection after the answer
         /// (``HopStateMachine/asksToClose(_:)``).
