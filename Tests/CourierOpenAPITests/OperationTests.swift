@@ -41,7 +41,7 @@ struct OperationTests {
         }
     }
 
-    @Test("The request path and query are joined to the server URL, whose own path is kept")
+    @Test("The request path and query are joined to the server URL, whose own path is kept and whose query and fragment are not")
     func urls() throws {
         func join(_ base: String, _ path: String) throws -> String {
             try CourierTransport.url(HTTPRequest(method: .get, scheme: nil, authority: nil, path: path), baseURL: URL(string: base)!).absoluteString
@@ -50,8 +50,16 @@ struct OperationTests {
         #expect(try join("http://127.0.0.1:8080/", "/get") == "http://127.0.0.1:8080/get")
         #expect(try join("https://api.example.com/v1", "/pets/%7Bid%7D") == "https://api.example.com/v1/pets/%7Bid%7D")
         #expect(try join("https://api.example.com/v1/", "/pets?limit=2&tag=x") == "https://api.example.com/v1/pets?limit=2&tag=x")
+        #expect(try join("https://api.example.com/v1?key=1#top", "/pets") == "https://api.example.com/v1/pets")
+        #expect(try join("https://api.example.com/v1", "/pets?tag=x#part") == "https://api.example.com/v1/pets?tag=x")
+        #expect(try join("https://api.example.com", "") == "https://api.example.com")
         let error = try #require(throws: CourierError.self) { try join("file:///tmp", "/get") }
         #expect(error.code == .invalidURL)
+        // A character a URL cannot hold is refused, not encoded behind the caller's back.
+        let space = try #require(throws: CourierError.self) { try join("http://127.0.0.1:8080", "/a b") }
+        #expect(space.code == .invalidURL)
+        let noHost = try #require(throws: CourierError.self) { try join("http://127.0.0.1:8080", "pets") }
+        #expect(noHost.code == .invalidURL)
     }
 
     @Test("Per-operation options over the transport's: the timeout of one operation, the rest unchanged")
