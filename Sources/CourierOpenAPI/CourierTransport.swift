@@ -27,11 +27,13 @@ import OpenAPIRuntime
 ///   307/308 redirect or a retry can send again; one that cannot is sent once. A small in-memory
 ///   body (known length up to ``Configuration/collectedBodyLimit``, iterable more than once) is
 ///   collected and sent as bytes.
-/// - The response body comes from `SessionManager.stream(_:downloadProgress:)`: the
-///   call returns at the response head, and the connection stops reading while more than 128 KiB
-///   wait unread. Its `HTTPBody` has the `Content-Length` as its known length (unknown when the
-///   response was chunked or was decompressed), and can be iterated once. Dropping it unread
-///   cancels the task. A `HEAD`, `204` or `304` response has no body (`nil`).
+/// - The response body comes from `SessionManager.stream(_:downloadProgress:gatheringBodiesUpTo:)`.
+///   A body whose `Content-Length` is at most ``Configuration/gatheredBodyLimit`` (64 KiB) is read
+///   whole before the call returns and handed over from memory. Any other returns at the response
+///   head, and the connection stops reading while more than 128 KiB wait unread. The `HTTPBody`
+///   has the `Content-Length` as its known length (unknown when the response was chunked or was
+///   decompressed), and can be iterated once. Dropping a streamed one unread cancels the task. A
+///   `HEAD`, `204` or `304` response has no body (`nil`).
 ///
 /// Errors: whatever fails in Courier is thrown as a `CourierError`, which the runtime
 /// wraps in its `ClientError` as the `underlyingError`. A request body stream that throws fails the
@@ -51,12 +53,19 @@ public struct CourierTransport: ClientTransport {
         /// (the bodies the generated code makes from JSON, forms and `Data`). 64 KiB by default;
         /// 0 streams every body.
         public var collectedBodyLimit: Int
+        /// The largest response body, in bytes by its `Content-Length`, that is read whole before
+        /// the call returns and then handed to the runtime from memory, rather than streamed from
+        /// the response head (the small JSON answers of most operations: cheaper, see
+        /// `SessionManager.stream(_:downloadProgress:gatheringBodiesUpTo:)`). 64 KiB by default;
+        /// 0 streams every body.
+        public var gatheredBodyLimit: Int
 
         /// No options, so every setting is the session's.
         public init() {
             self.options = RequestOptions()
             self.operationOptions = [:]
             self.collectedBodyLimit = 64 * 1024
+            self.gatheredBodyLimit = 64 * 1024
         }
 
         /// The options an operation's request carries: ``operationOptions`` for it over ``options``.
@@ -101,7 +110,7 @@ public struct CourierTransport: ClientTransport {
         operationID: String
     ) async throws -> (HTTPResponse, HTTPBody?) {
         let courierRequest = try await self.courierRequest(request, body: body, baseURL: baseURL, operationID: operationID)
-        let stream = try await self.manager.stream(courierRequest)
+        let stream = try await self.manager.stream(courierRequest, gatheringBodiesUpTo: self.configuration.gatheredBodyLimit)
         return try await Self.response(stream, method: request.method)
     }
 

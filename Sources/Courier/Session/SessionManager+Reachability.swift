@@ -28,7 +28,7 @@ extension SessionManager {
     /// Every kind of task is retried alike: data and upload tasks with completion handlers (and
     /// so ``HTTPSessionManager``'s verbs), their `async` forms, downloads (callback and `async`;
     /// the retry writes a new file, and a download continuing resume data asks for the same range
-    /// again), and ``stream(_:downloadProgress:)`` and ``eventStream(_:options:)`` connections.
+    /// again), and ``stream(_:downloadProgress:gatheringBodiesUpTo:)`` and ``eventStream(_:options:)`` connections.
     ///
     /// A task is retried when all of these hold:
     /// - the failure is ``CourierError/Code/connectionFailed`` for want of a network: the socket

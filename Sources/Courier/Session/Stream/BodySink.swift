@@ -6,7 +6,7 @@ import NIOFoundationCompat
 /// Where a task's response body goes: gathered in memory for the response serializer
 /// (``MemoryBodySink``, data and upload tasks), written to a file (``DownloadPlan``, download tasks),
 /// or handed to an `async` consumer as it arrives (``ResponseStreamSink``,
-/// ``SessionManager/stream(_:downloadProgress:)``).
+/// ``SessionManager/stream(_:downloadProgress:gatheringBodiesUpTo:)``).
 ///
 /// The task's delegate hands every body event to its sink and knows nothing of where the bytes go:
 /// the response head (after the cookie store and the cache saw it), each chunk, and the exchange's

@@ -1,6 +1,6 @@
 import HTTPTypes
 
-/// A response whose body is read as it arrives (``SessionManager/stream(_:downloadProgress:)``).
+/// A response whose body is read as it arrives (``SessionManager/stream(_:downloadProgress:gatheringBodiesUpTo:)``).
 public struct DataStreamResponse: Sendable {
     /// The task; cancel it to stop the transfer.
     public let task: DataTask

@@ -5,31 +5,61 @@ import NIOCore
 ///
 /// Iterate it once. Stopping early (breaking out of the loop, or cancelling the iterating task)
 /// cancels the request. A failure mid-body — a reset, a timeout — is thrown by the iteration.
+/// A body that was read whole before the call returned (`SessionManager.stream(_:downloadProgress:gatheringBodiesUpTo:)`)
+/// comes from memory, in one chunk.
 public struct ResponseBodyStream: AsyncSequence, Sendable {
     public typealias Element = ByteBuffer
     public typealias Failure = CourierError
 
-    let base: ResponseStreamSink.Producer
+    private enum Base: Sendable {
+        case streamed(ResponseStreamSink.Producer)
+        /// Read whole: its one chunk (none when the body was empty).
+        case complete(ByteBuffer?)
+    }
+
+    private let base: Base
+
+    init(base: ResponseStreamSink.Producer) {
+        self.base = .streamed(base)
+    }
+
+    init(complete body: ByteBuffer?) {
+        self.base = .complete(body.flatMap { $0.readableBytes > 0 ? $0 : nil })
+    }
 
     /// Reads the chunks one at a time.
     public struct AsyncIterator: AsyncIteratorProtocol {
         public typealias Element = ByteBuffer
         public typealias Failure = CourierError
 
-        var base: ResponseStreamSink.Producer.AsyncIterator
+        fileprivate enum Base {
+            case streamed(ResponseStreamSink.Producer.AsyncIterator)
+            case complete(ByteBuffer?)
+        }
+
+        fileprivate var base: Base
 
         public mutating func next() async throws(CourierError) -> ByteBuffer? {
-            do {
-                return try await self.base.next()
-            } catch let error as CourierError {
-                throw error
-            } catch {
-                throw CourierError(.cancelled, "reading the response body stopped", underlyingError: error)
+            switch self.base {
+            case .complete(let chunk):
+                self.base = .complete(nil)
+                return chunk
+            case .streamed(let iterator):
+                do {
+                    return try await iterator.next()
+                } catch let error as CourierError {
+                    throw error
+                } catch {
+                    throw CourierError(.cancelled, "reading the response body stopped", underlyingError: error)
+                }
             }
         }
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: self.base.makeAsyncIterator())
+        switch self.base {
+        case .streamed(let sequence): AsyncIterator(base: .streamed(sequence.makeAsyncIterator()))
+        case .complete(let chunk): AsyncIterator(base: .complete(chunk))
+        }
     }
 }

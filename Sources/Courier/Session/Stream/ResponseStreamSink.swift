@@ -6,6 +6,12 @@ import Synchronization
 /// The producing side of a streamed response body: the task's delegate yields chunks into it,
 /// the consumer reads them from its ``ResponseBodyStream``.
 ///
+/// A sink made with a gathering limit (``init(gatheringUpTo:)``) reads a body whose
+/// `Content-Length` is within it whole before the caller gets the head, and the consumer then
+/// reads it from memory: no sequence is made for it, nothing waits on back-pressure, and the
+/// caller is woken once instead of for the head and again for the body. A body that turns out
+/// longer than the limit (decompressed, say) is streamed from there on, what was gathered first.
+///
 /// Once more than ``UnreadBytesWatermark/highWatermark`` bytes wait unread, the exchange stops
 /// reading (TCP flow control, or the HTTP/2 stream's window, then slows the server) until the
 /// consumer has brought them down to ``UnreadBytesWatermark/lowWatermark``.
@@ -34,6 +40,34 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         var holdingHead = false
         var heldChunks: [ByteBuffer] = []
         var heldBytes = 0
+        /// A head kept from the consumer until its small body is whole (``init(gatheringUpTo:)``),
+        /// and the body so far.
+        var gathering = false
+        var gathered: ByteBuffer?
+        /// The whole body, gathered: the consumer's, read from memory (``takeBody()``).
+        var completeBody: ByteBuffer??
+
+        /// The source chunks are yielded to, made on first use: a gathered body needs none.
+        mutating func source(for sink: ResponseStreamSink) -> Producer.Source? {
+            if let source = self.source { return source }
+            guard !self.isFinished, self.sequence == nil, !self.sequenceTaken else { return nil }
+            let made = Producer.makeSequence(
+                elementType: ByteBuffer.self,
+                failureType: (any Error).self,
+                backPressureStrategy: UnreadBytesWatermark(ledger: sink.ledger),
+                finishOnDeinit: false,
+                delegate: sink)
+            self.source = made.source
+            self.sequence = made.sequence
+            self.madeSequence = true
+            return made.source
+        }
+
+        /// Whether a sequence was made (for tests: a gathered body needs none).
+        var madeSequence = false
+
+        /// Whether the sequence was handed to the consumer (or made and dropped): no other is made.
+        var sequenceTaken = false
     }
 
     /// The most body a held-back response keeps before it goes to the consumer anyway (and its
@@ -53,25 +87,37 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
 
     private let state = Mutex(State())
 
-    init() {
-        let made = Producer.makeSequence(
-            elementType: ByteBuffer.self,
-            failureType: (any Error).self,
-            backPressureStrategy: UnreadBytesWatermark(ledger: self.ledger),
-            finishOnDeinit: false,
-            delegate: self)
-        self.state.withLockedValue {
-            $0.source = made.source
-            $0.sequence = made.sequence
-        }
+    /// The most body, in bytes, gathered whole before the caller gets the head; 0 streams every
+    /// body from its head.
+    let gatheringLimit: Int
+
+    /// A sink for a body streamed from its head, or, with a `gatheringLimit` above 0, gathered
+    /// whole first when its `Content-Length` is at most that many bytes.
+    init(gatheringUpTo gatheringLimit: Int = 0) {
+        self.gatheringLimit = gatheringLimit
+        // A body streamed from its head in any case gets its sequence at once, as before.
+        guard gatheringLimit <= 0 else { return }
+        self.state.withLockedValue { _ = $0.source(for: self) }
     }
 
-    /// The consumer's sequence; handed out once.
+    /// The consumer's sequence (made now if no chunk came yet); handed out once.
     func takeSequence() -> Producer? {
         self.state.withLockedValue { state in
+            _ = state.source(for: self)
+            state.sequenceTaken = true
             defer { state.sequence = nil }
             return state.sequence
         }
+    }
+
+    /// The consumer's body: read from memory when it was gathered whole, else the sequence.
+    func takeBody() -> ResponseBodyStream? {
+        let complete = self.state.withLockedValue { state -> ByteBuffer?? in
+            defer { state.completeBody = nil }
+            return state.completeBody
+        }
+        if let complete { return ResponseBodyStream(complete: complete) }
+        return self.takeSequence().map { ResponseBodyStream(base: $0) }
     }
 
     func attach(_ delegate: TaskDelegate) {
@@ -81,11 +127,15 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     /// Whether the exchange should stop reading.
     var wantsPause: Bool { self.state.withLockedValue { $0.wantsPause } }
 
-    /// Whether the consumer has (or had) the response head.
-    var consumerHasHead: Bool { self.state.withLockedValue { $0.headArrived } }
+    /// Whether the consumer has (or had) the response head, or will have it with its gathered
+    /// body: either way, the attempt that got it is the one the caller reads.
+    var consumerHasHead: Bool { self.state.withLockedValue { $0.headArrived || $0.gathering } }
 
     /// Whether a caller waits in ``waitForHead()`` (for tests).
     var isWaitingForHead: Bool { self.state.withLockedValue { $0.headWaiter != nil } }
+
+    /// Whether a sequence was made for the consumer (for tests).
+    var madeSequence: Bool { self.state.withLockedValue { $0.madeSequence } }
 
     /// Whether the body has ended (``finish(with:)``) (for tests).
     var hasFinished: Bool { self.state.withLockedValue { $0.isFinished } }
@@ -115,6 +165,8 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     func headArrived() {
         let waiter = self.state.withLockedValue { state -> CheckedContinuation<Void, any Error>? in
             state.headArrived = true
+            // The consumer takes the sequence once woken, even if the body ends first.
+            _ = state.source(for: self)
             state.holdingHead = false
             state.heldChunks = []
             state.heldBytes = 0
@@ -129,6 +181,19 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         }
     }
 
+    /// Keeps the head from the consumer until its body, of at most ``gatheringLimit`` bytes, is
+    /// whole (``finish(with:)``), or turns out longer (``yield(_:)``).
+    func gatherBody() {
+        self.state.withLockedValue { state in
+            state.gathering = true
+            state.gathered = nil
+            // An earlier attempt's held head and body are not the consumer's.
+            state.holdingHead = false
+            state.heldChunks = []
+            state.heldBytes = 0
+        }
+    }
+
     /// Holds a head back from the consumer (its attempt may be retried): a later attempt's head
     /// replaces it, the task's end hands it over (``finish(with:)``).
     func holdHead() {
@@ -136,6 +201,8 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
             state.holdingHead = true
             state.heldChunks = []
             state.heldBytes = 0
+            state.gathering = false
+            state.gathered = nil
         }
     }
 
@@ -148,6 +215,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
             state.heldBytes += chunk.readableBytes
             guard state.heldBytes > Self.heldBodyLimit else { return (.held, nil) }
             let chunks = state.heldChunks
+            _ = state.source(for: self)
             state.holdingHead = false
             state.heldChunks = []
             state.heldBytes = 0
@@ -161,9 +229,35 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
 
     // MARK: Body
 
-    /// Hands a chunk to the consumer. Returns false when the consumer is gone.
+    /// Hands a chunk to the consumer, or gathers it. Returns false when the consumer is gone.
     func yield(_ chunk: ByteBuffer) -> Bool {
-        let (source, before) = self.state.withLockedValue { ($0.source, $0.produceMoreCount) }
+        enum Step { case gathered, stream(Producer.Source?, Int), overflow(Producer.Source?, Int, CheckedContinuation<Void, any Error>?, ByteBuffer) }
+        let step = self.state.withLockedValue { state -> Step in
+            if state.gathering {
+                if state.gathered == nil { state.gathered = chunk } else { state.gathered!.writeImmutableBuffer(chunk) }
+                guard state.gathered!.readableBytes > self.gatheringLimit else { return .gathered }
+                // Longer than announced (decompressed, say): streamed from here, with what came
+                // so far as its first chunk.
+                state.gathering = false
+                state.headArrived = true
+                let gathered = state.gathered.take()!
+                defer { state.headWaiter = nil }
+                return .overflow(state.source(for: self), state.produceMoreCount, state.headWaiter, gathered)
+            }
+            return .stream(state.source(for: self), state.produceMoreCount)
+        }
+        switch step {
+        case .gathered:
+            return true
+        case .overflow(let source, let before, let waiter, let gathered):
+            waiter?.resume()
+            return self.yield(gathered, to: source, before: before)
+        case .stream(let source, let before):
+            return self.yield(chunk, to: source, before: before)
+        }
+    }
+
+    private func yield(_ chunk: ByteBuffer, to source: Producer.Source?, before: Int) -> Bool {
         guard let source else { return false }
         self.ledger.record(chunk.readableBytes)
         switch source.yield(chunk) {
@@ -185,14 +279,26 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         let failureBeforeHead = error ?? CourierError(.internalInconsistency, "the task ended with no response")
         let (source, waiter, released) = self.state.withLockedValue {
             state -> (Producer.Source?, CheckedContinuation<Void, any Error>?, [ByteBuffer]?) in
-            state.isFinished = true
             // A held head whose attempt turned out to be the last: now the consumer's, with its
             // body. With an error (a retrier failed the task), the caller gets the error instead.
             var released: [ByteBuffer]?
             if state.holdingHead, error == nil {
                 state.headArrived = true
                 released = state.heldChunks
+                _ = state.source(for: self)
             }
+            // A gathered body is whole: the consumer reads it from memory. A failure before it
+            // was whole reaches the caller instead of the head.
+            if state.gathering {
+                state.gathering = false
+                if error == nil {
+                    state.headArrived = true
+                    state.completeBody = .some(state.gathered.take())
+                    released = []
+                }
+                state.gathered = nil
+            }
+            state.isFinished = true
             state.holdingHead = false
             state.heldChunks = []
             state.heldBytes = 0

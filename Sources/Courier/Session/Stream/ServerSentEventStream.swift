@@ -5,7 +5,7 @@ import NIOCore
 /// The events of a `text/event-stream`, reconnecting as an `EventSource` does
 /// (``SessionManager/eventStream(_:options:)``).
 ///
-/// Each connection is a ``SessionManager/stream(_:downloadProgress:)``: events are parsed as their
+/// Each connection is a ``SessionManager/stream(_:downloadProgress:gatheringBodiesUpTo:)``: events are parsed as their
 /// bytes are read, so an unread stream holds the connection back. When the connection ends or
 /// fails, the iterator waits the stream's `retry:` delay (or ``Options/retryDelay``), then
 /// reconnects with `Last-Event-ID` set to the last event ID it saw. A 204 ends the sequence; any

@@ -30,7 +30,13 @@ extension ResponseStreamSink: BodySink {
             disposition = hook(manager, task, response)
         }
         if disposition == .allow {
-            if holding { self.holdHead() } else { self.headArrived() }
+            if holding {
+                self.holdHead()
+            } else if self.gatheringLimit > 0, expected >= 0, expected <= Int64(self.gatheringLimit) {
+                self.gatherBody()
+            } else {
+                self.headArrived()
+            }
         }
         return disposition
     }
@@ -99,12 +105,26 @@ extension SessionManager {
     /// Cancelling the calling task before the head arrives, or stopping the iteration, cancels the
     /// request. The task completes (hooks, ``Foundation/NSNotification/Name/taskDidComplete``) when
     /// the body ends; the notification carries no data.
-    /// - Throws: ``CourierError`` when the request fails before the response head.
+    ///
+    /// With `gatheringBodiesUpTo` above 0, a response whose `Content-Length` is at most that many
+    /// bytes is read whole before the call returns, and its body then comes from memory in one
+    /// chunk: for the small responses of an API, that costs less than streaming (no back-pressure
+    /// to keep, one wake-up of the caller instead of two), and a failure before the body is
+    /// whole is thrown by the call. A longer body, or one without a `Content-Length`, streams
+    /// from its head; one that turns out longer than announced (decompressed) streams from there.
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - downloadProgress: Called as the body arrives.
+    ///   - gatheringBodiesUpTo: The longest `Content-Length`, in bytes, read whole before the call
+    ///     returns; 0 (the default) returns at every response's head.
+    /// - Throws: ``CourierError`` when the request fails before the response head (or, for a
+    ///   body read whole, before its end).
     public func stream(
         _ request: Request,
-        downloadProgress: (@Sendable (Progress) -> Void)? = nil
+        downloadProgress: (@Sendable (Progress) -> Void)? = nil,
+        gatheringBodiesUpTo: Int = 0
     ) async throws(CourierError) -> DataStreamResponse {
-        let sink = ResponseStreamSink()
+        let sink = ResponseStreamSink(gatheringUpTo: gatheringBodiesUpTo)
         let task = self.makeTask(
             DataTask.self, request: request,
             completion: .outcome { outcome in
@@ -126,9 +146,9 @@ extension SessionManager {
         } catch {
             throw error.asCourierError(.internalInconsistency, "\(request.summary): waiting for the response failed", request: request)
         }
-        guard let response = task.response, let sequence = sink.takeSequence() else {
+        guard let response = task.response, let body = sink.takeBody() else {
             throw CourierError(.internalInconsistency, "\(request.summary): the stream has no response", request: request)
         }
-        return DataStreamResponse(task: task, request: task.currentRequest, response: response, body: ResponseBodyStream(base: sequence))
+        return DataStreamResponse(task: task, request: task.currentRequest, response: response, body: body)
     }
 }
