@@ -28,8 +28,10 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         var wantsPause = false
         /// Counts `produceMore` calls, so that a pause decided before one is not applied after it.
         var produceMoreCount = 0
-        /// Waiting for the response head, or for the failure that came instead.
-        var headWaiter: CheckedContinuation<Void, any Error>?
+        /// Waiting for the response head, or for the failure that came instead. Unchecked (a
+        /// checked one allocates per call): it is only ever resumed by whoever takes it out of
+        /// this field under the lock, so once.
+        var headWaiter: UnsafeContinuation<Void, any Error>?
         var headArrived = false
         var failureBeforeHead: CourierError?
         /// The task, for `didTerminate` to cancel; set by the task's delegate.
@@ -144,7 +146,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
 
     /// Waits until the response head arrived; throws the task's error if it ended first.
     func waitForHead() async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
             let outcome = self.state.withLockedValue { state -> Result<Void, CourierError>? in
                 if state.headArrived { return .success(()) }
                 if let failure = state.failureBeforeHead { return .failure(failure) }
@@ -163,7 +165,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     /// poll) has it delivered at the end of that loop iteration. Off an event loop (a cached
     /// response, another engine), the caller is woken at once.
     func headArrived() {
-        let waiter = self.state.withLockedValue { state -> CheckedContinuation<Void, any Error>? in
+        let waiter = self.state.withLockedValue { state -> UnsafeContinuation<Void, any Error>? in
             state.headArrived = true
             // The consumer takes the sequence once woken, even if the body ends first.
             _ = state.source(for: self)
@@ -209,7 +211,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     /// Keeps a chunk of a held response, or says it is not held, or hands the head over once the
     /// held body is over ``heldBodyLimit``.
     func hold(_ chunk: ByteBuffer) -> Hold {
-        let (hold, waiter) = self.state.withLockedValue { state -> (Hold, CheckedContinuation<Void, any Error>?) in
+        let (hold, waiter) = self.state.withLockedValue { state -> (Hold, UnsafeContinuation<Void, any Error>?) in
             guard state.holdingHead else { return (.notHolding, nil) }
             state.heldChunks.append(chunk)
             state.heldBytes += chunk.readableBytes
@@ -231,7 +233,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
 
     /// Hands a chunk to the consumer, or gathers it. Returns false when the consumer is gone.
     func yield(_ chunk: ByteBuffer) -> Bool {
-        enum Step { case gathered, stream(Producer.Source?, Int), overflow(Producer.Source?, Int, CheckedContinuation<Void, any Error>?, ByteBuffer) }
+        enum Step { case gathered, stream(Producer.Source?, Int), overflow(Producer.Source?, Int, UnsafeContinuation<Void, any Error>?, ByteBuffer) }
         let step = self.state.withLockedValue { state -> Step in
             if state.gathering {
                 if state.gathered == nil { state.gathered = chunk } else { state.gathered!.writeImmutableBuffer(chunk) }
@@ -278,7 +280,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     func finish(with error: CourierError?) {
         let failureBeforeHead = error ?? CourierError(.internalInconsistency, "the task ended with no response")
         let (source, waiter, released) = self.state.withLockedValue {
-            state -> (Producer.Source?, CheckedContinuation<Void, any Error>?, [ByteBuffer]?) in
+            state -> (Producer.Source?, UnsafeContinuation<Void, any Error>?, [ByteBuffer]?) in
             // A held head whose attempt turned out to be the last: now the consumer's, with its
             // body. With an error (a retrier failed the task), the caller gets the error instead.
             var released: [ByteBuffer]?
