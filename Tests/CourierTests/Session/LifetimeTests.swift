@@ -12,7 +12,8 @@ import Testing
 @Suite struct LifetimeTests {
     /// The ways a caller runs a request.
     enum API: String, CaseIterable, Sendable, CustomTestStringConvertible {
-        case callbackVerb, asyncVerb, dataTaskHandler, uploadFromFile, downloadCallback, downloadAsync, stream, eventStream, operation
+        case callbackVerb, asyncVerb, dataTaskHandler, uploadFromFile, downloadCallback, downloadAsync, stream, gatheredStream, eventStream,
+            operation
         var testDescription: String { self.rawValue }
     }
 
@@ -227,7 +228,7 @@ import Testing
                 task.resume()
                 cancelSoon(task)
             }
-        case .asyncVerb, .downloadAsync, .stream, .eventStream:
+        case .asyncVerb, .downloadAsync, .stream, .gatheredStream, .eventStream:
             let work = Task {
                 switch api {
                 case .asyncVerb:
@@ -237,6 +238,10 @@ import Testing
                     try? FileManager.default.removeItem(at: download.fileURL)
                 case .stream:
                     let stream = try await manager.stream(request)
+                    for try await _ in stream.body {}
+                case .gatheredStream:
+                    // Read whole before the call returns (a 3000-byte body, a 404's page).
+                    let stream = try await manager.stream(request, gatheringBodiesUpTo: 64 * 1024)
                     for try await _ in stream.body {}
                 default:
                     let options = ServerSentEventStream.Options(retryDelay: .milliseconds(1), maximumReconnectionsWithoutEvent: 0)

@@ -29,9 +29,9 @@ struct TransportStreamGatheringTests {
             #expect(gathered.response.status == .ok)
             #expect(try await Self.chunks(of: gathered.body) == [ByteBuffer(string: "*****")])
 
-            // Over the limit, and dripped over 30 s: the call returns at the head, long before the
+            // Over the limit, and dripped over 3 s: the call returns at the head, long before the
             // end, and the body streams (until the task is cancelled here).
-            let slow = server.url("/drip?numbytes=5&duration=30&delay=0")
+            let slow = server.url("/drip?numbytes=5&duration=3&delay=0")
             let streamed = try await manager.stream(Request(url: slow), gatheringBodiesUpTo: 4)
             #expect(streamed.task.state == .running, "a body over the limit is not waited for")
             streamed.task.cancel()
@@ -54,6 +54,31 @@ struct TransportStreamGatheringTests {
             let body = try await Self.chunks(of: stream.body).reduce(into: ByteBuffer()) { $0.writeImmutableBuffer($1) }
             // The document names the request's headers, which are the same for both requests.
             #expect(body == expected)
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
+    func cancellingTheCallWhileTheBodyIsGatheredCancelsTheTask(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            // Hooks are taken when a task is made: set before it.
+            let heads = Recorder<HTTPResponse>()
+            let tasks = Recorder<SessionTask>()
+            manager.hooks.dataTaskDidReceiveResponse = { _, task, response in
+                tasks.append(task)
+                heads.append(response)
+                return .allow
+            }
+            // Within the limit, but dripped over 3 s: the call waits for the body.
+            let call = Task {
+                try await manager.stream(Request(url: server.url("/drip?numbytes=5&duration=3&delay=0")), gatheringBodiesUpTo: 5)
+            }
+            #expect(await eventually { heads.all.count == 1 }, "the head arrived")
+            call.cancel()
+            let error = await #expect(throws: CourierError.self) { try await call.value }
+            #expect(error?.code == .cancelled)
+            let task = try #require(tasks.all.first)
+            #expect(await eventually { task.state == .completed })
+            #expect(task.error?.code == .cancelled)
         }
     }
 
