@@ -28,12 +28,14 @@ import OpenAPIRuntime
 ///   body (known length up to ``Configuration/collectedBodyLimit``, iterable more than once) is
 ///   collected and sent as bytes.
 /// - The response body comes from `SessionManager.stream(_:downloadProgress:gatheringBodiesUpTo:)`.
-///   A body whose `Content-Length` is at most ``Configuration/gatheredBodyLimit`` (64 KiB) is read
-///   whole before the call returns and handed over from memory. Any other returns at the response
-///   head, and the connection stops reading while more than 128 KiB wait unread. The `HTTPBody`
-///   has the `Content-Length` as its known length (unknown when the response was chunked or was
-///   decompressed), and can be iterated once. Dropping a streamed one unread cancels the task. A
-///   `HEAD`, `204` or `304` response has no body (`nil`).
+///   When the request had no body or one sent as bytes, a response body whose `Content-Length` is
+///   at most ``Configuration/gatheredBodyLimit`` (64 KiB) is read whole before the call returns
+///   and handed over from memory. Any other returns at the response head (a request body that
+///   streams may be written in answer to the response), and the connection stops reading while
+///   more than 128 KiB wait unread. The `HTTPBody` has the `Content-Length` as its known length
+///   (unknown when the response was chunked or was decompressed), and can be iterated once.
+///   Dropping a streamed one unread cancels the task. A `HEAD`, `204` or `304` response has no
+///   body (`nil`).
 ///
 /// Errors: whatever fails in Courier is thrown as a `CourierError`, which the runtime
 /// wraps in its `ClientError` as the `underlyingError`. A request body stream that throws fails the
@@ -56,8 +58,10 @@ public struct CourierTransport: ClientTransport {
         /// The largest response body, in bytes by its `Content-Length`, that is read whole before
         /// the call returns and then handed to the runtime from memory, rather than streamed from
         /// the response head (the small JSON answers of most operations: cheaper, see
-        /// `SessionManager.stream(_:downloadProgress:gatheringBodiesUpTo:)`). 64 KiB by default;
-        /// 0 streams every body.
+        /// `SessionManager.stream(_:downloadProgress:gatheringBodiesUpTo:)`). Only for a request
+        /// with no body or one sent as bytes (see ``collectedBodyLimit``): a request body that
+        /// streams may be written in answer to the response, so its call returns at the head.
+        /// 64 KiB by default; 0 streams every body.
         public var gatheredBodyLimit: Int
 
         /// No options, so every setting is the session's.
@@ -110,7 +114,12 @@ public struct CourierTransport: ClientTransport {
         operationID: String
     ) async throws -> (HTTPResponse, HTTPBody?) {
         let courierRequest = try await self.courierRequest(request, body: body, baseURL: baseURL, operationID: operationID)
-        let stream = try await self.manager.stream(courierRequest, gatheringBodiesUpTo: self.configuration.gatheredBodyLimit)
+        // A request body that goes out as a stream may be written in answer to the response (a
+        // bidirectional stream): that call returns at the head whatever the response's length,
+        // so that its caller reads while it writes.
+        let sentWhole = courierRequest.body.isEmpty || courierRequest.body.data != nil
+        let stream = try await self.manager.stream(
+            courierRequest, gatheringBodiesUpTo: sentWhole ? self.configuration.gatheredBodyLimit : 0)
         return try await Self.response(stream, method: request.method)
     }
 

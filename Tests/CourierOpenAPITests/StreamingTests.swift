@@ -126,4 +126,28 @@ struct StreamingTests {
             }
         }
     }
+
+    @Test("A small response is read whole before the call returns, unless the request body streams (it may be written in answer)")
+    func smallResponsesAreReadWholeUnlessTheRequestStreams() async throws {
+        try await TestServer.withServer { server in
+            try await withGeneratedClient(baseURL: server.baseURL) { _, manager in
+                let transport = CourierTransport(manager: manager)
+                // Five bytes with `Content-Length: 5`, dripped over 3 s after the head.
+                let drip = HTTPRequest(method: .put, scheme: nil, authority: nil, path: "/drip?numbytes=5&duration=3&delay=0")
+
+                let single = HTTPBody(AsyncStream { $0.yield(ArraySlice("abc".utf8)); $0.finish() }, length: .known(3), iterationBehavior: .single)
+                let (streamedHead, streamedBody) = try await transport.send(drip, body: single, baseURL: server.baseURL, operationID: "drip")
+                #expect(streamedHead.status == .ok)
+                #expect(manager.tasks.count == 1, "the call returned at the head; its task still reads the body")
+                #expect(try await Data(collecting: try #require(streamedBody), upTo: 100) == Data("*****".utf8))
+                #expect(manager.tasks.isEmpty, "the body ended with the task")
+
+                let quick = HTTPRequest(method: .put, scheme: nil, authority: nil, path: "/drip?numbytes=5&duration=0.2&delay=0")
+                let (head, body) = try await transport.send(quick, body: HTTPBody(Array("abc".utf8)), baseURL: server.baseURL, operationID: "drip")
+                #expect(head.status == .ok)
+                #expect(manager.tasks.isEmpty, "a request sent as bytes: the small body was read whole first")
+                #expect(try await Data(collecting: try #require(body), upTo: 100) == Data("*****".utf8))
+            }
+        }
+    }
 }
