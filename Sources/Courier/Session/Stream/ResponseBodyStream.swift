@@ -5,8 +5,9 @@ import NIOCore
 ///
 /// Iterate it once. Stopping early (breaking out of the loop, or cancelling the iterating task)
 /// cancels the request. A failure mid-body — a reset, a timeout — is thrown by the iteration.
-/// A body that was read whole before the call returned (`SessionManager.stream(_:downloadProgress:gatheringBodiesUpTo:)`)
-/// comes from memory, in one chunk.
+/// A body that was read whole before the call returned (the `gatheringBodiesUpTo:` of
+/// `SessionManager.stream(_:downloadProgress:gatheringBodiesUpTo:)`) comes from memory, in one
+/// chunk.
 public struct ResponseBodyStream: AsyncSequence, Sendable {
     public typealias Element = ByteBuffer
     public typealias Failure = CourierError

@@ -233,7 +233,14 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
 
     /// Hands a chunk to the consumer, or gathers it. Returns false when the consumer is gone.
     func yield(_ chunk: ByteBuffer) -> Bool {
-        enum Step { case gathered, stream(Producer.Source?, Int), overflow(Producer.Source?, Int, UnsafeContinuation<Void, any Error>?, ByteBuffer) }
+        enum Step {
+            /// Kept with the gathered body.
+            case gathered
+            /// To the source, with the count of `produceMore` calls before it.
+            case stream(Producer.Source?, Int)
+            /// The gathered body went over the limit: it goes to the source, the waiter is woken.
+            case overflow(Producer.Source?, Int, UnsafeContinuation<Void, any Error>?, ByteBuffer)
+        }
         let step = self.state.withLockedValue { state -> Step in
             if state.gathering {
                 if state.gathered == nil { state.gathered = chunk } else { state.gathered!.writeImmutableBuffer(chunk) }
