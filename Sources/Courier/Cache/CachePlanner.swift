@@ -190,21 +190,10 @@ enum CachePlanner {
         .contentLength, .contentEncoding, .trailer,
     ])
 
-    /// The names the `Connection` fields of `fields` list (connection options, RFC 9110 7.6.1).
-    static func connectionOptions(of fields: HTTPFields) -> Set<HTTPField.Name> {
-        var names: Set<HTTPField.Name> = []
-        for value in fields[values: .connection] {
-            for option in value.split(separator: ",") {
-                if let name = HTTPField.Name(option.trimmingSpaces()) { names.insert(name) }
-            }
-        }
-        return names
-    }
-
     /// `response` as a cache stores it: without the fields RFC 9111 3.1 says a cache must not
     /// store (``fieldsNotStored``, and those the `Connection` field names).
     static func storable(_ response: HTTPResponse) -> HTTPResponse {
-        let options = Self.connectionOptions(of: response.headerFields)
+        let options = response.headerFields.connectionOptions
         guard response.headerFields.contains(where: { Self.fieldsNotStored.contains($0.name) || options.contains($0.name) }) else {
             return response
         }
@@ -218,7 +207,7 @@ enum CachePlanner {
     /// that are not updated (``fieldsNotUpdatedBy304``, and those its `Connection` field names).
     static func updated(_ stored: CachedResponse, with notModified: HTTPResponse, requestDate: Date, responseDate: Date) -> CachedResponse {
         var updated = stored
-        let options = Self.connectionOptions(of: notModified.headerFields)
+        let options = notModified.headerFields.connectionOptions
         var names: [HTTPField.Name] = []
         for field in notModified.headerFields
         where !self.fieldsNotUpdatedBy304.contains(field.name) && !options.contains(field.name) && !names.contains(field.name) {

@@ -33,6 +33,20 @@ extension HTTPResponse {
 }
 
 extension HTTPFields {
+    /// The names the `Connection` fields list (connection options, RFC 9110 7.6.1), for the
+    /// fields a hop leaves out; empty at once when there is no `Connection` field, as there
+    /// rarely is.
+    var connectionOptions: Set<HTTPField.Name> {
+        guard self.contains(.connection) else { return [] }
+        var names: Set<HTTPField.Name> = []
+        for value in self[values: .connection] {
+            for option in value.split(separator: ",") {
+                if let name = HTTPField.Name(option.trimmingSpaces()) { names.insert(name) }
+            }
+        }
+        return names
+    }
+
     /// The value `self[name]` gives (a repeated field's values joined), without what that costs
     /// when the field appears once or not at all: swift-http-types' subscript joins the values
     /// through a lazy sequence even for one field, which made reading `Content-Length` about

@@ -1,4 +1,3 @@
-import Foundation
 import HTTPTypes
 import NIOCore
 
@@ -56,7 +55,7 @@ extension ExpectContinue {
     static func asksForContinue(_ fields: HTTPFields) -> Bool {
         guard fields.contains(.expect) else { return false }
         return fields[values: .expect].contains { value in
-            value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "100-continue" }
+            value.split(separator: ",").contains { $0.trimmingSpaces().lowercased() == "100-continue" }
         }
     }
 }

@@ -120,11 +120,7 @@ extension HopHandler {
         }
         let authorityValue = authority ?? Self.host(of: key)
         let trailers = Self.trailers(of: request)
-        // The options of a `Connection` field, lower-cased (RFC 9110 7.6.1): rare in a request.
-        let connectionOptions: [String] =
-            fields.contains(.connection)
-            ? fields[values: .connection].flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() } }
-            : []
+        let connectionOptions = fields.connectionOptions
         let target = Self.target(of: request)
         var block = HPACKHeaders()
         // The four pseudo-fields, and room for trailer, content-length and accept-encoding.
@@ -147,7 +143,7 @@ extension HopHandler {
             }
             // Already lower-case: no new string a field.
             let name = field.name.canonicalName
-            if name == "host" || Self.isConnectionSpecific(name) || connectionOptions.contains(name) { continue }
+            if name == "host" || Self.isConnectionSpecific(name) || connectionOptions.contains(field.name) { continue }
             block.add(name: name, value: field.value)
             size += name.utf8.count + 2 + field.value.utf8.count + 2
         }
