@@ -146,4 +146,12 @@ final class SessionConfigurationReference: Sendable {
     init(_ value: SessionConfiguration) {
         self.value = value
     }
+
+    /// Posts one of AFNetworking's task notifications for `object`, unless the session turned
+    /// them off (``SessionConfiguration/postsTaskNotifications``). `.taskDidComplete`, whose user
+    /// info is only built when it is posted, reads the setting itself first.
+    func postTaskNotification(_ name: Notification.Name, object: Any, userInfo: [AnyHashable: Any]? = nil) {
+        guard self.value.postsTaskNotifications else { return }
+        NotificationCenter.default.post(name: name, object: object, userInfo: userInfo)
+    }
 }

@@ -15,16 +15,12 @@ extension TaskDelegate {
     }
 
     func didResume(_ task: SessionTask) {
-        if self.configurationReference.value.postsTaskNotifications {
-            NotificationCenter.default.post(name: .taskDidResume, object: task)
-        }
+        self.configurationReference.postTaskNotification(.taskDidResume, object: task)
         self.interception.monitors?.emit { $0.taskDidResume(task) }
     }
 
     func didSuspend(_ task: SessionTask) {
-        if self.configurationReference.value.postsTaskNotifications {
-            NotificationCenter.default.post(name: .taskDidSuspend, object: task)
-        }
+        self.configurationReference.postTaskNotification(.taskDidSuspend, object: task)
         self.interception.monitors?.emit { $0.taskDidSuspend(task) }
     }
 

@@ -220,16 +220,13 @@ extension TaskDelegate {
         }
         do throws(CourierError) {
             let moved = try await destination.move(writer.url, response: response, request: request)
-            if self.configurationReference.value.postsTaskNotifications {
-                NotificationCenter.default.post(name: .downloadTaskDidMoveFile, object: task)
-            }
+            self.configurationReference.postTaskNotification(.downloadTaskDidMoveFile, object: task)
             self.didFinishDownloading(to: moved, task: task)
             return (moved, nil)
         } catch {
             try? FileManager.default.removeItem(at: writer.url)
-            if self.configurationReference.value.postsTaskNotifications {
-                NotificationCenter.default.post(name: .downloadTaskDidFailToMoveFile, object: task, userInfo: [TaskDidCompleteKey.error: error])
-            }
+            self.configurationReference.postTaskNotification(
+                .downloadTaskDidFailToMoveFile, object: task, userInfo: [TaskDidCompleteKey.error: error])
             return (nil, error)
         }
     }
