@@ -6,9 +6,10 @@ import Foundation
 /// A Courier manager for the bench: the base URL is the server's root and requests name the path
 /// relative to it, as an app's API client does.
 enum CourierSetup {
-    static func manager(url: URL, connections: Int, stores: Bool = true, lean: Bool = false) -> (manager: HTTPSessionManager, path: String) {
+    /// The defaults, without the response cache and cookie store (`stores` false), and without
+    /// task notifications and task metrics (`lean`): the variants the bench compares.
+    static func configuration(stores: Bool, lean: Bool) -> SessionConfiguration {
         var configuration = SessionConfiguration.default
-        configuration.httpMaximumConnectionsPerHost = connections
         if !stores {
             configuration.responseCache = nil
             configuration.httpCookieStorage = nil
@@ -17,6 +18,12 @@ enum CourierSetup {
             configuration.postsTaskNotifications = false
             configuration.collectsTaskMetrics = false
         }
+        return configuration
+    }
+
+    static func manager(url: URL, connections: Int, stores: Bool = true, lean: Bool = false) -> (manager: HTTPSessionManager, path: String) {
+        var configuration = Self.configuration(stores: stores, lean: lean)
+        configuration.httpMaximumConnectionsPerHost = connections
         var components = URLComponents(url: url, resolvingAgainstBaseURL: false)!
         let path = String(components.percentEncodedPath.drop { $0 == "/" })
             + (components.percentEncodedQuery.map { "?" + $0 } ?? "")

@@ -111,15 +111,7 @@ enum SessionOverheadBench {
     }
 
     static func manager(stores: Bool, lean: Bool) -> HTTPSessionManager {
-        var configuration = SessionConfiguration.default
-        if !stores {
-            configuration.responseCache = nil
-            configuration.httpCookieStorage = nil
-        }
-        if lean {
-            configuration.postsTaskNotifications = false
-            configuration.collectsTaskMetrics = false
-        }
+        let configuration = CourierSetup.configuration(stores: stores, lean: lean)
         let manager = HTTPSessionManager(baseURL: URL(string: "http://127.0.0.1:8080/"), engine: InstantEngine(), configuration: configuration)
         // The callback variant's object is the body, as courier-callback's is.
         manager.responseSerializer = DataResponseSerializer()
