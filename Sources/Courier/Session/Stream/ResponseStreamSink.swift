@@ -37,22 +37,17 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         /// The task, for `didTerminate` to cancel; set by the task's delegate.
         weak var delegate: TaskDelegate?
         var isFinished = false
-        /// A head held back because its attempt may be retried, and the body chunks that came
-        /// with it, not yet the consumer's.
-        var holdingHead = false
-        var heldChunks: [ByteBuffer] = []
-        var heldBytes = 0
-        /// A head kept from the consumer until its small body is whole (``init(gatheringUpTo:)``),
-        /// and the body so far.
-        var gathering = false
-        var gathered: ByteBuffer?
+        /// A head that has arrived but is not the consumer's yet, and the body that came with it.
+        var kept = Kept.nothing
         /// The whole body, gathered: the consumer's, read from memory (``takeBody()``).
         var completeBody: ByteBuffer??
 
         /// The source chunks are yielded to, made on first use: a gathered body needs none.
+        /// Once the body ended there is none to make (the sequence made before, if any, stays
+        /// the consumer's).
         mutating func source(for sink: ResponseStreamSink) -> Producer.Source? {
             if let source = self.source { return source }
-            guard !self.isFinished, self.sequence == nil, !self.sequenceTaken else { return nil }
+            guard !self.isFinished else { return nil }
             let made = Producer.makeSequence(
                 elementType: ByteBuffer.self,
                 failureType: (any Error).self,
@@ -67,9 +62,29 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
 
         /// Whether a sequence was made (for tests: a gathered body needs none).
         var madeSequence = false
+    }
 
-        /// Whether the sequence was handed to the consumer (or made and dropped): no other is made.
-        var sequenceTaken = false
+    /// What the sink keeps from the consumer: one of the two at most, so each replaces the other.
+    private enum Kept {
+        case nothing
+        /// A head held back because its attempt may be retried, and the chunks that came with it.
+        case heldForRetry(chunks: [ByteBuffer], bytes: Int)
+        /// A head kept until its small body, gathered so far, is whole (``init(gatheringUpTo:)``).
+        case gathering(ByteBuffer?)
+
+        var isGathering: Bool {
+            if case .gathering = self { return true }
+            return false
+        }
+
+        /// The gathered body with `chunk` appended, taken out (`self` is then ``nothing``), so that
+        /// it grows in place; nil when nothing is gathered.
+        mutating func takeGathered(appending chunk: ByteBuffer) -> ByteBuffer? {
+            guard case .gathering(var body) = self else { return nil }
+            self = .nothing
+            if body == nil { body = chunk } else { body!.writeImmutableBuffer(chunk) }
+            return body
+        }
     }
 
     /// The most body a held-back response keeps before it goes to the consumer anyway (and its
@@ -106,7 +121,6 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     func takeSequence() -> Producer? {
         self.state.withLockedValue { state in
             _ = state.source(for: self)
-            state.sequenceTaken = true
             defer { state.sequence = nil }
             return state.sequence
         }
@@ -131,7 +145,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
 
     /// Whether the consumer has (or had) the response head, or will have it with its gathered
     /// body: either way, the attempt that got it is the one the caller reads.
-    var consumerHasHead: Bool { self.state.withLockedValue { $0.headArrived || $0.gathering } }
+    var consumerHasHead: Bool { self.state.withLockedValue { $0.headArrived || $0.kept.isGathering } }
 
     /// Whether a caller waits in ``waitForHead()`` (for tests).
     var isWaitingForHead: Bool { self.state.withLockedValue { $0.headWaiter != nil } }
@@ -169,9 +183,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
             state.headArrived = true
             // The consumer takes the sequence once woken, even if the body ends first.
             _ = state.source(for: self)
-            state.holdingHead = false
-            state.heldChunks = []
-            state.heldBytes = 0
+            state.kept = .nothing
             defer { state.headWaiter = nil }
             return state.headWaiter
         }
@@ -186,41 +198,29 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     /// Keeps the head from the consumer until its body, of at most ``gatheringLimit`` bytes, is
     /// whole (``finish(with:)``), or turns out longer (``yield(_:)``).
     func gatherBody() {
-        self.state.withLockedValue { state in
-            state.gathering = true
-            state.gathered = nil
-            // An earlier attempt's held head and body are not the consumer's.
-            state.holdingHead = false
-            state.heldChunks = []
-            state.heldBytes = 0
-        }
+        // An earlier attempt's held head and body are not the consumer's.
+        self.state.withLockedValue { $0.kept = .gathering(nil) }
     }
 
     /// Holds a head back from the consumer (its attempt may be retried): a later attempt's head
     /// replaces it, the task's end hands it over (``finish(with:)``).
     func holdHead() {
-        self.state.withLockedValue { state in
-            state.holdingHead = true
-            state.heldChunks = []
-            state.heldBytes = 0
-            state.gathering = false
-            state.gathered = nil
-        }
+        self.state.withLockedValue { $0.kept = .heldForRetry(chunks: [], bytes: 0) }
     }
 
     /// Keeps a chunk of a held response, or says it is not held, or hands the head over once the
     /// held body is over ``heldBodyLimit``.
     func hold(_ chunk: ByteBuffer) -> Hold {
         let (hold, waiter) = self.state.withLockedValue { state -> (Hold, UnsafeContinuation<Void, any Error>?) in
-            guard state.holdingHead else { return (.notHolding, nil) }
-            state.heldChunks.append(chunk)
-            state.heldBytes += chunk.readableBytes
-            guard state.heldBytes > Self.heldBodyLimit else { return (.held, nil) }
-            let chunks = state.heldChunks
+            guard case .heldForRetry(var chunks, let bytes) = state.kept else { return (.notHolding, nil) }
+            // Taken out while it grows, so that the array is not copied.
+            state.kept = .nothing
+            chunks.append(chunk)
+            guard bytes + chunk.readableBytes > Self.heldBodyLimit else {
+                state.kept = .heldForRetry(chunks: chunks, bytes: bytes + chunk.readableBytes)
+                return (.held, nil)
+            }
             _ = state.source(for: self)
-            state.holdingHead = false
-            state.heldChunks = []
-            state.heldBytes = 0
             state.headArrived = true
             defer { state.headWaiter = nil }
             return (.released(chunks), state.headWaiter)
@@ -242,14 +242,14 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
             case overflow(Producer.Source?, Int, UnsafeContinuation<Void, any Error>?, ByteBuffer)
         }
         let step = self.state.withLockedValue { state -> Step in
-            if state.gathering {
-                if state.gathered == nil { state.gathered = chunk } else { state.gathered!.writeImmutableBuffer(chunk) }
-                guard state.gathered!.readableBytes > self.gatheringLimit else { return .gathered }
+            if let gathered = state.kept.takeGathered(appending: chunk) {
+                guard gathered.readableBytes > self.gatheringLimit else {
+                    state.kept = .gathering(gathered)
+                    return .gathered
+                }
                 // Longer than announced (decompressed, say): streamed from here, with what came
                 // so far as its first chunk.
-                state.gathering = false
                 state.headArrived = true
-                let gathered = state.gathered.take()!
                 defer { state.headWaiter = nil }
                 return .overflow(state.source(for: self), state.produceMoreCount, state.headWaiter, gathered)
             }
@@ -286,39 +286,34 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     /// caller still waiting for it.
     func finish(with error: CourierError?) {
         let failureBeforeHead = error ?? CourierError(.internalInconsistency, "the task ended with no response")
-        let (source, waiter, released) = self.state.withLockedValue {
-            state -> (Producer.Source?, UnsafeContinuation<Void, any Error>?, [ByteBuffer]?) in
-            // A held head whose attempt turned out to be the last: now the consumer's, with its
-            // body. With an error (a retrier failed the task), the caller gets the error instead.
-            var released: [ByteBuffer]?
-            if state.holdingHead, error == nil {
+        let (source, waiter, headArrived, released) = self.state.withLockedValue {
+            state -> (Producer.Source?, UnsafeContinuation<Void, any Error>?, Bool, [ByteBuffer]) in
+            var released: [ByteBuffer] = []
+            // What was kept is the consumer's now if the task succeeded: a held head whose attempt
+            // turned out to be the last, with its body; a gathered body, whole, read from memory.
+            // With an error (a retrier failed the task, the body broke off), the caller gets the
+            // error instead.
+            switch state.kept {
+            case .heldForRetry(let chunks, _) where error == nil:
                 state.headArrived = true
-                released = state.heldChunks
+                released = chunks
                 _ = state.source(for: self)
+            case .gathering(let body) where error == nil:
+                state.headArrived = true
+                state.completeBody = .some(body)
+            case .nothing, .heldForRetry, .gathering:
+                break
             }
-            // A gathered body is whole: the consumer reads it from memory. A failure before it
-            // was whole reaches the caller instead of the head.
-            if state.gathering {
-                state.gathering = false
-                if error == nil {
-                    state.headArrived = true
-                    state.completeBody = .some(state.gathered.take())
-                    released = []
-                }
-                state.gathered = nil
-            }
+            state.kept = .nothing
             state.isFinished = true
-            state.holdingHead = false
-            state.heldChunks = []
-            state.heldBytes = 0
             if !state.headArrived { state.failureBeforeHead = failureBeforeHead }
             defer {
                 state.source = nil
                 state.headWaiter = nil
             }
-            return (state.source, state.headWaiter, released)
+            return (state.source, state.headWaiter, state.headArrived, released)
         }
-        if let released {
+        if headArrived {
             waiter?.resume()
             for chunk in released {
                 self.ledger.record(chunk.readableBytes)
