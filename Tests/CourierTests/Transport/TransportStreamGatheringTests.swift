@@ -68,7 +68,9 @@ struct TransportStreamGatheringTests {
                 heads.append(response)
                 return .allow
             }
-            // Within the limit, but dripped over 3 s: the call waits for the body.
+            // Within the limit, but dripped over 3 s: the call waits for the body. On a task of its
+            // own so that the test can cancel it while it waits (that is the point); cancelled and
+            // awaited below.
             let call = Task {
                 try await manager.stream(Request(url: server.url("/drip?numbytes=5&duration=3&delay=0")), gatheringBodiesUpTo: 5)
             }
@@ -100,7 +102,8 @@ struct StreamGatheringSinkTests {
     @Test func theCallerIsWokenAtTheEndOfAGatheredBodyAndReadsItFromMemory() async throws {
         let sink = ResponseStreamSink(gatheringUpTo: 100)
         sink.gatherBody()
-        // Awaited below: the sink's end always wakes it.
+        // On a task of its own so that this one can drive the sink meanwhile; awaited below, and
+        // the sink's end (which this test always reaches) wakes it, so it cannot outlive the test.
         let caller = Task {
             try await sink.waitForHead()
             return sink.hasFinished
