@@ -80,10 +80,16 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         /// The gathered body with `chunk` appended, taken out (`self` is then ``nothing``), so that
         /// it grows in place; nil when nothing is gathered.
         mutating func takeGathered(appending chunk: ByteBuffer) -> ByteBuffer? {
-            guard case .gathering(var body) = self else { return nil }
-            self = .nothing
+            guard self.isGathering, case .gathering(var body) = self.take() else { return nil }
             if body == nil { body = chunk } else { body!.writeImmutableBuffer(chunk) }
             return body
+        }
+
+        /// What is kept, moved out (no retain): `self` is then ``nothing``.
+        mutating func take() -> Kept {
+            var taken = Kept.nothing
+            swap(&taken, &self)
+            return taken
         }
     }
 
@@ -212,9 +218,10 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     /// held body is over ``heldBodyLimit``.
     func hold(_ chunk: ByteBuffer) -> Hold {
         let (hold, waiter) = self.state.withLockedValue { state -> (Hold, UnsafeContinuation<Void, any Error>?) in
-            guard case .heldForRetry(var chunks, let bytes) = state.kept else { return (.notHolding, nil) }
+            guard case .heldForRetry = state.kept, case .heldForRetry(var chunks, let bytes) = state.kept.take() else {
+                return (.notHolding, nil)
+            }
             // Taken out while it grows, so that the array is not copied.
-            state.kept = .nothing
             chunks.append(chunk)
             guard bytes + chunk.readableBytes > Self.heldBodyLimit else {
                 state.kept = .heldForRetry(chunks: chunks, bytes: bytes + chunk.readableBytes)
@@ -293,7 +300,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
             // turned out to be the last, with its body; a gathered body, whole, read from memory.
             // With an error (a retrier failed the task, the body broke off), the caller gets the
             // error instead.
-            switch state.kept {
+            switch state.kept.take() {
             case .heldForRetry(let chunks, _) where error == nil:
                 state.headArrived = true
                 released = chunks
@@ -304,7 +311,6 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
             case .nothing, .heldForRetry, .gathering:
                 break
             }
-            state.kept = .nothing
             state.isFinished = true
             if !state.headArrived { state.failureBeforeHead = failureBeforeHead }
             defer {
