@@ -364,6 +364,93 @@ struct ConnectionPoolStateMachineTests {
         #expect(self.lines(machine.http2StreamClosed(PoolConnectionID(rawValue: 0), key: Self.https)) == ["close #0"])
     }
 
+    // MARK: Hosts at rest
+
+    @Test func aHostWithNoConnectionAndNoWaiterLeavesThePool() {
+        var machine = self.machine()
+        let id = PoolConnectionID(rawValue: 0)
+        _ = self.request(&machine, Request("a"))
+        _ = machine.connectionCreated(self.connection(0), key: Self.http, speaking: .http1_1)
+        _ = machine.connectionReleased(self.connection(0), key: Self.http, reusableUntil: nil)
+        let closes = machine.idleTimeoutReached(id, key: Self.http)
+        #expect(closes)
+        #expect(machine.hosts.count == 1, "the connection is closing, not closed")
+        #expect(self.lines(machine.connectionClosed(id, key: Self.http)) == [])
+        #expect(machine.hosts.isEmpty)
+        #expect(machine.remembered.isEmpty, "a cleartext host that always connected taught the pool nothing")
+        // It comes back as new.
+        #expect(self.request(&machine, Request("b")) == ["create #1 to 80 on L0"])
+        #expect(machine.hosts.count == 1)
+    }
+
+    @Test func aHostComesBackWithWhatItTaughtThePool() {
+        var machine = self.machine(connections: 4)
+        let id = { PoolConnectionID(rawValue: $0) }
+        self.openHTTP2(&machine, ["a", "b", "c"], id: 0)
+        // The server processed two of the three streams, then every stream ends and it closes.
+        _ = machine.http2GoAwayReceived(id(0), key: Self.https, lastStreamID: 3)
+        for _ in 0..<3 { _ = machine.http2StreamClosed(id(0), key: Self.https) }
+        // Sent again, the third went on a connection of its own, which the server also closes.
+        _ = self.request(&machine, Request("c again"), key: Self.https)
+        _ = machine.connectionClosed(id(0), key: Self.https)
+        _ = machine.connectionCreated(self.connection(1), key: Self.https, speaking: .http2)
+        _ = machine.http2SettingsReceived(id(1), key: Self.https, maximumStreams: nil)
+        _ = machine.http2GoAwayReceived(id(1), key: Self.https, lastStreamID: 1)
+        #expect(self.lines(machine.http2StreamClosed(id(1), key: Self.https)) == ["close #1"])
+        #expect(self.lines(machine.connectionClosed(id(1), key: Self.https)) == [])
+        #expect(machine.hosts.isEmpty)
+        let learned = machine.remembered[Self.https]
+        #expect(learned?.learnedProtocol == .http2)
+        #expect(learned?.learnedStreamsPerConnection == 2)
+
+        // Back: its new connection opens no more streams than the host processes.
+        _ = self.openHTTP2(&machine, ["d", "e", "f"], id: 2)
+        #expect(machine.remembered.isEmpty, "what it learned is the host's again")
+        #expect(machine.hosts[Self.https]?.http2.first?.lifetimeLimit == 2)
+        #expect(machine.hosts[Self.https]?.http2.first?.openStreams == 2)
+    }
+
+    @Test func aHostWhoseConnectsFailedComesBackBackingOffAsSoon() {
+        var machine = self.machine(connections: 1)
+        let id = { PoolConnectionID(rawValue: $0) }
+        _ = self.request(&machine, Request("a"))
+        #expect(self.lines(machine.connectionFailed(id(0), key: Self.http, error: Failure())) == ["fail a: refused"])
+        #expect(machine.hosts.isEmpty)
+        #expect(machine.remembered[Self.http]?.failedConnects == 1)
+        // Its next connect is its second failure in a row: the waiter behind it waits a back-off.
+        _ = self.request(&machine, Request("b"))
+        _ = self.request(&machine, Request("c"))
+        #expect(self.lines(machine.connectionFailed(id(1), key: Self.http, error: Failure())) == ["fail b: refused", "back off 80 for 10 ms"])
+        #expect(machine.hosts.count == 1, "backing off, with a waiter")
+    }
+
+    @Test func theHostsRememberedAreBounded() throws {
+        var machine = Machine(
+            configuration: .init(
+                maximumConnectionsPerHost: 2, http2MaximumConnectionsPerHost: 1, http2MaximumStreamsPerConnection: 100,
+                rememberedHostsLimit: 3),
+            loops: self.loops)
+        // Ten TLS hosts that speak HTTP/1.1, each one request on one connection, which then closes.
+        for port in 1...10 {
+            let key = ConnectionPool.Key(host: "host\(port).example", port: 443, tls: true)
+            let id = PoolConnectionID(rawValue: port - 1)
+            _ = machine.executeRequest(Request("r"), key: key, preferredLoop: self.loops[0], needsNewConnection: false, now: self.now)
+            _ = machine.connectionCreated(self.connection(port - 1), key: key, speaking: .http1_1)
+            _ = machine.connectionClosed(id, key: key)
+        }
+        #expect(machine.hosts.isEmpty)
+        #expect(machine.remembered.count == 3)
+        #expect(machine.remembered.values.allSatisfy { $0.learnedProtocol == .http1_1 })
+        // A host remembered again takes no one's place.
+        let kept = try #require(machine.remembered.keys.first)
+        _ = machine.executeRequest(Request("again"), key: kept, preferredLoop: self.loops[0], needsNewConnection: false, now: self.now)
+        #expect(machine.remembered.count == 2)
+        _ = machine.connectionCreated(self.connection(10), key: kept, speaking: .http1_1)
+        _ = machine.connectionClosed(PoolConnectionID(rawValue: 10), key: kept)
+        #expect(machine.remembered.count == 3)
+        #expect(machine.remembered[kept] != nil)
+    }
+
     // MARK: Shutdown and strangers
 
     @Test func shutdownFailsTheWaitersAndClosesEveryConnection() {

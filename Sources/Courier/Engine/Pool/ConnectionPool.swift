@@ -169,6 +169,12 @@ final class ConnectionPool: Sendable {
         self.state.withLockedValue { $0.waitingCount }
     }
 
+    /// How many hosts the pool holds anything for (a connection, open or opening, a waiting hop or
+    /// a back-off), for tests and diagnostics: a host with none of these leaves the pool.
+    var hostCount: Int {
+        self.state.withLockedValue { $0.hosts.count }
+    }
+
     /// The HTTP/2 connections to `key` (starting, active or draining), for tests and diagnostics.
     func http2Connections(to key: Key) -> [HTTP2Connection] {
         self.state.withLockedValue { machine in

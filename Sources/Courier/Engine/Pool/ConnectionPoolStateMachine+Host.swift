@@ -91,6 +91,37 @@ extension ConnectionPoolStateMachine {
         /// A back-off timer runs: no connection opens until it ends.
         var isBackingOff = false
 
+        /// What a host taught the pool that outlives its connections.
+        struct Learned: Equatable {
+            var learnedProtocol: TLSConnector.ApplicationProtocol?
+            var learnedStreamsPerConnection: Int?
+            var failedConnects: Int
+        }
+
+        init() {}
+
+        /// A host that comes back to the pool, which remembers `learned` of it.
+        init(remembering learned: Learned) {
+            self.learnedProtocol = learned.learnedProtocol
+            self.learnedStreamsPerConnection = learned.learnedStreamsPerConnection
+            self.failedConnects = learned.failedConnects
+        }
+
+        /// What it learned, or nil when that is nothing a new host would not start with.
+        var learned: Learned? {
+            let learned = Learned(
+                learnedProtocol: self.learnedProtocol, learnedStreamsPerConnection: self.learnedStreamsPerConnection,
+                failedConnects: self.failedConnects)
+            return learned == Learned(learnedProtocol: nil, learnedStreamsPerConnection: nil, failedConnects: 0) ? nil : learned
+        }
+
+        /// Whether the pool has nothing of it but what it learned: no connection, open or opening,
+        /// no waiter, no back-off. It then leaves the pool's hosts (``ConnectionPoolStateMachine/remembered``
+        /// keeps what it learned).
+        var isAtRest: Bool {
+            self.http1.isEmpty && self.http2.isEmpty && self.starting.isEmpty && self.waiters.isEmpty && !self.isBackingOff
+        }
+
         /// Connections opening or open, idle or not, whatever they speak.
         var openCount: Int { self.http1.count + self.http2.count + self.starting.count }
 
@@ -169,3 +200,4 @@ extension ConnectionPoolStateMachine.Host: Sendable where Request: Sendable, Con
 extension ConnectionPoolStateMachine.Host.Waiter: Sendable where Request: Sendable, Connection: Sendable {}
 extension ConnectionPoolStateMachine.Host.IdleEntry: Sendable where Request: Sendable, Connection: Sendable {}
 extension ConnectionPoolStateMachine.Host.HTTP2Entry: Sendable where Request: Sendable, Connection: Sendable {}
+extension ConnectionPoolStateMachine.Host.Learned: Sendable where Request: Sendable, Connection: Sendable {}

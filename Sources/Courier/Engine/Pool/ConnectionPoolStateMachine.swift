@@ -64,6 +64,9 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
         var backoffBase: TimeAmount = .milliseconds(10)
         /// The longest back-off.
         var backoffMaximum: TimeAmount = .milliseconds(200)
+        /// How many hosts with nothing left in the pool (no connection, no waiter) are remembered
+        /// for what they taught it (``Host/Learned``); beyond it an arbitrary one is forgotten.
+        var rememberedHostsLimit = 1024
 
         /// How long requests still waiting wait for their next connect after `failures` failed
         /// connects in a row: none after one (the next connect may succeed), then
@@ -105,7 +108,13 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     }
 
     private(set) var shared: Shared
+    /// The hosts with connections, connections opening, waiters or a back-off: a host with none of
+    /// these leaves (``Host/isAtRest``), so that a process that talks to ever new hosts for months
+    /// does not keep one entry, and its collections' storage, for each.
     private(set) var hosts: [Key: Host] = [:]
+    /// What hosts that left ``hosts`` had learned, at most ``Configuration/rememberedHostsLimit``
+    /// of them: a host that comes back starts from it.
+    private(set) var remembered: [Key: Host.Learned] = [:]
 
     var configuration: Configuration { self.shared.configuration }
     var loops: [any EventLoop] { self.shared.loops }
@@ -119,17 +128,53 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     var waitingCount: Int { self.hosts.values.reduce(0) { $0 + $1.waiters.count } }
 
     /// Runs `body` on `key`'s state in place (a copy would copy its collections on every change),
-    /// with what the hosts share; a host the pool does not know yet starts empty.
+    /// with what the hosts share; a host the pool does not have starts from what it remembers of
+    /// it, else empty. A host left at rest leaves.
     private mutating func withHost<T>(_ key: Key, _ body: (inout Shared, inout Host) -> T) -> T {
-        body(&self.shared, &self.hosts[key, default: Host()])
+        if let index = self.hosts.index(forKey: key) { return self.withHost(at: index, body) }
+        if let learned = self.remembered.removeValue(forKey: key) {
+            self.hosts[key] = Host(remembering: learned)
+        } else {
+            self.hosts[key] = Host()
+        }
+        return self.withHost(at: self.hosts.index(forKey: key)!, body)
     }
 
-    /// Runs `body` on `key`'s state in place, with what the hosts share, if the pool knows the
-    /// host; nil if not. Reading a host through `hosts[key]` would copy it (its five collections,
-    /// a retain each); this hashes the key once and copies nothing.
+    /// Runs `body` on `key`'s state in place, with what the hosts share, if the pool has the host;
+    /// nil if not. Reading a host through `hosts[key]` would copy it (its five collections, a
+    /// retain each); this hashes the key once and copies nothing. A host left at rest leaves.
     private mutating func withKnownHost<T>(_ key: Key, _ body: (inout Shared, inout Host) -> T) -> T? {
         guard let index = self.hosts.index(forKey: key) else { return nil }
-        return body(&self.shared, &self.hosts.values[index])
+        return self.withHost(at: index, body)
+    }
+
+    private mutating func withHost<T>(at index: [Key: Host].Index, _ body: (inout Shared, inout Host) -> T) -> T {
+        var atRest = false
+        let result = Self.lend(&self.shared, &self.hosts.values[index], atRest: &atRest, body)
+        if atRest { self.rest(at: index) }
+        return result
+    }
+
+    /// `body` on the host, which is then asked whether it is at rest while it is still lent in
+    /// place: a read of it after would be a copy.
+    @inline(__always)
+    private static func lend<T>(
+        _ shared: inout Shared, _ host: inout Host, atRest: inout Bool, _ body: (inout Shared, inout Host) -> T
+    ) -> T {
+        let result = body(&shared, &host)
+        atRest = host.isAtRest
+        return result
+    }
+
+    /// The host at `index` has nothing left in the pool: it leaves, and what it learned is kept
+    /// (an arbitrary remembered host is forgotten to make room).
+    private mutating func rest(at index: [Key: Host].Index) {
+        let (key, host) = self.hosts.remove(at: index)
+        guard let learned = host.learned, self.configuration.rememberedHostsLimit > 0 else { return }
+        if self.remembered.count >= self.configuration.rememberedHostsLimit, self.remembered.index(forKey: key) == nil {
+            self.remembered.remove(at: self.remembered.startIndex)
+        }
+        self.remembered[key] = learned
     }
 
     // MARK: Requests
@@ -181,7 +226,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// opening until the server's first SETTINGS (``http2SettingsReceived(_:key:maximumStreams:)``).
     mutating func connectionCreated(_ connection: Connection, key: Key, speaking version: TLSConnector.ApplicationProtocol) -> Actions {
         guard !self.isShutDown else {
-            self.hosts[key]?.starting.removeValue(forKey: connection.id)
+            _ = self.withKnownHost(key) { _, host in host.starting.removeValue(forKey: connection.id) }
             return Actions(.close(connection))
         }
         return self.withHost(key) { shared, host in
