@@ -130,6 +130,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// Runs `body` on `key`'s state in place (a copy would copy its collections on every change),
     /// with what the hosts share; a host the pool does not have starts from what it remembers of
     /// it, else empty. A host left at rest leaves.
+    @inline(__always)
     private mutating func withHost<T>(_ key: Key, _ body: (inout Shared, inout Host) -> T) -> T {
         if let index = self.hosts.index(forKey: key) { return self.withHost(at: index, body) }
         if let learned = self.remembered.removeValue(forKey: key) {
@@ -143,11 +144,13 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// Runs `body` on `key`'s state in place, with what the hosts share, if the pool has the host;
     /// nil if not. Reading a host through `hosts[key]` would copy it (its five collections, a
     /// retain each); this hashes the key once and copies nothing. A host left at rest leaves.
+    @inline(__always)
     private mutating func withKnownHost<T>(_ key: Key, _ body: (inout Shared, inout Host) -> T) -> T? {
         guard let index = self.hosts.index(forKey: key) else { return nil }
         return self.withHost(at: index, body)
     }
 
+    @inline(__always)
     private mutating func withHost<T>(at index: [Key: Host].Index, _ body: (inout Shared, inout Host) -> T) -> T {
         var atRest = false
         let result = Self.lend(&self.shared, &self.hosts.values[index], atRest: &atRest, body)
