@@ -246,6 +246,32 @@ struct HTTP2PoolTests {
         }
     }
 
+    // MARK: Stream IDs
+
+    @Test func aConnectionWithNoStreamIDLeftIsReplacedWithNoRequestLost() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in .respond("answer \(index)") }
+        // Three IDs left on each connection (2^31 - 5, - 3, - 1): a connection that lives long
+        // enough to use them all (a billion streams, on a server that never sends GOAWAY).
+        var configuration = NIOEngine.Configuration()
+        configuration.http2FirstStreamID = Int(Int32.max) - 4
+        let engine = NIOEngine(configuration: configuration, securityPolicy: try Self.policy())
+        try await self.withManager(server, engine: engine) { manager in
+            for index in 0..<7 {
+                #expect(Self.body(try await manager.get("get")) == "answer \(index)")
+            }
+            #expect(server.connectionCount == 3, "three streams a connection")
+            #expect(server.streamCount == 7, "nothing was sent on a connection with no ID left")
+            // At once too: the streams beyond a connection's IDs wait for, or open, others.
+            try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<10 { group.addTask { Self.body(try await manager.get("get")) } }
+                var answers = 0
+                for try await answer in group where answer.hasPrefix("answer ") { answers += 1 }
+                #expect(answers == 10)
+            }
+            #expect(server.streamCount == 17)
+        }
+    }
+
     // MARK: Capacity across loops
 
     @Test func aHostsStreamsSpreadOverConnectionsOnSeveralLoopsWhenOneIsFull() async throws {

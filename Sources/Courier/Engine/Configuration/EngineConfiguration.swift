@@ -39,6 +39,9 @@ extension NIOEngine {
         /// connection counts as dead: it closes and leaves the pool, and the next request opens a
         /// new one. 10 by default; at least a millisecond.
         public var http2PingTimeout: TimeInterval = 10
+        /// The ID an HTTP/2 connection's first stream gets: 1, but for tests that need a
+        /// connection near the end of its stream IDs (2^31 - 1) without opening a billion streams.
+        var http2FirstStreamID = 1
         /// Request bodies of at least this many bytes (a known length) are announced with
         /// `Expect: 100-continue` and held back until the server answers `100 Continue`, so that
         /// a server that refuses the request (a 401, a 413, a 417) answers before the body goes out,

@@ -47,8 +47,9 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     private var idleCheck: Scheduled<Void>?
     /// The streams under way, by ID.
     private var streams: [HTTP2StreamID: HTTP2Stream] = [:]
-    /// The ID the next stream gets (a client's are odd and increase).
-    private var nextStreamID = 1
+    /// The ID the next stream gets (a client's are odd and increase). Past 2^31 - 1 the
+    /// connection has none left: it takes no new stream, and the pool opens another.
+    private var nextStreamID: Int
     /// The receive window each stream keeps open (`SETTINGS_INITIAL_WINDOW_SIZE` Courier sends).
     private let streamWindow: Int
     /// The receive window the connection keeps open.
@@ -59,6 +60,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         streamWindow: Int = 65535, connectionWindow: Int = 65535
     ) {
         self.stateMachine = HTTP2ConnectionStateMachine(configuration: configuration)
+        self.nextStreamID = configuration.firstStreamID
         self.sentFrames = sentFrames
         self.streamWindow = streamWindow
         self.connectionWindow = connectionWindow

@@ -28,6 +28,8 @@ struct HTTP2ConnectionStateMachine {
         var pingInterval: TimeAmount
         /// How long a PING may wait for any frame before the connection counts as dead.
         var pingTimeout: TimeAmount
+        /// The ID of the connection's first stream (odd; 1 but in tests).
+        var firstStreamID = 1
     }
 
     enum CloseReason: Equatable {
@@ -267,6 +269,7 @@ extension HTTP2ConnectionStateMachine.Configuration {
         self.init(
             idleTimeout: idleTimeout,
             pingInterval: amount(configuration.http2PingInterval, default: 30),
-            pingTimeout: amount(configuration.http2PingTimeout, default: 10))
+            pingTimeout: amount(configuration.http2PingTimeout, default: 10),
+            firstStreamID: max(1, configuration.http2FirstStreamID) | 1)
     }
 }
