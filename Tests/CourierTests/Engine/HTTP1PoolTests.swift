@@ -364,6 +364,27 @@ struct HTTP1PoolTests {
         }
     }
 
+    @Test func manyHostsLeaveThePoolOnceTheirConnectionsClose() async throws {
+        // Every 127.x.y.z address is this machine's loopback: forty hosts of one server.
+        var server = TestServer.Configuration()
+        server.host = "0.0.0.0"
+        try await withTestServer(server) { server in
+            let manager = SessionManager(configuration: self.configuration(idleTimeout: 0.2))
+            let pool = try #require((manager.engine as? NIOEngine)?.pool)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for host in 1...40 {
+                    let url = try #require(URL(string: "http://127.0.0.\(host):\(server.port)/get"))
+                    group.addTask { _ = try await manager.data(for: Request(url: url)) }
+                }
+                try await group.waitForAll()
+            }
+            #expect(server.connectionCount == 40, "a connection a host")
+            #expect(await eventually { pool.hostCount == 0 }, "hosts left: \(pool.hostCount)")
+            #expect(pool.liveConnections.load(ordering: .relaxed) == 0)
+            await manager.invalidate(cancelingTasks: false)
+        }
+    }
+
     @Test func closedConnectionsAreFreed() async throws {
         try await withTestServer { server in
             let manager = HTTPSessionManager(baseURL: server.baseURL, configuration: self.configuration(connections: 4))
