@@ -18,16 +18,21 @@ enum SoakBench {
         var every = 100_000
         var rounds = 1
         var server = Arguments.ServerChoice.auto
+        /// HTTPS (nginx only), and with `h2` offered.
+        var tls = false
+        var http2 = false
     }
 
     static let usage = """
-        usage: courier-bench soak [--requests N] [--concurrency N] [--every N] [--rounds K] [--server nginx|testserver|auto]
+        usage: courier-bench soak [--requests N] [--concurrency N] [--every N] [--rounds K] [--server nginx|testserver|auto] [--tls|--http2]
 
           --requests     requests per phase (sequential, then concurrent; default 1000000)
           --concurrency  requests in flight in the concurrent phase (default 64)
           --every        print resident memory every N requests (default 100000)
           --rounds       fresh managers per phase, each invalidated and dropped after its share (default 1)
           --server       the server to start (default: nginx when installed, else TestServer)
+          --tls          HTTPS (nginx), HTTP/1.1 over TLS
+          --http2        HTTPS (nginx) with h2 offered: the requests share HTTP/2 connections
         """
 
     static func run(_ arguments: [String]) async -> Int32 {
@@ -40,6 +45,8 @@ enum SoakBench {
         }
         var benchArguments = Arguments()
         benchArguments.server = options.server
+        benchArguments.tls = options.tls || options.http2
+        benchArguments.http2 = options.http2
         let server: any BenchServer
         do {
             server = try await ServerLauncher.start(benchArguments)
@@ -140,6 +147,8 @@ enum SoakBench {
                     throw Failure(description: "--server needs nginx, testserver or auto")
                 }
                 options.server = choice
+            case "--tls": options.tls = true
+            case "--http2": options.http2 = true
             default: throw Failure(description: "unknown option '\(option)'")
             }
         }

@@ -47,6 +47,11 @@ protocol PoolConnection {
 ///   streams Courier had opened unprocessed, the host's limit is learned: new connections open no
 ///   more streams than the server processed; a connection that opened that many and closes
 ///   without a GOAWAY doubles it.
+/// - A host with nothing left in the pool (no connection, open or opening, no waiter, no
+///   back-off) leaves ``hosts``; what it learned (protocol, streams a connection, failed connects)
+///   is kept in ``remembered``, for at most ``Configuration/rememberedHostsLimit`` hosts, and a
+///   host that comes back starts from it. A process that talks to ever new hosts keeps nothing for
+///   each beyond that bound.
 /// - A connection that failed to open fails the first waiting request. Requests still waiting get
 ///   connections of their own: at once after one failure, after a back-off once connects failed
 ///   twice in a row (``Configuration/backoff(afterFailures:)``), until a connect succeeds.
@@ -150,6 +155,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
         return self.withHost(at: index, body)
     }
 
+    /// Runs `body` on the host at `index` in place; one it leaves at rest leaves the pool.
     @inline(__always)
     private mutating func withHost<T>(at index: [Key: Host].Index, _ body: (inout Shared, inout Host) -> T) -> T {
         var atRest = false
