@@ -233,6 +233,69 @@ struct HTTP2GoAwayTests {
         }
     }
 
+    /// A header block RFC 9113 calls malformed (8.2, 8.3.2), in a response's head or its
+    /// trailers. swift-nio-http2's own header-block validation is off (its one switch also checked
+    /// every request Courier sends); each stream checks what the server sent instead, so such a
+    /// response still fails its request only, with swift-nio-http2's error, and the connection
+    /// carries on.
+    enum MalformedBlock: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case upperCaseName, connectionSpecificField, carriageReturnInValue, pseudoFieldAfterRegular, requestPseudoField,
+            unknownPseudoField, twoStatuses, noStatus, spaceInStatus, pseudoFieldInTrailers, connectionSpecificTrailer
+
+        var testDescription: String { self.rawValue }
+
+        var action: ScriptedHTTP2Server.Action {
+            switch self {
+            case .upperCaseName: .respondWithBlock([(":status", "200"), ("X-Upper", "1")])
+            case .connectionSpecificField: .respondWithBlock([(":status", "200"), ("connection", "close")])
+            case .carriageReturnInValue: .respondWithBlock([(":status", "200"), ("x-a", "a\rb")])
+            case .pseudoFieldAfterRegular: .respondWithBlock([("x-a", "1"), (":status", "200")])
+            case .requestPseudoField: .respondWithBlock([(":status", "200"), (":path", "/")])
+            case .unknownPseudoField: .respondWithBlock([(":status", "200"), (":foo", "1")])
+            case .twoStatuses: .respondWithBlock([(":status", "200"), (":status", "204")])
+            case .noStatus: .respondWithBlock([("x-a", "1")])
+            case .spaceInStatus: .respondWithBlock([(":status", "200 ")])
+            case .pseudoFieldInTrailers: .respondWithBlock([(":status", "200")], trailers: [(":status", "200")])
+            case .connectionSpecificTrailer: .respondWithBlock([(":status", "200")], trailers: [("transfer-encoding", "chunked")])
+            }
+        }
+
+        /// The swift-nio-http2 error the request fails with.
+        var error: String {
+            switch self {
+            case .upperCaseName: "InvalidHTTP2HeaderFieldName"
+            case .connectionSpecificField, .connectionSpecificTrailer: "ForbiddenHeaderField"
+            case .carriageReturnInValue: "InvalidHTTP2HeaderFieldValue"
+            case .pseudoFieldAfterRegular: "PseudoHeaderAfterRegularHeader"
+            case .requestPseudoField, .pseudoFieldInTrailers: "InvalidPseudoHeaders"
+            case .unknownPseudoField: "UnknownPseudoHeader"
+            case .twoStatuses: "DuplicatePseudoHeader"
+            case .noStatus: "MissingPseudoHeader"
+            case .spaceInStatus: "InvalidPseudoHeaderValue"
+            }
+        }
+    }
+
+    @Test(arguments: MalformedBlock.allCases)
+    func aMalformedHeaderBlockFailsItsRequestOnly(_ block: MalformedBlock) async throws {
+        try await self.expectOnlyItsStreamFails(block.action) { error in
+            #expect(error?.message.contains(block.error) == true, "\(String(describing: error))")
+        }
+    }
+
+    /// A malformed head on a stream the server has not ended: Courier resets it with
+    /// PROTOCOL_ERROR (RFC 9113 8.1.1), as swift-nio-http2 did, not CANCEL.
+    @Test func aMalformedHeadIsResetAsAProtocolError() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, _ in
+            .respondWithBlock([(":status", "200"), ("Upper", "1")], endStream: false)
+        }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            let error = await #expect(throws: CourierError.self) { try await manager.get("bad") }
+            #expect(error?.message.contains("InvalidHTTP2HeaderFieldName") == true, "\(String(describing: error))")
+            #expect(await eventually { server.resetsReceived == [.protocolError] }, "\(server.resetsReceived)")
+        }
+    }
+
     /// Courier's connections refuse a response whose header list is larger than swift-nio-http2's
     /// decoder takes (16 KiB): they must say so in their SETTINGS (SETTINGS_MAX_HEADER_LIST_SIZE,
     /// RFC 9113 6.5.2), or a server takes the limit to be unbounded. Before, they advertised none.

@@ -42,6 +42,10 @@ final class ScriptedHTTP2Server: Sendable {
         /// Answers with `:status` `status` as written (`1000`, say) and nothing else: one HEADERS
         /// frame with END_STREAM.
         case respondWithStatus(String)
+        /// Answers with `block` as written (the server checks none of its blocks), with END_STREAM
+        /// unless `endStream` is false (the stream is then left open); with `trailers`, `block` is
+        /// followed by a DATA frame (`body`) and `trailers`, which end the stream.
+        case respondWithBlock([(String, String)], trailers: [(String, String)]? = nil, endStream: Bool = true)
     }
 
     private struct State {
@@ -65,6 +69,8 @@ final class ScriptedHTTP2Server: Sendable {
         var requestsPerConnection: Int?
         /// Streams each connection received, by connection.
         var streamsByConnection: [Int: Int] = [:]
+        /// The codes of the RST_STREAM frames the client sent, in order.
+        var resetsReceived: [HTTP2ErrorCode] = []
     }
 
     let channel: any Channel
@@ -108,8 +114,10 @@ final class ScriptedHTTP2Server: Sendable {
                     try pipeline.addHandler(FlushGate())
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
                     connection.initialSettings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maximumStreams)]
-                    // What the server sends is the script's (a body longer than its length, say).
+                    // What the server sends is the script's (a body longer than its length, a
+                    // malformed header block).
                     connection.contentLengthValidation = .disabled
+                    connection.headerBlockValidation = .disabled
                     _ = try pipeline.configureHTTP2Pipeline(
                         mode: .server, connectionConfiguration: connection, streamConfiguration: .init()
                     ) { stream in
@@ -126,6 +134,7 @@ final class ScriptedHTTP2Server: Sendable {
     }
 
     var connectionCount: Int { self.state.withLockedValue { $0.connections } }
+    var resetsReceived: [HTTP2ErrorCode] { self.state.withLockedValue { $0.resetsReceived } }
     var streamCount: Int { self.state.withLockedValue { $0.streams } }
     var mostOpenStreams: Int { self.state.withLockedValue { $0.mostOpenStreams } }
     var heldCount: Int { self.state.withLockedValue { $0.held.count } }
@@ -246,6 +255,8 @@ final class ScriptedHTTP2Server: Sendable {
                 if headers.endStream { self.requestEnded(context: context) }
             case .data(let data):
                 if data.endStream { self.requestEnded(context: context) }
+            case .rstStream(let code):
+                self.state.withLockedValue { $0.resetsReceived.append(code) }
             default:
                 break
             }
@@ -340,6 +351,17 @@ final class ScriptedHTTP2Server: Sendable {
                 channel.eventLoop.execute {
                     let headers = HPACKHeaders([(":status", status)])
                     channel.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: headers, endStream: true)), promise: nil)
+                }
+            case .respondWithBlock(let block, let trailers, let endStream):
+                channel.eventLoop.execute {
+                    let head = HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders(block), endStream: trailers == nil && endStream))
+                    guard let trailers else {
+                        channel.writeAndFlush(head, promise: nil)
+                        return
+                    }
+                    channel.write(head, promise: nil)
+                    channel.write(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: "body")))), promise: nil)
+                    channel.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders(trailers), endStream: true)), promise: nil)
                 }
             case .protocolError:
                 guard let parent = channel.parent else { return }

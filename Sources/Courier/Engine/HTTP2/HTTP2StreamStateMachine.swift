@@ -72,6 +72,9 @@ struct HTTP2StreamStateMachine {
 
     private(set) var phase = Phase.idle
     private var response = ResponseProgress.awaitingHead
+    /// Whether the server sent a malformed header block: closing the stream resets it with
+    /// PROTOCOL_ERROR (RFC 9113 8.1.1), not CANCEL.
+    private var receivedMalformed = false
     /// Whether the request's method gives the response no content (HEAD, CONNECT), for the
     /// head's framing fields.
     private var responseHasNoContent = false
@@ -130,9 +133,24 @@ struct HTTP2StreamStateMachine {
 
     // MARK: The response
 
-    /// A HEADERS frame from the server.
+    /// A HEADERS frame from the server. Throws, and the stream is then reset with PROTOCOL_ERROR
+    /// when it closes, for a malformed header block (``validate(_:trailers:)``) or status.
     mutating func receivedHeaders(_ headers: HPACKHeaders, endStream: Bool) throws -> Parts {
         guard self.phase != .closed else { return .none }
+        do {
+            switch self.response {
+            case .awaitingHead: try Self.validate(headers, trailers: false)
+            case .receivingBody: try Self.validate(headers, trailers: true)
+            case .ended: return .none
+            }
+            return try self.receivedValidHeaders(headers, endStream: endStream)
+        } catch {
+            self.receivedMalformed = true
+            throw error
+        }
+    }
+
+    private mutating func receivedValidHeaders(_ headers: HPACKHeaders, endStream: Bool) throws -> Parts {
         var parts = Parts.none
         switch self.response {
         case .awaitingHead:
@@ -238,7 +256,7 @@ struct HTTP2StreamStateMachine {
             return .none
         case .open, .halfClosedLocal, .halfClosedRemote:
             self.phase = .closed
-            return .reset(.cancel)
+            return .reset(self.receivedMalformed ? .protocolError : .cancel)
         }
     }
 
@@ -254,6 +272,66 @@ struct HTTP2StreamStateMachine {
     /// HTTP/1's connection fields (forbidden fields were refused before the stream was asked for).
     static func requestTrailerBlock(for trailers: HTTPHeaders) -> HPACKHeaders {
         HPACKHeaders(httpHeaders: trailers, normalizeHTTPHeaders: true)
+    }
+
+    /// Checks a header block the server sent as RFC 9113 8.2 and 8.3.2 ask (swift-nio-http2's own
+    /// header-block validation is off: its one switch would also check every request Courier
+    /// sends, whose fields `HTTPFields` made valid already, at a twentieth of the connection's
+    /// loop). Names are lower-case tokens; pseudo-fields come first, and a response has one,
+    /// `:status`, trailers none; no connection-specific field; no CR, LF or NUL in a value, nor
+    /// control characters or spaces in a pseudo-field's. The errors are swift-nio-http2's.
+    static func validate(_ headers: HPACKHeaders, trailers: Bool) throws {
+        var regularSeen = false
+        var statusSeen = false
+        for (name, value, _) in headers {
+            let isPseudo = name.utf8.first == UInt8(ascii: ":")
+            guard Self.isValidName(isPseudo ? name.utf8.dropFirst() : name.utf8[...]) else {
+                throw NIOHTTP2Errors.invalidHTTP2HeaderFieldName(name)
+            }
+            if isPseudo {
+                if regularSeen { throw NIOHTTP2Errors.pseudoHeaderAfterRegularHeader(name) }
+                guard Self.isValidPseudoFieldValue(value) else { throw NIOHTTP2Errors.invalidPseudoHeaderValue(name: name, value: value) }
+                switch name {
+                case ":status":
+                    if trailers { throw NIOHTTP2Errors.invalidPseudoHeaders(headers) }
+                    if statusSeen { throw NIOHTTP2Errors.duplicatePseudoHeader(name) }
+                    statusSeen = true
+                case ":path", ":method", ":scheme", ":authority", ":protocol":
+                    // Request pseudo-fields: not for a response (nor its trailers).
+                    throw NIOHTTP2Errors.invalidPseudoHeaders(headers)
+                default:
+                    throw NIOHTTP2Errors.unknownPseudoHeader(name)
+                }
+            } else {
+                regularSeen = true
+                if HopHandler.isConnectionSpecific(name) { throw NIOHTTP2Errors.forbiddenHeaderField(name: name, value: value) }
+                guard Self.isValidFieldValue(value) else { throw NIOHTTP2Errors.invalidHTTP2HeaderFieldValue(name: name, value: value) }
+            }
+        }
+        if !trailers, !statusSeen { throw NIOHTTP2Errors.missingPseudoHeader(":status") }
+    }
+
+    /// A `token` (RFC 9110 5.6.2) without upper-case letters, as HTTP/2 field names are.
+    static func isValidName(_ name: Substring.UTF8View) -> Bool {
+        guard !name.isEmpty else { return false }
+        for byte in name {
+            switch byte {
+            case 0x21, 0x23...0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x30...0x39, 0x5E...0x7A, 0x7C, 0x7E: continue
+            default: return false
+            }
+        }
+        return true
+    }
+
+    /// No CR, LF or NUL (RFC 9113 8.2.1).
+    static func isValidFieldValue(_ value: String) -> Bool {
+        !value.utf8.contains { $0 == 0x00 || $0 == 0x0A || $0 == 0x0D }
+    }
+
+    /// No control character, space or DEL: a pseudo-field's value goes into a request or status
+    /// line when carried on as HTTP/1.1.
+    static func isValidPseudoFieldValue(_ value: String) -> Bool {
+        !value.utf8.contains { $0 <= 0x20 || $0 == 0x7F }
     }
 
     private static func status(in headers: HPACKHeaders) throws -> Int {

@@ -122,6 +122,13 @@ extension HopHandler {
         let trailers = Self.trailers(of: request)
         let connectionOptions = fields.connectionOptions
         let target = Self.target(of: request)
+        // What swift-nio-http2's header-block validation (off: `HTTP2StreamStateMachine.validate`)
+        // would refuse of a request: the regular fields are `HTTPFields`', valid lower-case names
+        // and values without CR, LF or NUL, so only what is not checked there.
+        for (name, value) in [(":path", target), (":authority", authorityValue)]
+        where !HTTP2StreamStateMachine.isValidPseudoFieldValue(value) {
+            throw NIOHTTP2Errors.invalidPseudoHeaderValue(name: name, value: value)
+        }
         var block = HPACKHeaders()
         // The four pseudo-fields, and room for trailer, content-length and accept-encoding.
         block.reserveCapacity(fields.count + 7)
@@ -139,6 +146,9 @@ extension HopHandler {
             case .contentLength, .transferEncoding: continue
             case .trailer where trailers != nil: continue
             case .acceptEncoding: hasAcceptEncoding = true
+            case .te where field.value != "trailers":
+                // RFC 9113 8.2.2: `TE` may only say `trailers` in HTTP/2.
+                throw NIOHTTP2Errors.forbiddenHeaderField(name: "te", value: field.value)
             default: break
             }
             // Already lower-case: no new string a field.

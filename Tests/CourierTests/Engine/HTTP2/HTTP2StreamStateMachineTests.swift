@@ -235,10 +235,10 @@ struct HTTP2StreamStateMachineTests {
     }
 
     @Test func theHeadFromTheBlockIsTheOneAnHTTP1HeadWouldMake() throws {
-        // What nginx sends, with a field twice and one HTTP does not allow as a name.
+        // What nginx sends, with a field twice.
         let fields = [
             ("server", "nginx/1.22.1"), ("date", "Sun, 29 Nov 2026 11:16:25 GMT"), ("content-type", "text/plain"),
-            ("set-cookie", "a=1"), ("set-cookie", "b=2"), ("bad name", "x"), ("content-encoding", "gzip"),
+            ("set-cookie", "a=1"), ("set-cookie", "b=2"), ("content-encoding", "gzip"),
         ]
         var machine = Self.sentGet()
         let parts = try machine.receivedHeaders(Self.response(203, fields), endStream: false)
@@ -249,7 +249,69 @@ struct HTTP2StreamStateMachineTests {
         #expect(head.size == HopHandler.size(of: nioHead), "the metrics count the same bytes")
         #expect(head.response.status.reasonPhrase == "Non-Authoritative Information")
         #expect(head.response.headerFields[values: .setCookie] == ["a=1", "b=2"])
-        #expect(head.response.headerFields.count == 7, "the field HTTP does not allow is left out")
+        #expect(head.response.headerFields.count == 7, "with the framing field")
+    }
+
+    /// RFC 9113 8.2 and 8.3.2, checked by the stream (swift-nio-http2's header-block validation is
+    /// off): each malformed block is swift-nio-http2's error, in a head or in trailers, and the
+    /// stream, when closed, is reset with PROTOCOL_ERROR instead of CANCEL.
+    @Test func aMalformedHeaderBlockIsAnErrorAndItsStreamIsResetAsAProtocolError() throws {
+        let heads: [([(String, String)], any Error.Type)] = [
+            ([(":status", "200"), ("bad name", "x")], NIOHTTP2Errors.InvalidHTTP2HeaderFieldName.self),
+            ([(":status", "200"), ("Upper", "x")], NIOHTTP2Errors.InvalidHTTP2HeaderFieldName.self),
+            ([(":status", "200"), ("", "x")], NIOHTTP2Errors.InvalidHTTP2HeaderFieldName.self),
+            ([(":Status", "200")], NIOHTTP2Errors.InvalidHTTP2HeaderFieldName.self),
+            ([(":status", "200"), ("keep-alive", "5")], NIOHTTP2Errors.ForbiddenHeaderField.self),
+            ([(":status", "200"), ("upgrade", "h2c")], NIOHTTP2Errors.ForbiddenHeaderField.self),
+            ([(":status", "200"), ("x", "a\nb")], NIOHTTP2Errors.InvalidHTTP2HeaderFieldValue.self),
+            ([(":status", "200"), ("x", "a\u{0}b")], NIOHTTP2Errors.InvalidHTTP2HeaderFieldValue.self),
+            ([("x", "1"), (":status", "200")], NIOHTTP2Errors.PseudoHeaderAfterRegularHeader.self),
+            ([(":status", "200"), (":authority", "a")], NIOHTTP2Errors.InvalidPseudoHeaders.self),
+            ([(":status", "200"), (":x", "a")], NIOHTTP2Errors.UnknownPseudoHeader.self),
+            ([(":status", "200"), (":status", "200")], NIOHTTP2Errors.DuplicatePseudoHeader.self),
+            ([(":status", "\t200")], NIOHTTP2Errors.InvalidPseudoHeaderValue.self),
+        ]
+        for (block, errorType) in heads {
+            var machine = Self.sentGet()
+            do {
+                _ = try machine.receivedHeaders(HPACKHeaders(block), endStream: false)
+                Issue.record("\(block) was taken")
+            } catch {
+                #expect(type(of: error) == errorType, "\(block): \(error)")
+            }
+            #expect(machine.close() == .reset(.protocolError), "\(block)")
+        }
+        for (trailers, errorType) in [
+            ([(":status", "200")], NIOHTTP2Errors.InvalidPseudoHeaders.self),
+            ([("transfer-encoding", "chunked")], NIOHTTP2Errors.ForbiddenHeaderField.self),
+        ] as [([(String, String)], any Error.Type)] {
+            var machine = Self.sentGet()
+            _ = try machine.receivedHeaders(Self.response(200, []), endStream: false)
+            do {
+                _ = try machine.receivedHeaders(HPACKHeaders(trailers), endStream: true)
+                Issue.record("\(trailers) was taken")
+            } catch {
+                #expect(type(of: error) == errorType, "\(trailers): \(error)")
+            }
+            #expect(machine.close() == .reset(.protocolError), "\(trailers)")
+        }
+        // What the rules allow: any token, obs-text and spaces inside a value, a 1xx head, trailers.
+        var machine = Self.sentGet()
+        _ = try machine.receivedHeaders(HPACKHeaders([(":status", "103"), ("link", "</a>; rel=preload")]), endStream: false)
+        _ = try machine.receivedHeaders(Self.response(200, [("x-!#$%&'*+-.^_`|~09az", "a b\u{80}")]), endStream: false)
+        _ = try machine.receivedHeaders(HPACKHeaders([("x-checksum", "1")]), endStream: true)
+        #expect(machine.close() == .none, "both sides ended")
+    }
+
+    @Test func aRequestTheHTTP2RulesRefuseIsRefusedBeforeItIsSent() throws {
+        var te = Request(url: URL(string: "https://example.com/")!)
+        te.headerFields[.te] = "gzip"
+        #expect(throws: NIOHTTP2Errors.ForbiddenHeaderField.self) { try Self.block(te) }
+        te.headerFields[.te] = "trailers"
+        #expect(try Self.block(te).first(name: "te") == "trailers")
+        var host = Request(url: URL(string: "https://example.com/")!)
+        host.headerFields[HTTPField.Name("Host")!] = "example.com extra"
+        #expect(throws: NIOHTTP2Errors.InvalidPseudoHeaderValue.self) { try Self.block(host) }
     }
 
     @Test func theCodingIsReadFromTheFieldsAsFromNIOsHead() {
