@@ -139,22 +139,27 @@ struct HTTP2StreamStateMachine {
         guard self.phase != .closed else { return .none }
         do {
             switch self.response {
-            case .awaitingHead: try Self.validate(headers, trailers: false)
-            case .receivingBody: try Self.validate(headers, trailers: true)
-            case .ended: return .none
+            case .awaitingHead:
+                let status = try Self.status(Self.validate(headers, trailers: false))
+                return self.receivedValidHeaders(headers, status: status, endStream: endStream)
+            case .receivingBody:
+                _ = try Self.validate(headers, trailers: true)
+                return self.receivedValidHeaders(headers, status: nil, endStream: endStream)
+            case .ended:
+                return .none
             }
-            return try self.receivedValidHeaders(headers, endStream: endStream)
         } catch {
             self.receivedMalformed = true
             throw error
         }
     }
 
-    private mutating func receivedValidHeaders(_ headers: HPACKHeaders, endStream: Bool) throws -> Parts {
+    /// A valid header block: a head (`status`), or trailers.
+    private mutating func receivedValidHeaders(_ headers: HPACKHeaders, status: Int?, endStream: Bool) -> Parts {
         var parts = Parts.none
         switch self.response {
         case .awaitingHead:
-            let status = try Self.status(in: headers)
+            guard let status else { return .none }
             if (100..<200).contains(status) {
                 // Informational (`100 Continue`): the final head follows.
                 parts.first = .head(Self.responseHead(status: status, of: headers, framing: nil))
@@ -280,9 +285,11 @@ struct HTTP2StreamStateMachine {
     /// loop). Names are lower-case tokens; pseudo-fields come first, and a response has one,
     /// `:status`, trailers none; no connection-specific field; no CR, LF or NUL in a value, nor
     /// control characters or spaces in a pseudo-field's. The errors are swift-nio-http2's.
-    static func validate(_ headers: HPACKHeaders, trailers: Bool) throws {
+    /// Returns the `:status` value of a head (nil for trailers).
+    @discardableResult
+    static func validate(_ headers: HPACKHeaders, trailers: Bool) throws -> String? {
         var regularSeen = false
-        var statusSeen = false
+        var status: String?
         for (name, value, _) in headers {
             let isPseudo = name.utf8.first == UInt8(ascii: ":")
             guard Self.isValidName(isPseudo ? name.utf8.dropFirst() : name.utf8[...]) else {
@@ -294,8 +301,8 @@ struct HTTP2StreamStateMachine {
                 switch name {
                 case ":status":
                     if trailers { throw NIOHTTP2Errors.invalidPseudoHeaders(headers) }
-                    if statusSeen { throw NIOHTTP2Errors.duplicatePseudoHeader(name) }
-                    statusSeen = true
+                    if status != nil { throw NIOHTTP2Errors.duplicatePseudoHeader(name) }
+                    status = value
                 case ":path", ":method", ":scheme", ":authority", ":protocol":
                     // Request pseudo-fields: not for a response (nor its trailers).
                     throw NIOHTTP2Errors.invalidPseudoHeaders(headers)
@@ -304,11 +311,18 @@ struct HTTP2StreamStateMachine {
                 }
             } else {
                 regularSeen = true
-                if HopHandler.isConnectionSpecific(name) { throw NIOHTTP2Errors.forbiddenHeaderField(name: name, value: value) }
+                // The connection-specific names are 7, 10, 16 and 17 bytes long: most names are
+                // not compared at all.
+                switch name.utf8.count {
+                case 7, 10, 16, 17:
+                    if HopHandler.isConnectionSpecific(name) { throw NIOHTTP2Errors.forbiddenHeaderField(name: name, value: value) }
+                default: break
+                }
                 guard Self.isValidFieldValue(value) else { throw NIOHTTP2Errors.invalidHTTP2HeaderFieldValue(name: name, value: value) }
             }
         }
-        if !trailers, !statusSeen { throw NIOHTTP2Errors.missingPseudoHeader(":status") }
+        if !trailers, status == nil { throw NIOHTTP2Errors.missingPseudoHeader(":status") }
+        return status
     }
 
     /// A `token` (RFC 9110 5.6.2) without upper-case letters, as HTTP/2 field names are.
@@ -334,12 +348,8 @@ struct HTTP2StreamStateMachine {
         !value.utf8.contains { $0 <= 0x20 || $0 == 0x7F }
     }
 
-    private static func status(in headers: HPACKHeaders) throws -> Int {
-        var value: String?
-        for (name, field, _) in headers where name == ":status" {
-            if value != nil { throw NIOHTTP2Errors.duplicatePseudoHeader(":status") }
-            value = field
-        }
+    /// The status a head's `:status` value (``validate(_:trailers:)``'s) names.
+    private static func status(_ value: String?) throws -> Int {
         guard let value else { throw NIOHTTP2Errors.missingPseudoHeader(":status") }
         // Three digits (RFC 9110 15): `HTTPResponse.Status` takes no other.
         guard let status = Int(value, radix: 10), (0...999).contains(status) else { throw NIOHTTP2Errors.invalidStatusValue(value) }

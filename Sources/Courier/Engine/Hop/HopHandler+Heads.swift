@@ -125,9 +125,11 @@ extension HopHandler {
         // What swift-nio-http2's header-block validation (off: `HTTP2StreamStateMachine.validate`)
         // would refuse of a request: the regular fields are `HTTPFields`', valid lower-case names
         // and values without CR, LF or NUL, so only what is not checked there.
-        for (name, value) in [(":path", target), (":authority", authorityValue)]
-        where !HTTP2StreamStateMachine.isValidPseudoFieldValue(value) {
-            throw NIOHTTP2Errors.invalidPseudoHeaderValue(name: name, value: value)
+        guard HTTP2StreamStateMachine.isValidPseudoFieldValue(target) else {
+            throw NIOHTTP2Errors.invalidPseudoHeaderValue(name: ":path", value: target)
+        }
+        guard HTTP2StreamStateMachine.isValidPseudoFieldValue(authorityValue) else {
+            throw NIOHTTP2Errors.invalidPseudoHeaderValue(name: ":authority", value: authorityValue)
         }
         var block = HPACKHeaders()
         // The four pseudo-fields, and room for trailer, content-length and accept-encoding.
