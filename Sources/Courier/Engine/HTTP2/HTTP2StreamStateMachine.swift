@@ -134,52 +134,36 @@ struct HTTP2StreamStateMachine {
     // MARK: The response
 
     /// A HEADERS frame from the server. Throws, and the stream is then reset with PROTOCOL_ERROR
-    /// when it closes, for a malformed header block (``validate(_:trailers:)``) or status.
+    /// when it closes, for a malformed header block (``check(_:trailers:)``) or status.
     mutating func receivedHeaders(_ headers: HPACKHeaders, endStream: Bool) throws -> Parts {
-        guard self.phase != .closed else { return .none }
+        guard self.phase != .closed, self.response != .ended else { return .none }
+        let isTrailers = self.response == .receivingBody
+        var block: ReceivedBlock
+        let status: Int
         do {
-            switch self.response {
-            case .awaitingHead:
-                let status = try Self.status(Self.validate(headers, trailers: false))
-                return self.receivedValidHeaders(headers, status: status, endStream: endStream)
-            case .receivingBody:
-                _ = try Self.validate(headers, trailers: true)
-                return self.receivedValidHeaders(headers, status: nil, endStream: endStream)
-            case .ended:
-                return .none
-            }
+            block = try Self.check(headers, trailers: isTrailers)
+            status = isTrailers ? 0 : try Self.status(block.status)
         } catch {
             self.receivedMalformed = true
             throw error
         }
-    }
-
-    /// A valid header block: a head (`status`), or trailers.
-    private mutating func receivedValidHeaders(_ headers: HPACKHeaders, status: Int?, endStream: Bool) -> Parts {
         var parts = Parts.none
-        switch self.response {
-        case .awaitingHead:
-            guard let status else { return .none }
-            if (100..<200).contains(status) {
-                // Informational (`100 Continue`): the final head follows.
-                parts.first = .head(Self.responseHead(status: status, of: headers, framing: nil))
-                return parts
-            }
-            var framing: HTTPField?
-            if status != 204, status != 304, !self.responseHasNoContent, !headers.contains(name: "content-length") {
+        if isTrailers {
+            parts.first = .end(Self.regularFields(of: headers))
+        } else if (100..<200).contains(status) {
+            // Informational (`100 Continue`): the final head follows.
+            parts.first = .head(Self.responseHead(status: status, of: block))
+            return parts
+        } else {
+            if status != 204, status != 304, !self.responseHasNoContent, !block.hasContentLength {
                 // As swift-nio-http2's HTTP/1 codec frames it.
-                framing = endStream ? HTTPField(name: .contentLength, value: "0") : HTTPField(name: .transferEncoding, value: "chunked")
+                block.append(endStream ? HTTPField(name: .contentLength, value: "0") : HTTPField(name: .transferEncoding, value: "chunked"))
             }
             self.response = .receivingBody
-            parts.first = .head(Self.responseHead(status: status, of: headers, framing: framing))
+            parts.first = .head(Self.responseHead(status: status, of: block))
             if endStream {
                 parts.second = .end(nil)
             }
-        case .receivingBody:
-            // Trailers.
-            parts.first = .end(Self.regularFields(of: headers))
-        case .ended:
-            return .none
         }
         if endStream || parts.first.map(Self.isEnd) == true { self.remoteEnded() }
         return parts
@@ -279,62 +263,70 @@ struct HTTP2StreamStateMachine {
         HPACKHeaders(httpHeaders: trailers, normalizeHTTPHeaders: true)
     }
 
-    /// Checks a header block the server sent as RFC 9113 8.2 and 8.3.2 ask (swift-nio-http2's own
-    /// header-block validation is off: its one switch would also check every request Courier
-    /// sends, whose fields `HTTPFields` made valid already, at a twentieth of the connection's
-    /// loop). Names are lower-case tokens; pseudo-fields come first, and a response has one,
+    /// A header block the server sent, checked (``check(_:trailers:)``).
+    struct ReceivedBlock {
+        /// A head's `:status` value.
+        var status: String?
+        /// A head's regular fields, as its `HTTPResponse` takes them.
+        var fields = HTTPFields()
+        /// Their size as HTTP/1.1 text ("name: value" CRLF each), for the metrics.
+        var fieldsSize = 0
+        var hasContentLength = false
+
+        /// Adds a field (the framing swift-nio-http2's HTTP/1 codec added).
+        mutating func append(_ field: HTTPField) {
+            self.fieldsSize += field.name.rawName.utf8.count + 2 + field.value.utf8.count + 2
+            self.fields.append(field)
+        }
+    }
+
+    /// Checks a header block the server sent as RFC 9113 8.2 and 8.3.2 ask, and makes a head's
+    /// fields as it goes (swift-nio-http2's own header-block validation is off: its one switch
+    /// would also check every request Courier sends, whose fields `HTTPFields` made valid
+    /// already, at a twentieth of the connection's loop). Names are lower-case tokens (what
+    /// `HTTPField.Name(parsed:)` takes); pseudo-fields come first, and a response has one,
     /// `:status`, trailers none; no connection-specific field; no CR, LF or NUL in a value, nor
     /// control characters or spaces in a pseudo-field's. The errors are swift-nio-http2's.
-    /// Returns the `:status` value of a head (nil for trailers).
-    @discardableResult
-    static func validate(_ headers: HPACKHeaders, trailers: Bool) throws -> String? {
+    static func check(_ headers: HPACKHeaders, trailers: Bool) throws -> ReceivedBlock {
+        var block = ReceivedBlock()
+        if !trailers { block.fields.reserveCapacity(headers.count) }
         var regularSeen = false
-        var status: String?
         for (name, value, _) in headers {
-            let isPseudo = name.utf8.first == UInt8(ascii: ":")
-            guard Self.isValidName(isPseudo ? name.utf8.dropFirst() : name.utf8[...]) else {
-                throw NIOHTTP2Errors.invalidHTTP2HeaderFieldName(name)
-            }
-            if isPseudo {
+            guard let fieldName = HTTPField.Name(parsed: name) else { throw NIOHTTP2Errors.invalidHTTP2HeaderFieldName(name) }
+            if name.utf8.first == UInt8(ascii: ":") {
                 if regularSeen { throw NIOHTTP2Errors.pseudoHeaderAfterRegularHeader(name) }
                 guard Self.isValidPseudoFieldValue(value) else { throw NIOHTTP2Errors.invalidPseudoHeaderValue(name: name, value: value) }
                 switch name {
                 case ":status":
                     if trailers { throw NIOHTTP2Errors.invalidPseudoHeaders(headers) }
-                    if status != nil { throw NIOHTTP2Errors.duplicatePseudoHeader(name) }
-                    status = value
+                    if block.status != nil { throw NIOHTTP2Errors.duplicatePseudoHeader(name) }
+                    block.status = value
                 case ":path", ":method", ":scheme", ":authority", ":protocol":
                     // Request pseudo-fields: not for a response (nor its trailers).
                     throw NIOHTTP2Errors.invalidPseudoHeaders(headers)
                 default:
                     throw NIOHTTP2Errors.unknownPseudoHeader(name)
                 }
-            } else {
-                regularSeen = true
-                // The connection-specific names are 7, 10, 16 and 17 bytes long: most names are
-                // not compared at all.
-                switch name.utf8.count {
-                case 7, 10, 16, 17:
-                    if HopHandler.isConnectionSpecific(name) { throw NIOHTTP2Errors.forbiddenHeaderField(name: name, value: value) }
-                default: break
-                }
-                guard Self.isValidFieldValue(value) else { throw NIOHTTP2Errors.invalidHTTP2HeaderFieldValue(name: name, value: value) }
+                continue
+            }
+            regularSeen = true
+            // The connection-specific names are 7, 10, 16 and 17 bytes long, `content-length` 14:
+            // most names are not compared at all.
+            switch name.utf8.count {
+            case 7, 10, 16, 17:
+                if HopHandler.isConnectionSpecific(name) { throw NIOHTTP2Errors.forbiddenHeaderField(name: name, value: value) }
+            case 14:
+                if fieldName == .contentLength { block.hasContentLength = true }
+            default: break
+            }
+            guard Self.isValidFieldValue(value) else { throw NIOHTTP2Errors.invalidHTTP2HeaderFieldValue(name: name, value: value) }
+            if !trailers {
+                block.fieldsSize += name.utf8.count + 2 + value.utf8.count + 2
+                block.fields.append(HTTPField(name: fieldName, value: value))
             }
         }
-        if !trailers, status == nil { throw NIOHTTP2Errors.missingPseudoHeader(":status") }
-        return status
-    }
-
-    /// A `token` (RFC 9110 5.6.2) without upper-case letters, as HTTP/2 field names are.
-    static func isValidName(_ name: Substring.UTF8View) -> Bool {
-        guard !name.isEmpty else { return false }
-        for byte in name {
-            switch byte {
-            case 0x21, 0x23...0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x30...0x39, 0x5E...0x7A, 0x7C, 0x7E: continue
-            default: return false
-            }
-        }
-        return true
+        if !trailers, block.status == nil { throw NIOHTTP2Errors.missingPseudoHeader(":status") }
+        return block
     }
 
     /// No CR, LF or NUL (RFC 9113 8.2.1).
@@ -348,7 +340,7 @@ struct HTTP2StreamStateMachine {
         !value.utf8.contains { $0 <= 0x20 || $0 == 0x7F }
     }
 
-    /// The status a head's `:status` value (``validate(_:trailers:)``'s) names.
+    /// The status a head's `:status` value (``check(_:trailers:)``'s) names.
     private static func status(_ value: String?) throws -> Int {
         guard let value else { throw NIOHTTP2Errors.missingPseudoHeader(":status") }
         // Three digits (RFC 9110 15): `HTTPResponse.Status` takes no other.
@@ -356,29 +348,14 @@ struct HTTP2StreamStateMachine {
         return status
     }
 
-    /// The response head of a header block: its fields without the pseudo-fields, then `framing`
-    /// (the field swift-nio-http2's HTTP/1 codec added), made once as the exchange's
-    /// `HTTPResponse` with no `HTTPResponseHead` between (its size as HTTP/1.1 text, with the
-    /// reason phrase NIO gives the status, counted on the way). swift-nio-http2 lets only
-    /// lower-case names through, taken as they are (`HTTPField.Name(parsed:)`); any other is taken
-    /// as `HTTPFields(nioHeaders:)` took it, and left out if HTTP does not allow it.
-    static func responseHead(status: Int, of headers: HPACKHeaders, framing: HTTPField?) -> HopResponseHead {
+    /// The response head of a checked header block (its regular fields, and any framing field
+    /// added), made once as the exchange's `HTTPResponse` with no `HTTPResponseHead` between (its
+    /// size as HTTP/1.1 text, with the reason phrase NIO gives the status).
+    static func responseHead(status: Int, of block: ReceivedBlock) -> HopResponseHead {
         let reasonPhrase = HTTPResponseStatus(statusCode: status).reasonPhrase
         // "HTTP/1.1 SP 200 SP reason CRLF" ... "CRLF", as `HopHandler.size(of:)` counts it.
-        var size = 8 + 1 + 3 + 1 + reasonPhrase.utf8.count + 2 + 2
-        var fields = HTTPFields()
-        fields.reserveCapacity(headers.count)
-        for (name, value, _) in headers where !name.hasPrefix(":") {
-            size += name.utf8.count + 2 + value.utf8.count + 2
-            if let fieldName = HTTPField.Name(parsed: name) ?? HTTPField.Name(name) {
-                fields.append(HTTPField(name: fieldName, value: value))
-            }
-        }
-        if let framing {
-            size += framing.name.rawName.utf8.count + 2 + framing.value.utf8.count + 2
-            fields.append(framing)
-        }
-        let response = HTTPResponse(status: HTTPResponse.Status(code: status, reasonPhrase: reasonPhrase), headerFields: fields)
+        let size = 8 + 1 + 3 + 1 + reasonPhrase.utf8.count + 2 + 2 + block.fieldsSize
+        let response = HTTPResponse(status: HTTPResponse.Status(code: status, reasonPhrase: reasonPhrase), headerFields: block.fields)
         return HopResponseHead(response: response, status: status, version: Self.version, isKeepAlive: false, size: Int64(size))
     }
 

@@ -122,7 +122,7 @@ extension HopHandler {
         let trailers = Self.trailers(of: request)
         let connectionOptions = fields.connectionOptions
         let target = Self.target(of: request)
-        // What swift-nio-http2's header-block validation (off: `HTTP2StreamStateMachine.validate`)
+        // What swift-nio-http2's header-block validation (off: `HTTP2StreamStateMachine.check`)
         // would refuse of a request: the regular fields are `HTTPFields`', valid lower-case names
         // and values without CR, LF or NUL, so only what is not checked there.
         guard HTTP2StreamStateMachine.isValidPseudoFieldValue(target) else {

@@ -205,7 +205,7 @@ extension ConnectionPool {
         ]
         connection.maximumRecentlyResetStreams = Self.http2RememberedResets
         // Off in both directions (its one switch): the server's blocks are checked by each
-        // stream (`HTTP2StreamStateMachine.validate`), Courier's by how they are made
+        // stream (`HTTP2StreamStateMachine.check`), Courier's by how they are made
         // (`HopHandler.headerBlock`). On, it was 9 % of a busy connection's loop, more than half
         // of it spent on Courier's own requests.
         connection.headerBlockValidation = .disabled
