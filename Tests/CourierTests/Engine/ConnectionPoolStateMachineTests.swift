@@ -306,7 +306,7 @@ struct ConnectionPoolStateMachineTests {
         self.openHTTP2(&machine, ["a", "b", "c"], id: 0)
         // Streams 1, 3, 5 open; the server processed 1 and 3 only: the host takes two a connection.
         #expect(self.lines(machine.http2GoAwayReceived(id(0), key: Self.https, lastStreamID: 3)) == [])
-        #expect(machine.hosts[Self.https]?.learnedStreamsPerConnection == 2)
+        #expect(machine.hosts[Self.https]?.learned.streamsPerConnection == 2)
         for _ in 0..<3 { _ = machine.http2StreamClosed(id(0), key: Self.https) }
         // The dropped stream goes again (on a new connection), and two more with it.
         for name in ["c again", "d", "e"] { _ = self.request(&machine, Request(name), key: Self.https) }
@@ -319,7 +319,7 @@ struct ConnectionPoolStateMachineTests {
         // Its two streams end without a GOAWAY: it closes, and the host may take four.
         #expect(self.lines(machine.http2StreamClosed(id(1), key: Self.https)) == [])
         #expect(self.lines(machine.http2StreamClosed(id(1), key: Self.https)) == ["close #1"])
-        #expect(machine.hosts[Self.https]?.learnedStreamsPerConnection == 4)
+        #expect(machine.hosts[Self.https]?.learned.streamsPerConnection == 4)
         #expect(self.lines(machine.connectionClosed(id(1), key: Self.https)) == [], "e's connection is coming")
         _ = machine.connectionCreated(self.connection(2), key: Self.https, speaking: .http2)
         #expect(machine.hosts[Self.https]?.http2.last?.lifetimeLimit == 4)
@@ -400,8 +400,8 @@ struct ConnectionPoolStateMachineTests {
         #expect(self.lines(machine.connectionClosed(id(1), key: Self.https)) == [])
         #expect(machine.hosts.isEmpty)
         let learned = machine.remembered[Self.https]
-        #expect(learned?.learnedProtocol == .http2)
-        #expect(learned?.learnedStreamsPerConnection == 2)
+        #expect(learned?.applicationProtocol == .http2)
+        #expect(learned?.streamsPerConnection == 2)
 
         // Back: its new connection opens no more streams than the host processes.
         _ = self.openHTTP2(&machine, ["d", "e", "f"], id: 2)
@@ -440,7 +440,7 @@ struct ConnectionPoolStateMachineTests {
         }
         #expect(machine.hosts.isEmpty)
         #expect(machine.remembered.count == 3)
-        #expect(machine.remembered.values.allSatisfy { $0.learnedProtocol == .http1_1 })
+        #expect(machine.remembered.values.allSatisfy { $0.applicationProtocol == .http1_1 })
         // A host remembered again takes no one's place.
         let kept = try #require(machine.remembered.keys.first)
         _ = machine.executeRequest(Request("again"), key: kept, preferredLoop: self.loops[0], needsNewConnection: false, now: self.now)

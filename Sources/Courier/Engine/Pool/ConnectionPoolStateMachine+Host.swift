@@ -38,7 +38,7 @@ extension ConnectionPoolStateMachine {
             /// Streams opened on the connection in all its life.
             var streamsOpened = 0
             /// How many streams the connection may open in all its life: what the host was seen to
-            /// process on one connection (``Host/learnedStreamsPerConnection``), else no limit.
+            /// process on one connection (``Host/Learned/streamsPerConnection``), else no limit.
             var lifetimeLimit: Int
 
             init(connection: Connection, lifetimeLimit: Int) {
@@ -78,41 +78,25 @@ extension ConnectionPoolStateMachine {
         /// Requests waiting for a connection, in order of arrival (one sent again arrives again),
         /// and which of them go only on a new connection.
         var waiters = ConnectionWaiters<Waiter>()
-        /// What the host's last new TLS connection spoke (ALPN), once one opened.
-        var learnedProtocol: TLSConnector.ApplicationProtocol?
-        /// How many streams the host processes on one HTTP/2 connection, learned from a GOAWAY that
-        /// left streams Courier had opened unprocessed (a server's `keepalive_requests`); nil until
-        /// one did. New connections open no more streams than this in their life, so that requests
-        /// are not sent to be dropped. Doubled when a connection that opened that many closes
-        /// without a GOAWAY (the server would have taken more).
-        var learnedStreamsPerConnection: Int?
-        /// Connects that failed in a row (a connect that succeeds resets it).
-        var failedConnects = 0
+        /// What the host taught the pool, kept when it has nothing else there
+        /// (``ConnectionPoolStateMachine/remembered``).
+        var learned = Learned()
         /// A back-off timer runs: no connection opens until it ends.
         var isBackingOff = false
 
         /// What a host taught the pool that outlives its connections.
         struct Learned: Equatable {
-            var learnedProtocol: TLSConnector.ApplicationProtocol?
-            var learnedStreamsPerConnection: Int?
-            var failedConnects: Int
-        }
-
-        init() {}
-
-        /// A host that comes back to the pool, which remembers `learned` of it.
-        init(remembering learned: Learned) {
-            self.learnedProtocol = learned.learnedProtocol
-            self.learnedStreamsPerConnection = learned.learnedStreamsPerConnection
-            self.failedConnects = learned.failedConnects
-        }
-
-        /// What it learned, or nil when that is nothing a new host would not start with.
-        var learned: Learned? {
-            let learned = Learned(
-                learnedProtocol: self.learnedProtocol, learnedStreamsPerConnection: self.learnedStreamsPerConnection,
-                failedConnects: self.failedConnects)
-            return learned == Learned(learnedProtocol: nil, learnedStreamsPerConnection: nil, failedConnects: 0) ? nil : learned
+            /// What the host's last new TLS connection spoke (ALPN), once one opened.
+            var applicationProtocol: TLSConnector.ApplicationProtocol?
+            /// How many streams the host processes on one HTTP/2 connection, learned from a
+            /// GOAWAY that left streams Courier had opened unprocessed (a server's
+            /// `keepalive_requests`); nil until one did. New connections open no more streams than
+            /// this in their life, so that requests are not sent to be dropped. Doubled when a
+            /// connection that opened that many closes without a GOAWAY (the server would have
+            /// taken more).
+            var streamsPerConnection: Int?
+            /// Connects that failed in a row (a connect that succeeds resets it).
+            var failedConnects = 0
         }
 
         /// Whether the pool has nothing of it but what it learned: no connection, open or opening,
@@ -141,7 +125,7 @@ extension ConnectionPoolStateMachine {
             guard self.waiters.count > connecting, !self.isBackingOff, self.openCount < configuration.maximumConnectionsPerHost else {
                 return false
             }
-            guard tls, self.learnedProtocol != .http1_1 else { return true }
+            guard tls, self.learned.applicationProtocol != .http1_1 else { return true }
             return connecting == 0 && !self.http2.contains { $0.hasRoom(configuration) }
                 && self.http2.count(where: \.isUsable) < configuration.http2MaximumConnectionsPerHost
         }
@@ -180,8 +164,8 @@ extension ConnectionPoolStateMachine {
             // Client streams are odd: 1, 3, 5… `lastStreamID` is the last the server processed.
             let processed = max(0, (lastStreamID + 1) / 2)
             guard processed < self.http2[index].streamsOpened else { return Actions() }
-            let limit = max(1, min(processed, self.learnedStreamsPerConnection ?? .max))
-            self.learnedStreamsPerConnection = limit
+            let limit = max(1, min(processed, self.learned.streamsPerConnection ?? .max))
+            self.learned.streamsPerConnection = limit
             var spent = Actions()
             for other in self.http2.indices {
                 self.http2[other].lifetimeLimit = min(self.http2[other].lifetimeLimit, limit)

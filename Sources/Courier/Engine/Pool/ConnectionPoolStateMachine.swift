@@ -138,11 +138,7 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     @inline(__always)
     private mutating func withHost<T>(_ key: Key, _ body: (inout Shared, inout Host) -> T) -> T {
         if let index = self.hosts.index(forKey: key) { return self.withHost(at: index, body) }
-        if let learned = self.remembered.removeValue(forKey: key) {
-            self.hosts[key] = Host(remembering: learned)
-        } else {
-            self.hosts[key] = Host()
-        }
+        self.hosts[key] = Host(learned: self.remembered.removeValue(forKey: key) ?? Host.Learned())
         return self.withHost(at: self.hosts.index(forKey: key)!, body)
     }
 
@@ -179,11 +175,12 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// (an arbitrary remembered host is forgotten to make room).
     private mutating func rest(at index: [Key: Host].Index) {
         let (key, host) = self.hosts.remove(at: index)
-        guard let learned = host.learned, self.configuration.rememberedHostsLimit > 0 else { return }
+        // A host that taught nothing would come back as new anyway.
+        guard host.learned != Host.Learned(), self.configuration.rememberedHostsLimit > 0 else { return }
         if self.remembered.count >= self.configuration.rememberedHostsLimit, self.remembered.index(forKey: key) == nil {
             self.remembered.remove(at: self.remembered.startIndex)
         }
-        self.remembered[key] = learned
+        self.remembered[key] = host.learned
     }
 
     // MARK: Requests
@@ -242,17 +239,17 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
             host.starting.removeValue(forKey: connection.id)
             switch version {
             case .http2:
-                host.learnedProtocol = .http2
-                host.http2.append(Host.HTTP2Entry(connection: connection, lifetimeLimit: host.learnedStreamsPerConnection ?? .max))
+                host.learned.applicationProtocol = .http2
+                host.http2.append(Host.HTTP2Entry(connection: connection, lifetimeLimit: host.learned.streamsPerConnection ?? .max))
                 return Actions()
             case .http1_1:
-                host.failedConnects = 0
+                host.learned.failedConnects = 0
                 host.http1[connection.id] = connection
                 // Idle until a request runs on it: when the one that asked for it was cancelled
                 // meanwhile, it must still close after the idle timeout.
                 var actions = Actions(.startIdleClock(connection))
                 // A TLS host that speaks HTTP/1.1 may now get its other connections at once.
-                if key.tls { host.learnedProtocol = .http1_1 }
+                if key.tls { host.learned.applicationProtocol = .http1_1 }
                 if let waiter = host.waiters.takeForNewConnection() {
                     actions.append(.run(waiter.request, on: connection))
                 } else {
@@ -284,11 +281,11 @@ extension ConnectionPoolStateMachine.Shared {
     /// SETTINGS): the first waiter fails; the others get a connection at once after one failure,
     /// after a back-off once connects failed twice in a row.
     mutating func connectFailed(to key: Key, host: inout Host, error: any Error) -> Actions {
-        host.failedConnects += 1
+        host.learned.failedConnects += 1
         var actions = Actions()
         if let first = host.waiters.popFirst() { actions.append(.fail(first.request, error)) }
         guard !self.isShutDown, !host.isBackingOff else { return actions }
-        if let delay = self.configuration.backoff(afterFailures: host.failedConnects) {
+        if let delay = self.configuration.backoff(afterFailures: host.learned.failedConnects) {
             if host.needsConnection(self.configuration, tls: key.tls) {
                 host.isBackingOff = true
                 actions.append(.scheduleBackoffTimer(key, after: delay))
@@ -373,7 +370,7 @@ extension ConnectionPoolStateMachine {
             if first {
                 // The connect succeeded only now: a server may close at once what TLS accepted.
                 host.http2[index].phase = .active
-                host.failedConnects = 0
+                host.learned.failedConnects = 0
             }
             var actions = host.takeStreams(on: index, shared.configuration)
             shared.openConnectionsNeeded(for: key, host: &host, into: &actions)
@@ -416,8 +413,8 @@ extension ConnectionPoolStateMachine {
                 // Every stream it was allowed ended and no GOAWAY came: the server would have
                 // taken more. The next connections may open twice as many.
                 host.http2[index].phase = .draining
-                if let learned = host.learnedStreamsPerConnection {
-                    host.learnedStreamsPerConnection = learned > Int.max / 2 ? nil : learned * 2
+                if let learned = host.learned.streamsPerConnection {
+                    host.learned.streamsPerConnection = learned > Int.max / 2 ? nil : learned * 2
                 }
                 return Actions(.close(host.http2[index].connection))
             }
@@ -509,7 +506,7 @@ extension ConnectionPoolStateMachine.Shared {
     /// loop none of its HTTP/2 connections (open or opening) uses, so that the host's streams
     /// spread over the loops; the waiter's when every loop has one.
     func loop(forNewConnectionTo host: Host, preferred: any EventLoop) -> any EventLoop {
-        guard host.learnedProtocol == .http2, !self.loops.isEmpty else { return preferred }
+        guard host.learned.applicationProtocol == .http2, !self.loops.isEmpty else { return preferred }
         func isUsed(_ loop: any EventLoop) -> Bool {
             host.http2.contains { $0.isUsable && $0.connection.eventLoop === loop } || host.starting.values.contains { $0 === loop }
         }
