@@ -147,11 +147,13 @@ final class SessionConfigurationReference: Sendable {
         self.value = value
     }
 
-    /// Posts one of AFNetworking's task notifications for `object`, unless the session turned
-    /// them off (``SessionConfiguration/postsTaskNotifications``). `.taskDidComplete`, whose user
-    /// info is only built when it is posted, reads the setting itself first.
-    func postTaskNotification(_ name: Notification.Name, object: Any, userInfo: [AnyHashable: Any]? = nil) {
+    /// Posts one of AFNetworking's task notifications for `task`, unless the session turned them
+    /// off (``SessionConfiguration/postsTaskNotifications``). `.taskDidComplete`, whose user info
+    /// is only built when it is posted, reads the setting itself first. The task is taken as
+    /// itself, not as `Any`: an `Any` parameter is one more copy (a retain) of its box on the way
+    /// to Foundation, on every task's resume.
+    func postTaskNotification(_ name: Notification.Name, object task: SessionTask, userInfo: [AnyHashable: Any]? = nil) {
         guard self.value.postsTaskNotifications else { return }
-        NotificationCenter.default.post(name: name, object: object, userInfo: userInfo)
+        NotificationCenter.default.post(name: name, object: task, userInfo: userInfo)
     }
 }
