@@ -75,7 +75,14 @@ extension NIOEngine {
         if let error = error as? SocketAddressError {
             return (.connectionFailed, "the host name could not be resolved (\(error))")
         }
-        if error is ResponseDecompressionError {
+        if let error = error as? ResponseDecompressionError {
+            if case .limit(let ratio) = error.reason {
+                // A valid body, refused by the guard against decompression bombs: say which setting.
+                return (
+                    .invalidResponse,
+                    "the body inflates to more than \(ratio) times its compressed size, the limit set by the configuration's decompression (.enabled(ratio: \(ratio)))"
+                )
+            }
             return (.invalidResponse, "the compressed body is invalid (\(error))")
         }
         return (.connectionFailed, "\(error)")

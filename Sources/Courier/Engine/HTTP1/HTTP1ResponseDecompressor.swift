@@ -8,7 +8,9 @@ import NIOHTTP1
 /// request head without one, while the head's fields are its own.)
 ///
 /// A body that cannot be decompressed is reported once, as an error down the pipeline (the hop
-/// fails with it); the rest of that body is dropped and its end passed on. Heads keep their
+/// fails with it); the rest of that body is dropped, and so is its end: passed on, the end would
+/// let the response count as whole when the hop holds its parts for a paused exchange (the hop
+/// then fails only if the parts it holds do not end the response). Heads keep their
 /// `Content-Encoding` and `Content-Length`: they describe the body as it came.
 final class HTTP1ResponseDecompressor: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPClientResponsePart
@@ -56,6 +58,8 @@ final class HTTP1ResponseDecompressor: ChannelInboundHandler, RemovableChannelHa
                     self.fail(error, context: context)
                 }
             }
+            // A body that failed has no end: the response was not received whole.
+            guard !self.failed else { return }
             context.fireChannelRead(data)
         }
     }
