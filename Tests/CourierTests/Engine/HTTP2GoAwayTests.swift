@@ -129,6 +129,78 @@ struct HTTP2GoAwayTests {
         try await group.shutdownGracefully()
     }
 
+    /// The same race with no other stream open on the connection when the GOAWAY comes (a
+    /// client with little in flight, a server's idle timeout): swift-nio-http2 then holds the
+    /// connection fully quiesced and refuses the stream with `IOOnClosedConnection` instead.
+    /// Nothing went out, so the request goes to another connection at once, and the drained
+    /// connection closes. Before, the request waited for the server to close the connection (a
+    /// second for Go's server; this one, like some, never does, so it ran into its timeout), and the
+    /// connection stayed open.
+    @Test func aStreamHandedOutAsGoAwayLeavesNoStreamOpenGoesElsewhere() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, path in
+            path == "/last" ? .respondThenGoAway("last") : .respond("elsewhere")
+        }
+        let (engine, group) = try Self.engine()
+        let next = ExchangeRecorder()
+        let last = ExchangeRecorder(onHead: {
+            // On the connection's loop: `next` is handed a stream from another thread meanwhile;
+            // by the time its HEADERS go, `last` has ended and the GOAWAY has been read.
+            let started = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                _ = engine.execute(Request(url: Self.url(server, "next")), delegate: next)
+                started.signal()
+            }
+            started.wait()
+        })
+        _ = engine.execute(Request(url: Self.url(server, "last")), delegate: last)
+
+        #expect(await last.completion())
+        #expect(last.snapshot.body == "last")
+        #expect(await next.completion())
+        #expect(next.snapshot.error == nil, "\(String(describing: next.snapshot.error))")
+        #expect(next.snapshot.body == "elsewhere")
+        #expect(server.connectionCount == 2, "next went on a new connection")
+        // Both close: the drained one, and the new one once its stream ended (the GOAWAY after
+        // one stream taught the pool that the host processes one a connection).
+        #expect(await eventually(within: 30) { server.closedConnectionCount == 2 }, "closed: \(server.closedConnectionCount)")
+
+        try await engine.shutdown()
+        try await server.shutdown()
+        try await group.shutdownGracefully()
+    }
+
+    /// A server that closes a connection Courier had used before, with no GOAWAY, as a request's
+    /// stream arrives (it restarted, or its idle timeout fired): the GET was never answered, the
+    /// connection was reused, so the request goes again on a new connection and succeeds, as over
+    /// HTTP/1.1. Before, every stream counted as the first of its connection and the request
+    /// failed with "the server closed the connection before the response was complete".
+    @Test func aGETOnAReusedConnectionClosedWithoutGoAwayGoesAgain() async throws {
+        let closes = NIOLockedValueBox(1)
+        let server = try await ScriptedHTTP2Server.start { _, path in
+            guard path == "/b" else { return .respond("a") }
+            let close = closes.withLockedValue { remaining in
+                defer { remaining = max(0, remaining - 1) }
+                return remaining > 0
+            }
+            return close ? .close : .respond("b")
+        }
+        let (engine, group) = try Self.engine()
+        let first = ExchangeRecorder()
+        _ = engine.execute(Request(url: Self.url(server, "a")), delegate: first)
+        #expect(await first.completion())
+        #expect(first.snapshot.body == "a")
+        let second = ExchangeRecorder()
+        _ = engine.execute(Request(url: Self.url(server, "b")), delegate: second)
+        #expect(await second.completion())
+        #expect(second.snapshot.error == nil, "\(String(describing: second.snapshot.error))")
+        #expect(second.snapshot.body == "b")
+        #expect(server.connectionCount == 2)
+
+        try await engine.shutdown()
+        try await server.shutdown()
+        try await group.shutdownGracefully()
+    }
+
     /// A server may reset many streams in a short time for good reasons (REFUSED_STREAM when it is
     /// busy, CANCEL): swift-nio-http2's limit on resets received (200 in 30 s by default), a
     /// server's defence against clients that open and reset streams (rapid reset), must not end a

@@ -26,6 +26,9 @@ final class ScriptedHTTP2Server: Sendable {
         /// Sends GOAWAY naming this stream as the last processed, then closes the connection
         /// without answering: a request processed and lost mid-way.
         case goAwayAfterProcessing
+        /// Closes the connection at once, with no GOAWAY and no answer: a server that went away
+        /// (restarted, or closed an idle connection just as the stream arrived).
+        case close
         /// Sends a malformed frame (a SETTINGS frame five bytes long) on the connection: a
         /// connection error (FRAME_SIZE_ERROR, RFC 9113 6.5) for the client.
         case protocolError
@@ -312,6 +315,8 @@ final class ScriptedHTTP2Server: Sendable {
                 if now { Self.answer(body, on: channel) }
             case .reset(let code):
                 context.writeAndFlush(self.wrapOutboundOut(.rstStream(code)), promise: nil)
+            case .close:
+                channel.parent?.close(promise: nil)
             case .goAway, .goAwayAfterProcessing:
                 guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
                 else { return }

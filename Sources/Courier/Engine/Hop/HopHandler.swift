@@ -84,7 +84,7 @@ final class HopHandler: ChannelDuplexHandler {
         self.decompresses = stream.decompresses
         self.firstStream = firstStream
         self.eventLoop = stream.eventLoop
-        self.stateMachine = HopStateMachine(mode: .stream)
+        self.stateMachine = HopStateMachine(mode: .stream, onReusedConnection: !firstStream)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -193,10 +193,11 @@ final class HopHandler: ChannelDuplexHandler {
             switch result {
             case .success:
                 handler.stateMachine.requestHeadWritten()
-            case .failure(let error as NIOHTTP2Errors.CreatedStreamAfterGoaway):
+            case .failure(let error) where Self.isRefusedAfterGoAway(error):
                 // The stream never opened: the server's GOAWAY came between the pool handing it
                 // out and its HEADERS (swift-nio-http2 refused them; nothing went out). Runs inside
-                // the write, so the stream closes before anything else of it reaches the connection.
+                // the write, so the stream closes before anything else of it reaches the connection
+                // (and a draining connection whose last stream this was can close).
                 handler.http2Stream?.headersRefused()
                 handler.perform(handler.stateMachine.channelFailed(handler.loss(error)))
             case .failure:
@@ -701,7 +702,7 @@ final class HopHandler: ChannelDuplexHandler {
     /// What an error on the connection (or stream) says about how it ended.
     private func closure(for error: any Error) -> ResendRule.Closure {
         // A stream refused before it opened (GOAWAY had come): nothing of it left.
-        if error is NIOHTTP2Errors.CreatedStreamAfterGoaway { return .notProcessed }
+        if Self.isRefusedAfterGoAway(error) { return .notProcessed }
         if let closed = error as? NIOHTTP2Errors.StreamClosed, let stream = self.stream {
             // REFUSED_STREAM, or dropped by a GOAWAY naming an earlier stream (RFC 9113 8.7).
             let refused = closed.errorCode == .refusedStream || (closed.errorCode == .cancel && stream.wasNotProcessed(closed.streamID))
@@ -710,5 +711,15 @@ final class HopHandler: ChannelDuplexHandler {
         if let error = error as? IOError, [ECONNRESET, EPIPE].contains(error.errnoCode) { return .reset }
         if let error = error as? ChannelError, error == .eof || error == .ioOnClosedChannel || error == .alreadyClosed { return .closed }
         return .failed
+    }
+
+    /// Whether swift-nio-http2 refused a stream's HEADERS because the server's GOAWAY had come:
+    /// `CreatedStreamAfterGoaway` while other streams are still open on the connection, and
+    /// `IOOnClosedConnection` once none is (the GOAWAY left the connection fully quiesced). Either
+    /// way nothing of the stream went out. Before, the second was left to the connection's close,
+    /// and a server that waits for the client to close it (Go's waits a second) held the request
+    /// until then, or until its timeout.
+    static func isRefusedAfterGoAway(_ error: any Error) -> Bool {
+        error is NIOHTTP2Errors.CreatedStreamAfterGoaway || error is NIOHTTP2Errors.IOOnClosedConnection
     }
 }

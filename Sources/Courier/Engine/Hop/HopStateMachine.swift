@@ -244,8 +244,18 @@ struct HopStateMachine {
     /// The connection failed or closed while parts were held: the hop ends after them.
     private var lossWhileHeld: Loss?
 
-    init(mode: Mode) {
+    /// A stream's machine: whether its connection opened a stream before this one. A stream
+    /// carries one hop, so its own count cannot tell that the connection was reused, which the
+    /// rule for a connection that closes under a hop asks (``ResendRule``): an idempotent request
+    /// on a reused HTTP/2 connection that the server closes without GOAWAY goes again, as it
+    /// does over HTTP/1.1.
+    private let onReusedConnection: Bool
+
+    /// A machine for one HTTP/1.1 connection, or (`mode` `.stream`) for one stream of an HTTP/2
+    /// connection that had opened a stream before this one when `onReusedConnection`.
+    init(mode: Mode, onReusedConnection: Bool = false) {
         self.mode = mode
+        self.onReusedConnection = onReusedConnection
     }
 
     /// Whether a hop is under way.
@@ -277,7 +287,7 @@ struct HopStateMachine {
             Hop(
                 methodIsIdempotent: ResendRule.isIdempotent(start.method), bodyIsReplayable: start.bodyIsReplayable, viaForwardingProxy: start.viaForwardingProxy,
                 canRepeatWithoutExpectation: start.canRepeatWithoutExpectation, resends: start.resends,
-                unprocessedResends: start.unprocessedResends, isReused: self.hopsCarried > 0, closeRequested: start.asksToClose,
+                unprocessedResends: start.unprocessedResends, isReused: self.hopsCarried > 0 || self.onReusedConnection, closeRequested: start.asksToClose,
                 request: expectation == .sendAtOnce ? .sending : .awaitingContinue))
         self.hopsCarried += 1
         return .send(expectation: expectation, removingExpectField: removingExpectField)

@@ -12,7 +12,8 @@ import HTTPTypes
 /// - when no byte of the response had arrived, the request was not cancelled, and it has not
 ///   been sent again ``maximumResends`` times already; and
 /// - either nothing of it was written before the connection was found closed, or it was written
-///   on a reused connection and then either its method is idempotent (RFC 9110 9.2.2: GET, HEAD,
+///   on a reused connection (over HTTP/2, one that had opened a stream before the hop's) and then
+///   either its method is idempotent (RFC 9110 9.2.2: GET, HEAD,
 ///   OPTIONS, TRACE, PUT, DELETE) or the server reset the connection with nothing read (a reset
 ///   means the server's socket closed with our bytes unread);
 /// - and its body can be produced again (not a one-shot stream: its first chunks may already be

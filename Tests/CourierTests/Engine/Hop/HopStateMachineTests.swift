@@ -193,6 +193,23 @@ struct HopStateMachineTests {
         #expect(failed.channelFailed(Self.loss(.reset, error: Failed(name: "reset"))).summary == "resendHop(close)")
     }
 
+    /// A stream carries one hop: whether its connection was reused is told when the machine is
+    /// made. An idempotent request on a stream of a connection that had opened one before goes
+    /// again when the connection closes before any answer (no GOAWAY: a server that restarted,
+    /// or closed an idle connection as the stream arrived), as over HTTP/1.1; a connection's
+    /// first stream, and a POST, fail. Before, no stream counted as reused.
+    @Test func aStreamOfAReusedConnectionThatClosesUnderItGoesAgain() {
+        var reused = Machine(mode: .stream, onReusedConnection: true)
+        Self.send(on: &reused)
+        #expect(reused.channelInactive(Self.loss()).summary == "resendHop(none)")
+        var first = Machine(mode: .stream)
+        Self.send(on: &first)
+        #expect(first.channelInactive(Self.loss()).summary == "failHop(connectionLost(nil), none)")
+        var post = Machine(mode: .stream, onReusedConnection: true)
+        Self.send(Self.start(.post, length: 10), on: &post)
+        #expect(post.channelInactive(Self.loss()).summary == "failHop(connectionLost(nil), none)")
+    }
+
     @Test func aFreshConnectionThatClosesAfterTheRequestFailsTheHop() {
         var machine = Machine(mode: .connection)
         Self.send(on: &machine)
