@@ -73,6 +73,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "NIOSOCKS", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NIOHPACK
 import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
@@ -36,6 +37,13 @@ extension NIOEngine {
         if let error = error as? HTTP2StreamResetByCourier {
             if error.errorCode == .cancel { return (.connectionClosed, "\(error)") }
             return (.invalidResponse, "the response broke HTTP/2's rules for its stream: \(error)")
+        }
+        if error is NIOHTTP2Errors.ExcessivelyLargeHeaderBlock || error is NIOHPACKErrors.MaxHeaderListSizeViolation {
+            let kibibytes = ConnectionPool.http2MaximumHeaderListSize / 1024
+            return (
+                .invalidResponse,
+                "the server sent header fields larger than Courier takes over HTTP/2 (\(kibibytes) KiB, advertised as SETTINGS_MAX_HEADER_LIST_SIZE); the connection closed with its streams"
+            )
         }
         if error is any NIOHTTP2Error {
             return (.invalidResponse, "the server broke the HTTP/2 protocol (\(error))")

@@ -26,6 +26,11 @@ final class ScriptedHTTP2Server: Sendable {
         /// Sends GOAWAY naming this stream as the last processed, then closes the connection
         /// without answering: a request processed and lost mid-way.
         case goAwayAfterProcessing
+        /// Answers 200 with one field `x-large` of `length` bytes and no body, in a HEADERS frame
+        /// and as many CONTINUATION frames as it takes (swift-nio-http2 sends no CONTINUATION: it
+        /// refuses a block larger than a frame), written below swift-nio-http2 as literals that do
+        /// not change the header compression's table.
+        case respondWithLargeField(length: Int)
         /// Closes the connection at once, with no GOAWAY and no answer: a server that went away
         /// (restarted, or closed an idle connection just as the stream arrived).
         case close
@@ -368,6 +373,13 @@ final class ScriptedHTTP2Server: Sendable {
                     channel.write(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: "body")))), promise: nil)
                     channel.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders(trailers), endStream: true)), promise: nil)
                 }
+            case .respondWithLargeField(let length):
+                guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
+                else { return }
+                parent.eventLoop.execute {
+                    guard let gate = try? parent.pipeline.syncOperations.context(handlerType: DeafGate.self) else { return }
+                    gate.writeAndFlush(NIOAny(Self.largeFieldFrames(streamID: Int32(streamID), length: length, allocator: parent.allocator)), promise: nil)
+                }
             case .protocolError:
                 guard let parent = channel.parent else { return }
                 parent.eventLoop.execute {
@@ -378,6 +390,46 @@ final class ScriptedHTTP2Server: Sendable {
                     gate.writeAndFlush(NIOAny(parent.allocator.buffer(bytes: bytes)), promise: nil)
                 }
             }
+        }
+
+        /// HEADERS (END_STREAM) and CONTINUATION frames (the last with END_HEADERS) of 16 KiB at
+        /// most, carrying `:status: 200` (static table entry 8) and `x-large` with `length` bytes of
+        /// `a`, a literal field without indexing (RFC 7541 6.2.2), lengths unencoded by Huffman.
+        private static func largeFieldFrames(streamID: Int32, length: Int, allocator: ByteBufferAllocator) -> ByteBuffer {
+            func integer(_ value: Int, prefixBits: Int, into bytes: inout [UInt8]) {
+                let limit = (1 << prefixBits) - 1
+                guard value >= limit else {
+                    bytes.append(UInt8(value))
+                    return
+                }
+                bytes.append(UInt8(limit))
+                var rest = value - limit
+                while rest >= 128 {
+                    bytes.append(UInt8(rest % 128 + 128))
+                    rest /= 128
+                }
+                bytes.append(UInt8(rest))
+            }
+            var block: [UInt8] = [0x88, 0x00]
+            integer(7, prefixBits: 7, into: &block)
+            block += Array("x-large".utf8)
+            integer(length, prefixBits: 7, into: &block)
+            block += [UInt8](repeating: UInt8(ascii: "a"), count: length)
+            var frames = allocator.buffer(capacity: block.count + 9 * (block.count / 16384 + 1))
+            var offset = 0
+            var first = true
+            repeat {
+                let size = min(16384, block.count - offset)
+                let last = offset + size == block.count
+                frames.writeInteger(UInt32(size) << 8 | UInt32(first ? 0x1 : 0x9), as: UInt32.self)
+                // Flags: END_STREAM on HEADERS, END_HEADERS on the last frame.
+                frames.writeInteger(UInt8((first ? 0x1 : 0) | (last ? 0x4 : 0)))
+                frames.writeInteger(UInt32(streamID))
+                frames.writeBytes(block[offset..<offset + size])
+                offset += size
+                first = false
+            } while offset < block.count
+            return frames
         }
 
         private static func answer(_ body: String, on channel: any Channel, declaredLength: Int? = nil) {

@@ -159,11 +159,17 @@ extension ConnectionPool {
     static let http2ConnectionWindow = 4 * 1024 * 1024
 
     /// The largest response header list (RFC 9113 6.5.2: names, values and 32 bytes a field)
-    /// Courier's HTTP/2 connections take: what swift-nio-http2's header decoder enforces by
-    /// default (`HPACKDecoder.defaultMaxHeaderListSize`), advertised as
-    /// `SETTINGS_MAX_HEADER_LIST_SIZE` so that the server knows it (the setting's initial value is
-    /// unbounded).
-    static let http2MaximumHeaderListSize = 16 * 1024
+    /// Courier's HTTP/2 connections take, advertised as `SETTINGS_MAX_HEADER_LIST_SIZE` (the
+    /// setting's initial value is unbounded) and enforced by swift-nio-http2's header decoder once
+    /// the server has acknowledged it (16 KiB before).
+    ///
+    /// 256 KiB, as browsers take. swift-nio-http2's default, 16 KiB, is below what real servers
+    /// send now and then (large cookies, policies, debugging headers), and the limit is advisory:
+    /// Go's server and hypercorn send larger lists whatever the client advertised, and curl takes
+    /// them. A list past the limit cannot be skipped, as the header compression's state would be
+    /// lost with it: the connection closes, with every stream on it, and the error names the
+    /// limit.
+    static let http2MaximumHeaderListSize = 256 * 1024
 
     /// How many of the streams Courier reset swift-nio-http2 remembers, to ignore the frames the
     /// server sent before it saw the reset (its default is 32).
@@ -204,6 +210,11 @@ extension ConnectionPool {
             HTTP2Setting(parameter: .maxHeaderListSize, value: Self.http2MaximumHeaderListSize),
         ]
         connection.maximumRecentlyResetStreams = Self.http2RememberedResets
+        // A list of up to the limit above, in frames of the default 16 KiB (servers split a block
+        // at the frame size Courier allows): a HEADERS frame and this many CONTINUATION frames.
+        // swift-nio-http2's default, 5, is a bound against CONTINUATION floods that a list past
+        // 96 KiB already passes; this one stays a bound.
+        connection.maximumSequentialContinuationFrames = Self.http2MaximumHeaderListSize / (16 * 1024) + 1
         // Off in both directions (its one switch): the server's blocks are checked by each
         // stream (`HTTP2StreamStateMachine.check`), Courier's by how they are made
         // (`HopHandler.headerBlock`). On, it was 9 % of a busy connection's loop, more than half
