@@ -43,8 +43,8 @@ public struct SessionConfiguration: Sendable {
     /// Seconds a PING may wait for an answer before the HTTP/2 connection is closed and a new one
     /// opens for the next request. 10 by default. See ``NIOEngine/Configuration/http2PingTimeout``.
     public var http2PingTimeout: TimeInterval = 10
-    /// Request bodies of at least this many bytes are sent with `Expect: 100-continue` and go out
-    /// once the server says `100 Continue` (or after ``expectContinueTimeout``); a server that
+    /// Request bodies of at least this many bytes are sent with `Expect: 100-continue` over
+    /// HTTP/1.1 (over HTTP/2 none is added) and go out once the server says `100 Continue` (or after ``expectContinueTimeout``); a server that
     /// refuses first gets no body. 1 MiB by default; nil never asks. See
     /// ``NIOEngine/Configuration/expectContinueThreshold``.
     public var expectContinueThreshold: Int64? = 1 << 20

@@ -121,8 +121,10 @@ struct TransportExpectContinueTests {
                 #expect(await eventually(within: 60) { done.count == 1 }, "\(size) bytes")
                 #expect(done.all.first?.1 == nil && done.all.first?.0?.status == .ok, "\(size) bytes")
                 #expect(task.countOfBytesSent == Int64(size))
+                // Over HTTP/2 Courier announces nothing itself (servers that never answer 100 on a
+                // stream held each large upload for the whole wait).
                 let expect = server.receivedRequests.last?.value(forHTTPHeaderField: "Expect")
-                #expect(expect == (size > 1 << 20 ? "100-continue" : nil), "\(size) bytes")
+                #expect(expect == (size > 1 << 20 && !transport.isHTTP2 ? "100-continue" : nil), "\(size) bytes")
             }
         }
     }
@@ -133,7 +135,10 @@ struct TransportExpectContinueTests {
             manager.responseSerializer = HTTPResponseSerializer()
             let size = 50 << 20
             let done = Recorder<(HTTPResponse?, CourierError?)>()
-            let task = manager.uploadTask(with: Request(method: .put, url: server.url("/courier/refuse-upload")), fromData: Data(count: size)) { response, _, error in
+            // Over HTTP/2 the request asks for the expectation itself: Courier announces none there.
+            var request = Request(method: .put, url: server.url("/courier/refuse-upload"))
+            if transport.isHTTP2 { request.headerFields[.expect] = "100-continue" }
+            let task = manager.uploadTask(with: request, fromData: Data(count: size)) { response, _, error in
                 done.append((response, error))
             }
             task.resume()

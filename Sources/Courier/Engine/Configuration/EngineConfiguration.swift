@@ -43,11 +43,14 @@ extension NIOEngine {
         /// connection near the end of its stream IDs (2^31 - 1) without opening a billion streams.
         var http2FirstStreamID = 1
         /// Request bodies of at least this many bytes (a known length) are announced with
-        /// `Expect: 100-continue` and held back until the server answers `100 Continue`, so that
-        /// a server that refuses the request (a 401, a 413, a 417) answers before the body goes out,
-        /// and the body is then not sent (RFC 9110 section 10.1.1). 1 MiB by default; nil never
-        /// asks. A body of unknown length (a stream without one) is never held back. A request that
-        /// sets `Expect` itself is left as it is and waits the same way.
+        /// `Expect: 100-continue` over HTTP/1.1 and held back until the server answers
+        /// `100 Continue`, so that a server that refuses the request (a 401, a 413, a 417) answers
+        /// before the body goes out, and the body is then not sent (RFC 9110 section 10.1.1), as
+        /// curl does. 1 MiB by default; nil never asks. A body of unknown length (a stream without
+        /// one) is never held back. Over HTTP/2 nothing is announced (many servers never answer
+        /// `100 Continue` on a stream; a refusal comes at once anyway, and flow control bounds what
+        /// was sent). A request that sets `Expect` itself is left as it is and waits the same way,
+        /// over either.
         public var expectContinueThreshold: Int64? = 1 << 20
         /// Seconds to wait for `100 Continue` before sending the body anyway (a server that does not
         /// know the expectation never answers it), as curl does. 1 by default; at least a millisecond.

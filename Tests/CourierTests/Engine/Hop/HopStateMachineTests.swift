@@ -193,6 +193,19 @@ struct HopStateMachineTests {
         #expect(failed.channelFailed(Self.loss(.reset, error: Failed(name: "reset"))).summary == "resendHop(close)")
     }
 
+    /// Over HTTP/2 a large body is not announced with `Expect: 100-continue` (servers such as
+    /// hypercorn never answer it on a stream, and each such upload waited for the whole wait); a
+    /// request that carries the expectation itself still waits. Over HTTP/1.1 it is announced.
+    @Test func aStreamAnnouncesNoExpectationOfItsOwn() {
+        let large: Int64 = 2 << 20
+        var stream = Machine(mode: .stream)
+        #expect(stream.startHop(Self.start(.post, length: large)) == .send(expectation: .sendAtOnce, removingExpectField: false))
+        var asked = Machine(mode: .stream)
+        #expect(asked.startHop(Self.start(.post, headers: ["Expect": "100-continue"], length: large)) == .send(expectation: .wait, removingExpectField: false))
+        var connection = Machine(mode: .connection)
+        #expect(connection.startHop(Self.start(.post, length: large)) == .send(expectation: .announce, removingExpectField: false))
+    }
+
     /// A stream carries one hop: whether its connection was reused is told when the machine is
     /// made. An idempotent request on a stream of a connection that had opened one before goes
     /// again when the connection closes before any answer (no GOAWAY: a server that restarted,
