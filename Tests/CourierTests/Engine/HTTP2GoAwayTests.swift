@@ -395,6 +395,48 @@ struct HTTP2GoAwayTests {
         }
     }
 
+    /// A request whose header block does not fit in one frame (swift-nio-http2 sends no
+    /// CONTINUATION) is refused alone, before its stream opens, as Courier's refusal: the stream
+    /// held on the same connection finishes, and the connection takes the next request. Before,
+    /// swift-nio-http2 failed to encode the frame, and the connection closed with every stream on
+    /// it. A long list that fits (measured, 10 KB of one repeated letter) goes.
+    @Test func aRequestHeadTooLargeForOneFrameFailsAlone() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, path in
+            path == "/held" ? .hold("held") : .respond("ok")
+        }
+        let (engine, group) = try Self.engine()
+        let held = ExchangeRecorder()
+        _ = engine.execute(Request(url: Self.url(server, "held")), delegate: held)
+        #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
+
+        var tooLarge = Request(url: Self.url(server, "too-large"))
+        // Bytes of every value, which no Huffman code makes shorter: 20 KB stays over 16 KiB.
+        tooLarge.headerFields[HTTPField.Name("x-large")!] = String((0..<20_000).map { Character(UnicodeScalar(UInt8(33 + $0 % 94))) })
+        let refused = ExchangeRecorder()
+        _ = engine.execute(tooLarge, delegate: refused)
+        #expect(await refused.completion())
+        #expect(refused.snapshot.error?.code == .invalidRequest, "\(String(describing: refused.snapshot.error))")
+        #expect(refused.snapshot.error?.message.contains("cannot be sent over HTTP/2") == true)
+
+        var fits = Request(url: Self.url(server, "fits"))
+        fits.headerFields[HTTPField.Name("x-long")!] = String(repeating: "a", count: 10_000)
+        let sent = ExchangeRecorder()
+        _ = engine.execute(fits, delegate: sent)
+        #expect(await sent.completion())
+        #expect(sent.snapshot.error == nil, "\(String(describing: sent.snapshot.error))")
+        #expect(sent.snapshot.body == "ok")
+
+        server.releaseHeld(andLater: true)
+        #expect(await held.completion())
+        #expect(held.snapshot.error == nil, "\(String(describing: held.snapshot.error))")
+        #expect(server.connectionCount == 1, "the connection went on")
+        #expect(!server.paths.contains("/too-large"), "nothing of it was sent")
+
+        try await engine.shutdown()
+        try await server.shutdown()
+        try await group.shutdownGracefully()
+    }
+
     /// Frames the server sent before it saw Courier's resets keep arriving after them: they are
     /// to be ignored however many streams Courier reset at once. swift-nio-http2 remembers the
     /// last 32 streams reset by default and takes a DATA frame for an older one as a connection

@@ -172,8 +172,28 @@ extension HopHandler {
             block.add(name: "accept-encoding", value: "deflate, gzip")
             size += 15 + 2 + 13 + 2
         }
+        if size > Self.http2BlockMeasuredAbove {
+            // swift-nio-http2 sends a header block in one frame (it sends no CONTINUATION), and
+            // a block larger than the frame size ends the connection with every stream on it (its
+            // header compression has counted fields the server never got). Refused here instead,
+            // alone. Only a long list is measured: encoded by a compressor of its own, whose empty
+            // table makes a block at least as long as the connection's would be.
+            var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
+            var buffer = ByteBuffer()
+            try encoder.encode(headers: block, to: &buffer)
+            if buffer.readableBytes > Self.http2MinimumFrameSize {
+                throw RequestHeadTooLargeForHTTP2(encodedBytes: buffer.readableBytes)
+            }
+        }
         return (block, Int64(size))
     }
+
+    /// The longest request head (as HTTP/1.1 text) whose HTTP/2 header block is not measured: even
+    /// in the longest Huffman codes (30 bits a byte) with every length's prefix, it fits in one
+    /// frame of ``http2MinimumFrameSize``.
+    static let http2BlockMeasuredAbove = 4 * 1024
+    /// The frame size every HTTP/2 peer takes (RFC 9113 4.2), the largest Courier counts on.
+    static let http2MinimumFrameSize = 16 * 1024
 
     private static let hostName = HTTPField.Name("Host")!
 
@@ -248,5 +268,16 @@ enum OutgoingRequestHead {
             block.add(name: "expect", value: "100-continue")
             self = .stream(block, size: size)
         }
+    }
+}
+
+/// A request whose HTTP/2 header block does not fit in one frame: swift-nio-http2 sends no
+/// CONTINUATION frames, so Courier refuses it before the stream opens (RFC 9113 4.2 frames of
+/// 16 KiB; over HTTP/1.1 the same request goes).
+struct RequestHeadTooLargeForHTTP2: Error, CustomStringConvertible {
+    let encodedBytes: Int
+
+    var description: String {
+        "its header fields take \(encodedBytes) bytes compressed, more than one frame of \(HopHandler.http2MinimumFrameSize) (Courier sends no CONTINUATION frames)"
     }
 }

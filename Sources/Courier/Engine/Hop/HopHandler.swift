@@ -120,7 +120,10 @@ final class HopHandler: ChannelDuplexHandler {
                 let (block, size) = try Self.headerBlock(for: request, key: hop.key, length: body.length, acceptEncoding: self.decompresses)
                 head = .stream(block, size: size)
             } catch {
-                hop.end(.failure(error))
+                // Courier's refusal, not the server's: nothing was sent.
+                hop.end(.failure(CourierError(
+                    .invalidRequest, "\(request.summary): the request cannot be sent over HTTP/2 (\(error))", request: request,
+                    underlyingError: error)))
                 self.afterHop(self.stateMachine.headRefused())
                 return
             }
