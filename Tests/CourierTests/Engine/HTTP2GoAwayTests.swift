@@ -437,6 +437,28 @@ struct HTTP2GoAwayTests {
         try await group.shutdownGracefully()
     }
 
+    /// Closing a connection does not wait for the server's TLS close_notify (RFC 8446 6.1 does not
+    /// ask the closing side to): an engine whose server stopped reading shuts down at once.
+    /// Before, swift-nio-ssl's default wait of 5 s held every such close, and so the end of
+    /// `invalidate` (the command-line client printed its answer 5 s late).
+    @Test func aCloseDoesNotWaitForTheServersCloseNotify() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, _ in .respond("ok") }
+        let (engine, group) = try Self.engine()
+        let first = ExchangeRecorder()
+        _ = engine.execute(Request(url: Self.url(server, "get")), delegate: first)
+        #expect(await first.completion())
+        #expect(first.snapshot.body == "ok")
+        server.stopReading()
+        let start = ContinuousClock.now
+        try await engine.shutdown()
+        let took = ContinuousClock.now - start
+        // A bound with room for a loaded machine, well under the 5 s the close waited before.
+        #expect(took < .seconds(2.5), "the shutdown took \(took)")
+
+        try await server.shutdown()
+        try await group.shutdownGracefully()
+    }
+
     /// Frames the server sent before it saw Courier's resets keep arriving after them: they are
     /// to be ignored however many streams Courier reset at once. swift-nio-http2 remembers the
     /// last 32 streams reset by default and takes a DATA frame for an older one as a connection

@@ -66,6 +66,8 @@ final class ScriptedHTTP2Server: Sendable {
         var holdsNoMore = false
         var paths: [String] = []
         var closedConnections = 0
+        /// Connections below this index drop what they receive before TLS (``stopReading()``).
+        var unreadBelow = 0
         var pings = 0
         /// The `SETTINGS_MAX_HEADER_LIST_SIZE` the client's last SETTINGS gave, if any did.
         var clientMaximumHeaderListSize: Int?
@@ -117,6 +119,7 @@ final class ScriptedHTTP2Server: Sendable {
                 channel.closeFuture.whenComplete { _ in state.withLockedValue { $0.closedConnections += 1 } }
                 return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
+                    try pipeline.addHandler(TCPGate(state: state, index: index))
                     try pipeline.addHandler(NIOSSLServerHandler(context: context))
                     try pipeline.addHandler(DeafGate(state: state, index: index))
                     try pipeline.addHandler(FlushGate())
@@ -160,6 +163,12 @@ final class ScriptedHTTP2Server: Sendable {
         self.state.withLockedValue { $0.deafBelow = $0.connections }
     }
 
+    /// The connections open now drop every byte they receive, below TLS: not even a TLS
+    /// close_notify is answered (a server that stopped reading). Later connections work as scripted.
+    func stopReading() {
+        self.state.withLockedValue { $0.unreadBelow = $0.connections }
+    }
+
     /// Answers every held stream; with `andLater`, streams scripted to hold from now on too.
     func releaseHeld(andLater: Bool = false) {
         let held = self.state.withLockedValue { state -> [@Sendable () -> Void] in
@@ -190,6 +199,25 @@ final class ScriptedHTTP2Server: Sendable {
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             guard self.state.withLockedValue({ self.index >= $0.deafBelow }) else { return }
+            context.fireChannelRead(data)
+        }
+    }
+
+    /// Drops a connection's bytes before TLS once ``stopReading()`` covers it.
+    private final class TCPGate: ChannelInboundHandler {
+        typealias InboundIn = ByteBuffer
+        typealias InboundOut = ByteBuffer
+
+        let state: NIOLockedValueBox<State>
+        let index: Int
+
+        init(state: NIOLockedValueBox<State>, index: Int) {
+            self.state = state
+            self.index = index
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            guard self.state.withLockedValue({ self.index >= $0.unreadBelow }) else { return }
             context.fireChannelRead(data)
         }
     }

@@ -72,6 +72,9 @@ struct TLSConnector: Sendable {
         self.policies = policies
     }
 
+    /// How long a closing connection waits for the server's TLS close_notify.
+    static let closeNotifyWait = TimeAmount.milliseconds(100)
+
     /// swift-nio-ssl's context for a policy: the policy's client identity and minimum version, the
     /// offered protocols, and verification left to the custom callback (`.noHostnameVerification`,
     /// so that swift-nio-ssl neither skips the callback, as it would with `.none`, nor checks the
@@ -82,6 +85,11 @@ struct TLSConnector: Sendable {
         tls.certificateVerification = .noHostnameVerification
         tls.trustRoots = .certificates([])
         tls.applicationProtocols = applicationProtocols.map(\.rawValue)
+        // A close sends close_notify and waits this long for the server's (RFC 8446 6.1 does not
+        // ask the closing side to wait at all) before closing the socket. swift-nio-ssl's 5 s held
+        // every close to a server that does not answer it (Go's, or one that stopped reading), and
+        // so the end of `invalidate` and of the engine's shutdown.
+        tls.shutdownTimeout = Self.closeNotifyWait
         do {
             if let identity = policy.clientIdentity {
                 let (chain, key) = try identity.nioChainAndKey()
