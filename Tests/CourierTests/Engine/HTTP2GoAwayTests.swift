@@ -73,6 +73,30 @@ struct HTTP2GoAwayTests {
         URL(string: "https://localhost:\(server.port)/\(path)")!
     }
 
+    /// Sends `/last` (scripted to answer, then GOAWAY), and when its head arrives, on the
+    /// connection's loop, has `/next` handed a stream from another thread, waiting until the pool
+    /// has done so; then expects both to succeed, `next` on a new connection ("elsewhere").
+    static func expectNextGoesElsewhereAfterLast(
+        _ engine: NIOEngine, _ server: ScriptedHTTP2Server, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let next = ExchangeRecorder()
+        let last = ExchangeRecorder(onHead: {
+            let started = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                _ = engine.execute(Request(url: Self.url(server, "next")), delegate: next)
+                started.signal()
+            }
+            started.wait()
+        })
+        _ = engine.execute(Request(url: Self.url(server, "last")), delegate: last)
+        #expect(await last.completion(), sourceLocation: sourceLocation)
+        #expect(last.snapshot.body == "last", sourceLocation: sourceLocation)
+        #expect(await next.completion(), sourceLocation: sourceLocation)
+        #expect(next.snapshot.error == nil, "\(String(describing: next.snapshot.error))", sourceLocation: sourceLocation)
+        #expect(next.snapshot.body == "elsewhere", sourceLocation: sourceLocation)
+        #expect(server.connectionCount == 2, "next went on a new connection", sourceLocation: sourceLocation)
+    }
+
     /// The race nginx's `keepalive_requests` makes on a busy client: the pool hands a request a
     /// stream on a connection (under its lock, elsewhere than the connection's loop), and the
     /// server's GOAWAY is read on that loop before the stream opens there. The stream must not
@@ -99,24 +123,7 @@ struct HTTP2GoAwayTests {
         _ = engine.execute(Request(url: Self.url(server, "held")), delegate: held)
         #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
 
-        let next = ExchangeRecorder()
-        let last = ExchangeRecorder(onHead: {
-            // On the connection's loop: `next` is handed a stream from another thread meanwhile.
-            let started = DispatchSemaphore(value: 0)
-            DispatchQueue.global().async {
-                _ = engine.execute(Request(url: Self.url(server, "next")), delegate: next)
-                started.signal()
-            }
-            started.wait()
-        })
-        _ = engine.execute(Request(url: Self.url(server, "last")), delegate: last)
-
-        #expect(await last.completion())
-        #expect(last.snapshot.body == "last")
-        #expect(await next.completion())
-        #expect(next.snapshot.error == nil, "\(String(describing: next.snapshot.error))")
-        #expect(next.snapshot.body == "elsewhere")
-        #expect(server.connectionCount == 2, "next went on a new connection")
+        try await Self.expectNextGoesElsewhereAfterLast(engine, server)
         #expect(!events.all.contains { $0.contains("closing HTTP/2 connection") }, "Courier closed none: \(events.all)")
         // The stream the server had opened before its GOAWAY is still answered on the old one.
         server.releaseHeld(andLater: true)
@@ -141,25 +148,8 @@ struct HTTP2GoAwayTests {
             path == "/last" ? .respondThenGoAway("last") : .respond("elsewhere")
         }
         let (engine, group) = try Self.engine()
-        let next = ExchangeRecorder()
-        let last = ExchangeRecorder(onHead: {
-            // On the connection's loop: `next` is handed a stream from another thread meanwhile;
-            // by the time its HEADERS go, `last` has ended and the GOAWAY has been read.
-            let started = DispatchSemaphore(value: 0)
-            DispatchQueue.global().async {
-                _ = engine.execute(Request(url: Self.url(server, "next")), delegate: next)
-                started.signal()
-            }
-            started.wait()
-        })
-        _ = engine.execute(Request(url: Self.url(server, "last")), delegate: last)
-
-        #expect(await last.completion())
-        #expect(last.snapshot.body == "last")
-        #expect(await next.completion())
-        #expect(next.snapshot.error == nil, "\(String(describing: next.snapshot.error))")
-        #expect(next.snapshot.body == "elsewhere")
-        #expect(server.connectionCount == 2, "next went on a new connection")
+        // By the time `next`'s HEADERS go, `last` has ended and the GOAWAY has been read.
+        try await Self.expectNextGoesElsewhereAfterLast(engine, server)
         // Both close: the drained one, and the new one once its stream ended (the GOAWAY after
         // one stream taught the pool that the host processes one a connection).
         #expect(await eventually(within: 30) { server.closedConnectionCount == 2 }, "closed: \(server.closedConnectionCount)")

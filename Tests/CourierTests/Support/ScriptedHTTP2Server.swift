@@ -119,9 +119,10 @@ final class ScriptedHTTP2Server: Sendable {
                 channel.closeFuture.whenComplete { _ in state.withLockedValue { $0.closedConnections += 1 } }
                 return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
-                    try pipeline.addHandler(TCPGate(state: state, index: index))
+                    // Below TLS for ``stopReading()``, above it for ``stopAnswering()``.
+                    try pipeline.addHandler(DeafGate(state: state, index: index, threshold: \.unreadBelow))
                     try pipeline.addHandler(NIOSSLServerHandler(context: context))
-                    try pipeline.addHandler(DeafGate(state: state, index: index))
+                    try pipeline.addHandler(DeafGate(state: state, index: index, threshold: \.deafBelow), name: Self.framesGate)
                     try pipeline.addHandler(FlushGate())
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
                     connection.initialSettings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maximumStreams)]
@@ -183,44 +184,32 @@ final class ScriptedHTTP2Server: Sendable {
         try await self.channel.close()
     }
 
-    /// Drops a connection's decrypted bytes once ``stopAnswering()`` covers it; raw frames are
-    /// written through its context.
+    /// Drops a connection's bytes once the server stops hearing it: above TLS (its decrypted
+    /// bytes, ``stopAnswering()``, where raw frames are written through its context, named
+    /// ``framesGate``) or below it (not even a close_notify reaches TLS, ``stopReading()``).
     private final class DeafGate: ChannelInboundHandler {
         typealias InboundIn = ByteBuffer
         typealias InboundOut = ByteBuffer
 
         let state: NIOLockedValueBox<State>
         let index: Int
+        /// The state's count of connections that hear nothing at this gate.
+        let threshold: KeyPath<State, Int> & Sendable
 
-        init(state: NIOLockedValueBox<State>, index: Int) {
+        init(state: NIOLockedValueBox<State>, index: Int, threshold: KeyPath<State, Int> & Sendable) {
             self.state = state
             self.index = index
+            self.threshold = threshold
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            guard self.state.withLockedValue({ self.index >= $0.deafBelow }) else { return }
+            guard self.state.withLockedValue({ self.index >= $0[keyPath: self.threshold] }) else { return }
             context.fireChannelRead(data)
         }
     }
 
-    /// Drops a connection's bytes before TLS once ``stopReading()`` covers it.
-    private final class TCPGate: ChannelInboundHandler {
-        typealias InboundIn = ByteBuffer
-        typealias InboundOut = ByteBuffer
-
-        let state: NIOLockedValueBox<State>
-        let index: Int
-
-        init(state: NIOLockedValueBox<State>, index: Int) {
-            self.state = state
-            self.index = index
-        }
-
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            guard self.state.withLockedValue({ self.index >= $0.unreadBelow }) else { return }
-            context.fireChannelRead(data)
-        }
-    }
+    /// The name of the gate above TLS, through which raw frames are written.
+    fileprivate static let framesGate = "frames-gate"
 
     /// Holds a connection's flushes while ``isHolding``: what is written meanwhile leaves in one
     /// write once it lets go.
@@ -405,7 +394,7 @@ final class ScriptedHTTP2Server: Sendable {
                 guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
                 else { return }
                 parent.eventLoop.execute {
-                    guard let gate = try? parent.pipeline.syncOperations.context(handlerType: DeafGate.self) else { return }
+                    guard let gate = try? parent.pipeline.syncOperations.context(name: ScriptedHTTP2Server.framesGate) else { return }
                     gate.writeAndFlush(NIOAny(Self.largeFieldFrames(streamID: Int32(streamID), length: length, allocator: parent.allocator)), promise: nil)
                 }
             case .protocolError:
@@ -413,7 +402,7 @@ final class ScriptedHTTP2Server: Sendable {
                 parent.eventLoop.execute {
                     // Below swift-nio-http2, so that it goes out as written: length 5, type
                     // SETTINGS, no flags, stream 0, five bytes.
-                    guard let gate = try? parent.pipeline.syncOperations.context(handlerType: DeafGate.self) else { return }
+                    guard let gate = try? parent.pipeline.syncOperations.context(name: ScriptedHTTP2Server.framesGate) else { return }
                     let bytes: [UInt8] = [0, 0, 5, 0x4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
                     gate.writeAndFlush(NIOAny(parent.allocator.buffer(bytes: bytes)), promise: nil)
                 }
