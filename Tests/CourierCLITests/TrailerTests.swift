@@ -28,6 +28,20 @@ struct TrailerTests {
         }
     }
 
+    @Test("The response's trailer fields are printed after its body when its head is (--headers --body, -v), and not with the body alone")
+    func responseTrailersArePrintedAfterTheBody() async throws {
+        try await TestServer.withServer { server in
+            let url = server.url("/courier/trailers").absoluteString
+            let shown = try await CLIRunner.run(["--headers", "--body", url])
+            #expect(shown.status == 0, "\(shown.standardError)")
+            #expect(shown.output.contains("the fields that describe this body follow it\n\nCourier-Checksum: crc32="), "\(shown.output)")
+            #expect(shown.output.hasSuffix("Server-Timing: total;dur=1\n\n"), "\(shown.output)")
+            let bodyOnly = try await CLIRunner.run([url])
+            #expect(bodyOnly.status == 0)
+            #expect(bodyOnly.output == "the fields that describe this body follow it\n")
+        }
+    }
+
     @Test("--offline shows the chunked head, the Trailer field and the trailers after the body")
     func offline() async throws {
         let result = try await CLIRunner.run(["--offline", "PUT", "example.com/items", "name=Ada", "--trailer", "Courier-Checksum:crc32=1"])

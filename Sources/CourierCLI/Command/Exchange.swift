@@ -34,6 +34,11 @@ struct Exchange {
         if parts.responseHead { printer.printResponseHead(streamed.response, networkProtocolName: streamed.task.networkProtocolName) }
         if parts.responseBody {
             try await self.printBody(of: streamed, console: console)
+            // Trailer fields come after the body, as on the wire; with the head, since they are
+            // fields of the same kind.
+            if parts.responseHead, let trailers = streamed.task.responseTrailers, !trailers.isEmpty {
+                printer.printTrailers(trailers)
+            }
         } else {
             streamed.task.cancel()
         }

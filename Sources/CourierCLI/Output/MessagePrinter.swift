@@ -57,6 +57,11 @@ struct MessagePrinter {
         self.console.write(lines.joined(separator: "\n") + "\n\n")
     }
 
+    /// A response's trailer fields, after its body, and a blank line.
+    func printTrailers(_ trailers: HTTPFields) {
+        self.console.write("\n" + trailers.map { self.field($0.name.rawName, $0.value) }.joined(separator: "\n") + "\n\n")
+    }
+
     private func requestLine(_ request: Request, version: String) -> String {
         let method = self.style.paint(request.method.rawValue, .green)
         return "\(method) \(self.style.paint(Self.target(of: request.url), .cyan)) \(self.style.paint(version, .blue))"
