@@ -137,6 +137,23 @@ struct ExchangeTests {
         }
     }
 
+    @Test("--verbose shows the Expect: 100-continue the engine adds to a body of 1 MiB or more over HTTP/1.1, and none to a small one")
+    func verboseShowsTheExpectation() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let large = folder.appendingPathComponent("large.txt")
+        try Data(repeating: UInt8(ascii: "a"), count: (1 << 20) + 1).write(to: large)
+        try await TestServer.withServer { server in
+            let url = server.url("/post").absoluteString
+            let announced = try await CLIRunner.run(["--verbose", url, "text=@\(large.path)"])
+            #expect(announced.status == 0, "\(announced.standardError)")
+            let head = try #require(announced.output.components(separatedBy: "\n\n").first)
+            #expect(head.contains("\nExpect: 100-continue"), "\(head)")
+            let small = try await CLIRunner.run(["--verbose", url, "a=b"])
+            #expect(!small.output.contains("Expect:"))
+        }
+    }
+
     @Test("Piped output is the server's bytes, unmodified (no colour, no re-indentation)")
     func pipedBytesAreUnmodified() async throws {
         try await TestServer.withServer { server in

@@ -29,7 +29,9 @@ struct Exchange {
             throw CLIFailure.request(error)
         }
         if parts.requestHead {
-            try await printer.printRequest(shown, body: parts.requestBody, networkProtocolName: streamed.task.networkProtocolName)
+            try await printer.printRequest(
+                shown, body: parts.requestBody, networkProtocolName: streamed.task.networkProtocolName,
+                expectContinueThreshold: self.session.configuration.expectContinueThreshold)
         }
         if parts.responseHead { printer.printResponseHead(streamed.response, networkProtocolName: streamed.task.networkProtocolName) }
         if parts.responseBody {

@@ -14,7 +14,12 @@ struct MessagePrinter {
     /// ``SessionTask/networkProtocolName``) gives the request line's version once the request went
     /// out: `HTTP/2` for `h2`, else `HTTP/1.1` (also to an HTTP/1.0 server, `--offline`, or a
     /// request that got no response).
-    func printRequest(_ built: BuiltRequest, body: Bool, decompressing: Bool = true, networkProtocolName: String? = nil) async throws {
+    /// `expectContinueThreshold` (the session's): a body of at least that many bytes went out
+    /// announced with `Expect: 100-continue` over HTTP/1.1, which the engine adds as it sends.
+    func printRequest(
+        _ built: BuiltRequest, body: Bool, decompressing: Bool = true, networkProtocolName: String? = nil,
+        expectContinueThreshold: Int64? = nil
+    ) async throws {
         let request = built.request
         // Courier writes HTTP/1.1 requests even to a server that answers in HTTP/1.0.
         var lines = [self.requestLine(request, version: networkProtocolName == "h2" ? "HTTP/2" : "HTTP/1.1")]
@@ -33,6 +38,11 @@ struct MessagePrinter {
         }
         if decompressing, request.headerFields[.acceptEncoding] == nil {
             lines.append(self.field("Accept-Encoding", "deflate, gzip"))
+        }
+        if networkProtocolName != "h2", let threshold = expectContinueThreshold, request.headerFields[.expect] == nil,
+            let length = request.body.knownLength, length > 0, length >= threshold
+        {
+            lines.append(self.field("Expect", "100-continue"))
         }
         self.console.write(lines.joined(separator: "\n") + "\n\n")
         guard body else { return }
