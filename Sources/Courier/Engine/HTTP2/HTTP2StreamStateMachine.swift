@@ -155,10 +155,10 @@ struct HTTP2StreamStateMachine {
             parts.first = .head(Self.responseHead(status: status, of: block))
             return parts
         } else {
-            if status != 204, status != 304, !self.responseHasNoContent, !block.hasContentLength {
-                // As swift-nio-http2's HTTP/1 codec frames it.
-                block.append(endStream ? HTTPField(name: .contentLength, value: "0") : HTTPField(name: .transferEncoding, value: "chunked"))
-            }
+            // The head's fields are the server's: no `content-length` or `transfer-encoding` of
+            // Courier's own for a body whose length the server left unsaid (swift-nio-http2's
+            // HTTP/1 codec adds one, and an app saw a `Transfer-Encoding: chunked` no server
+            // sent; URLSession, OkHttp and curl show none). DATA frames and END_STREAM frame it.
             self.response = .receivingBody
             parts.first = .head(Self.responseHead(status: status, of: block))
             if endStream {
