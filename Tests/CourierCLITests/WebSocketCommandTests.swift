@@ -14,6 +14,22 @@ struct WebSocketCommandTests {
         }
     }
 
+    /// The server's close ends the command at once, its code and reason on standard error, though
+    /// standard input is still open. Before, the command waited for another line or the end of
+    /// input (websocat and wscat exit).
+    @Test func theServersCloseEndsTheCommand() async throws {
+        try await TestServer.withServer { server in
+            let url = "ws://127.0.0.1:\(server.port)/courier/websocket/close-after-first"
+            let start = ContinuousClock.now
+            let result = try await CLIRunner.run(["ws", url], input: "hello\n", holdingInputOpenFor: .seconds(30))
+            let took = ContinuousClock.now - start
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(result.errorLines == ["courier: the server closed the connection (1000 bye)"])
+            // Well under the 30 s the input stays open: the command did not wait for it.
+            #expect(took < .seconds(15), "took \(took)")
+        }
+    }
+
     @Test func aFailedHandshakeIsOneLineAndStatus1() async throws {
         try await TestServer.withServer { server in
             let result = try await CLIRunner.run(["ws", "ws://127.0.0.1:\(server.port)/courier/websocket/bad-accept"], input: "")

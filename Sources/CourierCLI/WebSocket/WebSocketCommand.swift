@@ -55,34 +55,60 @@ struct WebSocketCommand: AsyncParsableCommand {
             throw CLIFailure(ExitStatus.failing(error), error.message)
         }
         let binaryRaw = self.binaryRaw
-        // Messages are printed while standard input is read on this task; awaited below, once the
-        // connection closed (which ends the sequence), so it does not outlive the command.
-        let printer = Task {
-            for try await message in task.messages {
-                switch message {
-                case .text(let text):
-                    Console.standardOutput.write(line: text)
-                case .binary(let data):
-                    if binaryRaw {
-                        FileHandle.standardOutput.write(data)
-                    } else {
-                        Console.standardOutput.write(line: "<binary: \(data.count) bytes>")
+        // Two halves, and the command ends with the first to end: standard input's end (the
+        // client closes, then waits for the connection's end) or the connection's (the server
+        // closed it, or it broke: standard input is no longer read).
+        let inputEnded = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                do {
+                    for try await message in task.messages {
+                        switch message {
+                        case .text(let text):
+                            Console.standardOutput.write(line: text)
+                        case .binary(let data):
+                            if binaryRaw {
+                                FileHandle.standardOutput.write(data)
+                            } else {
+                                Console.standardOutput.write(line: "<binary: \(data.count) bytes>")
+                            }
+                        }
+                    }
+                } catch {
+                    // The connection failed: `task.error` says how, below.
+                }
+                return false
+            }
+            group.addTask {
+                for await line in Self.standardInputLines() {
+                    do {
+                        try await task.send(.text(line))
+                    } catch {
+                        // The connection is gone: its half says so.
+                        return false
                     }
                 }
+                return !Task.isCancelled
             }
-        }
-        for await line in Self.standardInputLines() {
-            do {
-                try await task.send(.text(line))
-            } catch {
-                break
+            let first = await group.next() ?? false
+            if first {
+                // Standard input ended: close, and print what comes until the server's close.
+                await task.close(code: .normalClosure, reason: "")
+            } else {
+                // The connection ended: stop waiting for input (the reading thread stays blocked
+                // in `readLine` until the process exits, which it now does).
+                group.cancelAll()
             }
+            await group.waitForAll()
+            return first
         }
-        await task.close(code: .normalClosure, reason: "")
-        _ = await printer.result
         await manager.invalidate(cancelingTasks: true)
         if let error = task.error {
             throw CLIFailure(ExitStatus.failing(error), error.message)
+        }
+        if !inputEnded, let code = task.closeCode {
+            // The server ended the conversation: say how, as websocat and wscat do.
+            let reason = task.closeReason.map { $0.isEmpty ? "" : " \($0)" } ?? ""
+            Console.standardError.write(line: "courier: the server closed the connection (\(code.rawValue)\(reason))")
         }
     }
 

@@ -1,6 +1,7 @@
 import Courier
 import CourierTesting
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -38,7 +39,14 @@ enum CLIRunner {
 
     /// Runs `courier arguments` with standard output and error on pipes, in `directory`, with the
     /// test's environment changed by `environment` (a nil value removes a variable).
-    static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String?] = [:], input: String? = nil) async throws -> CLIResult {
+    ///
+    /// With `holdingInputOpenFor`, standard input stays open after `input` until the command exits
+    /// or that long has passed (a command that waits for input's end then fails its test late
+    /// rather than hanging it).
+    static func run(
+        _ arguments: [String], in directory: URL? = nil, environment: [String: String?] = [:], input: String? = nil,
+        holdingInputOpenFor hold: Duration? = nil
+    ) async throws -> CLIResult {
         await ProcessSlots.shared.acquire()
         defer { ProcessSlots.shared.release() }
         var variables: [String: String]?
@@ -50,16 +58,32 @@ enum CLIRunner {
         let child = try ChildProcess.spawn(
             Self.executable.path, arguments, environment: variables, directory: directory?.path,
             standardInput: input == nil ? .null : .pipe, standardOutput: .pipe, standardError: .pipe)
+        // Closed once: by the hold's end or after the exit, whichever comes first.
+        let inputOpen = Mutex(child.standardInput)
+        let closeInput = { @Sendable in inputOpen.withLock { descriptor in
+            if let open = descriptor { close(open) }
+            descriptor = nil
+        } }
         if let input, let descriptor = child.standardInput {
             // Small inputs fit the pipe's buffer: written whole, then the end of input.
             let bytes = Array(input.utf8)
             _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            close(descriptor)
+            if hold == nil { closeInput() }
+        }
+        // Cancelled (and awaited) once the command exited.
+        let closer = hold.map { hold in
+            Task {
+                try? await Task.sleep(for: hold)
+                closeInput()
+            }
         }
         async let outputBytes = Self.readAll(child.standardOutput!)
         async let errorBytes = Self.readAll(child.standardError!)
         let (stdout, stderr) = await (outputBytes, errorBytes)
         let status = await Self.waitForExit(child)
+        closer?.cancel()
+        _ = await closer?.result
+        closeInput()
         return CLIResult(status: status, standardOutput: stdout, standardError: String(decoding: stderr, as: UTF8.self))
     }
 
