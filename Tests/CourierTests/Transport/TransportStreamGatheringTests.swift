@@ -29,9 +29,9 @@ struct TransportStreamGatheringTests {
             #expect(gathered.response.status == .ok)
             #expect(try await Self.chunks(of: gathered.body) == [ByteBuffer(string: "*****")])
 
-            // Over the limit, and dripped over 3 s: the call returns at the head, long before the
+            // Over the limit, and dripped over 30 s: the call returns at the head, long before the
             // end, and the body streams (until the task is cancelled here).
-            let slow = server.url("/drip?numbytes=5&duration=3&delay=0")
+            let slow = server.url("/drip?numbytes=5&duration=30&delay=0")
             let streamed = try await manager.stream(Request(url: slow), gatheringBodiesUpTo: 4)
             #expect(streamed.task.state == .running, "a body over the limit is not waited for")
             streamed.task.cancel()
