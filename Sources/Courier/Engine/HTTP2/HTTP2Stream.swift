@@ -29,8 +29,6 @@ final class HTTP2Stream {
     /// The head or DATA written and not yet sent: it goes with END_STREAM when the request's end
     /// follows at once.
     private var pending: (payload: HTTP2Frame.FramePayload, promise: EventLoopPromise<Void>?)?
-    /// The method of the head in `pending`, for the stream's machine once it goes.
-    private var pendingMethod: HTTPRequest.Method?
     /// The decompression ratio, when the pool decompresses.
     private let decompressionRatio: Int?
     private var inflater: ResponseInflater?
@@ -112,12 +110,11 @@ final class HTTP2Stream {
 
     /// The request's head, as its header block: it waits for the next part or a flush, to go
     /// with END_STREAM if the request ends there.
-    func writeHead(_ block: HPACKHeaders, method: HTTPRequest.Method, promise: EventLoopPromise<Void>?) {
+    func writeHead(_ block: HPACKHeaders, promise: EventLoopPromise<Void>?) {
         guard !self.isFinished, self.connectionHandler != nil else {
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
-        self.pendingMethod = method
         self.pending = (.headers(.init(headers: block)), promise)
     }
 
@@ -136,9 +133,8 @@ final class HTTP2Stream {
         case .headers(var headers):
             headers.endStream = endStream
             payload = .headers(headers)
-            if let method = self.pendingMethod.take() {
-                self.stateMachine.sendingHead(method: method, endStream: endStream)
-            }
+            // The request's head (`pending` holds no other HEADERS).
+            self.stateMachine.sendingHead(endStream: endStream)
         case .data(var data):
             data.endStream = endStream
             payload = .data(data)
@@ -267,7 +263,6 @@ final class HTTP2Stream {
     }
 
     private func failPending() {
-        self.pendingMethod = nil
         if let pending = self.pending.take() {
             pending.promise?.fail(ChannelError.ioOnClosedChannel)
         }

@@ -75,9 +75,6 @@ struct HTTP2StreamStateMachine {
     /// Whether the server sent a malformed header block: closing the stream resets it with
     /// PROTOCOL_ERROR (RFC 9113 8.1.1), not CANCEL.
     private var receivedMalformed = false
-    /// Whether the request's method gives the response no content (HEAD, CONNECT), for the
-    /// head's framing fields.
-    private var responseHasNoContent = false
     /// The window Courier keeps open for the stream (`SETTINGS_INITIAL_WINDOW_SIZE` it sent).
     private var targetWindow: Int
     /// The stream's receive window as swift-nio-http2 last reported it (nil before any report).
@@ -93,9 +90,8 @@ struct HTTP2StreamStateMachine {
     // MARK: The request
 
     /// The request head goes out as HEADERS, with END_STREAM when `endStream`.
-    mutating func sendingHead(method: HTTPRequest.Method, endStream: Bool) {
+    mutating func sendingHead(endStream: Bool) {
         guard self.phase == .idle else { return }
-        self.responseHasNoContent = method == .head || method == .connect
         self.phase = endStream ? .halfClosedLocal : .open
     }
 
@@ -271,13 +267,6 @@ struct HTTP2StreamStateMachine {
         var fields = HTTPFields()
         /// Their size as HTTP/1.1 text ("name: value" CRLF each), for the metrics.
         var fieldsSize = 0
-        var hasContentLength = false
-
-        /// Adds a field (the framing swift-nio-http2's HTTP/1 codec added).
-        mutating func append(_ field: HTTPField) {
-            self.fieldsSize += field.name.rawName.utf8.count + 2 + field.value.utf8.count + 2
-            self.fields.append(field)
-        }
     }
 
     /// Checks a header block the server sent as RFC 9113 8.2 and 8.3.2 ask, and makes a head's
@@ -310,13 +299,11 @@ struct HTTP2StreamStateMachine {
                 continue
             }
             regularSeen = true
-            // The connection-specific names are 7, 10, 16 and 17 bytes long, `content-length` 14:
-            // most names are not compared at all.
+            // The connection-specific names are 7, 10, 16 and 17 bytes long: most names are not
+            // compared at all.
             switch name.utf8.count {
             case 7, 10, 16, 17:
                 if HopHandler.isConnectionSpecific(name) { throw NIOHTTP2Errors.forbiddenHeaderField(name: name, value: value) }
-            case 14:
-                if fieldName == .contentLength { block.hasContentLength = true }
             default: break
             }
             guard Self.isValidFieldValue(value) else { throw NIOHTTP2Errors.invalidHTTP2HeaderFieldValue(name: name, value: value) }
@@ -348,8 +335,7 @@ struct HTTP2StreamStateMachine {
         return status
     }
 
-    /// The response head of a checked header block (its regular fields, and any framing field
-    /// added), made once as the exchange's `HTTPResponse` with no `HTTPResponseHead` between (its
+    /// The response head of a checked header block (its regular fields), made once as the exchange's `HTTPResponse` with no `HTTPResponseHead` between (its
     /// size as HTTP/1.1 text, with the reason phrase NIO gives the status).
     static func responseHead(status: Int, of block: ReceivedBlock) -> HopResponseHead {
         let reasonPhrase = HTTPResponseStatus(statusCode: status).reasonPhrase

@@ -208,7 +208,7 @@ final class HopHandler: ChannelDuplexHandler {
                 break
             }
         }
-        self.writeHead(head, method: hop.request.method, promise: headWritten)
+        self.writeHead(head, promise: headWritten)
         if expectation != .sendAtOnce {
             // The body waits for `100 Continue`, a final answer, or the end of the wait.
             self.flush()
@@ -605,11 +605,11 @@ final class HopHandler: ChannelDuplexHandler {
         return self.context?.channel.isActive == true
     }
 
-    private func writeHead(_ head: OutgoingRequestHead, method: HTTPRequest.Method, promise: EventLoopPromise<Void>) {
+    private func writeHead(_ head: OutgoingRequestHead, promise: EventLoopPromise<Void>) {
         switch head {
         case .stream(let block, _):
             if let http2Stream {
-                http2Stream.writeHead(block, method: method, promise: promise)
+                http2Stream.writeHead(block, promise: promise)
             } else {
                 promise.fail(ChannelError.ioOnClosedChannel)
             }

@@ -27,7 +27,7 @@ struct HTTP2StreamStateMachineTests {
     /// A machine whose GET went out (HEADERS with END_STREAM).
     static func sentGet() -> Machine {
         var machine = Machine(targetWindow: Self.window)
-        machine.sendingHead(method: .get, endStream: true)
+        machine.sendingHead(endStream: true)
         return machine
     }
 
@@ -111,7 +111,7 @@ struct HTTP2StreamStateMachineTests {
     @Test func theStreamOpensWithItsHeadersAndHalfClosesWithItsEnd() {
         var machine = Machine(targetWindow: Self.window)
         #expect(machine.phase == .idle)
-        machine.sendingHead(method: .get, endStream: false)
+        machine.sendingHead(endStream: false)
         #expect(machine.phase == .open)
         machine.sendingBody(endStream: false)
         #expect(machine.phase == .open)
@@ -124,7 +124,7 @@ struct HTTP2StreamStateMachineTests {
         var sent = machine.sendingTrailers()
         #expect(!sent, "no trailers before the head")
         #expect(machine.phase == .idle)
-        machine.sendingHead(method: .get, endStream: false)
+        machine.sendingHead(endStream: false)
         machine.sendingBody(endStream: false)
         sent = machine.sendingTrailers()
         #expect(sent)
@@ -136,7 +136,7 @@ struct HTTP2StreamStateMachineTests {
 
     @Test func trailersMayFollowTheHeadAloneAndAnEndedResponse() throws {
         var machine = Machine(targetWindow: Self.window)
-        machine.sendingHead(method: .get, endStream: false)
+        machine.sendingHead(endStream: false)
         _ = try machine.receivedHeaders(Self.response(413, [("content-length", "0")]), endStream: true)
         #expect(machine.phase == .halfClosedRemote)
         let sent = machine.sendingTrailers()
@@ -194,7 +194,7 @@ struct HTTP2StreamStateMachineTests {
         #expect(parts.first == Self.head(HTTPResponseHead(version: Machine.version, status: .ok)))
 
         machine = Machine(targetWindow: Self.window)
-        machine.sendingHead(method: .head, endStream: true)
+        machine.sendingHead(endStream: true)
         parts = try machine.receivedHeaders(Self.response(200), endStream: true)
         #expect(parts.first == Self.head(HTTPResponseHead(version: Machine.version, status: .ok)))
 
@@ -205,7 +205,7 @@ struct HTTP2StreamStateMachineTests {
 
     @Test func informationalHeadsComeBeforeTheFinalOne() throws {
         var machine = Machine(targetWindow: Self.window)
-        machine.sendingHead(method: .get, endStream: false)
+        machine.sendingHead(endStream: false)
         let continueHead = try machine.receivedHeaders(Self.response(100), endStream: false)
         #expect(continueHead == .init(first: Self.head(HTTPResponseHead(version: Machine.version, status: .continue)), second: nil))
         let final = try machine.receivedHeaders(Self.response(201, [("content-length", "0")]), endStream: true)
@@ -401,7 +401,7 @@ struct HTTP2StreamStateMachineTests {
         var machine = Machine(targetWindow: Self.window)
         #expect(machine.close() == .none, "nothing sent")
         var refused = Machine(targetWindow: Self.window)
-        refused.sendingHead(method: .get, endStream: true)
+        refused.sendingHead(endStream: true)
         refused.headersRefused()
         #expect(refused.close() == .none, "swift-nio-http2 refused its HEADERS")
     }
