@@ -41,6 +41,12 @@ struct HTTP1ExpectContinueTests {
         #expect(never.decision(expectsContinue: asked, hasBody: false, length: .known(0), serverIsHTTP10: false) == .sendAtOnce)
     }
 
+    @Test func overHTTP2NothingIsAnnouncedButARequestsOwnExpectationIsWaitedFor() {
+        #expect(self.policy.decision(expectsContinue: self.asks(), hasBody: true, length: .known(5000), serverIsHTTP10: false, overHTTP2: true) == .sendAtOnce)
+        let asked = self.asks([.expect: "100-continue"])
+        #expect(self.policy.decision(expectsContinue: asked, hasBody: true, length: .known(5000), serverIsHTTP10: false, overHTTP2: true) == .wait)
+    }
+
     @Test func theConfigurationIsCarriedOver() {
         var configuration = NIOEngine.Configuration()
         #expect(ExpectContinue(configuration) == ExpectContinue(threshold: 1 << 20, timeout: .seconds(1)))

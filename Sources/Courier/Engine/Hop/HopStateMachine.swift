@@ -276,14 +276,8 @@ struct HopStateMachine {
             return .endCancelled(then: self.hopEnded(reusable: true))
         }
         var expectation = start.expectContinue.decision(
-            expectsContinue: start.expectsContinue, hasBody: start.hasBody, length: start.bodyLength, serverIsHTTP10: self.serverIsHTTP10)
-        if self.mode == .stream, expectation == .announce {
-            // Over HTTP/2 Courier adds no expectation of its own (curl, Go and OkHttp add none
-            // there): many servers never answer `100 Continue` on a stream (hypercorn's held every
-            // such upload for the whole wait), and a refusal is answered at once anyway, while
-            // flow control bounds what was sent. A request that carries `Expect` itself waits.
-            expectation = .sendAtOnce
-        }
+            expectsContinue: start.expectsContinue, hasBody: start.hasBody, length: start.bodyLength, serverIsHTTP10: self.serverIsHTTP10,
+            overHTTP2: self.mode == .stream)
         var removingExpectField = false
         if expectation != .sendAtOnce, start.withoutExpectation {
             // The server refused the expectation (417): this send goes without one.
