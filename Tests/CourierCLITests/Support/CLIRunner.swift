@@ -70,19 +70,22 @@ enum CLIRunner {
             _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
             if hold == nil { closeInput() }
         }
-        // Cancelled (and awaited) once the command exited.
-        let closer = hold.map { hold in
-            Task {
-                try? await Task.sleep(for: hold)
-                closeInput()
+        // The hold is a bound on a failing test, not what it waits for: a child task that closes
+        // standard input when the hold ends, cancelled as soon as the command has exited.
+        let (stdout, stderr, status) = await withTaskGroup(of: Void.self) { group in
+            if let hold {
+                group.addTask {
+                    try? await Task.sleep(for: hold)
+                    closeInput()
+                }
             }
+            async let outputBytes = Self.readAll(child.standardOutput!)
+            async let errorBytes = Self.readAll(child.standardError!)
+            let (stdout, stderr) = await (outputBytes, errorBytes)
+            let status = await Self.waitForExit(child)
+            group.cancelAll()
+            return (stdout, stderr, status)
         }
-        async let outputBytes = Self.readAll(child.standardOutput!)
-        async let errorBytes = Self.readAll(child.standardError!)
-        let (stdout, stderr) = await (outputBytes, errorBytes)
-        let status = await Self.waitForExit(child)
-        closer?.cancel()
-        _ = await closer?.result
         closeInput()
         return CLIResult(status: status, standardOutput: stdout, standardError: String(decoding: stderr, as: UTF8.self))
     }

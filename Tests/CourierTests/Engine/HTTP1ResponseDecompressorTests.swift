@@ -10,7 +10,7 @@ import Testing
 @Suite("Engine: HTTP1ResponseDecompressor")
 struct HTTP1ResponseDecompressorTests {
     /// What reached the end of the pipeline: the parts passed on, and the errors.
-    final class Tail: ChannelInboundHandler, @unchecked Sendable {
+    final class Tail: ChannelInboundHandler {
         typealias InboundIn = HTTPClientResponsePart
         var parts: [String] = []
         var bodyBytes = 0
