@@ -44,9 +44,9 @@ public struct SessionConfiguration: Sendable {
     /// opens for the next request. 10 by default. See ``NIOEngine/Configuration/http2PingTimeout``.
     public var http2PingTimeout: TimeInterval = 10
     /// Request bodies of at least this many bytes are sent with `Expect: 100-continue` over
-    /// HTTP/1.1 (over HTTP/2 none is added) and go out once the server says `100 Continue` (or after ``expectContinueTimeout``); a server that
-    /// refuses first gets no body. 1 MiB by default; nil never asks. See
-    /// ``NIOEngine/Configuration/expectContinueThreshold``.
+    /// HTTP/1.1 (over HTTP/2 none is added) and go out once the server says `100 Continue` (or
+    /// after ``expectContinueTimeout``); a server that refuses first gets no body. 1 MiB by
+    /// default; nil never asks. See ``NIOEngine/Configuration/expectContinueThreshold``.
     public var expectContinueThreshold: Int64? = 1 << 20
     /// Seconds to wait for `100 Continue` before sending the body anyway. 1 by default. See
     /// ``NIOEngine/Configuration/expectContinueTimeout``.
