@@ -120,9 +120,9 @@ final class ScriptedHTTP2Server: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     // Below TLS for ``stopReading()``, above it for ``stopAnswering()``.
-                    try pipeline.addHandler(DeafGate(state: state, index: index, threshold: \.unreadBelow))
+                    try pipeline.addHandler(DeafGate(state: state, index: index, threshold: { $0.unreadBelow }))
                     try pipeline.addHandler(NIOSSLServerHandler(context: context))
-                    try pipeline.addHandler(DeafGate(state: state, index: index, threshold: \.deafBelow), name: Self.framesGate)
+                    try pipeline.addHandler(DeafGate(state: state, index: index, threshold: { $0.deafBelow }), name: Self.framesGate)
                     try pipeline.addHandler(FlushGate())
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
                     connection.initialSettings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maximumStreams)]
@@ -194,16 +194,16 @@ final class ScriptedHTTP2Server: Sendable {
         let state: NIOLockedValueBox<State>
         let index: Int
         /// The state's count of connections that hear nothing at this gate.
-        let threshold: KeyPath<State, Int> & Sendable
+        let threshold: @Sendable (State) -> Int
 
-        init(state: NIOLockedValueBox<State>, index: Int, threshold: KeyPath<State, Int> & Sendable) {
+        init(state: NIOLockedValueBox<State>, index: Int, threshold: @escaping @Sendable (State) -> Int) {
             self.state = state
             self.index = index
             self.threshold = threshold
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            guard self.state.withLockedValue({ self.index >= $0[keyPath: self.threshold] }) else { return }
+            guard self.state.withLockedValue({ self.index >= self.threshold($0) }) else { return }
             context.fireChannelRead(data)
         }
     }
