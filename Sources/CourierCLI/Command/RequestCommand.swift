@@ -82,6 +82,9 @@ struct RequestCommand: AsyncParsableCommand {
     @Flag(name: .customLong("check-status"), help: "Exit 3, 4 or 5 for a 3xx, 4xx or 5xx response.")
     var checkStatus = false
 
+    @Flag(name: .customLong("ignore-stdin"), help: "Do not read standard input as the body (read when it is not a terminal and the named method carries a body).")
+    var ignoreStdin = false
+
     @Flag(name: .long, help: "Print the request without sending it.")
     var offline = false
 
@@ -120,7 +123,8 @@ struct RequestCommand: AsyncParsableCommand {
 
     func run() async throws {
         let invocation = try Invocation(parsing: self.words)
-        let built = try await RequestBuilder(command: self, invocation: invocation).build()
+        let input = RequestBuilder.readsStandardInput(command: self, invocation: invocation) ? try StandardInput.body() : nil
+        let built = try await RequestBuilder(command: self, invocation: invocation, input: input).build()
         let style = OutputStyle(pretty: self.pretty, console: .standardOutput)
         // The TLS flags are checked (files read, AFNetworking's rules applied) even when nothing is sent.
         let factory = SessionFactory(command: self, url: built.request.url)

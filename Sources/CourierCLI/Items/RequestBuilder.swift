@@ -9,6 +9,8 @@ struct BuiltRequest: Sendable {
         case json
         case form
         case multipart
+        /// Standard input's bytes, as they came (``StandardInput``).
+        case standardInput
     }
 
     var request: Request
@@ -21,16 +23,20 @@ struct BuiltRequest: Sendable {
 struct RequestBuilder {
     let command: RequestCommand
     let invocation: Invocation
+    /// Standard input's bytes when it was redirected and not ignored: the body.
+    let input: Data?
 
-    init(command: RequestCommand, invocation: Invocation) {
+    init(command: RequestCommand, invocation: Invocation, input: Data? = nil) {
         self.command = command
         self.invocation = invocation
+        self.input = input
     }
 
     func build() async throws -> BuiltRequest {
         let items = self.invocation.items
         let kind = try self.bodyKind()
-        let method = self.invocation.effectiveMethod
+        // A body from standard input makes the request a POST unless a method is named, as data does.
+        let method = self.invocation.method ?? (kind == .standardInput ? .post : self.invocation.effectiveMethod)
         let urlString = Self.appendingQuery(items, to: self.invocation.url)
 
         var serializer = HTTPRequestSerializer()
@@ -66,6 +72,16 @@ struct RequestBuilder {
                         }
                     }
                 }
+            case .standardInput:
+                request = try serializer.request(method: method, urlString: urlString, parameters: nil)
+                request.body = .data(self.input ?? Data())
+                // Labelled as HTTPie labels it: JSON unless --form; a `Content-Type:` item overrides.
+                if self.command.form {
+                    request.setValue("application/x-www-form-urlencoded; charset=utf-8", forHTTPHeaderField: "Content-Type")
+                } else {
+                    request.setValue("application/json, */*;q=0.5", forHTTPHeaderField: "Accept")
+                    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                }
             case .json, .form, .none:
                 request = try serializer.request(method: method, urlString: urlString, parameters: nil)
                 if kind == .json || self.command.json {
@@ -90,7 +106,7 @@ struct RequestBuilder {
             }
         }
         if !self.command.trailer.isEmpty {
-            guard kind != .none else { throw CLIFailure.usage("--trailer needs a body: data fields or a file") }
+            guard kind != .none else { throw CLIFailure.usage("--trailer needs a body: data fields, a file or standard input") }
             request.body.trailers = try Self.trailerFields(self.command.trailer)
         }
         return BuiltRequest(request: request, bodyKind: kind, items: items)
@@ -113,9 +129,30 @@ struct RequestBuilder {
         return fields
     }
 
+    /// Whether standard input is the body: when it is redirected (``StandardInput``), a method
+    /// that carries a body is named (POST, PUT, PATCH or one of the user's own; not GET, HEAD,
+    /// DELETE, OPTIONS, TRACE or CONNECT), no item is data and `--ignore-stdin` is not given.
+    ///
+    /// Narrower than HTTPie, which reads it for any request: a `while read` loop that runs
+    /// `courier URL` for each line gives every run the loop's file as standard input, and the
+    /// first run would send the other lines.
+    static func readsStandardInput(command: RequestCommand, invocation: Invocation) -> Bool {
+        guard !command.ignoreStdin, let method = invocation.method,
+            !invocation.items.contains(where: \.isData)
+        else { return false }
+        return ![.get, .head, .delete, .options, .trace, .connect].contains(method)
+    }
+
     /// JSON unless `--form` or `--multipart` say otherwise; any file item makes it multipart.
+    /// Standard input's bytes are the whole body; `--multipart` with them is a usage error.
     private func bodyKind() throws(CLIFailure) -> BuiltRequest.BodyKind {
         let items = self.invocation.items
+        if self.input != nil {
+            if self.command.multipart {
+                throw CLIFailure.usage("a body from standard input cannot be a multipart form; --ignore-stdin leaves standard input alone")
+            }
+            return .standardInput
+        }
         let hasFiles = items.contains { if case .file = $0 { true } else { false } }
         let hasRawJSON = items.contains {
             switch $0 {

@@ -1,0 +1,69 @@
+import CourierTesting
+import Foundation
+import Testing
+
+/// Standard input as the body: `courier POST URL < file`, read only when a method that carries a
+/// body is named and no item is data.
+@Suite("CLI: standard input as the body")
+struct StandardInputTests {
+    @Test("POST and PUT send standard input's bytes as JSON unless a Content-Type item says otherwise")
+    func namedMethodsSendStandardInput() async throws {
+        try await TestServer.withServer { server in
+            let url = server.url("/anything").absoluteString
+            let post = try await CLIRunner.run(["POST", url], input: "{\"name\": \"Ada\"}\n")
+            #expect(post.status == 0)
+            #expect(post.standardError.isEmpty)
+            let echo = try jsonObject(post)
+            #expect(echo["method"] as? String == "POST")
+            #expect(echo["data"] as? String == "{\"name\": \"Ada\"}\n")
+            #expect((echo["json"] as? [String: String]) == ["name": "Ada"])
+            #expect((echo["headers"] as? [String: String])?["Content-Type"] == "application/json")
+
+            let put = try await CLIRunner.run(["put", url, "Content-Type:text/plain", "q==1"], input: "plain words")
+            #expect(put.status == 0)
+            let putEcho = try jsonObject(put)
+            #expect(putEcho["method"] as? String == "PUT")
+            #expect(putEcho["data"] as? String == "plain words")
+            #expect(putEcho["args"] as? [String: String] == ["q": "1"])
+            #expect((putEcho["headers"] as? [String: String])?["Content-Type"] == "text/plain")
+
+            let form = try await CLIRunner.run(["--form", "PATCH", url], input: "a=1&b=2")
+            #expect(try jsonObject(form)["form"] as? [String: String] == ["a": "1", "b": "2"])
+        }
+    }
+
+    @Test("Standard input is left alone without a named method, for GET and DELETE, beside data items and with --ignore-stdin")
+    func standardInputIsLeftAlone() async throws {
+        try await TestServer.withServer { server in
+            let url = server.url("/anything").absoluteString
+            // `while read url; do courier "$url"; done < urls`: each run's standard input is the loop's file.
+            let unnamed = try jsonObject(try await CLIRunner.run([url], input: "the loop's next line\n"))
+            #expect(unnamed["method"] as? String == "GET")
+            #expect(unnamed["data"] as? String == "")
+            for method in ["GET", "DELETE"] {
+                let echo = try jsonObject(try await CLIRunner.run([method, url], input: "not a body"))
+                #expect(echo["method"] as? String == method)
+                #expect(echo["data"] as? String == "")
+            }
+            let items = try jsonObject(try await CLIRunner.run(["POST", url, "name=Ada"], input: "not a body"))
+            #expect(items["json"] as? [String: String] == ["name": "Ada"])
+            let ignored = try jsonObject(try await CLIRunner.run(["--ignore-stdin", "POST", url], input: "not a body"))
+            #expect(ignored["method"] as? String == "POST")
+            #expect(ignored["data"] as? String == "")
+        }
+    }
+
+    @Test("--multipart with a body on standard input is a bad command line; --offline shows the body")
+    func badCombinationsAndOffline() async throws {
+        let multipart = try await CLIRunner.run(["--multipart", "POST", "example.com/up"], input: "bytes")
+        #expect(multipart.status == 64)
+        #expect(multipart.errorLines == [
+            "courier: error: a body from standard input cannot be a multipart form; --ignore-stdin leaves standard input alone"
+        ])
+        let offline = try await CLIRunner.run(["--offline", "POST", "example.com/up"], input: "[1, 2]")
+        #expect(offline.status == 0)
+        #expect(offline.output.hasPrefix("POST /up HTTP/1.1\n"))
+        #expect(offline.output.contains("Content-Length: 6\n"))
+        #expect(offline.output.contains("\n\n[1, 2]"))
+    }
+}
