@@ -65,16 +65,25 @@ extension TestServer {
         public var headerFields: HTTPFields
         /// The body bytes.
         public var body: Data
+        /// When set, the head (with `Content-Length`) is sent at once and the body only once this
+        /// returns: a test decides when a client has the head alone, instead of betting on time.
+        /// It is cancelled when the connection (the stream, on HTTP/2) closes first.
+        public var bodyHeldUntil: (@Sendable () async -> Void)?
 
         /// Makes a response.
         /// - Parameters:
         ///   - status: The status (200 by default).
         ///   - headerFields: Header fields to send.
         ///   - body: The body bytes (none by default).
-        public init(status: HTTPResponse.Status = .ok, headerFields: HTTPFields = [:], body: Data = Data()) {
+        ///   - bodyHeldUntil: Holds the body back until it returns (the head goes at once).
+        public init(
+            status: HTTPResponse.Status = .ok, headerFields: HTTPFields = [:], body: Data = Data(),
+            bodyHeldUntil: (@Sendable () async -> Void)? = nil
+        ) {
             self.status = status
             self.headerFields = headerFields
             self.body = body
+            self.bodyHeldUntil = bodyHeldUntil
         }
 
         /// A `text/plain; charset=utf-8` response.

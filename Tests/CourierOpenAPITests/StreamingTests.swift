@@ -132,13 +132,21 @@ struct StreamingTests {
         try await TestServer.withServer { server in
             try await withGeneratedClient(baseURL: server.baseURL) { _, manager in
                 let transport = CourierTransport(manager: manager)
-                // Five bytes with `Content-Length: 5`, dripped over 3 s after the head.
-                let drip = HTTPRequest(method: .put, scheme: nil, authority: nil, path: "/drip?numbytes=5&duration=3&delay=0")
+                // Five bytes with `Content-Length: 5`, held back after the head until the test
+                // has seen the call return (a body dripped over time could arrive with the head on
+                // a starved machine).
+                let (gate, release) = AsyncStream<Void>.makeStream()
+                server.route("/held") { _ in
+                    TestServer.Response(body: Data("*****".utf8)) { for await _ in gate { break } }
+                }
+                let held = HTTPRequest(method: .put, scheme: nil, authority: nil, path: "/held")
 
                 let single = HTTPBody(AsyncStream { $0.yield(ArraySlice("abc".utf8)); $0.finish() }, length: .known(3), iterationBehavior: .single)
-                let (streamedHead, streamedBody) = try await transport.send(drip, body: single, baseURL: server.baseURL, operationID: "drip")
+                let (streamedHead, streamedBody) = try await transport.send(held, body: single, baseURL: server.baseURL, operationID: "held")
                 #expect(streamedHead.status == .ok)
                 #expect(manager.tasks.count == 1, "the call returned at the head; its task still reads the body")
+                release.yield()
+                release.finish()
                 #expect(try await Data(collecting: try #require(streamedBody), upTo: 100) == Data("*****".utf8))
                 #expect(manager.tasks.isEmpty, "the body ended with the task")
 

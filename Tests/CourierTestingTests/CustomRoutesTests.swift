@@ -75,6 +75,48 @@ struct RouteFailure: Error {}
         }
     }
 
+    @Test(arguments: [false, true])
+    func aHeldBodyFollowsItsHeadWhenReleased(http2: Bool) async throws {
+        try await withServer(http2 ? .https() : TestServer.Configuration()) { server, client in
+            let (gate, release) = AsyncStream<Void>.makeStream()
+            server.route("/held") { _ in
+                TestServer.Response(headerFields: [.contentType: "text/plain"], body: Data("*****".utf8)) {
+                    for await _ in gate { break }
+                }
+            }
+            // The call returns at the head: were the body not held apart, this would wait for
+            // the release that comes only after it.
+            let response = try await client.execute(HTTPClientRequest(url: server.url("/held").absoluteString), timeout: .seconds(20))
+            #expect(response.status == .ok)
+            #expect(response.headers["Content-Length"] == ["5"])
+            #expect(response.headers["Content-Type"] == ["text/plain"])
+            release.yield()
+            release.finish()
+            #expect(String(buffer: try await response.body.collect(upTo: 100)) == "*****")
+        }
+    }
+
+    @Test func aBodyHeldWhenTheConnectionClosesIsNeverSent() async throws {
+        let server = try await TestServer.start()
+        let client = makeClient(ClientOptions(http1Only: true))
+        let (gate, release) = AsyncStream<Void>.makeStream()
+        server.route("/held") { _ in
+            TestServer.Response(body: Data("*****".utf8)) { for await _ in gate { break } }
+        }
+        let response = try await client.execute(HTTPClientRequest(url: server.url("/held").absoluteString), timeout: .seconds(20))
+        #expect(response.headers["Content-Length"] == ["5"])
+        // Never released: the server's shutdown closes the connection, which cancels the wait.
+        // Had the body gone with the head, the client would still read it whole.
+        try await server.shutdown()
+        var received = 0
+        await #expect(throws: (any Error).self) {
+            for try await part in response.body { received += part.readableBytes }
+        }
+        #expect(received == 0)
+        release.finish()
+        try await client.shutdown()
+    }
+
     @Test func recordingKeepsRequestsWhenAsked() async throws {
         var configuration = TestServer.Configuration()
         configuration.recordsRequests = true

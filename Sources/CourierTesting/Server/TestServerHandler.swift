@@ -22,6 +22,8 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var inbound = Inbound.idle
     /// Timers of a paced, delayed or streamed reply, cancelled when the channel goes away.
     private var timers: [Scheduled<Void>] = []
+    /// The wait of a `.held` reply for its release, cancelled when the channel goes away.
+    private var heldBody: Task<Void, Never>?
     /// The body of a `.streamed` reply being written, as the channel becomes writable.
     private var streaming: (body: StreamedBody, keepAlive: Bool)?
     /// Whether the streamed body waits for the channel to become writable (counted in the state).
@@ -58,6 +60,8 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
         self.setWaitsForWritability(false)
         for timer in self.timers { timer.cancel() }
         self.timers.removeAll()
+        self.heldBody?.cancel()
+        self.heldBody = nil
     }
 
     /// Where the request being received stands.
@@ -253,6 +257,28 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
                 handler.write(reply, for: request, context: context)
             })
 
+        case .held(let status, var headers, let body, let release):
+            headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
+            self.writeHead(status, headers, keepAlive: keepAlive, context: context)
+            context.flush()
+            guard !isHead else {
+                self.writeEnd(keepAlive: keepAlive, context: context)
+                return
+            }
+            let loop = context.eventLoop
+            let bound = NIOLoopBound(self, eventLoop: loop)
+            // Waits for the test's release; `stop()` cancels it when the channel goes first.
+            self.heldBody = Task {
+                await release()
+                loop.execute {
+                    let handler = bound.value
+                    handler.heldBody = nil
+                    guard handler.isActive, let context = handler.context else { return }
+                    if body.readableBytes > 0 { context.write(handler.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+                    handler.writeEnd(keepAlive: keepAlive, context: context)
+                }
+            }
+
         case .reset:
             context.close(promise: nil)
 
@@ -404,6 +430,11 @@ extension Reply {
     init(_ response: TestServer.Response) {
         var headers = HTTPHeaders()
         for field in response.headerFields { headers.add(name: field.name.rawName, value: field.value) }
-        self = .complete(HTTPResponseStatus(statusCode: response.status.code, reasonPhrase: response.status.reasonPhrase), headers, ByteBuffer(data: response.body))
+        let status = HTTPResponseStatus(statusCode: response.status.code, reasonPhrase: response.status.reasonPhrase)
+        if let release = response.bodyHeldUntil {
+            self = .held(status, headers, ByteBuffer(data: response.body), release: release)
+        } else {
+            self = .complete(status, headers, ByteBuffer(data: response.body))
+        }
     }
 }
