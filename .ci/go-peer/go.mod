@@ -1,0 +1,3 @@
+module courier/gopeer
+
+go 1.19

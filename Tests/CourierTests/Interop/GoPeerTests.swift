@@ -1,0 +1,197 @@
+import Courier
+import CourierTesting
+import Crypto
+import Foundation
+import NIOCore
+import Testing
+
+/// Go's net/http server, which `.ci/run` builds from `.ci/go-peer` and starts: an HTTP/1.1 and
+/// HTTP/2 implementation nobody on the project wrote (TestServer and the scripted HTTP/2 server
+/// are Courier's own, on the same swift-nio-http2). Interop probes against it found faults that
+/// Courier's own servers never showed: header lists past 16 KiB, GOAWAY races, TLS closes.
+enum GoPeer {
+    private static let environment = ProcessInfo.processInfo.environment
+    static let url = environment["COURIER_GO_PEER_URL"].flatMap(URL.init(string:))
+    static let tlsURL = environment["COURIER_GO_PEER_TLS_URL"].flatMap(URL.init(string:))
+    static let caFile = environment["COURIER_GO_PEER_CA"]
+    static var isAvailable: Bool { url != nil && tlsURL != nil && caFile != nil }
+    static let skipReason: Comment =
+        "COURIER_GO_PEER_URL, COURIER_GO_PEER_TLS_URL and COURIER_GO_PEER_CA are not set: .ci/run builds and starts Go's net/http server (.ci/go-peer)"
+
+    /// The peer's URL for `path` over `transport`'s wire.
+    static func url(_ path: String, over transport: Transport) -> URL {
+        let base = transport.isSecure ? tlsURL! : url!
+        return URL(string: base.absoluteString + path)!
+    }
+
+    /// The protocol the peer says it was spoken to in (Go's `Request.Proto`).
+    static func proto(of transport: Transport) -> String {
+        transport.isHTTP2 ? "HTTP/2.0" : "HTTP/1.1"
+    }
+
+    /// A manager for `transport` (its HTTP versions and proxy, no cache) trusting the peer's root.
+    static func manager(for transport: Transport) throws -> SessionManager {
+        var policy = SecurityPolicy.default
+        let pem = try String(contentsOfFile: caFile!, encoding: .utf8)
+        policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: pem)
+        let manager = SessionManager(configuration: transport.sessionConfiguration(), securityPolicy: policy)
+        manager.completionQueue = TestQueues.completion
+        return manager
+    }
+
+    /// `count` bytes of a-z repeated: what `/big` sends.
+    static func pattern(_ count: Int) -> Data {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz".utf8)
+        return Data((0..<count).map { alphabet[$0 % 26] })
+    }
+
+    /// The lines "0" to "count - 1": what `/gzip` sends, compressed.
+    static func lines(_ count: Int) -> Data {
+        Data((0..<count).map { "\($0)\n" }.joined().utf8)
+    }
+
+    /// Runs `body` with a manager for `transport`, invalidated afterwards.
+    static func run(_ transport: Transport, _ body: (SessionManager) async throws -> Void) async throws {
+        let manager = try Self.manager(for: transport)
+        do {
+            try await body(manager)
+            await manager.invalidate(cancelingTasks: true)
+        } catch {
+            await manager.invalidate(cancelingTasks: true)
+            throw error
+        }
+    }
+}
+
+/// The transports to Go's server: every wire directly, and through the real proxies but
+/// tinyproxy's absolute form (it closes each connection after the answer: `PENDING.md`).
+private let goTransports = Transport.allCases(except: [.http1ViaHTTPProxy])
+
+@Suite("Interop: Go's net/http server", .enabled(if: GoPeer.isAvailable, GoPeer.skipReason))
+struct GoPeerTests {
+    /// `/upload`'s answer.
+    private struct UploadEcho: Decodable {
+        var bytes: Int
+        var sha256: String
+        var proto: String
+        var contentLength: Int
+        var transferEncoding: String
+        var trailers: [String: String]
+    }
+
+    private static func upload(_ body: RequestBody, over transport: Transport, with manager: SessionManager) async throws -> UploadEcho {
+        let response = try await manager.data(for: Request(method: .post, url: GoPeer.url("/upload", over: transport), body: body))
+        return try JSONDecoder().decode(UploadEcho.self, from: response.value)
+    }
+
+    @Test(arguments: goTransports)
+    func bodiesGoBothWaysWhole(_ transport: Transport) async throws {
+        try await GoPeer.run(transport) { manager in
+            let hello = try await manager.data(for: Request(method: .get, url: GoPeer.url("/hello", over: transport)))
+            #expect(String(decoding: hello.value, as: UTF8.self) == "hello \(GoPeer.proto(of: transport)) GET")
+            #expect(hello.metrics?.transactions.last?.networkProtocolName == transport.protocolName)
+
+            let size = 3_000_001
+            for query in ["n=\(size)", "n=\(size)&chunked=1"] {
+                let big = try await manager.data(for: Request(method: .get, url: GoPeer.url("/big?\(query)", over: transport)))
+                #expect(big.value == GoPeer.pattern(size), "\(query): \(big.value.count) bytes")
+            }
+
+            let bytes = GoPeer.pattern(5 << 20)
+            let digest = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+            let sent = try await Self.upload(.data(bytes), over: transport, with: manager)
+            #expect(sent.bytes == bytes.count && sent.sha256 == digest)
+            #expect(sent.proto == GoPeer.proto(of: transport))
+            #expect(sent.contentLength == bytes.count)
+
+            // A body of unknown length, ending with trailer fields: chunked on HTTP/1.1.
+            let chunks = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+                for offset in stride(from: 0, to: bytes.count, by: 1 << 20) {
+                    continuation.yield(ByteBuffer(bytes: bytes[offset..<min(offset + (1 << 20), bytes.count)]))
+                }
+                continuation.finish()
+            }
+            let streamed = try await Self.upload(
+                .stream(chunks, length: .unknown, trailers: [.courierChecksum: "sha256=\(digest.prefix(16))"]), over: transport, with: manager)
+            #expect(streamed.bytes == bytes.count && streamed.sha256 == digest)
+            #expect(streamed.trailers == ["Courier-Checksum": "sha256=\(digest.prefix(16))"])
+            #expect(streamed.transferEncoding == (transport.isHTTP2 ? "" : "chunked"))
+        }
+    }
+
+    @Test(arguments: goTransports)
+    func responseTrailersAndGzipBodiesArrive(_ transport: Transport) async throws {
+        try await GoPeer.run(transport) { manager in
+            let streamed = try await manager.stream(Request(method: .get, url: GoPeer.url("/trailers", over: transport)))
+            var body = Data()
+            for try await part in streamed.body { body.append(contentsOf: part.readableBytesView) }
+            #expect(String(decoding: body, as: UTF8.self) == "body with a trailer")
+            #expect(streamed.task.responseTrailers?[HTTPField.Name("X-Sum")!] == "42")
+
+            let lines = 300_000
+            let gzip = try await manager.data(for: Request(method: .get, url: GoPeer.url("/gzip?n=\(lines)", over: transport)))
+            #expect(gzip.value == GoPeer.lines(lines), "\(gzip.value.count) bytes")
+            #expect(gzip.response.headerFields[.contentEncoding] == "gzip")
+        }
+    }
+
+    /// Go sends a header list as long as its handler makes it, whatever the client advertises:
+    /// over HTTP/2, 100 KB comes as HEADERS and CONTINUATION frames past the 16 KiB that
+    /// swift-nio-http2 takes by default.
+    @Test(arguments: goTransports)
+    func aLargeResponseHeaderListIsTaken(_ transport: Transport) async throws {
+        try await GoPeer.run(transport) { manager in
+            let response = try await manager.data(for: Request(method: .get, url: GoPeer.url("/large-header?n=60000", over: transport)))
+            #expect(response.response.headerFields[HTTPField.Name("X-Large")!]?.count == 60_000)
+            #expect(String(decoding: response.value, as: UTF8.self) == "large header")
+        }
+    }
+
+    /// Every third response closes its connection (over HTTP/2, a GOAWAY after it) while 32
+    /// requests are in flight: requests the server never took go again, none fails.
+    @Test(arguments: goTransports)
+    func connectionsClosedEveryFewResponsesLoseNoRequest(_ transport: Transport) async throws {
+        try await GoPeer.run(transport) { manager in
+            let url = GoPeer.url("/close-every?n=3", over: transport)
+            let failures = try await withThrowingTaskGroup(of: String?.self) { group in
+                var failures: [String] = []
+                var next = 0
+                func add() {
+                    group.addTask {
+                        do {
+                            let response = try await manager.data(for: Request(method: .get, url: url))
+                            let text = String(decoding: response.value, as: UTF8.self)
+                            return text.hasPrefix("hello \(GoPeer.proto(of: transport)) GET ") ? nil : "unexpected body: \(text)"
+                        } catch {
+                            return "\(error)"
+                        }
+                    }
+                    next += 1
+                }
+                while next < 32 { add() }
+                for try await failure in group {
+                    if let failure { failures.append(failure) }
+                    if next < 400 { add() }
+                }
+                return failures
+            }
+            #expect(failures.isEmpty, "\(failures.count) of 400 failed, first: \(failures.first ?? "")")
+        }
+    }
+
+    /// Go answers 413 without reading the 8 MiB body, then closes the connection (HTTP/1.1) or
+    /// resets the stream (HTTP/2): the answer is what the task ends with, not a write error.
+    @Test(arguments: goTransports)
+    func anAnswerBeforeTheBodyWasReadIsDelivered(_ transport: Transport) async throws {
+        try await GoPeer.run(transport) { manager in
+            var serializer = DataResponseSerializer()
+            serializer.http.acceptableStatusCodes = IndexSet(integersIn: 100..<600)
+            let request = Request(method: .post, url: GoPeer.url("/reject", over: transport), body: .data(Data(count: 8 << 20)))
+            let response = try await manager.response(for: request, serializer: serializer)
+            #expect(response.response.status.code == 413)
+            #expect(String(decoding: response.value, as: UTF8.self) == "too large")
+            let next = try await manager.data(for: Request(method: .get, url: GoPeer.url("/hello", over: transport)))
+            #expect(next.response.status == .ok)
+        }
+    }
+}
