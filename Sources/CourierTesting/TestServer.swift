@@ -65,6 +65,8 @@ import NIOSSL
 ///
 /// - `/courier/refuse-upload` (any method): answers `413 Payload Too Large` as soon as the request
 ///   head is in, never `100 Continue`, and drops the body; an HTTP/1.1 connection closes after it.
+///   With `after-continue=1`, a request that expects `100 Continue` gets it first, in the same
+///   write as the 413 (Node's and gunicorn's servers answer so).
 ///
 /// A request with `Expect: 100-continue` (HTTP/1.1 or HTTP/2) gets `100 Continue` before its body
 /// is read. Request trailer fields (a chunked body's trailer section, HTTP/2's trailing HEADERS)

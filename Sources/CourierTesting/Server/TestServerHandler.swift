@@ -122,12 +122,19 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
         return uri.firstIndex(of: "?").map { uri[..<$0] } ?? uri
     }
 
-    /// `/courier/refuse-upload`: answers 413 as soon as the head is in, never `100 Continue`, and
-    /// drops whatever body follows; an HTTP/1 connection closes after the answer.
+    /// `/courier/refuse-upload`: answers 413 as soon as the head is in, never `100 Continue`
+    /// (with `?after-continue=1`, right after a `100 Continue` to a request that expects one, in
+    /// the same write, as Node's and gunicorn's servers do), and drops whatever body follows; an
+    /// HTTP/1 connection closes after the answer.
     private func refuseUpload(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         self.inbound = .idle
         let request = self.incomingRequest(head, body: ByteBuffer(), context: context)
         self.state.didReceive(request.publicRequest, version: IncomingRequest.name(of: head.version))
+        if head.uri.contains("after-continue=1"),
+            head.headers[canonicalForm: "Expect"].contains(where: { $0.lowercased() == "100-continue" })
+        {
+            context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+        }
         let body = ByteBuffer(string: "<h1>Payload Too Large</h1>\n")
         let keepAlive = head.version.major >= 2
         self.writeHead(.payloadTooLarge, ["Content-Type": "text/html; charset=utf-8", "Content-Length": String(body.readableBytes)], keepAlive: keepAlive, context: context)

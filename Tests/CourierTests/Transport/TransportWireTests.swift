@@ -153,6 +153,30 @@ struct TransportExpectContinueTests {
         }
     }
 
+    /// Node's and gunicorn's servers send `100 Continue` by themselves, and a handler that refuses
+    /// the upload then answers at once and closes without reading the body: the body Courier
+    /// sends after the `100` meets a reset. The answer, already in the socket's buffer (in the
+    /// same read as the `100` here), is what the task ends with. Before, the body was written
+    /// inside the read that carried the `100`; the reset closed the connection there, and the hop
+    /// failed ("closed before the response was complete") before the 413 behind it was decoded.
+    @Test(arguments: Transport.allCases(except: [.http1ViaHTTPProxy]))
+    func anAnswerRightAfterContinueIsDeliveredThoughTheBodyMeetsAReset(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            var serializer = DataResponseSerializer()
+            serializer.http.acceptableStatusCodes = IndexSet(integersIn: 100..<600)
+            for size in [1 << 20, 8 << 20] {
+                var request = Request(method: .post, url: server.url("/courier/refuse-upload?after-continue=1"), body: .data(Data(count: size)))
+                // Over HTTP/2 the request asks for the expectation itself: Courier announces none there.
+                if transport.isHTTP2 { request.headerFields[.expect] = "100-continue" }
+                let response = try await manager.response(for: request, serializer: serializer)
+                #expect(response.response.status.code == 413, "\(size) bytes")
+                #expect(String(decoding: response.value, as: UTF8.self) == "<h1>Payload Too Large</h1>\n")
+            }
+            let next = try await manager.response(method: .get, urlString: "get", serializer: DataResponseSerializer())
+            #expect(next.response.status == .ok)
+        }
+    }
+
     /// tinyproxy 1.11 forwards `Expect: 100-continue` but not the server's `100 Continue` (RFC
     /// 9110, 15.2 asks a proxy to forward it): the client's bounded wait ends and the body goes,
     /// whole.

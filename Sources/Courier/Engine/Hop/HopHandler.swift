@@ -384,9 +384,19 @@ final class HopHandler: ChannelDuplexHandler {
         case .sendHeldBody:
             self.continueDeadline?.cancel()
             self.continueDeadline = nil
-            guard let hop = self.hop, let held = self.heldBody, self.transportIsActive else { return }
-            self.heldBody = nil
-            self.sendBody(held.body, of: hop, generation: held.generation)
+            guard let hop = self.hop, self.heldBody != nil, let eventLoop = self.eventLoop else { return }
+            // Not inside the read that carried the `100 Continue`: a server that answers and
+            // closes right after it (Node's and gunicorn's refuse an upload so) resets the body's
+            // first writes, and a write that failed there closed the connection before the decoder
+            // handed on the answer behind the `100`. After the read, that answer has been taken;
+            // and a write that fails later lets NIO read what is left before it closes.
+            let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
+            eventLoop.execute {
+                let handler = loopBound.value
+                guard handler.hop === hop, let held = handler.heldBody, handler.transportIsActive else { return }
+                handler.heldBody = nil
+                handler.sendBody(held.body, of: hop, generation: held.generation)
+            }
         case .forwardHead(let head, let networkProtocol):
             guard let hop = self.hop else { return }
             // A final answer ends any wait for `100 Continue` (the body is withheld).

@@ -153,12 +153,31 @@ struct HopHandlerTests {
         #expect(head.contains("Expect: 100-continue\r\n"))
         #expect(head.hasSuffix("\r\n\r\n"), "the head only")
         try setup.receive("HTTP/1.1 100 Continue\r\n\r\n")
+        #expect(try setup.written().isEmpty, "not inside the read that carried the 100")
+        setup.loop.run()
         #expect(try setup.written() == String(repeating: "x", count: 2000))
         #expect(recorder.snapshot.bytesSent == 2000)
         try setup.receive("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
         #expect(recorder.snapshot.status == 201)
         #expect(recorder.snapshot.completions == 1 && recorder.snapshot.error == nil)
         #expect(setup.channel.isActive)
+    }
+
+    /// Node's and gunicorn's servers send `100 Continue` themselves, then a refusal, and close:
+    /// the refusal behind the `100`, in the same read, is taken before any of the body goes
+    /// (which the closed connection would reset), and the body never goes.
+    @Test func anAnswerInTheReadThatCarriedContinueComesBeforeTheBody() throws {
+        let setup = try Setup { $0.expectContinueThreshold = 1000 }
+        let (_, recorder) = try setup.run(Request(method: .put, url: Self.url, body: .data(Data(count: 2000))))
+        #expect(try setup.written().contains("Expect: 100-continue\r\n"))
+        try setup.receive("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 413 Payload Too Large\r\nContent-Length: 3\r\nConnection: close\r\n\r\nno!")
+        #expect(recorder.snapshot.status == 413)
+        #expect(recorder.snapshot.body == "no!")
+        #expect(recorder.snapshot.completions == 1 && recorder.snapshot.error == nil)
+        setup.loop.run()
+        #expect(try setup.written().isEmpty, "the body never went")
+        #expect(recorder.snapshot.bytesSent == 0)
+        #expect(!setup.channel.isActive)
     }
 
     @Test func aBodyWaitingForContinueGoesWhenTheWaitEnds() throws {
