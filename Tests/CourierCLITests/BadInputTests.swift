@@ -32,7 +32,7 @@ struct BadInputTests {
         Case(arguments: ["--trailer", "Host:evil.example", "example.com", "a=b"], status: 64, message: "--trailer Host: HTTP forbids this field in a trailer"),
         Case(arguments: ["--trailer", "content-length:3", "example.com", "a=b"], status: 64, message: "--trailer content-length: HTTP forbids this field in a trailer"),
         Case(arguments: ["--trailer", "no-colon", "example.com", "a=b"], status: 64, message: "--trailer needs Name:value, not 'no-colon'"),
-        Case(arguments: ["--trailer", "X-Sum:1", "example.com"], status: 64, message: "--trailer needs a body: data fields or a file"),
+        Case(arguments: ["--trailer", "X-Sum:1", "example.com"], status: 64, message: "--trailer needs a body: data fields, a file or standard input"),
     ]
 
     @Test("Each bad command line", arguments: Self.cases)

@@ -20,13 +20,13 @@ struct WebSocketCommandTests {
     @Test func theServersCloseEndsTheCommand() async throws {
         try await TestServer.withServer { server in
             let url = "ws://127.0.0.1:\(server.port)/courier/websocket/close-after-first"
-            let start = ContinuousClock.now
             let result = try await CLIRunner.run(["ws", url], input: "hello\n", holdingInputOpenFor: .seconds(30))
-            let took = ContinuousClock.now - start
             #expect(result.status == 0, "\(result.standardError)")
             #expect(result.errorLines == ["courier: the server closed the connection (1000 bye)"])
-            // Well under the 30 s the input stays open: the command did not wait for it.
-            #expect(took < .seconds(15), "took \(took)")
+            // It exited while its input was still open: it did not wait for the input's end. (Not
+            // a time: waiting for one of the two process slots the CLI tests share took 17 s once,
+            // on a loaded machine.)
+            #expect(result.inputWasOpenAtExit)
         }
     }
 

@@ -15,6 +15,9 @@ struct CLIResult: Sendable {
     var status: Int32
     var standardOutput: Data
     var standardError: String
+    /// With `holdingInputOpenFor`: whether standard input was still held open when the command
+    /// exited (it did not wait for the input's end).
+    var inputWasOpenAtExit = false
 
     var output: String { String(decoding: self.standardOutput, as: UTF8.self) }
     /// Standard error split into lines, without empty ones.
@@ -83,11 +86,14 @@ enum CLIRunner {
             async let errorBytes = Self.readAll(child.standardError!)
             let (stdout, stderr) = await (outputBytes, errorBytes)
             let status = await Self.waitForExit(child)
+            let inputWasOpen = inputOpen.withLock { $0 != nil }
             group.cancelAll()
-            return (stdout, stderr, status)
+            return (stdout, stderr, (status, inputWasOpen))
         }
         closeInput()
-        return CLIResult(status: status, standardOutput: stdout, standardError: String(decoding: stderr, as: UTF8.self))
+        var result = CLIResult(status: status.0, standardOutput: stdout, standardError: String(decoding: stderr, as: UTF8.self))
+        result.inputWasOpenAtExit = hold != nil && status.1
+        return result
     }
 
     /// Runs `courier arguments` with standard output and error on one pseudo-terminal, as a user's
