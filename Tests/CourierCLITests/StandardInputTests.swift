@@ -66,4 +66,17 @@ struct StandardInputTests {
         #expect(offline.output.contains("Content-Length: 6\n"))
         #expect(offline.output.contains("\n\n[1, 2]"))
     }
+
+    @Test("Expect: drops the Expect: 100-continue the engine adds to a body of 1 MiB or more")
+    func anEmptyExpectItemDropsTheEnginesExpectation() async throws {
+        try await TestServer.withServer { server in
+            let url = server.url("/anything").absoluteString
+            let large = String(repeating: "x", count: 1 << 20)
+            let announced = try jsonObject(try await CLIRunner.run(["POST", url, "Content-Type:text/plain"], input: large))
+            #expect((announced["headers"] as? [String: String])?["Expect"] == "100-continue")
+            let dropped = try jsonObject(try await CLIRunner.run(["POST", url, "Content-Type:text/plain", "Expect:"], input: large))
+            #expect((dropped["headers"] as? [String: String])?["Expect"] == nil)
+            #expect((dropped["data"] as? String)?.count == 1 << 20)
+        }
+    }
 }

@@ -42,6 +42,25 @@ struct TrailerTests {
         }
     }
 
+    @Test("--verbose over HTTP/2 shows the Trailer field and no Transfer-Encoding, which HTTP/2 does not send")
+    func verboseOverHTTP2ShowsNoChunkedFraming() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let root = folder.appendingPathComponent("root.pem")
+        try Data(TestCertificates.rootCA.utf8).write(to: root)
+        try await TestServer.withServer(.https()) { server in
+            let url = server.url("/anything").absoluteString
+            let result = try await CLIRunner.run(["--cacert", root.path, "--verbose", "PUT", url, "name=Ada", "--trailer", "Courier-Checksum:crc32=1"])
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(result.output.hasPrefix("PUT /anything HTTP/2\n"), "\(result.output)")
+            let requestHead = result.output.components(separatedBy: "\n\n").first ?? ""
+            #expect(requestHead.contains("\nTrailer: Courier-Checksum"))
+            #expect(!requestHead.contains("Transfer-Encoding"), "\(requestHead)")
+            let echo = result.output.components(separatedBy: "\n\n").first { $0.hasPrefix("{") } ?? ""
+            #expect(!echo.contains("Transfer-Encoding"), "the server got none either: \(echo)")
+        }
+    }
+
     @Test("--offline shows the chunked head, the Trailer field and the trailers after the body")
     func offline() async throws {
         let result = try await CLIRunner.run(["--offline", "PUT", "example.com/items", "name=Ada", "--trailer", "Courier-Checksum:crc32=1"])

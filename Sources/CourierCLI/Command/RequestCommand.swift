@@ -142,7 +142,11 @@ struct RequestCommand: AsyncParsableCommand {
             try await printer.printRequest(jar?.showing(built) ?? built, body: true, decompressing: false)
             return
         }
-        let session = factory.makeManager(securityPolicy: policy, cookieJar: jar, proxy: proxy)
+        // `Expect:` (HTTPie's way to drop a field) drops the one the engine would add, too.
+        let dropsExpect = invocation.items.contains { item in
+            if case .header(let name, nil) = item { name.lowercased() == "expect" } else { false }
+        }
+        let session = factory.makeManager(securityPolicy: policy, cookieJar: jar, proxy: proxy, announcesContinue: !dropsExpect)
         do {
             if self.download {
                 try await Downloader(command: self, session: session).run(built)

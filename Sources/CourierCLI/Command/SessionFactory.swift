@@ -23,9 +23,14 @@ struct SessionFactory {
         try ProxyFlags.configuration(flags: self.command.proxy, environment: environment)
     }
 
-    func makeManager(securityPolicy policy: SecurityPolicy, cookieJar: CookieJarFile? = nil, proxy: ProxyConfiguration? = nil) -> SessionManager {
+    /// - Parameter announcesContinue: false when an `Expect:` item drops the field: the engine then
+    ///   adds no `Expect: 100-continue` of its own (``SessionConfiguration/expectContinueThreshold``).
+    func makeManager(
+        securityPolicy policy: SecurityPolicy, cookieJar: CookieJarFile? = nil, proxy: ProxyConfiguration? = nil, announcesContinue: Bool = true
+    ) -> SessionManager {
         var configuration = SessionConfiguration.default
         configuration.proxy = proxy
+        if !announcesContinue { configuration.expectContinueThreshold = nil }
         if let cookieJar { configuration.httpCookieStorage = cookieJar.storage }
         if let timeout = self.command.timeout {
             configuration.timeoutIntervalForRequest = timeout

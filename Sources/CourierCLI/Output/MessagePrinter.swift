@@ -8,8 +8,8 @@ struct MessagePrinter {
     let console: Console
 
     /// The request line and header fields as they go out, `Host` first, `Content-Length` when
-    /// the body's length is known (`Transfer-Encoding: chunked` and `Trailer` when the body has
-    /// trailer fields) and `Accept-Encoding` as the engine adds it when it decompresses
+    /// the body's length is known (`Trailer` when the body has trailer fields, with
+    /// `Transfer-Encoding: chunked` but over HTTP/2, which frames bodies itself) and `Accept-Encoding` as the engine adds it when it decompresses
     /// (`decompressing`); then, when `body` is true, the body and its trailer fields. `networkProtocolName` (ALPN's name,
     /// ``SessionTask/networkProtocolName``) gives the request line's version once the request went
     /// out: `HTTP/2` for `h2`, else `HTTP/1.1` (also to an HTTP/1.0 server, `--offline`, or a
@@ -32,7 +32,7 @@ struct MessagePrinter {
             var named = Set<HTTPField.Name>()
             let names = trailers.map(\.name).filter { named.insert($0).inserted }.map(\.rawName)
             lines.append(self.field("Trailer", names.joined(separator: ", ")))
-            lines.append(self.field("Transfer-Encoding", "chunked"))
+            if networkProtocolName != "h2" { lines.append(self.field("Transfer-Encoding", "chunked")) }
         } else if request.headerFields[.contentLength] == nil, let length = request.body.knownLength, length > 0 {
             lines.append(self.field("Content-Length", String(length)))
         }

@@ -68,9 +68,13 @@ enum CLIRunner {
             descriptor = nil
         } }
         if let input, let descriptor = child.standardInput {
-            // Small inputs fit the pipe's buffer: written whole, then the end of input.
+            // Written whole (a large input as the command reads it), then the end of input.
             let bytes = Array(input.utf8)
-            _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+                if written > 0 { offset += written } else if written < 0, errno == EINTR { continue } else { break }
+            }
             if hold == nil { closeInput() }
         }
         // The hold is a bound on a failing test, not what it waits for: a child task that closes
