@@ -385,6 +385,29 @@ struct HTTP2GoAwayTests {
         }
     }
 
+    /// A server that announces `SETTINGS_MAX_HEADER_LIST_SIZE` gets no longer request list: it is
+    /// refused before its stream opens, naming the limit, and the connection goes on. Node's
+    /// server resets such a stream with ENHANCE_YOUR_CALM, which says nothing of why; swift-nio-
+    /// http2's, here, ends the whole connection.
+    @Test func aRequestListOverTheServersLimitFailsAloneNamingIt() async throws {
+        let server = try await ScriptedHTTP2Server.start(maximumHeaderListSize: 1000) { _, _ in .respond("ok") }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            _ = try await manager.get("get")
+            var request = Request(url: Self.url(server, "big"))
+            request.headerFields[HTTPField.Name("x-big")!] = String(repeating: "b", count: 1000)
+            let error = await #expect(throws: CourierError.self) {
+                _ = try await manager.response(for: request, serializer: DataResponseSerializer())
+            }
+            #expect(error?.code == .invalidRequest)
+            #expect(error?.message.contains("more than the 1000 the server takes (its SETTINGS_MAX_HEADER_LIST_SIZE)") == true, "\(String(describing: error))")
+            // Just under the limit, by RFC 9113's count, goes; on the same connection.
+            request.headerFields[HTTPField.Name("x-big")!] = String(repeating: "b", count: 500)
+            let fits = try await manager.response(for: request, serializer: DataResponseSerializer())
+            #expect(fits.response.status == .ok)
+            #expect(server.connectionCount == 1)
+        }
+    }
+
     /// A request whose header block does not fit in one frame (swift-nio-http2 sends no
     /// CONTINUATION) is refused alone, before its stream opens, as Courier's refusal: the stream
     /// held on the same connection finishes, and the connection takes the next request. Before,

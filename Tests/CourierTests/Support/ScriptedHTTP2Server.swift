@@ -10,7 +10,8 @@ import NIOSSL
 /// test scripts: answer, wait until released, reset, end the connection with GOAWAY, or answer
 /// and send GOAWAY while the connection's other streams go on. It counts
 /// connections (opened and closed), streams, the most streams open at once and the PINGs it
-/// received, announces a chosen `SETTINGS_MAX_CONCURRENT_STREAMS`, and can stop hearing its
+/// received, announces a chosen `SETTINGS_MAX_CONCURRENT_STREAMS` (and, if asked,
+/// `SETTINGS_MAX_HEADER_LIST_SIZE`), and can stop hearing its
 /// connections (``stopAnswering()``: a server that is gone without closing them).
 final class ScriptedHTTP2Server: Sendable {
     enum Action: Sendable {
@@ -96,6 +97,7 @@ final class ScriptedHTTP2Server: Sendable {
     /// does, knowing its path.
     static func start(
         maximumStreams: Int = 100,
+        maximumHeaderListSize: Int? = nil,
         requestsPerConnection: Int? = nil,
         script: @escaping @Sendable (_ index: Int, _ path: String) -> Action
     ) async throws -> ScriptedHTTP2Server {
@@ -126,6 +128,9 @@ final class ScriptedHTTP2Server: Sendable {
                     try pipeline.addHandler(FlushGate())
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
                     connection.initialSettings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maximumStreams)]
+                    if let maximumHeaderListSize {
+                        connection.initialSettings.append(HTTP2Setting(parameter: .maxHeaderListSize, value: maximumHeaderListSize))
+                    }
                     // What the server sends is the script's (a body longer than its length, a
                     // malformed header block).
                     connection.contentLengthValidation = .disabled

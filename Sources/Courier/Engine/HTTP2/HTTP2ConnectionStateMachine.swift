@@ -85,6 +85,9 @@ struct HTTP2ConnectionStateMachine {
     private var nextPingPayload: UInt64 = 1
     /// When the scheduled check comes due, if one is scheduled.
     private var scheduledCheck: NIODeadline?
+    /// The server's last `SETTINGS_MAX_HEADER_LIST_SIZE`, nil until it says one: the longest
+    /// request header list it takes (RFC 9113 6.5.2: each field's name and value, and 32 octets).
+    private(set) var peerMaximumHeaderListSize: Int?
 
     init(configuration: Configuration) {
         self.configuration = configuration
@@ -125,6 +128,9 @@ struct HTTP2ConnectionStateMachine {
         self.heardFromServer(now: now)
         switch payload {
         case .settings(.settings(let settings)):
+            if let limit = settings.last(where: { $0.parameter == .maxHeaderListSize })?.value {
+                self.peerMaximumHeaderListSize = limit
+            }
             let maximum = settings.last { $0.parameter == .maxConcurrentStreams }?.value
             switch self.lifecycle {
             case .waitingForPool(_, let previous, let goAway):

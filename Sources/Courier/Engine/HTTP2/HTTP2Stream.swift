@@ -37,6 +37,8 @@ final class HTTP2Stream {
     private(set) var bodyBytesReceived: Int64 = 0
     /// Removed from the connection and counted closed by the pool.
     private(set) var isFinished = false
+    /// The longest request header list the server takes, if it said (its connection's SETTINGS).
+    var peerMaximumHeaderListSize: Int? { self.connectionHandler?.peerMaximumHeaderListSize }
 
     init(
         id: HTTP2StreamID, connection: HTTP2Connection, connectionHandler: HTTP2ConnectionHandler, targetWindow: Int,

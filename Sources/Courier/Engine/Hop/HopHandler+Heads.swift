@@ -107,9 +107,14 @@ extension HopHandler {
     /// length needs no framing field: DATA frames carry it. A stream is always HTTPS (ALPN).
     ///
     /// Throws `NIOHTTP2Errors.DuplicateHostHeader` for a request with two `Host` fields (which
-    /// `:authority` would name).
+    /// `:authority` would name), ``RequestHeadTooLargeForHTTP2`` for a block over one frame, and
+    /// ``RequestHeaderListTooLargeForServer`` for a list over `peerMaximumHeaderListSize` (the
+    /// server's `SETTINGS_MAX_HEADER_LIST_SIZE`: advisory in RFC 9113 6.5.2, but Node's server
+    /// resets such a stream with ENHANCE_YOUR_CALM, which says nothing of why; Go's client
+    /// refuses it too).
     static func headerBlock(
-        for request: Request, key: ConnectionPool.Key, length: RequestBody.Length, acceptEncoding: Bool
+        for request: Request, key: ConnectionPool.Key, length: RequestBody.Length, acceptEncoding: Bool,
+        peerMaximumHeaderListSize: Int? = nil
     ) throws -> (block: HPACKHeaders, size: Int64) {
         let fields = request.headerFields
         var authority: String?
@@ -184,6 +189,13 @@ extension HopHandler {
             if buffer.readableBytes > Self.http2MinimumFrameSize {
                 throw RequestHeadTooLargeForHTTP2(encodedBytes: buffer.readableBytes)
             }
+        }
+        // The list as RFC 9113 counts it is at most the head as HTTP/1.1 text plus 14 (the
+        // pseudo-fields' names) and 32 a field: counted exactly only when that bound passes the
+        // server's limit.
+        if let limit = peerMaximumHeaderListSize, size + 14 + 32 * block.count > limit {
+            let listSize = block.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 32 }
+            if listSize > limit { throw RequestHeaderListTooLargeForServer(listSize: listSize, limit: limit) }
         }
         return (block, Int64(size))
     }
@@ -279,5 +291,17 @@ struct RequestHeadTooLargeForHTTP2: Error, CustomStringConvertible {
 
     var description: String {
         "its header fields take \(encodedBytes) bytes compressed, more than one frame of \(HopHandler.http2MinimumFrameSize) (Courier sends no CONTINUATION frames)"
+    }
+}
+
+/// A request whose HTTP/2 header list is longer than the server said it takes
+/// (`SETTINGS_MAX_HEADER_LIST_SIZE`): refused before the stream opens, with the limit named.
+struct RequestHeaderListTooLargeForServer: Error, CustomStringConvertible {
+    /// The list's size as RFC 9113 6.5.2 counts it: each field's name and value, and 32 octets.
+    let listSize: Int
+    let limit: Int
+
+    var description: String {
+        "its header fields count \(listSize) bytes as HTTP/2 counts them, more than the \(limit) the server takes (its SETTINGS_MAX_HEADER_LIST_SIZE)"
     }
 }

@@ -117,7 +117,9 @@ final class HopHandler: ChannelDuplexHandler {
             // Straight into the stream's header block (its `Accept-Encoding` too, when it
             // decompresses). A stream is always HTTPS, never through a forwarding proxy.
             do {
-                let (block, size) = try Self.headerBlock(for: request, key: hop.key, length: body.length, acceptEncoding: self.decompresses)
+                let (block, size) = try Self.headerBlock(
+                    for: request, key: hop.key, length: body.length, acceptEncoding: self.decompresses,
+                    peerMaximumHeaderListSize: self.http2Stream?.peerMaximumHeaderListSize)
                 head = .stream(block, size: size)
             } catch {
                 // Courier's refusal, not the server's: nothing was sent.

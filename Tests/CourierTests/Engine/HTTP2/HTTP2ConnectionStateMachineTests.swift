@@ -51,6 +51,21 @@ struct HTTP2ConnectionStateMachineTests {
         #expect(machine.received(Self.settings(5), now: Self.start) == .reportMaximumStreams(5))
     }
 
+    @Test func theServersHeaderListLimitIsKeptWhateverTheLifecycle() {
+        var machine = Self.machine()
+        #expect(machine.peerMaximumHeaderListSize == nil)
+        let limit: HTTP2Frame.FramePayload = .settings(.settings([HTTP2Setting(parameter: .maxHeaderListSize, value: 8000)]))
+        #expect(machine.received(limit, now: Self.start) == .none)
+        #expect(machine.peerMaximumHeaderListSize == 8000)
+        #expect(machine.attached() == .reportMaximumStreams(nil))
+        // A later SETTINGS without it keeps it; one with it changes it, draining or not.
+        _ = machine.received(Self.settings(5), now: Self.start)
+        #expect(machine.peerMaximumHeaderListSize == 8000)
+        _ = machine.received(Self.goAway(HTTP2StreamID(1)), now: Self.start)
+        _ = machine.received(.settings(.settings([HTTP2Setting(parameter: .maxHeaderListSize, value: 300)])), now: Self.start)
+        #expect(machine.peerMaximumHeaderListSize == 300)
+    }
+
     @Test func aSettingsAcknowledgementIsNotTheServersSettings() {
         var machine = Self.machine()
         _ = machine.attached()

@@ -42,6 +42,25 @@ struct HTTP2StreamStateMachineTests {
         try HopHandler.headerBlock(for: request, key: key, length: length, acceptEncoding: acceptEncoding).block
     }
 
+    /// RFC 9113 6.5.2's count: each field's name and value, and 32 octets. A list at the
+    /// server's limit goes; one octet more is refused, naming the limit.
+    @Test func aListOverTheServersLimitIsRefusedAtItsExactSize() throws {
+        var request = Request(url: URL(string: "https://example.com/u")!)
+        request.headerFields[HTTPField.Name("x-a")!] = "12345"
+        // :path /u, :method GET, :scheme https, :authority example.com, x-a 12345.
+        let listSize = (5 + 2) + (7 + 3) + (7 + 5) + (10 + 11) + (3 + 5) + 5 * 32
+        let fits = try HopHandler.headerBlock(for: request, key: Self.key, length: .known(0), acceptEncoding: false, peerMaximumHeaderListSize: listSize)
+        #expect(fits.block.count == 5)
+        #expect(throws: RequestHeaderListTooLargeForServer.self) {
+            try HopHandler.headerBlock(for: request, key: Self.key, length: .known(0), acceptEncoding: false, peerMaximumHeaderListSize: listSize - 1)
+        }
+        do {
+            _ = try HopHandler.headerBlock(for: request, key: Self.key, length: .known(0), acceptEncoding: false, peerMaximumHeaderListSize: listSize - 1)
+        } catch let error as RequestHeaderListTooLargeForServer {
+            #expect(error.listSize == listSize && error.limit == listSize - 1)
+        }
+    }
+
     @Test func theRequestHeadBecomesAnHTTP2HeaderBlock() throws {
         let request = Request(url: URL(string: "https://example.com/path?q=1")!, headerFields: [.connection: "keep-alive", .accept: "*/*"])
         let block = try Self.block(request)
