@@ -10,8 +10,7 @@ struct TLSTests {
     func protocolAndMetrics() async throws {
         let folder = try makeTemporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let root = folder.appendingPathComponent("root.pem")
-        try Data(TestCertificates.rootCA.utf8).write(to: root)
+        let root = try writeTestRoot(in: folder)
         // Shut down, awaited, whatever the test does.
         try await TestServer.withServer(.https()) { server in
             let url = server.url("/get").absoluteString
@@ -42,8 +41,7 @@ struct TLSTests {
     func trust() async throws {
         let folder = try makeTemporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let root = folder.appendingPathComponent("root.pem")
-        try Data(TestCertificates.rootCA.utf8).write(to: root)
+        let root = try writeTestRoot(in: folder)
         let other = folder.appendingPathComponent("other.pem")
         try Data(TestCertificates.selfSignedLeaf.utf8).write(to: other)
         // Shut down, awaited, whatever the test does.
@@ -82,8 +80,7 @@ struct TLSTests {
     func clientCertificate() async throws {
         let folder = try makeTemporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let root = folder.appendingPathComponent("root.pem")
-        try Data(TestCertificates.rootCA.utf8).write(to: root)
+        let root = try writeTestRoot(in: folder)
         let cert = folder.appendingPathComponent("client.pem")
         try Data(TestCertificates.clientCertificate.utf8).write(to: cert)
         let key = folder.appendingPathComponent("client.key")

@@ -46,8 +46,7 @@ struct TrailerTests {
     func verboseOverHTTP2ShowsNoChunkedFraming() async throws {
         let folder = try makeTemporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let root = folder.appendingPathComponent("root.pem")
-        try Data(TestCertificates.rootCA.utf8).write(to: root)
+        let root = try writeTestRoot(in: folder)
         try await TestServer.withServer(.https()) { server in
             let url = server.url("/anything").absoluteString
             let result = try await CLIRunner.run(["--cacert", root.path, "--verbose", "PUT", url, "name=Ada", "--trailer", "Courier-Checksum:crc32=1"])

@@ -158,6 +158,14 @@ func makeTemporaryFolder() throws -> URL {
     return folder
 }
 
+/// Writes ``TestCertificates/rootCA`` (what TestServer's HTTPS chains come from) into `folder`,
+/// for `--cacert`; returns the file.
+func writeTestRoot(in folder: URL) throws -> URL {
+    let root = folder.appendingPathComponent("root.pem")
+    try Data(TestCertificates.rootCA.utf8).write(to: root)
+    return root
+}
+
 /// The JSON object a piped run printed.
 func jsonObject(_ result: CLIResult) throws -> [String: Any] {
     guard let object = try JSONSerialization.jsonObject(with: result.standardOutput) as? [String: Any] else {
