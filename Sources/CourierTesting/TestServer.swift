@@ -37,7 +37,8 @@ import NIOSSL
 /// WebSocket routes (HTTP/1.1 only: a TLS server with ``Configuration/http2`` off):
 /// `/courier/websocket/{mode}`, upgraded by swift-nio's server upgrader. `echo` sends each message
 /// back, `fragmented` sends it back in three fragments with a PING between, `close-after-first`
-/// closes (1000, `bye`) after the first message, `silent` answers nothing (no PONG, no close),
+/// closes (1000, `bye`) after the first message, `drop-after-first` resets the connection after
+/// it (no close frame, no TLS close_notify), `silent` answers nothing (no PONG, no close),
 /// `discard` drops binary messages and echoes text ones (a text message after binary ones comes
 /// back once they were all read: a one-way transfer's end).
 /// Misbehaving modes: `masked` (a masked frame), `invalid-utf8`, `big-control` (a 126-byte PING),

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NIOSSL
 import NIOWebSocket
 
 /// What a ``WebSocketChannelHandler`` reports to its task; called on the channel's loop.
@@ -86,6 +87,13 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
             case .fragmentedControlFrame:
                 self.run(self.machine.decodingFailed(.protocolError, "a fragmented control frame"))
             }
+        } else if let error = error as? NIOSSLError, error == .uncleanShutdown {
+            // The server closed the TCP connection without TLS's close_notify: the close that
+            // follows is a close with no closing handshake (1006), as over ws://.
+        } else if error is IOError {
+            // The connection failed (a reset): not the server breaking WebSocket's rules (1002),
+            // a close with no closing handshake (1006), which the close reports.
+            context.close(promise: nil)
         } else {
             self.run(self.machine.decodingFailed(.protocolError, "\(error)"))
             context.close(promise: nil)

@@ -255,13 +255,8 @@ private final class FaultConnectionHandler: ChannelInboundHandler {
         Self.reset(context.channel)
     }
 
-    /// Closes `channel` with RST rather than FIN (a zero linger time).
     private static func reset(_ channel: any Channel) {
-        guard let provider = channel as? any SocketOptionProvider else {
-            channel.close(promise: nil)
-            return
-        }
-        provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
+        resetConnection(channel)
     }
 
     /// Writes `bytes` in pieces, one every `interval`, on `channel`'s loop.
@@ -281,4 +276,14 @@ extension FaultServer.Fault {
         let name = target.dropFirst("/fault/".count).prefix { $0 != "?" && $0 != "/" }
         self.init(rawValue: String(name))
     }
+}
+
+/// Closes `channel` with RST rather than FIN (a zero linger time), below any TLS: the peer sees a
+/// reset, with no close_notify.
+func resetConnection(_ channel: any Channel) {
+    guard let provider = channel as? any SocketOptionProvider else {
+        channel.close(promise: nil)
+        return
+    }
+    provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
 }

@@ -10,6 +10,8 @@ import NIOWebSocket
 ///   frame echoed before the connection closes.
 /// - `fragmented`: each message back in three fragments, a PING between the first two.
 /// - `close-after-first`: answers the first message with a close frame (1000, `bye`) of its own.
+/// - `drop-after-first`: answers the first message by resetting the TCP connection (no close
+///   frame, no TLS close_notify), as a server that crashed, or that aborts its transport, does.
 /// - `silent`: reads and answers nothing (no PONG, no close).
 /// - `discard`: drops binary messages, echoes text ones (a one-way transfer's sink: a text message
 ///   sent after binary ones comes back once they were all read), answers PINGs and the close.
@@ -29,7 +31,7 @@ enum WebSocketRoute {
     static let prefix = "/courier/websocket/"
 
     static let modes: Set<String> = [
-        "echo", "fragmented", "close-after-first", "silent", "discard", "masked", "invalid-utf8", "big-control", "bad-close",
+        "echo", "fragmented", "close-after-first", "drop-after-first", "silent", "discard", "masked", "invalid-utf8", "big-control", "bad-close",
         "unexpected-continuation", "bad-accept", "unoffered-extension",
     ]
 
@@ -197,6 +199,10 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
             let whole = self.fragments
             self.fragments = ByteBuffer()
             self.messages += 1
+            if self.mode == "drop-after-first" {
+                resetConnection(context.channel)
+                return
+            }
             if self.mode == "close-after-first" {
                 var data = context.channel.allocator.buffer(capacity: 5)
                 data.writeInteger(UInt16(1000))

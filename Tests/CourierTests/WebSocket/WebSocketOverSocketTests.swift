@@ -87,6 +87,28 @@ struct WebSocketOverSocketTests {
         }
     }
 
+    /// A server that resets the connection (no close frame; over TLS no close_notify either):
+    /// a close with no closing handshake, 1006, over ws:// and wss:// alike. Before, the reset
+    /// (and TLS's unclean shutdown) was taken for the server breaking the protocol: 1002, and the
+    /// error named the transport's error type.
+    @Test(arguments: [false, true])
+    func aResetConnectionIsAnAbnormalClosure(tls: Bool) async throws {
+        var server = tls ? TestServer.Configuration.https() : TestServer.Configuration()
+        server.http2 = false
+        var policy = SecurityPolicy.default
+        policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+        try await withTask("drop-after-first", server: server, securityPolicy: policy) { task, server in
+            try await task.send(.text("hi"))
+            var messages = task.messages.makeAsyncIterator()
+            await #expect(throws: CourierError.self) { _ = try await messages.next() }
+            await task.waitUntilFinished()
+            #expect(task.closeCode == .abnormalClosure)
+            #expect(task.error?.code == .connectionClosed)
+            #expect(task.error?.message.hasSuffix("the connection closed with no closing handshake") == true, "\(String(describing: task.error))")
+            #expect(await eventually { server.openConnectionCount == 0 })
+        }
+    }
+
     @Test func wssWithAPinnedKey() async throws {
         var server = TestServer.Configuration.https()
         server.http2 = false
