@@ -1,4 +1,5 @@
 @testable import Courier
+import CourierTesting
 import Foundation
 import HTTPTypes
 import NIOCore
@@ -39,6 +40,25 @@ struct HTTP1ExpectContinueTests {
         let never = ExpectContinue(threshold: nil, timeout: .seconds(1))
         #expect(never.decision(expectsContinue: asked, hasBody: true, length: .unknown, serverIsHTTP10: false) == .wait)
         #expect(never.decision(expectsContinue: asked, hasBody: false, length: .known(0), serverIsHTTP10: false) == .sendAtOnce)
+    }
+
+    @Test func anotherExpectationTheRequestCarriesGetsNone() {
+        #expect(self.policy.decision(expectsContinue: false, hasBody: true, length: .known(5000), serverIsHTTP10: false, carriesOtherExpectation: true) == .sendAtOnce)
+    }
+
+    /// A request that carries an `Expect` of its own kind gets no `100-continue` added to it:
+    /// before, a large body went out with `Expect: x-custom, 100-continue`, a list nobody wrote.
+    @Test func aRequestsOwnExpectationIsSentAsWritten() async throws {
+        var server = TestServer.Configuration()
+        server.recordsRequests = true
+        try await withTestServer(server) { server in
+            let manager = SessionManager(configuration: Self.configuration(waiting: 600))
+            defer { manager.invalidate(cancelingTasks: true) }
+            var request = Request(method: .post, url: server.url("/post"), body: .data(Data(count: 5000)))
+            request.headerFields[.expect] = "x-custom"
+            _ = try await manager.data(for: request)
+            #expect(server.receivedRequests.last?.headerFields[values: .expect] == ["x-custom"])
+        }
     }
 
     @Test func overHTTP2NothingIsAnnouncedButARequestsOwnExpectationIsWaitedFor() {

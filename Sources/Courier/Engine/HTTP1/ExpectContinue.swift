@@ -37,19 +37,24 @@ struct ExpectContinue: Sendable, Equatable {
     /// sent to a server that answered with HTTP/1.0 before (`serverIsHTTP10`: it knows no
     /// expectation, and waiting for it would only delay the body), on an HTTP/2 stream when
     /// `overHTTP2`. `expectsContinue`: the request's own fields carry `Expect: 100-continue`
-    /// (``asksForContinue(_:)``).
+    /// (``asksForContinue(_:)``); `carriesOtherExpectation`: they carry an `Expect` of another
+    /// kind, which is the caller's to make (Courier adds its own to none: it would make a list
+    /// such as `Expect: x, 100-continue` the caller never wrote).
     ///
     /// Over HTTP/2 Courier announces no expectation of its own (curl, Go and OkHttp announce none
     /// there): many servers never answer `100 Continue` on a stream (hypercorn's held every such
     /// upload for the whole wait), a refusal comes at once anyway, and flow control bounds what was
     /// sent. A request that carries the expectation itself waits over either protocol.
-    func decision(expectsContinue: Bool, hasBody: Bool, length: RequestBody.Length, serverIsHTTP10: Bool, overHTTP2: Bool = false) -> Decision {
+    func decision(
+        expectsContinue: Bool, hasBody: Bool, length: RequestBody.Length, serverIsHTTP10: Bool, overHTTP2: Bool = false,
+        carriesOtherExpectation: Bool = false
+    ) -> Decision {
         // No expectation without content (RFC 9110 section 10.1.1).
         guard hasBody, length != .known(0) else { return .sendAtOnce }
         if expectsContinue {
             return serverIsHTTP10 ? .sendAtOnce : .wait
         }
-        guard !serverIsHTTP10, !overHTTP2, let threshold, case .known(let bytes) = length, bytes >= threshold else { return .sendAtOnce }
+        guard !serverIsHTTP10, !overHTTP2, !carriesOtherExpectation, let threshold, case .known(let bytes) = length, bytes >= threshold else { return .sendAtOnce }
         return .announce
     }
 }

@@ -46,6 +46,9 @@ struct HopStateMachine {
         /// Whether the request's own fields carry `Expect: 100-continue`
         /// (``ExpectContinue/asksForContinue(_:)``).
         var expectsContinue: Bool
+        /// Whether the request's own fields carry an `Expect` of another kind: then Courier adds
+        /// none of its own (``ExpectContinue/decision(expectsContinue:hasBody:length:serverIsHTTP10:overHTTP2:carriesOtherExpectation:)``).
+        var carriesOtherExpectation = false
         /// Whether the request's fields ask the server to close the connection after the answer
         /// (``HopStateMachine/asksToClose(_:)``).
         var asksToClose: Bool
@@ -277,7 +280,7 @@ struct HopStateMachine {
         }
         var expectation = start.expectContinue.decision(
             expectsContinue: start.expectsContinue, hasBody: start.hasBody, length: start.bodyLength, serverIsHTTP10: self.serverIsHTTP10,
-            overHTTP2: self.mode == .stream)
+            overHTTP2: self.mode == .stream, carriesOtherExpectation: start.carriesOtherExpectation)
         var removingExpectField = false
         if expectation != .sendAtOnce, start.withoutExpectation {
             // The server refused the expectation (417): this send goes without one.
