@@ -17,11 +17,23 @@ extension NIOEngine {
             failure.host = failure.host ?? request.url.host
             return failure.courierError(request: request)
         }
-        let (code, reason) = Self.classify(error)
+        let (code, reason) = Self.classify(error, request: request)
         return CourierError(code, "\(request.summary): \(reason)", request: request, underlyingError: error)
     }
 
-    private static func classify(_ error: any Error) -> (CourierError.Code, String) {
+    /// An HTTP/2 error code as RFC 9113 7 names it (`INTERNAL_ERROR`), with its value for one it
+    /// does not name.
+    static func name(of code: NIOHTTP2.HTTP2ErrorCode) -> String {
+        let names = [
+            "NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT", "STREAM_CLOSED",
+            "FRAME_SIZE_ERROR", "REFUSED_STREAM", "CANCEL", "COMPRESSION_ERROR", "CONNECT_ERROR", "ENHANCE_YOUR_CALM",
+            "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED",
+        ]
+        let value = code.networkCode
+        return value >= 0 && value < names.count ? names[value] : "error code 0x\(String(value, radix: 16))"
+    }
+
+    private static func classify(_ error: any Error, request: Request) -> (CourierError.Code, String) {
         if let error = error as? ConnectionPoolError {
             switch error {
             case .shutDown: return (.sessionInvalidated, "\(error)")
@@ -32,7 +44,7 @@ extension NIOEngine {
             }
         }
         if let error = error as? NIOHTTP2Errors.StreamClosed {
-            return (.connectionClosed, "the server reset the HTTP/2 stream (\(error.errorCode))")
+            return (.connectionClosed, "the server reset the HTTP/2 stream (\(Self.name(of: error.errorCode)))")
         }
         if let error = error as? HTTP2StreamResetByCourier {
             if error.errorCode == .cancel { return (.connectionClosed, "\(error)") }
@@ -52,7 +64,12 @@ extension NIOEngine {
             if error.connectionErrors.isEmpty, let lookup = (error.dnsAAAAError ?? error.dnsAError) as? NameLookupFailure {
                 return (.connectionFailed, "\(lookup)")
             }
-            return (.connectionFailed, "could not connect to \(error.host):\(error.port)")
+            let url = request.url
+            let port = url.port ?? (url.scheme == "https" || url.scheme == "wss" ? 443 : 80)
+            // Another host than the request's: the proxy that was to carry it.
+            let proxy = error.host != url.host || error.port != port ? "the proxy " : ""
+            let host = error.host.contains(":") ? "[\(error.host)]" : error.host
+            return (.connectionFailed, "could not connect to \(proxy)\(host):\(error.port)")
         }
         if let error = error as? IOError {
             switch error.errnoCode {
@@ -104,5 +121,5 @@ extension NIOEngine {
 struct HTTP2StreamResetByCourier: Error, CustomStringConvertible {
     let errorCode: NIOHTTP2.HTTP2ErrorCode
 
-    var description: String { "Courier reset the HTTP/2 stream (\(self.errorCode))" }
+    var description: String { "Courier reset the HTTP/2 stream (\(NIOEngine.name(of: self.errorCode)))" }
 }

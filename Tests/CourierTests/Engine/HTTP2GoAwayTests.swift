@@ -280,7 +280,7 @@ struct HTTP2GoAwayTests {
         try await self.expectOnlyItsStreamFails(.respondLongerThanDeclared("too long")) { error in
             // Courier reset that stream (PROTOCOL_ERROR), not the server.
             #expect(error?.code == .invalidResponse, "\(String(describing: error))")
-            #expect(error?.message.contains("Courier reset the HTTP/2 stream (HTTP2ErrorCode<0x1 ProtocolError>)") == true, "\(String(describing: error))")
+            #expect(error?.message.contains("Courier reset the HTTP/2 stream (PROTOCOL_ERROR)") == true, "\(String(describing: error))")
             #expect(error?.message.contains("server reset") == false, "\(String(describing: error))")
         }
     }

@@ -1,0 +1,42 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import NIOHTTP2
+import Testing
+
+/// What the engine's errors say: the proxy named as the proxy, HTTP/2 codes by RFC 9113's names.
+@Suite("Engine error messages")
+struct EngineErrorMessageTests {
+    @Test(arguments: ["http", "socks"])
+    func aProxyThatCannotBeReachedIsNamedAsTheProxy(kind: String) async throws {
+        let port = closedPort()
+        var configuration = SessionConfiguration.default
+        configuration.proxy = kind == "http" ? .http(host: "127.0.0.1", port: port) : .socks(host: "127.0.0.1", port: port)
+        let manager = SessionManager(configuration: configuration)
+        defer { manager.invalidate(cancelingTasks: true) }
+        let error = await #expect(throws: CourierError.self) {
+            _ = try await manager.data(for: Request(url: URL(string: "http://courier-target.invalid/get")!))
+        }
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.message.hasSuffix("could not connect to the proxy 127.0.0.1:\(port)") == true, "\(String(describing: error))")
+    }
+
+    @Test func aServerThatCannotBeReachedIsNamedWithoutTheWordProxy() async throws {
+        let port = closedPort()
+        let manager = SessionManager(configuration: .default)
+        defer { manager.invalidate(cancelingTasks: true) }
+        let error = await #expect(throws: CourierError.self) {
+            _ = try await manager.data(for: Request(url: URL(string: "http://127.0.0.1:\(port)/get")!))
+        }
+        #expect(error?.message.hasSuffix(": could not connect to 127.0.0.1:\(port)") == true, "\(String(describing: error))")
+    }
+
+    @Test func http2ErrorCodesHaveTheirRFCNames() {
+        #expect(NIOEngine.name(of: .internalError) == "INTERNAL_ERROR")
+        #expect(NIOEngine.name(of: .refusedStream) == "REFUSED_STREAM")
+        #expect(NIOEngine.name(of: .enhanceYourCalm) == "ENHANCE_YOUR_CALM")
+        #expect(NIOEngine.name(of: .http11Required) == "HTTP_1_1_REQUIRED")
+        #expect(NIOEngine.name(of: HTTP2ErrorCode(networkCode: 0x42)) == "error code 0x42")
+        #expect(HTTP2StreamResetByCourier(errorCode: .protocolError).description == "Courier reset the HTTP/2 stream (PROTOCOL_ERROR)")
+    }
+}
