@@ -1,6 +1,8 @@
 import Courier
+@testable import CourierCLI
 import CourierTesting
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 
 /// `--download`: files, names, resume after an interrupted download.
@@ -110,6 +112,57 @@ struct DownloadTests {
             #expect(result.status == 0)
             #expect(result.standardError.contains("The server sent the whole file: starting over."))
             #expect(CRC32.checksum(of: try Data(contentsOf: target)) == file.crc32())
+        }
+    }
+
+    /// `/doc` as a file server keeps it: `version` bytes (`a`s, then `b`s) under the entity tag
+    /// `"v1"` or `"v2"`, a `Range: bytes=N-` answered with 206 unless an `If-Range` names another
+    /// version (then 200, the whole file, RFC 9110 13.1.5).
+    private static func serveChangingFile(on server: TestServer, version: NIOLockedValueBox<Int>) {
+        server.route("/doc") { request in
+            let current = version.withLockedValue { $0 }
+            let body = Data(repeating: current == 1 ? UInt8(ascii: "a") : UInt8(ascii: "b"), count: 100_000)
+            let tag = "\"v\(current)\""
+            if let range = request.value(forHTTPHeaderField: "Range"), range.hasPrefix("bytes="), range.hasSuffix("-"),
+                let start = Int(range.dropFirst(6).dropLast()), start < body.count,
+                request.value(forHTTPHeaderField: "If-Range").map({ $0 == tag }) ?? true
+            {
+                return TestServer.Response(
+                    status: .partialContent,
+                    headerFields: [.eTag: tag, .contentRange: "bytes \(start)-\(body.count - 1)/\(body.count)"],
+                    body: body[start...])
+            }
+            return TestServer.Response(headerFields: [.eTag: tag, .acceptRanges: "bytes"], body: body)
+        }
+    }
+
+    @Test("--continue sends the validator kept with the file as If-Range: a file that changed on the server comes whole, not appended")
+    func resumeAcrossAChangeStartsOver() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            let version = NIOLockedValueBox(1)
+            Self.serveChangingFile(on: server, version: version)
+            let target = folder.appendingPathComponent("doc.bin")
+            let url = server.url("/doc").absoluteString
+            #expect(try await CLIRunner.run(["-d", "-o", target.path, url]).status == 0)
+            // A file system without user attributes keeps no validator: nothing to resume against.
+            guard PartialFileValidator.stored(for: target) == "\"v1\"" else { return }
+
+            // Unchanged: the rest is appended.
+            try FileHandle(forWritingTo: target).truncate(atOffset: 40_000)
+            let resumed = try await CLIRunner.run(["-d", "-c", "-o", target.path, url])
+            #expect(resumed.status == 0, "\(resumed.standardError)")
+            #expect(resumed.standardError.contains("206 Partial Content"))
+            #expect(try Data(contentsOf: target) == Data(repeating: UInt8(ascii: "a"), count: 100_000))
+
+            // Changed: the If-Range does not match, and the new file comes whole.
+            try FileHandle(forWritingTo: target).truncate(atOffset: 40_000)
+            version.withLockedValue { $0 = 2 }
+            let changed = try await CLIRunner.run(["-d", "-c", "-o", target.path, url])
+            #expect(changed.status == 0, "\(changed.standardError)")
+            #expect(changed.standardError.contains("The server sent the whole file: starting over."))
+            #expect(try Data(contentsOf: target) == Data(repeating: UInt8(ascii: "b"), count: 100_000))
         }
     }
 }

@@ -4,7 +4,8 @@ import NIOCore
 
 /// `--download`: the body goes to a file (named by `-o`, the response's `Content-Disposition`, or
 /// the URL), the response head and a progress bar to standard error; `--continue` asks for the
-/// rest of a partial file with `Range` and appends it.
+/// rest of a partial file with `Range` (and `If-Range`, with the validator kept with the file:
+/// ``PartialFileValidator``) and appends it.
 struct Downloader {
     let command: RequestCommand
     let session: SessionManager
@@ -22,6 +23,10 @@ struct Downloader {
         if self.command.resume, let target, let size = Self.size(of: target), size > 0 {
             offset = size
             request.setValue("bytes=\(offset)-", forHTTPHeaderField: "Range")
+            if request.value(forHTTPHeaderField: "If-Range") == nil, let validator = PartialFileValidator.stored(for: target) {
+                // The file changed on the server since: the whole new one comes, not its rest.
+                request.setValue(validator, forHTTPHeaderField: "If-Range")
+            }
         }
         // Printed once the response head says which protocol carried the request.
         let shown = BuiltRequest(request: request, bodyKind: built.bodyKind, items: built.items)
@@ -65,6 +70,8 @@ struct Downloader {
         let total = expected.map { $0 + (appending ? offset : 0) }
         let handle = try Self.open(file, appending: appending)
         defer { try? handle.close() }
+        // What the bytes are of, for a later --continue (kept when appending: the 206 is of the same).
+        if !appending { PartialFileValidator.store(PartialFileValidator.validator(of: response), for: file) }
 
         errorConsole.write(line: "Downloading \(total.map(ByteCount.format) ?? "an unknown size") to '\(file.path)'" + (appending ? ", from byte \(offset)" : ""))
         var bar = errorConsole.isTerminal ? ProgressBar(console: errorConsole, total: total, alreadyDone: appending ? offset : 0) : nil
