@@ -43,4 +43,52 @@ struct WebSocketCommandTests {
         let result = try await CLIRunner.run(["ws", "http://example.com/"], input: "")
         #expect(result.status == 64)
     }
+
+    @Test("--max-message-size takes a message over the default 1 MiB, which ends the session without it")
+    func maxMessageSize() async throws {
+        try await TestServer.withServer { server in
+            let url = "ws://127.0.0.1:\(server.port)/courier/websocket/echo"
+            let line = String(repeating: "x", count: 2_000_000)
+            let refused = try await CLIRunner.run(["ws", url], input: line + "\n")
+            #expect(refused.status == 1)
+            #expect(refused.standardError.contains("1009"), "\(refused.standardError)")
+            let taken = try await CLIRunner.run(["ws", "--max-message-size", "4000000", url], input: line + "\n")
+            #expect(taken.status == 0, "\(taken.standardError)")
+            #expect(taken.output == line + "\n")
+        }
+    }
+
+    @Test("--cacert trusts a private root over wss; without it the handshake is refused")
+    func cacert() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let root = try writeTestRoot(in: folder)
+        var configuration = TestServer.Configuration.https()
+        configuration.http2 = false
+        try await TestServer.withServer(configuration) { server in
+            let url = "wss://localhost:\(server.port)/courier/websocket/echo"
+            let untrusted = try await CLIRunner.run(["ws", url], input: "hi\n")
+            #expect(untrusted.status == 1)
+            let trusted = try await CLIRunner.run(["ws", "--cacert", root.path, url], input: "hi\n")
+            #expect(trusted.status == 0, "\(trusted.standardError)")
+            #expect(trusted.output == "hi\n")
+        }
+    }
+
+    @Test("--timeout bounds the opening handshake: exit 2")
+    func handshakeTimeout() async throws {
+        try await TestServer.withServer { server in
+            // Not a WebSocket route: the upgrade request goes to this one, which answers only
+            // once the test is over.
+            let (never, release) = AsyncStream<Void>.makeStream()
+            defer { release.finish() }
+            server.route("/never") { _ in
+                for await _ in never {}
+                return .text("late")
+            }
+            let result = try await CLIRunner.run(["ws", "--timeout", "0.5", "ws://127.0.0.1:\(server.port)/never"], input: "")
+            #expect(result.status == 2, "\(result.standardError)")
+            #expect(result.standardError.contains("the opening handshake took over 0.5 s"), "\(result.standardError)")
+        }
+    }
 }

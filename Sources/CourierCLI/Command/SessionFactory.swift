@@ -77,7 +77,8 @@ struct SessionFactory {
         return policy
     }
 
-    private static func certificates(_ paths: [String], flag: String) throws(CLIFailure) -> Set<Certificate> {
+    /// The certificates in the PEM or DER files at `paths`; an unreadable one is named with `flag`.
+    static func certificates(_ paths: [String], flag: String) throws(CLIFailure) -> Set<Certificate> {
         var certificates = Set<Certificate>()
         for path in paths {
             try InputFile.checkReadable(path)

@@ -28,6 +28,21 @@ struct WebSocketCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Trust any server certificate (wss).")
     var insecure = false
 
+    @Option(name: .long, help: ArgumentHelp("Trust the certificates in this PEM or DER file too (wss).", valueName: "file"))
+    var cacert: String?
+
+    @Option(name: .customLong("max-message-size"), help: ArgumentHelp("The largest message taken, in bytes (default 1 MiB).", valueName: "bytes"))
+    var maxMessageSize: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Seconds to wait for the connection and the opening handshake (default 60).", valueName: "seconds"))
+    var timeout: Double?
+
+    func validate() throws {
+        if let size = self.maxMessageSize, size <= 0 { throw ValidationError("--max-message-size must be a positive number of bytes") }
+        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
+        if self.insecure && self.cacert != nil { throw ValidationError("choose one of --insecure and --cacert") }
+    }
+
     func run() async throws {
         guard let url = URL(string: self.url), let scheme = url.scheme?.lowercased(), scheme == "ws" || scheme == "wss", url.host != nil
         else {
@@ -42,12 +57,25 @@ struct WebSocketCommand: AsyncParsableCommand {
         }
         var settings = WebSocketConfiguration()
         settings.subprotocols = self.protocol
+        if let size = self.maxMessageSize {
+            settings.maximumMessageSize = size
+            // Room for a few such messages waiting to be printed.
+            settings.maximumBufferedBytes = max(settings.maximumBufferedBytes, size * 4)
+        }
         var policy = SecurityPolicy.default
         if self.insecure {
             policy.allowInvalidCertificates = true
             policy.validatesDomainName = false
         }
-        let manager = SessionManager(securityPolicy: policy)
+        if let cacert = self.cacert {
+            policy.additionalTrustedCertificates += Array(try SessionFactory.certificates([cacert], flag: "--cacert"))
+        }
+        var configuration = SessionConfiguration.default
+        if let timeout = self.timeout {
+            configuration.timeoutIntervalForRequest = timeout
+            configuration.timeoutIntervalForConnect = min(configuration.timeoutIntervalForConnect, timeout)
+        }
+        let manager = SessionManager(configuration: configuration, securityPolicy: policy)
         let task = manager.webSocketTask(with: request, configuration: settings)
         do {
             try await task.waitUntilOpen()
