@@ -91,6 +91,17 @@ struct ExchangeTests {
         }
     }
 
+    @Test("--verbose --follow shows the request that got the response, after the URL it was redirected from")
+    func verboseFollowShowsTheLastRequest() async throws {
+        try await TestServer.withServer { server in
+            let start = server.url("/redirect/2").absoluteString
+            let result = try await CLIRunner.run(["--verbose", "--follow", start])
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(result.output.hasPrefix("* followed redirects from GET \(start)\nGET /get HTTP/1.1\nHost: 127.0.0.1:\(server.port)\n"), "\(result.output)")
+            #expect(result.output.contains("\nHTTP/1.1 200 OK\n"))
+        }
+    }
+
     @Test("--follow follows redirects; more than --max-redirects exits 6")
     func redirects() async throws {
         try await TestServer.withServer { server in

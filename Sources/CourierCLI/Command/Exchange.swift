@@ -29,8 +29,16 @@ struct Exchange {
             throw CLIFailure.request(error)
         }
         if parts.requestHead {
+            // After redirects, the request that got this response (HTTPie shows the last exchange
+            // too): its method, URL and body as the redirects left them.
+            let current = streamed.task.currentRequest
+            let redirected = current.url != built.request.url
+            if redirected {
+                Console.standardOutput.write(line: "* followed redirects from \(built.request.method.rawValue) \(built.request.url.absoluteString)")
+            }
+            let sent = redirected ? BuiltRequest(request: current, bodyKind: current.body.isEmpty ? .none : built.bodyKind, items: built.items) : shown
             try await printer.printRequest(
-                shown, body: parts.requestBody, networkProtocolName: streamed.task.networkProtocolName,
+                sent, body: parts.requestBody, networkProtocolName: streamed.task.networkProtocolName,
                 expectContinueThreshold: self.session.configuration.expectContinueThreshold)
         }
         if parts.responseHead { printer.printResponseHead(streamed.response, networkProtocolName: streamed.task.networkProtocolName) }
