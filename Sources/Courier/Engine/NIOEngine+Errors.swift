@@ -81,7 +81,9 @@ extension NIOEngine {
             }
         }
         if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
-            return (.tlsFailure, "the TLS handshake failed (\(error))")
+            // In words, without BoringSSL's source paths. A TLS 1.3 server's refusal of the
+            // client's certificate comes after the client's side of the handshake, as an alert.
+            return (.tlsFailure, "the TLS handshake failed: \(ServerTrustFailure.handshakeReason("\(error)"))")
         }
         if let error = error as? HTTPParserError {
             if case .invalidEOFState = error {

@@ -59,16 +59,45 @@ public struct ServerTrustFailure: Error, Sendable, CustomStringConvertible {
         self.detail = detail
     }
 
-    public var description: String {
-        var text = self.summary
-        if let detail { text += " (\(detail))" }
-        return text
+    public var description: String { self.summary }
+
+    /// Host, reason and what says why, then the policy that refused the server: the message of
+    /// the ``CourierError`` made of it. A handshake that failed for another reason than the policy
+    /// names no policy, and says why in words (``handshakeReason(_:)``), not as BoringSSL's error
+    /// with its source paths.
+    var summary: String {
+        let host = self.host.map { "\($0): " } ?? ""
+        if self.reason == .handshakeFailure {
+            return host + "\(self.reason)" + (self.detail.map { ": " + Self.handshakeReason($0) } ?? "")
+        }
+        return host + "\(self.reason)" + (self.detail.map { " (\($0))" } ?? "") + " [policy: \(self.policy)]"
     }
 
-    /// Host, reason and policy, without the detail.
-    var summary: String {
-        "\(self.host.map { "\($0): " } ?? "")\(self.reason) [policy: \(self.policy)]"
+    /// What BoringSSL's reason in `detail` (`…:OPENSSL_internal:WRONG_VERSION_NUMBER at …`) means,
+    /// with the reason's name; `detail` as it is when it names none.
+    static func handshakeReason(_ detail: String) -> String {
+        guard let marker = detail.range(of: "OPENSSL_internal:") else { return detail }
+        let name = String(detail[marker.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" })
+        guard let meaning = Self.handshakeReasons[name] else { return name }
+        return "\(meaning) (\(name))"
     }
+
+    private static let handshakeReasons: [String: String] = [
+        "TLSV1_ALERT_CERTIFICATE_REQUIRED": "the server requires a client certificate",
+        "SSLV3_ALERT_BAD_CERTIFICATE": "the server refused the client certificate",
+        "SSLV3_ALERT_CERTIFICATE_UNKNOWN": "the server refused the client certificate",
+        "TLSV1_ALERT_UNKNOWN_CA": "the server does not trust the client certificate's authority",
+        "SSLV3_ALERT_CERTIFICATE_EXPIRED": "the server refused the client certificate as expired",
+        "SSLV3_ALERT_HANDSHAKE_FAILURE":
+            "the server refused the handshake (no TLS version, cipher suite or client certificate both sides accept)",
+        "WRONG_VERSION_NUMBER": "the server did not answer in TLS (a plain HTTP server?)",
+        "TLSV1_ALERT_PROTOCOL_VERSION": "no TLS version both sides accept (Courier speaks TLS 1.2 and 1.3)",
+        "UNSUPPORTED_PROTOCOL": "no TLS version both sides accept (Courier speaks TLS 1.2 and 1.3)",
+        "NO_SHARED_CIPHER": "no cipher suite both sides accept",
+        "HANDSHAKE_FAILURE_ON_CLIENT_HELLO": "no cipher suite both sides accept",
+        "TLSV1_ALERT_INTERNAL_ERROR": "the server failed the handshake (an internal error alert)",
+        "TLSV1_ALERT_DECRYPT_ERROR": "the server could not verify the handshake (a decrypt error alert)",
+    ]
 
     /// The code a ``CourierError`` made of this failure carries.
     var code: CourierError.Code {

@@ -336,6 +336,19 @@ struct ConnectionPoolStateMachineTests {
             ])
     }
 
+    /// What closed it, when something failed (the TLS alert of a server that refused the
+    /// client's certificate), is the waiter's failure: not "closed before answering".
+    @Test func anHTTP2ConnectionClosedBeforeItsSettingsByAnErrorFailsTheFirstWaiterWithIt() {
+        struct Alert: Error, CustomStringConvertible { var description: String { "certificate required" } }
+        var machine = self.machine()
+        _ = self.request(&machine, Request("a"), key: Self.https)
+        _ = machine.connectionCreated(self.connection(0), key: Self.https, speaking: .http2)
+        #expect(
+            self.lines(machine.connectionClosed(PoolConnectionID(rawValue: 0), key: Self.https, error: Alert())) == [
+                "fail a: certificate required"
+            ])
+    }
+
     @Test func anHTTP2ConnectionThatGoesUnusableAndClosesBeforeItsSettingsIsAFailedConnect() {
         // A TLS 1.3 server that refuses the client's certificate: the handshake ends on the
         // client's side, ALPN says h2, and the server closes the connection at once.

@@ -39,4 +39,25 @@ struct EngineErrorMessageTests {
         #expect(NIOEngine.name(of: HTTP2ErrorCode(networkCode: 0x42)) == "error code 0x42")
         #expect(HTTP2StreamResetByCourier(errorCode: .protocolError).description == "Courier reset the HTTP/2 stream (PROTOCOL_ERROR)")
     }
+
+    @Test func boringSSLReasonsReadInWords() {
+        let raw = "sslError([Error: 268435703 error:100000f7:SSL routines:OPENSSL_internal:WRONG_VERSION_NUMBER at /x/ssl/tls_record.cc:231])"
+        #expect(ServerTrustFailure.handshakeReason(raw) == "the server did not answer in TLS (a plain HTTP server?) (WRONG_VERSION_NUMBER)")
+        #expect(ServerTrustFailure.handshakeReason("error:1:SSL routines:OPENSSL_internal:SOMETHING_NEW at /x.cc:1") == "SOMETHING_NEW")
+        #expect(ServerTrustFailure.handshakeReason("the server closed the connection during the handshake") == "the server closed the connection during the handshake")
+    }
+
+    /// An https URL to a server that speaks plain HTTP: the TLS failure says so, without the
+    /// policy (which did not refuse anything) or BoringSSL's source paths.
+    @Test func tlsToAPlainServerSaysSo() async throws {
+        try await withTestServer(TestServer.Configuration()) { server in
+            let manager = SessionManager(configuration: .default)
+            defer { manager.invalidate(cancelingTasks: true) }
+            let error = await #expect(throws: CourierError.self) {
+                _ = try await manager.data(for: Request(url: URL(string: "https://127.0.0.1:\(server.port)/get")!))
+            }
+            #expect(error?.code == .tlsFailure)
+            #expect(error?.message.hasSuffix("127.0.0.1: the TLS handshake failed: the server did not answer in TLS (a plain HTTP server?) (WRONG_VERSION_NUMBER)") == true, "\(String(describing: error))")
+        }
+    }
 }

@@ -30,6 +30,8 @@ final class HTTP2Connection: HopCarrier, Sendable {
     /// The last stream the server said it will process (GOAWAY), or `Int32.max` before any.
     private let goAwayLastStreamID = Atomic<Int32>(Int32.max)
     private let failure = NIOLockedValueBox<(any Error)?>(nil)
+    /// The first error that reached the end of the pipeline, of any kind (a TLS alert too).
+    private let firstError = NIOLockedValueBox<(any Error)?>(nil)
 
     /// How the connection was set up, for the first stream's metrics.
     let establishment: ConnectionEstablishment
@@ -58,6 +60,13 @@ final class HTTP2Connection: HopCarrier, Sendable {
     /// streams, which close without a reason of their own, fail with.
     var connectionError: (any Error)? {
         self.failure.withLockedValue { $0 }
+    }
+
+    /// The first error that closed the connection, whatever it was (a TLS alert that came after
+    /// the handshake, as a TLS 1.3 server's refusal of the client's certificate does): why a
+    /// connection that closed before the server's SETTINGS failed to open.
+    var closingError: (any Error)? {
+        self.firstError.withLockedValue { $0 }
     }
 
     /// Whether the server said, by GOAWAY, that it did not process `streamID`.
@@ -156,6 +165,7 @@ extension HTTP2Connection: HTTP2ConnectionDelegate {
     }
 
     func http2ConnectionFailed(_ error: any Error) {
+        self.firstError.withLockedValue { $0 = $0 ?? error }
         // HTTP/2's own errors only: a reset or a TLS close stays "closed" for the resend rule.
         guard error is any NIOHTTP2Error else { return }
         self.failure.withLockedValue { $0 = $0 ?? error }

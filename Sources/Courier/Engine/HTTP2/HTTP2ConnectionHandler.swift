@@ -46,6 +46,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// go of the handler.
     private(set) var delegate: (any HTTP2ConnectionDelegate)?
     private var context: ChannelHandlerContext?
+    /// A connection error that came before ``attach(_:)``, told to the delegate then.
+    private var errorBeforeAttachment: (any Error)?
     private var idleCheck: Scheduled<Void>?
     /// The streams under way, by ID.
     private var streams: [HTTP2StreamID: HTTP2Stream] = [:]
@@ -82,6 +84,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// the connection's loop.
     func attach(_ delegate: any HTTP2ConnectionDelegate) {
         self.delegate = delegate
+        // An error that came before (a TLS alert right after the handshake) is its to know.
+        if let error = self.errorBeforeAttachment.take() { delegate.http2ConnectionFailed(error) }
         self.run(self.stateMachine.attached())
     }
 
@@ -149,7 +153,11 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         let goAwaySent = self.sentFrames?.sent.sentGoAway ?? true
         guard HTTP2ConnectionStateMachine.endsConnection(error, goAwaySent: goAwaySent) else { return }
         // A connection error: every stream on it fails with it as the connection closes.
-        self.delegate?.http2ConnectionFailed(error)
+        if let delegate = self.delegate {
+            delegate.http2ConnectionFailed(error)
+        } else if self.errorBeforeAttachment == nil {
+            self.errorBeforeAttachment = error
+        }
         self.run(self.stateMachine.errorCaught())
     }
 

@@ -285,7 +285,11 @@ final class ConnectionPool: Sendable {
 
     private func connectionClosed(_ connection: PooledConnection) {
         self.logger?.debug("courier: connection closed", metadata: ["origin": "\(connection.key)"])
-        self.run(self.state.withLockedValue { $0.connectionClosed(connection.id, key: connection.key) })
+        // What closed an HTTP/2 connection, if it failed: a TLS alert that came after the
+        // handshake (TLS 1.3's refusal of a client certificate) is why its connect failed.
+        var error: (any Error)?
+        if case .http2(let http2) = connection { error = http2.closingError }
+        self.run(self.state.withLockedValue { $0.connectionClosed(connection.id, key: connection.key, error: error) })
     }
 
     // MARK: HTTP/2

@@ -337,15 +337,18 @@ extension ConnectionPoolStateMachine {
 
     /// A connection closed (HTTP/1.1 or HTTP/2). An HTTP/2 one closed before the server's first
     /// SETTINGS failed to open (a TLS 1.3 server refusing the client's certificate closes it just
-    /// after the handshake): a failed connect. A waiter with no connection coming gets one when the
+    /// after the handshake): a failed connect, with `error` (what closed it, when something
+    /// failed: that TLS alert) as its failure. A waiter with no connection coming gets one when the
     /// cap allows.
-    mutating func connectionClosed(_ id: PoolConnectionID, key: Key) -> Actions {
+    mutating func connectionClosed(_ id: PoolConnectionID, key: Key, error: (any Error)? = nil) -> Actions {
         self.withKnownHost(key) { shared, host in
             if host.http1.removeValue(forKey: id) != nil {
                 host.idle.removeAll { $0.connection.id == id }
             } else if let index = host.http2.firstIndex(where: { $0.connection.id == id }) {
                 if host.http2.remove(at: index).isOpening {
-                    return shared.connectFailed(to: key, host: &host, error: ConnectionPoolError.closedBeforeAnswering(attempts: 1))
+                    // The error that closed it, if one did (a TLS alert after the handshake), is
+                    // the connect's failure.
+                    return shared.connectFailed(to: key, host: &host, error: error ?? ConnectionPoolError.closedBeforeAnswering(attempts: 1))
                 }
             } else {
                 return Actions()
