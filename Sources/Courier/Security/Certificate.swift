@@ -42,7 +42,7 @@ public struct Certificate: Sendable, Hashable {
     public static func certificates(contentsOf url: URL) throws(CourierError) -> [Certificate] {
         let data: Data
         do {
-            data = try Data(contentsOf: url)
+            data = try Self.contents(of: url)
         } catch {
             throw CourierError(.fileSystemFailure, "cannot read certificate file \(url.path)", underlyingError: error)
         }
@@ -53,6 +53,14 @@ public struct Certificate: Sendable, Hashable {
     }
 
     init(trustedDER bytes: Data) { self.derBytes = bytes }
+
+    /// A file's bytes, read to its end: a pipe or a FIFO too (a shell's `<(…)`), which
+    /// `Data(contentsOf:)` opens and leaves unread.
+    static func contents(of url: URL) throws -> Data {
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        return try handle.readToEnd() ?? Data()
+    }
 
     func nioCertificate() throws -> NIOSSLCertificate {
         try NIOSSLCertificate(bytes: Array(self.derBytes), format: .der)

@@ -12,22 +12,57 @@ public struct ClientIdentity: Sendable, Hashable {
     /// An identity from PEM texts.
     /// - Parameters:
     ///   - certificatePEM: The certificate (and intermediates) as PEM.
-    ///   - privateKeyPEM: The private key as PEM (PKCS#8, PKCS#1 or SEC1), unencrypted.
-    /// - Throws: ``CourierError/Code/invalidRequest`` when either does not parse.
-    public init(certificatePEM: String, privateKeyPEM: String) throws(CourierError) {
+    ///   - privateKeyPEM: The private key as PEM (PKCS#8, PKCS#1 or SEC1), encrypted or not.
+    ///   - passphrase: The passphrase of an encrypted key.
+    /// - Throws: ``CourierError/Code/invalidRequest`` when either does not parse, when the key is
+    ///   encrypted and no passphrase (or another one) was given, or when the key is not the
+    ///   certificate's: checked here, not at the first handshake.
+    public init(certificatePEM: String, privateKeyPEM: String, passphrase: String? = nil) throws(CourierError) {
         self.certificateChain = try Certificate.certificates(pemEncoded: certificatePEM)
-        do {
-            self.privateKeyDER = Data(try NIOSSLPrivateKey(bytes: Array(privateKeyPEM.utf8), format: .pem).derBytes)
-        } catch {
-            throw CourierError(.invalidRequest, "the PEM text holds no usable private key", underlyingError: error)
+        let encrypted = privateKeyPEM.contains("ENCRYPTED")
+        if encrypted && passphrase == nil {
+            throw CourierError(.invalidRequest, "the private key is encrypted, and no passphrase was given for it")
         }
+        let key: NIOSSLPrivateKey
+        do {
+            if let passphrase {
+                key = try NIOSSLPrivateKey(bytes: Array(privateKeyPEM.utf8), format: .pem) { setter in setter(Array(passphrase.utf8)) }
+            } else {
+                key = try NIOSSLPrivateKey(bytes: Array(privateKeyPEM.utf8), format: .pem)
+            }
+            self.privateKeyDER = Data(try key.derBytes)
+        } catch {
+            let reason = encrypted ? "the passphrase does not open the encrypted private key" : "the PEM text holds no usable private key"
+            throw CourierError(.invalidRequest, reason, underlyingError: error)
+        }
+        try Self.checkPair(self.certificateChain, key)
     }
 
     /// An identity from PEM files.
+    /// - Parameter passphrase: The passphrase of an encrypted key.
     /// - Throws: ``CourierError/Code/fileSystemFailure`` when a file cannot be read,
-    ///   ``CourierError/Code/invalidRequest`` when it does not parse.
-    public init(certificateFile: URL, privateKeyFile: URL) throws(CourierError) {
-        try self.init(certificatePEM: try Self.text(of: certificateFile), privateKeyPEM: try Self.text(of: privateKeyFile))
+    ///   ``CourierError/Code/invalidRequest`` when it does not parse or the key is not the
+    ///   certificate's.
+    public init(certificateFile: URL, privateKeyFile: URL, passphrase: String? = nil) throws(CourierError) {
+        try self.init(
+            certificatePEM: try Self.text(of: certificateFile), privateKeyPEM: try Self.text(of: privateKeyFile), passphrase: passphrase)
+    }
+
+    /// Throws unless `key` is the private key of the chain's first certificate: BoringSSL, as it
+    /// would at the first handshake, refuses the pair.
+    private static func checkPair(_ chain: [Certificate], _ key: NIOSSLPrivateKey) throws(CourierError) {
+        guard let leaf = chain.first else {
+            throw CourierError(.invalidRequest, "the certificate PEM text holds no certificate")
+        }
+        do {
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.certificateChain = [.certificate(try leaf.nioCertificate())]
+            configuration.privateKey = .privateKey(key)
+            configuration.trustRoots = .certificates([])
+            _ = try NIOSSLContext(configuration: configuration)
+        } catch {
+            throw CourierError(.invalidRequest, "the private key is not the certificate's (its public key is another)", underlyingError: error)
+        }
     }
 
     /// An identity from a PKCS#12 (`.p12`, `.pfx`) file.
@@ -38,7 +73,7 @@ public struct ClientIdentity: Sendable, Hashable {
     public init(pkcs12File: URL, passphrase: String? = nil) throws(CourierError) {
         let bytes: Data
         do {
-            bytes = try Data(contentsOf: pkcs12File)
+            bytes = try Certificate.contents(of: pkcs12File)
         } catch {
             throw CourierError(.fileSystemFailure, "cannot read \(pkcs12File.path)", underlyingError: error)
         }
@@ -54,7 +89,7 @@ public struct ClientIdentity: Sendable, Hashable {
 
     private static func text(of url: URL) throws(CourierError) -> String {
         do {
-            return try String(contentsOf: url, encoding: .utf8)
+            return String(decoding: try Certificate.contents(of: url), as: UTF8.self)
         } catch {
             throw CourierError(.fileSystemFailure, "cannot read \(url.path)", underlyingError: error)
         }

@@ -56,6 +56,9 @@ struct RequestCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Private key (PEM) of --cert.", valueName: "file"))
     var key: String?
 
+    @Option(name: .long, help: ArgumentHelp("The passphrase of an encrypted --key (curl's --pass).", valueName: "phrase"))
+    var pass: String?
+
     @Option(
         name: .long,
         help: ArgumentHelp("A trailer field sent after the body (the body then goes chunked over HTTP/1.1); repeatable.", valueName: "Name:value"))
@@ -118,6 +121,7 @@ struct RequestCommand: AsyncParsableCommand {
         }
         if self.output != nil && !self.download { throw ValidationError("-o/--output needs --download") }
         if (self.cert == nil) != (self.key == nil) { throw ValidationError("--cert and --key go together") }
+        if self.pass != nil && self.key == nil { throw ValidationError("--pass is the passphrase of --key") }
         if self.auth != nil && self.bearer != nil { throw ValidationError("choose one of --auth and --bearer") }
     }
 

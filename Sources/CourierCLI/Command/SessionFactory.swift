@@ -69,7 +69,8 @@ struct SessionFactory {
             try InputFile.checkReadable(cert)
             try InputFile.checkReadable(key)
             do {
-                policy.clientIdentity = try ClientIdentity(certificateFile: URL(fileURLWithPath: cert), privateKeyFile: URL(fileURLWithPath: key))
+                policy.clientIdentity = try ClientIdentity(
+                    certificateFile: URL(fileURLWithPath: cert), privateKeyFile: URL(fileURLWithPath: key), passphrase: self.command.pass)
             } catch {
                 throw CLIFailure(.unreadableInput, "--cert/--key: " + error.message)
             }

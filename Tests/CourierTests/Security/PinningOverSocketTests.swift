@@ -251,6 +251,42 @@ struct PinningOverSocketTests {
         }
     }
 
+    /// An encrypted private key opens with its passphrase; without one, or with another, the
+    /// identity is refused saying which (before, "the PEM text holds no usable private key").
+    @Test func mutualTLSWithAnEncryptedKey() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-enc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data(TestCertificates.clientKey.utf8).write(to: folder.appendingPathComponent("client.key"))
+        let certificateFile = folder.appendingPathComponent("client.pem")
+        try Data(TestCertificates.clientCertificate.utf8).write(to: certificateFile)
+        let status = try await offThePools {
+            try ChildProcess.spawn(
+                "/usr/bin/env", ["openssl", "pkey", "-in", "client.key", "-aes256", "-passout", "pass:secret", "-out", "client-enc.key"],
+                directory: folder.path
+            ).waitForExit()
+        }
+        try #require(status == 0)
+        let keyFile = folder.appendingPathComponent("client-enc.key")
+        let missing = #expect(throws: CourierError.self) { try ClientIdentity(certificateFile: certificateFile, privateKeyFile: keyFile) }
+        #expect(missing?.message == "the private key is encrypted, and no passphrase was given for it")
+        let wrong = #expect(throws: CourierError.self) {
+            try ClientIdentity(certificateFile: certificateFile, privateKeyFile: keyFile, passphrase: "wrong")
+        }
+        #expect(wrong?.message == "the passphrase does not open the encrypted private key")
+        var server = TestServer.Configuration.https()
+        server.requiresClientCertificate = true
+        try await withTestServer(server) { server in
+            var policy = SecurityPolicy.default
+            policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+            policy.clientIdentity = try ClientIdentity(certificateFile: certificateFile, privateKeyFile: keyFile, passphrase: "secret")
+            try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
+                let response = try await manager.get("get")
+                #expect(response.response.status == .ok)
+            }
+        }
+    }
+
     @Test func mutualTLSWithAPKCS12Bundle() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-p12-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -94,6 +94,36 @@ struct SecurityPolicyTests {
         }
     }
 
+    /// A key that is not the certificate's is refused when the identity is made, saying so:
+    /// before, it was taken, and the first handshake failed as "the policy is invalid".
+    @Test func aClientIdentityWhoseKeyIsAnotherCertificatesIsRefused() {
+        let error = #expect(throws: CourierError.self) {
+            try ClientIdentity(certificatePEM: TestCertificates.clientCertificate, privateKeyPEM: TestCertificates.localhostKey)
+        }
+        #expect(error?.code == .invalidRequest)
+        #expect(error?.message == "the private key is not the certificate's (its public key is another)")
+    }
+
+    /// A certificate file given as a FIFO (a shell's `<(…)`) is read: `Data(contentsOf:)` opened
+    /// it and read nothing.
+    @Test func certificatesAreReadFromAFIFO() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-fifo-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fifo = folder.appendingPathComponent("root.pem")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        let pem = TestCertificates.rootCA
+        let writer = Thread {
+            if let handle = FileHandle(forWritingAtPath: fifo.path) {
+                handle.write(Data(pem.utf8))
+                try? handle.close()
+            }
+        }
+        writer.start()
+        let certificates = try Certificate.certificates(contentsOf: fifo)
+        #expect(certificates == (try Certificate.certificates(pemEncoded: pem)))
+    }
+
     @Test func failureNamesHostPolicyAndReason() {
         let failure = ServerTrustFailure(.pinMismatch, host: "api.example.com", policy: .default)
         #expect("\(failure)".contains("api.example.com"))

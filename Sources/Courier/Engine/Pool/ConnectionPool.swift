@@ -408,7 +408,9 @@ enum ConnectionPoolError: Error, Hashable, CustomStringConvertible {
         case .shutDown: "the engine was shut down"
         case .closedBeforeResponseComplete: "the server closed the connection before the response was complete"
         case .closedBeforeAnswering(let attempts):
-            "the server closed the connection before answering, \(attempts) times in a row (the request was sent on a new connection each time after the first)"
+            attempts == 1
+                ? "the server closed the connection before answering"
+                : "the server closed the connection before answering, \(attempts) times in a row (the request was sent on a new connection each time after the first)"
         case .notProcessed(let attempts):
             "the server did not process the request (GOAWAY or REFUSED_STREAM), \(attempts) times in a row"
         case .bodyLengthMismatch(let declared, let sent): "the body declared \(declared) bytes and gave \(sent)"

@@ -211,6 +211,7 @@ struct TLSConnector: Sendable {
         if name.hasPrefix("["), name.hasSuffix("]") { return nil }
         if name.hasSuffix(".") { name.removeLast() }
         guard !name.isEmpty, IPAddress(name) == nil else { return nil }
-        return name
+        // Host names are case-insensitive; servers match SNI against lower case (RFC 6066 3).
+        return name.lowercased()
     }
 }
