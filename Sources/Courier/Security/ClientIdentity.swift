@@ -39,7 +39,10 @@ public struct ClientIdentity: Sendable, Hashable {
     }
 
     /// An identity from PEM files.
-    /// - Parameter passphrase: The passphrase of an encrypted key.
+    /// - Parameters:
+    ///   - certificateFile: The certificate (and intermediates) as PEM.
+    ///   - privateKeyFile: The private key as PEM (PKCS#8, PKCS#1 or SEC1), encrypted or not.
+    ///   - passphrase: The passphrase of an encrypted key.
     /// - Throws: ``CourierError/Code/fileSystemFailure`` when a file cannot be read,
     ///   ``CourierError/Code/invalidRequest`` when it does not parse or the key is not the
     ///   certificate's.
