@@ -67,7 +67,7 @@ extension NIOEngine {
             let url = request.url
             let port = url.port ?? (url.scheme == "https" || url.scheme == "wss" ? 443 : 80)
             // Another host than the request's: the proxy that was to carry it.
-            let proxy = error.host != url.host || error.port != port ? "the proxy " : ""
+            let proxy = error.host.lowercased() != url.host?.lowercased() || error.port != port ? "the proxy " : ""
             let host = error.host.contains(":") ? "[\(error.host)]" : error.host
             return (.connectionFailed, "could not connect to \(proxy)\(host):\(error.port)")
         }
