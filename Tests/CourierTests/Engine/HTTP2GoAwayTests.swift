@@ -465,8 +465,9 @@ struct HTTP2GoAwayTests {
         let start = ContinuousClock.now
         try await engine.shutdown()
         let took = ContinuousClock.now - start
-        // A bound with room for a loaded machine, well under the 5 s the close waited before.
-        #expect(took < .seconds(2.5), "the shutdown took \(took)")
+        // A bound under the 5 s the close waited before, with room for a loaded machine: in full
+        // clean runs, beside the Go interop suite's uploads, it took 2.7 s once (0.2 s alone).
+        #expect(took < .seconds(4), "the shutdown took \(took)")
 
         try await server.shutdown()
         try await group.shutdownGracefully()

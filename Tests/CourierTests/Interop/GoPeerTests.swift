@@ -67,7 +67,9 @@ enum GoPeer {
 /// tinyproxy's absolute form (it closes each connection after the answer: `PENDING.md`).
 private let goTransports = Transport.allCases(except: [.http1ViaHTTPProxy])
 
-@Suite("Interop: Go's net/http server", .enabled(if: GoPeer.isAvailable, GoPeer.skipReason))
+/// One test at a time (each still runs its transports in parallel): their uploads and 400-request
+/// bursts, all at once, starved the rest of the suite on two cores.
+@Suite("Interop: Go's net/http server", .serialized, .enabled(if: GoPeer.isAvailable, GoPeer.skipReason))
 struct GoPeerTests {
     /// `/upload`'s answer.
     private struct UploadEcho: Decodable {
