@@ -64,10 +64,9 @@ extension NIOEngine {
             if error.connectionErrors.isEmpty, let lookup = (error.dnsAAAAError ?? error.dnsAError) as? NameLookupFailure {
                 return (.connectionFailed, "\(lookup)")
             }
-            let url = request.url
-            let port = url.port ?? (url.scheme == "https" || url.scheme == "wss" ? 443 : 80)
             // Another host than the request's: the proxy that was to carry it.
-            let proxy = error.host.lowercased() != url.host?.lowercased() || error.port != port ? "the proxy " : ""
+            let url = request.url
+            let proxy = error.host.lowercased() != url.host?.lowercased() || error.port != url.effectivePort ? "the proxy " : ""
             let host = error.host.contains(":") ? "[\(error.host)]" : error.host
             return (.connectionFailed, "could not connect to \(proxy)\(host):\(error.port)")
         }

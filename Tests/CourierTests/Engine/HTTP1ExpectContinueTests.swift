@@ -20,30 +20,30 @@ struct HTTP1ExpectContinueTests {
         return configuration
     }
     /// Whether a request with `fields` asks for the expectation itself.
-    private func asks(_ fields: HTTPFields = [:]) -> Bool {
-        ExpectContinue.asksForContinue(fields)
+    private func asks(_ fields: HTTPFields = [:]) -> ExpectContinue.Requested {
+        ExpectContinue.requested(in: fields)
     }
 
     @Test func onlyBodiesAtOrAboveTheThresholdAreAnnounced() {
-        #expect(self.policy.decision(expectsContinue: self.asks(), hasBody: true, length: .known(1000), serverIsHTTP10: false) == .announce)
-        #expect(self.policy.decision(expectsContinue: self.asks(), hasBody: true, length: .known(999), serverIsHTTP10: false) == .sendAtOnce)
-        #expect(self.policy.decision(expectsContinue: self.asks(), hasBody: true, length: .unknown, serverIsHTTP10: false) == .sendAtOnce, "a stream of unknown length goes at once")
-        #expect(self.policy.decision(expectsContinue: self.asks(), hasBody: false, length: .known(0), serverIsHTTP10: false) == .sendAtOnce, "no expectation without content")
-        #expect(self.policy.decision(expectsContinue: self.asks(), hasBody: true, length: .known(5000), serverIsHTTP10: true) == .sendAtOnce, "an HTTP/1.0 server knows none")
+        #expect(self.policy.decision(requested: self.asks(), hasBody: true, length: .known(1000), serverIsHTTP10: false) == .announce)
+        #expect(self.policy.decision(requested: self.asks(), hasBody: true, length: .known(999), serverIsHTTP10: false) == .sendAtOnce)
+        #expect(self.policy.decision(requested: self.asks(), hasBody: true, length: .unknown, serverIsHTTP10: false) == .sendAtOnce, "a stream of unknown length goes at once")
+        #expect(self.policy.decision(requested: self.asks(), hasBody: false, length: .known(0), serverIsHTTP10: false) == .sendAtOnce, "no expectation without content")
+        #expect(self.policy.decision(requested: self.asks(), hasBody: true, length: .known(5000), serverIsHTTP10: true) == .sendAtOnce, "an HTTP/1.0 server knows none")
         let never = ExpectContinue(threshold: nil, timeout: .seconds(1))
-        #expect(never.decision(expectsContinue: self.asks(), hasBody: true, length: .known(1 << 30), serverIsHTTP10: false) == .sendAtOnce)
+        #expect(never.decision(requested: self.asks(), hasBody: true, length: .known(1 << 30), serverIsHTTP10: false) == .sendAtOnce)
     }
 
     @Test func anExpectationTheRequestCarriesIsWaitedFor() {
         let asked = self.asks([.expect: "100-Continue"])
-        #expect(self.policy.decision(expectsContinue: asked, hasBody: true, length: .known(10), serverIsHTTP10: false) == .wait)
+        #expect(self.policy.decision(requested: asked, hasBody: true, length: .known(10), serverIsHTTP10: false) == .wait)
         let never = ExpectContinue(threshold: nil, timeout: .seconds(1))
-        #expect(never.decision(expectsContinue: asked, hasBody: true, length: .unknown, serverIsHTTP10: false) == .wait)
-        #expect(never.decision(expectsContinue: asked, hasBody: false, length: .known(0), serverIsHTTP10: false) == .sendAtOnce)
+        #expect(never.decision(requested: asked, hasBody: true, length: .unknown, serverIsHTTP10: false) == .wait)
+        #expect(never.decision(requested: asked, hasBody: false, length: .known(0), serverIsHTTP10: false) == .sendAtOnce)
     }
 
     @Test func anotherExpectationTheRequestCarriesGetsNone() {
-        #expect(self.policy.decision(expectsContinue: false, hasBody: true, length: .known(5000), serverIsHTTP10: false, carriesOtherExpectation: true) == .sendAtOnce)
+        #expect(self.policy.decision(requested: self.asks([.expect: "x-custom"]), hasBody: true, length: .known(5000), serverIsHTTP10: false) == .sendAtOnce)
     }
 
     /// A request that carries an `Expect` of its own kind gets no `100-continue` added to it:
@@ -62,9 +62,9 @@ struct HTTP1ExpectContinueTests {
     }
 
     @Test func overHTTP2NothingIsAnnouncedButARequestsOwnExpectationIsWaitedFor() {
-        #expect(self.policy.decision(expectsContinue: self.asks(), hasBody: true, length: .known(5000), serverIsHTTP10: false, overHTTP2: true) == .sendAtOnce)
+        #expect(self.policy.decision(requested: self.asks(), hasBody: true, length: .known(5000), serverIsHTTP10: false, overHTTP2: true) == .sendAtOnce)
         let asked = self.asks([.expect: "100-continue"])
-        #expect(self.policy.decision(expectsContinue: asked, hasBody: true, length: .known(5000), serverIsHTTP10: false, overHTTP2: true) == .wait)
+        #expect(self.policy.decision(requested: asked, hasBody: true, length: .known(5000), serverIsHTTP10: false, overHTTP2: true) == .wait)
     }
 
     @Test func theConfigurationIsCarriedOver() {

@@ -17,6 +17,17 @@ struct ExpectContinue: Sendable, Equatable {
         case wait
     }
 
+    /// What a request's own fields expect (``requested(in:)``).
+    enum Requested: Equatable {
+        /// No `Expect` field.
+        case none
+        /// `Expect: 100-continue` (any case, in a list or not).
+        case `continue`
+        /// An `Expect` of another kind: the caller's to make, and Courier adds none of its own (it
+        /// would make a list such as `Expect: x, 100-continue` the caller never wrote).
+        case other
+    }
+
     /// Bodies of at least this many bytes are announced; nil: none is.
     var threshold: Int64?
     /// How long a body waits at most.
@@ -36,36 +47,35 @@ struct ExpectContinue: Sendable, Equatable {
     /// The decision for a request with `head` and a body of `length` (`hasBody` false for none),
     /// sent to a server that answered with HTTP/1.0 before (`serverIsHTTP10`: it knows no
     /// expectation, and waiting for it would only delay the body), on an HTTP/2 stream when
-    /// `overHTTP2`. `expectsContinue`: the request's own fields carry `Expect: 100-continue`
-    /// (``asksForContinue(_:)``); `carriesOtherExpectation`: they carry an `Expect` of another
-    /// kind, which is the caller's to make (Courier adds its own to none: it would make a list
-    /// such as `Expect: x, 100-continue` the caller never wrote).
+    /// `overHTTP2`. `requested`: what the request's own fields expect (``requested(in:)``).
     ///
     /// Over HTTP/2 Courier announces no expectation of its own (curl, Go and OkHttp announce none
     /// there): many servers never answer `100 Continue` on a stream (hypercorn's held every such
     /// upload for the whole wait), a refusal comes at once anyway, and flow control bounds what was
     /// sent. A request that carries the expectation itself waits over either protocol.
     func decision(
-        expectsContinue: Bool, hasBody: Bool, length: RequestBody.Length, serverIsHTTP10: Bool, overHTTP2: Bool = false,
-        carriesOtherExpectation: Bool = false
+        requested: Requested, hasBody: Bool, length: RequestBody.Length, serverIsHTTP10: Bool, overHTTP2: Bool = false
     ) -> Decision {
         // No expectation without content (RFC 9110 section 10.1.1).
         guard hasBody, length != .known(0) else { return .sendAtOnce }
-        if expectsContinue {
-            return serverIsHTTP10 ? .sendAtOnce : .wait
+        switch requested {
+        case .continue: return serverIsHTTP10 ? .sendAtOnce : .wait
+        case .other: return .sendAtOnce
+        case .none: break
         }
-        guard !serverIsHTTP10, !overHTTP2, !carriesOtherExpectation, let threshold, case .known(let bytes) = length, bytes >= threshold else { return .sendAtOnce }
+        guard !serverIsHTTP10, !overHTTP2, let threshold, case .known(let bytes) = length, bytes >= threshold else { return .sendAtOnce }
         return .announce
     }
 }
 
 extension ExpectContinue {
-    /// Whether a request's own fields carry `Expect: 100-continue` (any case, in a list or not),
-    /// read once from the request, whichever protocol's head it goes out in.
-    static func asksForContinue(_ fields: HTTPFields) -> Bool {
-        guard fields.contains(.expect) else { return false }
-        return fields[values: .expect].contains { value in
+    /// What a request's own fields expect, read once from the request, whichever protocol's head
+    /// it goes out in: one look for the field in the common case (none).
+    static func requested(in fields: HTTPFields) -> Requested {
+        guard fields.contains(.expect) else { return .none }
+        let asksForContinue = fields[values: .expect].contains { value in
             value.split(separator: ",").contains { $0.trimmingSpaces().lowercased() == "100-continue" }
         }
+        return asksForContinue ? .continue : .other
     }
 }

@@ -144,12 +144,9 @@ final class HopHandler: ChannelDuplexHandler {
         if case .empty = body { hasBody = false }
         var viaForwardingProxy = false
         if case .forward = hop.key.route { viaForwardingProxy = true }
-        // One look for the field in the common case (none).
-        let carriesExpect = request.headerFields.contains(.expect)
-        let expectsContinue = carriesExpect && ExpectContinue.asksForContinue(request.headerFields)
         let decision = self.stateMachine.startHop(
             Machine.HopStart(
-                expectsContinue: expectsContinue, carriesOtherExpectation: carriesExpect && !expectsContinue, asksToClose: head.asksToClose,
+                requested: ExpectContinue.requested(in: request.headerFields), asksToClose: head.asksToClose,
                 hasBody: hasBody, bodyLength: body.length, method: request.method,
                 bodyIsReplayable: request.body.isReplayable, viaForwardingProxy: viaForwardingProxy,
                 expectContinue: hop.pool.settings.expectContinue, withoutExpectation: withoutExpectation,

@@ -43,12 +43,8 @@ struct HopStateMachine {
 
     /// What the handler knows of a hop as it starts it on the connection.
     struct HopStart {
-        /// Whether the request's own fields carry `Expect: 100-continue`
-        /// (``ExpectContinue/asksForContinue(_:)``).
-        var expectsContinue: Bool
-        /// Whether the request's own fields carry an `Expect` of another kind: then Courier adds
-        /// none of its own (``ExpectContinue/decision(expectsContinue:hasBody:length:serverIsHTTP10:overHTTP2:carriesOtherExpectation:)``).
-        var carriesOtherExpectation = false
+        /// What the request's own fields expect (``ExpectContinue/requested(in:)``).
+        var requested: ExpectContinue.Requested
         /// Whether the request's fields ask the server to close the connection after the answer
         /// (``HopStateMachine/asksToClose(_:)``).
         var asksToClose: Bool
@@ -279,8 +275,8 @@ struct HopStateMachine {
             return .endCancelled(then: self.hopEnded(reusable: true))
         }
         var expectation = start.expectContinue.decision(
-            expectsContinue: start.expectsContinue, hasBody: start.hasBody, length: start.bodyLength, serverIsHTTP10: self.serverIsHTTP10,
-            overHTTP2: self.mode == .stream, carriesOtherExpectation: start.carriesOtherExpectation)
+            requested: start.requested, hasBody: start.hasBody, length: start.bodyLength, serverIsHTTP10: self.serverIsHTTP10,
+            overHTTP2: self.mode == .stream)
         var removingExpectField = false
         if expectation != .sendAtOnce, start.withoutExpectation {
             // The server refused the expectation (417): this send goes without one.

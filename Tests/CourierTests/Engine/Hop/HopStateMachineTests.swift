@@ -18,7 +18,7 @@ struct HopStateMachineTests {
         viaForwardingProxy: Bool = false, withoutExpectation: Bool = false, resends: Int = 0, cancelled: Bool = false
     ) -> Machine.HopStart {
         Machine.HopStart(
-            expectsContinue: headers[canonicalForm: "expect"].contains { $0.lowercased() == "100-continue" },
+            requested: headers[canonicalForm: "expect"].contains { $0.lowercased() == "100-continue" } ? .continue : .none,
             asksToClose: Machine.asksToClose(headers), hasBody: length > 0, bodyLength: .known(length), method: method, bodyIsReplayable: replayable,
             viaForwardingProxy: viaForwardingProxy, expectContinue: Self.expectContinue, withoutExpectation: withoutExpectation,
             resends: resends, isCancelled: cancelled)
