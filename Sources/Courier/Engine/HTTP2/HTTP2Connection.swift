@@ -30,8 +30,6 @@ final class HTTP2Connection: HopCarrier, Sendable {
     /// The last stream the server said it will process (GOAWAY), or `Int32.max` before any.
     private let goAwayLastStreamID = Atomic<Int32>(Int32.max)
     private let failure = NIOLockedValueBox<(any Error)?>(nil)
-    /// The first error that reached the end of the pipeline, of any kind (a TLS alert too).
-    private let firstError = NIOLockedValueBox<(any Error)?>(nil)
 
     /// How the connection was set up, for the first stream's metrics.
     let establishment: ConnectionEstablishment
@@ -64,9 +62,10 @@ final class HTTP2Connection: HopCarrier, Sendable {
 
     /// The first error that closed the connection, whatever it was (a TLS alert that came after
     /// the handshake, as a TLS 1.3 server's refusal of the client's certificate does): why a
-    /// connection that closed before the server's SETTINGS failed to open.
+    /// connection that closed before the server's SETTINGS failed to open. On the connection's
+    /// loop (its close's callbacks run there).
     var closingError: (any Error)? {
-        self.firstError.withLockedValue { $0 }
+        self.handler.value.closingError
     }
 
     /// Whether the server said, by GOAWAY, that it did not process `streamID`.
@@ -165,7 +164,6 @@ extension HTTP2Connection: HTTP2ConnectionDelegate {
     }
 
     func http2ConnectionFailed(_ error: any Error) {
-        self.firstError.withLockedValue { $0 = $0 ?? error }
         // HTTP/2's own errors only: a reset or a TLS close stays "closed" for the resend rule.
         guard error is any NIOHTTP2Error else { return }
         self.failure.withLockedValue { $0 = $0 ?? error }

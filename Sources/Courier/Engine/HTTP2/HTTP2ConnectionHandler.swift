@@ -46,8 +46,10 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// go of the handler.
     private(set) var delegate: (any HTTP2ConnectionDelegate)?
     private var context: ChannelHandlerContext?
-    /// A connection error that came before ``attach(_:)``, told to the delegate then.
-    private var errorBeforeAttachment: (any Error)?
+    /// The first error that ended the connection, of any kind (a TLS alert too), whether or not
+    /// the pool had attached it: why a connection that closed before the server's SETTINGS
+    /// failed to open.
+    private(set) var closingError: (any Error)?
     private var idleCheck: Scheduled<Void>?
     /// The streams under way, by ID.
     private var streams: [HTTP2StreamID: HTTP2Stream] = [:]
@@ -84,8 +86,6 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// the connection's loop.
     func attach(_ delegate: any HTTP2ConnectionDelegate) {
         self.delegate = delegate
-        // An error that came before (a TLS alert right after the handshake) is its to know.
-        if let error = self.errorBeforeAttachment.take() { delegate.http2ConnectionFailed(error) }
         self.run(self.stateMachine.attached())
     }
 
@@ -153,11 +153,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         let goAwaySent = self.sentFrames?.sent.sentGoAway ?? true
         guard HTTP2ConnectionStateMachine.endsConnection(error, goAwaySent: goAwaySent) else { return }
         // A connection error: every stream on it fails with it as the connection closes.
-        if let delegate = self.delegate {
-            delegate.http2ConnectionFailed(error)
-        } else if self.errorBeforeAttachment == nil {
-            self.errorBeforeAttachment = error
-        }
+        if self.closingError == nil { self.closingError = error }
+        self.delegate?.http2ConnectionFailed(error)
         self.run(self.stateMachine.errorCaught())
     }
 
