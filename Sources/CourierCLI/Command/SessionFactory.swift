@@ -32,10 +32,7 @@ struct SessionFactory {
         configuration.proxy = proxy
         if !announcesContinue { configuration.expectContinueThreshold = nil }
         if let cookieJar { configuration.httpCookieStorage = cookieJar.storage }
-        if let timeout = self.command.timeout {
-            configuration.timeoutIntervalForRequest = timeout
-            configuration.timeoutIntervalForConnect = min(configuration.timeoutIntervalForConnect, timeout)
-        }
+        Self.apply(timeout: self.command.timeout, to: &configuration)
         configuration.redirectPolicy = self.command.follow ? .follow(max: self.command.maxRedirects, allowCycles: false) : .disallow
         let manager = SessionManager(configuration: configuration, securityPolicy: policy)
         manager.completionQueue = .global()
@@ -76,6 +73,13 @@ struct SessionFactory {
             }
         }
         return policy
+    }
+
+    /// `--timeout`: the idle wait for the server's next bytes, and no longer a wait to connect.
+    static func apply(timeout: Double?, to configuration: inout SessionConfiguration) {
+        guard let timeout else { return }
+        configuration.timeoutIntervalForRequest = timeout
+        configuration.timeoutIntervalForConnect = min(configuration.timeoutIntervalForConnect, timeout)
     }
 
     /// The certificates in the PEM or DER files at `paths`; an unreadable one is named with `flag`.

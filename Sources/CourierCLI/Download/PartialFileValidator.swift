@@ -57,7 +57,7 @@ enum PartialFileValidator {
 
     #if os(Linux)
     /// `setxattr`, `getxattr` and `removexattr` from the C library.
-    private struct Calls: @unchecked Sendable {
+    private struct Calls: Sendable {
         typealias Set = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32) -> Int32
         typealias Get = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int
         typealias Remove = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>) -> Int32

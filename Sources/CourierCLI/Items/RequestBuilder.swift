@@ -72,26 +72,23 @@ struct RequestBuilder {
                         }
                     }
                 }
-            case .standardInput:
+            case .json, .form, .none, .standardInput:
                 request = try serializer.request(method: method, urlString: urlString, parameters: nil)
-                request.body = .data(self.input ?? Data())
-                // Labelled as HTTPie labels it: JSON unless --form; a `Content-Type:` item overrides.
-                if self.command.form {
-                    request.setValue("application/x-www-form-urlencoded; charset=utf-8", forHTTPHeaderField: "Content-Type")
-                } else {
-                    request.setValue("application/json, */*;q=0.5", forHTTPHeaderField: "Accept")
-                    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-                }
-            case .json, .form, .none:
-                request = try serializer.request(method: method, urlString: urlString, parameters: nil)
-                if kind == .json || self.command.json {
+                // Standard input's bytes are labelled as HTTPie labels them: JSON unless --form (a
+                // `Content-Type:` item overrides either).
+                let labelledJSON = kind == .json || (kind == .standardInput && !self.command.form)
+                if labelledJSON || self.command.json {
                     request.setValue("application/json, */*;q=0.5", forHTTPHeaderField: "Accept")
                 }
-                if kind == .json {
-                    request.body = .data(try self.jsonBody())
+                switch kind {
+                case .json: request.body = .data(try self.jsonBody())
+                case .form: request.body = .data(Data(try self.formBody().utf8))
+                case .standardInput: request.body = .data(self.input ?? Data())
+                case .none, .multipart: break
+                }
+                if labelledJSON {
                     request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-                } else if kind == .form {
-                    request.body = .data(Data(try self.formBody().utf8))
+                } else if kind == .form || kind == .standardInput {
                     request.setValue("application/x-www-form-urlencoded; charset=utf-8", forHTTPHeaderField: "Content-Type")
                 }
             }

@@ -18,25 +18,14 @@ enum StandardInput {
     /// The bytes standard input holds when it is not a terminal, read to its end; nil when it is
     /// a terminal, or empty.
     /// - Throws: ``CLIFailure`` (unreadable input) when reading fails.
-    static func body(descriptor: Int32 = STDIN_FILENO) throws(CLIFailure) -> Data? {
-        guard Self.isRedirected(descriptor) else { return nil }
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count > 0 {
-                data.append(contentsOf: buffer[..<count])
-            } else if count == 0 {
-                break
-            } else if errno != EINTR {
-                throw CLIFailure(.unreadableInput, "cannot read standard input: \(String(cString: strerror(errno)))")
-            }
+    static func body() throws(CLIFailure) -> Data? {
+        guard isatty(STDIN_FILENO) == 0 else { return nil }
+        let data: Data?
+        do {
+            data = try FileHandle.standardInput.readToEnd()
+        } catch {
+            throw CLIFailure(.unreadableInput, "cannot read standard input: \(error.localizedDescription)")
         }
-        return data.isEmpty ? nil : data
-    }
-
-    /// Whether `descriptor` is redirected: anything but a terminal.
-    static func isRedirected(_ descriptor: Int32) -> Bool {
-        isatty(descriptor) == 0
+        return data.flatMap { $0.isEmpty ? nil : $0 }
     }
 }

@@ -71,10 +71,7 @@ struct WebSocketCommand: AsyncParsableCommand {
             policy.additionalTrustedCertificates += Array(try SessionFactory.certificates([cacert], flag: "--cacert"))
         }
         var configuration = SessionConfiguration.default
-        if let timeout = self.timeout {
-            configuration.timeoutIntervalForRequest = timeout
-            configuration.timeoutIntervalForConnect = min(configuration.timeoutIntervalForConnect, timeout)
-        }
+        SessionFactory.apply(timeout: self.timeout, to: &configuration)
         let manager = SessionManager(configuration: configuration, securityPolicy: policy)
         let task = manager.webSocketTask(with: request, configuration: settings)
         do {
