@@ -280,7 +280,7 @@ extension FaultServer.Fault {
 
 /// Closes `channel` with RST rather than FIN (a zero linger time), below any TLS: the peer sees a
 /// reset, with no close_notify.
-func resetConnection(_ channel: any Channel) {
+package func resetConnection(_ channel: any Channel) {
     guard let provider = channel as? any SocketOptionProvider else {
         channel.close(promise: nil)
         return

@@ -163,15 +163,7 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
             return false
         case .reset(let partial):
             if !partial.isEmpty { context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: partial)), promise: nil) }
-            // A zero linger time makes close() send RST.
-            let channel = context.channel
-            guard let provider = channel as? any SocketOptionProvider else {
-                channel.close(promise: nil)
-                return false
-            }
-            provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in
-                channel.close(promise: nil)
-            }
+            resetConnection(context.channel)
             return false
         case .respondBeforeBody(let bytes):
             context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: bytes)), promise: nil)
