@@ -35,7 +35,7 @@ public struct ClientIdentity: Sendable, Hashable {
             let reason = encrypted ? "the passphrase does not open the encrypted private key" : "the PEM text holds no usable private key"
             throw CourierError(.invalidRequest, reason, underlyingError: error)
         }
-        try Self.checkPair(self.certificateChain, key)
+        try self.checkPair()
     }
 
     /// An identity from PEM files.
@@ -51,16 +51,15 @@ public struct ClientIdentity: Sendable, Hashable {
             certificatePEM: try Self.text(of: certificateFile), privateKeyPEM: try Self.text(of: privateKeyFile), passphrase: passphrase)
     }
 
-    /// Throws unless `key` is the private key of the chain's first certificate: BoringSSL, as it
-    /// would at the first handshake, refuses the pair.
-    private static func checkPair(_ chain: [Certificate], _ key: NIOSSLPrivateKey) throws(CourierError) {
-        guard let leaf = chain.first else {
-            throw CourierError(.invalidRequest, "the certificate PEM text holds no certificate")
-        }
+    /// Throws unless the key is the private key of the chain's first certificate: BoringSSL, as
+    /// it would at the first handshake, refuses the pair (the chain is never empty: parsing
+    /// refuses a PEM text without a certificate).
+    private func checkPair() throws(CourierError) {
         do {
+            let (chain, key) = try self.nioChainAndKey()
             var configuration = TLSConfiguration.makeClientConfiguration()
-            configuration.certificateChain = [.certificate(try leaf.nioCertificate())]
-            configuration.privateKey = .privateKey(key)
+            configuration.certificateChain = chain
+            configuration.privateKey = key
             configuration.trustRoots = .certificates([])
             _ = try NIOSSLContext(configuration: configuration)
         } catch {
