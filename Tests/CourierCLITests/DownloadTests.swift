@@ -1,8 +1,10 @@
+import CompressNIO
 import Courier
 @testable import CourierCLI
 import CourierTesting
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
 import Testing
 
 /// `--download`: files, names, resume after an interrupted download.
@@ -164,5 +166,83 @@ struct DownloadTests {
             #expect(changed.standardError.contains("The server sent the whole file: starting over."))
             #expect(try Data(contentsOf: target) == Data(repeating: UInt8(ascii: "b"), count: 100_000))
         }
+    }
+    /// gzip's bytes as a server labels them, `Content-Encoding: gzip`, whatever was asked.
+    private static func gzipped(_ data: Data) throws -> Data {
+        var input = ByteBuffer(bytes: data)
+        return Data(try input.compress(with: .gzip, configuration: ZlibConfiguration()).readableBytesView)
+    }
+
+    @Test("-d saves a body the server labels gzip as it came (Apache's AddEncoding gzip .gz), as curl does")
+    func downloadKeepsTheBytesAsTheyCame() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            let archive = try Self.gzipped(Data(TestServer.GeneratedFile(length: 200_000).bytes()))
+            server.route("/site.tar.gz") { _ in
+                TestServer.Response(headerFields: [.contentType: "application/x-tar", .contentEncoding: "gzip"], body: archive)
+            }
+            let target = folder.appendingPathComponent("site.tar.gz")
+            let result = try await CLIRunner.run(["-d", "-o", target.path, server.url("/site.tar.gz").absoluteString])
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(try Data(contentsOf: target) == archive)
+        }
+    }
+
+    @Test("--continue of a whole file is done when the 416 names no length but the If-Range validator was current (Apache, lighttpd)")
+    func continueOfAWholeFileWithoutContentRange() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            let body = Data(repeating: UInt8(ascii: "a"), count: 50_000)
+            server.route("/whole") { request in
+                if request.value(forHTTPHeaderField: "Range") != nil, request.value(forHTTPHeaderField: "If-Range") == "\"v1\"" {
+                    return TestServer.Response(status: .rangeNotSatisfiable, headerFields: [.eTag: "\"v1\""], body: Data())
+                }
+                return TestServer.Response(headerFields: [.eTag: "\"v1\"", .acceptRanges: "bytes"], body: body)
+            }
+            let target = folder.appendingPathComponent("whole.bin")
+            let url = server.url("/whole").absoluteString
+            #expect(try await CLIRunner.run(["-d", "-o", target.path, url]).status == 0)
+            // A file system without user attributes keeps no validator: nothing to vouch for the file.
+            guard PartialFileValidator.stored(for: target) == "\"v1\"" else { return }
+            let again = try await CLIRunner.run(["-d", "-c", "-o", target.path, url])
+            #expect(again.status == 0, "\(again.standardError)")
+            #expect(again.standardError.contains("is already complete (48.8 KiB)"), "\(again.standardError)")
+            #expect(try Data(contentsOf: target) == body)
+        }
+    }
+
+    @Test("A 416 without a length and without a validator sent is still an error (exit 4)")
+    func continueWithoutValidatorAndWithoutContentRange() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            server.route("/no-length") { _ in TestServer.Response(status: .rangeNotSatisfiable, body: Data()) }
+            let target = folder.appendingPathComponent("part.bin")
+            try Data(repeating: 1, count: 10).write(to: target)
+            let result = try await CLIRunner.run(["-d", "-c", "-o", target.path, server.url("/no-length").absoluteString])
+            #expect(result.status == 4, "\(result.standardError)")
+        }
+    }
+
+    @Test("Content-Disposition's filename* (RFC 8187) names the file before filename")
+    func extendedFileName() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            server.route("/report") { _ in
+                TestServer.Response(
+                    headerFields: [.contentDisposition: "attachment; filename=\"naive.txt\"; filename*=UTF-8''na%C3%AFve%20r%C3%A9sum%C3%A9.txt"],
+                    body: Data("x".utf8))
+            }
+            let result = try await CLIRunner.run(["-d", server.url("/report").absoluteString], in: folder)
+            #expect(result.status == 0, "\(result.standardError)")
+            let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            #expect(names == ["naïve résumé.txt"])
+        }
+        #expect(Downloader.extendedFileName(in: "attachment; filename*=iso-8859-1'en'%A3%20rates.txt") == "£ rates.txt")
+        #expect(Downloader.extendedFileName(in: "attachment; filename*=UTF-8''%ZZ") == nil)
+        #expect(Downloader.extendedFileName(in: "attachment; filename*=koi8-r''x") == nil)
     }
 }

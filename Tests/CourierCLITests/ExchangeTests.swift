@@ -1,5 +1,8 @@
+import CompressNIO
 import CourierTesting
 import Foundation
+import HTTPTypes
+import NIOCore
 import Testing
 
 /// Requests against TestServer: each item kind and flag, exit statuses, piped output.
@@ -173,6 +176,20 @@ struct ExchangeTests {
             #expect(piped.standardOutput == direct)
             let binary = try await CLIRunner.run([server.url("/bytes/70000?seed=7").absoluteString])
             #expect(binary.standardOutput == (try await fetchWithLibrary(server.url("/bytes/70000?seed=7"))))
+        }
+    }
+    @Test("A body that inflates past the library's default ratio is printed whole, as curl and HTTPie print it")
+    func aBodyThatCompressesVeryWellIsPrintedWhole() async throws {
+        try await TestServer.withServer { server in
+            // About 1,000 to 1: the library's default (100) refuses it; an 11 MB log file Apache
+            // gzipped 343 to 1 failed so in the command before.
+            let text = Data(repeating: UInt8(ascii: "a"), count: 4 << 20)
+            var input = ByteBuffer(bytes: text)
+            let gzip = Data(try input.compress(with: .gzip, configuration: ZlibConfiguration()).readableBytesView)
+            server.route("/log") { _ in TestServer.Response(headerFields: [.contentType: "text/plain", .contentEncoding: "gzip"], body: gzip) }
+            let result = try await CLIRunner.run([server.url("/log").absoluteString])
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(result.standardOutput == text)
         }
     }
 }

@@ -30,6 +30,10 @@ struct SessionFactory {
     ) -> SessionManager {
         var configuration = SessionConfiguration.default
         configuration.proxy = proxy
+        // As curl and HTTPie: a body decodes whatever its ratio (an 11 MB log file gzipped 343 to
+        // 1 by Apache failed at the library's default of 100). The command streams what it
+        // decodes to its output or a file; nothing of it is held in memory.
+        configuration.decompression = .enabled(ratio: .max)
         if !announcesContinue { configuration.expectContinueThreshold = nil }
         if let cookieJar { configuration.httpCookieStorage = cookieJar.storage }
         Self.apply(timeout: self.command.timeout, to: &configuration)

@@ -16,6 +16,7 @@ struct Downloader {
         var request = built.request
         let target = self.command.output.map { URL(fileURLWithPath: $0) }
         var offset: Int64 = 0
+        var sentValidator = false
         // The bytes as stored, so that lengths and ranges count what lands in the file (HTTPie too).
         if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
             request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
@@ -26,6 +27,7 @@ struct Downloader {
             if request.value(forHTTPHeaderField: "If-Range") == nil, let validator = PartialFileValidator.stored(for: target) {
                 // The file changed on the server since: the whole new one comes, not its rest.
                 request.setValue(validator, forHTTPHeaderField: "If-Range")
+                sentValidator = true
             }
         }
         // Printed once the response head says which protocol carried the request.
@@ -42,7 +44,7 @@ struct Downloader {
         let response = streamed.response
         printer.printResponseHead(response, networkProtocolName: streamed.task.networkProtocolName)
 
-        if offset > 0 && response.status.code == 416, Self.completeLength(of: response) == offset {
+        if offset > 0 && response.status.code == 416, Self.isComplete(offset, answer: response, sentValidator: sentValidator) {
             streamed.task.cancel()
             errorConsole.write(line: "'\(target!.path)' is already complete (\(ByteCount.format(offset))).")
             return
@@ -126,25 +128,66 @@ struct Downloader {
         response.headerFields[.contentRange].flatMap(ContentRange.init)?.first
     }
 
+    /// Whether a 416 to `Range: bytes=offset-` says the partial file is whole: its
+    /// `Content-Range: bytes */n` names `offset` as the length; or it names none (Apache and
+    /// lighttpd send none: RFC 9110 15.5.17 only says SHOULD) and the request carried the
+    /// validator kept with the file as `If-Range`, which the server found current (it would have
+    /// sent the whole file otherwise, RFC 9110 13.1.5), so the file has all its bytes.
+    static func isComplete(_ offset: Int64, answer response: HTTPResponse, sentValidator: Bool) -> Bool {
+        guard let length = Self.completeLength(of: response) else { return sentValidator }
+        return length == offset
+    }
+
     /// The whole length a 416 states (`Content-Range: bytes */n`).
     static func completeLength(of response: HTTPResponse) -> Int64? {
         response.headerFields[.contentRange].flatMap(ContentRange.unsatisfiedCompleteLength)
     }
 
-    /// The name from `Content-Disposition` (its last path component only), else the URL's last
-    /// path component, else `index`.
+    /// The name from `Content-Disposition` (its last path component only): `filename*` (RFC 6266
+    /// 4.3, RFC 8187: `UTF-8''na%C3%AFve.txt`) when it is there and decodes, else `filename`; else
+    /// the URL's last path component, else `index`.
     static func fileName(for response: HTTPResponse, url: URL) -> String {
-        if let disposition = response.headerFields[.contentDisposition],
-            let range = disposition.range(of: "filename=")
-        {
-            var name = String(disposition[range.upperBound...])
-            if let semicolon = name.firstIndex(of: ";") { name = String(name[..<semicolon]) }
-            name = name.trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
-            name = (name as NSString).lastPathComponent
-            if !name.isEmpty && name != "." && name != ".." && name != "/" { return name }
+        if let disposition = response.headerFields[.contentDisposition] {
+            for candidate in [Self.extendedFileName(in: disposition), Self.parameter("filename=", in: disposition)] {
+                guard var name = candidate?.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) else { continue }
+                name = (name as NSString).lastPathComponent
+                if !name.isEmpty && name != "." && name != ".." && name != "/" { return name }
+            }
         }
         let last = url.lastPathComponent
         return last.isEmpty || last == "/" ? "index" : last
+    }
+
+    /// The value after `key` (matched without regard to case) up to the next `;`.
+    private static func parameter(_ key: String, in disposition: String) -> String? {
+        guard let range = disposition.range(of: key, options: .caseInsensitive) else { return nil }
+        var value = String(disposition[range.upperBound...])
+        if let semicolon = value.firstIndex(of: ";") { value = String(value[..<semicolon]) }
+        return value
+    }
+
+    /// `filename*`'s value decoded: `charset'language'percent-encoded`, UTF-8 or ISO-8859-1.
+    static func extendedFileName(in disposition: String) -> String? {
+        guard let value = Self.parameter("filename*=", in: disposition)?.trimmingCharacters(in: .whitespaces) else { return nil }
+        let parts = value.split(separator: "'", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        let charset = parts[0].lowercased()
+        var bytes: [UInt8] = []
+        var encoded = parts[2].utf8[...]
+        while let byte = encoded.popFirst() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard encoded.count >= 2, let decoded = UInt8(String(decoding: encoded.prefix(2), as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(decoded)
+            encoded = encoded.dropFirst(2)
+        }
+        switch charset {
+        case "utf-8": return String(validating: bytes, as: UTF8.self)
+        case "iso-8859-1": return String(bytes.map { Character(Unicode.Scalar($0)) })
+        default: return nil
+        }
     }
 
     /// `name` in the current folder, or `name-1`, `name-2`… when it exists (HTTPie's rule).

@@ -77,4 +77,54 @@ struct TransportDecompressionTests {
             #expect(received < 4 << 20)
         }
     }
+
+    /// A request that refuses the codings the engine decodes (its own `Accept-Encoding` says
+    /// `identity`, or gives gzip a q-value of 0) gets a body labelled gzip anyway as it came, as
+    /// curl does: Apache's `AddEncoding gzip .gz` labels a `.tar.gz` file so, and a download that
+    /// asked for identity to count the file's bytes saved the unpacked tar (found by an interop
+    /// probe). A request that accepts gzip itself still gets it decoded, as from URLSession.
+    @Test(arguments: Transport.allCases)
+    func aRequestThatRefusesCodingsGetsTheBytesAsTheyCame(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let bytes = Data(TestServer.GeneratedFile(length: 64 << 10).bytes())
+            let gzip = try Self.compressed(bytes, .gzip)
+            Self.route(server, "/labelled", coding: "gzip", body: gzip)
+            for (acceptEncoding, expected) in [("identity", gzip), ("gzip;q=0, identity", gzip), ("br", gzip), ("gzip", bytes), ("*", bytes)] {
+                var request = Request(url: server.url("/labelled"))
+                request.setValue(acceptEncoding, forHTTPHeaderField: "Accept-Encoding")
+                let response = try await manager.response(for: request, serializer: DataResponseSerializer())
+                #expect(response.value == expected, "Accept-Encoding: \(acceptEncoding): \(response.value.count) bytes")
+            }
+        }
+    }
+
+    /// A request with `Range` gets no `Accept-Encoding` from the engine (OkHttp's rule): a range
+    /// of a compressed body cannot be decoded unless it starts at 0 (Apache's mod_deflate
+    /// answered `bytes=100-199` with a slice of its gzip stream, and the task failed). Other
+    /// requests still get it.
+    @Test(arguments: Transport.allCases)
+    func aRangeRequestAsksForNoCoding(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            server.route("/accept-encoding") { request in
+                TestServer.Response(headerFields: [.contentType: "text/plain"], body: Data((request.headerFields[.acceptEncoding] ?? "none").utf8))
+            }
+            var ranged = Request(url: server.url("/accept-encoding"))
+            ranged.setValue("bytes=0-", forHTTPHeaderField: "Range")
+            let withRange = try await manager.response(for: ranged, serializer: DataResponseSerializer())
+            #expect(String(decoding: withRange.value, as: UTF8.self) == "none")
+            let plain = try await manager.response(for: Request(url: server.url("/accept-encoding")), serializer: DataResponseSerializer())
+            #expect(String(decoding: plain.value, as: UTF8.self) == "deflate, gzip")
+        }
+    }
+
+    /// `x-gzip` is gzip (RFC 9110 8.4.1.3): decoded like it.
+    @Test(arguments: Transport.allCases)
+    func xGzipIsDecodedAsGzip(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let bytes = Data(TestServer.GeneratedFile(length: 64 << 10).bytes())
+            Self.route(server, "/x-gzip", coding: "x-gzip", body: try Self.compressed(bytes, .gzip))
+            let response = try await manager.response(for: Request(url: server.url("/x-gzip")), serializer: DataResponseSerializer())
+            #expect(response.value == bytes)
+        }
+    }
 }

@@ -90,8 +90,10 @@ extension NIOEngine {
     public enum Decompression: Sendable, Hashable {
         /// Bodies are delivered as the server sent them; no `Accept-Encoding` is added.
         case disabled
-        /// `gzip` and `deflate` bodies are decompressed, up to `ratio` times their compressed size
-        /// (a guard against decompression bombs).
+        /// `gzip` (and `x-gzip`) and `deflate` bodies are decompressed, up to `ratio` times their
+        /// compressed size (a guard against decompression bombs; `.max` sets no limit). The engine
+        /// adds `Accept-Encoding: deflate, gzip` to a request that names none and asks no `Range`;
+        /// a request whose own `Accept-Encoding` refuses both codings gets its body as it came.
         case enabled(ratio: Int)
     }
 

@@ -33,7 +33,7 @@ final class HTTP1ResponseDecompressor: ChannelInboundHandler, RemovableChannelHa
         let part = self.unwrapInboundIn(data)
         switch part {
         case .head(let head):
-            self.inflater = ResponseInflater.make(head: head, ratio: self.ratio)
+            self.inflater = self.counter.decodes ? ResponseInflater.make(head: head, ratio: self.ratio) : nil
             self.failed = false
             context.fireChannelRead(data)
         case .body(let buffer):

@@ -32,6 +32,9 @@ final class HTTP2Stream {
     /// The decompression ratio, when the pool decompresses.
     private let decompressionRatio: Int?
     private var inflater: ResponseInflater?
+    /// Whether this stream's response is decoded (``HopHandler/codingPlan(for:)``), when the
+    /// stream decompresses at all: set by the hop before its head goes out.
+    var decodesResponse = true
     /// The body's bytes as they came, before decompression, for the hop's metrics (a field, not
     /// a ``ResponseBodyCounter`` object a stream).
     private(set) var bodyBytesReceived: Int64 = 0
@@ -204,7 +207,7 @@ final class HTTP2Stream {
         guard let hopHandler else { return }
         switch part {
         case .head(let head):
-            if let ratio = self.decompressionRatio {
+            if let ratio = self.decompressionRatio, self.decodesResponse {
                 self.inflater = ResponseInflater.make(fields: head.response.headerFields, ratio: ratio)
             }
             hopHandler.streamReceived(part)

@@ -24,6 +24,44 @@ extension HopHandler {
         return Int64(size)
     }
 
+    /// What a connection that decompresses does about content codings for a request with
+    /// `fields`: whether it adds `Accept-Encoding: deflate, gzip`, and whether it decodes a
+    /// response body labelled `gzip` or `deflate`.
+    ///
+    /// - A request that names `Accept-Encoding` itself gets none added, and its response is
+    ///   decoded only when that field accepts `gzip`, `deflate` or `*` (a q-value of 0 refuses). A
+    ///   request that refused them (`identity`: a download that counts the file's own bytes) gets
+    ///   the bytes as they came, even when the server labels them with a coding anyway (Apache's
+    ///   `AddEncoding gzip .gz` labels a `.tar.gz` file so; its bytes are the file), as curl does.
+    /// - A request with `Range` gets none added, as OkHttp does: a range of a compressed body
+    ///   cannot be decoded unless it starts at 0, and the range asked for is one of the
+    ///   representation's own bytes. Its response is still decoded when the server compressed it
+    ///   anyway (without the field every coding is acceptable, RFC 9110 12.5.3).
+    static func codingPlan(for fields: HTTPFields) -> (asks: Bool, decodes: Bool) {
+        if fields.contains(.acceptEncoding) {
+            return (false, Self.acceptsDecodedCoding(fields[values: .acceptEncoding]))
+        }
+        return (!fields.contains(.range), true)
+    }
+
+    /// Whether `Accept-Encoding` values accept a coding the engine decodes (RFC 9110 12.5.3).
+    static func acceptsDecodedCoding(_ values: [String]) -> Bool {
+        for value in values {
+            for element in value.split(separator: ",") {
+                let parts = element.split(separator: ";")
+                guard let first = parts.first else { continue }
+                let coding = first.trimmingCharacters(in: .whitespaces).lowercased()
+                guard ["gzip", "x-gzip", "deflate", "*"].contains(coding) else { continue }
+                let refused = parts.dropFirst().contains { parameter in
+                    let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                    return pair.count == 2 && pair[0].lowercased() == "q" && (Double(pair[1]) ?? 1) == 0
+                }
+                if !refused { return true }
+            }
+        }
+        return false
+    }
+
     /// The request head: origin-form target, `Host`, and the body's framing, as AHC writes them. A
     /// body with trailer fields goes chunked whatever its length, their names in `Trailer`
     /// (RFC 9110 6.6.2).

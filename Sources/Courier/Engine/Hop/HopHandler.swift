@@ -113,12 +113,14 @@ final class HopHandler: ChannelDuplexHandler {
             ($0.body, $0.cancellation, $0.withoutExpectation, $0.resends, $0.unprocessedResends)
         }
         let head: OutgoingRequestHead
-        if self.http2Stream != nil {
+        let codings = self.decompresses ? Self.codingPlan(for: request.headerFields) : (asks: false, decodes: false)
+        if let http2Stream = self.http2Stream {
+            http2Stream.decodesResponse = codings.decodes
             // Straight into the stream's header block (its `Accept-Encoding` too, when it
             // decompresses). A stream is always HTTPS, never through a forwarding proxy.
             do {
                 let (block, size) = try Self.headerBlock(
-                    for: request, key: hop.key, length: body.length, acceptEncoding: self.decompresses,
+                    for: request, key: hop.key, length: body.length, acceptEncoding: codings.asks,
                     peerMaximumHeaderListSize: self.http2Stream?.peerMaximumHeaderListSize)
                 head = .stream(block, size: size)
             } catch {
@@ -131,7 +133,8 @@ final class HopHandler: ChannelDuplexHandler {
             }
         } else {
             var nioHead = Self.head(for: request, key: hop.key, length: body.length)
-            if self.decompresses, !nioHead.headers.contains(name: "Accept-Encoding") {
+            self.bodyCounter?.decodes = codings.decodes
+            if codings.asks {
                 // The connection decompresses, and asks for it: added here, while the fields are
                 // this head's alone (added further on, by a handler of the pipeline, to a head
                 // this handler still shared, it copied them all).

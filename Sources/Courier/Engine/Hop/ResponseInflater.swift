@@ -30,7 +30,7 @@ final class ResponseInflater {
     private var complete = false
 
     /// An inflater for a response whose head names a coding it decodes (the first
-    /// `Content-Encoding`, `gzip` or `deflate`), nil otherwise. A factory, not a failable
+    /// `Content-Encoding`, `gzip`, `x-gzip` or `deflate`), nil otherwise. A factory, not a failable
     /// initializer: a class's object is allocated before its initializer can fail, and most
     /// responses are not compressed.
     static func make(head: HTTPResponseHead, ratio: Int) -> ResponseInflater? {
@@ -54,7 +54,8 @@ final class ResponseInflater {
                 let trimmed = element.drop(while: isBlank).reversed().drop(while: isBlank).reversed()
                 guard !trimmed.isEmpty else { continue }
                 let coding = String(decoding: trimmed, as: UTF8.self).lowercased()
-                return coding == "gzip" || coding == "deflate" ? ResponseInflater(ratio: ratio) : nil
+                // `x-gzip` is gzip (RFC 9110 8.4.1.3).
+                return coding == "gzip" || coding == "x-gzip" || coding == "deflate" ? ResponseInflater(ratio: ratio) : nil
             }
         }
         return nil
@@ -101,7 +102,9 @@ final class ResponseInflater {
             self.compressed += before - input.readableBytes
             self.inflated += piece.readableBytes
             // As NIOHTTPCompression counts: all the compressed bytes given so far.
-            if self.inflated > (self.compressed + input.readableBytes) * self.ratio {
+            // (Overflow-safe: a ratio of `.max` sets no limit.)
+            let (allowed, overflow) = (self.compressed + input.readableBytes).multipliedReportingOverflow(by: self.ratio)
+            if !overflow, self.inflated > allowed {
                 throw ResponseDecompressionError(.limit(ratio: self.ratio))
             }
             if ended { self.complete = true }
