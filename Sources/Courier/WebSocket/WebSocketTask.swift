@@ -495,7 +495,11 @@ public final class WebSocketTask: Sendable {
         let handshakeHandler: WebSocketHandshakeHandler
         do {
             handshakeHandler = try sync.handler(type: WebSocketHandshakeHandler.self)
-            let frameDecoder = ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: max(1, self.configuration.maximumMessageSize)))
+            // Control frames carry up to 125 bytes whatever the maximum message size (a PONG
+            // to an 8-byte PING, a close frame's reason); a smaller data frame over the maximum
+            // is refused when its message is put together, with 1009 all the same.
+            let maxFrameSize = max(125, self.configuration.maximumMessageSize)
+            let frameDecoder = ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrameSize))
             try sync.addHandler(frameDecoder, position: .after(handshakeHandler))
             try sync.addHandler(WebSocketFrameEncoder(), position: .after(frameDecoder))
             try sync.addHandler(handler, position: .last)

@@ -298,6 +298,32 @@ struct WebSocketOverSocketTests {
         }
     }
 
+    /// A maximum message size under 125 bytes bounds messages, not control frames: the PONG of
+    /// an 8-byte PING and a close frame with a reason still come through (before, the frame
+    /// decoder took the maximum for every frame, and both failed the task with 1009).
+    @Test func aSmallMaximumMessageSizeLeavesControlFramesAlone() async throws {
+        var settings = WebSocketConfiguration()
+        settings.maximumMessageSize = 4
+        try await withTask("echo", webSocket: settings) { task, _ in
+            var messages = task.messages.makeAsyncIterator()
+            try await task.send(.text("hi"))
+            #expect(try await messages.next() == .text("hi"))
+            try await task.sendPing()
+            try await task.send(.text("12345"))
+            await #expect(throws: CourierError.self) { _ = try await messages.next() }
+            #expect(task.error?.code == .responseTooLarge, "\(String(describing: task.error))")
+            #expect(task.closeCode == .messageTooBig)
+        }
+        try await withTask("close-after-first", webSocket: settings) { task, _ in
+            try await task.send(.text("hi"))
+            var messages = task.messages.makeAsyncIterator()
+            #expect(try await messages.next() == nil)
+            #expect(task.error == nil, "\(String(describing: task.error))")
+            #expect(task.closeCode == .normalClosure)
+            #expect(task.closeReason == "bye")
+        }
+    }
+
     @Test func aServerThatStopsAnsweringPingsTimesOut() async throws {
         var settings = WebSocketConfiguration()
         settings.pingInterval = 0.2
