@@ -56,7 +56,8 @@ RULES = [
     (r"ServerTrustEvaluatorTests", r".", "not applicable", "evaluates SecTrust objects with Security.framework (Apple-only); Courier's trust is checked on real handshakes (AFSecurityPolicyTests' twins, the pinning matrix)"),
     (r"NetworkReachabilityManagerTests", r"testThatStatusIs",
      "not applicable", "maps SCNetworkReachabilityFlags (Apple-only); Courier's Linux rule is tested in RoutingSnapshotTests and InterfaceKindTests"),
-    (r"WebSocketTests", r".", "not built", "WebSockets are not a Courier feature (no issue yet)"),
+    (r"WebSocketTests", r"Decodable", "not built",
+     "no message serializers (Alamofire's `streamDecodable`, `streamDecodableEvents`): a message is a `WebSocketMessage`, text or binary; decode its data yourself"),
     # Issue 19 (interceptors, retry, authentication, monitors)
     (r"RequestTests", r"DeflateCompressor(ThrowsErrorWhenConfigured|ReplacesHeaderWhenConfigured)", "not built",
      "RequestCompressor has no duplicate-header option (`.error`, `.replace`): a body with a `Content-Encoding` is always sent as it is (Alamofire's `.skip`)"),
@@ -99,7 +100,6 @@ RULES = [
      "Courier does not run response serializers over a downloaded file; the resume data is checked by testThatCancelledDownloadProducesMatchingResumeData"),
     (r"ConcurrencyTests", r"^DataStreamConcurrencyTests\.testThatDataStreamTaskCanStream(Strings|Decodable)$", "not built",
      "no stream serializers: a stream's body is `ByteBuffer` chunks (decode them yourself; `eventStream(_:)` parses server-sent events)"),
-    (r"ConcurrencyTests", r"^WebSocket", "not built", "WebSockets are not a Courier feature (no issue yet)"),
     (r"DataStreamTests", r"^DataStreamSerializationTests\.|AsMultipleJSONPayloads|OnStreamErrorWhenEnabled|StreamedAndDecodedAtTheSameTime|WithMultiple(Serial|Concurrent)Queues",
      "not built", "no stream serializers (String, Decodable): a stream's body is `ByteBuffer` chunks, read by one consumer"),
     (r"DataStreamTests", r"StreamedManyTimes", "not built", "a stream's body is one `AsyncSequence`, iterated once: no second consumer"),
@@ -294,7 +294,8 @@ def main():
     out.append("`AsyncSequence` of reads, for one consumer, not validated; the default `User-Agent` has")
     out.append("AFNetworking's form; a form keeps an array's elements in order; an authentication")
     out.append("interceptor holds a request adapted while any refresh is under way; the connectivity")
-    out.append("retry leaves on the reachability monitoring it started.\n")
+    out.append("retry leaves on the reachability monitoring it started; a WebSocket's messages are one")
+    out.append("`AsyncSequence`, for one consumer, and its opening and close are the task's, not events.\n")
     for title, rows in sections:
         summary = {}
         for row in rows:

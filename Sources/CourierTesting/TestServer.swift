@@ -40,7 +40,10 @@ import NIOSSL
 /// closes (1000, `bye`) after the first message, `drop-after-first` resets the connection after
 /// it (no close frame, no TLS close_notify), `silent` answers nothing (no PONG, no close),
 /// `discard` drops binary messages and echoes text ones (a text message after binary ones comes
-/// back once they were all read: a one-way transfer's end).
+/// back once they were all read: a one-way transfer's end), `payloads` sends `count=N` binary
+/// messages (httpbin's `/get` document of the handshake) then closes with `close-code=C` (1000),
+/// `close-after-pings` closes with `close-code=C` (1001) after answering the `count=N`th PING
+/// (the routes of Alamofire's test server, for its WebSocket tests' twins).
 /// Misbehaving modes: `masked` (a masked frame), `invalid-utf8`, `big-control` (a 126-byte PING),
 /// `bad-close` (close code 1005), `unexpected-continuation`, `bad-accept` (a second, wrong
 /// `Sec-WebSocket-Accept`), `unoffered-extension`. A client frame that is not masked closes with 1002.

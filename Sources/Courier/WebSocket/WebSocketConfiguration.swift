@@ -4,7 +4,8 @@ import Foundation
 public struct WebSocketConfiguration: Sendable {
     /// The largest message received, in bytes: a larger one closes the connection with 1009
     /// (``WebSocketCloseCode/messageTooBig``) and fails the task with
-    /// ``CourierError/Code/responseTooLarge``. 1 MiB, as `URLSessionWebSocketTask`.
+    /// ``CourierError/Code/responseTooLarge``. 1 MiB, as `URLSessionWebSocketTask`. Control
+    /// frames (PINGs, PONGs, close frames: at most 125 bytes) are not bounded by it.
     public var maximumMessageSize: Int = 1 << 20
     /// How often Courier sends a PING while the connection is open; a PING still unanswered when
     /// the next is due ends the connection with ``CourierError/Code/timedOut``. nil: none.

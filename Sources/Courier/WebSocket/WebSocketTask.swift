@@ -180,6 +180,10 @@ public final class WebSocketTask: Sendable {
     }
 
     /// Waits until the opening handshake completed, starting it if needed.
+    ///
+    /// A caller waiting when the server's 101 comes returns with it, even when frames right
+    /// behind the 101 end the task at once (a server that sends its messages and its close
+    /// straight away): those are then in ``messages``, ``closeCode`` and ``error``.
     /// - Returns: The server's 101 response.
     /// - Throws: The task's ``CourierError`` when the handshake failed or the task ended first.
     @discardableResult
@@ -487,26 +491,35 @@ public final class WebSocketTask: Sendable {
             return state.hopSpan
         }?.end(response: response, error: nil)
         self.monitors?.emit { $0.webSocketTask(self, didOpenWith: response) }
+        let sync = channel.pipeline.syncOperations
+        let handshakeHandler: WebSocketHandshakeHandler
         do {
-            let sync = channel.pipeline.syncOperations
-            let handshakeHandler = try sync.handler(type: WebSocketHandshakeHandler.self)
-            let frameDecoder = ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: max(1, self.configuration.maximumMessageSize)))
+            handshakeHandler = try sync.handler(type: WebSocketHandshakeHandler.self)
+            // Control frames carry up to 125 bytes whatever the maximum message size (a PONG
+            // to an 8-byte PING, a close frame's reason); a smaller data frame over the maximum
+            // is refused when its message is put together, with 1009 all the same.
+            let maxFrameSize = max(125, self.configuration.maximumMessageSize)
+            let frameDecoder = ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrameSize))
             try sync.addHandler(frameDecoder, position: .after(handshakeHandler))
             try sync.addHandler(WebSocketFrameEncoder(), position: .after(frameDecoder))
             try sync.addHandler(handler, position: .last)
-            // The handshake's handler goes; the bytes it holds (frames that came with the 101) go
-            // on to the frame decoder.
-            sync.removeHandler(handshakeHandler, promise: nil)
         } catch {
             channel.close(promise: nil)
             self.finish(error: CourierError(.internalInconsistency, "\(self.request.summary): the WebSocket handlers: \(error)"), code: .abnormalClosure, reason: "")
             return
         }
+        // The handshake completed: whoever waits for it hears so now, before the frames that came
+        // with the 101 are read, since they may end the task at once (a server that sends its
+        // messages and its close right behind the 101). What a waiter does next (send, close,
+        // cancel) runs on this loop, after this.
         let waiters = self.state.withLockedValue { state in
             defer { state.openWaiters = [] }
             return state.openWaiters
         }
         for waiter in waiters { waiter.resume() }
+        // The handshake's handler goes; the bytes it holds (frames that came with the 101) go on
+        // to the frame decoder.
+        sync.removeHandler(handshakeHandler, promise: nil)
         if let (code, reason) = pendingClose { handler.close(code: code, reason: reason) }
     }
 

@@ -1,6 +1,8 @@
 import Foundation
 import NIOCore
+import NIOFoundationCompat
 import NIOHTTP1
+import NIOSSL
 import NIOWebSocket
 
 /// The test server's WebSocket routes (RFC 6455), upgraded by swift-nio's server upgrader:
@@ -15,6 +17,13 @@ import NIOWebSocket
 /// - `silent`: reads and answers nothing (no PONG, no close).
 /// - `discard`: drops binary messages, echoes text ones (a one-way transfer's sink: a text message
 ///   sent after binary ones comes back once they were all read), answers PINGs and the close.
+/// - `payloads`: as soon as the connection is open, sends `count=N` binary messages (1 by
+///   default), each the httpbin `/get` document of the handshake (`args`, `headers`, `origin`,
+///   `url`), then a close frame with `close-code=C` (1000 by default) and no reason, as the
+///   `/websocket` and `/websocket/payloads/N` routes of Alamofire's test server do.
+/// - `close-after-pings`: answers PINGs; after the `count=N`th (1 by default) sends a close frame
+///   with `close-code=C` (1001 by default, as a Vapor server's `close()`), as the
+///   `/websocket/ping/N` route of Alamofire's test server does.
 /// - `masked`: sends a masked text frame. `invalid-utf8`: a text frame that is not UTF-8.
 ///   `big-control`: a PING of 126 bytes. `bad-close`: a close frame with 1005, which may not be
 ///   sent. `unexpected-continuation`: a continuation frame with no message begun.
@@ -32,7 +41,7 @@ enum WebSocketRoute {
 
     static let modes: Set<String> = [
         "echo", "fragmented", "close-after-first", "drop-after-first", "silent", "discard", "masked", "invalid-utf8", "big-control", "bad-close",
-        "unexpected-continuation", "bad-accept", "unoffered-extension",
+        "unexpected-continuation", "bad-accept", "unoffered-extension", "payloads", "close-after-pings",
     ]
 
     /// The upgrader for the routes; `state` counts the PINGs they receive.
@@ -69,7 +78,13 @@ enum WebSocketRoute {
                     let sync = channel.pipeline.syncOperations
                     // The HTTP routes' handler stays after swift-nio's upgrade: frames are not for it.
                     if let http = try? sync.handler(type: TestServerHandler.self) { sync.removeHandler(http, promise: nil) }
-                    try sync.addHandler(WebSocketRouteHandler(mode: Self.mode(of: head.uri) ?? "echo", state: state))
+                    let mode = Self.mode(of: head.uri) ?? "echo"
+                    let options = WebSocketRouteHandler.Options(
+                        count: Self.option("count", of: head.uri).flatMap { Int($0) } ?? 1,
+                        closeCode: Self.option("close-code", of: head.uri).flatMap { UInt16($0) },
+                        document: mode == "payloads" ? Self.echoDocument(of: head, channel: channel) : nil
+                    )
+                    try sync.addHandler(WebSocketRouteHandler(mode: mode, state: state, options: options))
                 }
             }
         )
@@ -95,6 +110,20 @@ enum WebSocketRoute {
         return authorization == BasicAuthorization.fieldValue(user: user, password: Self.option("password", of: uri) ?? "")
     }
 
+    /// httpbin's `/get` document of the opening handshake, as `payloads` sends it.
+    private static func echoDocument(of head: HTTPRequestHead, channel: any Channel) -> ByteBuffer {
+        let tls = (try? channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self)) != nil
+        let local = channel.localAddress
+        let authority = local.map { address in
+            let ip = address.ipAddress ?? "127.0.0.1"
+            return "\(ip.contains(":") ? "[\(ip)]" : ip):\(address.port ?? 0)"
+        } ?? "localhost"
+        let request = IncomingRequest(
+            head: head, body: ByteBuffer(), scheme: tls ? "wss" : "ws", origin: channel.remoteAddress?.ipAddress ?? "127.0.0.1",
+            defaultAuthority: authority)
+        return ByteBuffer(data: HTTPBinEcho.encode(HTTPBinEcho.get(request)))
+    }
+
     /// The value of a query option of `uri`.
     private static func option(_ name: String, of uri: String) -> String? {
         URLComponents(string: uri)?.queryItems?.first { $0.name == name }?.value
@@ -112,17 +141,30 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
+    /// What the `payloads` and `close-after-pings` modes take from the query.
+    struct Options {
+        /// How many messages `payloads` sends, after how many PINGs `close-after-pings` closes.
+        var count = 1
+        /// The code of their close frame; nil for the mode's default.
+        var closeCode: UInt16?
+        /// What `payloads` sends.
+        var document: ByteBuffer?
+    }
+
     private let mode: String
     private let state: ServerState
+    private let options: Options
+    private var pings = 0
     private var messages = 0
     private var closeSent = false
     /// The opcode of the message being received.
     private var messageOpcode: WebSocketOpcode?
     private var fragments = ByteBuffer()
 
-    init(mode: String, state: ServerState) {
+    init(mode: String, state: ServerState, options: Options = Options()) {
         self.mode = mode
         self.state = state
+        self.options = options
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -143,6 +185,11 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
         case "unexpected-continuation":
             data.writeString("orphan")
             self.send(context: context, WebSocketFrame(fin: true, opcode: .continuation, data: data))
+        case "payloads":
+            for _ in 0..<self.options.count {
+                self.send(context: context, WebSocketFrame(fin: true, opcode: .binary, data: self.options.document ?? ByteBuffer()))
+            }
+            self.startClosingHandshake(context: context, code: self.options.closeCode ?? 1000)
         default:
             break
         }
@@ -160,6 +207,10 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
         case .ping:
             self.state.webSocketPingReceived()
             self.send(context: context, WebSocketFrame(fin: true, opcode: .pong, data: payload))
+            self.pings += 1
+            if self.mode == "close-after-pings", self.pings == self.options.count {
+                self.startClosingHandshake(context: context, code: self.options.closeCode ?? 1001)
+            }
         case .pong:
             break
         case .connectionClose:
@@ -231,6 +282,15 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
 
     private func send(context: ChannelHandlerContext, _ frame: WebSocketFrame) {
         context.writeAndFlush(self.wrapOutboundOut(frame), promise: nil)
+    }
+
+    /// Sends a close frame with `code` and no reason; the connection closes when the client's
+    /// close frame answers it (RFC 6455, 7.1.1: the server closes TCP first).
+    private func startClosingHandshake(context: ChannelHandlerContext, code: UInt16) {
+        var data = context.channel.allocator.buffer(capacity: 2)
+        data.writeInteger(code)
+        self.closeSent = true
+        self.send(context: context, WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
     }
 
     private func close(context: ChannelHandlerContext, code: UInt16) {

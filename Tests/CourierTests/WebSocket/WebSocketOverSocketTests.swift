@@ -14,7 +14,10 @@ struct WebSocketOverSocketTests {
     private func url(_ server: TestServer, _ mode: String) -> URL {
         var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
         components.scheme = components.scheme == "https" ? "wss" : "ws"
-        components.path = "/courier/websocket/\(mode)"
+        // A mode may carry options: `payloads?count=2`.
+        let parts = mode.split(separator: "?", maxSplits: 1)
+        components.path = "/courier/websocket/\(parts[0])"
+        components.query = parts.count > 1 ? String(parts[1]) : nil
         return components.url!
     }
 
@@ -264,6 +267,61 @@ struct WebSocketOverSocketTests {
         settings.maximumMessageSize = 1000
         try await self.expectFailure(
             "echo", webSocket: settings, send: .binary(Data(repeating: 0, count: 1001)), code: .messageTooBig, error: .responseTooLarge)
+    }
+
+    /// A server that sends its messages and its close frame right behind the 101 (TestServer's
+    /// `payloads`): the caller waiting for the opening still hears it opened, then gets the
+    /// messages and the close, or the error of a message too big. Before, when those frames came
+    /// in the same read as the 101, they ended the task before its open waiters were resumed, and
+    /// `waitUntilOpen()` threw "the WebSocket is not open" for a task that opened and closed
+    /// normally (nearly every time on loopback).
+    @Test func aWaiterHearsTheOpeningWhenTheServerClosesRightAfterIt() async throws {
+        for _ in 0..<10 {
+            try await withTask("payloads?count=2") { task, _ in
+                let response = try await task.waitUntilOpen()
+                #expect(response.status.code == 101)
+                var received = 0
+                for try await _ in task.messages { received += 1 }
+                #expect(received == 2)
+                #expect(task.closeCode == .normalClosure)
+                #expect(task.error == nil)
+            }
+        }
+        var settings = WebSocketConfiguration()
+        settings.maximumMessageSize = 1
+        try await withTask("payloads", webSocket: settings) { task, _ in
+            let response = try await task.waitUntilOpen()
+            #expect(response.status.code == 101)
+            let error = await #expect(throws: CourierError.self) { for try await _ in task.messages {} }
+            #expect(error?.code == .responseTooLarge)
+            #expect(task.closeCode == .messageTooBig)
+        }
+    }
+
+    /// A maximum message size under 125 bytes bounds messages, not control frames: the PONG of
+    /// an 8-byte PING and a close frame with a reason still come through (before, the frame
+    /// decoder took the maximum for every frame, and both failed the task with 1009).
+    @Test func aSmallMaximumMessageSizeLeavesControlFramesAlone() async throws {
+        var settings = WebSocketConfiguration()
+        settings.maximumMessageSize = 4
+        try await withTask("echo", webSocket: settings) { task, _ in
+            var messages = task.messages.makeAsyncIterator()
+            try await task.send(.text("hi"))
+            #expect(try await messages.next() == .text("hi"))
+            try await task.sendPing()
+            try await task.send(.text("12345"))
+            await #expect(throws: CourierError.self) { _ = try await messages.next() }
+            #expect(task.error?.code == .responseTooLarge, "\(String(describing: task.error))")
+            #expect(task.closeCode == .messageTooBig)
+        }
+        try await withTask("close-after-first", webSocket: settings) { task, _ in
+            try await task.send(.text("hi"))
+            var messages = task.messages.makeAsyncIterator()
+            #expect(try await messages.next() == nil)
+            #expect(task.error == nil, "\(String(describing: task.error))")
+            #expect(task.closeCode == .normalClosure)
+            #expect(task.closeReason == "bye")
+        }
     }
 
     @Test func aServerThatStopsAnsweringPingsTimesOut() async throws {
