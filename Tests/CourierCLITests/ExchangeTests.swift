@@ -192,4 +192,16 @@ struct ExchangeTests {
             #expect(result.standardOutput == text)
         }
     }
+    @Test("--verbose piped: a body without a final newline gets one before the metrics, one that has one gets none more")
+    func verboseMetricsStartOnALineOfTheirOwn() async throws {
+        try await TestServer.withServer { server in
+            server.route("/bare") { _ in TestServer.Response(headerFields: [.contentType: "text/plain"], body: Data("hello".utf8)) }
+            server.route("/line") { _ in TestServer.Response(headerFields: [.contentType: "text/plain"], body: Data("hello\n".utf8)) }
+            let bare = try await CLIRunner.run(["--verbose", server.url("/bare").absoluteString])
+            #expect(bare.status == 0)
+            #expect(bare.output.contains("\nhello\n* "), "\(bare.output)")
+            let line = try await CLIRunner.run(["--verbose", server.url("/line").absoluteString])
+            #expect(line.output.contains("\nhello\n* "), "\(line.output)")
+        }
+    }
 }

@@ -42,8 +42,9 @@ struct Exchange {
                 expectContinueThreshold: self.session.configuration.expectContinueThreshold)
         }
         if parts.responseHead { printer.printResponseHead(streamed.response, networkProtocolName: streamed.task.networkProtocolName) }
+        var bodyEndsLine = true
         if parts.responseBody {
-            try await self.printBody(of: streamed, console: console)
+            bodyEndsLine = try await self.printBody(of: streamed, console: console)
             // Trailer fields come after the body, as on the wire; with the head, since they are
             // fields of the same kind.
             if parts.responseHead, let trailers = streamed.task.responseTrailers, !trailers.isEmpty {
@@ -55,7 +56,9 @@ struct Exchange {
         // `--verbose`: the task's metrics once the body ended (a body left unread ends the task
         // by cancellation, whose metrics say little).
         if self.command.verbose, parts.responseBody, let metrics = streamed.task.metrics {
-            if self.style.terminal { console.write("\n") }
+            // On a terminal a blank line; piped, the body as it came, so its last line ended here
+            // when it did not (the first metrics line was glued to it).
+            if self.style.terminal || !bodyEndsLine { console.write("\n") }
             printer.printMetrics(metrics)
         }
         if self.command.checkStatus, let status = ExitStatus.checking(streamed.response.status) {
@@ -66,7 +69,8 @@ struct Exchange {
         }
     }
 
-    private func printBody(of streamed: DataStreamResponse, console: Console) async throws {
+    /// Writes the body; returns whether what it wrote ended a line (or wrote nothing).
+    private func printBody(of streamed: DataStreamResponse, console: Console) async throws -> Bool {
         let contentType = streamed.response.headerFields[.contentType]
         let renderer = BodyRenderer(style: self.style, console: console)
         var iterator = streamed.body.makeAsyncIterator()
@@ -83,21 +87,27 @@ struct Exchange {
                 head.append(contentsOf: chunk.readableBytesView)
             }
             if ended {
-                guard !head.isEmpty else { return }
+                guard !head.isEmpty else { return true }
                 renderer.render(head, contentType: contentType)
-                if self.style.terminal && head.last != UInt8(ascii: "\n") { console.write("\n") }
-                return
+                if self.style.terminal && head.last != UInt8(ascii: "\n") {
+                    console.write("\n")
+                    return true
+                }
+                return self.style.terminal || head.last == UInt8(ascii: "\n")
             }
             // A long body is written as it comes, unformatted; a binary one not to a terminal.
             if self.style.terminal && BinaryCheck.isBinary(head) {
                 console.write(BinaryCheck.note + "\n")
                 streamed.task.cancel()
-                return
+                return true
             }
             console.write(head)
+            var last = head.last
             while let chunk = try await iterator.next() {
                 console.write(chunk.readableBytesView)
+                if let byte = chunk.readableBytesView.last { last = byte }
             }
+            return last == nil || last == UInt8(ascii: "\n")
         } catch {
             throw CLIFailure.request(error)
         }
