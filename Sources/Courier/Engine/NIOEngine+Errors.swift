@@ -50,6 +50,9 @@ extension NIOEngine {
             if error.errorCode == .cancel { return (.connectionClosed, "\(error)") }
             return (.invalidResponse, "the response broke HTTP/2's rules for its stream: \(error)")
         }
+        if let error = error as? HTTP2HeaderBlockUndecodable {
+            return (.invalidResponse, "\(error); the connection closed with its streams")
+        }
         if error is NIOHTTP2Errors.ExcessivelyLargeHeaderBlock || error is NIOHPACKErrors.MaxHeaderListSizeViolation {
             let kibibytes = ConnectionPool.http2MaximumHeaderListSize / 1024
             return (
@@ -119,6 +122,17 @@ extension NIOEngine {
 /// stream error in what the server sent (a body longer than its `content-length`, a malformed
 /// field: PROTOCOL_ERROR), or Courier closed the stream while it was under way (CANCEL). The
 /// server did not reset it.
+/// A header block from the server that swift-nio-http2 could not decode (it sent GOAWAY with
+/// COMPRESSION_ERROR): most often a list past Courier's `SETTINGS_MAX_HEADER_LIST_SIZE`, which is
+/// advisory (RFC 9113 6.5.2), so a server may send one; else broken header compression.
+/// swift-nio-http2 reports both as a frame it could not parse, which blamed the server's framing.
+struct HTTP2HeaderBlockUndecodable: Error, CustomStringConvertible {
+    var description: String {
+        let kibibytes = ConnectionPool.http2MaximumHeaderListSize / 1024
+        return "Courier could not decode a header block the server sent (COMPRESSION_ERROR): header fields larger than Courier takes over HTTP/2 (\(kibibytes) KiB, advertised as SETTINGS_MAX_HEADER_LIST_SIZE), or broken header compression"
+    }
+}
+
 struct HTTP2StreamResetByCourier: Error, CustomStringConvertible {
     let errorCode: NIOHTTP2.HTTP2ErrorCode
 

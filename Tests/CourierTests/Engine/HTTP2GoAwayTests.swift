@@ -370,6 +370,11 @@ struct HTTP2GoAwayTests {
             switch path {
             case "/large": .respondWithLargeField(length: large.utf8.count)
             case "/too-large": .respondWithLargeField(length: tooLarge.utf8.count)
+            // Its block (the value and 14 bytes) within the limit, its list (the value, the name and
+            // 32 bytes) past it: swift-nio-http2's header decoder refuses it, not its frame reader,
+            // and says only that a frame could not be parsed (hypercorn's Huffman-coded 300 KB
+            // field met that path in a probe: "the server broke the HTTP/2 protocol").
+            case "/list-too-large": .respondWithLargeField(length: ConnectionPool.http2MaximumHeaderListSize - 20)
             default: .respond("ok")
             }
         }
@@ -382,6 +387,10 @@ struct HTTP2GoAwayTests {
             let error = await #expect(throws: CourierError.self) { _ = try await manager.get("too-large") }
             #expect(error?.code == .invalidResponse)
             #expect(error?.message.contains("larger than Courier takes over HTTP/2 (256 KiB") == true, "\(String(describing: error))")
+            let decoded = await #expect(throws: CourierError.self) { _ = try await manager.get("list-too-large") }
+            #expect(decoded?.code == .invalidResponse, "\(String(describing: decoded))")
+            #expect(decoded?.message.contains("larger than Courier takes over HTTP/2 (256 KiB") == true, "\(String(describing: decoded))")
+            #expect(decoded?.message.contains("broke the HTTP/2 protocol") == false, "\(String(describing: decoded))")
         }
     }
 

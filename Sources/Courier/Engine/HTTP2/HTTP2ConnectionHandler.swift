@@ -152,6 +152,12 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         // request elsewhere): the other streams go on.
         let goAwaySent = self.sentFrames?.sent.sentGoAway ?? true
         guard HTTP2ConnectionStateMachine.endsConnection(error, goAwaySent: goAwaySent) else { return }
+        var error = error
+        if error is NIOHTTP2Errors.UnableToParseFrame, self.sentFrames?.sent.goAwayCode == .compressionError {
+            // swift-nio-http2 reports every header block it cannot decode as a frame it could not
+            // parse, its reason only in the GOAWAY it sent: say which, and the likely cause.
+            error = HTTP2HeaderBlockUndecodable()
+        }
         // A connection error: every stream on it fails with it as the connection closes.
         if self.closingError == nil { self.closingError = error }
         self.delegate?.http2ConnectionFailed(error)

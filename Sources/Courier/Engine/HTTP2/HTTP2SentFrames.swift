@@ -28,6 +28,8 @@ struct HTTP2SentFrames {
     private var skipLeft = 0
     /// Whether GOAWAY went out.
     private(set) var sentGoAway = false
+    /// The error code of the last GOAWAY sent (NO_ERROR for a graceful one).
+    private(set) var goAwayCode: NIOHTTP2.HTTP2ErrorCode?
     /// The streams reset, the most recent last, with the code sent.
     private var resets: [(stream: HTTP2StreamID, code: NIOHTTP2.HTTP2ErrorCode)] = []
 
@@ -81,6 +83,14 @@ struct HTTP2SentFrames {
             let code = UInt32(self.frame[9]) << 24 | UInt32(self.frame[10]) << 16 | UInt32(self.frame[11]) << 8 | UInt32(self.frame[12])
             self.resets.append((HTTP2StreamID(stream), NIOHTTP2.HTTP2ErrorCode(networkCode: Int(code))))
             if self.resets.count > Self.rememberedResets { self.resets.removeFirst(self.resets.count - Self.rememberedResets) }
+            self.frame.removeAll(keepingCapacity: true)
+        case 0x7 where length >= 8:
+            // GOAWAY: the last stream's id, then its error code, then debug data (skipped).
+            self.sentGoAway = true
+            guard self.frame.count == 17 else { return }
+            let code = UInt32(self.frame[13]) << 24 | UInt32(self.frame[14]) << 16 | UInt32(self.frame[15]) << 8 | UInt32(self.frame[16])
+            self.goAwayCode = NIOHTTP2.HTTP2ErrorCode(networkCode: Int(code))
+            self.skipLeft = length - 8
             self.frame.removeAll(keepingCapacity: true)
         default:
             if type == 0x7 { self.sentGoAway = true }

@@ -34,8 +34,19 @@ struct HTTP2SentFramesTests {
             #expect(!sent.sentGoAway, "a DATA payload is not a frame (writes of \(size))")
             #expect(sent.reset(of: 5) == .cancel, "writes of \(size)")
             #expect(sent.reset(of: 1) == nil)
-            sent.read(Self.goAway[...])
+            #expect(sent.goAwayCode == nil)
+            var goAway = Self.goAway[...]
+            while !goAway.isEmpty {
+                sent.read(goAway.prefix(size))
+                goAway = goAway.dropFirst(size)
+            }
             #expect(sent.sentGoAway)
+            #expect(sent.goAwayCode == .protocolError, "writes of \(size)")
+            // With debug data, which is skipped: the frames after it are still read.
+            sent.read(Self.frame(type: 0x7, payload: [0, 0, 0, 3, 0, 0, 0, 0x9] + Array("too large".utf8))[...])
+            #expect(sent.goAwayCode == .compressionError)
+            sent.read(Self.frame(type: 0x3, stream: 7, payload: [0, 0, 0, 0x1])[...])
+            #expect(sent.reset(of: 7) == .protocolError)
         }
     }
 
