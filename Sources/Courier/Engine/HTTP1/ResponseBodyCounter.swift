@@ -6,7 +6,7 @@
 final class ResponseBodyCounter {
     /// Body bytes since the hop handler last reset it (at each hop).
     var bytes: Int64 = 0
-    /// Whether the running request's response is decoded (``HopHandler/codingPlan(for:)``): set
+    /// Whether the running request's response is decoded (``HopHandler/CodingFields``): set
     /// by the hop before its head goes out, read by the decompressor at the response's head.
     var decodes = true
 }

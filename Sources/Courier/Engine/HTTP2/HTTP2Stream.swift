@@ -32,7 +32,7 @@ final class HTTP2Stream {
     /// The decompression ratio, when the pool decompresses.
     private let decompressionRatio: Int?
     private var inflater: ResponseInflater?
-    /// Whether this stream's response is decoded (``HopHandler/codingPlan(for:)``), when the
+    /// Whether this stream's response is decoded (``HopHandler/CodingFields``), when the
     /// stream decompresses at all: set by the hop before its head goes out.
     var decodesResponse = true
     /// The body's bytes as they came, before decompression, for the hop's metrics (a field, not

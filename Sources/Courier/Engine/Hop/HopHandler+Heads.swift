@@ -24,9 +24,10 @@ extension HopHandler {
         return Int64(size)
     }
 
-    /// What a connection that decompresses does about content codings for a request with
-    /// `fields`: whether it adds `Accept-Encoding: deflate, gzip`, and whether it decodes a
-    /// response body labelled `gzip` or `deflate`.
+    /// What a connection that decompresses does about content codings for a request: whether it
+    /// adds `Accept-Encoding: deflate, gzip`, and whether it decodes a response body labelled
+    /// `gzip` or `deflate`. Which of the two fields the request has is noted while its head is
+    /// built (the fields are gone through once a request).
     ///
     /// - A request that names `Accept-Encoding` itself gets none added, and its response is
     ///   decoded only when that field accepts `gzip`, `deflate` or `*` (a q-value of 0 refuses). A
@@ -37,11 +38,27 @@ extension HopHandler {
     ///   cannot be decoded unless it starts at 0, and the range asked for is one of the
     ///   representation's own bytes. Its response is still decoded when the server compressed it
     ///   anyway (without the field every coding is acceptable, RFC 9110 12.5.3).
-    static func codingPlan(for fields: HTTPFields) -> (asks: Bool, decodes: Bool) {
-        if fields.contains(.acceptEncoding) {
-            return (false, Self.acceptsDecodedCoding(fields[values: .acceptEncoding]))
+    struct CodingFields {
+        var hasAcceptEncoding = false
+        var hasRange = false
+
+        /// Notes `name`, one of the request's field names.
+        mutating func note(_ name: HTTPField.Name) {
+            switch name {
+            case .acceptEncoding: self.hasAcceptEncoding = true
+            case .range: self.hasRange = true
+            default: break
+            }
         }
-        return (!fields.contains(.range), true)
+
+        /// Whether to add `Accept-Encoding`.
+        var asks: Bool { !self.hasAcceptEncoding && !self.hasRange }
+
+        /// Whether to decode a coded response to `request` (whose fields were noted); its fields are
+        /// read again only when it names `Accept-Encoding`.
+        func decodes(_ request: Request) -> Bool {
+            !self.hasAcceptEncoding || HopHandler.acceptsDecodedCoding(request.headerFields[values: .acceptEncoding])
+        }
     }
 
     /// Whether `Accept-Encoding` values accept a coding the engine decodes (RFC 9110 12.5.3).
@@ -66,6 +83,14 @@ extension HopHandler {
     /// body with trailer fields goes chunked whatever its length, their names in `Trailer`
     /// (RFC 9110 6.6.2).
     static func head(for request: Request, key: ConnectionPool.Key, length: RequestBody.Length) -> HTTPRequestHead {
+        var codings = CodingFields()
+        return Self.head(for: request, key: key, length: length, codings: &codings)
+    }
+
+    /// The same, noting the fields that decide content coding (``CodingFields``) on the way.
+    static func head(
+        for request: Request, key: ConnectionPool.Key, length: RequestBody.Length, codings: inout CodingFields
+    ) -> HTTPRequestHead {
         var headers = HTTPHeaders()
         // Room for Host, Trailer, the framing field and an HTTP/2 stream's Accept-Encoding.
         headers.reserveCapacity(request.headerFields.count + 4)
@@ -75,6 +100,7 @@ extension HopHandler {
             switch field.name {
             case .contentLength, .transferEncoding: continue
             case .trailer where trailers != nil: continue
+            case .acceptEncoding, .range: codings.note(field.name)
             default: if field.name.canonicalName == "host" { hasHost = true }
             }
             headers.add(name: field.name.rawName, value: field.value)
@@ -141,7 +167,8 @@ extension HopHandler {
     /// `:method`, `:scheme`, `:authority` (the request's `Host`, else the key's), then the fields
     /// in their order, names lower-cased, without HTTP/1's connection-specific fields and the
     /// names its `Connection` field lists (RFC 9113 8.2.2), then `trailer`, `content-length` and
-    /// `accept-encoding` (when `acceptEncoding` and the request names none). A body of unknown
+    /// `accept-encoding` (when `acceptEncoding` and ``CodingFields/asks``), with the fields that
+    /// decide content coding noted. A body of unknown
     /// length needs no framing field: DATA frames carry it. A stream is always HTTPS (ALPN).
     ///
     /// Throws `NIOHTTP2Errors.DuplicateHostHeader` for a request with two `Host` fields (which
@@ -153,7 +180,7 @@ extension HopHandler {
     static func headerBlock(
         for request: Request, key: ConnectionPool.Key, length: RequestBody.Length, acceptEncoding: Bool,
         peerMaximumHeaderListSize: Int? = nil
-    ) throws -> (block: HPACKHeaders, size: Int64) {
+    ) throws -> (block: HPACKHeaders, size: Int64, codings: CodingFields) {
         let fields = request.headerFields
         var authority: String?
         if fields.contains(Self.hostName) {
@@ -185,12 +212,12 @@ extension HopHandler {
         // `size(of:)` counts an HTTP/1.1 head.
         var size = request.method.rawValue.utf8.count + 1 + target.utf8.count + 1 + 8 + 2 + 2
         size += 4 + 2 + authorityValue.utf8.count + 2
-        var hasAcceptEncoding = false
+        var codings = CodingFields()
         for field in fields {
             switch field.name {
             case .contentLength, .transferEncoding: continue
             case .trailer where trailers != nil: continue
-            case .acceptEncoding: hasAcceptEncoding = true
+            case .acceptEncoding, .range: codings.note(field.name)
             case .te where field.value != "trailers":
                 // RFC 9113 8.2.2: `TE` may only say `trailers` in HTTP/2.
                 throw NIOHTTP2Errors.forbiddenHeaderField(name: "te", value: field.value)
@@ -211,7 +238,7 @@ extension HopHandler {
             block.add(name: "content-length", value: value)
             size += 14 + 2 + value.utf8.count + 2
         }
-        if acceptEncoding, !hasAcceptEncoding {
+        if acceptEncoding, codings.asks {
             block.add(name: "accept-encoding", value: "deflate, gzip")
             size += 15 + 2 + 13 + 2
         }
@@ -235,7 +262,7 @@ extension HopHandler {
             let listSize = block.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 32 }
             if listSize > limit { throw RequestHeaderListTooLargeForServer(listSize: listSize, limit: limit) }
         }
-        return (block, Int64(size))
+        return (block, Int64(size), codings)
     }
 
     /// The longest request head (as HTTP/1.1 text) whose HTTP/2 header block is not measured: even

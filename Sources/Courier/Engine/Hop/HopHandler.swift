@@ -113,15 +113,14 @@ final class HopHandler: ChannelDuplexHandler {
             ($0.body, $0.cancellation, $0.withoutExpectation, $0.resends, $0.unprocessedResends)
         }
         let head: OutgoingRequestHead
-        let codings = self.decompresses ? Self.codingPlan(for: request.headerFields) : (asks: false, decodes: false)
         if let http2Stream = self.http2Stream {
-            http2Stream.decodesResponse = codings.decodes
             // Straight into the stream's header block (its `Accept-Encoding` too, when it
             // decompresses). A stream is always HTTPS, never through a forwarding proxy.
             do {
-                let (block, size) = try Self.headerBlock(
-                    for: request, key: hop.key, length: body.length, acceptEncoding: codings.asks,
-                    peerMaximumHeaderListSize: self.http2Stream?.peerMaximumHeaderListSize)
+                let (block, size, codings) = try Self.headerBlock(
+                    for: request, key: hop.key, length: body.length, acceptEncoding: self.decompresses,
+                    peerMaximumHeaderListSize: http2Stream.peerMaximumHeaderListSize)
+                if self.decompresses { http2Stream.decodesResponse = codings.decodes(request) }
                 head = .stream(block, size: size)
             } catch {
                 // Courier's refusal, not the server's: nothing was sent.
@@ -132,9 +131,10 @@ final class HopHandler: ChannelDuplexHandler {
                 return
             }
         } else {
-            var nioHead = Self.head(for: request, key: hop.key, length: body.length)
-            self.bodyCounter?.decodes = codings.decodes
-            if codings.asks {
+            var codings = CodingFields()
+            var nioHead = Self.head(for: request, key: hop.key, length: body.length, codings: &codings)
+            if self.decompresses { self.bodyCounter?.decodes = codings.decodes(request) }
+            if self.decompresses, codings.asks {
                 // The connection decompresses, and asks for it: added here, while the fields are
                 // this head's alone (added further on, by a handler of the pipeline, to a head
                 // this handler still shared, it copied them all).

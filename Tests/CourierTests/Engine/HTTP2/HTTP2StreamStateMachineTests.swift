@@ -87,7 +87,7 @@ struct HTTP2StreamStateMachineTests {
             fields.append(HTTPField(name: HTTPField.Name(name)!, value: value))
         }
         let request = Request(method: .post, url: URL(string: "https://example.com/u")!, headerFields: fields)
-        let (block, size) = try HopHandler.headerBlock(for: request, key: Self.key, length: .known(3), acceptEncoding: true)
+        let (block, size, _) = try HopHandler.headerBlock(for: request, key: Self.key, length: .known(3), acceptEncoding: true)
         #expect(block.map { $0.name } == [":path", ":method", ":scheme", ":authority", "x-one", "content-type", "x-one", "content-length", "accept-encoding"])
         #expect(block.map { $0.value } == ["/u", "POST", "https", "example.com:8443", "1", "text/plain", "2", "3", "deflate, gzip"])
         // As HTTP/1.1 text: "POST /u HTTP/1.1\r\n", "Host: example.com:8443\r\n", the fields sent, "\r\n".
