@@ -39,6 +39,23 @@ struct WebSocketCommandTests {
         }
     }
 
+    /// `--protocol a,b` offers two subprotocols (it went out as the one field value `a,b`, and the
+    /// server's choice of either was refused as never offered); an empty one or one with a space
+    /// is a bad command line.
+    @Test func aCommaListOffersEachSubprotocol() async throws {
+        try await TestServer.withServer { server in
+            let url = "ws://127.0.0.1:\(server.port)/courier/websocket/echo"
+            let listed = try await CLIRunner.run(["ws", "--protocol", "chat,superchat", url], input: "hi\n")
+            #expect(listed.status == 0, "\(listed.standardError)")
+            #expect(listed.output == "hi\n")
+            for bad in ["", "chat superchat", "chat,"] {
+                let refused = try await CLIRunner.run(["ws", "--protocol", bad, url], input: "")
+                #expect(refused.status == 64, "\(bad): \(refused.standardError)")
+                #expect(refused.standardError.contains("--protocol"), "\(bad): \(refused.standardError)")
+            }
+        }
+    }
+
     @Test func notAWebSocketURLIsAUsageError() async throws {
         let result = try await CLIRunner.run(["ws", "http://example.com/"], input: "")
         #expect(result.status == 64)

@@ -47,7 +47,11 @@ extension SessionManager {
             registry.webSocketTasks[ObjectIdentifier(task)] = WeakTask(task: task)
             return false
         }
-        if invalidated { task.failBeforeStart(CourierError(.sessionInvalidated, "\(request.summary): the session was invalidated")) }
+        if invalidated {
+            task.failBeforeStart(CourierError(.sessionInvalidated, "\(request.summary): the session was invalidated"))
+        } else if let problem = configuration.subprotocolsProblem {
+            task.failBeforeStart(CourierError(.invalidRequest, "\(request.summary): \(problem)", request: request))
+        }
         return task
     }
 

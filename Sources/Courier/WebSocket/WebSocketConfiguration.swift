@@ -12,8 +12,33 @@ public struct WebSocketConfiguration: Sendable {
     public var pingInterval: TimeInterval? = 30
     /// How long Courier waits for the server's close frame after sending its own.
     public var closeTimeout: TimeInterval = 10
-    /// The subprotocols offered in `Sec-WebSocket-Protocol`, preferred first.
+    /// The subprotocols offered in `Sec-WebSocket-Protocol`, preferred first: one element each,
+    /// each a token (RFC 6455 4.1: letters, digits and ``!#$%&'*+-.^_`|~``), none twice. A list
+    /// that breaks the rule fails the task before anything is sent
+    /// (``CourierError/Code/invalidRequest``): `"chat,superchat"` as one element went out as two
+    /// offers, and the server's choice of the second was then refused as never offered.
     public var subprotocols: [String] = []
+
+    /// Why `subprotocols` cannot be offered, if it cannot.
+    package var subprotocolsProblem: String? {
+        var seen = Set<String>()
+        for name in self.subprotocols {
+            guard !name.isEmpty else { return "an empty subprotocol cannot be offered" }
+            guard name.utf8.allSatisfy(Self.isTokenByte) else {
+                return "the subprotocol \"\(name)\" is not a token (RFC 6455 4.1: no spaces, commas or separators; offer each subprotocol as an element of its own)"
+            }
+            guard seen.insert(name).inserted else { return "the subprotocol \"\(name)\" is offered twice" }
+        }
+        return nil
+    }
+
+    /// A byte of an HTTP token (RFC 9110 5.6.2).
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        default: Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
+    }
     /// The most bytes of received messages that may wait unread in ``WebSocketTask/messages``
     /// (never less than ``maximumMessageSize``): 16 MiB, as OkHttp's bound on its outgoing queue.
     ///

@@ -56,7 +56,11 @@ struct WebSocketCommand: AsyncParsableCommand {
             request.headerFields.append(HTTPField(name: name, value: String(header[header.index(after: colon)...])))
         }
         var settings = WebSocketConfiguration()
-        settings.subprotocols = self.protocol
+        // `--protocol a,b` offers two, as the field's own list syntax would say; an empty one or a
+        // value with spaces is a bad command line, not a handshake the server refuses.
+        settings.subprotocols = self.protocol.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        if let problem = settings.subprotocolsProblem { throw CLIFailure.usage("--protocol: \(problem)") }
         if let size = self.maxMessageSize {
             settings.maximumMessageSize = size
             // Room for a few such messages waiting to be printed.

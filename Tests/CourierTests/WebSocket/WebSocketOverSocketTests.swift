@@ -552,6 +552,47 @@ struct WebSocketInvalidationTests {
     }
 }
 
+/// Subprotocols are offered one token an element (RFC 6455 4.1): a list that breaks the rule
+/// fails the task before any connection, saying why. `"chat,superchat"` as one element went out
+/// as two offers, and the server's choice of the second was refused as never offered.
+@Suite("WebSocket subprotocol offers")
+struct WebSocketSubprotocolTests {
+    @Test(arguments: [["chat,superchat"], ["chat superchat"], [""], ["chat", "chat"]])
+    func anOfferThatIsNotOneTokenAnElementFailsBeforeAnyConnection(_ subprotocols: [String]) async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+            components.scheme = "ws"
+            components.path = "/courier/websocket/echo"
+            var configuration = WebSocketConfiguration()
+            configuration.subprotocols = subprotocols
+            let task = manager.webSocketTask(with: Request(url: components.url!), configuration: configuration)
+            task.resume()
+            let error = await #expect(throws: CourierError.self) { try await task.waitUntilOpen() }
+            #expect(error?.code == .invalidRequest, "\(String(describing: error))")
+            #expect(error?.message.contains("subprotocol") == true, "\(String(describing: error))")
+            #expect(server.connectionCount == 0)
+            await manager.invalidate(cancelingTasks: true)
+        }
+    }
+
+    @Test func eachTokenIsOfferedAndTheServersChoiceTaken() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+            components.scheme = "ws"
+            components.path = "/courier/websocket/echo"
+            var configuration = WebSocketConfiguration()
+            configuration.subprotocols = ["superchat", "chat"]
+            let task = manager.webSocketTask(with: Request(url: components.url!), configuration: configuration)
+            task.resume()
+            try await task.waitUntilOpen()
+            #expect(task.subprotocol == "superchat")
+            await manager.invalidate(cancelingTasks: true)
+        }
+    }
+}
+
 /// An adapter that fails fails the WebSocket task before any connection.
 @Suite("WebSocket adapters")
 struct WebSocketAdapterTests {
