@@ -264,8 +264,10 @@ extension TransactionMetrics: CustomStringConvertible {
         lines.append("\(self.request.method.rawValue) \(url)\(status) over \(self.httpVersionDescription ?? "no response")")
         var connection = self.isReusedConnection ? "reused connection" : "new connection"
         if self.isProxyConnection { connection += " through a proxy" }
-        if let remote = self.remoteAddress, let port = self.remotePort { connection += " to \(remote):\(port)" }
-        if let local = self.localAddress, let port = self.localPort { connection += " from \(local):\(port)" }
+        // An IPv6 address in brackets before its port, as in a URL (`[::1]:8080`).
+        func endpoint(_ address: String, _ port: Int) -> String { address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)" }
+        if let remote = self.remoteAddress, let port = self.remotePort { connection += " to \(endpoint(remote, port))" }
+        if let local = self.localAddress, let port = self.localPort { connection += " from \(endpoint(local, port))" }
         if let tls = self.tlsProtocolVersion { connection += ", \(tls)" }
         if let suite = self.tlsCipherSuite { connection += " \(suite)" }
         lines.append(connection)

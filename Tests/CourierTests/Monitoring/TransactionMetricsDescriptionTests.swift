@@ -47,6 +47,15 @@ struct TransactionMetricsDescriptionTests {
         #expect(lines.last == "sent 40 + 0 bytes, received 60 + 6 bytes")
     }
 
+    @Test("IPv6 addresses are bracketed before their ports")
+    func ipv6Endpoints() throws {
+        var metrics = try Self.transaction()
+        metrics.localSocketAddress = try SocketAddress(ipAddress: "::1", port: 50_000)
+        metrics.remoteSocketAddress = try SocketAddress(ipAddress: "::1", port: 443)
+        let lines = metrics.description.split(separator: "\n").map(String.init)
+        #expect(lines.dropFirst().first == "new connection to [::1]:443 from [::1]:50000, TLS 1.3 TLS_AES_128_GCM_SHA256")
+    }
+
     @Test("Cleartext through a proxy, reused: no TLS part")
     func cleartext() throws {
         var metrics = try Self.transaction()
