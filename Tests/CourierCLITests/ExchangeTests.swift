@@ -2,6 +2,7 @@ import CompressNIO
 import CourierTesting
 import Foundation
 import HTTPTypes
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
@@ -202,6 +203,32 @@ struct ExchangeTests {
             #expect(bare.output.contains("\nhello\n* "), "\(bare.output)")
             let line = try await CLIRunner.run(["--verbose", server.url("/line").absoluteString])
             #expect(line.output.contains("\nhello\n* "), "\(line.output)")
+        }
+    }
+    @Test("--auth-type digest answers the server's Digest challenge (nothing is sent before it); Basic, the default, cannot")
+    func digestAuthentication() async throws {
+        try await TestServer.withServer { server in
+            let sent = NIOLockedValueBox<[String?]>([])
+            server.route("/digest") { request in
+                let authorization = request.value(forHTTPHeaderField: "Authorization")
+                sent.withLockedValue { $0.append(authorization) }
+                guard let authorization, authorization.hasPrefix("Digest "), authorization.contains(#"username="ann""#),
+                    authorization.contains(#"nonce="n1""#)
+                else {
+                    return TestServer.Response(
+                        status: .unauthorized, headerFields: [.wwwAuthenticate: #"Digest realm="r", qop="auth", algorithm=SHA-256, nonce="n1""#])
+                }
+                return TestServer.Response(headerFields: [.contentType: "text/plain"], body: Data("ok".utf8))
+            }
+            let url = server.url("/digest").absoluteString
+            let digest = try await CLIRunner.run(["--check-status", "--auth-type", "digest", "--auth", "ann:secret", url])
+            #expect(digest.status == 0, "\(digest.standardError)")
+            #expect(digest.output == "ok")
+            #expect(sent.withLockedValue { $0.first } == .some(nil), "no credentials before the challenge")
+            let basic = try await CLIRunner.run(["--check-status", "--auth", "ann:secret", url])
+            #expect(basic.status == 4)
+            let alone = try await CLIRunner.run(["-A", "digest", url])
+            #expect(alone.status == 64, "--auth-type needs --auth")
         }
     }
 }

@@ -23,8 +23,13 @@ struct RequestCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Send data fields and files as multipart/form-data.")
     var multipart = false
 
-    @Option(name: [.customShort("a"), .long], help: ArgumentHelp("Basic authentication.", valueName: "user:password"))
+    @Option(name: [.customShort("a"), .long], help: ArgumentHelp("Credentials (Basic unless --auth-type says otherwise).", valueName: "user:password"))
     var auth: String?
+
+    @Option(
+        name: [.customShort("A"), .long],
+        help: ArgumentHelp("How --auth is sent: basic (with the request) or digest (in answer to the server's challenge)."))
+    var authType: AuthType = .basic
 
     @Option(name: .long, help: ArgumentHelp("Bearer token authentication.", valueName: "token"))
     var bearer: String?
@@ -123,6 +128,7 @@ struct RequestCommand: AsyncParsableCommand {
         if (self.cert == nil) != (self.key == nil) { throw ValidationError("--cert and --key go together") }
         if self.pass != nil && self.key == nil { throw ValidationError("--pass is the passphrase of --key") }
         if self.auth != nil && self.bearer != nil { throw ValidationError("choose one of --auth and --bearer") }
+        if self.authType != .basic && self.auth == nil { throw ValidationError("--auth-type needs --auth") }
     }
 
     func run() async throws {
@@ -151,6 +157,10 @@ struct RequestCommand: AsyncParsableCommand {
             if case .header(let name, nil) = item { name.lowercased() == "expect" } else { false }
         }
         let session = factory.makeManager(securityPolicy: policy, cookieJar: jar, proxy: proxy, announcesContinue: !dropsExpect)
+        if self.authType == .digest, let credential = try RequestBuilder.credential(self.auth), let space = ProtectionSpace(url: built.request.url) {
+            // Answers the server's challenge; the first request goes without credentials.
+            session.credentials.set(credential, for: space)
+        }
         do {
             if self.download {
                 try await Downloader(command: self, session: session).run(built)

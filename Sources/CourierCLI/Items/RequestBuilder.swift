@@ -44,11 +44,8 @@ struct RequestBuilder {
         serializer.setValue(CourierVersion.userAgent, forHTTPHeaderField: "User-Agent")
         serializer.setValue(nil, forHTTPHeaderField: "Accept-Language")
         if let timeout = self.command.timeout { serializer.timeoutInterval = timeout }
-        if let auth = self.command.auth {
-            guard let colon = auth.firstIndex(of: ":") else {
-                throw CLIFailure.usage("--auth needs user:password")
-            }
-            serializer.setAuthorizationHeaderField(username: String(auth[..<colon]), password: String(auth[auth.index(after: colon)...]))
+        if self.command.authType == .basic, let credential = try Self.credential(self.command.auth) {
+            serializer.setAuthorizationHeaderField(username: credential.user, password: credential.password)
         }
         if let bearer = self.command.bearer { serializer.setValue("Bearer " + bearer, forHTTPHeaderField: "Authorization") }
 
@@ -107,6 +104,13 @@ struct RequestBuilder {
             request.body.trailers = try Self.trailerFields(self.command.trailer)
         }
         return BuiltRequest(request: request, bodyKind: kind, items: items)
+    }
+
+    /// `--auth user:password` as a credential (the password may hold colons), nil without it.
+    static func credential(_ auth: String?) throws(CLIFailure) -> HTTPCredential? {
+        guard let auth else { return nil }
+        guard let colon = auth.firstIndex(of: ":") else { throw CLIFailure.usage("--auth needs user:password") }
+        return HTTPCredential(user: String(auth[..<colon]), password: String(auth[auth.index(after: colon)...]))
     }
 
     /// The `--trailer Name:value` fields, in order; a malformed one, or one HTTP forbids in a

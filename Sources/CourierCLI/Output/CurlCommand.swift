@@ -18,6 +18,7 @@ struct CurlCommand {
         }
         if let cacert = command.cacert { words += ["--cacert", cacert] }
         if let cert = command.cert, let key = command.key { words += ["--cert", cert, "--key", key] }
+        if command.authType == .digest, let auth = command.auth { words += ["--digest", "--user", auth] }
         if !command.trailer.isEmpty {
             Console.standardError.write(line: "courier: warning: curl cannot send trailer fields; the --trailer fields are left out")
         }
