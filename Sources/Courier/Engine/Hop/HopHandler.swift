@@ -480,7 +480,7 @@ final class HopHandler: ChannelDuplexHandler {
             var credentials = "none were configured"
             if case .forward(let proxy) = hop.key.route {
                 proxyName = proxy.displayName
-                credentials = proxy.username.map { "the credentials for user '\($0)' were refused" } ?? credentials
+                credentials = ProxyTunnelFailure.credentialsVerdict(proxy: proxy, response: head.response)
             }
             return CourierError(
                 .proxyAuthenticationRequired,

@@ -28,6 +28,18 @@ enum ProxyTunnelFailure: Sendable, Equatable {
     /// The tunnel's handler left the pipeline before the tunnel was up.
     case abandoned
 
+    /// What a 407 says of the proxy's credentials: none were configured; or the proxy asks only
+    /// for schemes other than Basic, which is how Courier sends them (a Digest-only proxy said
+    /// "refused" of credentials it never saw checked); or they were refused.
+    static func credentialsVerdict(proxy: NIOEngine.Proxy, response: HTTPResponse) -> String {
+        guard let user = proxy.username else { return "none were configured" }
+        let schemes = HTTPChallenge.parse(response.headerFields[values: .proxyAuthenticate]).map(\.scheme)
+        if !schemes.isEmpty, !schemes.contains(where: { $0.lowercased() == "basic" }) {
+            return "it asks for \(schemes.joined(separator: ", ")), and Courier sends proxy credentials as Basic only (user '\(user)')"
+        }
+        return "the credentials for user '\(user)' were refused"
+    }
+
     /// The error for a caller: its code, and a message naming the proxy, the target and what
     /// happened.
     /// - Parameters:
@@ -39,7 +51,7 @@ enum ProxyTunnelFailure: Sendable, Equatable {
         let who = proxy.displayName
         switch self {
         case .authenticationRequired(let response):
-            let credentials = proxy.username == nil ? "none were configured" : "the credentials for user '\(proxy.username!)' were refused"
+            let credentials = Self.credentialsVerdict(proxy: proxy, response: response)
             return CourierError(
                 .proxyAuthenticationRequired,
                 "\(who) wants authentication for \(opening) (\(Self.statusLine(response))): \(credentials)",

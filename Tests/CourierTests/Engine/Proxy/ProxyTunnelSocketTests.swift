@@ -90,6 +90,22 @@ struct ProxyTunnelSocketTests {
         }
     }
 
+    /// A proxy that asks only for Digest never checked the Basic credentials Courier sent: the
+    /// message says what it asked for, not that the password was refused (probe7, against a
+    /// Digest-only proxy).
+    @Test func a407ForAnotherSchemeSaysSo() throws {
+        let proxy = NIOEngine.Proxy.http(host: "127.0.0.1", port: 3128, username: "ann", password: "pw")
+        let digest = HTTPResponse(status: .proxyAuthenticationRequired, headerFields: [.proxyAuthenticate: #"Digest realm="p", nonce="n""#])
+        #expect(
+            ProxyTunnelFailure.credentialsVerdict(proxy: proxy, response: digest)
+                == "it asks for Digest, and Courier sends proxy credentials as Basic only (user 'ann')")
+        let basic = HTTPResponse(status: .proxyAuthenticationRequired, headerFields: [.proxyAuthenticate: #"Digest realm="p", nonce="n", Basic realm="p""#])
+        #expect(ProxyTunnelFailure.credentialsVerdict(proxy: proxy, response: basic) == "the credentials for user 'ann' were refused")
+        let bare = HTTPResponse(status: .proxyAuthenticationRequired)
+        #expect(ProxyTunnelFailure.credentialsVerdict(proxy: proxy, response: bare) == "the credentials for user 'ann' were refused")
+        #expect(ProxyTunnelFailure.credentialsVerdict(proxy: .http(host: "127.0.0.1", port: 3128), response: digest) == "none were configured")
+    }
+
     @Test func wrongOrMissingCredentialsAre407NamingTheProxy() async throws {
         try await withTestServer { server in
             let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("courier", "secret"))
