@@ -11,7 +11,7 @@ import Testing
 /// pinning, and every way a server can break the protocol.
 @Suite("WebSocket over sockets")
 struct WebSocketOverSocketTests {
-    private func url(_ server: TestServer, _ mode: String) -> URL {
+    static func url(_ server: TestServer, _ mode: String) -> URL {
         var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
         components.scheme = components.scheme == "https" ? "wss" : "ws"
         // A mode may carry options: `payloads?count=2`.
@@ -30,7 +30,7 @@ struct WebSocketOverSocketTests {
     ) async throws -> T {
         try await withTestServer(configuration) { server in
             let manager = SessionManager(configuration: .default, securityPolicy: securityPolicy)
-            let task = manager.webSocketTask(with: Request(url: self.url(server, mode)), configuration: webSocket)
+            let task = manager.webSocketTask(with: Request(url: Self.url(server, mode)), configuration: webSocket)
             do {
                 let result = try await body(task, server)
                 task.cancel()
@@ -561,12 +561,9 @@ struct WebSocketSubprotocolTests {
     func anOfferThatIsNotOneTokenAnElementFailsBeforeAnyConnection(_ subprotocols: [String]) async throws {
         try await withTestServer { server in
             let manager = SessionManager()
-            var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
-            components.scheme = "ws"
-            components.path = "/courier/websocket/echo"
             var configuration = WebSocketConfiguration()
             configuration.subprotocols = subprotocols
-            let task = manager.webSocketTask(with: Request(url: components.url!), configuration: configuration)
+            let task = manager.webSocketTask(with: Request(url: WebSocketOverSocketTests.url(server, "echo")), configuration: configuration)
             task.resume()
             let error = await #expect(throws: CourierError.self) { try await task.waitUntilOpen() }
             #expect(error?.code == .invalidRequest, "\(String(describing: error))")
@@ -579,12 +576,9 @@ struct WebSocketSubprotocolTests {
     @Test func eachTokenIsOfferedAndTheServersChoiceTaken() async throws {
         try await withTestServer { server in
             let manager = SessionManager()
-            var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
-            components.scheme = "ws"
-            components.path = "/courier/websocket/echo"
             var configuration = WebSocketConfiguration()
             configuration.subprotocols = ["superchat", "chat"]
-            let task = manager.webSocketTask(with: Request(url: components.url!), configuration: configuration)
+            let task = manager.webSocketTask(with: Request(url: WebSocketOverSocketTests.url(server, "echo")), configuration: configuration)
             task.resume()
             try await task.waitUntilOpen()
             #expect(task.subprotocol == "superchat")
