@@ -143,8 +143,20 @@ public struct Request: Sendable {
         HTTPRequest(method: self.method, url: self.url, headerFields: self.headerFields)
     }
 
-    /// A one-line summary for messages: `GET http://host/path`.
-    public var summary: String { "\(self.method.rawValue) \(self.url.absoluteString)" }
+    /// A one-line summary for messages: `GET http://host/path`; a password in the URL reads `***`
+    /// (`http://ann:***@host/path`), so that errors and logs do not carry it.
+    public var summary: String { "\(self.method.rawValue) \(Self.redacted(self.url))" }
+
+    /// `url` as text, its password (if it has one) replaced by `***`.
+    static func redacted(_ url: URL) -> String {
+        let text = url.absoluteString
+        // User information comes before an `@`: most URLs have none, and are not parsed further.
+        guard text.contains("@"), let password = url.password, !password.isEmpty,
+            var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        else { return text }
+        components.percentEncodedPassword = "***"
+        return components.url?.absoluteString ?? text
+    }
 
     /// The value of a header field, or nil (AFNetworking's `valueForHTTPHeaderField:`).
     public func value(forHTTPHeaderField name: String) -> String? {

@@ -259,7 +259,7 @@ extension TransactionMetrics: CustomStringConvertible {
             return Self.milliseconds(end - start)
         }
         var lines: [String] = []
-        let url = self.request.url.absoluteString
+        let url = Request.redacted(self.request.url)
         let status = self.response.map { " \($0.status.code)" } ?? ""
         lines.append("\(self.request.method.rawValue) \(url)\(status) over \(self.httpVersionDescription ?? "no response")")
         var connection = self.isReusedConnection ? "reused connection" : "new connection"
