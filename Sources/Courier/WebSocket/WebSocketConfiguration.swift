@@ -13,8 +13,8 @@ public struct WebSocketConfiguration: Sendable {
     /// How long Courier waits for the server's close frame after sending its own.
     public var closeTimeout: TimeInterval = 10
     /// The subprotocols offered in `Sec-WebSocket-Protocol`, preferred first: one element each,
-    /// each a token (RFC 6455 4.1: letters, digits and ``!#$%&'*+-.^_`|~``), none twice. A list
-    /// that breaks the rule fails the task before anything is sent
+    /// each an HTTP token (RFC 6455 4.1, RFC 9110 5.6.2: no spaces, commas or other separators),
+    /// none twice. A list that breaks the rule fails the task before anything is sent
     /// (``CourierError/Code/invalidRequest``): `"chat,superchat"` as one element went out as two
     /// offers, and the server's choice of the second was then refused as never offered.
     public var subprotocols: [String] = []
