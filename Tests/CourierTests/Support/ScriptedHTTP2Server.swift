@@ -32,6 +32,10 @@ final class ScriptedHTTP2Server: Sendable {
         /// refuses a block larger than a frame), written below swift-nio-http2 as literals that do
         /// not change the header compression's table.
         case respondWithLargeField(length: Int)
+        /// The same head without END_STREAM; its body (`ok`, END_STREAM) goes once the client's
+        /// GOAWAY arrives, as a server's frames still in flight when the client gave up on the
+        /// connection (hypercorn's body came so after a head Courier could not decode).
+        case respondWithLargeFieldThenBodyAfterGoAway(length: Int)
         /// Closes the connection at once, with no GOAWAY and no answer: a server that went away
         /// (restarted, or closed an idle connection just as the stream arrived).
         case close
@@ -82,6 +86,8 @@ final class ScriptedHTTP2Server: Sendable {
         var streamsByConnection: [Int: Int] = [:]
         /// The codes of the RST_STREAM frames the client sent, in order.
         var resetsReceived: [HTTP2ErrorCode] = []
+        /// Streams whose body waits for the client's GOAWAY, with what writes it.
+        var bodiesAfterGoAway: [@Sendable () -> Void] = []
     }
 
     let channel: any Channel
@@ -248,6 +254,12 @@ final class ScriptedHTTP2Server: Sendable {
                 if let size = settings.last(where: { $0.parameter == .maxHeaderListSize }) {
                     self.state.withLockedValue { $0.clientMaximumHeaderListSize = size.value }
                 }
+            case .goAway:
+                let bodies = self.state.withLockedValue { state in
+                    defer { state.bodiesAfterGoAway.removeAll() }
+                    return state.bodiesAfterGoAway
+                }
+                for body in bodies { body() }
             default:
                 break
             }
@@ -402,6 +414,29 @@ final class ScriptedHTTP2Server: Sendable {
                     guard let gate = try? parent.pipeline.syncOperations.context(name: ScriptedHTTP2Server.framesGate) else { return }
                     gate.writeAndFlush(NIOAny(Self.largeFieldFrames(streamID: Int32(streamID), length: length, allocator: parent.allocator)), promise: nil)
                 }
+            case .respondWithLargeFieldThenBodyAfterGoAway(let length):
+                guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
+                else { return }
+                let id = Int32(streamID)
+                let loopBound = NIOLoopBound(parent, eventLoop: parent.eventLoop)
+                self.state.withLockedValue { state in
+                    state.bodiesAfterGoAway.append {
+                        let parent = loopBound.value
+                        guard let gate = try? parent.pipeline.syncOperations.context(name: ScriptedHTTP2Server.framesGate) else { return }
+                        // DATA, END_STREAM, "ok".
+                        var data = parent.allocator.buffer(capacity: 11)
+                        data.writeInteger(UInt32(2) << 8 | 0x0, as: UInt32.self)
+                        data.writeInteger(UInt8(0x1))
+                        data.writeInteger(UInt32(id))
+                        data.writeString("ok")
+                        gate.writeAndFlush(NIOAny(data), promise: nil)
+                    }
+                }
+                parent.eventLoop.execute {
+                    guard let gate = try? parent.pipeline.syncOperations.context(name: ScriptedHTTP2Server.framesGate) else { return }
+                    gate.writeAndFlush(
+                        NIOAny(Self.largeFieldFrames(streamID: id, length: length, endStream: false, allocator: parent.allocator)), promise: nil)
+                }
             case .protocolError:
                 guard let parent = channel.parent else { return }
                 parent.eventLoop.execute {
@@ -417,7 +452,7 @@ final class ScriptedHTTP2Server: Sendable {
         /// HEADERS (END_STREAM) and CONTINUATION frames (the last with END_HEADERS) of 16 KiB at
         /// most, carrying `:status: 200` (static table entry 8) and `x-large` with `length` bytes of
         /// `a`, a literal field without indexing (RFC 7541 6.2.2), lengths unencoded by Huffman.
-        private static func largeFieldFrames(streamID: Int32, length: Int, allocator: ByteBufferAllocator) -> ByteBuffer {
+        private static func largeFieldFrames(streamID: Int32, length: Int, endStream: Bool = true, allocator: ByteBufferAllocator) -> ByteBuffer {
             func integer(_ value: Int, prefixBits: Int, into bytes: inout [UInt8]) {
                 let limit = (1 << prefixBits) - 1
                 guard value >= limit else {
@@ -445,7 +480,7 @@ final class ScriptedHTTP2Server: Sendable {
                 let last = offset + size == block.count
                 frames.writeInteger(UInt32(size) << 8 | UInt32(first ? 0x1 : 0x9), as: UInt32.self)
                 // Flags: END_STREAM on HEADERS, END_HEADERS on the last frame.
-                frames.writeInteger(UInt8((first ? 0x1 : 0) | (last ? 0x4 : 0)))
+                frames.writeInteger(UInt8((first && endStream ? 0x1 : 0) | (last ? 0x4 : 0)))
                 frames.writeInteger(UInt32(streamID))
                 frames.writeBytes(block[offset..<offset + size])
                 offset += size

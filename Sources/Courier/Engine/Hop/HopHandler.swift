@@ -707,8 +707,10 @@ final class HopHandler: ChannelDuplexHandler {
         {
             // Reset by Courier's side, not the server: swift-nio-http2 for a stream error in what
             // the server sent (a body past its length, a malformed field), or the stream closed
-            // under way.
-            error = HTTP2StreamResetByCourier(errorCode: closed.errorCode)
+            // under way. After a connection error, that reset is its consequence (swift-nio-http2
+            // went on reading frames for a stream whose head it could not decode, and reset it
+            // with STREAM_CLOSED): the connection's error says why.
+            error = stream.connectionError ?? HTTP2StreamResetByCourier(errorCode: closed.errorCode)
         }
         return Machine.Loss(
             error: error,
