@@ -33,6 +33,27 @@ extension NIOEngine {
         return value >= 0 && value < names.count ? names[value] : "error code 0x\(String(value, radix: 16))"
     }
 
+    /// What llhttp refused, in words, for the cases real servers send (NIO's own texts say
+    /// "unknown (http_parser error)" and "strict mode assertion" of them). NIO builds llhttp
+    /// without its lenient flags: curl and HTTPie read the first, third and last of these, and the
+    /// RFCs let a client refuse all but the last.
+    static func explain(_ error: HTTPParserError) -> String {
+        switch error {
+        case .unknown:
+            "framing llhttp refuses, such as a line ended by LF alone or Content-Length with Transfer-Encoding: chunked (RFC 9112 2.2, 6.3)"
+        case .unexpectedContentLength: "a second Content-Length field, or one where none may be (RFC 9110 8.6)"
+        case .invalidContentLength: "a Content-Length that is not one number (a list such as \"3, 3\" included)"
+        case .invalidChunkSize: "a chunk-size line that cannot be read (whitespace before a chunk extension included)"
+        case .strictModeAssertion:
+            "a construct llhttp reads only when lenient, such as whitespace around a chunk extension's ';' or '=' (RFC 9112 7.1.1 allows it)"
+        case .lfExpected: "a line not ended by CRLF"
+        case .invalidHeaderToken: "a header field name or line that is not a token and a value"
+        case .invalidStatus: "a status line without a three-digit status"
+        case .invalidVersion: "a status line without an HTTP version"
+        default: "a response that is not HTTP/1.1"
+        }
+    }
+
     private static func classify(_ error: any Error, request: Request) -> (CourierError.Code, String) {
         if let error = error as? ConnectionPoolError {
             switch error {
@@ -91,7 +112,7 @@ extension NIOEngine {
             if case .invalidEOFState = error {
                 return (.connectionClosed, "the server closed the connection before the response was complete")
             }
-            return (.invalidResponse, "the response could not be parsed (\(error))")
+            return (.invalidResponse, "the response could not be parsed: \(Self.explain(error)) (\(error))")
         }
         if let error = error as? ChannelError {
             switch error {

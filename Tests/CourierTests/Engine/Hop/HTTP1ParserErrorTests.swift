@@ -1,0 +1,34 @@
+import Foundation
+import NIOCore
+import NIOEmbedded
+import Testing
+
+@testable import Courier
+
+/// Responses NIO's HTTP/1.1 parser (llhttp, built without its lenient flags) refuses, as real
+/// servers send them (a probe's raw-socket server): each fails its exchange with a message that
+/// says what was refused. NIO's own texts for several were "unknown (http_parser error)" and
+/// "strict mode assertion".
+@Suite("HTTP/1.1 responses the parser refuses, on an EmbeddedChannel")
+struct HTTP1ParserErrorTests {
+    typealias Setup = HopHandlerTests.Setup
+
+    @Test(arguments: [
+        ("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc", "a second Content-Length field"),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\n\r\nabc", "a Content-Length that is not one number"),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "Content-Length with Transfer-Encoding: chunked"),
+        ("HTTP/1.1 200 OK\nContent-Length: 3\n\nabc", "a line ended by LF alone"),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5; a=b\r\nhello\r\n0\r\n\r\n", "whitespace around a chunk extension"),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5 ;a=b\r\nhello\r\n0\r\n\r\n", "whitespace before a chunk extension"),
+    ])
+    func aRefusedResponseSaysWhatWasRefused(_ response: String, _ says: String) throws {
+        let setup = try Setup()
+        let (_, recorder) = try setup.run(Request(url: HopHandlerTests.url))
+        _ = try setup.written()
+        try? setup.receive(response)
+        let error = try #require(recorder.snapshot.error, "the response was taken: \(recorder.snapshot.body)")
+        #expect(error.code == .invalidResponse)
+        #expect(error.message.contains("the response could not be parsed"), "\(error)")
+        #expect(error.message.contains(says), "\(error)")
+    }
+}
