@@ -24,7 +24,7 @@ public struct WebSocketConfiguration: Sendable {
         var seen = Set<String>()
         for name in self.subprotocols {
             guard !name.isEmpty else { return "an empty subprotocol cannot be offered" }
-            guard name.utf8.allSatisfy(Self.isTokenByte) else {
+            guard name.utf8.allSatisfy(HTTPToken.isTokenByte) else {
                 return "the subprotocol \"\(name)\" is not a token (RFC 6455 4.1: no spaces, commas or separators; offer each subprotocol as an element of its own)"
             }
             guard seen.insert(name).inserted else { return "the subprotocol \"\(name)\" is offered twice" }
@@ -32,13 +32,6 @@ public struct WebSocketConfiguration: Sendable {
         return nil
     }
 
-    /// A byte of an HTTP token (RFC 9110 5.6.2).
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-        default: Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
-        }
-    }
     /// The most bytes of received messages that may wait unread in ``WebSocketTask/messages``
     /// (never less than ``maximumMessageSize``): 16 MiB, as OkHttp's bound on its outgoing queue.
     ///

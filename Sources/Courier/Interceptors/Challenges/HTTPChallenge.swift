@@ -77,13 +77,6 @@ private struct ChallengeParser {
 
     mutating func skipSpaces() { self.skip { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") } }
 
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-        default: Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
-        }
-    }
-
     static func isToken68Byte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
@@ -93,7 +86,7 @@ private struct ChallengeParser {
 
     mutating func token() -> String? {
         let start = self.index
-        self.skip(while: Self.isTokenByte)
+        self.skip(while: HTTPToken.isTokenByte)
         return self.index > start ? String(decoding: self.bytes[start..<self.index], as: UTF8.self) : nil
     }
 

@@ -95,23 +95,11 @@ struct AlamofireWebSocketConformanceTests {
     }
 
     /// The `ws` URL of TestServer's WebSocket route `mode` (with a query, if any).
-    static func url(_ server: TestServer, _ mode: String) -> URL {
-        URL(string: server.baseURL.absoluteString.replacingOccurrences(of: "http://", with: "ws://") + "courier/websocket/\(mode)")!
-    }
+    static func url(_ server: TestServer, _ mode: String) -> URL { WebSocketOverSocketTests.url(server, mode) }
 
     /// Runs `body` with a test server and a manager (invalidated afterwards, its tasks cancelled).
     static func withManager<T>(_ body: (SessionManager, TestServer) async throws -> T) async throws -> T {
-        try await withTestServer { server in
-            let manager = SessionManager()
-            do {
-                let result = try await body(manager, server)
-                await manager.invalidate(cancelingTasks: true)
-                return result
-            } catch {
-                await manager.invalidate(cancelingTasks: true)
-                throw error
-            }
-        }
+        try await withTestServer { server in try await CourierTests.withManager(baseURL: nil) { try await body($0, server) } }
     }
 
     /// The events of a task on route `mode`, made with `configuration`.
