@@ -122,6 +122,10 @@ func routes() *http.ServeMux {
 		w.Header().Set("X-Large", strings.Repeat("x", int(count(r))))
 		io.WriteString(w, "large header")
 	})
+	m.HandleFunc("/request-header", func(w http.ResponseWriter, r *http.Request) {
+		// The length of the request's field named by ?name= (a long field's round trip).
+		fmt.Fprintf(w, "%d", len(r.Header.Get(r.URL.Query().Get("name"))))
+	})
 	m.HandleFunc("/gzip", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Header().Set("Content-Type", "application/octet-stream")

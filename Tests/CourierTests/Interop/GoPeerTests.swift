@@ -149,6 +149,19 @@ struct GoPeerTests {
         }
     }
 
+    /// A request field of 30 KB that no Huffman code shortens (a large cookie or token) reaches
+    /// Go over every transport: over HTTP/2 its header block is larger than 16 KiB, and goes in
+    /// one HEADERS frame because Go's server takes frames of 1 MiB (its SETTINGS_MAX_FRAME_SIZE).
+    @Test(arguments: goTransports)
+    func aLargeRequestHeaderGoesToAServerThatTakesLargeFrames(_ transport: Transport) async throws {
+        try await GoPeer.run(transport) { manager in
+            var request = Request(method: .get, url: GoPeer.url("/request-header?name=X-Large", over: transport))
+            request.headerFields[HTTPField.Name("X-Large")!] = String((0..<30_000).map { Character(UnicodeScalar(UInt8(33 + $0 % 94))) })
+            let response = try await manager.data(for: request)
+            #expect(String(decoding: response.value, as: UTF8.self) == "30000")
+        }
+    }
+
     /// Every third response closes its connection (over HTTP/2, a GOAWAY after it) while 32
     /// requests are in flight: requests the server never took go again, none fails.
     @Test(arguments: goTransports)

@@ -39,6 +39,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     private var stateMachine: HTTP2ConnectionStateMachine
     /// The server's `SETTINGS_MAX_HEADER_LIST_SIZE`, nil until it says one.
     var peerMaximumHeaderListSize: Int? { self.stateMachine.peerMaximumHeaderListSize }
+    /// The server's `SETTINGS_MAX_FRAME_SIZE`, 16 KiB until it says one.
+    var peerMaximumFrameSize: Int { self.stateMachine.peerMaximumFrameSize }
     /// What swift-nio-http2 sent (below it in the pipeline), to tell which errors end the
     /// connection; without it, every HTTP/2 error does.
     let sentFrames: HTTP2SentFramesWatcher?

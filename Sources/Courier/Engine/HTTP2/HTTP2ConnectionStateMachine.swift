@@ -88,6 +88,10 @@ struct HTTP2ConnectionStateMachine {
     /// The server's last `SETTINGS_MAX_HEADER_LIST_SIZE`, nil until it says one: the longest
     /// request header list it takes (RFC 9113 6.5.2: each field's name and value, and 32 octets).
     private(set) var peerMaximumHeaderListSize: Int?
+    /// The server's last `SETTINGS_MAX_FRAME_SIZE` (RFC 9113 6.5.2: 16 KiB until it says one):
+    /// the longest frame swift-nio-http2 sends it, a request's header block included (it sends
+    /// no CONTINUATION frames). Go's server says 1 MiB.
+    private(set) var peerMaximumFrameSize = HopHandler.http2MinimumFrameSize
 
     init(configuration: Configuration) {
         self.configuration = configuration
@@ -130,6 +134,12 @@ struct HTTP2ConnectionStateMachine {
         case .settings(.settings(let settings)):
             if let limit = settings.last(where: { $0.parameter == .maxHeaderListSize })?.value {
                 self.peerMaximumHeaderListSize = limit
+            }
+            // RFC 9113 6.5.2 allows 2^14 to 2^24-1; swift-nio-http2 refuses other values as a
+            // PROTOCOL_ERROR before this sees them.
+            if let size = settings.last(where: { $0.parameter == .maxFrameSize })?.value,
+               size >= HopHandler.http2MinimumFrameSize {
+                self.peerMaximumFrameSize = size
             }
             let maximum = settings.last { $0.parameter == .maxConcurrentStreams }?.value
             switch self.lifecycle {

@@ -42,6 +42,8 @@ final class HTTP2Stream {
     private(set) var isFinished = false
     /// The longest request header list the server takes, if it said (its connection's SETTINGS).
     var peerMaximumHeaderListSize: Int? { self.connectionHandler?.peerMaximumHeaderListSize }
+    /// The longest frame the server takes, a request's header block's (its connection's SETTINGS).
+    var peerMaximumFrameSize: Int { self.connectionHandler?.peerMaximumFrameSize ?? HopHandler.http2MinimumFrameSize }
 
     init(
         id: HTTP2StreamID, connection: HTTP2Connection, connectionHandler: HTTP2ConnectionHandler, targetWindow: Int,

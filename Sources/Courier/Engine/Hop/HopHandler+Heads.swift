@@ -172,14 +172,15 @@ extension HopHandler {
     /// length needs no framing field: DATA frames carry it. A stream is always HTTPS (ALPN).
     ///
     /// Throws `NIOHTTP2Errors.DuplicateHostHeader` for a request with two `Host` fields (which
-    /// `:authority` would name), ``RequestHeadTooLargeForHTTP2`` for a block over one frame, and
+    /// `:authority` would name), ``RequestHeadTooLargeForHTTP2`` for a block over one frame of
+    /// `peerMaximumFrameSize` (the server's `SETTINGS_MAX_FRAME_SIZE`), and
     /// ``RequestHeaderListTooLargeForServer`` for a list over `peerMaximumHeaderListSize` (the
     /// server's `SETTINGS_MAX_HEADER_LIST_SIZE`: advisory in RFC 9113 6.5.2, but Node's server
     /// resets such a stream with ENHANCE_YOUR_CALM, which says nothing of why; Go's client
     /// refuses it too).
     static func headerBlock(
         for request: Request, key: ConnectionPool.Key, length: RequestBody.Length, acceptEncoding: Bool,
-        peerMaximumHeaderListSize: Int? = nil
+        peerMaximumHeaderListSize: Int? = nil, peerMaximumFrameSize: Int = HopHandler.http2MinimumFrameSize
     ) throws -> (block: HPACKHeaders, size: Int64, codings: CodingFields) {
         let fields = request.headerFields
         var authority: String?
@@ -244,15 +245,17 @@ extension HopHandler {
         }
         if size > Self.http2BlockMeasuredAbove {
             // swift-nio-http2 sends a header block in one frame (it sends no CONTINUATION), and
-            // a block larger than the frame size ends the connection with every stream on it (its
-            // header compression has counted fields the server never got). Refused here instead,
-            // alone. Only a long list is measured: encoded by a compressor of its own, whose empty
-            // table makes a block at least as long as the connection's would be.
+            // a block larger than the server's frame size ends the connection with every stream
+            // on it (its header compression has counted fields the server never got). Refused
+            // here instead, alone. Only a long list is measured: encoded by a compressor of its
+            // own, whose empty table makes a block at least as long as the connection's would be.
+            // The limit is the server's SETTINGS_MAX_FRAME_SIZE (Go's says 1 MiB), 16 KiB until
+            // its SETTINGS came.
             var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
             var buffer = ByteBuffer()
             try encoder.encode(headers: block, to: &buffer)
-            if buffer.readableBytes > Self.http2MinimumFrameSize {
-                throw RequestHeadTooLargeForHTTP2(encodedBytes: buffer.readableBytes)
+            if buffer.readableBytes > peerMaximumFrameSize {
+                throw RequestHeadTooLargeForHTTP2(encodedBytes: buffer.readableBytes, frameSize: peerMaximumFrameSize)
             }
         }
         // The list as RFC 9113 counts it is at most the head as HTTP/1.1 text plus 14 (the
@@ -348,14 +351,18 @@ enum OutgoingRequestHead {
     }
 }
 
-/// A request whose HTTP/2 header block does not fit in one frame: swift-nio-http2 sends no
-/// CONTINUATION frames, so Courier refuses it before the stream opens (RFC 9113 4.2 frames of
-/// 16 KiB; over HTTP/1.1 the same request goes).
+/// A request whose HTTP/2 header block does not fit in one frame of the server's size:
+/// swift-nio-http2 sends no CONTINUATION frames, so Courier refuses it before the stream opens
+/// (RFC 9113 4.2: 16 KiB unless the server's SETTINGS_MAX_FRAME_SIZE says more; over HTTP/1.1
+/// the same request goes).
 struct RequestHeadTooLargeForHTTP2: Error, CustomStringConvertible {
     let encodedBytes: Int
+    /// The largest frame the server takes.
+    let frameSize: Int
 
     var description: String {
-        "its header fields take \(encodedBytes) bytes compressed, more than one frame of \(HopHandler.http2MinimumFrameSize) (Courier sends no CONTINUATION frames)"
+        let whose = frameSize == HopHandler.http2MinimumFrameSize ? "" : ", the server's SETTINGS_MAX_FRAME_SIZE"
+        return "its header fields take \(encodedBytes) bytes compressed, more than one frame of \(frameSize)\(whose) (Courier sends no CONTINUATION frames)"
     }
 }
 

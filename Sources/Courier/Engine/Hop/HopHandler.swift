@@ -119,7 +119,8 @@ final class HopHandler: ChannelDuplexHandler {
             do {
                 let (block, size, codings) = try Self.headerBlock(
                     for: request, key: hop.key, length: body.length, acceptEncoding: self.decompresses,
-                    peerMaximumHeaderListSize: http2Stream.peerMaximumHeaderListSize)
+                    peerMaximumHeaderListSize: http2Stream.peerMaximumHeaderListSize,
+                    peerMaximumFrameSize: http2Stream.peerMaximumFrameSize)
                 if self.decompresses { http2Stream.decodesResponse = codings.decodes(request) }
                 head = .stream(block, size: size)
             } catch {

@@ -66,6 +66,22 @@ struct HTTP2ConnectionStateMachineTests {
         #expect(machine.peerMaximumHeaderListSize == 300)
     }
 
+    /// The frame size a request's header block may take: 16 KiB until the server says more
+    /// (RFC 9113 6.5.2), then the server's last value, draining or not.
+    @Test func theServersFrameSizeIsKeptWhateverTheLifecycle() {
+        var machine = Self.machine()
+        #expect(machine.peerMaximumFrameSize == 16_384)
+        let large: HTTP2Frame.FramePayload = .settings(.settings([HTTP2Setting(parameter: .maxFrameSize, value: 1 << 20)]))
+        #expect(machine.received(large, now: Self.start) == .none)
+        #expect(machine.peerMaximumFrameSize == 1 << 20)
+        _ = machine.attached()
+        _ = machine.received(Self.settings(5), now: Self.start)
+        #expect(machine.peerMaximumFrameSize == 1 << 20, "a SETTINGS without it keeps it")
+        _ = machine.received(Self.goAway(HTTP2StreamID(1)), now: Self.start)
+        _ = machine.received(.settings(.settings([HTTP2Setting(parameter: .maxFrameSize, value: 20_000)])), now: Self.start)
+        #expect(machine.peerMaximumFrameSize == 20_000)
+    }
+
     @Test func aSettingsAcknowledgementIsNotTheServersSettings() {
         var machine = Self.machine()
         _ = machine.attached()

@@ -42,6 +42,28 @@ struct HTTP2StreamStateMachineTests {
         try HopHandler.headerBlock(for: request, key: key, length: length, acceptEncoding: acceptEncoding).block
     }
 
+    /// A header block over 16 KiB compressed is refused on a connection whose server said no
+    /// larger frame size, and goes in one frame to a server that takes larger frames (Go's
+    /// says 1 MiB): swift-nio-http2 writes HEADERS up to the server's SETTINGS_MAX_FRAME_SIZE.
+    @Test func aBlockOverSixteenKiBGoesToAServerThatTakesLargerFrames() throws {
+        var request = Request(url: URL(string: "https://example.com/u")!)
+        // Bytes of every value, which no Huffman code makes shorter.
+        request.headerFields[HTTPField.Name("x-large")!] = String((0..<20_000).map { Character(UnicodeScalar(UInt8(33 + $0 % 94))) })
+        do {
+            _ = try HopHandler.headerBlock(for: request, key: Self.key, length: .known(0), acceptEncoding: false)
+            Issue.record("a 20 KB block was not refused at 16 KiB")
+        } catch let error as RequestHeadTooLargeForHTTP2 {
+            #expect(error.frameSize == 16_384 && error.encodedBytes > 16_384)
+            #expect(error.description.contains("more than one frame of 16384 (Courier sends no CONTINUATION frames)"))
+        }
+        let fits = try HopHandler.headerBlock(
+            for: request, key: Self.key, length: .known(0), acceptEncoding: false, peerMaximumFrameSize: 1 << 20)
+        #expect(fits.block.count == 5)
+        #expect(throws: RequestHeadTooLargeForHTTP2.self) {
+            try HopHandler.headerBlock(for: request, key: Self.key, length: .known(0), acceptEncoding: false, peerMaximumFrameSize: 17_000)
+        }
+    }
+
     /// RFC 9113 6.5.2's count: each field's name and value, and 32 octets. A list at the
     /// server's limit goes; one octet more is refused, naming the limit.
     @Test func aListOverTheServersLimitIsRefusedAtItsExactSize() throws {
