@@ -24,11 +24,12 @@ extension ResponseSerializer where Self == JSONResponseSerializer {
 }
 
 extension ResponseSerializer {
-    /// A ``DecodableResponseSerializer`` of `type`, decoding with `decoder` (JSON by default).
+    /// A ``DecodableResponseSerializer`` of `type`, decoding with `decoder` (JSON by default)
+    /// after `dataPreprocessor`, if any.
     public static func decodable<Value: Decodable & Sendable>(
-        of type: Value.Type, decoder: any DataDecoder = JSONDecoder()
+        of type: Value.Type, decoder: any DataDecoder = JSONDecoder(), dataPreprocessor: (any DataPreprocessor)? = nil
     ) -> DecodableResponseSerializer<Value> where Self == DecodableResponseSerializer<Value> {
-        DecodableResponseSerializer(type, decoder: decoder)
+        DecodableResponseSerializer(type, decoder: decoder, dataPreprocessor: dataPreprocessor)
     }
 }
 

@@ -6,9 +6,16 @@ import HTTPTypes
 public struct DataResponseSerializer: ResponseSerializer {
     /// The validation part; accepts any content type and status 200–299 by default.
     public var http = HTTPResponseSerializer()
+    /// Prepares a non-empty body before it is decoded (``DataPreprocessor``); none by default.
+    public var dataPreprocessor: (any DataPreprocessor)?
 
     /// A serializer that accepts any content type and status 200–299.
     public init() {}
+
+    /// A serializer that runs `dataPreprocessor` over a non-empty body.
+    public init(dataPreprocessor: any DataPreprocessor) {
+        self.dataPreprocessor = dataPreprocessor
+    }
 
     public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
         try self.http.validate(response, data: data)
@@ -16,6 +23,7 @@ public struct DataResponseSerializer: ResponseSerializer {
 
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> Data {
         try self.validate(response, data: data)
-        return data ?? Data()
+        guard let data, !data.isEmpty else { return Data() }
+        return try HTTPResponseSerializer.preprocessed(data, by: self.dataPreprocessor, response: response)
     }
 }

@@ -25,9 +25,14 @@ public struct DecodableResponseSerializer<Value: Decodable & Sendable>: Response
     public var decoder: any DataDecoder
     /// Status codes whose body is empty by definition; 204 and 205.
     public var emptyResponseCodes: Set<Int> = [204, 205]
+    /// Prepares a non-empty body before it is decoded (``DataPreprocessor``); none by default.
+    public var dataPreprocessor: (any DataPreprocessor)?
 
-    /// A serializer of `type` that decodes with `decoder`.
-    public init(_ type: Value.Type = Value.self, decoder: any DataDecoder = JSONDecoder()) {
+    /// A serializer of `type` that decodes with `decoder`, after `dataPreprocessor` when one is given.
+    public init(
+        _ type: Value.Type = Value.self, decoder: any DataDecoder = JSONDecoder(), dataPreprocessor: (any DataPreprocessor)? = nil
+    ) {
+        self.dataPreprocessor = dataPreprocessor
         self.decoder = decoder
     }
 
@@ -47,8 +52,9 @@ public struct DecodableResponseSerializer<Value: Decodable & Sendable>: Response
                 "the response has no body and \(Value.self) does not conform to EmptyResponse",
                 response: response, data: data)
         }
+        let body = try HTTPResponseSerializer.preprocessed(data, by: self.dataPreprocessor, response: response)
         do {
-            return try self.decoder.decode(Value.self, from: data)
+            return try self.decoder.decode(Value.self, from: body)
         } catch {
             throw CourierError(
                 .responseSerializationFailed, "the body could not be decoded as \(Value.self)",

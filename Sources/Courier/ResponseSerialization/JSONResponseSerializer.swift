@@ -36,6 +36,8 @@ public struct JSONResponseSerializer: ResponseSerializer {
     /// `removesKeysWithNullValues`, which removes both since 4.0). Off by default: it costs a walk
     /// over the whole tree.
     public var removesKeysWithNullValues = false
+    /// Prepares a non-empty body before it is decoded (``DataPreprocessor``); none by default.
+    public var dataPreprocessor: (any DataPreprocessor)?
 
     /// A serializer that accepts `application/json`, `text/json`, `text/javascript` and `+json`.
     public init() {
@@ -46,6 +48,12 @@ public struct JSONResponseSerializer: ResponseSerializer {
     public init(readingOptions: JSONSerialization.ReadingOptions) {
         self.init()
         self.readingOptions = readingOptions
+    }
+
+    /// A serializer that runs `dataPreprocessor` over a non-empty body before it parses it.
+    public init(dataPreprocessor: any DataPreprocessor) {
+        self.init()
+        self.dataPreprocessor = dataPreprocessor
     }
 
     public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
@@ -69,8 +77,13 @@ public struct JSONResponseSerializer: ResponseSerializer {
             if (error.underlyingError as? CourierError)?.code == .unacceptableContentType { return (nil, error) }
             validationError = error
         }
-        guard let data, !HTTPResponseSerializer.isEmptyStatus(response), !HTTPResponseSerializer.isBlank(data) else {
+        guard var data, !HTTPResponseSerializer.isEmptyStatus(response), !HTTPResponseSerializer.isBlank(data) else {
             return (.some(nil), validationError)
+        }
+        do {
+            data = try HTTPResponseSerializer.preprocessed(data, by: self.dataPreprocessor, response: response)
+        } catch {
+            return (nil, validationError ?? error)
         }
         do {
             let object = try Self.parse(data, options: self.readingOptions, removingNulls: self.removesKeysWithNullValues)

@@ -23,6 +23,8 @@ public struct StringResponseSerializer: ResponseSerializer {
     public var encoding: String.Encoding?
     /// The encoding used when there is neither a byte-order mark nor a known `charset`; UTF-8.
     public var fallbackEncoding: String.Encoding = .utf8
+    /// Prepares a non-empty body before it is decoded (``DataPreprocessor``); none by default.
+    public var dataPreprocessor: (any DataPreprocessor)?
 
     /// A serializer that detects the encoding as described above.
     public init() {}
@@ -32,13 +34,19 @@ public struct StringResponseSerializer: ResponseSerializer {
         self.encoding = encoding
     }
 
+    /// A serializer that runs `dataPreprocessor` over a non-empty body, then detects the encoding.
+    public init(dataPreprocessor: any DataPreprocessor) {
+        self.dataPreprocessor = dataPreprocessor
+    }
+
     public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
         try self.http.validate(response, data: data)
     }
 
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> String {
         try self.validate(response, data: data)
-        guard let data, !data.isEmpty, !HTTPResponseSerializer.isEmptyStatus(response) else { return "" }
+        guard var data, !data.isEmpty, !HTTPResponseSerializer.isEmptyStatus(response) else { return "" }
+        data = try HTTPResponseSerializer.preprocessed(data, by: self.dataPreprocessor, response: response)
         let (encoding, skip) = self.encoding(for: response, data: data)
         let body = skip == 0 ? data : data.dropFirst(skip)
         let text = String(data: body, encoding: encoding)
