@@ -28,7 +28,9 @@ public struct HTTPResponseSerializer: ResponseSerializer {
 
     /// Acceptable MIME types (`application/json`, no parameters); `nil`, the default, accepts any.
     ///
-    /// Compared case-insensitively.
+    /// Compared case-insensitively. A `*` stands for any type or subtype, as in `Accept`:
+    /// `text/*` takes `text/plain` and `text/html`, `*/json` takes `application/json`, and `*/*`
+    /// any body that has a `Content-Type` (Alamofire's wildcards; AFNetworking compares names).
     public var acceptableContentTypes: Set<String>? {
         get { self.rules.contentTypes }
         set {
@@ -58,11 +60,19 @@ public struct HTTPResponseSerializer: ResponseSerializer {
         /// Lower-cased; nil accepts any.
         let contentTypes: Set<String>?
         let suffixes: Set<String>
+        /// The patterns of ``contentTypes`` with a `*` (`*/*`, `text/*`, `*/json`) as type and
+        /// subtype, nil for a `*`; empty, and never looked at, without any.
+        let wildcards: [(type: Substring?, subtype: Substring?)]
 
         init(statusCodes: IndexSet?, contentTypes: Set<String>?, suffixes: Set<String>) {
             self.statusCodes = statusCodes
             self.contentTypes = contentTypes
             self.suffixes = suffixes
+            self.wildcards = (contentTypes ?? []).compactMap { pattern in
+                let parts = pattern.split(separator: "/", omittingEmptySubsequences: false)
+                guard parts.count == 2, parts[0] == "*" || parts[1] == "*", !parts[0].isEmpty, !parts[1].isEmpty else { return nil }
+                return (parts[0] == "*" ? nil : parts[0], parts[1] == "*" ? nil : parts[1])
+            }
         }
 
         /// AFNetworking's defaults: 200–299, any content type. Shared by every serializer made
@@ -132,12 +142,18 @@ public struct HTTPResponseSerializer: ResponseSerializer {
         return data
     }
 
-    /// Whether `mime` (lower-cased, without parameters) is acceptable.
+    /// Whether `mime` (lower-cased, without parameters) is acceptable: named, with an acceptable
+    /// suffix, or matched by a pattern with a `*`.
     private func accepts(_ mime: String, in acceptable: Set<String>) -> Bool {
         if mime.isEmpty { return false }
         if acceptable.contains(mime) { return true }
-        guard !self.rules.suffixes.isEmpty, let plus = mime.lastIndex(of: "+") else { return false }
-        return self.rules.suffixes.contains(String(mime[mime.index(after: plus)...]))
+        if !self.rules.suffixes.isEmpty, let plus = mime.lastIndex(of: "+"),
+           self.rules.suffixes.contains(String(mime[mime.index(after: plus)...])) {
+            return true
+        }
+        guard !self.rules.wildcards.isEmpty, let slash = mime.firstIndex(of: "/") else { return false }
+        let type = mime[..<slash], subtype = mime[mime.index(after: slash)...]
+        return self.rules.wildcards.contains { ($0.type == nil || $0.type == type) && ($0.subtype == nil || $0.subtype == subtype) }
     }
 }
 

@@ -8,8 +8,7 @@ import Testing
 /// Alamofire's internal `Request.MIMEType` parses a `Content-Type` for its validation; Courier's
 /// parse is the public `HTTPResponse.mimeType` (the type and subtype, lower-cased, parameters and
 /// white space dropped, nil when there is none), and its matching is `HTTPResponseSerializer`'s
-/// check against `acceptableContentTypes`. Courier has no wildcards (`text/*`, `*/*`): those tests
-/// are "not built" in the table.
+/// check against `acceptableContentTypes`, where `*` stands for any type or subtype.
 @Suite("Conformance: Alamofire MIMETypeTests")
 struct AlamofireMIMETypeConformanceTests {
     static func mimeType(_ contentType: String) -> String? {
@@ -68,5 +67,44 @@ struct AlamofireMIMETypeConformanceTests {
 
     @Test func sameTypeButDifferentSubtypeNoMatch() {
         #expect(!Self.accepts("text/plain", "text/html"))
+    }
+
+    /// Alamofire's `isWildcard` is true for `*/*` only: the pattern that takes every type.
+    @Test func wildcardDetection() {
+        for type in ["text/plain", "application/json", "image/png"] {
+            #expect(Self.accepts("*/*", type))
+        }
+        #expect(!Self.accepts("text/*", "application/json"))
+        #expect(!Self.accepts("*/json", "text/plain"))
+        #expect(!Self.accepts("text/plain", "text/html"))
+    }
+
+    @Test func wildcardSubtypeMatchesAnySametype() {
+        #expect(Self.accepts("text/*", "text/plain"))
+        #expect(Self.accepts("text/*", "text/html"))
+    }
+
+    @Test func wildcardSubtypeDoesNotMatchDifferentType() {
+        #expect(!Self.accepts("text/*", "application/json"))
+    }
+
+    @Test func wildcardTypeMatchesSameSubtype() {
+        #expect(Self.accepts("*/json", "application/json"))
+    }
+
+    @Test func fullWildcardMatchesAny() {
+        #expect(Self.accepts("*/*", "text/plain"))
+        #expect(Self.accepts("*/*", "application/json"))
+        #expect(Self.accepts("*/*", "image/png"))
+    }
+
+    /// Not a source test: a body without a `Content-Type` is refused even by `*/*`, and a pattern
+    /// is compared case-insensitively like a name.
+    @Test func aWildcardNeedsAContentTypeAndIgnoresCase() {
+        var serializer = HTTPResponseSerializer()
+        serializer.acceptableContentTypes = ["*/*"]
+        #expect((try? serializer.validate(HTTPResponse(status: .ok), data: Data("x".utf8))) == nil)
+        #expect(Self.accepts("TEXT/*", "text/plain"))
+        #expect(!Self.accepts("text*", "text/plain"))
     }
 }

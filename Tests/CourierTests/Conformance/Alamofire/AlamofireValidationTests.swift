@@ -56,6 +56,14 @@ struct AlamofireValidationConformanceTests {
         #expect(try await Self.error("/ip") { $0.acceptableContentTypes = ["application/json"] } == nil)
     }
 
+    /// The three patterns one after the other, as the source chains three validations.
+    @Test func ContentTypeValidationTestCase_testThatValidationForRequestWithAcceptableWildcardContentTypeResponseSucceeds() async throws {
+        for pattern in ["*/*", "application/*", "*/json"] {
+            #expect(try await Self.error("/ip") { $0.acceptableContentTypes = [pattern] } == nil, "\(pattern)")
+        }
+        #expect(try await Self.error("/ip") { $0.acceptableContentTypes = ["text/*"] }?.code == .unacceptableContentType)
+    }
+
     /// Differs: download tasks are not validated (see the suite).
     @Test func testThatValidationForRequestWithUnacceptableContentTypeResponseFails() async throws {
         let error = try await Self.error("/xml") { $0.acceptableContentTypes = ["application/octet-stream"] }
