@@ -72,7 +72,6 @@ RULES = [
      "not built", "URLEncodedFormEncoder has no key-path encoding option: nested keys are always `key[sub]`"),
     (r"ParameterEncoderTests", r"AlphabetizeKeysIsFalse", "not built", "URLEncodedFormEncoder always sorts keys"),
     (r"ParameterEncoderTests", r"ArraysCanBeEncodedWithCustomClosure", "not built", "no custom array-key closure (`ArrayEncoding` is brackets, no brackets or index in brackets)"),
-    (r"ParameterEncoderTests", r"Capitalized|Lowercased|Uppercased", "not built", "KeyEncoding has snake case, kebab case and custom; no capitalized, lowercased or uppercased"),
     (r"ParameterEncoderTests", r"DatesCanBeEncodedAsFormatted", "not built", "no DateFormatter strategy (a DateFormatter is not Sendable); use `.custom`"),
     (r"ParameterEncoderTests", r"EscapedCharactersCanBeCustomized", "not built", "no allowed-characters option: escaping is AFNetworking's"),
     (r"CachedResponseHandlerTests", r"CreatedStaticallyFromProtocol", "not built",

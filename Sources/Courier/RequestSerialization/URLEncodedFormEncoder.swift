@@ -96,6 +96,12 @@ public struct URLEncodedFormEncoder: Sendable {
         public static let convertToSnakeCase = KeyEncoding(convert: { KeyEncoding.split($0, separator: "_") })
         /// `userName` → `user-name`.
         public static let convertToKebabCase = KeyEncoding(convert: { KeyEncoding.split($0, separator: "-") })
+        /// `userName` → `UserName`: the first letter upper-cased, the rest as it is.
+        public static let capitalized = KeyEncoding(convert: { $0.prefix(1).uppercased() + $0.dropFirst() })
+        /// `userName` → `USERNAME`.
+        public static let uppercased = KeyEncoding(convert: { $0.uppercased() })
+        /// `userName` → `username`.
+        public static let lowercased = KeyEncoding(convert: { $0.lowercased() })
         /// A conversion of your making.
         public static func custom(_ convert: @escaping @Sendable (String) -> String) -> KeyEncoding {
             KeyEncoding(convert: convert)

@@ -361,6 +361,18 @@ struct AlamofireParameterEncoderConformanceTests {
         #expect(try Self.form(["oneTwoThree": "oneTwoThree"]) { $0.keyEncoding = .convertToKebabCase } == "one-two-three=oneTwoThree")
     }
 
+    @Test func testThatKeysCanBeEncodedIntoACapitalizedString() throws {
+        #expect(try Self.form(["oneTwoThree": "oneTwoThree"]) { $0.keyEncoding = .capitalized } == "OneTwoThree=oneTwoThree")
+    }
+
+    @Test func testThatKeysCanBeEncodedIntoALowercasedString() throws {
+        #expect(try Self.form(["oneTwoThree": "oneTwoThree"]) { $0.keyEncoding = .lowercased } == "onetwothree=oneTwoThree")
+    }
+
+    @Test func testThatKeysCanBeEncodedIntoAnUppercasedString() throws {
+        #expect(try Self.form(["oneTwoThree": "oneTwoThree"]) { $0.keyEncoding = .uppercased } == "ONETWOTHREE=oneTwoThree")
+    }
+
     @Test func testThatKeysCanBeCustomEncoded() throws {
         #expect(try Self.form(["oneTwoThree": "oneTwoThree"]) { $0.keyEncoding = .custom { _ in "A" } } == "A=oneTwoThree")
     }
