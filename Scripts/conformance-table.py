@@ -68,8 +68,6 @@ RULES = [
      "not built", "retriers are asked about failed attempts (transport failures, statuses of 400 or more), not about a response serializer's failure: serialization runs after the task completed"),
     (r"ParameterEncodingTests", r"WithIndex|WithoutBrackets|CustomClosure|LiteralBool",
      "not built", "array and boolean styles for dictionary parameters: HTTPRequestSerializer writes AFNetworking's form only (URLEncodedFormEncoder has the styles, for Encodable values)"),
-    (r"ParameterEncoderTests", r"ExplicitBracketKeyPaths|DottedKeyPaths|CustomKeyPaths",
-     "not built", "URLEncodedFormEncoder has no key-path encoding option: nested keys are always `key[sub]`"),
     (r"ParameterEncoderTests", r"AlphabetizeKeysIsFalse", "not built", "URLEncodedFormEncoder always sorts keys"),
     (r"ParameterEncoderTests", r"ArraysCanBeEncodedWithCustomClosure", "not built", "no custom array-key closure (`ArrayEncoding` is brackets, no brackets or index in brackets)"),
     (r"ParameterEncoderTests", r"DatesCanBeEncodedAsFormatted", "not built", "no DateFormatter strategy (a DateFormatter is not Sendable); use `.custom`"),

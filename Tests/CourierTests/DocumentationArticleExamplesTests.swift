@@ -131,7 +131,8 @@ struct DocumentationArticleExamplesTests {
         form.arrayEncoding = .noBrackets        // .brackets (default) | .noBrackets | .indexInBrackets
         form.boolEncoding = .literal            // .numeric (default) | .literal
         form.spaceEncoding = .plusReplaced      // .percentEscaped (default, %20) | .plusReplaced (+)
-        form.keyEncoding = .convertToSnakeCase  // .useDefaultKeys | .convertToSnakeCase | .convertToKebabCase | .custom
+        form.keyPathEncoding = .dots            // .brackets (default, key[sub]) | .dots (key.sub) | KeyPathEncoding { ... }
+        form.keyEncoding = .convertToSnakeCase  // .useDefaultKeys | .convertToSnakeCase | .convertToKebabCase | .capitalized | .uppercased | .lowercased | .custom
         form.dateEncoding = .iso8601            // .deferredToDate | .secondsSince1970 | .millisecondsSince1970 | .custom
         form.dataEncoding = .base64             // .base64 | .deferredToData | .custom
         #expect(try form.encode(Search(query: "swift nio", tags: ["a", "b"], exact: true)) == "exact=true&query=swift+nio&tags=a&tags=b")

@@ -13,7 +13,7 @@ import Foundation
 /// // exact=true&q=swift+nio&tags=a&tags=b
 /// ```
 ///
-/// Nested values become `key[sub]`; keys are written in sorted order at every depth; keys and
+/// Nested values become `key[sub]` (``keyPathEncoding``); keys are written in sorted order at every depth; keys and
 /// values are escaped as ``HTTPRequestSerializer/percentEscaped(_:)`` does. The value must encode
 /// as a keyed container (a struct, class or dictionary with string keys): a top-level array or
 /// scalar has no keys and fails with ``CourierError/Code/parameterEncodingFailed``.
@@ -130,6 +130,31 @@ public struct URLEncodedFormEncoder: Sendable {
         }
     }
 
+    /// How a nested key joins its parent's: `parent[child]` by default.
+    public struct KeyPathEncoding: Sendable {
+        /// nil: brackets, without a closure call.
+        fileprivate let encode: (@Sendable (String) -> String)?
+        /// `parent[child][grandchild]` (the default; AFNetworking's form).
+        public static let brackets = KeyPathEncoding(encode: nil)
+        /// `parent.child.grandchild`.
+        public static let dots = KeyPathEncoding(encode: { "." + $0 })
+
+        private init(encode: (@Sendable (String) -> String)?) {
+            self.encode = encode
+        }
+
+        /// A joint of your making: `encoding` gets each nested key (after ``KeyEncoding``) and
+        /// returns what follows the parent's key (`{ "-\($0)" }` writes `parent-child`).
+        public init(encoding: @escaping @Sendable (_ subkey: String) -> String) {
+            self.encode = encoding
+        }
+
+        func path(_ parent: String, _ subkey: String) -> String {
+            guard let encode else { return parent + "[" + subkey + "]" }
+            return parent + encode(subkey)
+        }
+    }
+
     /// How an explicit `nil` (`encodeNil`) is written. (A `nil` optional property that the
     /// synthesized `Encodable` skips writes nothing, whatever this says.)
     public struct NilEncoding: Hashable, Sendable {
@@ -162,6 +187,8 @@ public struct URLEncodedFormEncoder: Sendable {
     public var dataEncoding: DataEncoding = .base64
     /// How keys are converted; `.useDefaultKeys` by default.
     public var keyEncoding: KeyEncoding = .useDefaultKeys
+    /// How nested keys are joined; `.brackets` by default.
+    public var keyPathEncoding: KeyPathEncoding = .brackets
     /// How an explicit nil is written; `.dropKey` by default.
     public var nilEncoding: NilEncoding = .dropKey
     /// How spaces are written; `.percentEscaped` by default.
@@ -217,7 +244,7 @@ public struct URLEncodedFormEncoder: Sendable {
         switch value {
         case .object(let entries):
             for entry in entries {
-                self.appendPairs(for: entry.value, key: key + "[" + self.convert(entry.key) + "]", to: &pairs)
+                self.appendPairs(for: entry.value, key: self.keyPathEncoding.path(key, self.convert(entry.key)), to: &pairs)
             }
         case .array(let elements):
             for (index, element) in elements.enumerated() {

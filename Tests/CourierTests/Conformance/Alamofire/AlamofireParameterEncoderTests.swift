@@ -361,6 +361,23 @@ struct AlamofireParameterEncoderConformanceTests {
         #expect(try Self.form(["oneTwoThree": "oneTwoThree"]) { $0.keyEncoding = .convertToKebabCase } == "one-two-three=oneTwoThree")
     }
 
+    @Test func testThatNestedDictionariesCanHaveExplicitBracketKeyPaths() throws {
+        #expect(try Self.form(["a": ["b": "b"]]) { $0.keyPathEncoding = .brackets } == "a%5Bb%5D=b")
+    }
+
+    @Test func testThatNestedDictionariesCanHaveDottedKeyPaths() throws {
+        #expect(try Self.form(["a": ["b": "b"]]) { $0.keyPathEncoding = .dots } == "a.b=b")
+    }
+
+    @Test func testThatNestedDictionariesCanHaveCustomKeyPaths() throws {
+        #expect(try Self.form(["a": ["b": "b"]]) { $0.keyPathEncoding = .init { "-\($0)" } } == "a-b=b")
+        // Deeper, with converted keys and arrays.
+        #expect(try Self.form(["oneTwo": ["threeFour": ["x", "y"]]]) {
+            $0.keyPathEncoding = .dots
+            $0.keyEncoding = .convertToSnakeCase
+        } == "one_two.three_four%5B%5D=x&one_two.three_four%5B%5D=y")
+    }
+
     @Test func testThatKeysCanBeEncodedIntoACapitalizedString() throws {
         #expect(try Self.form(["oneTwoThree": "oneTwoThree"]) { $0.keyEncoding = .capitalized } == "OneTwoThree=oneTwoThree")
     }
