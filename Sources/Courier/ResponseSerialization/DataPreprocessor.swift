@@ -43,6 +43,22 @@ extension DataPreprocessor where Self == GoogleXSSIPreprocessor {
     public static var googleXSSI: GoogleXSSIPreprocessor { GoogleXSSIPreprocessor() }
 }
 
+/// A serializer's preprocessor behind one reference, nil for none: the serializers stay within an
+/// existential's inline buffer (three words), so a copy into `any ResponseSerializer` (the task's,
+/// the notification's) allocates nothing. A preprocessor held inline would take five words.
+final class PreprocessorReference: Sendable {
+    let preprocessor: any DataPreprocessor
+
+    init(_ preprocessor: any DataPreprocessor) {
+        self.preprocessor = preprocessor
+    }
+
+    /// `preprocessor` behind a reference, or nil.
+    static func make(_ preprocessor: (any DataPreprocessor)?) -> PreprocessorReference? {
+        preprocessor.map(PreprocessorReference.init)
+    }
+}
+
 extension HTTPResponseSerializer {
     /// `data` through `preprocessor`, its errors as serialization failures.
     static func preprocessed(_ data: Data, by preprocessor: (any DataPreprocessor)?, response: HTTPResponse?) throws(CourierError) -> Data {

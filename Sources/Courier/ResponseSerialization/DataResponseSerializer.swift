@@ -7,7 +7,11 @@ public struct DataResponseSerializer: ResponseSerializer {
     /// The validation part; accepts any content type and status 200–299 by default.
     public var http = HTTPResponseSerializer()
     /// Prepares a non-empty body before it is decoded (``DataPreprocessor``); none by default.
-    public var dataPreprocessor: (any DataPreprocessor)?
+    public var dataPreprocessor: (any DataPreprocessor)? {
+        get { self.preprocessorReference?.preprocessor }
+        set { self.preprocessorReference = .make(newValue) }
+    }
+    private var preprocessorReference: PreprocessorReference?
 
     /// A serializer that accepts any content type and status 200–299.
     public init() {}
@@ -24,6 +28,6 @@ public struct DataResponseSerializer: ResponseSerializer {
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> Data {
         try self.validate(response, data: data)
         guard let data, !data.isEmpty else { return Data() }
-        return try HTTPResponseSerializer.preprocessed(data, by: self.dataPreprocessor, response: response)
+        return try HTTPResponseSerializer.preprocessed(data, by: self.preprocessorReference?.preprocessor, response: response)
     }
 }

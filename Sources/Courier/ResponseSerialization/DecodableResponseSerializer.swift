@@ -26,14 +26,18 @@ public struct DecodableResponseSerializer<Value: Decodable & Sendable>: Response
     /// Status codes whose body is empty by definition; 204 and 205.
     public var emptyResponseCodes: Set<Int> = [204, 205]
     /// Prepares a non-empty body before it is decoded (``DataPreprocessor``); none by default.
-    public var dataPreprocessor: (any DataPreprocessor)?
+    public var dataPreprocessor: (any DataPreprocessor)? {
+        get { self.preprocessorReference?.preprocessor }
+        set { self.preprocessorReference = .make(newValue) }
+    }
+    private var preprocessorReference: PreprocessorReference?
 
     /// A serializer of `type` that decodes with `decoder`, after `dataPreprocessor` when one is given.
     public init(
         _ type: Value.Type = Value.self, decoder: any DataDecoder = JSONDecoder(), dataPreprocessor: (any DataPreprocessor)? = nil
     ) {
-        self.dataPreprocessor = dataPreprocessor
         self.decoder = decoder
+        self.preprocessorReference = .make(dataPreprocessor)
     }
 
     public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
@@ -52,7 +56,7 @@ public struct DecodableResponseSerializer<Value: Decodable & Sendable>: Response
                 "the response has no body and \(Value.self) does not conform to EmptyResponse",
                 response: response, data: data)
         }
-        let body = try HTTPResponseSerializer.preprocessed(data, by: self.dataPreprocessor, response: response)
+        let body = try HTTPResponseSerializer.preprocessed(data, by: self.preprocessorReference?.preprocessor, response: response)
         do {
             return try self.decoder.decode(Value.self, from: body)
         } catch {

@@ -35,9 +35,32 @@ public struct JSONResponseSerializer: ResponseSerializer {
     /// dictionaries, and `null` elements from arrays (AFNetworking's
     /// `removesKeysWithNullValues`, which removes both since 4.0). Off by default: it costs a walk
     /// over the whole tree.
-    public var removesKeysWithNullValues = false
+    public var removesKeysWithNullValues: Bool {
+        get { self.extras?.removesNulls ?? false }
+        set { self.extras = Extras.make(removesNulls: newValue, preprocessor: self.dataPreprocessor) }
+    }
     /// Prepares a non-empty body before it is decoded (``DataPreprocessor``); none by default.
-    public var dataPreprocessor: (any DataPreprocessor)?
+    public var dataPreprocessor: (any DataPreprocessor)? {
+        get { self.extras?.preprocessor }
+        set { self.extras = Extras.make(removesNulls: self.removesKeysWithNullValues, preprocessor: newValue) }
+    }
+    /// The two settings above behind one reference, nil for the defaults: the serializer stays
+    /// within an existential's inline buffer (``PreprocessorReference``).
+    private var extras: Extras?
+
+    private final class Extras: Sendable {
+        let removesNulls: Bool
+        let preprocessor: (any DataPreprocessor)?
+
+        private init(removesNulls: Bool, preprocessor: (any DataPreprocessor)?) {
+            self.removesNulls = removesNulls
+            self.preprocessor = preprocessor
+        }
+
+        static func make(removesNulls: Bool, preprocessor: (any DataPreprocessor)?) -> Extras? {
+            !removesNulls && preprocessor == nil ? nil : Extras(removesNulls: removesNulls, preprocessor: preprocessor)
+        }
+    }
 
     /// A serializer that accepts `application/json`, `text/json`, `text/javascript` and `+json`.
     public init() {

@@ -24,7 +24,11 @@ public struct StringResponseSerializer: ResponseSerializer {
     /// The encoding used when there is neither a byte-order mark nor a known `charset`; UTF-8.
     public var fallbackEncoding: String.Encoding = .utf8
     /// Prepares a non-empty body before it is decoded (``DataPreprocessor``); none by default.
-    public var dataPreprocessor: (any DataPreprocessor)?
+    public var dataPreprocessor: (any DataPreprocessor)? {
+        get { self.preprocessorReference?.preprocessor }
+        set { self.preprocessorReference = .make(newValue) }
+    }
+    private var preprocessorReference: PreprocessorReference?
 
     /// A serializer that detects the encoding as described above.
     public init() {}
@@ -46,7 +50,7 @@ public struct StringResponseSerializer: ResponseSerializer {
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> String {
         try self.validate(response, data: data)
         guard var data, !data.isEmpty, !HTTPResponseSerializer.isEmptyStatus(response) else { return "" }
-        data = try HTTPResponseSerializer.preprocessed(data, by: self.dataPreprocessor, response: response)
+        data = try HTTPResponseSerializer.preprocessed(data, by: self.preprocessorReference?.preprocessor, response: response)
         let (encoding, skip) = self.encoding(for: response, data: data)
         let body = skip == 0 ? data : data.dropFirst(skip)
         let text = String(data: body, encoding: encoding)
