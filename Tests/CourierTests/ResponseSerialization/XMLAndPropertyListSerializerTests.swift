@@ -105,10 +105,41 @@ struct XMLDocumentResponseSerializerTests {
         }
     }
 
-    @Test func deepNestingNeverCrashes() {
-        let body = Data((String(repeating: "<a>", count: 10_000) + String(repeating: "</a>", count: 10_000)).utf8)
-        // Either a document or a typed error, depending on libxml2's depth limit; never a crash.
-        _ = try? XMLDocumentResponseSerializer().responseObject(for: Fixture.response(200, "text/xml"), data: body)?.document()
+    static func nested(_ depth: Int) -> Data {
+        Data((String(repeating: "<a>", count: depth) + "LEAF" + String(repeating: "</a>", count: depth)).utf8)
+    }
+
+    /// libxml2 (through FoundationXML) builds 256 levels and drops what is deeper while reporting
+    /// success: a deeper document is refused, naming the depth, instead of coming back cut off.
+    @Test func aDocumentDeeperThanTheParserBuildsIsRefusedNotTruncated() throws {
+        let fits = try #require(try XMLDocumentResponseSerializer().responseObject(for: Fixture.response(200, "text/xml"), data: Self.nested(256)))
+        #expect(fits.document().rootElement()?.stringValue == "LEAF")
+        #expect(performing: {
+            try XMLDocumentResponseSerializer().responseObject(for: Fixture.response(200, "text/xml"), data: Self.nested(300))
+        }, throws: { error in
+            guard let error = error as? CourierError else { return false }
+            return error.code == .responseSerializationFailed && error.message.contains("300 deep")
+        })
+        // Never a crash however deep.
+        _ = try? XMLDocumentResponseSerializer().responseObject(for: Fixture.response(200, "text/xml"), data: Self.nested(10_000))
+    }
+
+    /// External entities are never loaded unless the options ask for it: a server's document does
+    /// not read the client's files into itself (XXE), with the default options or with options
+    /// that name no entity policy.
+    @Test func externalEntitiesAreNotLoaded() throws {
+        let secret = FileManager.default.temporaryDirectory.appendingPathComponent("courier-xxe-\(UUID().uuidString).txt")
+        try Data("TOPSECRET".utf8).write(to: secret)
+        defer { try? FileManager.default.removeItem(at: secret) }
+        let body = Fixture.data(#"<?xml version="1.0"?><!DOCTYPE r [<!ENTITY ext SYSTEM "\#(secret.absoluteString)">]><r>before &ext; after</r>"#)
+        for serializer in [XMLDocumentResponseSerializer(), XMLDocumentResponseSerializer(options: [.nodePreserveWhitespace])] {
+            #expect(serializer.effectiveOptions.contains(.nodeLoadExternalEntitiesNever))
+            let response = try #require(try serializer.responseObject(for: Fixture.response(200, "text/xml"), data: body))
+            #expect(response.document().rootElement()?.stringValue?.contains("TOPSECRET") != true)
+            #expect(response.options.contains(.nodeLoadExternalEntitiesNever))
+        }
+        // A policy the caller names is kept as it is.
+        #expect(XMLDocumentResponseSerializer(options: [.nodeLoadExternalEntitiesSameOriginOnly]).effectiveOptions == [.nodeLoadExternalEntitiesSameOriginOnly])
     }
 
     @Test func crossesIntoATask() async throws {

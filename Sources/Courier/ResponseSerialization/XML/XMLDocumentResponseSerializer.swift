@@ -25,7 +25,26 @@ public struct XMLDocumentResponseSerializer: ResponseSerializer {
     /// The validation part; its content types are the XML ones.
     public var http = HTTPResponseSerializer()
     /// Options for `XMLDocument(data:options:)`; none by default, as in AFNetworking.
+    ///
+    /// External entities (`<!ENTITY x SYSTEM "file:///…">`, `"http://…"`) are never loaded unless
+    /// these options ask for it with `.nodeLoadExternalEntitiesAlways` or
+    /// `.nodeLoadExternalEntitiesSameOriginOnly`: on Linux, libxml2 under FoundationXML would read
+    /// the client's files and fetch URLs the server names while parsing (XXE), outside the
+    /// session. ``effectiveOptions`` are the options the document is parsed with.
     public var options: XMLNode.Options = []
+
+    /// ``options``, with `.nodeLoadExternalEntitiesNever` when they name no external-entity policy.
+    public var effectiveOptions: XMLNode.Options {
+        let policies: XMLNode.Options = [
+            .nodeLoadExternalEntitiesAlways, .nodeLoadExternalEntitiesSameOriginOnly, .nodeLoadExternalEntitiesNever,
+        ]
+        return self.options.isDisjoint(with: policies) ? self.options.union(.nodeLoadExternalEntitiesNever) : self.options
+    }
+
+    /// The deepest nesting libxml2 builds a document for (without its `XML_PARSE_HUGE` option,
+    /// which FoundationXML does not pass): deeper elements are dropped while the parse reports
+    /// success, so a deeper document is refused instead.
+    public static let maximumDepth = 256
 
     /// A serializer that accepts `application/xml`, `text/xml` and `+xml`.
     public init() {
@@ -47,14 +66,22 @@ public struct XMLDocumentResponseSerializer: ResponseSerializer {
         guard let data, !data.isEmpty, !HTTPResponseSerializer.isEmptyStatus(response) else { return nil }
         // libxml2 as FoundationXML drives it recovers from many errors (`<a><b></a>` gives a
         // document), so well-formedness is checked first, with the same rules as the parser serializer.
-        if let problem = XMLWellFormednessCheck.problem(in: data) {
+        let (problem, depth) = XMLWellFormednessCheck.check(data)
+        if let problem {
             throw CourierError(
                 .responseSerializationFailed, "the body is not a well-formed XML document",
                 response: response, data: data, underlyingError: problem)
         }
+        if depth > Self.maximumDepth {
+            throw CourierError(
+                .responseSerializationFailed,
+                "the XML document nests elements \(depth) deep, deeper than the \(Self.maximumDepth) levels XMLDocument builds on Linux (use XMLParserResponseSerializer)",
+                response: response, data: data)
+        }
+        let options = self.effectiveOptions
         do {
-            let document = try XMLDocument(data: data, options: self.options)
-            return XMLDocumentResponse(data: data, options: self.options, document: document)
+            let document = try XMLDocument(data: data, options: options)
+            return XMLDocumentResponse(data: data, options: options, document: document)
         } catch {
             throw CourierError(
                 .responseSerializationFailed, "the body is not a well-formed XML document",

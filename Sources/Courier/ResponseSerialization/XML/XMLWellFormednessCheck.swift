@@ -11,22 +11,33 @@ import FoundationXML
 /// checked too.
 final class XMLWellFormednessCheck: NSObject, XMLParserDelegate {
     private var depth = 0
+    private var deepest = 0
     private var sawRoot = false
     private var rootClosed = false
     private var error: (any Error)?
 
     /// The parse error, or a description of what is wrong, or `nil` for a well-formed document.
     static func problem(in data: Data) -> (any Error)? {
+        self.check(data).problem
+    }
+
+    /// ``problem(in:)``, and how deep the elements were nested (1 for a lone root).
+    static func check(_ data: Data) -> (problem: (any Error)?, depth: Int) {
+        let (problem, check) = self.run(data)
+        return (problem, check.deepest)
+    }
+
+    private static func run(_ data: Data) -> ((any Error)?, XMLWellFormednessCheck) {
         let check = XMLWellFormednessCheck()
         let parser = XMLParser(data: data)
         parser.delegate = check
         parser.shouldResolveExternalEntities = false
         let finished = parser.parse()
-        if let error = check.error ?? parser.parserError { return error }
-        if !finished { return XMLProblem(description: "the XML parser stopped early") }
-        if !check.sawRoot { return XMLProblem(description: "the document has no root element") }
-        if !check.rootClosed || check.depth != 0 { return XMLProblem(description: "the root element is not closed") }
-        return nil
+        if let error = check.error ?? parser.parserError { return (error, check) }
+        if !finished { return (XMLProblem(description: "the XML parser stopped early"), check) }
+        if !check.sawRoot { return (XMLProblem(description: "the document has no root element"), check) }
+        if !check.rootClosed || check.depth != 0 { return (XMLProblem(description: "the root element is not closed"), check) }
+        return (nil, check)
     }
 
     func parser(
@@ -39,6 +50,7 @@ final class XMLWellFormednessCheck: NSObject, XMLParserDelegate {
         }
         self.sawRoot = true
         self.depth += 1
+        self.deepest = max(self.deepest, self.depth)
     }
 
     func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
