@@ -62,15 +62,23 @@ final class HTTPAuthenticationResponder: Sendable {
             return (best, best.nonceCount)
         }
         guard let (answer, nonceCount) = chosen else { return request }
+        // The URL's user and password name this request's credential: they go in the scheme the
+        // space was answered with, never the credential it was answered with (another user's).
+        let credential = Self.credential(in: request.url) ?? answer.credential
         var request = request
         if let digest = answer.digest {
             request.headerFields[.authorization] = HTTPAuthorization.digest(
-                digest, credential: answer.credential, method: head.method.rawValue, uri: path, nonceCount: nonceCount,
+                digest, credential: credential, method: head.method.rawValue, uri: path, nonceCount: nonceCount,
                 cnonce: self.makeClientNonce())
         } else {
-            request.headerFields[.authorization] = HTTPAuthorization.basic(answer.credential)
+            request.headerFields[.authorization] = HTTPAuthorization.basic(credential)
         }
         return request
+    }
+
+    /// The user and password of `url` (percent-decoded), if it has a user.
+    static func credential(in url: URL) -> HTTPCredential? {
+        url.user.map { HTTPCredential(user: $0.removingPercentEncoding ?? $0, password: url.password?.removingPercentEncoding ?? "") }
     }
 
     private static func longestPrefix(_ answer: Answer, _ path: String) -> Int {
@@ -109,9 +117,7 @@ final class HTTPAuthenticationResponder: Sendable {
                     "\(attempt.request.summary): the server still called the nonce stale after \(rounds) answers to its challenge (Digest realm \"\(challenge.realm ?? "")\", algorithm \(digest.algorithm.name))",
                     request: attempt.request, response: response, data: attempt.data))
         }
-        let urlCredential = attempt.request.url.user.map {
-            HTTPCredential(user: $0.removingPercentEncoding ?? $0, password: attempt.request.url.password?.removingPercentEncoding ?? "")
-        }
+        let urlCredential = Self.credential(in: attempt.request.url)
         for (challenge, digest) in candidates {
             let method: AuthenticationMethod = digest == nil ? .httpBasic : .httpDigest
             guard let space = ProtectionSpace(url: attempt.request.url, realm: challenge.realm ?? "", authenticationMethod: method) else {
@@ -123,12 +129,14 @@ final class HTTPAuthenticationResponder: Sendable {
             // credential stands: the request goes again, once, with the new nonce, and the hook
             // is not asked.
             if let answered, let digest, digest.stale {
+                // The credential that was sent: the URL's, when it has one (``authenticate(_:)``).
+                let sent = urlCredential ?? answered.credential
                 observer?(
                     AuthenticationChallenge(
                         protectionSpace: space, challenge: challenge, previousFailureCount: 0, failureResponse: response,
-                        request: attempt.request, proposedCredential: answered.credential),
-                    .useCredential(answered.credential))
-                self.record(space: space, credential: answered.credential, digest: digest, url: attempt.request.url)
+                        request: attempt.request, proposedCredential: sent),
+                    .useCredential(sent))
+                self.record(space: space, credential: sent, digest: digest, url: attempt.request.url)
                 attempt.logger.debug("renewing a stale Digest nonce", metadata: ["courier.realm": "\(space.realm ?? "")"])
                 return .retry(reason: .challenge)
             }

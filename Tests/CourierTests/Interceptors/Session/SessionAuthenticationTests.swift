@@ -22,6 +22,49 @@ struct SessionAuthenticationTests {
         return counts
     }
 
+    /// A URL's user and password name that request's credential, also once the session answered
+    /// the space for another user: `bob:…@` goes as bob (in the scheme the space was answered
+    /// with, up front), a wrong password in the URL is tried and refused, and a URL without
+    /// credentials gets the one that answered the space's challenge. Before, every later request went as the first
+    /// user (found against nginx's auth_basic and Apache's mod_auth_digest).
+    @Test func aURLsCredentialsWinOverTheSpacesRememberedOnes() async throws {
+        try await withTestServer { server in
+            let users = ["ann": "s3cret", "bob": "bobpw"]
+            server.route("/area/secret") { request in
+                let given = request.value(forHTTPHeaderField: "Authorization").flatMap { value -> (String, String)? in
+                    guard value.hasPrefix("Basic "), let data = Data(base64Encoded: String(value.dropFirst(6))) else { return nil }
+                    let pair = String(decoding: data, as: UTF8.self).split(separator: ":", maxSplits: 1).map(String.init)
+                    return pair.count == 2 ? (pair[0], pair[1]) : nil
+                }
+                guard let (user, password) = given, users[user] == password else {
+                    return TestServer.Response(status: .unauthorized, headerFields: [.wwwAuthenticate: #"Basic realm="area""#])
+                }
+                return .text(user)
+            }
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            func url(_ userinfo: String) -> URL {
+                URL(string: server.url("/area/secret").absoluteString.replacingOccurrences(of: "://", with: "://\(userinfo)"))!
+            }
+            func body(_ url: URL) async throws -> (String, HTTPResponse.Status) {
+                let response = try await manager.response(for: Request(url: url), serializer: StringResponseSerializer())
+                return (response.value, response.response.status)
+            }
+            let ann = try await body(url("ann:s3cret@"))
+            #expect(ann.0 == "ann")
+            let bob = try await body(url("bob:bobpw@"))
+            #expect(bob.0 == "bob")
+            do {
+                _ = try await body(url("ann:WRONG@"))
+                Issue.record("a wrong password in the URL was not refused")
+            } catch {
+                #expect((error as? CourierError)?.response?.status == .unauthorized)
+            }
+            let remembered = try await body(url(""))
+            #expect(remembered.0 == "ann", "a URL without credentials takes the credential that answered the space's challenge")
+        }
+    }
+
     @Test("100 concurrent requests all refused with 401 first: exactly one refresh, 100 successes")
     func singleFlight() async throws {
         try await withTestServer { server in
