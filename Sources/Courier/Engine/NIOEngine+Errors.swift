@@ -62,6 +62,7 @@ extension NIOEngine {
             case .closedBeforeAnswering: return (.connectionClosed, "\(error)")
             case .notProcessed: return (.connectionClosed, "\(error)")
             case .bodyLengthMismatch: return (.bodyReadFailed, "\(error)")
+            case .noStreamsAllowed: return (.connectionFailed, "\(error)")
             }
         }
         if let error = error as? NIOHTTP2Errors.StreamClosed {

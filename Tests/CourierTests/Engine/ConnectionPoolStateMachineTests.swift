@@ -80,6 +80,30 @@ struct ConnectionPoolStateMachineTests {
 
     // MARK: Actions
 
+    /// SETTINGS_MAX_CONCURRENT_STREAMS 0 on a connection with no stream open: it closes, and with
+    /// no other connection that could serve, the waiting requests fail at once (nghttpd and Node
+    /// with a limit of 0 made Courier open four connections at a time for ever). With another
+    /// connection opening, they wait for it.
+    @Test func aServerThatAllowsNoStreamFailsTheWaitingRequestsAndOpensNothingMore() {
+        var machine = self.machine(connections: 4)
+        let lines = self.openHTTP2(&machine, ["a", "b"], id: 0, maximumStreams: 0)
+        #expect(lines == [
+            "close #0",
+            "fail a: the server allows no HTTP/2 streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0), so the request was not sent",
+            "fail b: the server allows no HTTP/2 streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0), so the request was not sent",
+        ])
+        #expect(machine.waitingCount == 0)
+        #expect(self.lines(machine.connectionClosed(PoolConnectionID(rawValue: 0), key: Self.https)) == [], "nothing opens in its place")
+
+        // Another connection that takes streams: the waiter waits for it.
+        var other = self.machine(connections: 4, streams: 1)
+        #expect(self.openHTTP2(&other, ["c", "d"], id: 0) == ["stream c on #0 (busy)", "create #1 to 443 on L1"])
+        _ = other.connectionCreated(self.connection(1, on: 1), key: Self.https, speaking: .http2)
+        #expect(self.lines(other.http2SettingsReceived(PoolConnectionID(rawValue: 1), key: Self.https, maximumStreams: 0)) == ["close #1"])
+        #expect(other.waitingCount == 1)
+        #expect(self.lines(other.http2StreamClosed(PoolConnectionID(rawValue: 0), key: Self.https)) == ["stream d on #0 (busy)"])
+    }
+
     @Test func anEventsActionsKeepTheirOrderWhateverTheirNumber() {
         var actions = Machine.Actions()
         #expect(actions.isEmpty)

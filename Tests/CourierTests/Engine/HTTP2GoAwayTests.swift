@@ -424,6 +424,26 @@ struct HTTP2GoAwayTests {
         }
     }
 
+    /// A server whose SETTINGS allow no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0): the request
+    /// fails at once with an error that says so, having opened one connection. Before, it waited
+    /// for ever while the pool opened four connections at a time (nghttpd, Node).
+    @Test func aServerThatAllowsNoStreamFailsTheRequestAtOnce() async throws {
+        let server = try await ScriptedHTTP2Server.start(maximumStreams: 0) { _, _ in .respond("ok") }
+        let (engine, group) = try Self.engine()
+        let recorder = ExchangeRecorder()
+        _ = engine.execute(Request(url: Self.url(server, "none")), delegate: recorder)
+        #expect(await recorder.completion())
+        let error = recorder.snapshot.error
+        #expect(error?.code == .connectionFailed, "\(String(describing: error))")
+        #expect(error?.message.contains("SETTINGS_MAX_CONCURRENT_STREAMS is 0") == true)
+        #expect(error?.message.contains("localhost:\(server.port)") == true)
+        #expect(server.connectionCount == 1, "connections: \(server.connectionCount)")
+        #expect(!server.paths.contains("/none"))
+        try await engine.shutdown()
+        try await server.shutdown()
+        try await group.shutdownGracefully()
+    }
+
     /// A request whose header block does not fit in one frame (swift-nio-http2 sends no
     /// CONTINUATION) is refused alone, before its stream opens, as Courier's refusal: the stream
     /// held on the same connection finishes, and the connection takes the next request. Before,

@@ -402,6 +402,9 @@ enum ConnectionPoolError: Error, Hashable, CustomStringConvertible {
     case notProcessed(attempts: Int)
     /// A streamed body's length differed from its declared length.
     case bodyLengthMismatch(declared: Int64, sent: Int64)
+    /// The HTTP/2 server's SETTINGS allowed no stream (`SETTINGS_MAX_CONCURRENT_STREAMS` 0) on a
+    /// connection with none open, and the host had no other connection that could take one.
+    case noStreamsAllowed
 
     var description: String {
         switch self {
@@ -414,6 +417,8 @@ enum ConnectionPoolError: Error, Hashable, CustomStringConvertible {
         case .notProcessed(let attempts):
             "the server did not process the request (GOAWAY or REFUSED_STREAM), \(attempts) times in a row"
         case .bodyLengthMismatch(let declared, let sent): "the body declared \(declared) bytes and gave \(sent)"
+        case .noStreamsAllowed:
+            "the server allows no HTTP/2 streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0), so the request was not sent"
         }
     }
 }

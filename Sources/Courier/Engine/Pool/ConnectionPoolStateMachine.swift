@@ -375,11 +375,33 @@ extension ConnectionPoolStateMachine {
                 host.http2[index].phase = .active
                 host.learned.failedConnects = 0
             }
+            if host.http2[index].maximumStreams == 0, host.http2[index].openStreams == 0, host.http2[index].phase == .active {
+                return Self.refuseForNoStreams(index, host: &host)
+            }
             var actions = host.takeStreams(on: index, shared.configuration)
             shared.openConnectionsNeeded(for: key, host: &host, into: &actions)
             if first, host.http2[index].openStreams == 0 { actions.append(.startIdleClock(host.http2[index].connection)) }
             return actions
         } ?? Actions()
+    }
+
+    /// A connection whose server allows no stream (`SETTINGS_MAX_CONCURRENT_STREAMS` 0) while
+    /// none is open on it: RFC 9113 5.1.2 asks servers to say 0 only briefly and to close a
+    /// connection they will not serve. Waiting on it would hang the host's requests, and opening
+    /// others in its place churned connections (nghttpd and Node with a limit of 0: four at a
+    /// time, for ever). It closes, and unless another connection of the host is opening or can
+    /// take streams, the waiting requests fail at once with ``ConnectionPoolError/noStreamsAllowed``
+    /// (curl gives up at once too).
+    private static func refuseForNoStreams(_ index: Int, host: inout Host) -> Actions {
+        host.http2[index].phase = .draining
+        var actions = Actions(.close(host.http2[index].connection))
+        let othersMayServe = !host.starting.isEmpty || host.http2.indices.contains { other in
+            other != index && host.http2[other].isUsable && (host.http2[other].isOpening || host.http2[other].maximumStreams > 0)
+        }
+        if !othersMayServe {
+            for waiter in host.waiters.removeAll() { actions.append(.fail(waiter.request, ConnectionPoolError.noStreamsAllowed)) }
+        }
+        return actions
     }
 
     /// The server's first GOAWAY on an HTTP/2 connection: it takes no new stream and closes once
