@@ -106,6 +106,12 @@ final class PerMessageDeflate {
             if output.readableBytesView.suffix(4).elementsEqual(Self.tail) {
                 output.moveWriterIndex(to: output.writerIndex - 4)
             }
+            // An empty message after others: zlib's flush had nothing new to write, and an empty
+            // payload would make the receiver inflate the tail alone, which is no valid block
+            // (Python websockets closed with 1002, tornado dropped the connection). RFC 7692
+            // 7.2.3.6: an empty message is the one byte 0x00, an empty stored block without its
+            // tail.
+            if output.readableBytes == 0 { output.writeInteger(UInt8(0)) }
             return output
         } catch {
             self.compressor = nil
@@ -127,6 +133,9 @@ final class PerMessageDeflate {
             return .failure(.invalid)
         }
         self.decompressor = decompressor
+        // An empty payload (some servers send one for an empty message) is an empty message:
+        // inflating the tail alone would fail, and the context has nothing to learn from it.
+        if payload.readableBytes == 0 { return .success(allocator.buffer(capacity: 0)) }
         var input = payload
         input.writeBytes(Self.tail)
         var output = allocator.buffer(capacity: min(limit, max(256, payload.readableBytes * 4)) + 1)

@@ -25,6 +25,23 @@ struct PerMessageDeflateTests {
         #expect(inflater.decompress(second, limit: 100, allocator: self.allocator) == .success(ByteBuffer(string: "Hello")))
     }
 
+    /// RFC 7692 7.2.3.6: an empty message is the one byte 0x00, first or after others (with the
+    /// context kept, zlib's flush wrote nothing for it, and the empty payload broke Python
+    /// websockets' and tornado's inflaters); the next message still decodes. An empty payload
+    /// received decodes as an empty message.
+    @Test func anEmptyMessageIsOneZeroByteFirstOrAfterOthers() throws {
+        let deflate = PerMessageDeflate(PerMessageDeflateParameters())
+        let inflater = PerMessageDeflate(PerMessageDeflateParameters())
+        for text in ["", "a", "", "", "b"] {
+            let compressed = try #require(deflate.compress(ByteBuffer(string: text), allocator: self.allocator))
+            if text.isEmpty { #expect(Array(compressed.readableBytesView) == [0x00], "\(Array(compressed.readableBytesView))") }
+            #expect(inflater.decompress(compressed, limit: 100, allocator: self.allocator) == .success(ByteBuffer(string: text)))
+        }
+        #expect(inflater.decompress(ByteBuffer(), limit: 100, allocator: self.allocator) == .success(ByteBuffer()))
+        let next = try #require(deflate.compress(ByteBuffer(string: "c"), allocator: self.allocator))
+        #expect(inflater.decompress(next, limit: 100, allocator: self.allocator) == .success(ByteBuffer(string: "c")))
+    }
+
     @Test func largeMessagesRoundTripAndTheLimitHolds() throws {
         var parameters = PerMessageDeflateParameters()
         parameters.clientNoContextTakeover = true

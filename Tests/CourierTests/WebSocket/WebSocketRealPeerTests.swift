@@ -45,6 +45,22 @@ struct WebSocketRealPeerTests {
         await manager.invalidate(cancelingTasks: true)
     }
 
+    /// An empty message after others, compressed (RFC 7692 7.2.3.6: the one byte 0x00): Python's
+    /// websockets closed with 1002 when Courier sent an empty payload, and the next message never
+    /// came back.
+    @Test func anEmptyCompressedMessageAfterOthersIsEchoed() async throws {
+        let manager = SessionManager()
+        let task = manager.webSocketTask(with: Request(url: try self.url("/echo")))
+        var messages = task.messages.makeAsyncIterator()
+        for text in ["a", "", "", "b"] {
+            try await task.send(.text(text))
+            #expect(try await messages.next() == .text(text))
+        }
+        #expect(task.error == nil)
+        await task.close(code: .normalClosure, reason: "done")
+        await manager.invalidate(cancelingTasks: true)
+    }
+
     @Test func theServerClosesFirstWithoutCompression() async throws {
         let manager = SessionManager()
         var settings = WebSocketConfiguration()
