@@ -49,6 +49,47 @@ struct ResponseInflaterTests {
         }
     }
 
+    /// Raw deflate (no zlib wrapper), as PHP's `gzdeflate` sends it under `deflate`: RFC 9110
+    /// 8.4.1.2 names such servers, and browsers, curl, urllib3 and undici decode it. It failed as
+    /// corrupt data.
+    @Test func rawDeflateIsTakenWhateverTheCodingsName() throws {
+        let body = try Self.compressed(Self.text, .deflate)
+        #expect(!ResponseInflater.isZlibHeader(UInt16(body[0]) << 8 | UInt16(body[1])))
+        for coding in ["deflate", "gzip"] {
+            for sizes in [[body.count], [1, 1, 2, 3], [1, 4096]] {
+                let inflater = try #require(ResponseInflater.make(head: Self.head(coding), ratio: 100))
+                #expect(try Self.run(inflater, body, sizes: sizes) == Self.text, "raw deflate as \(coding), pieces \(sizes)")
+            }
+        }
+        // zlib headers: the common window and level bytes.
+        for header: UInt16 in [0x7801, 0x785E, 0x789C, 0x78DA, 0x5885, 0x6881] {
+            #expect(ResponseInflater.isZlibHeader(header), "\(String(header, radix: 16))")
+        }
+    }
+
+    /// Several gzip members one after the other are one gzip body (RFC 1952 2.2; PHP's
+    /// `gzencode(a) . gzencode(b)`, appended log chunks): each is decoded, in any slicing, also
+    /// when a member ends at a piece's end or a piece holds one byte of the next. Undici, urllib3
+    /// and Go read them all; Courier failed with "bytes follow the end of the compressed stream".
+    @Test func gzipMembersOneAfterTheOtherAreOneBody() throws {
+        let first = Array(Self.text.prefix(10_000)), second = Array(Self.text.suffix(5_000)), third: [UInt8] = [1, 2, 3]
+        let one = try Self.compressed(first, .gzip), two = try Self.compressed(second, .gzip), three = try Self.compressed(third, .gzip)
+        let body = one + two + three
+        for sizes in [[body.count], [one.count, two.count, three.count], [one.count + 1, 1, 4096], [1, 1, 2, 3], [7]] {
+            let inflater = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: 100))
+            #expect(try Self.run(inflater, body, sizes: sizes) == first + second + third, "pieces \(sizes)")
+        }
+        // What follows a member and is no member is still trailing data; a cut member is truncated.
+        for (input, sizes, reason) in [
+            (one + [0x1f], [one.count, 1], ResponseDecompressionError.Reason.trailingData),
+            (one + [0x1f, 0x8c, 0, 0], [one.count + 4], .trailingData),
+            (one + Array(two.prefix(20)), [one.count, 20], .truncated),
+        ] {
+            let inflater = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: 100))
+            #expect(throws: ResponseDecompressionError(reason)) { _ = try Self.run(inflater, input, sizes: sizes) }
+        }
+    }
+
     @Test("Other codings, and none, are left alone")
     func otherCodings() {
         #expect(ResponseInflater.make(head: Self.head("br"), ratio: 100) == nil)

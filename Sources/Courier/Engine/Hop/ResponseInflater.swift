@@ -8,14 +8,16 @@ import NIOHTTP1
 /// (``HTTP1ResponseDecompressor``) and in an HTTP/2 stream, which has no pipeline
 /// (``HTTP2Stream``).
 ///
-/// The framing is told by the body's first two bytes, as zlib's own detection tells it: gzip's
-/// magic number (`1f 8b`) or else the zlib format, whichever of the two codings the head named
-/// (servers mix the names up). Memory stays constant: each piece of input becomes pieces of output
-/// handed on as they are made.
+/// The framing is told by the body's first two bytes, whichever of the two codings the head named
+/// (servers mix the names up): gzip's magic number (`1f 8b`), else the zlib format when the two
+/// bytes are a zlib header, else raw deflate (RFC 9110 8.4.1.2 notes servers that send `deflate`
+/// without the zlib wrapper: PHP's `gzdeflate`; browsers, curl, urllib3 and undici take it). A
+/// gzip body may be several members one after the other (RFC 1952 2.2), each decoded in turn.
+/// Memory stays constant: each piece of input becomes pieces of output handed on as they are made.
 ///
 /// Guards, each a ``ResponseDecompressionError``: more output than `ratio` times the compressed
 /// bytes given so far (a decompression bomb), data zlib cannot inflate, bytes after the compressed
-/// stream, a body that ends before it.
+/// stream (other than another gzip member), a body that ends before it.
 ///
 /// Owned by one exchange, on its loop; the decompressor frees its zlib stream on `deinit`.
 final class ResponseInflater {
@@ -28,6 +30,8 @@ final class ResponseInflater {
     private var compressed = 0
     private var inflated = 0
     private var complete = false
+    /// Whether the framing is gzip, whose body may hold more members after the first.
+    private var isGzip = false
 
     /// An inflater for a response whose head names a coding it decodes (the first
     /// `Content-Encoding`, `gzip`, `x-gzip` or `deflate`), nil otherwise. A factory, not a failable
@@ -81,11 +85,29 @@ final class ResponseInflater {
                 self.pending = input
                 return
             }
-            decompressor = try Self.decompressor(for: input)
+            let (made, isGzip) = try Self.decompressor(for: input)
+            decompressor = made
             self.decompressor = decompressor
+            self.isGzip = isGzip
         }
         while input.readableBytes > 0 {
-            guard !self.complete else { throw ResponseDecompressionError(.trailingData) }
+            if self.complete {
+                // Another gzip member (RFC 1952 2.2): the decompressor starts over on it.
+                guard self.isGzip else { throw ResponseDecompressionError(.trailingData) }
+                guard input.readableBytes >= 2 else {
+                    self.pending = input
+                    return
+                }
+                guard input.getInteger(at: input.readerIndex, as: UInt16.self) == 0x1F8B else {
+                    throw ResponseDecompressionError(.trailingData)
+                }
+                do {
+                    try decompressor.reset()
+                } catch {
+                    throw ResponseDecompressionError(.corrupt("zlib could not start the next gzip member (\(error))"))
+                }
+                self.complete = false
+            }
             var piece = allocator.buffer(capacity: max(16384, input.readableBytes * 2))
             let before = input.readableBytes
             var ended = false
@@ -117,7 +139,10 @@ final class ResponseInflater {
     /// The body ended: it must have ended the compressed stream too (an empty body is left as
     /// it is).
     func finish(allocator: ByteBufferAllocator) throws(ResponseDecompressionError) {
-        if self.pending != nil { throw ResponseDecompressionError(.truncated) }
+        if let pending = self.pending {
+            // One byte after a complete gzip member is no member: trailing data.
+            throw ResponseDecompressionError(self.complete && pending.readableBytes > 0 ? .trailingData : .truncated)
+        }
         guard !self.complete, let decompressor = self.decompressor else { return }
         // The stream may have ended with the body's last byte, which a call that took all its
         // input does not tell. A decompressor whose stream ended takes no more input, whatever it
@@ -134,14 +159,24 @@ final class ResponseInflater {
         self.complete = true
     }
 
-    /// A decompressor for the framing `input` starts with.
-    private static func decompressor(for input: ByteBuffer) throws(ResponseDecompressionError) -> ZlibDecompressor {
-        let isGzip = input.getInteger(at: input.readerIndex, as: UInt16.self) == 0x1F8B
+    /// A decompressor for the framing `input` starts with, and whether it is gzip.
+    private static func decompressor(for input: ByteBuffer) throws(ResponseDecompressionError) -> (ZlibDecompressor, isGzip: Bool) {
+        let first = input.getInteger(at: input.readerIndex, as: UInt16.self) ?? 0
+        let algorithm: ZlibAlgorithm = first == 0x1F8B ? .gzip : (Self.isZlibHeader(first) ? .zlib : .deflate)
         do {
-            return try ZlibDecompressor(algorithm: isGzip ? .gzip : .zlib)
+            return (try ZlibDecompressor(algorithm: algorithm), first == 0x1F8B)
         } catch {
             throw ResponseDecompressionError(.corrupt("zlib could not make a decompressor (\(error))"))
         }
+    }
+
+    /// Whether two bytes are a zlib header (RFC 1950 2.2): method 8 (deflate), a window of at
+    /// most 32 KiB, and a check that makes the pair a multiple of 31. Raw deflate data cannot
+    /// pass it unless it starts with a stored block whose padding bits are not zero (a Huffman
+    /// block's type bits are never `00`, and zlib pads with zeros).
+    static func isZlibHeader(_ bytes: UInt16) -> Bool {
+        let cmf = UInt8(bytes >> 8)
+        return cmf & 0x0F == 8 && cmf >> 4 <= 7 && bytes % 31 == 0
     }
 }
 
