@@ -55,8 +55,10 @@ public struct SessionConfiguration: Sendable {
     public var httpVersion: HTTPVersionPolicy = .automatic
     /// Whether to decompress responses.
     public var decompression: Decompression = .enabled(ratio: 100)
-    /// Whether to follow redirects. Up to 16 hops, no cycles, by default.
-    public var redirectPolicy: RedirectPolicy = .follow(max: 16, allowCycles: false)
+    /// Whether to follow redirects. Up to 16 hops by default, a URL visited before included
+    /// (URLSession's rule: a login bounce comes back to the first URL with a new cookie; the hop
+    /// limit ends a real loop).
+    public var redirectPolicy: RedirectPolicy = .follow(max: 16, allowCycles: true)
     /// Which proxy carries which request: nil (the default) for none. `.http(host:port:)` or
     /// `.socks(host:port:)` for one proxy for every request, ``ProxyConfiguration/fromEnvironment(_:)``
     /// for curl's `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy`, or a

@@ -60,6 +60,59 @@ struct RedirectPlannerTests {
         }
     }
 
+    /// A Location that mixes characters RFC 3986 does not allow with `%XX` escapes: the escapes
+    /// are kept and only the rest encoded. Foundation encoded the whole query again (`%25C3`),
+    /// so Go read `J%C3%B6rg` where curl and Node sent `Jörg`.
+    @Test(arguments: [
+        ("/echo?filter[name]=J%C3%B6rg", "http://h/echo?filter%5Bname%5D=J%C3%B6rg"),
+        ("/echo?q=a b&r=%26", "http://h/echo?q=a%20b&r=%26"),
+        ("/d%C3%A9j%C3%A0 vu/ünï", "http://h/d%C3%A9j%C3%A0%20vu/%C3%BCn%C3%AF"),
+        ("/p?x=100%", "http://h/p?x=100%25"),
+        ("http://other:8080/a b#f#g", "http://other:8080/a%20b#f%23g"),
+        ("/plain?a=1&b=%2F", "http://h/plain?a=1&b=%2F"),
+    ])
+    func aLocationsEscapesAreKeptAndOnlyWhatIsNotAllowedIsEncoded(location: String, expected: String) {
+        guard case .follow(let next) = self.step(self.response(302, location: location), self.request()) else {
+            Issue.record("expected a redirect to follow")
+            return
+        }
+        #expect(next.url.absoluteString == expected)
+    }
+
+    /// RFC 9110 10.2.2: a Location without a fragment keeps the request's; one with its own
+    /// replaces it.
+    @Test func theRequestsFragmentGoesOnUnlessTheLocationHasOne() {
+        guard case .follow(let kept) = self.step(self.response(302, location: "/c?x=1"), self.request(.get, "http://h/a/b#part")),
+            case .follow(let replaced) = self.step(self.response(302, location: "/c#other"), self.request(.get, "http://h/a/b#part"))
+        else {
+            Issue.record("expected redirects to follow")
+            return
+        }
+        #expect(kept.url.absoluteString == "http://h/c?x=1#part")
+        #expect(replaced.url.absoluteString == "http://h/c#other")
+    }
+
+    /// The default policies follow a redirect back to a URL visited before, as URLSession does (a
+    /// login bounce comes back with a new cookie); the hop limit ends a real loop.
+    @Test func theDefaultPoliciesFollowARedirectBackToAnEarlierURL() {
+        #expect(SessionConfiguration().redirectPolicy == .follow(max: 16, allowCycles: true))
+        #expect(NIOEngine.Configuration().redirectPolicy == .follow(max: 16, allowCycles: true))
+        let step = RedirectPlanner.step(
+            for: self.response(302, location: "/a/b"), request: self.request(), policy: SessionConfiguration().redirectPolicy,
+            redirectCount: 1, visitedURLs: ["http://h/a/b"])
+        guard case .follow = step else {
+            Issue.record("expected the default policy to follow back to an earlier URL")
+            return
+        }
+        let limit = RedirectPlanner.step(
+            for: self.response(302, location: "/a/b"), request: self.request(), policy: SessionConfiguration().redirectPolicy,
+            redirectCount: 16, visitedURLs: ["http://h/a/b"])
+        guard case .fail = limit else {
+            Issue.record("expected the hop limit to end a loop")
+            return
+        }
+    }
+
     @Test func crossOriginDropsCredentials() {
         guard case .follow(let next) = self.step(self.response(302, location: "http://other/x"), self.request()) else {
             Issue.record("expected a redirect to follow")

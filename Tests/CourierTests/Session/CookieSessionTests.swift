@@ -70,6 +70,30 @@ struct CookieSessionTests {
         }
     }
 
+    /// A login bounce with the default settings: `/protected` without the cookie sends to `/sso`,
+    /// which sets it and sends back to `/protected`, which answers. The second visit to
+    /// `/protected` is a new request (it carries the cookie); the default redirect policy treated
+    /// it as a cycle and failed with `tooManyRedirects` (a Flask `login_required` app).
+    @Test func aLoginBounceBackToTheFirstURLWithANewCookieIsFollowed() async throws {
+        try await withTestServer { server in
+            server.route("/protected") { request in
+                guard request.value(forHTTPHeaderField: "Cookie")?.contains("auth=ok") == true else {
+                    return TestServer.Response(status: .found, headerFields: [.location: "/sso?next=/protected"])
+                }
+                return .text("welcome")
+            }
+            server.route("/sso") { _ in
+                TestServer.Response(status: .found, headerFields: [.location: "/protected", .setCookie: "auth=ok; Path=/"])
+            }
+            var configuration = SessionConfiguration.default
+            configuration.httpCookieStorage = MemoryCookieStorage()
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { (manager: HTTPSessionManager) async throws in
+                let response = try await manager.response(for: Request(url: server.url("/protected")), serializer: StringResponseSerializer())
+                #expect(response.value == "welcome")
+            }
+        }
+    }
+
     /// A redirect to another origin carries only that origin's cookies: neither the caller's own
     /// `Cookie` field nor the first origin's stored cookies.
     @Test func aCrossOriginHopGetsOnlyItsOwnCookies() async throws {

@@ -59,8 +59,8 @@ extension NIOEngine {
         public var httpVersion: HTTPVersionPolicy = .automatic
         /// Whether to decompress responses.
         public var decompression: Decompression = .enabled(ratio: 100)
-        /// Whether to follow redirects. Up to 16 hops, no cycles, by default.
-        public var redirectPolicy: RedirectPolicy = .follow(max: 16, allowCycles: false)
+        /// Whether to follow redirects. Up to 16 hops by default, a URL visited before included.
+        public var redirectPolicy: RedirectPolicy = .follow(max: 16, allowCycles: true)
         /// Which proxy carries which request (per scheme, with hosts that bypass it); nil, or a
         /// configuration that names no proxy, for none.
         public var proxy: ProxyConfiguration?
@@ -101,7 +101,8 @@ extension NIOEngine {
     public enum RedirectPolicy: Sendable, Hashable {
         /// Redirects are not followed: the 3xx response is the final response.
         case disallow
-        /// Redirects are followed up to `max` hops; a cycle fails unless `allowCycles`.
+        /// Redirects are followed up to `max` hops; a redirect to a URL the exchange visited
+        /// before fails unless `allowCycles` (the default policy allows it, as URLSession does).
         case follow(max: Int, allowCycles: Bool)
     }
 
