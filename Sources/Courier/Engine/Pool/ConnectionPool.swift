@@ -134,7 +134,7 @@ final class ConnectionPool: Sendable {
 
     /// Where requests for `url` go: `http` and `https` URLs with a host; nil for others.
     static func key(for url: URL) -> Key? {
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty,
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.requestHost, !host.isEmpty,
             let port = url.effectivePort
         else {
             return nil
@@ -420,5 +420,17 @@ enum ConnectionPoolError: Error, Hashable, CustomStringConvertible {
         case .noStreamsAllowed:
             "the server allows no HTTP/2 streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0), so the request was not sent"
         }
+    }
+}
+
+extension URL {
+    /// The host requests go to, as DNS, `Host` and a proxy's request line name it: Foundation's
+    /// `host` (IDNA-encoded for a Unicode host), with a host that was percent-encoded in the URL
+    /// (`b%C3%BCcher.example`, which Foundation decodes to UTF-8) encoded as IDNA too. Raw UTF-8
+    /// went out in `Host`, which Go's server refuses with 400.
+    var requestHost: String? {
+        guard let host = self.host else { return nil }
+        if host.utf8.allSatisfy({ $0 < 0x80 }) { return host }
+        return Punycode.asciiHost(host) ?? host
     }
 }

@@ -75,14 +75,16 @@ enum ProxyRoute: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The request-target in absolute form (RFC 9112, 3.2.2) for a request sent to a proxy:
-    /// `http://host[:port]/path[?query]`, the scheme and host lowercased, the port only when the
+    /// `http://host[:port]/path[?query]`, the scheme and host lowercased (the host IDNA-encoded), the port only when the
     /// URL names one other than the scheme's default, no user information or fragment, the path
     /// and query percent-encoded as in the URL (an empty path is `/`).
     /// - Parameter url: The request's URL.
     /// - Returns: The target.
     static func absoluteForm(of url: URL) -> String {
         let scheme = (url.scheme ?? "http").lowercased()
-        var host = (url.host(percentEncoded: true) ?? "").lowercased()
+        // The host as `Host` and DNS name it (IDNA for a Unicode host): Foundation's encoded host
+        // was the UTF-8 percent-encoded (`b%c3%bccher.example`), which tinyproxy could not resolve.
+        var host = (url.requestHost ?? "").lowercased()
         if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
         var target = scheme + "://" + host
         if let port = url.port, port != URL.defaultPort(forScheme: scheme) {

@@ -295,9 +295,23 @@ struct ProxyConfigurationTests {
         ("http://user:pw@example.com/x#fragment", "http://example.com/x"),
         ("http://[::1]:8080/x", "http://[::1]:8080/x"),
         ("http://127.0.0.1:9/%E2%82%AC", "http://127.0.0.1:9/%E2%82%AC"),
+        // A Unicode host goes as IDNA, as `Host` and DNS name it (tinyproxy could not resolve
+        // `b%c3%bccher.example`), also when the URL percent-encoded it.
+        ("http://bücher.example/echo", "http://xn--bcher-kva.example/echo"),
+        ("http://b%C3%BCcher.example/", "http://xn--bcher-kva.example/"),
     ])
     func absoluteForm(_ url: String, _ expected: String) {
         #expect(ProxyRoute.absoluteForm(of: URL(string: url)!) == expected)
+    }
+
+    /// The pool's key, hence `Host`, DNS, SNI and the proxy's `CONNECT`, names a Unicode host in
+    /// IDNA whichever way the URL wrote it (a percent-encoded host gave raw UTF-8 in `Host`, which
+    /// Go's server refused with 400).
+    @Test func aUnicodeHostIsKeyedInIDNA() {
+        for url in ["http://bücher.example/", "http://b%C3%BCcher.example/", "https://BÜCHER.example/"] {
+            #expect(ConnectionPool.key(for: URL(string: url)!)?.host.lowercased() == "xn--bcher-kva.example", "\(url)")
+        }
+        #expect(ConnectionPool.key(for: URL(string: "http://[::1]:8080/")!)?.host == "::1")
     }
 
     @Test func forwardingAddsProxyAuthorizationUnlessTheRequestHasIt() {
