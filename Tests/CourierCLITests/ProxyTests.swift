@@ -43,6 +43,30 @@ struct CLIProxyTests {
         }
     }
 
+    /// As in curl: `socks5://` sends the proxy the address of the name, `socks5h://` the name, from
+    /// the flag or from the environment.
+    @Test func socks5ResolvesHereAndSocks5hAtTheProxy() async throws {
+        try await TestServer.withServer { server in
+            let socks = try await TestSOCKSServer.start(upstreamPort: server.port)
+            let url = "http://localhost:\(server.port)/get"
+            let flag = try await CLIRunner.run(["--proxy", "all:socks5://127.0.0.1:\(socks.port)", url], environment: Self.clean)
+            var environment = Self.clean
+            environment["all_proxy"] = "socks5://127.0.0.1:\(socks.port)"
+            let variable = try await CLIRunner.run([url], environment: environment)
+            let remote = try await CLIRunner.run(["--proxy", "all:socks5h://127.0.0.1:\(socks.port)", url], environment: Self.clean)
+            try await socks.shutdown()
+            #expect(flag.status == 0, "\(flag.standardError)")
+            #expect(variable.status == 0, "\(variable.standardError)")
+            #expect(remote.status == 0, "\(remote.standardError)")
+            let targets = socks.connectTargets
+            #expect(targets.count == 3)
+            for target in targets.prefix(2) {
+                #expect(target == "127.0.0.1:\(server.port)" || target == "::1:\(server.port)", "\(targets)")
+            }
+            #expect(targets.last == "localhost:\(server.port)")
+        }
+    }
+
     @Test func theEnvironmentAsCurlReadsIt() async throws {
         try await TestServer.withServer { server in
             let proxy = try await TestProxy.start(upstreamPort: server.port)
@@ -80,7 +104,7 @@ struct CLIProxyTests {
         let plain = try await CLIRunner.run(["--curl"] + flags + ["example.com/x"], environment: Self.clean)
         #expect(plain.output.hasPrefix("curl --proxy http://ann:s%40c@proxy:3128 http://example.com/x "), "\(plain.output)")
         let tls = try await CLIRunner.run(["--curl"] + flags + ["https://example.com/x"], environment: Self.clean)
-        #expect(tls.output.hasPrefix("curl --proxy 'socks5h://[::1]:1080' https://example.com/x "), "\(tls.output)")
+        #expect(tls.output.hasPrefix("curl --proxy 'socks5://[::1]:1080' https://example.com/x "), "\(tls.output)")
         let none = try await CLIRunner.run(["--curl", "example.com/x"], environment: ["http_proxy": "http://p:1"])
         #expect(!none.output.contains("--proxy"), "curl reads the environment itself")
     }

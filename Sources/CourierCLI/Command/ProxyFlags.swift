@@ -60,9 +60,10 @@ enum ProxyFlags {
     }
 
     /// The proxy as curl's `--proxy` takes it, credentials included (percent-encoded):
-    /// `http://ann:secret@proxy:3128`, `socks5h://127.0.0.1:1080`.
+    /// `http://ann:secret@proxy:3128`, `socks5h://127.0.0.1:1080`, `socks5://127.0.0.1:1080`
+    /// (curl reads both SOCKS5 schemes as Courier does).
     static func curlURL(_ proxy: NIOEngine.Proxy) -> String {
-        var text = proxy.isSOCKS ? "socks5h://" : "http://"
+        var text = proxy.scheme + "://"
         if let username = proxy.username {
             let allowed = CharacterSet.urlUserAllowed.subtracting(CharacterSet(charactersIn: ":@"))
             text += username.addingPercentEncoding(withAllowedCharacters: allowed) ?? username

@@ -120,6 +120,11 @@ extension NIOEngine {
         public var username: String?
         /// The password for the proxy's Basic authentication.
         public var password: String?
+        /// For a SOCKS5 proxy: whether Courier looks the target's host name up itself and sends
+        /// the proxy an IP address (`socks5://`, as curl does), rather than sending the name for
+        /// the proxy to resolve (`socks5h://`). An IP address in the URL is sent as it is either
+        /// way. Ignored for an HTTP proxy, which is always sent the name.
+        public var resolvesHostNamesLocally = false
 
         /// An HTTP proxy (CONNECT for https URLs), with Basic credentials if it wants them.
         public static func http(host: String, port: Int, username: String? = nil, password: String? = nil) -> Proxy {
@@ -127,8 +132,14 @@ extension NIOEngine {
         }
 
         /// A SOCKS5 proxy, without authentication.
-        public static func socks(host: String, port: Int) -> Proxy {
-            Proxy(kind: .socks, host: host, port: port)
+        /// - Parameters:
+        ///   - host: The proxy's host.
+        ///   - port: The proxy's port.
+        ///   - resolvesHostNamesLocally: Whether Courier resolves the target's host name and
+        ///     sends the proxy its address (`socks5://`); by default the proxy gets the name and
+        ///     resolves it (`socks5h://`).
+        public static func socks(host: String, port: Int, resolvesHostNamesLocally: Bool = false) -> Proxy {
+            Proxy(kind: .socks, host: host, port: port, resolvesHostNamesLocally: resolvesHostNamesLocally)
         }
     }
 }

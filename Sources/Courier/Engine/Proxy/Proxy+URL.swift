@@ -10,8 +10,9 @@ extension NIOEngine.Proxy: CustomStringConvertible {
     ///   `http` URLs, a `CONNECT` tunnel for `https` URLs), with Basic credentials when the URL
     ///   has a user (percent-encoded: `us%40er` is `us@er`).
     /// - `socks5://host[:port]` and `socks5h://host[:port]`: a SOCKS5 proxy without
-    ///   authentication. Courier sends the target's host name to the proxy in both cases and lets
-    ///   the proxy resolve it (curl resolves it locally for `socks5://`).
+    ///   authentication. As in curl, `socks5://` has Courier resolve the target's host name itself
+    ///   (the system's resolver: `/etc/hosts`, DNS) and send the proxy an IP address
+    ///   (``resolvesHostNamesLocally``); `socks5h://` sends the proxy the name to resolve.
     /// - No scheme (`proxy.example.com:3128`) means `http://`. Without a port, 1080.
     ///
     /// Schemes are matched without regard to case. A trailing `/` is accepted.
@@ -49,21 +50,33 @@ extension NIOEngine.Proxy: CustomStringConvertible {
         if kind == .socks, components.user != nil || components.password != nil {
             throw invalid("SOCKS5 proxies with a user name and password are not supported")
         }
-        self.init(kind: kind, host: host, port: port, username: components.user, password: components.password)
+        self.init(
+            kind: kind, host: host, port: port, username: components.user, password: components.password,
+            resolvesHostNamesLocally: scheme == "socks5")
     }
 
     /// Whether this is a SOCKS5 proxy (else an HTTP proxy).
     public var isSOCKS: Bool { self.kind == .socks }
 
     /// The proxy as a URL, the password replaced by `***`: `http://ann:***@proxy:3128`,
-    /// `socks5h://127.0.0.1:1080`.
+    /// `socks5h://127.0.0.1:1080`, `socks5://127.0.0.1:1080` (names resolved locally).
     public var description: String {
-        var text = self.kind == .socks ? "socks5h://" : "http://"
+        var text = self.scheme + "://"
         if let username = self.username {
             text += username + (self.password == nil ? "" : ":***") + "@"
         }
         return text + self.authority
     }
+
+    /// The proxy URL's scheme: `http`, `socks5` (names resolved locally) or `socks5h`.
+    public var scheme: String {
+        guard self.kind == .socks else { return "http" }
+        return self.resolvesTargetLocally ? "socks5" : "socks5h"
+    }
+
+    /// Whether the tunnel's target name is looked up here and sent as an address: a SOCKS5 proxy
+    /// that ``resolvesHostNamesLocally``.
+    var resolvesTargetLocally: Bool { self.kind == .socks && self.resolvesHostNamesLocally }
 
     /// `host:port`, an IPv6 host in brackets: what messages name and `CONNECT` is sent to.
     var authority: String { Self.authority(host: self.host, port: self.port) }

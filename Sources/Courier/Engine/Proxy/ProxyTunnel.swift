@@ -1,4 +1,5 @@
 import NIOCore
+import NIOPosix
 import NIOSOCKS
 
 /// Opens tunnels through proxies on channels already connected (TCP) to them: what the
@@ -16,6 +17,7 @@ import NIOSOCKS
 /// | the proxy closed or reset the connection first | ``CourierError/Code/connectionClosed`` |
 /// | no answer within `timeout` | ``CourierError/Code/timedOut`` |
 /// | the tunnel cannot be asked for (SOCKS5 credentials, a bad target) | ``CourierError/Code/invalidProxyConfiguration`` |
+/// | a `socks5://` proxy's target name has no address | ``CourierError/Code/connectionFailed`` |
 ///
 /// A refusal's ``CourierError/response`` holds the proxy's status and fields
 /// (`Proxy-Authenticate` for a 407, `WWW-Authenticate` for tinyproxy's 401); the pool adds the request with ``CourierError/adding(request:response:data:)``.
@@ -82,8 +84,12 @@ enum ProxyTunnel {
     }
 
     /// Opens a SOCKS5 tunnel (no authentication, the `CONNECT` command) to `host`:`port` through
-    /// the SOCKS5 proxy `channel` is connected to, with swift-nio-extras' `SOCKSClientHandler`. A
-    /// host name goes to the proxy as a name (the proxy resolves it), an IP address as an address.
+    /// the SOCKS5 proxy `channel` is connected to, with swift-nio-extras' `SOCKSClientHandler`. An
+    /// IP address goes to the proxy as an address; a host name goes as a name (the proxy resolves
+    /// it, `socks5h://`), or, when the proxy ``NIOEngine/Proxy/resolvesHostNamesLocally``
+    /// (`socks5://`), is first looked up with the system's resolver and its first address sent
+    /// (as curl does). A name without an address fails with
+    /// ``CourierError/Code/connectionFailed`` before the proxy is asked.
     /// - Parameters:
     ///   - channel: A channel connected to the proxy, nothing in its pipeline that reads bytes.
     ///   - proxy: The proxy (for the messages; one with credentials is refused).
@@ -106,12 +112,39 @@ enum ProxyTunnel {
             } catch {
                 throw error.courierError(proxy: proxy, target: target)
             }
-            let promise = channel.eventLoop.makePromise(of: Void.self)
-            let client = SOCKSClientHandler(targetAddress: address)
-            let watcher = SOCKSTunnelHandler(client: client, proxy: proxy, target: target, timeout: timeout, promise: promise)
-            try channel.pipeline.syncOperations.addHandlers([client, watcher])
-            return promise.futureResult
+            guard proxy.resolvesTargetLocally, case .domain(let name, _) = address else {
+                return try Self.startSOCKS(on: channel, through: proxy, to: address, target: target, timeout: timeout)
+            }
+            // `socks5://`: the name is looked up here (blocking, off the loop), its first address sent.
+            return NIOThreadPool.singleton.runIfActive(eventLoop: channel.eventLoop) {
+                try systemAddresses(of: name, port: port)[0]
+            }.flatMapErrorThrowing { error in
+                throw ProxyTunnelFailure.nameLookup("\(error)").courierError(proxy: proxy, target: target, underlyingError: error)
+            }.flatMap { resolved in
+                Self.onLoop(of: channel) {
+                    try Self.startSOCKS(on: channel, through: proxy, to: .address(resolved), target: target, timeout: timeout)
+                }
+            }.flatMapErrorThrowing { error in
+                channel.close(promise: nil)
+                throw error
+            }
         }
+    }
+
+    /// Adds swift-nio-extras' `SOCKSClientHandler` for `address` and its watcher to `channel`'s
+    /// pipeline (on its loop): the handshake starts at once.
+    private static func startSOCKS(
+        on channel: any Channel,
+        through proxy: NIOEngine.Proxy,
+        to address: SOCKSAddress,
+        target: String,
+        timeout: TimeAmount
+    ) throws -> EventLoopFuture<Void> {
+        let promise = channel.eventLoop.makePromise(of: Void.self)
+        let client = SOCKSClientHandler(targetAddress: address)
+        let watcher = SOCKSTunnelHandler(client: client, proxy: proxy, target: target, timeout: timeout, promise: promise)
+        try channel.pipeline.syncOperations.addHandlers([client, watcher])
+        return promise.futureResult
     }
 
     /// The SOCKS5 form of the target: an address for an IP literal, else the name.

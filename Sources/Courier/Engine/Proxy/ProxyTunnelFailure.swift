@@ -25,6 +25,8 @@ enum ProxyTunnelFailure: Sendable, Equatable {
     case timedOut(TimeAmount)
     /// The tunnel cannot be asked for (a SOCKS5 proxy with credentials, a target SOCKS5 cannot name).
     case unusable(String)
+    /// The target's host name, to be sent to a `socks5://` proxy as an address, has none: why.
+    case nameLookup(String)
     /// The tunnel's handler left the pipeline before the tunnel was up.
     case abandoned
 
@@ -85,6 +87,10 @@ enum ProxyTunnelFailure: Sendable, Equatable {
                 .timedOut, "\(who) did not open \(opening) within \(Self.seconds(timeout))", underlyingError: underlyingError)
         case .unusable(let why):
             return CourierError(.invalidProxyConfiguration, "\(who) cannot open \(opening): \(why)", underlyingError: underlyingError)
+        case .nameLookup(let why):
+            return CourierError(
+                .connectionFailed, "\(why), for \(opening) through \(who) (a socks5:// proxy is sent an address; socks5h:// sends it the name)",
+                underlyingError: underlyingError)
         case .abandoned:
             return CourierError(
                 .internalInconsistency, "the handler opening \(opening) through \(who) left the pipeline before the tunnel was up",

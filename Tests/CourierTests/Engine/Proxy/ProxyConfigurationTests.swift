@@ -19,7 +19,7 @@ struct ProxyConfigurationTests {
         ("http://[::1]:3128", Proxy.http(host: "::1", port: 3128)),
         ("http://ann:s%3Acret@10.0.0.1:3128", Proxy.http(host: "10.0.0.1", port: 3128, username: "ann", password: "s:cret")),
         ("http://us%40er@proxy:1", Proxy.http(host: "proxy", port: 1, username: "us@er")),
-        ("socks5://127.0.0.1:1080", Proxy.socks(host: "127.0.0.1", port: 1080)),
+        ("socks5://127.0.0.1:1080", Proxy.socks(host: "127.0.0.1", port: 1080, resolvesHostNamesLocally: true)),
         ("socks5h://socks.example.com", Proxy.socks(host: "socks.example.com", port: 1080)),
         ("  socks5h://socks:9050  ", Proxy.socks(host: "socks", port: 9050)),
     ])

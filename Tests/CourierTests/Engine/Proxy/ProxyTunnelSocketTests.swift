@@ -46,11 +46,11 @@ struct ProxyTunnelSocketTests {
         try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get()
     }
 
-    /// Opens `route`'s tunnel to the made-up target on a connection to `proxyPort`, sends
+    /// Opens `route`'s tunnel to `target` (the made-up one by default) on a connection to `proxyPort`, sends
     /// `GET /get?via=…` through it with `Connection: close`, and returns the whole answer.
-    static func get(through route: ProxyRoute, proxyPort: Int, via: String) async throws -> String {
+    static func get(through route: ProxyRoute, proxyPort: Int, via: String, target: String = Self.target) async throws -> String {
         let channel = try await Self.connect(to: proxyPort)
-        try await ProxyTunnel.establish(on: channel, target: Self.target, port: 80, route: route, timeout: .seconds(30)).get()
+        try await ProxyTunnel.establish(on: channel, target: target, port: 80, route: route, timeout: .seconds(30)).get()
         let collector = Collector(eventLoop: channel.eventLoop)
         // The tunnel's handlers are gone: the collector is the only one.
         let leftOver = try await channel.eventLoop.submit { () -> Bool in
@@ -180,6 +180,36 @@ struct ProxyTunnelSocketTests {
             #expect(answer.contains("socks"))
             #expect(socks.connectTargets == ["\(Self.target):80"])
         }
+    }
+
+    /// curl's rule: `socks5://` resolves the name here and sends the address; `socks5h://` (and
+    /// `.socks(host:port:)`) sends the name.
+    @Test func aSocks5URLProxyIsSentTheNamesAddressAndSocks5hTheName() async throws {
+        try await withTestServer { server in
+            let socks = try await TestSOCKSServer.start(upstreamPort: server.port)
+            let local = try NIOEngine.Proxy(url: "socks5://127.0.0.1:\(socks.port)")
+            let remote = try NIOEngine.Proxy(url: "socks5h://127.0.0.1:\(socks.port)")
+            #expect(local.resolvesHostNamesLocally && !remote.resolvesHostNamesLocally)
+            #expect(local.description == "socks5://127.0.0.1:\(socks.port)")
+            let viaLocal = try await Self.get(through: .socksTunnel(local), proxyPort: socks.port, via: "local", target: "localhost")
+            let viaRemote = try await Self.get(through: .socksTunnel(remote), proxyPort: socks.port, via: "remote", target: "localhost")
+            try await socks.shutdown()
+            #expect(viaLocal.hasPrefix("HTTP/1.1 200 OK\r\n") && viaRemote.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            // The first address the system gives for localhost (127.0.0.1 or ::1), then the name.
+            let address = try #require(try systemAddresses(of: "localhost", port: 80).first?.ipAddress)
+            #expect(socks.connectTargets == ["\(address):80", "localhost:80"])
+        }
+    }
+
+    @Test func aSocks5URLProxysTargetWithoutAnAddressFailsBeforeTheProxyIsAsked() async throws {
+        let socks = try await TestSOCKSServer.start(upstreamPort: 9)
+        let proxy = try NIOEngine.Proxy(url: "socks5://127.0.0.1:\(socks.port)")
+        let error = try await Self.failure(through: .socksTunnel(proxy), proxyPort: socks.port)
+        try await socks.shutdown()
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.message.contains("courier-target.invalid could not be resolved") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("SOCKS5 proxy 127.0.0.1:\(socks.port)") == true)
+        #expect(socks.connectTargets.isEmpty)
     }
 
     @Test(arguments: [
