@@ -56,6 +56,45 @@ struct WebSocketCommandTests {
         }
     }
 
+    /// `courier ws` takes the request command's proxies: `--proxy` (an HTTP proxy tunnels ws://
+    /// with CONNECT), `all_proxy` (SOCKS5), and `http_proxy` with `no_proxy`. Before, it always
+    /// connected directly: a made-up host failed, and a proxy that is down went unnoticed.
+    @Test func theRequestCommandsProxiesCarryTheWebSocket() async throws {
+        try await TestServer.withServer { server in
+            let url = "ws://courier-target.invalid:\(server.port)/courier/websocket/echo"
+            let clean = CLIProxyTests.clean
+            let proxy = try await TestProxy.start(upstreamPort: server.port)
+            let socks = try await TestSOCKSServer.start(upstreamPort: server.port)
+            let flag = try await CLIRunner.run(["ws", "--proxy", "http:http://127.0.0.1:\(proxy.port)", url], environment: clean, input: "flag\n")
+            var environment = clean
+            environment["all_proxy"] = "socks5h://127.0.0.1:\(socks.port)"
+            let variable = try await CLIRunner.run(["ws", url], environment: environment, input: "variable\n")
+            try await proxy.shutdown()
+            try await socks.shutdown()
+            #expect(flag.status == 0, "\(flag.standardError)")
+            #expect(flag.output == "flag\n")
+            #expect(proxy.connectTargets == ["courier-target.invalid:\(server.port)"])
+            #expect(variable.status == 0, "\(variable.standardError)")
+            #expect(variable.output == "variable\n")
+            #expect(socks.connectTargets == ["courier-target.invalid:\(server.port)"])
+
+            // A proxy that is down is an error naming it, not a direct connection; no_proxy
+            // sends the server's own address past it.
+            let direct = "ws://127.0.0.1:\(server.port)/courier/websocket/echo"
+            environment = clean
+            environment["http_proxy"] = "http://127.0.0.1:9"
+            let down = try await CLIRunner.run(["ws", direct], environment: environment, input: "down\n")
+            #expect(down.status == 1, "\(down.standardError)")
+            #expect(down.standardError.contains("127.0.0.1:9"), "\(down.standardError)")
+            environment["no_proxy"] = "127.0.0.1"
+            let bypassed = try await CLIRunner.run(["ws", direct], environment: environment, input: "bypassed\n")
+            #expect(bypassed.status == 0, "\(bypassed.standardError)")
+            #expect(bypassed.output == "bypassed\n")
+            let bad = try await CLIRunner.run(["ws", "--proxy", "all:socks4://p:1", direct], environment: clean, input: "")
+            #expect(bad.status == 64, "\(bad.standardError)")
+        }
+    }
+
     @Test func notAWebSocketURLIsAUsageError() async throws {
         let result = try await CLIRunner.run(["ws", "http://example.com/"], input: "")
         #expect(result.status == 64)

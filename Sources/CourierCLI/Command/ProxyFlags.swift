@@ -1,8 +1,17 @@
+import ArgumentParser
 import Courier
 import Foundation
 
-/// `--proxy PROTOCOL:URL` (HTTPie's flag, repeatable) over the proxy environment variables.
+/// `--proxy PROTOCOL:URL` (HTTPie's flag, repeatable) over the proxy environment variables: the
+/// request command's and `courier ws`'s.
 enum ProxyFlags {
+    /// The `--proxy` option's help; `schemes` names the per-protocol forms for the command.
+    static func help(schemes: String) -> ArgumentHelp {
+        ArgumentHelp(
+            "A proxy for one protocol: \(schemes) or all:URL (URL: http://[user:password@]host:port, socks5://host:port, socks5h://host:port); repeatable. http_proxy, https_proxy, all_proxy and no_proxy are read as curl reads them.",
+            valueName: "protocol:url")
+    }
+
     /// The proxies the command uses: `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy` (and
     /// their upper-case forms) read as curl reads them, then each `--proxy` in its place.
     ///

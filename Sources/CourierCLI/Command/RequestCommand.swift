@@ -107,11 +107,7 @@ struct RequestCommand: AsyncParsableCommand {
         help: ArgumentHelp("Send the cookies of this cookies.txt file (if it exists) and write the session's cookies to it afterwards (curl's -b FILE -c FILE).", valueName: "file"))
     var cookieJar: String?
 
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "A proxy for one protocol: http:URL, https:URL or all:URL (URL: http://[user:password@]host:port, socks5://host:port); repeatable. http_proxy, https_proxy, all_proxy and no_proxy are read as curl reads them.",
-            valueName: "protocol:url"))
+    @Option(name: .long, help: ProxyFlags.help(schemes: "http:URL, https:URL"))
     var proxy: [String] = []
 
     func validate() throws {

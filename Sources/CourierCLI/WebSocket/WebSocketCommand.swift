@@ -5,7 +5,9 @@ import Foundation
 /// `courier ws URL`: a WebSocket client like websocat. Each line of standard input goes out as a
 /// text message; each message received is printed on a line of its own (a binary one as
 /// `<binary: N bytes>`, or its bytes with `--binary-raw`). At the end of standard input the
-/// WebSocket closes with 1000 and the command waits for the server's close.
+/// WebSocket closes with 1000 and the command waits for the server's close. Proxies are the
+/// request command's (``ProxyFlags``): `--proxy` and the proxy variables, `ws://` as `http://` and
+/// `wss://` as `https://`.
 struct WebSocketCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ws",
@@ -36,6 +38,9 @@ struct WebSocketCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("Seconds to wait for the connection and the opening handshake (default 60).", valueName: "seconds"))
     var timeout: Double?
+
+    @Option(name: .long, help: ProxyFlags.help(schemes: "http:URL (for ws://), https:URL (for wss://)"))
+    var proxy: [String] = []
 
     func validate() throws {
         if let size = self.maxMessageSize, size <= 0 { throw ValidationError("--max-message-size must be a positive number of bytes") }
@@ -75,6 +80,9 @@ struct WebSocketCommand: AsyncParsableCommand {
             policy.additionalTrustedCertificates += Array(try SessionFactory.certificates([cacert], flag: "--cacert"))
         }
         var configuration = SessionConfiguration.default
+        // As the request command: an HTTP proxy tunnels with CONNECT (for ws:// too), a SOCKS5
+        // proxy tunnels.
+        configuration.proxy = try ProxyFlags.configuration(flags: self.proxy, environment: ProcessInfo.processInfo.environment)
         SessionFactory.apply(timeout: self.timeout, to: &configuration)
         let manager = SessionManager(configuration: configuration, securityPolicy: policy)
         let task = manager.webSocketTask(with: request, configuration: settings)
