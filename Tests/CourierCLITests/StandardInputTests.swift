@@ -67,6 +67,67 @@ struct StandardInputTests {
         #expect(offline.output.contains("\n\n[1, 2]"))
     }
 
+    /// The bytes of a body over the 1 MiB read whole: a pattern, so that a chunk sent twice or
+    /// out of order changes the checksum.
+    static func largeBody(_ count: Int) -> String {
+        var bytes = [UInt8](repeating: 0, count: count)
+        for index in 0..<count {
+            let letter = (index / 7 + index) % 26
+            bytes[index] = UInt8(97 + letter)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    @Test("A body of more than 1 MiB from a pipe is streamed as it is read: chunked, not read whole first for a Content-Length")
+    func aLargePipedBodyIsStreamed() async throws {
+        try await TestServer.withServer { server in
+            let url = server.url("/courier/upload").absoluteString
+            let body = Self.largeBody(3 << 20 + 5)
+            let result = try await CLIRunner.run(["PUT", url, "Content-Type:application/octet-stream"], input: body)
+            #expect(result.status == 0, "\(result.standardError)")
+            let echo = try jsonObject(result)
+            #expect(echo["chunked"] as? Bool == true)
+            #expect(echo["content_length"] is NSNull)
+            #expect(echo["size"] as? Int == 3 << 20 + 5)
+            #expect(echo["crc32"] as? String == CRC32.checksum(of: Array(body.utf8)).hex)
+
+            // `--verbose` shows that it went out streamed, and the small body as before.
+            let verbose = try await CLIRunner.run(["-v", "--pretty", "none", "PUT", url, "Content-Type:text/plain"], input: body)
+            #expect(verbose.status == 0, "\(verbose.standardError)")
+            #expect(verbose.output.contains("\n(a body streamed from standard input, not shown)\n"), "\(verbose.output.prefix(600))")
+            #expect(!verbose.output.contains(String(body.prefix(100))))
+        }
+    }
+
+    @Test("A large regular file on standard input keeps its Content-Length, is sent from where standard input stands, and again after a 307")
+    func aLargeFileOnStandardInputKeepsItsLength() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("body.bin")
+        let bytes = Array(Self.largeBody(2 << 20 + 1000).utf8)
+        try Data(bytes).write(to: file)
+        try await TestServer.withServer { server in
+            for redirected in [false, true] {
+                let handle = try FileHandle(forReadingFrom: file)
+                defer { try? handle.close() }
+                // As `{ head -c 1000 >/dev/null; courier PUT URL; } < body.bin` leaves it.
+                try handle.seek(toOffset: 1000)
+                let url = redirected
+                    ? server.url("/redirect-to?url=/courier/upload&status_code=307").absoluteString
+                    : server.url("/courier/upload").absoluteString
+                let result = try await CLIRunner.run(
+                    (redirected ? ["--follow"] : []) + ["PUT", url, "Content-Type:application/octet-stream"],
+                    inputDescriptor: handle.fileDescriptor)
+                #expect(result.status == 0, "\(result.standardError)")
+                let echo = try jsonObject(result)
+                #expect(echo["content_length"] as? Int == 2 << 20, "redirected: \(redirected)")
+                #expect(echo["chunked"] as? Bool == false)
+                #expect(echo["size"] as? Int == 2 << 20)
+                #expect(echo["crc32"] as? String == CRC32.checksum(of: bytes[1000...]).hex)
+            }
+        }
+    }
+
     @Test("Expect: drops the Expect: 100-continue the engine adds to a body of 1 MiB or more")
     func anEmptyExpectItemDropsTheEnginesExpectation() async throws {
         try await TestServer.withServer { server in

@@ -129,7 +129,9 @@ struct RequestCommand: AsyncParsableCommand {
 
     func run() async throws {
         let invocation = try Invocation(parsing: self.words)
-        let input = RequestBuilder.readsStandardInput(command: self, invocation: invocation) ? try StandardInput.body() : nil
+        // Streamed when large, unless it is only shown (`--offline`, `--curl`).
+        let input = RequestBuilder.readsStandardInput(command: self, invocation: invocation)
+            ? try StandardInput.body(streaming: !self.offline && !self.curl) : nil
         let built = try await RequestBuilder(command: self, invocation: invocation, input: input).build()
         let style = OutputStyle(pretty: self.pretty, console: .standardOutput)
         // The TLS flags are checked (files read, AFNetworking's rules applied) even when nothing is sent.

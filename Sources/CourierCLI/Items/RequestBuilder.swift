@@ -9,7 +9,7 @@ struct BuiltRequest: Sendable {
         case json
         case form
         case multipart
-        /// Standard input's bytes, as they came (``StandardInput``).
+        /// Standard input's bytes, as they came (``StandardInput``): in memory, or streamed when large.
         case standardInput
     }
 
@@ -23,10 +23,10 @@ struct BuiltRequest: Sendable {
 struct RequestBuilder {
     let command: RequestCommand
     let invocation: Invocation
-    /// Standard input's bytes when it was redirected and not ignored: the body.
-    let input: Data?
+    /// Standard input when it was redirected and not ignored: the body (``StandardInput``).
+    let input: RequestBody?
 
-    init(command: RequestCommand, invocation: Invocation, input: Data? = nil) {
+    init(command: RequestCommand, invocation: Invocation, input: RequestBody? = nil) {
         self.command = command
         self.invocation = invocation
         self.input = input
@@ -80,7 +80,7 @@ struct RequestBuilder {
                 switch kind {
                 case .json: request.body = .data(try self.jsonBody())
                 case .form: request.body = .data(Data(try self.formBody().utf8))
-                case .standardInput: request.body = .data(self.input ?? Data())
+                case .standardInput: request.body = self.input ?? .empty
                 case .none, .multipart: break
                 }
                 if labelledJSON {

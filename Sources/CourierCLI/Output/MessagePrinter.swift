@@ -46,7 +46,11 @@ struct MessagePrinter {
         }
         self.console.write(lines.joined(separator: "\n") + "\n\n")
         guard body else { return }
-        if let data = try await Self.bodyBytes(of: built) {
+        if built.bodyKind == .standardInput, request.body.data == nil, !request.body.isEmpty {
+            // Streamed as it was read: gone once sent, never held whole.
+            let size = request.body.knownLength.map { "\($0) bytes" } ?? "a body"
+            self.console.write(self.style.paint("(\(size) streamed from standard input, not shown)", .blue) + "\n\n")
+        } else if let data = try await Self.bodyBytes(of: built) {
             BodyRenderer(style: self.style, console: self.console)
                 .render(data, contentType: request.value(forHTTPHeaderField: "Content-Type"))
             self.console.write("\n\n")

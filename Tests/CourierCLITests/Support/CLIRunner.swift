@@ -46,9 +46,12 @@ enum CLIRunner {
     /// With `holdingInputOpenFor`, standard input stays open after `input` until the command exits
     /// or that long has passed (a command that waits for input's end then fails its test late
     /// rather than hanging it).
+    ///
+    /// With `inputDescriptor` (and no `input`), standard input is that descriptor of the caller's,
+    /// shared with the command: an open regular file, as a shell's `< file` gives it.
     static func run(
         _ arguments: [String], in directory: URL? = nil, environment: [String: String?] = [:], input: String? = nil,
-        holdingInputOpenFor hold: Duration? = nil
+        holdingInputOpenFor hold: Duration? = nil, inputDescriptor: Int32? = nil
     ) async throws -> CLIResult {
         await ProcessSlots.shared.acquire()
         defer { ProcessSlots.shared.release() }
@@ -60,7 +63,8 @@ enum CLIRunner {
         }
         let child = try ChildProcess.spawn(
             Self.executable.path, arguments, environment: variables, directory: directory?.path,
-            standardInput: input == nil ? .null : .pipe, standardOutput: .pipe, standardError: .pipe)
+            standardInput: input != nil ? .pipe : inputDescriptor.map { ChildProcess.Stream.descriptor($0) } ?? .null, standardOutput: .pipe,
+            standardError: .pipe)
         // Closed once: by the hold's end or after the exit, whichever comes first.
         let inputOpen = Mutex(child.standardInput)
         let closeInput = { @Sendable in inputOpen.withLock { descriptor in
