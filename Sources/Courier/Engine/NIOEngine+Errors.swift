@@ -72,6 +72,9 @@ extension NIOEngine {
             if error.errorCode == .cancel { return (.connectionClosed, "\(error)") }
             return (.invalidResponse, "the response broke HTTP/2's rules for its stream: \(error)")
         }
+        if let error = error as? HTTP2GoAwayRefusal {
+            return (.connectionClosed, "\(error)")
+        }
         if let error = error as? HTTP2HeaderBlockUndecodable {
             return (.invalidResponse, "\(error); the connection closed with its streams")
         }

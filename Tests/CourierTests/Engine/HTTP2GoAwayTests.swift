@@ -424,6 +424,35 @@ struct HTTP2GoAwayTests {
         }
     }
 
+    /// A GOAWAY that names an error (ENHANCE_YOUR_CALM) and drops the request: it fails at once
+    /// with the code and the debug data, on the one connection (a graceful GOAWAY, NO_ERROR, still
+    /// sends it elsewhere: `HTTP2PoolTests`). Before, any code sent it
+    /// again at once, ten times (eleven connections in half a second), and the message named
+    /// neither code nor debug data.
+    @Test func aGoAwayWithAnErrorFailsTheUnprocessedRequestAtOnceWithWhatTheServerSaid() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, path in
+            path == "/calm" ? .goAwayWithError(.enhanceYourCalm, debug: "calm down: too many requests") : .respond("ok")
+        }
+        let (engine, group) = try Self.engine()
+        let calm = ExchangeRecorder()
+        _ = engine.execute(Request(url: Self.url(server, "calm")), delegate: calm)
+        #expect(await calm.completion())
+        let error = calm.snapshot.error
+        #expect(error?.code == .connectionClosed, "\(String(describing: error))")
+        #expect(error?.message.contains("GOAWAY ENHANCE_YOUR_CALM (\"calm down: too many requests\") before processing the request") == true)
+        #expect(server.connectionCount == 1, "connections: \(server.connectionCount)")
+
+        // The next request opens a connection of its own and is answered.
+        let graceful = ExchangeRecorder()
+        _ = engine.execute(Request(url: Self.url(server, "graceful")), delegate: graceful)
+        #expect(await graceful.completion())
+        #expect(graceful.snapshot.error == nil, "\(String(describing: graceful.snapshot.error))")
+        #expect(graceful.snapshot.body == "ok")
+        try await engine.shutdown()
+        try await server.shutdown()
+        try await group.shutdownGracefully()
+    }
+
     /// A server whose SETTINGS allow no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0): the request
     /// fails at once with an error that says so, having opened one connection. Before, it waited
     /// for ever while the pool opened four connections at a time (nghttpd, Node).

@@ -27,6 +27,8 @@ final class ScriptedHTTP2Server: Sendable {
         /// Sends GOAWAY naming this stream as the last processed, then closes the connection
         /// without answering: a request processed and lost mid-way.
         case goAwayAfterProcessing
+        /// As ``goAway``, with `code` and `debug` as the GOAWAY's error code and debug data.
+        case goAwayWithError(HTTP2ErrorCode, debug: String)
         /// Answers 200 with one field `x-large` of `length` bytes and no body, in a HEADERS frame
         /// and as many CONTINUATION frames as it takes (swift-nio-http2 sends no CONTINUATION: it
         /// refuses a block larger than a frame), written below swift-nio-http2 as literals that do
@@ -363,6 +365,15 @@ final class ScriptedHTTP2Server: Sendable {
                 let last = action.isGoAwayAfterProcessing ? streamID : previous
                 parent.eventLoop.execute {
                     let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: .noError, opaqueData: nil))
+                    parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
+                }
+            case .goAwayWithError(let code, let debug):
+                guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
+                else { return }
+                let previous = HTTP2StreamID(Int32(streamID) - 2 > 0 ? Int32(streamID) - 2 : 0)
+                parent.eventLoop.execute {
+                    let frame = HTTP2Frame(
+                        streamID: .rootStream, payload: .goAway(lastStreamID: previous, errorCode: code, opaqueData: ByteBuffer(string: debug)))
                     parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
                 }
             case .respondThenGoAway(let body):

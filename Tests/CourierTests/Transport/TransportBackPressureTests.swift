@@ -42,8 +42,11 @@ struct TransportBackPressureTests {
         try await Task.sleep(for: .milliseconds(300))
         #expect(server.streamedResponsesWaitingForWritability == 1, "still waiting")
         // An engine may take a few more megabytes into its buffers (AHC over TLS took 2.5 MiB
-        // more in one run of four); one that keeps reading takes the rest of the 32 MiB.
-        #expect(server.streamedBodyBytesWritten - written < 4 << 20, "the server could write little more (\(written) then \(server.streamedBodyBytesWritten))")
+        // more in one run of four); one that keeps reading takes the rest of the 32 MiB. Through a
+        // proxy its buffers and a second connection's add more (5.5 MiB through danted once, with
+        // two builds running beside the tests).
+        let little = transport.isProxied ? 8 << 20 : 4 << 20
+        #expect(server.streamedBodyBytesWritten - written < little, "the server could write little more (\(written) then \(server.streamedBodyBytesWritten))")
         #expect(server.streamedBodyBytesWritten < (transport.isProxied ? Self.size(transport) * 3 / 4 : Self.size(transport) / 2))
         if exact {
             #expect(received() == delivered, "nothing is delivered while the consumer waits")

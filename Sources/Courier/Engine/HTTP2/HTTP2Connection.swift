@@ -68,6 +68,11 @@ final class HTTP2Connection: HopCarrier, Sendable {
         self.handler.value.closingError
     }
 
+    /// The server's first GOAWAY that named an error, if one came. On the connection's loop.
+    var serverGoAway: HTTP2GoAwayRefusal? {
+        self.handler.value.serverGoAway
+    }
+
     /// Whether the server said, by GOAWAY, that it did not process `streamID`.
     func wasNotProcessed(_ streamID: HTTP2StreamID) -> Bool {
         Int32(streamID) > self.goAwayLastStreamID.load(ordering: .relaxed)

@@ -41,6 +41,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     var peerMaximumHeaderListSize: Int? { self.stateMachine.peerMaximumHeaderListSize }
     /// The server's `SETTINGS_MAX_FRAME_SIZE`, 16 KiB until it says one.
     var peerMaximumFrameSize: Int { self.stateMachine.peerMaximumFrameSize }
+    /// The server's first GOAWAY that named an error, if one came.
+    var serverGoAway: HTTP2GoAwayRefusal? { self.stateMachine.serverGoAway }
     /// What swift-nio-http2 sent (below it in the pipeline), to tell which errors end the
     /// connection; without it, every HTTP/2 error does.
     let sentFrames: HTTP2SentFramesWatcher?

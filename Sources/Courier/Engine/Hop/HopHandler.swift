@@ -713,9 +713,16 @@ final class HopHandler: ChannelDuplexHandler {
             // with STREAM_CLOSED): the connection's error says why.
             error = stream.connectionError ?? HTTP2StreamResetByCourier(errorCode: closed.errorCode)
         }
+        var closure = error.map(self.closure(for:)) ?? .closed
+        // Not processed because of a GOAWAY that named an error: not sent elsewhere at once; the
+        // error says what the server said (a retrier may send it again, after its back-off).
+        if closure == .notProcessed, let refusal = self.stream?.serverGoAway {
+            error = refusal
+            closure = .failed
+        }
         return Machine.Loss(
             error: error,
-            closure: error.map(self.closure(for:)) ?? .closed,
+            closure: closure,
             responseBytesSeen: self.readWatcher?.sawBytes == true,
             isCancelled: hop.cancellation != nil)
     }
