@@ -225,10 +225,13 @@ public struct HTTPRequestSerializer: RequestSerializer {
 
     /// Parses an absolute URL string with a host and, if any, a port in 0...65535.
     ///
-    /// Foundation percent-encodes characters a URL cannot hold (`/a b` becomes `/a%20b`, as
-    /// `URL(string:)` does on Apple platforms since macOS 14), so such strings are accepted.
+    /// Characters a URL cannot hold are percent-encoded (`/a b` becomes `/a%20b`, as
+    /// `URL(string:)` does on Apple platforms since macOS 14), so such strings are accepted, and
+    /// `%XX` escapes already there are kept (``URLText/normalized(_:)``: Foundation's parser
+    /// encoded them again when the same component held a `[` or a space, so `?c=%5B&a=[1]` went
+    /// out as `c=%255B`).
     static func url(from urlString: String) throws(CourierError) -> URL {
-        guard let url = URL(string: urlString), url.scheme != nil, let host = url.host, !host.isEmpty else {
+        guard let url = URL(string: URLText.normalized(urlString)), url.scheme != nil, let host = url.host, !host.isEmpty else {
             throw CourierError(.invalidURL, "'\(urlString)' is not an absolute URL with a host")
         }
         if let port = url.port, !(0...65_535).contains(port) {

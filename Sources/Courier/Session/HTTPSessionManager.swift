@@ -134,13 +134,13 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         if let baseURL {
             if urlString.isEmpty {
                 url = baseURL
-            } else if let resolved = URL(string: urlString, relativeTo: baseURL)?.absoluteURL {
+            } else if let resolved = URL(string: URLText.normalized(urlString), relativeTo: baseURL)?.absoluteURL {
                 url = resolved
             } else {
                 throw CourierError(.invalidURL, "'\(urlString)' is not a valid URL relative to \(baseURL.absoluteString)")
             }
         } else {
-            guard let parsed = URL(string: urlString), !urlString.isEmpty else {
+            guard let parsed = URL(string: URLText.normalized(urlString)), !urlString.isEmpty else {
                 throw CourierError(.invalidURL, "'\(urlString)' is not a valid URL")
             }
             guard parsed.scheme != nil else {

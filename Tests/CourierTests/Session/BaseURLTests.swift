@@ -31,6 +31,10 @@ struct BaseURLTests {
         Join(base: "http://h/v1/", path: "?q=2", expected: "http://h/v1/?q=2"),
         Join(base: "http://h/v1/", path: "users#frag", expected: "http://h/v1/users#frag"),
         Join(base: "http://h/v1/", path: "a b", expected: "http://h/v1/a%20b"),
+        // Escapes are kept beside characters that need escaping (Foundation encoded `%5B` again).
+        Join(base: "http://h/v1/", path: "search?c=%5B&a=[1]", expected: "http://h/v1/search?c=%5B&a=%5B1%5D"),
+        Join(base: nil, path: "http://h/x?f[n]=J%C3%B6rg&s=a b", expected: "http://h/x?f%5Bn%5D=J%C3%B6rg&s=a%20b"),
+        Join(base: nil, path: "http://[::1]:8080/p q", expected: "http://[::1]:8080/p%20q"),
         Join(base: nil, path: "http://h/x?y=1", expected: "http://h/x?y=1"),
         Join(base: nil, path: "HTTPS://H/x", expected: "HTTPS://H/x"),
     ]
@@ -54,6 +58,13 @@ struct BaseURLTests {
         for _ in 0..<2 {
             #expect(throws: CourierError.self) { try manager.absoluteURLString(for: "ftp://h/file") }
         }
+    }
+
+    /// AFNetworking's request serializer takes URL strings too: escapes next to characters that
+    /// need escaping are kept, not encoded a second time.
+    @Test func theRequestSerializerKeepsAURLStringsEscapes() throws {
+        #expect(try HTTPRequestSerializer.url(from: "http://h/?c=%5B&a=[1]").absoluteString == "http://h/?c=%5B&a=%5B1%5D")
+        #expect(try HTTPRequestSerializer.url(from: "http://h/plain?q=%20").absoluteString == "http://h/plain?q=%20")
     }
 
     @Test func baseURLWithPathGetsTrailingSlash() {
