@@ -11,58 +11,62 @@ enum URLText {
     /// (browsers, curl and Node keep the escapes). The scheme and authority are left as they are.
     /// A string that needs nothing is returned as it is, without a copy.
     static func normalized(_ text: String) -> String {
-        let bytes = Array(text.utf8)
-        // Where the authority ends: after `scheme://host` or `//host`, else at once.
+        var text = text
+        // One pass over the string's own bytes (no copy for a native string); the output is made
+        // only from the first byte that must change, so a string that needs nothing costs no
+        // allocation.
+        let changed: [UInt8]? = text.withUTF8 { bytes in
+            let start = Self.endOfAuthority(bytes)
+            var output: [UInt8]?
+            var sawFragment = false
+            var index = start
+            while index < bytes.count {
+                let byte = bytes[index]
+                let length: Int
+                let keep: Bool
+                if byte == UInt8(ascii: "%"), index + 2 < bytes.count, bytes[index + 1].isHexDigit, bytes[index + 2].isHexDigit {
+                    (length, keep) = (3, true)
+                } else if byte == UInt8(ascii: "#"), !sawFragment {
+                    sawFragment = true
+                    (length, keep) = (1, true)
+                } else {
+                    (length, keep) = (1, Self.isAllowed(byte))
+                }
+                if !keep, output == nil {
+                    output = Array(bytes[..<index])
+                    output?.reserveCapacity(bytes.count + 16)
+                }
+                if output != nil {
+                    if keep {
+                        output!.append(contentsOf: bytes[index..<(index + length)])
+                    } else {
+                        PercentEscaping.appendEscaped(byte, to: &output!)
+                    }
+                }
+                index += length
+            }
+            return output
+        }
+        return changed.map { String(decoding: $0, as: UTF8.self) } ?? text
+    }
+
+    /// Where the authority ends: after `scheme://host` or `//host` (at the next `/`, `?` or `#`),
+    /// else at the start (a relative reference).
+    private static func endOfAuthority(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
         var start = 0
-        if let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
-           bytes[..<colon].allSatisfy({ Self.isSchemeByte($0) }), bytes[colon...].starts(with: Array("://".utf8)) {
+        if let colon = bytes.firstIndex(of: UInt8(ascii: ":")), bytes[..<colon].allSatisfy(Self.isSchemeByte),
+            colon + 2 < bytes.count, bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
+        {
             start = colon + 3
-        } else if bytes.starts(with: Array("//".utf8)) {
+        } else if bytes.count >= 2, bytes[0] == UInt8(ascii: "/"), bytes[1] == UInt8(ascii: "/") {
             start = 2
+        } else {
+            return 0
         }
-        if start > 0 {
-            while start < bytes.count, ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(bytes[start]) { start += 1 }
+        while start < bytes.count, bytes[start] != UInt8(ascii: "/"), bytes[start] != UInt8(ascii: "?"), bytes[start] != UInt8(ascii: "#") {
+            start += 1
         }
-        var index = start
-        var sawFragment = false
-        var needsWork = false
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "%"), index + 2 < bytes.count, bytes[index + 1].isHexDigit, bytes[index + 2].isHexDigit {
-                index += 3
-                continue
-            }
-            if byte == UInt8(ascii: "#"), !sawFragment {
-                sawFragment = true
-            } else if !Self.isAllowed(byte) {
-                needsWork = true
-                break
-            }
-            index += 1
-        }
-        // The common Location needs nothing: no copy.
-        guard needsWork else { return text }
-        var output = Array(bytes[..<start])
-        sawFragment = false
-        index = start
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "%"), index + 2 < bytes.count, bytes[index + 1].isHexDigit, bytes[index + 2].isHexDigit {
-                output += bytes[index...(index + 2)]
-                index += 3
-                continue
-            }
-            if byte == UInt8(ascii: "#"), !sawFragment {
-                sawFragment = true
-                output.append(byte)
-            } else if Self.isAllowed(byte) {
-                output.append(byte)
-            } else {
-                output += Array(String(format: "%%%02X", byte).utf8)
-            }
-            index += 1
-        }
-        return String(decoding: output, as: UTF8.self)
+        return start
     }
 
     /// RFC 3986's unreserved and reserved characters after the authority, but `#` and the

@@ -32,7 +32,9 @@ enum RedirectPlanner {
             target.host?.isEmpty == false
         else { return .none }
         // RFC 9110 10.2.2: a Location without a fragment keeps the request's.
-        if target.fragment == nil, let fragment = request.url.fragment, let withFragment = URL(string: target.absoluteString + "#" + fragment) {
+        if target.fragment == nil, let fragment = request.url.fragment(percentEncoded: true),
+            let withFragment = URL(string: target.absoluteString + "#" + fragment)
+        {
             target = withFragment
         }
 

@@ -21,12 +21,17 @@ enum PercentEscaping {
             } else if spaceAsPlus && byte == UInt8(ascii: " ") {
                 output.append(UInt8(ascii: "+"))
             } else {
-                output.append(UInt8(ascii: "%"))
-                output.append(Self.hexDigits[Int(byte >> 4)])
-                output.append(Self.hexDigits[Int(byte & 0x0F)])
+                Self.appendEscaped(byte, to: &output)
             }
         }
         return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Appends `byte` as `%XX` (upper-case hex digits).
+    static func appendEscaped(_ byte: UInt8, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "%"))
+        output.append(Self.hexDigits[Int(byte >> 4)])
+        output.append(Self.hexDigits[Int(byte & 0x0F)])
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
