@@ -49,8 +49,8 @@ enum StandardInput {
                     return .stream(StandardInputChunks(prefix: data, fileStart: nil, fileLength: nil), length: .unknown)
                 }
                 let chunk = try StandardInputChunks.read(count: min(limit, StandardInputChunks.chunkLength), at: nil)
-                if chunk.isEmpty { break }
-                data.append(contentsOf: chunk)
+                if chunk.readableBytes == 0 { break }
+                data.append(contentsOf: chunk.readableBytesView)
             }
             return data.isEmpty ? nil : .data(data)
         } catch {
@@ -109,42 +109,42 @@ struct StandardInputChunks: AsyncSequence, Sendable {
                 length = Int(Swift.min(Int64(length), remaining))
             }
             let (count, offset) = (length, self.offset)
-            let bytes = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8], any Error>) in
+            let chunk = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ByteBuffer, any Error>) in
                 DispatchQueue.global().async {
                     continuation.resume(with: Result(catching: { try StandardInputChunks.read(count: count, at: offset) }))
                 }
             }
-            guard !bytes.isEmpty else {
+            guard chunk.readableBytes > 0 else {
                 if let remaining = self.remaining {
                     throw StandardInputFailure(description: "standard input ended \(remaining) bytes before the size it had when the request was made")
                 }
                 return nil
             }
-            if let offset { self.offset = offset + Int64(bytes.count) }
-            if let remaining { self.remaining = remaining - Int64(bytes.count) }
-            return ByteBuffer(bytes: bytes)
+            if let offset { self.offset = offset + Int64(chunk.readableBytes) }
+            if let remaining { self.remaining = remaining - Int64(chunk.readableBytes) }
+            return chunk
         }
     }
 
     /// Up to `count` bytes of standard input, blocking: at `offset` with `pread`, else where it
-    /// stands; empty at its end.
-    static func read(count: Int, at offset: Int64?) throws -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
+    /// stands; empty at its end. Read straight into the buffer the body sends (no second copy).
+    static func read(count: Int, at offset: Int64?) throws -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: count)
         while true {
-            let got = bytes.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) -> Int in
+            var result = 0
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes -> Int in
                 if let offset {
-                    return pread(STDIN_FILENO, buffer.baseAddress, count, off_t(offset))
+                    result = pread(STDIN_FILENO, bytes.baseAddress, count, off_t(offset))
+                } else {
+                    #if canImport(Glibc)
+                    result = Glibc.read(STDIN_FILENO, bytes.baseAddress, count)
+                    #else
+                    result = Darwin.read(STDIN_FILENO, bytes.baseAddress, count)
+                    #endif
                 }
-                #if canImport(Glibc)
-                return Glibc.read(STDIN_FILENO, buffer.baseAddress, count)
-                #else
-                return Darwin.read(STDIN_FILENO, buffer.baseAddress, count)
-                #endif
+                return Swift.max(result, 0)
             }
-            if got >= 0 {
-                bytes.removeLast(count - got)
-                return bytes
-            }
+            if result >= 0 { return buffer }
             let code = errno
             guard code == EINTR else { throw StandardInputFailure(description: String(cString: strerror(code))) }
         }

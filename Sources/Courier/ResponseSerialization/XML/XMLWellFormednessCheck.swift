@@ -23,21 +23,18 @@ final class XMLWellFormednessCheck: NSObject, XMLParserDelegate {
 
     /// ``problem(in:)``, and how deep the elements were nested (1 for a lone root).
     static func check(_ data: Data) -> (problem: (any Error)?, depth: Int) {
-        let (problem, check) = self.run(data)
-        return (problem, check.deepest)
-    }
-
-    private static func run(_ data: Data) -> ((any Error)?, XMLWellFormednessCheck) {
         let check = XMLWellFormednessCheck()
         let parser = XMLParser(data: data)
         parser.delegate = check
         parser.shouldResolveExternalEntities = false
         let finished = parser.parse()
-        if let error = check.error ?? parser.parserError { return (error, check) }
-        if !finished { return (XMLProblem(description: "the XML parser stopped early"), check) }
-        if !check.sawRoot { return (XMLProblem(description: "the document has no root element"), check) }
-        if !check.rootClosed || check.depth != 0 { return (XMLProblem(description: "the root element is not closed"), check) }
-        return (nil, check)
+        let problem: (any Error)? =
+            if let error = check.error ?? parser.parserError { error }
+            else if !finished { XMLProblem(description: "the XML parser stopped early") }
+            else if !check.sawRoot { XMLProblem(description: "the document has no root element") }
+            else if !check.rootClosed || check.depth != 0 { XMLProblem(description: "the root element is not closed") }
+            else { nil }
+        return (problem, check.deepest)
     }
 
     func parser(

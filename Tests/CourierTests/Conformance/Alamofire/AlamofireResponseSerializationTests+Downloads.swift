@@ -59,13 +59,13 @@ struct AlamofireDownloadResponseSerializationConformanceTests {
     /// A download that fails: the transport's error is thrown, and there is no file to serialize.
     static func expectTransportErrorWins() async {
         let manager = SessionManager()
-        defer { Task { await manager.invalidate(cancelingTasks: true) } }
         do {
             let download = try await manager.download(Request(url: URL(string: "http://127.0.0.1:\(closedPort())/")!))
             Issue.record("a download to a closed port returned \(download.fileURL)")
         } catch {
             #expect(error.code == .connectionFailed)
         }
+        await manager.invalidate(cancelingTasks: true)
     }
 
     // MARK: Data
