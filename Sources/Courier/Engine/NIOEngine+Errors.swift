@@ -54,6 +54,90 @@ extension NIOEngine {
         }
     }
 
+    /// What swift-nio-http2 (or a stream's check of a header block) found wrong, in words, ended by
+    /// the error's type name in parentheses; never its source file and line, nor a dump of its
+    /// values (`InvalidSetting(setting: NIOHTTP2.HTTP2Setting(parameter: …), location: …)`).
+    static func explain(_ error: any NIOHTTP2Error) -> String {
+        let words: String
+        switch error {
+        case let error as NIOHTTP2Errors.InvalidSetting:
+            words = "it sent \(Self.name(of: error.setting.parameter)) = \(error.setting.value), a value RFC 9113 6.5.2 does not allow"
+        case let error as NIOHTTP2Errors.MissingPseudoHeader:
+            words = "a response header block without \(error.name)"
+        case let error as NIOHTTP2Errors.DuplicatePseudoHeader:
+            words = "a response header block with \(error.name) twice"
+        case let error as NIOHTTP2Errors.PseudoHeaderAfterRegularHeader:
+            words = "a response header block with \(error.name) after a regular field"
+        case let error as NIOHTTP2Errors.UnknownPseudoHeader:
+            words = "a response header block with the unknown pseudo-field \(error.name)"
+        case is NIOHTTP2Errors.InvalidPseudoHeaders:
+            words = "a header block with pseudo-fields a response may not have"
+        case let error as NIOHTTP2Errors.InvalidPseudoHeaderValue:
+            words = "a response whose \(error.name) is not valid"
+        case let error as NIOHTTP2Errors.InvalidStatusValue:
+            words = "a response whose :status is not three digits"
+                + (error.value.utf8.count <= 16 ? " (\"\(error.value)\")" : "")
+        case let error as NIOHTTP2Errors.ForbiddenHeaderField:
+            words = "a response with the connection-specific field \(error.name), which HTTP/2 forbids (RFC 9113 8.2.2)"
+        case is NIOHTTP2Errors.InvalidHTTP2HeaderFieldName:
+            words = "a header field name that is not lower-case token characters (RFC 9113 8.2.1)"
+        case let error as NIOHTTP2Errors.InvalidHTTP2HeaderFieldValue:
+            words = "a value of \(error.name) with characters a field value may not have (RFC 9113 8.2.1)"
+        case is NIOHTTP2Errors.ContentLengthViolated:
+            words = "a body longer or shorter than its content-length"
+        case is NIOHTTP2Errors.ContentLengthHeadersMismatch, is NIOHTTP2Errors.ContentLengthHeaderNegative,
+            is NIOHTTP2Errors.ContentLengthHeaderMalformedValue:
+            words = "a content-length that is not one number"
+        case is NIOHTTP2Errors.FlowControlViolation, is NIOHTTP2Errors.InvalidFlowControlWindowSize:
+            words = "it sent more than the flow-control window allowed, or moved a window past 2^31-1 (FLOW_CONTROL_ERROR)"
+        case is NIOHTTP2Errors.InvalidWindowIncrementSize:
+            words = "a WINDOW_UPDATE of 0 or more than 2^31-1"
+        case is NIOHTTP2Errors.ExcessiveEmptyDataFrames:
+            words = "a flood of empty DATA frames (ENHANCE_YOUR_CALM)"
+        case is NIOHTTP2Errors.ExcessiveRSTFrames:
+            words = "a flood of RST_STREAM frames (ENHANCE_YOUR_CALM)"
+        case is NIOHTTP2Errors.ExcessiveControlFrames:
+            words = "a flood of SETTINGS, PING or PRIORITY frames (ENHANCE_YOUR_CALM)"
+        case is NIOHTTP2Errors.ExcessiveContinuationFrames:
+            words = "a header block in more CONTINUATION frames than Courier takes (ENHANCE_YOUR_CALM)"
+        case is NIOHTTP2Errors.ExcessiveStreamErrors, is NIOHTTP2Errors.ExcessiveNumberOfGlitches:
+            words = "a flood of malformed streams (ENHANCE_YOUR_CALM)"
+        case is NIOHTTP2Errors.PushInViolationOfSetting:
+            words = "a PUSH_PROMISE, though Courier disables server push"
+        case is NIOHTTP2Errors.InvalidStreamIDForPeer, is NIOHTTP2Errors.StreamIDTooSmall:
+            words = "a frame on a stream the server may not open"
+        case is NIOHTTP2Errors.RaisedGoawayLastStreamID:
+            words = "a GOAWAY that raised the last stream it had said it would process"
+        case is NIOHTTP2Errors.TrailersWithoutEndStream:
+            words = "trailers that do not end the stream"
+        case is NIOHTTP2Errors.BadStreamStateTransition:
+            words = "a frame its stream's state does not allow (RFC 9113 5.1)"
+        case is NIOHTTP2Errors.UnableToParseFrame:
+            words = "a frame that could not be parsed"
+        case is NIOHTTP2Errors.MaxStreamsViolation:
+            words = "more streams than Courier allows"
+        case is NIOHTTP2Errors.ReceivedBadSettings:
+            words = "a SETTINGS frame that could not be read"
+        default:
+            words = "a frame HTTP/2 does not allow there"
+        }
+        return "\(words) (\(type(of: error)))"
+    }
+
+    /// A SETTINGS parameter as RFC 9113 6.5.2 names it.
+    static func name(of parameter: HTTP2SettingsParameter) -> String {
+        switch parameter {
+        case .headerTableSize: "SETTINGS_HEADER_TABLE_SIZE"
+        case .enablePush: "SETTINGS_ENABLE_PUSH"
+        case .maxConcurrentStreams: "SETTINGS_MAX_CONCURRENT_STREAMS"
+        case .initialWindowSize: "SETTINGS_INITIAL_WINDOW_SIZE"
+        case .maxFrameSize: "SETTINGS_MAX_FRAME_SIZE"
+        case .maxHeaderListSize: "SETTINGS_MAX_HEADER_LIST_SIZE"
+        case .enableConnectProtocol: "SETTINGS_ENABLE_CONNECT_PROTOCOL"
+        default: "a setting RFC 9113 does not define"
+        }
+    }
+
     private static func classify(_ error: any Error, request: Request) -> (CourierError.Code, String) {
         if let error = error as? ConnectionPoolError {
             switch error {
@@ -85,8 +169,14 @@ extension NIOEngine {
                 "the server sent header fields larger than Courier takes over HTTP/2 (\(kibibytes) KiB, advertised as SETTINGS_MAX_HEADER_LIST_SIZE); the connection closed with its streams"
             )
         }
-        if error is any NIOHTTP2Error {
-            return (.invalidResponse, "the server broke the HTTP/2 protocol (\(error))")
+        if let error = error as? HTTP2ServerEnabledPush {
+            return (.invalidResponse, "\(error)")
+        }
+        if let error = error as? HTTP2ContentWhereNoneMayBe {
+            return (.invalidResponse, "the response broke HTTP/2's rules for its stream: \(error)")
+        }
+        if let error = error as? any NIOHTTP2Error {
+            return (.invalidResponse, "the server broke the HTTP/2 protocol: \(Self.explain(error))")
         }
         if let error = error as? NIOConnectionError {
             if error.connectionErrors.isEmpty, let lookup = (error.dnsAAAAError ?? error.dnsAError) as? NameLookupFailure {
@@ -156,6 +246,23 @@ struct HTTP2HeaderBlockUndecodable: Error, CustomStringConvertible {
         let kibibytes = ConnectionPool.http2MaximumHeaderListSize / 1024
         return "Courier could not decode a header block the server sent (COMPRESSION_ERROR): header fields larger than Courier takes over HTTP/2 (\(kibibytes) KiB, advertised as SETTINGS_MAX_HEADER_LIST_SIZE), or broken header compression"
     }
+}
+
+/// The server sent `SETTINGS_ENABLE_PUSH` other than 0, which RFC 9113 6.5.2 forbids a server
+/// to send and makes a connection error: Courier sent GOAWAY with PROTOCOL_ERROR and closed the
+/// connection.
+struct HTTP2ServerEnabledPush: Error, CustomStringConvertible {
+    var description: String {
+        "the server sent SETTINGS_ENABLE_PUSH = 1, which a server may not send (RFC 9113 6.5.2); Courier closed the connection (PROTOCOL_ERROR)"
+    }
+}
+
+/// A response whose status says it has no content (204, 304) came with DATA: malformed (RFC 9113
+/// 8.1.1, RFC 9110 6.4.1). Courier resets the stream with PROTOCOL_ERROR, as curl does.
+struct HTTP2ContentWhereNoneMayBe: Error, CustomStringConvertible {
+    let status: Int
+
+    var description: String { "a \(self.status) response, which has no content, came with DATA" }
 }
 
 struct HTTP2StreamResetByCourier: Error, CustomStringConvertible {

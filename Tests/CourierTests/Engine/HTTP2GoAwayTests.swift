@@ -338,6 +338,58 @@ struct HTTP2GoAwayTests {
         }
     }
 
+    /// A 204 that came with DATA is malformed (RFC 9113 8.1.1, RFC 9110 6.4.1): the request fails
+    /// saying so, its stream is reset with PROTOCOL_ERROR, and the connection carries on. Before,
+    /// the 204 reached the app with the bytes as its body (curl refuses it).
+    @Test func aNoContentResponseWithContentFailsItsRequestOnly() async throws {
+        try await self.expectOnlyItsStreamFails(.respondWithContent(status: "204", body: "hello")) { error in
+            #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+            #expect(error?.message.contains("a 204 response, which has no content, came with DATA") == true, "\(String(describing: error))")
+        }
+    }
+
+    /// Empty DATA frames are legal (RFC 9113 6.1): a response with many of them between its bytes
+    /// arrives whole. Before, the second one ended the connection (swift-nio-http2's flood
+    /// heuristic, ENHANCE_YOUR_CALM).
+    @Test func emptyDataFramesAreTaken() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, _ in .respondWithEmptyFrames(count: 50) }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            let body = HTTP2PoolTests.body(try await manager.get("a"))
+            #expect(body == String(repeating: "x", count: 50))
+            #expect(server.connectionCount == 1)
+        }
+    }
+
+    /// The server's SETTINGS with `SETTINGS_ENABLE_PUSH` 1, which a server may not send, is a
+    /// connection error (RFC 9113 6.5.2): Courier sends GOAWAY with PROTOCOL_ERROR, and the
+    /// request fails saying what the server did. Before, Courier carried on (curl refuses).
+    @Test func aServerThatEnablesPushIsRefused() async throws {
+        let server = try await ScriptedHTTP2Server.start(extraSettings: [HTTP2Setting(parameter: .enablePush, value: 1)]) { _, _ in
+            .respond("pushed?")
+        }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            let error = await #expect(throws: CourierError.self) { try await manager.get("a") }
+            #expect(error?.message.contains("SETTINGS_ENABLE_PUSH = 1") == true, "\(String(describing: error))")
+            #expect(await eventually { server.closedConnectionCount == server.connectionCount }, "the connection closed")
+        }
+    }
+
+    /// What swift-nio-http2 finds wrong is said in words, with the error's type name and no
+    /// source file, line or dump of its values.
+    @Test func protocolErrorsAreSaidInWords() {
+        let request = Request(url: URL(string: "https://example.com/")!)
+        let setting = NIOEngine.courierError(
+            from: NIOHTTP2Errors.invalidSetting(setting: HTTP2Setting(parameter: .initialWindowSize, value: 1 << 31)), request: request)
+        #expect(setting.message.contains("SETTINGS_INITIAL_WINDOW_SIZE = 2147483648"), "\(setting.message)")
+        #expect(setting.message.hasSuffix("(InvalidSetting)"), "\(setting.message)")
+        let flood = NIOEngine.courierError(from: NIOHTTP2Errors.excessiveEmptyDataFrames(), request: request)
+        #expect(flood.message.contains("empty DATA frames (ENHANCE_YOUR_CALM) (ExcessiveEmptyDataFrames)"), "\(flood.message)")
+        for error in [setting, flood] {
+            #expect(!error.message.contains(".swift"), "\(error.message)")
+            #expect(!error.message.contains("NIOHTTP2."), "\(error.message)")
+        }
+    }
+
     @Test(arguments: MalformedBlock.allCases)
     func aMalformedHeaderBlockFailsItsRequestOnly(_ block: MalformedBlock) async throws {
         try await self.expectOnlyItsStreamFails(block.action) { error in

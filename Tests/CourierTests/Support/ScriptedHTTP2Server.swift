@@ -61,6 +61,12 @@ final class ScriptedHTTP2Server: Sendable {
         /// unless `endStream` is false (the stream is then left open); with `trailers`, `block` is
         /// followed by a DATA frame (`body`) and `trailers`, which end the stream.
         case respondWithBlock([(String, String)], trailers: [(String, String)]? = nil, endStream: Bool = true)
+        /// Answers with `:status` `status` and `body` in one DATA frame that ends the stream,
+        /// whatever the status allows (a 204 with content, say).
+        case respondWithContent(status: String, body: String)
+        /// Answers 200 with `count` DATA frames of `x`, each followed by an empty DATA frame (an
+        /// application's empty flush), then an empty one that ends the stream.
+        case respondWithEmptyFrames(count: Int)
     }
 
     private struct State {
@@ -107,6 +113,7 @@ final class ScriptedHTTP2Server: Sendable {
         maximumStreams: Int = 100,
         maximumHeaderListSize: Int? = nil,
         requestsPerConnection: Int? = nil,
+        extraSettings: [HTTP2Setting] = [],
         script: @escaping @Sendable (_ index: Int, _ path: String) -> Action
     ) async throws -> ScriptedHTTP2Server {
         var tls = TLSConfiguration.makeServerConfiguration(
@@ -139,6 +146,7 @@ final class ScriptedHTTP2Server: Sendable {
                     if let maximumHeaderListSize {
                         connection.initialSettings.append(HTTP2Setting(parameter: .maxHeaderListSize, value: maximumHeaderListSize))
                     }
+                    connection.initialSettings += extraSettings
                     // What the server sends is the script's (a body longer than its length, a
                     // malformed header block).
                     connection.contentLengthValidation = .disabled
@@ -406,6 +414,23 @@ final class ScriptedHTTP2Server: Sendable {
                 channel.eventLoop.execute {
                     let headers = HPACKHeaders([(":status", status)])
                     channel.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: headers, endStream: true)), promise: nil)
+                }
+            case .respondWithEmptyFrames(let count):
+                channel.eventLoop.execute {
+                    channel.write(HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders([(":status", "200")]))), promise: nil)
+                    for index in 0...count {
+                        if index < count {
+                            channel.write(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: "x")))), promise: nil)
+                        }
+                        channel.write(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer()), endStream: index == count)), promise: nil)
+                    }
+                    channel.flush()
+                }
+            case .respondWithContent(let status, let body):
+                channel.eventLoop.execute {
+                    channel.write(HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders([(":status", status)]))), promise: nil)
+                    let data = HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: body)), endStream: true))
+                    channel.writeAndFlush(data, promise: nil)
                 }
             case .respondWithBlock(let block, let trailers, let endStream):
                 channel.eventLoop.execute {

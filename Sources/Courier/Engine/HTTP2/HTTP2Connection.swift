@@ -171,7 +171,7 @@ extension HTTP2Connection: HTTP2ConnectionDelegate {
     func http2ConnectionFailed(_ error: any Error) {
         // HTTP/2's own errors only (and the header block swift-nio-http2 could not decode, which
         // it reports as one): a reset or a TLS close stays "closed" for the resend rule.
-        guard error is any NIOHTTP2Error || error is HTTP2HeaderBlockUndecodable else { return }
+        guard error is any NIOHTTP2Error || error is HTTP2HeaderBlockUndecodable || error is HTTP2ServerEnabledPush else { return }
         self.failure.withLockedValue { $0 = $0 ?? error }
     }
 

@@ -233,6 +233,15 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
                 self.context?.close(promise: nil)
             }
         case .close(let reason):
+            if reason == .serverEnabledPush, let context {
+                // A connection error of Courier's finding: GOAWAY with its code (the last stream
+                // the server opened is none, 0), and the streams fail with what the server did.
+                let error = HTTP2ServerEnabledPush()
+                if self.closingError == nil { self.closingError = error }
+                self.delegate?.http2ConnectionFailed(error)
+                let goAway = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .rootStream, errorCode: .protocolError, opaqueData: nil))
+                context.writeAndFlush(self.wrapOutboundOut(goAway), promise: nil)
+            }
             self.delegate?.http2WillClose(reason)
             self.context?.close(promise: nil)
         }

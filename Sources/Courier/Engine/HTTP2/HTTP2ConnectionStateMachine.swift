@@ -37,6 +37,10 @@ struct HTTP2ConnectionStateMachine {
         case pingTimeout
         /// A connection error (swift-nio-http2 or below): every stream fails with it.
         case connectionError
+        /// The server sent `SETTINGS_ENABLE_PUSH` other than 0, which a server must not send: a
+        /// connection error of type PROTOCOL_ERROR (RFC 9113 6.5.2). Courier sends GOAWAY with it,
+        /// and every stream fails with ``HTTP2ServerEnabledPush``.
+        case serverEnabledPush
     }
 
     enum Action: Equatable {
@@ -135,6 +139,10 @@ struct HTTP2ConnectionStateMachine {
         self.heardFromServer(now: now)
         switch payload {
         case .settings(.settings(let settings)):
+            if settings.contains(where: { $0.parameter == .enablePush && $0.value != 0 }), self.lifecycle != .closed {
+                self.lifecycle = .closed
+                return .close(.serverEnabledPush)
+            }
             if let limit = settings.last(where: { $0.parameter == .maxHeaderListSize })?.value {
                 self.peerMaximumHeaderListSize = limit
             }

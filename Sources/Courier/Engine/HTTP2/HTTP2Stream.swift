@@ -195,7 +195,12 @@ final class HTTP2Stream {
         case .data(let data):
             guard case .byteBuffer(let buffer) = data.data else { return }
             self.bodyBytesReceived += Int64(buffer.readableBytes)
-            parts = self.stateMachine.receivedData(buffer, endStream: data.endStream)
+            do {
+                parts = try self.stateMachine.receivedData(buffer, endStream: data.endStream)
+            } catch {
+                hopHandler.streamFailed(error)
+                return
+            }
         default:
             // RST_STREAM: swift-nio-http2 closes the stream next. Nothing else concerns a hop.
             return

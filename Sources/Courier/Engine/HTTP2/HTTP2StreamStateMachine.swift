@@ -75,6 +75,9 @@ struct HTTP2StreamStateMachine {
     /// Whether the server sent a malformed header block: closing the stream resets it with
     /// PROTOCOL_ERROR (RFC 9113 8.1.1), not CANCEL.
     private var receivedMalformed = false
+    /// The final head's status when it says the response has no content (204, 304): DATA with
+    /// bytes is then malformed.
+    private var statusWithoutContent: Int?
     /// The window Courier keeps open for the stream (`SETTINGS_INITIAL_WINDOW_SIZE` it sent).
     private var targetWindow: Int
     /// The stream's receive window as swift-nio-http2 last reported it (nil before any report).
@@ -156,6 +159,7 @@ struct HTTP2StreamStateMachine {
             // HTTP/1 codec adds one, and an app saw a `Transfer-Encoding: chunked` no server
             // sent; URLSession, OkHttp and curl show none). DATA frames and END_STREAM frame it.
             self.response = .receivingBody
+            if status == 204 || status == 304 { self.statusWithoutContent = status }
             parts.first = .head(Self.responseHead(status: status, of: block))
             if endStream {
                 parts.second = .end(nil)
@@ -165,9 +169,15 @@ struct HTTP2StreamStateMachine {
         return parts
     }
 
-    /// A DATA frame from the server.
-    mutating func receivedData(_ buffer: ByteBuffer, endStream: Bool) -> Parts {
+    /// A DATA frame from the server. Throws ``HTTP2ContentWhereNoneMayBe`` for bytes after a head
+    /// whose status has no content (RFC 9113 8.1.1, RFC 9110 6.4.1); the stream is then reset
+    /// with PROTOCOL_ERROR when it closes.
+    mutating func receivedData(_ buffer: ByteBuffer, endStream: Bool) throws -> Parts {
         guard self.phase != .closed, self.response == .receivingBody else { return .none }
+        if let status = self.statusWithoutContent, buffer.readableBytes > 0 {
+            self.receivedMalformed = true
+            throw HTTP2ContentWhereNoneMayBe(status: status)
+        }
         var parts = Parts.none
         if endStream {
             self.remoteEnded()

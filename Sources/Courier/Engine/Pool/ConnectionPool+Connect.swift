@@ -210,6 +210,12 @@ extension ConnectionPool {
             HTTP2Setting(parameter: .maxHeaderListSize, value: Self.http2MaximumHeaderListSize),
         ]
         connection.maximumRecentlyResetStreams = Self.http2RememberedResets
+        // Empty DATA frames are legal (RFC 9113 6.1), and swift-nio-http2's count of them (a
+        // server's defence, default 1) runs across the connection's streams until a HEADERS or
+        // END_STREAM, so two in one streamed response ended the connection. A server flooding a
+        // client gains nothing from empty frames that one-byte frames, never limited, would not
+        // give it: no limit.
+        connection.maximumSequentialEmptyDataFrames = Int.max
         // A list of up to the limit above, in frames of the default 16 KiB (servers split a block
         // at the frame size Courier allows): a HEADERS frame and this many CONTINUATION frames.
         // swift-nio-http2's default, 5, is a bound against CONTINUATION floods that a list past

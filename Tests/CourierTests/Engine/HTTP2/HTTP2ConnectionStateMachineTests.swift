@@ -82,6 +82,22 @@ struct HTTP2ConnectionStateMachineTests {
         #expect(machine.peerMaximumFrameSize == 20_000)
     }
 
+    /// `SETTINGS_ENABLE_PUSH` 1 from a server is a connection error (RFC 9113 6.5.2), before the
+    /// pool attaches or after; 0 is allowed, and once closed nothing more happens.
+    @Test func aServerThatEnablesPushIsAProtocolError() {
+        let push = { (value: Int) -> HTTP2Frame.FramePayload in .settings(.settings([HTTP2Setting(parameter: .enablePush, value: value)])) }
+        var machine = Self.machine()
+        #expect(machine.received(push(1), now: Self.start) == .close(.serverEnabledPush))
+        #expect(machine.attached() == .none)
+        #expect(machine.received(push(1), now: Self.start) == .none, "closed once")
+
+        machine = Self.machine()
+        _ = machine.attached()
+        #expect(machine.received(push(0), now: Self.start) == .reportMaximumStreams(nil))
+        #expect(machine.received(push(1), now: Self.start) == .close(.serverEnabledPush))
+        #expect(machine.errorCaught() == .none)
+    }
+
     @Test func aSettingsAcknowledgementIsNotTheServersSettings() {
         var machine = Self.machine()
         _ = machine.attached()

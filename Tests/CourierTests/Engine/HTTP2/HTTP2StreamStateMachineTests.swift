@@ -204,8 +204,8 @@ struct HTTP2StreamStateMachineTests {
         #expect(head == .init(first: Self.head(expected), second: nil))
         #expect(machine.phase == .halfClosedLocal)
         let body = ByteBuffer(string: "hi")
-        #expect(machine.receivedData(body, endStream: false) == .init(first: .body(body), second: nil))
-        #expect(machine.receivedData(ByteBuffer(), endStream: true) == .init(first: .end(nil), second: nil))
+        #expect(try machine.receivedData(body, endStream: false) == .init(first: .body(body), second: nil))
+        #expect(try machine.receivedData(ByteBuffer(), endStream: true) == .init(first: .end(nil), second: nil))
         #expect(machine.phase == .closed, "both sides ended")
     }
 
@@ -213,7 +213,7 @@ struct HTTP2StreamStateMachineTests {
         var machine = Self.sentGet()
         _ = try machine.receivedHeaders(Self.response(200, [("content-length", "2")]), endStream: false)
         let body = ByteBuffer(string: "hi")
-        #expect(machine.receivedData(body, endStream: true) == .init(first: .body(body), second: .end(nil)))
+        #expect(try machine.receivedData(body, endStream: true) == .init(first: .body(body), second: .end(nil)))
     }
 
     /// A head with END_STREAM is the whole response, and its fields are the server's: no
@@ -259,10 +259,30 @@ struct HTTP2StreamStateMachineTests {
     @Test func headersAfterTheBodyAreTheTrailers() throws {
         var machine = Self.sentGet()
         _ = try machine.receivedHeaders(Self.response(200), endStream: false)
-        _ = machine.receivedData(ByteBuffer(string: "x"), endStream: false)
+        _ = try machine.receivedData(ByteBuffer(string: "x"), endStream: false)
         let trailers = try machine.receivedHeaders(HPACKHeaders([("grpc-status", "0")]), endStream: true)
         #expect(trailers == .init(first: .end(["grpc-status": "0"]), second: nil))
         #expect(machine.phase == .closed)
+    }
+
+    /// A 204 or a 304 has no content (RFC 9110 6.4.1): DATA with bytes after one is malformed
+    /// (RFC 9113 8.1.1), and the stream is reset with PROTOCOL_ERROR; an empty DATA that ends
+    /// the stream is not content.
+    @Test(arguments: [204, 304])
+    func contentAfterAStatusWithoutContentIsAnError(_ status: Int) throws {
+        var machine = Self.sentGet()
+        _ = try machine.receivedHeaders(Self.response(status), endStream: false)
+        #expect(throws: HTTP2ContentWhereNoneMayBe.self) { try machine.receivedData(ByteBuffer(string: "hello"), endStream: true) }
+        #expect(machine.close() == .reset(.protocolError))
+
+        machine = Self.sentGet()
+        _ = try machine.receivedHeaders(Self.response(status), endStream: false)
+        #expect(try machine.receivedData(ByteBuffer(), endStream: true) == .init(first: .end(nil), second: nil))
+
+        machine = Self.sentGet()
+        _ = try machine.receivedHeaders(Self.response(200), endStream: false)
+        let body = ByteBuffer(string: "hello")
+        #expect(try machine.receivedData(body, endStream: true) == .init(first: .body(body), second: .end(nil)))
     }
 
     @Test func aHeadWithoutStatusIsAnError() {
@@ -365,11 +385,11 @@ struct HTTP2StreamStateMachineTests {
         #expect(ResponseInflater.make(fields: [:], ratio: 10) == nil)
     }
 
-    @Test func dataBeforeAHeadOrAfterTheCloseIsNobodys() {
+    @Test func dataBeforeAHeadOrAfterTheCloseIsNobodys() throws {
         var machine = Self.sentGet()
-        #expect(machine.receivedData(ByteBuffer(string: "x"), endStream: false) == .none)
+        #expect(try machine.receivedData(ByteBuffer(string: "x"), endStream: false) == .none)
         _ = machine.close()
-        #expect(machine.receivedData(ByteBuffer(string: "x"), endStream: false) == .none)
+        #expect(try machine.receivedData(ByteBuffer(string: "x"), endStream: false) == .none)
     }
 
     // MARK: Flow control
@@ -400,7 +420,7 @@ struct HTTP2StreamStateMachineTests {
         var machine = Self.sentGet()
         _ = try machine.receivedHeaders(Self.response(200), endStream: false)
         machine.windowChanged(to: 0)
-        _ = machine.receivedData(ByteBuffer(), endStream: true)
+        _ = try machine.receivedData(ByteBuffer(), endStream: true)
         #expect(machine.readRequested() == nil)
     }
 
