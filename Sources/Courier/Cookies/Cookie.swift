@@ -176,12 +176,13 @@ enum CookieMatching {
         IPAddress(host) != nil
     }
 
-    /// RFC 6265 5.1.3: identical, or a suffix after a dot of a host that is not an IP address.
+    /// RFC 6265 5.1.3: identical, or a suffix after a dot of a host that is not an IP address (nor
+    /// is the domain one: `192.168.0.10` is no parent of `www.192.168.0.10`).
     static func domainMatches(_ host: String, _ domain: String) -> Bool {
         if host == domain { return true }
         guard host.count > domain.count, host.hasSuffix(domain) else { return false }
         let dot = host.utf8[host.utf8.index(host.utf8.endIndex, offsetBy: -domain.utf8.count - 1)]
-        return dot == UInt8(ascii: ".") && !self.isIPAddress(host)
+        return dot == UInt8(ascii: ".") && !self.isIPAddress(host) && !self.isIPAddress(domain)
     }
 
     /// RFC 6265 5.1.4.

@@ -69,10 +69,13 @@ enum SetCookieParser {
             case "max-age":
                 if let seconds = self.deltaSeconds(attributeValue) { cookie.maxAge = seconds }
             case "domain":
-                // An empty Domain is ignored (6265bis); a leading dot is dropped.
+                // An empty Domain is ignored (6265bis 5.6.3); a leading dot is dropped, and what is
+                // left is the Domain even when nothing is (`Domain=.`): the last one counts, and
+                // an empty one makes the cookie host-only (5.7 step 9).
+                guard !attributeValue.isEmpty else { break }
                 var domain = attributeValue
                 if domain.first == "." { domain = domain.dropFirst() }
-                if !domain.isEmpty { cookie.domain = domain.lowercased() }
+                cookie.domain = domain.lowercased()
             case "path":
                 cookie.path = attributeValue.first == "/" ? String(attributeValue) : nil
             case "secure":
@@ -152,7 +155,9 @@ extension Cookie {
         }
         let isHostOnly: Bool
         let domain: String
-        if domainAttribute.isEmpty {
+        if domainAttribute.isEmpty || (domainAttribute == host && CookieMatching.isIPAddress(host)) {
+            // An address names itself only: a Domain that is the request's address is host-only,
+            // as Go and browsers have it (a domain cookie would go to `www.192.168.0.10`).
             isHostOnly = true
             domain = host
         } else {

@@ -118,8 +118,24 @@ extension HTTPFields {
         self.reserveCapacity(headers.count)
         for (name, value) in headers {
             if let fieldName = HTTPField.Name(name) {
-                self.append(HTTPField(name: fieldName, value: value))
+                self.append(HTTPField(received: fieldName, value: value))
             }
+        }
+    }
+}
+
+extension HTTPField {
+    /// A field a server sent. `HTTPField(name:value:)` turns control characters into spaces, which
+    /// is right for a value an app reads, but not for `Set-Cookie`: a cookie with a control
+    /// character is to be ignored (RFC 6265bis 5.6), and with spaces instead it was stored
+    /// (`a\u{1}b=c` as `a b=c`), or lost its `Secure` (`Sec\u{1}ure`). `Set-Cookie` keeps them
+    /// (newlines and NULs, refused on the wire, aside) for the cookie parser to see.
+    @inline(__always)
+    init(received name: HTTPField.Name, value: String) {
+        if name == .setCookie, value.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) {
+            self.init(name: name, lenientValue: value.utf8)
+        } else {
+            self.init(name: name, value: value)
         }
     }
 }

@@ -13,9 +13,17 @@ import X509
 /// brackets) matches only an iPAddress name with the same bytes.
 enum HostnameMatcher {
     /// A subject alternative name that can name a host.
-    enum Name: Equatable, Sendable {
+    enum Name: Equatable, Sendable, CustomStringConvertible {
         case dns(String)
         case ip([UInt8])
+
+        /// The name as a reader writes it: `*.example.com`, `127.0.0.1`, `::1`.
+        var description: String {
+            switch self {
+            case .dns(let name): name
+            case .ip(let bytes): IPAddress(bytes: bytes)?.description ?? bytes.map(String.init).joined(separator: ".")
+            }
+        }
     }
 
     /// The DNS and IP subject alternative names of a certificate.

@@ -36,12 +36,14 @@ struct SecTrustPolicy: VerifierPolicy, Sendable {
 
     mutating func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) async -> PolicyEvaluationResult {
         let certificates = Array(chain)
+        // Dates first, in words (swift-certificates' own reason dumps the whole certificate).
+        if let (reason, certificate) = Self.validityProblem(in: certificates) {
+            return .failsToMeetPolicy(reason: Self.describe(reason, of: certificate))
+        }
         if certificates.count > 1 {
             if case .failsToMeetPolicy(let reason) = self.rfc5280.chainMeetsPolicyRequirements(chain: chain) {
                 return .failsToMeetPolicy(reason: reason)
             }
-        } else if let (reason, certificate) = Self.validityProblem(in: certificates) {
-            return .failsToMeetPolicy(reason: "\(reason): \(certificate.subject)")
         }
         if let serverName = self.serverName {
             if let problem = Self.serverProblem(chain.leaf, serverName: serverName) {
@@ -53,8 +55,14 @@ struct SecTrustPolicy: VerifierPolicy, Sendable {
 
     /// Why the SSL policy refuses `leaf` for `serverName`, or nil.
     static func serverProblem(_ leaf: X509.Certificate, serverName: String) -> String? {
-        if !HostnameMatcher.matches(host: serverName, names: HostnameMatcher.names(of: leaf)) {
-            return "\(leaf.subject) does not name \(serverName)"
+        let names = HostnameMatcher.names(of: leaf)
+        if !HostnameMatcher.matches(host: serverName, names: names) {
+            guard !names.isEmpty else {
+                // A common name alone names no host (RFC 6125 6.4.4, the CA/Browser Forum's rules).
+                return "\(leaf.subject) does not name \(serverName): it has no subject alternative name, and a common name is not used"
+            }
+            let listed = names.prefix(8).map(\.description).joined(separator: ", ") + (names.count > 8 ? ", …" : "")
+            return "\(leaf.subject) does not name \(serverName): its names are \(listed)"
         }
         if !Self.allowsServerAuthentication(leaf) {
             return "\(leaf.subject) is not for server authentication (extended key usage)"
@@ -70,6 +78,15 @@ struct SecTrustPolicy: VerifierPolicy, Sendable {
         } catch {
             return false
         }
+    }
+
+    /// "CN=…: not valid after 2026-11-29T06:22:22Z" (the failure's reason says which way).
+    static func describe(_ reason: ServerTrustFailure.Reason, of certificate: X509.Certificate) -> String {
+        let formatter = ISO8601DateFormatter()
+        let date = reason == .expired
+            ? "not valid after \(formatter.string(from: certificate.notValidAfter))"
+            : "not valid before \(formatter.string(from: certificate.notValidBefore))"
+        return "\(certificate.subject): \(date)"
     }
 
     /// The first certificate of `chain` outside its validity dates at `now`, and which way.

@@ -99,6 +99,29 @@ struct CookieStorageRuleTests {
         #expect(!cookie.matches(URL(string: "http://notexample.com/")!))
     }
 
+    /// The last Domain counts, and `Domain=.` leaves nothing once its dot is dropped: the cookie
+    /// is host-only (RFC 6265bis 5.6.3, 5.7; Chrome and Go refuse it outright). Before, the empty
+    /// value was skipped and the earlier Domain made it go to every subdomain. An empty Domain
+    /// is still ignored.
+    @Test func anEmptyDomainAfterTheDotResetsAnEarlierOne() throws {
+        let cookie = try #require(self.cookie("a=b; Domain=home.example.org; Domain=.", "http://home.example.org/"))
+        #expect(cookie.isHostOnly)
+        #expect(!cookie.matches(URL(string: "http://sub.home.example.org/")!))
+        let kept = try #require(self.cookie("a=b; Domain=home.example.org; Domain=", "http://home.example.org/"))
+        #expect(!kept.isHostOnly)
+    }
+
+    /// An address names itself only: a Domain that is the request's IP address makes a host-only
+    /// cookie, which a name ending in the address does not get (Go and browsers agree).
+    @Test func aDomainThatIsTheHostsAddressIsHostOnly() throws {
+        let cookie = try #require(self.cookie("a=1; Domain=192.168.0.10", "http://192.168.0.10/"))
+        #expect(cookie.isHostOnly)
+        #expect(cookie.matches(URL(string: "http://192.168.0.10/x")!))
+        #expect(!cookie.matches(URL(string: "http://www.fancy.192.168.0.10/")!))
+        #expect(!CookieMatching.domainMatches("www.192.168.0.10", "192.168.0.10"))
+        #expect(self.cookie("a=1; Domain=192.168.0.1", "http://192.168.0.10/") == nil)
+    }
+
     @Test func aDomainTheHostDoesNotMatchIsRefused() {
         #expect(self.cookie("a=1; Domain=other.com", "http://www.example.com/") == nil)
         #expect(self.cookie("a=1; Domain=www.example.com", "http://example.com/") == nil, "a subdomain of the host")

@@ -360,6 +360,22 @@ struct HTTP2GoAwayTests {
         }
     }
 
+    /// A `Set-Cookie` with a control character is ignored (RFC 6265bis 5.6), as the WPT cookie
+    /// suite checks. HTTP/2 carries the byte (HTTP/1.1's parser refuses the response), and the
+    /// field used to reach the cookie parser with a space in its place: `a\u{1}b=c` was stored as
+    /// `a b=c`, and `Sec\u{1}ure` lost the cookie its Secure. Other fields still read with spaces.
+    @Test func aSetCookieWithAControlCharacterIsIgnored() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, _ in
+            .respondWithBlock([(":status", "200"), ("set-cookie", "a\u{1}b=c"), ("set-cookie", "ok=1"), ("x-a", "p\u{1}q")])
+        }
+        let store = MemoryCookieStorage()
+        try await HTTP2PoolTests().withManager(server, configure: { $0.httpCookieStorage = store }) { manager in
+            let response = try await manager.get("a")
+            #expect(store.cookies(for: URL(string: "https://localhost:\(server.port)/a")!).map(\.name) == ["ok"])
+            #expect(response.response.headerFields[.init("x-a")!] == "p q")
+        }
+    }
+
     /// The server's SETTINGS with `SETTINGS_ENABLE_PUSH` 1, which a server may not send, is a
     /// connection error (RFC 9113 6.5.2): Courier sends GOAWAY with PROTOCOL_ERROR, and the
     /// request fails saying what the server did. Before, Courier carried on (curl refuses).

@@ -42,4 +42,26 @@ struct HTTPSTests {
             }
         }
     }
+
+    /// A refused certificate is said in a line a person reads: the subject, the date it ran out,
+    /// the names it does carry; never swift-certificates' dump of the whole certificate (631
+    /// characters for an expired one, before).
+    @Test func aRefusedCertificateIsSaidInWords() async throws {
+        try await withTestServer(.https(.expired)) { server in
+            try await withManager(baseURL: server.baseURL, securityPolicy: try self.trustingTestRoot()) { manager in
+                let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
+                let message = error?.message ?? ""
+                #expect(message.contains("the certificate has expired (CN=localhost,O=Courier Tests: not valid after 2000-"), "\(message)")
+                #expect(!message.contains("Certificate("), "\(message)")
+                #expect(message.count < 300, "\(message)")
+            }
+        }
+        try await withTestServer(.https(.wrongHost)) { server in
+            try await withManager(baseURL: server.baseURL, securityPolicy: try self.trustingTestRoot()) { manager in
+                let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
+                let message = error?.message ?? ""
+                #expect(message.contains("does not name 127.0.0.1: its names are "), "\(message)")
+            }
+        }
+    }
 }

@@ -319,7 +319,7 @@ struct HTTP2StreamStateMachine {
             guard Self.isValidFieldValue(value) else { throw NIOHTTP2Errors.invalidHTTP2HeaderFieldValue(name: name, value: value) }
             if !trailers {
                 block.fieldsSize += name.utf8.count + 2 + value.utf8.count + 2
-                block.fields.append(HTTPField(name: fieldName, value: value))
+                block.fields.append(HTTPField(received: fieldName, value: value))
             }
         }
         if !trailers, block.status == nil { throw NIOHTTP2Errors.missingPseudoHeader(":status") }
