@@ -80,6 +80,36 @@ struct HTTP1PoolTests {
         }
     }
 
+    /// Bytes past a response's `Content-Length` never become the next request's response (RFC
+    /// 9112 6.3), found by the cache-tests suite: with a request waiting for the one connection,
+    /// the connection went to it as the response ended, and the extra bytes of the same read were
+    /// decoded as its answer: garbage failed it ("invalid constant string"), and a whole response
+    /// hidden in a body was taken as its response (`smuggled`). Now the connection goes back
+    /// when the read ends, and closes when the read held more than the response.
+    @Test(arguments: ["these 26 bytes are extra!!", "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled"])
+    func bytesPastAResponsesLengthCloseTheConnection(_ extra: String) async throws {
+        let gate = ScriptGate()
+        try await self.withScriptedServer({ _, _, head in
+            head.hasPrefix("GET /short")
+                ? .respondWhenOpen("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789" + extra, gate: gate)
+                : .respond("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        }) { server in
+            try await withManager(baseURL: server.baseURL, configuration: self.configuration(connections: 1)) { manager in
+                let pool = try #require((manager.engine as? NIOEngine)?.pool)
+                let short = Task { try await manager.response(method: .get, urlString: "short", serializer: DataResponseSerializer()) }
+                #expect(await eventually { server.receivedHeads.count == 1 })
+                let next = Task { try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer()) }
+                #expect(await eventually { pool.waitingHopCount == 1 }, "the second request waits for the one connection")
+                gate.open()
+                let first = try await short.value
+                #expect(String(decoding: first.value, as: UTF8.self) == "0123456789")
+                let second = try await next.value
+                #expect(String(decoding: second.value, as: UTF8.self) == "ok")
+                #expect(server.connectionCount == 2, "the connection with extra bytes was not reused")
+            }
+        }
+    }
+
     @Test func aHopWaitingForAConnectionCanBeCancelled() async throws {
         try await withTestServer { server in
             let gate = ReleaseGate(server)

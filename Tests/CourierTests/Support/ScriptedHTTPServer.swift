@@ -23,6 +23,8 @@ final class ScriptedHTTPServer: ShutDownByAwaiting {
         /// Writes `bytes` as soon as the head is in, before the request body, which is then read
         /// and dropped.
         case respondBeforeBody(String)
+        /// Writes `bytes` once `gate` opens.
+        case respondWhenOpen(String, gate: ScriptGate)
     }
 
     /// What to do with the `request`-th request (0-based) of the `connection`-th connection.
@@ -168,6 +170,10 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
         case .respondBeforeBody(let bytes):
             context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: bytes)), promise: nil)
             return true
+        case .respondWhenOpen(let bytes, let gate):
+            let channel = context.channel
+            gate.whenOpen { channel.writeAndFlush(ByteBuffer(string: bytes), promise: nil) }
+            return true
         case .respondOnceReceived(let bytes, let requests):
             let channel = context.channel
             self.held.whenReceived(requests) {
@@ -199,5 +205,27 @@ private final class HeldAnswers: Sendable {
             return false
         }
         if now { send() }
+    }
+}
+
+/// A gate a test opens, for answers that wait for it (``ScriptedHTTPServer/Action/respondWhenOpen(_:gate:)``).
+final class ScriptGate: Sendable {
+    private let state = NIOLockedValueBox<(isOpen: Bool, waiting: [@Sendable () -> Void])>((false, []))
+
+    func open() {
+        let waiting = self.state.withLockedValue { state -> [@Sendable () -> Void] in
+            state.isOpen = true
+            defer { state.waiting.removeAll() }
+            return state.waiting
+        }
+        for send in waiting { send() }
+    }
+
+    func whenOpen(_ send: @escaping @Sendable () -> Void) {
+        let isOpen = self.state.withLockedValue { state -> Bool in
+            if !state.isOpen { state.waiting.append(send) }
+            return state.isOpen
+        }
+        if isOpen { send() }
     }
 }

@@ -572,7 +572,13 @@ final class HopHandler: ChannelDuplexHandler {
         case .body(let buffer): part = .body(buffer)
         case .end(let trailers): part = .end(trailers)
         }
+        self.stateMachine.readBegan()
         self.perform(self.stateMachine.responseReceived(part))
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        self.afterHop(self.stateMachine.readCompleted())
+        context.fireChannelReadComplete()
     }
 
     // MARK: Stream mode

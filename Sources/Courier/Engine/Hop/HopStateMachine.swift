@@ -218,6 +218,10 @@ struct HopStateMachine {
     private enum State {
         /// No hop; in the pool's hands until `expiresAt`, once the connection was said idle.
         case idle(expiresAt: NIODeadline?)
+        /// The hop's response ended within a read whose other bytes are still being decoded: the
+        /// connection goes back to the pool when the read ends (``readCompleted()``), unless those
+        /// bytes were more than the response (then it closes).
+        case endingRead(serverIdleTimeout: TimeAmount?)
         case running(Hop)
         /// Closed or closing; no hop (held parts of the last one may still be delivered).
         case closed
@@ -227,6 +231,9 @@ struct HopStateMachine {
     private var state = State.idle(expiresAt: nil)
     /// How many hops the connection was given (a cancelled one that never started is not counted).
     private(set) var hopsCarried = 0
+    /// A read is being decoded (``readBegan()`` to ``readCompleted()``, connection mode): bytes
+    /// after a response's end may still come out of it.
+    private var inRead = false
     /// The server answered with HTTP/1.0: it knows no `Expect: 100-continue`.
     private var serverIsHTTP10 = false
     /// How long the server said it keeps an idle connection (`Keep-Alive: timeout=N`), less a second.
@@ -357,6 +364,12 @@ struct HopStateMachine {
 
     /// A response part arrived.
     mutating func responseReceived(_ part: HopResponsePart) -> Action {
+        if case .endingRead = self.state {
+            // More than the response: bytes past its length that NIO decoded as another response
+            // (one nobody asked for). The connection cannot carry another hop (RFC 9112 6.3).
+            self.state = .closed
+            return .close
+        }
         if self.isHoldingParts {
             self.heldParts = self.heldParts ?? CircularBuffer(initialCapacity: 16)
             self.heldParts?.append(part)
@@ -549,14 +562,36 @@ struct HopStateMachine {
         return .failHop(.connectionLost(loss.error), then: then)
     }
 
-    /// The hop is over for this connection: whether the connection goes back to the pool.
+    /// The hop is over for this connection: whether the connection goes back to the pool (after
+    /// the read under way, if one is).
     private mutating func hopEnded(reusable: Bool) -> AfterHop {
         guard self.mode == .connection, reusable, self.lossWhileHeld == nil else {
             self.state = .closed
             return .close
         }
+        if self.inRead {
+            // The rest of the read may hold bytes past the response (a `Content-Length` shorter
+            // than the body): given back now, the next hop would read them as its response's
+            // start. Its decoding fails the connection, or ends it, before the read completes.
+            self.state = .endingRead(serverIdleTimeout: self.serverIdleTimeout)
+            return .none
+        }
         self.state = .idle(expiresAt: nil)
         return .giveBack(serverIdleTimeout: self.serverIdleTimeout)
+    }
+
+    /// A read's bytes are being decoded into response parts (connection mode).
+    mutating func readBegan() {
+        if self.mode == .connection { self.inRead = true }
+    }
+
+    /// The read ended (every byte of it decoded): a connection whose hop ended within it goes back
+    /// to the pool now.
+    mutating func readCompleted() -> AfterHop {
+        self.inRead = false
+        guard case .endingRead(let serverIdleTimeout) = self.state else { return .none }
+        self.state = .idle(expiresAt: nil)
+        return .giveBack(serverIdleTimeout: serverIdleTimeout)
     }
 
     // MARK: Idleness

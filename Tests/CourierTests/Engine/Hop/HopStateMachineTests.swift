@@ -91,6 +91,50 @@ struct HopStateMachineTests {
         #expect(machine.hopsCarried == 2)
     }
 
+    /// A response that ends within a read gives its connection back when the read ends: the
+    /// rest of the read may be bytes past the response's length (a `Content-Length` shorter than
+    /// the body), which the next hop would have read as its own response's start (RFC 9112 6.3:
+    /// never a response of its own). Decoded as a response nobody asked for, or failing to
+    /// decode, they close the connection instead.
+    @Test func aResponseEndedWithinAReadGoesBackWhenTheReadEnds() {
+        var machine = Machine(mode: .connection)
+        Self.send(on: &machine)
+        machine.readBegan()
+        _ = machine.responseReceived(Self.head(200, ["Keep-Alive": "timeout=5"]))
+        #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, succeed(none))")
+        #expect(machine.startHop(Self.start()) == .restartElsewhere, "not the pool's yet")
+        #expect(machine.readCompleted() == .giveBack(serverIdleTimeout: .seconds(4)))
+        #expect(machine.readCompleted() == .none, "once")
+        #expect(machine.startHop(Self.start()) == .send(expectation: .sendAtOnce, removingExpectField: false))
+
+        // Garbage after the end (NIO's decoder fails on it) closes the connection.
+        var garbage = Machine(mode: .connection)
+        Self.send(on: &garbage)
+        garbage.readBegan()
+        _ = garbage.responseReceived(Self.head(200))
+        _ = garbage.responseReceived(Self.end)
+        #expect(garbage.channelFailed(Self.loss(.failed, error: Failed(name: "invalid constant string"))).summary == "close")
+        #expect(garbage.readCompleted() == .none)
+        #expect(garbage.startHop(Self.start()) == .restartElsewhere)
+
+        // A whole second response after the end: nobody asked for it.
+        var unsolicited = Machine(mode: .connection)
+        Self.send(on: &unsolicited)
+        unsolicited.readBegan()
+        _ = unsolicited.responseReceived(Self.head(200))
+        _ = unsolicited.responseReceived(Self.end)
+        #expect(unsolicited.responseReceived(Self.head(200)).summary == "close")
+        #expect(unsolicited.readCompleted() == .none)
+
+        // A response that ended outside a read (held parts delivered later) goes back at once.
+        var outside = Machine(mode: .connection)
+        Self.send(on: &outside)
+        outside.readBegan()
+        _ = outside.readCompleted()
+        _ = outside.responseReceived(Self.head(200))
+        #expect(outside.responseReceived(Self.end).summary == "responseEnded(nil, succeed(giveBack(nil)))")
+    }
+
     @Test func theServersKeepAliveTimeoutGoesBackWithTheConnection() {
         var machine = Machine(mode: .connection)
         Self.send(on: &machine)
