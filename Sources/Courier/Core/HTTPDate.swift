@@ -8,19 +8,18 @@ import Foundation
 ///   (`Sun, 06 Nov 1994 08:49:37 GMT`) and the two obsolete forms recipients must accept, RFC 850
 ///   (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime (`Sun Nov  6 08:49:37 1994`). Anything else
 ///   is no date: a two-digit year outside RFC 850's form, another zone than `GMT`, a missing comma
-///   or colon, an extra space, a name in the wrong case, two values joined by a comma. For
-///   `Expires`, RFC 9111 then says "already expired".
+///   or colon, an extra space, two values joined by a comma. For `Expires`, RFC 9111 then says
+///   "already expired". Names are matched without regard to case (`THU`, `dec`, `gmt`): the
+///   formats are case-sensitive, but RFC 9111 4.2 asks a cache to read them so, as browsers do.
 /// - ``parseCookieDate(_:)`` is RFC 6265's cookie-date algorithm (section 5.1.1), for `Set-Cookie`'s
 ///   `Expires` attribute only: it accepts every form servers send in cookies (dashes, a missing
 ///   weekday, two-digit years, `UTC`).
 enum HTTPDate {
     private static let months: [[UInt8]] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
         .map { Array($0.utf8) }
-    /// The month names of an HTTP-date, in their only case.
-    private static let monthNames: [[UInt8]] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        .map { Array($0.utf8) }
-    private static let dayNames: [[UInt8]] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].map { Array($0.utf8) }
-    private static let longDayNames: [[UInt8]] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+    /// The day names of an HTTP-date, lower-cased (the date is lower-cased before it is read).
+    private static let dayNames: [[UInt8]] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"].map { Array($0.utf8) }
+    private static let longDayNames: [[UInt8]] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
         .map { Array($0.utf8) }
 
     // MARK: HTTP-date
@@ -35,7 +34,8 @@ enum HTTPDate {
     /// two-digit year is the year of `now`'s century, or of the century before when that would be
     /// more than 50 years after `now` (RFC 9110 5.6.7).
     static func parseSeconds(_ text: some StringProtocol, now: Date = Date()) -> Int64? {
-        let bytes = Array(text.utf8)
+        // ASCII letters lower-cased: names match whatever their case (RFC 9111 4.2).
+        let bytes = text.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
         switch bytes.count {
         case 29 where bytes[3] == UInt8(ascii: ","):
             // IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`.
@@ -44,7 +44,7 @@ enum HTTPDate {
                 Self.matches(bytes, at: 7, " "), let month = Self.month(bytes, at: 8),
                 Self.matches(bytes, at: 11, " "), let year = Self.digits(bytes, at: 12, count: 4),
                 Self.matches(bytes, at: 16, " "), let time = Self.time(bytes, at: 17),
-                Self.matches(bytes, at: 25, " GMT")
+                Self.matches(bytes, at: 25, " gmt")
             else { return nil }
             return Self.seconds(year: year, month: month, day: day, time: time)
         case 24:
@@ -64,7 +64,7 @@ enum HTTPDate {
                 Self.matches(bytes, at: comma + 4, "-"), let month = Self.month(bytes, at: comma + 5),
                 Self.matches(bytes, at: comma + 8, "-"), let shortYear = Self.digits(bytes, at: comma + 9, count: 2),
                 Self.matches(bytes, at: comma + 11, " "), let time = Self.time(bytes, at: comma + 12),
-                Self.matches(bytes, at: comma + 20, " GMT")
+                Self.matches(bytes, at: comma + 20, " gmt")
             else { return nil }
             let nowDays = Int((now.timeIntervalSince1970 / 86_400).rounded(.down))
             let currentYear = Self.civilFromDays(nowDays).year
@@ -93,10 +93,10 @@ enum HTTPDate {
         return value
     }
 
-    /// A month name, case-sensitive, at `index`: 1…12.
+    /// A month name, lower-cased, at `index`: 1…12.
     private static func month(_ bytes: [UInt8], at index: Int) -> Int? {
         guard index + 3 <= bytes.count else { return nil }
-        return Self.monthNames.firstIndex { $0[...] == bytes[index..<(index + 3)] }.map { $0 + 1 }
+        return Self.months.firstIndex { $0[...] == bytes[index..<(index + 3)] }.map { $0 + 1 }
     }
 
     /// `HH:MM:SS` at `index`.
