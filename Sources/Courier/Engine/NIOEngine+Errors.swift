@@ -172,6 +172,12 @@ extension NIOEngine {
         if let error = error as? HTTP2ServerEnabledPush {
             return (.invalidResponse, "\(error)")
         }
+        if let error = error as? HTTP2StreamBeyondGoAway {
+            return (.connectionClosed, "\(error)")
+        }
+        if let error = error as? HTTP2InterimResponseEndedStream {
+            return (.invalidResponse, "the response broke HTTP/2's rules for its stream: \(error)")
+        }
         if let error = error as? HTTP2ContentWhereNoneMayBe {
             return (.invalidResponse, "the response broke HTTP/2's rules for its stream: \(error)")
         }
@@ -263,6 +269,26 @@ struct HTTP2ContentWhereNoneMayBe: Error, CustomStringConvertible {
     let status: Int
 
     var description: String { "a \(self.status) response, which has no content, came with DATA" }
+}
+
+/// An informational (1xx) response head that ended its stream: no final response can follow, and
+/// the response is malformed (RFC 9113 8.1). The stream is reset with PROTOCOL_ERROR.
+struct HTTP2InterimResponseEndedStream: Error, CustomStringConvertible {
+    let status: Int
+
+    var description: String { "the stream ended with an interim \(self.status) response and no final one" }
+}
+
+/// A stream above the last one the server's GOAWAY said it processes, closed while its response
+/// was under way (swift-nio-http2 closes such a stream as if reset with CANCEL, though the server
+/// sent no RST_STREAM).
+struct HTTP2StreamBeyondGoAway: Error, CustomStringConvertible {
+    let streamID: Int
+    let lastStreamID: Int
+
+    var description: String {
+        "the server's GOAWAY (last stream \(self.lastStreamID)) dropped stream \(self.streamID), whose response had begun"
+    }
 }
 
 struct HTTP2StreamResetByCourier: Error, CustomStringConvertible {

@@ -348,6 +348,26 @@ struct HTTP2GoAwayTests {
         }
     }
 
+    /// An interim (1xx) head with END_STREAM is malformed (RFC 9113 8.1): the request fails
+    /// saying so, the stream is reset with PROTOCOL_ERROR, and the connection goes on. Before, the
+    /// message said the server had closed the connection, which stayed open.
+    @Test func anInterimHeadThatEndsTheStreamFailsItsRequestOnly() async throws {
+        try await self.expectOnlyItsStreamFails(.respondWithStatus("103")) { error in
+            #expect(error?.message.contains("the stream ended with an interim 103 response and no final one") == true, "\(String(describing: error))")
+        }
+    }
+
+    /// A GOAWAY that names no stream as processed while a response is under way drops that
+    /// stream: the request fails saying so, not with a reset (CANCEL) the server never sent.
+    @Test func aGoAwayDroppingAStreamUnderWayIsSaidAsSuch() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, _ in .respondPartlyThenGoAwayExcludingIt("part") }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            let error = await #expect(throws: CourierError.self) { try await manager.get("a") }
+            #expect(error?.message.contains("the server's GOAWAY (last stream 0) dropped stream 1, whose response had begun") == true, "\(String(describing: error))")
+            #expect(error?.message.contains("CANCEL") == false, "\(String(describing: error))")
+        }
+    }
+
     /// Empty DATA frames are legal (RFC 9113 6.1): a response with many of them between its bytes
     /// arrives whole. Before, the second one ended the connection (swift-nio-http2's flood
     /// heuristic, ENHANCE_YOUR_CALM).

@@ -67,6 +67,10 @@ final class ScriptedHTTP2Server: Sendable {
         /// Answers 200 with `count` DATA frames of `x`, each followed by an empty DATA frame (an
         /// application's empty flush), then an empty one that ends the stream.
         case respondWithEmptyFrames(count: Int)
+        /// Answers 200 with `part` and no END_STREAM, then sends GOAWAY naming no stream as
+        /// processed (last stream 0): a server contradicting itself, whose GOAWAY drops the
+        /// stream it is answering.
+        case respondPartlyThenGoAwayExcludingIt(String)
     }
 
     private struct State {
@@ -383,6 +387,17 @@ final class ScriptedHTTP2Server: Sendable {
                     let frame = HTTP2Frame(
                         streamID: .rootStream, payload: .goAway(lastStreamID: previous, errorCode: code, opaqueData: ByteBuffer(string: debug)))
                     parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
+                }
+            case .respondPartlyThenGoAwayExcludingIt(let part):
+                guard let parent = channel.parent, let gate = try? parent.pipeline.syncOperations.handler(type: FlushGate.self) else { return }
+                let loopBound = NIOLoopBound(gate, eventLoop: parent.eventLoop)
+                parent.eventLoop.execute {
+                    loopBound.value.isHolding = true
+                    channel.write(HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders([(":status", "200")]))), promise: nil)
+                    channel.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: part)))), promise: nil)
+                    parent.write(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .rootStream, errorCode: .noError, opaqueData: nil)), promise: nil)
+                    loopBound.value.isHolding = false
+                    parent.flush()
                 }
             case .respondThenGoAway(let body):
                 guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID),

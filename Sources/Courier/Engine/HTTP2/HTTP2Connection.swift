@@ -74,6 +74,9 @@ final class HTTP2Connection: HopCarrier, Sendable {
     }
 
     /// Whether the server said, by GOAWAY, that it did not process `streamID`.
+    /// The last stream the server's GOAWAY said it processes (`Int32.max` before any).
+    var lastStreamIDProcessed: Int32 { self.goAwayLastStreamID.load(ordering: .relaxed) }
+
     func wasNotProcessed(_ streamID: HTTP2StreamID) -> Bool {
         Int32(streamID) > self.goAwayLastStreamID.load(ordering: .relaxed)
     }

@@ -150,7 +150,12 @@ struct HTTP2StreamStateMachine {
         if isTrailers {
             parts.first = .end(Self.regularFields(of: headers))
         } else if (100..<200).contains(status) {
-            // Informational (`100 Continue`): the final head follows.
+            // Informational (`100 Continue`): the final head follows. One that ends the stream
+            // leaves no room for it: malformed (RFC 9113 8.1).
+            if endStream {
+                self.receivedMalformed = true
+                throw HTTP2InterimResponseEndedStream(status: status)
+            }
             parts.first = .head(Self.responseHead(status: status, of: block))
             return parts
         } else {

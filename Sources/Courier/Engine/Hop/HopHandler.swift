@@ -577,7 +577,7 @@ final class HopHandler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        self.afterHop(self.stateMachine.readCompleted())
+        self.perform(self.stateMachine.readCompleted())
         context.fireChannelReadComplete()
     }
 
@@ -720,6 +720,11 @@ final class HopHandler: ChannelDuplexHandler {
             error = stream.connectionError ?? HTTP2StreamResetByCourier(errorCode: closed.errorCode)
         }
         var closure = error.map(self.closure(for:)) ?? .closed
+        if closure == .notProcessed, let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .cancel, let stream = self.stream {
+            // swift-nio-http2 closes a stream the server's GOAWAY left out as if reset with
+            // CANCEL; the server reset nothing.
+            error = HTTP2StreamBeyondGoAway(streamID: Int(closed.streamID), lastStreamID: Int(stream.lastStreamIDProcessed))
+        }
         // Not processed because of a GOAWAY that named an error: not sent elsewhere at once; the
         // error says what the server said (a retrier may send it again, after its back-off).
         if closure == .notProcessed, let refusal = self.stream?.serverGoAway {

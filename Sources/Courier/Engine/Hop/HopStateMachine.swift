@@ -218,10 +218,11 @@ struct HopStateMachine {
     private enum State {
         /// No hop; in the pool's hands until `expiresAt`, once the connection was said idle.
         case idle(expiresAt: NIODeadline?)
-        /// The hop's response ended within a read whose other bytes are still being decoded: the
-        /// connection goes back to the pool when the read ends (``readCompleted()``), unless those
-        /// bytes were more than the response (then it closes).
-        case endingRead(serverIdleTimeout: TimeAmount?)
+        /// The hop's response ended (with `trailers`) within a read whose other bytes are still
+        /// being decoded: the hop succeeds, and the connection goes back to the pool, when the read
+        /// ends (``readCompleted()``); if those bytes were more than the response, the hop succeeds
+        /// and the connection closes.
+        case endingRead(serverIdleTimeout: TimeAmount?, trailers: HTTPHeaders?)
         case running(Hop)
         /// Closed or closing; no hop (held parts of the last one may still be delivered).
         case closed
@@ -364,11 +365,11 @@ struct HopStateMachine {
 
     /// A response part arrived.
     mutating func responseReceived(_ part: HopResponsePart) -> Action {
-        if case .endingRead = self.state {
+        if case .endingRead(_, let trailers) = self.state {
             // More than the response: bytes past its length that NIO decoded as another response
             // (one nobody asked for). The connection cannot carry another hop (RFC 9112 6.3).
             self.state = .closed
-            return .close
+            return .responseEnded(trailers: trailers, next: .succeed(then: .close))
         }
         if self.isHoldingParts {
             self.heldParts = self.heldParts ?? CircularBuffer(initialCapacity: 16)
@@ -495,6 +496,15 @@ struct HopStateMachine {
             return .responseEnded(trailers: trailers, next: .awaitUpload)
         }
         let reusable = keepAlive && hop.request == .sent && !hop.closeRequested
+        if reusable, self.inRead, self.mode == .connection, self.lossWhileHeld == nil {
+            // The rest of the read may hold bytes past the response (a `Content-Length` shorter
+            // than the body): given back now, the next hop would read them as its response's
+            // start. Their decoding fails the connection, or ends it, before the read completes.
+            // The hop succeeds then too, so that its caller's next request finds the connection
+            // back in the pool.
+            self.state = .endingRead(serverIdleTimeout: self.serverIdleTimeout, trailers: trailers)
+            return .none
+        }
         return .responseEnded(trailers: trailers, next: .succeed(then: self.hopEnded(reusable: reusable)))
     }
 
@@ -502,6 +512,11 @@ struct HopStateMachine {
 
     /// The channel (or stream) failed; it closes.
     mutating func channelFailed(_ loss: Loss) -> Action {
+        if case .endingRead(_, let trailers) = self.state {
+            // The response was whole; what came after it in the read was not a response.
+            self.state = .closed
+            return .responseEnded(trailers: trailers, next: .succeed(then: .close))
+        }
         if self.isHoldingParts {
             // Parts that arrived before the failure are held for a suspended exchange: the hop
             // fails after they are delivered (the first reason is kept).
@@ -515,6 +530,10 @@ struct HopStateMachine {
     /// The channel (or stream) closed.
     mutating func channelInactive(_ loss: Loss) -> Action {
         self.idleCheckScheduled = false
+        if case .endingRead(_, let trailers) = self.state {
+            self.state = .closed
+            return .responseEnded(trailers: trailers, next: .succeed(then: .none))
+        }
         if self.isHoldingParts {
             // The held parts may end the response; the hop fails only if they do not.
             if self.lossWhileHeld == nil { self.lossWhileHeld = loss }
@@ -562,19 +581,11 @@ struct HopStateMachine {
         return .failHop(.connectionLost(loss.error), then: then)
     }
 
-    /// The hop is over for this connection: whether the connection goes back to the pool (after
-    /// the read under way, if one is).
+    /// The hop is over for this connection: whether the connection goes back to the pool.
     private mutating func hopEnded(reusable: Bool) -> AfterHop {
         guard self.mode == .connection, reusable, self.lossWhileHeld == nil else {
             self.state = .closed
             return .close
-        }
-        if self.inRead {
-            // The rest of the read may hold bytes past the response (a `Content-Length` shorter
-            // than the body): given back now, the next hop would read them as its response's
-            // start. Its decoding fails the connection, or ends it, before the read completes.
-            self.state = .endingRead(serverIdleTimeout: self.serverIdleTimeout)
-            return .none
         }
         self.state = .idle(expiresAt: nil)
         return .giveBack(serverIdleTimeout: self.serverIdleTimeout)
@@ -585,13 +596,13 @@ struct HopStateMachine {
         if self.mode == .connection { self.inRead = true }
     }
 
-    /// The read ended (every byte of it decoded): a connection whose hop ended within it goes back
-    /// to the pool now.
-    mutating func readCompleted() -> AfterHop {
+    /// The read ended (every byte of it decoded): a hop whose response ended within it succeeds,
+    /// and its connection goes back to the pool.
+    mutating func readCompleted() -> Action {
         self.inRead = false
-        guard case .endingRead(let serverIdleTimeout) = self.state else { return .none }
+        guard case .endingRead(let serverIdleTimeout, let trailers) = self.state else { return .none }
         self.state = .idle(expiresAt: nil)
-        return .giveBack(serverIdleTimeout: serverIdleTimeout)
+        return .responseEnded(trailers: trailers, next: .succeed(then: .giveBack(serverIdleTimeout: serverIdleTimeout)))
     }
 
     // MARK: Idleness

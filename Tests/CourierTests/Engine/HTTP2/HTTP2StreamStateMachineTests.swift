@@ -256,6 +256,14 @@ struct HTTP2StreamStateMachineTests {
         #expect(machine.phase == .closed)
     }
 
+    /// An informational head with END_STREAM leaves no room for the final one: malformed (RFC
+    /// 9113 8.1), reset with PROTOCOL_ERROR.
+    @Test func anInformationalHeadThatEndsTheStreamIsAnError() throws {
+        var machine = Self.sentGet()
+        #expect(throws: HTTP2InterimResponseEndedStream.self) { try machine.receivedHeaders(Self.response(103), endStream: true) }
+        #expect(machine.close() == .reset(.protocolError))
+    }
+
     @Test func headersAfterTheBodyAreTheTrailers() throws {
         var machine = Self.sentGet()
         _ = try machine.receivedHeaders(Self.response(200), endStream: false)
