@@ -50,6 +50,8 @@ extension NIOEngine {
         case .invalidHeaderToken: "a header field name or line that is not a token and a value"
         case .invalidStatus: "a status line without a three-digit status"
         case .invalidVersion: "a status line without an HTTP version"
+        case .headerOverflow:
+            "a response head larger than Courier reads (\(ConnectionPool.http2MaximumHeaderListSize / 1024) KiB, over HTTP/1.1 as over HTTP/2)"
         default: "a response that is not HTTP/1.1"
         }
     }
@@ -147,6 +149,7 @@ extension NIOEngine {
             case .notProcessed: return (.connectionClosed, "\(error)")
             case .bodyLengthMismatch: return (.bodyReadFailed, "\(error)")
             case .noStreamsAllowed: return (.connectionFailed, "\(error)")
+            case .closedOnReuseNotResent: return (.connectionClosed, "\(error)")
             }
         }
         if let error = error as? NIOHTTP2Errors.StreamClosed {

@@ -216,23 +216,40 @@ struct ConnectionPoolStateMachineTests {
 
     // MARK: Failed connects
 
-    @Test func aFailedConnectFailsTheFirstWaiterAndTheNextConnectsBackOff() {
+    /// One failed connect fails the first waiter and opens another at once; a second in a row with
+    /// no connection of the host left is a host that is down: every waiter fails now. Before, one
+    /// waiter failed a back-off (up to 200 ms), and the last of 200 requests to a refused port
+    /// learned it after 39 s (probe against h2o). A later request makes its own connect.
+    @Test func connectsFailingTwiceWithNoConnectionLeftFailEveryWaiter() {
         var machine = self.machine(connections: 1)
         for name in ["a", "b", "c", "d"] { _ = self.request(&machine, Request(name)) }
         let id = { PoolConnectionID(rawValue: $0) }
-        // One failure: the next connect goes at once.
         #expect(self.lines(machine.connectionFailed(id(0), key: Self.http, error: Failure())) == ["fail a: refused", "create #1 to 80 on L0"])
-        // Two in a row: a back-off, doubled for each further failure.
-        #expect(self.lines(machine.connectionFailed(id(1), key: Self.http, error: Failure())) == ["fail b: refused", "back off 80 for 10 ms"])
-        #expect(self.request(&machine, Request("e")) == [], "no connect while backing off")
-        #expect(self.lines(machine.backoffEnded(key: Self.http)) == ["create #2 to 80 on L0"])
-        #expect(self.lines(machine.connectionFailed(id(2), key: Self.http, error: Failure())) == ["fail c: refused", "back off 80 for 20 ms"])
-        #expect(self.lines(machine.backoffEnded(key: Self.http)) == ["create #3 to 80 on L0"])
-        // A connect that succeeds ends it.
-        #expect(self.lines(machine.connectionCreated(self.connection(3), key: Self.http, speaking: .http1_1)) == ["idle #3", "run d on #3"])
-        #expect(self.lines(machine.connectionClosed(id(3), key: Self.http)) == ["create #4 to 80 on L0"])
-        #expect(self.lines(machine.connectionFailed(id(4), key: Self.http, error: Failure())) == ["fail e: refused"])
+        #expect(self.lines(machine.connectionFailed(id(1), key: Self.http, error: Failure())) == ["fail b: refused", "fail c: refused", "fail d: refused"])
         #expect(machine.waitingCount == 0)
+        #expect(self.request(&machine, Request("e")) == ["create #2 to 80 on L0"])
+        #expect(self.lines(machine.connectionFailed(id(2), key: Self.http, error: Failure())) == ["fail e: refused"])
+        // A connect that succeeds ends the run of failures.
+        _ = self.request(&machine, Request("f"))
+        #expect(self.lines(machine.connectionCreated(self.connection(3), key: Self.http, speaking: .http1_1)) == ["idle #3", "run f on #3"])
+    }
+
+    /// With a connection of the host still open, failed connects back off, doubled for each
+    /// further failure, and fail one waiter each: the open connection may serve the others.
+    @Test func aFailedConnectBesideAnOpenConnectionBacksOff() {
+        var machine = self.machine(connections: 2)
+        _ = self.request(&machine, Request("a"))
+        _ = machine.connectionCreated(self.connection(0), key: Self.http, speaking: .http1_1)
+        let id = { PoolConnectionID(rawValue: $0) }
+        #expect(self.request(&machine, Request("b")) == ["create #1 to 80 on L0"])
+        for name in ["c", "d", "e"] { _ = self.request(&machine, Request(name)) }
+        #expect(self.lines(machine.connectionFailed(id(1), key: Self.http, error: Failure())) == ["fail b: refused", "create #2 to 80 on L0"])
+        #expect(self.lines(machine.connectionFailed(id(2), key: Self.http, error: Failure())) == ["fail c: refused", "back off 80 for 10 ms"])
+        #expect(self.request(&machine, Request("f")) == [], "no connect while backing off")
+        #expect(self.lines(machine.backoffEnded(key: Self.http)) == ["create #3 to 80 on L0"])
+        #expect(self.lines(machine.connectionFailed(id(3), key: Self.http, error: Failure())) == ["fail d: refused", "back off 80 for 20 ms"])
+        // The open connection, given back, takes the next waiter.
+        #expect(self.lines(machine.connectionReleased(self.connection(0), key: Self.http, reusableUntil: nil)) == ["run e on #0"])
     }
 
     @Test func theBackOffIsCapped() {
@@ -389,7 +406,8 @@ struct ConnectionPoolStateMachineTests {
         #expect(self.lines(machine.connectionClosed(id(0), key: Self.https)) == ["fail a: \(refused)", "create #1 to 443 on L0"])
         _ = machine.connectionCreated(self.connection(1), key: Self.https, speaking: .http2)
         machine.http2ConnectionUnusable(id(1), key: Self.https)
-        #expect(self.lines(machine.connectionClosed(id(1), key: Self.https)) == ["fail b: \(refused)", "back off 443 for 10 ms"])
+        // Twice in a row with no connection left: every waiter fails.
+        #expect(self.lines(machine.connectionClosed(id(1), key: Self.https)) == ["fail b: \(refused)", "fail c: \(refused)", "fail d: \(refused)"])
     }
 
     @Test func anUnusableHTTP2ConnectionIsNotHandedOut() {
@@ -447,18 +465,20 @@ struct ConnectionPoolStateMachineTests {
         #expect(machine.hosts[Self.https]?.http2.first?.openStreams == 2)
     }
 
-    @Test func aHostWhoseConnectsFailedComesBackBackingOffAsSoon() {
+    @Test func aHostWhoseConnectsFailedFailsItsWaitersAtOnceWhenItFailsAgain() {
         var machine = self.machine(connections: 1)
         let id = { PoolConnectionID(rawValue: $0) }
         _ = self.request(&machine, Request("a"))
         #expect(self.lines(machine.connectionFailed(id(0), key: Self.http, error: Failure())) == ["fail a: refused"])
         #expect(machine.hosts.isEmpty)
         #expect(machine.remembered[Self.http]?.failedConnects == 1)
-        // Its next connect is its second failure in a row: the waiter behind it waits a back-off.
+        // Its next connect is its second failure in a row, with no connection left: the waiter
+        // behind it fails too, and the host rests again, remembering.
         _ = self.request(&machine, Request("b"))
         _ = self.request(&machine, Request("c"))
-        #expect(self.lines(machine.connectionFailed(id(1), key: Self.http, error: Failure())) == ["fail b: refused", "back off 80 for 10 ms"])
-        #expect(machine.hosts.count == 1, "backing off, with a waiter")
+        #expect(self.lines(machine.connectionFailed(id(1), key: Self.http, error: Failure())) == ["fail b: refused", "fail c: refused"])
+        #expect(machine.hosts.isEmpty)
+        #expect(machine.remembered[Self.http]?.failedConnects == 2)
     }
 
     @Test func theHostsRememberedAreBounded() throws {

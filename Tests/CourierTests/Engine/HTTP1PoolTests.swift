@@ -1,6 +1,7 @@
 @testable import Courier
 import CourierTesting
 import Foundation
+import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
 import Synchronization
@@ -107,6 +108,45 @@ struct HTTP1PoolTests {
                 #expect(String(decoding: second.value, as: UTF8.self) == "ok")
                 #expect(server.connectionCount == 2, "the connection with extra bytes was not reused")
             }
+        }
+    }
+
+    /// A response head reads up to what HTTP/2 takes (256 KiB), not NIO's 80 KiB; a larger one
+    /// fails saying so. Before, a 90 KB field (hypercorn) failed as "a response that is not
+    /// HTTP/1.1", and a response HTTP/2 took failed over HTTP/1.1.
+    @Test func responseHeadsUpToTheHTTP2LimitAreReadAndLargerOnesSaidSo() async throws {
+        let field: @Sendable (Int) -> String = { length in "HTTP/1.1 200 OK\r\nX-Big: \(String(repeating: "a", count: length))\r\nContent-Length: 2\r\n\r\nok" }
+        try await self.withScriptedServer({ _, _, head in
+            head.hasPrefix("GET /large ") ? .respond(field(200_000)) : .respond(field(300_000))
+        }) { server in
+            try await withManager(baseURL: server.baseURL, configuration: self.configuration()) { manager in
+                let large = try await manager.response(method: .get, urlString: "large", serializer: DataResponseSerializer())
+                #expect(large.response.headerFields[HTTPField.Name("X-Big")!]?.utf8.count == 200_000)
+                let error = await #expect(throws: CourierError.self) {
+                    try await manager.response(method: .get, urlString: "larger", serializer: DataResponseSerializer())
+                }
+                #expect(error?.message.contains("a response head larger than Courier reads (256 KiB, over HTTP/1.1 as over HTTP/2)") == true, "\(String(describing: error))")
+            }
+        }
+    }
+
+    /// Requests waiting for a host whose connects keep failing fail together once two failed in
+    /// a row with no connection left (found against an h2o that had exited: 993 requests, 64 in
+    /// flight, took 202 s to fail, one a back-off of up to 200 ms, each with a connect of its own).
+    /// Here a TLS port that closes every connection: 64 requests, two connects, not 64.
+    @Test func requestsWaitingForAHostThatIsDownFailTogether() async throws {
+        let peer = try await BadTLSPeer.start(.close)
+        defer { Task { try? await peer.shutdown() } }
+        let url = URL(string: "https://127.0.0.1:\(peer.port)/")!
+        try await withManager(baseURL: url, configuration: self.configuration(connections: 8)) { manager in
+            let failures = await withTaskGroup(of: Bool.self) { group in
+                for _ in 0..<64 {
+                    group.addTask { (try? await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())) == nil }
+                }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(failures == 64)
+            #expect(peer.acceptedCount <= 3, "\(peer.acceptedCount) connects")
         }
     }
 

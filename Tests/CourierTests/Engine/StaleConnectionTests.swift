@@ -120,6 +120,35 @@ struct StaleConnectionTests {
         }
     }
 
+    /// A POST on a kept-alive connection that the server closes (FIN, as HAProxy and Squid do at
+    /// their idle timeout) as it arrives is not sent again: the server may have processed it (RFC
+    /// 9110 9.2.2; Go's rule too). The error says so, and how to let it go again; with an
+    /// `Idempotency-Key` field it does go again, on a new connection.
+    @Test func aPOSTOnAClosedKeptAliveConnectionSaysWhyItWasNotSentAgain() async throws {
+        try await withScriptedServer(Self.firstConnectionEnds(with: .close)) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
+                let error = await #expect(throws: CourierError.self) {
+                    try await manager.response(method: .post, urlString: "b", parameters: ["k": "v"], serializer: DataResponseSerializer())
+                }
+                #expect(error?.code == .connectionClosed)
+                #expect(error?.message.contains("the server closed the kept-alive connection as the request went out") == true, "\(String(describing: error))")
+                #expect(error?.message.contains("POST is not idempotent, so Courier did not send it again") == true, "\(String(describing: error))")
+                #expect(server.connectionCount == 1)
+            }
+        }
+        try await withScriptedServer(Self.firstConnectionEnds(with: .close)) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
+                let second = try await manager.response(
+                    method: .post, urlString: "b", parameters: ["k": "v"], headers: [HTTPField.Name("Idempotency-Key")!: "order-1"],
+                    serializer: DataResponseSerializer())
+                #expect(second.value == Data("ok".utf8))
+                #expect(server.connectionCount == 2, "sent again on a new connection")
+            }
+        }
+    }
+
     @Test func aResetAfterPartOfTheAnswerIsNotHidden() async throws {
         try await withScriptedServer(Self.firstConnectionEnds(with: .reset(partial: "HTTP/1.1 200 O"))) { server in
             try await withManager(baseURL: server.baseURL) { manager in

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// A loopback server that answers a TLS client badly: with bytes that are not TLS, with nothing
 /// at all, or by closing the connection once the client hello arrives.
@@ -15,21 +16,31 @@ final class BadTLSPeer: Sendable {
 
     let channel: any Channel
     var port: Int { self.channel.localAddress!.port! }
+    private let counter: Counter
+    /// How many connections the peer accepted.
+    var acceptedCount: Int { self.counter.value.load(ordering: .relaxed) }
 
-    private init(channel: any Channel) {
+    private init(channel: any Channel, counter: Counter) {
         self.channel = channel
+        self.counter = counter
     }
 
     static func start(_ behaviour: Behaviour) async throws -> BadTLSPeer {
+        let counter = Counter()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                counter.value.add(1, ordering: .relaxed)
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(Responder(behaviour: behaviour))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
             .get()
-        return BadTLSPeer(channel: channel)
+        return BadTLSPeer(channel: channel, counter: counter)
+    }
+
+    private final class Counter: Sendable {
+        let value = Atomic<Int>(0)
     }
 
     func shutdown() async throws {

@@ -154,7 +154,8 @@ final class HopHandler: ChannelDuplexHandler {
                 hasBody: hasBody, bodyLength: body.length, method: request.method,
                 bodyIsReplayable: request.body.isReplayable, viaForwardingProxy: viaForwardingProxy,
                 expectContinue: hop.pool.settings.expectContinue, withoutExpectation: withoutExpectation,
-                resends: resends, isCancelled: cancellation != nil, unprocessedResends: unprocessedResends))
+                resends: resends, isCancelled: cancellation != nil, unprocessedResends: unprocessedResends,
+                hasIdempotencyKey: ResendRule.hasIdempotencyKey(request.method, fields: request.headerFields)))
         switch decision {
         case .restartElsewhere:
             // Busy (the pool never allows it) or closed: nothing was sent.
@@ -475,6 +476,8 @@ final class HopHandler: ChannelDuplexHandler {
             return ConnectionPoolError.notProcessed(attempts: attempts)
         case .requestBodyFailed(let error):
             return error
+        case .closedOnReuseNotResent:
+            return ConnectionPoolError.closedOnReuseNotResent(method: hop.request.method.rawValue)
         case .proxyAuthenticationRequired(let head):
             // The forwarding proxy, not the origin, refused: a typed error that names it.
             var proxyName = "the proxy"

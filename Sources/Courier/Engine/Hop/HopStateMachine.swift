@@ -66,6 +66,9 @@ struct HopStateMachine {
         /// How many times the hop was already sent again because an HTTP/2 server did not process
         /// it (``ResendRule/maximumUnprocessedResends``).
         var unprocessedResends = 0
+        /// Whether the request carries an `Idempotency-Key` (or `X-Idempotency-Key`) field: its
+        /// sender says it is safe to repeat whatever its method (``ResendRule/isIdempotent(_:fields:)``).
+        var hasIdempotencyKey = false
 
         /// Whether a 417 to the expectation lets the request go again without it.
         var canRepeatWithoutExpectation: Bool {
@@ -123,6 +126,10 @@ struct HopStateMachine {
         case notProcessed(attempts: Int)
         /// The request body failed (a stream threw, or gave more or fewer bytes than declared).
         case requestBodyFailed(any Error)
+        /// A reused connection closed as the request went out, with no byte of the response: the
+        /// server may not have processed it, but its method is not idempotent, so it did not go
+        /// again (RFC 9110 9.2.2).
+        case closedOnReuseNotResent
         /// A forwarding proxy wants authentication (407): this is its answer.
         case proxyAuthenticationRequired(HopResponseHead)
     }
@@ -293,7 +300,7 @@ struct HopStateMachine {
         }
         self.state = .running(
             Hop(
-                methodIsIdempotent: ResendRule.isIdempotent(start.method), bodyIsReplayable: start.bodyIsReplayable, viaForwardingProxy: start.viaForwardingProxy,
+                methodIsIdempotent: start.hasIdempotencyKey || ResendRule.isIdempotent(start.method), bodyIsReplayable: start.bodyIsReplayable, viaForwardingProxy: start.viaForwardingProxy,
                 canRepeatWithoutExpectation: start.canRepeatWithoutExpectation, resends: start.resends,
                 unprocessedResends: start.unprocessedResends, isReused: self.hopsCarried > 0 || self.onReusedConnection, closeRequested: start.asksToClose,
                 request: expectation == .sendAtOnce ? .sending : .awaitingContinue))
@@ -573,6 +580,12 @@ struct HopStateMachine {
         {
             // Sent again as often as allowed, and not processed each time.
             return .failHop(.notProcessed(attempts: hop.unprocessedResends + 1), then: then)
+        }
+        if !rule.methodIsIdempotent, rule.connectionWasReused, rule.requestWritten, !rule.responseBytesSeen, rule.closure == .closed,
+            !rule.isCancelled, hop.resends < ResendRule.maximumResends
+        {
+            // Most likely a keep-alive timeout that met the request: say why it did not go again.
+            return .failHop(.closedOnReuseNotResent, then: then)
         }
         if hop.resends >= ResendRule.maximumResends, !rule.responseBytesSeen, rule.closure == .closed || rule.closure == .reset {
             // Sent again as often as allowed, and closed each time before any answer.

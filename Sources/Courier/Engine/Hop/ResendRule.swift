@@ -79,6 +79,17 @@ struct ResendRule: Equatable {
         return self.methodIsIdempotent || self.closure == .reset
     }
 
+    /// Whether a request with a method that is not idempotent says it may be repeated: an
+    /// `Idempotency-Key` field (the HTTPAPI working group's draft; Stripe's and PayPal's APIs) or
+    /// `X-Idempotency-Key`, as Go's `net/http` reads them. Looked up only for such methods.
+    static func hasIdempotencyKey(_ method: HTTPRequest.Method, fields: HTTPFields) -> Bool {
+        guard !Self.isIdempotent(method) else { return false }
+        return fields[Self.idempotencyKey] != nil || fields[Self.legacyIdempotencyKey] != nil
+    }
+
+    private static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
+    private static let legacyIdempotencyKey = HTTPField.Name("X-Idempotency-Key")!
+
     static func isIdempotent(_ method: HTTPRequest.Method) -> Bool {
         switch method {
         case .get, .head, .options, .trace, .put, .delete: true

@@ -21,7 +21,9 @@ extension ConnectionPool {
             // a body held back for it (`addHTTPClientHandlers()` would drop them).
             try pipeline.addHandlers([
                 HTTPRequestEncoder(),
-                ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .forward)),
+                ByteToMessageHandler(
+                    HTTPResponseDecoder(
+                        leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .forward, limitConfiguration: Self.http1HeadLimits)),
                 NIOHTTPRequestHeadersValidator(),
             ])
             var counter: ResponseBodyCounter?
@@ -192,6 +194,17 @@ extension ConnectionPool {
     /// a GOAWAY), which the pool sends again. swift-nio-http2 has no switch for the limit and keeps
     /// room for `maximumCount` times up front, so the window is zero instead: only resets received
     /// at the same instant would count together.
+    /// How large a response head may be over HTTP/1.1: what HTTP/2 takes
+    /// (``http2MaximumHeaderListSize``), for the field and the whole head, so that a server's
+    /// response reads the same over either (NIO's default, 80 KiB, refused over HTTP/1.1 what
+    /// HTTP/2 took; curl takes 100 KiB, 300 KiB in newer versions).
+    static let http1HeadLimits: NIOHTTPDecoderLimitConfiguration = {
+        var limits = NIOHTTPDecoderLimitConfiguration()
+        limits.maxHeaderFieldSize = ConnectionPool.http2MaximumHeaderListSize
+        limits.maxHeaderListSize = ConnectionPool.http2MaximumHeaderListSize
+        return limits
+    }()
+
     static let http2ResetsReceivedLimit: NIOHTTP2Handler.StreamResetFrameRateLimitConfiguration = {
         var limit = NIOHTTP2Handler.StreamResetFrameRateLimitConfiguration()
         limit.windowLength = .zero

@@ -405,6 +405,10 @@ enum ConnectionPoolError: Error, Hashable, CustomStringConvertible {
     /// The HTTP/2 server's SETTINGS allowed no stream (`SETTINGS_MAX_CONCURRENT_STREAMS` 0) on a
     /// connection with none open, and the host had no other connection that could take one.
     case noStreamsAllowed
+    /// A kept-alive connection closed as the request went out, before any of the response (most
+    /// often the server's idle timeout meeting the request): it was not sent again, its method
+    /// (`method`) not being idempotent.
+    case closedOnReuseNotResent(method: String)
 
     var description: String {
         switch self {
@@ -419,6 +423,8 @@ enum ConnectionPoolError: Error, Hashable, CustomStringConvertible {
         case .bodyLengthMismatch(let declared, let sent): "the body declared \(declared) bytes and gave \(sent)"
         case .noStreamsAllowed:
             "the server allows no HTTP/2 streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0), so the request was not sent"
+        case .closedOnReuseNotResent(let method):
+            "the server closed the kept-alive connection as the request went out, before answering (most often its idle timeout); \(method) is not idempotent, so Courier did not send it again, as the server may have processed it (an Idempotency-Key field, or a retrier that allows \(method), sends it again)"
         }
     }
 }
