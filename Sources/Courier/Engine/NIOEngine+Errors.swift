@@ -242,10 +242,6 @@ extension NIOEngine {
     }
 }
 
-/// Courier's side reset an HTTP/2 stream (RST_STREAM with `errorCode`): swift-nio-http2 found a
-/// stream error in what the server sent (a body longer than its `content-length`, a malformed
-/// field: PROTOCOL_ERROR), or Courier closed the stream while it was under way (CANCEL). The
-/// server did not reset it.
 /// A header block from the server that swift-nio-http2 could not decode (it sent GOAWAY with
 /// COMPRESSION_ERROR): most often a list past Courier's `SETTINGS_MAX_HEADER_LIST_SIZE`, which is
 /// advisory (RFC 9113 6.5.2), so a server may send one; else broken header compression.
@@ -294,6 +290,10 @@ struct HTTP2StreamBeyondGoAway: Error, CustomStringConvertible {
     }
 }
 
+/// Courier's side reset an HTTP/2 stream (RST_STREAM with `errorCode`): swift-nio-http2 found a
+/// stream error in what the server sent (a body longer than its `content-length`, a malformed
+/// field: PROTOCOL_ERROR), or Courier closed the stream while it was under way (CANCEL). The
+/// server did not reset it.
 struct HTTP2StreamResetByCourier: Error, CustomStringConvertible {
     let errorCode: NIOHTTP2.HTTP2ErrorCode
 

@@ -37,7 +37,8 @@ public final class FaultServer: Sendable {
         case slowDrip
         /// Reads the request and never answers (the client's idle timeout ends it).
         case silence
-        /// A head with a 200 KiB header field (larger than any client should accept).
+        /// A head with a 300 KiB header field (larger than a client should accept: Courier reads
+        /// 256 KiB, curl 100 to 300 KiB).
         case hugeHeaders
         /// `302 Found` to the same URL, for ever.
         case redirectLoop
@@ -237,7 +238,7 @@ private final class FaultConnectionHandler: ChannelInboundHandler {
         case .hugeHeaders:
             let channel = context.channel
             self.isDone = true
-            let value = String(repeating: "h", count: 200 * 1024)
+            let value = String(repeating: "h", count: 300 * 1024)
             self.write("HTTP/1.1 200 OK\r\nX-Huge: \(value)\r\nContent-Length: 2\r\n\r\nok", context: context)
                 .whenComplete { _ in channel.close(promise: nil) }
         case .redirectLoop:

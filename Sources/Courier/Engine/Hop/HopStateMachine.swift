@@ -67,7 +67,7 @@ struct HopStateMachine {
         /// it (``ResendRule/maximumUnprocessedResends``).
         var unprocessedResends = 0
         /// Whether the request carries an `Idempotency-Key` (or `X-Idempotency-Key`) field: its
-        /// sender says it is safe to repeat whatever its method (``ResendRule/isIdempotent(_:fields:)``).
+        /// sender says it is safe to repeat whatever its method (``ResendRule/hasIdempotencyKey(_:fields:)``).
         var hasIdempotencyKey = false
 
         /// Whether a 417 to the expectation lets the request go again without it.
@@ -581,7 +581,7 @@ struct HopStateMachine {
             // Sent again as often as allowed, and not processed each time.
             return .failHop(.notProcessed(attempts: hop.unprocessedResends + 1), then: then)
         }
-        if !rule.methodIsIdempotent, rule.connectionWasReused, rule.requestWritten, !rule.responseBytesSeen, rule.closure == .closed,
+        if !rule.methodIsIdempotent, rule.bodyIsReplayable, rule.connectionWasReused, rule.requestWritten, !rule.responseBytesSeen, rule.closure == .closed,
             !rule.isCancelled, hop.resends < ResendRule.maximumResends
         {
             // Most likely a keep-alive timeout that met the request: say why it did not go again.

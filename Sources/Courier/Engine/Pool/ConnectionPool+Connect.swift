@@ -184,16 +184,6 @@ extension ConnectionPool {
     /// stream that is no longer open.
     static let http2RememberedResets = 1024
 
-    /// How many RST_STREAM frames received in how long end a connection: in effect, none do.
-    ///
-    /// swift-nio-http2's default (more than 200 in 30 s: ENHANCE_YOUR_CALM) is a server's defence
-    /// against clients that open streams and reset them at once (CVE-2023-44487, rapid reset). A
-    /// server resets only streams the client opened (a reset of one never opened is a protocol
-    /// error anyway), so its resets cost the client no more than its own requests; and a busy
-    /// server may refuse or cancel many in a short time (REFUSED_STREAM under load, streams above
-    /// a GOAWAY), which the pool sends again. swift-nio-http2 has no switch for the limit and keeps
-    /// room for `maximumCount` times up front, so the window is zero instead: only resets received
-    /// at the same instant would count together.
     /// How large a response head may be over HTTP/1.1: what HTTP/2 takes
     /// (``http2MaximumHeaderListSize``), for the field and the whole head, so that a server's
     /// response reads the same over either (NIO's default, 80 KiB, refused over HTTP/1.1 what
@@ -205,6 +195,16 @@ extension ConnectionPool {
         return limits
     }()
 
+    /// How many RST_STREAM frames received in how long end a connection: in effect, none do.
+    ///
+    /// swift-nio-http2's default (more than 200 in 30 s: ENHANCE_YOUR_CALM) is a server's defence
+    /// against clients that open streams and reset them at once (CVE-2023-44487, rapid reset). A
+    /// server resets only streams the client opened (a reset of one never opened is a protocol
+    /// error anyway), so its resets cost the client no more than its own requests; and a busy
+    /// server may refuse or cancel many in a short time (REFUSED_STREAM under load, streams above
+    /// a GOAWAY), which the pool sends again. swift-nio-http2 has no switch for the limit and keeps
+    /// room for `maximumCount` times up front, so the window is zero instead: only resets received
+    /// at the same instant would count together.
     static let http2ResetsReceivedLimit: NIOHTTP2Handler.StreamResetFrameRateLimitConfiguration = {
         var limit = NIOHTTP2Handler.StreamResetFrameRateLimitConfiguration()
         limit.windowLength = .zero
