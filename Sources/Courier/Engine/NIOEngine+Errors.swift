@@ -56,6 +56,34 @@ extension NIOEngine {
         }
     }
 
+    /// The words for swift-nio-http2's errors that carry nothing worth saying, by type.
+    private static let http2ErrorWords: [ObjectIdentifier: String] = [
+        ObjectIdentifier(NIOHTTP2Errors.InvalidPseudoHeaders.self): "a header block with pseudo-fields a response may not have",
+        ObjectIdentifier(NIOHTTP2Errors.InvalidHTTP2HeaderFieldName.self): "a header field name that is not lower-case token characters (RFC 9113 8.2.1)",
+        ObjectIdentifier(NIOHTTP2Errors.ContentLengthViolated.self): "a body longer or shorter than its content-length",
+        ObjectIdentifier(NIOHTTP2Errors.ContentLengthHeadersMismatch.self): "a content-length that is not one number",
+        ObjectIdentifier(NIOHTTP2Errors.ContentLengthHeaderNegative.self): "a content-length that is not one number",
+        ObjectIdentifier(NIOHTTP2Errors.ContentLengthHeaderMalformedValue.self): "a content-length that is not one number",
+        ObjectIdentifier(NIOHTTP2Errors.FlowControlViolation.self): "it sent more than the flow-control window allowed, or moved a window past 2^31-1 (FLOW_CONTROL_ERROR)",
+        ObjectIdentifier(NIOHTTP2Errors.InvalidFlowControlWindowSize.self): "it sent more than the flow-control window allowed, or moved a window past 2^31-1 (FLOW_CONTROL_ERROR)",
+        ObjectIdentifier(NIOHTTP2Errors.InvalidWindowIncrementSize.self): "a WINDOW_UPDATE of 0 or more than 2^31-1",
+        ObjectIdentifier(NIOHTTP2Errors.ExcessiveEmptyDataFrames.self): "a flood of empty DATA frames (ENHANCE_YOUR_CALM)",
+        ObjectIdentifier(NIOHTTP2Errors.ExcessiveRSTFrames.self): "a flood of RST_STREAM frames (ENHANCE_YOUR_CALM)",
+        ObjectIdentifier(NIOHTTP2Errors.ExcessiveControlFrames.self): "a flood of SETTINGS, PING or PRIORITY frames (ENHANCE_YOUR_CALM)",
+        ObjectIdentifier(NIOHTTP2Errors.ExcessiveContinuationFrames.self): "a header block in more CONTINUATION frames than Courier takes (ENHANCE_YOUR_CALM)",
+        ObjectIdentifier(NIOHTTP2Errors.ExcessiveStreamErrors.self): "a flood of malformed streams (ENHANCE_YOUR_CALM)",
+        ObjectIdentifier(NIOHTTP2Errors.ExcessiveNumberOfGlitches.self): "a flood of malformed streams (ENHANCE_YOUR_CALM)",
+        ObjectIdentifier(NIOHTTP2Errors.PushInViolationOfSetting.self): "a PUSH_PROMISE, though Courier disables server push",
+        ObjectIdentifier(NIOHTTP2Errors.InvalidStreamIDForPeer.self): "a frame on a stream the server may not open",
+        ObjectIdentifier(NIOHTTP2Errors.StreamIDTooSmall.self): "a frame on a stream the server may not open",
+        ObjectIdentifier(NIOHTTP2Errors.RaisedGoawayLastStreamID.self): "a GOAWAY that raised the last stream it had said it would process",
+        ObjectIdentifier(NIOHTTP2Errors.TrailersWithoutEndStream.self): "trailers that do not end the stream",
+        ObjectIdentifier(NIOHTTP2Errors.BadStreamStateTransition.self): "a frame its stream's state does not allow (RFC 9113 5.1)",
+        ObjectIdentifier(NIOHTTP2Errors.UnableToParseFrame.self): "a frame that could not be parsed",
+        ObjectIdentifier(NIOHTTP2Errors.MaxStreamsViolation.self): "more streams than Courier allows",
+        ObjectIdentifier(NIOHTTP2Errors.ReceivedBadSettings.self): "a SETTINGS frame that could not be read",
+    ]
+
     /// What swift-nio-http2 (or a stream's check of a header block) found wrong, in words, ended by
     /// the error's type name in parentheses; never its source file and line, nor a dump of its
     /// values (`InvalidSetting(setting: NIOHTTP2.HTTP2Setting(parameter: …), location: …)`).
@@ -72,8 +100,6 @@ extension NIOEngine {
             words = "a response header block with \(error.name) after a regular field"
         case let error as NIOHTTP2Errors.UnknownPseudoHeader:
             words = "a response header block with the unknown pseudo-field \(error.name)"
-        case is NIOHTTP2Errors.InvalidPseudoHeaders:
-            words = "a header block with pseudo-fields a response may not have"
         case let error as NIOHTTP2Errors.InvalidPseudoHeaderValue:
             words = "a response whose \(error.name) is not valid"
         case let error as NIOHTTP2Errors.InvalidStatusValue:
@@ -81,47 +107,10 @@ extension NIOEngine {
                 + (error.value.utf8.count <= 16 ? " (\"\(error.value)\")" : "")
         case let error as NIOHTTP2Errors.ForbiddenHeaderField:
             words = "a response with the connection-specific field \(error.name), which HTTP/2 forbids (RFC 9113 8.2.2)"
-        case is NIOHTTP2Errors.InvalidHTTP2HeaderFieldName:
-            words = "a header field name that is not lower-case token characters (RFC 9113 8.2.1)"
         case let error as NIOHTTP2Errors.InvalidHTTP2HeaderFieldValue:
             words = "a value of \(error.name) with characters a field value may not have (RFC 9113 8.2.1)"
-        case is NIOHTTP2Errors.ContentLengthViolated:
-            words = "a body longer or shorter than its content-length"
-        case is NIOHTTP2Errors.ContentLengthHeadersMismatch, is NIOHTTP2Errors.ContentLengthHeaderNegative,
-            is NIOHTTP2Errors.ContentLengthHeaderMalformedValue:
-            words = "a content-length that is not one number"
-        case is NIOHTTP2Errors.FlowControlViolation, is NIOHTTP2Errors.InvalidFlowControlWindowSize:
-            words = "it sent more than the flow-control window allowed, or moved a window past 2^31-1 (FLOW_CONTROL_ERROR)"
-        case is NIOHTTP2Errors.InvalidWindowIncrementSize:
-            words = "a WINDOW_UPDATE of 0 or more than 2^31-1"
-        case is NIOHTTP2Errors.ExcessiveEmptyDataFrames:
-            words = "a flood of empty DATA frames (ENHANCE_YOUR_CALM)"
-        case is NIOHTTP2Errors.ExcessiveRSTFrames:
-            words = "a flood of RST_STREAM frames (ENHANCE_YOUR_CALM)"
-        case is NIOHTTP2Errors.ExcessiveControlFrames:
-            words = "a flood of SETTINGS, PING or PRIORITY frames (ENHANCE_YOUR_CALM)"
-        case is NIOHTTP2Errors.ExcessiveContinuationFrames:
-            words = "a header block in more CONTINUATION frames than Courier takes (ENHANCE_YOUR_CALM)"
-        case is NIOHTTP2Errors.ExcessiveStreamErrors, is NIOHTTP2Errors.ExcessiveNumberOfGlitches:
-            words = "a flood of malformed streams (ENHANCE_YOUR_CALM)"
-        case is NIOHTTP2Errors.PushInViolationOfSetting:
-            words = "a PUSH_PROMISE, though Courier disables server push"
-        case is NIOHTTP2Errors.InvalidStreamIDForPeer, is NIOHTTP2Errors.StreamIDTooSmall:
-            words = "a frame on a stream the server may not open"
-        case is NIOHTTP2Errors.RaisedGoawayLastStreamID:
-            words = "a GOAWAY that raised the last stream it had said it would process"
-        case is NIOHTTP2Errors.TrailersWithoutEndStream:
-            words = "trailers that do not end the stream"
-        case is NIOHTTP2Errors.BadStreamStateTransition:
-            words = "a frame its stream's state does not allow (RFC 9113 5.1)"
-        case is NIOHTTP2Errors.UnableToParseFrame:
-            words = "a frame that could not be parsed"
-        case is NIOHTTP2Errors.MaxStreamsViolation:
-            words = "more streams than Courier allows"
-        case is NIOHTTP2Errors.ReceivedBadSettings:
-            words = "a SETTINGS frame that could not be read"
         default:
-            words = "a frame HTTP/2 does not allow there"
+            words = Self.http2ErrorWords[ObjectIdentifier(type(of: error))] ?? "a frame HTTP/2 does not allow there"
         }
         return "\(words) (\(type(of: error)))"
     }
