@@ -115,6 +115,15 @@ extension NIOEngine {
         return "\(words) (\(type(of: error)))"
     }
 
+    /// What a user can do about an HTTP/2 error code the server sent, if anything: for
+    /// HTTP_1_1_REQUIRED (IIS for Windows authentication, Apache for a directory's client
+    /// certificate), send the request over HTTP/1.1, which Courier does not fall back to itself.
+    static func hint(for code: NIOHTTP2.HTTP2ErrorCode) -> String {
+        code == .http11Required
+            ? ": the server wants this request over HTTP/1.1, which Courier does not fall back to; a session with httpVersion = .http1Only sends it so"
+            : ""
+    }
+
     /// A SETTINGS parameter as RFC 9113 6.5.2 names it.
     static func name(of parameter: HTTP2SettingsParameter) -> String {
         switch parameter {
@@ -142,7 +151,7 @@ extension NIOEngine {
             }
         }
         if let error = error as? NIOHTTP2Errors.StreamClosed {
-            return (.connectionClosed, "the server reset the HTTP/2 stream (\(Self.name(of: error.errorCode)))")
+            return (.connectionClosed, "the server reset the HTTP/2 stream (\(Self.name(of: error.errorCode)))" + Self.hint(for: error.errorCode))
         }
         if let error = error as? HTTP2StreamResetByCourier {
             if error.errorCode == .cancel { return (.connectionClosed, "\(error)") }

@@ -368,6 +368,18 @@ struct HTTP2GoAwayTests {
         }
     }
 
+    /// A reset with HTTP_1_1_REQUIRED (IIS, Apache) says what to do: Courier does not fall back
+    /// to HTTP/1.1 by itself, and `.http1Only` sends the request so.
+    @Test func aStreamResetWithHTTP11RequiredSaysHowToSendIt() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, _ in .reset(.http11Required) }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            let error = await #expect(throws: CourierError.self) { try await manager.get("a") }
+            #expect(error?.message.contains("the server reset the HTTP/2 stream (HTTP_1_1_REQUIRED): the server wants this request over HTTP/1.1") == true, "\(String(describing: error))")
+            #expect(error?.message.contains("httpVersion = .http1Only") == true, "\(String(describing: error))")
+        }
+        #expect(HTTP2GoAwayRefusal(errorCode: .http11Required, debugData: nil).description.hasSuffix("a session with httpVersion = .http1Only sends it so"))
+    }
+
     /// Empty DATA frames are legal (RFC 9113 6.1): a response with many of them between its bytes
     /// arrives whole. Before, the second one ended the connection (swift-nio-http2's flood
     /// heuristic, ENHANCE_YOUR_CALM).

@@ -324,5 +324,6 @@ struct HTTP2GoAwayRefusal: Error, Equatable, CustomStringConvertible {
     var description: String {
         let debug = self.debugText.map { " (\"\($0)\")" } ?? ""
         return "the server closed the HTTP/2 connection with GOAWAY \(NIOEngine.name(of: self.errorCode))\(debug) before processing the request"
+            + NIOEngine.hint(for: self.errorCode)
     }
 }
