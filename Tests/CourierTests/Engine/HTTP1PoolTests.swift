@@ -89,7 +89,7 @@ struct HTTP1PoolTests {
     /// when the read ends, and closes when the read held more than the response.
     @Test(arguments: ["these 26 bytes are extra!!", "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled"])
     func bytesPastAResponsesLengthCloseTheConnection(_ extra: String) async throws {
-        let gate = ScriptGate()
+        let gate = OneShotGate()
         try await self.withScriptedServer({ _, _, head in
             head.hasPrefix("GET /short")
                 ? .respondWhenOpen("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789" + extra, gate: gate)
@@ -97,14 +97,14 @@ struct HTTP1PoolTests {
         }) { server in
             try await withManager(baseURL: server.baseURL, configuration: self.configuration(connections: 1)) { manager in
                 let pool = try #require((manager.engine as? NIOEngine)?.pool)
-                let short = Task { try await manager.response(method: .get, urlString: "short", serializer: DataResponseSerializer()) }
+                async let short = manager.response(method: .get, urlString: "short", serializer: DataResponseSerializer())
                 #expect(await eventually { server.receivedHeads.count == 1 })
-                let next = Task { try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer()) }
+                async let next = manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
                 #expect(await eventually { pool.waitingHopCount == 1 }, "the second request waits for the one connection")
                 gate.open()
-                let first = try await short.value
+                let first = try await short
                 #expect(String(decoding: first.value, as: UTF8.self) == "0123456789")
-                let second = try await next.value
+                let second = try await next
                 #expect(String(decoding: second.value, as: UTF8.self) == "ok")
                 #expect(server.connectionCount == 2, "the connection with extra bytes was not reused")
             }
@@ -136,7 +136,6 @@ struct HTTP1PoolTests {
     /// Here a TLS port that closes every connection: 64 requests, two connects, not 64.
     @Test func requestsWaitingForAHostThatIsDownFailTogether() async throws {
         let peer = try await BadTLSPeer.start(.close)
-        defer { Task { try? await peer.shutdown() } }
         let url = URL(string: "https://127.0.0.1:\(peer.port)/")!
         try await withManager(baseURL: url, configuration: self.configuration(connections: 8)) { manager in
             let failures = await withTaskGroup(of: Bool.self) { group in
@@ -148,6 +147,7 @@ struct HTTP1PoolTests {
             #expect(failures == 64)
             #expect(peer.acceptedCount <= 3, "\(peer.acceptedCount) connects")
         }
+        try await peer.shutdown()
     }
 
     @Test func aHopWaitingForAConnectionCanBeCancelled() async throws {

@@ -24,7 +24,7 @@ final class ScriptedHTTPServer: ShutDownByAwaiting {
         /// and dropped.
         case respondBeforeBody(String)
         /// Writes `bytes` once `gate` opens.
-        case respondWhenOpen(String, gate: ScriptGate)
+        case respondWhenOpen(String, gate: OneShotGate)
     }
 
     /// What to do with the `request`-th request (0-based) of the `connection`-th connection.
@@ -205,27 +205,5 @@ private final class HeldAnswers: Sendable {
             return false
         }
         if now { send() }
-    }
-}
-
-/// A gate a test opens, for answers that wait for it (``ScriptedHTTPServer/Action/respondWhenOpen(_:gate:)``).
-final class ScriptGate: Sendable {
-    private let state = NIOLockedValueBox<(isOpen: Bool, waiting: [@Sendable () -> Void])>((false, []))
-
-    func open() {
-        let waiting = self.state.withLockedValue { state -> [@Sendable () -> Void] in
-            state.isOpen = true
-            defer { state.waiting.removeAll() }
-            return state.waiting
-        }
-        for send in waiting { send() }
-    }
-
-    func whenOpen(_ send: @escaping @Sendable () -> Void) {
-        let isOpen = self.state.withLockedValue { state -> Bool in
-            if !state.isOpen { state.waiting.append(send) }
-            return state.isOpen
-        }
-        if isOpen { send() }
     }
 }
