@@ -27,6 +27,10 @@ struct WebSocketMessageAssembler {
     /// The message being put together came with RSV1 (compressed).
     private var compressed = false
     private var buffer = ByteBuffer()
+    /// The uncompressed text message's fragments checked so far: a fragment that breaks UTF-8
+    /// fails the message at once (RFC 6455 8.1), not at its end. The last fragment is checked
+    /// with the whole message, as an unfragmented one is.
+    private var textSoFar = UTF8PrefixValidator()
     /// The largest message taken, in bytes (after decompression).
     let maximumMessageSize: Int
 
@@ -48,6 +52,7 @@ struct WebSocketMessageAssembler {
             self.kind = opcode == .text ? .text : .binary
             self.compressed = compressed
             self.buffer.clear()
+            self.textSoFar = UTF8PrefixValidator()
         case .continuation:
             guard self.kind != nil else { return .failure(.protocolError, "a continuation frame with no message begun") }
         default:
@@ -57,6 +62,11 @@ struct WebSocketMessageAssembler {
             self.kind = nil
             self.buffer = ByteBuffer()
             return .failure(.messageTooBig, "a message over the maximum of \(self.maximumMessageSize) bytes")
+        }
+        if !fin, self.kind == .text, !self.compressed, !self.textSoFar.take(payload.readableBytesView) {
+            self.kind = nil
+            self.buffer = ByteBuffer()
+            return .failure(.invalidFramePayloadData, "a text message that is not UTF-8 (in a fragment before its last)")
         }
         var payload = payload
         self.buffer.writeBuffer(&payload)

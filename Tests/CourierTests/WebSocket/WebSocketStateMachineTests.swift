@@ -40,6 +40,66 @@ struct WebSocketStateMachineTests {
         #expect(code == .invalidFramePayloadData)
     }
 
+    @Test func aFragmentThatBreaksUTF8FailsTheMessageAtOnce() {
+        // Autobahn 6.4.1: valid, then a fragment with a byte no UTF-8 has, then more valid text.
+        var assembler = WebSocketMessageAssembler(maximumMessageSize: 100)
+        #expect(assembler.receive(opcode: .text, fin: false, payload: self.buffer(Array("κόσμε".utf8))) == .incomplete)
+        guard case .failure(let code, _) = assembler.receive(opcode: .continuation, fin: false, payload: self.buffer([0xCE, 0xBC, 0xF4, 0x90])) else {
+            Issue.record("a fragment with F4 90 (past U+10FFFF) was taken")
+            return
+        }
+        #expect(code == .invalidFramePayloadData)
+        #expect(!assembler.isAssembling)
+        // The next message starts clean.
+        #expect(assembler.receive(opcode: .text, fin: true, payload: self.buffer("ok")) == .message(.text("ok")))
+
+        // A character cut open at a fragment's end is not an error, nor is binary data or a
+        // compressed message (checked once inflated).
+        var cut = WebSocketMessageAssembler(maximumMessageSize: 100)
+        #expect(cut.receive(opcode: .text, fin: false, payload: self.buffer([0x61, 0xF0, 0x9F])) == .incomplete)
+        #expect(cut.receive(opcode: .continuation, fin: false, payload: self.buffer([0x98])) == .incomplete)
+        #expect(cut.receive(opcode: .continuation, fin: true, payload: self.buffer([0x80])) == .message(.text("a😀")))
+        var binary = WebSocketMessageAssembler(maximumMessageSize: 100)
+        #expect(binary.receive(opcode: .binary, fin: false, payload: self.buffer([0xFF])) == .incomplete)
+        var compressed = WebSocketMessageAssembler(maximumMessageSize: 100)
+        #expect(compressed.receive(opcode: .text, fin: false, payload: self.buffer([0xFF]), compressed: true) == .incomplete)
+        // Text whose last fragment leaves a character unfinished fails at its end.
+        var unfinished = WebSocketMessageAssembler(maximumMessageSize: 100)
+        #expect(unfinished.receive(opcode: .text, fin: false, payload: self.buffer([0xE2, 0x82])) == .incomplete)
+        guard case .failure(.invalidFramePayloadData, _) = unfinished.receive(opcode: .continuation, fin: true, payload: self.buffer([])) else {
+            Issue.record("a message that ends inside a character was taken")
+            return
+        }
+    }
+
+    @Test func theUTF8PrefixCheckAgreesWithTheStandardLibrary() {
+        // Each boundary of RFC 3629's table, whole and cut at every byte, then random bytes
+        // biased toward the interesting leads.
+        let cases: [[UInt8]] = [
+            [0x7F], [0x80], [0xC1, 0xBF], [0xC2, 0x80], [0xDF, 0xBF], [0xE0, 0x9F, 0x80], [0xE0, 0xA0, 0x80],
+            [0xED, 0x9F, 0xBF], [0xED, 0xA0, 0x80], [0xEF, 0xBF, 0xBF], [0xF0, 0x8F, 0xBF, 0xBF], [0xF0, 0x90, 0x80, 0x80],
+            [0xF4, 0x8F, 0xBF, 0xBF], [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xFF], [0xE1, 0x80, 0x41],
+        ]
+        var generator = SystemRandomNumberGenerator()
+        let leads: [UInt8] = [0x41, 0x80, 0xBF, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0x90, 0xA0, 0x9F, 0x8F]
+        let random = (0..<2000).map { _ in
+            (0..<Int.random(in: 1...8, using: &generator)).map { _ in
+                Bool.random(using: &generator) ? leads.randomElement(using: &generator)! : UInt8.random(in: 0...255, using: &generator)
+            }
+        }
+        for bytes in cases + random {
+            let valid = String(validating: bytes, as: UTF8.self) != nil
+            for cut in 0...bytes.count {
+                var validator = UTF8PrefixValidator()
+                let taken = validator.take(bytes[..<cut]) && validator.take(bytes[cut...])
+                #expect((taken && validator.isAtCharacterBoundary) == valid, "\(bytes) cut at \(cut)")
+            }
+            // A prefix that fails can never be completed into valid text.
+            var whole = UTF8PrefixValidator()
+            if !whole.take(bytes) { #expect(!valid) }
+        }
+    }
+
     @Test func aMessageOverTheMaximumIs1009() {
         var assembler = WebSocketMessageAssembler(maximumMessageSize: 4)
         #expect(assembler.receive(opcode: .binary, fin: false, payload: self.buffer([1, 2, 3])) == .incomplete)
