@@ -179,6 +179,9 @@ extension NIOEngine {
         if let error = error as? HTTP2InterimResponseEndedStream {
             return (.invalidResponse, "the response broke HTTP/2's rules for its stream: \(error)")
         }
+        if let error = error as? HTTP2DataBeforeResponseHead {
+            return (.invalidResponse, "the response broke HTTP/2's rules for its stream: \(error)")
+        }
         if let error = error as? HTTP2ContentWhereNoneMayBe {
             return (.invalidResponse, "the response broke HTTP/2's rules for its stream: \(error)")
         }

@@ -348,6 +348,18 @@ struct HTTP2GoAwayTests {
         }
     }
 
+    /// DATA before any response head is malformed (RFC 9113 8.1): the request fails saying so,
+    /// its stream is reset with PROTOCOL_ERROR, and the connection carries on. Before, the bytes
+    /// were dropped and the stream reset with STREAM_CLOSED, with a message that said only that
+    /// Courier had reset it.
+    @Test func dataBeforeTheResponseHeadFailsItsRequestOnly() async throws {
+        try await self.expectOnlyItsStreamFails(.respondWithDataBeforeHeaders) { error in
+            #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+            #expect(error?.message.contains("DATA came before the response's HEADERS") == true, "\(String(describing: error))")
+            #expect(error?.message.contains("STREAM_CLOSED") == false, "\(String(describing: error))")
+        }
+    }
+
     /// An interim (1xx) head with END_STREAM is malformed (RFC 9113 8.1): the request fails
     /// saying so, the stream is reset with PROTOCOL_ERROR, and the connection goes on. Before, the
     /// message said the server had closed the connection, which stayed open.

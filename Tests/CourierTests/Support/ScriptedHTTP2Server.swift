@@ -71,6 +71,9 @@ final class ScriptedHTTP2Server: Sendable {
         /// processed (last stream 0): a server contradicting itself, whose GOAWAY drops the
         /// stream it is answering.
         case respondPartlyThenGoAwayExcludingIt(String)
+        /// Sends DATA (`hi`) before any HEADERS on the stream, then a `:status: 200` HEADERS with
+        /// END_STREAM, both written below swift-nio-http2 (which would refuse to send them so).
+        case respondWithDataBeforeHeaders
     }
 
     private struct State {
@@ -487,6 +490,25 @@ final class ScriptedHTTP2Server: Sendable {
                     guard let gate = try? parent.pipeline.syncOperations.context(name: ScriptedHTTP2Server.framesGate) else { return }
                     gate.writeAndFlush(
                         NIOAny(Self.largeFieldFrames(streamID: id, length: length, endStream: false, allocator: parent.allocator)), promise: nil)
+                }
+            case .respondWithDataBeforeHeaders:
+                guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
+                else { return }
+                let id = UInt32(Int(streamID))
+                parent.eventLoop.execute {
+                    guard let gate = try? parent.pipeline.syncOperations.context(name: ScriptedHTTP2Server.framesGate) else { return }
+                    var frames = parent.allocator.buffer(capacity: 21)
+                    // DATA, no flags, "hi"; then HEADERS, END_STREAM and END_HEADERS, `:status: 200`
+                    // (static table entry 8).
+                    frames.writeInteger(UInt32(2) << 8 | 0x0, as: UInt32.self)
+                    frames.writeInteger(UInt8(0))
+                    frames.writeInteger(id)
+                    frames.writeString("hi")
+                    frames.writeInteger(UInt32(1) << 8 | 0x1, as: UInt32.self)
+                    frames.writeInteger(UInt8(0x5))
+                    frames.writeInteger(id)
+                    frames.writeInteger(UInt8(0x88))
+                    gate.writeAndFlush(NIOAny(frames), promise: nil)
                 }
             case .protocolError:
                 guard let parent = channel.parent else { return }

@@ -62,6 +62,9 @@ final class HTTP2Stream {
     /// `Accept-Encoding`).
     var decompresses: Bool { self.decompressionRatio != nil }
 
+    /// Whether no final response head has come on the stream.
+    var awaitsResponseHead: Bool { self.stateMachine.awaitsResponseHead }
+
     /// Whether the stream can still carry its hop (and its connection is open).
     var isActive: Bool {
         !self.isFinished && self.stateMachine.isOpen && self.channel.isActive

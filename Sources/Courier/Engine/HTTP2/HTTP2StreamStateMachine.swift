@@ -78,6 +78,9 @@ struct HTTP2StreamStateMachine {
     /// The final head's status when it says the response has no content (204, 304): DATA with
     /// bytes is then malformed.
     private var statusWithoutContent: Int?
+
+    /// Whether no final response head has come (informational ones may have).
+    var awaitsResponseHead: Bool { self.response == .awaitingHead }
     /// The window Courier keeps open for the stream (`SETTINGS_INITIAL_WINDOW_SIZE` it sent).
     private var targetWindow: Int
     /// The stream's receive window as swift-nio-http2 last reported it (nil before any report).
@@ -175,10 +178,16 @@ struct HTTP2StreamStateMachine {
     }
 
     /// A DATA frame from the server. Throws ``HTTP2ContentWhereNoneMayBe`` for bytes after a head
-    /// whose status has no content (RFC 9113 8.1.1, RFC 9110 6.4.1); the stream is then reset
-    /// with PROTOCOL_ERROR when it closes.
+    /// whose status has no content (RFC 9113 8.1.1, RFC 9110 6.4.1), and
+    /// ``HTTP2DataBeforeResponseHead`` for DATA before the final head (after an informational
+    /// one: swift-nio-http2 refuses DATA before any head itself); the stream is then reset with
+    /// PROTOCOL_ERROR when it closes.
     mutating func receivedData(_ buffer: ByteBuffer, endStream: Bool) throws -> Parts {
-        guard self.phase != .closed, self.response == .receivingBody else { return .none }
+        guard self.phase != .closed, self.response != .ended else { return .none }
+        if self.response == .awaitingHead {
+            self.receivedMalformed = true
+            throw HTTP2DataBeforeResponseHead()
+        }
         if let status = self.statusWithoutContent, buffer.readableBytes > 0 {
             self.receivedMalformed = true
             throw HTTP2ContentWhereNoneMayBe(status: status)
@@ -369,4 +378,11 @@ struct HTTP2StreamStateMachine {
         }
         return HTTPHeaders(fields)
     }
+}
+
+/// DATA came on a stream before its response's final HEADERS: malformed (RFC 9113 8.1, a response
+/// is HEADERS first). Before any head swift-nio-http2 refuses the frame and resets the stream
+/// itself (with STREAM_CLOSED); after an informational head Courier does (PROTOCOL_ERROR).
+struct HTTP2DataBeforeResponseHead: Error, CustomStringConvertible {
+    var description: String { "DATA came before the response's HEADERS (RFC 9113 8.1); Courier reset the stream" }
 }

@@ -719,8 +719,15 @@ final class HopHandler: ChannelDuplexHandler {
             // the server sent (a body past its length, a malformed field), or the stream closed
             // under way. After a connection error, that reset is its consequence (swift-nio-http2
             // went on reading frames for a stream whose head it could not decode, and reset it
-            // with STREAM_CLOSED): the connection's error says why.
-            error = stream.connectionError ?? HTTP2StreamResetByCourier(errorCode: closed.errorCode)
+            // with STREAM_CLOSED): the connection's error says why. Before a response head, the
+            // one frame swift-nio-http2 resets a stream for with STREAM_CLOSED is DATA.
+            if let connectionError = stream.connectionError {
+                error = connectionError
+            } else if closed.errorCode == .streamClosed, self.http2Stream?.awaitsResponseHead == true {
+                error = HTTP2DataBeforeResponseHead()
+            } else {
+                error = HTTP2StreamResetByCourier(errorCode: closed.errorCode)
+            }
         }
         var closure = error.map(self.closure(for:)) ?? .closed
         if closure == .notProcessed, let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .cancel, let stream = self.stream {

@@ -273,6 +273,21 @@ struct HTTP2StreamStateMachineTests {
         #expect(machine.phase == .closed)
     }
 
+    /// DATA before the final head (here after a 103) is malformed (RFC 9113 8.1): the stream is
+    /// reset with PROTOCOL_ERROR. Before, the bytes were dropped and the response read on.
+    @Test func dataBeforeTheFinalHeadIsAnError() throws {
+        var machine = Self.sentGet()
+        #expect(machine.awaitsResponseHead)
+        _ = try machine.receivedHeaders(Self.response(103), endStream: false)
+        #expect(machine.awaitsResponseHead)
+        #expect(throws: HTTP2DataBeforeResponseHead.self) { try machine.receivedData(ByteBuffer(string: "early"), endStream: false) }
+        #expect(machine.close() == .reset(.protocolError))
+
+        machine = Self.sentGet()
+        _ = try machine.receivedHeaders(Self.response(200), endStream: false)
+        #expect(!machine.awaitsResponseHead)
+    }
+
     /// A 204 or a 304 has no content (RFC 9110 6.4.1): DATA with bytes after one is malformed
     /// (RFC 9113 8.1.1), and the stream is reset with PROTOCOL_ERROR; an empty DATA that ends
     /// the stream is not content.
@@ -393,9 +408,11 @@ struct HTTP2StreamStateMachineTests {
         #expect(ResponseInflater.make(fields: [:], ratio: 10) == nil)
     }
 
-    @Test func dataBeforeAHeadOrAfterTheCloseIsNobodys() throws {
+    /// DATA before a head is malformed (`dataBeforeTheFinalHeadIsAnError`); after the close it is
+    /// nobody's.
+    @Test func dataBeforeAHeadIsMalformedAndAfterTheCloseNobodys() throws {
         var machine = Self.sentGet()
-        #expect(try machine.receivedData(ByteBuffer(string: "x"), endStream: false) == .none)
+        #expect(throws: HTTP2DataBeforeResponseHead.self) { try machine.receivedData(ByteBuffer(string: "x"), endStream: false) }
         _ = machine.close()
         #expect(try machine.receivedData(ByteBuffer(string: "x"), endStream: false) == .none)
     }
