@@ -2,6 +2,7 @@ import CourierTesting
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
+import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
@@ -12,7 +13,9 @@ import NIOSSL
 /// connections (opened and closed), streams, the most streams open at once and the PINGs it
 /// received, announces a chosen `SETTINGS_MAX_CONCURRENT_STREAMS` (and, if asked,
 /// `SETTINGS_MAX_HEADER_LIST_SIZE`), and can stop hearing its
-/// connections (``stopAnswering()``: a server that is gone without closing them).
+/// connections (``stopAnswering()``: a server that is gone without closing them). With
+/// `servesHTTP1`, ALPN offers `http/1.1` too, and a connection that chooses it answers every
+/// request 200 with `over HTTP/1.1` (the script is for HTTP/2 streams only), counting them.
 final class ScriptedHTTP2Server: Sendable {
     enum Action: Sendable {
         /// Answers 200 with `body`.
@@ -103,6 +106,10 @@ final class ScriptedHTTP2Server: Sendable {
         var resetsReceived: [HTTP2ErrorCode] = []
         /// Streams whose body waits for the client's GOAWAY, with what writes it.
         var bodiesAfterGoAway: [@Sendable () -> Void] = []
+        /// The paths of the requests HTTP/1.1 connections received, in order.
+        var http1Paths: [String] = []
+        /// The longest header field value an HTTP/1.1 request carried.
+        var http1LongestFieldValue = 0
     }
 
     let channel: any Channel
@@ -121,6 +128,7 @@ final class ScriptedHTTP2Server: Sendable {
         maximumHeaderListSize: Int? = nil,
         requestsPerConnection: Int? = nil,
         extraSettings: [HTTP2Setting] = [],
+        servesHTTP1: Bool = false,
         script: @escaping @Sendable (_ index: Int, _ path: String) -> Action
     ) async throws -> ScriptedHTTP2Server {
         var tls = TLSConfiguration.makeServerConfiguration(
@@ -128,7 +136,7 @@ final class ScriptedHTTP2Server: Sendable {
                 .map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(TestCertificates.localhostKey.utf8), format: .pem))
         )
-        tls.applicationProtocols = ["h2"]
+        tls.applicationProtocols = servesHTTP1 ? ["h2", "http/1.1"] : ["h2"]
         let context = try NIOSSLContext(configuration: tls)
         var initial = State()
         initial.requestsPerConnection = requestsPerConnection
@@ -141,11 +149,8 @@ final class ScriptedHTTP2Server: Sendable {
                     return state.connections
                 }
                 channel.closeFuture.whenComplete { _ in state.withLockedValue { $0.closedConnections += 1 } }
-                return channel.eventLoop.makeCompletedFuture {
+                @Sendable func configureHTTP2(_ channel: any Channel) throws {
                     let pipeline = channel.pipeline.syncOperations
-                    // Below TLS for ``stopReading()``, above it for ``stopAnswering()``.
-                    try pipeline.addHandler(DeafGate(state: state, index: index, threshold: { $0.unreadBelow }))
-                    try pipeline.addHandler(NIOSSLServerHandler(context: context))
                     try pipeline.addHandler(DeafGate(state: state, index: index, threshold: { $0.deafBelow }), name: Self.framesGate)
                     try pipeline.addHandler(FlushGate())
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
@@ -167,6 +172,22 @@ final class ScriptedHTTP2Server: Sendable {
                     }
                     try pipeline.addHandler(PingCounter(state: state))
                 }
+                return channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    // Below TLS for ``stopReading()``, above it for ``stopAnswering()``.
+                    try pipeline.addHandler(DeafGate(state: state, index: index, threshold: { $0.unreadBelow }))
+                    try pipeline.addHandler(NIOSSLServerHandler(context: context))
+                }.flatMap {
+                    guard servesHTTP1 else { return channel.eventLoop.makeCompletedFuture { try configureHTTP2(channel) } }
+                    return channel.configureHTTP2SecureUpgrade(
+                        h2ChannelConfigurator: { channel in channel.eventLoop.makeCompletedFuture { try configureHTTP2(channel) } },
+                        http1ChannelConfigurator: { channel in
+                            channel.eventLoop.makeCompletedFuture {
+                                try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                                try channel.pipeline.syncOperations.addHandler(HTTP1Responder(state: state))
+                            }
+                        })
+                }
             }
             .bind(host: "127.0.0.1", port: 0)
             .get()
@@ -176,6 +197,10 @@ final class ScriptedHTTP2Server: Sendable {
     var connectionCount: Int { self.state.withLockedValue { $0.connections } }
     var resetsReceived: [HTTP2ErrorCode] { self.state.withLockedValue { $0.resetsReceived } }
     var streamCount: Int { self.state.withLockedValue { $0.streams } }
+    /// The paths of the requests that came over HTTP/1.1 (`servesHTTP1`), in order.
+    var http1Paths: [String] { self.state.withLockedValue { $0.http1Paths } }
+    /// The longest header field value a request over HTTP/1.1 carried.
+    var http1LongestFieldValue: Int { self.state.withLockedValue { $0.http1LongestFieldValue } }
     var mostOpenStreams: Int { self.state.withLockedValue { $0.mostOpenStreams } }
     var heldCount: Int { self.state.withLockedValue { $0.held.count } }
     var paths: [String] { self.state.withLockedValue { $0.paths } }
@@ -279,6 +304,37 @@ final class ScriptedHTTP2Server: Sendable {
                 for body in bodies { body() }
             default:
                 break
+            }
+        }
+    }
+
+    /// Answers every HTTP/1.1 request 200 with `over HTTP/1.1`, keeping the connection open.
+    private final class HTTP1Responder: ChannelInboundHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+
+        let state: NIOLockedValueBox<State>
+
+        init(state: NIOLockedValueBox<State>) {
+            self.state = state
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch self.unwrapInboundIn(data) {
+            case .head(let head):
+                let longest = head.headers.map(\.value.utf8.count).max() ?? 0
+                self.state.withLockedValue { state in
+                    state.http1Paths.append(head.uri)
+                    state.http1LongestFieldValue = max(state.http1LongestFieldValue, longest)
+                }
+            case .body:
+                break
+            case .end:
+                let body = ByteBuffer(string: "over HTTP/1.1")
+                let head = HTTPResponseHead(version: .http1_1, status: .ok, headers: ["content-length": "\(body.readableBytes)"])
+                context.write(self.wrapOutboundOut(.head(head)), promise: nil)
+                context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+                context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
             }
         }
     }
