@@ -36,9 +36,6 @@ public final class NIOEngine: Engine {
     let watchdog: NIOExchangeWatchdog
     /// Courier's connections.
     let pool: ConnectionPool
-    /// TLS for WebSocket connections (ALPN offers HTTP/1.1 only: the upgrade is an HTTP/1.1
-    /// request), made with the first `wss` task.
-    let webSocketTLS = NIOLockedValueBox<TLSConnector?>(nil)
 
     /// Makes an engine.
     /// - Parameters:

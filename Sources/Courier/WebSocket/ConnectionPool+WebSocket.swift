@@ -30,19 +30,3 @@ extension ConnectionPool {
             .map { channel, _, establishment in (channel, establishment) }
     }
 }
-
-extension NIOEngine {
-    /// The TLS connector for `wss` connections: the engine's policies, HTTP/1.1 only.
-    func webSocketTLSConnector() -> TLSConnector {
-        self.webSocketTLS.withLockedValue { connector in
-            if let connector { return connector }
-            let made = TLSConnector(
-                serverTrust: self.serverTrust,
-                applicationProtocols: [.http1_1],
-                handshakeTimeout: self.pool.settings.connectTimeout
-            )
-            connector = made
-            return made
-        }
-    }
-}

@@ -406,7 +406,7 @@ public final class WebSocketTask: Sendable {
             if let head { error.response = Self.response(from: head) }
             return error
         }
-        let tls = key.tls ? engine.webSocketTLSConnector() : nil
+        let tls = key.tls ? engine.pool.http1OnlyTLS : nil
         let metrics = NIOLockedValueBox(TransactionMetrics(request: adapted, fetchStart: .now))
         let timeout = TimeAmount.nanoseconds(Int64(min(engine.configuration.requestTimeout, 1e9) * 1e9))
         let timer = loop.scheduleTask(in: timeout) {

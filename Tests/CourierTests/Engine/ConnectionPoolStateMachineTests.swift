@@ -46,7 +46,8 @@ struct ConnectionPoolStateMachineTests {
     func lines(_ actions: Machine.Actions) -> [String] {
         actions.map { action in
             switch action {
-            case .createConnection(let id, let key, let loop): "create \(id) to \(key.port) on \(self.loopName(loop))"
+            case .createConnection(let id, let key, let loop):
+                "create \(id) to \(key.port)\(key.http1Only ? " (HTTP/1.1 only)" : "") on \(self.loopName(loop))"
             case .run(let request, let connection): "run \(request.name) on \(connection.id)"
             case .runStream(let request, let connection, let busy): "stream \(request.name) on \(connection.id)\(busy ? " (busy)" : "")"
             case .fail(let request, let error): "fail \(request.name): \(error)"
@@ -417,6 +418,53 @@ struct ConnectionPoolStateMachineTests {
         // A draining connection's loop is free for the next.
         #expect(self.request(&machine, Request("b"), key: Self.https) == ["create #1 to 443 on L0"])
         #expect(self.lines(machine.http2StreamClosed(PoolConnectionID(rawValue: 0), key: Self.https)) == ["close #0"])
+    }
+
+    // MARK: HTTP/1.1 only
+
+    /// An origin whose server answered HTTP_1_1_REQUIRED sends its later requests to connections
+    /// whose ALPN offers only HTTP/1.1, a key of their own beside its HTTP/2 connection; one
+    /// request alone (a header block too large for HTTP/2) goes there without teaching the origin
+    /// anything; a cleartext key is left as it is.
+    @Test func anOriginThatWantsHTTP11SendsItsRequestsToConnectionsOfferingOnlyHTTP11() {
+        var machine = self.machine(connections: 4)
+        let http1 = Self.https.overHTTP1Only
+        #expect(machine.destination(of: Self.https, http1Only: false) == Self.https)
+        #expect(machine.destination(of: Self.https, http1Only: true) == http1)
+        #expect(machine.destination(of: Self.http, http1Only: true) == Self.http, "cleartext speaks HTTP/1.1 anyway")
+        #expect(self.openHTTP2(&machine, ["a"], id: 0) == ["stream a on #0 (busy)"])
+        #expect(machine.destination(of: Self.https, http1Only: false) == Self.https, "one request alone teaches nothing")
+
+        // The server refuses stream a with HTTP_1_1_REQUIRED.
+        machine.originRequiresHTTP1(Self.https)
+        machine.originRequiresHTTP1(Self.http)
+        machine.originRequiresHTTP1(http1)
+        #expect(machine.http1Required == [Self.https])
+        #expect(machine.destination(of: Self.https, http1Only: false) == http1)
+        #expect(machine.destination(of: Self.http, http1Only: false) == Self.http)
+        // Connections open at once for each waiter (ALPN cannot choose HTTP/2 there), apart from
+        // the HTTP/2 one, which keeps its stream.
+        #expect(self.request(&machine, Request("a"), key: http1) == ["create #1 to 443 (HTTP/1.1 only) on L0"])
+        #expect(self.request(&machine, Request("b"), key: http1) == ["create #2 to 443 (HTTP/1.1 only) on L0"])
+        #expect(self.lines(machine.connectionCreated(self.connection(1), key: http1, speaking: .http1_1)) == ["idle #1", "run a on #1"])
+        #expect(machine.hosts[Self.https]?.http2.count == 1)
+        #expect(machine.hosts[http1]?.http1.count == 1)
+
+        // Where ALPN offers HTTP/2, a new origin opens one connection at a time until it knows.
+        var fresh = self.machine(connections: 4)
+        #expect(self.request(&fresh, Request("c"), key: Self.https) == ["create #0 to 443 on L0"])
+        #expect(self.request(&fresh, Request("d"), key: Self.https) == [])
+    }
+
+    @Test func theOriginsThatWantHTTP11AreBounded() {
+        var machine = Machine(
+            configuration: .init(
+                maximumConnectionsPerHost: 2, http2MaximumConnectionsPerHost: 1, http2MaximumStreamsPerConnection: 100,
+                rememberedHostsLimit: 3),
+            loops: self.loops)
+        for port in 1...10 { machine.originRequiresHTTP1(ConnectionPool.Key(host: "host\(port).example", port: 443, tls: true)) }
+        #expect(machine.http1Required.count == 3)
+        #expect(machine.http1Required.contains(ConnectionPool.Key(host: "host10.example", port: 443, tls: true)))
     }
 
     // MARK: Hosts at rest

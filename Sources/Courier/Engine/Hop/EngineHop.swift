@@ -12,7 +12,8 @@ final class EngineHop: NIOHopTask, Sendable {
     enum Phase {
         /// Made, not yet handed to the pool.
         case created
-        /// Queued in the pool for a connection to `key`.
+        /// Queued in the pool for a connection to `key` (the hop's own, or the same origin's over
+        /// HTTP/1.1 only: ``ConnectionPoolStateMachine/destination(of:http1Only:)``).
         case waiting(ConnectionPool.Key)
         /// Handed to a connection, or to a stream of an HTTP/2 connection.
         case running(any HopCarrier)
@@ -56,6 +57,9 @@ final class EngineHop: NIOHopTask, Sendable {
         /// back after a response (a server may close a connection right after a response that
         /// said keep-alive).
         var needsNewConnection = false
+        /// The hop goes over HTTP/1.1 only (ALPN offering nothing else), to its origin's
+        /// connections that offer only HTTP/1.1.
+        var http1Only = false
         /// What the connection recorded of the hop's last send (``TransactionMetrics``).
         var metrics: TransactionMetrics?
         /// The server answered `Expect: 100-continue` with 417: the hop is sent again without it.
@@ -137,15 +141,15 @@ final class EngineHop: NIOHopTask, Sendable {
         }
     }
 
-    /// Records that the hop waits in the pool's queue, unless a connection took it or it ended
-    /// meanwhile. Returns its cancellation if it was cancelled before it could be recorded (no
-    /// cancellation saw it waiting: the caller takes it out of the queue). Called by the pool
-    /// after it queued the hop, off its lock.
-    func markWaiting() -> (any Error)? {
+    /// Records that the hop waits in the pool's queue for `key`, unless a connection took it or
+    /// it ended meanwhile. Returns its cancellation if it was cancelled before it could be
+    /// recorded (no cancellation saw it waiting: the caller takes it out of the queue). Called by
+    /// the pool after it queued the hop, off its lock.
+    func markWaiting(for key: ConnectionPool.Key) -> (any Error)? {
         self.state.withLockedValue { state in
             guard state.isCreated else { return nil }
             if let cancellation = state.cancellation { return cancellation }
-            state.enter(.waiting(self.key))
+            state.enter(.waiting(key))
             return nil
         }
     }
@@ -190,10 +194,10 @@ final class EngineHop: NIOHopTask, Sendable {
         switch phase {
         case .created, .finished:
             // The pool checks the cancellation before it decides, and again after it queued a
-            // created hop (``markWaiting()``); a connection checks it as the hop starts.
+            // created hop (``markWaiting(for:)``); a connection checks it as the hop starts.
             return
-        case .waiting:
-            if self.pool.removeWaiter(self) { self.end(.failure(error)) }
+        case .waiting(let key):
+            if self.pool.removeWaiter(self, key: key) { self.end(.failure(error)) }
         case .running(let connection):
             connection.cancel(self)
         }

@@ -35,7 +35,8 @@ extension ConnectionPool {
             }
             try pipeline.addHandler(HopHandler(readWatcher: readWatcher, bodyCounter: counter))
         }
-        let opened = self.openChannel(to: key, tls: self.tls, on: eventLoop) { channel, applicationProtocol in
+        let tls = key.http1Only ? self.http1OnlyTLS : self.tls
+        let opened = self.openChannel(to: key, tls: tls, on: eventLoop) { channel, applicationProtocol in
             switch applicationProtocol {
             case .http1_1: try addHTTP1Handlers(to: channel)
             case .http2: try Self.addHTTP2Handlers(to: channel, settings: self.settings.http2)

@@ -23,7 +23,7 @@ import Synchronization
 /// a connection, start a connection's idle clock, schedule the back-off timer) run after the lock
 /// is released. No other lock is taken under the pool's: a hop's own state (its phase, its
 /// cancellation) is marked after, by whoever runs it (``EngineHop/startsRunning(on:)``,
-/// ``EngineHop/markWaiting()``).
+/// ``EngineHop/markWaiting(for:)``).
 ///
 /// - `https`: TCP, then TLS through ``TLSConnector`` (the security policy evaluates the whole
 ///   chain inside the handshake), then what ALPN chose.
@@ -56,13 +56,28 @@ final class ConnectionPool: Sendable {
         /// How connections reach the origin: directly, or through which proxy and how. Requests on
         /// different routes never share a connection.
         var route = ProxyRoute.direct
+        /// Whether TLS offers only HTTP/1.1 through ALPN: connections for requests HTTP/2 cannot
+        /// carry (the server answered HTTP_1_1_REQUIRED, or the request's header block does not
+        /// fit in one frame), pooled apart from the origin's others. Only for a TLS key.
+        var http1Only = false
+
+        /// Whether connections may speak HTTP/2: TLS, with ALPN offering it.
+        var offersHTTP2: Bool { self.tls && !self.http1Only }
+
+        /// The same origin and route, over connections whose TLS offers only HTTP/1.1.
+        var overHTTP1Only: Key {
+            var key = self
+            key.http1Only = true
+            return key
+        }
 
         /// The port the scheme implies, which a `Host` field leaves out.
         var defaultPort: Int { self.tls ? Self.httpsPort : Self.httpPort }
         private static let httpPort = URL.defaultPort(forScheme: "http") ?? 80
         private static let httpsPort = URL.defaultPort(forScheme: "https") ?? 443
         var description: String {
-            let origin = "\(self.tls ? "https" : "http")://\(self.host):\(self.port)"
+            var origin = "\(self.tls ? "https" : "http")://\(self.host):\(self.port)"
+            if self.http1Only { origin += " (HTTP/1.1 only)" }
             return self.route == .direct ? origin : "\(origin) (\(self.route))"
         }
     }
@@ -114,6 +129,9 @@ final class ConnectionPool: Sendable {
 
     /// TLS for `https` keys; nil for a pool that carries cleartext only.
     let tls: TLSConnector?
+    /// TLS like ``tls`` with ALPN offering only HTTP/1.1, made the first time a key needs it
+    /// (``http1OnlyTLS``).
+    private let http1OnlyTLSConnector = NIOLockedValueBox<TLSConnector?>(nil)
 
     /// - Parameter loops: The event loops connections may open on (a host's second HTTP/2
     ///   connection goes to another loop than its first); none: each on its request's loop.
@@ -122,6 +140,20 @@ final class ConnectionPool: Sendable {
         self.state = NIOLockedValueBox(StateMachine(configuration: settings.stateMachine, loops: loops))
         self.tls = tls
         self.logger = logger
+    }
+
+    /// TLS like ``tls`` whose ALPN offers only HTTP/1.1: for keys that go over HTTP/1.1 only
+    /// (``Key/http1Only``) and for WebSockets (the upgrade is an HTTP/1.1 request). Made the first
+    /// time one needs it (a context per policy); ``tls`` itself when it offers only HTTP/1.1.
+    var http1OnlyTLS: TLSConnector? {
+        guard let tls = self.tls else { return nil }
+        if tls.applicationProtocols == [.http1_1] { return tls }
+        return self.http1OnlyTLSConnector.withLockedValue { connector in
+            if let connector { return connector }
+            let made = tls.offering([.http1_1])
+            connector = made
+            return made
+        }
     }
 
     /// Where requests for `url` go: `http` (or `https` when the pool has TLS) with a host; nil
@@ -145,21 +177,26 @@ final class ConnectionPool: Sendable {
     // MARK: Hops
 
     /// Runs `hop` on a stream of an HTTP/2 connection with room, an idle connection to its key,
-    /// else on a new one when the cap allows, else when a connection comes free.
+    /// else on a new one when the cap allows, else when a connection comes free. A hop that goes
+    /// over HTTP/1.1 only, or whose origin wants HTTP/1.1, goes to that origin's connections that
+    /// offer only HTTP/1.1 (``ConnectionPoolStateMachine/destination(of:http1Only:)``).
     func execute(_ hop: EngineHop, preferredLoop: any EventLoop) {
-        let (cancellation, needsNewConnection) = hop.state.withLockedValue { ($0.cancellation, $0.needsNewConnection) }
+        let (cancellation, needsNewConnection, http1Only) = hop.state.withLockedValue {
+            ($0.cancellation, $0.needsNewConnection, $0.http1Only)
+        }
         if let cancellation {
             hop.end(.failure(cancellation))
             return
         }
         let now = NIODeadline.now()
-        let actions = self.state.withLockedValue { machine in
-            machine.executeRequest(hop, key: hop.key, preferredLoop: preferredLoop, needsNewConnection: needsNewConnection, now: now)
+        let (actions, key) = self.state.withLockedValue { machine in
+            let key = machine.destination(of: hop.key, http1Only: http1Only)
+            return (machine.executeRequest(hop, key: key, preferredLoop: preferredLoop, needsNewConnection: needsNewConnection, now: now), key)
         }
         // Queued (unless a connection took it or it ended by now): a cancellation that came
         // meanwhile saw no waiting hop, so it is taken out of the queue here. A hop these actions
         // ran or failed was not queued.
-        if !self.run(actions, handingOver: hop), let cancellation = hop.markWaiting(), self.removeWaiter(hop) {
+        if !self.run(actions, handingOver: hop), let cancellation = hop.markWaiting(for: key), self.removeWaiter(hop, key: key) {
             hop.end(.failure(cancellation))
         }
     }
@@ -184,9 +221,10 @@ final class ConnectionPool: Sendable {
         }
     }
 
-    /// Takes a cancelled hop out of the queue; false when it was not waiting any more.
-    func removeWaiter(_ hop: EngineHop) -> Bool {
-        self.state.withLockedValue { $0.cancelWaiter(hop, key: hop.key) }
+    /// Takes a cancelled hop out of the queue of `key`, where it waits; false when it was not
+    /// waiting any more.
+    func removeWaiter(_ hop: EngineHop, key: Key) -> Bool {
+        self.state.withLockedValue { $0.cancelWaiter(hop, key: key) }
     }
 
     /// An HTTP/1.1 connection finished a hop and may carry another: a waiter gets it, else it
@@ -215,6 +253,13 @@ final class ConnectionPool: Sendable {
         }
         hop.exchange.hopWillBeSentAgain()
         self.execute(hop, preferredLoop: hop.exchange.eventLoop)
+    }
+
+    /// The server of `key` answered HTTP_1_1_REQUIRED: its later requests go over connections
+    /// that offer only HTTP/1.1, for the pool's life.
+    func originRequiresHTTP1(_ key: Key) {
+        self.logger?.debug("courier: the server wants HTTP/1.1; its requests go so from now on", metadata: ["origin": "\(key)"])
+        self.state.withLockedValue { $0.originRequiresHTTP1(key) }
     }
 
     // MARK: Connections

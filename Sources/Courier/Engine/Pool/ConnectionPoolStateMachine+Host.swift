@@ -117,15 +117,15 @@ extension ConnectionPoolStateMachine {
         }
 
         /// Whether another connection should open: some waiter has none coming, no back-off runs and
-        /// the caps allow. Over TLS, until a connection has shown the host speaks HTTP/1.1, one opens
-        /// at a time: an HTTP/2 connection carries many streams, and another opens only when every
-        /// one is full, within the HTTP/2 cap.
-        func needsConnection(_ configuration: Configuration, tls: Bool) -> Bool {
+        /// the caps allow. Where ALPN offers HTTP/2 (`offersHTTP2`), until a connection has shown
+        /// the host speaks HTTP/1.1, one opens at a time: an HTTP/2 connection carries many streams,
+        /// and another opens only when every one is full, within the HTTP/2 cap.
+        func needsConnection(_ configuration: Configuration, offersHTTP2: Bool) -> Bool {
             let connecting = self.connectingCount
             guard self.waiters.count > connecting, !self.isBackingOff, self.openCount < configuration.maximumConnectionsPerHost else {
                 return false
             }
-            guard tls, self.learned.applicationProtocol != .http1_1 else { return true }
+            guard offersHTTP2, self.learned.applicationProtocol != .http1_1 else { return true }
             return connecting == 0 && !self.http2.contains { $0.hasRoom(configuration) }
                 && self.http2.count(where: \.isUsable) < configuration.http2MaximumConnectionsPerHost
         }

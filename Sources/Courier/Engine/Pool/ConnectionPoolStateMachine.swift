@@ -36,7 +36,11 @@ protocol PoolConnection {
 /// - Connections per host are capped by ``Configuration/maximumConnectionsPerHost``; requests
 ///   beyond the cap wait in order of arrival.
 /// - Over TLS, until a connection has shown the host speaks HTTP/1.1, one connection opens at a
-///   time: an HTTP/2 one carries many streams.
+///   time: an HTTP/2 one carries many streams (not for a key whose ALPN offers only HTTP/1.1).
+/// - A request HTTP/2 cannot carry goes over connections whose ALPN offers only HTTP/1.1, a key
+///   of their own (``ConnectionPool/Key/http1Only``, ``destination(of:http1Only:)``); an origin
+///   whose server answered HTTP_1_1_REQUIRED sends all its later requests there
+///   (``originRequiresHTTP1(_:)``).
 /// - HTTP/2: a request takes a stream on a connection with room: fewer streams open than the
 ///   server's `SETTINGS_MAX_CONCURRENT_STREAMS` (100 until it says) and than
 ///   ``Configuration/http2MaximumStreamsPerConnection``, and fewer opened in all than the host
@@ -120,6 +124,11 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     /// What hosts that left ``hosts`` had learned, at most ``Configuration/rememberedHostsLimit``
     /// of them: a host that comes back starts from it.
     private(set) var remembered: [Key: Host.Learned] = [:]
+    /// The origins (TLS keys whose ALPN offers HTTP/2) whose server answered HTTP_1_1_REQUIRED: their
+    /// requests go over connections that offer only HTTP/1.1 (``destination(of:http1Only:)``), for
+    /// the pool's life, at most ``Configuration/rememberedHostsLimit`` of them. Empty but for such
+    /// servers, so that the look-up a request makes costs no hashing.
+    private(set) var http1Required: Set<Key> = []
 
     var configuration: Configuration { self.shared.configuration }
     var loops: [any EventLoop] { self.shared.loops }
@@ -184,6 +193,29 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
     }
 
     // MARK: Requests
+
+    /// Where a request for `key` goes: over connections that offer only HTTP/1.1 (ALPN) when the
+    /// request must (`http1Only`: its header block does not fit in an HTTP/2 frame, or the server
+    /// wanted it so) or its origin answered HTTP_1_1_REQUIRED before
+    /// (``originRequiresHTTP1(_:)``); else `key`. Keys without TLS are left as they are.
+    func destination(of key: Key, http1Only: Bool) -> Key {
+        guard key.offersHTTP2 else { return key }
+        if http1Only || (!self.http1Required.isEmpty && self.http1Required.contains(key)) { return key.overHTTP1Only }
+        return key
+    }
+
+    /// The server of `key` answered HTTP_1_1_REQUIRED (a reset or a GOAWAY): its later requests go
+    /// over connections that offer only HTTP/1.1, as Chromium does. Its HTTP/2 connections carry
+    /// on with the streams they have, and requests already waiting for them go as they were (each
+    /// goes again over HTTP/1.1 if the server refuses it too).
+    mutating func originRequiresHTTP1(_ key: Key) {
+        guard key.offersHTTP2, !self.http1Required.contains(key) else { return }
+        guard self.configuration.rememberedHostsLimit > 0 else { return }
+        if self.http1Required.count >= self.configuration.rememberedHostsLimit {
+            self.http1Required.remove(at: self.http1Required.startIndex)
+        }
+        self.http1Required.insert(key)
+    }
 
     /// A request for `key`: a stream on an HTTP/2 connection with room, else an idle HTTP/1.1
     /// connection (unless it goes only on a new one), on `preferredLoop` when one is idle there;
@@ -293,7 +325,7 @@ extension ConnectionPoolStateMachine.Shared {
         if let first = host.waiters.popFirst() { actions.append(.fail(first.request, error)) }
         guard !self.isShutDown, !host.isBackingOff else { return actions }
         if let delay = self.configuration.backoff(afterFailures: host.learned.failedConnects) {
-            if host.needsConnection(self.configuration, tls: key.tls) {
+            if host.needsConnection(self.configuration, offersHTTP2: key.offersHTTP2) {
                 host.isBackingOff = true
                 actions.append(.scheduleBackoffTimer(key, after: delay))
             }
@@ -513,7 +545,7 @@ extension ConnectionPoolStateMachine.Shared {
     /// Opens connections while waiters need them and the cap allows, each on the loop
     /// ``loop(forNewConnectionTo:preferred:)`` picks for the first waiter without one coming.
     mutating func openConnectionsNeeded(for key: Key, host: inout Host, into actions: inout Actions) {
-        while host.needsConnection(self.configuration, tls: key.tls) {
+        while host.needsConnection(self.configuration, offersHTTP2: key.offersHTTP2) {
             let waiter = host.waiters[offset: host.connectingCount]
             actions.append(self.startConnecting(key, host: &host, preferred: waiter.preferredLoop))
         }
@@ -522,7 +554,7 @@ extension ConnectionPoolStateMachine.Shared {
     /// After a connection failed or closed: one connection for the first waiter, when one has
     /// none coming and the cap allows.
     mutating func openReplacement(for key: Key, host: inout Host, into actions: inout Actions) {
-        guard let first = host.waiters.first, host.needsConnection(self.configuration, tls: key.tls) else { return }
+        guard let first = host.waiters.first, host.needsConnection(self.configuration, offersHTTP2: key.offersHTTP2) else { return }
         actions.append(self.startConnecting(key, host: &host, preferred: first.preferredLoop))
     }
 

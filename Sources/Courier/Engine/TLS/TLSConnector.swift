@@ -72,6 +72,13 @@ struct TLSConnector: Sendable {
         self.policies = policies
     }
 
+    /// A connector with the same policies, timeout and roots that offers `applicationProtocols`.
+    func offering(_ applicationProtocols: [ApplicationProtocol]) -> TLSConnector {
+        TLSConnector(
+            serverTrust: self.serverTrust, applicationProtocols: applicationProtocols, handshakeTimeout: self.handshakeTimeout,
+            trustStore: self.trustStore)
+    }
+
     /// How long a closing connection waits for the server's TLS close_notify.
     static let closeNotifyWait = TimeAmount.milliseconds(100)
 
