@@ -117,10 +117,11 @@ extension NIOEngine {
 
     /// What a user can do about an HTTP/2 error code the server sent, if anything: for
     /// HTTP_1_1_REQUIRED (IIS for Windows authentication, Apache for a directory's client
-    /// certificate), send the request over HTTP/1.1, which Courier does not fall back to itself.
+    /// certificate), which reaches the caller only for a request Courier could not send again
+    /// over HTTP/1.1 itself (most often a body read once: ``ResendRule``), how to send it so.
     static func hint(for code: NIOHTTP2.HTTP2ErrorCode) -> String {
         code == .http11Required
-            ? ": the server wants this request over HTTP/1.1, which Courier does not fall back to; a session with httpVersion = .http1Only sends it so"
+            ? ": the server wants this request over HTTP/1.1, and Courier sends it again so only when its body can be sent again (not a stream read once); the server's later requests go over HTTP/1.1, and a session with httpVersion = .http1Only sends every request so"
             : ""
     }
 

@@ -380,18 +380,6 @@ struct HTTP2GoAwayTests {
         }
     }
 
-    /// A reset with HTTP_1_1_REQUIRED (IIS, Apache) says what to do: Courier does not fall back
-    /// to HTTP/1.1 by itself, and `.http1Only` sends the request so.
-    @Test func aStreamResetWithHTTP11RequiredSaysHowToSendIt() async throws {
-        let server = try await ScriptedHTTP2Server.start { _, _ in .reset(.http11Required) }
-        try await HTTP2PoolTests().withManager(server) { manager in
-            let error = await #expect(throws: CourierError.self) { try await manager.get("a") }
-            #expect(error?.message.contains("the server reset the HTTP/2 stream (HTTP_1_1_REQUIRED): the server wants this request over HTTP/1.1") == true, "\(String(describing: error))")
-            #expect(error?.message.contains("httpVersion = .http1Only") == true, "\(String(describing: error))")
-        }
-        #expect(HTTP2GoAwayRefusal(errorCode: .http11Required, debugData: nil).description.hasSuffix("a session with httpVersion = .http1Only sends it so"))
-    }
-
     /// Empty DATA frames are legal (RFC 9113 6.1): a response with many of them between its bytes
     /// arrives whole. Before, the second one ended the connection (swift-nio-http2's flood
     /// heuristic, ENHANCE_YOUR_CALM).
@@ -586,12 +574,13 @@ struct HTTP2GoAwayTests {
     }
 
     /// A request whose header block does not fit in one frame (swift-nio-http2 sends no
-    /// CONTINUATION) is refused alone, before its stream opens, as Courier's refusal: the stream
-    /// held on the same connection finishes, and the connection takes the next request. Before,
+    /// CONTINUATION) goes alone over HTTP/1.1, before its stream opens: the stream held on the
+    /// HTTP/2 connection finishes, and that connection takes the next request. Before,
     /// swift-nio-http2 failed to encode the frame, and the connection closed with every stream on
-    /// it. A long list that fits (measured, 10 KB of one repeated letter) goes.
-    @Test func aRequestHeadTooLargeForOneFrameFailsAlone() async throws {
-        let server = try await ScriptedHTTP2Server.start { _, path in
+    /// it; then Courier refused the request. A long list that fits (measured, 10 KB of one
+    /// repeated letter) goes over HTTP/2.
+    @Test func aRequestHeadTooLargeForOneFrameGoesAloneOverHTTP11() async throws {
+        let server = try await ScriptedHTTP2Server.start(servesHTTP1: true) { _, path in
             path == "/held" ? .hold("held") : .respond("ok")
         }
         let (engine, group) = try Self.engine()
@@ -602,11 +591,13 @@ struct HTTP2GoAwayTests {
         var tooLarge = Request(url: Self.url(server, "too-large"))
         // Bytes of every value, which no Huffman code makes shorter: 20 KB stays over 16 KiB.
         tooLarge.headerFields[HTTPField.Name("x-large")!] = String((0..<20_000).map { Character(UnicodeScalar(UInt8(33 + $0 % 94))) })
-        let refused = ExchangeRecorder()
-        _ = engine.execute(tooLarge, delegate: refused)
-        #expect(await refused.completion())
-        #expect(refused.snapshot.error?.code == .invalidRequest, "\(String(describing: refused.snapshot.error))")
-        #expect(refused.snapshot.error?.message.contains("cannot be sent over HTTP/2") == true)
+        let overHTTP1 = ExchangeRecorder()
+        _ = engine.execute(tooLarge, delegate: overHTTP1)
+        #expect(await overHTTP1.completion())
+        #expect(overHTTP1.snapshot.error == nil, "\(String(describing: overHTTP1.snapshot.error))")
+        #expect(overHTTP1.snapshot.body == "over HTTP/1.1")
+        #expect(server.http1Paths == ["/too-large"])
+        #expect(server.http1LongestFieldValue == 20_000)
 
         var fits = Request(url: Self.url(server, "fits"))
         fits.headerFields[HTTPField.Name("x-long")!] = String(repeating: "a", count: 10_000)
@@ -619,8 +610,8 @@ struct HTTP2GoAwayTests {
         server.releaseHeld(andLater: true)
         #expect(await held.completion())
         #expect(held.snapshot.error == nil, "\(String(describing: held.snapshot.error))")
-        #expect(server.connectionCount == 1, "the connection went on")
-        #expect(!server.paths.contains("/too-large"), "nothing of it was sent")
+        #expect(server.connectionCount == 2, "the HTTP/2 connection went on, beside one over HTTP/1.1")
+        #expect(server.paths == ["/held", "/fits"], "nothing of it was sent over HTTP/2")
 
         try await engine.shutdown()
         try await server.shutdown()

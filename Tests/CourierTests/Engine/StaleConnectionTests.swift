@@ -77,6 +77,21 @@ struct StaleConnectionTests {
         #expect(!Self.rule(resends: ResendRule.maximumResends, unprocessedResends: 0).allowsResend)
     }
 
+    /// HTTP_1_1_REQUIRED: the server processed nothing and wants HTTP/1.1; the request goes so
+    /// whatever its method and whatever resends it had, but never with a one-shot body, after a
+    /// cancellation or once the answer began.
+    @Test func whatAnHTTP2ServerWantsOverHTTP11GoesAgainSoWhateverItsMethod() {
+        for method in [HTTPRequest.Method.get, .post, .patch] {
+            #expect(Self.rule(method, reused: false, closure: .http1Required).allowsResend, "\(method)")
+        }
+        let last = ResendRule.maximumUnprocessedResends
+        #expect(Self.rule(closure: .http1Required, resends: ResendRule.maximumResends, unprocessedResends: last).allowsResend)
+        #expect(Self.rule(closure: .http1Required).reason == .http1Required)
+        #expect(!Self.rule(.post, replayable: false, closure: .http1Required).allowsResend)
+        #expect(!Self.rule(closure: .http1Required, cancelled: true).allowsResend)
+        #expect(!Self.rule(bytesSeen: true, closure: .http1Required).allowsResend)
+    }
+
     @Test func aOneShotStreamIsNeverSentTwice() {
         #expect(!Self.rule(replayable: false).allowsResend)
         #expect(!Self.rule(replayable: false, written: false).allowsResend)

@@ -57,8 +57,9 @@ final class EngineHop: NIOHopTask, Sendable {
         /// back after a response (a server may close a connection right after a response that
         /// said keep-alive).
         var needsNewConnection = false
-        /// The hop goes over HTTP/1.1 only (ALPN offering nothing else), to its origin's
-        /// connections that offer only HTTP/1.1.
+        /// The hop goes over HTTP/1.1 only (ALPN offering nothing else): the HTTP/2 server
+        /// answered HTTP_1_1_REQUIRED, or the request's header block does not fit in one of its
+        /// frames (``ResendRule/Reason``).
         var http1Only = false
         /// What the connection recorded of the hop's last send (``TransactionMetrics``).
         var metrics: TransactionMetrics?
@@ -95,17 +96,29 @@ final class EngineHop: NIOHopTask, Sendable {
     /// The body to send now.
     var body: OutgoingBody { self.state.withLockedValue { $0.body } }
 
-    /// Readies the hop to be sent again after its connection closed under it (or, `unprocessed`,
-    /// after an HTTP/2 server said it did not process it): a fresh body, and a new connection.
-    /// Called off the pool's lock.
+    /// Readies the hop to be sent again for `reason`: after its connection closed under it, or
+    /// an HTTP/2 server said it did not process it, a fresh body and a new connection (counted
+    /// against the bound of each); over HTTP/1.1 only when the HTTP/2 server wanted it so (a fresh
+    /// body) or its header block does not fit in an HTTP/2 frame (the body as it is: nothing of it
+    /// was read). Called off the pool's lock.
     /// - Throws: ``CourierError`` when the body cannot be made again (its file is gone).
-    func prepareResend(unprocessed: Bool = false) throws(CourierError) {
-        let body = try OutgoingBody(self.request)
+    func prepareResend(_ reason: ResendRule.Reason) throws(CourierError) {
+        let body = reason == .headTooLargeForHTTP2 ? nil : try OutgoingBody(self.request)
         self.state.withLockedValue { state in
-            state.body = body
-            if unprocessed { state.unprocessedResends += 1 } else { state.resends += 1 }
+            if let body { state.body = body }
+            switch reason {
+            case .closed:
+                state.resends += 1
+                state.needsNewConnection = true
+            case .notProcessed:
+                state.unprocessedResends += 1
+                state.needsNewConnection = true
+            case .http1Required, .headTooLargeForHTTP2:
+                // Another key's connections, none of which failed it.
+                state.http1Only = true
+                state.needsNewConnection = false
+            }
             state.enter(.created)
-            state.needsNewConnection = true
         }
     }
 

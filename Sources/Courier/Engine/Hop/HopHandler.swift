@@ -123,6 +123,13 @@ final class HopHandler: ChannelDuplexHandler {
                     peerMaximumFrameSize: http2Stream.peerMaximumFrameSize)
                 if self.decompresses { http2Stream.decodesResponse = codings.decodes(request) }
                 head = .stream(block, size: size)
+            } catch is RequestHeadTooLargeForHTTP2 {
+                // swift-nio-http2 sends no CONTINUATION frames: this request alone goes over
+                // HTTP/1.1, where its head goes as it is (curl sends it in CONTINUATION frames).
+                // Nothing was sent.
+                self.afterHop(self.stateMachine.headRefused())
+                hop.pool.resend(hop, reason: .headTooLargeForHTTP2)
+                return
             } catch {
                 // Courier's refusal, not the server's: nothing was sent.
                 hop.end(.failure(CourierError(
@@ -443,14 +450,16 @@ final class HopHandler: ChannelDuplexHandler {
             self.succeed(then: then)
         case .failHop(let failure, let then):
             guard let hop = self.hop else { return }
+            // Not sent again, but the origin's later requests go over HTTP/1.1 all the same.
+            if case .http1Required = failure { hop.pool.originRequiresHTTP1(hop.key) }
             let error = self.error(for: failure, of: hop)
             self.endRunning()
             hop.end(.failure(error))
             self.afterHop(then)
-        case .resendHop(let then, let unprocessed):
+        case .resendHop(let then, let reason):
             guard let hop = self.hop else { return }
             self.endRunning()
-            hop.pool.resend(hop, unprocessed: unprocessed)
+            hop.pool.resend(hop, reason: reason)
             self.afterHop(then)
         }
     }
@@ -474,6 +483,8 @@ final class HopHandler: ChannelDuplexHandler {
             return ConnectionPoolError.closedBeforeAnswering(attempts: attempts)
         case .notProcessed(let attempts):
             return ConnectionPoolError.notProcessed(attempts: attempts)
+        case .http1Required(let error):
+            return error ?? ConnectionPoolError.closedBeforeResponseComplete
         case .requestBodyFailed(let error):
             return error
         case .closedOnReuseNotResent:
@@ -736,10 +747,11 @@ final class HopHandler: ChannelDuplexHandler {
             error = HTTP2StreamBeyondGoAway(streamID: Int(closed.streamID), lastStreamID: Int(stream.lastStreamIDProcessed))
         }
         // Not processed because of a GOAWAY that named an error: not sent elsewhere at once; the
-        // error says what the server said (a retrier may send it again, after its back-off).
+        // error says what the server said (a retrier may send it again, after its back-off). But
+        // for HTTP_1_1_REQUIRED, a refusal of HTTP/2 only: over HTTP/1.1 it goes (``ResendRule``).
         if closure == .notProcessed, let refusal = self.stream?.serverGoAway {
             error = refusal
-            closure = .failed
+            closure = refusal.errorCode == .http11Required ? .http1Required : .failed
         }
         return Machine.Loss(
             error: error,
@@ -753,6 +765,8 @@ final class HopHandler: ChannelDuplexHandler {
         // A stream refused before it opened (GOAWAY had come): nothing of it left.
         if Self.isRefusedAfterGoAway(error) { return .notProcessed }
         if let closed = error as? NIOHTTP2Errors.StreamClosed, let stream = self.stream {
+            // The server reset it with HTTP_1_1_REQUIRED: it processed nothing, and wants HTTP/1.1.
+            if closed.errorCode == .http11Required { return .http1Required }
             // REFUSED_STREAM, or dropped by a GOAWAY naming an earlier stream (RFC 9113 8.7).
             let refused = closed.errorCode == .refusedStream || (closed.errorCode == .cancel && stream.wasNotProcessed(closed.streamID))
             return refused ? .notProcessed : .failed

@@ -124,6 +124,9 @@ struct HopStateMachine {
         /// An HTTP/2 server did not process it (a GOAWAY below its stream, REFUSED_STREAM) on every
         /// one of `attempts` sends.
         case notProcessed(attempts: Int)
+        /// The HTTP/2 server wants the request over HTTP/1.1 (HTTP_1_1_REQUIRED, `error` says how),
+        /// and it could not go again (``ResendRule``): the origin's later requests go over HTTP/1.1.
+        case http1Required((any Error)?)
         /// The request body failed (a stream threw, or gave more or fewer bytes than declared).
         case requestBodyFailed(any Error)
         /// A reused connection closed as the request went out, with no byte of the response: the
@@ -166,9 +169,9 @@ struct HopStateMachine {
         case succeedHop(then: AfterHop)
         /// The hop ends with this failure, then this.
         case failHop(Failure, then: AfterHop)
-        /// The hop goes again on another connection (``ResendRule``), then this; `unprocessed`
-        /// when the server said it did not process it (counted against its own bound).
-        case resendHop(then: AfterHop, unprocessed: Bool)
+        /// The hop goes again on another connection (``ResendRule``) for `reason` (which says
+        /// against which bound it counts, and whether it goes over HTTP/1.1), then this.
+        case resendHop(then: AfterHop, reason: ResendRule.Reason)
     }
 
     /// What the handler does about idleness.
@@ -573,7 +576,12 @@ struct HopStateMachine {
             isCancelled: loss.isCancelled,
             unprocessedResends: hop.unprocessedResends)
         if rule.allowsResend {
-            return .resendHop(then: then, unprocessed: rule.closure == .notProcessed)
+            return .resendHop(then: then, reason: rule.reason)
+        }
+        if rule.closure == .http1Required {
+            // Not sent again (a body read once, a cancellation, an answer begun): the server's
+            // answer is the error, and the origin's later requests still go over HTTP/1.1.
+            return .failHop(.http1Required(loss.error), then: then)
         }
         if rule.closure == .notProcessed, hop.unprocessedResends >= ResendRule.maximumUnprocessedResends,
             !rule.responseBytesSeen, !rule.isCancelled

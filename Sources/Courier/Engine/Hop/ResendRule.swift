@@ -31,6 +31,12 @@ import HTTPTypes
 /// risks nothing but another drop. A server that ends each connection after a few requests (nginx's
 /// `keepalive_requests`) while more streams are open drops the rest each time, and a hop can be
 /// among them several times in a row (Docs/BENCHMARKS.md, "A server that ends connections early").
+///
+/// HTTP_1_1_REQUIRED (RFC 9113 7: a reset of the stream, or a GOAWAY that left it unprocessed) is
+/// a refusal too, of HTTP/2 (IIS and Apache ask so for requests that need TLS renegotiation or a
+/// client certificate): the hop goes again over HTTP/1.1 whatever its method, under the same
+/// cancellation and replayable-body conditions (``Closure/http1Required``). Once at most: over
+/// HTTP/1.1 no such answer can come.
 struct ResendRule: Equatable {
     /// How the connection ended under the hop.
     enum Closure: Equatable {
@@ -42,6 +48,32 @@ struct ResendRule: Equatable {
         case failed
         /// The server said it did not process the request (HTTP/2).
         case notProcessed
+        /// The server wants the request over HTTP/1.1 (HTTP/2's HTTP_1_1_REQUIRED): it did not
+        /// process it.
+        case http1Required
+    }
+
+    /// Why a hop goes again, which decides how (``EngineHop/prepareResend(_:)``).
+    enum Reason: Equatable {
+        /// Its connection closed under it (``maximumResends``): on a new connection.
+        case closed
+        /// The HTTP/2 server did not process it (``maximumUnprocessedResends``): on a new connection.
+        case notProcessed
+        /// The HTTP/2 server answered HTTP_1_1_REQUIRED: over HTTP/1.1, as the origin's later
+        /// requests go.
+        case http1Required
+        /// Its HTTP/2 header block does not fit in one frame of the server's size (Courier sends
+        /// no CONTINUATION): this request alone goes over HTTP/1.1. Nothing of it was sent.
+        case headTooLargeForHTTP2
+    }
+
+    /// Why the hop goes again, when it does.
+    var reason: Reason {
+        switch self.closure {
+        case .notProcessed: .notProcessed
+        case .http1Required: .http1Required
+        case .closed, .reset, .failed: .closed
+        }
     }
 
     /// How many times a hop may be sent again after its connection closed under it.
@@ -73,6 +105,7 @@ struct ResendRule: Equatable {
     var allowsResend: Bool {
         guard !self.isCancelled, !self.responseBytesSeen, self.closure != .failed, self.bodyIsReplayable else { return false }
         if self.closure == .notProcessed { return self.unprocessedResends < Self.maximumUnprocessedResends }
+        if self.closure == .http1Required { return true }
         guard self.resends < Self.maximumResends else { return false }
         if !self.requestWritten { return true }
         guard self.connectionWasReused else { return false }

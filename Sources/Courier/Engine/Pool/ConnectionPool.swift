@@ -44,6 +44,10 @@ import Synchronization
 ///   closed to make room too. A hop handed a connection that turned out closed goes elsewhere the
 ///   same way, a few times at most.
 /// - A connection is reused only when both sides kept it alive and the request was sent whole.
+/// - A request HTTP/2 cannot carry goes over HTTP/1.1, to the same origin's connections whose TLS
+///   offers only `http/1.1` (``Key/http1Only``, pooled apart): one the server refused with
+///   HTTP_1_1_REQUIRED (as ``ResendRule`` allows; the origin's later requests go there too), or
+///   one whose header block does not fit in one of the server's frames (that request alone).
 final class ConnectionPool: Sendable {
     typealias StateMachine = ConnectionPoolStateMachine<EngineHop, PooledConnection>
 
@@ -240,13 +244,23 @@ final class ConnectionPool: Sendable {
         self.state.withLockedValue { $0.idleTimeoutReached(connection.id, key: connection.key) }
     }
 
-    /// Sends `hop` again, on a new connection: its connection closed under it before any of the
-    /// response arrived (``ResendRule`` said it may go again), and any other kept-alive one
-    /// may be closing too; or, `unprocessed`, an HTTP/2 server said it did not process it.
-    func resend(_ hop: EngineHop, unprocessed: Bool = false) {
-        self.logger?.debug("courier: sending again on another connection", metadata: ["request": "\(hop.request.summary)"])
+    /// Sends `hop` again (``ResendRule/Reason``): on a new connection when its connection closed
+    /// under it before any of the response arrived (``ResendRule`` said it may go again; any other
+    /// kept-alive one may be closing too) or an HTTP/2 server said it did not process it; over
+    /// HTTP/1.1 when the HTTP/2 server answered HTTP_1_1_REQUIRED (the origin's later requests go
+    /// so too) or its header block does not fit in one of the server's frames.
+    func resend(_ hop: EngineHop, reason: ResendRule.Reason = .closed) {
+        switch reason {
+        case .closed, .notProcessed:
+            self.logger?.debug("courier: sending again on another connection", metadata: ["request": "\(hop.request.summary)"])
+        case .http1Required:
+            self.logger?.debug("courier: the server wants HTTP/1.1, sending again so", metadata: ["request": "\(hop.request.summary)"])
+            self.originRequiresHTTP1(hop.key)
+        case .headTooLargeForHTTP2:
+            self.logger?.debug("courier: header fields too large for an HTTP/2 frame, sending over HTTP/1.1", metadata: ["request": "\(hop.request.summary)"])
+        }
         do {
-            try hop.prepareResend(unprocessed: unprocessed)
+            try hop.prepareResend(reason)
         } catch {
             hop.end(.failure(error))
             return

@@ -342,6 +342,30 @@ struct HopStateMachineTests {
         #expect(reused.channelInactive(Self.loss()).summary == "resendHop(none)")
     }
 
+    /// HTTP_1_1_REQUIRED (a reset, or a GOAWAY that left the stream unprocessed): the request
+    /// goes again over HTTP/1.1 whatever its method and whatever resends it already had; one whose
+    /// body cannot go again, or that was cancelled or answered, fails with the server's answer
+    /// (and its origin still goes over HTTP/1.1 from then on).
+    @Test func aStreamTheServerWantsOverHTTP11GoesAgainSoWhenItsBodyCan() {
+        var exhausted = Self.start(resends: ResendRule.maximumResends)
+        exhausted.unprocessedResends = ResendRule.maximumUnprocessedResends
+        for start in [Self.start(), Self.start(.post, length: 10), exhausted] {
+            var stream = Machine(mode: .stream)
+            Self.send(start, on: &stream)
+            #expect(stream.channelFailed(Self.loss(.http1Required, error: Failed(name: "reset"))).summary == "resendOverHTTP1(close)")
+        }
+        var oneShot = Machine(mode: .stream)
+        Self.send(Self.start(.post, length: 10, replayable: false), on: &oneShot)
+        #expect(oneShot.channelFailed(Self.loss(.http1Required, error: Failed(name: "reset"))).summary == "failHop(http1Required(reset), close)")
+        var cancelled = Machine(mode: .stream)
+        Self.send(on: &cancelled)
+        #expect(cancelled.channelFailed(Self.loss(.http1Required, error: Failed(name: "reset"), cancelled: true)).summary == "failHop(http1Required(reset), close)")
+        var answered = Machine(mode: .stream)
+        Self.send(on: &answered)
+        _ = answered.responseReceived(Self.head(200))
+        #expect(answered.channelFailed(Self.loss(.http1Required, error: Failed(name: "reset"))).summary == "failHop(http1Required(reset), close)")
+    }
+
     @Test func aHopClosedBeforeAnyAnswerOnEverySendFailsSayingSo() {
         var machine = Self.reusedConnection()
         Self.send(Self.start(resends: ResendRule.maximumResends), on: &machine)
@@ -623,7 +647,10 @@ extension HopStateMachine.Action {
         case .responseEnded(let trailers, let next): "responseEnded(\(trailers.map { "\($0.count)" } ?? "nil"), \(next.summary))"
         case .succeedHop(let then): "succeedHop(\(then.summary))"
         case .failHop(let failure, let then): "failHop(\(failure.summary), \(then.summary))"
-        case .resendHop(let then, let unprocessed): unprocessed ? "resendUnprocessedHop(\(then.summary))" : "resendHop(\(then.summary))"
+        case .resendHop(let then, .closed): "resendHop(\(then.summary))"
+        case .resendHop(let then, .notProcessed): "resendUnprocessedHop(\(then.summary))"
+        case .resendHop(let then, .http1Required): "resendOverHTTP1(\(then.summary))"
+        case .resendHop(let then, .headTooLargeForHTTP2): "resendHeadTooLargeForHTTP2(\(then.summary))"
         }
     }
 }
@@ -655,6 +682,7 @@ extension HopStateMachine.Failure {
         case .connectionLost(let error): "connectionLost(\(error.map { "\($0)" } ?? "nil"))"
         case .closedBeforeAnswering(let attempts): "closedBeforeAnswering(\(attempts))"
         case .notProcessed(let attempts): "notProcessed(\(attempts))"
+        case .http1Required(let error): "http1Required(\(error.map { "\($0)" } ?? "nil"))"
         case .requestBodyFailed(let error): "requestBodyFailed(\(error))"
         case .closedOnReuseNotResent: "closedOnReuseNotResent"
         case .proxyAuthenticationRequired(let head): "proxyAuthenticationRequired(\(head.status))"
