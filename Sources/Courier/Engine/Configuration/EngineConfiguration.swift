@@ -81,7 +81,10 @@ extension NIOEngine {
         let base: Base
         /// HTTP/1.1 only, even when a TLS server offers HTTP/2.
         public static let http1Only = HTTPVersionPolicy(base: .http1Only)
-        /// HTTP/2 when a TLS server offers it through ALPN, else HTTP/1.1 (the default).
+        /// HTTP/2 when a TLS server offers it through ALPN, else HTTP/1.1 (the default). A request
+        /// HTTP/2 cannot carry goes over HTTP/1.1: one the server refuses with
+        /// `HTTP_1_1_REQUIRED` (and the origin's later requests), or one whose header block does
+        /// not fit in one of the server's frames.
         public static let automatic = HTTPVersionPolicy(base: .automatic)
         public var description: String { self.base == .automatic ? "automatic" : "http1Only" }
     }
