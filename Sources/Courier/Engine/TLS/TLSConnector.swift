@@ -195,20 +195,27 @@ struct TLSConnector: Sendable {
             configurePipeline: configurePipeline
         )
         let evaluator = tls.evaluator
-        let ssl = try NIOSSLClientHandler(
-            context: context,
-            serverHostname: Self.serverNameIndication(for: host),
-            customVerificationCallbackWithMetadata: { presented, promise in
-                handshake.verify(presented, with: evaluator, completing: promise)
-            }
-        )
-        // Before the TLS handler: it reads the ServerHello's cipher suite, which swift-nio-ssl does
-        // not tell, from the bytes on their way in, then leaves.
-        let observer = ServerHelloObserver { suite in handshake.cipherSuite = suite }
-        let pipeline = channel.pipeline.syncOperations
-        try pipeline.addHandler(observer)
-        try pipeline.addHandler(ssl)
-        try pipeline.addHandler(handshake)
+        do {
+            let ssl = try NIOSSLClientHandler(
+                context: context,
+                serverHostname: Self.serverNameIndication(for: host),
+                customVerificationCallbackWithMetadata: { presented, promise in
+                    handshake.verify(presented, with: evaluator, completing: promise)
+                }
+            )
+            // Before the TLS handler: it reads the ServerHello's cipher suite, which swift-nio-ssl
+            // does not tell, from the bytes on their way in, then leaves.
+            let observer = ServerHelloObserver { suite in handshake.cipherSuite = suite }
+            let pipeline = channel.pipeline.syncOperations
+            try pipeline.addHandler(observer)
+            try pipeline.addHandler(ssl)
+            try pipeline.addHandler(handshake)
+        } catch {
+            // A peer that closed before the handlers went in (one that accepts and closes, a proxy
+            // whose tunnel failed after its 200): the handshake's promise fails instead of being
+            // dropped with the handler (which NIO's debug builds trap on as a leak).
+            throw handshake.abandon(error)
+        }
         return handshake
     }
 

@@ -198,6 +198,23 @@ final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     private var endpoint: String { "\(self.host):\(self.port)" }
 
+    /// The handler never joined a pipeline (the channel had closed, or a handler before it could
+    /// not be made): its handshake fails with `error`, said as the handshake's failure, and its
+    /// promise is completed rather than dropped. Returns the error the promise failed with.
+    func abandon(_ error: any Error) -> CourierError {
+        let failure: CourierError
+        if let error = error as? ChannelError, error == .ioOnClosedChannel {
+            failure = ServerTrustFailure(
+                .handshakeFailure, host: self.host, policy: self.policy,
+                detail: "the connection closed before the handshake began").courierError()
+        } else {
+            failure = self.courierError(for: error)
+        }
+        self.state = .finished
+        self.promise.fail(failure)
+        return failure
+    }
+
     /// The error a failed handshake ends with: the policy's refusal when there was one, else the
     /// handshake's own failure.
     private func courierError(for error: any Error) -> CourierError {

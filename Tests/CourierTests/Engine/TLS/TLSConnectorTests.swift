@@ -2,6 +2,7 @@
 import CourierTesting
 import Foundation
 import NIOCore
+import NIOEmbedded
 import NIOPosix
 import NIOSSL
 import Testing
@@ -188,6 +189,23 @@ struct TLSConnectorTests {
         #expect(Self.failure(error!)?.reason == .handshakeFailure)
         #expect(Self.failure(error!)?.host == "127.0.0.1")
         try await peer.shutdown()
+    }
+
+    /// A connection that closed before TLS started on it (a peer that accepts and closes, a
+    /// proxy that answered CONNECT and then lost its tunnel) fails its handshake saying so. Before,
+    /// the handshake handler's promise was dropped with the handler, and debug builds trapped
+    /// ("leaking promise"); found against Apache Traffic Server.
+    @Test func aConnectionClosedBeforeTLSStartsFailsItsHandshake() async throws {
+        let channel = EmbeddedChannel()
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).get()
+        try await channel.close().get()
+        let handshake = try Self.connector().startTLS(on: channel, host: "127.0.0.1", port: 443) { _, _ in }
+        // The embedded loop runs what was submitted to it when told to.
+        channel.embeddedEventLoop.run()
+        let error = #expect(throws: CourierError.self) { _ = try handshake.wait() }
+        #expect(error?.code == .tlsFailure, "\(String(describing: error))")
+        #expect(error?.message.contains("the connection closed before the handshake began") == true, "\(String(describing: error))")
+        #expect(Self.failure(error!)?.host == "127.0.0.1")
     }
 
     // MARK: openssl s_server
