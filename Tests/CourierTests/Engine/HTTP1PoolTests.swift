@@ -41,6 +41,27 @@ struct HTTP1PoolTests {
         #expect(key != ConnectionPool.key(for: URL(string: "http://example.com/")!))
     }
 
+    /// A response to HEAD ends at its head (RFC 9112 6.3), so one without `Content-Length` or
+    /// `Transfer-Encoding` (Tomcat's for a page, Traffic Server's) leaves the connection for the
+    /// next request, as curl finds it; `Connection: close` still closes it. Before, each such HEAD
+    /// cost a connection: llhttp decided keep-alive before it knew the request was a HEAD.
+    @Test func aHeadResponseWithoutFramingKeepsItsConnection() async throws {
+        try await self.withScriptedServer({ _, request, _ in
+            request < 2 ? .respond("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n")
+                : .respond("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+        }) { server in
+            try await withManager(baseURL: server.baseURL, configuration: self.configuration()) { manager in
+                for _ in 0..<3 {
+                    let response = try await manager.response(method: .head, urlString: "page.jsp", serializer: DataResponseSerializer())
+                    #expect(response.response.status == .ok)
+                }
+                #expect(server.connectionCount == 1, "three HEADs, one connection")
+                _ = try await manager.response(method: .head, urlString: "page.jsp", serializer: DataResponseSerializer())
+                #expect(server.connectionCount == 2, "the third answer said Connection: close")
+            }
+        }
+    }
+
     @Test func connectionsPerHostStayWithinTheLimit() async throws {
         try await withTestServer { server in
             try await withManager(baseURL: server.baseURL, configuration: self.configuration(connections: 2)) { manager in
