@@ -360,6 +360,23 @@ struct HTTP2GoAwayTests {
         }
     }
 
+    /// A response to HEAD that came with content after its head (Jetty 9.4's for a page):
+    /// swift-nio-http2 resets the stream (PROTOCOL_ERROR), and the head is the whole response, as
+    /// curl and HTTP/1.1 take it. Before, the request failed with "Courier reset the HTTP/2
+    /// stream (PROTOCOL_ERROR)" and the 200 was lost. A GET's 204 with content still fails.
+    @Test func aHeadResponseWithContentEndsAtItsHead() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, path in
+            path == "/next" ? .respond("next") : .respondWithContent(status: "200", body: String(repeating: "x", count: 100))
+        }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            let head = try await manager.response(method: .head, urlString: "page.jsp", serializer: DataResponseSerializer())
+            #expect(head.response.status == .ok)
+            #expect(head.data?.isEmpty != false)
+            #expect(HTTP2PoolTests.body(try await manager.get("next")) == "next")
+            #expect(server.connectionCount == 1, "the connection stayed up")
+        }
+    }
+
     /// An interim (1xx) head with END_STREAM is malformed (RFC 9113 8.1): the request fails
     /// saying so, the stream is reset with PROTOCOL_ERROR, and the connection goes on. Before, the
     /// message said the server had closed the connection, which stayed open.
@@ -673,3 +690,4 @@ struct HTTP2GoAwayTests {
         try await group.shutdownGracefully()
     }
 }
+

@@ -35,6 +35,8 @@ final class HTTP2Stream {
     /// Whether this stream's response is decoded (``HopHandler/CodingFields``), when the
     /// stream decompresses at all: set by the hop before its head goes out.
     var decodesResponse = true
+    /// Whether the request is a HEAD, whose response ends at its head (set by the hop's handler).
+    var answersHEAD = false
     /// The body's bytes as they came, before decompression, for the hop's metrics (a field, not
     /// a ``ResponseBodyCounter`` object a stream).
     private(set) var bodyBytesReceived: Int64 = 0
@@ -265,7 +267,14 @@ final class HTTP2Stream {
     /// connection closed (nil).
     func closedBySwiftNIOHTTP2(reason: NIOHTTP2.HTTP2ErrorCode?) {
         guard !self.isFinished else { return }
+        // A response to HEAD that came with content after its head (Jetty 9.4's for a page):
+        // swift-nio-http2 reset the stream for it, as a HEAD answer has none (RFC 9110 9.3.2).
+        // The head is the whole response, as curl and HTTP/1.1 take it: it ends here.
+        let headersEndedHEAD = reason == .protocolError && self.answersHEAD && !self.stateMachine.awaitsResponseHead
+            && self.connection?.resetSent(for: self.id) == .protocolError
         self.stateMachine.closedBySwiftNIOHTTP2()
+        let reason = headersEndedHEAD ? nil : reason
+        if headersEndedHEAD { self.hopHandler?.streamReceived(.end(nil)) }
         self.failPending()
         let hopHandler = self.hopHandler
         self.hopHandler = nil

@@ -122,6 +122,7 @@ final class HopHandler: ChannelDuplexHandler {
                     peerMaximumHeaderListSize: http2Stream.peerMaximumHeaderListSize,
                     peerMaximumFrameSize: http2Stream.peerMaximumFrameSize)
                 if self.decompresses { http2Stream.decodesResponse = codings.decodes(request) }
+                if request.method == .head { http2Stream.answersHEAD = true }
                 head = .stream(block, size: size)
             } catch is RequestHeadTooLargeForHTTP2 {
                 // swift-nio-http2 sends no CONTINUATION frames: this request alone goes over
