@@ -32,6 +32,13 @@ protocol HTTP2ConnectionDelegate: AnyObject {
 /// stream ID, hands it its frames and swift-nio-http2's events about it (its window, its close,
 /// its stream errors), writes what it sends, and keeps the connection's receive window open as
 /// data arrives (the streams' own windows are back-pressure; the connection's is not).
+///
+/// The streams' request bodies go out as an ``HTTP2DataScheduler`` decides, which counts the
+/// server's send windows from its WINDOW_UPDATE and SETTINGS frames (swift-nio-http2's
+/// `NIOHTTP2WindowUpdatedEvent` reports a window as swift-nio-http2 counts it, once a frame
+/// leaves its buffer, and no event reports a new `SETTINGS_INITIAL_WINDOW_SIZE` of the server's):
+/// a stream queues its chunks and flushes, and the frames go when the windows allow, after the
+/// read that reopened them.
 final class HTTP2ConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
@@ -64,6 +71,16 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     private let streamWindow: Int
     /// The receive window the connection keeps open.
     private let connectionWindow: Int
+    /// Which DATA frames the streams' bodies go out as, and when.
+    private var dataScheduler = HTTP2DataScheduler()
+    /// Whether frames of the data scheduler are being written (a write may come back here).
+    private var isSendingData = false
+    /// Whether the scheduler may have more frames than the writes under way took.
+    private var moreDataMayGo = false
+    /// Whether a task to write the scheduler's frames is queued on the loop.
+    private var sendDataScheduled = false
+    /// Whether a WINDOW_UPDATE or SETTINGS frame of this read may let data go.
+    private var windowsChangedInRead = false
 
     init(
         configuration: HTTP2ConnectionStateMachine.Configuration, sentFrames: HTTP2SentFramesWatcher? = nil,
@@ -106,6 +123,16 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = self.unwrapInboundIn(data)
+        switch frame.payload {
+        case .windowUpdate(let increment):
+            self.dataScheduler.windowIncreased(frame.streamID, by: increment)
+            self.windowsChangedInRead = true
+        case .settings(.settings(let settings)):
+            self.dataScheduler.settingsReceived(settings)
+            self.windowsChangedInRead = true
+        default:
+            break
+        }
         if frame.streamID == .rootStream {
             self.run(self.stateMachine.received(frame.payload, now: context.eventLoop.now))
         } else {
@@ -141,6 +168,12 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        if self.windowsChangedInRead {
+            // Once a read, so that the read's WINDOW_UPDATEs (one a DATA frame, from Tomcat) add up.
+            self.windowsChangedInRead = false
+            self.sendData()
+            context.flush()
+        }
         self.run(self.stateMachine.readCompleted(now: context.eventLoop.now))
         context.fireChannelReadComplete()
     }
@@ -208,9 +241,90 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         self.context?.flush()
     }
 
+    /// A stream's flush: its queued body may go (as the windows allow), then everything written.
+    func flush(_ id: HTTP2StreamID) {
+        self.dataScheduler.flushed(id)
+        self.sendData()
+        self.context?.flush()
+    }
+
     /// A stream is over.
     func streamFinished(_ id: HTTP2StreamID) {
         self.streams[id] = nil
+        self.dataScheduler.streamClosed(id)
+    }
+
+    // MARK: Request bodies
+
+    /// A stream's HEADERS go out without END_STREAM: a body follows.
+    func streamOpened(_ id: HTTP2StreamID) {
+        self.dataScheduler.streamOpened(id)
+    }
+
+    /// A stream queued a chunk of its body.
+    func queued(_ id: HTTP2StreamID, length: Int) {
+        self.dataScheduler.queued(id, length: length)
+    }
+
+    /// A stream's body ends after what it queued.
+    func ended(_ id: HTTP2StreamID, with end: HTTP2DataScheduler.End) {
+        self.dataScheduler.ended(id, with: end)
+    }
+
+    /// A DATA frame the scheduler chose goes out; one that fails was not sent (swift-nio-http2
+    /// dropped it as its stream closed, or refused it), and its bytes go back to the connection's
+    /// window.
+    func writeData(_ frame: HTTP2Frame, length: Int, promise: EventLoopPromise<Void>?) {
+        guard let context else {
+            self.dataScheduler.dataNotSent(length: length)
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        written.futureResult.whenFailure { _ in
+            loopBound.value.dataNotSent(length: length)
+        }
+        if let promise { written.futureResult.cascade(to: promise) }
+        context.write(self.wrapOutboundOut(frame), promise: written)
+    }
+
+    /// A DATA frame of `length` bytes was never sent: the connection's window still has them, and
+    /// another stream may send them (in a task of the loop's own: this comes from inside
+    /// swift-nio-http2, failing the frame's promise).
+    func dataNotSent(length: Int) {
+        self.dataScheduler.dataNotSent(length: length)
+        self.moreDataMayGo = true
+        guard !self.isSendingData, !self.sendDataScheduled, let context else { return }
+        self.sendDataScheduled = true
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let handler = loopBound.value
+            handler.sendDataScheduled = false
+            guard handler.context != nil else { return }
+            handler.sendData()
+            handler.flush()
+        }
+    }
+
+    /// Writes the frames the scheduler lets go now (the caller flushes).
+    private func sendData() {
+        self.moreDataMayGo = true
+        // A write may come back here (a stream that fails closes, and flushes): the frames it
+        // let go are written by the loop under way.
+        guard !self.isSendingData else { return }
+        self.isSendingData = true
+        defer { self.isSendingData = false }
+        while self.moreDataMayGo {
+            self.moreDataMayGo = false
+            for frame in self.dataScheduler.nextFrames() {
+                if let stream = self.streams[frame.streamID] {
+                    stream.send(frame.kind, to: self)
+                } else if case .data(let length, _, _) = frame.kind {
+                    self.dataScheduler.dataNotSent(length: length)
+                }
+            }
+        }
     }
 
     private func run(_ action: HTTP2ConnectionStateMachine.Action) {

@@ -26,9 +26,17 @@ final class HTTP2Stream {
     /// The hop's driver; dropped when the stream is finished.
     var hopHandler: HopHandler?
     private var stateMachine: HTTP2StreamStateMachine
-    /// The head or DATA written and not yet sent: it goes with END_STREAM when the request's end
-    /// follows at once.
+    /// The head written and not yet sent: it goes with END_STREAM when the request's end follows
+    /// at once.
     private var pending: (payload: HTTP2Frame.FramePayload, promise: EventLoopPromise<Void>?)?
+    /// The body's chunks written and not yet all sent, oldest first, each with the promise its
+    /// last frame completes: the connection's ``HTTP2DataScheduler`` says which frames they go
+    /// out as, and when (its windows allow).
+    private var outbound = CircularBuffer<(data: IOData, promise: EventLoopPromise<Void>?)>(initialCapacity: 4)
+    /// The promise of the body's end (END_STREAM) while it waits for the chunks before it.
+    private var endPromise: EventLoopPromise<Void>?
+    /// The trailers' header block while it waits for the chunks before it.
+    private var trailers: (block: HPACKHeaders, promise: EventLoopPromise<Void>?)?
     /// The decompression ratio, when the pool decompresses.
     private let decompressionRatio: Int?
     private var inflater: ResponseInflater?
@@ -92,18 +100,26 @@ final class HTTP2Stream {
                 promise?.fail(ChannelError.ioOnClosedChannel)
                 return
             }
-            self.pending = (.data(.init(data: body)), promise)
+            // An empty chunk is no frame (an empty DATA frame without END_STREAM is what a flood
+            // of them is made of).
+            guard body.readableBytes > 0 else {
+                promise?.succeed()
+                return
+            }
+            self.outbound.append((body, promise))
+            connectionHandler.queued(self.id, length: body.readableBytes)
         case .end(let trailers):
             if let trailers {
                 // The head and the last DATA go without END_STREAM; the trailers' HEADERS carry it.
                 self.sendPending(to: connectionHandler, endStream: false)
-                guard !self.isFinished, self.stateMachine.sendingTrailers() else {
+                guard !self.isFinished, self.stateMachine.canSendTrailers else {
                     promise?.fail(ChannelError.ioOnClosedChannel)
                     return
                 }
-                let block = HTTP2StreamStateMachine.requestTrailerBlock(for: trailers)
-                connectionHandler.write(HTTP2Frame(streamID: self.id, payload: .headers(.init(headers: block, endStream: true))), promise: promise)
+                self.trailers = (HTTP2StreamStateMachine.requestTrailerBlock(for: trailers), promise)
+                connectionHandler.ended(self.id, with: .trailers)
             } else if self.pending != nil {
+                // No body: the HEADERS carry END_STREAM.
                 if let promise {
                     if let earlier = self.pending?.promise {
                         earlier.futureResult.cascade(to: promise)
@@ -113,10 +129,76 @@ final class HTTP2Stream {
                 }
                 self.sendPending(to: connectionHandler, endStream: true)
             } else {
-                self.stateMachine.sendingBody(endStream: true)
-                connectionHandler.write(
-                    HTTP2Frame(streamID: self.id, payload: .data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))), promise: promise)
+                guard !self.isFinished else {
+                    promise?.fail(ChannelError.ioOnClosedChannel)
+                    return
+                }
+                // On the body's last DATA frame, or an empty one.
+                self.endPromise = promise
+                connectionHandler.ended(self.id, with: .endStream)
             }
+        }
+    }
+
+    /// Writes the frame the connection's ``HTTP2DataScheduler`` chose for this stream: bytes from
+    /// the front of its first chunk, or its end.
+    func send(_ frame: HTTP2DataScheduler.Frame.Kind, to connectionHandler: HTTP2ConnectionHandler) {
+        switch frame {
+        case .data(let length, let endsChunk, let endStream):
+            guard let first = self.outbound.first else {
+                connectionHandler.dataNotSent(length: length)
+                return
+            }
+            let bytes: IOData
+            var promise: EventLoopPromise<Void>? = nil
+            if endsChunk {
+                self.outbound.removeFirst()
+                bytes = first.data
+                promise = first.promise
+            } else {
+                var rest = first.data
+                bytes = Self.slicePrefix(length, of: &rest)
+                self.outbound[self.outbound.startIndex] = (rest, first.promise)
+            }
+            if endStream {
+                self.stateMachine.sendingBody(endStream: true)
+                if let endPromise = self.endPromise.take() {
+                    if let promise {
+                        promise.futureResult.cascade(to: endPromise)
+                    } else {
+                        promise = endPromise
+                    }
+                }
+            }
+            connectionHandler.writeData(
+                HTTP2Frame(streamID: self.id, payload: .data(.init(data: bytes, endStream: endStream))), length: length, promise: promise)
+        case .endStream:
+            self.stateMachine.sendingBody(endStream: true)
+            connectionHandler.write(
+                HTTP2Frame(streamID: self.id, payload: .data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))),
+                promise: self.endPromise.take())
+        case .trailers:
+            guard let (block, promise) = self.trailers.take() else { return }
+            guard self.stateMachine.sendingTrailers() else {
+                promise?.fail(ChannelError.ioOnClosedChannel)
+                return
+            }
+            connectionHandler.write(HTTP2Frame(streamID: self.id, payload: .headers(.init(headers: block, endStream: true))), promise: promise)
+        }
+    }
+
+    /// The first `length` bytes of `data`, which keeps the rest (`length` is less than all).
+    static func slicePrefix(_ length: Int, of data: inout IOData) -> IOData {
+        switch data {
+        case .byteBuffer(var buffer):
+            let prefix = buffer.readSlice(length: length)!
+            data = .byteBuffer(buffer)
+            return .byteBuffer(prefix)
+        case .fileRegion(var region):
+            let prefix = FileRegion(fileHandle: region.fileHandle, readerIndex: region.readerIndex, endIndex: region.readerIndex + length)
+            region.moveReaderIndex(forwardBy: length)
+            data = .fileRegion(region)
+            return .fileRegion(prefix)
         }
     }
 
@@ -133,7 +215,7 @@ final class HTTP2Stream {
     func flush() {
         guard let connectionHandler else { return }
         self.sendPending(to: connectionHandler, endStream: false)
-        connectionHandler.flush()
+        connectionHandler.flush(self.id)
     }
 
     private func sendPending(to connectionHandler: HTTP2ConnectionHandler, endStream: Bool) {
@@ -147,10 +229,7 @@ final class HTTP2Stream {
             payload = .headers(headers)
             // The request's head (`pending` holds no other HEADERS).
             self.stateMachine.sendingHead(endStream: endStream)
-        case .data(var data):
-            data.endStream = endStream
-            payload = .data(data)
-            self.stateMachine.sendingBody(endStream: endStream)
+            if !endStream { connectionHandler.streamOpened(self.id) }
         case let other:
             payload = other
         }
@@ -290,6 +369,11 @@ final class HTTP2Stream {
         if let pending = self.pending.take() {
             pending.promise?.fail(ChannelError.ioOnClosedChannel)
         }
+        while let (_, promise) = self.outbound.popFirst() {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+        }
+        self.endPromise.take()?.fail(ChannelError.ioOnClosedChannel)
+        self.trailers.take()?.promise?.fail(ChannelError.ioOnClosedChannel)
     }
 
     /// The stream is over: off the connection, and no longer counted by the pool.

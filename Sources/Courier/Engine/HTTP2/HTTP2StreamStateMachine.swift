@@ -117,6 +117,9 @@ struct HTTP2StreamStateMachine {
         }
     }
 
+    /// Whether the request can still end with trailer fields (its head went, its end did not).
+    var canSendTrailers: Bool { self.phase == .open || self.phase == .halfClosedRemote }
+
     /// The request's trailer fields go out as HEADERS with END_STREAM, after the head and any
     /// DATA, ending the request. False when the request cannot take them (its head never went,
     /// or it ended already): nothing goes out.
