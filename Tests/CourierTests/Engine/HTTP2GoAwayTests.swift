@@ -570,6 +570,38 @@ struct HTTP2GoAwayTests {
         try await group.shutdownGracefully()
     }
 
+    /// A GOAWAY that names an error and keeps the request (its stream the last processed), then
+    /// the connection's close: the request fails with the code and the debug data, and is not sent
+    /// again. Before, a POST on a reused connection failed as "the server closed the kept-alive
+    /// connection as the request went out … (most often its idle timeout)" (Tomcat's
+    /// ENHANCE_YOUR_CALM on concurrent uploads), and a GET went again on a new connection.
+    @Test(arguments: [HTTPRequest.Method.post, .get])
+    func aConnectionClosedAfterAGoAwayWithAnErrorFailsItsRequestsWithWhatTheServerSaid(method: HTTPRequest.Method) async throws {
+        let server = try await ScriptedHTTP2Server.start { _, path in
+            path == "/calm" ? .goAwayWithErrorAfterProcessing(.enhanceYourCalm, debug: "Too much overhead") : .respond("ok")
+        }
+        let (engine, group) = try Self.engine()
+        // The connection is in use before: the lost request was sent on a reused connection.
+        let first = ExchangeRecorder()
+        _ = engine.execute(Request(url: Self.url(server, "first")), delegate: first)
+        #expect(await first.completion())
+        #expect(first.snapshot.body == "ok")
+        let calm = ExchangeRecorder()
+        let body: RequestBody = method == .post ? .data(Data("payload".utf8)) : .empty
+        _ = engine.execute(Request(method: method, url: Self.url(server, "calm"), body: body), delegate: calm)
+        #expect(await calm.completion())
+        let error = calm.snapshot.error
+        #expect(error?.code == .connectionClosed, "\(String(describing: error))")
+        #expect(
+            error?.message.contains("the server closed the HTTP/2 connection with GOAWAY ENHANCE_YOUR_CALM (\"Too much overhead\") before the response was complete")
+                == true, "\(String(describing: error))")
+        #expect(error?.message.contains("idle timeout") == false)
+        #expect(server.connectionCount == 1, "connections: \(server.connectionCount)")
+        try await engine.shutdown()
+        try await server.shutdown()
+        try await group.shutdownGracefully()
+    }
+
     /// A server whose SETTINGS allow no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0): the request
     /// fails at once with an error that says so, having opened one connection. Before, it waited
     /// for ever while the pool opened four connections at a time (nghttpd, Node).

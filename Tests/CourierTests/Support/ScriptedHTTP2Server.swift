@@ -32,6 +32,10 @@ final class ScriptedHTTP2Server: Sendable {
         case goAwayAfterProcessing
         /// As ``goAway``, with `code` and `debug` as the GOAWAY's error code and debug data.
         case goAwayWithError(HTTP2ErrorCode, debug: String)
+        /// As ``goAwayAfterProcessing``, with `code` and `debug` as the GOAWAY's error code and
+        /// debug data: a request the server took, lost as it closes the connection (Tomcat's
+        /// ENHANCE_YOUR_CALM, "Too much overhead").
+        case goAwayWithErrorAfterProcessing(HTTP2ErrorCode, debug: String)
         /// Answers 200 with one field `x-large` of `length` bytes and no body, in a HEADERS frame
         /// and as many CONTINUATION frames as it takes (swift-nio-http2 sends no CONTINUATION: it
         /// refuses a block larger than a frame), written below swift-nio-http2 as literals that do
@@ -438,13 +442,14 @@ final class ScriptedHTTP2Server: Sendable {
                     let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: .noError, opaqueData: nil))
                     parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
                 }
-            case .goAwayWithError(let code, let debug):
+            case .goAwayWithError(let code, let debug), .goAwayWithErrorAfterProcessing(let code, let debug):
                 guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
                 else { return }
                 let previous = HTTP2StreamID(Int32(streamID) - 2 > 0 ? Int32(streamID) - 2 : 0)
+                let last = action.isGoAwayAfterProcessing ? streamID : previous
                 parent.eventLoop.execute {
                     let frame = HTTP2Frame(
-                        streamID: .rootStream, payload: .goAway(lastStreamID: previous, errorCode: code, opaqueData: ByteBuffer(string: debug)))
+                        streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: code, opaqueData: ByteBuffer(string: debug)))
                     parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
                 }
             case .respondPartlyThenGoAwayExcludingIt(let part):
@@ -635,7 +640,9 @@ final class ScriptedHTTP2Server: Sendable {
 
 extension ScriptedHTTP2Server.Action {
     fileprivate var isGoAwayAfterProcessing: Bool {
-        if case .goAwayAfterProcessing = self { return true }
-        return false
+        switch self {
+        case .goAwayAfterProcessing, .goAwayWithErrorAfterProcessing: true
+        default: false
+        }
     }
 }

@@ -309,10 +309,24 @@ extension HTTP2ConnectionStateMachine.Configuration {
 /// ENHANCE_YOUR_CALM asks for less load and PROTOCOL_ERROR blames the client, so sending the
 /// same request again on a new connection at once, as after a graceful GOAWAY, made ten more
 /// connections in half a second (a scripted server; curl fails at once).
+///
+/// It is also why a request fails that the server did take, when the connection closes after such
+/// a GOAWAY before its response is complete (``afterProcessing``): the server's words, not an idle
+/// timeout's guess (Tomcat closes so, with ENHANCE_YOUR_CALM, on a client it finds abusive).
 struct HTTP2GoAwayRefusal: Error, Equatable, CustomStringConvertible {
     let errorCode: NIOHTTP2.HTTP2ErrorCode
     /// The GOAWAY's debug data as text (printable ASCII, at most 200 bytes), if it had any.
     let debugText: String?
+    /// Whether the GOAWAY left the request among those the server processes (its stream at or
+    /// below the last one named), and the connection's close then cut its response short.
+    private(set) var processed = false
+
+    /// The same GOAWAY, for a request the server took whose connection then closed.
+    var afterProcessing: HTTP2GoAwayRefusal {
+        var refusal = self
+        refusal.processed = true
+        return refusal
+    }
 
     init(errorCode: NIOHTTP2.HTTP2ErrorCode, debugData: ByteBuffer?) {
         self.errorCode = errorCode
@@ -323,7 +337,8 @@ struct HTTP2GoAwayRefusal: Error, Equatable, CustomStringConvertible {
 
     var description: String {
         let debug = self.debugText.map { " (\"\($0)\")" } ?? ""
-        return "the server closed the HTTP/2 connection with GOAWAY \(NIOEngine.name(of: self.errorCode))\(debug) before processing the request"
+        let when = self.processed ? "before the response was complete" : "before processing the request"
+        return "the server closed the HTTP/2 connection with GOAWAY \(NIOEngine.name(of: self.errorCode))\(debug) \(when)"
             + NIOEngine.hint(for: self.errorCode)
     }
 }

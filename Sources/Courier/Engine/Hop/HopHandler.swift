@@ -765,6 +765,13 @@ final class HopHandler: ChannelDuplexHandler {
         if closure == .notProcessed, let refusal = self.stream?.serverGoAway {
             error = refusal
             closure = refusal.errorCode == .http11Required ? .http1Required : .failed
+        } else if closure == .closed || closure == .reset, let goAway = self.stream?.serverGoAway {
+            // The connection closed after a GOAWAY that named an error, the request among those
+            // the server took (Tomcat's ENHANCE_YOUR_CALM, "Too much overhead"): what the server
+            // said is why, not a kept-alive connection's idle timeout; and, as for a request it
+            // did not process, the request is not sent again at once.
+            error = goAway.afterProcessing
+            closure = .failed
         }
         return Machine.Loss(
             error: error,
