@@ -575,10 +575,15 @@ struct HTTP2GoAwayTests {
     /// again. Before, a POST on a reused connection failed as "the server closed the kept-alive
     /// connection as the request went out … (most often its idle timeout)" (Tomcat's
     /// ENHANCE_YOUR_CALM on concurrent uploads), and a GET went again on a new connection.
-    @Test(arguments: [HTTPRequest.Method.post, .get])
-    func aConnectionClosedAfterAGoAwayWithAnErrorFailsItsRequestsWithWhatTheServerSaid(method: HTTPRequest.Method) async throws {
+    /// So too when the server resets the stream between the GOAWAY and the close (Tomcat's
+    /// STREAM_CLOSED): before, "the server reset the HTTP/2 stream (STREAM_CLOSED)".
+    @Test(arguments: [(HTTPRequest.Method.post, false), (.get, false), (.post, true)])
+    func aConnectionClosedAfterAGoAwayWithAnErrorFailsItsRequestsWithWhatTheServerSaid(method: HTTPRequest.Method, reset: Bool) async throws {
         let server = try await ScriptedHTTP2Server.start { _, path in
-            path == "/calm" ? .goAwayWithErrorAfterProcessing(.enhanceYourCalm, debug: "Too much overhead") : .respond("ok")
+            guard path == "/calm" else { return .respond("ok") }
+            return reset
+                ? .goAwayWithErrorThenReset(.enhanceYourCalm, debug: "Too much overhead", reset: .streamClosed)
+                : .goAwayWithErrorAfterProcessing(.enhanceYourCalm, debug: "Too much overhead")
         }
         let (engine, group) = try Self.engine()
         // The connection is in use before: the lost request was sent on a reused connection.

@@ -36,6 +36,9 @@ final class ScriptedHTTP2Server: Sendable {
         /// debug data: a request the server took, lost as it closes the connection (Tomcat's
         /// ENHANCE_YOUR_CALM, "Too much overhead").
         case goAwayWithErrorAfterProcessing(HTTP2ErrorCode, debug: String)
+        /// As ``goAwayWithErrorAfterProcessing``, with a RST_STREAM of `reset` for the stream
+        /// between the GOAWAY and the close (Tomcat resets so the streams still sending DATA).
+        case goAwayWithErrorThenReset(HTTP2ErrorCode, debug: String, reset: HTTP2ErrorCode)
         /// Answers 200 with one field `x-large` of `length` bytes and no body, in a HEADERS frame
         /// and as many CONTINUATION frames as it takes (swift-nio-http2 sends no CONTINUATION: it
         /// refuses a block larger than a frame), written below swift-nio-http2 as literals that do
@@ -451,6 +454,15 @@ final class ScriptedHTTP2Server: Sendable {
                     let frame = HTTP2Frame(
                         streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: code, opaqueData: ByteBuffer(string: debug)))
                     parent.writeAndFlush(frame).whenComplete { _ in parent.close(promise: nil) }
+                }
+            case .goAwayWithErrorThenReset(let code, let debug, let reset):
+                guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
+                else { return }
+                parent.eventLoop.execute {
+                    let frame = HTTP2Frame(
+                        streamID: .rootStream, payload: .goAway(lastStreamID: streamID, errorCode: code, opaqueData: ByteBuffer(string: debug)))
+                    parent.writeAndFlush(frame, promise: nil)
+                    channel.writeAndFlush(HTTP2Frame.FramePayload.rstStream(reset)).whenComplete { _ in parent.close(promise: nil) }
                 }
             case .respondPartlyThenGoAwayExcludingIt(let part):
                 guard let parent = channel.parent, let gate = try? parent.pipeline.syncOperations.handler(type: FlushGate.self) else { return }

@@ -765,11 +765,15 @@ final class HopHandler: ChannelDuplexHandler {
         if closure == .notProcessed, let refusal = self.stream?.serverGoAway {
             error = refusal
             closure = refusal.errorCode == .http11Required ? .http1Required : .failed
-        } else if closure == .closed || closure == .reset, let goAway = self.stream?.serverGoAway {
-            // The connection closed after a GOAWAY that named an error, the request among those
-            // the server took (Tomcat's ENHANCE_YOUR_CALM, "Too much overhead"): what the server
-            // said is why, not a kept-alive connection's idle timeout; and, as for a request it
-            // did not process, the request is not sent again at once.
+        } else if closure == .closed || closure == .reset || (closure == .failed && error is NIOHTTP2Errors.StreamClosed),
+            let goAway = self.stream?.serverGoAway
+        {
+            // The connection closed after a GOAWAY that named an error, or the server reset the
+            // stream after it, the request among those the server took (Tomcat's
+            // ENHANCE_YOUR_CALM, "Too much overhead", then STREAM_CLOSED for streams still
+            // sending): what the server said is why, not a kept-alive connection's idle timeout
+            // nor a reset of this stream's own; and, as for a request it did not process, the
+            // request is not sent again at once.
             error = goAway.afterProcessing
             closure = .failed
         }
