@@ -32,7 +32,8 @@ final class HTTP2Stream {
     /// The body's chunks written and not yet all sent, oldest first, each with the promise its
     /// last frame completes: the connection's ``HTTP2DataScheduler`` says which frames they go
     /// out as, and when (its windows allow).
-    private var outbound = CircularBuffer<(data: IOData, promise: EventLoopPromise<Void>?)>(initialCapacity: 4)
+    /// Made with the first chunk: a stream without a body (most) allocates nothing for it.
+    private var outbound: CircularBuffer<(data: IOData, promise: EventLoopPromise<Void>?)>?
     /// The promise of the body's end (END_STREAM) while it waits for the chunks before it.
     private var endPromise: EventLoopPromise<Void>?
     /// The trailers' header block while it waits for the chunks before it.
@@ -106,7 +107,8 @@ final class HTTP2Stream {
                 promise?.succeed()
                 return
             }
-            self.outbound.append((body, promise))
+            if self.outbound == nil { self.outbound = CircularBuffer(initialCapacity: 4) }
+            self.outbound!.append((body, promise))
             connectionHandler.queued(self.id, length: body.readableBytes)
         case .end(let trailers):
             if let trailers {
@@ -145,20 +147,20 @@ final class HTTP2Stream {
     func send(_ frame: HTTP2DataScheduler.Frame.Kind, to connectionHandler: HTTP2ConnectionHandler) {
         switch frame {
         case .data(let length, let endsChunk, let endStream):
-            guard let first = self.outbound.first else {
+            guard let first = self.outbound?.first else {
                 connectionHandler.dataNotSent(length: length)
                 return
             }
             let bytes: IOData
             var promise: EventLoopPromise<Void>? = nil
             if endsChunk {
-                self.outbound.removeFirst()
+                self.outbound!.removeFirst()
                 bytes = first.data
                 promise = first.promise
             } else {
                 var rest = first.data
                 bytes = Self.slicePrefix(length, of: &rest)
-                self.outbound[self.outbound.startIndex] = (rest, first.promise)
+                self.outbound![self.outbound!.startIndex] = (rest, first.promise)
             }
             if endStream {
                 self.stateMachine.sendingBody(endStream: true)
@@ -369,7 +371,7 @@ final class HTTP2Stream {
         if let pending = self.pending.take() {
             pending.promise?.fail(ChannelError.ioOnClosedChannel)
         }
-        while let (_, promise) = self.outbound.popFirst() {
+        while let (_, promise) = self.outbound?.popFirst() {
             promise?.fail(ChannelError.ioOnClosedChannel)
         }
         self.endPromise.take()?.fail(ChannelError.ioOnClosedChannel)
