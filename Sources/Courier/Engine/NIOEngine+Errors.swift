@@ -177,13 +177,7 @@ extension NIOEngine {
         if let error = error as? HTTP2StreamBeyondGoAway {
             return (.connectionClosed, "\(error)")
         }
-        if let error = error as? HTTP2InterimResponseEndedStream {
-            return (.invalidResponse, "the response broke HTTP/2's rules for its stream: \(error)")
-        }
-        if let error = error as? HTTP2DataBeforeResponseHead {
-            return (.invalidResponse, "the response broke HTTP/2's rules for its stream: \(error)")
-        }
-        if let error = error as? HTTP2ContentWhereNoneMayBe {
+        if let error = error as? any HTTP2MalformedStream {
             return (.invalidResponse, "the response broke HTTP/2's rules for its stream: \(error)")
         }
         if let error = error as? any NIOHTTP2Error {
@@ -264,9 +258,14 @@ struct HTTP2ServerEnabledPush: Error, CustomStringConvertible {
     }
 }
 
+/// A response that broke RFC 9113 8.1's rules for its stream, found by Courier's stream state
+/// machine: the stream is reset with PROTOCOL_ERROR, its request fails saying what the server
+/// sent, and the connection goes on.
+protocol HTTP2MalformedStream: Error, CustomStringConvertible {}
+
 /// A response whose status says it has no content (204, 304) came with DATA: malformed (RFC 9113
 /// 8.1.1, RFC 9110 6.4.1). Courier resets the stream with PROTOCOL_ERROR, as curl does.
-struct HTTP2ContentWhereNoneMayBe: Error, CustomStringConvertible {
+struct HTTP2ContentWhereNoneMayBe: HTTP2MalformedStream {
     let status: Int
 
     var description: String { "a \(self.status) response, which has no content, came with DATA" }
@@ -274,7 +273,7 @@ struct HTTP2ContentWhereNoneMayBe: Error, CustomStringConvertible {
 
 /// An informational (1xx) response head that ended its stream: no final response can follow, and
 /// the response is malformed (RFC 9113 8.1). The stream is reset with PROTOCOL_ERROR.
-struct HTTP2InterimResponseEndedStream: Error, CustomStringConvertible {
+struct HTTP2InterimResponseEndedStream: HTTP2MalformedStream {
     let status: Int
 
     var description: String { "the stream ended with an interim \(self.status) response and no final one" }

@@ -171,8 +171,10 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         if self.windowsChangedInRead {
             // Once a read, so that the read's WINDOW_UPDATEs (one a DATA frame, from Tomcat) add up.
             self.windowsChangedInRead = false
-            self.sendData()
-            context.flush()
+            if self.dataScheduler.hasBodies {
+                self.sendData()
+                context.flush()
+            }
         }
         self.run(self.stateMachine.readCompleted(now: context.eventLoop.now))
         context.fireChannelReadComplete()
@@ -243,8 +245,10 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
 
     /// A stream's flush: its queued body may go (as the windows allow), then everything written.
     func flush(_ id: HTTP2StreamID) {
-        self.dataScheduler.flushed(id)
-        self.sendData()
+        if self.dataScheduler.hasBodies {
+            self.dataScheduler.flushed(id)
+            self.sendData()
+        }
         self.context?.flush()
     }
 

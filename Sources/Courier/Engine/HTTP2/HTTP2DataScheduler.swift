@@ -121,6 +121,10 @@ struct HTTP2DataScheduler {
         self.floor = max(floor, 1)
     }
 
+    /// Whether any stream has a body here: a connection of bodiless requests (most) has none, and
+    /// its streams' flushes and the server's WINDOW_UPDATEs need no scheduling.
+    var hasBodies: Bool { !self.streams.isEmpty }
+
     /// A stream's window, nil for a stream not open here.
     func window(of streamID: HTTP2StreamID) -> Window? {
         self.streams[streamID]?.window

@@ -386,6 +386,6 @@ struct HTTP2StreamStateMachine {
 /// DATA came on a stream before its response's final HEADERS: malformed (RFC 9113 8.1, a response
 /// is HEADERS first). Before any head swift-nio-http2 refuses the frame and resets the stream
 /// itself (with STREAM_CLOSED); after an informational head Courier does (PROTOCOL_ERROR).
-struct HTTP2DataBeforeResponseHead: Error, CustomStringConvertible {
+struct HTTP2DataBeforeResponseHead: HTTP2MalformedStream {
     var description: String { "DATA came before the response's HEADERS (RFC 9113 8.1); Courier reset the stream" }
 }
