@@ -54,11 +54,7 @@ struct HTTP1FallbackTests {
         let server = try await ScriptedHTTP2Server.start(servesHTTP1: true) { _, _ in .reset(.http11Required) }
         try await HTTP2PoolTests().withManager(server) { manager in
             var request = Request(method: .post, url: URL(string: "https://localhost:\(server.port)/upload")!)
-            let chunks = AsyncStream<ByteBuffer> { continuation in
-                continuation.yield(ByteBuffer(string: "abc"))
-                continuation.finish()
-            }
-            request.body = .stream(chunks.map { $0 }, length: .known(3))
+            request.body = oneShotBody("abc")
             let error = await #expect(throws: CourierError.self) {
                 try await manager.response(for: request, serializer: DataResponseSerializer())
             }

@@ -182,11 +182,7 @@ struct StaleConnectionTests {
             try await withManager(baseURL: server.baseURL) { manager in
                 _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
                 var request = Request(method: .put, url: server.baseURL.appending(path: "b"))
-                let chunks = AsyncStream<ByteBuffer> { continuation in
-                    continuation.yield(ByteBuffer(string: "abc"))
-                    continuation.finish()
-                }
-                request.body = .stream(chunks.map { $0 }, length: .known(3))
+                request.body = oneShotBody("abc")
                 let error = await #expect(throws: CourierError.self) {
                     try await manager.response(for: request, serializer: DataResponseSerializer())
                 }

@@ -3,6 +3,7 @@ import CourierTesting
 import Dispatch
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
 
 /// Runs `body` with a fresh test server, shut down afterwards whatever happens.
 ///
@@ -138,4 +139,14 @@ extension TestServer {
             return TestServer.Response(body: Data("late".utf8))
         }
     }
+}
+
+/// A request body that can be read only once: `text` in one chunk of a stream, which no resend
+/// can start again.
+func oneShotBody(_ text: String) -> RequestBody {
+    let chunks = AsyncStream<ByteBuffer> { continuation in
+        continuation.yield(ByteBuffer(string: text))
+        continuation.finish()
+    }
+    return .stream(chunks.map { $0 }, length: .known(Int64(text.utf8.count)))
 }
