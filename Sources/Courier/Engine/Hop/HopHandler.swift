@@ -584,18 +584,10 @@ final class HopHandler: ChannelDuplexHandler {
         let part: HopResponsePart
         switch self.unwrapInboundIn(data) {
         case .head(let head):
-            var made = HopResponseHead(nioHead: head)
-            if !made.isKeepAlive, self.hop?.request.method == .head {
-                // llhttp decides keep-alive before it learns the response answers a HEAD: one
-                // without Content-Length or Transfer-Encoding (Tomcat's for a page, Traffic
-                // Server's) would read to the connection's close, so it says "close". A response
-                // to HEAD ends at its head (RFC 9112 6.3): its fields and version decide.
-                // (NIO's fields carry the parser's verdict with them, so they are read here.)
-                let tokens = head.headers[canonicalForm: "connection"].map { $0.lowercased() }
-                made.isKeepAlive = head.version.major == 1 && head.version.minor >= 1
-                    ? !tokens.contains("close") : tokens.contains("keep-alive")
-            }
-            part = .head(made)
+            // A response to HEAD ends at its head: its fields decide keep-alive, not llhttp's
+            // reading (``HopResponseHead/init(nioHead:answersHEAD:)``). Asked only of a head
+            // that says "close".
+            part = .head(HopResponseHead(nioHead: head, answersHEAD: self.hop?.request.method == .head))
         case .body(let buffer): part = .body(buffer)
         case .end(let trailers): part = .end(trailers)
         }

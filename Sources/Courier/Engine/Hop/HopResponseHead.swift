@@ -37,12 +37,25 @@ struct HopResponseHead: Equatable, Sendable {
     /// reason phrase each time it is read.
     var status: Int
 
-    /// A head NIO's HTTP/1 decoder made.
-    init(nioHead head: HTTPResponseHead) {
+    /// A head NIO's HTTP/1 decoder made. `answersHEAD` is asked only of a head that says the
+    /// connection closes: llhttp decides keep-alive before it learns the response answers a HEAD,
+    /// so one without `Content-Length` or `Transfer-Encoding` (Tomcat's for a page, Traffic
+    /// Server's) reads as "close" (it would be read to the connection's close). A response to HEAD
+    /// ends at its head (RFC 9112 6.3): its version and `Connection` field decide.
+    init(nioHead head: HTTPResponseHead, answersHEAD: @autoclosure () -> Bool = false) {
         self.response = HTTPResponse(nioHead: head)
         self.status = Int(head.status.code)
         self.version = head.version
-        self.isKeepAlive = head.isKeepAlive
+        if head.isKeepAlive {
+            self.isKeepAlive = true
+        } else if answersHEAD() {
+            // NIO's fields carry the parser's verdict with them, so they are read here.
+            let tokens = head.headers[canonicalForm: "connection"].map { $0.lowercased() }
+            self.isKeepAlive = head.version.major == 1 && head.version.minor >= 1
+                ? !tokens.contains("close") : tokens.contains("keep-alive")
+        } else {
+            self.isKeepAlive = false
+        }
         self.size = HopHandler.size(of: head)
         self.keepAlive = head.headers.first(name: "keep-alive").map { .idleTimeout(HopStateMachine.idleTimeout(fromKeepAlive: $0)) } ?? .absent
     }
