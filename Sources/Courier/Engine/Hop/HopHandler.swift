@@ -744,6 +744,13 @@ final class HopHandler: ChannelDuplexHandler {
             } else {
                 error = HTTP2StreamResetByCourier(errorCode: closed.errorCode)
             }
+        } else if let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .cancel, let stream = self.stream,
+            !stream.wasNotProcessed(closed.streamID), let connectionError = stream.connectionError
+        {
+            // Closed with CANCEL by swift-nio-http2, not by the server: after a connection error
+            // (garbage from the server, say), the GOAWAY Courier's side sends drops the open
+            // streams so. The connection's error says why; "the server reset the stream" did not.
+            error = connectionError
         }
         var closure = error.map(self.closure(for:)) ?? .closed
         if closure == .notProcessed, let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .cancel, let stream = self.stream {
