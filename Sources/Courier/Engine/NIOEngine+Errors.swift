@@ -10,6 +10,17 @@ extension NIOEngine {
     /// Turns an error from NIO, swift-nio-http2 or BoringSSL into a ``CourierError`` that says what
     /// happened to which request.
     static func courierError(from error: any Error, request: Request) -> CourierError {
+        if let fallback = error as? HTTP1FallbackFailure {
+            // What HTTP/1.1 met, after why the request went there.
+            let met = Self.courierError(from: fallback.underlying, request: request)
+            guard met.code != .cancelled else { return met }
+            let prefix = "\(request.summary): "
+            let words = met.message.hasPrefix(prefix) ? String(met.message.dropFirst(prefix.count)) : met.message
+            return CourierError(
+                met.code,
+                "\(prefix)its header block does not fit in one of the server's HTTP/2 frames (Courier sends no CONTINUATION frames), so it went over HTTP/1.1, where \(words); a server that speaks only HTTP/2 cannot take this request from Courier",
+                request: request, underlyingError: met.underlyingError ?? fallback.underlying)
+        }
         if let error = error as? CourierError {
             return error.adding(request: request)
         }
@@ -299,4 +310,11 @@ struct HTTP2StreamResetByCourier: Error, CustomStringConvertible {
     let errorCode: NIOHTTP2.HTTP2ErrorCode
 
     var description: String { "Courier reset the HTTP/2 stream (\(NIOEngine.name(of: self.errorCode)))" }
+}
+
+/// A request whose header block does not fit in an HTTP/2 frame went over HTTP/1.1 and failed
+/// there (``EngineHop/State/headTooLargeForHTTP2``): what it met, said after why it went there
+/// (``NIOEngine/courierError(from:request:)``).
+struct HTTP1FallbackFailure: Error {
+    let underlying: any Error
 }

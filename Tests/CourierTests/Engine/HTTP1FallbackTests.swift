@@ -108,3 +108,25 @@ struct HTTP1FallbackTests {
         }
     }
 }
+
+extension HTTP1FallbackTests {
+    /// The same request against a server that speaks only HTTP/2: it cannot go either way, and
+    /// the error says both, not only what the HTTP/1.1 connection met.
+    @Test func aRequestHeadTooLargeForAnHTTP2OnlyServerFailsSayingWhy() async throws {
+        let server = try await ScriptedHTTP2Server.start { _, _ in .respond("over HTTP/2") }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            let cookie = String((0..<22_000).map { Character(UnicodeScalar(UInt8(33 + $0 % 94))) })
+            do {
+                _ = try await manager.get("large", headers: [HTTPField.Name("x-large")!: cookie])
+                Issue.record("the request should have failed")
+            } catch let error as CourierError {
+                // Before: only "the response could not be parsed: a response that is not HTTP/1.1".
+                #expect(error.code == .invalidResponse)
+                #expect(error.message.contains("does not fit in one of the server's HTTP/2 frames"), "\(error.message)")
+                #expect(error.message.contains("not HTTP/1.1"), "\(error.message)")
+            }
+            let small = try await manager.get("small")
+            #expect(HTTP2PoolTests.body(small) == "over HTTP/2")
+        }
+    }
+}

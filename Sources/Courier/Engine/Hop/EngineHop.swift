@@ -61,6 +61,10 @@ final class EngineHop: NIOHopTask, Sendable {
         /// answered HTTP_1_1_REQUIRED, or the request's header block does not fit in one of its
         /// frames (``ResendRule/Reason``).
         var http1Only = false
+        /// The hop went over HTTP/1.1 because its header block does not fit in one of the HTTP/2
+        /// server's frames: a failure there says so (``HTTP1FallbackFailure``), since a server
+        /// that speaks only HTTP/2 answers it with what is not HTTP/1.1.
+        var headTooLargeForHTTP2 = false
         /// What the connection recorded of the hop's last send (``TransactionMetrics``).
         var metrics: TransactionMetrics?
         /// The server answered `Expect: 100-continue` with 417: the hop is sent again without it.
@@ -117,6 +121,7 @@ final class EngineHop: NIOHopTask, Sendable {
                 // Another key's connections, none of which failed it.
                 state.http1Only = true
                 state.needsNewConnection = false
+                state.headTooLargeForHTTP2 = reason == .headTooLargeForHTTP2
             }
             state.enter(.created)
         }
@@ -175,12 +180,16 @@ final class EngineHop: NIOHopTask, Sendable {
     /// Ends the hop, once; later calls do nothing. Returns whether this call ended it.
     @discardableResult
     func end(_ result: Result<Void, any Error>) -> Bool {
-        let (first, metrics) = self.state.withLockedValue { state -> (Bool, TransactionMetrics?) in
-            if state.isFinished { return (false, nil) }
+        let (first, metrics, headTooLargeForHTTP2) = self.state.withLockedValue { state -> (Bool, TransactionMetrics?, Bool) in
+            if state.isFinished { return (false, nil, false) }
             state.enter(.finished)
-            return (true, state.metrics.take())
+            return (true, state.metrics.take(), state.headTooLargeForHTTP2)
         }
         if first {
+            var result = result
+            if headTooLargeForHTTP2, case .failure(let error) = result, !(error is CancellationError) {
+                result = .failure(HTTP1FallbackFailure(underlying: error))
+            }
             self.exchange.hopCompleted(result, metrics: metrics ?? self.bareMetrics())
         }
         return first
