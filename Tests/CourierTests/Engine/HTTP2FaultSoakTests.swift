@@ -196,16 +196,7 @@ struct HTTP2FaultSoakTests {
             manager.completionQueue = DispatchQueue(label: "courier.h2-soak.completion", attributes: .concurrent)
             manager.responseSerializer = HTTPResponseSerializer()
             let pool = try #require((manager.engine as? NIOEngine)?.pool)
-            bag.add(manager)
-            bag.add(manager.engine as AnyObject)
-            bag.track(manager)
-            var hooks = manager.hooks
-            let tracked = hooks.taskDidComplete
-            hooks.taskDidComplete = { manager, task, error in
-                completions.record(.init(manager: ObjectIdentifier(manager), task: task.taskIdentifier))
-                tracked?(manager, task, error)
-            }
-            manager.hooks = hooks
+            completions.watch(manager, in: bag)
             let resumed = NotificationCenter.default.addObserver(forName: .taskDidResume, object: nil, queue: nil) { [weak manager] note in
                 guard let task = note.object as? SessionTask, let owner = task.delegate.manager, owner === manager else { return }
                 completions.resumed(.init(manager: ObjectIdentifier(owner), task: task.taskIdentifier))

@@ -88,16 +88,7 @@ import Testing
                 let manager = HTTPSessionManager(baseURL: nil, configuration: configuration)
                 manager.completionQueue = DispatchQueue(label: "courier.soak.completion")
                 manager.responseSerializer = HTTPResponseSerializer()
-                bag.add(manager)
-                bag.add(manager.engine as AnyObject)
-                bag.track(manager)
-                var hooks = manager.hooks
-                let tracked = hooks.taskDidComplete
-                hooks.taskDidComplete = { manager, task, error in
-                    completions.record(.init(manager: ObjectIdentifier(manager), task: task.taskIdentifier))
-                    tracked?(manager, task, error)
-                }
-                manager.hooks = hooks
+                completions.watch(manager, in: bag)
                 let operations = HTTPRequestOperationManager(sessionManager: manager)
                 operations.completionQueue = manager.completionQueue
                 operations.responseSerializer = HTTPResponseSerializer()
@@ -259,6 +250,21 @@ final class CompletionLedger: Sendable {
     private let started = NIOLockedValueBox<Set<Key>>([])
 
     func record(_ key: Key) { self.counts.withLockedValue { $0[key, default: 0] += 1 } }
+
+    /// Counts `manager`'s completions here (through its completion hook), and holds the manager,
+    /// its engine and its tasks weakly in `bag`.
+    func watch(_ manager: SessionManager, in bag: WeakBag) {
+        bag.add(manager)
+        bag.add(manager.engine as AnyObject)
+        bag.track(manager)
+        var hooks = manager.hooks
+        let tracked = hooks.taskDidComplete
+        hooks.taskDidComplete = { manager, task, error in
+            self.record(.init(manager: ObjectIdentifier(manager), task: task.taskIdentifier))
+            tracked?(manager, task, error)
+        }
+        manager.hooks = hooks
+    }
     func resumed(_ key: Key) { _ = self.started.withLockedValue { $0.insert(key) } }
     var count: Int { self.counts.withLockedValue { $0.count } }
     /// Tasks resumed that never completed.
