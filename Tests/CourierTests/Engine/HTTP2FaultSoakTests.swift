@@ -252,3 +252,26 @@ struct HTTP2FaultSoakTests {
         }
     }
 }
+
+extension HTTP2FaultSoakTests {
+    /// What the chaos soak's POSTs met: a POST on a reused HTTP/2 connection that the server closes,
+    /// with no GOAWAY, once the request is in. It is not sent again, and the error says so without
+    /// HTTP/1.1's "most often its idle timeout": over HTTP/2, it is the missing GOAWAY that leaves
+    /// open whether the server processed it.
+    @Test func aPOSTWhoseHTTP2ConnectionClosesWithoutAGoAwayIsNotSentAgainAndSaysWhy() async throws {
+        let server = try await ScriptedHTTP2Server.start { index, _ in index == 0 ? .respond("first") : .close }
+        try await HTTP2PoolTests().withManager(server) { manager in
+            _ = try await manager.get("first")
+            do {
+                _ = try await manager.post("second", parameters: ["a": "b"])
+                Issue.record("the POST should have failed")
+            } catch let error as CourierError {
+                #expect(error.code == .connectionClosed)
+                #expect(error.message.contains("closed the HTTP/2 connection, with no GOAWAY"), "\(error.message)")
+                #expect(!error.message.contains("idle timeout"), "\(error.message)")
+            }
+            #expect(server.paths == ["/first", "/second"])
+        }
+    }
+}
+

@@ -489,7 +489,7 @@ final class HopHandler: ChannelDuplexHandler {
         case .requestBodyFailed(let error):
             return error
         case .closedOnReuseNotResent:
-            return ConnectionPoolError.closedOnReuseNotResent(method: hop.request.method.rawValue)
+            return ConnectionPoolError.closedOnReuseNotResent(method: hop.request.method.rawValue, overHTTP2: self.stream != nil)
         case .proxyAuthenticationRequired(let head):
             // The forwarding proxy, not the origin, refused: a typed error that names it.
             var proxyName = "the proxy"
