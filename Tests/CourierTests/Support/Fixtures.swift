@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import Testing
 
 /// Runs `body` with a fresh test server, shut down afterwards whatever happens.
 ///
@@ -69,12 +70,25 @@ enum TestQueues {
     }()
 }
 
-/// A thread-safe list for callbacks to report into.
+/// A thread-safe list for callbacks to report into, which a test can wait on.
 final class Recorder<Element: Sendable>: Sendable {
     private let box = NIOLockedValueBox<[Element]>([])
-    func append(_ element: Element) { self.box.withLockedValue { $0.append(element) } }
+    /// Signalled after each ``append(_:)``.
+    let changes = Changes()
+    func append(_ element: Element) {
+        self.box.withLockedValue { $0.append(element) }
+        self.changes.signal()
+    }
     var all: [Element] { self.box.withLockedValue { $0 } }
     var count: Int { self.box.withLockedValue { $0.count } }
+
+    /// Waits until `condition` holds of what was recorded, checking it after each append; false
+    /// if it still does not after `limit` (a hang guard, see ``Changes``).
+    func wait(
+        within limit: Duration = Changes.hangGuard, sourceLocation: SourceLocation = #_sourceLocation, until condition: ([Element]) -> Bool
+    ) async -> Bool {
+        await self.changes.wait(within: limit, sourceLocation: sourceLocation) { condition(self.all) }
+    }
 }
 
 /// Waits for a callback-style completion.
