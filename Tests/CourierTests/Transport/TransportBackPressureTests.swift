@@ -64,8 +64,9 @@ struct TransportBackPressureTests {
             var hooks = SessionManager.Hooks()
             hooks.dataTaskDidReceiveData = { _, task, _ in
                 if suspendedOnce.count == 0 {
-                    suspendedOnce.append(())
                     task.suspend()
+                    // After the suspension: the test waits on this append for it.
+                    suspendedOnce.append(())
                 }
             }
             manager.hooks = hooks
@@ -73,7 +74,7 @@ struct TransportBackPressureTests {
             let finished = Recorder<CourierError?>()
             let task = manager.dataTask(with: Request(url: server.url("/courier/big/\(Self.size(transport))"))) { _, _, error in finished.append(error) }
             task.resume()
-            #expect(await eventually(within: 30) { task.state == .suspended })
+            #expect(await suspendedOnce.wait { _ in task.state == .suspended })
             // The suspension reaches the exchange, and the server sees the window fill.
             #expect(await engine.wait { $0.contains(.suspend) }, "the suspension never reached the exchange")
             try await Self.expectHeldBack(server, exact: true, transport: transport) { task.countOfBytesReceived }
@@ -81,7 +82,7 @@ struct TransportBackPressureTests {
             task.resume()
             // The rest of the body, in a debug build on a machine that may be busy with the
             // whole suite: generous, as the point is that it finishes at all.
-            #expect(await eventually(within: 60) { finished.count == 1 })
+            #expect(await finished.wait { $0.count == 1 })
             #expect(finished.all.count == 1 && finished.all.first! == nil, "completed once, without an error")
             #expect(task.countOfBytesReceived == Int64(Self.size(transport)))
             #expect(server.streamedResponsesWaitingForWritability == 0)

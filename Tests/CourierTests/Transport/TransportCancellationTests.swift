@@ -75,29 +75,31 @@ struct TransportCancellationTests {
     @Test(arguments: Transport.allCases)
     func cancellingTheCallerWhileWaitingForTheHeadCancelsTheStream(_ transport: Transport) async throws {
         try await transport.run { server, manager in
+            let changes = Changes.progressAndEnds(of: manager)
             let arrived = Recorder<Void>()
             let arrival = ArrivalAction()
             arrival.set { arrived.append(()) }
             server.routeCallingOnArrival("/hold", arrival)
             let waiting = Task { try await manager.stream(Request(url: server.url("/hold"))) }
             // Cancels once the request is waiting on the server for its head.
-            #expect(await eventually(within: 30) { arrived.count == 1 })
+            #expect(await arrived.wait { $0.count == 1 })
             waiting.cancel()
             let result = await waiting.result
             #expect((try? result.get()) == nil)
             if case .failure(let error as CourierError) = result { #expect(error.code == .cancelled) }
-            #expect(await eventually(within: 30) { manager.tasks.isEmpty })
+            #expect(await changes.wait { manager.tasks.isEmpty })
         }
     }
 
     @Test(arguments: Transport.allCases)
     func stoppingAStreamMidBodyCancelsTheTask(_ transport: Transport) async throws {
         try await transport.run { server, manager in
+            let changes = Changes.progressAndEnds(of: manager)
             let stream = try await manager.stream(Request(url: server.url("/courier/big/\(64 << 20)")))
             for try await _ in stream.body { break }
-            #expect(await eventually(within: 30) { stream.task.state == .completed })
+            #expect(await changes.wait { stream.task.state == .completed })
             #expect(stream.task.error?.code == .cancelled)
-            #expect(await eventually(within: 30) { manager.tasks.isEmpty })
+            #expect(await changes.wait { manager.tasks.isEmpty })
         }
     }
 
@@ -105,16 +107,17 @@ struct TransportCancellationTests {
     func cancellingMidDownloadRemovesThePartialFile(_ transport: Transport) async throws {
         try await withScratchDirectory { folder in
             try await transport.run(configure: { $0.downloadDirectory = folder }) { server, manager in
+                let changes = Changes.progressAndEnds(of: manager)
                 // 16 s at this rate: the cancel comes long before the end, however loaded the machine.
                 let task = manager.downloadTask(
                     with: Request(url: server.url(TestServer.GeneratedFile(length: 1 << 20).path(["rate": "65536"]))), completionHandler: nil)
                 task.resume()
-                #expect(await eventually(within: 30) { task.countOfBytesReceived > 0 })
+                #expect(await changes.wait { task.countOfBytesReceived > 0 })
                 task.cancel()
-                #expect(await eventually(within: 30) { manager.tasks.isEmpty })
+                #expect(await changes.wait { manager.tasks.isEmpty })
                 #expect(task.error?.code == .cancelled)
                 #expect(task.error?.resumeData == nil)
-                #expect(await eventually(within: 30) { contents(of: folder).isEmpty })
+                #expect(await changes.wait { contents(of: folder).isEmpty })
             }
         }
     }
@@ -122,6 +125,7 @@ struct TransportCancellationTests {
     @Test(arguments: Transport.allCases)
     func cancellingMidUploadEndsTheTask(_ transport: Transport) async throws {
         try await transport.run { server, manager in
+            let changes = Changes.progressAndEnds(of: manager)
             let chunks = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
                 // Feeds the upload slowly; cancelled when the stream ends (the task's cancel).
                 let producer = Task {
@@ -137,9 +141,9 @@ struct TransportCancellationTests {
                 withStreamedRequest: Request(method: .post, url: server.url("/courier/upload"), body: .stream(chunks, length: .unknown)),
                 completionHandler: nil)
             task.resume()
-            #expect(await eventually(within: 30) { task.countOfBytesSent > 0 })
+            #expect(await changes.wait { task.countOfBytesSent > 0 })
             task.cancel()
-            #expect(await eventually(within: 30) { manager.tasks.isEmpty })
+            #expect(await changes.wait { manager.tasks.isEmpty })
             #expect(task.error?.code == .cancelled)
             #expect(server.requestCount == 0, "the server never saw the whole upload")
         }
@@ -150,6 +154,7 @@ struct TransportCancellationTests {
     @Test(arguments: Transport.allCases)
     func cancellingAnUploadStopsAPumpWaitingForItsStream(_ transport: Transport) async throws {
         try await transport.run { server, manager in
+            let changes = Changes.progressAndEnds(of: manager)
             let ended = Recorder<Void>()
             let held = NIOLockedValueBox<AsyncThrowingStream<ByteBuffer, any Error>.Continuation?>(nil)
             let chunks = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
@@ -162,10 +167,10 @@ struct TransportCancellationTests {
                 withStreamedRequest: Request(method: .post, url: server.url("/courier/upload"), body: .stream(chunks, length: .unknown)),
                 completionHandler: nil)
             task.resume()
-            #expect(await eventually(within: 30) { task.countOfBytesSent > 0 })
+            #expect(await changes.wait { task.countOfBytesSent > 0 })
             task.cancel()
-            #expect(await eventually(within: 30) { manager.tasks.isEmpty })
-            #expect(await eventually(within: 30) { ended.count == 1 }, "the pump still waits for a chunk")
+            #expect(await changes.wait { manager.tasks.isEmpty })
+            #expect(await ended.wait { $0.count == 1 }, "the pump still waits for a chunk")
             held.withLockedValue { $0?.finish() }
         }
     }

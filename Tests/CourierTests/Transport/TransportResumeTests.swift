@@ -67,6 +67,7 @@ struct TransportResumeTests {
         try await withScratchDirectory { folder in
             try await transport.run(configure: { $0.downloadDirectory = folder }) { server, manager in
                 let file = TestServer.GeneratedFile(length: 1 << 20)
+                let changes = Changes.progressAndEnds(of: manager)
                 let completion = Recorder<CourierError?>()
                 // Slow enough (32 s for the file) that the download cannot finish before the
                 // cancel, even when the test's thread stalls on a loaded machine in between.
@@ -74,9 +75,9 @@ struct TransportResumeTests {
                     completion.append(error)
                 }
                 task.resume()
-                #expect(await eventually(within: 30) { task.countOfBytesReceived > 0 })
+                #expect(await changes.wait { task.countOfBytesReceived > 0 })
                 let resumeData = try #require(await task.cancelProducingResumeData())
-                #expect(await eventually(within: 30) { completion.count == 1 })
+                #expect(await completion.wait { $0.count == 1 })
                 #expect(completion.all.first??.code == .cancelled)
                 #expect(completion.all.first??.resumeData == resumeData, "the task's error carries the same resume data")
 

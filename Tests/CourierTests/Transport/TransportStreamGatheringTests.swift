@@ -68,18 +68,19 @@ struct TransportStreamGatheringTests {
                 heads.append(response)
                 return .allow
             }
+            let changes = Changes.progressAndEnds(of: manager)
             // Within the limit, but dripped over 3 s: the call waits for the body. On a task of its
             // own so that the test can cancel it while it waits (that is the point); cancelled and
             // awaited below.
             let call = Task {
                 try await manager.stream(Request(url: server.url("/drip?numbytes=5&duration=3&delay=0")), gatheringBodiesUpTo: 5)
             }
-            #expect(await eventually { heads.all.count == 1 }, "the head arrived")
+            #expect(await heads.wait { $0.count == 1 }, "the head arrived")
             call.cancel()
             let error = await #expect(throws: CourierError.self) { try await call.value }
             #expect(error?.code == .cancelled)
             let task = try #require(tasks.all.first)
-            #expect(await eventually { task.state == .completed })
+            #expect(await changes.wait { task.state == .completed })
             #expect(task.error?.code == .cancelled)
         }
     }

@@ -71,8 +71,9 @@ struct TransportTimeoutTests {
             let suspended = Recorder<Void>()
             hooks.dataTaskDidReceiveData = { _, task, _ in
                 if suspended.count == 0 {
-                    suspended.append(())
                     task.suspend()
+                    // After the suspension: the test waits on this append for it.
+                    suspended.append(())
                 }
             }
             manager.hooks = hooks
@@ -80,7 +81,7 @@ struct TransportTimeoutTests {
             let size = 2_000_000
             let task = manager.dataTask(with: Request(url: server.url("/courier/big/\(size)"))) { _, _, error in finished.append(error) }
             task.resume()
-            #expect(await eventually(within: 30) { task.state == .suspended })
+            #expect(await suspended.wait { _ in task.state == .suspended })
             // The event waited for instead of a pause: a request started after the suspension,
             // on the same engine, to a server that never answers, with an idle timeout one
             // second longer, times out. The suspended task's own idle deadline (8 s from its
@@ -101,7 +102,7 @@ struct TransportTimeoutTests {
             task.resume()
             // The rest of the body, in a debug build on a machine that may be busy with the
             // whole suite: generous, as the point is that it finishes at all.
-            #expect(await eventually(within: 60) { finished.count == 1 })
+            #expect(await finished.wait { $0.count == 1 })
             #expect(finished.all.count == 1 && finished.all.first! == nil, "completed once, without an error: \(String(describing: finished.all.first))")
             #expect(task.countOfBytesReceived == Int64(size))
         }
