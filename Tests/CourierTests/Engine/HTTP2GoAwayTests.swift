@@ -27,9 +27,12 @@ struct HTTP2GoAwayTests {
         }
 
         let events = NIOLockedValueBox(Events())
+        /// Signalled after each event (several recorders may share one).
+        let changes: Changes
         let onHead: @Sendable () -> Void
 
-        init(onHead: @escaping @Sendable () -> Void = {}) {
+        init(changes: Changes = Changes(), onHead: @escaping @Sendable () -> Void = {}) {
+            self.changes = changes
             self.onHead = onHead
         }
 
@@ -37,25 +40,28 @@ struct HTTP2GoAwayTests {
         func exchange(willPerformRedirection response: HTTPResponse, newRequest: Request) -> Request? { nil }
         func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition {
             self.events.withLockedValue { $0.status = response.status.code }
+            self.changes.signal()
             self.onHead()
             return .allow
         }
         func exchange(didReceive chunk: ByteBuffer) {
             self.events.withLockedValue { $0.body += String(buffer: chunk) }
+            self.changes.signal()
         }
         func exchange(didCompleteWith error: CourierError?) {
             self.events.withLockedValue {
                 $0.completed = true
                 $0.error = error
             }
+            self.changes.signal()
         }
 
         var snapshot: Events { self.events.withLockedValue { $0 } }
 
-        /// Waits until the exchange completed; false when it did not within 30 s (a bound on a
-        /// failing test).
+        /// Waits until the exchange completed; false when it did not within the hang guard (a
+        /// bound on a failing test).
         func completion() async -> Bool {
-            await eventually(within: 30) { self.snapshot.completed }
+            await self.changes.wait { self.snapshot.completed }
         }
     }
 
@@ -121,7 +127,7 @@ struct HTTP2GoAwayTests {
         let (engine, group) = try Self.engine(logger: Logger(label: "courier.test", factory: { _ in CallbackLogHandler { events.append($0) } }))
         let held = ExchangeRecorder()
         _ = engine.execute(Request(url: Self.url(server, "held")), delegate: held)
-        #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
+        #expect(await server.changes.wait { server.heldCount == 1 }, "held: \(server.heldCount)")
 
         try await Self.expectNextGoesElsewhereAfterLast(engine, server)
         #expect(!events.all.contains { $0.contains("closing HTTP/2 connection") }, "Courier closed none: \(events.all)")
@@ -152,7 +158,7 @@ struct HTTP2GoAwayTests {
         try await Self.expectNextGoesElsewhereAfterLast(engine, server)
         // Both close: the drained one, and the new one once its stream ended (the GOAWAY after
         // one stream taught the pool that the host processes one a connection).
-        #expect(await eventually(within: 30) { server.closedConnectionCount == 2 }, "closed: \(server.closedConnectionCount)")
+        #expect(await server.changes.wait { server.closedConnectionCount == 2 }, "closed: \(server.closedConnectionCount)")
 
         try await engine.shutdown()
         try await server.shutdown()
@@ -260,7 +266,7 @@ struct HTTP2GoAwayTests {
         try await HTTP2PoolTests().withManager(server) { manager in
             try await withThrowingTaskGroup(of: String.self) { group in
                 group.addTask { HTTP2PoolTests.body(try await manager.get("held")) }
-                #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)", sourceLocation: sourceLocation)
+                #expect(await server.changes.wait { server.heldCount == 1 }, "held: \(server.heldCount)", sourceLocation: sourceLocation)
                 check(await #expect(throws: CourierError.self, sourceLocation: sourceLocation) { try await manager.get("bad") })
                 server.releaseHeld(andLater: true)
                 let held = try await group.next()
@@ -435,7 +441,7 @@ struct HTTP2GoAwayTests {
         try await HTTP2PoolTests().withManager(server) { manager in
             let error = await #expect(throws: CourierError.self) { try await manager.get("a") }
             #expect(error?.message.contains("SETTINGS_ENABLE_PUSH = 1") == true, "\(String(describing: error))")
-            #expect(await eventually { server.closedConnectionCount == server.connectionCount }, "the connection closed")
+            #expect(await server.changes.wait { server.closedConnectionCount == server.connectionCount }, "the connection closed")
         }
     }
 
@@ -471,7 +477,7 @@ struct HTTP2GoAwayTests {
         try await HTTP2PoolTests().withManager(server) { manager in
             let error = await #expect(throws: CourierError.self) { try await manager.get("bad") }
             #expect(error?.message.contains("InvalidHTTP2HeaderFieldName") == true, "\(String(describing: error))")
-            #expect(await eventually { server.resetsReceived == [.protocolError] }, "\(server.resetsReceived)")
+            #expect(await server.changes.wait { server.resetsReceived == [.protocolError] }, "\(server.resetsReceived)")
         }
     }
 
@@ -640,7 +646,7 @@ struct HTTP2GoAwayTests {
         let (engine, group) = try Self.engine()
         let held = ExchangeRecorder()
         _ = engine.execute(Request(url: Self.url(server, "held")), delegate: held)
-        #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
+        #expect(await server.changes.wait { server.heldCount == 1 }, "held: \(server.heldCount)")
 
         var tooLarge = Request(url: Self.url(server, "too-large"))
         // Bytes of every value, which no Huffman code makes shorter: 20 KB stays over 16 KiB.
@@ -704,12 +710,13 @@ struct HTTP2GoAwayTests {
         let (engine, group) = try Self.engine(logger: Logger(label: "courier.test", factory: { _ in CallbackLogHandler { events.append($0) } }))
         let held = ExchangeRecorder()
         _ = engine.execute(Request(url: Self.url(server, "held")), delegate: held)
-        #expect(await eventually(within: 30) { server.heldCount == 1 }, "held: \(server.heldCount)")
-        let downloads = (0..<48).map { _ in ExchangeRecorder() }
+        #expect(await server.changes.wait { server.heldCount == 1 }, "held: \(server.heldCount)")
+        let underWay = Changes()
+        let downloads = (0..<48).map { _ in ExchangeRecorder(changes: underWay) }
         let exchanges = downloads.enumerated().map { index, recorder in
             engine.execute(Request(url: Self.url(server, "download\(index)")), delegate: recorder)
         }
-        #expect(await eventually(within: 30) { downloads.allSatisfy { !$0.snapshot.body.isEmpty } }, "every download under way")
+        #expect(await underWay.wait { downloads.allSatisfy { !$0.snapshot.body.isEmpty } }, "every download under way")
         // All reset in one task of the connection's loop (the engine has one): the frames in
         // flight for them are read after.
         let cancelled = CourierError(.cancelled, "cancelled by the test")

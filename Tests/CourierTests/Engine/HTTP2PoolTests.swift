@@ -68,7 +68,7 @@ struct HTTP2PoolTests {
                     group.addTask { Self.body(try await manager.get("get")) }
                 }
                 // All twenty are open at once, on one connection, before any is answered.
-                #expect(await eventually(within: 30) { server.heldCount == 20 }, "held: \(server.heldCount)")
+                #expect(await server.changes.wait { server.heldCount == 20 }, "held: \(server.heldCount)")
                 #expect(server.connectionCount == 1)
                 #expect(server.mostOpenStreams == 20)
                 server.releaseHeld(andLater: true)
@@ -90,12 +90,12 @@ struct HTTP2PoolTests {
                     group.addTask { Self.body(try await manager.get("get")) }
                 }
                 // Two connections of two streams each; the other two requests wait for a stream.
-                #expect(await eventually(within: 30) { server.heldCount == 4 }, "held: \(server.heldCount)")
+                #expect(await server.changes.wait { server.heldCount == 4 }, "held: \(server.heldCount)")
                 #expect(server.connectionCount == 2)
                 #expect(server.mostOpenStreams == 4)
                 server.releaseHeld()
                 // The two that waited get the streams the first four leave.
-                #expect(await eventually(within: 30) { server.heldCount == 2 }, "held: \(server.heldCount)")
+                #expect(await server.changes.wait { server.heldCount == 2 }, "held: \(server.heldCount)")
                 #expect(server.connectionCount == 2)
                 server.releaseHeld(andLater: true)
                 var count = 0
@@ -219,7 +219,7 @@ struct HTTP2PoolTests {
         try await self.withManager(server, configure: { $0.http2PingInterval = 0.05 }) { manager in
             let first = try await manager.get("first")
             #expect(Self.body(first) == "answer 0")
-            #expect(await eventually(within: 30) { server.pingCount >= 3 }, "PINGs: \(server.pingCount)")
+            #expect(await server.changes.wait { server.pingCount >= 3 }, "PINGs: \(server.pingCount)")
             let second = try await manager.get("second")
             #expect(Self.body(second) == "answer 1")
             #expect(server.connectionCount == 1)
@@ -239,7 +239,7 @@ struct HTTP2PoolTests {
             #expect(Self.body(first) == "answer 0")
             server.stopAnswering()
             // The PING goes unanswered: Courier closes the connection and the pool forgets it.
-            #expect(await eventually(within: 30) { server.closedConnectionCount == 1 }, "closed: \(server.closedConnectionCount)")
+            #expect(await server.changes.wait { server.closedConnectionCount == 1 }, "closed: \(server.closedConnectionCount)")
             let second = try await manager.get("second")
             #expect(Self.body(second) == "answer 1")
             #expect(server.connectionCount == 2)
@@ -294,7 +294,7 @@ struct HTTP2PoolTests {
             }
             do {
                 // Three connections of two streams each, each on a loop of its own; the seventh waits.
-                #expect(await eventually(within: 30) { server.heldCount == 6 }, "held: \(server.heldCount)")
+                #expect(await server.changes.wait { server.heldCount == 6 }, "held: \(server.heldCount)")
                 #expect(server.connectionCount == 3)
                 let key = try #require(engine.pool.key(for: URL(string: "https://localhost:\(server.port)/")!))
                 #expect(Set(engine.pool.http2Connections(to: key).map { ObjectIdentifier($0.channel.eventLoop) }).count == 3)
@@ -325,7 +325,7 @@ struct HTTP2PoolTests {
             let second = try await manager.get("second")
             #expect(Self.body(second) == "answer 1")
             #expect(server.connectionCount == 2)
-            #expect(await eventually(within: 30) { server.closedConnectionCount == 1 }, "closed: \(server.closedConnectionCount)")
+            #expect(await server.changes.wait { server.closedConnectionCount == 1 }, "closed: \(server.closedConnectionCount)")
         }
     }
 }

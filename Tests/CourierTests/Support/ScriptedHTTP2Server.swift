@@ -120,10 +120,10 @@ final class ScriptedHTTP2Server: Sendable {
     }
 
     let channel: any Channel
-    private let state: NIOLockedValueBox<State>
+    private let state: ObservedBox<State>
     var port: Int { self.channel.localAddress!.port! }
 
-    private init(channel: any Channel, state: NIOLockedValueBox<State>) {
+    private init(channel: any Channel, state: ObservedBox<State>) {
         self.channel = channel
         self.state = state
     }
@@ -147,7 +147,7 @@ final class ScriptedHTTP2Server: Sendable {
         let context = try NIOSSLContext(configuration: tls)
         var initial = State()
         initial.requestsPerConnection = requestsPerConnection
-        let state = NIOLockedValueBox(initial)
+        let state = ObservedBox(initial)
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -201,22 +201,26 @@ final class ScriptedHTTP2Server: Sendable {
         return ScriptedHTTP2Server(channel: channel, state: state)
     }
 
-    var connectionCount: Int { self.state.withLockedValue { $0.connections } }
-    var resetsReceived: [HTTP2ErrorCode] { self.state.withLockedValue { $0.resetsReceived } }
-    var streamCount: Int { self.state.withLockedValue { $0.streams } }
+    /// Signalled after each change of what the server counts or holds: tests wait on it for
+    /// the counts below.
+    var changes: Changes { self.state.changes }
+
+    var connectionCount: Int { self.state.read { $0.connections } }
+    var resetsReceived: [HTTP2ErrorCode] { self.state.read { $0.resetsReceived } }
+    var streamCount: Int { self.state.read { $0.streams } }
     /// The paths of the requests that came over HTTP/1.1 (`servesHTTP1`), in order.
-    var http1Paths: [String] { self.state.withLockedValue { $0.http1Paths } }
+    var http1Paths: [String] { self.state.read { $0.http1Paths } }
     /// The longest header field value a request over HTTP/1.1 carried.
-    var http1LongestFieldValue: Int { self.state.withLockedValue { $0.http1LongestFieldValue } }
-    var mostOpenStreams: Int { self.state.withLockedValue { $0.mostOpenStreams } }
-    var heldCount: Int { self.state.withLockedValue { $0.held.count } }
-    var paths: [String] { self.state.withLockedValue { $0.paths } }
+    var http1LongestFieldValue: Int { self.state.read { $0.http1LongestFieldValue } }
+    var mostOpenStreams: Int { self.state.read { $0.mostOpenStreams } }
+    var heldCount: Int { self.state.read { $0.held.count } }
+    var paths: [String] { self.state.read { $0.paths } }
     /// How many connections closed (either side).
-    var closedConnectionCount: Int { self.state.withLockedValue { $0.closedConnections } }
+    var closedConnectionCount: Int { self.state.read { $0.closedConnections } }
     /// How many PINGs (not acknowledgements) the server received, all connections together.
-    var pingCount: Int { self.state.withLockedValue { $0.pings } }
+    var pingCount: Int { self.state.read { $0.pings } }
     /// The `SETTINGS_MAX_HEADER_LIST_SIZE` the client advertised last, if it did.
-    var clientMaximumHeaderListSize: Int? { self.state.withLockedValue { $0.clientMaximumHeaderListSize } }
+    var clientMaximumHeaderListSize: Int? { self.state.read { $0.clientMaximumHeaderListSize } }
 
     /// The connections open now hear nothing more (their bytes are dropped after TLS): no PING
     /// is answered, no request seen. Later connections work as scripted.
@@ -251,19 +255,19 @@ final class ScriptedHTTP2Server: Sendable {
         typealias InboundIn = ByteBuffer
         typealias InboundOut = ByteBuffer
 
-        let state: NIOLockedValueBox<State>
+        let state: ObservedBox<State>
         let index: Int
         /// The state's count of connections that hear nothing at this gate.
         let threshold: @Sendable (State) -> Int
 
-        init(state: NIOLockedValueBox<State>, index: Int, threshold: @escaping @Sendable (State) -> Int) {
+        init(state: ObservedBox<State>, index: Int, threshold: @escaping @Sendable (State) -> Int) {
             self.state = state
             self.index = index
             self.threshold = threshold
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            guard self.state.withLockedValue({ self.index >= self.threshold($0) }) else { return }
+            guard self.state.read({ self.index >= self.threshold($0) }) else { return }
             context.fireChannelRead(data)
         }
     }
@@ -289,9 +293,9 @@ final class ScriptedHTTP2Server: Sendable {
     private final class PingCounter: ChannelInboundHandler {
         typealias InboundIn = HTTP2Frame
 
-        let state: NIOLockedValueBox<State>
+        let state: ObservedBox<State>
 
-        init(state: NIOLockedValueBox<State>) {
+        init(state: ObservedBox<State>) {
             self.state = state
         }
 
@@ -320,9 +324,9 @@ final class ScriptedHTTP2Server: Sendable {
         typealias InboundIn = HTTPServerRequestPart
         typealias OutboundOut = HTTPServerResponsePart
 
-        let state: NIOLockedValueBox<State>
+        let state: ObservedBox<State>
 
-        init(state: NIOLockedValueBox<State>) {
+        init(state: ObservedBox<State>) {
             self.state = state
         }
 
@@ -350,14 +354,14 @@ final class ScriptedHTTP2Server: Sendable {
         typealias InboundIn = HTTP2Frame.FramePayload
         typealias OutboundOut = HTTP2Frame.FramePayload
 
-        let state: NIOLockedValueBox<State>
+        let state: ObservedBox<State>
         let script: @Sendable (Int, String) -> Action
         /// Which connection (0-based) the stream came on.
         let connection: Int
         private var path = ""
         private var counted = false
 
-        init(state: NIOLockedValueBox<State>, connection: Int, script: @escaping @Sendable (Int, String) -> Action) {
+        init(state: ObservedBox<State>, connection: Int, script: @escaping @Sendable (Int, String) -> Action) {
             self.state = state
             self.connection = connection
             self.script = script
