@@ -119,7 +119,7 @@ struct HTTP1PoolTests {
             try await withManager(baseURL: server.baseURL, configuration: self.configuration(connections: 1)) { manager in
                 let pool = try #require((manager.engine as? NIOEngine)?.pool)
                 async let short = manager.response(method: .get, urlString: "short", serializer: DataResponseSerializer())
-                #expect(await eventually { server.receivedHeads.count == 1 })
+                #expect(await server.changes.wait { server.receivedHeads.count == 1 })
                 async let next = manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
                 #expect(await eventually { pool.waitingHopCount == 1 }, "the second request waits for the one connection")
                 gate.open()
@@ -373,7 +373,7 @@ struct HTTP1PoolTests {
                     progress: { reported.append($0.completedUnitCount) },
                     completionHandler: { _, _, error in done.append(error) })
                 task.resume()
-                #expect(await eventually(within: 30) { done.count == 1 })
+                #expect(await done.wait { $0.count == 1 })
                 #expect(done.all.map { $0 == nil } == [true])
                 let counts = reported.all
                 #expect(counts.last == Int64(body.count))
@@ -418,7 +418,7 @@ struct HTTP1PoolTests {
                 #expect(await eventually { task.response != nil })
                 #expect(task.countOfBytesSent < 16 * 16 * 1024)
                 gate.open()
-                #expect(await eventually(within: 30) { done.count == 1 })
+                #expect(await done.wait { $0.count == 1 })
                 #expect(done.all.map { $0 == nil } == [true])
                 #expect(task.countOfBytesSent == 16 * 16 * 1024, "the task ended once the body was all sent")
                 _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
@@ -446,7 +446,7 @@ struct HTTP1PoolTests {
                     done.append(response?.status.code)
                 }
                 task.resume()
-                #expect(await eventually(within: 30) { done.count == 1 })
+                #expect(await done.wait { $0.count == 1 })
                 #expect(done.all == [413])
                 #expect(task.countOfBytesSent < 16 * 16 * 1024, "the upload stopped")
                 _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())

@@ -45,7 +45,7 @@ struct OpenConnectionsMeterTests {
             let expected: Double = transport.isHTTP2 ? 1 : 2
             async let first = manager.get("held")
             async let second = manager.get("held")
-            let bothArrived = await eventually { arrived.count == 2 }
+            let bothArrived = await arrived.wait { $0.count == 2 }
             let meter = try metrics.expectMeter("courier_open_connections", [("protocol", transport.protocolName)])
             let whileHeld = meter.lastValue
             gate.open()

@@ -154,7 +154,7 @@ struct HTTPRequestOperationTests {
                 let second = manager.httpRequestOperation(with: Request(url: server.url("/get")), success: { _, _ in done.append("second") }, failure: nil)
                 second.addDependency(first)
                 for operation in [second, first] { manager.operationQueue.addOperation(operation) }
-                #expect(await eventually(within: 30) { done.count == 2 })
+                #expect(await done.wait { $0.count == 2 })
                 #expect(done.all == ["first", "second"])
                 #expect(server.receivedRequests.map(\.path) == ["/delay/0.2", "/get"])
             }
@@ -184,7 +184,7 @@ struct HTTPRequestOperationTests {
                 for _ in 0..<6 {
                     manager.get("pair", success: { _, _ in done.append(true) }, failure: { _, _ in done.append(false) })
                 }
-                #expect(await eventually(within: 30) { done.count == 6 })
+                #expect(await done.wait { $0.count == 6 })
                 #expect(done.all == Array(repeating: true, count: 6))
                 #expect(counts.withLockedValue { $0.most } == 2)
             }
@@ -305,7 +305,7 @@ struct HTTPRequestOperationTests {
                 operation.setUploadProgressBlock { uploads.append(($0, $1, $2)) }
                 operation.setDownloadProgressBlock { downloads.append(($0, $1, $2)) }
                 manager.operationQueue.addOperation(operation)
-                #expect(await eventually(within: 60) { finished.count == 1 })
+                #expect(await finished.wait { $0.count == 1 })
                 let outcome = try #require(finished.all.first, "the operation never finished")
                 #expect(outcome == nil)
                 // Blocks run on the completion queue, before or after the completion: wait for the queue.
@@ -368,7 +368,7 @@ struct HTTPRequestOperationTests {
             await withCheckedContinuation { continuation in arrived.whenOpen { continuation.resume() } }
             Self.invalidateAtOnce(manager)
             released.open()
-            #expect(await eventually(within: 30) { outcomes.count == 2 })
+            #expect(await outcomes.wait { $0.count == 2 })
             let byPath = Dictionary(uniqueKeysWithValues: outcomes.all.map { ($0.0, $0.1) })
             #expect(byPath["hold"]! == nil, "the running operation finished")
             #expect(byPath["get"]! == .sessionInvalidated)
@@ -391,7 +391,7 @@ struct HTTPRequestOperationTests {
                 for _ in 0..<200 {
                     manager.get("get", success: { operation, _ in done.append(operation.response?.status.code == 200) }, failure: { _, _ in done.append(false) })
                 }
-                #expect(await eventually(within: 30) { done.count == 200 })
+                #expect(await done.wait { $0.count == 200 })
                 #expect(done.all.allSatisfy { $0 })
             }
         }
@@ -431,7 +431,7 @@ struct HTTPRequestOperationTests {
         let batch = HTTPRequestOperation.batch(of: operations, completionQueue: DispatchQueue(label: "app.batch"), progress: { done, total in seen.append("\(done)/\(total)") },
                                                completion: { operations in seen.append("all done") })
         batch.forEach(manager.operationQueue.addOperation)
-        #expect(await eventually(within: 30) { seen.count == 4 })
+        #expect(await seen.wait { $0.count == 4 })
         #expect(Set(seen.all) == ["get 200", "1/2", "2/2", "all done"])
         await manager.invalidate(cancelingOperations: false)
     }

@@ -104,7 +104,7 @@ struct HookTests {
                 #expect(sent.all.last?.2 == Int64(body.count))
                 #expect(uploadFractions.all == uploadFractions.all.sorted(), "progress never goes backwards")
                 #expect(uploadFractions.all.last == 1.0)
-                #expect(await eventually { completed.count == 1 })
+                #expect(await completed.wait { $0.count == 1 })
             }
         }
     }
@@ -158,7 +158,7 @@ struct ConcurrencyTests {
                     if Bool.random() { try await Task.sleep(for: .microseconds(Int.random(in: 0...500))) }
                     tasks[index].cancel()
                 }
-                #expect(await eventually(within: 30) { completions.count == count })
+                #expect(await completions.wait { $0.count == count })
                 // Once the engine is down no event can arrive; flush serialization and completion.
                 await manager.invalidate(cancelingTasks: false)
                 SessionManager.processingQueue.sync(flags: .barrier) {}
@@ -279,7 +279,7 @@ struct TaskMetricsSettingTests {
                     manager.eventMonitors = [monitor]
                 }
                 let response = try await manager.response(method: .get, urlString: "get", serializer: DataResponseSerializer())
-                #expect(await eventually { delivered.count == 1 })
+                #expect(await delivered.wait { $0.count == 1 })
                 #expect(delivered.all.first?.attempts.count == 1)
                 #expect(response.metrics != nil)
             }

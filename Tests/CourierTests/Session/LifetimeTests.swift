@@ -71,7 +71,7 @@ import Testing
                 bag.add(try #require(task))
                 bag.add(try #require(task).delegate)
             }
-            #expect(await eventually(within: 30) { done.count == 1 })
+            #expect(await done.wait { $0.count == 1 })
             #expect(done.all == [1])
             #expect(await eventually { bag.allReleased }, "still alive: \(bag.survivors)")
             #expect(await eventually { server.openConnectionCount == 0 })
@@ -117,7 +117,7 @@ import Testing
                     if let error { errors.append(error.code) }
                 }
                 late.resume()
-                #expect(await eventually { errors.count == 2 })
+                #expect(await errors.wait { $0.count == 2 })
             }
             #expect(errors.all == [.sessionInvalidated, .sessionInvalidated])
             #expect(await eventually { bag.allReleased }, "still alive: \(bag.survivors)")

@@ -57,7 +57,7 @@ func completedDataTask(
     let task = manager.dataTask(with: Request(url: url)) { _, _, _ in done.append(()) }
     let log = NotificationLog(names: names, object: task)
     task.resume()
-    #expect(await eventually { done.count == 1 })
+    #expect(await done.wait { $0.count == 1 })
     TestQueues.completion.sync {}
     return (task, log)
 }
@@ -83,7 +83,7 @@ struct NotificationTests {
                 task.resume()
                 #expect(await eventually { task.state == .suspended })
                 task.resume()
-                #expect(await eventually { done.count == 1 })
+                #expect(await done.wait { $0.count == 1 })
                 #expect(await eventually { log.names.contains(.taskDidComplete) })
                 #expect(log.names == [.taskDidResume, .taskDidSuspend, .taskDidResume, .taskDidComplete])
                 let info = try #require(log.userInfo(of: .taskDidComplete))
@@ -201,7 +201,7 @@ struct CompletionQueueTests {
                         Issue.record("unexpected failure \(error)")
                     })
                 }
-                #expect(await eventually { queues.count == 10 })
+                #expect(await queues.wait { $0.count == 10 })
                 let left = await withCheckedContinuation { continuation in
                     group.notify(queue: .global()) { continuation.resume(returning: true) }
                 }

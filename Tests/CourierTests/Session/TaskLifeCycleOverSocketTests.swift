@@ -28,7 +28,7 @@ struct TaskLifeCycleOverSocketTests {
 
                 task.taskDescription = "first"
                 task.resume()
-                #expect(await eventually { done.count == 1 })
+                #expect(await done.wait { $0.count == 1 })
                 #expect(calls.count == 1)
                 #expect(calls.all.first?.0?.status == .ok)
                 #expect(calls.all.first?.1 == nil)

@@ -34,23 +34,26 @@ final class ScriptedHTTPServer: ShutDownByAwaiting {
 
     var port: Int { self.channel.localAddress!.port! }
     var baseURL: URL { URL(string: "http://127.0.0.1:\(self.port)/")! }
+    /// Signalled after each connection accepted, request head received and body read: tests wait
+    /// on it for the counts below.
+    var changes: Changes { self.headsBox.changes }
     /// How many connections were accepted.
-    var connectionCount: Int { self.connectionsBox.withLockedValue { $0 } }
+    var connectionCount: Int { self.connectionsBox.read { $0 } }
     /// The request heads received, in order.
-    var receivedHeads: [String] { self.headsBox.withLockedValue { $0 } }
+    var receivedHeads: [String] { self.headsBox.read { $0 } }
     /// How many body bytes each request carried, in order (counted once the body is whole).
-    var receivedBodyLengths: [Int] { self.bodyLengthsBox.withLockedValue { $0 } }
+    var receivedBodyLengths: [Int] { self.bodyLengthsBox.read { $0 } }
 
-    private init(channel: any Channel, connections: NIOLockedValueBox<Int>, heads: NIOLockedValueBox<[String]>, bodyLengths: NIOLockedValueBox<[Int]>) {
+    private init(channel: any Channel, connections: ObservedBox<Int>, heads: ObservedBox<[String]>, bodyLengths: ObservedBox<[Int]>) {
         self.channel = channel
         self.connectionsBox = connections
         self.headsBox = heads
         self.bodyLengthsBox = bodyLengths
     }
 
-    private let connectionsBox: NIOLockedValueBox<Int>
-    private let headsBox: NIOLockedValueBox<[String]>
-    private let bodyLengthsBox: NIOLockedValueBox<[Int]>
+    private let connectionsBox: ObservedBox<Int>
+    private let headsBox: ObservedBox<[String]>
+    private let bodyLengthsBox: ObservedBox<[Int]>
 
     /// Starts a server, runs `body` with it, and shuts it down (awaited) whatever `body` does.
     static func with<T>(_ script: @escaping Script, _ body: (ScriptedHTTPServer) async throws -> T) async throws -> T {
@@ -58,9 +61,11 @@ final class ScriptedHTTPServer: ShutDownByAwaiting {
     }
 
     static func start(_ script: @escaping Script) async throws -> ScriptedHTTPServer {
-        let connections = NIOLockedValueBox(0)
-        let heads = NIOLockedValueBox<[String]>([])
-        let bodyLengths = NIOLockedValueBox<[Int]>([])
+        // One signal for all three: a test waits on ``changes`` for any of them.
+        let changes = Changes()
+        let connections = ObservedBox(0, changes: changes)
+        let heads = ObservedBox<[String]>([], changes: changes)
+        let bodyLengths = ObservedBox<[Int]>([], changes: changes)
         let held = HeldAnswers()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -90,8 +95,8 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
 
     let connection: Int
     let script: ScriptedHTTPServer.Script
-    let heads: NIOLockedValueBox<[String]>
-    let bodyLengths: NIOLockedValueBox<[Int]>
+    let heads: ObservedBox<[String]>
+    let bodyLengths: ObservedBox<[Int]>
     let held: HeldAnswers
     var buffer = ByteBuffer()
     var requests = 0
@@ -99,7 +104,7 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
     var body: (remaining: Int, length: Int, action: ScriptedHTTPServer.Action?)?
 
     init(
-        connection: Int, script: @escaping ScriptedHTTPServer.Script, heads: NIOLockedValueBox<[String]>, bodyLengths: NIOLockedValueBox<[Int]>,
+        connection: Int, script: @escaping ScriptedHTTPServer.Script, heads: ObservedBox<[String]>, bodyLengths: ObservedBox<[Int]>,
         held: HeldAnswers
     ) {
         self.held = held

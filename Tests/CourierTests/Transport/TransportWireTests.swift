@@ -67,7 +67,7 @@ struct TransportWireTests {
                     completion.append(error)
                 }
                 task.resume()
-                #expect(await eventually(within: 60) { completion.count == 1 }, "round \(round)")
+                #expect(await completion.wait { $0.count == 1 }, "round \(round)")
                 #expect(completion.all.first??.code == .connectionClosed, "round \(round)")
                 #expect(received.all.reduce(0, +) - before == Self.dropAfter, "round \(round): the hook saw every byte")
                 #expect(task.countOfBytesReceived == Int64(Self.dropAfter), "round \(round)")
@@ -91,11 +91,11 @@ struct TransportWireTests {
             let done = Recorder<CourierError?>()
             let trailed = manager.dataTask(with: Request(url: server.url("/courier/trailers"))) { _, _, error in done.append(error) }
             trailed.resume()
-            #expect(await eventually { done.count == 1 })
+            #expect(await done.wait { $0.count == 1 })
             #expect(trailed.responseTrailers?[HTTPField.Name("Server-Timing")!] == "total;dur=1")
             let plain = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, error in done.append(error) }
             plain.resume()
-            #expect(await eventually { done.count == 2 })
+            #expect(await done.wait { $0.count == 2 })
             #expect(done.all.allSatisfy { $0 == nil })
             #expect(plain.responseTrailers == nil)
         }
@@ -118,7 +118,7 @@ struct TransportExpectContinueTests {
                     done.append((response, error))
                 }
                 task.resume()
-                #expect(await eventually(within: 60) { done.count == 1 }, "\(size) bytes")
+                #expect(await done.wait { $0.count == 1 }, "\(size) bytes")
                 #expect(done.all.first?.1 == nil && done.all.first?.0?.status == .ok, "\(size) bytes")
                 #expect(task.countOfBytesSent == Int64(size))
                 // Over HTTP/2 Courier announces nothing itself (servers that never answer 100 on a
@@ -142,7 +142,7 @@ struct TransportExpectContinueTests {
                 done.append((response, error))
             }
             task.resume()
-            #expect(await eventually(within: 60) { done.count == 1 })
+            #expect(await done.wait { $0.count == 1 })
             #expect(done.all.first?.0?.status.code == 413, "the refusal is the response: \(String(describing: done.all.first?.1))")
             #expect(task.countOfBytesSent == 0, "not one byte of the 50 MiB body went out")
             #expect(task.metrics?.transactions.last?.countOfRequestBodyBytesSent == 0)
@@ -190,7 +190,7 @@ struct TransportExpectContinueTests {
                 done.append((response, (object as? [String: Any])?["size"] as? Int, error))
             }
             task.resume()
-            #expect(await eventually(within: 60) { done.count == 1 })
+            #expect(await done.wait { $0.count == 1 })
             #expect(done.all.first?.2 == nil && done.all.first?.0?.status == .ok, "\(String(describing: done.all.first?.2))")
             #expect(task.countOfBytesSent == Int64(size))
             // The upload sink answers with the size it took in.
@@ -208,7 +208,7 @@ struct TransportExpectContinueTests {
                 done.append(error)
             }
             task.resume()
-            #expect(await eventually(within: 60) { done.count == 1 })
+            #expect(await done.wait { $0.count == 1 })
             #expect(done.all.first! == nil)
             #expect(server.receivedRequests.last?.value(forHTTPHeaderField: "Expect") == nil)
         }
