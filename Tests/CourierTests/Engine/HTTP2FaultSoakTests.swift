@@ -15,7 +15,8 @@ import Testing
 ///   after `keepalive_requests`, or every few requests) and refuses streams (REFUSED_STREAM),
 ///   every request succeeds, with its own body: what the server never processed goes again.
 /// - Where it also drops connections, breaks the protocol, resets with errors, answers wrongly
-///   and hangs, a request may fail, with a typed error that names the host; none ends twice, none
+///   and hangs, and one request in ten is cancelled (as it is made, or as its first bytes
+///   arrive), a request may fail, with a typed error that names the host; none ends twice, none
 ///   hangs, no answer reaches another request, and nothing is left afterwards.
 @Suite("HTTP/2 fault soak", .serialized, .timeLimit(.minutes(5)))
 struct HTTP2FaultSoakTests {
@@ -137,13 +138,14 @@ struct HTTP2FaultSoakTests {
         let script = Script(faults: faults)
         let server = try await ScriptedHTTP2Server.start(maximumStreams: 16) { script.action(index: $0, path: $1) }
         // Short deadlines: the streams the server holds end in timeouts.
-        let outcomes = try await Self.soak(faults, server: server, idleTimeout: 2)
+        let outcomes = try await Self.soak(faults, server: server, idleTimeout: 2, cancels: true)
         var byCode: [String: Int] = [:]
         for outcome in outcomes {
             byCode[outcome.error.map { "\($0.code)" } ?? "success", default: 0] += 1
             if let error = outcome.error {
+                let cancelled = !outcome.id.isMultiple(of: 2) && Self.cancellation(of: outcome.id) != .none
                 #expect(
-                    [.connectionClosed, .invalidResponse, .timedOut].contains(error.code),
+                    [.connectionClosed, .invalidResponse, .timedOut].contains(error.code) || (cancelled && error.code == .cancelled),
                     "request \(outcome.id) (\(outcome.fault)): \(error.code): \(error.message)")
                 #expect(error.message.contains("localhost"), "request \(outcome.id): the error does not name the host: \(error.message)")
                 // The server resets streams only with REFUSED_STREAM (they go again) and, for its
@@ -179,9 +181,10 @@ struct HTTP2FaultSoakTests {
     // MARK: The soak
 
     /// Sends request `id` to `/soak/id` for every planned fault, `inFlight` at a time, half through
-    /// the `async` verb and half through the callback one; then checks that each task completed
+    /// the `async` verb and half through the callback one (with `cancels`, some of those are
+    /// cancelled: ``cancellation(of:)``); then checks that each task completed
     /// once and that nothing of the session is left: objects, connections, sockets.
-    static func soak(_ faults: [Fault], server: ScriptedHTTP2Server, idleTimeout: Double) async throws -> [Outcome] {
+    static func soak(_ faults: [Fault], server: ScriptedHTTP2Server, idleTimeout: Double, cancels: Bool = false) async throws -> [Outcome] {
         let bag = WeakBag()
         let completions = CompletionLedger()
         let outcomes: [Outcome]
@@ -207,7 +210,7 @@ struct HTTP2FaultSoakTests {
                 var results: [Outcome] = []
                 var next = faults.enumerated().makeIterator()
                 func add(_ id: Int, _ fault: Fault) {
-                    group.addTask { await Self.request(id, fault: fault, manager: manager) }
+                    group.addTask { await Self.request(id, fault: fault, manager: manager, cancels: cancels) }
                 }
                 for _ in 0..<Self.inFlight {
                     guard let (id, fault) = next.next() else { break }
@@ -234,7 +237,7 @@ struct HTTP2FaultSoakTests {
         return outcomes
     }
 
-    static func request(_ id: Int, fault: Fault, manager: HTTPSessionManager) async -> Outcome {
+    static func request(_ id: Int, fault: Fault, manager: HTTPSessionManager, cancels: Bool) async -> Outcome {
         let path = "soak/\(id)"
         @Sendable func body(_ object: (any Sendable)?) -> String? { (object as? Data).map { String(decoding: $0, as: UTF8.self) } }
         if id.isMultiple(of: 2) {
@@ -245,10 +248,27 @@ struct HTTP2FaultSoakTests {
                 return Outcome(id: id, fault: fault, body: nil, error: error)
             }
         }
+        let cancellation = cancels ? Self.cancellation(of: id) : .none
         return await awaitCallback { (finish: @escaping @Sendable (Outcome) -> Void) in
-            manager.get(
-                path, success: { _, object in finish(Outcome(id: id, fault: fault, body: body(object), error: nil)) },
+            let once = CancelOnce()
+            let task = manager.get(
+                path, progress: { _ in if cancellation == .onFirstBytes { once.fire() } },
+                success: { _, object in finish(Outcome(id: id, fault: fault, body: body(object), error: nil)) },
                 failure: { _, error in finish(Outcome(id: id, fault: fault, body: nil, error: error)) })
+            once.task = task
+            if cancellation == .immediately { task?.cancel() }
+        }
+    }
+
+    enum Cancellation { case none, immediately, onFirstBytes }
+
+    /// Which callback requests (odd ids) the chaos soak cancels: one in ten of all requests, half
+    /// as soon as they are made, half as their first body bytes arrive.
+    static func cancellation(of id: Int) -> Cancellation {
+        switch id % 20 {
+        case 3: .immediately
+        case 7: .onFirstBytes
+        default: .none
         }
     }
 }
