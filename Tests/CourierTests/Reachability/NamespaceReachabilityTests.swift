@@ -113,7 +113,13 @@ struct NamespaceReachabilityTests {
         let namespace = try await TestNamespace.make()
         defer { namespace.delete() }
         try await namespace.addVethPair(defaultRoute: true)
-        let manager = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute)
+        // A quiet period longer than one `ip` takes on a loaded machine (the default 50 ms was
+        // shorter than the gap between two flaps in a full CI run: 13 evaluations): the test is
+        // of the coalescing, not of how fast this machine spawns `ip`.
+        let manager = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute) { environment in
+            environment.quietPeriod = .seconds(1)
+            environment.maximumDelay = .seconds(20)
+        }
         manager.startMonitoring()
         defer { manager.stopMonitoring() }
         #expect(await manager.wait(for: .reachableViaEthernet) != nil)

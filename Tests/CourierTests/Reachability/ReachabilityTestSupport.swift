@@ -90,11 +90,13 @@ struct TestNamespace {
 extension NetworkReachabilityManager {
     /// A manager watching `namespace` instead of the process's own network.
     static func inNamespace(
-        _ namespace: TestNamespace, target: ReachabilityTarget, resolver: HostResolver = .system, logger: Logger? = nil
+        _ namespace: TestNamespace, target: ReachabilityTarget, resolver: HostResolver = .system, logger: Logger? = nil,
+        configure: (inout ReachabilityEnvironment) -> Void = { _ in }
     ) -> NetworkReachabilityManager {
         var environment = ReachabilityEnvironment.system
         environment.namespacePath = namespace.path
         environment.resolver = resolver
+        configure(&environment)
         return NetworkReachabilityManager(target: target, environment: environment, logger: logger)
     }
 
