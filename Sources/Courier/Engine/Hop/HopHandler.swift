@@ -728,29 +728,24 @@ final class HopHandler: ChannelDuplexHandler {
         }
         // A stream closed without a reason of its own: its connection's error, if it failed.
         var error = error ?? self.stream?.connectionError
-        if let closed = error as? NIOHTTP2Errors.StreamClosed, let stream = self.stream,
-            stream.resetSent(for: closed.streamID) == closed.errorCode
-        {
-            // Reset by Courier's side, not the server: swift-nio-http2 for a stream error in what
-            // the server sent (a body past its length, a malformed field), or the stream closed
-            // under way. After a connection error, that reset is its consequence (swift-nio-http2
-            // went on reading frames for a stream whose head it could not decode, and reset it
-            // with STREAM_CLOSED): the connection's error says why. Before a response head, the
-            // one frame swift-nio-http2 resets a stream for with STREAM_CLOSED is DATA.
-            if let connectionError = stream.connectionError {
+        if let closed = error as? NIOHTTP2Errors.StreamClosed, let stream = self.stream {
+            // Closed by Courier's side, not the server: reset by swift-nio-http2 for a stream error
+            // in what the server sent (a body past its length, a malformed field), or under way;
+            // or dropped with CANCEL as the connection failed (the GOAWAY Courier's side then
+            // sends; a stream the server's GOAWAY left out is dropped so too, and is not
+            // processed, below). After a connection error, either is its consequence
+            // (swift-nio-http2 went on reading frames for a stream whose head it could not
+            // decode, and reset it with STREAM_CLOSED): the connection's error says why. Before
+            // a response head, the one frame swift-nio-http2 resets a stream for with
+            // STREAM_CLOSED is DATA.
+            let resetByCourier = stream.resetSent(for: closed.streamID) == closed.errorCode
+            let droppedWithConnection = closed.errorCode == .cancel && !stream.wasNotProcessed(closed.streamID)
+            if resetByCourier || droppedWithConnection, let connectionError = stream.connectionError {
                 error = connectionError
-            } else if closed.errorCode == .streamClosed, self.http2Stream?.awaitsResponseHead == true {
-                error = HTTP2DataBeforeResponseHead()
-            } else {
-                error = HTTP2StreamResetByCourier(errorCode: closed.errorCode)
+            } else if resetByCourier {
+                error = closed.errorCode == .streamClosed && self.http2Stream?.awaitsResponseHead == true
+                    ? HTTP2DataBeforeResponseHead() : HTTP2StreamResetByCourier(errorCode: closed.errorCode)
             }
-        } else if let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .cancel, let stream = self.stream,
-            !stream.wasNotProcessed(closed.streamID), let connectionError = stream.connectionError
-        {
-            // Closed with CANCEL by swift-nio-http2, not by the server: after a connection error
-            // (garbage from the server, say), the GOAWAY Courier's side sends drops the open
-            // streams so. The connection's error says why; "the server reset the stream" did not.
-            error = connectionError
         }
         var closure = error.map(self.closure(for:)) ?? .closed
         if closure == .notProcessed, let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .cancel, let stream = self.stream {
