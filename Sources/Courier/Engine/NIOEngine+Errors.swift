@@ -12,14 +12,19 @@ extension NIOEngine {
     static func courierError(from error: any Error, request: Request) -> CourierError {
         if let fallback = error as? HTTP1FallbackFailure {
             // What HTTP/1.1 met, after why the request went there.
-            let met = Self.courierError(from: fallback.underlying, request: request)
-            guard met.code != .cancelled else { return met }
-            let prefix = "\(request.summary): "
-            let words = met.message.hasPrefix(prefix) ? String(met.message.dropFirst(prefix.count)) : met.message
+            let (code, met): (CourierError.Code, String)
+            if let failure = fallback.underlying as? CourierError {
+                guard failure.code != .cancelled else { return failure.adding(request: request) }
+                // Courier's own errors (a deadline, say) may name the request already.
+                let named = "\(request.summary): "
+                (code, met) = (failure.code, failure.message.hasPrefix(named) ? String(failure.message.dropFirst(named.count)) : failure.message)
+            } else {
+                (code, met) = Self.classify(fallback.underlying, request: request)
+            }
             return CourierError(
-                met.code,
-                "\(prefix)its header block does not fit in one of the server's HTTP/2 frames (Courier sends no CONTINUATION frames), so it went over HTTP/1.1, where \(words); a server that speaks only HTTP/2 cannot take this request from Courier",
-                request: request, underlyingError: met.underlyingError ?? fallback.underlying)
+                code,
+                "\(request.summary): its header block does not fit in one of the server's HTTP/2 frames (Courier sends no CONTINUATION frames), so it went over HTTP/1.1, where \(met); a server that speaks only HTTP/2 cannot take this request from Courier",
+                request: request, underlyingError: fallback.underlying)
         }
         if let error = error as? CourierError {
             return error.adding(request: request)

@@ -187,7 +187,7 @@ final class EngineHop: NIOHopTask, Sendable {
         }
         if first {
             var result = result
-            if headTooLargeForHTTP2, case .failure(let error) = result, !(error is CancellationError) {
+            if headTooLargeForHTTP2, case .failure(let error) = result {
                 result = .failure(HTTP1FallbackFailure(underlying: error))
             }
             self.exchange.hopCompleted(result, metrics: metrics ?? self.bareMetrics())
