@@ -284,12 +284,13 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
-        let written = context.eventLoop.makePromise(of: Void.self)
+        // The chunk's own promise when the frame ends a chunk; one of its own only for a frame cut
+        // from the middle of a chunk.
+        let written = promise ?? context.eventLoop.makePromise(of: Void.self)
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         written.futureResult.whenFailure { _ in
             loopBound.value.dataNotSent(length: length)
         }
-        if let promise { written.futureResult.cascade(to: promise) }
         context.write(self.wrapOutboundOut(frame), promise: written)
     }
 
