@@ -156,14 +156,19 @@ struct HTTP2DataScheduler {
 
     /// The stream flushed: what it queued may go.
     mutating func flushed(_ streamID: HTTP2StreamID) {
-        guard var stream = self.streams[streamID] else { return }
+        // In place: a copy of the stream out of the dictionary would share its chunks' storage.
+        guard let index = self.streams.index(forKey: streamID) else { return }
+        let takesTurn = Self.flush(&self.streams.values[index])
+        if takesTurn { self.turns.append(streamID) }
+    }
+
+    /// Marks what `stream` queued as flushed; whether it now takes a turn it did not have.
+    private static func flush(_ stream: inout Stream) -> Bool {
         stream.flushedChunks = stream.chunks.count
         if stream.end != nil { stream.endFlushed = true }
-        if stream.hasFlushedWork, !stream.hasTurn {
-            stream.hasTurn = true
-            self.turns.append(streamID)
-        }
-        self.streams[streamID] = stream
+        guard stream.hasFlushedWork, !stream.hasTurn else { return false }
+        stream.hasTurn = true
+        return true
     }
 
     // MARK: The server's frames
@@ -206,31 +211,42 @@ struct HTTP2DataScheduler {
         var frames: [Frame] = []
         var blockedInARow = 0
         while blockedInARow < self.turns.count, let id = self.turns.popFirst() {
-            guard var stream = self.streams[id] else { continue }
-            if let kind = self.nextFrame(of: &stream) {
+            // In place: a copy of the stream out of the dictionary would share its chunks'
+            // storage, and taking a chunk off it would copy that storage, once a frame.
+            guard let index = self.streams.index(forKey: id) else { continue }
+            let (kind, keepsTurn) = Self.nextFrame(
+                of: &self.streams.values[index], connectionWindow: &self.connectionWindow, maximumFrameSize: self.maximumFrameSize,
+                floor: self.floor)
+            if let kind {
                 frames.append(Frame(streamID: id, kind: kind))
                 blockedInARow = 0
             } else {
                 blockedInARow += 1
             }
-            if stream.hasFlushedWork {
-                self.turns.append(id)
-            } else {
-                stream.hasTurn = false
-            }
-            self.streams[id] = stream
+            if keepsTurn { self.turns.append(id) }
         }
         return frames
     }
 
     /// The floor for a stream now: ``floor``, or half the largest window the stream or the
     /// connection had, if smaller.
-    private func effectiveFloor(_ stream: Stream) -> Int {
-        max(1, min(self.floor, stream.window.peak / 2, self.connectionWindow.peak / 2))
+    private static func effectiveFloor(_ floor: Int, _ stream: Stream, connectionWindow: Window) -> Int {
+        max(1, min(floor, stream.window.peak / 2, connectionWindow.peak / 2))
     }
 
-    /// The stream's next frame, if its windows allow one.
-    private mutating func nextFrame(of stream: inout Stream) -> Frame.Kind? {
+    /// The stream's next frame, if its windows allow one, and whether the stream keeps its turn
+    /// (it has flushed work left; else its turn ends).
+    private static func nextFrame(
+        of stream: inout Stream, connectionWindow: inout Window, maximumFrameSize: Int, floor: Int
+    ) -> (Frame.Kind?, keepsTurn: Bool) {
+        let kind = Self.takeFrame(of: &stream, connectionWindow: &connectionWindow, maximumFrameSize: maximumFrameSize, floor: floor)
+        if !stream.hasFlushedWork { stream.hasTurn = false }
+        return (kind, stream.hasFlushedWork)
+    }
+
+    private static func takeFrame(
+        of stream: inout Stream, connectionWindow: inout Window, maximumFrameSize: Int, floor baseFloor: Int
+    ) -> Frame.Kind? {
         guard stream.flushedChunks > 0, let remaining = stream.chunks.first else {
             guard stream.endFlushed, let end = stream.end else { return nil }
             stream.end = nil
@@ -239,17 +255,17 @@ struct HTTP2DataScheduler {
         }
         // The body's last bytes, sent with END_STREAM: any size.
         let endsBody = stream.chunks.count == 1 && stream.endFlushed && stream.end == .endStream
-        let limit = min(stream.window.size, self.connectionWindow.size, self.maximumFrameSize)
+        let limit = min(stream.window.size, connectionWindow.size, maximumFrameSize)
         var length = remaining
         if remaining > limit {
-            let floor = self.effectiveFloor(stream)
+            let floor = Self.effectiveFloor(baseFloor, stream, connectionWindow: connectionWindow)
             length = limit
             // What is left of the chunk goes as a frame of its own: not a few bytes either.
             if !endsBody, remaining - length < floor { length = remaining - floor }
             guard length >= floor else { return nil }
         }
         stream.window.size -= length
-        self.connectionWindow.size -= length
+        connectionWindow.size -= length
         let endsChunk = length == remaining
         if endsChunk {
             stream.chunks.removeFirst()
