@@ -547,12 +547,12 @@ struct HTTP2GoAwayTests {
         }
     }
 
-    /// A GOAWAY that names an error (ENHANCE_YOUR_CALM) and drops the request: it fails at once
-    /// with the code and the debug data, on the one connection (a graceful GOAWAY, NO_ERROR, still
-    /// sends it elsewhere: `HTTP2PoolTests`). Before, any code sent it
-    /// again at once, ten times (eleven connections in half a second), and the message named
-    /// neither code nor debug data.
-    @Test func aGoAwayWithAnErrorFailsTheUnprocessedRequestAtOnceWithWhatTheServerSaid() async throws {
+    /// A GOAWAY that names an error (ENHANCE_YOUR_CALM) and drops the request every time: it goes
+    /// again once, on a second connection, then fails with the code and the debug data (a
+    /// graceful GOAWAY, NO_ERROR, sends it elsewhere up to ten times: `HTTP2PoolTests`). Long ago
+    /// any code sent it again ten times (eleven connections in half a second), and the message
+    /// named neither code nor debug data; then it failed at once, on the first connection.
+    @Test func aGoAwayWithAnErrorSendsTheUnprocessedRequestAgainOnceThenFailsWithWhatTheServerSaid() async throws {
         let server = try await ScriptedHTTP2Server.start { index, path in
             path == "/calm" ? .goAwayWithError(.enhanceYourCalm, debug: "calm down: too many requests") : .respond("ok")
         }
@@ -563,7 +563,7 @@ struct HTTP2GoAwayTests {
         let error = calm.snapshot.error
         #expect(error?.code == .connectionClosed, "\(String(describing: error))")
         #expect(error?.message.contains("GOAWAY ENHANCE_YOUR_CALM (\"calm down: too many requests\") before processing the request") == true)
-        #expect(server.connectionCount == 1, "connections: \(server.connectionCount)")
+        #expect(server.connectionCount == 2, "connections: \(server.connectionCount)")
 
         // The next request opens a connection of its own and is answered.
         let graceful = ExchangeRecorder()
@@ -571,6 +571,30 @@ struct HTTP2GoAwayTests {
         #expect(await graceful.completion())
         #expect(graceful.snapshot.error == nil, "\(String(describing: graceful.snapshot.error))")
         #expect(graceful.snapshot.body == "ok")
+        try await engine.shutdown()
+        try await server.shutdown()
+        try await group.shutdownGracefully()
+    }
+
+    /// A GOAWAY that names an error drops a request with no fault of its own (another request on
+    /// the connection made the server give up on it): the request goes again on a new connection,
+    /// whatever its method, and is answered there, as Go's and OkHttp's clients manage. Before, it
+    /// failed with the other request's GOAWAY.
+    @Test(arguments: [HTTPRequest.Method.get, .post])
+    func aRequestAGoAwayWithAnErrorLeftUnprocessedIsAnsweredOnANewConnection(method: HTTPRequest.Method) async throws {
+        let server = try await ScriptedHTTP2Server.start { connection, _ in
+            connection == 0 ? .goAwayWithError(.enhanceYourCalm, debug: "too much") : .respond("second")
+        }
+        let (engine, group) = try Self.engine()
+        var request = Request(url: Self.url(server, "innocent"))
+        request.method = method
+        if method == .post { request.body = .data(Data("payload".utf8)) }
+        let recorder = ExchangeRecorder()
+        _ = engine.execute(request, delegate: recorder)
+        #expect(await recorder.completion())
+        #expect(recorder.snapshot.error == nil, "\(String(describing: recorder.snapshot.error))")
+        #expect(recorder.snapshot.body == "second")
+        #expect(server.connectionCount == 2, "connections: \(server.connectionCount)")
         try await engine.shutdown()
         try await server.shutdown()
         try await group.shutdownGracefully()

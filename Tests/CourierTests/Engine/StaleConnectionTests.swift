@@ -13,12 +13,12 @@ struct StaleConnectionTests {
     private static func rule(
         _ method: HTTPRequest.Method = .get, replayable: Bool = true, reused: Bool = true, written: Bool = true,
         bytesSeen: Bool = false, closure: ResendRule.Closure = .closed, resends: Int = 0, cancelled: Bool = false,
-        unprocessedResends: Int = 0
+        unprocessedResends: Int = 0, resentAfterGoAwayError: Bool = false
     ) -> ResendRule {
         ResendRule(
             method: method, bodyIsReplayable: replayable, connectionWasReused: reused, requestWritten: written,
             responseBytesSeen: bytesSeen, closure: closure, resends: resends, isCancelled: cancelled,
-            unprocessedResends: unprocessedResends)
+            unprocessedResends: unprocessedResends, resentAfterGoAwayError: resentAfterGoAwayError)
     }
 
     @Test func idempotentRequestsOnAReusedConnectionGoAgain() {
@@ -75,6 +75,24 @@ struct StaleConnectionTests {
         // And the other way round: unprocessed resends leave a stale connection's bound alone.
         #expect(Self.rule(unprocessedResends: last).allowsResend)
         #expect(!Self.rule(resends: ResendRule.maximumResends, unprocessedResends: 0).allowsResend)
+    }
+
+    /// A GOAWAY that named an error left the request unprocessed: it goes again once, whatever its
+    /// method and whatever graceful refusals came before (within the bound they share); never
+    /// with a one-shot body, after a cancellation or once the answer began.
+    @Test func whatAGoAwayWithAnErrorLeftUnprocessedGoesAgainOnce() {
+        for method in [HTTPRequest.Method.get, .post, .patch] {
+            #expect(Self.rule(method, reused: false, closure: .notProcessedWithError).allowsResend, "\(method)")
+        }
+        #expect(Self.rule(closure: .notProcessedWithError).reason == .notProcessedWithError)
+        #expect(Self.rule(closure: .notProcessedWithError, resends: ResendRule.maximumResends).allowsResend)
+        #expect(Self.rule(closure: .notProcessedWithError, unprocessedResends: 2).allowsResend)
+        #expect(!Self.rule(closure: .notProcessedWithError, unprocessedResends: 1, resentAfterGoAwayError: true).allowsResend, "once")
+        let last = ResendRule.maximumUnprocessedResends
+        #expect(!Self.rule(closure: .notProcessedWithError, unprocessedResends: last).allowsResend, "within the shared bound")
+        #expect(!Self.rule(.post, replayable: false, closure: .notProcessedWithError).allowsResend)
+        #expect(!Self.rule(closure: .notProcessedWithError, cancelled: true).allowsResend)
+        #expect(!Self.rule(bytesSeen: true, closure: .notProcessedWithError).allowsResend)
     }
 
     /// HTTP_1_1_REQUIRED: the server processed nothing and wants HTTP/1.1; the request goes so

@@ -52,6 +52,9 @@ final class EngineHop: NIOHopTask, Sendable {
         /// How many times the hop was sent again because an HTTP/2 server said it did not process
         /// it (``ResendRule/maximumUnprocessedResends``).
         var unprocessedResends = 0
+        /// Whether the hop was sent again because a GOAWAY that named an error left it
+        /// unprocessed (``ResendRule/Closure/notProcessedWithError``: once at most).
+        var resentAfterGoAwayError = false
         /// The hop goes only on a new connection: the last one it was given closed under it or
         /// turned out closed, and any other kept-alive one may be closing too, idle or just given
         /// back after a response (a server may close a connection right after a response that
@@ -116,6 +119,10 @@ final class EngineHop: NIOHopTask, Sendable {
                 state.needsNewConnection = true
             case .notProcessed:
                 state.unprocessedResends += 1
+                state.needsNewConnection = true
+            case .notProcessedWithError:
+                state.unprocessedResends += 1
+                state.resentAfterGoAwayError = true
                 state.needsNewConnection = true
             case .http1Required, .headTooLargeForHTTP2:
                 // Another key's connections, none of which failed it.

@@ -109,8 +109,8 @@ final class HopHandler: ChannelDuplexHandler {
             return
         }
         let request = hop.request
-        let (body, cancellation, withoutExpectation, resends, unprocessedResends) = hop.state.withLockedValue {
-            ($0.body, $0.cancellation, $0.withoutExpectation, $0.resends, $0.unprocessedResends)
+        let (body, cancellation, withoutExpectation, resends, unprocessedResends, resentAfterGoAwayError) = hop.state.withLockedValue {
+            ($0.body, $0.cancellation, $0.withoutExpectation, $0.resends, $0.unprocessedResends, $0.resentAfterGoAwayError)
         }
         let head: OutgoingRequestHead
         if let http2Stream = self.http2Stream {
@@ -163,6 +163,7 @@ final class HopHandler: ChannelDuplexHandler {
                 bodyIsReplayable: request.body.isReplayable, viaForwardingProxy: viaForwardingProxy,
                 expectContinue: hop.pool.settings.expectContinue, withoutExpectation: withoutExpectation,
                 resends: resends, isCancelled: cancellation != nil, unprocessedResends: unprocessedResends,
+                resentAfterGoAwayError: resentAfterGoAwayError,
                 hasIdempotencyKey: ResendRule.hasIdempotencyKey(request.method, fields: request.headerFields)))
         switch decision {
         case .restartElsewhere:
@@ -753,12 +754,12 @@ final class HopHandler: ChannelDuplexHandler {
             // CANCEL; the server reset nothing.
             error = HTTP2StreamBeyondGoAway(streamID: Int(closed.streamID), lastStreamID: Int(stream.lastStreamIDProcessed))
         }
-        // Not processed because of a GOAWAY that named an error: not sent elsewhere at once; the
-        // error says what the server said (a retrier may send it again, after its back-off). But
-        // for HTTP_1_1_REQUIRED, a refusal of HTTP/2 only: over HTTP/1.1 it goes (``ResendRule``).
+        // Not processed because of a GOAWAY that named an error: sent again once at most, and the
+        // error says what the server said when it is not. HTTP_1_1_REQUIRED is a refusal of
+        // HTTP/2 only: over HTTP/1.1 it goes (``ResendRule``).
         if closure == .notProcessed, let refusal = self.stream?.serverGoAway {
             error = refusal
-            closure = refusal.errorCode == .http11Required ? .http1Required : .failed
+            closure = refusal.errorCode == .http11Required ? .http1Required : .notProcessedWithError
         } else if closure == .closed || closure == .reset || (closure == .failed && error is NIOHTTP2Errors.StreamClosed),
             let goAway = self.stream?.serverGoAway
         {

@@ -66,6 +66,9 @@ struct HopStateMachine {
         /// How many times the hop was already sent again because an HTTP/2 server did not process
         /// it (``ResendRule/maximumUnprocessedResends``).
         var unprocessedResends = 0
+        /// Whether the hop was already sent again because a GOAWAY that named an error left it
+        /// unprocessed (``ResendRule/resentAfterGoAwayError``).
+        var resentAfterGoAwayError = false
         /// Whether the request carries an `Idempotency-Key` (or `X-Idempotency-Key`) field: its
         /// sender says it is safe to repeat whatever its method (``ResendRule/hasIdempotencyKey(_:fields:)``).
         var hasIdempotencyKey = false
@@ -214,6 +217,7 @@ struct HopStateMachine {
         let canRepeatWithoutExpectation: Bool
         let resends: Int
         let unprocessedResends: Int
+        let resentAfterGoAwayError: Bool
         /// Whether the connection carried a hop before this one (then a close before any response
         /// byte may be the server's idle timeout, and the hop can go again).
         let isReused: Bool
@@ -305,7 +309,7 @@ struct HopStateMachine {
             Hop(
                 methodIsIdempotent: start.hasIdempotencyKey || ResendRule.isIdempotent(start.method), bodyIsReplayable: start.bodyIsReplayable, viaForwardingProxy: start.viaForwardingProxy,
                 canRepeatWithoutExpectation: start.canRepeatWithoutExpectation, resends: start.resends,
-                unprocessedResends: start.unprocessedResends, isReused: self.hopsCarried > 0 || self.onReusedConnection, closeRequested: start.asksToClose,
+                unprocessedResends: start.unprocessedResends, resentAfterGoAwayError: start.resentAfterGoAwayError, isReused: self.hopsCarried > 0 || self.onReusedConnection, closeRequested: start.asksToClose,
                 request: expectation == .sendAtOnce ? .sending : .awaitingContinue))
         self.hopsCarried += 1
         return .send(expectation: expectation, removingExpectField: removingExpectField)
@@ -574,7 +578,8 @@ struct HopStateMachine {
             closure: loss.closure,
             resends: hop.resends,
             isCancelled: loss.isCancelled,
-            unprocessedResends: hop.unprocessedResends)
+            unprocessedResends: hop.unprocessedResends,
+            resentAfterGoAwayError: hop.resentAfterGoAwayError)
         if rule.allowsResend {
             return .resendHop(then: then, reason: rule.reason)
         }

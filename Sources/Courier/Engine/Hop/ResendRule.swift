@@ -32,6 +32,16 @@ import HTTPTypes
 /// `keepalive_requests`) while more streams are open drops the rest each time, and a hop can be
 /// among them several times in a row (Docs/BENCHMARKS.md, "A server that ends connections early").
 ///
+/// A stream a GOAWAY that named an error left unprocessed (ENHANCE_YOUR_CALM, INTERNAL_ERROR; the
+/// server says more than "not this one") was not processed either (RFC 9113 6.8: whatever the
+/// code, streams above the last one named were not), but the server may be in trouble or think
+/// the client abusive: such a hop goes again once, on a new connection
+/// (``Closure/notProcessedWithError``, counted with the others against
+/// ``maximumUnprocessedResends`` too), as Go's and OkHttp's clients send it again at once the
+/// first time; a second such GOAWAY is the answer.
+/// Before, it failed at once, and a request with no fault of its own, sharing the connection with
+/// the one that made the server send the GOAWAY, failed with it.
+///
 /// HTTP_1_1_REQUIRED (RFC 9113 7: a reset of the stream, or a GOAWAY that left it unprocessed) is
 /// a refusal too, of HTTP/2 (IIS and Apache ask so for requests that need TLS renegotiation or a
 /// client certificate): the hop goes again over HTTP/1.1 whatever its method, under the same
@@ -48,6 +58,9 @@ struct ResendRule: Equatable {
         case failed
         /// The server said it did not process the request (HTTP/2).
         case notProcessed
+        /// The server did not process the request, and its GOAWAY named an error (not
+        /// HTTP_1_1_REQUIRED): sent again once, on a new connection.
+        case notProcessedWithError
         /// The server wants the request over HTTP/1.1 (HTTP/2's HTTP_1_1_REQUIRED): it did not
         /// process it.
         case http1Required
@@ -59,6 +72,9 @@ struct ResendRule: Equatable {
         case closed
         /// The HTTP/2 server did not process it (``maximumUnprocessedResends``): on a new connection.
         case notProcessed
+        /// The HTTP/2 server did not process it, and its GOAWAY named an error: on a new
+        /// connection, once (``resentAfterGoAwayError``).
+        case notProcessedWithError
         /// The HTTP/2 server answered HTTP_1_1_REQUIRED: over HTTP/1.1, as the origin's later
         /// requests go.
         case http1Required
@@ -71,6 +87,7 @@ struct ResendRule: Equatable {
     var reason: Reason {
         switch self.closure {
         case .notProcessed: .notProcessed
+        case .notProcessedWithError: .notProcessedWithError
         case .http1Required: .http1Required
         case .closed, .reset, .failed: .closed
         }
@@ -100,11 +117,17 @@ struct ResendRule: Equatable {
     /// How many times the hop was already sent again because the server did not process it
     /// (``maximumUnprocessedResends``).
     var unprocessedResends = 0
+    /// Whether the hop was already sent again because a GOAWAY that named an error left it
+    /// unprocessed (``Closure/notProcessedWithError``: once at most).
+    var resentAfterGoAwayError = false
 
     /// Whether the hop goes again.
     var allowsResend: Bool {
         guard !self.isCancelled, !self.responseBytesSeen, self.closure != .failed, self.bodyIsReplayable else { return false }
         if self.closure == .notProcessed { return self.unprocessedResends < Self.maximumUnprocessedResends }
+        if self.closure == .notProcessedWithError {
+            return !self.resentAfterGoAwayError && self.unprocessedResends < Self.maximumUnprocessedResends
+        }
         if self.closure == .http1Required { return true }
         guard self.resends < Self.maximumResends else { return false }
         if !self.requestWritten { return true }
@@ -135,11 +158,11 @@ extension ResendRule {
     /// The rule for a hop with `method`.
     init(
         method: HTTPRequest.Method, bodyIsReplayable: Bool, connectionWasReused: Bool, requestWritten: Bool, responseBytesSeen: Bool,
-        closure: Closure, resends: Int, isCancelled: Bool, unprocessedResends: Int = 0
+        closure: Closure, resends: Int, isCancelled: Bool, unprocessedResends: Int = 0, resentAfterGoAwayError: Bool = false
     ) {
         self.init(
             methodIsIdempotent: Self.isIdempotent(method), bodyIsReplayable: bodyIsReplayable, connectionWasReused: connectionWasReused,
             requestWritten: requestWritten, responseBytesSeen: responseBytesSeen, closure: closure, resends: resends,
-            isCancelled: isCancelled, unprocessedResends: unprocessedResends)
+            isCancelled: isCancelled, unprocessedResends: unprocessedResends, resentAfterGoAwayError: resentAfterGoAwayError)
     }
 }

@@ -251,7 +251,7 @@ final class ConnectionPool: Sendable {
     /// so too) or its header block does not fit in one of the server's frames.
     func resend(_ hop: EngineHop, reason: ResendRule.Reason = .closed) {
         switch reason {
-        case .closed, .notProcessed:
+        case .closed, .notProcessed, .notProcessedWithError:
             self.logger?.debug("courier: sending again on another connection", metadata: ["request": "\(hop.request.summary)"])
         case .http1Required:
             self.logger?.debug("courier: the server wants HTTP/1.1, sending again so", metadata: ["request": "\(hop.request.summary)"])

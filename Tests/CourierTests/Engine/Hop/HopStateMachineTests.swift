@@ -342,6 +342,24 @@ struct HopStateMachineTests {
         #expect(reused.channelInactive(Self.loss()).summary == "resendHop(none)")
     }
 
+    @Test func aStreamAGoAwayWithAnErrorLeftUnprocessedGoesAgainOnceThenFailsWithWhatTheServerSaid() {
+        var stream = Machine(mode: .stream)
+        Self.send(Self.start(.post, length: 10), on: &stream)
+        #expect(stream.channelFailed(Self.loss(.notProcessedWithError, error: Failed(name: "calm"))).summary == "resendUnprocessedAfterGoAwayError(close)")
+        // Unprocessed resends of a graceful kind before do not take its one away.
+        var refusedBefore = Self.start()
+        refusedBefore.unprocessedResends = 3
+        var third = Machine(mode: .stream)
+        Self.send(refusedBefore, on: &third)
+        #expect(third.channelFailed(Self.loss(.notProcessedWithError, error: Failed(name: "calm"))).summary == "resendUnprocessedAfterGoAwayError(close)")
+        var again = Self.start()
+        again.unprocessedResends = 1
+        again.resentAfterGoAwayError = true
+        var second = Machine(mode: .stream)
+        Self.send(again, on: &second)
+        #expect(second.channelFailed(Self.loss(.notProcessedWithError, error: Failed(name: "calm"))).summary == "failHop(connectionLost(calm), close)")
+    }
+
     /// HTTP_1_1_REQUIRED (a reset, or a GOAWAY that left the stream unprocessed): the request
     /// goes again over HTTP/1.1 whatever its method and whatever resends it already had; one whose
     /// body cannot go again, or that was cancelled or answered, fails with the server's answer
@@ -649,6 +667,7 @@ extension HopStateMachine.Action {
         case .failHop(let failure, let then): "failHop(\(failure.summary), \(then.summary))"
         case .resendHop(let then, .closed): "resendHop(\(then.summary))"
         case .resendHop(let then, .notProcessed): "resendUnprocessedHop(\(then.summary))"
+        case .resendHop(let then, .notProcessedWithError): "resendUnprocessedAfterGoAwayError(\(then.summary))"
         case .resendHop(let then, .http1Required): "resendOverHTTP1(\(then.summary))"
         case .resendHop(let then, .headTooLargeForHTTP2): "resendHeadTooLargeForHTTP2(\(then.summary))"
         }
