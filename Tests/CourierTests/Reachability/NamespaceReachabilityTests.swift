@@ -172,28 +172,31 @@ struct NamespaceReachabilityTests {
         let namespace = try await TestNamespace.make()
         defer { namespace.delete() }
         try await namespace.addVethPair(defaultRoute: true)
-        let resolving = NIOLockedValueBox(0)
+        // The resolver is held until the test lets it go, after stopMonitoring() returned: a stop
+        // that waits for it returns only once the hold's bound has passed, and finds it returned.
+        // No clock decides the outcome (a stop timed against a 1 s resolver once had to take
+        // under 500 ms); the bound only keeps a wrong stop from hanging the test.
+        let release = DispatchSemaphore(value: 0)
+        let resolver = NIOLockedValueBox((entered: 0, returned: false))
         let slow = HostResolver { _ in
-            resolving.withLockedValue { $0 += 1 }
-            Thread.sleep(forTimeInterval: 1)
+            resolver.withLockedValue { $0.entered += 1 }
+            _ = release.wait(timeout: .now() + 20)
+            resolver.withLockedValue { $0.returned = true }
             return .success([IPAddress("10.77.0.9")!])
         }
         let manager = NetworkReachabilityManager.inNamespace(namespace, target: .domain("slow.courier.test"), resolver: slow)
         manager.startMonitoring()
         let monitor = try #require(manager.currentMonitor as? NetlinkReachabilityMonitor)
-        while resolving.withLockedValue({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await eventually { resolver.withLockedValue { $0.entered } > 0 }, "the resolver was never called")
         let resources = monitor.resources.withLockedValue { $0 }
-        let clock = ContinuousClock()
-        let stopped = clock.measure { manager.stopMonitoring() }
-        #expect(stopped < .milliseconds(500), "stopMonitoring waited \(stopped) for the resolver")
+        manager.stopMonitoring()
+        #expect(!resolver.withLockedValue { $0.returned }, "stopMonitoring waited for the resolver")
         #expect(manager.networkReachabilityStatus == .unknown)
+        release.signal()
         // The thread ends and closes its sockets once the resolver returns.
-        let deadline = clock.now + .seconds(3)
-        while FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"), clock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(!FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"))
+        #expect(await eventually { !FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)") }, "thread left running")
         #expect(Self.openSockets(resources.socketInodes).isEmpty)
+        manager.callbackQueue.sync {}
         #expect(manager.networkReachabilityStatus == .unknown, "a report after stop reached the manager")
     }
 
