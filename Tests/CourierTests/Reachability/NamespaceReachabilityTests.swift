@@ -11,7 +11,13 @@ import Testing
     .serialized,
     .enabled(if: TestNamespace.available, TestNamespace.skipReason))
 struct NamespaceReachabilityTests {
-    @Test func linkDownIsNotReachableWithinASecondAndLinkUpWithADefaultRouteIsEthernet() async throws {
+    /// How soon a change in the namespace must show in the status. The monitor coalesces events
+    /// for 50 ms (500 ms at most) and waits for nothing else, so a change it missed never shows:
+    /// the bound catches that, not a slow machine. (A second was once the bound: one stall of
+    /// the monitor thread, the callback queue or the polling test on two loaded cores breaks it.)
+    static let prompt: Duration = .seconds(10)
+
+    @Test func linkDownIsNotReachablePromptlyAndLinkUpWithADefaultRouteIsEthernet() async throws {
         let namespace = try await TestNamespace.make()
         defer { namespace.delete() }
         try await namespace.addVethPair(defaultRoute: true)
@@ -21,12 +27,12 @@ struct NamespaceReachabilityTests {
         #expect(await manager.wait(for: .reachableViaEthernet) != nil, "\(manager.failureReason ?? "")")
 
         try await namespace.ip("link", "set", "v0", "down")
-        let down = await manager.wait(for: .notReachable, within: .seconds(1))
-        #expect(down != nil, "still \(manager.networkReachabilityStatus) a second after the link went down")
+        let down = await manager.wait(for: .notReachable, within: Self.prompt)
+        #expect(down != nil, "still \(manager.networkReachabilityStatus) \(Self.prompt) after the link went down")
 
         try await namespace.ip("link", "set", "v0", "up")
         try await namespace.ip("route", "add", "default", "via", "10.77.0.1")
-        #expect(await manager.wait(for: .reachableViaEthernet, within: .seconds(1)) != nil)
+        #expect(await manager.wait(for: .reachableViaEthernet, within: Self.prompt) != nil)
         #expect(manager.isReachable)
     }
 
@@ -39,7 +45,7 @@ struct NamespaceReachabilityTests {
         defer { manager.stopMonitoring() }
         #expect(await manager.wait(for: .notReachable) != nil)
         try await namespace.ip("route", "add", "default", "via", "10.77.0.1")
-        #expect(await manager.wait(for: .reachableViaEthernet, within: .seconds(1)) != nil)
+        #expect(await manager.wait(for: .reachableViaEthernet, within: Self.prompt) != nil)
     }
 
     @Test func removingTheRouteToADomainsAddressLeavesTheGeneralManagerReachable() async throws {
@@ -64,7 +70,7 @@ struct NamespaceReachabilityTests {
         let generalMonitor = try #require(general.currentMonitor as? NetlinkReachabilityMonitor)
         let before = generalMonitor.resources.withLockedValue { $0.evaluations }
         try await namespace.ip("-6", "route", "del", "fd77:1::/64")
-        #expect(await domain.wait(for: .notReachable, within: .seconds(1)) != nil)
+        #expect(await domain.wait(for: .notReachable, within: Self.prompt) != nil)
         // The general manager saw the same change (it computed its status again) and stayed reachable.
         #expect(await eventually(within: 30) { generalMonitor.resources.withLockedValue { $0.evaluations } > before })
         general.callbackQueue.sync {}
@@ -80,7 +86,7 @@ struct NamespaceReachabilityTests {
         defer { manager.stopMonitoring() }
         #expect(await manager.wait(for: .reachableViaEthernet) != nil)
         try await namespace.ip("addr", "del", "10.77.0.2/24", "dev", "v0")
-        #expect(await manager.wait(for: .notReachable, within: .seconds(1)) != nil)
+        #expect(await manager.wait(for: .notReachable, within: Self.prompt) != nil)
     }
 
     @Test func anUnresolvableDomainIsNotReachableAndSaysWhy() async throws {
@@ -103,8 +109,7 @@ struct NamespaceReachabilityTests {
         let manager = NetworkReachabilityManager(target: .defaultRoute, environment: environment)
         manager.startMonitoring()
         defer { manager.stopMonitoring() }
-        let deadline = ContinuousClock.now + .seconds(3)
-        while manager.failureReason == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await eventually { manager.failureReason != nil })
         #expect(manager.networkReachabilityStatus == .unknown)
         #expect(manager.failureReason?.contains("network namespace") == true)
     }
@@ -160,11 +165,7 @@ struct NamespaceReachabilityTests {
             manager.stopMonitoring()
             #expect(Self.openSockets(resources.socketInodes).isEmpty, "sockets left open")
             // The thread has signalled its end; give the kernel a moment to reap it.
-            let deadline = ContinuousClock.now + .seconds(1)
-            while FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            #expect(!FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"), "thread left running")
+            #expect(await eventually { !FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)") }, "thread left running")
         }
     }
 
@@ -213,11 +214,7 @@ struct NamespaceReachabilityTests {
         // When the last reference goes away during a report (the monitor thread holds the manager
         // while it delivers one), `stop()` runs on the monitor thread and the thread closes its
         // sockets as it ends, not before `manager = nil` returns: check once the thread is gone.
-        let deadline = ContinuousClock.now + .seconds(1)
-        while FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        #expect(!FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)"), "thread left running")
+        #expect(await eventually { !FileManager.default.fileExists(atPath: "/proc/self/task/\(resources.threadID)") }, "thread left running")
         #expect(Self.openSockets(resources.socketInodes).isEmpty, "sockets left open")
     }
 
