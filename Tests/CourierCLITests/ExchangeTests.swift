@@ -122,7 +122,9 @@ struct ExchangeTests {
     @Test("--timeout: a server that does not answer in time exits 2")
     func timeout() async throws {
         try await TestServer.withServer { server in
-            let result = try await CLIRunner.run(["--timeout", "0.3", server.url("/delay/5").absoluteString])
+            // Answered after 10 s: a wide margin for the 0.3 s on a loaded machine, and an
+            // answer (exit 0) were --timeout not applied.
+            let result = try await CLIRunner.run(["--timeout", "0.3", server.url("/delay/10").absoluteString])
             #expect(result.status == 2)
             #expect(result.errorLines.count == 1)
         }

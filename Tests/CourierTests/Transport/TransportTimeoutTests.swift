@@ -9,9 +9,11 @@ struct TransportTimeoutTests {
     func theRequestTimeoutIsAnIdleTimeout(_ transport: Transport) async throws {
         // 7 s idle: a full CI run stalled the machine for over 4 s mid-body.
         try await transport.run(configure: { $0.timeoutIntervalForRequest = 7 }) { server, manager in
-            // The server answers after 10 s: only the 7 s idle deadline can make this a timeout.
+            // The server answers after 30 s: only the 7 s idle deadline can make this a timeout.
+            // (An answer after 10 s left a deadline only 3 s of slack on a loaded machine.)
+            server.routeCallingOnArrival("/late", delay: .seconds(30), ArrivalAction())
             await #expect {
-                try await manager.get("delay/10")
+                try await manager.get("late")
             } throws: { error in
                 (error as? CourierError)?.code == .timedOut
             }
@@ -27,7 +29,9 @@ struct TransportTimeoutTests {
     @Test(arguments: Transport.allCases)
     func aPerRequestTimeoutOverridesTheSessions(_ transport: Transport) async throws {
         try await transport.run { server, manager in
-            var request = Request(url: server.url("/delay/3"))
+            // Answered after 10 s (the session's deadline is 60 s): a wide margin for a loaded
+            // machine's late timer, and still a success, failing the test, were the 0.25 s ignored.
+            var request = Request(url: server.url("/delay/10"))
             request.options.timeoutInterval = 0.25
             await #expect {
                 try await manager.data(for: request)
@@ -52,9 +56,10 @@ struct TransportTimeoutTests {
     func theResourceTimeoutBoundsTheWholeTransfer(_ transport: Transport) async throws {
         try await transport.run(configure: { $0.timeoutIntervalForResource = 0.5 }) { _, manager in
             manager.responseSerializer = HTTPResponseSerializer()
-            // Never idle (a chunk every 0.1 s), but 2 s in all.
+            // Never idle (a chunk every 0.1 s), but 20 s in all: far past the 0.5 s, so that a
+            // deadline late on a loaded machine still ends it first (2 s in all left 1.5 s of slack).
             await #expect {
-                try await manager.get("courier/slow-body/20?interval=0.1")
+                try await manager.get("courier/slow-body/200?interval=0.1")
             } throws: { error in
                 (error as? CourierError)?.code == .timedOut
             }

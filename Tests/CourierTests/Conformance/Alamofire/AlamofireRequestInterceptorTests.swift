@@ -292,7 +292,9 @@ struct AlamofireRequestInterceptorConformanceTests {
             policy.initialBackoff = .milliseconds(100)
             policy.random = { 1 }
             let inspector = Inspector(policy)
-            var request = Request(url: server.url("/delay/1"))
+            // Answered after 10 s (Alamofire's after 1 s): both 50 ms attempts time out however
+            // late a loaded machine's timers fire.
+            var request = Request(url: server.url("/delay/10"))
             request.options.timeoutInterval = 0.05
             request.interceptor = inspector
             let error: CourierError? = await awaitCallback { finish in

@@ -14,8 +14,10 @@ import Testing
 struct AlamofireRequestModifierConformanceTests {
     enum Kind { case data, upload, download, stream }
 
-    /// Sends `kind` to `/delay/1` with an adapter that sets a 50 ms timeout (counting its calls),
+    /// Sends `kind` to `/delay/10` with an adapter that sets a 50 ms timeout (counting its calls),
     /// with a session retry policy of one retry when `retrying`; returns the error and the count.
+    /// (Alamofire's server answers after 1 s; 10 s leaves a loaded machine's late timer a wide
+    /// margin, and an answer, failing the test, when the timeout is not applied.)
     static func timedOut(_ kind: Kind, retrying: Bool) async throws -> (CourierError?, Int, Int) {
         try await withTestServer { server in
             let manager = SessionManager()
@@ -32,7 +34,7 @@ struct AlamofireRequestModifierConformanceTests {
                 }])
             }
             let modified = NIOLockedValueBox(0)
-            var request = Request(method: kind == .upload ? .post : .get, url: server.url("/delay/1"))
+            var request = Request(method: kind == .upload ? .post : .get, url: server.url("/delay/10"))
             request.interceptor = Adapter { request, _ in
                 modified.withLockedValue { $0 += 1 }
                 var request = request
