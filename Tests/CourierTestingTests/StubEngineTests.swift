@@ -150,11 +150,13 @@ final class RecordingDelegate: ExchangeDelegate {
 
     @Test func cancelDuringTheDelayCompletesWithTheCancelError() async throws {
         let engine = StubEngine()
-        engine.stub(.any(), StubResponse(delay: .seconds(10)))
+        // A delay far past the wait's bound: only the cancel can end the exchange within it.
+        // (A 10 s delay and a 2 s bound left a loaded machine 2 s to deliver the cancel.)
+        engine.stub(.any(), StubResponse(delay: .seconds(600)))
         let delegate = RecordingDelegate()
         let exchange = engine.execute(Request(url: base), delegate: delegate)
         exchange.cancel(with: .cancelled)
-        let log = try await delegate.waitForCompletion(limit: .seconds(2))
+        let log = try await delegate.waitForCompletion()
         #expect(log.events == ["complete"])
         #expect(log.completion??.code == .cancelled)
         exchange.cancel(with: .cancelled)  // a second cancel changes nothing
