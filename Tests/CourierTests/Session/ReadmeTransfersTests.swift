@@ -35,7 +35,9 @@ import Testing
     task.resume()
     while task.countOfBytesReceived < 100_000 { try await Task.sleep(for: .milliseconds(50)) }
     let resumeData = await task.cancelProducingResumeData()
-    #expect(resumeData != nil)
+    // Resume data, unless the whole file had already arrived: the sample's 2 s download may end
+    // while the 50 ms poll waits for a turn on two cores busy with the whole suite.
+    #expect(resumeData != nil || task.countOfBytesReceived == 1_048_576, "no resume data after \(task.countOfBytesReceived) bytes")
     if let resumeData {
         let rest = try await manager.download(resumingFrom: resumeData)
         #expect(rest.response.status == .partialContent)
