@@ -58,20 +58,27 @@ struct RouteFailure: Error {}
         try await withServer(.https()) { server, client in
             // The slow route answers only once the fast request has been answered.
             let (gate, open) = AsyncStream<Void>.makeStream()
+            // The event waited for: the slow request has reached its route (not a poll of the
+            // request count, bounded at some 10 s, that a loaded machine could outlast).
+            let (arrivals, arrived) = AsyncStream<Void>.makeStream()
             server.route("/slow") { _ in
+                arrived.yield()
                 for await _ in gate { break }
                 return .json(#"{"slow":true}"#)
             }
-            async let slow = client.fetch(server.url("/slow"))
-            for _ in 0..<5000 where server.requestCount == 0 {
-                try await Task.sleep(for: .milliseconds(2))
+            let slow = Task { try await client.fetch(server.url("/slow")) }
+            // Should the request fail instead, nothing arrives: stop waiting then.
+            Task {
+                _ = await slow.result
+                arrived.finish()
             }
+            for await _ in arrivals { break }
             #expect(server.requestCount == 1)
             let fast = try await client.fetch(server.url("/get"))
             #expect(fast.status == 200)
             open.yield()
             open.finish()
-            #expect(try await slow.json()["slow"] as? Bool == true)
+            #expect(try await slow.value.json()["slow"] as? Bool == true)
         }
     }
 
@@ -151,7 +158,8 @@ struct RouteFailure: Error {}
         let client = makeClient(ClientOptions(http1Only: true))
         // 60 s of body: it cannot end on its own before the shutdown, even when this thread stalls
         // on a loaded machine between the head and the shutdown (CI saw a 5 s body end first).
-        let response = try await client.execute(HTTPClientRequest(url: server.url("/courier/slow-body/1200?interval=0.05").absoluteString), timeout: .seconds(5))
+        // (The timeout bounds the head only: AsyncHTTPClient drops the deadline once the head is in.)
+        let response = try await client.execute(HTTPClientRequest(url: server.url("/courier/slow-body/1200?interval=0.05").absoluteString), timeout: .seconds(30))
         try await server.shutdown()
         await #expect(throws: (any Error).self) {
             for try await _ in response.body {}

@@ -78,7 +78,9 @@ extension HTTPClient {
         request.method = method
         request.headers = headers
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await self.execute(request, timeout: .seconds(15))
+        // A bound on a hang (AsyncHTTPClient applies it until the head is in): the whole suite
+        // runs beside this on two cores, and has stalled single requests for 20 s.
+        let response = try await self.execute(request, timeout: .seconds(60))
         let collected = try await response.body.collect(upTo: 16 << 20)
         return Fetched(response: response, body: collected)
     }
