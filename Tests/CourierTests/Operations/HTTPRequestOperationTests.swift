@@ -165,12 +165,14 @@ struct HTTPRequestOperationTests {
         try await withTestServer { server in
             // The server holds the 1st, 3rd and 5th request until the next one is in, so a queue
             // that runs two at a time shows two in flight, and never more (one at a time would
-            // show one, after 5-second waits).
+            // show one, after 20-second waits: 60 s in all, within the recorder's bound). The
+            // wait ends as soon as the partner arrives; 5 s once was its bound, which a partner
+            // slowed by a loaded machine could miss.
             let counts = NIOLockedValueBox((arrived: 0, inFlight: 0, most: 0))
             server.route("/pair") { _ in
                 let arrival = counts.withLockedValue { $0.arrived += 1; $0.inFlight += 1; $0.most = max($0.most, $0.inFlight); return $0.arrived }
                 let partner = arrival.isMultiple(of: 2) ? arrival : arrival + 1
-                let deadline = ContinuousClock.now + .seconds(5)
+                let deadline = ContinuousClock.now + .seconds(20)
                 while counts.withLockedValue({ $0.arrived }) < partner, ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(5))
                 }
