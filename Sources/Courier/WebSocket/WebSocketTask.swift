@@ -379,6 +379,11 @@ public final class WebSocketTask: Sendable {
         CourierError(.connectionClosed, "the WebSocket is not open")
     }
 
+    /// `interval` as an error message says it: "10 s", "0.2 s".
+    static func seconds(_ interval: TimeInterval) -> String {
+        interval == interval.rounded() && abs(interval) < 1e15 ? "\(Int(interval)) s" : "\(interval) s"
+    }
+
     func connect(_ adapted: Request) {
         let summary = self.request.summary
         guard let engine = self.engine else {
@@ -662,9 +667,15 @@ extension WebSocketTask: WebSocketChannelHandlerDelegate {
                 error: CourierError(errorCode, "\(summary): \(reason); closed with \(code)", request: self.request, response: response),
                 code: code, reason: reason)
         case .pingTimedOut:
-            self.finish(error: CourierError(.timedOut, "\(summary): the server did not answer a PING", request: self.request, response: response), code: .abnormalClosure, reason: "")
+            let within = self.configuration.pingInterval.map { " within \(Self.seconds($0)) (pingInterval)" } ?? ""
+            self.finish(
+                error: CourierError(.timedOut, "\(summary): the server did not answer a PING\(within)", request: self.request, response: response),
+                code: .abnormalClosure, reason: "")
         case .closeTimedOut:
-            self.finish(error: CourierError(.timedOut, "\(summary): the server did not answer the close frame", request: self.request, response: response), code: .abnormalClosure, reason: "")
+            let within = " within \(Self.seconds(self.configuration.closeTimeout)) (closeTimeout)"
+            self.finish(
+                error: CourierError(.timedOut, "\(summary): the server did not answer the close frame\(within)", request: self.request, response: response),
+                code: .abnormalClosure, reason: "")
         case .connectionLost:
             self.finish(error: CourierError(.connectionClosed, "\(summary): the connection closed with no closing handshake", request: self.request, response: response), code: .abnormalClosure, reason: "")
         case .cancelled:

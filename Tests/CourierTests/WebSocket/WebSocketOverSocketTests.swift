@@ -221,6 +221,7 @@ struct WebSocketOverSocketTests {
         path: String? = nil,
         code: WebSocketCloseCode?,
         error expected: CourierError.Code,
+        messageSuffix: String? = nil,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         try await withTask(mode, server: server, webSocket: webSocket) { task, testServer in
@@ -237,6 +238,9 @@ struct WebSocketOverSocketTests {
             #expect(ContinuousClock.now - started < .seconds(20), sourceLocation: sourceLocation)
             #expect((thrown as? CourierError)?.code == expected, "\(String(describing: thrown))", sourceLocation: sourceLocation)
             #expect(task.error?.code == expected, sourceLocation: sourceLocation)
+            if let messageSuffix {
+                #expect(task.error?.message.hasSuffix(messageSuffix) == true, "\(String(describing: task.error))", sourceLocation: sourceLocation)
+            }
             if let code { #expect(task.closeCode == code, sourceLocation: sourceLocation) }
             #expect(await eventually { testServer.openConnectionCount == 0 }, "nothing left open", sourceLocation: sourceLocation)
         }
@@ -327,7 +331,9 @@ struct WebSocketOverSocketTests {
     @Test func aServerThatStopsAnsweringPingsTimesOut() async throws {
         var settings = WebSocketConfiguration()
         settings.pingInterval = 0.2
-        try await self.expectFailure("silent", webSocket: settings, code: .abnormalClosure, error: .timedOut)
+        try await self.expectFailure(
+            "silent", webSocket: settings, code: .abnormalClosure, error: .timedOut,
+            messageSuffix: "the server did not answer a PING within 0.2 s (pingInterval)")
     }
 
     @Test func aWrongAcceptFailsTheHandshake() async throws {
@@ -385,8 +391,11 @@ struct WebSocketOverSocketTests {
             try await task.waitUntilOpen()
             let started = ContinuousClock.now
             await task.close()
+            // Under the default's 10 s: the configured 0.2 s was used (a loaded machine's stall
+            // of 9.8 s would be needed to fail this otherwise).
             #expect(ContinuousClock.now - started < .seconds(10))
             #expect(task.error?.code == .timedOut)
+            #expect(task.error?.message.hasSuffix("the server did not answer the close frame within 0.2 s (closeTimeout)") == true, "\(String(describing: task.error))")
             #expect(await eventually { server.openConnectionCount == 0 })
         }
     }
