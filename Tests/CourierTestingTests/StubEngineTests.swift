@@ -155,6 +155,11 @@ final class RecordingDelegate: ExchangeDelegate {
         engine.stub(.any(), StubResponse(delay: .seconds(600)))
         let delegate = RecordingDelegate()
         let exchange = engine.execute(Request(url: base), delegate: delegate)
+        // Cancelled once the stub was matched (its delay is then under way, or about to be), not
+        // before the exchange looked: the cancel must end the delay itself.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while engine.requests.isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(engine.requests.count == 1)
         exchange.cancel(with: .cancelled)
         let log = try await delegate.waitForCompletion()
         #expect(log.events == ["complete"])
