@@ -3,7 +3,9 @@ import CourierTesting
 import Dispatch
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
 import NIOHTTP2
+import NIOPosix
 import Synchronization
 import Testing
 
@@ -106,12 +108,21 @@ struct HTTP2FaultSoakTests {
         }
     }
 
+    /// A loop of its own for a soak's server: on NIO's shared loops, which every test's servers
+    /// use, its work delayed the others' answers while the whole suite ran (a WebSocket test's
+    /// PONG came over 2 s late). Shut down when the test ends, closing what is left on it.
+    static func serverLoop() -> MultiThreadedEventLoopGroup {
+        MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    }
+
     @Test func everyRequestSucceedsWhenTheServerEndsConnectionsGracefullyAndRefusesStreams() async throws {
         let faults = Self.plan(2_000, seed: 0x2_60a_3a7, faults: Self.graceful)
         let script = Script(faults: faults)
         // nginx's `http2_max_concurrent_streams 16`: 64 in flight need several connections, and
         // wait for streams.
-        let server = try await ScriptedHTTP2Server.start(maximumStreams: 16) { script.action(index: $0, path: $1) }
+        let loop = Self.serverLoop()
+        defer { loop.shutdownGracefully { _ in } }
+        let server = try await ScriptedHTTP2Server.start(maximumStreams: 16, group: loop) { script.action(index: $0, path: $1) }
         let outcomes = try await Self.soak(faults, server: server, idleTimeout: 60)
         for outcome in outcomes {
             #expect(outcome.error == nil, "request \(outcome.id) (\(outcome.fault)) failed: \(outcome.error.map { "\($0.code): \($0.message)" } ?? "")")
@@ -123,7 +134,9 @@ struct HTTP2FaultSoakTests {
     @Test func everyRequestSucceedsWhenEachConnectionCarriesSevenRequests() async throws {
         // nginx's `keepalive_requests 7` with `http2_max_concurrent_streams 16`: a GOAWAY as the
         // seventh stream of a connection arrives, with more streams already on their way.
-        let server = try await ScriptedHTTP2Server.start(maximumStreams: 16, requestsPerConnection: 7) { index, _ in .respond("answer \(index)") }
+        let loop = Self.serverLoop()
+        defer { loop.shutdownGracefully { _ in } }
+        let server = try await ScriptedHTTP2Server.start(maximumStreams: 16, requestsPerConnection: 7, group: loop) { index, _ in .respond("answer \(index)") }
         let faults = [Fault](repeating: .answer, count: 1_000)
         let outcomes = try await Self.soak(faults, server: server, idleTimeout: 60)
         for outcome in outcomes {
@@ -136,7 +149,9 @@ struct HTTP2FaultSoakTests {
     @Test func whateverTheServerDoesEveryRequestEndsOnceWithATypedErrorOrItsOwnAnswer() async throws {
         let faults = Self.plan(1_500, seed: 0xc4a0_5, faults: Self.chaos)
         let script = Script(faults: faults)
-        let server = try await ScriptedHTTP2Server.start(maximumStreams: 16) { script.action(index: $0, path: $1) }
+        let loop = Self.serverLoop()
+        defer { loop.shutdownGracefully { _ in } }
+        let server = try await ScriptedHTTP2Server.start(maximumStreams: 16, group: loop) { script.action(index: $0, path: $1) }
         // Short deadlines: the streams the server holds end in timeouts.
         let outcomes = try await Self.soak(faults, server: server, idleTimeout: 2, cancels: true)
         var byCode: [String: Int] = [:]

@@ -129,13 +129,16 @@ final class ScriptedHTTP2Server: Sendable {
     }
 
     /// Starts a server; `script` says what the n-th stream (0-based, all connections together)
-    /// does, knowing its path.
+    /// does, knowing its path. Its connections run on `group`: NIO's shared loops, which every
+    /// test's servers use, unless a test whose server works hard (a soak) gives it loops of its own,
+    /// so that the other servers' answers (a PONG, say) do not wait behind its work.
     static func start(
         maximumStreams: Int = 100,
         maximumHeaderListSize: Int? = nil,
         requestsPerConnection: Int? = nil,
         extraSettings: [HTTP2Setting] = [],
         servesHTTP1: Bool = false,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         script: @escaping @Sendable (_ index: Int, _ path: String) -> Action
     ) async throws -> ScriptedHTTP2Server {
         var tls = TLSConfiguration.makeServerConfiguration(
@@ -148,7 +151,7 @@ final class ScriptedHTTP2Server: Sendable {
         var initial = State()
         initial.requestsPerConnection = requestsPerConnection
         let state = ObservedBox(initial)
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 let index = state.withLockedValue { state in

@@ -236,21 +236,20 @@ struct AlamofireWebSocketConformanceTests {
             ])
     }
 
-    /// The keep-alive's PINGs go out on their own: the route closes with 1001 after the third
-    /// (Alamofire's, after the fifth). Every 2 s rather than Alamofire's 0.01 s: Courier gives up a
-    /// connection whose PONG is not back when the next PING is due, and a machine busy with the
-    /// whole suite was seen to take over 0.2 s to answer (0.1 s failed 2 of 3 runs of the
-    /// conformance and WebSocket tests together); 2 s, as the keep-alive test over sockets
-    /// (aConsumerThatDoesNotReadDoesNotStarveTheKeepAlive) settled on, leaves a stall ten times
-    /// that.
+    /// The keep-alive's PINGs go out on their own: the route closes with 1001 after the second
+    /// (Alamofire's, after the fifth). Every 5 s rather than Alamofire's 0.01 s: Courier gives up a
+    /// connection whose PONG is not back when the next PING is due, and the in-process server
+    /// shares its event loops with every other test's server, so on two cores busy with the whole
+    /// suite a PONG was seen to take over 0.2 s (0.1 s failed 2 of 3 runs of the conformance and
+    /// WebSocket tests together) and, in a clean-clone CI run, over 2 s.
     @Test func testThatTimePingsOccur() async throws {
         try await Self.withManager { manager, server in
             var configuration = WebSocketConfiguration()
-            configuration.pingInterval = 2
-            let task = manager.webSocketTask(with: Request(url: Self.url(server, "close-after-pings?count=3")), configuration: configuration)
+            configuration.pingInterval = 5
+            let task = manager.webSocketTask(with: Request(url: Self.url(server, "close-after-pings?count=2")), configuration: configuration)
             let events = await Self.events(of: task)
             #expect(events == [.connected(protocol: nil), .disconnected(code: .goingAway, reason: ""), .completed(error: nil)])
-            #expect(server.webSocketPingsReceived >= 3)
+            #expect(server.webSocketPingsReceived >= 2)
         }
     }
 
