@@ -321,10 +321,21 @@ struct HTTP2GoAwayRefusal: Error, Equatable, CustomStringConvertible {
     /// below the last one named), and the connection's close then cut its response short.
     private(set) var processed = false
 
+    /// Whether the request had been sent again already, after another GOAWAY that named an error
+    /// left it unprocessed (``ResendRule/Closure/notProcessedWithError``: once at most).
+    private(set) var afterResend = false
+
     /// The same GOAWAY, for a request the server took whose connection then closed.
     var afterProcessing: HTTP2GoAwayRefusal {
         var refusal = self
         refusal.processed = true
+        return refusal
+    }
+
+    /// The same GOAWAY, for a request it refused a second time (not sent again).
+    var refusingAgain: HTTP2GoAwayRefusal {
+        var refusal = self
+        refusal.afterResend = true
         return refusal
     }
 
@@ -338,7 +349,8 @@ struct HTTP2GoAwayRefusal: Error, Equatable, CustomStringConvertible {
     var description: String {
         let debug = self.debugText.map { " (\"\($0)\")" } ?? ""
         let when = self.processed ? "before the response was complete" : "before processing the request"
-        return "the server closed the HTTP/2 connection with GOAWAY \(NIOEngine.name(of: self.errorCode))\(debug) \(when)"
+        let again = self.afterResend ? "; Courier had already sent it again once, on this new connection, after a GOAWAY with an error on another" : ""
+        return "the server closed the HTTP/2 connection with GOAWAY \(NIOEngine.name(of: self.errorCode))\(debug) \(when)\(again)"
             + NIOEngine.hint(for: self.errorCode)
     }
 }
