@@ -485,6 +485,8 @@ final class HopHandler: ChannelDuplexHandler {
             return ConnectionPoolError.closedBeforeAnswering(attempts: attempts)
         case .notProcessed(let attempts):
             return ConnectionPoolError.notProcessed(attempts: attempts)
+        case .refusedAgainAfterGoAwayError(let error):
+            return (error as? HTTP2GoAwayRefusal)?.refusingAgain ?? error ?? ConnectionPoolError.closedBeforeResponseComplete
         case .http1Required(let error):
             return error ?? ConnectionPoolError.closedBeforeResponseComplete
         case .requestBodyFailed(let error):
@@ -758,10 +760,8 @@ final class HopHandler: ChannelDuplexHandler {
         // error says what the server said when it is not. HTTP_1_1_REQUIRED is a refusal of
         // HTTP/2 only: over HTTP/1.1 it goes (``ResendRule``).
         if closure == .notProcessed, let refusal = self.stream?.serverGoAway {
+            error = refusal
             closure = refusal.errorCode == .http11Required ? .http1Required : .notProcessedWithError
-            // The second such refusal is the answer: its message says the request went again once.
-            let refusedAgain = closure == .notProcessedWithError && hop.state.withLockedValue { $0.resentAfterGoAwayError }
-            error = refusedAgain ? refusal.refusingAgain : refusal
         } else if closure == .closed || closure == .reset || (closure == .failed && error is NIOHTTP2Errors.StreamClosed),
             let goAway = self.stream?.serverGoAway
         {

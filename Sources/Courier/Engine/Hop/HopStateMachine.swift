@@ -127,6 +127,9 @@ struct HopStateMachine {
         /// An HTTP/2 server did not process it (a GOAWAY below its stream, REFUSED_STREAM) on every
         /// one of `attempts` sends.
         case notProcessed(attempts: Int)
+        /// A GOAWAY that named an error (`error`) left it unprocessed again, after it had been sent
+        /// again once for the same (``ResendRule/Closure/notProcessedWithError``).
+        case refusedAgainAfterGoAwayError((any Error)?)
         /// The HTTP/2 server wants the request over HTTP/1.1 (HTTP_1_1_REQUIRED, `error` says how),
         /// and it could not go again (``ResendRule``): the origin's later requests go over HTTP/1.1.
         case http1Required((any Error)?)
@@ -593,6 +596,10 @@ struct HopStateMachine {
         {
             // Sent again as often as allowed, and not processed each time.
             return .failHop(.notProcessed(attempts: hop.unprocessedResends + 1), then: then)
+        }
+        if rule.closure == .notProcessedWithError, hop.resentAfterGoAwayError, !rule.responseBytesSeen, !rule.isCancelled {
+            // The second such refusal is the answer: it went again once already.
+            return .failHop(.refusedAgainAfterGoAwayError(loss.error), then: then)
         }
         if !rule.methodIsIdempotent, rule.bodyIsReplayable, rule.connectionWasReused, rule.requestWritten, !rule.responseBytesSeen, rule.closure == .closed,
             !rule.isCancelled, hop.resends < ResendRule.maximumResends

@@ -357,7 +357,7 @@ struct HopStateMachineTests {
         again.resentAfterGoAwayError = true
         var second = Machine(mode: .stream)
         Self.send(again, on: &second)
-        #expect(second.channelFailed(Self.loss(.notProcessedWithError, error: Failed(name: "calm"))).summary == "failHop(connectionLost(calm), close)")
+        #expect(second.channelFailed(Self.loss(.notProcessedWithError, error: Failed(name: "calm"))).summary == "failHop(refusedAgainAfterGoAwayError(calm), close)")
     }
 
     /// HTTP_1_1_REQUIRED (a reset, or a GOAWAY that left the stream unprocessed): the request
@@ -701,6 +701,7 @@ extension HopStateMachine.Failure {
         case .connectionLost(let error): "connectionLost(\(error.map { "\($0)" } ?? "nil"))"
         case .closedBeforeAnswering(let attempts): "closedBeforeAnswering(\(attempts))"
         case .notProcessed(let attempts): "notProcessed(\(attempts))"
+        case .refusedAgainAfterGoAwayError(let error): "refusedAgainAfterGoAwayError(\(error.map { "\($0)" } ?? "nil"))"
         case .http1Required(let error): "http1Required(\(error.map { "\($0)" } ?? "nil"))"
         case .requestBodyFailed(let error): "requestBodyFailed(\(error))"
         case .closedOnReuseNotResent: "closedOnReuseNotResent"
