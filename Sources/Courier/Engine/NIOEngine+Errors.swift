@@ -131,6 +131,16 @@ extension NIOEngine {
         return "\(words) (\(type(of: error)))"
     }
 
+    /// A wait as an error message says it: "10 s", "0.2 s".
+    static func seconds(_ seconds: Double) -> String {
+        seconds == seconds.rounded() && abs(seconds) < 1e15 ? "\(Int(seconds)) s" : "\(seconds) s"
+    }
+
+    /// The same, of a NIO time amount.
+    static func seconds(_ amount: TimeAmount) -> String {
+        Self.seconds(Double(amount.nanoseconds) / 1e9)
+    }
+
     /// What a user can do about an HTTP/2 error code the server sent, if anything: for
     /// HTTP_1_1_REQUIRED (IIS for Windows authentication, Apache for a directory's client
     /// certificate), which reaches the caller only for a request Courier could not send again

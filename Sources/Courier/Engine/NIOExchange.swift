@@ -196,8 +196,7 @@ final class NIOExchange: Exchange, Sendable {
         case .resource(let request):
             self.cancel(with: CourierError(.timedOut, "\(request.summary): the whole-transfer deadline passed", request: request))
         case .idle(let request):
-            let seconds = Double(idleTimeout.nanoseconds) / 1e9
-            self.cancel(with: CourierError(.timedOut, "\(request.summary): no data for \(seconds) s", request: request))
+            self.cancel(with: CourierError(.timedOut, "\(request.summary): no data for \(NIOEngine.seconds(idleTimeout))", request: request))
         }
     }
 }

@@ -379,11 +379,6 @@ public final class WebSocketTask: Sendable {
         CourierError(.connectionClosed, "the WebSocket is not open")
     }
 
-    /// `interval` as an error message says it: "10 s", "0.2 s".
-    static func seconds(_ interval: TimeInterval) -> String {
-        interval == interval.rounded() && abs(interval) < 1e15 ? "\(Int(interval)) s" : "\(interval) s"
-    }
-
     func connect(_ adapted: Request) {
         let summary = self.request.summary
         guard let engine = self.engine else {
@@ -667,12 +662,12 @@ extension WebSocketTask: WebSocketChannelHandlerDelegate {
                 error: CourierError(errorCode, "\(summary): \(reason); closed with \(code)", request: self.request, response: response),
                 code: code, reason: reason)
         case .pingTimedOut:
-            let within = self.configuration.pingInterval.map { " within \(Self.seconds($0)) (pingInterval)" } ?? ""
+            let within = self.configuration.pingInterval.map { " within \(NIOEngine.seconds($0)) (pingInterval)" } ?? ""
             self.finish(
                 error: CourierError(.timedOut, "\(summary): the server did not answer a PING\(within)", request: self.request, response: response),
                 code: .abnormalClosure, reason: "")
         case .closeTimedOut:
-            let within = " within \(Self.seconds(self.configuration.closeTimeout)) (closeTimeout)"
+            let within = " within \(NIOEngine.seconds(self.configuration.closeTimeout)) (closeTimeout)"
             self.finish(
                 error: CourierError(.timedOut, "\(summary): the server did not answer the close frame\(within)", request: self.request, response: response),
                 code: .abnormalClosure, reason: "")

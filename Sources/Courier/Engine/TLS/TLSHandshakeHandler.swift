@@ -228,7 +228,7 @@ final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler 
         self.timer = context.eventLoop.assumeIsolated().scheduleTask(in: self.timeout) {
             guard self.state == .handshaking else { return }
             self.fail(
-                CourierError(.timedOut, "\(self.endpoint): the TLS handshake did not finish within \(Self.seconds(self.timeout))"),
+                CourierError(.timedOut, "\(self.endpoint): the TLS handshake did not finish within \(NIOEngine.seconds(self.timeout))"),
                 context: context
             )
         }
@@ -240,10 +240,5 @@ final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler 
         self.heldReads = []
         self.promise.fail(error)
         context.close(promise: nil)
-    }
-
-    private static func seconds(_ amount: TimeAmount) -> String {
-        let seconds = Double(amount.nanoseconds) / 1e9
-        return seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
     }
 }
