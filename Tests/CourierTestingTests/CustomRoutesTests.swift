@@ -66,19 +66,22 @@ struct RouteFailure: Error {}
                 for await _ in gate { break }
                 return .json(#"{"slow":true}"#)
             }
-            let slow = Task { try await client.fetch(server.url("/slow")) }
-            // Should the request fail instead, nothing arrives: stop waiting then.
-            Task {
-                _ = await slow.result
-                arrived.finish()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    // Should the request fail instead, nothing arrives: the wait below ends then.
+                    defer { arrived.finish() }
+                    let slow = try await client.fetch(server.url("/slow"))
+                    #expect(try slow.json()["slow"] as? Bool == true)
+                }
+                // However this ends, the slow route is let go.
+                defer { open.finish() }
+                for await _ in arrivals { break }
+                #expect(server.requestCount == 1)
+                let fast = try await client.fetch(server.url("/get"))
+                #expect(fast.status == 200)
+                open.yield()
+                try await group.waitForAll()
             }
-            for await _ in arrivals { break }
-            #expect(server.requestCount == 1)
-            let fast = try await client.fetch(server.url("/get"))
-            #expect(fast.status == 200)
-            open.yield()
-            open.finish()
-            #expect(try await slow.value.json()["slow"] as? Bool == true)
         }
     }
 

@@ -152,13 +152,13 @@ final class RecordingDelegate: ExchangeDelegate {
         let engine = StubEngine()
         // A delay far past the wait's bound: only the cancel can end the exchange within it.
         // (A 10 s delay and a 2 s bound left a loaded machine 2 s to deliver the cancel.)
-        engine.stub(.any(), StubResponse(delay: .seconds(600)))
+        // The matcher says when the exchange looked for its stub: its delay is then under way, or
+        // about to be, so the cancel below must end the delay itself.
+        let (matched, match) = AsyncStream<Void>.makeStream()
+        engine.stub(.custom { _ in match.yield(); return true }, StubResponse(delay: .seconds(600)))
         let delegate = RecordingDelegate()
         let exchange = engine.execute(Request(url: base), delegate: delegate)
-        // Cancelled once the stub was matched (its delay is then under way, or about to be), not
-        // before the exchange looked: the cancel must end the delay itself.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while engine.requests.isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        for await _ in matched { break }
         #expect(engine.requests.count == 1)
         exchange.cancel(with: .cancelled)
         let log = try await delegate.waitForCompletion()
