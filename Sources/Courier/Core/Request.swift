@@ -19,15 +19,19 @@ public struct Request: Sendable {
     /// (`uniqueStorage()`), as a copy-on-write array's buffer is, so no instance another
     /// thread can reach is ever changed.
     private final class Storage: @unchecked Sendable {
-        var method: HTTPRequest.Method
-        var url: URL
-        var headerFields: HTTPFields
-        var body: RequestBody
-        var options: RequestOptions
-        var interceptor: (any RequestInterceptor)?
-        var logger: Logger?
-        var serviceContext: ServiceContext?
-        var operationName: String?
+        // Not checked for exclusive access at run time (each access to a class's stored `var`
+        // otherwise is, and a request's fields are read at every step of every request): the
+        // fields change only through `uniqueStorage()`, in a mutation of the one `Request` that
+        // holds this instance, which Swift already makes exclusive.
+        @exclusivity(unchecked) var method: HTTPRequest.Method
+        @exclusivity(unchecked) var url: URL
+        @exclusivity(unchecked) var headerFields: HTTPFields
+        @exclusivity(unchecked) var body: RequestBody
+        @exclusivity(unchecked) var options: RequestOptions
+        @exclusivity(unchecked) var interceptor: (any RequestInterceptor)?
+        @exclusivity(unchecked) var logger: Logger?
+        @exclusivity(unchecked) var serviceContext: ServiceContext?
+        @exclusivity(unchecked) var operationName: String?
 
         init(
             method: HTTPRequest.Method, url: URL, headerFields: HTTPFields, body: RequestBody, options: RequestOptions,

@@ -61,16 +61,20 @@ public struct TaskMetrics: Sendable {
     /// The attempts are kept as the earlier ones and the last: a task that was not retried has
     /// one attempt and no array at all, and ``attempts`` is only made into an array when read.
     final class Storage: @unchecked Sendable {
-        var taskStart: Date
-        var taskStartInstant: ContinuousClock.Instant
-        var duration: Duration
-        var earlierAttempts: [Attempt]
-        var lastAttempt: Attempt?
+        // Not checked for exclusive access at run time (each access to a class's stored `var`
+        // otherwise is, and a recorder changes the fields at each event of its task): they change
+        // only through a uniquely referenced instance, the recorder's under its task's lock, or
+        // one that `uniqueStorage()` made so in a mutation of the one `TaskMetrics` that holds it.
+        @exclusivity(unchecked) var taskStart: Date
+        @exclusivity(unchecked) var taskStartInstant: ContinuousClock.Instant
+        @exclusivity(unchecked) var duration: Duration
+        @exclusivity(unchecked) var earlierAttempts: [Attempt]
+        @exclusivity(unchecked) var lastAttempt: Attempt?
         /// The attempt a recorder has under way; nil in finished metrics.
-        var open: Attempt?
-        var originalRequest: Request
-        var response: HTTPResponse?
-        var error: CourierError?
+        @exclusivity(unchecked) var open: Attempt?
+        @exclusivity(unchecked) var originalRequest: Request
+        @exclusivity(unchecked) var response: HTTPResponse?
+        @exclusivity(unchecked) var error: CourierError?
 
         init(
             taskStart: Date, taskStartInstant: ContinuousClock.Instant, duration: Duration, earlierAttempts: [Attempt],

@@ -19,31 +19,35 @@ public struct TransactionMetrics: Sendable {
     /// (`uniqueStorage()`), as a copy-on-write array's buffer is, so no
     /// instance another thread can reach is ever changed.
     private final class Storage: @unchecked Sendable {
-        var request: Request
-        var response: HTTPResponse?
-        var fetchStart: ContinuousClock.Instant
-        var domainLookupStart: ContinuousClock.Instant?
-        var domainLookupEnd: ContinuousClock.Instant?
-        var connectStart: ContinuousClock.Instant?
-        var connectEnd: ContinuousClock.Instant?
-        var secureConnectionStart: ContinuousClock.Instant?
-        var secureConnectionEnd: ContinuousClock.Instant?
-        var requestStart: ContinuousClock.Instant?
-        var requestEnd: ContinuousClock.Instant?
-        var responseStart: ContinuousClock.Instant?
-        var responseEnd: ContinuousClock.Instant?
-        var networkProtocolName: String?
-        var isReusedConnection: Bool = false
-        var isProxyConnection: Bool = false
-        var localSocketAddress: SocketAddress?
-        var remoteSocketAddress: SocketAddress?
-        var tlsProtocolVersion: SecurityPolicy.TLSVersion?
-        var tlsCipherSuite: TLSCipherSuite?
-        var countOfRequestHeaderBytesSent: Int64 = 0
-        var countOfRequestBodyBytesSent: Int64 = 0
-        var countOfResponseHeaderBytesReceived: Int64 = 0
-        var countOfResponseBodyBytesReceived: Int64 = 0
-        var countOfResponseBodyBytesAfterDecoding: Int64 = 0
+        // Not checked for exclusive access at run time (each access to a class's stored `var`
+        // otherwise is, and the engine sets a hop's fields as the hop runs): the fields change
+        // only through `uniqueStorage()`, in a mutation of the one `TransactionMetrics` that
+        // holds this instance, which Swift already makes exclusive.
+        @exclusivity(unchecked) var request: Request
+        @exclusivity(unchecked) var response: HTTPResponse?
+        @exclusivity(unchecked) var fetchStart: ContinuousClock.Instant
+        @exclusivity(unchecked) var domainLookupStart: ContinuousClock.Instant?
+        @exclusivity(unchecked) var domainLookupEnd: ContinuousClock.Instant?
+        @exclusivity(unchecked) var connectStart: ContinuousClock.Instant?
+        @exclusivity(unchecked) var connectEnd: ContinuousClock.Instant?
+        @exclusivity(unchecked) var secureConnectionStart: ContinuousClock.Instant?
+        @exclusivity(unchecked) var secureConnectionEnd: ContinuousClock.Instant?
+        @exclusivity(unchecked) var requestStart: ContinuousClock.Instant?
+        @exclusivity(unchecked) var requestEnd: ContinuousClock.Instant?
+        @exclusivity(unchecked) var responseStart: ContinuousClock.Instant?
+        @exclusivity(unchecked) var responseEnd: ContinuousClock.Instant?
+        @exclusivity(unchecked) var networkProtocolName: String?
+        @exclusivity(unchecked) var isReusedConnection: Bool = false
+        @exclusivity(unchecked) var isProxyConnection: Bool = false
+        @exclusivity(unchecked) var localSocketAddress: SocketAddress?
+        @exclusivity(unchecked) var remoteSocketAddress: SocketAddress?
+        @exclusivity(unchecked) var tlsProtocolVersion: SecurityPolicy.TLSVersion?
+        @exclusivity(unchecked) var tlsCipherSuite: TLSCipherSuite?
+        @exclusivity(unchecked) var countOfRequestHeaderBytesSent: Int64 = 0
+        @exclusivity(unchecked) var countOfRequestBodyBytesSent: Int64 = 0
+        @exclusivity(unchecked) var countOfResponseHeaderBytesReceived: Int64 = 0
+        @exclusivity(unchecked) var countOfResponseBodyBytesReceived: Int64 = 0
+        @exclusivity(unchecked) var countOfResponseBodyBytesAfterDecoding: Int64 = 0
 
         init(request: Request, fetchStart: ContinuousClock.Instant) {
             self.request = request

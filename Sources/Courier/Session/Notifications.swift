@@ -65,11 +65,17 @@ public enum TaskDidCompleteKey {
             Hashed.responseSerializer: 0, Hashed.responseData: 0, Hashed.serializedResponse: 0, Hashed.responseSource: 0,
             Hashed.metrics: 0,
         ]
-        nonisolated(unsafe) static let responseSerializer = Self.index(of: Hashed.responseSerializer)
-        nonisolated(unsafe) static let responseData = Self.index(of: Hashed.responseData)
-        nonisolated(unsafe) static let serializedResponse = Self.index(of: Hashed.serializedResponse)
-        nonisolated(unsafe) static let responseSource = Self.index(of: Hashed.responseSource)
-        nonisolated(unsafe) static let metrics = Self.index(of: Hashed.metrics)
+
+        /// The index of each key in ``userInfo``, in one global: every post reads all five, and
+        /// one lazily made global is one initialization check instead of five.
+        struct Indices {
+            let responseSerializer = SuccessTemplate.index(of: Hashed.responseSerializer)
+            let responseData = SuccessTemplate.index(of: Hashed.responseData)
+            let serializedResponse = SuccessTemplate.index(of: Hashed.serializedResponse)
+            let responseSource = SuccessTemplate.index(of: Hashed.responseSource)
+            let metrics = SuccessTemplate.index(of: Hashed.metrics)
+        }
+        nonisolated(unsafe) static let indices = Indices()
 
         /// This thread's copy of the template, filled for one post and cleared after it. Posting
         /// is synchronous, so nothing else uses it meanwhile; an observer that keeps the user
@@ -78,16 +84,29 @@ public enum TaskDidCompleteKey {
         /// copying the template for each post allocated a dictionary and retained its five keys.
         /// `@unchecked Sendable`: each one is only ever used by the thread it belongs to.
         final class ThreadsCopy: @unchecked Sendable {
-            var userInfo = SuccessTemplate.userInfo
+            // Not checked for exclusive access at run time: only this object's thread uses it,
+            // one post at a time.
+            @exclusivity(unchecked) var userInfo = SuccessTemplate.userInfo
+
+            /// Sets the five values.
+            func fill(serializer: any ResponseSerializer, data: Data, object: any Sendable, source: ResponseSource, metrics: TaskMetrics) {
+                let at = SuccessTemplate.indices
+                self.userInfo.values[at.responseSerializer] = serializer
+                self.userInfo.values[at.responseData] = data
+                self.userInfo.values[at.serializedResponse] = object
+                self.userInfo.values[at.responseSource] = source
+                self.userInfo.values[at.metrics] = metrics
+            }
 
             /// Lets go of the values of the last post (they hold the task's body, object and
             /// metrics), keeping the storage.
             func clear() {
-                self.userInfo.values[SuccessTemplate.responseSerializer] = 0
-                self.userInfo.values[SuccessTemplate.responseData] = 0
-                self.userInfo.values[SuccessTemplate.serializedResponse] = 0
-                self.userInfo.values[SuccessTemplate.responseSource] = 0
-                self.userInfo.values[SuccessTemplate.metrics] = 0
+                let at = SuccessTemplate.indices
+                self.userInfo.values[at.responseSerializer] = 0
+                self.userInfo.values[at.responseData] = 0
+                self.userInfo.values[at.serializedResponse] = 0
+                self.userInfo.values[at.responseSource] = 0
+                self.userInfo.values[at.metrics] = 0
             }
         }
 
@@ -101,7 +120,7 @@ public enum TaskDidCompleteKey {
             return copy
         }
 
-        private static func index(of key: AnyHashable) -> Index {
+        fileprivate static func index(of key: AnyHashable) -> Index {
             guard let index = Self.userInfo.index(forKey: key) else { preconditionFailure("the template holds every key") }
             return index
         }

@@ -68,11 +68,7 @@ extension SessionManager {
         {
             typealias Template = TaskDidCompleteKey.SuccessTemplate
             let reused = Template.threadsCopy()
-            reused.userInfo.values[Template.responseSerializer] = serializer
-            reused.userInfo.values[Template.responseData] = data
-            reused.userInfo.values[Template.serializedResponse] = object
-            reused.userInfo.values[Template.responseSource] = outcome.source
-            reused.userInfo.values[Template.metrics] = metrics
+            reused.fill(serializer: serializer, data: data, object: object, source: outcome.source, metrics: metrics)
             NotificationCenter.default.post(name: .taskDidComplete, object: task, userInfo: reused.userInfo)
             reused.clear()
             return

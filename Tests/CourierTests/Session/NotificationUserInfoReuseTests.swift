@@ -17,8 +17,8 @@ struct NotificationUserInfoReuseTests {
         do {
             let probe = Probe()
             weakProbe = probe
-            copy.userInfo.values[Template.serializedResponse] = probe
-            copy.userInfo.values[Template.responseData] = Data([1, 2, 3])
+            copy.userInfo.values[Template.indices.serializedResponse] = probe
+            copy.userInfo.values[Template.indices.responseData] = Data([1, 2, 3])
             copy.clear()
         }
         #expect(weakProbe == nil)
