@@ -28,6 +28,8 @@ struct HTTP1PoolTests {
         #expect(ConnectionPool.key(for: URL(string: "https://example.com/")!) == ConnectionPool.Key(host: "example.com", port: 443, tls: true))
         #expect(ConnectionPool.key(for: URL(string: "HTTPS://example.com:8443/")!) == ConnectionPool.Key(host: "example.com", port: 8443, tls: true))
         #expect(ConnectionPool.key(for: URL(string: "http:///nohost")!) == nil)
+        #expect(ConnectionPool.key(for: URL(string: "http://[::1]:8080/")!) == ConnectionPool.Key(host: "::1", port: 8080))
+        #expect(ConnectionPool.key(for: URL(string: "HtTpS://[::1]/")!) == ConnectionPool.Key(host: "::1", port: 443, tls: true))
         #expect(ConnectionPool.key(for: URL(string: "ftp://example.com/")!) == nil)
         // A pool without TLS takes no https request.
         let cleartextOnly = ConnectionPool(settings: ConnectionPool.Settings(NIOEngine.Configuration()))

@@ -170,12 +170,21 @@ final class ConnectionPool: Sendable {
 
     /// Where requests for `url` go: `http` and `https` URLs with a host; nil for others.
     static func key(for url: URL) -> Key? {
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.requestHost, !host.isEmpty,
-            let port = url.effectivePort
-        else {
-            return nil
+        // Every hop's: each part of the URL is read once (a read parses it out of the URL's string).
+        guard let scheme = url.scheme else { return nil }
+        let tls: Bool
+        switch scheme {
+        case "https": tls = true
+        case "http": tls = false
+        default:
+            switch scheme.lowercased() {
+            case "https": tls = true
+            case "http": tls = false
+            default: return nil
+            }
         }
-        return Key(host: host, port: port, tls: scheme == "https")
+        guard let host = url.requestHost, !host.isEmpty else { return nil }
+        return Key(host: host, port: url.port ?? (tls ? 443 : 80), tls: tls)
     }
 
     // MARK: Hops
@@ -498,7 +507,11 @@ extension URL {
     /// (`b%C3%BCcher.example`, which Foundation decodes to UTF-8) encoded as IDNA too. Raw UTF-8
     /// went out in `Host`, which Go's server refuses with 400.
     var requestHost: String? {
-        guard let host = self.host else { return nil }
+        // The host as the URL holds it is Foundation's `host` unless it has a percent sign (the
+        // encoded form of a percent-encoded or Unicode host): decoding is only done then, not on
+        // every request's ASCII host.
+        guard let encoded = self.host(percentEncoded: true) else { return nil }
+        let host = encoded.utf8.contains(UInt8(ascii: "%")) ? (self.host ?? encoded) : encoded
         if host.utf8.allSatisfy({ $0 < 0x80 }) { return host }
         return Punycode.asciiHost(host) ?? host
     }
