@@ -170,7 +170,7 @@ final class ConnectionPool: Sendable {
 
     /// Where requests for `url` go: `http` and `https` URLs with a host; nil for others.
     static func key(for url: URL) -> Key? {
-        // Every hop's: each part of the URL is read once (a read parses it out of the URL's string).
+        // Every hop's: each part of the URL is read once (each read makes a new string of it).
         guard let scheme = url.scheme else { return nil }
         let tls: Bool
         switch scheme {
