@@ -121,10 +121,12 @@ extension HopHandler {
 
     /// The `Host` value of a request to `key` that names none.
     private static func host(of key: ConnectionPool.Key) -> String {
-        // A Character, not a String: Foundation's `contains(_: StringProtocol)` would bridge to
-        // NSString (two allocations and a CFString search a request).
-        let host = key.host.contains(Character(":")) ? "[\(key.host)]" : key.host
-        return key.port == key.defaultPort ? host : "\(host):\(key.port)"
+        // Every request's that names no `Host`, on the connection's event loop. Bytes, not
+        // Characters: `contains(Character)` walks grapheme clusters, and Foundation's
+        // `contains(_: StringProtocol)` would bridge to NSString. Concatenation, not
+        // interpolation, which costs more for two short strings.
+        let host = key.host.utf8.contains(UInt8(ascii: ":")) ? "[" + key.host + "]" : key.host
+        return key.port == key.defaultPort ? host : host + ":" + String(key.port)
     }
 
     /// The origin-form target: the URL's path (`/` when empty) and query, percent-encoded as given.
