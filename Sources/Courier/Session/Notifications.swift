@@ -88,7 +88,8 @@ public enum TaskDidCompleteKey {
             // one post at a time.
             @exclusivity(unchecked) var userInfo = SuccessTemplate.userInfo
 
-            /// Sets the five values.
+            /// Sets the five values. Each is assigned in place, as in ``clear()``, not through one
+            /// setter both share: passing them as `Any` arguments cost two retains a request.
             func fill(serializer: any ResponseSerializer, data: Data, object: any Sendable, source: ResponseSource, metrics: TaskMetrics) {
                 let at = SuccessTemplate.indices
                 self.userInfo.values[at.responseSerializer] = serializer

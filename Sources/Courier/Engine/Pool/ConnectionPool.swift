@@ -170,21 +170,14 @@ final class ConnectionPool: Sendable {
 
     /// Where requests for `url` go: `http` and `https` URLs with a host; nil for others.
     static func key(for url: URL) -> Key? {
-        // Every hop's: each part of the URL is read once (each read makes a new string of it).
-        guard let scheme = url.scheme else { return nil }
-        let tls: Bool
-        switch scheme {
-        case "https": tls = true
-        case "http": tls = false
-        default:
-            switch scheme.lowercased() {
-            case "https": tls = true
-            case "http": tls = false
-            default: return nil
-            }
+        // Every hop's: each part of the URL is read once (each read makes a new string of it), and
+        // the port comes from the library's one origin rule (`URL.defaultPort(forScheme:)`).
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let port = url.port ?? URL.defaultPort(forScheme: scheme), let host = url.requestHost, !host.isEmpty
+        else {
+            return nil
         }
-        guard let host = url.requestHost, !host.isEmpty else { return nil }
-        return Key(host: host, port: url.port ?? (tls ? 443 : 80), tls: tls)
+        return Key(host: host, port: port, tls: scheme == "https")
     }
 
     // MARK: Hops
