@@ -255,7 +255,7 @@ extension NIOEngine {
                 // A valid body, refused by the guard against decompression bombs: say which setting.
                 return (
                     .invalidResponse,
-                    "the body inflates to more than \(ratio) times its compressed size, the limit set by the configuration's decompression (.enabled(ratio: \(ratio)))"
+                    "the body inflates past \(NIOEngine.Decompression.ratioFreeSize >> 20) MiB to more than \(ratio) times its compressed size, the limit set by the configuration's decompression (.enabled(ratio: \(ratio)))"
                 )
             }
             return (.invalidResponse, "the compressed body is invalid (\(error))")

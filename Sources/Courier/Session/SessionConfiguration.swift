@@ -53,7 +53,8 @@ public struct SessionConfiguration: Sendable {
     public var expectContinueTimeout: TimeInterval = 1
     /// Which HTTP versions to use.
     public var httpVersion: HTTPVersionPolicy = .automatic
-    /// Whether to decompress responses.
+    /// Whether to decompress responses: gzip and deflate, with a ratio of 100 past 8 MiB by default
+    /// (``NIOEngine/Decompression/ratioFreeSize``).
     public var decompression: Decompression = .enabled(ratio: 100)
     /// Whether to follow redirects. Up to 16 hops by default, a URL visited before included
     /// (URLSession's rule: a login bounce comes back to the first URL with a new cookie; the hop

@@ -5,7 +5,8 @@ import NIOHTTP1
 import Testing
 
 /// ``ResponseInflater``: a response body decompressed as it arrives, in any slicing, with its
-/// guards (the ratio, trailing bytes, a body that ends early, data that does not inflate).
+/// guards (the ratio past the free size, trailing bytes, a body that ends early, data that does
+/// not inflate).
 @Suite("Engine: ResponseInflater")
 struct ResponseInflaterTests {
     static let text = Array((0..<40_000).map { UInt8(truncatingIfNeeded: ($0 * 7919) % 251 < 180 ? 97 + $0 % 26 : $0 % 256) })
@@ -115,7 +116,8 @@ struct ResponseInflaterTests {
             (body + [1, 2, 3], [body.count, 3], .trailingData),
         ]
         for (input, sizes, reason) in cases {
-            let inflater = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: 100))
+            // No free size: the ratio is checked from the first byte.
+            let inflater = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: 100, freeSize: 0))
             #expect(throws: ResponseDecompressionError(reason)) { _ = try Self.run(inflater, input, sizes: sizes) }
         }
         let corrupt = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: 100))
@@ -126,5 +128,30 @@ struct ResponseInflaterTests {
             Issue.record("a block of a type deflate does not have is corrupt data, not \(String(describing: error))")
             return
         }
+    }
+
+    /// A body that compresses better than the ratio is decoded while its output stays within the
+    /// free size (nginx sent a 1 MB JSON array of zeros at 227 to 1, and the default refused it),
+    /// and refused once it grows past it; `.max` sets no limit at all.
+    @Test("The ratio applies only past the free size")
+    func freeSize() throws {
+        let megabyte = [UInt8](repeating: 0, count: 1 << 20)
+        let zeros = try Self.compressed(megabyte, .gzip)
+        #expect(zeros.count * 100 < megabyte.count, "the body must compress better than the ratio")
+        // The default free size (8 MiB) takes it, in any slicing.
+        for sizes in [[zeros.count], [3], [1, 100]] {
+            let inflater = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: 100))
+            #expect(try Self.run(inflater, zeros, sizes: sizes) == megabyte, "\(sizes)")
+        }
+        // Output up to the free size passes; one byte more than it, past the ratio, does not.
+        let exact = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: 100, freeSize: 1 << 20))
+        #expect(try Self.run(exact, zeros, sizes: [zeros.count]) == megabyte)
+        let short = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: 100, freeSize: (1 << 20) - 1))
+        #expect(throws: ResponseDecompressionError(.limit(ratio: 100))) { _ = try Self.run(short, zeros, sizes: [zeros.count]) }
+        // Past the free size, a body within the ratio passes.
+        let within = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: 2000, freeSize: 0))
+        #expect(try Self.run(within, zeros, sizes: [zeros.count]) == megabyte)
+        let unlimited = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: .max, freeSize: 0))
+        #expect(try Self.run(unlimited, zeros, sizes: [1, 100]) == megabyte)
     }
 }

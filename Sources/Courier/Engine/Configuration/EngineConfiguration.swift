@@ -57,7 +57,8 @@ extension NIOEngine {
         public var expectContinueTimeout: TimeInterval = 1
         /// Which HTTP versions to use.
         public var httpVersion: HTTPVersionPolicy = .automatic
-        /// Whether to decompress responses.
+        /// Whether to decompress responses: gzip and deflate, with a ratio of 100 past 8 MiB by
+        /// default (``NIOEngine/Decompression/ratioFreeSize``).
         public var decompression: Decompression = .enabled(ratio: 100)
         /// Whether to follow redirects. Up to 16 hops by default, a URL visited before included.
         public var redirectPolicy: RedirectPolicy = .follow(max: 16, allowCycles: true)
@@ -93,11 +94,20 @@ extension NIOEngine {
     public enum Decompression: Sendable, Hashable {
         /// Bodies are delivered as the server sent them; no `Accept-Encoding` is added.
         case disabled
-        /// `gzip` (and `x-gzip`) and `deflate` bodies are decompressed, up to `ratio` times their
+        /// `gzip` (and `x-gzip`) and `deflate` bodies are decompressed. Past
+        /// ``ratioFreeSize`` (8 MiB) of output, a body may grow to at most `ratio` times its
         /// compressed size (a guard against decompression bombs; `.max` sets no limit). The engine
         /// adds `Accept-Encoding: deflate, gzip` to a request that names none and asks no `Range`;
         /// a request whose own `Accept-Encoding` refuses both codings gets its body as it came.
         case enabled(ratio: Int)
+
+        /// How many decompressed bytes a body may reach whatever its ratio: 8 MiB.
+        ///
+        /// Small bodies that compress better than any sensible ratio are common and valid (a JSON
+        /// array of zeros, a repetitive page: nginx and Caddy send them at 200 to 1,000 to 1), and
+        /// URLSession, OkHttp and curl decode them. A bomb is dangerous for its gigabytes, which
+        /// the ratio still refuses past this size.
+        public static let ratioFreeSize = 8 << 20
     }
 
     /// Whether redirects are followed.

@@ -15,9 +15,10 @@ import NIOHTTP1
 /// gzip body may be several members one after the other (RFC 1952 2.2), each decoded in turn.
 /// Memory stays constant: each piece of input becomes pieces of output handed on as they are made.
 ///
-/// Guards, each a ``ResponseDecompressionError``: more output than `ratio` times the compressed
-/// bytes given so far (a decompression bomb), data zlib cannot inflate, bytes after the compressed
-/// stream (other than another gzip member), a body that ends before it.
+/// Guards, each a ``ResponseDecompressionError``: past `freeSize` bytes of output
+/// (``NIOEngine/Decompression/ratioFreeSize``), more output than `ratio` times the
+/// compressed bytes given so far (a decompression bomb), data zlib cannot inflate, bytes after
+/// the compressed stream (other than another gzip member), a body that ends before it.
 ///
 /// Owned by one exchange, on its loop; the decompressor frees its zlib stream on `deinit`.
 final class ResponseInflater {
@@ -25,8 +26,10 @@ final class ResponseInflater {
     private var decompressor: ZlibDecompressor?
     /// The first byte, while it is alone.
     private var pending: ByteBuffer?
-    /// How many times its compressed size the body may grow to.
+    /// How many times its compressed size the body may grow to, past `freeSize` bytes.
     private let ratio: Int
+    /// How many bytes the body may inflate to whatever its ratio.
+    private let freeSize: Int
     private var compressed = 0
     private var inflated = 0
     private var complete = false
@@ -37,21 +40,23 @@ final class ResponseInflater {
     /// `Content-Encoding`, `gzip`, `x-gzip` or `deflate`), nil otherwise. A factory, not a failable
     /// initializer: a class's object is allocated before its initializer can fail, and most
     /// responses are not compressed.
-    static func make(head: HTTPResponseHead, ratio: Int) -> ResponseInflater? {
-        Self.make(contentEncodings: head.headers["Content-Encoding"], ratio: ratio)
+    static func make(
+        head: HTTPResponseHead, ratio: Int, freeSize: Int = NIOEngine.Decompression.ratioFreeSize
+    ) -> ResponseInflater? {
+        Self.make(contentEncodings: head.headers["Content-Encoding"], ratio: ratio, freeSize: freeSize)
     }
 
     /// The same for a response head made as swift-http-types' fields (an HTTP/2 stream's).
-    static func make(fields: HTTPFields, ratio: Int) -> ResponseInflater? {
+    static func make(fields: HTTPFields, ratio: Int, freeSize: Int = NIOEngine.Decompression.ratioFreeSize) -> ResponseInflater? {
         // Most responses name no coding: their names are compared in place first (a filter over
         // the fields copied each one, a few retains a field, for every response).
         guard fields.contains(.contentEncoding) else { return nil }
-        return Self.make(contentEncodings: fields[values: .contentEncoding], ratio: ratio)
+        return Self.make(contentEncodings: fields[values: .contentEncoding], ratio: ratio, freeSize: freeSize)
     }
 
     /// One reading of the coding for both heads: the first element of the `Content-Encoding`
     /// values, split at commas and trimmed of blanks, empty elements ignored (RFC 9110 5.6.1).
-    private static func make(contentEncodings values: some Sequence<String>, ratio: Int) -> ResponseInflater? {
+    private static func make(contentEncodings values: some Sequence<String>, ratio: Int, freeSize: Int) -> ResponseInflater? {
         let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
         for value in values {
             for element in value.utf8.split(separator: UInt8(ascii: ",")) {
@@ -59,14 +64,15 @@ final class ResponseInflater {
                 guard !trimmed.isEmpty else { continue }
                 let coding = String(decoding: trimmed, as: UTF8.self).lowercased()
                 // `x-gzip` is gzip (RFC 9110 8.4.1.3).
-                return coding == "gzip" || coding == "x-gzip" || coding == "deflate" ? ResponseInflater(ratio: ratio) : nil
+                return coding == "gzip" || coding == "x-gzip" || coding == "deflate" ? ResponseInflater(ratio: ratio, freeSize: freeSize) : nil
             }
         }
         return nil
     }
 
-    private init(ratio: Int) {
+    private init(ratio: Int, freeSize: Int) {
         self.ratio = ratio
+        self.freeSize = freeSize
     }
 
     /// Decompresses `input`, calling `output` with each piece zlib produced.
@@ -123,10 +129,10 @@ final class ResponseInflater {
             }
             self.compressed += before - input.readableBytes
             self.inflated += piece.readableBytes
-            // As NIOHTTPCompression counts: all the compressed bytes given so far.
-            // (Overflow-safe: a ratio of `.max` sets no limit.)
+            // As NIOHTTPCompression counts: all the compressed bytes given so far, and only past
+            // the free size. (Overflow-safe: a ratio of `.max` sets no limit.)
             let (allowed, overflow) = (self.compressed + input.readableBytes).multipliedReportingOverflow(by: self.ratio)
-            if !overflow, self.inflated > allowed {
+            if !overflow, self.inflated > self.freeSize, self.inflated > allowed {
                 throw ResponseDecompressionError(.limit(ratio: self.ratio))
             }
             if ended { self.complete = true }
@@ -184,7 +190,7 @@ final class ResponseInflater {
 /// ``CourierError`` with the code `invalidResponse`.
 struct ResponseDecompressionError: Error, Equatable, CustomStringConvertible {
     enum Reason: Equatable {
-        /// The body grew past `ratio` times its compressed size.
+        /// The body grew past `ratio` times its compressed size (and past the free size).
         case limit(ratio: Int)
         /// zlib could not inflate it (compress-nio's reason).
         case corrupt(String)
@@ -200,7 +206,7 @@ struct ResponseDecompressionError: Error, Equatable, CustomStringConvertible {
 
     var description: String {
         switch self.reason {
-        case .limit(let ratio): "it inflates to more than \(ratio) times its compressed size"
+        case .limit(let ratio): "past \(NIOEngine.Decompression.ratioFreeSize >> 20) MiB, it inflates to more than \(ratio) times its compressed size"
         case .corrupt(let detail): "zlib could not inflate it: \(detail)"
         case .trailingData: "bytes follow the end of the compressed stream"
         case .truncated: "it ends before the compressed stream does"
