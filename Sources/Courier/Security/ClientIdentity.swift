@@ -12,19 +12,22 @@ public struct ClientIdentity: Sendable, Hashable {
     /// An identity from PEM texts.
     /// - Parameters:
     ///   - certificatePEM: The certificate (and intermediates) as PEM.
-    ///   - privateKeyPEM: The private key as PEM (PKCS#8, PKCS#1 or SEC1), encrypted or not.
+    ///   - privateKeyPEM: The private key as PEM (PKCS#8, PKCS#1 or SEC1), encrypted or not: an
+    ///     encrypted PKCS#8 key with PBES2 (PBKDF2 with HMAC-SHA-1 or -SHA-2, or scrypt; AES-CBC or
+    ///     3DES), PKCS#5 v1.5 or PKCS#12 schemes, or a traditional `Proc-Type: 4,ENCRYPTED` key.
     ///   - passphrase: The passphrase of an encrypted key.
     /// - Throws: ``CourierError/Code/invalidRequest`` when either does not parse, when the key is
-    ///   encrypted and no passphrase (or another one) was given, or when the key is not the
-    ///   certificate's: checked here, not at the first handshake.
+    ///   encrypted and no passphrase (or another one) was given, when it is encrypted with a scheme
+    ///   Courier cannot open (the message names it), or when the key is not the certificate's:
+    ///   checked here, not at the first handshake.
     public init(certificatePEM: String, privateKeyPEM: String, passphrase: String? = nil) throws(CourierError) {
         self.certificateChain = try Certificate.certificates(pemEncoded: certificatePEM)
         let encrypted = privateKeyPEM.contains("ENCRYPTED")
         if encrypted && passphrase == nil {
             throw CourierError(.invalidRequest, "the private key is encrypted, and no passphrase was given for it")
         }
-        let key: NIOSSLPrivateKey
         do {
+            let key: NIOSSLPrivateKey
             if let passphrase {
                 key = try NIOSSLPrivateKey(bytes: Array(privateKeyPEM.utf8), format: .pem) { setter in setter(Array(passphrase.utf8)) }
             } else {
@@ -32,10 +35,40 @@ public struct ClientIdentity: Sendable, Hashable {
             }
             self.privateKeyDER = Data(try key.derBytes)
         } catch {
-            let reason = encrypted ? "the passphrase does not open the encrypted private key" : "the PEM text holds no usable private key"
-            throw CourierError(.invalidRequest, reason, underlyingError: error)
+            guard encrypted, let passphrase else {
+                throw CourierError(.invalidRequest, "the PEM text holds no usable private key", underlyingError: error)
+            }
+            self.privateKeyDER = try Self.openedByCourier(privateKeyPEM, passphrase: passphrase, boringSSLError: error)
         }
         try self.checkPair()
+    }
+
+    /// The DER of an encrypted PKCS#8 key BoringSSL did not open, opened by
+    /// ``EncryptedPrivateKey`` (PBKDF2 with an HMAC-SHA-2 PRF BoringSSL lacks, or scrypt), or the
+    /// error that says why not: a scheme neither can use is named, not called a wrong passphrase.
+    private static func openedByCourier(_ pem: String, passphrase: String, boringSSLError: any Error) throws(CourierError) -> Data {
+        let wrongPassphrase = "the passphrase does not open the encrypted private key"
+        let plaintext: [UInt8]
+        do {
+            plaintext = try EncryptedPrivateKey.decrypt(pem: pem, passphrase: passphrase)
+        } catch {
+            switch error {
+            case .notRead, .wrongPassphrase:
+                throw CourierError(.invalidRequest, wrongPassphrase, underlyingError: boringSSLError)
+            case .unsupported(let scheme):
+                throw CourierError(
+                    .invalidRequest,
+                    "the private key is encrypted with \(scheme), which Courier cannot open (re-encrypt it with AES-CBC, or store it unencrypted)",
+                    underlyingError: boringSSLError)
+            }
+        }
+        // The padding can come out right by chance under another passphrase: the key inside must parse.
+        do {
+            let key = try NIOSSLPrivateKey(bytes: plaintext, format: .der)
+            return Data(try key.derBytes)
+        } catch {
+            throw CourierError(.invalidRequest, wrongPassphrase, underlyingError: boringSSLError)
+        }
     }
 
     /// An identity from PEM files.

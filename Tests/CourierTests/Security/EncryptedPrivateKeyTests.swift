@@ -1,0 +1,87 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+/// Encrypted PKCS#8 client keys as OpenSSL 3 writes them: the schemes BoringSSL opens, the ones
+/// ``EncryptedPrivateKey`` opens after it (PBKDF2 with an HMAC-SHA-2 PRF other than SHA-256, and
+/// scrypt), and the ones neither opens, which are named instead of being called a wrong
+/// passphrase (an interop probe against Go's server found every one of them refused so).
+@Suite("Encrypted client keys")
+struct EncryptedPrivateKeyTests {
+    /// The client key encrypted with `openssl pkcs8 -topk8` and these options, as PEM.
+    static func encryptedKey(_ options: [String]) async throws -> String {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-pkcs8-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data(TestCertificates.clientKey.utf8).write(to: folder.appendingPathComponent("client.key"))
+        let arguments = ["openssl", "pkcs8", "-topk8", "-in", "client.key", "-passout", "pass:secret", "-out", "client-enc.key"] + options
+        let status = try await offThePools {
+            try ChildProcess.spawn("/usr/bin/env", arguments, directory: folder.path).waitForExit()
+        }
+        try #require(status == 0, "openssl \(arguments.joined(separator: " "))")
+        return String(decoding: try Data(contentsOf: folder.appendingPathComponent("client-enc.key")), as: UTF8.self)
+    }
+
+    static let plain = Result { try ClientIdentity(certificatePEM: TestCertificates.clientCertificate, privateKeyPEM: TestCertificates.clientKey) }
+
+    @Test(
+        "Every PBES2 scheme with AES-CBC opens with its passphrase, to the same key",
+        arguments: [
+            ["-v2", "aes-256-cbc"],  // PBKDF2-HMAC-SHA-256 (BoringSSL)
+            ["-v2", "aes-128-cbc", "-v2prf", "hmacWithSHA1"],  // (BoringSSL)
+            ["-v2", "aes-256-cbc", "-v2prf", "hmacWithSHA512"],
+            ["-v2", "aes-192-cbc", "-v2prf", "hmacWithSHA384"],
+            ["-v2", "aes-128-cbc", "-v2prf", "hmacWithSHA224"],
+            ["-scrypt"],  // scrypt, AES-256-CBC
+            ["-v2", "des3"],  // 3DES under PBKDF2-HMAC-SHA-256 (BoringSSL)
+        ]
+    )
+    func opens(_ options: [String]) async throws {
+        let pem = try await Self.encryptedKey(options)
+        let identity = try ClientIdentity(certificatePEM: TestCertificates.clientCertificate, privateKeyPEM: pem, passphrase: "secret")
+        #expect(identity.privateKeyDER == (try Self.plain.get()).privateKeyDER)
+        let wrong = #expect(throws: CourierError.self) {
+            try ClientIdentity(certificatePEM: TestCertificates.clientCertificate, privateKeyPEM: pem, passphrase: "wrong")
+        }
+        #expect(wrong?.code == .invalidRequest)
+        #expect(wrong?.message == "the passphrase does not open the encrypted private key", "\(String(describing: wrong))")
+    }
+
+    /// 3DES under a PRF BoringSSL does not take is named, not called a wrong passphrase.
+    @Test func aSchemeNeitherOpensIsNamed() async throws {
+        let pem = try await Self.encryptedKey(["-v2", "des3", "-v2prf", "hmacWithSHA512"])
+        let error = #expect(throws: CourierError.self) {
+            try ClientIdentity(certificatePEM: TestCertificates.clientCertificate, privateKeyPEM: pem, passphrase: "secret")
+        }
+        #expect(error?.code == .invalidRequest)
+        #expect(
+            error?.message.hasPrefix("the private key is encrypted with DES-EDE3-CBC under PBKDF2-HMAC-SHA-512, which Courier cannot open") == true,
+            "\(String(describing: error))")
+    }
+
+    /// A key opened by Courier rather than BoringSSL is presented in a real handshake.
+    @Test(arguments: [["-v2", "aes-256-cbc", "-v2prf", "hmacWithSHA512"], ["-scrypt"]])
+    func aKeyOpenedByCourierAuthenticatesTheClient(_ options: [String]) async throws {
+        let pem = try await Self.encryptedKey(options)
+        var configuration = TestServer.Configuration.https()
+        configuration.requiresClientCertificate = true
+        try await withTestServer(configuration) { server in
+            var policy = SecurityPolicy.default
+            policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+            policy.clientIdentity = try ClientIdentity(certificatePEM: TestCertificates.clientCertificate, privateKeyPEM: pem, passphrase: "secret")
+            try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
+                let response = try await manager.get("get")
+                #expect(response.response.status == .ok)
+            }
+        }
+    }
+
+    /// Schemes read from the DER alone, without OpenSSL: a truncated or foreign block is left to
+    /// BoringSSL's verdict.
+    @Test func textsThatAreNotEncryptedPKCS8AreNotRead() {
+        #expect(throws: EncryptedPrivateKey.Failure.notRead) { try EncryptedPrivateKey.decrypt(pem: TestCertificates.clientKey, passphrase: "x") }
+        let garbage = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMAMCAQA=\n-----END ENCRYPTED PRIVATE KEY-----\n"
+        #expect(throws: EncryptedPrivateKey.Failure.notRead) { try EncryptedPrivateKey.decrypt(pem: garbage, passphrase: "x") }
+    }
+}
