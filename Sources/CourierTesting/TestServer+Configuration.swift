@@ -104,6 +104,12 @@ extension TestServer {
                 // Client certificates carry no host name to check: verify the chain only.
                 configuration.certificateVerification = .noHostnameVerification
                 configuration.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(TestCertificates.rootCA.utf8), format: .pem)])
+                // ECDSA, RSA-PSS, RSA and Ed25519, which BoringSSL verifies only when asked (Go's
+                // and OpenSSL's servers take Ed25519 client certificates).
+                configuration.verifySignatureAlgorithms = [
+                    .ecdsaSecp256R1Sha256, .rsaPssRsaeSha256, .rsaPkcs1Sha256, .ecdsaSecp384R1Sha384, .rsaPssRsaeSha384,
+                    .rsaPkcs1Sha384, .rsaPssRsaeSha512, .rsaPkcs1Sha512, .ed25519,
+                ]
             }
             return configuration
         }

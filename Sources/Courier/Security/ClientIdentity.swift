@@ -1,5 +1,6 @@
 import Foundation
 import NIOSSL
+import SwiftASN1
 
 /// A certificate chain and its private key, presented when a server asks for a client certificate
 /// (mutual TLS). Set it as ``SecurityPolicy/clientIdentity``.
@@ -12,9 +13,10 @@ public struct ClientIdentity: Sendable, Hashable {
     /// An identity from PEM texts.
     /// - Parameters:
     ///   - certificatePEM: The certificate (and intermediates) as PEM.
-    ///   - privateKeyPEM: The private key as PEM (PKCS#8, PKCS#1 or SEC1), encrypted or not: an
-    ///     encrypted PKCS#8 key with PBES2 (PBKDF2 with HMAC-SHA-1 or -SHA-2, or scrypt; AES-CBC or
-    ///     3DES), PKCS#5 v1.5 or PKCS#12 schemes, or a traditional `Proc-Type: 4,ENCRYPTED` key.
+    ///   - privateKeyPEM: The private key as PEM (PKCS#8, PKCS#1 or SEC1; RSA, EC or Ed25519),
+    ///     encrypted or not: PKCS#8 with PBES2 (PBKDF2 with HMAC-SHA-1 or -SHA-2, or scrypt, and
+    ///     AES-CBC; 3DES under PBKDF2 with HMAC-SHA-1 or -SHA-256), PKCS#5 v1.5 or PKCS#12 schemes,
+    ///     or a traditional `Proc-Type: 4,ENCRYPTED` key.
     ///   - passphrase: The passphrase of an encrypted key.
     /// - Throws: ``CourierError/Code/invalidRequest`` when either does not parse, when the key is
     ///   encrypted and no passphrase (or another one) was given, when it is encrypted with a scheme
@@ -33,7 +35,7 @@ public struct ClientIdentity: Sendable, Hashable {
             } else {
                 key = try NIOSSLPrivateKey(bytes: Array(privateKeyPEM.utf8), format: .pem)
             }
-            self.privateKeyDER = Data(try key.derBytes)
+            self.privateKeyDER = try Self.der(of: key, pem: privateKeyPEM)
         } catch {
             guard encrypted, let passphrase else {
                 throw CourierError(.invalidRequest, "the PEM text holds no usable private key", underlyingError: error)
@@ -41,6 +43,27 @@ public struct ClientIdentity: Sendable, Hashable {
             self.privateKeyDER = try Self.openedByCourier(privateKeyPEM, passphrase: passphrase, boringSSLError: error)
         }
         try self.checkPair()
+    }
+
+    /// The key's DER, which BoringSSL writes for RSA and EC keys only; an Ed25519 key (RFC 8410)
+    /// is kept as the PEM text's own PKCS#8 DER, which BoringSSL reads back.
+    private static func der(of key: NIOSSLPrivateKey, pem: String) throws -> Data {
+        try Self.der(of: key) {
+            guard let start = pem.range(of: "-----BEGIN PRIVATE KEY-----"),
+                let end = pem.range(of: "-----END PRIVATE KEY-----", range: start.upperBound..<pem.endIndex)
+            else { return nil }
+            return try? PEMDocument(pemString: String(pem[start.lowerBound..<end.upperBound])).derBytes
+        }
+    }
+
+    /// The key's DER as BoringSSL writes it, else `pkcs8()` when BoringSSL reads that back.
+    private static func der(of key: NIOSSLPrivateKey, pkcs8: () -> [UInt8]?) throws -> Data {
+        do {
+            return Data(try key.derBytes)
+        } catch {
+            guard let der = pkcs8(), (try? NIOSSLPrivateKey(bytes: der, format: .der)) != nil else { throw error }
+            return Data(der)
+        }
     }
 
     /// The DER of an encrypted PKCS#8 key BoringSSL did not open, opened by
@@ -64,8 +87,7 @@ public struct ClientIdentity: Sendable, Hashable {
         }
         // The padding can come out right by chance under another passphrase: the key inside must parse.
         do {
-            let key = try NIOSSLPrivateKey(bytes: plaintext, format: .der)
-            return Data(try key.derBytes)
+            return try Self.der(of: try NIOSSLPrivateKey(bytes: plaintext, format: .der)) { plaintext }
         } catch {
             throw CourierError(.invalidRequest, wrongPassphrase, underlyingError: boringSSLError)
         }

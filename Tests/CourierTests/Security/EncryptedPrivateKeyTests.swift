@@ -84,4 +84,45 @@ struct EncryptedPrivateKeyTests {
         let garbage = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMAMCAQA=\n-----END ENCRYPTED PRIVATE KEY-----\n"
         #expect(throws: EncryptedPrivateKey.Failure.notRead) { try EncryptedPrivateKey.decrypt(pem: garbage, passphrase: "x") }
     }
+
+    /// An Ed25519 client certificate and key (RFC 8410, PKCS#8; Go and curl take them), plain and
+    /// encrypted with a scheme Courier opens, authenticate the client. BoringSSL reads the key but
+    /// does not write its DER, and the identity used to call it "no usable private key".
+    @Test func anEd25519IdentityAuthenticatesTheClient() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-ed25519-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data(TestCertificates.rootCA.utf8).write(to: folder.appendingPathComponent("ca.pem"))
+        try Data(TestCertificates.rootCAKey.utf8).write(to: folder.appendingPathComponent("ca.key"))
+        let script = """
+            openssl genpkey -algorithm ED25519 -out client.key &&
+            openssl req -new -key client.key -subj "/CN=Courier Ed25519 client" -out client.csr &&
+            printf 'extendedKeyUsage = clientAuth\\n' > client.ext &&
+            openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -set_serial 77 -days 30 -extfile client.ext -out client.pem &&
+            openssl pkcs8 -topk8 -in client.key -v2 aes-256-cbc -v2prf hmacWithSHA512 -passout pass:secret -out client-enc.key
+            """
+        let status = try await offThePools { try ChildProcess.spawn("/bin/sh", ["-c", script], directory: folder.path).waitForExit() }
+        try #require(status == 0)
+        let certificate = String(decoding: try Data(contentsOf: folder.appendingPathComponent("client.pem")), as: UTF8.self)
+        let key = String(decoding: try Data(contentsOf: folder.appendingPathComponent("client.key")), as: UTF8.self)
+        let encrypted = String(decoding: try Data(contentsOf: folder.appendingPathComponent("client-enc.key")), as: UTF8.self)
+        let identities = [
+            try ClientIdentity(certificatePEM: certificate, privateKeyPEM: key),
+            try ClientIdentity(certificatePEM: certificate, privateKeyPEM: encrypted, passphrase: "secret"),
+        ]
+        #expect(identities[0] == identities[1])
+        var configuration = TestServer.Configuration.https()
+        configuration.requiresClientCertificate = true
+        try await withTestServer(configuration) { server in
+            for identity in identities {
+                var policy = SecurityPolicy.default
+                policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+                policy.clientIdentity = identity
+                try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
+                    let response = try await manager.get("get")
+                    #expect(response.response.status == .ok)
+                }
+            }
+        }
+    }
 }
