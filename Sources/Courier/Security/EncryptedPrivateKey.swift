@@ -21,10 +21,11 @@ enum EncryptedPrivateKey {
         case wrongPassphrase
     }
 
-    /// The most PBKDF2 iterations and the largest scrypt cost taken: far above what any tool
-    /// writes (OpenSSL: 2,048 iterations, N = 16,384), and a bound on the work a key file makes.
+    /// The most PBKDF2 iterations and scrypt memory (128 × r × N bytes) taken: far above what
+    /// any tool writes (OpenSSL: 2,048 iterations; N = 16,384 and r = 8, 16 MiB), and a bound on
+    /// the work and memory a key file makes.
     static let maximumIterations = 10_000_000
-    static let maximumScryptCost = 1 << 20
+    static let maximumScryptMemory = 256 << 20
 
     /// The key inside, as unencrypted PKCS#8 DER (the `PrivateKeyInfo`); not checked to be a key.
     static func decrypt(pem: String, passphrase: String) throws(Failure) -> [UInt8] {
@@ -193,8 +194,8 @@ enum EncryptedPrivateKey {
                 let blockSize = try Int(derEncoded: &nodes)
                 let parallelism = try Int(derEncoded: &nodes)
                 let keyLength: Int? = try DER.optionalImplicitlyTagged(&nodes)
-                guard (2...Self.maximumScryptCost).contains(cost), cost & (cost - 1) == 0, (1...64).contains(blockSize),
-                    (1...16).contains(parallelism)
+                guard cost >= 2, cost & (cost - 1) == 0, (1...64).contains(blockSize), (1...16).contains(parallelism),
+                    cost <= Self.maximumScryptMemory / (128 * blockSize)
                 else {
                     throw Failure.unsupported("scrypt with N = \(cost), r = \(blockSize), p = \(parallelism)")
                 }

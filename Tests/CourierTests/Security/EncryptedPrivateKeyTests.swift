@@ -1,6 +1,7 @@
 @testable import Courier
 import CourierTesting
 import Foundation
+import SwiftASN1
 import Testing
 
 /// Encrypted PKCS#8 client keys as OpenSSL 3 writes them: the schemes BoringSSL opens, the ones
@@ -75,6 +76,64 @@ struct EncryptedPrivateKeyTests {
                 #expect(response.response.status == .ok)
             }
         }
+    }
+
+    /// A PBES2 key's PEM, with these key derivation parameters and AES-256-CBC.
+    static func pbes2PEM(kdf: ASN1ObjectIdentifier, _ parameters: (inout DER.Serializer) throws -> Void) throws -> String {
+        var serializer = DER.Serializer()
+        try serializer.appendConstructedNode(identifier: .sequence) { info in
+            try info.appendConstructedNode(identifier: .sequence) { algorithm in
+                try algorithm.serialize(EncryptedPrivateKey.pbes2)
+                try algorithm.appendConstructedNode(identifier: .sequence) { pbes2 in
+                    try pbes2.appendConstructedNode(identifier: .sequence) { derivation in
+                        try derivation.serialize(kdf)
+                        try derivation.appendConstructedNode(identifier: .sequence, parameters)
+                    }
+                    try pbes2.appendConstructedNode(identifier: .sequence) { cipher in
+                        try cipher.serialize([2, 16, 840, 1, 101, 3, 4, 1, 42] as ASN1ObjectIdentifier)
+                        try cipher.serialize(ASN1OctetString(contentBytes: ArraySlice(repeating: 7, count: 16)))
+                    }
+                }
+            }
+            try info.serialize(ASN1OctetString(contentBytes: ArraySlice(repeating: 9, count: 48)))
+        }
+        return PEMDocument(type: "ENCRYPTED PRIVATE KEY", derBytes: serializer.serializedBytes).pemString
+    }
+
+    /// A key file cannot make Courier work or allocate without bound: PBKDF2 past ten million
+    /// iterations and scrypt past 256 MiB are named, not run; parameters within them run (and
+    /// the made-up ciphertext does not decrypt).
+    @Test func derivationsAreBounded() throws {
+        let salt = ASN1OctetString(contentBytes: [1, 2, 3, 4, 5, 6, 7, 8])
+        let pbkdf2 = { (iterations: Int) in
+            try Self.pbes2PEM(kdf: EncryptedPrivateKey.pbkdf2) { parameters in
+                try parameters.serialize(salt)
+                try parameters.serialize(iterations)
+                try parameters.appendConstructedNode(identifier: .sequence) { prf in
+                    try prf.serialize([1, 2, 840, 113549, 2, 11] as ASN1ObjectIdentifier)
+                    try prf.serialize(ASN1Null())
+                }
+            }
+        }
+        let scrypt = { (cost: Int, blockSize: Int) in
+            try Self.pbes2PEM(kdf: EncryptedPrivateKey.scrypt) { parameters in
+                try parameters.serialize(salt)
+                try parameters.serialize(cost)
+                try parameters.serialize(blockSize)
+                try parameters.serialize(1)
+            }
+        }
+        #expect(throws: EncryptedPrivateKey.Failure.unsupported("PBKDF2 with 10000001 iterations (at most 10000000 are taken)")) {
+            try EncryptedPrivateKey.decrypt(pem: try pbkdf2(10_000_001), passphrase: "x")
+        }
+        #expect(throws: EncryptedPrivateKey.Failure.unsupported("scrypt with N = 524288, r = 8, p = 1")) {
+            try EncryptedPrivateKey.decrypt(pem: try scrypt(1 << 19, 8), passphrase: "x")
+        }
+        #expect(throws: EncryptedPrivateKey.Failure.unsupported("scrypt with N = 1000, r = 8, p = 1")) {
+            try EncryptedPrivateKey.decrypt(pem: try scrypt(1000, 8), passphrase: "x")
+        }
+        #expect(throws: EncryptedPrivateKey.Failure.wrongPassphrase) { try EncryptedPrivateKey.decrypt(pem: try pbkdf2(1000), passphrase: "x") }
+        #expect(throws: EncryptedPrivateKey.Failure.wrongPassphrase) { try EncryptedPrivateKey.decrypt(pem: try scrypt(1 << 10, 8), passphrase: "x") }
     }
 
     /// Schemes read from the DER alone, without OpenSSL: a truncated or foreign block is left to
