@@ -48,12 +48,7 @@ public struct ClientIdentity: Sendable, Hashable {
     /// The key's DER, which BoringSSL writes for RSA and EC keys only; an Ed25519 key (RFC 8410)
     /// is kept as the PEM text's own PKCS#8 DER, which BoringSSL reads back.
     private static func der(of key: NIOSSLPrivateKey, pem: String) throws -> Data {
-        try Self.der(of: key) {
-            guard let start = pem.range(of: "-----BEGIN PRIVATE KEY-----"),
-                let end = pem.range(of: "-----END PRIVATE KEY-----", range: start.upperBound..<pem.endIndex)
-            else { return nil }
-            return try? PEMDocument(pemString: String(pem[start.lowerBound..<end.upperBound])).derBytes
-        }
+        try Self.der(of: key) { PEMDocument.derBytes(ofFirst: "PRIVATE KEY", in: pem) }
     }
 
     /// The key's DER as BoringSSL writes it, else `pkcs8()` when BoringSSL reads that back.

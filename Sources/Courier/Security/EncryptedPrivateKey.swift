@@ -29,7 +29,7 @@ enum EncryptedPrivateKey {
 
     /// The key inside, as unencrypted PKCS#8 DER (the `PrivateKeyInfo`); not checked to be a key.
     static func decrypt(pem: String, passphrase: String) throws(Failure) -> [UInt8] {
-        guard let document = Self.document(in: pem) else { throw .notRead }
+        guard let document = PEMDocument.derBytes(ofFirst: "ENCRYPTED PRIVATE KEY", in: pem) else { throw .notRead }
         let parsed: (scheme: Scheme, ciphertext: ArraySlice<UInt8>)
         do {
             parsed = try Self.parse(document)
@@ -51,14 +51,6 @@ enum EncryptedPrivateKey {
             // Bad padding: another passphrase (or a damaged file, which the passphrase cannot fix either).
             throw .wrongPassphrase
         }
-    }
-
-    /// The DER of the text's `ENCRYPTED PRIVATE KEY` block, if it has one.
-    private static func document(in pem: String) -> [UInt8]? {
-        let begin = "-----BEGIN ENCRYPTED PRIVATE KEY-----", end = "-----END ENCRYPTED PRIVATE KEY-----"
-        guard let start = pem.range(of: begin), let stop = pem.range(of: end, range: start.upperBound..<pem.endIndex) else { return nil }
-        guard let document = try? PEMDocument(pemString: String(pem[start.lowerBound..<stop.upperBound])) else { return nil }
-        return document.derBytes
     }
 
     /// How the key is encrypted: the key derivation, the cipher's key size and its IV.
@@ -212,6 +204,17 @@ enum EncryptedPrivateKey {
         return try DER.sequence(node, identifier: .sequence) { inner in
             (try ASN1ObjectIdentifier(derEncoded: &inner), inner.next())
         }
+    }
+}
+
+extension PEMDocument {
+    /// The DER of the text's first block with this label (`PRIVATE KEY`, `ENCRYPTED PRIVATE
+    /// KEY`), if it has one that decodes.
+    static func derBytes(ofFirst label: String, in text: String) -> [UInt8]? {
+        guard let start = text.range(of: "-----BEGIN \(label)-----"),
+            let end = text.range(of: "-----END \(label)-----", range: start.upperBound..<text.endIndex)
+        else { return nil }
+        return try? PEMDocument(pemString: String(text[start.lowerBound..<end.upperBound])).derBytes
     }
 }
 
