@@ -12,16 +12,15 @@ import Testing
 struct EncryptedPrivateKeyTests {
     /// The client key encrypted with `openssl pkcs8 -topk8` and these options, as PEM.
     static func encryptedKey(_ options: [String]) async throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-pkcs8-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        try Data(TestCertificates.clientKey.utf8).write(to: folder.appendingPathComponent("client.key"))
-        let arguments = ["openssl", "pkcs8", "-topk8", "-in", "client.key", "-passout", "pass:secret", "-out", "client-enc.key"] + options
-        let status = try await offThePools {
-            try ChildProcess.spawn("/usr/bin/env", arguments, directory: folder.path).waitForExit()
+        try await withTemporaryFolder { folder in
+            try Data(TestCertificates.clientKey.utf8).write(to: folder.appendingPathComponent("client.key"))
+            let arguments = ["openssl", "pkcs8", "-topk8", "-in", "client.key", "-passout", "pass:secret", "-out", "client-enc.key"] + options
+            let status = try await offThePools {
+                try ChildProcess.spawn("/usr/bin/env", arguments, directory: folder.path).waitForExit()
+            }
+            try #require(status == 0, "openssl \(arguments.joined(separator: " "))")
+            return String(decoding: try Data(contentsOf: folder.appendingPathComponent("client-enc.key")), as: UTF8.self)
         }
-        try #require(status == 0, "openssl \(arguments.joined(separator: " "))")
-        return String(decoding: try Data(contentsOf: folder.appendingPathComponent("client-enc.key")), as: UTF8.self)
     }
 
     static let plain = Result { try ClientIdentity(certificatePEM: TestCertificates.clientCertificate, privateKeyPEM: TestCertificates.clientKey) }
@@ -148,23 +147,21 @@ struct EncryptedPrivateKeyTests {
     /// encrypted with a scheme Courier opens, authenticate the client. BoringSSL reads the key but
     /// does not write its DER, and the identity used to call it "no usable private key".
     @Test func anEd25519IdentityAuthenticatesTheClient() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-ed25519-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        try Data(TestCertificates.rootCA.utf8).write(to: folder.appendingPathComponent("ca.pem"))
-        try Data(TestCertificates.rootCAKey.utf8).write(to: folder.appendingPathComponent("ca.key"))
-        let script = """
-            openssl genpkey -algorithm ED25519 -out client.key &&
-            openssl req -new -key client.key -subj "/CN=Courier Ed25519 client" -out client.csr &&
-            printf 'extendedKeyUsage = clientAuth\\n' > client.ext &&
-            openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -set_serial 77 -days 30 -extfile client.ext -out client.pem &&
-            openssl pkcs8 -topk8 -in client.key -v2 aes-256-cbc -v2prf hmacWithSHA512 -passout pass:secret -out client-enc.key
-            """
-        let status = try await offThePools { try ChildProcess.spawn("/bin/sh", ["-c", script], directory: folder.path).waitForExit() }
-        try #require(status == 0)
-        let certificate = String(decoding: try Data(contentsOf: folder.appendingPathComponent("client.pem")), as: UTF8.self)
-        let key = String(decoding: try Data(contentsOf: folder.appendingPathComponent("client.key")), as: UTF8.self)
-        let encrypted = String(decoding: try Data(contentsOf: folder.appendingPathComponent("client-enc.key")), as: UTF8.self)
+        let (certificate, key, encrypted) = try await withTemporaryFolder { folder in
+            try Data(TestCertificates.rootCA.utf8).write(to: folder.appendingPathComponent("ca.pem"))
+            try Data(TestCertificates.rootCAKey.utf8).write(to: folder.appendingPathComponent("ca.key"))
+            let script = """
+                openssl genpkey -algorithm ED25519 -out client.key &&
+                openssl req -new -key client.key -subj "/CN=Courier Ed25519 client" -out client.csr &&
+                printf 'extendedKeyUsage = clientAuth\\n' > client.ext &&
+                openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -set_serial 77 -days 30 -extfile client.ext -out client.pem &&
+                openssl pkcs8 -topk8 -in client.key -v2 aes-256-cbc -v2prf hmacWithSHA512 -passout pass:secret -out client-enc.key
+                """
+            let status = try await offThePools { try ChildProcess.spawn("/bin/sh", ["-c", script], directory: folder.path).waitForExit() }
+            try #require(status == 0)
+            let text = { (name: String) in String(decoding: try Data(contentsOf: folder.appendingPathComponent(name)), as: UTF8.self) }
+            return (try text("client.pem"), try text("client.key"), try text("client-enc.key"))
+        }
         let identities = [
             try ClientIdentity(certificatePEM: certificate, privateKeyPEM: key),
             try ClientIdentity(certificatePEM: certificate, privateKeyPEM: encrypted, passphrase: "secret"),
