@@ -1,5 +1,5 @@
 import Crypto
-import _CryptoExtras
+import CryptoExtras
 import Foundation
 import SwiftASN1
 
