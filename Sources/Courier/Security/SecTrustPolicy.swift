@@ -8,8 +8,9 @@ import X509
 ///
 /// Both apply RFC 5280 to every chain of two or more certificates (signatures are checked by the
 /// verifier's path building; validity dates of every certificate, the anchor's included, as
-/// `SecTrust`'s temporal-validity check does; basic and name constraints; unknown critical
-/// extensions refuse). A chain of one certificate is a leaf that is itself an anchor (a pinned
+/// `SecTrust`'s temporal-validity check does; basic constraints, path lengths and `keyCertSign`
+/// of every issuer, ``issuerProblem(in:)``; name constraints; unknown critical extensions
+/// refuse). A chain of one certificate is a leaf that is itself an anchor (a pinned
 /// certificate in certificate mode): `SecTrust` trusts it as it is, so only its dates (and, for
 /// SSL, its name and key usage) are checked, not whether it may issue certificates.
 ///
@@ -41,6 +42,10 @@ struct SecTrustPolicy: VerifierPolicy, Sendable {
             return .failsToMeetPolicy(reason: Self.describe(reason, of: certificate))
         }
         if certificates.count > 1 {
+            // The issuers' own rules in words; then the rest of RFC 5280 (name constraints).
+            if let problem = Self.issuerProblem(in: certificates) {
+                return .failsToMeetPolicy(reason: problem)
+            }
             if case .failsToMeetPolicy(let reason) = self.rfc5280.chainMeetsPolicyRequirements(chain: chain) {
                 return .failsToMeetPolicy(reason: reason)
             }
@@ -51,6 +56,57 @@ struct SecTrustPolicy: VerifierPolicy, Sendable {
             }
         }
         return .meetsPolicy
+    }
+
+    /// Why a certificate of `chain` (leaf first, anchor last) may not issue the one before it, or
+    /// nil (RFC 5280 4.2.1.3, 4.2.1.9 and 6.1.4, as `SecTrust`, OpenSSL and Go apply them):
+    /// - it is not a certificate authority (basic constraints);
+    /// - more intermediate certificates that are not self-issued follow it than its path-length
+    ///   constraint allows;
+    /// - its key usage, when it has one, lacks `keyCertSign`.
+    ///
+    /// An anchor without basic constraints (an X.509 v1 root) is left to swift-certificates'
+    /// RFC 5280 policy, as before. Said in words: swift-certificates' own reasons print the whole
+    /// certificate, and before this check a key usage without `keyCertSign` was not refused at all.
+    static func issuerProblem(in chain: [X509.Certificate]) -> String? {
+        var intermediatesBelow = 0
+        for index in chain.indices.dropFirst() {
+            let issuer = chain[index], issued = chain[index - 1]
+            let isAnchor = index == chain.count - 1
+            do {
+                switch try issuer.extensions.basicConstraints {
+                case .isCertificateAuthority(let maxPathLength?) where intermediatesBelow > maxPathLength:
+                    return "\(issuer.subject) allows \(maxPathLength) intermediate certificate\(maxPathLength == 1 ? "" : "s") below it (its path length constraint), and the chain has \(intermediatesBelow)"
+                case .isCertificateAuthority:
+                    break
+                case .notCertificateAuthority:
+                    return "\(issuer.subject) is not a certificate authority (basic constraints), so it cannot issue \(issued.subject)"
+                case nil:
+                    if !isAnchor {
+                        return "\(issuer.subject) is not a certificate authority (it has no basic constraints), so it cannot issue \(issued.subject)"
+                    }
+                }
+                if let usage = try issuer.extensions.keyUsage, !usage.keyCertSign {
+                    return "\(issuer.subject) may not sign certificates (its key usage lacks keyCertSign), so it cannot issue \(issued.subject)"
+                }
+            } catch {
+                return "\(issuer.subject) has a basic constraints or key usage extension that does not parse (\(error))"
+            }
+            if issuer.subject != issuer.issuer { intermediatesBelow += 1 }
+        }
+        return nil
+    }
+
+    /// The first certificate of `chain` with a critical extension the policy does not process,
+    /// and the extension's identifier: swift-certificates builds no path through it.
+    static func unhandledCriticalExtension(in chain: [X509.Certificate]) -> (X509.Certificate, ASN1ObjectIdentifier)? {
+        let handled = SecTrustPolicy(serverName: nil).verifyingCriticalExtensions
+        for certificate in chain {
+            if let unknown = certificate.extensions.first(where: { $0.critical && !handled.contains($0.oid) }) {
+                return (certificate, unknown.oid)
+            }
+        }
+        return nil
     }
 
     /// Why the SSL policy refuses `leaf` for `serverName`, or nil.

@@ -194,7 +194,13 @@ struct ChainEvaluation: Sendable {
                 self.reachedAnchor = false
                 // Out-of-date certificates are the likelier story than an unknown authority.
                 self.reason = SecTrustPolicy.validityProblem(in: self.chain)?.reason ?? .untrustedRoot
-                self.detail = "no chain from \(leaf.subject) reaches a trusted certificate (issuer \(self.chain.last?.issuer.description ?? "unknown"))"
+                if let (certificate, oid) = SecTrustPolicy.unhandledCriticalExtension(in: self.chain) {
+                    // The verifier builds no path through such a certificate, and says nothing.
+                    self.detail = "\(certificate.subject) has a critical extension Courier does not process (\(oid)), so no chain through it is valid"
+                } else {
+                    let end = self.chain.last ?? leaf
+                    self.detail = "no chain from \(leaf.subject) reaches a trusted certificate (the chain presented ends at \(end.subject), issued by \(end.issuer))"
+                }
             }
         }
     }

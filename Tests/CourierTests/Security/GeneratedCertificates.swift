@@ -8,7 +8,10 @@ import Foundation
 /// name and another key (its leaves name the intermediate as issuer: one with an authority key
 /// identifier, one without), an expired intermediate with a leaf, and an intermediate whose name
 /// constraints permit only `courier.test`, with a leaf inside them and one outside; an expired
-/// leaf for `localhost` and `127.0.0.1` under the second CA. EC P-256 keys.
+/// leaf for `localhost` and `127.0.0.1` under the second CA; issuers that may not issue, each with
+/// a leaf for `localhost`: an authority whose key usage lacks `keyCertSign`, the `localhost` leaf
+/// itself (not an authority), and an authority under the path-length-0 intermediate; a leaf with
+/// an unknown critical extension under the intermediate. EC P-256 keys.
 struct GeneratedCertificates: Sendable {
     let secondCA: String
     let localhostLeaf: String, localhostKey: String
@@ -27,6 +30,10 @@ struct GeneratedCertificates: Sendable {
     let constrainedInsideLeaf: String, constrainedInsideKey: String
     let constrainedOutsideLeaf: String, constrainedOutsideKey: String
     let expiredLeaf: String, expiredKey: String
+    let noCertSignIntermediate: String, noCertSignLeaf: String
+    let leafIssuedByLeaf: String
+    let pathLengthIntermediate: String, pathLengthLeaf: String
+    let unknownCriticalLeaf: String
 
     /// Made once per test process. Async tests call ``prepared()`` first, so that the openssl
     /// script runs (and other first users wait) off the concurrency pool.
@@ -93,6 +100,17 @@ struct GeneratedCertificates: Sendable {
         echo 'unique_subject = no' > db/index.attr
         openssl ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in oldleaf.csr -startdate 20200101000000Z \
           -enddate 20210101000000Z -extfile oldleaf.ext -notext -out oldleaf.pem 2>/dev/null
+        # Issuers that may not issue: no keyCertSign; a leaf; an authority below pathlen:0.
+        authority nosign "Courier No-Certificate-Signing Intermediate"
+        printf 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,digitalSignature,cRLSign\n' > nosign.ext
+        openssl x509 -req -in nosign.csr -CA ca.pem -CAkey ca.key -set_serial 13 -days 3650 -sha256 -extfile nosign.ext -out nosign.pem
+        leaf nosignleaf "/CN=localhost" "DNS:localhost,IP:127.0.0.1" && signed nosignleaf nosign 27
+        leaf underleaf "/CN=localhost" "DNS:localhost,IP:127.0.0.1" && signed underleaf localhost 28
+        authority subinter "Courier Intermediate Below Path Length 0"
+        signed subinter inter 29
+        leaf subleaf "/CN=localhost" "DNS:localhost,IP:127.0.0.1" && signed subleaf subinter 30
+        leaf critical "/CN=localhost" "DNS:localhost,IP:127.0.0.1"
+        printf '1.3.6.1.4.1.55555.1=critical,ASN1:NULL\n' >> critical.ext && signed critical inter 31
         """#
 
     static func make() throws -> GeneratedCertificates {
@@ -121,7 +139,11 @@ struct GeneratedCertificates: Sendable {
             constrainedIntermediate: try read("constrained.pem"),
             constrainedInsideLeaf: try read("inside.pem"), constrainedInsideKey: try read("inside.key"),
             constrainedOutsideLeaf: try read("outside.pem"), constrainedOutsideKey: try read("outside.key"),
-            expiredLeaf: try read("oldleaf.pem"), expiredKey: try read("oldleaf.key")
+            expiredLeaf: try read("oldleaf.pem"), expiredKey: try read("oldleaf.key"),
+            noCertSignIntermediate: try read("nosign.pem"), noCertSignLeaf: try read("nosignleaf.pem"),
+            leafIssuedByLeaf: try read("underleaf.pem"),
+            pathLengthIntermediate: try read("subinter.pem"), pathLengthLeaf: try read("subleaf.pem"),
+            unknownCriticalLeaf: try read("critical.pem")
         )
     }
 }

@@ -136,6 +136,39 @@ struct SecurityPolicyEvaluatorTests {
         #expect(Self.failure(outside)?.reason == .untrustedRoot)
     }
 
+    /// An issuer that may not issue is refused, and the reason says which and why in words (an
+    /// interop probe found the first trusted, where curl, OpenSSL and Go refuse it, and the next
+    /// two told as a dump of the certificate): a key usage without keyCertSign, an issuer that is
+    /// not an authority, a path-length constraint broken. A leaf with a critical extension Courier
+    /// does not process is named (it was told as a chain that reaches no trusted certificate).
+    @Test func issuersThatMayNotIssueAreRefusedInWords() async throws {
+        let generated = try await GeneratedCertificates.prepared()
+        let secondCA = TrustStore(try Courier.Certificate.certificates(pemEncoded: generated.secondCA))
+        let cases: [(chain: [String], says: String)] = [
+            (
+                [generated.noCertSignLeaf, generated.noCertSignIntermediate],
+                "CN=Courier No-Certificate-Signing Intermediate may not sign certificates (its key usage lacks keyCertSign), so it cannot issue CN=localhost"
+            ),
+            ([generated.leafIssuedByLeaf, generated.localhostLeaf], "CN=localhost is not a certificate authority (basic constraints), so it cannot issue CN=localhost"),
+            (
+                [generated.pathLengthLeaf, generated.pathLengthIntermediate, generated.intermediate],
+                "CN=Courier Generated Intermediate allows 0 intermediate certificates below it (its path length constraint), and the chain has 1"
+            ),
+            (
+                [generated.unknownCriticalLeaf, generated.intermediate],
+                "CN=localhost has a critical extension Courier does not process (1.3.6.1.4.1.55555.1), so no chain through it is valid"
+            ),
+        ]
+        for (chain, says) in cases {
+            let failure = Self.failure(try await Self.evaluate(try Self.policy(), chain, trustStore: secondCA))
+            #expect(failure?.reason == .untrustedRoot, "\(says): \(failure.map(String.init(describing:)) ?? "trusted")")
+            #expect(failure?.detail == says, "\(failure?.detail ?? "trusted")")
+        }
+        // The well-formed chain through the same intermediate is trusted.
+        let trusted = try await Self.evaluate(try Self.policy(), [generated.intermediateLeaf, generated.intermediate], trustStore: secondCA)
+        #expect(Self.failure(trusted) == nil)
+    }
+
     @Test func aLeafSignedByAnotherKeyUnderAPinnedName() async throws {
         let generated = try await GeneratedCertificates.prepared()
         let policy = try Self.policy(.certificate, pins: [generated.intermediate], allowInvalid: true, validatesDomain: false)
