@@ -26,7 +26,9 @@ enum RedirectPlanner {
     ) -> RedirectStep {
         guard case .follow(let maximum, let allowCycles) = policy,
             Self.redirectStatuses.contains(response.status.code),
-            let location = response.headerFields.value(of: .location),
+            // The first `Location` when a server sends several (curl's choice): joined with
+            // commas they named a URL none of them did.
+            let location = response.headerFields[values: .location].first,
             var target = URL(string: URLText.normalized(location), relativeTo: request.url)?.absoluteURL,
             let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https",
             target.host?.isEmpty == false

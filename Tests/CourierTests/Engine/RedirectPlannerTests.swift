@@ -35,6 +35,19 @@ struct RedirectPlannerTests {
         #expect(next.headerFields[.authorization] == "Basic eA==", "same origin keeps credentials")
     }
 
+    /// Two `Location` fields: the first is followed, as curl does (joined, they named
+    /// `/one,%20/two`, a URL neither field named; found by an interop probe).
+    @Test func theFirstOfTwoLocationsIsFollowed() throws {
+        var response = self.response(302, location: nil)
+        response.headerFields.append(HTTPField(name: .location, value: "/one"))
+        response.headerFields.append(HTTPField(name: .location, value: "/two"))
+        guard case .follow(let next) = self.step(response, self.request()) else {
+            Issue.record("expected a redirect to follow")
+            return
+        }
+        #expect(next.url.absoluteString == "http://h/one")
+    }
+
     @Test(arguments: [
         (301, HTTPRequest.Method.post, HTTPRequest.Method.get),
         (302, .post, .get),
