@@ -250,6 +250,12 @@ extension NIOEngine {
         if let error = error as? SocketAddressError {
             return (.connectionFailed, "the host name could not be resolved (\(error))")
         }
+        if let error = error as? UnsupportedTransferCoding {
+            return (
+                .invalidResponse,
+                "the server applied the transfer coding '\(error.coding)', which Courier did not ask for (it sends no TE field) and does not remove (RFC 9112 7.4)"
+            )
+        }
         if let error = error as? ResponseDecompressionError {
             if case .limit(let ratio) = error.reason {
                 // A valid body, refused by the guard against decompression bombs: say which setting.

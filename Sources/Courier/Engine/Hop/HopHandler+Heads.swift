@@ -16,14 +16,6 @@ extension HopHandler {
         return Int64(size)
     }
 
-    /// The size of a response head as HTTP/1.1 text: status line, fields, blank line.
-    static func size(of head: HTTPResponseHead) -> Int64 {
-        // "HTTP/1.1 SP 200 SP reason CRLF" ... "CRLF"
-        var size = 8 + 1 + 3 + 1 + head.status.reasonPhrase.utf8.count + 2 + 2
-        for (name, value) in head.headers { size += name.utf8.count + 2 + value.utf8.count + 2 }
-        return Int64(size)
-    }
-
     /// What a connection that decompresses does about content codings for a request: whether it
     /// adds `Accept-Encoding: deflate, gzip`, and whether it decodes a response body labelled
     /// `gzip` or `deflate`. Which of the two fields the request has is noted while its head is

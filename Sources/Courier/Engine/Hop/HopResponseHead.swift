@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
@@ -36,6 +37,10 @@ struct HopResponseHead: Equatable, Sendable {
     /// The status code, kept as it came: `response.status` copies the status field and the
     /// reason phrase each time it is read.
     var status: Int
+    /// A transfer coding other than `chunked` the head's `Transfer-Encoding` names (HTTP/1.1
+    /// only), which Courier neither asks for (it sends no `TE`) nor removes: the hop fails with
+    /// ``UnsupportedTransferCoding`` rather than hand the coded bytes on as the content.
+    var unsupportedTransferCoding: String?
 
     /// A head NIO's HTTP/1 decoder made. `answersHEAD` is asked only of a head that says the
     /// connection closes: llhttp decides keep-alive before it learns the response answers a HEAD,
@@ -56,11 +61,38 @@ struct HopResponseHead: Equatable, Sendable {
         } else {
             self.isKeepAlive = false
         }
-        self.size = HopHandler.size(of: head)
+        // The head's size as HTTP/1.1 text ("HTTP/1.1 SP 200 SP reason CRLF" ... "CRLF"), and its
+        // transfer codings, in one pass over the fields.
+        var size = 8 + 1 + 3 + 1 + head.status.reasonPhrase.utf8.count + 2 + 2
+        for (name, value) in head.headers {
+            size += name.utf8.count + 2 + value.utf8.count + 2
+            if name.utf8.count == 17, value != "chunked", self.unsupportedTransferCoding == nil, Self.isTransferEncoding(name) {
+                self.unsupportedTransferCoding = Self.unsupportedTransferCoding(in: value)
+            }
+        }
+        self.size = Int64(size)
         self.keepAlive = head.headers.first(name: "keep-alive").map { .idleTimeout(HopStateMachine.idleTimeout(fromKeepAlive: $0)) } ?? .absent
     }
 
+    /// Whether a field name is `Transfer-Encoding`, in any case (ASCII: letters and `-` compare
+    /// equal with the 0x20 bit set).
+    private static func isTransferEncoding(_ name: String) -> Bool {
+        name.utf8.elementsEqual("transfer-encoding".utf8) { $0 | 0x20 == $1 }
+    }
+
+    /// The first coding of a `Transfer-Encoding` value other than `chunked`, or nil (RFC 9112
+    /// 6.1: a comma-separated list, in any case, blanks around the commas).
+    static func unsupportedTransferCoding(in value: String) -> String? {
+        for element in value.split(separator: ",") {
+            let coding = element.trimmingCharacters(in: .whitespaces).lowercased()
+            // `identity` was removed from the registry (RFC 7230); old servers still name it.
+            if !coding.isEmpty, coding != "chunked", coding != "identity" { return coding }
+        }
+        return nil
+    }
+
     init(response: HTTPResponse, status: Int, version: HTTPVersion, isKeepAlive: Bool, size: Int64) {
+        self.unsupportedTransferCoding = nil
         self.response = response
         self.status = status
         self.version = version
@@ -68,6 +100,14 @@ struct HopResponseHead: Equatable, Sendable {
         self.size = size
         self.keepAlive = .absent
     }
+}
+
+/// A response whose `Transfer-Encoding` names a coding other than `chunked` (`gzip, chunked`,
+/// or one Courier does not know): Courier sends no `TE` field, so the server may apply no other
+/// (RFC 9112 7.4), and its body is not the content. Told as ``CourierError/Code/invalidResponse``.
+struct UnsupportedTransferCoding: Error, Equatable, CustomStringConvertible {
+    let coding: String
+    var description: String { "the server applied the transfer coding '\(self.coding)'" }
 }
 
 /// A response part as a hop reads it: the head as a ``HopResponseHead``, the body and the end

@@ -31,4 +31,37 @@ struct HTTP1ParserErrorTests {
         #expect(error.message.contains("the response could not be parsed"), "\(error)")
         #expect(error.message.contains(says), "\(error)")
     }
+
+    /// A transfer coding other than `chunked` (Courier sends no `TE`, so none may come, RFC 9112
+    /// 7.4): the exchange fails saying which, and the connection closes. Before, the coded bytes
+    /// came as the content with no error (a probe's raw-socket server; curl decodes gzip and
+    /// fails on an unknown coding). `chunked` in any case, and the old `identity`, are taken.
+    @Test(arguments: [
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "gzip"),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: foo ,Chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "foo"),
+        ("HTTP/1.1 200 OK\r\ntransfer-encoding: GZIP\r\nConnection: close\r\n\r\nabc", "gzip"),
+    ])
+    func aTransferCodingOtherThanChunkedFails(_ response: String, _ coding: String) throws {
+        let setup = try Setup()
+        let (_, recorder) = try setup.run(Request(url: HopHandlerTests.url))
+        _ = try setup.written()
+        try? setup.receive(response)
+        let error = try #require(recorder.snapshot.error, "the response was taken: \(recorder.snapshot.body)")
+        #expect(error.code == .invalidResponse)
+        #expect(error.message.contains("the server applied the transfer coding '\(coding)'"), "\(error)")
+        #expect(!setup.channel.isActive, "the connection stays open")
+    }
+
+    @Test(arguments: [
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: CHUNKED\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: identity, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    ])
+    func chunkedInAnyCaseIsTaken(_ response: String) throws {
+        let setup = try Setup()
+        let (_, recorder) = try setup.run(Request(url: HopHandlerTests.url))
+        _ = try setup.written()
+        try setup.receive(response)
+        #expect(recorder.snapshot.error == nil, "\(String(describing: recorder.snapshot.error))")
+        #expect(recorder.snapshot.body == "abc")
+    }
 }
