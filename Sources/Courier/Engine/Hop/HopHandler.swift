@@ -590,14 +590,14 @@ final class HopHandler: ChannelDuplexHandler {
             // A response to HEAD ends at its head: its fields decide keep-alive, not llhttp's
             // reading (``HopResponseHead/init(nioHead:answersHEAD:)``). Asked only of a head
             // that says "close".
-            let head = HopResponseHead(nioHead: head, answersHEAD: self.hop?.request.method == .head)
-            if let coding = head.unsupportedTransferCoding {
+            var coding: String?
+            part = .head(HopResponseHead(nioHead: head, answersHEAD: self.hop?.request.method == .head, unsupportedTransferCoding: &coding))
+            if let coding {
                 // Its body is not the content, and how it ends is the server's guess: the hop
                 // fails and the connection closes.
                 self.perform(self.stateMachine.channelFailed(self.loss(UnsupportedTransferCoding(coding: coding))))
                 return
             }
-            part = .head(head)
         case .body(let buffer): part = .body(buffer)
         case .end(let trailers): part = .end(trailers)
         }

@@ -37,17 +37,18 @@ struct HopResponseHead: Equatable, Sendable {
     /// The status code, kept as it came: `response.status` copies the status field and the
     /// reason phrase each time it is read.
     var status: Int
-    /// A transfer coding other than `chunked` the head's `Transfer-Encoding` names (HTTP/1.1
-    /// only), which Courier neither asks for (it sends no `TE`) nor removes: the hop fails with
-    /// ``UnsupportedTransferCoding`` rather than hand the coded bytes on as the content.
-    var unsupportedTransferCoding: String?
 
     /// A head NIO's HTTP/1 decoder made. `answersHEAD` is asked only of a head that says the
     /// connection closes: llhttp decides keep-alive before it learns the response answers a HEAD,
     /// so one without `Content-Length` or `Transfer-Encoding` (Tomcat's for a page, Traffic
     /// Server's) reads as "close" (it would be read to the connection's close). A response to HEAD
     /// ends at its head (RFC 9112 6.3): its version and `Connection` field decide.
-    init(nioHead head: HTTPResponseHead, answersHEAD: @autoclosure () -> Bool = false) {
+    ///
+    /// `unsupportedTransferCoding` is set to a transfer coding other than `chunked` the head's
+    /// `Transfer-Encoding` names, which Courier neither asks for (it sends no `TE`) nor removes:
+    /// the hop fails with ``UnsupportedTransferCoding`` rather than hand the coded bytes on as the
+    /// content. (A parameter, not a field: a field made every copy of the head dearer.)
+    init(nioHead head: HTTPResponseHead, answersHEAD: @autoclosure () -> Bool = false, unsupportedTransferCoding: inout String?) {
         self.response = HTTPResponse(nioHead: head)
         self.status = Int(head.status.code)
         self.version = head.version
@@ -61,23 +62,36 @@ struct HopResponseHead: Equatable, Sendable {
         } else {
             self.isKeepAlive = false
         }
-        // The head's size as HTTP/1.1 text ("HTTP/1.1 SP 200 SP reason CRLF" ... "CRLF"), and its
-        // transfer codings, in one pass over the fields.
+        // One pass over the fields: the head's size as HTTP/1.1 text ("HTTP/1.1 SP 200 SP reason
+        // CRLF" ... "CRLF"), the first `Keep-Alive` (10 bytes long) and `Transfer-Encoding` (17).
         var size = 8 + 1 + 3 + 1 + head.status.reasonPhrase.utf8.count + 2 + 2
+        var keepAlive = KeepAlive.absent
         for (name, value) in head.headers {
             size += name.utf8.count + 2 + value.utf8.count + 2
-            if name.utf8.count == 17, value != "chunked", self.unsupportedTransferCoding == nil, Self.isTransferEncoding(name) {
-                self.unsupportedTransferCoding = Self.unsupportedTransferCoding(in: value)
+            switch name.utf8.count {
+            case 10 where keepAlive == .absent && Self.equalsLowercased(name, "keep-alive"):
+                keepAlive = .idleTimeout(HopStateMachine.idleTimeout(fromKeepAlive: value))
+            case 17 where value != "chunked" && unsupportedTransferCoding == nil && Self.equalsLowercased(name, "transfer-encoding"):
+                unsupportedTransferCoding = Self.unsupportedTransferCoding(in: value)
+            default:
+                break
             }
         }
         self.size = Int64(size)
-        self.keepAlive = head.headers.first(name: "keep-alive").map { .idleTimeout(HopStateMachine.idleTimeout(fromKeepAlive: $0)) } ?? .absent
+        self.keepAlive = keepAlive
     }
 
-    /// Whether a field name is `Transfer-Encoding`, in any case (ASCII: letters and `-` compare
-    /// equal with the 0x20 bit set).
-    private static func isTransferEncoding(_ name: String) -> Bool {
-        name.utf8.elementsEqual("transfer-encoding".utf8) { $0 | 0x20 == $1 }
+    /// A head NIO's HTTP/1 decoder made, whatever its transfer codings.
+    init(nioHead head: HTTPResponseHead, answersHEAD: @autoclosure () -> Bool = false) {
+        var ignored: String?
+        self.init(nioHead: head, answersHEAD: answersHEAD(), unsupportedTransferCoding: &ignored)
+    }
+
+    /// Whether `name` is `lowercased` in any case (ASCII: letters and `-` compare equal with the
+    /// 0x20 bit set), without making a string.
+    private static func equalsLowercased(_ name: String, _ lowercased: StaticString) -> Bool {
+        let expected = UnsafeBufferPointer(start: lowercased.utf8Start, count: lowercased.utf8CodeUnitCount)
+        return name.utf8.elementsEqual(expected) { $0 | 0x20 == $1 }
     }
 
     /// The first coding of a `Transfer-Encoding` value other than `chunked`, or nil (RFC 9112
@@ -92,7 +106,6 @@ struct HopResponseHead: Equatable, Sendable {
     }
 
     init(response: HTTPResponse, status: Int, version: HTTPVersion, isKeepAlive: Bool, size: Int64) {
-        self.unsupportedTransferCoding = nil
         self.response = response
         self.status = status
         self.version = version
