@@ -47,7 +47,9 @@ struct HopResponseHead: Equatable, Sendable {
     /// `unsupportedTransferCoding` is set to a transfer coding other than `chunked` the head's
     /// `Transfer-Encoding` names, which Courier neither asks for (it sends no `TE`) nor removes:
     /// the hop fails with ``UnsupportedTransferCoding`` rather than hand the coded bytes on as the
-    /// content. (A parameter, not a field: a field made every copy of the head dearer.)
+    /// content. (A parameter, not a field: a field made every copy of the head dearer.) Inlined
+    /// into its one caller on the request path, so that `answersHEAD`'s closure is never made.
+    @inline(__always)
     init(nioHead head: HTTPResponseHead, answersHEAD: @autoclosure () -> Bool = false, unsupportedTransferCoding: inout String?) {
         self.response = HTTPResponse(nioHead: head)
         self.status = Int(head.status.code)
