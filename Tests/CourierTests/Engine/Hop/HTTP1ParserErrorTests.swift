@@ -13,6 +13,15 @@ import Testing
 struct HTTP1ParserErrorTests {
     typealias Setup = HopHandlerTests.Setup
 
+    /// The error an exchange ends with when `response` comes, and its setup (for the channel).
+    static func failure(after response: String) throws -> (error: CourierError, setup: Setup) {
+        let setup = try Setup()
+        let (_, recorder) = try setup.run(Request(url: HopHandlerTests.url))
+        _ = try setup.written()
+        try? setup.receive(response)
+        return (try #require(recorder.snapshot.error, "the response was taken: \(recorder.snapshot.body)"), setup)
+    }
+
     @Test(arguments: [
         ("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc", "a second Content-Length field"),
         ("HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\n\r\nabc", "a Content-Length that is not one number"),
@@ -22,11 +31,7 @@ struct HTTP1ParserErrorTests {
         ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5 ;a=b\r\nhello\r\n0\r\n\r\n", "whitespace before a chunk extension"),
     ])
     func aRefusedResponseSaysWhatWasRefused(_ response: String, _ says: String) throws {
-        let setup = try Setup()
-        let (_, recorder) = try setup.run(Request(url: HopHandlerTests.url))
-        _ = try setup.written()
-        try? setup.receive(response)
-        let error = try #require(recorder.snapshot.error, "the response was taken: \(recorder.snapshot.body)")
+        let (error, _) = try Self.failure(after: response)
         #expect(error.code == .invalidResponse)
         #expect(error.message.contains("the response could not be parsed"), "\(error)")
         #expect(error.message.contains(says), "\(error)")
@@ -42,11 +47,7 @@ struct HTTP1ParserErrorTests {
         ("HTTP/1.1 200 OK\r\ntransfer-encoding: GZIP\r\nConnection: close\r\n\r\nabc", "gzip"),
     ])
     func aTransferCodingOtherThanChunkedFails(_ response: String, _ coding: String) throws {
-        let setup = try Setup()
-        let (_, recorder) = try setup.run(Request(url: HopHandlerTests.url))
-        _ = try setup.written()
-        try? setup.receive(response)
-        let error = try #require(recorder.snapshot.error, "the response was taken: \(recorder.snapshot.body)")
+        let (error, setup) = try Self.failure(after: response)
         #expect(error.code == .invalidResponse)
         #expect(error.message.contains("the server applied the transfer coding '\(coding)'"), "\(error)")
         #expect(!setup.channel.isActive, "the connection stays open")
