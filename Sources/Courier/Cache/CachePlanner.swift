@@ -235,7 +235,8 @@ enum CachePlanner {
         guard (200..<400).contains(response.status.code) else { return [] }
         var urls = [request.url]
         for name in [HTTPField.Name.location, .contentLocation] {
-            guard let value = response.headerFields.value(of: name), let url = URL(string: value, relativeTo: request.url)?.absoluteURL,
+            // The first of repeated fields, as the redirect follows (joined, they name no URL).
+            guard let value = response.headerFields[values: name].first, let url = URL(string: value, relativeTo: request.url)?.absoluteURL,
                 url.isSameOrigin(as: request.url)
             else { continue }
             urls.append(url)

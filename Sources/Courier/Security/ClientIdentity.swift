@@ -35,7 +35,8 @@ public struct ClientIdentity: Sendable, Hashable {
             } else {
                 key = try NIOSSLPrivateKey(bytes: Array(privateKeyPEM.utf8), format: .pem)
             }
-            self.privateKeyDER = try Self.der(of: key, pem: privateKeyPEM)
+            // An Ed25519 key (RFC 8410) has no DER BoringSSL writes: the PEM's own PKCS#8 is kept.
+            self.privateKeyDER = try Self.der(of: key) { PEMDocument.derBytes(ofFirst: "PRIVATE KEY", in: privateKeyPEM) }
         } catch {
             guard encrypted, let passphrase else {
                 throw CourierError(.invalidRequest, "the PEM text holds no usable private key", underlyingError: error)
@@ -45,13 +46,8 @@ public struct ClientIdentity: Sendable, Hashable {
         try self.checkPair()
     }
 
-    /// The key's DER, which BoringSSL writes for RSA and EC keys only; an Ed25519 key (RFC 8410)
-    /// is kept as the PEM text's own PKCS#8 DER, which BoringSSL reads back.
-    private static func der(of key: NIOSSLPrivateKey, pem: String) throws -> Data {
-        try Self.der(of: key) { PEMDocument.derBytes(ofFirst: "PRIVATE KEY", in: pem) }
-    }
-
-    /// The key's DER as BoringSSL writes it, else `pkcs8()` when BoringSSL reads that back.
+    /// The key's DER as BoringSSL writes it (RSA and EC keys only), else `pkcs8()` when BoringSSL
+    /// reads that back.
     private static func der(of key: NIOSSLPrivateKey, pkcs8: () -> [UInt8]?) throws -> Data {
         do {
             return Data(try key.derBytes)

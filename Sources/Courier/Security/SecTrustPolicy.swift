@@ -27,7 +27,10 @@ struct SecTrustPolicy: VerifierPolicy, Sendable {
         self.serverName = serverName
     }
 
-    let verifyingCriticalExtensions: [ASN1ObjectIdentifier] = [
+    var verifyingCriticalExtensions: [ASN1ObjectIdentifier] { Self.handledCriticalExtensions }
+
+    /// The critical extensions the policy processes; a certificate with another is refused.
+    static let handledCriticalExtensions: [ASN1ObjectIdentifier] = [
         .X509ExtensionID.basicConstraints,
         .X509ExtensionID.nameConstraints,
         .X509ExtensionID.keyUsage,
@@ -100,9 +103,8 @@ struct SecTrustPolicy: VerifierPolicy, Sendable {
     /// The first certificate of `chain` with a critical extension the policy does not process,
     /// and the extension's identifier: swift-certificates builds no path through it.
     static func unhandledCriticalExtension(in chain: [X509.Certificate]) -> (X509.Certificate, ASN1ObjectIdentifier)? {
-        let handled = SecTrustPolicy(serverName: nil).verifyingCriticalExtensions
         for certificate in chain {
-            if let unknown = certificate.extensions.first(where: { $0.critical && !handled.contains($0.oid) }) {
+            if let unknown = certificate.extensions.first(where: { $0.critical && !Self.handledCriticalExtensions.contains($0.oid) }) {
                 return (certificate, unknown.oid)
             }
         }

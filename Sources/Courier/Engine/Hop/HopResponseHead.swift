@@ -1,4 +1,3 @@
-import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
@@ -100,7 +99,7 @@ struct HopResponseHead: Equatable, Sendable {
     /// 6.1: a comma-separated list, in any case, blanks around the commas).
     static func unsupportedTransferCoding(in value: String) -> String? {
         for element in value.split(separator: ",") {
-            let coding = element.trimmingCharacters(in: .whitespaces).lowercased()
+            let coding = element.trimmingSpaces().lowercased()
             // `identity` was removed from the registry (RFC 7230); old servers still name it.
             if !coding.isEmpty, coding != "chunked", coding != "identity" { return coding }
         }
