@@ -35,6 +35,43 @@ struct RequestHeadTests {
         #expect(head.headers["Accept"] == ["*/*"])
     }
 
+    /// A head's size as HTTP/1.1 text, counted from its bytes the way a server reads them.
+    static func textSize(of head: HTTPRequestHead) -> Int64 {
+        var text = "\(head.method.rawValue) \(head.uri) HTTP/1.1\r\n"
+        for (name, value) in head.headers { text += "\(name): \(value)\r\n" }
+        return Int64((text + "\r\n").utf8.count)
+    }
+
+    /// The size and `Connection` are counted as the head is built, not read again: they stay true
+    /// through every change the hop makes (`Accept-Encoding`, a forwarding proxy's target and
+    /// `Proxy-Authorization`, `Expect` added and taken out).
+    @Test func theHeadsSizeAndCloseAreCountedAsItIsBuiltAndStayTrueThroughEveryChange() throws {
+        let fields: HTTPFields = [.userAgent: "a-rather-long-user-agent/1.0 (Linux; 6.1)", .acceptLanguage: "en;q=1", .connection: "keep-alive"]
+        let request = Request(method: .post, url: URL(string: "http://example.com:8080/a?b=c")!, headerFields: fields, body: .data(Data("abc".utf8)))
+        var codings = HopHandler.CodingFields()
+        var head = HopHandler.head(for: request, key: Self.key, length: .known(3), codings: &codings)
+        #expect(head.size == Self.textSize(of: head.nio))
+        #expect(!head.asksToClose)
+        head.add(name: "Accept-Encoding", value: "deflate, gzip")
+        #expect(head.size == Self.textSize(of: head.nio))
+        head.adjust(for: .forward(NIOEngine.Proxy.http(host: "p", port: 1, username: "ann", password: "pw")), url: request.url)
+        #expect(head.nio.uri == "http://example.com:8080/a?b=c")
+        #expect(head.nio.headers.contains(name: "Proxy-Authorization"))
+        #expect(head.size == Self.textSize(of: head.nio))
+        var outgoing = OutgoingRequestHead.connection(head)
+        outgoing.announceContinue()
+        guard case .connection(let announced) = outgoing else { Issue.record("an HTTP/1.1 head"); return }
+        #expect(announced.nio.headers["Expect"] == ["100-continue"])
+        #expect(outgoing.size == Self.textSize(of: announced.nio))
+        outgoing.removeExpect()
+        #expect(outgoing.size == head.size)
+
+        let closing = HopHandler.head(
+            for: Self.request([HTTPField.Name("CONNECTION")!: "Keep-Alive, Close"]), key: Self.key, length: .known(0), codings: &codings)
+        #expect(closing.asksToClose)
+        #expect(OutgoingRequestHead.connection(closing).asksToClose)
+    }
+
     /// Fields, then whether `Accept-Encoding` and `Range` are noted.
     static let codingCases: [(HTTPFields, Bool, Bool)] = [
         ([.accept: "*/*"], false, false),

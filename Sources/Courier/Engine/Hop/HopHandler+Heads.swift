@@ -8,14 +8,6 @@ import NIOHTTP2
 /// The request head ``HopHandler`` writes, and the sizes of heads as HTTP/1.1 text
 /// (for the transaction's metrics).
 extension HopHandler {
-    /// The size of a request head as HTTP/1.1 text: request line, fields, blank line.
-    static func size(of head: HTTPRequestHead) -> Int64 {
-        // "METHOD SP target SP HTTP/1.1 CRLF" ... "CRLF"
-        var size = head.method.rawValue.utf8.count + 1 + head.uri.utf8.count + 1 + 8 + 2 + 2
-        for (name, value) in head.headers { size += name.utf8.count + 2 + value.utf8.count + 2 }
-        return Int64(size)
-    }
-
     /// What a connection that decompresses does about content codings for a request: whether it
     /// adds `Accept-Encoding: deflate, gzip`, and whether it decodes a response body labelled
     /// `gzip` or `deflate`. Which of the two fields the request has is noted while its head is
@@ -76,16 +68,18 @@ extension HopHandler {
     /// (RFC 9110 6.6.2).
     static func head(for request: Request, key: ConnectionPool.Key, length: RequestBody.Length) -> HTTPRequestHead {
         var codings = CodingFields()
-        return Self.head(for: request, key: key, length: length, codings: &codings)
+        return Self.head(for: request, key: key, length: length, codings: &codings).nio
     }
 
-    /// The same, noting the fields that decide content coding (``CodingFields``) on the way.
+    /// The same, with its size and `Connection` counted as it is built (``HTTP1RequestHead``),
+    /// noting the fields that decide content coding (``CodingFields``) on the way.
     static func head(
         for request: Request, key: ConnectionPool.Key, length: RequestBody.Length, codings: inout CodingFields
-    ) -> HTTPRequestHead {
-        var headers = HTTPHeaders()
-        // Room for Host, Trailer, the framing field and an HTTP/2 stream's Accept-Encoding.
-        headers.reserveCapacity(request.headerFields.count + 4)
+    ) -> HTTP1RequestHead {
+        var head = HTTP1RequestHead(
+            HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue), uri: Self.target(of: request)))
+        // Room for Host, Trailer, the framing field and Accept-Encoding.
+        head.reserveCapacity(request.headerFields.count + 4)
         let trailers = Self.trailers(of: request)
         var hasHost = false
         for field in request.headerFields {
@@ -95,20 +89,20 @@ extension HopHandler {
             case .acceptEncoding, .range: codings.note(field.name)
             default: if field.name.canonicalName == "host" { hasHost = true }
             }
-            headers.add(name: field.name.rawName, value: field.value)
+            head.add(name: field.name.rawName, value: field.value)
         }
         if !hasHost {
-            headers.add(name: "Host", value: Self.host(of: key))
+            head.add(name: "Host", value: Self.host(of: key))
         }
         if let trailers {
-            headers.add(name: "Trailer", value: Self.trailerNames(trailers))
+            head.add(name: "Trailer", value: Self.trailerNames(trailers))
         }
         switch Self.framing(of: request, length: length, hasTrailers: trailers != nil) {
         case .none: break
-        case .contentLength(let value): headers.add(name: "Content-Length", value: value)
-        case .chunked: headers.add(name: "Transfer-Encoding", value: "chunked")
+        case .contentLength(let value): head.add(name: "Content-Length", value: value)
+        case .chunked: head.add(name: "Transfer-Encoding", value: "chunked")
         }
-        return HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue), uri: Self.target(of: request), headers: headers)
+        return head
     }
 
     /// The `Host` value of a request to `key` that names none.
@@ -204,7 +198,7 @@ extension HopHandler {
         block.add(name: ":scheme", value: "https")
         block.add(name: ":authority", value: authorityValue)
         // "METHOD SP target SP HTTP/1.1 CRLF" "Host: authority CRLF" ... "CRLF", as
-        // `size(of:)` counts an HTTP/1.1 head.
+        // ``HTTP1RequestHead/size`` counts an HTTP/1.1 head.
         var size = request.method.rawValue.utf8.count + 1 + target.utf8.count + 1 + 8 + 2 + 2
         size += 4 + 2 + authorityValue.utf8.count + 2
         var codings = CodingFields()
@@ -294,10 +288,78 @@ extension HopHandler {
     }
 }
 
+/// An HTTP/1.1 request head for NIO's encoder, with what the hop reads of it besides: its size as
+/// HTTP/1.1 text (for the metrics) and whether it asks to close the connection. Both are counted
+/// as the fields are added, in the one pass that builds the head: a pass of their own over the
+/// fields cost two retains a field, on every request.
+struct HTTP1RequestHead {
+    /// NIO's head. Its fields change only through this type, which keeps the counts true.
+    private(set) var nio: HTTPRequestHead
+    /// The fields' part of ``size``: `name: value` and CRLF each.
+    private var fieldsSize = 0
+    /// Whether a `Connection` field says `close`.
+    private(set) var asksToClose = false
+
+    /// A head with `nio`'s method and target, and its fields counted.
+    init(_ nio: HTTPRequestHead) {
+        self.nio = nio
+        self.recount()
+    }
+
+    /// The size as HTTP/1.1 text: request line, fields, blank line.
+    var size: Int64 {
+        // "METHOD SP target SP HTTP/1.1 CRLF" ... "CRLF"
+        Int64(self.nio.method.rawValue.utf8.count + 1 + self.nio.uri.utf8.count + 1 + 8 + 2 + self.fieldsSize + 2)
+    }
+
+    /// Makes room for `count` fields.
+    mutating func reserveCapacity(_ count: Int) {
+        self.nio.headers.reserveCapacity(count)
+    }
+
+    /// Adds a field.
+    mutating func add(name: String, value: String) {
+        self.nio.headers.add(name: name, value: value)
+        self.count(name: name, value: value)
+    }
+
+    /// Removes every field named `name` (without case). Rare: the fields are counted again.
+    mutating func remove(name: String) {
+        self.nio.headers.remove(name: name)
+        self.recount()
+    }
+
+    /// The head as a forwarding proxy takes it, when `route` is one (``ProxyRoute/adjust(_:for:)``).
+    mutating func adjust(for route: ProxyRoute, url: URL) {
+        guard case .forward = route else { return }
+        route.adjust(&self.nio, for: url)
+        self.recount()
+    }
+
+    private mutating func count(name: String, value: String) {
+        self.fieldsSize += name.utf8.count + 2 + value.utf8.count + 2
+        if !self.asksToClose, Self.isConnection(name), HopStateMachine.asksToClose(connection: value) {
+            self.asksToClose = true
+        }
+    }
+
+    private mutating func recount() {
+        self.fieldsSize = 0
+        self.asksToClose = false
+        for (name, value) in self.nio.headers { self.count(name: name, value: value) }
+    }
+
+    /// Whether `name` is `Connection`, in any case, without making a lower-case copy.
+    private static func isConnection(_ name: String) -> Bool {
+        // Every byte of "connection" is a letter, so OR-ing in the case bit matches only its two cases.
+        name.utf8.count == 10 && name.utf8.elementsEqual("connection".utf8) { $0 | 0x20 == $1 }
+    }
+}
+
 /// The request head a hop writes, made once from the request in its transport's form.
 enum OutgoingRequestHead {
-    /// An HTTP/1.1 connection's: NIO's head, for its encoder.
-    case connection(HTTPRequestHead)
+    /// An HTTP/1.1 connection's: NIO's head, for its encoder, counted as it was built.
+    case connection(HTTP1RequestHead)
     /// An HTTP/2 stream's: its header block (``HopHandler/headerBlock(for:key:length:acceptEncoding:)``)
     /// and its size as HTTP/1.1 text.
     case stream(HPACKHeaders, size: Int64)
@@ -305,7 +367,7 @@ enum OutgoingRequestHead {
     /// The head's size as HTTP/1.1 text, for the metrics.
     var size: Int64 {
         switch self {
-        case .connection(let head): HopHandler.size(of: head)
+        case .connection(let head): head.size
         case .stream(_, let size): size
         }
     }
@@ -314,7 +376,7 @@ enum OutgoingRequestHead {
     /// is never reused, and sends no `Connection`).
     var asksToClose: Bool {
         switch self {
-        case .connection(let head): HopStateMachine.asksToClose(head.headers)
+        case .connection(let head): head.asksToClose
         case .stream: false
         }
     }
@@ -324,7 +386,7 @@ enum OutgoingRequestHead {
     mutating func removeExpect() {
         switch self {
         case .connection(var head):
-            head.headers.remove(name: "Expect")
+            head.remove(name: "Expect")
             self = .connection(head)
         case .stream(var block, let size):
             block.remove(name: "expect")
@@ -336,7 +398,7 @@ enum OutgoingRequestHead {
     mutating func announceContinue() {
         switch self {
         case .connection(var head):
-            head.headers.add(name: "Expect", value: "100-continue")
+            head.add(name: "Expect", value: "100-continue")
             self = .connection(head)
         case .stream(var block, let size):
             block.add(name: "expect", value: "100-continue")

@@ -141,16 +141,16 @@ final class HopHandler: ChannelDuplexHandler {
             }
         } else {
             var codings = CodingFields()
-            var nioHead = Self.head(for: request, key: hop.key, length: body.length, codings: &codings)
+            var http1Head = Self.head(for: request, key: hop.key, length: body.length, codings: &codings)
             if self.decompresses { self.bodyCounter?.decodes = codings.decodes(request) }
             if self.decompresses, codings.asks {
                 // The connection decompresses, and asks for it: added here, while the fields are
                 // this head's alone (added further on, by a handler of the pipeline, to a head
                 // this handler still shared, it copied them all).
-                nioHead.headers.add(name: "Accept-Encoding", value: "deflate, gzip")
+                http1Head.add(name: "Accept-Encoding", value: "deflate, gzip")
             }
-            hop.key.route.adjust(&nioHead, for: request.url)
-            head = .connection(nioHead)
+            http1Head.adjust(for: hop.key.route, url: request.url)
+            head = .connection(http1Head)
         }
         var hasBody = true
         if case .empty = body { hasBody = false }
@@ -665,7 +665,7 @@ final class HopHandler: ChannelDuplexHandler {
                 promise.fail(ChannelError.ioOnClosedChannel)
             }
         case .connection(let head):
-            self.write(.head(head), promise: promise)
+            self.write(.head(head.nio), promise: promise)
         }
     }
 

@@ -664,10 +664,9 @@ struct HopStateMachine {
 
     // MARK: Heads
 
-    /// Whether request fields ask the server to close the connection after the answer.
-    static func asksToClose(_ headers: HTTPHeaders) -> Bool {
-        guard headers.contains(name: "connection") else { return false }
-        return headers["connection"].contains { $0.lowercased().contains("close") }
+    /// Whether a `Connection` field's value asks the server to close the connection after the answer.
+    static func asksToClose(connection value: String) -> Bool {
+        value.lowercased().contains("close")
     }
 
     /// The idle time a `Keep-Alive` header promises (`timeout=5, max=100`), less a second for the
