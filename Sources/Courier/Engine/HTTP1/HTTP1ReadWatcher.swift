@@ -7,7 +7,8 @@ import NIOCore
 /// alone would not tell a close after half a status line from a close before anything.
 ///
 /// It also unfolds obs-folds in response heads (``ResponseHeadUnfolder``), which NIO's decoder
-/// would reject; body bytes go through untouched.
+/// would reject, and keeps a server's own reason phrase, which the decoder drops; body bytes go
+/// through untouched.
 final class HTTP1ReadWatcher: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -21,6 +22,13 @@ final class HTTP1ReadWatcher: ChannelInboundHandler {
     /// The next bytes from the server start a response head (a request is going out).
     func expectHead() {
         self.unfolder.expectHead()
+    }
+
+    /// The final head's reason phrase, when the server's is not the standard one for `code` (NIO's
+    /// decoder gives the standard one); nil otherwise.
+    func reasonPhrase(for code: Int) -> String? {
+        guard let kept = self.unfolder.reasonPhrase, kept.code == code else { return nil }
+        return kept.phrase
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -1,4 +1,5 @@
 import NIOCore
+import NIOHTTP1
 
 /// Replaces each obs-fold (a field line continued on the next line, which starts with a space or
 /// a tab) in an HTTP/1.x response head with spaces, as RFC 9112 section 5.2 asks of a user agent,
@@ -10,6 +11,9 @@ import NIOCore
 /// looks only at response heads: from ``expectHead()`` (each request) to the blank line that ends
 /// the final head (an interim 1xx head is followed by another), then it passes every byte of the
 /// body through untouched until the next ``expectHead()``.
+///
+/// On the way it keeps the final head's reason phrase when the server's is not the standard one
+/// for its code (``reasonPhrase``): NIO's decoder makes the status from the code alone.
 struct ResponseHeadUnfolder {
     private enum Position: Equatable {
         /// In the status line of a head.
@@ -25,8 +29,17 @@ struct ResponseHeadUnfolder {
     }
 
     private var position = Position.statusLine
-    /// The first bytes of the current status line, for its code (`HTTP/1.1 100`).
-    private var statusPrefix: [UInt8] = []
+    /// The current status line as it came (`HTTP/1.1 200 OK` and its line break), up to
+    /// ``statusLineLimit`` bytes: its code, and its reason phrase.
+    private var statusLine: [UInt8] = []
+    /// The final head's status code and reason phrase, when the phrase is not the standard one for
+    /// the code (`200 Everything Fine`, `999 Weird`); nil for the standard phrase, which is what
+    /// NIO's head already says, and until the final head has ended.
+    private(set) var reasonPhrase: (code: Int, phrase: String)?
+
+    /// The longest status line kept whole: room for a reason phrase of 256 bytes. A longer one is
+    /// left as NIO's decoder gives it (the standard phrase).
+    static let statusLineLimit = 12 + 1 + 256 + 2
 
     /// Whether bytes are being looked at (a head is expected or under way).
     var isInHead: Bool { self.position != .body }
@@ -34,7 +47,8 @@ struct ResponseHeadUnfolder {
     /// The next bytes start a response head (a request went out).
     mutating func expectHead() {
         self.position = .statusLine
-        self.statusPrefix.removeAll(keepingCapacity: true)
+        self.statusLine.removeAll(keepingCapacity: true)
+        self.reasonPhrase = nil
     }
 
     /// Looks at `bytes`, rewriting obs-folds in place. Returns how many of its last bytes must be
@@ -62,7 +76,7 @@ struct ResponseHeadUnfolder {
             case .body:
                 return 0
             case .statusLine, .fieldLine:
-                if self.position == .statusLine, self.statusPrefix.count < 12 { self.statusPrefix.append(byte) }
+                if self.position == .statusLine, self.statusLine.count < Self.statusLineLimit { self.statusLine.append(byte) }
                 if byte == UInt8(ascii: "\n") {
                     breakStart = index > 0 && bytes[index - 1] == UInt8(ascii: "\r") ? index - 1 : index
                     self.position = .lineStart(afterField: self.position == .fieldLine)
@@ -104,12 +118,35 @@ struct ResponseHeadUnfolder {
 
     /// The blank line ended a head: an interim (1xx other than 101) head is followed by another.
     private mutating func headEnded() {
-        let code = self.statusPrefix.count >= 12 ? self.statusPrefix[9..<12] : []
+        let code = self.statusLine.count >= 12 ? self.statusLine[9..<12] : []
         let interim = code.count == 3 && code.first == UInt8(ascii: "1") && Array(code) != Array("101".utf8)
         if interim {
             self.expectHead()
         } else {
+            // Over the array's bytes: slices of the array itself would retain it, on every response.
+            self.reasonPhrase = self.statusLine.withUnsafeBufferPointer { Self.unusualReasonPhrase(in: $0) }
             self.position = .body
         }
+    }
+
+    /// The code and reason phrase of a whole status line (`HTTP/1.1 200 Fine` and its line break)
+    /// when the phrase is not the standard one for the code, read as ISO Latin 1 (RFC 9112 4);
+    /// nil otherwise, and for a line NIO's decoder will refuse or one longer than kept.
+    static func unusualReasonPhrase(in line: UnsafeBufferPointer<UInt8>) -> (code: Int, phrase: String)? {
+        guard line.count >= 13, line.count <= Self.statusLineLimit, line[line.count - 1] == UInt8(ascii: "\n") else { return nil }
+        var code = 0
+        for digit in line[9..<12] {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit) else { return nil }
+            code = code * 10 + Int(digit - UInt8(ascii: "0"))
+        }
+        var end = line.count - 1
+        if line[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+        // `HTTP/1.1 200` with no phrase, or with its space: the standard phrase stays, as NIO's
+        // decoder reads it.
+        guard end > 13, line[12] == UInt8(ascii: " ") else { return nil }
+        let phrase = line[13..<end]
+        let standard = HTTPResponseStatus(statusCode: code).reasonPhrase
+        if phrase.elementsEqual(standard.utf8) { return nil }
+        return (code, String(String.UnicodeScalarView(phrase.map { Unicode.Scalar($0) })))
     }
 }

@@ -591,7 +591,10 @@ final class HopHandler: ChannelDuplexHandler {
             // reading (``HopResponseHead/init(nioHead:answersHEAD:)``). Asked only of a head
             // that says "close".
             var coding: String?
-            part = .head(HopResponseHead(nioHead: head, answersHEAD: self.hop?.request.method == .head, unsupportedTransferCoding: &coding))
+            // The server's own reason phrase too (`200 Everything Fine`), which NIO's decoder replaced.
+            part = .head(HopResponseHead(
+                nioHead: head, answersHEAD: self.hop?.request.method == .head, unsupportedTransferCoding: &coding,
+                reasonPhrase: self.readWatcher?.reasonPhrase(for: Int(head.status.code))))
             if let coding {
                 // Its body is not the content, and how it ends is the server's guess: the hop
                 // fails and the connection closes.

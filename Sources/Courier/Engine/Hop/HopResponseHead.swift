@@ -48,9 +48,18 @@ struct HopResponseHead: Equatable, Sendable {
     /// the hop fails with ``UnsupportedTransferCoding`` rather than hand the coded bytes on as the
     /// content. (A parameter, not a field: a field made every copy of the head dearer.) Inlined
     /// into its one caller on the request path, so that `answersHEAD`'s closure is never made.
+    ///
+    /// `reasonPhrase` is the server's own, when it is not the standard one NIO's decoder put in
+    /// the head (``HTTP1ReadWatcher/reasonPhrase(for:)``).
     @inline(__always)
-    init(nioHead head: HTTPResponseHead, answersHEAD: @autoclosure () -> Bool = false, unsupportedTransferCoding: inout String?) {
+    init(
+        nioHead head: HTTPResponseHead, answersHEAD: @autoclosure () -> Bool = false, unsupportedTransferCoding: inout String?,
+        reasonPhrase: String? = nil
+    ) {
         self.response = HTTPResponse(nioHead: head)
+        if let reasonPhrase {
+            self.response.status = HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: reasonPhrase)
+        }
         self.status = Int(head.status.code)
         self.version = head.version
         if head.isKeepAlive {
@@ -65,7 +74,8 @@ struct HopResponseHead: Equatable, Sendable {
         }
         // One pass over the fields: the head's size as HTTP/1.1 text ("HTTP/1.1 SP 200 SP reason
         // CRLF" ... "CRLF"), the first `Keep-Alive` (10 bytes long) and `Transfer-Encoding` (17).
-        var size = 8 + 1 + 3 + 1 + head.status.reasonPhrase.utf8.count + 2 + 2
+        // The server's phrase is ISO Latin 1 on the wire: a byte a scalar.
+        var size = 8 + 1 + 3 + 1 + (reasonPhrase?.unicodeScalars.count ?? head.status.reasonPhrase.utf8.count) + 2 + 2
         var keepAlive = KeepAlive.absent
         for (name, value) in head.headers {
             size += name.utf8.count + 2 + value.utf8.count + 2
