@@ -65,14 +65,14 @@ struct HTTP1ReasonPhraseTests {
     }
 
     @Test func overASocketTheServersPhraseIsTheResponses() async throws {
-        let server = try await ScriptedHTTPServer.start { _, request, _ in
+        let script: ScriptedHTTPServer.Script = { _, request, _ in
             switch request {
             case 0: .respond("HTTP/1.1 200 Everything Fine\r\nContent-Length: 2\r\n\r\nok")
             case 1: .respond("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
             default: .respond("HTTP/1.1 100 Go On\r\n\r\nHTTP/1.1 299 Quite Unusual\r\nContent-Length: 2\r\n\r\nok")
             }
         }
-        do {
+        try await ScriptedHTTPServer.with(script) { server in
             try await withManager(baseURL: server.baseURL) { manager in
                 for expected in ["200 Everything Fine", "200 OK", "299 Quite Unusual"] {
                     let response = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
@@ -84,10 +84,6 @@ struct HTTP1ReasonPhraseTests {
                 }
                 #expect(server.connectionCount == 1, "the connection was reused")
             }
-            await server.shutdown()
-        } catch {
-            await server.shutdown()
-            throw error
         }
     }
 }
