@@ -290,8 +290,8 @@ extension HopHandler {
 
 /// An HTTP/1.1 request head for NIO's encoder, with what the hop reads of it besides: its size as
 /// HTTP/1.1 text (for the metrics) and whether it asks to close the connection. Both are counted
-/// as the fields are added, in the one pass that builds the head: a pass of their own over the
-/// fields cost two retains a field, on every request.
+/// as the fields are added, in the one pass that builds the head: they were two more passes over
+/// NIO's list, each copying every field's name and value out of it, on every request.
 struct HTTP1RequestHead {
     /// NIO's head. Its fields change only through this type, which keeps the counts true.
     private(set) var nio: HTTPRequestHead
@@ -338,7 +338,7 @@ struct HTTP1RequestHead {
 
     private mutating func count(name: String, value: String) {
         self.fieldsSize += name.utf8.count + 2 + value.utf8.count + 2
-        if !self.asksToClose, Self.isConnection(name), HopStateMachine.asksToClose(connection: value) {
+        if !self.asksToClose, name.utf8.count == 10, name.equalsLowercased("connection"), HopStateMachine.asksToClose(connection: value) {
             self.asksToClose = true
         }
     }
@@ -347,12 +347,6 @@ struct HTTP1RequestHead {
         self.fieldsSize = 0
         self.asksToClose = false
         for (name, value) in self.nio.headers { self.count(name: name, value: value) }
-    }
-
-    /// Whether `name` is `Connection`, in any case, without making a lower-case copy.
-    private static func isConnection(_ name: String) -> Bool {
-        // Every byte of "connection" is a letter, so OR-ing in the case bit matches only its two cases.
-        name.utf8.count == 10 && name.utf8.elementsEqual("connection".utf8) { $0 | 0x20 == $1 }
     }
 }
 

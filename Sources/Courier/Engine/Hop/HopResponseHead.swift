@@ -80,9 +80,9 @@ struct HopResponseHead: Equatable, Sendable {
         for (name, value) in head.headers {
             size += name.utf8.count + 2 + value.utf8.count + 2
             switch name.utf8.count {
-            case 10 where keepAlive == .absent && Self.equalsLowercased(name, "keep-alive"):
+            case 10 where keepAlive == .absent && name.equalsLowercased("keep-alive"):
                 keepAlive = .idleTimeout(HopStateMachine.idleTimeout(fromKeepAlive: value))
-            case 17 where value != "chunked" && unsupportedTransferCoding == nil && Self.equalsLowercased(name, "transfer-encoding"):
+            case 17 where value != "chunked" && unsupportedTransferCoding == nil && name.equalsLowercased("transfer-encoding"):
                 unsupportedTransferCoding = Self.unsupportedTransferCoding(in: value)
             default:
                 break
@@ -96,13 +96,6 @@ struct HopResponseHead: Equatable, Sendable {
     init(nioHead head: HTTPResponseHead, answersHEAD: @autoclosure () -> Bool = false) {
         var ignored: String?
         self.init(nioHead: head, answersHEAD: answersHEAD(), unsupportedTransferCoding: &ignored)
-    }
-
-    /// Whether `name` is `lowercased` in any case (ASCII: letters and `-` compare equal with the
-    /// 0x20 bit set), without making a string.
-    private static func equalsLowercased(_ name: String, _ lowercased: StaticString) -> Bool {
-        let expected = UnsafeBufferPointer(start: lowercased.utf8Start, count: lowercased.utf8CodeUnitCount)
-        return name.utf8.elementsEqual(expected) { $0 | 0x20 == $1 }
     }
 
     /// The first coding of a `Transfer-Encoding` value other than `chunked`, or nil (RFC 9112
@@ -137,3 +130,12 @@ struct UnsupportedTransferCoding: Error, Equatable, CustomStringConvertible {
 /// A response part as a hop reads it: the head as a ``HopResponseHead``, the body and the end
 /// (with trailer fields) as NIO's HTTP/1 decoder gives them.
 typealias HopResponsePart = HTTPPart<HopResponseHead, ByteBuffer>
+
+extension String {
+    /// Whether this field name is `lowercased` in any case (ASCII: letters and `-` compare equal
+    /// with the 0x20 bit set), without making a string.
+    func equalsLowercased(_ lowercased: StaticString) -> Bool {
+        let expected = UnsafeBufferPointer(start: lowercased.utf8Start, count: lowercased.utf8CodeUnitCount)
+        return self.utf8.elementsEqual(expected) { $0 | 0x20 == $1 }
+    }
+}
