@@ -664,9 +664,10 @@ struct HopStateMachine {
 
     // MARK: Heads
 
-    /// Whether a `Connection` field's value asks the server to close the connection after the answer.
+    /// Whether a `Connection` field's value asks the server to close the connection after the
+    /// answer: one of its comma-separated options is `close`, in any case (RFC 9112 9.6).
     static func asksToClose(connection value: String) -> Bool {
-        value.lowercased().contains("close")
+        value.split(separator: ",").contains { $0.trimmingSpaces().lowercased() == "close" }
     }
 
     /// The idle time a `Keep-Alive` header promises (`timeout=5, max=100`), less a second for the

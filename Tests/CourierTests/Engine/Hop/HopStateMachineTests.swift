@@ -172,7 +172,9 @@ struct HopStateMachineTests {
         #expect(Self.asksToClose(["connection": "keep-alive, Close"]))
         #expect(Self.asksToClose(["CONNECTION": "close"]))
         #expect(!Self.asksToClose(["Connection": "keep-alive"]))
+        #expect(Self.asksToClose(["Connection": "Keep-Alive ,\tCLOSE "]))
         #expect(!Self.asksToClose(["X-Connection": "close", "Connectio": "close"]))
+        #expect(!Self.asksToClose(["Connection": "x-enclosed, closer"]), "an option that contains the word is not it")
         #expect(!Self.asksToClose([:]))
     }
 
