@@ -33,6 +33,31 @@ struct CLIProxyTests {
         }
     }
 
+    /// `--verbose` shows a forwarded request as the proxy reads it, as curl does: its target in
+    /// absolute form, with the proxy's `Proxy-Authorization`; through a SOCKS tunnel, as it was.
+    @Test func verboseShowsAForwardedRequestAsTheProxyReadsIt() async throws {
+        try await TestServer.withServer { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("ann", "s3cret"))
+            let forwarded = try await CLIRunner.run(
+                ["--verbose", "--proxy", "http:http://ann:s3cret@127.0.0.1:\(proxy.port)", Self.target], environment: Self.clean)
+            try await proxy.shutdown()
+            let socks = try await TestSOCKSServer.start(upstreamPort: server.port)
+            let tunnelled = try await CLIRunner.run(
+                ["--verbose", "--proxy", "all:socks5h://127.0.0.1:\(socks.port)", Self.target], environment: Self.clean)
+            try await socks.shutdown()
+            let offline = try await CLIRunner.run(
+                ["--offline", "--proxy", "http:http://127.0.0.1:9", Self.target], environment: Self.clean)
+            #expect(forwarded.status == 0, "\(forwarded.standardError)")
+            #expect(forwarded.output.contains("GET http://courier-target.invalid/get?via=proxy HTTP/1.1\n"), "\(forwarded.output)")
+            #expect(forwarded.output.contains("Proxy-Authorization: Basic " + Data("ann:s3cret".utf8).base64EncodedString() + "\n"))
+            #expect(tunnelled.status == 0, "\(tunnelled.standardError)")
+            #expect(tunnelled.output.contains("GET /get?via=proxy HTTP/1.1\n"), "\(tunnelled.output)")
+            #expect(!tunnelled.output.contains("Proxy-Authorization"))
+            #expect(offline.output.contains("GET http://courier-target.invalid/get?via=proxy HTTP/1.1\n"), "\(offline.output)")
+            #expect(!offline.output.contains("Proxy-Authorization"), "a proxy without credentials")
+        }
+    }
+
     @Test func aSOCKS5ProxyForAllProtocols() async throws {
         try await TestServer.withServer { server in
             let socks = try await TestSOCKSServer.start(upstreamPort: server.port)

@@ -15,7 +15,7 @@ struct Exchange {
 
     func run(_ built: BuiltRequest) async throws {
         let console = Console.standardOutput
-        let printer = MessagePrinter(style: self.style, console: console)
+        let printer = MessagePrinter(style: self.style, console: console, proxies: self.session.configuration.proxy)
         let parts = OutputParts(command: self.command, terminal: self.style.terminal)
         // The request is printed once its response head says which protocol carried it (the
         // request line names it); the cookies shown are those it was sent with.

@@ -146,7 +146,7 @@ struct RequestCommand: AsyncParsableCommand {
             return
         }
         if self.offline {
-            let printer = MessagePrinter(style: style, console: .standardOutput)
+            let printer = MessagePrinter(style: style, console: .standardOutput, proxies: proxy)
             try await printer.printRequest(jar?.showing(built) ?? built, body: true, decompressing: false)
             return
         }

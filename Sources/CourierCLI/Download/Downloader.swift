@@ -12,7 +12,8 @@ struct Downloader {
 
     func run(_ built: BuiltRequest) async throws {
         let errorConsole = Console.standardError
-        let printer = MessagePrinter(style: OutputStyle(pretty: self.command.pretty, console: errorConsole), console: errorConsole)
+        let printer = MessagePrinter(
+            style: OutputStyle(pretty: self.command.pretty, console: errorConsole), console: errorConsole, proxies: self.session.configuration.proxy)
         var request = built.request
         let target = self.command.output.map { URL(fileURLWithPath: $0) }
         var offset: Int64 = 0

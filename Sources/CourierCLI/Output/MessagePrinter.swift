@@ -6,6 +6,11 @@ import Foundation
 struct MessagePrinter {
     let style: OutputStyle
     let console: Console
+    /// The proxies requests go through (`--proxy` and the environment): a request an HTTP proxy
+    /// forwards (an `http` URL) is shown as the proxy reads it, its target in absolute form and
+    /// with the proxy's `Proxy-Authorization`, as curl shows it. A tunnel (`https`, SOCKS)
+    /// carries the request as it is.
+    var proxies: ProxyConfiguration? = nil
 
     /// The request line and header fields as they go out, `Host` first, `Content-Length` when
     /// the body's length is known (`Trailer` when the body has trailer fields, with
@@ -21,11 +26,15 @@ struct MessagePrinter {
         expectContinueThreshold: Int64? = nil
     ) async throws {
         let request = built.request
+        let forwarder = self.forwardingProxy(for: request.url)
         // Courier writes HTTP/1.1 requests even to a server that answers in HTTP/1.0.
-        var lines = [self.requestLine(request, version: networkProtocolName == "h2" ? "HTTP/2" : "HTTP/1.1")]
+        var lines = [self.requestLine(request, version: networkProtocolName == "h2" ? "HTTP/2" : "HTTP/1.1", absoluteForm: forwarder != nil)]
         lines.append(self.field("Host", Self.hostHeader(for: request.url)))
         for field in request.headerFields {
             lines.append(self.field(field.name.rawName, field.value))
+        }
+        if let authorization = forwarder?.basicAuthorization, request.headerFields[.proxyAuthorization] == nil {
+            lines.append(self.field("Proxy-Authorization", authorization))
         }
         let trailers = request.body.trailers ?? [:]
         if !trailers.isEmpty {
@@ -76,9 +85,17 @@ struct MessagePrinter {
         self.console.write("\n" + trailers.map { self.field($0.name.rawName, $0.value) }.joined(separator: "\n") + "\n\n")
     }
 
-    private func requestLine(_ request: Request, version: String) -> String {
+    private func requestLine(_ request: Request, version: String, absoluteForm: Bool) -> String {
         let method = self.style.paint(request.method.rawValue, .green)
-        return "\(method) \(self.style.paint(Self.target(of: request.url), .cyan)) \(self.style.paint(version, .blue))"
+        var target = Self.target(of: request.url)
+        if absoluteForm { target = "http://" + Self.hostHeader(for: request.url).lowercased() + target }
+        return "\(method) \(self.style.paint(target, .cyan)) \(self.style.paint(version, .blue))"
+    }
+
+    /// The HTTP proxy that forwards a request to `url` (an `http` URL), or nil.
+    private func forwardingProxy(for url: URL) -> NIOEngine.Proxy? {
+        guard url.scheme?.lowercased() == "http", let proxy = self.proxies?.proxy(for: url), !proxy.isSOCKS else { return nil }
+        return proxy
     }
 
     /// How a status line writes the protocol ALPN calls `name`.

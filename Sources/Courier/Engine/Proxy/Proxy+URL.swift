@@ -84,9 +84,9 @@ extension NIOEngine.Proxy: CustomStringConvertible {
     /// "HTTP proxy 127.0.0.1:3128" or "SOCKS5 proxy 127.0.0.1:1080", for messages.
     var displayName: String { (self.kind == .socks ? "SOCKS5 proxy " : "HTTP proxy ") + self.authority }
 
-    /// The `Proxy-Authorization` value for the proxy's credentials (`Basic`, RFC 7617, UTF-8), or
-    /// nil without a user name.
-    var basicAuthorization: String? {
+    /// The `Proxy-Authorization` value Courier sends a forwarding proxy for its credentials
+    /// (`Basic`, RFC 7617, UTF-8), or nil without a user name.
+    public var basicAuthorization: String? {
         guard let username = self.username else { return nil }
         return "Basic " + Data("\(username):\(self.password ?? "")".utf8).base64EncodedString()
     }
