@@ -16,21 +16,29 @@
 # Give courier-bench one client and one scenario. It runs twice, with N and 2N measured requests
 # (default N = 2000) after the same warm-up; the difference divided by N is the count per request,
 # so start-up, warm-up and the server's start cancel out.
+#
+# `--by-frame K` says where the retains go instead: the K largest counts a request, each charged
+# to the innermost Courier function on its stack (or, with none, to the function that called
+# swift_retain, marked "other:"), names demangled by `swift demangle`. Compare two clients
+# (courier against courier-engine) or two builds by running it for each.
 set -euo pipefail
 
 bench=".build/release/courier-bench"
 requests=2000
+frames=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --bench) bench="$2"; shift 2 ;;
     --requests) requests="$2"; shift 2 ;;
+    --by-frame) frames="$2"; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (courier-bench's options go after --)" >&2; exit 2 ;;
   esac
 done
 [ -x "$bench" ] || { echo "no courier-bench at $bench (swift build -c release --product courier-bench)" >&2; exit 2; }
 command -v perf >/dev/null || { echo "perf is not installed (apt-get install linux-perf)" >&2; exit 2; }
+[ "$frames" = 0 ] || command -v swift >/dev/null || { echo "--by-frame needs swift on the PATH (swift demangle)" >&2; exit 2; }
 
 core=$(ldd "$bench" | awk '/libswiftCore.so/ {print $3}')
 libc=$(ldd "$bench" | awk '/libc.so.6/ {print $3}')
@@ -67,6 +75,36 @@ count() { # measured requests, then courier-bench's options
     { kind = ($1 ~ /^NIO-/) ? "loop" : "caller"; event = ($NF ~ /retain/) ? "retains" : "mallocs"; n[event " " kind]++ }
     END { for (k in n) print k, n[k] }'
 }
+# Retains of real objects in one run, by innermost Courier frame: "count mangled-name" lines.
+by_frame() { # measured requests, then courier-bench's options
+  local measured=$1
+  shift
+  perf record -q -g -o "$work/perf.data" \
+    -e probe_libswiftCore:swift_retain --filter 'obj != 0 && obj < 0x8000000000000000' \
+    -- "$bench" "$@" --requests "$measured" >/dev/null 2>"$work/bench.err" \
+    || { cat "$work/bench.err" >&2; exit 1; }
+  perf script -i "$work/perf.data" -F comm,ip,sym --no-demangle 2>/dev/null | awk '
+    function flush() { if (started && !skip) n[(found != "") ? found : "other:" first]++ }
+    /^[^ \t]/ { flush(); started = 1; found = ""; first = ""; depth = 0; skip = ($1 == "nginx"); next }
+    NF > 0 { depth++; if (depth == 2) first = $2; if (found == "" && depth >= 2 && $2 ~ /7Courier/) found = $2 }
+    END { flush(); for (k in n) print n[k], k }'
+}
+if [ "$frames" != 0 ]; then
+  by_frame "$requests" "$@" > "$work/first"
+  by_frame $((requests * 2)) "$@" > "$work/second"
+  echo "courier-bench $* (retains a request by innermost Courier frame: ($((requests * 2)) requests - $requests) / $requests)"
+  awk -v n="$requests" '
+    NR == FNR { a[$2] = $1; total -= $1; next }
+    { b[$2] = $1; total += $1 }
+    END {
+      for (k in b) { d = (b[k] - a[k]) / n; if (d >= 0.5 || d <= -0.5) printf "%8.1f  %s\n", d, k }
+      for (k in a) if (!(k in b) && a[k] / n >= 0.5) printf "%8.1f  %s\n", -a[k] / n, k
+      printf "%8.1f  (in all)\n", total / n > "/dev/stderr"
+    }' "$work/first" "$work/second" 2> "$work/total" | sort -rn | head -n "$frames" | sed 's/  other:/  other: /' | swift demangle --simplified | cut -c1-160
+  cat "$work/total"
+  exit 0
+fi
+
 first=$(count "$requests" "$@")
 second=$(count $((requests * 2)) "$@")
 

@@ -253,7 +253,7 @@ extension NIOEngine {
         if let error = error as? UnsupportedTransferCoding {
             return (
                 .invalidResponse,
-                "the server applied the transfer coding '\(error.coding)', which Courier did not ask for (it sends no TE field) and does not remove (RFC 9112 7.4)"
+                "\(error), which Courier did not ask for (it sends no TE field) and does not remove (RFC 9112 7.4)"
             )
         }
         if let error = error as? ResponseDecompressionError {

@@ -15,7 +15,9 @@ struct HTTP1ReasonPhraseTests {
     }
 
     static func phrase(_ line: [UInt8]) -> (code: Int, phrase: String)? {
-        line.withUnsafeBufferPointer { ResponseHeadUnfolder.unusualReasonPhrase(in: $0) }
+        line.withUnsafeBufferPointer { line in
+            ResponseHeadUnfolder.code(in: line).flatMap { code in ResponseHeadUnfolder.unusualReasonPhrase(in: line, code: code).map { (code, $0) } }
+        }
     }
 
     @Test func onlyAPhraseOtherThanTheStandardOneIsKept() {

@@ -118,27 +118,35 @@ struct ResponseHeadUnfolder {
 
     /// The blank line ended a head: an interim (1xx other than 101) head is followed by another.
     private mutating func headEnded() {
-        let code = self.statusLine.count >= 12 ? self.statusLine[9..<12] : []
-        let interim = code.count == 3 && code.first == UInt8(ascii: "1") && Array(code) != Array("101".utf8)
-        if interim {
-            self.expectHead()
-        } else {
-            // Over the array's bytes: slices of the array itself would retain it, on every response.
-            self.reasonPhrase = self.statusLine.withUnsafeBufferPointer { Self.unusualReasonPhrase(in: $0) }
-            self.position = .body
+        // Over the array's bytes: slices of the array itself would retain it, on every response.
+        self.statusLine.withUnsafeBufferPointer { line in
+            let code = Self.code(in: line)
+            if let code, (100..<200).contains(code), code != 101 {
+                self.expectHead()
+            } else {
+                self.reasonPhrase = code.flatMap { code in Self.unusualReasonPhrase(in: line, code: code).map { (code, $0) } }
+                self.position = .body
+            }
         }
     }
 
-    /// The code and reason phrase of a whole status line (`HTTP/1.1 200 Fine` and its line break)
-    /// when the phrase is not the standard one for the code, read as ISO Latin 1 (RFC 9112 4);
-    /// nil otherwise, and for a line NIO's decoder will refuse or one longer than kept.
-    static func unusualReasonPhrase(in line: UnsafeBufferPointer<UInt8>) -> (code: Int, phrase: String)? {
-        guard line.count >= 13, line.count <= Self.statusLineLimit, line[line.count - 1] == UInt8(ascii: "\n") else { return nil }
+    /// The status code of a status line (`HTTP/1.1 200`…), or nil when its three digits are not.
+    static func code(in line: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard line.count >= 12 else { return nil }
         var code = 0
         for digit in line[9..<12] {
             guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit) else { return nil }
             code = code * 10 + Int(digit - UInt8(ascii: "0"))
         }
+        return code
+    }
+
+    /// The reason phrase of a whole status line (`HTTP/1.1 200 Fine` and its line break) whose
+    /// code is `code` (``code(in:)``), when it is not the standard one for the code, read as ISO
+    /// Latin 1 (RFC 9112 4); nil otherwise, and for a line NIO's decoder will refuse or one longer
+    /// than kept.
+    static func unusualReasonPhrase(in line: UnsafeBufferPointer<UInt8>, code: Int) -> String? {
+        guard line.count >= 13, line.count <= Self.statusLineLimit, line[line.count - 1] == UInt8(ascii: "\n") else { return nil }
         var end = line.count - 1
         if line[end - 1] == UInt8(ascii: "\r") { end -= 1 }
         // `HTTP/1.1 200` with no phrase, or with its space: the standard phrase stays, as NIO's
@@ -147,6 +155,6 @@ struct ResponseHeadUnfolder {
         let phrase = line[13..<end]
         let standard = HTTPResponseStatus(statusCode: code).reasonPhrase
         if phrase.elementsEqual(standard.utf8) { return nil }
-        return (code, String(String.UnicodeScalarView(phrase.map { Unicode.Scalar($0) })))
+        return String(String.UnicodeScalarView(phrase.map { Unicode.Scalar($0) }))
     }
 }

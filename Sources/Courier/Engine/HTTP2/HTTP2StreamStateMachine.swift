@@ -366,7 +366,7 @@ struct HTTP2StreamStateMachine {
     /// size as HTTP/1.1 text, with the reason phrase NIO gives the status).
     static func responseHead(status: Int, of block: ReceivedBlock) -> HopResponseHead {
         let reasonPhrase = HTTPResponseStatus(statusCode: status).reasonPhrase
-        // "HTTP/1.1 SP 200 SP reason CRLF" ... "CRLF", as `HopResponseHead(nioHead:)` counts it.
+        // "HTTP/1.1 SP 200 SP reason CRLF" ... "CRLF", as an HTTP/1.1 `HopResponseHead` counts it.
         let size = 8 + 1 + 3 + 1 + reasonPhrase.utf8.count + 2 + 2 + block.fieldsSize
         let response = HTTPResponse(status: HTTPResponse.Status(code: status, reasonPhrase: reasonPhrase), headerFields: block.fields)
         return HopResponseHead(response: response, status: status, version: Self.version, isKeepAlive: false, size: Int64(size))

@@ -588,7 +588,7 @@ final class HopHandler: ChannelDuplexHandler {
         switch self.unwrapInboundIn(data) {
         case .head(let head):
             // A response to HEAD ends at its head: its fields decide keep-alive, not llhttp's
-            // reading (``HopResponseHead/init(nioHead:answersHEAD:)``). Asked only of a head
+            // reading (``HopResponseHead/init(nioHead:answersHEAD:unsupportedTransferCoding:reasonPhrase:)``). Asked only of a head
             // that says "close".
             var coding: String?
             // The server's own reason phrase too (`200 Everything Fine`), which NIO's decoder replaced.

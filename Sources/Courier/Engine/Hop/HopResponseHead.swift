@@ -92,12 +92,6 @@ struct HopResponseHead: Equatable, Sendable {
         self.keepAlive = keepAlive
     }
 
-    /// A head NIO's HTTP/1 decoder made, whatever its transfer codings.
-    init(nioHead head: HTTPResponseHead, answersHEAD: @autoclosure () -> Bool = false) {
-        var ignored: String?
-        self.init(nioHead: head, answersHEAD: answersHEAD(), unsupportedTransferCoding: &ignored)
-    }
-
     /// The first coding of a `Transfer-Encoding` value other than `chunked`, or nil (RFC 9112
     /// 6.1: a comma-separated list, in any case, blanks around the commas).
     static func unsupportedTransferCoding(in value: String) -> String? {
