@@ -51,14 +51,16 @@ extension NIOEngine {
 
     /// What llhttp refused, in words, for the cases real servers send (NIO's own texts say
     /// "unknown (http_parser error)" and "strict mode assertion" of them). NIO builds llhttp
-    /// without its lenient flags: curl and HTTPie read the first, third and last of these, and the
-    /// RFCs let a client refuse all but the last.
+    /// without its lenient flags. A head's bare LFs and a `Content-Length` repeated or listed with
+    /// one number never reach it (``ResponseHeadMender`` mends them, as curl and browsers read
+    /// them); the RFCs let a client refuse what remains, but for whitespace around a chunk
+    /// extension.
     static func explain(_ error: HTTPParserError) -> String {
         switch error {
         case .unknown:
-            "framing llhttp refuses, such as a line ended by LF alone or Content-Length with Transfer-Encoding: chunked (RFC 9112 2.2, 6.3)"
-        case .unexpectedContentLength: "a second Content-Length field, or one where none may be (RFC 9110 8.6)"
-        case .invalidContentLength: "a Content-Length that is not one number (a list such as \"3, 3\" included)"
+            "framing llhttp refuses, such as a chunk line ended by LF alone or Content-Length with Transfer-Encoding: chunked (RFC 9112 7.1, 6.3)"
+        case .unexpectedContentLength: "a second Content-Length field with another number, or one where none may be (RFC 9110 8.6)"
+        case .invalidContentLength: "a Content-Length that is not one number (a list of different numbers such as \"3, 4\" included)"
         case .invalidChunkSize: "a chunk-size line that cannot be read (whitespace before a chunk extension included)"
         case .strictModeAssertion:
             "a construct llhttp reads only when lenient, such as whitespace around a chunk extension's ';' or '=' (RFC 9112 7.1.1 allows it)"

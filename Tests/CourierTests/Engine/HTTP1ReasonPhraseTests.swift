@@ -7,7 +7,7 @@ import Testing
 
 /// A server's own reason phrase reaches the response (`200 Everything Fine`), as OkHttp's
 /// `message` and curl show it, though NIO's decoder makes the status from the code alone: read by
-/// ``ResponseHeadUnfolder`` from the status line as it came, alone, then over a socket.
+/// ``ResponseHeadMender`` from the status line as it came, alone, then over a socket.
 @Suite("HTTP/1.1 reason phrase")
 struct HTTP1ReasonPhraseTests {
     static func phrase(_ line: String) -> (code: Int, phrase: String)? {
@@ -16,7 +16,7 @@ struct HTTP1ReasonPhraseTests {
 
     static func phrase(_ line: [UInt8]) -> (code: Int, phrase: String)? {
         line.withUnsafeBufferPointer { line in
-            ResponseHeadUnfolder.code(in: line).flatMap { code in ResponseHeadUnfolder.unusualReasonPhrase(in: line, code: code).map { (code, $0) } }
+            ResponseHeadMender.code(in: line).flatMap { code in ResponseHeadMender.unusualReasonPhrase(in: line, code: code).map { (code, $0) } }
         }
     }
 
@@ -52,17 +52,17 @@ struct HTTP1ReasonPhraseTests {
         let text = "HTTP/1.1 100 Carry On\r\n\r\nHTTP/1.1 201 Made It\r\nA: b\r\n\r\nbody"
         let bytes = Array(text.utf8)
         for cut in 0...bytes.count {
-            var unfolder = ResponseHeadUnfolder()
-            unfolder.expectHead()
+            var mender = ResponseHeadMender()
+            mender.expectHead()
             var held: [UInt8] = []
             for piece in [bytes[..<cut], bytes[cut...]] {
                 var buffer = ByteBuffer(bytes: held + piece)
-                let holdBack = unfolder.scan(&buffer)
+                let holdBack = mender.scan(&buffer)
                 held = Array(buffer.readableBytesView.suffix(holdBack))
             }
-            #expect(unfolder.reasonPhrase.map { "\($0.code) \($0.phrase)" } == "201 Made It", "cut at \(cut)")
-            unfolder.expectHead()
-            #expect(unfolder.reasonPhrase == nil)
+            #expect(mender.reasonPhrase.map { "\($0.code) \($0.phrase)" } == "201 Made It", "cut at \(cut)")
+            mender.expectHead()
+            #expect(mender.reasonPhrase == nil)
         }
     }
 

@@ -6,34 +6,35 @@ import NIOCore
 /// response read may have been closed by the server while idle (``ResendRule``); the decoder
 /// alone would not tell a close after half a status line from a close before anything.
 ///
-/// It also unfolds obs-folds in response heads (``ResponseHeadUnfolder``), which NIO's decoder
-/// would reject, and keeps a server's own reason phrase, which the decoder drops; body bytes go
-/// through untouched.
+/// It also mends response heads NIO's strict decoder would refuse but a user agent reads
+/// (``ResponseHeadMender``: obs-folds, bare LFs, a repeated `Content-Length` of one number), and
+/// keeps a server's own reason phrase, which the decoder drops; body bytes go through untouched.
 final class HTTP1ReadWatcher: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
     /// Whether any byte arrived since ``HopHandler`` last cleared it (at each hop).
     var sawBytes = false
-    private var unfolder = ResponseHeadUnfolder()
-    /// The last bytes of the previous read, held back until the next byte says whether they fold.
+    private var mender = ResponseHeadMender()
+    /// The last bytes of the previous read, held back until the next bytes say what they are (a
+    /// line break that may fold, a field line that may be a `Content-Length`).
     private var held: ByteBuffer?
 
     /// The next bytes from the server start a response head (a request is going out).
     func expectHead() {
-        self.unfolder.expectHead()
+        self.mender.expectHead()
     }
 
     /// The final head's reason phrase, when the server's is not the standard one for `code` (NIO's
     /// decoder gives the standard one); nil otherwise.
     func reasonPhrase(for code: Int) -> String? {
-        guard let kept = self.unfolder.reasonPhrase, kept.code == code else { return nil }
+        guard let kept = self.mender.reasonPhrase, kept.code == code else { return nil }
         return kept.phrase
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         self.sawBytes = true
-        guard self.unfolder.isInHead || self.held != nil else {
+        guard self.mender.isInHead || self.held != nil else {
             context.fireChannelRead(data)
             return
         }
@@ -43,7 +44,7 @@ final class HTTP1ReadWatcher: ChannelInboundHandler {
             held.writeBuffer(&buffer)
             buffer = held
         }
-        let holdBack = self.unfolder.scan(&buffer)
+        let holdBack = self.mender.scan(&buffer)
         if holdBack > 0 {
             self.held = buffer.getSlice(at: buffer.writerIndex - holdBack, length: holdBack)
             buffer.moveWriterIndex(to: buffer.writerIndex - holdBack)

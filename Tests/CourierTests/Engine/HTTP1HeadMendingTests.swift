@@ -1,0 +1,185 @@
+@testable import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOEmbedded
+import Testing
+
+/// Response heads NIO's strict decoder refuses but a user agent reads, as curl, browsers, Go's
+/// client and OkHttp read them: lines ended by LF alone (RFC 9112 2.2), and a `Content-Length`
+/// listed (`6, 6`) or repeated with one number (RFC 9112 6.3). ``ResponseHeadMender`` alone, with
+/// the bytes cut anywhere; then in front of NIO's decoder on an `EmbeddedChannel`; then over a
+/// socket. Different numbers are still refused (`HTTP1ParserErrorTests`).
+@Suite("HTTP/1.1 heads mended: bare LF, a repeated Content-Length")
+struct HTTP1HeadMendingTests {
+    /// Runs `text` through a mender in pieces cut at `cuts` (a new head expected at each offset
+    /// of `expectHeadAt`), giving back what it passes on.
+    static func mend(_ text: String, cuts: [Int] = [], expectHeadAt: Set<Int> = [0]) -> String {
+        var mender = ResponseHeadMender()
+        let bytes = Array(text.utf8)
+        var output: [UInt8] = []
+        var held: [UInt8] = []
+        var start = 0
+        for end in cuts + [bytes.count] where end >= start {
+            if expectHeadAt.contains(start) { mender.expectHead() }
+            var buffer = ByteBuffer(bytes: held + bytes[start..<end])
+            let holdBack = mender.scan(&buffer)
+            let passed = Array(buffer.readableBytesView)
+            output += passed.dropLast(holdBack)
+            held = Array(passed.suffix(holdBack))
+            start = end
+        }
+        return String(decoding: output + held, as: UTF8.self)
+    }
+
+    /// Every cut of `text` in two, and one byte at a time, gives `mended`.
+    static func expectMendedWherever(_ text: String, is mended: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(Self.mend(text) == mended, sourceLocation: sourceLocation)
+        let count = text.utf8.count
+        for cut in 1..<count {
+            let result = Self.mend(text, cuts: [cut])
+            #expect(result == mended, "cut at \(cut): \(result.debugDescription)", sourceLocation: sourceLocation)
+        }
+        #expect(Self.mend(text, cuts: Array(1..<count)) == mended, "a byte at a time", sourceLocation: sourceLocation)
+    }
+
+    @Test func aBareLineFeedGetsItsCarriageReturnOnEveryLineOfTheHead() {
+        Self.expectMendedWherever(
+            "HTTP/1.1 200 OK\nA: b\nContent-Length: 4\n\nx\ny\n",
+            is: "HTTP/1.1 200 OK\r\nA: b\r\nContent-Length: 4\r\n\r\nx\ny\n")
+        // Mixed line ends, and a status line with a phrase of its own.
+        Self.expectMendedWherever(
+            "HTTP/1.0 200 Fine Indeed\r\nA: b\nC: d\r\n\n",
+            is: "HTTP/1.0 200 Fine Indeed\r\nA: b\r\nC: d\r\n\r\n")
+        // CRLF throughout is passed on as it came.
+        let proper = "HTTP/1.1 204 No Content\r\nA: b\r\n\r\n"
+        Self.expectMendedWherever(proper, is: proper)
+    }
+
+    @Test func aFoldWithBareLineFeedsIsOneLine() {
+        Self.expectMendedWherever(
+            "HTTP/1.1 200 OK\nX-Folded: one\n two\nContent-Length: 0\n\n",
+            is: "HTTP/1.1 200 OK\r\nX-Folded: one  two\r\nContent-Length: 0\r\n\r\n")
+    }
+
+    @Test func anInterimHeadAndTheFinalOneAreBothMended() {
+        Self.expectMendedWherever(
+            "HTTP/1.1 100 Continue\n\nHTTP/1.1 200 OK\nContent-Length: 2\nContent-Length: 2\n\nok",
+            is: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        // A Content-Length in an interim head does not count against the final one's.
+        Self.expectMendedWherever(
+            "HTTP/1.1 103 Early Hints\r\nContent-Length: 1\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            is: "HTTP/1.1 103 Early Hints\r\nContent-Length: 1\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    }
+
+    @Test func aRepeatedContentLengthOfOneNumberIsOneField() {
+        // On two lines (any case): the second goes.
+        Self.expectMendedWherever(
+            "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nA: b\r\ncontent-LENGTH:3 \r\n\r\nabc",
+            is: "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nA: b\r\n\r\nabc")
+        // As a list: one number is left.
+        Self.expectMendedWherever(
+            "HTTP/1.1 200 OK\r\nContent-Length: 3, 3,3\r\n\r\nabc",
+            is: "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc")
+        // Both, with bare LFs.
+        Self.expectMendedWherever(
+            "HTTP/1.1 200 OK\nContent-Length:\t10 , 10\nContent-Length: 10\nZ: y\n\n0123456789",
+            is: "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nZ: y\r\n\r\n0123456789")
+    }
+
+    @Test func differentNumbersOrOtherValuesAreLeftForTheDecoderToRefuse() {
+        for text in [
+            "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc",
+            "HTTP/1.1 200 OK\r\nContent-Length: 3, 4\r\n\r\nabc",
+            "HTTP/1.1 200 OK\r\nContent-Length: 3,\r\n\r\nabc",
+            "HTTP/1.1 200 OK\r\nContent-Length: 3 3\r\n\r\nabc",
+            "HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\nabc",
+            "HTTP/1.1 200 OK\r\nContent-Length: 3, 4\r\nContent-Length: 3\r\n\r\nabc",
+        ] {
+            Self.expectMendedWherever(text, is: text)
+        }
+        // After a conflict nothing more is mended: the decoder sees every number.
+        Self.expectMendedWherever(
+            "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\nContent-Length: 3\r\n\r\nabc",
+            is: "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\nContent-Length: 3\r\n\r\nabc")
+    }
+
+    @Test func fieldsThatOnlyLookLikeContentLengthAreLeftAlone() {
+        let text = "HTTP/1.1 200 OK\r\nContent-Lengths: 3\r\nX-Content-Length: 3\r\nContent-Length: 3\r\nContent-Length-X: 3, 3\r\n\r\nabc"
+        Self.expectMendedWherever(text, is: text)
+        // A folded Content-Length is not read as one: the decoder says what it makes of it.
+        let folded = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n 3\r\n\r\nabc"
+        Self.expectMendedWherever(folded, is: "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3   3\r\n\r\nabc")
+    }
+
+    @Test func theBodyAndTheNextHeadAreLookedAtOnlyAsTheyShouldBe() {
+        let second = "HTTP/1.1 200 OK\nContent-Length: 0\nContent-Length: 0\n\n"
+        let text = "HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\nContent-Length: 1\n\n\n" + second
+        let at = text.utf8.count - second.utf8.count
+        #expect(Self.mend(text, cuts: [at], expectHeadAt: [0, at])
+            == "HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\nContent-Length: 1\n\n\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        // Without a new request, nothing after the first head is looked at.
+        #expect(Self.mend(text, cuts: [at], expectHeadAt: [0]) == text)
+    }
+
+    @Test func theValueIsReadAsAListOfOneNumber() {
+        func read(_ value: String) -> String? {
+            Array(value.utf8).withUnsafeBytes { ResponseHeadMender.sameNumber(in: $0) }.map { "\($0.value)×\($0.count)" }
+        }
+        #expect(read("0") == "0×1")
+        #expect(read(" 42 ") == "42×1")
+        #expect(read("42,42") == "42×2")
+        #expect(read("\t7 ,  7 , 007") == "7×3")
+        #expect(read("999999999999999999") == "999999999999999999×1")
+        for refused in ["", " ", ",", "1,", ",1", "1,,1", "1 2", "1, 2", "+1", "1.0", "0x1", "9999999999999999999"] {
+            #expect(read(refused) == nil, "\(refused.debugDescription)")
+        }
+    }
+
+    // MARK: - In front of NIO's decoder
+
+    @Test(arguments: [
+        "HTTP/1.1 200 OK\nContent-Length: 3\n\nabc",
+        "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
+        "HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\n\r\nabc",
+        "HTTP/1.1 200 Fine\nContent-Length: 3,3\ncontent-length: 3\nX-A: b\n\nabc",
+    ])
+    func theDecoderReadsTheMendedHeadAndItsBody(_ response: String) throws {
+        let setup = try HopHandlerTests.Setup()
+        let (_, recorder) = try setup.run(Request(url: HopHandlerTests.url))
+        _ = try setup.written()
+        // In two reads, cut inside the head, and the connection stays open for the next request.
+        let bytes = Array(response.utf8)
+        try setup.channel.writeInbound(ByteBuffer(bytes: bytes[..<20]))
+        try setup.channel.writeInbound(ByteBuffer(bytes: bytes[20...]))
+        #expect(recorder.snapshot.error == nil, "\(String(describing: recorder.snapshot.error))")
+        #expect(recorder.snapshot.status == 200)
+        #expect(recorder.snapshot.body == "abc")
+        #expect(recorder.snapshot.completions == 1)
+        #expect(setup.channel.isActive)
+    }
+
+    // MARK: - Over a socket
+
+    @Test func overASocketMendedHeadsAreReadAndTheConnectionIsKept() async throws {
+        let script: ScriptedHTTPServer.Script = { _, request, _ in
+            switch request {
+            case 0: .respond("HTTP/1.1 200 OK\nContent-Length: 2\nX-Line: bare\n\nok")
+            case 1: .respond("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Line: twice\r\nContent-Length: 2\r\n\r\nok")
+            default: .respond("HTTP/1.1 100 Continue\n\nHTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\nX-Line: listed\r\n\r\nok")
+            }
+        }
+        try await ScriptedHTTPServer.with(script) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                for expected in ["bare", "twice", "listed"] {
+                    let response = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
+                    #expect(response.value == Data("ok".utf8), "\(expected)")
+                    #expect(response.response.headerFields[HTTPField.Name("X-Line")!] == expected)
+                    #expect(response.response.headerFields[values: .contentLength] == ["2"], "\(expected)")
+                }
+                #expect(server.connectionCount == 1, "the connection was reused")
+            }
+        }
+    }
+}
