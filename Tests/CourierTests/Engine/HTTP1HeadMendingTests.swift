@@ -7,11 +7,12 @@ import NIOEmbedded
 import Testing
 
 /// Response heads NIO's strict decoder refuses but a user agent reads, as curl, browsers, Go's
-/// client and OkHttp read them: lines ended by LF alone (RFC 9112 2.2), and a `Content-Length`
-/// listed (`6, 6`) or repeated with one number (RFC 9112 6.3). ``ResponseHeadMender`` alone, with
-/// the bytes cut anywhere; then in front of NIO's decoder on an `EmbeddedChannel`; then over a
-/// socket. Different numbers are still refused (`HTTP1ParserErrorTests`).
-@Suite("HTTP/1.1 heads mended: bare LF, a repeated Content-Length")
+/// client and OkHttp read them: lines ended by LF alone (RFC 9112 2.2), a `Content-Length` listed
+/// (`6, 6`) or repeated with one number, and one beside `Transfer-Encoding: chunked` (RFC 9112
+/// 6.3). ``ResponseHeadMender`` alone, with the bytes cut anywhere; then in front of NIO's decoder
+/// on an `EmbeddedChannel`; then over a socket. Different numbers are still refused
+/// (`HTTP1ParserErrorTests`).
+@Suite("HTTP/1.1 heads mended: bare LF, a repeated Content-Length, Content-Length with chunked")
 struct HTTP1HeadMendingTests {
     /// Runs `text` through a mender in pieces cut at `cuts` (a new head expected at each offset
     /// of `expectHeadAt`), giving back what it passes on.
@@ -123,6 +124,51 @@ struct HTTP1HeadMendingTests {
         #expect(Self.mend(text, cuts: [at], expectHeadAt: [0]) == text)
     }
 
+    @Test func aContentLengthBesideChunkedIsRemovedAndTheConnectionIsNotUsedAgain() {
+        // Before or after the coding, once or twice, any number or none: the coding frames the body.
+        for (text, mended) in [
+            ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
+            ("HTTP/1.1 200 OK\nTransfer-Encoding: gzip, Chunked \nA: b\ncontent-length: 5, 6\nContent-Length: x\n\n",
+             "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, Chunked \r\nA: b\r\n\r\n"),
+        ] {
+            Self.expectMendedWherever(text, is: mended)
+        }
+        var mender = ResponseHeadMender()
+        mender.expectHead()
+        var buffer = ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n")
+        #expect(mender.scan(&buffer) == 0)
+        #expect(mender.droppedContentLength)
+        mender.expectHead()
+        #expect(!mender.droppedContentLength)
+        buffer = ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n")
+        #expect(mender.scan(&buffer) == 0)
+        #expect(!mender.droppedContentLength)
+    }
+
+    @Test func aCodingOtherThanChunkedLastIsLeftForTheDecoderToRefuse() {
+        for text in [
+            "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: identity\r\n\r\nhello",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\nContent-Length: 5\r\n\r\nhello",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: notchunked\r\nContent-Length: 5\r\n\r\nhello",
+        ] {
+            Self.expectMendedWherever(text, is: text)
+        }
+    }
+
+    @Test func aHeadHeldBackPastTheLimitKeepsItsFramingAsItCame() {
+        // Framing fields, then more than the limit of other fields before the head ends: held
+        // back no further, the framing is left to the decoder (which refuses it); the bare LFs
+        // still get their CRs.
+        let padding = String(repeating: "X-Pad: \(String(repeating: "p", count: 90))\r\n", count: ResponseHeadMender.framingHoldLimit / 90)
+        let text = "HTTP/1.1 200 OK\nContent-Length: 3\nContent-Length: 3\n" + padding + "\r\nabc"
+        let mended = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n" + padding + "\r\nabc"
+        let cut = text.utf8.count - 10
+        #expect(Self.mend(text, cuts: [cut]) == mended)
+        // In one read, nothing is held back: it is mended.
+        #expect(Self.mend(text) == "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n" + padding + "\r\nabc")
+    }
+
     @Test func theValueIsReadAsAListOfOneNumber() {
         func read(_ value: String) -> String? {
             Array(value.utf8).withUnsafeBytes { ResponseHeadMender.sameNumber(in: $0) }.map { "\($0.value)×\($0.count)" }
@@ -144,6 +190,7 @@ struct HTTP1HeadMendingTests {
         "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
         "HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\n\r\nabc",
         "HTTP/1.1 200 Fine\nContent-Length: 3,3\ncontent-length: 3\nX-A: b\n\nabc",
+        "HTTP/1.1 200 OK\r\nContent-Length: 30\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
     ])
     func theDecoderReadsTheMendedHeadAndItsBody(_ response: String) throws {
         let setup = try HopHandlerTests.Setup()
@@ -157,7 +204,8 @@ struct HTTP1HeadMendingTests {
         #expect(recorder.snapshot.status == 200)
         #expect(recorder.snapshot.body == "abc")
         #expect(recorder.snapshot.completions == 1)
-        #expect(setup.channel.isActive)
+        // A head that had both Content-Length and Transfer-Encoding ends its connection.
+        #expect(setup.channel.isActive == !response.contains("Transfer-Encoding"))
     }
 
     // MARK: - Over a socket
@@ -167,18 +215,22 @@ struct HTTP1HeadMendingTests {
             switch request {
             case 0: .respond("HTTP/1.1 200 OK\nContent-Length: 2\nX-Line: bare\n\nok")
             case 1: .respond("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Line: twice\r\nContent-Length: 2\r\n\r\nok")
-            default: .respond("HTTP/1.1 100 Continue\n\nHTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\nX-Line: listed\r\n\r\nok")
+            case 2: .respond("HTTP/1.1 100 Continue\n\nHTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\nX-Line: listed\r\n\r\nok")
+            default: .respond("HTTP/1.1 200 OK\r\nContent-Length: 9\r\nX-Line: chunked\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
             }
         }
         try await ScriptedHTTPServer.with(script) { server in
             try await withManager(baseURL: server.baseURL) { manager in
-                for expected in ["bare", "twice", "listed"] {
+                for expected in ["bare", "twice", "listed", "chunked", "bare"] {
                     let response = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
                     #expect(response.value == Data("ok".utf8), "\(expected)")
                     #expect(response.response.headerFields[HTTPField.Name("X-Line")!] == expected)
-                    #expect(response.response.headerFields[values: .contentLength] == ["2"], "\(expected)")
+                    let length = response.response.headerFields[values: .contentLength]
+                    #expect(length == (expected == "chunked" ? [] : ["2"]), "\(expected)")
                 }
-                #expect(server.connectionCount == 1, "the connection was reused")
+                // The response with both Content-Length and Transfer-Encoding ended its
+                // connection: the last request went on a new one.
+                #expect(server.connectionCount == 2)
             }
         }
     }

@@ -7,8 +7,9 @@ import NIOCore
 /// alone would not tell a close after half a status line from a close before anything.
 ///
 /// It also mends response heads NIO's strict decoder would refuse but a user agent reads
-/// (``ResponseHeadMender``: obs-folds, bare LFs, a repeated `Content-Length` of one number), and
-/// keeps a server's own reason phrase, which the decoder drops; body bytes go through untouched.
+/// (``ResponseHeadMender``: obs-folds, bare LFs, a repeated `Content-Length` of one number, one
+/// beside `Transfer-Encoding: chunked`), and keeps a server's own reason phrase, which the
+/// decoder drops; body bytes go through untouched.
 final class HTTP1ReadWatcher: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -31,6 +32,11 @@ final class HTTP1ReadWatcher: ChannelInboundHandler {
         guard let kept = self.mender.reasonPhrase, kept.code == code else { return nil }
         return kept.phrase
     }
+
+    /// Whether the final head came with both `Content-Length` and `Transfer-Encoding: chunked`:
+    /// the first was removed before the decoder, and the connection must not carry another
+    /// request (``ResponseHeadMender/droppedContentLength``).
+    var droppedContentLength: Bool { self.mender.droppedContentLength }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         self.sawBytes = true

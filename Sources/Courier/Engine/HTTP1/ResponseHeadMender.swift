@@ -10,11 +10,18 @@ import NIOHTTP1
 ///   as a line terminator; curl, browsers, Go's client and OkHttp do);
 /// - a `Content-Length` whose value is a list of one number (`6, 6`), or that comes again with
 ///   the same number on another line, becomes one field with that number (RFC 9112 section 6.3).
-///   Different numbers are left for the decoder to refuse.
+///   Different numbers are left for the decoder to refuse;
+/// - a `Content-Length` beside a `Transfer-Encoding` is removed: the transfer coding frames the
+///   body (RFC 9112 section 6.3, as curl, Go's client and OkHttp read it), and the connection is
+///   not used again (``droppedContentLength``), since such a head may come from a server that
+///   frames its messages otherwise than the client reads them.
 ///
 /// A pure state machine over the bytes of a connection, in order: ``scan(_:)`` mends a buffer and
 /// says how many of its last bytes it holds back until the next bytes say what they are. A fold
-/// is rewritten in place, byte for byte; the other two (rare) rebuild the buffer. It looks only at
+/// is rewritten in place, byte for byte; the others (rare) rebuild the buffer. The fields that
+/// frame the body (`Content-Length`, `Transfer-Encoding`) are decided on together when the head
+/// ends, so a head that spans reads is held back from the first of them (up to
+/// ``framingHoldLimit`` bytes; past that, its framing is left to the decoder). It looks only at
 /// response heads: from ``expectHead()`` (each request) to the blank line that ends the final head
 /// (an interim 1xx head is followed by another), then it passes every byte of the body through
 /// untouched until the next ``expectHead()``.
@@ -27,7 +34,8 @@ struct ResponseHeadMender {
         case statusLine
         /// In a field line.
         case fieldLine
-        /// Just after the line break of the status line (`afterField` false) or of a field line.
+        /// Just after the line break of the status line (`afterField` false) or of a field line
+        /// not yet mended (true).
         case lineStart(afterField: Bool)
         /// A CR at the start of a line: the head ends at the LF that should follow.
         case blankLineCR
@@ -35,20 +43,36 @@ struct ResponseHeadMender {
         case body
     }
 
-    /// The `Content-Length` fields of the head so far.
-    private enum ContentLength: Equatable {
-        case none
-        /// One number, however many times it came.
-        case value(UInt64)
-        /// Numbers that differ, or a value that is not a list of numbers: nothing more is mended,
-        /// and the decoder refuses the head.
-        case conflict
-    }
-
     /// An edit that moves bytes: its range in the buffer being scanned, and what replaces it.
     private struct Edit {
         var range: Range<Int>
         var replacement: [UInt8]
+    }
+
+    /// A `Content-Length` field line in the bytes being scanned.
+    private struct ContentLengthLine {
+        /// From its first byte to its LF, inclusive.
+        var line: Range<Int>
+        /// Its value, without the line break.
+        var value: Range<Int>
+        var bareLineFeed: Bool
+        /// The number its value lists, and how many times; nil when it is not a list of one number.
+        var number: (value: UInt64, count: Int)?
+    }
+
+    /// The fields that frame the body in the head being scanned, all in the bytes being scanned
+    /// (the head is held back from the first of them until it ends).
+    private struct Framing {
+        /// Where the first of them begins.
+        var start: Int?
+        /// The first `Content-Length`: most heads have one, and it is kept without an allocation.
+        var first: ContentLengthLine?
+        /// The ones after it (rare; nil for none, which costs nothing).
+        var more: [ContentLengthLine]?
+        var transferEncoding = false
+        /// One of them was folded: the decoder says what it makes of the head.
+        var folded = false
+
     }
 
     private var position = Position.statusLine
@@ -59,7 +83,12 @@ struct ResponseHeadMender {
     /// the code (`200 Everything Fine`, `999 Weird`); nil for the standard phrase, which is what
     /// NIO's head already says, and until the final head has ended.
     private(set) var reasonPhrase: (code: Int, phrase: String)?
-    private var contentLength = ContentLength.none
+    /// Whether the final head's `Content-Length` was removed for its `Transfer-Encoding`: its
+    /// connection must not carry another request.
+    private(set) var droppedContentLength = false
+    /// Whether the current head's framing fields spanned more than ``framingHoldLimit`` bytes:
+    /// they are left as they are.
+    private var framingLeftAlone = false
     /// Whether the last byte passed on (not held back) was a CR: a line break split between two
     /// reads is CRLF, not a bare LF.
     private var passedCR = false
@@ -67,10 +96,15 @@ struct ResponseHeadMender {
     /// The longest status line kept whole: room for a reason phrase of 256 bytes. A longer one is
     /// left as NIO's decoder gives it (the standard phrase).
     static let statusLineLimit = 12 + 1 + 256 + 2
-    /// The longest field line looked at as a `Content-Length` (name, colon, value, no line break);
-    /// a longer one is left to the decoder. A line that may be one is held back whole until it ends.
-    static let contentLengthLineLimit = 80
-    private static let contentLengthName = Array("content-length:".utf8)
+    /// The longest field line read as a `Content-Length` or `Transfer-Encoding` (name, colon,
+    /// value, no line break); a longer one is left to the decoder.
+    static let framingLineLimit = 80
+    /// The most bytes of a head held back from its first framing field until the head ends.
+    static let framingHoldLimit = 16 * 1024
+    // Static strings, read through their pointers: an array here cost retains on every head.
+    private static let contentLengthName: StaticString = "content-length:"
+    private static let transferEncodingName: StaticString = "transfer-encoding:"
+    private static let chunkedName: StaticString = "chunked"
 
     /// Whether bytes are being looked at (a head is expected or under way).
     var isInHead: Bool { self.position != .body }
@@ -80,25 +114,30 @@ struct ResponseHeadMender {
         self.position = .statusLine
         self.statusLine.removeAll(keepingCapacity: true)
         self.reasonPhrase = nil
-        self.contentLength = .none
+        self.droppedContentLength = false
+        self.framingLeftAlone = false
         self.passedCR = false
     }
 
     /// Looks at `bytes`, mending what it must. Returns how many of its last bytes must be held
     /// back and given again at the start of the next call (a line break whose fate the next byte
-    /// decides, or a field line that may be a `Content-Length`); the bytes before them can go on.
+    /// decides, or the head from its first framing field); the bytes before them can go on.
     mutating func scan(_ bytes: inout ByteBuffer) -> Int {
         guard self.isInHead else { return 0 }
         var folds: [Range<Int>] = []
         var edits: [Edit] = []
         let holdBack = bytes.withUnsafeReadableBytes { self.scan($0, folds: &folds, edits: &edits) }
-        // Written only when there is a fold (rare): the buffer is not copied otherwise.
-        for fold in folds {
+        // Written only when there is a fold (rare): the buffer is not copied otherwise. A fold in
+        // the bytes held back is found again when they are scanned again.
+        let held = bytes.readableBytes - holdBack
+        for fold in folds where fold.lowerBound < held {
             for offset in fold { bytes.setInteger(UInt8(ascii: " "), at: bytes.readerIndex + offset) }
         }
-        // Rarer still: a bare LF or a repeated Content-Length. Every edit lies before the bytes
-        // held back, so their count from the end stays true.
+        // Rarer still: a bare LF or a framing field to mend. Edits in the bytes held back are
+        // made when they are scanned again, so the count held back stays true.
+        edits.removeAll { $0.range.lowerBound >= held }
         if !edits.isEmpty {
+            edits.sort { $0.range.lowerBound < $1.range.lowerBound }
             var mended = ByteBuffer()
             mended.reserveCapacity(bytes.readableBytes + edits.count)
             var next = 0
@@ -122,6 +161,7 @@ struct ResponseHeadMender {
         // continued it.
         var lineBegin: Int?
         var lineFolded = false
+        var framing = Framing()
         scanning: while index < end {
             let byte = bytes[index]
             switch self.position {
@@ -148,12 +188,14 @@ struct ResponseHeadMender {
                     continue
                 }
                 // The field line before this one (if any) has ended: mend it.
-                if afterField { self.fieldLineEnded(bytes, begin: lineBegin, folded: lineFolded, lineFeed: index - 1, edits: &edits) }
+                if afterField {
+                    self.fieldLineEnded(bytes, begin: lineBegin, folded: lineFolded, lineFeed: index - 1, framing: &framing, edits: &edits)
+                }
                 if byte == UInt8(ascii: "\r") {
                     self.position = .blankLineCR
                 } else if byte == UInt8(ascii: "\n") {
                     edits.append(Edit(range: index..<index, replacement: [UInt8(ascii: "\r")]))
-                    self.headEnded()
+                    self.headEnded(framing: &framing, edits: &edits)
                 } else {
                     lineBegin = index
                     lineFolded = false
@@ -161,7 +203,7 @@ struct ResponseHeadMender {
                 }
             case .blankLineCR:
                 if byte == UInt8(ascii: "\n") {
-                    self.headEnded()
+                    self.headEnded(framing: &framing, edits: &edits)
                 } else {
                     // Not a blank line after all; the decoder will say what is wrong with it.
                     lineBegin = nil
@@ -170,29 +212,45 @@ struct ResponseHeadMender {
             }
             index += 1
         }
-        let holdBack = self.holdBack(bytes, breakStart: breakStart, lineBegin: lineFolded ? nil : lineBegin)
+        let holdBack = self.holdBack(bytes, breakStart: breakStart, lineBegin: lineFolded ? nil : lineBegin, framing: &framing, edits: &edits)
         if holdBack < end { self.passedCR = bytes[end - holdBack - 1] == UInt8(ascii: "\r") }
         return holdBack
     }
 
     /// How many of the scanned bytes' last bytes to hold back, with the position set to where
-    /// they will be scanned from again. A field line held back whole is scanned again from a line
-    /// start with nothing before it to mend (the line before it was mended when it began).
-    private mutating func holdBack(_ bytes: UnsafeRawBufferPointer, breakStart: Int, lineBegin: Int?) -> Int {
+    /// they will be scanned from again. Bytes held back from a field line's start are scanned
+    /// again from a line start with nothing before it to mend (the line before it was mended
+    /// when it began).
+    private mutating func holdBack(
+        _ bytes: UnsafeRawBufferPointer, breakStart: Int, lineBegin: Int?, framing: inout Framing, edits: inout [Edit]
+    ) -> Int {
         let end = bytes.count
+        guard self.position != .body else { return 0 }
+        // The head goes on past these bytes, and it has framing fields: hold it back from the
+        // first, to decide on them all when it ends; or, past the limit, leave them as they are.
+        if let start = framing.start {
+            if end - start <= Self.framingHoldLimit {
+                self.position = .lineStart(afterField: false)
+                return end - start
+            }
+            self.framingLeftAlone = true
+            // As they came, with the CRs their bare LFs lack.
+            framing.folded = true
+            _ = Self.mend(framing, edits: &edits)
+        }
         switch self.position {
         case .lineStart(afterField: true):
             // A field line ended at the very end: the next byte says whether it goes on (a fold)
             // and whether a bare LF needs its CR. Hold back its line break, or the whole line
-            // when it may be a Content-Length to mend.
-            if let lineBegin, Self.mayBeContentLength(bytes, from: lineBegin, to: breakStart) {
+            // when it may be a framing field.
+            if let lineBegin, self.mayBeFraming(bytes, from: lineBegin, to: breakStart) {
                 self.position = .lineStart(afterField: false)
                 return end - lineBegin
             }
             self.position = .fieldLine
             return end - breakStart
         case .fieldLine:
-            if let lineBegin, Self.mayBeContentLength(bytes, from: lineBegin, to: end) {
+            if let lineBegin, self.mayBeFraming(bytes, from: lineBegin, to: end) {
                 self.position = .lineStart(afterField: false)
                 return end - lineBegin
             }
@@ -210,41 +268,102 @@ struct ResponseHeadMender {
     }
 
     /// Whether the bytes of a field line from `begin` to `end` (no line break) may be, or be the
-    /// start of, a `Content-Length` field short enough to be looked at.
-    private static func mayBeContentLength(_ bytes: UnsafeRawBufferPointer, from begin: Int, to end: Int) -> Bool {
-        guard end - begin <= Self.contentLengthLineLimit else { return false }
-        for (offset, expected) in Self.contentLengthName.enumerated() where begin + offset < end {
+    /// start of, a framing field short enough to be read, and this head's framing is mended.
+    private func mayBeFraming(_ bytes: UnsafeRawBufferPointer, from begin: Int, to end: Int) -> Bool {
+        guard !self.framingLeftAlone, end - begin <= Self.framingLineLimit else { return false }
+        return Self.starts(bytes, from: begin, to: end, with: Self.contentLengthName)
+            || Self.starts(bytes, from: begin, to: end, with: Self.transferEncodingName)
+    }
+
+    /// Whether the bytes from `begin` to `end` are the start of `name` (lowercase), or start with
+    /// it, in any case.
+    private static func starts(_ bytes: UnsafeRawBufferPointer, from begin: Int, to end: Int, with name: StaticString) -> Bool {
+        let count = min(name.utf8CodeUnitCount, end - begin)
+        for offset in 0..<max(count, 0) {
             let byte = bytes[begin + offset]
+            let expected = name.utf8Start[offset]
             if (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 != expected : byte != expected { return false }
         }
         return true
     }
 
+    /// Whether a `Transfer-Encoding` value from `begin` to `end` ends with the coding `chunked`
+    /// (`chunked`, `gzip, Chunked `).
+    private static func endsWithChunked(_ bytes: UnsafeRawBufferPointer, from begin: Int, to end: Int) -> Bool {
+        var last = end
+        while last > begin, bytes[last - 1] == UInt8(ascii: " ") || bytes[last - 1] == UInt8(ascii: "\t") { last -= 1 }
+        guard last - begin >= Self.chunkedName.utf8CodeUnitCount else { return false }
+        let first = last - Self.chunkedName.utf8CodeUnitCount
+        guard Self.starts(bytes, from: first, to: last, with: Self.chunkedName) else { return false }
+        switch bytes[first - 1] {
+        case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: ","): return true
+        default: return first == begin
+        }
+    }
+
     /// A field line that began at `begin` (nil: in bytes already passed on) has ended at the LF at
-    /// `lineFeed`, and no fold continues it: it gets its CR if its LF is bare, and a
-    /// `Content-Length` is made one field with one number.
-    private mutating func fieldLineEnded(_ bytes: UnsafeRawBufferPointer, begin: Int?, folded: Bool, lineFeed: Int, edits: inout [Edit]) {
+    /// `lineFeed`: it gets its CR if its LF is bare, unless it is a `Content-Length`, which the end
+    /// of the head decides on (``headEnded(framing:edits:)``).
+    private mutating func fieldLineEnded(
+        _ bytes: UnsafeRawBufferPointer, begin: Int?, folded: Bool, lineFeed: Int, framing: inout Framing, edits: inout [Edit]
+    ) {
         let bare = self.isBare(bytes, lineFeed: lineFeed)
         let contentEnd = bare ? lineFeed : lineFeed - 1
-        if let begin, !folded, self.contentLength != .conflict, contentEnd - begin >= Self.contentLengthName.count,
-           Self.mayBeContentLength(bytes, from: begin, to: contentEnd) {
-            let valueStart = begin + Self.contentLengthName.count
-            let number = Self.sameNumber(in: UnsafeRawBufferPointer(rebasing: bytes[valueStart..<contentEnd]))
-            switch (self.contentLength, number) {
-            case (.none, .some(let number)):
-                self.contentLength = .value(number.value)
-                if number.count > 1 {
-                    edits.append(Edit(range: valueStart..<contentEnd, replacement: Array(" \(number.value)".utf8)))
-                }
-            case (.value(let first), .some(let number)) where number.value == first:
-                // The same number again: the line goes, its line break with it.
-                edits.append(Edit(range: begin..<(lineFeed + 1), replacement: []))
+        if let begin, self.mayBeFraming(bytes, from: begin, to: contentEnd) {
+            let name = Self.contentLengthName
+            let length = contentEnd - begin
+            if length >= name.utf8CodeUnitCount, Self.starts(bytes, from: begin, to: begin + name.utf8CodeUnitCount, with: name) {
+                framing.start = framing.start ?? begin
+                framing.folded = framing.folded || folded
+                let valueStart = begin + name.utf8CodeUnitCount
+                let line = ContentLengthLine(
+                    line: begin..<(lineFeed + 1), value: valueStart..<contentEnd, bareLineFeed: bare,
+                    number: Self.sameNumber(in: UnsafeRawBufferPointer(rebasing: bytes[valueStart..<contentEnd])))
+                if framing.first == nil { framing.first = line } else { framing.more = (framing.more ?? []) + [line] }
                 return
-            default:
-                self.contentLength = .conflict
+            }
+            let coding = Self.transferEncodingName
+            if length >= coding.utf8CodeUnitCount, Self.starts(bytes, from: begin, to: begin + coding.utf8CodeUnitCount, with: coding) {
+                framing.start = framing.start ?? begin
+                framing.folded = framing.folded || folded
+                // Only `chunked` last frames the body; another coding leaves the decoder to
+                // refuse the head as before.
+                framing.transferEncoding = framing.transferEncoding || Self.endsWithChunked(bytes, from: begin + coding.utf8CodeUnitCount, to: contentEnd)
             }
         }
         if bare { edits.append(Edit(range: lineFeed..<lineFeed, replacement: [UInt8(ascii: "\r")])) }
+    }
+
+    /// The edits that make a head's `Content-Length` fields what the decoder should read: none
+    /// beside a `Transfer-Encoding`, one with one number, or (different numbers, a folded field)
+    /// as they came; each one kept gets the CR its bare LF lacks. Returns whether one was removed
+    /// for a `Transfer-Encoding`.
+    private static func mend(_ framing: Framing, edits: inout [Edit]) -> Bool {
+        guard let first = framing.first else { return false }
+        var keptFirst = true
+        var keepMore = true
+        var dropped = false
+        if framing.folded {
+            // As they came.
+        } else if framing.transferEncoding {
+            keptFirst = false
+            keepMore = false
+            dropped = true
+        } else if let number = first.number, framing.more?.allSatisfy({ $0.number?.value == number.value }) ?? true {
+            keepMore = false
+            if number.count > 1 { edits.append(Edit(range: first.value, replacement: Array(" \(number.value)".utf8))) }
+        }
+        // No arrays made: most heads have one Content-Length, mended by nothing.
+        func keep(_ line: ContentLengthLine, _ kept: Bool) {
+            if !kept {
+                edits.append(Edit(range: line.line, replacement: []))
+            } else if line.bareLineFeed {
+                edits.append(Edit(range: line.value.upperBound..<line.value.upperBound, replacement: [UInt8(ascii: "\r")]))
+            }
+        }
+        keep(first, keptFirst)
+        for line in framing.more ?? [] { keep(line, keepMore) }
+        return dropped
     }
 
     /// The number a `Content-Length` value is a list of (`6`, ` 6, 6 `), and how many times it is
@@ -284,17 +403,21 @@ struct ResponseHeadMender {
         return result.map { ($0, count) }
     }
 
-    /// The blank line ended a head: an interim (1xx other than 101) head is followed by another.
-    private mutating func headEnded() {
+    /// The blank line ended a head: its framing fields are mended, and an interim (1xx other
+    /// than 101) head is followed by another.
+    private mutating func headEnded(framing: inout Framing, edits: inout [Edit]) {
+        let dropped = self.framingLeftAlone ? false : Self.mend(framing, edits: &edits)
+        framing = Framing()
+        self.framingLeftAlone = false
         // Over the array's bytes: slices of the array itself would retain it, on every response.
         self.statusLine.withUnsafeBufferPointer { line in
             let code = Self.code(in: line)
             if let code, (100..<200).contains(code), code != 101 {
                 self.position = .statusLine
                 self.statusLine.removeAll(keepingCapacity: true)
-                self.contentLength = .none
             } else {
                 self.reasonPhrase = code.flatMap { code in Self.unusualReasonPhrase(in: line, code: code).map { (code, $0) } }
+                self.droppedContentLength = dropped
                 self.position = .body
             }
         }
