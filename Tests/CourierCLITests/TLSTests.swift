@@ -37,6 +37,29 @@ struct TLSTests {
         }
     }
 
+    @Test("SSL_CERT_FILE and SSL_CERT_DIR name the system's roots, as for curl and OpenSSL")
+    func systemRootsFromTheEnvironment() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let root = try writeTestRoot(in: folder)
+        let empty = folder.appendingPathComponent("empty")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        // Shut down, awaited, whatever the test does.
+        try await TestServer.withServer(.https()) { server in
+            let url = server.url("/get").absoluteString
+            // The bundle instead of the system's: TestServer's root is trusted.
+            let file = try await CLIRunner.run(["--headers", url], environment: ["SSL_CERT_FILE": root.path])
+            #expect(file.status == 0, "\(file.standardError)")
+            // A directory besides the system's bundle.
+            let directory = try await CLIRunner.run(["--headers", url], environment: ["SSL_CERT_DIR": folder.path])
+            #expect(directory.status == 0, "\(directory.standardError)")
+            // A directory without it: the system's bundle alone does not trust it.
+            let without = try await CLIRunner.run(["--headers", url], environment: ["SSL_CERT_DIR": empty.path])
+            #expect(without.status == 1)
+            #expect(without.standardError.contains("trusted root"), "\(without.standardError)")
+        }
+    }
+
     @Test("Untrusted by default; --verify no, --cacert and pins make it work; a wrong pin is refused")
     func trust() async throws {
         let folder = try makeTemporaryFolder()

@@ -7,7 +7,8 @@ import X509
 
 /// The certificates a chain is evaluated against when ``SecurityPolicy`` asks whether it is valid
 /// "against the system's roots" (what Apple's `SecTrust` does with its default anchors): the
-/// system's bundle, then ``SecurityPolicy/additionalTrustedCertificates``.
+/// system's roots (``system``: its bundle, as OpenSSL finds it), then
+/// ``SecurityPolicy/additionalTrustedCertificates``.
 ///
 /// Any certificate in the store is a trust anchor, self-signed or not, as with
 /// `SecTrustSetAnchorCertificates`. Tests make one of their own roots to stand for the system's.
@@ -37,9 +38,12 @@ struct TrustStore: Sendable {
         self.init(.roots(TrustRoots(derEncoded: certificates.map { Array($0.derBytes) })))
     }
 
-    /// The system's roots: the first bundle of ``systemBundlePaths`` that exists (the file
-    /// swift-nio-ssl's default trust roots come from), read once per process when an evaluation
-    /// first looks a certificate up in it (``SystemTrustRoots/shared``); empty when there is none.
+    /// The system's roots, found as OpenSSL, curl and Go's client find them
+    /// (``SystemTrustRoots/Locations``): the bundle `SSL_CERT_FILE` names, or else the first of
+    /// ``systemBundlePaths`` that can be read; the certificate files of the directories
+    /// `SSL_CERT_DIR` names (colon-separated) besides; and, when no bundle was read, those of
+    /// ``systemDirectoryPaths``. Read once per process when an evaluation first looks a
+    /// certificate up in it (``SystemTrustRoots/shared``); empty when there is none.
     ///
     /// Reading and parsing the bundle (about 150 certificates) takes a few milliseconds: make the
     /// first use off the event loops (``loadOffTheEventLoops()``; ``TLSConnector`` does, before
@@ -51,9 +55,16 @@ struct TrustStore: Sendable {
         TrustStore(.deferred(DeferredTrustRoots { load().roots }))
     }
 
-    /// Where Linux distributions keep their bundle of trusted roots (Debian and Ubuntu, Alpine and
-    /// Arch, then Fedora), as swift-nio-ssl looks for it.
-    static let systemBundlePaths = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"]
+    /// Where Linux distributions keep their bundle of trusted roots, in the order Go's client
+    /// looks: Debian, Ubuntu, Alpine and Arch; Fedora and RHEL 6; openSUSE; OpenELEC; CentOS and
+    /// RHEL 7 and later; Alpine's other name.
+    static let systemBundlePaths = [
+        "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/ca-bundle.pem",
+        "/etc/pki/tls/cacert.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "/etc/ssl/cert.pem",
+    ]
+
+    /// Where distributions keep their trusted roots one to a file (read when no bundle is found).
+    static let systemDirectoryPaths = ["/etc/ssl/certs", "/etc/pki/tls/certs"]
 
     /// Every certificate of a PEM bundle (``TrustRoots/load(bundleAt:)``). Nil when the file cannot
     /// be read or holds no certificate block.
@@ -152,14 +163,33 @@ final class TrustRoots: Sendable {
         var encodings: [[UInt8]] = []
         var bySubject: [DistinguishedName: [Int]] = [:]
         var skippedCount = 0
+        /// The encodings added so far, once anchors come from directories (which often hold the
+        /// bundle's roots, and links to them): each is kept once. Nil while a bundle is read.
+        var seen: Set<[UInt8]>?
 
         mutating func add(_ der: [UInt8]) {
+            if self.seen != nil, self.seen?.insert(der).inserted == false { return }
             guard let certificate = try? X509.Certificate(derEncoded: der) else {
                 self.skippedCount += 1
                 return
             }
             self.bySubject[certificate.subject, default: []].append(self.encodings.count)
             self.encodings.append(der)
+        }
+
+        /// Adds every certificate block of PEM text (``PEMCertificateBlocks``); blocks that do not
+        /// decode are skipped and counted. Returns how many blocks there were.
+        mutating func addBlocks(of text: Data) -> Int {
+            var blocks = 0
+            PEMCertificateBlocks.forEach(in: text) { der in
+                blocks += 1
+                if let der {
+                    self.add(der)
+                } else {
+                    self.skippedCount += 1
+                }
+            }
+            return blocks
         }
     }
 
@@ -189,30 +219,95 @@ final class TrustRoots: Sendable {
     static func load(bundleAt path: String) -> TrustRoots? {
         guard let text = FileManager.default.contents(atPath: path) else { return nil }
         var builder = Builder()
-        var blocks = 0
-        PEMCertificateBlocks.forEach(in: text) { der in
-            blocks += 1
-            if let der {
-                builder.add(der)
-            } else {
-                builder.skippedCount += 1
+        return builder.addBlocks(of: text) == 0 ? nil : TrustRoots(builder)
+    }
+
+    /// The anchors of the first of `bundles` that can be read and holds a certificate block, then
+    /// of every file of `directories` (in each, in the order of their names; entries that are not
+    /// regular files, or cannot be read, are passed over), each certificate kept once; and, when
+    /// no bundle was read, of every file of `fallbackDirectories` likewise. What each source gave
+    /// is told to `read` (its path and how many certificates it added), for diagnostics.
+    static func load(
+        bundles: [String], directories: [String], fallbackDirectories: [String], read: (String, Int) -> Void = { _, _ in }
+    ) -> TrustRoots {
+        var builder = Builder()
+        var bundleRead = false
+        for path in bundles {
+            guard let text = FileManager.default.contents(atPath: path) else { continue }
+            let before = builder.encodings.count
+            if builder.addBlocks(of: text) > 0 {
+                read(path, builder.encodings.count - before)
+                bundleRead = true
+                break
             }
         }
-        return blocks == 0 ? nil : TrustRoots(builder)
+        let directories = directories + (bundleRead ? [] : fallbackDirectories)
+        // A bundle is taken as it is; a directory's certificates that are already there are not
+        // added again (a directory often holds the bundle's roots, and links to them).
+        if !directories.isEmpty { builder.seen = Set(builder.encodings) }
+        for directory in directories {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { continue }
+            let before = builder.encodings.count
+            for name in names.sorted() {
+                let path = directory + "/" + name
+                // Symbolic links are followed (the hashed names of c_rehash point at the files);
+                // the certificate each reaches is kept once.
+                guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+                      attributes[.type] as? FileAttributeType == .typeRegular
+                        || attributes[.type] as? FileAttributeType == .typeSymbolicLink,
+                      let text = FileManager.default.contents(atPath: path)
+                else { continue }
+                _ = builder.addBlocks(of: text)
+            }
+            read(directory, builder.encodings.count - before)
+        }
+        return TrustRoots(builder)
     }
 }
 
-/// The system's bundle of trusted roots, loaded at most once per process, the first time an
-/// evaluation needs it.
+/// The system's trusted roots, loaded at most once per process, the first time an evaluation
+/// needs them.
 enum SystemTrustRoots {
-    /// The roots of the first bundle of ``TrustStore/systemBundlePaths`` that can be read; empty
-    /// when there is none. A `static let`: the runtime initialises it once, thread-safely, on first
-    /// use (`swift_once`); later reads take no lock.
+    /// Where the system's roots are read from.
+    struct Locations: Equatable {
+        /// Bundles, the first one that can be read wins.
+        var bundles: [String]
+        /// Directories whose certificate files are read too.
+        var directories: [String]
+        /// Directories read only when no bundle could be.
+        var fallbackDirectories: [String]
+
+        /// As OpenSSL, curl and Go's client take them from the environment: `SSL_CERT_FILE` names
+        /// the one bundle to read instead of ``TrustStore/systemBundlePaths``, `SSL_CERT_DIR` the
+        /// directories (colon-separated) to read besides it, instead of
+        /// ``TrustStore/systemDirectoryPaths`` (read only when no bundle is found). An empty
+        /// variable counts as unset.
+        init(environment: [String: String]) {
+            if let file = environment["SSL_CERT_FILE"], !file.isEmpty {
+                self.bundles = [file]
+            } else {
+                self.bundles = TrustStore.systemBundlePaths
+            }
+            if let directories = environment["SSL_CERT_DIR"], !directories.isEmpty {
+                self.directories = directories.split(separator: ":").map(String.init)
+                self.fallbackDirectories = []
+            } else {
+                self.directories = []
+                self.fallbackDirectories = TrustStore.systemDirectoryPaths
+            }
+        }
+
+        /// The roots found there (``TrustRoots/load(bundles:directories:fallbackDirectories:read:)``).
+        func load() -> TrustRoots {
+            TrustRoots.load(bundles: self.bundles, directories: self.directories, fallbackDirectories: self.fallbackDirectories)
+        }
+    }
+
+    /// The roots found where ``Locations/init(environment:)`` says, for this process's
+    /// environment; empty when there are none. A `static let`: the runtime initialises it once,
+    /// thread-safely, on first use (`swift_once`); later reads take no lock.
     static let shared: TrustRoots = {
-        let roots =
-            TrustStore.systemBundlePaths.lazy.compactMap { path in
-                FileManager.default.fileExists(atPath: path) ? TrustRoots.load(bundleAt: path) : nil
-            }.first ?? TrustRoots(derEncoded: [])
+        let roots = Locations(environment: ProcessInfo.processInfo.environment).load()
         Self.loads.withLockedValue { $0 += 1 }
         return roots
     }()
