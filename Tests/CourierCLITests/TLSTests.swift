@@ -37,7 +37,7 @@ struct TLSTests {
         }
     }
 
-    @Test("SSL_CERT_FILE and SSL_CERT_DIR name the system's roots, as for curl and OpenSSL")
+    @Test("SSL_CERT_FILE and SSL_CERT_DIR name the system's roots, as for OpenSSL and Go")
     func systemRootsFromTheEnvironment() async throws {
         let folder = try makeTemporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }

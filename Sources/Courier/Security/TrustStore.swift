@@ -7,7 +7,7 @@ import X509
 
 /// The certificates a chain is evaluated against when ``SecurityPolicy`` asks whether it is valid
 /// "against the system's roots" (what Apple's `SecTrust` does with its default anchors): the
-/// system's roots (``system``: its bundle, as OpenSSL finds it), then
+/// system's roots (``system``, found as OpenSSL finds them), then
 /// ``SecurityPolicy/additionalTrustedCertificates``.
 ///
 /// Any certificate in the store is a trust anchor, self-signed or not, as with
@@ -38,7 +38,7 @@ struct TrustStore: Sendable {
         self.init(.roots(TrustRoots(derEncoded: certificates.map { Array($0.derBytes) })))
     }
 
-    /// The system's roots, found as OpenSSL, curl and Go's client find them
+    /// The system's roots, found as OpenSSL and Go's client find them
     /// (``SystemTrustRoots/Locations``): the bundle `SSL_CERT_FILE` names, or else the first of
     /// ``systemBundlePaths`` that can be read; the certificate files of the directories
     /// `SSL_CERT_DIR` names (colon-separated) besides; and, when no bundle was read, those of
@@ -277,7 +277,7 @@ enum SystemTrustRoots {
         /// Directories read only when no bundle could be.
         var fallbackDirectories: [String]
 
-        /// As OpenSSL, curl and Go's client take them from the environment: `SSL_CERT_FILE` names
+        /// As OpenSSL and Go's client take them from the environment: `SSL_CERT_FILE` names
         /// the one bundle to read instead of ``TrustStore/systemBundlePaths``, `SSL_CERT_DIR` the
         /// directories (colon-separated) to read besides it, instead of
         /// ``TrustStore/systemDirectoryPaths`` (read only when no bundle is found). An empty

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import X509
 
-/// Where the system's roots are read from, as OpenSSL, curl and Go's client read them: the
+/// Where the system's roots are read from, as OpenSSL and Go's client read them: the
 /// environment's `SSL_CERT_FILE` and `SSL_CERT_DIR`, the bundles of the distributions Go knows, and
 /// directories of certificates when there is no bundle. The CLI's tests run the command with the
 /// variables set (`TLSTests`).
