@@ -191,6 +191,7 @@ struct HTTP1HeadMendingTests {
         "HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\n\r\nabc",
         "HTTP/1.1 200 Fine\nContent-Length: 3,3\ncontent-length: 3\nX-A: b\n\nabc",
         "HTTP/1.1 200 OK\r\nContent-Length: 30\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\nTransfer-Encoding: chunked\nContent-Length: 3\n\n3\r\nabc\r\n0\r\n\r\n",
     ])
     func theDecoderReadsTheMendedHeadAndItsBody(_ response: String) throws {
         let setup = try HopHandlerTests.Setup()

@@ -595,9 +595,9 @@ final class HopHandler: ChannelDuplexHandler {
             var hopHead = HopResponseHead(
                 nioHead: head, answersHEAD: self.hop?.request.method == .head, unsupportedTransferCoding: &coding,
                 reasonPhrase: self.readWatcher?.reasonPhrase(for: Int(head.status.code)))
-            // A head that came with both Content-Length and Transfer-Encoding (the first was
-            // removed before the decoder): its connection carries nothing more.
-            if self.readWatcher?.droppedContentLength == true { hopHead.isKeepAlive = false }
+            // A final head that came with both Content-Length and Transfer-Encoding (the first
+            // was removed before the decoder): its connection carries nothing more.
+            if hopHead.status >= 200, self.readWatcher?.droppedContentLength == true { hopHead.isKeepAlive = false }
             part = .head(consume hopHead)
             if let coding {
                 // Its body is not the content, and how it ends is the server's guess: the hop
