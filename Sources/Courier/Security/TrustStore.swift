@@ -223,10 +223,11 @@ final class TrustRoots: Sendable {
     }
 
     /// The anchors of the first of `bundles` that can be read and holds a certificate block, then
-    /// of every file of `directories` (in each, in the order of their names; entries that are not
-    /// regular files, or cannot be read, are passed over), each certificate kept once; and, when
-    /// no bundle was read, of every file of `fallbackDirectories` likewise. What each source gave
-    /// is told to `read` (its path and how many certificates it added), for diagnostics.
+    /// of every file of `directories` (in each, in the order of their names; entries that are
+    /// neither files nor links to files, or cannot be read, are passed over), each certificate
+    /// kept once; and, when no bundle was read, of every file of `fallbackDirectories` likewise.
+    /// What each source gave is told to `read` (its path and how many certificates it added;
+    /// tests read it).
     static func load(
         bundles: [String], directories: [String], fallbackDirectories: [String], read: (String, Int) -> Void = { _, _ in }
     ) -> TrustRoots {

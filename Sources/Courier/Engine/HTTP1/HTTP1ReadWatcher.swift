@@ -18,7 +18,8 @@ final class HTTP1ReadWatcher: ChannelInboundHandler {
     var sawBytes = false
     private var mender = ResponseHeadMender()
     /// The last bytes of the previous read, held back until the next bytes say what they are (a
-    /// line break that may fold, a field line that may be a `Content-Length`).
+    /// line break that may fold, or a head from its first `Content-Length` or
+    /// `Transfer-Encoding` on, until it ends).
     private var held: ByteBuffer?
 
     /// The next bytes from the server start a response head (a request is going out).
