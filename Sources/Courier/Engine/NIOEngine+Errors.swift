@@ -51,14 +51,14 @@ extension NIOEngine {
 
     /// What llhttp refused, in words, for the cases real servers send (NIO's own texts say
     /// "unknown (http_parser error)" and "strict mode assertion" of them). NIO builds llhttp
-    /// without its lenient flags. A head's bare LFs, a `Content-Length` repeated or listed with one
-    /// number, and one beside `Transfer-Encoding: chunked` never reach it (``ResponseHeadMender``
-    /// mends them, as curl and browsers read them); the RFCs let a client refuse what remains, but
-    /// for whitespace around a chunk extension.
+    /// without its lenient flags. Bare LFs (in a head or a chunked body's framing), a
+    /// `Content-Length` repeated or listed with one number, and one beside `Transfer-Encoding:
+    /// chunked` never reach it (``ResponseHeadMender`` mends them, as curl and browsers read them);
+    /// the RFCs let a client refuse what remains, but for whitespace around a chunk extension.
     static func explain(_ error: HTTPParserError) -> String {
         switch error {
         case .unknown:
-            "framing llhttp refuses, such as a chunk line ended by LF alone or Content-Length with a Transfer-Encoding other than chunked (RFC 9112 7.1, 6.3)"
+            "framing llhttp refuses, such as Content-Length with a Transfer-Encoding other than chunked (RFC 9112 6.3)"
         case .unexpectedContentLength: "a second Content-Length field with another number, or one where none may be (RFC 9110 8.6)"
         case .invalidContentLength: "a Content-Length that is not one number (a list of different numbers such as \"3, 4\" included)"
         case .invalidChunkSize: "a chunk-size line that cannot be read (whitespace before a chunk extension included)"

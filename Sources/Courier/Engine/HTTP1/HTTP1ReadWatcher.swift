@@ -41,7 +41,7 @@ final class HTTP1ReadWatcher: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         self.sawBytes = true
-        guard self.mender.isInHead || self.held != nil else {
+        guard self.mender.isScanning || self.held != nil else {
             context.fireChannelRead(data)
             return
         }

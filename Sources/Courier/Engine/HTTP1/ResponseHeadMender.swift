@@ -14,17 +14,20 @@ import NIOHTTP1
 /// - a `Content-Length` beside a `Transfer-Encoding` is removed: the transfer coding frames the
 ///   body (RFC 9112 section 6.3, as curl, Go's client and OkHttp read it), and the connection is
 ///   not used again (``droppedContentLength``), since such a head may come from a server that
-///   frames its messages otherwise than the client reads them.
+///   frames its messages otherwise than the client reads them;
+/// - in a chunked body, a chunk-size line, the line break after a chunk's data, or a trailer
+///   line ended by LF alone gets its CR, as curl and OkHttp read them.
 ///
 /// A pure state machine over the bytes of a connection, in order: ``scan(_:)`` mends a buffer and
 /// says how many of its last bytes it holds back until the next bytes say what they are. A fold
 /// is rewritten in place, byte for byte; the others (rare) rebuild the buffer. The fields that
 /// frame the body (`Content-Length`, `Transfer-Encoding`) are decided on together when the head
 /// ends, so a head that spans reads is held back from the first of them (up to
-/// ``framingHoldLimit`` bytes; past that, its framing is left to the decoder). It looks only at
+/// ``framingHoldLimit`` bytes; past that, its framing is left to the decoder). It looks at
 /// response heads: from ``expectHead()`` (each request) to the blank line that ends the final head
-/// (an interim 1xx head is followed by another), then it passes every byte of the body through
-/// untouched until the next ``expectHead()``.
+/// (an interim 1xx head is followed by another). Of a chunked body it reads the chunk-size lines
+/// and the trailers, passing over each chunk's data without looking at it; any other body it
+/// passes through untouched until the next ``expectHead()``.
 ///
 /// On the way it keeps the final head's reason phrase when the server's is not the standard one
 /// for its code (``reasonPhrase``): NIO's decoder makes the status from the code alone.
@@ -39,7 +42,18 @@ struct ResponseHeadMender {
         case lineStart(afterField: Bool)
         /// A CR at the start of a line: the head ends at the LF that should follow.
         case blankLineCR
-        /// Past the end of the final head: nothing is looked at.
+        /// In a chunked body, a chunk-size line: the size read so far from its `digits` hex
+        /// digits, and whether they have ended (an extension, or the line's CR, came).
+        case chunkSize(size: UInt64, digits: Int, ended: Bool)
+        /// In a chunk's data, `remaining` bytes of it to come: passed over.
+        case chunkData(remaining: UInt64)
+        /// After a chunk's data, at the line break that ends it; `sawCR` once its CR came.
+        case chunkDataEnd(sawCR: Bool)
+        /// In the trailer section, after the last chunk: at a line's start, or in a line.
+        case trailer(lineStart: Bool)
+        /// A CR at the start of a trailer line: the message ends at the LF that should follow.
+        case trailerBlankCR
+        /// Past the end of the final head, or of a chunked body: nothing is looked at.
         case body
     }
 
@@ -106,8 +120,8 @@ struct ResponseHeadMender {
     private static let transferEncodingName: StaticString = "transfer-encoding:"
     private static let chunkedName: StaticString = "chunked"
 
-    /// Whether bytes are being looked at (a head is expected or under way).
-    var isInHead: Bool { self.position != .body }
+    /// Whether bytes are being looked at (a head is expected or under way, or a chunked body).
+    var isScanning: Bool { self.position != .body }
 
     /// The next bytes start a response head (a request went out).
     mutating func expectHead() {
@@ -123,7 +137,7 @@ struct ResponseHeadMender {
     /// back and given again at the start of the next call (a line break whose fate the next byte
     /// decides, or the head from its first framing field); the bytes before them can go on.
     mutating func scan(_ bytes: inout ByteBuffer) -> Int {
-        guard self.isInHead else { return 0 }
+        guard self.isScanning else { return 0 }
         var folds: [Range<Int>] = []
         var edits: [Edit] = []
         let holdBack = bytes.withUnsafeReadableBytes { self.scan($0, folds: &folds, edits: &edits) }
@@ -209,6 +223,14 @@ struct ResponseHeadMender {
                     lineBegin = nil
                     self.position = .fieldLine
                 }
+            case .chunkData(let remaining):
+                // Passed over whole, however much of it there is.
+                let passed = min(remaining, UInt64(end - index))
+                index += Int(passed)
+                self.position = passed == remaining ? .chunkDataEnd(sawCR: false) : .chunkData(remaining: remaining - passed)
+                continue
+            case .chunkSize, .chunkDataEnd, .trailer, .trailerBlankCR:
+                self.chunkedBodyByte(byte, bytes, at: index, edits: &edits)
             }
             index += 1
         }
@@ -258,6 +280,72 @@ struct ResponseHeadMender {
             return end > 0 && bytes[end - 1] == UInt8(ascii: "\r") ? 1 : 0
         default:
             return 0
+        }
+    }
+
+    /// One byte of a chunked body's framing (RFC 9112 7.1): a LF alone gets its CR. Anything the
+    /// decoder will refuse (a size line without a hex digit, or longer than 64 bits; data not
+    /// followed by a line break) ends the looking: the bytes go on as they are.
+    private mutating func chunkedBodyByte(_ byte: UInt8, _ bytes: UnsafeRawBufferPointer, at index: Int, edits: inout [Edit]) {
+        let lineFeed = UInt8(ascii: "\n")
+        let carriageReturn = UInt8(ascii: "\r")
+        func endLine() {
+            if self.isBare(bytes, lineFeed: index) { edits.append(Edit(range: index..<index, replacement: [carriageReturn])) }
+        }
+        switch self.position {
+        case .chunkSize(let size, let digits, let ended):
+            if byte == lineFeed {
+                guard digits > 0 else {
+                    self.position = .body
+                    return
+                }
+                endLine()
+                self.position = size == 0 ? .trailer(lineStart: true) : .chunkData(remaining: size)
+            } else if !ended, let value = Self.hexValue(byte) {
+                guard digits < 16 else {
+                    self.position = .body
+                    return
+                }
+                self.position = .chunkSize(size: size << 4 | UInt64(value), digits: digits + 1, ended: false)
+            } else if digits == 0 {
+                self.position = .body
+            } else {
+                // An extension (`;name=value`), whitespace, or the line's CR.
+                self.position = .chunkSize(size: size, digits: digits, ended: true)
+            }
+        case .chunkDataEnd(let sawCR):
+            if byte == carriageReturn, !sawCR {
+                self.position = .chunkDataEnd(sawCR: true)
+            } else if byte == lineFeed {
+                if !sawCR { edits.append(Edit(range: index..<index, replacement: [carriageReturn])) }
+                self.position = .chunkSize(size: 0, digits: 0, ended: false)
+            } else {
+                self.position = .body
+            }
+        case .trailer(let lineStart):
+            if byte == lineFeed {
+                endLine()
+                // A blank line (LF alone) ends the message.
+                self.position = lineStart ? .body : .trailer(lineStart: true)
+            } else if byte == carriageReturn, lineStart {
+                self.position = .trailerBlankCR
+            } else {
+                self.position = .trailer(lineStart: false)
+            }
+        case .trailerBlankCR:
+            self.position = byte == lineFeed ? .body : .trailer(lineStart: false)
+        default:
+            break
+        }
+    }
+
+    /// The value of a hex digit, or nil.
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
         }
     }
 
@@ -404,9 +492,11 @@ struct ResponseHeadMender {
     }
 
     /// The blank line ended a head: its framing fields are mended, and an interim (1xx other
-    /// than 101) head is followed by another.
+    /// than 101) head is followed by another; a final head with a chunked body (not a 204 or a
+    /// 304, whose bodies are empty) is followed by its chunks.
     private mutating func headEnded(framing: inout Framing, edits: inout [Edit]) {
         let dropped = self.framingLeftAlone ? false : Self.mend(framing, edits: &edits)
+        let chunked = framing.transferEncoding && !framing.folded && !self.framingLeftAlone
         framing = Framing()
         self.framingLeftAlone = false
         // Over the array's bytes: slices of the array itself would retain it, on every response.
@@ -418,7 +508,8 @@ struct ResponseHeadMender {
             } else {
                 self.reasonPhrase = code.flatMap { code in Self.unusualReasonPhrase(in: line, code: code).map { (code, $0) } }
                 self.droppedContentLength = dropped
-                self.position = .body
+                let bodyless = code == 101 || code == 204 || code == 304
+                self.position = chunked && !bodyless ? .chunkSize(size: 0, digits: 0, ended: false) : .body
             }
         }
     }
