@@ -1,8 +1,9 @@
 import NIOCore
 import NIOHTTP1
 
-/// Mends the HTTP/1.x response heads real servers send into heads NIO's strict decoder (llhttp,
-/// built without its lenient flags) reads as a user agent should, before the decoder sees them:
+/// Mends what real servers send in HTTP/1.x response heads (and in a chunked body's framing) that
+/// NIO's strict decoder (llhttp, built without its lenient flags) would refuse, into what it reads
+/// as a user agent should, before the decoder sees it:
 ///
 /// - an obs-fold (a field line continued on the next line, which starts with a space or a tab)
 ///   becomes spaces, as RFC 9112 section 5.2 asks of a user agent;
