@@ -202,6 +202,72 @@ struct HTTP1HeadMendingTests {
         }
     }
 
+    /// A small seeded generator (xorshift64*), so that a failure names a case that can be run again.
+    struct SeededGenerator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            self.state ^= self.state >> 12
+            self.state ^= self.state << 25
+            self.state ^= self.state >> 27
+            return self.state &* 2_685_821_657_736_338_717
+        }
+    }
+
+    /// A response as servers send them, well or badly: line ends CRLF or LF, fields among them
+    /// folds and framing fields, a body framed by a length or chunked.
+    static func randomResponse(_ random: inout SeededGenerator) -> String {
+        func lineEnd() -> String { Bool.random(using: &random) ? "\r\n" : "\n" }
+        var head = (Bool.random(using: &random) ? "HTTP/1.1 200 OK" : "HTTP/1.0 201 Made") + lineEnd()
+        if Int.random(in: 0..<4, using: &random) == 0 { head = "HTTP/1.1 100 Continue" + lineEnd() + lineEnd() + head }
+        let chunked = Bool.random(using: &random)
+        let body = String(repeating: "x\n", count: Int.random(in: 0..<6, using: &random))
+        var fields = ["A: b", "X-Long: " + String(repeating: "v", count: Int.random(in: 0..<120, using: &random)), "Fold: one"]
+        if chunked {
+            fields.append(Bool.random(using: &random) ? "Transfer-Encoding: chunked" : "transfer-encoding: gzip, Chunked")
+            if Bool.random(using: &random) { fields.append("Content-Length: 99") }
+        } else {
+            let length = body.utf8.count
+            fields.append(["Content-Length: \(length)", "content-length: \(length), \(length)", "Content-Length:\(length) "][Int.random(in: 0..<3, using: &random)])
+            if Bool.random(using: &random) { fields.append("CONTENT-LENGTH: \(length)") }
+        }
+        fields.shuffle(using: &random)
+        for field in fields {
+            head += field + lineEnd()
+            if field == "Fold: one" { head += " two" + lineEnd() }
+        }
+        head += lineEnd()
+        guard chunked else { return head + body }
+        var chunks = ""
+        var rest = Substring(body)
+        while !rest.isEmpty {
+            let size = Int.random(in: 1...rest.count, using: &random)
+            chunks += String(size, radix: 16) + (Bool.random(using: &random) ? ";e=1" : "") + lineEnd() + rest.prefix(size) + lineEnd()
+            rest = rest.dropFirst(size)
+        }
+        return head + chunks + "0" + lineEnd() + (Bool.random(using: &random) ? "T: v" + lineEnd() : "") + lineEnd()
+    }
+
+    @Test func randomResponsesCutAtRandomAreMendedAsWhole() {
+        var random = SeededGenerator(state: 0x9E37_79B9_7F4A_7C15)
+        for round in 0..<400 {
+            let text = Self.randomResponse(&random)
+            let whole = Self.mend(text)
+            let count = text.utf8.count
+            for _ in 0..<8 {
+                let cuts = (0..<Int.random(in: 1...4, using: &random)).map { _ in Int.random(in: 1..<count, using: &random) }.sorted()
+                let result = Self.mend(text, cuts: cuts)
+                #expect(result == whole, "round \(round), cuts \(cuts): \(text.debugDescription)")
+                if result != whole { return }
+            }
+            // What the decoder reads of the final head: every line break is CRLF, and one
+            // Content-Length at most.
+            let heads = whole.components(separatedBy: "\r\n\r\n")
+            let head = heads[whole.hasPrefix("HTTP/1.1 100") ? 1 : 0]
+            #expect(!head.replacingOccurrences(of: "\r\n", with: "").contains("\n"), "round \(round): \(whole.debugDescription)")
+            #expect(head.lowercased().components(separatedBy: "content-length").count <= 2, "round \(round): \(whole.debugDescription)")
+        }
+    }
+
     @Test func theValueIsReadAsAListOfOneNumber() {
         func read(_ value: String) -> String? {
             Array(value.utf8).withUnsafeBytes { ResponseHeadMender.sameNumber(in: $0) }.map { "\($0.value)×\($0.count)" }
