@@ -35,7 +35,7 @@ enum HTTPDate {
     /// more than 50 years after `now` (RFC 9110 5.6.7).
     static func parseSeconds(_ text: some StringProtocol, now: Date = Date()) -> Int64? {
         // ASCII letters lower-cased: names match whatever their case (RFC 9111 4.2).
-        let bytes = text.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+        let bytes = text.utf8.map(\.lowercasedASCII)
         switch bytes.count {
         case 29 where bytes[3] == UInt8(ascii: ","):
             // IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`.

@@ -24,7 +24,7 @@ enum URLText {
                 let byte = bytes[index]
                 let length: Int
                 let keep: Bool
-                if byte == UInt8(ascii: "%"), index + 2 < bytes.count, bytes[index + 1].isHexDigit, bytes[index + 2].isHexDigit {
+                if byte == UInt8(ascii: "%"), index + 2 < bytes.count, bytes[index + 1].hexDigitValue != nil, bytes[index + 2].hexDigitValue != nil {
                     (length, keep) = (3, true)
                 } else if byte == UInt8(ascii: "#"), !sawFragment {
                     sawFragment = true
@@ -88,15 +88,6 @@ enum URLText {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
             UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
             true
-        default: false
-        }
-    }
-}
-
-extension UInt8 {
-    fileprivate var isHexDigit: Bool {
-        switch self {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
         default: false
         }
     }

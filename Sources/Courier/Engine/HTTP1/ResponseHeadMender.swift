@@ -62,6 +62,24 @@ struct ResponseHeadMender {
     private struct Edit {
         var range: Range<Int>
         var replacement: [UInt8]
+
+        /// The CR a bare LF at `lineFeed` lacks, put before it.
+        static func carriageReturn(before lineFeed: Int) -> Edit {
+            Edit(range: lineFeed..<lineFeed, replacement: [UInt8(ascii: "\r")])
+        }
+    }
+
+    /// The fields that frame the body, by name (with the colon, in small letters).
+    private enum FramingField {
+        case contentLength
+        case transferEncoding
+
+        var name: StaticString {
+            switch self {
+            case .contentLength: "content-length:"
+            case .transferEncoding: "transfer-encoding:"
+            }
+        }
     }
 
     /// A `Content-Length` field line in the bytes being scanned.
@@ -87,7 +105,6 @@ struct ResponseHeadMender {
         var transferEncoding = false
         /// One of them was folded: the decoder says what it makes of the head.
         var folded = false
-
     }
 
     private var position = Position.statusLine
@@ -117,8 +134,6 @@ struct ResponseHeadMender {
     /// The most bytes of a head held back from its first framing field until the head ends.
     static let framingHoldLimit = 16 * 1024
     // Static strings, read through their pointers: an array here cost retains on every head.
-    private static let contentLengthName: StaticString = "content-length:"
-    private static let transferEncodingName: StaticString = "transfer-encoding:"
     private static let chunkedName: StaticString = "chunked"
 
     /// Whether bytes are being looked at (a head is expected or under way, or a chunked body).
@@ -189,7 +204,7 @@ struct ResponseHeadMender {
                     // A CR passed on before these bytes is only ever the status line's.
                     breakStart = bare ? index : max(index - 1, 0)
                     if self.position == .statusLine, bare {
-                        edits.append(Edit(range: index..<index, replacement: [UInt8(ascii: "\r")]))
+                        edits.append(.carriageReturn(before: index))
                     }
                     self.position = .lineStart(afterField: self.position == .fieldLine)
                 }
@@ -209,7 +224,7 @@ struct ResponseHeadMender {
                 if byte == UInt8(ascii: "\r") {
                     self.position = .blankLineCR
                 } else if byte == UInt8(ascii: "\n") {
-                    edits.append(Edit(range: index..<index, replacement: [UInt8(ascii: "\r")]))
+                    edits.append(.carriageReturn(before: index))
                     self.headEnded(framing: &framing, edits: &edits)
                 } else {
                     lineBegin = index
@@ -257,23 +272,21 @@ struct ResponseHeadMender {
                 return end - start
             }
             self.framingLeftAlone = true
-            // As they came, with the CRs their bare LFs lack.
-            framing.folded = true
-            _ = Self.mend(framing, edits: &edits)
+            _ = Self.mend(framing, asTheyCame: true, edits: &edits)
         }
         switch self.position {
         case .lineStart(afterField: true):
             // A field line ended at the very end: the next byte says whether it goes on (a fold)
             // and whether a bare LF needs its CR. Hold back its line break, or the whole line
             // when it may be a framing field.
-            if let lineBegin, self.mayBeFraming(bytes, from: lineBegin, to: breakStart) {
+            if let lineBegin, self.framingField(bytes, from: lineBegin, to: breakStart) != nil {
                 self.position = .lineStart(afterField: false)
                 return end - lineBegin
             }
             self.position = .fieldLine
             return end - breakStart
         case .fieldLine:
-            if let lineBegin, self.mayBeFraming(bytes, from: lineBegin, to: end) {
+            if let lineBegin, self.framingField(bytes, from: lineBegin, to: end) != nil {
                 self.position = .lineStart(afterField: false)
                 return end - lineBegin
             }
@@ -291,7 +304,7 @@ struct ResponseHeadMender {
         let lineFeed = UInt8(ascii: "\n")
         let carriageReturn = UInt8(ascii: "\r")
         func endLine() {
-            if self.isBare(bytes, lineFeed: index) { edits.append(Edit(range: index..<index, replacement: [carriageReturn])) }
+            if self.isBare(bytes, lineFeed: index) { edits.append(.carriageReturn(before: index)) }
         }
         switch self.position {
         case .chunkSize(let size, let digits, let ended):
@@ -302,7 +315,7 @@ struct ResponseHeadMender {
                 }
                 endLine()
                 self.position = size == 0 ? .trailer(lineStart: true) : .chunkData(remaining: size)
-            } else if !ended, let value = Self.hexValue(byte) {
+            } else if !ended, let value = byte.hexDigitValue {
                 guard digits < 16 else {
                     self.position = .body
                     return
@@ -318,7 +331,7 @@ struct ResponseHeadMender {
             if byte == carriageReturn, !sawCR {
                 self.position = .chunkDataEnd(sawCR: true)
             } else if byte == lineFeed {
-                if !sawCR { edits.append(Edit(range: index..<index, replacement: [carriageReturn])) }
+                if !sawCR { edits.append(.carriageReturn(before: index)) }
                 self.position = .chunkSize(size: 0, digits: 0, ended: false)
             } else {
                 self.position = .body
@@ -340,28 +353,20 @@ struct ResponseHeadMender {
         }
     }
 
-    /// The value of a hex digit, or nil.
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-
     /// Whether the LF at `lineFeed` ends a line alone, with no CR before it (in these bytes, or the
     /// last byte passed on).
     private func isBare(_ bytes: UnsafeRawBufferPointer, lineFeed: Int) -> Bool {
         lineFeed > 0 ? bytes[lineFeed - 1] != UInt8(ascii: "\r") : !self.passedCR
     }
 
-    /// Whether the bytes of a field line from `begin` to `end` (no line break) may be, or be the
-    /// start of, a framing field short enough to be read, and this head's framing is mended.
-    private func mayBeFraming(_ bytes: UnsafeRawBufferPointer, from begin: Int, to end: Int) -> Bool {
-        guard !self.framingLeftAlone, end - begin <= Self.framingLineLimit else { return false }
-        return Self.starts(bytes, from: begin, to: end, with: Self.contentLengthName)
-            || Self.starts(bytes, from: begin, to: end, with: Self.transferEncodingName)
+    /// The framing field the bytes of a field line from `begin` to `end` (no line break) may be:
+    /// the one whose name they start with or, a line not yet whole, are the start of; nil for
+    /// none, for a line too long to be read, and when this head's framing is left alone.
+    private func framingField(_ bytes: UnsafeRawBufferPointer, from begin: Int, to end: Int) -> FramingField? {
+        guard !self.framingLeftAlone, end - begin <= Self.framingLineLimit else { return nil }
+        if Self.starts(bytes, from: begin, to: end, with: FramingField.contentLength.name) { return .contentLength }
+        if Self.starts(bytes, from: begin, to: end, with: FramingField.transferEncoding.name) { return .transferEncoding }
+        return nil
     }
 
     /// Whether the bytes from `begin` to `end` are the start of `name` (lowercase), or start with
@@ -369,9 +374,7 @@ struct ResponseHeadMender {
     private static func starts(_ bytes: UnsafeRawBufferPointer, from begin: Int, to end: Int, with name: StaticString) -> Bool {
         let count = min(name.utf8CodeUnitCount, end - begin)
         for offset in 0..<max(count, 0) {
-            let byte = bytes[begin + offset]
-            let expected = name.utf8Start[offset]
-            if (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 != expected : byte != expected { return false }
+            if bytes[begin + offset].lowercasedASCII != name.utf8Start[offset] { return false }
         }
         return true
     }
@@ -398,41 +401,40 @@ struct ResponseHeadMender {
     ) {
         let bare = self.isBare(bytes, lineFeed: lineFeed)
         let contentEnd = bare ? lineFeed : lineFeed - 1
-        if let begin, self.mayBeFraming(bytes, from: begin, to: contentEnd) {
-            let name = Self.contentLengthName
-            let length = contentEnd - begin
-            if length >= name.utf8CodeUnitCount, Self.starts(bytes, from: begin, to: begin + name.utf8CodeUnitCount, with: name) {
-                framing.start = framing.start ?? begin
-                framing.folded = framing.folded || folded
-                let valueStart = begin + name.utf8CodeUnitCount
+        // The names differ in their first byte, so the field whose name the whole line starts with
+        // is the one found.
+        if let begin, let field = self.framingField(bytes, from: begin, to: contentEnd),
+           contentEnd - begin >= field.name.utf8CodeUnitCount {
+            framing.start = framing.start ?? begin
+            framing.folded = framing.folded || folded
+            let valueStart = begin + field.name.utf8CodeUnitCount
+            switch field {
+            case .contentLength:
                 let line = ContentLengthLine(
                     line: begin..<(lineFeed + 1), value: valueStart..<contentEnd, bareLineFeed: bare,
                     number: Self.sameNumber(in: UnsafeRawBufferPointer(rebasing: bytes[valueStart..<contentEnd])))
                 if framing.first == nil { framing.first = line } else { framing.more = (framing.more ?? []) + [line] }
+                // Its CR, if it lacks one, comes when the head ends and it is kept.
                 return
-            }
-            let coding = Self.transferEncodingName
-            if length >= coding.utf8CodeUnitCount, Self.starts(bytes, from: begin, to: begin + coding.utf8CodeUnitCount, with: coding) {
-                framing.start = framing.start ?? begin
-                framing.folded = framing.folded || folded
+            case .transferEncoding:
                 // Only `chunked` last frames the body; another coding leaves the decoder to
                 // refuse the head as before.
-                framing.transferEncoding = framing.transferEncoding || Self.endsWithChunked(bytes, from: begin + coding.utf8CodeUnitCount, to: contentEnd)
+                framing.transferEncoding = framing.transferEncoding || Self.endsWithChunked(bytes, from: valueStart, to: contentEnd)
             }
         }
-        if bare { edits.append(Edit(range: lineFeed..<lineFeed, replacement: [UInt8(ascii: "\r")])) }
+        if bare { edits.append(.carriageReturn(before: lineFeed)) }
     }
 
     /// The edits that make a head's `Content-Length` fields what the decoder should read: none
-    /// beside a `Transfer-Encoding`, one with one number, or (different numbers, a folded field)
-    /// as they came; each one kept gets the CR its bare LF lacks. Returns whether one was removed
-    /// for a `Transfer-Encoding`.
-    private static func mend(_ framing: Framing, edits: inout [Edit]) -> Bool {
+    /// beside a `Transfer-Encoding`, one with one number, or (different numbers, a folded field,
+    /// or `asTheyCame`) as they came; each one kept gets the CR its bare LF lacks. Returns whether
+    /// one was removed for a `Transfer-Encoding`.
+    private static func mend(_ framing: Framing, asTheyCame: Bool = false, edits: inout [Edit]) -> Bool {
         guard let first = framing.first else { return false }
         var keptFirst = true
         var keepMore = true
         var dropped = false
-        if framing.folded {
+        if asTheyCame || framing.folded {
             // As they came.
         } else if framing.transferEncoding {
             keptFirst = false
@@ -447,7 +449,7 @@ struct ResponseHeadMender {
             if !kept {
                 edits.append(Edit(range: line.line, replacement: []))
             } else if line.bareLineFeed {
-                edits.append(Edit(range: line.value.upperBound..<line.value.upperBound, replacement: [UInt8(ascii: "\r")]))
+                edits.append(.carriageReturn(before: line.value.upperBound))
             }
         }
         keep(first, keptFirst)

@@ -124,12 +124,3 @@ struct UnsupportedTransferCoding: Error, Equatable, CustomStringConvertible {
 /// A response part as a hop reads it: the head as a ``HopResponseHead``, the body and the end
 /// (with trailer fields) as NIO's HTTP/1 decoder gives them.
 typealias HopResponsePart = HTTPPart<HopResponseHead, ByteBuffer>
-
-extension String {
-    /// Whether this field name is `lowercased` in any case (ASCII: letters and `-` compare equal
-    /// with the 0x20 bit set), without making a string.
-    func equalsLowercased(_ lowercased: StaticString) -> Bool {
-        let expected = UnsafeBufferPointer(start: lowercased.utf8Start, count: lowercased.utf8CodeUnitCount)
-        return self.utf8.elementsEqual(expected) { $0 | 0x20 == $1 }
-    }
-}
