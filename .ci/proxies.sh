@@ -1,8 +1,10 @@
 # Sourced by .ci/run: real proxies from Debian's packages on 127.0.0.1 for the proxy tests,
 # tinyproxy (an HTTP proxy: CONNECT and absolute-form forwarding, Basic credentials
-# courier:secret) and Dante's danted (SOCKS5, no authentication). Exports COURIER_HTTP_PROXY_URL
-# and COURIER_SOCKS_PROXY_URL; the tests that need them say that they were skipped when they are
-# missing. Sets proxies_pids for the cleanup.
+# courier:secret) and Dante's danted twice (SOCKS5: once without authentication, once wanting a
+# user name and password, RFC 1929, checked against a system account). Exports
+# COURIER_HTTP_PROXY_URL, COURIER_SOCKS_PROXY_URL and COURIER_SOCKS_AUTH_PROXY_URL; the tests
+# that need them say that they were skipped when they are missing. Sets proxies_pids for the
+# cleanup.
 
 proxies_pids=""
 
@@ -66,6 +68,44 @@ CONF
     else
       echo "danted did not start: the real SOCKS5 tests will be skipped"; cat "$dir/danted.out" "$dir/danted.log" 2>/dev/null || true
     fi
+    start_authenticating_danted "$dir"
+  fi
+}
+
+# A second danted that wants RFC 1929's username/password. Dante checks them against the
+# system's accounts (its `username` method reads /etc/shadow, so it runs as root), so this makes
+# a locked-down account for it: no home, no shell, its password hashed with SHA-512 at the
+# fewest rounds (Debian's default, yescrypt, would cost tens of milliseconds a connection). Only
+# as root; otherwise the tests that need it are skipped.
+start_authenticating_danted() {
+  local dir=$1 user=courier-socks password=socks-secret auth_port
+  if [ "$(id -u)" != 0 ]; then
+    echo "not root: no account for the authenticating danted; its tests will be skipped"
+    return
+  fi
+  if ! id "$user" >/dev/null 2>&1; then
+    useradd --system --no-create-home --shell /usr/sbin/nologin "$user" || { echo "useradd failed: the authenticating danted's tests will be skipped"; return; }
+  fi
+  echo "$user:$password" | chpasswd --crypt-method SHA512 --sha-rounds 1000
+  auth_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+  cat > "$dir/danted-auth.conf" <<CONF
+logoutput: $dir/danted-auth.log
+internal: 127.0.0.1 port = $auth_port
+external: 127.0.0.1
+clientmethod: none
+socksmethod: username
+user.privileged: root
+user.unprivileged: nobody
+client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }
+socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 command: connect }
+CONF
+  /usr/sbin/danted -f "$dir/danted-auth.conf" -p "$dir/danted-auth.pid" > "$dir/danted-auth.out" 2>&1 &
+  proxies_pids="$proxies_pids $!"
+  if wait_for_port "$auth_port"; then
+    export COURIER_SOCKS_AUTH_PROXY_URL="socks5h://$user:$password@127.0.0.1:$auth_port"
+    echo "danted (username/password) at 127.0.0.1:$auth_port"
+  else
+    echo "the authenticating danted did not start: its tests will be skipped"; cat "$dir/danted-auth.out" "$dir/danted-auth.log" 2>/dev/null || true
   fi
 }
 

@@ -68,6 +68,30 @@ struct CLIProxyTests {
         }
     }
 
+    /// As curl: a SOCKS5 proxy URL's user name and password go by RFC 1929's method when the
+    /// proxy asks, from the flag or from `all_proxy`; `--curl` gives them back.
+    @Test func aSOCKS5ProxyWithAUserNameAndPassword() async throws {
+        try await TestServer.withServer { server in
+            let socks = try await TestSOCKSServer.start(upstreamPort: server.port, behaviour: .requireCredentials(username: "ann", password: "s@cret"))
+            let url = "socks5h://ann:s%40cret@127.0.0.1:\(socks.port)"
+            let flag = try await CLIRunner.run(["--proxy", "all:" + url, Self.target], environment: Self.clean)
+            var environment = Self.clean
+            environment["all_proxy"] = url
+            let variable = try await CLIRunner.run([Self.target], environment: environment)
+            let wrong = try await CLIRunner.run(["--proxy", "all:socks5h://ann:guess@127.0.0.1:\(socks.port)", Self.target], environment: Self.clean)
+            try await socks.shutdown()
+            #expect(flag.status == 0, "\(flag.standardError)")
+            #expect(variable.status == 0, "\(variable.standardError)")
+            #expect(socks.connectTargets == ["courier-target.invalid:80", "courier-target.invalid:80"])
+            #expect(socks.usernames == ["ann", "ann", "ann"])
+            #expect(wrong.status != 0)
+            #expect(wrong.standardError.contains("refused the credentials for user 'ann'"), "\(wrong.standardError)")
+            #expect(!wrong.standardError.contains("guess"))
+        }
+        let curl = try await CLIRunner.run(["--curl", "--proxy", "all:socks5h://ann:s%40cret@p:1080", "example.com/x"], environment: Self.clean)
+        #expect(curl.output.hasPrefix("curl --proxy socks5h://ann:s%40cret@p:1080 http://example.com/x "), "\(curl.output)")
+    }
+
     /// As in curl: `socks5://` sends the proxy the address of the name, `socks5h://` the name, from
     /// the flag or from the environment.
     @Test func socks5ResolvesHereAndSocks5hAtTheProxy() async throws {

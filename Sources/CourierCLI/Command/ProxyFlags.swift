@@ -8,7 +8,7 @@ enum ProxyFlags {
     /// The `--proxy` option's help; `schemes` names the per-protocol forms for the command.
     static func help(schemes: String) -> ArgumentHelp {
         ArgumentHelp(
-            "A proxy for one protocol: \(schemes) or all:URL (URL: http://[user:password@]host:port, socks5://host:port, socks5h://host:port); repeatable. http_proxy, https_proxy, all_proxy and no_proxy are read as curl reads them.",
+            "A proxy for one protocol: \(schemes) or all:URL (URL: http://[user:password@]host:port, socks5://[user:password@]host:port, socks5h://[user:password@]host:port); repeatable. http_proxy, https_proxy, all_proxy and no_proxy are read as curl reads them.",
             valueName: "protocol:url")
     }
 

@@ -6,7 +6,8 @@ import NIOSOCKS
 /// A SOCKS5 proxy on 127.0.0.1 for tests (swift-nio-extras' server-side handshake): every tunnel
 /// it opens leads to one upstream address on this machine, whatever target the client named, so
 /// a test can request made-up hosts and prove that they went through the proxy. It can also
-/// refuse, ask for authentication or hang up, to test a client's errors.
+/// want a user name and password, refuse, ask for authentication it does not offer or hang up,
+/// to test a client's errors.
 ///
 /// ```swift
 /// let server = try await TestServer.start()
@@ -25,6 +26,10 @@ public final class TestSOCKSServer: Sendable {
         case refuse(replyCode: UInt8)
         /// Answers the greeting with "no acceptable methods" (0xFF): it wants authentication.
         case requireAuthentication
+        /// Wants RFC 1929's username/password: a client that does not offer the method gets "no
+        /// acceptable methods"; these credentials open tunnels as ``tunnel`` does, others are
+        /// answered with status 1 and the connection closed.
+        case requireCredentials(username: String, password: String)
         /// Closes the connection as soon as the greeting arrives.
         case closeAfterGreeting
     }
@@ -36,6 +41,7 @@ public final class TestSOCKSServer: Sendable {
 
     struct State {
         var targets: [String] = []
+        var usernames: [String] = []
         var children: [any Channel] = []
     }
 
@@ -48,6 +54,10 @@ public final class TestSOCKSServer: Sendable {
     /// The target of every `CONNECT` request received, in order: `host:port` as the client sent
     /// it (a name, or an address).
     public var connectTargets: [String] { self.state.withLockedValue { $0.targets } }
+
+    /// The user name of every username/password message received, in order, accepted or not
+    /// (``Behaviour/requireCredentials(username:password:)``).
+    public var usernames: [String] { self.state.withLockedValue { $0.usernames } }
 
     /// Starts a proxy.
     /// - Parameters:
@@ -95,6 +105,8 @@ private final class SOCKSRequestHandler: ChannelInboundHandler, RemovableChannel
     let behaviour: TestSOCKSServer.Behaviour
     let state: NIOLockedValueBox<TestSOCKSServer.State>
     private var isInactive = false
+    /// The username/password message as it arrives.
+    private var credentials: [UInt8] = []
 
     init(handshake: SOCKSServerHandshakeHandler, upstreamPort: Int, behaviour: TestSOCKSServer.Behaviour, state: NIOLockedValueBox<TestSOCKSServer.State>) {
         self.handshake = handshake
@@ -108,11 +120,14 @@ private final class SOCKSRequestHandler: ChannelInboundHandler, RemovableChannel
         // bytes it buffered (a ByteBuffer, not a ClientMessage): nothing to do with them.
         guard !self.isInactive else { return }
         switch self.unwrapInboundIn(data) {
-        case .greeting:
+        case .greeting(let greeting):
             switch self.behaviour {
             case .closeAfterGreeting:
                 context.close(promise: nil)
-            case .requireAuthentication:
+            case .requireCredentials where greeting.methods.contains(.usernamePassword):
+                let reply = ServerMessage.selectedAuthenticationMethod(SelectedAuthenticationMethod(method: .usernamePassword))
+                context.writeAndFlush(self.wrapOutboundOut(reply), promise: nil)
+            case .requireAuthentication, .requireCredentials:
                 let reply = ServerMessage.selectedAuthenticationMethod(SelectedAuthenticationMethod(method: .noneAcceptable))
                 let channel = context.channel
                 context.writeAndFlush(self.wrapOutboundOut(reply)).whenComplete { _ in channel.close(promise: nil) }
@@ -135,9 +150,33 @@ private final class SOCKSRequestHandler: ChannelInboundHandler, RemovableChannel
                 return
             }
             self.openTunnel(context: context)
-        case .authenticationData:
-            context.close(promise: nil)
+        case .authenticationData(let data):
+            guard case .requireCredentials(let username, let password) = self.behaviour else {
+                context.close(promise: nil)
+                return
+            }
+            self.credentials += data.readableBytesView
+            guard let (user, secret) = Self.usernamePassword(self.credentials) else { return }
+            self.state.withLockedValue { $0.usernames.append(user) }
+            let accepted = user == username && secret == password
+            let verdict = ServerMessage.authenticationData(ByteBuffer(bytes: [0x01, accepted ? 0x00 : 0x01]), complete: accepted)
+            let written = context.writeAndFlush(self.wrapOutboundOut(verdict))
+            if !accepted {
+                let channel = context.channel
+                written.whenComplete { _ in channel.close(promise: nil) }
+            }
         }
+    }
+
+    /// RFC 1929's message, once all of it is in: version 1, the user name and the password, each
+    /// after its length.
+    private static func usernamePassword(_ bytes: [UInt8]) -> (String, String)? {
+        guard bytes.count >= 2 else { return nil }
+        let userEnd = 2 + Int(bytes[1])
+        guard bytes.count > userEnd else { return nil }
+        let passwordEnd = userEnd + 1 + Int(bytes[userEnd])
+        guard bytes.count >= passwordEnd else { return nil }
+        return (String(decoding: bytes[2..<userEnd], as: UTF8.self), String(decoding: bytes[(userEnd + 1)..<passwordEnd], as: UTF8.self))
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -120,7 +120,8 @@ extension NIOEngine {
     }
 
     /// One proxy server: an HTTP proxy (absolute-form requests for `http` URLs, `CONNECT` for
-    /// `https` URLs), with Basic credentials if it wants them, or a SOCKS5 proxy. A
+    /// `https` URLs), with Basic credentials if it wants them, or a SOCKS5 proxy, with a user name
+    /// and password if it wants them. A
     /// ``ProxyConfiguration`` says which URLs it carries.
     public struct Proxy: Sendable, Hashable {
         enum Kind: Sendable, Hashable { case http, socks }
@@ -129,9 +130,11 @@ extension NIOEngine {
         public var host: String
         /// The proxy's port.
         public var port: Int
-        /// The user name for the proxy's Basic authentication, if it wants one.
+        /// The user name the proxy wants, if any: sent to an HTTP proxy as Basic credentials
+        /// (`Proxy-Authorization`), to a SOCKS5 proxy by RFC 1929's username/password method
+        /// (1 to 255 bytes of UTF-8 there).
         public var username: String?
-        /// The password for the proxy's Basic authentication.
+        /// The password that goes with ``username`` (at most 255 bytes for a SOCKS5 proxy).
         public var password: String?
         /// For a SOCKS5 proxy: whether Courier looks the target's host name up itself and sends
         /// the proxy an IP address (`socks5://`, as curl does), rather than sending the name for
@@ -144,15 +147,22 @@ extension NIOEngine {
             Proxy(kind: .http, host: host, port: port, username: username, password: password)
         }
 
-        /// A SOCKS5 proxy, without authentication.
+        /// A SOCKS5 proxy, with a user name and password if it wants them.
+        ///
+        /// Courier offers the proxy "no authentication", and "username/password" (RFC 1929) as
+        /// well when `username` is given; the proxy chooses.
         /// - Parameters:
         ///   - host: The proxy's host.
         ///   - port: The proxy's port.
+        ///   - username: The user name, if the proxy wants one (1 to 255 bytes of UTF-8).
+        ///   - password: Its password (at most 255 bytes; none is sent as an empty one).
         ///   - resolvesHostNamesLocally: Whether Courier resolves the target's host name and
         ///     sends the proxy its address (`socks5://`); by default the proxy gets the name and
         ///     resolves it (`socks5h://`).
-        public static func socks(host: String, port: Int, resolvesHostNamesLocally: Bool = false) -> Proxy {
-            Proxy(kind: .socks, host: host, port: port, resolvesHostNamesLocally: resolvesHostNamesLocally)
+        public static func socks(
+            host: String, port: Int, username: String? = nil, password: String? = nil, resolvesHostNamesLocally: Bool = false
+        ) -> Proxy {
+            Proxy(kind: .socks, host: host, port: port, username: username, password: password, resolvesHostNamesLocally: resolvesHostNamesLocally)
         }
     }
 }

@@ -9,8 +9,9 @@ extension NIOEngine.Proxy: CustomStringConvertible {
     /// - `http://[user[:password]@]host[:port][/]`: an HTTP proxy (absolute-form requests for
     ///   `http` URLs, a `CONNECT` tunnel for `https` URLs), with Basic credentials when the URL
     ///   has a user (percent-encoded: `us%40er` is `us@er`).
-    /// - `socks5://host[:port]` and `socks5h://host[:port]`: a SOCKS5 proxy without
-    ///   authentication. As in curl, `socks5://` has Courier resolve the target's host name itself
+    /// - `socks5://[user[:password]@]host[:port]` and `socks5h://…`: a SOCKS5 proxy, with a
+    ///   user name and password (RFC 1929) when the URL has a user (percent-encoded, as for
+    ///   `http://`). As in curl, `socks5://` has Courier resolve the target's host name itself
     ///   (the system's resolver: `/etc/hosts`, DNS) and send the proxy an IP address
     ///   (``resolvesHostNamesLocally``); `socks5h://` sends the proxy the name to resolve.
     /// - No scheme (`proxy.example.com:3128`) means `http://`. Without a port, 1080.
@@ -19,9 +20,9 @@ extension NIOEngine.Proxy: CustomStringConvertible {
     ///
     /// - Parameter url: The proxy URL.
     /// - Throws: ``CourierError/Code/invalidProxyConfiguration`` for a URL that does not parse,
-    ///   has no host, a port outside 1–65535, a path, query or fragment, credentials on a
-    ///   `socks5://` URL (swift-nio-extras' SOCKS client has no username/password method), or
-    ///   another scheme (`https://` proxies, `socks4://`, `socks4a://`).
+    ///   has no host, a port outside 1–65535, a path, query or fragment, a user name or
+    ///   password longer than SOCKS5 carries (255 bytes) on a `socks5://` URL, or another scheme
+    ///   (`https://` proxies, `socks4://`, `socks4a://`).
     public init(url: String) throws(CourierError) {
         let trimmed = url.trimmingCharacters(in: .whitespaces)
         func invalid(_ why: String) -> CourierError {
@@ -47,8 +48,10 @@ extension NIOEngine.Proxy: CustomStringConvertible {
         guard components.path.isEmpty || components.path == "/", components.query == nil, components.fragment == nil else {
             throw invalid("a proxy URL has no path, query or fragment")
         }
-        if kind == .socks, components.user != nil || components.password != nil {
-            throw invalid("SOCKS5 proxies with a user name and password are not supported")
+        if kind == .socks, let user = components.user ?? components.password.map({ _ in "" }),
+            !(1...255).contains(user.utf8.count) || (components.password?.utf8.count ?? 0) > 255
+        {
+            throw invalid("SOCKS5 carries a user name of 1 to 255 bytes and a password of at most 255")
         }
         self.init(
             kind: kind, host: host, port: port, username: components.user, password: components.password,

@@ -66,19 +66,23 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
         ProxyConfiguration(proxy: .http(host: host, port: port, username: username, password: password))
     }
 
-    /// One SOCKS5 proxy (no authentication) for every `http` and `https` URL.
+    /// One SOCKS5 proxy for every `http` and `https` URL, with a user name and password (RFC
+    /// 1929) if it wants them.
     /// - Parameters:
     ///   - host: The proxy's host.
     ///   - port: The proxy's port.
+    ///   - username: The user name, if the proxy wants one (1 to 255 bytes of UTF-8).
+    ///   - password: Its password (at most 255 bytes).
     /// - Returns: The configuration.
-    public static func socks(host: String, port: Int) -> ProxyConfiguration {
-        ProxyConfiguration(proxy: .socks(host: host, port: port))
+    public static func socks(host: String, port: Int, username: String? = nil, password: String? = nil) -> ProxyConfiguration {
+        ProxyConfiguration(proxy: .socks(host: host, port: port, username: username, password: password))
     }
 
     /// One proxy for every `http` and `https` URL, read from a proxy URL as curl reads `--proxy`
     /// (see ``NIOEngine/Proxy/init(url:)``).
-    /// - Parameter url: The proxy URL: `http://[user:password@]host[:port]`, `socks5://host[:port]`,
-    ///   `socks5h://host[:port]`, or `host[:port]` for an HTTP proxy.
+    /// - Parameter url: The proxy URL: `http://[user:password@]host[:port]`,
+    ///   `socks5://[user:password@]host[:port]`, `socks5h://[user:password@]host[:port]`, or
+    ///   `host[:port]` for an HTTP proxy.
     /// - Throws: ``CourierError/Code/invalidProxyConfiguration`` for a URL that cannot be used.
     public init(url: String) throws(CourierError) {
         self.init(proxy: try NIOEngine.Proxy(url: url))

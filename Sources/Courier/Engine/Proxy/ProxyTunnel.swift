@@ -11,12 +11,12 @@ import NIOSOCKS
 ///
 /// | what happened | code |
 /// |---|---|
-/// | 407 (or 401, as tinyproxy answers); a SOCKS5 proxy accepts no offered method | ``CourierError/Code/proxyAuthenticationRequired`` |
+/// | 407 (or 401, as tinyproxy answers); a SOCKS5 proxy accepts no offered method, or refuses the credentials | ``CourierError/Code/proxyAuthenticationRequired`` |
 /// | another non-2xx answer (403, 502…); a SOCKS5 error reply | ``CourierError/Code/proxyRefused`` |
 /// | not HTTP / not SOCKS5, a head over 16 KiB, bytes after the answer | ``CourierError/Code/invalidResponse`` |
 /// | the proxy closed or reset the connection first | ``CourierError/Code/connectionClosed`` |
 /// | no answer within `timeout` | ``CourierError/Code/timedOut`` |
-/// | the tunnel cannot be asked for (SOCKS5 credentials, a bad target) | ``CourierError/Code/invalidProxyConfiguration`` |
+/// | the tunnel cannot be asked for (credentials or a target SOCKS5 cannot carry) | ``CourierError/Code/invalidProxyConfiguration`` |
 /// | a `socks5://` proxy's target name has no address | ``CourierError/Code/connectionFailed`` |
 ///
 /// A refusal's ``CourierError/response`` holds the proxy's status and fields
@@ -83,20 +83,21 @@ enum ProxyTunnel {
         }
     }
 
-    /// Opens a SOCKS5 tunnel (no authentication, the `CONNECT` command) to `host`:`port` through
-    /// the SOCKS5 proxy `channel` is connected to, with swift-nio-extras' `SOCKSClientHandler`. An
-    /// IP address goes to the proxy as an address; a host name goes as a name (the proxy resolves
-    /// it, `socks5h://`), or, when the proxy ``NIOEngine/Proxy/resolvesHostNamesLocally``
-    /// (`socks5://`), is first looked up with the system's resolver and its first address sent
-    /// (as curl does). A name without an address fails with
-    /// ``CourierError/Code/connectionFailed`` before the proxy is asked.
+    /// Opens a SOCKS5 tunnel (the `CONNECT` command) to `host`:`port` through the SOCKS5 proxy
+    /// `channel` is connected to, with ``SOCKSTunnelHandler``: no authentication, or the proxy's
+    /// user name and password (RFC 1929) when it has them and asks for them. An IP address goes
+    /// to the proxy as an address; a host name goes as a name (the proxy resolves it, `socks5h://`),
+    /// or, when the proxy ``NIOEngine/Proxy/resolvesHostNamesLocally`` (`socks5://`), is first
+    /// looked up with the system's resolver and its first address sent (as curl does). A name
+    /// without an address fails with ``CourierError/Code/connectionFailed`` before the proxy is
+    /// asked.
     /// - Parameters:
     ///   - channel: A channel connected to the proxy, nothing in its pipeline that reads bytes.
-    ///   - proxy: The proxy (for the messages; one with credentials is refused).
+    ///   - proxy: The proxy (its credentials, and for the messages).
     ///   - host: The server's host: a name, or an IP address (IPv6 without brackets).
     ///   - port: The server's port.
     ///   - timeout: How long the proxy may take to open the tunnel.
-    /// - Returns: A future that succeeds once the tunnel is open and the handlers gone.
+    /// - Returns: A future that succeeds once the tunnel is open and the handler gone.
     static func socks(
         on channel: any Channel,
         through proxy: NIOEngine.Proxy,
@@ -107,13 +108,15 @@ enum ProxyTunnel {
         let target = NIOEngine.Proxy.authority(host: host, port: port)
         return Self.onLoop(of: channel) {
             let address: SOCKSAddress
+            let machine: SOCKS5StateMachine
             do throws(ProxyTunnelFailure) {
-                address = try Self.socksAddress(host: host, port: port, proxy: proxy)
+                address = try Self.socksAddress(host: host, port: port)
+                machine = try SOCKS5StateMachine(target: address, username: proxy.username, password: proxy.password)
             } catch {
                 throw error.courierError(proxy: proxy, target: target)
             }
             guard proxy.resolvesTargetLocally, case .domain(let name, _) = address else {
-                return try Self.startSOCKS(on: channel, through: proxy, to: address, target: target, timeout: timeout)
+                return try Self.startSOCKS(on: channel, through: proxy, machine: machine, target: target, timeout: timeout)
             }
             // `socks5://`: the name is looked up here (blocking, off the loop), its first address sent.
             return NIOThreadPool.singleton.runIfActive(eventLoop: channel.eventLoop) {
@@ -122,7 +125,13 @@ enum ProxyTunnel {
                 throw ProxyTunnelFailure.nameLookup("\(error)").courierError(proxy: proxy, target: target, underlyingError: error)
             }.flatMap { resolved in
                 Self.onLoop(of: channel) {
-                    try Self.startSOCKS(on: channel, through: proxy, to: .address(resolved), target: target, timeout: timeout)
+                    let machine: SOCKS5StateMachine
+                    do throws(ProxyTunnelFailure) {
+                        machine = try SOCKS5StateMachine(target: .address(resolved), username: proxy.username, password: proxy.password)
+                    } catch {
+                        throw error.courierError(proxy: proxy, target: target)
+                    }
+                    return try Self.startSOCKS(on: channel, through: proxy, machine: machine, target: target, timeout: timeout)
                 }
             }.flatMapErrorThrowing { error in
                 channel.close(promise: nil)
@@ -131,27 +140,23 @@ enum ProxyTunnel {
         }
     }
 
-    /// Adds swift-nio-extras' `SOCKSClientHandler` for `address` and its watcher to `channel`'s
-    /// pipeline (on its loop): the handshake starts at once.
+    /// Adds ``SOCKSTunnelHandler`` with `machine` to `channel`'s pipeline (on its loop): the
+    /// handshake starts at once.
     private static func startSOCKS(
         on channel: any Channel,
         through proxy: NIOEngine.Proxy,
-        to address: SOCKSAddress,
+        machine: SOCKS5StateMachine,
         target: String,
         timeout: TimeAmount
     ) throws -> EventLoopFuture<Void> {
         let promise = channel.eventLoop.makePromise(of: Void.self)
-        let client = SOCKSClientHandler(targetAddress: address)
-        let watcher = SOCKSTunnelHandler(client: client, proxy: proxy, target: target, timeout: timeout, promise: promise)
-        try channel.pipeline.syncOperations.addHandlers([client, watcher])
+        let handler = SOCKSTunnelHandler(machine: machine, proxy: proxy, target: target, timeout: timeout, promise: promise)
+        try channel.pipeline.syncOperations.addHandler(handler)
         return promise.futureResult
     }
 
     /// The SOCKS5 form of the target: an address for an IP literal, else the name.
-    static func socksAddress(host: String, port: Int, proxy: NIOEngine.Proxy) throws(ProxyTunnelFailure) -> SOCKSAddress {
-        if proxy.username != nil || proxy.password != nil {
-            throw .unusable("SOCKS5 with a user name and password is not supported")
-        }
+    static func socksAddress(host: String, port: Int) throws(ProxyTunnelFailure) -> SOCKSAddress {
         guard (1...65535).contains(port) else { throw .unusable("the port \(port) is not between 1 and 65535") }
         var name = host
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }

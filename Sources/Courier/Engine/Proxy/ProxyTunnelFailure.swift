@@ -13,6 +13,8 @@ enum ProxyTunnelFailure: Sendable, Equatable {
     case socksReply(SOCKSServerReply)
     /// The SOCKS5 proxy chose an authentication method that was not offered (or none of them).
     case socksAuthentication(NIOSOCKS.AuthenticationMethod)
+    /// The SOCKS5 proxy refused the user name and password (RFC 1929's non-zero status).
+    case socksCredentialsRefused(status: UInt8)
     /// The proxy's answer is not the protocol's: what was wrong.
     case invalidResponse(String)
     /// The proxy sent bytes after its answer, before the client spoke through the tunnel.
@@ -23,7 +25,7 @@ enum ProxyTunnelFailure: Sendable, Equatable {
     case connectionError(String)
     /// The proxy did not answer within the timeout.
     case timedOut(TimeAmount)
-    /// The tunnel cannot be asked for (a SOCKS5 proxy with credentials, a target SOCKS5 cannot name).
+    /// The tunnel cannot be asked for (credentials or a target SOCKS5 cannot carry).
     case unusable(String)
     /// The target's host name, to be sent to a `socks5://` proxy as an address, has none: why.
     case nameLookup(String)
@@ -67,10 +69,20 @@ enum ProxyTunnelFailure: Sendable, Equatable {
                 .proxyRefused, "\(who) could not open \(opening): \(Self.describe(reply)) (reply \(reply.value))",
                 underlyingError: underlyingError)
         case .socksAuthentication(let method):
-            let what = method == .noneAcceptable
-                ? "accepts none of the authentication methods offered (Courier offers only 'no authentication')"
-                : "asks for authentication method \(method.value)\(method == .usernamePassword ? " (username/password)" : ""), which Courier does not offer"
+            let offered = proxy.username == nil
+                ? "Courier offers only 'no authentication' when no credentials are configured"
+                : "'no authentication' and 'username/password'"
+            let what = switch method {
+            case .noneAcceptable: "accepts none of the authentication methods offered (\(offered))"
+            case .usernamePassword: "asks for a user name and password, and none were configured"
+            default: "chose authentication method \(method.value), which Courier did not offer (\(offered))"
+            }
             return CourierError(.proxyAuthenticationRequired, "\(who) \(what), for \(opening)", underlyingError: underlyingError)
+        case .socksCredentialsRefused(let status):
+            return CourierError(
+                .proxyAuthenticationRequired,
+                "\(who) refused the credentials for user '\(proxy.username ?? "")' (status \(status)), for \(opening)",
+                underlyingError: underlyingError)
         case .invalidResponse(let what):
             return CourierError(.invalidResponse, "\(who) answered \(opening) with \(what)", underlyingError: underlyingError)
         case .unsolicitedBytes(let count):

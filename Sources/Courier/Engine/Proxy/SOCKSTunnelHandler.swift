@@ -1,28 +1,30 @@
 import NIOCore
-import NIOSOCKS
 
-/// Watches swift-nio-extras' `SOCKSClientHandler` open a SOCKS5 tunnel on a channel connected to
-/// the proxy: added right after it, it turns the handshake's outcome into ``promise``. On
-/// `SOCKSProxyEstablishedEvent` it removes the client handler and itself and succeeds; on a SOCKS
-/// error, a close, an I/O error or its timer it closes the channel and fails with a
-/// ``CourierError`` naming the proxy and the target. (`SOCKSClientHandler` alone reports neither
-/// a close during the handshake nor a timeout.)
+/// Opens a SOCKS5 tunnel on a channel connected to the proxy: sends the greeting when it is added,
+/// feeds the proxy's answers to ``SOCKS5StateMachine`` and writes what it says to, and on its
+/// word either leaves the pipeline and succeeds ``promise``, or closes the channel and fails it
+/// with a ``CourierError`` naming the proxy and the target. A timer bounds the whole handshake.
 final class SOCKSTunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
-    private let client: SOCKSClientHandler
+    private var machine: SOCKS5StateMachine
     private let proxy: NIOEngine.Proxy
     private let target: String
     private let timeout: TimeAmount
-    /// Completed once: success with both handlers gone, or the failure with the channel closed.
+    /// Completed once: success with the handler gone, or the failure with the channel closed.
     let promise: EventLoopPromise<Void>
     private var timer: Scheduled<Void>?
     private var isDone = false
-    /// Bytes passed on by the client handler as it left: sent by the proxy after its reply.
-    private var unsolicited = 0
 
-    init(client: SOCKSClientHandler, proxy: NIOEngine.Proxy, target: String, timeout: TimeAmount, promise: EventLoopPromise<Void>) {
-        self.client = client
+    /// - Parameters:
+    ///   - machine: The handshake, not yet started.
+    ///   - proxy: The proxy (for the messages).
+    ///   - target: `host:port` of the server, for the messages.
+    ///   - timeout: How long the whole handshake may take.
+    ///   - promise: Completed once, as ``promise`` says.
+    init(machine: SOCKS5StateMachine, proxy: NIOEngine.Proxy, target: String, timeout: TimeAmount, promise: EventLoopPromise<Void>) {
+        self.machine = machine
         self.proxy = proxy
         self.target = target
         self.timeout = timeout
@@ -31,13 +33,14 @@ final class SOCKSTunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         guard context.channel.isActive else {
-            self.fail(.closed(received: 0), context: context)
+            self.act(.fail(.closed(received: 0)), context: context)
             return
         }
         let timeout = self.timeout
         self.timer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
-            self.fail(.timedOut(timeout), context: context)
+            self.act(self.machine.timedOut(after: timeout), context: context)
         }
+        self.act(self.machine.start(), context: context)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -48,57 +51,36 @@ final class SOCKSTunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        // Only while the client handler leaves (it passes on what followed the proxy's reply).
-        self.unsolicited += self.unwrapInboundIn(data).readableBytes
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        guard event is SOCKSProxyEstablishedEvent, !self.isDone else {
-            context.fireUserInboundEventTriggered(event)
-            return
-        }
-        context.pipeline.syncOperations.removeHandler(self.client, promise: nil)
-        guard self.unsolicited == 0 else {
-            self.fail(.unsolicitedBytes(self.unsolicited), context: context)
-            return
-        }
-        self.isDone = true
-        self.timer?.cancel()
-        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
-        self.promise.succeed(())
+        guard !self.isDone else { return }
+        self.act(self.machine.received(self.unwrapInboundIn(data)), context: context)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        self.fail(.closed(received: 0), context: context)
+        self.act(self.machine.closed(), context: context)
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        self.fail(Self.failure(for: error), context: context, underlyingError: error)
+        self.act(self.machine.errorCaught("\(error)"), context: context, underlyingError: error)
     }
 
-    private func fail(_ failure: ProxyTunnelFailure, context: ChannelHandlerContext, underlyingError: (any Error)? = nil) {
+    private func act(_ action: SOCKS5StateMachine.Action, context: ChannelHandlerContext, underlyingError: (any Error)? = nil) {
         guard !self.isDone else { return }
-        self.isDone = true
-        self.timer?.cancel()
-        context.close(promise: nil)
-        self.promise.fail(failure.courierError(proxy: self.proxy, target: self.target, underlyingError: underlyingError))
-    }
-
-    /// What a SOCKS or channel error means.
-    static func failure(for error: any Error) -> ProxyTunnelFailure {
-        switch error {
-        case let error as SOCKSError.ConnectionFailed:
-            return .socksReply(error.reply)
-        case let error as SOCKSError.InvalidAuthenticationSelection:
-            return .socksAuthentication(error.selection)
-        case let error as SOCKSError.InvalidProtocolVersion:
-            return .invalidResponse("something that is not SOCKS5 (version byte \(error.actual))")
-        case is SOCKSError.InvalidReservedByte, is SOCKSError.InvalidAddressType, is SOCKSError.UnexpectedRead,
-            is SOCKSError.NoValidAuthenticationMethod:
-            return .invalidResponse("a malformed SOCKS5 message (\(error))")
-        default:
-            return .connectionError("\(error)")
+        switch action {
+        case .wait:
+            return
+        case .write(let bytes):
+            context.writeAndFlush(self.wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
+        case .established:
+            self.isDone = true
+            self.timer?.cancel()
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+            self.promise.succeed(())
+        case .fail(let failure):
+            self.isDone = true
+            self.timer?.cancel()
+            context.close(promise: nil)
+            self.promise.fail(failure.courierError(proxy: self.proxy, target: self.target, underlyingError: underlyingError))
         }
     }
 }

@@ -22,6 +22,8 @@ struct ProxyConfigurationTests {
         ("socks5://127.0.0.1:1080", Proxy.socks(host: "127.0.0.1", port: 1080, resolvesHostNamesLocally: true)),
         ("socks5h://socks.example.com", Proxy.socks(host: "socks.example.com", port: 1080)),
         ("  socks5h://socks:9050  ", Proxy.socks(host: "socks", port: 9050)),
+        ("socks5h://ann:s%3Acret@socks:1080", Proxy.socks(host: "socks", port: 1080, username: "ann", password: "s:cret")),
+        ("SOCKS5://us%40er@10.0.0.1", Proxy.socks(host: "10.0.0.1", port: 1080, username: "us@er", resolvesHostNamesLocally: true)),
     ])
     func proxyURLsParse(_ text: String, _ expected: Proxy) throws {
         #expect(try Proxy(url: text) == expected)
@@ -32,7 +34,9 @@ struct ProxyConfigurationTests {
         ("https://proxy:3128", "'https' proxies"),
         ("socks4://proxy:1080", "'socks4' proxies"),
         ("socks4a://proxy:1080", "'socks4a' proxies"),
-        ("socks5://user:pass@proxy:1080", "user name and password"),
+        ("socks5://:pass@proxy:1080", "a user name of 1 to 255 bytes"),
+        ("socks5h://\(String(repeating: "u", count: 256)):pass@proxy", "a user name of 1 to 255 bytes"),
+        ("socks5h://ann:\(String(repeating: "p", count: 256))@proxy", "a password of at most 255"),
         ("http://:3128", "no host"),
         ("http://proxy:0", "port 0"),
         ("http://proxy:70000", "port 70000"),
@@ -54,7 +58,8 @@ struct ProxyConfigurationTests {
         #expect(Proxy.socks(host: "::1", port: 1080).description == "socks5h://[::1]:1080")
         #expect(Proxy.redacted("http://ann:secret@p:1") == "http://ann:***@p:1")
         #expect(Proxy.redacted("ann:secret@p:1") == "ann:***@p:1")
-        let error = #expect(throws: CourierError.self) { try Proxy(url: "socks5://ann:secret@p:1") }
+        #expect(Proxy.socks(host: "p", port: 1, username: "ann", password: "secret").description == "socks5h://ann:***@p:1")
+        let error = #expect(throws: CourierError.self) { try Proxy(url: "socks5://:secret@p:1") }
         #expect(error?.message.contains("secret") == false)
     }
 
@@ -245,8 +250,12 @@ struct ProxyConfigurationTests {
         #expect(NIOEngine.Configuration(configuration).proxy?.https == .http(host: "proxy.example.com", port: 3128, username: "ann", password: "secret"))
         configuration.proxy = .socks(host: "127.0.0.1", port: 1080)
         #expect(NIOEngine.Configuration(configuration).proxy?.http == .socks(host: "127.0.0.1", port: 1080))
+        configuration.proxy = .socks(host: "socks.example.com", port: 1080, username: "ann", password: "secret")
+        #expect(NIOEngine.Configuration(configuration).proxy?.https?.username == "ann")
         configuration.proxy = try ProxyConfiguration(url: "socks5h://127.0.0.1:1080")
         #expect(NIOEngine.Configuration(configuration).proxy == .socks(host: "127.0.0.1", port: 1080))
+        configuration.proxy = try ProxyConfiguration(url: "socks5h://ann:secret@socks.example.com:1080")
+        #expect(configuration.proxy == .socks(host: "socks.example.com", port: 1080, username: "ann", password: "secret"))
         configuration.proxy = try ProxyConfiguration.fromEnvironment(["PATH": "/bin"])
         #expect(configuration.proxy == .direct)
         #expect(NIOEngine.Configuration(configuration).proxy == nil)

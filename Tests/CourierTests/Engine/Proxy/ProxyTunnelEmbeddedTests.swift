@@ -260,7 +260,6 @@ struct ProxyTunnelEmbeddedTests {
         #expect(setup.isPending)
         try setup.send(Self.socksSucceeded)
         #expect(setup.succeeded)
-        #expect(throws: (any Error).self) { try setup.channel.pipeline.syncOperations.handler(type: SOCKSClientHandler.self) }
         #expect(throws: (any Error).self) { try setup.channel.pipeline.syncOperations.handler(type: SOCKSTunnelHandler.self) }
         try setup.send("after")
         #expect(try setup.channel.readInbound(as: ByteBuffer.self) == ByteBuffer(string: "after"))
@@ -301,8 +300,41 @@ struct ProxyTunnelEmbeddedTests {
         let password = try Self.socks()
         try password.send([0x05, 0x02])
         #expect(password.error?.code == .proxyAuthenticationRequired)
-        #expect(password.error?.message.contains("(username/password), which Courier does not offer") == true)
+        #expect(password.error?.message
+            == "SOCKS5 proxy socks.test:1080 asks for a user name and password, and none were configured, for a SOCKS5 tunnel to api.example.com:443")
         #expect(!password.channel.isActive)
+    }
+
+    static let socksWithCredentials = Proxy.socks(host: "socks.test", port: 1080, username: "ann", password: "s3cret")
+
+    @Test func socksSendsCredentialsWhenAskedThenTheRequest() throws {
+        let setup = try Self.socks(proxy: Self.socksWithCredentials)
+        #expect(try setup.written() == [0x05, 0x02, 0x00, 0x02])
+        try setup.send([0x05, 0x02])
+        #expect(try setup.written() == [0x01, 3] + Array("ann".utf8) + [6] + Array("s3cret".utf8))
+        try setup.send([0x01, 0x00])
+        #expect(try setup.written() == [0x05, 0x01, 0x00, 0x03, 15] + Array("api.example.com".utf8) + [0x01, 0xBB])
+        #expect(setup.isPending)
+        try setup.send(Self.socksSucceeded)
+        #expect(setup.succeeded)
+        #expect(throws: (any Error).self) { try setup.channel.pipeline.syncOperations.handler(type: SOCKSTunnelHandler.self) }
+    }
+
+    @Test func socksRefusedCredentialsNameTheUser() throws {
+        let setup = try Self.socks(proxy: Self.socksWithCredentials)
+        try setup.send([0x05, 0x02])
+        try setup.send([0x01, 0x01])
+        let error = try #require(setup.error)
+        #expect(error.code == .proxyAuthenticationRequired)
+        #expect(error.message
+            == "SOCKS5 proxy socks.test:1080 refused the credentials for user 'ann' (status 1), for a SOCKS5 tunnel to api.example.com:443")
+        #expect(!error.message.contains("s3cret"))
+        #expect(!setup.channel.isActive)
+
+        let none = try Self.socks(proxy: Self.socksWithCredentials)
+        try none.send([0x05, 0xFF])
+        #expect(none.error?.message
+            == "SOCKS5 proxy socks.test:1080 accepts none of the authentication methods offered ('no authentication' and 'username/password'), for a SOCKS5 tunnel to api.example.com:443")
     }
 
     @Test func socksGarbageIsAnInvalidResponse() throws {
@@ -344,9 +376,10 @@ struct ProxyTunnelEmbeddedTests {
 
     @Test func socksTunnelsThatCannotBeAskedFor() throws {
         var withCredentials = Proxy.socks(host: "socks.test", port: 1080)
-        withCredentials.username = "ann"
+        withCredentials.username = String(repeating: "u", count: 256)
         let credentials = try Self.socks(proxy: withCredentials)
         #expect(credentials.error?.code == .invalidProxyConfiguration)
+        #expect(credentials.error?.message.contains("a user name of 1 to 255 bytes") == true)
         #expect(!credentials.channel.isActive)
         #expect(try credentials.written().isEmpty)
 

@@ -212,6 +212,32 @@ struct ProxyTunnelSocketTests {
         #expect(socks.connectTargets.isEmpty)
     }
 
+    /// RFC 1929: the credentials go when the proxy asks for them, and open the tunnel; wrong
+    /// ones, or none, are a typed error naming the proxy (and the user, never the password).
+    @Test func aSOCKSTunnelWithAUserNameAndPassword() async throws {
+        try await withTestServer { server in
+            let socks = try await TestSOCKSServer.start(
+                upstreamPort: server.port, behaviour: .requireCredentials(username: "ann", password: "s3cret"))
+            let good = try NIOEngine.Proxy(url: "socks5h://ann:s3cret@127.0.0.1:\(socks.port)")
+            let answer = try await Self.get(through: .socksTunnel(good), proxyPort: socks.port, via: "credentials")
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            #expect(socks.connectTargets == ["\(Self.target):80"])
+
+            let wrong = NIOEngine.Proxy.socks(host: "127.0.0.1", port: socks.port, username: "ann", password: "guess")
+            let refused = try await Self.failure(through: .socksTunnel(wrong), proxyPort: socks.port)
+            #expect(refused?.code == .proxyAuthenticationRequired)
+            #expect(refused?.message
+                == "SOCKS5 proxy 127.0.0.1:\(socks.port) refused the credentials for user 'ann' (status 1), for a SOCKS5 tunnel to \(Self.target):80")
+
+            let none = try await Self.failure(through: .socksTunnel(.socks(host: "127.0.0.1", port: socks.port)), proxyPort: socks.port)
+            #expect(none?.code == .proxyAuthenticationRequired)
+            #expect(none?.message.contains("Courier offers only 'no authentication' when no credentials are configured") == true)
+            try await socks.shutdown()
+            #expect(socks.usernames == ["ann", "ann"])
+            #expect(socks.connectTargets.count == 1)
+        }
+    }
+
     @Test(arguments: [
         (TestSOCKSServer.Behaviour.refuse(replyCode: 2), CourierError.Code.proxyRefused, "connection not allowed by ruleset"),
         (.refuse(replyCode: 5), .proxyRefused, "connection refused"),

@@ -7,8 +7,9 @@ import NIOPosix
 import Testing
 
 /// Proxies nobody here wrote: Debian's tinyproxy (HTTP: `CONNECT` and absolute-form forwarding,
-/// Basic credentials) and Dante's danted (SOCKS5), which `.ci/run` starts (`.ci/proxies.sh`) and
-/// names in `COURIER_HTTP_PROXY_URL` and `COURIER_SOCKS_PROXY_URL`. Each test is skipped, saying
+/// Basic credentials) and Dante's danted (SOCKS5, without authentication and with a user name and
+/// password), which `.ci/run` starts (`.ci/proxies.sh`) and names in `COURIER_HTTP_PROXY_URL`,
+/// `COURIER_SOCKS_PROXY_URL` and `COURIER_SOCKS_AUTH_PROXY_URL`. Each test is skipped, saying
 /// why, when its proxy is missing.
 enum RealProxies {
     static func proxy(_ variable: String) -> NIOEngine.Proxy? {
@@ -16,6 +17,10 @@ enum RealProxies {
     }
     static var http: NIOEngine.Proxy? { Self.proxy("COURIER_HTTP_PROXY_URL") }
     static var socks: NIOEngine.Proxy? { Self.proxy("COURIER_SOCKS_PROXY_URL") }
+    /// The URL of a danted that wants a user name and password, carrying them. Read by the
+    /// tests themselves (not through `try?`), so that a URL Courier cannot read fails them
+    /// rather than skipping them.
+    static var authenticatingSOCKSURL: String? { ProcessInfo.processInfo.environment["COURIER_SOCKS_AUTH_PROXY_URL"] }
 }
 
 @Suite("Proxies: tinyproxy and danted")
@@ -50,6 +55,8 @@ struct RealProxyTests {
 
     static let noHTTPProxy = "COURIER_HTTP_PROXY_URL is not set: .ci/run starts tinyproxy and sets it"
     static let noSOCKSProxy = "COURIER_SOCKS_PROXY_URL is not set: .ci/run starts danted and sets it"
+    static let noAuthenticatingSOCKSProxy =
+        "COURIER_SOCKS_AUTH_PROXY_URL is not set: .ci/run starts a danted that wants a password (as root) and sets it"
 
     @Test(.enabled(if: RealProxies.http != nil, Comment(rawValue: Self.noHTTPProxy)))
     func tinyproxyOpensAConnectTunnel() async throws {
@@ -140,5 +147,61 @@ struct RealProxyTests {
         #expect(error?.code == .proxyRefused)
         #expect(error?.message.contains("SOCKS5 proxy \(proxy.host):\(proxy.port)") == true, "\(error?.message ?? "")")
         try await channel.closeFuture.get()
+    }
+
+    // MARK: danted with a user name and password (RFC 1929)
+
+    @Test(.enabled(if: RealProxies.authenticatingSOCKSURL != nil, Comment(rawValue: Self.noAuthenticatingSOCKSProxy)))
+    func dantedTakesAUserNameAndPassword() async throws {
+        let proxy = try NIOEngine.Proxy(url: #require(RealProxies.authenticatingSOCKSURL))
+        #expect(proxy.username != nil && proxy.password != nil)
+        try await withTestServer { server in
+            let answer = try await Self.exchange(.socksTunnel(proxy), to: server, head: Self.get(server, via: "danted-password"))
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer.prefix(200))")
+            #expect(answer.contains("danted-password"))
+        }
+        try await withTestServer(.https()) { server in
+            let answer = try await ProxyTunnelSocketTests.getOverTLS(through: .socksTunnel(proxy), proxyPort: proxy.port, server: server)
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer.prefix(200))")
+        }
+    }
+
+    @Test(.enabled(if: RealProxies.authenticatingSOCKSURL != nil, Comment(rawValue: Self.noAuthenticatingSOCKSProxy)))
+    func dantedRefusesAWrongPasswordAndNoCredentials() async throws {
+        let proxy = try NIOEngine.Proxy(url: #require(RealProxies.authenticatingSOCKSURL))
+        var wrong = proxy
+        wrong.password = "not-the-password"
+        let anonymous = NIOEngine.Proxy.socks(host: proxy.host, port: proxy.port)
+        try await withTestServer { server in
+            let refused = await #expect(throws: CourierError.self) {
+                try await Self.exchange(.socksTunnel(wrong), to: server, head: Self.get(server, via: "x"))
+            }
+            #expect(refused?.code == .proxyAuthenticationRequired)
+            #expect(refused?.message.contains("refused the credentials for user '\(proxy.username ?? "")'") == true, "\(refused?.message ?? "")")
+            #expect(refused?.message.contains("not-the-password") == false)
+
+            let none = await #expect(throws: CourierError.self) {
+                try await Self.exchange(.socksTunnel(anonymous), to: server, head: Self.get(server, via: "x"))
+            }
+            #expect(none?.code == .proxyAuthenticationRequired)
+            #expect(none?.message.contains("accepts none of the authentication methods offered") == true, "\(none?.message ?? "")")
+        }
+    }
+
+    @Test(.enabled(if: RealProxies.authenticatingSOCKSURL != nil, Comment(rawValue: Self.noAuthenticatingSOCKSProxy)))
+    func aSessionGoesThroughDantedWithAPassword() async throws {
+        let proxy = try NIOEngine.Proxy(url: #require(RealProxies.authenticatingSOCKSURL))
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.proxy = try ProxyConfiguration(url: #require(RealProxies.authenticatingSOCKSURL))
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                for via in ["first", "second"] {
+                    let response = try await manager.get("get", parameters: ["via": via])
+                    #expect((response.value.json?["args"] as? [String: any Sendable])?["via"] as? String == via)
+                    #expect(response.metrics?.transactions.first?.isProxyConnection == true)
+                    #expect(response.metrics?.transactions.first?.remoteSocketAddress?.port == proxy.port)
+                }
+            }
+        }
     }
 }
