@@ -120,16 +120,15 @@ struct SOCKS5StateMachine {
         let method = self.received[1]
         if let extra = self.overrun(2, "its method selection") { return extra }
         self.received = []
-        switch method {
-        case Byte.noAuthentication:
+        if method == Byte.noAuthentication {
             self.state = .awaitingReply
             return .write(self.request)
-        case Byte.usernamePassword where self.credentials != nil:
-            self.state = .awaitingCredentialsVerdict
-            return .write(self.credentials!)
-        default:
-            return self.fail(.socksAuthentication(NIOSOCKS.AuthenticationMethod(value: method)))
         }
+        if method == Byte.usernamePassword, let credentials = self.credentials {
+            self.state = .awaitingCredentialsVerdict
+            return .write(credentials)
+        }
+        return self.fail(.socksAuthentication(NIOSOCKS.AuthenticationMethod(value: method)))
     }
 
     /// RFC 1929's version and status: 0 accepts. The version byte is not checked (some proxies
