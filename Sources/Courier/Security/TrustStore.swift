@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
@@ -165,10 +172,20 @@ final class TrustRoots: Sendable {
         var skippedCount = 0
         /// The encodings added so far, once anchors come from directories (which often hold the
         /// bundle's roots, and links to them): each is kept once. Nil while a bundle is read.
-        var seen: Set<[UInt8]>?
+        var seen: Set<Encoding>?
+
+        /// A certificate's DER encoding as a set member, hashed as one run of bytes (an array of
+        /// bytes hashes them one at a time: that was most of the time a directory took to read).
+        struct Encoding: Hashable {
+            let bytes: [UInt8]
+
+            func hash(into hasher: inout Hasher) {
+                self.bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+            }
+        }
 
         mutating func add(_ der: [UInt8]) {
-            if self.seen != nil, self.seen?.insert(der).inserted == false { return }
+            if self.seen != nil, self.seen?.insert(Encoding(bytes: der)).inserted == false { return }
             guard let certificate = try? X509.Certificate(derEncoded: der) else {
                 self.skippedCount += 1
                 return
@@ -224,10 +241,11 @@ final class TrustRoots: Sendable {
 
     /// The anchors of the first of `bundles` that can be read and holds a certificate block, then
     /// of every file of `directories` (in each, in the order of their names; entries that are
-    /// neither files nor links to files, or cannot be read, are passed over), each certificate
-    /// kept once; and, when no bundle was read, of every file of `fallbackDirectories` likewise.
-    /// What each source gave is told to `read` (its path and how many certificates it added;
-    /// tests read it).
+    /// neither files nor links to files, or cannot be read, are passed over, and so are links to
+    /// another entry of the same directory, as Go's client passes them over: c_rehash's hashed
+    /// names, whose targets are read under their own names), each certificate kept once; and,
+    /// when no bundle was read, of every file of `fallbackDirectories` likewise. What each source
+    /// gave is told to `read` (its path and how many certificates it added; tests read it).
     static func load(
         bundles: [String], directories: [String], fallbackDirectories: [String], read: (String, Int) -> Void = { _, _ in }
     ) -> TrustRoots {
@@ -245,24 +263,39 @@ final class TrustRoots: Sendable {
         let directories = directories + (bundleRead ? [] : fallbackDirectories)
         // A bundle is taken as it is; a directory's certificates that are already there are not
         // added again (a directory often holds the bundle's roots, and links to them).
-        if !directories.isEmpty { builder.seen = Set(builder.encodings) }
+        if !directories.isEmpty { builder.seen = Set(builder.encodings.map(Builder.Encoding.init)) }
         for directory in directories {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { continue }
             let before = builder.encodings.count
             for name in names.sorted() {
                 let path = directory + "/" + name
-                // Symbolic links are followed (the hashed names of c_rehash point at the files);
+                // Other links are followed (Debian's names link to the certificates elsewhere);
                 // the certificate each reaches is kept once.
-                guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-                      attributes[.type] as? FileAttributeType == .typeRegular
-                        || attributes[.type] as? FileAttributeType == .typeSymbolicLink,
-                      let text = FileManager.default.contents(atPath: path)
-                else { continue }
+                guard Self.isCertificateFile(path), let text = FileManager.default.contents(atPath: path) else { continue }
                 _ = builder.addBlocks(of: text)
             }
             read(directory, builder.encodings.count - before)
         }
         return TrustRoots(builder)
+    }
+
+    /// Whether the directory entry at `path` is worth reading for certificates: a regular file, or
+    /// a link, unless the link names another entry of the same directory (its text has no `/`:
+    /// c_rehash's `5ad8a5d6.0` for `ISRG_Root_X1.pem`), which is read under its own name, or
+    /// reaches a folder or nothing. An entry that is a FIFO or a device is never opened (a read
+    /// could block).
+    static func isCertificateFile(_ path: String) -> Bool {
+        // `readlink` first: most entries of such a directory are links, and it is one system call
+        // (`struct stat` is not used: which C module declares it here depends on the build).
+        var target = [CChar](repeating: 0, count: Int(PATH_MAX))
+        let length = readlink(path, &target, target.count)
+        if length >= 0 {
+            guard target[..<length].contains(CChar(UInt8(ascii: "/"))) else { return false }
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
+        }
+        // Not a link: a regular file only (`attributesOfItem` reads the entry itself).
+        return (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType == .typeRegular
     }
 }
 

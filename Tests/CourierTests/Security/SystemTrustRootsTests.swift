@@ -71,7 +71,7 @@ struct SystemTrustRootsTests {
             // that is not a certificate, and a folder.
             try self.write(Self.root, to: directory + "/root.pem")
             try self.write(Self.intermediate, to: directory + "/intermediate.pem")
-            try FileManager.default.createSymbolicLink(atPath: directory + "/5ed36f99.0", withDestinationPath: directory + "/intermediate.pem")
+            try FileManager.default.createSymbolicLink(atPath: directory + "/5ed36f99.0", withDestinationPath: "intermediate.pem")
             try self.write("# a readme\n", to: directory + "/README")
             try self.write(Self.selfSigned, to: directory + "/nested/inside.pem")
             var read: [String] = []
@@ -81,6 +81,34 @@ struct SystemTrustRootsTests {
             #expect(roots.count == 2, "\(self.subjects(roots))")
             #expect(roots.skippedCount == 0)
             #expect(read == ["\(folder)/bundle.pem: 1", "\(directory): 1"])
+        }
+    }
+
+    /// Which entries of a certificate directory are read: files, and links that reach one
+    /// elsewhere (Debian's `ISRG_Root_X1.pem`); not a link to another entry of the same directory
+    /// (c_rehash's `4042bcee.0`, read under its target's name, as Go's client does), nor a FIFO
+    /// (opening it would block), a folder or a broken link.
+    @Test func whichDirectoryEntriesAreRead() throws {
+        try self.withFolder { folder in
+            let elsewhere = folder + "/share"
+            let directory = folder + "/certs"
+            try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: directory + "/nested", withIntermediateDirectories: true)
+            try self.write(Self.root, to: elsewhere + "/root.crt")
+            try self.write(Self.intermediate, to: directory + "/intermediate.pem")
+            try FileManager.default.createSymbolicLink(atPath: directory + "/Root.pem", withDestinationPath: "../share/root.crt")
+            try FileManager.default.createSymbolicLink(atPath: directory + "/Absolute.pem", withDestinationPath: elsewhere + "/root.crt")
+            try FileManager.default.createSymbolicLink(atPath: directory + "/5ed36f99.0", withDestinationPath: "intermediate.pem")
+            try FileManager.default.createSymbolicLink(atPath: directory + "/4042bcee.0", withDestinationPath: "Root.pem")
+            try FileManager.default.createSymbolicLink(atPath: directory + "/broken.pem", withDestinationPath: "../share/missing.crt")
+            try FileManager.default.createSymbolicLink(atPath: directory + "/folder.pem", withDestinationPath: "../share")
+            #expect(mkfifo(directory + "/fifo.pem", 0o600) == 0)
+            let read = ["intermediate.pem", "Root.pem", "Absolute.pem"]
+            let passed = ["5ed36f99.0", "4042bcee.0", "broken.pem", "folder.pem", "fifo.pem", "nested", "missing.pem"]
+            for name in read { #expect(TrustRoots.isCertificateFile(directory + "/" + name), "\(name)") }
+            for name in passed { #expect(!TrustRoots.isCertificateFile(directory + "/" + name), "\(name)") }
+            let roots = TrustRoots.load(bundles: [], directories: [directory], fallbackDirectories: [])
+            #expect(roots.count == 2, "\(self.subjects(roots))")
         }
     }
 
