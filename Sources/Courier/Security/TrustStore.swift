@@ -102,7 +102,7 @@ struct TrustStore: Sendable {
     /// anchors up by subject instead).
     var certificates: [X509.Certificate] { self.roots.certificates }
 
-    /// How many certificates of the store's source could not be parsed (skipped, not fatal).
+    /// How many blocks of the store's source were not certificates (skipped, not fatal).
     var skippedCount: Int { self.roots.skippedCount }
 
     /// Loads ``roots`` on NIO's thread pool when they are not loaded yet, so that the read does
@@ -142,17 +142,20 @@ struct TrustStore: Sendable {
 /// two), not kept parsed (a parsed certificate holds its decoded names, extensions and a
 /// BoringSSL key object, several times its DER size).
 ///
-/// Every certificate is parsed once when the store is made, to index it by subject and to skip
-/// those swift-certificates refuses, exactly as a `CertificateStore` of parsed certificates would.
+/// When the store is made, only each certificate's subject is read, to index it
+/// (``subject(ofCertificate:)``); blocks that are not certificates are skipped and counted. A
+/// certificate swift-certificates refuses (a key type it does not know, say) is left out when it
+/// is looked up, so path building sees the anchors a `CertificateStore` of parsed certificates
+/// would hold.
 final class TrustRoots: Sendable {
-    /// The DER encodings of the anchors that parse, in order.
+    /// The DER encodings of the anchors, in order.
     private let encodings: [[UInt8]]
     /// Which of ``encodings`` have each subject, in order.
     private let bySubject: [DistinguishedName: [Int]]
-    /// How many certificates could not be parsed (skipped, not fatal).
+    /// How many blocks were not certificates (skipped, not fatal).
     let skippedCount: Int
 
-    /// Anchors from DER encodings; those swift-certificates cannot parse are skipped and counted.
+    /// Anchors from DER encodings; those that are not certificates are skipped and counted.
     convenience init(derEncoded certificates: [[UInt8]]) {
         var builder = Builder()
         for der in certificates { builder.add(der) }
@@ -186,11 +189,11 @@ final class TrustRoots: Sendable {
 
         mutating func add(_ der: [UInt8]) {
             if self.seen != nil, self.seen?.insert(Encoding(bytes: der)).inserted == false { return }
-            guard let certificate = try? X509.Certificate(derEncoded: der) else {
+            guard let subject = TrustRoots.subject(ofCertificate: der) else {
                 self.skippedCount += 1
                 return
             }
-            self.bySubject[certificate.subject, default: []].append(self.encodings.count)
+            self.bySubject[subject, default: []].append(self.encodings.count)
             self.encodings.append(der)
         }
 
@@ -210,13 +213,36 @@ final class TrustRoots: Sendable {
         }
     }
 
+    /// The subject of a DER-encoded certificate, read from its structure alone: its key, its
+    /// extensions and its signature are not parsed (that took most of the time a bundle of 146
+    /// roots took to load). Nil when the bytes are not an X.509 certificate's shape (a
+    /// `Certificate` SEQUENCE whose `tbsCertificate` holds, after an optional version, the serial
+    /// number, signature algorithm, issuer and validity, then the subject).
+    static func subject(ofCertificate der: [UInt8]) -> DistinguishedName? {
+        guard let certificate = try? DER.parse(der), case .constructed(let parts) = certificate.content,
+            let tbsCertificate = parts.first(where: { _ in true }), case .constructed(let fields) = tbsCertificate.content
+        else { return nil }
+        var remaining = fields.makeIterator()
+        guard var field = remaining.next() else { return nil }
+        if field.identifier == ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific) {
+            guard let serialNumber = remaining.next() else { return nil }
+            field = serialNumber
+        }
+        // serialNumber (`field`), signature, issuer, validity, subject.
+        for _ in 0..<4 {
+            guard let next = remaining.next() else { return nil }
+            field = next
+        }
+        return try? DistinguishedName(derEncoded: field)
+    }
+
     /// How many anchors there are.
     var count: Int { self.encodings.count }
 
     /// The anchors whose subject is `subject`, in order, parsed now; nil when there is none.
     func certificates(withSubject subject: DistinguishedName) -> [X509.Certificate]? {
         guard let indices = self.bySubject[subject] else { return nil }
-        // They parsed when the store was made, so they parse now.
+        // One swift-certificates refuses is left out here.
         return indices.compactMap { try? X509.Certificate(derEncoded: self.encodings[$0]) }
     }
 
@@ -230,9 +256,9 @@ final class TrustRoots: Sendable {
         self.encodings.compactMap { try? X509.Certificate(derEncoded: $0) }
     }
 
-    /// Every certificate block of a PEM bundle (``PEMCertificateBlocks``), read and parsed one at a
-    /// time; blocks that do not decode and certificates swift-certificates refuses are skipped
-    /// and counted. Nil when the file cannot be read or holds no certificate block.
+    /// Every certificate block of a PEM bundle (``PEMCertificateBlocks``), read one at a time;
+    /// blocks that do not decode, or are not certificates, are skipped and counted. Nil when the
+    /// file cannot be read or holds no certificate block.
     static func load(bundleAt path: String) -> TrustRoots? {
         guard let text = FileManager.default.contents(atPath: path) else { return nil }
         var builder = Builder()

@@ -5,6 +5,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
+import SwiftASN1
 import Testing
 import X509
 
@@ -157,6 +158,45 @@ struct TrustStoreLoadingTests {
     }
 
     // MARK: Reading a bundle
+
+    /// A version 1 certificate (no `[0]` version field), made with `openssl x509 -req` and no
+    /// extensions, as some old roots are.
+    static let versionOne = """
+        -----BEGIN CERTIFICATE-----
+        MIIBSjCB8QIUSWc/nkdV0zV9h3CTa6usecGvFokwCgYIKoZIzj0EAwIwKDEUMBIG
+        A1UEAwwLVmVyc2lvbiBPbmUxEDAOBgNVBAoMB0NvdXJpZXIwHhcNMjYxMjAxMDkw
+        MDMxWhcNMzYxMTI4MDkwMDMxWjAoMRQwEgYDVQQDDAtWZXJzaW9uIE9uZTEQMA4G
+        A1UECgwHQ291cmllcjBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABIWx2hZboy6s
+        bPhETCJi6xKFA1aQvHAH8h4tKNOnY0g0QFM4Z9YJy/Jhpu+/1yWrVtv8ZAKJCv7d
+        sy2GTUcXmz8wCgYIKoZIzj0EAwIDSAAwRQIgMT0Cv8rxbI6KolcRP2gYZ8Sx3tcv
+        UyACZ5eIfaKnOQ8CIQCjCepLjm6+EeeTNv/ijk3qZupheN3jiJ0j8VWJm8I1mQ==
+        -----END CERTIFICATE-----
+        """
+
+    /// The subject a store indexes a certificate by, read without parsing the rest, is the one
+    /// swift-certificates parses: for every root of this machine's bundle, the test chain, and a
+    /// version 1 certificate; and no subject for what is not a certificate.
+    @Test func theSubjectReadAloneIsTheParsedOne() throws {
+        var encodings: [[UInt8]] = []
+        if let path = TrustStore.systemBundlePaths.first(where: { FileManager.default.fileExists(atPath: $0) }) {
+            PEMCertificateBlocks.forEach(in: try Data(contentsOf: URL(fileURLWithPath: path))) { der in
+                if let der { encodings.append(der) }
+            }
+        }
+        #expect(encodings.count > 50)
+        for pem in [TestCertificates.rootCA, TestCertificates.intermediateCA, TestCertificates.localhostLeaf, Self.versionOne] {
+            encodings += try Courier.Certificate.certificates(pemEncoded: pem).map { Array($0.derBytes) }
+        }
+        for der in encodings {
+            let parsed = try X509.Certificate(derEncoded: der)
+            #expect(TrustRoots.subject(ofCertificate: der) == parsed.subject, "\(parsed.subject)")
+        }
+        let versionOne = try #require(encodings.last)
+        #expect(try X509.Certificate(derEncoded: versionOne).version == .v1)
+        #expect(TrustRoots.subject(ofCertificate: Array("hello".utf8)) == nil)
+        #expect(TrustRoots.subject(ofCertificate: Array(versionOne.prefix(40))) == nil)
+        #expect(TrustRoots.subject(ofCertificate: [0x30, 0x03, 0x02, 0x01, 0x01]) == nil, "a SEQUENCE that is not a certificate")
+    }
 
     @Test func theBundleReaderFindsWhatSwiftNIOSSLFinds() throws {
         guard let path = TrustStore.systemBundlePaths.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
