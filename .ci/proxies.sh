@@ -47,29 +47,38 @@ CONF
   fi
 
   if [ -x /usr/sbin/danted ]; then
-    local socks_port users=""
-    socks_port=$(python3 -c "$free")
-    if [ "$(id -u)" = 0 ]; then users=$'user.privileged: root\nuser.unprivileged: nobody'; fi
-    cat > "$dir/danted.conf" <<CONF
-logoutput: $dir/danted.log
-internal: 127.0.0.1 port = $socks_port
+    if start_danted "$dir" danted none; then
+      export COURIER_SOCKS_PROXY_URL="socks5://127.0.0.1:$danted_port"
+      echo "danted at 127.0.0.1:$danted_port"
+    else
+      echo "danted did not start: the real SOCKS5 tests will be skipped"
+    fi
+    start_authenticating_danted "$dir"
+  fi
+}
+
+# Starts a danted on a free port of 127.0.0.1 that takes the SOCKS5 method $3 (`none`, or
+# `username`: RFC 1929's, checked against the system's accounts), its files named $2 in $1. Sets
+# danted_port and returns 0 once it listens; prints its logs and returns 1 if it does not.
+start_danted() {
+  local dir=$1 name=$2 method=$3 users=""
+  danted_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+  if [ "$(id -u)" = 0 ]; then users=$'user.privileged: root\nuser.unprivileged: nobody'; fi
+  cat > "$dir/$name.conf" <<CONF
+logoutput: $dir/$name.log
+internal: 127.0.0.1 port = $danted_port
 external: 127.0.0.1
 clientmethod: none
-socksmethod: none
+socksmethod: $method
 $users
 client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }
 socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 command: connect }
 CONF
-    /usr/sbin/danted -f "$dir/danted.conf" -p "$dir/danted.pid" > "$dir/danted.out" 2>&1 &
-    proxies_pids="$proxies_pids $!"
-    if wait_for_port "$socks_port"; then
-      export COURIER_SOCKS_PROXY_URL="socks5://127.0.0.1:$socks_port"
-      echo "danted at 127.0.0.1:$socks_port"
-    else
-      echo "danted did not start: the real SOCKS5 tests will be skipped"; cat "$dir/danted.out" "$dir/danted.log" 2>/dev/null || true
-    fi
-    start_authenticating_danted "$dir"
-  fi
+  /usr/sbin/danted -f "$dir/$name.conf" -p "$dir/$name.pid" > "$dir/$name.out" 2>&1 &
+  proxies_pids="$proxies_pids $!"
+  wait_for_port "$danted_port" && return 0
+  cat "$dir/$name.out" "$dir/$name.log" 2>/dev/null || true
+  return 1
 }
 
 # A second danted that wants RFC 1929's username/password. Dante checks them against the
@@ -78,7 +87,7 @@ CONF
 # fewest rounds (Debian's default, yescrypt, would cost tens of milliseconds a connection). Only
 # as root; otherwise the tests that need it are skipped.
 start_authenticating_danted() {
-  local dir=$1 user=courier-socks password=socks-secret auth_port
+  local dir=$1 user=courier-socks password=socks-secret
   if [ "$(id -u)" != 0 ]; then
     echo "not root: no account for the authenticating danted; its tests will be skipped"
     return
@@ -87,25 +96,11 @@ start_authenticating_danted() {
     useradd --system --no-create-home --shell /usr/sbin/nologin "$user" || { echo "useradd failed: the authenticating danted's tests will be skipped"; return; }
   fi
   echo "$user:$password" | chpasswd --crypt-method SHA512 --sha-rounds 1000
-  auth_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
-  cat > "$dir/danted-auth.conf" <<CONF
-logoutput: $dir/danted-auth.log
-internal: 127.0.0.1 port = $auth_port
-external: 127.0.0.1
-clientmethod: none
-socksmethod: username
-user.privileged: root
-user.unprivileged: nobody
-client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }
-socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 command: connect }
-CONF
-  /usr/sbin/danted -f "$dir/danted-auth.conf" -p "$dir/danted-auth.pid" > "$dir/danted-auth.out" 2>&1 &
-  proxies_pids="$proxies_pids $!"
-  if wait_for_port "$auth_port"; then
-    export COURIER_SOCKS_AUTH_PROXY_URL="socks5h://$user:$password@127.0.0.1:$auth_port"
-    echo "danted (username/password) at 127.0.0.1:$auth_port"
+  if start_danted "$dir" danted-auth username; then
+    export COURIER_SOCKS_AUTH_PROXY_URL="socks5h://$user:$password@127.0.0.1:$danted_port"
+    echo "danted (username/password) at 127.0.0.1:$danted_port"
   else
-    echo "the authenticating danted did not start: its tests will be skipped"; cat "$dir/danted-auth.out" "$dir/danted-auth.log" 2>/dev/null || true
+    echo "the authenticating danted did not start: its tests will be skipped"
   fi
 }
 

@@ -12,18 +12,11 @@ import NIOCore
 /// ``ProxyTunnelFailure/refused(_:)``. Bytes that are not an HTTP/1.x status line, a head longer
 /// than ``maximumHeadLength``, a close or a timeout before the head is complete fail it, as do
 /// bytes after a 2xx head (the server cannot speak first through a tunnel Courier opens).
-struct HTTPConnectStateMachine {
-    /// What the handler does next.
-    enum Action: Equatable {
-        /// Nothing: wait for more bytes.
-        case wait
-        /// The tunnel is open: remove the handler and report success.
-        case established
-        /// Close the connection and report the failure.
-        case fail(ProxyTunnelFailure)
-    }
+struct HTTPConnectStateMachine: ProxyHandshake {
+    typealias Action = ProxyHandshakeAction
 
     private enum State {
+        case idle
         case awaitingHead
         case established
         case failed
@@ -32,9 +25,16 @@ struct HTTPConnectStateMachine {
     /// The longest answer head accepted, status line and fields.
     static let maximumHeadLength = 16 * 1024
 
-    private var state = State.awaitingHead
+    private var state = State.idle
+    /// The request ``start()`` sends.
+    private let request: String
     /// The bytes of the answer received so far (after any skipped 1xx heads).
     private var received: [UInt8] = []
+
+    /// A `CONNECT` to `host`:`port`, with `Proxy-Authorization: authorization` when given.
+    init(host: String, port: Int, authorization: String?) {
+        self.request = Self.request(host: host, port: port, authorization: authorization)
+    }
 
     /// The `CONNECT` request for `host`:`port` (an IPv6 host in brackets), with `Host` and, when
     /// `authorization` is given, `Proxy-Authorization`.
@@ -43,6 +43,21 @@ struct HTTPConnectStateMachine {
         var text = "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n"
         if let authorization { text += "Proxy-Authorization: \(authorization)\r\n" }
         return text + "\r\n"
+    }
+
+    /// The request to send.
+    mutating func start() -> Action {
+        guard case .idle = self.state else { return .wait }
+        self.state = .awaitingHead
+        return .write(Array(self.request.utf8))
+    }
+
+    /// Whether the answer is still awaited (or the request not yet sent).
+    private var isOpen: Bool {
+        switch self.state {
+        case .idle, .awaitingHead: true
+        case .established, .failed: false
+        }
     }
 
     /// Bytes from the proxy.
@@ -84,19 +99,19 @@ struct HTTPConnectStateMachine {
 
     /// The connection closed.
     mutating func closed() -> Action {
-        guard case .awaitingHead = self.state else { return .wait }
+        guard self.isOpen else { return .wait }
         return self.fail(.closed(received: self.received.count))
     }
 
     /// The connection failed under the exchange (`description` says how).
     mutating func errorCaught(_ description: String) -> Action {
-        guard case .awaitingHead = self.state else { return .wait }
+        guard self.isOpen else { return .wait }
         return self.fail(.connectionError(description))
     }
 
     /// The timeout passed.
     mutating func timedOut(after timeout: TimeAmount) -> Action {
-        guard case .awaitingHead = self.state else { return .wait }
+        guard self.isOpen else { return .wait }
         return self.fail(.timedOut(timeout))
     }
 

@@ -77,14 +77,16 @@ enum ProxyTunnel {
     ) -> EventLoopFuture<Void> {
         Self.onLoop(of: channel) {
             let promise = channel.eventLoop.makePromise(of: Void.self)
-            let handler = HTTPConnectHandler(proxy: proxy, host: host, port: port, timeout: timeout, promise: promise)
+            let handshake = HTTPConnectStateMachine(host: host, port: port, authorization: proxy.basicAuthorization)
+            let target = NIOEngine.Proxy.authority(host: host, port: port)
+            let handler = HTTPConnectHandler(handshake, proxy: proxy, target: target, timeout: timeout, promise: promise)
             try channel.pipeline.syncOperations.addHandler(handler)
             return promise.futureResult
         }
     }
 
     /// Opens a SOCKS5 tunnel (the `CONNECT` command) to `host`:`port` through the SOCKS5 proxy
-    /// `channel` is connected to, with ``SOCKSTunnelHandler``: no authentication, or the proxy's
+    /// `channel` is connected to, with ``SOCKS5StateMachine``: no authentication, or the proxy's
     /// user name and password (RFC 1929) when it has them and asks for them. An IP address goes
     /// to the proxy as an address; a host name goes as a name (the proxy resolves it, `socks5h://`),
     /// or, when the proxy ``NIOEngine/Proxy/resolvesHostNamesLocally`` (`socks5://`), is first
@@ -140,7 +142,7 @@ enum ProxyTunnel {
         }
     }
 
-    /// Adds ``SOCKSTunnelHandler`` with `machine` to `channel`'s pipeline (on its loop): the
+    /// Adds a ``ProxyHandshakeHandler`` for `machine` to `channel`'s pipeline (on its loop): the
     /// handshake starts at once.
     private static func startSOCKS(
         on channel: any Channel,
@@ -150,7 +152,7 @@ enum ProxyTunnel {
         timeout: TimeAmount
     ) throws -> EventLoopFuture<Void> {
         let promise = channel.eventLoop.makePromise(of: Void.self)
-        let handler = SOCKSTunnelHandler(machine: machine, proxy: proxy, target: target, timeout: timeout, promise: promise)
+        let handler = SOCKSTunnelHandler(machine, proxy: proxy, target: target, timeout: timeout, promise: promise)
         try channel.pipeline.syncOperations.addHandler(handler)
         return promise.futureResult
     }

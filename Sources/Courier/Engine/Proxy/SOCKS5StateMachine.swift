@@ -12,18 +12,8 @@ import NIOSOCKS
 /// than SOCKS5, a method that was not offered, credentials refused, an error reply, bytes beyond
 /// the message the proxy was due to send (it speaks only when spoken to), a close, an error or the
 /// timeout fail the handshake, each as its ``ProxyTunnelFailure``.
-struct SOCKS5StateMachine {
-    /// What the handler does next.
-    enum Action: Equatable {
-        /// Nothing: wait for more bytes.
-        case wait
-        /// Send these bytes to the proxy, then wait.
-        case write([UInt8])
-        /// The tunnel is open: remove the handler and report success.
-        case established
-        /// Close the connection and report the failure.
-        case fail(ProxyTunnelFailure)
-    }
+struct SOCKS5StateMachine: ProxyHandshake {
+    typealias Action = ProxyHandshakeAction
 
     private enum State {
         case idle

@@ -238,7 +238,9 @@ struct ProxyTunnelEmbeddedTests {
         #expect(response.headerFields[HTTPField.Name("X-Y")!] == "z")
         #expect(HTTPConnectStateMachine.parseHead(Array("HTTP/1.1 20 OK".utf8)[...]) == nil)
 
-        var machine = HTTPConnectStateMachine()
+        var machine = HTTPConnectStateMachine(host: "api.example.com", port: 443, authorization: nil)
+        #expect(machine.start() == .write(Array("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n".utf8)))
+        #expect(machine.start() == .wait)
         #expect(machine.received(ByteBuffer(string: "HTT")) == .wait)
         #expect(machine.received(ByteBuffer(string: "P/1.1 200 OK\r\n\r")) == .wait)
         #expect(machine.received(ByteBuffer(string: "\n")) == .established)
