@@ -110,13 +110,13 @@ enum ProxyTunnel {
         let target = NIOEngine.Proxy.authority(host: host, port: port)
         return Self.onLoop(of: channel) {
             let address: SOCKSAddress
-            let machine: SOCKS5StateMachine
             do throws(ProxyTunnelFailure) {
                 address = try Self.socksAddress(host: host, port: port)
-                machine = try SOCKS5StateMachine(target: address, username: proxy.username, password: proxy.password)
             } catch {
                 throw error.courierError(proxy: proxy, target: target)
             }
+            // Made for the name too, so that credentials SOCKS5 cannot carry fail before a lookup.
+            let machine = try Self.handshake(to: address, through: proxy, target: target)
             guard proxy.resolvesTargetLocally, case .domain(let name, _) = address else {
                 return try Self.startSOCKS(on: channel, through: proxy, machine: machine, target: target, timeout: timeout)
             }
@@ -127,18 +127,25 @@ enum ProxyTunnel {
                 throw ProxyTunnelFailure.nameLookup("\(error)").courierError(proxy: proxy, target: target, underlyingError: error)
             }.flatMap { resolved in
                 Self.onLoop(of: channel) {
-                    let machine: SOCKS5StateMachine
-                    do throws(ProxyTunnelFailure) {
-                        machine = try SOCKS5StateMachine(target: .address(resolved), username: proxy.username, password: proxy.password)
-                    } catch {
-                        throw error.courierError(proxy: proxy, target: target)
-                    }
+                    let machine = try Self.handshake(to: .address(resolved), through: proxy, target: target)
                     return try Self.startSOCKS(on: channel, through: proxy, machine: machine, target: target, timeout: timeout)
                 }
             }.flatMapErrorThrowing { error in
                 channel.close(promise: nil)
                 throw error
             }
+        }
+    }
+
+    /// The SOCKS5 handshake for `address` with `proxy`'s credentials; what it cannot carry is
+    /// told as a ``CourierError`` naming the proxy and `target`.
+    private static func handshake(
+        to address: SOCKSAddress, through proxy: NIOEngine.Proxy, target: String
+    ) throws(CourierError) -> SOCKS5StateMachine {
+        do throws(ProxyTunnelFailure) {
+            return try SOCKS5StateMachine(target: address, username: proxy.username, password: proxy.password)
+        } catch {
+            throw error.courierError(proxy: proxy, target: target)
         }
     }
 
