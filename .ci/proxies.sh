@@ -15,11 +15,10 @@ start_proxies() {
   fi
   local dir="$root/.build-ci-proxies"
   rm -rf "$dir" && mkdir -p "$dir"
-  local free='import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 
   if [ -x /usr/bin/tinyproxy ]; then
     local http_port user=""
-    http_port=$(python3 -c "$free")
+    http_port=$(free_port)
     if [ "$(id -u)" = 0 ]; then user=$'User nobody\nGroup nogroup'; fi
     # No ConnectPort line: CONNECT to any port (the test servers listen on random ones).
     # MaxClients: the Transport suites run every test over its proxied routes in parallel; at
@@ -62,7 +61,7 @@ CONF
 # danted_port and returns 0 once it listens; prints its logs and returns 1 if it does not.
 start_danted() {
   local dir=$1 name=$2 method=$3 users=""
-  danted_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+  danted_port=$(free_port)
   if [ "$(id -u)" = 0 ]; then users=$'user.privileged: root\nuser.unprivileged: nobody'; fi
   cat > "$dir/$name.conf" <<CONF
 logoutput: $dir/$name.log
@@ -102,6 +101,11 @@ start_authenticating_danted() {
   else
     echo "the authenticating danted did not start: its tests will be skipped"
   fi
+}
+
+# A port of 127.0.0.1 free now.
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
 # Waits up to 10 s for something to listen on 127.0.0.1:$1.

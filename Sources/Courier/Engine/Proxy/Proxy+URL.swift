@@ -48,10 +48,10 @@ extension NIOEngine.Proxy: CustomStringConvertible {
         guard components.path.isEmpty || components.path == "/", components.query == nil, components.fragment == nil else {
             throw invalid("a proxy URL has no path, query or fragment")
         }
-        if kind == .socks, let user = components.user ?? components.password.map({ _ in "" }),
-            !(1...255).contains(user.utf8.count) || (components.password?.utf8.count ?? 0) > 255
+        if kind == .socks, components.user != nil || components.password != nil,
+            let why = SOCKS5StateMachine.refusal(username: components.user ?? "", password: components.password)
         {
-            throw invalid("SOCKS5 carries a user name of 1 to 255 bytes and a password of at most 255")
+            throw invalid(why)
         }
         self.init(
             kind: kind, host: host, port: port, username: components.user, password: components.password,

@@ -52,12 +52,19 @@ struct SOCKS5StateMachine: ProxyHandshake {
             self.credentials = nil
             return
         }
+        if let why = Self.refusal(username: username, password: password) { throw .unusable(why) }
         let user = Array(username.utf8)
         let secret = Array((password ?? "").utf8)
-        guard (1...255).contains(user.count), secret.count <= 255 else {
-            throw .unusable("SOCKS5 carries a user name of 1 to 255 bytes and a password of at most 255")
-        }
         self.credentials = [Byte.credentialsVersion, UInt8(user.count)] + user + [UInt8(secret.count)] + secret
+    }
+
+    /// Why RFC 1929's message cannot carry these credentials (a user name of 1 to 255 bytes of
+    /// UTF-8, a password of at most 255), or nil when it can. A proxy URL is checked with it too.
+    static func refusal(username: String, password: String?) -> String? {
+        guard (1...255).contains(username.utf8.count), (password?.utf8.count ?? 0) <= 255 else {
+            return "SOCKS5 carries a user name of 1 to 255 bytes and a password of at most 255"
+        }
+        return nil
     }
 
     /// The `CONNECT` request: version, command, reserved, then the address and port.
@@ -89,12 +96,17 @@ struct SOCKS5StateMachine: ProxyHandshake {
         return .write([Byte.version, UInt8(methods.count)] + methods)
     }
 
+    /// Whether the handshake is under way (or not yet started): neither open nor failed.
+    private var isOpen: Bool {
+        switch self.state {
+        case .idle, .awaitingMethod, .awaitingCredentialsVerdict, .awaitingReply: true
+        case .established, .failed: false
+        }
+    }
+
     /// Bytes from the proxy.
     mutating func received(_ buffer: ByteBuffer) -> Action {
-        switch self.state {
-        case .awaitingMethod, .awaitingCredentialsVerdict, .awaitingReply: break
-        case .idle, .established, .failed: return .wait
-        }
+        guard self.isOpen, self.state != .idle else { return .wait }
         self.received += buffer.readableBytesView
         switch self.state {
         case .awaitingMethod: return self.methodChosen()
@@ -177,28 +189,20 @@ struct SOCKS5StateMachine: ProxyHandshake {
 
     /// The connection closed.
     mutating func closed() -> Action {
-        switch self.state {
-        case .idle, .awaitingMethod, .awaitingCredentialsVerdict, .awaitingReply:
-            return self.fail(.closed(received: self.received.count))
-        case .established, .failed:
-            return .wait
-        }
+        guard self.isOpen else { return .wait }
+        return self.fail(.closed(received: self.received.count))
     }
 
     /// The timeout fired.
     mutating func timedOut(after timeout: TimeAmount) -> Action {
-        switch self.state {
-        case .idle, .awaitingMethod, .awaitingCredentialsVerdict, .awaitingReply: return self.fail(.timedOut(timeout))
-        case .established, .failed: return .wait
-        }
+        guard self.isOpen else { return .wait }
+        return self.fail(.timedOut(timeout))
     }
 
     /// The channel reported an error (its text).
     mutating func errorCaught(_ text: String) -> Action {
-        switch self.state {
-        case .idle, .awaitingMethod, .awaitingCredentialsVerdict, .awaitingReply: return self.fail(.connectionError(text))
-        case .established, .failed: return .wait
-        }
+        guard self.isOpen else { return .wait }
+        return self.fail(.connectionError(text))
     }
 
     private mutating func fail(_ failure: ProxyTunnelFailure) -> Action {
