@@ -79,6 +79,14 @@ final class NIOExchange: Exchange, Sendable {
 
     /// Sends the hop on Courier's pool.
     private func startHop(_ request: Request, pool: ConnectionPool, key: ConnectionPool.Key) {
+        var request = request
+        // Through a forwarding proxy that sent a Digest challenge before: its answer, not Basic.
+        if case .forward(let proxy) = key.route, !request.headerFields.contains(.proxyAuthorization),
+            let answer = pool.proxyDigestChallenges.authorization(
+                for: proxy, method: request.method.rawValue, uri: ProxyRoute.absoluteForm(of: request.url))
+        {
+            request.headerFields[.proxyAuthorization] = answer
+        }
         let hop: EngineHop
         do {
             hop = try EngineHop(exchange: self, request: request, pool: pool, key: key)
@@ -113,6 +121,7 @@ final class NIOExchange: Exchange, Sendable {
             if state.isFinished { return .finish(nil) }
             if let cancellation = state.pendingCancellation { return .finish(cancellation) }
             if case .failure(let error) = result {
+                if self.answersProxyChallenge(error, state: &state) { return .startNextHop }
                 return .finish(NIOEngine.courierError(from: error, request: state.request))
             }
             if case .redirecting(let newRequest) = state.phase {
@@ -127,6 +136,28 @@ final class NIOExchange: Exchange, Sendable {
         case .startNextHop: self.startHop()
         case .finish(let error): self.finish(with: error)
         }
+    }
+
+    /// Whether the hop's failure is a forwarding proxy's 407 with a Digest challenge the proxy's
+    /// credentials can answer, which the exchange then does: the challenge is recorded for the
+    /// pool (``ProxyDigestChallenges``) and the hop goes again, carrying its answer. Once, and
+    /// once more when the proxy calls the answer's nonce stale (as a `CONNECT` does,
+    /// ``HTTPConnectStateMachine``); only when the body can go again and the caller set no
+    /// `Proxy-Authorization` of its own.
+    private func answersProxyChallenge(_ error: any Error, state: inout NIOExchangeState) -> Bool {
+        guard let error = error as? CourierError, error.code == .proxyAuthenticationRequired, let response = error.response,
+            response.status.code == 407, !state.request.headerFields.contains(.proxyAuthorization), state.request.body.isReplayable,
+            case .forward(let proxy)? = self.engine.pool.key(for: state.request.url)?.route, proxy.credential != nil,
+            let challenge = ProxyDigestChallenges.answerable(in: response),
+            state.proxyDigestAnswers == 0 || (state.proxyDigestAnswers < HTTPConnectStateMachine.maximumDigestAnswers && challenge.stale)
+        else { return false }
+        state.proxyDigestAnswers += 1
+        self.engine.pool.proxyDigestChallenges.record(challenge, for: proxy)
+        state.phase = .awaitingHead
+        state.isHeadSent = false
+        state.bytesSent = 0
+        state.sendGeneration += 1
+        return true
     }
 
     /// Ends the exchange exactly once, fulfilling any pending back-pressure promise.
@@ -229,5 +260,7 @@ struct NIOExchangeState {
     var bytesSent: Int64 = 0
     /// Bumped whenever the body starts over (a redirect, a resend): see `sendGeneration`.
     var sendGeneration = 0
+    /// How many of a forwarding proxy's Digest challenges the exchange answered.
+    var proxyDigestAnswers = 0
     var expectedBytesToSend: Int64?
 }

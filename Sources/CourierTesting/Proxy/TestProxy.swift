@@ -35,6 +35,17 @@ public final class TestProxy: Sendable {
         case silentOnConnect
     }
 
+    /// How the proxy checks `credentials`.
+    public enum Authentication: Sendable, Hashable {
+        /// Basic (RFC 7617); a 407 has an empty body and closes the connection.
+        case basic
+        /// Digest (RFC 7616: MD5, `qop="auth"`, one nonce for the proxy's life) in `realm`. A
+        /// 407 to a `CONNECT` has a body and leaves the connection open when
+        /// `keepsConnectionOpen` (as squid's does), else closes it; a 407 to a forwarded request
+        /// closes it.
+        case digest(realm: String, keepsConnectionOpen: Bool)
+    }
+
     /// The port the proxy listens on.
     public let port: Int
     private let channel: any Channel
@@ -65,24 +76,26 @@ public final class TestProxy: Sendable {
     /// Starts a proxy.
     /// - Parameters:
     ///   - upstreamPort: The port on 127.0.0.1 every tunnel leads to.
-    ///   - credentials: When set, a `CONNECT` or forwarded request without matching Basic
-    ///   credentials gets 407 and the connection is closed.
+    ///   - credentials: When set, a `CONNECT` or forwarded request without matching
+    ///   credentials gets 407 (see `authentication`).
+    ///   - authentication: How `credentials` are checked: Basic by default.
     ///   - behaviour: What to do with a `CONNECT`; ``Behaviour/tunnel`` by default.
     /// - Returns: The running proxy.
     public static func start(
         upstreamPort: Int,
         credentials: (username: String, password: String)? = nil,
+        authentication: Authentication = .basic,
         behaviour: Behaviour = .tunnel
     ) async throws -> TestProxy {
         let state = NIOLockedValueBox(ProxyState())
-        let expected = credentials.map { BasicAuthorization.fieldValue(user: $0.username, password: $0.password) }
+        let expected = credentials.map { ProxyAuthenticator(username: $0.username, password: $0.password, authentication: authentication) }
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
                 state.withLockedValue { $0.children.append(child) }
                 return child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(
-                        ConnectRequestHandler(upstreamPort: upstreamPort, expectedAuthorization: expected, behaviour: behaviour, state: state))
+                        ConnectRequestHandler(upstreamPort: upstreamPort, authenticator: expected, behaviour: behaviour, state: state))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
@@ -109,14 +122,14 @@ private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChann
     typealias OutboundOut = ByteBuffer
 
     let upstreamPort: Int
-    let expectedAuthorization: String?
+    let authenticator: ProxyAuthenticator?
     let behaviour: TestProxy.Behaviour
     let state: NIOLockedValueBox<TestProxy.ProxyState>
     var buffered: ByteBuffer?
 
-    init(upstreamPort: Int, expectedAuthorization: String?, behaviour: TestProxy.Behaviour, state: NIOLockedValueBox<TestProxy.ProxyState>) {
+    init(upstreamPort: Int, authenticator: ProxyAuthenticator?, behaviour: TestProxy.Behaviour, state: NIOLockedValueBox<TestProxy.ProxyState>) {
         self.upstreamPort = upstreamPort
-        self.expectedAuthorization = expectedAuthorization
+        self.authenticator = authenticator
         self.behaviour = behaviour
         self.state = state
     }
@@ -124,6 +137,11 @@ private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChann
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var chunk = self.unwrapInboundIn(data)
         if self.buffered == nil { self.buffered = chunk } else { self.buffered!.writeBuffer(&chunk) }
+        self.readRequest(context: context)
+    }
+
+    /// Acts on the request head buffered, once it is whole.
+    private func readRequest(context: ChannelHandlerContext) {
         guard let buffered = self.buffered,
             let text = buffered.getString(at: buffered.readerIndex, length: buffered.readableBytes),
             let end = text.range(of: "\r\n\r\n")
@@ -158,13 +176,24 @@ private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChann
             self.buffered = nil
             return
         }
-        if let expected = self.expectedAuthorization, authorization != expected {
-            self.reply("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic\r\nContent-Length: 0\r\n\r\n", close: true, context: context)
-            return
-        }
         let headBytes = text.utf8.distance(from: text.utf8.startIndex, to: end.upperBound.samePosition(in: text.utf8)!)
         var rest = buffered
         rest.moveReaderIndex(forwardBy: headBytes)
+        if let authenticator = self.authenticator, !authenticator.accepts(authorization, method: "CONNECT", target: target) {
+            let challenge = "Proxy-Authenticate: \(authenticator.challenge)\r\n"
+            guard authenticator.keepsConnectionOpen else {
+                self.reply("HTTP/1.1 407 Proxy Authentication Required\r\n\(challenge)Content-Length: 0\r\n\r\n", close: true, context: context)
+                return
+            }
+            // squid's way: a page, and the connection open for the next `CONNECT`.
+            let page = "<html><body>Cache Access Denied</body></html>"
+            self.reply(
+                "HTTP/1.1 407 Proxy Authentication Required\r\n\(challenge)Content-Type: text/html\r\nContent-Length: \(page.utf8.count)\r\n\r\n\(page)",
+                close: false, context: context)
+            self.buffered = rest.readableBytes > 0 ? rest : nil
+            self.readRequest(context: context)
+            return
+        }
         let leftover = rest
         self.buffered = nil
         context.channel.setOption(.autoRead, value: false).whenComplete { _ in }
@@ -203,7 +232,7 @@ private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChann
             let pipeline = context.pipeline.syncOperations
             try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: false)
             try pipeline.addHandler(
-                ForwardingHandler(upstreamPort: self.upstreamPort, expectedAuthorization: self.expectedAuthorization, state: self.state))
+                ForwardingHandler(upstreamPort: self.upstreamPort, authenticator: self.authenticator, state: self.state))
         } catch {
             context.close(promise: nil)
             return
@@ -284,16 +313,16 @@ private final class ForwardingHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     let upstreamPort: Int
-    let expectedAuthorization: String?
+    let authenticator: ProxyAuthenticator?
     let state: NIOLockedValueBox<TestProxy.ProxyState>
     private var upstream: (any Channel)?
     private var isConnecting = false
     private var isRejecting = false
     private var pending: [HTTPClientRequestPart] = []
 
-    init(upstreamPort: Int, expectedAuthorization: String?, state: NIOLockedValueBox<TestProxy.ProxyState>) {
+    init(upstreamPort: Int, authenticator: ProxyAuthenticator?, state: NIOLockedValueBox<TestProxy.ProxyState>) {
         self.upstreamPort = upstreamPort
-        self.expectedAuthorization = expectedAuthorization
+        self.authenticator = authenticator
         self.state = state
     }
 
@@ -306,9 +335,9 @@ private final class ForwardingHandler: ChannelInboundHandler {
                 $0.forwarded.append(head.uri)
                 $0.authorizations.append(authorization)
             }
-            if let expected = self.expectedAuthorization, authorization != expected {
+            if let authenticator = self.authenticator, !authenticator.accepts(authorization, method: head.method.rawValue, target: head.uri) {
                 self.isRejecting = true
-                let headers = HTTPHeaders([("Proxy-Authenticate", "Basic"), ("Content-Length", "0"), ("Connection", "close")])
+                let headers = HTTPHeaders([("Proxy-Authenticate", authenticator.challenge), ("Content-Length", "0"), ("Connection", "close")])
                 context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .proxyAuthenticationRequired, headers: headers))), promise: nil)
                 let channel = context.channel
                 context.writeAndFlush(self.wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }

@@ -40,4 +40,109 @@ struct ProxyTests {
             }
         }
     }
+
+    /// `https` through a proxy that wants Digest (RFC 7616), both ways a proxy can send its
+    /// challenge: squid's (a page, the connection kept for the answer) and one that closes the
+    /// connection (the pool connects again with the answer). Over HTTP/1.1 and HTTP/2, through
+    /// the tunnel; a second request opens no new tunnel; a wrong password is 407, once answered.
+    @Test(arguments: [true, false], [SessionConfiguration.HTTPVersionPolicy.http1Only, .automatic])
+    func httpsGoesThroughAProxyThatWantsDigest(_ keepsConnectionOpen: Bool, _ version: SessionConfiguration.HTTPVersionPolicy) async throws {
+        try await withTestServer(.https(.localhost)) { server in
+            let proxy = try await TestProxy.start(
+                upstreamPort: server.port, credentials: ("courier", "secret"),
+                authentication: .digest(realm: "courier-digest", keepsConnectionOpen: keepsConnectionOpen))
+            try await withShutdown(of: proxy) { proxy in
+                var configuration = SessionConfiguration.default
+                configuration.httpVersion = version
+                configuration.proxy = .http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "secret")
+                let manager = HTTPSessionManager(
+                    baseURL: URL(string: "https://localhost:\(server.port)/"), configuration: configuration,
+                    securityPolicy: try Transport.trustingTestRoot())
+                manager.completionQueue = TestQueues.completion
+                let first = try await manager.get("get", parameters: ["via": "digest"])
+                let second = try await manager.get("get", parameters: ["via": "again"])
+                await manager.invalidate(cancelingTasks: true)
+                #expect((first.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "digest")
+                #expect((second.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "again")
+                // Basic first (Courier's preemptive guess), then the answer to the challenge; the
+                // second request rode the same tunnel.
+                let authorizations = proxy.proxyAuthorizations
+                #expect(authorizations.count == 2, "\(authorizations)")
+                #expect(authorizations.first??.hasPrefix("Basic ") == true)
+                #expect(authorizations.last??.hasPrefix("Digest username=\"courier\", realm=\"courier-digest\"") == true)
+                #expect(proxy.connectTargets == ["localhost:\(server.port)", "localhost:\(server.port)"])
+            }
+            let wrong = try await TestProxy.start(
+                upstreamPort: server.port, credentials: ("courier", "secret"),
+                authentication: .digest(realm: "courier-digest", keepsConnectionOpen: keepsConnectionOpen))
+            try await withShutdown(of: wrong) { proxy in
+                var configuration = SessionConfiguration.default
+                configuration.httpVersion = version
+                configuration.proxy = .http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "wrong")
+                let manager = HTTPSessionManager(
+                    baseURL: URL(string: "https://localhost:\(server.port)/"), configuration: configuration,
+                    securityPolicy: try Transport.trustingTestRoot())
+                manager.completionQueue = TestQueues.completion
+                await #expect {
+                    try await manager.get("get")
+                } throws: { error in
+                    guard let error = error as? CourierError else { return false }
+                    return error.code == .proxyAuthenticationRequired && error.response?.status.code == 407
+                        && error.message.contains("the credentials for user 'courier' were refused")
+                }
+                await manager.invalidate(cancelingTasks: true)
+                // Basic, then one Digest answer: refused, not answered again.
+                #expect(proxy.proxyAuthorizations.count == 2, "\(proxy.proxyAuthorizations)")
+            }
+        }
+    }
+
+    /// `http` forwarded by a proxy that wants Digest: the 407's challenge is answered by sending
+    /// the request again; the next request answers the same nonce at once (nonce count 2); a
+    /// streamed body, which cannot go again, leaves the 407 to the caller.
+    @Test func httpIsForwardedByAProxyThatWantsDigest() async throws {
+        try await withTestServer { server in
+            let proxy = try await TestProxy.start(
+                upstreamPort: server.port, credentials: ("courier", "secret"),
+                authentication: .digest(realm: "courier-digest", keepsConnectionOpen: true))
+            try await withShutdown(of: proxy) { proxy in
+                var configuration = SessionConfiguration.default
+                configuration.proxy = .http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "secret")
+                try await withManager(baseURL: URL(string: "http://courier-target.invalid/"), configuration: configuration) { manager in
+                    let first = try await manager.get("get", parameters: ["via": "digest"])
+                    #expect((first.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "digest")
+                    // Two transactions: the 407, then the answer.
+                    #expect(first.metrics?.transactions.map(\.response?.status.code) == [407, 200])
+                    let second = try await manager.post("post", parameters: ["n": 2])
+                    #expect(second.response.status.code == 200)
+                    #expect(second.metrics?.transactions.count == 1)
+                    let authorizations = proxy.proxyAuthorizations.map { $0 ?? "" }
+                    #expect(authorizations.count == 3, "\(authorizations)")
+                    #expect(authorizations[0].hasPrefix("Basic "))
+                    #expect(authorizations[1].hasPrefix("Digest username=\"courier\"") && authorizations[1].contains("nc=00000001"))
+                    #expect(authorizations[2].contains("nc=00000002") && authorizations[2].contains("uri=\"http://courier-target.invalid/post\""))
+
+                    // A body that cannot go again: the proxy's refusal stands.
+                    let wrong = try await TestProxy.start(
+                        upstreamPort: server.port, credentials: ("courier", "other"),
+                        authentication: .digest(realm: "courier-digest", keepsConnectionOpen: true))
+                    try await withShutdown(of: wrong) { wrong in
+                        var refused = SessionConfiguration.default
+                        refused.proxy = .http(host: "127.0.0.1", port: wrong.port, username: "courier", password: "secret")
+                        try await withManager(baseURL: URL(string: "http://courier-target.invalid/"), configuration: refused) { manager in
+                            await #expect {
+                                try await manager.get("get")
+                            } throws: { error in
+                                guard let error = error as? CourierError else { return false }
+                                return error.code == .proxyAuthenticationRequired && error.response?.status.code == 407
+                                    && error.message.contains("the credentials for user 'courier' were refused")
+                            }
+                        }
+                        // Basic, then one Digest answer, refused.
+                        #expect(wrong.proxyAuthorizations.count == 2, "\(wrong.proxyAuthorizations)")
+                    }
+                }
+            }
+        }
+    }
 }

@@ -120,8 +120,8 @@ extension NIOEngine {
     }
 
     /// One proxy server: an HTTP proxy (absolute-form requests for `http` URLs, `CONNECT` for
-    /// `https` URLs), with Basic credentials if it wants them, or a SOCKS5 proxy, with a user name
-    /// and password if it wants them. A
+    /// `https` URLs), with credentials if it wants them (Basic, or Digest when it asks), or a
+    /// SOCKS5 proxy, with a user name and password if it wants them. A
     /// ``ProxyConfiguration`` says which URLs it carries.
     public struct Proxy: Sendable, Hashable {
         enum Kind: Sendable, Hashable { case http, socks }
@@ -131,8 +131,9 @@ extension NIOEngine {
         /// The proxy's port.
         public var port: Int
         /// The user name the proxy wants, if any: sent to an HTTP proxy as Basic credentials
-        /// (`Proxy-Authorization`), to a SOCKS5 proxy by RFC 1929's username/password method
-        /// (1 to 255 bytes of UTF-8 there).
+        /// (`Proxy-Authorization`) until it sends a Digest challenge, which they then answer
+        /// (RFC 7616); to a SOCKS5 proxy by RFC 1929's username/password method (1 to 255 bytes
+        /// of UTF-8 there).
         public var username: String?
         /// The password that goes with ``username`` (at most 255 bytes for a SOCKS5 proxy).
         public var password: String?
@@ -142,7 +143,8 @@ extension NIOEngine {
         /// way. Ignored for an HTTP proxy, which is always sent the name.
         public var resolvesHostNamesLocally = false
 
-        /// An HTTP proxy (CONNECT for https URLs), with Basic credentials if it wants them.
+        /// An HTTP proxy (CONNECT for https URLs), with credentials if it wants them: Basic up
+        /// front, Digest when it asks.
         public static func http(host: String, port: Int, username: String? = nil, password: String? = nil) -> Proxy {
             Proxy(kind: .http, host: host, port: port, username: username, password: password)
         }

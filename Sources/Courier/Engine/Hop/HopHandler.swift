@@ -454,6 +454,11 @@ final class HopHandler: ChannelDuplexHandler {
             guard let hop = self.hop else { return }
             // Not sent again, but the origin's later requests go over HTTP/1.1 all the same.
             if case .http1Required = failure { hop.pool.originRequiresHTTP1(hop.key) }
+            if case .proxyAuthenticationRequired(let head) = failure {
+                // The transaction's answer, as a redirect's is (the exchange may answer it).
+                self.metrics?.responseStart = .now
+                self.metrics?.response = head.response
+            }
             let error = self.error(for: failure, of: hop)
             self.endRunning()
             hop.end(.failure(error))

@@ -91,48 +91,48 @@ extension ConnectionPool {
         // The setup's times: filled in on the loop.
         let resolver = TimedResolver(loop: eventLoop)
         let setup = NIOLockedValueBox(ConnectionEstablishment(connectStart: .now, isProxyConnection: key.route != .direct))
-        let bootstrap = ClientBootstrap(group: eventLoop)
-            .connectTimeout(self.settings.connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .resolver(resolver)
+        let connectTimeout = self.settings.connectTimeout
+        // A function, not a value: a proxy that closes the connection its Digest challenge came
+        // on is connected to again (``tunnel(to:with:key:on:timeout:answering:)``).
+        let bootstrap: @Sendable () -> ClientBootstrap = {
+            ClientBootstrap(group: eventLoop)
+                .connectTimeout(connectTimeout)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .resolver(resolver)
+        }
         let opened: EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol)>
         let route = key.route
         let address = route.connectionAddress(host: key.host, port: key.port)
-        let connectTimeout = self.settings.connectTimeout
         if key.tls {
             guard let tls else {
                 return eventLoop.makeFailedFuture(CourierError(.unsupportedScheme, "\(key): this engine has no TLS"))
             }
             // TCP (to the proxy, if any), the proxy's tunnel, then TLS, then what ALPN chose.
-            opened = bootstrap.connect(host: address.host, port: address.port).flatMap { channel in
-                ProxyTunnel.establish(on: channel, target: key.host, port: key.port, route: route, timeout: connectTimeout).flatMap {
-                    setup.withLockedValue { $0.secureConnectionStart = .now }
-                    return tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
-                        setup.withLockedValue { setup in
-                            setup.secureConnectionEnd = .now
-                            setup.tlsVersion = agreed.tlsVersion
-                            setup.tlsCipherSuite = agreed.cipherSuite
-                        }
-                        try configure(channel, agreed.applicationProtocol)
+            opened = Self.tunnel(to: address, with: bootstrap, key: key, on: eventLoop, timeout: connectTimeout).flatMap { channel in
+                setup.withLockedValue { $0.secureConnectionStart = .now }
+                return tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
+                    setup.withLockedValue { setup in
+                        setup.secureConnectionEnd = .now
+                        setup.tlsVersion = agreed.tlsVersion
+                        setup.tlsCipherSuite = agreed.cipherSuite
                     }
+                    try configure(channel, agreed.applicationProtocol)
                 }.map { agreed in (channel, agreed.applicationProtocol) }
             }
         } else if route != .direct {
             // TCP to the proxy, its tunnel when it makes one (a forwarding proxy takes the
             // request in absolute form on this connection), then HTTP/1.1.
-            opened = bootstrap.connect(host: address.host, port: address.port).flatMap { channel in
-                ProxyTunnel.establish(on: channel, target: key.host, port: key.port, route: route, timeout: connectTimeout).flatMapThrowing {
-                    do {
-                        try configure(channel, .http1_1)
-                    } catch {
-                        channel.close(promise: nil)
-                        throw error
-                    }
-                    return (channel, .http1_1)
+            opened = Self.tunnel(to: address, with: bootstrap, key: key, on: eventLoop, timeout: connectTimeout).flatMapThrowing { channel in
+                do {
+                    try configure(channel, .http1_1)
+                } catch {
+                    channel.close(promise: nil)
+                    throw error
                 }
+                return (channel, .http1_1)
             }
         } else {
-            opened = bootstrap
+            opened = bootstrap()
                 .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try configure(channel, .http1_1) } }
                 .connect(host: key.host, port: key.port)
                 .map { channel in (channel, .http1_1) }
@@ -152,6 +152,30 @@ extension ConnectionPool {
             connected.localAddress = channel.localAddress
             connected.remoteAddress = channel.remoteAddress
             return (channel, applicationProtocol, connected)
+        }
+    }
+
+    /// TCP to `address` (the proxy's, when `key`'s route has one), then the proxy's tunnel when
+    /// the route makes one: the channel, ready for TLS or HTTP. A proxy that closes the
+    /// connection its Digest challenge came on (``ProxyTunnel/DigestAnswer``) is connected to
+    /// again with the answer, as often as the tunnel may answer (twice: a stale nonce).
+    static func tunnel(
+        to address: (host: String, port: Int),
+        with bootstrap: @escaping @Sendable () -> ClientBootstrap,
+        key: Key,
+        on eventLoop: any EventLoop,
+        timeout: TimeAmount,
+        answering answer: ProxyTunnel.DigestAnswer? = nil
+    ) -> EventLoopFuture<any Channel> {
+        bootstrap().connect(host: address.host, port: address.port).flatMap { channel in
+            ProxyTunnel.establish(
+                on: channel, target: key.host, port: key.port, route: key.route, timeout: timeout, answering: answer)
+                .map { channel }
+        }.flatMapError { error in
+            guard let next = (error as? CourierError)?.underlyingError as? ProxyTunnel.DigestAnswer,
+                next.answers > (answer?.answers ?? 0), next.answers <= HTTPConnectStateMachine.maximumDigestAnswers
+            else { return eventLoop.makeFailedFuture(error) }
+            return Self.tunnel(to: address, with: bootstrap, key: key, on: eventLoop, timeout: timeout, answering: next)
         }
     }
 

@@ -133,6 +133,8 @@ final class ConnectionPool: Sendable {
 
     /// TLS for `https` keys; nil for a pool that carries cleartext only.
     let tls: TLSConnector?
+    /// The Digest challenges of forwarding proxies, answered by later requests through them.
+    let proxyDigestChallenges = ProxyDigestChallenges()
     /// TLS like ``tls`` with ALPN offering only HTTP/1.1, made the first time a key needs it
     /// (``http1OnlyTLS``).
     private let http1OnlyTLSConnector = NIOLockedValueBox<TLSConnector?>(nil)

@@ -8,32 +8,81 @@ import NIOCore
 /// Any 2xx opens the tunnel right after the answer's head (its `Content-Length` and
 /// `Transfer-Encoding` are ignored, as the RFC says); 1xx heads other than 101 are skipped; 407 (and
 /// 401, which tinyproxy 1.11 answers a `CONNECT` with when credentials are wrong or missing:
-/// only the proxy can answer a `CONNECT`) is ``ProxyTunnelFailure/authenticationRequired(_:)``; any other status is
-/// ``ProxyTunnelFailure/refused(_:)``. Bytes that are not an HTTP/1.x status line, a head longer
-/// than ``maximumHeadLength``, a close or a timeout before the head is complete fail it, as do
+/// only the proxy can answer a `CONNECT`) is ``ProxyTunnelFailure/authenticationRequired(_:)``,
+/// unless it carries a Digest challenge (RFC 7616) the proxy's credentials can answer; any other
+/// status is ``ProxyTunnelFailure/refused(_:)``. Bytes that are not an HTTP/1.x status line, a head
+/// longer than ``maximumHeadLength``, a close or a timeout before the head is complete fail it, as do
 /// bytes after a 2xx head (the server cannot speak first through a tunnel Courier opens).
+///
+/// A Digest challenge is answered once (and once more when the proxy calls the answer's nonce
+/// stale), the strongest algorithm first, as curl and URLSession do: on the same connection
+/// when the 407 leaves it open with a body of known length (squid's, which is read and
+/// dropped), else by ``ProxyTunnelFailure/answerOnNewConnection(authorization:answers:after:)``: the pool
+/// connects again and sends the answer with its first `CONNECT`. A proxy that closes the
+/// connection after its 407 without saying so (no `Connection: close`), before any byte of an
+/// answer to the answer, is treated the same way.
 struct HTTPConnectStateMachine: ProxyHandshake {
     typealias Action = ProxyHandshakeAction
 
     private enum State {
         case idle
         case awaitingHead
+        /// The 407 `response`'s body is read and dropped (`remaining` bytes more); then the
+        /// `CONNECT` goes again with `answer`, the answer to its challenge.
+        case skippingBody(remaining: Int, answer: String, after: HTTPResponse)
         case established
         case failed
     }
+
+    /// How many Digest challenges one tunnel answers: one, and one more when the proxy calls the
+    /// first answer's nonce stale (RFC 7616, 3.3).
+    static let maximumDigestAnswers = 2
 
     /// The longest answer head accepted, status line and fields.
     static let maximumHeadLength = 16 * 1024
 
     private var state = State.idle
+    private let host: String
+    private let port: Int
     /// The request ``start()`` sends.
     private let request: String
+    /// The proxy's user and password, to answer a Digest challenge with.
+    private let credential: HTTPCredential?
+    /// Digest challenges answered so far, on this connection or (one) before it.
+    private var digestAnswers: Int
+    private let makeClientNonce: () -> String
     /// The bytes of the answer received so far (after any skipped 1xx heads).
     private var received: [UInt8] = []
+    /// The answer to a challenge sent on this connection, and the 407 it answers, until a byte
+    /// of the proxy's next answer arrives: a proxy that closes the connection instead (without
+    /// having said it would) gets it on a new one.
+    private var sentAnswer: (authorization: String, after: HTTPResponse)?
 
-    /// A `CONNECT` to `host`:`port`, with `Proxy-Authorization: authorization` when given.
-    init(host: String, port: Int, authorization: String?) {
+    /// A `CONNECT` to `host`:`port`.
+    /// - Parameters:
+    ///   - host: The server's host: a name, or an IP address (IPv6 without brackets).
+    ///   - port: The server's port.
+    ///   - authorization: The first request's `Proxy-Authorization`, if any: Basic up front, or
+    ///     the answer to a Digest challenge a closed connection carried.
+    ///   - credential: The proxy's user and password, to answer Digest challenges with (none
+    ///     are answered without).
+    ///   - digestAnswers: Digest challenges already answered for this tunnel (1 when
+    ///     `authorization` is such an answer).
+    ///   - makeClientNonce: The client nonces of Digest answers (random; fixed by tests).
+    init(
+        host: String,
+        port: Int,
+        authorization: String?,
+        credential: HTTPCredential? = nil,
+        digestAnswers: Int = 0,
+        makeClientNonce: @escaping () -> String = HTTPAuthorization.makeClientNonce
+    ) {
+        self.host = host
+        self.port = port
         self.request = Self.request(host: host, port: port, authorization: authorization)
+        self.credential = credential
+        self.digestAnswers = digestAnswers
+        self.makeClientNonce = makeClientNonce
     }
 
     /// The `CONNECT` request for `host`:`port` (an IPv6 host in brackets), with `Host` and, when
@@ -55,15 +104,44 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     /// Whether the answer is still awaited (or the request not yet sent).
     private var isOpen: Bool {
         switch self.state {
-        case .idle, .awaitingHead: true
+        case .idle, .awaitingHead, .skippingBody: true
         case .established, .failed: false
         }
     }
 
     /// Bytes from the proxy.
     mutating func received(_ buffer: ByteBuffer) -> Action {
-        guard case .awaitingHead = self.state else { return .wait }
-        self.received += buffer.readableBytesView
+        switch self.state {
+        case .awaitingHead:
+            self.received += buffer.readableBytesView
+            if !self.received.isEmpty { self.sentAnswer = nil }
+            return self.readHead()
+        case .skippingBody(let remaining, let answer, let response):
+            let count = buffer.readableBytes
+            guard count <= remaining else {
+                // The proxy spoke after its 407 ended, before the next request.
+                return self.fail(.unsolicitedBytes(count - remaining))
+            }
+            return self.skipped(count, of: remaining, then: answer, after: response)
+        case .idle, .established, .failed:
+            return .wait
+        }
+    }
+
+    /// `count` more bytes of the 407 `response`'s body, of `remaining`, were dropped: once it is
+    /// over, the `CONNECT` goes again with `answer`.
+    private mutating func skipped(_ count: Int, of remaining: Int, then answer: String, after response: HTTPResponse) -> Action {
+        guard count == remaining else {
+            self.state = .skippingBody(remaining: remaining - count, answer: answer, after: response)
+            return .wait
+        }
+        self.state = .awaitingHead
+        self.sentAnswer = (answer, response)
+        return .write(Array(Self.request(host: self.host, port: self.port, authorization: answer).utf8))
+    }
+
+    /// Reads heads from what was received: skips interim ones, then acts on the final one.
+    private mutating func readHead() -> Action {
         while true {
             guard self.looksLikeHTTP() else {
                 return self.fail(.invalidResponse("something that is not HTTP: \(self.preview())"))
@@ -90,16 +168,65 @@ struct HTTPConnectStateMachine: ProxyHandshake {
                 self.received = []
                 return .established
             case 401, 407:
-                return self.fail(.authenticationRequired(response))
+                return self.challenged(response, head: self.received[..<headLength], bodyBytes: rest)
             default:
                 return self.fail(.refused(response))
             }
         }
     }
 
+    /// A 407 (or 401): its Digest challenge answered, when the proxy's credentials can and the
+    /// answers are not spent; else the failure. `bodyBytes` of its body arrived with the head.
+    private mutating func challenged(_ response: HTTPResponse, head: ArraySlice<UInt8>, bodyBytes: Int) -> Action {
+        guard let credential = self.credential, let digest = ProxyDigestChallenges.answerable(in: response),
+            self.digestAnswers == 0 || (self.digestAnswers < Self.maximumDigestAnswers && digest.stale)
+        else {
+            return self.fail(.authenticationRequired(response))
+        }
+        self.digestAnswers += 1
+        let authorization = HTTPAuthorization.digest(
+            digest, credential: credential, method: "CONNECT", uri: NIOEngine.Proxy.authority(host: self.host, port: self.port),
+            nonceCount: 1, cnonce: self.makeClientNonce())
+        guard let length = Self.reusableBodyLength(response, head: head) else {
+            return self.fail(.answerOnNewConnection(authorization: authorization, answers: self.digestAnswers, after: response))
+        }
+        self.received = []
+        guard bodyBytes <= length else { return self.fail(.unsolicitedBytes(bodyBytes - length)) }
+        return self.skipped(bodyBytes, of: length, then: authorization, after: response)
+    }
+
+    /// The length of an answer's body when the connection stays open after it (RFC 9112, 9.3
+    /// and 6.3): HTTP/1.1 without `Connection: close`, or HTTP/1.0 with `keep-alive`, and a
+    /// `Content-Length` without `Transfer-Encoding`. Nil when the proxy closes after it, or its
+    /// body's end is the close.
+    static func reusableBodyLength(_ response: HTTPResponse, head: ArraySlice<UInt8>) -> Int? {
+        let tokens = response.headerFields[values: .connection]
+            .flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        let isHTTP11 = head.starts(with: "HTTP/1.1".utf8)
+        guard isHTTP11 ? !tokens.contains("close") : tokens.contains("keep-alive"),
+            response.headerFields[.transferEncoding] == nil
+        else { return nil }
+        let lengths = Set(response.headerFields[values: .contentLength].flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces) })
+        guard lengths.count == 1, let text = lengths.first, !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            let length = Int(text)
+        else { return nil }
+        return length
+    }
+
     /// The connection closed.
     mutating func closed() -> Action {
         guard self.isOpen else { return .wait }
+        if case .skippingBody(_, let answer, let response) = self.state {
+            // It said it would stay open, and closed: the answer goes on a new connection.
+            return self.fail(.answerOnNewConnection(authorization: answer, answers: self.digestAnswers, after: response))
+        }
+        if let (answer, response) = self.sentAnswer {
+            // It closed without a word after its 407, so without reading the answer sent on the
+            // connection (tinyproxy's way): it goes on a new one.
+            return self.fail(.answerOnNewConnection(authorization: answer, answers: self.digestAnswers, after: response))
+        }
         return self.fail(.closed(received: self.received.count))
     }
 
@@ -118,6 +245,7 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     private mutating func fail(_ failure: ProxyTunnelFailure) -> Action {
         self.state = .failed
         self.received = []
+        self.sentAnswer = nil
         return .fail(failure)
     }
 

@@ -7,8 +7,8 @@ extension NIOEngine.Proxy: CustomStringConvertible {
     /// Reads a proxy URL the way curl reads `--proxy` and the proxy environment variables.
     ///
     /// - `http://[user[:password]@]host[:port][/]`: an HTTP proxy (absolute-form requests for
-    ///   `http` URLs, a `CONNECT` tunnel for `https` URLs), with Basic credentials when the URL
-    ///   has a user (percent-encoded: `us%40er` is `us@er`).
+    ///   `http` URLs, a `CONNECT` tunnel for `https` URLs), with credentials when the URL has a
+    ///   user (percent-encoded: `us%40er` is `us@er`): Basic up front, Digest when the proxy asks.
     /// - `socks5://[user[:password]@]host[:port]` and `socks5h://…`: a SOCKS5 proxy, with a
     ///   user name and password (RFC 1929) when the URL has a user (percent-encoded, as for
     ///   `http://`). As in curl, `socks5://` has Courier resolve the target's host name itself
@@ -86,6 +86,12 @@ extension NIOEngine.Proxy: CustomStringConvertible {
 
     /// "HTTP proxy 127.0.0.1:3128" or "SOCKS5 proxy 127.0.0.1:1080", for messages.
     var displayName: String { (self.kind == .socks ? "SOCKS5 proxy " : "HTTP proxy ") + self.authority }
+
+    /// The user name and password as one credential, when the proxy has a user name (an absent
+    /// password is empty).
+    var credential: HTTPCredential? {
+        self.username.map { HTTPCredential(user: $0, password: self.password ?? "") }
+    }
 
     /// The `Proxy-Authorization` value Courier sends a forwarding proxy for its credentials
     /// (`Basic`, RFC 7617, UTF-8), or nil without a user name.

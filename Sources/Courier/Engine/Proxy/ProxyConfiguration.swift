@@ -59,8 +59,9 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
     /// - Parameters:
     ///   - host: The proxy's host.
     ///   - port: The proxy's port.
-    ///   - username: The user name for the proxy's Basic authentication, if it wants one.
-    ///   - password: The password for the proxy's Basic authentication.
+    ///   - username: The user name for the proxy's authentication (Basic, or Digest when it
+    ///     asks), if it wants one.
+    ///   - password: The password that goes with it.
     /// - Returns: The configuration.
     public static func http(host: String, port: Int, username: String? = nil, password: String? = nil) -> ProxyConfiguration {
         ProxyConfiguration(proxy: .http(host: host, port: port, username: username, password: password))

@@ -29,26 +29,32 @@ enum ProxyTunnel {
     /// the pipeline is as it was (every handler added is gone) and the next byte written goes to
     /// the server; on failure the channel is closed and the error is a ``CourierError`` naming the
     /// proxy and the target (see the table above). Credentials are sent up front
-    /// (`Proxy-Authorization: Basic` on the `CONNECT`); a 407 (or 401) is not retried.
+    /// (`Proxy-Authorization: Basic` on the `CONNECT`); a 407 (or 401) with a Digest challenge is
+    /// answered (``HTTPConnectStateMachine``), on the same connection when the proxy keeps it open,
+    /// else the future fails with a ``DigestAnswer`` as the error's ``CourierError/underlyingError``
+    /// for the caller to connect again and call this with it; any other 407 is not retried.
     /// - Parameters:
     ///   - channel: A channel connected to the proxy, nothing in its pipeline that reads bytes.
     ///   - host: The server's host: the URL's (an IPv6 address with or without brackets).
     ///   - port: The server's port (the URL's, or the scheme's default).
     ///   - route: The route, from ``ProxyConfiguration/route(for:)``.
     ///   - timeout: How long the proxy may take to open the tunnel (the connect timeout).
+    ///   - answer: The answer to a Digest challenge the proxy sent on a connection it then
+    ///     closed (a ``DigestAnswer`` the last call failed with): the `CONNECT` carries it.
     /// - Returns: A future that succeeds once the tunnel is open (or none is needed).
     static func establish(
         on channel: any Channel,
         target host: String,
         port: Int,
         route: ProxyRoute,
-        timeout: TimeAmount
+        timeout: TimeAmount,
+        answering answer: DigestAnswer? = nil
     ) -> EventLoopFuture<Void> {
         switch route {
         case .direct, .forward:
             return channel.eventLoop.makeSucceededVoidFuture()
         case .connectTunnel(let proxy):
-            return Self.connect(on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout)
+            return Self.connect(on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout, answering: answer)
         case .socksTunnel(let proxy):
             return Self.socks(on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout)
         }
@@ -59,25 +65,38 @@ enum ProxyTunnel {
         host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
+    /// The answer to a proxy's Digest challenge that came on a connection the proxy closed: the
+    /// `Proxy-Authorization` of the next connection's `CONNECT`, and how many answers the tunnel
+    /// gave with it. The ``CourierError/underlyingError`` of the failure that asks for it.
+    struct DigestAnswer: Error, Sendable, Hashable {
+        var authorization: String
+        var answers: Int
+    }
+
     /// Opens an HTTP `CONNECT` tunnel to `host`:`port` through the HTTP proxy `channel` is
-    /// connected to, with `Proxy-Authorization: Basic` when `proxy` has credentials.
+    /// connected to, with `Proxy-Authorization: Basic` when `proxy` has credentials (or
+    /// `answer`), answering a Digest challenge with them.
     /// - Parameters:
     ///   - channel: A channel connected to the proxy, nothing in its pipeline that reads bytes.
     ///   - proxy: The proxy (for its credentials and the messages).
     ///   - host: The server's host: a name, or an IP address (IPv6 without brackets).
     ///   - port: The server's port.
     ///   - timeout: How long the proxy may take to answer.
+    ///   - answer: A Digest answer for the first `CONNECT`, from an earlier connection's challenge.
     /// - Returns: A future that succeeds once the tunnel is open and the handler gone.
     static func connect(
         on channel: any Channel,
         through proxy: NIOEngine.Proxy,
         to host: String,
         port: Int,
-        timeout: TimeAmount
+        timeout: TimeAmount,
+        answering answer: DigestAnswer? = nil
     ) -> EventLoopFuture<Void> {
         Self.onLoop(of: channel) {
             let promise = channel.eventLoop.makePromise(of: Void.self)
-            let handshake = HTTPConnectStateMachine(host: host, port: port, authorization: proxy.basicAuthorization)
+            let handshake = HTTPConnectStateMachine(
+                host: host, port: port, authorization: answer?.authorization ?? proxy.basicAuthorization, credential: proxy.credential,
+                digestAnswers: answer?.answers ?? 0)
             let target = NIOEngine.Proxy.authority(host: host, port: port)
             let handler = HTTPConnectHandler(handshake, proxy: proxy, target: target, timeout: timeout, promise: promise)
             try channel.pipeline.syncOperations.addHandler(handler)

@@ -7,6 +7,12 @@ import NIOSOCKS
 enum ProxyTunnelFailure: Sendable, Equatable {
     /// The HTTP proxy answered `CONNECT` with 407 (or 401, as tinyproxy does).
     case authenticationRequired(HTTPResponse)
+    /// The HTTP proxy answered `CONNECT` with a Digest challenge and closes the connection (or
+    /// its 407 has a body whose end is the close): the next connection's `CONNECT` carries
+    /// `authorization`, the challenge's answer, the `answers`-th the tunnel gives
+    /// (``HTTPConnectStateMachine/maximumDigestAnswers`` at most). The pool connects again; told
+    /// to a caller, it is the 407.
+    case answerOnNewConnection(authorization: String, answers: Int, after: HTTPResponse)
     /// The HTTP proxy answered `CONNECT` with a status other than 2xx, 401 and 407.
     case refused(HTTPResponse)
     /// The SOCKS5 proxy replied with an error.
@@ -33,13 +39,14 @@ enum ProxyTunnelFailure: Sendable, Equatable {
     case abandoned
 
     /// What a 407 says of the proxy's credentials: none were configured; or the proxy asks only
-    /// for schemes other than Basic, which is how Courier sends them (a Digest-only proxy said
-    /// "refused" of credentials it never saw checked); or they were refused.
+    /// for schemes Courier does not answer (NTLM, Negotiate…: "refused" would name credentials
+    /// it never saw checked); or they were refused.
     static func credentialsVerdict(proxy: NIOEngine.Proxy, response: HTTPResponse) -> String {
         guard let user = proxy.username else { return "none were configured" }
-        let schemes = HTTPChallenge.parse(response.headerFields[values: .proxyAuthenticate]).map(\.scheme)
-        if !schemes.isEmpty, !schemes.contains(where: { $0.lowercased() == "basic" }) {
-            return "it asks for \(schemes.joined(separator: ", ")), and Courier sends proxy credentials as Basic only (user '\(user)')"
+        let offered = HTTPChallenge.parse(response.headerFields[values: .proxyAuthenticate])
+        if !offered.isEmpty, HTTPAuthenticationResponder.answerable(offered).isEmpty {
+            let schemes = offered.map(\.scheme).joined(separator: ", ")
+            return "it asks for \(schemes), and Courier answers a proxy's Basic and Digest only (user '\(user)')"
         }
         return "the credentials for user '\(user)' were refused"
     }
@@ -60,6 +67,12 @@ enum ProxyTunnelFailure: Sendable, Equatable {
                 .proxyAuthenticationRequired,
                 "\(who) wants authentication for \(opening) (\(Self.statusLine(response))): \(credentials)",
                 response: response, underlyingError: underlyingError)
+        case .answerOnNewConnection(let authorization, let answers, let response):
+            // What the pool reads to connect again (``ProxyTunnel/DigestAnswer``).
+            return CourierError(
+                .proxyAuthenticationRequired,
+                "\(who) wants authentication for \(opening) (\(Self.statusLine(response))) and closed the connection its Digest challenge came on",
+                response: response, underlyingError: ProxyTunnel.DigestAnswer(authorization: authorization, answers: answers))
         case .refused(let response):
             return CourierError(
                 .proxyRefused, "\(who) refused \(opening): \(Self.statusLine(response))",

@@ -90,20 +90,21 @@ struct ProxyTunnelSocketTests {
         }
     }
 
-    /// A proxy that asks only for Digest never checked the Basic credentials Courier sent: the
-    /// message says what it asked for, not that the password was refused (probe7, against a
-    /// Digest-only proxy).
+    /// A proxy that asks only for a scheme Courier does not answer never checked the credentials
+    /// Courier sent: the message says what it asked for, not that the password was refused.
     @Test func a407ForAnotherSchemeSaysSo() throws {
         let proxy = NIOEngine.Proxy.http(host: "127.0.0.1", port: 3128, username: "ann", password: "pw")
-        let digest = HTTPResponse(status: .proxyAuthenticationRequired, headerFields: [.proxyAuthenticate: #"Digest realm="p", nonce="n""#])
+        let ntlm = HTTPResponse(status: .proxyAuthenticationRequired, headerFields: [.proxyAuthenticate: "NTLM"])
         #expect(
-            ProxyTunnelFailure.credentialsVerdict(proxy: proxy, response: digest)
-                == "it asks for Digest, and Courier sends proxy credentials as Basic only (user 'ann')")
+            ProxyTunnelFailure.credentialsVerdict(proxy: proxy, response: ntlm)
+                == "it asks for NTLM, and Courier answers a proxy's Basic and Digest only (user 'ann')")
+        let digest = HTTPResponse(status: .proxyAuthenticationRequired, headerFields: [.proxyAuthenticate: #"Digest realm="p", nonce="n""#])
+        #expect(ProxyTunnelFailure.credentialsVerdict(proxy: proxy, response: digest) == "the credentials for user 'ann' were refused")
         let basic = HTTPResponse(status: .proxyAuthenticationRequired, headerFields: [.proxyAuthenticate: #"Digest realm="p", nonce="n", Basic realm="p""#])
         #expect(ProxyTunnelFailure.credentialsVerdict(proxy: proxy, response: basic) == "the credentials for user 'ann' were refused")
         let bare = HTTPResponse(status: .proxyAuthenticationRequired)
         #expect(ProxyTunnelFailure.credentialsVerdict(proxy: proxy, response: bare) == "the credentials for user 'ann' were refused")
-        #expect(ProxyTunnelFailure.credentialsVerdict(proxy: .http(host: "127.0.0.1", port: 3128), response: digest) == "none were configured")
+        #expect(ProxyTunnelFailure.credentialsVerdict(proxy: .http(host: "127.0.0.1", port: 3128), response: ntlm) == "none were configured")
     }
 
     @Test func wrongOrMissingCredentialsAre407NamingTheProxy() async throws {
@@ -122,6 +123,34 @@ struct ProxyTunnelSocketTests {
             #expect(none?.code == .proxyAuthenticationRequired)
             #expect(none?.message.contains("none were configured") == true)
             try await proxy.shutdown()
+        }
+    }
+
+    /// A Digest proxy that keeps the connection open after its 407 is answered on it; one that
+    /// closes it fails `establish` with the answer for the pool's next connection, which opens
+    /// the tunnel with it.
+    @Test(arguments: [true, false])
+    func aDigestChallengeIsAnswered(_ keepsConnectionOpen: Bool) async throws {
+        try await withTestServer { server in
+            let proxy = try await TestProxy.start(
+                upstreamPort: server.port, credentials: ("courier", "secret"),
+                authentication: .digest(realm: "corp", keepsConnectionOpen: keepsConnectionOpen))
+            let route = ProxyRoute.connectTunnel(.http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "secret"))
+            if keepsConnectionOpen {
+                let answer = try await Self.get(through: route, proxyPort: proxy.port, via: "digest")
+                #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            } else {
+                let error = try await Self.failure(through: route, proxyPort: proxy.port)
+                #expect(error?.code == .proxyAuthenticationRequired)
+                let next = try #require(error?.underlyingError as? ProxyTunnel.DigestAnswer)
+                #expect(next.answers == 1)
+                let channel = try await Self.connect(to: proxy.port)
+                try await ProxyTunnel.establish(on: channel, target: Self.target, port: 80, route: route, timeout: .seconds(30), answering: next).get()
+                try await channel.close()
+            }
+            try await proxy.shutdown()
+            #expect(proxy.connectTargets == ["\(Self.target):80", "\(Self.target):80"])
+            #expect(proxy.proxyAuthorizations.last??.hasPrefix("Digest ") == true)
         }
     }
 

@@ -7,10 +7,10 @@ import NIOPosix
 import Testing
 
 /// Proxies nobody here wrote: Debian's tinyproxy (HTTP: `CONNECT` and absolute-form forwarding,
-/// Basic credentials) and Dante's danted (SOCKS5, without authentication and with a user name and
-/// password), which `.ci/run` starts (`.ci/proxies.sh`) and names in `COURIER_HTTP_PROXY_URL`,
-/// `COURIER_SOCKS_PROXY_URL` and `COURIER_SOCKS_AUTH_PROXY_URL`. Each test is skipped, saying
-/// why, when its proxy is missing.
+/// Basic credentials), squid (HTTP, Digest credentials) and Dante's danted (SOCKS5, without
+/// authentication and with a user name and password), which `.ci/run` starts (`.ci/proxies.sh`)
+/// and names in `COURIER_HTTP_PROXY_URL`, `COURIER_DIGEST_PROXY_URL`, `COURIER_SOCKS_PROXY_URL`
+/// and `COURIER_SOCKS_AUTH_PROXY_URL`. Each test is skipped, saying why, when its proxy is missing.
 enum RealProxies {
     static func proxy(_ variable: String) -> NIOEngine.Proxy? {
         ProcessInfo.processInfo.environment[variable].flatMap { try? NIOEngine.Proxy(url: $0) }
@@ -21,9 +21,11 @@ enum RealProxies {
     /// tests themselves (not through `try?`), so that a URL Courier cannot read fails them
     /// rather than skipping them.
     static var authenticatingSOCKSURL: String? { ProcessInfo.processInfo.environment["COURIER_SOCKS_AUTH_PROXY_URL"] }
+    /// The URL of a squid that wants Digest credentials, carrying them.
+    static var digestURL: String? { ProcessInfo.processInfo.environment["COURIER_DIGEST_PROXY_URL"] }
 }
 
-@Suite("Proxies: tinyproxy and danted")
+@Suite("Proxies: tinyproxy, squid and danted")
 struct RealProxyTests {
     typealias Collector = ProxyTunnelSocketTests.Collector
 
@@ -57,6 +59,7 @@ struct RealProxyTests {
     static let noSOCKSProxy = "COURIER_SOCKS_PROXY_URL is not set: .ci/run starts danted and sets it"
     static let noAuthenticatingSOCKSProxy =
         "COURIER_SOCKS_AUTH_PROXY_URL is not set: .ci/run starts a danted that wants a password (as root) and sets it"
+    static let noDigestProxy = "COURIER_DIGEST_PROXY_URL is not set: .ci/run starts a squid that wants Digest credentials and sets it"
 
     @Test(.enabled(if: RealProxies.http != nil, Comment(rawValue: Self.noHTTPProxy)))
     func tinyproxyOpensAConnectTunnel() async throws {
@@ -200,6 +203,68 @@ struct RealProxyTests {
                     #expect((response.value.json?["args"] as? [String: any Sendable])?["via"] as? String == via)
                     #expect(response.metrics?.transactions.first?.isProxyConnection == true)
                     #expect(response.metrics?.transactions.first?.remoteSocketAddress?.port == proxy.port)
+                }
+            }
+        }
+    }
+
+    // MARK: squid with Digest credentials (RFC 7616)
+
+    @Test(.enabled(if: RealProxies.digestURL != nil, Comment(rawValue: Self.noDigestProxy)))
+    func squidTakesADigestAnswerOnTheConnectionItsChallengeCameOn() async throws {
+        let proxy = try NIOEngine.Proxy(url: #require(RealProxies.digestURL))
+        try await withTestServer { server in
+            let answer = try await Self.exchange(.connectTunnel(proxy), to: server, head: Self.get(server, via: "squid"))
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer.prefix(200))")
+            #expect(answer.contains("squid"))
+        }
+        try await withTestServer(.https()) { server in
+            let answer = try await ProxyTunnelSocketTests.getOverTLS(through: .connectTunnel(proxy), proxyPort: proxy.port, server: server)
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer.prefix(200))")
+        }
+    }
+
+    @Test(.enabled(if: RealProxies.digestURL != nil, Comment(rawValue: Self.noDigestProxy)))
+    func squidRefusesAWrongDigestPassword() async throws {
+        var wrong = try NIOEngine.Proxy(url: #require(RealProxies.digestURL))
+        wrong.password = "not-the-password"
+        try await withTestServer { server in
+            let refused = await #expect(throws: CourierError.self) {
+                try await Self.exchange(.connectTunnel(wrong), to: server, head: Self.get(server, via: "x"))
+            }
+            #expect(refused?.code == .proxyAuthenticationRequired)
+            #expect(refused?.response?.status.code == 407)
+            #expect(refused?.message.contains("the credentials for user '\(wrong.username ?? "")' were refused") == true, "\(refused?.message ?? "")")
+        }
+    }
+
+    @Test(.enabled(if: RealProxies.digestURL != nil, Comment(rawValue: Self.noDigestProxy)))
+    func aSessionGoesThroughSquidWithDigest() async throws {
+        let proxy = try NIOEngine.Proxy(url: #require(RealProxies.digestURL))
+        for version in [SessionConfiguration.HTTPVersionPolicy.http1Only, .automatic] {
+            try await withTestServer(.https()) { server in
+                var configuration = SessionConfiguration.default
+                configuration.httpVersion = version
+                configuration.proxy = try ProxyConfiguration(url: #require(RealProxies.digestURL))
+                let manager = HTTPSessionManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: try Transport.trustingTestRoot())
+                manager.completionQueue = TestQueues.completion
+                for via in ["first", "second"] {
+                    let response = try await manager.get("get", parameters: ["via": via])
+                    #expect((response.value.json?["args"] as? [String: any Sendable])?["via"] as? String == via)
+                    #expect(response.metrics?.transactions.first?.remoteSocketAddress?.port == proxy.port)
+                }
+                await manager.invalidate(cancelingTasks: true)
+            }
+        }
+        // `http`, forwarded: the first request answers the 407's challenge, the next ones its nonce.
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.proxy = try ProxyConfiguration(url: #require(RealProxies.digestURL))
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                for (via, transactions) in [("first", 2), ("second", 1), ("third", 1)] {
+                    let response = try await manager.get("get", parameters: ["via": via])
+                    #expect((response.value.json?["args"] as? [String: any Sendable])?["via"] as? String == via)
+                    #expect(response.metrics?.transactions.count == transactions)
                 }
             }
         }
