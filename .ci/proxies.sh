@@ -1,17 +1,18 @@
 # Sourced by .ci/run: real proxies from Debian's packages on 127.0.0.1 for the proxy tests,
 # tinyproxy (an HTTP proxy: CONNECT and absolute-form forwarding, Basic credentials
-# courier:secret) and Dante's danted twice (SOCKS5: once without authentication, once wanting a
-# user name and password, RFC 1929, checked against a system account). Exports
-# COURIER_HTTP_PROXY_URL, COURIER_SOCKS_PROXY_URL and COURIER_SOCKS_AUTH_PROXY_URL; the tests
+# courier:secret), squid (an HTTP proxy that wants Digest credentials, courier:digest-secret)
+# and Dante's danted twice (SOCKS5: once without authentication, once wanting a user name and
+# password, RFC 1929, checked against a system account). Exports COURIER_HTTP_PROXY_URL,
+# COURIER_DIGEST_PROXY_URL, COURIER_SOCKS_PROXY_URL and COURIER_SOCKS_AUTH_PROXY_URL; the tests
 # that need them say that they were skipped when they are missing. Sets proxies_pids for the
 # cleanup.
 
 proxies_pids=""
 
 start_proxies() {
-  if [ ! -x /usr/bin/tinyproxy ] || [ ! -x /usr/sbin/danted ]; then
-    log "tinyproxy, dante-server (apt)"
-    apt-get update -qq && apt-get install -y -qq tinyproxy dante-server || true
+  if [ ! -x /usr/bin/tinyproxy ] || [ ! -x /usr/sbin/danted ] || [ ! -x /usr/sbin/squid ]; then
+    log "tinyproxy, dante-server, squid (apt)"
+    apt-get update -qq && apt-get install -y -qq tinyproxy dante-server squid || true
   fi
   local dir="$root/.build-ci-proxies"
   rm -rf "$dir" && mkdir -p "$dir"
@@ -44,6 +45,8 @@ CONF
       echo "tinyproxy did not start: the real-proxy tests will be skipped"; cat "$dir/tinyproxy.log" || true
     fi
   fi
+
+  if [ -x /usr/sbin/squid ]; then start_digest_squid "$dir"; fi
 
   if [ -x /usr/sbin/danted ]; then
     if start_danted "$dir" danted none; then
@@ -100,6 +103,40 @@ start_authenticating_danted() {
     echo "danted (username/password) at 127.0.0.1:$danted_port"
   else
     echo "the authenticating danted did not start: its tests will be skipped"
+  fi
+}
+
+# squid as an HTTP proxy that wants Digest credentials (RFC 7616, MD5, qop=auth) for CONNECT
+# and forwarded requests: its digest_file_auth helper reads them from a file. Nothing is cached.
+# Its 407s leave the connection open, with an error page for a body.
+start_digest_squid() {
+  local dir=$1/squid port
+  mkdir -p "$dir" && chmod 777 "$dir"
+  port=$(free_port)
+  echo "courier:digest-secret" > "$dir/passwd" && chmod 644 "$dir/passwd"
+  cat > "$dir/squid.conf" <<CONF
+http_port 127.0.0.1:$port
+pid_filename $dir/squid.pid
+cache deny all
+cache_dir null /tmp
+access_log stdio:$dir/access.log
+cache_log $dir/cache.log
+coredump_dir $dir
+auth_param digest program /usr/lib/squid/digest_file_auth $dir/passwd
+auth_param digest realm courier-digest
+auth_param digest children 2 startup=1
+acl authenticated proxy_auth REQUIRED
+http_access allow authenticated
+http_access deny all
+shutdown_lifetime 0 seconds
+CONF
+  /usr/sbin/squid -f "$dir/squid.conf" -N > "$dir/squid.out" 2>&1 &
+  proxies_pids="$proxies_pids $!"
+  if wait_for_port "$port"; then
+    export COURIER_DIGEST_PROXY_URL="http://courier:digest-secret@127.0.0.1:$port"
+    echo "squid (Digest) at 127.0.0.1:$port"
+  else
+    echo "squid did not start: the Digest proxy tests will be skipped"; cat "$dir/squid.out" "$dir/cache.log" 2>/dev/null || true
   fi
 }
 
