@@ -79,17 +79,13 @@ final class NIOExchange: Exchange, Sendable {
 
     /// Sends the hop on Courier's pool.
     private func startHop(_ request: Request, pool: ConnectionPool, key: ConnectionPool.Key) {
-        var request = request
-        // Through a forwarding proxy that sent a Digest challenge before: its answer, not Basic.
-        if case .forward(let proxy) = key.route, !request.headerFields.contains(.proxyAuthorization),
-            let answer = pool.proxyDigestChallenges.authorization(
-                for: proxy, method: request.method.rawValue, uri: ProxyRoute.absoluteForm(of: request.url))
-        {
-            request.headerFields[.proxyAuthorization] = answer
-        }
         let hop: EngineHop
         do {
-            hop = try EngineHop(exchange: self, request: request, pool: pool, key: key)
+            if case .forward(let proxy) = key.route {
+                hop = try EngineHop(exchange: self, request: Self.answeringDigest(of: proxy, request, pool: pool), pool: pool, key: key)
+            } else {
+                hop = try EngineHop(exchange: self, request: request, pool: pool, key: key)
+            }
         } catch {
             self.finish(with: error)
             return
@@ -108,6 +104,18 @@ final class NIOExchange: Exchange, Sendable {
             preferredLoop = current
         }
         pool.execute(hop, preferredLoop: preferredLoop)
+    }
+
+    /// `request`, through a forwarding proxy that sent a Digest challenge before, with the answer
+    /// to it (instead of Basic), unless it carries a `Proxy-Authorization` of its own.
+    private static func answeringDigest(of proxy: NIOEngine.Proxy, _ request: Request, pool: ConnectionPool) -> Request {
+        guard !request.headerFields.contains(.proxyAuthorization),
+            let answer = pool.proxyDigestChallenges.authorization(
+                for: proxy, method: request.method.rawValue, uri: ProxyRoute.absoluteForm(of: request.url))
+        else { return request }
+        var request = request
+        request.headerFields[.proxyAuthorization] = answer
+        return request
     }
 
     /// The current hop ended: its transaction's metrics go to the delegate, then the next hop
