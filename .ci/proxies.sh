@@ -1,8 +1,10 @@
 # Sourced by .ci/run: real proxies from Debian's packages on 127.0.0.1 for the proxy tests,
 # tinyproxy (an HTTP proxy: CONNECT and absolute-form forwarding, Basic credentials
-# courier:secret), squid (an HTTP proxy that wants Digest credentials, courier:digest-secret)
-# and Dante's danted twice (SOCKS5: once without authentication, once wanting a user name and
-# password, RFC 1929, checked against a system account). Exports COURIER_HTTP_PROXY_URL,
+# courier:secret), stunnel in front of it (the same proxy over TLS: an https:// proxy, its
+# certificate for localhost from a CA made here), squid (an HTTP proxy that wants Digest
+# credentials, courier:digest-secret) and Dante's danted twice (SOCKS5: once without
+# authentication, once wanting a user name and password, RFC 1929, checked against a system
+# account). Exports COURIER_HTTP_PROXY_URL, COURIER_HTTPS_PROXY_URL and COURIER_HTTPS_PROXY_CA,
 # COURIER_DIGEST_PROXY_URL, COURIER_SOCKS_PROXY_URL and COURIER_SOCKS_AUTH_PROXY_URL; the tests
 # that need them say that they were skipped when they are missing. Sets proxies_pids for the
 # cleanup.
@@ -10,9 +12,9 @@
 proxies_pids=""
 
 start_proxies() {
-  if [ ! -x /usr/bin/tinyproxy ] || [ ! -x /usr/sbin/danted ] || [ ! -x /usr/sbin/squid ]; then
-    log "tinyproxy, dante-server, squid (apt)"
-    apt-get update -qq && apt-get install -y -qq tinyproxy dante-server squid || true
+  if [ ! -x /usr/bin/tinyproxy ] || [ ! -x /usr/sbin/danted ] || [ ! -x /usr/sbin/squid ] || [ ! -x /usr/bin/stunnel4 ]; then
+    log "tinyproxy, dante-server, squid, stunnel4 (apt)"
+    apt-get update -qq && apt-get install -y -qq tinyproxy dante-server squid stunnel4 || true
   fi
   local dir="$root/.build-ci-proxies"
   rm -rf "$dir" && mkdir -p "$dir"
@@ -41,6 +43,7 @@ CONF
     if wait_for_port "$http_port"; then
       export COURIER_HTTP_PROXY_URL="http://courier:secret@127.0.0.1:$http_port"
       echo "tinyproxy at 127.0.0.1:$http_port"
+      if [ -x /usr/bin/stunnel4 ]; then start_tls_front "$dir" "$http_port"; fi
     else
       echo "tinyproxy did not start: the real-proxy tests will be skipped"; cat "$dir/tinyproxy.log" || true
     fi
@@ -103,6 +106,40 @@ start_authenticating_danted() {
     echo "danted (username/password) at 127.0.0.1:$danted_port"
   else
     echo "the authenticating danted did not start: its tests will be skipped"
+  fi
+}
+
+# stunnel on a free port of 127.0.0.1, TLS in front of the proxy at 127.0.0.1:$2: an https://
+# proxy. Its certificate names localhost (and 127.0.0.1), issued by a CA made here with openssl,
+# whose PEM file COURIER_HTTPS_PROXY_CA names for the tests to trust.
+start_tls_front() {
+  local dir=$1/stunnel upstream=$2 port
+  mkdir -p "$dir"
+  port=$(free_port)
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=Courier CI proxy CA" \
+    -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null || { echo "openssl failed: the https:// proxy tests will be skipped"; return; }
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=localhost" \
+    -keyout "$dir/proxy.key" -out "$dir/proxy.csr" 2>/dev/null
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > "$dir/ext.cnf"
+  openssl x509 -req -in "$dir/proxy.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
+    -extfile "$dir/ext.cnf" -out "$dir/proxy.pem" 2>/dev/null
+  cat > "$dir/stunnel.conf" <<CONF
+foreground = yes
+pid =
+[https-proxy]
+accept = 127.0.0.1:$port
+connect = 127.0.0.1:$upstream
+cert = $dir/proxy.pem
+key = $dir/proxy.key
+CONF
+  /usr/bin/stunnel4 "$dir/stunnel.conf" > "$dir/stunnel.log" 2>&1 &
+  proxies_pids="$proxies_pids $!"
+  if wait_for_port "$port"; then
+    export COURIER_HTTPS_PROXY_URL="https://courier:secret@localhost:$port"
+    export COURIER_HTTPS_PROXY_CA="$dir/ca.pem"
+    echo "stunnel (an https:// proxy in front of tinyproxy) at localhost:$port"
+  else
+    echo "stunnel did not start: the https:// proxy tests will be skipped"; cat "$dir/stunnel.log" || true
   fi
 }
 

@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// An HTTP proxy on 127.0.0.1 for tests: every tunnel it opens (`CONNECT`) and every request it
 /// forwards (absolute form, `GET http://host/path HTTP/1.1`) leads to one upstream address on
@@ -80,20 +81,25 @@ public final class TestProxy: Sendable {
     ///   credentials gets 407 (see `authentication`).
     ///   - authentication: How `credentials` are checked: Basic by default.
     ///   - behaviour: What to do with a `CONNECT`; ``Behaviour/tunnel`` by default.
+    ///   - tls: When set, clients reach the proxy over TLS presenting this identity (an
+    ///     `https://` proxy, ALPN `http/1.1`); tunnels and forwarded requests run inside it.
     /// - Returns: The running proxy.
     public static func start(
         upstreamPort: Int,
         credentials: (username: String, password: String)? = nil,
         authentication: Authentication = .basic,
-        behaviour: Behaviour = .tunnel
+        behaviour: Behaviour = .tunnel,
+        tls: TestServer.Identity? = nil
     ) async throws -> TestProxy {
         let state = NIOLockedValueBox(ProxyState())
         let expected = credentials.map { ProxyAuthenticator(username: $0.username, password: $0.password, authentication: authentication) }
+        let sslContext = try tls.map { try NIOSSLContext(configuration: $0.makeTLSConfiguration(http2: false, requiresClientCertificate: false)) }
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
                 state.withLockedValue { $0.children.append(child) }
                 return child.eventLoop.makeCompletedFuture {
+                    if let sslContext { try child.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext)) }
                     try child.pipeline.syncOperations.addHandler(
                         ConnectRequestHandler(upstreamPort: upstreamPort, authenticator: expected, behaviour: behaviour, state: state))
                 }

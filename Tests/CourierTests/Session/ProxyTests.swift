@@ -1,6 +1,7 @@
 import Courier
 import CourierTesting
 import Foundation
+import NIOCore
 import Testing
 
 @Suite("Proxy")
@@ -41,6 +42,21 @@ struct ProxyTests {
         }
     }
 
+    /// A manager for `https://localhost:port/` through the HTTP proxy on 127.0.0.1:`proxyPort`
+    /// with user `courier` and `password`, trusting the test root.
+    static func manager(
+        serverPort: Int, proxyPort: Int, password: String, version: SessionConfiguration.HTTPVersionPolicy
+    ) throws -> HTTPSessionManager {
+        var configuration = SessionConfiguration.default
+        configuration.httpVersion = version
+        configuration.proxy = .http(host: "127.0.0.1", port: proxyPort, username: "courier", password: password)
+        let manager = HTTPSessionManager(
+            baseURL: URL(string: "https://localhost:\(serverPort)/"), configuration: configuration,
+            securityPolicy: try Transport.trustingTestRoot())
+        manager.completionQueue = TestQueues.completion
+        return manager
+    }
+
     /// `https` through a proxy that wants Digest (RFC 7616), both ways a proxy can send its
     /// challenge: squid's (a page, the connection kept for the answer) and one that closes the
     /// connection (the pool connects again with the answer). Over HTTP/1.1 and HTTP/2, through
@@ -48,51 +64,38 @@ struct ProxyTests {
     @Test(arguments: [true, false], [SessionConfiguration.HTTPVersionPolicy.http1Only, .automatic])
     func httpsGoesThroughAProxyThatWantsDigest(_ keepsConnectionOpen: Bool, _ version: SessionConfiguration.HTTPVersionPolicy) async throws {
         try await withTestServer(.https(.localhost)) { server in
-            let proxy = try await TestProxy.start(
-                upstreamPort: server.port, credentials: ("courier", "secret"),
-                authentication: .digest(realm: "courier-digest", keepsConnectionOpen: keepsConnectionOpen))
-            try await withShutdown(of: proxy) { proxy in
-                var configuration = SessionConfiguration.default
-                configuration.httpVersion = version
-                configuration.proxy = .http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "secret")
-                let manager = HTTPSessionManager(
-                    baseURL: URL(string: "https://localhost:\(server.port)/"), configuration: configuration,
-                    securityPolicy: try Transport.trustingTestRoot())
-                manager.completionQueue = TestQueues.completion
-                let first = try await manager.get("get", parameters: ["via": "digest"])
-                let second = try await manager.get("get", parameters: ["via": "again"])
-                await manager.invalidate(cancelingTasks: true)
-                #expect((first.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "digest")
-                #expect((second.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "again")
-                // Basic first (Courier's preemptive guess), then the answer to the challenge; the
-                // second request rode the same tunnel.
-                let authorizations = proxy.proxyAuthorizations
-                #expect(authorizations.count == 2, "\(authorizations)")
-                #expect(authorizations.first??.hasPrefix("Basic ") == true)
-                #expect(authorizations.last??.hasPrefix("Digest username=\"courier\", realm=\"courier-digest\"") == true)
-                #expect(proxy.connectTargets == ["localhost:\(server.port)", "localhost:\(server.port)"])
-            }
-            let wrong = try await TestProxy.start(
-                upstreamPort: server.port, credentials: ("courier", "secret"),
-                authentication: .digest(realm: "courier-digest", keepsConnectionOpen: keepsConnectionOpen))
-            try await withShutdown(of: wrong) { proxy in
-                var configuration = SessionConfiguration.default
-                configuration.httpVersion = version
-                configuration.proxy = .http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "wrong")
-                let manager = HTTPSessionManager(
-                    baseURL: URL(string: "https://localhost:\(server.port)/"), configuration: configuration,
-                    securityPolicy: try Transport.trustingTestRoot())
-                manager.completionQueue = TestQueues.completion
-                await #expect {
-                    try await manager.get("get")
-                } throws: { error in
-                    guard let error = error as? CourierError else { return false }
-                    return error.code == .proxyAuthenticationRequired && error.response?.status.code == 407
-                        && error.message.contains("the credentials for user 'courier' were refused")
+            for password in ["secret", "wrong"] {
+                let proxy = try await TestProxy.start(
+                    upstreamPort: server.port, credentials: ("courier", "secret"),
+                    authentication: .digest(realm: "courier-digest", keepsConnectionOpen: keepsConnectionOpen))
+                try await withShutdown(of: proxy) { proxy in
+                    let manager = try Self.manager(serverPort: server.port, proxyPort: proxy.port, password: password, version: version)
+                    if password == "wrong" {
+                        await #expect {
+                            try await manager.get("get")
+                        } throws: { error in
+                            guard let error = error as? CourierError else { return false }
+                            return error.code == .proxyAuthenticationRequired && error.response?.status.code == 407
+                                && error.message.contains("the credentials for user 'courier' were refused")
+                        }
+                        await manager.invalidate(cancelingTasks: true)
+                        // Basic, then one Digest answer: refused, not answered again.
+                        #expect(proxy.proxyAuthorizations.count == 2, "\(proxy.proxyAuthorizations)")
+                        return
+                    }
+                    let first = try await manager.get("get", parameters: ["via": "digest"])
+                    let second = try await manager.get("get", parameters: ["via": "again"])
+                    await manager.invalidate(cancelingTasks: true)
+                    #expect((first.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "digest")
+                    #expect((second.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "again")
+                    // Basic first (Courier's preemptive guess), then the answer to the challenge; the
+                    // second request rode the same tunnel.
+                    let authorizations = proxy.proxyAuthorizations
+                    #expect(authorizations.count == 2, "\(authorizations)")
+                    #expect(authorizations.first??.hasPrefix("Basic ") == true)
+                    #expect(authorizations.last??.hasPrefix("Digest username=\"courier\", realm=\"courier-digest\"") == true)
+                    #expect(proxy.connectTargets == ["localhost:\(server.port)", "localhost:\(server.port)"])
                 }
-                await manager.invalidate(cancelingTasks: true)
-                // Basic, then one Digest answer: refused, not answered again.
-                #expect(proxy.proxyAuthorizations.count == 2, "\(proxy.proxyAuthorizations)")
             }
         }
     }
@@ -142,6 +145,61 @@ struct ProxyTests {
                         #expect(wrong.proxyAuthorizations.count == 2, "\(wrong.proxyAuthorizations)")
                     }
                 }
+            }
+        }
+    }
+
+    /// An `https://` proxy: TLS to the proxy (its certificate checked as any server's), then, inside
+    /// it, an `http` request in absolute form, or a `CONNECT` tunnel and TLS to the server (TLS in
+    /// TLS), over HTTP/1.1 and HTTP/2; the transaction reports the server's TLS, not the proxy's.
+    @Test(arguments: [("http", SessionConfiguration.HTTPVersionPolicy.automatic), ("https", .http1Only), ("https", .automatic)])
+    func requestsGoThroughAnHTTPSProxy(_ scheme: String, _ version: SessionConfiguration.HTTPVersionPolicy) async throws {
+        try await withTestServer(scheme == "https" ? .https(.localhost) : TestServer.Configuration()) { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("courier", "secret"), tls: .localhost)
+            try await withShutdown(of: proxy) { proxy in
+                var configuration = SessionConfiguration.default
+                configuration.httpVersion = version
+                configuration.proxy = try ProxyConfiguration(url: "https://courier:secret@localhost:\(proxy.port)")
+                let manager = HTTPSessionManager(baseURL: nil, configuration: configuration, securityPolicy: try Transport.trustingTestRoot())
+                manager.completionQueue = TestQueues.completion
+                // The certificate names localhost: the server's is checked against the URL's host.
+                let target = scheme == "https" ? "https://localhost:\(server.port)/get?via=tls" : "http://courier-target.invalid/get?via=tls"
+                let response = try await manager.get(target)
+                await manager.invalidate(cancelingTasks: true)
+                #expect(response.response.status.code == 200)
+                let transaction = try #require(response.metrics?.transactions.last)
+                #expect(transaction.isProxyConnection)
+                #expect(transaction.remoteSocketAddress?.port == proxy.port)
+                if scheme == "https" {
+                    #expect(proxy.connectTargets == ["localhost:\(server.port)"])
+                    #expect(transaction.networkProtocolName == (version == .automatic ? "h2" : "http/1.1"))
+                    #expect(transaction.tlsProtocolVersion != nil)
+                } else {
+                    #expect(proxy.forwardedTargets == ["http://courier-target.invalid/get?via=tls"])
+                    #expect(transaction.networkProtocolName == "http/1.1")
+                }
+                #expect(proxy.proxyAuthorizations == ["Basic " + Data("courier:secret".utf8).base64EncodedString()])
+            }
+        }
+    }
+
+    /// An `https://` proxy whose certificate the policy does not trust: a typed TLS error that
+    /// names the proxy, and nothing reaches it in the clear.
+    @Test func anHTTPSProxyWithAnUntrustedCertificateIsRefused() async throws {
+        try await withTestServer { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, tls: .selfSigned)
+            try await withShutdown(of: proxy) { proxy in
+                var configuration = SessionConfiguration.default
+                configuration.proxy = .https(host: "localhost", port: proxy.port)
+                try await withManager(baseURL: URL(string: "http://courier-target.invalid/"), configuration: configuration) { manager in
+                    await #expect {
+                        try await manager.get("get")
+                    } throws: { error in
+                        guard let error = error as? CourierError else { return false }
+                        return error.code == .serverTrustEvaluationFailed && error.message.hasPrefix("HTTPS proxy localhost:\(proxy.port): ")
+                    }
+                }
+                #expect(proxy.forwardedTargets.isEmpty)
             }
         }
     }

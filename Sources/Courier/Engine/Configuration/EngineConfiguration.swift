@@ -124,7 +124,12 @@ extension NIOEngine {
     /// SOCKS5 proxy, with a user name and password if it wants them. A
     /// ``ProxyConfiguration`` says which URLs it carries.
     public struct Proxy: Sendable, Hashable {
-        enum Kind: Sendable, Hashable { case http, socks }
+        enum Kind: Sendable, Hashable {
+            case http
+            /// An HTTP proxy reached over TLS (`https://`).
+            case https
+            case socks
+        }
         let kind: Kind
         /// The proxy's host.
         public var host: String
@@ -147,6 +152,15 @@ extension NIOEngine {
         /// front, Digest when it asks.
         public static func http(host: String, port: Int, username: String? = nil, password: String? = nil) -> Proxy {
             Proxy(kind: .http, host: host, port: port, username: username, password: password)
+        }
+
+        /// An HTTP proxy reached over TLS (an `https://` proxy, as curl and Go's client reach
+        /// one): the connection to it is TLS, its certificate checked as any server's is (the
+        /// session's policy for the proxy's host name, SNI naming it); inside it, requests for
+        /// `http` URLs in absolute form, and a `CONNECT` tunnel, then TLS to the server, for
+        /// `https` URLs. Credentials as for ``http(host:port:username:password:)``.
+        public static func https(host: String, port: Int, username: String? = nil, password: String? = nil) -> Proxy {
+            Proxy(kind: .https, host: host, port: port, username: username, password: password)
         }
 
         /// A SOCKS5 proxy, with a user name and password if it wants them.

@@ -103,12 +103,20 @@ extension ConnectionPool {
         let opened: EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol)>
         let route = key.route
         let address = route.connectionAddress(host: key.host, port: key.port)
+        // An `https://` proxy: TLS to it first, offering HTTP/1.1 only (a proxy speaks it).
+        var proxyTLS: TLSConnector?
+        if let proxy = route.proxy, proxy.usesTLS {
+            guard let connector = self.http1OnlyTLS else {
+                return eventLoop.makeFailedFuture(CourierError(.unsupportedScheme, "\(key): this engine has no TLS for the \(proxy.displayName)"))
+            }
+            proxyTLS = connector
+        }
         if key.tls {
             guard let tls else {
                 return eventLoop.makeFailedFuture(CourierError(.unsupportedScheme, "\(key): this engine has no TLS"))
             }
             // TCP (to the proxy, if any), the proxy's tunnel, then TLS, then what ALPN chose.
-            opened = Self.tunnel(to: address, with: bootstrap, key: key, on: eventLoop, timeout: connectTimeout).flatMap { channel in
+            opened = Self.tunnel(to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: connectTimeout).flatMap { channel in
                 setup.withLockedValue { $0.secureConnectionStart = .now }
                 return tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
                     setup.withLockedValue { setup in
@@ -122,7 +130,7 @@ extension ConnectionPool {
         } else if route != .direct {
             // TCP to the proxy, its tunnel when it makes one (a forwarding proxy takes the
             // request in absolute form on this connection), then HTTP/1.1.
-            opened = Self.tunnel(to: address, with: bootstrap, key: key, on: eventLoop, timeout: connectTimeout).flatMapThrowing { channel in
+            opened = Self.tunnel(to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: connectTimeout).flatMapThrowing { channel in
                 do {
                     try configure(channel, .http1_1)
                 } catch {
@@ -155,27 +163,50 @@ extension ConnectionPool {
         }
     }
 
-    /// TCP to `address` (the proxy's, when `key`'s route has one), then the proxy's tunnel when
-    /// the route makes one: the channel, ready for TLS or HTTP. A proxy that closes the
-    /// connection its Digest challenge came on (``ProxyTunnel/DigestAnswer``) is connected to
-    /// again with the answer, as often as the tunnel may answer (twice: a stale nonce).
+    /// TCP to `address` (the proxy's, when `key`'s route has one), TLS to an `https://` proxy
+    /// through `proxyTLS`, then the proxy's tunnel when the route makes one: the channel, ready
+    /// for TLS or HTTP. A proxy that closes the connection its Digest challenge came on
+    /// (``ProxyTunnel/DigestAnswer``) is connected to again with the answer, as often as the
+    /// tunnel may answer (twice: a stale nonce).
     static func tunnel(
         to address: (host: String, port: Int),
         with bootstrap: @escaping @Sendable () -> ClientBootstrap,
+        proxyTLS: TLSConnector?,
         key: Key,
         on eventLoop: any EventLoop,
         timeout: TimeAmount,
         answering answer: ProxyTunnel.DigestAnswer? = nil
     ) -> EventLoopFuture<any Channel> {
         bootstrap().connect(host: address.host, port: address.port).flatMap { channel in
-            ProxyTunnel.establish(
-                on: channel, target: key.host, port: key.port, route: key.route, timeout: timeout, answering: answer)
-                .map { channel }
+            Self.secureToProxy(channel, of: key.route, with: proxyTLS).flatMap {
+                ProxyTunnel.establish(
+                    on: channel, target: key.host, port: key.port, route: key.route, timeout: timeout, answering: answer)
+            }.map { channel }
         }.flatMapError { error in
             guard let next = (error as? CourierError)?.underlyingError as? ProxyTunnel.DigestAnswer,
                 next.answers > (answer?.answers ?? 0), next.answers <= HTTPConnectStateMachine.maximumDigestAnswers
             else { return eventLoop.makeFailedFuture(error) }
-            return Self.tunnel(to: address, with: bootstrap, key: key, on: eventLoop, timeout: timeout, answering: next)
+            return Self.tunnel(
+                to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: timeout, answering: next)
+        }
+    }
+
+    /// TLS to `route`'s proxy when it is an `https://` one, through `tls` (the proxy's certificate
+    /// checked by the policy for its host name, SNI naming it); at once otherwise. What comes
+    /// after (the tunnel, TLS to the server) goes inside it.
+    private static func secureToProxy(_ channel: any Channel, of route: ProxyRoute, with tls: TLSConnector?) -> EventLoopFuture<Void> {
+        guard let proxy = route.proxy, proxy.usesTLS, let tls else { return channel.eventLoop.makeSucceededVoidFuture() }
+        return tls.startTLS(on: channel, host: proxy.host, port: proxy.port) { _, _ in }.map { _ in }.flatMapErrorThrowing { error in
+            // Its code as any handshake's, its message naming the proxy (not the request's server).
+            switch error {
+            case let failure as ServerTrustFailure:
+                throw CourierError(failure.code, "\(proxy.displayName): \(failure.summary)", underlyingError: failure)
+            case var failure as CourierError:
+                failure.message = "\(proxy.displayName): \(failure.message)"
+                throw failure
+            default:
+                throw error
+            }
         }
     }
 

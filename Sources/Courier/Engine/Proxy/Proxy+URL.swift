@@ -1,14 +1,19 @@
 import Foundation
 
 extension NIOEngine.Proxy: CustomStringConvertible {
-    /// The port a proxy URL without one gets: 1080, curl's default for every kind of proxy.
+    /// The port a proxy URL without one gets: 1080, curl's default for every kind of proxy but
+    /// `https://` (``defaultTLSPort``).
     public static let defaultPort = 1080
+    /// The port an `https://` proxy URL without one gets: 443, as in curl.
+    public static let defaultTLSPort = 443
 
     /// Reads a proxy URL the way curl reads `--proxy` and the proxy environment variables.
     ///
     /// - `http://[user[:password]@]host[:port][/]`: an HTTP proxy (absolute-form requests for
     ///   `http` URLs, a `CONNECT` tunnel for `https` URLs), with credentials when the URL has a
     ///   user (percent-encoded: `us%40er` is `us@er`): Basic up front, Digest when the proxy asks.
+    /// - `https://[user[:password]@]host[:port][/]`: the same, reached over TLS
+    ///   (``https(host:port:username:password:)``); port 443 when none is given.
     /// - `socks5://[user[:password]@]host[:port]` and `socks5h://…`: a SOCKS5 proxy, with a
     ///   user name and password (RFC 1929) when the URL has a user (percent-encoded, as for
     ///   `http://`). As in curl, `socks5://` has Courier resolve the target's host name itself
@@ -22,7 +27,7 @@ extension NIOEngine.Proxy: CustomStringConvertible {
     /// - Throws: ``CourierError/Code/invalidProxyConfiguration`` for a URL that does not parse,
     ///   has no host, a port outside 1–65535, a path, query or fragment, a user name or
     ///   password longer than SOCKS5 carries (255 bytes) on a `socks5://` URL, or another scheme
-    ///   (`https://` proxies, `socks4://`, `socks4a://`).
+    ///   (`socks4://`, `socks4a://`).
     public init(url: String) throws(CourierError) {
         let trimmed = url.trimmingCharacters(in: .whitespaces)
         func invalid(_ why: String) -> CourierError {
@@ -36,14 +41,15 @@ extension NIOEngine.Proxy: CustomStringConvertible {
         let kind: Kind
         switch scheme {
         case "http": kind = .http
+        case "https": kind = .https
         case "socks5", "socks5h": kind = .socks
         default:
-            throw invalid("Courier does not speak to '\(scheme)' proxies (http, socks5 and socks5h are supported)")
+            throw invalid("Courier does not speak to '\(scheme)' proxies (http, https, socks5 and socks5h are supported)")
         }
         var host = components.host ?? ""
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty else { throw invalid("it has no host") }
-        let port = components.port ?? Self.defaultPort
+        let port = components.port ?? (kind == .https ? Self.defaultTLSPort : Self.defaultPort)
         guard (1...65535).contains(port) else { throw invalid("the port \(port) is not between 1 and 65535") }
         guard components.path.isEmpty || components.path == "/", components.query == nil, components.fragment == nil else {
             throw invalid("a proxy URL has no path, query or fragment")
@@ -61,6 +67,9 @@ extension NIOEngine.Proxy: CustomStringConvertible {
     /// Whether this is a SOCKS5 proxy (else an HTTP proxy).
     public var isSOCKS: Bool { self.kind == .socks }
 
+    /// Whether the connection to the proxy is TLS (an `https://` proxy).
+    public var usesTLS: Bool { self.kind == .https }
+
     /// The proxy as a URL, the password replaced by `***`: `http://ann:***@proxy:3128`,
     /// `socks5h://127.0.0.1:1080`, `socks5://127.0.0.1:1080` (names resolved locally).
     public var description: String {
@@ -71,10 +80,13 @@ extension NIOEngine.Proxy: CustomStringConvertible {
         return text + self.authority
     }
 
-    /// The proxy URL's scheme: `http`, `socks5` (names resolved locally) or `socks5h`.
+    /// The proxy URL's scheme: `http`, `https`, `socks5` (names resolved locally) or `socks5h`.
     public var scheme: String {
-        guard self.kind == .socks else { return "http" }
-        return self.resolvesTargetLocally ? "socks5" : "socks5h"
+        switch self.kind {
+        case .http: "http"
+        case .https: "https"
+        case .socks: self.resolvesTargetLocally ? "socks5" : "socks5h"
+        }
     }
 
     /// Whether the tunnel's target name is looked up here and sent as an address: a SOCKS5 proxy
@@ -84,8 +96,15 @@ extension NIOEngine.Proxy: CustomStringConvertible {
     /// `host:port`, an IPv6 host in brackets: what messages name and `CONNECT` is sent to.
     var authority: String { Self.authority(host: self.host, port: self.port) }
 
-    /// "HTTP proxy 127.0.0.1:3128" or "SOCKS5 proxy 127.0.0.1:1080", for messages.
-    var displayName: String { (self.kind == .socks ? "SOCKS5 proxy " : "HTTP proxy ") + self.authority }
+    /// "HTTP proxy 127.0.0.1:3128", "HTTPS proxy proxy.example:443" or "SOCKS5 proxy
+    /// 127.0.0.1:1080", for messages.
+    var displayName: String {
+        switch self.kind {
+        case .http: "HTTP proxy " + self.authority
+        case .https: "HTTPS proxy " + self.authority
+        case .socks: "SOCKS5 proxy " + self.authority
+        }
+    }
 
     /// The user name and password as one credential, when the proxy has a user name (an absent
     /// password is empty).

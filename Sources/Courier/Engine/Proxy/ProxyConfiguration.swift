@@ -17,10 +17,11 @@ import Foundation
 ///     bypass: try ProxyConfiguration.BypassList("localhost, .internal.example.com, 10.0.0.0/8"))
 /// ```
 ///
-/// An HTTP proxy carries an `http` URL as an absolute-form request (`GET http://host/path
-/// HTTP/1.1`) and an `https` URL through a `CONNECT` tunnel; a SOCKS5 proxy tunnels both. An HTTP
-/// proxy's credentials go with every request (`Proxy-Authorization: Basic`, sent up front, not
-/// after a 407). URLs of other schemes get no proxy.
+/// An HTTP proxy (reached in cleartext, or over TLS for an `https://` proxy) carries an `http`
+/// URL as an absolute-form request (`GET http://host/path HTTP/1.1`) and an `https` URL through a
+/// `CONNECT` tunnel; a SOCKS5 proxy tunnels both. An HTTP proxy's credentials go with every
+/// request (`Proxy-Authorization: Basic`, sent up front, not after a 407) until it asks for
+/// Digest, which they then answer. URLs of other schemes get no proxy.
 ///
 /// A proxy that refuses is a ``CourierError`` naming it:
 /// ``CourierError/Code/proxyAuthenticationRequired`` (407, or 401 to a `CONNECT`, or a SOCKS5 proxy that wants a
@@ -65,6 +66,19 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
     /// - Returns: The configuration.
     public static func http(host: String, port: Int, username: String? = nil, password: String? = nil) -> ProxyConfiguration {
         ProxyConfiguration(proxy: .http(host: host, port: port, username: username, password: password))
+    }
+
+    /// One HTTP proxy reached over TLS (``NIOEngine/Proxy/https(host:port:username:password:)``)
+    /// for every `http` and `https` URL.
+    /// - Parameters:
+    ///   - host: The proxy's host (the name its certificate is checked against).
+    ///   - port: The proxy's port.
+    ///   - username: The user name for the proxy's authentication (Basic, or Digest when it
+    ///     asks), if it wants one.
+    ///   - password: The password that goes with it.
+    /// - Returns: The configuration.
+    public static func https(host: String, port: Int, username: String? = nil, password: String? = nil) -> ProxyConfiguration {
+        ProxyConfiguration(proxy: .https(host: host, port: port, username: username, password: password))
     }
 
     /// One SOCKS5 proxy for every `http` and `https` URL, with a user name and password (RFC

@@ -206,6 +206,7 @@ struct TLSConnector: Sendable {
             // Before the TLS handler: it reads the ServerHello's cipher suite, which swift-nio-ssl
             // does not tell, from the bytes on their way in, then leaves.
             let observer = ServerHelloObserver { suite in handshake.cipherSuite = suite }
+            handshake.tlsHandler = ssl
             let pipeline = channel.pipeline.syncOperations
             try pipeline.addHandler(observer)
             try pipeline.addHandler(ssl)

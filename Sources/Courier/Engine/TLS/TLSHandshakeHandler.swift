@@ -36,6 +36,10 @@ final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler 
     private var validatedChain: [X509.Certificate]?
     /// The suite the server chose, as ``ServerHelloObserver`` read it before the handshake ended.
     var cipherSuite: TLSCipherSuite?
+    /// The TLS handler whose handshake this is, for the version it agreed: not the pipeline's first
+    /// one, which through an `https://` proxy is the proxy's. Weak: its verification callback
+    /// holds this handler.
+    weak var tlsHandler: NIOSSLClientHandler?
     private var heldReads: [NIOAny] = []
     private var heldReadComplete = false
 
@@ -143,7 +147,7 @@ final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler 
             return
         }
         self.timer?.cancel()
-        let version = try? context.pipeline.syncOperations.handler(type: NIOSSLClientHandler.self).tlsVersion
+        let version = self.tlsHandler?.tlsVersion
         let result = TLSHandshakeResult(
             applicationProtocol: negotiated.flatMap(TLSConnector.ApplicationProtocol.init(rawValue:)) ?? .http1_1,
             tlsVersion: version.map(SecurityPolicy.TLSVersion.init),

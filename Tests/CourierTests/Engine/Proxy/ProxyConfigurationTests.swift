@@ -24,6 +24,8 @@ struct ProxyConfigurationTests {
         ("  socks5h://socks:9050  ", Proxy.socks(host: "socks", port: 9050)),
         ("socks5h://ann:s%3Acret@socks:1080", Proxy.socks(host: "socks", port: 1080, username: "ann", password: "s:cret")),
         ("SOCKS5://us%40er@10.0.0.1", Proxy.socks(host: "10.0.0.1", port: 1080, username: "us@er", resolvesHostNamesLocally: true)),
+        ("https://proxy.example.com:8443", Proxy.https(host: "proxy.example.com", port: 8443)),
+        ("HTTPS://ann:s%3Acret@proxy.example.com/", Proxy.https(host: "proxy.example.com", port: 443, username: "ann", password: "s:cret")),
     ])
     func proxyURLsParse(_ text: String, _ expected: Proxy) throws {
         #expect(try Proxy(url: text) == expected)
@@ -31,7 +33,7 @@ struct ProxyConfigurationTests {
 
     @Test(arguments: [
         ("", "empty"),
-        ("https://proxy:3128", "'https' proxies"),
+        ("ftp://proxy:3128", "'ftp' proxies (http, https, socks5 and socks5h are supported)"),
         ("socks4://proxy:1080", "'socks4' proxies"),
         ("socks4a://proxy:1080", "'socks4a' proxies"),
         ("socks5://:pass@proxy:1080", "a user name of 1 to 255 bytes"),
@@ -59,6 +61,9 @@ struct ProxyConfigurationTests {
         #expect(Proxy.redacted("http://ann:secret@p:1") == "http://ann:***@p:1")
         #expect(Proxy.redacted("ann:secret@p:1") == "ann:***@p:1")
         #expect(Proxy.socks(host: "p", port: 1, username: "ann", password: "secret").description == "socks5h://ann:***@p:1")
+        #expect(Proxy.https(host: "p", port: 443, username: "ann", password: "secret").description == "https://ann:***@p:443")
+        #expect(Proxy.https(host: "p", port: 443).displayName == "HTTPS proxy p:443")
+        #expect(Proxy.https(host: "p", port: 443).usesTLS && !Proxy.http(host: "p", port: 1).usesTLS)
         let error = #expect(throws: CourierError.self) { try Proxy(url: "socks5://:secret@p:1") }
         #expect(error?.message.contains("secret") == false)
     }
@@ -281,6 +286,9 @@ struct ProxyConfigurationTests {
         let socks = Proxy.socks(host: "s", port: 1080)
         #expect(ProxyConfiguration(proxy: http).route(for: URL(string: "http://a.test/")!) == .forward(http))
         #expect(ProxyConfiguration(proxy: http).route(for: URL(string: "https://a.test/")!) == .connectTunnel(http))
+        let overTLS = Proxy.https(host: "p", port: 443)
+        #expect(ProxyConfiguration(proxy: overTLS).route(for: URL(string: "https://a.test/")!) == .connectTunnel(overTLS))
+        #expect(ProxyConfiguration(proxy: overTLS).route(for: URL(string: "http://a.test/")!) == .forward(overTLS))
         #expect(ProxyConfiguration(proxy: socks).route(for: URL(string: "http://a.test/")!) == .socksTunnel(socks))
         #expect(ProxyConfiguration(proxy: socks).route(for: URL(string: "https://a.test/")!) == .socksTunnel(socks))
         #expect(ProxyConfiguration.direct.route(for: URL(string: "https://a.test/")!) == .direct)

@@ -7,10 +7,11 @@ import NIOPosix
 import Testing
 
 /// Proxies nobody here wrote: Debian's tinyproxy (HTTP: `CONNECT` and absolute-form forwarding,
-/// Basic credentials), squid (HTTP, Digest credentials) and Dante's danted (SOCKS5, without
-/// authentication and with a user name and password), which `.ci/run` starts (`.ci/proxies.sh`)
-/// and names in `COURIER_HTTP_PROXY_URL`, `COURIER_DIGEST_PROXY_URL`, `COURIER_SOCKS_PROXY_URL`
-/// and `COURIER_SOCKS_AUTH_PROXY_URL`. Each test is skipped, saying why, when its proxy is missing.
+/// Basic credentials), the same behind stunnel (an `https://` proxy), squid (HTTP, Digest
+/// credentials) and Dante's danted (SOCKS5, without authentication and with a user name and
+/// password), which `.ci/run` starts (`.ci/proxies.sh`) and names in `COURIER_HTTP_PROXY_URL`,
+/// `COURIER_HTTPS_PROXY_URL`, `COURIER_DIGEST_PROXY_URL`, `COURIER_SOCKS_PROXY_URL` and
+/// `COURIER_SOCKS_AUTH_PROXY_URL`. Each test is skipped, saying why, when its proxy is missing.
 enum RealProxies {
     static func proxy(_ variable: String) -> NIOEngine.Proxy? {
         ProcessInfo.processInfo.environment[variable].flatMap { try? NIOEngine.Proxy(url: $0) }
@@ -23,6 +24,10 @@ enum RealProxies {
     static var authenticatingSOCKSURL: String? { ProcessInfo.processInfo.environment["COURIER_SOCKS_AUTH_PROXY_URL"] }
     /// The URL of a squid that wants Digest credentials, carrying them.
     static var digestURL: String? { ProcessInfo.processInfo.environment["COURIER_DIGEST_PROXY_URL"] }
+    /// The URL of stunnel in front of tinyproxy (an `https://` proxy), and the file of the CA
+    /// that issued its certificate.
+    static var httpsURL: String? { ProcessInfo.processInfo.environment["COURIER_HTTPS_PROXY_URL"] }
+    static var httpsCA: String? { ProcessInfo.processInfo.environment["COURIER_HTTPS_PROXY_CA"] }
 }
 
 @Suite("Proxies: tinyproxy, squid and danted")
@@ -60,6 +65,7 @@ struct RealProxyTests {
     static let noAuthenticatingSOCKSProxy =
         "COURIER_SOCKS_AUTH_PROXY_URL is not set: .ci/run starts a danted that wants a password (as root) and sets it"
     static let noDigestProxy = "COURIER_DIGEST_PROXY_URL is not set: .ci/run starts a squid that wants Digest credentials and sets it"
+    static let noHTTPSProxy = "COURIER_HTTPS_PROXY_URL is not set: .ci/run starts stunnel in front of tinyproxy and sets it"
 
     @Test(.enabled(if: RealProxies.http != nil, Comment(rawValue: Self.noHTTPProxy)))
     func tinyproxyOpensAConnectTunnel() async throws {
@@ -267,6 +273,56 @@ struct RealProxyTests {
                     #expect(response.metrics?.transactions.count == transactions)
                 }
             }
+        }
+    }
+
+    // MARK: stunnel in front of tinyproxy: an https:// proxy
+
+    @Test(.enabled(if: RealProxies.httpsURL != nil, Comment(rawValue: Self.noHTTPSProxy)))
+    func aSessionGoesThroughAnHTTPSProxy() async throws {
+        let url = try #require(RealProxies.httpsURL)
+        let proxy = try NIOEngine.Proxy(url: url)
+        #expect(proxy.usesTLS)
+        var policy = try Transport.trustingTestRoot()
+        let proxyCA = try String(contentsOfFile: #require(RealProxies.httpsCA), encoding: .utf8)
+        policy.additionalTrustedCertificates += try Certificate.certificates(pemEncoded: proxyCA)
+        // `http`, forwarded inside the proxy's TLS; `https`, a CONNECT tunnel and TLS inside it.
+        for (secure, version) in [(false, SessionConfiguration.HTTPVersionPolicy.automatic), (true, .http1Only), (true, .automatic)] {
+            try await withTestServer(secure ? .https() : TestServer.Configuration()) { server in
+                var configuration = SessionConfiguration.default
+                configuration.httpVersion = version
+                configuration.proxy = try ProxyConfiguration(url: url)
+                let manager = HTTPSessionManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: policy)
+                manager.completionQueue = TestQueues.completion
+                for via in ["first", "second"] {
+                    let response = try await manager.get("get", parameters: ["via": via])
+                    #expect((response.value.json?["args"] as? [String: any Sendable])?["via"] as? String == via)
+                    let transaction = try #require(response.metrics?.transactions.last)
+                    #expect(transaction.isProxyConnection)
+                    #expect(transaction.remoteSocketAddress?.port == proxy.port)
+                    if secure { #expect(transaction.networkProtocolName == (version == .automatic ? "h2" : "http/1.1")) }
+                }
+                await manager.invalidate(cancelingTasks: true)
+            }
+        }
+    }
+
+    @Test(.enabled(if: RealProxies.httpsURL != nil, Comment(rawValue: Self.noHTTPSProxy)))
+    func anHTTPSProxyMustBeTrusted() async throws {
+        let url = try #require(RealProxies.httpsURL)
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.proxy = try ProxyConfiguration(url: url)
+            // The proxy's CA is not trusted here.
+            let manager = HTTPSessionManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: try Transport.trustingTestRoot())
+            manager.completionQueue = TestQueues.completion
+            await #expect {
+                try await manager.get("get")
+            } throws: { error in
+                guard let error = error as? CourierError else { return false }
+                return error.code == .serverTrustEvaluationFailed && error.message.hasPrefix("HTTPS proxy localhost:")
+            }
+            await manager.invalidate(cancelingTasks: true)
         }
     }
 }
