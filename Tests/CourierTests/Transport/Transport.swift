@@ -13,14 +13,16 @@ import Testing
 /// and a route (``Route``): directly, or through one of the real proxies `.ci/run` starts
 /// (`.ci/proxies.sh`): Debian's tinyproxy, an HTTP proxy (``Route/httpProxy``: `http` URLs as
 /// absolute-form requests, `https` URLs through `CONNECT` with `Proxy-Authorization: Basic`),
-/// and Dante's danted (``Route/socks5``). ``allCases`` is every wire directly, plus
+/// the same behind stunnel (``Route/httpsProxy``: an `https://` proxy, the server's TLS inside
+/// the proxy's), and Dante's danted (``Route/socks5``). ``allCases`` is every wire directly, plus
 /// - HTTP/1.1 via the HTTP proxy (absolute form),
 /// - HTTP/1.1 over TLS via `CONNECT`, HTTP/2 via `CONNECT`,
+/// - HTTP/1.1 over TLS and HTTP/2 via `CONNECT` inside TLS to the `https://` proxy,
 /// - HTTP/1.1 via SOCKS5, HTTP/2 via SOCKS5,
 ///
-/// each only when its proxy's variable (`COURIER_HTTP_PROXY_URL`, `COURIER_SOCKS_PROXY_URL`) is
-/// set: without them the proxied routes are left out and `TransportRouteTests` says, as two
-/// skipped tests, that they were and why. Every behaviour in this folder runs over every route
+/// each only when its proxy's variable (`COURIER_HTTP_PROXY_URL`, `COURIER_HTTPS_PROXY_URL`,
+/// `COURIER_SOCKS_PROXY_URL`) is set: without them the proxied routes are left out and
+/// `TransportRouteTests` says, as skipped tests, that they were and why. Every behaviour in this folder runs over every route
 /// (redirects, cross-origin and cleartext to TLS included; timeouts; suspension and
 /// back-pressure; progress; downloads and resume; cancellation; errors; streams;
 /// decompression; task metrics; the stale-connection resend, over the HTTP/1.1 wires), but for
@@ -52,6 +54,9 @@ struct Transport: Hashable, Sendable, CustomTestStringConvertible {
         /// Through the HTTP proxy in `COURIER_HTTP_PROXY_URL` (tinyproxy under `.ci/run`):
         /// absolute-form requests for `http`, a `CONNECT` tunnel for `https`.
         case httpProxy
+        /// Through the `https://` proxy in `COURIER_HTTPS_PROXY_URL` (stunnel in front of
+        /// tinyproxy under `.ci/run`): TLS to the proxy, a `CONNECT` tunnel inside it.
+        case httpsProxy
         /// Through the SOCKS5 proxy in `COURIER_SOCKS_PROXY_URL` (danted under `.ci/run`).
         case socks5
     }
@@ -76,6 +81,7 @@ struct Transport: Hashable, Sendable, CustomTestStringConvertible {
     /// Every proxied transport, whether its proxy is there or not.
     static let proxied: [Transport] = [
         Transport(.http1, .httpProxy), Transport(.http1TLS, .httpProxy), Transport(.http2, .httpProxy),
+        Transport(.http1TLS, .httpsProxy), Transport(.http2, .httpsProxy),
         Transport(.http1, .socks5), Transport(.http2, .socks5),
     ]
 
@@ -104,6 +110,7 @@ struct Transport: Hashable, Sendable, CustomTestStringConvertible {
         switch self.route {
         case .direct: return wire
         case .httpProxy: return self.isSecure ? "\(wire) via CONNECT" : "\(wire) via HTTP proxy (absolute-form)"
+        case .httpsProxy: return "\(wire) via CONNECT inside TLS to an https:// proxy"
         case .socks5: return "\(wire) via SOCKS5"
         }
     }
@@ -118,6 +125,14 @@ struct Transport: Hashable, Sendable, CustomTestStringConvertible {
     /// 9.6 asks for `Connection: close` in the answer). Courier then finds the kept-alive
     /// connection closed when it reuses it, and sends an idempotent request again on a new one.
     var proxyClosesEachConnection: Bool { self == .http1ViaHTTPProxy }
+
+    /// Whether the route's proxy is addressed by a name Courier looks up (the `https://` proxy's
+    /// `localhost`, which its certificate names), rather than by an address (127.0.0.1, the
+    /// others under `.ci/run`).
+    var proxyHasAName: Bool {
+        guard let host = self.proxy?.host else { return false }
+        return host.contains(where: \.isLetter) && !host.contains(":")
+    }
 
     /// `http` or `https`.
     var scheme: String { self.isSecure ? "https" : "http" }
@@ -134,6 +149,7 @@ struct Transport: Hashable, Sendable, CustomTestStringConvertible {
         switch self.route {
         case .direct: nil
         case .httpProxy: RealProxies.http
+        case .httpsProxy: RealProxies.https
         case .socks5: RealProxies.socks
         }
     }
@@ -158,10 +174,14 @@ struct Transport: Hashable, Sendable, CustomTestStringConvertible {
         return configuration
     }
 
-    /// The default policy, also trusting ``TestCertificates/rootCA``.
+    /// The default policy, also trusting ``TestCertificates/rootCA`` and, when `.ci/run` made
+    /// it, the CA of the `https://` proxy's certificate (`COURIER_HTTPS_PROXY_CA`).
     static func trustingTestRoot() throws -> SecurityPolicy {
         var policy = SecurityPolicy.default
         policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+        if let path = RealProxies.httpsCA {
+            policy.additionalTrustedCertificates += try Certificate.certificates(pemEncoded: String(contentsOfFile: path, encoding: .utf8))
+        }
         return policy
     }
 

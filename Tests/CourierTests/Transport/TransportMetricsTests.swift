@@ -32,7 +32,7 @@ struct TransportMetricsTests {
             #expect(redirect.networkProtocolName == protocolName)
             #expect(!redirect.isReusedConnection)
             #expect(redirect.isProxyConnection == transport.isProxied)
-            #expect(redirect.domainLookupStart == nil, "127.0.0.1 needs no lookup")
+            #expect((redirect.domainLookupStart != nil) == transport.proxyHasAName, "127.0.0.1 needs no lookup; a proxy's name does")
             #expect(redirect.connectStart != nil)
             #expect(redirect.connectEnd != nil)
             #expect((redirect.secureConnectionStart != nil) == transport.isSecure)
@@ -139,10 +139,11 @@ struct TransportMetricsTests {
             let metrics = try #require(finished.withLockedValue { $0.first })
             let transaction = try #require(metrics.transactions.first)
             #expect(transaction.response?.status == .ok)
-            // Through a proxy Courier connects to the proxy's address (127.0.0.1 under `.ci/run`)
-            // and the proxy looks the name up.
-            #expect((transaction.domainLookupStart != nil) == !transport.isProxied)
-            #expect((transaction.domainLookupEnd != nil) == !transport.isProxied)
+            // Through a proxy Courier connects to the proxy's address (127.0.0.1 under `.ci/run`,
+            // but for the https:// proxy's `localhost`, which Courier looks up) and the proxy looks
+            // the server's name up.
+            #expect((transaction.domainLookupStart != nil) == (!transport.isProxied || transport.proxyHasAName))
+            #expect((transaction.domainLookupEnd != nil) == (!transport.isProxied || transport.proxyHasAName))
             Self.expectOrdered([
                 ("fetchStart", transaction.fetchStart), ("domainLookupStart", transaction.domainLookupStart),
                 ("domainLookupEnd", transaction.domainLookupEnd), ("connectStart", transaction.connectStart),

@@ -11,6 +11,7 @@ import Testing
 struct TransportRouteTests {
     static let noHTTPProxy = RealProxyTests.noHTTPProxy + "; the Transport suites leave out their routes via CONNECT and absolute-form"
     static let noSOCKSProxy = RealProxyTests.noSOCKSProxy + "; the Transport suites leave out their routes via SOCKS5"
+    static let noHTTPSProxy = RealProxyTests.noHTTPSProxy + "; the Transport suites leave out their routes via CONNECT inside TLS"
 
     /// A GET over each of `route`'s transports, which must have gone through the proxy.
     private static func getOverEach(_ route: Transport.Route) async throws {
@@ -31,6 +32,11 @@ struct TransportRouteTests {
     @Test(.enabled(if: RealProxies.http != nil, Comment(rawValue: Self.noHTTPProxy)))
     func theHTTPProxyCarriesItsRoutes() async throws {
         try await Self.getOverEach(.httpProxy)
+    }
+
+    @Test(.enabled(if: RealProxies.https != nil, Comment(rawValue: Self.noHTTPSProxy)))
+    func theHTTPSProxyCarriesItsRoutes() async throws {
+        try await Self.getOverEach(.httpsProxy)
     }
 
     @Test(.enabled(if: RealProxies.socks != nil, Comment(rawValue: Self.noSOCKSProxy)))

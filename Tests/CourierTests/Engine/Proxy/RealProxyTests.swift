@@ -18,6 +18,7 @@ enum RealProxies {
     }
     static var http: NIOEngine.Proxy? { Self.proxy("COURIER_HTTP_PROXY_URL") }
     static var socks: NIOEngine.Proxy? { Self.proxy("COURIER_SOCKS_PROXY_URL") }
+    static var https: NIOEngine.Proxy? { Self.proxy("COURIER_HTTPS_PROXY_URL") }
     /// The URL of a danted that wants a user name and password, carrying them. Read by the
     /// tests themselves (not through `try?`), so that a URL Courier cannot read fails them
     /// rather than skipping them.
@@ -283,9 +284,9 @@ struct RealProxyTests {
         let url = try #require(RealProxies.httpsURL)
         let proxy = try NIOEngine.Proxy(url: url)
         #expect(proxy.usesTLS)
-        var policy = try Transport.trustingTestRoot()
-        let proxyCA = try String(contentsOfFile: #require(RealProxies.httpsCA), encoding: .utf8)
-        policy.additionalTrustedCertificates += try Certificate.certificates(pemEncoded: proxyCA)
+        // Trusting the proxy's CA too (`COURIER_HTTPS_PROXY_CA`).
+        let policy = try Transport.trustingTestRoot()
+        #expect(RealProxies.httpsCA != nil)
         // `http`, forwarded inside the proxy's TLS; `https`, a CONNECT tunnel and TLS inside it.
         for (secure, version) in [(false, SessionConfiguration.HTTPVersionPolicy.automatic), (true, .http1Only), (true, .automatic)] {
             try await withTestServer(secure ? .https() : TestServer.Configuration()) { server in
@@ -314,7 +315,9 @@ struct RealProxyTests {
             var configuration = SessionConfiguration.default
             configuration.proxy = try ProxyConfiguration(url: url)
             // The proxy's CA is not trusted here.
-            let manager = HTTPSessionManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: try Transport.trustingTestRoot())
+            var policy = SecurityPolicy.default
+            policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+            let manager = HTTPSessionManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: policy)
             manager.completionQueue = TestQueues.completion
             await #expect {
                 try await manager.get("get")
