@@ -121,7 +121,12 @@ final class NIOExchange: Exchange, Sendable {
     /// The current hop ended: its transaction's metrics go to the delegate, then the next hop
     /// starts or the exchange finishes.
     func hopCompleted(_ result: Result<Void, any Error>, metrics: TransactionMetrics) {
-        enum Next { case startNextHop, finish(CourierError?) }
+        enum Next {
+            case startNextHop
+            /// Record a forwarding proxy's Digest challenge, then send the hop again.
+            case answer(HTTPAuthorization.DigestChallenge, of: NIOEngine.Proxy)
+            case finish(CourierError?)
+        }
         let finished = self.state.withLockedValue { $0.isFinished }
         if !finished { self.delegate.exchange(didFinishTransaction: metrics) }
         let next: Next = self.state.withLockedValue { state in
@@ -129,7 +134,7 @@ final class NIOExchange: Exchange, Sendable {
             if state.isFinished { return .finish(nil) }
             if let cancellation = state.pendingCancellation { return .finish(cancellation) }
             if case .failure(let error) = result {
-                if self.answersProxyChallenge(error, state: &state) { return .startNextHop }
+                if let (challenge, proxy) = self.proxyChallengeToAnswer(error, state: &state) { return .answer(challenge, of: proxy) }
                 return .finish(NIOEngine.courierError(from: error, request: state.request))
             }
             if case .redirecting(let newRequest) = state.phase {
@@ -141,31 +146,37 @@ final class NIOExchange: Exchange, Sendable {
             return .finish(nil)
         }
         switch next {
-        case .startNextHop: self.startHop()
-        case .finish(let error): self.finish(with: error)
+        case .startNextHop:
+            self.startHop()
+        case .answer(let challenge, let proxy):
+            self.engine.pool.proxyDigestChallenges.record(challenge, for: proxy)
+            self.startHop()
+        case .finish(let error):
+            self.finish(with: error)
         }
     }
 
-    /// Whether the hop's failure is a forwarding proxy's 407 with a Digest challenge the proxy's
-    /// credentials can answer, which the exchange then does: the challenge is recorded for the
-    /// pool (``ProxyDigestChallenges``) and the hop goes again, carrying its answer. Once, and
-    /// once more when the proxy calls the answer's nonce stale (as a `CONNECT` does,
-    /// ``HTTPConnectStateMachine``); only when the body can go again and the caller set no
-    /// `Proxy-Authorization` of its own.
-    private func answersProxyChallenge(_ error: any Error, state: inout NIOExchangeState) -> Bool {
+    /// The Digest challenge of a forwarding proxy's 407 the hop failed with, when the proxy's
+    /// credentials can answer it; the exchange then does (under its lock, `state` is made ready
+    /// for the hop to go again; after it, the challenge is recorded for the pool,
+    /// ``ProxyDigestChallenges``, and the hop carries its answer). Once, and once more when the
+    /// proxy calls the answer's nonce stale (as a `CONNECT` does, ``HTTPConnectStateMachine``);
+    /// only when the body can go again and the caller set no `Proxy-Authorization` of its own.
+    private func proxyChallengeToAnswer(
+        _ error: any Error, state: inout NIOExchangeState
+    ) -> (HTTPAuthorization.DigestChallenge, NIOEngine.Proxy)? {
         guard let error = error as? CourierError, error.code == .proxyAuthenticationRequired, let response = error.response,
             response.status.code == 407, !state.request.headerFields.contains(.proxyAuthorization), state.request.body.isReplayable,
             case .forward(let proxy)? = self.engine.pool.key(for: state.request.url)?.route, proxy.credential != nil,
             let challenge = ProxyDigestChallenges.answerable(in: response),
             state.proxyDigestAnswers == 0 || (state.proxyDigestAnswers < HTTPConnectStateMachine.maximumDigestAnswers && challenge.stale)
-        else { return false }
+        else { return nil }
         state.proxyDigestAnswers += 1
-        self.engine.pool.proxyDigestChallenges.record(challenge, for: proxy)
         state.phase = .awaitingHead
         state.isHeadSent = false
         state.bytesSent = 0
         state.sendGeneration += 1
-        return true
+        return (challenge, proxy)
     }
 
     /// Ends the exchange exactly once, fulfilling any pending back-pressure promise.

@@ -93,7 +93,7 @@ extension ConnectionPool {
         let setup = NIOLockedValueBox(ConnectionEstablishment(connectStart: .now, isProxyConnection: key.route != .direct))
         let connectTimeout = self.settings.connectTimeout
         // A function, not a value: a proxy that closes the connection its Digest challenge came
-        // on is connected to again (``tunnel(to:with:key:on:timeout:answering:)``).
+        // on is connected to again (``tunnel(to:with:proxyTLS:key:on:timeout:answering:)``).
         let bootstrap: @Sendable () -> ClientBootstrap = {
             ClientBootstrap(group: eventLoop)
                 .connectTimeout(connectTimeout)
