@@ -33,6 +33,26 @@ struct CLIProxyTests {
         }
     }
 
+    /// An `https://` proxy, as curl takes one: TLS to the proxy, trusted through `--cacert`, the
+    /// request forwarded inside it; without the root, a TLS error that names the proxy.
+    @Test func anHTTPSProxyFromTheFlag() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let root = try writeTestRoot(in: folder)
+        try await TestServer.withServer { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("ann", "s3cret"), tls: .localhost)
+            let flag = ["--proxy", "http:https://ann:s3cret@localhost:\(proxy.port)", Self.target]
+            let trusted = try await CLIRunner.run(["--cacert", root.path] + flag, environment: Self.clean)
+            let untrusted = try await CLIRunner.run(flag, environment: Self.clean)
+            try await proxy.shutdown()
+            #expect(trusted.status == 0, "\(trusted.standardError)")
+            #expect(try jsonObject(trusted)["args"] as? [String: String] == ["via": "proxy"])
+            #expect(Self.carriedOne(proxy))
+            #expect(untrusted.status != 0)
+            #expect(untrusted.standardError.contains("HTTPS proxy localhost:\(proxy.port)"), "\(untrusted.standardError)")
+        }
+    }
+
     /// `--verbose` shows a forwarded request as the proxy reads it, as curl does: its target in
     /// absolute form, with the proxy's `Proxy-Authorization`; through a SOCKS tunnel, as it was.
     @Test func verboseShowsAForwardedRequestAsTheProxyReadsIt() async throws {

@@ -435,14 +435,15 @@ struct WebSocketOverSocketTests {
     }
 }
 
-/// WebSockets through the test proxies: an HTTP proxy tunnels even `ws://` with `CONNECT`, a
-/// SOCKS5 proxy tunnels.
+/// WebSockets through the test proxies: an HTTP proxy tunnels even `ws://` with `CONNECT` (an
+/// `https://` one inside TLS), a SOCKS5 proxy tunnels.
 @Suite("WebSocket through proxies")
 struct WebSocketProxyTests {
     private func echo(through proxy: ProxyConfiguration, server: TestServer) async throws {
         var configuration = SessionConfiguration.default
         configuration.proxy = proxy
-        let manager = SessionManager(configuration: configuration)
+        // The test root: the `https://` proxy's certificate.
+        let manager = SessionManager(configuration: configuration, securityPolicy: try Transport.trustingTestRoot())
         var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
         components.scheme = "ws"
         components.host = "ws.example"
@@ -464,6 +465,20 @@ struct WebSocketProxyTests {
                 try await self.echo(through: .http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "secret"), server: server)
                 #expect(proxy.connectTargets == ["ws.example:\(server.port)"])
                 #expect(proxy.forwardedTargets.isEmpty)
+                try await proxy.shutdown()
+            } catch {
+                try await proxy.shutdown()
+                throw error
+            }
+        }
+    }
+
+    @Test func anHTTPSProxyTunnelsInsideTLS() async throws {
+        try await withTestServer { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, credentials: ("courier", "secret"), tls: .localhost)
+            do {
+                try await self.echo(through: .https(host: "localhost", port: proxy.port, username: "courier", password: "secret"), server: server)
+                #expect(proxy.connectTargets == ["ws.example:\(server.port)"])
                 try await proxy.shutdown()
             } catch {
                 try await proxy.shutdown()
