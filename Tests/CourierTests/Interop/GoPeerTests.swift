@@ -29,11 +29,12 @@ enum GoPeer {
         transport.isHTTP2 ? "HTTP/2.0" : "HTTP/1.1"
     }
 
-    /// A manager for `transport` (its HTTP versions and proxy, no cache) trusting the peer's root.
+    /// A manager for `transport` (its HTTP versions and proxy, no cache) trusting the peer's root
+    /// (and the `https://` proxy's).
     static func manager(for transport: Transport) throws -> SessionManager {
         var policy = SecurityPolicy.default
         let pem = try String(contentsOfFile: caFile!, encoding: .utf8)
-        policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: pem)
+        policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: pem) + Transport.proxyRoots()
         let manager = SessionManager(configuration: transport.sessionConfiguration(), securityPolicy: policy)
         manager.completionQueue = TestQueues.completion
         return manager

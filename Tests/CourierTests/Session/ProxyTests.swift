@@ -102,7 +102,8 @@ struct ProxyTests {
 
     /// `http` forwarded by a proxy that wants Digest: the 407's challenge is answered by sending
     /// the request again; the next request answers the same nonce at once (nonce count 2); a
-    /// streamed body, which cannot go again, leaves the 407 to the caller.
+    /// refused answer is not sent again; a streamed body, which cannot go again, leaves the 407 to
+    /// the caller.
     @Test func httpIsForwardedByAProxyThatWantsDigest() async throws {
         try await withTestServer { server in
             let proxy = try await TestProxy.start(
@@ -125,7 +126,7 @@ struct ProxyTests {
                     #expect(authorizations[1].hasPrefix("Digest username=\"courier\"") && authorizations[1].contains("nc=00000001"))
                     #expect(authorizations[2].contains("nc=00000002") && authorizations[2].contains("uri=\"http://courier-target.invalid/post\""))
 
-                    // A body that cannot go again: the proxy's refusal stands.
+                    // A refused answer: the proxy's refusal stands.
                     let wrong = try await TestProxy.start(
                         upstreamPort: server.port, credentials: ("courier", "other"),
                         authentication: .digest(realm: "courier-digest", keepsConnectionOpen: true))
@@ -145,6 +146,25 @@ struct ProxyTests {
                         #expect(wrong.proxyAuthorizations.count == 2, "\(wrong.proxyAuthorizations)")
                     }
                 }
+            }
+            // A body read once cannot go again: the 407 is the caller's, after the one Basic try.
+            let streamed = try await TestProxy.start(
+                upstreamPort: server.port, credentials: ("courier", "secret"),
+                authentication: .digest(realm: "courier-digest", keepsConnectionOpen: true))
+            try await withShutdown(of: streamed) { proxy in
+                var configuration = SessionConfiguration.default
+                configuration.proxy = .http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "secret")
+                try await withManager(baseURL: nil, configuration: configuration) { manager in
+                    let body = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+                        continuation.yield(ByteBuffer(string: "once"))
+                        continuation.finish()
+                    }
+                    let request = Request(method: .post, url: URL(string: "http://courier-target.invalid/post")!, body: .stream(body, length: .known(4)))
+                    let error = await #expect(throws: CourierError.self) { try await manager.data(for: request) }
+                    #expect(error?.code == .proxyAuthenticationRequired)
+                    #expect(error?.response?.status.code == 407)
+                }
+                #expect(proxy.proxyAuthorizations.count == 1, "\(proxy.proxyAuthorizations)")
             }
         }
     }

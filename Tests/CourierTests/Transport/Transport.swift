@@ -178,11 +178,15 @@ struct Transport: Hashable, Sendable, CustomTestStringConvertible {
     /// it, the CA of the `https://` proxy's certificate (`COURIER_HTTPS_PROXY_CA`).
     static func trustingTestRoot() throws -> SecurityPolicy {
         var policy = SecurityPolicy.default
-        policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
-        if let path = RealProxies.httpsCA {
-            policy.additionalTrustedCertificates += try Certificate.certificates(pemEncoded: String(contentsOfFile: path, encoding: .utf8))
-        }
+        policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA) + Self.proxyRoots()
         return policy
+    }
+
+    /// The CA of the `https://` proxy's certificate (`COURIER_HTTPS_PROXY_CA`), when `.ci/run`
+    /// made it: a manager of its own that runs over ``allCases`` trusts it beside its server's.
+    static func proxyRoots() throws -> [Certificate] {
+        guard let path = RealProxies.httpsCA else { return [] }
+        return try Certificate.certificates(pemEncoded: String(contentsOfFile: path, encoding: .utf8))
     }
 
     /// Runs `body` with a fresh server for this transport and a manager on it (trusting the test

@@ -21,7 +21,9 @@ struct TransportPoolTests {
                 try await group.waitForAll()
             }
             #expect(await eventually { pool.hostCount == 0 }, "hosts left: \(pool.hostCount)")
-            #expect(pool.liveConnections.load(ordering: .relaxed) == 0)
+            // The last connection object goes once its channel's close has run its course, which
+            // may be just after the pool let go of the host (seen once over HTTP/2 via SOCKS5).
+            #expect(await eventually { pool.liveConnections.load(ordering: .relaxed) == 0 }, "connections alive: \(pool.liveConnections.load(ordering: .relaxed))")
 
             // The next request to it opens a connection as the first did.
             let again = try await manager.get("get")
