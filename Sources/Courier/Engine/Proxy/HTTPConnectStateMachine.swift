@@ -20,7 +20,8 @@ import NIOCore
 /// dropped), else by ``ProxyTunnelFailure/answerOnNewConnection(authorization:answers:after:)``: the pool
 /// connects again and sends the answer with its first `CONNECT`. A proxy that closes the
 /// connection after its 407 without saying so (no `Connection: close`), before any byte of an
-/// answer to the answer, is treated the same way.
+/// answer to the answer, is treated the same way, whether its close arrives as a close or as
+/// the reset the answer's write met.
 struct HTTPConnectStateMachine: ProxyHandshake {
     typealias Action = ProxyHandshakeAction
 
@@ -222,17 +223,23 @@ struct HTTPConnectStateMachine: ProxyHandshake {
             // It said it would stay open, and closed: the answer goes on a new connection.
             return self.fail(.answerOnNewConnection(authorization: answer, answers: self.digestAnswers, after: response))
         }
-        if let (answer, response) = self.sentAnswer {
-            // It closed without a word after its 407, so without reading the answer sent on the
-            // connection (tinyproxy's way): it goes on a new one.
-            return self.fail(.answerOnNewConnection(authorization: answer, answers: self.digestAnswers, after: response))
-        }
+        if let failure = self.answerOnNewConnection() { return self.fail(failure) }
         return self.fail(.closed(received: self.received.count))
+    }
+
+    /// The answer sent on this connection, for a new one: the proxy closed the connection
+    /// without a word after its 407 (without reading the answer), and the close came as a close
+    /// or, the answer having hit the closed socket, as a reset. Nil once a byte of the proxy's
+    /// next answer came.
+    private func answerOnNewConnection() -> ProxyTunnelFailure? {
+        guard let (answer, response) = self.sentAnswer else { return nil }
+        return .answerOnNewConnection(authorization: answer, answers: self.digestAnswers, after: response)
     }
 
     /// The connection failed under the exchange (`description` says how).
     mutating func errorCaught(_ description: String) -> Action {
         guard self.isOpen else { return .wait }
+        if let failure = self.answerOnNewConnection() { return self.fail(failure) }
         return self.fail(.connectionError(description))
     }
 

@@ -144,12 +144,25 @@ struct HTTPConnectDigestTests {
             return
         }
         #expect(authorization == written)
+        // The answer met the closed socket: the reset says the same.
+        var reset = Self.machine()
+        _ = reset.start()
+        _ = Self.feed(&reset, Self.challenge(body: ""))
+        guard case .fail(.answerOnNewConnection(authorization, 1, _)) = reset.errorCaught("Connection reset by peer (errno: 104)") else {
+            Issue.record("a reset before any answer to the answer gives it to a new connection")
+            return
+        }
         // Once a byte of the next answer came, a close is a close.
         var other = Self.machine()
         _ = other.start()
         _ = Self.feed(&other, Self.challenge(body: ""))
         #expect(Self.feed(&other, "HTTP/1.1 ") == .wait)
         #expect(other.closed() == .fail(.closed(received: 9)))
+        var failing = Self.machine()
+        _ = failing.start()
+        _ = Self.feed(&failing, Self.challenge(body: ""))
+        #expect(Self.feed(&failing, "HTTP/1.1 ") == .wait)
+        #expect(failing.errorCaught("reset") == .fail(.connectionError("reset")))
     }
 
     @Test func bytesAfterThePageAreRefused() {
