@@ -42,14 +42,42 @@ struct ProxyTests {
         }
     }
 
+    /// A test proxy to `server` that wants Digest credentials `courier`:`password`.
+    static func digestProxy(to server: TestServer, password: String = "secret", keepsConnectionOpen: Bool = true) async throws -> TestProxy {
+        try await TestProxy.start(
+            upstreamPort: server.port, credentials: ("courier", password),
+            authentication: .digest(realm: "courier-digest", keepsConnectionOpen: keepsConnectionOpen))
+    }
+
+    /// The default configuration through the HTTP proxy on 127.0.0.1:`proxyPort`, with user
+    /// `courier` and `password`.
+    static func configuration(
+        proxyPort: Int, password: String = "secret", version: SessionConfiguration.HTTPVersionPolicy = .automatic
+    ) -> SessionConfiguration {
+        var configuration = SessionConfiguration.default
+        configuration.httpVersion = version
+        configuration.proxy = .http(host: "127.0.0.1", port: proxyPort, username: "courier", password: password)
+        return configuration
+    }
+
+    /// Expects `GET get` to fail with the proxy's 407, its message saying the user `courier`'s
+    /// credentials were refused.
+    static func expectRefused(_ manager: HTTPSessionManager, sourceLocation: SourceLocation = #_sourceLocation) async {
+        await #expect(sourceLocation: sourceLocation) {
+            try await manager.get("get")
+        } throws: { error in
+            guard let error = error as? CourierError else { return false }
+            return error.code == .proxyAuthenticationRequired && error.response?.status.code == 407
+                && error.message.contains("the credentials for user 'courier' were refused")
+        }
+    }
+
     /// A manager for `https://localhost:port/` through the HTTP proxy on 127.0.0.1:`proxyPort`
     /// with user `courier` and `password`, trusting the test root.
     static func manager(
         serverPort: Int, proxyPort: Int, password: String, version: SessionConfiguration.HTTPVersionPolicy
     ) throws -> HTTPSessionManager {
-        var configuration = SessionConfiguration.default
-        configuration.httpVersion = version
-        configuration.proxy = .http(host: "127.0.0.1", port: proxyPort, username: "courier", password: password)
+        let configuration = Self.configuration(proxyPort: proxyPort, password: password, version: version)
         let manager = HTTPSessionManager(
             baseURL: URL(string: "https://localhost:\(serverPort)/"), configuration: configuration,
             securityPolicy: try Transport.trustingTestRoot())
@@ -65,19 +93,11 @@ struct ProxyTests {
     func httpsGoesThroughAProxyThatWantsDigest(_ keepsConnectionOpen: Bool, _ version: SessionConfiguration.HTTPVersionPolicy) async throws {
         try await withTestServer(.https(.localhost)) { server in
             for password in ["secret", "wrong"] {
-                let proxy = try await TestProxy.start(
-                    upstreamPort: server.port, credentials: ("courier", "secret"),
-                    authentication: .digest(realm: "courier-digest", keepsConnectionOpen: keepsConnectionOpen))
+                let proxy = try await Self.digestProxy(to: server, keepsConnectionOpen: keepsConnectionOpen)
                 try await withShutdown(of: proxy) { proxy in
                     let manager = try Self.manager(serverPort: server.port, proxyPort: proxy.port, password: password, version: version)
                     if password == "wrong" {
-                        await #expect {
-                            try await manager.get("get")
-                        } throws: { error in
-                            guard let error = error as? CourierError else { return false }
-                            return error.code == .proxyAuthenticationRequired && error.response?.status.code == 407
-                                && error.message.contains("the credentials for user 'courier' were refused")
-                        }
+                        await Self.expectRefused(manager)
                         await manager.invalidate(cancelingTasks: true)
                         // Basic, then one Digest answer: refused, not answered again.
                         #expect(proxy.proxyAuthorizations.count == 2, "\(proxy.proxyAuthorizations)")
@@ -106,12 +126,8 @@ struct ProxyTests {
     /// the caller.
     @Test func httpIsForwardedByAProxyThatWantsDigest() async throws {
         try await withTestServer { server in
-            let proxy = try await TestProxy.start(
-                upstreamPort: server.port, credentials: ("courier", "secret"),
-                authentication: .digest(realm: "courier-digest", keepsConnectionOpen: true))
-            try await withShutdown(of: proxy) { proxy in
-                var configuration = SessionConfiguration.default
-                configuration.proxy = .http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "secret")
+            try await withShutdown(of: try await Self.digestProxy(to: server)) { proxy in
+                let configuration = Self.configuration(proxyPort: proxy.port)
                 try await withManager(baseURL: URL(string: "http://courier-target.invalid/"), configuration: configuration) { manager in
                     let first = try await manager.get("get", parameters: ["via": "digest"])
                     #expect((first.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "digest")
@@ -127,20 +143,10 @@ struct ProxyTests {
                     #expect(authorizations[2].contains("nc=00000002") && authorizations[2].contains("uri=\"http://courier-target.invalid/post\""))
 
                     // A refused answer: the proxy's refusal stands.
-                    let wrong = try await TestProxy.start(
-                        upstreamPort: server.port, credentials: ("courier", "other"),
-                        authentication: .digest(realm: "courier-digest", keepsConnectionOpen: true))
-                    try await withShutdown(of: wrong) { wrong in
-                        var refused = SessionConfiguration.default
-                        refused.proxy = .http(host: "127.0.0.1", port: wrong.port, username: "courier", password: "secret")
+                    try await withShutdown(of: try await Self.digestProxy(to: server, password: "other")) { wrong in
+                        let refused = Self.configuration(proxyPort: wrong.port)
                         try await withManager(baseURL: URL(string: "http://courier-target.invalid/"), configuration: refused) { manager in
-                            await #expect {
-                                try await manager.get("get")
-                            } throws: { error in
-                                guard let error = error as? CourierError else { return false }
-                                return error.code == .proxyAuthenticationRequired && error.response?.status.code == 407
-                                    && error.message.contains("the credentials for user 'courier' were refused")
-                            }
+                            await Self.expectRefused(manager)
                         }
                         // Basic, then one Digest answer, refused.
                         #expect(wrong.proxyAuthorizations.count == 2, "\(wrong.proxyAuthorizations)")
@@ -148,13 +154,8 @@ struct ProxyTests {
                 }
             }
             // A body read once cannot go again: the 407 is the caller's, after the one Basic try.
-            let streamed = try await TestProxy.start(
-                upstreamPort: server.port, credentials: ("courier", "secret"),
-                authentication: .digest(realm: "courier-digest", keepsConnectionOpen: true))
-            try await withShutdown(of: streamed) { proxy in
-                var configuration = SessionConfiguration.default
-                configuration.proxy = .http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "secret")
-                try await withManager(baseURL: nil, configuration: configuration) { manager in
+            try await withShutdown(of: try await Self.digestProxy(to: server)) { proxy in
+                try await withManager(baseURL: nil, configuration: Self.configuration(proxyPort: proxy.port)) { manager in
                     let body = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
                         continuation.yield(ByteBuffer(string: "once"))
                         continuation.finish()
