@@ -27,7 +27,10 @@ struct HTTPConnectStateMachine: ProxyHandshake {
 
     private enum State {
         case idle
-        case awaitingHead
+        /// The request went; `unanswered` is the answer to a challenge it carried, and the 407
+        /// it answers, until a byte of the proxy's next answer arrives: a proxy that closes the
+        /// connection instead (without having said it would) gets it on a new one.
+        case awaitingHead(unanswered: (authorization: String, after: HTTPResponse)?)
         /// The 407 `response`'s body is read and dropped (`remaining` bytes more); then the
         /// `CONNECT` goes again with `answer`, the answer to its challenge.
         case skippingBody(remaining: Int, answer: String, after: HTTPResponse)
@@ -54,10 +57,6 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     private let makeClientNonce: () -> String
     /// The bytes of the answer received so far (after any skipped 1xx heads).
     private var received: [UInt8] = []
-    /// The answer to a challenge sent on this connection, and the 407 it answers, until a byte
-    /// of the proxy's next answer arrives: a proxy that closes the connection instead (without
-    /// having said it would) gets it on a new one.
-    private var sentAnswer: (authorization: String, after: HTTPResponse)?
 
     /// A `CONNECT` to `host`:`port`.
     /// - Parameters:
@@ -98,7 +97,7 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     /// The request to send.
     mutating func start() -> Action {
         guard case .idle = self.state else { return .wait }
-        self.state = .awaitingHead
+        self.state = .awaitingHead(unanswered: nil)
         return .write(Array(self.request.utf8))
     }
 
@@ -113,9 +112,9 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     /// Bytes from the proxy.
     mutating func received(_ buffer: ByteBuffer) -> Action {
         switch self.state {
-        case .awaitingHead:
+        case .awaitingHead(let unanswered):
             self.received += buffer.readableBytesView
-            if !self.received.isEmpty { self.sentAnswer = nil }
+            if unanswered != nil, !self.received.isEmpty { self.state = .awaitingHead(unanswered: nil) }
             return self.readHead()
         case .skippingBody(let remaining, let answer, let response):
             let count = buffer.readableBytes
@@ -136,8 +135,7 @@ struct HTTPConnectStateMachine: ProxyHandshake {
             self.state = .skippingBody(remaining: remaining - count, answer: answer, after: response)
             return .wait
         }
-        self.state = .awaitingHead
-        self.sentAnswer = (answer, response)
+        self.state = .awaitingHead(unanswered: (answer, response))
         return .write(Array(Self.request(host: self.host, port: self.port, authorization: answer).utf8))
     }
 
@@ -232,7 +230,8 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     /// or, the answer having hit the closed socket, as a reset. Nil once a byte of the proxy's
     /// next answer came.
     private func answerOnNewConnection() -> ProxyTunnelFailure? {
-        guard let (answer, response) = self.sentAnswer else { return nil }
+        guard case .awaitingHead(let unanswered?) = self.state else { return nil }
+        let (answer, response) = unanswered
         return .answerOnNewConnection(authorization: answer, answers: self.digestAnswers, after: response)
     }
 
@@ -252,7 +251,6 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     private mutating func fail(_ failure: ProxyTunnelFailure) -> Action {
         self.state = .failed
         self.received = []
-        self.sentAnswer = nil
         return .fail(failure)
     }
 
