@@ -5,7 +5,8 @@
 # credentials, courier:digest-secret) and Dante's danted twice (SOCKS5: once without
 # authentication, once wanting a user name and password, RFC 1929, checked against a system
 # account). Exports COURIER_HTTP_PROXY_URL, COURIER_HTTPS_PROXY_URL and COURIER_HTTPS_PROXY_CA,
-# COURIER_DIGEST_PROXY_URL, COURIER_SOCKS_PROXY_URL and COURIER_SOCKS_AUTH_PROXY_URL; the tests
+# COURIER_DIGEST_PROXY_URL and COURIER_DIGEST_PROXY_LOG (squid's access log),
+# COURIER_SOCKS_PROXY_URL and COURIER_SOCKS_AUTH_PROXY_URL; the tests
 # that need them say that they were skipped when they are missing. Sets proxies_pids for the
 # cleanup.
 
@@ -171,6 +172,7 @@ CONF
   proxies_pids="$proxies_pids $!"
   if wait_for_port "$port"; then
     export COURIER_DIGEST_PROXY_URL="http://courier:digest-secret@127.0.0.1:$port"
+    export COURIER_DIGEST_PROXY_LOG="$dir/access.log"
     echo "squid (Digest) at 127.0.0.1:$port"
   else
     echo "squid did not start: the Digest proxy tests will be skipped"; cat "$dir/squid.out" "$dir/cache.log" 2>/dev/null || true

@@ -88,7 +88,8 @@ struct ProxyTests {
     /// `https` through a proxy that wants Digest (RFC 7616), both ways a proxy can send its
     /// challenge: squid's (a page, the connection kept for the answer) and one that closes the
     /// connection (the pool connects again with the answer). Over HTTP/1.1 and HTTP/2, through
-    /// the tunnel; a second request opens no new tunnel; a wrong password is 407, once answered.
+    /// the tunnel; a second request opens no new tunnel; a tunnel to another host answers the
+    /// challenge at once (nonce count 2, no 407); a wrong password is 407, once answered.
     @Test(arguments: [true, false], [SessionConfiguration.HTTPVersionPolicy.http1Only, .automatic])
     func httpsGoesThroughAProxyThatWantsDigest(_ keepsConnectionOpen: Bool, _ version: SessionConfiguration.HTTPVersionPolicy) async throws {
         try await withTestServer(.https(.localhost)) { server in
@@ -105,16 +106,22 @@ struct ProxyTests {
                     }
                     let first = try await manager.get("get", parameters: ["via": "digest"])
                     let second = try await manager.get("get", parameters: ["via": "again"])
+                    // Another host (the server's address), another tunnel.
+                    let third = try await manager.get("https://127.0.0.1:\(server.port)/get", parameters: ["via": "remembered"])
                     await manager.invalidate(cancelingTasks: true)
                     #expect((first.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "digest")
                     #expect((second.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "again")
+                    #expect((third.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "remembered")
                     // Basic first (Courier's preemptive guess), then the answer to the challenge; the
-                    // second request rode the same tunnel.
-                    let authorizations = proxy.proxyAuthorizations
-                    #expect(authorizations.count == 2, "\(authorizations)")
-                    #expect(authorizations.first??.hasPrefix("Basic ") == true)
-                    #expect(authorizations.last??.hasPrefix("Digest username=\"courier\", realm=\"courier-digest\"") == true)
-                    #expect(proxy.connectTargets == ["localhost:\(server.port)", "localhost:\(server.port)"])
+                    // second request rode the same tunnel; the third's tunnel answered the remembered
+                    // nonce up front.
+                    let authorizations = proxy.proxyAuthorizations.map { $0 ?? "" }
+                    #expect(authorizations.count == 3, "\(authorizations)")
+                    #expect(authorizations.first?.hasPrefix("Basic ") == true)
+                    #expect(authorizations[1].hasPrefix("Digest username=\"courier\", realm=\"courier-digest\""))
+                    #expect(authorizations[1].contains("nc=00000001") && authorizations[1].contains("uri=\"localhost:\(server.port)\""))
+                    #expect(authorizations[2].contains("nc=00000002") && authorizations[2].contains("uri=\"127.0.0.1:\(server.port)\""))
+                    #expect(proxy.connectTargets == ["localhost:\(server.port)", "localhost:\(server.port)", "127.0.0.1:\(server.port)"])
                 }
             }
         }

@@ -93,7 +93,7 @@ extension ConnectionPool {
         let setup = NIOLockedValueBox(ConnectionEstablishment(connectStart: .now, isProxyConnection: key.route != .direct))
         let connectTimeout = self.settings.connectTimeout
         // A function, not a value: a proxy that closes the connection its Digest challenge came
-        // on is connected to again (``tunnel(to:with:proxyTLS:key:on:timeout:answering:)``).
+        // on is connected to again (``tunnel(to:with:proxyTLS:key:on:timeout:challenges:answering:)``).
         let bootstrap: @Sendable () -> ClientBootstrap = {
             ClientBootstrap(group: eventLoop)
                 .connectTimeout(connectTimeout)
@@ -116,7 +116,10 @@ extension ConnectionPool {
                 return eventLoop.makeFailedFuture(CourierError(.unsupportedScheme, "\(key): this engine has no TLS"))
             }
             // TCP (to the proxy, if any), the proxy's tunnel, then TLS, then what ALPN chose.
-            opened = Self.tunnel(to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: connectTimeout).flatMap { channel in
+            opened = Self.tunnel(
+                to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: connectTimeout,
+                challenges: self.proxyDigestChallenges
+            ).flatMap { channel in
                 setup.withLockedValue { $0.secureConnectionStart = .now }
                 return tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
                     setup.withLockedValue { setup in
@@ -130,7 +133,10 @@ extension ConnectionPool {
         } else if route != .direct {
             // TCP to the proxy, its tunnel when it makes one (a forwarding proxy takes the
             // request in absolute form on this connection), then HTTP/1.1.
-            opened = Self.tunnel(to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: connectTimeout).flatMapThrowing { channel in
+            opened = Self.tunnel(
+                to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: connectTimeout,
+                challenges: self.proxyDigestChallenges
+            ).flatMapThrowing { channel in
                 do {
                     try configure(channel, .http1_1)
                 } catch {
@@ -167,7 +173,8 @@ extension ConnectionPool {
     /// through `proxyTLS`, then the proxy's tunnel when the route makes one: the channel, ready
     /// for TLS or HTTP. A proxy that closes the connection its Digest challenge came on
     /// (``ProxyTunnel/DigestAnswer``) is connected to again with the answer, as often as the
-    /// tunnel may answer (twice: a stale nonce).
+    /// tunnel may answer (twice: a stale nonce). `challenges` are the pool's: a proxy's Digest
+    /// challenge, once answered, is answered at once by the next tunnel's `CONNECT`.
     static func tunnel(
         to address: (host: String, port: Int),
         with bootstrap: @escaping @Sendable () -> ClientBootstrap,
@@ -175,19 +182,22 @@ extension ConnectionPool {
         key: Key,
         on eventLoop: any EventLoop,
         timeout: TimeAmount,
+        challenges: ProxyDigestChallenges,
         answering answer: ProxyTunnel.DigestAnswer? = nil
     ) -> EventLoopFuture<any Channel> {
         bootstrap().connect(host: address.host, port: address.port).flatMap { channel in
             Self.secureToProxy(channel, of: key.route, with: proxyTLS).flatMap {
                 ProxyTunnel.establish(
-                    on: channel, target: key.host, port: key.port, route: key.route, timeout: timeout, answering: answer)
+                    on: channel, target: key.host, port: key.port, route: key.route, timeout: timeout, answering: answer,
+                    challenges: challenges)
             }.map { channel }
         }.flatMapError { error in
             guard let next = (error as? CourierError)?.underlyingError as? ProxyTunnel.DigestAnswer,
                 next.answers > (answer?.answers ?? 0), next.answers <= HTTPConnectStateMachine.maximumDigestAnswers
             else { return eventLoop.makeFailedFuture(error) }
             return Self.tunnel(
-                to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: timeout, answering: next)
+                to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: timeout, challenges: challenges,
+                answering: next)
         }
     }
 

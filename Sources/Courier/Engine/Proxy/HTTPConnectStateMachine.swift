@@ -17,11 +17,17 @@ import NIOCore
 /// A Digest challenge is answered once (and once more when the proxy calls the answer's nonce
 /// stale), the strongest algorithm first, as curl and URLSession do: on the same connection
 /// when the 407 leaves it open with a body of known length (squid's, which is read and
-/// dropped), else by ``ProxyTunnelFailure/answerOnNewConnection(authorization:answers:after:)``: the pool
+/// dropped), else by ``ProxyTunnelFailure/answerOnNewConnection(authorization:answers:answering:after:)``: the pool
 /// connects again and sends the answer with its first `CONNECT`. A proxy that closes the
 /// connection after its 407 without saying so (no `Connection: close`), before any byte of an
 /// answer to the answer, is treated the same way, whether its close arrives as a close or as
 /// the reset the answer's write met.
+///
+/// The first `CONNECT` may carry an answer to a challenge the proxy sent for an earlier tunnel
+/// (the pool's ``ProxyDigestChallenges``, its nonce counted on): a 407 to it, stale or not, is
+/// answered afresh, as a first challenge would be. Once the tunnel is open,
+/// ``learnedChallenge`` is the challenge this tunnel answered, for the next tunnel to answer at
+/// once.
 struct HTTPConnectStateMachine: ProxyHandshake {
     typealias Action = ProxyHandshakeAction
 
@@ -54,6 +60,10 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     private let credential: HTTPCredential?
     /// Digest challenges answered so far, on this connection or (one) before it.
     private var digestAnswers: Int
+    /// The challenge the last `CONNECT`'s `Proxy-Authorization` answers with nonce count 1 (this
+    /// machine's answer, or the one a closed connection's challenge asked for); nil when it was
+    /// Basic, none, or a remembered challenge's later count.
+    private var answered: HTTPAuthorization.DigestChallenge?
     private let makeClientNonce: () -> String
     /// The bytes of the answer received so far (after any skipped 1xx heads).
     private var received: [UInt8] = []
@@ -67,7 +77,10 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     ///   - credential: The proxy's user and password, to answer Digest challenges with (none
     ///     are answered without).
     ///   - digestAnswers: Digest challenges already answered for this tunnel (1 when
-    ///     `authorization` is such an answer).
+    ///     `authorization` is such an answer; 0 for a remembered challenge's answer, so that a 407
+    ///     to it is answered afresh).
+    ///   - answered: The challenge `authorization` answers with nonce count 1, when it is the
+    ///     answer a closed connection's challenge asked for (``learnedChallenge`` once open).
     ///   - makeClientNonce: The client nonces of Digest answers (random; fixed by tests).
     init(
         host: String,
@@ -75,6 +88,7 @@ struct HTTPConnectStateMachine: ProxyHandshake {
         authorization: String?,
         credential: HTTPCredential? = nil,
         digestAnswers: Int = 0,
+        answered: HTTPAuthorization.DigestChallenge? = nil,
         makeClientNonce: @escaping () -> String = HTTPAuthorization.makeClientNonce
     ) {
         self.host = host
@@ -82,7 +96,16 @@ struct HTTPConnectStateMachine: ProxyHandshake {
         self.request = Self.request(host: host, port: port, authorization: authorization)
         self.credential = credential
         self.digestAnswers = digestAnswers
+        self.answered = answered
         self.makeClientNonce = makeClientNonce
+    }
+
+    /// Once the tunnel is open, the Digest challenge its `CONNECT` answered with nonce count 1
+    /// (for later tunnels through the proxy to answer at once, counting on); nil before, after a
+    /// failure, and when no challenge was answered here.
+    var learnedChallenge: HTTPAuthorization.DigestChallenge? {
+        guard case .established = self.state else { return nil }
+        return self.answered
     }
 
     /// The `CONNECT` request for `host`:`port` (an IPv6 host in brackets), with `Host` and, when
@@ -183,11 +206,12 @@ struct HTTPConnectStateMachine: ProxyHandshake {
             return self.fail(.authenticationRequired(response))
         }
         self.digestAnswers += 1
+        self.answered = digest
         let authorization = HTTPAuthorization.digest(
             digest, credential: credential, method: "CONNECT", uri: NIOEngine.Proxy.authority(host: self.host, port: self.port),
             nonceCount: 1, cnonce: self.makeClientNonce())
         guard let length = Self.reusableBodyLength(response, head: head) else {
-            return self.fail(.answerOnNewConnection(authorization: authorization, answers: self.digestAnswers, after: response))
+            return self.fail(.answerOnNewConnection(authorization: authorization, answers: self.digestAnswers, answering: digest, after: response))
         }
         self.received = []
         guard bodyBytes <= length else { return self.fail(.unsolicitedBytes(bodyBytes - length)) }
@@ -219,7 +243,7 @@ struct HTTPConnectStateMachine: ProxyHandshake {
         guard self.isOpen else { return .wait }
         if case .skippingBody(_, let answer, let response) = self.state {
             // It said it would stay open, and closed: the answer goes on a new connection.
-            return self.fail(.answerOnNewConnection(authorization: answer, answers: self.digestAnswers, after: response))
+            return self.fail(.answerOnNewConnection(authorization: answer, answers: self.digestAnswers, answering: self.answered, after: response))
         }
         if let failure = self.answerOnNewConnection() { return self.fail(failure) }
         return self.fail(.closed(received: self.received.count))
@@ -232,7 +256,7 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     private func answerOnNewConnection() -> ProxyTunnelFailure? {
         guard case .awaitingHead(let unanswered?) = self.state else { return nil }
         let (answer, response) = unanswered
-        return .answerOnNewConnection(authorization: answer, answers: self.digestAnswers, after: response)
+        return .answerOnNewConnection(authorization: answer, answers: self.digestAnswers, answering: self.answered, after: response)
     }
 
     /// The connection failed under the exchange (`description` says how).

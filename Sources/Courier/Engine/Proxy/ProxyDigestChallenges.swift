@@ -1,10 +1,12 @@
 import HTTPTypes
 import NIOConcurrencyHelpers
 
-/// The Digest challenges forwarding proxies sent (RFC 7616), by proxy: a request for an `http`
-/// URL through a proxy that challenged before carries the answer to its nonce at once, with a
-/// growing nonce count, as URLSession does for a server's. The pool keeps one; the exchange
-/// records a 407's challenge and sends the request again (``NIOExchange``).
+/// The Digest challenges HTTP proxies sent (RFC 7616), by proxy: a request for an `http` URL
+/// through a proxy that challenged before, and a `CONNECT` for a new tunnel, carry the answer to
+/// its nonce at once, with a growing nonce count, as URLSession does for a server's. The pool
+/// keeps one; the exchange records a forwarding proxy's 407's challenge and sends the request
+/// again (``NIOExchange``); a tunnel records the challenge it answered once it opens
+/// (``ProxyTunnel``).
 final class ProxyDigestChallenges: Sendable {
     private struct Entry {
         var challenge: HTTPAuthorization.DigestChallenge
@@ -28,9 +30,16 @@ final class ProxyDigestChallenges: Sendable {
         return HTTPAuthenticationResponder.answerable(offered).lazy.compactMap(\.1).first
     }
 
-    /// Later requests through `proxy` answer `challenge` (its nonce counted from 1).
-    func record(_ challenge: HTTPAuthorization.DigestChallenge, for proxy: NIOEngine.Proxy) {
-        self.entries.withLockedValue { $0[proxy] = Entry(challenge: challenge, nonceCount: 0) }
+    /// Later requests through `proxy` answer `challenge`, its nonce counted on from
+    /// `nonceCount` (the uses it had already), or from the count it had here when it is the nonce
+    /// already kept and that count is higher (a proxy that checks nonce counts refuses one that
+    /// goes back).
+    func record(_ challenge: HTTPAuthorization.DigestChallenge, for proxy: NIOEngine.Proxy, nonceCount: Int = 0) {
+        self.entries.withLockedValue { entries in
+            var count = nonceCount
+            if let kept = entries[proxy], kept.challenge.nonce == challenge.nonce { count = max(count, kept.nonceCount) }
+            entries[proxy] = Entry(challenge: challenge, nonceCount: count)
+        }
     }
 
     /// The `Proxy-Authorization` for a request `method uri` (the absolute form) through `proxy`,

@@ -42,6 +42,9 @@ final class ProxyHandshakeHandler<Handshake: ProxyHandshake>: ChannelInboundHand
     private let timeout: TimeAmount
     /// Completed once: success with the handler gone, or the failure with the channel closed.
     let promise: EventLoopPromise<Void>
+    /// Told the handshake that opened the tunnel, before ``promise`` succeeds (to keep what it
+    /// learned).
+    private let didEstablish: (Handshake) -> Void
     private var timer: Scheduled<Void>?
     private var isDone = false
 
@@ -51,12 +54,17 @@ final class ProxyHandshakeHandler<Handshake: ProxyHandshake>: ChannelInboundHand
     ///   - target: `host:port` of the server, for the messages.
     ///   - timeout: How long the whole handshake may take.
     ///   - promise: Completed once, as ``promise`` says.
-    init(_ handshake: Handshake, proxy: NIOEngine.Proxy, target: String, timeout: TimeAmount, promise: EventLoopPromise<Void>) {
+    ///   - didEstablish: Told the handshake once the tunnel is open, on the channel's loop.
+    init(
+        _ handshake: Handshake, proxy: NIOEngine.Proxy, target: String, timeout: TimeAmount, promise: EventLoopPromise<Void>,
+        didEstablish: @escaping (Handshake) -> Void = { _ in }
+    ) {
         self.handshake = handshake
         self.proxy = proxy
         self.target = target
         self.timeout = timeout
         self.promise = promise
+        self.didEstablish = didEstablish
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -103,6 +111,7 @@ final class ProxyHandshakeHandler<Handshake: ProxyHandshake>: ChannelInboundHand
             self.isDone = true
             self.timer?.cancel()
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+            self.didEstablish(self.handshake)
             self.promise.succeed(())
         case .fail(let failure):
             self.isDone = true

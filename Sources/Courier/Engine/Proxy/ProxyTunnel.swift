@@ -32,7 +32,10 @@ enum ProxyTunnel {
     /// (`Proxy-Authorization: Basic` on the `CONNECT`); a 407 (or 401) with a Digest challenge is
     /// answered (``HTTPConnectStateMachine``), on the same connection when the proxy keeps it open,
     /// else the future fails with a ``DigestAnswer`` as the error's ``CourierError/underlyingError``
-    /// for the caller to connect again and call this with it; any other 407 is not retried.
+    /// for the caller to connect again and call this with it; any other 407 is not retried. With
+    /// `challenges`, a proxy that sent a Digest challenge for an earlier tunnel gets the answer to
+    /// it (its nonce counted on) instead of Basic, and the challenge a tunnel answered is kept there
+    /// once it opens.
     /// - Parameters:
     ///   - channel: A channel connected to the proxy, nothing in its pipeline that reads bytes.
     ///   - host: The server's host: the URL's (an IPv6 address with or without brackets).
@@ -41,6 +44,8 @@ enum ProxyTunnel {
     ///   - timeout: How long the proxy may take to open the tunnel (the connect timeout).
     ///   - answer: The answer to a Digest challenge the proxy sent on a connection it then
     ///     closed (a ``DigestAnswer`` the last call failed with): the `CONNECT` carries it.
+    ///   - challenges: The Digest challenges proxies sent for earlier tunnels and requests (the
+    ///     pool's), or nil to answer each tunnel's afresh.
     /// - Returns: A future that succeeds once the tunnel is open (or none is needed).
     static func establish(
         on channel: any Channel,
@@ -48,13 +53,16 @@ enum ProxyTunnel {
         port: Int,
         route: ProxyRoute,
         timeout: TimeAmount,
-        answering answer: DigestAnswer? = nil
+        answering answer: DigestAnswer? = nil,
+        challenges: ProxyDigestChallenges? = nil
     ) -> EventLoopFuture<Void> {
         switch route {
         case .direct, .forward:
             return channel.eventLoop.makeSucceededVoidFuture()
         case .connectTunnel(let proxy):
-            return Self.connect(on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout, answering: answer)
+            return Self.connect(
+                on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout, answering: answer,
+                challenges: challenges)
         case .socksTunnel(let proxy):
             return Self.socks(on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout)
         }
@@ -71,6 +79,9 @@ enum ProxyTunnel {
     struct DigestAnswer: Error, Sendable, Hashable {
         var authorization: String
         var answers: Int
+        /// The challenge `authorization` answers (with nonce count 1), remembered once the tunnel
+        /// opens.
+        var challenge: HTTPAuthorization.DigestChallenge?
     }
 
     /// Opens an HTTP `CONNECT` tunnel to `host`:`port` through the HTTP proxy `channel` is
@@ -83,6 +94,8 @@ enum ProxyTunnel {
     ///   - port: The server's port.
     ///   - timeout: How long the proxy may take to answer.
     ///   - answer: A Digest answer for the first `CONNECT`, from an earlier connection's challenge.
+    ///   - challenges: Where the proxy's earlier Digest challenge is, to answer at once (without
+    ///     `answer`), and where the challenge this tunnel answers goes once it opens.
     /// - Returns: A future that succeeds once the tunnel is open and the handler gone.
     static func connect(
         on channel: any Channel,
@@ -90,15 +103,21 @@ enum ProxyTunnel {
         to host: String,
         port: Int,
         timeout: TimeAmount,
-        answering answer: DigestAnswer? = nil
+        answering answer: DigestAnswer? = nil,
+        challenges: ProxyDigestChallenges? = nil
     ) -> EventLoopFuture<Void> {
         Self.onLoop(of: channel) {
             let promise = channel.eventLoop.makePromise(of: Void.self)
-            let handshake = HTTPConnectStateMachine(
-                host: host, port: port, authorization: answer?.authorization ?? proxy.basicAuthorization, credential: proxy.credential,
-                digestAnswers: answer?.answers ?? 0)
             let target = NIOEngine.Proxy.authority(host: host, port: port)
-            let handler = HTTPConnectHandler(handshake, proxy: proxy, target: target, timeout: timeout, promise: promise)
+            // A challenge remembered from an earlier tunnel is answered up front; a 407 to that
+            // answer (its nonce gone stale, or forgotten) is answered afresh, as a first one.
+            let remembered = answer == nil ? challenges?.authorization(for: proxy, method: "CONNECT", uri: target) : nil
+            let handshake = HTTPConnectStateMachine(
+                host: host, port: port, authorization: answer?.authorization ?? remembered ?? proxy.basicAuthorization,
+                credential: proxy.credential, digestAnswers: answer?.answers ?? 0, answered: answer?.challenge)
+            let handler = HTTPConnectHandler(handshake, proxy: proxy, target: target, timeout: timeout, promise: promise) { handshake in
+                if let challenge = handshake.learnedChallenge { challenges?.record(challenge, for: proxy, nonceCount: 1) }
+            }
             try channel.pipeline.syncOperations.addHandler(handler)
             return promise.futureResult
         }

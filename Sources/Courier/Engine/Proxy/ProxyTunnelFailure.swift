@@ -10,9 +10,9 @@ enum ProxyTunnelFailure: Sendable, Equatable {
     /// The HTTP proxy answered `CONNECT` with a Digest challenge and closes the connection (or
     /// its 407 has a body whose end is the close): the next connection's `CONNECT` carries
     /// `authorization`, the challenge's answer, the `answers`-th the tunnel gives
-    /// (``HTTPConnectStateMachine/maximumDigestAnswers`` at most). The pool connects again; told
-    /// to a caller, it is the 407.
-    case answerOnNewConnection(authorization: String, answers: Int, after: HTTPResponse)
+    /// (``HTTPConnectStateMachine/maximumDigestAnswers`` at most), answering the challenge
+    /// `answering` with nonce count 1. The pool connects again; told to a caller, it is the 407.
+    case answerOnNewConnection(authorization: String, answers: Int, answering: HTTPAuthorization.DigestChallenge?, after: HTTPResponse)
     /// The HTTP proxy answered `CONNECT` with a status other than 2xx, 401 and 407.
     case refused(HTTPResponse)
     /// The SOCKS5 proxy replied with an error.
@@ -67,12 +67,13 @@ enum ProxyTunnelFailure: Sendable, Equatable {
                 .proxyAuthenticationRequired,
                 "\(who) wants authentication for \(opening) (\(Self.statusLine(response))): \(credentials)",
                 response: response, underlyingError: underlyingError)
-        case .answerOnNewConnection(let authorization, let answers, let response):
+        case .answerOnNewConnection(let authorization, let answers, let challenge, let response):
             // What the pool reads to connect again (``ProxyTunnel/DigestAnswer``).
             return CourierError(
                 .proxyAuthenticationRequired,
                 "\(who) wants authentication for \(opening) (\(Self.statusLine(response))) and closed the connection its Digest challenge came on",
-                response: response, underlyingError: ProxyTunnel.DigestAnswer(authorization: authorization, answers: answers))
+                response: response,
+                underlyingError: ProxyTunnel.DigestAnswer(authorization: authorization, answers: answers, challenge: challenge))
         case .refused(let response):
             return CourierError(
                 .proxyRefused, "\(who) refused \(opening): \(Self.statusLine(response))",

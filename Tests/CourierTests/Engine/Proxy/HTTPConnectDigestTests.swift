@@ -94,18 +94,21 @@ struct HTTPConnectDigestTests {
         var machine = Self.machine()
         _ = machine.start()
         let action = Self.feed(&machine, Self.challenge(version: version, fields: fields, body: body))
-        guard case .fail(.answerOnNewConnection(let authorization, let answers, let response)) = action else {
+        guard case .fail(.answerOnNewConnection(let authorization, let answers, let challenge, let response)) = action else {
             Issue.record("expected a new connection's answer, got \(action)")
             return
         }
         #expect(authorization.contains("response=\"\(Self.expectedResponse())\""))
         #expect(answers == 1)
+        #expect(challenge?.nonce == Self.nonce && challenge?.realm == "corp")
         #expect(response.status.code == 407)
         // The failure, told to a caller, is the 407, and carries the answer for the pool.
-        let error = ProxyTunnelFailure.answerOnNewConnection(authorization: authorization, answers: 1, after: response)
+        let error = ProxyTunnelFailure.answerOnNewConnection(authorization: authorization, answers: 1, answering: challenge, after: response)
             .courierError(proxy: .http(host: "proxy.test", port: 3128, username: "ann", password: "s3cret"), target: "api.example.com:443")
         #expect(error.code == .proxyAuthenticationRequired)
-        #expect(error.underlyingError as? ProxyTunnel.DigestAnswer == ProxyTunnel.DigestAnswer(authorization: authorization, answers: 1))
+        #expect(
+            error.underlyingError as? ProxyTunnel.DigestAnswer
+                == ProxyTunnel.DigestAnswer(authorization: authorization, answers: 1, challenge: challenge))
     }
 
     @Test func aBodyOfUnknownLengthEndsTheConnection() {
@@ -129,7 +132,7 @@ struct HTTPConnectDigestTests {
         var machine = Self.machine()
         _ = machine.start()
         #expect(Self.feed(&machine, String(Self.challenge().dropLast(3))) == .wait)
-        guard case .fail(.answerOnNewConnection(_, 1, _)) = machine.closed() else {
+        guard case .fail(.answerOnNewConnection(_, 1, _, _)) = machine.closed() else {
             Issue.record("a close during the page gives the answer to a new connection")
             return
         }
@@ -139,7 +142,7 @@ struct HTTPConnectDigestTests {
         var machine = Self.machine()
         _ = machine.start()
         let written = try #require(Self.authorization(in: Self.feed(&machine, Self.challenge(body: ""))))
-        guard case .fail(.answerOnNewConnection(let authorization, 1, _)) = machine.closed() else {
+        guard case .fail(.answerOnNewConnection(let authorization, 1, _, _)) = machine.closed() else {
             Issue.record("a close before any answer to the answer gives it to a new connection")
             return
         }
@@ -148,7 +151,7 @@ struct HTTPConnectDigestTests {
         var reset = Self.machine()
         _ = reset.start()
         _ = Self.feed(&reset, Self.challenge(body: ""))
-        guard case .fail(.answerOnNewConnection(authorization, 1, _)) = reset.errorCaught("Connection reset by peer (errno: 104)") else {
+        guard case .fail(.answerOnNewConnection(authorization, 1, _, _)) = reset.errorCaught("Connection reset by peer (errno: 104)") else {
             Issue.record("a reset before any answer to the answer gives it to a new connection")
             return
         }
@@ -214,6 +217,73 @@ struct HTTPConnectDigestTests {
         #expect(Self.authorization(in: Self.feed(&stale, Self.challenge(", stale=true"))) != nil)
     }
 
+    /// The challenge a tunnel answered is what it learned once open, whether it answered on the
+    /// same connection or a closed one's answer was carried over; Basic or a failure teaches
+    /// nothing.
+    @Test func theAnsweredChallengeIsLearnedOnceTheTunnelOpens() throws {
+        var machine = Self.machine()
+        _ = machine.start()
+        _ = Self.feed(&machine, Self.challenge())
+        #expect(machine.learnedChallenge == nil, "not open yet")
+        #expect(Self.feed(&machine, "HTTP/1.1 200 Connection established\r\n\r\n") == .established)
+        #expect(machine.learnedChallenge?.nonce == Self.nonce)
+
+        var basic = Self.machine()
+        _ = basic.start()
+        #expect(Self.feed(&basic, "HTTP/1.1 200 OK\r\n\r\n") == .established)
+        #expect(basic.learnedChallenge == nil)
+
+        var refused = Self.machine()
+        _ = refused.start()
+        _ = Self.feed(&refused, Self.challenge())
+        _ = Self.feed(&refused, Self.challenge())
+        #expect(refused.learnedChallenge == nil)
+
+        // A closed connection's answer, carried to the next: its challenge is learned there.
+        var closing = Self.machine()
+        _ = closing.start()
+        guard case .fail(.answerOnNewConnection(let authorization, let answers, let challenge?, _)) =
+            Self.feed(&closing, Self.challenge(fields: "Connection: close\r\n"))
+        else {
+            Issue.record("a 407 with Connection: close is answered on a new connection")
+            return
+        }
+        var next = HTTPConnectStateMachine(
+            host: "api.example.com", port: 443, authorization: authorization, credential: Self.credential, digestAnswers: answers,
+            answered: challenge, makeClientNonce: { "0a4f113b" })
+        #expect(Self.authorization(in: next.start()) == authorization)
+        #expect(Self.feed(&next, "HTTP/1.1 200 OK\r\n\r\n") == .established)
+        #expect(next.learnedChallenge == challenge)
+    }
+
+    /// The first `CONNECT` may answer a challenge remembered from an earlier tunnel (counted as no
+    /// answer of this one): a 407 to it, stale or not, is answered afresh, and that challenge is
+    /// the one learned; a refusal of the fresh answer ends it.
+    @Test func aRememberedAnswerThatIsRefusedIsAnsweredAfresh() throws {
+        let remembered = "Digest username=\"ann\", nonce=\"old\", nc=00000005"
+        var accepted = Self.machine(authorization: remembered)
+        #expect(Self.authorization(in: accepted.start()) == remembered)
+        #expect(Self.feed(&accepted, "HTTP/1.1 200 OK\r\n\r\n") == .established)
+        #expect(accepted.learnedChallenge == nil, "the remembered challenge is already kept")
+
+        for parameters in ["", ", stale=true"] {
+            var machine = Self.machine(authorization: remembered)
+            _ = machine.start()
+            let fresh = try #require(Self.authorization(in: Self.feed(&machine, Self.challenge(parameters))))
+            #expect(fresh.contains("response=\"\(Self.expectedResponse())\""))
+            #expect(Self.feed(&machine, "HTTP/1.1 200 OK\r\n\r\n") == .established)
+            #expect(machine.learnedChallenge?.nonce == Self.nonce)
+
+            var refused = Self.machine(authorization: remembered)
+            _ = refused.start()
+            _ = Self.feed(&refused, Self.challenge(parameters))
+            guard case .fail(.authenticationRequired) = Self.feed(&refused, Self.challenge()) else {
+                Issue.record("a fresh answer refused refuses the credentials")
+                continue
+            }
+        }
+    }
+
     @Test func noCredentialsOrNoDigestMeansNoAnswer() {
         var anonymous = Self.machine(credential: nil, authorization: nil)
         _ = anonymous.start()
@@ -274,5 +344,26 @@ struct HTTPConnectDigestTests {
         #expect(challenges.authorization(for: .http(host: "proxy.test", port: 3128), method: "GET", uri: "http://a.test/") == nil)
         fields[.proxyAuthenticate] = "NTLM"
         #expect(ProxyDigestChallenges.answerable(in: HTTPResponse(status: 407, headerFields: fields)) == nil)
+    }
+
+    /// A tunnel's challenge is recorded with the count its `CONNECT` used; the same nonce recorded
+    /// again never takes the count back (a proxy that checks counts would refuse it), a new one
+    /// starts over.
+    @Test func aRecordedNonceCountNeverGoesBack() throws {
+        let challenges = ProxyDigestChallenges(makeClientNonce: { "0a4f113b" })
+        let proxy = NIOEngine.Proxy.http(host: "proxy.test", port: 3128, username: "ann", password: "s3cret")
+        func challenge(_ nonce: String) throws -> HTTPAuthorization.DigestChallenge {
+            var fields = HTTPFields()
+            fields[.proxyAuthenticate] = "Digest realm=\"corp\", nonce=\"\(nonce)\", qop=\"auth\""
+            return try #require(ProxyDigestChallenges.answerable(in: HTTPResponse(status: 407, headerFields: fields)))
+        }
+        challenges.record(try challenge("one"), for: proxy, nonceCount: 1)
+        #expect(try #require(challenges.authorization(for: proxy, method: "CONNECT", uri: "a.test:443")).contains("nc=00000002"))
+        #expect(try #require(challenges.authorization(for: proxy, method: "CONNECT", uri: "b.test:443")).contains("nc=00000003"))
+        challenges.record(try challenge("one"), for: proxy, nonceCount: 1)
+        #expect(try #require(challenges.authorization(for: proxy, method: "GET", uri: "http://a.test/")).contains("nc=00000004"))
+        challenges.record(try challenge("two"), for: proxy, nonceCount: 1)
+        let renewed = try #require(challenges.authorization(for: proxy, method: "GET", uri: "http://a.test/"))
+        #expect(renewed.contains("nc=00000002") && renewed.contains("nonce=\"two\""))
     }
 }

@@ -23,8 +23,9 @@ enum RealProxies {
     /// tests themselves (not through `try?`), so that a URL Courier cannot read fails them
     /// rather than skipping them.
     static var authenticatingSOCKSURL: String? { ProcessInfo.processInfo.environment["COURIER_SOCKS_AUTH_PROXY_URL"] }
-    /// The URL of a squid that wants Digest credentials, carrying them.
+    /// The URL of a squid that wants Digest credentials, carrying them, and its access log.
     static var digestURL: String? { ProcessInfo.processInfo.environment["COURIER_DIGEST_PROXY_URL"] }
+    static var digestLog: String? { ProcessInfo.processInfo.environment["COURIER_DIGEST_PROXY_LOG"] }
     /// The URL of stunnel in front of tinyproxy (an `https://` proxy), and the file of the CA
     /// that issued its certificate.
     static var httpsURL: String? { ProcessInfo.processInfo.environment["COURIER_HTTPS_PROXY_URL"] }
@@ -260,7 +261,19 @@ struct RealProxyTests {
                     #expect((response.value.json?["args"] as? [String: any Sendable])?["via"] as? String == via)
                     #expect(response.metrics?.transactions.first?.remoteSocketAddress?.port == proxy.port)
                 }
+                // The server by name: another tunnel, whose CONNECT answers the nonce squid gave
+                // the first one (its count checked by squid) without a 407 of its own.
+                let named = try await manager.get("https://localhost:\(server.port)/get", parameters: ["via": "named"])
+                #expect((named.value.json?["args"] as? [String: any Sendable])?["via"] as? String == "named")
                 await manager.invalidate(cancelingTasks: true)
+                if let log = RealProxies.digestLog {
+                    let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+                    func refusals(of target: String) -> Int {
+                        lines.count { $0.contains("TCP_DENIED/407") && $0.contains("CONNECT \(target) ") }
+                    }
+                    #expect(refusals(of: "127.0.0.1:\(server.port)") == 1, "\(lines.suffix(6))")
+                    #expect(refusals(of: "localhost:\(server.port)") == 0, "\(lines.suffix(6))")
+                }
             }
         }
         // `http`, forwarded: the first request answers the 407's challenge, the next ones its nonce.
