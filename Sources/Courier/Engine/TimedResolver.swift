@@ -14,7 +14,8 @@ import NIOPosix
 ///
 /// A name goes to the system's `getaddrinfo` once, on NIO's blocking-I/O thread pool; its IPv6 and
 /// IPv4 answers feed the connector's AAAA and A queries. An IP address needs no lookup: it is
-/// answered at once, with no thread hop and no lookup time.
+/// answered at once, with no thread hop and no lookup time; so is a name under `localhost`
+/// (``loopbackAddresses(of:port:)``).
 final class TimedResolver: Resolver, Sendable {
     /// When the lookup began and ended; nil for an address, or before it ran.
     struct Times: Sendable {
@@ -66,6 +67,10 @@ final class TimedResolver: Resolver, Sendable {
             self.complete(.success(Self.Answer(address)))
             return
         }
+        if let loopback = loopbackAddresses(of: host, port: port) {
+            self.complete(.success(Self.Answer(loopback)))
+            return
+        }
         self.state.withLockedValue { $0.times.start = .now }
         NIOThreadPool.singleton.runIfActive(eventLoop: self.loop) {
             try Self.lookUp(host, port: port)
@@ -94,7 +99,13 @@ final class TimedResolver: Resolver, Sendable {
         init() {}
 
         init(_ address: SocketAddress) {
-            if case .v6 = address { self.v6 = [address] } else { self.v4 = [address] }
+            self.init([address])
+        }
+
+        init(_ addresses: [SocketAddress]) {
+            for address in addresses {
+                if case .v6 = address { self.v6.append(address) } else { self.v4.append(address) }
+            }
         }
     }
 
@@ -108,20 +119,28 @@ final class TimedResolver: Resolver, Sendable {
     /// The system's answer for `host`, blocking, split by family.
     /// - Throws: ``NameLookupFailure`` when it has none.
     static func lookUp(_ host: String, port: Int) throws -> Answer {
-        var answer = Answer()
-        for address in try systemAddresses(of: host, port: port) {
-            if case .v6 = address { answer.v6.append(address) } else { answer.v4.append(address) }
-        }
-        return answer
+        Answer(try systemAddresses(of: host, port: port))
     }
+}
+
+/// The loopback addresses (`::1`, then `127.0.0.1`, each with `port`) for a name under
+/// `localhost` (`api.localhost`, `a.b.localhost.`, any case), which RFC 6761 (6.3) reserves for
+/// the loopback and asks resolvers to answer so, never asking DNS, as curl and browsers do; nil
+/// for any other host. `localhost` itself is left to the system (its hosts file names it).
+func loopbackAddresses(of host: String, port: Int) -> [SocketAddress]? {
+    let name = host.hasSuffix(".") ? host.dropLast().lowercased() : host.lowercased()
+    guard name.hasSuffix(".localhost"), name.count > ".localhost".count else { return nil }
+    return [try? SocketAddress(ipAddress: "::1", port: port), try? SocketAddress(ipAddress: "127.0.0.1", port: port)].compactMap { $0 }
 }
 
 /// The system resolver (`getaddrinfo`: `/etc/hosts`, DNS, whatever the system is set up for),
 /// blocking: the IPv4 and IPv6 stream addresses of `host`, in the order it gave them (RFC 6724's),
 /// each with `port`. The engine's ``TimedResolver`` and reachability's ``HostResolver/system``
-/// both ask through it.
+/// both ask through it. A name under `localhost` is the loopback's without asking
+/// (``loopbackAddresses(of:port:)``).
 /// - Throws: ``NameLookupFailure`` when there is none.
 func systemAddresses(of host: String, port: Int) throws(NameLookupFailure) -> [SocketAddress] {
+    if let loopback = loopbackAddresses(of: host, port: port) { return loopback }
     var hints = addrinfo()
     hints.ai_family = AF_UNSPEC
     #if canImport(Darwin)

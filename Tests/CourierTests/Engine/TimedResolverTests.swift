@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import NIOCore
 import NIOPosix
@@ -36,6 +37,39 @@ struct TimedResolverTests {
         let start = try #require(times.start)
         let end = try #require(times.end)
         #expect(before <= start && start <= end)
+    }
+
+    /// RFC 6761 (6.3): a name under `localhost` is the loopback, answered without a lookup (none
+    /// of these names is in this machine's hosts file or DNS); other names, `localhost` itself
+    /// included, are the system's.
+    @Test func aNameUnderLocalhostIsTheLoopbackWithoutALookup() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        for host in ["api.localhost", "A.B.LOCALHOST.", "courier-test.localhost"] {
+            let resolver = TimedResolver(loop: loop)
+            let v4 = try await resolver.initiateAQuery(host: host, port: 8080).get()
+            let v6 = try await resolver.initiateAAAAQuery(host: host, port: 8080).get()
+            #expect(v4.map(\.ipAddress) == ["127.0.0.1"] && v6.map(\.ipAddress) == ["::1"], "\(host)")
+            #expect((v4 + v6).allSatisfy { $0.port == 8080 })
+            #expect(resolver.times.start == nil, "\(host): no lookup time")
+            #expect(try systemAddresses(of: host, port: 80).map(\.ipAddress) == ["::1", "127.0.0.1"], "\(host)")
+        }
+        for host in ["localhost", "localhost.", ".localhost", "notlocalhost", "localhost.example.com", "localhost.localdomain"] {
+            #expect(loopbackAddresses(of: host, port: 80) == nil, "\(host)")
+        }
+    }
+
+    /// Over a socket: a session reaches a server on the loopback by a name under `localhost`, and
+    /// the server is told that name.
+    @Test func aSessionReachesTheLoopbackByANameUnderLocalhost() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: URL(string: "http://api.localhost:\(server.port)/")) { manager in
+                let response = try await manager.get("get")
+                #expect(response.response.status.code == 200)
+                let headers = response.value.json?["headers"] as? [String: any Sendable]
+                #expect(headers?["Host"] as? String == "api.localhost:\(server.port)")
+                #expect(response.metrics?.transactions.last?.remoteSocketAddress?.ipAddress == "127.0.0.1")
+            }
+        }
     }
 
     @Test func aLookupFailureIsTypedAndNamesTheHost() async throws {
