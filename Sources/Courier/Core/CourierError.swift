@@ -138,8 +138,8 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// proxy that accepts none of the authentication methods offered.
         public static let proxyAuthenticationRequired = Code(.proxyAuthenticationRequired)
         /// A proxy setting that cannot be used: a proxy URL that does not parse, has no host, a bad
-        /// port, a scheme Courier does not speak (`https://`, `socks4://`…) or credentials on a
-        /// `socks5://` URL; or a malformed `no_proxy` entry. The message names the setting (the
+        /// port, a scheme Courier does not speak (`socks4://`, `socks4a://`…) or credentials
+        /// longer than SOCKS5 carries on a `socks5://` URL; or a malformed `no_proxy` entry. The message names the setting (the
         /// environment variable, for ``ProxyConfiguration/fromEnvironment(_:)``).
         public static let invalidProxyConfiguration = Code(.invalidProxyConfiguration)
         /// Courier reached a state it should never reach; please report it.
