@@ -40,6 +40,7 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
             case sessionInvalidated
             case unacceptableStatusCode
             case unacceptableContentType
+            case responseValidationFailed
             case responseSerializationFailed
             case fileSystemFailure
             case requestAdaptationFailed
@@ -98,6 +99,9 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         public static let unacceptableStatusCode = Code(.unacceptableStatusCode)
         /// The Content-Type is not one the response serializer accepts.
         public static let unacceptableContentType = Code(.unacceptableContentType)
+        /// A check of your own refused the response (``ResponseSerializer/validating(_:)``,
+        /// Alamofire's custom `validate` closure); ``CourierError/underlyingError`` is what it threw.
+        public static let responseValidationFailed = Code(.responseValidationFailed)
         /// The body could not be turned into the serializer's output (invalid JSON, XML…).
         public static let responseSerializationFailed = Code(.responseSerializationFailed)
         /// Reading or writing a file failed (full disk, missing folder, permissions).

@@ -2,6 +2,7 @@ import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
+import NIOConcurrencyHelpers
 import Testing
 
 /// Twins of Alamofire's `Tests/ValidationTests.swift` (status-code and content-type validation).
@@ -115,5 +116,106 @@ struct AlamofireValidationConformanceTests {
         let contentTypeError = try #require(error?.underlyingError as? CourierError)
         #expect(contentTypeError.code == .unacceptableContentType)
         #expect(contentTypeError.message.contains("application/xml"))
+    }
+
+    // MARK: CustomValidationTestCase
+
+    enum ValidationError: Error, Equatable {
+        case missingData, missingFile, fileReadFailed
+    }
+
+    /// The error, if any, of a GET of `/get` serialized by `serializer` as a data task, and of the
+    /// same as a download whose file `serializer` reads (``DownloadResponse/value(serializedBy:)``).
+    static func errors<S: ResponseSerializer>(_ serializer: S) async throws -> (request: CourierError?, download: CourierError?) {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                var request: CourierError?
+                do {
+                    _ = try await manager.response(for: Request(url: server.url("/get")), serializer: serializer)
+                } catch {
+                    request = error as? CourierError
+                }
+                var download: CourierError?
+                do {
+                    let file = try await manager.download(Request(url: server.url("/get")))
+                    defer { try? FileManager.default.removeItem(at: file.fileURL) }
+                    _ = try file.value(serializedBy: serializer)
+                } catch {
+                    download = error as? CourierError
+                }
+                return (request, download)
+            }
+        }
+    }
+
+    /// Differs: a download is checked when its file is read (``DownloadResponse/value(serializedBy:)``),
+    /// not as it completes, so the check sees the file's bytes (Alamofire's gets the file's URL).
+    @Test func testThatCustomValidationClosureHasAccessToServerResponseData() async throws {
+        let seen = NIOLockedValueBox<[Int]>([])
+        let serializer = DataResponseSerializer().validating { _, data in
+            guard let data else { throw ValidationError.missingData }
+            seen.withLockedValue { $0.append(data.count) }
+        }
+        let (request, download) = try await Self.errors(serializer)
+        #expect(request == nil && download == nil, "\(String(describing: request)) \(String(describing: download))")
+        // Once for the data task, once for the download: each check runs once.
+        #expect(seen.withLockedValue { $0.count == 2 && $0.allSatisfy { $0 > 0 } })
+    }
+
+    /// The first check that throws is the error; the next is not run.
+    ///
+    /// Differs: a download is checked when its file is read, not as it completes (see
+    /// ``testThatCustomValidationClosureHasAccessToServerResponseData()``).
+    @Test func testThatCustomValidationCanThrowCustomError() async throws {
+        let second = NIOLockedValueBox(0)
+        let serializer = DataResponseSerializer()
+            .validating { _, _ in throw ValidationError.missingData }
+            .validating { _, _ in
+                second.withLockedValue { $0 += 1 }
+                throw ValidationError.missingFile
+            }
+        let (request, download) = try await Self.errors(serializer)
+        for error in [request, download] {
+            #expect(error?.code == .responseValidationFailed)
+            #expect(error?.underlyingError as? ValidationError == .missingData)
+            #expect(error?.response?.status.code == 200)
+            #expect(error?.data?.isEmpty == false, "the body stays with the error")
+        }
+        #expect(second.withLockedValue { $0 } == 0)
+    }
+
+    /// Differs: a download is checked when its file is read, not as it completes.
+    @Test func testThatValidationExtensionHasAccessToServerResponseData() async throws {
+        let (request, download) = try await Self.errors(DataResponseSerializer().validatingDataExists())
+        #expect(request == nil && download == nil)
+    }
+
+    /// Extensions chained: the first one's error.
+    ///
+    /// Differs: a download is checked when its file is read, not as it completes.
+    @Test func testThatValidationExtensionCanThrowCustomError() async throws {
+        let serializer = DataResponseSerializer().validating(with: ValidationError.missingData).validating(with: ValidationError.missingFile)
+        let (request, download) = try await Self.errors(serializer)
+        #expect(request?.underlyingError as? ValidationError == .missingData)
+        #expect(download?.underlyingError as? ValidationError == .missingData)
+    }
+}
+
+extension ResponseSerializer {
+    /// A validation of one's own as an extension, as Alamofire's test writes `validateDataExists()`.
+    func validatingDataExists() -> ValidatingResponseSerializer<Self> {
+        self.validating { _, data in
+            guard data != nil else { throw AlamofireValidationConformanceTests.ValidationError.missingData }
+        }
+    }
+
+    func validating(with error: AlamofireValidationConformanceTests.ValidationError) -> ValidatingResponseSerializer<Self> {
+        self.validating { _, _ in throw error }
+    }
+}
+
+extension ValidatingResponseSerializer {
+    func validating(with error: AlamofireValidationConformanceTests.ValidationError) -> ValidatingResponseSerializer<Base> {
+        self.validating { _, _ in throw error }
     }
 }

@@ -1,0 +1,98 @@
+import Foundation
+import HTTPTypes
+
+/// A serializer with a check of yours: `base` validates the response as it does (status code,
+/// content type), then `check` looks at the response and its body, then `base` decodes the body
+/// (Alamofire's `validate { request, response, data in … }`). Made by
+/// ``ResponseSerializer/validating(_:)``.
+///
+/// ```swift
+/// let serializer = JSONResponseSerializer().validating { response, data in
+///     guard response.headerFields[.init("X-Signature")!] != nil else { throw MissingSignature() }
+/// }
+/// let response = try await manager.response(for: request, serializer: serializer)
+/// ```
+///
+/// A check that throws fails the task with ``CourierError/Code/responseValidationFailed`` and
+/// what it threw as the ``CourierError/underlyingError`` (a ``CourierError`` it throws is the
+/// task's error as it is). Checks chained with ``ResponseSerializer/validating(_:)`` run in the
+/// order they were added; the first that throws is the error. A task that failed before a
+/// response head arrived is not checked: its own error stands.
+public struct ValidatingResponseSerializer<Base: ResponseSerializer>: ResponseSerializer {
+    public typealias Output = Base.Output
+
+    /// A check of a response and its body (absent when there was none): it throws to refuse them.
+    public typealias Check = @Sendable (_ response: HTTPResponse, _ data: Data?) throws -> Void
+
+    /// The serializer that validates first and decodes last.
+    public var base: Base
+    /// The checks, in the order they were added.
+    private var checks: [Check]
+
+    /// `base` with `check` between its validation and its decoding.
+    public init(_ base: Base, check: @escaping Check) {
+        self.base = base
+        self.checks = [check]
+    }
+
+    /// `base`'s validation, then the checks.
+    public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
+        try self.base.validate(response, data: data)
+        try self.runChecks(response, data: data)
+    }
+
+    /// ``validate(_:data:)``, then `base`'s decoding. Each check runs once.
+    public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> Base.Output {
+        try self.validate(response, data: data)
+        return try self.base.responseObject(for: response, data: data)
+    }
+
+    /// `base`'s value and error together, as AFNetworking's completion blocks get them; when
+    /// `base` found no error, the first check's error, if any, with the value `base` made.
+    public func serialize(response: HTTPResponse?, data: Data?) -> (object: Base.Output?, error: CourierError?) {
+        let (object, error) = self.base.serialize(response: response, data: data)
+        guard error == nil else { return (object, error) }
+        do {
+            try self.runChecks(response, data: data)
+            return (object, nil)
+        } catch {
+            return (object, error)
+        }
+    }
+
+    /// This serializer with one more check, run after the others.
+    public func validating(_ check: @escaping Check) -> ValidatingResponseSerializer<Base> {
+        var copy = self
+        copy.checks.append(check)
+        return copy
+    }
+
+    private func runChecks(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
+        guard let response else { return }
+        for check in self.checks {
+            do {
+                try check(response, data)
+            } catch let error as CourierError {
+                throw error
+            } catch {
+                throw CourierError(
+                    .responseValidationFailed,
+                    "the response (\(response.status.code) \(response.status.reasonPhrase)) failed a validation: \(error)",
+                    response: response, data: data, underlyingError: error)
+            }
+        }
+    }
+}
+
+extension ResponseSerializer {
+    /// This serializer with `check` run after its own validation and before it decodes the body
+    /// (Alamofire's custom `validate` closure): ``ValidatingResponseSerializer``.
+    ///
+    /// ```swift
+    /// let serializer = DataResponseSerializer()
+    ///     .validating { _, data in guard data != nil else { throw ValidationError.missingData } }
+    /// ```
+    public func validating(_ check: @escaping ValidatingResponseSerializer<Self>.Check) -> ValidatingResponseSerializer<Self> {
+        ValidatingResponseSerializer(self, check: check)
+    }
+}
