@@ -59,8 +59,6 @@ RULES = [
     (r"WebSocketTests", r"Decodable", "not built",
      "no message serializers (Alamofire's `streamDecodable`, `streamDecodableEvents`): a message is a `WebSocketMessage`, text or binary; decode its data yourself"),
     # Issue 19 (interceptors, retry, authentication, monitors)
-    (r"RequestTests", r"DeflateCompressor(ThrowsErrorWhenConfigured|ReplacesHeaderWhenConfigured)", "not built",
-     "RequestCompressor has no duplicate-header option (`.error`, `.replace`): a body with a `Content-Encoding` is always sent as it is (Alamofire's `.skip`)"),
     (r"AuthenticationInterceptorTests", r"Deadlock", "not applicable",
      "Courier's `Authenticator.refresh` is `async`: there is no completion handler to call synchronously on the calling queue"),
     (r"RequestTests", r"EventMonitor", "not built", "event monitors are per session (`SessionManager.eventMonitors`); a request has none of its own"),

@@ -104,6 +104,29 @@ struct RequestCompressorTests {
         #expect(try await compressor.adapt(Request(url: Self.url), using: Self.context).headerFields[.contentEncoding] == nil)
     }
 
+    @Test("A body with a Content-Encoding of its own: sent as it is, compressed with the field replaced, or refused")
+    func duplicateHeader() async throws {
+        var encoded = Request(method: .post, url: Self.url, body: .data(Self.text))
+        encoded.headerFields[.contentEncoding] = "value"
+        let skipped = try await RequestCompressor(duplicateHeaderBehavior: .skip).adapt(encoded, using: Self.context)
+        #expect(skipped.body.data == Self.text && skipped.headerFields[.contentEncoding] == "value")
+
+        let replaced = try await RequestCompressor(encoding: .deflate, duplicateHeaderBehavior: .replace).adapt(encoded, using: Self.context)
+        #expect(replaced.headerFields[values: .contentEncoding] == ["deflate"])
+        #expect(Self.inflate(try #require(replaced.body.data)) == Self.text)
+        // Replacing still honours the other checks: a small body stays as it came.
+        var small = encoded
+        small.body = .data(Data(count: 10))
+        #expect(try await RequestCompressor(duplicateHeaderBehavior: .replace).adapt(small, using: Self.context).headerFields[.contentEncoding] == "value")
+
+        await #expect(throws: RequestCompressor.DuplicateHeaderError(contentEncoding: "value")) {
+            try await RequestCompressor(duplicateHeaderBehavior: .error).adapt(encoded, using: Self.context)
+        }
+        // Without the field, `.error` compresses as usual.
+        let plain = Request(method: .post, url: Self.url, body: .data(Self.text))
+        #expect(try await RequestCompressor(duplicateHeaderBehavior: .error).adapt(plain, using: Self.context).headerFields[.contentEncoding] == "gzip")
+    }
+
     @Test("A 415 to a compressed body: the origin is remembered and the request retried once as it is")
     func refused() async throws {
         let compressor = RequestCompressor()

@@ -13,7 +13,8 @@ import NIOConcurrencyHelpers
 /// ```
 ///
 /// A body is compressed only when all of these hold: it is not empty and not known to be smaller
-/// than ``minimumSize``; the request has no `Content-Encoding` of its own; its `Content-Type` is
+/// than ``minimumSize``; the request has no `Content-Encoding` of its own (or
+/// ``duplicateHeaderBehavior`` is ``DuplicateHeaderBehavior/replace``); its `Content-Type` is
 /// not a format that is compressed already (images, audio, video, archives; SVG is compressed);
 /// ``shouldCompress`` agrees; and the origin never refused a compressed body. In-memory bodies
 /// are compressed at once; files and streams as they are sent (chunked, their length unknown).
@@ -38,10 +39,38 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
         public var description: String { self.name }
     }
 
+    /// What to do with a request that has a `Content-Encoding` of its own (Alamofire's
+    /// `DuplicateHeaderBehavior`).
+    public enum DuplicateHeaderBehavior: Sendable, Hashable {
+        /// Send the body as it is, under its own `Content-Encoding` (the default).
+        case skip
+        /// Compress the body as for any request and set `Content-Encoding` to the compressor's,
+        /// for a field that did not describe the body.
+        case replace
+        /// Fail the request before it is sent: its error is
+        /// ``CourierError/Code/requestAdaptationFailed`` with a ``DuplicateHeaderError`` under it
+        /// (Alamofire's default).
+        case error
+    }
+
+    /// The request already had a `Content-Encoding` and the compressor was told to refuse it
+    /// (``DuplicateHeaderBehavior/error``).
+    public struct DuplicateHeaderError: Error, Sendable, Hashable, CustomStringConvertible {
+        /// The request's own `Content-Encoding`.
+        public let contentEncoding: String
+
+        public var description: String {
+            "the request has a Content-Encoding of its own (\(self.contentEncoding)); the compressor refuses to encode it again"
+        }
+    }
+
     /// The coding applied.
     public let encoding: Encoding
     /// Bodies known to be smaller are sent as they are. 1 KiB by default.
     public let minimumSize: Int
+    /// What a request with a `Content-Encoding` of its own gets: ``DuplicateHeaderBehavior/skip``
+    /// by default.
+    public let duplicateHeaderBehavior: DuplicateHeaderBehavior
     /// A last word on each request that passed the other checks; `true` by default.
     public let shouldCompress: @Sendable (Request) -> Bool
     private let refusingOrigins = NIOLockedValueBox<Set<String>>([])
@@ -50,10 +79,16 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
     /// - Parameters:
     ///   - encoding: gzip (the default) or deflate.
     ///   - minimumSize: Bodies known to be smaller are sent as they are.
+    ///   - duplicateHeaderBehavior: What a request with a `Content-Encoding` of its own gets: sent
+    ///     as it is (the default), compressed with the field replaced, or failed.
     ///   - shouldCompress: A last word on each request.
-    public init(encoding: Encoding = .gzip, minimumSize: Int = 1024, shouldCompress: @escaping @Sendable (Request) -> Bool = { _ in true }) {
+    public init(
+        encoding: Encoding = .gzip, minimumSize: Int = 1024, duplicateHeaderBehavior: DuplicateHeaderBehavior = .skip,
+        shouldCompress: @escaping @Sendable (Request) -> Bool = { _ in true }
+    ) {
         self.encoding = encoding
         self.minimumSize = minimumSize
+        self.duplicateHeaderBehavior = duplicateHeaderBehavior
         self.shouldCompress = shouldCompress
     }
 
@@ -61,6 +96,13 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
     public var refusingOriginList: Set<String> { self.refusingOrigins.withLockedValue { $0 } }
 
     public func adapt(_ request: Request, using context: AdaptationContext) async throws -> Request {
+        if let existing = request.headerFields[.contentEncoding] {
+            switch self.duplicateHeaderBehavior {
+            case .skip: return request
+            case .error: throw DuplicateHeaderError(contentEncoding: existing)
+            case .replace: break
+            }
+        }
         guard self.wantsToCompress(request) else { return request }
         var compressed = request
         switch request.body.storage {
@@ -99,7 +141,7 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
     }
 
     private func wantsToCompress(_ request: Request) -> Bool {
-        guard !request.body.isEmpty, !request.headerFields.contains(.contentEncoding) else { return false }
+        guard !request.body.isEmpty else { return false }
         if case .data(let data) = request.body.storage, data.count < self.minimumSize { return false }
         if case .file = request.body.storage, let length = request.body.knownLength, length < Int64(self.minimumSize) { return false }
         if let type = request.headerFields.value(of: .contentType), Self.isCompressedAlready(type) { return false }

@@ -9,7 +9,8 @@ import Testing
 /// `Tests/RequestTests.swift` (the rest of that file is issue 17's, and the cURL and per-request
 /// interceptor twins are in `AlamofireRequestTests+Interceptors.swift`). Courier's
 /// `RequestCompressor` is Alamofire's `DeflateRequestCompressor` with gzip too; a body that has a
-/// `Content-Encoding` already is always sent as it is (Alamofire's `.skip`).
+/// `Content-Encoding` already is sent as it is by default (Alamofire's `.skip`; its default is
+/// `.error`).
 @Suite("Conformance: Alamofire RequestTests (compression, events, cookies in cURL)")
 struct AlamofireRequestCompressionConformanceTests {
     /// POSTs `{"property":"compressed"}` with `headers` and `compressor` to a route that inflates
@@ -50,6 +51,29 @@ struct AlamofireRequestCompressionConformanceTests {
     @Test func thatDeflateCompressorThrowsErrorByDefaultWhenRequestAlreadyHasHeader() async throws {
         let result = try await Self.post(headers: [.contentEncoding: "value"], compressor: Self.deflate)
         #expect(result.encoding == "value")
+        #expect(result.body == #"{"property":"compressed"}"#)
+    }
+
+    /// The request fails before it is sent, its error's underlying error the compressor's.
+    @Test func thatDeflateCompressorThrowsErrorWhenConfigured() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            var request = Request(method: .post, url: server.url("/post"), body: .data(Data(#"{"property":"compressed"}"#.utf8)))
+            request.headerFields[.contentEncoding] = "value"
+            request.interceptor = RequestCompressor(encoding: .deflate, minimumSize: 0, duplicateHeaderBehavior: .error)
+            let error: CourierError? = await awaitCallback { finish in manager.dataTask(with: request) { _, _, error in finish(error) }.resume() }
+            #expect(error?.code == .requestAdaptationFailed)
+            #expect(error?.underlyingError as? RequestCompressor.DuplicateHeaderError != nil)
+            #expect(server.requestCount == 0, "nothing was sent")
+        }
+    }
+
+    @Test func thatDeflateCompressorReplacesHeaderWhenConfigured() async throws {
+        let compressor = RequestCompressor(encoding: .deflate, minimumSize: 0, duplicateHeaderBehavior: .replace)
+        let result = try await Self.post(headers: [.contentEncoding: "value"], compressor: compressor)
+        #expect(result.ok)
+        #expect(result.encoding == "deflate")
         #expect(result.body == #"{"property":"compressed"}"#)
     }
 
