@@ -79,7 +79,6 @@ RULES = [
      "no stream serializers: a stream's body is `ByteBuffer` chunks, read by one consumer"),
     (r"ResponseSerializationTests", r"URLResponseSerializer", "not built", "no URL serializer: a download's completion gets the file's URL"),
     (r"ValidationTests", r"^AutomaticValidationTestCase\.", "not built", "no automatic validation against the request's `Accept` header; set `acceptableContentTypes`"),
-    (r"ValidationTests", r"SortsPossibleContentTypes", "not built", "CourierError names the response's type in its message; it does not list the acceptable ones"),
     (r"HTTPHeadersTests", r".", "not applicable", "Alamofire's HTTPHeaders type; Courier uses swift-http-types' HTTPFields, tested by that package"),
     (r"UploadTests|DownloadTests", r"LifetimeEvents", "pending: issue 19", "event monitors"),
     (r"DownloadTests", r"^DownloadResponse(Try)?Map", "not built", "no map/tryMap/mapError on responses; Courier's async calls throw a typed error"),

@@ -13,7 +13,8 @@ import HTTPTypes
 ///   ``acceptableStructuredSyntaxSuffixes`` (`+json`). The check is skipped when the body is
 ///   empty, whatever the `Content-Type` says (as in AFNetworking: a 200 with `text/html` and no
 ///   body is no error). A body without a `Content-Type` is refused.
-/// - A failure is a ``CourierError`` with code ``CourierError/Code/unacceptableContentType`` or
+/// - A failure is a ``CourierError`` with code ``CourierError/Code/unacceptableContentType`` (its
+///   message names the type and lists the acceptable ones, sorted) or
 ///   ``CourierError/Code/unacceptableStatusCode`` that keeps the response and the data. When both
 ///   checks fail, the status-code error is thrown and wraps the content-type error in
 ///   ``CourierError/underlyingError``, as AFNetworking chains them.
@@ -122,7 +123,7 @@ public struct HTTPResponseSerializer: ResponseSerializer {
             // error there either.
             if hasBody, !self.accepts(mime ?? "", in: acceptable) {
                 contentTypeError = CourierError(
-                    .unacceptableContentType, "unacceptable content type: \(mime ?? "(none)")",
+                    .unacceptableContentType, "unacceptable content type: \(mime ?? "(none)") (\(Self.acceptedList(acceptable, suffixes: self.rules.suffixes)))",
                     response: response, data: data)
             }
         }
@@ -135,6 +136,13 @@ public struct HTTPResponseSerializer: ResponseSerializer {
                 response: response, data: data, underlyingError: contentTypeError)
         }
         if let contentTypeError { throw contentTypeError }
+    }
+
+    /// What a refused content type's message says is accepted: the types in alphabetical order,
+    /// then the suffixes (`+json`), or that none is.
+    static func acceptedList(_ contentTypes: Set<String>, suffixes: Set<String>) -> String {
+        let accepted = contentTypes.sorted() + suffixes.sorted().map { "+" + $0 }
+        return accepted.isEmpty ? "no content type is acceptable" : "acceptable: " + accepted.joined(separator: ", ")
     }
 
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> Data? {

@@ -73,10 +73,25 @@ struct AlamofireValidationConformanceTests {
         #expect(error?.message.contains("application/xml") == true)
     }
 
+    /// Differs: download tasks are not validated, and the acceptable types are listed in the
+    /// error's message (sorted), not in a field of their own.
+    @Test func testThatContentTypeValidationFailureSortsPossibleContentTypes() async throws {
+        let acceptable = [
+            "application/octet-stream", "image/gif", "image/x-xbitmap", "image/tiff", "image/jpg", "image/x-bmp", "image/jpeg",
+            "image/x-icon", "image/jp2", "image/png", "image/ico", "image/bmp", "image/x-ms-bmp", "image/x-win-bitmap",
+        ]
+        let error = try await Self.error("/xml") { $0.acceptableContentTypes = Set(acceptable) }
+        #expect(error?.code == .unacceptableContentType)
+        let message = try #require(error?.message)
+        #expect(message.contains("acceptable: " + acceptable.sorted().joined(separator: ", ")), "\(message)")
+        #expect(message.contains("image/bmp, image/gif, image/ico, image/jp2, image/jpeg, image/jpg"))
+    }
+
     /// Differs: download tasks are not validated (see the suite).
     @Test func testThatValidationForRequestWithNoAcceptableContentTypeResponseFails() async throws {
         let error = try await Self.error("/xml") { $0.acceptableContentTypes = [] }
         #expect(error?.code == .unacceptableContentType)
+        #expect(error?.message.contains("no content type is acceptable") == true)
     }
 
     /// Differs: download tasks are not validated (see the suite).
