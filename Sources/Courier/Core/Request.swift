@@ -29,13 +29,15 @@ public struct Request: Sendable {
         @exclusivity(unchecked) var body: RequestBody
         @exclusivity(unchecked) var options: RequestOptions
         @exclusivity(unchecked) var interceptor: (any RequestInterceptor)?
+        @exclusivity(unchecked) var redirector: Redirector?
         @exclusivity(unchecked) var logger: Logger?
         @exclusivity(unchecked) var serviceContext: ServiceContext?
         @exclusivity(unchecked) var operationName: String?
 
         init(
             method: HTTPRequest.Method, url: URL, headerFields: HTTPFields, body: RequestBody, options: RequestOptions,
-            interceptor: (any RequestInterceptor)?, logger: Logger?, serviceContext: ServiceContext?, operationName: String?
+            interceptor: (any RequestInterceptor)?, redirector: Redirector?, logger: Logger?, serviceContext: ServiceContext?,
+            operationName: String?
         ) {
             self.method = method
             self.url = url
@@ -43,6 +45,7 @@ public struct Request: Sendable {
             self.body = body
             self.options = options
             self.interceptor = interceptor
+            self.redirector = redirector
             self.logger = logger
             self.serviceContext = serviceContext
             self.operationName = operationName
@@ -51,7 +54,7 @@ public struct Request: Sendable {
         func copy() -> Storage {
             Storage(
                 method: self.method, url: self.url, headerFields: self.headerFields, body: self.body, options: self.options,
-                interceptor: self.interceptor, logger: self.logger, serviceContext: self.serviceContext,
+                interceptor: self.interceptor, redirector: self.redirector, logger: self.logger, serviceContext: self.serviceContext,
                 operationName: self.operationName)
         }
     }
@@ -94,6 +97,13 @@ public struct Request: Sendable {
     public var interceptor: (any RequestInterceptor)? {
         get { self.storage.interceptor }
         set { self.uniqueStorage().interceptor = newValue }
+    }
+    /// How this request's redirects go (``Redirector``: follow, do not follow, or change them),
+    /// deciding instead of the session's ``SessionManager/Hooks/taskWillPerformHTTPRedirection``
+    /// hook. `nil` (the default) leaves it to the hook, and without one follows them.
+    public var redirector: Redirector? {
+        get { self.storage.redirector }
+        set { self.uniqueStorage().redirector = newValue }
     }
     /// Where Courier logs what happens to this request (AsyncHTTPClient's convention: nothing is
     /// logged above `.debug` in normal operation). `nil` (the default) uses the session's
@@ -139,7 +149,7 @@ public struct Request: Sendable {
     ) {
         self.storage = Storage(
             method: method, url: url, headerFields: headerFields, body: body, options: options,
-            interceptor: nil, logger: nil, serviceContext: nil, operationName: nil)
+            interceptor: nil, redirector: nil, logger: nil, serviceContext: nil, operationName: nil)
     }
 
     /// The request head as swift-http-types sees it: method, scheme, authority, path with query.

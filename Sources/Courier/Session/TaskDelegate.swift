@@ -303,7 +303,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         let context = self.state.withLockedValue { RedirectContext(&$0) }
         self.responseArrived(response, to: context.sentRequest, handlesCookies: context.handlesCookies)
         let chosen: Request?
-        if let hook = self.hooks.taskWillPerformHTTPRedirection, let task = context.task, let manager = self.manager {
+        if let redirector = context.sentRequest.redirector {
+            // The request's own redirector decides instead of the session's hook.
+            chosen = redirector.decide(context.task, request: newRequest, response: response)
+        } else if let hook = self.hooks.taskWillPerformHTTPRedirection, let task = context.task, let manager = self.manager {
             chosen = hook(manager, task, response, newRequest)
         } else {
             chosen = newRequest

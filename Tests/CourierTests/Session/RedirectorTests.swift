@@ -1,0 +1,79 @@
+import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import Testing
+
+/// A request's own ``Redirector``: asked at every redirect of its task (it travels with the
+/// request from hop to hop), through the async and callback APIs, never when the session does not
+/// follow redirects at all, and the hop limit still ends a chain it follows.
+@Suite("Redirector")
+struct RedirectorTests {
+    @Test func itIsAskedAtEveryHopAndCanChangeEach() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let asked = NIOLockedValueBox<[String]>([])
+                var request = Request(url: server.url("/redirect/3"))
+                request.redirector = .modify { task, proposed, response in
+                    asked.withLockedValue { $0.append("\(response.status.code) \(proposed.url.path)") }
+                    #expect(task.originalRequest.url.path == "/redirect/3")
+                    var next = proposed
+                    next.headerFields[HTTPField.Name("X-Hop")!] = proposed.url.path
+                    return next
+                }
+                let response = try await manager.response(for: request, serializer: JSONResponseSerializer())
+                #expect(response.request.url.path == "/get")
+                #expect(asked.withLockedValue { $0 } == ["302 /relative-redirect/2", "302 /relative-redirect/1", "302 /get"])
+                let headers = (response.value as? [String: any Sendable])?["headers"] as? [String: any Sendable]
+                #expect(headers?["X-Hop"] as? String == "/get")
+
+                // The callback API, stopping at the second hop.
+                var stopping = Request(url: server.url("/redirect/3"))
+                let hops = NIOLockedValueBox(0)
+                stopping.redirector = .modify { _, proposed, _ in
+                    hops.withLockedValue { $0 += 1 }
+                    return hops.withLockedValue { $0 } < 2 ? proposed : nil
+                }
+                let status: Int? = await withCheckedContinuation { continuation in
+                    manager.dataTask(with: stopping) { response, _, _ in continuation.resume(returning: response?.status.code) }.resume()
+                }
+                #expect(status == 302)
+                #expect(hops.withLockedValue { $0 } == 2)
+            }
+        }
+    }
+
+    @Test func aSessionThatDoesNotFollowRedirectsNeverAsks() async throws {
+        var configuration = SessionConfiguration.default
+        configuration.redirectPolicy = .disallow
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                let asked = NIOLockedValueBox(0)
+                var request = Request(url: server.url("/redirect/1"))
+                request.redirector = .modify { _, proposed, _ in
+                    asked.withLockedValue { $0 += 1 }
+                    return proposed
+                }
+                var serializer = DataResponseSerializer()
+                serializer.http.acceptableStatusCodes = IndexSet(integersIn: 200..<400)
+                let response = try await manager.response(for: request, serializer: serializer)
+                #expect(response.response.status.code == 302)
+                #expect(asked.withLockedValue { $0 } == 0)
+            }
+        }
+    }
+
+    @Test func theHopLimitEndsAChainItFollows() async throws {
+        var configuration = SessionConfiguration.default
+        configuration.redirectPolicy = .follow(max: 2, allowCycles: true)
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                var request = Request(url: server.url("/redirect/3"))
+                request.redirector = .follow
+                let error = await #expect(throws: CourierError.self) { try await manager.data(for: request) }
+                #expect(error?.code == .tooManyRedirects)
+            }
+        }
+    }
+}
