@@ -30,14 +30,15 @@ public struct Request: Sendable {
         @exclusivity(unchecked) var options: RequestOptions
         @exclusivity(unchecked) var interceptor: (any RequestInterceptor)?
         @exclusivity(unchecked) var redirector: Redirector?
+        @exclusivity(unchecked) var responseCacher: ResponseCacher?
         @exclusivity(unchecked) var logger: Logger?
         @exclusivity(unchecked) var serviceContext: ServiceContext?
         @exclusivity(unchecked) var operationName: String?
 
         init(
             method: HTTPRequest.Method, url: URL, headerFields: HTTPFields, body: RequestBody, options: RequestOptions,
-            interceptor: (any RequestInterceptor)?, redirector: Redirector?, logger: Logger?, serviceContext: ServiceContext?,
-            operationName: String?
+            interceptor: (any RequestInterceptor)?, redirector: Redirector?, responseCacher: ResponseCacher?, logger: Logger?,
+            serviceContext: ServiceContext?, operationName: String?
         ) {
             self.method = method
             self.url = url
@@ -46,6 +47,7 @@ public struct Request: Sendable {
             self.options = options
             self.interceptor = interceptor
             self.redirector = redirector
+            self.responseCacher = responseCacher
             self.logger = logger
             self.serviceContext = serviceContext
             self.operationName = operationName
@@ -54,8 +56,8 @@ public struct Request: Sendable {
         func copy() -> Storage {
             Storage(
                 method: self.method, url: self.url, headerFields: self.headerFields, body: self.body, options: self.options,
-                interceptor: self.interceptor, redirector: self.redirector, logger: self.logger, serviceContext: self.serviceContext,
-                operationName: self.operationName)
+                interceptor: self.interceptor, redirector: self.redirector, responseCacher: self.responseCacher, logger: self.logger,
+                serviceContext: self.serviceContext, operationName: self.operationName)
         }
     }
 
@@ -105,6 +107,14 @@ public struct Request: Sendable {
         get { self.storage.redirector }
         set { self.uniqueStorage().redirector = newValue }
     }
+    /// Whether and how this request's response is stored in the session's cache
+    /// (``ResponseCacher``: store, do not store, or change it), deciding instead of the session's
+    /// ``SessionManager/Hooks/dataTaskWillCacheResponse`` hook. `nil` (the default) leaves it to
+    /// the hook, and without one stores what RFC 9111 allows.
+    public var responseCacher: ResponseCacher? {
+        get { self.storage.responseCacher }
+        set { self.uniqueStorage().responseCacher = newValue }
+    }
     /// Where Courier logs what happens to this request (AsyncHTTPClient's convention: nothing is
     /// logged above `.debug` in normal operation). `nil` (the default) uses the session's
     /// ``SessionManager/logger``, and no logger at all when that is `nil` too.
@@ -149,7 +159,7 @@ public struct Request: Sendable {
     ) {
         self.storage = Storage(
             method: method, url: url, headerFields: headerFields, body: body, options: options,
-            interceptor: nil, redirector: nil, logger: nil, serviceContext: nil, operationName: nil)
+            interceptor: nil, redirector: nil, responseCacher: nil, logger: nil, serviceContext: nil, operationName: nil)
     }
 
     /// The request head as swift-http-types sees it: method, scheme, authority, path with query.
