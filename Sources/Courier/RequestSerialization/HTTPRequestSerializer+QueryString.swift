@@ -1,17 +1,30 @@
 import Foundation
 
 extension HTTPRequestSerializer {
-    /// How the serializer turns parameters into a query string.
+    /// How the serializer turns parameters into a query string (and a form body): AFNetworking's
+    /// form, or that form with Alamofire's array and boolean styles (`URLEncoding(arrayEncoding:
+    /// boolEncoding:)`).
+    ///
+    /// ```swift
+    /// serializer.setQueryStringSerialization(with: .init(arrayEncoding: .noBrackets, boolEncoding: .literal))
+    /// // ["tags": ["a", "b"], "on": true] → on=true&tags=a&tags=b
+    /// ```
     public struct QueryStringSerializationStyle: Hashable, Sendable {
-        private enum Base: Hashable, Sendable {
-            case `default`
-        }
+        /// How an array's elements are keyed: `key[]` (AFNetworking's), `key`, or `key[0]`.
+        public var arrayEncoding: URLEncodedFormEncoder.ArrayEncoding
+        /// How booleans are written: `1`/`0` (AFNetworking's) or `true`/`false`. Numbers stay
+        /// numbers either way.
+        public var boolEncoding: URLEncodedFormEncoder.BoolEncoding
 
-        private let base: Base
+        /// A style with these array and boolean forms; AFNetworking's by default.
+        public init(arrayEncoding: URLEncodedFormEncoder.ArrayEncoding = .brackets, boolEncoding: URLEncodedFormEncoder.BoolEncoding = .numeric) {
+            self.arrayEncoding = arrayEncoding
+            self.boolEncoding = boolEncoding
+        }
 
         /// AFNetworking's `AFHTTPRequestQueryStringDefaultStyle`: see
         /// ``HTTPRequestSerializer/queryString(from:)``.
-        public static let `default` = QueryStringSerializationStyle(base: .default)
+        public static let `default` = QueryStringSerializationStyle()
     }
 
     /// A custom query-string builder (AFNetworking's `setQueryStringSerializationWithBlock:`): given
@@ -47,8 +60,14 @@ extension HTTPRequestSerializer {
     ///   `parameters` is not a dictionary: a top-level array or scalar has no key to write it under
     ///   (AFNetworking writes `(null)[]=…`).
     public static func queryString(from parameters: any Sendable) throws(CourierError) -> String {
+        try Self.queryString(from: parameters, style: .default)
+    }
+
+    /// The query string for `parameters` in `style`: as ``queryString(from:)``, with the style's
+    /// array keys and booleans.
+    public static func queryString(from parameters: any Sendable, style: QueryStringSerializationStyle) throws(CourierError) -> String {
         let tree = try ParameterValue(parameters)
-        return try Self.queryString(from: tree)
+        return try Self.queryString(from: tree, style: style)
     }
 
     /// `string` percent-escaped for a query per RFC 3986 §3.4, as AFNetworking's
@@ -60,23 +79,25 @@ extension HTTPRequestSerializer {
         PercentEscaping.escape(string)
     }
 
-    static func queryString(from tree: ParameterValue) throws(CourierError) -> String {
+    static func queryString(from tree: ParameterValue, style: QueryStringSerializationStyle = .default) throws(CourierError) -> String {
         var pairs: [String] = []
         for entry in try tree.flattenableEntries(for: "a query string") {
-            try entry.value.forEachFlattenedPair(key: entry.key, path: ParameterPath.root.appending(key: entry.key)) {
+            try entry.value.forEachFlattenedPair(key: entry.key, path: ParameterPath.root.appending(key: entry.key), arrays: style.arrayEncoding) {
                 key, scalar, path throws(CourierError) in
-                try Self.appendPair(key: key, scalar: scalar, path: path, to: &pairs)
+                try Self.appendPair(key: key, scalar: scalar, path: path, booleans: style.boolEncoding, to: &pairs)
             }
         }
         return pairs.joined(separator: "&")
     }
 
-    private static func appendPair(key: String, scalar: ParameterValue, path: ParameterPath, to pairs: inout [String]) throws(CourierError) {
+    private static func appendPair(
+        key: String, scalar: ParameterValue, path: ParameterPath, booleans: URLEncodedFormEncoder.BoolEncoding, to pairs: inout [String]
+    ) throws(CourierError) {
         switch scalar {
         case .null:
             pairs.append(PercentEscaping.escape(key))
         case .bool(let bool):
-            pairs.append(PercentEscaping.escape(key) + "=" + (bool ? "1" : "0"))
+            pairs.append(PercentEscaping.escape(key) + "=" + (bool ? booleans.trueText : booleans.falseText))
         case .number(let number):
             pairs.append(PercentEscaping.escape(key) + "=" + PercentEscaping.escape(number.text))
         case .string(let string):

@@ -214,7 +214,7 @@ public struct HTTPRequestSerializer: RequestSerializer {
     /// The query string for `parameters`, from the custom closure when set.
     func queryString(for request: Request, parameters: any Sendable) throws(CourierError) -> String {
         guard let serialization = self.queryStringSerialization else {
-            return try Self.queryString(from: parameters)
+            return try Self.queryString(from: parameters, style: self.queryStringSerializationStyle)
         }
         do {
             return try serialization(request, parameters)

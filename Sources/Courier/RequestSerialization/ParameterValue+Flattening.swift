@@ -1,26 +1,35 @@
 extension ParameterValue {
     /// Calls `visit` for each scalar under `key`, with the key AFNetworking flattens it to: a
-    /// nested dictionary's keys become `key[sub]`, an array's elements `key[]`, a set's elements
-    /// repeat `key`; entries keep their sorted order. Empty containers visit nothing.
+    /// nested dictionary's keys become `key[sub]`, an array's elements `key[]` (or as `arrays`
+    /// says: `key`, `key[0]`), a set's elements repeat `key`; entries keep their sorted order.
+    /// Empty containers visit nothing.
     ///
     /// The query string escapes what this yields; a multipart form writes it as it is.
     func forEachFlattenedPair(
         key: String,
         path: ParameterPath,
+        arrays: URLEncodedFormEncoder.ArrayEncoding = .brackets,
         _ visit: (_ key: String, _ scalar: ParameterValue, _ path: ParameterPath) throws(CourierError) -> Void
     ) throws(CourierError) {
         switch self {
         case .dictionary(let entries):
             for entry in entries {
-                try entry.value.forEachFlattenedPair(key: key + "[" + entry.key + "]", path: path.appending(key: entry.key), visit)
+                try entry.value.forEachFlattenedPair(
+                    key: key + "[" + entry.key + "]", path: path.appending(key: entry.key), arrays: arrays, visit)
             }
         case .array(let elements):
             for (index, element) in elements.enumerated() {
-                try element.forEachFlattenedPair(key: key + "[]", path: path.appending(index: index), visit)
+                let elementKey =
+                    switch arrays.base {
+                    case .brackets: key + "[]"
+                    case .noBrackets: key
+                    case .indexInBrackets: key + "[" + String(index) + "]"
+                    }
+                try element.forEachFlattenedPair(key: elementKey, path: path.appending(index: index), arrays: arrays, visit)
             }
         case .set(let elements):
             for (index, element) in elements.enumerated() {
-                try element.forEachFlattenedPair(key: key, path: path.appending(index: index), visit)
+                try element.forEachFlattenedPair(key: key, path: path.appending(index: index), arrays: arrays, visit)
             }
         case .null, .bool, .number, .string, .date, .data:
             try visit(key, self, path)

@@ -27,8 +27,8 @@ import Foundation
 public struct URLEncodedFormEncoder: Sendable {
     /// How array elements are keyed.
     public struct ArrayEncoding: Hashable, Sendable {
-        fileprivate enum Base: Hashable, Sendable { case brackets, noBrackets, indexInBrackets }
-        fileprivate let base: Base
+        enum Base: Hashable, Sendable { case brackets, noBrackets, indexInBrackets }
+        let base: Base
         /// `key[]=a&key[]=b` (the default; AFNetworking's form).
         public static let brackets = ArrayEncoding(base: .brackets)
         /// `key=a&key=b`.
@@ -39,8 +39,8 @@ public struct URLEncodedFormEncoder: Sendable {
 
     /// How booleans are written.
     public struct BoolEncoding: Hashable, Sendable {
-        fileprivate let trueText: String
-        fileprivate let falseText: String
+        let trueText: String
+        let falseText: String
         /// `1` and `0` (the default; AFNetworking's form).
         public static let numeric = BoolEncoding(trueText: "1", falseText: "0")
         /// `true` and `false`.

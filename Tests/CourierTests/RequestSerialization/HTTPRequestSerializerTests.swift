@@ -177,6 +177,25 @@ extension RequestSerializationTests {
             #expect(try serializer.request(method: .get, urlString: "https://h.test/", parameters: ["x": 1]).url.query == "x=1")
         }
 
+        @Test("a style's array keys and booleans, in the query and in a form body; sets and numbers as before")
+        func queryStringStyles() throws {
+            var serializer = self.serializer
+            let parameters: [String: any Sendable] = ["t": ["a", "b"] as [any Sendable], "on": true, "n": 1, "s": Set(["x", "y"])]
+            #expect(
+                try serializer.request(method: .get, urlString: "https://h.test/", parameters: parameters).url.query
+                    == "n=1&on=1&s=x&s=y&t%5B%5D=a&t%5B%5D=b")
+            serializer.setQueryStringSerialization(with: .init(arrayEncoding: .indexInBrackets, boolEncoding: .literal))
+            #expect(
+                try serializer.request(method: .get, urlString: "https://h.test/", parameters: parameters).url.query
+                    == "n=1&on=true&s=x&s=y&t%5B0%5D=a&t%5B1%5D=b")
+            serializer.queryStringSerializationStyle = .init(arrayEncoding: .noBrackets)
+            let post = try serializer.request(method: .post, urlString: "https://h.test/", parameters: parameters)
+            #expect(post.body.data == Data("n=1&on=1&s=x&s=y&t=a&t=b".utf8))
+            #expect(
+                try HTTPRequestSerializer.queryString(from: parameters, style: .init(boolEncoding: .literal))
+                    == "n=1&on=true&s=x&s=y&t%5B%5D=a&t%5B%5D=b")
+        }
+
         @Test("stringEncoding: a body the encoding cannot represent names the parameter")
         func stringEncoding() throws {
             var serializer = self.serializer

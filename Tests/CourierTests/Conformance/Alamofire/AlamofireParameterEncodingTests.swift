@@ -12,8 +12,12 @@ import Testing
 struct AlamofireParameterEncodingConformanceTests {
     static let url = URL(string: "https://example.com/")!
 
-    static func query(_ parameters: (any Sendable)?, url: URL = Self.url) throws -> String? {
-        try HTTPRequestSerializer().request(bySerializing: Request(url: url), parameters: parameters).url.query(percentEncoded: true)
+    static func query(
+        _ parameters: (any Sendable)?, url: URL = Self.url, style: HTTPRequestSerializer.QueryStringSerializationStyle = .default
+    ) throws -> String? {
+        var serializer = HTTPRequestSerializer()
+        serializer.setQueryStringSerialization(with: style)
+        return try serializer.request(bySerializing: Request(url: url), parameters: parameters).url.query(percentEncoded: true)
     }
 
     // MARK: URLParameterEncodingTestCase
@@ -44,6 +48,37 @@ struct AlamofireParameterEncodingConformanceTests {
 
     @Test func testURLParameterEncodeStringKeyArrayValueParameter() throws {
         #expect(try Self.query(["foo": ["a", 1, true] as [any Sendable]]) == "foo%5B%5D=a&foo%5B%5D=1&foo%5B%5D=1")
+    }
+
+    @Test func testURLParameterEncodeArrayNestedDictionaryValueParameterWithIndex() throws {
+        let parameters: [String: any Sendable] = ["foo": ["a", 1, true, ["bar": 2], ["qux": 3], ["quy": ["quz": 3]]] as [any Sendable]]
+        #expect(
+            try Self.query(parameters, style: .init(arrayEncoding: .indexInBrackets))
+                == "foo%5B0%5D=a&foo%5B1%5D=1&foo%5B2%5D=1&foo%5B3%5D%5Bbar%5D=2&foo%5B4%5D%5Bqux%5D=3&foo%5B5%5D%5Bquy%5D%5Bquz%5D=3")
+    }
+
+    @Test func testURLParameterEncodeStringKeyArrayValueParameterWithoutBrackets() throws {
+        #expect(try Self.query(["foo": ["a", 1, true] as [any Sendable]], style: .init(arrayEncoding: .noBrackets)) == "foo=a&foo=1&foo=1")
+    }
+
+    @Test func testURLParameterEncodeStringKeyNestedDictionaryArrayValueParameterWithoutBrackets() throws {
+        let parameters: [String: any Sendable] = ["foo": ["bar": ["baz": ["a", 1, true] as [any Sendable]]]]
+        #expect(
+            try Self.query(parameters, style: .init(arrayEncoding: .noBrackets))
+                == "foo%5Bbar%5D%5Bbaz%5D=a&foo%5Bbar%5D%5Bbaz%5D=1&foo%5Bbar%5D%5Bbaz%5D=1")
+    }
+
+    @Test func testURLParameterLiteralBoolEncodingWorksAndDoesNotAffectNumbers() throws {
+        let parameters: [String: any Sendable] = [
+            // Still numbers.
+            "a": 1, "b": 0, "c": 1.0, "d": 0.0,
+            "e": NSNumber(value: 1), "f": NSNumber(value: 0), "g": NSNumber(value: 1.0), "h": NSNumber(value: 0.0),
+            // Literals.
+            "i": true, "j": false, "k": NSNumber(value: true), "l": NSNumber(value: false),
+        ]
+        #expect(
+            try Self.query(parameters, style: .init(boolEncoding: .literal))
+                == "a=1&b=0&c=1&d=0&e=1&f=0&g=1&h=0&i=true&j=false&k=true&l=false")
     }
 
     @Test func testURLParameterEncodeStringKeyDictionaryValueParameter() throws {
