@@ -143,8 +143,9 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         public static let proxyAuthenticationRequired = Code(.proxyAuthenticationRequired)
         /// A proxy setting that cannot be used: a proxy URL that does not parse, has no host, a bad
         /// port, a scheme Courier does not speak (`socks4://`, `socks4a://`…) or credentials
-        /// longer than SOCKS5 carries on a `socks5://` URL; or a malformed `no_proxy` entry. The message names the setting (the
-        /// environment variable, for ``ProxyConfiguration/fromEnvironment(_:)``).
+        /// longer than SOCKS5 carries on a `socks5://` URL; or a malformed `no_proxy` entry. The
+        /// message names the setting (the environment variable, for
+        /// ``ProxyConfiguration/fromEnvironment(_:)``).
         public static let invalidProxyConfiguration = Code(.invalidProxyConfiguration)
         /// Courier reached a state it should never reach; please report it.
         public static let internalInconsistency = Code(.internalInconsistency)

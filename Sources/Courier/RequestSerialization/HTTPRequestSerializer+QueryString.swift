@@ -17,7 +17,9 @@ extension HTTPRequestSerializer {
         public var boolEncoding: URLEncodedFormEncoder.BoolEncoding
 
         /// A style with these array and boolean forms; AFNetworking's by default.
-        public init(arrayEncoding: URLEncodedFormEncoder.ArrayEncoding = .brackets, boolEncoding: URLEncodedFormEncoder.BoolEncoding = .numeric) {
+        public init(
+            arrayEncoding: URLEncodedFormEncoder.ArrayEncoding = .brackets, boolEncoding: URLEncodedFormEncoder.BoolEncoding = .numeric
+        ) {
             self.arrayEncoding = arrayEncoding
             self.boolEncoding = boolEncoding
         }
@@ -82,7 +84,9 @@ extension HTTPRequestSerializer {
     static func queryString(from tree: ParameterValue, style: QueryStringSerializationStyle = .default) throws(CourierError) -> String {
         var pairs: [String] = []
         for entry in try tree.flattenableEntries(for: "a query string") {
-            try entry.value.forEachFlattenedPair(key: entry.key, path: ParameterPath.root.appending(key: entry.key), arrays: style.arrayEncoding) {
+            try entry.value.forEachFlattenedPair(
+                key: entry.key, path: ParameterPath.root.appending(key: entry.key), arrays: style.arrayEncoding
+            ) {
                 key, scalar, path throws(CourierError) in
                 try Self.appendPair(key: key, scalar: scalar, path: path, booleans: style.boolEncoding, to: &pairs)
             }

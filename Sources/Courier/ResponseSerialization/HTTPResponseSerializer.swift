@@ -122,8 +122,9 @@ public struct HTTPResponseSerializer: ResponseSerializer {
             // /status/200 and /status/204 say text/html and send nothing). AFNetworking reports no
             // error there either.
             if hasBody, !self.accepts(mime ?? "", in: acceptable) {
+                let accepted = Self.acceptedList(acceptable, suffixes: self.rules.suffixes)
                 contentTypeError = CourierError(
-                    .unacceptableContentType, "unacceptable content type: \(mime ?? "(none)") (\(Self.acceptedList(acceptable, suffixes: self.rules.suffixes)))",
+                    .unacceptableContentType, "unacceptable content type: \(mime ?? "(none)") (\(accepted))",
                     response: response, data: data)
             }
         }

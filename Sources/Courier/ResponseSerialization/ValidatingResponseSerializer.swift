@@ -8,7 +8,7 @@ import HTTPTypes
 ///
 /// ```swift
 /// let serializer = JSONResponseSerializer().validating { response, data in
-///     guard response.headerFields[.init("X-Signature")!] != nil else { throw MissingSignature() }
+///     guard response.headerFields[HTTPField.Name("X-Signature")!] != nil else { throw MissingSignature() }
 /// }
 /// let response = try await manager.response(for: request, serializer: serializer)
 /// ```

@@ -211,7 +211,8 @@ struct HTTPConnectStateMachine: ProxyHandshake {
             digest, credential: credential, method: "CONNECT", uri: NIOEngine.Proxy.authority(host: self.host, port: self.port),
             nonceCount: 1, cnonce: self.makeClientNonce())
         guard let length = Self.reusableBodyLength(response, head: head) else {
-            return self.fail(.answerOnNewConnection(authorization: authorization, answers: self.digestAnswers, answering: digest, after: response))
+            return self.fail(
+                .answerOnNewConnection(authorization: authorization, answers: self.digestAnswers, answering: digest, after: response))
         }
         self.received = []
         guard bodyBytes <= length else { return self.fail(.unsolicitedBytes(bodyBytes - length)) }
@@ -243,7 +244,8 @@ struct HTTPConnectStateMachine: ProxyHandshake {
         guard self.isOpen else { return .wait }
         if case .skippingBody(_, let answer, let response) = self.state {
             // It said it would stay open, and closed: the answer goes on a new connection.
-            return self.fail(.answerOnNewConnection(authorization: answer, answers: self.digestAnswers, answering: self.answered, after: response))
+            return self.fail(
+                .answerOnNewConnection(authorization: answer, answers: self.digestAnswers, answering: self.answered, after: response))
         }
         if let failure = self.answerOnNewConnection() { return self.fail(failure) }
         return self.fail(.closed(received: self.received.count))
