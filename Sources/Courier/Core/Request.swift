@@ -102,7 +102,9 @@ public struct Request: Sendable {
     }
     /// How this request's redirects go (``Redirector``: follow, do not follow, or change them),
     /// deciding instead of the session's ``SessionManager/Hooks/taskWillPerformHTTPRedirection``
-    /// hook. `nil` (the default) leaves it to the hook, and without one follows them.
+    /// hook. `nil` (the default) leaves it to the hook, and without one follows them. The task
+    /// keeps the redirector of the request it is made with for all its hops (a request a
+    /// redirect or an adapter makes does not change it).
     public var redirector: Redirector? {
         get { self.storage.redirector }
         set { self.uniqueStorage().redirector = newValue }
@@ -110,7 +112,8 @@ public struct Request: Sendable {
     /// Whether and how this request's response is stored in the session's cache
     /// (``ResponseCacher``: store, do not store, or change it), deciding instead of the session's
     /// ``SessionManager/Hooks/dataTaskWillCacheResponse`` hook. `nil` (the default) leaves it to
-    /// the hook, and without one stores what RFC 9111 allows.
+    /// the hook, and without one stores what RFC 9111 allows. As with ``redirector``, the task
+    /// keeps the one of the request it is made with.
     public var responseCacher: ResponseCacher? {
         get { self.storage.responseCacher }
         set { self.uniqueStorage().responseCacher = newValue }

@@ -308,17 +308,17 @@ extension TaskDelegate {
         guard outcome.error == nil, let response = outcome.response, let cache = self.configurationReference.value.responseCache
         else { return }
         // Work nobody would see: a response the session's rules could never serve again is not
-        // stored, unless a policy that serves stale responses, the will-cache hook or the
-        // request's cacher might use it (the request read last: reading it costs a retain).
-        guard servesStale || self.hooks.dataTaskWillCacheResponse != nil || CachePlanner.saysAnythingAboutCaching(response)
-            || outcome.request.responseCacher != nil
+        // stored, unless a policy that serves stale responses, the request's cacher or the
+        // will-cache hook might use it.
+        let cacher = self.responseCacher
+        guard servesStale || cacher != nil || self.hooks.dataTaskWillCacheResponse != nil
+            || CachePlanner.saysAnythingAboutCaching(response)
         else { return }
         let (sentRequest, followsRedirects, requestDate, responseDate) = self.state.withLockedValue {
             ($0.hop.sentRequest, $0.hop.followsRedirects, $0.hop.requestDate, $0.hop.responseDate)
         }
         let request = sentRequest ?? outcome.request
         guard CachePlanner.isStorable(response, for: request, followsRedirects: followsRedirects) else { return }
-        let cacher = request.responseCacher
         let now = cache.now
         var cached = CachedResponse(
             response: CachePlanner.storable(response), data: outcome.data ?? Data(), url: request.url, storagePolicy: .allowed,

@@ -110,6 +110,12 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     let originalRequest: Request
     /// Adapters, retriers, monitors, logger and tracer, as they were when the task was made.
     let interception: TaskInterception
+    /// The request's own redirect and cache handlers (``Request/redirector``,
+    /// ``Request/responseCacher``), as the task was made with them: they decide for the task's
+    /// every hop, whatever request a redirect or an adapter makes (Alamofire's request-level
+    /// handlers); nil leaves it to the session's hooks.
+    let redirector: Redirector?
+    let responseCacher: ResponseCacher?
 
     init(
         manager: SessionManager,
@@ -124,6 +130,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         self.configurationReference = manager.configurationReference
         self.identifier = identifier
         self.originalRequest = request
+        self.redirector = request.redirector
+        self.responseCacher = request.responseCacher
         (self.interception, self.hooks) = TaskInterception.makeWithHooks(manager: manager, request: request, identifier: identifier)
         // Moved into the lock: the state is large, and a copy cost a whole copy and destroy.
         // Metrics are gathered when the session asks for them, or when something would read them
@@ -303,7 +311,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         let context = self.state.withLockedValue { RedirectContext(&$0) }
         self.responseArrived(response, to: context.sentRequest, handlesCookies: context.handlesCookies)
         let chosen: Request?
-        if let redirector = context.sentRequest.redirector {
+        if let redirector = self.redirector {
             // The request's own redirector decides instead of the session's hook.
             chosen = redirector.decide(context.task, request: newRequest, response: response)
         } else if let hook = self.hooks.taskWillPerformHTTPRedirection, let task = context.task, let manager = self.manager {

@@ -44,6 +44,41 @@ struct RedirectorTests {
         }
     }
 
+    /// The task keeps the handlers of the request it was made with: a `.modify` that returns a
+    /// request of its own (without them) is still asked at the next hops, and the final response
+    /// still goes by the request's cacher.
+    @Test func theHandlersStayTheTasksWhateverRequestARedirectMakes() async throws {
+        let cache = ResponseCache(memoryCapacity: 10_000_000)
+        var configuration = SessionConfiguration.default
+        configuration.responseCache = cache
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                let asked = NIOLockedValueBox(0)
+                var request = Request(url: server.url("/redirect/3"))
+                request.redirector = .modify { _, proposed, _ in
+                    asked.withLockedValue { $0 += 1 }
+                    return Request(url: proposed.url)
+                }
+                let response = try await manager.data(for: request)
+                #expect(response.request.url.path == "/get")
+                #expect(asked.withLockedValue { $0 } == 3)
+
+                // A cacheable response after such a redirect: stored without a cacher, not with
+                // the task's `.doNotCache`.
+                let cached = Request(url: server.url("/cache/60"))
+                for cacher in [ResponseCacher?.none, .doNotCache] {
+                    cache.removeAllCachedResponses()
+                    var redirected = Request(url: server.url("/redirect-to?url=/cache/60"))
+                    redirected.redirector = .modify { _, proposed, _ in Request(url: proposed.url) }
+                    redirected.responseCacher = cacher
+                    let response = try await manager.data(for: redirected)
+                    #expect(response.request.url.path == "/cache/60")
+                    #expect((cache.cachedResponse(for: cached) != nil) == (cacher == nil))
+                }
+            }
+        }
+    }
+
     @Test func aSessionThatDoesNotFollowRedirectsNeverAsks() async throws {
         var configuration = SessionConfiguration.default
         configuration.redirectPolicy = .disallow
