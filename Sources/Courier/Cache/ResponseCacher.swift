@@ -47,12 +47,12 @@ public struct ResponseCacher: Sendable {
         ResponseCacher(behavior: .modify(closure))
     }
 
-    /// What to store for `task`'s proposed `cached` response, or nil to store nothing.
-    func decide(_ task: DataTask, cached: CachedResponse) -> CachedResponse? {
+    /// The cacher as the session's will-cache hook is written, to take its place for a task.
+    var hook: @Sendable (SessionManager, DataTask, CachedResponse) -> CachedResponse? {
         switch self.behavior {
-        case .cache: cached
-        case .doNotCache: nil
-        case .modify(let closure): closure(task, cached)
+        case .cache: { _, _, cached in cached }
+        case .doNotCache: { _, _, _ in nil }
+        case .modify(let closure): { _, task, cached in closure(task, cached) }
         }
     }
 }

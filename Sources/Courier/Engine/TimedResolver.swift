@@ -63,12 +63,9 @@ final class TimedResolver: Resolver, Sendable {
             return !state.started
         }
         guard first else { return }
-        if let address = Self.literalAddress(host, port: port) {
-            self.complete(.success(Self.Answer(address)))
-            return
-        }
-        if let loopback = loopbackAddresses(of: host, port: port) {
-            self.complete(.success(Self.Answer(loopback)))
+        // An address, or a name under `localhost`: answered at once.
+        if let known = Self.literalAddress(host, port: port).map({ [$0] }) ?? loopbackAddresses(of: host, port: port) {
+            self.complete(.success(Self.Answer(known)))
             return
         }
         self.state.withLockedValue { $0.times.start = .now }
@@ -95,12 +92,6 @@ final class TimedResolver: Resolver, Sendable {
     struct Answer: Sendable {
         var v4: [SocketAddress] = []
         var v6: [SocketAddress] = []
-
-        init() {}
-
-        init(_ address: SocketAddress) {
-            self.init([address])
-        }
 
         init(_ addresses: [SocketAddress]) {
             for address in addresses {

@@ -41,7 +41,9 @@ public struct ValidatingResponseSerializer<Base: ResponseSerializer>: ResponseSe
         try self.runChecks(response, data: data)
     }
 
-    /// ``validate(_:data:)``, then `base`'s decoding. Each check runs once.
+    /// ``validate(_:data:)``, then `base`'s decoding. Each check runs once; `base`'s own checks
+    /// of status and content type run again inside its decoding (the protocol has no decoding
+    /// without them), which costs a comparison or two.
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> Base.Output {
         try self.validate(response, data: data)
         return try self.base.responseObject(for: response, data: data)

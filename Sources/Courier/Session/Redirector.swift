@@ -49,17 +49,12 @@ public struct Redirector: Sendable {
         Redirector(behavior: .modify(closure))
     }
 
-    /// The request to send for the redirect `response` proposing `request`, or nil to stop.
-    func decide(_ task: SessionTask?, request: Request, response: HTTPResponse) -> Request? {
+    /// The redirector as the session's redirection hook is written, to take its place for a task.
+    var hook: @Sendable (SessionManager, SessionTask, HTTPResponse, Request) -> Request? {
         switch self.behavior {
-        case .follow:
-            return request
-        case .doNotFollow:
-            return nil
-        case .modify(let closure):
-            // A task is always there while its exchange runs; without one, the proposal stands.
-            guard let task else { return request }
-            return closure(task, request, response)
+        case .follow: { _, _, _, proposed in proposed }
+        case .doNotFollow: { _, _, _, _ in nil }
+        case .modify(let closure): { _, task, response, proposed in closure(task, proposed, response) }
         }
     }
 }

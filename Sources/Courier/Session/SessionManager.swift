@@ -45,7 +45,8 @@ public class SessionManager: @unchecked Sendable {
         /// A data task got body bytes. Called on an engine thread.
         public var dataTaskDidReceiveData: (@Sendable (SessionManager, SessionTask, Data) -> Void)?
         /// A redirect is about to be followed: return the proposed request, a changed one, or nil
-        /// to stop and take the redirect response. Called on an engine thread.
+        /// to stop and take the redirect response. Called on an engine thread. A request's own
+        /// ``Redirector`` (``Request/redirector``) takes its place for that request's task.
         public var taskWillPerformHTTPRedirection: (@Sendable (SessionManager, SessionTask, HTTPResponse, Request) -> Request?)?
         /// Body bytes went out: bytes sent now, in all, and expected in all (-1 when unknown).
         /// Called on an engine thread.
@@ -59,7 +60,9 @@ public class SessionManager: @unchecked Sendable {
         /// or a narrower ``CachedResponse/storagePolicy``), or nil to store nothing. Called only
         /// for responses RFC 9111 allows to store, before the task's completion: on the calling task
         /// for a task made by an `async` call, on the processing queue (before serialization) for one
-        /// with a completion handler, on an engine thread for a streamed or 2.x-operation task.
+        /// with a completion handler, on an engine thread for a streamed or 2.x-operation task. A
+        /// request's own ``ResponseCacher`` (``Request/responseCacher``) takes its place for that
+        /// request's task.
         public var dataTaskWillCacheResponse: (@Sendable (SessionManager, DataTask, CachedResponse) -> CachedResponse?)?
         /// A server asked for credentials (`WWW-Authenticate` Basic or Digest): answer with a
         /// credential, the default handling, a cancellation or a rejection of the protection space
@@ -69,6 +72,15 @@ public class SessionManager: @unchecked Sendable {
 
         /// No hooks.
         public init() {}
+
+        /// These hooks with a request's own redirect and cache handlers in place of the session's.
+        func taking(_ redirector: Redirector?, _ cacher: ResponseCacher?) -> Hooks {
+            guard redirector != nil || cacher != nil else { return self }
+            var hooks = self
+            if let redirector { hooks.taskWillPerformHTTPRedirection = redirector.hook }
+            if let cacher { hooks.dataTaskWillCacheResponse = cacher.hook }
+            return hooks
+        }
     }
 
     struct Registry {

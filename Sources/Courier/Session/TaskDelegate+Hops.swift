@@ -302,17 +302,14 @@ extension TaskDelegate {
     }
 
     /// At a data task's end, when its hop may store (``TaskEndRecord/mayStore``): the response
-    /// stored in the cache when RFC 9111 and the request's ``ResponseCacher`` (else the
-    /// will-cache hook) allow it.
+    /// stored in the cache when RFC 9111 and the will-cache hook (the request's
+    /// ``ResponseCacher`` when it has one) allow it.
     func storeInCache(_ outcome: borrowing TaskOutcome, servesStale: Bool) {
         guard outcome.error == nil, let response = outcome.response, let cache = self.configurationReference.value.responseCache
         else { return }
         // Work nobody would see: a response the session's rules could never serve again is not
-        // stored, unless a policy that serves stale responses, the request's cacher or the
-        // will-cache hook might use it.
-        let cacher = self.responseCacher
-        guard servesStale || cacher != nil || self.hooks.dataTaskWillCacheResponse != nil
-            || CachePlanner.saysAnythingAboutCaching(response)
+        // stored, unless a policy that serves stale responses or the will-cache hook might use it.
+        guard servesStale || self.hooks.dataTaskWillCacheResponse != nil || CachePlanner.saysAnythingAboutCaching(response)
         else { return }
         let (sentRequest, followsRedirects, requestDate, responseDate) = self.state.withLockedValue {
             ($0.hop.sentRequest, $0.hop.followsRedirects, $0.hop.requestDate, $0.hop.responseDate)
@@ -323,11 +320,7 @@ extension TaskDelegate {
         var cached = CachedResponse(
             response: CachePlanner.storable(response), data: outcome.data ?? Data(), url: request.url, storagePolicy: .allowed,
             requestDate: requestDate ?? now, responseDate: responseDate ?? now)
-        if let cacher, let dataTask = outcome.task as? DataTask {
-            // The request's own cacher decides instead of the session's hook.
-            guard let chosen = cacher.decide(dataTask, cached: cached) else { return }
-            cached = chosen
-        } else if let hook = self.hooks.dataTaskWillCacheResponse, let dataTask = outcome.task as? DataTask {
+        if let hook = self.hooks.dataTaskWillCacheResponse, let dataTask = outcome.task as? DataTask {
             guard let chosen = hook(outcome.manager, dataTask, cached) else { return }
             cached = chosen
         }

@@ -110,12 +110,6 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     let originalRequest: Request
     /// Adapters, retriers, monitors, logger and tracer, as they were when the task was made.
     let interception: TaskInterception
-    /// The request's own redirect and cache handlers (``Request/redirector``,
-    /// ``Request/responseCacher``), as the task was made with them: they decide for the task's
-    /// every hop, whatever request a redirect or an adapter makes (Alamofire's request-level
-    /// handlers); nil leaves it to the session's hooks.
-    let redirector: Redirector?
-    let responseCacher: ResponseCacher?
 
     init(
         manager: SessionManager,
@@ -130,9 +124,12 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         self.configurationReference = manager.configurationReference
         self.identifier = identifier
         self.originalRequest = request
-        self.redirector = request.redirector
-        self.responseCacher = request.responseCacher
-        (self.interception, self.hooks) = TaskInterception.makeWithHooks(manager: manager, request: request, identifier: identifier)
+        let (interception, hooks) = TaskInterception.makeWithHooks(manager: manager, request: request, identifier: identifier)
+        self.interception = interception
+        // The request's own redirect and cache handlers take the place of the session's hooks for
+        // this task, every hop of it, whatever request a redirect or an adapter makes (Alamofire's
+        // request-level handlers).
+        self.hooks = hooks.taking(request.redirector, request.responseCacher)
         // Moved into the lock: the state is large, and a copy cost a whole copy and destroy.
         // Metrics are gathered when the session asks for them, or when something would read them
         // that the setting does not cover: an event monitor or the metrics hook.
@@ -311,10 +308,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         let context = self.state.withLockedValue { RedirectContext(&$0) }
         self.responseArrived(response, to: context.sentRequest, handlesCookies: context.handlesCookies)
         let chosen: Request?
-        if let redirector = self.redirector {
-            // The request's own redirector decides instead of the session's hook.
-            chosen = redirector.decide(context.task, request: newRequest, response: response)
-        } else if let hook = self.hooks.taskWillPerformHTTPRedirection, let task = context.task, let manager = self.manager {
+        if let hook = self.hooks.taskWillPerformHTTPRedirection, let task = context.task, let manager = self.manager {
             chosen = hook(manager, task, response, newRequest)
         } else {
             chosen = newRequest
