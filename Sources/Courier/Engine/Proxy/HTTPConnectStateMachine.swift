@@ -17,7 +17,7 @@ import NIOCore
 /// A Digest challenge is answered once (and once more when the proxy calls the answer's nonce
 /// stale), the strongest algorithm first, as curl and URLSession do: on the same connection
 /// when the 407 leaves it open with a body of known length (squid's, which is read and
-/// dropped), else by ``ProxyTunnelFailure/answerOnNewConnection(authorization:answers:answering:after:)``: the pool
+/// dropped), else by ``ProxyTunnelFailure/answerOnNewConnection(authorization:answers:after:)``: the pool
 /// connects again and sends the answer with its first `CONNECT`. A proxy that closes the
 /// connection after its 407 without saying so (no `Connection: close`), before any byte of an
 /// answer to the answer, is treated the same way, whether its close arrives as a close or as
@@ -211,8 +211,7 @@ struct HTTPConnectStateMachine: ProxyHandshake {
             digest, credential: credential, method: "CONNECT", uri: NIOEngine.Proxy.authority(host: self.host, port: self.port),
             nonceCount: 1, cnonce: self.makeClientNonce())
         guard let length = Self.reusableBodyLength(response, head: head) else {
-            return self.fail(
-                .answerOnNewConnection(authorization: authorization, answers: self.digestAnswers, answering: digest, after: response))
+            return self.fail(.answerOnNewConnection(authorization: authorization, answers: self.digestAnswers, after: response))
         }
         self.received = []
         guard bodyBytes <= length else { return self.fail(.unsolicitedBytes(bodyBytes - length)) }
@@ -244,8 +243,7 @@ struct HTTPConnectStateMachine: ProxyHandshake {
         guard self.isOpen else { return .wait }
         if case .skippingBody(_, let answer, let response) = self.state {
             // It said it would stay open, and closed: the answer goes on a new connection.
-            return self.fail(
-                .answerOnNewConnection(authorization: answer, answers: self.digestAnswers, answering: self.answered, after: response))
+            return self.fail(.answerOnNewConnection(authorization: answer, answers: self.digestAnswers, after: response))
         }
         if let failure = self.answerOnNewConnection() { return self.fail(failure) }
         return self.fail(.closed(received: self.received.count))
@@ -258,7 +256,7 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     private func answerOnNewConnection() -> ProxyTunnelFailure? {
         guard case .awaitingHead(let unanswered?) = self.state else { return nil }
         let (answer, response) = unanswered
-        return .answerOnNewConnection(authorization: answer, answers: self.digestAnswers, answering: self.answered, after: response)
+        return .answerOnNewConnection(authorization: answer, answers: self.digestAnswers, after: response)
     }
 
     /// The connection failed under the exchange (`description` says how).

@@ -10,9 +10,9 @@ enum ProxyTunnelFailure: Sendable, Equatable {
     /// The HTTP proxy answered `CONNECT` with a Digest challenge and closes the connection (or
     /// its 407 has a body whose end is the close): the next connection's `CONNECT` carries
     /// `authorization`, the challenge's answer, the `answers`-th the tunnel gives
-    /// (``HTTPConnectStateMachine/maximumDigestAnswers`` at most), answering the challenge
-    /// `answering` with nonce count 1. The pool connects again; told to a caller, it is the 407.
-    case answerOnNewConnection(authorization: String, answers: Int, answering: HTTPAuthorization.DigestChallenge?, after: HTTPResponse)
+    /// (``HTTPConnectStateMachine/maximumDigestAnswers`` at most), answering the challenge of the
+    /// 407 `after` with nonce count 1. The pool connects again; told to a caller, it is the 407.
+    case answerOnNewConnection(authorization: String, answers: Int, after: HTTPResponse)
     /// The HTTP proxy answered `CONNECT` with a status other than 2xx, 401 and 407.
     case refused(HTTPResponse)
     /// The SOCKS5 proxy replied with an error.
@@ -67,13 +67,15 @@ enum ProxyTunnelFailure: Sendable, Equatable {
                 .proxyAuthenticationRequired,
                 "\(who) wants authentication for \(opening) (\(Self.statusLine(response))): \(credentials)",
                 response: response, underlyingError: underlyingError)
-        case .answerOnNewConnection(let authorization, let answers, let challenge, let response):
-            // What the pool reads to connect again (``ProxyTunnel/DigestAnswer``).
+        case .answerOnNewConnection(let authorization, let answers, let response):
+            // What the pool reads to connect again (``ProxyTunnel/DigestAnswer``), with the
+            // challenge answered, which the next tunnel remembers once it opens.
+            let answer = ProxyTunnel.DigestAnswer(
+                authorization: authorization, answers: answers, challenge: ProxyDigestChallenges.answerable(in: response))
             return CourierError(
                 .proxyAuthenticationRequired,
                 "\(who) wants authentication for \(opening) (\(Self.statusLine(response))) and closed the connection its Digest challenge came on",
-                response: response,
-                underlyingError: ProxyTunnel.DigestAnswer(authorization: authorization, answers: answers, challenge: challenge))
+                response: response, underlyingError: answer)
         case .refused(let response):
             return CourierError(
                 .proxyRefused, "\(who) refused \(opening): \(Self.statusLine(response))",

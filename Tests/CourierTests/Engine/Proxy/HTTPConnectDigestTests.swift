@@ -94,21 +94,21 @@ struct HTTPConnectDigestTests {
         var machine = Self.machine()
         _ = machine.start()
         let action = Self.feed(&machine, Self.challenge(version: version, fields: fields, body: body))
-        guard case .fail(.answerOnNewConnection(let authorization, let answers, let challenge, let response)) = action else {
+        guard case .fail(.answerOnNewConnection(let authorization, let answers, let response)) = action else {
             Issue.record("expected a new connection's answer, got \(action)")
             return
         }
         #expect(authorization.contains("response=\"\(Self.expectedResponse())\""))
         #expect(answers == 1)
-        #expect(challenge?.nonce == Self.nonce && challenge?.realm == "corp")
         #expect(response.status.code == 407)
-        // The failure, told to a caller, is the 407, and carries the answer for the pool.
-        let error = ProxyTunnelFailure.answerOnNewConnection(authorization: authorization, answers: 1, answering: challenge, after: response)
+        // The failure, told to a caller, is the 407, and carries the answer and the challenge it
+        // answers for the pool.
+        let error = ProxyTunnelFailure.answerOnNewConnection(authorization: authorization, answers: 1, after: response)
             .courierError(proxy: .http(host: "proxy.test", port: 3128, username: "ann", password: "s3cret"), target: "api.example.com:443")
         #expect(error.code == .proxyAuthenticationRequired)
-        #expect(
-            error.underlyingError as? ProxyTunnel.DigestAnswer
-                == ProxyTunnel.DigestAnswer(authorization: authorization, answers: 1, challenge: challenge))
+        let answer = try #require(error.underlyingError as? ProxyTunnel.DigestAnswer)
+        #expect(answer.authorization == authorization && answer.answers == 1)
+        #expect(answer.challenge?.nonce == Self.nonce && answer.challenge?.realm == "corp")
     }
 
     @Test func aBodyOfUnknownLengthEndsTheConnection() {
@@ -132,7 +132,7 @@ struct HTTPConnectDigestTests {
         var machine = Self.machine()
         _ = machine.start()
         #expect(Self.feed(&machine, String(Self.challenge().dropLast(3))) == .wait)
-        guard case .fail(.answerOnNewConnection(_, 1, _, _)) = machine.closed() else {
+        guard case .fail(.answerOnNewConnection(_, 1, _)) = machine.closed() else {
             Issue.record("a close during the page gives the answer to a new connection")
             return
         }
@@ -142,7 +142,7 @@ struct HTTPConnectDigestTests {
         var machine = Self.machine()
         _ = machine.start()
         let written = try #require(Self.authorization(in: Self.feed(&machine, Self.challenge(body: ""))))
-        guard case .fail(.answerOnNewConnection(let authorization, 1, _, _)) = machine.closed() else {
+        guard case .fail(.answerOnNewConnection(let authorization, 1, _)) = machine.closed() else {
             Issue.record("a close before any answer to the answer gives it to a new connection")
             return
         }
@@ -151,7 +151,7 @@ struct HTTPConnectDigestTests {
         var reset = Self.machine()
         _ = reset.start()
         _ = Self.feed(&reset, Self.challenge(body: ""))
-        guard case .fail(.answerOnNewConnection(authorization, 1, _, _)) = reset.errorCaught("Connection reset by peer (errno: 104)") else {
+        guard case .fail(.answerOnNewConnection(authorization, 1, _)) = reset.errorCaught("Connection reset by peer (errno: 104)") else {
             Issue.record("a reset before any answer to the answer gives it to a new connection")
             return
         }
@@ -242,12 +242,15 @@ struct HTTPConnectDigestTests {
         // A closed connection's answer, carried to the next: its challenge is learned there.
         var closing = Self.machine()
         _ = closing.start()
-        guard case .fail(.answerOnNewConnection(let authorization, let answers, let challenge?, _)) =
-            Self.feed(&closing, Self.challenge(fields: "Connection: close\r\n"))
+        let closed = Self.feed(&closing, Self.challenge(fields: "Connection: close\r\n"))
+        guard case .fail(let failure) = closed, case .answerOnNewConnection = failure,
+            let carried = failure.courierError(proxy: .http(host: "p", port: 1), target: "t").underlyingError as? ProxyTunnel.DigestAnswer,
+            let challenge = carried.challenge
         else {
             Issue.record("a 407 with Connection: close is answered on a new connection")
             return
         }
+        let (authorization, answers) = (carried.authorization, carried.answers)
         var next = HTTPConnectStateMachine(
             host: "api.example.com", port: 443, authorization: authorization, credential: Self.credential, digestAnswers: answers,
             answered: challenge, makeClientNonce: { "0a4f113b" })
