@@ -104,6 +104,11 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         public static let responseValidationFailed = Code(.responseValidationFailed)
         /// The body could not be turned into the serializer's output (invalid JSON, XML…).
         public static let responseSerializationFailed = Code(.responseSerializationFailed)
+        /// The codes a response serializer fails with: the two validations, a check of your own and
+        /// the decoding.
+        static let serializationCodes: Set<Code> = [
+            .unacceptableStatusCode, .unacceptableContentType, .responseValidationFailed, .responseSerializationFailed,
+        ]
         /// Reading or writing a file failed (full disk, missing folder, permissions).
         public static let fileSystemFailure = Code(.fileSystemFailure)
         /// A request adapter (``RequestAdapter``) failed the request before it was sent.

@@ -58,6 +58,9 @@ public struct Adapter: RequestInterceptor {
     public func adapt(_ request: Request, using context: AdaptationContext) async throws -> Request {
         try await self.body(request, context)
     }
+
+    /// False: an adapter never retries.
+    public var retriesSerializationFailures: Bool { false }
 }
 
 extension Logger {

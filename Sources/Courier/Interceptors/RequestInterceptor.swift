@@ -68,6 +68,9 @@ public struct Interceptor: RequestInterceptor {
         return .doNotRetry
     }
 
+    /// Whether one of the retriers is asked about a serializer's failure.
+    public var retriesSerializationFailures: Bool { self.retriers.contains { $0.retriesSerializationFailures } }
+
     /// Whether there is nothing to run.
     var isEmpty: Bool { self.adapters.isEmpty && self.retriers.isEmpty }
 }

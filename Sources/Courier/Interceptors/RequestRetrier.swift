@@ -6,8 +6,12 @@ import Logging
 /// function).
 ///
 /// A session asks its retriers about every attempt that failed: the exchange ended with an error,
-/// or the server answered with a status of 400 or more. Success (any status below 400) is never
-/// retried. The first retrier that does not answer ``RetryDecision/doNotRetry`` decides; see
+/// or the server answered with a status of 400 or more; and, for a data or upload task made with a
+/// response serializer (the `async` calls, the completion handlers), about a response below 400
+/// that the serializer refused (a body it could not decode, an unacceptable content type), as
+/// Alamofire does: ``FailedAttempt/error`` is then the serializer's error. A retrier that never
+/// retries those says so with ``retriesSerializationFailures``, and its tasks skip the check.
+/// The first retrier that does not answer ``RetryDecision/doNotRetry`` decides; see
 /// ``RequestInterceptor`` for the order. Throwing is taken as
 /// ``RetryDecision/doNotRetry(failingWith:)`` with the error (wrapped in
 /// ``CourierError/Code/requestRetryFailed`` unless it is a ``CourierError``).
@@ -19,6 +23,17 @@ import Logging
 public protocol RequestRetrier: Sendable {
     /// Decides about a failed attempt.
     func retry(_ attempt: FailedAttempt) async throws -> RetryDecision
+
+    /// Whether this retrier is asked about a response that the task's serializer refused (true
+    /// unless the retrier says otherwise). When no retrier of a task answers true, a successful
+    /// response is handed to the serializer once, where the caller waits, and never before: the
+    /// check costs a hop off the engine's thread and a copy of the body.
+    var retriesSerializationFailures: Bool { get }
+}
+
+extension RequestRetrier {
+    /// True: a retrier is asked about a serializer's failure unless it says otherwise.
+    public var retriesSerializationFailures: Bool { true }
 }
 
 /// An attempt that failed, as a ``RequestRetrier`` sees it.

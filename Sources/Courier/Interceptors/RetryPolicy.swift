@@ -88,6 +88,14 @@ public struct RetryPolicy: RequestInterceptor {
         return .retry(after: self.backoff(forRetry: retries), reason: self.reason)
     }
 
+    /// Whether ``retryableErrorCodes`` holds a code a response serializer fails with
+    /// (``CourierError/Code/responseSerializationFailed``, ``CourierError/Code/unacceptableContentType``,
+    /// ``CourierError/Code/unacceptableStatusCode``, ``CourierError/Code/responseValidationFailed``):
+    /// false for the default codes, so that a task retried by the policy alone skips the check.
+    public var retriesSerializationFailures: Bool {
+        !self.retryableErrorCodes.isDisjoint(with: CourierError.Code.serializationCodes)
+    }
+
     /// The wait before retry `retry` (0 for the first) when the server named none: a random
     /// duration between zero and `min(maximumBackoff, initialBackoff × backoffMultiplier^retry)`.
     public func backoff(forRetry retry: Int) -> Duration {

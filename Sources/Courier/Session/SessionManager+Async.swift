@@ -15,7 +15,7 @@ extension SessionManager {
         downloadProgress: (@Sendable (Progress) -> Void)? = nil
     ) async throws(CourierError) -> DataResponse<Serializer.Output> {
         var outcome = await self.run(
-            DataTask.self, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress)
+            DataTask.self, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress, checkingWith: serializer)
         return try self.finish(&outcome, serializer: serializer)
     }
 
@@ -34,6 +34,22 @@ extension SessionManager {
         downloadProgress: (@Sendable (Progress) -> Void)?,
         sink: any BodySink = MemoryBodySink()
     ) async -> TaskOutcome {
+        await self.run(
+            kind, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress, sink: sink,
+            checkingWith: DataResponseSerializer?.none)
+    }
+
+    /// ``run(_:request:uploadProgress:downloadProgress:sink:)`` for a call that serializes the
+    /// outcome with `serializer`: the task checks its response with it before it ends when its
+    /// retriers want a serializer's failures (``RequestRetrier/retriesSerializationFailures``).
+    func run<Task: SessionTask, Serializer: ResponseSerializer>(
+        _ kind: Task.Type,
+        request: Request,
+        uploadProgress: (@Sendable (Progress) -> Void)?,
+        downloadProgress: (@Sendable (Progress) -> Void)?,
+        sink: any BodySink = MemoryBodySink(),
+        checkingWith serializer: Serializer?
+    ) async -> TaskOutcome {
         // The task is made first and held here: the cancellation handler needs it, and a box
         // filled inside the continuation's closure was one more object and two lock transactions
         // a request. No checked continuation: the task's machine completes it exactly once (the
@@ -41,6 +57,10 @@ extension SessionManager {
         let task = self.makeTask(
             kind, request: request, completion: .awaiting, uploadProgress: uploadProgress, downloadProgress: downloadProgress,
             sink: sink, resumedAtOnce: true)
+        // Boxed only for a task that checks: most have no retrier that wants it.
+        if let serializer, task.delegate.interception.checksSerialization {
+            task.delegate.state.withLockedValue { $0.checkingSerializer = serializer }
+        }
         await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 task.delegate.waitForEnd(continuation)
@@ -72,10 +92,19 @@ extension SessionManager {
         if let error = outcome.error {
             failure = error
         } else if let response = outcome.response {
-            do {
-                value = try serializer.responseObject(for: response, data: outcome.data)
-            } catch {
-                failure = error.adding(request: outcome.request, response: response, data: outcome.data)
+            // The task's serializer checked the response already when its retriers wanted that
+            // (an output that is nil is made again: it does not come back out of `any Sendable`).
+            let checked = task.delegate.takeChecked()
+            if let error = checked?.error {
+                failure = error
+            } else if let object = checked?.object, let output = object as? Serializer.Output {
+                value = output
+            } else {
+                do {
+                    value = try serializer.responseObject(for: response, data: outcome.data)
+                } catch {
+                    failure = error.adding(request: outcome.request, response: response, data: outcome.data)
+                }
             }
         } else {
             failure = CourierError(.internalInconsistency, "\(outcome.request.summary): no response and no error", request: outcome.request)

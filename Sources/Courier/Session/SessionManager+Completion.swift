@@ -34,7 +34,8 @@ extension SessionManager {
     ) -> (object: (any Sendable)?, error: CourierError?) {
         var result: (object: (any Sendable)?, error: CourierError?) = (nil, outcome.error)
         if let serializer, outcome.error == nil || outcome.response != nil {
-            let serialized = Self.serialize(outcome, with: serializer)
+            // The task's serializer checked the response already when its retriers wanted that.
+            let serialized = task.delegate.takeChecked() ?? Self.serialize(outcome, with: serializer)
             result = (serialized.object, outcome.error ?? serialized.error)
         }
         if let serializer, let monitors = task.delegate.interception.monitors {

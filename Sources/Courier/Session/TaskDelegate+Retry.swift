@@ -6,7 +6,8 @@ import NIOCore
 import NIOFoundationCompat
 
 /// Retries, at the one place every task kind passes through: the end of an exchange. A task whose
-/// attempt failed does not complete; its retriers decide, in the order of ``RequestInterceptor``,
+/// attempt failed (or whose serializer refused its response, when its retriers want that) does
+/// not complete; its retriers decide, in the order of ``RequestInterceptor``,
 /// and a retry waits its delay, then the same delegate starts a new attempt (the adapters run
 /// again on the request the task was made with). The task keeps its object, identifier, registry
 /// entry and progress, and completes once, after the last attempt.
@@ -23,8 +24,11 @@ extension TaskDelegate {
     /// not invalidated.
     func considerRetry(after error: CourierError?) -> Bool {
         let interception = self.interception
-        // Success, the common case, costs one look at the status.
-        guard error != nil || self.state.withLockedValue({ $0.responseStatus >= 400 }) else { return false }
+        // Success, the common case, costs one look at the status (and, with retriers that want a
+        // serializer's failures, the check).
+        guard error != nil || self.state.withLockedValue({ $0.responseStatus >= 400 }) else {
+            return interception.checksSerialization && self.checkSerialization()
+        }
         // Read before the task's lock: the registry's lock is never taken inside it.
         guard let manager = self.manager, !manager.isInvalidated else { return false }
         // Asked before the task's lock (the sink's lock is never taken inside it).
@@ -50,11 +54,7 @@ extension TaskDelegate {
             return failed
         }
         guard let attempt else { return false }
-        // The failed attempt's hop is over.
-        self.state.withLockedValue { state -> HopSpan? in
-            defer { state.hopSpan = nil }
-            return state.hopSpan?.span
-        }?.end(response: attempt.response, error: attempt.error)
+        self.endFailedHop(attempt)
         if manager.isInvalidated {
             // `invalidate(cancelingTasks: false)` may have looked at this task before the wait
             // began: the wait ends here (once, whoever gets to it).
@@ -67,6 +67,64 @@ extension TaskDelegate {
         // The task was cancelled (or the wait ended) meanwhile: nobody needs the waiter any more.
         if !self.state.withLockedValue({ $0.machine.retryWaitStarted(waiter) }) { waiter.cancel() }
         return true
+    }
+
+    /// The failed attempt's hop is over.
+    private func endFailedHop(_ attempt: FailedAttempt) {
+        self.state.withLockedValue { state -> HopSpan? in
+            defer { state.hopSpan = nil }
+            return state.hopSpan?.span
+        }?.end(response: attempt.response, error: attempt.error)
+    }
+
+    /// A response below 400, for a task whose retriers want its serializer's failures
+    /// (``TaskInterception/checksSerialization``; Alamofire asks its retriers when a serializer
+    /// fails): the task waits while its serializer looks at the response on a task of its own,
+    /// off the engine's thread. A response it refuses is a failed attempt, its error the
+    /// serializer's, for the retriers to decide on; one it takes ends the task, and the caller's
+    /// serialization takes what it made (``TaskDelegate/takeChecked()``) instead of serializing
+    /// again. True when the task now waits; false when it completes now: no serializer (a
+    /// download, a stream, a task made without one), a body that cannot be sent again, the
+    /// cache's answer, Courier's own failure of the body, or a cancelled task.
+    private func checkSerialization() -> Bool {
+        guard let manager = self.manager, !manager.isInvalidated else { return false }
+        let check = self.state.withLockedValue { state -> (any ResponseSerializer, HTTPResponse, Data?)? in
+            guard let serializer = state.checkingSerializer ?? state.completion.serializer, let response = state.response,
+                self.originalRequest.body.isReplayable, state.bodyFailure == nil, state.hop.source != .cache,
+                state.machine.attemptAwaitsCheck()
+            else { return nil }
+            state.checked = nil
+            return (serializer, response, state.body.map { Data(buffer: $0, byteTransferStrategy: .copy) })
+        }
+        guard let (serializer, response, data) = check else { return false }
+        // Cancelled with the task (`cancel()`, `invalidate(cancelingTasks:)`), as a retry's waiter.
+        let waiter = Task { await self.serializationChecked(by: serializer, response: response, data: data) }
+        if !self.state.withLockedValue({ $0.machine.retryWaitStarted(waiter) }) { waiter.cancel() }
+        return true
+    }
+
+    private func serializationChecked(by serializer: any ResponseSerializer, response: HTTPResponse, data: Data?) async {
+        let (object, refusal) = serializer.serialize(response: response, data: data)
+        if Task.isCancelled { return }
+        let attempt = self.state.withLockedValue { state -> FailedAttempt? in
+            let request = state.currentRequest
+            let error = refusal?.adding(request: request, response: response, data: data)
+            state.checked = (OptionalFlattening.flattened(object), error)
+            guard let error else { return nil }
+            let received = state.attemptBytesReceived
+            state.metrics?.attemptEnded(response: response, error: error, bytesReceived: received)
+            var failed = FailedAttempt(
+                taskIdentifier: self.identifier, request: request, response: response, data: data, error: error,
+                previousRetries: state.retryReasons, logger: self.interception.logger)
+            failed.carriesSessionAuthorization = state.carriesSessionAuthorization
+            return failed
+        }
+        guard let attempt else {
+            self.decided(.finish(nil))
+            return
+        }
+        self.endFailedHop(attempt)
+        await self.decideRetry(after: attempt)
     }
 
     private func decideRetry(after attempt: FailedAttempt) async {
@@ -120,6 +178,7 @@ extension TaskDelegate {
                 state.body = nil
                 state.held = nil
                 state.resumeValidators = nil
+                state.checked = nil
                 state.currentRequest = self.originalRequest
                 return state.owner
             }

@@ -81,6 +81,12 @@ enum TaskCompletion: Sendable {
     /// A download's completion handler: the response, the file's final URL, the error; called on
     /// the completion queue.
     case download(@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)
+
+    /// A completion handler's serializer.
+    var serializer: (any ResponseSerializer)? {
+        if case .handler(let serializer, _) = self { return serializer }
+        return nil
+    }
 }
 
 /// The per-task delegate of the seed system (AFURLSessionManagerTaskDelegate): it receives the
@@ -460,6 +466,13 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             return false
         }
         if ended { continuation.resume() }
+    }
+
+    /// What the task's serializer made of the response it ended with, when it checked it for the
+    /// retriers (``considerRetry(after:)``); taken once.
+    func takeChecked() -> (object: (any Sendable)?, error: CourierError?)? {
+        guard self.interception.checksSerialization else { return nil }
+        return self.state.withLockedValue { $0.checked.take() }
     }
 
     /// The end of a task its `async` caller waited on (``TaskCompletion/awaiting(_:)``), once the

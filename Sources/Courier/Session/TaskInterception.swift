@@ -13,6 +13,10 @@ import Tracing
 final class TaskInterception: Sendable {
     /// The session's then the request's adapters and retriers, with the budget.
     let chain: InterceptorChain
+    /// Whether a retrier of `chain` is asked about a response its task's serializer refuses
+    /// (``RequestRetrier/retriesSerializationFailures``): the task's serializer then checks a
+    /// response below 400 before the task ends.
+    let checksSerialization: Bool
     /// The session's challenge handling (consulted before `chain`'s retriers, after its adapters).
     let authentication: HTTPAuthenticationResponder
     /// The connectivity retry, when the session has one (after challenges, before `chain`'s retriers).
@@ -62,6 +66,7 @@ final class TaskInterception: Sendable {
         Self.collect(settings.interceptor, into: &adapters, &retriers)
         Self.collect(request.interceptor, into: &adapters, &retriers)
         self.chain = InterceptorChain(adapters: adapters, retriers: retriers, budget: settings.retryBudget)
+        self.checksSerialization = retriers.contains { $0.retriesSerializationFailures }
         self.authentication = settings.authentication
         self.connectivity = manager.connectivityRetry.map {
             ConnectivityRetrier(policy: $0, reachability: manager.reachabilityManager, clock: settings.retryClock)

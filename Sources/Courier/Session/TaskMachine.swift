@@ -8,7 +8,7 @@
 /// created ──resume──► starting ──(adapters)──► adapting ──► starting
 ///                        │                                      │
 ///                        └──────────► exchanging ◄──────────────┘
-///                                        │ failed, retryable
+///                                        │ failed, retryable; or succeeded, checked
 ///                                        ▼
 ///                                  awaitingRetry ──verdict: retry──► starting (attempt + 1)
 ///                                        │ verdict while suspended ──► retryDecided ──resume──►
@@ -252,6 +252,14 @@ struct TaskMachine {
         default:
             return false
         }
+    }
+
+    /// The attempt succeeded, and the task's serializer now checks the response for retriers that
+    /// want its failures (``RequestRetrier/retriesSerializationFailures``): the task waits as for a
+    /// retry decision, with no failure of its own (cancelling ends the wait and the task; the
+    /// check passing is the verdict `.finish(nil)`). False when it must complete now (cancelled).
+    mutating func attemptAwaitsCheck() -> Bool {
+        self.attemptFailed(nil, retryable: true)
     }
 
     /// The waiter that asks the retriers exists. False when it must be cancelled: the wait ended

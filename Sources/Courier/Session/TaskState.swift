@@ -55,6 +55,12 @@ struct TaskState {
     var hop = HopState()
     /// The reasons of the retries so far, oldest first.
     var retryReasons: [RetryReason] = []
+    /// The serializer of an `async` call whose retriers want its failures
+    /// (``TaskInterception/checksSerialization``); a completion handler's is in ``completion``.
+    var checkingSerializer: (any ResponseSerializer)?
+    /// What that serializer made of the current attempt's response, when it checked it: the
+    /// caller's serialization takes it instead of serializing again.
+    var checked: (object: (any Sendable)?, error: CourierError?)?
     /// Whether the current attempt's `Authorization` field is the session's own
     /// (``FailedAttempt/carriesSessionAuthorization``).
     var carriesSessionAuthorization = false

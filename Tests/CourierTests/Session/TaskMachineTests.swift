@@ -159,6 +159,34 @@ struct TaskMachineTests {
         #expect(verdict == nil, "a late verdict does nothing")
     }
 
+    @Test func aCheckedSuccessWaitsLikeARetryAndEndsWithoutAFailure() {
+        var machine = Self.exchanging()
+        let checking = machine.attemptAwaitsCheck()
+        #expect(checking)
+        #expect(machine.isAwaitingRetry && machine.exchange == nil && machine.publicState == .running)
+        let waiterKept = machine.retryWaitStarted(Task<Void, Never> {})
+        #expect(waiterKept)
+        // The serializer took the response: the task ends with it, no failure of its own.
+        #expect(machine.retryDecided(.finish(nil)) == .complete(nil))
+        // Refused, then retried: the next attempt starts.
+        var refused = Self.exchanging()
+        _ = refused.attemptAwaitsCheck()
+        #expect(refused.retryDecided(.retry(reason: .custom)) == .retry(.custom))
+        #expect(refused.attempt == 1)
+        // Cancelled while checking: the check's waiter is cancelled and the task ends now.
+        var cancelled = Self.exchanging()
+        _ = cancelled.attemptAwaitsCheck()
+        let waiter = Task<Void, Never> {}
+        _ = cancelled.retryWaitStarted(waiter)
+        guard case .complete(let stopped?) = cancelled.cancel() else { Issue.record("the check's waiter is cancelled"); return }
+        #expect(stopped == waiter)
+        // A task cancelled before its attempt ended is not checked.
+        var cancelledFirst = Self.exchanging()
+        _ = cancelledFirst.cancel()
+        let checked = cancelledFirst.attemptAwaitsCheck()
+        #expect(!checked)
+    }
+
     // MARK: Adapters
 
     @Test func theAdaptersResultGoesOnToTheEngine() {

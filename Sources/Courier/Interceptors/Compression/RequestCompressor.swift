@@ -140,6 +140,9 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
         return .retry(reason: .compressionRefused)
     }
 
+    /// False: the compressor retries only a 415 to a compressed body.
+    public var retriesSerializationFailures: Bool { false }
+
     private func wantsToCompress(_ request: Request) -> Bool {
         guard !request.body.isEmpty else { return false }
         if case .data(let data) = request.body.storage, data.count < self.minimumSize { return false }

@@ -10,7 +10,8 @@ import Testing
 /// file is issue 17's). Two differences run through them: Courier's adapters run when a task
 /// starts an attempt (at `resume()`, and again before each retry), not when the task is made; and
 /// a failed adaptation ends the task with `.requestAdaptationFailed` at once (it is not offered to
-/// the retriers). Retriers are asked about transport failures and statuses of 400 or more.
+/// the retriers). Retriers are asked about transport failures, statuses of 400 or more and, as in
+/// Alamofire, a response the task's serializer refused.
 @Suite("Conformance: Alamofire SessionTests (interceptors)")
 struct AlamofireSessionInterceptorConformanceTests {
     /// An error that is not a `CourierError`.
@@ -30,11 +31,13 @@ struct AlamofireSessionInterceptorConformanceTests {
         let appliesAuthorization: Bool
         let throwsOnRetry: Bool
         let retryDelay: Duration
+        let shouldRetry: Bool
 
         init(
             throwsOnFirstAdapt: Bool = false, throwsOnSecondAdapt: Bool = false, appliesAuthorization: Bool = false,
-            throwsOnRetry: Bool = false, retryDelay: Duration = .zero
+            throwsOnRetry: Bool = false, retryDelay: Duration = .zero, shouldRetry: Bool = true
         ) {
+            self.shouldRetry = shouldRetry
             self.throwsOnFirstAdapt = throwsOnFirstAdapt
             self.throwsOnSecondAdapt = throwsOnSecondAdapt
             self.appliesAuthorization = appliesAuthorization
@@ -61,7 +64,7 @@ struct AlamofireSessionInterceptorConformanceTests {
             let call = self.counts.withLockedValue { $0.retryCalled += 1; return $0.retryCalled }
             if self.throwsOnRetry { throw CourierError(.invalidURL, "/invalid/url/\(call)") }
             let retry = self.counts.withLockedValue { counts -> Bool in
-                guard counts.retried < 1 else { return false }
+                guard self.shouldRetry, counts.retried < 1 else { return false }
                 counts.retried += 1
                 return true
             }
@@ -409,5 +412,76 @@ extension AlamofireSessionInterceptorConformanceTests {
             #expect(error?.code == .cancelled)
             release.finish()
         }
+    }
+
+    // MARK: Response serializer retry
+
+    struct TestResponse: Decodable, Sendable { let url: String }
+
+    /// Sends `GET /image/jpeg` (a JPEG that no `TestResponse` decodes from) with `handler` as the
+    /// request's interceptor, through the `async` call, and returns its error.
+    static func decodeJPEG(with handler: Handler) async throws -> (CourierError?, SessionManager) {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            var request = Request(url: server.url("/image/jpeg"))
+            request.interceptor = handler
+            let error = await #expect(throws: CourierError.self) {
+                try await manager.response(for: request, serializer: DecodableResponseSerializer(TestResponse.self))
+            }
+            #expect(manager.tasks.isEmpty)
+            await manager.invalidate(cancelingTasks: true)
+            return (error, manager)
+        }
+    }
+
+    @Test func testThatSessionCallsRequestRetrierWhenResponseSerializerThrowsError() async throws {
+        let handler = Handler(shouldRetry: false)
+        let (error, _) = try await Self.decodeJPEG(with: handler)
+        #expect(handler.snapshot == Handler.Counts(adaptCalled: 1, adapted: 1, retryCalled: 1, retried: 0))
+        #expect(error?.code == .responseSerializationFailed)
+        #expect(error?.underlyingError is DecodingError)
+    }
+
+    /// Differs: a Courier task has one serializer, so the retrier is asked once a call (here an
+    /// `async` call and a completion handler's task); a retrier that throws a `CourierError` ends
+    /// the task with that error as it is (Alamofire wraps it in `requestRetryFailed` with the
+    /// serializer's error beside it).
+    @Test func testThatSessionCallsRequestRetrierForAllResponseSerializersThatThrowError() async throws {
+        let handler = Handler(throwsOnRetry: true)
+        let (error, _) = try await Self.decodeJPEG(with: handler)
+        #expect(error?.code == .invalidURL)
+        #expect(error?.message.contains("/invalid/url/1") == true)
+        try await withTestServer { server in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            manager.completionQueue = TestQueues.completion
+            manager.responseSerializer = DecodableResponseSerializer(TestResponse.self)
+            var request = Request(url: server.url("/image/jpeg"))
+            request.interceptor = handler
+            let second = try await Self.run(.data, request, on: manager)
+            #expect(second?.code == .invalidURL)
+            #expect(second?.message.contains("/invalid/url/2") == true)
+        }
+        #expect(handler.snapshot == Handler.Counts(adaptCalled: 2, adapted: 2, retryCalled: 2, retried: 0))
+    }
+
+    /// Differs: one serializer, so the retrier is asked twice (Alamofire's two serializers make
+    /// it three): the first refusal is retried, the second is not; the error is the serializer's.
+    @Test func testThatSessionRetriesRequestImmediatelyWhenResponseSerializerRequestsRetry() async throws {
+        let handler = Handler()
+        let (error, _) = try await Self.decodeJPEG(with: handler)
+        #expect(handler.snapshot == Handler.Counts(adaptCalled: 2, adapted: 2, retryCalled: 2, retried: 1))
+        #expect(error?.code == .responseSerializationFailed)
+        #expect(error?.underlyingError is DecodingError)
+    }
+
+    /// Differs: the failed second adaptation ends the task with the adapter's error at once (it is
+    /// not offered to the retriers, so they are asked once, not four times).
+    @Test func testThatSessionCallsResponseSerializerCompletionsWhenAdapterThrowsErrorDuringRetry() async throws {
+        let handler = Handler(throwsOnSecondAdapt: true)
+        let (error, _) = try await Self.decodeJPEG(with: handler)
+        #expect(handler.snapshot == Handler.Counts(adaptCalled: 2, adapted: 1, retryCalled: 1, retried: 1))
+        #expect(error?.code == .invalidURL)
+        #expect(error?.message.contains("/adapt/error/2") == true)
     }
 }
