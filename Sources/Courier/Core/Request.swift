@@ -34,6 +34,7 @@ public struct Request: Sendable {
         @exclusivity(unchecked) var logger: Logger?
         @exclusivity(unchecked) var serviceContext: ServiceContext?
         @exclusivity(unchecked) var operationName: String?
+        @exclusivity(unchecked) var cancelsWithCallingTask = true
 
         init(
             method: HTTPRequest.Method, url: URL, headerFields: HTTPFields, body: RequestBody, options: RequestOptions,
@@ -54,10 +55,12 @@ public struct Request: Sendable {
         }
 
         func copy() -> Storage {
-            Storage(
+            let copy = Storage(
                 method: self.method, url: self.url, headerFields: self.headerFields, body: self.body, options: self.options,
                 interceptor: self.interceptor, redirector: self.redirector, responseCacher: self.responseCacher, logger: self.logger,
                 serviceContext: self.serviceContext, operationName: self.operationName)
+            copy.cancelsWithCallingTask = self.cancelsWithCallingTask
+            return copy
         }
     }
 
@@ -117,6 +120,17 @@ public struct Request: Sendable {
     public var responseCacher: ResponseCacher? {
         get { self.storage.responseCacher }
         set { self.uniqueStorage().responseCacher = newValue }
+    }
+    /// Whether cancelling the Swift task that awaits this request's `async` call cancels the
+    /// request (Alamofire's `automaticallyCancelling:`). `true` (the default): the task is
+    /// cancelled and the call throws ``CourierError/Code/cancelled``. `false`: the request goes
+    /// on, and the call returns (or throws) what it would have without the cancellation; cancel
+    /// it through its task object if you need to. Applies to ``SessionManager/response(for:serializer:uploadProgress:downloadProgress:)``
+    /// and the calls built on it (the verbs, uploads, downloads) and to waiting for a stream's
+    /// head (``SessionManager/stream(_:downloadProgress:gatheringBodiesUpTo:)``).
+    public var cancelsWithCallingTask: Bool {
+        get { self.storage.cancelsWithCallingTask }
+        set { self.uniqueStorage().cancelsWithCallingTask = newValue }
     }
     /// Where Courier logs what happens to this request (AsyncHTTPClient's convention: nothing is
     /// logged above `.debug` in normal operation). `nil` (the default) uses the session's

@@ -5,7 +5,8 @@ import NIOConcurrencyHelpers
 extension SessionManager {
     /// Sends `request` and returns the value `serializer` makes of the response.
     ///
-    /// The task is made, resumed and, if the calling task is cancelled, cancelled for you.
+    /// The task is made, resumed and, if the calling task is cancelled, cancelled for you (unless
+    /// ``Request/cancelsWithCallingTask`` is `false`).
     /// Serialization runs on the calling task, never on an engine thread.
     /// - Throws: ``CourierError``: a transport failure, or the serializer's.
     public func response<Serializer: ResponseSerializer>(
@@ -25,7 +26,8 @@ extension SessionManager {
     }
 
     /// Makes a task of the given kind, resumes it and waits for its raw outcome. Cancelling the
-    /// calling task cancels the task; the outcome arrives exactly once either way. (A
+    /// calling task cancels the task, unless the request says otherwise
+    /// (``Request/cancelsWithCallingTask``); the outcome arrives exactly once either way. (A
     /// ``connectivityRetry`` happens inside the task, as for every task.)
     func run<Task: SessionTask>(
         _ kind: Task.Type,
@@ -61,14 +63,22 @@ extension SessionManager {
         if let serializer, task.delegate.interception.checksSerialization {
             task.delegate.state.withLockedValue { $0.checkingSerializer = serializer }
         }
-        await withTaskCancellationHandler {
+        if request.cancelsWithCallingTask {
+            await withTaskCancellationHandler {
+                await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                    task.delegate.waitForEnd(continuation)
+                    task.resume()
+                    if _Concurrency.Task.isCancelled { task.cancel() }
+                }
+            } onCancel: {
+                task.cancel()
+            }
+        } else {
+            // Alamofire's `automaticallyCancelling: false`: the caller's cancellation does not reach the task.
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 task.delegate.waitForEnd(continuation)
                 task.resume()
-                if _Concurrency.Task.isCancelled { task.cancel() }
             }
-        } onCancel: {
-            task.cancel()
         }
         // The task's end was left with its delegate before the continuation could resume.
         let delegate = task.delegate

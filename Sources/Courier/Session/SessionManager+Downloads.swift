@@ -75,7 +75,8 @@ extension SessionManager {
 
     /// Downloads `request`'s body to a file and returns where it is.
     ///
-    /// Cancelling the calling task cancels the download; the error then carries
+    /// Cancelling the calling task cancels the download (unless ``Request/cancelsWithCallingTask``
+    /// is `false`); the error then carries
     /// ``CourierError/resumeData`` when the download can be continued.
     /// - Throws: ``CourierError``: a transport failure, a file that could not be written or moved.
     public func download(

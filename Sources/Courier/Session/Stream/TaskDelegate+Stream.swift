@@ -137,11 +137,16 @@ extension SessionManager {
             uploadProgress: nil, downloadProgress: downloadProgress, sink: sink, resumedAtOnce: true)
         sink.attach(task.delegate)
         do {
-            try await withTaskCancellationHandler {
+            if request.cancelsWithCallingTask {
+                try await withTaskCancellationHandler {
+                    task.resume()
+                    try await sink.waitForHead()
+                } onCancel: {
+                    task.cancel()
+                }
+            } else {
                 task.resume()
                 try await sink.waitForHead()
-            } onCancel: {
-                task.cancel()
             }
         } catch {
             throw error.asCourierError(.internalInconsistency, "\(request.summary): waiting for the response failed", request: request)

@@ -169,6 +169,52 @@ struct AlamofireConcurrencyConformanceTests {
         }
     }
 
+    /// Alamofire's `automaticallyCancelling: false` is the request's `cancelsWithCallingTask`:
+    /// the calling task is cancelled at once, the request is not, and the call returns its
+    /// response; the task completes once, without an error.
+    static func expectUncancelled<Value: Sendable>(_ manager: HTTPSessionManager, _ start: @escaping @Sendable () async -> Result<Value, CourierError>) async {
+        let completed = CompletedTasks(manager)
+        let task = Task { await start() }
+        task.cancel()
+        let result = await task.value
+        #expect(task.isCancelled)
+        if case .failure(let error) = result { Issue.record("the request failed: \(error)") }
+        #expect(await completed.waitForOne() == 1)
+        #expect(completed.all.first ?? nil == nil)
+        #expect(manager.tasks.isEmpty)
+    }
+
+    static func uncancelledRequest(_ server: TestServer) -> Request {
+        var request = Request(url: server.url("/get"))
+        request.cancelsWithCallingTask = false
+        return request
+    }
+
+    @Test func testThatDataTaskIsNotAutomaticallyCancelledInTaskWhenDisabled() async throws {
+        try await Self.withManager { manager, server in
+            await Self.expectUncancelled(manager) {
+                await Self.result { () async throws(CourierError) in
+                    try await manager.response(for: Self.uncancelledRequest(server), serializer: DecodableResponseSerializer(HTTPBinEchoResponse.self))
+                }
+            }
+        }
+    }
+
+    @Test func testThatDataTaskIsNotAutomaticallyCancelledInTaskGroupWhenDisabled() async throws {
+        try await Self.withManager { manager, server in
+            await Self.expectUncancelled(manager) {
+                await withTaskGroup(of: Result<DataResponse<HTTPBinEchoResponse>, CourierError>.self) { group in
+                    group.addTask {
+                        await Self.result { () async throws(CourierError) in
+                            try await manager.response(for: Self.uncancelledRequest(server), serializer: DecodableResponseSerializer(HTTPBinEchoResponse.self))
+                        }
+                    }
+                    return await group.first { _ in true }!
+                }
+            }
+        }
+    }
+
     // MARK: Downloads
 
     @Test func testThatDownloadTaskSerializesURL() async throws {
@@ -289,6 +335,31 @@ struct AlamofireConcurrencyConformanceTests {
             await Self.expectCancelledDownload(manager) {
                 await withTaskGroup(of: Result<DownloadResponse, CourierError>.self) { group in
                     group.addTask { await Self.result { () async throws(CourierError) in try await manager.download(Request(url: server.url("/delay/10"))) } }
+                    return await group.first { _ in true }!
+                }
+            }
+        }
+    }
+
+    @Test func testThatDownloadTaskIsNotAutomaticallyCancelledInTaskWhenDisabled() async throws {
+        try await Self.withManager { manager, server in
+            await Self.expectUncancelled(manager) {
+                let result = await Self.result { () async throws(CourierError) in try await manager.download(Self.uncancelledRequest(server)) }
+                if case .success(let download) = result { try? FileManager.default.removeItem(at: download.fileURL) }
+                return result
+            }
+        }
+    }
+
+    @Test func testThatDownloadTaskIsNotAutomaticallyCancelledInTaskGroupWhenDisabled() async throws {
+        try await Self.withManager { manager, server in
+            await Self.expectUncancelled(manager) {
+                await withTaskGroup(of: Result<DownloadResponse, CourierError>.self) { group in
+                    group.addTask {
+                        let result = await Self.result { () async throws(CourierError) in try await manager.download(Self.uncancelledRequest(server)) }
+                        if case .success(let download) = result { try? FileManager.default.removeItem(at: download.fileURL) }
+                        return result
+                    }
                     return await group.first { _ in true }!
                 }
             }
