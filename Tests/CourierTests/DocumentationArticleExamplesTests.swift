@@ -8,7 +8,7 @@ import Testing
 /// (the names it leaves to the reader, such as `pins`, `response` and `body`, are made first):
 /// Trust and pinning (`Pinning.md`), Request serialization (`RequestSerialization.md`), Response
 /// serialization (`ResponseSerialization.md`), Events, logs, metrics, traces (`Monitoring.md`),
-/// Transfers' request trailers (`Transfers.md`), WebSockets' authentication and retries
+/// Transfers' request trailers and streamed JSON lines (`Transfers.md`), WebSockets' authentication and retries
 /// (`UsingWebSockets.md`) and CourierTesting (`CourierTesting.md`). Change the test with the example.
 @Suite("Documentation: the articles' examples, as written")
 struct DocumentationArticleExamplesTests {
@@ -42,6 +42,23 @@ struct DocumentationArticleExamplesTests {
     }
 
     // MARK: Transfers.md
+
+    @Test("Transfers: a stream of JSON lines decoded as it arrives")
+    func streamedTokens() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            server.route("/tokens") { _ in .text("{\"text\":\"Hel\"}\n{\"text\":\"lo\"}\n") }
+            let url = server.url("/tokens")
+            var printed = ""
+            func print(_ text: String, terminator: String) { printed += text + terminator }
+            // As written in the article:
+            struct Token: Decodable, Sendable { let text: String }
+            let stream = try await manager.stream(Request(url: url))
+            for try await token in stream.decoded(Token.self) { print(token.text, terminator: "") }
+            #expect(printed == "Hello")
+        }
+    }
 
     @Test("Transfers: a body that ends with trailer fields")
     func requestTrailers() async throws {

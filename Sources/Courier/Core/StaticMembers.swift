@@ -33,6 +33,25 @@ extension ResponseSerializer {
     }
 }
 
+extension DataStreamSerializer where Self == PassthroughStreamSerializer {
+    /// A ``PassthroughStreamSerializer``: each chunk as `Data`.
+    public static var passthrough: PassthroughStreamSerializer { PassthroughStreamSerializer() }
+}
+
+extension DataStreamSerializer where Self == StringStreamSerializer {
+    /// A ``StringStreamSerializer``: the body as UTF-8 text.
+    public static var string: StringStreamSerializer { StringStreamSerializer() }
+}
+
+extension DataStreamSerializer {
+    /// A ``DecodableStreamSerializer`` of `type`: one value a line, decoded with `decoder` (JSON by default).
+    public static func decodable<Value: Decodable & Sendable>(
+        of type: Value.Type, decoder: any DataDecoder = JSONDecoder()
+    ) -> DecodableStreamSerializer<Value> where Self == DecodableStreamSerializer<Value> {
+        DecodableStreamSerializer(type, decoder: decoder)
+    }
+}
+
 extension ParameterEncoder where Self == JSONParameterEncoder {
     /// A ``JSONParameterEncoder`` with `encoder` (a plain `JSONEncoder` by default).
     public static func json(encoder: JSONEncoder? = nil) -> JSONParameterEncoder { JSONParameterEncoder(encoder: encoder) }

@@ -384,6 +384,29 @@ struct AlamofireConcurrencyConformanceTests {
         }
     }
 
+    /// Differs: `/stream/2` writes two lines; the strings are what each chunk completes, so their
+    /// number follows the reads: joined, they are the two lines.
+    @Test func testThatDataStreamTaskCanStreamStrings() async throws {
+        try await Self.withManager { manager, server in
+            let stream = try await manager.stream(Request(url: server.url("/stream/2")))
+            var strings: [String] = []
+            for try await string in stream.strings { strings.append(string) }
+            #expect(!strings.isEmpty)
+            #expect(strings.joined().split(separator: "\n").count == 2)
+        }
+    }
+
+    /// Alamofire's `payloads(2)` is TestServer's `/stream/2`: two values, one a line.
+    @Test func testThatDataStreamTaskCanStreamDecodable() async throws {
+        try await Self.withManager { manager, server in
+            struct Line: Decodable, Sendable { let id: Int }
+            let stream = try await manager.stream(Request(url: server.url("/stream/2")))
+            var ids: [Int] = []
+            for try await line in stream.decoded(Line.self) { ids.append(line.id) }
+            #expect(ids == [0, 1])
+        }
+    }
+
     /// Differs: the response hook (`dataTaskDidReceiveResponse`) is synchronous, called on an
     /// engine thread; Alamofire's `onHTTPResponse` may be `async`.
     @Test func testThatDataStreamHasAsyncOnHTTPResponse() async throws {

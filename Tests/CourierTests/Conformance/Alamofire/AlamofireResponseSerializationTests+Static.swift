@@ -1,6 +1,7 @@
 import Courier
 import CourierTesting
 import Foundation
+import NIOCore
 import Testing
 
 /// Twins of Alamofire's `StaticSerializationTests` (`Tests/ResponseSerializationTests.swift`):
@@ -22,6 +23,23 @@ struct AlamofireStaticSerializationConformanceTests {
     @Test func testThatDecodableSerializerCanBeCreatedStaticallyFromProtocol() throws {
         let serializer = consumeResponseSerializer(.decodable(of: [String: Int].self))
         #expect(try serializer.responseObject(for: nil, data: Data(#"{"a": 1}"#.utf8)) == ["a": 1])
+    }
+
+    func consumeStreamSerializer<Serializer: DataStreamSerializer>(_ serializer: Serializer) -> Serializer { serializer }
+
+    @Test func testThatPassthroughStreamSerializerCanBeCreatedStaticallyFromProtocol() {
+        var serializer = consumeStreamSerializer(.passthrough)
+        #expect(serializer.serialize(ByteBuffer(string: "data")) == [Data("data".utf8)])
+    }
+
+    @Test func testThatStringStreamSerializerCanBeCreatedStaticallyFromProtocol() {
+        var serializer = consumeStreamSerializer(.string)
+        #expect(serializer.serialize(ByteBuffer(string: "text")) == ["text"])
+    }
+
+    @Test func testThatDecodableStreamSerializerCanBeCreatedStaticallyFromProtocol() throws {
+        var serializer = consumeStreamSerializer(.decodable(of: [String: Int].self))
+        #expect(try serializer.serialize(ByteBuffer(string: "{\"a\": 1}\n")) == [["a": 1]])
     }
 
     /// Not a source test: the members where Courier takes a serializer, over a socket.

@@ -1,0 +1,161 @@
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+
+/// Turns a streamed body into values as its chunks arrive (Alamofire's `DataStreamSerializer`),
+/// for ``DataStreamResponse/serialized(by:)``.
+///
+/// The network keeps no chunk boundaries: a value the server wrote at once may arrive in two
+/// chunks, and two values in one. A serializer keeps what a chunk leaves incomplete and returns
+/// the values each chunk completes, zero or more; at the body's end it returns what is left.
+///
+/// ```swift
+/// let stream = try await manager.stream(Request(url: url))
+/// for try await text in stream.strings { print(text, terminator: "") }
+/// ```
+public protocol DataStreamSerializer: Sendable {
+    /// What the serializer makes.
+    associatedtype Output: Sendable
+
+    /// The values that `chunk` completes, in order; what it leaves incomplete waits for the next.
+    /// - Throws: ``CourierError`` (``CourierError/Code/responseSerializationFailed`` for Courier's
+    ///   serializers) when the body cannot be made into values: the stream ends with it.
+    mutating func serialize(_ chunk: ByteBuffer) throws(CourierError) -> [Output]
+
+    /// The body ended: the values that what was kept completes (none by default).
+    mutating func finish() throws(CourierError) -> [Output]
+}
+
+extension DataStreamSerializer {
+    /// Nothing is kept between chunks: nothing is left at the end.
+    public mutating func finish() throws(CourierError) -> [Output] { [] }
+}
+
+/// Each chunk as it came, as `Data` (Alamofire's `PassthroughStreamSerializer`).
+public struct PassthroughStreamSerializer: DataStreamSerializer {
+    /// A serializer that hands on every chunk.
+    public init() {}
+
+    public mutating func serialize(_ chunk: ByteBuffer) -> [Data] {
+        [Data(buffer: chunk, byteTransferStrategy: .noCopy)]
+    }
+}
+
+/// The body as text, decoded as UTF-8 as it arrives (Alamofire's `StringStreamSerializer`): one
+/// string a chunk, holding every character the chunk completes. A character whose bytes are split
+/// between two chunks comes whole with the second (Alamofire decodes each chunk alone, and so
+/// breaks such a character in two); a byte that is not UTF-8, or a character the body ends in the
+/// middle of, becomes U+FFFD, as `String(decoding:as:)` does.
+public struct StringStreamSerializer: DataStreamSerializer {
+    /// The start of a character the last chunk ended in the middle of (at most 3 bytes).
+    private var pending: [UInt8] = []
+
+    /// A serializer of UTF-8 text.
+    public init() {}
+
+    public mutating func serialize(_ chunk: ByteBuffer) -> [String] {
+        let bytes: [UInt8]
+        if self.pending.isEmpty {
+            bytes = Array(chunk.readableBytesView)
+        } else {
+            bytes = self.pending + chunk.readableBytesView
+        }
+        let complete = Self.completeLength(of: bytes)
+        self.pending = Array(bytes[complete...])
+        return complete == 0 ? [] : [String(decoding: bytes[..<complete], as: UTF8.self)]
+    }
+
+    public mutating func finish() -> [String] {
+        defer { self.pending = [] }
+        return self.pending.isEmpty ? [] : [String(decoding: self.pending, as: UTF8.self)]
+    }
+
+    /// The length of `bytes` without a character they end in the middle of: the last lead byte
+    /// among the last three, when fewer of its continuation bytes follow it than it announces.
+    static func completeLength(of bytes: [UInt8]) -> Int {
+        var index = bytes.count - 1
+        let lowest = max(0, bytes.count - 3)
+        while index >= lowest {
+            let byte = bytes[index]
+            if byte & 0b1100_0000 == 0b1000_0000 {
+                // A continuation byte: its lead byte is further back.
+                index -= 1
+                continue
+            }
+            let announced: Int =
+                switch byte {
+                case 0b1100_0000...0b1101_1111: 2
+                case 0b1110_0000...0b1110_1111: 3
+                case 0b1111_0000...0b1111_0111: 4
+                default: 1  // ASCII, or not a lead byte: nothing is held back
+                }
+            return bytes.count - index < announced ? index : bytes.count
+        }
+        return bytes.count
+    }
+}
+
+/// Values decoded one a line (Alamofire's `DecodableStreamSerializer`): JSON Lines, NDJSON, the
+/// form of streamed JSON APIs (`application/x-ndjson`, `application/jsonl`).
+///
+/// Each line (ended by `\n`, a `\r` before it dropped) is one value, decoded with ``decoder``
+/// (`JSONDecoder` by default); blank lines are skipped, and a last line without its `\n` is
+/// decoded at the body's end. Alamofire decodes each chunk as one value, which the network does
+/// not keep apart; a line is what the server wrote as one.
+public struct DecodableStreamSerializer<Value: Decodable & Sendable>: DataStreamSerializer {
+    /// The decoder each line is handed to.
+    public var decoder: any DataDecoder
+    /// The longest line kept while it waits for its end, in bytes (16 MiB by default): a body
+    /// that runs longer without a line break fails the stream instead of filling memory.
+    public var maximumLineLength: Int
+    /// The bytes of the line under way.
+    private var line: [UInt8] = []
+    /// Lines decoded or skipped so far, to name a line that does not decode.
+    private var lineNumber = 0
+
+    /// A serializer of `type`, one value a line.
+    public init(_ type: Value.Type = Value.self, decoder: any DataDecoder = JSONDecoder(), maximumLineLength: Int = 16 * 1024 * 1024) {
+        self.decoder = decoder
+        self.maximumLineLength = maximumLineLength
+    }
+
+    public mutating func serialize(_ chunk: ByteBuffer) throws(CourierError) -> [Value] {
+        var values: [Value] = []
+        var rest = chunk.readableBytesView[...]
+        while let newline = rest.firstIndex(of: UInt8(ascii: "\n")) {
+            self.line += rest[..<newline]
+            rest = rest[(newline + 1)...]
+            if let value = try self.decodeLine() { values.append(value) }
+        }
+        self.line += rest
+        if self.line.count > self.maximumLineLength {
+            let length = self.line.count
+            self.line = []
+            throw CourierError(
+                .responseSerializationFailed,
+                "line \(self.lineNumber + 1) of the streamed body runs over \(self.maximumLineLength) bytes (\(length) so far) without a line break")
+        }
+        return values
+    }
+
+    public mutating func finish() throws(CourierError) -> [Value] {
+        try self.decodeLine().map { [$0] } ?? []
+    }
+
+    /// Decodes the line under way and starts the next; nil for a blank line.
+    private mutating func decodeLine() throws(CourierError) -> Value? {
+        defer { self.line.removeAll(keepingCapacity: true) }
+        self.lineNumber += 1
+        var bytes = self.line[...]
+        if bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
+        guard bytes.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }) else { return nil }
+        let data = Data(bytes)
+        do {
+            return try self.decoder.decode(Value.self, from: data)
+        } catch {
+            throw CourierError(
+                .responseSerializationFailed, "line \(self.lineNumber) of the streamed body is not a \(Value.self)", data: data,
+                underlyingError: error)
+        }
+    }
+}
