@@ -56,8 +56,6 @@ RULES = [
     (r"ServerTrustEvaluatorTests", r".", "not applicable", "evaluates SecTrust objects with Security.framework (Apple-only); Courier's trust is checked on real handshakes (AFSecurityPolicyTests' twins, the pinning matrix)"),
     (r"NetworkReachabilityManagerTests", r"testThatStatusIs",
      "not applicable", "maps SCNetworkReachabilityFlags (Apple-only); Courier's Linux rule is tested in RoutingSnapshotTests and InterfaceKindTests"),
-    (r"WebSocketTests", r"Decodable", "not built",
-     "no message serializers (Alamofire's `streamDecodable`, `streamDecodableEvents`): a message is a `WebSocketMessage`, text or binary; decode its data yourself"),
     # Issue 19 (interceptors, retry, authentication, monitors)
     (r"AuthenticationInterceptorTests", r"Deadlock", "not applicable",
      "Courier's `Authenticator.refresh` is `async`: there is no completion handler to call synchronously on the calling queue"),

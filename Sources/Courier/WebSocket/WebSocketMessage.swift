@@ -7,6 +7,29 @@ public enum WebSocketMessage: Sendable, Hashable {
     /// A binary message.
     case binary(Data)
 
+    /// The payload: a binary message's bytes, a text message's UTF-8.
+    public var data: Data {
+        switch self {
+        case .text(let text): Data(text.utf8)
+        case .binary(let data): data
+        }
+    }
+
+    /// The payload decoded as a `Value` with `decoder` (JSON by default), whether the message is
+    /// text or binary (Alamofire's `DecodableWebSocketMessageDecoder`).
+    /// - Throws: ``CourierError/Code/responseSerializationFailed``, with the payload as its
+    ///   ``CourierError/data`` and the decoder's error under it.
+    public func decoded<Value: Decodable>(as type: Value.Type, decoder: any DataDecoder = JSONDecoder()) throws(CourierError) -> Value {
+        let data = self.data
+        do {
+            return try decoder.decode(type, from: data)
+        } catch {
+            throw CourierError(
+                .responseSerializationFailed, "a WebSocket message (\(data.count) bytes) is not a \(Value.self)", data: data,
+                underlyingError: error)
+        }
+    }
+
     /// The payload's size in bytes (text as UTF-8).
     var byteCount: Int {
         switch self {

@@ -742,6 +742,8 @@ final class UnreadBytes: Sendable {
 
 /// The messages of a ``WebSocketTask``: an `AsyncSequence`, iterated once. What waits unread is
 /// bounded by ``WebSocketConfiguration/maximumBufferedBytes``.
+///
+/// ``decoded(_:decoder:)`` reads them as values instead (Alamofire's `streamDecodable`).
 public struct WebSocketMessages: AsyncSequence, Sendable {
     public typealias Element = WebSocketMessage
     public typealias Failure = any Error
@@ -772,5 +774,21 @@ public struct WebSocketMessages: AsyncSequence, Sendable {
             if let message { self.unread.add(-message.byteCount) }
             return message
         }
+    }
+
+    /// Each message decoded as a `Value` (``WebSocketMessage/decoded(as:decoder:)``; Alamofire's
+    /// `streamDecodable`). A message that does not decode ends the iteration with its
+    /// ``CourierError/Code/responseSerializationFailed``, and so, as any end of the messages'
+    /// iteration does, cancels the task (a close frame with 1001). To go on past such a message,
+    /// iterate ``WebSocketMessages`` and call ``WebSocketMessage/decoded(as:decoder:)`` yourself
+    /// (Alamofire's events carry the failure and go on).
+    ///
+    /// ```swift
+    /// for try await update in task.messages.decoded(PriceUpdate.self) { show(update) }
+    /// ```
+    public func decoded<Value: Decodable & Sendable>(
+        _ type: Value.Type, decoder: any DataDecoder = JSONDecoder()
+    ) -> AsyncThrowingMapSequence<WebSocketMessages, Value> {
+        self.map { message throws(CourierError) in try message.decoded(as: type, decoder: decoder) }
     }
 }

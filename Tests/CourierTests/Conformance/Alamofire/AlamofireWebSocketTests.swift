@@ -159,6 +159,61 @@ struct AlamofireWebSocketConformanceTests {
         }
     }
 
+    /// Differs: Alamofire's `streamDecodableEvents` is the messages read with
+    /// `messages.decoded(_:)`; the connection and its close are the task's (`subprotocol`,
+    /// `closeCode`, `closeReason`, `error`).
+    @Test func testThatWebSocketsCanReceiveADecodableMessage() async throws {
+        try await Self.withManager { manager, server in
+            let task = manager.webSocketTask(with: Request(url: Self.url(server, "payloads")))
+            task.resume()
+            let watchdog = Self.watchdog(task)
+            defer { watchdog.cancel() }
+            var received: [HTTPBinEchoResponse] = []
+            for try await document in task.messages.decoded(HTTPBinEchoResponse.self) { received.append(document) }
+            await task.waitUntilFinished()
+            #expect(received.count == 1)
+            #expect(task.subprotocol == nil)
+            #expect(task.closeCode == .normalClosure)
+            #expect(task.closeReason?.isEmpty ?? true)
+            #expect(task.error == nil)
+        }
+    }
+
+    @Test func testThatWebSocketsCanReceiveADecodableValue() async throws {
+        try await Self.withManager { manager, server in
+            let task = manager.webSocketTask(with: Request(url: Self.url(server, "payloads")))
+            task.resume()
+            let watchdog = Self.watchdog(task)
+            defer { watchdog.cancel() }
+            var iterator = task.messages.decoded(HTTPBinEchoResponse.self).makeAsyncIterator()
+            let value = try await iterator.next()
+            #expect(value != nil)
+            await task.waitUntilFinished()
+        }
+    }
+
+    /// Not a source test: a message that is not the type ends the iteration with a typed error
+    /// holding its bytes, and the end of the iteration cancels the task (1001).
+    @Test func aMessageThatDoesNotDecodeIsATypedError() async throws {
+        try await Self.withManager { manager, server in
+            let task = manager.webSocketTask(with: Request(url: Self.url(server, "echo")))
+            task.resume()
+            let watchdog = Self.watchdog(task)
+            defer { watchdog.cancel() }
+            _ = try await task.waitUntilOpen()
+            try await task.send(.text("not json"))
+            let error = await #expect(throws: CourierError.self) {
+                for try await _ in task.messages.decoded(HTTPBinEchoResponse.self) {}
+            }
+            #expect(error?.code == .responseSerializationFailed)
+            #expect(error?.data == Data("not json".utf8))
+            #expect(error?.underlyingError is DecodingError)
+            await task.waitUntilFinished()
+            #expect(task.closeCode == .goingAway)
+            #expect(task.error?.code == .cancelled)
+        }
+    }
+
     @Test func testThatWebSocketsCanReceiveAMessageWithAProtocol() async throws {
         var configuration = WebSocketConfiguration()
         configuration.subprotocols = ["protocol"]
