@@ -15,8 +15,12 @@ extension SessionManager {
         uploadProgress: (@Sendable (Progress) -> Void)? = nil,
         downloadProgress: (@Sendable (Progress) -> Void)? = nil
     ) async throws(CourierError) -> DataResponse<Serializer.Output> {
-        var outcome = await self.run(
-            DataTask.self, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress, checkingWith: serializer)
+        // The serializer reaches the task through a closure, and is boxed only for a task that
+        // checks (most have no retrier that wants it): an optional argument was a copy of it, its
+        // fields retained, on every call.
+        var outcome = await self.run(DataTask.self, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress) { delegate in
+            if delegate.checksSerialization { delegate.state.withLockedValue { $0.checkingSerializer = serializer } }
+        }
         return try self.finish(&outcome, serializer: serializer)
     }
 
@@ -29,28 +33,16 @@ extension SessionManager {
     /// calling task cancels the task, unless the request says otherwise
     /// (``Request/cancelsWithCallingTask``); the outcome arrives exactly once either way. (A
     /// ``connectivityRetry`` happens inside the task, as for every task.)
+    /// `prepare` sees the task's delegate before the task is resumed: a call that serializes the
+    /// outcome gives it its serializer there, to check the response with before the task ends
+    /// when its retriers want a serializer's failures (``RequestRetrier/retriesSerializationFailures``).
     func run<Task: SessionTask>(
         _ kind: Task.Type,
         request: Request,
         uploadProgress: (@Sendable (Progress) -> Void)?,
         downloadProgress: (@Sendable (Progress) -> Void)?,
-        sink: any BodySink = MemoryBodySink()
-    ) async -> TaskOutcome {
-        await self.run(
-            kind, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress, sink: sink,
-            checkingWith: DataResponseSerializer?.none)
-    }
-
-    /// ``run(_:request:uploadProgress:downloadProgress:sink:)`` for a call that serializes the
-    /// outcome with `serializer`: the task checks its response with it before it ends when its
-    /// retriers want a serializer's failures (``RequestRetrier/retriesSerializationFailures``).
-    func run<Task: SessionTask, Serializer: ResponseSerializer>(
-        _ kind: Task.Type,
-        request: Request,
-        uploadProgress: (@Sendable (Progress) -> Void)?,
-        downloadProgress: (@Sendable (Progress) -> Void)?,
         sink: any BodySink = MemoryBodySink(),
-        checkingWith serializer: Serializer?
+        prepare: (TaskDelegate) -> Void = { _ in }
     ) async -> TaskOutcome {
         // The task is made first and held here: the cancellation handler needs it, and a box
         // filled inside the continuation's closure was one more object and two lock transactions
@@ -59,14 +51,12 @@ extension SessionManager {
         let task = self.makeTask(
             kind, request: request, completion: .awaiting, uploadProgress: uploadProgress, downloadProgress: downloadProgress,
             sink: sink, resumedAtOnce: true)
-        // Boxed only for a task that checks: most have no retrier that wants it.
-        if let serializer, task.delegate.interception.checksSerialization {
-            task.delegate.state.withLockedValue { $0.checkingSerializer = serializer }
-        }
+        let delegate = task.delegate
+        prepare(delegate)
         if request.cancelsWithCallingTask {
             await withTaskCancellationHandler {
                 await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                    task.delegate.waitForEnd(continuation)
+                    delegate.waitForEnd(continuation)
                     task.resume()
                     if _Concurrency.Task.isCancelled { task.cancel() }
                 }
@@ -76,12 +66,11 @@ extension SessionManager {
         } else {
             // Alamofire's `automaticallyCancelling: false`: the caller's cancellation does not reach the task.
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                task.delegate.waitForEnd(continuation)
+                delegate.waitForEnd(continuation)
                 task.resume()
             }
         }
         // The task's end was left with its delegate before the continuation could resume.
-        let delegate = task.delegate
         var outcome = delegate.takeAwaitedOutcome()!
         // The task's end settles here, on the calling task, not on the engine's thread.
         delegate.settle(&outcome)
@@ -95,6 +84,7 @@ extension SessionManager {
         serializer: Serializer
     ) throws(CourierError) -> DataResponse<Serializer.Output> {
         let task = outcome.task
+        let delegate = task.delegate
         // The response is built once, at the end: it is large, and each copy of it (or of a
         // `Result` holding it) retains and releases every field.
         var value: Serializer.Output?
@@ -104,7 +94,7 @@ extension SessionManager {
         } else if let response = outcome.response {
             // The task's serializer checked the response already when its retriers wanted that
             // (an output that is nil is made again: it does not come back out of `any Sendable`).
-            let checked = task.delegate.takeChecked()
+            let checked = delegate.takeChecked()
             if let error = checked?.error {
                 failure = error
             } else if let object = checked?.object, let output = object as? Serializer.Output {
@@ -121,7 +111,7 @@ extension SessionManager {
         }
         // `value` is set exactly when there is no failure (a serializer's output may itself be nil).
         let object: (any Sendable)? = if failure == nil, let value { value } else { nil }
-        if let monitors = task.delegate.interception.monitors {
+        if let monitors = delegate.interception.monitors {
             let error = failure
             monitors.emit { $0.task(task, didSerializeResponseWith: serializer, object: object, error: error) }
         }

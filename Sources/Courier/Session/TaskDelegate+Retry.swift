@@ -27,7 +27,7 @@ extension TaskDelegate {
         // Success, the common case, costs one look at the status (and, with retriers that want a
         // serializer's failures, the check).
         guard error != nil || self.state.withLockedValue({ $0.responseStatus >= 400 }) else {
-            return interception.checksSerialization && self.checkSerialization()
+            return self.checksSerialization && self.checkSerialization()
         }
         // Read before the task's lock: the registry's lock is never taken inside it.
         guard let manager = self.manager, !manager.isInvalidated else { return false }
@@ -94,7 +94,11 @@ extension TaskDelegate {
                 state.machine.attemptAwaitsCheck()
             else { return nil }
             state.checked = nil
-            return (serializer, response, state.body.map { Data(buffer: $0, byteTransferStrategy: .copy) })
+            // As the task's end makes it: a small body copied, a large one wrapped.
+            let data = state.body.map {
+                Data(buffer: $0, byteTransferStrategy: $0.readableBytes <= Self.copiedBodyLimit ? .copy : .noCopy)
+            }
+            return (serializer, response, data)
         }
         guard let (serializer, response, data) = check else { return false }
         // Cancelled with the task (`cancel()`, `invalidate(cancelingTasks:)`), as a retry's waiter.
