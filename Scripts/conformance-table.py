@@ -70,7 +70,6 @@ RULES = [
     (r"ParameterEncoderTests", r"EscapedCharactersCanBeCustomized", "not built", "no allowed-characters option: escaping is AFNetworking's"),
     (r"ResponseSerializationTests", r"URLSerializerCanBeCreated", "not built", "no URL serializer: a download's completion gets the file's URL"),
     (r"ResponseSerializationTests", r"URLResponseSerializer", "not built", "no URL serializer: a download's completion gets the file's URL"),
-    (r"ValidationTests", r"^AutomaticValidationTestCase\.", "not built", "no automatic validation against the request's `Accept` header; set `acceptableContentTypes`"),
     (r"HTTPHeadersTests", r".", "not applicable", "Alamofire's HTTPHeaders type; Courier uses swift-http-types' HTTPFields, tested by that package"),
     (r"UploadTests|DownloadTests", r"LifetimeEvents", "pending: issue 19", "event monitors"),
     (r"DownloadTests", r"^DownloadResponse(Try)?Map", "not built", "no map/tryMap/mapError on responses; Courier's async calls throw a typed error"),

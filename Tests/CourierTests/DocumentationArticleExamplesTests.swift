@@ -175,6 +175,24 @@ struct DocumentationArticleExamplesTests {
 
     // MARK: ResponseSerialization.md
 
+    @Test("Response serialization: validation against the request's Accept, as written")
+    func acceptValidation() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            let url = server.url("/json")
+            // As written in the article:
+            var request = Request(url: url)
+            request.headerFields[.accept] = "application/json, text/*;q=0.5"
+            let response = try await manager.response(for: request, serializer: DataResponseSerializer().validatingAccept(of: request))
+            #expect(response.response.status == .ok)
+            request.headerFields[.accept] = "application/xml"
+            await #expect {
+                try await manager.response(for: request, serializer: DataResponseSerializer().validatingAccept(of: request))
+            } throws: { ($0 as? CourierError)?.code == .unacceptableContentType }
+        }
+    }
+
     @Test("Response serialization: JSON with AFNetworking's pair, the status error, Decodable and compound")
     func responseSerialization() throws {
         var response = HTTPResponse(status: .ok)

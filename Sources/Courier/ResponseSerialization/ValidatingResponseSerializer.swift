@@ -98,3 +98,62 @@ extension ResponseSerializer {
         ValidatingResponseSerializer(self, check: check)
     }
 }
+
+extension ResponseSerializer {
+    /// This serializer, also refusing a body whose content type `request`'s `Accept` field does
+    /// not take (the content-type half of Alamofire's automatic validation, `validate()`; the
+    /// status codes are this serializer's own, 200–299 unless set otherwise).
+    ///
+    /// ```swift
+    /// var request = Request(url: url)
+    /// request.headerFields[.accept] = "application/json, text/*;q=0.5"
+    /// let response = try await manager.response(for: request, serializer: DataResponseSerializer().validatingAccept(of: request))
+    /// ```
+    ///
+    /// Each media range of the field counts, `*` standing for any type or subtype; parameters are
+    /// ignored but `q=0`, which refuses its range. A request without `Accept`, or whose `Accept`
+    /// takes `*/*`, takes any content type. An empty body is not checked; a body without a
+    /// `Content-Type` is refused unless any type is taken. A refusal is
+    /// ``CourierError/Code/unacceptableContentType``, its message naming the type and the
+    /// accepted ones. The field is read from `request` now: what an adapter or a redirect changes
+    /// later is not seen.
+    public func validatingAccept(of request: Request) -> ValidatingResponseSerializer<Self> {
+        let ranges = AcceptedMediaRanges(request.headerFields[.accept])
+        return self.validating { response, data throws(CourierError) in try ranges.validate(response, data: data) }
+    }
+}
+
+/// The media ranges an `Accept` field takes (RFC 9110, 12.5.1), as a content-type check.
+struct AcceptedMediaRanges: Sendable {
+    /// The ranges as an ``HTTPResponseSerializer`` checks them (any status); nil takes any type.
+    let check: HTTPResponseSerializer?
+
+    init(_ field: String?) {
+        var ranges: Set<String> = []
+        var named = false
+        for element in (field ?? "").split(separator: ",") {
+            let parts = element.split(separator: ";")
+            let range = (parts.first ?? "").trimmingCharacters(in: .whitespaces).lowercased()
+            guard !range.isEmpty else { continue }
+            named = true
+            let refused = parts.dropFirst().contains { parameter in
+                let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                return pair.count == 2 && pair[0] == "q" && (Double(pair[1]) ?? 1) == 0
+            }
+            if !refused { ranges.insert(range) }
+        }
+        // No field (or an empty one) takes anything; a field whose every range is refused, nothing.
+        if !named || ranges.contains("*/*") {
+            self.check = nil
+        } else {
+            var check = HTTPResponseSerializer()
+            check.acceptableStatusCodes = IndexSet(integersIn: 0..<1000)
+            check.acceptableContentTypes = ranges
+            self.check = check
+        }
+    }
+
+    func validate(_ response: HTTPResponse, data: Data?) throws(CourierError) {
+        try self.check?.validate(response, data: data)
+    }
+}

@@ -214,6 +214,79 @@ struct AlamofireValidationConformanceTests {
         #expect(request?.underlyingError as? ValidationError == .missingData)
         #expect(download?.underlyingError as? ValidationError == .missingData)
     }
+    // MARK: Automatic validation (AutomaticValidationTestCase)
+
+    /// The errors of a GET of `path` with `Accept: accept`, serialized by a `DataResponseSerializer`
+    /// that validates against the request's `Accept` (Alamofire's `validate()`), as a data task and
+    /// as a download whose file is read with it.
+    static func automatic(_ path: String, accept: String) async throws -> (request: CourierError?, download: CourierError?) {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                var request = Request(url: server.url(path))
+                request.headerFields[.accept] = accept
+                let serializer = DataResponseSerializer().validatingAccept(of: request)
+                var requestError: CourierError?
+                do {
+                    _ = try await manager.response(for: request, serializer: serializer)
+                } catch {
+                    requestError = error as? CourierError
+                }
+                var downloadError: CourierError?
+                do {
+                    let file = try await manager.download(request)
+                    defer { try? FileManager.default.removeItem(at: file.fileURL) }
+                    _ = try file.value(serializedBy: serializer)
+                } catch {
+                    downloadError = error as? CourierError
+                }
+                return (requestError, downloadError)
+            }
+        }
+    }
+
+    /// Differs: `validate()` is the serializer's `validatingAccept(of:)` (the status codes are the
+    /// serializer's own, 200–299); a download is checked when its file is read.
+    @Test func AutomaticValidationTestCase_testThatValidationForRequestWithAcceptableStatusCodeAndContentTypeResponseSucceeds() async throws {
+        let (request, download) = try await Self.automatic("/ip", accept: "application/json")
+        #expect(request == nil && download == nil, "\(String(describing: request)) \(String(describing: download))")
+    }
+
+    /// Differs: `validate()` is the serializer's `validatingAccept(of:)`; a download is checked when
+    /// its file is read.
+    @Test func AutomaticValidationTestCase_testThatValidationForRequestWithUnacceptableStatusCodeResponseFails() async throws {
+        let (request, download) = try await Self.automatic("/status/404", accept: "application/json")
+        for error in [request, download] {
+            #expect(error?.code == .unacceptableStatusCode)
+            #expect(error?.response?.status.code == 404)
+        }
+    }
+
+    /// Differs: `validate()` is the serializer's `validatingAccept(of:)`; a download is checked when
+    /// its file is read.
+    @Test func testThatValidationForRequestWithAcceptableWildcardContentTypeResponseSucceeds() async throws {
+        let (request, download) = try await Self.automatic("/ip", accept: "application/*")
+        #expect(request == nil && download == nil, "\(String(describing: request)) \(String(describing: download))")
+    }
+
+    /// Differs: `validate()` is the serializer's `validatingAccept(of:)`; a download is checked when
+    /// its file is read.
+    @Test func testThatValidationForRequestWithAcceptableComplexContentTypeResponseSucceeds() async throws {
+        let accept = "text/xml, application/xml, application/xhtml+xml, text/html;q=0.9, text/plain;q=0.8,*/*;q=0.5"
+        let (request, download) = try await Self.automatic("/xml", accept: accept)
+        #expect(request == nil && download == nil, "\(String(describing: request)) \(String(describing: download))")
+    }
+
+    /// Differs: `validate()` is the serializer's `validatingAccept(of:)`; a download is checked when
+    /// its file is read; the refused type and the accepted ones are in the error's message.
+    @Test func AutomaticValidationTestCase_testThatValidationForRequestWithUnacceptableContentTypeResponseFails() async throws {
+        let (request, download) = try await Self.automatic("/xml", accept: "application/json")
+        for error in [request, download] {
+            #expect(error?.code == .unacceptableContentType)
+            #expect(error?.message.contains("application/xml") == true)
+            #expect(error?.message.contains("application/json") == true)
+        }
+    }
+
 }
 
 extension ResponseSerializer {

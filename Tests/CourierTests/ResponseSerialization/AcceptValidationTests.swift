@@ -1,0 +1,51 @@
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+/// `validatingAccept(of:)` without I/O: which content types an `Accept` field takes.
+@Suite("Response serialization: validation against the request's Accept")
+struct AcceptValidationTests {
+    static func takes(_ accept: String?, _ contentType: String?, body: String = "x") -> Bool {
+        var request = Request(url: URL(string: "http://example.com/")!)
+        if let accept { request.headerFields[.accept] = accept }
+        var response = HTTPResponse(status: .ok)
+        if let contentType { response.headerFields[.contentType] = contentType }
+        do {
+            _ = try DataResponseSerializer().validatingAccept(of: request).responseObject(for: response, data: Data(body.utf8))
+            return true
+        } catch {
+            #expect(error.code == .unacceptableContentType)
+            return false
+        }
+    }
+
+    @Test("Ranges, wildcards, parameters, case and q=0")
+    func ranges() {
+        #expect(Self.takes(nil, "image/png"), "no Accept takes anything")
+        #expect(Self.takes("", "image/png"))
+        #expect(Self.takes("application/json", "application/json; charset=utf-8"))
+        #expect(Self.takes("Application/JSON", "application/json"))
+        #expect(!Self.takes("application/json", "application/xml"))
+        #expect(Self.takes("application/*", "application/xml"))
+        #expect(!Self.takes("text/*", "application/xml"))
+        #expect(Self.takes("text/html;q=0.9, */*;q=0.1", "image/png"))
+        #expect(!Self.takes("application/json, */*;q=0", "image/png"), "q=0 refuses its range")
+        #expect(!Self.takes("application/json;q=0", "application/json"), "every range refused: nothing is taken")
+        #expect(!Self.takes("application/json", nil), "a body without a type is refused")
+        #expect(Self.takes("*/*", nil))
+        #expect(Self.takes("application/json", "text/html", body: ""), "an empty body is not checked")
+    }
+
+    @Test("The serializer's own status codes still apply, before the Accept check")
+    func statusFirst() {
+        var request = Request(url: URL(string: "http://example.com/")!)
+        request.headerFields[.accept] = "application/json"
+        var response = HTTPResponse(status: .notFound)
+        response.headerFields[.contentType] = "text/html"
+        #expect {
+            try DataResponseSerializer().validatingAccept(of: request).responseObject(for: response, data: Data("x".utf8))
+        } throws: { ($0 as? CourierError)?.code == .unacceptableStatusCode }
+    }
+}
