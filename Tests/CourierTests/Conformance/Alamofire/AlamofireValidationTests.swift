@@ -142,23 +142,34 @@ struct AlamofireValidationConformanceTests {
     /// The error, if any, of a GET of `/get` serialized by `serializer` as a data task, and of the
     /// same as a download whose file `serializer` reads (``DownloadResponse/value(serializedBy:)``).
     static func errors<S: ResponseSerializer>(_ serializer: S) async throws -> (request: CourierError?, download: CourierError?) {
+        try await Self.errors("/get") { _ in serializer }
+    }
+
+    /// The errors of a GET of `path` (with `Accept: accept` when given), serialized by the
+    /// serializer `make` makes for the request, as a data task and as a download whose file it reads.
+    static func errors<S: ResponseSerializer>(
+        _ path: String, accept: String? = nil, _ make: (Request) -> S
+    ) async throws -> (request: CourierError?, download: CourierError?) {
         try await withTestServer { server in
             try await withManager(baseURL: server.baseURL) { manager in
-                var request: CourierError?
+                var request = Request(url: server.url(path))
+                if let accept { request.headerFields[.accept] = accept }
+                let serializer = make(request)
+                var requestError: CourierError?
                 do {
-                    _ = try await manager.response(for: Request(url: server.url("/get")), serializer: serializer)
+                    _ = try await manager.response(for: request, serializer: serializer)
                 } catch {
-                    request = error as? CourierError
+                    requestError = error as? CourierError
                 }
-                var download: CourierError?
+                var downloadError: CourierError?
                 do {
-                    let file = try await manager.download(Request(url: server.url("/get")))
+                    let file = try await manager.download(request)
                     defer { try? FileManager.default.removeItem(at: file.fileURL) }
                     _ = try file.value(serializedBy: serializer)
                 } catch {
-                    download = error as? CourierError
+                    downloadError = error as? CourierError
                 }
-                return (request, download)
+                return (requestError, downloadError)
             }
         }
     }
@@ -216,32 +227,9 @@ struct AlamofireValidationConformanceTests {
     }
     // MARK: Automatic validation (AutomaticValidationTestCase)
 
-    /// The errors of a GET of `path` with `Accept: accept`, serialized by a `DataResponseSerializer`
-    /// that validates against the request's `Accept` (Alamofire's `validate()`), as a data task and
-    /// as a download whose file is read with it.
+    /// A GET of `path` with `Accept: accept`, validated against it (Alamofire's `validate()`).
     static func automatic(_ path: String, accept: String) async throws -> (request: CourierError?, download: CourierError?) {
-        try await withTestServer { server in
-            try await withManager(baseURL: server.baseURL) { manager in
-                var request = Request(url: server.url(path))
-                request.headerFields[.accept] = accept
-                let serializer = DataResponseSerializer().validatingAccept(of: request)
-                var requestError: CourierError?
-                do {
-                    _ = try await manager.response(for: request, serializer: serializer)
-                } catch {
-                    requestError = error as? CourierError
-                }
-                var downloadError: CourierError?
-                do {
-                    let file = try await manager.download(request)
-                    defer { try? FileManager.default.removeItem(at: file.fileURL) }
-                    _ = try file.value(serializedBy: serializer)
-                } catch {
-                    downloadError = error as? CourierError
-                }
-                return (requestError, downloadError)
-            }
-        }
+        try await Self.errors(path, accept: accept) { DataResponseSerializer().validatingAccept(of: $0) }
     }
 
     /// Differs: `validate()` is the serializer's `validatingAccept(of:)` (the status codes are the
