@@ -113,7 +113,7 @@ struct SerializedStreamTests {
     func aSerializerFailureCancels(_ transport: Transport) async throws {
         try await transport.run { server, manager in
             let log = TaskNotificationLog()
-            let stream = try await manager.stream(Request(url: server.url("/stream-bytes/200000?chunk_size=1000&seed=3")))
+            let stream = try await manager.stream(Request(url: server.url("/stream-bytes/2097152?chunk_size=4096&seed=3")))
             var values = 0
             let error = await #expect(throws: CourierError.self) {
                 for try await _ in stream.decoded(Line.self) { values += 1 }

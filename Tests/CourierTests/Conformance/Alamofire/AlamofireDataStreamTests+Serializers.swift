@@ -85,15 +85,15 @@ struct AlamofireDataStreamSerializerConformanceTests {
         }
     }
 
-    /// Differs: the body is 100,000 random bytes (Alamofire's is 50, which a line-based
-    /// serializer would only refuse at its end, once the task had completed): the first line that
-    /// does not decode ends the iteration with the serializer's error, and the request is
-    /// cancelled.
+    /// Differs: the body is 2 MiB of random bytes, more than a stream keeps unread, so the task
+    /// cannot end before the serializer reads (Alamofire's is 50, which a line-based serializer
+    /// would refuse only at its end, once the task had completed): the first line that does not
+    /// decode ends the iteration with the serializer's error, and the request is cancelled.
     @Test func testThatDataStreamIsAutomaticallyCanceledOnStreamErrorWhenEnabled() async throws {
         try await withTestServer { server in
             try await withManager(baseURL: server.baseURL) { manager in
                 let log = TaskNotificationLog()
-                let stream = try await manager.stream(Request(url: server.url("/stream-bytes/100000?chunk_size=1000&seed=7")))
+                let stream = try await manager.stream(Request(url: server.url("/stream-bytes/2097152?chunk_size=4096&seed=7")))
                 await #expect {
                     for try await _ in stream.decoded(TestResponse.self) {}
                 } throws: { ($0 as? CourierError)?.code == .responseSerializationFailed }
