@@ -160,6 +160,10 @@ public final class AuthenticationInterceptor<AuthenticatorType: Authenticator>: 
 
     // MARK: RequestRetrier
 
+    /// The authenticator's ``Authenticator/refreshesOnSerializationFailures``: false by default,
+    /// so that tasks retried by this interceptor alone skip the serializer's check.
+    public var retriesSerializationFailures: Bool { self.authenticator.refreshesOnSerializationFailures }
+
     public func retry(_ attempt: FailedAttempt) async throws -> RetryDecision {
         guard let response = attempt.response,
             self.authenticator.didRequest(attempt.request, with: response, failDueToAuthenticationError: attempt.error)

@@ -47,6 +47,13 @@ public protocol Authenticator: Sendable {
     /// credential's). A request refused with an older credential is retried with the current one
     /// without another refresh.
     func isRequest(_ request: Request, authenticatedWith credential: Credential) -> Bool
+
+    /// Whether ``didRequest(_:with:failDueToAuthenticationError:)`` is also asked about a response
+    /// below 400 that the task's serializer refused, its error the serializer's (an API that
+    /// answers an expired token with a 200 and an error body). False by default: tasks whose
+    /// only retrier is the ``AuthenticationInterceptor`` then skip the serializer's check
+    /// (``RequestRetrier/retriesSerializationFailures``) and its cost.
+    var refreshesOnSerializationFailures: Bool { get }
 }
 
 extension Authenticator {
@@ -54,4 +61,7 @@ extension Authenticator {
     public func didRequest(_ request: Request, with response: HTTPResponse, failDueToAuthenticationError error: CourierError?) -> Bool {
         response.status == .unauthorized
     }
+
+    /// False: a refusal is a status.
+    public var refreshesOnSerializationFailures: Bool { false }
 }

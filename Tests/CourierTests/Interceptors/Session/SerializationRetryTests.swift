@@ -204,6 +204,51 @@ struct SerializationRetryTests {
         }
     }
 
+    struct Token: AuthenticationCredential { let value: String; var requiresRefresh: Bool { false } }
+
+    /// Bearer tokens; a 200 whose body is `{"error":"expired"}` is a refusal when `readsBodies`.
+    struct BodyReadingAuthenticator: Authenticator {
+        let readsBodies: Bool
+        let refreshes = NIOLockedValueBox(0)
+        func apply(_ credential: Token, to request: inout Request) { request.headerFields[.authorization] = "Bearer \(credential.value)" }
+        func refresh(_ credential: Token) async throws -> Token {
+            self.refreshes.withLockedValue { $0 += 1 }
+            return Token(value: "fresh")
+        }
+        func didRequest(_ request: Request, with response: HTTPResponse, failDueToAuthenticationError error: CourierError?) -> Bool {
+            response.status == .unauthorized || error?.data == Data(#"{"error":"expired"}"#.utf8)
+        }
+        func isRequest(_ request: Request, authenticatedWith credential: Token) -> Bool {
+            request.headerFields[.authorization] == "Bearer \(credential.value)"
+        }
+        var refreshesOnSerializationFailures: Bool { self.readsBodies }
+    }
+
+    @Test("An authentication interceptor skips the check unless its authenticator reads refusals in bodies; then a 200 with an expired token's body refreshes and retries")
+    func authenticatorsOptIn() async throws {
+        try await withTestServer { server in
+            server.route("/me") { request in
+                let fresh = request.headerFields[.authorization] == "Bearer fresh"
+                return TestServer.Response(
+                    headerFields: [.contentType: "application/json"], body: Data((fresh ? #"{"ok":true}"# : #"{"error":"expired"}"#).utf8))
+            }
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            let plain = BodyReadingAuthenticator(readsBodies: false)
+            manager.interceptor = AuthenticationInterceptor(authenticator: plain, credential: Token(value: "old"))
+            #expect(!AuthenticationInterceptor(authenticator: plain).retriesSerializationFailures)
+            await #expect(throws: CourierError.self) {
+                try await manager.response(for: Request(url: server.url("/me")), serializer: DecodableResponseSerializer(Payload.self))
+            }
+            #expect(plain.refreshes.withLockedValue { $0 } == 0)
+            let reading = BodyReadingAuthenticator(readsBodies: true)
+            manager.interceptor = AuthenticationInterceptor(authenticator: reading, credential: Token(value: "old"))
+            let response = try await manager.response(for: Request(url: server.url("/me")), serializer: DecodableResponseSerializer(Payload.self))
+            #expect(response.value.ok)
+            #expect(reading.refreshes.withLockedValue { $0 } == 1)
+        }
+    }
+
     @Test("Cancelled while its serializer checks, the task ends at once, cancelled, once; nothing of it stays alive")
     func cancelledWhileChecking() async throws {
         try await withTestServer { server in
