@@ -114,20 +114,7 @@ public struct HTTPResponseSerializer: ResponseSerializer {
 
     public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
         guard let response else { return }
-        var contentTypeError: CourierError?
-        if let acceptable = self.rules.contentTypes {
-            let mime = response.mimeType
-            let hasBody = data.map { !$0.isEmpty } ?? false
-            // A Content-Type describes a body; with none there is nothing to refuse (httpbin's
-            // /status/200 and /status/204 say text/html and send nothing). AFNetworking reports no
-            // error there either.
-            if hasBody, !self.accepts(mime ?? "", in: acceptable) {
-                let accepted = Self.acceptedList(acceptable, suffixes: self.rules.suffixes)
-                contentTypeError = CourierError(
-                    .unacceptableContentType, "unacceptable content type: \(mime ?? "(none)") (\(accepted))",
-                    response: response, data: data)
-            }
-        }
+        let contentTypeError = self.contentTypeError(response, data: data)
         let code = response.status.code
         let acceptableCode = self.rules.statusCodes.map { $0.contains(code) } ?? (200..<300).contains(code)
         if !acceptableCode {
@@ -153,6 +140,20 @@ public struct HTTPResponseSerializer: ResponseSerializer {
 
     /// Whether `mime` (lower-cased, without parameters) is acceptable: named, with an acceptable
     /// suffix, or matched by a pattern with a `*`.
+    /// The content-type half of ``validate(_:data:)``: the error for a body whose type is not
+    /// acceptable, nil when it is (or when any type is, or there is no body).
+    func contentTypeError(_ response: HTTPResponse, data: Data?) -> CourierError? {
+        guard let acceptable = self.rules.contentTypes else { return nil }
+        let mime = response.mimeType
+        // A Content-Type describes a body; with none there is nothing to refuse (httpbin's
+        // /status/200 and /status/204 say text/html and send nothing). AFNetworking reports no
+        // error there either.
+        guard data.map({ !$0.isEmpty }) ?? false, !self.accepts(mime ?? "", in: acceptable) else { return nil }
+        let accepted = Self.acceptedList(acceptable, suffixes: self.rules.suffixes)
+        return CourierError(
+            .unacceptableContentType, "unacceptable content type: \(mime ?? "(none)") (\(accepted))", response: response, data: data)
+    }
+
     private func accepts(_ mime: String, in acceptable: Set<String>) -> Bool {
         if mime.isEmpty { return false }
         if acceptable.contains(mime) { return true }

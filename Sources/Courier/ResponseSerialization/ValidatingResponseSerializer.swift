@@ -125,35 +125,23 @@ extension ResponseSerializer {
 
 /// The media ranges an `Accept` field takes (RFC 9110, 12.5.1), as a content-type check.
 struct AcceptedMediaRanges: Sendable {
-    /// The ranges as an ``HTTPResponseSerializer`` checks them (any status); nil takes any type.
+    /// The ranges as an ``HTTPResponseSerializer``'s acceptable content types; nil takes any type.
     let check: HTTPResponseSerializer?
 
     init(_ field: String?) {
-        var ranges: Set<String> = []
-        var named = false
-        for element in (field ?? "").split(separator: ",") {
-            let parts = element.split(separator: ";")
-            let range = (parts.first ?? "").trimmingCharacters(in: .whitespaces).lowercased()
-            guard !range.isEmpty else { continue }
-            named = true
-            let refused = parts.dropFirst().contains { parameter in
-                let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-                return pair.count == 2 && pair[0] == "q" && (Double(pair[1]) ?? 1) == 0
-            }
-            if !refused { ranges.insert(range) }
-        }
+        let elements = WeightedList.elements(field ?? "")
+        let ranges = Set(elements.filter { !$0.refused }.map(\.value))
         // No field (or an empty one) takes anything; a field whose every range is refused, nothing.
-        if !named || ranges.contains("*/*") {
+        if elements.isEmpty || ranges.contains("*/*") {
             self.check = nil
         } else {
             var check = HTTPResponseSerializer()
-            check.acceptableStatusCodes = IndexSet(integersIn: 0..<1000)
             check.acceptableContentTypes = ranges
             self.check = check
         }
     }
 
     func validate(_ response: HTTPResponse, data: Data?) throws(CourierError) {
-        try self.check?.validate(response, data: data)
+        if let error = self.check?.contentTypeError(response, data: data) { throw error }
     }
 }

@@ -47,20 +47,9 @@ extension HopHandler {
 
     /// Whether `Accept-Encoding` values accept a coding the engine decodes (RFC 9110 12.5.3).
     static func acceptsDecodedCoding(_ values: [String]) -> Bool {
-        for value in values {
-            for element in value.split(separator: ",") {
-                let parts = element.split(separator: ";")
-                guard let first = parts.first else { continue }
-                let coding = first.trimmingCharacters(in: .whitespaces).lowercased()
-                guard ["gzip", "x-gzip", "deflate", "*"].contains(coding) else { continue }
-                let refused = parts.dropFirst().contains { parameter in
-                    let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-                    return pair.count == 2 && pair[0].lowercased() == "q" && (Double(pair[1]) ?? 1) == 0
-                }
-                if !refused { return true }
-            }
+        values.contains { value in
+            WeightedList.elements(value).contains { !$0.refused && ["gzip", "x-gzip", "deflate", "*"].contains($0.value) }
         }
-        return false
     }
 
     /// The request head: origin-form target, `Host`, and the body's framing, as AHC writes them. A
