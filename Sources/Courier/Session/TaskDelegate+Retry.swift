@@ -27,7 +27,7 @@ extension TaskDelegate {
         // Success, the common case, costs one look at the status (and, with retriers that want a
         // serializer's failures, the check).
         guard error != nil || self.state.withLockedValue({ $0.responseStatus >= 400 }) else {
-            return self.checksSerialization && self.checkSerialization()
+            return interception.checksSerialization && self.checkSerialization()
         }
         // Read before the task's lock: the registry's lock is never taken inside it.
         guard let manager = self.manager, !manager.isInvalidated else { return false }
@@ -94,11 +94,9 @@ extension TaskDelegate {
                 state.machine.attemptAwaitsCheck()
             else { return nil }
             state.checked = nil
-            // As the task's end makes it: a small body copied, a large one wrapped.
-            let data = state.body.map {
-                Data(buffer: $0, byteTransferStrategy: $0.readableBytes <= Self.copiedBodyLimit ? .copy : .noCopy)
-            }
-            return (serializer, response, data)
+            // Wrapped, not copied: the check's `Data` lives while the serializer reads it (and in a
+            // refusal's error); the caller's is made from the body at the task's end.
+            return (serializer, response, state.body.map { Data(buffer: $0, byteTransferStrategy: .noCopy) })
         }
         guard let (serializer, response, data) = check else { return false }
         // Cancelled with the task (`cancel()`, `invalidate(cancelingTasks:)`), as a retry's waiter.

@@ -42,7 +42,7 @@ struct DataStreamSerializerTests {
         // A stray continuation byte is not held back.
         var stray = StringStreamSerializer()
         #expect(stray.serialize(ByteBuffer(bytes: [0x61, 0x80])) == ["a\u{FFFD}"])
-        #expect(StringStreamSerializer.completeLength(of: []) == 0)
+        #expect(StringStreamSerializer.completeEnd(of: [UInt8]()) == 0)
     }
 
     @Test("JSON lines: values across chunks, CRLF, blank lines, a last line without its newline")

@@ -54,15 +54,8 @@ public struct StringStreamSerializer: DataStreamSerializer {
     public init() {}
 
     public mutating func serialize(_ chunk: ByteBuffer) -> [String] {
-        let bytes: [UInt8]
-        if self.pending.isEmpty {
-            bytes = Array(chunk.readableBytesView)
-        } else {
-            bytes = self.pending + chunk.readableBytesView
-        }
-        let complete = Self.completeLength(of: bytes)
-        self.pending = Array(bytes[complete...])
-        return complete == 0 ? [] : [String(decoding: bytes[..<complete], as: UTF8.self)]
+        // Decoded from the chunk itself; joined to the start of a split character only after one.
+        self.pending.isEmpty ? self.decode(chunk.readableBytesView) : self.decode(self.pending + chunk.readableBytesView)
     }
 
     public mutating func finish() -> [String] {
@@ -70,18 +63,24 @@ public struct StringStreamSerializer: DataStreamSerializer {
         return self.pending.isEmpty ? [] : [String(decoding: self.pending, as: UTF8.self)]
     }
 
-    /// The length of `bytes` without a character they end in the middle of: the last lead byte
-    /// among the last three, when fewer of its continuation bytes follow it than it announces.
-    static func completeLength(of bytes: [UInt8]) -> Int {
-        var index = bytes.count - 1
-        let lowest = max(0, bytes.count - 3)
-        while index >= lowest {
+    /// The characters `bytes` hold whole; the start of one they end in the middle of is kept.
+    private mutating func decode<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes) -> [String] {
+        let end = Self.completeEnd(of: bytes)
+        self.pending = Array(bytes[end...])
+        return end == bytes.startIndex ? [] : [String(decoding: bytes[..<end], as: UTF8.self)]
+    }
+
+    /// The end of `bytes` without a character they end in the middle of: the last lead byte among
+    /// the last three, when fewer of its continuation bytes follow it than it announces.
+    static func completeEnd<Bytes: BidirectionalCollection<UInt8>>(of bytes: Bytes) -> Bytes.Index {
+        var index = bytes.endIndex
+        var looked = 0
+        while index > bytes.startIndex, looked < 3 {
+            bytes.formIndex(before: &index)
+            looked += 1
             let byte = bytes[index]
-            if byte & 0b1100_0000 == 0b1000_0000 {
-                // A continuation byte: its lead byte is further back.
-                index -= 1
-                continue
-            }
+            // A continuation byte: its lead byte is further back.
+            if byte & 0b1100_0000 == 0b1000_0000 { continue }
             let announced: Int =
                 switch byte {
                 case 0b1100_0000...0b1101_1111: 2
@@ -89,9 +88,9 @@ public struct StringStreamSerializer: DataStreamSerializer {
                 case 0b1111_0000...0b1111_0111: 4
                 default: 1  // ASCII, or not a lead byte: nothing is held back
                 }
-            return bytes.count - index < announced ? index : bytes.count
+            return looked < announced ? index : bytes.endIndex
         }
-        return bytes.count
+        return bytes.endIndex
     }
 }
 
@@ -123,9 +122,17 @@ public struct DecodableStreamSerializer<Value: Decodable & Sendable>: DataStream
         var values: [Value] = []
         var rest = chunk.readableBytesView[...]
         while let newline = rest.firstIndex(of: UInt8(ascii: "\n")) {
-            self.line += rest[..<newline]
+            // A line within the chunk is decoded from it; only one split between chunks is gathered.
+            let value: Value?
+            if self.line.isEmpty {
+                value = try self.decodeLine(rest[..<newline])
+            } else {
+                self.line += rest[..<newline]
+                value = try self.decodeLine(self.line[...])
+                self.line.removeAll(keepingCapacity: true)
+            }
+            if let value { values.append(value) }
             rest = rest[(newline + 1)...]
-            if let value = try self.decodeLine() { values.append(value) }
         }
         self.line += rest
         if self.line.count > self.maximumLineLength {
@@ -139,14 +146,14 @@ public struct DecodableStreamSerializer<Value: Decodable & Sendable>: DataStream
     }
 
     public mutating func finish() throws(CourierError) -> [Value] {
-        try self.decodeLine().map { [$0] } ?? []
+        defer { self.line = [] }
+        return try self.decodeLine(self.line[...]).map { [$0] } ?? []
     }
 
-    /// Decodes the line under way and starts the next; nil for a blank line.
-    private mutating func decodeLine() throws(CourierError) -> Value? {
-        defer { self.line.removeAll(keepingCapacity: true) }
+    /// Decodes one line (without its `\n`); nil for a blank line.
+    private mutating func decodeLine<Line: BidirectionalCollection<UInt8>>(_ line: Line) throws(CourierError) -> Value? {
         self.lineNumber += 1
-        var bytes = self.line[...]
+        var bytes = line[...]
         if bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
         guard bytes.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }) else { return nil }
         let data = Data(bytes)

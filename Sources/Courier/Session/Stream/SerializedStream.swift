@@ -47,6 +47,7 @@ public struct SerializedStream<Serializer: DataStreamSerializer>: AsyncSequence,
                     return self.made[self.next]
                 }
                 if self.isDone { return nil }
+                // Emptied first: a serializer that throws leaves nothing to hand out again.
                 self.made.removeAll(keepingCapacity: true)
                 self.next = 0
                 let chunk = try await self.body.next()
