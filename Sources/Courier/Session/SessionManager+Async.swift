@@ -19,7 +19,7 @@ extension SessionManager {
         // checks (most have no retrier that wants it): an optional argument was a copy of it, its
         // fields retained, on every call.
         var outcome = await self.run(DataTask.self, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress) { delegate in
-            if delegate.checksSerialization { delegate.state.withLockedValue { $0.checkingSerializer = serializer } }
+            if delegate.interception.checksSerialization { delegate.state.withLockedValue { $0.checkingSerializer = serializer } }
         }
         return try self.finish(&outcome, serializer: serializer)
     }

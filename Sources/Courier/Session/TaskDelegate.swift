@@ -116,8 +116,6 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     let originalRequest: Request
     /// Adapters, retriers, monitors, logger and tracer, as they were when the task was made.
     let interception: TaskInterception
-    /// ``TaskInterception/checksSerialization``, read without reaching the interception.
-    let checksSerialization: Bool
 
     init(
         manager: SessionManager,
@@ -134,7 +132,6 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         self.originalRequest = request
         let (interception, hooks) = TaskInterception.makeWithHooks(manager: manager, request: request, identifier: identifier)
         self.interception = interception
-        self.checksSerialization = interception.checksSerialization
         // The request's own redirect and cache handlers take the place of the session's hooks for
         // this task, every hop of it, whatever request a redirect or an adapter makes (Alamofire's
         // request-level handlers).
@@ -474,7 +471,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// What the task's serializer made of the response it ended with, when it checked it for the
     /// retriers (``considerRetry(after:)``); taken once.
     func takeChecked() -> (object: (any Sendable)?, error: CourierError?)? {
-        guard self.checksSerialization else { return nil }
+        guard self.interception.checksSerialization else { return nil }
         return self.state.withLockedValue { $0.checked.take() }
     }
 

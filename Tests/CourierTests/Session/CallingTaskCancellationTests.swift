@@ -35,6 +35,7 @@ struct CallingTaskCancellationTests {
             var request = Request(url: server.url("/held"))
             request.cancelsWithCallingTask = false
             #expect(Request(url: server.url("/held")).cancelsWithCallingTask)
+            // The calling task, cancelled mid-request; its value is awaited below.
             let caller = Task { () async throws(CourierError) -> DataResponse<Data> in try await manager.data(for: request) }
             var arrivals = held.arrived.makeAsyncIterator()
             _ = await arrivals.next()
@@ -47,6 +48,7 @@ struct CallingTaskCancellationTests {
 
             // The default: the same wait ends with the call cancelled.
             let cancelled = Self.heldRoute(server, "/held-default")
+            // The same with the default setting; awaited below.
             let defaultCaller = Task { () async throws(CourierError) -> DataResponse<Data> in
                 try await manager.data(for: Request(url: server.url("/held-default")))
             }
@@ -66,6 +68,7 @@ struct CallingTaskCancellationTests {
             let held = Self.heldRoute(server, "/held-stream")
             var request = Request(url: server.url("/held-stream"))
             request.cancelsWithCallingTask = false
+            // The calling task, cancelled while it waits for the head; awaited below.
             let caller = Task { () async throws(CourierError) -> DataStreamResponse in try await manager.stream(request) }
             var arrivals = held.arrived.makeAsyncIterator()
             _ = await arrivals.next()

@@ -174,6 +174,7 @@ struct AlamofireConcurrencyConformanceTests {
     /// response; the task completes once, without an error.
     static func expectUncancelled<Value: Sendable>(_ manager: HTTPSessionManager, _ start: @escaping @Sendable () async -> Result<Value, CourierError>) async {
         let completed = CompletedTasks(manager)
+        // The calling task the source cancels; awaited below, so it ends with the test.
         let task = Task { await start() }
         task.cancel()
         let result = await task.value

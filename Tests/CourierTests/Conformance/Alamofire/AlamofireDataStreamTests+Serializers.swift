@@ -35,6 +35,7 @@ struct AlamofireDataStreamSerializerConformanceTests {
     /// Differs: there is no queue to choose: the strings are read on the caller's task.
     @Test func testThatDataStreamsCanBeAStringOnAnArbitraryQueue() async throws {
         try await Self.withStream("/stream/1") { stream in
+            // Read on another task than the test's (the source's other queue); awaited at once.
             let text = try await Task.detached { () async throws -> String in
                 var text = ""
                 for try await string in stream.strings { text += string }
@@ -56,6 +57,7 @@ struct AlamofireDataStreamSerializerConformanceTests {
     /// Differs: there is no queue to choose: the values are read on the caller's task.
     @Test func testThatDataStreamsCanBeDecodedOnAnArbitraryQueue() async throws {
         try await Self.withStream("/stream/1") { stream in
+            // Read on another task than the test's (the source's other queue); awaited at once.
             let values = try await Task.detached { () async throws -> [TestResponse] in
                 var values: [TestResponse] = []
                 for try await value in stream.decoded(TestResponse.self) { values.append(value) }
