@@ -145,13 +145,15 @@ struct DocumentationArticleExamplesTests {
         struct Search: Encodable, Sendable { var query: String; var tags: [String]; var exact: Bool }
 
         var form = URLEncodedFormEncoder()
-        form.arrayEncoding = .noBrackets        // .brackets (default) | .noBrackets | .indexInBrackets
+        form.arrayEncoding = .noBrackets        // .brackets (default) | .noBrackets | .indexInBrackets | .custom { key, index in "\(key).\(index)" }
         form.boolEncoding = .literal            // .numeric (default) | .literal
         form.spaceEncoding = .plusReplaced      // .percentEscaped (default, %20) | .plusReplaced (+)
         form.keyPathEncoding = .dots            // .brackets (default, key[sub]) | .dots (key.sub) | KeyPathEncoding { ... }
         form.keyEncoding = .convertToSnakeCase  // .useDefaultKeys | .convertToSnakeCase | .convertToKebabCase | .capitalized | .uppercased | .lowercased | .custom
-        form.dateEncoding = .iso8601            // .deferredToDate | .secondsSince1970 | .millisecondsSince1970 | .custom
+        form.dateEncoding = .iso8601            // .deferredToDate | .secondsSince1970 | .millisecondsSince1970 | .formatted(formatter) | .custom
         form.dataEncoding = .base64             // .base64 | .deferredToData | .custom
+        form.alphabetizeKeyValuePairs = true    // true (default): sorted keys | false: in the order the value encodes them
+        form.allowedCharacters = nil            // nil (default): unreserved, ? and / written as they are | any CharacterSet
         #expect(try form.encode(Search(query: "swift nio", tags: ["a", "b"], exact: true)) == "exact=true&query=swift+nio&tags=a&tags=b")
 
         var request = Request(method: .get, url: URL(string: "https://example.com/search")!)

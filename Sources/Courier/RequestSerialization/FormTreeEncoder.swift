@@ -13,6 +13,8 @@ final class FormNode {
 
     private(set) var kind: Kind = .unset
     private var entries: [String: FormNode] = [:]
+    /// The keys of `entries` in the order they were first written.
+    private var order: [String] = []
     private var elements: [FormNode] = []
     private var leaf: FormValue = .null
 
@@ -36,6 +38,7 @@ final class FormNode {
         if let existing = self.entries[key] { return existing }
         let child = FormNode()
         self.entries[key] = child
+        self.order.append(key)
         return child
     }
 
@@ -43,7 +46,7 @@ final class FormNode {
     func replacingChild(forKey key: String) -> FormNode {
         self.become(.keyed)
         let child = FormNode()
-        self.entries[key] = child
+        if self.entries.updateValue(child, forKey: key) == nil { self.order.append(key) }
         return child
     }
 
@@ -57,16 +60,21 @@ final class FormNode {
 
     /// The tree as a form value: keys sorted, elements in order; a node that never held anything
     /// is an empty object (it writes no pair).
-    var value: FormValue {
+    var value: FormValue { self.value(sortingKeys: true) }
+
+    /// The tree as a form value, its keys sorted or in the order they were first written.
+    func value(sortingKeys: Bool) -> FormValue {
         switch self.kind {
         case .unset: .object([])
         case .keyed:
             .object(
-                self.entries
-                    .sorted { $0.key.utf16.lexicographicallyPrecedes($1.key.utf16) }
-                    .map { (key: $0.key, value: $0.value.value) }
+                sortingKeys
+                    ? self.entries
+                        .sorted { $0.key.utf16.lexicographicallyPrecedes($1.key.utf16) }
+                        .map { (key: $0.key, value: $0.value.value(sortingKeys: true)) }
+                    : self.order.map { (key: $0, value: self.entries[$0]!.value(sortingKeys: false)) }
             )
-        case .unkeyed: .array(self.elements.map(\.value))
+        case .unkeyed: .array(self.elements.map { $0.value(sortingKeys: sortingKeys) })
         case .leaf: self.leaf
         }
     }
@@ -75,6 +83,7 @@ final class FormNode {
         guard self.kind != kind else { return }
         self.kind = kind
         self.entries = [:]
+        self.order = []
         self.elements = []
         self.leaf = .null
     }
@@ -141,6 +150,7 @@ struct FormTreeEncoder: Encoder {
         case .secondsSince1970: self.node.set(try self.number(date.timeIntervalSince1970))
         case .millisecondsSince1970: self.node.set(try self.number(1000 * date.timeIntervalSince1970))
         case .iso8601: self.node.set(.string(date.ISO8601Format()))
+        case .formatted(let formatter): self.node.set(.string(formatter.string(from: date)))
         case .custom(let format): self.node.set(.string(try format(date)))
         }
     }

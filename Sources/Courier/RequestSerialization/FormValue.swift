@@ -7,7 +7,7 @@ indirect enum FormValue {
     case number(String)
     case string(String)
     case array([FormValue])
-    /// Entries sorted by key.
+    /// Entries sorted by key (or, for a form encoder that does not alphabetize, in the order written).
     case object([(key: String, value: FormValue)])
 }
 

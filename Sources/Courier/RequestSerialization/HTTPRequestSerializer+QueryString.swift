@@ -10,7 +10,8 @@ extension HTTPRequestSerializer {
     /// // ["tags": ["a", "b"], "on": true] → on=true&tags=a&tags=b
     /// ```
     public struct QueryStringSerializationStyle: Hashable, Sendable {
-        /// How an array's elements are keyed: `key[]` (AFNetworking's), `key`, or `key[0]`.
+        /// How an array's elements are keyed: `key[]` (AFNetworking's), `key`, `key[0]`, or a key of your
+        /// making (``URLEncodedFormEncoder/ArrayEncoding/custom(_:)``).
         public var arrayEncoding: URLEncodedFormEncoder.ArrayEncoding
         /// How booleans are written: `1`/`0` (AFNetworking's) or `true`/`false`. Numbers stay
         /// numbers either way.

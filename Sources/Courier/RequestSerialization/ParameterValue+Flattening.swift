@@ -1,7 +1,7 @@
 extension ParameterValue {
     /// Calls `visit` for each scalar under `key`, with the key AFNetworking flattens it to: a
     /// nested dictionary's keys become `key[sub]`, an array's elements `key[]` (or as `arrays`
-    /// says: `key`, `key[0]`), a set's elements repeat `key`; entries keep their sorted order.
+    /// says: `key`, `key[0]`, a custom key), a set's elements repeat `key`; entries keep their sorted order.
     /// Empty containers visit nothing.
     ///
     /// The query string escapes what this yields; a multipart form writes it as it is.
@@ -19,13 +19,7 @@ extension ParameterValue {
             }
         case .array(let elements):
             for (index, element) in elements.enumerated() {
-                let elementKey =
-                    switch arrays.base {
-                    case .brackets: key + "[]"
-                    case .noBrackets: key
-                    case .indexInBrackets: key + "[" + String(index) + "]"
-                    }
-                try element.forEachFlattenedPair(key: elementKey, path: path.appending(index: index), arrays: arrays, visit)
+                try element.forEachFlattenedPair(key: arrays.elementKey(key, index: index), path: path.appending(index: index), arrays: arrays, visit)
             }
         case .set(let elements):
             for (index, element) in elements.enumerated() {

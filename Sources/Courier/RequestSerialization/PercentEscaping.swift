@@ -1,3 +1,5 @@
+import Foundation
+
 /// Percent-escaping for query strings and form bodies (AFNetworking's
 /// `AFPercentEscapedStringFromString`).
 ///
@@ -22,6 +24,24 @@ enum PercentEscaping {
                 output.append(UInt8(ascii: "+"))
             } else {
                 Self.appendEscaped(byte, to: &output)
+            }
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// `string` with every character that is not in `allowed` percent-escaped, byte by byte of
+    /// its UTF-8 form (``URLEncodedFormEncoder/allowedCharacters``).
+    /// - Parameter spaceAsPlus: Whether to write a space as `+` (HTML forms), whatever `allowed` says.
+    static func escape(_ string: String, allowing allowed: CharacterSet, spaceAsPlus: Bool) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(string.utf8.count)
+        for scalar in string.unicodeScalars {
+            if spaceAsPlus && scalar == " " {
+                output.append(UInt8(ascii: "+"))
+            } else if allowed.contains(scalar) {
+                output.append(contentsOf: String(scalar).utf8)
+            } else {
+                for byte in String(scalar).utf8 { Self.appendEscaped(byte, to: &output) }
             }
         }
         return String(decoding: output, as: UTF8.self)

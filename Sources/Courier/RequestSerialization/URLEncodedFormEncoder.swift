@@ -13,8 +13,9 @@ import Foundation
 /// // exact=true&q=swift+nio&tags=a&tags=b
 /// ```
 ///
-/// Nested values become `key[sub]` (``keyPathEncoding``); keys are written in sorted order at every depth; keys and
-/// values are escaped as ``HTTPRequestSerializer/percentEscaped(_:)`` does. The value must encode
+/// Nested values become `key[sub]` (``keyPathEncoding``); keys are written in sorted order at every depth
+/// (``alphabetizeKeyValuePairs``); keys and values are escaped as
+/// ``HTTPRequestSerializer/percentEscaped(_:)`` does (``allowedCharacters``). The value must encode
 /// as a keyed container (a struct, class or dictionary with string keys): a top-level array or
 /// scalar has no keys and fails with ``CourierError/Code/parameterEncodingFailed``.
 ///
@@ -26,8 +27,23 @@ import Foundation
 /// there, and `superEncoder()` writes into the same container (a form has no `super` key).
 public struct URLEncodedFormEncoder: Sendable {
     /// How array elements are keyed.
+    ///
+    /// Two values are equal when they are the same built-in style, or copies of one
+    /// ``custom(_:)`` value (closures cannot be compared).
     public struct ArrayEncoding: Hashable, Sendable {
-        enum Base: Hashable, Sendable { case brackets, noBrackets, indexInBrackets }
+        enum Base: Hashable, Sendable {
+            case brackets, noBrackets, indexInBrackets
+            case custom(CustomKey)
+        }
+
+        /// A custom style's closure, equal only to itself.
+        final class CustomKey: Hashable, Sendable {
+            let key: @Sendable (_ key: String, _ index: Int) -> String
+            init(_ key: @escaping @Sendable (_ key: String, _ index: Int) -> String) { self.key = key }
+            static func == (lhs: CustomKey, rhs: CustomKey) -> Bool { lhs === rhs }
+            func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+        }
+
         let base: Base
         /// `key[]=a&key[]=b` (the default; AFNetworking's form).
         public static let brackets = ArrayEncoding(base: .brackets)
@@ -35,6 +51,22 @@ public struct URLEncodedFormEncoder: Sendable {
         public static let noBrackets = ArrayEncoding(base: .noBrackets)
         /// `key[0]=a&key[1]=b`.
         public static let indexInBrackets = ArrayEncoding(base: .indexInBrackets)
+        /// A key of your making for each element, from the array's key and the element's index
+        /// (from 0): `.custom { key, index in "\(key).\(index + 1)" }` writes `key.1=a&key.2=b`.
+        /// The key it returns is escaped as every key is.
+        public static func custom(_ key: @escaping @Sendable (_ key: String, _ index: Int) -> String) -> ArrayEncoding {
+            ArrayEncoding(base: .custom(CustomKey(key)))
+        }
+
+        /// The key of the element at `index` of the array under `key`.
+        func elementKey(_ key: String, index: Int) -> String {
+            switch self.base {
+            case .brackets: key + "[]"
+            case .noBrackets: key
+            case .indexInBrackets: key + "[" + String(index) + "]"
+            case .custom(let custom): custom.key(key, index)
+            }
+        }
     }
 
     /// How booleans are written.
@@ -51,6 +83,7 @@ public struct URLEncodedFormEncoder: Sendable {
     public struct DateEncoding: Sendable {
         enum Base: Sendable {
             case deferredToDate, secondsSince1970, millisecondsSince1970, iso8601
+            case formatted(DateFormatter)
             case custom(@Sendable (Date) throws -> String)
         }
         let base: Base
@@ -62,6 +95,11 @@ public struct URLEncodedFormEncoder: Sendable {
         public static let millisecondsSince1970 = DateEncoding(base: .millisecondsSince1970)
         /// ISO 8601 (`2024-01-02T03:04:05Z`).
         public static let iso8601 = DateEncoding(base: .iso8601)
+        /// The string `formatter` makes (`DateFormatter` is safe to share between threads; do not
+        /// change it while an encoding runs).
+        public static func formatted(_ formatter: DateFormatter) -> DateEncoding {
+            DateEncoding(base: .formatted(formatter))
+        }
         /// A string of your making; an error it throws fails the encoding (it is the
         /// ``CourierError/underlyingError``).
         public static func custom(_ format: @escaping @Sendable (Date) throws -> String) -> DateEncoding {
@@ -193,6 +231,25 @@ public struct URLEncodedFormEncoder: Sendable {
     public var nilEncoding: NilEncoding = .dropKey
     /// How spaces are written; `.percentEscaped` by default.
     public var spaceEncoding: SpaceEncoding = .percentEscaped
+    /// Whether an object's keys are written in sorted order (the default, at every depth), or in
+    /// the order the value encoded them (`false`: a synthesized `Encodable` writes its properties
+    /// in declaration order; a `Dictionary` has no order of its own).
+    public var alphabetizeKeyValuePairs = true
+    /// The characters of keys and values written as they are; every other byte of their UTF-8
+    /// form is written `%XX` (a space as ``spaceEncoding`` says). `nil`, the default, is
+    /// AFNetworking's set, ``queryAllowedCharacters``.
+    ///
+    /// ```swift
+    /// var allowed = URLEncodedFormEncoder.queryAllowedCharacters
+    /// allowed.remove(charactersIn: "?/")
+    /// encoder.allowedCharacters = allowed   // ["path": "a/b?"] → path=a%2Fb%3F
+    /// ```
+    public var allowedCharacters: CharacterSet?
+
+    /// The characters written as they are by default: the unreserved characters of RFC 3986
+    /// (`A–Z a–z 0–9 - . _ ~`) and `?` and `/` (as ``HTTPRequestSerializer/percentEscaped(_:)``).
+    public static let queryAllowedCharacters = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~?/")
 
     /// An encoder with the defaults above.
     public init() {}
@@ -232,7 +289,7 @@ public struct URLEncodedFormEncoder: Sendable {
         guard root.kind != .unset else {
             throw CourierError(.parameterEncodingFailed, "the parameters (a \(type(of: value))) encoded no value")
         }
-        return root.value
+        return root.value(sortingKeys: self.alphabetizeKeyValuePairs)
     }
 
     private func convert(_ key: String) -> String {
@@ -240,7 +297,13 @@ public struct URLEncodedFormEncoder: Sendable {
     }
 
     private func appendPairs(for value: FormValue, key: String, to pairs: inout [String]) {
-        let escape = { (text: String) in PercentEscaping.escape(text, spaceAsPlus: self.spaceEncoding.plus) }
+        let escape = { (text: String) in
+            if let allowed = self.allowedCharacters {
+                PercentEscaping.escape(text, allowing: allowed, spaceAsPlus: self.spaceEncoding.plus)
+            } else {
+                PercentEscaping.escape(text, spaceAsPlus: self.spaceEncoding.plus)
+            }
+        }
         switch value {
         case .object(let entries):
             for entry in entries {
@@ -248,13 +311,7 @@ public struct URLEncodedFormEncoder: Sendable {
             }
         case .array(let elements):
             for (index, element) in elements.enumerated() {
-                let elementKey: String
-                switch self.arrayEncoding.base {
-                case .brackets: elementKey = key + "[]"
-                case .noBrackets: elementKey = key
-                case .indexInBrackets: elementKey = key + "[\(index)]"
-                }
-                self.appendPairs(for: element, key: elementKey, to: &pairs)
+                self.appendPairs(for: element, key: self.arrayEncoding.elementKey(key, index: index), to: &pairs)
             }
         case .null:
             switch self.nilEncoding.base {

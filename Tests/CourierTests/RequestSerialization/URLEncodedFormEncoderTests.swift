@@ -247,3 +247,102 @@ extension RequestSerializationTests {
         }
     }
 }
+
+extension RequestSerializationTests {
+    @Suite("URLEncodedFormEncoder: key order, custom array keys, formatted dates, allowed characters")
+    struct URLEncodedFormEncoderOptionTests {
+        struct Outer: Encodable {
+            var zeta = "z"
+            var alpha = Inner()
+            var mid = [Inner(), Inner()]
+        }
+
+        struct Inner: Encodable {
+            var y = 1
+            var b = 2
+        }
+
+        @Test("without alphabetizing, keys come in the order written, at every depth and in arrays")
+        func implementationOrder() throws {
+            var encoder = URLEncodedFormEncoder()
+            #expect(
+                try encoder.encode(Outer()).removingPercentEncoding
+                    == "alpha[b]=2&alpha[y]=1&mid[][b]=2&mid[][y]=1&mid[][b]=2&mid[][y]=1&zeta=z")
+            encoder.alphabetizeKeyValuePairs = false
+            #expect(
+                try encoder.encode(Outer()).removingPercentEncoding
+                    == "zeta=z&alpha[y]=1&alpha[b]=2&mid[][y]=1&mid[][b]=2&mid[][y]=1&mid[][b]=2")
+        }
+
+        @Test("without alphabetizing, a key written again keeps its first place; merged containers append")
+        func implementationOrderRewrites() throws {
+            struct Manual: Encodable {
+                func encode(to encoder: any Encoder) throws {
+                    var first = encoder.container(keyedBy: AnyKey.self)
+                    try first.encode("1", forKey: AnyKey(stringValue: "b"))
+                    try first.encode("1", forKey: AnyKey(stringValue: "a"))
+                    var second = encoder.container(keyedBy: AnyKey.self)
+                    try second.encode("2", forKey: AnyKey(stringValue: "b"))
+                    try second.encode("2", forKey: AnyKey(stringValue: "c"))
+                }
+            }
+            var encoder = URLEncodedFormEncoder()
+            encoder.alphabetizeKeyValuePairs = false
+            #expect(try encoder.encode(Manual()) == "b=2&a=1&c=2")
+        }
+
+        @Test("a custom array key: every depth, escaped as any key; copies are equal, two closures are not")
+        func customArrayKeys() throws {
+            var encoder = URLEncodedFormEncoder()
+            let dotted = URLEncodedFormEncoder.ArrayEncoding.custom { key, index in "\(key).\(index + 1)" }
+            encoder.arrayEncoding = dotted
+            #expect(try encoder.encode(["a": [["x", "y"], ["z"]]]) == "a.1.1=x&a.1.2=y&a.2.1=z")
+            encoder.arrayEncoding = .custom { key, index in "\(key)&\(index)" }
+            #expect(try encoder.encode(["a": ["x"]]) == "a%260=x")
+
+            let copy = dotted
+            #expect(copy == dotted)
+            #expect(Set([dotted, copy]).count == 1)
+            #expect(dotted != .custom { key, index in "\(key).\(index + 1)" })
+            #expect(dotted != .brackets)
+            #expect(URLEncodedFormEncoder.ArrayEncoding.brackets == .brackets)
+
+            let style = HTTPRequestSerializer.QueryStringSerializationStyle(arrayEncoding: dotted)
+            #expect(try HTTPRequestSerializer.queryString(from: ["a": ["x", ["k": "v"]] as [any Sendable]], style: style) == "a.1=x&a.2%5Bk%5D=v")
+        }
+
+        @Test("a formatted date is the formatter's string, escaped")
+        func formattedDates() throws {
+            let formatter = DateFormatter()
+            formatter.dateFormat = "yyyy/MM/dd HH:mm"
+            formatter.timeZone = TimeZone(secondsFromGMT: 3600)
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            var encoder = URLEncodedFormEncoder()
+            encoder.dateEncoding = .formatted(formatter)
+            #expect(try encoder.encode(["at": Date(timeIntervalSince1970: 0)]) == "at=1970/01/01%2001:00".replacingOccurrences(of: ":", with: "%3A"))
+        }
+
+        @Test("allowed characters: what the set holds is written as it is, other bytes %XX, spaces as the space encoding says")
+        func allowedCharacters() throws {
+            var encoder = URLEncodedFormEncoder()
+            #expect(encoder.allowedCharacters == nil)
+            let text = "a/b?c=d é😀 +"
+            let byDefault = try encoder.encode(["k": text])
+            encoder.allowedCharacters = URLEncodedFormEncoder.queryAllowedCharacters
+            #expect(try encoder.encode(["k": text]) == byDefault)
+            #expect(byDefault == "k=a/b?c%3Dd%20%C3%A9%F0%9F%98%80%20%2B")
+
+            var allowed = URLEncodedFormEncoder.queryAllowedCharacters
+            allowed.remove(charactersIn: "?/")
+            allowed.insert(charactersIn: "=é")
+            encoder.allowedCharacters = allowed
+            #expect(try encoder.encode(["k/": text]) == "k%2F=a%2Fb%3Fc=d%20é%F0%9F%98%80%20%2B")
+            encoder.spaceEncoding = .plusReplaced
+            #expect(try encoder.encode(["k": "a b"]) == "k=a+b")
+            allowed.insert(" ")
+            encoder.allowedCharacters = allowed
+            encoder.spaceEncoding = .percentEscaped
+            #expect(try encoder.encode(["k": "a b"]) == "k=a b")
+        }
+    }
+}

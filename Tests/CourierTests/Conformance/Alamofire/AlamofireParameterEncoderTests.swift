@@ -170,6 +170,12 @@ struct AlamofireParameterEncoderConformanceTests {
                 == "five%5Ba%5D=a&four%5B%5D=1&four%5B%5D=2&four%5B%5D=3&one=one&seven%5Ba%5D=a&six%5Ba%5D%5Bb%5D=b&three=1&two=2")
     }
 
+    @Test func testThatEncodableSubclassCanBeEncodedInImplementationOrderWhenAlphabetizeKeysIsFalse() throws {
+        #expect(
+            try Self.form(EncodableStruct()) { $0.alphabetizeKeyValuePairs = false }
+                == "one=one&two=2&three=1&four%5B%5D=1&four%5B%5D=2&four%5B%5D=3&five%5Ba%5D=a&six%5Ba%5D%5Bb%5D=b&seven%5Ba%5D=a")
+    }
+
     @Test func testThatEncodableClassWithNoInheritanceCanBeEncoded() throws {
         #expect(try Self.form(EncodableSuperclass()) == "one=one&three=1&two=2")
     }
@@ -300,6 +306,10 @@ struct AlamofireParameterEncoderConformanceTests {
         #expect(try Self.form(["array": [1, 2]]) { $0.arrayEncoding = .noBrackets } == "array=1&array=2")
     }
 
+    @Test func testThatArraysCanBeEncodedWithCustomClosure() throws {
+        #expect(try Self.form(["array": [1, 2]]) { $0.arrayEncoding = .custom { key, index in "\(key).\(index + 1)" } } == "array.1=1&array.2=2")
+    }
+
     @Test func testThatBoolsCanBeLiteralEncoded() throws {
         #expect(try Self.form(["bool": true]) { $0.boolEncoding = .literal } == "bool=true")
     }
@@ -337,6 +347,14 @@ struct AlamofireParameterEncoderConformanceTests {
 
     @Test func testThatDatesCanBeEncodedAsISO8601Formatted() throws {
         #expect(try Self.form(["date": Self.date]) { $0.dateEncoding = .iso8601 } == "date=2001-01-01T00%3A02%3A03Z")
+    }
+
+    @Test func testThatDatesCanBeEncodedAsFormatted() throws {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss.SSSS"
+        formatter.timeZone = TimeZone(secondsFromGMT: 0)
+        formatter.calendar = Calendar(identifier: .gregorian)
+        #expect(try Self.form(["date": Self.date]) { $0.dateEncoding = .formatted(formatter) } == "date=2001-01-01%2000%3A02%3A03.4560")
     }
 
     @Test func testThatDatesCanBeEncodedAsCustomFormatted() throws {
@@ -440,6 +458,12 @@ struct AlamofireParameterEncoderConformanceTests {
 
     @Test func testThatSpacesCanBeEncodedAsPluses() throws {
         #expect(try Self.form(["spaces": "replace with spaces"]) { $0.spaceEncoding = .plusReplaced } == "spaces=replace+with+spaces")
+    }
+
+    @Test func testThatEscapedCharactersCanBeCustomized() throws {
+        var allowed = URLEncodedFormEncoder.queryAllowedCharacters
+        allowed.remove(charactersIn: "?/")
+        #expect(try Self.form(["allowed": "?/"]) { $0.allowedCharacters = allowed } == "allowed=%3F%2F")
     }
 
     @Test func testThatUnreservedCharactersAreNotPercentEscaped() throws {

@@ -61,6 +61,11 @@ struct AlamofireParameterEncodingConformanceTests {
         #expect(try Self.query(["foo": ["a", 1, true] as [any Sendable]], style: .init(arrayEncoding: .noBrackets)) == "foo=a&foo=1&foo=1")
     }
 
+    @Test func testURLParameterEncodeStringKeyArrayValueParameterWithCustomClosure() throws {
+        let style = HTTPRequestSerializer.QueryStringSerializationStyle(arrayEncoding: .custom { key, index in "\(key).\(index + 1)" })
+        #expect(try Self.query(["foo": ["a", 1, true] as [any Sendable]], style: style) == "foo.1=a&foo.2=1&foo.3=1")
+    }
+
     @Test func testURLParameterEncodeStringKeyNestedDictionaryArrayValueParameterWithoutBrackets() throws {
         let parameters: [String: any Sendable] = ["foo": ["bar": ["baz": ["a", 1, true] as [any Sendable]]]]
         #expect(
