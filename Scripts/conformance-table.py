@@ -59,7 +59,6 @@ RULES = [
     # Issue 19 (interceptors, retry, authentication, monitors)
     (r"AuthenticationInterceptorTests", r"Deadlock", "not applicable",
      "Courier's `Authenticator.refresh` is `async`: there is no completion handler to call synchronously on the calling queue"),
-    (r"RequestTests", r"EventMonitor", "not built", "event monitors are per session (`SessionManager.eventMonitors`); a request has none of its own"),
     (r"SessionTests", r"ResponseSerializer.*ForDownloads",
      "not built", "a download's file is serialized after its task completed (`DownloadResponse.value(serializedBy:)`): its serializer's failure reaches no retrier"),
     (r"ResponseSerializationTests", r"URLSerializerCanBeCreated", "not built", "no URL serializer: a download's completion gets the file's URL"),

@@ -35,6 +35,8 @@ public struct Request: Sendable {
         @exclusivity(unchecked) var serviceContext: ServiceContext?
         @exclusivity(unchecked) var operationName: String?
         @exclusivity(unchecked) var cancelsWithCallingTask = true
+        /// nil when the request has no monitor of its own (most do not): nothing to copy or check.
+        @exclusivity(unchecked) var eventMonitors: [any EventMonitor]?
 
         init(
             method: HTTPRequest.Method, url: URL, headerFields: HTTPFields, body: RequestBody, options: RequestOptions,
@@ -60,6 +62,7 @@ public struct Request: Sendable {
                 interceptor: self.interceptor, redirector: self.redirector, responseCacher: self.responseCacher, logger: self.logger,
                 serviceContext: self.serviceContext, operationName: self.operationName)
             copy.cancelsWithCallingTask = self.cancelsWithCallingTask
+            copy.eventMonitors = self.eventMonitors
             return copy
         }
     }
@@ -103,6 +106,26 @@ public struct Request: Sendable {
         get { self.storage.interceptor }
         set { self.uniqueStorage().interceptor = newValue }
     }
+    /// This request's own event monitors (Alamofire's `Request.eventMonitor(_:)`), told of every
+    /// event of the task made for it, after the session's (``SessionManager/eventMonitors``),
+    /// each on its own queue and in the order added. Empty by default.
+    ///
+    /// ```swift
+    /// var monitor = ClosureEventMonitor()
+    /// monitor.taskDidComplete = { task, error in print(task.taskIdentifier, error as Any) }
+    /// var request = Request(method: .get, url: url)
+    /// request.eventMonitors.append(monitor)
+    /// ```
+    ///
+    /// A task keeps the monitors of the request it is made with for its whole life (a request an
+    /// adapter or a redirect makes does not change them). A monitor given to several requests is
+    /// told of each task's events in order, but not in order across tasks.
+    public var eventMonitors: [any EventMonitor] {
+        get { self.storage.eventMonitors ?? [] }
+        set { self.uniqueStorage().eventMonitors = newValue.isEmpty ? nil : newValue }
+    }
+    /// Whether the request has monitors of its own, read without copying them.
+    var hasEventMonitors: Bool { self.storage.eventMonitors != nil }
     /// How this request's redirects go (``Redirector``: follow, do not follow, or change them),
     /// deciding instead of the session's ``SessionManager/Hooks/taskWillPerformHTTPRedirection``
     /// hook. `nil` (the default) leaves it to the hook, and without one follows them. The task

@@ -5,7 +5,8 @@ import HTTPTypes
 /// Receives every event of a session's tasks, on a queue of its own (Alamofire's
 /// `EventMonitor`): for logging, metrics, tracing, debugging tools.
 ///
-/// Give a session any number of monitors (``SessionManager/eventMonitors``). Each gets every
+/// Give a session any number of monitors (``SessionManager/eventMonitors``), and a request
+/// monitors of its own (``Request/eventMonitors``: its task's events, after the session's). Each gets every
 /// event of every task, in the order the events happened, on its ``queue`` (serial, one event at
 /// a time); monitors never slow the transfer down or each other. Every method does nothing unless
 /// implemented. The session's hooks (``SessionManager/Hooks``) and notifications come from the

@@ -58,6 +58,17 @@ final class EventMonitorGroup: Sendable {
         self.lanes = monitors.map { Lane($0) }
     }
 
+    private init(lanes: [Lane]) {
+        self.lanes = lanes
+    }
+
+    /// A group that hands events to `group`'s monitors through `group`'s own lanes (so a
+    /// session's monitor still sees all of its tasks' events in order), then to `monitors`
+    /// through new ones: a task's group when its request brings monitors of its own.
+    static func adding(_ monitors: [any EventMonitor], to group: EventMonitorGroup?) -> EventMonitorGroup {
+        EventMonitorGroup(lanes: (group?.lanes ?? []) + monitors.map { Lane($0) })
+    }
+
     /// Whether there is no monitor (events need not even be made).
     var isEmpty: Bool { self.lanes.isEmpty }
 

@@ -5,9 +5,9 @@ import Tracing
 
 /// What a task consults around its attempts, taken from its manager and its request when the
 /// task is made: adapters and retriers in the order of ``RequestInterceptor``, the session's
-/// challenge handling, budget and clock, its monitors, logger and tracer.
+/// challenge handling, budget and clock, its monitors (the session's and the request's), logger and tracer.
 ///
-/// An object, shared: a task whose request brings no interceptor or logger of its own, in a
+/// An object, shared: a task whose request brings no interceptor, logger or monitor of its own, in a
 /// session with no logger and no tracer, takes the session's one instance (``plain(for:)``), made
 /// again only after the session's settings change; other tasks make their own.
 final class TaskInterception: Sendable {
@@ -50,7 +50,9 @@ final class TaskInterception: Sendable {
     private static func make(_ settings: inout SessionManager.Settings, request: Request, identifier: Int) -> TaskInterception {
         // Read when the task is made: a tracer bootstrapped after the manager was made counts.
         let tracer = settings.interception.currentTracer
-        let plain = request.interceptor == nil && request.logger == nil && settings.interception.logger == nil && tracer == nil
+        let plain =
+            request.interceptor == nil && request.logger == nil && !request.hasEventMonitors && settings.interception.logger == nil
+            && tracer == nil
         guard plain else { return TaskInterception(settings, request: request, identifier: identifier, tracer: tracer) }
         if let shared = settings.plainInterception { return shared }
         let shared = TaskInterception(settings, request: request, identifier: identifier, tracer: nil)
@@ -73,7 +75,8 @@ final class TaskInterception: Sendable {
         }
         self.budget = settings.retryBudget
         self.clock = settings.retryClock
-        self.monitors = settings.monitorGroup
+        // The session's monitors, then the request's own (their lanes are this task's).
+        self.monitors = request.hasEventMonitors ? EventMonitorGroup.adding(request.eventMonitors, to: settings.monitorGroup) : settings.monitorGroup
         var logger = request.logger ?? settings.logger ?? .courierNoOp
         if request.logger != nil || settings.logger != nil {
             logger[metadataKey: "courier-task-id"] = "\(identifier)"

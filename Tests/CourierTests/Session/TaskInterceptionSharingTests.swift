@@ -51,4 +51,25 @@ struct TaskInterceptionSharingTests {
         #expect(!Self.interception(of: plain).chain.adapts, "the shared one took nothing of the others")
         await manager.invalidate(cancelingTasks: true)
     }
+
+    @Test func aTaskWithItsOwnMonitorsGetsItsOwnAfterTheSessions() async throws {
+        let manager = SessionManager(engine: StubEngine())
+        let url = URL(string: "http://example.com/")!
+        let plain = manager.dataTask(with: Request(url: url), completionHandler: nil)
+        var monitored = Request(url: url)
+        #expect(monitored.eventMonitors.isEmpty)
+        monitored.eventMonitors.append(ClosureEventMonitor())
+        let copy = monitored
+        monitored.eventMonitors = []
+        #expect(copy.eventMonitors.count == 1, "copy-on-write")
+        #expect(monitored.eventMonitors.isEmpty)
+        let withMonitor = manager.dataTask(with: copy, completionHandler: nil)
+        #expect(Self.interception(of: plain).monitors == nil, "the session has none")
+        #expect(Self.interception(of: withMonitor) !== Self.interception(of: plain))
+        #expect(Self.interception(of: withMonitor).monitors?.isEmpty == false)
+        // A request whose monitors were all removed is plain again.
+        let emptied = manager.dataTask(with: monitored, completionHandler: nil)
+        #expect(Self.interception(of: emptied) === Self.interception(of: plain))
+        await manager.invalidate(cancelingTasks: true)
+    }
 }

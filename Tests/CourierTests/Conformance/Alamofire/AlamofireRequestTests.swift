@@ -488,3 +488,120 @@ struct AlamofireRequestConformanceTests {
         }
     }
 }
+
+// MARK: A request's own event monitors
+
+extension AlamofireRequestConformanceTests {
+    /// Alamofire's `InspectorEventMonitor`: writes each event's name into a log it may share with
+    /// other monitors (so the order across them shows), on the queue it is given.
+    final class InspectorMonitor: EventMonitor {
+        let label: String
+        let queue: DispatchQueue
+        let log: Recorder<(label: String, event: String)>
+
+        init(_ label: String, queue: DispatchQueue, log: Recorder<(label: String, event: String)> = Recorder()) {
+            self.label = label
+            self.queue = queue
+            self.log = log
+        }
+
+        var events: [String] { self.log.all.filter { $0.label == self.label }.map(\.event) }
+
+        func taskDidCreate(_ task: SessionTask) { self.log.append((self.label, "created")) }
+        func taskDidResume(_ task: SessionTask) { self.log.append((self.label, "resumed")) }
+        func task(_ task: SessionTask, didReceive response: HTTPResponse) { self.log.append((self.label, "response")) }
+        func task(_ task: SessionTask, didReceiveBodyData bytesReceived: Int64, totalBytesReceived: Int64, totalBytesExpectedToReceive: Int64) {
+            if totalBytesReceived == totalBytesExpectedToReceive { self.log.append((self.label, "body")) }
+        }
+        func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics) { self.log.append((self.label, "metrics")) }
+        func task(_ task: SessionTask, didCompleteWith error: CourierError?) { self.log.append((self.label, "completed")) }
+        func task(_ task: SessionTask, didSerializeResponseWith serializer: any ResponseSerializer, object: (any Sendable)?, error: CourierError?) {
+            self.log.append((self.label, error == nil ? "serialized" : "serialization failed"))
+        }
+    }
+
+    /// Every event of a task whose request's monitor is the only one, in order.
+    static let requestEvents = ["created", "resumed", "response", "body", "metrics", "completed", "serialized"]
+
+    /// Waits until each monitor saw the last event of `count` tasks.
+    static func settled(_ monitors: InspectorMonitor..., count: Int = 1) async {
+        for monitor in monitors {
+            let seen = await monitor.log.wait { log in log.filter { $0.label == monitor.label && $0.event == "serialized" }.count >= count }
+            #expect(seen)
+        }
+    }
+
+    /// Differs: a request's monitor hears every event of its task, as the session's monitors do
+    /// (Alamofire's hears the request's events only, not the `URLSession` delegate's).
+    @Test func instanceEventMonitorIsCalled() async throws {
+        try await Self.withManager { manager, server in
+            let monitor = InspectorMonitor("instance", queue: DispatchQueue(label: "test.instance-monitor"))
+            var request = Request(url: server.url("/get"))
+            request.eventMonitors.append(monitor)
+            let response = try await manager.data(for: request)
+            #expect(response.response.status == .ok)
+            await Self.settled(monitor)
+            #expect(monitor.events == Self.requestEvents)
+
+            // Another request of the same session is not its business (a session monitor, added
+            // for the purpose, shows when that request's events are all out).
+            let session = InspectorMonitor("session", queue: monitor.queue, log: monitor.log)
+            manager.eventMonitors = [session]
+            _ = try await manager.data(for: Request(url: server.url("/get")))
+            await Self.settled(session)
+            #expect(monitor.events == Self.requestEvents)
+        }
+    }
+
+    @Test func multipleInstanceEventMonitorsAreCalledInAddedOrder() async throws {
+        try await Self.withManager { manager, server in
+            let queue = DispatchQueue(label: "test.instance-monitors")
+            let log = Recorder<(label: String, event: String)>()
+            let first = InspectorMonitor("first", queue: queue, log: log)
+            let second = InspectorMonitor("second", queue: queue, log: log)
+            var request = Request(url: server.url("/get"))
+            request.eventMonitors = [first, second]
+            _ = try await manager.data(for: request)
+            await Self.settled(first, second)
+            #expect(first.events == Self.requestEvents)
+            #expect(second.events == Self.requestEvents)
+            // On one serial queue, each event reaches the first monitor before the second.
+            let order = log.all
+            for event in Self.requestEvents {
+                let firstIndex = order.firstIndex { $0.label == "first" && $0.event == event }!
+                let secondIndex = order.firstIndex { $0.label == "second" && $0.event == event }!
+                #expect(firstIndex < secondIndex, "\(event): \(order)")
+            }
+        }
+    }
+
+    /// Differs: as ``instanceEventMonitorIsCalled()``, the request's monitor hears what the
+    /// session's hears; each gets every event, the session's first.
+    @Test func instanceAndSessionEventMonitorsAreCalledInCorrectOrder() async throws {
+        try await Self.withManager { manager, server in
+            let queue = DispatchQueue(label: "test.session-and-instance-monitors")
+            let log = Recorder<(label: String, event: String)>()
+            let session = InspectorMonitor("session", queue: queue, log: log)
+            let instance = InspectorMonitor("instance", queue: queue, log: log)
+            manager.eventMonitors = [session]
+            var request = Request(url: server.url("/get"))
+            request.eventMonitors.append(instance)
+            _ = try await manager.data(for: request)
+            await Self.settled(session, instance)
+            #expect(session.events == Self.requestEvents)
+            #expect(instance.events == Self.requestEvents)
+            let order = log.all
+            for event in Self.requestEvents {
+                let sessionIndex = order.firstIndex { $0.label == "session" && $0.event == event }!
+                let instanceIndex = order.firstIndex { $0.label == "instance" && $0.event == event }!
+                #expect(sessionIndex < instanceIndex, "\(event): \(order)")
+            }
+
+            // A request without monitors of its own: the session's monitor only.
+            _ = try await manager.data(for: Request(url: server.url("/get")))
+            await Self.settled(session, count: 2)
+            #expect(session.events == Self.requestEvents + Self.requestEvents)
+            #expect(instance.events == Self.requestEvents)
+        }
+    }
+}
