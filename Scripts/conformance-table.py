@@ -61,8 +61,6 @@ RULES = [
      "Courier's `Authenticator.refresh` is `async`: there is no completion handler to call synchronously on the calling queue"),
     (r"SessionTests", r"ResponseSerializer.*ForDownloads",
      "not built", "a download's file is serialized after its task completed (`DownloadResponse.value(serializedBy:)`): its serializer's failure reaches no retrier"),
-    (r"ResponseSerializationTests", r"URLSerializerCanBeCreated", "not built", "no URL serializer: a download's completion gets the file's URL"),
-    (r"ResponseSerializationTests", r"URLResponseSerializer", "not built", "no URL serializer: a download's completion gets the file's URL"),
     (r"HTTPHeadersTests", r".", "not applicable", "Alamofire's HTTPHeaders type; Courier uses swift-http-types' HTTPFields, tested by that package"),
     (r"UploadTests|DownloadTests", r"LifetimeEvents", "pending: issue 19", "event monitors"),
     (r"DownloadTests", r"^DownloadResponse(Try)?Map", "not built", "no map/tryMap/mapError on responses; Courier's async calls throw a typed error"),

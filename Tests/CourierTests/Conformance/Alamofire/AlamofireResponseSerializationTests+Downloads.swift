@@ -237,4 +237,56 @@ struct AlamofireDownloadResponseSerializationConformanceTests {
             await manager.invalidate(cancelingTasks: true)
         }
     }
+
+    /// Counts a file's bytes a block at a time, never holding the file: a download serializer of
+    /// one's own.
+    struct ByteCount: DownloadResponseSerializer {
+        func responseObject(for response: HTTPResponse?, fileURL: URL?) throws(CourierError) -> Int {
+            let url = try URLResponseSerializer().responseObject(for: response, fileURL: fileURL)
+            do {
+                let handle = try FileHandle(forReadingFrom: url)
+                defer { try? handle.close() }
+                var count = 0
+                while let block = try handle.read(upToCount: 4096), !block.isEmpty { count += block.count }
+                return count
+            } catch {
+                throw CourierError(.fileSystemFailure, "cannot read \(url.path)", underlyingError: error)
+            }
+        }
+    }
+
+    /// Not a source test: download serializers on a real download, Courier's `.url` and one of
+    /// the caller's that reads the file in blocks.
+    @Test func aDownloadSerializerWorksOnTheFile() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            let download = try await manager.download(Request(url: server.url("/bytes/100000")))
+            defer { try? FileManager.default.removeItem(at: download.fileURL) }
+            #expect(try download.value(serializedBy: .url) == download.fileURL)
+            #expect(try download.value(serializedBy: ByteCount()) == 100_000)
+            #expect(try download.value(serializedBy: DataResponseSerializer()).count == 100_000, "a ResponseSerializer still reads it whole")
+            try FileManager.default.removeItem(at: download.fileURL)
+            #expect(throws: CourierError.self) { try download.value(serializedBy: ByteCount()) }
+            await manager.invalidate(cancelingTasks: true)
+        }
+    }
+
+    // MARK: URLResponseSerializerTests
+
+    @Test func testThatURLResponseSerializerProducesURLOnSuccess() throws {
+        let url = URL(fileURLWithPath: "/")
+        #expect(try URLResponseSerializer().responseObject(for: Data_.response(200), fileURL: url) == url)
+    }
+
+    @Test func testThatURLResponseSerializerProducesErrorFromIncomingErrors() async {
+        await Self.expectTransportErrorWins()
+    }
+
+    @Test func testThatURLResponseSerializerProducesInputFileNilErrorWhenNoURL() {
+        #expect {
+            _ = try URLResponseSerializer().responseObject(for: Data_.response(200), fileURL: nil)
+        } throws: { error in
+            (error as? CourierError)?.code == .responseSerializationFailed && "\(error)".contains("no downloaded file")
+        }
+    }
 }

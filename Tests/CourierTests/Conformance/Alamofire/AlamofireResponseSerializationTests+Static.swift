@@ -25,6 +25,13 @@ struct AlamofireStaticSerializationConformanceTests {
         #expect(try serializer.responseObject(for: nil, data: Data(#"{"a": 1}"#.utf8)) == ["a": 1])
     }
 
+    func consumeDownloadResponseSerializer<Serializer: DownloadResponseSerializer>(_ serializer: Serializer) -> Serializer { serializer }
+
+    @Test func testThatURLSerializerCanBeCreatedStaticallyFromProtocol() throws {
+        let file = URL(fileURLWithPath: "/tmp/file")
+        #expect(try consumeDownloadResponseSerializer(.url).responseObject(for: nil, fileURL: file) == file)
+    }
+
     func consumeStreamSerializer<Serializer: DataStreamSerializer>(_ serializer: Serializer) -> Serializer { serializer }
 
     @Test func testThatPassthroughStreamSerializerCanBeCreatedStaticallyFromProtocol() {
