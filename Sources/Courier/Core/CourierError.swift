@@ -176,6 +176,7 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         var data: Data?
         var resumeData: ResumeData?
         var underlyingError: (any Error)?
+        var metrics: TaskMetrics?
         var file: String
         var line: UInt
 
@@ -195,9 +196,11 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         }
 
         func copy() -> Storage {
-            Storage(
+            let copy = Storage(
                 code: self.code, message: self.message, request: self.request, response: self.response, data: self.data,
                 resumeData: self.resumeData, underlyingError: self.underlyingError, file: self.file, line: self.line)
+            copy.metrics = self.metrics
+            return copy
         }
     }
 
@@ -244,6 +247,14 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
     public var underlyingError: (any Error)? {
         get { self.storage.underlyingError }
         set { self.uniqueStorage().underlyingError = newValue }
+    }
+    /// The failed task's timings and sizes (``TaskMetrics``), on the error an `async` call
+    /// throws (`data(for:)`, `response(for:serializer:)`, `download(_:)`…) when the task recorded
+    /// them: as Alamofire's failed responses keep their metrics. (A completion handler's error has
+    /// none: the task's ``SessionTask/metrics`` are there.)
+    public var metrics: TaskMetrics? {
+        get { self.storage.metrics }
+        set { self.uniqueStorage().metrics = newValue }
     }
     /// Where in Courier the error was made.
     public var file: String {

@@ -30,3 +30,23 @@ public struct DataResponse<Value: Sendable>: Sendable {
         self.source = source
     }
 }
+
+extension DataResponse {
+    /// The same response with `transform` applied to its value: Alamofire's `map`, and its
+    /// `tryMap` when `transform` throws (the error is thrown as it is, typed).
+    ///
+    /// ```swift
+    /// let name = try await manager.get("user", as: User.self).map(\.name)
+    /// ```
+    ///
+    /// A failed call has no response to map: it throws a ``CourierError`` that keeps the request,
+    /// the response head and body when there were any, and the task's metrics
+    /// (``CourierError/metrics``); map it in a `catch` (Alamofire's `mapError`).
+    public func map<NewValue: Sendable, Failure: Error>(
+        _ transform: (Value) throws(Failure) -> NewValue
+    ) throws(Failure) -> DataResponse<NewValue> {
+        DataResponse<NewValue>(
+            request: self.request, response: self.response, data: self.data, value: try transform(self.value), source: self.source,
+            metrics: self.metrics)
+    }
+}
