@@ -63,7 +63,6 @@ RULES = [
      "not built", "a download's file is serialized after its task completed (`DownloadResponse.value(serializedBy:)`): its serializer's failure reaches no retrier"),
     (r"HTTPHeadersTests", r".", "not applicable", "Alamofire's HTTPHeaders type; Courier uses swift-http-types' HTTPFields, tested by that package"),
     (r"UploadTests|DownloadTests", r"LifetimeEvents", "pending: issue 19", "event monitors"),
-    (r"UploadTests", r"MemoryThreshold|URLIsThreadSafe", "not built", "a multipart body is always streamed (files are never copied to a temporary file), so there is no memory threshold"),
     (r"LeaksTests", r".", "not applicable", "runs macOS's `leaks` tool at exit; Courier's lifetimes are checked with weak references (Tests/CourierTests/Session/LifetimeTests.swift)"),
     (r"ConcurrencyTests", r"TurnsOffAutomaticCancellation", "not built",
      "a stream's body is one `AsyncSequence`, iterated once: there is no second reading of it with cancellation turned back on (`Request.cancelsWithCallingTask` covers the wait for the head)"),

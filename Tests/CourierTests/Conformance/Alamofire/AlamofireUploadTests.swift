@@ -220,6 +220,107 @@ struct AlamofireUploadConformanceTests {
         }
     }
 
+    /// A form of the source's two text parts, `size` bytes each (roughly).
+    static func largeForm(repeating count: Int) -> MultipartFormData {
+        var form = MultipartFormData()
+        form.appendPart(withForm: Data(String(repeating: "français", count: count).utf8), name: "french")
+        form.appendPart(withForm: Data(String(repeating: "日本語", count: count).utf8), name: "japanese")
+        return form
+    }
+
+    /// The form was neither encoded into one `Data` nor written to a temporary file: its body is a
+    /// stream of the parts, of known length, that can be sent again.
+    static func expectStreamed(_ body: RequestBody, length: Int64) {
+        #expect(body.data == nil)
+        #expect(body.fileURL == nil)
+        #expect(body.knownLength == length)
+        #expect(body.isReplayable)
+    }
+
+    /// Differs: Courier has no memory threshold; a form of any size is streamed from its parts
+    /// (here 2 MB of the source's text, whose server echo is checked whole).
+    @Test func testThatUploadingMultipartFormDataBelowMemoryThresholdStreamsFromMemory() async throws {
+        try await Self.withManager { manager, server in
+            let form = Self.largeForm(repeating: 125_000)
+            Self.expectStreamed(form.body, length: form.contentLength)
+            let response = try await Self.postForm(form, manager: manager, server: server)
+            let echoed = try #require(response.value.json?["form"] as? [String: any Sendable])
+            #expect(echoed["french"] as? String == String(repeating: "français", count: 125_000))
+            #expect(echoed["japanese"] as? String == String(repeating: "日本語", count: 125_000))
+        }
+    }
+
+    /// Differs: as `testThatUploadingMultipartFormDataBelowMemoryThresholdStreamsFromMemory`; the
+    /// server sees the form's `Content-Type` with its boundary.
+    @Test func testThatUploadingMultipartFormDataBelowMemoryThresholdSetsContentTypeHeader() async throws {
+        try await Self.withManager { manager, server in
+            let form = Self.largeForm(repeating: 1)
+            let response = try await Self.postForm(form, manager: manager, server: server)
+            let headers = try #require(response.value.json?["headers"] as? [String: any Sendable])
+            #expect(headers["Content-Type"] as? String == form.contentType)
+            #expect(form.contentType.hasPrefix("multipart/form-data; boundary="))
+        }
+    }
+
+    /// Differs: a file part is read from its own file as the body is sent; nothing is copied to a
+    /// temporary file first, whatever the form's size.
+    @Test func testThatUploadingMultipartFormDataAboveMemoryThresholdStreamsFromDisk() async throws {
+        try await Self.withManager { manager, server in
+            try await withTemporaryFolder { folder in
+                let file = folder.appendingPathComponent("french.txt")
+                try Data(String(repeating: "français", count: 100_000).utf8).write(to: file)
+                var form = Self.largeForm(repeating: 1)
+                try form.appendPart(withFileURL: file, name: "file")
+                Self.expectStreamed(form.body, length: form.contentLength)
+                let response = try await Self.postForm(form, manager: manager, server: server)
+                let files = try #require(response.value.json?["files"] as? [String: any Sendable])
+                #expect((files["file"] as? String)?.utf8.count == 900_000)
+                #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["french.txt"], "no file of Courier's beside it")
+            }
+        }
+    }
+
+    /// Differs: as `testThatUploadingMultipartFormDataAboveMemoryThresholdStreamsFromDisk`.
+    @Test func testThatUploadingMultipartFormDataAboveMemoryThresholdSetsContentTypeHeader() async throws {
+        try await Self.withManager { manager, server in
+            try await withTemporaryFolder { folder in
+                let file = folder.appendingPathComponent("japanese.txt")
+                try Data("日本語".utf8).write(to: file)
+                var form = Self.largeForm(repeating: 1)
+                try form.appendPart(withFileURL: file, name: "file")
+                let response = try await Self.postForm(form, manager: manager, server: server)
+                let headers = try #require(response.value.json?["headers"] as? [String: any Sendable])
+                #expect(headers["Content-Type"] as? String == form.contentType)
+            }
+        }
+    }
+
+    /// Differs: there is no temporary file whose URL a running upload could change: the request
+    /// is a value, read from any thread while the upload runs.
+    @Test func testThatAccessingMultipartFormDataURLIsThreadSafe() async throws {
+        try await Self.withManager { manager, server in
+            var form = MultipartFormData()
+            form.appendPart(withForm: Data("upload_data".utf8), name: "upload_data")
+            let url = server.url("/post")
+            var request = Request(method: .post, url: url, body: form.body)
+            request.headerFields[.contentType] = form.contentType
+            let done = AsyncStream<CourierError?>.makeStream()
+            let task = manager.dataTask(with: request) { _, _, error in
+                done.continuation.yield(error)
+                done.continuation.finish()
+            }
+            let readers = (0..<4).map { _ in
+                // Unstructured: readers on other threads while the upload runs; each is awaited below.
+                Task.detached { (0..<100).allSatisfy { _ in task.currentRequest.url == url } }
+            }
+            task.resume()
+            for reader in readers { #expect(await reader.value) }
+            var errors = done.stream.makeAsyncIterator()
+            let error = await errors.next()
+            #expect(error == .some(nil))
+        }
+    }
+
     /// Alamofire raises the error when encoding; Courier when the part is appended: the request
     /// is not made, and the error is a typed `.bodyReadFailed`.
     @Test func testThatUploadingMultipartFormDataWithNonexistentFileThrowsAnError() async throws {
