@@ -16,6 +16,8 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
         case streamed(ResponseStreamSink.Producer)
         /// Read whole: its one chunk (none when the body was empty).
         case complete(ByteBuffer?)
+        /// One reader of a body read by several (``DataStreamResponse/broadcast(to:)``).
+        case branch(StreamBroadcast.Branch)
     }
 
     private let base: Base
@@ -28,6 +30,15 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
         self.base = .complete(body.flatMap { $0.readableBytes > 0 ? $0 : nil })
     }
 
+    init(branch: StreamBroadcast.Branch) {
+        self.base = .branch(branch)
+    }
+
+    /// The broadcast this body is a reader of, if any (tests check it is let go of).
+    var broadcast: StreamBroadcast? {
+        if case .branch(let branch) = self.base { branch.broadcast } else { nil }
+    }
+
     /// Reads the chunks one at a time.
     public struct AsyncIterator: AsyncIteratorProtocol {
         public typealias Element = ByteBuffer
@@ -36,6 +47,7 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
         fileprivate enum Base {
             case streamed(ResponseStreamSink.Producer.AsyncIterator)
             case complete(ByteBuffer?)
+            case branch(StreamBroadcast.Cursor)
         }
 
         fileprivate var base: Base
@@ -45,6 +57,8 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
             case .complete(let chunk):
                 self.base = .complete(nil)
                 return chunk
+            case .branch(let cursor):
+                return try await cursor.next()
             case .streamed(let iterator):
                 do {
                     return try await iterator.next()
@@ -61,6 +75,7 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
         switch self.base {
         case .streamed(let sequence): AsyncIterator(base: .streamed(sequence.makeAsyncIterator()))
         case .complete(let chunk): AsyncIterator(base: .complete(chunk))
+        case .branch(let branch): AsyncIterator(base: .branch(branch.makeCursor()))
         }
     }
 }
