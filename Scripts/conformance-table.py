@@ -64,8 +64,6 @@ RULES = [
     (r"HTTPHeadersTests", r".", "not applicable", "Alamofire's HTTPHeaders type; Courier uses swift-http-types' HTTPFields, tested by that package"),
     (r"UploadTests|DownloadTests", r"LifetimeEvents", "pending: issue 19", "event monitors"),
     (r"LeaksTests", r".", "not applicable", "runs macOS's `leaks` tool at exit; Courier's lifetimes are checked with weak references (Tests/CourierTests/Session/LifetimeTests.swift)"),
-    (r"ConcurrencyTests", r"TurnsOffAutomaticCancellation", "not built",
-     "a stream's body is one `AsyncSequence`, iterated once: there is no second reading of it with cancellation turned back on (`Request.cancelsWithCallingTask` covers the wait for the head)"),
     (r"DownloadTests", r"ResumeDataIsAvailableWithDecodableResponseSerializer", "deliberately different",
      "a downloaded file is serialized after the download returned (`DownloadResponse.value(serializedBy:)`), so a cancelled download's resume data does not depend on a serializer; it is checked by testThatCancelledDownloadProducesMatchingResumeData"),
     (r"DataStreamTests", r"ProducesWorkingInputStream", "not built", "no `InputStream` of a stream (Foundation streams are not used); iterate the body"),

@@ -503,6 +503,31 @@ struct AlamofireConcurrencyConformanceTests {
         }
     }
 
+    /// Differs: a body is iterated once; reading it a second time is a second reader of its
+    /// broadcast (`broadcast(to:)`, which starts at the first chunk too). The first reader's
+    /// `break` does not cancel the request while another reader remains; the second's does.
+    @Test func testThatDataStreamTaskCanBeCancelledAfterStreamTurnsOffAutomaticCancellation() async throws {
+        try await Self.withManager { manager, server in
+            let log = TaskNotificationLog()
+            let stream = try await manager.stream(Request(url: Self.pacedURL(server)))
+            let readers = stream.broadcast(to: 2)
+            var datas: [ByteBuffer] = []
+            for try await chunk in readers[0].body {
+                datas.append(chunk)
+                break
+            }
+            #expect(stream.task.state == .running, "another reader remains")
+            for try await chunk in readers[1].body {
+                datas.append(chunk)
+                break
+            }
+            #expect(datas.count == 2)
+            #expect(datas[0] == datas[1])
+            #expect(await log.wait(for: .taskDidComplete, of: stream.task))
+            #expect(stream.task.error?.code == .cancelled)
+        }
+    }
+
     @Test func testThatDataStreamTaskCanBeImplicitlyCancelled() async throws {
         try await Self.withManager { manager, server in
             let completed = CompletedTasks(manager)
