@@ -23,6 +23,19 @@ struct AlamofireDownloadMapConformanceTests {
         return (download, try download.value(serializedBy: DecodableResponseSerializer(HTTPBinEchoResponse.self)))
     }
 
+    /// A failed download's error mapped in a `catch`: the mapped error holds it, with its request
+    /// and metrics.
+    static func expectFailureMapped() async throws {
+        try await R.withManager { manager, _ in
+            let request = R.failing()
+            let error = await #expect(throws: R.TestError.self) {
+                do throws(CourierError) { _ = try await manager.download(request) } catch { throw R.TestError.error(error: error) }
+            }
+            guard case .error(let underlying) = error else { Issue.record("not mapped"); return }
+            R.expectFailureKeepsRequestAndMetrics(underlying, request: request)
+        }
+    }
+
     /// Differs: a download's response holds its file; the value a serializer makes of it is mapped.
     @Test func DownloadResponseMapTestCase_testThatMapTransformsSuccessValue() async throws {
         try await R.withManager { manager, server in
@@ -79,14 +92,7 @@ struct AlamofireDownloadMapConformanceTests {
 
     /// Differs: as `ResponseMapErrorTestCase_testThatMapErrorTransformsFailureValue`, for a download.
     @Test func DownloadResponseMapErrorTestCase_testThatMapErrorTransformsFailureValue() async throws {
-        try await R.withManager { manager, _ in
-            let request = R.failing()
-            let error = await #expect(throws: R.TestError.self) {
-                do throws(CourierError) { _ = try await manager.download(request) } catch { throw R.TestError.error(error: error) }
-            }
-            guard case .error(let underlying) = error else { Issue.record("not mapped"); return }
-            R.expectFailureKeepsRequestAndMetrics(underlying, request: request)
-        }
+        try await Self.expectFailureMapped()
     }
 
     /// Differs: as `ResponseMapErrorTestCase_testThatMapErrorPreservesSuccessValue`, for a download.
@@ -121,13 +127,6 @@ struct AlamofireDownloadMapConformanceTests {
 
     /// Differs: as `ResponseTryMapErrorTestCase_testThatTryMapErrorTransformsError`, for a download.
     @Test func DownloadResponseTryMapErrorTestCase_testThatTryMapErrorTransformsError() async throws {
-        try await R.withManager { manager, _ in
-            let request = R.failing()
-            let error = await #expect(throws: R.TestError.self) {
-                do throws(CourierError) { _ = try await manager.download(request) } catch { throw R.TestError.error(error: error) }
-            }
-            guard case .error(let underlying) = error else { Issue.record("not mapped"); return }
-            R.expectFailureKeepsRequestAndMetrics(underlying, request: request)
-        }
+        try await Self.expectFailureMapped()
     }
 }
