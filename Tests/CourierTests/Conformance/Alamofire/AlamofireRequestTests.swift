@@ -559,12 +559,10 @@ extension AlamofireRequestConformanceTests {
     /// monitor's queue in turn).
     @Test func multipleInstanceEventMonitorsAreCalledInAddedOrder() async throws {
         try await Self.withManager { manager, server in
-            let queue = DispatchQueue(label: "test.instance-monitors")
-            let log = Recorder<(label: String, event: String)>()
-            let first = InspectorMonitor("first", queue: queue, log: log)
-            let second = InspectorMonitor("second", queue: queue, log: log)
+            let monitors = ["first", "second"].map { InspectorMonitor($0, queue: DispatchQueue(label: "test.\($0)-monitor")) }
+            let (first, second) = (monitors[0], monitors[1])
             var request = Request(url: server.url("/get"))
-            request.eventMonitors = [first, second]
+            request.eventMonitors = monitors
             _ = try await manager.data(for: request)
             await Self.settled(first, second)
             #expect(first.events == Self.requestEvents)
@@ -577,10 +575,8 @@ extension AlamofireRequestConformanceTests {
     /// ``multipleInstanceEventMonitorsAreCalledInAddedOrder()``, not before or after the other.
     @Test func instanceAndSessionEventMonitorsAreCalledInCorrectOrder() async throws {
         try await Self.withManager { manager, server in
-            let queue = DispatchQueue(label: "test.session-and-instance-monitors")
-            let log = Recorder<(label: String, event: String)>()
-            let session = InspectorMonitor("session", queue: queue, log: log)
-            let instance = InspectorMonitor("instance", queue: queue, log: log)
+            let session = InspectorMonitor("session", queue: DispatchQueue(label: "test.session-monitor"))
+            let instance = InspectorMonitor("instance", queue: DispatchQueue(label: "test.instance-monitor"))
             manager.eventMonitors = [session]
             var request = Request(url: server.url("/get"))
             request.eventMonitors.append(instance)
