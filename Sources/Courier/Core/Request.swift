@@ -107,8 +107,8 @@ public struct Request: Sendable {
         set { self.uniqueStorage().interceptor = newValue }
     }
     /// This request's own event monitors (Alamofire's `Request.eventMonitor(_:)`), told of every
-    /// event of the task made for it, after the session's (``SessionManager/eventMonitors``),
-    /// each on its own queue and in the order added. Empty by default.
+    /// event of the task made for it, as the session's (``SessionManager/eventMonitors``) are,
+    /// each on its own queue. Empty by default.
     ///
     /// ```swift
     /// var monitor = ClosureEventMonitor()
