@@ -2,6 +2,7 @@ import CourierTesting
 import Foundation
 import HTTPTypes
 import NIOCore
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import Courier
@@ -121,5 +122,118 @@ struct StreamBroadcastTests {
             #expect(try await Self.bytes(of: readers[1]).count == 1000)
             #expect(try await Self.bytes(of: readers[1]).isEmpty, "a body is read once")
         }
+    }
+}
+
+/// The broadcast without I/O: a source the test feeds chunk by chunk.
+@Suite("Stream broadcast: readers, waits, stops and failures, without I/O")
+struct StreamBroadcastMachineTests {
+    /// Chunks the test yields (or a failure it finishes with), read as a broadcast reads a body.
+    struct FedSource: BroadcastSource {
+        var iterator: AsyncThrowingStream<ByteBuffer, any Error>.Iterator
+        mutating func next() async throws(CourierError) -> ByteBuffer? {
+            do { return try await self.iterator.next() } catch { throw (error as? CourierError) ?? CourierError(.cancelled, "\(error)") }
+        }
+    }
+
+    final class Abandons: Sendable {
+        let count = NIOLockedValueBox(0)
+    }
+
+    static func make(readers: Int) -> (StreamBroadcast, AsyncThrowingStream<ByteBuffer, any Error>.Continuation, Abandons) {
+        let (stream, feed) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
+        let abandons = Abandons()
+        let broadcast = StreamBroadcast(source: FedSource(iterator: stream.makeAsyncIterator()), readers: readers) {
+            abandons.count.withLockedValue { $0 += 1 }
+        }
+        return (broadcast, feed, abandons)
+    }
+
+    /// Yields until `condition` holds of the broadcast (a state another task reaches without an event to wait on).
+    static func until(_ broadcast: StreamBroadcast, _ condition: ((buffered: Int, isReading: Bool, waiting: Int)) -> Bool) async {
+        while !condition(broadcast.snapshot) { await Task.yield() }
+    }
+
+    @Test("Every reader gets every chunk in order; a chunk is dropped once every reader read it")
+    func everyChunkToEveryReader() async throws {
+        let (broadcast, feed, abandons) = Self.make(readers: 2)
+        for text in ["a", "b", "c"] { feed.yield(ByteBuffer(string: text)) }
+        feed.finish()
+        #expect(try await broadcast.next(for: 0) == ByteBuffer(string: "a"))
+        #expect(try await broadcast.next(for: 0) == ByteBuffer(string: "b"))
+        #expect(broadcast.snapshot.buffered == 2, "reader 1 has read neither")
+        #expect(try await broadcast.next(for: 1) == ByteBuffer(string: "a"))
+        #expect(broadcast.snapshot.buffered == 1)
+        #expect(try await broadcast.next(for: 1) == ByteBuffer(string: "b"))
+        #expect(broadcast.snapshot.buffered == 0)
+        #expect(try await broadcast.next(for: 1) == ByteBuffer(string: "c"))
+        #expect(try await broadcast.next(for: 1) == nil)
+        #expect(try await broadcast.next(for: 0) == ByteBuffer(string: "c"))
+        #expect(try await broadcast.next(for: 0) == nil)
+        #expect(broadcast.snapshot.buffered == 0)
+        #expect(abandons.count.withLockedValue { $0 } == 0, "the body ended: nothing to cancel")
+    }
+
+    @Test("A reader waits for the chunk another is reading, and gets it")
+    func aReaderWaitsForTheReader() async throws {
+        let (broadcast, feed, _) = Self.make(readers: 2)
+        async let first = broadcast.next(for: 0)
+        await Self.until(broadcast) { $0.isReading }
+        async let second = broadcast.next(for: 1)
+        await Self.until(broadcast) { $0.waiting == 1 }
+        feed.yield(ByteBuffer(string: "x"))
+        #expect(try await first == ByteBuffer(string: "x"))
+        #expect(try await second == ByteBuffer(string: "x"))
+        feed.finish()
+    }
+
+    @Test("A waiting reader whose task is cancelled stops with .cancelled; the other reads on; nothing is cancelled")
+    func aWaitingReaderIsCancelled() async throws {
+        let (broadcast, feed, abandons) = Self.make(readers: 2)
+        async let first = broadcast.next(for: 0)
+        await Self.until(broadcast) { $0.isReading }
+        // Unstructured: a reader whose task the test cancels; awaited below.
+        let waiting = Task { try await broadcast.next(for: 1) }
+        await Self.until(broadcast) { $0.waiting == 1 }
+        waiting.cancel()
+        let error = await #expect(throws: CourierError.self) { _ = try await waiting.value }
+        #expect(error?.code == .cancelled)
+        #expect(broadcast.snapshot.waiting == 0)
+        broadcast.stop(1)
+        feed.yield(ByteBuffer(string: "x"))
+        #expect(try await first == ByteBuffer(string: "x"))
+        #expect(broadcast.snapshot.buffered == 0, "the stopped reader holds nothing")
+        feed.finish()
+        #expect(try await broadcast.next(for: 0) == nil)
+        #expect(abandons.count.withLockedValue { $0 } == 0)
+    }
+
+    @Test("When every reader stopped before the end, the broadcast is abandoned once")
+    func everyReaderStops() async throws {
+        let (broadcast, feed, abandons) = Self.make(readers: 3)
+        feed.yield(ByteBuffer(string: "a"))
+        #expect(try await broadcast.next(for: 0) == ByteBuffer(string: "a"))
+        broadcast.stop(0)
+        broadcast.stop(1)
+        broadcast.stop(1)
+        #expect(abandons.count.withLockedValue { $0 } == 0)
+        broadcast.stop(2)
+        broadcast.stop(2)
+        #expect(abandons.count.withLockedValue { $0 } == 1)
+        #expect(broadcast.snapshot.buffered == 0)
+        #expect(try await broadcast.next(for: 0) == nil, "a stopped reader reads nothing")
+        feed.finish()
+    }
+
+    @Test("A failure reaches every reader after the chunks it had not read")
+    func aFailureAfterTheChunks() async throws {
+        let (broadcast, feed, _) = Self.make(readers: 2)
+        feed.yield(ByteBuffer(string: "a"))
+        feed.finish(throwing: CourierError(.connectionClosed, "closed"))
+        #expect(try await broadcast.next(for: 0) == ByteBuffer(string: "a"))
+        await #expect(throws: CourierError.self) { _ = try await broadcast.next(for: 0) }
+        #expect(try await broadcast.next(for: 1) == ByteBuffer(string: "a"))
+        let error = await #expect(throws: CourierError.self) { _ = try await broadcast.next(for: 1) }
+        #expect(error?.code == .connectionClosed)
     }
 }

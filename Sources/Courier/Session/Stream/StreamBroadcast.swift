@@ -19,12 +19,14 @@ extension DataStreamResponse {
     /// back-pressure from it). A reader that stops early (its loop breaks, it is dropped without
     /// being iterated) no longer holds anything; when every reader has stopped before the end, the
     /// request is cancelled, as when the body's one reader stops. A failure of the body (a reset,
-    /// a timeout) reaches every reader; cancelling a task that is reading from the connection for
-    /// all of them cancels the request.
+    /// a timeout) reaches every reader. A reader whose task is cancelled while it waits for a
+    /// chunk another reader is reading stops with ``CourierError/Code/cancelled``; cancelling the
+    /// task that is reading from the connection for all of them cancels the request.
     /// - Parameter count: How many readers, at least 1.
     public func broadcast(to count: Int) -> [DataStreamResponse] {
         precondition(count >= 1, "a broadcast needs at least one reader")
-        let broadcast = StreamBroadcast(source: self.body.makeAsyncIterator(), readers: count, task: self.task)
+        let task = self.task
+        let broadcast = StreamBroadcast(source: self.body.makeAsyncIterator(), readers: count) { task.cancel() }
         return (0..<count).map { index in
             DataStreamResponse(
                 task: self.task, request: self.request, response: self.response,
@@ -33,6 +35,13 @@ extension DataStreamResponse {
     }
 }
 
+/// What a broadcast reads: a body's chunks, one call at a time.
+protocol BroadcastSource {
+    mutating func next() async throws(CourierError) -> ByteBuffer?
+}
+
+extension ResponseBodyStream.AsyncIterator: BroadcastSource {}
+
 /// One body read by several readers: each reader has a position in the chunks read from the
 /// body so far; the reader that needs a chunk nobody has read yet reads it from the body while
 /// the others that need it wait; a chunk is dropped once every live reader is past it.
@@ -40,7 +49,7 @@ final class StreamBroadcast: Sendable {
     /// The body's iterator, used by one reader at a time (the state's `isReading` says which
     /// moment that is), so never concurrently.
     private struct Source: @unchecked Sendable {
-        var iterator: ResponseBodyStream.AsyncIterator
+        var iterator: any BroadcastSource
     }
 
     private struct State {
@@ -51,7 +60,9 @@ final class StreamBroadcast: Sendable {
         /// Each reader's next chunk number; nil once it stopped (ended, or let go of).
         var positions: [Int?]
         var isReading = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Readers waiting for the chunk being read, by a number each.
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter = 0
         /// Set when the body ended: nil error for its end, else its failure.
         var ended: CourierError?? = .none
     }
@@ -65,11 +76,12 @@ final class StreamBroadcast: Sendable {
     }
 
     private let state: NIOLockedValueBox<State>
-    private let task: DataTask
+    /// Called once when every reader stopped before the body's end (the request is cancelled).
+    private let abandon: @Sendable () -> Void
 
-    init(source: ResponseBodyStream.AsyncIterator, readers: Int, task: DataTask) {
+    init(source: some BroadcastSource, readers: Int, abandon: @escaping @Sendable () -> Void) {
         self.state = NIOLockedValueBox(State(source: Source(iterator: source), positions: Array(repeating: 0, count: readers)))
-        self.task = task
+        self.abandon = abandon
     }
 
     /// The next chunk for reader `index`.
@@ -100,14 +112,23 @@ final class StreamBroadcast: Sendable {
             case .fail(let error):
                 throw error
             case .wait:
-                await withCheckedContinuation { continuation in
-                    let waits = self.state.withLockedValue { state in
-                        guard state.isReading else { return false }
-                        state.waiters.append(continuation)
-                        return true
-                    }
-                    if !waits { continuation.resume() }
+                let number = self.state.withLockedValue { state in
+                    defer { state.nextWaiter += 1 }
+                    return state.nextWaiter
                 }
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { continuation in
+                        let waits = self.state.withLockedValue { state in
+                            guard state.isReading, !Task.isCancelled else { return false }
+                            state.waiters[number] = continuation
+                            return true
+                        }
+                        if !waits { continuation.resume() }
+                    }
+                } onCancel: {
+                    self.state.withLockedValue { $0.waiters.removeValue(forKey: number) }?.resume()
+                }
+                if Task.isCancelled { throw CourierError(.cancelled, "the task reading the body was cancelled") }
             case .read(var source):
                 let result: Result<ByteBuffer?, CourierError>
                 do {
@@ -124,8 +145,8 @@ final class StreamBroadcast: Sendable {
                     }
                     // The body is kept while a reader may still need it.
                     if state.ended == nil, state.positions.contains(where: { $0 != nil }) { state.source = source }
-                    defer { state.waiters = [] }
-                    return state.waiters
+                    defer { state.waiters = [:] }
+                    return state.waiters.values
                 }
                 for waiter in waiters { waiter.resume() }
             }
@@ -144,7 +165,12 @@ final class StreamBroadcast: Sendable {
             state.source = nil
             return true
         }
-        if cancels { self.task.cancel() }
+        if cancels { self.abandon() }
+    }
+
+    /// What the tests look at: chunks kept, whether a reader is reading the body, readers waiting.
+    var snapshot: (buffered: Int, isReading: Bool, waiting: Int) {
+        self.state.withLockedValue { ($0.chunks.count, $0.isReading, $0.waiters.count) }
     }
 
     /// Drops the chunks every live reader has read.
