@@ -492,8 +492,8 @@ struct AlamofireRequestConformanceTests {
 // MARK: A request's own event monitors
 
 extension AlamofireRequestConformanceTests {
-    /// Alamofire's `InspectorEventMonitor`: writes each event's name into a log it may share with
-    /// other monitors (so the order across them shows), on the queue it is given.
+    /// Alamofire's `InspectorEventMonitor`: writes each event's name, with its label, into a log
+    /// (which monitors may share), on the queue it is given.
     final class InspectorMonitor: EventMonitor {
         let label: String
         let queue: DispatchQueue

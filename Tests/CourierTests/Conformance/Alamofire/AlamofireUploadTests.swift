@@ -220,7 +220,7 @@ struct AlamofireUploadConformanceTests {
         }
     }
 
-    /// A form of the source's two text parts, `size` bytes each (roughly).
+    /// A form of the source's two text parts, each text repeated `count` times.
     static func largeForm(repeating count: Int) -> MultipartFormData {
         var form = MultipartFormData()
         form.appendPart(withForm: Data(String(repeating: "français", count: count).utf8), name: "french")
