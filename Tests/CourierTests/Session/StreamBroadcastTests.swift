@@ -37,6 +37,25 @@ struct StreamBroadcastTests {
         }
     }
 
+    /// The example of `broadcast(to:)`'s documentation, as written there.
+    @Test("The documentation's example: bytes counted on one reader while another decodes")
+    func documentationExample() async throws {
+        struct Event: Decodable, Sendable { let id: Int }
+        try await Transport.http1.run { server, manager in
+            let url = server.url("/stream/4")
+            var handled: [Int] = []
+            func handle(_ event: Event) { handled.append(event.id) }
+
+            let stream = try await manager.stream(Request(url: url))
+            let readers = stream.broadcast(to: 2)
+            async let raw = readers[0].body.reduce(0) { $0 + $1.readableBytes }
+            for try await event in readers[1].decoded(Event.self) { handle(event) }
+
+            #expect(handled == [0, 1, 2, 3])
+            #expect(try await raw > 0)
+        }
+    }
+
     @Test("Readers read one after the other on one task: the first's chunks wait for the second")
     func sequentialReaders() async throws {
         try await Transport.http1.run { server, manager in
