@@ -8,10 +8,11 @@ import HTTPTypes
 /// Give a session any number of monitors (``SessionManager/eventMonitors``), and a request
 /// monitors of its own (``Request/eventMonitors``: its task's events). Each gets every event of
 /// every task, in the order the events happened, on its ``queue`` (serial, one event at a time);
-/// monitors never slow the transfer down or each other. Each monitor's delivery is its own (the
-/// events that arrive while it runs join it), so two monitors are not ordered among themselves,
-/// even on one queue: one may hear an event before the other heard the one before. Every method
-/// does nothing unless implemented. The session's hooks (``SessionManager/Hooks``) and notifications come from the
+/// monitors never slow the transfer down or each other. Monitors given together that share a
+/// queue hear each event in the order they were given (one delivery serves them, taking the
+/// events that arrive while it runs); monitors on different queues, or a request's beside the
+/// session's, are not ordered among themselves: one may hear an event before another heard the
+/// one before. Every method does nothing unless implemented. The session's hooks (``SessionManager/Hooks``) and notifications come from the
 /// same events, on their own threads.
 ///
 /// A task's events, in order: ``taskDidCreate(_:)``; ``taskDidResume(_:)``; per attempt,

@@ -76,4 +76,48 @@ struct EventMonitorGroupTests {
         queue.sync {}
         #expect(monitor.seen.withLockedValue { $0.suffix(50).map(\.0) } == later.map(\.taskIdentifier))
     }
+
+    /// Records, in one list shared with other monitors, which monitor saw each task's event.
+    struct SharingMonitor: EventMonitor {
+        let name: String
+        let queue: DispatchQueue
+        let log: NIOLockedValueBox<[(String, Int)]>
+        func taskDidCreate(_ task: SessionTask) { self.log.withLockedValue { $0.append((self.name, task.taskIdentifier)) } }
+    }
+
+    @Test("Monitors given together on one queue hear each event in the order given; a request's beside the session's share nothing")
+    func monitorsSharingAQueue() async throws {
+        let manager = SessionManager(engine: RefusingEngine())
+        defer { manager.invalidate(cancelingTasks: true) }
+        let tasks = (0..<300).map { _ in manager.dataTask(with: Request(url: URL(string: "http://x.test/")!), completionHandler: nil) }
+        let queue = DispatchQueue(label: "monitor.shared")
+        let log = NIOLockedValueBox<[(String, Int)]>([])
+        let other = DispatchQueue(label: "monitor.other")
+        let group = EventMonitorGroup([
+            SharingMonitor(name: "a", queue: queue, log: log), SharingMonitor(name: "elsewhere", queue: other, log: NIOLockedValueBox([])),
+            SharingMonitor(name: "b", queue: queue, log: log),
+        ])
+        // Detached: events from two threads at once, as a session's tasks emit them; awaited below.
+        let halves = [tasks.prefix(150), tasks.suffix(150)].map { half in
+            Task.detached { for task in half { group.emit { $0.taskDidCreate(task) } } }
+        }
+        for half in halves { await half.value }
+        queue.sync {}
+        let seen = log.withLockedValue { $0 }
+        #expect(seen.count == 600)
+        // Each event reaches a, then b, before the next event reaches either.
+        for pair in stride(from: 0, to: seen.count, by: 2) {
+            #expect(seen[pair].0 == "a" && seen[pair + 1].0 == "b" && seen[pair].1 == seen[pair + 1].1, "\(seen[pair]) \(seen[pair + 1])")
+        }
+
+        // A task's group with a request's monitor on the same queue: the session's lane is kept as
+        // it is, and the request's monitor gets a lane of its own.
+        let session = EventMonitorGroup([SharingMonitor(name: "s", queue: queue, log: log)])
+        let task = EventMonitorGroup.adding([SharingMonitor(name: "r", queue: queue, log: log)], to: session)
+        log.withLockedValue { $0 = [] }
+        task.emit { $0.taskDidCreate(tasks[0]) }
+        session.emit { $0.taskDidCreate(tasks[1]) }
+        queue.sync {}
+        #expect(log.withLockedValue { $0 }.map(\.0).sorted() == ["r", "s", "s"])
+    }
 }

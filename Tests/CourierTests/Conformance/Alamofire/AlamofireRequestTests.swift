@@ -553,26 +553,28 @@ extension AlamofireRequestConformanceTests {
         }
     }
 
-    /// Differs: each monitor gets every event, in the order the events happened, but monitors are
-    /// not ordered among themselves, even on one queue: each has its own delivery, which takes
-    /// the events that arrive while it runs in one go (Alamofire puts each event on each
-    /// monitor's queue in turn).
+    /// Two monitors on one queue: each gets every event, and each event reaches the first before
+    /// the second (one delivery serves the monitors that share a queue).
     @Test func multipleInstanceEventMonitorsAreCalledInAddedOrder() async throws {
         try await Self.withManager { manager, server in
-            let monitors = ["first", "second"].map { InspectorMonitor($0, queue: DispatchQueue(label: "test.\($0)-monitor")) }
-            let (first, second) = (monitors[0], monitors[1])
+            let queue = DispatchQueue(label: "test.instance-monitors")
+            let log = Recorder<(label: String, event: String)>()
+            let first = InspectorMonitor("first", queue: queue, log: log)
+            let second = InspectorMonitor("second", queue: queue, log: log)
             var request = Request(url: server.url("/get"))
-            request.eventMonitors = monitors
+            request.eventMonitors = [first, second]
             _ = try await manager.data(for: request)
             await Self.settled(first, second)
             #expect(first.events == Self.requestEvents)
             #expect(second.events == Self.requestEvents)
+            // Interleaved, event by event: first, second, first, second…
+            #expect(log.all.map(\.label) == Array(repeating: ["first", "second"], count: Self.requestEvents.count).flatMap { $0 })
         }
     }
 
     /// Differs: as ``instanceEventMonitorIsCalled()``, the request's monitor hears what the
-    /// session's hears; each gets every event in order, but, as in
-    /// ``multipleInstanceEventMonitorsAreCalledInAddedOrder()``, not before or after the other.
+    /// session's hears; each gets every event in order, but a request's monitors and the
+    /// session's are not ordered among themselves (the session's deliveries serve all its tasks).
     @Test func instanceAndSessionEventMonitorsAreCalledInCorrectOrder() async throws {
         try await Self.withManager { manager, server in
             let session = InspectorMonitor("session", queue: DispatchQueue(label: "test.session-monitor"))
