@@ -39,9 +39,9 @@ enum PercentEscaping {
             if spaceAsPlus && scalar == " " {
                 output.append(UInt8(ascii: "+"))
             } else if allowed.contains(scalar) {
-                output.append(contentsOf: String(scalar).utf8)
+                UTF8.encode(scalar) { output.append($0) }
             } else {
-                for byte in String(scalar).utf8 { Self.appendEscaped(byte, to: &output) }
+                UTF8.encode(scalar) { Self.appendEscaped($0, to: &output) }
             }
         }
         return String(decoding: output, as: UTF8.self)

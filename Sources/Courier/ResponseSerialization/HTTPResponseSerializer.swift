@@ -138,8 +138,6 @@ public struct HTTPResponseSerializer: ResponseSerializer {
         return data
     }
 
-    /// Whether `mime` (lower-cased, without parameters) is acceptable: named, with an acceptable
-    /// suffix, or matched by a pattern with a `*`.
     /// The content-type half of ``validate(_:data:)``: the error for a body whose type is not
     /// acceptable, nil when it is (or when any type is, or there is no body).
     func contentTypeError(_ response: HTTPResponse, data: Data?) -> CourierError? {
@@ -154,6 +152,8 @@ public struct HTTPResponseSerializer: ResponseSerializer {
             .unacceptableContentType, "unacceptable content type: \(mime ?? "(none)") (\(accepted))", response: response, data: data)
     }
 
+    /// Whether `mime` (lower-cased, without parameters) is acceptable: named, with an acceptable
+    /// suffix, or matched by a pattern with a `*`.
     private func accepts(_ mime: String, in acceptable: Set<String>) -> Bool {
         if mime.isEmpty { return false }
         if acceptable.contains(mime) { return true }
