@@ -97,11 +97,12 @@ struct EventMonitorGroupTests {
             SharingMonitor(name: "a", queue: queue, log: log), SharingMonitor(name: "elsewhere", queue: other, log: NIOLockedValueBox([])),
             SharingMonitor(name: "b", queue: queue, log: log),
         ])
-        // Detached: events from two threads at once, as a session's tasks emit them; awaited below.
-        let halves = [tasks.prefix(150), tasks.suffix(150)].map { half in
-            Task.detached { for task in half { group.emit { $0.taskDidCreate(task) } } }
+        // Events from two child tasks at once, as a session's tasks emit them.
+        await withTaskGroup(of: Void.self) { emitters in
+            for half in [tasks.prefix(150), tasks.suffix(150)] {
+                emitters.addTask { for task in half { group.emit { $0.taskDidCreate(task) } } }
+            }
         }
-        for half in halves { await half.value }
         queue.sync {}
         let seen = log.withLockedValue { $0 }
         #expect(seen.count == 600)

@@ -211,11 +211,20 @@ struct StreamBroadcastMachineTests {
         let (broadcast, feed, abandons) = Self.make(readers: 2)
         async let first = broadcast.next(for: 0)
         await Self.until(broadcast) { $0.isReading }
-        // Unstructured: a reader whose task the test cancels; awaited below.
-        let waiting = Task { try await broadcast.next(for: 1) }
-        await Self.until(broadcast) { $0.waiting == 1 }
-        waiting.cancel()
-        let error = await #expect(throws: CourierError.self) { _ = try await waiting.value }
+        // The waiting reader is the group's one child, so cancelling the group cancels it alone.
+        let error = await withTaskGroup(of: CourierError?.self) { group in
+            group.addTask {
+                do throws(CourierError) {
+                    _ = try await broadcast.next(for: 1)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            await Self.until(broadcast) { $0.waiting == 1 }
+            group.cancelAll()
+            return await group.next() ?? nil
+        }
         #expect(error?.code == .cancelled)
         #expect(broadcast.snapshot.waiting == 0)
         broadcast.stop(1)

@@ -46,8 +46,9 @@ extension ResponseBodyStream.AsyncIterator: BroadcastSource {}
 /// body so far; the reader that needs a chunk nobody has read yet reads it from the body while
 /// the others that need it wait; a chunk is dropped once every live reader is past it.
 final class StreamBroadcast: Sendable {
-    /// The body's iterator, used by one reader at a time (the state's `isReading` says which
-    /// moment that is), so never concurrently.
+    /// The body's iterator. `@unchecked Sendable`: a body's iterator is not `Sendable`, but this
+    /// one is only ever used by one reader at a time, taken out of the lock's state while it reads
+    /// (`isReading`) and put back after, so never by two threads at once.
     private struct Source: @unchecked Sendable {
         var iterator: any BroadcastSource
     }

@@ -309,12 +309,13 @@ struct AlamofireUploadConformanceTests {
                 done.continuation.yield(error)
                 done.continuation.finish()
             }
-            let readers = (0..<4).map { _ in
-                // Unstructured: readers on other threads while the upload runs; each is awaited below.
-                Task.detached { (0..<100).allSatisfy { _ in task.currentRequest.url == url } }
-            }
             task.resume()
-            for reader in readers { #expect(await reader.value) }
+            // Four child tasks read the request while the upload runs.
+            let reads = await withTaskGroup(of: Bool.self) { readers in
+                for _ in 0..<4 { readers.addTask { (0..<100).allSatisfy { _ in task.currentRequest.url == url } } }
+                return await readers.reduce(into: []) { $0.append($1) }
+            }
+            #expect(reads == [true, true, true, true])
             var errors = done.stream.makeAsyncIterator()
             let error = await errors.next()
             #expect(error == .some(nil))
