@@ -304,16 +304,20 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// The status code of the response, if the server answered.
     public var statusCode: Int? { self.response?.status.code }
 
-    /// This error with the request, response and data filled in where they were missing.
-    public func adding(request: Request? = nil, response: HTTPResponse? = nil, data: Data? = nil) -> CourierError {
+    /// This error with the request, response, data and task metrics filled in where they were
+    /// missing.
+    public func adding(
+        request: Request? = nil, response: HTTPResponse? = nil, data: Data? = nil, metrics: TaskMetrics? = nil
+    ) -> CourierError {
         // Nothing to fill in: the same error, without copying its fields.
         let fills = (self.request == nil && request != nil) || (self.response == nil && response != nil)
-            || (self.data == nil && data != nil)
+            || (self.data == nil && data != nil) || (self.metrics == nil && metrics != nil)
         guard fills else { return self }
         var copy = self
         if copy.request == nil { copy.request = request }
         if copy.response == nil { copy.response = response }
         if copy.data == nil { copy.data = data }
+        if copy.metrics == nil { copy.metrics = metrics }
         return copy
     }
 }

@@ -119,9 +119,8 @@ extension SessionManager {
         self.postDidComplete(task, outcome: outcome, serializer: serializer, object: object, error: failure)
         // Moved, not copied (a copy retains each): the outcome ends here.
         guard failure == nil, let response = outcome.response.take(), let value = value.take() else {
-            var error = failure ?? CourierError(.internalInconsistency, "\(outcome.request.summary): no value and no error", request: outcome.request)
-            if error.metrics == nil, let metrics = outcome.metrics.take() { error.metrics = metrics }
-            throw error
+            let error = failure ?? CourierError(.internalInconsistency, "\(outcome.request.summary): no value and no error", request: outcome.request)
+            throw error.adding(metrics: outcome.metrics.take())
         }
         return DataResponse(
             request: outcome.request, response: response, data: outcome.data.take(), value: value, source: outcome.source,

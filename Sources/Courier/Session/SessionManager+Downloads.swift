@@ -108,10 +108,7 @@ extension SessionManager {
         let task = outcome.task
         self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
         self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
-        if var error = outcome.error {
-            if error.metrics == nil, let metrics = outcome.metrics { error.metrics = metrics }
-            throw error
-        }
+        if let error = outcome.error { throw error.adding(metrics: outcome.metrics) }
         guard let response = outcome.response, let fileURL = outcome.fileURL else {
             throw CourierError(.internalInconsistency, "\(outcome.request.summary): a download ended with no file and no error", request: outcome.request)
         }
