@@ -20,7 +20,7 @@ import NIOSOCKS
 /// | a `socks5://` proxy's target name has no address | ``CourierError/Code/connectionFailed`` |
 ///
 /// A refusal's ``CourierError/response`` holds the proxy's status and fields
-/// (`Proxy-Authenticate` for a 407, `WWW-Authenticate` for tinyproxy's 401); the pool adds the request with ``CourierError/adding(request:response:data:)``.
+/// (`Proxy-Authenticate` for a 407, `WWW-Authenticate` for tinyproxy's 401); the pool adds the request with ``CourierError/adding(request:response:data:metrics:)``.
 enum ProxyTunnel {
     /// The pool's one call between TCP connect and TLS or HTTP handlers: opens the tunnel `route`
     /// needs to `host`:`port` on `channel` (connected to ``ProxyRoute/connectionAddress(host:port:)``),
