@@ -28,11 +28,12 @@ struct InterceptionSettings: Sendable {
     /// The tracer bootstrapped in `InstrumentationSystem`, or nil when none was (a no-op tracer's
     /// spans would still cost).
     @Sendable static func bootstrappedTracer() -> (any Tracer)? {
-        // Read for every task: nothing bootstrapped (the common case) is one read and a type
-        // check, without the search for a tracer among the instruments and its casts.
-        if InstrumentationSystem.instrument is NoOpInstrument { return nil }
+        // Read for every task: nothing bootstrapped (the common case) is one read and a compare
+        // of its type, without the search for a tracer among the instruments and its casts (an
+        // `is` test is a dynamic cast; both no-op types are structs, so their exact type says it).
+        if type(of: InstrumentationSystem.instrument) == NoOpInstrument.self { return nil }
         let tracer = InstrumentationSystem.tracer
-        return tracer is NoOpTracer ? nil : tracer
+        return type(of: tracer) == NoOpTracer.self ? nil : tracer
     }
 }
 

@@ -142,9 +142,14 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        switch event {
-        case let event as NIOHTTP2WindowUpdatedEvent:
-            guard let size = event.inboundWindowSize else { break }
+        // Three or four events a stream, on the connection's one loop: each is told apart by its
+        // exact type (swift-nio-http2's events are structs), not by trying `as?` casts in turn,
+        // which cost a failing cast each for the events that come first (a stream's creation
+        // passed through three).
+        let type = Swift.type(of: event)
+        if type == NIOHTTP2WindowUpdatedEvent.self {
+            let event = event as! NIOHTTP2WindowUpdatedEvent
+            guard let size = event.inboundWindowSize else { return }
             if event.streamID == .rootStream {
                 // The connection's window reopens as data arrives, whoever reads it.
                 if let increment = HTTP2StreamStateMachine.windowIncrement(size: size, target: self.connectionWindow) {
@@ -156,12 +161,12 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
             } else {
                 self.streams[event.streamID]?.windowChanged(to: size)
             }
-        case let event as StreamClosedEvent:
+        } else if type == StreamClosedEvent.self {
+            let event = event as! StreamClosedEvent
             self.streams[event.streamID]?.closedBySwiftNIOHTTP2(reason: event.reason)
-        case let event as NIOHTTP2BulkStreamWindowChangeEvent:
+        } else if type == NIOHTTP2BulkStreamWindowChangeEvent.self {
+            let event = event as! NIOHTTP2BulkStreamWindowChangeEvent
             for stream in self.streams.values { stream.initialWindowChanged(by: event.delta) }
-        default:
-            break
         }
         // The pipeline's last handler: nothing after it takes events (firing them on cost a few
         // retains an event, three or four events a stream).
