@@ -105,10 +105,17 @@ extension HopHandler {
     }
 
     /// The origin-form target: the URL's path (`/` when empty) and query, percent-encoded as given.
-    private static func target(of request: Request) -> String {
-        var target = request.url.path(percentEncoded: true)
+    static func target(of request: Request) -> String {
+        if let target = HTTPURLParts.target(of: request.url) { return target }
+        return Self.targetReadByFoundation(of: request.url)
+    }
+
+    /// ``target(of:)`` read with Foundation's accessors: for any URL (a test checks both ways
+    /// agree on the plain ones).
+    static func targetReadByFoundation(of url: URL) -> String {
+        var target = url.path(percentEncoded: true)
         if target.isEmpty { target = "/" }
-        if let query = request.url.query(percentEncoded: true) {
+        if let query = url.query(percentEncoded: true) {
             target += "?" + query
         }
         return target

@@ -172,7 +172,15 @@ final class ConnectionPool: Sendable {
 
     /// Where requests for `url` go: `http` and `https` URLs with a host; nil for others.
     static func key(for url: URL) -> Key? {
-        // Every hop's: each part of the URL is read once (each read makes a new string of it), and
+        // Every hop's. A plain URL is read in one pass over its string (``HTTPURLParts``).
+        if let origin = HTTPURLParts.origin(of: url) { return Key(host: origin.host, port: origin.port, tls: origin.isHTTPS) }
+        return Self.keyReadByFoundation(for: url)
+    }
+
+    /// ``key(for:)`` read with Foundation's accessors: for any URL (a test checks both ways agree
+    /// on the plain ones).
+    static func keyReadByFoundation(for url: URL) -> Key? {
+        // Each part of the URL is read once (each read makes a new string of it), and
         // the port comes from the library's one origin rule (`URL.defaultPort(forScheme:)`).
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let port = url.port ?? URL.defaultPort(forScheme: scheme), let host = url.requestHost, !host.isEmpty

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+
+@testable import Courier
+
+/// The one-pass reading of a plain URL (``HTTPURLParts``) against Foundation's accessors, which the
+/// pool's key and the request target used for every URL before: both ways must agree wherever
+/// the one pass answers, and it must decline every URL it cannot read exactly.
+@Suite("HTTPURLParts")
+struct HTTPURLPartsTests {
+    /// Plain URLs, read in one pass: key and target as Foundation reads them.
+    @Test(arguments: [
+        "http://127.0.0.1:8080/small",
+        "https://example.com",
+        "https://example.com/",
+        "http://example.com?q=1",
+        "http://example.com/?q=1",
+        "https://api.example.com/v1/items?id=3&sort=name#top",
+        "https://api.example.com/v1/items#frag?not-a-query",
+        "http://localhost:0/zero",
+        "http://localhost:080/leading-zero",
+        "http://localhost:65535/highest",
+        "http://my_host.internal/a_b",
+        "http://a.b-c.d/%E2%82%AC/x%20y?k=%C3%A9",
+        "http://h//double//slash",
+        "http://h/a/../b/./c",
+        "http://h/p?",
+        "http://h/p?#f",
+        "http://h/p;params?x",
+        "https://xn--bcher-kva.example/",
+        "http://h:80/explicit-default",
+        "https://h:443",
+    ])
+    func plainURLsAgreeWithFoundation(_ string: String) throws {
+        let url = try #require(URL(string: string))
+        let origin = try #require(HTTPURLParts.origin(of: url), "\(string) is plain: read in one pass")
+        let key = try #require(ConnectionPool.keyReadByFoundation(for: url))
+        #expect(ConnectionPool.key(for: url) == key)
+        #expect(origin.host == key.host && origin.port == key.port && origin.isHTTPS == key.tls)
+        #expect(HTTPURLParts.target(of: url) == HopHandler.targetReadByFoundation(of: url), "\(string)")
+    }
+
+    /// URLs the one pass declines: Foundation reads them, as before.
+    @Test(arguments: [
+        "HTTP://example.com/upper-scheme",
+        "http://Example.com/capital-host",
+        "http://user:secret@example.com/userinfo",
+        "http://[::1]:8080/ipv6",
+        "http://ex%61mple.com/percent-host",
+        "http://example.com:/empty-port",
+        "http://example.com:123456/long-port",
+        "http://example.com:99999/port-too-high",
+        "ftp://example.com/other-scheme",
+        "ws://example.com/websocket",
+        "http:/no-authority",
+        "https://",
+        "httpx://example.com/",
+        "https:/example.com/one-slash",
+    ])
+    func otherURLsAreLeftToFoundation(_ string: String) throws {
+        let url = try #require(URL(string: string))
+        #expect(HTTPURLParts.origin(of: url) == nil && HTTPURLParts.target(of: url) == nil, "\(string)")
+        #expect(ConnectionPool.key(for: url) == ConnectionPool.keyReadByFoundation(for: url))
+    }
+
+    /// A URL relative to a base is left to Foundation, which resolves it against the base.
+    @Test func relativeURLsAreLeftToFoundation() throws {
+        let base = try #require(URL(string: "http://example.com/api/"))
+        let url = try #require(URL(string: "items?id=1", relativeTo: base))
+        #expect(HTTPURLParts.origin(of: url) == nil && HTTPURLParts.target(of: url) == nil)
+        #expect(ConnectionPool.key(for: url) == ConnectionPool.keyReadByFoundation(for: url))
+        #expect(HopHandler.target(of: Request(url: url)) == "/api/items?id=1")
+    }
+
+    /// Non-ASCII after the authority (Foundation keeps a string it was given): declined.
+    @Test func nonASCIIIsLeftToFoundation() throws {
+        guard let url = URL(string: "http://example.com/caf\u{E9}") else { return }
+        if url.relativeString.utf8.contains(where: { $0 >= 0x80 }) {
+            #expect(HTTPURLParts.target(of: url) == nil)
+        } else {
+            #expect(HTTPURLParts.target(of: url) == HopHandler.targetReadByFoundation(of: url))
+        }
+    }
+}
