@@ -33,8 +33,8 @@ enum HTTPURLParts {
         }
     }
 
-    /// Where the parts of a plain URL's string are.
-    struct Layout {
+    /// Where the parts of a plain URL's string are, as byte offsets into it.
+    private struct Layout {
         var isHTTPS: Bool
         var host: Range<Int>
         var port: Int
