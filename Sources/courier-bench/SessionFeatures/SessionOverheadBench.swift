@@ -15,26 +15,27 @@ import NIOCore
 /// the engine's and the kernel's samples.
 ///
 /// Variants, taken in turns: `courier` (the defaults: response cache and cookie store),
-/// `nostores` (neither), `lean` (the defaults without task notifications and task metrics),
+/// `nostores` (neither), `quiet` (the defaults without task notifications), `lean` (the defaults
+/// without task notifications and task metrics),
 /// `callback` (the completion-handler API, waited on per request: its
 /// processing and completion queues are two hops, so it measures those too).
 enum SessionOverheadBench {
     struct Options {
         var requests = 200_000
         var repeats = 5
-        var variants = ["courier", "nostores", "lean", "callback"]
+        var variants = ["courier", "nostores", "quiet", "lean", "callback"]
         /// KiB of memory written between requests (0: none), to see the session's cost with the
         /// caches cold, as it is when a thread wakes for one request between sleeps.
         var coldKiB = 0
     }
 
     static let usage = """
-        usage: courier-bench session [--requests N] [--repeat K] [--variants courier,nostores,lean,callback] [--cold KiB]
+        usage: courier-bench session [--requests N] [--repeat K] [--variants courier,nostores,quiet,lean,callback] [--cold KiB]
 
           the session layer's own CPU per request, on an engine that answers inside execute
           --requests  measured requests per run (default: 200000)
           --repeat    runs per variant, taken in turns (default: 5); the best run is reported too
-          --variants  which of courier, nostores, lean, callback to run
+          --variants  which of courier, nostores, quiet, lean, callback to run
           --cold      write this many KiB of other memory before each request (not timed), so that it
                       finds the CPU caches cold, as a thread woken for one request does
         """
@@ -52,8 +53,8 @@ enum SessionOverheadBench {
                 options.repeats = value
             case "--variants":
                 let names = (remaining.popFirst() ?? "").split(separator: ",").map(String.init)
-                guard !names.isEmpty, names.allSatisfy({ ["courier", "nostores", "lean", "callback"].contains($0) }) else {
-                    return Self.fail("--variants takes courier, nostores, lean and callback")
+                guard !names.isEmpty, names.allSatisfy({ ["courier", "nostores", "quiet", "lean", "callback"].contains($0) }) else {
+                    return Self.fail("--variants takes courier, nostores, quiet, lean and callback")
                 }
                 options.variants = names
             case "--cold":
@@ -69,7 +70,7 @@ enum SessionOverheadBench {
         var results: [String: [Double]] = [:]
         for run in 1...options.repeats {
             for variant in options.variants {
-                let manager = Self.manager(stores: variant != "nostores", lean: variant == "lean")
+                let manager = Self.manager(variant: variant)
                 // A first request outside the measurement: the caches of the type system and the
                 // manager's first-use work (the cookie store, the cache) are not the point.
                 guard await Self.fetch(manager, callback: false) else { return Self.fail("the first request failed") }
@@ -110,8 +111,9 @@ enum SessionOverheadBench {
         return 0
     }
 
-    static func manager(stores: Bool, lean: Bool) -> HTTPSessionManager {
-        let configuration = CourierSetup.configuration(stores: stores, lean: lean)
+    static func manager(variant: String) -> HTTPSessionManager {
+        var configuration = CourierSetup.configuration(stores: variant != "nostores", lean: variant == "lean")
+        if variant == "quiet" { configuration.postsTaskNotifications = false }
         let manager = HTTPSessionManager(baseURL: URL(string: "http://127.0.0.1:8080/"), engine: InstantEngine(), configuration: configuration)
         // The callback variant's object is the body, as courier-callback's is.
         manager.responseSerializer = DataResponseSerializer()
