@@ -12,8 +12,8 @@ import HTTPTypes
 /// queue hear each event in the order they were given (one delivery serves them, taking the
 /// events that arrive while it runs); monitors on different queues, or a request's beside the
 /// session's, are not ordered among themselves: one may hear an event before another heard the
-/// one before. Every method does nothing unless implemented. The session's hooks (``SessionManager/Hooks``) and notifications come from the
-/// same events, on their own threads.
+/// one before. Every method does nothing unless implemented. The session's hooks
+/// (``SessionManager/Hooks``) and notifications come from the same events, on their own threads.
 ///
 /// A task's events, in order: ``taskDidCreate(_:)``; ``taskDidResume(_:)``; per attempt,
 /// ``task(_:didAdaptRequest:to:)`` (or ``task(_:didFailToAdaptRequest:with:)``), redirections,

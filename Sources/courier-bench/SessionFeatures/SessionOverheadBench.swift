@@ -20,22 +20,25 @@ import NIOCore
 /// `callback` (the completion-handler API, waited on per request: its
 /// processing and completion queues are two hops, so it measures those too).
 enum SessionOverheadBench {
+    /// Every variant, in the order they run by default.
+    static let variants = ["courier", "nostores", "quiet", "lean", "callback"]
+
     struct Options {
         var requests = 200_000
         var repeats = 5
-        var variants = ["courier", "nostores", "quiet", "lean", "callback"]
+        var variants = SessionOverheadBench.variants
         /// KiB of memory written between requests (0: none), to see the session's cost with the
         /// caches cold, as it is when a thread wakes for one request between sleeps.
         var coldKiB = 0
     }
 
     static let usage = """
-        usage: courier-bench session [--requests N] [--repeat K] [--variants courier,nostores,quiet,lean,callback] [--cold KiB]
+        usage: courier-bench session [--requests N] [--repeat K] [--variants \(variants.joined(separator: ","))] [--cold KiB]
 
           the session layer's own CPU per request, on an engine that answers inside execute
           --requests  measured requests per run (default: 200000)
           --repeat    runs per variant, taken in turns (default: 5); the best run is reported too
-          --variants  which of courier, nostores, quiet, lean, callback to run
+          --variants  which of \(variants.joined(separator: ", ")) to run
           --cold      write this many KiB of other memory before each request (not timed), so that it
                       finds the CPU caches cold, as a thread woken for one request does
         """
@@ -53,8 +56,8 @@ enum SessionOverheadBench {
                 options.repeats = value
             case "--variants":
                 let names = (remaining.popFirst() ?? "").split(separator: ",").map(String.init)
-                guard !names.isEmpty, names.allSatisfy({ ["courier", "nostores", "quiet", "lean", "callback"].contains($0) }) else {
-                    return Self.fail("--variants takes courier, nostores, quiet, lean and callback")
+                guard !names.isEmpty, names.allSatisfy(Self.variants.contains) else {
+                    return Self.fail("--variants takes \(Self.variants.joined(separator: ", "))")
                 }
                 options.variants = names
             case "--cold":
