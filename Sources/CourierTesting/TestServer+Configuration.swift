@@ -25,6 +25,11 @@ extension TestServer {
         /// Whether every request is kept for ``TestServer/receivedRequests``. Off by default;
         /// ``TestServer/requestCount`` is counted either way.
         public var recordsRequests: Bool
+        /// A Unix-domain socket to listen on instead of ``host`` and ``port`` (a file there is
+        /// replaced, and removed at shutdown); nil (the default) for TCP. Such a server's
+        /// ``TestServer/baseURL`` names `localhost` without a port: a client maps that host to
+        /// the socket.
+        public var unixSocketPath: String?
 
         /// A plain-HTTP/1.1 server on `127.0.0.1` that does not record requests.
         public init() {
@@ -36,6 +41,7 @@ extension TestServer {
             self.requiresClientCertificate = false
             self.maximumTLSVersion = nil
             self.recordsRequests = false
+            self.unixSocketPath = nil
         }
 
         /// An HTTPS server presenting `identity`, offering HTTP/2 and HTTP/1.1.

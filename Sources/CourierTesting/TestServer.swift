@@ -79,9 +79,10 @@ import NIOSSL
 public final class TestServer: Sendable {
     /// How the server was started.
     public let configuration: Configuration
-    /// The port the server listens on.
+    /// The port the server listens on; 0 for a server on a Unix-domain socket.
     public let port: Int
-    /// `http://HOST:PORT/` or `https://HOST:PORT/`.
+    /// `http://HOST:PORT/` or `https://HOST:PORT/`; `http://localhost/` or `https://localhost/`
+    /// for a server on a Unix-domain socket (``Configuration/unixSocketPath``).
     public let baseURL: URL
 
     private let state: ServerState
@@ -93,7 +94,8 @@ public final class TestServer: Sendable {
         self.serverChannel = serverChannel
         self.port = port
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        self.baseURL = URL(string: "\(configuration.tls ? "https" : "http")://\(host):\(port)/")!
+        let authority = configuration.unixSocketPath == nil ? "\(host):\(port)" : "localhost"
+        self.baseURL = URL(string: "\(configuration.tls ? "https" : "http")://\(authority)/")!
     }
 
     /// Starts a server and returns once it listens.
@@ -109,7 +111,7 @@ public final class TestServer: Sendable {
             tls?.maximumTLSVersion = maximum
         }
         let channel = try await ServerPipeline.bind(configuration: configuration, tls: tls, state: state)
-        guard let port = channel.localAddress?.port else {
+        guard let port = configuration.unixSocketPath == nil ? channel.localAddress?.port : 0 else {
             try? await channel.close()
             throw CourierTestingError("the server socket has no port")
         }
@@ -191,6 +193,7 @@ public final class TestServer: Sendable {
         for connection in self.state.closeAll() {
             try? await connection.close()
         }
+        if let path = self.configuration.unixSocketPath { unlink(path) }
     }
 }
 

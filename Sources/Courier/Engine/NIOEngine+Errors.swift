@@ -211,6 +211,9 @@ extension NIOEngine {
         if let error = error as? any NIOHTTP2Error {
             return (.invalidResponse, "the server broke the HTTP/2 protocol: \(Self.explain(error))")
         }
+        if let error = error as? UnixSocketConnectFailure {
+            return (.connectionFailed, "\(error)")
+        }
         if let error = error as? NIOConnectionError {
             if error.connectionErrors.isEmpty, let lookup = (error.dnsAAAAError ?? error.dnsAError) as? NameLookupFailure {
                 return (.connectionFailed, "\(lookup)")
@@ -269,6 +272,33 @@ extension NIOEngine {
             return (.invalidResponse, "the compressed body is invalid (\(error))")
         }
         return (.connectionFailed, "\(error)")
+    }
+}
+
+/// A connection to a host's Unix-domain socket (``NIOEngine/Configuration/unixSocketPaths``)
+/// could not be made: the message names the socket and says why in words.
+struct UnixSocketConnectFailure: Error, CustomStringConvertible {
+    let path: String
+    let underlying: any Error
+
+    var description: String {
+        "could not connect to the Unix socket \(self.path): \(self.reason)"
+    }
+
+    private var reason: String {
+        if let error = self.underlying as? IOError {
+            switch error.errnoCode {
+            case ENOENT: return "there is no socket at that path"
+            case ECONNREFUSED: return "nothing listens on it"
+            case EACCES, EPERM: return "permission denied"
+            case ENOTDIR: return "a part of the path is not a directory"
+            default: return "\(error)"
+            }
+        }
+        if let error = self.underlying as? SocketAddressError, case .unixDomainSocketPathTooLong = error {
+            return "the path is longer than a Unix socket's can be"
+        }
+        return "\(self.underlying)"
     }
 }
 

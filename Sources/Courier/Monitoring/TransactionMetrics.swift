@@ -233,7 +233,8 @@ public struct TransactionMetrics: Sendable {
         self.storage = Storage(request: request, fetchStart: fetchStart)
     }
 
-    /// The remote end as text (`"127.0.0.1"`, `"::1"`), when there was one.
+    /// The remote end as text (`"127.0.0.1"`, `"::1"`), when there was one: nil for a Unix-domain
+    /// socket, whose path is ``remoteSocketAddress``'s `pathname`.
     public var remoteAddress: String? { self.remoteSocketAddress?.ipAddress }
     /// The remote port, when there was one.
     public var remotePort: Int? { self.remoteSocketAddress?.port }
@@ -271,6 +272,9 @@ extension TransactionMetrics: CustomStringConvertible {
         // An IPv6 address in brackets before its port, as in a URL (`[::1]:8080`).
         func endpoint(_ address: String, _ port: Int) -> String { address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)" }
         if let remote = self.remoteAddress, let port = self.remotePort { connection += " to \(endpoint(remote, port))" }
+        if case .unixDomainSocket? = self.remoteSocketAddress, let path = self.remoteSocketAddress?.pathname {
+            connection += " to the Unix socket \(path)"
+        }
         if let local = self.localAddress, let port = self.localPort { connection += " from \(endpoint(local, port))" }
         if let tls = self.tlsProtocolVersion { connection += ", \(tls)" }
         if let suite = self.tlsCipherSuite { connection += " \(suite)" }

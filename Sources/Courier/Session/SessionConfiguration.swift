@@ -65,6 +65,23 @@ public struct SessionConfiguration: Sendable {
     /// for curl's `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy`, or a
     /// ``ProxyConfiguration`` built by hand. Courier never reads the environment unless asked.
     public var proxy: ProxyConfiguration?
+    /// Hosts reached through a Unix-domain socket instead of TCP, by host name: the path of the
+    /// socket for each (empty by default), as curl's `--unix-socket` and Go's `DialContext` do.
+    ///
+    /// A request's URL stays an ordinary `http` or `https` URL: its host names the server (in
+    /// `Host`, `:authority`, cookies, the cache and TLS's server name and certificate check) and
+    /// the socket reaches it, whatever the URL's port. Such a host never goes through
+    /// ``proxy``. Connections to it are pooled apart from any TCP connection to the same name,
+    /// and speak HTTP/1.1, TLS, or HTTP/2 when TLS agrees on it, as any connection does.
+    ///
+    /// ```swift
+    /// configuration.unixSocketPaths = ["docker": "/var/run/docker.sock"]
+    /// let info = try await manager.get("http://docker/v1.43/info")
+    /// ```
+    ///
+    /// Names are compared without regard to case. A socket that does not exist or that nothing
+    /// listens on fails the request with ``CourierError/Code/connectionFailed``, naming its path.
+    public var unixSocketPaths: [String: String] = [:]
     /// The largest response body a data task keeps in memory, in bytes; larger bodies fail with
     /// ``CourierError/Code/responseTooLarge``. `nil` (the default) sets no limit.
     public var maximumResponseBodySize: Int?

@@ -5,9 +5,11 @@ import NIOCore
 extension ConnectionPool {
     /// Where a WebSocket to `url` (`ws` or `wss`) connects: the key of the `http` or `https` URL
     /// it stands for, on the route the proxy settings give that URL, except that an HTTP proxy
-    /// always tunnels (`CONNECT`): a forwarding proxy cannot carry an upgraded connection.
+    /// always tunnels (`CONNECT`): a forwarding proxy cannot carry an upgraded connection. A host
+    /// mapped to a Unix-domain socket is reached through it, as its HTTP requests are.
     func webSocketKey(for url: URL) -> Key? {
         guard let httpURL = WebSocketTask.httpURL(for: url), var key = Self.key(for: httpURL) else { return nil }
+        if self.throughUnixSocket(&key) { return key }
         switch self.settings.proxy?.route(for: httpURL) ?? .direct {
         case .forward(let proxy): key.route = .connectTunnel(proxy)
         case let route: key.route = route

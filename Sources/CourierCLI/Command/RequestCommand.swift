@@ -110,6 +110,11 @@ struct RequestCommand: AsyncParsableCommand {
     @Option(name: .long, help: ProxyFlags.help(schemes: "http:URL, https:URL"))
     var proxy: [String] = []
 
+    @Option(
+        name: .customLong("unix-socket"),
+        help: ArgumentHelp("Reach the URL's host through this Unix-domain socket instead of TCP (curl's --unix-socket).", valueName: "path"))
+    var unixSocket: String?
+
     func validate() throws {
         if self.words.isEmpty { throw ValidationError("missing URL: courier [METHOD] URL [ITEM ...]") }
         if self.maxRedirects < 0 { throw ValidationError("--max-redirects must not be negative") }

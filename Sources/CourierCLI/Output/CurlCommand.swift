@@ -29,6 +29,7 @@ struct CurlCommand {
         if let proxy = try ProxyFlags.configuration(flags: command.proxy, environment: [:])?.proxy(for: request.url) {
             words += ["--proxy", ProxyFlags.curlURL(proxy)]
         }
+        if let path = command.unixSocket { words += ["--unix-socket", path] }
         if command.download {
             if let output = command.output {
                 words += ["--output", output]

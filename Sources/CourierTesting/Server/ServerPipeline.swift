@@ -10,17 +10,20 @@ enum ServerPipeline {
     static func bind(configuration: TestServer.Configuration, tls: TLSConfiguration?, state: ServerState) async throws -> any Channel {
         let sslContext = try tls.map { try NIOSSLContext(configuration: $0) }
         let http2 = configuration.http2
-        return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        var bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
                 state.register(channel)
                 return configure(channel, sslContext: sslContext, http2: http2, state: state)
             }
-            .bind(host: configuration.host, port: configuration.port)
-            .get()
+        if let path = configuration.unixSocketPath {
+            return try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
+        }
+        bootstrap = bootstrap
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+        return try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
     }
 
     /// The WebSocket routes' upgrade (``WebSocketRoute``) on HTTP/1.1 connections.

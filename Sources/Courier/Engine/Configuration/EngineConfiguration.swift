@@ -65,6 +65,9 @@ extension NIOEngine {
         /// Which proxy carries which request (per scheme, with hosts that bypass it); nil, or a
         /// configuration that names no proxy, for none.
         public var proxy: ProxyConfiguration?
+        /// Hosts reached through a Unix-domain socket instead of TCP, by host name: the socket's
+        /// path for each (empty by default). See ``SessionConfiguration/unixSocketPaths``.
+        public var unixSocketPaths: [String: String] = [:]
         /// The swift-metrics backend the engine reports its open connections to: a `Meter`
         /// labelled `courier_open_connections`, dimension `protocol` (`http/1.1` or `h2`), raised
         /// when a connection is established (TCP, a proxy's tunnel and TLS done) and lowered when

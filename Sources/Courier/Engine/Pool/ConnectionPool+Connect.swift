@@ -88,17 +88,18 @@ extension ConnectionPool {
         on eventLoop: any EventLoop,
         configure: @escaping @Sendable (any Channel, TLSConnector.ApplicationProtocol) throws -> Void
     ) -> EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol, ConnectionEstablishment)> {
-        // The setup's times: filled in on the loop.
-        let resolver = TimedResolver(loop: eventLoop)
+        // The setup's times: filled in on the loop. A Unix socket has no name to look up (and a
+        // resolver never asked would leave its promises unfulfilled).
+        let resolver = key.socketPath == nil ? TimedResolver(loop: eventLoop) : nil
         let setup = NIOLockedValueBox(ConnectionEstablishment(connectStart: .now, isProxyConnection: key.route != .direct))
         let connectTimeout = self.settings.connectTimeout
         // A function, not a value: a proxy that closes the connection its Digest challenge came
         // on is connected to again (``tunnel(to:with:proxyTLS:key:on:timeout:challenges:answering:)``).
         let bootstrap: @Sendable () -> ClientBootstrap = {
-            ClientBootstrap(group: eventLoop)
+            let bootstrap = ClientBootstrap(group: eventLoop)
                 .connectTimeout(connectTimeout)
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                .resolver(resolver)
+            return resolver.map { bootstrap.resolver($0) } ?? bootstrap
         }
         let opened: EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol)>
         let route = key.route
@@ -146,14 +147,14 @@ extension ConnectionPool {
                 return (channel, .http1_1)
             }
         } else {
-            opened = bootstrap()
-                .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try configure(channel, .http1_1) } }
-                .connect(host: key.host, port: key.port)
-                .map { channel in (channel, .http1_1) }
+            opened = Self.connect(
+                bootstrap().channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try configure(channel, .http1_1) } },
+                to: address, of: key
+            ).map { channel in (channel, .http1_1) }
         }
         return opened.map { channel, applicationProtocol in
             let establishment = setup.withLockedValue { setup in
-                let lookup = resolver.times
+                let lookup = resolver?.times ?? TimedResolver.Times()
                 setup.domainLookupStart = lookup.start
                 setup.domainLookupEnd = lookup.end
                 // The TCP connect began once the lookup ended.
@@ -185,7 +186,7 @@ extension ConnectionPool {
         challenges: ProxyDigestChallenges,
         answering answer: ProxyTunnel.DigestAnswer? = nil
     ) -> EventLoopFuture<any Channel> {
-        bootstrap().connect(host: address.host, port: address.port).flatMap { channel in
+        Self.connect(bootstrap(), to: address, of: key).flatMap { channel in
             Self.secureToProxy(channel, of: key.route, with: proxyTLS).flatMap {
                 ProxyTunnel.establish(
                     on: channel, target: key.host, port: key.port, route: key.route, timeout: timeout, answering: answer,
@@ -198,6 +199,15 @@ extension ConnectionPool {
             return Self.tunnel(
                 to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: timeout, challenges: challenges,
                 answering: next)
+        }
+    }
+
+    /// Connects `bootstrap` to `address` over TCP, or to `key`'s Unix-domain socket when it has one
+    /// (``Key/socketPath``), whose failure names the socket.
+    private static func connect(_ bootstrap: ClientBootstrap, to address: (host: String, port: Int), of key: Key) -> EventLoopFuture<any Channel> {
+        guard let path = key.socketPath else { return bootstrap.connect(host: address.host, port: address.port) }
+        return bootstrap.connect(unixDomainSocketPath: path).flatMapErrorThrowing { error in
+            throw UnixSocketConnectFailure(path: path, underlying: error)
         }
     }
 

@@ -60,6 +60,10 @@ final class ConnectionPool: Sendable {
         /// How connections reach the origin: directly, or through which proxy and how. Requests on
         /// different routes never share a connection.
         var route = ProxyRoute.direct
+        /// The Unix-domain socket connections go to instead of TCP to ``host`` and ``port``
+        /// (``NIOEngine/Configuration/unixSocketPaths``); nil for TCP. Such a key's route is
+        /// ``ProxyRoute/direct``.
+        var socketPath: String?
         /// Whether TLS offers only HTTP/1.1 through ALPN: connections for requests HTTP/2 cannot
         /// carry (the server answered HTTP_1_1_REQUIRED, or the request's header block does not
         /// fit in one frame), pooled apart from the origin's others. Only for a TLS key.
@@ -82,6 +86,7 @@ final class ConnectionPool: Sendable {
         var description: String {
             var origin = "\(self.tls ? "https" : "http")://\(self.host):\(self.port)"
             if self.http1Only { origin += " (HTTP/1.1 only)" }
+            if let socketPath = self.socketPath { origin += " (through the Unix socket \(socketPath))" }
             return self.route == .direct ? origin : "\(origin) (\(self.route))"
         }
     }
@@ -90,6 +95,8 @@ final class ConnectionPool: Sendable {
         var connectTimeout: TimeAmount
         /// The proxies, if any.
         var proxy: ProxyConfiguration?
+        /// The Unix-domain sockets that reach hosts, by lower-case host name.
+        var unixSocketPaths: [String: String]
         var idleTimeout: TimeAmount
         /// An idle HTTP/2 connection's PING interval and timeout, and its idle timeout.
         var http2: HTTP2ConnectionStateMachine.Configuration
@@ -114,6 +121,8 @@ final class ConnectionPool: Sendable {
                 http2MaximumConnectionsPerHost: min(maximumConnections, max(1, configuration.http2MaximumConnectionsPerHost)),
                 http2MaximumStreamsPerConnection: max(1, configuration.http2MaximumStreamsPerConnection))
             self.proxy = configuration.proxy
+            self.unixSocketPaths = Dictionary(
+                configuration.unixSocketPaths.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
             self.openConnections = OpenConnectionsMeter(factory: configuration.metricsFactory ?? MetricsSystem.factory)
             switch configuration.decompression {
             case .disabled:
@@ -166,8 +175,18 @@ final class ConnectionPool: Sendable {
     /// for other URLs.
     func key(for url: URL) -> Key? {
         guard var key = Self.key(for: url), !key.tls || self.tls != nil else { return nil }
+        // The socket reaches the host itself: no proxy.
+        if self.throughUnixSocket(&key) { return key }
         key.route = self.settings.proxy?.route(for: url) ?? .direct
         return key
+    }
+
+    /// Points `key` at its host's Unix-domain socket when the settings map the host to one
+    /// (``NIOEngine/Configuration/unixSocketPaths``); false when they do not.
+    func throughUnixSocket(_ key: inout Key) -> Bool {
+        guard !self.settings.unixSocketPaths.isEmpty, let path = self.settings.unixSocketPaths[key.host.lowercased()] else { return false }
+        key.socketPath = path
+        return true
     }
 
     /// Where requests for `url` go: `http` and `https` URLs with a host; nil for others.

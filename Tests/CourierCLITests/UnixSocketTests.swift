@@ -1,0 +1,29 @@
+import CourierTesting
+import Foundation
+import Testing
+
+/// `--unix-socket PATH` (curl's): the URL's host reached through a Unix-domain socket, and
+/// `--curl` naming it.
+@Suite("CLI: --unix-socket")
+struct CLIUnixSocketTests {
+    @Test func theURLsHostIsReachedThroughTheSocket() async throws {
+        let path = "/tmp/courier-cli-\(UUID().uuidString.prefix(8)).sock"
+        var configuration = TestServer.Configuration()
+        configuration.unixSocketPath = path
+        configuration.recordsRequests = true
+        try await TestServer.withServer(configuration) { server in
+            let result = try await CLIRunner.run(["--unix-socket", path, "http://docker/get?via=socket"])
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(try jsonObject(result)["args"] as? [String: String] == ["via": "socket"])
+            #expect(server.receivedRequests.map { $0.value(forHTTPHeaderField: "Host") } == ["docker"])
+        }
+        let missing = try await CLIRunner.run(["--unix-socket", path, "http://docker/get"])
+        #expect(missing.status != 0)
+        #expect(missing.standardError.contains("could not connect to the Unix socket \(path): there is no socket at that path"), "\(missing.standardError)")
+    }
+
+    @Test func curlIsToldTheSocket() async throws {
+        let result = try await CLIRunner.run(["--curl", "--unix-socket", "/var/run/docker.sock", "http://docker/v1.43/info"])
+        #expect(result.output == "curl --unix-socket /var/run/docker.sock http://docker/v1.43/info --header 'User-Agent: courier/0.1.0'\n", "\(result.output)")
+    }
+}
