@@ -4,8 +4,9 @@
 # served under `/cache/expires/` (fresh for an hour), `/cache/no-cache/` (always revalidated,
 # by ETag), `/cache/last-modified/` (no ETag, no lifetime: the Last-Modified heuristic), and
 # `/cache/vary` answers with the request's Accept-Language and a fresh request id, varying on it.
-# Exports COURIER_NGINX_URL and COURIER_NGINX_ROOT; the tests that
-# need them say that they were skipped when they are missing.
+# The same server listens on a Unix-domain socket too. Exports COURIER_NGINX_URL,
+# COURIER_NGINX_ROOT and COURIER_NGINX_SOCKET; the tests that need them say that they were
+# skipped when they are missing.
 
 start_nginx() {
   if [ ! -x /usr/sbin/nginx ]; then
@@ -37,6 +38,7 @@ http {
     scgi_temp_path $dir/scgi;
     server {
         listen 127.0.0.1:$port;
+        listen unix:$dir/nginx.sock;
         location /files/ { alias $dir/files/; }
         location /slow/ { alias $dir/files/; limit_rate 4m; }
         location /cache/expires/ { alias $dir/files/; expires 1h; }
@@ -63,6 +65,7 @@ CONF
     if python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/files/large.bin', timeout=1).read(1)" 2>/dev/null; then
       export COURIER_NGINX_URL="http://127.0.0.1:$port"
       export COURIER_NGINX_ROOT="$dir"
+      export COURIER_NGINX_SOCKET="$dir/nginx.sock"
       echo "nginx at $COURIER_NGINX_URL, serving $dir"
       return 0
     fi

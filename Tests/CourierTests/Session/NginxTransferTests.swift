@@ -2,6 +2,7 @@ import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
+import NIOCore
 import Testing
 
 /// nginx from Debian's packages on 127.0.0.1, started by `.ci/run` (see `.ci/nginx.sh`): a real
@@ -10,6 +11,8 @@ enum Nginx {
     static var url: URL? { ProcessInfo.processInfo.environment["COURIER_NGINX_URL"].flatMap(URL.init(string:)) }
     static var root: URL? { ProcessInfo.processInfo.environment["COURIER_NGINX_ROOT"].map { URL(fileURLWithPath: $0) } }
     static var isAvailable: Bool { url != nil && root != nil }
+    /// The Unix-domain socket the same server listens on.
+    static var socket: String? { ProcessInfo.processInfo.environment["COURIER_NGINX_SOCKET"] }
 }
 
 @Suite(
@@ -26,6 +29,26 @@ struct NginxTransferTests {
             defer { try? FileManager.default.removeItem(at: download.fileURL) }
             #expect(download.response.status == .ok)
             #expect(try self.crc(download.fileURL) == self.crc(self.large))
+        }
+    }
+
+    /// The same file through nginx's Unix-domain socket (``SessionConfiguration/unixSocketPaths``),
+    /// the URL naming a host that exists nowhere else; then a small request on the same
+    /// connection.
+    @Test(.enabled(if: Nginx.socket != nil, "COURIER_NGINX_SOCKET is not set: .ci/run starts nginx and sets it"))
+    func aLargeFileDownloadsWholeThroughNginxsUnixSocket() async throws {
+        var configuration = SessionConfiguration.default
+        configuration.unixSocketPaths = ["nginx.socket": Nginx.socket!]
+        try await withManager(baseURL: URL(string: "http://nginx.socket/"), configuration: configuration) { manager in
+            let download = try await manager.download(Request(url: URL(string: "http://nginx.socket/files/large.bin")!))
+            defer { try? FileManager.default.removeItem(at: download.fileURL) }
+            #expect(download.response.status == .ok)
+            #expect(try self.crc(download.fileURL) == self.crc(self.large))
+            manager.responseSerializer = HTTPResponseSerializer()
+            let small = try await manager.get("files/small.txt")
+            #expect(small.value as? Data == Data("a small file for the cache tests\n".utf8))
+            #expect(small.metrics?.transactions.last?.isReusedConnection == true)
+            #expect(small.metrics?.transactions.last?.remoteSocketAddress?.pathname == Nginx.socket)
         }
     }
 
