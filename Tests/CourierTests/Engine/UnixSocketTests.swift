@@ -122,9 +122,13 @@ struct UnixSocketTests {
         #expect(FileManager.default.createFile(atPath: notListening, contents: Data()))
         defer { try? FileManager.default.removeItem(atPath: notListening) }
         var configuration = SessionConfiguration.default
-        configuration.unixSocketPaths = ["missing": missing, "idle": notListening]
+        let tooLong = "/tmp/" + String(repeating: "x", count: 120) + ".sock"
+        configuration.unixSocketPaths = ["missing": missing, "idle": notListening, "long": tooLong]
         try await withManager(baseURL: nil, configuration: configuration) { manager in
-            for (host, path, reason) in [("missing", missing, "there is no socket at that path"), ("idle", notListening, "nothing listens on it")] {
+            for (host, path, reason) in [
+                ("missing", missing, "there is no socket at that path"), ("idle", notListening, "nothing listens on it"),
+                ("long", tooLong, "the path is longer than a Unix socket's can be"),
+            ] {
                 let started = ContinuousClock.now
                 let error = await #expect(throws: CourierError.self) { try await manager.get("http://\(host)/get") }
                 #expect(error?.code == .connectionFailed)
