@@ -36,6 +36,11 @@ struct Arguments: Sendable {
         /// Courier's `NIOEngine` alone, through the `Engine` seam with no session above it: what
         /// the layers above the engine cost (its ratio to `courier`), and the engine beside AHC.
         case courierEngine = "courier-engine"
+        /// `courier` and `courier-engine` reaching nginx through its Unix-domain socket
+        /// (`SessionConfiguration.unixSocketPaths` maps the URL's host to it) instead of loopback
+        /// TCP: what the socket saves. Only with nginx started by the bench.
+        case courierUnix = "courier-unix"
+        case courierEngineUnix = "courier-engine-unix"
         /// A swift-openapi-generator client (`GET /small`, JSON decoded) on CourierOpenAPI's
         /// `CourierTransport` (issue 31).
         case openapiCourier = "openapi-courier"
@@ -82,7 +87,7 @@ struct Arguments: Sendable {
     static let usage = """
         usage: courier-bench [--scenario sequential|concurrent|all] [--requests N] [--concurrency N]
                              [--url URL] [--server nginx|testserver|auto]
-                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted,courier-nostores,courier-lean,courier-engine,openapi-courier,openapi-courier-lean,openapi-ahc,go]
+                             [--clients courier,courier-callback,ahc,urlsession,courier-observed,courier-adapted,courier-nostores,courier-lean,courier-engine,courier-unix,courier-engine-unix,openapi-courier,openapi-courier-lean,openapi-ahc,go]
                              [--warmup N] [--repeat K] [--json] [--tls] [--http2]
 
           --scenario     which work to run (default: all)
@@ -96,7 +101,9 @@ struct Arguments: Sendable {
                          monitor, and with one no-op adapter and the monitor; courier-nostores is
                          courier without the default response cache and cookie store; courier-lean
                          is courier without task notifications and task metrics; courier-engine
-                         is Courier's NIOEngine alone, through the Engine seam with no session (their
+                         is Courier's NIOEngine alone, through the Engine seam with no session;
+                         courier-unix and courier-engine-unix are the two reaching nginx through its
+                         Unix-domain socket instead of loopback TCP, with nginx started by the bench (their
                          ratios to courier are printed); openapi-courier and openapi-ahc are one
                          swift-openapi-generator client on CourierOpenAPI and on AsyncHTTPClient
                          (openapi-courier-lean: on CourierOpenAPI with courier-lean's settings);

@@ -26,6 +26,8 @@ struct RunResult: Sendable, Codable {
 struct Runner {
     let arguments: Arguments
     let url: URL
+    /// The server's Unix-domain socket, for the `-unix` clients.
+    var unixSocketPath: String? = nil
 
     func runAll() async -> [RunResult] {
         var results: [RunResult] = []
@@ -44,7 +46,8 @@ struct Runner {
         let https = self.arguments.tls || self.url.scheme == "https"
         let kinds = self.arguments.clients.filter { !(https && $0 == .urlsession) }
         let clients = kinds.map {
-            (kind: $0, client: BenchClient.make($0, url: self.url, connections: self.arguments.concurrency, http2: self.arguments.http2))
+            (kind: $0, client: BenchClient.make(
+                $0, url: self.url, connections: self.arguments.concurrency, http2: self.arguments.http2, unixSocket: self.unixSocketPath))
         }
         var results: [RunResult] = []
         for run in 1...self.arguments.repeats {

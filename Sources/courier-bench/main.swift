@@ -45,7 +45,7 @@ do {
 }
 FileHandle.standardError.write(Data("server: \(server.summary)\n".utf8))
 
-let results = await Runner(arguments: arguments, url: server.url).runAll()
+let results = await Runner(arguments: arguments, url: server.url, unixSocketPath: server.unixSocketPath).runAll()
 await server.stop()
 
 let document = Report.Document(

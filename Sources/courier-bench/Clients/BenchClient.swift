@@ -27,7 +27,7 @@ enum BenchClient: Sendable {
 
     /// A client of `kind` for `url`, allowed `connections` connections to the host; for an
     /// `https` URL it trusts CourierTesting's root CA (URLSession cannot: see `--tls`).
-    static func make(_ kind: Arguments.ClientKind, url: URL, connections: Int, http2: Bool) -> BenchClient {
+    static func make(_ kind: Arguments.ClientKind, url: URL, connections: Int, http2: Bool, unixSocket: String?) -> BenchClient {
         switch kind {
         case .courier: .async(CourierClient(url: url, connections: connections))
         case .courierCallback: .callback(CourierCallbackClient(url: url, connections: connections))
@@ -38,11 +38,22 @@ enum BenchClient: Sendable {
         case .courierNoStores: .async(CourierClient(url: url, connections: connections, instrumentation: .noStores))
         case .courierLean: .async(CourierClient(url: url, connections: connections, instrumentation: .lean))
         case .courierEngine: .async(EngineClient(url: url, connections: connections))
+        case .courierUnix: .async(CourierClient(url: url, connections: connections, unixSocket: Self.socket(unixSocket, for: kind)))
+        case .courierEngineUnix: .async(EngineClient(url: url, connections: connections, unixSocket: Self.socket(unixSocket, for: kind)))
         case .openapiCourier: .async(OpenAPIBenchClient(url: url, connections: connections, transport: .courier))
         case .openapiCourierLean: .async(OpenAPIBenchClient(url: url, connections: connections, transport: .courierLean))
         case .openapiAHC: .async(OpenAPIBenchClient(url: url, connections: connections, transport: .ahc))
         case .go: Self.go(url: url, connections: connections, http2: http2)
         }
+    }
+
+    /// The server's Unix-domain socket, or the bench ends saying that `kind` needs one.
+    private static func socket(_ path: String?, for kind: Arguments.ClientKind) -> String {
+        guard let path else {
+            FileHandle.standardError.write(Data("courier-bench: \(kind.rawValue) needs nginx started by the bench (its Unix socket)\n".utf8))
+            exit(2)
+        }
+        return path
     }
 
     /// Go's client, or the bench ends with why it could not start.

@@ -21,9 +21,12 @@ enum CourierSetup {
         return configuration
     }
 
-    static func manager(url: URL, connections: Int, stores: Bool = true, lean: Bool = false) -> (manager: HTTPSessionManager, path: String) {
+    static func manager(
+        url: URL, connections: Int, stores: Bool = true, lean: Bool = false, unixSocket: String? = nil
+    ) -> (manager: HTTPSessionManager, path: String) {
         var configuration = Self.configuration(stores: stores, lean: lean)
         configuration.httpMaximumConnectionsPerHost = connections
+        if let unixSocket, let host = url.host() { configuration.unixSocketPaths = [host: unixSocket] }
         var components = URLComponents(url: url, resolvingAgainstBaseURL: false)!
         let path = String(components.percentEncodedPath.drop { $0 == "/" })
             + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
@@ -61,9 +64,10 @@ final class CourierClient: AsyncBenchClient {
     private let manager: HTTPSessionManager
     private let path: String
 
-    init(url: URL, connections: Int, instrumentation: Instrumentation = .none) {
+    init(url: URL, connections: Int, instrumentation: Instrumentation = .none, unixSocket: String? = nil) {
         (self.manager, self.path) = CourierSetup.manager(
-            url: url, connections: connections, stores: instrumentation != .noStores, lean: instrumentation == .lean)
+            url: url, connections: connections, stores: instrumentation != .noStores, lean: instrumentation == .lean,
+            unixSocket: unixSocket)
         switch instrumentation {
         case .none, .noStores, .lean:
             break

@@ -13,9 +13,10 @@ final class EngineClient: AsyncBenchClient {
     private let engine: NIOEngine
     private let request: Request
 
-    init(url: URL, connections: Int) {
+    init(url: URL, connections: Int, unixSocket: String? = nil) {
         var configuration = NIOEngine.Configuration()
         configuration.maximumConnectionsPerHost = connections
+        if let unixSocket, let host = url.host() { configuration.unixSocketPaths = [host: unixSocket] }
         let policy = url.scheme == "https" ? CourierSetup.trustingTestRoot : SecurityPolicy.default
         self.engine = NIOEngine(configuration: configuration, securityPolicy: policy)
         self.request = Request(url: url)

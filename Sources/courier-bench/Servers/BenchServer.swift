@@ -6,8 +6,14 @@ protocol BenchServer: AnyObject, Sendable {
     var summary: String { get }
     /// The URL every client requests.
     var url: URL { get }
+    /// A Unix-domain socket the server also listens on, speaking what ``url`` speaks; nil for none.
+    var unixSocketPath: String? { get }
     /// Stops the server if the bench started it; waits until it is gone.
     func stop() async
+}
+
+extension BenchServer {
+    var unixSocketPath: String? { nil }
 }
 
 /// A server the user started (`--url`): the bench neither starts nor stops it.

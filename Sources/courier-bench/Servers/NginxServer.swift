@@ -15,6 +15,9 @@ final class NginxServer: BenchServer {
 
     let url: URL
     let summary: String
+    /// nginx serves ``url``'s resources on this Unix-domain socket too, with TLS (and HTTP/2)
+    /// when ``url`` has them: the `-unix` clients reach it through ``SessionConfiguration/unixSocketPaths``.
+    let unixSocketPath: String?
     private let process: Process
     private let directory: URL
     /// Files put here are served under `/files/`.
@@ -23,6 +26,7 @@ final class NginxServer: BenchServer {
     private init(process: Process, directory: URL, port: Int, version: String, tls: Bool, http2: Bool) {
         self.process = process
         self.directory = directory
+        self.unixSocketPath = Self.socketPath(in: directory.path)
         self.url = URL(string: "\(tls ? "https" : "http")://127.0.0.1:\(port)\(ServerLauncher.path)")!
         self.summary = "\(version) (1 worker, keep-alive\(tls ? (http2 ? ", TLS, HTTP/2 offered" : ", TLS") : "")) at \(self.url.absoluteString)"
     }
@@ -123,6 +127,9 @@ final class NginxServer: BenchServer {
         var http2 = false
     }
 
+    /// The Unix-domain socket nginx listens on beside its ports.
+    static func socketPath(in directory: String) -> String { "\(directory)/nginx.sock" }
+
     static func configuration(directory: String, port: Int, tls: TLSListener? = nil) -> String {
         """
         worker_processes 1;
@@ -147,6 +154,7 @@ final class NginxServer: BenchServer {
             server {
                 listen 127.0.0.1:\(port);
                 \(tls.map { "listen 127.0.0.1:\($0.port) ssl\($0.http2 ? " http2" : ""); ssl_certificate \($0.certificate); ssl_certificate_key \($0.key);" } ?? "")
+                listen unix:\(Self.socketPath(in: directory))\(tls.map { " ssl\($0.http2 ? " http2" : "")" } ?? "");
                 location = \(ServerLauncher.path) {
                     default_type application/json;
                     return 200 '\(ServerLauncher.body)';
