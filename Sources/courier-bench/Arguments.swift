@@ -102,9 +102,9 @@ struct Arguments: Sendable {
                          courier without the default response cache and cookie store; courier-lean
                          is courier without task notifications and task metrics; courier-engine
                          is Courier's NIOEngine alone, through the Engine seam with no session;
-                         courier-unix and courier-engine-unix are the two reaching nginx through its
-                         Unix-domain socket instead of loopback TCP, with nginx started by the bench (their
-                         ratios to courier are printed); openapi-courier and openapi-ahc are one
+                         courier-unix and courier-engine-unix are the two reaching nginx through
+                         its Unix-domain socket instead of loopback TCP, with nginx started by the
+                         bench (their ratios to courier are printed); openapi-courier and openapi-ahc are one
                          swift-openapi-generator client on CourierOpenAPI and on AsyncHTTPClient
                          (openapi-courier-lean: on CourierOpenAPI with courier-lean's settings);
                          go is Go's net/http (Scripts/go-bench, its own process and CPU), added to
