@@ -272,9 +272,7 @@ extension TransactionMetrics: CustomStringConvertible {
         // An IPv6 address in brackets before its port, as in a URL (`[::1]:8080`).
         func endpoint(_ address: String, _ port: Int) -> String { address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)" }
         if let remote = self.remoteAddress, let port = self.remotePort { connection += " to \(endpoint(remote, port))" }
-        if case .unixDomainSocket? = self.remoteSocketAddress, let path = self.remoteSocketAddress?.pathname {
-            connection += " to the Unix socket \(path)"
-        }
+        if let path = self.remoteSocketAddress?.pathname { connection += " to the Unix socket \(path)" }
         if let local = self.localAddress, let port = self.localPort { connection += " from \(endpoint(local, port))" }
         if let tls = self.tlsProtocolVersion { connection += ", \(tls)" }
         if let suite = self.tlsCipherSuite { connection += " \(suite)" }

@@ -3,17 +3,13 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 extension ConnectionPool {
-    /// Where a WebSocket to `url` (`ws` or `wss`) connects: the key of the `http` or `https` URL
-    /// it stands for, on the route the proxy settings give that URL, except that an HTTP proxy
-    /// always tunnels (`CONNECT`): a forwarding proxy cannot carry an upgraded connection. A host
-    /// mapped to a Unix-domain socket is reached through it, as its HTTP requests are.
-    func webSocketKey(for url: URL) -> Key? {
-        guard let httpURL = WebSocketTask.httpURL(for: url), var key = Self.key(for: httpURL) else { return nil }
-        if self.throughUnixSocket(&key) { return key }
-        switch self.settings.proxy?.route(for: httpURL) ?? .direct {
-        case .forward(let proxy): key.route = .connectTunnel(proxy)
-        case let route: key.route = route
-        }
+    /// Where a WebSocket connects, given the `http` or `https` URL its `ws` or `wss` URL stands for
+    /// (``WebSocketTask/httpURL(for:)``): that URL's key (``key(for:)``: its proxy route, or its
+    /// host's Unix-domain socket), except that an HTTP proxy always tunnels (`CONNECT`): a
+    /// forwarding proxy cannot carry an upgraded connection.
+    func webSocketKey(for httpURL: URL) -> Key? {
+        guard var key = self.key(for: httpURL) else { return nil }
+        if case .forward(let proxy) = key.route { key.route = .connectTunnel(proxy) }
         return key
     }
 

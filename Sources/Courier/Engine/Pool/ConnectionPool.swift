@@ -175,18 +175,13 @@ final class ConnectionPool: Sendable {
     /// for other URLs.
     func key(for url: URL) -> Key? {
         guard var key = Self.key(for: url), !key.tls || self.tls != nil else { return nil }
-        // The socket reaches the host itself: no proxy.
-        if self.throughUnixSocket(&key) { return key }
-        key.route = self.settings.proxy?.route(for: url) ?? .direct
+        if !self.settings.unixSocketPaths.isEmpty, let path = self.settings.unixSocketPaths[key.host.lowercased()] {
+            // The host's Unix-domain socket reaches it itself: no proxy.
+            key.socketPath = path
+        } else {
+            key.route = self.settings.proxy?.route(for: url) ?? .direct
+        }
         return key
-    }
-
-    /// Points `key` at its host's Unix-domain socket when the settings map the host to one
-    /// (``NIOEngine/Configuration/unixSocketPaths``); false when they do not.
-    func throughUnixSocket(_ key: inout Key) -> Bool {
-        guard !self.settings.unixSocketPaths.isEmpty, let path = self.settings.unixSocketPaths[key.host.lowercased()] else { return false }
-        key.socketPath = path
-        return true
     }
 
     /// Where requests for `url` go: `http` and `https` URLs with a host; nil for others.
