@@ -146,12 +146,14 @@ CONF
 
 # squid as an HTTP proxy that wants Digest credentials (RFC 7616, MD5, qop=auth) for CONNECT
 # and forwarded requests: its digest_file_auth helper reads them from a file. Nothing is cached.
+# A second user, `refused`, is the one the wrong-password test names: squid keeps credential state
+# per user, and the other tests authenticate `courier` at the same moment.
 # Its 407s leave the connection open, with an error page for a body.
 start_digest_squid() {
   local dir=$1/squid port
   mkdir -p "$dir" && chmod 777 "$dir"
   port=$(free_port)
-  echo "courier:digest-secret" > "$dir/passwd" && chmod 644 "$dir/passwd"
+  printf 'courier:digest-secret\nrefused:refused-secret\n' > "$dir/passwd" && chmod 644 "$dir/passwd"
   cat > "$dir/squid.conf" <<CONF
 http_port 127.0.0.1:$port
 pid_filename $dir/squid.pid

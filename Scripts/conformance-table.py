@@ -77,8 +77,6 @@ RULES = [
     (r"AuthenticationInterceptorTests|RequestInterceptorTests|RetryPolicyTests|OfflineRetrierTests|AuthenticationTests",
      r".", "pending: issue 19", "interceptors, retry and authentication"),
     (r"RequestModifierTests", r".", "pending: issue 19", "request modifiers (adapters)"),
-    (r".", r"DataStreamCallsCachedResponseHandler",
-     "not built", "streamed responses are not stored in the cache (only data tasks are)"),
     (r"CacheTests|CachedResponseHandlerTests", r".", "pending: issue 18", "response cache"),
     (r".", r"(?i)curl.*cookie", "pending: issue 19", "cURLDescription with the session's cookies (the cookies landed under issue 18; the description is issue 19's)"),
     (r".", r"(?i)cookie", "pending: issue 18", "cookies"),

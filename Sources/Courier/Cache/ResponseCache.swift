@@ -104,6 +104,11 @@ public final class ResponseCache: Sendable {
     /// The largest entry a tier of `capacity` bytes keeps.
     static func maximumEntrySize(capacity: Int) -> Int { capacity / 20 }
 
+    /// The largest entry either tier keeps.
+    var largestEntrySize: Int {
+        max(Self.maximumEntrySize(capacity: self.memoryCapacity), self.isPersistent ? Self.maximumEntrySize(capacity: self.diskCapacity) : 0)
+    }
+
     var now: Date { self.clock() }
 
     // MARK: Reading

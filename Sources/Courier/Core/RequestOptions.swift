@@ -4,7 +4,8 @@ import Foundation
 /// each is `nil` until someone sets it, and a `nil` option leaves the session's setting in force.
 public struct RequestOptions: Sendable, Hashable {
     /// How a request uses the session's ``SessionConfiguration/responseCache`` (AFNetworking's
-    /// `cachePolicy`, as on Apple platforms). Only data tasks are answered from the cache.
+    /// `cachePolicy`, as on Apple platforms). Data tasks and streams are answered from the cache;
+    /// downloads are not.
     public enum CachePolicy: Sendable, Hashable {
         /// RFC 9111's rules (the default): a fresh stored response is served without the
         /// network, a stale one is revalidated, the request's `Cache-Control` is obeyed.

@@ -98,9 +98,9 @@ public struct SessionConfiguration: Sendable {
     /// responses set, on every hop (redirects included). True by default; a request's own
     /// ``RequestOptions/httpShouldHandleCookies`` overrides it.
     public var httpShouldHandleCookies: Bool = true
-    /// The HTTP cache data tasks consult (RFC 9111, private): a new in-memory ``ResponseCache``
-    /// of 4 MiB for each configuration by default; give it one with a disk folder to keep
-    /// responses across runs, or `nil` for none.
+    /// The HTTP cache data tasks and streams consult (RFC 9111, private): a new in-memory
+    /// ``ResponseCache`` of 4 MiB for each configuration by default; give it one with a disk
+    /// folder to keep responses across runs, or `nil` for none.
     public var responseCache: ResponseCache? = ResponseCache()
     /// How requests use ``responseCache`` unless they set their own
     /// ``RequestOptions/cachePolicy``: by the protocol's rules by default.

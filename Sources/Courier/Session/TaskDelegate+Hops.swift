@@ -28,6 +28,19 @@ struct HopState: Sendable {
     var requestDate: Date?
     var responseDate: Date?
     var source = ResponseSource.network
+
+    /// What the store check needs of the hop (``TaskDelegate/cacheCopyLimit(for:expected:storing:)``).
+    struct Storing {
+        let request: Request
+        let followsRedirects: Bool
+        let servesStale: Bool
+    }
+
+    /// What the store check needs, when the hop's response may be stored; nil when it may not.
+    func storing(currentRequest: Request) -> Storing? {
+        guard self.mayStore else { return nil }
+        return Storing(request: self.sentRequest ?? currentRequest, followsRedirects: self.followsRedirects, servesStale: self.servesStale)
+    }
 }
 
 /// What the first hop of a task does, once the session's options, cookies and cache were consulted.
@@ -61,7 +74,7 @@ extension SessionManager {
             request.setCookieField(Self.joinedCookies(callerCookie, store.cookieHeader(for: request.url)))
         }
 
-        // The cache, for data tasks.
+        // The cache, for data tasks and streams.
         let policy = request.options.cachePolicy ?? configuration.value.requestCachePolicy
         var plan = HopPlan.send(request)
         var hop = (revalidating: CachedResponse?.none, mayStore: false, source: ResponseSource.network)
@@ -97,7 +110,7 @@ extension SessionManager {
                 hop.source = .cache
             }
         } else if policy == .returnCacheDataDontLoad {
-            plan = .fail(Self.cacheMiss(request, reason: "answers data tasks only"))
+            plan = .fail(Self.cacheMiss(request, reason: "answers data tasks and streams only"))
         }
 
         let servesStale = policy.servesStale || configuration.value.requestCachePolicy.servesStale
@@ -301,24 +314,24 @@ extension TaskDelegate {
         }
     }
 
-    /// At a data task's end, when its hop may store (``TaskEndRecord/mayStore``): the response
-    /// stored in the cache when RFC 9111 and the will-cache hook (the request's
-    /// ``ResponseCacher`` when it has one) allow it.
+    /// At a data task's or a stream's end, when its hop may store (``TaskEndRecord/mayStore``):
+    /// the response stored in the cache when RFC 9111 and the will-cache hook (the request's
+    /// ``ResponseCacher`` when it has one) allow it, and its whole body was kept
+    /// (``BodySink/bodyToStore(gathered:)``).
     func storeInCache(_ outcome: borrowing TaskOutcome, servesStale: Bool) {
-        guard outcome.error == nil, let response = outcome.response, let cache = self.configurationReference.value.responseCache
-        else { return }
-        // Work nobody would see: a response the session's rules could never serve again is not
-        // stored, unless a policy that serves stale responses or the will-cache hook might use it.
-        guard servesStale || self.hooks.dataTaskWillCacheResponse != nil || CachePlanner.saysAnythingAboutCaching(response)
+        guard outcome.error == nil, let response = outcome.response, let cache = self.configurationReference.value.responseCache,
+            self.isWorthStoring(response, servesStale: servesStale)
         else { return }
         let (sentRequest, followsRedirects, requestDate, responseDate) = self.state.withLockedValue {
             ($0.hop.sentRequest, $0.hop.followsRedirects, $0.hop.requestDate, $0.hop.responseDate)
         }
         let request = sentRequest ?? outcome.request
-        guard CachePlanner.isStorable(response, for: request, followsRedirects: followsRedirects) else { return }
+        guard CachePlanner.isStorable(response, for: request, followsRedirects: followsRedirects),
+            let data = self.sink.bodyToStore(gathered: outcome.data)
+        else { return }
         let now = cache.now
         var cached = CachedResponse(
-            response: CachePlanner.storable(response), data: outcome.data ?? Data(), url: request.url, storagePolicy: .allowed,
+            response: CachePlanner.storable(response), data: data, url: request.url, storagePolicy: .allowed,
             requestDate: requestDate ?? now, responseDate: responseDate ?? now)
         if let hook = self.hooks.dataTaskWillCacheResponse, let dataTask = outcome.task as? DataTask {
             guard let chosen = hook(outcome.manager, dataTask, cached) else { return }
@@ -329,6 +342,26 @@ extension TaskDelegate {
             let (task, stored) = (outcome.task, cached)
             monitors.emit { $0.task(task, didStoreInCache: stored) }
         }
+    }
+}
+
+extension TaskDelegate {
+    /// Work nobody would see: a response the session's rules could never serve again is not
+    /// stored, unless a policy that serves stale responses or the will-cache hook might use it.
+    func isWorthStoring(_ response: HTTPResponse, servesStale: Bool) -> Bool {
+        servesStale || self.hooks.dataTaskWillCacheResponse != nil || CachePlanner.saysAnythingAboutCaching(response)
+    }
+
+    /// How much of a streamed response's body to keep for the cache: the largest entry the
+    /// session's cache keeps, when the response may be stored and its announced length is within
+    /// that; nil to keep nothing.
+    func cacheCopyLimit(for response: HTTPResponse, expected: Int64, storing: HopState.Storing) -> Int? {
+        guard let cache = self.configurationReference.value.responseCache,
+            self.isWorthStoring(response, servesStale: storing.servesStale),
+            CachePlanner.isStorable(response, for: storing.request, followsRedirects: storing.followsRedirects)
+        else { return nil }
+        let limit = cache.largestEntrySize
+        return expected <= Int64(limit) ? limit : nil
     }
 }
 

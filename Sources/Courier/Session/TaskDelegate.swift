@@ -482,10 +482,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     /// What is left of a task's end once its state has completed: the one place every task's end
-    /// is settled. The cache store (data tasks), the end of its progress updates, its metrics
-    /// (hook, monitors, span, log) and its leaving the registry. Runs once (a second call does
-    /// nothing), before the completion is delivered: where the completion goes next for a data
-    /// task, once its file is in place for a download.
+    /// is settled. The cache store (data tasks and streams), the end of its progress updates, its
+    /// metrics (hook, monitors, span, log) and its leaving the registry. Runs once (a second call
+    /// does nothing), before the completion is delivered: where the completion goes next for a
+    /// data task, once its file is in place for a download.
     func settle(_ outcome: inout TaskOutcome) {
         guard !outcome.isSettled else { return }
         outcome.isSettled = true

@@ -29,8 +29,14 @@ protocol BodySink: Sendable {
     /// outside the task's lock.
     var isBehind: Bool { get }
 
-    /// Whether the session's cache answers and stores this task's responses (data tasks only).
+    /// Whether the session's cache answers and stores this task's responses (data tasks and
+    /// streams).
     var usesCache: Bool { get }
+
+    /// The body to store with the final response at the task's end, or nil when the whole body
+    /// was not kept (the response is then not stored): `gathered`, the body gathered in memory,
+    /// for a data task; a stream's own copy (``ResponseStreamSink/takeCacheCopy()``).
+    func bodyToStore(gathered: Data?) -> Data?
 
     /// Whether the consumer holds the attempt's response head already, so that an attempt that
     /// got one can no longer be retried (a stream's consumer, unless the head is held back for a
@@ -42,6 +48,8 @@ extension BodySink {
     var isBehind: Bool { false }
     var usesCache: Bool { false }
     var takesResponseAtHead: Bool { false }
+
+    func bodyToStore(gathered: Data?) -> Data? { gathered ?? Data() }
 
     func end(with error: CourierError?, delegate: TaskDelegate) {
         delegate.completeWithGatheredBody(error)

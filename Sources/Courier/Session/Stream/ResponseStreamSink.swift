@@ -41,6 +41,9 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         var kept = Kept.nothing
         /// The whole body, gathered: the consumer's, read from memory (``takeBody()``).
         var completeBody: ByteBuffer??
+        /// A copy of the final response's body for the session's cache, kept while the response
+        /// may be stored (``copyBodyForCache(upTo:)``); nil when none is kept.
+        var cacheCopy: CacheCopy?
 
         /// The source chunks are yielded to, made on first use: a gathered body needs none.
         /// Once the body ended there is none to make (the sequence made before, if any, stays
@@ -90,6 +93,26 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
             var taken = Kept.nothing
             swap(&taken, &self)
             return taken
+        }
+    }
+
+    /// The body kept for the cache: every chunk of the final response, until it is longer than the
+    /// cache keeps (then nothing more is kept, and the response is not stored).
+    struct CacheCopy {
+        let limit: Int
+        var body: ByteBuffer?
+        var bytes = 0
+        var outgrewLimit = false
+
+        mutating func append(_ chunk: ByteBuffer) {
+            guard !self.outgrewLimit else { return }
+            self.bytes += chunk.readableBytes
+            guard self.bytes <= self.limit else {
+                self.outgrewLimit = true
+                self.body = nil
+                return
+            }
+            if self.body == nil { self.body = chunk } else { self.body!.writeImmutableBuffer(chunk) }
         }
     }
 
@@ -214,10 +237,34 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         self.state.withLockedValue { $0.kept = .heldForRetry(chunks: [], bytes: 0) }
     }
 
+    // MARK: Cache
+
+    /// Keeps a copy of the response that just arrived, up to `limit` bytes, for the session's
+    /// cache (``takeCacheCopy()``); with `limit` nil, keeps none (an earlier attempt's
+    /// copy is dropped either way).
+    func copyBodyForCache(upTo limit: Int?) {
+        self.state.withLockedValue { $0.cacheCopy = limit.map { CacheCopy(limit: $0) } }
+    }
+
+    /// The whole body kept for the cache, taken out: nil when none was kept or it outgrew its
+    /// limit, an empty buffer for an empty body.
+    func takeCacheCopy() -> ByteBuffer? {
+        let copy = self.state.withLockedValue { state -> CacheCopy? in
+            defer { state.cacheCopy = nil }
+            return state.cacheCopy
+        }
+        guard let copy, !copy.outgrewLimit else { return nil }
+        return copy.body ?? ByteBuffer()
+    }
+
+    // MARK: Body
+
     /// Keeps a chunk of a held response, or says it is not held, or hands the head over once the
-    /// held body is over ``heldBodyLimit``.
+    /// held body is over ``heldBodyLimit``. Every chunk of the final response passes here once:
+    /// the cache's copy takes it here too.
     func hold(_ chunk: ByteBuffer) -> Hold {
         let (hold, waiter) = self.state.withLockedValue { state -> (Hold, UnsafeContinuation<Void, any Error>?) in
+            if state.cacheCopy != nil { state.cacheCopy!.append(chunk) }
             guard case .heldForRetry = state.kept, case .heldForRetry(var chunks, let bytes) = state.kept.take() else {
                 return (.notHolding, nil)
             }
@@ -235,8 +282,6 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         waiter?.resume()
         return hold
     }
-
-    // MARK: Body
 
     /// Hands a chunk to the consumer, or gathers it. Returns false when the consumer is gone.
     func yield(_ chunk: ByteBuffer) -> Bool {

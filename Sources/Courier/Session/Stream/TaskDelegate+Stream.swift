@@ -12,6 +12,14 @@ extension ResponseStreamSink: BodySink {
     /// held back for a possible retry is not the caller's yet.
     var takesResponseAtHead: Bool { self.consumerHasHead }
 
+    /// A stream is answered from the session's cache, and its response stored there, as a data
+    /// task's is: the sink keeps a copy of the body as it passes while the response may be stored.
+    var usesCache: Bool { true }
+
+    func bodyToStore(gathered: Data?) -> Data? {
+        self.takeCacheCopy().map { Data(buffer: $0, byteTransferStrategy: .automatic) }
+    }
+
     /// A streamed task's response head: recorded, then the waiting caller is told. A failed status
     /// that a retrier may retry (``TaskDelegate/mayRetry(after:status:)``) is held back with its body, up
     /// to ``ResponseStreamSink/heldBodyLimit``, until the retriers have decided: the caller gets
@@ -19,10 +27,13 @@ extension ResponseStreamSink: BodySink {
     func headArrived(_ response: HTTPResponse, status: Int, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
         let holding = delegate.mayRetry(after: response, status: status)
         let expected = response.expectedContentLength ?? -1
-        let (task, deliveries) = delegate.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
+        let (task, deliveries, storing) = delegate.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery], HopState.Storing?) in
             state.metrics?.responseBegan()
-            return (state.task, state.recordResponse(response, status: status, url: url, expected: expected, holding: holding))
+            let deliveries = state.recordResponse(response, status: status, url: url, expected: expected, holding: holding)
+            return (state.task, deliveries, state.hop.storing(currentRequest: state.currentRequest))
         }
+        // Before any chunk: the copy for the cache, when the response may be stored.
+        self.copyBodyForCache(upTo: storing.flatMap { delegate.cacheCopyLimit(for: response, expected: expected, storing: $0) })
         if let task { delegate.didReceive(response, task: task) }
         delegate.deliver(deliveries)
         var disposition = ResponseDisposition.allow
@@ -105,6 +116,12 @@ extension SessionManager {
     /// Cancelling the calling task before the head arrives, or stopping the iteration, cancels the
     /// request. The task completes (hooks, ``Foundation/NSNotification/Name/taskDidComplete``) when
     /// the body ends; the notification carries no data.
+    ///
+    /// The session's ``SessionConfiguration/responseCache`` answers a stream as it answers a data
+    /// task (a fresh stored response comes from memory, a stale one is revalidated), and a
+    /// streamed response is stored when it may be: the session keeps a copy of the body as it
+    /// passes, up to the largest entry the cache keeps, and stores it once the body has ended
+    /// whole. A longer body, one that breaks off, or one whose consumer stops, is not stored.
     ///
     /// With `gatheringBodiesUpTo` above 0, a response whose `Content-Length` is at most that many
     /// bytes is read whole before the call returns, and its body then comes from memory in one

@@ -185,4 +185,26 @@ struct AlamofireDataStreamConformanceTests {
             #expect((try? JSONDecoder().decode(HTTPBinEchoResponse.self, from: data)) != nil)
         }
     }
+
+    /// The request's cacher is offered the stream's response, its body whole, once the body has
+    /// ended (a `.modify` that stores nothing, as Alamofire's); the line of JSON decodes.
+    @Test func testThatDataStreamCallsCachedResponseHandler() async throws {
+        try await Self.withManager { manager, server in
+            let offered = Recorder<CachedResponse>()
+            var request = Request(url: server.url("/stream/1"))
+            request.responseCacher = .modify { _, cached in
+                offered.append(cached)
+                return nil
+            }
+            let stream = try await manager.stream(request)
+            typealias TestResponse = AlamofireDataStreamSerializerConformanceTests.TestResponse
+            var values: [TestResponse] = []
+            for try await value in stream.decoded(TestResponse.self) { values.append(value) }
+            #expect(values.map(\.id) == [0])
+            #expect(stream.response.status == .ok)
+            #expect(offered.all.count == 1)
+            #expect(offered.all.first.map { String(decoding: $0.data, as: UTF8.self).hasSuffix("}\n") } == true)
+            #expect(manager.configuration.responseCache?.cachedResponse(for: request) == nil, "the cacher stored nothing")
+        }
+    }
 }

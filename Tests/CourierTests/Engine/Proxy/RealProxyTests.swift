@@ -235,6 +235,9 @@ struct RealProxyTests {
     @Test(.enabled(if: RealProxies.digestURL != nil, Comment(rawValue: Self.noDigestProxy)))
     func squidRefusesAWrongDigestPassword() async throws {
         var wrong = try NIOEngine.Proxy(url: #require(RealProxies.digestURL))
+        // A user of its own (`.ci/proxies.sh` gives it another password): squid keeps credential
+        // state per user, and the other tests authenticate theirs at the same moment.
+        wrong.username = "refused"
         wrong.password = "not-the-password"
         try await withTestServer { server in
             let refused = await #expect(throws: CourierError.self) {

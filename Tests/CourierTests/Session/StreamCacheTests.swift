@@ -1,0 +1,119 @@
+import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOFoundationCompat
+import Testing
+
+/// Streams and the session's cache (the transports' part is `TransportStreamCacheTests`): what a
+/// stream keeps for the cache is bounded by the largest entry the cache keeps; a stream is answered
+/// from the cache, revalidated, and offered to the will-cache hook as a data task is.
+@Suite("Streams and the cache")
+struct StreamCacheTests {
+    static func whole(_ body: ResponseBodyStream) async throws -> ByteBuffer {
+        var whole = ByteBuffer()
+        for try await chunk in body { whole.writeImmutableBuffer(chunk) }
+        return whole
+    }
+
+    /// A manager with `cache` on a fresh server.
+    static func run(cache: ResponseCache = ResponseCache(), _ body: (TestServer, HTTPSessionManager) async throws -> Void) async throws {
+        try await withTestServer { server in
+            var configuration = SessionConfiguration.default
+            configuration.responseCache = cache
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                try await body(server, manager)
+            }
+        }
+    }
+
+    static let storing = RequestOptions(cachePolicy: .returnCacheDataElseLoad)
+    static let cacheOnly = RequestOptions(cachePolicy: .returnCacheDataDontLoad)
+
+    @Test func aBodyLongerThanTheCacheKeepsStreamsWholeAndIsNotStored() async throws {
+        // 40,000 bytes of memory: its largest entry is 2,000 bytes.
+        try await Self.run(cache: ResponseCache(memoryCapacity: 40_000)) { server, manager in
+            // Chunked, no length announced: the copy outgrows the limit on the way.
+            let unannounced = try await manager.stream(Request(url: server.url("/stream-bytes/5000?seed=1&chunk_size=1000"), options: Self.storing))
+            #expect(unannounced.response.expectedContentLength == nil)
+            #expect(try await Self.whole(unannounced.body).readableBytes == 5000, "the consumer lost nothing")
+            // Announced over the limit: nothing is copied.
+            let announced = try await manager.stream(Request(url: server.url("/bytes/5000?seed=1"), options: Self.storing))
+            #expect(try await Self.whole(announced.body).readableBytes == 5000)
+            for path in ["/stream-bytes/5000?seed=1&chunk_size=1000", "/bytes/5000?seed=1"] {
+                await #expect(throws: CourierError(.resourceUnavailable, ""), "\(path)") {
+                    _ = try await manager.stream(Request(url: server.url(path), options: Self.cacheOnly))
+                }
+            }
+
+            // Within it, chunked: stored, and served whole.
+            let small = server.url("/stream-bytes/1000?seed=1&chunk_size=100")
+            let first = try await Self.whole(manager.stream(Request(url: small, options: Self.storing)).body)
+            let cached = try await manager.stream(Request(url: small, options: Self.cacheOnly))
+            #expect(cached.task.responseSource == .cache)
+            #expect(try await Self.whole(cached.body) == first)
+            #expect(first.readableBytes == 1000)
+        }
+    }
+
+    @Test func aBodyReadWholeBeforeTheCallReturnsIsStoredToo() async throws {
+        try await Self.run { server, manager in
+            let url = server.url("/cache/600")
+            let gathered = try await manager.stream(Request(url: url), gatheringBodiesUpTo: 64 * 1024)
+            let body = try await Self.whole(gathered.body)
+            let cached = try await manager.stream(Request(url: url))
+            #expect(cached.task.responseSource == .cache)
+            #expect(try await Self.whole(cached.body) == body)
+            #expect(server.requestCount == 1)
+        }
+    }
+
+    /// A stored response without freshness is revalidated: the server's 304 confirms it, and the
+    /// stream reads the stored body.
+    @Test func aStaleStoredResponseIsRevalidatedForAStream() async throws {
+        try await Self.run { server, manager in
+            let url = server.url("/etag/courier")
+            let first = try await manager.stream(Request(url: url))
+            let body = try await Self.whole(first.body)
+            #expect(first.response.headerFields[.eTag] == "\"courier\"")
+            let second = try await manager.stream(Request(url: url))
+            #expect(second.task.responseSource == .revalidatedCache)
+            #expect(second.response.status == .ok)
+            #expect(try await Self.whole(second.body) == body)
+            #expect(server.requestCount == 2)
+        }
+    }
+
+    /// The session's will-cache hook is offered a stream's response, body whole, as a data task's;
+    /// what it returns is stored (nil: nothing).
+    @Test func theWillCacheHookIsOfferedAStreamsResponse() async throws {
+        try await Self.run { server, manager in
+            let offered = Recorder<CachedResponse>()
+            manager.hooks.dataTaskWillCacheResponse = { _, _, cached in
+                offered.append(cached)
+                return cached.url.path == "/bytes/300" ? cached : nil
+            }
+            for path in ["/bytes/300", "/bytes/200"] {
+                let stream = try await manager.stream(Request(url: server.url("\(path)?seed=2")))
+                let body = try await Self.whole(stream.body)
+                #expect(offered.all.last?.data == Data(buffer: body), "\(path)")
+            }
+            #expect(offered.all.count == 2)
+            #expect(try await manager.stream(Request(url: server.url("/bytes/300?seed=2"), options: Self.cacheOnly)).task.responseSource == .cache)
+            await #expect(throws: CourierError(.resourceUnavailable, "")) {
+                _ = try await manager.stream(Request(url: server.url("/bytes/200?seed=2"), options: Self.cacheOnly))
+            }
+        }
+    }
+
+    @Test func aStreamAskingForTheCacheAloneFailsWhenItHoldsNothing() async throws {
+        try await Self.run { server, manager in
+            let error = await #expect(throws: CourierError.self) {
+                _ = try await manager.stream(Request(url: server.url("/get"), options: Self.cacheOnly))
+            }
+            #expect(error?.code == .resourceUnavailable)
+            #expect(server.requestCount == 0)
+        }
+    }
+}
