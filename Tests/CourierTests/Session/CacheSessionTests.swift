@@ -3,6 +3,7 @@ import CourierTesting
 import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
+import NIOCore
 import Testing
 
 /// The HTTP cache through a session: TestServer routes that count what reaches the server, and
@@ -529,6 +530,23 @@ struct NginxCacheTests {
             var revalidate = Request(url: url)
             revalidate.headerFields[.cacheControl] = "max-age=0"
             #expect(try await manager.data(for: revalidate).source == .revalidatedCache, "If-Modified-Since, and nginx's 304")
+        }
+    }
+
+    /// A stream of nginx's files: stored as it passes, then answered from the cache while fresh
+    /// and revalidated by `ETag` when `no-cache` says so.
+    @Test func streamsAreStoredAndRevalidated() async throws {
+        try await withManager(baseURL: self.base, configuration: CacheSessionTests.configuration()) { manager in
+            for (path, second) in [("cache/expires/small.txt", ResponseSource.cache), ("cache/no-cache/small.txt", .revalidatedCache)] {
+                let url = self.base.appendingPathComponent(path)
+                for expected in [ResponseSource.network, second] {
+                    let stream = try await manager.stream(Request(url: url))
+                    var body = ByteBuffer()
+                    for try await chunk in stream.body { body.writeImmutableBuffer(chunk) }
+                    #expect(stream.task.responseSource == expected, "\(path)")
+                    #expect(String(buffer: body) == "a small file for the cache tests\n", "\(path)")
+                }
+            }
         }
     }
 
