@@ -354,11 +354,13 @@ extension TaskDelegate {
 
     /// How much of a streamed response's body to keep for the cache: the largest entry the
     /// session's cache keeps, when the response may be stored and its announced length is within
-    /// that; nil to keep nothing.
+    /// that; nil to keep nothing. An event stream (`text/event-stream`) is a live feed, never a
+    /// document to serve again, and may run for hours: nothing of it is kept.
     func cacheCopyLimit(for response: HTTPResponse, expected: Int64, storing: HopState.Storing) -> Int? {
         guard let cache = self.configurationReference.value.responseCache,
             self.isWorthStoring(response, servesStale: storing.servesStale),
-            CachePlanner.isStorable(response, for: storing.request, followsRedirects: storing.followsRedirects)
+            CachePlanner.isStorable(response, for: storing.request, followsRedirects: storing.followsRedirects),
+            response.mimeType != "text/event-stream"
         else { return nil }
         let limit = cache.largestEntrySize
         return expected <= Int64(limit) ? limit : nil

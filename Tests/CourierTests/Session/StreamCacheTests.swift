@@ -107,6 +107,54 @@ struct StreamCacheTests {
         }
     }
 
+    /// `/events`: one event naming the hit, fresh for ten minutes and with a validator that never
+    /// changes (a 304 to `If-None-Match`): every way a cache could answer it.
+    static func eventsRoute(_ server: TestServer) -> Recorder<String> {
+        let conditionals = Recorder<String>()
+        let hits = Recorder<Int>()
+        server.route("/events") { request in
+            if let tag = request.headerFields[.ifNoneMatch] {
+                conditionals.append(tag)
+                var notModified = TestServer.Response(status: .notModified)
+                notModified.headerFields[.eTag] = "\"events\""
+                return notModified
+            }
+            hits.append(hits.all.count + 1)
+            var response = TestServer.Response(body: Data("id: \(hits.all.count)\ndata: hit \(hits.all.count)\n\n".utf8))
+            response.headerFields[.contentType] = "text/event-stream"
+            response.headerFields[.cacheControl] = "max-age=600"
+            response.headerFields[.eTag] = "\"events\""
+            return response
+        }
+        return conditionals
+    }
+
+    /// An event stream is a live feed: a stream of one is not stored, and an `eventStream` is never
+    /// answered from the cache, even when a data task stored the URL's response.
+    @Test func anEventStreamIsNeitherStoredNorAnsweredFromTheCache() async throws {
+        try await Self.run { server, manager in
+            let conditionals = Self.eventsRoute(server)
+            let url = server.url("/events")
+            for _ in 0..<2 {
+                let stream = try await manager.stream(Request(url: url))
+                _ = try await Self.whole(stream.body)
+                #expect(stream.task.responseSource == .network)
+            }
+            #expect(server.requestCount == 2)
+
+            // Stored by a data task (a document like any other to it).
+            #expect(try await manager.data(for: Request(url: url)).source == .network)
+            #expect(try await manager.data(for: Request(url: url)).source == .cache)
+            var events: [String] = []
+            for try await event in manager.eventStream(Request(url: url), options: .init(retryDelay: .milliseconds(10))) {
+                events.append(event.data)
+                if events.count == 2 { break }
+            }
+            #expect(events == ["hit 4", "hit 5"], "from the server, not the stored hit 3")
+            #expect(conditionals.all.isEmpty, "not revalidated either")
+        }
+    }
+
     @Test func aStreamAskingForTheCacheAloneFailsWhenItHoldsNothing() async throws {
         try await Self.run { server, manager in
             let error = await #expect(throws: CourierError.self) {

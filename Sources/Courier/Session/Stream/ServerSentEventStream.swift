@@ -8,7 +8,8 @@ import NIOCore
 /// Each connection is a ``SessionManager/stream(_:downloadProgress:gatheringBodiesUpTo:)``: events are parsed as their
 /// bytes are read, so an unread stream holds the connection back. When the connection ends or
 /// fails, the iterator waits the stream's `retry:` delay (or ``Options/retryDelay``), then
-/// reconnects with `Last-Event-ID` set to the last event ID it saw. A 204 ends the sequence; any
+/// reconnects with `Last-Event-ID` set to the last event ID it saw. The session's cache is not
+/// consulted, and an event stream is not stored. A 204 ends the sequence; any
 /// other status than 200, or another content type, fails it with
 /// ``CourierError/Code/invalidResponse``. Stopping the iteration cancels the connection.
 public struct ServerSentEventStream: AsyncSequence, Sendable {
@@ -97,6 +98,9 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
             var request = self.request
             request.headerFields[.accept] = "text/event-stream"
             request.headerFields[.cacheControl] = "no-cache"
+            // As an `EventSource`'s fetch (its cache mode is no-store): never answered from the
+            // session's cache (and an event stream is never stored in it).
+            request.options.cachePolicy = .reloadIgnoringLocalCacheData
             if let id = self.parser.lastEventID, !id.isEmpty { request.headerFields[HTTPField.Name("Last-Event-ID")!] = id }
             let stream: DataStreamResponse
             do {

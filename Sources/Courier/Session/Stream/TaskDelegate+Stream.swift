@@ -121,7 +121,8 @@ extension SessionManager {
     /// task (a fresh stored response comes from memory, a stale one is revalidated), and a
     /// streamed response is stored when it may be: the session keeps a copy of the body as it
     /// passes, up to the largest entry the cache keeps, and stores it once the body has ended
-    /// whole. A longer body, one that breaks off, or one whose consumer stops, is not stored.
+    /// whole. A longer body, one that breaks off, or one whose consumer stops, is not stored; nor
+    /// is an event stream (`text/event-stream`).
     ///
     /// With `gatheringBodiesUpTo` above 0, a response whose `Content-Length` is at most that many
     /// bytes is read whole before the call returns, and its body then comes from memory in one
