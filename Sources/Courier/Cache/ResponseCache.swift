@@ -51,6 +51,8 @@ public final class ResponseCache: Sendable {
     /// Whether nothing is stored, kept beside the state so that a lookup in an empty cache (a
     /// session whose responses are not stored) costs neither the key nor the lock.
     private let emptiness = Atomic<Bool>(true)
+    /// The bytes that streams keep at once to store in this cache (``reserveStreamCopy(_:)``).
+    private let streamCopyBytes = Atomic<Int>(0)
     /// Writes and deletions of entry files, in order.
     let diskQueue = DispatchQueue(label: "courier.cache.disk")
 
@@ -107,6 +109,29 @@ public final class ResponseCache: Sendable {
     /// The largest entry either tier keeps.
     var largestEntrySize: Int {
         max(Self.maximumEntrySize(capacity: self.memoryCapacity), self.isPersistent ? Self.maximumEntrySize(capacity: self.diskCapacity) : 0)
+    }
+
+    /// The most bytes all streams together keep to store here (the memory capacity, or the
+    /// largest entry when that is larger): many long streams at once cost no more than that,
+    /// however many there are.
+    var streamCopyBudget: Int { max(self.memoryCapacity, self.largestEntrySize) }
+
+    /// The bytes streams keep for this cache now (for tests: 0 once they have ended).
+    var bytesKeptForStreams: Int { self.streamCopyBytes.load(ordering: .relaxed) }
+
+    /// Reserves `bytes` of ``streamCopyBudget`` for a stream's copy of its body; false, and
+    /// nothing reserved, when that would go over it.
+    func reserveStreamCopy(_ bytes: Int) -> Bool {
+        let total = self.streamCopyBytes.wrappingAdd(bytes, ordering: .relaxed).newValue
+        guard total > self.streamCopyBudget else { return true }
+        self.streamCopyBytes.wrappingSubtract(bytes, ordering: .relaxed)
+        return false
+    }
+
+    /// Gives back what a stream's copy reserved (``reserveStreamCopy(_:)``).
+    func releaseStreamCopy(_ bytes: Int) {
+        guard bytes > 0 else { return }
+        self.streamCopyBytes.wrappingSubtract(bytes, ordering: .relaxed)
     }
 
     var now: Date { self.clock() }

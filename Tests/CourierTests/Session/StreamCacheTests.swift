@@ -1,4 +1,4 @@
-import Courier
+@testable import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
@@ -153,6 +153,49 @@ struct StreamCacheTests {
             #expect(events == ["hit 4", "hit 5"], "from the server, not the stored hit 3")
             #expect(conditionals.all.isEmpty, "not revalidated either")
         }
+    }
+
+    /// The copies of all streams together stay within the cache's budget (its memory capacity):
+    /// a stream that would go over it keeps nothing and is not stored, and a copy's bytes are
+    /// given back when it is taken or its sink goes. Without I/O: the sinks alone.
+    @Test func theCopiesOfAllStreamsTogetherStayWithinTheCachesBudget() {
+        // 4,000 bytes: entries of at most 200, and 4,000 for all copies at once.
+        let cache = ResponseCache(memoryCapacity: 4_000)
+        #expect(cache.largestEntrySize == 200 && cache.streamCopyBudget == 4_000)
+        let chunk = ByteBuffer(repeating: 0x2A, count: 199)
+        // Sinks that make no sequence until a chunk is handed on (a consumer's sequence holds
+        // its sink until the consumer takes it): here no chunk goes further than the copy.
+        func makeSink() -> ResponseStreamSink { ResponseStreamSink(gatheringUpTo: 1) }
+        var sinks: [ResponseStreamSink] = (0..<20).map { _ in
+            let sink = makeSink()
+            sink.copyBodyForCache(cache, upTo: cache.largestEntrySize)
+            _ = sink.hold(chunk)
+            return sink
+        }
+        #expect(cache.bytesKeptForStreams == 20 * 199)
+        // The 21st would go over: it keeps nothing.
+        let over = makeSink()
+        over.copyBodyForCache(cache, upTo: cache.largestEntrySize)
+        _ = over.hold(chunk)
+        #expect(over.takeCacheCopy() == nil)
+        #expect(cache.bytesKeptForStreams == 20 * 199)
+        // One taken, one dropped with its sink: their bytes are free again.
+        #expect(sinks[0].takeCacheCopy() == chunk)
+        sinks.removeLast()
+        #expect(cache.bytesKeptForStreams == 18 * 199)
+        let next = makeSink()
+        next.copyBodyForCache(cache, upTo: cache.largestEntrySize)
+        _ = next.hold(chunk)
+        #expect(next.takeCacheCopy() == chunk)
+        // A longer body than an entry: dropped at once, its bytes given back.
+        let long = makeSink()
+        long.copyBodyForCache(cache, upTo: cache.largestEntrySize)
+        _ = long.hold(chunk)
+        _ = long.hold(chunk)
+        #expect(long.takeCacheCopy() == nil)
+        #expect(cache.bytesKeptForStreams == 18 * 199)
+        sinks.removeAll()
+        #expect(cache.bytesKeptForStreams == 0)
     }
 
     @Test func aStreamAskingForTheCacheAloneFailsWhenItHoldsNothing() async throws {

@@ -1,4 +1,4 @@
-import Courier
+@testable import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
@@ -54,6 +54,7 @@ struct TransportStreamCacheTests {
             #expect(second.task.responseSource == .cache)
             #expect(second.response.status == .ok)
             #expect(try await Self.whole(second.body) == body, "the stored body is the one that came")
+            #expect(manager.configuration.responseCache?.bytesKeptForStreams == 0, "taken when it was stored")
             let data = try await manager.data(for: request)
             #expect(data.source == .cache)
             #expect(data.value == Data(buffer: body))
@@ -94,6 +95,8 @@ struct TransportStreamCacheTests {
                     _ = try await manager.stream(Request(url: url, options: cacheOnly))
                 }
             }
+            // Both copies were let go when their tasks failed, before the consumer saw the error.
+            #expect(manager.configuration.responseCache?.bytesKeptForStreams == 0)
         }
     }
 }

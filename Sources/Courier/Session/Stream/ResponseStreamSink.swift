@@ -97,8 +97,11 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     }
 
     /// The body kept for the cache: every chunk of the final response, until it is longer than the
-    /// cache keeps (then nothing more is kept, and the response is not stored).
+    /// cache keeps, or all streams together keep more than the cache allows them
+    /// (``ResponseCache/reserveStreamCopy(_:)``): then nothing more is kept, and the response is
+    /// not stored. What it reserved is given back when it is dropped (``drop()``).
     struct CacheCopy {
+        let cache: ResponseCache
         let limit: Int
         var body: ByteBuffer?
         var bytes = 0
@@ -106,13 +109,21 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
 
         mutating func append(_ chunk: ByteBuffer) {
             guard !self.outgrewLimit else { return }
-            self.bytes += chunk.readableBytes
-            guard self.bytes <= self.limit else {
+            let length = chunk.readableBytes
+            guard self.bytes + length <= self.limit, self.cache.reserveStreamCopy(length) else {
+                self.drop()
                 self.outgrewLimit = true
-                self.body = nil
                 return
             }
+            self.bytes += length
             if self.body == nil { self.body = chunk } else { self.body!.writeImmutableBuffer(chunk) }
+        }
+
+        /// Lets go of the body and of what it reserved.
+        mutating func drop() {
+            self.cache.releaseStreamCopy(self.bytes)
+            self.bytes = 0
+            self.body = nil
         }
     }
 
@@ -239,22 +250,32 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
 
     // MARK: Cache
 
-    /// Keeps a copy of the response that just arrived, up to `limit` bytes, for the session's
-    /// cache (``takeCacheCopy()``); with `limit` nil, keeps none (an earlier attempt's
-    /// copy is dropped either way).
-    func copyBodyForCache(upTo limit: Int?) {
-        self.state.withLockedValue { $0.cacheCopy = limit.map { CacheCopy(limit: $0) } }
+    /// Keeps a copy of the response that just arrived, up to `limit` bytes, for `cache`
+    /// (``takeCacheCopy()``); with `limit` nil, keeps none (an earlier attempt's copy is dropped
+    /// either way).
+    func copyBodyForCache(_ cache: ResponseCache?, upTo limit: Int?) {
+        self.state.withLockedValue { state in
+            state.cacheCopy?.drop()
+            state.cacheCopy = nil
+            if let cache, let limit { state.cacheCopy = CacheCopy(cache: cache, limit: limit) }
+        }
     }
 
-    /// The whole body kept for the cache, taken out: nil when none was kept or it outgrew its
-    /// limit, an empty buffer for an empty body.
+    /// The whole body kept for the cache, taken out (what it reserved is given back): nil when
+    /// none was kept or it outgrew its limit, an empty buffer for an empty body.
     func takeCacheCopy() -> ByteBuffer? {
-        let copy = self.state.withLockedValue { state -> CacheCopy? in
-            defer { state.cacheCopy = nil }
-            return state.cacheCopy
+        self.state.withLockedValue { state -> ByteBuffer? in
+            guard var copy = state.cacheCopy else { return nil }
+            state.cacheCopy = nil
+            let body = copy.outgrewLimit ? nil : copy.body ?? ByteBuffer()
+            copy.drop()
+            return body
         }
-        guard let copy, !copy.outgrewLimit else { return nil }
-        return copy.body ?? ByteBuffer()
+    }
+
+    deinit {
+        // A copy never taken (the task failed, or its response was not stored after all).
+        self.state.withLockedValue { $0.cacheCopy?.drop() }
     }
 
     // MARK: Body

@@ -20,6 +20,13 @@ extension ResponseStreamSink: BodySink {
         self.takeCacheCopy().map { Data(buffer: $0, byteTransferStrategy: .automatic) }
     }
 
+    /// A task that failed stores nothing: its copy for the cache is let go at once, not when
+    /// the caller lets go of the stream.
+    func end(with error: CourierError?, delegate: TaskDelegate) {
+        if error != nil { self.copyBodyForCache(nil, upTo: nil) }
+        delegate.completeWithGatheredBody(error)
+    }
+
     /// A streamed task's response head: recorded, then the waiting caller is told. A failed status
     /// that a retrier may retry (``TaskDelegate/mayRetry(after:status:)``) is held back with its body, up
     /// to ``ResponseStreamSink/heldBodyLimit``, until the retriers have decided: the caller gets
@@ -33,7 +40,11 @@ extension ResponseStreamSink: BodySink {
             return (state.task, deliveries, state.hop.storing(currentRequest: state.currentRequest))
         }
         // Before any chunk: the copy for the cache, when the response may be stored.
-        self.copyBodyForCache(upTo: storing.flatMap { delegate.cacheCopyLimit(for: response, expected: expected, storing: $0) })
+        if let storing, let cache = delegate.configurationReference.value.responseCache {
+            self.copyBodyForCache(cache, upTo: delegate.cacheCopyLimit(for: response, expected: expected, storing: storing))
+        } else {
+            self.copyBodyForCache(nil, upTo: nil)
+        }
         if let task { delegate.didReceive(response, task: task) }
         delegate.deliver(deliveries)
         var disposition = ResponseDisposition.allow
@@ -121,8 +132,9 @@ extension SessionManager {
     /// task (a fresh stored response comes from memory, a stale one is revalidated), and a
     /// streamed response is stored when it may be: the session keeps a copy of the body as it
     /// passes, up to the largest entry the cache keeps, and stores it once the body has ended
-    /// whole. A longer body, one that breaks off, or one whose consumer stops, is not stored; nor
-    /// is an event stream (`text/event-stream`).
+    /// whole. The copies of all streams at once stay within the cache's memory capacity. A longer
+    /// body, one that breaks off, or one whose consumer stops, is not stored; nor is an event
+    /// stream (`text/event-stream`).
     ///
     /// With `gatheringBodiesUpTo` above 0, a response whose `Content-Length` is at most that many
     /// bytes is read whole before the call returns, and its body then comes from memory in one
