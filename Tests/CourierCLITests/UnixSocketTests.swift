@@ -22,6 +22,19 @@ struct CLIUnixSocketTests {
         #expect(missing.standardError.contains("could not connect to the Unix socket \(path): there is no socket at that path"), "\(missing.standardError)")
     }
 
+    /// As curl: a redirect to another host goes through the socket too.
+    @Test func aRedirectToAnotherHostGoesThroughTheSocketToo() async throws {
+        let path = "/tmp/courier-cli-\(UUID().uuidString.prefix(8)).sock"
+        var configuration = TestServer.Configuration()
+        configuration.unixSocketPath = path
+        configuration.recordsRequests = true
+        try await TestServer.withServer(configuration) { server in
+            let result = try await CLIRunner.run(["--follow", "--unix-socket", path, "http://docker/redirect-to?url=http%3A%2F%2Fother%2Fget"])
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(server.receivedRequests.map { $0.value(forHTTPHeaderField: "Host") } == ["docker", "other"])
+        }
+    }
+
     @Test func curlIsToldTheSocket() async throws {
         let result = try await CLIRunner.run(["--curl", "--unix-socket", "/var/run/docker.sock", "http://docker/v1.43/info"])
         #expect(result.output == "curl --unix-socket /var/run/docker.sock http://docker/v1.43/info --header 'User-Agent: courier/0.1.0'\n", "\(result.output)")

@@ -79,8 +79,11 @@ public struct SessionConfiguration: Sendable {
     /// let info = try await manager.get("http://docker/v1.43/info")
     /// ```
     ///
-    /// Names are compared without regard to case. A socket that does not exist or that nothing
-    /// listens on fails the request with ``CourierError/Code/connectionFailed``, naming its path.
+    /// Names are compared without regard to case. The name `*` stands for every host the map does
+    /// not name: `["*": path]` sends every request of the session, a redirect's to another host
+    /// included, through that socket, as curl's `--unix-socket` does. A socket that does not
+    /// exist or that nothing listens on fails the request with
+    /// ``CourierError/Code/connectionFailed``, naming its path.
     public var unixSocketPaths: [String: String] = [:]
     /// The largest response body a data task keeps in memory, in bytes; larger bodies fail with
     /// ``CourierError/Code/responseTooLarge``. `nil` (the default) sets no limit.

@@ -112,7 +112,7 @@ struct RequestCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("unix-socket"),
-        help: ArgumentHelp("Reach the URL's host through this Unix-domain socket instead of TCP (curl's --unix-socket).", valueName: "path"))
+        help: ArgumentHelp("Connect through this Unix-domain socket instead of TCP, for every host (curl's --unix-socket).", valueName: "path"))
     var unixSocket: String?
 
     func validate() throws {

@@ -30,7 +30,8 @@ struct SessionFactory {
     ) -> SessionManager {
         var configuration = SessionConfiguration.default
         configuration.proxy = proxy
-        if let path = self.command.unixSocket, let host = self.url.host() { configuration.unixSocketPaths = [host: path] }
+        // As curl: every connection, a redirect's to another host too.
+        if let path = self.command.unixSocket { configuration.unixSocketPaths = ["*": path] }
         // As curl and HTTPie: a body decodes whatever its ratio (an 11 MB log file gzipped 343 to
         // 1 by Apache failed at the library's default of 100). The command streams what it
         // decodes to its output or a file; nothing of it is held in memory.

@@ -91,6 +91,34 @@ struct UnixSocketTests {
         }
     }
 
+    /// `*` maps every host the map does not name, a redirect's to another host included (curl's
+    /// `--unix-socket`); a host named goes to its own socket.
+    @Test func theStarMapsEveryHostNotNamed() async throws {
+        let path = Self.socketPath()
+        var socketConfiguration = TestServer.Configuration()
+        socketConfiguration.unixSocketPath = path
+        socketConfiguration.recordsRequests = true
+        try await TestServer.withServer(socketConfiguration) { socketServer in
+            try await TestServer.withServer { tcpServer in
+                var configuration = SessionConfiguration.default
+                configuration.unixSocketPaths = ["*": path, "tcp.example": "/nonexistent/courier.sock"]
+                try await withManager(baseURL: nil, configuration: configuration) { manager in
+                    manager.responseSerializer = HTTPResponseSerializer()
+                    _ = try await manager.get("http://api.example/get")
+                    // A redirect to another host: through the same socket.
+                    let redirected = try await manager.get("http://first.example/redirect-to", parameters: ["url": "http://second.example/get"])
+                    #expect(redirected.response.status == .ok)
+                    #expect(socketServer.receivedRequests.map { $0.value(forHTTPHeaderField: "Host") } == ["api.example", "first.example", "second.example"])
+                    // A host named otherwise goes to its own path (missing here), not to `*`'s.
+                    let error = await #expect(throws: CourierError.self) { _ = try await manager.get("http://TCP.example/get") }
+                    #expect(error?.code == .connectionFailed)
+                    #expect(error?.message.contains("/nonexistent/courier.sock") == true, "\(error?.message ?? "")")
+                    #expect(tcpServer.requestCount == 0)
+                }
+            }
+        }
+    }
+
     /// A WebSocket to a mapped host opens through the socket too (its handshake is an HTTP/1.1
     /// request like any other).
     @Test func aWebSocketToAMappedHostOpensThroughTheSocket() async throws {

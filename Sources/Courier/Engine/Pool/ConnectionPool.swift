@@ -175,7 +175,9 @@ final class ConnectionPool: Sendable {
     /// for other URLs.
     func key(for url: URL) -> Key? {
         guard var key = Self.key(for: url), !key.tls || self.tls != nil else { return nil }
-        if !self.settings.unixSocketPaths.isEmpty, let path = self.settings.unixSocketPaths[key.host.lowercased()] {
+        if !self.settings.unixSocketPaths.isEmpty,
+            let path = self.settings.unixSocketPaths[key.host.lowercased()] ?? self.settings.unixSocketPaths["*"]
+        {
             // The host's Unix-domain socket reaches it itself: no proxy.
             key.socketPath = path
         } else {
