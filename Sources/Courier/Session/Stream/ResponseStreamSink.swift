@@ -103,6 +103,8 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     struct CacheCopy {
         let cache: ResponseCache
         let limit: Int
+        /// The announced length (at most `limit`), or -1: the buffer's first capacity.
+        let expected: Int64
         var body: ByteBuffer?
         var bytes = 0
         var outgrewLimit = false
@@ -116,7 +118,15 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
                 return
             }
             self.bytes += length
-            if self.body == nil { self.body = chunk } else { self.body!.writeImmutableBuffer(chunk) }
+            if self.body == nil {
+                // Copied, not kept as it came: a chunk is often a slice of a much larger read
+                // buffer, which it would keep alive past the consumer's reading.
+                var body = ByteBufferAllocator().buffer(capacity: self.expected > 0 ? Int(self.expected) : length)
+                body.writeImmutableBuffer(chunk)
+                self.body = body
+            } else {
+                self.body!.writeImmutableBuffer(chunk)
+            }
         }
 
         /// Lets go of the body and of what it reserved.
@@ -251,13 +261,13 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     // MARK: Cache
 
     /// Keeps a copy of the response that just arrived, up to `limit` bytes, for `cache`
-    /// (``takeCacheCopy()``); with `limit` nil, keeps none (an earlier attempt's copy is dropped
-    /// either way).
-    func copyBodyForCache(_ cache: ResponseCache?, upTo limit: Int?) {
+    /// (``takeCacheCopy()``), in a buffer of the `expected` length when one was announced; with
+    /// `limit` nil, keeps none (an earlier attempt's copy is dropped either way).
+    func copyBodyForCache(_ cache: ResponseCache?, upTo limit: Int?, expected: Int64 = -1) {
         self.state.withLockedValue { state in
             state.cacheCopy?.drop()
             state.cacheCopy = nil
-            if let cache, let limit { state.cacheCopy = CacheCopy(cache: cache, limit: limit) }
+            if let cache, let limit { state.cacheCopy = CacheCopy(cache: cache, limit: limit, expected: min(expected, Int64(limit))) }
         }
     }
 

@@ -41,7 +41,7 @@ extension ResponseStreamSink: BodySink {
         }
         // Before any chunk: the copy for the cache, when the response may be stored.
         if let storing, let cache = delegate.configurationReference.value.responseCache {
-            self.copyBodyForCache(cache, upTo: delegate.cacheCopyLimit(for: response, expected: expected, storing: storing))
+            self.copyBodyForCache(cache, upTo: delegate.cacheCopyLimit(for: response, expected: expected, storing: storing), expected: expected)
         } else {
             self.copyBodyForCache(nil, upTo: nil)
         }
