@@ -17,8 +17,12 @@ struct HTTP1HeadMendingTests {
     /// Runs `text` through a mender in pieces cut at `cuts` (a new head expected at each offset
     /// of `expectHeadAt`), giving back what it passes on.
     static func mend(_ text: String, cuts: [Int] = [], expectHeadAt: Set<Int> = [0]) -> String {
+        String(decoding: Self.mend(bytes: Array(text.utf8), cuts: cuts, expectHeadAt: expectHeadAt), as: UTF8.self)
+    }
+
+    /// ``mend(_:cuts:expectHeadAt:)`` for bytes that need not be UTF-8.
+    static func mend(bytes: [UInt8], cuts: [Int] = [], expectHeadAt: Set<Int> = [0]) -> [UInt8] {
         var mender = ResponseHeadMender()
-        let bytes = Array(text.utf8)
         var output: [UInt8] = []
         var held: [UInt8] = []
         var start = 0
@@ -31,7 +35,7 @@ struct HTTP1HeadMendingTests {
             held = Array(passed.suffix(holdBack))
             start = end
         }
-        return String(decoding: output + held, as: UTF8.self)
+        return output + held
     }
 
     /// Every cut of `text` in two, and one byte at a time, gives `mended`.
@@ -307,6 +311,48 @@ struct HTTP1HeadMendingTests {
         #expect(recorder.snapshot.completions == 1)
         // A head that had both Content-Length and Transfer-Encoding ends its connection.
         #expect(setup.channel.isActive == !(response.contains("Transfer-Encoding") && response.contains("Content-Length")))
+    }
+
+    // MARK: - Location
+
+    /// A `Location` sent with raw bytes outside ASCII: a Latin-1 `é` (E9) and a UTF-8 one (C3 A9).
+    static func rawLocationHead(lineEnd: String = "\r\n", name: String = "Location") -> [UInt8] {
+        Array("HTTP/1.1 302 Found\(lineEnd)X-Name: caf".utf8) + [0xE9] + Array("\(lineEnd)\(name): /caf".utf8) + [0xE9]
+            + Array("?q=".utf8) + [0xC3, 0xA9] + Array("\(lineEnd)Content-Length: 0\(lineEnd)\(lineEnd)".utf8)
+    }
+
+    @Test(arguments: ["Location", "location", "LOCATION"])
+    func aLocationsBytesOutsideASCIIArePercentEncodedWhereverTheReadsCutIt(_ name: String) {
+        let head = Self.rawLocationHead(name: name)
+        // Only the `Location` value: another field's byte is left as it came.
+        let mended = Array("HTTP/1.1 302 Found\r\nX-Name: caf".utf8) + [0xE9] + Array("\r\n\(name): /caf%E9?q=%C3%A9\r\nContent-Length: 0\r\n\r\n".utf8)
+        #expect(Self.mend(bytes: head) == mended)
+        for cut in 1..<head.count {
+            #expect(Self.mend(bytes: head, cuts: [cut]) == mended, "cut at \(cut)")
+        }
+        #expect(Self.mend(bytes: head, cuts: Array(1..<head.count)) == mended, "a byte at a time")
+        // With bare line feeds, mended too.
+        let bare = Self.rawLocationHead(lineEnd: "\n", name: name)
+        #expect(Self.mend(bytes: bare, cuts: Array(1..<bare.count)) == mended, "bare LFs, a byte at a time")
+    }
+
+    @Test func aLocationInASCIIIsPassedOnAsItCame() {
+        let proper = "HTTP/1.1 301 Moved\r\nLocation: /caf%C3%A9?q=1\r\nLocationish: \u{E9}\r\nContent-Length: 0\r\n\r\n"
+        Self.expectMendedWherever(proper, is: proper)
+    }
+
+    /// Followed over a socket: the server gets its own bytes back, encoded, not U+FFFD.
+    @Test func aRedirectToALatin1LocationReachesTheServersBytes() async throws {
+        let script: ScriptedHTTPServer.Script = { _, request, _ in
+            request == 0 ? .respondBytes(Self.rawLocationHead()) : .respond("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        }
+        try await ScriptedHTTPServer.with(script) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let response = try await manager.response(method: .get, urlString: "start", serializer: DataResponseSerializer())
+                #expect(response.value == Data("ok".utf8))
+                #expect(server.receivedHeads.last?.hasPrefix("GET /caf%E9?q=%C3%A9 HTTP/1.1\r\n") == true, "\(server.receivedHeads.last ?? "")")
+            }
+        }
     }
 
     // MARK: - Over a socket

@@ -13,6 +13,8 @@ final class ScriptedHTTPServer: ShutDownByAwaiting {
     enum Action: Sendable {
         /// Writes `bytes`; closes the connection afterwards when `thenClose`.
         case respond(String, thenClose: Bool = false)
+        /// Writes `bytes` as they are (not UTF-8: a head with Latin-1 bytes).
+        case respondBytes([UInt8])
         /// Closes the connection without answering.
         case close
         /// Resets the connection (RST, not FIN) without answering; with `partial`, after writing it.
@@ -157,6 +159,9 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
     /// Does `action`; false when it closed the connection.
     private func perform(_ action: ScriptedHTTPServer.Action, context: ChannelHandlerContext) -> Bool {
         switch action {
+        case .respondBytes(let bytes):
+            context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(bytes: bytes)), promise: nil)
+            return true
         case .respond(let bytes, let thenClose):
             let written = context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: bytes)))
             if thenClose {

@@ -17,7 +17,12 @@ import NIOHTTP1
 ///   not used again (``droppedContentLength``), since such a head may come from a server that
 ///   frames its messages otherwise than the client reads them;
 /// - in a chunked body, a chunk-size line, the line break after a chunk's data, or a trailer
-///   line ended by LF alone gets its CR, as curl and OkHttp read them.
+///   line ended by LF alone gets its CR, as curl and OkHttp read them;
+/// - a `Location` value's bytes outside ASCII (a path in Latin-1 or UTF-8, sent raw as some
+///   servers do) are percent-encoded (`%E9`): NIO's decoder reads a field value as UTF-8, and
+///   would make a Latin-1 byte U+FFFD, so the redirect would lose the server's bytes. Encoded,
+///   they reach the server again as they came (Go's client keeps them so too). A line of up to
+///   ``locationLineLimit`` bytes is held back until it ends, wherever the reads cut it.
 ///
 /// A pure state machine over the bytes of a connection, in order: ``scan(_:)`` mends a buffer and
 /// says how many of its last bytes it holds back until the next bytes say what they are. A fold
@@ -66,6 +71,14 @@ struct ResponseHeadMender {
         /// The CR a bare LF at `lineFeed` lacks, put before it.
         static func carriageReturn(before lineFeed: Int) -> Edit {
             Edit(range: lineFeed..<lineFeed, replacement: [UInt8(ascii: "\r")])
+        }
+
+        /// The byte at `index` as `%XX`.
+        static func percentEncoded(_ byte: UInt8, at index: Int) -> Edit {
+            let digits: StaticString = "0123456789ABCDEF"
+            return Edit(
+                range: index..<(index + 1),
+                replacement: [UInt8(ascii: "%"), digits.utf8Start[Int(byte >> 4)], digits.utf8Start[Int(byte & 0x0F)]])
         }
     }
 
@@ -133,8 +146,12 @@ struct ResponseHeadMender {
     static let framingLineLimit = 80
     /// The most bytes of a head held back from its first framing field until the head ends.
     static let framingHoldLimit = 16 * 1024
+    /// The longest `Location` field line held back until it ends (its bytes outside ASCII are
+    /// encoded when it ends); a longer one that two reads cut is left as it came.
+    static let locationLineLimit = 8 * 1024
     // Static strings, read through their pointers: an array here cost retains on every head.
     private static let chunkedName: StaticString = "chunked"
+    private static let locationName: StaticString = "location:"
 
     /// Whether bytes are being looked at (a head is expected or under way, or a chunked body).
     var isScanning: Bool { self.position != .body }
@@ -279,14 +296,16 @@ struct ResponseHeadMender {
             // A field line ended at the very end: the next byte says whether it goes on (a fold)
             // and whether a bare LF needs its CR. Hold back its line break, or the whole line
             // when it may be a framing field.
-            if let lineBegin, self.framingField(bytes, from: lineBegin, to: breakStart) != nil {
+            if let lineBegin,
+                self.framingField(bytes, from: lineBegin, to: breakStart) != nil || self.mayBeLocation(bytes, from: lineBegin, to: breakStart)
+            {
                 self.position = .lineStart(afterField: false)
                 return end - lineBegin
             }
             self.position = .fieldLine
             return end - breakStart
         case .fieldLine:
-            if let lineBegin, self.framingField(bytes, from: lineBegin, to: end) != nil {
+            if let lineBegin, self.framingField(bytes, from: lineBegin, to: end) != nil || self.mayBeLocation(bytes, from: lineBegin, to: end) {
                 self.position = .lineStart(afterField: false)
                 return end - lineBegin
             }
@@ -422,7 +441,18 @@ struct ResponseHeadMender {
                 framing.transferEncoding = framing.transferEncoding || Self.endsWithChunked(bytes, from: valueStart, to: contentEnd)
             }
         }
+        if let begin, contentEnd - begin > Self.locationName.utf8CodeUnitCount, Self.starts(bytes, from: begin, to: contentEnd, with: Self.locationName) {
+            for index in (begin + Self.locationName.utf8CodeUnitCount)..<contentEnd where bytes[index] >= 0x80 {
+                edits.append(.percentEncoded(bytes[index], at: index))
+            }
+        }
         if bare { edits.append(.carriageReturn(before: lineFeed)) }
+    }
+
+    /// Whether the bytes from `begin` to `end`, a field line so far, may be a `Location` line short
+    /// enough to hold back until it ends.
+    private func mayBeLocation(_ bytes: UnsafeRawBufferPointer, from begin: Int, to end: Int) -> Bool {
+        end - begin <= Self.locationLineLimit && Self.starts(bytes, from: begin, to: end, with: Self.locationName)
     }
 
     /// The edits that make a head's `Content-Length` fields what the decoder should read: none
