@@ -295,7 +295,7 @@ struct ResponseHeadMender {
         case .lineStart(afterField: true):
             // A field line ended at the very end: the next byte says whether it goes on (a fold)
             // and whether a bare LF needs its CR. Hold back its line break, or the whole line
-            // when it may be a framing field.
+            // when it may be a framing field or a `Location`.
             if let lineBegin,
                 self.framingField(bytes, from: lineBegin, to: breakStart) != nil || self.mayBeLocation(bytes, from: lineBegin, to: breakStart)
             {

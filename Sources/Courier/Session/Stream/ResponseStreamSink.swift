@@ -42,7 +42,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         /// The whole body, gathered: the consumer's, read from memory (``takeBody()``).
         var completeBody: ByteBuffer??
         /// A copy of the final response's body for the session's cache, kept while the response
-        /// may be stored (``copyBodyForCache(upTo:)``); nil when none is kept.
+        /// may be stored (``copyBodyForCache(_:upTo:expected:)``); nil when none is kept.
         var cacheCopy: CacheCopy?
 
         /// The source chunks are yielded to, made on first use: a gathered body needs none.
