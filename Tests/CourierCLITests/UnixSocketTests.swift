@@ -2,33 +2,37 @@ import CourierTesting
 import Foundation
 import Testing
 
-/// `--unix-socket PATH` (curl's): the URL's host reached through a Unix-domain socket, and
-/// `--curl` naming it.
+/// `--unix-socket PATH` (curl's): every connection through a Unix-domain socket, and `--curl`
+/// naming it.
 @Suite("CLI: --unix-socket")
 struct CLIUnixSocketTests {
-    @Test func theURLsHostIsReachedThroughTheSocket() async throws {
+    /// A recording server on a new socket, and the socket's path.
+    static func withSocketServer(_ body: (TestServer, String) async throws -> Void) async throws {
         let path = "/tmp/courier-cli-\(UUID().uuidString.prefix(8)).sock"
         var configuration = TestServer.Configuration()
         configuration.unixSocketPath = path
         configuration.recordsRequests = true
-        try await TestServer.withServer(configuration) { server in
+        try await TestServer.withServer(configuration) { server in try await body(server, path) }
+    }
+
+    @Test func theURLsHostIsReachedThroughTheSocket() async throws {
+        var socketPath = ""
+        try await Self.withSocketServer { server, path in
+            socketPath = path
             let result = try await CLIRunner.run(["--unix-socket", path, "http://docker/get?via=socket"])
             #expect(result.status == 0, "\(result.standardError)")
             #expect(try jsonObject(result)["args"] as? [String: String] == ["via": "socket"])
             #expect(server.receivedRequests.map { $0.value(forHTTPHeaderField: "Host") } == ["docker"])
         }
-        let missing = try await CLIRunner.run(["--unix-socket", path, "http://docker/get"])
+        // The server is gone, and its socket file with it.
+        let missing = try await CLIRunner.run(["--unix-socket", socketPath, "http://docker/get"])
         #expect(missing.status != 0)
-        #expect(missing.standardError.contains("could not connect to the Unix socket \(path): there is no socket at that path"), "\(missing.standardError)")
+        #expect(missing.standardError.contains("could not connect to the Unix socket \(socketPath): there is no socket at that path"), "\(missing.standardError)")
     }
 
     /// As curl: a redirect to another host goes through the socket too.
     @Test func aRedirectToAnotherHostGoesThroughTheSocketToo() async throws {
-        let path = "/tmp/courier-cli-\(UUID().uuidString.prefix(8)).sock"
-        var configuration = TestServer.Configuration()
-        configuration.unixSocketPath = path
-        configuration.recordsRequests = true
-        try await TestServer.withServer(configuration) { server in
+        try await Self.withSocketServer { server, path in
             let result = try await CLIRunner.run(["--follow", "--unix-socket", path, "http://docker/redirect-to?url=http%3A%2F%2Fother%2Fget"])
             #expect(result.status == 0, "\(result.standardError)")
             #expect(server.receivedRequests.map { $0.value(forHTTPHeaderField: "Host") } == ["docker", "other"])
