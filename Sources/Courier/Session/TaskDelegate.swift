@@ -502,16 +502,19 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     /// The caller let go of the task object. A task never resumed is then over: it leaves the
-    /// registry and lets go of its manager. (A started task is held until it completes, so it is
-    /// not released before.)
+    /// registry and lets go of its manager, and its sink hears that nothing will come
+    /// (``BodySink/abandon()``). (A started task is held until it completes, so it is not
+    /// released before.)
     func taskReleased() {
-        let owner = self.state.withLockedValue { state -> SessionManager? in
-            guard state.machine.released() else { return nil }
+        let (released, owner) = self.state.withLockedValue { state -> (Bool, SessionManager?) in
+            guard state.machine.released() else { return (false, nil) }
             let owner = state.owner
             // The task object is already going: only the other holds are dropped.
             _ = state.takeHolds()
-            return owner
+            return (true, owner)
         }
+        guard released else { return }
+        self.sink.abandon()
         owner?.taskDidFinish(self)
     }
 }

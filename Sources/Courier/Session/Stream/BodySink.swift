@@ -38,6 +38,10 @@ protocol BodySink: Sendable {
     /// for a data task; a stream's own copy (``ResponseStreamSink/takeCacheCopy()``).
     func bodyToStore(gathered: Data?) -> Data?
 
+    /// The task was released without being resumed: nothing will come (a streamed task's reader
+    /// stops waiting, ``SessionManager/streamTask(with:downloadProgress:events:)``).
+    func abandon()
+
     /// Whether the consumer holds the attempt's response head already, so that an attempt that
     /// got one can no longer be retried (a stream's consumer, unless the head is held back for a
     /// possible retry). Asked outside the task's lock.
@@ -50,6 +54,8 @@ extension BodySink {
     var takesResponseAtHead: Bool { false }
 
     func bodyToStore(gathered: Data?) -> Data? { gathered ?? Data() }
+
+    func abandon() {}
 
     func end(with error: CourierError?, delegate: TaskDelegate) {
         delegate.completeWithGatheredBody(error)

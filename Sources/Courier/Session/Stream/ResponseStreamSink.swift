@@ -42,8 +42,13 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         /// The whole body, gathered: the consumer's, read from memory (``takeBody()``).
         var completeBody: ByteBuffer??
         /// A copy of the final response's body for the session's cache, kept while the response
-        /// may be stored (``copyBodyForCache(_:upTo:expected:)``); nil when none is kept.
+        /// may be stored (``recordHead(_:copyingFor:upTo:expected:)``); nil when none is kept.
         var cacheCopy: CacheCopy?
+        /// The last response head that arrived (a retried attempt's replaces an earlier one's):
+        /// once the consumer is woken, its response (``response``).
+        var head: HTTPResponse?
+        /// Whether the task was released without being resumed (``abandon()``).
+        var abandoned = false
 
         /// The source chunks are yielded to, made on first use: a gathered body needs none.
         /// Once the body ended there is none to make (the sequence made before, if any, stays
@@ -206,6 +211,19 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     /// Whether the body has ended (``finish(with:)``) (for tests).
     var hasFinished: Bool { self.state.withLockedValue { $0.isFinished } }
 
+    /// The response head the consumer reads, once ``waitForHead()`` returned.
+    var response: HTTPResponse? { self.state.withLockedValue { $0.head } }
+
+    /// Whether the task was released without being resumed (``abandon()``).
+    var wasAbandoned: Bool { self.state.withLockedValue { $0.abandoned } }
+
+    /// The task was released without being resumed: nothing will come. The body ends, and a
+    /// reader waiting for the head is told so (``wasAbandoned``), to hand nothing on.
+    func abandon() {
+        self.state.withLockedValue { $0.abandoned = true }
+        self.finish(with: CourierError(.cancelled, "the task was released without being resumed"))
+    }
+
     // MARK: Head
 
     /// Waits until the response head arrived; throws the task's error if it ended first.
@@ -260,14 +278,23 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
 
     // MARK: Cache
 
-    /// Keeps a copy of the response that just arrived, up to `limit` bytes, for `cache`
-    /// (``takeCacheCopy()``), in a buffer of the `expected` length when one was announced; with
-    /// `limit` nil, keeps none (an earlier attempt's copy is dropped either way).
-    func copyBodyForCache(_ cache: ResponseCache?, upTo limit: Int?, expected: Int64 = -1) {
+    /// Records the response head that just arrived, and keeps a copy of its body, up to `limit`
+    /// bytes, for `cache` (``takeCacheCopy()``), in a buffer of the `expected` length when one was
+    /// announced; with `limit` nil, keeps none (an earlier attempt's copy is dropped either way).
+    func recordHead(_ head: HTTPResponse, copyingFor cache: ResponseCache?, upTo limit: Int?, expected: Int64 = -1) {
         self.state.withLockedValue { state in
+            state.head = head
             state.cacheCopy?.drop()
             state.cacheCopy = nil
             if let cache, let limit { state.cacheCopy = CacheCopy(cache: cache, limit: limit, expected: min(expected, Int64(limit))) }
+        }
+    }
+
+    /// Lets go of the copy for the cache (the task failed: nothing is stored).
+    func dropCacheCopy() {
+        self.state.withLockedValue { state in
+            state.cacheCopy?.drop()
+            state.cacheCopy = nil
         }
     }
 

@@ -23,7 +23,7 @@ extension ResponseStreamSink: BodySink {
     /// A task that failed stores nothing: its copy for the cache is let go at once, not when
     /// the caller lets go of the stream.
     func end(with error: CourierError?, delegate: TaskDelegate) {
-        if error != nil { self.copyBodyForCache(nil, upTo: nil) }
+        if error != nil { self.dropCacheCopy() }
         delegate.completeWithGatheredBody(error)
     }
 
@@ -39,11 +39,11 @@ extension ResponseStreamSink: BodySink {
             let deliveries = state.recordResponse(response, status: status, url: url, expected: expected, holding: holding)
             return (state.task, deliveries, state.hop.storing(currentRequest: state.currentRequest))
         }
-        // Before any chunk: the copy for the cache, when the response may be stored.
+        // Before any chunk: the head, and the copy for the cache when the response may be stored.
         if let storing, let cache = delegate.configurationReference.value.responseCache {
-            self.copyBodyForCache(cache, upTo: delegate.cacheCopyLimit(for: response, expected: expected, storing: storing), expected: expected)
+            self.recordHead(response, copyingFor: cache, upTo: delegate.cacheCopyLimit(for: response, expected: expected, storing: storing), expected: expected)
         } else {
-            self.copyBodyForCache(nil, upTo: nil)
+            self.recordHead(response, copyingFor: nil, upTo: nil, expected: expected)
         }
         if let task { delegate.didReceive(response, task: task) }
         delegate.deliver(deliveries)

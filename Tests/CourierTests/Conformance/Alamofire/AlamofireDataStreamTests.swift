@@ -186,6 +186,32 @@ struct AlamofireDataStreamConformanceTests {
         }
     }
 
+    /// A stream made suspended (Alamofire's session with `startRequestsImmediately` false) is
+    /// `streamTask(with:events:)`: nothing goes before `resume()`; then the head, the body and
+    /// the completion come on the completion queue.
+    @Test func testThatDataStreamCanBeManuallyResumed() async throws {
+        try await Self.withManager { manager, server in
+            let events = Recorder<DataStreamEvent>()
+            let task = manager.streamTask(with: Request(url: server.url("/bytes/1000"))) { events.append($0) }
+            #expect(task.state == .suspended && server.requestCount == 0)
+            task.resume()
+            #expect(await events.wait { if case .completion = $0.last { return true } else { return false } })
+            var head: HTTPResponse?
+            var received = 0
+            var completion: CourierError??
+            for event in events.all {
+                switch event {
+                case .response(let response): head = response
+                case .data(let piece): received += piece.count
+                case .completion(let error): completion = .some(error)
+                }
+            }
+            #expect(head?.status == .ok)
+            #expect(received == 1000)
+            #expect(completion == .some(nil))
+        }
+    }
+
     /// The request's cacher is offered the stream's response, its body whole, once the body has
     /// ended (a `.modify` that stores nothing, as Alamofire's); the line of JSON decodes.
     @Test func testThatDataStreamCallsCachedResponseHandler() async throws {
