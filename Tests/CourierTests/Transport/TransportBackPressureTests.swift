@@ -1,6 +1,8 @@
 @testable import Courier
 import CourierTesting
+import Dispatch
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
@@ -111,4 +113,39 @@ struct TransportBackPressureTests {
             #expect(engine.mostChunksWhileSuspended <= 1, "chunks delivered to a suspended exchange")
         }
     }
+
+    /// A streamed task's handler that does not return holds the next piece back, and with it the
+    /// connection, as an unread `async` stream does.
+    @Test(arguments: Transport.allCases)
+    func aStreamTaskWhoseHandlerWaitsStopsReading(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            // A queue of its own: the handler blocks it.
+            manager.completionQueue = DispatchQueue(label: "back-pressure-handler")
+            let release = DispatchSemaphore(value: 0)
+            let received = ManagedAtomicCounter()
+            let ended = Recorder<CourierError?>()
+            let task = manager.streamTask(with: Request(url: server.url("/courier/big/\(Self.size(transport))"))) { event in
+                switch event {
+                case .response: break
+                case .data(let piece):
+                    if received.add(piece.count) == piece.count { release.wait() }
+                case .completion(let error): ended.append(error)
+                }
+            }
+            task.resume()
+            try await Self.expectHeldBack(server, exact: false, transport: transport) { task.countOfBytesReceived }
+            release.signal()
+            #expect(await ended.wait { $0.count == 1 })
+            #expect(ended.all.first == .some(nil))
+            #expect(received.value == Self.size(transport))
+        }
+    }
+}
+
+/// A count several threads add to.
+final class ManagedAtomicCounter: Sendable {
+    private let count = NIOLockedValueBox(0)
+    /// Adds `amount`; returns the new count.
+    func add(_ amount: Int) -> Int { self.count.withLockedValue { $0 += amount; return $0 } }
+    var value: Int { self.count.withLockedValue { $0 } }
 }
