@@ -66,7 +66,6 @@ RULES = [
     (r"LeaksTests", r".", "not applicable", "runs macOS's `leaks` tool at exit; Courier's lifetimes are checked with weak references (Tests/CourierTests/Session/LifetimeTests.swift)"),
     (r"DownloadTests", r"ResumeDataIsAvailableWithDecodableResponseSerializer", "deliberately different",
      "a downloaded file is serialized after the download returned (`DownloadResponse.value(serializedBy:)`), so a cancelled download's resume data does not depend on a serializer; it is checked by testThatCancelledDownloadProducesMatchingResumeData"),
-    (r"DataStreamTests", r"ProducesWorkingInputStream", "not built", "no `InputStream` of a stream (Foundation streams are not used); iterate the body"),
     (r"DataStreamTests|RequestTests", r"LifetimeEvents", "pending: issue 19", "event monitors (task creation, metrics, parsing, caching events)"),
     (r"RequestTests", r"AppendingResponseSerializer", "not built",
      "a task has one completion: response serializers are not appended to a request, before or after it completed"),

@@ -1,6 +1,10 @@
 import Courier
 import CourierTesting
+import Dispatch
 import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
 import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
@@ -186,6 +190,23 @@ struct AlamofireDataStreamConformanceTests {
         }
     }
 
+    /// The body as an `InputStream` that `XMLParser` reads, on a queue (its reads block).
+    @Test func testThatDataStreamRequestProducesWorkingInputStream() async throws {
+        try await Self.withManager { manager, server in
+            let stream = try await manager.stream(Request(url: server.url("/xml")))
+            let input = UncheckedInput(stream: stream.inputStream())
+            let (parsed, error) = await withCheckedContinuation { done in
+                DispatchQueue.global().async {
+                    let parser = XMLParser(stream: input.stream)
+                    let parsed = parser.parse()
+                    done.resume(returning: (parsed, parser.parserError.map { "\($0)" }))
+                }
+            }
+            #expect(parsed)
+            #expect(error == nil)
+        }
+    }
+
     /// A stream made suspended (Alamofire's session with `startRequestsImmediately` false) is
     /// `streamTask(with:events:)`: nothing goes before `resume()`; then the head, the body and
     /// the completion come on the completion queue.
@@ -233,4 +254,9 @@ struct AlamofireDataStreamConformanceTests {
             #expect(manager.configuration.responseCache?.cachedResponse(for: request) == nil, "the cacher stored nothing")
         }
     }
+}
+
+/// An input stream handed to the one queue that reads it.
+private struct UncheckedInput: @unchecked Sendable {
+    let stream: InputStream
 }
