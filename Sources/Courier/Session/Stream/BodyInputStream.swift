@@ -168,6 +168,7 @@ final class BodyPipe: @unchecked Sendable {
     /// Blocks until bytes come or the body ends; returns how many were copied into `buffer`, 0 at
     /// the end (or once closed), -1 after a failure.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard buffer.count > 0 else { return 0 }
         self.condition.lock()
         while self.pending.readableBytes == 0, !self.ended, self.streamStatus != .closed {
             self.condition.wait()

@@ -52,16 +52,7 @@ extension SessionManager {
         events handler: @escaping @Sendable (DataStreamEvent) -> Void
     ) -> DataTask {
         let sink = ResponseStreamSink()
-        let task = self.makeTask(
-            DataTask.self, request: request,
-            completion: .outcome { outcome in
-                sink.finish(with: outcome.error)
-                let task = outcome.task
-                self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
-                self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
-            },
-            uploadProgress: nil, downloadProgress: downloadProgress, sink: sink)
-        sink.attach(task.delegate)
+        let task = self.makeStreamTask(request, sink: sink, downloadProgress: downloadProgress, resumedAtOnce: false)
         let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? Self.mainQueue, $0.completionGroup) }
         // A callback API has no caller's task to read the body on: this one reads it. It holds
         // the sink, not the task, and ends when the sink does: the body ends, the task fails or

@@ -109,6 +109,25 @@ extension ResponseStreamSink: BodySink {
 }
 
 extension SessionManager {
+    /// A data task whose body goes to `sink`: its end finishes the sink, then the hooks and the
+    /// `.taskDidComplete` notification (which carries no data).
+    func makeStreamTask(
+        _ request: Request, sink: ResponseStreamSink, downloadProgress: (@Sendable (Progress) -> Void)?, resumedAtOnce: Bool
+    ) -> DataTask {
+        let task = self.makeTask(
+            DataTask.self, request: request,
+            completion: .outcome { outcome in
+                sink.finish(with: outcome.error)
+                // The outcome carries its task: no box to reach it through.
+                let task = outcome.task
+                self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
+                self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
+            },
+            uploadProgress: nil, downloadProgress: downloadProgress, sink: sink, resumedAtOnce: resumedAtOnce)
+        sink.attach(task.delegate)
+        return task
+    }
+
     /// Sends `request` and returns as soon as the response head arrives, with the body to read as
     /// it comes (Alamofire's `DataStreamRequest`, as an `AsyncSequence`).
     ///
@@ -155,17 +174,7 @@ extension SessionManager {
         gatheringBodiesUpTo: Int = 0
     ) async throws(CourierError) -> DataStreamResponse {
         let sink = ResponseStreamSink(gatheringUpTo: gatheringBodiesUpTo)
-        let task = self.makeTask(
-            DataTask.self, request: request,
-            completion: .outcome { outcome in
-                sink.finish(with: outcome.error)
-                // The outcome carries its task: no box to reach it through.
-                let task = outcome.task
-                self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
-                self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
-            },
-            uploadProgress: nil, downloadProgress: downloadProgress, sink: sink, resumedAtOnce: true)
-        sink.attach(task.delegate)
+        let task = self.makeStreamTask(request, sink: sink, downloadProgress: downloadProgress, resumedAtOnce: true)
         do {
             if request.cancelsWithCallingTask {
                 try await withTaskCancellationHandler {
