@@ -29,7 +29,7 @@ struct HopState: Sendable {
     var responseDate: Date?
     var source = ResponseSource.network
 
-    /// What the store check needs of the hop (``TaskDelegate/cacheCopyLimit(for:expected:storing:)``).
+    /// What the store check needs of the hop (``TaskDelegate/cacheCopy(of:expected:storing:)``).
     struct Storing {
         let request: Request
         let followsRedirects: Bool
@@ -352,18 +352,18 @@ extension TaskDelegate {
         servesStale || self.hooks.dataTaskWillCacheResponse != nil || CachePlanner.saysAnythingAboutCaching(response)
     }
 
-    /// How much of a streamed response's body to keep for the cache: the largest entry the
+    /// The copy of a streamed response's body to keep for the cache, up to the largest entry the
     /// session's cache keeps, when the response may be stored and its announced length is within
     /// that; nil to keep nothing. An event stream (`text/event-stream`) is a live feed, never a
     /// document to serve again, and may run for hours: nothing of it is kept.
-    func cacheCopyLimit(for response: HTTPResponse, expected: Int64, storing: HopState.Storing) -> Int? {
+    func cacheCopy(of response: HTTPResponse, expected: Int64, storing: HopState.Storing) -> ResponseStreamSink.CacheCopy? {
         guard let cache = self.configurationReference.value.responseCache,
             self.isWorthStoring(response, servesStale: storing.servesStale),
             CachePlanner.isStorable(response, for: storing.request, followsRedirects: storing.followsRedirects),
             response.mimeType != "text/event-stream"
         else { return nil }
         let limit = cache.largestEntrySize
-        return expected <= Int64(limit) ? limit : nil
+        return expected <= Int64(limit) ? ResponseStreamSink.CacheCopy(cache: cache, limit: limit, expected: expected) : nil
     }
 }
 

@@ -168,14 +168,14 @@ struct StreamCacheTests {
         func makeSink() -> ResponseStreamSink { ResponseStreamSink(gatheringUpTo: 1) }
         var sinks: [ResponseStreamSink] = (0..<20).map { _ in
             let sink = makeSink()
-            sink.recordHead(HTTPResponse(status: .ok), copyingFor: cache, upTo: cache.largestEntrySize)
+            sink.recordHead(HTTPResponse(status: .ok), copy: .init(cache: cache, limit: cache.largestEntrySize))
             _ = sink.hold(chunk)
             return sink
         }
         #expect(cache.bytesKeptForStreams == 20 * 199)
         // The 21st would go over: it keeps nothing.
         let over = makeSink()
-        over.recordHead(HTTPResponse(status: .ok), copyingFor: cache, upTo: cache.largestEntrySize)
+        over.recordHead(HTTPResponse(status: .ok), copy: .init(cache: cache, limit: cache.largestEntrySize))
         _ = over.hold(chunk)
         #expect(over.takeCacheCopy() == nil)
         #expect(cache.bytesKeptForStreams == 20 * 199)
@@ -184,12 +184,12 @@ struct StreamCacheTests {
         sinks.removeLast()
         #expect(cache.bytesKeptForStreams == 18 * 199)
         let next = makeSink()
-        next.recordHead(HTTPResponse(status: .ok), copyingFor: cache, upTo: cache.largestEntrySize)
+        next.recordHead(HTTPResponse(status: .ok), copy: .init(cache: cache, limit: cache.largestEntrySize))
         _ = next.hold(chunk)
         #expect(next.takeCacheCopy() == chunk)
         // A longer body than an entry: dropped at once, its bytes given back.
         let long = makeSink()
-        long.recordHead(HTTPResponse(status: .ok), copyingFor: cache, upTo: cache.largestEntrySize)
+        long.recordHead(HTTPResponse(status: .ok), copy: .init(cache: cache, limit: cache.largestEntrySize))
         _ = long.hold(chunk)
         _ = long.hold(chunk)
         #expect(long.takeCacheCopy() == nil)

@@ -11,7 +11,7 @@ struct StreamInputStreamTests {
     /// Reads `input` to its end (or failure) in reads of `size` bytes, on a dispatch queue; the
     /// last `read` result (0 at the end, -1 after a failure), and the bytes.
     static func readAll(_ input: InputStream, size: Int = 4096, stopAfter limit: Int = .max) async -> (bytes: Data, last: Int) {
-        let box = UncheckedBox(input)
+        let box = QueueHandOff(input)
         return await withCheckedContinuation { done in
             DispatchQueue.global().async {
                 let input = box.value
@@ -82,8 +82,9 @@ struct StreamInputStreamTests {
     }
 }
 
-/// Carries a value that is not `Sendable` to a queue that alone uses it.
-private struct UncheckedBox<Value>: @unchecked Sendable {
+/// Carries a value that is not `Sendable` (an `InputStream`) to the one queue that uses it from
+/// then on. `@unchecked Sendable`: the sender lets go of it, so it is never used on two threads.
+struct QueueHandOff<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
 }

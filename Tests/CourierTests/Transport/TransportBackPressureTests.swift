@@ -122,13 +122,17 @@ struct TransportBackPressureTests {
             // A queue of its own: the handler blocks it.
             manager.completionQueue = DispatchQueue(label: "back-pressure-handler")
             let release = DispatchSemaphore(value: 0)
-            let received = ManagedAtomicCounter()
+            let received = NIOLockedValueBox(0)
             let ended = Recorder<CourierError?>()
             let task = manager.streamTask(with: Request(url: server.url("/courier/big/\(Self.size(transport))"))) { event in
                 switch event {
                 case .response: break
                 case .data(let piece):
-                    if received.add(piece.count) == piece.count { release.wait() }
+                    let first = received.withLockedValue { total -> Bool in
+                        total += piece.count
+                        return total == piece.count
+                    }
+                    if first { release.wait() }
                 case .completion(let error): ended.append(error)
                 }
             }
@@ -137,15 +141,7 @@ struct TransportBackPressureTests {
             release.signal()
             #expect(await ended.wait { $0.count == 1 })
             #expect(ended.all.first == .some(nil))
-            #expect(received.value == Self.size(transport))
+            #expect(received.withLockedValue { $0 } == Self.size(transport))
         }
     }
-}
-
-/// A count several threads add to.
-final class ManagedAtomicCounter: Sendable {
-    private let count = NIOLockedValueBox(0)
-    /// Adds `amount`; returns the new count.
-    func add(_ amount: Int) -> Int { self.count.withLockedValue { $0 += amount; return $0 } }
-    var value: Int { self.count.withLockedValue { $0 } }
 }

@@ -81,7 +81,9 @@ final class BodyPipe: @unchecked Sendable {
     private let condition = NSCondition()
     /// The most bytes read ahead of the reader.
     let bufferSize: Int
-    private var pending = ByteBuffer()
+    /// The chunks not yet read, as they came (the reader's copy is the only one), and their bytes.
+    private var pending = CircularBuffer<ByteBuffer>()
+    private var pendingBytes = 0
     private var ended = false
     private var failure: CourierError?
     private var streamStatus = Stream.Status.notOpen
@@ -121,9 +123,11 @@ final class BodyPipe: @unchecked Sendable {
     private func append(_ chunk: ByteBuffer) -> Bool? {
         self.locked {
             guard self.streamStatus != .closed else { return nil }
-            self.pending.writeImmutableBuffer(chunk)
+            guard chunk.readableBytes > 0 else { return false }
+            self.pending.append(chunk)
+            self.pendingBytes += chunk.readableBytes
             self.condition.broadcast()
-            return self.pending.readableBytes >= self.bufferSize
+            return self.pendingBytes >= self.bufferSize
         }
     }
 
@@ -131,7 +135,7 @@ final class BodyPipe: @unchecked Sendable {
     /// closed).
     private func waitForRoom(_ room: CheckedContinuation<Void, Never>) {
         let now = self.locked { () -> Bool in
-            guard self.pending.readableBytes >= self.bufferSize, self.streamStatus != .closed else { return true }
+            guard self.pendingBytes >= self.bufferSize, self.streamStatus != .closed else { return true }
             self.roomWaiter = room
             return false
         }
@@ -157,7 +161,8 @@ final class BodyPipe: @unchecked Sendable {
             let wasOpen = self.streamStatus != .closed
             self.streamStatus = .closed
             defer { self.roomWaiter = nil }
-            self.pending.clear()
+            self.pending.removeAll()
+            self.pendingBytes = 0
             self.condition.broadcast()
             return (wasOpen, self.roomWaiter)
         }
@@ -170,22 +175,29 @@ final class BodyPipe: @unchecked Sendable {
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         guard buffer.count > 0 else { return 0 }
         self.condition.lock()
-        while self.pending.readableBytes == 0, !self.ended, self.streamStatus != .closed {
+        while self.pending.isEmpty, !self.ended, self.streamStatus != .closed {
             self.condition.wait()
         }
         guard self.streamStatus != .closed else {
             self.condition.unlock()
             return 0
         }
-        guard self.pending.readableBytes == 0 else {
-            let count = min(buffer.count, self.pending.readableBytes)
-            self.pending.withUnsafeReadableBytes { bytes in
-                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[..<count]))
+        guard self.pending.isEmpty else {
+            // From the chunks in order, until the buffer is full.
+            var count = 0
+            while count < buffer.count, var chunk = self.pending.popFirst() {
+                let taken = min(buffer.count - count, chunk.readableBytes)
+                chunk.withUnsafeReadableBytes { bytes in
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[count..<(count + taken)])
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[..<taken]))
+                }
+                chunk.moveReaderIndex(forwardBy: taken)
+                if chunk.readableBytes > 0 { self.pending.prepend(chunk) }
+                count += taken
             }
-            self.pending.moveReaderIndex(forwardBy: count)
-            if self.pending.readableBytes == 0 { self.pending.clear() }
+            self.pendingBytes -= count
             var waiter: CheckedContinuation<Void, Never>?
-            if self.pending.readableBytes < self.bufferSize {
+            if self.pendingBytes < self.bufferSize {
                 waiter = self.roomWaiter
                 self.roomWaiter = nil
             }

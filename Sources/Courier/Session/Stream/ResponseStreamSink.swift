@@ -42,7 +42,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         /// The whole body, gathered: the consumer's, read from memory (``takeBody()``).
         var completeBody: ByteBuffer??
         /// A copy of the final response's body for the session's cache, kept while the response
-        /// may be stored (``recordHead(_:copyingFor:upTo:expected:)``); nil when none is kept.
+        /// may be stored (``recordHead(_:copy:)``); nil when none is kept.
         var cacheCopy: CacheCopy?
         /// The last response head that arrived (a retried attempt's replaces an earlier one's):
         /// once the consumer is woken, its response (``response``).
@@ -108,11 +108,20 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
     struct CacheCopy {
         let cache: ResponseCache
         let limit: Int
-        /// The announced length (at most `limit`), or -1: the buffer's first capacity.
-        let expected: Int64
+        /// The buffer's first capacity: the announced length, when there is one within `limit`.
+        let capacity: Int
         var body: ByteBuffer?
-        var bytes = 0
         var outgrewLimit = false
+
+        /// A copy of at most `limit` bytes for `cache`, of a body of `expected` bytes (-1: unknown).
+        init(cache: ResponseCache, limit: Int, expected: Int64 = -1) {
+            self.cache = cache
+            self.limit = limit
+            self.capacity = expected > 0 ? Int(min(expected, Int64(limit))) : 0
+        }
+
+        /// The bytes kept, and reserved in the cache's budget.
+        var bytes: Int { self.body?.readableBytes ?? 0 }
 
         mutating func append(_ chunk: ByteBuffer) {
             guard !self.outgrewLimit else { return }
@@ -122,11 +131,10 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
                 self.outgrewLimit = true
                 return
             }
-            self.bytes += length
             if self.body == nil {
                 // Copied, not kept as it came: a chunk is often a slice of a much larger read
                 // buffer, which it would keep alive past the consumer's reading.
-                var body = ByteBufferAllocator().buffer(capacity: self.expected > 0 ? Int(self.expected) : length)
+                var body = ByteBufferAllocator().buffer(capacity: max(self.capacity, length))
                 body.writeImmutableBuffer(chunk)
                 self.body = body
             } else {
@@ -137,7 +145,6 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         /// Lets go of the body and of what it reserved.
         mutating func drop() {
             self.cache.releaseStreamCopy(self.bytes)
-            self.bytes = 0
             self.body = nil
         }
     }
@@ -278,15 +285,13 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
 
     // MARK: Cache
 
-    /// Records the response head that just arrived, and keeps a copy of its body, up to `limit`
-    /// bytes, for `cache` (``takeCacheCopy()``), in a buffer of the `expected` length when one was
-    /// announced; with `limit` nil, keeps none (an earlier attempt's copy is dropped either way).
-    func recordHead(_ head: HTTPResponse, copyingFor cache: ResponseCache?, upTo limit: Int?, expected: Int64 = -1) {
+    /// Records the response head that just arrived, and starts `copy` of its body for the cache
+    /// (``takeCacheCopy()``), or none (an earlier attempt's copy is dropped either way).
+    func recordHead(_ head: HTTPResponse, copy: CacheCopy?) {
         self.state.withLockedValue { state in
             state.head = head
             state.cacheCopy?.drop()
-            state.cacheCopy = nil
-            if let cache, let limit { state.cacheCopy = CacheCopy(cache: cache, limit: limit, expected: min(expected, Int64(limit))) }
+            state.cacheCopy = copy
         }
     }
 

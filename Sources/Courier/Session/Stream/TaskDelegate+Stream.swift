@@ -17,7 +17,9 @@ extension ResponseStreamSink: BodySink {
     var usesCache: Bool { true }
 
     func bodyToStore(gathered: Data?) -> Data? {
-        self.takeCacheCopy().map { Data(buffer: $0, byteTransferStrategy: .automatic) }
+        // The copy is the sink's own buffer: wrapped, not copied again, when it is (nearly) full;
+        // one that grew by doubling is copied, so that the cache keeps no unused capacity.
+        self.takeCacheCopy().map { Data(buffer: $0, byteTransferStrategy: $0.capacity - $0.readableBytes <= $0.readableBytes / 8 ? .noCopy : .copy) }
     }
 
     /// A task that failed stores nothing: its copy for the cache is let go at once, not when
@@ -40,11 +42,7 @@ extension ResponseStreamSink: BodySink {
             return (state.task, deliveries, state.hop.storing(currentRequest: state.currentRequest))
         }
         // Before any chunk: the head, and the copy for the cache when the response may be stored.
-        if let storing, let cache = delegate.configurationReference.value.responseCache {
-            self.recordHead(response, copyingFor: cache, upTo: delegate.cacheCopyLimit(for: response, expected: expected, storing: storing), expected: expected)
-        } else {
-            self.recordHead(response, copyingFor: nil, upTo: nil, expected: expected)
-        }
+        self.recordHead(response, copy: storing.flatMap { delegate.cacheCopy(of: response, expected: expected, storing: $0) })
         if let task { delegate.didReceive(response, task: task) }
         delegate.deliver(deliveries)
         var disposition = ResponseDisposition.allow

@@ -194,10 +194,10 @@ struct AlamofireDataStreamConformanceTests {
     @Test func testThatDataStreamRequestProducesWorkingInputStream() async throws {
         try await Self.withManager { manager, server in
             let stream = try await manager.stream(Request(url: server.url("/xml")))
-            let input = UncheckedInput(stream: stream.inputStream())
+            let input = QueueHandOff(stream.inputStream())
             let (parsed, error) = await withCheckedContinuation { done in
                 DispatchQueue.global().async {
-                    let parser = XMLParser(stream: input.stream)
+                    let parser = XMLParser(stream: input.value)
                     let parsed = parser.parse()
                     done.resume(returning: (parsed, parser.parserError.map { "\($0)" }))
                 }
@@ -254,9 +254,4 @@ struct AlamofireDataStreamConformanceTests {
             #expect(manager.configuration.responseCache?.cachedResponse(for: request) == nil, "the cacher stored nothing")
         }
     }
-}
-
-/// An input stream handed to the one queue that reads it.
-private struct UncheckedInput: @unchecked Sendable {
-    let stream: InputStream
 }
