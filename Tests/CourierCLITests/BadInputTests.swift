@@ -14,7 +14,7 @@ struct BadInputTests {
 
     static let cases: [Case] = [
         Case(arguments: ["http://exa mple.com"], status: 64, message: "'http://exa mple.com' is not a valid URL"),
-        Case(arguments: ["ftp://example.com/x"], status: 64, message: "'ftp://example.com/x': only http and https URLs are supported"),
+        Case(arguments: ["ftp://example.com/x"], status: 64, message: "'ftp://example.com/x': only http, https, http+unix and https+unix URLs are supported"),
         Case(arguments: ["example.com", "a:=not-json"], status: 64, message: "'a:=not-json': the value after ':=' is not valid JSON"),
         Case(arguments: ["example.com", "justaword"], status: 64, message: "'justaword' is not a request item"),
         Case(arguments: ["example.com", "=value"], status: 64, message: "'=value' has no name before its separator"),

@@ -39,6 +39,19 @@ struct CLIUnixSocketTests {
         }
     }
 
+    /// AsyncHTTPClient's form: the socket's path as the URL's host, percent-encoded.
+    @Test func anHTTPUnixURLNamesItsSocket() async throws {
+        try await Self.withSocketServer { server, path in
+            let encoded = path.replacingOccurrences(of: "/", with: "%2F")
+            let result = try await CLIRunner.run(["http+unix://\(encoded)/get?via=url"])
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(try jsonObject(result)["args"] as? [String: String] == ["via": "url"])
+            #expect(server.receivedRequests.map { $0.value(forHTTPHeaderField: "Host") } == ["localhost"])
+            let curl = try await CLIRunner.run(["--curl", "http+unix://\(encoded)/get"])
+            #expect(curl.output.hasPrefix("curl --unix-socket \(path) http://localhost/get "), "\(curl.output)")
+        }
+    }
+
     @Test func curlIsToldTheSocket() async throws {
         let result = try await CLIRunner.run(["--curl", "--unix-socket", "/var/run/docker.sock", "http://docker/v1.43/info"])
         #expect(result.output == "curl --unix-socket /var/run/docker.sock http://docker/v1.43/info --header 'User-Agent: courier/0.1.0'\n", "\(result.output)")

@@ -166,7 +166,7 @@ enum CookieMatching {
 
     static func isSecure(_ url: URL) -> Bool {
         switch url.scheme?.lowercased() {
-        case "https", "wss": true
+        case "https", "wss", "https+unix": true
         default: false
         }
     }

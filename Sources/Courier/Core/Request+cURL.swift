@@ -67,7 +67,14 @@ extension Request {
         } else if self.method != defaultMethod {
             words.append(["--request", Self.shellQuoted(self.method.rawValue)])
         }
-        words.append([Self.shellQuoted(self.url.absoluteString)])
+        if let socket = self.url.unixSocketTarget {
+            // curl has no `http+unix` URLs: its `--unix-socket`, and the name Courier sends.
+            words.append(["--unix-socket", Self.shellQuoted(socket.path)])
+            let origin = (socket.tls ? "https://" : "http://") + ConnectionPool.unixSocketHost
+            words.append([Self.shellQuoted(origin + HopHandler.targetReadByFoundation(of: self.url))])
+        } else {
+            words.append([Self.shellQuoted(self.url.absoluteString)])
+        }
         for field in self.headerFields where field.name != .contentLength && !fields.contains(field.name) {
             let value = field.value.isEmpty ? "\(field.name.rawName);" : "\(field.name.rawName): \(field.value)"
             words.append(["--header", Self.shellQuoted(value)])

@@ -6,11 +6,12 @@ import Foundation
 /// targets, and authentication's protection spaces take a URL's port from it.
 extension URL {
     /// The port a scheme uses when its URL names none: 80 for `http` and `ws`, 443 for `https` and
-    /// `wss`; nil for any other scheme.
+    /// `wss` (and for the Unix-socket forms `http+unix` and `https+unix`, whose connections have
+    /// no port, so that two URLs of one socket have one origin); nil for any other scheme.
     static func defaultPort(forScheme scheme: String) -> Int? {
         switch scheme {
-        case "http", "ws": 80
-        case "https", "wss": 443
+        case "http", "ws", "http+unix": 80
+        case "https", "wss", "https+unix": 443
         default: nil
         }
     }

@@ -66,11 +66,19 @@ final class NIOExchange: Exchange, Sendable {
             return
         }
         guard let key = self.engine.pool.key(for: request.url) else {
-            let scheme = request.url.scheme?.lowercased()
+            let scheme = request.url.scheme
             let error =
-                scheme != nil && scheme != "http" && scheme != "https"
-                ? CourierError(.unsupportedScheme, "\(request.summary): only http and https URLs can be requested", request: request)
-                : CourierError(.invalidURL, "\(request.summary): the URL has no scheme or no host", request: request)
+                if let scheme, !URL.isRequestableScheme(scheme) {
+                    CourierError(
+                        .unsupportedScheme, "\(request.summary): only http, https, http+unix and https+unix URLs can be requested",
+                        request: request)
+                } else if let scheme, URL.unixSocketSchemeUsesTLS(scheme) != nil {
+                    CourierError(
+                        .invalidURL, "\(request.summary): the URL names no socket (its host is the socket's path, percent-encoded)",
+                        request: request)
+                } else {
+                    CourierError(.invalidURL, "\(request.summary): the URL has no scheme or no host", request: request)
+                }
             self.finish(with: error)
             return
         }

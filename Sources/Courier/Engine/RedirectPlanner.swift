@@ -30,7 +30,7 @@ enum RedirectPlanner {
             // commas they named a URL none of them did.
             let location = response.headerFields[values: .location].first,
             var target = URL(string: URLText.normalized(location), relativeTo: request.url)?.absoluteURL,
-            let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" || Self.staysOnSocket(request.url, target),
             target.host?.isEmpty == false
         else { return .none }
         // RFC 9110 10.2.2: a Location without a fragment keeps the request's.
@@ -69,5 +69,14 @@ enum RedirectPlanner {
             next.headerFields[.cookie] = nil
         }
         return .follow(next)
+    }
+
+    /// Whether a redirect to an `http+unix` or `https+unix` URL stays on the socket of the request
+    /// it answers: the same scheme (any case) and the same path, byte for byte. Only such a
+    /// redirect to a socket is followed: a server must not send a client to a local socket it was
+    /// not asked to reach (a redirect from `http://` to `http+unix://%2Fvar%2Frun%2Fdocker.sock`).
+    static func staysOnSocket(_ from: URL, _ target: URL) -> Bool {
+        guard let socket = target.unixSocketTarget, let current = from.unixSocketTarget else { return false }
+        return socket.path == current.path && socket.tls == current.tls
     }
 }

@@ -28,7 +28,7 @@ extension SecurityPolicy {
     /// - Throws: ``CourierError/Code/invalidRequest`` naming the base URL.
     public func validate(baseURL: URL?) throws(CourierError) {
         guard self.pinningMode != .none, let baseURL else { return }
-        guard baseURL.scheme?.lowercased() == "https" else {
+        guard baseURL.scheme?.lowercased() == "https" || baseURL.unixSocketTarget?.tls == true else {
             throw CourierError(
                 .invalidRequest,
                 "a security policy that pins (\(self)) needs an https base URL; \(baseURL.absoluteString) is not"

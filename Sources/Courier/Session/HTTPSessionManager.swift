@@ -148,11 +148,12 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
             }
             url = parsed
         }
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw CourierError(.unsupportedScheme, "\(url.absoluteString): only http and https are supported")
+        guard let scheme = url.scheme, URL.isRequestableScheme(scheme) else {
+            throw CourierError(.unsupportedScheme, "\(url.absoluteString): only http, https, http+unix and https+unix are supported")
         }
         guard let host = url.host, !host.isEmpty else {
-            throw CourierError(.invalidURL, "\(url.absoluteString) has no host")
+            let missing = URL.unixSocketSchemeUsesTLS(scheme) == nil ? "no host" : "no socket path (its host, percent-encoded)"
+            throw CourierError(.invalidURL, "\(url.absoluteString) has \(missing)")
         }
         return url.absoluteString
     }

@@ -83,7 +83,9 @@ public struct SessionConfiguration: Sendable {
     /// not name: `["*": path]` sends every request of the session, a redirect's to another host
     /// included, through that socket, as curl's `--unix-socket` does. A socket that does not
     /// exist or that nothing listens on fails the request with
-    /// ``CourierError/Code/connectionFailed``, naming its path.
+    /// ``CourierError/Code/connectionFailed``, naming its path. A URL can also name its socket
+    /// itself, with no map: `http+unix://%2Fvar%2Frun%2Fdocker.sock/…`
+    /// (`URL(unixSocketPath:target:tls:)`).
     public var unixSocketPaths: [String: String] = [:]
     /// The largest response body a data task keeps in memory, in bytes; larger bodies fail with
     /// ``CourierError/Code/responseTooLarge``. `nil` (the default) sets no limit.

@@ -59,8 +59,8 @@ struct Invocation: Sendable {
         else {
             throw CLIFailure.usage("'\(word)' is not a valid URL")
         }
-        guard scheme == "http" || scheme == "https" else {
-            throw CLIFailure.usage("'\(word)': only http and https URLs are supported")
+        guard ["http", "https", "http+unix", "https+unix"].contains(scheme) else {
+            throw CLIFailure.usage("'\(word)': only http, https, http+unix and https+unix URLs are supported")
         }
         return url
     }

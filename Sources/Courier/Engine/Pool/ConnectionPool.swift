@@ -175,7 +175,9 @@ final class ConnectionPool: Sendable {
     /// for other URLs.
     func key(for url: URL) -> Key? {
         guard var key = Self.key(for: url), !key.tls || self.tls != nil else { return nil }
-        if !self.settings.unixSocketPaths.isEmpty,
+        if key.socketPath != nil {
+            // An `http+unix` URL names its socket itself: no map, no proxy.
+        } else if !self.settings.unixSocketPaths.isEmpty,
             let path = self.settings.unixSocketPaths[key.host.lowercased()] ?? self.settings.unixSocketPaths["*"]
         {
             // The host's Unix-domain socket reaches it itself: no proxy.
@@ -186,7 +188,12 @@ final class ConnectionPool: Sendable {
         return key
     }
 
-    /// Where requests for `url` go: `http` and `https` URLs with a host; nil for others.
+    /// The host name of a request to an `http+unix` or `https+unix` URL.
+    static let unixSocketHost = "localhost"
+
+    /// Where requests for `url` go: `http` and `https` URLs with a host, and `http+unix` and
+    /// `https+unix` URLs with a socket path (`URL(unixSocketPath:target:tls:)`);
+    /// nil for others.
     static func key(for url: URL) -> Key? {
         // Every hop's. A plain URL is read in one pass over its string (``HTTPURLParts``).
         if let origin = HTTPURLParts.origin(of: url) { return Key(host: origin.host, port: origin.port, tls: origin.isHTTPS) }
@@ -198,6 +205,12 @@ final class ConnectionPool: Sendable {
     static func keyReadByFoundation(for url: URL) -> Key? {
         // Each part of the URL is read once (each read makes a new string of it), and
         // the port comes from the library's one origin rule (`URL.defaultPort(forScheme:)`).
+        if let socket = url.unixSocketTarget {
+            // The socket reaches the server; the name it is known by there is `localhost` (in
+            // `Host`, `:authority` and TLS's server name), as curl and Go's Docker clients send.
+            let port = URL.defaultPort(forScheme: socket.tls ? "https" : "http") ?? 80
+            return Key(host: Self.unixSocketHost, port: port, tls: socket.tls, socketPath: socket.path)
+        }
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let port = url.port ?? URL.defaultPort(forScheme: scheme), let host = url.requestHost, !host.isEmpty
         else {
