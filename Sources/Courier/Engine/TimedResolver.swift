@@ -14,8 +14,8 @@ import NIOPosix
 ///
 /// A name goes to the system's `getaddrinfo` once, on NIO's blocking-I/O thread pool; its IPv6 and
 /// IPv4 answers feed the connector's AAAA and A queries. An IP address needs no lookup: it is
-/// answered at once, with no thread hop and no lookup time; so is a name under `localhost`
-/// (``loopbackAddresses(of:port:)``).
+/// answered at once, with no thread hop and no lookup time; so is a name the configuration's
+/// ``HostAddressTable`` names, and a name under `localhost` (``loopbackAddresses(of:port:)``).
 final class TimedResolver: Resolver, Sendable {
     /// When the lookup began and ended; nil for an address, or before it ran.
     struct Times: Sendable {
@@ -29,13 +29,15 @@ final class TimedResolver: Resolver, Sendable {
     }
 
     private let loop: any EventLoop
+    private let table: HostAddressTable
     private let v4: EventLoopPromise<[SocketAddress]>
     private let v6: EventLoopPromise<[SocketAddress]>
     private let state = NIOLockedValueBox(State())
 
-    /// A resolver for one connect on `loop`.
-    init(loop: any EventLoop) {
+    /// A resolver for one connect on `loop`, that answers the names `table` names from it.
+    init(loop: any EventLoop, table: HostAddressTable = .empty) {
         self.loop = loop
+        self.table = table
         self.v4 = loop.makePromise()
         self.v6 = loop.makePromise()
     }
@@ -63,9 +65,17 @@ final class TimedResolver: Resolver, Sendable {
             return !state.started
         }
         guard first else { return }
-        // An address, or a name under `localhost`: answered at once.
-        if let known = Self.literalAddress(host, port: port).map({ [$0] }) ?? loopbackAddresses(of: host, port: port) {
-            self.complete(.success(Self.Answer(known)))
+        // An address, a name the table names, or a name under `localhost`: answered at once.
+        if let literal = Self.literalAddress(host, port: port) {
+            self.complete(.success(Self.Answer([literal])))
+            return
+        }
+        if let given = self.table.addresses(of: host, port: port) {
+            self.complete(given.map(Self.Answer.init).mapError { $0 as any Error })
+            return
+        }
+        if let loopback = loopbackAddresses(of: host, port: port) {
+            self.complete(.success(Self.Answer(loopback)))
             return
         }
         self.state.withLockedValue { $0.times.start = .now }

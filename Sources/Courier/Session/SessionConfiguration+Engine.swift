@@ -22,6 +22,7 @@ extension NIOEngine.Configuration {
         // A configuration that names no proxy (an empty environment, say) is no proxy.
         self.proxy = session.proxy.flatMap { $0.isEmpty ? nil : $0 }
         self.unixSocketPaths = session.unixSocketPaths
+        self.hostAddresses = session.hostAddresses
     }
 }
 

@@ -87,6 +87,27 @@ public struct SessionConfiguration: Sendable {
     /// itself, with no map: `http+unix://%2Fvar%2Frun%2Fdocker.sock/…`
     /// (`URL(unixSocketPath:target:tls:)`).
     public var unixSocketPaths: [String: String] = [:]
+    /// The IP addresses to connect to for host names, instead of asking the system (empty by
+    /// default): curl's `--resolve`, a fixed table in OkHttp's `Dns`. For a test against a
+    /// staging server under the production name, a service whose address comes from elsewhere,
+    /// or a name `/etc/hosts` does not know.
+    ///
+    /// ```swift
+    /// configuration.hostAddresses = ["api.example.com": ["10.0.0.7", "2001:db8::7"]]
+    /// configuration.hostAddresses = ["api.example.com:8443": ["127.0.0.1"]]  // that port only
+    /// ```
+    ///
+    /// The URL keeps its name: it goes in `Host` or `:authority`, TLS's server name and
+    /// certificate check, cookies and the cache, as without the table; only the addresses the
+    /// connection tries change, in the order given (IPv6 and IPv4 raced as usual). A `host:port`
+    /// entry applies to that port only and wins over a `host` entry; names compare without
+    /// regard to case or a final dot. The table answers every name the engine looks up itself:
+    /// a proxy's host, and with a `socks5://` proxy the server's (a `socks5h://` or HTTP proxy
+    /// looks the server's name up on its side, where the table does not reach). An entry that
+    /// is not an IP address, or an empty list, fails the request with
+    /// ``CourierError/Code/connectionFailed`` naming the host and the entry; a name not in the
+    /// table is looked up as usual.
+    public var hostAddresses: [String: [String]] = [:]
     /// The largest response body a data task keeps in memory, in bytes; larger bodies fail with
     /// ``CourierError/Code/responseTooLarge``. `nil` (the default) sets no limit.
     public var maximumResponseBodySize: Int?

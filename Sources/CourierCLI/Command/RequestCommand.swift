@@ -1,6 +1,7 @@
 import ArgumentParser
 import Courier
 import Foundation
+import NIOCore
 
 /// `courier [METHOD] URL [ITEM ...]`: builds a request from HTTPie-style items, sends it with a
 /// ``SessionManager`` and prints what the flags ask for.
@@ -115,6 +116,39 @@ struct RequestCommand: AsyncParsableCommand {
         help: ArgumentHelp("Connect through this Unix-domain socket instead of TCP, for every host (curl's --unix-socket).", valueName: "path"))
     var unixSocket: String?
 
+    @Option(
+        name: .customLong("resolve"),
+        help: ArgumentHelp(
+            "Connect to these addresses for HOST on PORT instead of looking the name up (curl's --resolve; repeatable; PORT may be *).",
+            valueName: "host:port:address[,address]"))
+    var resolve: [String] = []
+
+    /// ``resolve`` as ``SessionConfiguration/hostAddresses``: `host:port` entries, or `host` ones
+    /// for the port `*`.
+    /// - Throws: `ValidationError` for an entry that is not `HOST:PORT:ADDRESS[,ADDRESS]` with a
+    ///   port number or `*` and IP addresses (an IPv6 one in brackets or not).
+    func hostAddresses() throws -> [String: [String]] {
+        var table: [String: [String]] = [:]
+        for entry in self.resolve {
+            let parts = entry.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3, !parts[0].isEmpty, parts[1] == "*" || UInt16(parts[1]) != nil, !parts[2].isEmpty else {
+                throw ValidationError("--resolve \(entry): expected host:port:address[,address] (curl's form)")
+            }
+            let addresses = parts[2].split(separator: ",").map { String($0) }
+            for address in addresses where !Self.isIPAddress(address) {
+                throw ValidationError("--resolve \(entry): '\(address)' is not an IP address")
+            }
+            table[parts[1] == "*" ? String(parts[0]) : "\(parts[0]):\(parts[1])", default: []] += addresses
+        }
+        return table
+    }
+
+    private static func isIPAddress(_ text: String) -> Bool {
+        var literal = Substring(text)
+        if literal.hasPrefix("["), literal.hasSuffix("]") { literal = literal.dropFirst().dropLast() }
+        return (try? SocketAddress(ipAddress: String(literal), port: 0)) != nil
+    }
+
     func validate() throws {
         if self.words.isEmpty { throw ValidationError("missing URL: courier [METHOD] URL [ITEM ...]") }
         if self.maxRedirects < 0 { throw ValidationError("--max-redirects must not be negative") }
@@ -130,6 +164,7 @@ struct RequestCommand: AsyncParsableCommand {
         if self.pass != nil && self.key == nil { throw ValidationError("--pass is the passphrase of --key") }
         if self.auth != nil && self.bearer != nil { throw ValidationError("choose one of --auth and --bearer") }
         if self.authType != .basic && self.auth == nil { throw ValidationError("--auth-type needs --auth") }
+        _ = try self.hostAddresses()
     }
 
     func run() async throws {

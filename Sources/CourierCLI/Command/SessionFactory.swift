@@ -32,6 +32,8 @@ struct SessionFactory {
         configuration.proxy = proxy
         // As curl: every connection, a redirect's to another host too.
         if let path = self.command.unixSocket { configuration.unixSocketPaths = ["*": path] }
+        // Checked by the command's validation already.
+        configuration.hostAddresses = (try? self.command.hostAddresses()) ?? [:]
         // As curl and HTTPie: a body decodes whatever its ratio (an 11 MB log file gzipped 343 to
         // 1 by Apache failed at the library's default of 100). The command streams what it
         // decodes to its output or a file; nothing of it is held in memory.

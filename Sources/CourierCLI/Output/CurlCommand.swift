@@ -30,6 +30,7 @@ struct CurlCommand {
             words += ["--proxy", ProxyFlags.curlURL(proxy)]
         }
         if let path = command.unixSocket { words += ["--unix-socket", path] }
+        for entry in command.resolve { words += ["--resolve", entry] }
         if command.download {
             if let output = command.output {
                 words += ["--output", output]

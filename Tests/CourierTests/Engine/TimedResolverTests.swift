@@ -39,6 +39,25 @@ struct TimedResolverTests {
         #expect(before <= start && start <= end)
     }
 
+    /// The configuration's table (``HostAddressTable``) answers a name it names at once, by
+    /// family, before the `localhost` rule; a bad entry fails both queries; a name it does not
+    /// name is looked up as usual.
+    @Test func theTableAnswersANameItNamesWithoutALookup() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let table = HostAddressTable(["api.localhost": ["10.1.2.3", "fd00::5"], "bad.example": ["nope"]])
+        let resolver = TimedResolver(loop: loop, table: table)
+        let v4 = try await resolver.initiateAQuery(host: "API.localhost", port: 8443).get()
+        let v6 = try await resolver.initiateAAAAQuery(host: "API.localhost", port: 8443).get()
+        #expect(v4.map(\.ipAddress) == ["10.1.2.3"] && v6.map(\.ipAddress) == ["fd00::5"])
+        #expect((v4 + v6).allSatisfy { $0.port == 8443 })
+        #expect(resolver.times.start == nil, "no lookup time")
+        let bad = TimedResolver(loop: loop, table: table)
+        await #expect(throws: NameLookupFailure.self) { try await bad.initiateAQuery(host: "bad.example", port: 80).get() }
+        await #expect(throws: NameLookupFailure.self) { try await bad.initiateAAAAQuery(host: "bad.example", port: 80).get() }
+        let other = TimedResolver(loop: loop, table: table)
+        #expect(try await other.initiateAQuery(host: "other.localhost", port: 80).get().map(\.ipAddress) == ["127.0.0.1"])
+    }
+
     /// RFC 6761 (6.3): a name under `localhost` is the loopback, answered without a lookup (none
     /// of these names is in this machine's hosts file or DNS); other names, `localhost` itself
     /// included, are the system's.

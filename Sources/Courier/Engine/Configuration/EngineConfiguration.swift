@@ -68,6 +68,9 @@ extension NIOEngine {
         /// Hosts reached through a Unix-domain socket instead of TCP, by host name: the socket's
         /// path for each (empty by default). See ``SessionConfiguration/unixSocketPaths``.
         public var unixSocketPaths: [String: String] = [:]
+        /// The IP addresses to connect to for host names, instead of asking the system (empty by
+        /// default). See ``SessionConfiguration/hostAddresses``.
+        public var hostAddresses: [String: [String]] = [:]
         /// The swift-metrics backend the engine reports its open connections to: a `Meter`
         /// labelled `courier_open_connections`, dimension `protocol` (`http/1.1` or `h2`), raised
         /// when a connection is established (TCP, a proxy's tunnel and TLS done) and lowered when

@@ -54,7 +54,8 @@ enum ProxyTunnel {
         route: ProxyRoute,
         timeout: TimeAmount,
         answering answer: DigestAnswer? = nil,
-        challenges: ProxyDigestChallenges? = nil
+        challenges: ProxyDigestChallenges? = nil,
+        hostAddresses: HostAddressTable = .empty
     ) -> EventLoopFuture<Void> {
         switch route {
         case .direct, .forward:
@@ -64,7 +65,7 @@ enum ProxyTunnel {
                 on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout, answering: answer,
                 challenges: challenges)
         case .socksTunnel(let proxy):
-            return Self.socks(on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout)
+            return Self.socks(on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout, hostAddresses: hostAddresses)
         }
     }
 
@@ -104,7 +105,8 @@ enum ProxyTunnel {
         port: Int,
         timeout: TimeAmount,
         answering answer: DigestAnswer? = nil,
-        challenges: ProxyDigestChallenges? = nil
+        challenges: ProxyDigestChallenges? = nil,
+        hostAddresses: HostAddressTable = .empty
     ) -> EventLoopFuture<Void> {
         Self.onLoop(of: channel) {
             let promise = channel.eventLoop.makePromise(of: Void.self)
@@ -143,7 +145,8 @@ enum ProxyTunnel {
         through proxy: NIOEngine.Proxy,
         to host: String,
         port: Int,
-        timeout: TimeAmount
+        timeout: TimeAmount,
+        hostAddresses: HostAddressTable = .empty
     ) -> EventLoopFuture<Void> {
         let target = NIOEngine.Proxy.authority(host: host, port: port)
         return Self.onLoop(of: channel) {
@@ -158,10 +161,17 @@ enum ProxyTunnel {
             guard proxy.resolvesTargetLocally, case .domain(let name, _) = address else {
                 return try Self.startSOCKS(on: channel, through: proxy, machine: machine, target: target, timeout: timeout)
             }
-            // `socks5://`: the name is looked up here (blocking, off the loop), its first address sent.
-            return NIOThreadPool.singleton.runIfActive(eventLoop: channel.eventLoop) {
-                try systemAddresses(of: name, port: port)[0]
-            }.flatMapErrorThrowing { error in
+            // `socks5://`: the name is looked up here (in the configuration's table, else the
+            // system's, blocking, off the loop), its first address sent.
+            let looked: EventLoopFuture<SocketAddress> =
+                if let given = hostAddresses.addresses(of: name, port: port) {
+                    channel.eventLoop.makeCompletedFuture(given.map { $0[0] }.mapError { $0 as any Error })
+                } else {
+                    NIOThreadPool.singleton.runIfActive(eventLoop: channel.eventLoop) {
+                        try systemAddresses(of: name, port: port)[0]
+                    }
+                }
+            return looked.flatMapErrorThrowing { error in
                 throw ProxyTunnelFailure.nameLookup("\(error)").courierError(proxy: proxy, target: target, underlyingError: error)
             }.flatMap { resolved in
                 Self.onLoop(of: channel) {

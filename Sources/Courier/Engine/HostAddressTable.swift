@@ -1,0 +1,50 @@
+import NIOCore
+
+/// The addresses a configuration gives host names instead of the system's lookup
+/// (``NIOEngine/Configuration/hostAddresses``): curl's `--resolve`, a fixed table in OkHttp's
+/// `Dns`. Read by every lookup the engine makes itself: an origin's, a proxy's, and a `socks5://`
+/// proxy's target.
+struct HostAddressTable: Sendable {
+    /// The entries by name, lower-case and without a final dot: `host` or `host:port`.
+    private let entries: [String: [String]]
+
+    init(_ table: [String: [String]]) {
+        var entries: [String: [String]] = [:]
+        for (name, addresses) in table {
+            // The first of two spellings of one name wins, as in the Unix-socket map.
+            let key = Self.normalized(name)
+            if entries[key] == nil { entries[key] = addresses }
+        }
+        self.entries = entries
+    }
+
+    /// No entries: every name is looked up as usual.
+    static let empty = HostAddressTable([:])
+
+    var isEmpty: Bool { self.entries.isEmpty }
+
+    /// The addresses the table gives `host` for a connection to `port` (its `host:port` entry,
+    /// else its `host` entry), each with `port`; a failure naming the entry when one of them is
+    /// not an IP address or there are none; nil when the table does not name the host.
+    func addresses(of host: String, port: Int) -> Result<[SocketAddress], NameLookupFailure>? {
+        guard !self.entries.isEmpty else { return nil }
+        let name = Self.normalized(host)
+        guard let texts = self.entries[name + ":" + String(port)] ?? self.entries[name] else { return nil }
+        guard !texts.isEmpty else { return .failure(NameLookupFailure(host: host, reason: "hostAddresses gives it no address")) }
+        var addresses: [SocketAddress] = []
+        for text in texts {
+            var literal = Substring(text)
+            if literal.hasPrefix("["), literal.hasSuffix("]") { literal = literal.dropFirst().dropLast() }
+            guard let address = try? SocketAddress(ipAddress: String(literal), port: port) else {
+                return .failure(NameLookupFailure(host: host, reason: "hostAddresses gives it '\(text)', which is not an IP address"))
+            }
+            addresses.append(address)
+        }
+        return .success(addresses)
+    }
+
+    private static func normalized(_ name: String) -> String {
+        let lower = name.lowercased()
+        return lower.hasSuffix(".") ? String(lower.dropLast()) : lower
+    }
+}
