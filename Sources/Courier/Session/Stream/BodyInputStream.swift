@@ -15,9 +15,11 @@ extension DataStreamResponse {
     /// }
     /// ```
     ///
-    /// `read(_:maxLength:)` blocks until bytes come or the body ends: read the stream on a thread
-    /// of your own (a dispatch queue, a `Thread`), never on a Swift concurrency task, whose few
-    /// threads the body's arrival needs. Once `bufferSize` bytes wait unread, the body is not read
+    /// `read(_:maxLength:)` blocks until bytes come or the body ends, so read the stream on a
+    /// thread of your own (a dispatch queue, a `Thread`) rather than on a Swift concurrency task,
+    /// whose few threads other tasks wait for. The body itself is read for the input stream on a
+    /// thread of its own, so readers that block every thread of Swift's pool still get their
+    /// bytes (two readers in `async` functions on a two-core machine do). Once `bufferSize` bytes wait unread, the body is not read
     /// further (and the connection stops reading, as for an unread ``body``) until they are read.
     /// At the end `read` returns 0 and `streamStatus` is `.atEnd`; after a failure it returns -1 and
     /// `streamError` is the ``CourierError``. Closing the input stream before the end, or letting
@@ -30,7 +32,9 @@ extension DataStreamResponse {
 
 /// An `InputStream` that a task of its own fills from a streamed body through a ``BodyPipe``,
 /// ``BodyPipe/bufferSize`` bytes ahead of the reader at most. Letting go of it, or closing it,
-/// ends the filling and cancels the request.
+/// ends the filling and cancels the request. The filling task runs on a thread of its own
+/// (``OwnThreadExecutor``), not on Swift's cooperative pool, whose threads blocked readers may
+/// hold.
 final class BodyInputStream: InputStream {
     private let pipe: BodyPipe
     private let filling: Task<Void, Never>
@@ -38,9 +42,14 @@ final class BodyInputStream: InputStream {
     init(body: ResponseBodyStream, bufferSize: Int) {
         let pipe = BodyPipe(bufferSize: bufferSize)
         self.pipe = pipe
-        // Reads the body for the reader, which blocks a thread of its own and cannot await. Ends
-        // with the body; `close()` and `deinit` cancel it (and with it the request).
-        self.filling = Task { await pipe.fill(from: body) }
+        // Reads the body for the reader, which blocks and cannot await. Ends with the body;
+        // `close()` and `deinit` cancel it (and with it the request). On a thread of its own that
+        // ends with it: a reader blocked on the cooperative pool must not keep it from running.
+        let executor = OwnThreadExecutor(name: "Courier.BodyInputStream")
+        self.filling = Task(executorPreference: executor) {
+            await pipe.fill(from: body)
+            executor.finish()
+        }
         super.init(data: Data())
     }
 
