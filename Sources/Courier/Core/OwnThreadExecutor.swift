@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A task executor with a thread of its own, for a task that must make progress while callers
 /// block the threads of Swift's cooperative pool: the task that fills a ``BodyInputStream`` for
@@ -15,10 +16,17 @@ final class OwnThreadExecutor: TaskExecutor, @unchecked Sendable {
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
     private var finishing = false
+    /// How many executors' threads are running, all executors together (a test's check that each
+    /// ends with its task).
+    static let runningThreads = Atomic<Int>(0)
 
-    /// Starts the thread, named `name` (as a debugger shows it).
+    /// Starts the thread, named `name` (Foundation's `Thread.name`).
     init(name: String) {
-        let thread = Thread { [self] in self.runJobs() }
+        Self.runningThreads.add(1, ordering: .relaxed)
+        let thread = Thread { [self] in
+            self.runJobs()
+            Self.runningThreads.subtract(1, ordering: .relaxed)
+        }
         thread.name = name
         thread.start()
     }

@@ -1,7 +1,8 @@
-import Courier
+@testable import Courier
 import CourierTesting
 import Dispatch
 import Foundation
+import Synchronization
 import Testing
 
 /// `DataStreamResponse.inputStream(bufferSize:)`: the body as a blocking Foundation `InputStream`,
@@ -66,6 +67,8 @@ struct StreamInputStreamTests {
                 for reader in readers {
                     #expect(await reader.value == expected)
                 }
+                // The filling threads end with their bodies.
+                #expect(await eventually { OwnThreadExecutor.runningThreads.load(ordering: .relaxed) == 0 })
             }
         }
     }
