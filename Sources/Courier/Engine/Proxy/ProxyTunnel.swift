@@ -46,6 +46,8 @@ enum ProxyTunnel {
     ///     closed (a ``DigestAnswer`` the last call failed with): the `CONNECT` carries it.
     ///   - challenges: The Digest challenges proxies sent for earlier tunnels and requests (the
     ///     pool's), or nil to answer each tunnel's afresh.
+    ///   - hostAddresses: The configuration's addresses for host names: a `socks5://` proxy is
+    ///     sent the one they give the server's name, if they name it.
     /// - Returns: A future that succeeds once the tunnel is open (or none is needed).
     static func establish(
         on channel: any Channel,
@@ -105,8 +107,7 @@ enum ProxyTunnel {
         port: Int,
         timeout: TimeAmount,
         answering answer: DigestAnswer? = nil,
-        challenges: ProxyDigestChallenges? = nil,
-        hostAddresses: HostAddressTable = .empty
+        challenges: ProxyDigestChallenges? = nil
     ) -> EventLoopFuture<Void> {
         Self.onLoop(of: channel) {
             let promise = channel.eventLoop.makePromise(of: Void.self)
@@ -130,15 +131,16 @@ enum ProxyTunnel {
     /// user name and password (RFC 1929) when it has them and asks for them. An IP address goes
     /// to the proxy as an address; a host name goes as a name (the proxy resolves it, `socks5h://`),
     /// or, when the proxy ``NIOEngine/Proxy/resolvesHostNamesLocally`` (`socks5://`), is first
-    /// looked up with the system's resolver and its first address sent (as curl does). A name
-    /// without an address fails with ``CourierError/Code/connectionFailed`` before the proxy is
-    /// asked.
+    /// looked up (in `hostAddresses`, else with the system's resolver) and its first address sent
+    /// (as curl does). A name without an address fails with
+    /// ``CourierError/Code/connectionFailed`` before the proxy is asked.
     /// - Parameters:
     ///   - channel: A channel connected to the proxy, nothing in its pipeline that reads bytes.
     ///   - proxy: The proxy (its credentials, and for the messages).
     ///   - host: The server's host: a name, or an IP address (IPv6 without brackets).
     ///   - port: The server's port.
     ///   - timeout: How long the proxy may take to open the tunnel.
+    ///   - hostAddresses: The configuration's addresses for host names.
     /// - Returns: A future that succeeds once the tunnel is open and the handler gone.
     static func socks(
         on channel: any Channel,
