@@ -19,12 +19,19 @@ struct UnixSocketTests {
         "/tmp/courier-\(UUID().uuidString.prefix(8)).sock"
     }
 
+    /// A recording server for `wire` (TLS for the two secure ones) listening on a new socket, and
+    /// the socket's path.
+    static func serverConfiguration(for wire: Transport.Wire) -> (TestServer.Configuration, path: String) {
+        let path = Self.socketPath()
+        var configuration = wire == .http1 ? TestServer.Configuration() : .https()
+        configuration.recordsRequests = true
+        configuration.unixSocketPath = path
+        return (configuration, path)
+    }
+
     @Test(arguments: [Transport.Wire.http1, .http1TLS, .http2])
     func aHostMappedToASocketIsServedThroughItOverEveryWire(_ wire: Transport.Wire) async throws {
-        let path = Self.socketPath()
-        var serverConfiguration = wire == .http1 ? TestServer.Configuration() : .https()
-        serverConfiguration.recordsRequests = true
-        serverConfiguration.unixSocketPath = path
+        let (serverConfiguration, path) = Self.serverConfiguration(for: wire)
         let server = try await TestServer.start(serverConfiguration)
         #expect(server.baseURL.absoluteString == (wire == .http1 ? "http://localhost/" : "https://localhost/"))
         var configuration = SessionConfiguration.default

@@ -81,10 +81,7 @@ struct UnixSocketURLTests {
 
     @Test(arguments: [Transport.Wire.http1, .http1TLS, .http2])
     func aSocketURLReachesItsServerOverEveryWire(_ wire: Transport.Wire) async throws {
-        let path = UnixSocketTests.socketPath()
-        var serverConfiguration = wire == .http1 ? TestServer.Configuration() : .https()
-        serverConfiguration.recordsRequests = true
-        serverConfiguration.unixSocketPath = path
+        let (serverConfiguration, path) = UnixSocketTests.serverConfiguration(for: wire)
         try await TestServer.withServer(serverConfiguration) { server in
             var configuration = SessionConfiguration.default
             configuration.httpVersion = wire == .http1TLS ? .http1Only : .automatic
