@@ -33,14 +33,20 @@ struct HostAddressTable: Sendable {
         guard !texts.isEmpty else { return .failure(NameLookupFailure(host: host, reason: "hostAddresses gives it no address")) }
         var addresses: [SocketAddress] = []
         for text in texts {
-            var literal = Substring(text)
-            if literal.hasPrefix("["), literal.hasSuffix("]") { literal = literal.dropFirst().dropLast() }
-            guard let address = try? SocketAddress(ipAddress: String(literal), port: port) else {
+            guard let address = Self.socketAddress(text, port: port) else {
                 return .failure(NameLookupFailure(host: host, reason: "hostAddresses gives it '\(text)', which is not an IP address"))
             }
             addresses.append(address)
         }
         return .success(addresses)
+    }
+
+    /// `text` as an address with `port` when it is an IPv4 or IPv6 literal (an IPv6 one with or
+    /// without brackets).
+    static func socketAddress(_ text: String, port: Int) -> SocketAddress? {
+        var literal = Substring(text)
+        if literal.hasPrefix("["), literal.hasSuffix("]") { literal = literal.dropFirst().dropLast() }
+        return try? SocketAddress(ipAddress: String(literal), port: port)
     }
 
     private static func normalized(_ name: String) -> String {

@@ -12,10 +12,12 @@ import NIOPosix
 /// The name lookup of one new connection, for NIO's happy-eyeballs connector, timed for the
 /// task metrics (``TransactionMetrics/domainLookupStart``).
 ///
-/// A name goes to the system's `getaddrinfo` once, on NIO's blocking-I/O thread pool; its IPv6 and
-/// IPv4 answers feed the connector's AAAA and A queries. An IP address needs no lookup: it is
-/// answered at once, with no thread hop and no lookup time; so is a name the configuration's
-/// ``HostAddressTable`` names, and a name under `localhost` (``loopbackAddresses(of:port:)``).
+/// A name goes to the configuration's ``HostNameResolver`` (on a task of its own, cancelled by
+/// ``cancelQueries()``) or else to the system's `getaddrinfo` once, on NIO's blocking-I/O thread
+/// pool; its IPv6 and IPv4 answers feed the connector's AAAA and A queries. An IP address needs no
+/// lookup: it is answered at once, with no thread hop and no lookup time; so is a name the
+/// configuration's ``HostAddressTable`` names, and a name under `localhost`
+/// (``loopbackAddresses(of:port:)``).
 final class TimedResolver: Resolver, Sendable {
     /// When the lookup began and ended; nil for an address, or before it ran.
     struct Times: Sendable {
@@ -25,19 +27,23 @@ final class TimedResolver: Resolver, Sendable {
 
     private struct State {
         var started = false
+        /// Whether the queries' promises were fulfilled (by the answer, or by ``cancelQueries()``).
+        var completed = false
         var times = Times()
+        /// The configuration's resolver at work, until it answers or the queries are cancelled.
+        var resolving: Task<Void, Never>?
     }
 
     private let loop: any EventLoop
-    private let table: HostAddressTable
+    private let lookup: HostLookup
     private let v4: EventLoopPromise<[SocketAddress]>
     private let v6: EventLoopPromise<[SocketAddress]>
     private let state = NIOLockedValueBox(State())
 
-    /// A resolver for one connect on `loop`, that answers the names `table` names from it.
-    init(loop: any EventLoop, table: HostAddressTable = .empty) {
+    /// A resolver for one connect on `loop`, that looks names up as `lookup` says.
+    init(loop: any EventLoop, lookup: HostLookup = .system) {
         self.loop = loop
-        self.table = table
+        self.lookup = lookup
         self.v4 = loop.makePromise()
         self.v6 = loop.makePromise()
     }
@@ -55,8 +61,15 @@ final class TimedResolver: Resolver, Sendable {
         return self.v6.futureResult
     }
 
-    /// Nothing to stop: `getaddrinfo` blocks until it answers; its answer is then dropped.
-    func cancelQueries() {}
+    /// The connector gave up (its timeout) or has its connection: a resolver still at work is
+    /// cancelled and the queries fail at once. (`getaddrinfo` cannot be stopped: it blocks until it
+    /// answers, and its answer is then dropped.)
+    func cancelQueries() {
+        let resolving = self.state.withLockedValue { $0.resolving.take() }
+        guard let resolving else { return }
+        resolving.cancel()
+        self.complete(.failure(CancellationError()))
+    }
 
     /// The first query starts the one lookup for both families.
     private func start(host: String, port: Int) {
@@ -70,7 +83,7 @@ final class TimedResolver: Resolver, Sendable {
             self.complete(.success(Self.Answer([literal])))
             return
         }
-        if let given = self.table.addresses(of: host, port: port) {
+        if let given = self.lookup.table.addresses(of: host, port: port) {
             self.complete(given.map(Self.Answer.init).mapError { $0 as any Error })
             return
         }
@@ -79,6 +92,20 @@ final class TimedResolver: Resolver, Sendable {
             return
         }
         self.state.withLockedValue { $0.times.start = .now }
+        if let resolver = self.lookup.resolver {
+            // The resolver is `async`, NIO's queries are futures: a task bridges them. It ends with
+            // the resolver's answer; ``cancelQueries()`` cancels it when the connector gives up.
+            let task = Task {
+                let answer = await HostLookup.ask(resolver, name: host, port: port)
+                self.state.withLockedValue {
+                    $0.times.end = .now
+                    $0.resolving = nil
+                }
+                self.complete(answer.map(Self.Answer.init).mapError { $0 as any Error })
+            }
+            self.state.withLockedValue { $0.resolving = task }
+            return
+        }
         NIOThreadPool.singleton.runIfActive(eventLoop: self.loop) {
             try Self.lookUp(host, port: port)
         }.whenComplete { result in
@@ -87,7 +114,13 @@ final class TimedResolver: Resolver, Sendable {
         }
     }
 
+    /// Fulfils both queries, once: a resolver's late answer after ``cancelQueries()`` is dropped.
     private func complete(_ result: Result<Answer, any Error>) {
+        let first = self.state.withLockedValue { state -> Bool in
+            defer { state.completed = true }
+            return !state.completed
+        }
+        guard first else { return }
         switch result {
         case .success(let answer):
             self.v6.succeed(answer.v6)

@@ -23,6 +23,7 @@ extension NIOEngine.Configuration {
         self.proxy = session.proxy.flatMap { $0.isEmpty ? nil : $0 }
         self.unixSocketPaths = session.unixSocketPaths
         self.hostAddresses = session.hostAddresses
+        self.hostNameResolver = session.hostNameResolver
     }
 }
 

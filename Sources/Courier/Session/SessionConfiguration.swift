@@ -108,6 +108,11 @@ public struct SessionConfiguration: Sendable {
     /// ``CourierError/Code/connectionFailed`` naming the host and the entry; a name not in the
     /// table is looked up as usual.
     public var hostAddresses: [String: [String]] = [:]
+    /// What looks up host names instead of the system's resolver (OkHttp's `Dns`), for the names
+    /// ``hostAddresses`` does not give; nil (the default) for the system's `getaddrinfo`. Asked
+    /// once a new connection, for the server's name, a proxy's, and a `socks5://` proxy's target;
+    /// see ``HostNameResolver``.
+    public var hostNameResolver: (any HostNameResolver)?
     /// The largest response body a data task keeps in memory, in bytes; larger bodies fail with
     /// ``CourierError/Code/responseTooLarge``. `nil` (the default) sets no limit.
     public var maximumResponseBodySize: Int?

@@ -2,6 +2,7 @@ import CourierTesting
 import Foundation
 import NIOCore
 import NIOPosix
+import Synchronization
 import Testing
 
 @testable import Courier
@@ -45,17 +46,79 @@ struct TimedResolverTests {
     @Test func theTableAnswersANameItNamesWithoutALookup() async throws {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let table = HostAddressTable(["api.localhost": ["10.1.2.3", "fd00::5"], "bad.example": ["nope"]])
-        let resolver = TimedResolver(loop: loop, table: table)
+        let resolver = TimedResolver(loop: loop, lookup: HostLookup(table: table, resolver: nil))
         let v4 = try await resolver.initiateAQuery(host: "API.localhost", port: 8443).get()
         let v6 = try await resolver.initiateAAAAQuery(host: "API.localhost", port: 8443).get()
         #expect(v4.map(\.ipAddress) == ["10.1.2.3"] && v6.map(\.ipAddress) == ["fd00::5"])
         #expect((v4 + v6).allSatisfy { $0.port == 8443 })
         #expect(resolver.times.start == nil, "no lookup time")
-        let bad = TimedResolver(loop: loop, table: table)
+        let bad = TimedResolver(loop: loop, lookup: HostLookup(table: table, resolver: nil))
         await #expect(throws: NameLookupFailure.self) { try await bad.initiateAQuery(host: "bad.example", port: 80).get() }
         await #expect(throws: NameLookupFailure.self) { try await bad.initiateAAAAQuery(host: "bad.example", port: 80).get() }
-        let other = TimedResolver(loop: loop, table: table)
+        let other = TimedResolver(loop: loop, lookup: HostLookup(table: table, resolver: nil))
         #expect(try await other.initiateAQuery(host: "other.localhost", port: 80).get().map(\.ipAddress) == ["127.0.0.1"])
+    }
+
+    /// Answers from a closure, counting the calls; records whether a call was cancelled.
+    final class ClosureResolver: HostNameResolver {
+        let calls = Atomic<Int>(0)
+        let cancelled = Atomic<Bool>(false)
+        let answer: @Sendable (String) async throws -> [String]
+
+        init(_ answer: @escaping @Sendable (String) async throws -> [String]) {
+            self.answer = answer
+        }
+
+        func addresses(of host: String) async throws -> [String] {
+            self.calls.add(1, ordering: .relaxed)
+            do {
+                return try await self.answer(host)
+            } catch is CancellationError {
+                self.cancelled.store(true, ordering: .relaxed)
+                throw CancellationError()
+            }
+        }
+    }
+
+    /// The configuration's resolver answers a name the table does not, on a task, timed; its
+    /// failures (an error, no address, a bad one) fail both queries naming the host; cancelling the
+    /// queries cancels a resolver that has not answered and fails them at once.
+    @Test func theConfiguredResolverAnswersNamesTheTableDoesNot() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let resolver = ClosureResolver { host in
+            switch host {
+            case "api.example": return ["fd00::7", "10.0.0.7", "[fd00::8]"]
+            case "empty.example": return []
+            case "bad.example": return ["ten"]
+            case "slow.example":
+                try await Task.sleep(for: .seconds(3600))
+                return []
+            default: throw NameLookupFailure(host: host, reason: "unknown here")
+            }
+        }
+        let lookup = HostLookup(table: HostAddressTable(["table.example": ["192.0.2.1"]]), resolver: resolver)
+        let answered = TimedResolver(loop: loop, lookup: lookup)
+        let v6 = try await answered.initiateAAAAQuery(host: "api.example", port: 443).get()
+        let v4 = try await answered.initiateAQuery(host: "api.example", port: 443).get()
+        #expect(v6.map(\.ipAddress) == ["fd00::7", "fd00::8"] && v4.map(\.ipAddress) == ["10.0.0.7"])
+        #expect(answered.times.start != nil && answered.times.end != nil, "a lookup, timed")
+        let table = TimedResolver(loop: loop, lookup: lookup)
+        #expect(try await table.initiateAQuery(host: "table.example", port: 80).get().map(\.ipAddress) == ["192.0.2.1"])
+        #expect(resolver.calls.load(ordering: .relaxed) == 1, "asked once for both families; never for the table's name")
+        for (host, reason) in [
+            ("empty.example", "the host name resolver gave no address"), ("bad.example", "the host name resolver gave 'ten', which is not an IP address"),
+            ("other.example", "the host name resolver failed: "),
+        ] {
+            let failing = TimedResolver(loop: loop, lookup: lookup)
+            let error = await #expect(throws: NameLookupFailure.self) { try await failing.initiateAQuery(host: host, port: 80).get() }
+            #expect(error?.reason.hasPrefix(reason) == true, "\(host): \(error.map { "\($0)" } ?? "")")
+            await #expect(throws: NameLookupFailure.self) { try await failing.initiateAAAAQuery(host: host, port: 80).get() }
+        }
+        let slow = TimedResolver(loop: loop, lookup: lookup)
+        let pending = slow.initiateAQuery(host: "slow.example", port: 80)
+        slow.cancelQueries()
+        await #expect(throws: CancellationError.self) { try await pending.get() }
+        #expect(await eventually { resolver.cancelled.load(ordering: .relaxed) }, "the resolver's task was cancelled")
     }
 
     /// RFC 6761 (6.3): a name under `localhost` is the loopback, answered without a lookup (none

@@ -71,6 +71,9 @@ extension NIOEngine {
         /// The IP addresses to connect to for host names, instead of asking the system (empty by
         /// default). See ``SessionConfiguration/hostAddresses``.
         public var hostAddresses: [String: [String]] = [:]
+        /// What looks up the names ``hostAddresses`` does not give, instead of the system's
+        /// resolver; nil (the default) for the system's. See ``SessionConfiguration/hostNameResolver``.
+        public var hostNameResolver: (any HostNameResolver)?
         /// The swift-metrics backend the engine reports its open connections to: a `Meter`
         /// labelled `courier_open_connections`, dimension `protocol` (`http/1.1` or `h2`), raised
         /// when a connection is established (TCP, a proxy's tunnel and TLS done) and lowered when

@@ -90,7 +90,7 @@ extension ConnectionPool {
     ) -> EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol, ConnectionEstablishment)> {
         // The setup's times: filled in on the loop. A Unix socket has no name to look up (and a
         // resolver never asked would leave its promises unfulfilled).
-        let resolver = key.socketPath == nil ? TimedResolver(loop: eventLoop, table: self.settings.hostAddresses) : nil
+        let resolver = key.socketPath == nil ? TimedResolver(loop: eventLoop, lookup: self.settings.hostLookup) : nil
         let setup = NIOLockedValueBox(ConnectionEstablishment(connectStart: .now, isProxyConnection: key.route != .direct))
         let connectTimeout = self.settings.connectTimeout
         // A function, not a value: a proxy that closes the connection its Digest challenge came
@@ -119,7 +119,7 @@ extension ConnectionPool {
             // TCP (to the proxy, if any), the proxy's tunnel, then TLS, then what ALPN chose.
             opened = Self.tunnel(
                 to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: connectTimeout,
-                challenges: self.proxyDigestChallenges, hostAddresses: self.settings.hostAddresses
+                challenges: self.proxyDigestChallenges, lookup: self.settings.hostLookup
             ).flatMap { channel in
                 setup.withLockedValue { $0.secureConnectionStart = .now }
                 return tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
@@ -136,7 +136,7 @@ extension ConnectionPool {
             // request in absolute form on this connection), then HTTP/1.1.
             opened = Self.tunnel(
                 to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: connectTimeout,
-                challenges: self.proxyDigestChallenges, hostAddresses: self.settings.hostAddresses
+                challenges: self.proxyDigestChallenges, lookup: self.settings.hostLookup
             ).flatMapThrowing { channel in
                 do {
                     try configure(channel, .http1_1)
@@ -184,14 +184,14 @@ extension ConnectionPool {
         on eventLoop: any EventLoop,
         timeout: TimeAmount,
         challenges: ProxyDigestChallenges,
-        hostAddresses: HostAddressTable,
+        lookup: HostLookup,
         answering answer: ProxyTunnel.DigestAnswer? = nil
     ) -> EventLoopFuture<any Channel> {
         Self.connect(bootstrap(), to: address, of: key).flatMap { channel in
             Self.secureToProxy(channel, of: key.route, with: proxyTLS).flatMap {
                 ProxyTunnel.establish(
                     on: channel, target: key.host, port: key.port, route: key.route, timeout: timeout, answering: answer,
-                    challenges: challenges, hostAddresses: hostAddresses)
+                    challenges: challenges, lookup: lookup)
             }.map { channel }
         }.flatMapError { error in
             guard let next = (error as? CourierError)?.underlyingError as? ProxyTunnel.DigestAnswer,
@@ -199,7 +199,7 @@ extension ConnectionPool {
             else { return eventLoop.makeFailedFuture(error) }
             return Self.tunnel(
                 to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: timeout, challenges: challenges,
-                hostAddresses: hostAddresses, answering: next)
+                lookup: lookup, answering: next)
         }
     }
 

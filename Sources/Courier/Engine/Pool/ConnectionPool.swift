@@ -97,8 +97,8 @@ final class ConnectionPool: Sendable {
         var proxy: ProxyConfiguration?
         /// The Unix-domain sockets that reach hosts, by lower-case host name.
         var unixSocketPaths: [String: String]
-        /// The addresses the configuration gives host names instead of the system's lookup.
-        var hostAddresses: HostAddressTable
+        /// How names are looked up: the configuration's table and resolver, else the system's.
+        var hostLookup: HostLookup
         var idleTimeout: TimeAmount
         /// An idle HTTP/2 connection's PING interval and timeout, and its idle timeout.
         var http2: HTTP2ConnectionStateMachine.Configuration
@@ -125,7 +125,7 @@ final class ConnectionPool: Sendable {
             self.proxy = configuration.proxy
             self.unixSocketPaths = Dictionary(
                 configuration.unixSocketPaths.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
-            self.hostAddresses = HostAddressTable(configuration.hostAddresses)
+            self.hostLookup = HostLookup(table: HostAddressTable(configuration.hostAddresses), resolver: configuration.hostNameResolver)
             self.openConnections = OpenConnectionsMeter(factory: configuration.metricsFactory ?? MetricsSystem.factory)
             switch configuration.decompression {
             case .disabled:

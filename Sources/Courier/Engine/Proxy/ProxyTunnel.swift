@@ -46,8 +46,8 @@ enum ProxyTunnel {
     ///     closed (a ``DigestAnswer`` the last call failed with): the `CONNECT` carries it.
     ///   - challenges: The Digest challenges proxies sent for earlier tunnels and requests (the
     ///     pool's), or nil to answer each tunnel's afresh.
-    ///   - hostAddresses: The configuration's addresses for host names: a `socks5://` proxy is
-    ///     sent the one they give the server's name, if they name it.
+    ///   - lookup: How the configuration has names looked up: a `socks5://` proxy is sent the
+    ///     first address it gives the server's name.
     /// - Returns: A future that succeeds once the tunnel is open (or none is needed).
     static func establish(
         on channel: any Channel,
@@ -57,7 +57,7 @@ enum ProxyTunnel {
         timeout: TimeAmount,
         answering answer: DigestAnswer? = nil,
         challenges: ProxyDigestChallenges? = nil,
-        hostAddresses: HostAddressTable = .empty
+        lookup: HostLookup = .system
     ) -> EventLoopFuture<Void> {
         switch route {
         case .direct, .forward:
@@ -67,7 +67,7 @@ enum ProxyTunnel {
                 on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout, answering: answer,
                 challenges: challenges)
         case .socksTunnel(let proxy):
-            return Self.socks(on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout, hostAddresses: hostAddresses)
+            return Self.socks(on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout, lookup: lookup)
         }
     }
 
@@ -131,7 +131,7 @@ enum ProxyTunnel {
     /// user name and password (RFC 1929) when it has them and asks for them. An IP address goes
     /// to the proxy as an address; a host name goes as a name (the proxy resolves it, `socks5h://`),
     /// or, when the proxy ``NIOEngine/Proxy/resolvesHostNamesLocally`` (`socks5://`), is first
-    /// looked up (in `hostAddresses`, else with the system's resolver) and its first address sent
+    /// looked up (``HostLookup``: the configuration's table or resolver, else the system's) and its first address sent
     /// (as curl does). A name without an address fails with
     /// ``CourierError/Code/connectionFailed`` before the proxy is asked.
     /// - Parameters:
@@ -140,7 +140,7 @@ enum ProxyTunnel {
     ///   - host: The server's host: a name, or an IP address (IPv6 without brackets).
     ///   - port: The server's port.
     ///   - timeout: How long the proxy may take to open the tunnel.
-    ///   - hostAddresses: The configuration's addresses for host names.
+    ///   - lookup: How the configuration has names looked up.
     /// - Returns: A future that succeeds once the tunnel is open and the handler gone.
     static func socks(
         on channel: any Channel,
@@ -148,7 +148,7 @@ enum ProxyTunnel {
         to host: String,
         port: Int,
         timeout: TimeAmount,
-        hostAddresses: HostAddressTable = .empty
+        lookup: HostLookup = .system
     ) -> EventLoopFuture<Void> {
         let target = NIOEngine.Proxy.authority(host: host, port: port)
         return Self.onLoop(of: channel) {
@@ -163,17 +163,9 @@ enum ProxyTunnel {
             guard proxy.resolvesTargetLocally, case .domain(let name, _) = address else {
                 return try Self.startSOCKS(on: channel, through: proxy, machine: machine, target: target, timeout: timeout)
             }
-            // `socks5://`: the name is looked up here (in the configuration's table, else the
-            // system's, blocking, off the loop), its first address sent.
-            let looked: EventLoopFuture<SocketAddress> =
-                if let given = hostAddresses.addresses(of: name, port: port) {
-                    channel.eventLoop.makeCompletedFuture(given.map { $0[0] }.mapError { $0 as any Error })
-                } else {
-                    NIOThreadPool.singleton.runIfActive(eventLoop: channel.eventLoop) {
-                        try systemAddresses(of: name, port: port)[0]
-                    }
-                }
-            return looked.flatMapErrorThrowing { error in
+            // `socks5://`: the name is looked up here (the configuration's table or resolver, else
+            // the system's, blocking, off the loop), its first address sent.
+            return lookup.firstAddress(of: name, port: port, over: channel).flatMapErrorThrowing { error in
                 throw ProxyTunnelFailure.nameLookup("\(error)").courierError(proxy: proxy, target: target, underlyingError: error)
             }.flatMap { resolved in
                 Self.onLoop(of: channel) {

@@ -1,0 +1,86 @@
+import NIOCore
+import NIOPosix
+
+/// Looks host names up for the connections the engine opens, in place of the system's resolver
+/// (OkHttp's `Dns`): a DNS-over-HTTPS client, a service registry, a test's own answers.
+///
+/// ```swift
+/// struct Registry: HostNameResolver {
+///     func addresses(of host: String) async throws -> [String] {
+///         try await registry.instances(of: host).map(\.address)
+///     }
+/// }
+/// configuration.hostNameResolver = Registry()
+/// ```
+///
+/// It is asked for every name a new connection needs, once a connection: the server's, a proxy's
+/// own host, and the server's through a `socks5://` proxy (``NIOEngine/Proxy/resolvesHostNamesLocally``).
+/// It is not asked for an IP address, for a name ``SessionConfiguration/hostAddresses`` gives
+/// addresses, or for a name under `localhost` (RFC 6761's loopback). The URL keeps its name
+/// everywhere a name goes (`Host`, TLS, cookies, the cache), as with the table.
+public protocol HostNameResolver: Sendable {
+    /// The IP addresses of `host` (IPv4 or IPv6 literals, an IPv6 one with or without brackets),
+    /// the preferred first; the connection tries them as it tries a lookup's answer, IPv6 and
+    /// IPv4 raced. Called on a task of its own, which is cancelled when the connection gives up
+    /// (its connect timeout, or an address of the other family connected first).
+    /// - Throws: Any error, or an empty list: the connection fails with
+    ///   ``CourierError/Code/connectionFailed`` naming the host and the error; so does an
+    ///   address that is not one.
+    func addresses(of host: String) async throws -> [String]
+}
+
+/// How the engine's connections find a name's addresses, past IP literals: the configuration's
+/// ``HostAddressTable`` first, then the names under `localhost`, then the configuration's
+/// ``HostNameResolver`` if it has one, else the system's `getaddrinfo`.
+struct HostLookup: Sendable {
+    var table: HostAddressTable
+    var resolver: (any HostNameResolver)?
+
+    /// No table, the system's resolver.
+    static let system = HostLookup(table: .empty, resolver: nil)
+
+    /// The first address a `socks5://` proxy is sent for `name`, over `channel` (connected to the
+    /// proxy): from the table, the loopback, the resolver or the system, in that order. The
+    /// resolver runs on a task of its own, cancelled if the channel closes first.
+    func firstAddress(of name: String, port: Int, over channel: any Channel) -> EventLoopFuture<SocketAddress> {
+        let loop = channel.eventLoop
+        if let given = self.table.addresses(of: name, port: port) {
+            return loop.makeCompletedFuture(given.map { $0[0] }.mapError { $0 as any Error })
+        }
+        if let loopback = loopbackAddresses(of: name, port: port) { return loop.makeSucceededFuture(loopback[0]) }
+        if let resolver = self.resolver {
+            let promise = loop.makePromise(of: SocketAddress.self)
+            // NIO's SOCKS handshake waits on a future, the resolver is `async`: a task bridges
+            // them. It ends with the resolver's answer, which fulfils the promise; the channel's
+            // close (the proxy's timeout, a cancelled request) cancels it.
+            let task = Task {
+                let answer = await Self.ask(resolver, name: name, port: port)
+                promise.completeWith(answer.map { $0[0] }.mapError { $0 as any Error })
+            }
+            channel.closeFuture.whenComplete { _ in task.cancel() }
+            return promise.futureResult
+        }
+        return NIOThreadPool.singleton.runIfActive(eventLoop: loop) {
+            try systemAddresses(of: name, port: port)[0]
+        }
+    }
+
+    /// `resolver`'s addresses for `name`, each with `port`, or why there are none.
+    static func ask(_ resolver: any HostNameResolver, name: String, port: Int) async -> Result<[SocketAddress], NameLookupFailure> {
+        let texts: [String]
+        do {
+            texts = try await resolver.addresses(of: name)
+        } catch {
+            return .failure(NameLookupFailure(host: name, reason: "the host name resolver failed: \(error)"))
+        }
+        guard !texts.isEmpty else { return .failure(NameLookupFailure(host: name, reason: "the host name resolver gave no address")) }
+        var addresses: [SocketAddress] = []
+        for text in texts {
+            guard let address = HostAddressTable.socketAddress(text, port: port) else {
+                return .failure(NameLookupFailure(host: name, reason: "the host name resolver gave '\(text)', which is not an IP address"))
+            }
+            addresses.append(address)
+        }
+        return .success(addresses)
+    }
+}
