@@ -30,23 +30,24 @@ struct HostAddressTable: Sendable {
         guard !self.entries.isEmpty else { return nil }
         let name = Self.normalized(host)
         guard let texts = self.entries[name + ":" + String(port)] ?? self.entries[name] else { return nil }
-        guard !texts.isEmpty else { return .failure(NameLookupFailure(host: host, reason: "hostAddresses gives it no address")) }
+        return Self.socketAddresses(texts, port: port, of: host, from: "hostAddresses gives it")
+    }
+
+    /// `texts` as addresses with `port` when every one is an IPv4 or IPv6 literal (an IPv6 one
+    /// with or without brackets), the first one that is not, or an empty list, as the failure to
+    /// find `host`; `source` says where the texts came from, in the failure's reason.
+    static func socketAddresses(_ texts: [String], port: Int, of host: String, from source: String) -> Result<[SocketAddress], NameLookupFailure> {
+        guard !texts.isEmpty else { return .failure(NameLookupFailure(host: host, reason: "\(source) no address")) }
         var addresses: [SocketAddress] = []
         for text in texts {
-            guard let address = Self.socketAddress(text, port: port) else {
-                return .failure(NameLookupFailure(host: host, reason: "hostAddresses gives it '\(text)', which is not an IP address"))
+            var literal = Substring(text)
+            if literal.hasPrefix("["), literal.hasSuffix("]") { literal = literal.dropFirst().dropLast() }
+            guard let address = try? SocketAddress(ipAddress: String(literal), port: port) else {
+                return .failure(NameLookupFailure(host: host, reason: "\(source) '\(text)', which is not an IP address"))
             }
             addresses.append(address)
         }
         return .success(addresses)
-    }
-
-    /// `text` as an address with `port` when it is an IPv4 or IPv6 literal (an IPv6 one with or
-    /// without brackets).
-    static func socketAddress(_ text: String, port: Int) -> SocketAddress? {
-        var literal = Substring(text)
-        if literal.hasPrefix("["), literal.hasSuffix("]") { literal = literal.dropFirst().dropLast() }
-        return try? SocketAddress(ipAddress: String(literal), port: port)
     }
 
     private static func normalized(_ name: String) -> String {

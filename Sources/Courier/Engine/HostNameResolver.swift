@@ -73,14 +73,6 @@ struct HostLookup: Sendable {
         } catch {
             return .failure(NameLookupFailure(host: name, reason: "the host name resolver failed: \(error)"))
         }
-        guard !texts.isEmpty else { return .failure(NameLookupFailure(host: name, reason: "the host name resolver gave no address")) }
-        var addresses: [SocketAddress] = []
-        for text in texts {
-            guard let address = HostAddressTable.socketAddress(text, port: port) else {
-                return .failure(NameLookupFailure(host: name, reason: "the host name resolver gave '\(text)', which is not an IP address"))
-            }
-            addresses.append(address)
-        }
-        return .success(addresses)
+        return HostAddressTable.socketAddresses(texts, port: port, of: name, from: "the host name resolver gave")
     }
 }
