@@ -21,11 +21,11 @@ import NIOPosix
 public protocol HostNameResolver: Sendable {
     /// The IP addresses of `host` (IPv4 or IPv6 literals, an IPv6 one with or without brackets),
     /// the preferred first; the connection tries them as it tries a lookup's answer, IPv6 and
-    /// IPv4 raced. Called on a task of its own, which is cancelled when the connection gives up
-    /// (its connect timeout, or an address of the other family connected first).
-    /// - Throws: Any error, or an empty list: the connection fails with
-    ///   ``CourierError/Code/connectionFailed`` naming the host and the error; so does an
-    ///   address that is not one.
+    /// IPv4 raced. Called once for both families, on a task of its own, which is cancelled when
+    /// the connection gives up before the answer (its connect timeout). An empty list, or an
+    /// address that is not one, fails the connection as an error does.
+    /// - Throws: Any error: the connection fails with ``CourierError/Code/connectionFailed``
+    ///   naming the host and the error.
     func addresses(of host: String) async throws -> [String]
 }
 
