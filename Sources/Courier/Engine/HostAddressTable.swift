@@ -40,9 +40,7 @@ struct HostAddressTable: Sendable {
         guard !texts.isEmpty else { return .failure(NameLookupFailure(host: host, reason: "\(source) no address")) }
         var addresses: [SocketAddress] = []
         for text in texts {
-            var literal = Substring(text)
-            if literal.hasPrefix("["), literal.hasSuffix("]") { literal = literal.dropFirst().dropLast() }
-            guard let address = try? SocketAddress(ipAddress: String(literal), port: port) else {
+            guard let address = TimedResolver.literalAddress(text, port: port) else {
                 return .failure(NameLookupFailure(host: host, reason: "\(source) '\(text)', which is not an IP address"))
             }
             addresses.append(address)

@@ -39,30 +39,41 @@ struct HostLookup: Sendable {
     /// No table, the system's resolver.
     static let system = HostLookup(table: .empty, resolver: nil)
 
+    /// The addresses of `name` known without a lookup, each with `port`: the table's (or why
+    /// its entry gives none), else the loopback's for a name under `localhost`; nil when `name`
+    /// needs a lookup (``lookUp(_:port:on:)``).
+    func knownAddresses(of name: String, port: Int) -> Result<[SocketAddress], NameLookupFailure>? {
+        if let given = self.table.addresses(of: name, port: port) { return given }
+        return loopbackAddresses(of: name, port: port).map { .success($0) }
+    }
+
+    /// Looks `name` up, its addresses each with `port`, the preferred first (never none): with the
+    /// configuration's resolver, on a task returned so that the caller can cancel it when it
+    /// gives up; else with the system's `getaddrinfo`, blocking, on NIO's thread pool.
+    func lookUp(_ name: String, port: Int, on loop: any EventLoop) -> (addresses: EventLoopFuture<[SocketAddress]>, resolving: Task<Void, Never>?) {
+        guard let resolver = self.resolver else {
+            return (NIOThreadPool.singleton.runIfActive(eventLoop: loop) { try systemAddresses(of: name, port: port) }, nil)
+        }
+        let promise = loop.makePromise(of: [SocketAddress].self)
+        // The resolver is `async`, NIO's lookups are futures: a task bridges them. It ends with
+        // the resolver's answer, which fulfils the promise (a cancelled resolver's too: it
+        // answers or throws); the caller cancels it when it no longer waits.
+        let resolving = Task {
+            promise.completeWith(await Self.ask(resolver, name: name, port: port).mapError { $0 as any Error })
+        }
+        return (promise.futureResult, resolving)
+    }
+
     /// The first address a `socks5://` proxy is sent for `name`, over `channel` (connected to the
-    /// proxy): from the table, the loopback, the resolver or the system, in that order. The
-    /// resolver runs on a task of its own, cancelled if the channel closes first.
+    /// proxy), in the engine's one order (``knownAddresses(of:port:)``, then
+    /// ``lookUp(_:port:on:)``); a resolver still at work when the channel closes is cancelled.
     func firstAddress(of name: String, port: Int, over channel: any Channel) -> EventLoopFuture<SocketAddress> {
-        let loop = channel.eventLoop
-        if let given = self.table.addresses(of: name, port: port) {
-            return loop.makeCompletedFuture(given.map { $0[0] }.mapError { $0 as any Error })
+        if let known = self.knownAddresses(of: name, port: port) {
+            return channel.eventLoop.makeCompletedFuture(known.map { $0[0] }.mapError { $0 as any Error })
         }
-        if let loopback = loopbackAddresses(of: name, port: port) { return loop.makeSucceededFuture(loopback[0]) }
-        if let resolver = self.resolver {
-            let promise = loop.makePromise(of: SocketAddress.self)
-            // NIO's SOCKS handshake waits on a future, the resolver is `async`: a task bridges
-            // them. It ends with the resolver's answer, which fulfils the promise; the channel's
-            // close (the proxy's timeout, a cancelled request) cancels it.
-            let task = Task {
-                let answer = await Self.ask(resolver, name: name, port: port)
-                promise.completeWith(answer.map { $0[0] }.mapError { $0 as any Error })
-            }
-            channel.closeFuture.whenComplete { _ in task.cancel() }
-            return promise.futureResult
-        }
-        return NIOThreadPool.singleton.runIfActive(eventLoop: loop) {
-            try systemAddresses(of: name, port: port)[0]
-        }
+        let (addresses, resolving) = self.lookUp(name, port: port, on: channel.eventLoop)
+        if let resolving { channel.closeFuture.whenComplete { _ in resolving.cancel() } }
+        return addresses.map { $0[0] }
     }
 
     /// `resolver`'s addresses for `name`, each with `port`, or why there are none.

@@ -83,34 +83,21 @@ final class TimedResolver: Resolver, Sendable {
             self.complete(.success(Self.Answer([literal])))
             return
         }
-        if let given = self.lookup.table.addresses(of: host, port: port) {
-            self.complete(given.map(Self.Answer.init).mapError { $0 as any Error })
-            return
-        }
-        if let loopback = loopbackAddresses(of: host, port: port) {
-            self.complete(.success(Self.Answer(loopback)))
+        if let known = self.lookup.knownAddresses(of: host, port: port) {
+            self.complete(known.map(Self.Answer.init).mapError { $0 as any Error })
             return
         }
         self.state.withLockedValue { $0.times.start = .now }
-        if let resolver = self.lookup.resolver {
-            // The resolver is `async`, NIO's queries are futures: a task bridges them. It ends with
-            // the resolver's answer; ``cancelQueries()`` cancels it when the connector gives up.
-            let task = Task {
-                let answer = await HostLookup.ask(resolver, name: host, port: port)
-                self.state.withLockedValue {
-                    $0.times.end = .now
-                    $0.resolving = nil
-                }
-                self.complete(answer.map(Self.Answer.init).mapError { $0 as any Error })
+        // Started on the connection's loop, whose callbacks run after this returns: `resolving`
+        // is stored before its answer can clear it.
+        let (addresses, resolving) = self.lookup.lookUp(host, port: port, on: self.loop)
+        if let resolving { self.state.withLockedValue { $0.resolving = resolving } }
+        addresses.whenComplete { result in
+            self.state.withLockedValue {
+                $0.times.end = .now
+                $0.resolving = nil
             }
-            self.state.withLockedValue { $0.resolving = task }
-            return
-        }
-        NIOThreadPool.singleton.runIfActive(eventLoop: self.loop) {
-            try Self.lookUp(host, port: port)
-        }.whenComplete { result in
-            self.state.withLockedValue { $0.times.end = .now }
-            self.complete(result)
+            self.complete(result.map(Self.Answer.init))
         }
     }
 
@@ -148,12 +135,6 @@ final class TimedResolver: Resolver, Sendable {
         var host = Substring(host)
         if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
         return try? SocketAddress(ipAddress: String(host), port: port)
-    }
-
-    /// The system's answer for `host`, blocking, split by family.
-    /// - Throws: ``NameLookupFailure`` when it has none.
-    static func lookUp(_ host: String, port: Int) throws -> Answer {
-        Answer(try systemAddresses(of: host, port: port))
     }
 }
 

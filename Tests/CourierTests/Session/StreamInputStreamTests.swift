@@ -132,8 +132,8 @@ struct StreamInputStreamTests {
 /// Runs `action` on a thread of its own after `seconds`, unless cancelled before: for a test whose
 /// failure would block every thread of Swift's pool (where a time limit's own task cannot run).
 /// Its thread ends when it fires or is cancelled.
+// `@unchecked Sendable`: `cancelled` is read and written with `condition` held.
 final class Watchdog: @unchecked Sendable {
-    // `@unchecked Sendable`: `cancelled` is read and written with `condition` held.
     private let condition = NSCondition()
     private var cancelled = false
 

@@ -70,6 +70,17 @@ enum TestQueues {
     }()
 }
 
+/// Returns once the calling task is cancelled, by throwing `CancellationError`: a call that
+/// never answers of its own accord (a resolver that hangs), with no timer.
+func untilCancelled() async throws -> Never {
+    let (stream, continuation) = AsyncStream<Never>.makeStream()
+    // Ends only when the task is cancelled: nothing is ever yielded, and the stream is finished
+    // only after the loop.
+    for await _ in stream {}
+    continuation.finish()
+    throw CancellationError()
+}
+
 /// A thread-safe list for callbacks to report into, which a test can wait on.
 final class Recorder<Element: Sendable>: Sendable {
     private let box = NIOLockedValueBox<[Element]>([])

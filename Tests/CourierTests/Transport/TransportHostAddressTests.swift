@@ -103,12 +103,11 @@ struct TransportHostAddressTests {
             let cancelled = NIOLockedValueBox(false)
             configuration.hostNameResolver = TimedResolverTests.ClosureResolver { _ in
                 do {
-                    try await Task.sleep(for: .seconds(3600))
+                    try await untilCancelled()
                 } catch {
                     cancelled.withLockedValue { $0 = true }
                     throw error
                 }
-                return []
             }
             configuration.timeoutIntervalForConnect = 0.2
             try await withManager(baseURL: nil, configuration: configuration) { manager in

@@ -178,9 +178,9 @@ final class ConnectionPool: Sendable {
     /// for other URLs.
     func key(for url: URL) -> Key? {
         guard var key = Self.key(for: url), !key.tls || self.tls != nil else { return nil }
-        if key.socketPath != nil {
-            // An `http+unix` URL names its socket itself: no map, no proxy.
-        } else if !self.settings.unixSocketPaths.isEmpty,
+        // An `http+unix` URL names its socket itself: no map, no proxy.
+        guard key.socketPath == nil else { return key }
+        if !self.settings.unixSocketPaths.isEmpty,
             let path = self.settings.unixSocketPaths[key.host.lowercased()] ?? self.settings.unixSocketPaths["*"]
         {
             // The host's Unix-domain socket reaches it itself: no proxy.
