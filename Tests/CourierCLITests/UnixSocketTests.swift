@@ -52,6 +52,23 @@ struct CLIUnixSocketTests {
         }
     }
 
+    /// `courier ws` over a socket: a `ws+unix` URL, and `--unix-socket` for a `ws://` URL; a
+    /// `ws+unix` URL without a socket path is a bad command line.
+    @Test func theWebSocketCommandReachesASocket() async throws {
+        try await Self.withSocketServer { _, path in
+            let encoded = path.replacingOccurrences(of: "/", with: "%2F")
+            let url = try await CLIRunner.run(["ws", "ws+unix://\(encoded)/courier/websocket/echo"], input: "by url\n")
+            #expect(url.status == 0, "\(url.standardError)")
+            #expect(url.output == "by url\n")
+            let flag = try await CLIRunner.run(["ws", "--unix-socket", path, "ws://docker/courier/websocket/echo"], input: "by flag\n")
+            #expect(flag.status == 0, "\(flag.standardError)")
+            #expect(flag.output == "by flag\n")
+        }
+        let noPath = try await CLIRunner.run(["ws", "ws+unix:///courier/websocket/echo"], input: "")
+        #expect(noPath.status == 64, "\(noPath.standardError)")
+        #expect(noPath.standardError.contains("ws+unix://"), "\(noPath.standardError)")
+    }
+
     @Test func curlIsToldTheSocket() async throws {
         let result = try await CLIRunner.run(["--curl", "--unix-socket", "/var/run/docker.sock", "http://docker/v1.43/info"])
         #expect(result.output == "curl --unix-socket /var/run/docker.sock http://docker/v1.43/info --header 'User-Agent: courier/0.1.0'\n", "\(result.output)")

@@ -35,6 +35,8 @@ extension URL {
     /// An `http+unix` URL (or `https+unix` when `tls`) that reaches the server listening on the
     /// Unix-domain socket at `socketPath` with the request target `target` (a path and
     /// optionally a query, `/` when empty): AsyncHTTPClient's `URL(httpURLWithSocketPath:uri:)`.
+    /// With `webSocket`, the same as a `ws+unix` (or `wss+unix`) URL, for
+    /// `SessionManager.webSocketTask(with:configuration:)`.
     ///
     /// ```swift
     /// let url = URL(unixSocketPath: "/var/run/docker.sock", target: "/v1.43/info")!
@@ -44,13 +46,14 @@ extension URL {
     ///
     /// Such a request sends `Host: localhost`, and over TLS checks the server's certificate for
     /// the name `localhost`. Nil when `socketPath` is empty or `target` does not make a URL.
-    public init?(unixSocketPath socketPath: String, target: String = "/", tls: Bool = false) {
+    public init?(unixSocketPath socketPath: String, target: String = "/", tls: Bool = false, webSocket: Bool = false) {
         guard !socketPath.isEmpty,
             // Everything but unreserved characters is encoded, `/` included: the path is one host.
             let host = socketPath.addingPercentEncoding(withAllowedCharacters: Self.socketPathAllowed)
         else { return nil }
         let path = target.hasPrefix("/") ? target : "/" + target
-        self.init(string: (tls ? "https+unix://" : "http+unix://") + host + path)
+        let scheme = (webSocket ? "ws" : "http") + (tls ? "s" : "") + "+unix://"
+        self.init(string: scheme + host + path)
     }
 
     /// RFC 3986's unreserved characters: what a socket path keeps unencoded in a URL's host.

@@ -85,7 +85,7 @@ public struct SessionConfiguration: Sendable {
     /// exist or that nothing listens on fails the request with
     /// ``CourierError/Code/connectionFailed``, naming its path. A URL can also name its socket
     /// itself, with no map: `http+unix://%2Fvar%2Frun%2Fdocker.sock/…`
-    /// (`URL(unixSocketPath:target:tls:)`).
+    /// (`URL(unixSocketPath:target:tls:webSocket:)`).
     public var unixSocketPaths: [String: String] = [:]
     /// The IP addresses to connect to for host names, instead of asking the system (empty by
     /// default): curl's `--resolve`, a fixed table in OkHttp's `Dns`. For a test against a

@@ -23,7 +23,10 @@ extension SessionManager {
     /// ``Foundation/NSNotification/Name/taskDidComplete`` with itself as the object.
     ///
     /// - Parameters:
-    ///   - request: The request; its URL is `ws://` or `wss://` (`http` and `https` are taken as such).
+    ///   - request: The request; its URL is `ws://` or `wss://` (`http` and `https` are taken as such),
+    ///     or `ws+unix://` or `wss+unix://` for a server on a Unix-domain socket, whose path is the
+    ///     URL's host, percent-encoded (`URL(unixSocketPath:target:tls:webSocket:)` makes one; the
+    ///     handshake then names the host `localhost`, and no proxy applies).
     ///   - configuration: The maximum message size, the PING interval, the subprotocols…
     public func webSocketTask(with request: Request, configuration: WebSocketConfiguration = WebSocketConfiguration()) -> WebSocketTask {
         let session = self.configuration

@@ -4,8 +4,8 @@ import NIOCore
 
 extension ConnectionPool {
     /// Where a WebSocket connects, given the `http` or `https` URL its `ws` or `wss` URL stands for
-    /// (``WebSocketTask/httpURL(for:)``): that URL's key (``key(for:)``: its proxy route, or its
-    /// host's Unix-domain socket), except that an HTTP proxy always tunnels (`CONNECT`): a
+    /// (``WebSocketTask/httpURL(for:)``): that URL's key (``key(for:)``: its proxy route, its
+    /// host's Unix-domain socket, or the socket an `http+unix` URL names), except that an HTTP proxy always tunnels (`CONNECT`): a
     /// forwarding proxy cannot carry an upgraded connection.
     func webSocketKey(for httpURL: URL) -> Key? {
         guard var key = self.key(for: httpURL) else { return nil }

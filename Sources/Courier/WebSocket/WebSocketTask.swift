@@ -354,12 +354,17 @@ public final class WebSocketTask: Sendable {
 
     // MARK: Connecting
 
-    /// The `http` or `https` URL a `ws` or `wss` URL stands for (also accepted as they are).
+    /// The `http` or `https` URL a `ws` or `wss` URL stands for, and the `http+unix` or
+    /// `https+unix` URL a `ws+unix` or `wss+unix` one stands for (the socket's path as the host,
+    /// percent-encoded: `ws+unix://%2Fvar%2Frun%2Fdocker.sock/…`); the HTTP forms are also
+    /// accepted as they are.
     static func httpURL(for url: URL) -> URL? {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return nil }
         switch components.scheme?.lowercased() {
         case "ws", "http": components.scheme = "http"
         case "wss", "https": components.scheme = "https"
+        case "ws+unix", "http+unix": components.scheme = "http+unix"
+        case "wss+unix", "https+unix": components.scheme = "https+unix"
         default: return nil
         }
         return components.url
@@ -386,7 +391,9 @@ public final class WebSocketTask: Sendable {
             return
         }
         guard let httpURL = Self.httpURL(for: adapted.url), let key = engine.pool.webSocketKey(for: httpURL) else {
-            self.finish(error: CourierError(.unsupportedScheme, "\(summary): not a ws or wss URL with a host", request: self.request), code: .abnormalClosure, reason: "")
+            let namesNoSocket = Self.httpURL(for: adapted.url).map { $0.scheme.flatMap(URL.unixSocketSchemeUsesTLS) != nil && $0.unixSocketTarget == nil }
+            let problem = namesNoSocket == true ? "a ws+unix or wss+unix URL that names no socket (its host, percent-encoded)" : "not a ws or wss URL with a host"
+            self.finish(error: CourierError(.unsupportedScheme, "\(summary): \(problem)", request: self.request), code: .abnormalClosure, reason: "")
             return
         }
         // Which attempt this is: a connection that comes after its attempt ended (a handshake

@@ -7,7 +7,8 @@ import Foundation
 /// `<binary: N bytes>`, or its bytes with `--binary-raw`). At the end of standard input the
 /// WebSocket closes with 1000 and the command waits for the server's close. Proxies are the
 /// request command's (``ProxyFlags``): `--proxy` and the proxy variables, `ws://` as `http://` and
-/// `wss://` as `https://`.
+/// `wss://` as `https://`. A server on a Unix-domain socket is reached with `--unix-socket PATH`
+/// (every host) or a `ws+unix://` URL (the socket's path as its host, percent-encoded).
 struct WebSocketCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ws",
@@ -15,7 +16,7 @@ struct WebSocketCommand: AsyncParsableCommand {
         helpNames: [.long]
     )
 
-    @Argument(help: "A ws:// or wss:// URL.")
+    @Argument(help: "A ws:// or wss:// URL, or ws+unix:// or wss+unix:// with a Unix-domain socket's path as the host, percent-encoded.")
     var url: String
 
     @Option(name: [.customShort("H"), .long], help: "A header for the opening handshake (Name:value); may repeat.")
@@ -42,6 +43,11 @@ struct WebSocketCommand: AsyncParsableCommand {
     @Option(name: .long, help: ProxyFlags.help(schemes: "http:URL (for ws://), https:URL (for wss://)"))
     var proxy: [String] = []
 
+    @Option(
+        name: .customLong("unix-socket"),
+        help: ArgumentHelp("Connect through this Unix-domain socket instead of TCP (curl's --unix-socket).", valueName: "path"))
+    var unixSocket: String?
+
     func validate() throws {
         if let size = self.maxMessageSize, size <= 0 { throw ValidationError("--max-message-size must be a positive number of bytes") }
         if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
@@ -49,9 +55,10 @@ struct WebSocketCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        guard let url = URL(string: self.url), let scheme = url.scheme?.lowercased(), scheme == "ws" || scheme == "wss", url.host != nil
+        guard let url = URL(string: self.url), let scheme = url.scheme?.lowercased(), ["ws", "wss", "ws+unix", "wss+unix"].contains(scheme),
+            let host = url.host(percentEncoded: true), !host.isEmpty
         else {
-            throw CLIFailure.usage("not a ws:// or wss:// URL: \(self.url)")
+            throw CLIFailure.usage("not a ws://, wss://, ws+unix:// or wss+unix:// URL with a host: \(self.url)")
         }
         var request = Request(url: url)
         for header in self.header {
@@ -84,6 +91,7 @@ struct WebSocketCommand: AsyncParsableCommand {
         // proxy tunnels.
         configuration.proxy = try ProxyFlags.configuration(flags: self.proxy, environment: ProcessInfo.processInfo.environment)
         SessionFactory.apply(timeout: self.timeout, to: &configuration)
+        if let path = self.unixSocket { configuration.unixSocketPaths = ["*": path] }
         let manager = SessionManager(configuration: configuration, securityPolicy: policy)
         let task = manager.webSocketTask(with: request, configuration: settings)
         do {

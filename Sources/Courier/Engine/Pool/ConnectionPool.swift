@@ -195,7 +195,7 @@ final class ConnectionPool: Sendable {
     static let unixSocketHost = "localhost"
 
     /// Where requests for `url` go: `http` and `https` URLs with a host, and `http+unix` and
-    /// `https+unix` URLs with a socket path (`URL(unixSocketPath:target:tls:)`);
+    /// `https+unix` URLs with a socket path (`URL(unixSocketPath:target:tls:webSocket:)`);
     /// nil for others.
     static func key(for url: URL) -> Key? {
         // Every hop's. A plain URL is read in one pass over its string (``HTTPURLParts``).
