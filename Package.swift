@@ -19,6 +19,9 @@ let package = Package(
         // A swift-openapi-runtime `ClientTransport` on Courier (issue 31): a product of its own, so
         // that users of `Courier` alone never resolve the runtime.
         .library(name: "CourierOpenAPI", targets: ["CourierOpenAPI"]),
+        // An `Engine` on Foundation's URLSession (FoundationNetworking, libcurl, on Linux): a
+        // product of its own, so that users of `Courier` alone never link libcurl.
+        .library(name: "CourierURLSession", targets: ["CourierURLSession"]),
         .executable(name: "courier-bench", targets: ["courier-bench"]),
         // The command-line client; its module is `CourierCLI` so that no module differs from
         // `Courier` by case alone (macOS file systems).
@@ -118,6 +121,17 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "CourierURLSession",
+            dependencies: [
+                "Courier",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Routing netlink (socket, dump requests, message walk, setns) for the reachability monitor on Linux.
         .target(name: "CCourierNetlink"),
         .executableTarget(
@@ -171,6 +185,7 @@ let package = Package(
             dependencies: [
                 "Courier",
                 "CourierTesting",
+                "CourierURLSession",
                 "CCourierNetlink",
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

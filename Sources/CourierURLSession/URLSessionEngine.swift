@@ -1,0 +1,289 @@
+import Courier
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOFoundationCompat
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An `Engine` on Foundation's `URLSession`: the transport AFNetworking had, behind
+/// the same API as `NIOEngine`.
+///
+/// Give it to a `SessionManager` (`SessionManager(engine:configuration:)`) and
+/// everything above the engine works as with Courier's own: serializers, progress, cookies and
+/// the cache (Courier's, above the engine: this engine turns URLSession's own off), adapters,
+/// retriers, authentication, redirects asked of the session's `Redirector`, metrics,
+/// monitors and notifications. On Linux `URLSession` is FoundationNetworking's, on libcurl.
+///
+/// What it does not do, and says so rather than ignoring it:
+/// - A `SecurityPolicy` other than `SecurityPolicy.default` (pinning,
+///   private roots, accepting invalid certificates, a client certificate): every exchange fails
+///   with `CourierError.Code.unsupportedOption`. `URLSession` checks certificates
+///   against the system's roots.
+/// - A streamed request body (`RequestBody.stream(_:length:trailers:)`), or trailer
+///   fields: the exchange fails with `CourierError.Code.unsupportedOption`. Data and
+///   files are sent.
+/// - Back-pressure: after `Exchange.suspendReceiving()` what arrives is held in memory until
+///   `Exchange.resumeReceiving()`; the server is not slowed down (suspending a running
+///   `URLSessionTask` stalled transfers on Linux, and libcurl kept receiving).
+/// - Per-hop `TransactionMetrics`, trailers and the protocol's name: never reported.
+///
+/// Responses come decompressed, as libcurl hands them over. What `NIOEngine`'s configuration
+/// holds (proxies, HTTP versions, connection limits, timeouts) is the `URLSessionConfiguration`'s
+/// here: the session manager's `SessionConfiguration`-to-engine settings reach `NIOEngine` only.
+/// A request's `RequestOptions.timeoutInterval` and `RequestOptions.redirectPolicy` apply.
+public final class URLSessionEngine: Engine {
+    private let session: URLSession
+    private let queue: OperationQueue
+    private let bridge: Bridge
+    private let securityPolicy: SecurityPolicy
+
+    /// An engine on a `URLSession` made from `configuration`, whose cache, cookie store and
+    /// credential store are turned off (the session manager above keeps its own).
+    ///
+    /// - Parameters:
+    ///   - configuration: The `URLSession`'s configuration (an ephemeral one by default).
+    ///   - securityPolicy: Only `SecurityPolicy.default` is honoured (see above).
+    public init(configuration: URLSessionConfiguration = .ephemeral, securityPolicy: SecurityPolicy = .default) {
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.urlCredentialStorage = nil
+        let bridge = Bridge()
+        let queue = OperationQueue()
+        // One exchange's events never overlap: one queue, one at a time.
+        queue.maxConcurrentOperationCount = 1
+        queue.name = "courier.urlsession-engine"
+        self.session = URLSession(configuration: configuration, delegate: bridge, delegateQueue: queue)
+        self.bridge = bridge
+        self.queue = queue
+        self.securityPolicy = securityPolicy
+    }
+
+    /// Starts `request` on a `URLSessionTask` (an upload task for a body of data or a file) and
+    /// returns its handle; a request this engine cannot send completes at once with the reason.
+    public func execute(_ request: Request, delegate: any ExchangeDelegate) -> any Exchange {
+        let exchange = URLSessionExchange(request: request, delegate: delegate, queue: self.queue)
+        delegate.exchangeWillStart(exchange)
+        if let problem = self.problem(with: request) {
+            exchange.finish(problem)
+            return exchange
+        }
+        let urlRequest = Self.urlRequest(for: request)
+        let session = self.session
+        // Made inside the bridge's registration: a task made on an invalidated URLSession is a
+        // fatal error in FoundationNetworking, and `shutdown()` closes the bridge first.
+        let task = self.bridge.register(exchange) { () -> URLSessionTask in
+            if let data = request.body.data { return session.uploadTask(with: urlRequest, from: data) }
+            if let file = request.body.fileURL { return session.uploadTask(with: urlRequest, fromFile: file) }
+            return session.dataTask(with: urlRequest)
+        }
+        guard let task else {
+            exchange.finish(CourierError(.sessionInvalidated, "\(request.summary): the engine was shut down", request: request))
+            return exchange
+        }
+        exchange.attach(task)
+        return exchange
+    }
+
+    /// Fails the exchanges still running with `CourierError.Code.sessionInvalidated`, invalidates
+    /// the `URLSession`, and returns once every exchange has completed.
+    public func shutdown() async throws {
+        let running = self.bridge.close()
+        for exchange in running {
+            exchange.cancel(with: CourierError(.sessionInvalidated, "\(exchange.request.summary): the engine was shut down", request: exchange.request))
+        }
+        self.session.invalidateAndCancel()
+        await self.bridge.waitUntilEmpty()
+    }
+
+    /// Why `request` cannot go out on this engine, if it cannot.
+    private func problem(with request: Request) -> CourierError? {
+        if self.securityPolicy != .default {
+            return CourierError(
+                .unsupportedOption,
+                "\(request.summary): URLSessionEngine checks certificates against the system's roots only; this SecurityPolicy (pinning, private roots, invalid certificates or a client certificate) needs NIOEngine",
+                request: request)
+        }
+        if request.body.data == nil, request.body.fileURL == nil, !request.body.isEmpty {
+            return CourierError(.unsupportedOption, "\(request.summary): URLSessionEngine sends data and files, not streamed bodies", request: request)
+        }
+        if request.body.trailers != nil {
+            return CourierError(.unsupportedOption, "\(request.summary): URLSessionEngine sends no trailer fields", request: request)
+        }
+        guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            return CourierError(.unsupportedScheme, "\(request.summary): URLSessionEngine sends http and https URLs", request: request)
+        }
+        return nil
+    }
+
+    static func urlRequest(for request: Request) -> URLRequest {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method.rawValue
+        for field in request.headerFields {
+            urlRequest.addValue(field.value, forHTTPHeaderField: field.name.rawName)
+        }
+        if let timeout = request.options.timeoutInterval { urlRequest.timeoutInterval = timeout }
+        urlRequest.httpShouldHandleCookies = false
+        urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
+        return urlRequest
+    }
+
+    static func response(from response: HTTPURLResponse) -> HTTPResponse {
+        var fields = HTTPFields()
+        for (name, value) in response.allHeaderFields {
+            guard let text = name as? String, let name = HTTPField.Name(text), let value = value as? String else { continue }
+            if name == .setCookie {
+                for cookie in Self.setCookieValues(joined: value) { fields.append(HTTPField(name: name, value: cookie)) }
+            } else {
+                fields.append(HTTPField(name: name, value: value))
+            }
+        }
+        // URLSession keeps no reason phrase; the standard one stands in.
+        let status = HTTPResponse.Status(code: response.statusCode, reasonPhrase: HTTPURLResponse.localizedString(forStatusCode: response.statusCode).capitalized)
+        return HTTPResponse(status: status, headerFields: fields)
+    }
+}
+
+extension URLSessionEngine {
+    /// The `Set-Cookie` fields URLSession joined into one value with commas (its header
+    /// dictionary keeps one value a name), apart again. A comma starts a new cookie only when a
+    /// name and `=` follow it before any `;` or `,`: the comma of an `Expires` date
+    /// (`Expires=Wed, 21 Oct 2026 07:28:00 GMT`) is followed by a day, a space and no `=`.
+    static func setCookieValues(joined value: String) -> [String] {
+        var cookies: [String] = []
+        var current = Substring()
+        var rest = Substring(value)
+        while let comma = rest.firstIndex(of: ",") {
+            let after = rest[rest.index(after: comma)...]
+            let next = after.drop { $0 == " " || $0 == "\t" }
+            let name = next.prefix { $0 != "=" && $0 != ";" && $0 != "," }
+            let startsCookie = !name.isEmpty && !name.contains(" ") && next.dropFirst(name.count).first == "="
+            if startsCookie {
+                cookies.append(String(current + rest[..<comma]).trimmingCharacters(in: .whitespaces))
+                current = ""
+                rest = next
+            } else {
+                current += rest[...comma]
+                rest = after
+            }
+        }
+        let last = String(current + rest).trimmingCharacters(in: .whitespaces)
+        if !last.isEmpty { cookies.append(last) }
+        return cookies
+    }
+}
+
+/// One exchange on a `URLSessionTask`.
+///
+/// `@unchecked Sendable`: `request`, `delegate` and `queue` are immutable and `state` is behind
+/// its lock; the compiler cannot see that `URLSessionTask` and `OperationQueue` are only used
+/// through their thread-safe calls.
+final class URLSessionExchange: Exchange, @unchecked Sendable {
+    let request: Request
+    let delegate: any ExchangeDelegate
+
+    private struct State {
+        var task: URLSessionTask?
+        /// The error ``cancel(with:)`` gave, reported instead of URLSession's own.
+        var cancellation: CourierError?
+        var isSuspended = false
+        /// Chunks that arrived while receiving was suspended.
+        var held: [Data] = []
+        var hasEnded = false
+        var redirects = 0
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    /// The session's delegate queue: every event of the exchange is delivered on it.
+    private let queue: OperationQueue
+
+    init(request: Request, delegate: any ExchangeDelegate, queue: OperationQueue) {
+        self.request = request
+        self.delegate = delegate
+        self.queue = queue
+    }
+
+    func attach(_ task: URLSessionTask) {
+        let cancellation = self.state.withLockedValue { state -> CourierError? in
+            state.task = task
+            return state.cancellation
+        }
+        // Cancelled in the delegate's first event: the task never starts, and completes cancelled.
+        if cancellation != nil { task.cancel() }
+        task.resume()
+    }
+
+    func cancel(with error: CourierError) {
+        let task = self.state.withLockedValue { state -> URLSessionTask? in
+            if state.cancellation == nil { state.cancellation = error }
+            return state.task
+        }
+        task?.cancel()
+    }
+
+    /// Holds what arrives from now on. The task goes on: suspending a running `URLSessionTask` on
+    /// Linux stalled some transfers for good (FoundationNetworking over libcurl; seen in this
+    /// engine's tests, a 10 MiB body that never resumed until its timeout), and libcurl did not
+    /// stop receiving meanwhile anyway.
+    func suspendReceiving() {
+        self.state.withLockedValue { $0.isSuspended = true }
+    }
+
+    func resumeReceiving() {
+        // On the delegate queue, where the task's events come: the held chunks go out before any
+        // that arrives after them, and never beside another event of the exchange.
+        self.queue.addOperation {
+            let held = self.state.withLockedValue { state -> [Data]? in
+                // Ended meanwhile: the end delivered what was held.
+                guard !state.hasEnded else { return nil }
+                state.isSuspended = false
+                defer { state.held = [] }
+                return state.held
+            }
+            for data in held ?? [] { self.delegate.exchange(didReceive: ByteBuffer(data: data)) }
+        }
+    }
+
+    /// A chunk arrived: delivered, or held while receiving is suspended.
+    func received(_ data: Data) {
+        let deliver = self.state.withLockedValue { state -> Bool in
+            if state.isSuspended { state.held.append(data) }
+            return !state.isSuspended
+        }
+        if deliver { self.delegate.exchange(didReceive: ByteBuffer(data: data)) }
+    }
+
+    /// Counts a redirect; false when the request's redirect policy allows no more.
+    func mayFollowRedirect() -> Bool {
+        let limit: Int
+        // NIOEngine's default when the request sets none.
+        switch self.request.options.redirectPolicy ?? .follow(max: 16, allowCycles: true) {
+        case .disallow: return false
+        case .follow(let max, _): limit = max
+        }
+        return self.state.withLockedValue { state in
+            state.redirects += 1
+            return state.redirects <= limit
+        }
+    }
+
+    /// Ends the exchange once: held chunks first (a completion is the last call), then the
+    /// completion with `error`, or with the cancellation's error when there was one.
+    func finish(_ error: CourierError?) {
+        let ending = self.state.withLockedValue { state -> ([Data], CourierError?)? in
+            guard !state.hasEnded else { return nil }
+            state.hasEnded = true
+            defer { state.held = [] }
+            return (state.held, state.cancellation)
+        }
+        guard let (held, cancellation) = ending else { return }
+        for data in held { self.delegate.exchange(didReceive: ByteBuffer(data: data)) }
+        self.delegate.exchange(didCompleteWith: cancellation ?? error)
+    }
+}
