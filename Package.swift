@@ -140,6 +140,7 @@ let package = Package(
                 "Courier",
                 "CourierTesting",
                 "CourierOpenAPI",
+                "CourierURLSession",
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

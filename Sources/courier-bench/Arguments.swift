@@ -21,6 +21,9 @@ struct Arguments: Sendable {
         case ahc
         /// FoundationNetworking's URLSession (libcurl).
         case urlsession
+        /// `courier` on CourierURLSession's `URLSessionEngine` instead of `NIOEngine`: the same
+        /// session on the other engine, beside `urlsession` (cleartext only, as `urlsession`).
+        case courierURLSession = "courier-urlsession"
         /// `courier` with an empty interceptor (`Interceptor()`) and one event monitor that does
         /// nothing: the cost of the machinery when nothing is configured (issue 19: at most 3 %).
         case courierObserved = "courier-observed"

@@ -33,6 +33,7 @@ enum BenchClient: Sendable {
         case .courierCallback: .callback(CourierCallbackClient(url: url, connections: connections))
         case .ahc: .async(AHCClient(url: url, connections: connections))
         case .urlsession: .async(URLSessionClient(url: url, connections: connections))
+        case .courierURLSession: .async(CourierClient(url: url, connections: connections, engine: .urlSession))
         case .courierObserved: .async(CourierClient(url: url, connections: connections, instrumentation: .emptyChainAndMonitor))
         case .courierAdapted: .async(CourierClient(url: url, connections: connections, instrumentation: .adapterAndMonitor))
         case .courierNoStores: .async(CourierClient(url: url, connections: connections, instrumentation: .noStores))

@@ -1,7 +1,11 @@
 import Courier
 import CourierTesting
+import CourierURLSession
 import Dispatch
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// A Courier manager for the bench: the base URL is the server's root and requests name the path
 /// relative to it, as an app's API client does.
@@ -22,7 +26,8 @@ enum CourierSetup {
     }
 
     static func manager(
-        url: URL, connections: Int, stores: Bool = true, lean: Bool = false, unixSocket: String? = nil
+        url: URL, connections: Int, stores: Bool = true, lean: Bool = false, unixSocket: String? = nil,
+        engine: CourierClient.EngineKind = .nio
     ) -> (manager: HTTPSessionManager, path: String) {
         var configuration = Self.configuration(stores: stores, lean: lean)
         configuration.httpMaximumConnectionsPerHost = connections
@@ -32,6 +37,11 @@ enum CourierSetup {
             + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
         components.percentEncodedPath = "/"
         components.percentEncodedQuery = nil
+        if engine == .urlSession {
+            let sessionConfiguration = URLSessionConfiguration.ephemeral
+            sessionConfiguration.httpMaximumConnectionsPerHost = connections
+            return (HTTPSessionManager(baseURL: components.url!, engine: URLSessionEngine(configuration: sessionConfiguration), configuration: configuration), path)
+        }
         let policy = url.scheme == "https" ? Self.trustingTestRoot : SecurityPolicy.default
         return (HTTPSessionManager(baseURL: components.url!, configuration: configuration, securityPolicy: policy), path)
     }
@@ -64,10 +74,17 @@ final class CourierClient: AsyncBenchClient {
     private let manager: HTTPSessionManager
     private let path: String
 
-    init(url: URL, connections: Int, instrumentation: Instrumentation = .none, unixSocket: String? = nil) {
+    /// Which engine the manager runs on.
+    enum EngineKind {
+        case nio
+        /// CourierURLSession's `URLSessionEngine`, allowed `connections` connections to the host.
+        case urlSession
+    }
+
+    init(url: URL, connections: Int, instrumentation: Instrumentation = .none, unixSocket: String? = nil, engine: EngineKind = .nio) {
         (self.manager, self.path) = CourierSetup.manager(
             url: url, connections: connections, stores: instrumentation != .noStores, lean: instrumentation == .lean,
-            unixSocket: unixSocket)
+            unixSocket: unixSocket, engine: engine)
         switch instrumentation {
         case .none, .noStores, .lean:
             break
