@@ -90,12 +90,33 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             return
         }
         let url = http.url ?? exchange.request.url
+        exchange.markHeadDelivered()
         switch exchange.delegate.exchange(didReceive: URLSessionEngine.response(from: http), url: url) {
         case .allow: completionHandler(.allow)
         case .cancel:
             exchange.cancel(with: CourierError(.cancelled, "\(exchange.request.summary): cancelled at the response head", request: exchange.request))
             completionHandler(.cancel)
         }
+    }
+
+    /// An HTTP challenge (`401` with `WWW-Authenticate`, `407`) is the session's to answer, as
+    /// any response: its head goes to the exchange as the final response, which ends there (the
+    /// session's authentication sends the request again with its credential), and URLSession's
+    /// task is cancelled. FoundationNetworking's own default would end the task with neither the
+    /// response nor an error.
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        guard let exchange = self.exchange(of: task), let response = challenge.failureResponse as? HTTPURLResponse else {
+            completionHandler(.performDefaultHandling, nil)
+            return
+        }
+        let url = response.url ?? exchange.request.url
+        exchange.markHeadDelivered()
+        _ = exchange.delegate.exchange(didReceive: URLSessionEngine.response(from: response), url: url)
+        exchange.finish(nil)
+        completionHandler(.cancelAuthenticationChallenge, nil)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

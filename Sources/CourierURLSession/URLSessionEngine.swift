@@ -30,6 +30,9 @@ import FoundationNetworking
 ///   `Exchange.resumeReceiving()`; the server is not slowed down (suspending a running
 ///   `URLSessionTask` stalled transfers on Linux, and libcurl kept receiving).
 /// - Per-hop `TransactionMetrics`, trailers and the protocol's name: never reported.
+/// - A `401` or `407` with a challenge reaches the session as its response head without its
+///   body (FoundationNetworking hands it over as a challenge); the session's authentication
+///   answers it as on `NIOEngine`.
 ///
 /// Responses come decompressed, as libcurl hands them over. What `NIOEngine`'s configuration
 /// holds (proxies, HTTP versions, connection limits, timeouts) is the `URLSessionConfiguration`'s
@@ -195,6 +198,8 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         /// Chunks that arrived while receiving was suspended.
         var held: [Data] = []
         var hasEnded = false
+        /// The final response head went to the delegate.
+        var deliveredHead = false
         var redirects = 0
     }
 
@@ -259,6 +264,11 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         if deliver { self.delegate.exchange(didReceive: ByteBuffer(data: data)) }
     }
 
+    /// The final response head is going to the delegate.
+    func markHeadDelivered() {
+        self.state.withLockedValue { $0.deliveredHead = true }
+    }
+
     /// Counts a redirect; false when the request's redirect policy allows no more.
     func mayFollowRedirect() -> Bool {
         let limit: Int
@@ -276,13 +286,20 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
     /// Ends the exchange once: held chunks first (a completion is the last call), then the
     /// completion with `error`, or with the cancellation's error when there was one.
     func finish(_ error: CourierError?) {
-        let ending = self.state.withLockedValue { state -> ([Data], CourierError?)? in
+        let ending = self.state.withLockedValue { state -> ([Data], CourierError?, Bool)? in
             guard !state.hasEnded else { return nil }
             state.hasEnded = true
             defer { state.held = [] }
-            return (state.held, state.cancellation)
+            return (state.held, state.cancellation, state.deliveredHead)
         }
-        guard let (held, cancellation) = ending else { return }
+        guard let (held, cancellation, deliveredHead) = ending else { return }
+        // A task that ends well must have answered: an end with neither a response nor an error
+        // (FoundationNetworking has such paths) is said to be one, never left to the caller.
+        if cancellation == nil, error == nil, !deliveredHead {
+            let missing = CourierError(.invalidResponse, "\(self.request.summary): URLSession ended the task without a response", request: self.request)
+            self.delegate.exchange(didCompleteWith: missing)
+            return
+        }
         for data in held { self.delegate.exchange(didReceive: ByteBuffer(data: data)) }
         self.delegate.exchange(didCompleteWith: cancellation ?? error)
     }
