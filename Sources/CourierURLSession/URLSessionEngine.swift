@@ -44,13 +44,16 @@ public final class URLSessionEngine: Engine {
     private let bridge: Bridge
     private let securityPolicy: SecurityPolicy
 
-    /// An engine on a `URLSession` made from `configuration`, whose cache, cookie store and
-    /// credential store are turned off (the session manager above keeps its own).
+    /// An engine on a `URLSession` made from a copy of `configuration` whose cache, cookie store
+    /// and credential store are turned off (the session manager above keeps its own); the
+    /// configuration given is not changed.
     ///
     /// - Parameters:
     ///   - configuration: The `URLSession`'s configuration (an ephemeral one by default).
     ///   - securityPolicy: Only `SecurityPolicy.default` is honoured (see above).
-    public init(configuration: URLSessionConfiguration = .ephemeral, securityPolicy: SecurityPolicy = .default) {
+    public init(configuration given: URLSessionConfiguration = .ephemeral, securityPolicy: SecurityPolicy = .default) {
+        // `URLSessionConfiguration` is a class: the caller's stays as it was.
+        let configuration = given.copy() as? URLSessionConfiguration ?? .ephemeral
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpCookieStorage = nil
