@@ -51,9 +51,9 @@ public final class URLSessionEngine: Engine {
     /// - Parameters:
     ///   - configuration: The `URLSession`'s configuration (an ephemeral one by default).
     ///   - securityPolicy: Only `SecurityPolicy.default` is honoured (see above).
-    public init(configuration given: URLSessionConfiguration = .ephemeral, securityPolicy: SecurityPolicy = .default) {
+    public init(configuration: URLSessionConfiguration = .ephemeral, securityPolicy: SecurityPolicy = .default) {
         // `URLSessionConfiguration` is a class: the caller's stays as it was.
-        let configuration = given.copy() as? URLSessionConfiguration ?? .ephemeral
+        let configuration = configuration.copy() as? URLSessionConfiguration ?? .ephemeral
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpCookieStorage = nil
