@@ -37,7 +37,8 @@ import FoundationNetworking
 /// Responses come decompressed, as libcurl hands them over. What `NIOEngine`'s configuration
 /// holds (proxies, HTTP versions, connection limits, timeouts) is the `URLSessionConfiguration`'s
 /// here: the session manager's `SessionConfiguration`-to-engine settings reach `NIOEngine` only.
-/// A request's `RequestOptions.timeoutInterval` and `RequestOptions.redirectPolicy` apply.
+/// A request's `RequestOptions.timeoutInterval` applies, and of its `RequestOptions.redirectPolicy`
+/// `.disallow` and the maximum (past it the redirect is the response; `allowCycles` is not read).
 public final class URLSessionEngine: Engine {
     private let session: URLSession
     private let queue: OperationQueue
