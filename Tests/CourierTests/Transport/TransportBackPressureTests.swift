@@ -46,8 +46,11 @@ struct TransportBackPressureTests {
         // An engine may take a few more megabytes into its buffers (AHC over TLS took 2.5 MiB
         // more in one run of four); one that keeps reading takes the rest of the 32 MiB. Through a
         // proxy its buffers and a second connection's add more (5.5 MiB through danted once, with
-        // two builds running beside the tests).
-        let little = transport.isProxied ? 8 << 20 : 4 << 20
+        // two builds running beside the tests). Through the `https://` proxy the tunnel has three
+        // hops of loopback buffers, two of them TLS, and under a full parallel run it let 8 and
+        // 13 MiB more through in one clean-clone CI run: 16 MiB there. An engine that keeps
+        // reading still fails below, taking the whole body, more than three quarters of it.
+        let little = transport.route == .httpsProxy ? 16 << 20 : transport.isProxied ? 8 << 20 : 4 << 20
         #expect(server.streamedBodyBytesWritten - written < little, "the server could write little more (\(written) then \(server.streamedBodyBytesWritten))")
         #expect(server.streamedBodyBytesWritten < (transport.isProxied ? Self.size(transport) * 3 / 4 : Self.size(transport) / 2))
         if exact {
