@@ -15,6 +15,11 @@ extension URL {
         return (path, tls)
     }
 
+    /// Whether this URL has an `http+unix` or `https+unix` scheme but no socket path for a host.
+    var isUnixSocketURLWithoutSocket: Bool {
+        self.scheme.flatMap { Self.unixSocketSchemeUsesTLS($0) } != nil && self.unixSocketTarget == nil
+    }
+
     /// For `http+unix` false, for `https+unix` true (any case); nil for any other scheme.
     static func unixSocketSchemeUsesTLS(_ scheme: String) -> Bool? {
         switch scheme.lowercased() {

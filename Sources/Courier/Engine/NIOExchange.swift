@@ -72,7 +72,7 @@ final class NIOExchange: Exchange, Sendable {
                     CourierError(
                         .unsupportedScheme, "\(request.summary): only http, https, http+unix and https+unix URLs can be requested",
                         request: request)
-                } else if let scheme, URL.unixSocketSchemeUsesTLS(scheme) != nil, request.url.unixSocketTarget == nil {
+                } else if request.url.isUnixSocketURLWithoutSocket {
                     CourierError(
                         .invalidURL, "\(request.summary): the URL names no socket (its host is the socket's path, percent-encoded)",
                         request: request)

@@ -390,9 +390,11 @@ public final class WebSocketTask: Sendable {
             self.finish(error: CourierError(.unsupportedScheme, "\(summary): WebSockets need Courier's NIOEngine"), code: .abnormalClosure, reason: "")
             return
         }
-        guard let httpURL = Self.httpURL(for: adapted.url), let key = engine.pool.webSocketKey(for: httpURL) else {
-            let namesNoSocket = Self.httpURL(for: adapted.url).map { $0.scheme.flatMap(URL.unixSocketSchemeUsesTLS) != nil && $0.unixSocketTarget == nil }
-            let problem = namesNoSocket == true ? "a ws+unix or wss+unix URL that names no socket (its host, percent-encoded)" : "not a ws or wss URL with a host"
+        let httpURL = Self.httpURL(for: adapted.url)
+        guard let httpURL, let key = engine.pool.webSocketKey(for: httpURL) else {
+            let problem =
+                httpURL?.isUnixSocketURLWithoutSocket == true
+                ? "a ws+unix or wss+unix URL that names no socket (its host, percent-encoded)" : "not a ws or wss URL with a host"
             self.finish(error: CourierError(.unsupportedScheme, "\(summary): \(problem)", request: self.request), code: .abnormalClosure, reason: "")
             return
         }
