@@ -10,7 +10,7 @@ import Testing
 /// ``FaultServer`` knows, with cancellations mixed in, in a seeded order. Whatever happens: each
 /// task completes exactly once, none outlives its deadline by more than a moment, every error is
 /// a typed ``CourierError`` with a code that fits the fault, and once the manager is invalidated
-/// and dropped its tasks, delegates, engine, sockets and threads are gone, and no download file
+/// and dropped its tasks, delegates, engine and sockets are gone, and no download file
 /// is left behind.
 @Suite(.serialized) struct FaultSoakTests {
     enum API: CaseIterable { case callbackVerb, asyncVerb, download, stream, operation }
@@ -64,7 +64,6 @@ import Testing
         let downloads = FileManager.default.temporaryDirectory.appendingPathComponent("courier-soak-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: downloads) }
-        let threadsBefore = ProcessCensus.eventLoopThreads()
 
         var generator = SplitMix64(seed: 0x5eed_c0de)
         let plans = (0..<Self.requests).map { id -> Plan in
@@ -149,7 +148,10 @@ import Testing
         #expect(await eventually(within: 30) { bag.allReleased }, "still alive: \(bag.survivors.prefix(10))")
         #expect(await eventually(within: 30) { ProcessCensus.openSockets(toPort: server.port) == 0 }, "client sockets still open")
         #expect(await eventually(within: 30) { server.openConnectionCount == 0 }, "\(server.openConnectionCount) server connections open")
-        #expect(await eventually(within: 30) { ProcessCensus.eventLoopThreads() <= threadsBefore }, "event-loop threads: \(ProcessCensus.eventLoopThreads()), before: \(threadsBefore)")
+        // No thread count: the engine runs on the loops it is given (here NIO's shared ones) and
+        // starts none, and a process-wide census cannot tell its threads from those of suites
+        // running beside this one (the HTTP/2 soak's server loop was counted as a leak once). The
+        // engine itself is in `bag`, so an engine that outlived its manager fails above.
         let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? []
         #expect(leftovers.isEmpty, "download files left behind: \(leftovers.prefix(5))")
         print("soak: \(outcomes.count) requests, outcomes \(byCode.sorted { $0.key < $1.key })")
@@ -316,15 +318,6 @@ struct SplitMix64: RandomNumberGenerator {
 
 /// What this process holds, read from `/proc`.
 enum ProcessCensus {
-    /// SwiftNIO's event-loop threads (`NIO-…`): the only threads Courier's engine could add.
-    static func eventLoopThreads() -> Int {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        return tasks.filter { id in
-            let name = (try? String(contentsOfFile: "/proc/self/task/\(id)/comm", encoding: .utf8)) ?? ""
-            return name.hasPrefix("NIO-")
-        }.count
-    }
-
     /// Sockets of this process connected to `port` on loopback (with a descriptor: those in
     /// TIME_WAIT have none).
     static func openSockets(toPort port: Int) -> Int {
