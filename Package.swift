@@ -129,6 +129,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                // Streamed bodies are written to a file before URLSession sends them.
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

@@ -13,30 +13,76 @@ import FoundationNetworking
 /// `@unchecked Sendable`: its only state is behind `registry`'s lock; `NSObject` is not `Sendable`.
 final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private struct Registry {
+        /// Exchanges on a `URLSessionTask`, by task.
         var exchanges: [ObjectIdentifier: URLSessionExchange] = [:]
+        /// Exchanges reading a streamed body before their task is made, by exchange.
+        var spooling: [ObjectIdentifier: URLSessionExchange] = [:]
         var isClosed = false
         /// Who waits in ``waitUntilEmpty()``.
         var waiters: [CheckedContinuation<Void, Never>] = []
+
+        var isEmpty: Bool { self.exchanges.isEmpty && self.spooling.isEmpty }
+
+        /// The waiters to resume, when nothing is left.
+        mutating func takeWaitersIfEmpty() -> [CheckedContinuation<Void, Never>] {
+            guard self.isEmpty else { return [] }
+            defer { self.waiters = [] }
+            return self.waiters
+        }
     }
 
     private let registry = NIOLockedValueBox(Registry())
 
-    /// Makes the task (`makeTask`, under the registry's lock) and keeps `exchange` as its; nil
-    /// once the engine was shut down, when no task is made.
-    func register(_ exchange: URLSessionExchange, makeTask: () -> URLSessionTask) -> URLSessionTask? {
+    /// Keeps `exchange` while it reads its streamed body, before it has a task; false once the
+    /// engine was shut down.
+    func beginSpooling(_ exchange: URLSessionExchange) -> Bool {
         self.registry.withLockedValue { registry in
-            guard !registry.isClosed else { return nil }
+            guard !registry.isClosed else { return false }
+            registry.spooling[ObjectIdentifier(exchange)] = exchange
+            return true
+        }
+    }
+
+    /// Forgets a spooling exchange that ended without a task.
+    func endSpooling(_ exchange: URLSessionExchange) {
+        let waiters = self.registry.withLockedValue { registry -> [CheckedContinuation<Void, Never>] in
+            guard registry.spooling.removeValue(forKey: ObjectIdentifier(exchange)) != nil else { return [] }
+            return registry.takeWaitersIfEmpty()
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Makes the task (`makeTask`, under the registry's lock) and keeps `exchange` as its; nil
+    /// once the engine was shut down, when no task is made (and a spooling exchange is
+    /// forgotten).
+    func register(_ exchange: URLSessionExchange, makeTask: () -> URLSessionTask) -> URLSessionTask? {
+        let (task, waiters) = self.registry.withLockedValue { registry -> (URLSessionTask?, [CheckedContinuation<Void, Never>]) in
+            let wasSpooling = registry.spooling.removeValue(forKey: ObjectIdentifier(exchange)) != nil
+            guard !registry.isClosed else { return (nil, wasSpooling ? registry.takeWaitersIfEmpty() : []) }
+            let task = makeTask()
+            registry.exchanges[ObjectIdentifier(task)] = exchange
+            return (task, [])
+        }
+        for waiter in waiters { waiter.resume() }
+        return task
+    }
+
+    /// Moves `exchange` from its ended task to a new one (`makeTask`, under the registry's lock),
+    /// for a redirect Courier follows itself; nil once the engine was shut down.
+    func replace(_ ended: URLSessionTask, of exchange: URLSessionExchange, makeTask: () -> URLSessionTask) -> URLSessionTask? {
+        self.registry.withLockedValue { registry in
+            guard !registry.isClosed, registry.exchanges.removeValue(forKey: ObjectIdentifier(ended)) != nil else { return nil }
             let task = makeTask()
             registry.exchanges[ObjectIdentifier(task)] = exchange
             return task
         }
     }
 
-    /// Takes no more exchanges; returns the running ones.
+    /// Takes no more exchanges; returns the running ones, spooling or on a task.
     func close() -> [URLSessionExchange] {
         self.registry.withLockedValue { registry in
             registry.isClosed = true
-            return Array(registry.exchanges.values)
+            return Array(registry.exchanges.values) + Array(registry.spooling.values)
         }
     }
 
@@ -44,7 +90,7 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     func waitUntilEmpty() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let empty = self.registry.withLockedValue { registry -> Bool in
-                if registry.exchanges.isEmpty { return true }
+                if registry.isEmpty { return true }
                 registry.waiters.append(continuation)
                 return false
             }
@@ -67,19 +113,55 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             return
         }
         // The request URLSession proposes, as a Courier request: its method (a 303 makes a GET)
-        // and fields, the original's body when the method kept it.
+        // and fields, the current hop's body when the method kept it.
+        let current = exchange.current
         var proposal = Request(method: HTTPRequest.Method(request.httpMethod ?? "GET") ?? .get, url: url, options: exchange.request.options)
         for (name, value) in request.allHTTPHeaderFields ?? [:] {
             if let name = HTTPField.Name(name) { proposal.headerFields.append(HTTPField(name: name, value: value)) }
         }
-        if proposal.method == exchange.request.method { proposal.body = exchange.request.body }
+        if proposal.method == current.method { proposal.body = current.body }
         let redirect = URLSessionEngine.response(from: response)
         guard let chosen = exchange.delegate.exchange(willPerformRedirection: redirect, newRequest: proposal) else {
             completionHandler(nil)
             return
         }
+        // FoundationNetworking sends a redirected request without its body (a 307's POST goes out
+        // empty, whatever the new request holds): one with a body is Courier's to send, on a new
+        // task once this one ends with the redirect's response.
+        if !chosen.body.isEmpty {
+            exchange.followItself(chosen)
+            completionHandler(nil)
+            return
+        }
+        exchange.followed(chosen)
         completionHandler(URLSessionEngine.urlRequest(for: chosen))
     }
+
+    /// The request a 308 leads to, which FoundationNetworking does not follow: the current hop's,
+    /// method and body kept, to the `Location` (resolved against the response's URL), without its
+    /// credentials and cookies when the origin changes (as `NIOEngine` does); nil when there is no
+    /// such place or the redirect policy allows no more.
+    static func permanentRedirect(_ response: HTTPURLResponse, of exchange: URLSessionExchange) -> Request? {
+        let current = exchange.current
+        guard response.statusCode == 308, let location = response.value(forHTTPHeaderField: "Location"),
+            let target = URL(string: location, relativeTo: response.url ?? current.url)?.absoluteURL,
+            let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https", target.host?.isEmpty == false,
+            exchange.mayFollowRedirect()
+        else { return nil }
+        var next = current
+        next.url = target
+        let sameOrigin =
+            target.scheme?.lowercased() == current.url.scheme?.lowercased() && target.host?.lowercased() == current.url.host?.lowercased()
+            && (target.port ?? Self.defaultPort(target)) == (current.url.port ?? Self.defaultPort(current.url))
+        if !sameOrigin {
+            next.headerFields[.authorization] = nil
+            next.headerFields[.proxyAuthorization] = nil
+            next.headerFields[.cookie] = nil
+        }
+        return next
+    }
+
+    private static func defaultPort(_ url: URL) -> Int { url.scheme?.lowercased() == "https" ? 443 : 80 }
 
     func urlSession(
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
@@ -89,7 +171,19 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             completionHandler(.cancel)
             return
         }
-        let url = http.url ?? exchange.request.url
+        // A redirect Courier follows itself: this task's response is not the exchange's.
+        if exchange.isFollowingItself {
+            completionHandler(.cancel)
+            return
+        }
+        if let next = Self.permanentRedirect(http, of: exchange),
+            let chosen = exchange.delegate.exchange(willPerformRedirection: URLSessionEngine.response(from: http), newRequest: next)
+        {
+            exchange.followItself(chosen)
+            completionHandler(.cancel)
+            return
+        }
+        let url = http.url ?? exchange.current.url
         exchange.markHeadDelivered()
         switch exchange.delegate.exchange(didReceive: URLSessionEngine.response(from: http), url: url) {
         case .allow: completionHandler(.allow)
@@ -129,13 +223,32 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        // A redirect Courier follows itself: the exchange goes on, on a new task, once this one
+        // ended with the redirect's response (or was cancelled for it).
+        var shutDown = false
+        if error == nil || (error as? URLError)?.code == .cancelled, let exchange = self.exchange(of: task),
+            let (next, body) = exchange.takeRedirect()
+        {
+            let urlRequest = URLSessionEngine.urlRequest(for: next)
+            if let followed = self.replace(task, of: exchange, makeTask: { URLSessionEngine.task(for: urlRequest, sending: body, on: session) }) {
+                exchange.attach(followed)
+                return
+            }
+            shutDown = true
+        }
         let (exchange, waiters) = self.registry.withLockedValue { registry -> (URLSessionExchange?, [CheckedContinuation<Void, Never>]) in
             let exchange = registry.exchanges.removeValue(forKey: ObjectIdentifier(task))
-            guard registry.exchanges.isEmpty else { return (exchange, []) }
-            defer { registry.waiters = [] }
-            return (exchange, registry.waiters)
+            return (exchange, registry.takeWaitersIfEmpty())
         }
-        if let exchange { exchange.finish(error.map { Self.courierError($0, request: exchange.request) }) }
+        if let exchange {
+            let request = exchange.request
+            exchange.finish(
+                shutDown
+                    ? CourierError(.sessionInvalidated, "\(request.summary): the engine was shut down before the redirect was followed", request: request)
+                    : error.map { Self.courierError($0, request: request) })
+            // URLSession is done with the body it sent from a file.
+            exchange.discardSpooledBody()
+        }
         for waiter in waiters { waiter.resume() }
     }
 

@@ -23,9 +23,15 @@ import FoundationNetworking
 ///   private roots, accepting invalid certificates, a client certificate): every exchange fails
 ///   with `CourierError.Code.unsupportedOption`. `URLSession` checks certificates
 ///   against the system's roots.
-/// - A streamed request body (`RequestBody.stream(_:length:trailers:)`), or trailer
-///   fields: the exchange fails with `CourierError.Code.unsupportedOption`. Data and
-///   files are sent.
+/// - Trailer fields: the exchange fails with `CourierError.Code.unsupportedOption`.
+/// - Sending a streamed body as it is read (`RequestBody.stream(_:length:trailers:)`,
+///   `RequestBody.replayableStream(length:trailers:_:)`: multipart forms, OpenAPI bodies):
+///   `URLSession` uploads bytes in memory or a file, so such a body is read whole first, in
+///   memory up to `streamedBodyMemoryLimit` bytes and past it into a file in
+///   `streamedBodyDirectory`, removed when the exchange ends. It goes out with `Content-Length`
+///   even when its length was unknown, after its last byte was read: a body that never ends is
+///   never sent (cancel the task). A body that fails or gives another length than it declared
+///   fails the exchange with `CourierError.Code.bodyReadFailed`, as on `NIOEngine`.
 /// - Back-pressure: after `Exchange.suspendReceiving()` what arrives is held in memory until
 ///   `Exchange.resumeReceiving()`; the server is not slowed down (suspending a running
 ///   `URLSessionTask` stalled transfers on Linux, and libcurl kept receiving).
@@ -39,11 +45,23 @@ import FoundationNetworking
 /// here: the session manager's `SessionConfiguration`-to-engine settings reach `NIOEngine` only.
 /// A request's `RequestOptions.timeoutInterval` applies, and of its `RequestOptions.redirectPolicy`
 /// `.disallow` and the maximum (past it the redirect is the response; `allowCycles` is not read).
+/// A redirect that keeps the request's body (a 307 or 308 to a POST) and every 308 are followed by
+/// the engine itself, on a new `URLSessionTask` that sends the body again: FoundationNetworking
+/// sends a redirected request without its body and does not follow a 308.
 public final class URLSessionEngine: Engine {
     private let session: URLSession
     private let queue: OperationQueue
     private let bridge: Bridge
     private let securityPolicy: SecurityPolicy
+    private let spool: BodySpool
+
+    /// How many bytes of a streamed body are read into memory before it is sent; a longer body
+    /// is written to a file in ``streamedBodyDirectory`` first.
+    public var streamedBodyMemoryLimit: Int { self.spool.memoryLimit }
+
+    /// Where streamed bodies longer than ``streamedBodyMemoryLimit`` are written before they are
+    /// sent, one file an exchange, removed when it ends.
+    public var streamedBodyDirectory: URL { self.spool.directory }
 
     /// An engine on a `URLSession` made from a copy of `configuration` whose cache, cookie store
     /// and credential store are turned off (the session manager above keeps its own); the
@@ -52,7 +70,16 @@ public final class URLSessionEngine: Engine {
     /// - Parameters:
     ///   - configuration: The `URLSession`'s configuration (an ephemeral one by default).
     ///   - securityPolicy: Only `SecurityPolicy.default` is honoured (see above).
-    public init(configuration: URLSessionConfiguration = .ephemeral, securityPolicy: SecurityPolicy = .default) {
+    ///   - streamedBodyMemoryLimit: How many bytes of a streamed body are gathered in memory
+    ///     before it is sent; past it the body goes to a file. 10,000,000 by default (Alamofire's
+    ///     threshold for encoding a multipart form in memory).
+    ///   - streamedBodyDirectory: Where those files are written; the system's temporary folder by
+    ///     default.
+    public init(
+        configuration: URLSessionConfiguration = .ephemeral, securityPolicy: SecurityPolicy = .default,
+        streamedBodyMemoryLimit: Int = 10_000_000, streamedBodyDirectory: URL = FileManager.default.temporaryDirectory
+    ) {
+        self.spool = BodySpool(memoryLimit: max(0, streamedBodyMemoryLimit), directory: streamedBodyDirectory)
         // `URLSessionConfiguration` is a class: the caller's stays as it was.
         let configuration = configuration.copy() as? URLSessionConfiguration ?? .ephemeral
         configuration.urlCache = nil
@@ -74,27 +101,72 @@ public final class URLSessionEngine: Engine {
     /// Starts `request` on a `URLSessionTask` (an upload task for a body of data or a file) and
     /// returns its handle; a request this engine cannot send completes at once with the reason.
     public func execute(_ request: Request, delegate: any ExchangeDelegate) -> any Exchange {
-        let exchange = URLSessionExchange(request: request, delegate: delegate, queue: self.queue)
+        let exchange = URLSessionExchange(request: request, delegate: delegate, queue: self.queue, bridge: self.bridge)
         delegate.exchangeWillStart(exchange)
         if let problem = self.problem(with: request) {
             exchange.finish(problem)
             return exchange
         }
-        let urlRequest = Self.urlRequest(for: request)
-        let session = self.session
+        if request.body.data == nil, request.body.fileURL == nil, !request.body.isEmpty {
+            self.spoolAndStart(exchange)
+        } else {
+            Self.start(exchange, body: request.body.data.map { .data($0) } ?? request.body.fileURL.map { .file($0) }, session: self.session, bridge: self.bridge)
+        }
+        return exchange
+    }
+
+    /// Makes the exchange's task, sending `body`, and resumes it.
+    private static func start(_ exchange: URLSessionExchange, body: BodySpool.Spooled?, session: URLSession, bridge: Bridge) {
+        let urlRequest = Self.urlRequest(for: exchange.request)
+        exchange.sending(body)
         // Made inside the bridge's registration: a task made on an invalidated URLSession is a
         // fatal error in FoundationNetworking, and `shutdown()` closes the bridge first.
-        let task = self.bridge.register(exchange) { () -> URLSessionTask in
-            if let data = request.body.data { return session.uploadTask(with: urlRequest, from: data) }
-            if let file = request.body.fileURL { return session.uploadTask(with: urlRequest, fromFile: file) }
-            return session.dataTask(with: urlRequest)
-        }
+        let task = bridge.register(exchange) { Self.task(for: urlRequest, sending: body, on: session) }
         guard let task else {
-            exchange.finish(CourierError(.sessionInvalidated, "\(request.summary): the engine was shut down", request: request))
-            return exchange
+            exchange.discardSpooledBody()
+            exchange.finish(CourierError(.sessionInvalidated, "\(exchange.request.summary): the engine was shut down", request: exchange.request))
+            return
         }
         exchange.attach(task)
-        return exchange
+    }
+
+    /// A task that sends `urlRequest` with `body`.
+    static func task(for urlRequest: URLRequest, sending body: BodySpool.Spooled?, on session: URLSession) -> URLSessionTask {
+        switch body {
+        case .data(let data)?: session.uploadTask(with: urlRequest, from: data)
+        case .file(let file)?: session.uploadTask(with: urlRequest, fromFile: file)
+        case nil: session.dataTask(with: urlRequest)
+        }
+    }
+
+    /// Reads the exchange's streamed body whole (``BodySpool``), then starts its task.
+    private func spoolAndStart(_ exchange: URLSessionExchange) {
+        guard self.bridge.beginSpooling(exchange) else {
+            exchange.finish(CourierError(.sessionInvalidated, "\(exchange.request.summary): the engine was shut down", request: exchange.request))
+            return
+        }
+        let (spool, session, bridge) = (self.spool, self.session, self.bridge)
+        // Unstructured: the body is read while `execute` has returned, as NIOEngine's body pump
+        // does. The exchange holds it: `cancel(with:)` (and so the engine's shutdown) cancels it and
+        // ends the exchange at once, without waiting for a stream that ignores cancellation.
+        let work = Task {
+            let body: BodySpool.Spooled
+            do throws(CourierError) {
+                body = try await spool.read(exchange.request)
+            } catch {
+                // Cancelled: `cancel(with:)` ends the exchange; otherwise the body's failure does.
+                exchange.failSpooling(error)
+                return
+            }
+            if case .file(let file) = body { exchange.keepSpooledBody(file) }
+            // Cancelled while the body was read: `cancel(with:)` ended the exchange.
+            guard !exchange.isCancelled else {
+                exchange.discardSpooledBody()
+                return
+            }
+            Self.start(exchange, body: body, session: session, bridge: bridge)
+        }
+        exchange.spooling(work)
     }
 
     /// Fails the exchanges still running with `CourierError.Code.sessionInvalidated`, invalidates
@@ -115,9 +187,6 @@ public final class URLSessionEngine: Engine {
                 .unsupportedOption,
                 "\(request.summary): URLSessionEngine checks certificates against the system's roots only; this SecurityPolicy (pinning, private roots, invalid certificates or a client certificate) needs NIOEngine",
                 request: request)
-        }
-        if request.body.data == nil, request.body.fileURL == nil, !request.body.isEmpty {
-            return CourierError(.unsupportedOption, "\(request.summary): URLSessionEngine sends data and files, not streamed bodies", request: request)
         }
         if request.body.trailers != nil {
             return CourierError(.unsupportedOption, "\(request.summary): URLSessionEngine sends no trailer fields", request: request)
@@ -187,15 +256,26 @@ extension URLSessionEngine {
 
 /// One exchange on a `URLSessionTask`.
 ///
-/// `@unchecked Sendable`: `request`, `delegate` and `queue` are immutable and `state` is behind
-/// its lock; the compiler cannot see that `URLSessionTask` and `OperationQueue` are only used
-/// through their thread-safe calls.
+/// `@unchecked Sendable`: `request`, `delegate`, `queue` and `bridge` are immutable and `state`
+/// is behind its lock; the compiler cannot see that `URLSessionTask` and `OperationQueue` are only
+/// used through their thread-safe calls.
 final class URLSessionExchange: Exchange, @unchecked Sendable {
     let request: Request
     let delegate: any ExchangeDelegate
 
     private struct State {
         var task: URLSessionTask?
+        /// Reads a streamed body before the task is made (``BodySpool``); nil once it has.
+        var spooling: Task<Void, Never>?
+        /// The file a streamed body was written to, removed when URLSession is done with it.
+        var spooledFile: URL?
+        /// What the current task sends: sent again when Courier follows a redirect itself.
+        var sentBody: BodySpool.Spooled?
+        /// The request of the current hop: the exchange's, then each redirect's.
+        var current: Request
+        /// A redirect Courier follows itself, once the current task has ended
+        /// (``followItself(_:)``).
+        var redirect: Request?
         /// The error ``cancel(with:)`` gave, reported instead of URLSession's own.
         var cancellation: CourierError?
         var isSuspended = false
@@ -207,33 +287,131 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         var redirects = 0
     }
 
-    private let state = NIOLockedValueBox(State())
+    private let state: NIOLockedValueBox<State>
 
     /// The session's delegate queue: every event of the exchange is delivered on it.
     private let queue: OperationQueue
+    /// Keeps the exchange while it reads a streamed body.
+    private let bridge: Bridge
 
-    init(request: Request, delegate: any ExchangeDelegate, queue: OperationQueue) {
+    init(request: Request, delegate: any ExchangeDelegate, queue: OperationQueue, bridge: Bridge) {
         self.request = request
         self.delegate = delegate
         self.queue = queue
+        self.bridge = bridge
+        self.state = NIOLockedValueBox(State(current: request))
+    }
+
+    /// The request of the hop under way.
+    var current: Request { self.state.withLockedValue { $0.current } }
+
+    /// What the task being made sends.
+    func sending(_ body: BodySpool.Spooled?) {
+        self.state.withLockedValue { $0.sentBody = body }
+    }
+
+    /// URLSession follows a redirect with `request`.
+    func followed(_ request: Request) {
+        self.state.withLockedValue { $0.current = request }
+    }
+
+    /// Courier follows a redirect with `request` itself, on a new task, once the current one has
+    /// ended (URLSession on Linux sends a 307's body nowhere, and does not follow a 308). What the
+    /// current task still receives is dropped.
+    func followItself(_ request: Request) {
+        self.state.withLockedValue { state in
+            state.current = request
+            state.redirect = request
+        }
+    }
+
+    /// Whether a redirect Courier follows itself waits for the current task to end.
+    var isFollowingItself: Bool { self.state.withLockedValue { $0.redirect != nil } }
+
+    /// The redirect to follow now, with the body to send: its own when it is data or a file, else
+    /// the one the ended task sent (a streamed body, read once).
+    func takeRedirect() -> (request: Request, body: BodySpool.Spooled?)? {
+        self.state.withLockedValue { state in
+            guard let redirect = state.redirect else { return nil }
+            state.redirect = nil
+            state.task = nil
+            if redirect.body.isEmpty { return (redirect, nil) }
+            if let data = redirect.body.data { return (redirect, .data(data)) }
+            if let file = redirect.body.fileURL { return (redirect, .file(file)) }
+            return (redirect, state.sentBody)
+        }
     }
 
     func attach(_ task: URLSessionTask) {
         let cancellation = self.state.withLockedValue { state -> CourierError? in
             state.task = task
+            state.spooling = nil
             return state.cancellation
         }
-        // Cancelled in the delegate's first event: the task never starts, and completes cancelled.
+        // Cancelled in the delegate's first event (or while its body was read): the task never
+        // starts, and completes cancelled.
         if cancellation != nil { task.cancel() }
         task.resume()
     }
 
+    /// Whether ``cancel(with:)`` was called.
+    var isCancelled: Bool { self.state.withLockedValue { $0.cancellation != nil } }
+
     func cancel(with error: CourierError) {
-        let task = self.state.withLockedValue { state -> URLSessionTask? in
-            if state.cancellation == nil { state.cancellation = error }
-            return state.task
+        let (task, spooling) = self.state.withLockedValue { state -> (URLSessionTask?, Task<Void, Never>?) in
+            let first = state.cancellation == nil
+            if first { state.cancellation = error }
+            return (state.task, first ? state.spooling : nil)
         }
-        task?.cancel()
+        if let task {
+            task.cancel()
+        } else if let spooling {
+            self.stopSpooling(spooling)
+        }
+    }
+
+    /// The task reading a streamed body (``BodySpool``): cancelled with the exchange.
+    func spooling(_ work: Task<Void, Never>) {
+        let cancelled = self.state.withLockedValue { state -> Bool in
+            guard state.task == nil, !state.hasEnded else { return false }
+            state.spooling = work
+            return state.cancellation != nil
+        }
+        // Cancelled before the reading task was kept: `cancel(with:)` could not stop it.
+        if cancelled { self.stopSpooling(work) }
+    }
+
+    /// Cancelled with no task yet, while the body is read: the reading stops, and the exchange
+    /// ends now, on the delegate queue, whatever the body's stream does with the cancellation.
+    private func stopSpooling(_ work: Task<Void, Never>) {
+        work.cancel()
+        self.queue.addOperation {
+            self.finish(nil)
+            self.bridge.endSpooling(self)
+        }
+    }
+
+    /// The streamed body could not be read: the exchange ends with `error` (or its cancellation).
+    func failSpooling(_ error: CourierError) {
+        self.queue.addOperation {
+            self.finish(error)
+            self.bridge.endSpooling(self)
+        }
+    }
+
+    /// Keeps the file a streamed body was written to, for ``discardSpooledBody()``.
+    func keepSpooledBody(_ file: URL) {
+        self.state.withLockedValue { $0.spooledFile = file }
+    }
+
+    /// Removes the file a streamed body was written to, if any: URLSession is done with it, or
+    /// never got it.
+    func discardSpooledBody() {
+        guard let file = self.state.withLockedValue({ state -> URL? in
+            defer { state.spooledFile = nil }
+            return state.spooledFile
+        }) else { return }
+        try? FileManager.default.removeItem(at: file)
     }
 
     /// Holds what arrives from now on. The task goes on: suspending a running `URLSessionTask` on
@@ -259,9 +437,11 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         }
     }
 
-    /// A chunk arrived: delivered, or held while receiving is suspended.
+    /// A chunk arrived: delivered, or held while receiving is suspended; dropped when it is the
+    /// body of a redirect Courier follows itself.
     func received(_ data: Data) {
         let deliver = self.state.withLockedValue { state -> Bool in
+            guard state.redirect == nil else { return false }
             if state.isSuspended { state.held.append(data) }
             return !state.isSuspended
         }

@@ -128,6 +128,29 @@ public struct RequestBody: Sendable {
         return nil
     }
 
+    /// The body's bytes as a sequence of chunks, for an engine other than ``NIOEngine`` to send or
+    /// copy: an in-memory body is one chunk, a file is read in chunks as they are taken, an empty
+    /// body gives none. A ``stream(_:length:trailers:)`` body gives its own sequence, which can be
+    /// iterated once, whatever the number of calls; a ``replayableStream(length:trailers:_:)``
+    /// body makes a fresh sequence on each call. ``trailers`` are not part of it.
+    public func makeChunks() -> Stream {
+        switch self.storage {
+        case .empty:
+            return AsyncThrowingStream<ByteBuffer, any Error> { $0.finish() }
+        case .data(let data):
+            return AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+                continuation.yield(ByteBuffer(bytes: data))
+                continuation.finish()
+            }
+        case .file(let url):
+            return FileChunks(url: url, size: self.knownLength ?? 0)
+        case .stream(let stream, _):
+            return stream
+        case .replayableStream(let makeStream, _):
+            return makeStream()
+        }
+    }
+
     /// Whether the body can be sent a second time (for a redirect that keeps the body).
     public var isReplayable: Bool {
         if case .stream = self.storage { return false }

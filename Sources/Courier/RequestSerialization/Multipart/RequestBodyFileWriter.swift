@@ -36,7 +36,7 @@ enum RequestBodyFileWriter {
     /// Writes each chunk of `body` at the end of the file; returns the length.
     private static func copy(_ body: RequestBody, into handle: WriteFileHandle, path: FilePath) async throws -> Int64 {
         var offset: Int64 = 0
-        var chunks = Self.chunks(of: body).makeAsyncIterator()
+        var chunks = body.makeChunks().makeAsyncIterator()
         while let chunk = try await chunks.next() {
             do {
                 offset += try await handle.write(contentsOf: chunk, toAbsoluteOffset: offset)
@@ -47,25 +47,6 @@ enum RequestBodyFileWriter {
             }
         }
         return offset
-    }
-
-    /// The body as chunks, whatever it is stored as.
-    private static func chunks(of body: RequestBody) -> RequestBody.Stream {
-        switch body.storage {
-        case .empty:
-            return AsyncThrowingStream<ByteBuffer, any Error> { $0.finish() }
-        case .data(let data):
-            return AsyncThrowingStream<ByteBuffer, any Error> { continuation in
-                continuation.yield(ByteBuffer(bytes: data))
-                continuation.finish()
-            }
-        case .file(let url):
-            return FileChunks(url: url, size: body.knownLength ?? 0)
-        case .stream(let stream, _):
-            return stream
-        case .replayableStream(let makeStream, _):
-            return makeStream()
-        }
     }
 
     /// Refuses to replace anything but a regular file (a folder, a device).
