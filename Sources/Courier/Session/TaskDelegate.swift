@@ -400,8 +400,14 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         // The outcome is made in place and moved out (`take()`), never copied: a copy of it
         // retains each of its fields.
         var made: TaskOutcome?
+        var orphanedBy: SessionManager?
         let finished = self.state.withLockedValue { state -> (completion: TaskCompletion, held: HeldReport?)? in
-            guard state.machine.complete(), let (task, manager, completion) = state.takeHolds(keepingProgressHandlers: true) else { return nil }
+            guard state.machine.complete() else { return nil }
+            let owner = state.owner
+            guard let (task, manager, completion) = state.takeHolds(keepingProgressHandlers: true) else {
+                orphanedBy = owner
+                return nil
+            }
             let body = state.body
             state.body = nil
             // A small body is copied out of the buffer it arrived in: cheaper than wrapping the
@@ -420,7 +426,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
                 task: task, manager: manager, request: state.currentRequest, response: state.response, data: data, error: finalError)
             return (completion, held)
         }
-        guard let (completion, held) = finished, var outcome = made.take() else { return }
+        guard let (completion, held) = finished, var outcome = made.take() else {
+            self.endOrphaned(owner: orphanedBy)
+            return
+        }
         if let held {
             held.send()
             if let hook = self.hooks.dataTaskDidReceiveData, let data = outcome.data, !data.isEmpty {
@@ -499,6 +508,18 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         outcome.metrics = end.metrics
         self.reportEnd(end, task: outcome.task, manager: outcome.manager, response: outcome.response, error: outcome.error)
         outcome.manager.taskDidFinish(self)
+    }
+
+    /// A task that completed as its object was going away: its caller dropped the last reference
+    /// while the task was being cancelled (by ``SessionManager/invalidate(cancelingTasks:)-7w13y``,
+    /// say), after the task object could no longer be reached and before ``taskReleased()`` ran,
+    /// which then finds the task ended. Nobody hears of the end; the task leaves the registry and
+    /// its sink hears that nothing will come, as ``taskReleased()`` would have done (else the
+    /// registry keeps it, and an invalidated manager never shuts its engine down).
+    func endOrphaned(owner: SessionManager?) {
+        guard let owner else { return }
+        self.sink.abandon()
+        owner.taskDidFinish(self)
     }
 
     /// The caller let go of the task object. A task never resumed is then over: it leaves the

@@ -124,6 +124,26 @@ import Testing
         }
     }
 
+    /// A task the invalidation cancels just as its caller lets go of it: the task object can no
+    /// longer be reached (its weak reference reads nil, as while it is being freed) and its
+    /// release has not yet reached its delegate, which then finds the task ended. It still leaves
+    /// the manager's registry, so the engine shuts down. (It stayed, and `await invalidate`
+    /// never returned: found by reading, in an audit of what a long-lived manager keeps.)
+    @Test func aTaskCancelledAsItsCallerLetsGoLeavesTheManager() async throws {
+        for kind in ["data", "download"] {
+            let manager = SessionManager()
+            let url = URL(string: "http://127.0.0.1:\(closedPort())/get")!
+            let task: SessionTask =
+                kind == "data"
+                ? manager.dataTask(with: Request(url: url), completionHandler: { _, _, _ in })
+                : manager.downloadTask(with: Request(url: url), completionHandler: { _, _, _ in })
+            task.delegate.state.withLockedValue { $0.unstartedTask = nil }
+            invalidateCancelingWithoutWaiting(manager)
+            #expect(await eventually { manager.registry.withLockedValue { $0.delegates.isEmpty && $0.engineIsDown } }, "\(kind): the engine is down")
+            withExtendedLifetime(task) {}
+        }
+    }
+
     /// A task retried once the network came back (the connectivity retry) goes like any other.
     @Test func aRetriedTaskGoes() async throws {
         try await withTestServer { server in
@@ -276,6 +296,11 @@ import Testing
 /// `invalidate(cancelingTasks:)`'s synchronous form, from an `async` context.
 func invalidateWithoutWaiting(_ manager: SessionManager) {
     manager.invalidate(cancelingTasks: false)
+}
+
+/// `invalidate(cancelingTasks: true)` without waiting for the engine to shut down.
+func invalidateCancelingWithoutWaiting(_ manager: SessionManager) {
+    manager.invalidate(cancelingTasks: true)
 }
 
 /// Weak references to what Courier made, checked for release.

@@ -151,8 +151,14 @@ extension TaskDelegate {
             /// The progress of a response that was held back in case it was retried.
             var held: HeldReport?
         }
+        var orphanedBy: SessionManager?
         let ending = self.state.withLockedValue { state -> Ending? in
-            guard state.machine.complete(), let (task, manager, completion) = state.takeHolds(keepingProgressHandlers: true) else { return nil }
+            guard state.machine.complete() else { return nil }
+            let owner = state.owner
+            guard let (task, manager, completion) = state.takeHolds(keepingProgressHandlers: true) else {
+                orphanedBy = owner
+                return nil
+            }
             defer {
                 state.downloadFile = nil
                 state.resumeDataHandler = nil
@@ -165,7 +171,10 @@ extension TaskDelegate {
                 request: state.currentRequest, response: state.response, validators: state.resumeValidators,
                 resumeDataHandler: state.resumeDataHandler, expected: state.countOfBytesExpectedToReceive, held: held)
         }
-        guard let ending else { return }
+        guard let ending else {
+            self.endOrphaned(owner: orphanedBy)
+            return
+        }
         if let held = ending.held {
             held.send()
             if let hook = self.hooks.downloadTaskDidWriteData, let task = ending.task as? DownloadTask {
