@@ -195,6 +195,16 @@ struct AuthenticationInterceptorTests {
         #expect(authenticator.refreshes == 4)
     }
 
+    @Test("Without the refresh-storm guard no refresh time is kept; with it, those in the window")
+    func refreshTimesAreKeptOnlyForTheGuard() async throws {
+        for window in [AuthenticationInterceptor<TestAuthenticator>.RefreshWindow?.none, .init(interval: .seconds(30), maximumAttempts: 10)] {
+            let interceptor = AuthenticationInterceptor(
+                authenticator: TestAuthenticator(), credential: TestToken(access: "token-0"), refreshWindow: window, clock: ManualRetryClock())
+            for round in 0..<5 { #expect(try await interceptor.retry(Self.refused("token-\(round)")).isRetry) }
+            #expect(interceptor.refreshTimesKept == (window == nil ? 0 : 5))
+        }
+    }
+
     @Test("A waiting request that is cancelled stops waiting; the refresh goes on for the others")
     func cancelledWaiter() async throws {
         let authenticator = TestAuthenticator(holdingRefreshes: true)

@@ -79,6 +79,32 @@ struct HTTPAuthenticationResponderTests {
             == HTTPAuthorization.basic(HTTPCredential(user: "ann", password: "s cret")))
     }
 
+    @Test("At most `AnsweredSpaces.limit` spaces are kept: the one used least recently goes first")
+    func answeredSpacesAreBounded() throws {
+        typealias Spaces = HTTPAuthenticationResponder.AnsweredSpaces
+        func answer(_ host: Int) -> HTTPAuthenticationResponder.Answer {
+            HTTPAuthenticationResponder.Answer(
+                space: ProtectionSpace(urlScheme: "https", host: "h\(host).courier.test", port: 443, realm: "r", authenticationMethod: .httpBasic),
+                credential: HTTPCredential(user: "u", password: "p"), digest: nil, pathPrefixes: ["/"])
+        }
+        var spaces = Spaces()
+        spaces.record(answer(0))
+        spaces.record(answer(1))
+        // Host 0 is used: host 1 is now the least recently used.
+        #expect(spaces.use(origin: ProtectionSpace(urlScheme: "https", host: "h0.courier.test", port: 443), path: "/x")?.nonceCount == 1)
+        for host in 2...Spaces.limit { spaces.record(answer(host)) }
+        #expect(spaces.count == Spaces.limit)
+        #expect(spaces[answer(1).space] == nil, "the least recently used space was forgotten")
+        #expect(spaces[answer(0).space] != nil)
+        #expect(spaces[answer(Spaces.limit).space] != nil)
+        // Recording a space again replaces it; forgetting takes it away.
+        spaces.record(answer(0))
+        #expect(spaces.count == Spaces.limit)
+        spaces.forget(answer(0).space)
+        #expect(spaces.count == Spaces.limit - 1)
+        #expect(spaces[answer(0).space] == nil)
+    }
+
     @Test("The hook answers: with a credential, by default, cancelling, or rejecting the space for the next challenge")
     func hook() throws {
         let responder = Self.responder()

@@ -142,4 +142,14 @@ struct RequestCompressorTests {
         #expect(try await !compressor.retry(FailedAttempt(request: request, response: HTTPResponse(status: .unsupportedMediaType))).isRetry)
         #expect(try await !compressor.retry(FailedAttempt(request: sent, response: HTTPResponse(status: .badRequest))).isRetry)
     }
+
+    @Test("The origins that refused are bounded: past the limit, the one that refused longest ago is forgotten")
+    func refusingOriginsAreBounded() {
+        var origins = RequestCompressor.RefusingOrigins()
+        for index in 0..<5 { origins.insert("https://h\(index).courier.test:443", limit: 3) }
+        origins.insert("https://h4.courier.test:443", limit: 3)
+        #expect(origins.origins == ["https://h2.courier.test:443", "https://h3.courier.test:443", "https://h4.courier.test:443"])
+        #expect(!origins.contains("https://h0.courier.test:443"))
+        #expect(RequestCompressor.rememberedOriginLimit == 1024)
+    }
 }

@@ -214,7 +214,9 @@ public final class AuthenticationInterceptor<AuthenticatorType: Authenticator>: 
                             return .resume(.failure(excessive))
                         }
                         state.generation += 1
-                        state.refreshTimes.append(self.clock.now)
+                        // Kept only for the refresh-storm guard, which prunes them; without it
+                        // they would pile up for the interceptor's life.
+                        if self.refreshWindow != nil { state.refreshTimes.append(self.clock.now) }
                         state.refresh = .running(generation: state.generation, version: version, task: nil)
                         state.waiters[id] = continuation
                         return .start(generation: state.generation)
@@ -285,6 +287,9 @@ public final class AuthenticationInterceptor<AuthenticatorType: Authenticator>: 
         }
         for waiter in waiters { waiter.resume(returning: outcome) }
     }
+
+    /// How many refreshes the refresh-storm guard remembers (none without a ``refreshWindow``).
+    var refreshTimesKept: Int { self.state.withLockedValue { $0.refreshTimes.count } }
 
     private func excessiveRefresh(in state: inout State) -> CourierError? {
         guard let window = self.refreshWindow else { return nil }

@@ -23,10 +23,98 @@ final class HTTPAuthenticationResponder: Sendable {
         var nonceCount = 0
         /// The paths (absolute) at or below which requests are in the space.
         var pathPrefixes: [String]
+        /// When it was last recorded or used (``AnsweredSpaces``' clock).
+        var lastUsed: UInt64 = 0
+
+        /// The length of the longest of its paths that `path` is at or below; -1 for none.
+        func longestPrefix(of path: String) -> Int {
+            var longest = -1
+            for prefix in self.pathPrefixes where path.hasPrefix(prefix) { longest = max(longest, prefix.count) }
+            return longest
+        }
+    }
+
+    /// The answered spaces, by origin, for at most ``AnsweredSpaces/limit`` spaces.
+    struct AnsweredSpaces {
+        /// How many spaces are kept: past it, the one used least recently is forgotten (its next
+        /// request is challenged again and answered from the credentials). A manager that lives
+        /// for months and meets many hosts that challenge would otherwise keep every one.
+        static let limit = 1024
+
+        private struct Origin: Hashable {
+            var scheme: String
+            var host: String
+            var port: Int
+            init(_ space: ProtectionSpace) {
+                (self.scheme, self.host, self.port) = (space.urlScheme, space.host, space.port)
+            }
+        }
+
+        private var byOrigin: [Origin: [Answer]] = [:]
+        private(set) var count = 0
+        /// Counts uses, so that the least recently used space is the one with the smallest mark.
+        private var clock: UInt64 = 0
+
+        var isEmpty: Bool { self.count == 0 }
+
+        subscript(space: ProtectionSpace) -> Answer? {
+            self.byOrigin[Origin(space)]?.first { $0.space == space }
+        }
+
+        /// Keeps `answer`, in place of the one for its space if there was one.
+        mutating func record(_ answer: Answer) {
+            var answer = answer
+            self.clock += 1
+            answer.lastUsed = self.clock
+            let origin = Origin(answer.space)
+            if let index = self.byOrigin[origin]?.firstIndex(where: { $0.space == answer.space }) {
+                self.byOrigin[origin]![index] = answer
+                return
+            }
+            self.byOrigin[origin, default: []].append(answer)
+            self.count += 1
+            if self.count > Self.limit { self.forgetLeastRecentlyUsed() }
+        }
+
+        /// Forgets `space`'s answer.
+        mutating func forget(_ space: ProtectionSpace) {
+            let origin = Origin(space)
+            guard let index = self.byOrigin[origin]?.firstIndex(where: { $0.space == space }) else { return }
+            self.byOrigin[origin]!.remove(at: index)
+            if self.byOrigin[origin]!.isEmpty { self.byOrigin[origin] = nil }
+            self.count -= 1
+        }
+
+        /// The answered space of `origin` whose paths hold `path` most narrowly, counted as used
+        /// (its Digest nonce count goes up by one).
+        mutating func use(origin space: ProtectionSpace, path: String) -> Answer? {
+            let origin = Origin(space)
+            guard let answers = self.byOrigin[origin] else { return nil }
+            var best: (index: Int, prefix: Int)?
+            for (index, answer) in answers.enumerated() {
+                let prefix = answer.longestPrefix(of: path)
+                if prefix >= 0, prefix > (best?.prefix ?? -1) { best = (index, prefix) }
+            }
+            guard let best else { return nil }
+            self.clock += 1
+            self.byOrigin[origin]![best.index].nonceCount += 1
+            self.byOrigin[origin]![best.index].lastUsed = self.clock
+            return self.byOrigin[origin]![best.index]
+        }
+
+        private mutating func forgetLeastRecentlyUsed() {
+            var oldest: (origin: Origin, space: ProtectionSpace, mark: UInt64)?
+            for (origin, answers) in self.byOrigin {
+                for answer in answers where answer.lastUsed < (oldest?.mark ?? .max) {
+                    oldest = (origin, answer.space, answer.lastUsed)
+                }
+            }
+            if let oldest { self.forget(oldest.space) }
+        }
     }
 
     let credentials: CredentialStore
-    private let answers = NIOLockedValueBox<[ProtectionSpace: Answer]>([:])
+    private let answers = NIOLockedValueBox(AnsweredSpaces())
     private let makeClientNonce: @Sendable () -> String
 
     init(credentials: CredentialStore, makeClientNonce: @escaping @Sendable () -> String = HTTPAuthorization.makeClientNonce) {
@@ -52,13 +140,7 @@ final class HTTPAuthenticationResponder: Sendable {
         let head = request.head
         let path = head.path ?? "/"
         let chosen = self.answers.withLockedValue { answers -> (Answer, Int)? in
-            let candidates = answers.values.filter { answer in
-                answer.space.urlScheme == origin.urlScheme && answer.space.host == origin.host && answer.space.port == origin.port
-                    && answer.pathPrefixes.contains { path.hasPrefix($0) }
-            }
-            guard var best = candidates.max(by: { Self.longestPrefix($0, path) < Self.longestPrefix($1, path) }) else { return nil }
-            best.nonceCount += 1
-            answers[best.space] = best
+            guard let best = answers.use(origin: origin, path: path) else { return nil }
             return (best, best.nonceCount)
         }
         guard let (answer, nonceCount) = chosen else { return request }
@@ -79,10 +161,6 @@ final class HTTPAuthenticationResponder: Sendable {
     /// The user and password of `url` (percent-decoded), if it has a user.
     static func credential(in url: URL) -> HTTPCredential? {
         url.user.map { HTTPCredential(user: $0.removingPercentEncoding ?? $0, password: url.password?.removingPercentEncoding ?? "") }
-    }
-
-    private static func longestPrefix(_ answer: Answer, _ path: String) -> Int {
-        answer.pathPrefixes.filter { path.hasPrefix($0) }.map(\.count).max() ?? -1
     }
 
     // MARK: Retrying
@@ -196,7 +274,7 @@ final class HTTPAuthenticationResponder: Sendable {
             prefixes = [String(path[...(path.lastIndex(of: "/") ?? path.startIndex)])]
         }
         self.answers.withLockedValue { answers in
-            answers[space] = Answer(space: space, credential: credential, digest: digest, pathPrefixes: prefixes)
+            answers.record(Answer(space: space, credential: credential, digest: digest, pathPrefixes: prefixes))
         }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import NIOConcurrencyHelpers
+import NIOCore
 
 /// Compresses request bodies with gzip or deflate, for servers known to accept
 /// `Content-Encoding` on requests (Alamofire's `DeflateRequestCompressor`). Opt-in: add one to a
@@ -73,7 +74,26 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
     public let duplicateHeaderBehavior: DuplicateHeaderBehavior
     /// A last word on each request that passed the other checks; `true` by default.
     public let shouldCompress: @Sendable (Request) -> Bool
-    private let refusingOrigins = NIOLockedValueBox<Set<String>>([])
+    private let refusingOrigins = NIOLockedValueBox(RefusingOrigins())
+
+    /// How many origins that refused a compressed body are remembered: past it the one that
+    /// refused longest ago is forgotten (its next compressed body is refused once more and sent
+    /// again as it is), so that a compressor that lives for months keeps a bounded list.
+    public static let rememberedOriginLimit = 1024
+
+    /// The origins that refused, in the order they did.
+    struct RefusingOrigins {
+        private(set) var origins: Set<String> = []
+        private var order = CircularBuffer<String>()
+
+        mutating func insert(_ origin: String, limit: Int = RequestCompressor.rememberedOriginLimit) {
+            guard self.origins.insert(origin).inserted else { return }
+            self.order.append(origin)
+            while self.order.count > limit { self.origins.remove(self.order.removeFirst()) }
+        }
+
+        func contains(_ origin: String) -> Bool { self.origins.contains(origin) }
+    }
 
     /// A compressor.
     /// - Parameters:
@@ -92,8 +112,9 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
         self.shouldCompress = shouldCompress
     }
 
-    /// The origins (`scheme://host:port`) that refused a compressed body; they get bodies as they are.
-    public var refusingOriginList: Set<String> { self.refusingOrigins.withLockedValue { $0 } }
+    /// The origins (`scheme://host:port`) that refused a compressed body; they get bodies as they
+    /// are. At most ``rememberedOriginLimit``, the latest to refuse.
+    public var refusingOriginList: Set<String> { self.refusingOrigins.withLockedValue { $0.origins } }
 
     public func adapt(_ request: Request, using context: AdaptationContext) async throws -> Request {
         if let existing = request.headerFields[.contentEncoding] {
@@ -135,7 +156,7 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
             attempt.request.headerFields.value(of: .contentEncoding) == self.encoding.name,
             attempt.retryCount(for: .compressionRefused) == 0, let origin = Self.origin(of: attempt.request.url)
         else { return .doNotRetry }
-        self.refusingOrigins.withLockedValue { _ = $0.insert(origin) }
+        self.refusingOrigins.withLockedValue { $0.insert(origin) }
         attempt.logger.debug("the server refused a compressed body: sending it as it is", metadata: ["courier.origin": "\(origin)"])
         return .retry(reason: .compressionRefused)
     }
