@@ -247,25 +247,42 @@ public final class WebSocketTask: Sendable {
         }
     }
 
-    /// Sends a PING and waits for its PONG.
+    /// Sends a PING and waits for its PONG, or for the PONG of a later PING: a peer may answer
+    /// only the most recent of several PINGs (RFC 6455 5.5.3), which answers the earlier ones too.
+    ///
+    /// - Throws: the task's error when it ends first; ``CourierError/Code/cancelled`` when the
+    ///   calling task is cancelled while it waits (the connection stays open).
     public func sendPing() async throws {
         try await self.waitUntilOpen()
         var payload = ByteBuffer()
         payload.writeInteger(UInt64.random(in: .min ... .max))
         let sent = payload
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let ended = self.state.withLockedValue { state -> CourierError? in
-                guard case .open = state.phase else { return state.error ?? Self.notOpenError() }
-                state.pingWaiters.append((sent, continuation))
-                return nil
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let ended = self.state.withLockedValue { state -> CourierError? in
+                    guard case .open = state.phase else { return state.error ?? Self.notOpenError() }
+                    // Cancelled before the wait began: the cancellation handler found nothing to end.
+                    if Task.isCancelled { return self.pingCancelledError() }
+                    state.pingWaiters.append((sent, continuation))
+                    // Queued on the loop under the lock: PINGs go out in the order they wait, so
+                    // that a PONG answers its own PING and those before it.
+                    let handler = state.handler
+                    handler?.eventLoop.execute { handler?.value.sendPing(sent, promise: nil) }
+                    return nil
+                }
+                if let ended { continuation.resume(throwing: ended) }
             }
-            if let ended {
-                continuation.resume(throwing: ended)
-                return
+        } onCancel: {
+            let waiter = self.state.withLockedValue { state -> CheckedContinuation<Void, any Error>? in
+                guard let index = state.pingWaiters.firstIndex(where: { $0.0 == sent }) else { return nil }
+                return state.pingWaiters.remove(at: index).1
             }
-            let handler = self.state.withLockedValue { $0.handler }
-            handler?.eventLoop.execute { handler?.value.sendPing(sent, promise: nil) }
+            waiter?.resume(throwing: self.pingCancelledError())
         }
+    }
+
+    private func pingCancelledError() -> CourierError {
+        CourierError(.cancelled, "\(self.request.summary): the wait for a PONG was cancelled", request: self.request)
     }
 
     /// Closes with `code` and `reason` (at most 123 bytes of UTF-8 are sent) and waits until the
@@ -651,12 +668,16 @@ extension WebSocketTask: WebSocketChannelHandlerDelegate {
         return unread
     }
 
+    /// A PONG answers its PING and every PING sent before it (RFC 6455 5.5.3: a peer may answer
+    /// only the latest); a PONG that answers no PING of ours changes nothing.
     func webSocketDidReceivePong(_ payload: ByteBuffer) {
-        let waiter = self.state.withLockedValue { state -> CheckedContinuation<Void, any Error>? in
-            guard let index = state.pingWaiters.firstIndex(where: { $0.0 == payload }) else { return nil }
-            return state.pingWaiters.remove(at: index).1
+        let answered = self.state.withLockedValue { state -> [(ByteBuffer, CheckedContinuation<Void, any Error>)] in
+            guard let index = state.pingWaiters.firstIndex(where: { $0.0 == payload }) else { return [] }
+            let answered = Array(state.pingWaiters[...index])
+            state.pingWaiters.removeFirst(index + 1)
+            return answered
         }
-        waiter?.resume()
+        for (_, waiter) in answered { waiter.resume() }
     }
 
     func webSocketDidFinish(_ ending: WebSocketConnectionStateMachine.Ending) {

@@ -24,6 +24,8 @@ import NIOWebSocket
 /// - `close-after-pings`: answers PINGs; after the `count=N`th (1 by default) sends a close frame
 ///   with `close-code=C` (1001 by default, as a Vapor server's `close()`), as the
 ///   `/websocket/ping/N` route of Alamofire's test server does.
+/// - `latest-pong`: holds its PONGs until `count=N` PINGs (2 by default) have come, then answers
+///   only the last of them, as RFC 6455 5.5.3 allows; and so on for each N after.
 /// - `masked`: sends a masked text frame. `invalid-utf8`: a text frame that is not UTF-8.
 ///   `big-control`: a PING of 126 bytes. `bad-close`: a close frame with 1005, which may not be
 ///   sent. `unexpected-continuation`: a continuation frame with no message begun.
@@ -41,7 +43,7 @@ enum WebSocketRoute {
 
     static let modes: Set<String> = [
         "echo", "fragmented", "close-after-first", "drop-after-first", "silent", "discard", "masked", "invalid-utf8", "big-control", "bad-close",
-        "unexpected-continuation", "bad-accept", "unoffered-extension", "payloads", "close-after-pings",
+        "unexpected-continuation", "bad-accept", "unoffered-extension", "payloads", "close-after-pings", "latest-pong",
     ]
 
     /// The upgrader for the routes; `state` counts the PINGs they receive.
@@ -80,7 +82,7 @@ enum WebSocketRoute {
                     if let http = try? sync.handler(type: TestServerHandler.self) { sync.removeHandler(http, promise: nil) }
                     let mode = Self.mode(of: head.uri) ?? "echo"
                     let options = WebSocketRouteHandler.Options(
-                        count: Self.option("count", of: head.uri).flatMap { Int($0) } ?? 1,
+                        count: Self.option("count", of: head.uri).flatMap { Int($0) } ?? (mode == "latest-pong" ? 2 : 1),
                         closeCode: Self.option("close-code", of: head.uri).flatMap { UInt16($0) },
                         document: mode == "payloads" ? Self.echoDocument(of: head, channel: channel) : nil
                     )
@@ -206,8 +208,10 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
         switch frame.opcode {
         case .ping:
             self.state.webSocketPingReceived()
-            self.send(context: context, WebSocketFrame(fin: true, opcode: .pong, data: payload))
             self.pings += 1
+            if self.mode != "latest-pong" || self.pings % max(1, self.options.count) == 0 {
+                self.send(context: context, WebSocketFrame(fin: true, opcode: .pong, data: payload))
+            }
             if self.mode == "close-after-pings", self.pings == self.options.count {
                 self.startClosingHandshake(context: context, code: self.options.closeCode ?? 1001)
             }

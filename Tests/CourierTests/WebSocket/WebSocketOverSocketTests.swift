@@ -68,6 +68,45 @@ struct WebSocketOverSocketTests {
         }
     }
 
+    /// A server that answers only the latest of two PINGs (RFC 6455 5.5.3) answers both: the
+    /// first `sendPing()` returns with the second's PONG. (It waited for ever, and its waiter
+    /// stayed with the task for the connection's life.)
+    @Test func aPongAnswersItsPingAndTheEarlierOnes() async throws {
+        try await withTask("latest-pong") { task, server in
+            try await task.waitUntilOpen()
+            let firstReturned = NIOLockedValueBox(false)
+            // Unstructured so that the test can see it wait; cancelled below if it still waits.
+            let first = Task {
+                try await task.sendPing()
+                firstReturned.withLockedValue { $0 = true }
+            }
+            #expect(await eventually { server.webSocketPingsReceived == 1 })
+            #expect(!firstReturned.withLockedValue { $0 }, "the server holds its PONG")
+            try await task.sendPing()
+            #expect(await eventually { firstReturned.withLockedValue { $0 } }, "the second PING's PONG answered the first")
+            first.cancel()
+            #expect(!task.isFinished && task.error == nil)
+        }
+    }
+
+    /// A caller that stops waiting for a PONG (its task cancelled) gets `cancelled`; the
+    /// connection stays open and carries the next PING.
+    @Test func aCancelledPingWaitEndsAndTheSocketStaysOpen() async throws {
+        try await withTask("latest-pong?count=2") { task, server in
+            try await task.waitUntilOpen()
+            // Unstructured so that the test can cancel it while it waits.
+            let waiting = Task { try await task.sendPing() }
+            #expect(await eventually { server.webSocketPingsReceived == 1 })
+            waiting.cancel()
+            let error = await #expect(throws: CourierError.self) { try await waiting.value }
+            #expect(error?.code == .cancelled)
+            #expect(!task.isFinished && task.error == nil)
+            // The second PING is answered (the server answers every second one).
+            try await task.sendPing()
+            #expect(server.webSocketPingsReceived == 2)
+        }
+    }
+
     @Test func fragmentsWithAPingBetweenAreOneMessage() async throws {
         try await withTask("fragmented") { task, _ in
             var messages = task.messages.makeAsyncIterator()
