@@ -37,6 +37,9 @@ import HTTPTypes
 /// ``webSocketTask(_:didFinishCollecting:)`` and ``webSocketTask(_:didCompleteWith:closeCode:)``.
 public protocol EventMonitor: Sendable {
     /// Where this monitor's events are delivered; make it serial. Each monitor should have its own.
+    /// Events wait for the queue in memory, with the tasks and metrics they name: a queue that
+    /// never runs (`DispatchQueue.main` in a program that never runs the main queue, as most
+    /// servers on Linux) keeps every one.
     var queue: DispatchQueue { get }
 
     /// A task was made (suspended).
