@@ -318,6 +318,47 @@ struct EngineParityTests {
         }
     }
 
+    /// The session's retry policy sends a refused request again (a 503, twice more) and then
+    /// gives the last refusal; a download resumes from its resume data with a range request
+    /// (the kept bytes, then the rest); a server-sent event stream that the server ends after two
+    /// events reconnects with `Last-Event-ID` until all five came, in order.
+    @Test(arguments: Kind.allCases)
+    func retriesResumedDownloadsAndEventStreamsAreTheSessions(_ kind: Kind) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-parity-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await withTestServer { server in
+            try await self.withManager(kind, server) { manager in
+                var policy = RetryPolicy(retryLimit: 2)
+                policy.initialBackoff = .milliseconds(1)
+                manager.interceptor = policy
+                let refused = await #expect(throws: CourierError.self) { try await manager.get("status/503") }
+                #expect(refused?.response?.status.code == 503)
+                #expect(server.requestCount == 3, "the first request and two retries")
+                manager.interceptor = nil
+
+                let whole = try await manager.data(for: Request(url: server.url("/range/2000"))).value
+                let partial = folder.appendingPathComponent("partial.tmp")
+                try whole.prefix(700).write(to: partial)
+                let resume = ResumeData(
+                    request: Request(url: server.url("/range/2000")), temporaryFileURL: partial, bytesReceived: 700, expectedLength: 2000,
+                    entityTag: "\"range2000\"", lastModified: nil)
+                let download = try await manager.download(resumingFrom: resume)
+                #expect(download.response.status == .partialContent)
+                #expect(try Data(contentsOf: download.fileURL) == whole)
+                try? FileManager.default.removeItem(at: download.fileURL)
+
+                var options = ServerSentEventStream.Options()
+                options.retryDelay = .milliseconds(10)
+                var ids: [String] = []
+                for try await event in manager.eventStream(Request(url: server.url("/courier/sse?count=5&close-after=2")), options: options) {
+                    if let id = event.id { ids.append(id) }
+                }
+                #expect(ids == ["1", "2", "3", "4", "5"])
+            }
+        }
+    }
+
     /// A body whose stream throws, or that gives fewer or more bytes than it declared, fails the
     /// task with `bodyReadFailed` on either engine.
     @Test(arguments: Kind.allCases)
@@ -328,7 +369,11 @@ struct EngineParityTests {
                 let bodies: [(String, RequestBody)] = [
                     ("throws", .stream(AsyncThrowingStream<ByteBuffer, any Error> { $0.yield(ByteBuffer(string: "abc")); $0.finish(throwing: Broken()) }, length: .unknown)),
                     ("short", .stream(Self.chunks(["abcd"]), length: .known(10))),
-                    ("long", .stream(Self.chunks(["abcd", "efghij"]), length: .known(4))),
+                    // One chunk past the length: NIOEngine finds it before sending anything. (Split as
+                    // "abcd" and "efghij", the server had a whole request after the first and its
+                    // answer could come before the second chunk was read: an answer before the body
+                    // was read is delivered, by design.)
+                    ("long", .stream(Self.chunks(["abcdefghij"]), length: .known(4))),
                 ]
                 for (name, body) in bodies {
                     var request = Request(method: .post, url: server.url("/post"))
