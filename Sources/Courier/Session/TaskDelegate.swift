@@ -518,6 +518,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// registry keeps it, and an invalidated manager never shuts its engine down).
     func endOrphaned(owner: SessionManager?) {
         guard let owner else { return }
+        let observers = self.state.withLockedValue { $0.finishProgressObservers(succeeded: false) }
+        self.finishProgressUpdates(observers)
         self.sink.abandon()
         owner.taskDidFinish(self)
     }
@@ -527,14 +529,16 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// (``BodySink/abandon()``). (A started task is held until it completes, so it is not
     /// released before.)
     func taskReleased() {
-        let (released, owner) = self.state.withLockedValue { state -> (Bool, SessionManager?) in
-            guard state.machine.released() else { return (false, nil) }
+        let (released, owner, observers) = self.state.withLockedValue { state -> (Bool, SessionManager?, [(ProgressObserver, ProgressSnapshot)]) in
+            guard state.machine.released() else { return (false, nil, []) }
             let owner = state.owner
             // The task object is already going: only the other holds are dropped.
             _ = state.takeHolds()
-            return (true, owner)
+            // Its `progressUpdates(for:)` sequences end (else their readers would wait for ever).
+            return (true, owner, state.finishProgressObservers(succeeded: false))
         }
         guard released else { return }
+        self.finishProgressUpdates(observers)
         self.sink.abandon()
         owner?.taskDidFinish(self)
     }

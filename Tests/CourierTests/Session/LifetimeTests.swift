@@ -137,11 +137,51 @@ import Testing
                 kind == "data"
                 ? manager.dataTask(with: Request(url: url), completionHandler: { _, _, _ in })
                 : manager.downloadTask(with: Request(url: url), completionHandler: { _, _, _ in })
+            let updates = Self.reading(task.progressUpdates(for: .download))
             task.delegate.state.withLockedValue { $0.unstartedTask = nil }
             invalidateCancelingWithoutWaiting(manager)
             #expect(await eventually { manager.registry.withLockedValue { $0.delegates.isEmpty && $0.engineIsDown } }, "\(kind): the engine is down")
+            #expect(await eventually { updates.ended }, "\(kind): its progress updates ended")
+            updates.stop()
             withExtendedLifetime(task) {}
         }
+    }
+
+    /// A task dropped before it was resumed ends its `progressUpdates(for:)` sequences: their
+    /// readers had the first snapshot and then waited for ever.
+    @Test func progressUpdatesOfATaskDroppedUnresumedEnd() async throws {
+        let manager = SessionManager()
+        var task: DataTask? = manager.dataTask(with: Request(url: URL(string: "http://127.0.0.1:\(closedPort())/get")!), completionHandler: { _, _, _ in })
+        let updates = Self.reading(task!.progressUpdates(for: .upload))
+        task = nil
+        #expect(await eventually { updates.ended }, "the sequence ended")
+        #expect(updates.count == 1, "the first snapshot, and no other")
+        updates.stop()
+        await manager.invalidate(cancelingTasks: true)
+    }
+
+    /// Reads `sequence` on a task of its own, counting snapshots until it ends.
+    final class Reading: Sendable {
+        private let state = NIOLockedValueBox((count: 0, ended: false))
+        private let reader = NIOLockedValueBox<Task<Void, Never>?>(nil)
+        var ended: Bool { self.state.withLockedValue { $0.ended } }
+        var count: Int { self.state.withLockedValue { $0.count } }
+        fileprivate func start(_ sequence: AsyncStream<ProgressSnapshot>) {
+            // Unstructured so that the test can wait for its end as an event; `stop()` cancels it.
+            self.reader.withLockedValue { reader in
+                reader = Task {
+                    for await _ in sequence { self.state.withLockedValue { $0.count += 1 } }
+                    self.state.withLockedValue { $0.ended = true }
+                }
+            }
+        }
+        func stop() { self.reader.withLockedValue { $0?.cancel() } }
+    }
+
+    static func reading(_ sequence: AsyncStream<ProgressSnapshot>) -> Reading {
+        let reading = Reading()
+        reading.start(sequence)
+        return reading
     }
 
     /// A task retried once the network came back (the connectivity retry) goes like any other.
