@@ -73,8 +73,9 @@ extension WebSocketTask {
         let response = error.response
         let answered = (response?.status.code ?? 0) >= 400
         let attemptError = answered ? nil : error
+        // Closed while its handshake was under way: no retry.
         guard let interception = self.interception, let manager = self.manager, !manager.isInvalidated,
-            interception.mayRetry(answered ? response : nil)
+            !self.state.withLockedValue({ $0.isClosing }), interception.mayRetry(answered ? response : nil)
         else {
             self.finish(error: error, code: .abnormalClosure, reason: "")
             return

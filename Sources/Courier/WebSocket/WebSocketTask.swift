@@ -146,6 +146,13 @@ public final class WebSocketTask: Sendable {
         }
     }
 
+    /// A task dropped without having finished (never resumed, say) ends its message sequence:
+    /// its producer was made to be finished by hand, and swift-nio stops the process when such a
+    /// producer goes unfinished.
+    deinit {
+        self.state.withLockedValue { $0.source }?.finish()
+    }
+
     // MARK: Public API
 
     /// The messages the server sends, in order; ends when the connection closes (normally after
@@ -289,13 +296,22 @@ public final class WebSocketTask: Sendable {
     /// closing handshake ended (the server's close frame, or ``WebSocketConfiguration/closeTimeout``).
     /// A task not yet open is cancelled.
     public func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
-        let handler = self.state.withLockedValue { state -> NIOLoopBound<WebSocketChannelHandler>? in
+        let (handler, waitsForRetry) = self.state.withLockedValue { state -> (NIOLoopBound<WebSocketChannelHandler>?, Bool) in
+            var waitsForRetry = false
             switch state.phase {
-            case .connecting, .awaitingRetry: if state.handler == nil { state.pendingClose = (code, reason) }
+            case .connecting: if state.handler == nil { state.pendingClose = (code, reason) }
+            case .awaitingRetry: waitsForRetry = true
             case .suspended, .open, .finished: break
             }
             state.isClosing = true
-            return state.handler
+            return (state.handler, waitsForRetry)
+        }
+        // Between two handshakes there is nothing to close: the wait for the retry ends now (it
+        // could last through every retry the policy allows).
+        if waitsForRetry {
+            self.cancel()
+            await self.waitUntilFinished()
+            return
         }
         let suspended = self.state.withLockedValue { state -> Bool in
             if case .suspended = state.phase { return true }

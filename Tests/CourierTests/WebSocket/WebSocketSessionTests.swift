@@ -150,6 +150,49 @@ struct WebSocketSessionTests {
         }
     }
 
+    @Test("A task dropped before it was resumed goes quietly, whether or not its messages were taken (swift-nio stopped the process: its message producer went unfinished)")
+    func droppedUnresumed() async throws {
+        let manager = SessionManager()
+        for takesMessages in [false, true] {
+            weak var weakTask: WebSocketTask?
+            do {
+                let task = manager.webSocketTask(with: Request(url: URL(string: "ws://127.0.0.1:\(closedPort())/courier/websocket/echo")!))
+                weakTask = task
+                let messages = takesMessages ? task.messages : nil
+                withExtendedLifetime(messages) {}
+            }
+            #expect(await eventually { weakTask == nil }, "taken messages: \(takesMessages)")
+        }
+        await manager.invalidate(cancelingTasks: true)
+    }
+
+    @Test("Closing a task while its retry waits ends it at once, cancelled (it waited through every retry the policy allowed)")
+    func closedWhileWaiting() async throws {
+        try await self.withSession { server, manager in
+            var policy = RetryPolicy()
+            policy.initialBackoff = .seconds(600)
+            policy.random = { 1 }
+            manager.interceptor = policy
+            let waiting = NIOLockedValueBox(false)
+            var monitor = ClosureEventMonitor()
+            monitor.webSocketTaskWillRetry = { _, _, _, _ in waiting.withLockedValue { $0 = true } }
+            manager.eventMonitors = [monitor]
+            let task = manager.webSocketTask(with: Request(url: self.url(server, "echo?unavailable=1")))
+            task.resume()
+            #expect(await eventually { waiting.withLockedValue { $0 } })
+            let closed = NIOLockedValueBox(false)
+            // Unstructured so that the test can see `close()` return as an event; it ends with the task.
+            let closing = Task {
+                await task.close()
+                closed.withLockedValue { $0 = true }
+            }
+            #expect(await eventually { closed.withLockedValue { $0 } }, "close() returned")
+            #expect(task.error?.code == .cancelled)
+            task.cancel()
+            await closing.value
+        }
+    }
+
     @Test("Invalidating the manager without cancelling ends a handshake's retry wait at once, with the failure it waited to retry")
     func invalidatedWhileWaiting() async throws {
         try await withTestServer { server in
