@@ -221,8 +221,10 @@ public final class WebSocketTask: Sendable {
     /// wait to be written), the message is queued on the connection, in order, and the call
     /// returns without waiting for the write, as a channel's outbound writer does: waiting cost
     /// the caller a wake-up a message. Otherwise (and while the task closes) the call returns once
-    /// the message is written. A write that fails after the call returned ends the task with its
-    /// error, which the next call and ``messages`` report.
+    /// the message is written; a caller cancelled while it waits gets
+    /// ``CourierError/Code/cancelled`` at once, the message staying queued. A write that fails
+    /// after the call returned ends the task with its error, which the next call and ``messages``
+    /// report.
     public func send(_ message: WebSocketMessage) async throws {
         // Once open, a send takes the task's lock once (waitUntilOpen would take it three times
         // and make a continuation: a measurable share of a small message's round trip).
@@ -610,11 +612,41 @@ public final class WebSocketTask: Sendable {
         let promise = handler.eventLoop.makePromise(of: Void.self)
         handler.eventLoop.execute { body(handler.value, promise) }
         do {
-            try await promise.futureResult.get()
+            try await Self.waitCancellably(for: promise.futureResult, request: self.request)
         } catch let error as CourierError {
             throw error
         } catch {
             throw self.error ?? CourierError(.connectionClosed, "\(self.request.summary): the message could not be sent", underlyingError: error)
+        }
+    }
+
+    /// Waits for `future`, or until the calling task is cancelled: then the wait ends with
+    /// ``CourierError/Code/cancelled`` at once (a write to a peer that stopped reading waits for
+    /// its window for as long as the connection lives), while the work goes on.
+    static func waitCancellably(for future: EventLoopFuture<Void>, request: Request) async throws {
+        let settled = NIOLockedValueBox<(done: Bool, continuation: CheckedContinuation<Void, any Error>?)>((false, nil))
+        // Resumes the wait once, with the first of the future's result and the cancellation.
+        @Sendable func settle(_ result: Result<Void, any Error>) {
+            let continuation = settled.withLockedValue { state -> CheckedContinuation<Void, any Error>? in
+                guard !state.done else { return nil }
+                state.done = true
+                defer { state.continuation = nil }
+                return state.continuation
+            }
+            continuation?.resume(with: result)
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let done = settled.withLockedValue { state -> Bool in
+                    if !state.done { state.continuation = continuation }
+                    return state.done
+                }
+                // Cancelled before the wait began: the handler found no continuation.
+                if done { continuation.resume(throwing: CourierError(.cancelled, "\(request.summary): the wait for the write was cancelled", request: request)) }
+                future.whenComplete { settle($0) }
+            }
+        } onCancel: {
+            settle(.failure(CourierError(.cancelled, "\(request.summary): the wait for the write was cancelled", request: request)))
         }
     }
 

@@ -5,6 +5,8 @@ import HTTPTypes
 import InMemoryTracing
 import MetricsTestKit
 import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
 import Testing
 import Tracing
 
@@ -148,6 +150,28 @@ struct WebSocketSessionTests {
             await task.waitUntilFinished()
             #expect(task.error?.code == .cancelled)
         }
+    }
+
+    @Test("A send's wait for its write ends when the caller is cancelled (a peer that stops reading kept it for the connection's life); the write's own end settles it otherwise")
+    func aSendsWaitIsCancellable() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.any()
+        let request = Request(url: URL(string: "ws://127.0.0.1/")!)
+        let never = loop.makePromise(of: Void.self)
+        // Unstructured so that the test can cancel it while it waits.
+        let waiting = Task { try await WebSocketTask.waitCancellably(for: never.futureResult, request: request) }
+        waiting.cancel()
+        let error = await #expect(throws: CourierError.self) { try await waiting.value }
+        #expect(error?.code == .cancelled)
+        never.succeed()
+
+        let written = loop.makePromise(of: Void.self)
+        let done = Task { try await WebSocketTask.waitCancellably(for: written.futureResult, request: request) }
+        written.succeed()
+        try await done.value
+        struct Refused: Error {}
+        let failed = loop.makePromise(of: Void.self)
+        failed.fail(Refused())
+        await #expect(throws: Refused.self) { try await WebSocketTask.waitCancellably(for: failed.futureResult, request: request) }
     }
 
     @Test("A task dropped before it was resumed goes quietly, whether or not its messages were taken (swift-nio stopped the process: its message producer went unfinished)")
