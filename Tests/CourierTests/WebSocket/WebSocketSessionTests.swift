@@ -132,20 +132,26 @@ struct WebSocketSessionTests {
         }
     }
 
+    /// A task whose first handshake got a 503, once it waits (600 s) to retry it.
+    private func waitingForRetry(_ server: TestServer, _ manager: SessionManager) async -> WebSocketTask {
+        var policy = RetryPolicy()
+        policy.initialBackoff = .seconds(600)
+        policy.random = { 1 }
+        manager.interceptor = policy
+        let waiting = NIOLockedValueBox(false)
+        var monitor = ClosureEventMonitor()
+        monitor.webSocketTaskWillRetry = { _, _, _, _ in waiting.withLockedValue { $0 = true } }
+        manager.eventMonitors = [monitor]
+        let task = manager.webSocketTask(with: Request(url: self.url(server, "echo?unavailable=1")))
+        task.resume()
+        #expect(await eventually { waiting.withLockedValue { $0 } })
+        return task
+    }
+
     @Test("Cancelling a task while its retry waits ends it at once, cancelled")
     func cancelledWhileWaiting() async throws {
         try await self.withSession { server, manager in
-            var policy = RetryPolicy()
-            policy.initialBackoff = .seconds(600)
-            policy.random = { 1 }
-            manager.interceptor = policy
-            let waiting = NIOLockedValueBox(false)
-            var monitor = ClosureEventMonitor()
-            monitor.webSocketTaskWillRetry = { _, _, _, _ in waiting.withLockedValue { $0 = true } }
-            manager.eventMonitors = [monitor]
-            let task = manager.webSocketTask(with: Request(url: self.url(server, "echo?unavailable=1")))
-            task.resume()
-            #expect(await eventually { waiting.withLockedValue { $0 } })
+            let task = await self.waitingForRetry(server, manager)
             task.cancel()
             await task.waitUntilFinished()
             #expect(task.error?.code == .cancelled)
@@ -193,17 +199,7 @@ struct WebSocketSessionTests {
     @Test("Closing a task while its retry waits ends it at once, cancelled (it waited through every retry the policy allowed)")
     func closedWhileWaiting() async throws {
         try await self.withSession { server, manager in
-            var policy = RetryPolicy()
-            policy.initialBackoff = .seconds(600)
-            policy.random = { 1 }
-            manager.interceptor = policy
-            let waiting = NIOLockedValueBox(false)
-            var monitor = ClosureEventMonitor()
-            monitor.webSocketTaskWillRetry = { _, _, _, _ in waiting.withLockedValue { $0 = true } }
-            manager.eventMonitors = [monitor]
-            let task = manager.webSocketTask(with: Request(url: self.url(server, "echo?unavailable=1")))
-            task.resume()
-            #expect(await eventually { waiting.withLockedValue { $0 } })
+            let task = await self.waitingForRetry(server, manager)
             let closed = NIOLockedValueBox(false)
             // Unstructured so that the test can see `close()` return as an event; it ends with the task.
             let closing = Task {
@@ -221,17 +217,7 @@ struct WebSocketSessionTests {
     func invalidatedWhileWaiting() async throws {
         try await withTestServer { server in
             let manager = SessionManager()
-            var policy = RetryPolicy()
-            policy.initialBackoff = .seconds(600)
-            policy.random = { 1 }
-            manager.interceptor = policy
-            let waiting = NIOLockedValueBox(false)
-            var monitor = ClosureEventMonitor()
-            monitor.webSocketTaskWillRetry = { _, _, _, _ in waiting.withLockedValue { $0 = true } }
-            manager.eventMonitors = [monitor]
-            let task = manager.webSocketTask(with: Request(url: self.url(server, "echo?unavailable=1")))
-            task.resume()
-            #expect(await eventually { waiting.withLockedValue { $0 } })
+            let task = await self.waitingForRetry(server, manager)
             await manager.invalidate(cancelingTasks: false)
             await task.waitUntilFinished()
             #expect(task.error?.response?.status == .serviceUnavailable)
