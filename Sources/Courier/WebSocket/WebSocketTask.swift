@@ -63,8 +63,11 @@ public final class WebSocketTask: Sendable {
         /// The task's metrics as they are gathered: the handshake is the one attempt.
         var recorder = TaskMetricsRecorder()
         var taskMetrics: TaskMetrics?
-        var openWaiters: [CheckedContinuation<Void, any Error>] = []
-        var finishWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Callers of ``waitUntilOpen()`` and ``waitUntilFinished()``, by a number of their own
+        /// (``nextWaiter``), so that a cancelled one can leave.
+        var openWaiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+        var finishWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
         var pingWaiters: [(ByteBuffer, CheckedContinuation<Void, any Error>)] = []
         var source: Producer.Source?
         var sequence: Producer?
@@ -192,25 +195,41 @@ public final class WebSocketTask: Sendable {
     /// behind the 101 end the task at once (a server that sends its messages and its close
     /// straight away): those are then in ``messages``, ``closeCode`` and ``error``.
     /// - Returns: The server's 101 response.
-    /// - Throws: The task's ``CourierError`` when the handshake failed or the task ended first.
+    /// - Throws: The task's ``CourierError`` when the handshake failed or the task ended first;
+    ///   ``CourierError/Code/cancelled`` when the calling task is cancelled while it waits (the
+    ///   handshake goes on; ``cancel()`` ends it).
     @discardableResult
     public func waitUntilOpen() async throws -> HTTPResponse {
         self.resume()
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let outcome = self.state.withLockedValue { state -> Result<Void, CourierError>? in
-                switch state.phase {
-                case .open: return .success(())
-                case .finished:
-                    if state.response != nil, state.error == nil { return .success(()) }
-                    return .failure(state.error ?? Self.notOpenError())
-                case .suspended, .connecting, .awaitingRetry:
-                    state.openWaiters.append(continuation)
-                    return nil
+        let waiter = self.state.withLockedValue { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome = self.state.withLockedValue { state -> Result<Void, CourierError>? in
+                    switch state.phase {
+                    case .open: return .success(())
+                    case .finished:
+                        if state.response != nil, state.error == nil { return .success(()) }
+                        return .failure(state.error ?? Self.notOpenError())
+                    case .suspended, .connecting, .awaitingRetry:
+                        // Cancelled before the wait began: the cancellation handler found nothing.
+                        if Task.isCancelled { return .failure(self.waitCancelledError("opening handshake")) }
+                        state.openWaiters[waiter] = continuation
+                        return nil
+                    }
                 }
+                if let outcome { continuation.resume(with: outcome) }
             }
-            if let outcome { continuation.resume(with: outcome) }
+        } onCancel: {
+            self.state.withLockedValue { $0.openWaiters.removeValue(forKey: waiter) }?.resume(throwing: self.waitCancelledError("opening handshake"))
         }
         return self.state.withLockedValue { $0.response }!
+    }
+
+    private func waitCancelledError(_ what: String) -> CourierError {
+        CourierError(.cancelled, "\(self.request.summary): the wait for the \(what) was cancelled", request: self.request)
     }
 
     /// Sends a message, once the connection is open (starting the task if needed).
@@ -343,15 +362,25 @@ public final class WebSocketTask: Sendable {
         }
     }
 
-    /// Waits until the task ended (whatever the way).
+    /// Waits until the task ended (whatever the way), or until the calling task is cancelled.
     public func waitUntilFinished() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = self.state.withLockedValue { state -> Bool in
-                if case .finished = state.phase { return true }
-                state.finishWaiters.append(continuation)
-                return false
+        let waiter = self.state.withLockedValue { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let done = self.state.withLockedValue { state -> Bool in
+                    if case .finished = state.phase { return true }
+                    // Cancelled before the wait began: the cancellation handler found nothing.
+                    if Task.isCancelled { return true }
+                    state.finishWaiters[waiter] = continuation
+                    return false
+                }
+                if done { continuation.resume() }
             }
-            if done { continuation.resume() }
+        } onCancel: {
+            self.state.withLockedValue { $0.finishWaiters.removeValue(forKey: waiter) }?.resume()
         }
     }
 
@@ -557,10 +586,10 @@ public final class WebSocketTask: Sendable {
         // messages and its close right behind the 101). What a waiter does next (send, close,
         // cancel) runs on this loop, after this.
         let waiters = self.state.withLockedValue { state in
-            defer { state.openWaiters = [] }
+            defer { state.openWaiters = [:] }
             return state.openWaiters
         }
-        for waiter in waiters { waiter.resume() }
+        for waiter in waiters.values { waiter.resume() }
         // The handshake's handler goes; the bytes it holds (frames that came with the 101) go on
         // to the frame decoder.
         sync.removeHandler(handshakeHandler, promise: nil)
@@ -668,8 +697,8 @@ public final class WebSocketTask: Sendable {
             state.span = nil
             state.hopSpan = nil
             state.work = nil
-            state.openWaiters = []
-            state.finishWaiters = []
+            state.openWaiters = [:]
+            state.finishWaiters = [:]
             state.pingWaiters = []
             state.source = nil
             state.handler = nil
@@ -698,11 +727,11 @@ public final class WebSocketTask: Sendable {
             if MultiThreadedEventLoopGroup.currentEventLoop != nil { DispatchQueue.global().async(execute: post) } else { post() }
         }
         let failure = error ?? Self.notOpenError()
-        for waiter in ended.openWaiters { waiter.resume(throwing: failure) }
+        for waiter in ended.openWaiters.values { waiter.resume(throwing: failure) }
         for (_, waiter) in ended.pingWaiters { waiter.resume(throwing: failure) }
         if let error { ended.source?.finish(error) } else { ended.source?.finish() }
         ended.channel?.close(promise: nil)
-        for waiter in ended.finishWaiters { waiter.resume() }
+        for waiter in ended.finishWaiters.values { waiter.resume() }
     }
 }
 

@@ -213,6 +213,35 @@ struct WebSocketSessionTests {
         }
     }
 
+    @Test("A caller of waitUntilOpen or waitUntilFinished that is cancelled stops waiting (cancelled, or returning); the task goes on until it is cancelled itself")
+    func cancelledCallersStopWaiting() async throws {
+        try await self.withSession { server, manager in
+            let task = await self.waitingForRetry(server, manager)
+            let ends = NIOLockedValueBox<[String]>([])
+            // Unstructured so that the test can cancel them while they wait.
+            let opening = Task {
+                do {
+                    try await task.waitUntilOpen()
+                    ends.withLockedValue { $0.append("opened") }
+                } catch {
+                    ends.withLockedValue { $0.append("open: \((error as? CourierError).map { "\($0.code)" } ?? "\(error)")") }
+                }
+            }
+            let finishing = Task {
+                await task.waitUntilFinished()
+                ends.withLockedValue { $0.append("finish returned") }
+            }
+            opening.cancel()
+            finishing.cancel()
+            #expect(await eventually { ends.withLockedValue { $0.count } == 2 }, "\(ends.withLockedValue { $0 })")
+            #expect(Set(ends.withLockedValue { $0 }) == ["open: cancelled", "finish returned"])
+            #expect(!task.isFinished, "the task itself goes on")
+            task.cancel()
+            await opening.value
+            await finishing.value
+        }
+    }
+
     @Test("Invalidating the manager without cancelling ends a handshake's retry wait at once, with the failure it waited to retry")
     func invalidatedWhileWaiting() async throws {
         try await withTestServer { server in
