@@ -108,7 +108,7 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse, newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        guard let exchange = self.exchange(of: task), let url = request.url, exchange.mayFollowRedirect() else {
+        guard let exchange = self.exchange(of: task), let url = request.url, exchange.mayFollowRedirect(to: url) else {
             completionHandler(nil)
             return
         }
@@ -146,7 +146,7 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         guard response.statusCode == 308, let location = response.value(forHTTPHeaderField: "Location"),
             let target = URL(string: location, relativeTo: response.url ?? current.url)?.absoluteURL,
             let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https", target.host?.isEmpty == false,
-            exchange.mayFollowRedirect()
+            exchange.mayFollowRedirect(to: target)
         else { return nil }
         var next = current
         next.url = target
@@ -171,8 +171,9 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             completionHandler(.cancel)
             return
         }
-        // A redirect Courier follows itself: this task's response is not the exchange's.
-        if exchange.isFollowingItself {
+        // A redirect Courier follows itself, or one that broke the policy: this task's response
+        // is not the exchange's.
+        if exchange.isFollowingItself || exchange.brokeRedirectPolicy {
             completionHandler(.cancel)
             return
         }
@@ -180,6 +181,11 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             let chosen = exchange.delegate.exchange(willPerformRedirection: URLSessionEngine.response(from: http), newRequest: next)
         {
             exchange.followItself(chosen)
+            completionHandler(.cancel)
+            return
+        }
+        // A 308 past the policy's maximum, or back to where it was: the exchange fails.
+        if exchange.brokeRedirectPolicy {
             completionHandler(.cancel)
             return
         }

@@ -43,8 +43,10 @@ import FoundationNetworking
 /// Responses come decompressed, as libcurl hands them over. What `NIOEngine`'s configuration
 /// holds (proxies, HTTP versions, connection limits, timeouts) is the `URLSessionConfiguration`'s
 /// here: the session manager's `SessionConfiguration`-to-engine settings reach `NIOEngine` only.
-/// A request's `RequestOptions.timeoutInterval` applies, and of its `RequestOptions.redirectPolicy`
-/// `.disallow` and the maximum (past it the redirect is the response; `allowCycles` is not read).
+/// A request's `RequestOptions.timeoutInterval` applies, and its `RequestOptions.redirectPolicy`
+/// as on `NIOEngine`: with `.disallow` a redirect is the response; past the maximum, or back to a
+/// URL already requested when cycles are not allowed, the exchange fails with
+/// `CourierError.Code.tooManyRedirects`.
 /// A redirect that keeps the request's body (a 307 or 308 to a POST) and every 308 are followed by
 /// the engine itself, on a new `URLSessionTask` that sends the body again: FoundationNetworking
 /// sends a redirected request without its body and does not follow a 308.
@@ -276,6 +278,10 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         /// A redirect Courier follows itself, once the current task has ended
         /// (``followItself(_:)``).
         var redirect: Request?
+        /// The URLs requested so far, for a policy that allows no cycle.
+        var visited: Set<String> = []
+        /// Why a redirect broke the request's policy: the exchange ends with it.
+        var redirectFailure: CourierError?
         /// The error ``cancel(with:)`` gave, reported instead of URLSession's own.
         var cancellation: CourierError?
         var isSuspended = false
@@ -441,7 +447,7 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
     /// body of a redirect Courier follows itself.
     func received(_ data: Data) {
         let deliver = self.state.withLockedValue { state -> Bool in
-            guard state.redirect == nil else { return false }
+            guard state.redirect == nil, state.redirectFailure == nil else { return false }
             if state.isSuspended { state.held.append(data) }
             return !state.isSuspended
         }
@@ -453,19 +459,36 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         self.state.withLockedValue { $0.deliveredHead = true }
     }
 
-    /// Counts a redirect; false when the request's redirect policy allows no more.
-    func mayFollowRedirect() -> Bool {
-        let limit: Int
+    /// Counts a redirect to `target`; false when the request's redirect policy does not follow
+    /// it: `.disallow` (the redirect is the response), or past the maximum or back to a URL already
+    /// requested without cycles allowed (the exchange then ends with ``redirectFailure``), as
+    /// `NIOEngine`'s redirect planner decides.
+    func mayFollowRedirect(to target: URL) -> Bool {
         // NIOEngine's default when the request sets none.
-        switch self.request.options.redirectPolicy ?? .follow(max: 16, allowCycles: true) {
-        case .disallow: return false
-        case .follow(let max, _): limit = max
+        guard case .follow(let maximum, let allowCycles) = self.request.options.redirectPolicy ?? .follow(max: 16, allowCycles: true) else {
+            return false
         }
+        let summary = self.request.summary
         return self.state.withLockedValue { state in
+            let address = target.absoluteString
+            if state.visited.isEmpty { state.visited.insert(self.request.url.absoluteString) }
+            if state.redirects >= maximum {
+                state.redirectFailure = CourierError(.tooManyRedirects, "\(summary): more than \(maximum) redirects", request: self.request)
+                return false
+            }
+            if !allowCycles, address == state.current.url.absoluteString || state.visited.contains(address) {
+                state.redirectFailure = CourierError(.tooManyRedirects, "\(summary): redirect cycle back to \(address)", request: self.request)
+                return false
+            }
             state.redirects += 1
-            return state.redirects <= limit
+            state.visited.insert(address)
+            return true
         }
     }
+
+    /// Whether a redirect broke the request's policy: what the task still receives is not the
+    /// exchange's.
+    var brokeRedirectPolicy: Bool { self.state.withLockedValue { $0.redirectFailure != nil } }
 
     /// Ends the exchange once: held chunks first (a completion is the last call), then the
     /// completion with `error`, or with the cancellation's error when there was one.
@@ -474,7 +497,7 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
             guard !state.hasEnded else { return nil }
             state.hasEnded = true
             defer { state.held = [] }
-            return (state.held, state.cancellation, state.deliveredHead)
+            return (state.held, state.cancellation ?? state.redirectFailure, state.deliveredHead)
         }
         guard let (held, cancellation, deliveredHead) = ending else { return }
         // A task that ends well must have answered: an end with neither a response nor an error

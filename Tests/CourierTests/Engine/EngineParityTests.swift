@@ -359,6 +359,45 @@ struct EngineParityTests {
         }
     }
 
+    /// A request's redirect policy holds on either engine: past its maximum, or back to a URL it
+    /// already requested when cycles are not allowed, the task fails with `tooManyRedirects`
+    /// (302s that URLSession follows and 308s that URLSessionEngine follows itself); with
+    /// `.disallow` the redirect is the response. (URLSessionEngine gave the last 3xx as the response
+    /// past the maximum, and did not read `allowCycles`.)
+    @Test(arguments: Kind.allCases)
+    func redirectPoliciesHoldOnEveryEngine(_ kind: Kind) async throws {
+        try await withTestServer { server in
+            for status in [HTTPResponse.Status.found, .permanentRedirect] {
+                server.route("/loop-\(status.code)") { _ in
+                    TestServer.Response(status: status, headerFields: [.location: "/loop-\(status.code)"], body: Data())
+                }
+            }
+            try await self.withManager(kind, server) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                for code in [302, 308] {
+                    var limited = Request(url: server.url("/redirect/3"))
+                    limited.options.redirectPolicy = .follow(max: 2, allowCycles: true)
+                    if code == 308 { limited.url = server.url("/loop-308") }
+                    let tooMany = await #expect(throws: CourierError.self, "\(code)") { try await manager.data(for: limited) }
+                    #expect(tooMany?.code == .tooManyRedirects, "\(code): \(tooMany.map { "\($0)" } ?? "")")
+
+                    var cycle = Request(url: server.url("/loop-\(code)"))
+                    cycle.options.redirectPolicy = .follow(max: 10, allowCycles: false)
+                    let looped = await #expect(throws: CourierError.self, "\(code)") { try await manager.data(for: cycle) }
+                    #expect(looped?.code == .tooManyRedirects, "\(code): \(looped.map { "\($0)" } ?? "")")
+                    #expect(looped?.message.contains("cycle") == true, "\(code): \(looped.map { "\($0)" } ?? "")")
+
+                    var disallowed = Request(url: server.url("/loop-\(code)"))
+                    disallowed.options.redirectPolicy = .disallow
+                    var anyStatus = HTTPResponseSerializer()
+                    anyStatus.acceptableStatusCodes = IndexSet(200..<400)
+                    let response = try await manager.response(for: disallowed, serializer: anyStatus)
+                    #expect(response.response.status.code == code)
+                }
+            }
+        }
+    }
+
     /// A body whose stream throws, or that gives fewer or more bytes than it declared, fails the
     /// task with `bodyReadFailed` on either engine.
     @Test(arguments: Kind.allCases)
