@@ -400,14 +400,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         // The outcome is made in place and moved out (`take()`), never copied: a copy of it
         // retains each of its fields.
         var made: TaskOutcome?
-        var orphanedBy: SessionManager?
+        var unheard: UnheardEnd?
         let finished = self.state.withLockedValue { state -> (completion: TaskCompletion, held: HeldReport?)? in
-            guard state.machine.complete() else { return nil }
-            let owner = state.owner
-            guard let (task, manager, completion) = state.takeHolds(keepingProgressHandlers: true) else {
-                orphanedBy = owner
-                return nil
-            }
+            guard state.machine.complete(), let (task, manager, completion) = state.takeHoldsAtCompletion(else: &unheard) else { return nil }
             let body = state.body
             state.body = nil
             // A small body is copied out of the buffer it arrived in: cheaper than wrapping the
@@ -427,7 +422,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             return (completion, held)
         }
         guard let (completion, held) = finished, var outcome = made.take() else {
-            self.endOrphaned(owner: orphanedBy)
+            unheard.map(self.endUnheard)
             return
         }
         if let held {
@@ -510,18 +505,12 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         outcome.manager.taskDidFinish(self)
     }
 
-    /// A task that completed as its object was going away: its caller dropped the last reference
-    /// while the task was being cancelled (by ``SessionManager/invalidate(cancelingTasks:)-7w13y``,
-    /// say), after the task object could no longer be reached and before ``taskReleased()`` ran,
-    /// which then finds the task ended. Nobody hears of the end; the task leaves the registry and
-    /// its sink hears that nothing will come, as ``taskReleased()`` would have done (else the
-    /// registry keeps it, and an invalidated manager never shuts its engine down).
-    func endOrphaned(owner: SessionManager?) {
-        guard let owner else { return }
-        let observers = self.state.withLockedValue { $0.finishProgressObservers(succeeded: false) }
-        self.finishProgressUpdates(observers)
+    /// An end nobody hears (``UnheardEnd``): the task leaves the registry, its progress
+    /// sequences finish and its sink hears that nothing will come.
+    func endUnheard(_ end: UnheardEnd) {
+        self.finishProgressUpdates(end.observers)
         self.sink.abandon()
-        owner.taskDidFinish(self)
+        end.owner?.taskDidFinish(self)
     }
 
     /// The caller let go of the task object. A task never resumed is then over: it leaves the
@@ -529,25 +518,46 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// (``BodySink/abandon()``). (A started task is held until it completes, so it is not
     /// released before.)
     func taskReleased() {
-        let (released, owner, observers) = self.state.withLockedValue { state -> (Bool, SessionManager?, [(ProgressObserver, ProgressSnapshot)]) in
-            guard state.machine.released() else { return (false, nil, []) }
-            let owner = state.owner
+        let unheard = self.state.withLockedValue { state -> UnheardEnd? in
+            guard state.machine.released() else { return nil }
             // The task object is already going: only the other holds are dropped.
-            _ = state.takeHolds()
-            // Its `progressUpdates(for:)` sequences end (else their readers would wait for ever).
-            return (true, owner, state.finishProgressObservers(succeeded: false))
+            return state.takeUnheardEnd()
         }
-        guard released else { return }
-        self.finishProgressUpdates(observers)
-        self.sink.abandon()
-        owner?.taskDidFinish(self)
+        unheard.map(self.endUnheard)
     }
+}
+
+/// The end of a task that nobody hears: the task object went (its caller dropped it before
+/// resuming it), or was going as the task completed (cancelled by the manager's invalidation
+/// just as its caller let go of it, after the object could no longer be reached and before
+/// ``TaskDelegate/taskReleased()`` ran). Without it the registry kept the task, an invalidated
+/// manager never shut its engine down, and `progressUpdates(for:)` readers waited for ever.
+struct UnheardEnd {
+    let owner: SessionManager?
+    let observers: [(ProgressObserver, ProgressSnapshot)]
 }
 
 extension TaskState {
     /// Takes the task's holds out of the state at its completion: the task object (which stays
     /// reachable weakly while its caller keeps it), the manager and the completion, to be handed
     /// to the task's ``TaskOutcome``. Nil when the task object is gone or the manager was never kept.
+    /// The holds at the task's completion (``takeHolds(keepingProgressHandlers:)``, keeping the
+    /// progress handlers for the last report); when the task object is already going, nil, and
+    /// `unheard` says what its end still owes.
+    mutating func takeHoldsAtCompletion(else unheard: inout UnheardEnd?) -> (SessionTask, SessionManager, TaskCompletion)? {
+        let owner = self.owner
+        if let holds = self.takeHolds(keepingProgressHandlers: true) { return holds }
+        unheard = UnheardEnd(owner: owner, observers: self.finishProgressObservers(succeeded: false))
+        return nil
+    }
+
+    /// What the end of a task whose object went owes: its owner and its progress sequences.
+    mutating func takeUnheardEnd() -> UnheardEnd {
+        let owner = self.owner
+        _ = self.takeHolds()
+        return UnheardEnd(owner: owner, observers: self.finishProgressObservers(succeeded: false))
+    }
+
     mutating func takeHolds(keepingProgressHandlers: Bool = false) -> (SessionTask, SessionManager, TaskCompletion)? {
         defer {
             self.runningTask = nil

@@ -151,14 +151,9 @@ extension TaskDelegate {
             /// The progress of a response that was held back in case it was retried.
             var held: HeldReport?
         }
-        var orphanedBy: SessionManager?
+        var unheard: UnheardEnd?
         let ending = self.state.withLockedValue { state -> Ending? in
-            guard state.machine.complete() else { return nil }
-            let owner = state.owner
-            guard let (task, manager, completion) = state.takeHolds(keepingProgressHandlers: true) else {
-                orphanedBy = owner
-                return nil
-            }
+            guard state.machine.complete(), let (task, manager, completion) = state.takeHoldsAtCompletion(else: &unheard) else { return nil }
             defer {
                 state.downloadFile = nil
                 state.resumeDataHandler = nil
@@ -172,7 +167,7 @@ extension TaskDelegate {
                 resumeDataHandler: state.resumeDataHandler, expected: state.countOfBytesExpectedToReceive, held: held)
         }
         guard let ending else {
-            self.endOrphaned(owner: orphanedBy)
+            unheard.map(self.endUnheard)
             return
         }
         if let held = ending.held {
