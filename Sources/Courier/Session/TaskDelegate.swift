@@ -540,33 +540,35 @@ struct UnheardEnd {
 extension TaskState {
     /// Takes the task's holds out of the state at its completion: the task object (which stays
     /// reachable weakly while its caller keeps it), the manager and the completion, to be handed
-    /// to the task's ``TaskOutcome``. Nil when the task object is gone or the manager was never kept.
-    /// The holds at the task's completion (``takeHolds(keepingProgressHandlers:)``, keeping the
-    /// progress handlers for the last report); when the task object is already going, nil, and
-    /// `unheard` says what its end still owes.
+    /// to the task's ``TaskOutcome``; the progress handlers stay for the last report. Nil when the
+    /// task object is already going or the manager was never kept: then `unheard` says what its
+    /// end still owes. (The owner is read once, on the path every task takes.)
     mutating func takeHoldsAtCompletion(else unheard: inout UnheardEnd?) -> (SessionTask, SessionManager, TaskCompletion)? {
-        let owner = self.owner
-        if let holds = self.takeHolds(keepingProgressHandlers: true) { return holds }
-        unheard = UnheardEnd(owner: owner, observers: self.finishProgressObservers(succeeded: false))
-        return nil
-    }
-
-    /// What the end of a task whose object went owes: its owner and its progress sequences.
-    mutating func takeUnheardEnd() -> UnheardEnd {
-        let owner = self.owner
-        _ = self.takeHolds()
-        return UnheardEnd(owner: owner, observers: self.finishProgressObservers(succeeded: false))
-    }
-
-    mutating func takeHolds(keepingProgressHandlers: Bool = false) -> (SessionTask, SessionManager, TaskCompletion)? {
-        defer {
-            self.runningTask = nil
-            self.owner = nil
-            self.completion = .none
-            if !keepingProgressHandlers { self.dropProgressHandlers() }
+        defer { self.dropHolds(keepingProgressHandlers: true) }
+        guard let task = self.task, let manager = self.owner else {
+            unheard = self.unheardEnd()
+            return nil
         }
-        guard let task = self.task, let manager = self.owner else { return nil }
         return (task, manager, self.completion)
+    }
+
+    /// What the end of a task whose object went owes (``UnheardEnd``); its holds are dropped.
+    mutating func takeUnheardEnd() -> UnheardEnd {
+        defer { self.dropHolds(keepingProgressHandlers: false) }
+        return self.unheardEnd()
+    }
+
+    private mutating func unheardEnd() -> UnheardEnd {
+        UnheardEnd(owner: self.owner, observers: self.finishProgressObservers(succeeded: false))
+    }
+
+    /// Lets go of the running task, the manager and the completion (and the progress handlers,
+    /// unless kept for a last report).
+    private mutating func dropHolds(keepingProgressHandlers: Bool) {
+        self.runningTask = nil
+        self.owner = nil
+        self.completion = .none
+        if !keepingProgressHandlers { self.dropProgressHandlers() }
     }
 }
 
