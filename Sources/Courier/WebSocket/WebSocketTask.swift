@@ -215,7 +215,7 @@ public final class WebSocketTask: Sendable {
                         return .failure(state.error ?? Self.notOpenError())
                     case .suspended, .connecting, .awaitingRetry:
                         // Cancelled before the wait began: the cancellation handler found nothing.
-                        if Task.isCancelled { return .failure(self.waitCancelledError("opening handshake")) }
+                        if Task.isCancelled { return .failure(Self.waitCancelled(for: "the opening handshake", request: self.request)) }
                         state.openWaiters[waiter] = continuation
                         return nil
                     }
@@ -223,13 +223,14 @@ public final class WebSocketTask: Sendable {
                 if let outcome { continuation.resume(with: outcome) }
             }
         } onCancel: {
-            self.state.withLockedValue { $0.openWaiters.removeValue(forKey: waiter) }?.resume(throwing: self.waitCancelledError("opening handshake"))
+            self.state.withLockedValue { $0.openWaiters.removeValue(forKey: waiter) }?.resume(throwing: Self.waitCancelled(for: "the opening handshake", request: self.request))
         }
         return self.state.withLockedValue { $0.response }!
     }
 
-    private func waitCancelledError(_ what: String) -> CourierError {
-        CourierError(.cancelled, "\(self.request.summary): the wait for the \(what) was cancelled", request: self.request)
+    /// The error of a caller that stopped waiting for `what` (its task was cancelled).
+    static func waitCancelled(for what: String, request: Request) -> CourierError {
+        CourierError(.cancelled, "\(request.summary): the wait for \(what) was cancelled", request: request)
     }
 
     /// Sends a message, once the connection is open (starting the task if needed).
@@ -290,7 +291,7 @@ public final class WebSocketTask: Sendable {
                 let ended = self.state.withLockedValue { state -> CourierError? in
                     guard case .open = state.phase else { return state.error ?? Self.notOpenError() }
                     // Cancelled before the wait began: the cancellation handler found nothing to end.
-                    if Task.isCancelled { return self.pingCancelledError() }
+                    if Task.isCancelled { return Self.waitCancelled(for: "a PONG", request: self.request) }
                     state.pingWaiters.append((sent, continuation))
                     // Queued on the loop under the lock: PINGs go out in the order they wait, so
                     // that a PONG answers its own PING and those before it.
@@ -305,12 +306,8 @@ public final class WebSocketTask: Sendable {
                 guard let index = state.pingWaiters.firstIndex(where: { $0.0 == sent }) else { return nil }
                 return state.pingWaiters.remove(at: index).1
             }
-            waiter?.resume(throwing: self.pingCancelledError())
+            waiter?.resume(throwing: Self.waitCancelled(for: "a PONG", request: self.request))
         }
-    }
-
-    private func pingCancelledError() -> CourierError {
-        CourierError(.cancelled, "\(self.request.summary): the wait for a PONG was cancelled", request: self.request)
     }
 
     /// Closes with `code` and `reason` (at most 123 bytes of UTF-8 are sent) and waits until the
@@ -671,11 +668,11 @@ public final class WebSocketTask: Sendable {
                     return state.done
                 }
                 // Cancelled before the wait began: the handler found no continuation.
-                if done { continuation.resume(throwing: CourierError(.cancelled, "\(request.summary): the wait for the write was cancelled", request: request)) }
+                if done { continuation.resume(throwing: Self.waitCancelled(for: "the write", request: request)) }
                 future.whenComplete { settle($0) }
             }
         } onCancel: {
-            settle(.failure(CourierError(.cancelled, "\(request.summary): the wait for the write was cancelled", request: request)))
+            settle(.failure(Self.waitCancelled(for: "the write", request: request)))
         }
     }
 

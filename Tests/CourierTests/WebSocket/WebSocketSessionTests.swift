@@ -171,6 +171,7 @@ struct WebSocketSessionTests {
         never.succeed()
 
         let written = loop.makePromise(of: Void.self)
+        // Unstructured so that the write can complete while it waits; awaited below.
         let done = Task { try await WebSocketTask.waitCancellably(for: written.futureResult, request: request) }
         written.succeed()
         try await done.value
