@@ -108,20 +108,12 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse, newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        guard let exchange = self.exchange(of: task), let url = request.url, exchange.mayFollowRedirect(to: url) else {
-            completionHandler(nil)
-            return
-        }
-        // The request URLSession proposes, as a Courier request: its method (a 303 makes a GET)
-        // and fields, the current hop's body when the method kept it.
-        let current = exchange.current
-        var proposal = Request(method: HTTPRequest.Method(request.httpMethod ?? "GET") ?? .get, url: url, options: exchange.request.options)
-        for (name, value) in request.allHTTPHeaderFields ?? [:] {
-            if let name = HTTPField.Name(name) { proposal.headerFields.append(HTTPField(name: name, value: value)) }
-        }
-        if proposal.method == current.method { proposal.body = current.body }
+        // Courier's rule decides the next request (method, body, fields), not URLSession's
+        // proposal: the same planner as NIOEngine's, then the session's say.
         let redirect = URLSessionEngine.response(from: response)
-        guard let chosen = exchange.delegate.exchange(willPerformRedirection: redirect, newRequest: proposal) else {
+        guard let exchange = self.exchange(of: task), case .follow(let proposal) = exchange.planRedirect(redirect),
+            let chosen = exchange.delegate.exchange(willPerformRedirection: redirect, newRequest: proposal)
+        else {
             completionHandler(nil)
             return
         }
@@ -137,32 +129,6 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         completionHandler(URLSessionEngine.urlRequest(for: chosen))
     }
 
-    /// The request a 308 leads to, which FoundationNetworking does not follow: the current hop's,
-    /// method and body kept, to the `Location` (resolved against the response's URL), without its
-    /// credentials and cookies when the origin changes (as `NIOEngine` does); nil when there is no
-    /// such place or the redirect policy allows no more.
-    static func permanentRedirect(_ response: HTTPURLResponse, of exchange: URLSessionExchange) -> Request? {
-        let current = exchange.current
-        guard response.statusCode == 308, let location = response.value(forHTTPHeaderField: "Location"),
-            let target = URL(string: location, relativeTo: response.url ?? current.url)?.absoluteURL,
-            let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https", target.host?.isEmpty == false,
-            exchange.mayFollowRedirect(to: target)
-        else { return nil }
-        var next = current
-        next.url = target
-        let sameOrigin =
-            target.scheme?.lowercased() == current.url.scheme?.lowercased() && target.host?.lowercased() == current.url.host?.lowercased()
-            && (target.port ?? Self.defaultPort(target)) == (current.url.port ?? Self.defaultPort(current.url))
-        if !sameOrigin {
-            next.headerFields[.authorization] = nil
-            next.headerFields[.proxyAuthorization] = nil
-            next.headerFields[.cookie] = nil
-        }
-        return next
-    }
-
-    private static func defaultPort(_ url: URL) -> Int { url.scheme?.lowercased() == "https" ? 443 : 80 }
-
     func urlSession(
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
@@ -177,8 +143,10 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             completionHandler(.cancel)
             return
         }
-        if let next = Self.permanentRedirect(http, of: exchange),
-            let chosen = exchange.delegate.exchange(willPerformRedirection: URLSessionEngine.response(from: http), newRequest: next)
+        // FoundationNetworking does not follow a 308: the engine does, by the same rule.
+        let head = URLSessionEngine.response(from: http)
+        if http.statusCode == 308, case .follow(let next) = exchange.planRedirect(head),
+            let chosen = exchange.delegate.exchange(willPerformRedirection: head, newRequest: next)
         {
             exchange.followItself(chosen)
             completionHandler(.cancel)
@@ -191,7 +159,7 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         }
         let url = http.url ?? exchange.current.url
         exchange.markHeadDelivered()
-        switch exchange.delegate.exchange(didReceive: URLSessionEngine.response(from: http), url: url) {
+        switch exchange.delegate.exchange(didReceive: head, url: url) {
         case .allow: completionHandler(.allow)
         case .cancel:
             exchange.cancel(with: CourierError(.cancelled, "\(exchange.request.summary): cancelled at the response head", request: exchange.request))

@@ -278,7 +278,7 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         /// A redirect Courier follows itself, once the current task has ended
         /// (``followItself(_:)``).
         var redirect: Request?
-        /// The URLs requested so far, for a policy that allows no cycle.
+        /// The URLs requested before the current hop, for a policy that allows no cycle.
         var visited: Set<String> = []
         /// Why a redirect broke the request's policy: the exchange ends with it.
         var redirectFailure: CourierError?
@@ -291,6 +291,13 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         /// The final response head went to the delegate.
         var deliveredHead = false
         var redirects = 0
+
+        /// The next hop is `request`.
+        mutating func follow(_ request: Request) {
+            self.redirects += 1
+            self.visited.insert(self.current.url.absoluteString)
+            self.current = request
+        }
     }
 
     private let state: NIOLockedValueBox<State>
@@ -318,7 +325,7 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
 
     /// URLSession follows a redirect with `request`.
     func followed(_ request: Request) {
-        self.state.withLockedValue { $0.current = request }
+        self.state.withLockedValue { $0.follow(request) }
     }
 
     /// Courier follows a redirect with `request` itself, on a new task, once the current one has
@@ -326,7 +333,7 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
     /// current task still receives is dropped.
     func followItself(_ request: Request) {
         self.state.withLockedValue { state in
-            state.current = request
+            state.follow(request)
             state.redirect = request
         }
     }
@@ -459,30 +466,20 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         self.state.withLockedValue { $0.deliveredHead = true }
     }
 
-    /// Counts a redirect to `target`; false when the request's redirect policy does not follow
-    /// it: `.disallow` (the redirect is the response), or past the maximum or back to a URL already
-    /// requested without cycles allowed (the exchange then ends with ``redirectFailure``), as
-    /// `NIOEngine`'s redirect planner decides.
-    func mayFollowRedirect(to target: URL) -> Bool {
+    /// What the request's redirect policy makes of `response` to the current hop: `NIOEngine`'s
+    /// `RedirectPlanner`, so that a policy means the same on both engines. A step that breaks the
+    /// policy is kept as ``redirectFailure``, which the exchange ends with.
+    func planRedirect(_ response: HTTPResponse) -> RedirectStep {
         // NIOEngine's default when the request sets none.
-        guard case .follow(let maximum, let allowCycles) = self.request.options.redirectPolicy ?? .follow(max: 16, allowCycles: true) else {
-            return false
-        }
-        let summary = self.request.summary
+        let policy = self.request.options.redirectPolicy ?? .follow(max: 16, allowCycles: true)
         return self.state.withLockedValue { state in
-            let address = target.absoluteString
-            if state.visited.isEmpty { state.visited.insert(self.request.url.absoluteString) }
-            if state.redirects >= maximum {
-                state.redirectFailure = CourierError(.tooManyRedirects, "\(summary): more than \(maximum) redirects", request: self.request)
-                return false
+            let step = RedirectPlanner.step(
+                for: response, request: state.current, policy: policy, redirectCount: state.redirects, visitedURLs: state.visited)
+            if case .fail(let message) = step {
+                state.redirectFailure = CourierError(
+                    .tooManyRedirects, "\(self.request.summary): \(message)", request: self.request, response: response)
             }
-            if !allowCycles, address == state.current.url.absoluteString || state.visited.contains(address) {
-                state.redirectFailure = CourierError(.tooManyRedirects, "\(summary): redirect cycle back to \(address)", request: self.request)
-                return false
-            }
-            state.redirects += 1
-            state.visited.insert(address)
-            return true
+            return step
         }
     }
 

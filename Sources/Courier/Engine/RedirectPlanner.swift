@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 
-/// What to do with a response that may be a redirect.
-enum RedirectStep {
+/// What to do with a response that may be a redirect (``RedirectPlanner``).
+public enum RedirectStep: Sendable {
     /// Not a redirect to follow: the response is final.
     case none
     /// Follow with this request, subject to the delegate's say.
@@ -11,13 +11,27 @@ enum RedirectStep {
     case fail(String)
 }
 
-/// Decides whether and how to follow a redirect. Pure: the engine runs it on each response head.
-enum RedirectPlanner {
+/// Decides whether and how to follow a redirect: ``NIOEngine``'s rule, for any engine, so that a
+/// request's ``RequestOptions/redirectPolicy`` means the same on each. Pure: an engine runs it on
+/// each response head.
+///
+/// A 301, 302, 303, 307 or 308 with a `Location` that resolves to an `http` or `https` URL is
+/// followed within the policy's maximum (and without returning to a URL already requested, when
+/// cycles are not allowed); a 303, and a 301 or 302 to a POST, become a GET without a body; a
+/// body that cannot be sent again (``RequestBody/isReplayable``) leaves a 307 or 308 as the
+/// response; credentials and cookies are not sent to another origin.
+public enum RedirectPlanner {
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
-    /// - Parameter visitedURLs: The URLs of the exchange's requests before `request` (`request`'s
-    ///   own counts as visited too).
-    static func step(
+    /// The step for `response` to `request`.
+    /// - Parameters:
+    ///   - response: The response head.
+    ///   - request: The request it answers.
+    ///   - policy: The request's redirect policy.
+    ///   - redirectCount: How many redirects the exchange followed before this one.
+    ///   - visitedURLs: The URLs of the exchange's requests before `request` (`request`'s own
+    ///     counts as visited too).
+    public static func step(
         for response: HTTPResponse,
         request: Request,
         policy: NIOEngine.RedirectPolicy,
