@@ -175,8 +175,13 @@ enum CacheEntryFile {
         }
         let start = prefix.startIndex + self.prefixLength
         guard let head = try? JSONDecoder().decode(Head.self, from: prefix[start..<(start + headLength)]) else { throw Damage.badHead }
+        // The head is the file's word, checked before it is believed: a length that is negative
+        // or past the file (summing it could overflow) is damage, and so are dates that are not
+        // a time (an age from 1e300 seconds cannot be written in `Age`).
+        guard head.bodyLength >= 0, head.bodyLength <= fileLength else { throw Damage.badHead }
         let expected = self.prefixLength + headLength + head.bodyLength + 4
         guard expected == fileLength else { throw Damage.wrongLength(expected: expected, actual: fileLength) }
+        guard Self.isPlausible(head.requestDate), Self.isPlausible(head.responseDate) else { throw Damage.badHead }
         return head
     }
 
@@ -199,6 +204,11 @@ enum CacheEntryFile {
             response: response, data: Data(data[bodyStart..<(data.startIndex + crcOffset)]), url: url, storagePolicy: .allowed,
             requestDate: Date(timeIntervalSince1970: head.requestDate), responseDate: Date(timeIntervalSince1970: head.responseDate))
         return CacheEntry(cached: cached, primaryKey: head.primaryKey, varying: head.varying)
+    }
+
+    /// Whether seconds since 1970 make a date between years 1 and 9999.
+    private static func isPlausible(_ seconds: Double) -> Bool {
+        (-62_135_596_800...253_402_300_799).contains(seconds)
     }
 
     private static func bigEndian(_ value: UInt32) -> [UInt8] {

@@ -120,7 +120,8 @@ enum CachePlanner {
 
     static func served(_ stored: CachedResponse, age: TimeInterval) -> CachedResponse {
         var served = stored
-        served.response.headerFields[.age] = String(Int64(max(0, age).rounded(.down)))
+        // At most 2³¹ seconds, as RFC 9111 1.2.2 caps delta-seconds (and `Int64` holds).
+        served.response.headerFields[.age] = String(age.isNaN ? 0 : Int64(min(max(0, age), 2_147_483_648).rounded(.down)))
         return served
     }
 

@@ -178,19 +178,26 @@ enum CookieMatching {
 
     /// RFC 6265 5.1.3: identical, or a suffix after a dot of a host that is not an IP address (nor
     /// is the domain one: `192.168.0.10` is no parent of `www.192.168.0.10`).
+    ///
+    /// Both matches compare bytes, as the RFC's "identical" and "prefix" mean: `String`'s `==`
+    /// and `hasPrefix` compare canonical equivalents (`"\u{212A}"`, the Kelvin sign, equals
+    /// `"K"`), whose UTF-8 lengths differ.
     static func domainMatches(_ host: String, _ domain: String) -> Bool {
-        if host == domain { return true }
-        guard host.count > domain.count, host.hasSuffix(domain) else { return false }
-        let dot = host.utf8[host.utf8.index(host.utf8.endIndex, offsetBy: -domain.utf8.count - 1)]
-        return dot == UInt8(ascii: ".") && !self.isIPAddress(host) && !self.isIPAddress(domain)
+        let hostBytes = host.utf8, domainBytes = domain.utf8
+        if hostBytes.elementsEqual(domainBytes) { return true }
+        guard hostBytes.count > domainBytes.count else { return false }
+        let dot = hostBytes.index(hostBytes.endIndex, offsetBy: -domainBytes.count - 1)
+        return hostBytes[dot] == UInt8(ascii: ".") && hostBytes[hostBytes.index(after: dot)...].elementsEqual(domainBytes)
+            && !self.isIPAddress(host) && !self.isIPAddress(domain)
     }
 
     /// RFC 6265 5.1.4.
     static func pathMatches(_ requestPath: String, _ cookiePath: String) -> Bool {
-        if requestPath == cookiePath { return true }
-        guard requestPath.hasPrefix(cookiePath) else { return false }
-        if cookiePath.hasSuffix("/") { return true }
-        return requestPath.utf8[requestPath.utf8.index(requestPath.utf8.startIndex, offsetBy: cookiePath.utf8.count)] == UInt8(ascii: "/")
+        let request = requestPath.utf8, cookie = cookiePath.utf8
+        if request.elementsEqual(cookie) { return true }
+        guard request.count > cookie.count, request.starts(with: cookie) else { return false }
+        if cookie.last == UInt8(ascii: "/") { return true }
+        return request[request.index(request.startIndex, offsetBy: cookie.count)] == UInt8(ascii: "/")
     }
 
     /// RFC 6265 5.1.4's default-path: the request path up to, not including, its last `/`; `/`

@@ -63,6 +63,14 @@ public enum NetscapeCookieFile {
         return contents
     }
 
+    /// A date as the file's expiry: whole seconds, at least 1 (0 is a session cookie's) and at
+    /// most the end of year 9999 (a file's expiry of 2⁶³ seconds came back as a date `Int64`
+    /// cannot hold).
+    private static func expiry(_ date: Date) -> Int64 {
+        let seconds = date.timeIntervalSince1970.rounded(.up)
+        return seconds.isNaN ? 1 : Int64(min(max(seconds, 1), 253_402_300_799))
+    }
+
     /// Writes cookies in the format, after ``header``; a session cookie gets expiry 0.
     public static func encode(_ cookies: some Sequence<Cookie>) -> String {
         var text = Self.header + "\n# Written by Courier. Each line: domain, subdomains, path, secure, expiry, name, value.\n\n"
@@ -72,7 +80,7 @@ public enum NetscapeCookieFile {
             text += cookie.isHostOnly ? "\tFALSE\t" : "\tTRUE\t"
             text += cookie.path
             text += cookie.isSecure ? "\tTRUE\t" : "\tFALSE\t"
-            text += String(cookie.expiresDate.map { max(Int64($0.timeIntervalSince1970.rounded(.up)), 1) } ?? 0)
+            text += String(cookie.expiresDate.map { Self.expiry($0) } ?? 0)
             text += "\t\(cookie.name)\t\(cookie.value)\n"
         }
         return text

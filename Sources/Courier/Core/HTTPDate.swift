@@ -172,7 +172,10 @@ enum HTTPDate {
 
     /// `date` as an IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`.
     static func format(_ date: Date) -> String {
-        let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
+        // An HTTP date has a four-digit year: a date outside years 1 to 9999 (a cookie file's
+        // expiry of 2⁶³ seconds, which `Int64` cannot hold) is written as the nearest end.
+        let interval = date.timeIntervalSince1970
+        let seconds = interval.isNaN ? 0 : Int64(min(max(interval, -62_135_596_800), 253_402_300_799).rounded(.down))
         let days = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
         let rest = Int(seconds - Int64(days) * 86_400)
         let (year, month, day) = Self.civilFromDays(days)

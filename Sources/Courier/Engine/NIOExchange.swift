@@ -34,9 +34,9 @@ final class NIOExchange: Exchange, Sendable {
         self.delegate = delegate
         self.loopIndex = engine.acquireLoop()
         self.eventLoop = engine.loops[self.loopIndex]
-        self.deadline = .now() + .nanoseconds(Int64(min(engine.configuration.resourceTimeout, 1e9) * 1e9))
+        self.deadline = .now() + .seconds(clamping: engine.configuration.resourceTimeout, to: 0...1e9, nan: 7 * 24 * 3600)
         let interval = request.options.timeoutInterval ?? engine.configuration.requestTimeout
-        self.idleTimeout = .nanoseconds(Int64(min(max(interval, 0.001), 1e9) * 1e9))
+        self.idleTimeout = .seconds(clamping: interval, nan: 60)
         self.state = Mutex(NIOExchangeState(request: request, expectedBytesToSend: request.body.knownLength))
     }
 
@@ -76,6 +76,8 @@ final class NIOExchange: Exchange, Sendable {
                     CourierError(
                         .invalidURL, "\(request.summary): the URL names no socket (its host is the socket's path, percent-encoded)",
                         request: request)
+                } else if let port = request.url.port, !ConnectionPool.portRange.contains(port) {
+                    CourierError(.invalidURL, "\(request.summary): port \(port) is not a TCP port (0 to 65535)", request: request)
                 } else {
                     CourierError(.invalidURL, "\(request.summary): the URL has no scheme or no host", request: request)
                 }

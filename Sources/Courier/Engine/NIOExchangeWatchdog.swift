@@ -22,8 +22,9 @@ final class NIOExchangeWatchdog: Sendable {
 
     init(eventLoop: any EventLoop, shortestTimeout: Double) {
         self.eventLoop = eventLoop
-        let milliseconds = Int64((shortestTimeout * 1000 / 20).rounded())
-        self.tick = .milliseconds(min(max(milliseconds, 5), 50))
+        // A twentieth of the timeout, 5 to 50 ms: `.infinity` (no timeout) ticks every 50 ms.
+        let milliseconds = shortestTimeout * 1000 / 20
+        self.tick = .milliseconds(milliseconds.isNaN ? 50 : Int64(min(max(milliseconds, 5), 50).rounded()))
     }
 
     func register(_ exchange: NIOExchange) {

@@ -134,6 +134,8 @@ final class TimedResolver: Resolver, Sendable {
     static func literalAddress(_ host: String, port: Int) -> SocketAddress? {
         var host = Substring(host)
         if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        // SwiftNIO traps on a port no socket address holds (`try?` does not catch it).
+        guard ConnectionPool.portRange.contains(port) else { return nil }
         return try? SocketAddress(ipAddress: String(host), port: port)
     }
 }
@@ -144,7 +146,7 @@ final class TimedResolver: Resolver, Sendable {
 /// for any other host. `localhost` itself is left to the system (its hosts file names it).
 func loopbackAddresses(of host: String, port: Int) -> [SocketAddress]? {
     let name = host.hasSuffix(".") ? host.dropLast().lowercased() : host.lowercased()
-    guard name.hasSuffix(".localhost"), name.count > ".localhost".count else { return nil }
+    guard name.hasSuffix(".localhost"), name.count > ".localhost".count, ConnectionPool.portRange.contains(port) else { return nil }
     return [try? SocketAddress(ipAddress: "::1", port: port), try? SocketAddress(ipAddress: "127.0.0.1", port: port)].compactMap { $0 }
 }
 

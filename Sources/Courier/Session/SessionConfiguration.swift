@@ -114,7 +114,9 @@ public struct SessionConfiguration: Sendable {
     /// see ``HostNameResolver``.
     public var hostNameResolver: (any HostNameResolver)?
     /// The largest response body a data task keeps in memory, in bytes; larger bodies fail with
-    /// ``CourierError/Code/responseTooLarge``. `nil` (the default) sets no limit.
+    /// ``CourierError/Code/responseTooLarge``. `nil` (the default) sets no limit of the session's:
+    /// a body in memory holds at most 4 GiB (2³² − 1 bytes), the most a `ByteBuffer` holds, so a
+    /// longer one fails in the same way whatever this says (download it to a file, or stream it).
     public var maximumResponseBodySize: Int?
     /// Where download tasks write bodies as they arrive; nil (the default) is the system's
     /// temporary directory. Choose a folder on the destination's file system to make the final

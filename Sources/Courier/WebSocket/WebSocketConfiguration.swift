@@ -5,7 +5,8 @@ public struct WebSocketConfiguration: Sendable {
     /// The largest message received, in bytes: a larger one closes the connection with 1009
     /// (``WebSocketCloseCode/messageTooBig``) and fails the task with
     /// ``CourierError/Code/responseTooLarge``. 1 MiB, as `URLSessionWebSocketTask`. Control
-    /// frames (PINGs, PONGs, close frames: at most 125 bytes) are not bounded by it.
+    /// frames (PINGs, PONGs, close frames: at most 125 bytes) are not bounded by it. A message is
+    /// held in one buffer, so a larger value than 2³² − 1 bytes (4 GiB) is taken as that.
     public var maximumMessageSize: Int = 1 << 20
     /// How often Courier sends a PING while the connection is open; a PING still unanswered when
     /// the next is due ends the connection with ``CourierError/Code/timedOut``. nil: none.

@@ -75,6 +75,8 @@ struct WebSocketConnectionStateMachine {
     let maximumBufferedBytes: Int
 
     init(maximumMessageSize: Int, maximumBufferedBytes: Int = .max, compression: Bool = false) {
+        // A message is put together in one `ByteBuffer`, which holds at most 2³² − 1 bytes.
+        let maximumMessageSize = min(maximumMessageSize, Int(UInt32.max))
         self.assembler = WebSocketMessageAssembler(maximumMessageSize: maximumMessageSize)
         self.compression = compression
         self.maximumMessageSize = maximumMessageSize

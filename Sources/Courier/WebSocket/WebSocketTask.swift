@@ -478,7 +478,7 @@ public final class WebSocketTask: Sendable {
         }
         let tls = key.tls ? engine.pool.http1OnlyTLS : nil
         let metrics = NIOLockedValueBox(TransactionMetrics(request: adapted, fetchStart: .now))
-        let timeout = TimeAmount.nanoseconds(Int64(min(engine.configuration.requestTimeout, 1e9) * 1e9))
+        let timeout = TimeAmount.seconds(clamping: engine.configuration.requestTimeout, to: 0...1e9, nan: 60)
         let timer = loop.scheduleTask(in: timeout) {
             completion.fail(CourierError(.timedOut, "\(summary): the opening handshake took over \(engine.configuration.requestTimeout) s", request: request))
         }
@@ -531,8 +531,8 @@ public final class WebSocketTask: Sendable {
     private func upgrade(head: HTTPResponseHead, metrics: TransactionMetrics) {
         guard let channel = self.state.withLockedValue({ $0.channel }) else { return }
         let timing = WebSocketChannelHandler.Timing(
-            pingInterval: self.configuration.pingInterval.map { .nanoseconds(Int64(max($0, 0.001) * 1e9)) },
-            closeTimeout: .nanoseconds(Int64(max(self.configuration.closeTimeout, 0) * 1e9))
+            pingInterval: self.configuration.pingInterval.map { .seconds(clamping: $0, nan: 30) },
+            closeTimeout: .seconds(clamping: self.configuration.closeTimeout, to: 0...1e9, nan: 10)
         )
         var deflate: PerMessageDeflate?
         if case .accepted(let parameters) = PerMessageDeflateParameters.parse(head.headers["sec-websocket-extensions"]) {
@@ -568,7 +568,8 @@ public final class WebSocketTask: Sendable {
             // Control frames carry up to 125 bytes whatever the maximum message size (a PONG
             // to an 8-byte PING, a close frame's reason); a smaller data frame over the maximum
             // is refused when its message is put together, with 1009 all the same.
-            let maxFrameSize = max(125, self.configuration.maximumMessageSize)
+            // SwiftNIO's decoder refuses (traps on) a maximum past `UInt32.max`.
+            let maxFrameSize = min(max(125, self.configuration.maximumMessageSize), Int(UInt32.max))
             let frameDecoder = ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrameSize))
             try sync.addHandler(frameDecoder, position: .after(handshakeHandler))
             try sync.addHandler(WebSocketFrameEncoder(), position: .after(frameDecoder))

@@ -5,6 +5,9 @@ extension NIOEngine {
     /// How a ``NIOEngine`` behaves: timeouts, connection limits, HTTP versions, decompression,
     /// redirects, proxies. The engine's own settings, apart from any session's; a
     /// ``SessionManager`` makes one from its ``SessionConfiguration``.
+    ///
+    /// A time is taken as at most 10⁹ seconds (`.infinity` for no limit is that), and a time that
+    /// is not a number as the default.
     public struct Configuration: Sendable {
         /// Seconds an exchange may wait for the next bytes once its request head went out; a
         /// request's own ``RequestOptions/timeoutInterval`` overrides it. 60 by default.

@@ -41,7 +41,7 @@ struct ExpectContinue: Sendable, Equatable {
     init(_ configuration: NIOEngine.Configuration) {
         self.init(
             threshold: configuration.expectContinueThreshold.map { max($0, 0) },
-            timeout: .nanoseconds(Int64(min(max(configuration.expectContinueTimeout, 0.001), 1e9) * 1e9)))
+            timeout: .seconds(clamping: configuration.expectContinueTimeout, nan: 1))
     }
 
     /// The decision for a request with `head` and a body of `length` (`hasBody` false for none),

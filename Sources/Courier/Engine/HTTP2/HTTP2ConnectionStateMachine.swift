@@ -293,8 +293,7 @@ extension HTTP2ConnectionStateMachine.Configuration {
     /// that is not a number is the default), with the pool's idle timeout.
     init(_ configuration: NIOEngine.Configuration, idleTimeout: TimeAmount) {
         func amount(_ seconds: TimeInterval, default: TimeInterval) -> TimeAmount {
-            let seconds = seconds.isNaN ? `default` : min(max(seconds, 0.001), 1e9)
-            return .nanoseconds(Int64(seconds * 1e9))
+            .seconds(clamping: seconds, nan: `default`)
         }
         self.init(
             idleTimeout: idleTimeout,

@@ -88,8 +88,28 @@ extension ConnectionPool {
         on eventLoop: any EventLoop,
         configure: @escaping @Sendable (any Channel, TLSConnector.ApplicationProtocol) throws -> Void
     ) -> EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol, ConnectionEstablishment)> {
+        let route = key.route
+        let address = route.connectionAddress(host: key.host, port: key.port)
+        // A proxy's port is the configuration's, unchecked until here (a server's is checked with
+        // its URL, ``ConnectionPool/key(for:)``): no socket address holds 99999 (SwiftNIO traps).
+        if key.socketPath == nil, !Self.portRange.contains(address.port) {
+            return eventLoop.makeFailedFuture(
+                CourierError(.invalidRequest, "\(key): \(address.host):\(address.port): \(address.port) is not a TCP port (0 to 65535)"))
+        }
+        // An `https://` proxy: TLS to it first, offering HTTP/1.1 only (a proxy speaks it).
+        var proxyTLS: TLSConnector?
+        if let proxy = route.proxy, proxy.usesTLS {
+            guard let connector = self.http1OnlyTLS else {
+                return eventLoop.makeFailedFuture(CourierError(.unsupportedScheme, "\(key): this engine has no TLS for the \(proxy.displayName)"))
+            }
+            proxyTLS = connector
+        }
+        if key.tls, tls == nil {
+            return eventLoop.makeFailedFuture(CourierError(.unsupportedScheme, "\(key): this engine has no TLS"))
+        }
         // The setup's times: filled in on the loop. A Unix socket has no name to look up (and a
-        // resolver never asked would leave its promises unfulfilled).
+        // resolver never asked would leave its promises unfulfilled: so it is made only once
+        // nothing above can return before the connect asks it).
         let resolver = key.socketPath == nil ? TimedResolver(loop: eventLoop, lookup: self.settings.hostLookup) : nil
         let setup = NIOLockedValueBox(ConnectionEstablishment(connectStart: .now, isProxyConnection: key.route != .direct))
         let connectTimeout = self.settings.connectTimeout
@@ -102,20 +122,7 @@ extension ConnectionPool {
             return resolver.map { bootstrap.resolver($0) } ?? bootstrap
         }
         let opened: EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol)>
-        let route = key.route
-        let address = route.connectionAddress(host: key.host, port: key.port)
-        // An `https://` proxy: TLS to it first, offering HTTP/1.1 only (a proxy speaks it).
-        var proxyTLS: TLSConnector?
-        if let proxy = route.proxy, proxy.usesTLS {
-            guard let connector = self.http1OnlyTLS else {
-                return eventLoop.makeFailedFuture(CourierError(.unsupportedScheme, "\(key): this engine has no TLS for the \(proxy.displayName)"))
-            }
-            proxyTLS = connector
-        }
-        if key.tls {
-            guard let tls else {
-                return eventLoop.makeFailedFuture(CourierError(.unsupportedScheme, "\(key): this engine has no TLS"))
-            }
+        if key.tls, let tls {
             // TCP (to the proxy, if any), the proxy's tunnel, then TLS, then what ALPN chose.
             opened = Self.tunnel(
                 to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: connectTimeout,

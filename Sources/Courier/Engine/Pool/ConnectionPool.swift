@@ -114,8 +114,8 @@ final class ConnectionPool: Sendable {
 
         init(_ configuration: NIOEngine.Configuration) {
             self.expectContinue = ExpectContinue(configuration)
-            self.connectTimeout = .nanoseconds(Int64(min(configuration.connectTimeout, 1e9) * 1e9))
-            self.idleTimeout = .nanoseconds(Int64(min(max(configuration.connectionIdleTimeout, 0.001), 1e9) * 1e9))
+            self.connectTimeout = .seconds(clamping: configuration.connectTimeout, to: 0...1e9, nan: 10)
+            self.idleTimeout = .seconds(clamping: configuration.connectionIdleTimeout, nan: 60)
             self.http2 = HTTP2ConnectionStateMachine.Configuration(configuration, idleTimeout: self.idleTimeout)
             let maximumConnections = max(1, configuration.maximumConnectionsPerHost)
             self.stateMachine = StateMachine.Configuration(
@@ -191,6 +191,10 @@ final class ConnectionPool: Sendable {
         return key
     }
 
+    /// The ports a TCP connection can reach: Foundation parses `http://host:99999/` (a `Location`
+    /// a server sends, or a caller's URL), which no socket address can hold.
+    static let portRange = 0...65535
+
     /// The host name of a request to an `http+unix` or `https+unix` URL.
     static let unixSocketHost = "localhost"
 
@@ -215,7 +219,8 @@ final class ConnectionPool: Sendable {
             return Key(host: Self.unixSocketHost, port: port, tls: socket.tls, socketPath: socket.path)
         }
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let port = url.port ?? URL.defaultPort(forScheme: scheme), let host = url.requestHost, !host.isEmpty
+            let port = url.port ?? URL.defaultPort(forScheme: scheme), Self.portRange.contains(port),
+            let host = url.requestHost, !host.isEmpty
         else {
             return nil
         }

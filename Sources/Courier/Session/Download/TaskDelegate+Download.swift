@@ -52,7 +52,13 @@ extension TaskDelegate {
                             request: request, response: response))
                 }
                 kept = continuation.offset
-                expected = range.completeLength ?? response.expectedContentLength.map { $0 + continuation.offset } ?? -1
+                // A length past Int64 (a server's `Content-Length`, unchecked) is unknown, not a trap.
+                expected =
+                    range.completeLength
+                    ?? response.expectedContentLength.flatMap { length in
+                        let (sum, overflow) = length.addingReportingOverflow(continuation.offset)
+                        return overflow ? nil : sum
+                    } ?? -1
             case 416:
                 return self.refuseDownload(
                     CourierError(

@@ -67,11 +67,21 @@ extension BodySink {
 struct MemoryBodySink: BodySink {
     var usesCache: Bool { true }
 
+    /// The most bytes a body kept in memory can hold: a `ByteBuffer` counts them in a `UInt32`
+    /// (and traps past it). A longer body fails as one over ``SessionConfiguration/maximumResponseBodySize``.
+    static let largestBody = Int(UInt32.max)
+
+    /// The session's maximum, or the most a buffer holds when it sets none or a larger one.
+    private static func maximum(_ delegate: TaskDelegate) -> Int {
+        min(delegate.configurationReference.value.maximumResponseBodySize ?? Self.largestBody, Self.largestBody)
+    }
+
     func headArrived(_ response: HTTPResponse, status: Int, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
         let holding = delegate.mayRetry(after: response, status: status)
         let expected = response.expectedContentLength ?? -1
         // A large body of announced length gets its buffer at once, not by doubling.
-        let reserved = expected > 64 * 1024 && expected <= Int64(delegate.configurationReference.value.maximumResponseBodySize ?? 256 << 20)
+        let reserved =
+            expected > 64 * 1024 && expected <= Int64(min(delegate.configurationReference.value.maximumResponseBodySize ?? 256 << 20, Self.largestBody))
         let (task, deliveries) = delegate.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
             let deliveries = state.recordResponse(response, status: status, url: url, expected: expected, holding: holding)
             state.metrics?.responseBegan()
@@ -87,11 +97,11 @@ struct MemoryBodySink: BodySink {
     }
 
     func bodyArrived(_ chunk: ByteBuffer, delegate: TaskDelegate) {
-        let maximum = delegate.configurationReference.value.maximumResponseBodySize
+        let maximum = Self.maximum(delegate)
         enum Next { case report(ProgressReport?, SessionTask?, [ProgressDelivery]), held, cancel((any Exchange)?, CourierError) }
         let next = delegate.state.withLockedValue { state -> Next in
             let deliveries = state.recordReceivedOrHold(Int64(chunk.readableBytes))
-            if let maximum, state.attemptBytesReceived > Int64(maximum) {
+            if state.attemptBytesReceived > Int64(maximum) {
                 state.body = nil
                 // Kept in the state: the exchange may finish on its own before the cancel lands,
                 // or may not be attached yet.

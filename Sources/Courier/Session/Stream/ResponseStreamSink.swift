@@ -116,8 +116,9 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
         /// A copy of at most `limit` bytes for `cache`, of a body of `expected` bytes (-1: unknown).
         init(cache: ResponseCache, limit: Int, expected: Int64 = -1) {
             self.cache = cache
-            self.limit = limit
-            self.capacity = expected > 0 ? Int(min(expected, Int64(limit))) : 0
+            // No buffer holds more than ``MemoryBodySink/largestBody`` (a cache of 86 GB has larger entries).
+            self.limit = min(limit, MemoryBodySink.largestBody)
+            self.capacity = expected > 0 ? Int(min(expected, Int64(self.limit))) : 0
         }
 
         /// The bytes kept, and reserved in the cache's budget.
