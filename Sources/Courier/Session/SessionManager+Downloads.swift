@@ -76,8 +76,10 @@ extension SessionManager {
     /// Downloads `request`'s body to a file and returns where it is.
     ///
     /// Cancelling the calling task cancels the download (unless ``Request/cancelsWithCallingTask``
-    /// is `false`); the error then carries
-    /// ``CourierError/resumeData`` when the download can be continued.
+    /// is `false`) and removes its partial file. A download cut short by the connection (closed,
+    /// failed, timed out) fails with ``CourierError/resumeData`` when it can be continued; to
+    /// keep a cancelled one, make a ``DownloadTask`` and cancel it with
+    /// ``DownloadTask/cancel(byProducingResumeData:)``.
     /// - Throws: ``CourierError``: a transport failure, a file that could not be written or moved.
     public func download(
         _ request: Request,

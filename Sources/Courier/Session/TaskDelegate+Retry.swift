@@ -145,6 +145,9 @@ extension TaskDelegate {
         if Task.isCancelled { return }
         switch verdict {
         case .retry(let delay, let reason):
+            // A retrier's delay from a server's `Retry-After: 99999999999999999999` without a cap
+            // (`.seconds(Int.max)`) is past what a clock's deadline holds: 31 years is the longest.
+            let delay = min(delay, .seconds(1_000_000_000))
             self.willRetry(after: attempt, delay: delay, reason: reason)
             do {
                 try await self.interception.clock.sleep(for: delay)
@@ -197,12 +200,17 @@ extension TaskDelegate {
         self.complete(with: abandoned.failure)
     }
 
+    /// Lets go of the failed attempt's file. The partial file of resume data stays: the retry
+    /// asks for the same range again and continues it (it is truncated back to the bytes the
+    /// resume data kept).
     private func discardAttemptFile() async {
         let writer = self.state.withLockedValue { state -> DownloadFileWriter? in
             defer { state.downloadFile = nil }
             return state.downloadFile
         }
-        await writer?.abandon()
+        guard let writer else { return }
+        let continued = (self.sink as? DownloadPlan)?.continuation?.file
+        await writer.abandon(removingFile: continued.map { $0.standardizedFileURL != writer.url.standardizedFileURL } ?? true)
     }
 
     /// The retry is decided: monitors, span and logger hear of it.

@@ -102,6 +102,36 @@ struct DownloadResumeTests {
         #expect(ResumeData.validators(of: response(500, [.eTag: "\"a\""])) == nil)
     }
 
+    @Test func aRetryAfterTheContinuationBrokeOffContinuesThePartialFile() async throws {
+        // The first attempt's connection closes after part of the rest; the retry asks for the
+        // same range again. The retry found the partial file removed with the failed attempt's
+        // (and failed: the resume data's bytes were lost).
+        let total = 60, kept = 10
+        let rest = String(decoding: alphabet(total).dropFirst(kept), as: UTF8.self)
+        let head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(kept)-\(total - 1)/\(total)\r\nETag: \"r\"\r\nContent-Length: \(total - kept)\r\n\r\n"
+        try await withScratchDirectory { folder in
+            try await ScriptedHTTPServer.with({ connection, _, _ in
+                connection == 0 ? .respond(head + rest.prefix(20), thenClose: true) : .respond(head + rest)
+            }) { server in
+                let manager = SessionManager()
+                defer { manager.invalidate(cancelingTasks: true) }
+                var policy = RetryPolicy(retryLimit: 1)
+                policy.initialBackoff = .zero
+                manager.interceptor = policy
+                let file = folder.appendingPathComponent("partial.tmp")
+                try alphabet(total).prefix(kept).write(to: file)
+                let resume = ResumeData(
+                    request: Request(url: server.baseURL.appendingPathComponent("file")), temporaryFileURL: file,
+                    bytesReceived: Int64(kept), expectedLength: Int64(total), entityTag: "\"r\"", lastModified: nil)
+                let download = try await manager.download(resumingFrom: resume)
+                #expect(download.response.status == .partialContent)
+                #expect(try Data(contentsOf: download.fileURL) == alphabet(total))
+                #expect(server.receivedHeads.count == 2)
+                #expect(server.receivedHeads.allSatisfy { $0.contains("Range: bytes=\(kept)-") }, "the retry asks for the same range")
+            }
+        }
+    }
+
     @Test func contentRangeParsing() {
         #expect(ContentRange("bytes 10-19/100") == ContentRange(first: 10, last: 19, completeLength: 100))
         #expect(ContentRange("bytes 10-19/*")?.completeLength == nil)

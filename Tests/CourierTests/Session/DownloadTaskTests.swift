@@ -217,6 +217,26 @@ struct FullDiskDownloadTests {
         }
     }
 
+    @Test func aMoveToAFullDiskOnAnotherFileSystemLeavesNoFileThere() async throws {
+        // Written in the system's temporary directory, moved to the small file system: a copy,
+        // cut short when the disk is full. The copy was made under the destination's own name
+        // and left there, truncated.
+        let folder = TinyFileSystem.url!.appendingPathComponent("moved-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let target = folder.appendingPathComponent("big.bin")
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let error = await #expect(throws: CourierError.self) {
+                    try await manager.download(Request(url: server.url("/courier/big/3000000")), to: DownloadDestination { _, _ in target })
+                }
+                #expect(error?.code == .fileSystemFailure)
+                #expect(error?.message.contains(target.path) == true, "the error names the destination")
+                #expect(contents(of: folder).isEmpty, "neither the destination nor a part of it is left")
+                #expect(await eventually { manager.tasks.isEmpty })
+            }
+        }
+    }
+
     @Test func aMultipartBodyWrittenToAFullDiskFailsTypedAndLeavesNoFile() async throws {
         let folder = TinyFileSystem.url!.appendingPathComponent("form-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

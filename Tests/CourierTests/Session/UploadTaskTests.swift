@@ -102,3 +102,41 @@ struct UploadTaskTests {
         }
     }
 }
+
+@Suite("A request body written to a file")
+struct RequestBodyFileTests {
+    /// One chunk, then the end, at which it cancels the task reading it: the body is whole and
+    /// the move into place (or the cleanup after it) runs in a cancelled task.
+    struct CancellingAtEnd: AsyncSequence, Sendable {
+        typealias Element = ByteBuffer
+        struct AsyncIterator: AsyncIteratorProtocol {
+            var sent = false
+            mutating func next() async throws -> ByteBuffer? {
+                if self.sent {
+                    withUnsafeCurrentTask { $0?.cancel() }
+                    return nil
+                }
+                self.sent = true
+                return ByteBuffer(string: "abc")
+            }
+        }
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator() }
+    }
+
+    @Test func aCallerCancelledAsTheBodyEndsLeavesNoHiddenFile() async throws {
+        try await withScratchDirectory { folder in
+            let target = folder.appendingPathComponent("body.bin")
+            let request = Request(method: .post, url: URL(string: "http://localhost/upload")!, body: .stream(CancellingAtEnd(), length: .known(3)))
+            let written = await Task {
+                try await HTTPRequestSerializer().request(withMultipartFormRequest: request, writingStreamContentsToFile: target)
+            }.result
+            // Moved into place before the cancellation was seen, or not at all: never a hidden
+            // `.body.bin.courier-….partial` beside it.
+            if case .success = written {
+                #expect(contents(of: folder) == ["body.bin"])
+            } else {
+                #expect(contents(of: folder).isEmpty, "\(contents(of: folder))")
+            }
+        }
+    }
+}

@@ -28,7 +28,9 @@ enum RequestBodyFileWriter {
             }
             return written
         } catch {
-            _ = try? await FileSystem.shared.removeItem(at: temporary, strategy: .platformDefault, recursively: false)
+            // Removed even when the calling task was cancelled (NIOFileSystem's own `removeItem`
+            // then refuses to run, and the hidden file would stay beside the destination).
+            try? FileManager.default.removeItem(atPath: temporary.string)
             throw error.asCourierError(.fileSystemFailure, "cannot create \(destination) to write the body: \(Self.reason(error))")
         }
     }

@@ -43,23 +43,32 @@ public struct DownloadDestination: Sendable {
     }
 
     /// Moves `temporaryURL` to the destination and returns where it went. The file system work
-    /// runs on NIOFileSystem's threads: a move to another file system copies the whole file.
-    /// - Throws: ``CourierError/Code/fileSystemFailure`` naming the destination; the temporary file
-    ///   is left for the caller to remove.
+    /// runs on NIOFileSystem's threads. The file goes first under a hidden name beside the
+    /// destination (a rename, or a copy when the destination is on another file system), then to
+    /// the destination's name (a rename): a copy cut short (a full disk) never leaves a partial
+    /// file under the destination's name, and `removePreviousFile` removes the earlier file only
+    /// once the new one is whole beside it.
+    /// - Throws: ``CourierError/Code/fileSystemFailure`` naming the destination; the temporary file,
+    ///   when it is still there, is left for the caller to remove.
     func move(_ temporaryURL: URL, response: HTTPResponse, request: Request) async throws(CourierError) -> URL {
         let target = self.url(temporaryURL, response)
+        let staged = target.deletingLastPathComponent().appendingPathComponent(
+            "." + target.lastPathComponent + ".courier-" + String(UInt64.random(in: .min ... .max), radix: 36) + ".partial")
         let files = FileSystem.shared
         do {
             if self.options.contains(.createIntermediateDirectories) {
                 try await files.createDirectory(
                     at: FilePath(target.deletingLastPathComponent().path), withIntermediateDirectories: true, permissions: nil)
             }
+            try await files.moveItem(at: FilePath(temporaryURL.path), to: FilePath(staged.path))
             if self.options.contains(.removePreviousFile) {
                 try await files.removeItem(at: FilePath(target.path), strategy: .platformDefault, recursively: false)
             }
-            try await files.moveItem(at: FilePath(temporaryURL.path), to: FilePath(target.path))
+            try await files.moveItem(at: FilePath(staged.path), to: FilePath(target.path))
             return target
         } catch {
+            // What a copy left, or the whole file when the last rename failed (a file in the way).
+            try? FileManager.default.removeItem(at: staged)
             throw CourierError(
                 .fileSystemFailure, "\(request.summary): cannot move the download to \(target.path)",
                 request: request, response: response, underlyingError: error)

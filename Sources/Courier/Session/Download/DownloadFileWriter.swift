@@ -162,8 +162,10 @@ final class DownloadFileWriter: Sendable {
         return try await self.writing.value
     }
 
-    /// Stops writing, drops what is queued, closes the file and removes it.
-    func abandon() async {
+    /// Stops writing, drops what is queued, closes the file and removes it; with `removingFile`
+    /// false the file is left as it was before this writer (a new file is never made visible),
+    /// apart from the bytes a writer that continues it wrote after the kept ones.
+    func abandon(removingFile: Bool = true) async {
         let waiter = self.state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
             state.isAbandoned = true
             state.pending.removeAll()
@@ -174,7 +176,7 @@ final class DownloadFileWriter: Sendable {
         }
         waiter?.resume()
         _ = try? await self.writing.value
-        try? FileManager.default.removeItem(at: self.url)
+        if removingFile { try? FileManager.default.removeItem(at: self.url) }
     }
 
     // MARK: The writing task
@@ -189,12 +191,18 @@ final class DownloadFileWriter: Sendable {
         let handle: WriteFileHandle
         if let offset {
             handle = try await FileSystem.shared.openFile(forWritingAt: path, options: .modifyFile(createIfNecessary: false))
-            let size = try await handle.info().size
-            guard size >= offset else {
+            do {
+                let size = try await handle.info().size
+                guard size >= offset else {
+                    throw CourierError(.fileSystemFailure, "the partial download \(path) holds \(size) bytes, not the \(offset) its resume data names")
+                }
+                try await handle.resize(to: .bytes(offset))
+            } catch {
+                // Closed on every way out: NIOFileSystem stops the process when an open handle is
+                // released (a file system that refuses `ftruncate`, an I/O error in `fstat`).
                 try? await handle.close()
-                throw CourierError(.fileSystemFailure, "the partial download \(path) holds \(size) bytes, not the \(offset) its resume data names")
+                throw error
             }
-            try await handle.resize(to: .bytes(offset))
         } else {
             handle = try await FileSystem.shared.openFile(forWritingAt: path, options: .newFile(replaceExisting: true))
         }
@@ -211,7 +219,9 @@ final class DownloadFileWriter: Sendable {
                 Self.wrote(charge, state: state, events: events)
             }
             if state.withLockedValue({ $0.isAbandoned }) {
-                try await handle.close()
+                // Never made visible: a new file over the partial one of resume data (a 200 that
+                // rewrites it) leaves that one as it was.
+                try await handle.close(makeChangesVisible: false)
                 return file.offset
             }
             try await file.flush()
