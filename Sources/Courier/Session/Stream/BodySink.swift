@@ -96,20 +96,27 @@ struct MemoryBodySink: BodySink {
         return .allow
     }
 
+    /// Drops the body gathered and records why (kept in the state: the exchange may finish on its
+    /// own before the cancel lands, or may not be attached yet).
+    private static func tooLarge(_ state: inout TaskState, maximum: Int) -> CourierError {
+        state.body = nil
+        if let failure = state.bodyFailure { return failure }
+        let failure = CourierError(
+            .responseTooLarge, "\(state.currentRequest.summary): the body is over the \(maximum)-byte maximum",
+            request: state.currentRequest, response: state.response)
+        state.bodyFailure = failure
+        return failure
+    }
+
     func bodyArrived(_ chunk: ByteBuffer, delegate: TaskDelegate) {
         let maximum = Self.maximum(delegate)
         enum Next { case report(ProgressReport?, SessionTask?, [ProgressDelivery]), held, cancel((any Exchange)?, CourierError) }
         let next = delegate.state.withLockedValue { state -> Next in
             let deliveries = state.recordReceivedOrHold(Int64(chunk.readableBytes))
-            if state.attemptBytesReceived > Int64(maximum) {
-                state.body = nil
-                // Kept in the state: the exchange may finish on its own before the cancel lands,
-                // or may not be attached yet.
-                let failure = state.bodyFailure ?? CourierError(
-                    .responseTooLarge, "\(state.currentRequest.summary): the body is over the \(maximum)-byte maximum",
-                    request: state.currentRequest, response: state.response)
-                state.bodyFailure = failure
-                return .cancel(state.machine.exchange, failure)
+            // The attempt's body so far, as gathered (`attemptBytesReceived` is the same count,
+            // but its getter copied the whole state, twelve retains a chunk).
+            if (state.body?.readableBytes ?? 0) + chunk.readableBytes > maximum {
+                return .cancel(state.machine.exchange, Self.tooLarge(&state, maximum: maximum))
             }
             if state.body == nil {
                 state.body = chunk
