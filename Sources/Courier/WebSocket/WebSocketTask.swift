@@ -854,14 +854,16 @@ public struct WebSocketMessages: AsyncSequence, Sendable {
     public typealias Failure = any Error
     private let producer: WebSocketTask.Producer?
     private let unread: UnreadBytes
+    private let once = SingleIteration()
 
     init(_ producer: WebSocketTask.Producer?, unread: UnreadBytes) {
         self.producer = producer
         self.unread = unread
     }
 
+    /// The messages' one iterator: a second one (of this value or a copy) ends at once.
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(self.producer?.makeAsyncIterator(), unread: self.unread)
+        AsyncIterator(self.once.claim() ? self.producer?.makeAsyncIterator() : nil, unread: self.unread)
     }
 
     /// Iterates the messages.

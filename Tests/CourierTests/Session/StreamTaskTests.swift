@@ -3,6 +3,7 @@ import CourierTesting
 import Dispatch
 import Foundation
 import HTTPTypes
+import NIOCore
 import Testing
 
 /// `streamTask(with:downloadProgress:events:)`, the callback form of a stream: made suspended,
@@ -75,6 +76,22 @@ struct StreamTaskTests {
             #expect(await cancelled.wait { Self.isCompletion($0.last) })
             #expect(cancelled.count == 1)
             #expect(Self.completionError(cancelled.all)??.code == .cancelled)
+        }
+    }
+
+    @Test func aStreamedBodyIteratedTwiceGivesItsChunksOnceAndDoesNotStopTheProcess() async throws {
+        // SwiftNIO's producer allows one iterator and stopped the process at a second: a body
+        // read by `strings` and `decoded` both, or a loop run twice over `body`.
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let stream = try await manager.stream(Request(url: server.url("/stream-bytes/3000?seed=1&chunk_size=500")))
+                var total = 0
+                for try await chunk in stream.body { total += chunk.readableBytes }
+                #expect(total == 3000)
+                var again = 0
+                for try await chunk in stream.body { again += chunk.readableBytes }
+                #expect(again == 0, "a second iteration ends at once")
+            }
         }
     }
 

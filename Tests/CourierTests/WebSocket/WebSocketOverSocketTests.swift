@@ -46,6 +46,19 @@ struct WebSocketOverSocketTests {
         }
     }
 
+    @Test func aSecondIteratorOfTheSameMessagesEndsAtOnce() async throws {
+        // SwiftNIO's producer allows one iterator and stopped the process at a second.
+        try await withTask("echo") { task, _ in
+            _ = try await task.waitUntilOpen()
+            let messages = task.messages
+            var first = messages.makeAsyncIterator()
+            var second = messages.makeAsyncIterator()
+            #expect(try await second.next() == nil)
+            try await task.send(.text("once"))
+            #expect(try await first.next() == .text("once"))
+        }
+    }
+
     @Test func echoTextAndBinaryThenCloseNormally() async throws {
         try await withTask("echo") { task, server in
             let response = try await task.waitUntilOpen()

@@ -3,7 +3,8 @@ import NIOCore
 /// A response body as it arrives: chunks, in order, with back-pressure (the connection stops
 /// reading while the chunks already received wait unread).
 ///
-/// Iterate it once. Stopping early (breaking out of the loop, or cancelling the iterating task)
+/// Iterate it once: a second iteration (of this value or a copy) ends at once, with no chunk.
+/// Stopping early (breaking out of the loop, or cancelling the iterating task)
 /// cancels the request. A failure mid-body — a reset, a timeout — is thrown by the iteration.
 /// A body that was read whole before the call returned (the `gatheringBodiesUpTo:` of
 /// `SessionManager.stream(_:downloadProgress:gatheringBodiesUpTo:)`) comes from memory, in one
@@ -13,7 +14,7 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
     public typealias Failure = CourierError
 
     private enum Base: Sendable {
-        case streamed(ResponseStreamSink.Producer)
+        case streamed(ResponseStreamSink.Producer, SingleIteration)
         /// Read whole: its one chunk (none when the body was empty).
         case complete(ByteBuffer?)
         /// One reader of a body read by several (``DataStreamResponse/broadcast(to:)``).
@@ -23,7 +24,7 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
     private let base: Base
 
     init(base: ResponseStreamSink.Producer) {
-        self.base = .streamed(base)
+        self.base = .streamed(base, SingleIteration())
     }
 
     init(complete body: ByteBuffer?) {
@@ -73,7 +74,8 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
 
     public func makeAsyncIterator() -> AsyncIterator {
         switch self.base {
-        case .streamed(let sequence): AsyncIterator(base: .streamed(sequence.makeAsyncIterator()))
+        case .streamed(let sequence, let once):
+            once.claim() ? AsyncIterator(base: .streamed(sequence.makeAsyncIterator())) : AsyncIterator(base: .complete(nil))
         case .complete(let chunk): AsyncIterator(base: .complete(chunk))
         case .branch(let branch): AsyncIterator(base: .branch(branch.makeCursor()))
         }
