@@ -20,6 +20,31 @@ struct EventStreamTests {
         }
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func aStreamWhoseSessionIsInvalidatedEndsWithoutReconnecting() async throws {
+        // Each reconnection of an invalidated session failed at once, and the iteration went on
+        // for ever, a retry delay apart (the time limit turns that into a failure).
+        try await withTestServer { server in
+            server.route("/one-event") { _ in
+                TestServer.Response(headerFields: [.contentType: "text/event-stream"], body: Data("data: one\n\n".utf8))
+            }
+            let manager = SessionManager()
+            // The callback form, which does not wait for the stream's task.
+            let invalidate: () -> Void = { manager.invalidate(cancelingTasks: false) }
+            var events: [String] = []
+            let error = await #expect(throws: CourierError.self) {
+                for try await event in manager.eventStream(Request(url: server.url("/one-event")), options: .init(retryDelay: .seconds(3600))) {
+                    events.append(event.data)
+                    invalidate()
+                }
+            }
+            #expect(events == ["one"])
+            #expect(error?.code == .sessionInvalidated)
+            #expect(server.requestCount == 1)
+            await manager.invalidate(cancelingTasks: true)
+        }
+    }
+
     @Test func reconnectionsWithoutEventsAreBounded() async throws {
         try await withManager(baseURL: nil) { manager in
             let stream = manager.eventStream(

@@ -11,7 +11,10 @@ import NIOCore
 /// reconnects with `Last-Event-ID` set to the last event ID it saw. The session's cache is not
 /// consulted, and an event stream is not stored. A 204 ends the sequence; any
 /// other status than 200, or another content type, fails it with
-/// ``CourierError/Code/invalidResponse``. Stopping the iteration cancels the connection.
+/// ``CourierError/Code/invalidResponse``; so do the failures no reconnection can mend, at once:
+/// an invalidated session (``CourierError/Code/sessionInvalidated``, without waiting the retry
+/// delay), cancellation, and a request that cannot be sent. Stopping the iteration cancels the
+/// connection.
 public struct ServerSentEventStream: AsyncSequence, Sendable {
     public typealias Element = ServerSentEvent
     public typealias Failure = CourierError
@@ -78,16 +81,32 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
                         try self.connectionEnded(with: nil)
                     }
                 } catch {
-                    if error.code == .cancelled || Task.isCancelled { throw error }
+                    if Self.endsTheStream(error) || Task.isCancelled { throw error }
                     try self.connectionEnded(with: error)
                 }
             }
             return nil
         }
 
+        /// Whether no reconnection can mend `error`: cancelled, an invalidated session, a request
+        /// that cannot be sent as it is. (Reconnecting on them ran for ever: every attempt failed
+        /// at once, and no event ever reset the count.)
+        static func endsTheStream(_ error: CourierError) -> Bool {
+            switch error.code {
+            case .cancelled, .sessionInvalidated, .invalidURL, .missingBaseURL, .unsupportedScheme, .invalidRequest, .unsupportedOption:
+                true
+            default:
+                false
+            }
+        }
+
         /// Opens the next connection, after the retry delay when it is a reconnection.
         private mutating func connect() async throws(CourierError) {
             if self.connections > 0 {
+                // Invalidated since the last connection: no point waiting to be refused.
+                if self.manager.isInvalidated {
+                    throw CourierError(.sessionInvalidated, "\(self.request.summary): the session was invalidated", request: self.request)
+                }
                 do {
                     try await Task.sleep(for: self.parser.retry ?? self.options.retryDelay)
                 } catch {
@@ -106,7 +125,7 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
             do {
                 stream = try await self.manager.stream(request)
             } catch {
-                if error.code == .cancelled || Task.isCancelled { throw error }
+                if Self.endsTheStream(error) || Task.isCancelled { throw error }
                 try self.connectionEnded(with: error)
                 return
             }
