@@ -6,7 +6,7 @@ extension SessionManager {
     /// Ends the manager (AFNetworking's `invalidateSessionCancelingTasks:`).
     ///
     /// With `cancelingTasks`, every task still running is cancelled; without it, running tasks
-    /// finish first, except that a task waiting to be retried (for the network,
+    /// (WebSocket tasks too) finish first, except that a task waiting to be retried (for the network,
     /// ``connectivityRetry``, or for a retrier's delay) ends at once with the failure it is
     /// waiting to retry. Either way, tasks resumed afterwards fail with
     /// ``CourierError/Code/sessionInvalidated``, and once no task runs the engine shuts down and
@@ -17,8 +17,8 @@ extension SessionManager {
             guard !registry.isProcessWide else { return ([], []) }
             registry.isInvalidated = true
             self.invalidated.store(true, ordering: .releasing)
+            // Kept listed: a later invalidation that cancels still reaches the ones left running.
             let webSockets = registry.webSocketTasks.values.compactMap(\.task)
-            registry.webSocketTasks = [:]
             return (Array(registry.delegates.values), webSockets)
         }
         for delegate in delegates {
@@ -52,9 +52,10 @@ extension SessionManager {
     func shutDownEngineIfIdle() {
         let shouldShutDown = self.registry.withLockedValue { registry -> Bool in
             guard registry.isInvalidated, !registry.engineShutDown else { return false }
-            let running = registry.delegates.values.contains { delegate in
-                delegate.state.withLockedValue { $0.machine.hasStarted }
-            }
+            let running =
+                registry.delegates.values.contains { delegate in
+                    delegate.state.withLockedValue { $0.machine.hasStarted }
+                } || registry.webSocketTasks.values.contains { $0.task?.isRunning == true }
             if running { return false }
             registry.engineShutDown = true
             return true

@@ -59,8 +59,7 @@ extension SessionManager {
     }
 
     /// The WebSocket tasks made by this manager that have not ended (suspended, opening, open),
-    /// oldest first, until the manager is invalidated; ``tasks`` lists the ``SessionTask``s. A
-    /// suspended task nobody holds is gone.
+    /// oldest first; ``tasks`` lists the ``SessionTask``s. A suspended task nobody holds is gone.
     public var webSocketTasks: [WebSocketTask] {
         let made = self.registry.withLockedValue { registry in registry.webSocketTasks.values.compactMap(\.task) }
         return made.filter { !$0.isFinished }.sorted { $0.creationOrder < $1.creationOrder }

@@ -172,6 +172,11 @@ public final class WebSocketTask: Sendable {
 
     /// Starts the opening handshake; later calls do nothing.
     public func resume() {
+        // Made before its manager was invalidated, resumed after: it ends as a task would.
+        if self.manager?.isInvalidated == true {
+            self.failBeforeStart(CourierError(.sessionInvalidated, "\(self.request.summary): the session was invalidated", request: self.request))
+            return
+        }
         let tracer = self.interception?.tracer
         let start = self.state.withLockedValue { state -> Bool in
             guard case .suspended = state.phase else { return false }
@@ -730,6 +735,18 @@ public final class WebSocketTask: Sendable {
         if let error { ended.source?.finish(error) } else { ended.source?.finish() }
         ended.channel?.close(promise: nil)
         for waiter in ended.finishWaiters.values { waiter.resume() }
+        // An invalidated manager waits for its running WebSocket tasks before its engine stops.
+        self.manager?.shutDownEngineIfIdle()
+    }
+
+    /// Whether the task was resumed and has not ended (its manager's engine waits for it).
+    var isRunning: Bool {
+        self.state.withLockedValue { state in
+            switch state.phase {
+            case .connecting, .awaitingRetry, .open: true
+            case .suspended, .finished: false
+            }
+        }
     }
 }
 

@@ -628,6 +628,41 @@ struct WebSocketInvalidationTests {
             #expect(error?.code == .sessionInvalidated)
         }
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func invalidatingWithoutCancellingLetsOpenWebSocketsRunAndWaitsForThem() async throws {
+        // The engine stopped under open WebSockets (its wait counted the data tasks only), and
+        // the manager forgot them, so that a cancelling invalidation after it missed them (the
+        // wait for the task's end never returned: the time limit makes that a failure).
+        try await withTestServer { server in
+            let manager = SessionManager()
+            let invalidate: (Bool) -> Void = { manager.invalidate(cancelingTasks: $0) }
+            let task = manager.webSocketTask(with: Request(url: WebSocketOverSocketTests.url(server, "echo")))
+            var messages = task.messages.makeAsyncIterator()
+            try await task.waitUntilOpen()
+            invalidate(false)
+            try await task.send(.text("after the invalidation"))
+            #expect(try await messages.next() == .text("after the invalidation"))
+            #expect(!task.isFinished)
+            #expect(manager.webSocketTasks.count == 1)
+            invalidate(true)
+            await task.waitUntilFinished()
+            #expect(task.error?.code == .cancelled)
+            await manager.invalidate(cancelingTasks: false)
+            #expect(await eventually { server.openConnectionCount == 0 })
+        }
+    }
+
+    @Test func aWebSocketTaskResumedAfterTheInvalidationConnectsNowhere() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            let task = manager.webSocketTask(with: Request(url: WebSocketOverSocketTests.url(server, "echo")))
+            await manager.invalidate(cancelingTasks: false)
+            let error = await #expect(throws: CourierError.self) { try await task.waitUntilOpen() }
+            #expect(error?.code == .sessionInvalidated)
+            #expect(server.connectionCount == 0)
+        }
+    }
 }
 
 /// Subprotocols are offered one token an element (RFC 6455 4.1): a list that breaks the rule
