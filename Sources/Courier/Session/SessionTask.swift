@@ -75,8 +75,12 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     public var countOfBytesExpectedToReceive: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesExpectedToReceive } }
 
     /// The upload's progress: total from the body's length, completed as bytes go out.
+    ///
+    /// It controls the task, as AFNetworking's and URLSession's `progress` do: `cancel()` on it
+    /// cancels the task, `pause()` suspends it and `resume()` resumes it.
     public var uploadProgress: Progress { self.delegate.progress(.upload) }
-    /// The download's progress: total from `Content-Length`, completed as bytes arrive.
+    /// The download's progress: total from `Content-Length`, completed as bytes arrive. It
+    /// controls the task as ``uploadProgress`` does.
     public var downloadProgress: Progress { self.delegate.progress(.download) }
 
     /// Progress snapshots for `direction`, for `async` callers: the current one at once, then one

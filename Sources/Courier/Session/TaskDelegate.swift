@@ -261,12 +261,12 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             switch kind {
             case .upload:
                 if let progress = state.uploadProgress { return progress }
-                let progress = TaskState.makeProgress(total: state.countOfBytesExpectedToSend, completed: state.countOfBytesSent)
+                let progress = TaskState.makeProgress(total: state.countOfBytesExpectedToSend, completed: state.countOfBytesSent, of: state.task)
                 state.uploadProgress = progress
                 return progress
             case .download:
                 if let progress = state.downloadProgress { return progress }
-                let progress = TaskState.makeProgress(total: state.countOfBytesExpectedToReceive, completed: state.countOfBytesReceived)
+                let progress = TaskState.makeProgress(total: state.countOfBytesExpectedToReceive, completed: state.countOfBytesReceived, of: state.task)
                 state.downloadProgress = progress
                 return progress
             }
@@ -289,7 +289,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
                 state.countOfBytesSent = min(state.countOfBytesSent, state.countOfBytesExpectedToSend)
             }
             if wantsProgress, state.uploadProgress == nil {
-                state.uploadProgress = TaskState.makeProgress(total: state.countOfBytesExpectedToSend, completed: 0)
+                state.uploadProgress = TaskState.makeProgress(total: state.countOfBytesExpectedToSend, completed: 0, of: state.task)
             }
             if let progress = state.uploadProgress {
                 progress.totalUnitCount = state.countOfBytesExpectedToSend

@@ -128,7 +128,7 @@ struct TaskState {
     mutating func recordReceived(_ bytes: Int64) -> [ProgressDelivery] {
         self.countOfBytesReceived += bytes
         if self.downloadProgressHandler != nil, self.downloadProgress == nil {
-            self.downloadProgress = Self.makeProgress(total: self.countOfBytesExpectedToReceive, completed: 0)
+            self.downloadProgress = Self.makeProgress(total: self.countOfBytesExpectedToReceive, completed: 0, of: self.task)
         }
         self.downloadProgress?.completedUnitCount = self.countOfBytesReceived
         return self.progressDeliveries(.download)
@@ -177,10 +177,20 @@ struct TaskState {
             + self.recordReceived(held.received)
     }
 
-    static func makeProgress(total: Int64, completed: Int64) -> Progress {
+    /// A task's progress object, which controls `task` as AFNetworking's (and URLSession's
+    /// `task.progress`) do: cancelling it cancels the task, pausing it suspends the task, resuming
+    /// it resumes the task.
+    static func makeProgress(total: Int64, completed: Int64, of task: SessionTask?) -> Progress {
         let progress = Progress(parent: nil, userInfo: nil)
         progress.totalUnitCount = total
         progress.completedUnitCount = completed
+        if let task {
+            progress.isCancellable = true
+            progress.isPausable = true
+            progress.cancellationHandler = { [weak task] in task?.cancel() }
+            progress.pausingHandler = { [weak task] in task?.suspend() }
+            progress.resumingHandler = { [weak task] in task?.resume() }
+        }
         return progress
     }
 

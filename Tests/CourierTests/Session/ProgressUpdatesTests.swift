@@ -107,3 +107,31 @@ struct ProgressUpdatesTests {
         }
     }
 }
+
+/// A task's `Progress` objects control it, as AFNetworking wires them (its task delegate sets the
+/// progress's cancellation, pausing and resuming handlers) and as URLSession's `task.progress`
+/// does: a progress cancelled in a UI cancels the transfer. They said they were cancelled while
+/// the task ran on to success.
+@Suite("A task's Progress controls the task")
+struct ProgressControlTests {
+    @Test func pausingResumingAndCancellingTheProgressDoSoToTheTask() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let (ends, end) = AsyncStream<CourierError?>.makeStream()
+                let task = manager.dataTask(with: Request(url: server.url("/courier/slow-body/200?interval=0.05"))) { _, _, error in
+                    end.yield(error)
+                }
+                let progress = task.downloadProgress
+                task.resume()
+                // Foundation calls a progress's handlers on a queue of its own, after the call.
+                progress.pause()
+                #expect(await eventually { task.state == .suspended })
+                progress.resume()
+                #expect(await eventually { task.state == .running })
+                task.uploadProgress.cancel()
+                var iterator = ends.makeAsyncIterator()
+                #expect(await iterator.next()??.code == .cancelled)
+            }
+        }
+    }
+}
