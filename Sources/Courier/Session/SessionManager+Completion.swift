@@ -13,6 +13,7 @@ extension SessionManager {
     ) {
         let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? Self.mainQueue, $0.completionGroup) }
         group?.enter()
+        self.beginDelivery()
         Self.processingQueue.async { [outcome] in
             var outcome = outcome
             outcome.task.delegate.settle(&outcome)
@@ -21,6 +22,7 @@ extension SessionManager {
                 handler?(outcome.task, outcome.response, object, error)
                 self.postDidComplete(outcome.task, outcome: outcome, serializer: serializer, object: object, error: error)
                 group?.leave()
+                self.endDelivery()
             }
         }
     }

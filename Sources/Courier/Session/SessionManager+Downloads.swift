@@ -118,7 +118,8 @@ extension SessionManager {
     }
 
     /// Calls a finished download's handler on the completion queue inside the completion group,
-    /// then posts the notification.
+    /// then posts the notification. Its delivery was counted before the task was settled
+    /// (``beginDelivery()``).
     func completeDownload(
         _ outcome: TaskOutcome,
         handler: (@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)?
@@ -131,6 +132,7 @@ extension SessionManager {
             handler?(outcome.response, outcome.fileURL, outcome.error)
             self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
             group?.leave()
+            self.endDelivery()
         }
     }
 }

@@ -48,10 +48,22 @@ extension SessionManager {
     /// Whether the manager was invalidated.
     public var isInvalidated: Bool { self.invalidated.load(ordering: .acquiring) }
 
-    /// Shuts the engine down once, when the manager is invalidated and no started task remains.
+    /// A completion handler is on its way to its queue (counted before its task is settled).
+    func beginDelivery() {
+        self.deliveriesInFlight.add(1, ordering: .relaxed)
+    }
+
+    /// A completion handler and its notification ran: the last one lets an invalidated manager's
+    /// engine stop.
+    func endDelivery() {
+        if self.deliveriesInFlight.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { self.shutDownEngineIfIdle() }
+    }
+
+    /// Shuts the engine down once, when the manager is invalidated, no started task remains and
+    /// no completion handler waits for its queue.
     func shutDownEngineIfIdle() {
         let shouldShutDown = self.registry.withLockedValue { registry -> Bool in
-            guard registry.isInvalidated, !registry.engineShutDown else { return false }
+            guard registry.isInvalidated, !registry.engineShutDown, self.deliveriesInFlight.load(ordering: .acquiring) == 0 else { return false }
             let running =
                 registry.delegates.values.contains { delegate in
                     delegate.state.withLockedValue { $0.machine.hasStarted }

@@ -129,6 +129,10 @@ public class SessionManager: @unchecked Sendable {
     /// Whether ``invalidate(cancelingTasks:)-7w13y`` ran: set under the registry's lock with
     /// ``Registry/isInvalidated``, read without it when a task starts.
     let invalidated = Atomic<Bool>(false)
+    /// Completion handlers handed to their queue and not yet run (with their notification): an
+    /// invalidated manager's engine stops, and `invalidate`'s waiters return, only after them,
+    /// as URLSession ends a session after its last task's delegate call.
+    let deliveriesInFlight = Atomic<Int>(0)
     let settings = NIOLockedValueBox(Settings())
     /// Serialization for completion handlers runs here, never on an engine thread.
     static let processingQueue = DispatchQueue(label: "courier.session-manager.processing", attributes: .concurrent)

@@ -71,4 +71,29 @@ struct BadInputTests {
             #expect(status == 200)
         }
     }
+
+    @Test func anAwaitedInvalidationReturnsAfterTheLastCompletionHandler() async throws {
+        // The engine stopped, `.sessionDidInvalidate` was posted and the wait returned once the
+        // last task left the registry, before its handler (queued on the completion queue) ran:
+        // a program that awaited the invalidation and exited lost it.
+        try await withTestServer { server in
+            let manager = SessionManager()
+            let queue = DispatchQueue(label: "held-completions")
+            manager.completionQueue = queue
+            let order = Recorder<String>()
+            let observer = NotificationCenter.default.addObserver(forName: .sessionDidInvalidate, object: manager, queue: nil) { _ in
+                order.append("invalidated")
+            }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            // The handler cannot run until the queue resumes.
+            queue.suspend()
+            manager.dataTask(with: Request(url: server.url("/get"))) { _, _, _ in order.append("handler") }.resume()
+            let invalidate: () -> Void = { manager.invalidate(cancelingTasks: false) }
+            invalidate()
+            #expect(await eventually { manager.tasks.isEmpty }, "the task has ended; its handler waits")
+            queue.resume()
+            await manager.invalidate(cancelingTasks: false)
+            #expect(order.all == ["handler", "invalidated"])
+        }
+    }
 }

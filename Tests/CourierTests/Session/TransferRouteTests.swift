@@ -20,7 +20,8 @@ struct EventStreamTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    // A generous limit: the whole suite, run in parallel on two cores, takes tests a minute.
+    @Test(.timeLimit(.minutes(5)))
     func aStreamWhoseSessionIsInvalidatedEndsWithoutReconnecting() async throws {
         // Each reconnection of an invalidated session failed at once, and the iteration went on
         // for ever, a retry delay apart (the time limit turns that into a failure).

@@ -629,7 +629,8 @@ struct WebSocketInvalidationTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    // A generous limit: the whole suite, run in parallel on two cores, takes tests a minute.
+    @Test(.timeLimit(.minutes(5)))
     func invalidatingWithoutCancellingLetsOpenWebSocketsRunAndWaitsForThem() async throws {
         // The engine stopped under open WebSockets (its wait counted the data tasks only), and
         // the manager forgot them, so that a cancelling invalidation after it missed them (the

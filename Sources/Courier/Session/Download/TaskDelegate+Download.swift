@@ -266,6 +266,12 @@ extension TaskDelegate {
             state.error = error
             if error == nil { state.settleProgressTotals() }
         }
+        // A handler's delivery is counted before the task leaves the registry, so that an
+        // invalidated manager waits for it (``SessionManager/beginDelivery()``).
+        switch completion {
+        case .download, .handler, .none: outcome.manager.beginDelivery()
+        case .outcome, .awaiting: break
+        }
         // Settled where every task's end is (``TaskDelegate/settle(_:)``), here, once the file is done.
         self.settle(&outcome)
         switch completion {
