@@ -9,7 +9,8 @@ extension SessionManager {
     /// (WebSocket tasks too) finish first, except that a task waiting to be retried (for the network,
     /// ``connectivityRetry``, or for a retrier's delay) ends at once with the failure it is
     /// waiting to retry. Either way, tasks resumed afterwards fail with
-    /// ``CourierError/Code/sessionInvalidated``, and once no task runs the engine shuts down and
+    /// ``CourierError/Code/sessionInvalidated``, and once no task runs and the last completion
+    /// handler has run the engine shuts down and
     /// ``Foundation/NSNotification/Name/sessionDidInvalidate`` is posted. Returns at once.
     /// ``HTTPSessionManager/shared`` ignores this.
     public func invalidate(cancelingTasks: Bool) {
