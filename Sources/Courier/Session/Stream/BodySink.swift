@@ -114,8 +114,9 @@ struct MemoryBodySink: BodySink {
         let next = delegate.state.withLockedValue { state -> Next in
             let deliveries = state.recordReceivedOrHold(Int64(chunk.readableBytes))
             // The attempt's body so far, as gathered (`attemptBytesReceived` is the same count,
-            // but its getter copied the whole state, twelve retains a chunk).
-            if (state.body?.readableBytes ?? 0) + chunk.readableBytes > maximum {
+            // but its getter copied the whole state, twelve retains a chunk). Once over, nothing
+            // more is gathered while the cancel is on its way.
+            if state.bodyFailure != nil || (state.body?.readableBytes ?? 0) + chunk.readableBytes > maximum {
                 return .cancel(state.machine.exchange, Self.tooLarge(&state, maximum: maximum))
             }
             if state.body == nil {
