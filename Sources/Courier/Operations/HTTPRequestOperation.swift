@@ -173,12 +173,11 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
             uploadProgress: { [self] progress in self.report(progress, upload: true) },
             downloadProgress: { [self] progress in self.report(progress, upload: false) }
         )
-        let paused = self.state.withLockedValue { state -> Bool in
-            state.task = task
-            return state.isPaused
-        }
+        self.state.withLockedValue { $0.task = task }
         task.resume()
-        if paused { task.suspend() }
+        // Read after the resume: a `pause()` between the two found the task not started yet,
+        // where its suspend does nothing.
+        if self.isPaused { task.suspend() }
         // A cancel that came while the task was being made finds no task: cancel it here.
         if self.isCancelled { task.cancel() }
     }
