@@ -103,13 +103,21 @@ public class SessionManager: @unchecked Sendable {
         var completionQueue: DispatchQueue?
         var completionGroup: DispatchGroup?
         var hooks = Hooks()
-        var reachabilityManager: NetworkReachabilityManager = .shared { didSet { self.plainInterception = nil } }
-        var connectivityRetry: ConnectivityRetryPolicy? { didSet { self.plainInterception = nil } }
+        var reachabilityManager: NetworkReachabilityManager = .shared { didSet { self.interceptionChanged() } }
+        var connectivityRetry: ConnectivityRetryPolicy? { didSet { self.interceptionChanged() } }
         /// Interceptors/ and Monitoring/ settings (SessionManager+Interception, +Monitoring).
-        var interception = InterceptionSettings() { didSet { self.plainInterception = nil } }
+        var interception = InterceptionSettings() { didSet { self.interceptionChanged() } }
         /// What the tasks that bring nothing of their own consult (``TaskInterception/make(manager:request:identifier:)``),
         /// made for the first of them; dropped whenever a setting it was made of changes.
         var plainInterception: TaskInterception?
+        /// Counts the changes of what a ``TaskInterception`` is made of: one made from settings
+        /// read before a change is not kept as ``plainInterception`` (it is made outside the lock).
+        var interceptionVersion = 0
+
+        private mutating func interceptionChanged() {
+            self.plainInterception = nil
+            self.interceptionVersion &+= 1
+        }
     }
 
     /// The configuration the manager was made with.

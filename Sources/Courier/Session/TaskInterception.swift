@@ -34,7 +34,8 @@ final class TaskInterception: Sendable {
     /// The interception for a task made now for `request`: the session's shared one when nothing
     /// in it is the task's own.
     static func make(manager: SessionManager, request: Request, identifier: Int) -> TaskInterception {
-        manager.settings.withLockedValue { settings in Self.make(&settings, request: request, identifier: identifier) }
+        let found = manager.settings.withLockedValue { settings in Self.lookUp(settings, request: request) }
+        return Self.made(found, manager: manager, request: request, identifier: identifier)
     }
 
     /// What a new task consults and the hooks it takes, read in one transaction on the manager's
@@ -42,22 +43,44 @@ final class TaskInterception: Sendable {
     static func makeWithHooks(
         manager: SessionManager, request: Request, identifier: Int
     ) -> (interception: TaskInterception, hooks: SessionManager.Hooks) {
-        manager.settings.withLockedValue { settings in
-            (Self.make(&settings, request: request, identifier: identifier), settings.hooks)
-        }
+        let (found, hooks) = manager.settings.withLockedValue { settings in (Self.lookUp(settings, request: request), settings.hooks) }
+        return (Self.made(found, manager: manager, request: request, identifier: identifier), hooks)
     }
 
-    private static func make(_ settings: inout SessionManager.Settings, request: Request, identifier: Int) -> TaskInterception {
+    /// The shared interception, or what to make one of.
+    private enum Lookup {
+        case shared(TaskInterception)
+        case toMake(SessionManager.Settings, tracer: (any Tracer)?, plain: Bool)
+    }
+
+    private static func lookUp(_ settings: SessionManager.Settings, request: Request) -> Lookup {
         // Read when the task is made: a tracer bootstrapped after the manager was made counts.
         let tracer = settings.interception.currentTracer
         let plain =
             request.interceptor == nil && request.logger == nil && !request.hasEventMonitors && settings.interception.logger == nil
             && tracer == nil
-        guard plain else { return TaskInterception(settings, request: request, identifier: identifier, tracer: tracer) }
-        if let shared = settings.plainInterception { return shared }
-        let shared = TaskInterception(settings, request: request, identifier: identifier, tracer: nil)
-        settings.plainInterception = shared
-        return shared
+        if plain, let shared = settings.plainInterception { return .shared(shared) }
+        return .toMake(settings, tracer: plain ? nil : tracer, plain: plain)
+    }
+
+    /// Makes the interception outside the settings' lock: it asks the retriers
+    /// (`retriesSerializationFailures`), the request's monitors (`queue`) and the log handler,
+    /// which are the caller's code and may read this manager's settings themselves.
+    private static func made(_ found: Lookup, manager: SessionManager, request: Request, identifier: Int) -> TaskInterception {
+        switch found {
+        case .shared(let shared):
+            return shared
+        case .toMake(let settings, let tracer, let plain):
+            let made = TaskInterception(settings, request: request, identifier: identifier, tracer: tracer)
+            guard plain else { return made }
+            // Kept for the next plain tasks unless a setting changed meanwhile (or another task
+            // kept one first).
+            return manager.settings.withLockedValue { current in
+                if let shared = current.plainInterception { return shared }
+                if current.interceptionVersion == settings.interceptionVersion { current.plainInterception = made }
+                return made
+            }
+        }
     }
 
     private init(_ manager: SessionManager.Settings, request: Request, identifier: Int, tracer: (any Tracer)?) {

@@ -122,3 +122,31 @@ struct EventMonitorGroupTests {
         #expect(log.withLockedValue { $0 }.map(\.0).sorted() == ["r", "s", "s"])
     }
 }
+
+/// What a task consults is made outside the manager's settings lock: the request's monitors'
+/// `queue`, a retrier's `retriesSerializationFailures` and a log handler are the caller's code,
+/// and may read the manager. A monitor whose queue is the manager's completion queue stopped the
+/// task's making for ever (the lock is not re-entrant).
+@Suite("Monitoring: a monitor may read the manager while its task is made")
+struct MonitorReadingTheManagerTests {
+    struct ManagersQueueMonitor: EventMonitor {
+        let manager: SessionManager
+        var queue: DispatchQueue { self.manager.completionQueue ?? DispatchQueue(label: "fallback") }
+        let created: NIOLockedValueBox<Int>
+        func taskDidCreate(_ task: SessionTask) { self.created.withLockedValue { $0 += 1 } }
+    }
+
+    // A generous limit: the whole suite, run in parallel on two cores, takes tests a minute.
+    @Test(.timeLimit(.minutes(5)))
+    func aRequestsMonitorWhoseQueueIsTheManagersIsHeard() async throws {
+        let manager = SessionManager(engine: RefusingEngine())
+        manager.completionQueue = DispatchQueue(label: "completions")
+        let created = NIOLockedValueBox(0)
+        var request = Request(url: URL(string: "http://x.test/")!)
+        request.eventMonitors = [ManagersQueueMonitor(manager: manager, created: created)]
+        let task = manager.dataTask(with: request, completionHandler: nil)
+        #expect(await eventually { created.withLockedValue { $0 } == 1 })
+        task.cancel()
+        await manager.invalidate(cancelingTasks: true)
+    }
+}
