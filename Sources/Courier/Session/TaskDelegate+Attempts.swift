@@ -10,14 +10,24 @@ extension TaskDelegate {
     /// them, on a task of its own that ``cancel()`` cancels.
     func beginAttempt(on manager: SessionManager) {
         let interception = self.interception
-        let (attempt, retries, span) = self.state.withLockedValue { state -> (Int, Int, TaskSpan?) in
+        // The task's span, started outside the task's lock: the tracer is the caller's code, and
+        // may read the task or its manager.
+        var started: TaskSpan?
+        if let tracer = interception.tracer, self.state.withLockedValue({ $0.machine.attempt == 0 && $0.span == nil }) {
+            started = TaskSpan.start(tracer: tracer, for: self.originalRequest, parent: interception.parentContext ?? .topLevel)
+        }
+        let (attempt, retries, span, unkept) = self.state.withLockedValue { state -> (Int, Int, TaskSpan?, TaskSpan?) in
             state.metrics?.attemptBegan(self.originalRequest)
-            if state.machine.attempt == 0, state.span == nil, let tracer = interception.tracer {
-                state.span = TaskSpan.start(tracer: tracer, for: self.originalRequest, parent: interception.parentContext ?? .topLevel)
+            // Kept unless the task ended meanwhile (a cancel): its end, which ends the span it
+            // finds, has run.
+            var unkept: TaskSpan?
+            if let started {
+                if state.span == nil, !state.machine.hasEnded { state.span = started } else { unkept = started }
             }
             if interception.adaptsAsynchronously { state.machine.adaptationBegan() }
-            return (state.machine.attempt, state.retryReasons.count, state.span)
+            return (state.machine.attempt, state.retryReasons.count, state.span, unkept)
         }
+        unkept?.end(response: nil, error: nil, retryCount: 0)
         if attempt == 0 { interception.budget?.deposit() }
         if interception.logger.logLevel <= .trace {
             interception.logger.trace(

@@ -46,14 +46,21 @@ extension WebSocketTask {
         guard let interception = self.interception else { return request }
         let authenticated = interception.authentication.authenticate(request)
         let ownAuthorization = !request.headerFields.contains(.authorization) && authenticated.headerFields.contains(.authorization)
-        return self.state.withLockedValue { state -> Request in
+        let (span, retries) = self.state.withLockedValue { state -> (TaskSpan?, Int) in
             state.carriesSessionAuthorization = ownAuthorization
-            guard let span = state.span else { return authenticated }
-            let retries = state.retryReasons.count
-            let (hop, traced) = span.startHop(authenticated, attempt: retries, redirect: 0, resendCount: retries)
-            state.hopSpan = hop
-            return traced
+            return (state.span, state.retryReasons.count)
         }
+        guard let span else { return authenticated }
+        // The hop's span, started outside the task's lock (the tracer is the caller's code).
+        let (hop, traced) = span.startHop(authenticated, attempt: retries, redirect: 0, resendCount: retries)
+        // Kept unless the task ended meanwhile, whose end ended the spans it found.
+        let kept = self.state.withLockedValue { state -> Bool in
+            if case .finished = state.phase { return false }
+            state.hopSpan = hop
+            return true
+        }
+        if !kept { hop.end(response: nil, error: self.error) }
+        return traced
     }
 
     /// Keeps `work` for ``cancel()``, or cancels it when the task ended meanwhile.

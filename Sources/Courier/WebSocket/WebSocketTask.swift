@@ -177,17 +177,24 @@ public final class WebSocketTask: Sendable {
             self.failBeforeStart(CourierError(.sessionInvalidated, "\(self.request.summary): the session was invalidated", request: self.request))
             return
         }
-        let tracer = self.interception?.tracer
         let start = self.state.withLockedValue { state -> Bool in
             guard case .suspended = state.phase else { return false }
             state.phase = .connecting
             state.recorder.attemptBegan(self.request)
-            if let tracer {
-                state.span = TaskSpan.start(tracer: tracer, for: self.request, parent: self.interception?.parentContext ?? .topLevel)
-            }
             return true
         }
         guard start else { return }
+        // Started outside the task's lock (the tracer is the caller's code, and may read the
+        // task), before the attempt that reads it; ended at once if the task ended meanwhile.
+        if let tracer = self.interception?.tracer {
+            let span = TaskSpan.start(tracer: tracer, for: self.request, parent: self.interception?.parentContext ?? .topLevel)
+            let kept = self.state.withLockedValue { state -> Bool in
+                if case .finished = state.phase { return false }
+                state.span = span
+                return true
+            }
+            if !kept { span.end(response: nil, error: self.error, retryCount: 0) }
+        }
         self.interception?.budget?.deposit()
         if self.postsNotifications { NotificationCenter.default.post(name: .taskDidResume, object: self) }
         self.monitors?.emit { $0.webSocketTaskDidResume(self) }
@@ -557,14 +564,17 @@ public final class WebSocketTask: Sendable {
             state.recorder.transactionFinished(metrics)
             state.recorder.responseBegan()
             state.recorder.attemptEnded(response: response, error: nil, bytesReceived: 0)
-            state.hopSpan?.responseArrives(over: "http/1.1")
             return .some(state.pendingClose)
         }
         guard case .some(let pendingClose) = pending else { return }
-        self.state.withLockedValue { state -> HopSpan? in
+        // The hop's span hears the response and ends outside the task's lock (the tracer's spans
+        // are the caller's code).
+        let hop = self.state.withLockedValue { state -> HopSpan? in
             defer { state.hopSpan = nil }
             return state.hopSpan
-        }?.end(response: response, error: nil)
+        }
+        hop?.responseArrives(over: "http/1.1")
+        hop?.end(response: response, error: nil)
         self.monitors?.emit { $0.webSocketTask(self, didOpenWith: response) }
         let sync = channel.pipeline.syncOperations
         let handshakeHandler: WebSocketHandshakeHandler

@@ -210,3 +210,54 @@ struct SessionMonitoringTests {
         }
     }
 }
+
+/// A tracer is the caller's code: its spans were started (and, for WebSocket tasks, given the
+/// response) while the task's lock was held, so a tracer that reads the manager's tasks (each
+/// task's lock) stopped the process, or hung it in a release build.
+@Suite("Session: a tracer may read the manager while it starts a span")
+struct TracerReadingTheManagerTests {
+    struct ReadingTracer: Tracer {
+        let base = InMemoryTracer()
+        let manager: SessionManager
+        let reads = NIOLockedValueBox(0)
+
+        func startSpan<Instant: TracerInstant>(
+            _ operationName: String, context: @autoclosure () -> ServiceContext, ofKind kind: SpanKind, at instant: @autoclosure () -> Instant,
+            function: String, file fileID: String, line: UInt
+        ) -> InMemorySpan {
+            _ = self.manager.tasks
+            _ = self.manager.webSocketTasks
+            self.reads.withLockedValue { $0 += 1 }
+            return self.base.startSpan(operationName, context: context(), ofKind: kind, at: instant(), function: function, file: fileID, line: line)
+        }
+
+        func forceFlush() { self.base.forceFlush() }
+
+        func extract<Carrier, Extract>(_ carrier: Carrier, into context: inout ServiceContext, using extractor: Extract)
+        where Extract: Extractor, Extract.Carrier == Carrier {
+            self.base.extract(carrier, into: &context, using: extractor)
+        }
+
+        func inject<Carrier, Inject>(_ context: ServiceContext, into carrier: inout Carrier, using injector: Inject)
+        where Inject: Injector, Inject.Carrier == Carrier {
+            self.base.inject(context, into: &carrier, using: injector)
+        }
+    }
+
+    // A generous limit: the whole suite, run in parallel on two cores, takes tests a minute.
+    @Test(.timeLimit(.minutes(5)))
+    func aDataTaskAndAWebSocketTaskAreTracedByATracerThatReadsTheManager() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            let tracer = ReadingTracer(manager: manager)
+            manager.tracer = tracer
+            #expect(try await manager.data(for: Request(url: server.url("/get"))).response.status == .ok)
+            let task = manager.webSocketTask(with: Request(url: WebSocketOverSocketTests.url(server, "echo")))
+            try await task.waitUntilOpen()
+            task.cancel()
+            await task.waitUntilFinished()
+            #expect(tracer.reads.withLockedValue { $0 } >= 4, "a task span and a hop span each")
+            await manager.invalidate(cancelingTasks: true)
+        }
+    }
+}
