@@ -233,3 +233,43 @@ struct ThrowingAuthenticator: Authenticator {
         request.headerFields[.authorization] == "Bearer \(credential.access)"
     }
 }
+
+/// A credential's `requiresRefresh` is the caller's code: the interceptor asked it under its own
+/// lock, so one that reads the interceptor (its current credential, say, to compare expiries)
+/// stopped the process (a debug build's lock check) or hung the request.
+@Suite("Interceptors: AuthenticationInterceptor asks the credential outside its lock")
+struct AuthenticationCredentialCalloutTests {
+    /// Where the credential finds its interceptor (made after the credential).
+    final class InterceptorReference: Sendable {
+        let interceptor = NIOLockedValueBox<AuthenticationInterceptor<ReadingAuthenticator>?>(nil)
+    }
+
+    struct ReadingCredential: AuthenticationCredential {
+        let access: String
+        let reference: InterceptorReference
+        var requiresRefresh: Bool {
+            // Reads the interceptor's credential: its lock.
+            let current = self.reference.interceptor.withLockedValue { $0 }?.credential
+            return current?.access != self.access
+        }
+    }
+
+    struct ReadingAuthenticator: Authenticator {
+        func apply(_ credential: ReadingCredential, to request: inout Request) {
+            request.headerFields[.authorization] = "Bearer \(credential.access)"
+        }
+        func refresh(_ credential: ReadingCredential) async throws -> ReadingCredential { credential }
+        func isRequest(_ request: Request, authenticatedWith credential: ReadingCredential) -> Bool {
+            request.headerFields[.authorization] == "Bearer \(credential.access)"
+        }
+    }
+
+    @Test func aCredentialThatReadsTheInterceptorIsApplied() async throws {
+        let reference = InterceptorReference()
+        let interceptor = AuthenticationInterceptor(
+            authenticator: ReadingAuthenticator(), credential: ReadingCredential(access: "t0", reference: reference))
+        reference.interceptor.withLockedValue { $0 = interceptor }
+        let adapted = try await interceptor.adapt(Request(url: URL(string: "http://x.test/")!), using: AdaptationContext(taskIdentifier: 1))
+        #expect(adapted.headerFields[.authorization] == "Bearer t0")
+    }
+}

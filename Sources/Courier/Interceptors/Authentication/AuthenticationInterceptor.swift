@@ -49,6 +49,14 @@ public final class AuthenticationInterceptor<AuthenticatorType: Authenticator>: 
         case refresh(Credential, version: Int)
     }
 
+    /// The credential and its version as one transaction read them, and whether a refresh was
+    /// under way.
+    private struct Current {
+        let credential: Credential
+        let version: Int
+        let refreshing: Bool
+    }
+
     /// What a request waiting for a refresh does once it has looked at the state.
     private enum WaitStep {
         case resume(Result<Credential, CourierError>)
@@ -131,14 +139,18 @@ public final class AuthenticationInterceptor<AuthenticatorType: Authenticator>: 
     // MARK: RequestAdapter
 
     public func adapt(_ request: Request, using context: AdaptationContext) async throws -> Request {
-        let step = try self.state.withLockedValue { state throws(CourierError) -> AdaptStep in
+        // `requiresRefresh` is the caller's code, asked outside the lock (it may read this
+        // interceptor); the version read with the credential keeps a refresh from running twice.
+        let current = try self.state.withLockedValue { state throws(CourierError) -> Current in
             guard let credential = state.credential else { throw self.missingCredential(request) }
             // A new request starts afresh after a failed refresh.
             if case .failed = state.refresh { state.refresh = .idle }
-            if case .running = state.refresh { return .refresh(credential, version: state.version) }
-            return credential.requiresRefresh ? .refresh(credential, version: state.version) : .apply(credential)
+            if case .running = state.refresh { return Current(credential: credential, version: state.version, refreshing: true) }
+            return Current(credential: credential, version: state.version, refreshing: false)
         }
-        var next = step
+        var next: AdaptStep =
+            current.refreshing || current.credential.requiresRefresh
+            ? .refresh(current.credential, version: current.version) : .apply(current.credential)
         while true {
             switch next {
             case .apply(let credential):
@@ -150,10 +162,11 @@ public final class AuthenticationInterceptor<AuthenticatorType: Authenticator>: 
                 _ = try await self.refreshed(stale, version: version).get()
                 // The current credential (the refreshed one, or one set meanwhile); one that still
                 // requires refresh is refreshed again, as far as the refresh window allows.
-                next = try self.state.withLockedValue { state throws(CourierError) -> AdaptStep in
+                let now = try self.state.withLockedValue { state throws(CourierError) -> Current in
                     guard let credential = state.credential else { throw self.missingCredential(request) }
-                    return credential.requiresRefresh ? .refresh(credential, version: state.version) : .apply(credential)
+                    return Current(credential: credential, version: state.version, refreshing: false)
                 }
+                next = now.credential.requiresRefresh ? .refresh(now.credential, version: now.version) : .apply(now.credential)
             }
         }
     }
