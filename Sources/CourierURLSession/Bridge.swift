@@ -216,12 +216,13 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         }
         if let exchange {
             let request = exchange.request
+            // URLSession is done with the body it sent from a file: removed before the exchange
+            // ends, so that whoever hears the end finds it gone.
+            exchange.discardSpooledBody()
             exchange.finish(
                 shutDown
                     ? CourierError(.sessionInvalidated, "\(request.summary): the engine was shut down before the redirect was followed", request: request)
                     : error.map { Self.courierError($0, request: request) })
-            // URLSession is done with the body it sent from a file.
-            exchange.discardSpooledBody()
         }
         for waiter in waiters { waiter.resume() }
     }
