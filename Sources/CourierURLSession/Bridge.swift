@@ -137,9 +137,8 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             completionHandler(.cancel)
             return
         }
-        // A redirect Courier follows itself, or one that broke the policy: this task's response
-        // is not the exchange's.
-        if exchange.isFollowingItself || exchange.brokeRedirectPolicy {
+        // A redirect Courier follows itself: this task's response is not the exchange's.
+        if exchange.isFollowingItself {
             completionHandler(.cancel)
             return
         }
@@ -152,7 +151,8 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             completionHandler(.cancel)
             return
         }
-        // A 308 past the policy's maximum, or back to where it was: the exchange fails.
+        // A redirect that broke the policy (this 308, or the one URLSession proposed before this
+        // response): past the maximum, or back to where it was. The exchange fails.
         if exchange.brokeRedirectPolicy {
             completionHandler(.cancel)
             return

@@ -100,7 +100,7 @@ struct UnreadBytesWatermarkTests {
     static func chunk(_ size: Int) -> ByteBuffer { ByteBuffer(repeating: 0x61, count: size) }
 
     static func body(of sink: ResponseStreamSink) throws -> ResponseBodyStream {
-        ResponseBodyStream(base: try #require(sink.takeSequence()))
+        ResponseBodyStream(base: try #require(sink.takeSequence()), claimedThrough: sink)
     }
 
     @Test func theSinkPausesPastTheHighWatermarkAndReadsOnAtTheLowOne() async throws {

@@ -127,6 +127,7 @@ struct RequestBodyFileTests {
         try await withScratchDirectory { folder in
             let target = folder.appendingPathComponent("body.bin")
             let request = Request(method: .post, url: URL(string: "http://localhost/upload")!, body: .stream(CancellingAtEnd(), length: .known(3)))
+            // Unstructured so that the body's end cancels this task (not the test's); awaited at once.
             let written = await Task {
                 try await HTTPRequestSerializer().request(withMultipartFormRequest: request, writingStreamContentsToFile: target)
             }.result

@@ -219,7 +219,7 @@ struct WebSocketSessionTests {
         try await self.withSession { server, manager in
             let task = await self.waitingForRetry(server, manager)
             let ends = NIOLockedValueBox<[String]>([])
-            // Unstructured so that the test can cancel them while they wait.
+            // Unstructured so that the test can cancel it while it waits; awaited at the end.
             let opening = Task {
                 do {
                     try await task.waitUntilOpen()
@@ -228,6 +228,7 @@ struct WebSocketSessionTests {
                     ends.withLockedValue { $0.append("open: \((error as? CourierError).map { "\($0.code)" } ?? "\(error)")") }
                 }
             }
+            // Unstructured too, cancelled below and awaited at the end.
             let finishing = Task {
                 await task.waitUntilFinished()
                 ends.withLockedValue { $0.append("finish returned") }

@@ -14,7 +14,8 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
     public typealias Failure = CourierError
 
     private enum Base: Sendable {
-        case streamed(ResponseStreamSink.Producer, SingleIteration)
+        /// The sequence, and the sink that says whether its one iterator was made.
+        case streamed(ResponseStreamSink.Producer, ResponseStreamSink)
         /// Read whole: its one chunk (none when the body was empty).
         case complete(ByteBuffer?)
         /// One reader of a body read by several (``DataStreamResponse/broadcast(to:)``).
@@ -23,8 +24,8 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
 
     private let base: Base
 
-    init(base: ResponseStreamSink.Producer) {
-        self.base = .streamed(base, SingleIteration())
+    init(base: ResponseStreamSink.Producer, claimedThrough sink: ResponseStreamSink) {
+        self.base = .streamed(base, sink)
     }
 
     init(complete body: ByteBuffer?) {
@@ -74,8 +75,8 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
 
     public func makeAsyncIterator() -> AsyncIterator {
         switch self.base {
-        case .streamed(let sequence, let once):
-            once.claim() ? AsyncIterator(base: .streamed(sequence.makeAsyncIterator())) : AsyncIterator(base: .complete(nil))
+        case .streamed(let sequence, let sink):
+            sink.claimIterator() ? AsyncIterator(base: .streamed(sequence.makeAsyncIterator())) : AsyncIterator(base: .complete(nil))
         case .complete(let chunk): AsyncIterator(base: .complete(chunk))
         case .branch(let branch): AsyncIterator(base: .branch(branch.makeCursor()))
         }

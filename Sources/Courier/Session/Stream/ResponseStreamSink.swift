@@ -20,6 +20,14 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
 
     /// The sizes of the chunks waiting unread, for the back-pressure strategy.
     private let ledger = ChunkLedger()
+    /// Whether the consumer's body made its one iterator (``claimIterator()``).
+    private let iteratorMade = Atomic<Bool>(false)
+
+    /// True the first time only: SwiftNIO's producer allows one iterator and stops the process at
+    /// a second (the consumer's body iterated twice); a later one ends at once.
+    func claimIterator() -> Bool {
+        !self.iteratorMade.exchange(true, ordering: .relaxed)
+    }
 
     private struct State {
         var source: Producer.Source?
@@ -196,7 +204,7 @@ final class ResponseStreamSink: NIOAsyncSequenceProducerDelegate, Sendable {
             return state.completeBody
         }
         if let complete { return ResponseBodyStream(complete: complete) }
-        return self.takeSequence().map { ResponseBodyStream(base: $0) }
+        return self.takeSequence().map { ResponseBodyStream(base: $0, claimedThrough: self) }
     }
 
     func attach(_ delegate: TaskDelegate) {
