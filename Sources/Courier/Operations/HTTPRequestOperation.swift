@@ -241,6 +241,8 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
                 state.error = error
             }
             self.finish(with: error)
+            // The delivery the task's end counted (``TaskCompletion/outcome(_:)``).
+            self.sessionManager.endDelivery()
         }
     }
 

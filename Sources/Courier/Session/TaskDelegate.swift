@@ -66,7 +66,10 @@ enum TaskCompletion: Sendable {
     /// completion queue.
     case handler(any ResponseSerializer, CompletionHandler)
     /// The raw outcome, settled and delivered on the engine's thread (a streamed task's, a 2.x
-    /// operation's).
+    /// operation's). A delivery is counted before the task is settled
+    /// (``SessionManager/beginDelivery()``); the closure ends it
+    /// (``SessionManager/endDelivery()``) once what it hands the end to has run, so that an
+    /// invalidated manager waits for that.
     case outcome(@Sendable (TaskOutcome) -> Void)
     /// An `async` caller waiting on the task: its continuation waits in
     /// ``TaskState/awaitingCaller`` (``TaskDelegate/waitForEnd(_:)``; the task is made before it,
@@ -445,6 +448,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             let manager = outcome.manager
             manager.complete(consume outcome, serializer: nil, handler: nil)
         case .outcome(let deliver):
+            outcome.manager.beginDelivery()
             self.settle(&outcome)
             deliver(consume outcome)
         }

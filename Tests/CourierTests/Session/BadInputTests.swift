@@ -97,3 +97,32 @@ struct BadInputTests {
         }
     }
 }
+
+@Suite struct StreamTaskInvalidationTests {
+    @Test func anAwaitedInvalidationReturnsAfterAStreamTasksLastEvent() async throws {
+        // A streamed task's callback form was not counted: the engine stopped and the wait
+        // returned once the task left the registry, before its completion event (queued on the
+        // completion queue) was handed on.
+        try await withTestServer { server in
+            let manager = SessionManager()
+            let queue = DispatchQueue(label: "held-stream-events")
+            manager.completionQueue = queue
+            let order = Recorder<String>()
+            let observer = NotificationCenter.default.addObserver(forName: .sessionDidInvalidate, object: manager, queue: nil) { _ in
+                order.append("invalidated")
+            }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            // No event can be handed on until the queue resumes.
+            queue.suspend()
+            manager.streamTask(with: Request(url: server.url("/get"))) { event in
+                if case .completion = event { order.append("completion") }
+            }.resume()
+            let invalidate: () -> Void = { manager.invalidate(cancelingTasks: false) }
+            invalidate()
+            #expect(await eventually { manager.tasks.isEmpty }, "the task has ended; its events wait")
+            queue.resume()
+            await manager.invalidate(cancelingTasks: false)
+            #expect(order.all == ["completion", "invalidated"])
+        }
+    }
+}

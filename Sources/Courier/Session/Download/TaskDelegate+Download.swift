@@ -269,8 +269,8 @@ extension TaskDelegate {
         // A handler's delivery is counted before the task leaves the registry, so that an
         // invalidated manager waits for it (``SessionManager/beginDelivery()``).
         switch completion {
-        case .download, .handler, .none: outcome.manager.beginDelivery()
-        case .outcome, .awaiting: break
+        case .download, .handler, .none, .outcome: outcome.manager.beginDelivery()
+        case .awaiting: break
         }
         // Settled where every task's end is (``TaskDelegate/settle(_:)``), here, once the file is done.
         self.settle(&outcome)

@@ -4,6 +4,7 @@ import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOFoundationCompat
+import Synchronization
 
 /// What a streamed task made with ``SessionManager/streamTask(with:downloadProgress:events:)``
 /// hands its handler, in this order: the response head, the pieces of its body as they arrive,
@@ -52,7 +53,8 @@ extension SessionManager {
         events handler: @escaping @Sendable (DataStreamEvent) -> Void
     ) -> DataTask {
         let sink = ResponseStreamSink()
-        let task = self.makeStreamTask(request, sink: sink, downloadProgress: downloadProgress, resumedAtOnce: false)
+        let end = HandOnEnd()
+        let task = self.makeStreamTask(request, sink: sink, downloadProgress: downloadProgress, resumedAtOnce: false, handOn: end)
         let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? Self.mainQueue, $0.completionGroup) }
         // A callback API has no caller's task to read the body on: this one reads it. It holds
         // the sink, not the task, and ends when the sink does: the body ends, the task fails or
@@ -60,6 +62,7 @@ extension SessionManager {
         // resumed (``BodySink/abandon()``).
         Task {
             await Self.handOn(sink, to: handler, on: queue, group: group)
+            end.readerEnded()
         }
         return task
     }
@@ -100,5 +103,41 @@ extension SessionManager {
         } catch {
             await deliver(.completion(failure(error)))
         }
+    }
+}
+
+/// Where a streamed task's callback form ends the delivery its end counted
+/// (``SessionManager/beginDelivery()``): once both the task has ended and its reader has handed
+/// the last event on, whichever comes second, so that an invalidated manager waits for the last
+/// event handler as it waits for a completion handler. A task released without being resumed
+/// counted nothing and ends nothing.
+final class HandOnEnd: Sendable {
+    private enum Stage { case running, taskEnded(SessionManager), readerEnded, done }
+    private let stage = Mutex(Stage.running)
+
+    /// The task ended (its end counted a delivery on `manager`).
+    func taskEnded(_ manager: SessionManager) {
+        let ends = self.stage.withLock { stage -> Bool in
+            guard case .readerEnded = stage else {
+                stage = .taskEnded(manager)
+                return false
+            }
+            stage = .done
+            return true
+        }
+        if ends { manager.endDelivery() }
+    }
+
+    /// The reader handed on its last event (or nothing, for a task released unresumed).
+    func readerEnded() {
+        let manager = self.stage.withLock { stage -> SessionManager? in
+            guard case .taskEnded(let manager) = stage else {
+                stage = .readerEnded
+                return nil
+            }
+            stage = .done
+            return manager
+        }
+        manager?.endDelivery()
     }
 }

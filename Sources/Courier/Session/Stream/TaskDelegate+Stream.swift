@@ -108,9 +108,12 @@ extension ResponseStreamSink: BodySink {
 
 extension SessionManager {
     /// A data task whose body goes to `sink`: its end finishes the sink, then the hooks and the
-    /// `.taskDidComplete` notification (which carries no data).
+    /// `.taskDidComplete` notification (which carries no data). The delivery the end counts
+    /// (``TaskCompletion/outcome(_:)``) ends there, or, with `handOn`, once the reader that hands
+    /// the events on has handed on the last.
     func makeStreamTask(
-        _ request: Request, sink: ResponseStreamSink, downloadProgress: (@Sendable (Progress) -> Void)?, resumedAtOnce: Bool
+        _ request: Request, sink: ResponseStreamSink, downloadProgress: (@Sendable (Progress) -> Void)?, resumedAtOnce: Bool,
+        handOn: HandOnEnd? = nil
     ) -> DataTask {
         let task = self.makeTask(
             DataTask.self, request: request,
@@ -120,6 +123,7 @@ extension SessionManager {
                 let task = outcome.task
                 self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
                 self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
+                if let handOn { handOn.taskEnded(self) } else { self.endDelivery() }
             },
             uploadProgress: nil, downloadProgress: downloadProgress, sink: sink, resumedAtOnce: resumedAtOnce)
         sink.attach(task.delegate)
