@@ -265,3 +265,40 @@ struct StreamBroadcastMachineTests {
         #expect(error?.code == .connectionClosed)
     }
 }
+
+/// `StreamBroadcast` without sockets: what it does with the body's iterator.
+@Suite("Stream broadcast: the body's iterator")
+struct StreamBroadcastSourceTests {
+    /// Reads the broadcast when it goes, as a body's iterator whose end cancels the task (and so
+    /// runs the task's hooks) can.
+    final class Probe: @unchecked Sendable {  // Set once before use, read once in deinit, on one thread.
+        weak var broadcast: StreamBroadcast?
+        let seen: NIOLockedValueBox<Int?>
+        init(seen: NIOLockedValueBox<Int?>) { self.seen = seen }
+        deinit { self.seen.withLockedValue { $0 = self.broadcast?.snapshot.buffered } }
+    }
+    struct ProbedSource: BroadcastSource {
+        let probe: Probe
+        mutating func next() async throws(CourierError) -> ByteBuffer? { nil }
+    }
+
+    @Test func theLastReaderStoppingLetsGoOfTheIteratorOutsideTheLock() {
+        // The iterator was dropped under the broadcast's lock: one whose end read the broadcast
+        // stopped the process (a recursive lock).
+        let seen = NIOLockedValueBox<Int?>(nil)
+        let abandoned = NIOLockedValueBox(false)
+        let broadcast = Self.broadcast(probing: seen) { abandoned.withLockedValue { $0 = true } }
+        broadcast.stop(0)
+        #expect(seen.withLockedValue { $0 } == 0, "the iterator went when the last reader stopped")
+        #expect(abandoned.withLockedValue { $0 })
+    }
+
+    /// A broadcast to one reader whose iterator (its only owner of the probe) records what it
+    /// reads of the broadcast when it goes.
+    static func broadcast(probing seen: NIOLockedValueBox<Int?>, abandon: @escaping @Sendable () -> Void) -> StreamBroadcast {
+        let probe = Probe(seen: seen)
+        let broadcast = StreamBroadcast(source: ProbedSource(probe: probe), readers: 1, abandon: abandon)
+        probe.broadcast = broadcast
+        return broadcast
+    }
+}

@@ -157,14 +157,15 @@ final class StreamBroadcast: Sendable {
     /// Reader `index` stopped: it holds no chunk any more; when it was the last reader and the
     /// body has not ended, the request is cancelled.
     func stop(_ index: Int) {
-        let cancels = self.state.withLockedValue { state -> Bool in
-            guard state.positions[index] != nil else { return false }
+        // The body's iterator, if no reader holds it now, goes too (dropping it also ends the
+        // body, and may end the task there and then): taken out under the lock, and let go of
+        // when the closure's result is, after it.
+        let (cancels, _) = self.state.withLockedValue { state -> (Bool, Source?) in
+            guard state.positions[index] != nil else { return (false, nil) }
             state.positions[index] = nil
             Self.trim(&state)
-            guard state.positions.allSatisfy({ $0 == nil }), state.ended == nil else { return false }
-            // The body's iterator, if no reader holds it now, goes too (dropping it also ends the body).
-            state.source = nil
-            return true
+            guard state.positions.allSatisfy({ $0 == nil }), state.ended == nil else { return (false, nil) }
+            return (true, state.source.take())
         }
         if cancels { self.abandon() }
     }
