@@ -105,6 +105,18 @@ struct StreamBroadcastTests {
         }
     }
 
+    @Test("No readers: an empty broadcast, and the request is cancelled")
+    func noReaders() async throws {
+        // A precondition stopped the process.
+        try await Transport.http1.run { server, manager in
+            let log = TaskNotificationLog()
+            let stream = try await manager.stream(Request(url: server.url("/courier/big/50000000")))
+            #expect(stream.broadcast(to: 0).isEmpty)
+            #expect(await log.wait(for: .taskDidComplete, of: stream.task))
+            #expect(stream.task.error?.code == .cancelled)
+        }
+    }
+
     @Test("A failure mid-body reaches every reader after every byte that arrived", arguments: Transport.allCases)
     func aFailureReachesEveryReader(_ transport: Transport) async throws {
         try await transport.run { server, manager in

@@ -22,10 +22,16 @@ extension DataStreamResponse {
     /// a timeout) reaches every reader. A reader whose task is cancelled while it waits for a
     /// chunk another reader is reading stops with ``CourierError/Code/cancelled``; cancelling the
     /// task that is reading from the connection for all of them cancels the request.
-    /// - Parameter count: How many readers, at least 1.
+    ///
+    /// No readers (`count` 0 or less) is every reader stopped at once: the result is empty and the
+    /// request is cancelled (unless its body has ended already).
+    /// - Parameter count: How many readers.
     public func broadcast(to count: Int) -> [DataStreamResponse] {
-        precondition(count >= 1, "a broadcast needs at least one reader")
         let task = self.task
+        guard count >= 1 else {
+            task.cancel()
+            return []
+        }
         let broadcast = StreamBroadcast(source: self.body.makeAsyncIterator(), readers: count) { task.cancel() }
         return (0..<count).map { index in
             DataStreamResponse(
