@@ -110,8 +110,16 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     ) {
         // Courier's rule decides the next request (method, body, fields), not URLSession's
         // proposal: the same planner as NIOEngine's, then the session's say.
-        let redirect = URLSessionEngine.response(from: response)
-        guard let exchange = self.exchange(of: task), case .follow(let proposal) = exchange.planRedirect(redirect),
+        guard let exchange = self.exchange(of: task) else {
+            completionHandler(nil)
+            return
+        }
+        guard let redirect = URLSessionEngine.response(from: response) else {
+            exchange.cancel(with: exchange.badStatus(response.statusCode))
+            completionHandler(nil)
+            return
+        }
+        guard case .follow(let proposal) = exchange.planRedirect(redirect),
             let chosen = exchange.delegate.exchange(willPerformRedirection: redirect, newRequest: proposal)
         else {
             completionHandler(nil)
@@ -142,8 +150,12 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             completionHandler(.cancel)
             return
         }
+        guard let head = URLSessionEngine.response(from: http) else {
+            exchange.cancel(with: exchange.badStatus(http.statusCode))
+            completionHandler(.cancel)
+            return
+        }
         // FoundationNetworking does not follow a 308: the engine does, by the same rule.
-        let head = URLSessionEngine.response(from: http)
         if http.statusCode == 308, case .follow(let next) = exchange.planRedirect(head),
             let chosen = exchange.delegate.exchange(willPerformRedirection: head, newRequest: next)
         {
@@ -180,9 +192,14 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             completionHandler(.performDefaultHandling, nil)
             return
         }
+        guard let head = URLSessionEngine.response(from: response) else {
+            exchange.cancel(with: exchange.badStatus(response.statusCode))
+            completionHandler(.cancelAuthenticationChallenge, nil)
+            return
+        }
         let url = response.url ?? exchange.request.url
         exchange.markHeadDelivered()
-        _ = exchange.delegate.exchange(didReceive: URLSessionEngine.response(from: response), url: url)
+        _ = exchange.delegate.exchange(didReceive: head, url: url)
         exchange.finish(nil)
         completionHandler(.cancelAuthenticationChallenge, nil)
     }

@@ -211,7 +211,10 @@ public final class URLSessionEngine: Engine {
         return urlRequest
     }
 
-    static func response(from response: HTTPURLResponse) -> HTTPResponse {
+    /// The response head, or nil when its status is not three digits (a custom `URLProtocol` can
+    /// make any `Int`; `HTTPResponse` takes 0 to 999 and stops the process at another).
+    static func response(from response: HTTPURLResponse) -> HTTPResponse? {
+        guard (0...999).contains(response.statusCode) else { return nil }
         var fields = HTTPFields()
         for (name, value) in response.allHeaderFields {
             guard let text = name as? String, let name = HTTPField.Name(text), let value = value as? String else { continue }
@@ -506,5 +509,12 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         }
         for data in held { self.delegate.exchange(didReceive: ByteBuffer(data: data)) }
         self.delegate.exchange(didCompleteWith: cancellation ?? error)
+    }
+}
+
+extension URLSessionExchange {
+    /// The failure of a response whose status `HTTPResponse` cannot hold.
+    func badStatus(_ code: Int) -> CourierError {
+        CourierError(.invalidResponse, "\(self.request.summary): the response's status \(code) is not three digits", request: self.request)
     }
 }

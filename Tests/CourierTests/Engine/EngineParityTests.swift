@@ -2,6 +2,9 @@
 import CourierTesting
 @testable import CourierURLSession
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
@@ -553,6 +556,20 @@ struct EngineParityTests {
         }
     }
 
+    /// A `URLProtocol` can answer any `Int` as the status: one past 999 (which `HTTPResponse`
+    /// cannot hold, and stopped the process) fails the request as an invalid response.
+    @Test func aStatusPast999FromAURLProtocolFailsTheRequest() async throws {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.protocolClasses = [FourDigitStatusProtocol.self]
+        let manager = SessionManager(engine: URLSessionEngine(configuration: configuration))
+        let error = await #expect(throws: CourierError.self) {
+            try await manager.data(for: Request(url: URL(string: "http://four-digits.invalid/x")!))
+        }
+        #expect(error?.code == .invalidResponse, "\(error.map { "\($0)" } ?? "")")
+        #expect(error?.message.contains("1000") == true)
+        await manager.invalidate(cancelingTasks: true)
+    }
+
     /// Over TLS it checks the certificate against the system's roots: the test server's private
     /// root is not one, and the request fails as untrusted rather than going through.
     @Test func theURLSessionEngineChecksCertificates() async throws {
@@ -631,4 +648,16 @@ struct StubbornChunks: AsyncSequence, Sendable {
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(first: self.first, gate: self.gate) }
+}
+
+/// Answers every request with status 1000 and no body.
+final class FourDigitStatusProtocol: URLProtocol, @unchecked Sendable {  // Foundation's class; used by one loading thread.
+    override class func canInit(with request: URLRequest) -> Bool { true }
+    override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+    override func startLoading() {
+        let response = HTTPURLResponse(url: self.request.url!, statusCode: 1000, httpVersion: "HTTP/1.1", headerFields: [:])!
+        self.client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
+        self.client?.urlProtocolDidFinishLoading(self)
+    }
+    override func stopLoading() {}
 }
