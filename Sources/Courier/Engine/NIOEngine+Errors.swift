@@ -343,6 +343,13 @@ struct HTTP2InterimResponseEndedStream: HTTP2MalformedStream {
     var description: String { "the stream ended with an interim \(self.status) response and no final one" }
 }
 
+/// A `101 Switching Protocols` head on a stream: HTTP/2 has no such status (RFC 9113 8.6), and
+/// the response is malformed, as nghttp2 and Go's transport take it. The stream is reset with
+/// PROTOCOL_ERROR.
+struct HTTP2SwitchingProtocols: HTTP2MalformedStream {
+    var description: String { "the server answered 101 Switching Protocols, which HTTP/2 does not have (RFC 9113 8.6)" }
+}
+
 /// A stream above the last one the server's GOAWAY said it processes, closed while its response
 /// was under way (swift-nio-http2 closes such a stream as if reset with CANCEL, though the server
 /// sent no RST_STREAM).

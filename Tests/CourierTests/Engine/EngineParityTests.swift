@@ -651,7 +651,7 @@ struct StubbornChunks: AsyncSequence, Sendable {
 }
 
 /// Answers every request with status 1000 and no body.
-final class FourDigitStatusProtocol: URLProtocol, @unchecked Sendable {  // Foundation's class; used by one loading thread.
+final class FourDigitStatusProtocol: URLProtocol {
     override class func canInit(with request: URLRequest) -> Bool { true }
     override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
     override func startLoading() {

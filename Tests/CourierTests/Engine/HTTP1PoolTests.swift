@@ -457,6 +457,99 @@ struct HTTP1PoolTests {
         }
     }
 
+    /// The upload failing under a success whose body goes on (an echo, which reads the request
+    /// as it answers) ends the task with the body's error at once, and the half-sent connection
+    /// closes. Before, the task waited for a response that waited for the body, and timed out
+    /// with the body's error lost.
+    @Test func anUploadFailingUnderASuccessEndsTheTaskWithItsError() async throws {
+        struct Broken: Error {}
+        try await withScriptedServer({ connection, request, _ in
+            connection == 0 && request == 0
+                ? .respondBeforeBody("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n")
+                : .respond("HTTP/1.1 204 No Content\r\n\r\n")
+        }) { server in
+            var configuration = SessionConfiguration.default
+            // Only the failure without the fix waits for it.
+            configuration.timeoutIntervalForRequest = 30
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                var request = Request(method: .put, url: server.baseURL.appending(path: "upload"))
+                let gate = OneShotGate()
+                defer { gate.open() }
+                request.body = .stream(
+                    AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+                        continuation.yield(ByteBuffer(repeating: 0x61, count: 1024))
+                        gate.whenOpen { continuation.finish(throwing: Broken()) }
+                    },
+                    length: .known(4096))
+                let done = Recorder<CourierError?>()
+                let task = manager.uploadTask(withStreamedRequest: request, progress: nil) { _, _, error in done.append(error) }
+                task.resume()
+                #expect(await eventually { task.response != nil })
+                gate.open()
+                #expect(await done.wait { $0.count == 1 })
+                let error = try #require(done.all.first ?? nil)
+                #expect(error.code == .bodyReadFailed, "\(error)")
+                #expect(error.underlyingError is Broken, "\(error)")
+                _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
+                #expect(server.connectionCount == 2, "the half-sent connection was not reused")
+            }
+        }
+    }
+
+    /// After `101 Switching Protocols` the connection is another protocol's, which NIO's decoder
+    /// stops reading: it closes, and the next request goes on a new one. Before, it went back to
+    /// the pool, and the next request waited on it for an answer that was never read.
+    @Test func aSwitchingProtocolsAnswerIsTheConnectionsLast() async throws {
+        try await withScriptedServer({ connection, request, _ in
+            connection == 0 && request == 0
+                ? .respond("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: example\r\n\r\n")
+                : .respond("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext")
+        }) { server in
+            var configuration = SessionConfiguration.default
+            // Only the failure without the fix waits for it.
+            configuration.timeoutIntervalForRequest = 30
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                var upgrade = Request(method: .get, url: server.baseURL.appending(path: "upgrade"))
+                upgrade.headerFields[.connection] = "Upgrade"
+                upgrade.headerFields[HTTPField.Name("Upgrade")!] = "example"
+                var anyStatus = DataResponseSerializer()
+                anyStatus.http.acceptableStatusCodes = IndexSet(integersIn: 100..<600)
+                let switched = try await manager.response(for: upgrade, serializer: anyStatus)
+                #expect(switched.response.status.code == 101)
+                let next = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
+                #expect(next.value == Data("next".utf8))
+                #expect(server.connectionCount == 2, "the switched connection was not reused")
+            }
+        }
+    }
+
+    /// A head with no body (a HEAD's answer, a 204, a 304) may name the transfer coding its body
+    /// would have had: nothing is coded, and the response is taken, its connection kept. Before,
+    /// each failed as a coding Courier cannot remove.
+    @Test func aHeadWithoutABodyMayNameATransferCoding() async throws {
+        try await withScriptedServer({ _, _, head in
+            if head.hasPrefix("HEAD") { return .respond("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n") }
+            if head.contains("/empty") { return .respond("HTTP/1.1 204 No Content\r\nTransfer-Encoding: gzip\r\n\r\n") }
+            if head.contains("/same") { return .respond("HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: br\r\n\r\n") }
+            return .respond("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        }) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                var anyStatus = DataResponseSerializer()
+                anyStatus.http.acceptableStatusCodes = IndexSet(integersIn: 100..<600)
+                let head = try await manager.response(method: .head, urlString: "page", serializer: anyStatus)
+                #expect(head.response.status.code == 200)
+                let empty = try await manager.response(method: .get, urlString: "empty", serializer: DataResponseSerializer())
+                #expect(empty.response.status.code == 204)
+                let same = try await manager.response(method: .get, urlString: "same", serializer: anyStatus)
+                #expect(same.response.status.code == 304)
+                let last = try await manager.response(method: .get, urlString: "last", serializer: DataResponseSerializer())
+                #expect(last.value == Data("ok".utf8))
+                #expect(server.connectionCount == 1, "the connection was kept")
+            }
+        }
+    }
+
     @Test func manyHostsLeaveThePoolOnceTheirConnectionsClose() async throws {
         // Every 127.x.y.z address is this machine's loopback: forty hosts of one server.
         var server = TestServer.Configuration()

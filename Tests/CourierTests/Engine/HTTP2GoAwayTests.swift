@@ -392,6 +392,16 @@ struct HTTP2GoAwayTests {
         }
     }
 
+    /// HTTP/2 has no `101 Switching Protocols` (RFC 9113 8.6): the request fails saying so, its
+    /// stream is reset with PROTOCOL_ERROR, and the connection goes on. Before, the 101 was taken
+    /// as an interim head and the request waited for a final one until it timed out.
+    @Test func aSwitchingProtocolsHeadFailsItsRequestOnly() async throws {
+        try await self.expectOnlyItsStreamFails(.respondWithBlock([(":status", "101"), ("x-protocol", "example")], endStream: false)) { error in
+            #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+            #expect(error?.message.contains("101 Switching Protocols") == true, "\(String(describing: error))")
+        }
+    }
+
     /// A GOAWAY that names no stream as processed while a response is under way drops that
     /// stream: the request fails saying so, not with a reset (CANCEL) the server never sent.
     @Test func aGoAwayDroppingAStreamUnderWayIsSaidAsSuch() async throws {

@@ -97,6 +97,19 @@ struct ResponseInflaterTests {
         #expect(ResponseInflater.make(head: HTTPResponseHead(version: .http1_1, status: .ok), ratio: 100) == nil)
     }
 
+    /// The codings are listed as they were applied (RFC 9110 8.4): the last is outside. Before,
+    /// the first was read, and `identity, gzip` came to the caller still compressed while `gzip,
+    /// br` was fed to zlib (and failed as corrupt).
+    @Test("The one coding applied is read, wherever identity stands")
+    func codingOrder() {
+        for value in ["identity, gzip", "gzip, identity", "identity,deflate", "identity, x-gzip"] {
+            #expect(ResponseInflater.make(head: Self.head(value), ratio: 100) != nil, "\(value)")
+        }
+        for value in ["gzip, br", "br, gzip", "gzip, gzip", "identity", "identity, br"] {
+            #expect(ResponseInflater.make(head: Self.head(value), ratio: 100) == nil, "\(value)")
+        }
+    }
+
     @Test("An empty body is left as it is")
     func emptyBody() throws {
         let inflater = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: 100))

@@ -148,6 +148,7 @@ struct HTTP2StreamStateMachine {
         do {
             block = try Self.check(headers, trailers: isTrailers)
             status = isTrailers ? 0 : try Self.status(block.status)
+            if status == 101 { throw HTTP2SwitchingProtocols() }
         } catch {
             self.receivedMalformed = true
             throw error

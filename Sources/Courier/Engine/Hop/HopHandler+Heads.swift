@@ -204,8 +204,14 @@ extension HopHandler {
             case .trailer where trailers != nil: continue
             case .acceptEncoding, .range: codings.note(field.name)
             case .te where field.value != "trailers":
-                // RFC 9113 8.2.2: `TE` may only say `trailers` in HTTP/2.
-                throw NIOHTTP2Errors.forbiddenHeaderField(name: "te", value: field.value)
+                // RFC 9113 8.2.2: `TE` may only say `trailers` in HTTP/2, a token compared
+                // without regard to case (`Trailers` goes, as `trailers`).
+                guard field.value.lowercased() == "trailers" else {
+                    throw NIOHTTP2Errors.forbiddenHeaderField(name: "te", value: field.value)
+                }
+                block.add(name: "te", value: "trailers")
+                size += 2 + 2 + 8 + 2
+                continue
             default: break
             }
             // Already lower-case: no new string a field.

@@ -603,10 +603,12 @@ final class HopHandler: ChannelDuplexHandler {
             // A final head that came with both Content-Length and Transfer-Encoding (the first
             // was removed before the decoder): its connection carries nothing more.
             if hopHead.status >= 200, self.readWatcher?.droppedContentLength == true { hopHead.isKeepAlive = false }
+            let status = hopHead.status
             part = .head(consume hopHead)
-            if let coding {
+            if let coding, Self.hasBody(status: status, answeringHEAD: self.hop?.request.method == .head) {
                 // Its body is not the content, and how it ends is the server's guess: the hop
-                // fails and the connection closes.
+                // fails and the connection closes. (A head that has no body, a HEAD's answer, a
+                // 204 or 304, may name the coding its body would have had: nothing is coded.)
                 self.perform(self.stateMachine.channelFailed(self.loss(UnsupportedTransferCoding(coding: coding))))
                 return
             }
@@ -615,6 +617,12 @@ final class HopHandler: ChannelDuplexHandler {
         }
         self.stateMachine.readBegan()
         self.perform(self.stateMachine.responseReceived(part))
+    }
+
+    /// Whether a response with `status` has a body (RFC 9112 6.3): not a 1xx, 204 or 304 answer,
+    /// nor any answer to HEAD. NIO's decoder reads none for those.
+    static func hasBody(status: Int, answeringHEAD: Bool) -> Bool {
+        !answeringHEAD && status >= 200 && status != 204 && status != 304
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {

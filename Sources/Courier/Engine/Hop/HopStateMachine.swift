@@ -354,8 +354,18 @@ struct HopStateMachine {
         case .awaitingHead:
             self.state = .closed
             return .failHop(.requestBodyFailed(error), then: .close)
-        case .receiving, .refusedExpectation:
-            // The response under way is the outcome.
+        case .receiving(let status, _) where status < 300:
+            // A success under way may be an answer to a body the server still reads (an echo):
+            // it would wait for the rest for ever, and the task with it. The body's error is the
+            // outcome, and the connection, which carries half a request, closes.
+            self.state = .closed
+            return .failHop(.requestBodyFailed(error), then: .close)
+        case .receiving:
+            // A refusal under way (`413`) is the outcome: the server reads no more of the body,
+            // and its answer ends on its own. The connection closes after it (the request was
+            // not sent whole).
+            return .none
+        case .refusedExpectation:
             return .none
         }
     }
@@ -481,7 +491,10 @@ struct HopStateMachine {
             self.state = .closed
             return .failHop(.proxyAuthenticationRequired(head), then: .close)
         }
-        hop.response = .receiving(status: code, keepAlive: head.isKeepAlive)
+        // After `101 Switching Protocols` the connection speaks another protocol, which NIO's
+        // decoder stops reading (as it must): the connection is not given back, whatever its
+        // head says. (HTTP/2 has no 101: its stream refuses one as malformed.)
+        hop.response = .receiving(status: code, keepAlive: head.isKeepAlive && code != 101)
         self.state = .running(hop)
         if case .idleTimeout(let timeout) = head.keepAlive {
             self.serverIdleTimeout = timeout

@@ -36,10 +36,9 @@ final class ResponseInflater {
     /// Whether the framing is gzip, whose body may hold more members after the first.
     private var isGzip = false
 
-    /// An inflater for a response whose head names a coding it decodes (the first
-    /// `Content-Encoding`, `gzip`, `x-gzip` or `deflate`), nil otherwise. A factory, not a failable
-    /// initializer: a class's object is allocated before its initializer can fail, and most
-    /// responses are not compressed.
+    /// An inflater for a response whose head names one coding it decodes (`gzip`, `x-gzip` or
+    /// `deflate`), nil otherwise. A factory, not a failable initializer: a class's object is
+    /// allocated before its initializer can fail, and most responses are not compressed.
     static func make(
         head: HTTPResponseHead, ratio: Int, freeSize: Int = NIOEngine.Decompression.ratioFreeSize
     ) -> ResponseInflater? {
@@ -54,20 +53,28 @@ final class ResponseInflater {
         return Self.make(contentEncodings: fields[values: .contentEncoding], ratio: ratio, freeSize: freeSize)
     }
 
-    /// One reading of the coding for both heads: the first element of the `Content-Encoding`
-    /// values, split at commas and trimmed of blanks, empty elements ignored (RFC 9110 5.6.1).
+    /// One reading of the coding for both heads: the elements of the `Content-Encoding` values,
+    /// split at commas and trimmed of blanks, empty elements ignored (RFC 9110 5.6.1), `identity`
+    /// too (it names no coding; old servers send it). The codings are listed in the order they
+    /// were applied (RFC 9110 8.4), so only a body whose one coding is `gzip`, `x-gzip` or
+    /// `deflate` is inflated: `identity, gzip` is, and `gzip, br` (brotli outside) is left as it
+    /// came, under the head that says so, as is every body with two codings.
     private static func make(contentEncodings values: some Sequence<String>, ratio: Int, freeSize: Int) -> ResponseInflater? {
         let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+        var inflatable = false
+        var codings = 0
         for value in values {
             for element in value.utf8.split(separator: UInt8(ascii: ",")) {
                 let trimmed = element.drop(while: isBlank).reversed().drop(while: isBlank).reversed()
                 guard !trimmed.isEmpty else { continue }
                 let coding = String(decoding: trimmed, as: UTF8.self).lowercased()
+                if coding == "identity" { continue }
+                codings += 1
                 // `x-gzip` is gzip (RFC 9110 8.4.1.3).
-                return coding == "gzip" || coding == "x-gzip" || coding == "deflate" ? ResponseInflater(ratio: ratio, freeSize: freeSize) : nil
+                inflatable = coding == "gzip" || coding == "x-gzip" || coding == "deflate"
             }
         }
-        return nil
+        return inflatable && codings == 1 ? ResponseInflater(ratio: ratio, freeSize: freeSize) : nil
     }
 
     private init(ratio: Int, freeSize: Int) {

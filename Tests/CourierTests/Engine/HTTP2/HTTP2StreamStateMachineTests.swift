@@ -264,6 +264,19 @@ struct HTTP2StreamStateMachineTests {
         #expect(machine.close() == .reset(.protocolError))
     }
 
+    /// HTTP/2 has no `101 Switching Protocols` (RFC 9113 8.6): a head that says it is malformed,
+    /// and the stream is reset with PROTOCOL_ERROR, as nghttp2 and Go take it. Before, it was read
+    /// as an interim head, and the stream waited for a final one the server would not send.
+    @Test func aSwitchingProtocolsHeadIsAnError() throws {
+        for endStream in [false, true] {
+            var machine = Self.sentGet()
+            #expect(throws: HTTP2SwitchingProtocols.self) {
+                try machine.receivedHeaders(HPACKHeaders([(":status", "101"), ("x-protocol", "example")]), endStream: endStream)
+            }
+            #expect(machine.close() == .reset(.protocolError))
+        }
+    }
+
     @Test func headersAfterTheBodyAreTheTrailers() throws {
         var machine = Self.sentGet()
         _ = try machine.receivedHeaders(Self.response(200), endStream: false)
@@ -388,6 +401,9 @@ struct HTTP2StreamStateMachineTests {
         te.headerFields[.te] = "gzip"
         #expect(throws: NIOHTTP2Errors.ForbiddenHeaderField.self) { try Self.block(te) }
         te.headerFields[.te] = "trailers"
+        #expect(try Self.block(te).first(name: "te") == "trailers")
+        // A token, whatever its case (RFC 9110 5.6.2): refused before, as if it said another coding.
+        te.headerFields[.te] = "Trailers"
         #expect(try Self.block(te).first(name: "te") == "trailers")
         var host = Request(url: URL(string: "https://example.com/")!)
         host.headerFields[HTTPField.Name("Host")!] = "example.com extra"

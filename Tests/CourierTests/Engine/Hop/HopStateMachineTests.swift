@@ -587,10 +587,40 @@ struct HopStateMachineTests {
         var machine = Machine(mode: .connection)
         _ = machine.startHop(Self.start(.post, length: 10))
         #expect(machine.requestBodyFailed(Failed(name: "stream")).summary == "failHop(requestBodyFailed(stream), close)")
+    }
+
+    /// A success under way when the upload fails may answer a body the server still reads (an
+    /// echo): the body's error ends the hop at once. Before, the hop waited for the response's
+    /// end, then for an upload that would never end, and the task timed out with the error lost.
+    @Test func anUploadFailingUnderASuccessFailsTheHop() {
         var answered = Machine(mode: .connection)
         _ = answered.startHop(Self.start(.post, length: 10))
+        answered.requestHeadWritten()
         _ = answered.responseReceived(Self.head(200))
-        #expect(answered.requestBodyFailed(Failed(name: "stream")).summary == "none", "the response under way is the outcome")
+        #expect(answered.requestBodyFailed(Failed(name: "stream")).summary == "failHop(requestBodyFailed(stream), close)")
+        #expect(!answered.isRunningHop)
+        #expect(answered.responseReceived(Self.end).summary == "none")
+    }
+
+    /// A refusal under way (`413`) is the outcome: it ends on its own, and the connection, which
+    /// carries half a request, closes after it.
+    @Test func anUploadFailingUnderARefusalLetsTheRefusalEnd() {
+        var refused = Machine(mode: .connection)
+        _ = refused.startHop(Self.start(.post, length: 10))
+        refused.requestHeadWritten()
+        _ = refused.responseReceived(Self.head(413))
+        #expect(refused.requestBodyFailed(Failed(name: "stream")).summary == "none", "the response under way is the outcome")
+        #expect(refused.responseReceived(Self.end).summary == "responseEnded(nil, succeed(close))")
+    }
+
+    /// After `101 Switching Protocols` the connection speaks another protocol, which NIO's
+    /// decoder no longer reads: it closes, whatever the head says. Before, it went back to the
+    /// pool, and the next request on it waited for an answer that was never read.
+    @Test func aSwitchingProtocolsAnswerClosesTheConnection() {
+        var machine = Machine(mode: .connection)
+        Self.send(on: &machine)
+        #expect(machine.responseReceived(Self.head(101)).summary == "forwardHead(101, http/1.1)")
+        #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, succeed(close))")
     }
 
     // MARK: Proxies, strays
