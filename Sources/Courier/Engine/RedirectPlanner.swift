@@ -17,7 +17,9 @@ public enum RedirectStep: Sendable {
 ///
 /// A 301, 302, 303, 307 or 308 with a `Location` that resolves to an `http` or `https` URL is
 /// followed within the policy's maximum (and without returning to a URL already requested, when
-/// cycles are not allowed); a 303, and a 301 or 302 to a POST, become a GET without a body; a
+/// cycles are not allowed); a 303, and a 301 or 302 to a POST, become a GET without a body or the
+/// fields that describe one (`Content-Type`, `-Length`, `-Encoding`, `-Language`, `-Location`,
+/// `Transfer-Encoding`); a
 /// body that cannot be sent again (``RequestBody/isReplayable``) leaves a 307 or 308 as the
 /// response; credentials and cookies are not sent to another origin.
 public enum RedirectPlanner {
@@ -70,9 +72,15 @@ public enum RedirectPlanner {
         if becomesGET {
             next.method = .get
             next.body = .empty
+            // The fields that describe the body go with it (Fetch's request-body-header names):
+            // a `GET` saying `Content-Encoding: gzip` (``RequestCompressor``'s) of no body is
+            // refused by servers that decode what they are told is coded.
             next.headerFields[.contentType] = nil
             next.headerFields[.contentLength] = nil
             next.headerFields[.transferEncoding] = nil
+            next.headerFields[.contentEncoding] = nil
+            next.headerFields[.contentLanguage] = nil
+            next.headerFields[.contentLocation] = nil
         } else if !request.body.isReplayable {
             // A streamed body was consumed by the first hop and cannot be sent again.
             return .none

@@ -42,6 +42,11 @@ public struct FailedAttempt: Sendable {
     public var taskIdentifier: Int
     /// The request as it was sent: adapted, and after the redirects that were followed.
     public var request: Request
+    /// The request as this attempt began: adapted, before any redirect. A retry sends it again
+    /// (the task's request, adapted anew), not ``request``: a `POST` answered `303` and then a
+    /// failing `GET` is a `POST` again if retried. The same as ``request`` when no redirect was
+    /// followed.
+    public var initialRequest: Request
     /// The response head, when the server answered.
     public var response: HTTPResponse?
     /// The response body, when the task gathers it in memory (data and upload tasks).
@@ -60,6 +65,7 @@ public struct FailedAttempt: Sendable {
     public init(
         taskIdentifier: Int = 0,
         request: Request,
+        initialRequest: Request? = nil,
         response: HTTPResponse? = nil,
         data: Data? = nil,
         error: CourierError? = nil,
@@ -68,6 +74,7 @@ public struct FailedAttempt: Sendable {
     ) {
         self.taskIdentifier = taskIdentifier
         self.request = request
+        self.initialRequest = initialRequest ?? request
         self.response = response
         self.data = data
         self.error = error

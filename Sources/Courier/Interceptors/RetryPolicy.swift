@@ -8,7 +8,8 @@ import Logging
 /// An attempt is retried when all of these hold:
 /// - the task was retried fewer than ``retryLimit`` times for this reason;
 /// - its method is one of ``retryableMethods`` (the idempotent ones by default: a `POST` that
-///   reached the server may have done its work);
+///   reached the server may have done its work), the method it began with
+///   (``FailedAttempt/initialRequest``): a retry sends that again, whatever a redirect made of it;
 /// - the server answered with one of ``retryableStatusCodes``, or the exchange failed with one of
 ///   ``retryableErrorCodes`` (timeouts, lost and refused connections, failed name lookups);
 /// - the server did not ask, with `Retry-After`, for a longer wait than ``maximumRetryAfter``.
@@ -69,7 +70,9 @@ public struct RetryPolicy: RequestInterceptor {
 
     public func retry(_ attempt: FailedAttempt) async throws -> RetryDecision {
         let retries = attempt.retryCount(for: self.reason)
-        guard retries < self.retryLimit, self.retryableMethods.contains(attempt.request.method) else { return .doNotRetry }
+        // The method that a retry sends again: the attempt's first, whatever its redirects made of it
+        // (a `POST` answered `303` is not retried for its `GET` failing).
+        guard retries < self.retryLimit, self.retryableMethods.contains(attempt.initialRequest.method) else { return .doNotRetry }
         if let error = attempt.error {
             guard self.retryableErrorCodes.contains(error.code) else { return .doNotRetry }
         } else {

@@ -102,6 +102,7 @@ extension TaskDelegate {
     private func send(_ request: Request, attempt: Int, ownAuthorization: Bool, on manager: SessionManager) {
         self.state.withLockedValue { state in
             state.currentRequest = request
+            state.attemptRequest = nil
             state.carriesSessionAuthorization = ownAuthorization
             state.metrics?.exchangeBegan(request)
         }

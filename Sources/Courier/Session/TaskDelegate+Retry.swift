@@ -51,6 +51,7 @@ extension TaskDelegate {
                 taskIdentifier: self.identifier, request: state.currentRequest, response: response, data: data, error: error,
                 previousRetries: state.retryReasons, logger: interception.logger)
             failed.carriesSessionAuthorization = state.carriesSessionAuthorization
+            if let first = state.attemptRequest { failed.initialRequest = first }
             return failed
         }
         guard let attempt else { return false }
@@ -119,6 +120,7 @@ extension TaskDelegate {
                 taskIdentifier: self.identifier, request: request, response: response, data: data, error: error,
                 previousRetries: state.retryReasons, logger: self.interception.logger)
             failed.carriesSessionAuthorization = state.carriesSessionAuthorization
+            if let first = state.attemptRequest { failed.initialRequest = first }
             return failed
         }
         guard let attempt else {

@@ -343,7 +343,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
                 state.hop.sentRequest = sent
                 state.hop.requestDate = requestDate
             }
-            if let next { state.currentRequest = next }
+            if let next {
+                if state.attemptRequest == nil { state.attemptRequest = state.currentRequest }
+                state.currentRequest = next
+            }
             state.metrics?.redirected()
         }
         if let monitors = self.interception.monitors, let task = context.task {

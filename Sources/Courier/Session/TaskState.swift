@@ -10,6 +10,10 @@ struct TaskState {
     /// (``TaskDelegate/applyReceiveWish()``): a call that sees a newer number applies again.
     var receiveWishes = 0
     var currentRequest: Request
+    /// The request this attempt began with (adapted), kept when its first redirect replaces
+    /// ``currentRequest`` (nil until then: most attempts are never redirected): what a retry
+    /// sends again, for ``FailedAttempt/initialRequest``.
+    var attemptRequest: Request?
     var response: HTTPResponse?
     /// ``response``'s status code, 0 without one: read without making an `HTTPResponse.Status`
     /// (which copies the status field and the reason phrase) each time it is asked.

@@ -73,6 +73,28 @@ struct RedirectPlannerTests {
         }
     }
 
+    /// The fields that describe a body go with it when a redirect makes a `GET` of the request
+    /// (Fetch's request-body-header names); a `307` keeps body and fields. Before, a compressed
+    /// `POST`'s `GET` said `Content-Encoding: gzip` of no body.
+    @Test func aGetMadeByARedirectCarriesNoFieldThatDescribesABody() {
+        var original = self.request(.post, body: .data(Data("x".utf8)))
+        original.headerFields[.contentEncoding] = "gzip"
+        original.headerFields[.contentLanguage] = "en"
+        original.headerFields[.contentLocation] = "/drafts/1"
+        original.headerFields[.accept] = "text/html"
+        guard case .follow(let seeOther) = self.step(self.response(303, location: "/done"), original),
+            case .follow(let temporary) = self.step(self.response(307, location: "/again"), original)
+        else {
+            Issue.record("expected redirects to follow")
+            return
+        }
+        for name in [HTTPField.Name.contentType, .contentEncoding, .contentLanguage, .contentLocation] {
+            #expect(seeOther.headerFields[name] == nil, "\(name)")
+            #expect(temporary.headerFields[name] != nil, "\(name)")
+        }
+        #expect(seeOther.headerFields[.accept] == "text/html", "what is asked of the answer stays")
+    }
+
     /// A Location that mixes characters RFC 3986 does not allow with `%XX` escapes: the escapes
     /// are kept and only the rest encoded. Foundation encoded the whole query again (`%25C3`),
     /// so Go read `J%C3%B6rg` where curl and Node sent `Jörg`.

@@ -38,6 +38,46 @@ struct HTTPAuthenticationResponderTests {
         #expect(responder.authenticate(own).headerFields[.authorization] == "Bearer mine")
     }
 
+    /// RFC 7617 2.2: the challenged URI's directory, as the path goes out (percent-encoded, its
+    /// trailing slash kept). Before, `URL.path` decoded it and dropped the slash: a challenge at
+    /// `/~alice/` covered the whole origin (Alice's password went to `/~bob/`), and one at
+    /// `/my%20docs/` matched no request.
+    @Test func aBasicSpaceIsTheChallengedDirectoryAsItGoesOut() throws {
+        func answered(at challenged: String) throws -> HTTPAuthenticationResponder {
+            let url = try #require(URL(string: challenged))
+            let store = CredentialStore()
+            store.set(HTTPCredential(user: "alice", password: "pw"), for: try #require(ProtectionSpace(url: url, realm: "home")))
+            let responder = Self.responder(store)
+            #expect(responder.respond(to: Self.refusal([#"Basic realm="home""#], request: Request(url: url)), hook: nil).reason == .challenge)
+            return responder
+        }
+        func sends(_ responder: HTTPAuthenticationResponder, to url: String) -> Bool {
+            responder.authenticate(Request(url: URL(string: url)!)).headerFields[.authorization] != nil
+        }
+        let alice = try answered(at: "http://h.test/~alice/")
+        #expect(sends(alice, to: "http://h.test/~alice/photos"))
+        #expect(!sends(alice, to: "http://h.test/~bob/"), "another user's directory")
+        #expect(!sends(alice, to: "http://h.test/"))
+        let docs = try answered(at: "http://h.test/my%20docs/a.txt")
+        #expect(sends(docs, to: "http://h.test/my%20docs/b.txt"))
+    }
+
+    /// RFC 7616 3.3: a Digest `domain` lists URIs: `/private/` covers what is below it, not
+    /// `/privateer`, and another origin's URI is not this space's.
+    @Test func aDigestDomainIsReadAsURIs() throws {
+        let store = CredentialStore()
+        store.set(HTTPCredential(user: "Mufasa", password: "Circle of Life"), for: try #require(ProtectionSpace(url: Self.url)))
+        let responder = Self.responder(store)
+        let challenge = #"Digest realm="r", qop="auth", nonce="abc", domain="/private/ http://elsewhere.test/open/""#
+        #expect(responder.respond(to: Self.refusal([challenge]), hook: nil).isRetry)
+        func sends(_ path: String) -> Bool {
+            responder.authenticate(Request(url: URL(string: "http://api.courier.test:8080" + path)!)).headerFields[.authorization] != nil
+        }
+        #expect(sends("/private/x"))
+        #expect(!sends("/privateer"))
+        #expect(!sends("/open/x"), "elsewhere.test's path is not this origin's")
+    }
+
     @Test("Digest: the strongest algorithm offered is answered; the nonce count grows with each request")
     func digest() throws {
         let store = CredentialStore()

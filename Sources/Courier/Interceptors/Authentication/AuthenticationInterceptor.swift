@@ -11,7 +11,8 @@ import NIOConcurrencyHelpers
 /// within the ``RefreshWindow``). As a retrier it looks at refusals (``Authenticator/didRequest(_:with:failDueToAuthenticationError:)``):
 /// a request refused with an older credential is retried with the current one; a request refused
 /// with the current one starts a refresh, or waits for the one under way, and is retried with the
-/// new credential. **One refresh** serves every request waiting for it; if it fails, they all fail
+/// new credential. A refusal from a redirect's target that the credential, sent first, did not
+/// reach (a redirect to another origin drops it) is the answer: it is not retried. **One refresh** serves every request waiting for it; if it fails, they all fail
 /// with its error, and so does any later refusal of the same credential (a new request starts
 /// afresh). A ``RefreshWindow`` stops refresh storms: past its limit, a refresh fails at once with
 /// ``CourierError/Code/excessiveRefresh``.
@@ -186,6 +187,14 @@ public final class AuthenticationInterceptor<AuthenticatorType: Authenticator>: 
             return .doNotRetry(failingWith: self.missingCredential(attempt.request).adding(response: response, data: attempt.data))
         }
         guard self.authenticator.isRequest(attempt.request, authenticatedWith: credential) else {
+            if attempt.initialRequest.url != attempt.request.url,
+                self.authenticator.isRequest(attempt.initialRequest, authenticatedWith: credential)
+            {
+                // Sent with the current credential, which a redirect to another origin dropped
+                // (as it must): the server refused a request without it, and sending it again
+                // would meet the same redirect. The refusal is the answer.
+                return .doNotRetry
+            }
             // Refused with an older credential: the current one is already there.
             return .retry(reason: .authentication)
         }

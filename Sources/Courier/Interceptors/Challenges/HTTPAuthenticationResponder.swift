@@ -264,13 +264,23 @@ final class HTTPAuthenticationResponder: Sendable {
 
     private func record(space: ProtectionSpace, credential: HTTPCredential, digest: HTTPAuthorization.DigestChallenge?, url: URL) {
         var prefixes: [String]
+        // Paths as they go out (``Request``'s target is percent-encoded), trailing slash kept:
+        // `URL.path` decodes and drops it, which made `/~alice/`'s space the whole origin and
+        // `/my%20docs/`'s match nothing.
         if let digest, !digest.domain.isEmpty {
-            prefixes = digest.domain.map { URL(string: $0)?.path ?? $0 }.map { $0.isEmpty ? "/" : $0 }
+            // RFC 7616 3.3: URIs, absolute or not; another origin's are not this space's.
+            prefixes = digest.domain.compactMap { entry -> String? in
+                guard let uri = URL(string: entry, relativeTo: url)?.absoluteURL, uri.isSameOrigin(as: url) else { return nil }
+                let path = uri.path(percentEncoded: true)
+                return path.isEmpty ? "/" : path
+            }
+            if prefixes.isEmpty { prefixes = ["/"] }
         } else if digest != nil {
             prefixes = ["/"]
         } else {
             // RFC 7617 §2.2: the challenged URI's directory and everything below it.
-            let path = url.path.isEmpty ? "/" : url.path
+            let encoded = url.path(percentEncoded: true)
+            let path = encoded.isEmpty ? "/" : encoded
             prefixes = [String(path[...(path.lastIndex(of: "/") ?? path.startIndex)])]
         }
         self.answers.withLockedValue { answers in

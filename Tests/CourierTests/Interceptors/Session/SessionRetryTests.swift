@@ -291,4 +291,44 @@ struct SessionRetryTests {
         var cancelledIterator = adapterCancelled.stream.makeAsyncIterator()
         await cancelledIterator.next()
     }
+
+    /// A `POST` answered `303`, whose `GET` then fails with a retryable status, is not sent again:
+    /// a retry sends the attempt's first request, and the policy judges its method
+    /// (``FailedAttempt/initialRequest``). Before, it judged the `GET`, and the order was placed
+    /// three times.
+    @Test func aPostAnsweredWithASeeOtherIsNotRetriedForItsGetFailing() async throws {
+        try await withTestServer { server in
+            let posts = NIOLockedValueBox(0)
+            server.route("/orders") { request in
+                guard request.method == .post else { return TestServer.Response(status: .methodNotAllowed) }
+                posts.withLockedValue { $0 += 1 }
+                return TestServer.Response(status: .seeOther, headerFields: [.location: "/orders/42"])
+            }
+            let gets = failingRoute(server, "/orders/42", failures: 10)
+            let clock = ManualRetryClock()
+            let (manager, _) = Self.manager(clock)
+            defer { manager.invalidate(cancelingTasks: true) }
+            let recorded = NIOLockedValueBox<[(request: HTTPRequest.Method, initial: HTTPRequest.Method)]>([])
+            let policy = RetryPolicy()
+            manager.interceptor = Interceptor(retriers: [
+                Retrier { attempt in
+                    recorded.withLockedValue { $0.append((attempt.request.method, attempt.initialRequest.method)) }
+                    return try await policy.retry(attempt)
+                }
+            ])
+            var request = Request(method: .post, url: server.url("/orders"))
+            request.body = .data(Data("item=1".utf8))
+            var anyStatus = DataResponseSerializer()
+            anyStatus.http.acceptableStatusCodes = IndexSet(integersIn: 100..<600)
+            let response = try await manager.response(for: request, serializer: anyStatus)
+            #expect(response.response.status == .serviceUnavailable)
+            #expect(posts.withLockedValue { $0 } == 1, "the order was placed once")
+            #expect(gets.withLockedValue { $0 } == 1)
+            #expect(recorded.withLockedValue { $0.map { "\($0.request) \($0.initial)" } } == ["GET POST"])
+            // Without a redirect the two are the one request.
+            let plain = try await manager.response(for: Request(url: server.url("/orders/42")), serializer: anyStatus)
+            #expect(plain.response.status == .serviceUnavailable)
+            #expect(recorded.withLockedValue { $0.last.map { "\($0.request) \($0.initial)" } } == "GET GET")
+        }
+    }
 }
