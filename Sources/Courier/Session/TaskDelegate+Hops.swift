@@ -222,6 +222,8 @@ extension TaskDelegate {
         /// Whether Courier added validators to that request (a revalidation).
         let revalidating: Bool
         let originURL: URL?
+        /// Whether that request's `Authorization` was the session's own (``FailedAttempt/carriesSessionAuthorization``).
+        let carriesSessionAuthorization: Bool
         let callerCookie: String?
         let span: TaskSpan?
         let hopSpan: (span: HopSpan, redirects: Int)?
@@ -234,6 +236,7 @@ extension TaskDelegate {
             self.sentRequest = state.hop.sentRequest ?? state.currentRequest
             self.revalidating = state.hop.revalidating != nil
             self.originURL = state.hop.originURL
+            self.carriesSessionAuthorization = state.carriesSessionAuthorization
             self.callerCookie = state.hop.callerCookie
             self.span = state.span
             self.hopSpan = state.hopSpan
@@ -243,10 +246,27 @@ extension TaskDelegate {
     }
 
     /// The request the next hop sends once a redirect was chosen: the validators Courier added
-    /// for the first URL removed, and, unless the redirect hook changed the `Cookie` field, the
-    /// cookies rebuilt for the new URL (the caller's own `Cookie` only on the first hop's origin).
-    func nextHop(_ chosen: Request, proposed: Request, context: RedirectContext) -> Request {
+    /// for the first URL removed; unless the redirect hook changed the `Cookie` field, the
+    /// cookies rebuilt for the new URL (the caller's own `Cookie` only on the first hop's origin);
+    /// unless it changed `Authorization`, the session's own HTTP authentication made for the hop
+    /// (``HTTPAuthenticationResponder/authenticate(_:)``): a Digest answer names its hop's method
+    /// and target and counts its nonce (RFC 7616 3.4; the first hop's, sent on, was refused by
+    /// Apache's `mod_auth_digest` with 400), and a target of another origin gets the credential
+    /// of a space the session answered there (as URLSession answers the hop that was
+    /// challenged). Also says whether the hop's `Authorization` is the session's.
+    func nextHop(_ chosen: Request, proposed: Request, context: RedirectContext) -> (request: Request, ownAuthorization: Bool) {
         var next = chosen
+        var ownAuthorization = false
+        if chosen.headerFields[values: .authorization] == proposed.headerFields[values: .authorization] {
+            ownAuthorization = context.carriesSessionAuthorization && next.headerFields.contains(.authorization)
+            if ownAuthorization, next.headerFields[.authorization].map(HTTPAuthenticationResponder.isDigest) == true {
+                next.headerFields[.authorization] = nil
+            }
+            if !next.headerFields.contains(.authorization) {
+                next = self.interception.authentication.authenticate(next)
+                ownAuthorization = next.headerFields.contains(.authorization)
+            }
+        }
         if context.revalidating {
             next.headerFields[.ifNoneMatch] = nil
             next.headerFields[.ifModifiedSince] = nil
@@ -257,7 +277,7 @@ extension TaskDelegate {
             let sameOrigin = context.originURL?.isSameOrigin(as: next.url) ?? false
             next.setCookieField(SessionManager.joinedCookies(sameOrigin ? context.callerCookie : nil, store.cookieHeader(for: next.url)))
         }
-        return next
+        return (next, ownAuthorization)
     }
 
     // MARK: Responses

@@ -322,7 +322,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         } else {
             chosen = newRequest
         }
-        let sent = chosen.map { self.nextHop($0, proposed: newRequest, context: context) }
+        let planned = chosen.map { self.nextHop($0, proposed: newRequest, context: context) }
+        let sent = planned?.request
         // The cache's clock, read only when there is a cache (the dates are for what it stores).
         let requestDate = sent == nil ? nil : self.configurationReference.value.responseCache?.now
         // The hop ends with its redirect; the next one gets a span of its own.
@@ -338,10 +339,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         self.state.withLockedValue { state in
             state.hopSpan = followingSpan
             if followingSpan != nil { state.tracedHops += 1 }
-            if let sent {
+            if let planned {
                 state.hop.revalidating = nil
-                state.hop.sentRequest = sent
+                state.hop.sentRequest = planned.request
                 state.hop.requestDate = requestDate
+                state.carriesSessionAuthorization = planned.ownAuthorization
             }
             if let next {
                 if state.attemptRequest == nil { state.attemptRequest = state.currentRequest }

@@ -122,6 +122,11 @@ final class HTTPAuthenticationResponder: Sendable {
         self.makeClientNonce = makeClientNonce
     }
 
+    /// Whether an `Authorization` value is a Digest answer (its scheme in any case).
+    static func isDigest(_ authorization: String) -> Bool {
+        authorization.utf8.count > 7 && authorization.prefix(7).lowercased() == "digest "
+    }
+
     /// Whether the responder has nothing to do for `request`: no credential anywhere and no
     /// space answered (so the session can skip it on the hot path).
     func isIdle(for request: Request, hasHook: Bool) -> Bool {
@@ -177,6 +182,12 @@ final class HTTPAuthenticationResponder: Sendable {
         observer: (@Sendable (AuthenticationChallenge, ChallengeDisposition) -> Void)? = nil
     ) -> RetryDecision {
         guard attempt.error == nil, let response = attempt.response, response.status == .unauthorized else { return .doNotRetry }
+        // A retry sends the attempt's first request again: one whose method is not idempotent,
+        // answered with a redirect (a `POST` answered `303`), would be done twice. The 401 is
+        // the answer.
+        if !RetryPolicy.idempotentMethods.contains(attempt.initialRequest.method), attempt.initialRequest.url != attempt.request.url {
+            return .doNotRetry
+        }
         let rounds = attempt.retryCount(for: .challenge)
         let sentAuthorization = attempt.request.headerFields.contains(.authorization)
         // An Authorization the caller set (not ours) was refused: the 401 is the caller's to see.
