@@ -12,7 +12,8 @@ import NIOConcurrencyHelpers
 /// a request refused with an older credential is retried with the current one; a request refused
 /// with the current one starts a refresh, or waits for the one under way, and is retried with the
 /// new credential. A refusal from a redirect's target that the credential, sent first, did not
-/// reach (a redirect to another origin drops it) is the answer: it is not retried. **One refresh** serves every request waiting for it; if it fails, they all fail
+/// reach (a redirect to another origin drops it) is the answer: it is not retried. **One
+/// refresh** serves every request waiting for it; if it fails, they all fail
 /// with its error, and so does any later refusal of the same credential (a new request starts
 /// afresh). A ``RefreshWindow`` stops refresh storms: past its limit, a refresh fails at once with
 /// ``CourierError/Code/excessiveRefresh``.

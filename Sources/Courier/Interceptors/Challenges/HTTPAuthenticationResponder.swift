@@ -185,7 +185,8 @@ final class HTTPAuthenticationResponder: Sendable {
         // A retry sends the attempt's first request again: one whose method is not idempotent,
         // answered with a redirect (a `POST` answered `303`), would be done twice. The 401 is
         // the answer.
-        if !RetryPolicy.idempotentMethods.contains(attempt.initialRequest.method), attempt.initialRequest.url != attempt.request.url {
+        let initial = attempt.initialRequest
+        if !RetryPolicy.idempotentMethods.contains(initial.method), initial.method != attempt.request.method || initial.url != attempt.request.url {
             return .doNotRetry
         }
         let rounds = attempt.retryCount(for: .challenge)
