@@ -206,6 +206,9 @@ enum CachePlanner {
     /// `stored` updated by a `304 Not Modified` to a request sent at `requestDate`, received at
     /// `responseDate`: the 304's fields replace the stored ones of the same name, but for those
     /// that are not updated (``fieldsNotUpdatedBy304``, and those its `Connection` field names).
+    /// The stored `Age` goes unless the 304 has one: it counted the time since the origin made or
+    /// validated the response (RFC 9111 5.1), and the 304 validated it now. (Kept, a response
+    /// stored at `Age: 3500` with `max-age=3600` was stale again 100 s after each revalidation.)
     static func updated(_ stored: CachedResponse, with notModified: HTTPResponse, requestDate: Date, responseDate: Date) -> CachedResponse {
         var updated = stored
         let options = notModified.headerFields.connectionOptions
@@ -217,6 +220,7 @@ enum CachePlanner {
         for name in names {
             updated.response.headerFields[values: name] = notModified.headerFields[values: name]
         }
+        if !names.contains(.age) { updated.response.headerFields[.age] = nil }
         updated.response = Self.storable(updated.response)
         updated.requestDate = requestDate
         updated.responseDate = responseDate

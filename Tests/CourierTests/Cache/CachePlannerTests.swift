@@ -287,6 +287,23 @@ struct CachePlannerTests {
         }
     }
 
+    /// A response stored with the age a shared cache gave it is fresh for its whole lifetime
+    /// again after a 304 without `Age`: the origin validated it now (RFC 9111 5.1). Before, the
+    /// stored `Age` stayed, and the entry went stale again 100 s later.
+    @Test func a304WithoutAgeMakesTheStoredResponseNew() {
+        let stored = CacheFixtures.stored([("Cache-Control", "max-age=3600"), ("Age", "3500"), ("ETag", "\"v\"")])
+        let later = t0.addingTimeInterval(200)
+        let updated = CachePlanner.updated(stored, with: CacheFixtures.response(304, [("ETag", "\"v\"")]), requestDate: later, responseDate: later)
+        #expect(updated.response.headerFields[.age] == nil)
+        guard case .serve = CachePlanner.decide(CacheFixtures.request(), stored: updated, policy: .useProtocolCachePolicy, now: later.addingTimeInterval(300)) else {
+            Issue.record("fresh for an hour from the 304")
+            return
+        }
+        // A 304 from a cache on the way says its own age, which replaces the stored one.
+        let aged = CachePlanner.updated(stored, with: CacheFixtures.response(304, [("Age", "60")]), requestDate: later, responseDate: later)
+        #expect(aged.response.headerFields[.age] == "60")
+    }
+
     @Test func unsafeMethodsInvalidate() {
         let post = CacheFixtures.request(method: .post)
         let urls = CachePlanner.invalidatedURLs(
