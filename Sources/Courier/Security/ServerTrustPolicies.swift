@@ -5,7 +5,11 @@ import Foundation
 ///
 /// Keys are host names, exact (`api.example.com`) or wildcard (`*.example.com`, which matches one
 /// more label: `a.example.com`, not `example.com` nor `a.b.example.com`). An exact key wins over a
-/// wildcard. Hosts compare case-insensitively.
+/// wildcard. Hosts compare as DNS names: without regard to case, a trailing dot (the root's
+/// label: `api.example.com.` is `api.example.com`) or the brackets of an IPv6 address, Unicode
+/// names in their ASCII form (`bücher.example` is `xn--bcher-kva.example`), keys and hosts alike.
+/// (A pinned host reached by its name with a trailing dot got the default policy before: a
+/// redirect to `https://api.example.com./` passed by the pins.)
 ///
 /// ```swift
 /// var trust = ServerTrustPolicies(default: .default)
@@ -18,7 +22,8 @@ import Foundation
 public struct ServerTrustPolicies: Sendable, Hashable {
     /// The policy for hosts with no entry.
     public var defaultPolicy: SecurityPolicy
-    /// The policies by host name or wildcard, lowercased.
+    /// The policies by host name or wildcard, in the form hosts are compared in (lowercased,
+    /// without a trailing dot, Unicode labels in their ASCII form).
     public private(set) var policies: [String: SecurityPolicy] = [:]
 
     /// Policies with `defaultPolicy` for every host.
@@ -28,18 +33,28 @@ public struct ServerTrustPolicies: Sendable, Hashable {
 
     /// The policy set for `host` (exact or wildcard key), or nil.
     public subscript(host: String) -> SecurityPolicy? {
-        get { self.policies[host.lowercased()] }
-        set { self.policies[host.lowercased()] = newValue }
+        get { self.policies[Self.normalized(host)] }
+        set { self.policies[Self.normalized(host)] = newValue }
     }
 
     /// The policy that applies to `host`: its exact entry, else the wildcard one, else the default.
     public func policy(forHost host: String?) -> SecurityPolicy {
-        guard let host = host?.lowercased(), !self.policies.isEmpty else { return self.defaultPolicy }
+        guard !self.policies.isEmpty, let host = host.map(Self.normalized) else { return self.defaultPolicy }
         if let exact = self.policies[host] { return exact }
         if let dot = host.firstIndex(of: "."), let wildcard = self.policies["*" + host[dot...]] {
             return wildcard
         }
         return self.defaultPolicy
+    }
+
+    /// `host` as hosts are compared: lowercased, without the brackets of an IPv6 address or one
+    /// trailing dot, Unicode labels in their ASCII (IDNA) form.
+    static func normalized(_ host: String) -> String {
+        var name = Substring(host)
+        if name.hasPrefix("["), name.hasSuffix("]") { name = name.dropFirst().dropLast() }
+        if name.count > 1, name.hasSuffix(".") { name = name.dropLast() }
+        if name.utf8.allSatisfy({ $0 < 0x80 }) { return name.lowercased() }
+        return Punycode.asciiHost(name) ?? name.lowercased()
     }
 
     /// Every distinct policy: the default first.

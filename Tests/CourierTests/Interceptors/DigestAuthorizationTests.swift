@@ -31,6 +31,25 @@ struct DigestAuthorizationTests {
         }
     }
 
+    /// A user name with a control character goes as `username*` (RFC 7616 3.4.4, RFC 8187): the
+    /// value has no CR or LF to end its field with. Before, it was quoted as it was, and a proxy's
+    /// user `ann\r\nX-Evil: 1` (from `http://ann%0D%0AX-Evil:%201:pw@proxy`) wrote a field of
+    /// its own into the `CONNECT`.
+    @Test func aUserNameWithAControlCharacterIsEncoded() throws {
+        let challenge = try #require(HTTPAuthorization.DigestChallenge(Self.rfc7616Challenge(algorithm: "SHA-256")))
+        let value = HTTPAuthorization.digest(
+            challenge, credential: HTTPCredential(user: "ann\r\nX-Evil: 1", password: "pw"), method: "CONNECT", uri: "h:443", nonceCount: 1,
+            cnonce: Self.cnonce)
+        #expect(value.hasPrefix("Digest username*=UTF-8''ann%0D%0AX-Evil%3A%201, realm="), "\(value)")
+        #expect(!value.contains("\r") && !value.contains("\n"))
+        let connect = HTTPConnectStateMachine.request(host: "h", port: 443, authorization: value)
+        #expect(!connect.contains("\r\nX-Evil"))
+        // A name past ASCII stays quoted, as before.
+        let unicode = HTTPAuthorization.digest(
+            challenge, credential: HTTPCredential(user: "Jäsøn", password: "pw"), method: "GET", uri: "/", nonceCount: 1, cnonce: Self.cnonce)
+        #expect(unicode.hasPrefix("Digest username=\"Jäsøn\""))
+    }
+
     @Test("RFC 2617 §3.5's example (MD5, qop=auth), and the -sess variants (checked with Python's hashlib)")
     func rfc2617AndSessions() throws {
         let challenge = try #require(

@@ -21,6 +21,26 @@ struct ServerTrustPoliciesTests {
         #expect(policies.policy(forHost: nil) == .default)
     }
 
+    /// Hosts compare as DNS names: a trailing dot, IPv6 brackets and the Unicode or ASCII form
+    /// of a name do not make another host. Before, `api.example.com.` (a redirect's target, say)
+    /// missed the pinned entry and got the default policy, and a Unicode key matched no host (the
+    /// engine asks with the ASCII form).
+    @Test func aHostIsMatchedAsADNSName() throws {
+        let pinned = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: Set(try Certificate.certificates(pemEncoded: TestCertificates.rootCA)))
+        var policies = ServerTrustPolicies(default: .default)
+        policies["api.example.com"] = pinned
+        policies["*.bücher.example"] = pinned
+        policies["::1"] = pinned
+        #expect(policies.policy(forHost: "api.example.com.") == pinned)
+        #expect(policies.policy(forHost: "API.EXAMPLE.COM.") == pinned)
+        #expect(policies.policy(forHost: "www.xn--bcher-kva.example") == pinned)
+        #expect(policies.policy(forHost: "www.xn--bcher-kva.example.") == pinned)
+        #expect(policies.policy(forHost: "[::1]") == pinned)
+        #expect(policies["API.example.com."] == pinned)
+        #expect(policies.policy(forHost: "api.example.com..") == .default, "one root label, not two")
+        #expect(policies.policy(forHost: ".") == .default)
+    }
+
     @Test func eachHostGetsItsPolicyOverASocket() async throws {
         var trusting = SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: Set(try Certificate.certificates(pemEncoded: TestCertificates.localhostLeaf)))
         trusting.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)

@@ -96,8 +96,15 @@ enum HTTPAuthorization {
             response = algorithm.digest("\(ha1):\(challenge.nonce):\(ha2)")
         }
         let username = challenge.userhash ? algorithm.digest("\(credential.user):\(challenge.realm)") : credential.user
+        // A name a quoted string cannot carry (a control character: CR, LF, NUL, tab's kin) goes
+        // as `username*` in RFC 8187's encoding (RFC 7616 3.4.4): quoted, a CR LF in it ended the
+        // field early and began another (in a proxy's `CONNECT`, written as text). A name past
+        // ASCII stays quoted in UTF-8, as servers that know no `username*` read it.
+        let usernameParameter =
+            username.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
+            ? "username=\(quoted(username))" : "username*=UTF-8''\(Self.extendedValue(username))"
         var parts = [
-            "username=\(quoted(username))", "realm=\(quoted(challenge.realm))", "uri=\(quoted(uri))",
+            usernameParameter, "realm=\(quoted(challenge.realm))", "uri=\(quoted(uri))",
             "algorithm=\(algorithm.name)", "nonce=\(quoted(challenge.nonce))",
         ]
         if let qop = challenge.qop { parts += ["nc=\(nc)", "cnonce=\(quoted(cnonce))", "qop=\(qop)"] }
@@ -111,6 +118,23 @@ enum HTTPAuthorization {
     static func makeClientNonce() -> String {
         var generator = SystemRandomNumberGenerator()
         return (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }.lowercaseHex
+    }
+
+    /// `value` percent-encoded as RFC 8187 3.2.1's `value-chars`: its UTF-8 bytes, `attr-char`s as
+    /// they are and every other byte as `%XX`.
+    static func extendedValue(_ value: String) -> String {
+        var result = ""
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            case _ where "!#$&+-.^_`|~".utf8.contains(byte):
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                result += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return result
     }
 
     private static func quoted(_ value: String) -> String {
