@@ -68,7 +68,9 @@ extension ProxyConfiguration {
             if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
             let address = IPAddress(name)
             if address == nil {
-                name = name.lowercased()
+                // Names compare in their ASCII (IDNA) form, as Go's and curl's lists do: an entry
+                // `xn--bcher-kva.example` or `bücher.example` covers `http://bücher.example/`.
+                name = name.utf8.allSatisfy({ $0 < 0x80 }) ? name.lowercased() : (Punycode.asciiHost(name) ?? name.lowercased())
                 if name.hasSuffix(".") { name.removeLast() }
             }
             for entry in self.entries {
@@ -123,7 +125,7 @@ extension ProxyConfiguration {
                 return .network(address, prefixLength: address.bytes.count * 8, port: port)
             }
             if hostPart.contains(":") { throw invalid("not an IP address") }
-            var domain = hostPart.lowercased()
+            var domain = hostPart.utf8.allSatisfy({ $0 < 0x80 }) ? hostPart.lowercased() : (Punycode.asciiHost(hostPart) ?? hostPart.lowercased())
             if domain.hasPrefix("*.") { domain.removeFirst() }
             while domain.hasPrefix(".") { domain.removeFirst() }
             while domain.hasSuffix(".") { domain.removeLast() }

@@ -195,6 +195,19 @@ struct ProxyConfigurationTests {
         #expect(!v4.contains(host: "2001:db8::1", port: 80))
     }
 
+    /// Names compare in their ASCII (IDNA) form, whichever form the list or the URL uses, as Go's
+    /// and curl's lists do. Before, the URL's Unicode host was compared, and an entry in the form
+    /// DNS and `Host` use never matched it.
+    @Test func anInternationalNameMatchesInEitherForm() throws {
+        let proxy = NIOEngine.Proxy.http(host: "p", port: 1)
+        for entry in ["xn--bcher-kva.example", "bücher.example", ".BÜCHER.example"] {
+            let configuration = ProxyConfiguration(proxy: proxy).with(bypass: entry)
+            #expect(configuration.proxy(for: URL(string: "http://bücher.example/")!) == nil, "\(entry)")
+            #expect(configuration.proxy(for: URL(string: "http://www.xn--bcher-kva.example/")!) == nil, "\(entry)")
+            #expect(configuration.proxy(for: URL(string: "http://other.example/")!) != nil, "\(entry)")
+        }
+    }
+
     @Test func loneDotsAndEmptyEntriesNameNothing() throws {
         let list = try ProxyConfiguration.BypassList(" , . ,, ")
         #expect(list.isEmpty)
