@@ -182,11 +182,12 @@ final class HTTPAuthenticationResponder: Sendable {
         observer: (@Sendable (AuthenticationChallenge, ChallengeDisposition) -> Void)? = nil
     ) -> RetryDecision {
         guard attempt.error == nil, let response = attempt.response, response.status == .unauthorized else { return .doNotRetry }
-        // A retry sends the attempt's first request again: one whose method is not idempotent,
-        // answered with a redirect (a `POST` answered `303`), would be done twice. The 401 is
-        // the answer.
+        // A retry sends the attempt's first request again: one whose method is not idempotent and
+        // that a redirect turned into a `GET` (a `POST` answered `303`: the server did its work)
+        // would be done twice. The 401 is the answer. (A `307` or `308` keeps the method: the
+        // first server did nothing, and the chain may go again.)
         let initial = attempt.initialRequest
-        if !RetryPolicy.idempotentMethods.contains(initial.method), initial.method != attempt.request.method || initial.url != attempt.request.url {
+        if initial.method != attempt.request.method, !RetryPolicy.idempotentMethods.contains(initial.method) {
             return .doNotRetry
         }
         let rounds = attempt.retryCount(for: .challenge)

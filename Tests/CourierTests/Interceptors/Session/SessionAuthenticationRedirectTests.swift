@@ -104,6 +104,13 @@ struct SessionAuthenticationRedirectTests {
             let response = try await manager.response(for: request, serializer: Self.anyStatus)
             #expect(response.response.status == .unauthorized)
             #expect(posts.withLockedValue { $0 } == 1, "the order was placed once")
+            // A POST that a 307 sends on keeps its method (the first server did nothing): its
+            // chain goes again, with the credential.
+            server.route("/moved") { _ in TestServer.Response(status: .temporaryRedirect, headerFields: [.location: "/account/orders/42"]) }
+            var moved = Request(method: .post, url: server.url("/moved"))
+            moved.body = .data(Data("item=2".utf8))
+            let answered = try await manager.response(for: moved, serializer: StringResponseSerializer())
+            #expect(answered.value == "order 42")
             // A GET's chain is answered as usual.
             let get = try await manager.response(for: Request(url: server.url("/account/orders/42")), serializer: StringResponseSerializer())
             #expect(get.value == "order 42")
