@@ -118,7 +118,11 @@ struct ProgressControlTests {
         try await withTestServer { server in
             try await withManager(baseURL: server.baseURL) { manager in
                 let (ends, end) = AsyncStream<CourierError?>.makeStream()
-                let task = manager.dataTask(with: Request(url: server.url("/courier/slow-body/200?interval=0.05"))) { _, _, error in
+                // A body that cannot end while the test looks (500 s; the task is cancelled at
+                // the end): with 10 s of it, a loaded CI machine once let it arrive whole while the
+                // task was suspended, and the task went from suspended to completed between two
+                // looks for `.running`.
+                let task = manager.dataTask(with: Request(url: server.url("/courier/slow-body/10000?interval=0.05"))) { _, _, error in
                     end.yield(error)
                 }
                 let progress = task.downloadProgress
