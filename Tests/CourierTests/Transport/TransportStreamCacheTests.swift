@@ -70,8 +70,11 @@ struct TransportStreamCacheTests {
             let storing = RequestOptions(cachePolicy: .returnCacheDataElseLoad)
             let cacheOnly = RequestOptions(cachePolicy: .returnCacheDataDontLoad)
 
-            // Its consumer stopped: the task is cancelled after a chunk.
-            let slow = server.url("/courier/slow-body/100?interval=0.05")
+            // Its consumer stopped: the task is cancelled after a chunk. The body cannot end
+            // while the test looks (500 s; it is cancelled): with 5 s of it, a loaded CI machine
+            // let it arrive whole before the consumer read its first chunk, and the cancel came
+            // after the task's end.
+            let slow = server.url("/courier/slow-body/10000?interval=0.05")
             let stopped = try await manager.stream(Request(url: slow, options: storing))
             var chunks = 0
             do {
