@@ -18,6 +18,14 @@ enum Punycode {
         return labels.joined(separator: ".")
     }
 
+    /// `host` in the form names compare in: lower-cased, its non-ASCII labels encoded (an ASCII
+    /// host, the usual one, without splitting it); as it came, lower-cased, when a label cannot be
+    /// encoded.
+    static func comparableHost(_ host: some StringProtocol) -> String {
+        if host.utf8.allSatisfy({ $0 < 0x80 }) { return host.lowercased() }
+        return self.asciiHost(host) ?? host.lowercased()
+    }
+
     /// The Punycode of `input` (without the `xn--` prefix), or nil on overflow.
     static func encode(_ input: String) -> String? {
         let scalars = input.unicodeScalars.map { Int($0.value) }

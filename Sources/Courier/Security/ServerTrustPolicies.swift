@@ -53,8 +53,7 @@ public struct ServerTrustPolicies: Sendable, Hashable {
         var name = Substring(host)
         if name.hasPrefix("["), name.hasSuffix("]") { name = name.dropFirst().dropLast() }
         if name.count > 1, name.hasSuffix(".") { name = name.dropLast() }
-        if name.utf8.allSatisfy({ $0 < 0x80 }) { return name.lowercased() }
-        return Punycode.asciiHost(name) ?? name.lowercased()
+        return Punycode.comparableHost(name)
     }
 
     /// Every distinct policy: the default first.

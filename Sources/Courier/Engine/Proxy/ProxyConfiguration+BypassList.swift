@@ -70,7 +70,7 @@ extension ProxyConfiguration {
             if address == nil {
                 // Names compare in their ASCII (IDNA) form, as Go's and curl's lists do: an entry
                 // `xn--bcher-kva.example` or `bücher.example` covers `http://bücher.example/`.
-                name = name.utf8.allSatisfy({ $0 < 0x80 }) ? name.lowercased() : (Punycode.asciiHost(name) ?? name.lowercased())
+                name = Punycode.comparableHost(name)
                 if name.hasSuffix(".") { name.removeLast() }
             }
             for entry in self.entries {
@@ -125,7 +125,7 @@ extension ProxyConfiguration {
                 return .network(address, prefixLength: address.bytes.count * 8, port: port)
             }
             if hostPart.contains(":") { throw invalid("not an IP address") }
-            var domain = hostPart.utf8.allSatisfy({ $0 < 0x80 }) ? hostPart.lowercased() : (Punycode.asciiHost(hostPart) ?? hostPart.lowercased())
+            var domain = Punycode.comparableHost(hostPart)
             if domain.hasPrefix("*.") { domain.removeFirst() }
             while domain.hasPrefix(".") { domain.removeFirst() }
             while domain.hasSuffix(".") { domain.removeLast() }
