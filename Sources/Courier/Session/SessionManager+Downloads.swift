@@ -40,7 +40,9 @@ extension SessionManager {
     /// file ends is appended to it; a 200 (the server ignored the range, or the resource changed)
     /// rewrites the file from the start; a 206 elsewhere or a 416 fails with
     /// ``CourierError/Code/invalidResponse`` and removes the partial file. When the partial file
-    /// is gone, the download starts over.
+    /// is gone, or is not a file Courier made in this session's ``SessionConfiguration/downloadDirectory``
+    /// or the system's temporary directory (resume data is bytes from anywhere: Courier will not
+    /// append to, move or remove another file it names), the download starts over.
     ///
     /// - Parameters:
     ///   - resumeData: ``ResumeData/data`` from an earlier download.
@@ -67,7 +69,7 @@ extension SessionManager {
         destination: DownloadDestination? = nil,
         completionHandler: (@Sendable (HTTPResponse?, URL?, CourierError?) -> Void)?
     ) -> DownloadTask {
-        let (request, plan) = resumeData.continuation(to: destination)
+        let (request, plan) = resumeData.continuation(to: destination, downloadDirectory: self.configuration.downloadDirectory)
         let completion: TaskCompletion = completionHandler.map { .download($0) } ?? .none
         return self.makeTask(
             DownloadTask.self, request: request, completion: completion, uploadProgress: nil, downloadProgress: progress, sink: plan)
@@ -99,7 +101,7 @@ extension SessionManager {
         to destination: DownloadDestination? = nil,
         progress: (@Sendable (Progress) -> Void)? = nil
     ) async throws(CourierError) -> DownloadResponse {
-        let (request, plan) = resumeData.continuation(to: destination)
+        let (request, plan) = resumeData.continuation(to: destination, downloadDirectory: self.configuration.downloadDirectory)
         let outcome = await self.run(
             DownloadTask.self, request: request, uploadProgress: nil, downloadProgress: progress, sink: plan)
         return try self.finishDownload(outcome)

@@ -327,9 +327,6 @@ struct EngineParityTests {
     /// events reconnects with `Last-Event-ID` until all five came, in order.
     @Test(arguments: Kind.allCases)
     func retriesResumedDownloadsAndEventStreamsAreTheSessions(_ kind: Kind) async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-parity-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
         try await withTestServer { server in
             try await self.withManager(kind, server) { manager in
                 var policy = RetryPolicy(retryLimit: 2)
@@ -341,7 +338,8 @@ struct EngineParityTests {
                 manager.interceptor = nil
 
                 let whole = try await manager.data(for: Request(url: server.url("/range/2000"))).value
-                let partial = folder.appendingPathComponent("partial.tmp")
+                let partial = DownloadDestination.temporaryFileURL(in: nil)
+                defer { try? FileManager.default.removeItem(at: partial) }
                 try whole.prefix(700).write(to: partial)
                 let resume = ResumeData(
                     request: Request(url: server.url("/range/2000")), temporaryFileURL: partial, bytesReceived: 700, expectedLength: 2000,

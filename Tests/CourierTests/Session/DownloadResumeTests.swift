@@ -7,8 +7,7 @@ import Testing
 @Suite("Resuming downloads")
 struct DownloadResumeTests {
     /// Resume data for `/range/{total}` after `kept` bytes, with the partial file written.
-    private func partial(_ server: TestServer, total: Int, kept: Int, entityTag: String?, in folder: URL) throws -> ResumeData {
-        let file = folder.appendingPathComponent("partial.tmp")
+    private func partial(_ server: TestServer, total: Int, kept: Int, entityTag: String?, in file: URL) throws -> ResumeData {
         try alphabet(total).prefix(kept).write(to: file)
         return ResumeData(
             request: Request(url: server.url("/range/\(total)")), temporaryFileURL: file, bytesReceived: Int64(kept),
@@ -16,10 +15,10 @@ struct DownloadResumeTests {
     }
 
     @Test func aChangedResourceRestartsCleanly() async throws {
-        try await withScratchDirectory { folder in
+        try await withPartialFile { file in
             try await withTestServer { server in
                 try await withManager(baseURL: server.baseURL) { manager in
-                    let resume = try self.partial(server, total: 3000, kept: 1000, entityTag: "\"another-version\"", in: folder)
+                    let resume = try self.partial(server, total: 3000, kept: 1000, entityTag: "\"another-version\"", in: file)
                     // Spoil the kept bytes: a restart must not keep any of them.
                     try Data(repeating: UInt8(ascii: "!"), count: 1000).write(to: resume.temporaryFileURL)
                     let download = try await manager.download(resumingFrom: resume)
@@ -31,10 +30,10 @@ struct DownloadResumeTests {
     }
 
     @Test func aMissingPartialFileStartsOver() async throws {
-        try await withScratchDirectory { folder in
+        try await withPartialFile { file in
             try await withTestServer(TestServer.Configuration.recording) { server in
                 try await withManager(baseURL: server.baseURL) { manager in
-                    let resume = try self.partial(server, total: 2000, kept: 700, entityTag: "\"range2000\"", in: folder)
+                    let resume = try self.partial(server, total: 2000, kept: 700, entityTag: "\"range2000\"", in: file)
                     resume.discard()
                     let download = try await manager.download(resumingFrom: resume)
                     #expect(download.response.status == .ok)
@@ -47,8 +46,45 @@ struct DownloadResumeTests {
         }
     }
 
-    @Test func a206ElsewhereFailsAndRemovesThePartialFile() async throws {
+    /// Resume data is bytes from anywhere: its file is used only when Courier could have made
+    /// it. A file elsewhere, a file with another name, or a link named like a partial file is
+    /// neither appended to, moved nor removed; the download starts over. `discard()` removes only
+    /// regular files with a partial file's name (in any folder: a session's download directory is
+    /// not known to it).
+    @Test func aPartialFileCourierDidNotMakeIsLeftAlone() async throws {
         try await withScratchDirectory { folder in
+            try await withTestServer(TestServer.Configuration.recording) { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    let precious = Data("precious".utf8)
+                    let victim = folder.appendingPathComponent("victim.txt")
+                    try precious.write(to: victim)
+                    let namedLikeOurs = folder.appendingPathComponent("CourierDownload-\(UUID().uuidString).tmp")
+                    try precious.write(to: namedLikeOurs)
+                    let link = FileManager.default.temporaryDirectory.appendingPathComponent("CourierDownload-\(UUID().uuidString).tmp")
+                    try FileManager.default.createSymbolicLink(at: link, withDestinationURL: namedLikeOurs)
+                    defer { try? FileManager.default.removeItem(at: link) }
+                    for file in [victim, namedLikeOurs, link] {
+                        let resume = try ResumeData(
+                            data: ResumeData(
+                                request: Request(url: server.url("/range/2000")), temporaryFileURL: file, bytesReceived: 3,
+                                expectedLength: 2000, entityTag: "\"range2000\"", lastModified: nil
+                            ).data)
+                        if file != namedLikeOurs { resume.discard() }
+                        let download = try await manager.download(resumingFrom: resume)
+                        #expect(download.response.status == .ok, "\(file.lastPathComponent): the download starts over")
+                        #expect(server.receivedRequests.last?.value(forHTTPHeaderField: "Range") == nil)
+                        #expect(download.fileURL != file)
+                        #expect(try Data(contentsOf: download.fileURL) == alphabet(2000))
+                        try FileManager.default.removeItem(at: download.fileURL)
+                        #expect(try Data(contentsOf: file) == precious, "\(file.lastPathComponent) is not Courier's to change")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func a206ElsewhereFailsAndRemovesThePartialFile() async throws {
+        try await withPartialFile { file in
             try await withTestServer { server in
                 server.route("/wrong-range") { _ in
                     TestServer.Response(
@@ -57,7 +93,6 @@ struct DownloadResumeTests {
                         body: Data(repeating: 0, count: 10))
                 }
                 try await withManager(baseURL: server.baseURL) { manager in
-                    let file = folder.appendingPathComponent("partial.tmp")
                     try Data(repeating: 1, count: 50).write(to: file)
                     let resume = ResumeData(
                         request: Request(url: server.url("/wrong-range")), temporaryFileURL: file, bytesReceived: 50,
@@ -72,11 +107,11 @@ struct DownloadResumeTests {
     }
 
     @Test func aStaleRangeFailsWith416() async throws {
-        try await withScratchDirectory { folder in
+        try await withPartialFile { file in
             try await withTestServer { server in
                 try await withManager(baseURL: server.baseURL) { manager in
                     // More bytes kept than the resource now has: the server cannot send "the rest".
-                    let resume = try self.partial(server, total: 900, kept: 900, entityTag: "\"range900\"", in: folder)
+                    let resume = try self.partial(server, total: 900, kept: 900, entityTag: "\"range900\"", in: file)
                     let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
                     #expect(error?.code == .invalidResponse)
                     #expect(error?.response?.status == .rangeNotSatisfiable)
@@ -109,7 +144,7 @@ struct DownloadResumeTests {
         let total = 60, kept = 10
         let rest = String(decoding: alphabet(total).dropFirst(kept), as: UTF8.self)
         let head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(kept)-\(total - 1)/\(total)\r\nETag: \"r\"\r\nContent-Length: \(total - kept)\r\n\r\n"
-        try await withScratchDirectory { folder in
+        try await withPartialFile { file in
             try await ScriptedHTTPServer.with({ connection, _, _ in
                 connection == 0 ? .respond(head + rest.prefix(20), thenClose: true) : .respond(head + rest)
             }) { server in
@@ -118,7 +153,6 @@ struct DownloadResumeTests {
                 var policy = RetryPolicy(retryLimit: 1)
                 policy.initialBackoff = .zero
                 manager.interceptor = policy
-                let file = folder.appendingPathComponent("partial.tmp")
                 try alphabet(total).prefix(kept).write(to: file)
                 let resume = ResumeData(
                     request: Request(url: server.baseURL.appendingPathComponent("file")), temporaryFileURL: file,

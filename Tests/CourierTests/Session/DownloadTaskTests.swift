@@ -14,6 +14,15 @@ func withScratchDirectory<T>(_ body: (URL) async throws -> T) async throws -> T 
     return try await body(url)
 }
 
+/// Runs `body` with the URL of a partial download file where a continuation of resume data will
+/// use it (named as Courier names its partial files, in the system's temporary directory), and
+/// removes the file afterwards.
+func withPartialFile<T>(_ body: (URL) async throws -> T) async throws -> T {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("CourierDownload-\(UUID().uuidString).tmp")
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try await body(url)
+}
+
 /// The files in `directory`, by name.
 func contents(of directory: URL) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()

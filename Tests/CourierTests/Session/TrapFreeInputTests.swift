@@ -77,14 +77,13 @@ struct TrapFreeInputTests {
     @Test func aResumedDownloadWithAnEndlessLengthFailsWithoutATrap() async throws {
         // `Content-Range: …/*` leaves the total to `Content-Length` plus the bytes kept, and
         // Int64.max plus them overflowed.
-        try await withScratchDirectory { folder in
+        try await withPartialFile { file in
             try await ScriptedHTTPServer.with({ _, _, _ in
                 .respond(
                     "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 10-19/*\r\nContent-Length: 9223372036854775807\r\nETag: \"v\"\r\n\r\nabc",
                     thenClose: true)
             }) { server in
                 try await withManager(baseURL: server.baseURL) { manager in
-                    let file = folder.appendingPathComponent("partial.tmp")
                     try Data(repeating: 1, count: 10).write(to: file)
                     let resume = ResumeData(
                         request: Request(url: server.baseURL), temporaryFileURL: file, bytesReceived: 10, expectedLength: nil,

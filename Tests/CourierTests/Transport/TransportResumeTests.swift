@@ -14,8 +14,9 @@ struct TransportResumeTests {
     @Test(arguments: Transport.allCases)
     func aMatchingValidatorContinuesWithA206(_ transport: Transport) async throws {
         try await withScratchDirectory { folder in
-            try await transport.run { server, manager in
-                let file = folder.appendingPathComponent("partial.tmp")
+            // The partial file in the session's download directory, where a continuation uses it.
+            try await transport.run(configure: { $0.downloadDirectory = folder }) { server, manager in
+                let file = DownloadDestination.temporaryFileURL(in: folder)
                 try alphabet(5000).prefix(1200).write(to: file)
                 let resume = ResumeData(
                     request: Request(url: server.url("/range/5000")), temporaryFileURL: file, bytesReceived: 1200,

@@ -79,6 +79,15 @@ public struct DownloadDestination: Sendable {
 extension DownloadDestination {
     /// A new file for a download's body in `directory`, or in the system's temporary directory.
     static func temporaryFileURL(in directory: URL?) -> URL {
-        (directory ?? FileManager.default.temporaryDirectory).appendingPathComponent("CourierDownload-\(UUID().uuidString).tmp")
+        (directory ?? FileManager.default.temporaryDirectory).appendingPathComponent("\(Self.temporaryFilePrefix)\(UUID().uuidString).tmp")
+    }
+
+    private static let temporaryFilePrefix = "CourierDownload-"
+
+    /// Whether `name` is a name ``temporaryFileURL(in:)`` makes.
+    static func isTemporaryFileName(_ name: String) -> Bool {
+        guard name.hasPrefix(Self.temporaryFilePrefix), name.hasSuffix(".tmp") else { return false }
+        let uuid = name.dropFirst(Self.temporaryFilePrefix.count).dropLast(4)
+        return UUID(uuidString: String(uuid)) != nil
     }
 }

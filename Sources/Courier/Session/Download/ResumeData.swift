@@ -13,6 +13,13 @@ import HTTPTypes
 ///
 /// The bytes so far live in a file in the temporary directory (``temporaryFileURL``); it is yours
 /// once you hold resume data: resume from it or call ``discard()``.
+///
+/// Resume data is bytes a caller may have kept anywhere, so Courier trusts its file no further
+/// than a file Courier made: a continuation appends to, moves or removes ``temporaryFileURL``
+/// only when it is a regular file named as Courier names its partial files, in the session's
+/// ``SessionConfiguration/downloadDirectory`` or the system's temporary directory (URLSession
+/// keeps only the file's name for the same reason). Any other file is left alone and the
+/// download starts over.
 public struct ResumeData: Sendable, Hashable, Codable {
     /// The URL that answered (after redirects).
     public var url: URL
@@ -20,7 +27,8 @@ public struct ResumeData: Sendable, Hashable, Codable {
     public var method: String
     /// The request's header fields, as name-value pairs (without `Range` and `If-Range`).
     public var headerFields: [[String]]
-    /// The file holding the bytes received so far.
+    /// The file holding the bytes received so far (see the type's discussion for which files a
+    /// continuation will use).
     public var temporaryFileURL: URL
     /// How many bytes of the body the file holds.
     public var bytesReceived: Int64
@@ -64,7 +72,11 @@ public struct ResumeData: Sendable, Hashable, Codable {
     }
 
     /// Removes the partial file; the resume data is of no use afterwards.
+    ///
+    /// Only a regular file named as Courier names its partial files is removed; anything else
+    /// ``temporaryFileURL`` names is left alone.
     public func discard() {
+        guard Self.isPartialFile(self.temporaryFileURL) else { return }
         try? FileManager.default.removeItem(at: self.temporaryFileURL)
     }
 
@@ -74,18 +86,47 @@ public struct ResumeData: Sendable, Hashable, Codable {
     /// The request and plan of a download that continues from here: it asks for the rest of the
     /// body and appends to the partial file, or asks for all of it when the partial file is gone or
     /// shorter than recorded.
-    func continuation(to destination: DownloadDestination?) -> (request: Request, plan: DownloadPlan) {
-        let (request, offset) = self.continuationRequest()
+    /// A partial file that is not one Courier could have made in `downloadDirectory` (or the
+    /// system's temporary directory) is not touched: the download starts over in a file of its own.
+    func continuation(to destination: DownloadDestination?, downloadDirectory: URL?) -> (request: Request, plan: DownloadPlan) {
+        let trusted = self.isTrustedPartialFile(downloadDirectory: downloadDirectory)
+        let (request, offset) = self.continuationRequest(trusted: trusted)
         return (request, DownloadPlan(destination: destination, continuation: offset.map { (self.temporaryFileURL, $0) }))
     }
 
-    private func continuationRequest() -> (request: Request, offset: Int64?) {
+    /// Whether ``temporaryFileURL`` is a file Courier may append to, move and remove: a regular
+    /// file (not a link) with a partial file's name, directly in `downloadDirectory` or in the
+    /// system's temporary directory.
+    func isTrustedPartialFile(downloadDirectory: URL?) -> Bool {
+        guard Self.isPartialFile(self.temporaryFileURL) else { return false }
+        let folder = Self.canonicalPath(self.temporaryFileURL.deletingLastPathComponent())
+        let allowed = [downloadDirectory, FileManager.default.temporaryDirectory].compactMap { $0.map(Self.canonicalPath) }
+        return allowed.contains(folder)
+    }
+
+    /// Whether `url` is a local regular file (not a link) named like the partial files Courier
+    /// makes (`DownloadDestination.temporaryFileURL(in:)`).
+    static func isPartialFile(_ url: URL) -> Bool {
+        guard url.isFileURL, DownloadDestination.isTemporaryFileName(url.lastPathComponent) else { return false }
+        let type = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.type] as? FileAttributeType
+        return type == .typeRegular
+    }
+
+    /// A folder's path with `.`/`..` and links resolved and no trailing slash, to compare folders.
+    private static func canonicalPath(_ folder: URL) -> String {
+        var path = folder.standardizedFileURL.resolvingSymlinksInPath().path
+        while path.count > 1, path.hasSuffix("/") { path.removeLast() }
+        return path
+    }
+
+    private func continuationRequest(trusted: Bool) -> (request: Request, offset: Int64?) {
         var fields = HTTPFields()
         for pair in self.headerFields where pair.count == 2 {
             if let name = HTTPField.Name(pair[0]) { fields.append(HTTPField(name: name, value: pair[1])) }
         }
         var request = Request(method: HTTPRequest.Method(self.method) ?? .get, url: self.url, headerFields: fields)
-        let size = (try? FileManager.default.attributesOfItem(atPath: self.temporaryFileURL.path)[.size] as? NSNumber)?.int64Value
+        let size =
+            trusted ? (try? FileManager.default.attributesOfItem(atPath: self.temporaryFileURL.path)[.size] as? NSNumber)?.int64Value : nil
         guard let size, size >= self.bytesReceived, self.bytesReceived > 0, let validator = self.ifRangeValue else {
             return (request, nil)
         }
