@@ -237,7 +237,8 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         set { self.uniqueStorage().data = newValue }
     }
     /// For a download that failed or was cancelled after it had received part of its body from a
-    /// server that allows resuming: what ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)-(Data,_,_,_)``
+    /// server that allows resuming (a `GET` of the whole resource whose body was not
+    /// content-coded, as ``ResumeData`` describes): what ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)-(Data,_,_,_)``
     /// needs to continue. The partial file it names is yours to resume from or discard.
     public var resumeData: ResumeData? {
         get { self.storage.resumeData }

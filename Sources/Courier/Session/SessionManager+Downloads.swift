@@ -36,10 +36,13 @@ extension SessionManager {
     /// Makes a download task that continues an earlier one, suspended (AFNetworking's
     /// `downloadTaskWithResumeData:progress:destination:completionHandler:`).
     ///
-    /// It asks for the rest with `Range` and `If-Range`. A 206 that continues where the partial
-    /// file ends is appended to it; a 200 (the server ignored the range, or the resource changed)
-    /// rewrites the file from the start; a 206 elsewhere or a 416 fails with
-    /// ``CourierError/Code/invalidResponse`` and removes the partial file. When the partial file
+    /// It asks for the rest with `Range` and `If-Range`. A 206 that runs from where the partial
+    /// file ends to the end of the resource is appended to it; a 200 (the server ignored the
+    /// range, or the resource changed) rewrites the file from the start; a 416 whose
+    /// `Content-Range: bytes */N` names exactly the bytes kept completes the download with the
+    /// partial file (it was whole; the response is that 416); any other 206 or 416 fails with
+    /// ``CourierError/Code/invalidResponse`` and removes the partial file. Any other answer (an
+    /// error page) goes to a file of its own and leaves the partial file as it was. When the partial file
     /// is gone, or is not a file Courier made in this session's ``SessionConfiguration/downloadDirectory``
     /// or the system's temporary directory (resume data is bytes from anywhere: Courier will not
     /// append to, move or remove another file it names), the download starts over.

@@ -111,10 +111,111 @@ struct DownloadResumeTests {
             try await withTestServer { server in
                 try await withManager(baseURL: server.baseURL) { manager in
                     // More bytes kept than the resource now has: the server cannot send "the rest".
-                    let resume = try self.partial(server, total: 900, kept: 900, entityTag: "\"range900\"", in: file)
+                    var resume = try self.partial(server, total: 900, kept: 900, entityTag: "\"range900\"", in: file)
+                    try alphabet(1000).write(to: file)
+                    resume.bytesReceived = 1000
                     let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
                     #expect(error?.code == .invalidResponse)
                     #expect(error?.response?.status == .rangeNotSatisfiable)
+                    #expect(!FileManager.default.fileExists(atPath: file.path), "the partial file is of no use")
+                }
+            }
+        }
+    }
+
+    /// A 416 whose `Content-Range: bytes */N` names exactly the bytes kept says the partial file
+    /// is the whole representation (the connection had closed after the last byte): the download
+    /// completes with it, as curl's `-C -` does; the 416's own body is written nowhere. The
+    /// download deleted the whole file and failed.
+    @Test func a416ForAWholeKeptFileCompletesTheDownload() async throws {
+        try await withPartialFile { file in
+            try await withTestServer(TestServer.Configuration.recording) { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    let resume = try self.partial(server, total: 900, kept: 900, entityTag: "\"range900\"", in: file)
+                    let download = try await manager.download(resumingFrom: resume)
+                    #expect(download.response.status == .rangeNotSatisfiable)
+                    #expect(server.receivedRequests.last?.value(forHTTPHeaderField: "Range") == "bytes=900-")
+                    #expect(download.fileURL == file)
+                    #expect(try Data(contentsOf: download.fileURL) == alphabet(900))
+                }
+            }
+        }
+    }
+
+    /// A continuation answered with something that is not the representation (an error page)
+    /// gives that answer in a file of its own, and the partial file stays for a later
+    /// continuation. The error page replaced the partial file (only when no retrier was set).
+    @Test func anErrorAnswerToAContinuationKeepsThePartialFile() async throws {
+        try await withPartialFile { file in
+            try await ScriptedHTTPServer.with({ _, _, _ in
+                .respond("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy")
+            }) { server in
+                let manager = SessionManager()
+                defer { manager.invalidate(cancelingTasks: true) }
+                try alphabet(10).write(to: file)
+                let resume = ResumeData(
+                    request: Request(url: server.baseURL.appendingPathComponent("f")), temporaryFileURL: file, bytesReceived: 10,
+                    expectedLength: 60, entityTag: "\"r\"", lastModified: nil)
+                let download = try await manager.download(resumingFrom: resume)
+                #expect(download.response.status.code == 503)
+                #expect(download.fileURL != file)
+                #expect(try Data(contentsOf: download.fileURL) == Data("busy".utf8))
+                try? FileManager.default.removeItem(at: download.fileURL)
+                #expect(try Data(contentsOf: file) == alphabet(10), "the partial file is as it was")
+            }
+        }
+    }
+
+    /// `bytes=10-` asks for everything from 10 to the end: a 206 that stops short of the end it
+    /// names is not the rest, and is refused. It was appended and the download ended "complete"
+    /// with 20 of 60 bytes.
+    @Test func a206ThatStopsShortIsRefused() async throws {
+        try await withPartialFile { file in
+            try await ScriptedHTTPServer.with({ _, _, _ in
+                .respond("HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 10-19/60\r\nETag: \"r\"\r\nContent-Length: 10\r\n\r\nklmnopqrst")
+            }) { server in
+                let manager = SessionManager()
+                defer { manager.invalidate(cancelingTasks: true) }
+                try alphabet(10).write(to: file)
+                let resume = ResumeData(
+                    request: Request(url: server.baseURL.appendingPathComponent("f")), temporaryFileURL: file, bytesReceived: 10,
+                    expectedLength: 60, entityTag: "\"r\"", lastModified: nil)
+                let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+                #expect(error?.code == .invalidResponse)
+                #expect(error?.message.contains("Content-Range bytes 10-19/60") == true)
+            }
+        }
+    }
+
+    /// Resume data is made only where a continuation can be right: not for a `POST` (a
+    /// continuation repeats the method without its body; URLSession makes resume data for `GET`
+    /// only), not for a caller's own range (`bytes=N-` counts from the representation's start,
+    /// not the range's), not for a content-coded body (`Range` counts the coded bytes; the file
+    /// holds what they decode to). Each of these left resume data whose continuation asked for
+    /// the wrong bytes, or posted again.
+    @Test func resumeDataIsMadeOnlyWhereAContinuationCanBeRight() async throws {
+        let cases: [(String, (inout Request) -> Void, String)] = [
+            ("a POST", { $0.method = .post; $0.body = .data(Data("q=1".utf8)) }, "HTTP/1.1 200 OK\r\nETag: \"x\"\r\nContent-Length: 60\r\n\r\n"),
+            (
+                "a caller's range", { $0.headerFields[.range] = "bytes=100-199" },
+                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 100-199/1000\r\nETag: \"x\"\r\nContent-Length: 100\r\n\r\n"
+            ),
+            ("a coded body", { _ in }, "HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nETag: \"x\"\r\nContent-Length: 60\r\n\r\n"),
+            ("a plain GET (the control)", { _ in }, "HTTP/1.1 200 OK\r\nETag: \"x\"\r\nContent-Length: 60\r\n\r\n"),
+        ]
+        for (name, shape, head) in cases {
+            try await ScriptedHTTPServer.with({ _, _, _ in .respond(head + String(repeating: "a", count: 20), thenClose: true) }) { server in
+                let manager = SessionManager()
+                defer { manager.invalidate(cancelingTasks: true) }
+                var request = Request(url: server.baseURL.appendingPathComponent("export"))
+                shape(&request)
+                let error = await #expect(throws: CourierError.self, "\(name)") { try await manager.download(request) }
+                #expect(error?.code == .connectionClosed, "\(name)")
+                if name.hasPrefix("a plain GET") {
+                    #expect(error?.resumeData?.bytesReceived == 20)
+                    error?.resumeData?.discard()
+                } else {
+                    #expect(error?.resumeData == nil, "\(name) leaves no resume data")
                 }
             }
         }

@@ -105,6 +105,23 @@ struct DownloadTaskTests {
         }
     }
 
+    /// A destination whose name is near the file system's 255-byte limit: the file went first
+    /// to a hidden name built on it, 31 bytes longer, and the move failed.
+    @Test func aDestinationNamedNearTheLimitIsReached() async throws {
+        try await withScratchDirectory { folder in
+            let target = folder.appendingPathComponent(String(repeating: "a", count: 240) + ".bin")
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL, configuration: self.configuration(folder)) { manager in
+                    let download = try await manager.download(
+                        Request(url: server.url("/range/100")), to: DownloadDestination(options: [.removePreviousFile]) { _, _ in target })
+                    #expect(download.fileURL == target)
+                    #expect(try Data(contentsOf: target) == alphabet(100))
+                    #expect(contents(of: folder) == [target.lastPathComponent])
+                }
+            }
+        }
+    }
+
     @Test func anExistingFileIsKeptUnlessReplacingIsAsked() async throws {
         try await withScratchDirectory { folder in
             let spool = folder.appendingPathComponent("spool")

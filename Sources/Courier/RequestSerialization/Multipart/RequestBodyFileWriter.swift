@@ -67,7 +67,8 @@ enum RequestBodyFileWriter {
     /// A name for the file being written, hidden, beside the destination.
     private static func temporaryPath(beside fileURL: URL) -> FilePath {
         let folder = fileURL.deletingLastPathComponent()
-        let name = "." + fileURL.lastPathComponent + ".courier-" + String(UInt64.random(in: .min ... .max), radix: 36) + ".partial"
+        // Not built on the destination's name, which may be near the file system's limit.
+        let name = ".courier-" + String(UInt64.random(in: .min ... .max), radix: 36) + ".partial"
         return FilePath(folder.appendingPathComponent(name).path)
     }
 

@@ -52,8 +52,10 @@ public struct DownloadDestination: Sendable {
     ///   when it is still there, is left for the caller to remove.
     func move(_ temporaryURL: URL, response: HTTPResponse, request: Request) async throws(CourierError) -> URL {
         let target = self.url(temporaryURL, response)
+        // A name of its own length: one built on the target's would be too long for a target
+        // named near the file system's limit (255 bytes).
         let staged = target.deletingLastPathComponent().appendingPathComponent(
-            "." + target.lastPathComponent + ".courier-" + String(UInt64.random(in: .min ... .max), radix: 36) + ".partial")
+            ".courier-" + String(UInt64.random(in: .min ... .max), radix: 36) + ".partial")
         let files = FileSystem.shared
         do {
             if self.options.contains(.createIntermediateDirectories) {

@@ -11,6 +11,12 @@ import HTTPTypes
 /// The continuation asks for the rest with `Range` and `If-Range`; a server that ignores the range,
 /// or whose resource changed, sends it all again and the download restarts cleanly.
 ///
+/// Courier makes resume data only where a continuation can be right: for a `GET` (a
+/// continuation repeats the method without a body, so URLSession makes it for `GET` only) of the
+/// whole resource (not when the request carried its own `Range`), from a 200 or 206 with a strong
+/// `ETag` or a `Last-Modified` whose body was not content-coded (`Range` counts the coded bytes,
+/// the file holds what they decode to).
+///
 /// The bytes so far live in a file in the temporary directory (``temporaryFileURL``); it is yours
 /// once you hold resume data: resume from it or call ``discard()``.
 ///

@@ -30,7 +30,9 @@ extension TaskDelegate {
     // MARK: Response head
 
     /// Opens the download's file for the final response: a new one, or the partial one when a 206
-    /// continues it. A 206 that starts elsewhere, or a 416, ends the task.
+    /// continues it or a 200 sends the whole body again. A 206 that does not run from the partial
+    /// file's end to the representation's, or a 416, ends the task, unless the 416 says the
+    /// partial file already holds every byte: then the download completes with it.
     func downloadDidReceive(_ response: HTTPResponse, status: Int, url: URL, plan: DownloadPlan) -> ResponseDisposition {
         let request = self.state.withLockedValue { $0.currentRequest }
         var file = DownloadDestination.temporaryFileURL(in: self.configurationReference.value.downloadDirectory)
@@ -40,15 +42,19 @@ extension TaskDelegate {
         // of resume data, which the retry still needs.
         let holding = self.mayRetry(after: response, status: status)
         if let continuation = plan.continuation, !holding {
-            file = continuation.file
             switch status {
             case 206:
+                file = continuation.file
                 let value = response.headerFields.value(of: .contentRange)
-                guard let range = value.flatMap(ContentRange.init), range.first == continuation.offset else {
+                // `bytes=N-` asks for everything from N to the end: a range that starts elsewhere
+                // or stops short of the end (when the server says where that is) is not the rest.
+                guard let range = value.flatMap(ContentRange.init), range.first == continuation.offset,
+                    range.completeLength.map({ range.last == $0 - 1 }) ?? true
+                else {
                     return self.refuseDownload(
                         CourierError(
                             .invalidResponse,
-                            "\(request.summary): asked to resume after \(continuation.offset) bytes, the server sent Content-Range \(value ?? "(none)")",
+                            "\(request.summary): asked for the rest after \(continuation.offset) bytes, the server sent Content-Range \(value ?? "(none)")",
                             request: request, response: response))
                 }
                 kept = continuation.offset
@@ -59,14 +65,35 @@ extension TaskDelegate {
                         let (sum, overflow) = length.addingReportingOverflow(continuation.offset)
                         return overflow ? nil : sum
                     } ?? -1
+            case 416 where Self.keptFileIsWhole(response, status: status, plan: plan):
+                // The validator matched and nothing lies past the partial file: it is the whole
+                // representation (as curl's `-C -` and the `courier` command read it). No file is
+                // opened; the 416's own body is not written anywhere.
+                let (deliveries, task) = self.state.withLockedValue { state in
+                    state.downloadFile = nil
+                    state.resumeValidators = nil
+                    state.metrics?.responseBegan()
+                    return (
+                        state.recordResponse(
+                            response, status: status, url: url, received: continuation.offset, expected: continuation.offset, holding: false),
+                        state.task
+                    )
+                }
+                self.deliver(deliveries)
+                if let task { self.didReceive(response, task: task) }
+                return .allow
             case 416:
                 return self.refuseDownload(
                     CourierError(
                         .invalidResponse, "\(request.summary): the server cannot send the rest (416): the resume data is stale",
                         request: request, response: response))
-            default:
+            case 200:
                 // The whole body again (the server ignored the range, or the resource changed):
                 // the partial file is rewritten from the start.
+                file = continuation.file
+            default:
+                // Any other answer (an error page, a 204) is not the representation: it goes to a
+                // file of its own, and the partial file stays for a later continuation.
                 break
             }
         }
@@ -74,7 +101,8 @@ extension TaskDelegate {
         let writer = DownloadFileWriter(url: file, keepingFirst: kept, writeGate: gate) { [weak self] event in
             self?.downloadWriter(event)
         }
-        let validators = ResumeData.validators(of: response)
+        let validators = Self.mayLeaveResumeData(request, continuing: plan.continuation != nil, response: response)
+            ? ResumeData.validators(of: response) : nil
         let (deliveries, task) = self.state.withLockedValue { state in
             state.downloadFile = writer
             state.resumeValidators = validators
@@ -97,17 +125,21 @@ extension TaskDelegate {
     /// Hands a chunk to the file writer and reports progress.
     func downloadDidReceive(_ chunk: ByteBuffer) {
         let bytes = Int64(chunk.readableBytes)
-        let (queued, report, total, expected, task, deliveries) = self.state.withLockedValue { state in
-            let deliveries = state.recordReceivedOrHold(bytes)
-            // Queued under the task's lock, with the count: whoever sees the bytes counted (a
-            // cancellation asking for resume data) finds them in the writer's queue.
-            let queued = state.downloadFile.map { ($0, $0.queue(chunk)) }
-            return (
-                queued, ProgressReport(state.downloadProgress, state.downloadProgressHandler), state.countOfBytesReceived,
-                state.countOfBytesExpectedToReceive, state.task, deliveries
-            )
+        let received = self.state.withLockedValue { state in
+            // No file: the answer is a 416 that found the partial file whole, and its body is not
+            // the download's.
+            state.downloadFile.map { writer in
+                let deliveries = state.recordReceivedOrHold(bytes)
+                // Queued under the task's lock, with the count: whoever sees the bytes counted (a
+                // cancellation asking for resume data) finds them in the writer's queue.
+                return (
+                    writer, writer.queue(chunk), ProgressReport(state.downloadProgress, state.downloadProgressHandler),
+                    state.countOfBytesReceived, state.countOfBytesExpectedToReceive, state.task, deliveries
+                )
+            }
         }
-        if let (writer, effects) = queued { writer.perform(effects) }
+        guard let (writer, effects, report, total, expected, task, deliveries) = received else { return }
+        writer.perform(effects)
         // An attempt that may be retried reports its body when it turns out to be the last.
         guard let deliveries else { return }
         report?.send()
@@ -195,6 +227,10 @@ extension TaskDelegate {
                 } else {
                     await writer.abandon()
                 }
+            } else if error == nil, let partial = plan.continuation?.file,
+                let response = ending.response, Self.keptFileIsWhole(response, status: Int(response.status.code), plan: plan)
+            {
+                (fileURL, error) = await self.place(partial, plan: plan, ending.task, request: ending.request, response: response)
             } else if ending.refused, let partial = plan.continuation?.file {
                 // The server would not continue: the partial file is of no use.
                 try? FileManager.default.removeItem(at: partial)
@@ -224,20 +260,49 @@ extension TaskDelegate {
             try? FileManager.default.removeItem(at: writer.url)
             return (nil, error.asCourierError(.fileSystemFailure, "\(request.summary): writing \(writer.url.path) failed", request: request))
         }
+        return await self.place(writer.url, plan: plan, task, request: request, response: response)
+    }
+
+    /// Moves a finished file to the destination (or leaves it where it is without one); on
+    /// failure the file is removed.
+    private func place(
+        _ file: URL, plan: DownloadPlan, _ task: SessionTask, request: Request, response: HTTPResponse?
+    ) async -> (URL?, CourierError?) {
         guard let destination = plan.destination, let response else {
-            self.didFinishDownloading(to: writer.url, task: task)
-            return (writer.url, nil)
+            self.didFinishDownloading(to: file, task: task)
+            return (file, nil)
         }
         do throws(CourierError) {
-            let moved = try await destination.move(writer.url, response: response, request: request)
+            let moved = try await destination.move(file, response: response, request: request)
             self.configurationReference.postTaskNotification(.downloadTaskDidMoveFile, object: task)
             self.didFinishDownloading(to: moved, task: task)
             return (moved, nil)
         } catch {
-            try? FileManager.default.removeItem(at: writer.url)
+            try? FileManager.default.removeItem(at: file)
             self.configurationReference.postTaskNotification(
                 .downloadTaskDidFailToMoveFile, object: task, userInfo: [TaskDidCompleteKey.error: error])
             return (nil, error)
+        }
+    }
+
+    /// Whether a continuation's answer is a 416 that says the partial file already holds the
+    /// whole representation: `Content-Range: bytes */N` with N the bytes kept (the request's
+    /// `If-Range` made the server check the validator first, RFC 9110 §13.1.5).
+    static func keptFileIsWhole(_ response: HTTPResponse, status: Int, plan: DownloadPlan) -> Bool {
+        guard status == 416, let continuation = plan.continuation,
+            let length = response.headerFields.value(of: .contentRange).flatMap(ContentRange.unsatisfiedCompleteLength)
+        else { return false }
+        return length == continuation.offset
+    }
+
+    /// Whether a response may leave resume data: a `GET` (URLSession's rule: a continuation sends
+    /// no body, and repeats the method), of the whole representation (a caller's own `Range` is
+    /// not what a continuation's `bytes=N-` counts from), whose bytes are written as they come
+    /// (`Range` counts the content-coded bytes; a decoded file's length is not an offset in them).
+    static func mayLeaveResumeData(_ request: Request, continuing: Bool, response: HTTPResponse) -> Bool {
+        guard request.method == .get, continuing || !request.headerFields.contains(.range) else { return false }
+        return response.headerFields[values: .contentEncoding].allSatisfy { value in
+            value.split(separator: ",").allSatisfy { $0.trimmingCharacters(in: .whitespaces).lowercased() == "identity" }
         }
     }
 
