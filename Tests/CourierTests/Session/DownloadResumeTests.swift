@@ -221,6 +221,46 @@ struct DownloadResumeTests {
         }
     }
 
+    /// Resume data records the caller's request, not the fields the session added to the
+    /// attempt (an adapter's token, the jar's cookies): it is bytes a caller stores anywhere, and a
+    /// continuation adds them afresh. It carried the adapter's `Authorization` and the old cookie,
+    /// which a continuation then sent before the jar's new one.
+    @Test func resumeDataRecordsTheCallersRequestOnly() async throws {
+        let heads = Recorder<String>()
+        try await ScriptedHTTPServer.with({ connection, _, head in
+            heads.append(head)
+            return connection == 0
+                ? .respond(
+                    "HTTP/1.1 200 OK\r\nSet-Cookie: a=old\r\nETag: \"x\"\r\nContent-Length: 60\r\n\r\n" + String(repeating: "a", count: 20),
+                    thenClose: true)
+                : .respond(
+                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 20-59/60\r\nETag: \"x\"\r\nContent-Length: 40\r\n\r\n"
+                        + String(repeating: "b", count: 40))
+        }) { server in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            manager.interceptor = Adapter { request, _ in
+                var request = request
+                request.headerFields[.authorization] = "Bearer from-the-adapter"
+                return request
+            }
+            var request = Request(url: server.baseURL.appendingPathComponent("file"))
+            request.headerFields[HTTPField.Name("X-Caller")!] = "1"
+            let error = await #expect(throws: CourierError.self) { try await manager.download(request) }
+            let resume = try #require(error?.resumeData)
+            let names = resume.headerFields.compactMap { $0.first?.lowercased() }
+            #expect(names == ["x-caller"], "only the caller's field: \(names)")
+            manager.configuration.httpCookieStorage?.setCookie(Cookie(name: "a", value: "new", domain: "127.0.0.1"))
+            let download = try await manager.download(resumingFrom: resume)
+            #expect(download.response.status == .partialContent)
+            defer { try? FileManager.default.removeItem(at: download.fileURL) }
+            let continuation = try #require(heads.all.last)
+            #expect(continuation.contains("Cookie: a=new\r\n"), "the jar's cookie alone: \(continuation)")
+            #expect(continuation.contains("Authorization: Bearer from-the-adapter\r\n"), "the adapter's, once")
+            #expect(continuation.components(separatedBy: "Authorization").count == 2)
+        }
+    }
+
     @Test func resumeDataThatIsNotCouriersIsATypedError() throws {
         let manager = SessionManager(engine: RefusingEngine())
         #expect(throws: CourierError.self) {

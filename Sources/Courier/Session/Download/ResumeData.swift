@@ -31,7 +31,10 @@ public struct ResumeData: Sendable, Hashable, Codable {
     public var url: URL
     /// The request's method.
     public var method: String
-    /// The request's header fields, as name-value pairs (without `Range` and `If-Range`).
+    /// The caller's header fields, as name-value pairs (without `Range` and `If-Range`, and
+    /// without the caller's credentials and cookies when ``url`` is on another origin). Fields
+    /// the session added to the attempt (adapters, its HTTP authentication, the cookie store,
+    /// tracing) are not recorded: a continuation adds them afresh.
     public var headerFields: [[String]]
     /// The file holding the bytes received so far (see the type's discussion for which files a
     /// continuation will use).

@@ -222,8 +222,11 @@ extension TaskDelegate {
             if let writer = ending.writer {
                 if error == nil {
                     (fileURL, error) = await self.finishFile(writer, plan: plan, ending.task, request: ending.request, response: ending.response)
-                } else if let validators = ending.validators, ending.resumeDataHandler != nil || error.map(Self.leavesResumeData) == true {
-                    resumeData = await Self.keepPartialFile(writer, request: ending.request, expected: ending.expected, validators: validators)
+                } else if let validators = ending.validators,
+                    let recorded = Self.requestToResume(original: ending.task.originalRequest, answered: ending.request),
+                    ending.resumeDataHandler != nil || error.map(Self.leavesResumeData) == true
+                {
+                    resumeData = await Self.keepPartialFile(writer, request: recorded, expected: ending.expected, validators: validators)
                 } else {
                     await writer.abandon()
                 }
@@ -283,6 +286,24 @@ extension TaskDelegate {
                 .downloadTaskDidFailToMoveFile, object: task, userInfo: [TaskDidCompleteKey.error: error])
             return (nil, error)
         }
+    }
+
+    /// The request resume data records: the caller's own (its fields, not those the session's
+    /// adapters, credentials, cookies and tracer added to the attempt, which a continuation adds
+    /// afresh, and which resume data, bytes a caller stores anywhere, must not carry) at the URL
+    /// that answered, without the caller's credentials and cookies when that URL is on another
+    /// origin (the redirect dropped them too). Nil when the caller's request was not a `GET` (a
+    /// `POST` a 303 made a `GET` of): a continuation could not say what to send.
+    static func requestToResume(original: Request, answered: Request) -> Request? {
+        guard original.method == .get, answered.method == .get else { return nil }
+        var request = original
+        request.url = answered.url
+        if !original.url.isSameOrigin(as: answered.url) {
+            request.headerFields[.authorization] = nil
+            request.headerFields[.proxyAuthorization] = nil
+            request.headerFields[.cookie] = nil
+        }
+        return request
     }
 
     /// Whether a continuation's answer is a 416 that says the partial file already holds the
