@@ -89,9 +89,15 @@ public enum RedirectPlanner {
             next.headerFields[.authorization] = nil
             next.headerFields[.proxyAuthorization] = nil
             next.headerFields[.cookie] = nil
+            // A caller's `Host` names the first origin (a virtual host behind an address): the
+            // next one is named by its URL (curl replaces it for a new host, Go keeps it only for
+            // a relative Location), never told the first origin's internal name.
+            next.headerFields[Self.hostField] = nil
         }
         return .follow(next)
     }
+
+    private static let hostField = HTTPField.Name("Host")!
 
     /// Whether a redirect to an `http+unix` or `https+unix` URL stays on the socket of the request
     /// it answers: the same scheme (any case) and the same path, byte for byte. Only such a

@@ -134,7 +134,10 @@ extension SessionManager {
         case .answer(let cached):
             delegate.answerFromCache(cached)
         case .fail(let error):
-            delegate.exchange(didCompleteWith: error)
+            // A cancel() made while the lookup ran reached no exchange: it is the answer.
+            let cancelled = delegate.state.withLockedValue { $0.machine.isCancelling }
+            delegate.exchange(
+                didCompleteWith: cancelled ? CourierError(.cancelled, "\(request.summary): cancelled", request: request) : error)
         }
     }
 

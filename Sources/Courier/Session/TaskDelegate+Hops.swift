@@ -197,7 +197,16 @@ extension Request {
 
 extension TaskDelegate {
     /// Answers the task from the cache as an exchange would have: the head, the body, the end.
+    ///
+    /// No exchange is attached, so a `cancel()` (from another thread while the entry was read,
+    /// or from the head's and the body's hooks and progress, which run inside this call) reaches
+    /// nothing: it is looked for between the steps, and the task ends cancelled, as one answered
+    /// by the network does.
     func answerFromCache(_ cached: CachedResponse) {
+        if let cancelled = self.cancelledWhileAnswering(cached, headDelivered: false) {
+            self.exchange(didCompleteWith: cancelled)
+            return
+        }
         let disposition = self.exchange(didReceive: cached.response, url: cached.url)
         guard disposition == .allow else {
             let request = self.state.withLockedValue { $0.currentRequest }
@@ -205,8 +214,17 @@ extension TaskDelegate {
                 .cancelled, "\(request.summary): cancelled on receiving the response", request: request, response: cached.response))
             return
         }
-        if !cached.data.isEmpty { self.exchange(didReceive: ByteBuffer(data: cached.data)) }
-        self.exchange(didCompleteWith: nil)
+        if !cached.data.isEmpty, self.cancelledWhileAnswering(cached, headDelivered: true) == nil {
+            self.exchange(didReceive: ByteBuffer(data: cached.data))
+        }
+        self.exchange(didCompleteWith: self.cancelledWhileAnswering(cached, headDelivered: true))
+    }
+
+    /// The cancellation error when the task was cancelled, nil otherwise.
+    private func cancelledWhileAnswering(_ cached: CachedResponse, headDelivered: Bool) -> CourierError? {
+        let (cancelling, request) = self.state.withLockedValue { ($0.machine.isCancelling, $0.currentRequest) }
+        guard cancelling else { return nil }
+        return CourierError(.cancelled, "\(request.summary): cancelled", request: request, response: headDelivered ? cached.response : nil)
     }
 
     // MARK: Redirects

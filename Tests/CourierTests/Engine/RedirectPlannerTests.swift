@@ -95,6 +95,23 @@ struct RedirectPlannerTests {
         #expect(seeOther.headerFields[.accept] == "text/html", "what is asked of the answer stays")
     }
 
+    /// A caller's `Host` field (a virtual host behind an address) goes with a redirect on its
+    /// origin, and not to another origin, which its URL names: it went on, and the other origin
+    /// got the first one's internal name (curl replaces it; Go keeps it for a relative Location).
+    @Test func aCallersHostStaysOnItsOrigin() {
+        let host = HTTPField.Name("Host")!
+        var original = self.request(.get)
+        original.headerFields[host] = "api.internal"
+        guard case .follow(let same) = self.step(self.response(302, location: "/next"), original),
+            case .follow(let other) = self.step(self.response(302, location: "http://cdn.example/file"), original)
+        else {
+            Issue.record("expected redirects to follow")
+            return
+        }
+        #expect(same.headerFields[host] == "api.internal")
+        #expect(other.headerFields[host] == nil)
+    }
+
     /// A Location that mixes characters RFC 3986 does not allow with `%XX` escapes: the escapes
     /// are kept and only the rest encoded. Foundation encoded the whole query again (`%25C3`),
     /// so Go read `J%C3%B6rg` where curl and Node sent `Jörg`.

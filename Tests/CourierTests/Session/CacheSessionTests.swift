@@ -125,6 +125,40 @@ struct CacheSessionTests {
         }
     }
 
+    /// A task cancelled while the cache answers it (from the head's hook, from the body's, or
+    /// before the answer) ends cancelled, as one the network answers does. No exchange is
+    /// attached on that path, so the cancel reached nothing and the task ended in success with
+    /// the cached body, after its caller had heard `didCancel`.
+    @Test(arguments: ["head", "body"])
+    func aTaskCancelledWhileTheCacheAnswersEndsCancelled(_ step: String) async throws {
+        let cache = ResponseCache()
+        let url = URL(string: "http://nowhere.invalid/doc")!
+        var fields = HTTPFields()
+        fields[.cacheControl] = "max-age=600"
+        cache.storeCachedResponse(
+            CachedResponse(response: HTTPResponse(status: .ok, headerFields: fields), data: Data("stored".utf8), url: url),
+            for: Request(url: url))
+        let manager = SessionManager(engine: RefusingEngine(), configuration: Self.configuration(cache: cache))
+        manager.completionQueue = TestQueues.completion
+        var hooks = SessionManager.Hooks()
+        if step == "head" {
+            hooks.dataTaskDidReceiveResponse = { _, task, _ in
+                task.cancel()
+                return .allow
+            }
+        } else {
+            hooks.dataTaskDidReceiveData = { _, task, _ in task.cancel() }
+        }
+        manager.hooks = hooks
+        let ended = Recorder<CourierError?>()
+        let task = manager.dataTask(with: Request(url: url)) { _, _, error in ended.append(error) }
+        task.resume()
+        #expect(await ended.wait { $0.count == 1 })
+        #expect(ended.all.first??.code == .cancelled, "\(String(describing: ended.all.first))")
+        #expect(task.error?.code == .cancelled)
+        await manager.invalidate(cancelingTasks: true)
+    }
+
     @Test func aFreshHitNeedsNoEngineAtAll() async throws {
         let cache = ResponseCache()
         let url = URL(string: "http://nowhere.invalid/doc")!
