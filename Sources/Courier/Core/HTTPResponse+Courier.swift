@@ -30,6 +30,23 @@ extension HTTPResponse {
         // The common case parses directly; only an unusual value pays for trimming.
         return Int64(value) ?? Int64(value.trimmingCharacters(in: .whitespaces))
     }
+
+    /// Whether the body is content-coded: a `Content-Encoding` names a coding other than
+    /// `identity`. Its `Content-Length` counts the coded bytes, and the engine may hand on the
+    /// decoded ones.
+    var isContentCoded: Bool {
+        guard self.headerFields.contains(.contentEncoding) else { return false }
+        return !self.headerFields[values: .contentEncoding].allSatisfy { value in
+            value.split(separator: ",").allSatisfy { $0.trimmingCharacters(in: .whitespaces).lowercased() == "identity" }
+        }
+    }
+
+    /// The length of the body as the task receives it, for progress: the `Content-Length` of a
+    /// body that is not content-coded; nil (unknown) for a coded one, whose decoded bytes would
+    /// count past it (progress past 100 %; URLSession reports an unknown length too).
+    var expectedBodyLength: Int64? {
+        self.isContentCoded ? nil : self.expectedContentLength
+    }
 }
 
 extension HTTPFields {

@@ -71,7 +71,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     public var countOfBytesExpectedToSend: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesExpectedToSend } }
     /// Body bytes received so far.
     public var countOfBytesReceived: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesReceived } }
-    /// Body bytes the response announced (`Content-Length`), or -1 when unknown.
+    /// Body bytes the response announced (`Content-Length`), or -1 when unknown, as it is for a
+    /// content-coded body (its `Content-Length` counts the coded bytes, and the task receives
+    /// the decoded ones); at the end, the bytes received.
     public var countOfBytesExpectedToReceive: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesExpectedToReceive } }
 
     /// The upload's progress: total from the body's length, completed as bytes go out.

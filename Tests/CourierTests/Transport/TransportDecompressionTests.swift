@@ -56,6 +56,30 @@ struct TransportDecompressionTests {
         }
     }
 
+    /// A decoded body's progress never passes 100 %: its `Content-Length` counts the coded
+    /// bytes, so the length the task expects is unknown until the end, in a data task and a
+    /// download alike. It was the coded length, and a 10 to 1 body ended at 1,000 %.
+    @Test(arguments: Transport.allCases)
+    func aDecodedBodysProgressNeverPassesTheWhole(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let gzip = try Self.compressed(Self.text, .gzip)
+            #expect(gzip.count * 4 < Self.text.count)
+            Self.route(server, "/coded", coding: "gzip", body: gzip)
+            let fractions = Recorder<Double>()
+            let data = try await manager.response(
+                for: Request(url: server.url("/coded")), serializer: DataResponseSerializer(), downloadProgress: { fractions.append($0.fractionCompleted) })
+            #expect(data.value == Self.text)
+            let downloaded = Recorder<Double>()
+            let download = try await manager.download(Request(url: server.url("/coded")), progress: { downloaded.append($0.fractionCompleted) })
+            defer { try? FileManager.default.removeItem(at: download.fileURL) }
+            #expect(try Data(contentsOf: download.fileURL) == Self.text)
+            // Unknown lengths report 0 (indeterminate) until the end, as a chunked body's do.
+            for seen in [fractions.all, downloaded.all] {
+                #expect(!seen.isEmpty && seen.allSatisfy { $0 <= 1.0 }, "\(seen)")
+            }
+        }
+    }
+
     @Test(arguments: Transport.allCases)
     func framingIsToldByTheBody(_ transport: Transport) async throws {
         try await transport.run { server, manager in

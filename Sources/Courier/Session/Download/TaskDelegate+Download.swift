@@ -37,7 +37,7 @@ extension TaskDelegate {
         let request = self.state.withLockedValue { $0.currentRequest }
         var file = DownloadDestination.temporaryFileURL(in: self.configurationReference.value.downloadDirectory)
         var kept: Int64?
-        var expected = response.expectedContentLength ?? -1
+        var expected = response.expectedBodyLength ?? -1
         // A response that may be retried goes to a file of its own, never over the partial file
         // of resume data, which the retry still needs.
         let holding = self.mayRetry(after: response, status: status)
@@ -61,7 +61,7 @@ extension TaskDelegate {
                 // A length past Int64 (a server's `Content-Length`, unchecked) is unknown, not a trap.
                 expected =
                     range.completeLength
-                    ?? response.expectedContentLength.flatMap { length in
+                    ?? response.expectedBodyLength.flatMap { length in
                         let (sum, overflow) = length.addingReportingOverflow(continuation.offset)
                         return overflow ? nil : sum
                     } ?? -1
@@ -321,10 +321,7 @@ extension TaskDelegate {
     /// not what a continuation's `bytes=N-` counts from), whose bytes are written as they come
     /// (`Range` counts the content-coded bytes; a decoded file's length is not an offset in them).
     static func mayLeaveResumeData(_ request: Request, continuing: Bool, response: HTTPResponse) -> Bool {
-        guard request.method == .get, continuing || !request.headerFields.contains(.range) else { return false }
-        return response.headerFields[values: .contentEncoding].allSatisfy { value in
-            value.split(separator: ",").allSatisfy { $0.trimmingCharacters(in: .whitespaces).lowercased() == "identity" }
-        }
+        request.method == .get && (continuing || !request.headerFields.contains(.range)) && !response.isContentCoded
     }
 
     private func didFinishDownloading(to location: URL, task: SessionTask) {

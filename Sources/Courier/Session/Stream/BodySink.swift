@@ -78,7 +78,7 @@ struct MemoryBodySink: BodySink {
 
     func headArrived(_ response: HTTPResponse, status: Int, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
         let holding = delegate.mayRetry(after: response, status: status)
-        let expected = response.expectedContentLength ?? -1
+        let expected = response.expectedBodyLength ?? -1
         // A large body of announced length gets its buffer at once, not by doubling.
         let reserved =
             expected > 64 * 1024 && expected <= Int64(min(delegate.configurationReference.value.maximumResponseBodySize ?? 256 << 20, Self.largestBody))

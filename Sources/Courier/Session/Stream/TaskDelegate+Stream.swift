@@ -35,7 +35,7 @@ extension ResponseStreamSink: BodySink {
     /// the last attempt's response, as a data task does.
     func headArrived(_ response: HTTPResponse, status: Int, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
         let holding = delegate.mayRetry(after: response, status: status)
-        let expected = response.expectedContentLength ?? -1
+        let expected = response.expectedBodyLength ?? -1
         let (task, deliveries, storing) = delegate.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery], HopState.Storing?) in
             state.metrics?.responseBegan()
             let deliveries = state.recordResponse(response, status: status, url: url, expected: expected, holding: holding)
