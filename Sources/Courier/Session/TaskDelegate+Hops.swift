@@ -28,6 +28,10 @@ struct HopState: Sendable {
     var requestDate: Date?
     var responseDate: Date?
     var source = ResponseSource.network
+    /// The hop's response was a redirect the task declined (the hook or the redirector), whose
+    /// cookies and cache invalidation were handled then: it comes again as the final response,
+    /// and is not handled twice.
+    var handledDeclinedRedirect = false
 
     /// What the store check needs of the hop (``TaskDelegate/cacheCopy(of:expected:storing:)``).
     struct Storing {
@@ -311,11 +315,12 @@ extension TaskDelegate {
         let now = cache?.now
         // What the response needs of the hop, in one transaction; not a copy of the whole hop
         // state, which would retain each of its requests, URLs and strings.
-        let (source, handlesCookies, request, revalidating, requestDate) = self.state.withLockedValue { state in
+        let (source, handlesCookies, request, revalidating, requestDate, handled) = self.state.withLockedValue { state in
             if state.hop.source != .cache { state.hop.responseDate = now }
+            defer { state.hop.handledDeclinedRedirect = false }
             return (
                 state.hop.source, state.hop.handlesCookies, state.hop.sentRequest ?? state.currentRequest,
-                status == 304 ? state.hop.revalidating : nil, state.hop.requestDate
+                status == 304 ? state.hop.revalidating : nil, state.hop.requestDate, state.hop.handledDeclinedRedirect
             )
         }
         // The cache's own answer: nothing came from a server.
@@ -323,7 +328,7 @@ extension TaskDelegate {
             self.emit { $0.task($1, didAnswerFromCache: response, source: .cache) }
             return (response, status, nil)
         }
-        self.responseArrived(response, to: request, handlesCookies: handlesCookies)
+        if !handled { self.responseArrived(response, to: request, handlesCookies: handlesCookies) }
         guard let stored = revalidating, let cache, let now else { return (response, status, nil) }
         let updated = CachePlanner.updated(stored, with: response, requestDate: requestDate ?? now, responseDate: now)
         cache.storeCachedResponse(updated, for: request)

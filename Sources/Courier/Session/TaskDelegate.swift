@@ -348,6 +348,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             if let next {
                 if state.attemptRequest == nil { state.attemptRequest = state.currentRequest }
                 state.currentRequest = next
+            } else {
+                state.hop.handledDeclinedRedirect = true
             }
             state.metrics?.redirected()
         }

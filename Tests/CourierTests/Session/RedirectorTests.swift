@@ -44,6 +44,44 @@ struct RedirectorTests {
         }
     }
 
+    /// A redirect the task declines is handled once: its `Set-Cookie` reached the store twice
+    /// (before the redirector was asked, and again as the final response), so a store saw each
+    /// cookie twice, and a file store wrote twice.
+    @Test func aDeclinedRedirectsCookiesAreStoredOnce() async throws {
+        final class CountingStorage: CookieStorage {
+            let memory = MemoryCookieStorage()
+            let stores = NIOLockedValueBox(0)
+            func cookies(for url: URL) -> [Cookie] { self.memory.cookies(for: url) }
+            func cookieHeader(for url: URL) -> String? { self.memory.cookieHeader(for: url) }
+            func storeCookies(fromSetCookieFields fields: [String], for url: URL) {
+                self.stores.withLockedValue { $0 += 1 }
+                self.memory.storeCookies(fromSetCookieFields: fields, for: url)
+            }
+            func setCookie(_ cookie: Cookie) { self.memory.setCookie(cookie) }
+            func deleteCookie(_ cookie: Cookie) { self.memory.deleteCookie(cookie) }
+            var allCookies: [Cookie] { self.memory.allCookies }
+            func removeCookies(since date: Date) { self.memory.removeCookies(since: date) }
+            func removeAllCookies() { self.memory.removeAllCookies() }
+            var isPersistent: Bool { false }
+        }
+        try await withTestServer { server in
+            server.route("/r") { _ in
+                TestServer.Response(status: .found, headerFields: [.location: "/x", .setCookie: "s=1; Max-Age=60"])
+            }
+            let storage = CountingStorage()
+            var configuration = SessionConfiguration.default
+            configuration.httpCookieStorage = storage
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                var request = Request(url: server.url("/r"))
+                request.redirector = .doNotFollow
+                let error = await #expect(throws: CourierError.self) { try await manager.data(for: request) }
+                #expect(error?.response?.status == .found)
+                #expect(storage.stores.withLockedValue { $0 } == 1)
+                #expect(storage.cookieHeader(for: server.url("/x")) == "s=1")
+            }
+        }
+    }
+
     /// The task keeps the handlers of the request it was made with: a `.modify` that returns a
     /// request of its own (without them) is still asked at the next hops, and the final response
     /// still goes by the request's cacher.
