@@ -125,12 +125,9 @@ struct CacheSessionTests {
         }
     }
 
-    /// A task cancelled while the cache answers it (from the head's hook, from the body's, or
-    /// before the answer) ends cancelled, as one the network answers does. No exchange is
-    /// attached on that path, so the cancel reached nothing and the task ended in success with
-    /// the cached body, after its caller had heard `didCancel`.
-    @Test(arguments: ["head", "body"])
-    func aTaskCancelledWhileTheCacheAnswersEndsCancelled(_ step: String) async throws {
+    /// A manager whose cache holds a fresh answer ("stored") for its URL, and whose engine refuses
+    /// everything: only the cache can answer.
+    static func managerWithAStoredAnswer() -> (SessionManager, URL) {
         let cache = ResponseCache()
         let url = URL(string: "http://nowhere.invalid/doc")!
         var fields = HTTPFields()
@@ -140,6 +137,16 @@ struct CacheSessionTests {
             for: Request(url: url))
         let manager = SessionManager(engine: RefusingEngine(), configuration: Self.configuration(cache: cache))
         manager.completionQueue = TestQueues.completion
+        return (manager, url)
+    }
+
+    /// A task cancelled while the cache answers it (from the head's hook, from the body's, or
+    /// before the answer) ends cancelled, as one the network answers does. No exchange is
+    /// attached on that path, so the cancel reached nothing and the task ended in success with
+    /// the cached body, after its caller had heard `didCancel`.
+    @Test(arguments: ["head", "body"])
+    func aTaskCancelledWhileTheCacheAnswersEndsCancelled(_ step: String) async throws {
+        let (manager, url) = Self.managerWithAStoredAnswer()
         var hooks = SessionManager.Hooks()
         if step == "head" {
             hooks.dataTaskDidReceiveResponse = { _, task, _ in
@@ -160,15 +167,7 @@ struct CacheSessionTests {
     }
 
     @Test func aFreshHitNeedsNoEngineAtAll() async throws {
-        let cache = ResponseCache()
-        let url = URL(string: "http://nowhere.invalid/doc")!
-        var fields = HTTPFields()
-        fields[.cacheControl] = "max-age=600"
-        cache.storeCachedResponse(
-            CachedResponse(response: HTTPResponse(status: .ok, headerFields: fields), data: Data("stored".utf8), url: url),
-            for: Request(url: url))
-        let manager = SessionManager(engine: RefusingEngine(), configuration: Self.configuration(cache: cache))
-        manager.completionQueue = TestQueues.completion
+        let (manager, url) = Self.managerWithAStoredAnswer()
         let response = try await manager.data(for: Request(url: url))
         #expect(Self.text(response.value) == "stored")
         #expect(response.source == .cache)

@@ -146,22 +146,28 @@ struct DownloadResumeTests {
     /// gives that answer in a file of its own, and the partial file stays for a later
     /// continuation. The error page replaced the partial file (only when no retrier was set).
     @Test func anErrorAnswerToAContinuationKeepsThePartialFile() async throws {
+        try await self.continuingTenOfSixty(answeredWith: "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy") { manager, resume in
+            let download = try await manager.download(resumingFrom: resume)
+            #expect(download.response.status.code == 503)
+            #expect(download.fileURL != resume.temporaryFileURL)
+            #expect(try Data(contentsOf: download.fileURL) == Data("busy".utf8))
+            try? FileManager.default.removeItem(at: download.fileURL)
+            #expect(try Data(contentsOf: resume.temporaryFileURL) == alphabet(10), "the partial file is as it was")
+        }
+    }
+
+    /// Runs `body` with a manager and resume data for 10 bytes of a 60-byte `/f` (tag `"r"`) whose
+    /// continuation a scripted server answers with `answer`.
+    private func continuingTenOfSixty(answeredWith answer: String, _ body: (SessionManager, ResumeData) async throws -> Void) async throws {
         try await withPartialFile { file in
-            try await ScriptedHTTPServer.with({ _, _, _ in
-                .respond("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy")
-            }) { server in
+            try await ScriptedHTTPServer.with({ _, _, _ in .respond(answer) }) { server in
                 let manager = SessionManager()
                 defer { manager.invalidate(cancelingTasks: true) }
                 try alphabet(10).write(to: file)
                 let resume = ResumeData(
                     request: Request(url: server.baseURL.appendingPathComponent("f")), temporaryFileURL: file, bytesReceived: 10,
                     expectedLength: 60, entityTag: "\"r\"", lastModified: nil)
-                let download = try await manager.download(resumingFrom: resume)
-                #expect(download.response.status.code == 503)
-                #expect(download.fileURL != file)
-                #expect(try Data(contentsOf: download.fileURL) == Data("busy".utf8))
-                try? FileManager.default.removeItem(at: download.fileURL)
-                #expect(try Data(contentsOf: file) == alphabet(10), "the partial file is as it was")
+                try await body(manager, resume)
             }
         }
     }
@@ -170,20 +176,11 @@ struct DownloadResumeTests {
     /// names is not the rest, and is refused. It was appended and the download ended "complete"
     /// with 20 of 60 bytes.
     @Test func a206ThatStopsShortIsRefused() async throws {
-        try await withPartialFile { file in
-            try await ScriptedHTTPServer.with({ _, _, _ in
-                .respond("HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 10-19/60\r\nETag: \"r\"\r\nContent-Length: 10\r\n\r\nklmnopqrst")
-            }) { server in
-                let manager = SessionManager()
-                defer { manager.invalidate(cancelingTasks: true) }
-                try alphabet(10).write(to: file)
-                let resume = ResumeData(
-                    request: Request(url: server.baseURL.appendingPathComponent("f")), temporaryFileURL: file, bytesReceived: 10,
-                    expectedLength: 60, entityTag: "\"r\"", lastModified: nil)
-                let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
-                #expect(error?.code == .invalidResponse)
-                #expect(error?.message.contains("Content-Range bytes 10-19/60") == true)
-            }
+        let short = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 10-19/60\r\nETag: \"r\"\r\nContent-Length: 10\r\n\r\nklmnopqrst"
+        try await self.continuingTenOfSixty(answeredWith: short) { manager, resume in
+            let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+            #expect(error?.code == .invalidResponse)
+            #expect(error?.message.contains("Content-Range bytes 10-19/60") == true)
         }
     }
 
