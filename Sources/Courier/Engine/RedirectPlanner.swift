@@ -97,7 +97,8 @@ public enum RedirectPlanner {
         return .follow(next)
     }
 
-    private static let hostField = HTTPField.Name("Host")!
+    /// `Host`, which swift-http-types names no constant for (its pseudo-header is `:authority`).
+    static let hostField = HTTPField.Name("Host")!
 
     /// Whether a redirect to an `http+unix` or `https+unix` URL stays on the socket of the request
     /// it answers: the same scheme (any case) and the same path, byte for byte. Only such a

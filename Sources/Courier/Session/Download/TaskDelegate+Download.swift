@@ -291,8 +291,8 @@ extension TaskDelegate {
     /// The request resume data records: the caller's own (its fields, not those the session's
     /// adapters, credentials, cookies and tracer added to the attempt, which a continuation adds
     /// afresh, and which resume data, bytes a caller stores anywhere, must not carry) at the URL
-    /// that answered, without the caller's credentials and cookies when that URL is on another
-    /// origin (the redirect dropped them too). Nil when the caller's request was not a `GET` (a
+    /// that answered, without the caller's credentials, cookies and `Host` when that URL is on
+    /// another origin (the redirect dropped them too). Nil when the caller's request was not a `GET` (a
     /// `POST` a 303 made a `GET` of): a continuation could not say what to send.
     static func requestToResume(original: Request, answered: Request) -> Request? {
         guard original.method == .get, answered.method == .get else { return nil }
@@ -302,6 +302,7 @@ extension TaskDelegate {
             request.headerFields[.authorization] = nil
             request.headerFields[.proxyAuthorization] = nil
             request.headerFields[.cookie] = nil
+            request.headerFields[RedirectPlanner.hostField] = nil
         }
         return request
     }
