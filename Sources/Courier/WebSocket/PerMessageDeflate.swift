@@ -124,7 +124,18 @@ final class PerMessageDeflate {
         case invalid
     }
 
+    /// How many bytes the output may grow by when it is full, holding `readable` of at most
+    /// `limit`: it doubles, but never past one byte over the limit (which tells a message too big)
+    /// nor past what a `ByteBuffer` holds (swift-nio stops the process on a capacity of 2³²).
+    static func growth(capacity: Int, readable: Int, limit: Int) -> Int {
+        let limit = min(limit, Int(UInt32.max) - 1)
+        return max(1, min(max(256, capacity), limit + 1 - readable))
+    }
+
     /// A message's payload, decompressed, at most `limit` bytes.
+    ///
+    /// A message may end its DEFLATE stream with a final block (RFC 7692 7.2.3.3): what follows
+    /// it is only the flush's tail, and the next message starts a new stream.
     func decompress(_ payload: ByteBuffer, limit: Int, allocator: ByteBufferAllocator) -> Result<ByteBuffer, DecompressionFailure> {
         let decompressor: ZlibDecompressor
         do {
@@ -138,15 +149,23 @@ final class PerMessageDeflate {
         if payload.readableBytes == 0 { return .success(allocator.buffer(capacity: 0)) }
         var input = payload
         input.writeBytes(Self.tail)
+        let limit = min(limit, Int(UInt32.max) - 1)
         var output = allocator.buffer(capacity: min(limit, max(256, payload.readableBytes * 4)) + 1)
+        var streamEnded = false
         while true {
-            if output.writableBytes < 256 { output.reserveCapacity(minimumWritableBytes: max(256, output.capacity)) }
+            if output.writableBytes < 256 {
+                output.reserveCapacity(minimumWritableBytes: Self.growth(capacity: output.capacity, readable: output.readableBytes, limit: limit))
+            }
             let before = (input.readableBytes, output.readableBytes)
             do {
                 try decompressor.inflate(from: &input, to: &output)
-                // A call that returns leaves input only when the stream ended (BFINAL), which is
-                // not what RFC 7692 sends.
-                if input.readableBytes > 0 { return self.failed(.invalid) }
+                // A call that returns leaves input only when the stream ended (a final block):
+                // what is left may only be the tail this function added, after zero bytes.
+                if input.readableBytes > 0 {
+                    guard input.readableBytesView.dropLast(Self.tail.count).allSatisfy({ $0 == 0 }) else { return self.failed(.invalid) }
+                    streamEnded = true
+                    input.moveReaderIndex(forwardBy: input.readableBytes)
+                }
             } catch let error as CompressNIOError where error == .bufferOverflow || error == .inputBufferOverflow {
                 // The output is full (it grows), or zlib wants more input than the message has.
             } catch {
@@ -156,7 +175,7 @@ final class PerMessageDeflate {
             if input.readableBytes == 0, output.writableBytes > 0 { break }
             if before == (input.readableBytes, output.readableBytes) { return self.failed(.invalid) }
         }
-        if self.parameters.serverNoContextTakeover {
+        if streamEnded || self.parameters.serverNoContextTakeover {
             do { try decompressor.reset() } catch { return self.failed(.invalid) }
         }
         return .success(output)

@@ -8,8 +8,8 @@ protocol WebSocketChannelHandlerDelegate: AnyObject, Sendable {
     /// A message for the consumer. Returns how many bytes of messages (this one included) wait
     /// unread now: past the maximum, the connection closes with 1008.
     func webSocketDidReceive(_ message: WebSocketMessage) -> Int
-    /// A PONG with this payload.
-    func webSocketDidReceivePong(_ payload: ByteBuffer)
+    /// A PONG answered the user's PINGs with these payloads (its own and the earlier ones).
+    func webSocketPingsAnswered(_ payloads: [ByteBuffer])
     /// The connection is over (called once).
     func webSocketDidFinish(_ ending: WebSocketConnectionStateMachine.Ending)
 }
@@ -95,8 +95,10 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
             // a close with no closing handshake (1006), which the close reports.
             context.close(promise: nil)
         } else {
-            self.run(self.machine.decodingFailed(.protocolError, "\(error)"))
-            context.close(promise: nil)
+            // Any other error comes from below the frame decoder (a TLS record that does not
+            // decrypt, an alert from the server): the transport failed, which a close frame
+            // written into it would not mend, and the server did not break WebSocket's rules.
+            self.run(self.machine.connectionFailed("\(error)"))
         }
     }
 
@@ -137,7 +139,7 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
 
     /// Sends a PING with `payload` (at most 125 bytes), if the connection is open.
     func sendPing(_ payload: ByteBuffer, promise: EventLoopPromise<Void>?) {
-        guard self.machine.isOpen, let context = self.context else {
+        guard let context = self.context, self.machine.userPingSent(payload) else {
             promise?.fail(WebSocketTask.notOpenError())
             return
         }
@@ -180,8 +182,8 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 guard let deflate = self.deflate, let context = self.context else { continue }
                 let result = deflate.decompress(payload, limit: self.machine.maximumMessageSize, allocator: context.channel.allocator)
                 self.run(self.machine.inflated(isText: isText, result))
-            case .pongReceived(let payload):
-                self.delegate.webSocketDidReceivePong(payload)
+            case .pingsAnswered(let payloads):
+                self.delegate.webSocketPingsAnswered(payloads)
             case .startCloseTimer:
                 guard let context = self.context else { continue }
                 let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)

@@ -28,6 +28,8 @@ struct WebSocketConnectionStateMachine {
         case pingTimedOut
         /// The connection closed with no closing handshake.
         case connectionLost
+        /// The connection failed under the WebSocket (TLS, for one): no close frame went out.
+        case connectionFailed(String)
         /// The server did not answer Courier's close frame in time.
         case closeTimedOut
         /// The task was cancelled.
@@ -44,8 +46,9 @@ struct WebSocketConnectionStateMachine {
         case deliver(WebSocketMessage)
         /// A compressed message to inflate (``inflated(isText:_:)`` takes the result).
         case inflate(isText: Bool, ByteBuffer)
-        /// A PONG arrived (the keep-alive PING's, if it was outstanding, is settled already).
-        case pongReceived(ByteBuffer)
+        /// A PONG answered these PINGs of the user's (``WebSocketTask/sendPing()``): its own and
+        /// every one sent before it (the keep-alive's among them are settled already).
+        case pingsAnswered([ByteBuffer])
         /// Start the wait for the server's close frame (``closeTimedOut()``).
         case startCloseTimer
         /// Close the TCP connection (after what was written went out).
@@ -64,8 +67,17 @@ struct WebSocketConnectionStateMachine {
 
     private var state = State.open
     private var assembler: WebSocketMessageAssembler
-    /// The payload of the keep-alive PING not yet answered.
-    private var outstandingPing: ByteBuffer?
+    /// A PING that went out and is not answered yet.
+    private struct SentPing {
+        var payload: ByteBuffer
+        /// The keep-alive's (``pingTimerFired(payload:)``), not the user's.
+        var isKeepAlive: Bool
+    }
+
+    /// The PINGs not answered yet, the keep-alive's and the user's in one list, in the order they
+    /// went out: a peer may answer only the latest of several PINGs (RFC 6455 5.5.3), so a PONG
+    /// answers its own PING and every one before it, whoever sent them.
+    private var unansweredPings: [SentPing] = []
 
     /// Whether `permessage-deflate` was negotiated (RSV1 marks a compressed message).
     private let compression: Bool
@@ -130,9 +142,11 @@ struct WebSocketConnectionStateMachine {
         case .ping:
             return self.isOpen ? [.sendPong(frame.data)] : []
         case .pong:
-            // An unsolicited PONG is allowed (5.5.3): it may answer the user's own PING.
-            if let outstanding = self.outstandingPing, outstanding == frame.data { self.outstandingPing = nil }
-            return [.pongReceived(frame.data)]
+            // An unsolicited PONG is allowed (5.5.3) and answers nothing.
+            guard let index = self.unansweredPings.firstIndex(where: { $0.payload == frame.data }) else { return [] }
+            let answered = self.unansweredPings[...index].filter { !$0.isKeepAlive }.map(\.payload)
+            self.unansweredPings.removeFirst(index + 1)
+            return answered.isEmpty ? [] : [.pingsAnswered(answered)]
         default:
             var payload = frame.data
             var code = WebSocketCloseCode.noStatusReceived
@@ -186,25 +200,35 @@ struct WebSocketConnectionStateMachine {
         return self.closeWith(.policyViolation, ending: .consumerFellBehind(unreadBytes: unreadBytes))
     }
 
-    /// The user closes with `code` and `reason` (the reason at most 123 bytes of UTF-8).
+    /// The user closes with `code` and `reason` (the reason at most 123 bytes of UTF-8). A code
+    /// that may not be sent (1005, 1006, 1015, or outside the ranges RFC 6455 7.4 allows) goes as
+    /// a close frame with no code, which the server reads as 1005, and so without the reason.
     mutating func closeRequested(code: WebSocketCloseCode, reason: String) -> [Action] {
         guard case .open = self.state else { return [] }
         self.state = .closeSent
-        return [.sendClose(code, reason), .startCloseTimer]
+        return [code.isAllowedOnTheWire ? .sendClose(code, reason) : .sendClose(nil, ""), .startCloseTimer]
     }
 
-    /// The keep-alive timer fired: a PING goes out, or, if the last one is still unanswered, the
-    /// connection is given up.
+    /// The keep-alive timer fired: a PING goes out, or, if the last one is still unanswered (by
+    /// its own PONG or a later PING's), the connection is given up.
     mutating func pingTimerFired(payload: ByteBuffer) -> [Action] {
         guard !self.isFinished else { return [] }
-        if self.outstandingPing != nil {
+        if self.unansweredPings.contains(where: \.isKeepAlive) {
             // The server is not answering: no close frame would be answered either.
             self.state = .finished
             return [.closeConnection, .finish(.pingTimedOut)]
         }
         guard self.isOpen else { return [] }
-        self.outstandingPing = payload
+        self.unansweredPings.append(SentPing(payload: payload, isKeepAlive: true))
         return [.sendPing(payload)]
+    }
+
+    /// The user sends a PING with `payload`: true when it may go out (the connection is open),
+    /// and then its PONG, or a later PING's, is looked for.
+    mutating func userPingSent(_ payload: ByteBuffer) -> Bool {
+        guard self.isOpen else { return false }
+        self.unansweredPings.append(SentPing(payload: payload, isKeepAlive: false))
+        return true
     }
 
     /// The server did not answer Courier's close frame in time.
@@ -226,6 +250,15 @@ struct WebSocketConnectionStateMachine {
         guard !self.isFinished else { return [] }
         self.state = .finished
         return [.finish(.connectionLost)]
+    }
+
+    /// The transport under the WebSocket failed (a TLS error after the handshake): not the
+    /// server breaking WebSocket's rules, so no close frame (it could not be read); a close with
+    /// no closing handshake (1006).
+    mutating func connectionFailed(_ description: String) -> [Action] {
+        guard !self.isFinished else { return [] }
+        self.state = .finished
+        return [.closeConnection, .finish(.connectionFailed(description))]
     }
 
     /// The task was cancelled: close at once, with 1001 if the connection is still open.

@@ -71,8 +71,6 @@ public final class WebSocketTask: Sendable {
         var pingWaiters: [(ByteBuffer, CheckedContinuation<Void, any Error>)] = []
         var source: Producer.Source?
         var sequence: Producer?
-        /// A close asked for before the connection opened.
-        var pendingClose: (WebSocketCloseCode, String)?
         /// The caller asked for the closing handshake, or cancelled: sends wait for their write
         /// again (and fail), instead of being queued.
         var isClosing = false
@@ -288,8 +286,9 @@ public final class WebSocketTask: Sendable {
         }
     }
 
-    /// Sends a PING and waits for its PONG, or for the PONG of a later PING: a peer may answer
-    /// only the most recent of several PINGs (RFC 6455 5.5.3), which answers the earlier ones too.
+    /// Sends a PING and waits for its PONG, or for the PONG of a later PING (another
+    /// `sendPing()`'s or the keep-alive's): a peer may answer only the most recent of several
+    /// PINGs (RFC 6455 5.5.3), which answers the earlier ones too.
     ///
     /// - Throws: the task's error when it ends first; ``CourierError/Code/cancelled`` when the
     ///   calling task is cancelled while it waits (the connection stays open).
@@ -324,21 +323,25 @@ public final class WebSocketTask: Sendable {
 
     /// Closes with `code` and `reason` (at most 123 bytes of UTF-8 are sent) and waits until the
     /// closing handshake ended (the server's close frame, or ``WebSocketConfiguration/closeTimeout``).
-    /// A task not yet open is cancelled.
+    /// A code that may not be sent (1005, 1006, 1015, or one outside the ranges RFC 6455 7.4
+    /// allows) sends a close frame with no code, which the server reads as 1005.
+    ///
+    /// A task not yet open (its opening handshake under way, or waiting to be retried) is
+    /// cancelled at once: it ends with ``CourierError/Code/cancelled``.
     public func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
-        let (handler, waitsForRetry) = self.state.withLockedValue { state -> (NIOLoopBound<WebSocketChannelHandler>?, Bool) in
-            var waitsForRetry = false
+        let (handler, notOpenYet) = self.state.withLockedValue { state -> (NIOLoopBound<WebSocketChannelHandler>?, Bool) in
+            var notOpenYet = false
             switch state.phase {
-            case .connecting: if state.handler == nil { state.pendingClose = (code, reason) }
-            case .awaitingRetry: waitsForRetry = true
+            case .connecting, .awaitingRetry: notOpenYet = true
             case .suspended, .open, .finished: break
             }
             state.isClosing = true
-            return (state.handler, waitsForRetry)
+            return (state.handler, notOpenYet)
         }
-        // Between two handshakes there is nothing to close: the wait for the retry ends now (it
-        // could last through every retry the policy allows).
-        if waitsForRetry {
+        // Before the handshake completed (or between two) there is nothing to close: the task is
+        // cancelled now, rather than wait for the server's 101 (up to the request timeout) or for
+        // every retry the policy allows, only to close then.
+        if notOpenYet {
             self.cancel()
             await self.waitUntilFinished()
             return
@@ -527,8 +530,18 @@ public final class WebSocketTask: Sendable {
                     return state.channel
                 }
                 channel?.close(promise: nil)
-                self.handshakeFailed(NIOEngine.courierError(from: error, request: request), request: adapted)
+                let failure = NIOEngine.courierError(from: error, request: request)
+                // An answer that is not a 101 (a 401 that a retry answers, a redirect) sets its
+                // cookies too, as a data task's response does.
+                if let response = failure.response { self.cookieStorage?.storeCookies(from: response, for: httpURL) }
+                self.handshakeFailed(failure, request: adapted)
             case .success(let head):
+                // The 101's cookies (a load balancer's sticky session) are stored before anything
+                // of the WebSocket starts, as a data task stores its response's.
+                if let storage = self.cookieStorage {
+                    let fields = head.headers["set-cookie"]
+                    if !fields.isEmpty { storage.storeCookies(fromSetCookieFields: fields, for: httpURL) }
+                }
                 let done = metrics.withLockedValue { metrics in
                     metrics.responseStart = .now
                     metrics.responseEnd = .now
@@ -554,8 +567,9 @@ public final class WebSocketTask: Sendable {
             maximumMessageSize: max(1, self.configuration.maximumMessageSize), maximumBufferedBytes: self.configuration.maximumBufferedBytes,
             timing: timing, deflate: deflate, delegate: self)
         let response = Self.response(from: head)
-        let pending = self.state.withLockedValue { state -> (WebSocketCloseCode, String)?? in
-            guard case .connecting = state.phase else { return .some(nil) }
+        let opened = self.state.withLockedValue { state -> Bool in
+            // Cancelled (or failed) since the channel was read: nothing of the WebSocket starts.
+            guard case .connecting = state.phase else { return false }
             state.phase = .open
             state.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
             state.response = response
@@ -564,9 +578,9 @@ public final class WebSocketTask: Sendable {
             state.recorder.transactionFinished(metrics)
             state.recorder.responseBegan()
             state.recorder.attemptEnded(response: response, error: nil, bytesReceived: 0)
-            return .some(state.pendingClose)
+            return true
         }
-        guard case .some(let pendingClose) = pending else { return }
+        guard opened else { return }
         // The hop's span hears the response and ends outside the task's lock (the tracer's spans
         // are the caller's code).
         let hop = self.state.withLockedValue { state -> HopSpan? in
@@ -606,7 +620,6 @@ public final class WebSocketTask: Sendable {
         // The handshake's handler goes; the bytes it holds (frames that came with the 101) go on
         // to the frame decoder.
         sync.removeHandler(handshakeHandler, promise: nil)
-        if let (code, reason) = pendingClose { handler.close(code: code, reason: reason) }
     }
 
     /// The handshake's request head: GET, the request's fields, the session's additional ones
@@ -770,16 +783,20 @@ extension WebSocketTask: WebSocketChannelHandlerDelegate {
         return unread
     }
 
-    /// A PONG answers its PING and every PING sent before it (RFC 6455 5.5.3: a peer may answer
-    /// only the latest); a PONG that answers no PING of ours changes nothing.
-    func webSocketDidReceivePong(_ payload: ByteBuffer) {
-        let answered = self.state.withLockedValue { state -> [(ByteBuffer, CheckedContinuation<Void, any Error>)] in
-            guard let index = state.pingWaiters.firstIndex(where: { $0.0 == payload }) else { return [] }
-            let answered = Array(state.pingWaiters[...index])
-            state.pingWaiters.removeFirst(index + 1)
+    /// A PONG answered these PINGs: its own and every PING sent before it, the keep-alive's
+    /// included (RFC 6455 5.5.3: a peer may answer only the latest). A waiter that stopped waiting
+    /// (cancelled) is not among the waiters any more.
+    func webSocketPingsAnswered(_ payloads: [ByteBuffer]) {
+        let answered = self.state.withLockedValue { state -> [CheckedContinuation<Void, any Error>] in
+            var answered: [CheckedContinuation<Void, any Error>] = []
+            state.pingWaiters.removeAll { waiter in
+                guard payloads.contains(waiter.0) else { return false }
+                answered.append(waiter.1)
+                return true
+            }
             return answered
         }
-        for (_, waiter) in answered { waiter.resume() }
+        for waiter in answered { waiter.resume() }
     }
 
     func webSocketDidFinish(_ ending: WebSocketConnectionStateMachine.Ending) {
@@ -805,6 +822,10 @@ extension WebSocketTask: WebSocketChannelHandlerDelegate {
                 code: .abnormalClosure, reason: "")
         case .connectionLost:
             self.finish(error: CourierError(.connectionClosed, "\(summary): the connection closed with no closing handshake", request: self.request, response: response), code: .abnormalClosure, reason: "")
+        case .connectionFailed(let description):
+            self.finish(
+                error: CourierError(.connectionClosed, "\(summary): the connection failed: \(description)", request: self.request, response: response),
+                code: .abnormalClosure, reason: "")
         case .cancelled:
             self.finish(error: CourierError(.cancelled, "\(summary): cancelled", request: self.request, response: response), code: .goingAway, reason: "")
         case .consumerFellBehind(let unreadBytes):

@@ -35,7 +35,8 @@ import NIOWebSocket
 /// Options gate the upgrade, for clients that authenticate or retry their handshake:
 /// `?user=U&password=P` upgrades only a request with `Authorization: Basic` for `U:P` and answers
 /// others 401 with `WWW-Authenticate: Basic realm="courier-websocket"`; `?unavailable=N` answers
-/// the first `N` handshakes to the same target (path and query) 503.
+/// the first `N` handshakes to the same target (path and query) 503. `?set-cookie=C` adds
+/// `Set-Cookie: C` to the 101, `?refusal-cookie=C` to the 401.
 ///
 /// Any other path refuses the upgrade (the request goes to the ordinary routes).
 enum WebSocketRoute {
@@ -64,6 +65,7 @@ enum WebSocketRoute {
                     return channel.eventLoop.makeSucceededFuture(nil)
                 }
                 var headers = HTTPHeaders()
+                if let cookie = Self.option("set-cookie", of: head.uri) { headers.add(name: "Set-Cookie", value: cookie) }
                 switch mode {
                 case "bad-accept": headers.add(name: "Sec-WebSocket-Accept", value: "c29tZXRoaW5nIGVsc2U=")
                 case "unoffered-extension": headers.add(name: "Sec-WebSocket-Extensions", value: "x-unknown")
@@ -97,8 +99,9 @@ enum WebSocketRoute {
     /// otherwise (not an upgrade, or no such mode).
     static func refusal(of request: IncomingRequest) -> Reply {
         if !Self.isAuthorized(request.head.uri, authorization: request.header("Authorization")) {
-            return .text(
-                "credentials needed\n", status: .unauthorized, headers: ["WWW-Authenticate": #"Basic realm="courier-websocket""#])
+            var headers: HTTPHeaders = ["WWW-Authenticate": #"Basic realm="courier-websocket""#]
+            if let cookie = Self.option("refusal-cookie", of: request.head.uri) { headers.add(name: "Set-Cookie", value: cookie) }
+            return .text("credentials needed\n", status: .unauthorized, headers: headers)
         }
         if Self.option("unavailable", of: request.head.uri) != nil {
             return .text("unavailable\n", status: .serviceUnavailable)

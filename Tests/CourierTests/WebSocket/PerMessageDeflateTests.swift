@@ -25,6 +25,38 @@ struct PerMessageDeflateTests {
         #expect(inflater.decompress(second, limit: 100, allocator: self.allocator) == .success(ByteBuffer(string: "Hello")))
     }
 
+    /// RFC 7692 7.2.3.3: a message may end with a final DEFLATE block (BFINAL set); what follows
+    /// it is the flush's tail, and the next message is a new stream. (It was refused as invalid:
+    /// the connection closed with 1007.) Bytes other than zeros after the final block stay invalid.
+    @Test func aMessageEndingWithAFinalBlockInflates() throws {
+        let inflater = PerMessageDeflate(PerMessageDeflateParameters())
+        let final: [UInt8] = [0xF3, 0x48, 0xCD, 0xC9, 0xC9, 0x07, 0x00, 0x00]
+        #expect(inflater.decompress(ByteBuffer(bytes: final), limit: 100, allocator: self.allocator) == .success(ByteBuffer(string: "Hello")))
+        #expect(inflater.decompress(ByteBuffer(bytes: final.dropLast()), limit: 100, allocator: self.allocator) == .success(ByteBuffer(string: "Hello")))
+        // After a final block the context starts again: a message of the usual kind decodes.
+        #expect(
+            inflater.decompress(ByteBuffer(bytes: [0xF2, 0x48, 0xCD, 0xC9, 0xC9, 0x07, 0x00]), limit: 100, allocator: self.allocator)
+                == .success(ByteBuffer(string: "Hello")))
+        #expect(
+            PerMessageDeflate(PerMessageDeflateParameters()).decompress(ByteBuffer(bytes: final + [0x01]), limit: 100, allocator: self.allocator)
+                == .failure(.invalid))
+    }
+
+    /// The output grows by doubling, but never past one byte over the limit nor past what a
+    /// `ByteBuffer` can hold: with a limit of 2 GiB or more, about 2 MB of compressed zeros asked
+    /// swift-nio for a 4 GiB buffer, which stops the process.
+    @Test func theInflatedOutputNeverGrowsPastTheLimit() {
+        let limit = Int(UInt32.max)
+        #expect(PerMessageDeflate.growth(capacity: 1 << 31, readable: 1 << 31, limit: limit) == Int(UInt32.max) - (1 << 31))
+        #expect((1 << 31) + PerMessageDeflate.growth(capacity: 1 << 31, readable: 1 << 31, limit: limit) <= Int(UInt32.max))
+        #expect(PerMessageDeflate.growth(capacity: 1024, readable: 1000, limit: 1 << 20) == 1024)
+        #expect(PerMessageDeflate.growth(capacity: 1024, readable: 1000, limit: 1200) == 201)
+        #expect(PerMessageDeflate.growth(capacity: 300, readable: 300, limit: 300) == 1)
+        // Over a real bomb with a limit that is not a power of two, the output stops one byte past it.
+        let bomb = PerMessageDeflate(PerMessageDeflateParameters()).compress(ByteBuffer(repeating: 0, count: 300_000), allocator: self.allocator)!
+        #expect(PerMessageDeflate(PerMessageDeflateParameters()).decompress(bomb, limit: 100_000, allocator: self.allocator) == .failure(.tooBig))
+    }
+
     /// RFC 7692 7.2.3.6: an empty message is the one byte 0x00, first or after others (with the
     /// context kept, zlib's flush wrote nothing for it, and the empty payload broke Python
     /// websockets' and tornado's inflaters); the next message still decodes. An empty payload

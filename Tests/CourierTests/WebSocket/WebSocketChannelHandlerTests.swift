@@ -3,6 +3,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
+import NIOSSL
 import NIOWebSocket
 import Testing
 
@@ -19,7 +20,7 @@ struct WebSocketChannelHandlerTests {
                 return $0.messages.reduce(0) { $0 + $1.byteCount }
             }
         }
-        func webSocketDidReceivePong(_ payload: ByteBuffer) {}
+        func webSocketPingsAnswered(_ payloads: [ByteBuffer]) {}
         func webSocketDidFinish(_ ending: WebSocketConnectionStateMachine.Ending) {
             self.state.withLockedValue { $0.endings.append(ending) }
         }
@@ -137,5 +138,25 @@ struct WebSocketChannelHandlerTests {
             Issue.record("\(endings)")
             return
         }
+    }
+
+    /// An error from below the frame decoder (TLS failing after the handshake) is the transport's:
+    /// no close frame goes into the broken connection, it closes, and the task ends once with the
+    /// error, as a close with no closing handshake. (It was read as the server breaking WebSocket's
+    /// rules: a 1002 close frame written, the task's error "invalid response".)
+    @Test func aTransportErrorEndsWithoutACloseFrame() throws {
+        let recorder = Recorder()
+        let (channel, _) = try self.makeChannel(recorder)
+        channel.pipeline.fireErrorCaught(NIOSSLError.readInInvalidTLSState)
+        #expect(try self.written(channel).isEmpty)
+        #expect(!channel.isActive)
+        channel.pipeline.fireChannelInactive()
+        let endings = recorder.state.withLockedValue { $0.endings }
+        #expect(endings.count == 1)
+        guard case .connectionFailed(let description) = endings.first else {
+            Issue.record("\(endings)")
+            return
+        }
+        #expect(description.contains("readInInvalidTLSState"))
     }
 }

@@ -102,6 +102,35 @@ struct WebSocketOverSocketTests {
         }
     }
 
+    /// The keep-alive's PINGs and `sendPing()`'s are one sequence: a server that answers only the
+    /// latest of two answers the keep-alive's with the user's PONG, and the user's with the
+    /// keep-alive's. (Before, the first ended a healthy connection with `timedOut` at the next
+    /// tick, and the second left `sendPing()` waiting for ever.)
+    @Test func theKeepAlivesPingsAndTheUsersAreAnsweredTogether() async throws {
+        var webSocket = WebSocketConfiguration()
+        webSocket.pingInterval = 1
+        try await withTask("latest-pong?count=2", webSocket: webSocket) { task, server in
+            try await task.waitUntilOpen()
+            // The keep-alive's PING first (held by the server), then the user's, answered alone.
+            #expect(await eventually { server.webSocketPingsReceived == 1 })
+            try await task.sendPing()
+            // Another of the user's, held; the keep-alive's next PING (the server answers every
+            // second one) answers it. Until then the first keep-alive PING counts as answered:
+            // the tick sends a PING rather than giving up.
+            let returned = NIOLockedValueBox(false)
+            // Unstructured so that the test can see it wait; cancelled below if it still waits.
+            let waiting = Task {
+                try await task.sendPing()
+                returned.withLockedValue { $0 = true }
+            }
+            #expect(await eventually { server.webSocketPingsReceived == 3 })
+            #expect(await eventually { returned.withLockedValue { $0 } }, "the keep-alive's PONG answered the user's PING")
+            #expect(server.webSocketPingsReceived >= 4)
+            waiting.cancel()
+            #expect(!task.isFinished && task.error == nil)
+        }
+    }
+
     /// A caller that stops waiting for a PONG (its task cancelled) gets `cancelled`; the
     /// connection stays open and carries the next PING.
     @Test func aCancelledPingWaitEndsAndTheSocketStaysOpen() async throws {

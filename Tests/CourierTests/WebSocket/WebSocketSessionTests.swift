@@ -70,6 +70,47 @@ struct WebSocketSessionTests {
         }
     }
 
+    @Test("The handshake's answers store their cookies in the session's store, the 401's and the 101's, as a data task's do (none was stored)")
+    func handshakeCookiesAreStored() async throws {
+        try await self.withSession { server, manager in
+            let url = self.url(server, "echo?user=ann&password=secret&refusal-cookie=login%3D1&set-cookie=sticky%3Dabc")
+            let space = try #require(ProtectionSpace(url: url, realm: "courier-websocket", authenticationMethod: .httpBasic))
+            manager.credentials.set(HTTPCredential(user: "ann", password: "secret"), for: space)
+            let task = manager.webSocketTask(with: Request(url: url))
+            try await task.waitUntilOpen()
+            let storage = try #require(manager.configuration.httpCookieStorage)
+            // Stored for the handshake's URL (their default path is the URL's folder).
+            let httpURL = try #require(URL(string: url.absoluteString.replacingOccurrences(of: "ws://", with: "http://")))
+            let stored = storage.cookies(for: httpURL).map { "\($0.name)=\($0.value)" }.sorted()
+            #expect(stored == ["login=1", "sticky=abc"])
+            await task.close()
+        }
+    }
+
+    @Test("A task whose handshake is under way is cancelled by close() at once, as documented (it waited for the 101 or the request timeout)")
+    func closedWhileConnecting() async throws {
+        let faults = try await FaultServer.start()
+        let manager = SessionManager()
+        var components = URLComponents(url: faults.url(for: .silence), resolvingAgainstBaseURL: false)!
+        components.scheme = "ws"
+        let task = manager.webSocketTask(with: Request(url: components.url!))
+        task.resume()
+        #expect(await eventually { faults.requestCount == 1 }, "the handshake went out")
+        let closed = NIOLockedValueBox(false)
+        // Unstructured so that the test can see `close()` return as an event; it ends with the task.
+        let closing = Task {
+            await task.close()
+            closed.withLockedValue { $0 = true }
+        }
+        #expect(await eventually(within: 5) { closed.withLockedValue { $0 } }, "close() returned")
+        #expect(task.error?.code == .cancelled)
+        task.cancel()
+        await closing.value
+        await manager.invalidate(cancelingTasks: true)
+        #expect(await eventually { faults.openConnectionCount == 0 })
+        try await faults.shutdown()
+    }
+
     @Test("Without a credential, the 401 ends the task with its error after one handshake")
     func challengeUnanswered() async throws {
         try await self.withSession { server, manager in

@@ -144,7 +144,9 @@ struct WebSocketStateMachineTests {
         var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
         #expect(machine.frameReceived(self.frame(.text, fin: false, self.buffer("a"))) == [])
         #expect(machine.frameReceived(self.frame(.ping, self.buffer("p"))) == [.sendPong(self.buffer("p"))])
-        #expect(machine.frameReceived(self.frame(.pong, self.buffer("q"))) == [.pongReceived(self.buffer("q"))])
+        let sentQ = machine.userPingSent(self.buffer("q"))
+        #expect(sentQ)
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("q"))) == [.pingsAnswered([self.buffer("q")])])
         #expect(machine.frameReceived(self.frame(.continuation, self.buffer("b"))) == [.deliver(.text("ab"))])
     }
 
@@ -163,6 +165,16 @@ struct WebSocketStateMachineTests {
         #expect(
             machine.frameReceived(self.frame(.connectionClose))
                 == [.sendClose(nil, ""), .closeConnection, .finish(.closed(.noStatusReceived, ""))])
+    }
+
+    /// A code RFC 6455 7.4 forbids on the wire (1005, 1006, 1015, or outside the allowed ranges)
+    /// goes as a close frame with no code: the server reads 1005. (It went out as given, and a
+    /// strict server answered with 1002.)
+    @Test func aCodeThatMayNotBeSentClosesWithNoCode() {
+        for raw: UInt16 in [1005, 1006, 1015, 999, 1004, 2000, 5000] {
+            var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
+            #expect(machine.closeRequested(code: WebSocketCloseCode(rawValue: raw), reason: "why") == [.sendClose(nil, ""), .startCloseTimer], "\(raw)")
+        }
     }
 
     @Test func courierClosesFirstThenTheServerAnswers() {
@@ -225,12 +237,44 @@ struct WebSocketStateMachineTests {
     @Test func anUnansweredPingEndsTheConnection() {
         var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
         #expect(machine.pingTimerFired(payload: self.buffer("1")) == [.sendPing(self.buffer("1"))])
-        #expect(machine.frameReceived(self.frame(.pong, self.buffer("1"))) == [.pongReceived(self.buffer("1"))])
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("1"))) == [], "the keep-alive's own: nothing for the user")
         #expect(machine.pingTimerFired(payload: self.buffer("2")) == [.sendPing(self.buffer("2"))])
         // A PONG for another PING does not settle it.
         _ = machine.frameReceived(self.frame(.pong, self.buffer("other")))
         #expect(machine.pingTimerFired(payload: self.buffer("3")) == [.closeConnection, .finish(.pingTimedOut)])
         #expect(machine.pingTimerFired(payload: self.buffer("4")) == [])
+    }
+
+    /// The keep-alive's PINGs and the user's are answered in the order they went out: a PONG for
+    /// a later PING answers the earlier ones, whoever sent them (RFC 6455 5.5.3). Before, a server
+    /// that answered only the latest left the keep-alive's PING outstanding (the connection timed
+    /// out) or the user's waiting for ever.
+    @Test func aPongAnswersTheKeepAlivesPingsAndTheUsersInOrder() {
+        var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
+        // The keep-alive's, then the user's; only the user's is answered.
+        #expect(machine.pingTimerFired(payload: self.buffer("k1")) == [.sendPing(self.buffer("k1"))])
+        let sentU1 = machine.userPingSent(self.buffer("u1"))
+        #expect(sentU1)
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("u1"))) == [.pingsAnswered([self.buffer("u1")])])
+        #expect(machine.pingTimerFired(payload: self.buffer("k2")) == [.sendPing(self.buffer("k2"))], "k1 was answered by u1's PONG")
+        // The user's two, then the keep-alive's; only the keep-alive's is answered.
+        _ = machine.frameReceived(self.frame(.pong, self.buffer("k2")))
+        let sentU2 = machine.userPingSent(self.buffer("u2"))
+        #expect(sentU2)
+        let sentU3 = machine.userPingSent(self.buffer("u3"))
+        #expect(sentU3)
+        #expect(machine.pingTimerFired(payload: self.buffer("k3")) == [.sendPing(self.buffer("k3"))])
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("k3"))) == [.pingsAnswered([self.buffer("u2"), self.buffer("u3")])])
+        // A PONG for an earlier PING answers that one and those before it only.
+        let sentU4 = machine.userPingSent(self.buffer("u4"))
+        #expect(sentU4)
+        #expect(machine.pingTimerFired(payload: self.buffer("k4")) == [.sendPing(self.buffer("k4"))])
+        let sentU5 = machine.userPingSent(self.buffer("u5"))
+        #expect(sentU5)
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("u4"))) == [.pingsAnswered([self.buffer("u4")])])
+        #expect(machine.pingTimerFired(payload: self.buffer("k5")) == [.closeConnection, .finish(.pingTimedOut)], "k4 was not answered")
+        let sentU6 = machine.userPingSent(self.buffer("u6"))
+        #expect(!sentU6, "not after the end")
     }
 
     /// Unread messages up to the bound change nothing: the keep-alive's PONG is still taken, a
@@ -242,7 +286,7 @@ struct WebSocketStateMachineTests {
         #expect(machine.frameReceived(self.frame(.binary, self.buffer("0123456789"))) == [.deliver(.binary(Data("0123456789".utf8)))])
         #expect(machine.messageQueued(unreadBytes: 20) == [])
         #expect(machine.messageQueued(unreadBytes: 25) == [])
-        #expect(machine.frameReceived(self.frame(.pong, self.buffer("1"))) == [.pongReceived(self.buffer("1"))])
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("1"))) == [], "the keep-alive's own: nothing for the user")
         #expect(machine.pingTimerFired(payload: self.buffer("2")) == [.sendPing(self.buffer("2"))], "the PONG settled the PING")
         #expect(machine.frameReceived(self.frame(.ping, self.buffer("p"))) == [.sendPong(self.buffer("p"))])
         #expect(machine.messageQueued(unreadBytes: 26) == [.sendClose(.policyViolation, ""), .closeConnection, .finish(.consumerFellBehind(unreadBytes: 26))])
