@@ -173,6 +173,10 @@ public final class TestServer: Sendable {
     /// keep-alive went on.
     public var webSocketPingsReceived: Int { self.state.webSocketPingsReceived }
 
+    /// The codes of the close frames the WebSocket routes received from clients, in order (1005
+    /// for one with no code): proves that a client's close frame reached the server.
+    public var webSocketCloseCodesReceived: [UInt16] { self.state.webSocketCloseCodesReceived }
+
     /// How many TCP connections the server accepted (HTTP/2 streams share theirs): proves that a
     /// client kept its connections alive, or that it never connected.
     public var connectionCount: Int { self.state.connectionCount }

@@ -39,6 +39,8 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
     private var closing = false
     /// The write of Courier's close frame, which the TCP close waits for.
     private var closeFrameWritten: EventLoopFuture<Void>?
+    /// The TCP close that does not wait for that write past the close timeout.
+    private var forcedClose: Scheduled<Void>?
 
     /// `permessage-deflate`'s compressor and decompressor, if it was negotiated.
     private let deflate: PerMessageDeflate?
@@ -68,6 +70,8 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.stopTimers()
+        self.forcedClose?.cancel()
+        self.forcedClose = nil
         self.context = nil
     }
 
@@ -198,6 +202,9 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 let channel = context.channel
                 if let written = self.closeFrameWritten {
                     written.whenComplete { _ in channel.close(promise: nil) }
+                    // A close frame behind a message the server does not read may wait for ever:
+                    // the connection closes after the close timeout all the same.
+                    self.forcedClose = context.eventLoop.scheduleTask(in: self.timing.closeTimeout) { channel.close(promise: nil) }
                 } else {
                     context.close(promise: nil)
                 }

@@ -707,8 +707,10 @@ public final class WebSocketTask: Sendable {
 
     // MARK: Ending
 
-    /// Ends the task, once: the messages' end, the waiters.
-    func finish(error: CourierError?, code: WebSocketCloseCode, reason: String) {
+    /// Ends the task, once: the messages' end, the waiters. The channel closes too, unless its
+    /// handler ended the task (`closesChannel` false): it closes the channel itself once its close
+    /// frame went out, which a close from here would drop when the frame waits behind a message.
+    func finish(error: CourierError?, code: WebSocketCloseCode, reason: String, closesChannel: Bool = true) {
         let (sent, received) = self.messageBytes.counts
         let ended = self.state.withLockedValue { state -> State? in
             if case .finished = state.phase { return nil }
@@ -756,7 +758,7 @@ public final class WebSocketTask: Sendable {
         for waiter in ended.openWaiters.values { waiter.resume(throwing: failure) }
         for (_, waiter) in ended.pingWaiters { waiter.resume(throwing: failure) }
         if let error { ended.source?.finish(error) } else { ended.source?.finish() }
-        ended.channel?.close(promise: nil)
+        if closesChannel { ended.channel?.close(promise: nil) }
         for waiter in ended.finishWaiters.values { waiter.resume() }
         // An invalidated manager waits for its running WebSocket tasks before its engine stops.
         self.manager?.shutDownEngineIfIdle()
@@ -799,41 +801,40 @@ extension WebSocketTask: WebSocketChannelHandlerDelegate {
         for waiter in answered { waiter.resume() }
     }
 
+    /// The connection's handler ended it; the handler closes the channel (after its close frame
+    /// went out, or after the close timeout), not the task.
     func webSocketDidFinish(_ ending: WebSocketConnectionStateMachine.Ending) {
+        let (error, code, reason) = self.outcome(of: ending)
+        self.finish(error: error, code: code, reason: reason, closesChannel: false)
+    }
+
+    /// The task's error, close code and reason for the way its connection ended.
+    private func outcome(of ending: WebSocketConnectionStateMachine.Ending) -> (CourierError?, WebSocketCloseCode, String) {
         let summary = self.request.summary
         let response = self.response
+        func failure(_ code: CourierError.Code, _ message: String) -> CourierError {
+            CourierError(code, "\(summary): \(message)", request: self.request, response: response)
+        }
         switch ending {
         case .closed(let code, let reason):
-            self.finish(error: nil, code: code, reason: reason)
+            return (nil, code, reason)
         case .protocolViolation(let code, let reason):
-            let errorCode: CourierError.Code = code == .messageTooBig ? .responseTooLarge : .invalidResponse
-            self.finish(
-                error: CourierError(errorCode, "\(summary): \(reason); closed with \(code)", request: self.request, response: response),
-                code: code, reason: reason)
+            return (failure(code == .messageTooBig ? .responseTooLarge : .invalidResponse, "\(reason); closed with \(code)"), code, reason)
         case .pingTimedOut:
             let within = self.configuration.pingInterval.map { " within \(NIOEngine.seconds($0)) (pingInterval)" } ?? ""
-            self.finish(
-                error: CourierError(.timedOut, "\(summary): the server did not answer a PING\(within)", request: self.request, response: response),
-                code: .abnormalClosure, reason: "")
+            return (failure(.timedOut, "the server did not answer a PING\(within)"), .abnormalClosure, "")
         case .closeTimedOut:
             let within = " within \(NIOEngine.seconds(self.configuration.closeTimeout)) (closeTimeout)"
-            self.finish(
-                error: CourierError(.timedOut, "\(summary): the server did not answer the close frame\(within)", request: self.request, response: response),
-                code: .abnormalClosure, reason: "")
+            return (failure(.timedOut, "the server did not answer the close frame\(within)"), .abnormalClosure, "")
         case .connectionLost:
-            self.finish(error: CourierError(.connectionClosed, "\(summary): the connection closed with no closing handshake", request: self.request, response: response), code: .abnormalClosure, reason: "")
+            return (failure(.connectionClosed, "the connection closed with no closing handshake"), .abnormalClosure, "")
         case .connectionFailed(let description):
-            self.finish(
-                error: CourierError(.connectionClosed, "\(summary): the connection failed: \(description)", request: self.request, response: response),
-                code: .abnormalClosure, reason: "")
+            return (failure(.connectionClosed, "the connection failed: \(description)"), .abnormalClosure, "")
         case .cancelled:
-            self.finish(error: CourierError(.cancelled, "\(summary): cancelled", request: self.request, response: response), code: .goingAway, reason: "")
+            return (failure(.cancelled, "cancelled"), .goingAway, "")
         case .consumerFellBehind(let unreadBytes):
-            let error = CourierError(
-                .messageBufferFull,
-                "\(summary): \(unreadBytes) bytes of messages unread, over the maximum of \(self.configuration.maximumBufferedBytes); closed with 1008",
-                request: self.request, response: response)
-            self.finish(error: error, code: .policyViolation, reason: "")
+            let message = "\(unreadBytes) bytes of messages unread, over the maximum of \(self.configuration.maximumBufferedBytes); closed with 1008"
+            return (failure(.messageBufferFull, message), .policyViolation, "")
         }
     }
 }

@@ -29,6 +29,9 @@ import NIOWebSocket
 /// - `masked`: sends a masked text frame. `invalid-utf8`: a text frame that is not UTF-8.
 ///   `big-control`: a PING of 126 bytes. `bad-close`: a close frame with 1005, which may not be
 ///   sent. `unexpected-continuation`: a continuation frame with no message begun.
+/// - `close-unread`: on the first message stops reading, sends a close frame (1000) 100 ms later
+///   and reads again 500 ms after that: a client that sends a large message meanwhile has its
+///   close frame queued behind it.
 /// - `bad-accept`: answers the upgrade with a second, wrong `Sec-WebSocket-Accept`.
 ///   `unoffered-extension`: answers it with `Sec-WebSocket-Extensions: x-unknown`.
 ///
@@ -45,6 +48,7 @@ enum WebSocketRoute {
     static let modes: Set<String> = [
         "echo", "fragmented", "close-after-first", "drop-after-first", "silent", "discard", "masked", "invalid-utf8", "big-control", "bad-close",
         "unexpected-continuation", "bad-accept", "unoffered-extension", "payloads", "close-after-pings", "latest-pong",
+        "close-unread",
     ]
 
     /// The upgrader for the routes; `state` counts the PINGs they receive.
@@ -221,6 +225,7 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
         case .pong:
             break
         case .connectionClose:
+            self.state.webSocketCloseReceived(payload.getInteger(at: payload.readerIndex, as: UInt16.self) ?? 1005)
             if self.closeSent {
                 context.close(promise: nil)
             } else {
@@ -259,6 +264,21 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
             self.messages += 1
             if self.mode == "drop-after-first" {
                 resetConnection(context.channel)
+                return
+            }
+            if self.mode == "close-unread" {
+                guard self.messages == 1 else { return }
+                let channel = context.channel
+                let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                _ = channel.setOption(ChannelOptions.autoRead, value: false)
+                context.eventLoop.scheduleTask(in: .milliseconds(100)) {
+                    let (handler, context) = loopBound.value
+                    handler.startClosingHandshake(context: context, code: 1000)
+                }
+                context.eventLoop.scheduleTask(in: .milliseconds(600)) {
+                    _ = channel.setOption(ChannelOptions.autoRead, value: true)
+                    channel.read()
+                }
                 return
             }
             if self.mode == "close-after-first" {

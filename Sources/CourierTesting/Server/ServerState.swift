@@ -20,6 +20,7 @@ final class ServerState: Sendable {
     private let versions = NIOLockedValueBox<[String: Int]>([:])
     private let streaming = NIOLockedValueBox<(waiting: Int, written: Int)>((0, 0))
     private let webSocketPings = NIOLockedValueBox(0)
+    private let webSocketCloseCodes = NIOLockedValueBox<[UInt16]>([])
     /// Opening handshakes refused so far with `unavailable=` (``WebSocketRoute``), by request target.
     private let webSocketRefusals = NIOLockedValueBox<[String: Int]>([:])
     private let connections = NIOLockedValueBox<(open: [ObjectIdentifier: any Channel], accepted: Int, closed: Bool)>(([:], 0, false))
@@ -94,6 +95,13 @@ final class ServerState: Sendable {
     }
 
     var webSocketPingsReceived: Int { self.webSocketPings.withLockedValue { $0 } }
+
+    /// A WebSocket route received a client's close frame with `code` (1005 when it had none).
+    func webSocketCloseReceived(_ code: UInt16) {
+        self.webSocketCloseCodes.withLockedValue { $0.append(code) }
+    }
+
+    var webSocketCloseCodesReceived: [UInt16] { self.webSocketCloseCodes.withLockedValue { $0 } }
 
     /// Counts a refusal of an opening handshake to `target` when fewer than `limit` were refused;
     /// returns whether it refused.

@@ -131,6 +131,24 @@ struct WebSocketOverSocketTests {
         }
     }
 
+    /// Courier's reply to the server's close frame waits behind a large message the server is not
+    /// reading yet; the connection closes after it went out, so the server reads the close frame.
+    /// (The task closed the connection at once, which dropped the queued frame: the server saw the
+    /// connection end with no close frame, 1006.)
+    @Test func theCloseFrameGoesOutBehindAMessage() async throws {
+        try await withTask("close-unread") { task, server in
+            try await task.waitUntilOpen()
+            try await task.send(.text("go"))
+            // Unstructured: its write waits for the server to read again; it ends with the task.
+            let sending = Task { try? await task.send(.binary(Data(repeating: 7, count: 12 << 20))) }
+            await task.waitUntilFinished()
+            #expect(task.error == nil)
+            #expect(task.closeCode == .normalClosure)
+            #expect(await eventually { server.webSocketCloseCodesReceived == [1000] }, "\(server.webSocketCloseCodesReceived)")
+            await sending.value
+        }
+    }
+
     /// A caller that stops waiting for a PONG (its task cancelled) gets `cancelled`; the
     /// connection stays open and carries the next PING.
     @Test func aCancelledPingWaitEndsAndTheSocketStaysOpen() async throws {
