@@ -45,14 +45,42 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
     /// `permessage-deflate`'s compressor and decompressor, if it was negotiated.
     private let deflate: PerMessageDeflate?
 
+    /// The most payload bytes one frame of a message carries: a larger message goes as fragments
+    /// (RFC 6455 5.4), written as the connection takes them, so that control frames (the
+    /// keep-alive's PING, a PONG owed, a close) go out between them instead of waiting behind the
+    /// whole message.
+    static let fragmentSize = 1 << 16
+    private let fragmentSize: Int
+
+    /// A message that goes out in fragments.
+    private struct FragmentedMessage {
+        var opcode: WebSocketOpcode
+        /// What is left to send.
+        var payload: ByteBuffer
+        var compressed: Bool
+        /// Completed with the last fragment's write.
+        var promise: EventLoopPromise<Void>?
+        var started = false
+    }
+
+    /// What waits to be written behind a fragmented message: messages, and the user's close frame
+    /// (which goes after the messages sent before it).
+    private enum Outgoing {
+        case message(FragmentedMessage)
+        case close(ByteBuffer, EventLoopPromise<Void>)
+    }
+
+    private var outgoing = CircularBuffer<Outgoing>()
+
     init(
         maximumMessageSize: Int, maximumBufferedBytes: Int = .max, timing: Timing, deflate: PerMessageDeflate? = nil,
-        delegate: any WebSocketChannelHandlerDelegate
+        fragmentSize: Int = WebSocketChannelHandler.fragmentSize, delegate: any WebSocketChannelHandlerDelegate
     ) {
         self.machine = WebSocketConnectionStateMachine(
             maximumMessageSize: maximumMessageSize, maximumBufferedBytes: maximumBufferedBytes, compression: deflate != nil)
         self.deflate = deflate
         self.timing = timing
+        self.fragmentSize = max(1, fragmentSize)
         self.delegate = delegate
     }
 
@@ -108,12 +136,18 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         self.run(self.machine.connectionClosed())
+        self.failOutgoing()
         context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { self.writeOutgoing() }
+        context.fireChannelWritabilityChanged()
     }
 
     // MARK: Outbound
 
-    /// Sends a message (one frame, masked), if the connection is open.
+    /// Sends a message (masked; in fragments past ``fragmentSize`` bytes), if the connection is open.
     func send(_ message: WebSocketMessage, promise: EventLoopPromise<Void>?) {
         guard self.machine.isOpen, let context = self.context else {
             promise?.fail(WebSocketTask.notOpenError())
@@ -134,11 +168,60 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 promise?.fail(CourierError(.internalInconsistency, "zlib could not compress a WebSocket message"))
                 return
             }
-            let frame = WebSocketFrame(fin: true, rsv1: true, opcode: opcode, maskKey: .random(), data: compressed)
+            buffer = compressed
+        }
+        let compressed = self.deflate != nil
+        // One frame, at once, when it is small and nothing waits before it.
+        if buffer.readableBytes <= self.fragmentSize, self.outgoing.isEmpty {
+            let frame = WebSocketFrame(fin: true, rsv1: compressed, opcode: opcode, maskKey: .random(), data: buffer)
             context.writeAndFlush(self.wrapOutboundOut(frame), promise: promise)
             return
         }
-        self.write(context: context, opcode: opcode, data: buffer, promise: promise)
+        self.outgoing.append(.message(FragmentedMessage(opcode: opcode, payload: buffer, compressed: compressed, promise: promise)))
+        self.writeOutgoing()
+    }
+
+    /// Writes what waits, a fragment at a time: all of it while the connection takes more, then
+    /// one fragment a call (``channelWritabilityChanged(context:)`` calls again when it has room).
+    private func writeOutgoing() {
+        guard let context = self.context else { return }
+        var wrote = false
+        while let first = self.outgoing.first, !wrote || context.channel.isWritable {
+            wrote = true
+            switch first {
+            case .close(let payload, let promise):
+                self.outgoing.removeFirst()
+                let frame = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: payload)
+                context.write(self.wrapOutboundOut(frame), promise: promise)
+            case .message(var message):
+                let slice = message.payload.readSlice(length: min(self.fragmentSize, message.payload.readableBytes))!
+                let last = message.payload.readableBytes == 0
+                let frame = WebSocketFrame(
+                    fin: last, rsv1: message.compressed && !message.started, opcode: message.started ? .continuation : message.opcode,
+                    maskKey: .random(), data: slice)
+                message.started = true
+                if last {
+                    self.outgoing.removeFirst()
+                } else {
+                    self.outgoing[self.outgoing.startIndex] = .message(message)
+                }
+                context.write(self.wrapOutboundOut(frame), promise: last ? message.promise : nil)
+            }
+        }
+        if wrote { context.flush() }
+    }
+
+    /// Fails what waits to be written: the connection ended, or a close frame went out before it
+    /// (nothing may follow one).
+    private func failOutgoing() {
+        let failed = self.outgoing
+        self.outgoing.removeAll()
+        for item in failed {
+            switch item {
+            case .message(let message): message.promise?.fail(WebSocketTask.notOpenError())
+            case .close(_, let promise): promise.fail(WebSocketTask.notOpenError())
+            }
+        }
     }
 
     /// Sends a PING with `payload` (at most 125 bytes), if the connection is open.
@@ -169,17 +252,21 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 if let context = self.context { self.write(context: context, opcode: .ping, data: payload, promise: nil) }
             case .sendClose(let code, let reason):
                 guard let context = self.context else { continue }
-                var payload = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
-                if let code {
-                    payload.writeInteger(code.rawValue)
-                    // At most 123 bytes of reason (a control frame carries 125), cut on a character.
-                    var cut = Substring(reason)
-                    while cut.utf8.count > 123 { cut = cut.dropLast() }
-                    payload.writeString(String(cut))
-                }
                 let written = context.eventLoop.makePromise(of: Void.self)
                 self.closeFrameWritten = written.futureResult
-                self.write(context: context, opcode: .connectionClose, data: payload, promise: written)
+                self.write(context: context, opcode: .connectionClose, data: Self.closePayload(code, reason, context: context), promise: written)
+                // The rest of a message being sent in fragments, and what waits behind it, never goes.
+                self.failOutgoing()
+            case .sendCloseAfterMessages(let code, let reason):
+                guard let context = self.context else { continue }
+                let written = context.eventLoop.makePromise(of: Void.self)
+                self.closeFrameWritten = written.futureResult
+                let payload = Self.closePayload(code, reason, context: context)
+                if self.outgoing.isEmpty {
+                    self.write(context: context, opcode: .connectionClose, data: payload, promise: written)
+                } else {
+                    self.outgoing.append(.close(payload, written))
+                }
             case .deliver(let message):
                 self.run(self.machine.messageQueued(unreadBytes: self.delegate.webSocketDidReceive(message)))
             case .inflate(let isText, let payload):
@@ -213,6 +300,19 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 self.delegate.webSocketDidFinish(ending)
             }
         }
+    }
+
+    /// A close frame's body: the code and at most 123 bytes of the reason (a control frame
+    /// carries 125), cut on a character; empty without a code.
+    private static func closePayload(_ code: WebSocketCloseCode?, _ reason: String, context: ChannelHandlerContext) -> ByteBuffer {
+        var payload = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
+        if let code {
+            payload.writeInteger(code.rawValue)
+            var cut = Substring(reason)
+            while cut.utf8.count > 123 { cut = cut.dropLast() }
+            payload.writeString(String(cut))
+        }
+        return payload
     }
 
     private func write(context: ChannelHandlerContext, opcode: WebSocketOpcode, data: ByteBuffer, promise: EventLoopPromise<Void>?) {

@@ -42,7 +42,10 @@ struct WebSocketConnectionStateMachine {
     enum Action: Equatable {
         case sendPong(ByteBuffer)
         case sendPing(ByteBuffer)
+        /// A close frame, at once: nothing of the messages still waiting to go out follows it.
         case sendClose(WebSocketCloseCode?, String)
+        /// The user's close frame, after the messages sent before it went out.
+        case sendCloseAfterMessages(WebSocketCloseCode?, String)
         case deliver(WebSocketMessage)
         /// A compressed message to inflate (``inflated(isText:_:)`` takes the result).
         case inflate(isText: Bool, ByteBuffer)
@@ -206,7 +209,7 @@ struct WebSocketConnectionStateMachine {
     mutating func closeRequested(code: WebSocketCloseCode, reason: String) -> [Action] {
         guard case .open = self.state else { return [] }
         self.state = .closeSent
-        return [code.isAllowedOnTheWire ? .sendClose(code, reason) : .sendClose(nil, ""), .startCloseTimer]
+        return [code.isAllowedOnTheWire ? .sendCloseAfterMessages(code, reason) : .sendCloseAfterMessages(nil, ""), .startCloseTimer]
     }
 
     /// The keep-alive timer fired: a PING goes out, or, if the last one is still unanswered (by

@@ -36,7 +36,9 @@ struct WebSocketChannelHandlerTests {
         }
     }
 
-    private func makeChannel(_ recorder: Recorder, maximum: Int = 1000, buffered: Int = .max) throws -> (EmbeddedChannel, ReadCounter) {
+    private func makeChannel(
+        _ recorder: Recorder, maximum: Int = 1000, buffered: Int = .max, fragmentSize: Int = WebSocketChannelHandler.fragmentSize
+    ) throws -> (EmbeddedChannel, ReadCounter) {
         let channel = EmbeddedChannel()
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         let counter = ReadCounter()
@@ -45,7 +47,9 @@ struct WebSocketChannelHandlerTests {
         try sync.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maximum)))
         try sync.addHandler(WebSocketFrameEncoder())
         let timing = WebSocketChannelHandler.Timing(pingInterval: nil, closeTimeout: .seconds(5))
-        try sync.addHandler(WebSocketChannelHandler(maximumMessageSize: maximum, maximumBufferedBytes: buffered, timing: timing, delegate: recorder))
+        try sync.addHandler(
+            WebSocketChannelHandler(
+                maximumMessageSize: maximum, maximumBufferedBytes: buffered, timing: timing, fragmentSize: fragmentSize, delegate: recorder))
         return (channel, counter)
     }
 
@@ -59,6 +63,12 @@ struct WebSocketChannelHandlerTests {
 
     /// The frames written, decoded (checked masked first).
     private func written(_ channel: EmbeddedChannel) throws -> [(WebSocketOpcode, [UInt8])] {
+        var fins: [Bool] = []
+        return try self.written(channel, fins: &fins)
+    }
+
+    /// The frames written, decoded, and whether each had FIN set.
+    private func written(_ channel: EmbeddedChannel, fins: inout [Bool]) throws -> [(WebSocketOpcode, [UInt8])] {
         var frames: [(WebSocketOpcode, [UInt8])] = []
         var all = ByteBuffer()
         while var part = try channel.readOutbound(as: ByteBuffer.self) { all.writeBuffer(&part) }
@@ -66,10 +76,12 @@ struct WebSocketChannelHandlerTests {
             let first = all.readInteger(as: UInt8.self)!
             let second = all.readInteger(as: UInt8.self)!
             #expect(second & 0x80 != 0, "client frames are masked")
-            let length = Int(second & 0x7F)
+            var length = Int(second & 0x7F)
+            if length == 126 { length = Int(all.readInteger(as: UInt16.self)!) }
             let key = all.readBytes(length: 4)!
             let payload = all.readBytes(length: length)!.enumerated().map { $0.element ^ key[$0.offset % 4] }
             frames.append((WebSocketOpcode(encodedWebSocketOpcode: first & 0x0F)!, payload))
+            fins.append(first & 0x80 != 0)
         }
         return frames
     }
@@ -158,5 +170,54 @@ struct WebSocketChannelHandlerTests {
             return
         }
         #expect(description.contains("readInInvalidTLSState"))
+    }
+
+    /// A message larger than a fragment goes out in fragments as the connection takes them; a
+    /// PING sent meanwhile goes between two of them (it waited behind the whole message, and a
+    /// keep-alive PING behind a long upload timed the connection out), and the user's close goes
+    /// after the message. The message's write completes with its last fragment.
+    @Test func aLargeMessageGoesInFragmentsWithControlFramesBetween() throws {
+        let recorder = Recorder()
+        let (channel, _) = try self.makeChannel(recorder, fragmentSize: 100)
+        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
+        let message = (0..<250).map { UInt8($0 % 251) }
+        channel.isWritable = false
+        let sent = channel.eventLoop.makePromise(of: Void.self)
+        let done = NIOLockedValueBox(false)
+        sent.futureResult.whenSuccess { done.withLockedValue { $0 = true } }
+        handler.send(.binary(Data(message)), promise: sent)
+        handler.sendPing(ByteBuffer(string: "p"), promise: nil)
+        handler.close(code: .normalClosure, reason: "")
+        #expect(!done.withLockedValue { $0 })
+        var fins: [Bool] = []
+        var frames = try self.written(channel, fins: &fins)
+        #expect(frames.map(\.0) == [.binary, .ping], "one fragment while the connection is full, then the PING")
+        channel.isWritable = true
+        channel.pipeline.fireChannelWritabilityChanged()
+        frames += try self.written(channel, fins: &fins)
+        #expect(frames.map(\.0) == [.binary, .ping, .continuation, .continuation, .connectionClose])
+        #expect(fins == [false, true, false, true, true])
+        #expect(frames.filter { $0.0 != .ping && $0.0 != .connectionClose }.flatMap(\.1) == message)
+        #expect(done.withLockedValue { $0 })
+        _ = try? channel.finish()
+    }
+
+    /// A close that is not the user's (cancel, a violation, the reply to the server's close) goes
+    /// at once: the rest of a message in fragments never goes, and its write fails.
+    @Test func aCancelDropsTheRestOfAFragmentedMessage() throws {
+        let recorder = Recorder()
+        let (channel, _) = try self.makeChannel(recorder, fragmentSize: 100)
+        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
+        channel.isWritable = false
+        let sent = channel.eventLoop.makePromise(of: Void.self)
+        let failed = NIOLockedValueBox(false)
+        sent.futureResult.whenFailure { _ in failed.withLockedValue { $0 = true } }
+        handler.send(.binary(Data(repeating: 1, count: 300)), promise: sent)
+        handler.cancel()
+        #expect(failed.withLockedValue { $0 })
+        let frames = try self.written(channel)
+        #expect(frames.map(\.0) == [.binary, .connectionClose])
+        #expect(recorder.state.withLockedValue { $0.endings } == [.cancelled])
+        _ = try? channel.finish()
     }
 }
