@@ -49,13 +49,18 @@ struct WebSocketSessionTests {
 
     // MARK: Authentication and retries on the handshake
 
+    /// A task for `route` (which asks for ann's password), its manager holding the credential.
+    private func taskWithCredential(_ server: TestServer, _ manager: SessionManager, _ route: String) throws -> (URL, WebSocketTask) {
+        let url = self.url(server, route)
+        let space = try #require(ProtectionSpace(url: url, realm: "courier-websocket", authenticationMethod: .httpBasic))
+        manager.credentials.set(HTTPCredential(user: "ann", password: "secret"), for: space)
+        return (url, manager.webSocketTask(with: Request(url: url)))
+    }
+
     @Test("A handshake answered 401 with a Basic challenge is answered with the session's credential, and the task opens")
     func challengeAnswered() async throws {
         try await self.withSession { server, manager in
-            let url = self.url(server, "echo?user=ann&password=secret")
-            let space = try #require(ProtectionSpace(url: url, realm: "courier-websocket", authenticationMethod: .httpBasic))
-            manager.credentials.set(HTTPCredential(user: "ann", password: "secret"), for: space)
-            let task = manager.webSocketTask(with: Request(url: url))
+            let (url, task) = try self.taskWithCredential(server, manager, "echo?user=ann&password=secret")
             try await task.waitUntilOpen()
             try await self.echo(task, "hi")
             #expect(task.error == nil)
@@ -73,10 +78,7 @@ struct WebSocketSessionTests {
     @Test("The handshake's answers store their cookies in the session's store, the 401's and the 101's, as a data task's do (none was stored)")
     func handshakeCookiesAreStored() async throws {
         try await self.withSession { server, manager in
-            let url = self.url(server, "echo?user=ann&password=secret&refusal-cookie=login%3D1&set-cookie=sticky%3Dabc")
-            let space = try #require(ProtectionSpace(url: url, realm: "courier-websocket", authenticationMethod: .httpBasic))
-            manager.credentials.set(HTTPCredential(user: "ann", password: "secret"), for: space)
-            let task = manager.webSocketTask(with: Request(url: url))
+            let (url, task) = try self.taskWithCredential(server, manager, "echo?user=ann&password=secret&refusal-cookie=login%3D1&set-cookie=sticky%3Dabc")
             try await task.waitUntilOpen()
             let storage = try #require(manager.configuration.httpCookieStorage)
             // Stored for the handshake's URL (their default path is the URL's folder).
