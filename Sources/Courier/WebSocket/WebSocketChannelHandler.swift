@@ -273,6 +273,20 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
         return buffered < self.fragmentsAhead
     }
 
+    /// The connection is closing: the messages still waiting never go, and the user's close frame
+    /// waiting behind them goes now (between two fragments, as a control frame may).
+    private func endOutgoing() {
+        guard let context = self.context,
+            let index = self.outgoing.firstIndex(where: { if case .close = $0 { true } else { false } }),
+            case .close(let payload, let promise) = self.outgoing.remove(at: index)
+        else {
+            self.failOutgoing()
+            return
+        }
+        self.failOutgoing()
+        self.write(context: context, opcode: .connectionClose, data: payload, promise: promise)
+    }
+
     /// Fails what waits to be written: the connection ended, or a close frame went out before it
     /// (nothing may follow one).
     private func failOutgoing() {
@@ -345,6 +359,7 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 }
             case .closeConnection:
                 self.stopTimers()
+                self.endOutgoing()
                 guard !self.closing, let context = self.context else { continue }
                 self.closing = true
                 // After the close frame went out, if one did.

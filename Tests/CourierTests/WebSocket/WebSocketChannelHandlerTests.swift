@@ -224,4 +224,27 @@ struct WebSocketChannelHandlerTests {
         #expect(recorder.state.withLockedValue { $0.endings } == [.cancelled])
         _ = try? channel.finish()
     }
+
+    /// The user's close waits behind a message in fragments; when the server's close frame comes
+    /// first, the rest of the message never goes and the close frame goes at once (it waited behind
+    /// the message, up to the close timeout).
+    @Test func theServersCloseSendsAQueuedCloseAtOnce() throws {
+        let recorder = Recorder()
+        let (channel, _) = try self.makeChannel(recorder, fragmentSize: 100)
+        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
+        channel.isWritable = false
+        let sent = channel.eventLoop.makePromise(of: Void.self)
+        let failed = NIOLockedValueBox(false)
+        sent.futureResult.whenFailure { _ in failed.withLockedValue { $0 = true } }
+        handler.send(.binary(Data(repeating: 1, count: 300)), promise: sent)
+        handler.close(code: .normalClosure, reason: "bye")
+        #expect(try self.written(channel).map(\.0) == [.binary])
+        _ = try? channel.writeInbound(self.serverFrame(.connectionClose, [0x03, 0xE8]))
+        let frames = try self.written(channel)
+        #expect(frames.map(\.0) == [.connectionClose])
+        #expect(frames.first?.1 == [0x03, 0xE8] + Array("bye".utf8))
+        #expect(failed.withLockedValue { $0 })
+        #expect(recorder.state.withLockedValue { $0.endings } == [.closed(.normalClosure, "")])
+        _ = try? channel.finish()
+    }
 }
