@@ -11,6 +11,8 @@ case "transfer":
     exit(await TransferBench.run(Array(CommandLine.arguments.dropFirst(2))))
 case "soak":
     exit(await SoakBench.run(Array(CommandLine.arguments.dropFirst(2))))
+case "soak-mixed":
+    exit(await MixedSoakBench.run(Array(CommandLine.arguments.dropFirst(2))))
 case "transfer-child":
     exit(await TransferChild.run(Array(CommandLine.arguments.dropFirst(2))))
 case "session":
