@@ -108,7 +108,10 @@ struct WebSocketOverSocketTests {
     /// tick, and the second left `sendPing()` waiting for ever.)
     @Test func theKeepAlivesPingsAndTheUsersAreAnsweredTogether() async throws {
         var webSocket = WebSocketConfiguration()
-        webSocket.pingInterval = 1
+        // The user's first PING must reach the server within one interval of the keep-alive's
+        // (the next tick finds that one unanswered and ends the connection): 1 s was too short
+        // on a loaded CI machine, where the test took 77 s and failed.
+        webSocket.pingInterval = 4
         try await withTask("latest-pong?count=2", webSocket: webSocket) { task, server in
             try await task.waitUntilOpen()
             // The keep-alive's PING first (held by the server), then the user's, answered alone.
