@@ -40,7 +40,7 @@ enum MixedSoakBench {
         caller's Swift task cancelled mid-body, gzip, and (HTTP/1.1 only) a WebSocket echo.
         """
 
-    /// What a round's lanes share: the next task to claim, and the endings that were not expected.
+    /// What the lanes share: the round's next task to claim, and every round's unexpected endings.
     private final class Tally: Sendable {
         let claimed = Atomic<Int>(0)
         let unexpected = Mutex<[String: Int]>([:])
@@ -49,12 +49,14 @@ enum MixedSoakBench {
     /// What a kind's task ended as, against what it should.
     private enum Verdict { case expected, unexpected(String) }
 
-    private static let kinds: [(name: String, http1Only: Bool)] = [
-        ("async GET", false), ("callback GET", false), ("POST JSON", false), ("streamed upload", false),
-        ("download", false), ("cut short", false), ("reset", false), ("idle timeout", false),
-        ("stream cancelled", false), ("redirects", false), ("503 retried", false), ("events", false),
-        ("cancel before resume", false), ("caller cancelled", false), ("gzip", false), ("WebSocket", true),
-    ]
+    /// The kinds of task, run in this order.
+    private enum Kind: String, CaseIterable {
+        case asyncGET = "async GET", callbackGET = "callback GET", postJSON = "POST JSON"
+        case streamedUpload = "streamed upload", download, cutShort = "cut short", reset
+        case idleTimeout = "idle timeout", streamCancelled = "stream cancelled", redirects
+        case retried503 = "503 retried", events, cancelledBeforeResume = "cancel before resume"
+        case callerCancelled = "caller cancelled", gzip, webSocket = "WebSocket"
+    }
 
     static func run(_ arguments: [String]) async -> Int32 {
         let options: Options
@@ -85,7 +87,8 @@ enum MixedSoakBench {
             securityPolicy: options.transport == .http ? .default : CourierSetup.trustingTestRoot)
         manager.completionQueue = DispatchQueue(label: "courier-bench.soak-mixed", attributes: .concurrent)
 
-        let kinds = Self.kinds.indices.filter { !(Self.kinds[$0].http1Only && options.transport == .http2) }
+        // TestServer upgrades WebSockets over HTTP/1.1 only.
+        let kinds = Kind.allCases.filter { $0 != .webSocket || options.transport != .http2 }
         print("server: TestServer, \(options.transport.rawValue); \(options.concurrency) in flight; \(kinds.count) kinds")
         print("start: RSS \(SoakBench.format(SoakBench.residentMiB())), \(Self.openDescriptors()) descriptors")
         let tally = Tally()
@@ -100,7 +103,7 @@ enum MixedSoakBench {
                             guard index < options.perRound else { return }
                             let kind = kinds[index % kinds.count]
                             if case .unexpected(let what) = await Self.runKind(kind, manager: manager, server: server) {
-                                tally.unexpected.withLock { $0["\(Self.kinds[kind].name): \(what)", default: 0] += 1 }
+                                tally.unexpected.withLock { $0["\(kind.rawValue): \(what)", default: 0] += 1 }
                             }
                         }
                     }
@@ -123,23 +126,23 @@ enum MixedSoakBench {
 
     // MARK: - The kinds
 
-    private static func runKind(_ kind: Int, manager: HTTPSessionManager, server: TestServer) async -> Verdict {
+    private static func runKind(_ kind: Kind, manager: HTTPSessionManager, server: TestServer) async -> Verdict {
         do {
             switch kind {
-            case 0:
+            case .asyncGET:
                 let response = try await manager.get("get", parameters: ["soak": "1"])
                 return Self.status(response.response.status.code, 200)
-            case 1:
+            case .callbackGET:
                 return await withCheckedContinuation { continuation in
                     manager.get(
                         "get", parameters: ["soak": "2"],
                         success: { _, _ in continuation.resume(returning: .expected) },
                         failure: { _, error in continuation.resume(returning: .unexpected("\(error.code)")) })
                 }
-            case 2:
+            case .postJSON:
                 let response = try await manager.post("post", parameters: ["name": "Ada", "tags": ["a", "b"]])
                 return Self.status(response.response.status.code, 200)
-            case 3:
+            case .streamedUpload:
                 let chunk = ByteBuffer(repeating: 0x61, count: 16_384)
                 let body = RequestBody.stream(
                     AsyncThrowingStream<ByteBuffer, any Error> { continuation in
@@ -149,35 +152,35 @@ enum MixedSoakBench {
                 let request = Request(method: .post, url: server.url("/courier/upload"), body: body)
                 let response = try await manager.response(for: request, serializer: DataResponseSerializer())
                 return Self.status(response.response.status.code, 200)
-            case 4:
+            case .download:
                 let response = try await manager.download(Request(url: server.url("/courier/file/65536")))
                 let size = (try? FileManager.default.attributesOfItem(atPath: response.fileURL.path)[.size] as? Int) ?? -1
                 try? FileManager.default.removeItem(at: response.fileURL)
                 return size == 65_536 ? .expected : .unexpected("\(size) bytes")
-            case 5:
-                return try await Self.expectFailure(manager, Request(url: server.url("/courier/truncated/1000")))
-            case 6:
-                return try await Self.expectFailure(manager, Request(url: server.url("/courier/reset")))
-            case 7:
+            case .cutShort:
+                return await Self.expectFailure(manager, Request(url: server.url("/courier/truncated/1000")))
+            case .reset:
+                return await Self.expectFailure(manager, Request(url: server.url("/courier/reset")))
+            case .idleTimeout:
                 var request = Request(url: server.url("/courier/slow-body/3?interval=1"))
                 request.options.timeoutInterval = 0.1
-                return try await Self.expectFailure(manager, request, .timedOut)
-            case 8:
+                return await Self.expectFailure(manager, request, .timedOut)
+            case .streamCancelled:
                 let stream = try await manager.stream(Request(url: server.url("/courier/big/4000000")))
                 var iterator = stream.body.makeAsyncIterator()
                 guard try await iterator.next() != nil else { return .unexpected("no first chunk") }
                 stream.task.cancel()
                 return .expected
-            case 9:
+            case .redirects:
                 let response = try await manager.data(for: Request(url: server.url("/redirect/2")))
                 return Self.status(response.response.status.code, 200)
-            case 10:
+            case .retried503:
                 var request = Request(url: server.url("/status/503"))
                 var policy = RetryPolicy(retryLimit: 1)
                 policy.initialBackoff = .milliseconds(1)
                 request.interceptor = policy
-                return try await Self.expectFailure(manager, request)
-            case 11:
+                return await Self.expectFailure(manager, request)
+            case .events:
                 var events = 0
                 let stream = manager.eventStream(
                     Request(url: server.url("/courier/sse?count=3")), options: .init(maximumReconnectionsWithoutEvent: 0))
@@ -186,7 +189,7 @@ enum MixedSoakBench {
                     if events == 3 { break }
                 }
                 return events == 3 ? .expected : .unexpected("\(events) events")
-            case 12:
+            case .cancelledBeforeResume:
                 // The completion runs once, cancelled, though the task never started (a hang here is a finding).
                 return await withCheckedContinuation { continuation in
                     let task = manager.dataTask(with: Request(url: server.url("/get"))) { _, _, error in
@@ -194,21 +197,27 @@ enum MixedSoakBench {
                     }
                     task.cancel()
                 }
-            case 13:
+            case .callerCancelled:
+                // The caller's Swift task, cancelled once the first body bytes arrived (the event
+                // this kind is about) and awaited here: it does not outlive this function.
+                let (firstBytes, arrived) = AsyncStream<Void>.makeStream()
                 let caller = Task {
-                    try await manager.data(for: Request(url: server.url("/courier/slow-body/5?interval=0.05")))
+                    defer { arrived.finish() }
+                    return try await manager.response(
+                        for: Request(url: server.url("/courier/slow-body/5?interval=0.05")), serializer: DataResponseSerializer(),
+                        downloadProgress: { _ in arrived.yield() })
                 }
-                try await Task.sleep(for: .milliseconds(20))
+                for await _ in firstBytes { break }
                 caller.cancel()
                 switch await caller.result {
                 case .success: return .unexpected("finished although cancelled")
                 case .failure(let error as CourierError) where error.code == .cancelled: return .expected
                 case .failure(let error): return .unexpected("\(error)")
                 }
-            case 14:
+            case .gzip:
                 let response = try await manager.data(for: Request(url: server.url("/gzip")))
                 return Self.status(response.response.status.code, 200)
-            default:
+            case .webSocket:
                 var components = URLComponents(url: server.url("/courier/websocket/echo"), resolvingAgainstBaseURL: false)!
                 components.scheme = components.scheme == "https" ? "wss" : "ws"
                 let task = manager.webSocketTask(with: Request(url: components.url!))
@@ -232,7 +241,7 @@ enum MixedSoakBench {
     /// A request that must fail (with `code` when given).
     private static func expectFailure(
         _ manager: HTTPSessionManager, _ request: Request, _ code: CourierError.Code? = nil
-    ) async throws -> Verdict {
+    ) async -> Verdict {
         do {
             let response = try await manager.data(for: request)
             return .unexpected("succeeded with \(response.response.status.code)")
