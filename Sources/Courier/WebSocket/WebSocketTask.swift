@@ -360,16 +360,18 @@ public final class WebSocketTask: Sendable {
     /// Ends the task at once: a close frame with 1001 (``WebSocketCloseCode/goingAway``) if it was
     /// open, then the connection closes; the task fails with ``CourierError/Code/cancelled``.
     public func cancel() {
-        let (handler, channel, work) = self.state.withLockedValue { state in
+        let (handler, work) = self.state.withLockedValue { state in
             state.isClosing = true
             defer { state.work = nil }
-            return (state.handler, state.channel, state.work)
+            return (state.handler, state.work)
         }
         work?.cancel()
         if let handler {
             handler.eventLoop.execute { handler.value.cancel() }
         } else {
-            channel?.close(promise: nil)
+            // Settled first, then `finish` closes the handshake's channel: closed first, the
+            // handshake could fail on the loop (`invalidResponse`, the connection gone) before
+            // this thread settled the task as cancelled.
             self.finish(error: CourierError(.cancelled, "\(self.request.summary): cancelled"), code: .abnormalClosure, reason: "")
         }
     }
