@@ -21,24 +21,30 @@
 # to the innermost Courier function on its stack (or, with none, to the function that called
 # swift_retain, marked "other:"), names demangled by `swift demangle`. Compare two clients
 # (courier against courier-engine) or two builds by running it for each.
+# `--by-type K` says what is retained: the K largest counts a request by the type of the object
+# (a task, a request's storage, an array's buffer), then by type and innermost Courier frame
+# together (Scripts/retains-by-type.py names the types; it needs python3 and nm).
 set -euo pipefail
 
 bench=".build/release/courier-bench"
 requests=2000
 frames=0
+types=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --bench) bench="$2"; shift 2 ;;
     --requests) requests="$2"; shift 2 ;;
     --by-frame) frames="$2"; shift 2 ;;
+    --by-type) types="$2"; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (courier-bench's options go after --)" >&2; exit 2 ;;
   esac
 done
 [ -x "$bench" ] || { echo "no courier-bench at $bench (swift build -c release --product courier-bench)" >&2; exit 2; }
 command -v perf >/dev/null || { echo "perf is not installed (apt-get install linux-perf)" >&2; exit 2; }
-[ "$frames" = 0 ] || command -v swift >/dev/null || { echo "--by-frame needs swift on the PATH (swift demangle)" >&2; exit 2; }
+[ "$frames" = 0 ] && [ "$types" = 0 ] || command -v swift >/dev/null || { echo "--by-frame and --by-type need swift on the PATH (swift demangle)" >&2; exit 2; }
+[ "$types" = 0 ] || command -v python3 >/dev/null || { echo "--by-type needs python3" >&2; exit 2; }
 
 core=$(ldd "$bench" | awk '/libswiftCore.so/ {print $3}')
 libc=$(ldd "$bench" | awk '/libc.so.6/ {print $3}')
@@ -60,6 +66,9 @@ work=$(mktemp -d)
 trap cleanup EXIT
 probe probe_libswiftCore:swift_retain "$core" 'swift_retain obj=%di:u64'
 probe probe_libc:malloc "$libc" 'malloc'
+# The object's metadata and, 40 bytes into a class's metadata (no Objective-C interop), its
+# nominal type descriptor: what --by-type names the object by.
+[ "$types" = 0 ] || probe probe_libswiftCore:retain_isa "$core" 'retain_isa=swift_retain obj=%di:u64 isa=+0(%di):u64 desc=+40(+0(%di)):u64'
 
 # Events of one run, by thread kind: "loop" (NIO's event-loop threads), "caller" (every other
 # thread of courier-bench's process).
@@ -89,6 +98,40 @@ by_frame() { # measured requests, then courier-bench's options
     NF > 0 { depth++; if (depth == 2) first = $2; if (found == "" && depth >= 2 && $2 ~ /7Courier/) found = $2 }
     END { flush(); for (k in n) print n[k], k }'
 }
+# Retains of real objects in one run, by type and innermost Courier frame: "count type<TAB>frame" lines.
+by_type() { # measured requests, then courier-bench's options
+  local measured=$1
+  shift
+  perf record -q -g -o "$work/perf.data" \
+    -e probe_libswiftCore:retain_isa --filter 'obj != 0 && obj < 0x8000000000000000' \
+    -- "$bench" "$@" --requests "$measured" >/dev/null 2>"$work/bench.err" \
+    || { cat "$work/bench.err" >&2; exit 1; }
+  perf script -i "$work/perf.data" -F comm,trace,ip,sym --no-demangle --show-mmap-events 2>/dev/null \
+    | python3 "$(dirname "$0")/retains-by-type.py"
+}
+if [ "$types" != 0 ]; then
+  by_type "$requests" "$@" > "$work/first"
+  by_type $((requests * 2)) "$@" > "$work/second"
+  # Per request, the difference of the two runs, by (type, frame); then summed by type.
+  awk -F'\t' -v n="$requests" '
+    { split($1, head, " "); count = head[1]; key = substr($1, length(count) + 2) "\t" $2 }
+    NR == FNR { a[key] = count; next }
+    { b[key] = count }
+    END {
+      for (k in b) d[k] = (b[k] - a[k]) / n
+      for (k in a) if (!(k in b)) d[k] = -a[k] / n
+      for (k in d) printf "%.2f\t%s\n", d[k], k
+    }' "$work/first" "$work/second" > "$work/pairs"
+  echo "courier-bench $* (retains a request by the type of the object: ($((requests * 2)) requests - $requests) / $requests)"
+  awk -F'\t' '{ t[$2] += $1; total += $1 } END { for (k in t) if (t[k] >= 0.5 || t[k] <= -0.5) printf "%8.1f  %s\n", t[k], k; printf "%8.1f  (in all)\n", total > "/dev/stderr" }' \
+    "$work/pairs" 2> "$work/total" | sort -rn | head -n "$types" | swift demangle --simplified | cut -c1-160
+  cat "$work/total"
+  echo
+  echo "by type and innermost Courier frame:"
+  awk -F'\t' '$1 >= 0.5 || $1 <= -0.5 { printf "%8.1f  %s  @ %s\n", $1, $2, $3 }' "$work/pairs" | sort -rn | head -n "$types" \
+    | sed 's/@ other:/@ other: /' | swift demangle --simplified | cut -c1-200
+  exit 0
+fi
 if [ "$frames" != 0 ]; then
   by_frame "$requests" "$@" > "$work/first"
   by_frame $((requests * 2)) "$@" > "$work/second"
