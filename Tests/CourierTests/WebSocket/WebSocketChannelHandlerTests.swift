@@ -292,9 +292,9 @@ struct WebSocketChannelHandlerTests {
         // u2's PONG answers u1 and u2 (and the keep-alive's PING between them), not u3.
         try channel.writeInbound(self.serverFrame(.pong, Array("u2".utf8)))
         #expect(recorder.answered.withLockedValue { $0 } == [["u1", "u2"]])
-        // The PONG of a PING answered already answers nothing more.
+        // The PONG of a PING answered already answers nothing more. (None comes for the
+        // keep-alive's PING: u2's PONG must answer it, for the tick below to go on.)
         try channel.writeInbound(self.serverFrame(.pong, Array("u1".utf8)))
-        try channel.writeInbound(self.serverFrame(.pong, keepAlive))
         #expect(recorder.answered.withLockedValue { $0 } == [["u1", "u2"]])
         try channel.writeInbound(self.serverFrame(.pong, Array("u3".utf8)))
         #expect(recorder.answered.withLockedValue { $0 } == [["u1", "u2"], ["u3"]])
