@@ -25,7 +25,8 @@ import NIOWebSocket
 ///   with `close-code=C` (1001 by default, as a Vapor server's `close()`), as the
 ///   `/websocket/ping/N` route of Alamofire's test server does.
 /// - `latest-pong`: holds its PONGs until `count=N` PINGs (2 by default) have come, then answers
-///   only the last of them, as RFC 6455 5.5.3 allows; and so on for each N after.
+///   only the last of them, as RFC 6455 5.5.3 allows; and so on for each N after, or, with
+///   `rounds=R`, for the first R times N, answering every PING after those at once.
 /// - `masked`: sends a masked text frame. `invalid-utf8`: a text frame that is not UTF-8.
 ///   `big-control`: a PING of 126 bytes. `bad-close`: a close frame with 1005, which may not be
 ///   sent. `unexpected-continuation`: a continuation frame with no message begun.
@@ -90,6 +91,7 @@ enum WebSocketRoute {
                     let options = WebSocketRouteHandler.Options(
                         count: Self.option("count", of: head.uri).flatMap { Int($0) } ?? (mode == "latest-pong" ? 2 : 1),
                         closeCode: Self.option("close-code", of: head.uri).flatMap { UInt16($0) },
+                        rounds: Self.option("rounds", of: head.uri).flatMap { Int($0) },
                         document: mode == "payloads" ? Self.echoDocument(of: head, channel: channel) : nil
                     )
                     try sync.addHandler(WebSocketRouteHandler(mode: mode, state: state, options: options))
@@ -150,12 +152,16 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
-    /// What the `payloads` and `close-after-pings` modes take from the query.
+    /// What the `payloads`, `close-after-pings` and `latest-pong` modes take from the query.
     struct Options {
-        /// How many messages `payloads` sends, after how many PINGs `close-after-pings` closes.
+        /// How many messages `payloads` sends, after how many PINGs `close-after-pings` closes,
+        /// how many PINGs `latest-pong` answers with one PONG.
         var count = 1
         /// The code of their close frame; nil for the mode's default.
         var closeCode: UInt16?
+        /// How many times `latest-pong` holds its PONGs (`count` PINGs each time) before it
+        /// answers every PING; nil for no end.
+        var rounds: Int?
         /// What `payloads` sends.
         var document: ByteBuffer?
     }
@@ -216,7 +222,10 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
         case .ping:
             self.state.webSocketPingReceived()
             self.pings += 1
-            if self.mode != "latest-pong" || self.pings % max(1, self.options.count) == 0 {
+            // `latest-pong` answers the last PING of each round of `count`, while its rounds last.
+            let perPong = max(1, self.options.count)
+            let holding = self.mode == "latest-pong" && self.options.rounds.map { self.pings <= $0 * perPong } ?? true
+            if !holding || self.pings % perPong == 0 {
                 self.send(context: context, WebSocketFrame(fin: true, opcode: .pong, data: payload))
             }
             if self.mode == "close-after-pings", self.pings == self.options.count {

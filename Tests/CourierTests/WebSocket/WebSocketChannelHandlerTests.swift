@@ -20,7 +20,11 @@ struct WebSocketChannelHandlerTests {
                 return $0.messages.reduce(0) { $0 + $1.byteCount }
             }
         }
-        func webSocketPingsAnswered(_ payloads: [ByteBuffer]) {}
+        /// What each `webSocketPingsAnswered` reported: the user's PINGs a PONG answered.
+        let answered = NIOLockedValueBox<[[String]]>([])
+        func webSocketPingsAnswered(_ payloads: [ByteBuffer]) {
+            self.answered.withLockedValue { $0.append(payloads.map { String(buffer: $0) }) }
+        }
         func webSocketDidFinish(_ ending: WebSocketConnectionStateMachine.Ending) {
             self.state.withLockedValue { $0.endings.append(ending) }
         }
@@ -37,7 +41,8 @@ struct WebSocketChannelHandlerTests {
     }
 
     private func makeChannel(
-        _ recorder: Recorder, maximum: Int = 1000, buffered: Int = .max, fragmentSize: Int = WebSocketChannelHandler.fragmentSize
+        _ recorder: Recorder, maximum: Int = 1000, buffered: Int = .max, fragmentSize: Int = WebSocketChannelHandler.fragmentSize,
+        pingInterval: TimeAmount? = nil
     ) throws -> (EmbeddedChannel, ReadCounter) {
         let channel = EmbeddedChannel()
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
@@ -46,7 +51,7 @@ struct WebSocketChannelHandlerTests {
         try sync.addHandler(counter)
         try sync.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maximum)))
         try sync.addHandler(WebSocketFrameEncoder())
-        let timing = WebSocketChannelHandler.Timing(pingInterval: nil, closeTimeout: .seconds(5))
+        let timing = WebSocketChannelHandler.Timing(pingInterval: pingInterval, closeTimeout: .seconds(5))
         try sync.addHandler(
             WebSocketChannelHandler(
                 maximumMessageSize: maximum, maximumBufferedBytes: buffered, timing: timing, fragmentSize: fragmentSize,
@@ -245,6 +250,163 @@ struct WebSocketChannelHandlerTests {
         #expect(frames.first?.1 == [0x03, 0xE8] + Array("bye".utf8))
         #expect(failed.withLockedValue { $0 })
         #expect(recorder.state.withLockedValue { $0.endings } == [.closed(.normalClosure, "")])
+        _ = try? channel.finish()
+    }
+
+    // MARK: Keep-alive
+
+    /// The keep-alive's interval in the tests below. The `EmbeddedEventLoop`'s clock moves only
+    /// when a test advances it, so where a tick lands among the user's PINGs and the server's
+    /// PONGs is the test's choice, not the machine's load: over sockets it is not, and tests that
+    /// needed a PONG back before the next tick failed on a loaded machine.
+    private static let interval = TimeAmount.seconds(10)
+
+    /// Moves the loop's clock on by `amount`, running the timers due meanwhile.
+    private func advance(_ channel: EmbeddedChannel, by amount: TimeAmount) {
+        channel.embeddedEventLoop.advanceTime(by: amount)
+    }
+
+    /// The payloads of the frames written since last time, which must all be PINGs, in order.
+    private func pings(_ channel: EmbeddedChannel, sourceLocation: SourceLocation = #_sourceLocation) throws -> [[UInt8]] {
+        let frames = try self.written(channel)
+        #expect(frames.allSatisfy { $0.0 == .ping }, "\(frames.map(\.0))", sourceLocation: sourceLocation)
+        return frames.map(\.1)
+    }
+
+    /// The keep-alive's PINGs and the user's go out as one sequence, in the order they were sent,
+    /// and a PONG answers its own PING and every one before it, whoever sent them, and none after
+    /// it: a server may answer only the latest of several PINGs (RFC 6455 5.5.3). The user's PINGs
+    /// it answered are reported in the order they went out.
+    @Test func theKeepAlivesPingsAndTheUsersAreOneSequenceAndAPongAnswersThoseUpToIt() throws {
+        let recorder = Recorder()
+        let (channel, _) = try self.makeChannel(recorder, pingInterval: Self.interval)
+        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
+        handler.sendPing(ByteBuffer(string: "u1"), promise: nil)
+        self.advance(channel, by: Self.interval)
+        handler.sendPing(ByteBuffer(string: "u2"), promise: nil)
+        handler.sendPing(ByteBuffer(string: "u3"), promise: nil)
+        let sent = try self.pings(channel)
+        try #require(sent.count == 4)
+        let keepAlive = sent[1]
+        #expect(sent == [Array("u1".utf8), keepAlive, Array("u2".utf8), Array("u3".utf8)])
+        // u2's PONG answers u1 and u2 (and the keep-alive's PING between them), not u3.
+        try channel.writeInbound(self.serverFrame(.pong, Array("u2".utf8)))
+        #expect(recorder.answered.withLockedValue { $0 } == [["u1", "u2"]])
+        // The PONG of a PING answered already answers nothing more. (None comes for the
+        // keep-alive's PING: u2's PONG must answer it, for the tick below to go on.)
+        try channel.writeInbound(self.serverFrame(.pong, Array("u1".utf8)))
+        #expect(recorder.answered.withLockedValue { $0 } == [["u1", "u2"]])
+        try channel.writeInbound(self.serverFrame(.pong, Array("u3".utf8)))
+        #expect(recorder.answered.withLockedValue { $0 } == [["u1", "u2"], ["u3"]])
+        // u2's PONG answered the keep-alive's PING: the next tick sends another, it does not give up.
+        self.advance(channel, by: Self.interval)
+        #expect(try self.pings(channel).count == 1)
+        #expect(recorder.state.withLockedValue { $0.endings }.isEmpty)
+        #expect(channel.isActive)
+        _ = try? channel.finish()
+    }
+
+    /// The user's PING is answered by the keep-alive's PONG when it went out before the
+    /// keep-alive's PING, and the keep-alive's PING by the user's PONG when it went out before the
+    /// user's: then the next tick finds it answered and sends a PING rather than giving up. A PING
+    /// of the user's that is still unanswered does not end the connection at a tick (only the
+    /// keep-alive's does), and a later keep-alive PONG answers it.
+    @Test func aUsersPingIsAnsweredByTheKeepAlivesPongAndTheReverse() throws {
+        let recorder = Recorder()
+        let (channel, _) = try self.makeChannel(recorder, pingInterval: Self.interval)
+        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
+        // The user's, then the keep-alive's, answered alone.
+        handler.sendPing(ByteBuffer(string: "u1"), promise: nil)
+        self.advance(channel, by: Self.interval)
+        var sent = try self.pings(channel)
+        try #require(sent.count == 2)
+        #expect(sent[0] == Array("u1".utf8))
+        try channel.writeInbound(self.serverFrame(.pong, sent[1]))
+        #expect(recorder.answered.withLockedValue { $0 } == [["u1"]])
+        // The keep-alive's, then the user's, answered alone.
+        self.advance(channel, by: Self.interval)
+        handler.sendPing(ByteBuffer(string: "u2"), promise: nil)
+        sent = try self.pings(channel)
+        try #require(sent.count == 2)
+        #expect(sent[1] == Array("u2".utf8))
+        try channel.writeInbound(self.serverFrame(.pong, Array("u2".utf8)))
+        #expect(recorder.answered.withLockedValue { $0 } == [["u1"], ["u2"]])
+        self.advance(channel, by: Self.interval)
+        sent = try self.pings(channel)
+        #expect(sent.count == 1, "the keep-alive's PING counts as answered: a PING, not a time-out")
+        #expect(recorder.state.withLockedValue { $0.endings }.isEmpty)
+        // The user's, held while the keep-alive's before it is answered: the tick goes on, and
+        // the keep-alive's next PONG answers it.
+        handler.sendPing(ByteBuffer(string: "u3"), promise: nil)
+        #expect(try self.pings(channel) == [Array("u3".utf8)])
+        try channel.writeInbound(self.serverFrame(.pong, sent.first ?? []))
+        #expect(recorder.answered.withLockedValue { $0 } == [["u1"], ["u2"]])
+        self.advance(channel, by: Self.interval)
+        sent = try self.pings(channel)
+        try #require(sent.count == 1)
+        #expect(recorder.state.withLockedValue { $0.endings }.isEmpty)
+        try channel.writeInbound(self.serverFrame(.pong, sent[0]))
+        #expect(recorder.answered.withLockedValue { $0 } == [["u1"], ["u2"], ["u3"]])
+        #expect(channel.isActive)
+        _ = try? channel.finish()
+    }
+
+    /// A tick that finds the keep-alive's previous PING unanswered, one interval after it went
+    /// out, ends the connection as timed out: it closes with no close frame (a server that does
+    /// not answer PINGs would not answer one either) and no PING goes out any more. Neither the
+    /// PONG of a PING sent before the keep-alive's nor one that answers no PING of Courier's
+    /// answers it.
+    @Test func aTickThatFindsTheKeepAlivesPingUnansweredEndsTheConnectionAsTimedOut() throws {
+        let recorder = Recorder()
+        let (channel, _) = try self.makeChannel(recorder, pingInterval: Self.interval)
+        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
+        handler.sendPing(ByteBuffer(string: "u1"), promise: nil)
+        self.advance(channel, by: Self.interval)
+        #expect(try self.pings(channel).count == 2)
+        try channel.writeInbound(self.serverFrame(.pong, Array("u1".utf8)))
+        try channel.writeInbound(self.serverFrame(.pong, Array("unsolicited".utf8)))
+        #expect(recorder.answered.withLockedValue { $0 } == [["u1"]])
+        // Up to the tick the connection stays.
+        self.advance(channel, by: Self.interval - .nanoseconds(1))
+        #expect(try self.written(channel).isEmpty)
+        #expect(recorder.state.withLockedValue { $0.endings }.isEmpty)
+        #expect(channel.isActive)
+        self.advance(channel, by: .nanoseconds(1))
+        #expect(try self.written(channel).isEmpty, "no PING, no close frame")
+        #expect(recorder.state.withLockedValue { $0.endings } == [.pingTimedOut])
+        #expect(!channel.isActive)
+        // The timer stopped with the connection.
+        self.advance(channel, by: Self.interval * 3)
+        #expect(try self.written(channel).isEmpty)
+        #expect(recorder.state.withLockedValue { $0.endings } == [.pingTimedOut])
+    }
+
+    /// The keep-alive's PONGs behind messages the consumer has not read are read all the same (no
+    /// read is held back), so each tick finds its PING answered however much waits unread: what
+    /// the socket test of a consumer that does not read showed through the keep-alive, whose
+    /// ticks are here where the test puts them.
+    @Test func theKeepAlivesPongBehindUnreadMessagesIsRead() throws {
+        let recorder = Recorder()
+        let (channel, counter) = try self.makeChannel(recorder, maximum: 10, pingInterval: Self.interval)
+        var expected: [WebSocketMessage] = []
+        for round in 0..<3 {
+            self.advance(channel, by: Self.interval)
+            let sent = try self.pings(channel)
+            try #require(sent.count == 1, "round \(round)")
+            for index in 0..<3 {
+                let bytes = Array(repeating: UInt8(round * 3 + index), count: 10)
+                expected.append(.binary(Data(bytes)))
+                try channel.writeInbound(self.serverFrame(.binary, bytes))
+                channel.read()
+            }
+            try channel.writeInbound(self.serverFrame(.pong, sent[0]))
+            channel.read()
+        }
+        #expect(counter.reads == 12, "no read is held back")
+        self.advance(channel, by: Self.interval)
+        #expect(try self.pings(channel).count == 1, "the last PONG was read: a PING, not a time-out")
+        #expect(recorder.state.withLockedValue { $0.endings }.isEmpty)
+        #expect(recorder.state.withLockedValue { $0.messages } == expected, "every message waits unread, in order")
         _ = try? channel.finish()
     }
 }
