@@ -39,8 +39,9 @@ extension HTTPRequestSerializer {
     /// The query string for `parameters`, byte for byte as AFNetworking's
     /// `AFQueryStringFromParameters` writes it.
     ///
-    /// - A dictionary's entries are written in key order, at every depth; a nested dictionary's
-    ///   keys become `key[sub]`, to any depth.
+    /// - A dictionary's entries are written in key order, at every depth, as `-[NSString compare:]`
+    ///   orders keys (by character code where two ASCII characters first differ; `é` before `f`);
+    ///   a nested dictionary's keys become `key[sub]`, to any depth.
     /// - An array's elements are written with the key `key[]`, in order.
     /// - A set's elements are written with the same key, repeated, sorted by their text.
     /// - `NSNull` (or a `nil` optional) writes the bare key, with no `=`.

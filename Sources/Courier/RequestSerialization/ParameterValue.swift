@@ -20,9 +20,11 @@ indirect enum ParameterValue {
     case date(Date)
     case data(Data)
     case array([ParameterValue])
-    /// A set: its elements sorted as AFNetworking sorts them (by their text).
+    /// A set: its elements sorted as AFNetworking sorts them (by their text, with
+    /// `sortsBefore(_:_:)`).
     case set([ParameterValue])
-    /// A dictionary: its entries sorted by key, by UTF-16 code unit like `-[NSString compare:]`.
+    /// A dictionary: its entries sorted by key as `-[NSString compare:]` orders them
+    /// (`sortsBefore(_:_:)`).
     case dictionary([(key: String, value: ParameterValue)])
 
     /// Checks and converts `value` (found at `path`) into a tree.
@@ -103,7 +105,7 @@ indirect enum ParameterValue {
             for (index, element) in set.enumerated() {
                 elements.append(try ParameterValue(element.base, path: path.appending(index: index)))
             }
-            self = .set(elements.sorted { $0.sortText.utf16.lexicographicallyPrecedes($1.sortText.utf16) })
+            self = .set(elements.sorted { Self.sortsBefore($0.sortText, $1.sortText) })
         case let encodable as any Encodable:
             self = try Self.encoded(encodable, path: path)
         default:
@@ -156,7 +158,31 @@ indirect enum ParameterValue {
         for (key, nested) in pairs {
             entries.append((key, try ParameterValue(nested, path: path.appending(key: key))))
         }
-        return entries.sorted { $0.key.utf16.lexicographicallyPrecedes($1.key.utf16) }
+        return entries.sorted { Self.sortsBefore($0.key, $1.key) }
+    }
+
+    /// Whether `a` sorts before `b` as `-[NSString compare:]` orders them, which is how AFNetworking
+    /// sorts keys and set elements.
+    ///
+    /// `compare:` without options is not literal: Foundation's `CFStringCompareWithOptionsAndLocale`
+    /// walks both strings by UTF-16 unit and, where they first differ, orders by the two units only
+    /// when both are ASCII; otherwise it compares code points and canonical decompositions, so `é`
+    /// sorts before `f`, `U+FF01` before an emoji, and `é` is the same as `e` + U+0301. A string
+    /// that is a prefix of the other sorts first. Only a first difference involving a non-ASCII unit
+    /// is left to Foundation (the same code on Apple platforms and in swift-corelibs-foundation).
+    static func sortsBefore(_ a: String, _ b: String) -> Bool {
+        var left = a.utf16.makeIterator()
+        var right = b.utf16.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil): return false
+            case (nil, _?): return true
+            case (_?, nil): return false
+            case let (x?, y?) where x == y: continue
+            case let (x?, y?) where x < 0x80 && y < 0x80: return x < y
+            case (_?, _?): return (a as NSString).compare(b) == .orderedAscending
+            }
+        }
     }
 
     /// The text a set element is sorted by (AFNetworking sorts sets by `description`).

@@ -63,11 +63,26 @@ extension RequestSerializationTests {
             #expect(try HTTPRequestSerializer.queryString(from: testCase.parameters) == testCase.expected)
         }
 
-        @Test("keys are sorted by UTF-16 code unit, as -[NSString compare:]")
+        /// AFNetworking sorts with `compare:`, which is not literal: where two ASCII characters
+        /// first differ they decide, otherwise code points and canonical decompositions do.
+        @Test("keys are sorted as -[NSString compare:] sorts them")
         func sortOrder() throws {
-            // U+FF01 sorts after the surrogate pair of U+1F600 in UTF-16, before it by scalar value.
-            let query = try HTTPRequestSerializer.queryString(from: ["\u{FF01}": 1, "😀": 2, "B": 3, "a": 4] as Parameters)
-            #expect(query == "B=3&a=4&%F0%9F%98%80=2&%EF%BC%81=1")
+            // U+FF01 sorts before U+1F600 by code point (its UTF-16 unit is after the surrogate's).
+            #expect(
+                try HTTPRequestSerializer.queryString(from: ["\u{FF01}": 1, "😀": 2, "B": 3, "a": 4] as Parameters)
+                    == "B=3&a=4&%EF%BC%81=1&%F0%9F%98%80=2")
+            // é is compared as e + U+0301: after e and ea, before f.
+            #expect(
+                try HTTPRequestSerializer.queryString(from: ["f": 1, "é": 2, "ea": 3, "e": 4] as Parameters)
+                    == "e=4&ea=3&%C3%A9=2&f=1")
+            // й is и + U+0306, which sorts before б.
+            #expect(try HTTPRequestSerializer.queryString(from: ["иб": 1, "йа": 2] as Parameters) == "%D0%B9%D0%B0=2&%D0%B8%D0%B1=1")
+            // A prefix first; then a combining mark after the ASCII letters.
+            #expect(
+                try HTTPRequestSerializer.queryString(from: ["b": 1, "a\u{301}": 2, "ab": 3, "a": 4] as Parameters)
+                    == "a=4&ab=3&a%CC%81=2&b=1")
+            // Set elements are sorted the same way.
+            #expect(try HTTPRequestSerializer.queryString(from: ["s": Set(["f", "é", "e"])] as Parameters) == "s=e&s=%C3%A9&s=f")
         }
 
         struct Filter: Encodable, Sendable {
