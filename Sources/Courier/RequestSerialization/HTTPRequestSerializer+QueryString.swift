@@ -43,7 +43,8 @@ extension HTTPRequestSerializer {
     ///   orders keys (by character code where two ASCII characters first differ; `é` before `f`);
     ///   a nested dictionary's keys become `key[sub]`, to any depth.
     /// - An array's elements are written with the key `key[]`, in order.
-    /// - A set's elements are written with the same key, repeated, sorted by their text.
+    /// - A set's elements are written with the same key, repeated, sorted as keys are by their
+    ///   `description` (a dictionary's or array's as Foundation writes it: `{\n    id = 1;\n}`).
     /// - `NSNull` (or a `nil` optional) writes the bare key, with no `=`.
     /// - Booleans are `1` and `0`; numbers are written in their shortest form (`1`, `0.5`, `1e+16`).
     /// - Keys (brackets included) and values are escaped by ``percentEscaped(_:)``.

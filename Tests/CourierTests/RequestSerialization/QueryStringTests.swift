@@ -26,6 +26,15 @@ extension RequestSerializationTests {
             Case(name: "nested arrays", parameters: ["m": [[1, 2], [3]]], expected: "m%5B%5D%5B%5D=1&m%5B%5D%5B%5D=2&m%5B%5D%5B%5D=3"),
             Case(name: "set repeats the key, sorted", parameters: ["s": Set(["b", "c", "a"])], expected: "s=a&s=b&s=c"),
             Case(name: "set of integers", parameters: ["s": Set([2, 1, 10])], expected: "s=1&s=10&s=2"),
+            // Sorted by Foundation's description: "{\n    id = 10;\n}" before "{\n    id = 1;\n}" ('0' < ';').
+            Case(
+                name: "set of dictionaries, sorted by their description",
+                parameters: ["s": Set([["id": 1], ["id": 10], ["id": 2]])],
+                expected: "s%5Bid%5D=10&s%5Bid%5D=1&s%5Bid%5D=2"
+            ),
+            Case(name: "set of arrays, sorted by their description", parameters: ["s": Set([[2], [10], [1, 5]])], expected: "s%5B%5D=1&s%5B%5D=5&s%5B%5D=10&s%5B%5D=2"),
+            // A string with a space is quoted in a description, and '"' sorts before letters.
+            Case(name: "set of dictionaries of strings", parameters: ["s": Set([["k": "b"], ["k": "b c"], ["k": "a"]])], expected: "s%5Bk%5D=b%20c&s%5Bk%5D=a&s%5Bk%5D=b"),
             Case(name: "NSNull is the bare key", parameters: ["a": NSNull(), "b": "1"], expected: "a&b=1"),
             Case(name: "nil optional is the bare key", parameters: ["a": String?.none, "b": String?.some("x")], expected: "a&b=x"),
             Case(name: "booleans", parameters: ["t": true, "f": false], expected: "f=0&t=1"),
