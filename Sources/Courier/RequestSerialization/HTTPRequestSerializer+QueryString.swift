@@ -31,9 +31,10 @@ extension HTTPRequestSerializer {
     }
 
     /// A custom query-string builder (AFNetworking's `setQueryStringSerializationWithBlock:`): given
-    /// the request and the parameters, returns the query string, already escaped. An error it throws
-    /// reaches the caller, wrapped in a ``CourierError`` with code
-    /// ``CourierError/Code/parameterEncodingFailed`` unless it is a ``CourierError`` itself.
+    /// the request and the parameters, returns the query string, already escaped. The request is
+    /// the one being serialized, with the serializer's request options but, as in AFNetworking, not
+    /// yet its default headers. An error it throws reaches the caller, wrapped in a ``CourierError``
+    /// with code ``CourierError/Code/parameterEncodingFailed`` unless it is a ``CourierError`` itself.
     public typealias QueryStringSerialization = @Sendable (_ request: Request, _ parameters: any Sendable) throws -> String
 
     /// The query string for `parameters`, byte for byte as AFNetworking's
