@@ -36,6 +36,17 @@ extension RequestSerializationTests {
             #expect(request.url.absoluteString == testCase.expected)
             if testCase.method != .post {
                 #expect(request.body.isEmpty)
+                #expect(request.headerFields[.contentType] == nil)
+            }
+        }
+
+        @Test("GET, HEAD and DELETE encode parameters in the URI, as AFNetworking's default; OPTIONS and TRACE in the body")
+        func defaultMethodsEncodingParametersInURI() throws {
+            #expect(self.serializer.httpMethodsEncodingParametersInURI == ["GET", "HEAD", "DELETE"])
+            for method in [HTTPRequest.Method.options, .trace] {
+                let request = try self.serializer.request(method: method, urlString: "https://h.test/p", parameters: ["a": 1])
+                #expect(request.url.query == nil)
+                #expect(request.body.data == Data("a=1".utf8))
             }
         }
 

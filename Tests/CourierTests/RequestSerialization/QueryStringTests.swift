@@ -36,6 +36,7 @@ extension RequestSerializationTests {
             // A string with a space is quoted in a description, and '"' sorts before letters.
             Case(name: "set of dictionaries of strings", parameters: ["s": Set([["k": "b"], ["k": "b c"], ["k": "a"]])], expected: "s%5Bk%5D=b%20c&s%5Bk%5D=a&s%5Bk%5D=b"),
             Case(name: "NSNull is the bare key", parameters: ["a": NSNull(), "b": "1"], expected: "a&b=1"),
+            Case(name: "NSNull in an array is the bare key[]", parameters: ["a": [NSNull(), "x"] as [any Sendable]], expected: "a%5B%5D&a%5B%5D=x"),
             Case(name: "nil optional is the bare key", parameters: ["a": String?.none, "b": String?.some("x")], expected: "a&b=x"),
             Case(name: "booleans", parameters: ["t": true, "f": false], expected: "f=0&t=1"),
             Case(name: "NSNumber booleans", parameters: ["t": NSNumber(value: true), "f": NSNumber(value: false)], expected: "f=0&t=1"),
