@@ -31,18 +31,21 @@ extension HTTPRequestSerializer {
     }
 
     /// A custom query-string builder (AFNetworking's `setQueryStringSerializationWithBlock:`): given
-    /// the request and the parameters, returns the query string, already escaped. An error it throws
-    /// reaches the caller, wrapped in a ``CourierError`` with code
-    /// ``CourierError/Code/parameterEncodingFailed`` unless it is a ``CourierError`` itself.
+    /// the request and the parameters, returns the query string, already escaped. The request is
+    /// the one being serialized, with the serializer's request options but, as in AFNetworking, not
+    /// yet its default headers. An error it throws reaches the caller, wrapped in a ``CourierError``
+    /// with code ``CourierError/Code/parameterEncodingFailed`` unless it is a ``CourierError`` itself.
     public typealias QueryStringSerialization = @Sendable (_ request: Request, _ parameters: any Sendable) throws -> String
 
     /// The query string for `parameters`, byte for byte as AFNetworking's
     /// `AFQueryStringFromParameters` writes it.
     ///
-    /// - A dictionary's entries are written in key order, at every depth; a nested dictionary's
-    ///   keys become `key[sub]`, to any depth.
+    /// - A dictionary's entries are written in key order, at every depth, as `-[NSString compare:]`
+    ///   orders keys (by character code where two ASCII characters first differ; `é` before `f`);
+    ///   a nested dictionary's keys become `key[sub]`, to any depth.
     /// - An array's elements are written with the key `key[]`, in order.
-    /// - A set's elements are written with the same key, repeated, sorted by their text.
+    /// - A set's elements are written with the same key, repeated, sorted as keys are by their
+    ///   `description` (a dictionary's or array's as Foundation writes it: `{\n    id = 1;\n}`).
     /// - `NSNull` (or a `nil` optional) writes the bare key, with no `=`.
     /// - Booleans are `1` and `0`; numbers are written in their shortest form (`1`, `0.5`, `1e+16`).
     /// - Keys (brackets included) and values are escaped by ``percentEscaped(_:)``.

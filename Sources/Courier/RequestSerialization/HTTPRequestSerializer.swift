@@ -160,11 +160,15 @@ public struct HTTPRequestSerializer: RequestSerializer {
     /// ``request(bySerializing:parameters:)`` on a request the caller hands over: a request made for
     /// the call (the verbs') is changed in place instead of copied.
     func serialized(_ request: consuming Request, parameters: (any Sendable)?) throws(CourierError) -> Request {
-        var request = self.applyingDefaults(to: request)
+        var request = request
+        request.options = self.options.merging(request.options)
         var query: String?
         if let parameters {
+            // Before the default headers are added: a custom builder sees the request as
+            // AFNetworking's block does.
             query = try self.queryString(for: request, parameters: parameters)
         }
+        request = self.applyingDefaults(to: consume request)
         if self.encodesParametersInURI(request.method) {
             if let query, !query.isEmpty {
                 request.url = try Self.url(request.url, appendingQuery: query)

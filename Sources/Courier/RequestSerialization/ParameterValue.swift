@@ -20,9 +20,11 @@ indirect enum ParameterValue {
     case date(Date)
     case data(Data)
     case array([ParameterValue])
-    /// A set: its elements sorted as AFNetworking sorts them (by their text).
+    /// A set: its elements sorted as AFNetworking sorts them (by their text, with
+    /// `sortsBefore(_:_:)`).
     case set([ParameterValue])
-    /// A dictionary: its entries sorted by key, by UTF-16 code unit like `-[NSString compare:]`.
+    /// A dictionary: its entries sorted by key as `-[NSString compare:]` orders them
+    /// (`sortsBefore(_:_:)`).
     case dictionary([(key: String, value: ParameterValue)])
 
     /// Checks and converts `value` (found at `path`) into a tree.
@@ -103,7 +105,7 @@ indirect enum ParameterValue {
             for (index, element) in set.enumerated() {
                 elements.append(try ParameterValue(element.base, path: path.appending(index: index)))
             }
-            self = .set(elements.sorted { $0.sortText.utf16.lexicographicallyPrecedes($1.sortText.utf16) })
+            self = .set(elements.map { ($0.sortText, $0) }.sorted { Self.sortsBefore($0.0, $1.0) }.map(\.1))
         case let encodable as any Encodable:
             self = try Self.encoded(encodable, path: path)
         default:
@@ -156,10 +158,36 @@ indirect enum ParameterValue {
         for (key, nested) in pairs {
             entries.append((key, try ParameterValue(nested, path: path.appending(key: key))))
         }
-        return entries.sorted { $0.key.utf16.lexicographicallyPrecedes($1.key.utf16) }
+        return entries.sorted { Self.sortsBefore($0.key, $1.key) }
     }
 
-    /// The text a set element is sorted by (AFNetworking sorts sets by `description`).
+    /// Whether `a` sorts before `b` as `-[NSString compare:]` orders them, which is how AFNetworking
+    /// sorts keys and set elements.
+    ///
+    /// `compare:` without options is not literal: Foundation's `CFStringCompareWithOptionsAndLocale`
+    /// walks both strings by UTF-16 unit and, where they first differ, orders by the two units only
+    /// when both are ASCII; otherwise it compares code points and canonical decompositions, so `é`
+    /// sorts before `f`, `U+FF01` before an emoji, and `é` is the same as `e` + U+0301. A string
+    /// that is a prefix of the other sorts first. Only a first difference involving a non-ASCII unit
+    /// is left to Foundation (the same code on Apple platforms and in swift-corelibs-foundation).
+    static func sortsBefore(_ a: String, _ b: String) -> Bool {
+        var left = a.utf16.makeIterator()
+        var right = b.utf16.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil): return false
+            case (nil, _?): return true
+            case (_?, nil): return false
+            case let (x?, y?) where x == y: continue
+            case let (x?, y?) where x < 0x80 && y < 0x80: return x < y
+            case (_?, _?): return (a as NSString).compare(b) == .orderedAscending
+            }
+        }
+    }
+
+    /// The text a set element is sorted by: its `description`, which AFNetworking sorts sets by. A
+    /// dictionary, array or set is written as Foundation describes one, so that a set of them is
+    /// sorted as there rather than left in its hash order.
     private var sortText: String {
         switch self {
         case .null: "<null>"
@@ -168,8 +196,60 @@ indirect enum ParameterValue {
         case .string(let string): string
         case .date(let date): date.description
         case .data(let data): data.base64EncodedString()
-        case .array, .set, .dictionary: ""
+        case .array, .set, .dictionary: self.collectionDescription(level: 0)
         }
+    }
+
+    /// A collection as Foundation's `descriptionWithLocale:indent:` writes it at `level`: four
+    /// spaces per level, `{\n    key = value;\n}`, `(\n    element\n)`, `{(\n    element\n)}`,
+    /// keys in their sorted order, strings quoted unless they are ASCII letters and digits.
+    private func collectionDescription(level: Int) -> String {
+        let indent = String(repeating: " ", count: 4 * level)
+        let inner = indent + "    "
+        func item(_ value: ParameterValue) -> String {
+            switch value {
+            case .array, .set, .dictionary: value.collectionDescription(level: level + 1)
+            default: Self.quotedIfNeeded(value.sortText)
+            }
+        }
+        func lines(_ elements: [ParameterValue]) -> String {
+            elements.isEmpty ? "" : elements.map { inner + item($0) }.joined(separator: ",\n") + "\n"
+        }
+        switch self {
+        case .dictionary(let entries):
+            return indent + "{\n" + entries.map { inner + Self.quotedIfNeeded($0.key) + " = " + item($0.value) + ";\n" }.joined() + indent + "}"
+        case .array(let elements):
+            return indent + "(\n" + lines(elements) + indent + ")"
+        case .set(let elements):
+            return indent + "{(\n" + lines(elements) + indent + ")}"
+        case .null, .bool, .number, .string, .date, .data:
+            return self.sortText
+        }
+    }
+
+    /// `text` as a description inside a collection writes it: bare when it is ASCII letters and
+    /// digits, else in quotes with `"`, `\` and newlines escaped and non-ASCII as `\Uxxxx`.
+    private static func quotedIfNeeded(_ text: String) -> String {
+        let isBare = !text.isEmpty && text.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+            default: false
+            }
+        }
+        if isBare { return text }
+        var quoted = "\""
+        for unit in text.utf16 {
+            switch unit {
+            case 0x22: quoted += "\\\""
+            case 0x5C: quoted += "\\\\"
+            case 0x0A: quoted += "\\n"
+            case 0x20..<0x7F: quoted.unicodeScalars.append(Unicode.Scalar(UInt8(unit)))
+            default:
+                let hex = String(unit, radix: 16)
+                quoted += "\\U" + String(repeating: "0", count: 4 - hex.count) + hex
+            }
+        }
+        return quoted + "\""
     }
 
     /// An `NSNumber` as what it holds: a boolean, an integer or a floating-point number.

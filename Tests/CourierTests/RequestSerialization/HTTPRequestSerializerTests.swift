@@ -36,6 +36,17 @@ extension RequestSerializationTests {
             #expect(request.url.absoluteString == testCase.expected)
             if testCase.method != .post {
                 #expect(request.body.isEmpty)
+                #expect(request.headerFields[.contentType] == nil)
+            }
+        }
+
+        @Test("GET, HEAD and DELETE encode parameters in the URI, as AFNetworking's default; OPTIONS and TRACE in the body")
+        func defaultMethodsEncodingParametersInURI() throws {
+            #expect(self.serializer.httpMethodsEncodingParametersInURI == ["GET", "HEAD", "DELETE"])
+            for method in [HTTPRequest.Method.options, .trace] {
+                let request = try self.serializer.request(method: method, urlString: "https://h.test/p", parameters: ["a": 1])
+                #expect(request.url.query == nil)
+                #expect(request.body.data == Data("a=1".utf8))
             }
         }
 
@@ -175,6 +186,31 @@ extension RequestSerializationTests {
 
             serializer.setQueryStringSerialization(with: .default)
             #expect(try serializer.request(method: .get, urlString: "https://h.test/", parameters: ["x": 1]).url.query == "x=1")
+        }
+
+        @Test("a custom query-string builder sees the request before the default headers, as AFNetworking's block does")
+        func customQueryStringRequest() throws {
+            var serializer = self.serializer
+            serializer.setValue("secret", forHTTPHeaderField: "X-Api-Key")
+            serializer.timeoutInterval = 7
+            serializer.setQueryStringSerialization { request, _ in
+                let seen = [
+                    "key": request.value(forHTTPHeaderField: "X-Api-Key"),
+                    "agent": request.value(forHTTPHeaderField: "User-Agent"),
+                    "own": request.value(forHTTPHeaderField: "X-Own"),
+                    "timeout": request.options.timeoutInterval.map { String(Int($0)) },
+                ]
+                return seen.sorted { $0.key < $1.key }.map { $0.key + "=" + ($0.value ?? "none") }.joined(separator: "&")
+            }
+            let get = try serializer.request(method: .get, urlString: "https://h.test/", parameters: ["x": 1])
+            #expect(get.url.query == "agent=none&key=none&own=none&timeout=7")
+            #expect(get.value(forHTTPHeaderField: "X-Api-Key") == "secret")
+
+            var own = Request(method: .post, url: URL(string: "https://h.test/")!)
+            own.headerFields[HTTPField.Name("X-Own")!] = "mine"
+            let post = try serializer.request(bySerializing: own, parameters: ["x": 1])
+            #expect(post.body.data == Data("agent=none&key=none&own=mine&timeout=7".utf8))
+            #expect(post.value(forHTTPHeaderField: "X-Api-Key") == "secret")
         }
 
         @Test("a style's array keys and booleans, in the query and in a form body; sets and numbers as before")

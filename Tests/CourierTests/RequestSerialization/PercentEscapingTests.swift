@@ -30,6 +30,18 @@ extension RequestSerializationTests {
             #expect(HTTPRequestSerializer.percentEscaped(input) == expected)
         }
 
+        /// AFNetworking keeps `URLQueryAllowedCharacterSet` minus `:#[]@` and `!$&'()*+,;=`: of ASCII,
+        /// only letters, digits, `-._~`, `?` and `/`.
+        @Test("every ASCII character as AFNetworking escapes it")
+        func everyASCIICharacter() {
+            let kept = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~?/".unicodeScalars)
+            for value in UInt8(0)...UInt8(127) {
+                let scalar = Unicode.Scalar(value)
+                let expected = kept.contains(scalar) ? String(scalar) : "%" + (value < 16 ? "0" : "") + String(value, radix: 16, uppercase: true)
+                #expect(HTTPRequestSerializer.percentEscaped(String(scalar)) == expected, "U+\(String(value, radix: 16))")
+            }
+        }
+
         /// AFNetworking escapes in batches of 50 UTF-16 units and must not cut an emoji in half; put
         /// composed characters across every position around 50 and 100.
         @Test("composed characters across batch boundaries", arguments: [48, 49, 50, 51, 98, 99, 100])

@@ -26,7 +26,17 @@ extension RequestSerializationTests {
             Case(name: "nested arrays", parameters: ["m": [[1, 2], [3]]], expected: "m%5B%5D%5B%5D=1&m%5B%5D%5B%5D=2&m%5B%5D%5B%5D=3"),
             Case(name: "set repeats the key, sorted", parameters: ["s": Set(["b", "c", "a"])], expected: "s=a&s=b&s=c"),
             Case(name: "set of integers", parameters: ["s": Set([2, 1, 10])], expected: "s=1&s=10&s=2"),
+            // Sorted by Foundation's description: "{\n    id = 10;\n}" before "{\n    id = 1;\n}" ('0' < ';').
+            Case(
+                name: "set of dictionaries, sorted by their description",
+                parameters: ["s": Set([["id": 1], ["id": 10], ["id": 2]])],
+                expected: "s%5Bid%5D=10&s%5Bid%5D=1&s%5Bid%5D=2"
+            ),
+            Case(name: "set of arrays, sorted by their description", parameters: ["s": Set([[2], [10], [1, 5]])], expected: "s%5B%5D=1&s%5B%5D=5&s%5B%5D=10&s%5B%5D=2"),
+            // A string with a space is quoted in a description, and '"' sorts before letters.
+            Case(name: "set of dictionaries of strings", parameters: ["s": Set([["k": "b"], ["k": "b c"], ["k": "a"]])], expected: "s%5Bk%5D=b%20c&s%5Bk%5D=a&s%5Bk%5D=b"),
             Case(name: "NSNull is the bare key", parameters: ["a": NSNull(), "b": "1"], expected: "a&b=1"),
+            Case(name: "NSNull in an array is the bare key[]", parameters: ["a": [NSNull(), "x"] as [any Sendable]], expected: "a%5B%5D&a%5B%5D=x"),
             Case(name: "nil optional is the bare key", parameters: ["a": String?.none, "b": String?.some("x")], expected: "a&b=x"),
             Case(name: "booleans", parameters: ["t": true, "f": false], expected: "f=0&t=1"),
             Case(name: "NSNumber booleans", parameters: ["t": NSNumber(value: true), "f": NSNumber(value: false)], expected: "f=0&t=1"),
@@ -63,11 +73,26 @@ extension RequestSerializationTests {
             #expect(try HTTPRequestSerializer.queryString(from: testCase.parameters) == testCase.expected)
         }
 
-        @Test("keys are sorted by UTF-16 code unit, as -[NSString compare:]")
+        /// AFNetworking sorts with `compare:`, which is not literal: where two ASCII characters
+        /// first differ they decide, otherwise code points and canonical decompositions do.
+        @Test("keys are sorted as -[NSString compare:] sorts them")
         func sortOrder() throws {
-            // U+FF01 sorts after the surrogate pair of U+1F600 in UTF-16, before it by scalar value.
-            let query = try HTTPRequestSerializer.queryString(from: ["\u{FF01}": 1, "😀": 2, "B": 3, "a": 4] as Parameters)
-            #expect(query == "B=3&a=4&%F0%9F%98%80=2&%EF%BC%81=1")
+            // U+FF01 sorts before U+1F600 by code point (its UTF-16 unit is after the surrogate's).
+            #expect(
+                try HTTPRequestSerializer.queryString(from: ["\u{FF01}": 1, "😀": 2, "B": 3, "a": 4] as Parameters)
+                    == "B=3&a=4&%EF%BC%81=1&%F0%9F%98%80=2")
+            // é is compared as e + U+0301: after e and ea, before f.
+            #expect(
+                try HTTPRequestSerializer.queryString(from: ["f": 1, "é": 2, "ea": 3, "e": 4] as Parameters)
+                    == "e=4&ea=3&%C3%A9=2&f=1")
+            // й is и + U+0306, which sorts before б.
+            #expect(try HTTPRequestSerializer.queryString(from: ["иб": 1, "йа": 2] as Parameters) == "%D0%B9%D0%B0=2&%D0%B8%D0%B1=1")
+            // A prefix first; then a combining mark after the ASCII letters.
+            #expect(
+                try HTTPRequestSerializer.queryString(from: ["b": 1, "a\u{301}": 2, "ab": 3, "a": 4] as Parameters)
+                    == "a=4&ab=3&a%CC%81=2&b=1")
+            // Set elements are sorted the same way.
+            #expect(try HTTPRequestSerializer.queryString(from: ["s": Set(["f", "é", "e"])] as Parameters) == "s=e&s=%C3%A9&s=f")
         }
 
         struct Filter: Encodable, Sendable {
