@@ -168,7 +168,7 @@ public struct HTTPRequestSerializer: RequestSerializer {
             // AFNetworking's block does.
             query = try self.queryString(for: request, parameters: parameters)
         }
-        request = self.applyingDefaults(to: consume request)
+        request = self.applyingDefaultHeaders(to: consume request)
         if self.encodesParametersInURI(request.method) {
             if let query, !query.isEmpty {
                 request.url = try Self.url(request.url, appendingQuery: query)
@@ -203,6 +203,13 @@ public struct HTTPRequestSerializer: RequestSerializer {
     func applyingDefaults(to request: consuming Request) -> Request {
         var request = request
         request.options = self.options.merging(request.options)
+        return self.applyingDefaultHeaders(to: request)
+    }
+
+    /// `request` with the serializer's headers where it has none of that name (its options left
+    /// as they are).
+    func applyingDefaultHeaders(to request: consuming Request) -> Request {
+        var request = request
         if request.headerFields.isEmpty {
             // The common case (a request the verbs made): the serializer's fields as they are,
             // shared until one of them changes, instead of a new storage filled field by field.
