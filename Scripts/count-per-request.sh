@@ -84,14 +84,19 @@ count() { # measured requests, then courier-bench's options
     { kind = ($1 ~ /^NIO-/) ? "loop" : "caller"; event = ($NF ~ /retain/) ? "retains" : "mallocs"; n[event " " kind]++ }
     END { for (k in n) print k, n[k] }'
 }
-# Retains of real objects in one run, by innermost Courier frame: "count mangled-name" lines.
-by_frame() { # measured requests, then courier-bench's options
-  local measured=$1
-  shift
+# One run with call stacks, recording one of the retain probes for real objects only (nil and
+# tagged pointers left out) into $work/perf.data.
+record_retains() { # probe, measured requests, then courier-bench's options
+  local event=$1 measured=$2
+  shift 2
   perf record -q -g -o "$work/perf.data" \
-    -e probe_libswiftCore:swift_retain --filter 'obj != 0 && obj < 0x8000000000000000' \
+    -e "$event" --filter 'obj != 0 && obj < 0x8000000000000000' \
     -- "$bench" "$@" --requests "$measured" >/dev/null 2>"$work/bench.err" \
     || { cat "$work/bench.err" >&2; exit 1; }
+}
+# Retains of real objects in one run, by innermost Courier frame: "count mangled-name" lines.
+by_frame() { # measured requests, then courier-bench's options
+  record_retains probe_libswiftCore:swift_retain "$@"
   perf script -i "$work/perf.data" -F comm,ip,sym --no-demangle 2>/dev/null | awk '
     function flush() { if (started && !skip) n[(found != "") ? found : "other:" first]++ }
     /^[^ \t]/ { flush(); started = 1; found = ""; first = ""; depth = 0; skip = ($1 == "nginx"); next }
@@ -100,12 +105,7 @@ by_frame() { # measured requests, then courier-bench's options
 }
 # Retains of real objects in one run, by type and innermost Courier frame: "count type<TAB>frame" lines.
 by_type() { # measured requests, then courier-bench's options
-  local measured=$1
-  shift
-  perf record -q -g -o "$work/perf.data" \
-    -e probe_libswiftCore:retain_isa --filter 'obj != 0 && obj < 0x8000000000000000' \
-    -- "$bench" "$@" --requests "$measured" >/dev/null 2>"$work/bench.err" \
-    || { cat "$work/bench.err" >&2; exit 1; }
+  record_retains probe_libswiftCore:retain_isa "$@"
   perf script -i "$work/perf.data" -F comm,trace,ip,sym --no-demangle --show-mmap-events 2>/dev/null \
     | python3 "$(dirname "$0")/retains-by-type.py"
 }
