@@ -200,30 +200,26 @@ indirect enum ParameterValue {
         }
     }
 
-    /// A collection as Foundation's `descriptionWithLocale:indent:` writes it at `level`: four
-    /// spaces per level, `{\n    key = value;\n}`, `(\n    element\n)`, `{(\n    element\n)}`,
-    /// keys in their sorted order, strings quoted unless they are ASCII letters and digits.
+    /// The value as Foundation's `descriptionWithLocale:indent:` writes it inside a collection at
+    /// `level`: four spaces per level, `{\n    key = value;\n}`, `(\n    element\n)`,
+    /// `{(\n    element\n)}`, keys in their sorted order, other values as their text, quoted
+    /// unless it is ASCII letters and digits.
     private func collectionDescription(level: Int) -> String {
         let indent = String(repeating: " ", count: 4 * level)
         let inner = indent + "    "
-        func item(_ value: ParameterValue) -> String {
-            switch value {
-            case .array, .set, .dictionary: value.collectionDescription(level: level + 1)
-            default: Self.quotedIfNeeded(value.sortText)
-            }
-        }
         func lines(_ elements: [ParameterValue]) -> String {
-            elements.isEmpty ? "" : elements.map { inner + item($0) }.joined(separator: ",\n") + "\n"
+            elements.isEmpty ? "" : elements.map { inner + $0.collectionDescription(level: level + 1) }.joined(separator: ",\n") + "\n"
         }
         switch self {
         case .dictionary(let entries):
-            return indent + "{\n" + entries.map { inner + Self.quotedIfNeeded($0.key) + " = " + item($0.value) + ";\n" }.joined() + indent + "}"
+            let body = entries.map { inner + Self.quotedIfNeeded($0.key) + " = " + $0.value.collectionDescription(level: level + 1) + ";\n" }
+            return indent + "{\n" + body.joined() + indent + "}"
         case .array(let elements):
             return indent + "(\n" + lines(elements) + indent + ")"
         case .set(let elements):
             return indent + "{(\n" + lines(elements) + indent + ")}"
         case .null, .bool, .number, .string, .date, .data:
-            return self.sortText
+            return Self.quotedIfNeeded(self.sortText)
         }
     }
 
