@@ -224,7 +224,8 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
             self.pings += 1
             // `latest-pong` answers the last PING of each round of `count`, while its rounds last.
             let perPong = max(1, self.options.count)
-            let holding = self.mode == "latest-pong" && self.options.rounds.map { self.pings <= $0 * perPong } ?? true
+            let inRounds = self.options.rounds.map { self.pings <= $0 * perPong } ?? true
+            let holding = self.mode == "latest-pong" && inRounds
             if !holding || self.pings % perPong == 0 {
                 self.send(context: context, WebSocketFrame(fin: true, opcode: .pong, data: payload))
             }

@@ -59,6 +59,14 @@ struct WebSocketChannelHandlerTests {
         return (channel, counter)
     }
 
+    /// A channel whose handler sends a keep-alive PING every ``interval`` of the embedded loop's
+    /// clock, with its recorder and its handler (for `sendPing`).
+    private func makeKeepAliveChannel() throws -> (Recorder, EmbeddedChannel, WebSocketChannelHandler) {
+        let recorder = Recorder()
+        let (channel, _) = try self.makeChannel(recorder, pingInterval: Self.interval)
+        return (recorder, channel, try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self))
+    }
+
     private func serverFrame(_ opcode: WebSocketOpcode, fin: Bool = true, _ bytes: [UInt8]) -> ByteBuffer {
         var buffer = ByteBuffer()
         buffer.writeInteger(UInt8(fin ? 0x80 : 0) | UInt8(webSocketOpcode: opcode))
@@ -278,9 +286,7 @@ struct WebSocketChannelHandlerTests {
     /// it: a server may answer only the latest of several PINGs (RFC 6455 5.5.3). The user's PINGs
     /// it answered are reported in the order they went out.
     @Test func theKeepAlivesPingsAndTheUsersAreOneSequenceAndAPongAnswersThoseUpToIt() throws {
-        let recorder = Recorder()
-        let (channel, _) = try self.makeChannel(recorder, pingInterval: Self.interval)
-        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
+        let (recorder, channel, handler) = try self.makeKeepAliveChannel()
         handler.sendPing(ByteBuffer(string: "u1"), promise: nil)
         self.advance(channel, by: Self.interval)
         handler.sendPing(ByteBuffer(string: "u2"), promise: nil)
@@ -312,9 +318,7 @@ struct WebSocketChannelHandlerTests {
     /// of the user's that is still unanswered does not end the connection at a tick (only the
     /// keep-alive's does), and a later keep-alive PONG answers it.
     @Test func aUsersPingIsAnsweredByTheKeepAlivesPongAndTheReverse() throws {
-        let recorder = Recorder()
-        let (channel, _) = try self.makeChannel(recorder, pingInterval: Self.interval)
-        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
+        let (recorder, channel, handler) = try self.makeKeepAliveChannel()
         // The user's, then the keep-alive's, answered alone.
         handler.sendPing(ByteBuffer(string: "u1"), promise: nil)
         self.advance(channel, by: Self.interval)
@@ -357,9 +361,7 @@ struct WebSocketChannelHandlerTests {
     /// PONG of a PING sent before the keep-alive's nor one that answers no PING of Courier's
     /// answers it.
     @Test func aTickThatFindsTheKeepAlivesPingUnansweredEndsTheConnectionAsTimedOut() throws {
-        let recorder = Recorder()
-        let (channel, _) = try self.makeChannel(recorder, pingInterval: Self.interval)
-        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
+        let (recorder, channel, handler) = try self.makeKeepAliveChannel()
         handler.sendPing(ByteBuffer(string: "u1"), promise: nil)
         self.advance(channel, by: Self.interval)
         #expect(try self.pings(channel).count == 2)

@@ -277,17 +277,18 @@ struct WebSocketOverSocketTests {
             // The echoes wait unread; each PONG comes behind them, and `sendPing()` returns only
             // once it was read.
             let answered = NIOLockedValueBox(0)
-            // Unstructured so that the test can see it wait; cancelled below if it still waits.
+            // Unstructured so that the test can see it wait; cancelled when the test leaves this
+            // scope, the `#require` below included.
             let pinging = Task {
                 for _ in 0..<3 {
                     try await task.sendPing()
                     answered.withLockedValue { $0 += 1 }
                 }
             }
+            defer { pinging.cancel() }
             #expect(await eventually { answered.withLockedValue { $0 } == 3 || task.isFinished })
             // Required: with reads held back, reading the messages below would wait for ever.
             try #require(answered.withLockedValue { $0 } == 3, "the PONGs behind the unread messages were read")
-            pinging.cancel()
             #expect(!task.isFinished, "the connection ended: \(String(describing: task.error))")
             var messages = task.messages.makeAsyncIterator()
             for index in 0..<40 {
