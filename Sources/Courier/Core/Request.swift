@@ -69,6 +69,10 @@ public struct Request: Sendable {
 
     private var storage: Storage
 
+    /// Whether `other` is this request unchanged: a copy not changed since (the two share their
+    /// storage). False says nothing; two requests made apart may still be equal.
+    func sharesStorage(with other: Request) -> Bool { self.storage === other.storage }
+
     private mutating func uniqueStorage() -> Storage {
         if !isKnownUniquelyReferenced(&self.storage) { self.storage = self.storage.copy() }
         return self.storage

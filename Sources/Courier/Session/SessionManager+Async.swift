@@ -91,7 +91,8 @@ extension SessionManager {
         var failure: CourierError?
         if let error = outcome.error {
             failure = error
-        } else if let response = outcome.response {
+        } else if let response = outcome.response.take() {
+            // Taken out and put back below: binding a copy would retain each of its storages.
             // The task's serializer checked the response already when its retriers wanted that
             // (an output that is nil is made again: it does not come back out of `any Sendable`).
             let checked = delegate.takeChecked()
@@ -106,6 +107,7 @@ extension SessionManager {
                     failure = error.adding(request: outcome.request, response: response, data: outcome.data)
                 }
             }
+            outcome.response = consume response
         } else {
             failure = CourierError(.internalInconsistency, "\(outcome.request.summary): no response and no error", request: outcome.request)
         }

@@ -83,7 +83,11 @@ extension TaskDelegate {
     /// session's to renew, not the caller's refusal).
     private func finishAdapting(_ request: Request, span: TaskSpan?) -> (request: Request, ownAuthorization: Bool) {
         let authenticated = self.interception.authentication.authenticate(request)
-        let ownAuthorization = !request.headerFields.contains(.authorization) && authenticated.headerFields.contains(.authorization)
+        // The responder hands back the request itself when it added nothing (the common case):
+        // neither request's fields are then looked through.
+        let ownAuthorization =
+            !authenticated.sharesStorage(with: request) && !request.headerFields.contains(.authorization)
+            && authenticated.headerFields.contains(.authorization)
         guard let span else { return (authenticated, ownAuthorization) }
         let (attempt, resends) = self.state.withLockedValue { state in
             defer { state.tracedHops += 1 }

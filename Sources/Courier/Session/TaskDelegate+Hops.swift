@@ -9,11 +9,13 @@ struct HopState: Sendable {
     /// The `Cookie` field the caller put on the request, taken when the first hop is prepared.
     var callerCookie: String?
     var tookCallerCookie = false
-    /// The first hop's URL: the caller's `Cookie` field goes only to its origin.
+    /// The first hop's URL, when the caller put a `Cookie` field on it: that field goes only to
+    /// its origin.
     var originURL: URL?
     /// Whether this task sends and stores the session's cookies.
     var handlesCookies = false
-    /// The request as the current hop was sent: cookies and validators added.
+    /// The request as the current hop was sent, when it is not the task's `currentRequest`
+    /// (cookies or validators added, or a redirect's hop); nil when it is.
     var sentRequest: Request?
     /// The stored response the current hop revalidates (Courier added its validators).
     var revalidating: CachedResponse?
@@ -68,53 +70,69 @@ extension SessionManager {
         // request the adapters build again) and for the redirects back to its origin. On the
         // first attempt it is this request's, recorded in the transaction at the end: the task's
         // lock is taken once.
-        var request = request
-        let store = configuration.value.httpCookieStorage
-        let handlesCookies = store != nil && (request.options.httpShouldHandleCookies ?? configuration.value.httpShouldHandleCookies)
+        let handlesCookies =
+            configuration.value.httpCookieStorage != nil
+            && (request.options.httpShouldHandleCookies ?? configuration.value.httpShouldHandleCookies)
         let ownCookie = request.headerFields.value(of: .cookie)
-        if handlesCookies, let store {
+        // The request with the session's cookies; nil when it goes as given (the common case: no
+        // cookie to send and none there), which is then neither copied nor kept a second time.
+        var withCookies: Request?
+        if handlesCookies {
             let callerCookie =
                 attempt == 0 ? ownCookie : delegate.state.withLockedValue { $0.hop.tookCallerCookie ? $0.hop.callerCookie : ownCookie }
-            request.setCookieField(Self.joinedCookies(callerCookie, store.cookieHeader(for: request.url)))
+            let joined = Self.joinedCookies(callerCookie, configuration.value.httpCookieStorage?.cookieHeader(for: request.url))
+            if joined != nil || ownCookie != nil {
+                var changed = request
+                changed.replaceCookieField(with: joined)
+                withCookies = changed
+            }
         }
 
         // The cache, for data tasks and streams.
         let policy = request.options.cachePolicy ?? configuration.value.requestCachePolicy
-        var plan = HopPlan.send(request)
+        var decision = CacheDecision.network(mayStore: false)
         var hop = (revalidating: CachedResponse?.none, mayStore: false, source: ResponseSource.network)
         // The cache's clock, read only when there is a cache: the dates are the cache's (a hop's
         // request and response times for the ages of what it stores).
         let now = configuration.value.responseCache?.now
         let followsRedirects = (request.options.redirectPolicy ?? configuration.value.redirectPolicy) != .disallow
+        let sending = withCookies ?? request
         if delegate.sink.usesCache {
             let stored = request.method == .get && policy != .reloadIgnoringLocalCacheData
-                ? configuration.value.responseCache?.cachedResponse(for: request) : nil
+                ? configuration.value.responseCache?.cachedResponse(for: sending) : nil
             // Without a cache nothing is stored, and `now` is only read for a stored response.
-            switch CachePlanner.decide(request, stored: stored, policy: policy, now: now ?? .distantPast, followsRedirects: followsRedirects) {
-            case .serve(let cached):
-                plan = .answer(cached)
-                hop.source = .cache
-            case .revalidate(let stored, let conditional):
-                plan = .send(conditional)
-                hop.revalidating = stored
-                hop.mayStore = true
-            case .network(let mayStore):
-                hop.mayStore = mayStore && configuration.value.responseCache != nil
-            case .unavailable:
-                plan = .fail(Self.cacheMiss(request, reason: "holds no response for it"))
-            case .gatewayTimeout:
-                // RFC 9111 5.2.1.7: the cache answers only-if-cached itself when it cannot.
-                var fields = HTTPFields()
-                fields[.contentLength] = "0"
-                let date = now ?? Date()
-                fields[.date] = HTTPDate.format(date)
-                plan = .answer(CachedResponse(
-                    response: HTTPResponse(status: .gatewayTimeout, headerFields: fields), data: Data(), url: request.url,
-                    storagePolicy: .notAllowed, requestDate: date))
-                hop.source = .cache
-            }
+            decision = CachePlanner.decide(sending, stored: stored, policy: policy, now: now ?? .distantPast, followsRedirects: followsRedirects)
         } else if policy == .returnCacheDataDontLoad {
-            plan = .fail(Self.cacheMiss(request, reason: "answers data tasks and streams only"))
+            decision = .unavailable
+        }
+        // The plan, made last, so that the request to send is moved into it rather than copied.
+        let plan: HopPlan
+        var sentRequest = withCookies
+        switch decision {
+        case .serve(let cached):
+            plan = .answer(cached)
+            hop.source = .cache
+        case .revalidate(let stored, let conditional):
+            plan = .send(conditional)
+            sentRequest = conditional
+            hop.revalidating = stored
+            hop.mayStore = true
+        case .network(let mayStore):
+            hop.mayStore = mayStore && configuration.value.responseCache != nil
+            plan = .send(sending)
+        case .unavailable:
+            plan = .fail(
+                Self.cacheMiss(request, reason: delegate.sink.usesCache ? "holds no response for it" : "answers data tasks and streams only"))
+        case .gatewayTimeout:
+            // RFC 9111 5.2.1.7: the cache answers only-if-cached itself when it cannot.
+            var fields = HTTPFields()
+            fields[.contentLength] = "0"
+            let date = now ?? Date()
+            fields[.date] = HTTPDate.format(date)
+            plan = .answer(CachedResponse(
+                response: HTTPResponse(status: .gatewayTimeout, headerFields: fields), data: Data(), url: request.url,
+                storagePolicy: .notAllowed, requestDate: date))
+            hop.source = .cache
         }
 
         let servesStale = policy.servesStale || configuration.value.requestCachePolicy.servesStale
@@ -122,8 +140,8 @@ extension SessionManager {
             if !state.hop.tookCallerCookie {
                 state.hop.tookCallerCookie = true
                 state.hop.callerCookie = ownCookie
-                // The cookie store changed the `Cookie` field only, not the URL.
-                state.hop.originURL = request.url
+                // Where the caller's cookie may go again on a redirect: only needed when there is one.
+                if ownCookie != nil { state.hop.originURL = request.url }
             }
             state.hop.handlesCookies = handlesCookies
             state.hop.revalidating = hop.revalidating
@@ -132,7 +150,9 @@ extension SessionManager {
             state.hop.followsRedirects = followsRedirects
             state.hop.source = hop.source
             state.hop.requestDate = now
-            if case .send(let sent) = plan { state.hop.sentRequest = sent }
+            // nil when the hop sends the request as the attempt made it: the state's
+            // `currentRequest` (see ``HopState/sentRequest``).
+            state.hop.sentRequest = sentRequest
         }
         return plan
     }
@@ -195,6 +215,12 @@ extension Request {
         // No cookie to send and none there (the common case): nothing is changed, so a request
         // the task's state shares is not copied (its storage and its header fields).
         if value == nil, !self.headerFields.contains(.cookie) { return }
+        self.replaceCookieField(with: value)
+    }
+
+    /// Sets the `Cookie` field as one field, or removes it, without first looking whether there is
+    /// one (the caller knows).
+    mutating func replaceCookieField(with value: String?) {
         self.headerFields[values: .cookie] = value.map { [$0] } ?? []
     }
 }
@@ -347,10 +373,12 @@ extension TaskDelegate {
     /// Cookies and invalidation for any response a server sent to `request`.
     func responseArrived(_ response: HTTPResponse, to request: Request, handlesCookies: Bool) {
         let configuration = self.configurationReference
-        if handlesCookies, let store = configuration.value.httpCookieStorage {
-            store.storeCookies(from: response, for: request.url)
+        // Looked at through the configuration, not bound: most responses set no cookie and most
+        // caches are empty, and a binding (or the URL read for the call) would be a retain each.
+        if handlesCookies, response.headerFields.contains(.setCookie) {
+            configuration.value.httpCookieStorage?.storeCookies(from: response, for: request.url)
         }
-        if let cache = configuration.value.responseCache, !cache.isEmpty {
+        if configuration.value.responseCache?.isEmpty == false, let cache = configuration.value.responseCache {
             for url in CachePlanner.invalidatedURLs(by: response, to: request) {
                 cache.removeCachedResponses(for: url)
             }

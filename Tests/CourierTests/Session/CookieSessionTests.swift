@@ -118,6 +118,31 @@ struct CookieSessionTests {
         }
     }
 
+    /// A redirect within the first hop's origin carries the caller's own `Cookie` field again,
+    /// with the store's cookies for the new URL; a request with no field of its own gets only the
+    /// store's.
+    @Test(arguments: [true, false])
+    func aSameOriginHopKeepsTheCallersCookie(_ callerSetsOne: Bool) async throws {
+        try await withTestServer(.recording) { server in
+            let store = MemoryCookieStorage()
+            store.setCookie(Cookie(name: "stored", value: "1", domain: "127.0.0.1"))
+            var configuration = SessionConfiguration.default
+            configuration.httpCookieStorage = store
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { (manager: HTTPSessionManager) async throws in
+                let target = server.url("/cookies").absoluteString
+                let url = URL(string: server.url("/redirect-to").absoluteString + "?url=" + target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)!
+                var request = Request(url: url)
+                if callerSetsOne { request.headerFields[values: .cookie] = ["mine=0"] }
+                _ = try await manager.data(for: request)
+                let hops = server.receivedRequests
+                #expect(hops.count == 2)
+                let expected = callerSetsOne ? ["mine=0; stored=1"] : ["stored=1"]
+                #expect(hops.first?.headerFields[values: .cookie] == expected)
+                #expect(hops.last?.headerFields[values: .cookie] == expected)
+            }
+        }
+    }
+
     @Test func aRedirectHookThatSetsCookiesHasTheLastWord() async throws {
         try await withTestServer(.recording) { server in
             let store = MemoryCookieStorage()
