@@ -332,9 +332,13 @@ extension TaskDelegate {
 
     /// The final response head arrived: cookies stored, the cache invalidated after an unsafe
     /// method, and a `304` answering Courier's revalidation turned into the stored response
-    /// (its headers updated), whose body is returned to be delivered. Returns the response with
-    /// its status code, read once here for the sink and the retry decision.
-    func finalResponseArrived(_ response: HTTPResponse, url: URL) -> (response: HTTPResponse, status: Int, storedBody: ByteBuffer?) {
+    /// (its headers updated), whose body is returned to be delivered. Returns the status code of
+    /// the response to deliver, read once here for the sink and the retry decision, and the
+    /// revalidated response with its body when it is not `response` (nil otherwise: `response`
+    /// is not copied into the answer).
+    func finalResponseArrived(
+        _ response: HTTPResponse, url: URL
+    ) -> (status: Int, revalidated: (response: HTTPResponse, storedBody: ByteBuffer?)?) {
         let status = response.status.code
         let cache = self.configurationReference.value.responseCache
         // The cache's clock, read only when there is a cache (the dates are for what it stores).
@@ -352,10 +356,10 @@ extension TaskDelegate {
         // The cache's own answer: nothing came from a server.
         if source == .cache {
             self.emit { $0.task($1, didAnswerFromCache: response, source: .cache) }
-            return (response, status, nil)
+            return (status, nil)
         }
         if !handled { self.responseArrived(response, to: request, handlesCookies: handlesCookies) }
-        guard let stored = revalidating, let cache, let now else { return (response, status, nil) }
+        guard let stored = revalidating, let cache, let now else { return (status, nil) }
         let updated = CachePlanner.updated(stored, with: response, requestDate: requestDate ?? now, responseDate: now)
         cache.storeCachedResponse(updated, for: request)
         let served = CachePlanner.served(updated, now: now)
@@ -367,7 +371,7 @@ extension TaskDelegate {
             monitor.task(task, didStoreInCache: updated)
             monitor.task(task, didAnswerFromCache: served.response, source: .revalidatedCache)
         }
-        return (served.response, served.response.status.code, served.data.isEmpty ? nil : ByteBuffer(data: served.data))
+        return (served.response.status.code, (served.response, served.data.isEmpty ? nil : ByteBuffer(data: served.data)))
     }
 
     /// Cookies and invalidation for any response a server sent to `request`.

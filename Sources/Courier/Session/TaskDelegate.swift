@@ -361,10 +361,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition {
-        let (response, status, storedBody) = self.finalResponseArrived(response, url: url)
-        let disposition = self.sink.headArrived(response, status: status, url: url, delegate: self)
+        let (status, revalidated) = self.finalResponseArrived(response, url: url)
+        guard let revalidated else { return self.sink.headArrived(response, status: status, url: url, delegate: self) }
+        let disposition = self.sink.headArrived(revalidated.response, status: status, url: url, delegate: self)
         // A 304 that confirmed a stored response: its body is the stored one.
-        if disposition == .allow, let storedBody { self.sink.bodyArrived(storedBody, delegate: self) }
+        if disposition == .allow, let storedBody = revalidated.storedBody { self.sink.bodyArrived(storedBody, delegate: self) }
         return disposition
     }
 
@@ -413,8 +414,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         var unheard: UnheardEnd?
         let finished = self.state.withLockedValue { state -> (completion: TaskCompletion, held: HeldReport?)? in
             guard state.machine.complete(), let (task, manager, completion) = state.takeHoldsAtCompletion(else: &unheard) else { return nil }
-            let body = state.body
-            state.body = nil
+            let body = state.body.take()
             // A small body is copied out of the buffer it arrived in: cheaper than wrapping the
             // buffer, and the caller's `Data` then keeps nothing alive of a read buffer that may be
             // many times its size. A large one is wrapped, not copied.
