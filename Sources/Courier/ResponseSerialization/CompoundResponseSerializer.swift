@@ -1,62 +1,76 @@
 import Foundation
 import HTTPTypes
 
-/// Tries several serializers in order; the first that succeeds wins (AFNetworking's
+/// Tries several serializers in order and keeps the first object one makes (AFNetworking's
 /// `AFCompoundResponseSerializer`).
 ///
-/// "Succeeds" means returns without throwing — a JSON serializer that returns no object for an
-/// empty body has succeeded. When every serializer fails, the error of the first one is thrown: list
-/// the serializer you expect most first. An empty list validates nothing and returns the body.
+/// - Each member runs in turn (its ``ResponseSerializer/serialize(response:data:)``); the first
+///   that makes an object wins, with whatever error comes with it (a JSON error body under a 404
+///   is the object, beside the status error, which ``responseObject(for:data:)`` throws).
+/// - A member that makes no object — it refused the response, the body did not parse, or there
+///   was nothing to parse (JSON's answer to an empty body) — is skipped, and its error is not
+///   reported.
+/// - When no member makes an object, the compound behaves as an ``HTTPResponseSerializer`` with
+///   its own ``http`` rules (status 200–299 and any content type by default): it returns the body
+///   as it came, or throws its own validation error. So a `text/html` error page under a 200 gives
+///   the page's `Data`, and under a 500 the compound's ``CourierError/Code/unacceptableStatusCode``
+///   error. An empty list behaves the same way.
 ///
 /// ```swift
 /// let serializer = CompoundResponseSerializer([JSONResponseSerializer(), XMLParserResponseSerializer()])
 /// switch try serializer.responseObject(for: response, data: body) {
 /// case let json as [String: Any]: …
 /// case let xml as XMLParserSource: …
+/// case let other as Data: …  // no member made an object
 /// default: …
 /// }
 /// ```
 public struct CompoundResponseSerializer: ResponseSerializer {
     /// The serializers, in the order they are tried.
     public var responseSerializers: [any ResponseSerializer]
+    /// The compound's own validation, used when no member makes an object (AFNetworking's
+    /// compound inherits it from `AFHTTPResponseSerializer`): status 200–299, any content type.
+    public var http = HTTPResponseSerializer()
 
     /// A serializer that tries `serializers` in order.
     public init(_ serializers: [any ResponseSerializer]) {
         self.responseSerializers = serializers
     }
 
-    /// Succeeds when any of the serializers' validations succeeds.
+    /// The compound's own validation (``http``), as AFNetworking's compound validates with the
+    /// rules it inherits; the members validate as they run.
     public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
-        var firstError: CourierError?
-        for serializer in self.responseSerializers {
-            do {
-                try serializer.validate(response, data: data)
-                return
-            } catch {
-                if firstError == nil { firstError = error }
-            }
-        }
-        if let firstError { throw firstError }
+        try self.http.validate(response, data: data)
     }
 
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> (any Sendable)? {
-        guard !self.responseSerializers.isEmpty else { return data }
-        var firstError: CourierError?
+        let (object, error) = self.serialize(response: response, data: data)
+        if let error { throw error }
+        // Unwrap explicitly: `return object` would box `.some(nil)` as a non-nil `any Sendable`.
+        return object ?? nil
+    }
+
+    /// The first member's object with its error; without one, the body and the compound's own
+    /// validation error.
+    public func serialize(response: HTTPResponse?, data: Data?) -> (object: (any Sendable)??, error: CourierError?) {
         for serializer in self.responseSerializers {
-            do {
-                return try Self.run(serializer, response: response, data: data)
-            } catch {
-                if firstError == nil { firstError = error }
-            }
+            let (object, error) = Self.run(serializer, response: response, data: data)
+            if let object { return (.some(object), error) }
         }
-        throw firstError ?? CourierError(.internalInconsistency, "no serializer ran", response: response, data: data)
+        do {
+            try self.http.validate(response, data: data)
+            let body: (any Sendable)? = data
+            return (.some(body), nil)
+        } catch {
+            return (nil, error)
+        }
     }
 
     private static func run<S: ResponseSerializer>(
         _ serializer: S, response: HTTPResponse?, data: Data?
-    ) throws(CourierError) -> (any Sendable)? {
-        let object = try serializer.responseObject(for: response, data: data)
-        // Flatten an optional output so callers cast the value, not `Optional<…>`.
-        return OptionalFlattening.flattened(object)
+    ) -> (object: (any Sendable)?, error: CourierError?) {
+        let (object, error) = serializer.serialize(response: response, data: data)
+        // Flatten an optional output so that "no object" is nil and callers cast the value, not `Optional<…>`.
+        return (object.flatMap { OptionalFlattening.flattened($0) }, error)
     }
 }

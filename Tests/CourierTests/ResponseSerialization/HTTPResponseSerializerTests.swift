@@ -87,6 +87,19 @@ struct HTTPResponseSerializerTests {
         try serializer.validate(Fixture.response(200, "text/html"), data: Data())
     }
 
+    /// AFNetworking's content-type error carries the response and the body
+    /// (`AFNetworkingOperationFailingURLResponseErrorKey`, `...DataErrorKey`), as the status error does.
+    @Test func contentTypeErrorKeepsResponseAndData() {
+        var serializer = HTTPResponseSerializer()
+        serializer.acceptableContentTypes = ["application/json"]
+        let body = Fixture.data("<html/>")
+        #expect { try serializer.validate(Fixture.response(200, "text/html"), data: body) } throws: { error in
+            let error = error as! CourierError
+            return error.code == .unacceptableContentType && error.data == body && error.response?.status.code == 200
+                && error.underlyingError == nil
+        }
+    }
+
     @Test func nilContentTypesAcceptAnything() throws {
         try HTTPResponseSerializer().validate(Fixture.response(200, "made/up"), data: Fixture.data("x"))
         try HTTPResponseSerializer().validate(Fixture.response(200, nil), data: Fixture.data("x"))

@@ -81,6 +81,15 @@ struct JSONResponseSerializerTests {
         #expect(parse?.data == body)
     }
 
+    /// AFNetworking parses a body under a refused status, but not one whose content type is
+    /// refused too: the status error, with the content-type error under it, and no object.
+    @Test func badStatusAndBadContentTypeDoNotParse() {
+        let (object, error) = JSONResponseSerializer().serialize(response: Fixture.json(500, "text/html"), data: Fixture.data("[1]"))
+        #expect(object == nil)
+        #expect(error?.code == .unacceptableStatusCode)
+        #expect((error?.underlyingError as? CourierError)?.code == .unacceptableContentType)
+    }
+
     @Test func fragmentsOnlyWhenAsked() throws {
         #expect(throws: CourierError.self) { try JSONResponseSerializer().responseObject(for: Fixture.json(), data: Fixture.data("\"x\"")) }
         let serializer = JSONResponseSerializer(readingOptions: .fragmentsAllowed)

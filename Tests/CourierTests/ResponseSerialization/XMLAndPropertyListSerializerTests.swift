@@ -93,6 +93,18 @@ struct XMLDocumentResponseSerializerTests {
         #expect(response.document().rootElement()?.childCount == 3)
     }
 
+    /// AFNetworking's `AFXMLDocumentResponseSerializer` types, `application/xml` and `text/xml`
+    /// (and Courier's `+xml`); anything else is refused before parsing.
+    @Test func acceptsTheXMLTypes() throws {
+        #expect(XMLDocumentResponseSerializer().http.acceptableContentTypes == ["application/xml", "text/xml"])
+        for type in ["application/xml", "text/xml", "application/rss+xml"] {
+            #expect(try XMLDocumentResponseSerializer().responseObject(for: Fixture.response(200, type), data: Fixture.data("<a/>")) != nil)
+        }
+        #expect { try XMLDocumentResponseSerializer().responseObject(for: Fixture.response(200, "application/json"), data: Fixture.data("<a/>")) } throws: {
+            ($0 as? CourierError)?.code == .unacceptableContentType
+        }
+    }
+
     @Test func malformedXMLIsATypedError() {
         for text in malformedXML {
             let body = Fixture.data(text)

@@ -12,16 +12,22 @@ struct AFCompoundResponseSerializerConformanceTests {
         #expect((object as? [String: Any])?["key"] as? String == "value")
     }
 
-    /// Courier's compound serializer has no validation of its own (AFNetworking's inherits
-    /// `acceptableStatusCodes` and `acceptableContentTypes`, which its `responseObject` does not
-    /// consult); a copy keeps the serializers, in order.
+    /// A copy keeps the serializers, in order, and the compound's own rules (its `http`, which
+    /// AFNetworking's compound inherits as `acceptableStatusCodes` and `acceptableContentTypes`
+    /// and applies when no member makes an object).
     @Test func testCompoundSerializerCanBeCopied() {
-        let original = CompoundResponseSerializer([ImageResponseSerializer(), JSONResponseSerializer()])
+        var original = CompoundResponseSerializer([ImageResponseSerializer(), JSONResponseSerializer()])
+        original.http.acceptableStatusCodes = IndexSet(integer: 100)
+        original.http.acceptableContentTypes = ["test/type"]
         var copy = original
         #expect(copy.responseSerializers.count == 2)
         #expect(copy.responseSerializers[0] is ImageResponseSerializer)
         #expect(copy.responseSerializers[1] is JSONResponseSerializer)
+        #expect(copy.http.acceptableStatusCodes == original.http.acceptableStatusCodes)
+        #expect(copy.http.acceptableContentTypes == original.http.acceptableContentTypes)
         copy.responseSerializers.removeAll()
+        copy.http.acceptableContentTypes = nil
         #expect(original.responseSerializers.count == 2)
+        #expect(original.http.acceptableContentTypes == ["test/type"])
     }
 }
