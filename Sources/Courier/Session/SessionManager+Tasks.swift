@@ -128,8 +128,8 @@ extension SessionManager {
     /// cache lookup, then the engine).
     func execute(_ request: Request, for delegate: TaskDelegate, attempt: Int) {
         switch self.planFirstHop(request, for: delegate, attempt: attempt) {
-        case .send(let sent):
-            let exchange = self.engine.execute(sent, delegate: delegate)
+        case .send(let changed):
+            let exchange = if let changed { self.engine.execute(changed, delegate: delegate) } else { self.engine.execute(request, delegate: delegate) }
             delegate.attach(exchange, attempt: attempt)
         case .answer(let cached):
             delegate.answerFromCache(cached)

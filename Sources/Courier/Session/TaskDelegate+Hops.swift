@@ -51,8 +51,9 @@ struct HopState: Sendable {
 
 /// What the first hop of a task does, once the session's options, cookies and cache were consulted.
 enum HopPlan {
-    /// Send this request through the engine.
-    case send(Request)
+    /// Send this request through the engine: the one the plan was made for when nil (the
+    /// common case, which then is not copied into the plan).
+    case send(Request?)
     /// Answer the task from the cache, without the engine.
     case answer(CachedResponse)
     /// End the task with this error, without the engine.
@@ -96,16 +97,18 @@ extension SessionManager {
         // request and response times for the ages of what it stores).
         let now = configuration.value.responseCache?.now
         let followsRedirects = (request.options.redirectPolicy ?? configuration.value.redirectPolicy) != .disallow
-        let sending = withCookies ?? request
         if delegate.sink.usesCache {
-            let stored = request.method == .get && policy != .reloadIgnoringLocalCacheData
-                ? configuration.value.responseCache?.cachedResponse(for: sending) : nil
-            // Without a cache nothing is stored, and `now` is only read for a stored response.
-            decision = CachePlanner.decide(sending, stored: stored, policy: policy, now: now ?? .distantPast, followsRedirects: followsRedirects)
+            // The lookup and the decision see the request as it goes (with the session's cookies).
+            func decide(_ sending: Request) -> CacheDecision {
+                let stored = request.method == .get && policy != .reloadIgnoringLocalCacheData
+                    ? configuration.value.responseCache?.cachedResponse(for: sending) : nil
+                // Without a cache nothing is stored, and `now` is only read for a stored response.
+                return CachePlanner.decide(sending, stored: stored, policy: policy, now: now ?? .distantPast, followsRedirects: followsRedirects)
+            }
+            decision = if let withCookies { decide(withCookies) } else { decide(request) }
         } else if policy == .returnCacheDataDontLoad {
             decision = .unavailable
         }
-        // The plan, made last, so that the request to send is moved into it rather than copied.
         let plan: HopPlan
         var sentRequest = withCookies
         switch decision {
@@ -119,7 +122,7 @@ extension SessionManager {
             hop.mayStore = true
         case .network(let mayStore):
             hop.mayStore = mayStore && configuration.value.responseCache != nil
-            plan = .send(sending)
+            plan = .send(withCookies)
         case .unavailable:
             plan = .fail(
                 Self.cacheMiss(request, reason: delegate.sink.usesCache ? "holds no response for it" : "answers data tasks and streams only"))
