@@ -314,6 +314,17 @@ struct SecurityPolicyEvaluatorTests {
         }
     }
 
+    /// The SSL policy (domain validated) wants a leaf for server authentication; basic X.509
+    /// (domain not validated) does not look at its extended key usage, as `SecPolicyCreateBasicX509`.
+    @Test func aClientCertificatePassesBasicX509Only() async throws {
+        let host = "courier-test-client"
+        let ssl = Self.failure(try await Self.evaluate(try Self.policy(), [TestCertificates.clientCertificate], host: host))
+        #expect(ssl?.reason == .untrustedRoot, "\(ssl.map(String.init(describing:)) ?? "trusted")")
+        #expect(ssl?.detail?.contains("is not for server authentication") == true, "\(ssl?.detail ?? "trusted")")
+        let basic = Self.failure(try await Self.evaluate(try Self.policy(validatesDomain: false), [TestCertificates.clientCertificate], host: host))
+        #expect(basic == nil, "\(basic.map(String.init(describing:)) ?? "trusted")")
+    }
+
     @Test func theEvaluationNeverSuspends() throws {
         // TLSHandshakeHandler starts it immediately on the event loop and relies on it ending there.
         let evaluator = SecurityPolicyEvaluator(policy: .default, trustStore: try Self.systemStandIn())
