@@ -7,7 +7,8 @@ import X509
 /// it.
 ///
 /// Only subject alternative names count; a certificate without such a name names no host (no fallback
-/// to the common name). A DNS name matches case-insensitively, a trailing dot ignored; a `*` is
+/// to the common name). A DNS name matches case-insensitively, a trailing dot on the host ignored
+/// (a name that ends in a dot names no host, as in `SecTrust`'s `SecDNSMatch`); a `*` is
 /// allowed only as the whole left-most label, matches exactly one non-empty label, needs at least
 /// two labels after it, and never matches an IP address. An IP address (v4 or v6, with or without
 /// brackets) matches only an iPAddress name with the same bytes.
@@ -58,9 +59,9 @@ enum HostnameMatcher {
         if let address = IPAddress(host.hasSuffix(".") ? String(host.dropLast()) : host) {
             return names.contains { $0 == .ip(address.bytes) }
         }
-        guard let hostLabels = Self.labels(host) else { return false }
+        guard let hostLabels = Self.labels(host, ignoringTrailingDot: true) else { return false }
         return names.contains { name in
-            guard case .dns(let pattern) = name, let patternLabels = Self.labels(pattern) else { return false }
+            guard case .dns(let pattern) = name, let patternLabels = Self.labels(pattern, ignoringTrailingDot: false) else { return false }
             return Self.matches(hostLabels, pattern: patternLabels)
         }
     }
@@ -75,10 +76,11 @@ enum HostnameMatcher {
         return !pattern[0].contains("*") && host == pattern
     }
 
-    /// A name's labels, lowercased, without a trailing dot; nil when empty or with an empty label.
-    private static func labels(_ name: String) -> [Substring]? {
+    /// A name's labels, lowercased; nil when empty or with an empty label (one after a trailing
+    /// dot too, unless `ignoringTrailingDot`).
+    private static func labels(_ name: String, ignoringTrailingDot: Bool) -> [Substring]? {
         var name = name.lowercased()[...]
-        if name.hasSuffix(".") { name = name.dropLast() }
+        if ignoringTrailingDot, name.hasSuffix(".") { name = name.dropLast() }
         let labels = name.split(separator: ".", omittingEmptySubsequences: false)
         guard !name.isEmpty, !labels.contains(where: \.isEmpty) else { return nil }
         return labels

@@ -70,6 +70,10 @@ public struct SecurityPolicy: Sendable, Hashable {
     public init() {}
 
     /// A policy that pins `pinnedCertificates` (AFNetworking's `policyWithPinningMode:withPinnedCertificates:`).
+    ///
+    /// No certificate is loaded for you: AFNetworking's `policyWithPinningMode:` pins every `.cer`
+    /// file of a bundle, `SecurityPolicy(pinningMode:)` pins none, and a pinning mode with no pin
+    /// refuses every server (``validate()``). Load the files with ``certificates(in:)``.
     /// - Parameters:
     ///   - pinningMode: How to compare the server's chain with the pins.
     ///   - pinnedCertificates: The certificates pinned; load them with ``certificates(in:)`` or

@@ -46,7 +46,8 @@ struct SecurityPolicyEvaluator: Sendable {
     /// The pinned certificates, as anchors for certificate mode.
     private let pinnedAnchors: CertificateStore
     private let pinnedCertificates: Set<X509.Certificate>
-    private let pinnedPublicKeys: Set<X509.Certificate.PublicKey>
+    /// The public keys of the pinned certificates, each once, for public-key mode.
+    let pinnedPublicKeys: Set<X509.Certificate.PublicKey>
 
     /// An evaluator of `policy`.
     /// - Parameters:

@@ -11,10 +11,13 @@ import Foundation
 /// leaf for `localhost` and `127.0.0.1` under the second CA; issuers that may not issue, each with
 /// a leaf for `localhost`: an authority whose key usage lacks `keyCertSign`, the `localhost` leaf
 /// itself (not an authority), and an authority under the path-length-0 intermediate; a leaf with
-/// an unknown critical extension under the intermediate. EC P-256 keys.
+/// an unknown critical extension under the intermediate; the `localhost` leaf's key again, in a
+/// certificate the intermediate issued (a re-issued certificate). EC P-256 keys.
 struct GeneratedCertificates: Sendable {
     let secondCA: String
     let localhostLeaf: String, localhostKey: String
+    /// The key of ``localhostLeaf`` in another certificate for the same names, issued by ``intermediate``.
+    let localhostReissuedLeaf: String
     let wildcardLeaf: String, wildcardKey: String
     let ipOnlyLeaf: String, ipOnlyKey: String
     let notYetValidLeaf: String, notYetValidKey: String
@@ -86,6 +89,8 @@ struct GeneratedCertificates: Sendable {
         }
         leaf interleaf "/CN=localhost" "DNS:localhost,IP:127.0.0.1" && signed interleaf inter 20
         leaf interother "/CN=other.courier.test" "DNS:other.courier.test" && signed interother inter 21
+        # The localhost leaf's key and names again, issued by the intermediate.
+        openssl x509 -req -in localhost.csr -CA inter.pem -CAkey inter.key -set_serial 32 -days 3650 -sha256 -extfile localhost.ext -out reissued.pem
         leaf impostorleaf "/CN=localhost" "DNS:localhost,IP:127.0.0.1" && signed impostorleaf impostor 22
         leaf impostorbare "/CN=localhost" "DNS:localhost,IP:127.0.0.1"
         printf 'authorityKeyIdentifier=none\n' >> impostorbare.ext && signed impostorbare impostor 23
@@ -125,6 +130,7 @@ struct GeneratedCertificates: Sendable {
         return GeneratedCertificates(
             secondCA: try read("ca.pem"),
             localhostLeaf: try read("localhost.pem"), localhostKey: try read("localhost.key"),
+            localhostReissuedLeaf: try read("reissued.pem"),
             wildcardLeaf: try read("wildcard.pem"), wildcardKey: try read("wildcard.key"),
             ipOnlyLeaf: try read("iponly.pem"), ipOnlyKey: try read("iponly.key"),
             notYetValidLeaf: try read("future.pem"), notYetValidKey: try read("future.key"),

@@ -7,7 +7,7 @@ import Testing
 struct HostnameMatcherTests {
     static let loopback6: [UInt8] = Array(repeating: 0, count: 15) + [1]
     static let names: [HostnameMatcher.Name] = [
-        .dns("*.Courier.test"), .dns("localhost."), .ip([127, 0, 0, 1]), .ip(Self.loopback6),
+        .dns("*.Courier.test"), .dns("localhost"), .ip([127, 0, 0, 1]), .ip(Self.loopback6),
     ]
 
     @Test(arguments: [
@@ -26,6 +26,16 @@ struct HostnameMatcherTests {
         #expect(!HostnameMatcher.matches(host: "courier.test", names: [.dns("*.test")]))
         #expect(!HostnameMatcher.matches(host: "x", names: [.dns("*")]))
         #expect(HostnameMatcher.matches(host: "x.courier.test", names: [.dns("*.courier.test")]))
+    }
+
+    /// A presented name that ends in a dot names no host, as in `SecTrust`'s SSL policy (which
+    /// ignores a trailing dot on the host only: the name's labels end in an empty one), OpenSSL's
+    /// and Go's. It matched as if the dot were not there.
+    @Test func aPresentedNameEndingInADotNamesNoHost() {
+        #expect(!HostnameMatcher.matches(host: "localhost", names: [.dns("localhost.")]))
+        #expect(!HostnameMatcher.matches(host: "localhost.", names: [.dns("localhost.")]))
+        #expect(!HostnameMatcher.matches(host: "api.courier.test", names: [.dns("*.courier.test.")]))
+        #expect(HostnameMatcher.matches(host: "localhost.", names: [.dns("localhost")]))
     }
 
     @Test func anIPAddressMatchesOnlyAnIPAddressName() {

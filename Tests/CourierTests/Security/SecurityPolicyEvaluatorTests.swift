@@ -209,6 +209,122 @@ struct SecurityPolicyEvaluatorTests {
         }
     }
 
+    // MARK: AFNetworking's decisions, one rule at a time
+
+    /// A pinning mode with no pin refuses every server, whatever else the policy allows:
+    /// AFNetworking refuses at once when invalid certificates are allowed with the domain validated
+    /// ("you MUST use pinning"), and otherwise has no anchor (certificate mode) or no key (public-key
+    /// mode) to match.
+    @Test(arguments: [SecurityPolicy.PinningMode.certificate, .publicKey])
+    func noPinRefusesWhateverElseIsAllowed(_ mode: SecurityPolicy.PinningMode) async throws {
+        for allowInvalid in [false, true] {
+            for validatesDomain in [false, true] {
+                let policy = try Self.policy(mode, allowInvalid: allowInvalid, validatesDomain: validatesDomain)
+                let failure = Self.failure(try await Self.evaluate(policy, Self.localhostChain))
+                #expect(failure?.reason == .noPinsConfigured, "\(policy): \(failure.map(String.init(describing:)) ?? "trusted")")
+            }
+        }
+    }
+
+    /// Invalid certificates allowed with the domain validated need a pinning mode, not only pinned
+    /// certificates (AFNetworking's test is `SSLPinningMode == AFSSLPinningModeNone || pinnedCertificates.count == 0`);
+    /// without domain validation the same policy trusts any server (`allowInvalidCertificates || valid`).
+    @Test func invalidCertificatesWithTheDomainValidatedNeedAPinningMode() async throws {
+        var policy = try Self.policy(.none, pins: [TestCertificates.rootCA], allowInvalid: true)
+        let failure = Self.failure(try await Self.evaluate(policy, Self.localhostChain))
+        #expect(failure?.reason == .invalidPolicy, "\(failure.map(String.init(describing:)) ?? "trusted")")
+        #expect(failure?.detail == "allowing invalid certificates while validating the domain name needs pinning")
+        policy.validatesDomainName = false
+        #expect(Self.failure(try await Self.evaluate(policy, [TestCertificates.selfSignedLeaf])) == nil)
+    }
+
+    /// A leaf out of its dates (expired, or not valid yet) under a CA that stands for a system root.
+    /// Only invalid certificates allowed trusts it, with no pinning (domain not validated) or with
+    /// public-key pinning: certificate pinning evaluates the chain against the pins, dates
+    /// included, whether invalid certificates are allowed or not.
+    @Test func leavesOutOfTheirDates() async throws {
+        let generated = try await GeneratedCertificates.prepared()
+        let secondCA = TrustStore(try Courier.Certificate.certificates(pemEncoded: generated.secondCA))
+        let leaves: [(pem: String, reason: ServerTrustFailure.Reason)] = [(generated.expiredLeaf, .expired), (generated.notYetValidLeaf, .notYetValid)]
+        for (leaf, reason) in leaves {
+            let cases: [(SecurityPolicy, refused: Bool)] = [
+                (try Self.policy(), true),
+                (try Self.policy(validatesDomain: false), true),
+                (try Self.policy(allowInvalid: true, validatesDomain: false), false),
+                (try Self.policy(.certificate, pins: [generated.secondCA]), true),
+                (try Self.policy(.certificate, pins: [generated.secondCA], allowInvalid: true), true),
+                (try Self.policy(.certificate, pins: [leaf], allowInvalid: true), true),
+                (try Self.policy(.certificate, pins: [leaf], allowInvalid: true, validatesDomain: false), true),
+                (try Self.policy(.publicKey, pins: [leaf]), true),
+                (try Self.policy(.publicKey, pins: [leaf], allowInvalid: true), false),
+                (try Self.policy(.publicKey, pins: [generated.secondCA], allowInvalid: true), false),
+            ]
+            for (policy, refused) in cases {
+                let failure = Self.failure(try await Self.evaluate(policy, [leaf], trustStore: secondCA))
+                #expect(failure?.reason == (refused ? reason : nil), "\(reason) leaf, \(policy): \(failure.map(String.init(describing:)) ?? "trusted")")
+            }
+        }
+    }
+
+    /// Public-key pinning pins the keys of the pinned certificates (AFNetworking derives its pinned
+    /// keys from them, into a set): a certificate that is not the server's but holds its key (a
+    /// re-issued certificate) matches. Certificate pinning needs that very certificate.
+    @Test func aKeyPinHoldsThroughAReissuedCertificate() async throws {
+        let generated = try await GeneratedCertificates.prepared()
+        let secondCA = TrustStore(try Courier.Certificate.certificates(pemEncoded: generated.secondCA))
+        let reissued = generated.localhostReissuedLeaf
+        for allowInvalid in [false, true] {
+            let keyPin = try Self.policy(.publicKey, pins: [reissued], allowInvalid: allowInvalid)
+            let keyFailure = Self.failure(try await Self.evaluate(keyPin, [generated.localhostLeaf], trustStore: secondCA))
+            #expect(keyFailure == nil, "\(keyPin): \(keyFailure.map(String.init(describing:)) ?? "trusted")")
+            let certificatePin = try Self.policy(.certificate, pins: [reissued], allowInvalid: allowInvalid)
+            let certificateFailure = Self.failure(try await Self.evaluate(certificatePin, [generated.localhostLeaf], trustStore: secondCA))
+            #expect(certificateFailure?.reason == .pinMismatch, "\(certificatePin): \(certificateFailure.map(String.init(describing:)) ?? "trusted")")
+        }
+        let both = try Self.policy(.publicKey, pins: [reissued, generated.localhostLeaf])
+        #expect(SecurityPolicyEvaluator(policy: both, trustStore: secondCA).pinnedPublicKeys.count == 1, "one key, pinned twice")
+    }
+
+    /// The SSL policy on a wildcard leaf and an IP-address-only leaf through the whole evaluation
+    /// (``HostnameMatcher`` has its own tests), as `SecTrust`'s SSL policy decides: `*.courier.test`
+    /// names one label more, not `courier.test` nor two labels more; an IP address only an IP name.
+    /// The same holds for a pinned leaf that anchors trust; basic X.509 (the domain not validated)
+    /// checks no name.
+    @Test func wildcardAndIPAddressNamesAsSecTrustsSSLPolicy() async throws {
+        let generated = try await GeneratedCertificates.prepared()
+        let secondCA = TrustStore(try Courier.Certificate.certificates(pemEncoded: generated.secondCA))
+        let cases: [(leaf: String, host: String, named: Bool)] = [
+            (generated.wildcardLeaf, "api.courier.test", true),
+            (generated.wildcardLeaf, "API.Courier.Test.", true),
+            (generated.wildcardLeaf, "courier.test", false),
+            (generated.wildcardLeaf, "a.b.courier.test", false),
+            (generated.wildcardLeaf, "127.0.0.1", false),
+            (generated.ipOnlyLeaf, "127.0.0.1", true),
+            (generated.ipOnlyLeaf, "::1", false),
+            (generated.ipOnlyLeaf, "localhost", false),
+        ]
+        for (leaf, host, named) in cases {
+            let expected: ServerTrustFailure.Reason? = named ? nil : .nameMismatch
+            let validated = Self.failure(try await Self.evaluate(try Self.policy(), [leaf], host: host, trustStore: secondCA))
+            #expect(validated?.reason == expected, "\(host): \(validated.map(String.init(describing:)) ?? "trusted")")
+            let anchored = Self.failure(try await Self.evaluate(try Self.policy(.certificate, pins: [leaf], allowInvalid: true), [leaf], host: host))
+            #expect(anchored?.reason == expected, "\(host), pinned leaf: \(anchored.map(String.init(describing:)) ?? "trusted")")
+            let basic = Self.failure(try await Self.evaluate(try Self.policy(validatesDomain: false), [leaf], host: host, trustStore: secondCA))
+            #expect(basic == nil, "\(host), domain not validated: \(basic.map(String.init(describing:)) ?? "trusted")")
+        }
+    }
+
+    /// The SSL policy (domain validated) wants a leaf for server authentication; basic X.509
+    /// (domain not validated) does not look at its extended key usage, as `SecPolicyCreateBasicX509`.
+    @Test func aClientCertificatePassesBasicX509Only() async throws {
+        let host = "courier-test-client"
+        let ssl = Self.failure(try await Self.evaluate(try Self.policy(), [TestCertificates.clientCertificate], host: host))
+        #expect(ssl?.reason == .untrustedRoot, "\(ssl.map(String.init(describing:)) ?? "trusted")")
+        #expect(ssl?.detail?.contains("is not for server authentication") == true, "\(ssl?.detail ?? "trusted")")
+        let basic = Self.failure(try await Self.evaluate(try Self.policy(validatesDomain: false), [TestCertificates.clientCertificate], host: host))
+        #expect(basic == nil, "\(basic.map(String.init(describing:)) ?? "trusted")")
+    }
+
     @Test func theEvaluationNeverSuspends() throws {
         // TLSHandshakeHandler starts it immediately on the event loop and relies on it ending there.
         let evaluator = SecurityPolicyEvaluator(policy: .default, trustStore: try Self.systemStandIn())

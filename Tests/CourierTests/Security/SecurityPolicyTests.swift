@@ -23,6 +23,7 @@ struct SecurityPolicyTests {
     @Test(arguments: [SecurityPolicy.PinningMode.publicKey, .certificate])
     func pinningWithNoPinsIsRejected(_ mode: SecurityPolicy.PinningMode) {
         let policy = SecurityPolicy(pinningMode: mode)
+        #expect(policy.pinnedCertificates.isEmpty, "no certificate is loaded implicitly")
         #expect {
             try policy.validate()
         } throws: { error in
@@ -73,6 +74,10 @@ struct SecurityPolicyTests {
         try Data(TestCertificates.rootCA.utf8).write(to: folder.appendingPathComponent("root.pem"))
         try Data(TestCertificates.der(TestCertificates.localhostLeaf)).write(to: folder.appendingPathComponent("leaf.cer"))
         try Data("not a certificate".utf8).write(to: folder.appendingPathComponent("notes.txt"))
+        // Subfolders are not searched (AFNetworking: the bundle's top level).
+        let subfolder = folder.appendingPathComponent("more")
+        try FileManager.default.createDirectory(at: subfolder, withIntermediateDirectories: true)
+        try Data(TestCertificates.der(TestCertificates.selfSignedLeaf)).write(to: subfolder.appendingPathComponent("other.cer"))
         let certificates = try SecurityPolicy.certificates(in: folder)
         #expect(certificates == [try Self.certificate(TestCertificates.rootCA), try Self.certificate(TestCertificates.localhostLeaf)])
         try Data("garbage".utf8).write(to: folder.appendingPathComponent("bad.der"))

@@ -220,7 +220,9 @@ struct AFSecurityPolicyConformanceTests {
 
     /// The source's `foobar.com` certificate names its host only in the subject's common name;
     /// CourierTesting's `selfSignedCommonNameLeaf` names `localhost` so, and the request asks for
-    /// `localhost`. With no subjectAltName, the name check falls back to the common name.
+    /// `localhost`. Public-key pinning with invalid certificates allowed checks no name (nor does
+    /// AFNetworking's: the SSL policy applies only to the evaluation whose failure is allowed), so
+    /// the pin alone lets it through; no common name is read.
     @Test func testThatPolicyWithDomainNameValidationAndSelfSignedCommonNameCertificateAllowsServerTrust() async throws {
         let policy = try Self.policy(.publicKey, pins: [.commonNameOnly], allowInvalid: true)
         #expect(try await Self.passes(policy, Self.commonNameOnly, host: "localhost"))
