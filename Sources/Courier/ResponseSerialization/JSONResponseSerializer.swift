@@ -13,7 +13,8 @@ import HTTPTypes
 /// - With an unacceptable status code the body is still parsed: ``serialize(response:data:)``
 ///   returns the object beside the status-code error, as AFNetworking's failure blocks get it; if
 ///   the body does not parse either, the status-code error wraps the parse error. An unacceptable
-///   content type stops there: the body is not parsed.
+///   content type stops there: the body is not parsed. (The XML, property-list and image
+///   serializers follow the same rule.)
 ///
 /// The object is what `JSONSerialization` returns, handed over without a copy: cast it to
 /// `[String: Any]`, `[Any]`, `String`, `NSNumber` or `NSNull`. Only ``removesKeysWithNullValues``
