@@ -13,7 +13,8 @@ import HTTPTypes
 /// - With an unacceptable status code the body is still parsed: ``serialize(response:data:)``
 ///   returns the object beside the status-code error, as AFNetworking's failure blocks get it; if
 ///   the body does not parse either, the status-code error wraps the parse error. An unacceptable
-///   content type stops there: the body is not parsed.
+///   content type stops there: the body is not parsed. (The XML, property-list and image
+///   serializers follow the same rule.)
 ///
 /// The object is what `JSONSerialization` returns, handed over without a copy: cast it to
 /// `[String: Any]`, `[Any]`, `String`, `NSNumber` or `NSNull`. Only ``removesKeysWithNullValues``
@@ -84,40 +85,18 @@ public struct JSONResponseSerializer: ResponseSerializer {
     }
 
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> (any Sendable)? {
-        let (object, error) = self.serialize(response: response, data: data)
-        if let error { throw error }
-        // Unwrap explicitly: `return object` would box `.some(nil)` as a non-nil `any Sendable`.
-        return object ?? nil
+        try HTTPResponseSerializer.objectOrError(self.serialize(response: response, data: data))
     }
 
     public func serialize(response: HTTPResponse?, data: Data?) -> (object: (any Sendable)??, error: CourierError?) {
-        var validationError: CourierError?
-        do {
-            try self.validate(response, data: data)
-        } catch {
-            guard error.code == .unacceptableStatusCode else { return (nil, error) }
-            // A status-code failure that also had a bad content type: don't parse.
-            if (error.underlyingError as? CourierError)?.code == .unacceptableContentType { return (nil, error) }
-            validationError = error
-        }
-        guard var data, !HTTPResponseSerializer.isEmptyStatus(response), !HTTPResponseSerializer.isBlank(data) else {
-            return (.some(nil), validationError)
-        }
-        do {
-            data = try HTTPResponseSerializer.preprocessed(data, by: self.dataPreprocessor, response: response)
-        } catch {
-            return (nil, validationError ?? error)
-        }
-        do {
-            let object = try Self.parse(data, options: self.readingOptions, removingNulls: self.removesKeysWithNullValues)
-            return (.some(object), validationError)
-        } catch {
-            let parseError = CourierError(
-                .responseSerializationFailed, "the body is not valid JSON",
-                response: response, data: data, underlyingError: error)
-            guard var validationError else { return (nil, parseError) }
-            validationError.underlyingError = parseError
-            return (nil, validationError)
+        self.http.serialize(response, data: data, isEmpty: HTTPResponseSerializer.isBlank, preprocessor: self.dataPreprocessor) {
+            data throws(CourierError) in
+            do {
+                return try Self.parse(data, options: self.readingOptions, removingNulls: self.removesKeysWithNullValues)
+            } catch {
+                throw CourierError(
+                    .responseSerializationFailed, "the body is not valid JSON", response: response, data: data, underlyingError: error)
+            }
         }
     }
 

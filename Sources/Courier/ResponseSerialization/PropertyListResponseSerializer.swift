@@ -10,6 +10,11 @@ import HTTPTypes
 /// - An absent or empty body and a 204 or 205 response give no object and no error; a body that is
 ///   not a property list throws ``CourierError/Code/responseSerializationFailed`` with the parse
 ///   error and the body kept.
+/// - With an unacceptable status code the body is still parsed: ``serialize(response:data:)``
+///   returns the object beside the status-code error (which ``responseObject(for:data:)``
+///   throws), as AFNetworking's failure blocks get it; if the body does not parse either, the
+///   status-code error wraps the parse error. An unacceptable content type stops there: the body
+///   is not parsed.
 ///
 /// The object is handed over as `PropertyListSerialization` made it: cast it to `[String: Any]`,
 /// `[Any]`, `String`, `NSNumber`, `Data` or `Date`.
@@ -38,22 +43,26 @@ public struct PropertyListResponseSerializer: ResponseSerializer {
     }
 
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> (any Sendable)? {
-        try self.validate(response, data: data)
-        guard let data, !data.isEmpty, !HTTPResponseSerializer.isEmptyStatus(response) else { return nil }
-        var found = PropertyListSerialization.PropertyListFormat.xml
-        let object: Any
-        do {
-            object = try PropertyListSerialization.propertyList(from: data, options: self.readOptions, format: &found)
-        } catch {
-            throw CourierError(
-                .responseSerializationFailed, "the body is not a property list",
-                response: response, data: data, underlyingError: error)
+        try HTTPResponseSerializer.objectOrError(self.serialize(response: response, data: data))
+    }
+
+    public func serialize(response: HTTPResponse?, data: Data?) -> (object: (any Sendable)??, error: CourierError?) {
+        self.http.serialize(response, data: data) { data throws(CourierError) in
+            var found = PropertyListSerialization.PropertyListFormat.xml
+            let object: Any
+            do {
+                object = try PropertyListSerialization.propertyList(from: data, options: self.readOptions, format: &found)
+            } catch {
+                throw CourierError(
+                    .responseSerializationFailed, "the body is not a property list",
+                    response: response, data: data, underlyingError: error)
+            }
+            if let format = self.format, format != found {
+                throw CourierError(
+                    .responseSerializationFailed, "the property list is in format \(found.rawValue), not \(format.rawValue)",
+                    response: response, data: data)
+            }
+            return transferringOwnership(of: object)
         }
-        if let format, format != found {
-            throw CourierError(
-                .responseSerializationFailed, "the property list is in format \(found.rawValue), not \(format.rawValue)",
-                response: response, data: data)
-        }
-        return transferringOwnership(of: object)
     }
 }

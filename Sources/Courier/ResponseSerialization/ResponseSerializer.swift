@@ -23,9 +23,10 @@ public protocol ResponseSerializer<Output>: Sendable {
     /// Checks the response without decoding it: status code, content type.
     func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError)
 
-    /// The value and the error together, as AFNetworking's completion blocks get them: some
-    /// serializers decode the body even when validation fails (a JSON error body with a 4xx status).
-    /// The default calls ``responseObject(for:data:)``.
+    /// The value and the error together, as AFNetworking's completion blocks get them: the JSON,
+    /// XML, property-list and image serializers decode the body even when the status code fails
+    /// validation (an error body with a 4xx status), though not when the content type does. The
+    /// default calls ``responseObject(for:data:)``.
     func serialize(response: HTTPResponse?, data: Data?) -> (object: Output?, error: CourierError?)
 }
 

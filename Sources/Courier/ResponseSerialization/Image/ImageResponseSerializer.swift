@@ -13,6 +13,11 @@ import HTTPTypes
 ///   ``CourierError/Code/responseSerializationFailed`` with the body kept. The format is taken from
 ///   the bytes, not from `Content-Type`: servers often mislabel images.
 /// - An absent or empty body and a 204 or 205 response give `nil` and no error.
+/// - With an unacceptable status code the body is still read: ``serialize(response:data:)``
+///   returns the image beside the status-code error (which ``responseObject(for:data:)``
+///   throws), as AFNetworking's failure blocks get it; if the body is not an image either, the
+///   status-code error wraps the serialization error. An unacceptable content type stops there:
+///   the body is not read.
 public struct ImageResponseSerializer: ResponseSerializer {
     /// The validation part; its content types are the image ones above.
     public var http = HTTPResponseSerializer()
@@ -34,15 +39,19 @@ public struct ImageResponseSerializer: ResponseSerializer {
     }
 
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> ResponseImage? {
-        try self.validate(response, data: data)
-        guard let data, !data.isEmpty, !HTTPResponseSerializer.isEmptyStatus(response) else { return nil }
-        guard let header = ImageHeader.parse(data) else {
-            let message =
-                ImageHeader.sniff(data).map { "the \($0) header is truncated or malformed" }
-                ?? "the body is not an image in a format Courier recognises"
-            throw CourierError(.responseSerializationFailed, message, response: response, data: data)
+        try HTTPResponseSerializer.objectOrError(self.serialize(response: response, data: data))
+    }
+
+    public func serialize(response: HTTPResponse?, data: Data?) -> (object: ResponseImage??, error: CourierError?) {
+        self.http.serialize(response, data: data) { data throws(CourierError) in
+            guard let header = ImageHeader.parse(data) else {
+                let message =
+                    ImageHeader.sniff(data).map { "the \($0) header is truncated or malformed" }
+                    ?? "the body is not an image in a format Courier recognises"
+                throw CourierError(.responseSerializationFailed, message, response: response, data: data)
+            }
+            let scale = self.imageScale > 0 && self.imageScale.isFinite ? self.imageScale : 1
+            return ResponseImage(data: data, header: header, scale: scale, inflate: self.automaticallyInflatesResponseImage)
         }
-        let scale = self.imageScale > 0 && self.imageScale.isFinite ? self.imageScale : 1
-        return ResponseImage(data: data, header: header, scale: scale, inflate: self.automaticallyInflatesResponseImage)
     }
 }

@@ -21,6 +21,11 @@ import FoundationXML
 ///   body is checked with `XMLParser` before the document is built, because on Linux
 ///   `XMLDocument(data:)` silently recovers from malformed input; that costs a second, streaming
 ///   pass over the bytes.
+/// - With an unacceptable status code the body is still parsed: ``serialize(response:data:)``
+///   returns the document beside the status-code error (which ``responseObject(for:data:)``
+///   throws), as AFNetworking's failure blocks get it; if the body does not parse either, the
+///   status-code error wraps the parse error. An unacceptable content type stops there: the body
+///   is not parsed.
 public struct XMLDocumentResponseSerializer: ResponseSerializer {
     /// The validation part; its content types are the XML ones.
     public var http = HTTPResponseSerializer()
@@ -62,8 +67,17 @@ public struct XMLDocumentResponseSerializer: ResponseSerializer {
     }
 
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> XMLDocumentResponse? {
-        try self.validate(response, data: data)
-        guard let data, !data.isEmpty, !HTTPResponseSerializer.isEmptyStatus(response) else { return nil }
+        try HTTPResponseSerializer.objectOrError(self.serialize(response: response, data: data))
+    }
+
+    public func serialize(response: HTTPResponse?, data: Data?) -> (object: XMLDocumentResponse??, error: CourierError?) {
+        self.http.serialize(response, data: data) { data throws(CourierError) in
+            try self.document(from: data, response: response)
+        }
+    }
+
+    /// The document of a non-empty body, or the reason there is none.
+    private func document(from data: Data, response: HTTPResponse?) throws(CourierError) -> XMLDocumentResponse {
         // libxml2 as FoundationXML drives it recovers from many errors (`<a><b></a>` gives a
         // document), so well-formedness is checked first, with the same rules as the parser serializer.
         let (problem, depth) = XMLWellFormednessCheck.check(data)

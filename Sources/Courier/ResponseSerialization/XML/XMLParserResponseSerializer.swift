@@ -16,6 +16,11 @@ import FoundationXML
 ///
 /// - Accepts `application/xml`, `text/xml` and any `+xml` type.
 /// - An absent or empty body and a 204 or 205 response give `nil` and no error.
+/// - With an unacceptable status code the body is still checked: ``serialize(response:data:)``
+///   returns the source beside the status-code error (which ``responseObject(for:data:)``
+///   throws), as AFNetworking's failure blocks get the parser; if the body is not well-formed
+///   either, the status-code error wraps the parse error. An unacceptable content type stops
+///   there: the body is not looked at.
 ///
 /// ```swift
 /// if let source = try XMLParserResponseSerializer().responseObject(for: response, data: body) {
@@ -38,13 +43,17 @@ public struct XMLParserResponseSerializer: ResponseSerializer {
     }
 
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> XMLParserSource? {
-        try self.validate(response, data: data)
-        guard let data, !data.isEmpty, !HTTPResponseSerializer.isEmptyStatus(response) else { return nil }
-        if let problem = XMLWellFormednessCheck.problem(in: data) {
-            throw CourierError(
-                .responseSerializationFailed, "the body is not well-formed XML",
-                response: response, data: data, underlyingError: problem)
+        try HTTPResponseSerializer.objectOrError(self.serialize(response: response, data: data))
+    }
+
+    public func serialize(response: HTTPResponse?, data: Data?) -> (object: XMLParserSource??, error: CourierError?) {
+        self.http.serialize(response, data: data) { data throws(CourierError) in
+            if let problem = XMLWellFormednessCheck.problem(in: data) {
+                throw CourierError(
+                    .responseSerializationFailed, "the body is not well-formed XML",
+                    response: response, data: data, underlyingError: problem)
+            }
+            return XMLParserSource(data: data)
         }
-        return XMLParserSource(data: data)
     }
 }
