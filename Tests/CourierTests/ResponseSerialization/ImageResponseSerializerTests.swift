@@ -107,35 +107,19 @@ struct ImageResponseSerializerTests {
     /// AFNetworking's `AFImageResponseSerializer` decodes the body under a refused status (not
     /// under a refused content type): the image comes beside the status error.
     @Test func badStatusStillParsesBodyBesideError() throws {
-        let body = Data(ImageFixture.png(48, 32))
-        let (object, error) = ImageResponseSerializer().serialize(response: Fixture.response(404, "image/png"), data: body)
-        #expect(error?.code == .unacceptableStatusCode)
-        #expect(error?.data == body)
-        let image = try #require(object ?? nil)
+        let image = try #require(try RefusedStatus.objectBesideError(ImageResponseSerializer(), Fixture.response(404, "image/png"), Data(ImageFixture.png(48, 32))))
         #expect(image.format == .png && image.pixelWidth == 48 && image.pixelHeight == 32)
-        #expect { try ImageResponseSerializer().responseObject(for: Fixture.response(404, "image/png"), data: body) } throws: {
-            ($0 as? CourierError)?.code == .unacceptableStatusCode
-        }
     }
 
     /// A body that is not an image under a refused status: the status error, with the
     /// serialization error under it.
     @Test func badStatusAndNotAnImageChainTheSerializationError() {
-        let body = Fixture.data("<html>gone</html>")
-        let (object, error) = ImageResponseSerializer().serialize(response: Fixture.response(410, "image/png"), data: body)
-        #expect(object == nil)
-        #expect(error?.code == .unacceptableStatusCode)
-        let parse = error?.underlyingError as? CourierError
-        #expect(parse?.code == .responseSerializationFailed)
-        #expect(parse?.data == body)
+        RefusedStatus.parseErrorUnderStatus(ImageResponseSerializer(), Fixture.response(410, "image/png"), Fixture.data("<html>gone</html>"))
     }
 
     /// A refused content type under a refused status is not decoded.
     @Test func badStatusAndBadContentTypeDoNotParse() {
-        let (object, error) = ImageResponseSerializer().serialize(response: Fixture.response(500, "text/html"), data: Data(ImageFixture.gif(1, 1)))
-        #expect(object == nil)
-        #expect(error?.code == .unacceptableStatusCode)
-        #expect((error?.underlyingError as? CourierError)?.code == .unacceptableContentType)
+        RefusedStatus.notParsedWhenTypeRefused(ImageResponseSerializer(), Fixture.response(500, "text/html"), Data(ImageFixture.gif(1, 1)))
     }
 
     @Test func truncatedHeadersAreTypedErrorsWithData() {

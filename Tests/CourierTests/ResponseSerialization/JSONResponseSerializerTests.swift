@@ -57,37 +57,19 @@ struct JSONResponseSerializerTests {
     }
 
     @Test func badStatusStillParsesBodyBesideError() throws {
-        let body = Fixture.data(#"{"error": "not found"}"#)
-        let (object, error) = JSONResponseSerializer().serialize(response: Fixture.json(404), data: body)
-        #expect(error?.code == .unacceptableStatusCode)
-        #expect(error?.data == body)
-        let unwrapped: (any Sendable)? = object ?? nil
-        let dictionary = try #require(unwrapped as? [String: Any])
-        #expect(dictionary["error"] as? String == "not found")
-        // The throwing entry point reports the status.
-        #expect { try JSONResponseSerializer().responseObject(for: Fixture.json(404), data: body) } throws: {
-            ($0 as? CourierError)?.code == .unacceptableStatusCode
-        }
+        let object = try RefusedStatus.objectBesideError(JSONResponseSerializer(), Fixture.json(404), Fixture.data(#"{"error": "not found"}"#))
+        #expect((object as? [String: Any])?["error"] as? String == "not found")
     }
 
     @Test func badStatusAndInvalidBodyChainTheParseError() {
-        let body = Fixture.data("<html>oops</html>")
-        let (object, error) = JSONResponseSerializer().serialize(response: Fixture.json(500), data: body)
-        #expect(object == nil)
-        #expect(error?.code == .unacceptableStatusCode)
-        let parse = error?.underlyingError as? CourierError
-        #expect(parse?.code == .responseSerializationFailed)
+        let parse = RefusedStatus.parseErrorUnderStatus(JSONResponseSerializer(), Fixture.json(500), Fixture.data("<html>oops</html>"))
         #expect(parse?.underlyingError != nil)
-        #expect(parse?.data == body)
     }
 
     /// AFNetworking parses a body under a refused status, but not one whose content type is
     /// refused too: the status error, with the content-type error under it, and no object.
     @Test func badStatusAndBadContentTypeDoNotParse() {
-        let (object, error) = JSONResponseSerializer().serialize(response: Fixture.json(500, "text/html"), data: Fixture.data("[1]"))
-        #expect(object == nil)
-        #expect(error?.code == .unacceptableStatusCode)
-        #expect((error?.underlyingError as? CourierError)?.code == .unacceptableContentType)
+        RefusedStatus.notParsedWhenTypeRefused(JSONResponseSerializer(), Fixture.json(500, "text/html"), Fixture.data("[1]"))
     }
 
     @Test func fragmentsOnlyWhenAsked() throws {

@@ -62,39 +62,23 @@ struct XMLParserResponseSerializerTests {
     /// refused: under a refused status alone, the body comes beside the status error.
     @Test func badStatusStillParsesBodyBesideError() throws {
         let body = Fixture.data("<error><reason>not found</reason></error>")
-        let (object, error) = XMLParserResponseSerializer().serialize(response: Fixture.response(404, "application/xml"), data: body)
-        #expect(error?.code == .unacceptableStatusCode)
-        #expect(error?.data == body)
-        let source = try #require(object ?? nil)
+        let source = try #require(try RefusedStatus.objectBesideError(XMLParserResponseSerializer(), Fixture.response(404, "application/xml"), body))
         let parser = source.makeParser()
         let collector = ElementCollector()
         parser.delegate = collector
         #expect(parser.parse())
         #expect(collector.names == ["error", "reason"])
-        // The throwing entry point reports the status.
-        #expect { try XMLParserResponseSerializer().responseObject(for: Fixture.response(404, "application/xml"), data: body) } throws: {
-            ($0 as? CourierError)?.code == .unacceptableStatusCode
-        }
     }
 
     /// Malformed XML under a refused status: the status error, with the parse error under it.
     @Test func badStatusAndMalformedBodyChainTheParseError() {
-        let body = Fixture.data("<a><b></a>")
-        let (object, error) = XMLParserResponseSerializer().serialize(response: Fixture.response(500, "text/xml"), data: body)
-        #expect(object == nil)
-        #expect(error?.code == .unacceptableStatusCode)
-        let parse = error?.underlyingError as? CourierError
-        #expect(parse?.code == .responseSerializationFailed)
-        #expect(parse?.data == body)
+        RefusedStatus.parseErrorUnderStatus(XMLParserResponseSerializer(), Fixture.response(500, "text/xml"), Fixture.data("<a><b></a>"))
     }
 
     /// A refused content type under a refused status is not parsed: the status error, the
     /// content-type error under it, and no object.
     @Test func badStatusAndBadContentTypeDoNotParse() {
-        let (object, error) = XMLParserResponseSerializer().serialize(response: Fixture.response(500, "text/html"), data: Fixture.data("<a/>"))
-        #expect(object == nil)
-        #expect(error?.code == .unacceptableStatusCode)
-        #expect((error?.underlyingError as? CourierError)?.code == .unacceptableContentType)
+        RefusedStatus.notParsedWhenTypeRefused(XMLParserResponseSerializer(), Fixture.response(500, "text/html"), Fixture.data("<a/>"))
     }
 
     @Test func deepNestingNeverCrashes() throws {
@@ -160,35 +144,20 @@ struct XMLDocumentResponseSerializerTests {
     /// (not under a refused content type): the document comes beside the status error.
     @Test func badStatusStillParsesBodyBesideError() throws {
         let body = Fixture.data(#"<error code="42">not found</error>"#)
-        let (object, error) = XMLDocumentResponseSerializer().serialize(response: Fixture.response(404, "text/xml"), data: body)
-        #expect(error?.code == .unacceptableStatusCode)
-        #expect(error?.data == body)
-        let response = try #require(object ?? nil)
+        let response = try #require(try RefusedStatus.objectBesideError(XMLDocumentResponseSerializer(), Fixture.response(404, "text/xml"), body))
         let root = response.document().rootElement()
         #expect(root?.name == "error")
         #expect(root?.attribute(forName: "code")?.stringValue == "42")
-        #expect { try XMLDocumentResponseSerializer().responseObject(for: Fixture.response(404, "text/xml"), data: body) } throws: {
-            ($0 as? CourierError)?.code == .unacceptableStatusCode
-        }
     }
 
     /// Malformed XML under a refused status: the status error, with the parse error under it.
     @Test func badStatusAndMalformedBodyChainTheParseError() {
-        let body = Fixture.data("<a><b></a>")
-        let (object, error) = XMLDocumentResponseSerializer().serialize(response: Fixture.response(500, "application/xml"), data: body)
-        #expect(object == nil)
-        #expect(error?.code == .unacceptableStatusCode)
-        let parse = error?.underlyingError as? CourierError
-        #expect(parse?.code == .responseSerializationFailed)
-        #expect(parse?.data == body)
+        RefusedStatus.parseErrorUnderStatus(XMLDocumentResponseSerializer(), Fixture.response(500, "application/xml"), Fixture.data("<a><b></a>"))
     }
 
     /// A refused content type under a refused status is not parsed.
     @Test func badStatusAndBadContentTypeDoNotParse() {
-        let (object, error) = XMLDocumentResponseSerializer().serialize(response: Fixture.response(500, "text/html"), data: Fixture.data("<a/>"))
-        #expect(object == nil)
-        #expect(error?.code == .unacceptableStatusCode)
-        #expect((error?.underlyingError as? CourierError)?.code == .unacceptableContentType)
+        RefusedStatus.notParsedWhenTypeRefused(XMLDocumentResponseSerializer(), Fixture.response(500, "text/html"), Fixture.data("<a/>"))
     }
 
     static func nested(_ depth: Int) -> Data {
@@ -280,38 +249,22 @@ struct PropertyListResponseSerializerTests {
         var unrestricted = PropertyListResponseSerializer()
         unrestricted.http.acceptableContentTypes = nil
         for (serializer, type) in [(PropertyListResponseSerializer(), "application/x-plist"), (unrestricted, "text/plain")] {
-            let (object, error) = serializer.serialize(response: Fixture.response(404, type), data: body)
-            #expect(error?.code == .unacceptableStatusCode)
-            #expect(error?.underlyingError == nil)
-            #expect(error?.data == body)
-            let unwrapped: (any Sendable)? = object ?? nil
-            let dictionary = try #require(unwrapped as? [String: Any])
-            #expect(dictionary["error"] as? String == "not found")
-            #expect { try serializer.responseObject(for: Fixture.response(404, type), data: body) } throws: {
-                ($0 as? CourierError)?.code == .unacceptableStatusCode
-            }
+            let object = try RefusedStatus.objectBesideError(serializer, Fixture.response(404, type), body)
+            #expect((object as? [String: Any])?["error"] as? String == "not found")
         }
     }
 
     /// A body that is not a property list under a refused status: the status error, with the
     /// parse error under it.
     @Test func badStatusAndMalformedBodyChainTheParseError() {
-        let body = Fixture.data("<plist><dict><key>a</key></plist>")
-        let (object, error) = PropertyListResponseSerializer().serialize(response: Fixture.response(500, "application/x-plist"), data: body)
-        #expect(object == nil)
-        #expect(error?.code == .unacceptableStatusCode)
-        let parse = error?.underlyingError as? CourierError
-        #expect(parse?.code == .responseSerializationFailed)
-        #expect(parse?.data == body)
+        RefusedStatus.parseErrorUnderStatus(
+            PropertyListResponseSerializer(), Fixture.response(500, "application/x-plist"), Fixture.data("<plist><dict><key>a</key></plist>"))
     }
 
     /// A refused content type under a refused status is not parsed.
     @Test func badStatusAndBadContentTypeDoNotParse() throws {
         let body = try PropertyListSerialization.data(fromPropertyList: ["a": 1], format: .xml, options: 0)
-        let (object, error) = PropertyListResponseSerializer().serialize(response: Fixture.response(500, "text/html"), data: body)
-        #expect(object == nil)
-        #expect(error?.code == .unacceptableStatusCode)
-        #expect((error?.underlyingError as? CourierError)?.code == .unacceptableContentType)
+        RefusedStatus.notParsedWhenTypeRefused(PropertyListResponseSerializer(), Fixture.response(500, "text/html"), body)
     }
 
     @Test func emptyAndWrongType() throws {

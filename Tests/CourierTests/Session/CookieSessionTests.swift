@@ -14,6 +14,26 @@ struct CookieSessionTests {
         return try #require(object?["cookies"] as? [String: String])
     }
 
+    /// Runs `body` with a manager whose cookie store holds `cookies`, against a recording TestServer.
+    static func withStore(
+        _ cookies: [Cookie], _ body: (HTTPSessionManager, TestServer) async throws -> Void
+    ) async throws {
+        try await withTestServer(.recording) { server in
+            let store = MemoryCookieStorage()
+            for cookie in cookies { store.setCookie(cookie) }
+            var configuration = SessionConfiguration.default
+            configuration.httpCookieStorage = store
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { (manager: HTTPSessionManager) async throws in
+                try await body(manager, server)
+            }
+        }
+    }
+
+    /// TestServer's `/redirect-to` URL for `target`.
+    static func redirect(_ server: TestServer, to target: String) -> URL {
+        URL(string: server.url("/redirect-to").absoluteString + "?url=" + target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)!
+    }
+
     static func get(_ manager: SessionManager, _ url: URL, options: RequestOptions = RequestOptions(), cookie: String? = nil) async throws -> [String: String] {
         var request = Request(url: url, options: options)
         if let cookie { request.headerFields[values: .cookie] = [cookie] }
@@ -97,24 +117,16 @@ struct CookieSessionTests {
     /// A redirect to another origin carries only that origin's cookies: neither the caller's own
     /// `Cookie` field nor the first origin's stored cookies.
     @Test func aCrossOriginHopGetsOnlyItsOwnCookies() async throws {
-        try await withTestServer(.recording) { server in
-            let store = MemoryCookieStorage()
-            store.setCookie(Cookie(name: "first", value: "1", domain: "127.0.0.1"))
-            store.setCookie(Cookie(name: "second", value: "2", domain: "localhost"))
-            var configuration = SessionConfiguration.default
-            configuration.httpCookieStorage = store
-            try await withManager(baseURL: server.baseURL, configuration: configuration) { (manager: HTTPSessionManager) async throws in
-                let target = "http://localhost:\(server.port)/cookies"
-                let url = URL(string: server.url("/redirect-to").absoluteString + "?url=" + target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)!
-                var request = Request(url: url)
-                request.headerFields[values: .cookie] = ["mine=0"]
-                let response = try await manager.data(for: request)
-                #expect(try Self.cookies(response.value) == ["second": "2"])
-                let hops = server.receivedRequests
-                #expect(hops.count == 2)
-                #expect(hops.first?.headerFields[values: .cookie] == ["mine=0; first=1"], "one Cookie field: the caller's, then the store's")
-                #expect(hops.last?.headerFields[values: .cookie] == ["second=2"])
-            }
+        let cookies = [Cookie(name: "first", value: "1", domain: "127.0.0.1"), Cookie(name: "second", value: "2", domain: "localhost")]
+        try await Self.withStore(cookies) { manager, server in
+            var request = Request(url: Self.redirect(server, to: "http://localhost:\(server.port)/cookies"))
+            request.headerFields[values: .cookie] = ["mine=0"]
+            let response = try await manager.data(for: request)
+            #expect(try Self.cookies(response.value) == ["second": "2"])
+            let hops = server.receivedRequests
+            #expect(hops.count == 2)
+            #expect(hops.first?.headerFields[values: .cookie] == ["mine=0; first=1"], "one Cookie field: the caller's, then the store's")
+            #expect(hops.last?.headerFields[values: .cookie] == ["second=2"])
         }
     }
 
@@ -123,42 +135,28 @@ struct CookieSessionTests {
     /// store's.
     @Test(arguments: [true, false])
     func aSameOriginHopKeepsTheCallersCookie(_ callerSetsOne: Bool) async throws {
-        try await withTestServer(.recording) { server in
-            let store = MemoryCookieStorage()
-            store.setCookie(Cookie(name: "stored", value: "1", domain: "127.0.0.1"))
-            var configuration = SessionConfiguration.default
-            configuration.httpCookieStorage = store
-            try await withManager(baseURL: server.baseURL, configuration: configuration) { (manager: HTTPSessionManager) async throws in
-                let target = server.url("/cookies").absoluteString
-                let url = URL(string: server.url("/redirect-to").absoluteString + "?url=" + target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)!
-                var request = Request(url: url)
-                if callerSetsOne { request.headerFields[values: .cookie] = ["mine=0"] }
-                _ = try await manager.data(for: request)
-                let hops = server.receivedRequests
-                #expect(hops.count == 2)
-                let expected = callerSetsOne ? ["mine=0; stored=1"] : ["stored=1"]
-                #expect(hops.first?.headerFields[values: .cookie] == expected)
-                #expect(hops.last?.headerFields[values: .cookie] == expected)
-            }
+        try await Self.withStore([Cookie(name: "stored", value: "1", domain: "127.0.0.1")]) { manager, server in
+            var request = Request(url: Self.redirect(server, to: server.url("/cookies").absoluteString))
+            if callerSetsOne { request.headerFields[values: .cookie] = ["mine=0"] }
+            _ = try await manager.data(for: request)
+            let hops = server.receivedRequests
+            #expect(hops.count == 2)
+            let expected = callerSetsOne ? ["mine=0; stored=1"] : ["stored=1"]
+            #expect(hops.first?.headerFields[values: .cookie] == expected)
+            #expect(hops.last?.headerFields[values: .cookie] == expected)
         }
     }
 
     @Test func aRedirectHookThatSetsCookiesHasTheLastWord() async throws {
-        try await withTestServer(.recording) { server in
-            let store = MemoryCookieStorage()
-            store.setCookie(Cookie(name: "stored", value: "1", domain: "127.0.0.1"))
-            var configuration = SessionConfiguration.default
-            configuration.httpCookieStorage = store
-            try await withManager(baseURL: server.baseURL, configuration: configuration) { (manager: HTTPSessionManager) async throws in
-                manager.hooks.taskWillPerformHTTPRedirection = { _, _, _, request in
-                    var changed = request
-                    changed.headerFields[values: .cookie] = ["chosen=by-hook"]
-                    return changed
-                }
-                let response = try await manager.data(for: Request(url: server.url("/redirect/1")))
-                #expect(response.response.status == .ok)
-                #expect(server.receivedRequests.last?.headerFields[values: .cookie] == ["chosen=by-hook"])
+        try await Self.withStore([Cookie(name: "stored", value: "1", domain: "127.0.0.1")]) { manager, server in
+            manager.hooks.taskWillPerformHTTPRedirection = { _, _, _, request in
+                var changed = request
+                changed.headerFields[values: .cookie] = ["chosen=by-hook"]
+                return changed
             }
+            let response = try await manager.data(for: Request(url: server.url("/redirect/1")))
+            #expect(response.response.status == .ok)
+            #expect(server.receivedRequests.last?.headerFields[values: .cookie] == ["chosen=by-hook"])
         }
     }
 
