@@ -477,6 +477,42 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    /// As AFNetworking's `pause`: refused on a cancelled or finished operation. A paused operation
+    /// that is cancelled ends with `.cancelled` and is no longer paused.
+    @Test func pauseIsRefusedOnceCancelledAndEndsWithTheOperation() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let outcomes = Recorder<CourierError?>()
+                let success: HTTPRequestOperationManager.Success = { _, _ in outcomes.append(nil) }
+                let failure: HTTPRequestOperationManager.Failure = { _, error in outcomes.append(error) }
+
+                let cancelled = manager.httpRequestOperation(with: Request(url: server.url("/get")), success: success, failure: failure)
+                cancelled.cancel()
+                cancelled.pause()
+                #expect(!cancelled.isPaused, "a cancelled operation was paused")
+                manager.operationQueue.addOperation(cancelled)
+                #expect(await outcomes.wait { $0.count == 1 })
+                #expect(outcomes.all.first??.code == .cancelled)
+
+                // Paused, then cancelled, once its request is on the server (which answers late).
+                let arrival = ArrivalAction()
+                server.routeCallingOnArrival("/hold", arrival)
+                let paused = manager.httpRequestOperation(with: Request(url: server.url("/hold")), success: success, failure: failure)
+                arrival.set {
+                    paused.pause()
+                    paused.cancel()
+                }
+                manager.operationQueue.addOperation(paused)
+                #expect(await outcomes.wait { $0.count == 2 }, "the paused operation did not end when cancelled")
+                #expect(outcomes.all.last??.code == .cancelled)
+                #expect(paused.isFinished && paused.isCancelled && !paused.isExecuting)
+                #expect(!paused.isPaused, "a finished operation still says it is paused")
+                paused.pause()
+                #expect(!paused.isPaused, "a finished operation was paused")
+            }
+        }
+    }
+
     /// AFNetworking's empty batch: one operation, which calls `completion` with no operations.
     @Test func anEmptyBatchIsOneOperationThatCompletesWithNone() async throws {
         let queue = OperationQueue()
