@@ -513,6 +513,37 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    /// Paused before it starts, as an AFNetworking operation paused while queued: the queue
+    /// starts it, but its task is suspended at once (it posts `.taskDidSuspend`), and the
+    /// exchange completes only after `resume()`.
+    @Test func anOperationPausedBeforeItStartsWaitsForResume() async throws {
+        try await withTestServer { server in
+            let engine = EventRecordingEngine()
+            let manager = HTTPRequestOperationManager(sessionManager: HTTPSessionManager(baseURL: server.baseURL, engine: engine))
+            manager.completionQueue = Self.queue
+            manager.responseSerializer = HTTPResponseSerializer()
+            let url = server.url("/anything/\(UUID().uuidString)")
+            let suspended = Recorder<Void>()
+            let observer = NotificationCenter.default.addObserver(forName: .taskDidSuspend, object: nil, queue: nil) { note in
+                if (note.object as? DataTask)?.originalRequest.url == url { suspended.append(()) }
+            }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            let finished = Recorder<CourierError?>()
+            let operation = manager.httpRequestOperation(
+                with: Request(url: url), success: { _, _ in finished.append(nil) }, failure: { _, error in finished.append(error) })
+            operation.pause()
+            manager.operationQueue.addOperation(operation)
+            #expect(await suspended.wait(within: .seconds(30)) { $0.count == 1 }, "the operation started unpaused")
+            #expect(operation.isPaused && operation.isExecuting)
+            #expect(finished.count == 0)
+            operation.resume()
+            #expect(await finished.wait { $0.count == 1 })
+            #expect(finished.all == [nil])
+            #expect(!engine.completedWhileSuspended, "the exchange completed while the operation was paused")
+            await manager.invalidate(cancelingOperations: true)
+        }
+    }
+
     /// AFNetworking's empty batch: one operation, which calls `completion` with no operations.
     @Test func anEmptyBatchIsOneOperationThatCompletesWithNone() async throws {
         let queue = OperationQueue()
