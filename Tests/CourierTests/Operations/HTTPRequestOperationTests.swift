@@ -321,6 +321,32 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    /// AFNetworking's download progress: (bytes read this time, total read, expected), expected
+    /// being the response's `Content-Length`, or -1 when it has none (a chunked body).
+    @Test func downloadProgressExpectsTheContentLengthOrMinusOne() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                for (path, expected) in [("/bytes/200000", Int64(200_000)), ("/stream-bytes/200000?chunk_size=20000", Int64(-1))] {
+                    let downloads = Recorder<(Int64, Int64, Int64)>()
+                    let finished = Recorder<CourierError?>()
+                    let operation = manager.httpRequestOperation(
+                        with: Request(url: server.url(path)), success: { _, _ in finished.append(nil) }, failure: { _, error in finished.append(error) })
+                    operation.setDownloadProgressBlock { downloads.append(($0, $1, $2)) }
+                    manager.operationQueue.addOperation(operation)
+                    #expect(await finished.wait { $0.count == 1 })
+                    #expect(finished.all == [nil], "\(path)")
+                    // Blocks run on the completion queue: wait for what is queued there.
+                    await withCheckedContinuation { continuation in Self.queue.async { continuation.resume() } }
+                    #expect(!downloads.all.isEmpty, "\(path)")
+                    #expect(downloads.all.map(\.0).reduce(0, +) == 200_000, "\(path): the steps add up")
+                    #expect(downloads.all.last?.1 == 200_000, "\(path)")
+                    #expect(downloads.all.allSatisfy { $0.2 == expected }, "\(path): \(downloads.all.map(\.2))")
+                }
+            }
+        }
+    }
+
     @Test func aBatchReportsProgressAndCompletesAfterEverySuccess() async throws {
         try await withTestServer { server in
             try await self.withOperationManager(server) { manager in
