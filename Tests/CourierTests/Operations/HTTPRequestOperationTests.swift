@@ -570,6 +570,35 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    /// `success` runs in the manager's `completionGroup`, given to each operation: the group is
+    /// entered while `success` runs, and notified only once it has returned.
+    @Test func successRunsInTheCompletionGroup() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let group = DispatchGroup()
+                manager.completionGroup = group
+                // A queue of this test's own: its `success` blocks it until the test says.
+                manager.completionQueue = DispatchQueue(label: "courier.tests.operations.group")
+                let started = Recorder<Void>()
+                let returned = NIOLockedValueBox(false)
+                let proceed = DispatchSemaphore(value: 0)
+                manager.get("get", success: { _, _ in
+                    started.append(())
+                    proceed.wait()
+                    returned.withLockedValue { $0 = true }
+                }, failure: { _, _ in started.append(()) })
+                #expect(await started.wait { $0.count == 1 })
+                // Not waiting: whether the group is entered while `success` runs.
+                #expect(group.wait(timeout: .now()) == .timedOut, "success runs outside the group")
+                let notified: Bool = await awaitCallback { done in
+                    group.notify(queue: .global()) { done(returned.withLockedValue { $0 }) }
+                    proceed.signal()
+                }
+                #expect(notified, "the group was notified while success was running")
+            }
+        }
+    }
+
     /// AFNetworking's empty batch: one operation, which calls `completion` with no operations.
     @Test func anEmptyBatchIsOneOperationThatCompletesWithNone() async throws {
         let queue = OperationQueue()
