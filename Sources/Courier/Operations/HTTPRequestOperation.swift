@@ -26,7 +26,10 @@ import NIOConcurrencyHelpers
 /// - A cancelled operation ends with a ``CourierError/Code/cancelled`` error (and `failure` is
 ///   called), whether it was cancelled before it started or while it ran.
 /// - ``pause()`` suspends the task (the connection stops being read); the operation keeps its
-///   slot in the queue until ``resume()`` lets it finish.
+///   slot in the queue until ``resume()`` lets it finish. Nothing is sent again: AFNetworking 2.x
+///   cancels the connection instead and, on resume, asks again with a `Range` header from the
+///   bytes it had. As there, a cancelled or finished operation is not paused, and a paused one
+///   that is cancelled finishes (no longer paused).
 public final class HTTPRequestOperation: Operation, @unchecked Sendable {
     /// How the bytes of a transfer have moved: this step's bytes, the total so far, the total
     /// expected (`-1` when unknown), as AFNetworking's progress blocks report them.
@@ -187,8 +190,10 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
         self.state.withLockedValue { $0.task }?.cancel()
     }
 
-    /// Stops reading the response (the task is suspended); the operation keeps its place.
+    /// Stops reading the response (the task is suspended); the operation keeps its place. Does
+    /// nothing to an operation that was cancelled or has finished.
     public func pause() {
+        guard !self.isCancelled else { return }
         let task = self.state.withLockedValue { state -> DataTask? in
             guard state.lifecycle != .finished else { return nil }
             state.isPaused = true
@@ -206,7 +211,7 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
         task?.resume()
     }
 
-    /// Whether ``pause()`` was called and ``resume()`` not since.
+    /// Whether ``pause()`` was called and ``resume()`` not since; false once the operation finished.
     public var isPaused: Bool { self.state.withLockedValue { $0.isPaused } }
 
     // MARK: Internals
@@ -257,7 +262,11 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
         guard previous != next, previous != .finished else { return }
         let keys = OperationLifecycle.changedKeys(from: previous, to: next)
         for key in keys { self.willChangeValue(forKey: key) }
-        self.state.withLockedValue { $0.lifecycle = next }
+        self.state.withLockedValue { state in
+            state.lifecycle = next
+            // A finished operation is not paused (a paused one ends when it is cancelled).
+            if next == .finished { state.isPaused = false }
+        }
         for key in keys.reversed() { self.didChangeValue(forKey: key) }
     }
 }

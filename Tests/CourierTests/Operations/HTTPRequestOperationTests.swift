@@ -321,6 +321,32 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    /// AFNetworking's download progress: (bytes read this time, total read, expected), expected
+    /// being the response's `Content-Length`, or -1 when it has none (a chunked body).
+    @Test func downloadProgressExpectsTheContentLengthOrMinusOne() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                for (path, expected) in [("/bytes/200000", Int64(200_000)), ("/stream-bytes/200000?chunk_size=20000", Int64(-1))] {
+                    let downloads = Recorder<(Int64, Int64, Int64)>()
+                    let finished = Recorder<CourierError?>()
+                    let operation = manager.httpRequestOperation(
+                        with: Request(url: server.url(path)), success: { _, _ in finished.append(nil) }, failure: { _, error in finished.append(error) })
+                    operation.setDownloadProgressBlock { downloads.append(($0, $1, $2)) }
+                    manager.operationQueue.addOperation(operation)
+                    #expect(await finished.wait { $0.count == 1 })
+                    #expect(finished.all == [nil], "\(path)")
+                    // Blocks run on the completion queue: wait for what is queued there.
+                    await withCheckedContinuation { continuation in Self.queue.async { continuation.resume() } }
+                    #expect(!downloads.all.isEmpty, "\(path)")
+                    #expect(downloads.all.map(\.0).reduce(0, +) == 200_000, "\(path): the steps add up")
+                    #expect(downloads.all.last?.1 == 200_000, "\(path)")
+                    #expect(downloads.all.allSatisfy { $0.2 == expected }, "\(path): \(downloads.all.map(\.2))")
+                }
+            }
+        }
+    }
+
     @Test func aBatchReportsProgressAndCompletesAfterEverySuccess() async throws {
         try await withTestServer { server in
             try await self.withOperationManager(server) { manager in
@@ -337,6 +363,7 @@ struct HTTPRequestOperationTests {
                         progress: { progress.append(($0, $1)) },
                         completion: { done($0) })
                     #expect(batch.count == 4)
+                    #expect(Set(batch[3].dependencies.map(ObjectIdentifier.init)) == Set(operations.map(ObjectIdentifier.init)), "the completion depends on every operation")
                     manager.operationQueue.addOperations(batch, waitUntilFinished: false)
                 }
                 #expect(completed.count == 3)
@@ -411,6 +438,250 @@ struct HTTPRequestOperationTests {
             #expect((outcome.object as? Data)?.count == 64)
             #expect(operation.sessionManager === HTTPSessionManager.shared)
         }
+    }
+
+    /// As AFNetworking's `cancel`, which does nothing to a finished operation: `isCancelled` stays
+    /// false and the result stands. A second `start()` makes no second task, and the completion ran
+    /// once.
+    @Test func aFinishedOperationIgnoresCancelAndStart() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                let outcomes = Recorder<CourierError?>()
+                let operation = manager.httpRequestOperation(
+                    with: Request(url: server.url("/get")),
+                    success: { _, _ in outcomes.append(nil) }, failure: { _, error in outcomes.append(error) })
+                manager.operationQueue.addOperation(operation)
+                #expect(await outcomes.wait { $0.count == 1 })
+                let task = operation.task
+                operation.cancel()
+                operation.start()
+                #expect(!operation.isCancelled, "cancel() changed a finished operation")
+                #expect(operation.isFinished && !operation.isExecuting)
+                #expect(operation.error == nil)
+                #expect(operation.responseObject != nil)
+                #expect(operation.task === task)
+                // Anything the calls above queued on the completion queue has run after this.
+                await withCheckedContinuation { continuation in Self.queue.async { continuation.resume() } }
+                #expect(outcomes.all == [nil])
+                #expect(server.requestCount == 1)
+            }
+        }
+    }
+
+    /// `setCompletionBlockWithSuccess` makes AFNetworking's deliberate cycle (the block holds the
+    /// operation) and breaks it once the block ran: the operation, its blocks and its serializer
+    /// are all freed. The serializer ran once, however often `responseObject` is read.
+    @Test func anOperationAndItsBlocksAreReleasedOnceItRan() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let released = Recorder<String>()
+                let succeeded = Recorder<Int>()
+                let calls = NIOLockedValueBox(0)
+                do {
+                    let blocks = ReleaseProbe("blocks", released)
+                    let operation = manager.httpRequestOperation(
+                        with: Request(url: server.url("/bytes/16")),
+                        success: { operation, object in
+                            _ = blocks
+                            _ = (operation.responseObject, operation.responseObject)
+                            succeeded.append((object as? Data)?.count ?? -1)
+                        },
+                        failure: { _, _ in
+                            _ = blocks
+                            succeeded.append(-1)
+                        })
+                    operation.responseSerializer = CountingSerializer(calls: calls, probe: ReleaseProbe("operation", released))
+                    operation.setDownloadProgressBlock { _, _, _ in _ = blocks }
+                    manager.operationQueue.addOperation(operation)
+                }
+                #expect(await succeeded.wait { $0.count == 1 })
+                #expect(succeeded.all == [16])
+                #expect(await released.wait { Set($0) == ["blocks", "operation"] }, "still held: \(Set(["blocks", "operation"]).subtracting(released.all))")
+                #expect(calls.withLockedValue { $0 } == 1)
+            }
+        }
+    }
+
+    /// As AFNetworking's `pause`: refused on a cancelled or finished operation. A paused operation
+    /// that is cancelled ends with `.cancelled` and is no longer paused.
+    @Test func pauseIsRefusedOnceCancelledAndEndsWithTheOperation() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let outcomes = Recorder<CourierError?>()
+                let success: HTTPRequestOperationManager.Success = { _, _ in outcomes.append(nil) }
+                let failure: HTTPRequestOperationManager.Failure = { _, error in outcomes.append(error) }
+
+                let cancelled = manager.httpRequestOperation(with: Request(url: server.url("/get")), success: success, failure: failure)
+                cancelled.cancel()
+                cancelled.pause()
+                #expect(!cancelled.isPaused, "a cancelled operation was paused")
+                manager.operationQueue.addOperation(cancelled)
+                #expect(await outcomes.wait { $0.count == 1 })
+                #expect(outcomes.all.first??.code == .cancelled)
+
+                // Paused, then cancelled, once its request is on the server (which answers late).
+                let arrival = ArrivalAction()
+                server.routeCallingOnArrival("/hold", arrival)
+                let paused = manager.httpRequestOperation(with: Request(url: server.url("/hold")), success: success, failure: failure)
+                arrival.set {
+                    paused.pause()
+                    paused.cancel()
+                }
+                manager.operationQueue.addOperation(paused)
+                #expect(await outcomes.wait { $0.count == 2 }, "the paused operation did not end when cancelled")
+                #expect(outcomes.all.last??.code == .cancelled)
+                #expect(paused.isFinished && paused.isCancelled && !paused.isExecuting)
+                #expect(!paused.isPaused, "a finished operation still says it is paused")
+                paused.pause()
+                #expect(!paused.isPaused, "a finished operation was paused")
+            }
+        }
+    }
+
+    /// Paused before it starts, as an AFNetworking operation paused while queued: the queue
+    /// starts it, but its task is suspended at once (it posts `.taskDidSuspend`), and the
+    /// exchange completes only after `resume()`.
+    @Test func anOperationPausedBeforeItStartsWaitsForResume() async throws {
+        try await withTestServer { server in
+            let engine = EventRecordingEngine()
+            let manager = HTTPRequestOperationManager(sessionManager: HTTPSessionManager(baseURL: server.baseURL, engine: engine))
+            manager.completionQueue = Self.queue
+            manager.responseSerializer = HTTPResponseSerializer()
+            let url = server.url("/anything/\(UUID().uuidString)")
+            let suspended = Recorder<Void>()
+            let observer = NotificationCenter.default.addObserver(forName: .taskDidSuspend, object: nil, queue: nil) { note in
+                if (note.object as? DataTask)?.originalRequest.url == url { suspended.append(()) }
+            }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            let finished = Recorder<CourierError?>()
+            let operation = manager.httpRequestOperation(
+                with: Request(url: url), success: { _, _ in finished.append(nil) }, failure: { _, error in finished.append(error) })
+            operation.pause()
+            manager.operationQueue.addOperation(operation)
+            #expect(await suspended.wait(within: .seconds(30)) { $0.count == 1 }, "the operation started unpaused")
+            #expect(operation.isPaused && operation.isExecuting)
+            #expect(finished.count == 0)
+            operation.resume()
+            #expect(await finished.wait { $0.count == 1 })
+            #expect(finished.all == [nil])
+            #expect(!engine.completedWhileSuspended, "the exchange completed while the operation was paused")
+            await manager.invalidate(cancelingOperations: true)
+        }
+    }
+
+    /// `success` runs in the manager's `completionGroup`, given to each operation: the group is
+    /// entered while `success` runs, and notified only once it has returned.
+    @Test func successRunsInTheCompletionGroup() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let group = DispatchGroup()
+                manager.completionGroup = group
+                // A queue of this test's own: its `success` blocks it until the test says.
+                manager.completionQueue = DispatchQueue(label: "courier.tests.operations.group")
+                let started = Recorder<Void>()
+                let returned = NIOLockedValueBox(false)
+                let proceed = DispatchSemaphore(value: 0)
+                manager.get("get", success: { _, _ in
+                    started.append(())
+                    proceed.wait()
+                    returned.withLockedValue { $0 = true }
+                }, failure: { _, _ in started.append(()) })
+                #expect(await started.wait { $0.count == 1 })
+                // Not waiting: whether the group is entered while `success` runs.
+                #expect(group.wait(timeout: .now()) == .timedOut, "success runs outside the group")
+                let notified: Bool = await awaitCallback { done in
+                    group.notify(queue: .global()) { done(returned.withLockedValue { $0 }) }
+                    proceed.signal()
+                }
+                #expect(notified, "the group was notified while success was running")
+            }
+        }
+    }
+
+    /// AFNetworking's empty batch: one operation, which calls `completion` with no operations.
+    @Test func anEmptyBatchIsOneOperationThatCompletesWithNone() async throws {
+        let queue = OperationQueue()
+        let completed: [HTTPRequestOperation] = await awaitCallback { done in
+            let batch = HTTPRequestOperation.batch(
+                of: [], completionQueue: Self.queue,
+                progress: { _, _ in Issue.record("progress for an empty batch") },
+                completion: { done($0) })
+            #expect(batch.count == 1)
+            queue.addOperations(batch, waitUntilFinished: false)
+        }
+        #expect(completed.isEmpty)
+    }
+
+    /// AFHTTPRequestOperationManager's base URL: a path without a trailing slash gets one, so a
+    /// relative string goes under it; a string starting with `/` goes from the root, an absolute
+    /// URL string is used as it is.
+    @Test func urlStringsResolveAgainstTheBaseURLAsAFNetworkingDoes() async throws {
+        try await withTestServer { server in
+            let manager = HTTPRequestOperationManager(baseURL: server.url("/anything/v1"))
+            manager.completionQueue = Self.queue
+            #expect(manager.baseURL?.absoluteString == server.url("/anything/v1/").absoluteString)
+            let cases = [("users", "/anything/v1/users"), ("/get", "/get"), (server.url("/anything/other").absoluteString, "/anything/other")]
+            for (urlString, path) in cases {
+                let outcome: Outcome = await awaitCallback { done in
+                    manager.get(urlString, success: { done(.success($0, $1, onQueue: true)) }, failure: { done(.failure($0, $1, onQueue: true)) })
+                }
+                #expect(outcome.error == nil, "\(urlString)")
+                #expect(outcome.object.json?["url"] as? String == server.url(path).absoluteString, "\(urlString)")
+            }
+            await manager.invalidate(cancelingOperations: true)
+        }
+    }
+
+    /// AFNetworking's `setRedirectResponseBlock:` is the request's ``Redirector``: the operation's
+    /// task asks it, and a nil request stops at the redirect.
+    @Test func theRequestsRedirectorDecidesTheOperationsRedirects() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                let asked = Recorder<Int>()
+                var request = Request(url: server.url("/redirect/1"))
+                request.redirector = .modify { _, _, response in
+                    asked.append(response.status.code)
+                    return nil
+                }
+                let outcome: Outcome = await awaitCallback { done in
+                    let operation = manager.httpRequestOperation(
+                        with: request, success: { done(.success($0, $1, onQueue: true)) }, failure: { done(.failure($0, $1, onQueue: true)) })
+                    manager.operationQueue.addOperation(operation)
+                }
+                guard case .failure(let operation?, let error, _) = outcome else {
+                    Issue.record("not a failure with an operation")
+                    return
+                }
+                #expect(asked.all == [302])
+                #expect(error.code == .unacceptableStatusCode)
+                #expect(operation.response?.status.code == 302)
+                #expect(server.requestCount == 1)
+            }
+        }
+    }
+}
+
+/// Tells a recorder its label when it is freed: whatever held it let go.
+private final class ReleaseProbe: Sendable {
+    let label: String
+    let released: Recorder<String>
+    init(_ label: String, _ released: Recorder<String>) {
+        self.label = label
+        self.released = released
+    }
+    deinit { self.released.append(self.label) }
+}
+
+/// ``HTTPResponseSerializer`` counting its calls, holding a probe freed with the serializer.
+private struct CountingSerializer: ResponseSerializer {
+    let calls: NIOLockedValueBox<Int>
+    let probe: ReleaseProbe
+
+    func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> Data? {
+        self.calls.withLockedValue { $0 += 1 }
+        return try HTTPResponseSerializer().responseObject(for: response, data: data)
     }
 }
 
