@@ -127,6 +127,95 @@ struct NetworkReachabilityManagerTests {
         #expect(manager.networkReachabilityStatus != .unknown || manager.failureReason != nil)
     }
 
+    /// AFNetworkReachabilityStatus's values, which users keep and compare as integers.
+    @Test func statusRawValuesAreAFNetworkings() {
+        #expect(NetworkReachabilityStatus.unknown.rawValue == -1)
+        #expect(NetworkReachabilityStatus.notReachable.rawValue == 0)
+        #expect(NetworkReachabilityStatus.reachableViaWWAN.rawValue == 1)
+        #expect(NetworkReachabilityStatus.reachableViaWiFi.rawValue == 2)
+        #expect(NetworkReachabilityStatus(rawValue: 1) == .reachableViaWWAN)
+    }
+
+    /// `isReachable`, `isReachableViaWWAN` and `isReachableViaWiFi` follow the status, as
+    /// AFNetworking's (Ethernet, which AFNetworking has not, is reachable and neither of the two).
+    @Test func theReachableFlagsFollowTheStatus() async {
+        let monitor = ScriptedMonitor()
+        let manager = monitor.manager()
+        var iterator = manager.statuses.makeAsyncIterator()
+        #expect(await iterator.next() == .unknown)
+        #expect(!manager.isReachable && !manager.isReachableViaWWAN && !manager.isReachableViaWiFi)
+        manager.startMonitoring()
+        for status in [NetworkReachabilityStatus.reachableViaWWAN, .reachableViaWiFi, .notReachable, .reachableViaEthernet, .unknown] {
+            monitor.send(status)
+            #expect(await iterator.next() == status)
+            let reachable = [.reachableViaWWAN, .reachableViaWiFi, .reachableViaEthernet].contains(status)
+            #expect(manager.isReachable == reachable, "\(status)")
+            #expect(manager.isReachableViaWWAN == (status == .reachableViaWWAN), "\(status)")
+            #expect(manager.isReachableViaWiFi == (status == .reachableViaWiFi), "\(status)")
+        }
+        manager.stopMonitoring()
+    }
+
+    /// AFNetworking calls the status block, then posts the notification (the manager as its
+    /// object, the status in its user info), in one block on the main queue; Courier does both on
+    /// `callbackQueue`, the handler first.
+    @Test func theHandlerRunsBeforeTheNotificationBothOnTheCallbackQueue() {
+        let monitor = ScriptedMonitor()
+        let manager = monitor.manager()
+        let queue = DispatchQueue(label: "courier.tests.reachability")
+        queue.setSpecific(key: TestQueues.key, value: "callbacks")
+        manager.callbackQueue = queue
+        let events = NIOLockedValueBox<[String]>([])
+        manager.statusChangeHandler = { status in
+            let on = DispatchQueue.getSpecific(key: TestQueues.key) ?? "elsewhere"
+            events.withLockedValue { $0.append("handler \(status.rawValue) on \(on)") }
+        }
+        let observer = NotificationCenter.default.addObserver(forName: .reachabilityDidChange, object: manager, queue: nil) {
+            note in
+            let on = DispatchQueue.getSpecific(key: TestQueues.key) ?? "elsewhere"
+            let status = (note.userInfo?[ReachabilityNotificationKey.status] as? NetworkReachabilityStatus).map { "\($0.rawValue)" } ?? "none"
+            let object = note.object as? NetworkReachabilityManager === manager ? "" : " from another object"
+            events.withLockedValue { $0.append("notification \(status) on \(on)\(object)") }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        manager.startMonitoring()
+        monitor.send(.reachableViaWiFi)
+        monitor.send(.notReachable)
+        queue.sync {}
+        manager.stopMonitoring()
+        #expect(events.withLockedValue { $0 } == [
+            "handler 2 on callbacks", "notification 2 on callbacks",
+            "handler 0 on callbacks", "notification 0 on callbacks",
+        ])
+    }
+
+    /// A manager released while it monitors goes away (AFNetworking's callback holds it weakly)
+    /// and stops its monitor: over a scripted monitor at once, over the real one once the
+    /// monitor thread lets go of it.
+    @Test func aManagerReleasedWhileMonitoringIsDeallocatedAndStops() async {
+        let monitor = ScriptedMonitor()
+        var scripted: NetworkReachabilityManager? = monitor.manager()
+        weak let weakScripted = scripted
+        scripted?.statusChangeHandler = { _ in }
+        scripted?.startMonitoring()
+        monitor.send(.reachableViaWiFi)
+        scripted?.callbackQueue.sync {}
+        scripted = nil
+        #expect(weakScripted == nil, "a scripted manager outlived its last reference")
+        #expect(monitor.stops.withLockedValue { $0 } == 1)
+
+        var real: NetworkReachabilityManager? = NetworkReachabilityManager(domain: "localhost")
+        weak let weakReal = real
+        let answered = NotificationWaiter()
+        real?.statusChangeHandler = { _ in answered.deliver(nil) }
+        real?.startMonitoring()
+        _ = await answered.wait(seconds: 30)
+        let thread = (real?.currentMonitor as? NetlinkReachabilityMonitor)?.resources.withLockedValue { $0.threadID } ?? 0
+        real = nil
+        #expect(await eventually { weakReal == nil }, "a monitoring manager outlived its last reference")
+        #expect(await eventually { !FileManager.default.fileExists(atPath: "/proc/self/task/\(thread)") }, "thread left running")
+    }
+
     @Test func startingTwiceKeepsOneMonitor() {
         let monitor = ScriptedMonitor()
         let manager = monitor.manager()
