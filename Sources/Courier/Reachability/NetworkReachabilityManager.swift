@@ -163,11 +163,14 @@ public final class NetworkReachabilityManager: Sendable {
 
     // MARK: Monitoring
 
-    /// Starts watching the network. Does nothing when already monitoring. Returns at once: the
-    /// first status arrives shortly after, through the handler, the notification and the streams —
-    /// on every start, even when it equals the status kept from an earlier run (as AFNetworking
-    /// calls its status block each time monitoring starts). After that, only changes are reported.
+    /// Starts watching the network. When already monitoring, stops that first and starts again
+    /// (as AFNetworking's `startMonitoring`), so that the status is reported again. Returns at once
+    /// (after stopping, see ``stopMonitoring()``): the first status arrives shortly after, through
+    /// the handler, the notification and the streams — on every start, even when it equals the
+    /// status kept from an earlier run (as AFNetworking calls its status block each time monitoring
+    /// starts). After that, only changes are reported.
     public func startMonitoring() {
+        self.stopMonitoring()
         if case .invalidAddress(let text) = self.target {
             self.receive(ReachabilityReport(status: .unknown, failure: .invalidAddress(text)), generation: nil)
             return

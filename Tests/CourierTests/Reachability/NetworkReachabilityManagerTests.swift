@@ -127,6 +127,50 @@ struct NetworkReachabilityManagerTests {
         #expect(manager.networkReachabilityStatus != .unknown || manager.failureReason != nil)
     }
 
+    /// AFNetworking's `startMonitoring` stops a previous monitoring first, then reports the
+    /// current status again: a second start (with a new status block, say) hears the status even
+    /// when nothing changed.
+    @Test func startingAgainStopsTheRunningMonitorAndReportsTheStatusAgain() async {
+        let monitor = ScriptedMonitor()
+        let manager = monitor.manager()
+        let seen = NIOLockedValueBox<[NetworkReachabilityStatus]>([])
+        manager.statusChangeHandler = { status in seen.withLockedValue { $0.append(status) } }
+        manager.startMonitoring()
+        monitor.send(.reachableViaWiFi)
+        manager.callbackQueue.sync {}  // delivered before the restart, which drops what still waits
+        manager.startMonitoring()
+        #expect(manager.isMonitoring)
+        #expect(monitor.stops.withLockedValue { $0 } == 1, "the running monitor was not stopped")
+        monitor.send(.reachableViaWiFi)  // the new monitoring's first answer, unchanged
+        monitor.send(.reachableViaWiFi)  // a repeat: not reported
+        manager.callbackQueue.sync {}
+        #expect(seen.withLockedValue { $0 } == [.reachableViaWiFi, .reachableViaWiFi])
+        manager.stopMonitoring()
+        manager.stopMonitoring()
+        #expect(monitor.stops.withLockedValue { $0 } == 2)
+    }
+
+    /// The same over the real monitor: a second `startMonitoring()` without a stop reaches the
+    /// handler again with the (unchanged) status.
+    @Test func aSecondStartReportsTheStatusAgainOverTheRealMonitor() async {
+        let manager = NetworkReachabilityManager(domain: "localhost")
+        defer { manager.stopMonitoring() }
+        let reports = NIOLockedValueBox<[NetworkReachabilityStatus]>([])
+        let waiters = NIOLockedValueBox<[Int: NotificationWaiter]>([:])
+        manager.statusChangeHandler = { status in
+            let count = reports.withLockedValue { $0.append(status); return $0.count }
+            waiters.withLockedValue { $0[count] }?.deliver(nil)
+        }
+        let first = NotificationWaiter()
+        let second = NotificationWaiter()
+        waiters.withLockedValue { $0 = [1: first, 2: second] }
+        manager.startMonitoring()
+        _ = await first.wait(seconds: 30)
+        manager.startMonitoring()
+        _ = await second.wait(seconds: 30)
+        #expect(reports.withLockedValue { $0 } == [.reachableViaEthernet, .reachableViaEthernet])
+    }
+
     /// AFNetworkReachabilityStatus's values, which users keep and compare as integers.
     @Test func statusRawValuesAreAFNetworkings() {
         #expect(NetworkReachabilityStatus.unknown.rawValue == -1)
@@ -214,17 +258,5 @@ struct NetworkReachabilityManagerTests {
         real = nil
         #expect(await eventually { weakReal == nil }, "a monitoring manager outlived its last reference")
         #expect(await eventually { !FileManager.default.fileExists(atPath: "/proc/self/task/\(thread)") }, "thread left running")
-    }
-
-    @Test func startingTwiceKeepsOneMonitor() {
-        let monitor = ScriptedMonitor()
-        let manager = monitor.manager()
-        manager.startMonitoring()
-        let first = manager.currentMonitor
-        manager.startMonitoring()
-        #expect(manager.currentMonitor === first)
-        manager.stopMonitoring()
-        manager.stopMonitoring()
-        #expect(monitor.stops.withLockedValue { $0 } == 1)
     }
 }
