@@ -66,6 +66,7 @@ struct NetworkReachabilityManagerTests {
         manager.startMonitoring()
         monitor.send(.reachableViaEthernet)
         #expect(await iterator.next() == .reachableViaEthernet)
+        manager.callbackQueue.sync {}  // delivered before the stop, which drops what still waits
         manager.stopMonitoring()
 
         manager.startMonitoring()
@@ -231,6 +232,59 @@ struct NetworkReachabilityManagerTests {
             "handler 2 on callbacks", "notification 2 on callbacks",
             "handler 0 on callbacks", "notification 0 on callbacks",
         ])
+    }
+
+    /// Holds `queue` until the returned function is called: deliveries queued meanwhile wait.
+    static func hold(_ queue: DispatchQueue) -> @Sendable () -> Void {
+        let gate = DispatchSemaphore(value: 0)
+        queue.async { gate.wait() }
+        return { gate.signal() }
+    }
+
+    /// Once `stopMonitoring()` returns, no handler call or notification follows, even for a
+    /// status reported before it and still waiting on `callbackQueue`.
+    @Test func nothingIsDeliveredOnceStopMonitoringReturns() {
+        let monitor = ScriptedMonitor()
+        let manager = monitor.manager()
+        let delivered = NIOLockedValueBox<[String]>([])
+        manager.statusChangeHandler = { status in delivered.withLockedValue { $0.append("handler \(status)") } }
+        let observer = NotificationCenter.default.addObserver(forName: .reachabilityDidChange, object: manager, queue: nil) {
+            _ in delivered.withLockedValue { $0.append("notification") }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        manager.startMonitoring()
+        let release = Self.hold(manager.callbackQueue)
+        monitor.send(.reachableViaWiFi)  // queued behind the hold
+        manager.stopMonitoring()
+        release()
+        manager.callbackQueue.sync {}
+        #expect(delivered.withLockedValue { $0 } == [], "delivered after stopMonitoring() returned")
+        #expect(manager.networkReachabilityStatus == .reachableViaWiFi, "the status keeps the last report")
+    }
+
+    /// AFNetworking reads the status block when it delivers: a block replaced, or set to nil,
+    /// before a queued status is delivered is not called with it; the block set then is.
+    @Test func aHandlerReplacedOrClearedBeforeDeliveryIsNotCalled() {
+        let monitor = ScriptedMonitor()
+        let manager = monitor.manager()
+        let calls = NIOLockedValueBox<[String]>([])
+        manager.statusChangeHandler = { status in calls.withLockedValue { $0.append("old \(status.rawValue)") } }
+        manager.startMonitoring()
+        defer { manager.stopMonitoring() }
+
+        var release = Self.hold(manager.callbackQueue)
+        monitor.send(.reachableViaWiFi)
+        manager.statusChangeHandler = { status in calls.withLockedValue { $0.append("new \(status.rawValue)") } }
+        release()
+        manager.callbackQueue.sync {}
+        #expect(calls.withLockedValue { $0 } == ["new 2"])
+
+        release = Self.hold(manager.callbackQueue)
+        monitor.send(.notReachable)
+        manager.statusChangeHandler = nil
+        release()
+        manager.callbackQueue.sync {}
+        #expect(calls.withLockedValue { $0 } == ["new 2"])
     }
 
     /// A manager released while it monitors goes away (AFNetworking's callback holds it weakly)
