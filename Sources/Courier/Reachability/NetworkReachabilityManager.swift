@@ -128,7 +128,8 @@ public final class NetworkReachabilityManager: Sendable {
     // MARK: Observing
 
     /// Called with each new status (AFNetworking's `setReachabilityStatusChangeBlock:`), on
-    /// ``callbackQueue``.
+    /// ``callbackQueue``, before the notification is posted. The handler set when a status is
+    /// delivered is the one called: one replaced, or set to `nil`, before then is not.
     public var statusChangeHandler: (@Sendable (NetworkReachabilityStatus) -> Void)? {
         get { self.state.withLockedValue { $0.statusChangeHandler } }
         set { self.state.withLockedValue { $0.statusChangeHandler = newValue } }
@@ -163,11 +164,14 @@ public final class NetworkReachabilityManager: Sendable {
 
     // MARK: Monitoring
 
-    /// Starts watching the network. Does nothing when already monitoring. Returns at once: the
-    /// first status arrives shortly after, through the handler, the notification and the streams —
-    /// on every start, even when it equals the status kept from an earlier run (as AFNetworking
-    /// calls its status block each time monitoring starts). After that, only changes are reported.
+    /// Starts watching the network. When already monitoring, stops that first and starts again
+    /// (as AFNetworking's `startMonitoring`), so that the status is reported again. Returns at once
+    /// (after stopping, see ``stopMonitoring()``): the first status arrives shortly after, through
+    /// the handler, the notification and the streams — on every start, even when it equals the
+    /// status kept from an earlier run (as AFNetworking calls its status block each time monitoring
+    /// starts). After that, only changes are reported.
     public func startMonitoring() {
+        self.stopMonitoring()
         if case .invalidAddress(let text) = self.target {
             self.receive(ReachabilityReport(status: .unknown, failure: .invalidAddress(text)), generation: nil)
             return
@@ -200,6 +204,10 @@ public final class NetworkReachabilityManager: Sendable {
     /// sockets are gone — except while the thread is resolving a domain: then it returns at once,
     /// and the thread closes its sockets and ends as soon as the resolver returns (nothing it
     /// reports meanwhile reaches observers).
+    ///
+    /// A status reported before the stop and still waiting on ``callbackQueue`` is dropped: once
+    /// this returns, the handler is not called and the notification not posted, except by a
+    /// delivery already running on ``callbackQueue`` (none, when you stop on that queue).
     public func stopMonitoring() {
         let monitor: (any ReachabilityMonitor)? = self.state.withLockedValue { state in
             guard case .monitoring(let monitor, _) = state.phase else { return nil }
@@ -218,8 +226,10 @@ public final class NetworkReachabilityManager: Sendable {
 
     /// Takes a report from the monitor of `generation` (`nil`: from the manager itself); stale
     /// generations are dropped. Only changes reach observers, and the first report after a start.
+    /// A delivery runs only if monitoring has not stopped or restarted since the report, and calls
+    /// the handler set by then.
     private func receive(_ report: ReachabilityReport, generation: Int?) {
-        let delivery: (NetworkReachabilityStatus, (@Sendable (NetworkReachabilityStatus) -> Void)?, DispatchQueue)?
+        let delivery: (NetworkReachabilityStatus, generation: Int, DispatchQueue)?
         let newFailure: ReachabilityFailure?
         (delivery, newFailure) = self.state.withLockedValue { state in
             if let generation, case .monitoring(_, let current) = state.phase, current != generation { return (nil, nil) }
@@ -231,14 +241,18 @@ public final class NetworkReachabilityManager: Sendable {
             guard report.status != state.status || announced else { return (nil, newFailure) }
             state.status = report.status
             for continuation in state.streams.values { continuation.yield(report.status) }
-            return ((report.status, state.statusChangeHandler, state.callbackQueue), newFailure)
+            return ((report.status, state.generation, state.callbackQueue), newFailure)
         }
         if let newFailure {
             self.logger.warning("reachability of \(self.target): \(newFailure)")
         }
-        guard let (status, handler, queue) = delivery else { return }
+        guard let (status, reported, queue) = delivery else { return }
         self.logger.debug("reachability of \(self.target): \(status)")
         queue.async {
+            let current: (@Sendable (NetworkReachabilityStatus) -> Void)?? = self.state.withLockedValue { state in
+                state.generation == reported ? .some(state.statusChangeHandler) : .none
+            }
+            guard let handler = current else { return }  // stopped or restarted since
             handler?(status)
             NotificationCenter.default.post(
                 name: .reachabilityDidChange, object: self, userInfo: [ReachabilityNotificationKey.status: status])

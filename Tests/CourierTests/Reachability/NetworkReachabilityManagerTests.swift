@@ -66,6 +66,7 @@ struct NetworkReachabilityManagerTests {
         manager.startMonitoring()
         monitor.send(.reachableViaEthernet)
         #expect(await iterator.next() == .reachableViaEthernet)
+        manager.callbackQueue.sync {}  // delivered before the stop, which drops what still waits
         manager.stopMonitoring()
 
         manager.startMonitoring()
@@ -127,15 +128,189 @@ struct NetworkReachabilityManagerTests {
         #expect(manager.networkReachabilityStatus != .unknown || manager.failureReason != nil)
     }
 
-    @Test func startingTwiceKeepsOneMonitor() {
+    /// AFNetworking's `startMonitoring` stops a previous monitoring first, then reports the
+    /// current status again: a second start (with a new status block, say) hears the status even
+    /// when nothing changed.
+    @Test func startingAgainStopsTheRunningMonitorAndReportsTheStatusAgain() async {
         let monitor = ScriptedMonitor()
         let manager = monitor.manager()
+        let seen = NIOLockedValueBox<[NetworkReachabilityStatus]>([])
+        manager.statusChangeHandler = { status in seen.withLockedValue { $0.append(status) } }
         manager.startMonitoring()
-        let first = manager.currentMonitor
+        monitor.send(.reachableViaWiFi)
+        manager.callbackQueue.sync {}  // delivered before the restart, which drops what still waits
         manager.startMonitoring()
-        #expect(manager.currentMonitor === first)
+        #expect(manager.isMonitoring)
+        #expect(monitor.stops.withLockedValue { $0 } == 1, "the running monitor was not stopped")
+        monitor.send(.reachableViaWiFi)  // the new monitoring's first answer, unchanged
+        monitor.send(.reachableViaWiFi)  // a repeat: not reported
+        manager.callbackQueue.sync {}
+        #expect(seen.withLockedValue { $0 } == [.reachableViaWiFi, .reachableViaWiFi])
         manager.stopMonitoring()
         manager.stopMonitoring()
+        #expect(monitor.stops.withLockedValue { $0 } == 2)
+    }
+
+    /// The same over the real monitor: a second `startMonitoring()` without a stop reaches the
+    /// handler again with the (unchanged) status.
+    @Test func aSecondStartReportsTheStatusAgainOverTheRealMonitor() async {
+        let manager = NetworkReachabilityManager(domain: "localhost")
+        defer { manager.stopMonitoring() }
+        let reports = NIOLockedValueBox<[NetworkReachabilityStatus]>([])
+        let waiters = NIOLockedValueBox<[Int: NotificationWaiter]>([:])
+        manager.statusChangeHandler = { status in
+            let count = reports.withLockedValue { $0.append(status); return $0.count }
+            waiters.withLockedValue { $0[count] }?.deliver(nil)
+        }
+        let first = NotificationWaiter()
+        let second = NotificationWaiter()
+        waiters.withLockedValue { $0 = [1: first, 2: second] }
+        manager.startMonitoring()
+        _ = await first.wait(seconds: 30)
+        manager.startMonitoring()
+        _ = await second.wait(seconds: 30)
+        #expect(reports.withLockedValue { $0 } == [.reachableViaEthernet, .reachableViaEthernet])
+    }
+
+    /// AFNetworkReachabilityStatus's values, which users keep and compare as integers.
+    @Test func statusRawValuesAreAFNetworkings() {
+        #expect(NetworkReachabilityStatus.unknown.rawValue == -1)
+        #expect(NetworkReachabilityStatus.notReachable.rawValue == 0)
+        #expect(NetworkReachabilityStatus.reachableViaWWAN.rawValue == 1)
+        #expect(NetworkReachabilityStatus.reachableViaWiFi.rawValue == 2)
+        #expect(NetworkReachabilityStatus(rawValue: 1) == .reachableViaWWAN)
+    }
+
+    /// `isReachable`, `isReachableViaWWAN` and `isReachableViaWiFi` follow the status, as
+    /// AFNetworking's (Ethernet, which AFNetworking has not, is reachable and neither of the two).
+    @Test func theReachableFlagsFollowTheStatus() async {
+        let monitor = ScriptedMonitor()
+        let manager = monitor.manager()
+        var iterator = manager.statuses.makeAsyncIterator()
+        #expect(await iterator.next() == .unknown)
+        #expect(!manager.isReachable && !manager.isReachableViaWWAN && !manager.isReachableViaWiFi)
+        manager.startMonitoring()
+        for status in [NetworkReachabilityStatus.reachableViaWWAN, .reachableViaWiFi, .notReachable, .reachableViaEthernet, .unknown] {
+            monitor.send(status)
+            #expect(await iterator.next() == status)
+            let reachable = [.reachableViaWWAN, .reachableViaWiFi, .reachableViaEthernet].contains(status)
+            #expect(manager.isReachable == reachable, "\(status)")
+            #expect(manager.isReachableViaWWAN == (status == .reachableViaWWAN), "\(status)")
+            #expect(manager.isReachableViaWiFi == (status == .reachableViaWiFi), "\(status)")
+        }
+        manager.stopMonitoring()
+    }
+
+    /// AFNetworking calls the status block, then posts the notification (the manager as its
+    /// object, the status in its user info), in one block on the main queue; Courier does both on
+    /// `callbackQueue`, the handler first.
+    @Test func theHandlerRunsBeforeTheNotificationBothOnTheCallbackQueue() {
+        let monitor = ScriptedMonitor()
+        let manager = monitor.manager()
+        let queue = DispatchQueue(label: "courier.tests.reachability")
+        queue.setSpecific(key: TestQueues.key, value: "callbacks")
+        manager.callbackQueue = queue
+        let events = NIOLockedValueBox<[String]>([])
+        manager.statusChangeHandler = { status in
+            let on = DispatchQueue.getSpecific(key: TestQueues.key) ?? "elsewhere"
+            events.withLockedValue { $0.append("handler \(status.rawValue) on \(on)") }
+        }
+        let observer = NotificationCenter.default.addObserver(forName: .reachabilityDidChange, object: manager, queue: nil) {
+            note in
+            let on = DispatchQueue.getSpecific(key: TestQueues.key) ?? "elsewhere"
+            let status = (note.userInfo?[ReachabilityNotificationKey.status] as? NetworkReachabilityStatus).map { "\($0.rawValue)" } ?? "none"
+            let object = note.object as? NetworkReachabilityManager === manager ? "" : " from another object"
+            events.withLockedValue { $0.append("notification \(status) on \(on)\(object)") }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        manager.startMonitoring()
+        monitor.send(.reachableViaWiFi)
+        monitor.send(.notReachable)
+        queue.sync {}
+        manager.stopMonitoring()
+        #expect(events.withLockedValue { $0 } == [
+            "handler 2 on callbacks", "notification 2 on callbacks",
+            "handler 0 on callbacks", "notification 0 on callbacks",
+        ])
+    }
+
+    /// Holds `queue` until the returned function is called: deliveries queued meanwhile wait.
+    static func hold(_ queue: DispatchQueue) -> @Sendable () -> Void {
+        let gate = DispatchSemaphore(value: 0)
+        queue.async { gate.wait() }
+        return { gate.signal() }
+    }
+
+    /// Once `stopMonitoring()` returns, no handler call or notification follows, even for a
+    /// status reported before it and still waiting on `callbackQueue`.
+    @Test func nothingIsDeliveredOnceStopMonitoringReturns() {
+        let monitor = ScriptedMonitor()
+        let manager = monitor.manager()
+        let delivered = NIOLockedValueBox<[String]>([])
+        manager.statusChangeHandler = { status in delivered.withLockedValue { $0.append("handler \(status)") } }
+        let observer = NotificationCenter.default.addObserver(forName: .reachabilityDidChange, object: manager, queue: nil) {
+            _ in delivered.withLockedValue { $0.append("notification") }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        manager.startMonitoring()
+        let release = Self.hold(manager.callbackQueue)
+        monitor.send(.reachableViaWiFi)  // queued behind the hold
+        manager.stopMonitoring()
+        release()
+        manager.callbackQueue.sync {}
+        #expect(delivered.withLockedValue { $0 } == [], "delivered after stopMonitoring() returned")
+        #expect(manager.networkReachabilityStatus == .reachableViaWiFi, "the status keeps the last report")
+    }
+
+    /// AFNetworking reads the status block when it delivers: a block replaced, or set to nil,
+    /// before a queued status is delivered is not called with it; the block set then is.
+    @Test func aHandlerReplacedOrClearedBeforeDeliveryIsNotCalled() {
+        let monitor = ScriptedMonitor()
+        let manager = monitor.manager()
+        let calls = NIOLockedValueBox<[String]>([])
+        manager.statusChangeHandler = { status in calls.withLockedValue { $0.append("old \(status.rawValue)") } }
+        manager.startMonitoring()
+        defer { manager.stopMonitoring() }
+
+        var release = Self.hold(manager.callbackQueue)
+        monitor.send(.reachableViaWiFi)
+        manager.statusChangeHandler = { status in calls.withLockedValue { $0.append("new \(status.rawValue)") } }
+        release()
+        manager.callbackQueue.sync {}
+        #expect(calls.withLockedValue { $0 } == ["new 2"])
+
+        release = Self.hold(manager.callbackQueue)
+        monitor.send(.notReachable)
+        manager.statusChangeHandler = nil
+        release()
+        manager.callbackQueue.sync {}
+        #expect(calls.withLockedValue { $0 } == ["new 2"])
+    }
+
+    /// A manager released while it monitors goes away (AFNetworking's callback holds it weakly)
+    /// and stops its monitor: over a scripted monitor at once, over the real one once the
+    /// monitor thread lets go of it.
+    @Test func aManagerReleasedWhileMonitoringIsDeallocatedAndStops() async {
+        let monitor = ScriptedMonitor()
+        var scripted: NetworkReachabilityManager? = monitor.manager()
+        weak let weakScripted = scripted
+        scripted?.statusChangeHandler = { _ in }
+        scripted?.startMonitoring()
+        monitor.send(.reachableViaWiFi)
+        scripted?.callbackQueue.sync {}
+        scripted = nil
+        #expect(weakScripted == nil, "a scripted manager outlived its last reference")
         #expect(monitor.stops.withLockedValue { $0 } == 1)
+
+        var real: NetworkReachabilityManager? = NetworkReachabilityManager(domain: "localhost")
+        weak let weakReal = real
+        let answered = NotificationWaiter()
+        real?.statusChangeHandler = { _ in answered.deliver(nil) }
+        real?.startMonitoring()
+        _ = await answered.wait(seconds: 30)
+        let thread = (real?.currentMonitor as? NetlinkReachabilityMonitor)?.resources.withLockedValue { $0.threadID } ?? 0
+        real = nil
+        #expect(await eventually { weakReal == nil }, "a monitoring manager outlived its last reference")
+        #expect(await eventually { !FileManager.default.fileExists(atPath: "/proc/self/task/\(thread)") }, "thread left running")
     }
 }
