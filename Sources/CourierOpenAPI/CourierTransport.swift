@@ -98,8 +98,10 @@ public struct CourierTransport: ClientTransport {
     /// Sends one operation's request and returns at its response head.
     ///
     /// - Parameters:
-    ///   - request: The request the generated client built; its path (with query) is joined to
-    ///     `baseURL`.
+    ///   - request: The request the generated client built; its path (with query), percent-encoded
+    ///     as it is, is appended to `baseURL`'s path with one slash between (a `baseURL` ending in
+    ///     `/` gives no `//`); `baseURL`'s own query and fragment are not sent. Its header fields go
+    ///     out as they are, repeated ones repeated.
     ///   - body: The request body, streamed as described on ``CourierTransport``.
     ///   - baseURL: The server URL the client was made with.
     ///   - operationID: The operation's identifier, set as `Request.operationName`.

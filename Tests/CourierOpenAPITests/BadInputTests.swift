@@ -3,6 +3,7 @@ import CourierOpenAPI
 import CourierTesting
 import Foundation
 import HTTPTypes
+import NIOConcurrencyHelpers
 import OpenAPIRuntime
 import Testing
 
@@ -56,6 +57,48 @@ struct BadInputTests {
         }
     }
 
+    @Test("A call made from a task already cancelled fails with CourierError.cancelled beneath ClientError")
+    func alreadyCancelled() async throws {
+        try await TestServer.withServer { server in
+            try await withGeneratedClient(baseURL: server.baseURL) { client, _ in
+                let call = Task {
+                    withUnsafeCurrentTask { $0?.cancel() }
+                    return try await client.postAnything(body: .json(.init(name: "Ada", count: 1)))
+                }
+                let error = try await #require(throws: ClientError.self) { try await call.value }
+                let courier = try #require(error.underlyingError as? CourierError, "\(error.underlyingError)")
+                #expect(courier.code == .cancelled)
+            }
+        }
+    }
+
+    @Test(
+        "Cancelling the call while its streamed request body waits for a chunk cancels the Courier task and stops reading the body",
+        .timeLimit(.minutes(1)))
+    func cancelledMidUpload() async throws {
+        try await TestServer.withServer { server in
+            try await withGeneratedClient(baseURL: server.baseURL) { client, manager in
+                let recorder = CompletionRecorder(manager)
+                let stalled = Signal()
+                let released = Signal()
+                let chunks = StallingChunks(stalled: stalled, released: released)
+                let body = HTTPBody(chunks, length: .unknown, iterationBehavior: .single)
+                let call = Task { try await client.upload(body: .binary(body)) }
+                await stalled.wait()
+                call.cancel()
+                let error = try await #require(throws: ClientError.self) { try await call.value }
+                let courier = try #require(error.underlyingError as? CourierError, "\(error.underlyingError)")
+                #expect(courier.code == .cancelled)
+                await recorder.wait(for: 1)
+                #expect(recorder.errors.first??.code == .cancelled)
+                // The wait for the next chunk was cancelled too, rather than left hanging (until
+                // the time limit cancels the test).
+                await withTaskCancellationHandler { await released.wait() } onCancel: { released.fire() }
+                #expect(chunks.wasReleased.withLockedValue { $0 }, "the body's wait for a chunk was left hanging")
+            }
+        }
+    }
+
     @Test("Cancelling the reader of a streamed download mid-body cancels the Courier task, and the reader is told")
     func cancelledMidBody() async throws {
         try await TestServer.withServer { server in
@@ -81,20 +124,46 @@ struct BadInputTests {
         }
     }
 
+    /// How a failing upload's `HTTPBody` is made, and so how the transport sends it.
+    enum FailingUpload: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        /// Single-pass, of known length: a one-shot stream with a `Content-Length`.
+        case singlePassKnownLength
+        /// Single-pass, of unknown length: a one-shot chunked stream.
+        case singlePassUnknownLength
+        /// Iterable again, over the collected-body limit: a replayable stream.
+        case replayableStream
+        /// Iterable again, within the collected-body limit: collected before anything is sent.
+        case collected
+
+        var testDescription: String { self.rawValue }
+
+        var body: HTTPBody {
+            let failure = UploadStreamFailure(reason: "the source went away")
+            // A declared length beyond what the stream gives before failing: the server waits for the rest.
+            switch self {
+            case .singlePassKnownLength:
+                return HTTPBody(PatternChunks(count: 256 << 10, failure: failure), length: .known(1 << 20), iterationBehavior: .single)
+            case .singlePassUnknownLength:
+                return HTTPBody(PatternChunks(count: 256 << 10, failure: failure), length: .unknown, iterationBehavior: .single)
+            case .replayableStream:
+                return HTTPBody(PatternChunks(count: 256 << 10, failure: failure), length: .known(1 << 20), iterationBehavior: .multiple)
+            case .collected:
+                return HTTPBody(PatternChunks(count: 16 << 10, failure: failure), length: .known(32 << 10), iterationBehavior: .multiple)
+            }
+        }
+    }
+
     @Test(
         "A request body stream that fails mid-upload fails the call with its own error beneath CourierError.bodyReadFailed, not a timeout",
-        arguments: [true, false])
-    func failingUpload(knownLength: Bool) async throws {
+        arguments: FailingUpload.allCases)
+    func failingUpload(_ kind: FailingUpload) async throws {
         try await TestServer.withServer { server in
             var configuration = CourierTransport.Configuration()
             // Long enough not to be what ends the call.
             configuration.options.timeoutInterval = 60
             try await withGeneratedClient(baseURL: server.baseURL, configuration: configuration) { client, _ in
                 let failure = UploadStreamFailure(reason: "the source went away")
-                let chunks = PatternChunks(count: 256 << 10, failure: failure)
-                // A declared length beyond what the stream gives before failing: the server waits for the rest.
-                let body = HTTPBody(chunks, length: knownLength ? .known(1 << 20) : .unknown, iterationBehavior: .single)
-                let error = try await #require(throws: ClientError.self) { try await client.upload(body: .binary(body)) }
+                let error = try await #require(throws: ClientError.self) { try await client.upload(body: .binary(kind.body)) }
                 #expect(error.operationID == "upload")
                 let courier = try #require(error.underlyingError as? CourierError, "\(error.underlyingError)")
                 #expect(courier.code == .bodyReadFailed)
@@ -117,12 +186,14 @@ struct BadInputTests {
         }
     }
 
-    @Test("A JSON body cut short by the server: the CourierError of the body's stream beneath ClientError")
-    func truncatedJSON() async throws {
+    @Test(
+        "A JSON body cut short by the server: the CourierError of the body's stream beneath ClientError, whether it was read whole before the call returned or streamed",
+        arguments: [100, 100_000])
+    func truncatedJSON(sent: Int) async throws {
         try await TestServer.withServer { server in
             try await withGeneratedClient(baseURL: server.baseURL) { client, _ in
                 let error = try await #require(throws: ClientError.self) {
-                    try await client.truncatedJSON(path: .init(n: 100), query: .init(_type: "application/json"))
+                    try await client.truncatedJSON(path: .init(n: sent), query: .init(_type: "application/json"))
                 }
                 let courier = try #require(error.underlyingError as? CourierError, "\(error.underlyingError)")
                 #expect(courier.code == .connectionClosed)
@@ -153,4 +224,42 @@ struct BadInputTests {
             }
         }
     }
+}
+
+/// One chunk, then a wait for the next that ends only when the reading task is cancelled.
+struct StallingChunks: AsyncSequence, Sendable {
+    typealias Element = ArraySlice<UInt8>
+    typealias Failure = any Error
+
+    /// Fired when the reader asks for the chunk that never comes.
+    let stalled: Signal
+    /// Fired when that wait was cancelled.
+    let released: Signal
+    /// Whether it was.
+    let wasReleased = NIOLockedValueBox(false)
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let sequence: StallingChunks
+        var sentFirst = false
+
+        mutating func next() async throws -> ArraySlice<UInt8>? {
+            if !self.sentFirst {
+                self.sentFirst = true
+                return ArraySlice(repeating: 7, count: 1024)
+            }
+            let never = Signal()
+            let stalled = self.sequence.stalled
+            await withTaskCancellationHandler {
+                stalled.fire()
+                await never.wait()
+            } onCancel: {
+                never.fire()
+            }
+            self.sequence.wasReleased.withLockedValue { $0 = true }
+            self.sequence.released.fire()
+            throw CancellationError()
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(sequence: self) }
 }
