@@ -11,6 +11,19 @@ import Testing
 /// `ClientError`, with Courier's `CourierError` beneath wherever Courier failed.
 @Suite("CourierTransport: failures keep Courier's typed error beneath the runtime's")
 struct BadInputTests {
+    /// The call fails with `CourierError.cancelled` beneath the runtime's `ClientError`, and so
+    /// does the Courier task the recorder saw (when one is given).
+    static func expectCancelled<T: Sendable>(
+        _ call: Task<T, any Error>, recorder: CompletionRecorder?, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let error = try await #require(throws: ClientError.self, sourceLocation: sourceLocation) { try await call.value }
+        let courier = try #require(error.underlyingError as? CourierError, "\(error.underlyingError)", sourceLocation: sourceLocation)
+        #expect(courier.code == .cancelled, sourceLocation: sourceLocation)
+        guard let recorder else { return }
+        await recorder.wait(for: 1)
+        #expect(recorder.errors.first??.code == .cancelled, sourceLocation: sourceLocation)
+    }
+
     @Test("A server nobody listens on: ClientError naming the operation, over CourierError.connectionFailed")
     func unreachable() async throws {
         // Port 1 on loopback: nothing listens there, so the connection is refused at once.
@@ -48,11 +61,7 @@ struct BadInputTests {
                 let call = Task { try await client.getJSON() }
                 await arrived.wait()
                 call.cancel()
-                let error = try await #require(throws: ClientError.self) { try await call.value }
-                let courier = try #require(error.underlyingError as? CourierError, "\(error.underlyingError)")
-                #expect(courier.code == .cancelled)
-                await recorder.wait(for: 1)
-                #expect(recorder.errors.first??.code == .cancelled)
+                try await Self.expectCancelled(call, recorder: recorder)
             }
         }
     }
@@ -65,9 +74,7 @@ struct BadInputTests {
                     withUnsafeCurrentTask { $0?.cancel() }
                     return try await client.postAnything(body: .json(.init(name: "Ada", count: 1)))
                 }
-                let error = try await #require(throws: ClientError.self) { try await call.value }
-                let courier = try #require(error.underlyingError as? CourierError, "\(error.underlyingError)")
-                #expect(courier.code == .cancelled)
+                try await Self.expectCancelled(call, recorder: nil)
             }
         }
     }
@@ -86,11 +93,7 @@ struct BadInputTests {
                 let call = Task { try await client.upload(body: .binary(body)) }
                 await stalled.wait()
                 call.cancel()
-                let error = try await #require(throws: ClientError.self) { try await call.value }
-                let courier = try #require(error.underlyingError as? CourierError, "\(error.underlyingError)")
-                #expect(courier.code == .cancelled)
-                await recorder.wait(for: 1)
-                #expect(recorder.errors.first??.code == .cancelled)
+                try await Self.expectCancelled(call, recorder: recorder)
                 // The wait for the next chunk was cancelled too, rather than left hanging (until
                 // the time limit cancels the test).
                 await withTaskCancellationHandler { await released.wait() } onCancel: { released.fire() }
