@@ -155,11 +155,9 @@ struct ProxyTunnelSocketTests {
     }
 
     @Test func aProxyThatCannotReachTheServerIsRefused() async throws {
-        // A port nothing listens on: bound, then closed.
-        let closed = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
-        let port = try #require(closed.localAddress?.port)
-        try await closed.close()
-        let proxy = try await TestProxy.start(upstreamPort: port)
+        // A port nothing listens on, kept bound (`closedPort()`): a port bound and then closed was
+        // once taken by a parallel test's server, which answered the proxy's connection.
+        let proxy = try await TestProxy.start(upstreamPort: closedPort())
         let error = try await Self.failure(through: .connectTunnel(.http(host: "127.0.0.1", port: proxy.port)), proxyPort: proxy.port)
         try await proxy.shutdown()
         #expect(error?.code == .proxyRefused)
