@@ -58,6 +58,8 @@ struct BadInputTests {
             defer { release.fire() }
             try await withGeneratedClient(baseURL: server.baseURL) { client, manager in
                 let recorder = CompletionRecorder(manager)
+                // A task of its own, so that the test can cancel the call before the head;
+                // cancelled below and awaited by `expectCancelled`.
                 let call = Task { try await client.getJSON() }
                 await arrived.wait()
                 call.cancel()
@@ -70,6 +72,8 @@ struct BadInputTests {
     func alreadyCancelled() async throws {
         try await TestServer.withServer { server in
             try await withGeneratedClient(baseURL: server.baseURL) { client, _ in
+                // A task of its own, so that it can be cancelled before the call starts; it
+                // cancels itself and `expectCancelled` awaits it.
                 let call = Task {
                     withUnsafeCurrentTask { $0?.cancel() }
                     return try await client.postAnything(body: .json(.init(name: "Ada", count: 1)))
@@ -90,6 +94,8 @@ struct BadInputTests {
                 let released = Signal()
                 let chunks = StallingChunks(stalled: stalled, released: released)
                 let body = HTTPBody(chunks, length: .unknown, iterationBehavior: .single)
+                // A task of its own, so that the test can cancel the call mid-upload; cancelled
+                // below and awaited by `expectCancelled`.
                 let call = Task { try await client.upload(body: .binary(body)) }
                 await stalled.wait()
                 call.cancel()

@@ -129,7 +129,9 @@ extension SessionManager {
     func execute(_ request: Request, for delegate: TaskDelegate, attempt: Int) {
         switch self.planFirstHop(request, for: delegate, attempt: attempt) {
         case .send(let changed):
-            let exchange = if let changed { self.engine.execute(changed, delegate: delegate) } else { self.engine.execute(request, delegate: delegate) }
+            // Not `changed ?? request`: that would copy the request the attempt made.
+            let exchange =
+                if let changed { self.engine.execute(changed, delegate: delegate) } else { self.engine.execute(request, delegate: delegate) }
             delegate.attach(exchange, attempt: attempt)
         case .answer(let cached):
             delegate.answerFromCache(cached)

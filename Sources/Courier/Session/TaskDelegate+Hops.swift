@@ -98,7 +98,8 @@ extension SessionManager {
         let now = configuration.value.responseCache?.now
         let followsRedirects = (request.options.redirectPolicy ?? configuration.value.redirectPolicy) != .disallow
         if delegate.sink.usesCache {
-            // The lookup and the decision see the request as it goes (with the session's cookies).
+            // The lookup and the decision see the request as it goes (with the session's cookies);
+            // each branch passes its own, as `withCookies ?? request` would copy the request.
             func decide(_ sending: Request) -> CacheDecision {
                 let stored = request.method == .get && policy != .reloadIgnoringLocalCacheData
                     ? configuration.value.responseCache?.cachedResponse(for: sending) : nil
