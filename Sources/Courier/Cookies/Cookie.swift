@@ -164,6 +164,17 @@ enum CookieMatching {
         return path.isEmpty ? "/" : path
     }
 
+    /// Whether requests to `url` carry cookies: HTTP and WebSocket URLs (over TCP or a Unix
+    /// socket), not `ftp:` or `file:` ones.
+    static func carriesCookies(_ url: URL) -> Bool {
+        guard let scheme = url.scheme else { return false }
+        if scheme == "https" || scheme == "http" { return true }
+        return switch scheme.lowercased() {
+        case "http", "https", "ws", "wss", "http+unix", "https+unix", "ws+unix", "wss+unix": true
+        default: false
+        }
+    }
+
     static func isSecure(_ url: URL) -> Bool {
         switch url.scheme?.lowercased() {
         case "https", "wss", "https+unix": true

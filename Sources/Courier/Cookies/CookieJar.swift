@@ -50,9 +50,12 @@ struct CookieJar: Sendable {
 
     // MARK: Storing
 
-    /// Stores the cookies of `Set-Cookie` fields received from `url`. Returns whether anything changed.
+    /// Stores the cookies of `Set-Cookie` fields received from `url`. Returns whether anything
+    /// changed. A URL whose scheme is not HTTP's or WebSocket's stores nothing (as in Go's jar):
+    /// cookies are HTTP state.
     @discardableResult
     mutating func store(setCookieFields fields: some Sequence<String>, from url: URL, now: Date) -> Bool {
+        guard CookieMatching.carriesCookies(url) else { return false }
         var changed = false
         let suffixes = self.publicSuffixes
         for field in fields {
@@ -132,10 +135,11 @@ struct CookieJar: Sendable {
     }
 
     /// Calls `body` with each entry that goes with a request to `url` (host and parent domains,
-    /// path, `Secure`), after marking it used at `now`; removes the expired entries met.
+    /// path, `Secure`), after marking it used at `now`; removes the expired entries met. A URL
+    /// whose scheme is not HTTP's or WebSocket's (`ftp:`, `file:`) gets none.
     private mutating func forEachMatch(of url: URL, now: Date, _ body: (Entry) -> Void) {
         // An empty jar (the common case) does not parse the URL's host.
-        guard self.count > 0, let host = CookieMatching.canonicalHost(of: url) else { return }
+        guard self.count > 0, CookieMatching.carriesCookies(url), let host = CookieMatching.canonicalHost(of: url) else { return }
         let path = CookieMatching.requestPath(of: url)
         let secure = CookieMatching.isSecure(url)
         // The host and each parent domain (an IP address has no parents).

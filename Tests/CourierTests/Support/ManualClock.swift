@@ -16,6 +16,11 @@ final class ManualClock: Sendable {
         self.current.withLockedValue { $0.addTimeInterval(seconds) }
     }
 
+    /// Sets the time.
+    func set(_ date: Date) {
+        self.current.withLockedValue { $0 = date }
+    }
+
     var function: @Sendable () -> Date { { self.now } }
 }
 
