@@ -17,6 +17,11 @@
 //	                       4 times smaller, within the ratio a client allows against bombs
 //	/close-every?n=N       /hello, closing every N-th response's connection (HTTP/2: GOAWAY)
 //	/reject                413 at once, without reading the body
+//	/form                  the request's form as Go parses it (query, URL-encoded or multipart body:
+//	                       values, and each file's name, type, size and SHA-256), as JSON
+//	/cookies[/...]         the cookies the request carried, in order, as JSON; ?set=1 sets
+//	                       "session" (path /, an hour) and "scoped" (path /cookies/deep), ?clear=1
+//	                       deletes "session" (Max-Age 0)
 package main
 
 import (
@@ -147,6 +152,61 @@ func routes() *http.ServeMux {
 		}
 		fmt.Fprintf(w, "hello %s %s %d", r.Proto, r.Method, served)
 	})
+	m.HandleFunc("/form", func(w http.ResponseWriter, r *http.Request) {
+		type file struct {
+			Filename    string `json:"filename"`
+			ContentType string `json:"contentType"`
+			Size        int64  `json:"size"`
+			SHA256      string `json:"sha256"`
+		}
+		answer := map[string]any{"method": r.Method, "contentType": r.Header.Get("Content-Type")}
+		var err error
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+			err = r.ParseMultipartForm(32 << 20)
+		} else {
+			err = r.ParseForm()
+		}
+		if err != nil {
+			answer["error"] = err.Error()
+		}
+		answer["form"] = r.Form
+		files := map[string][]file{}
+		if r.MultipartForm != nil {
+			for name, headers := range r.MultipartForm.File {
+				for _, header := range headers {
+					f, err := header.Open()
+					if err != nil {
+						answer["error"] = err.Error()
+						continue
+					}
+					h := sha256.New()
+					n, _ := io.Copy(h, f)
+					f.Close()
+					files[name] = append(files[name], file{header.Filename, header.Header.Get("Content-Type"), n, hex.EncodeToString(h.Sum(nil))})
+				}
+			}
+		}
+		answer["files"] = files
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(answer)
+	})
+	cookies := func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("set") != "" {
+			http.SetCookie(w, &http.Cookie{Name: "session", Value: "abc 1", Path: "/", MaxAge: 3600, HttpOnly: true})
+			http.SetCookie(w, &http.Cookie{Name: "scoped", Value: "x", Path: "/cookies/deep"})
+		}
+		if r.URL.Query().Get("clear") != "" {
+			http.SetCookie(w, &http.Cookie{Name: "session", Value: "", Path: "/", MaxAge: -1})
+		}
+		sent := [][2]string{}
+		for _, c := range r.Cookies() {
+			sent = append(sent, [2]string{c.Name, c.Value})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(sent)
+	}
+	m.HandleFunc("/cookies", cookies)
+	m.HandleFunc("/cookies/", cookies)
 	m.HandleFunc("/reject", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusRequestEntityTooLarge)

@@ -210,4 +210,90 @@ struct GoPeerTests {
             #expect(next.response.status == .ok)
         }
     }
+
+    /// `/form`'s answer: the form as Go's `Request.ParseForm` / `ParseMultipartForm` read it.
+    private struct FormEcho: Decodable {
+        struct File: Decodable, Equatable {
+            var filename: String
+            var contentType: String
+            var size: Int
+            var sha256: String
+        }
+
+        var method: String
+        var contentType: String
+        var form: [String: [String]]
+        var files: [String: [File]]
+        var error: String?
+    }
+
+    private static func form(_ request: Request, with manager: SessionManager) async throws -> FormEcho {
+        try JSONDecoder().decode(FormEcho.self, from: try await manager.data(for: request).value)
+    }
+
+    /// AFNetworking's parameters, with characters a form must escape, Unicode, an array and
+    /// nested dictionaries.
+    private static let parameters: [String: any Sendable] = [
+        "name": "Ann Smith", "symbols": "a&b=c+d?e/f#g%h;i", "unicode": "日本語 ü", "list": ["1", "2"],
+        "nested": ["key": "value", "deep": ["x": "y"] as [String: String]] as [String: any Sendable],
+    ]
+
+    /// What Go reads of ``parameters``: AFNetworking's keys (`list[]`, `nested[deep][x]`), each
+    /// value as it was.
+    private static let parsedParameters: [String: [String]] = [
+        "name": ["Ann Smith"], "symbols": ["a&b=c+d?e/f#g%h;i"], "unicode": ["日本語 ü"], "list[]": ["1", "2"],
+        "nested[key]": ["value"], "nested[deep][x]": ["y"],
+    ]
+
+    /// Parameters serialized by ``HTTPRequestSerializer`` into a `GET` query and a `POST` body,
+    /// and a multipart form, are read back by Go's own form parsers value for value.
+    @Test(arguments: goTransports)
+    func formsAreReadBackByGosParsers(_ transport: Transport) async throws {
+        try await GoPeer.run(transport) { manager in
+            let url = GoPeer.url("/form", over: transport).absoluteString
+            let serializer = HTTPRequestSerializer()
+
+            let query = try await Self.form(serializer.request(method: .get, urlString: url, parameters: Self.parameters), with: manager)
+            #expect(query.method == "GET" && query.error == nil)
+            #expect(query.form == Self.parsedParameters)
+
+            let body = try await Self.form(serializer.request(method: .post, urlString: url, parameters: Self.parameters), with: manager)
+            #expect(body.contentType == "application/x-www-form-urlencoded" && body.error == nil)
+            #expect(body.form == Self.parsedParameters)
+
+            let bytes = GoPeer.pattern(300_001)
+            let digest = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+            let multipart = try serializer.multipartFormRequest(method: .post, urlString: url, parameters: Self.parameters) { form in
+                form.appendPart(withFileData: bytes, name: "file", fileName: "a b ü.txt", mimeType: "text/plain")
+                form.appendPart(withForm: Data("plain part".utf8), name: "form")
+            }
+            let parts = try await Self.form(multipart, with: manager)
+            #expect(parts.contentType.hasPrefix("multipart/form-data; boundary=") && parts.error == nil)
+            #expect(parts.form == Self.parsedParameters.merging(["form": ["plain part"]]) { $1 })
+            #expect(parts.files == ["file": [FormEcho.File(filename: "a b ü.txt", contentType: "text/plain", size: bytes.count, sha256: digest)]])
+        }
+    }
+
+    /// Cookies Go's `http.SetCookie` sets (a value Go quotes, a path-scoped one, then a deletion)
+    /// are kept by the session's cookie store and sent back where they belong, as Go's
+    /// `Request.Cookies` reads them.
+    @Test(arguments: goTransports)
+    func cookiesGoBackAsGoSetThem(_ transport: Transport) async throws {
+        try await GoPeer.run(transport) { manager in
+            func sent(_ path: String) async throws -> [[String]] {
+                let response = try await manager.data(for: Request(method: .get, url: GoPeer.url(path, over: transport)))
+                return try JSONDecoder().decode([[String]].self, from: response.value)
+            }
+            let first = try await sent("/cookies?set=1")
+            #expect(first == [])
+            let root = try await sent("/cookies")
+            #expect(root == [["session", "abc 1"]])
+            let deeper = try await sent("/cookies/deep/er")
+            #expect(deeper == [["scoped", "x"], ["session", "abc 1"]], "the longer path first")
+            let clearing = try await sent("/cookies?clear=1")
+            #expect(clearing == [["session", "abc 1"]])
+            let cleared = try await sent("/cookies/deep")
+            #expect(cleared == [["scoped", "x"]])
+        }
+    }
 }
