@@ -8,7 +8,7 @@ import Testing
 /// ``ProxyConfiguration/fromEnvironment(_:)`` and ``ProxyConfiguration/proxy(for:)``.
 ///
 /// Courier reads the variables as curl does. Where Go's answer differs, the row says Courier's
-/// and the comment Go's: an `http://` or SOCKS proxy URL without a port gets curl's 1080 (Go: the scheme's, 80), and
+/// and the comment Go's: an `http://` proxy URL without a port gets curl's 1080 (Go: 80), and
 /// `.example.com` in `no_proxy` covers `example.com` itself (curl; Go only covers names under it).
 @Suite("Go's proxy environment tests")
 struct GoProxyEnvironmentTests {
