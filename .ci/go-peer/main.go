@@ -19,6 +19,9 @@
 //	/reject                413 at once, without reading the body
 //	/form                  the request's form as Go parses it (query, URL-encoded or multipart body:
 //	                       values, and each file's name, type, size and SHA-256), as JSON
+//	/json                  the request's JSON body as Go's encoding/json reads it: each leaf by its
+//	                       path ("/key/0/..."), as "s:" and the string, "n:" and the number's
+//	                       literal, "b:true", "b:false" or "null"; and the decoding error, if any
 //	/cookies[/...]         the cookies the request carried, in order, as JSON; ?set=1 sets
 //	                       "session" (path /, an hour) and "scoped" (path /cookies/deep), ?clear=1
 //	                       deletes "session" (Max-Age 0)
@@ -187,6 +190,43 @@ func routes() *http.ServeMux {
 			}
 		}
 		answer["files"] = files
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(answer)
+	})
+	m.HandleFunc("/json", func(w http.ResponseWriter, r *http.Request) {
+		decoder := json.NewDecoder(r.Body)
+		decoder.UseNumber()
+		var value any
+		answer := map[string]any{"contentType": r.Header.Get("Content-Type")}
+		if err := decoder.Decode(&value); err != nil {
+			answer["error"] = err.Error()
+		} else if decoder.More() {
+			answer["error"] = "more than one JSON value"
+		}
+		leaves := map[string]string{}
+		var walk func(path string, v any)
+		walk = func(path string, v any) {
+			switch t := v.(type) {
+			case map[string]any:
+				for k, x := range t {
+					walk(path+"/"+k, x)
+				}
+			case []any:
+				for i, x := range t {
+					walk(path+"/"+strconv.Itoa(i), x)
+				}
+			case json.Number:
+				leaves[path] = "n:" + string(t)
+			case string:
+				leaves[path] = "s:" + t
+			case bool:
+				leaves[path] = "b:" + strconv.FormatBool(t)
+			case nil:
+				leaves[path] = "null"
+			}
+		}
+		walk("", value)
+		answer["leaves"] = leaves
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(answer)
 	})

@@ -296,4 +296,47 @@ struct GoPeerTests {
             #expect(cleared == [["scoped", "x"]])
         }
     }
+
+    /// `/json`'s answer: each leaf of the body as Go's `encoding/json` read it.
+    private struct JSONEcho: Decodable {
+        var contentType: String
+        var leaves: [String: String]
+        var error: String?
+    }
+
+    /// What ``JSONRequestSerializer`` writes (Courier's own JSON writer) is read by Go's
+    /// `encoding/json` leaf for leaf: escapes of every kind, text past the BMP and the line
+    /// separators, numbers at their limits, literals, an empty key, nesting.
+    @Test(arguments: goTransports)
+    func jsonBodiesAreReadBackByGosDecoder(_ transport: Transport) async throws {
+        try await GoPeer.run(transport) { manager in
+            let text = "quote \" backslash \\ slash / nl \n tab \t cr \r bs \u{08} ff \u{0C} ctl \u{01}\u{1F} del \u{7F}"
+            let unicode = "ü 日本 😀 \u{2028}\u{2029} \u{FEFF}"
+            let parameters: [String: any Sendable] = [
+                "text": text, "unicode": unicode, "html": "</script><&>", "max": Int.max, "min": Int.min, "double": 0.1,
+                "tiny": 1e-7, "huge": 1e300, "fraction": 123456789.125, "yes": true, "no": false, "none": String?.none as any Sendable,
+                "list": [1, "two", [3.5] as [any Sendable]] as [any Sendable], "nested": ["deep": ["x": "y"] as [String: String]] as [String: any Sendable],
+                "": "empty key",
+            ]
+            let url = GoPeer.url("/json", over: transport).absoluteString
+            for options in [JSONSerialization.WritingOptions(), .prettyPrinted] {
+                var serializer = JSONRequestSerializer()
+                serializer.writingOptions = options
+                let request = try serializer.request(method: .post, urlString: url, parameters: parameters)
+                let echo = try JSONDecoder().decode(JSONEcho.self, from: try await manager.data(for: request).value)
+                #expect(echo.error == nil && echo.contentType == "application/json")
+                var leaves = echo.leaves
+                // Numbers: the value Go read, whatever the literal's form.
+                for (path, want) in ["/double": 0.1, "/tiny": 1e-7, "/huge": 1e300, "/fraction": 123456789.125, "/list/2/0": 3.5] {
+                    let literal = leaves.removeValue(forKey: path)
+                    #expect(literal.flatMap { Double($0.dropFirst(2)) } == want, "\(path): \(literal ?? "missing")")
+                }
+                #expect(leaves == [
+                    "/text": "s:" + text, "/unicode": "s:" + unicode, "/html": "s:</script><&>",
+                    "/max": "n:9223372036854775807", "/min": "n:-9223372036854775808", "/yes": "b:true", "/no": "b:false",
+                    "/none": "null", "/list/0": "n:1", "/list/1": "s:two", "/nested/deep/x": "s:y", "/": "s:empty key",
+                ], "\(options)")
+            }
+        }
+    }
 }
