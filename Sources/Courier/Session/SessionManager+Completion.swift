@@ -28,7 +28,8 @@ extension SessionManager {
     }
 
     /// Serializes a finished task's outcome (the transfer's error wins over the serializer's),
-    /// then runs the task-did-complete hook. Call it off the engine's threads.
+    /// then runs the task-did-complete hook with the transfer's error, not the serializer's
+    /// (AFNetworking's `taskDidComplete` block). Call it off the engine's threads.
     func serializeRunningHook(
         _ task: SessionTask,
         outcome: TaskOutcome,
@@ -44,7 +45,7 @@ extension SessionManager {
             let (object, error) = result
             monitors.emit { $0.task(task, didSerializeResponseWith: serializer, object: object, error: error) }
         }
-        self.hooks(for: task).taskDidComplete?(self, task, result.error)
+        self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
         return result
     }
 
