@@ -117,7 +117,8 @@ extension SessionManager {
             let error = failure
             monitors.emit { $0.task(task, didSerializeResponseWith: serializer, object: object, error: error) }
         }
-        self.hooks(for: task).taskDidComplete?(self, task, failure)
+        // The transfer's error, not the serializer's (AFNetworking's `taskDidComplete` block).
+        self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
         self.postDidComplete(task, outcome: outcome, serializer: serializer, object: object, error: failure)
         // Moved, not copied (a copy retains each): the outcome ends here.
         guard failure == nil, let response = outcome.response.take(), let value = value.take() else {

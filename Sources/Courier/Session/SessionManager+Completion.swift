@@ -27,24 +27,27 @@ extension SessionManager {
         }
     }
 
-    /// Serializes a finished task's outcome (the transfer's error wins over the serializer's),
-    /// then runs the task-did-complete hook. Call it off the engine's threads.
+    /// Serializes a finished task's outcome, then runs the task-did-complete hook with the
+    /// transfer's error. Call it off the engine's threads.
+    ///
+    /// As AFNetworking's `URLSession:task:didCompleteWithError:`: a transfer that failed is not
+    /// serialized and comes with no object (even when a response and part of its body arrived),
+    /// and the session's `taskDidComplete` block gets the transfer's error, not the serializer's.
     func serializeRunningHook(
         _ task: SessionTask,
         outcome: TaskOutcome,
         serializer: (any ResponseSerializer)?
     ) -> (object: (any Sendable)?, error: CourierError?) {
         var result: (object: (any Sendable)?, error: CourierError?) = (nil, outcome.error)
-        if let serializer, outcome.error == nil || outcome.response != nil {
+        if let serializer, outcome.error == nil {
             // The task's serializer checked the response already when its retriers wanted that.
-            let serialized = task.delegate.takeChecked() ?? Self.serialize(outcome, with: serializer)
-            result = (serialized.object, outcome.error ?? serialized.error)
+            result = task.delegate.takeChecked() ?? Self.serialize(outcome, with: serializer)
         }
         if let serializer, let monitors = task.delegate.interception.monitors {
             let (object, error) = result
             monitors.emit { $0.task(task, didSerializeResponseWith: serializer, object: object, error: error) }
         }
-        self.hooks(for: task).taskDidComplete?(self, task, result.error)
+        self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
         return result
     }
 

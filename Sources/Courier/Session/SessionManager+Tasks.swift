@@ -12,7 +12,9 @@ extension SessionManager {
     ///   - uploadProgress: Called on an engine thread as body bytes go out.
     ///   - downloadProgress: Called on an engine thread as body bytes arrive.
     ///   - completionHandler: Called once on the ``completionQueue`` with the response, the object
-    ///     the ``responseSerializer`` made of the body, and the error, if any.
+    ///     the ``responseSerializer`` made of the body, and the error, if any. A transfer that
+    ///     failed (cancelled, timed out, cut short) is not serialized: its object is nil, even
+    ///     when a response arrived; a serializer's error may come with an object.
     /// - Returns: The task; call ``SessionTask/resume()`` to start it.
     public func dataTask(
         with request: Request,

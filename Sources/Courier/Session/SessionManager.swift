@@ -33,7 +33,10 @@ public class SessionManager: @unchecked Sendable {
     /// Closures AFNetworking users set with `setTaskDidCompleteBlock:` and kin. A task takes the
     /// hooks in force when it is made.
     public struct Hooks: Sendable {
-        /// A task finished (after its completion handler was scheduled).
+        /// A task finished: called once, before its completion handler runs (before its `async`
+        /// call returns), with the transfer's error (AFNetworking's `setTaskDidCompleteBlock:`):
+        /// nil when the response arrived whole, also one the serializer then refuses (a 404, a
+        /// body that does not parse), whose error only the completion handler gets.
         public var taskDidComplete: (@Sendable (SessionManager, SessionTask, CourierError?) -> Void)?
         /// A task's metrics are complete (AFNetworking's `setTaskDidFinishCollectingMetricsBlock:`):
         /// called once per task, just before its completion, on the thread that completes it: for a
