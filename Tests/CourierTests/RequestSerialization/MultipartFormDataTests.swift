@@ -102,7 +102,8 @@ extension RequestSerializationTests {
         func boundaryOfYourOwn() async throws {
             var form = try MultipartFormData(boundary: "courier-test 'boundary' (1):=?")
             #expect(form.boundary == "courier-test 'boundary' (1):=?")
-            #expect(form.contentType == "multipart/form-data; boundary=courier-test 'boundary' (1):=?")
+            // Spaces, parentheses, ':', '=' and '?' are not token characters: the parameter is quoted.
+            #expect(form.contentType == "multipart/form-data; boundary=\"courier-test 'boundary' (1):=?\"")
             form.appendPart(withForm: Data("Ada".utf8), name: "name")
             let text = String(decoding: try await collectBytes(of: form.body), as: UTF8.self)
             #expect(text.hasPrefix("--courier-test 'boundary' (1):=?\r\n"))
@@ -113,6 +114,22 @@ extension RequestSerializationTests {
                     (error as? CourierError)?.code == .invalidRequest
                 }
             }
+        }
+
+        @Test(
+            "a boundary that is not an RFC 9110 token is quoted in the Content-Type (RFC 2046 §5.1.1); a token is not",
+            arguments: [
+                ("a/b", "\"a/b\""), ("a:b", "\"a:b\""), ("a b", "\"a b\""), ("a,b", "\"a,b\""), ("a=b?", "\"a=b?\""),
+                ("(a)", "\"(a)\""), ("Boundary+0A", "Boundary+0A"), ("courier-fixed", "courier-fixed"), ("a'b_c.d", "a'b_c.d"),
+            ]
+        )
+        func boundaryParameterQuoting(boundary: String, parameter: String) throws {
+            let form = try MultipartFormData(boundary: boundary)
+            #expect(form.boundary == boundary, "the boundary itself, as the body's delimiters use it, is never quoted")
+            #expect(form.contentType == "multipart/form-data; boundary=" + parameter)
+            let request = try HTTPRequestSerializer().multipartFormRequest(
+                method: .post, urlString: "https://h.test/", parameters: ["a": "1"], boundary: boundary) { _ in }
+            #expect(request.headerFields[.contentType] == "multipart/form-data; boundary=" + parameter)
         }
 
         @Test("quotes and line breaks in names are escaped so they cannot break the framing")

@@ -99,7 +99,7 @@ extension RequestSerializationTests {
             #expect(request.headerFields[.contentType]?.hasPrefix("multipart/form-data") == true)
         }
 
-        @Test("no parts: no body and no Content-Type, as in AFNetworking")
+        @Test("no parts: no body and no Content-Type (AFNetworking's JSON serializer; its HTTP one sends an empty form-urlencoded body)")
         func noParts() throws {
             let request = try HTTPRequestSerializer().multipartFormRequest(method: .post, urlString: "https://h.test/")
             #expect(request.body.isEmpty)

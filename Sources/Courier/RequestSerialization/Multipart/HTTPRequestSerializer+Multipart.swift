@@ -26,7 +26,9 @@ extension HTTPRequestSerializer {
     /// flattened as the query string flattens them (`album[id]`, `tags[]`), unescaped, and written
     /// in ``stringEncoding``. The request gets `Content-Type: multipart/form-data; boundary=…`,
     /// a `Content-Length` and a body that reads files only as it is sent. When no part is
-    /// appended the request has no body and no `Content-Type`, as in AFNetworking.
+    /// appended the request has no body and no `Content-Type`, as with AFNetworking's JSON and
+    /// property-list serializers (its `AFHTTPRequestSerializer` leaves the empty
+    /// `application/x-www-form-urlencoded` body it made for no parameters).
     /// - Parameters:
     ///   - method: Any method that may carry a body; GET and HEAD are refused.
     ///   - urlString: An absolute URL string.

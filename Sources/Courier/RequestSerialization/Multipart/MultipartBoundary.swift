@@ -25,6 +25,13 @@ struct MultipartBoundary: Sendable, Hashable {
         return MultipartBoundary("Boundary+" + Self.hex(high) + Self.hex(low))
     }
 
+    /// The boundary as the `Content-Type`'s `boundary` parameter: as it is when it is an HTTP
+    /// token (AFNetworking's always is), else in quotes (RFC 2046 §5.1.1). A valid boundary has no
+    /// `"` or `\`, so nothing inside the quotes needs escaping.
+    var headerParameterValue: String {
+        self.value.utf8.allSatisfy(HTTPToken.isTokenByte) ? self.value : "\"" + self.value + "\""
+    }
+
     /// What opens the first part: `--boundary` and a line break.
     var initialDelimiter: [UInt8] { Array("--\(self.value)\r\n".utf8) }
 

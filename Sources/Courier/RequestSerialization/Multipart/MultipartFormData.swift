@@ -73,7 +73,12 @@ public struct MultipartFormData: Sendable {
     public var isEmpty: Bool { self.parts.isEmpty }
 
     /// The `Content-Type` of the body: `multipart/form-data; boundary=…`.
-    public var contentType: String { "multipart/form-data; boundary=" + self.boundary }
+    ///
+    /// A boundary that is not an HTTP token (one with a space or any of `(),/:=?`, which
+    /// ``init(boundary:)`` allows) is written in quotes, as RFC 2046 §5.1.1 requires:
+    /// `boundary="signed upload:1"`. Without them a parser such as Go's `mime.ParseMediaType`
+    /// rejects the header, or one that stops at the space reads a shorter boundary.
+    public var contentType: String { "multipart/form-data; boundary=" + self.boundaryValue.headerParameterValue }
 
     /// The exact length of the body in bytes, from the parts' sizes: delimiters, header blocks and
     /// bodies. Zero for an empty form, which has no body at all.
