@@ -69,7 +69,7 @@ enum CachePlanner {
 
         // A response with no lifetime (no max-age, Expires or Last-Modified) is never fresh, and
         // only a request's max-stale can use it stale: skip parsing its dates for its age.
-        let mayServe = !requestNoCache && !responseControl.noCache
+        let mayServe = !requestNoCache && !responseControl.noCache && !self.hasPragmaNoCache(stored.response)
             && (control.maxStale != nil || responseControl.maxAge != nil
                 || stored.response.headerFields.contains(.expires) || stored.response.headerFields.contains(.lastModified))
         if mayServe {
@@ -91,6 +91,15 @@ enum CachePlanner {
         if control.onlyIfCached { return .gatewayTimeout }
         guard let conditional = self.conditionalRequest(request, for: stored) else { return .network(mayStore: true) }
         return .revalidate(stored: stored, conditionalRequest: conditional)
+    }
+
+    /// Whether a response without `Cache-Control` says `Pragma: no-cache`. RFC 9111 5.4 leaves that
+    /// undefined in a response; OkHttp and the browsers read it as `no-cache` (revalidate before
+    /// each use), as Courier does: a server that says it wants no caching is asked again.
+    /// `Cache-Control`, when present, decides alone, as it does for a request's `Pragma`.
+    static func hasPragmaNoCache(_ response: HTTPResponse) -> Bool {
+        !response.headerFields.contains(.cacheControl)
+            && response.headerFields[values: self.pragma].contains { $0.lowercased().contains("no-cache") }
     }
 
     /// Whether the request's own directives allow storing its response.

@@ -437,7 +437,11 @@ extension Reply {
     init(_ response: TestServer.Response) {
         var headers = HTTPHeaders()
         for field in response.headerFields { headers.add(name: field.name.rawName, value: field.value) }
-        let status = HTTPResponseStatus(statusCode: response.status.code, reasonPhrase: response.status.reasonPhrase)
+        // NIO's `init(statusCode:reasonPhrase:)` drops the phrase of a code it knows: a route's own
+        // phrase (`200 A-OK`) goes out as a custom status; none (`Status(code: 200)`) as NIO's.
+        let standard = HTTPResponseStatus(statusCode: response.status.code)
+        let status = response.status.reasonPhrase.isEmpty || standard.reasonPhrase == response.status.reasonPhrase
+            ? standard : HTTPResponseStatus.custom(code: UInt(response.status.code), reasonPhrase: response.status.reasonPhrase)
         if let release = response.bodyHeldUntil {
             self = .held(status, headers, ByteBuffer(data: response.body), release: release)
         } else {

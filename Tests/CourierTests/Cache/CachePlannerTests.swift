@@ -138,6 +138,18 @@ struct CachePlannerTests {
         }
     }
 
+    /// A response's `Pragma: no-cache` counts as `no-cache` when it has no `Cache-Control` (as
+    /// OkHttp and the browsers read it); a `Cache-Control` field decides alone.
+    @Test func responsePragmaNoCacheWithoutCacheControlIsRevalidated() {
+        let pragma = CacheFixtures.stored([("Expires", "Thu, 01 Jan 2099 00:00:00 GMT"), ("ETag", "\"v\""), ("Pragma", "no-cache")])
+        if case .serve = self.decide(stored: pragma, after: 10) { Issue.record("Pragma: no-cache in the response wants a revalidation") }
+        let withControl = CacheFixtures.stored([("Cache-Control", "max-age=600"), ("ETag", "\"v\""), ("Pragma", "no-cache")])
+        guard case .serve = self.decide(stored: withControl, after: 10) else {
+            Issue.record("Cache-Control decides over Pragma")
+            return
+        }
+    }
+
     @Test func requestDirectives() {
         let stored = CacheFixtures.stored([("Cache-Control", "max-age=600"), ("ETag", "\"v\"")])
         if case .serve = self.decide(CacheFixtures.request([("Cache-Control", "max-age=0")]), stored: stored, after: 10) {
