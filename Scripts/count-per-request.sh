@@ -7,7 +7,7 @@
 # Timing figures on this kind of VM move by 20-30 % between runs; these counts move by well under
 # 1 %, so an A/B of two builds needs one run of each. A retain or a malloc is not a time, but on the
 # real path each costs far more than in a loop that keeps the caches warm (Docs/BENCHMARKS.md,
-# "Where a request's time goes"), and fewer of them is how the session layer got cheaper so far.
+# "Where the time goes: callers' threads and the loop"), and fewer of them is how the session layer got cheaper so far.
 #
 # Usage (root: uprobes; perf from Debian's linux-perf):
 #   Scripts/count-per-request.sh [--bench PATH] [--requests N] -- [courier-bench options]
