@@ -32,5 +32,29 @@ extension RequestSerializationTests {
                 #expect(sizes.count >= plain.count / 64)
             }
         }
+
+        /// AFNetworking's suggested values for 3G (`kAFUploadStream3GSuggestedPacketSize`,
+        /// `kAFUploadStream3GSuggestedDelay`), and a form throttled with them: one packet of the
+        /// suggested size after the suggested pause, the next after another.
+        @Test func theSuggestedValuesForCellularLinksAreAFNetworkings() async throws {
+            #expect(MultipartFormData.uploadStream3GSuggestedPacketSize == 16_384)
+            #expect(MultipartFormData.uploadStream3GSuggestedDelay == .milliseconds(200))
+            var form = try MultipartFormData(boundary: "B")
+            form.appendPart(withForm: Data(repeating: 0x61, count: 20_000), name: "a")
+            form.throttleBandwidth(
+                withPacketSize: MultipartFormData.uploadStream3GSuggestedPacketSize, delay: MultipartFormData.uploadStream3GSuggestedDelay)
+            guard case .replayableStream(let make, _) = form.body.storage else {
+                Issue.record("a throttled form is a replayable stream")
+                return
+            }
+            let clock = ContinuousClock()
+            let start = clock.now
+            var sizes: [Int] = []
+            for try await packet in make() { sizes.append(packet.readableBytes) }
+            #expect(sizes.max() == 16_384)
+            #expect(sizes.reduce(0, +) == form.contentLength)
+            // At least one pause a packet (a lower bound only: a pause may be longer).
+            #expect(clock.now - start >= .milliseconds(200) * sizes.count)
+        }
     }
 }

@@ -36,11 +36,26 @@ struct ThrottledChunks<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable 
 }
 
 extension MultipartFormData {
+    /// A packet size for uploads over a slow cellular link: 16 KiB (AFNetworking's
+    /// `kAFUploadStream3GSuggestedPacketSize`), for ``throttleBandwidth(withPacketSize:delay:)``.
+    public static let uploadStream3GSuggestedPacketSize = 1024 * 16
+
+    /// A pause between packets for uploads over a slow cellular link: 0.2 seconds (AFNetworking's
+    /// `kAFUploadStream3GSuggestedDelay`), for ``throttleBandwidth(withPacketSize:delay:)``.
+    public static let uploadStream3GSuggestedDelay = Duration.milliseconds(200)
+
     /// Slows the body down: it is produced at most `packetSize` bytes at a time, each after a
     /// pause of `delay` (AFNetworking's `throttleBandwidthWithPacketSize:delay:`, which it offers
     /// for uploads over slow cellular links).
     ///
-    /// By default the body is not throttled.
+    /// By default the body is not throttled. AFNetworking's suggestion for cellular links is
+    /// ``uploadStream3GSuggestedPacketSize`` and ``uploadStream3GSuggestedDelay``:
+    ///
+    /// ```swift
+    /// form.throttleBandwidth(
+    ///     withPacketSize: MultipartFormData.uploadStream3GSuggestedPacketSize,
+    ///     delay: MultipartFormData.uploadStream3GSuggestedDelay)
+    /// ```
     /// - Parameters:
     ///   - packetSize: The most bytes sent at once; at least 1.
     ///   - delay: The pause before each packet.
