@@ -75,7 +75,10 @@ import Testing
             tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(TestCertificates.rootCA.utf8), format: .pem)])
             tls.certificateChain = [.certificate(try NIOSSLCertificate(bytes: Array(TestCertificates.clientCertificate.utf8), format: .pem))]
             tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(TestCertificates.clientKey.utf8), format: .pem))
-            var clientConfiguration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
+            // The timeouts of `makeClient`'s clients (AHC's own connect timeout, 10 s, ran out once
+            // in a full CI run on two loaded cores: the handshake is what is tested, not its pace).
+            var clientConfiguration = HTTPClient.Configuration(
+                tlsConfiguration: tls, redirectConfiguration: .disallow, timeout: .init(connect: .seconds(20), read: .seconds(20)))
             clientConfiguration.connectionPool.retryConnectionEstablishment = false
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
             do {
