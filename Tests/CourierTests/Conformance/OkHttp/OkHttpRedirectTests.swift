@@ -665,4 +665,52 @@ struct OkHttpRedirectTests {
             #expect(h.server.requests.map(\.path) == ["/a", "/b"])
         }
     }
+
+    /// A 307 POST to another host keeps the method and the body, and drops `Authorization` and
+    /// `Cookie` (OkHttp: the same, `Authorization` only; cookies come from its jar by URL).
+    @Test func post307ToAnotherHostKeepsBodyDropsCredentials() async throws {
+        try await Self.run { h in
+            h.server.enqueue(Self.mock(code: 307, [("Location", h.server2.url("/b").absoluteString)]))
+            h.server2.enqueue(Self.mock(body: "B"))
+            var request = Request(method: .post, url: h.server.url("/a"), body: .data(Data("payload".utf8)))
+            request.headerFields[.authorization] = "Bearer t"
+            request.headerFields[.cookie] = "c=1"
+            let answer = try await h.send(request)
+            #expect(Self.text(answer) == "B")
+            let second = h.server2.requests.first
+            #expect(second?.method == .post)
+            #expect(second.map { String(decoding: $0.body, as: UTF8.self) } == "payload")
+            #expect(Self.field(second, "Authorization") == nil)
+            #expect(Self.field(second, "Cookie") == nil)
+        }
+    }
+
+    /// An empty `Location` is a same-document reference (RFC 3986 5.2.2: the request's own URL).
+    /// OkHttp follows it (`HttpUrl.resolve("")` is the same URL) and expects "A" after a second
+    /// GET of `/a`; Courier answers with the 302, as Go's client does (an empty `Location` is no
+    /// `Location`): a server that sends one would loop a client that followed it.
+    @Test func emptyLocationIsTheResponse() async throws {
+        try await Self.run { h in
+            h.server.enqueue(Self.mock(body: "again", code: 302, [("Location", "")]))
+            h.server.enqueue(Self.mock(body: "A"))
+            let response = try await h.get("/a")
+            // OkHttp expects 200 "A" and two requests.
+            #expect(response.response.status.code == 302)
+            #expect(Self.text(response) == "again")
+            #expect(h.server.requests.map(\.path) == ["/a"])
+        }
+    }
+
+    /// A `Location` with a space: OkHttp's `HttpUrl` percent-encodes it; Courier too.
+    @Test func locationWithASpaceIsEncoded() async throws {
+        try await Self.run { h in
+            h.server.server.route("/b c") { _ in Self.mock(body: "decoded path") }
+            h.server.server.route("/b%20c") { _ in Self.mock(body: "encoded path") }
+            h.server.enqueue(Self.mock(code: 302, [("Location", "/b c")]))
+            let response = try await h.get("/a")
+            #expect(response.response.status.code == 200)
+            #expect(response.request.url.absoluteString.hasSuffix("/b%20c"))
+            #expect(h.server.requests.last?.target == "/b%20c")
+        }
+    }
 }
