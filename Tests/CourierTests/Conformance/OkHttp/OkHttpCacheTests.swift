@@ -87,7 +87,7 @@ struct OkHttpCacheTests {
         try await withTestServer(configuration) { server in
             let script = Script()
             for path in Self.paths { server.route(path) { _ in script.next() } }
-            let cache = ResponseCache(memoryCapacity: 16 << 20)
+            let cache = ResponseCache(memoryCapacity: 16 << 20, clock: { Self.now })
             var sessionConfiguration = SessionConfiguration.default
             sessionConfiguration.responseCache = cache
             try await withManager(baseURL: nil, configuration: sessionConfiguration) { manager in
@@ -118,13 +118,19 @@ struct OkHttpCacheTests {
 
     static func text(_ response: DataResponse<Data>) -> String { String(decoding: response.value, as: UTF8.self) }
 
+    /// The time of every test in the suite, and of its caches' clock: OkHttp's tests read the
+    /// real clock and assume no time passes between writing a `Date` and asking the cache again.
+    /// In a full run on two loaded cores more than a minute passed (`max-age=60` with a `Date`
+    /// went stale), so the suite's clock stands still.
+    static let now = Date()
+
     /// OkHttp's `formatDate(delta, unit)`: now plus `seconds`, as an IMF-fixdate.
     static func formatDate(_ seconds: TimeInterval) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: Date().addingTimeInterval(seconds))
+        return formatter.string(from: Self.now.addingTimeInterval(seconds))
     }
 
     static let minute: TimeInterval = 60
@@ -760,8 +766,8 @@ extension OkHttpCacheTests {
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "America/New_York")
         formatter.dateFormat = "EEE dd-MMM-yyyy HH:mm:ss z"
-        let lastModifiedString = formatter.string(from: Date().addingTimeInterval(-Self.hour))
-        let servedString = formatter.string(from: Date().addingTimeInterval(-2 * Self.hour))
+        let lastModifiedString = formatter.string(from: Self.now.addingTimeInterval(-Self.hour))
+        let servedString = formatter.string(from: Self.now.addingTimeInterval(-2 * Self.hour))
         try await Self.run { (harness: Harness) async throws in
             harness.enqueue(Self.mock(["Last-Modified: " + lastModifiedString, "Expires: " + servedString], body: "A"))
             harness.enqueue(Self.mock(code: 304))
