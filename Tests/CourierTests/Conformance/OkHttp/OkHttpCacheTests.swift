@@ -24,50 +24,30 @@ import Testing
 struct OkHttpCacheTests {
     // MARK: MockWebServer on TestServer
 
-    /// MockWebServer's queue: each request, whatever its path, takes the next response; an empty
-    /// queue answers `500 MockWebServer queue empty` (a test that asked for one more response
-    /// than OkHttp's fails on it).
-    final class Script: Sendable {
-        private let queue = NIOLockedValueBox<[TestServer.Response]>([])
-
-        func enqueue(_ response: TestServer.Response) {
-            self.queue.withLockedValue { $0.append(response) }
-        }
-
-        func next() -> TestServer.Response {
-            self.queue.withLockedValue { queue in
-                queue.isEmpty ? TestServer.Response.text("MockWebServer queue empty", status: .internalServerError) : queue.removeFirst()
-            }
-        }
-
-        var remaining: Int { self.queue.withLockedValue { $0.count } }
-    }
-
     /// The paths OkHttp's tests request.
     static let paths = ["/", "/valid", "/invalid", "/foo", "/bar", "/baz", "/a"]
 
     /// A server, its script, and a manager with a cache of its own.
     struct Harness {
-        let server: TestServer
-        let script: Script
+        let mock: MockWebServer
         let manager: HTTPSessionManager
         let cache: ResponseCache
 
-        func enqueue(_ response: TestServer.Response) { self.script.enqueue(response) }
+        var script: MockWebServer.Script { self.mock.script }
 
-        func url(_ path: String) -> URL { self.server.url(path) }
+        func enqueue(_ response: TestServer.Response) { self.mock.enqueue(response) }
+
+        func url(_ path: String) -> URL { self.mock.url(path) }
 
         /// The requests that reached the server, oldest first (MockWebServer's `takeRequest()`).
-        var requests: [TestServer.Request] { self.server.receivedRequests }
+        var requests: [TestServer.Request] { self.mock.requests }
 
         /// How many requests reached the server.
-        var requestCount: Int { self.server.requestCount }
+        var requestCount: Int { self.mock.server.requestCount }
 
         /// Sends `request`; any status is a response (OkHttp's `execute()` throws on none).
         func send(_ request: Request) async throws -> DataResponse<Data> {
-            var serializer = DataResponseSerializer()
-            serializer.http.acceptableStatusCodes = IndexSet(integersIn: 100..<600)
-            return try await self.manager.response(for: request, serializer: serializer)
+            try await self.manager.responseOfAnyStatus(for: request)
         }
 
         /// OkHttp's `get(url)`, with the fields given.
@@ -82,16 +62,12 @@ struct OkHttpCacheTests {
     }
 
     static func run(_ body: (Harness) async throws -> Void) async throws {
-        var configuration = TestServer.Configuration()
-        configuration.recordsRequests = true
-        try await withTestServer(configuration) { server in
-            let script = Script()
-            for path in Self.paths { server.route(path) { _ in script.next() } }
+        try await MockWebServer.with(paths: Self.paths) { mock in
             let cache = ResponseCache(memoryCapacity: 16 << 20, clock: { Self.now })
             var sessionConfiguration = SessionConfiguration.default
             sessionConfiguration.responseCache = cache
             try await withManager(baseURL: nil, configuration: sessionConfiguration) { manager in
-                try await body(Harness(server: server, script: script, manager: manager, cache: cache))
+                try await body(Harness(mock: mock, manager: manager, cache: cache))
             }
         }
     }

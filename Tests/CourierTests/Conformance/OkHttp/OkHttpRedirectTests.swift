@@ -26,45 +26,17 @@ import Testing
 struct OkHttpRedirectTests {
     // MARK: MockWebServer on TestServer
 
-    /// MockWebServer's queue: each request, whatever its path, takes the next response; an empty
-    /// queue answers `500 MockWebServer queue empty`.
-    final class Script: Sendable {
-        private let queue = NIOLockedValueBox<[TestServer.Response]>([])
-
-        func enqueue(_ response: TestServer.Response) {
-            self.queue.withLockedValue { $0.append(response) }
-        }
-
-        func next() -> TestServer.Response {
-            self.queue.withLockedValue { queue in
-                queue.isEmpty ? TestServer.Response.text("MockWebServer queue empty", status: .internalServerError) : queue.removeFirst()
-            }
-        }
-    }
-
     /// The paths OkHttp's tests (and these) request.
     static let paths = ["/", "/a", "/b", "/c", "/page1", "/page2", "/x/y/z", "/x/y/c", "/x/c"] + (0...25).map { "/\($0)" }
 
-    struct Mock: Sendable {
-        let server: TestServer
-        let script: Script
-
-        func enqueue(_ response: TestServer.Response) { self.script.enqueue(response) }
-        func url(_ path: String) -> URL { self.server.url(path) }
-        /// MockWebServer's `takeRequest()`, all at once, oldest first.
-        var requests: [TestServer.Request] { self.server.receivedRequests }
-    }
-
     struct Harness {
-        let server: Mock
-        let server2: Mock
+        let server: MockWebServer
+        let server2: MockWebServer
         let manager: HTTPSessionManager
 
         /// Sends `request`; any status is a response (OkHttp's `execute()`).
         func send(_ request: Request) async throws -> DataResponse<Data> {
-            var serializer = DataResponseSerializer()
-            serializer.http.acceptableStatusCodes = IndexSet(integersIn: 100..<600)
-            return try await self.manager.response(for: request, serializer: serializer)
+            try await self.manager.responseOfAnyStatus(for: request)
         }
 
         /// OkHttp's `executeSynchronously(path)`: a GET of `path` on `server`.
@@ -81,16 +53,9 @@ struct OkHttpRedirectTests {
         return TestServer.Response(status: HTTPResponse.Status(code: code), headerFields: fields, body: Data(body.utf8))
     }
 
-    /// Runs `body` with a MockWebServer on `host` (a TestServer that records requests).
-    static func withMock<T>(_ host: String, _ body: (Mock) async throws -> T) async throws -> T {
-        var configuration = TestServer.Configuration()
-        configuration.recordsRequests = true
-        configuration.host = host
-        return try await withTestServer(configuration) { server in
-            let script = Script()
-            for path in Self.paths { server.route(path) { _ in script.next() } }
-            return try await body(Mock(server: server, script: script))
-        }
+    /// Runs `body` with a MockWebServer on `host` answering ``paths``.
+    static func withMock<T>(_ host: String, _ body: (MockWebServer) async throws -> T) async throws -> T {
+        try await MockWebServer.with(host: host, paths: Self.paths, body)
     }
 
     static func run(
