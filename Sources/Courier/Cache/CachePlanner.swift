@@ -63,13 +63,12 @@ enum CachePlanner {
         guard let stored else { return control.onlyIfCached ? .gatewayTimeout : .network(mayStore: true) }
 
         let responseControl = CacheControl(fields: stored.response.headerFields[values: .cacheControl])
-        // Pragma: no-cache counts only when the request has no Cache-Control (RFC 9111 5.4).
-        let requestNoCache = control.noCache
-            || (!request.headerFields.contains(.cacheControl) && request.headerFields[values: self.pragma].contains { $0.lowercased().contains("no-cache") })
+        let requestNoCache = control.noCache || self.hasPragmaNoCache(request.headerFields)
+        let responseNoCache = responseControl.noCache || self.hasPragmaNoCache(stored.response.headerFields)
 
         // A response with no lifetime (no max-age, Expires or Last-Modified) is never fresh, and
         // only a request's max-stale can use it stale: skip parsing its dates for its age.
-        let mayServe = !requestNoCache && !responseControl.noCache && !self.hasPragmaNoCache(stored.response)
+        let mayServe = !requestNoCache && !responseNoCache
             && (control.maxStale != nil || responseControl.maxAge != nil
                 || stored.response.headerFields.contains(.expires) || stored.response.headerFields.contains(.lastModified))
         if mayServe {
@@ -93,13 +92,12 @@ enum CachePlanner {
         return .revalidate(stored: stored, conditionalRequest: conditional)
     }
 
-    /// Whether a response without `Cache-Control` says `Pragma: no-cache`. RFC 9111 5.4 leaves that
-    /// undefined in a response; OkHttp and the browsers read it as `no-cache` (revalidate before
-    /// each use), as Courier does: a server that says it wants no caching is asked again.
-    /// `Cache-Control`, when present, decides alone, as it does for a request's `Pragma`.
-    static func hasPragmaNoCache(_ response: HTTPResponse) -> Bool {
-        !response.headerFields.contains(.cacheControl)
-            && response.headerFields[values: self.pragma].contains { $0.lowercased().contains("no-cache") }
+    /// Whether fields without `Cache-Control` say `Pragma: no-cache`, which then counts as
+    /// `Cache-Control: no-cache`; with `Cache-Control`, that field decides alone. RFC 9111 5.4 says
+    /// so of a request; of a response it leaves `Pragma` undefined, and Courier reads it the same
+    /// way, as OkHttp and the browsers do: a server that says it wants no caching is asked again.
+    static func hasPragmaNoCache(_ fields: HTTPFields) -> Bool {
+        !fields.contains(.cacheControl) && fields[values: self.pragma].contains { $0.lowercased().contains("no-cache") }
     }
 
     /// Whether the request's own directives allow storing its response.
