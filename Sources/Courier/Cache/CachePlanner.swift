@@ -30,8 +30,10 @@ enum CachePlanner {
     /// The decision for `request` under `policy`, given the stored response matching it (its
     /// `Vary` fields included), at `now`.
     ///
-    /// A stored redirect is the response only for a request that does not follow redirects
-    /// (`followsRedirects` false): for one that does, it is as good as none.
+    /// A stored redirect answers a request that follows redirects (`followsRedirects`) only while
+    /// it is fresh: the session then follows it from the cache
+    /// (``TaskDelegate/followStoredRedirects(from:on:)``). One that would need revalidating is
+    /// as good as none: the network's answer is followed by the engine.
     static func decide(
         _ request: Request,
         stored: CachedResponse?,
@@ -39,8 +41,6 @@ enum CachePlanner {
         now: Date,
         followsRedirects: Bool = true
     ) -> CacheDecision {
-        var stored = stored
-        if followsRedirects, let redirect = stored, self.redirectStatuses.contains(redirect.response.status.code) { stored = nil }
         let cacheable = request.method == .get
         switch policy {
         case .reloadIgnoringLocalCacheData:
@@ -88,6 +88,7 @@ enum CachePlanner {
             if usable { return .serve(self.served(stored, age: freshness.age)) }
         }
         if control.onlyIfCached { return .gatewayTimeout }
+        if followsRedirects, self.redirectStatuses.contains(stored.response.status.code) { return .network(mayStore: true) }
         guard let conditional = self.conditionalRequest(request, for: stored) else { return .network(mayStore: true) }
         return .revalidate(stored: stored, conditionalRequest: conditional)
     }
@@ -142,15 +143,13 @@ enum CachePlanner {
     /// ``RequestOptions/CachePolicy/returnCacheDataElseLoad`` and
     /// ``RequestOptions/CachePolicy/returnCacheDataDontLoad`` serve it.
     ///
-    /// A redirect (301, 302, 303, 307, 308) is stored like any other response when the request
-    /// does not follow redirects (`followsRedirects` false), and only then: one that reaches the
-    /// end of a task that follows them was not followed this time (a refusing hook, a redirect
-    /// limit), and must not answer the next request in place of its target.
-    static func isStorable(_ response: HTTPResponse, for request: Request, followsRedirects: Bool = true) -> Bool {
+    /// A redirect (301, 302, 303, 307, 308) is stored like any other response, whether it ended
+    /// the task or the engine followed it: a request that follows redirects follows a stored one
+    /// from the cache, and the redirect hook is asked again.
+    static func isStorable(_ response: HTTPResponse, for request: Request) -> Bool {
         guard request.method == .get, self.requestAllowsStoring(request) else { return false }
         let status = response.status.code
         guard status >= 200, status != 206, status != 304 else { return false }
-        if followsRedirects, Self.redirectStatuses.contains(status) { return false }
         let control = CacheControl(fields: response.headerFields[values: .cacheControl])
         if control.mustUnderstand {
             // RFC 9111 5.2.2.3: stored only when the cache knows the status's caching rules, and

@@ -129,7 +129,12 @@ extension SessionManager {
     /// Hands an attempt's (adapted) request on (DESIGN's order, after the adapters: cookies, the
     /// cache lookup, then the engine).
     func execute(_ request: Request, for delegate: TaskDelegate, attempt: Int) {
-        switch self.planFirstHop(request, for: delegate, attempt: attempt) {
+        var plan = self.planFirstHop(request, for: delegate, attempt: attempt)
+        // A stored redirect: the session follows it (and those after it) from the cache.
+        if case .answer(let cached) = plan, RedirectPlanner.redirectStatuses.contains(cached.response.status.code) {
+            plan = delegate.followStoredRedirects(from: cached, on: self)
+        }
+        switch plan {
         case .send(let changed):
             // Not `changed ?? request`: that would copy the request the attempt made.
             let exchange =

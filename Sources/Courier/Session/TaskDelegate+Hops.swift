@@ -24,9 +24,6 @@ struct HopState: Sendable {
     /// Whether the request's or the session's cache policy serves stale responses, so that a
     /// response RFC 9111 would never serve again is still worth storing.
     var servesStale = false
-    /// Whether the request follows redirects: a redirect is stored, and served, only to requests
-    /// that do not.
-    var followsRedirects = true
     var requestDate: Date?
     var responseDate: Date?
     var source = ResponseSource.network
@@ -34,23 +31,30 @@ struct HopState: Sendable {
     /// cookies and cache invalidation were handled then: it comes again as the final response,
     /// and is not handled twice.
     var handledDeclinedRedirect = false
+    /// How many redirects the attempt followed, over the network and from the cache: the limit
+    /// of the redirect policy for a chain of stored redirects (``TaskDelegate/followStoredRedirects(from:on:)``).
+    var redirects = 0
+    /// How the task goes on once the engine's exchange ended, when the cache had the answer for
+    /// the target of a redirect the engine proposed: the session declined that redirect, the
+    /// exchange is cancelled at the redirect's head, and this (the cache's answer, a failure) is
+    /// the task's end instead (``TaskDelegate/exchange(willPerformRedirection:newRequest:)``).
+    var afterExchange: HopPlan?
 
     /// What the store check needs of the hop (``TaskDelegate/cacheCopy(of:expected:storing:)``).
     struct Storing {
         let request: Request
-        let followsRedirects: Bool
         let servesStale: Bool
     }
 
     /// What the store check needs, when the hop's response may be stored; nil when it may not.
     func storing(currentRequest: Request) -> Storing? {
         guard self.mayStore else { return nil }
-        return Storing(request: self.sentRequest ?? currentRequest, followsRedirects: self.followsRedirects, servesStale: self.servesStale)
+        return Storing(request: self.sentRequest ?? currentRequest, servesStale: self.servesStale)
     }
 }
 
-/// What the first hop of a task does, once the session's options, cookies and cache were consulted.
-enum HopPlan {
+/// What a hop of a task does, once the session's options, cookies and cache were consulted.
+enum HopPlan: Sendable {
     /// Send this request through the engine: the one the plan was made for when nil (the
     /// common case, which then is not copied into the plan).
     case send(Request?)
@@ -92,7 +96,6 @@ extension SessionManager {
         // The cache, for data tasks and streams.
         let policy = request.options.cachePolicy ?? configuration.value.requestCachePolicy
         var decision = CacheDecision.network(mayStore: false)
-        var hop = (revalidating: CachedResponse?.none, mayStore: false, source: ResponseSource.network)
         // The cache's clock, read only when there is a cache: the dates are the cache's (a hop's
         // request and response times for the ages of what it stores).
         let now = configuration.value.responseCache?.now
@@ -110,34 +113,7 @@ extension SessionManager {
         } else if policy == .returnCacheDataDontLoad {
             decision = .unavailable
         }
-        let plan: HopPlan
-        var sentRequest = withCookies
-        switch decision {
-        case .serve(let cached):
-            plan = .answer(cached)
-            hop.source = .cache
-        case .revalidate(let stored, let conditional):
-            plan = .send(conditional)
-            sentRequest = conditional
-            hop.revalidating = stored
-            hop.mayStore = true
-        case .network(let mayStore):
-            hop.mayStore = mayStore && configuration.value.responseCache != nil
-            plan = .send(withCookies)
-        case .unavailable:
-            plan = .fail(
-                Self.cacheMiss(request, reason: delegate.sink.usesCache ? "holds no response for it" : "answers data tasks and streams only"))
-        case .gatewayTimeout:
-            // RFC 9111 5.2.1.7: the cache answers only-if-cached itself when it cannot.
-            var fields = HTTPFields()
-            fields[.contentLength] = "0"
-            let date = now ?? Date()
-            fields[.date] = HTTPDate.format(date)
-            plan = .answer(CachedResponse(
-                response: HTTPResponse(status: .gatewayTimeout, headerFields: fields), data: Data(), url: request.url,
-                storagePolicy: .notAllowed, requestDate: date))
-            hop.source = .cache
-        }
+        let (plan, hop) = Self.plan(decision, for: request, sending: withCookies, usesCache: delegate.sink.usesCache, now: now)
 
         let servesStale = policy.servesStale || configuration.value.requestCachePolicy.servesStale
         delegate.state.withLockedValue { state in
@@ -148,15 +124,83 @@ extension SessionManager {
                 if ownCookie != nil { state.hop.originURL = request.url }
             }
             state.hop.handlesCookies = handlesCookies
+            state.hop.redirects = 0
             state.hop.revalidating = hop.revalidating
-            state.hop.mayStore = hop.mayStore
+            // Nothing is stored without a cache (whose clock `now` is).
+            state.hop.mayStore = hop.mayStore && now != nil
             state.hop.servesStale = servesStale
-            state.hop.followsRedirects = followsRedirects
             state.hop.source = hop.source
             state.hop.requestDate = now
             // nil when the hop sends the request as the attempt made it: the state's
             // `currentRequest` (see ``HopState/sentRequest``).
-            state.hop.sentRequest = sentRequest
+            state.hop.sentRequest = hop.sentRequest
+        }
+        return plan
+    }
+
+    /// What a hop records of its cache decision: ``HopState``'s fields of the same names.
+    struct HopCacheRecord {
+        var revalidating: CachedResponse?
+        var mayStore = false
+        var source = ResponseSource.network
+        /// The request as the hop sends it, when it is not `request` (``plan(_:for:sending:usesCache:now:)``).
+        var sentRequest: Request?
+    }
+
+    /// A hop's cache decision for `request` as the hop's plan, and what the hop records of it.
+    /// `sending` is the request as it goes when it is not `request` (the session's cookies added),
+    /// nil when it is.
+    static func plan(
+        _ decision: CacheDecision, for request: Request, sending: Request?, usesCache: Bool, now: Date?
+    ) -> (HopPlan, HopCacheRecord) {
+        var hop = HopCacheRecord(sentRequest: sending)
+        switch decision {
+        case .serve(let cached):
+            hop.source = .cache
+            return (.answer(cached), hop)
+        case .revalidate(let stored, let conditional):
+            hop.sentRequest = conditional
+            hop.revalidating = stored
+            hop.mayStore = true
+            return (.send(conditional), hop)
+        case .network(let mayStore):
+            hop.mayStore = mayStore
+            return (.send(sending), hop)
+        case .unavailable:
+            return (.fail(Self.cacheMiss(request, reason: usesCache ? "holds no response for it" : "answers data tasks and streams only")), hop)
+        case .gatewayTimeout:
+            // RFC 9111 5.2.1.7: the cache answers only-if-cached itself when it cannot.
+            var fields = HTTPFields()
+            fields[.contentLength] = "0"
+            let date = now ?? Date()
+            fields[.date] = HTTPDate.format(date)
+            hop.source = .cache
+            let answer = CachedResponse(
+                response: HTTPResponse(status: .gatewayTimeout, headerFields: fields), data: Data(), url: request.url,
+                storagePolicy: .notAllowed, requestDate: date)
+            return (.answer(answer), hop)
+        }
+    }
+
+    /// The cache's say on a hop after the first, to `request` (a redirect's target, its cookies
+    /// and credentials already chosen): a stored response that answers it, validators to add, or
+    /// the network; recorded in the hop's state. The engine follows the redirect with the
+    /// request to send; an answer or a failure ends the task instead.
+    func planLaterHop(_ request: Request, for delegate: TaskDelegate) -> HopPlan {
+        let configuration = self.configurationReference.value
+        let policy = request.options.cachePolicy ?? configuration.requestCachePolicy
+        let followsRedirects = (request.options.redirectPolicy ?? configuration.redirectPolicy) != .disallow
+        let cache = configuration.responseCache
+        let now = cache?.now
+        let stored = request.method == .get && policy != .reloadIgnoringLocalCacheData ? cache?.cachedResponse(for: request) : nil
+        let decision = CachePlanner.decide(request, stored: stored, policy: policy, now: now ?? .distantPast, followsRedirects: followsRedirects)
+        let (plan, hop) = Self.plan(decision, for: request, sending: nil, usesCache: true, now: now)
+        delegate.state.withLockedValue { state in
+            state.hop.revalidating = hop.revalidating
+            state.hop.mayStore = hop.mayStore && now != nil
+            state.hop.source = hop.source
+            state.hop.requestDate = now
+            if let sent = hop.sentRequest { state.hop.sentRequest = sent }
         }
         return plan
     }
@@ -281,10 +325,17 @@ extension TaskDelegate {
         let hopSpan: (span: HopSpan, redirects: Int)?
         let attempt: Int
         let tracedHops: Int
+        /// Whether the redirect may be stored (``HopState/mayStore``), and what its storing needs.
+        let mayStore: Bool
+        let servesStale: Bool
+        let requestDate: Date?
 
         init(_ state: inout TaskState) {
             self.task = state.task
             self.handlesCookies = state.hop.handlesCookies
+            self.mayStore = state.hop.mayStore
+            self.servesStale = state.hop.servesStale
+            self.requestDate = state.hop.requestDate
             self.sentRequest = state.hop.sentRequest ?? state.currentRequest
             self.revalidating = state.hop.revalidating != nil
             self.originURL = state.hop.originURL
@@ -332,6 +383,55 @@ extension TaskDelegate {
         return (next, ownAuthorization)
     }
 
+    /// Follows the stored redirects from `cached`, the cache's answer to the hop under way: each
+    /// is a redirect of the session's (``redirect(_:newRequest:fromCache:)``: the hook asked, the
+    /// next hop's cookies and credentials chosen), then the cache's say on its target
+    /// (``SessionManager/planLaterHop(_:for:)``), until a hop the network must answer (the plan
+    /// sends it), a stored final response, a redirect the policy does not follow or the hook
+    /// declines (the answer as it is), or the policy's limit (a failure), as the engine would
+    /// have followed them. Returns `.answer(cached)` when `cached` is no redirect.
+    func followStoredRedirects(from cached: CachedResponse, on manager: SessionManager) -> HopPlan {
+        var answer = cached
+        // The stored hops' URLs, for a policy that allows no cycle.
+        var visited: Set<String> = []
+        while RedirectPlanner.redirectStatuses.contains(answer.response.status.code) {
+            let (request, redirects) = self.state.withLockedValue { ($0.hop.sentRequest ?? $0.currentRequest, $0.hop.redirects) }
+            let policy = request.options.redirectPolicy ?? manager.configurationReference.value.redirectPolicy
+            switch RedirectPlanner.step(for: answer.response, request: request, policy: policy, redirectCount: redirects, visitedURLs: visited) {
+            case .none:
+                return .answer(answer)
+            case .fail(let message):
+                return .fail(CourierError(.tooManyRedirects, "\(request.summary): \(message)", request: request, response: answer.response))
+            case .follow(let proposed):
+                visited.insert(request.url.absoluteString)
+                guard let next = self.redirect(answer.response, newRequest: proposed, fromCache: true) else { return .answer(answer) }
+                switch manager.planLaterHop(next, for: self) {
+                case .answer(let following): answer = following
+                // The request the plan was made for, unless the plan says otherwise (validators).
+                case .send(let sent): return .send(sent ?? next)
+                case .fail(let failure): return .fail(failure)
+                }
+            }
+        }
+        return .answer(answer)
+    }
+
+    /// How the task ends after the engine's exchange ended, when the session declined the
+    /// engine's redirect for the cache's answer (``HopState/afterExchange``): that answer, or the
+    /// failure (the cancellation, when the task was cancelled meanwhile).
+    func end(afterDeclinedRedirect plan: HopPlan, exchangeError: CourierError?) {
+        switch plan {
+        case .answer(let cached):
+            self.answerFromCache(cached)
+        case .fail(let failure):
+            let (cancelling, request) = self.state.withLockedValue { ($0.machine.isCancelling, $0.currentRequest) }
+            self.exchange(didCompleteWith: cancelling ? CourierError(.cancelled, "\(request.summary): cancelled", request: request) : failure)
+        case .send:
+            // Never recorded: the engine follows with a request to send.
+            self.exchange(didCompleteWith: exchangeError)
+        }
+    }
+
     // MARK: Responses
 
     /// The final response head arrived: cookies stored, the cache invalidated after an unsafe
@@ -340,16 +440,20 @@ extension TaskDelegate {
     /// the response to deliver, read once here for the sink and the retry decision, and the
     /// revalidated response with its body when it is not `response` (nil otherwise: `response`
     /// is not copied into the answer).
+    ///
+    /// Returns nil when the response is the head of a redirect the session declined because the
+    /// cache answers its target (``HopState/afterExchange``): the exchange is to be cancelled.
     func finalResponseArrived(
         _ response: HTTPResponse, url: URL
-    ) -> (status: Int, revalidated: (response: HTTPResponse, storedBody: ByteBuffer?)?) {
+    ) -> (status: Int, revalidated: (response: HTTPResponse, storedBody: ByteBuffer?)?)? {
         let status = response.status.code
         let cache = self.configurationReference.value.responseCache
         // The cache's clock, read only when there is a cache (the dates are for what it stores).
         let now = cache?.now
         // What the response needs of the hop, in one transaction; not a copy of the whole hop
         // state, which would retain each of its requests, URLs and strings.
-        let (source, handlesCookies, request, revalidating, requestDate, handled) = self.state.withLockedValue { state in
+        let read = self.state.withLockedValue { state -> (ResponseSource, Bool, Request, CachedResponse?, Date?, Bool)? in
+            if state.hop.afterExchange != nil { return nil }
             if state.hop.source != .cache { state.hop.responseDate = now }
             defer { state.hop.handledDeclinedRedirect = false }
             return (
@@ -357,6 +461,7 @@ extension TaskDelegate {
                 status == 304 ? state.hop.revalidating : nil, state.hop.requestDate, state.hop.handledDeclinedRedirect
             )
         }
+        guard let (source, handlesCookies, request, revalidating, requestDate, handled) = read else { return nil }
         // The cache's own answer: nothing came from a server.
         if source == .cache {
             self.emit { $0.task($1, didAnswerFromCache: response, source: .cache) }
@@ -401,24 +506,49 @@ extension TaskDelegate {
         guard outcome.error == nil, let response = outcome.response, let cache = self.configurationReference.value.responseCache,
             self.isWorthStoring(response, servesStale: servesStale)
         else { return }
-        let (sentRequest, followsRedirects, requestDate, responseDate) = self.state.withLockedValue {
-            ($0.hop.sentRequest, $0.hop.followsRedirects, $0.hop.requestDate, $0.hop.responseDate)
+        let (sentRequest, requestDate, responseDate) = self.state.withLockedValue {
+            ($0.hop.sentRequest, $0.hop.requestDate, $0.hop.responseDate)
         }
         let request = sentRequest ?? outcome.request
-        guard CachePlanner.isStorable(response, for: request, followsRedirects: followsRedirects),
+        guard CachePlanner.isStorable(response, for: request),
             let data = self.sink.bodyToStore(gathered: outcome.data)
         else { return }
         let now = cache.now
-        var cached = CachedResponse(
+        let cached = CachedResponse(
             response: CachePlanner.storable(response), data: data, url: request.url, storagePolicy: .allowed,
             requestDate: requestDate ?? now, responseDate: responseDate ?? now)
-        if let hook = self.hooks.dataTaskWillCacheResponse, let dataTask = outcome.task as? DataTask {
-            guard let chosen = hook(outcome.manager, dataTask, cached) else { return }
+        self.store(cached, for: request, in: cache, task: outcome.task, manager: outcome.manager)
+    }
+
+    /// A redirect the engine follows, stored under the URL it answered when RFC 9111 allows it
+    /// (``CachePlanner/isStorable(_:for:)``), so that a later request follows it from the cache
+    /// (``followStoredRedirects(from:on:)``). Stored without its body, which the engine does not
+    /// read, and its head says so: a request that does not follow redirects gets it empty.
+    func storeFollowedRedirect(_ response: HTTPResponse, context: RedirectContext) {
+        guard let cache = self.configurationReference.value.responseCache, self.isWorthStoring(response, servesStale: context.servesStale),
+            CachePlanner.isStorable(response, for: context.sentRequest)
+        else { return }
+        var head = CachePlanner.storable(response)
+        head.headerFields[.contentLength] = "0"
+        head.headerFields[.contentEncoding] = nil
+        let now = cache.now
+        let cached = CachedResponse(
+            response: head, data: Data(), url: context.sentRequest.url, storagePolicy: .allowed,
+            requestDate: context.requestDate ?? now, responseDate: now)
+        self.store(cached, for: context.sentRequest, in: cache, task: context.task, manager: self.manager)
+    }
+
+    /// Stores `cached` as the answer to `request`, when the will-cache hook (the request's
+    /// ``ResponseCacher`` when it has one) lets it, changed or not.
+    private func store(_ cached: CachedResponse, for request: Request, in cache: ResponseCache, task: SessionTask?, manager: SessionManager?) {
+        var cached = cached
+        if let hook = self.hooks.dataTaskWillCacheResponse {
+            guard let dataTask = task as? DataTask, let manager, let chosen = hook(manager, dataTask, cached) else { return }
             cached = chosen
         }
         cache.storeCachedResponse(cached, for: request)
-        if let monitors = self.interception.monitors {
-            let (task, stored) = (outcome.task, cached)
+        if let monitors = self.interception.monitors, let task {
+            let stored = cached
             monitors.emit { $0.task(task, didStoreInCache: stored) }
         }
     }
@@ -438,7 +568,7 @@ extension TaskDelegate {
     func cacheCopy(of response: HTTPResponse, expected: Int64, storing: HopState.Storing) -> ResponseStreamSink.CacheCopy? {
         guard let cache = self.configurationReference.value.responseCache,
             self.isWorthStoring(response, servesStale: storing.servesStale),
-            CachePlanner.isStorable(response, for: storing.request, followsRedirects: storing.followsRedirects),
+            CachePlanner.isStorable(response, for: storing.request),
             response.mimeType != "text/event-stream"
         else { return nil }
         let limit = cache.largestEntrySize

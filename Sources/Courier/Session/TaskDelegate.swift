@@ -310,12 +310,34 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
     }
 
-    /// A redirect: two transactions on the task's lock, one to read what it needs
-    /// (``RedirectContext``), one to record the next hop; the redirect's cookies and cache
-    /// invalidation, the redirect hook and the next hop's cookies run between them, unlocked.
+    /// A redirect the engine proposes. The session's part (``redirect(_:newRequest:fromCache:)``),
+    /// then, when the task reads and writes the cache, the cache's say on the target
+    /// (``SessionManager/planLaterHop(_:for:)``): the engine follows with the request to send
+    /// (validators added when a stored response is to be revalidated); when the cache answers the
+    /// target (a fresh stored response, or stored redirects that lead to one), or the policy
+    /// forbids loading it, the redirect is declined here and the task ends that way once the
+    /// engine's exchange has (``HopState/afterExchange``).
     func exchange(willPerformRedirection response: HTTPResponse, newRequest: Request) -> Request? {
+        guard let next = self.redirect(response, newRequest: newRequest, fromCache: false) else { return nil }
+        guard self.sink.usesCache, self.configurationReference.value.responseCache != nil, let manager = self.manager else { return next }
+        var plan = manager.planLaterHop(next, for: self)
+        if case .answer(let cached) = plan { plan = self.followStoredRedirects(from: cached, on: manager) }
+        if case .send(let sent) = plan { return sent ?? next }
+        self.state.withLockedValue { $0.hop.afterExchange = plan }
+        return nil
+    }
+
+    /// A redirect, from the network or the cache: two transactions on the task's lock, one to read
+    /// what it needs (``RedirectContext``), one to record the next hop; the redirect's cookies,
+    /// its storing and cache invalidation (for one from the network), the redirect hook and the
+    /// next hop's cookies run between them, unlocked. Returns the next hop's request, or nil
+    /// when the hook declined the redirect.
+    func redirect(_ response: HTTPResponse, newRequest: Request, fromCache: Bool) -> Request? {
         let context = self.state.withLockedValue { RedirectContext(&$0) }
-        self.responseArrived(response, to: context.sentRequest, handlesCookies: context.handlesCookies)
+        if !fromCache {
+            self.responseArrived(response, to: context.sentRequest, handlesCookies: context.handlesCookies)
+            if context.mayStore { self.storeFollowedRedirect(response, context: context) }
+        }
         let chosen: Request?
         if let hook = self.hooks.taskWillPerformHTTPRedirection, let task = context.task, let manager = self.manager {
             chosen = hook(manager, task, response, newRequest)
@@ -343,6 +365,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
                 state.hop.revalidating = nil
                 state.hop.sentRequest = planned.request
                 state.hop.requestDate = requestDate
+                state.hop.redirects += 1
                 state.carriesSessionAuthorization = planned.ownAuthorization
             }
             if let next {
@@ -361,7 +384,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition {
-        let (status, revalidated) = self.finalResponseArrived(response, url: url)
+        // nil: the head of a redirect the session declined for the cache's answer.
+        guard let (status, revalidated) = self.finalResponseArrived(response, url: url) else { return .cancel }
         guard let revalidated else { return self.sink.headArrived(response, status: status, url: url, delegate: self) }
         let disposition = self.sink.headArrived(revalidated.response, status: status, url: url, delegate: self)
         // A 304 that confirmed a stored response: its body is the stored one.
@@ -390,6 +414,12 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     func exchange(didCompleteWith error: CourierError?) {
+        // The exchange was cancelled at a redirect the session declined for the cache's answer:
+        // that answer ends the task (looked for only when the exchange failed, as it then did).
+        if error != nil, let plan = self.state.withLockedValue({ $0.hop.afterExchange.take() }) {
+            self.end(afterDeclinedRedirect: plan, exchangeError: error)
+            return
+        }
         if self.considerRetry(after: error) { return }
         self.complete(with: error)
     }

@@ -266,16 +266,16 @@ struct CachePlannerTests {
         #expect(!storable(206, [("Cache-Control", "max-age=60")]))
         #expect(!storable(304, [("Cache-Control", "max-age=60")]))
         #expect(!storable(302, [("ETag", "\"v\"")]), "302 needs explicit freshness")
-        #expect(!storable(302, [("Cache-Control", "max-age=60")]), "redirects are the engine's to follow, not the cache's to answer")
-        #expect(!storable(301, [("Cache-Control", "max-age=60")]))
         for status in [301, 302, 303, 307, 308] {
             let response = CacheFixtures.response(status, [("Cache-Control", "max-age=60"), ("Location", "/x")])
-            #expect(CachePlanner.isStorable(response, for: get, followsRedirects: false), "\(status), not followed")
+            #expect(CachePlanner.isStorable(response, for: get), "\(status): a redirect is stored like any other response")
         }
-        #expect(!CachePlanner.isStorable(CacheFixtures.response(302, [("Location", "/x")]), for: get, followsRedirects: false),
+        #expect(!CachePlanner.isStorable(CacheFixtures.response(302, [("Location", "/x")]), for: get),
                 "a 302 without explicit freshness, as any status that is not heuristically cacheable")
-        #expect(CachePlanner.isStorable(CacheFixtures.response(301, [("Location", "/x")]), for: get, followsRedirects: false),
+        #expect(CachePlanner.isStorable(CacheFixtures.response(301, [("Location", "/x")]), for: get),
                 "301 is heuristically cacheable")
+        #expect(CachePlanner.isStorable(CacheFixtures.response(308, [("Location", "/x")]), for: get),
+                "308 is heuristically cacheable")
         #expect(storable(300, [("Cache-Control", "max-age=60")]))
         #expect(storable(404, [("Last-Modified", "Mon, 13 Nov 2023 00:00:00 GMT")]))
         #expect(!storable(200, [("Cache-Control", "max-age=60")], CacheFixtures.request(method: .post)))

@@ -149,24 +149,31 @@ struct RFC9111DetailTests {
         #expect(!CacheEntry.varying(stored, select: CacheFixtures.request([("Accept-Language", "fr, en-US")])), "order matters")
     }
 
-    // MARK: 3: a redirect the request does not follow
+    // MARK: 3: stored redirects
 
-    @Test func aStoredRedirectAnswersOnlyRequestsThatDoNotFollowRedirects() {
-        let stored = CacheFixtures.stored([("Cache-Control", "max-age=600"), ("Location", "/x")], status: 301)
+    @Test func aFreshStoredRedirectAnswersEveryRequestAndAStaleOneNeedsTheNetwork() {
+        let stored = CacheFixtures.stored([("Cache-Control", "max-age=600"), ("Location", "/x"), ("ETag", "\"r\"")], status: 301)
         let request = CacheFixtures.request()
         let later = self.t0.addingTimeInterval(10)
-        guard case .serve(let served) = CachePlanner.decide(request, stored: stored, policy: .useProtocolCachePolicy, now: later, followsRedirects: false)
-        else {
-            Issue.record("a fresh 301 answers a request that does not follow redirects")
+        for follows in [false, true] {
+            guard case .serve(let served) = CachePlanner.decide(request, stored: stored, policy: .useProtocolCachePolicy, now: later, followsRedirects: follows)
+            else {
+                Issue.record("a fresh 301 answers the request (follows redirects: \(follows))")
+                continue
+            }
+            #expect(served.response.status.code == 301)
+        }
+        guard case .serve = CachePlanner.decide(request, stored: stored, policy: .returnCacheDataElseLoad, now: later) else {
+            Issue.record("a policy that serves stale responses answers with the stored redirect, which the session follows")
             return
         }
-        #expect(served.response.status.code == 301)
-        guard case .network = CachePlanner.decide(request, stored: stored, policy: .useProtocolCachePolicy, now: later) else {
-            Issue.record("a request that follows redirects is answered with a stored redirect")
+        let stale = self.t0.addingTimeInterval(700)
+        guard case .revalidate = CachePlanner.decide(request, stored: stored, policy: .useProtocolCachePolicy, now: stale, followsRedirects: false) else {
+            Issue.record("a stale redirect with a validator is revalidated for a request that takes it as its response")
             return
         }
-        guard case .network = CachePlanner.decide(request, stored: stored, policy: .returnCacheDataElseLoad, now: later) else {
-            Issue.record("not even a policy that serves stale responses answers it with a redirect")
+        guard case .network(mayStore: true) = CachePlanner.decide(request, stored: stored, policy: .useProtocolCachePolicy, now: stale) else {
+            Issue.record("a stale redirect is not revalidated for a request that follows it: a 304 would end the task at the redirect")
             return
         }
     }
