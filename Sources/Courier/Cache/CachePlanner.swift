@@ -32,7 +32,7 @@ enum CachePlanner {
     ///
     /// A stored redirect answers a request that follows redirects (`followsRedirects`) only while
     /// it is fresh: the session then follows it from the cache
-    /// (``TaskDelegate/followStoredRedirects(from:on:)``). One that would need revalidating is
+    /// (``TaskDelegate/followStoredRedirects(from:on:readsDisk:)``). One that would need revalidating is
     /// as good as none: the network's answer is followed by the engine.
     static func decide(
         _ request: Request,

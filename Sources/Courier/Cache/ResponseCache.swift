@@ -155,7 +155,13 @@ public final class ResponseCache: Sendable {
         self.entry(for: request)?.cached
     }
 
-    func entry(for request: Request) -> CacheEntry? {
+    /// The stored response for `request`, as ``cachedResponse(for:)``; without `readsDisk`, only
+    /// one the memory tier holds: on an event loop, which must not wait for a file.
+    func cachedResponse(for request: Request, readsDisk: Bool) -> CachedResponse? {
+        self.entry(for: request, readsDisk: readsDisk)?.cached
+    }
+
+    func entry(for request: Request, readsDisk: Bool = true) -> CacheEntry? {
         if self.isEmpty { return nil }
         let primaryKey = CacheEntry.primaryKey(for: request.url)
         enum Found { case memory(CacheEntry), disk(DiskRecord, Data?), none }
@@ -167,7 +173,7 @@ public final class ResponseCache: Sendable {
                     if state.disk[identity] != nil { state.diskLRU.touch(identity) }
                     return .memory(entry)
                 }
-                if let record = state.disk[identity] {
+                if readsDisk, let record = state.disk[identity] {
                     guard CacheEntry.varying(record.varying, select: request) else { continue }
                     state.diskLRU.touch(identity)
                     return .disk(record, state.pendingWrites[record.fileName]?.data ?? state.writing[record.fileName])

@@ -132,7 +132,7 @@ extension SessionManager {
         var plan = self.planFirstHop(request, for: delegate, attempt: attempt)
         // A stored redirect: the session follows it (and those after it) from the cache.
         if case .answer(let cached) = plan, RedirectPlanner.redirectStatuses.contains(cached.response.status.code) {
-            plan = delegate.followStoredRedirects(from: cached, on: self)
+            plan = delegate.followStoredRedirects(from: cached, on: self, readsDisk: true)
         }
         switch plan {
         case .send(let changed):

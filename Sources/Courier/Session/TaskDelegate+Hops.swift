@@ -32,7 +32,7 @@ struct HopState: Sendable {
     /// and is not handled twice.
     var handledDeclinedRedirect = false
     /// How many redirects the attempt followed, over the network and from the cache: the limit
-    /// of the redirect policy for a chain of stored redirects (``TaskDelegate/followStoredRedirects(from:on:)``).
+    /// of the redirect policy for a chain of stored redirects (``TaskDelegate/followStoredRedirects(from:on:readsDisk:)``).
     var redirects = 0
     /// How the task goes on once the engine's exchange ended, when the cache had the answer for
     /// the target of a redirect the engine proposed: the session declined that redirect, the
@@ -125,6 +125,7 @@ extension SessionManager {
             }
             state.hop.handlesCookies = handlesCookies
             state.hop.redirects = 0
+            state.hop.afterExchange = nil
             state.hop.revalidating = hop.revalidating
             // Nothing is stored without a cache (whose clock `now` is).
             state.hop.mayStore = hop.mayStore && now != nil
@@ -185,14 +186,17 @@ extension SessionManager {
     /// The cache's say on a hop after the first, to `request` (a redirect's target, its cookies
     /// and credentials already chosen): a stored response that answers it, validators to add, or
     /// the network; recorded in the hop's state. The engine follows the redirect with the
-    /// request to send; an answer or a failure ends the task instead.
-    func planLaterHop(_ request: Request, for delegate: TaskDelegate) -> HopPlan {
+    /// request to send; an answer or a failure ends the task instead. Without `readsDisk` (on
+    /// the engine's thread, an event loop that must not wait for a file) only the cache's memory
+    /// tier is looked in: a target only the disk tier holds is fetched.
+    func planLaterHop(_ request: Request, for delegate: TaskDelegate, readsDisk: Bool) -> HopPlan {
         let configuration = self.configurationReference.value
         let policy = request.options.cachePolicy ?? configuration.requestCachePolicy
         let followsRedirects = (request.options.redirectPolicy ?? configuration.redirectPolicy) != .disallow
         let cache = configuration.responseCache
         let now = cache?.now
-        let stored = request.method == .get && policy != .reloadIgnoringLocalCacheData ? cache?.cachedResponse(for: request) : nil
+        let stored = request.method == .get && policy != .reloadIgnoringLocalCacheData
+            ? cache?.cachedResponse(for: request, readsDisk: readsDisk) : nil
         let decision = CachePlanner.decide(request, stored: stored, policy: policy, now: now ?? .distantPast, followsRedirects: followsRedirects)
         let (plan, hop) = Self.plan(decision, for: request, sending: nil, usesCache: true, now: now)
         delegate.state.withLockedValue { state in
@@ -386,11 +390,12 @@ extension TaskDelegate {
     /// Follows the stored redirects from `cached`, the cache's answer to the hop under way: each
     /// is a redirect of the session's (``redirect(_:newRequest:fromCache:)``: the hook asked, the
     /// next hop's cookies and credentials chosen), then the cache's say on its target
-    /// (``SessionManager/planLaterHop(_:for:)``), until a hop the network must answer (the plan
+    /// (``SessionManager/planLaterHop(_:for:readsDisk:)``), until a hop the network must answer (the plan
     /// sends it), a stored final response, a redirect the policy does not follow or the hook
     /// declines (the answer as it is), or the policy's limit (a failure), as the engine would
-    /// have followed them. Returns `.answer(cached)` when `cached` is no redirect.
-    func followStoredRedirects(from cached: CachedResponse, on manager: SessionManager) -> HopPlan {
+    /// have followed them. Returns `.answer(cached)` when `cached` is no redirect. `readsDisk`:
+    /// see ``SessionManager/planLaterHop(_:for:readsDisk:)``.
+    func followStoredRedirects(from cached: CachedResponse, on manager: SessionManager, readsDisk: Bool) -> HopPlan {
         var answer = cached
         // The stored hops' URLs, for a policy that allows no cycle.
         var visited: Set<String> = []
@@ -405,7 +410,7 @@ extension TaskDelegate {
             case .follow(let proposed):
                 visited.insert(request.url.absoluteString)
                 guard let next = self.redirect(answer.response, newRequest: proposed, fromCache: true) else { return .answer(answer) }
-                switch manager.planLaterHop(next, for: self) {
+                switch manager.planLaterHop(next, for: self, readsDisk: readsDisk) {
                 case .answer(let following): answer = following
                 // The request the plan was made for, unless the plan says otherwise (validators).
                 case .send(let sent): return .send(sent ?? next)
@@ -522,7 +527,7 @@ extension TaskDelegate {
 
     /// A redirect the engine follows, stored under the URL it answered when RFC 9111 allows it
     /// (``CachePlanner/isStorable(_:for:)``), so that a later request follows it from the cache
-    /// (``followStoredRedirects(from:on:)``). Stored without its body, which the engine does not
+    /// (``followStoredRedirects(from:on:readsDisk:)``). Stored without its body, which the engine does not
     /// read, and its head says so: a request that does not follow redirects gets it empty.
     func storeFollowedRedirect(_ response: HTTPResponse, context: RedirectContext) {
         guard let cache = self.configurationReference.value.responseCache, self.isWorthStoring(response, servesStale: context.servesStale),

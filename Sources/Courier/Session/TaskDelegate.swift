@@ -312,7 +312,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
 
     /// A redirect the engine proposes. The session's part (``redirect(_:newRequest:fromCache:)``),
     /// then, when the task reads and writes the cache, the cache's say on the target
-    /// (``SessionManager/planLaterHop(_:for:)``): the engine follows with the request to send
+    /// (``SessionManager/planLaterHop(_:for:readsDisk:)``): the engine follows with the request to send
     /// (validators added when a stored response is to be revalidated); when the cache answers the
     /// target (a fresh stored response, or stored redirects that lead to one), or the policy
     /// forbids loading it, the redirect is declined here and the task ends that way once the
@@ -320,8 +320,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     func exchange(willPerformRedirection response: HTTPResponse, newRequest: Request) -> Request? {
         guard let next = self.redirect(response, newRequest: newRequest, fromCache: false) else { return nil }
         guard self.sink.usesCache, self.configurationReference.value.responseCache != nil, let manager = self.manager else { return next }
-        var plan = manager.planLaterHop(next, for: self)
-        if case .answer(let cached) = plan { plan = self.followStoredRedirects(from: cached, on: manager) }
+        // On the engine's thread: the cache's memory tier only.
+        var plan = manager.planLaterHop(next, for: self, readsDisk: false)
+        if case .answer(let cached) = plan { plan = self.followStoredRedirects(from: cached, on: manager, readsDisk: false) }
         if case .send(let sent) = plan { return sent ?? next }
         self.state.withLockedValue { $0.hop.afterExchange = plan }
         return nil

@@ -209,6 +209,30 @@ struct CacheRedirectTests {
         }
     }
 
+    /// A redirect's target is looked up on the engine's event loop, which must not wait for a
+    /// file: only in the memory tier. A cache that keeps nothing in memory then fetches the target
+    /// of a redirect from the network, while a task's first hop (on the caller's thread) reads the
+    /// disk tier: a stored redirect and its stored target both answer from there.
+    @Test func onTheEventLoopOnlyTheMemoryTierIsRead() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cache-redirects-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = try ResponseCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: folder)
+        try await Transport.http1.run(configure: { $0.responseCache = cache }) { server, manager in
+            let hops = Self.redirect(server, "/hop", to: "/target", status: .found, fields: [])
+            let moves = Self.redirect(server, "/moved", to: "/target")
+            let targets = Self.document(server, "/target", fields: [("Cache-Control", "max-age=600")])
+            _ = try await manager.data(for: Request(url: server.url("/target")))
+            cache.flush()
+            let viaHop = try await manager.data(for: Request(url: server.url("/hop")))
+            #expect(viaHop.source == .network && Self.text(viaHop.value) == "hit 2", "the disk tier is not read on the loop")
+            _ = try await manager.data(for: Request(url: server.url("/moved")))
+            cache.flush()
+            let viaStored = try await manager.data(for: Request(url: server.url("/moved")))
+            #expect(viaStored.source == .cache, "the first hop reads the disk: the stored 301, then its stored target")
+            #expect(hops.count == 1 && moves.count == 1 && targets.count == 3)
+        }
+    }
+
     /// A task whose redirect the cache answers lets go of everything, as any other does
     /// (LifetimeTests' rule).
     @Test(arguments: [LifetimeTests.API.callbackVerb, .asyncVerb, .dataTaskHandler])
