@@ -457,16 +457,17 @@ extension TaskDelegate {
         let now = cache?.now
         // What the response needs of the hop, in one transaction; not a copy of the whole hop
         // state, which would retain each of its requests, URLs and strings.
-        let read = self.state.withLockedValue { state -> (ResponseSource, Bool, Request, CachedResponse?, Date?, Bool)? in
-            if state.hop.afterExchange != nil { return nil }
+        // A tuple, not an optional one: returned as it is, its request is not copied (a retain).
+        let (source, handlesCookies, request, revalidating, requestDate, handled, declined) = self.state.withLockedValue { state in
             if state.hop.source != .cache { state.hop.responseDate = now }
             defer { state.hop.handledDeclinedRedirect = false }
             return (
                 state.hop.source, state.hop.handlesCookies, state.hop.sentRequest ?? state.currentRequest,
-                status == 304 ? state.hop.revalidating : nil, state.hop.requestDate, state.hop.handledDeclinedRedirect
+                status == 304 ? state.hop.revalidating : nil, state.hop.requestDate, state.hop.handledDeclinedRedirect,
+                state.hop.afterExchange != nil
             )
         }
-        guard let (source, handlesCookies, request, revalidating, requestDate, handled) = read else { return nil }
+        if declined { return nil }
         // The cache's own answer: nothing came from a server.
         if source == .cache {
             self.emit { $0.task($1, didAnswerFromCache: response, source: .cache) }
