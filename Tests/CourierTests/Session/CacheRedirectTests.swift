@@ -162,6 +162,27 @@ struct CacheRedirectTests {
         }
     }
 
+    @Test("A policy that forbids loading follows a stored redirect, and fails where the cache has no answer")
+    func aPolicyThatForbidsLoadingFollowsStoredRedirects() async throws {
+        try await Transport.http1.run(configure: Self.withCache) { server, manager in
+            let moves = Self.redirect(server, "/moved", to: "/target")
+            let targets = Self.document(server, "/target", fields: [("Cache-Control", "no-store")])
+            _ = try await manager.data(for: Request(url: server.url("/moved")))
+            var offline = Request(url: server.url("/moved"))
+            offline.options.cachePolicy = .returnCacheDataDontLoad
+            await #expect(throws: CourierError.self) {
+                do throws(CourierError) {
+                    _ = try await manager.data(for: offline)
+                } catch {
+                    #expect(error.code == .resourceUnavailable, "\(error)")
+                    #expect(error.request?.url.path == "/target", "the hop the cache could not answer")
+                    throw error
+                }
+            }
+            #expect(moves.count == 1 && targets.count == 1, "nothing reached the server")
+        }
+    }
+
     @Test("A loop of stored redirects ends at the policy's limit")
     func aLoopOfStoredRedirectsEndsAtThePolicysLimit() async throws {
         try await Transport.http1.run(configure: {
