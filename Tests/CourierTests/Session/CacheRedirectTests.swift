@@ -3,6 +3,7 @@ import CourierTesting
 import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
+import NIOCore
 import Testing
 
 /// Redirects through the cache, on every transport: a redirect the engine follows is stored, and
@@ -110,6 +111,22 @@ struct CacheRedirectTests {
             // The connection the declined redirect was on is no hindrance to the next request.
             let again = try await manager.data(for: Request(url: server.url("/hop")))
             #expect(again.source == .cache && hops.count == 2 && targets.count == 1)
+        }
+    }
+
+    @Test("A stream whose redirect's target is stored reads it from the cache")
+    func aStreamWhoseRedirectsTargetIsStored() async throws {
+        try await Transport.http1.run(configure: Self.withCache) { server, manager in
+            let hops = Self.redirect(server, "/hop", to: "/target", status: .found, fields: [])
+            let targets = Self.document(server, "/target", fields: [("Cache-Control", "max-age=600")])
+            _ = try await manager.data(for: Request(url: server.url("/target")))
+            let stream = try await manager.stream(Request(url: server.url("/hop")))
+            #expect(stream.response.status == .ok)
+            var body = Data()
+            for try await chunk in stream.body { body.append(contentsOf: chunk.readableBytesView) }
+            #expect(Self.text(body) == "hit 1")
+            #expect(stream.task.responseSource == .cache)
+            #expect(hops.count == 1 && targets.count == 1)
         }
     }
 
