@@ -12,16 +12,14 @@ extension HTTPResponse {
         return type.lowercased()
     }
 
-    /// The `charset` parameter of `Content-Type`, lower-cased and unquoted, if any.
+    /// The `charset` parameter of `Content-Type`, lower-cased and unquoted, if any (the first,
+    /// when there are several). A `;` or `=` inside a quoted string is part of its parameter's
+    /// value, and `\x` in one stands for `x` (RFC 9110 section 5.6.4).
     public var textEncodingName: String? {
-        guard let value = self.headerFields.value(of: .contentType) else { return nil }
-        for parameter in value.split(separator: ";").dropFirst() {
-            let pair = parameter.split(separator: "=", maxSplits: 1)
-            guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "charset" else { continue }
-            let charset = pair[1].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-            return charset.isEmpty ? nil : charset.lowercased()
-        }
-        return nil
+        guard let value = self.headerFields.value(of: .contentType),
+              let charset = MediaTypeParameters.value(of: "charset", in: value), !charset.isEmpty
+        else { return nil }
+        return charset.lowercased()
     }
 
     /// The `Content-Length`, or nil when absent or malformed (URLSession's -1 becomes nil).
@@ -76,5 +74,48 @@ extension HTTPFields {
             found = field.value
         }
         return found
+    }
+}
+
+/// The parameters of a media type (`text/plain; charset="utf-8"`), read as RFC 9110 sections
+/// 5.6.6 and 8.3.1 have them, leniently: a parameter without `=` is skipped, white space around
+/// names and `=` is allowed, and an unterminated quoted string runs to the end.
+enum MediaTypeParameters {
+    /// The value of the first parameter called `name` (lower-case), unquoted; nil when there is none.
+    static func value(of name: String, in field: String) -> String? {
+        let bytes = field.utf8
+        let semicolon = UInt8(ascii: ";"), equals = UInt8(ascii: "="), quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        func isSpace(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        // The type and subtype end at the first `;`; each parameter follows one.
+        var index = bytes.firstIndex(of: semicolon) ?? bytes.endIndex
+        while index < bytes.endIndex {
+            index = bytes.index(after: index)
+            let nameStart = index
+            while index < bytes.endIndex, bytes[index] != equals, bytes[index] != semicolon { index = bytes.index(after: index) }
+            guard index < bytes.endIndex, bytes[index] == equals else { continue }
+            var parameterName = field.utf8[nameStart..<index]
+            while let first = parameterName.first, isSpace(first) { parameterName = parameterName.dropFirst() }
+            while let last = parameterName.last, isSpace(last) { parameterName = parameterName.dropLast() }
+            index = bytes.index(after: index)
+            while index < bytes.endIndex, isSpace(bytes[index]) { index = bytes.index(after: index) }
+            var value: [UInt8] = []
+            if index < bytes.endIndex, bytes[index] == quote {
+                index = bytes.index(after: index)
+                while index < bytes.endIndex, bytes[index] != quote {
+                    if bytes[index] == backslash, bytes.index(after: index) < bytes.endIndex { index = bytes.index(after: index) }
+                    value.append(bytes[index])
+                    index = bytes.index(after: index)
+                }
+                while index < bytes.endIndex, bytes[index] != semicolon { index = bytes.index(after: index) }
+            } else {
+                while index < bytes.endIndex, bytes[index] != semicolon {
+                    value.append(bytes[index])
+                    index = bytes.index(after: index)
+                }
+                while let last = value.last, isSpace(last) { value.removeLast() }
+            }
+            if String(decoding: parameterName, as: UTF8.self).lowercased() == name { return String(decoding: value, as: UTF8.self) }
+        }
+        return nil
     }
 }
