@@ -84,6 +84,9 @@ final class ScriptedHTTP2Server: Sendable {
         /// Sends DATA (`hi`) before any HEADERS on the stream, then a `:status: 200` HEADERS with
         /// END_STREAM, both written below swift-nio-http2 (which would refuse to send them so).
         case respondWithDataBeforeHeaders
+        /// Sends each of `interim` (a 1xx header block as written, without END_STREAM), then
+        /// answers 200 with `body`.
+        case respondAfterInterim([[(String, String)]], body: String)
     }
 
     private struct State {
@@ -117,6 +120,10 @@ final class ScriptedHTTP2Server: Sendable {
         var http1Paths: [String] = []
         /// The longest header field value an HTTP/1.1 request carried.
         var http1LongestFieldValue = 0
+        /// How many DATA bytes the streams received, all together, so far.
+        var requestBodyBytes = 0
+        /// How many DATA bytes each request carried, in the order the requests ended.
+        var requestBodyLengths: [Int] = []
     }
 
     let channel: any Channel
@@ -216,6 +223,10 @@ final class ScriptedHTTP2Server: Sendable {
     /// The longest header field value a request over HTTP/1.1 carried.
     var http1LongestFieldValue: Int { self.state.read { $0.http1LongestFieldValue } }
     var mostOpenStreams: Int { self.state.read { $0.mostOpenStreams } }
+    /// How many DATA bytes the streams received, all together, so far.
+    var requestBodyBytes: Int { self.state.read { $0.requestBodyBytes } }
+    /// How many DATA bytes each request carried, in the order the requests ended.
+    var requestBodyLengths: [Int] { self.state.read { $0.requestBodyLengths } }
     var heldCount: Int { self.state.read { $0.held.count } }
     var paths: [String] { self.state.read { $0.paths } }
     /// How many connections closed (either side).
@@ -363,6 +374,7 @@ final class ScriptedHTTP2Server: Sendable {
         let connection: Int
         private var path = ""
         private var counted = false
+        private var bodyLength = 0
 
         init(state: ObservedBox<State>, connection: Int, script: @escaping @Sendable (Int, String) -> Action) {
             self.state = state
@@ -383,6 +395,9 @@ final class ScriptedHTTP2Server: Sendable {
                 }
                 if headers.endStream { self.requestEnded(context: context) }
             case .data(let data):
+                self.bodyLength += data.data.readableBytes
+                let length = data.data.readableBytes
+                self.state.withLockedValue { $0.requestBodyBytes += length }
                 if data.endStream { self.requestEnded(context: context) }
             case .rstStream(let code):
                 self.state.withLockedValue { $0.resetsReceived.append(code) }
@@ -400,6 +415,7 @@ final class ScriptedHTTP2Server: Sendable {
             let index = self.state.withLockedValue { state -> Int in
                 defer { state.streams += 1 }
                 state.paths.append(self.path)
+                state.requestBodyLengths.append(self.bodyLength)
                 return state.streams
             }
             let channel = context.channel
@@ -570,6 +586,13 @@ final class ScriptedHTTP2Server: Sendable {
                     guard let gate = try? parent.pipeline.syncOperations.context(name: ScriptedHTTP2Server.framesGate) else { return }
                     gate.writeAndFlush(
                         NIOAny(Self.largeFieldFrames(streamID: id, length: length, endStream: false, allocator: parent.allocator)), promise: nil)
+                }
+            case .respondAfterInterim(let interim, let body):
+                channel.eventLoop.execute {
+                    for block in interim {
+                        channel.write(HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders(block))), promise: nil)
+                    }
+                    Self.write(body, on: channel)
                 }
             case .respondWithDataBeforeHeaders:
                 guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)

@@ -17,6 +17,9 @@ final class ScriptedHTTPServer: ShutDownByAwaiting {
         case respondBytes([UInt8])
         /// Closes the connection without answering.
         case close
+        /// Shuts the connection's output down (a FIN: a half-close) without answering; the
+        /// server's side stays open for reading.
+        case shutdownOutput
         /// Resets the connection (RST, not FIN) without answering; with `partial`, after writing it.
         case reset(partial: String = "")
         /// Writes `bytes` once the server has received `requests` requests in all (so that a test
@@ -172,6 +175,9 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
             return true
         case .close:
             context.close(promise: nil)
+            return false
+        case .shutdownOutput:
+            context.close(mode: .output, promise: nil)
             return false
         case .reset(let partial):
             if !partial.isEmpty { context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: partial)), promise: nil) }
