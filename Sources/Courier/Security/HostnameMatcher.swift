@@ -7,11 +7,13 @@ import X509
 /// it.
 ///
 /// Only subject alternative names count; a certificate without such a name names no host (no fallback
-/// to the common name). A DNS name matches case-insensitively, a trailing dot on the host ignored
-/// (a name that ends in a dot names no host, as in `SecTrust`'s `SecDNSMatch`); a `*` is
-/// allowed only as the whole left-most label, matches exactly one non-empty label, needs at least
-/// two labels after it, and never matches an IP address. An IP address (v4 or v6, with or without
-/// brackets) matches only an iPAddress name with the same bytes.
+/// to the common name). A DNS name matches byte for byte but for the case of ASCII letters (RFC
+/// 6125 6.4.1: not Unicode's, where U+212A KELVIN SIGN is a `k`, nor Swift's string equality,
+/// where canonically equivalent strings are equal), its labels split at every dot, a trailing
+/// dot on the host ignored (a name that ends in a dot names no host, as in `SecTrust`'s
+/// `SecDNSMatch`); a `*` is allowed only as the whole left-most label, matches exactly one
+/// non-empty label, needs at least two labels after it, and never matches an IP address. An IP
+/// address (v4 or v6, with or without brackets) matches only an iPAddress name with the same bytes.
 enum HostnameMatcher {
     /// A subject alternative name that can name a host.
     enum Name: Equatable, Sendable, CustomStringConvertible {
@@ -66,23 +68,24 @@ enum HostnameMatcher {
         }
     }
 
-    private static func matches(_ host: [Substring], pattern: [Substring]) -> Bool {
+    private static func matches(_ host: [ArraySlice<UInt8>], pattern: [ArraySlice<UInt8>]) -> Bool {
+        let star = UInt8(ascii: "*")
         guard host.count == pattern.count else { return false }
         // A `*` anywhere but as the whole first label matches nothing.
-        guard !pattern.dropFirst().contains(where: { $0.contains("*") }) else { return false }
-        if pattern[0] == "*" {
-            return pattern.count >= 3 && Array(host.dropFirst()) == Array(pattern.dropFirst())
+        guard !pattern.dropFirst().contains(where: { $0.contains(star) }) else { return false }
+        if pattern[0].elementsEqual([star]) {
+            return pattern.count >= 3 && host.dropFirst() == pattern.dropFirst()
         }
-        return !pattern[0].contains("*") && host == pattern
+        return !pattern[0].contains(star) && host == pattern
     }
 
-    /// A name's labels, lowercased; nil when empty or with an empty label (one after a trailing
-    /// dot too, unless `ignoringTrailingDot`).
-    private static func labels(_ name: String, ignoringTrailingDot: Bool) -> [Substring]? {
-        var name = name.lowercased()[...]
-        if ignoringTrailingDot, name.hasSuffix(".") { name = name.dropLast() }
-        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
-        guard !name.isEmpty, !labels.contains(where: \.isEmpty) else { return nil }
+    /// A name's labels, as UTF-8 with ASCII letters lowercased, split at each dot; nil when empty
+    /// or with an empty label (one after a trailing dot too, unless `ignoringTrailingDot`).
+    private static func labels(_ name: String, ignoringTrailingDot: Bool) -> [ArraySlice<UInt8>]? {
+        var bytes = name.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }[...]
+        if ignoringTrailingDot, bytes.last == UInt8(ascii: ".") { bytes = bytes.dropLast() }
+        let labels = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard !bytes.isEmpty, !labels.contains(where: \.isEmpty) else { return nil }
         return labels
     }
 }

@@ -38,6 +38,20 @@ struct HostnameMatcherTests {
         #expect(HostnameMatcher.matches(host: "localhost.", names: [.dns("localhost")]))
     }
 
+    /// Labels compare byte for byte, letters case-insensitively in ASCII only (RFC 6125 6.4.1), and
+    /// split at every dot. They compared as Swift strings: lowercased in Unicode (U+212A KELVIN
+    /// SIGN became `k`), equal when canonically equivalent (`é` and `e` with U+0301), and split
+    /// at a dot only when no combining mark followed it (one label, `evil.\u{301}x`, for a `*`).
+    @Test func labelsCompareAsBytesCaseInsensitiveInASCIIOnly() {
+        #expect(!HostnameMatcher.matches(host: "\u{212A}.courier.test", names: [.dns("k.courier.test")]))
+        #expect(!HostnameMatcher.matches(host: "k.courier.test", names: [.dns("\u{212A}.courier.test")]))
+        #expect(!HostnameMatcher.matches(host: "caf\u{E9}.courier.test", names: [.dns("cafe\u{301}.courier.test")]))
+        #expect(HostnameMatcher.matches(host: "caf\u{E9}.courier.test", names: [.dns("caf\u{E9}.courier.test")]))
+        #expect(HostnameMatcher.matches(host: "CAF\u{E9}.Courier.TEST", names: [.dns("caf\u{E9}.courier.test")]))
+        #expect(!HostnameMatcher.matches(host: "evil.\u{301}x.courier.test", names: [.dns("*.courier.test")]))
+        #expect(HostnameMatcher.matches(host: "\u{301}x.courier.test", names: [.dns("*.courier.test")]))
+    }
+
     @Test func anIPAddressMatchesOnlyAnIPAddressName() {
         #expect(!HostnameMatcher.matches(host: "127.0.0.1", names: [.dns("*.0.0.1")]))
         #expect(!HostnameMatcher.matches(host: "127.0.0.1.", names: [.dns("*.0.0.1")]))
