@@ -81,40 +81,39 @@ extension HTTPFields {
 /// 5.6.6 and 8.3.1 have them, leniently: a parameter without `=` is skipped, white space around
 /// names and `=` is allowed, and an unterminated quoted string runs to the end.
 enum MediaTypeParameters {
-    /// The value of the first parameter called `name` (lower-case), unquoted; nil when there is none.
-    static func value(of name: String, in field: String) -> String? {
-        let bytes = field.utf8
-        let semicolon = UInt8(ascii: ";"), equals = UInt8(ascii: "="), quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+    /// The value of the first parameter called `name` (lower-case ASCII), unquoted; nil when there
+    /// is none.
+    static func value(of name: StaticString, in field: String) -> String? {
+        let bytes = Array(field.utf8)
+        let semicolon = UInt8(ascii: ";"), equals = UInt8(ascii: "=")
         func isSpace(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        let wanted = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
         // The type and subtype end at the first `;`; each parameter follows one.
-        var index = bytes.firstIndex(of: semicolon) ?? bytes.endIndex
-        while index < bytes.endIndex {
-            index = bytes.index(after: index)
+        var index = bytes.firstIndex(of: semicolon) ?? bytes.count
+        while index < bytes.count {
+            index += 1
             let nameStart = index
-            while index < bytes.endIndex, bytes[index] != equals, bytes[index] != semicolon { index = bytes.index(after: index) }
-            guard index < bytes.endIndex, bytes[index] == equals else { continue }
-            var parameterName = field.utf8[nameStart..<index]
+            while index < bytes.count, bytes[index] != equals, bytes[index] != semicolon { index += 1 }
+            guard index < bytes.count, bytes[index] == equals else { continue }
+            var parameterName = bytes[nameStart..<index]
             while let first = parameterName.first, isSpace(first) { parameterName = parameterName.dropFirst() }
             while let last = parameterName.last, isSpace(last) { parameterName = parameterName.dropLast() }
-            index = bytes.index(after: index)
-            while index < bytes.endIndex, isSpace(bytes[index]) { index = bytes.index(after: index) }
-            var value: [UInt8] = []
-            if index < bytes.endIndex, bytes[index] == quote {
-                index = bytes.index(after: index)
-                while index < bytes.endIndex, bytes[index] != quote {
-                    if bytes[index] == backslash, bytes.index(after: index) < bytes.endIndex { index = bytes.index(after: index) }
-                    value.append(bytes[index])
-                    index = bytes.index(after: index)
-                }
-                while index < bytes.endIndex, bytes[index] != semicolon { index = bytes.index(after: index) }
+            index += 1
+            while index < bytes.count, isSpace(bytes[index]) { index += 1 }
+            let value: String
+            if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
+                let quoted = HTTPToken.quotedString(bytes, openingAt: index)
+                value = quoted.value
+                index = quoted.end
+                while index < bytes.count, bytes[index] != semicolon { index += 1 }
             } else {
-                while index < bytes.endIndex, bytes[index] != semicolon {
-                    value.append(bytes[index])
-                    index = bytes.index(after: index)
-                }
-                while let last = value.last, isSpace(last) { value.removeLast() }
+                let start = index
+                while index < bytes.count, bytes[index] != semicolon { index += 1 }
+                var end = index
+                while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+                value = String(decoding: bytes[start..<end], as: UTF8.self)
             }
-            if String(decoding: parameterName, as: UTF8.self).lowercased() == name { return String(decoding: value, as: UTF8.self) }
+            if parameterName.elementsEqual(wanted, by: { $0.lowercasedASCII == $1 }) { return value }
         }
         return nil
     }

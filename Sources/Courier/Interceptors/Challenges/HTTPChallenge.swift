@@ -139,22 +139,10 @@ private struct ChallengeParser {
         return (name, value)
     }
 
+    /// A quoted string's value; nil when it is not closed.
     mutating func quotedString() -> String? {
-        self.index += 1
-        var value: [UInt8] = []
-        while let byte = self.peek {
-            self.index += 1
-            switch byte {
-            case UInt8(ascii: "\""):
-                return String(decoding: value, as: UTF8.self)
-            case UInt8(ascii: "\\"):
-                guard let escaped = self.peek else { return nil }
-                self.index += 1
-                value.append(escaped)
-            default:
-                value.append(byte)
-            }
-        }
-        return nil
+        let (value, end, isClosed) = HTTPToken.quotedString(self.bytes, openingAt: self.index)
+        self.index = end
+        return isClosed ? value : nil
     }
 }
