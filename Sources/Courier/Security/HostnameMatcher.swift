@@ -82,7 +82,7 @@ enum HostnameMatcher {
     /// A name's labels, as UTF-8 with ASCII letters lowercased, split at each dot; nil when empty
     /// or with an empty label (one after a trailing dot too, unless `ignoringTrailingDot`).
     private static func labels(_ name: String, ignoringTrailingDot: Bool) -> [ArraySlice<UInt8>]? {
-        var bytes = name.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }[...]
+        var bytes = name.utf8.map(\.lowercasedASCII)[...]
         if ignoringTrailingDot, bytes.last == UInt8(ascii: ".") { bytes = bytes.dropLast() }
         let labels = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard !bytes.isEmpty, !labels.contains(where: \.isEmpty) else { return nil }
