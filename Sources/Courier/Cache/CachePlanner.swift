@@ -25,14 +25,13 @@ enum CachePlanner {
     /// cache neither answers it nor revalidates for it.
     static let callerConditionals: [HTTPField.Name] = [.ifNoneMatch, .ifModifiedSince, .ifMatch, .ifUnmodifiedSince, .ifRange, .range]
     static let pragma = HTTPField.Name("Pragma")!
-    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
     /// The decision for `request` under `policy`, given the stored response matching it (its
     /// `Vary` fields included), at `now`.
     ///
     /// A stored redirect answers a request that follows redirects (`followsRedirects`) only while
     /// it is fresh: the session then follows it from the cache
-    /// (``TaskDelegate/followStoredRedirects(from:on:readsDisk:)``). One that would need revalidating is
+    /// (``TaskDelegate/followingStoredRedirects(_:on:readsDisk:)``). One that would need revalidating is
     /// as good as none: the network's answer is followed by the engine.
     static func decide(
         _ request: Request,
@@ -88,7 +87,7 @@ enum CachePlanner {
             if usable { return .serve(self.served(stored, age: freshness.age)) }
         }
         if control.onlyIfCached { return .gatewayTimeout }
-        if followsRedirects, self.redirectStatuses.contains(stored.response.status.code) { return .network(mayStore: true) }
+        if followsRedirects, RedirectPlanner.redirectStatuses.contains(stored.response.status.code) { return .network(mayStore: true) }
         guard let conditional = self.conditionalRequest(request, for: stored) else { return .network(mayStore: true) }
         return .revalidate(stored: stored, conditionalRequest: conditional)
     }
@@ -168,7 +167,7 @@ enum CachePlanner {
     /// The statuses whose caching rules Courier's cache implements, for `must-understand`
     /// (RFC 9111 5.2.2.3): those RFC 9110 15.1 makes heuristically cacheable and the redirects,
     /// but for the partial content it does not store.
-    static let understoodStatuses: Set<Int> = CacheFreshness.heuristicallyCacheable.union(Self.redirectStatuses).subtracting([206])
+    static let understoodStatuses: Set<Int> = CacheFreshness.heuristicallyCacheable.union(RedirectPlanner.redirectStatuses).subtracting([206])
 
     /// Whether `response` says anything a cache could serve it again by: a `Cache-Control` or
     /// `Expires` field (a lifetime, or `public`/`private`/`no-cache` and kin), or a validator
