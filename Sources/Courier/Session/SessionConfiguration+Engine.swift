@@ -59,3 +59,11 @@ extension NIOEngine {
         self.init(configuration: Configuration(configuration), serverTrust: serverTrust, eventLoopGroup: eventLoopGroup, logger: logger)
     }
 }
+
+extension SessionConfiguration {
+    /// The redirect policy `request` goes by: its own (``RequestOptions/redirectPolicy``), else the
+    /// session's, as the engine reads it.
+    func redirectPolicy(for request: Request) -> RedirectPolicy {
+        request.options.redirectPolicy ?? self.redirectPolicy
+    }
+}

@@ -129,12 +129,8 @@ extension SessionManager {
     /// Hands an attempt's (adapted) request on (DESIGN's order, after the adapters: cookies, the
     /// cache lookup, then the engine).
     func execute(_ request: Request, for delegate: TaskDelegate, attempt: Int) {
-        var plan = self.planFirstHop(request, for: delegate, attempt: attempt)
-        // A stored redirect: the session follows it (and those after it) from the cache.
-        if case .answer(let cached) = plan, RedirectPlanner.redirectStatuses.contains(cached.response.status.code) {
-            plan = delegate.followStoredRedirects(from: cached, on: self, readsDisk: true)
-        }
-        switch plan {
+        // A stored redirect the cache answers with: the session follows it (and those after it).
+        switch delegate.followingStoredRedirects(self.planFirstHop(request, for: delegate, attempt: attempt), on: self, readsDisk: true) {
         case .send(let changed):
             // Not `changed ?? request`: that would copy the request the attempt made.
             let exchange =

@@ -32,13 +32,13 @@ struct HopState: Sendable {
     /// and is not handled twice.
     var handledDeclinedRedirect = false
     /// How many redirects the attempt followed, over the network and from the cache: the limit
-    /// of the redirect policy for a chain of stored redirects (``TaskDelegate/followStoredRedirects(from:on:readsDisk:)``).
+    /// of the redirect policy for a chain of stored redirects (``TaskDelegate/followingStoredRedirects(_:on:readsDisk:)``).
     var redirects = 0
     /// How the task goes on once the engine's exchange ended, when the cache had the answer for
     /// the target of a redirect the engine proposed: the session declined that redirect, the
     /// exchange is cancelled at the redirect's head, and this (the cache's answer, a failure) is
     /// the task's end instead (``TaskDelegate/exchange(willPerformRedirection:newRequest:)``).
-    var afterExchange: HopPlan?
+    var afterExchange: Result<CachedResponse, CourierError>?
 
     /// What the store check needs of the hop (``TaskDelegate/cacheCopy(of:expected:storing:)``).
     struct Storing {
@@ -99,17 +99,15 @@ extension SessionManager {
         // The cache's clock, read only when there is a cache: the dates are the cache's (a hop's
         // request and response times for the ages of what it stores).
         let now = configuration.value.responseCache?.now
-        let followsRedirects = (request.options.redirectPolicy ?? configuration.value.redirectPolicy) != .disallow
         if delegate.sink.usesCache {
             // The lookup and the decision see the request as it goes (with the session's cookies);
             // each branch passes its own, as `withCookies ?? request` would copy the request.
-            func decide(_ sending: Request) -> CacheDecision {
-                let stored = request.method == .get && policy != .reloadIgnoringLocalCacheData
-                    ? configuration.value.responseCache?.cachedResponse(for: sending) : nil
-                // Without a cache nothing is stored, and `now` is only read for a stored response.
-                return CachePlanner.decide(sending, stored: stored, policy: policy, now: now ?? .distantPast, followsRedirects: followsRedirects)
-            }
-            decision = if let withCookies { decide(withCookies) } else { decide(request) }
+            decision =
+                if let withCookies {
+                    self.cacheDecision(for: withCookies, policy: policy, now: now, readsDisk: true)
+                } else {
+                    self.cacheDecision(for: request, policy: policy, now: now, readsDisk: true)
+                }
         } else if policy == .returnCacheDataDontLoad {
             decision = .unavailable
         }
@@ -190,14 +188,10 @@ extension SessionManager {
     /// the engine's thread, an event loop that must not wait for a file) only the cache's memory
     /// tier is looked in: a target only the disk tier holds is fetched.
     func planLaterHop(_ request: Request, for delegate: TaskDelegate, readsDisk: Bool) -> HopPlan {
-        let configuration = self.configurationReference.value
-        let policy = request.options.cachePolicy ?? configuration.requestCachePolicy
-        let followsRedirects = (request.options.redirectPolicy ?? configuration.redirectPolicy) != .disallow
-        let cache = configuration.responseCache
-        let now = cache?.now
-        let stored = request.method == .get && policy != .reloadIgnoringLocalCacheData
-            ? cache?.cachedResponse(for: request, readsDisk: readsDisk) : nil
-        let decision = CachePlanner.decide(request, stored: stored, policy: policy, now: now ?? .distantPast, followsRedirects: followsRedirects)
+        let configuration = self.configurationReference
+        let now = configuration.value.responseCache?.now
+        let decision = self.cacheDecision(
+            for: request, policy: request.options.cachePolicy ?? configuration.value.requestCachePolicy, now: now, readsDisk: readsDisk)
         let (plan, hop) = Self.plan(decision, for: request, sending: nil, usesCache: true, now: now)
         delegate.state.withLockedValue { state in
             state.hop.revalidating = hop.revalidating
@@ -207,6 +201,19 @@ extension SessionManager {
             if let sent = hop.sentRequest { state.hop.sentRequest = sent }
         }
         return plan
+    }
+
+    /// The cache's decision for `sending` under `policy` at `now` (the cache's clock, nil without
+    /// a cache), with the stored response it selects when the policy lets the cache answer a GET;
+    /// without `readsDisk`, one the memory tier holds (``planLaterHop(_:for:readsDisk:)``).
+    func cacheDecision(for sending: Request, policy: RequestOptions.CachePolicy, now: Date?, readsDisk: Bool) -> CacheDecision {
+        let configuration = self.configurationReference
+        let stored = sending.method == .get && policy != .reloadIgnoringLocalCacheData
+            ? configuration.value.responseCache?.cachedResponse(for: sending, readsDisk: readsDisk) : nil
+        // Without a cache nothing is stored, and `now` is only read for a stored response.
+        return CachePlanner.decide(
+            sending, stored: stored, policy: policy, now: now ?? .distantPast,
+            followsRedirects: configuration.value.redirectPolicy(for: sending) != .disallow)
     }
 
     /// Why a request cannot be sent as asked, or nil: options Courier refuses rather than ignores.
@@ -387,21 +394,22 @@ extension TaskDelegate {
         return (next, ownAuthorization)
     }
 
-    /// Follows the stored redirects from `cached`, the cache's answer to the hop under way: each
-    /// is a redirect of the session's (``redirect(_:newRequest:fromCache:)``: the hook asked, the
-    /// next hop's cookies and credentials chosen), then the cache's say on its target
-    /// (``SessionManager/planLaterHop(_:for:readsDisk:)``), until a hop the network must answer (the plan
-    /// sends it), a stored final response, a redirect the policy does not follow or the hook
-    /// declines (the answer as it is), or the policy's limit (a failure), as the engine would
-    /// have followed them. Returns `.answer(cached)` when `cached` is no redirect. `readsDisk`:
-    /// see ``SessionManager/planLaterHop(_:for:readsDisk:)``.
-    func followStoredRedirects(from cached: CachedResponse, on manager: SessionManager, readsDisk: Bool) -> HopPlan {
-        var answer = cached
+    /// `plan` with the stored redirects it answers with followed: when the cache's answer to the
+    /// hop under way is a redirect, each is a redirect of the session's
+    /// (``redirect(_:newRequest:fromCache:)``: the hook asked, the next hop's cookies and
+    /// credentials chosen), then the cache's say on its target
+    /// (``SessionManager/planLaterHop(_:for:readsDisk:)``), until a hop the network must answer
+    /// (the plan sends it), a stored final response, a redirect the policy does not follow or the
+    /// hook declines (the answer as it is), or the policy's limit (a failure), as the engine would
+    /// have followed them. Any other plan is returned as it is. `readsDisk`: see
+    /// ``SessionManager/planLaterHop(_:for:readsDisk:)``.
+    func followingStoredRedirects(_ plan: HopPlan, on manager: SessionManager, readsDisk: Bool) -> HopPlan {
+        guard case .answer(var answer) = plan else { return plan }
         // The stored hops' URLs, for a policy that allows no cycle.
         var visited: Set<String> = []
         while RedirectPlanner.redirectStatuses.contains(answer.response.status.code) {
             let (request, redirects) = self.state.withLockedValue { ($0.hop.sentRequest ?? $0.currentRequest, $0.hop.redirects) }
-            let policy = request.options.redirectPolicy ?? manager.configurationReference.value.redirectPolicy
+            let policy = manager.configurationReference.value.redirectPolicy(for: request)
             switch RedirectPlanner.step(for: answer.response, request: request, policy: policy, redirectCount: redirects, visitedURLs: visited) {
             case .none:
                 return .answer(answer)
@@ -424,16 +432,13 @@ extension TaskDelegate {
     /// How the task ends after the engine's exchange ended, when the session declined the
     /// engine's redirect for the cache's answer (``HopState/afterExchange``): that answer, or the
     /// failure (the cancellation, when the task was cancelled meanwhile).
-    func end(afterDeclinedRedirect plan: HopPlan, exchangeError: CourierError?) {
-        switch plan {
-        case .answer(let cached):
+    func end(afterDeclinedRedirect end: Result<CachedResponse, CourierError>) {
+        switch end {
+        case .success(let cached):
             self.answerFromCache(cached)
-        case .fail(let failure):
+        case .failure(let failure):
             let (cancelling, request) = self.state.withLockedValue { ($0.machine.isCancelling, $0.currentRequest) }
             self.exchange(didCompleteWith: cancelling ? CourierError(.cancelled, "\(request.summary): cancelled", request: request) : failure)
-        case .send:
-            // Never recorded: the engine follows with a request to send.
-            self.exchange(didCompleteWith: exchangeError)
         }
     }
 
@@ -528,7 +533,7 @@ extension TaskDelegate {
 
     /// A redirect the engine follows, stored under the URL it answered when RFC 9111 allows it
     /// (``CachePlanner/isStorable(_:for:)``), so that a later request follows it from the cache
-    /// (``followStoredRedirects(from:on:readsDisk:)``). Stored without its body, which the engine does not
+    /// (``followingStoredRedirects(_:on:readsDisk:)``). Stored without its body, which the engine does not
     /// read, and its head says so: a request that does not follow redirects gets it empty.
     func storeFollowedRedirect(_ response: HTTPResponse, context: RedirectContext) {
         guard let cache = self.configurationReference.value.responseCache, self.isWorthStoring(response, servesStale: context.servesStale),

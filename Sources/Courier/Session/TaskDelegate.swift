@@ -321,10 +321,13 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         guard let next = self.redirect(response, newRequest: newRequest, fromCache: false) else { return nil }
         guard self.sink.usesCache, self.configurationReference.value.responseCache != nil, let manager = self.manager else { return next }
         // On the engine's thread: the cache's memory tier only.
-        var plan = manager.planLaterHop(next, for: self, readsDisk: false)
-        if case .answer(let cached) = plan { plan = self.followStoredRedirects(from: cached, on: manager, readsDisk: false) }
-        if case .send(let sent) = plan { return sent ?? next }
-        self.state.withLockedValue { $0.hop.afterExchange = plan }
+        let end: Result<CachedResponse, CourierError>
+        switch self.followingStoredRedirects(manager.planLaterHop(next, for: self, readsDisk: false), on: manager, readsDisk: false) {
+        case .send(let sent): return sent ?? next
+        case .answer(let cached): end = .success(cached)
+        case .fail(let failure): end = .failure(failure)
+        }
+        self.state.withLockedValue { $0.hop.afterExchange = end }
         return nil
     }
 
@@ -417,8 +420,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     func exchange(didCompleteWith error: CourierError?) {
         // The exchange was cancelled at a redirect the session declined for the cache's answer:
         // that answer ends the task (looked for only when the exchange failed, as it then did).
-        if error != nil, let plan = self.state.withLockedValue({ $0.hop.afterExchange.take() }) {
-            self.end(afterDeclinedRedirect: plan, exchangeError: error)
+        if error != nil, let end = self.state.withLockedValue({ $0.hop.afterExchange.take() }) {
+            self.end(afterDeclinedRedirect: end)
             return
         }
         if self.considerRetry(after: error) { return }
