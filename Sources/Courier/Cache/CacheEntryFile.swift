@@ -62,7 +62,7 @@ struct CacheEntry: Sendable {
         var names: [String] = []
         for value in response.headerFields[values: .vary] {
             for name in value.split(separator: ",") {
-                let name = name.trimmingSpaces().lowercased()
+                let name = name.trimmingSpaces().lowercasedASCII
                 if !name.isEmpty, !names.contains(name) { names.append(name) }
             }
         }
@@ -90,7 +90,7 @@ struct CacheEntry: Sendable {
                 }
             }
             var value = members.joined(separator: ", ")
-            if Self.caseInsensitiveVaryFields.contains(fieldName) { value = value.lowercased() }
+            if Self.caseInsensitiveVaryFields.contains(fieldName) { value = value.lowercasedASCII }
             return VaryField(name: name, value: value)
         }
     }

@@ -87,10 +87,8 @@ public enum NetscapeCookieFile {
     }
 
     private static func flag(_ field: Substring) -> Bool? {
-        switch field.uppercased() {
-        case "TRUE": true
-        case "FALSE": false
-        default: nil
-        }
+        if field.equalsLowercased("true") { return true }
+        if field.equalsLowercased("false") { return false }
+        return nil
     }
 }

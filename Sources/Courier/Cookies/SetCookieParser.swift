@@ -63,7 +63,7 @@ enum SetCookieParser {
                 attributeValue = ""
             }
             if attributeValue.utf8.count > self.maximumAttributeValueLength { continue }
-            switch attributeName.lowercased() {
+            switch attributeName.lowercasedASCII {
             case "expires":
                 if let date = HTTPDate.parseCookieDate(attributeValue) { cookie.expires = date }
             case "max-age":
@@ -83,7 +83,7 @@ enum SetCookieParser {
             case "httponly":
                 cookie.isHTTPOnly = true
             case "samesite":
-                cookie.sameSite = .some(Cookie.SameSite.allCases.first { $0.rawValue.lowercased() == attributeValue.lowercased() })
+                cookie.sameSite = .some(Cookie.SameSite.allCases.first { $0.rawValue.lowercasedASCII == attributeValue.lowercasedASCII })
             default:
                 break
             }
@@ -170,9 +170,9 @@ extension Cookie {
         if parsed.isSecure, !secureOrigin { return nil }
 
         // Prefixes are matched without regard to case (6265bis 5.7 steps 20–21).
-        let lowerName = parsed.name.lowercased()
+        let lowerName = parsed.name.lowercasedASCII
         if parsed.name.isEmpty {
-            let lowerValue = parsed.value.lowercased()
+            let lowerValue = parsed.value.lowercasedASCII
             if lowerValue.hasPrefix("__secure-") || lowerValue.hasPrefix("__host-") { return nil }
         }
         if lowerName.hasPrefix("__secure-"), !(parsed.isSecure && secureOrigin) { return nil }

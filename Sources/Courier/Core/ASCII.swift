@@ -17,11 +17,23 @@ extension UInt8 {
     }
 }
 
-extension String {
-    /// Whether this field name is `lowercased` in any case (ASCII letters compared small), without
-    /// making a string.
+extension StringProtocol {
+    /// Whether this text is `lowercased` in any case (ASCII letters compared small), byte by byte,
+    /// without making a string. HTTP's tokens (field names, codings, directives, schemes) are
+    /// case-insensitive in ASCII only: unlike `lowercased()` and `String`'s `==`, this never takes
+    /// a non-ASCII character for an ASCII one (U+212A KELVIN SIGN is neither `k` nor `K` here).
     func equalsLowercased(_ lowercased: StaticString) -> Bool {
         let expected = UnsafeBufferPointer(start: lowercased.utf8Start, count: lowercased.utf8CodeUnitCount)
         return self.utf8.elementsEqual(expected) { $0.lowercasedASCII == $1 }
+    }
+
+    /// This text with its ASCII capital letters made small and every other character kept as it
+    /// is: the case rule of HTTP's tokens (RFC 9110, 5.1 and 5.6.2). `lowercased()` applies
+    /// Unicode's rules, which turn U+212A KELVIN SIGN into `k`, so a coding or directive spelt
+    /// with it would be read as an ASCII one; compare the result with ``equalsLowercased(_:)``
+    /// or by bytes (`utf8.elementsEqual`), since `String`'s `==` is Unicode's equivalence too.
+    var lowercasedASCII: String {
+        guard self.utf8.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else { return String(self) }
+        return String(decoding: self.utf8.map(\.lowercasedASCII), as: UTF8.self)
     }
 }

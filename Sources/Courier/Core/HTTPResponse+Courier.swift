@@ -2,24 +2,25 @@ import Foundation
 import HTTPTypes
 
 extension HTTPResponse {
-    /// The MIME type from `Content-Type`, lower-cased, without parameters (`application/json`);
-    /// nil when there is no `Content-Type` or it names no `type/subtype` pair (`text`, `text/`).
+    /// The MIME type from `Content-Type`, its ASCII letters lower-cased (a type is a token), without
+    /// parameters (`application/json`); nil when there is no `Content-Type` or it names no
+    /// `type/subtype` pair (`text`, `text/`).
     public var mimeType: String? {
         guard let value = self.headerFields.value(of: .contentType) else { return nil }
         let type = value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
         let halves = type.split(separator: "/", omittingEmptySubsequences: false)
         guard halves.count == 2, !halves[0].isEmpty, !halves[1].isEmpty else { return nil }
-        return type.lowercased()
+        return type.lowercasedASCII
     }
 
-    /// The `charset` parameter of `Content-Type`, lower-cased and unquoted, if any (the first,
-    /// when there are several). A `;` or `=` inside a quoted string is part of its parameter's
-    /// value, and `\x` in one stands for `x` (RFC 9110 section 5.6.4).
+    /// The `charset` parameter of `Content-Type`, its ASCII letters lower-cased, unquoted, if any
+    /// (the first, when there are several). A `;` or `=` inside a quoted string is part of its
+    /// parameter's value, and `\x` in one stands for `x` (RFC 9110 section 5.6.4).
     public var textEncodingName: String? {
         guard let value = self.headerFields.value(of: .contentType),
               let charset = MediaTypeParameters.value(of: "charset", in: value), !charset.isEmpty
         else { return nil }
-        return charset.lowercased()
+        return charset.lowercasedASCII
     }
 
     /// The `Content-Length`, or nil when absent or malformed (URLSession's -1 becomes nil).
@@ -35,7 +36,7 @@ extension HTTPResponse {
     var isContentCoded: Bool {
         guard self.headerFields.contains(.contentEncoding) else { return false }
         return !self.headerFields[values: .contentEncoding].allSatisfy { value in
-            value.split(separator: ",").allSatisfy { $0.trimmingCharacters(in: .whitespaces).lowercased() == "identity" }
+            value.split(separator: ",").allSatisfy { $0.trimmingCharacters(in: .whitespaces).equalsLowercased("identity") }
         }
     }
 

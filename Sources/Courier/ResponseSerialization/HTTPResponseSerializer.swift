@@ -36,7 +36,7 @@ public struct HTTPResponseSerializer: ResponseSerializer {
         get { self.rules.contentTypes }
         set {
             self.rules = Rules(
-                statusCodes: self.rules.statusCodes, contentTypes: newValue.map { Set($0.map { $0.lowercased() }) },
+                statusCodes: self.rules.statusCodes, contentTypes: newValue.map { Set($0.map(\.lowercasedASCII)) },
                 suffixes: self.rules.suffixes)
         }
     }

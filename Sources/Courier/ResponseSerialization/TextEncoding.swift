@@ -5,7 +5,7 @@ import Foundation
 enum TextEncoding {
     /// The encoding for an IANA charset name or alias, case-insensitively; `nil` when unknown.
     static func encoding(forCharset name: String) -> String.Encoding? {
-        var key = name.lowercased()
+        var key = name.lowercasedASCII
         key.removeAll { $0 == "\"" || $0 == "'" || $0 == " " || $0 == "\t" }
         return Self.table[key]
     }

@@ -31,14 +31,14 @@ struct PerMessageDeflateParameters: Equatable, Sendable {
         guard !extensions.isEmpty else { return .none }
         guard extensions.count == 1 else { return .refused("the server chose several extensions: \(extensions.joined(separator: ", "))") }
         var parts = extensions[0].split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-        guard parts.removeFirst().lowercased() == "permessage-deflate" else {
+        guard parts.removeFirst().equalsLowercased("permessage-deflate") else {
             return .refused("the server chose the extension \(extensions[0]), which was not offered")
         }
         var parameters = PerMessageDeflateParameters()
         var seen = Set<String>()
         for part in parts {
             let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            let name = pair[0].lowercased()
+            let name = pair[0].lowercasedASCII
             let value = pair.count > 1 ? pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")) : nil
             guard seen.insert(name).inserted else { return .refused("permessage-deflate's \(name) given twice") }
             func bits() -> Int? { value.flatMap { Int($0) }.flatMap { (8...15).contains($0) ? $0 : nil } }

@@ -37,12 +37,13 @@ struct WebSocketHandshake: Sendable {
         guard head.status == .switchingProtocols else {
             return "the server answered the upgrade with \(head.status.code), not 101"
         }
-        let upgrade = head.headers[canonicalForm: "upgrade"].map { $0.lowercased() }
+        let upgrade = head.headers[canonicalForm: "upgrade"].map(\.lowercasedASCII)
         guard upgrade.contains("websocket") else { return "the 101 response has no `Upgrade: websocket`" }
-        let connection = head.headers[canonicalForm: "connection"].map { $0.lowercased() }
+        let connection = head.headers[canonicalForm: "connection"].map(\.lowercasedASCII)
         guard connection.contains("upgrade") else { return "the 101 response has no `Connection: Upgrade`" }
         let accept = head.headers["sec-websocket-accept"]
-        guard accept.count == 1, accept[0] == Self.acceptValue(for: self.key) else {
+        // Compared as bytes: `String`'s `==` takes U+212A KELVIN SIGN for the `K` a key can hold.
+        guard accept.count == 1, accept[0].utf8.elementsEqual(Self.acceptValue(for: self.key).utf8) else {
             return "the 101 response's Sec-WebSocket-Accept (\(accept.joined(separator: ", "))) does not match the key sent"
         }
         // Only permessage-deflate, and only if offered (RFC 6455, 4.1: the client fails an

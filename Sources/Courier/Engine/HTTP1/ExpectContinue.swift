@@ -74,7 +74,7 @@ extension ExpectContinue {
     static func requested(in fields: HTTPFields) -> Requested {
         guard fields.contains(.expect) else { return .none }
         let asksForContinue = fields[values: .expect].contains { value in
-            value.split(separator: ",").contains { $0.trimmingSpaces().lowercased() == "100-continue" }
+            value.split(separator: ",").contains { $0.trimmingSpaces().equalsLowercased("100-continue") }
         }
         return asksForContinue ? .continue : .other
     }

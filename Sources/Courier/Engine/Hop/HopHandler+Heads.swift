@@ -206,7 +206,7 @@ extension HopHandler {
             case .te where field.value != "trailers":
                 // RFC 9113 8.2.2: `TE` may only say `trailers` in HTTP/2, a token compared
                 // without regard to case (`Trailers` goes, as `trailers`).
-                guard field.value.lowercased() == "trailers" else {
+                guard field.value.equalsLowercased("trailers") else {
                     throw NIOHTTP2Errors.forbiddenHeaderField(name: "te", value: field.value)
                 }
                 block.add(name: "te", value: "trailers")
@@ -286,7 +286,7 @@ extension HopHandler {
     /// The names of `trailers`, each once, for the `Trailer` field.
     static func trailerNames(_ trailers: HTTPHeaders) -> String {
         var seen = Set<String>()
-        return trailers.map(\.name).filter { seen.insert($0.lowercased()).inserted }.joined(separator: ", ")
+        return trailers.map(\.name).filter { seen.insert($0.lowercasedASCII).inserted }.joined(separator: ", ")
     }
 }
 

@@ -66,7 +66,7 @@ struct HopResponseHead: Equatable, Sendable {
             self.isKeepAlive = true
         } else if answersHEAD() {
             // NIO's fields carry the parser's verdict with them, so they are read here.
-            let tokens = head.headers[canonicalForm: "connection"].map { $0.lowercased() }
+            let tokens = head.headers[canonicalForm: "connection"].map(\.lowercasedASCII)
             self.isKeepAlive = head.version.major == 1 && head.version.minor >= 1
                 ? !tokens.contains("close") : tokens.contains("keep-alive")
         } else {
@@ -96,7 +96,7 @@ struct HopResponseHead: Equatable, Sendable {
     /// 6.1: a comma-separated list, in any case, blanks around the commas).
     static func unsupportedTransferCoding(in value: String) -> String? {
         for element in value.split(separator: ",") {
-            let coding = element.trimmingSpaces().lowercased()
+            let coding = element.trimmingSpaces().lowercasedASCII
             // `identity` was removed from the registry (RFC 7230); old servers still name it.
             if !coding.isEmpty, coding != "chunked", coding != "identity" { return coding }
         }

@@ -680,7 +680,7 @@ struct HopStateMachine {
     /// Whether a `Connection` field's value asks the server to close the connection after the
     /// answer: one of its comma-separated options is `close`, in any case (RFC 9112 9.6).
     static func asksToClose(connection value: String) -> Bool {
-        value.split(separator: ",").contains { $0.trimmingSpaces().lowercased() == "close" }
+        value.split(separator: ",").contains { $0.trimmingSpaces().equalsLowercased("close") }
     }
 
     /// The idle time a `Keep-Alive` header promises (`timeout=5, max=100`), less a second for the
@@ -688,7 +688,7 @@ struct HopStateMachine {
     static func idleTimeout(fromKeepAlive value: String) -> TimeAmount? {
         for parameter in value.split(separator: ",") {
             let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard pair.count == 2, pair[0].lowercased() == "timeout", let seconds = Int64(pair[1]), seconds >= 0 else { continue }
+            guard pair.count == 2, pair[0].equalsLowercased("timeout"), let seconds = Int64(pair[1]), seconds >= 0 else { continue }
             return .seconds(max(seconds - 1, 0))
         }
         return nil

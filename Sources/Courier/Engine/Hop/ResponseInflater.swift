@@ -67,7 +67,7 @@ final class ResponseInflater {
             for element in value.utf8.split(separator: UInt8(ascii: ",")) {
                 let trimmed = element.drop(while: isBlank).reversed().drop(while: isBlank).reversed()
                 guard !trimmed.isEmpty else { continue }
-                let coding = String(decoding: trimmed, as: UTF8.self).lowercased()
+                let coding = String(decoding: trimmed, as: UTF8.self).lowercasedASCII
                 if coding == "identity" { continue }
                 codings += 1
                 // `x-gzip` is gzip (RFC 9110 8.4.1.3).

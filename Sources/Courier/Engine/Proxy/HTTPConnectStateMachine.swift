@@ -225,7 +225,7 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     static func reusableBodyLength(_ response: HTTPResponse, head: ArraySlice<UInt8>) -> Int? {
         let tokens = response.headerFields[values: .connection]
             .flatMap { $0.split(separator: ",") }
-            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercasedASCII }
         let isHTTP11 = head.starts(with: "HTTP/1.1".utf8)
         guard isHTTP11 ? !tokens.contains("close") : tokens.contains("keep-alive"),
             response.headerFields[.transferEncoding] == nil

@@ -175,7 +175,7 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
 
     /// Media types whose bytes are compressed already: compressing them again costs time and saves nothing.
     static func isCompressedAlready(_ contentType: String) -> Bool {
-        let type = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        let type = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercasedASCII } ?? ""
         if type == "image/svg+xml" { return false }
         if type.hasPrefix("image/") || type.hasPrefix("audio/") || type.hasPrefix("video/") { return true }
         return [

@@ -23,7 +23,7 @@ public struct ContentRange: Hashable, Sendable {
     /// Parses the value; nil when it is not a satisfied byte range.
     public init?(_ value: String) {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
-        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        guard trimmed.lowercasedASCII.hasPrefix("bytes ") else { return nil }
         let spec = trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
         let halves = spec.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard halves.count == 2 else { return nil }
@@ -45,7 +45,7 @@ public struct ContentRange: Hashable, Sendable {
     /// for any other value.
     public static func unsatisfiedCompleteLength(_ value: String) -> Int64? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
-        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        guard trimmed.lowercasedASCII.hasPrefix("bytes ") else { return nil }
         let spec = trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
         guard spec.hasPrefix("*/") else { return nil }
         return Int64(spec.dropFirst(2)).flatMap { $0 >= 0 ? $0 : nil }

@@ -148,7 +148,7 @@ public struct ResumeData: Sendable, Hashable, Codable {
     /// or a modification date, and does not refuse ranges.
     static func validators(of response: HTTPResponse) -> (entityTag: String?, lastModified: String?)? {
         guard response.status.code == 200 || response.status.code == 206 else { return nil }
-        if response.headerFields.value(of: .acceptRanges)?.lowercased() == "none" { return nil }
+        if response.headerFields.value(of: .acceptRanges)?.equalsLowercased("none") == true { return nil }
         let tag = response.headerFields.value(of: .eTag).flatMap { $0.hasPrefix("W/") ? nil : $0 }
         let modified = response.headerFields.value(of: .lastModified)
         guard tag != nil || modified != nil else { return nil }

@@ -136,7 +136,7 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
                 return
             }
             let contentType = stream.response.headerFields.value(of: .contentType)?.split(separator: ";").first?
-                .trimmingCharacters(in: .whitespaces).lowercased()
+                .trimmingCharacters(in: .whitespaces).lowercasedASCII
             guard status == 200, contentType == "text/event-stream" else {
                 stream.task.cancel()
                 throw CourierError(

@@ -16,8 +16,9 @@ import Testing
 ///   lower-cased word. Where Go refuses a row for its parameters but keeps its type (`application/pdf`
 ///   with a missing `;`), Courier gives that type too: it does not read the parameters for it.
 /// - ``HTTPResponse/textEncodingName`` reads one parameter, `charset`. Go's parameter rows are
-///   run with their parameter renamed `charset` (on `text/plain`), and Courier's value is
-///   lower-cased (charset names are case-insensitive, RFC 9110 section 8.3.2). Courier follows
+///   run with their parameter renamed `charset` (on `text/plain`), and Courier's value has its ASCII
+///   letters lower-cased (charset names are case-insensitive tokens, RFC 9110 section 8.3.2; Go
+///   lower-cases with Unicode's rules). Courier follows
 ///   RFC 9110 where Go is loose: `\x` in a quoted string is `x` (Go keeps the backslash, "like
 ///   MSIE"); there are no RFC 2231 continuations or `charset*` extended values (RFC 9110 gives
 ///   `Content-Type` none); an empty `charset` is none. Where Go refuses a malformed list
@@ -197,7 +198,9 @@ struct GoMediaTypeTests {
         // Go: "foo-ä.html" (the RFC 2231 value wins). Courier: the plain one.
         ("#attfnboth", "text/plain; charset=\"foo-ae.html\"; charset*=UTF-8''foo-%c3%a4.html", "foo-ae.html"),
         ("#attnewandfn", #"text/plain; foobar=x; charset="foo.html""#, "foo.html"),
-        ("form-data; firstname=\"Брэд\"", #"text/plain; charset="Брэд"; lastname="Фицпатрик""#, "брэд"),
+        // Go: "брэд" (`strings.ToLower`, Unicode's rule). Courier lower-cases ASCII letters only:
+        // a charset name is a token (RFC 9110 8.3.2), and no registered name has another letter.
+        ("form-data; firstname=\"Брэд\"", #"text/plain; charset="Брэд"; lastname="Фицпатрик""#, "Брэд"),
         // Go: "". Courier: an empty `charset` is none.
         ("foo; bar=\"\"", #"text/plain; charset="""#, nil),
         // Go: `C:\dev\go\robots.txt` (as Microsoft browsers send it). RFC 9110 5.6.4: `\d` is `d`.
