@@ -98,15 +98,19 @@ struct CookieJar: Sendable {
     private func shadowsSecureCookie(_ cookie: Cookie) -> Bool {
         for (domain, entries) in self.domains
         where CookieMatching.domainMatches(domain, cookie.domain) || CookieMatching.domainMatches(cookie.domain, domain) {
-            for entry in entries where entry.cookie.isSecure && entry.cookie.name == cookie.name {
+            for entry in entries where entry.cookie.isSecure && entry.cookie.name.utf8.elementsEqual(cookie.name.utf8) {
                 if CookieMatching.pathMatches(cookie.path, entry.cookie.path) { return true }
             }
         }
         return false
     }
 
+    /// Whether `b` replaces `a`: the same name, domain, host-only flag and path (RFC 6265bis 5.7
+    /// step 23). Names and paths are compared as bytes, as the server sent them: `String`'s `==`
+    /// would take `caf\u{E9}` and `cafe\u{301}`, or U+212A KELVIN SIGN and `K`, for one name.
     static func sameIdentity(_ a: Cookie, _ b: Cookie) -> Bool {
-        a.name == b.name && a.domain == b.domain && a.isHostOnly == b.isHostOnly && a.path == b.path
+        a.name.utf8.elementsEqual(b.name.utf8) && a.domain == b.domain && a.isHostOnly == b.isHostOnly
+            && a.path.utf8.elementsEqual(b.path.utf8)
     }
 
     // MARK: Retrieving

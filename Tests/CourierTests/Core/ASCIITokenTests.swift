@@ -98,4 +98,19 @@ struct ASCIITokenTests {
         let response = HTTPResponse(status: .ok, headerFields: [.vary: "Accept-Encoding, Coo\(Self.kelvin)ie"])
         #expect(CacheEntry.varyNames(of: response).map { Array($0.utf8) } == [Array("accept-encoding".utf8), Array("coo\(Self.kelvin)ie".utf8)])
     }
+
+    /// A cookie's name is its bytes (RFC 6265bis 5.7): two names that are one to `String`'s `==`
+    /// (a precomposed and a decomposed letter; a Kelvin sign and `K`) are two cookies, and the
+    /// second does not replace the first.
+    @Test func cookieNamesAreComparedAsBytes() {
+        let store = MemoryCookieStorage(publicSuffixes: PublicSuffixList(rules: "com\n"))
+        let url = URL(string: "http://www.example.com/")!
+        store.storeCookies(fromSetCookieFields: ["K=1", "\(Self.kelvin)=2", "caf\u{E9}=3", "cafe\u{301}=4"], for: url)
+        let names = store.cookies(for: url).map { Array($0.name.utf8) }
+        #expect(names.count == 4, "\(store.cookies(for: url).map(\.name))")
+        #expect(Set(names) == Set(["K", Self.kelvin, "caf\u{E9}", "cafe\u{301}"].map { Array($0.utf8) }))
+        // The same bytes do replace.
+        store.storeCookies(fromSetCookieFields: ["K=5"], for: url)
+        #expect(store.cookies(for: url).filter { $0.name.utf8.elementsEqual("K".utf8) }.map(\.value) == ["5"])
+    }
 }
