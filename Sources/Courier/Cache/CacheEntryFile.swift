@@ -2,9 +2,27 @@ import Foundation
 import HTTPTypes
 
 /// A request field named by a response's `Vary`, with the value the request had (nil when absent).
+/// Two are equal when their bytes are (RFC 9111 4.1 compares the normalized values; `String`'s
+/// `==` would take a precomposed and a decomposed letter for one value).
 struct VaryField: Codable, Hashable, Sendable {
     var name: String
     var value: String?
+
+    static func == (a: VaryField, b: VaryField) -> Bool {
+        guard a.name.utf8.elementsEqual(b.name.utf8) else { return false }
+        switch (a.value, b.value) {
+        case (nil, nil): return true
+        case (let x?, let y?): return x.utf8.elementsEqual(y.utf8)
+        default: return false
+        }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(self.name.utf8.count)
+        for byte in self.name.utf8 { hasher.combine(byte) }
+        hasher.combine(self.value == nil)
+        for byte in self.value?.utf8 ?? "".utf8 { hasher.combine(byte) }
+    }
 }
 
 /// What a cache keeps for one stored response: the response and the request fields its `Vary`

@@ -113,4 +113,15 @@ struct ASCIITokenTests {
         store.storeCookies(fromSetCookieFields: ["K=5"], for: url)
         #expect(store.cookies(for: url).filter { $0.name.utf8.elementsEqual("K".utf8) }.map(\.value) == ["5"])
     }
+
+    /// A stored response varies on the request's bytes: a decomposed `é` in `Accept-Language` is
+    /// another request than a precomposed one.
+    @Test func varyValuesAreComparedAsBytes() {
+        let precomposed = VaryField(name: "accept-language", value: "caf\u{E9}")
+        let decomposed = VaryField(name: "accept-language", value: "cafe\u{301}")
+        #expect(precomposed != decomposed)
+        #expect(Set([precomposed, decomposed]).count == 2)
+        #expect(precomposed == VaryField(name: "accept-language", value: "caf\u{E9}"))
+        #expect(VaryField(name: "a", value: nil) != VaryField(name: "a", value: ""))
+    }
 }
