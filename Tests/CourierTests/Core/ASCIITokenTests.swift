@@ -124,4 +124,13 @@ struct ASCIITokenTests {
         #expect(precomposed == VaryField(name: "accept-language", value: "caf\u{E9}"))
         #expect(VaryField(name: "a", value: nil) != VaryField(name: "a", value: ""))
     }
+
+    /// An authentication scheme and Digest's algorithm are tokens.
+    @Test func anAuthenticationSchemeOrAlgorithmSpeltWithOtherLettersIsNotTheASCIIOne() {
+        #expect(HTTPChallenge(scheme: "NEGOTIATE").hasScheme("negotiate"))
+        #expect(!HTTPChallenge(scheme: "Ker\u{212A}eros").hasScheme("kerberos"))
+        #expect(!HTTPChallenge(scheme: "kerberos").hasScheme("Ker\u{212A}eros"))
+        #expect(HTTPAuthorization.DigestAlgorithm("Sha-256-Sess") != nil)
+        #expect(HTTPAuthorization.DigestAlgorithm("\u{017F}ha-256") == nil)
+    }
 }

@@ -16,11 +16,12 @@ enum HTTPAuthorization {
 
         /// MD5 when the challenge names none; nil for one Courier does not implement (SHA-512-256).
         init?(_ name: String?) {
-            switch (name ?? "MD5").uppercased() {
-            case "MD5": (self.hash, self.session) = (.md5, false)
-            case "MD5-SESS": (self.hash, self.session) = (.md5, true)
-            case "SHA-256": (self.hash, self.session) = (.sha256, false)
-            case "SHA-256-SESS": (self.hash, self.session) = (.sha256, true)
+            // A token, in ASCII case (`uppercased()` would make `ſha-256`, with U+017F, `SHA-256`).
+            switch (name ?? "md5").lowercasedASCII {
+            case "md5": (self.hash, self.session) = (.md5, false)
+            case "md5-sess": (self.hash, self.session) = (.md5, true)
+            case "sha-256": (self.hash, self.session) = (.sha256, false)
+            case "sha-256-sess": (self.hash, self.session) = (.sha256, true)
             default: return nil
             }
         }
@@ -60,7 +61,7 @@ enum HTTPAuthorization {
                 let algorithm = DigestAlgorithm(challenge.parameters["algorithm"])
             else { return nil }
             if let offered = challenge.parameters["qop"] {
-                let options = offered.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                let options = offered.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercasedASCII }
                 guard options.contains("auth") else { return nil }
                 self.qop = "auth"
             } else {
@@ -70,8 +71,8 @@ enum HTTPAuthorization {
             self.nonce = nonce
             self.opaque = challenge.parameters["opaque"]
             self.algorithm = algorithm
-            self.userhash = challenge.parameters["userhash"]?.lowercased() == "true"
-            self.stale = challenge.parameters["stale"]?.lowercased() == "true"
+            self.userhash = challenge.parameters["userhash"]?.equalsLowercased("true") == true
+            self.stale = challenge.parameters["stale"]?.equalsLowercased("true") == true
             self.domain = (challenge.parameters["domain"] ?? "").split(separator: " ").map(String.init)
         }
     }

@@ -124,7 +124,7 @@ final class HTTPAuthenticationResponder: Sendable {
 
     /// Whether an `Authorization` value is a Digest answer (its scheme in any case).
     static func isDigest(_ authorization: String) -> Bool {
-        authorization.utf8.count > 7 && authorization.prefix(7).lowercased() == "digest "
+        authorization.utf8.count > 7 && authorization.utf8.prefix(7).elementsEqual("digest ".utf8) { $0.lowercasedASCII == $1 }
     }
 
     /// Whether the responder has nothing to do for `request`: no credential anywhere and no

@@ -18,8 +18,9 @@ public struct HTTPChallenge: Sendable, Hashable {
     /// The `realm` parameter.
     public var realm: String? { self.parameters["realm"] }
 
-    /// Whether the scheme is `name`, ignoring case.
-    public func hasScheme(_ name: String) -> Bool { self.scheme.lowercased() == name.lowercased() }
+    /// Whether the scheme is `name`, ignoring ASCII case (a scheme is a token: U+212A KELVIN SIGN
+    /// is not `k` here).
+    public func hasScheme(_ name: String) -> Bool { self.scheme.lowercasedASCII.utf8.elementsEqual(name.lowercasedASCII.utf8) }
 
     /// The challenges of one or more `WWW-Authenticate` field values, in order. What does not
     /// parse is skipped, never guessed at.
@@ -42,20 +43,29 @@ private struct ChallengeParser {
     mutating func challenges() -> [HTTPChallenge] {
         var result: [HTTPChallenge] = []
         while true {
-            self.skip { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: ",") }
+            self.skip(while: Self.isSeparator)
             guard let scheme = self.token() else { return result }
+            // A scheme ends at a blank, a comma or the end: `realm=x` here is a parameter with no
+            // scheme before it, and the rest does not parse.
+            if let next = self.peek, !Self.isSeparator(next) { return result }
             var challenge = HTTPChallenge(scheme: scheme)
             self.skipSpaces()
             if let token68 = self.token68() {
                 challenge.token68 = token68
             } else {
+                // Empty list elements may come before the first parameter (RFC 9110 5.6.1.2).
+                let mark = self.index
+                self.skip(while: Self.isSeparator)
+                if !self.startsParameter() { self.index = mark }
                 while let (name, value) = self.parameter() {
-                    challenge.parameters[name.lowercased()] = value
+                    // Each parameter name once (RFC 9110 11.2): a challenge that repeats one is
+                    // malformed, and it ends the list, as in OkHttp.
+                    if challenge.parameters.updateValue(value, forKey: name.lowercasedASCII) != nil { return result }
                     self.skipSpaces()
                     guard self.peek == UInt8(ascii: ",") else { break }
                     // A comma: another parameter, or the next challenge.
                     let mark = self.index
-                    self.skip { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: ",") }
+                    self.skip(while: Self.isSeparator)
                     if !self.startsParameter() {
                         self.index = mark
                         break
@@ -73,6 +83,11 @@ private struct ChallengeParser {
 
     mutating func skip(while predicate: (UInt8) -> Bool) {
         while let byte = self.peek, predicate(byte) { self.index += 1 }
+    }
+
+    /// A blank or a comma: what separates the list's elements.
+    static func isSeparator(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: ",")
     }
 
     mutating func skipSpaces() { self.skip { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") } }

@@ -52,11 +52,11 @@ public struct ProtectionSpace: Sendable, Hashable, CustomStringConvertible {
 
 /// An HTTP authentication scheme Courier can answer.
 public struct AuthenticationMethod: Sendable, Hashable {
-    /// The scheme's name, lower-cased.
+    /// The scheme's name, its ASCII letters lower-cased.
     public let rawValue: String
 
     /// A method by scheme name.
-    public init(_ rawValue: String) { self.rawValue = rawValue.lowercased() }
+    public init(_ rawValue: String) { self.rawValue = rawValue.lowercasedASCII }
 
     /// `Basic` (RFC 7617).
     public static let httpBasic = AuthenticationMethod("basic")
