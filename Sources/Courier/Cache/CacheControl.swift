@@ -56,47 +56,51 @@ struct CacheControl: Equatable, Sendable {
         return min(Int(value) ?? Int(Int32.max), Int(Int32.max))
     }
 
-    /// The `name[=value]` pairs of one field, names lower-cased, quoted values unquoted. Commas
-    /// inside quoted strings do not split.
+    /// The `name[=value]` pairs of one field, names lower-cased (ASCII letters), quoted values
+    /// unquoted. Commas inside quoted strings do not split; a `"` opens a quoted string only at
+    /// the start of a value (`a=b"c, no-store` is two directives). Read scalar by scalar: a comma
+    /// or a closing quote followed by a combining mark is still one.
     static func directives(_ field: String) -> [(String, String?)] {
         var result: [(String, String?)] = []
-        var name = ""
-        var value: String?
+        var name = String.UnicodeScalarView()
+        var value: String.UnicodeScalarView?
         var inQuotes = false
         var escaped = false
         func finish() {
-            let trimmedName = name.trimmingSpaces().lowercased()
+            let trimmedName = String(name).trimmingSpaces().lowercasedASCII
             if !trimmedName.isEmpty {
-                var trimmedValue = value?.trimmingSpaces()
+                var trimmedValue = value.map { String($0).trimmingSpaces() }
                 if let quoted = trimmedValue, quoted.hasPrefix("\"") {
-                    trimmedValue = String(quoted.dropFirst().dropLast(quoted.hasSuffix("\"") && quoted.count > 1 ? 1 : 0))
+                    let scalars = quoted.unicodeScalars
+                    let closed = scalars.count > 1 && scalars.last == "\""
+                    trimmedValue = String(String.UnicodeScalarView(scalars.dropFirst().dropLast(closed ? 1 : 0)))
                 }
                 result.append((trimmedName, trimmedValue))
             }
-            name = ""
+            name = String.UnicodeScalarView()
             value = nil
         }
-        for character in field {
+        for scalar in field.unicodeScalars {
             if inQuotes {
                 if escaped {
                     escaped = false
-                    value?.append(character)
-                } else if character == "\\" {
+                    value?.append(scalar)
+                } else if scalar == "\\" {
                     escaped = true
                 } else {
-                    if character == "\"" { inQuotes = false }
-                    value?.append(character)
+                    if scalar == "\"" { inQuotes = false }
+                    value?.append(scalar)
                 }
                 continue
             }
-            switch character {
+            switch scalar {
             case ",": finish()
-            case "=" where value == nil: value = ""
-            case "\"" where value != nil:
+            case "=" where value == nil: value = String.UnicodeScalarView()
+            case "\"" where value?.allSatisfy({ $0 == " " || $0 == "\t" }) == true:
                 inQuotes = true
-                value?.append(character)
+                value?.append(scalar)
             default:
-                if value != nil { value?.append(character) } else { name.append(character) }
+                if value != nil { value?.append(scalar) } else { name.append(scalar) }
             }
         }
         finish()

@@ -97,7 +97,7 @@ enum CachePlanner {
     /// so of a request; of a response it leaves `Pragma` undefined, and Courier reads it the same
     /// way, as OkHttp and the browsers do: a server that says it wants no caching is asked again.
     static func hasPragmaNoCache(_ fields: HTTPFields) -> Bool {
-        !fields.contains(.cacheControl) && fields[values: self.pragma].contains { $0.lowercasedASCII.contains("no-cache") }
+        !fields.contains(.cacheControl) && fields[values: self.pragma].contains { CacheControl.directives($0).contains { $0.0 == "no-cache" } }
     }
 
     /// Whether the request's own directives allow storing its response.

@@ -17,6 +17,23 @@ struct RFC9111DetailTests {
             requestDate: self.t0, responseDate: self.t0, now: now ?? self.t0)
     }
 
+    // MARK: 5.2 and 5.4: the directives' list
+
+    /// A `"` opens a quoted string only at a value's start (RFC 9110 5.6.4), a comma or quote
+    /// followed by a combining mark still delimits, and `Pragma` is read as a list of directives,
+    /// not searched for text (helper 67's reading of `CacheControl`, each failing before).
+    @Test func directivesAreReadByTheListGrammar() {
+        let names = { (field: String) in CacheControl.directives(field).map(\.0) }
+        #expect(names(#"private, community=UCI", no-store"#) == ["private", "community", "no-store"])
+        #expect(names("max-age=5,\u{301} no-store") == ["max-age", "\u{301} no-store"].map { $0.trimmingSpaces() })
+        #expect(CacheControl.directives(#"private="a, b"\u{301}, no-store"#).map(\.0) == ["private", "no-store"])
+        #expect(CacheControl.directives(#"private="a, b""#).first?.1 == "a, b")
+        #expect(CacheControl(fields: [#"public, x=a"b, no-store"#]).noStore)
+        let pragma = { (value: String) in CachePlanner.hasPragmaNoCache(CacheFixtures.response(200, [("Pragma", value)]).headerFields) }
+        #expect(pragma("no-cache") && pragma("x-foo, No-Cache"))
+        #expect(!pragma("x-no-cache-please") && !pragma(#"x="no-cache""#))
+    }
+
     // MARK: 4.2.1: Expires and Date are HTTP-dates
 
     @Test(arguments: [
