@@ -32,7 +32,9 @@ public enum NetscapeCookieFile {
     /// skipped; malformed lines are skipped and listed.
     public static func decode(_ text: String, now: Date = Date()) -> Contents {
         var contents = Contents(cookies: [], invalidLines: [])
-        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Lines end with LF or CRLF: `"\r\n"` is one `Character`, which a split on `"\n"` misses.
+        let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
+        for (number, rawLine) in lines.enumerated() {
             var line = rawLine
             if line.last == "\r" { line = line.dropLast() }
             var isHTTPOnly = false

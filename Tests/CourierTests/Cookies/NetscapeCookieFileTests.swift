@@ -87,4 +87,11 @@ struct NetscapeCookieFileTests {
         store.setCookie(Cookie(name: "a", value: "1", domain: "h"))
         #expect(throws: CourierError(.fileSystemFailure, "")) { try store.save() }
     }
+
+    @Test func readsCRLFLineEnds() {
+        let text = "# Netscape HTTP Cookie File\r\na.com\tFALSE\t/\tFALSE\t0\tone\t1\r\n\r\na.com\tFALSE\t/\tFALSE\t0\ttwo\t2\r\n"
+        let contents = NetscapeCookieFile.decode(text, now: self.now)
+        #expect(contents.invalidLines.isEmpty)
+        #expect(contents.cookies.map { "\($0.name)=\($0.value)" } == ["one=1", "two=2"])
+    }
 }
