@@ -29,10 +29,13 @@ public enum NetscapeCookieFile {
     }
 
     /// Reads the text of a cookies file. Comments, blank lines and cookies expired at `now` are
-    /// skipped; malformed lines are skipped and listed.
+    /// skipped; malformed lines (a control character other than the tabs is one) are skipped and
+    /// listed.
     public static func decode(_ text: String, now: Date = Date()) -> Contents {
         var contents = Contents(cookies: [], invalidLines: [])
-        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Lines end with LF or CRLF: `"\r\n"` is one `Character`, which a split on `"\n"` misses.
+        let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
+        for (number, rawLine) in lines.enumerated() {
             var line = rawLine
             if line.last == "\r" { line = line.dropLast() }
             var isHTTPOnly = false
@@ -43,8 +46,11 @@ public enum NetscapeCookieFile {
                 continue
             }
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
-            // curl accepts a line without the value field: the value is then empty.
+            // curl accepts a line without the value field: the value is then empty. A control
+            // character (the tabs apart) makes the line malformed, as it makes a `Set-Cookie`
+            // field invalid (RFC 6265bis 5.6): it would go into the `Cookie` field.
             guard fields.count == 7 || fields.count == 6,
+                !line.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }),
                 !fields[0].isEmpty, let subdomains = Self.flag(fields[1]), let secure = Self.flag(fields[3]),
                 let expiry = Int64(fields[4]), fields[2].hasPrefix("/")
             else {

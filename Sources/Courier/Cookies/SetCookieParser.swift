@@ -121,9 +121,9 @@ extension Cookie {
     ///
     /// - `Max-Age` wins over `Expires`; both are capped at ``maximumLifetime``; an expiry in the
     ///   past yields a cookie that ``isExpired(at:)`` (a store deletes its namesake on receiving it).
-    /// - No `Domain` makes a host-only cookie; a `Domain` the host does not domain-match, or a
-    ///   public suffix other than the host itself, is refused. An IP-address host only matches
-    ///   itself.
+    /// - No `Domain` makes a host-only cookie; a `Domain` the host does not domain-match, a public
+    ///   suffix other than the host itself, or one with a trailing dot or a byte past ASCII, is
+    ///   refused. An IP-address host only matches itself.
     /// - No `Path`, or one not starting with `/`, takes the default path (the request path up to
     ///   its last `/`).
     /// - `Secure` from a non-secure (`http`) URL is refused; a `__Secure-` name needs `Secure`
@@ -147,7 +147,9 @@ extension Cookie {
 
         var domainAttribute = parsed.domain ?? ""
         if !domainAttribute.isEmpty {
-            guard domainAttribute.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
+            // A trailing dot refuses it too: `me.` is no rule of the public suffix list, and from
+            // `http://firsthost.me.` `Domain=.me.` would make a cookie for every `x.me.` host.
+            guard domainAttribute.utf8.allSatisfy({ $0 < 0x80 }), domainAttribute.utf8.last != UInt8(ascii: ".") else { return nil }
             if publicSuffixes.isPublicSuffix(domainAttribute) {
                 guard domainAttribute == host else { return nil }
                 domainAttribute = ""

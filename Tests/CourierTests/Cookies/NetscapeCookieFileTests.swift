@@ -33,6 +33,16 @@ struct NetscapeCookieFileTests {
         #expect(contents.cookies[2].name == "empty" && contents.cookies[2].value == "")
     }
 
+    @Test func aControlCharacterMakesALineMalformed() {
+        // A carriage return inside a line (not ending it), a NUL, a DEL: each would reach the
+        // `Cookie` field of a request; a tab is the separator.
+        let text = "a.com\tFALSE\t/\tFALSE\t0\tcr\tx\ry\na.com\tFALSE\t/\tFALSE\t0\tn\u{0}ul\tv\n"
+            + "a.com\tFALSE\t/\tFALSE\t0\tdel\t\u{7F}\na.com\tFALSE\t/\tFALSE\t0\tok\tv\r\n"
+        let contents = NetscapeCookieFile.decode(text, now: self.now)
+        #expect(contents.invalidLines == [1, 2, 3])
+        #expect(contents.cookies.map(\.name) == ["ok"])
+    }
+
     @Test func writesWhatItReads() throws {
         let cookies = [
             Cookie(name: "a", value: "1", domain: "example.com", path: "/", expiresDate: Date(timeIntervalSince1970: 1_800_000_000),
@@ -86,5 +96,12 @@ struct NetscapeCookieFileTests {
         let store = try FileCookieStorage(fileURL: missingFolder)
         store.setCookie(Cookie(name: "a", value: "1", domain: "h"))
         #expect(throws: CourierError(.fileSystemFailure, "")) { try store.save() }
+    }
+
+    @Test func readsCRLFLineEnds() {
+        let text = "# Netscape HTTP Cookie File\r\na.com\tFALSE\t/\tFALSE\t0\tone\t1\r\n\r\na.com\tFALSE\t/\tFALSE\t0\ttwo\t2\r\n"
+        let contents = NetscapeCookieFile.decode(text, now: self.now)
+        #expect(contents.invalidLines.isEmpty)
+        #expect(contents.cookies.map { "\($0.name)=\($0.value)" } == ["one=1", "two=2"])
     }
 }
