@@ -255,6 +255,9 @@ extension NIOEngine {
         if let error = error as? SocketAddressError {
             return (.connectionFailed, "the host name could not be resolved (\(error))")
         }
+        if let error = error as? MalformedStatusCode {
+            return (.invalidResponse, "\(error)")
+        }
         if let error = error as? UnsupportedTransferCoding {
             return (
                 .invalidResponse,

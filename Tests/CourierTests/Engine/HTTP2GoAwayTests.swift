@@ -301,6 +301,16 @@ struct HTTP2GoAwayTests {
         }
     }
 
+    /// A `:status` that is three digits but no class (`000`, `099`), or a number `Int` reads but
+    /// HTTP does not write (`+20`, `-10`): refused as over HTTP/1.1 (Go's `ReadResponse` table).
+    /// Before, `000` reached the app as status 0.
+    @Test(arguments: ["000", "099", "+20", "-10"])
+    func aStatusThatIsNoStatusCodeFailsItsRequestOnly(_ status: String) async throws {
+        try await self.expectOnlyItsStreamFails(.respondWithStatus(status)) { error in
+            #expect(error?.message.contains("InvalidStatusValue") == true, "\(String(describing: error))")
+        }
+    }
+
     /// A header block RFC 9113 calls malformed (8.2, 8.3.2), in a response's head or its
     /// trailers. swift-nio-http2's own header-block validation is off (its one switch also checked
     /// every request Courier sends); each stream checks what the server sent instead, so such a

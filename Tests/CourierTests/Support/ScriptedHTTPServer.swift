@@ -15,6 +15,8 @@ final class ScriptedHTTPServer: ShutDownByAwaiting {
         case respond(String, thenClose: Bool = false)
         /// Writes `bytes` as they are (not UTF-8: a head with Latin-1 bytes).
         case respondBytes([UInt8])
+        /// Writes `bytes` as they are, then closes the connection (a body that ends with it).
+        case respondBytesThenClose([UInt8])
         /// Closes the connection without answering.
         case close
         /// Shuts the connection's output down (a FIN: a half-close) without answering; the
@@ -30,6 +32,8 @@ final class ScriptedHTTPServer: ShutDownByAwaiting {
         case respondBeforeBody(String)
         /// Writes `bytes` once `gate` opens.
         case respondWhenOpen(String, gate: OneShotGate)
+        /// Writes `first` at once, and `then` once `gate` opens.
+        case respondInTwoParts([UInt8], then: [UInt8], gate: OneShotGate)
     }
 
     /// What to do with the `request`-th request (0-based) of the `connection`-th connection.
@@ -165,6 +169,10 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
         case .respondBytes(let bytes):
             context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(bytes: bytes)), promise: nil)
             return true
+        case .respondBytesThenClose(let bytes):
+            let context = NIOLoopBound(context, eventLoop: context.eventLoop)
+            context.value.writeAndFlush(self.wrapOutboundOut(ByteBuffer(bytes: bytes))).whenComplete { _ in context.value.close(promise: nil) }
+            return false
         case .respond(let bytes, let thenClose):
             let written = context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: bytes)))
             if thenClose {
@@ -189,6 +197,11 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
         case .respondWhenOpen(let bytes, let gate):
             let channel = context.channel
             gate.whenOpen { channel.writeAndFlush(ByteBuffer(string: bytes), promise: nil) }
+            return true
+        case .respondInTwoParts(let first, let then, let gate):
+            context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(bytes: first)), promise: nil)
+            let channel = context.channel
+            gate.whenOpen { channel.writeAndFlush(ByteBuffer(bytes: then), promise: nil) }
             return true
         case .respondOnceReceived(let bytes, let requests):
             let channel = context.channel

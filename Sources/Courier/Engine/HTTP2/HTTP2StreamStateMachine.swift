@@ -358,8 +358,11 @@ struct HTTP2StreamStateMachine {
     /// The status a head's `:status` value (``check(_:trailers:)``'s) names.
     private static func status(_ value: String?) throws -> Int {
         guard let value else { throw NIOHTTP2Errors.missingPseudoHeader(":status") }
-        // Three digits (RFC 9110 15): `HTTPResponse.Status` takes no other.
-        guard let status = Int(value, radix: 10), (0...999).contains(status) else { throw NIOHTTP2Errors.invalidStatusValue(value) }
+        // Three digits, the first a class (RFC 9110 15): not `+20`, `-10` or `000`, which `Int`
+        // reads; 600–999 are taken, as over HTTP/1.1 and by Go.
+        guard value.utf8.count == 3, value.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let status = Int(value), status >= 100 else {
+            throw NIOHTTP2Errors.invalidStatusValue(value)
+        }
         return status
     }
 

@@ -592,6 +592,12 @@ final class HopHandler: ChannelDuplexHandler {
         let part: HopResponsePart
         switch self.unwrapInboundIn(data) {
         case .head(let head):
+            // llhttp reads any three digits; `000`–`099` name no class (RFC 9110 15), and a
+            // response with one is refused rather than handed on as status 0.
+            if head.status.code < 100 {
+                self.perform(self.stateMachine.channelFailed(self.loss(MalformedStatusCode(code: Int(head.status.code)))))
+                return
+            }
             // A response to HEAD ends at its head: its fields decide keep-alive, not llhttp's
             // reading (``HopResponseHead/init(nioHead:answersHEAD:unsupportedTransferCoding:reasonPhrase:)``). Asked only of a head
             // that says "close".

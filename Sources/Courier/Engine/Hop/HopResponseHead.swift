@@ -113,6 +113,13 @@ struct HopResponseHead: Equatable, Sendable {
     }
 }
 
+/// A response whose status code is below 100 (`HTTP/1.1 000 OK`): three digits, but no class
+/// (RFC 9110 15). Told as ``CourierError/Code/invalidResponse``.
+struct MalformedStatusCode: Error, Equatable, CustomStringConvertible {
+    let code: Int
+    var description: String { "the server answered with the status code \(self.code < 10 ? "00" : "0")\(self.code), which is not one (RFC 9110 15: 100 to 599)" }
+}
+
 /// A response whose `Transfer-Encoding` names a coding other than `chunked` (`gzip, chunked`,
 /// or one Courier does not know): Courier sends no `TE` field, so the server may apply no other
 /// (RFC 9112 7.4), and its body is not the content. Told as ``CourierError/Code/invalidResponse``.
