@@ -117,7 +117,7 @@ struct HopResponseHead: Equatable, Sendable {
 /// (RFC 9110 15). Told as ``CourierError/Code/invalidResponse``.
 struct MalformedStatusCode: Error, Equatable, CustomStringConvertible {
     let code: Int
-    var description: String { "the server answered with the status code \(self.code < 10 ? "00" : "0")\(self.code), which is not one (RFC 9110 15: 100 to 599)" }
+    var description: String { "the server answered with the status code \(self.code < 10 ? "00" : "0")\(self.code), whose first digit names no class of response (RFC 9110 15)" }
 }
 
 /// A response whose `Transfer-Encoding` names a coding other than `chunked` (`gzip, chunked`,
