@@ -57,53 +57,41 @@ struct CacheControl: Equatable, Sendable {
     }
 
     /// The `name[=value]` pairs of one field, names lower-cased (ASCII letters), quoted values
-    /// unquoted. Commas inside quoted strings do not split; a `"` opens a quoted string only at
-    /// the start of a value (`a=b"c, no-store` is two directives). Read scalar by scalar: a comma
-    /// or a closing quote followed by a combining mark is still one.
+    /// unquoted (``HTTPToken/quotedString(_:openingAt:)``). Read as bytes, by RFC 9110's list
+    /// grammar: a comma inside a quoted string does not split, a `"` opens one only at the start of
+    /// a value (`a=b"c, no-store` is two directives), and what follows a closing quote before the
+    /// next comma is dropped.
     static func directives(_ field: String) -> [(String, String?)] {
+        let bytes = Array(field.utf8)
+        let comma = UInt8(ascii: ","), equals = UInt8(ascii: "="), quote = UInt8(ascii: "\"")
+        let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+        func trimmed(_ slice: ArraySlice<UInt8>) -> String {
+            String(decoding: slice.drop(while: isBlank).reversed().drop(while: isBlank).reversed(), as: UTF8.self)
+        }
         var result: [(String, String?)] = []
-        var name = String.UnicodeScalarView()
-        var value: String.UnicodeScalarView?
-        var inQuotes = false
-        var escaped = false
-        func finish() {
-            let trimmedName = String(name).trimmingSpaces().lowercasedASCII
-            if !trimmedName.isEmpty {
-                var trimmedValue = value.map { String($0).trimmingSpaces() }
-                if let quoted = trimmedValue, quoted.hasPrefix("\"") {
-                    let scalars = quoted.unicodeScalars
-                    let closed = scalars.count > 1 && scalars.last == "\""
-                    trimmedValue = String(String.UnicodeScalarView(scalars.dropFirst().dropLast(closed ? 1 : 0)))
-                }
-                result.append((trimmedName, trimmedValue))
-            }
-            name = String.UnicodeScalarView()
-            value = nil
-        }
-        for scalar in field.unicodeScalars {
-            if inQuotes {
-                if escaped {
-                    escaped = false
-                    value?.append(scalar)
-                } else if scalar == "\\" {
-                    escaped = true
+        var index = 0
+        while index < bytes.count {
+            let nameStart = index
+            while index < bytes.count, bytes[index] != comma, bytes[index] != equals { index += 1 }
+            let name = trimmed(bytes[nameStart..<index]).lowercasedASCII
+            var value: String?
+            if index < bytes.count, bytes[index] == equals {
+                index += 1
+                while index < bytes.count, isBlank(bytes[index]) { index += 1 }
+                if index < bytes.count, bytes[index] == quote {
+                    let quoted = HTTPToken.quotedString(bytes, openingAt: index)
+                    value = quoted.value
+                    index = quoted.end
+                    while index < bytes.count, bytes[index] != comma { index += 1 }
                 } else {
-                    if scalar == "\"" { inQuotes = false }
-                    value?.append(scalar)
+                    let valueStart = index
+                    while index < bytes.count, bytes[index] != comma { index += 1 }
+                    value = trimmed(bytes[valueStart..<index])
                 }
-                continue
             }
-            switch scalar {
-            case ",": finish()
-            case "=" where value == nil: value = String.UnicodeScalarView()
-            case "\"" where value?.allSatisfy({ $0 == " " || $0 == "\t" }) == true:
-                inQuotes = true
-                value?.append(scalar)
-            default:
-                if value != nil { value?.append(scalar) } else { name.append(scalar) }
-            }
+            index += 1
+            if !name.isEmpty { result.append((name, value)) }
         }
-        finish()
         return result
     }
 }
