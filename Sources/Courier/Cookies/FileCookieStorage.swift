@@ -14,7 +14,12 @@ import NIOConcurrencyHelpers
 ///
 /// Session cookies are written too, with expiry 0, as curl writes them: a command-line tool that
 /// logs in once stays logged in (pass `includesSessionCookies: false` to keep them in memory
-/// only). `SameSite` is not kept in the file (the format has no field for it).
+/// only). `SameSite` is not kept in the file (the format has no field for it), nor a cookie whose
+/// name or path holds a tab (its fields are separated by tabs; a value's tabs are kept), which
+/// lives in memory only and is logged as a `warning` when the file is written.
+///
+/// The file is read with the store's public suffix list: a line for a public suffix and its
+/// subdomains (`.com`) is skipped and logged with the malformed lines, as curl skips it.
 public final class FileCookieStorage: CookieStorage {
     /// The file.
     public let fileURL: URL
@@ -56,7 +61,7 @@ public final class FileCookieStorage: CookieStorage {
             guard let text = String(data: data, encoding: .utf8) else {
                 throw CourierError(.fileSystemFailure, "the cookies file \(fileURL.path) is not UTF-8 text")
             }
-            let contents = NetscapeCookieFile.decode(text, now: clock())
+            let contents = NetscapeCookieFile.decode(text, now: clock(), publicSuffixes: publicSuffixes ?? .system)
             if !contents.invalidLines.isEmpty {
                 logger?.warning("skipped malformed lines of \(fileURL.path): \(contents.invalidLines.map(String.init).joined(separator: ", "))")
             }
@@ -144,6 +149,11 @@ final class CookieFileWriter: Sendable {
         let now = self.clock()
         let cookies = self.jar.withLockedValue { $0.allCookies }.filter {
             !$0.isExpired(at: now) && (self.includesSessionCookies || !$0.isSessionOnly)
+        }
+        let unwritable = cookies.filter { !NetscapeCookieFile.canEncode($0) }
+        if !unwritable.isEmpty {
+            self.logger?.warning(
+                "cookies kept in memory only, a tab in the name or path: \(unwritable.map { "\($0.name.debugDescription) for \($0.domain)" }.joined(separator: ", "))")
         }
         try AtomicFile.write(Data(NetscapeCookieFile.encode(cookies).utf8), to: self.fileURL)
     }

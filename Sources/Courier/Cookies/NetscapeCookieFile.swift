@@ -30,8 +30,17 @@ public enum NetscapeCookieFile {
 
     /// Reads the text of a cookies file. Comments, blank lines and cookies expired at `now` are
     /// skipped; malformed lines (a control character other than the tabs is one) are skipped and
-    /// listed.
-    public static func decode(_ text: String, now: Date = Date()) -> Contents {
+    /// listed. Tabs after the seventh field belong to the value (``encode(_:)`` writes a value's
+    /// tabs as they are).
+    ///
+    /// - Parameters:
+    ///   - text: The file's text.
+    ///   - now: The time against which expiry is checked.
+    ///   - publicSuffixes: When given, a cookie for a domain and its subdomains whose domain is a
+    ///     public suffix (`.com`, `.co.uk`) is skipped and its line listed, as curl does: it would
+    ///     be sent to every site under the suffix, which no `Set-Cookie` field may ask for. A
+    ///     host-only cookie for such a name is kept. ``FileCookieStorage`` passes its list.
+    public static func decode(_ text: String, now: Date = Date(), publicSuffixes: PublicSuffixList? = nil) -> Contents {
         var contents = Contents(cookies: [], invalidLines: [])
         // Lines end with LF or CRLF: `"\r\n"` is one `Character`, which a split on `"\n"` misses.
         let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
@@ -49,7 +58,9 @@ public enum NetscapeCookieFile {
             // curl accepts a line without the value field: the value is then empty. A control
             // character (the tabs apart) makes the line malformed, as it makes a `Set-Cookie`
             // field invalid (RFC 6265bis 5.6): it would go into the `Cookie` field.
-            guard fields.count == 7 || fields.count == 6,
+            // More than seven fields: the value holds tabs. A name is then required: curl reads
+            // such a line as malformed, and without a name the fields cannot be told apart.
+            guard fields.count == 6 || fields.count == 7 || (fields.count > 7 && !fields[5].isEmpty),
                 !line.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }),
                 !fields[0].isEmpty, let subdomains = Self.flag(fields[1]), let secure = Self.flag(fields[3]),
                 let expiry = Int64(fields[4]), fields[2].hasPrefix("/")
@@ -58,12 +69,19 @@ public enum NetscapeCookieFile {
                 continue
             }
             let expiresDate = expiry == 0 ? nil : Date(timeIntervalSince1970: TimeInterval(expiry))
+            let value = fields.count > 6 ? String(line[fields[6].startIndex...]) : ""
             let cookie = Cookie(
-                name: String(fields[5]), value: fields.count == 7 ? String(fields[6]) : "",
+                name: String(fields[5]), value: value,
                 domain: String(fields[0]), path: String(fields[2]), expiresDate: expiresDate,
                 isHostOnly: !subdomains && !fields[0].hasPrefix("."), isSecure: secure, isHTTPOnly: isHTTPOnly,
                 creationDate: now)
             if cookie.isExpired(at: now) { continue }
+            if let publicSuffixes, !cookie.isHostOnly, !CookieMatching.isIPAddress(cookie.domain),
+                publicSuffixes.isPublicSuffix(cookie.domain)
+            {
+                contents.invalidLines.append(number + 1)
+                continue
+            }
             contents.cookies.append(cookie)
         }
         return contents
@@ -78,9 +96,14 @@ public enum NetscapeCookieFile {
     }
 
     /// Writes cookies in the format, after ``header``; a session cookie gets expiry 0.
+    ///
+    /// A value's tabs are written as they are (``decode(_:now:publicSuffixes:)`` reads them back;
+    /// curl skips such a line, as it refuses such a cookie). A cookie whose name or path holds a
+    /// tab is left out (``canEncode(_:)``): the format has no way to tell that tab from the field
+    /// separators.
     public static func encode(_ cookies: some Sequence<Cookie>) -> String {
         var text = Self.header + "\n# Written by Courier. Each line: domain, subdomains, path, secure, expiry, name, value.\n\n"
-        for cookie in cookies {
+        for cookie in cookies where Self.canEncode(cookie) {
             if cookie.isHTTPOnly { text += "#HttpOnly_" }
             text += cookie.isHostOnly ? cookie.domain : "." + cookie.domain
             text += cookie.isHostOnly ? "\tFALSE\t" : "\tTRUE\t"
@@ -90,6 +113,11 @@ public enum NetscapeCookieFile {
             text += "\t\(cookie.name)\t\(cookie.value)\n"
         }
         return text
+    }
+
+    /// Whether ``encode(_:)`` writes `cookie`: its name and path hold no tab (a value may).
+    public static func canEncode(_ cookie: Cookie) -> Bool {
+        !cookie.name.utf8.contains(0x09) && !cookie.path.utf8.contains(0x09)
     }
 
     private static func flag(_ field: Substring) -> Bool? {

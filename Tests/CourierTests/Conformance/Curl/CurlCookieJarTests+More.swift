@@ -149,11 +149,10 @@ extension CurlCookieJarTests {
         store.storeCookies(fromSetCookieFields: ["name=content; path=/we\twant", "accept=this; path=/only/this"], for: URL(string: "http://127.0.0.1/")!)
         // curl: only `accept` (a tab in a cookie is refused). A tab is allowed to Courier (see
         // ``CurlCookieJarTests``); the cookie is never sent (a request's path has its tab
-        // percent-encoded), and its line cannot be read back from the file (it has eight fields).
-        #expect(Self.jar(store) == [
-            "127.0.0.1\tFALSE\t/only/this\tFALSE\t0\taccept\tthis",
-            "127.0.0.1\tFALSE\t/we\twant\tFALSE\t0\tname\tcontent",
-        ])
+        // percent-encoded), and it is left out of the file, which cannot tell the path's tab from
+        // a separator.
+        #expect(Self.jar(store) == ["127.0.0.1\tFALSE\t/only/this\tFALSE\t0\taccept\tthis"])
+        #expect(store.allCookies.count == 2)
         #expect(store.cookieHeader(for: URL(string: "http://127.0.0.1/we%09want/1685")!) == nil)
         #expect(NetscapeCookieFile.decode(NetscapeCookieFile.encode(store.allCookies), now: Date(timeIntervalSince1970: 1_700_000_000)).cookies.map(\.name) == ["accept"])
     }

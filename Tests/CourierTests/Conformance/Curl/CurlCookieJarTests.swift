@@ -180,11 +180,11 @@ struct CurlCookieJarTests {
             // curl: `/silly` (the quotes and the trailing `/` dropped).
             "127.0.0.1\tFALSE\t/we/want\tFALSE\t0\tmismatch\tthis",
             "127.0.0.1\tFALSE\t/we/want\tFALSE\t0\tfoobar\tname",
-            // curl: none of these three (a tab in a name or value).
-            "127.0.0.1\tFALSE\t/we/want\tFALSE\t0\tfoo\tbar\tbarfoo",
-            "127.0.0.1\tFALSE\t/we/want\tFALSE\t0\tbar\tfoo\t",
+            // curl: not this one (a tab in a value). The two cookies with a tab in the name are
+            // stored but left out of the file, which cannot tell their tab from a separator.
             "127.0.0.1\tFALSE\t/we/want\tFALSE\t0\tbar\tfoo\tbar",
         ])
+        #expect(store.allCookies.count == 5)
     }
 
     // curl: test1216, "HTTP cookie domains tailmatching the hostname"
