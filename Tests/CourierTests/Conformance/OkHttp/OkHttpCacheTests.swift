@@ -18,8 +18,10 @@ import Testing
 /// Where Courier answers otherwise than OkHttp on purpose, the test asserts Courier's answer and
 /// says what OkHttp expects and which rule Courier follows instead ("OkHttp expects").
 /// Left out: OkHttp's internals (journal, corruption, `FakeFileSystem`, statistics, interceptors,
-/// `HttpURLConnection`, cookies, `cacheUrlOverride`, QUERY) and `Warning` headers (RFC 9111 made
-/// `Warning` obsolete; Courier adds none, checked where OkHttp checks one).
+/// `HttpURLConnection`, `cacheUrlOverride`, QUERY) and `Warning` headers (RFC 9111 made
+/// `Warning` obsolete; Courier adds none, checked where OkHttp checks one). The cases whose server
+/// must write bytes TestServer does not (bodies cut short, content codings, `1xx`, reason
+/// phrases, cookies on a `304`) are in ``OkHttpCacheWireTests``.
 @Suite("Conformance: OkHttp CacheTest")
 struct OkHttpCacheTests {
     // MARK: MockWebServer on TestServer
