@@ -19,6 +19,7 @@ extension NIOEngine.Configuration {
         self.httpVersion = session.httpVersion
         self.decompression = session.decompression
         self.redirectPolicy = session.redirectPolicy
+        self.userAgent = session.userAgent
         // A configuration that names no proxy (an empty environment, say) is no proxy.
         self.proxy = session.proxy.flatMap { $0.isEmpty ? nil : $0 }
         self.unixSocketPaths = session.unixSocketPaths

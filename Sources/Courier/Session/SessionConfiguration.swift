@@ -33,6 +33,16 @@ public struct SessionConfiguration: Sendable {
     public var timeoutIntervalForConnect: TimeInterval = 10
     /// Header fields added to every request that does not set them itself.
     public var httpAdditionalHeaders: HTTPFields = [:]
+    /// The `User-Agent` sent with a request that names none, as URLSession sends its own (and
+    /// Alamofire's, OkHttp's, curl's and Go's clients theirs): some servers refuse a request
+    /// without one. By default AFNetworking's form for this process, `name/version (platform;
+    /// OS version)`, the value ``HTTPRequestSerializer`` sets; nil sends none.
+    ///
+    /// It is added as the request's head is written, like `Host`: ``SessionTask/currentRequest``
+    /// and ``SessionTask/originalRequest`` are the request as given, and a request (or
+    /// ``httpAdditionalHeaders``) that names `User-Agent` is sent as it is. A ``URLSessionEngine``
+    /// sends URLSession's own instead.
+    public var userAgent: String? = DefaultHeaders.currentUserAgent
     /// How many connections to one host may be open at once. 8 by default.
     public var httpMaximumConnectionsPerHost: Int = 8
     /// Seconds an idle pooled connection is kept. 60 by default.

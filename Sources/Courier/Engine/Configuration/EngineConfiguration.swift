@@ -65,6 +65,10 @@ extension NIOEngine {
         public var decompression: Decompression = .enabled(ratio: 100)
         /// Whether to follow redirects. Up to 16 hops by default, a URL visited before included.
         public var redirectPolicy: RedirectPolicy = .follow(max: 16, allowCycles: true)
+        /// The `User-Agent` value sent with a request that names none; nil (the default) sends
+        /// none, as AsyncHTTPClient. It goes on the wire only: the request the task reports is
+        /// the one given. A ``SessionManager`` sets ``SessionConfiguration/userAgent``.
+        public var userAgent: String?
         /// Which proxy carries which request (per scheme, with hosts that bypass it); nil, or a
         /// configuration that names no proxy, for none.
         public var proxy: ProxyConfiguration?

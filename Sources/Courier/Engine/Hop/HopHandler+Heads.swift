@@ -22,15 +22,20 @@ extension HopHandler {
     ///   cannot be decoded unless it starts at 0, and the range asked for is one of the
     ///   representation's own bytes. Its response is still decoded when the server compressed it
     ///   anyway (without the field every coding is acceptable, RFC 9110 12.5.3).
+    ///
+    /// It also notes whether the request names `User-Agent` (the engine's default goes to one
+    /// that does not, ``NIOEngine/Configuration/userAgent``).
     struct CodingFields {
         var hasAcceptEncoding = false
         var hasRange = false
+        var hasUserAgent = false
 
         /// Notes `name`, one of the request's field names.
         mutating func note(_ name: HTTPField.Name) {
             switch name {
             case .acceptEncoding: self.hasAcceptEncoding = true
             case .range: self.hasRange = true
+            case .userAgent: self.hasUserAgent = true
             default: break
             }
         }
@@ -75,7 +80,7 @@ extension HopHandler {
             switch field.name {
             case .contentLength, .transferEncoding: continue
             case .trailer where trailers != nil: continue
-            case .acceptEncoding, .range: codings.note(field.name)
+            case .acceptEncoding, .range, .userAgent: codings.note(field.name)
             default: if field.name.canonicalName == "host" { hasHost = true }
             }
             head.add(name: field.name.rawName, value: field.value)
@@ -163,7 +168,7 @@ extension HopHandler {
     /// resets such a stream with ENHANCE_YOUR_CALM, which says nothing of why; Go's client
     /// refuses it too).
     static func headerBlock(
-        for request: Request, key: ConnectionPool.Key, length: RequestBody.Length, acceptEncoding: Bool,
+        for request: Request, key: ConnectionPool.Key, length: RequestBody.Length, acceptEncoding: Bool, userAgent: String? = nil,
         peerMaximumHeaderListSize: Int? = nil, peerMaximumFrameSize: Int = HopHandler.http2MinimumFrameSize
     ) throws -> (block: HPACKHeaders, size: Int64, codings: CodingFields) {
         let fields = request.headerFields
@@ -202,7 +207,7 @@ extension HopHandler {
             switch field.name {
             case .contentLength, .transferEncoding: continue
             case .trailer where trailers != nil: continue
-            case .acceptEncoding, .range: codings.note(field.name)
+            case .acceptEncoding, .range, .userAgent: codings.note(field.name)
             case .te where field.value != "trailers":
                 // RFC 9113 8.2.2: `TE` may only say `trailers` in HTTP/2, a token compared
                 // without regard to case (`Trailers` goes, as `trailers`).
@@ -228,6 +233,10 @@ extension HopHandler {
         if case .contentLength(let value) = Self.framing(of: request, length: length, hasTrailers: trailers != nil) {
             block.add(name: "content-length", value: value)
             size += 14 + 2 + value.utf8.count + 2
+        }
+        if let userAgent, !codings.hasUserAgent {
+            block.add(name: "user-agent", value: userAgent)
+            size += 14 + userAgent.utf8.count
         }
         if acceptEncoding, codings.asks {
             block.add(name: "accept-encoding", value: "deflate, gzip")

@@ -119,6 +119,7 @@ final class HopHandler: ChannelDuplexHandler {
             do {
                 let (block, size, codings) = try Self.headerBlock(
                     for: request, key: hop.key, length: body.length, acceptEncoding: self.decompresses,
+                    userAgent: hop.pool.settings.userAgent,
                     peerMaximumHeaderListSize: http2Stream.peerMaximumHeaderListSize,
                     peerMaximumFrameSize: http2Stream.peerMaximumFrameSize)
                 if self.decompresses { http2Stream.decodesResponse = codings.decodes(request) }
@@ -143,6 +144,9 @@ final class HopHandler: ChannelDuplexHandler {
             var codings = CodingFields()
             var http1Head = Self.head(for: request, key: hop.key, length: body.length, codings: &codings)
             if self.decompresses { self.bodyCounter?.decodes = codings.decodes(request) }
+            if let userAgent = hop.pool.settings.userAgent, !codings.hasUserAgent {
+                http1Head.add(name: "User-Agent", value: userAgent)
+            }
             if self.decompresses, codings.asks {
                 // The connection decompresses, and asks for it: added here, while the fields are
                 // this head's alone (added further on, by a handler of the pipeline, to a head

@@ -111,9 +111,12 @@ final class ConnectionPool: Sendable {
         var openConnections: OpenConnectionsMeter
         /// When a request body waits for `100 Continue`, and for how long at most.
         var expectContinue: ExpectContinue
+        /// The `User-Agent` of a request that names none (``NIOEngine/Configuration/userAgent``).
+        var userAgent: String?
 
         init(_ configuration: NIOEngine.Configuration) {
             self.expectContinue = ExpectContinue(configuration)
+            self.userAgent = configuration.userAgent
             self.connectTimeout = .seconds(clamping: configuration.connectTimeout, to: 0...1e9, nan: 10)
             self.idleTimeout = .seconds(clamping: configuration.connectionIdleTimeout, nan: 60)
             self.http2 = HTTP2ConnectionStateMachine.Configuration(configuration, idleTimeout: self.idleTimeout)
