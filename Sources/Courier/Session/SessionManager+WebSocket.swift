@@ -40,7 +40,7 @@ extension SessionManager {
             request: request,
             configuration: configuration,
             engine: self.engine as? NIOEngine,
-            sessionHeaders: session.httpAdditionalHeaders,
+            sessionHeaders: session.webSocketHandshakeHeaders,
             cookieStorage: handlesCookies ? session.httpCookieStorage : nil
         )
         interception.monitors?.emit { $0.webSocketTaskDidCreate(task) }
@@ -63,5 +63,16 @@ extension SessionManager {
     public var webSocketTasks: [WebSocketTask] {
         let made = self.registry.withLockedValue { registry in registry.webSocketTasks.values.compactMap(\.task) }
         return made.filter { !$0.isFinished }.sorted { $0.creationOrder < $1.creationOrder }
+    }
+}
+
+extension SessionConfiguration {
+    /// The fields a WebSocket handshake adds where its request has none: the additional headers,
+    /// and ``userAgent`` unless they name one (the handshake's head is built apart from the
+    /// engine's, which adds it to other requests).
+    var webSocketHandshakeHeaders: HTTPFields {
+        var fields = self.httpAdditionalHeaders
+        if let userAgent = self.userAgent, fields[.userAgent] == nil { fields[.userAgent] = userAgent }
+        return fields
     }
 }

@@ -642,6 +642,7 @@ struct WebSocketHandshakeWireTests {
         }) { server in
             var configuration = SessionConfiguration.default
             configuration.httpAdditionalHeaders = [HTTPField.Name("X-Session")!: "1"]
+            configuration.userAgent = "Courier-Test/1.0"
             let storage = MemoryCookieStorage()
             storage.setCookie(Cookie(name: "sid", value: "42", domain: "127.0.0.1"))
             configuration.httpCookieStorage = storage
@@ -672,7 +673,7 @@ struct WebSocketHandshakeWireTests {
         #expect(lines.first == "get /chat?room=1 http/1.1")
         for expected in [
             "upgrade: websocket", "connection: upgrade", "sec-websocket-version: 13", "x-session: 1", "x-request: 2", "cookie: sid=42",
-            "sec-websocket-protocol: chat, superchat", "authorization: bearer token",
+            "sec-websocket-protocol: chat, superchat", "authorization: bearer token", "user-agent: courier-test/1.0",
         ] {
             #expect(lines.contains(expected), "\(expected) in \(lines)")
         }
