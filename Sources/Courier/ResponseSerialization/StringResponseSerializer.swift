@@ -19,7 +19,9 @@ import HTTPTypes
 public struct StringResponseSerializer: ResponseSerializer {
     /// The validation part; accepts any content type by default.
     public var http = HTTPResponseSerializer()
-    /// An encoding that overrides the byte-order mark and the header; `nil` by default.
+    /// An encoding that overrides the byte-order mark and the header; `nil` by default. A
+    /// byte-order mark of this same encoding at the start of the body is dropped, as one that
+    /// chose the encoding is (for `.utf16` and `.utf32`, either byte order's).
     public var encoding: String.Encoding?
     /// The encoding used when there is neither a byte-order mark nor a known `charset`; UTF-8.
     public var fallbackEncoding: String.Encoding = .utf8
@@ -63,8 +65,16 @@ public struct StringResponseSerializer: ResponseSerializer {
 
     /// The encoding to decode with, and how many bytes of byte-order mark to skip.
     func encoding(for response: HTTPResponse?, data: Data) -> (String.Encoding, Int) {
-        if let encoding { return (encoding, 0) }
-        if let mark = TextEncoding.byteOrderMark(in: data) { return (mark.encoding, mark.length) }
+        let mark = TextEncoding.byteOrderMark(in: data)
+        if let encoding {
+            // The encoding's own mark is not text either (Foundation keeps a UTF-16 or UTF-32
+            // one as U+FEFF); `.utf16` and `.utf32` take either byte order's.
+            if let mark, mark.encoding == encoding || TextEncoding.byteOrderFree(mark.encoding) == encoding {
+                return (mark.encoding, mark.length)
+            }
+            return (encoding, 0)
+        }
+        if let mark { return (mark.encoding, mark.length) }
         if let name = response?.textEncodingName, let encoding = TextEncoding.encoding(forCharset: name) {
             return (encoding, 0)
         }
