@@ -233,6 +233,12 @@ public struct Request: Sendable {
     }
 
     /// Sets or, with `nil`, removes a header field (AFNetworking's `setValue:forHTTPHeaderField:`).
+    ///
+    /// A `name` that is no field name sets nothing: RFC 9110 section 5.1 makes a name a token, so
+    /// one with white space (even around it), a colon, a control or a non-ASCII letter has no
+    /// `HTTPField.Name`. The value is made legal as swift-http-types' `HTTPField` makes it: white
+    /// space around it is dropped, and CR, LF, NUL and the other controls become spaces, so no
+    /// value can end its field; non-ASCII characters are sent as their UTF-8 bytes.
     public mutating func setValue(_ value: String?, forHTTPHeaderField name: String) {
         guard let fieldName = HTTPField.Name(name) else { return }
         self.headerFields[fieldName] = value

@@ -39,7 +39,7 @@ extension DataStreamSerializer where Self == PassthroughStreamSerializer {
 }
 
 extension DataStreamSerializer where Self == StringStreamSerializer {
-    /// A ``StringStreamSerializer``: the body as UTF-8 text.
+    /// A ``StringStreamSerializer``: the body as text, UTF-8 unless a byte-order mark says otherwise.
     public static var string: StringStreamSerializer { StringStreamSerializer() }
 }
 

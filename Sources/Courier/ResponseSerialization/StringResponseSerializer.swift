@@ -9,7 +9,8 @@ import HTTPTypes
 ///    which is then not part of the string — a mark outranks the header, as in browsers;
 /// 3. the `charset` parameter of `Content-Type`, when Courier knows the name (UTF-8/16/32,
 ///    US-ASCII, ISO-8859-1/2, windows-1250…1254, Shift_JIS, EUC-JP, ISO-2022-JP, macintosh and
-///    their common aliases, in any letter case, quoted or not);
+///    their common aliases, in any letter case, quoted or not; Foundation on Linux cannot decode
+///    EUC-JP, so such a body fails there);
 /// 4. otherwise ``fallbackEncoding``, UTF-8 by default (RFC 9110 no longer makes ISO-8859-1 the
 ///    default for `text/*`, and JSON, HTML5 and most APIs are UTF-8).
 ///
@@ -19,7 +20,9 @@ import HTTPTypes
 public struct StringResponseSerializer: ResponseSerializer {
     /// The validation part; accepts any content type by default.
     public var http = HTTPResponseSerializer()
-    /// An encoding that overrides the byte-order mark and the header; `nil` by default.
+    /// An encoding that overrides the byte-order mark and the header; `nil` by default. A
+    /// byte-order mark of this same encoding at the start of the body is dropped, as one that
+    /// chose the encoding is (for `.utf16` and `.utf32`, either byte order's).
     public var encoding: String.Encoding?
     /// The encoding used when there is neither a byte-order mark nor a known `charset`; UTF-8.
     public var fallbackEncoding: String.Encoding = .utf8
@@ -63,8 +66,16 @@ public struct StringResponseSerializer: ResponseSerializer {
 
     /// The encoding to decode with, and how many bytes of byte-order mark to skip.
     func encoding(for response: HTTPResponse?, data: Data) -> (String.Encoding, Int) {
-        if let encoding { return (encoding, 0) }
-        if let mark = TextEncoding.byteOrderMark(in: data) { return (mark.encoding, mark.length) }
+        let mark = TextEncoding.byteOrderMark(in: data)
+        if let encoding {
+            // The encoding's own mark is not text either (Foundation keeps a UTF-16 or UTF-32
+            // one as U+FEFF); `.utf16` and `.utf32` take either byte order's.
+            if let mark, mark.encoding == encoding || TextEncoding.byteOrderFree(mark.encoding) == encoding {
+                return (mark.encoding, mark.length)
+            }
+            return (encoding, 0)
+        }
+        if let mark { return (mark.encoding, mark.length) }
         if let name = response?.textEncodingName, let encoding = TextEncoding.encoding(forCharset: name) {
             return (encoding, 0)
         }

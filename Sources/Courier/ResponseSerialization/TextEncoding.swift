@@ -24,6 +24,15 @@ enum TextEncoding {
         }
     }
 
+    /// `.utf16` for either byte order of UTF-16, `.utf32` for UTF-32's; nil for other encodings.
+    static func byteOrderFree(_ encoding: String.Encoding) -> String.Encoding? {
+        switch encoding {
+        case .utf16BigEndian, .utf16LittleEndian: .utf16
+        case .utf32BigEndian, .utf32LittleEndian: .utf32
+        default: nil
+        }
+    }
+
     private static let table: [String: String.Encoding] = {
         var table: [String: String.Encoding] = [:]
         func add(_ encoding: String.Encoding, _ names: String...) { for name in names { table[name] = encoding } }

@@ -41,26 +41,126 @@ public struct PassthroughStreamSerializer: DataStreamSerializer {
     }
 }
 
-/// The body as text, decoded as UTF-8 as it arrives (Alamofire's `StringStreamSerializer`): one
-/// string a chunk, holding every character the chunk completes. A character whose bytes are split
-/// between two chunks comes whole with the second (Alamofire decodes each chunk alone, and so
-/// breaks such a character in two); a byte that is not UTF-8, or a character the body ends in the
-/// middle of, becomes U+FFFD, as `String(decoding:as:)` does.
+/// The body as text, decoded as it arrives (Alamofire's `StringStreamSerializer`): one string a
+/// chunk, holding every character the chunk completes. A character whose bytes are split between
+/// two chunks comes whole with the second (Alamofire decodes each chunk alone, and so breaks such
+/// a character in two); a byte that is not UTF-8, or a character the body ends in the middle of,
+/// becomes U+FFFD, as `String(decoding:as:)` does.
+///
+/// The text is UTF-8 unless the body starts with a byte-order mark, which then says the encoding:
+/// UTF-8, UTF-16 or UTF-32, either byte order (as ``StringResponseSerializer`` and the WHATWG
+/// Encoding standard read one). The mark is not part of the text. A serializer sees the body, not
+/// its `Content-Type`: a `charset` does not change the encoding here.
 public struct StringStreamSerializer: DataStreamSerializer {
-    /// The start of a character the last chunk ended in the middle of (at most 3 bytes).
+    /// What the last chunk left: the start of a character (at most 3 bytes of UTF-8, a byte of a
+    /// UTF-16 unit or a high surrogate, up to 3 bytes of a UTF-32 unit), or, before the encoding
+    /// is known, the body's first bytes, which may be the start of a byte-order mark.
     private var pending: [UInt8] = []
+    /// The encoding, once the body's start said it; nil before.
+    private var form: Form?
 
-    /// A serializer of UTF-8 text.
+    /// The encodings a byte-order mark can name.
+    enum Form: Sendable {
+        case utf8, utf16BigEndian, utf16LittleEndian, utf32BigEndian, utf32LittleEndian
+    }
+
+    /// A serializer of UTF-8 text, or of the encoding a byte-order mark names.
     public init() {}
 
     public mutating func serialize(_ chunk: ByteBuffer) -> [String] {
-        // Decoded from the chunk itself; joined to the start of a split character only after one.
-        self.pending.isEmpty ? self.decode(chunk.readableBytesView) : self.decode(self.pending + chunk.readableBytesView)
+        switch self.form {
+        case .utf8:
+            // Decoded from the chunk itself; joined to the start of a split character only after one.
+            return self.pending.isEmpty ? self.decode(chunk.readableBytesView) : self.decode(self.pending + chunk.readableBytesView)
+        case let form?:
+            return self.decodeUnits(self.pending + chunk.readableBytesView, form: form, atEnd: false)
+        case nil:
+            return self.pending.isEmpty ? self.start(chunk.readableBytesView) : self.start(self.pending + chunk.readableBytesView)
+        }
     }
 
     public mutating func finish() -> [String] {
-        defer { self.pending = [] }
-        return self.pending.isEmpty ? [] : [String(decoding: self.pending, as: UTF8.self)]
+        defer {
+            self.pending = []
+            self.form = nil
+        }
+        var form = self.form
+        var rest = self.pending[...]
+        if form == nil {
+            let (sniffed, mark) = Self.sniff(Array(rest.prefix(4)), atEnd: true) ?? (.utf8, 0)
+            form = sniffed
+            rest = rest.dropFirst(mark)
+        }
+        guard !rest.isEmpty, let form else { return [] }
+        return form == .utf8 ? [String(decoding: rest, as: UTF8.self)] : self.decodeUnits(rest, form: form, atEnd: true)
+    }
+
+    /// The body's first bytes: the encoding once they say it, the text after the mark.
+    private mutating func start<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes) -> [String] {
+        guard let sniffed = Self.sniff(Array(bytes.prefix(4)), atEnd: false) else {
+            self.pending = Array(bytes)
+            return []
+        }
+        let (form, mark) = sniffed
+        self.form = form
+        self.pending = []
+        return form == .utf8 ? self.decode(bytes.dropFirst(mark)) : self.decodeUnits(bytes.dropFirst(mark), form: form, atEnd: false)
+    }
+
+    /// The encoding the byte-order mark at the start of `head` (the body's first bytes, up to 4)
+    /// names, and the mark's length; UTF-8 and 0 when there is none. Nil while `head` may still
+    /// grow into a mark (`FF FE` is UTF-16LE's, or the start of UTF-32LE's) and the body goes on.
+    static func sniff(_ head: [UInt8], atEnd: Bool) -> (Form, Int)? {
+        // UTF-32LE's mark before UTF-16LE's, which starts it.
+        for (mark, form) in Self.marks {
+            if head.count >= mark.count {
+                if head.starts(with: mark) { return (form, mark.count) }
+            } else if !atEnd, mark.starts(with: head) {
+                return nil
+            }
+        }
+        return (.utf8, 0)
+    }
+
+    private static let marks: [([UInt8], Form)] = [
+        ([0x00, 0x00, 0xFE, 0xFF], .utf32BigEndian), ([0xFF, 0xFE, 0x00, 0x00], .utf32LittleEndian),
+        ([0xEF, 0xBB, 0xBF], .utf8), ([0xFE, 0xFF], .utf16BigEndian), ([0xFF, 0xFE], .utf16LittleEndian),
+    ]
+
+    /// The characters `bytes` of UTF-16 or UTF-32 hold whole; a unit cut short, and a high
+    /// surrogate whose pair may follow, are kept for the next chunk, or become U+FFFD `atEnd`.
+    private mutating func decodeUnits<Bytes: Collection<UInt8>>(_ bytes: Bytes, form: Form, atEnd: Bool) -> [String] {
+        let bytes = Array(bytes)
+        let size = form == .utf16BigEndian || form == .utf16LittleEndian ? 2 : 4
+        var end = bytes.count - bytes.count % size
+        var text: String
+        if size == 2 {
+            var units: [UInt16] = []
+            units.reserveCapacity(end / 2)
+            for index in stride(from: 0, to: end, by: 2) {
+                let first = UInt16(bytes[index]), second = UInt16(bytes[index + 1])
+                units.append(form == .utf16BigEndian ? first << 8 | second : second << 8 | first)
+            }
+            if !atEnd, let last = units.last, (0xD800...0xDBFF).contains(last) {
+                units.removeLast()
+                end -= 2
+            }
+            text = String(decoding: units, as: UTF16.self)
+        } else {
+            var units: [UInt32] = []
+            units.reserveCapacity(end / 4)
+            for index in stride(from: 0, to: end, by: 4) {
+                let b = (UInt32(bytes[index]), UInt32(bytes[index + 1]), UInt32(bytes[index + 2]), UInt32(bytes[index + 3]))
+                units.append(form == .utf32BigEndian ? b.0 << 24 | b.1 << 16 | b.2 << 8 | b.3 : b.3 << 24 | b.2 << 16 | b.1 << 8 | b.0)
+            }
+            text = String(decoding: units, as: UTF32.self)
+        }
+        self.pending = Array(bytes[end...])
+        if atEnd, !self.pending.isEmpty {
+            text += "\u{FFFD}"
+            self.pending = []
+        }
+        return text.isEmpty ? [] : [text]
     }
 
     /// The characters `bytes` hold whole; the start of one they end in the middle of is kept.

@@ -79,8 +79,8 @@ extension DataStreamResponse {
         SerializedStream(response: self, serializer: serializer)
     }
 
-    /// The body as UTF-8 text, a string a chunk (``StringStreamSerializer``; Alamofire's
-    /// `responseStreamString`).
+    /// The body as text, a string a chunk: UTF-8, or UTF-16 or UTF-32 when it starts with their
+    /// byte-order mark (``StringStreamSerializer``; Alamofire's `responseStreamString`).
     public var strings: SerializedStream<StringStreamSerializer> {
         self.serialized(by: StringStreamSerializer())
     }
