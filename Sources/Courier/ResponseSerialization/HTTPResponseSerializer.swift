@@ -174,11 +174,14 @@ extension HTTPResponseSerializer {
         return code == 204 || code == 205
     }
 
-    /// Whether a body is absent, empty, or only JSON/XML white space (space, tab, CR, LF).
+    /// Whether a body is absent, empty, or only JSON/XML white space (space, tab, CR, LF), after
+    /// a UTF-8 byte-order mark if it starts with one (the mark is no text: a body of a mark alone
+    /// says nothing, as an empty one).
     static func isBlank(_ data: Data?) -> Bool {
         guard let data else { return true }
         return data.withUnsafeBytes { bytes in
-            for byte in bytes where !(byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D) { return false }
+            let start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+            for byte in bytes[start...] where !(byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D) { return false }
             return true
         }
     }

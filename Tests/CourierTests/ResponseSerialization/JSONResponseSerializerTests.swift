@@ -32,9 +32,11 @@ struct JSONResponseSerializerTests {
 
     @Test func emptyWhitespaceAndEmptyStatusesGiveNothing() throws {
         let serializer = JSONResponseSerializer()
-        for body in [nil, Data(), Fixture.data(" "), Fixture.data(" \r\n\t  \n")] {
-            #expect(try serializer.responseObject(for: Fixture.json(), data: body) == nil)
+        for body in [nil, Data(), Fixture.data(" "), Fixture.data(" \r\n\t  \n"), Fixture.data("\u{FEFF}"), Fixture.data("\u{FEFF} \n")] {
+            #expect(try serializer.responseObject(for: Fixture.json(), data: body) == nil, "\(body.map { Array($0) } ?? [])")
         }
+        // A mark before a document is read through.
+        #expect(try serializer.responseObject(for: Fixture.json(), data: Fixture.data("\u{FEFF}[1]")) as? [Int] == [1])
         // 204/205 even with a stray body; a HEAD response arrives as 200 with no body.
         #expect(try serializer.responseObject(for: Fixture.json(204), data: Fixture.data("garbage")) == nil)
         #expect(try serializer.responseObject(for: Fixture.json(205, nil), data: nil) == nil)
