@@ -10,11 +10,14 @@ import HTTPTypes
 /// 3. the `charset` parameter of `Content-Type`, when Courier knows the name (UTF-8/16/32,
 ///    US-ASCII, ISO-8859-1/2, windows-1250…1254, Shift_JIS, EUC-JP, ISO-2022-JP, macintosh and
 ///    their common aliases, in any letter case, quoted or not; Foundation on Linux cannot decode
-///    EUC-JP, so such a body fails there);
+///    EUC-JP, so such a body fails there). US-ASCII's labels are read as windows-1252, as the
+///    WHATWG Encoding standard and browsers read them: a byte past 7F in a body labelled ASCII is
+///    a character, not an error;
 /// 4. otherwise ``fallbackEncoding``, UTF-8 by default (RFC 9110 no longer makes ISO-8859-1 the
 ///    default for `text/*`, and JSON, HTML5 and most APIs are UTF-8).
 ///
-/// A body that is not valid in the chosen encoding throws
+/// windows-1252 is decoded as the WHATWG standard decodes it (every byte a character), so it
+/// never fails. A body that is not valid in another chosen encoding throws
 /// ``CourierError/Code/responseSerializationFailed`` with the body kept. An absent or empty body,
 /// and a 204 or 205 response, give `""`.
 public struct StringResponseSerializer: ResponseSerializer {
@@ -56,7 +59,7 @@ public struct StringResponseSerializer: ResponseSerializer {
         data = try HTTPResponseSerializer.preprocessed(data, by: self.preprocessorReference?.preprocessor, response: response)
         let (encoding, skip) = self.encoding(for: response, data: data)
         let body = skip == 0 ? data : data.dropFirst(skip)
-        let text = String(data: body, encoding: encoding)
+        let text = encoding == .windowsCP1252 ? TextEncoding.windows1252(body) : String(data: body, encoding: encoding)
         guard let text else {
             throw CourierError(
                 .responseSerializationFailed, "the body is not valid \(encoding)", response: response, data: data)

@@ -24,6 +24,25 @@ enum TextEncoding {
         }
     }
 
+    /// `data` as windows-1252 by the WHATWG Encoding standard: every byte is a character (the five
+    /// the code page leaves undefined, 81, 8D, 8F, 90 and 9D, are the C1 controls of the same
+    /// number), so it never fails. Foundation's `.windowsCP1252` refuses those five.
+    static func windows1252(_ data: Data) -> String {
+        var scalars = String.UnicodeScalarView()
+        scalars.reserveCapacity(data.count)
+        for byte in data {
+            let value = byte >= 0x80 && byte < 0xA0 ? Self.windows1252High[Int(byte - 0x80)] : UInt32(byte)
+            scalars.append(Unicode.Scalar(value)!)
+        }
+        return String(scalars)
+    }
+
+    /// Bytes 80–9F of windows-1252 (the WHATWG index), the undefined ones as themselves.
+    private static let windows1252High: [UInt32] = [
+        0x20AC, 0x81, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0x8D, 0x017D, 0x8F,
+        0x90, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x9D, 0x017E, 0x0178,
+    ]
+
     /// `.utf16` for either byte order of UTF-16, `.utf32` for UTF-32's; nil for other encodings.
     static func byteOrderFree(_ encoding: String.Encoding) -> String.Encoding? {
         switch encoding {
@@ -37,7 +56,10 @@ enum TextEncoding {
         var table: [String: String.Encoding] = [:]
         func add(_ encoding: String.Encoding, _ names: String...) { for name in names { table[name] = encoding } }
         add(.utf8, "utf-8", "utf8", "unicode-1-1-utf-8", "x-unicode20utf8")
-        add(.ascii, "us-ascii", "ascii", "ansi_x3.4-1968", "iso646-us", "us", "cp367", "ibm367", "csascii")
+        // The WHATWG Encoding standard's labels of windows-1252, as browsers read them: a body
+        // labelled ASCII with a byte past 7F (a curly quote a server's template put there) is
+        // read, not refused.
+        add(.windowsCP1252, "us-ascii", "ascii", "ansi_x3.4-1968", "iso646-us", "us", "cp367", "ibm367", "csascii")
         add(.isoLatin1, "iso-8859-1", "iso8859-1", "iso_8859-1", "latin1", "l1", "cp819", "ibm819", "csisolatin1")
         add(.isoLatin2, "iso-8859-2", "iso8859-2", "iso_8859-2", "latin2", "l2", "csisolatin2")
         add(.utf16, "utf-16", "utf16")

@@ -103,6 +103,29 @@ struct StringResponseSerializerTests {
         #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, "text/plain; charset=windows-1252"), data: Data([0x80])) == "€")
     }
 
+    /// The WHATWG Encoding standard reads US-ASCII's labels as windows-1252, and windows-1252
+    /// gives every byte a character: a curly quote in a body labelled ASCII is read, and the five
+    /// bytes the code page leaves undefined (which Foundation refuses) are C1 controls.
+    @Test func asciiLabelsAreWindows1252AndItNeverFails() throws {
+        let quoted = Data([0x93, 0x68, 0x69, 0x94, 0x20, 0x80])  // “hi” €
+        for label in ["us-ascii", "US-ASCII", "ascii", "windows-1252"] {
+            #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, "text/plain; charset=\(label)"), data: quoted) == "\u{201C}hi\u{201D} \u{20AC}", "\(label)")
+        }
+        let undefined = Data([0x61, 0x81, 0x8D, 0x8F, 0x90, 0x9D])
+        #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, "text/plain; charset=windows-1252"), data: undefined) == "a\u{81}\u{8D}\u{8F}\u{90}\u{9D}")
+        #expect(try StringResponseSerializer(encoding: .windowsCP1252).responseObject(for: nil, data: undefined) == "a\u{81}\u{8D}\u{8F}\u{90}\u{9D}")
+        // Every byte, and each the character the WHATWG index names (checked against
+        // Foundation's where it has one).
+        let all = Data(0...255)
+        let text = try StringResponseSerializer(encoding: .windowsCP1252).responseObject(for: nil, data: all)
+        #expect(text.unicodeScalars.count == 256)
+        for byte in 0...255 where ![0x81, 0x8D, 0x8F, 0x90, 0x9D].contains(byte) {
+            #expect(String(data: Data([UInt8(byte)]), encoding: .windowsCP1252)?.unicodeScalars.first == Array(text.unicodeScalars)[byte], "\(byte)")
+        }
+        // An ASCII encoding asked for by name stays strict.
+        #expect(throws: CourierError.self) { try StringResponseSerializer(encoding: .ascii).responseObject(for: nil, data: quoted) }
+    }
+
     @Test func byteOrderMarkOutranksHeaderAndIsDropped() throws {
         let utf16 = Data([0xFF, 0xFE]) + self.text.data(using: .utf16LittleEndian)!
         #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, "text/plain; charset=iso-8859-1"), data: utf16) == self.text)

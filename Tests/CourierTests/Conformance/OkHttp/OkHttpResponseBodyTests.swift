@@ -141,13 +141,20 @@ struct OkHttpResponseBodyTests {
     /// (`stringSerializationFailed`): a string with replacement characters in it would pass for
     /// the server's text.
     @Test(arguments: [
-        ("68e96c6c6f", "us-ascii"),  // OkHttp: "h\u{FFFD}llo"
         ("68ff6c6c6f", nil),  // OkHttp: "h\u{FFFD}llo"
+        ("68ff6c6c6f", "utf-8"),  // OkHttp: "h\u{FFFD}llo"
     ] as [(String, String?)])
     func textInvalidInItsEncodingFails(_ hex: String, _ charset: String?) {
         let error = #expect(throws: CourierError.self) { try Self.string(hex, charset: charset) }
         #expect(error?.code == .responseSerializationFailed)
         #expect(error?.data == Self.bytes(hex))
+    }
+
+    /// A byte past 7F in a body labelled `us-ascii`: OkHttp (Java's ASCII decoder) gives
+    /// "h\u{FFFD}llo"; Courier reads the label as windows-1252, as the WHATWG Encoding standard
+    /// and browsers do, and gives the character the server most likely meant.
+    @Test func asciiLabelIsReadAsWindows1252() throws {
+        #expect(try Self.string("68e96c6c6f", charset: "us-ascii") == "h\u{E9}llo")
     }
 
     /// Not in OkHttp (whose `string()` is all it has): `charset=euc-jp`, which Courier knows by
