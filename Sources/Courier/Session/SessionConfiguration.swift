@@ -41,7 +41,7 @@ public struct SessionConfiguration: Sendable {
     /// It is added as the request's head is written, like `Host`: ``SessionTask/currentRequest``
     /// and ``SessionTask/originalRequest`` are the request as given, and a request (or
     /// ``httpAdditionalHeaders``) that names `User-Agent` is sent as it is. A WebSocket task's
-    /// handshake carries it too. A ``URLSessionEngine`` sends URLSession's own instead.
+    /// handshake carries it too. A `URLSessionEngine` (CourierURLSession) sends URLSession's own instead.
     public var userAgent: String? = DefaultHeaders.currentUserAgent
     /// How many connections to one host may be open at once. 8 by default.
     public var httpMaximumConnectionsPerHost: Int = 8
