@@ -248,6 +248,25 @@ struct OkHttpWebSocketTests {
         }
     }
 
+    /// A subprotocol offered in the request's own `Sec-WebSocket-Protocol` (as URLSession's and
+    /// OkHttp's callers offer one) went out, and the server's choice of it is the task's: it was
+    /// offered. (Courier refused it as "not offered", since it compared the server's choice with
+    /// ``WebSocketConfiguration/subprotocols`` alone.)
+    @Test func aSubprotocolOfferedInTheRequestsFieldIsTaken() async throws {
+        let script: ScriptedWebSocketPeer.Script = { _, _, accept in .upgrade(accept: accept, [("Sec-WebSocket-Protocol", "superchat")]) }
+        let request: (URL) -> Request = { url in
+            var request = Request(url: url)
+            request.headerFields[HTTPField.Name("Sec-WebSocket-Protocol")!] = "chat, superchat"
+            return request
+        }
+        try await Self.withSocket(request: request, script) { task, peer, _ in
+            try await task.waitUntilOpen()
+            #expect(task.subprotocol == "superchat")
+            #expect(peer.heads.first?.lowercased().contains("sec-websocket-protocol: chat, superchat") == true, "\(peer.heads)")
+            try await Self.closeFromServer(task, peer)
+        }
+    }
+
     /// OkHttp: clientIncludesForbiddenHeader. OkHttp fails a request that brings its own
     /// `Sec-WebSocket-Extensions`; Courier sends its own offer in its place (or none when
     /// ``WebSocketConfiguration/permessageDeflate`` is off), so that the server's answer is to
