@@ -96,10 +96,16 @@ struct OkHttpWebSocketExtensionsTests {
             name: "uppercase", values: ["PERMESSAGE-DEFLATE; SERVER_NO_CONTEXT_TAKEOVER; CLIENT_NO_CONTEXT_TAKEOVER"],
             expected: parameters(clientNoContextTakeover: true, serverNoContextTakeover: true)),
         // Not OkHttp's rows: RFC 7692 7 has the client fail a response with a parameter given
-        // twice, or with a window out of range (7.1.2).
+        // twice, or with a value that is not one (a window of 8 to 15 in decimal without leading
+        // zeroes, 7.1.2; a quoted value that is not closed, or a sign, are not that).
         Row(name: "a repeated parameter", values: ["permessage-deflate; server_no_context_takeover; server_no_context_takeover"], expected: nil),
         Row(name: "a window out of range", values: ["permessage-deflate; server_max_window_bits=7"], expected: nil),
         Row(name: "a window out of range", values: ["permessage-deflate; client_max_window_bits=16"], expected: nil),
+        Row(name: "a window with a leading zero", values: ["permessage-deflate; server_max_window_bits=08"], expected: nil),
+        Row(name: "a window with a sign", values: ["permessage-deflate; client_max_window_bits=+9"], expected: nil),
+        Row(name: "a window with an unclosed quote", values: ["permessage-deflate; server_max_window_bits=\"9"], expected: nil),
+        Row(name: "a window with quotes doubled", values: ["permessage-deflate; server_max_window_bits=\"\"9\"\""], expected: nil),
+        Row(name: "a window with an escape", values: ["permessage-deflate; server_max_window_bits=\"1\\2\""], expected: parameters(serverMaxWindowBits: 12)),
     ]
 
     /// OkHttp's `WebSocketExtensionsTest`, a row a case (one of its tests may hold several).
