@@ -227,6 +227,29 @@ struct OkHttpWebSocketTests {
         }
     }
 
+    /// The other side of the header cases: RFC 6455 4.1 compares `Upgrade` and `Connection`'s
+    /// tokens without case (OkHttp too: `equals(ignoreCase = true)`), `Connection` is a list,
+    /// field names have no case, the reason phrase is free, and an interim answer before the 101
+    /// is not the handshake's.
+    @Test(arguments: [
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: WebSocket\r\nConnection: UPGRADE\r\nSec-WebSocket-Accept: ACCEPT",
+        "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: keep-alive, Upgrade\r\nsec-websocket-accept: ACCEPT",
+        "HTTP/1.1 101\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ACCEPT",
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 101 Web Socket Protocol Handshake\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ACCEPT",
+    ])
+    func anUpgradeInOtherCasesOpens(head: String) async throws {
+        let script: ScriptedWebSocketPeer.Script = { _, _, accept in
+            ScriptedWebSocketPeer.Answer(head: head.replacingOccurrences(of: "ACCEPT", with: accept) + "\r\n\r\n")
+        }
+        try await Self.withSocket(script) { task, peer, _ in
+            let response = try await task.waitUntilOpen()
+            #expect(response.status.code == 101)
+            try await task.send(.text("abc"))
+            #expect(await peer.wait { Self.frames($0, 0x1).first?.text == "abc" })
+            try await Self.closeFromServer(task, peer)
+        }
+    }
+
     /// A subprotocol offered and chosen, and a server that chose another: the latter fails.
     /// (OkHttp checks no `Sec-WebSocket-Protocol`; RFC 6455 4.1 has the client fail a choice it
     /// did not offer.)
@@ -382,6 +405,42 @@ struct OkHttpWebSocketTests {
             await #expect(throws: CourierError.self) { try await task.send(.text("hello")) }
             #expect(await peer.wait { $0.closedConnectionCount == 1 })
             #expect(peer.frames.isEmpty)
+        }
+    }
+
+    /// Messages the server sent before it saw Courier's close frame are delivered (RFC 6455
+    /// 5.5.1), after the task ended, then the messages end; a send after the close fails.
+    @Test func messagesAfterTheClientsCloseAreDelivered() async throws {
+        let react: ScriptedWebSocketPeer.React = { frame, _ in
+            frame.opcode == 0x8 ? .sendThenClose(ScriptedWebSocketPeer.text("late") + ScriptedWebSocketPeer.close(1000, "done")) : .nothing
+        }
+        try await Self.withSocket(react: react) { task, peer, _ in
+            try await task.waitUntilOpen()
+            await task.close(code: .normalClosure, reason: "bye")
+            #expect(task.error == nil)
+            #expect(task.closeCode == .normalClosure)
+            #expect(task.closeReason == "done")
+            var received: [WebSocketMessage] = []
+            for try await message in task.messages { received.append(message) }
+            #expect(received == [.text("late")])
+            let error = await #expect(throws: CourierError.self) { try await task.send(.text("after")) }
+            #expect(error?.code == .connectionClosed)
+            #expect(Self.frames(peer, 0x8).map(\.closeCode) == [1000])
+        }
+    }
+
+    /// OkHttp's `cancel()`: the task ends at once with `cancelled`; Courier sends a close frame
+    /// with 1001 first (documented on ``WebSocketTask/cancel()``), where OkHttp closes the socket
+    /// with none; the connection is closed either way.
+    @Test func cancel() async throws {
+        try await Self.withSocket(react: ScriptedWebSocketPeer.silent) { task, peer, _ in
+            try await task.waitUntilOpen()
+            task.cancel()
+            await task.waitUntilFinished()
+            #expect(task.error?.code == .cancelled)
+            #expect(task.closeCode == .goingAway)
+            #expect(await peer.wait { $0.closedConnectionCount == 1 })
+            #expect(Self.frames(peer, 0x8).map(\.closeCode) == [1001])
         }
     }
 
