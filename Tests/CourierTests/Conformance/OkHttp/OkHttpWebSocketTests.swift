@@ -208,6 +208,10 @@ struct OkHttpWebSocketTests {
         ("Upgrade: websocket\r\nConnection: Downgrade\r\nSec-WebSocket-Accept: ACCEPT", "Connection: Upgrade"),
         ("Connection: Upgrade\r\nSec-WebSocket-Accept: ACCEPT", "Upgrade: websocket"),
         ("Connection: Upgrade\r\nUpgrade: Pepsi\r\nSec-WebSocket-Accept: ACCEPT", "Upgrade: websocket"),
+        // RFC 6455 4.1: an `Upgrade` with a value other than `websocket` fails, a list that also
+        // names it included (OkHttp compares the whole field value, and fails it too).
+        ("Connection: Upgrade\r\nUpgrade: websocket, h2c\r\nSec-WebSocket-Accept: ACCEPT", "Upgrade: websocket"),
+        ("Connection: Upgrade\r\nUpgrade: websocket\r\nUpgrade: Pepsi\r\nSec-WebSocket-Accept: ACCEPT", "Upgrade: websocket"),
         ("Connection: Upgrade\r\nUpgrade: websocket", "Sec-WebSocket-Accept"),
         ("Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: magic", "Sec-WebSocket-Accept"),
         ("Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: ACCEPT\r\nSec-WebSocket-Protocol: chat", "subprotocol chat"),
@@ -228,9 +232,11 @@ struct OkHttpWebSocketTests {
     }
 
     /// The other side of the header cases: RFC 6455 4.1 compares `Upgrade` and `Connection`'s
-    /// tokens without case (OkHttp too: `equals(ignoreCase = true)`), `Connection` is a list,
-    /// field names have no case, the reason phrase is free, and an interim answer before the 101
-    /// is not the handshake's.
+    /// tokens without case (OkHttp too: `equals(ignoreCase = true)`), field names have no case,
+    /// the reason phrase is free, and an interim answer before the 101 is not the handshake's.
+    /// `Connection` is a list that must hold `Upgrade` (RFC 6455 4.1, RFC 9110 7.6.1), so
+    /// `keep-alive, Upgrade` opens; OkHttp compares the whole field value with `Upgrade` and
+    /// fails it.
     @Test(arguments: [
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: WebSocket\r\nConnection: UPGRADE\r\nSec-WebSocket-Accept: ACCEPT",
         "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: keep-alive, Upgrade\r\nsec-websocket-accept: ACCEPT",
