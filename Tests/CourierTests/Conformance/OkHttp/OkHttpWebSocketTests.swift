@@ -256,6 +256,23 @@ struct OkHttpWebSocketTests {
         }
     }
 
+    /// A status line that is not HTTP/1.x's (RFC 9112 4: `HTTP/1.1`, then a status of three
+    /// digits) fails the handshake as not HTTP/1.1, as the proxy tunnel's reader of the same head
+    /// refuses it. (`Int` read `+101` and `0101` as 101, and any version after `HTTP/1.` was
+    /// taken: the connection opened.) OkHttp's `StatusLine.parse` refuses all three as well.
+    @Test(arguments: ["HTTP/1.1 +101 Switching Protocols", "HTTP/1.1 0101 Switching Protocols", "HTTP/1.1x 101 Switching Protocols"])
+    func aStatusLineThatIsNotHTTP11sFailsTheHandshake(statusLine: String) async throws {
+        let script: ScriptedWebSocketPeer.Script = { _, _, accept in
+            ScriptedWebSocketPeer.Answer(head: statusLine + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(accept)\r\n\r\n")
+        }
+        try await Self.withSocket(script) { task, peer, _ in
+            let error = await #expect(throws: CourierError.self) { try await task.waitUntilOpen() }
+            #expect(error?.code == .invalidResponse)
+            #expect(error?.message.contains("is not HTTP/1.1: the status line") == true, "\(String(describing: error))")
+            #expect(await peer.wait { $0.closedConnectionCount == 1 })
+        }
+    }
+
     /// A subprotocol offered and chosen, and a server that chose another: the latter fails.
     /// (OkHttp checks no `Sec-WebSocket-Protocol`; RFC 6455 4.1 has the client fail a choice it
     /// did not offer.)
