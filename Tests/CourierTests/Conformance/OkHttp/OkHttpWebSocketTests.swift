@@ -480,6 +480,16 @@ struct OkHttpWebSocketTests {
         }
     }
 
+    /// The request line of the handshake: the path and query, never a fragment (RFC 6455 3: a
+    /// WebSocket URI has none; RFC 9112 3.2: nor has an origin-form target).
+    @Test func theHandshakesRequestLineHasNoFragment() async throws {
+        try await Self.withSocket(request: { url in Request(url: URL(string: url.absoluteString + "chat?room=1#top")!) }) { task, peer, _ in
+            try await task.waitUntilOpen()
+            #expect(peer.heads.first?.split(separator: "\r\n").first == "GET /chat?room=1 HTTP/1.1", "\(peer.heads)")
+            try await Self.closeFromServer(task, peer)
+        }
+    }
+
     /// OkHttp: wssScheme, httpsScheme. Over TLS, against the test server's echo route.
     @Test(arguments: ["wss", "https", "WSS"])
     func secureWebSocketScheme(_ scheme: String) async throws {
