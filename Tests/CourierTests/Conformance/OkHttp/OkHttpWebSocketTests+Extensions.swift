@@ -124,8 +124,8 @@ struct OkHttpWebSocketExtensionsTests {
     /// The texts of a client's compressed messages (payloads without their `00 00 FF FF`, RFC
     /// 7692 7.2.1), inflated in order by one raw DEFLATE stream; `reset` starts a new stream for
     /// each (the client's `client_no_context_takeover`).
-    static func inflate(_ payloads: [[UInt8]], reset: Bool = false) throws -> [String] {
-        let decompressor = try ZlibDecompressor(algorithm: .deflate, windowSize: 15)
+    static func inflate(_ payloads: [[UInt8]], reset: Bool = false, windowBits: Int32 = 15) throws -> [String] {
+        let decompressor = try ZlibDecompressor(algorithm: .deflate, windowSize: windowBits)
         return try payloads.map { payload in
             if reset { try decompressor.reset() }
             var input = ByteBuffer(bytes: payload + [0x00, 0x00, 0xFF, 0xFF])
@@ -186,6 +186,27 @@ struct OkHttpWebSocketExtensionsTests {
             let offers = peer.heads.first?.lowercased().split(separator: "\r\n").filter { $0.hasPrefix("sec-websocket-extensions:") }
             // OkHttp offers `permessage-deflate` alone; Courier also lets the server cap its window.
             #expect(offers == ["sec-websocket-extensions: permessage-deflate; client_max_window_bits"])
+        }
+    }
+
+    /// A server that caps the client's window (`client_max_window_bits=8`, RFC 7692 7.1.2.2)
+    /// inflates Courier's messages with a window of 256 bytes: nothing refers further back, even
+    /// in a message whose every 300 bytes repeat (zlib takes no 8-bit raw window, and Courier's
+    /// 9-bit one reaches back at most 250 bytes).
+    @Test func aCappedClientWindowIsHonoured() async throws {
+        let script: ScriptedWebSocketPeer.Script = { _, _, accept in
+            .upgrade(accept: accept, [("Sec-WebSocket-Extensions", "permessage-deflate; client_max_window_bits=8")])
+        }
+        try await OkHttpWebSocketTests.withSocket(script) { task, peer, _ in
+            var generator = SystemRandomNumberGenerator()
+            let block = String((0..<300).map { _ in Character(UnicodeScalar(UInt8.random(in: 97...122, using: &generator))) })
+            let text = String(repeating: block, count: 4)
+            try await task.send(.text(text))
+            try await task.send(.text(text))
+            #expect(await peer.wait { OkHttpWebSocketTests.frames($0, 0x1).count == 2 })
+            let payloads = OkHttpWebSocketTests.frames(peer, 0x1).map(\.payload)
+            #expect(try Self.inflate(payloads, windowBits: 8) == [text, text])
+            try await OkHttpWebSocketTests.closeFromServer(task, peer)
         }
     }
 
