@@ -26,6 +26,10 @@ struct PerMessageDeflateParameters: Equatable, Sendable {
         case refused(String)
     }
 
+    /// Reads the server's `Sec-WebSocket-Extensions` values. Refused, as RFC 7692 7 has the
+    /// client fail them: another extension, or several; a parameter Courier does not know, given
+    /// twice, or with a value that is not one (a value is a token or a closed quoted string, RFC
+    /// 6455 9.1; a window is 8 to 15 in decimal without leading zeroes, RFC 7692 7.1.2).
     static func parse(_ values: [String]) -> Answer {
         let extensions = values.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         guard !extensions.isEmpty else { return .none }
@@ -39,9 +43,24 @@ struct PerMessageDeflateParameters: Equatable, Sendable {
         for part in parts {
             let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             let name = pair[0].lowercasedASCII
-            let value = pair.count > 1 ? pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")) : nil
+            // A token or a quoted string (RFC 6455 9.1), read as the string's value: a quote
+            // that is not closed, or anything after the closing one, is no value.
+            var value = pair.count > 1 ? pair[1] : nil
+            if let raw = value, raw.hasPrefix("\"") {
+                let bytes = Array(raw.utf8)
+                let quoted = HTTPToken.quotedString(bytes, openingAt: 0)
+                guard quoted.isClosed, quoted.end == bytes.count else { return .refused("permessage-deflate's \(part)") }
+                value = quoted.value
+            }
             guard seen.insert(name).inserted else { return .refused("permessage-deflate's \(name) given twice") }
-            func bits() -> Int? { value.flatMap { Int($0) }.flatMap { (8...15).contains($0) ? $0 : nil } }
+            // A window is 8 to 15 in decimal without leading zeroes (RFC 7692 7.1.2): `Int`
+            // would also read `08` and `+9`.
+            func bits() -> Int? {
+                guard let value, let first = value.utf8.first, first != UInt8(ascii: "0"),
+                    value.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let bits = Int(value)
+                else { return nil }
+                return (8...15).contains(bits) ? bits : nil
+            }
             switch name {
             case "client_no_context_takeover" where value == nil: parameters.clientNoContextTakeover = true
             case "server_no_context_takeover" where value == nil: parameters.serverNoContextTakeover = true

@@ -18,6 +18,10 @@ public struct WebSocketConfiguration: Sendable {
     /// none twice. A list that breaks the rule fails the task before anything is sent
     /// (``CourierError/Code/invalidRequest``): `"chat,superchat"` as one element went out as two
     /// offers, and the server's choice of the second was then refused as never offered.
+    ///
+    /// Empty, the request's own `Sec-WebSocket-Protocol` field (if any) is the offer, as it is
+    /// written, and the server may choose any subprotocol it names; otherwise this list replaces
+    /// that field.
     public var subprotocols: [String] = []
 
     /// Why `subprotocols` cannot be offered, if it cannot.

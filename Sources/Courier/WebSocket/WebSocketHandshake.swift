@@ -3,7 +3,9 @@ import Foundation
 import NIOHTTP1
 
 /// The opening handshake's checks (RFC 6455, 4.1 and 4.2.2): the key Courier sends, and what the
-/// server's answer must be for the connection to become a WebSocket.
+/// server's answer must be for the connection to become a WebSocket: `101`, `Upgrade: websocket`
+/// (no other value), `Upgrade` among `Connection`'s tokens, the accept value of the key, and no
+/// extension or subprotocol that was not offered.
 struct WebSocketHandshake: Sendable {
     /// The `Sec-WebSocket-Key`: 16 random bytes in base64.
     let key: String
@@ -37,8 +39,12 @@ struct WebSocketHandshake: Sendable {
         guard head.status == .switchingProtocols else {
             return "the server answered the upgrade with \(head.status.code), not 101"
         }
+        // `websocket` and nothing else (RFC 6455 4.1: a value that is not `websocket` fails the
+        // connection, in a list that also names it too).
         let upgrade = head.headers[canonicalForm: "upgrade"].map(\.lowercasedASCII)
-        guard upgrade.contains("websocket") else { return "the 101 response has no `Upgrade: websocket`" }
+        guard !upgrade.isEmpty, upgrade.allSatisfy({ $0 == "websocket" }) else {
+            return "the 101 response has no `Upgrade: websocket`" + (upgrade.isEmpty ? "" : " alone (\(head.headers["upgrade"].joined(separator: ", ")))")
+        }
         let connection = head.headers[canonicalForm: "connection"].map(\.lowercasedASCII)
         guard connection.contains("upgrade") else { return "the 101 response has no `Connection: Upgrade`" }
         let accept = head.headers["sec-websocket-accept"]

@@ -122,7 +122,12 @@ final class WebSocketHandshakeHandler: ChannelDuplexHandler, RemovableChannelHan
         var lines = text.split(separator: "\r\n", omittingEmptySubsequences: true).map(String.init)
         guard !lines.isEmpty else { return .invalid("no status line") }
         let statusLine = lines.removeFirst().split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-        guard statusLine.count >= 2, statusLine[0].hasPrefix("HTTP/1."), let code = Int(statusLine[1]), (100...999).contains(code) else {
+        // HTTP/1.x's version and a status of three digits (RFC 9112 2.3 and 4), as the proxy
+        // tunnel reads its head: `Int` alone would take `+101` and `0101` for 101.
+        guard statusLine.count >= 2, statusLine[0] == "HTTP/1.1" || statusLine[0] == "HTTP/1.0", statusLine[1].utf8.count == 3,
+            statusLine[1].utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let code = Int(statusLine[1]),
+            (100...999).contains(code)
+        else {
             return .invalid("the status line \(statusLine.joined(separator: " "))")
         }
         var headers = HTTPHeaders()

@@ -482,7 +482,7 @@ public final class WebSocketTask: Sendable {
             state.recorder.exchangeBegan(adapted)
             return state.retryReasons.count
         }
-        let handshake = WebSocketHandshake(offeredProtocols: self.configuration.subprotocols, offersCompression: self.configuration.permessageDeflate)
+        let handshake = WebSocketHandshake(offeredProtocols: self.offeredSubprotocols(adapted), offersCompression: self.configuration.permessageDeflate)
         let head = self.handshakeHead(adapted, key: key, handshake: handshake, url: httpURL)
         // Any loop: the connection is the task's alone (the engine's per-loop count is for exchanges).
         let loop = engine.loops.randomElement()!
@@ -622,6 +622,18 @@ public final class WebSocketTask: Sendable {
         // The handshake's handler goes; the bytes it holds (frames that came with the 101) go on
         // to the frame decoder.
         sync.removeHandler(handshakeHandler, promise: nil)
+    }
+
+    /// The subprotocols the handshake offers: ``WebSocketConfiguration/subprotocols``, or, when
+    /// it is empty, those the request's own `Sec-WebSocket-Protocol` fields name (a list, as
+    /// URLSession's and OkHttp's callers offer them), which then go out as they are, and the
+    /// server may choose.
+    private func offeredSubprotocols(_ request: Request) -> [String] {
+        guard self.configuration.subprotocols.isEmpty else { return self.configuration.subprotocols }
+        return request.headerFields[values: HTTPField.Name("Sec-WebSocket-Protocol")!]
+            .flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
     }
 
     /// The handshake's request head: GET, the request's fields, the session's additional ones
