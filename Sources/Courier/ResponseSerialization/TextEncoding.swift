@@ -10,18 +10,16 @@ enum TextEncoding {
         return Self.table[key]
     }
 
+    /// The byte-order marks and the encodings they announce, UTF-32's first: `FF FE 00 00` is the
+    /// UTF-32LE mark, and starts with UTF-16LE's.
+    static let byteOrderMarks: [(bytes: [UInt8], encoding: String.Encoding)] = [
+        ([0x00, 0x00, 0xFE, 0xFF], .utf32BigEndian), ([0xFF, 0xFE, 0x00, 0x00], .utf32LittleEndian),
+        ([0xEF, 0xBB, 0xBF], .utf8), ([0xFE, 0xFF], .utf16BigEndian), ([0xFF, 0xFE], .utf16LittleEndian),
+    ]
+
     /// The encoding a byte-order mark at the start of `data` announces, and the mark's length.
-    /// UTF-32 is checked before UTF-16: `FF FE 00 00` is the UTF-32LE mark.
     static func byteOrderMark(in data: Data) -> (encoding: String.Encoding, length: Int)? {
-        data.withUnsafeBytes { bytes -> (String.Encoding, Int)? in
-            let b = Array(bytes.prefix(4))
-            if b.count >= 4, b[0] == 0x00, b[1] == 0x00, b[2] == 0xFE, b[3] == 0xFF { return (.utf32BigEndian, 4) }
-            if b.count >= 4, b[0] == 0xFF, b[1] == 0xFE, b[2] == 0x00, b[3] == 0x00 { return (.utf32LittleEndian, 4) }
-            if b.count >= 3, b[0] == 0xEF, b[1] == 0xBB, b[2] == 0xBF { return (.utf8, 3) }
-            if b.count >= 2, b[0] == 0xFE, b[1] == 0xFF { return (.utf16BigEndian, 2) }
-            if b.count >= 2, b[0] == 0xFF, b[1] == 0xFE { return (.utf16LittleEndian, 2) }
-            return nil
-        }
+        Self.byteOrderMarks.first { data.starts(with: $0.bytes) }.map { ($0.encoding, $0.bytes.count) }
     }
 
     /// `data` as windows-1252 by the WHATWG Encoding standard: every byte is a character (the five

@@ -121,14 +121,10 @@ final class WebSocketHandshakeHandler: ChannelDuplexHandler, RemovableChannelHan
         guard let text = buffer.readString(length: length) else { return .invalid("not text") }
         var lines = text.split(separator: "\r\n", omittingEmptySubsequences: true).map(String.init)
         guard !lines.isEmpty else { return .invalid("no status line") }
-        let statusLine = lines.removeFirst().split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-        // HTTP/1.x's version and a status of three digits (RFC 9112 2.3 and 4), as the proxy
-        // tunnel reads its head: `Int` alone would take `+101` and `0101` for 101.
-        guard statusLine.count >= 2, statusLine[0] == "HTTP/1.1" || statusLine[0] == "HTTP/1.0", statusLine[1].utf8.count == 3,
-            statusLine[1].utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let code = Int(statusLine[1]),
-            (100...999).contains(code)
-        else {
-            return .invalid("the status line \(statusLine.joined(separator: " "))")
+        let statusLine = lines.removeFirst()
+        // Read as the proxy tunnel reads its own.
+        guard let (code, reason) = HTTPConnectStateMachine.statusLine(statusLine) else {
+            return .invalid("the status line \(statusLine)")
         }
         var headers = HTTPHeaders()
         for line in lines {
@@ -138,7 +134,6 @@ final class WebSocketHandshakeHandler: ChannelDuplexHandler, RemovableChannelHan
             guard !name.isEmpty else { return .invalid("a field with no name") }
             headers.add(name: name, value: value)
         }
-        let reason = statusLine.count > 2 ? String(statusLine[2]) : ""
         return .head(HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: code, reasonPhrase: reason), headers: headers))
     }
 

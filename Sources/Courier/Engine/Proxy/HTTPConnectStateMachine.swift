@@ -309,12 +309,7 @@ struct HTTPConnectStateMachine: ProxyHandshake {
             String(decoding: line.last == UInt8(ascii: "\r") ? line.dropLast() : line, as: UTF8.self)
         }
         guard !lines.isEmpty else { return nil }
-        let statusLine = lines.removeFirst()
-        let parts = statusLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, parts[0] == "HTTP/1.1" || parts[0] == "HTTP/1.0",
-            parts[1].count == 3, parts[1].allSatisfy({ $0.isASCII && $0.isNumber }), let code = Int(parts[1])
-        else { return nil }
-        let reason = parts.count > 2 ? String(parts[2]) : ""
+        guard let (code, reason) = Self.statusLine(lines.removeFirst()) else { return nil }
         var fields = HTTPFields()
         for line in lines {
             guard let colon = line.firstIndex(of: ":"), let name = HTTPField.Name(String(line[..<colon])) else { continue }
@@ -322,6 +317,19 @@ struct HTTPConnectStateMachine: ProxyHandshake {
             fields.append(HTTPField(name: name, value: value))
         }
         return HTTPResponse(status: HTTPResponse.Status(code: code, reasonPhrase: reason), headerFields: fields)
+    }
+
+    /// The status code and reason phrase of an HTTP/1.x status line, `HTTP/1.1 ddd[ reason]` (or
+    /// `HTTP/1.0`): the code three ASCII digits naming a class, 100 to 999 (RFC 9112 4, RFC 9110
+    /// 15; `Int` alone would take `+101` and `0101`). Nil for any other line. The WebSocket
+    /// handshake reads its status line with it too.
+    static func statusLine(_ line: some StringProtocol) -> (code: Int, reason: String)? {
+        let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count >= 2, parts[0] == "HTTP/1.1" || parts[0] == "HTTP/1.0", parts[1].utf8.count == 3,
+            parts[1].utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let code = Int(parts[1]),
+            code >= 100
+        else { return nil }
+        return (code, parts.count > 2 ? String(parts[2]) : "")
     }
 
     /// The first bytes received, printable, for a message.

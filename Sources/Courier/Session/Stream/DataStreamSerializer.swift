@@ -56,13 +56,9 @@ public struct StringStreamSerializer: DataStreamSerializer {
     /// UTF-16 unit or a high surrogate, up to 3 bytes of a UTF-32 unit), or, before the encoding
     /// is known, the body's first bytes, which may be the start of a byte-order mark.
     private var pending: [UInt8] = []
-    /// The encoding, once the body's start said it; nil before.
-    private var form: Form?
-
-    /// The encodings a byte-order mark can name.
-    enum Form: Sendable {
-        case utf8, utf16BigEndian, utf16LittleEndian, utf32BigEndian, utf32LittleEndian
-    }
+    /// The encoding, once the body's start said it (UTF-8, or one a byte-order mark names); nil
+    /// before.
+    private var form: String.Encoding?
 
     /// A serializer of UTF-8 text, or of the encoding a byte-order mark names.
     public init() {}
@@ -110,11 +106,11 @@ public struct StringStreamSerializer: DataStreamSerializer {
     /// The encoding the byte-order mark at the start of `head` (the body's first bytes, up to 4)
     /// names, and the mark's length; UTF-8 and 0 when there is none. Nil while `head` may still
     /// grow into a mark (`FF FE` is UTF-16LE's, or the start of UTF-32LE's) and the body goes on.
-    static func sniff(_ head: [UInt8], atEnd: Bool) -> (Form, Int)? {
-        // UTF-32LE's mark before UTF-16LE's, which starts it.
-        for (mark, form) in Self.marks {
+    static func sniff(_ head: [UInt8], atEnd: Bool) -> (String.Encoding, Int)? {
+        // The marks in `TextEncoding`'s order: UTF-32LE's before UTF-16LE's, which starts it.
+        for (mark, encoding) in TextEncoding.byteOrderMarks {
             if head.count >= mark.count {
-                if head.starts(with: mark) { return (form, mark.count) }
+                if head.starts(with: mark) { return (encoding, mark.count) }
             } else if !atEnd, mark.starts(with: head) {
                 return nil
             }
@@ -122,14 +118,9 @@ public struct StringStreamSerializer: DataStreamSerializer {
         return (.utf8, 0)
     }
 
-    private static let marks: [([UInt8], Form)] = [
-        ([0x00, 0x00, 0xFE, 0xFF], .utf32BigEndian), ([0xFF, 0xFE, 0x00, 0x00], .utf32LittleEndian),
-        ([0xEF, 0xBB, 0xBF], .utf8), ([0xFE, 0xFF], .utf16BigEndian), ([0xFF, 0xFE], .utf16LittleEndian),
-    ]
-
     /// The characters `bytes` of UTF-16 or UTF-32 hold whole; a unit cut short, and a high
     /// surrogate whose pair may follow, are kept for the next chunk, or become U+FFFD `atEnd`.
-    private mutating func decodeUnits<Bytes: Collection<UInt8>>(_ bytes: Bytes, form: Form, atEnd: Bool) -> [String] {
+    private mutating func decodeUnits<Bytes: Collection<UInt8>>(_ bytes: Bytes, form: String.Encoding, atEnd: Bool) -> [String] {
         let bytes = Array(bytes)
         let size = form == .utf16BigEndian || form == .utf16LittleEndian ? 2 : 4
         var end = bytes.count - bytes.count % size
