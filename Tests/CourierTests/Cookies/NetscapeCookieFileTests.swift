@@ -117,43 +117,41 @@ struct NetscapeCookieFileTests {
         #expect(back.cookies == cookies)
     }
 
-    @Test func aFileStoreKeepsACookieWithATabInItsValueAcrossARestart() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cookies-\(UUID())")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("cookies.txt")
-        let suffixes = PublicSuffixList(rules: "com\n")
-        let url = URL(string: "http://www.example.com/")!
-        let first = try FileCookieStorage(fileURL: file, publicSuffixes: suffixes, clock: ManualClock().function)
-        first.storeCookies(fromSetCookieFields: ["tab=x\ty; Max-Age=3600", "n\tm=1; Max-Age=3600", "ok=2; Max-Age=3600"], for: url)
-        #expect(first.cookieHeader(for: url) == "tab=x\ty; n\tm=1; ok=2")
-        try first.save()
-        let second = try FileCookieStorage(fileURL: file, publicSuffixes: suffixes, clock: ManualClock().function)
-        // The name with a tab is not written (the format cannot hold it); it would otherwise come
-        // back as another cookie, `n` with the value `m\t1`.
-        #expect(second.cookieHeader(for: url) == "tab=x\ty; ok=2")
+    @Test func aFileStoreKeepsACookieWithATabInItsValueAcrossARestart() async throws {
+        try await withScratchDirectory { folder in
+            let file = folder.appendingPathComponent("cookies.txt")
+            let suffixes = PublicSuffixList(rules: "com\n")
+            let url = URL(string: "http://www.example.com/")!
+            let first = try FileCookieStorage(fileURL: file, publicSuffixes: suffixes, clock: ManualClock().function)
+            first.storeCookies(fromSetCookieFields: ["tab=x\ty; Max-Age=3600", "n\tm=1; Max-Age=3600", "ok=2; Max-Age=3600"], for: url)
+            #expect(first.cookieHeader(for: url) == "tab=x\ty; n\tm=1; ok=2")
+            try first.save()
+            let second = try FileCookieStorage(fileURL: file, publicSuffixes: suffixes, clock: ManualClock().function)
+            // The name with a tab is not written (the format cannot hold it); it would otherwise come
+            // back as another cookie, `n` with the value `m\t1`.
+            #expect(second.cookieHeader(for: url) == "tab=x\ty; ok=2")
+        }
     }
 
     /// curl checks a file's cookies against the public suffix list as it checks `Set-Cookie`
     /// fields (`is_public_suffix` with no request host): a line for `.com` with subdomains on
     /// would send its cookie to every host under `com`.
-    @Test func aFileStoreDropsCookiesForAPublicSuffix() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cookies-\(UUID())")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("cookies.txt")
-        try Data("""
-            .com\tTRUE\t/\tFALSE\t0\twide\t1
-            .co.uk\tTRUE\t/\tFALSE\t0\twider\t2
-            com\tFALSE\t/\tFALSE\t0\thost\t3
-            .example.com\tTRUE\t/\tFALSE\t0\tsite\t4
-            192.168.0.1\tFALSE\t/\tFALSE\t0\tip\t5
+    @Test func aFileStoreDropsCookiesForAPublicSuffix() async throws {
+        try await withScratchDirectory { folder in
+            let file = folder.appendingPathComponent("cookies.txt")
+            try Data("""
+                .com\tTRUE\t/\tFALSE\t0\twide\t1
+                .co.uk\tTRUE\t/\tFALSE\t0\twider\t2
+                com\tFALSE\t/\tFALSE\t0\thost\t3
+                .example.com\tTRUE\t/\tFALSE\t0\tsite\t4
+                192.168.0.1\tFALSE\t/\tFALSE\t0\tip\t5
 
-            """.utf8).write(to: file)
-        let store = try FileCookieStorage(
-            fileURL: file, publicSuffixes: PublicSuffixList(rules: "com\nuk\nco.uk\n"), clock: ManualClock().function)
-        #expect(store.allCookies.map(\.name).sorted() == ["host", "ip", "site"], "a host-only cookie for a suffix's own host is kept")
-        #expect(store.cookieHeader(for: URL(string: "http://www.example.com/")!) == "site=4")
-        #expect(store.cookieHeader(for: URL(string: "http://other.com/")!) == nil)
+                """.utf8).write(to: file)
+            let store = try FileCookieStorage(
+                fileURL: file, publicSuffixes: PublicSuffixList(rules: "com\nuk\nco.uk\n"), clock: ManualClock().function)
+            #expect(store.allCookies.map(\.name).sorted() == ["host", "ip", "site"], "a host-only cookie for a suffix's own host is kept")
+            #expect(store.cookieHeader(for: URL(string: "http://www.example.com/")!) == "site=4")
+            #expect(store.cookieHeader(for: URL(string: "http://other.com/")!) == nil)
+        }
     }
 }
