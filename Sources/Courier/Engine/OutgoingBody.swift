@@ -8,7 +8,8 @@ enum OutgoingBody {
     case stream(RequestBody.Stream, length: RequestBody.Length)
 
     /// The body of `request`; a body file that cannot be read, or a trailer field HTTP forbids
-    /// (``RequestBody/checkedTrailers(of:)``), fails here, before anything is sent.
+    /// (``RequestBody/checkedTrailers(of:)``), or a body on a `TRACE` request, fails here, before
+    /// anything is sent.
     init(_ request: Request) throws(CourierError) {
         _ = try RequestBody.checkedTrailers(of: request)
         switch request.body.storage {
@@ -26,6 +27,11 @@ enum OutgoingBody {
             self = .stream(stream, length: length)
         case .replayableStream(let makeStream, let length):
             self = .stream(makeStream(), length: length)
+        }
+        // RFC 9110 9.3.8: "A client MUST NOT send content in a TRACE request" (AHC refuses it
+        // too); a stream of unknown length may have some.
+        if request.method == .trace, self.length != .known(0) {
+            throw CourierError(.invalidRequest, "\(request.summary): a TRACE request cannot carry a body (RFC 9110 9.3.8)", request: request)
         }
     }
 
