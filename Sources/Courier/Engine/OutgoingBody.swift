@@ -29,8 +29,9 @@ enum OutgoingBody {
             self = .stream(makeStream(), length: length)
         }
         // RFC 9110 9.3.8: "A client MUST NOT send content in a TRACE request" (AHC refuses it
-        // too); a stream of unknown length may have some.
-        if request.method == .trace, self.length != .known(0) {
+        // too); a stream of unknown length may have some. The method (a string) is compared only
+        // for a request with a body.
+        if self.length != .known(0), request.method == .trace {
             throw CourierError(.invalidRequest, "\(request.summary): a TRACE request cannot carry a body (RFC 9110 9.3.8)", request: request)
         }
     }
