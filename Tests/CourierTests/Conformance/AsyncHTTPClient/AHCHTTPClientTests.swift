@@ -244,6 +244,28 @@ struct AHCHTTPClientTests {
         }
     }
 
+    // AHC: HTTPClientInformationalResponsesTests.testServerSendsSwitchingProtocols
+    // A 101 nobody asked for is the answer, without a body (what follows is another protocol's,
+    // and the server never ends it); the connection is not used again.
+    @Test func anUnaskedSwitchingProtocolsIsTheAnswerAndEndsTheConnection() async throws {
+        let answered = NIOLockedValueBox(0)
+        try await Self.overHTTP1({ _, _, _ in
+            let first = answered.withLockedValue { count -> Bool in
+                defer { count += 1 }
+                return count == 0
+            }
+            return .respond(first ? "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: Websocket\r\n\r\nfoo bar" : Self.ok)
+        }) { server, manager async throws in
+            var request = Request(method: .post, url: server.baseURL, body: .data(Data(#"{"foo": "bar"}"#.utf8)))
+            request.headerFields[.contentType] = "application/json"
+            let response = try await manager.responseOfAnyStatus(for: request)
+            #expect(response.response.status == .switchingProtocols)
+            #expect(response.data?.isEmpty != false)
+            #expect(try await manager.responseOfAnyStatus(for: Request(url: server.baseURL)).response.status == .ok)
+            #expect(server.connectionCount == 2)
+        }
+    }
+
     // AHC: testWeHandleUsReceivingACloseHeaderCorrectly,
     // testWeHandleUsReceivingACloseHeaderAmongstOtherConnectionHeadersCorrectly
     @Test(arguments: [("Connection", "close"), ("connection", "foo,close,bar"), ("CoNneCTION", "ClOSe"), ("Connection", "foo, ClOSe ,bar")])
