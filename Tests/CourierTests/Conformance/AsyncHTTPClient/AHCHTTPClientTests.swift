@@ -34,6 +34,19 @@ struct AHCHTTPClientTests {
         }
     }
 
+    /// A script answering the server's first request (on any connection) with `first`, every
+    /// later one with `rest`, the connection left open.
+    static func answering(first: String, then rest: String = Self.ok) -> ScriptedHTTPServer.Script {
+        let answered = NIOLockedValueBox(0)
+        return { _, _, _ in
+            let isFirst = answered.withLockedValue { count -> Bool in
+                defer { count += 1 }
+                return count == 0
+            }
+            return .respond(isFirst ? first : rest)
+        }
+    }
+
     /// The values of the field `name` in a head as received (its lines after the request line).
     static func values(_ name: String, in head: String) -> [String] {
         head.split(separator: "\r\n").dropFirst().compactMap { line -> String? in
@@ -248,14 +261,8 @@ struct AHCHTTPClientTests {
     // A 101 nobody asked for is the answer, without a body (what follows is another protocol's,
     // and the server never ends it); the connection is not used again.
     @Test func anUnaskedSwitchingProtocolsIsTheAnswerAndEndsTheConnection() async throws {
-        let answered = NIOLockedValueBox(0)
-        try await Self.overHTTP1({ _, _, _ in
-            let first = answered.withLockedValue { count -> Bool in
-                defer { count += 1 }
-                return count == 0
-            }
-            return .respond(first ? "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: Websocket\r\n\r\nfoo bar" : Self.ok)
-        }) { server, manager async throws in
+        let upgrade = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: Websocket\r\n\r\nfoo bar"
+        try await Self.overHTTP1(Self.answering(first: upgrade)) { server, manager async throws in
             var request = Request(method: .post, url: server.baseURL, body: .data(Data(#"{"foo": "bar"}"#.utf8)))
             request.headerFields[.contentType] = "application/json"
             let response = try await manager.responseOfAnyStatus(for: request)
@@ -270,15 +277,9 @@ struct AHCHTTPClientTests {
     // testWeHandleUsReceivingACloseHeaderAmongstOtherConnectionHeadersCorrectly
     @Test(arguments: [("Connection", "close"), ("connection", "foo,close,bar"), ("CoNneCTION", "ClOSe"), ("Connection", "foo, ClOSe ,bar")])
     func anAnswersCloseAmongOtherTokensEndsTheConnection(_ name: String, _ value: String) async throws {
-        let answered = NIOLockedValueBox(0)
-        try await Self.overHTTP1({ _, _, _ in
-            let first = answered.withLockedValue { count -> Bool in
-                defer { count += 1 }
-                return count == 0
-            }
-            // The server leaves the connection open: the client must not send the next on it.
-            return .respond(first ? "HTTP/1.1 200 OK\r\n\(name): \(value)\r\nContent-Length: 0\r\n\r\n" : Self.ok)
-        }) { server, manager async throws in
+        // The server leaves the connection open: the client must not send the next on it.
+        let closing = "HTTP/1.1 200 OK\r\n\(name): \(value)\r\nContent-Length: 0\r\n\r\n"
+        try await Self.overHTTP1(Self.answering(first: closing)) { server, manager async throws in
             for _ in 0..<3 {
                 #expect(try await manager.responseOfAnyStatus(for: Request(url: server.baseURL)).response.status == .ok)
             }
