@@ -105,6 +105,33 @@ struct AHCUploadTests {
         }
     }
 
+    // AHC: HTTP2ClientTests.testStreamRequestBodyWithFalseKnowledgeAboutLength. Over HTTP/2 a
+    // stream that gives fewer or more bytes than it declared is reset, never ended: the server
+    // has no whole request to answer, and the connection goes on carrying the next.
+    @Test func aStreamThatMisstatesItsLengthIsResetOverHTTP2() async throws {
+        var configuration = TestServer.Configuration.https()
+        configuration.recordsRequests = true
+        try await withTestServer(configuration) { server in
+            try await withManager(baseURL: nil, securityPolicy: try Transport.trustingTestRoot()) { manager in
+                for (declared, chunk) in [(10, "abcd"), (4, "abcdefghij")] {
+                    let chunks = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+                        continuation.yield(ByteBuffer(string: chunk))
+                        continuation.finish()
+                    }
+                    let request = Request(method: .post, url: server.url("/anything"), body: .stream(chunks, length: .known(Int64(declared))))
+                    let error = await #expect(throws: CourierError.self) { _ = try await manager.responseOfAnyStatus(for: request) }
+                    #expect(error?.code == .bodyReadFailed, "\(String(describing: error))")
+                }
+                // Frames are read in order: once this answer is in, the resets were read too.
+                let next = try await manager.responseOfAnyStatus(for: Request(url: server.url("/get")))
+                #expect(next.response.status == .ok)
+                #expect(server.receivedRequests.map(\.path) == ["/get"], "\(server.receivedRequests.map(\.path))")
+                #expect(server.requestCountsByHTTPVersion == ["HTTP/2": 1], "\(server.requestCountsByHTTPVersion)")
+                #expect(server.connectionCount == 1, "a stream's reset leaves its connection")
+            }
+        }
+    }
+
     // AHC: testWriteTimeout (there, a write that takes longer than the write timeout; Courier has
     // one idle timeout for both directions, URLSession's `timeoutIntervalForRequest`)
     @Test(arguments: [false, true])
