@@ -104,7 +104,7 @@ struct OkHttpCallBodyTests {
                 }
                 continuation.finish()
             }
-            let body = RequestBody.stream(chunks, length: chunked ? .unknown : .known(Int64(size)))
+            let body = RequestBody.stream(chunks.map { $0 }, length: chunked ? .unknown : .known(Int64(size)))
             let response = try await manager.responseOfAnyStatus(for: Request(method: .post, url: server.url("/"), body: body))
             #expect(response.response.status.code == 200)
             received = server.requests.first

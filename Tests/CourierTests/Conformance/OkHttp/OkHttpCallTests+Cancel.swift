@@ -22,8 +22,9 @@ struct OkHttpCallCancelTests {
     static func ok(_ body: String) -> String { OkHttpConnectionReuseTests.ok(body) }
 
     /// A data task for `request` whose completions (error, or nil for a success) go to the
-    /// returned recorder.
+    /// returned recorder; its body is taken as bytes (OkHttp's), not the manager's JSON.
     static func task(_ manager: HTTPSessionManager, _ request: Request) -> (SessionTask, Recorder<CourierError?>) {
+        manager.responseSerializer = HTTPResponseSerializer()
         let recorder = Recorder<CourierError?>()
         let task = manager.dataTask(with: request) { _, _, error in recorder.append(error) }
         return (task, recorder)
