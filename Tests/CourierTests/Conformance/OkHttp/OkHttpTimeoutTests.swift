@@ -220,4 +220,32 @@ struct OkHttpTimeoutTests {
             #expect(server.connectionCount == 1)
         }
     }
+
+    // OkHttp: timeoutWritingRequest (with no call timeout: the idle timeout alone)
+    @Test func stalledRequestBodyTimesOutWithTheIdleTimeout() async throws {
+        // The body stalls after `abc` and the server waits for the rest: nothing moves either way
+        // for longer than the request's idle timeout, which ends the exchange.
+        try await Call.overHTTP1(configuration: Call.configuration(readTimeout: 0.5), { _, _, _ in .hold }) { server, manager in
+            let error = await Call.failure {
+                try await manager.responseOfAnyStatus(for: Request(method: .post, url: server.baseURL, body: Self.sleepingBody()))
+            }
+            #expect(error?.code == .timedOut, "\(String(describing: error))")
+        }
+    }
+
+    // OkHttp: connectionsNotReusedWithRedirectIfDiscardingResponseIsSlow (a body that never ends)
+    @Test func redirectWhoseBodyNeverEndsIsFollowed() async throws {
+        // OkHttp discards a redirect's body for 100 ms at most, then follows on a new connection.
+        // A 302 whose chunked body stalls after one chunk: the redirect's target is known from its
+        // head, and its body is of no use to anyone.
+        let head = "HTTP/1.1 302 Found\r\nLocation: /b\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n"
+        try await Call.overHTTP1(configuration: Call.configuration(readTimeout: 1), { connection, _, _ in
+            connection == 0 ? .respondInTwoParts(Array(head.utf8), then: [], gate: OneShotGate()) : .respond(Self.ok("b"))
+        }) { server, manager in
+            await withKnownIssue("Courier drains a redirect's body whole before it follows (NIOExchange `.redirecting`): a stalled one times out") {
+                let response = try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))
+                #expect(Call.text(response) == "b")
+            }
+        }
+    }
 }
