@@ -226,4 +226,55 @@ struct OkHttpCallBodyTests {
             #expect(Array(response.value) == tail)
         }
     }
+
+    // MARK: Methods and default fields
+
+    // OkHttp: getWithRequestBody
+    @Test func getWithRequestBody() async throws {
+        // OkHttp refuses to build a GET with a body. Courier sends what it is given: RFC 9110 9.3.1
+        // gives such content no meaning but does not forbid it (URLSession drops it; Go and curl
+        // send it).
+        try await Call.overHTTP1({ _, _, _ in .respond(Self.ok("")) }) { server, manager in
+            let response = try await manager.responseOfAnyStatus(for: Request(method: .get, url: server.baseURL, body: .data(Data("abc".utf8))))
+            #expect(response.response.status.code == 200)
+            #expect(server.receivedHeads.first?.hasPrefix("GET / ") == true)
+            #expect(server.receivedBodyLengths == [3])
+        }
+    }
+
+    // OkHttp: customMethodWithBody, delete, deleteWithRequestBody, put, patch
+    @Test(arguments: ["CUSTOM", "DELETE", "PUT", "PATCH"])
+    func methodWithBody(_ method: String) async throws {
+        try await Call.overHTTP1({ _, _, _ in .respond(Self.ok("abc")) }) { server, manager in
+            var request = Request(method: HTTPRequest.Method(method)!, url: server.baseURL, body: .data(Data("def".utf8)))
+            request.headerFields[.contentType] = "text/plain; charset=utf-8"
+            let response = try await manager.responseOfAnyStatus(for: request)
+            #expect(Call.text(response) == "abc")
+            let head = server.receivedHeads.first
+            #expect(head?.hasPrefix("\(method) / ") == true)
+            #expect(Self.field("Content-Length", in: head) == "3")
+            #expect(Self.field("Content-Type", in: head) == "text/plain; charset=utf-8")
+            #expect(server.receivedBodyLengths == [3])
+        }
+    }
+
+    // OkHttp: unspecifiedRequestBodyContentTypeDoesNotGetDefault
+    @Test func unspecifiedRequestBodyContentTypeDoesNotGetDefault() async throws {
+        try await Call.overHTTP1({ _, _, _ in .respond(Self.ok("")) }) { server, manager in
+            _ = try await manager.responseOfAnyStatus(for: Request(method: .post, url: server.baseURL, body: .data(Data("abc".utf8))))
+            let head = server.receivedHeads.first
+            #expect(Self.field("Content-Type", in: head) == nil)
+            #expect(Self.field("Content-Length", in: head) == "3")
+        }
+    }
+
+    // OkHttp: userAgentIsIncludedByDefault
+    @Test func userAgentIsIncludedByDefault() async throws {
+        try await Call.overHTTP1({ _, _, _ in .respond(Self.ok("")) }) { server, manager in
+            _ = try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))
+            let userAgent = Self.field("User-Agent", in: server.receivedHeads.first)
+            #expect(userAgent != nil)
+            #expect(userAgent == SessionConfiguration.default.userAgent)
+        }
+    }
 }
