@@ -143,6 +143,16 @@ final class NIOExchange: Exchange, Sendable {
             state.currentTask = nil
             if state.isFinished { return .finish(nil) }
             if let cancellation = state.pendingCancellation { return .finish(cancellation) }
+            // A redirect is planned on its head, and its body only drained: a failure of the body
+            // (the connection closed or reset part-way) loses nothing the exchange needs, and the
+            // redirect is followed all the same, on another connection (the failed one is gone),
+            // as OkHttp does when discarding a redirect's body fails. Before, the exchange failed.
+            if case .failure = result, case .redirecting(let newRequest) = state.phase {
+                state.request = newRequest
+                state.phase = .awaitingHead
+                state.isHeadSent = false
+                return .startNextHop
+            }
             if case .failure(let error) = result {
                 if let (challenge, proxy) = self.proxyChallengeToAnswer(error, state: &state) { return .answer(challenge, of: proxy) }
                 return .finish(NIOEngine.courierError(from: error, request: state.request))

@@ -34,6 +34,20 @@ final class ScriptedHTTPServer: ShutDownByAwaiting {
         case respondWhenOpen(String, gate: OneShotGate)
         /// Writes `first` at once, and `then` once `gate` opens.
         case respondInTwoParts([UInt8], then: [UInt8], gate: OneShotGate)
+        /// Writes `bytes` as soon as the head is in, then shuts the connection's output down (a
+        /// FIN) and drops whatever else arrives, reading no request body and answering nothing
+        /// more (MockWebServer's `doNotReadRequestBody`, with nginx's lingering close: no reset
+        /// can destroy the answer in the client's buffers). The connection closes when the
+        /// client closes it.
+        case respondWithoutReadingBody(String)
+        /// Writes `bytes` once `delay` has passed, for the cases about a timeout only (a delay
+        /// the client's timeout is set against, never a wait for something to happen).
+        case respondAfter(String, delay: TimeAmount)
+        /// Writes `first` at once and `then` once `delay` has passed (a body that comes late), for
+        /// the cases about a slow answer only.
+        case respondThenAfter(String, then: String, delay: TimeAmount)
+        /// Never answers; the connection stays open until the client closes it.
+        case hold
     }
 
     /// What to do with the `request`-th request (0-based) of the `connection`-th connection.
@@ -52,17 +66,24 @@ final class ScriptedHTTPServer: ShutDownByAwaiting {
     var receivedHeads: [String] { self.headsBox.read { $0 } }
     /// How many body bytes each request carried, in order (counted once the body is whole).
     var receivedBodyLengths: [Int] { self.bodyLengthsBox.read { $0 } }
+    /// How many connections have closed (either side), signalled on ``changes`` too.
+    var closedConnectionCount: Int { self.closedBox.read { $0 } }
 
-    private init(channel: any Channel, connections: ObservedBox<Int>, heads: ObservedBox<[String]>, bodyLengths: ObservedBox<[Int]>) {
+    private init(
+        channel: any Channel, connections: ObservedBox<Int>, heads: ObservedBox<[String]>, bodyLengths: ObservedBox<[Int]>,
+        closed: ObservedBox<Int>
+    ) {
         self.channel = channel
         self.connectionsBox = connections
         self.headsBox = heads
         self.bodyLengthsBox = bodyLengths
+        self.closedBox = closed
     }
 
     private let connectionsBox: ObservedBox<Int>
     private let headsBox: ObservedBox<[String]>
     private let bodyLengthsBox: ObservedBox<[Int]>
+    private let closedBox: ObservedBox<Int>
 
     /// Starts a server, runs `body` with it, and shuts it down (awaited) whatever `body` does.
     static func with<T>(_ script: @escaping Script, _ body: (ScriptedHTTPServer) async throws -> T) async throws -> T {
@@ -70,11 +91,12 @@ final class ScriptedHTTPServer: ShutDownByAwaiting {
     }
 
     static func start(_ script: @escaping Script) async throws -> ScriptedHTTPServer {
-        // One signal for all three: a test waits on ``changes`` for any of them.
+        // One signal for all four: a test waits on ``changes`` for any of them.
         let changes = Changes()
         let connections = ObservedBox(0, changes: changes)
         let heads = ObservedBox<[String]>([], changes: changes)
         let bodyLengths = ObservedBox<[Int]>([], changes: changes)
+        let closed = ObservedBox(0, changes: changes)
         let held = HeldAnswers()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -85,12 +107,13 @@ final class ScriptedHTTPServer: ShutDownByAwaiting {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
-                        ScriptedConnectionHandler(connection: index, script: script, heads: heads, bodyLengths: bodyLengths, held: held))
+                        ScriptedConnectionHandler(
+                            connection: index, script: script, heads: heads, bodyLengths: bodyLengths, held: held, closed: closed))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
             .get()
-        return ScriptedHTTPServer(channel: channel, connections: connections, heads: heads, bodyLengths: bodyLengths)
+        return ScriptedHTTPServer(channel: channel, connections: connections, heads: heads, bodyLengths: bodyLengths, closed: closed)
     }
 
     func shutdown() async {
@@ -107,23 +130,33 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
     let heads: ObservedBox<[String]>
     let bodyLengths: ObservedBox<[Int]>
     let held: HeldAnswers
+    let closed: ObservedBox<Int>
     var buffer = ByteBuffer()
+    /// Set once an action stopped reading requests: what arrives afterwards is dropped.
+    var done = false
     var requests = 0
     /// The request whose body is being read: its length left, and what to do once it is in.
     var body: (remaining: Int, length: Int, action: ScriptedHTTPServer.Action?)?
 
     init(
         connection: Int, script: @escaping ScriptedHTTPServer.Script, heads: ObservedBox<[String]>, bodyLengths: ObservedBox<[Int]>,
-        held: HeldAnswers
+        held: HeldAnswers, closed: ObservedBox<Int>
     ) {
         self.held = held
+        self.closed = closed
         self.connection = connection
         self.script = script
         self.heads = heads
         self.bodyLengths = bodyLengths
     }
 
+    func channelInactive(context: ChannelHandlerContext) {
+        self.closed.withLockedValue { $0 += 1 }
+        context.fireChannelInactive()
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !self.done else { return }
         var incoming = self.unwrapInboundIn(data)
         self.buffer.writeBuffer(&incoming)
         while true {
@@ -157,6 +190,14 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
             if case .respondBeforeBody(let bytes) = action {
                 context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: bytes)), promise: nil)
                 self.body = (length, length, nil)
+            } else if case .respondWithoutReadingBody(let bytes) = action {
+                self.done = true
+                self.buffer.clear()
+                let context = NIOLoopBound(context, eventLoop: context.eventLoop)
+                context.value.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: bytes))).whenComplete { _ in
+                    context.value.close(mode: .output, promise: nil)
+                }
+                return
             } else {
                 self.body = (length, length, action)
             }
@@ -202,6 +243,19 @@ private final class ScriptedConnectionHandler: ChannelInboundHandler {
             context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(bytes: first)), promise: nil)
             let channel = context.channel
             gate.whenOpen { channel.writeAndFlush(ByteBuffer(bytes: then), promise: nil) }
+            return true
+        case .respondWithoutReadingBody:
+            return false  // done as the head came in
+        case .respondAfter(let bytes, let delay):
+            let channel = context.channel
+            context.eventLoop.scheduleTask(in: delay) { channel.writeAndFlush(ByteBuffer(string: bytes), promise: nil) }
+            return true
+        case .respondThenAfter(let first, let then, let delay):
+            context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: first)), promise: nil)
+            let channel = context.channel
+            context.eventLoop.scheduleTask(in: delay) { channel.writeAndFlush(ByteBuffer(string: then), promise: nil) }
+            return true
+        case .hold:
             return true
         case .respondOnceReceived(let bytes, let requests):
             let channel = context.channel

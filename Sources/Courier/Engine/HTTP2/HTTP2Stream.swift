@@ -300,7 +300,9 @@ final class HTTP2Stream {
         guard let hopHandler else { return }
         switch part {
         case .head(let head):
-            if let ratio = self.decompressionRatio, self.decodesResponse {
+            if let ratio = self.decompressionRatio, self.decodesResponse,
+                ResponseInflater.holdsCodingsStart(status: head.response.status.code, contentRange: head.response.headerFields[.contentRange])
+            {
                 self.inflater = ResponseInflater.make(fields: head.response.headerFields, ratio: ratio)
             }
             hopHandler.streamReceived(part)

@@ -42,7 +42,23 @@ final class ResponseInflater {
     static func make(
         head: HTTPResponseHead, ratio: Int, freeSize: Int = NIOEngine.Decompression.ratioFreeSize
     ) -> ResponseInflater? {
-        Self.make(contentEncodings: head.headers["Content-Encoding"], ratio: ratio, freeSize: freeSize)
+        guard Self.holdsCodingsStart(status: Int(head.status.code), contentRange: head.headers.first(name: "Content-Range")) else { return nil }
+        return Self.make(contentEncodings: head.headers["Content-Encoding"], ratio: ratio, freeSize: freeSize)
+    }
+
+    /// Whether a response's body starts where its coded representation does, so that it can be
+    /// decoded: every response but a `206` whose range starts past byte 0, or that has no
+    /// `Content-Range` of its own (`multipart/byteranges`). A content coding is the
+    /// representation's (RFC 9110 8.4), and a range is of its coded bytes (RFC 9110 14.1.1): the
+    /// middle of a gzip stream cannot be inflated, and such a body is handed over as it came,
+    /// as OkHttp and curl hand it (a download resumed from a `.gz` file that Apache labels
+    /// `Content-Encoding: gzip` failed with `invalidResponse` before).
+    static func holdsCodingsStart(status: Int, contentRange: String?) -> Bool {
+        guard status == 206 else { return true }
+        guard let contentRange else { return false }
+        let value = contentRange.drop { $0 == " " || $0 == "\t" }
+        guard value.prefix(5).lowercased() == "bytes" else { return false }
+        return value.dropFirst(5).drop { $0 == " " }.hasPrefix("0-")
     }
 
     /// The same for a response head made as swift-http-types' fields (an HTTP/2 stream's).
