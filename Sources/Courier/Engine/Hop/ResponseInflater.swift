@@ -53,9 +53,10 @@ final class ResponseInflater {
     /// middle of a gzip stream cannot be inflated, and such a body is handed over as it came,
     /// as OkHttp and curl hand it (a download resumed from a `.gz` file that Apache labels
     /// `Content-Encoding: gzip` failed with `invalidResponse` before).
-    static func holdsCodingsStart(status: Int, contentRange: String?) -> Bool {
+    /// The range is read only for a `206`: every response asks.
+    static func holdsCodingsStart(status: Int, contentRange: @autoclosure () -> String?) -> Bool {
         guard status == 206 else { return true }
-        guard let contentRange else { return false }
+        guard let contentRange = contentRange() else { return false }
         let value = contentRange.drop { $0 == " " || $0 == "\t" }
         guard value.prefix(5).lowercased() == "bytes" else { return false }
         return value.dropFirst(5).drop { $0 == " " }.hasPrefix("0-")
