@@ -102,6 +102,11 @@ final class ScriptedHTTP2Server: Sendable {
         /// NO_ERROR, a server that answered before reading the whole request and asks the client
         /// to stop sending it (RFC 9113 8.1).
         case respondThenReset(String, code: HTTP2ErrorCode)
+        /// Stops reading the stream (its DATA stays unread, so its receive window does not
+        /// reopen and the client's upload stalls once it is spent), then answers 200 with `body`
+        /// (END_STREAM): a server that answered without reading the request, and says nothing
+        /// more (no RST_STREAM). For `atHead`.
+        case respondThenStopReading(String)
         /// Answers 200 with a `content-length` of `bytes` and that many zero bytes, in DATA frames
         /// of 16 KiB at most, written at once; ``responseBodyBytesSent`` counts the bytes of each
         /// frame once it left (swift-nio-http2 holds a frame until the client's windows take it).
@@ -751,6 +756,9 @@ final class ScriptedHTTP2Server: Sendable {
                     Self.write(body, on: channel)
                     channel.writeAndFlush(HTTP2Frame.FramePayload.rstStream(code), promise: nil)
                 }
+            case .respondThenStopReading(let body):
+                try? channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+                Self.answer(body, on: channel)
             case .respondCounted(let bytes):
                 let state = self.state
                 channel.eventLoop.execute {

@@ -21,7 +21,7 @@ extension OkHttpHTTP2Tests {
         // three requests at once: two streams there, the third on a new connection.
         try await Self.run({ _, path in
             path == "/settings" ? .respondAfterSettings([HTTP2Setting(parameter: .maxConcurrentStreams, value: 2)], body: "") : .hold(path)
-        }) { server, manager in
+        }) { server, manager async throws in
             #expect(Self.text(try await Self.get(server, manager, "/settings")) == "")
             try await withThrowingTaskGroup(of: String.self) { group in
                 for path in ["/ABC", "/DEF", "/GHI"] {
@@ -49,7 +49,7 @@ extension OkHttpHTTP2Tests {
             extraSettings: [HTTP2Setting(parameter: .initialWindowSize, value: 0)],
             atHead: { _ in .sendSettings([HTTP2Setting(parameter: .initialWindowSize, value: 65535)]) },
             { _, _ in .respond("uploaded") }
-        ) { server, manager in
+        ) { server, manager async throws in
             let response = try await manager.responseOfAnyStatus(for: Request(method: .put, url: Self.url(server), body: .data(upload)))
             #expect(Self.text(response) == "uploaded")
             #expect(server.requests.first?.body == Array(upload))
@@ -61,7 +61,7 @@ extension OkHttpHTTP2Tests {
     /// whole (RFC 7541 4.2).
     @Test func aHeaderTableOfZeroIsHonoured() async throws {
         try await Self.run(extraSettings: [HTTP2Setting(parameter: .headerTableSize, value: 0)], { index, _ in .respond("\(index)") }) {
-            server, manager in
+            server, manager async throws in
             for index in 0..<5 {
                 var request = Request(url: Self.url(server, "/same"))
                 request.headerFields[HTTPField.Name("X-Repeated")!] = "the same value each time"
@@ -76,7 +76,7 @@ extension OkHttpHTTP2Tests {
 
     // OkHttp: connectionNotReusedAfterShutdown
     @Test func connectionNotReusedAfterShutdown() async throws {
-        try await Self.run({ index, _ in index == 0 ? .respondThenGoAway("ABC") : .respond(index == 1 ? "DEF" : "XXX") }) { server, manager in
+        try await Self.run({ index, _ in index == 0 ? .respondThenGoAway("ABC") : .respond(index == 1 ? "DEF" : "XXX") }) { server, manager async throws in
             #expect(Self.text(try await Self.get(server, manager)) == "ABC")
             #expect(Self.text(try await Self.get(server, manager)) == "DEF")
             #expect(server.requests.map(\.connection) == [0, 1])
@@ -88,7 +88,7 @@ extension OkHttpHTTP2Tests {
         // OkHttp's GOAWAY comes between its health check and its request; here it comes as the
         // request arrives and names the one before it as the last processed: the request, sent
         // on a connection the client took as healthy, goes again on a new one.
-        try await Self.run({ index, _ in index == 0 ? .respond("ABC") : index == 1 ? .goAway : .respond("DEF") }) { server, manager in
+        try await Self.run({ index, _ in index == 0 ? .respond("ABC") : index == 1 ? .goAway : .respond("DEF") }) { server, manager async throws in
             #expect(Self.text(try await Self.get(server, manager)) == "ABC")
             #expect(Self.text(try await Self.get(server, manager)) == "DEF")
             #expect(server.connectionCount == 2)
@@ -96,9 +96,34 @@ extension OkHttpHTTP2Tests {
         }
     }
 
+    // OkHttp: recoverFromConnectionNoNewStreamsOnFollowUp
+    @Test func followUpsLeaveAConnectionThatTakesNoNewStreams() async throws {
+        // OkHttp's first call gets a 401 and its authenticator waits while a second call's reset
+        // makes the connection take no new exchange; the follow-up then goes on a new
+        // connection, and so does the redirect after it. Here the connection stops taking
+        // streams as the follow-up arrives (a GOAWAY naming the 401's stream as the last
+        // processed): the follow-up goes again on a new connection. OkHttp's redirect then
+        // reuses that connection; Courier's pool learned from the GOAWAY that left a stream
+        // unprocessed that the host processes one stream a connection (nginx's
+        // `keepalive_requests`, `ConnectionPoolStateMachine.Host.Learned`), so the redirect
+        // opens a third.
+        let challenge = Action.answer(status: 401, fields: [("www-authenticate", #"Basic realm="protected area""#)])
+        let moved = Action.answer(status: 301, fields: [("location", "/foo")])
+        let script: [Action] = [challenge, .goAway, moved, .respond("ABC")]
+        try await Self.run({ index, _ in index < script.count ? script[index] : .respond("unexpected") }) { server, manager async throws in
+            let url = URL(string: "https://username:password@localhost:\(server.port)/")!
+            let response = try await manager.responseOfAnyStatus(for: Request(url: url))
+            #expect(Self.text(response) == "ABC")
+            let requests = server.requests
+            #expect(requests.map(\.connection) == [0, 0, 1, 2])
+            #expect(requests.map { $0.value(of: ":path") } == ["/", "/", "/", "/foo"])
+            #expect(requests.dropFirst().allSatisfy { $0.value(of: "authorization") == "Basic dXNlcm5hbWU6cGFzc3dvcmQ=" })
+        }
+    }
+
     // OkHttp: responseHeadersAfterGoaway
     @Test func responseHeadersAfterGoaway() async throws {
-        try await Self.run({ _, path in path == "/slow" ? .hold("ABC") : .respondThenGoAway("DEF") }) { server, manager in
+        try await Self.run({ _, path in path == "/slow" ? .hold("ABC") : .respondThenGoAway("DEF") }) { server, manager async throws in
             let slow = Task { try await Self.get(server, manager, "/slow") }
             #expect(await server.changes.wait { server.heldCount == 1 })
             #expect(Self.text(try await Self.get(server, manager, "/fast")) == "DEF")
@@ -116,7 +141,7 @@ extension OkHttpHTTP2Tests {
         // calls to fail. Here the server closes each connection once a request arrives: both
         // fail (a new connection closed under the request is the server's answer), none hangs,
         // and the pool lets go of every connection.
-        try await Self.run({ _, _ in .close }) { server, manager in
+        try await Self.run({ _, _ in .close }) { server, manager async throws in
             try await withThrowingTaskGroup(of: CourierError.Code?.self) { group in
                 for _ in 0..<2 {
                     group.addTask { await OkHttpCallTests.failure { try await Self.get(server, manager) }?.code }
@@ -135,7 +160,7 @@ extension OkHttpHTTP2Tests {
         // OkHttp pings at its interval whatever the connection does. Courier pings a connection
         // with no stream open that heard nothing for `http2PingInterval`: after the answer, the
         // idle connection is pinged, answered, and kept for the next request.
-        try await Self.run(configure: { $0.http2PingInterval = 0.1 }, { index, _ in .respond("ABC\(index)") }) { server, manager in
+        try await Self.run(configure: { $0.http2PingInterval = 0.1 }, { index, _ in .respond("ABC\(index)") }) { server, manager async throws in
             let response = try await Self.get(server, manager)
             #expect(Self.text(response) == "ABC0")
             #expect(response.metrics?.transactions.last?.networkProtocolName == "h2")
@@ -160,7 +185,7 @@ extension OkHttpHTTP2Tests {
                 $0.timeoutIntervalForRequest = 1
             },
             { index, _ in index == 0 ? .hold("never") : .respond("fresh connection") }
-        ) { server, manager in
+        ) { server, manager async throws in
             let stalled = Task { try await Self.get(server, manager) }
             #expect(await server.changes.wait { server.heldCount == 1 })
             server.stopAnswering()
@@ -180,7 +205,7 @@ extension OkHttpHTTP2Tests {
         // sends SETTINGS_ENABLE_PUSH 0, and RFC 9113 8.4: a client that disabled push treats a
         // PUSH_PROMISE as a connection error of type PROTOCOL_ERROR. The request fails; the next
         // goes on a new connection.
-        try await Self.run({ index, _ in index == 0 ? .pushThenRespond(path: "/foo/bar", body: "ABCDE") : .respond("next") }) { server, manager in
+        try await Self.run({ index, _ in index == 0 ? .pushThenRespond(path: "/foo/bar", body: "ABCDE") : .respond("next") }) { server, manager async throws in
             let error = await OkHttpCallTests.failure { try await Self.get(server, manager, "/foo") }
             #expect(error != nil)
             #expect(Self.text(try await Self.get(server, manager)) == "next")
@@ -195,7 +220,7 @@ extension OkHttpHTTP2Tests {
         // OkHttp connects twice (it cannot know the protocol before the handshake) and keeps one.
         // Courier's pool waits for the first connection's protocol: requests made at once to a
         // new host open one HTTP/2 connection.
-        try await Self.run({ _, path in .hold(path) }) { server, manager in
+        try await Self.run({ _, path in .hold(path) }) { server, manager async throws in
             try await withThrowingTaskGroup(of: String.self) { group in
                 for path in ["/call1", "/call2"] {
                     group.addTask { Self.text(try await Self.get(server, manager, path)) }
@@ -223,7 +248,7 @@ extension OkHttpHTTP2Tests {
         do {
             try await HTTP2PoolTests().withManager(server, configure: {
                 $0.proxy = .http(host: "127.0.0.1", port: proxy.port, username: "courier", password: "secret")
-            }) { manager in
+            }) { manager async throws in
                 let response = try await manager.responseOfAnyStatus(for: Request(url: Self.url(server, "/foo")))
                 #expect(Self.text(response) == "ABCDE")
                 #expect(response.response.status.code == 200)

@@ -86,7 +86,7 @@ struct OkHttpHTTP2Tests {
 
     // OkHttp: get
     @Test func get() async throws {
-        try await Self.run({ _, _ in .respond("ABCDE") }) { server, manager in
+        try await Self.run({ _, _ in .respond("ABCDE") }) { server, manager async throws in
             let response = try await Self.get(server, manager, "/foo")
             #expect(Self.text(response) == "ABCDE")
             #expect(response.response.status.code == 200)
@@ -101,7 +101,7 @@ struct OkHttpHTTP2Tests {
 
     // OkHttp: get204Response
     @Test func get204Response() async throws {
-        try await Self.run({ _, _ in .answer(status: 204) }) { server, manager in
+        try await Self.run({ _, _ in .answer(status: 204) }) { server, manager async throws in
             let response = try await Self.get(server, manager, "/foo")
             #expect(response.value.isEmpty)
             #expect(response.response.status.code == 204)
@@ -113,7 +113,7 @@ struct OkHttpHTTP2Tests {
 
     // OkHttp: head
     @Test func head() async throws {
-        try await Self.run({ _, _ in .answer(status: 200, fields: [("content-length", "5")]) }) { server, manager in
+        try await Self.run({ _, _ in .answer(status: 200, fields: [("content-length", "5")]) }) { server, manager async throws in
             let response = try await manager.responseOfAnyStatus(for: Request(method: .head, url: Self.url(server, "/foo")))
             #expect(response.value.isEmpty)
             // The length stays what the server said of the resource.
@@ -124,7 +124,7 @@ struct OkHttpHTTP2Tests {
 
     // OkHttp: emptyResponse
     @Test func emptyResponse() async throws {
-        try await Self.run({ _, _ in .answer(status: 200) }) { server, manager in
+        try await Self.run({ _, _ in .answer(status: 200) }) { server, manager async throws in
             let response = try await manager.stream(Request(url: Self.url(server, "/foo")))
             var iterator = response.body.makeAsyncIterator()
             #expect(try await iterator.next() == nil)
@@ -133,7 +133,7 @@ struct OkHttpHTTP2Tests {
 
     // OkHttp: noDefaultContentLengthOnStreamingPost
     @Test func noDefaultContentLengthOnStreamingPost() async throws {
-        try await Self.run({ _, _ in .respond("ABCDE") }) { server, manager in
+        try await Self.run({ _, _ in .respond("ABCDE") }) { server, manager async throws in
             let response = try await manager.responseOfAnyStatus(for: Self.streamedPost(Self.url(server, "/foo"), "FGHIJ", length: .unknown))
             #expect(Self.text(response) == "ABCDE")
             let request = try #require(server.requests.first)
@@ -145,7 +145,7 @@ struct OkHttpHTTP2Tests {
 
     // OkHttp: userSuppliedContentLengthHeader
     @Test func userSuppliedContentLengthHeader() async throws {
-        try await Self.run({ _, _ in .respond("ABCDE") }) { server, manager in
+        try await Self.run({ _, _ in .respond("ABCDE") }) { server, manager async throws in
             let response = try await manager.responseOfAnyStatus(for: Self.streamedPost(Self.url(server, "/foo"), "FGHIJ", length: .known(5)))
             #expect(Self.text(response) == "ABCDE")
             let request = try #require(server.requests.first)
@@ -158,7 +158,7 @@ struct OkHttpHTTP2Tests {
     @Test func closeAfterFlush() async throws {
         // OkHttp's body writes, flushes (a DATA frame as the window allows) and closes (an empty
         // DATA frame with END_STREAM); a body in memory is Courier's nearest: its bytes and its end.
-        try await Self.run({ _, _ in .respond("ABCDE") }) { server, manager in
+        try await Self.run({ _, _ in .respond("ABCDE") }) { server, manager async throws in
             let response = try await manager.responseOfAnyStatus(for: OkHttpCallTests.post(Self.url(server, "/foo"), "FGHIJ"))
             #expect(Self.text(response) == "ABCDE")
             let request = try #require(server.requests.first)
@@ -172,7 +172,7 @@ struct OkHttpHTTP2Tests {
 
     // OkHttp: readAfterLastByte
     @Test func readAfterLastByte() async throws {
-        try await Self.run({ _, _ in .respond("ABC") }) { server, manager in
+        try await Self.run({ _, _ in .respond("ABC") }) { server, manager async throws in
             let response = try await manager.stream(Request(url: Self.url(server)))
             var iterator = response.body.makeAsyncIterator()
             var bytes: [UInt8] = []
@@ -186,8 +186,8 @@ struct OkHttpHTTP2Tests {
 
     // OkHttp: gzippedResponseBody
     @Test func gzippedResponseBody() async throws {
-        let gzipped = try OkHttpCacheTests.gzip("ABCABCABC")
-        try await Self.run({ _, _ in .answer(status: 200, fields: [("content-encoding", "gzip")], body: gzipped) }) { server, manager in
+        let gzipped = try OkHttpCacheWireTests.gzip("ABCABCABC")
+        try await Self.run({ _, _ in .answer(status: 200, fields: [("content-encoding", "gzip")], body: gzipped) }) { server, manager async throws in
             let response = try await Self.get(server, manager, "/r1")
             #expect(Self.text(response) == "ABCABCABC")
         }
@@ -196,7 +196,7 @@ struct OkHttpHTTP2Tests {
     // OkHttp: nonAsciiResponseHeader (its value)
     @Test func nonASCIIResponseFieldValue() async throws {
         // RFC 9113 8.2.1 forbids only NUL, CR and LF in a value: "α" (UTF-8) is taken.
-        try await Self.run({ _, _ in .answer(status: 200, fields: [("alpha", "α")]) }) { server, manager in
+        try await Self.run({ _, _ in .answer(status: 200, fields: [("alpha", "α")]) }) { server, manager async throws in
             let response = try await Self.get(server, manager)
             #expect(response.response.status.code == 200)
             let value = response.response.headerFields[HTTPField.Name("Alpha")!]
@@ -208,10 +208,13 @@ struct OkHttpHTTP2Tests {
     @Test func nonASCIIResponseFieldNameIsMalformed() async throws {
         // OkHttp expects `β: Beta` read leniently. RFC 9113 8.2.1: a name with a byte above 0x7F
         // makes the response malformed, a stream error (8.1.1): Courier fails the request and
-        // resets the stream with PROTOCOL_ERROR; the connection goes on.
-        try await Self.run({ index, _ in index == 0 ? .answer(status: 200, fields: [("β", "Beta")]) : .respond("next") }) { server, manager in
+        // resets the stream with PROTOCOL_ERROR; the connection goes on. (With END_STREAM on the
+        // head, both sides have ended the stream and nothing is reset: nothing is left to stop.)
+        // The head does not end the stream, so that the reset has a stream to end.
+        let malformed = Action.respondWithBlock([(":status", "200"), ("β", "Beta")], endStream: false)
+        try await Self.run({ index, _ in index == 0 ? malformed : .respond("next") }) { server, manager async throws in
             let error = await OkHttpCallTests.failure { try await Self.get(server, manager) }
-            #expect(error != nil)
+            #expect(error?.code == .invalidResponse, "\(String(describing: error))")
             #expect(await server.changes.wait { server.resetsReceived == [.protocolError] }, "\(server.resetsReceived)")
             #expect(Self.text(try await Self.get(server, manager)) == "next")
             #expect(server.connectionCount == 1)
@@ -220,7 +223,7 @@ struct OkHttpHTTP2Tests {
 
     // OkHttp: noDataFramesSentWithNullRequestBody
     @Test func noDataFramesSentWithNullRequestBody() async throws {
-        try await Self.run({ _, _ in .respond("ABC") }) { server, manager in
+        try await Self.run({ _, _ in .respond("ABC") }) { server, manager async throws in
             let response = try await manager.responseOfAnyStatus(for: Request(method: .delete, url: Self.url(server)))
             #expect(Self.text(response) == "ABC")
             let request = try #require(server.requests.first)
@@ -234,7 +237,7 @@ struct OkHttpHTTP2Tests {
         // OkHttp expects HEADERS without END_STREAM and an empty DATA frame with it for
         // `RequestBody.EMPTY`. Courier sends an empty body as none: HEADERS with END_STREAM
         // (RFC 9113 8.1 allows either; the request's content is empty both ways).
-        try await Self.run({ _, _ in .respond("ABC") }) { server, manager in
+        try await Self.run({ _, _ in .respond("ABC") }) { server, manager async throws in
             let response = try await manager.responseOfAnyStatus(for: Request(method: .delete, url: Self.url(server), body: .data(Data())))
             #expect(Self.text(response) == "ABC")
             let request = try #require(server.requests.first)
@@ -246,7 +249,7 @@ struct OkHttpHTTP2Tests {
 
     // OkHttp: domainFronting
     @Test func domainFronting() async throws {
-        try await Self.run({ _, _ in .answer(status: 200) }) { server, manager in
+        try await Self.run({ _, _ in .answer(status: 200) }) { server, manager async throws in
             var request = Request(url: Self.url(server))
             request.headerFields[HTTPField.Name("Host")!] = "privateobject.com"
             let response = try await manager.responseOfAnyStatus(for: request)
@@ -263,7 +266,7 @@ struct OkHttpHTTP2Tests {
     @Test func authenticate() async throws {
         let refusal = Action.answer(
             status: 401, fields: [("www-authenticate", #"Basic realm="protected area""#)], body: Array("Please authenticate.".utf8))
-        try await Self.run({ index, _ in index == 0 ? refusal : .respond("Successful auth!") }) { server, manager in
+        try await Self.run({ index, _ in index == 0 ? refusal : .respond("Successful auth!") }) { server, manager async throws in
             let url = URL(string: "https://username:password@localhost:\(server.port)/")!
             let response = try await manager.responseOfAnyStatus(for: Request(url: url))
             #expect(Self.text(response) == "Successful auth!")
@@ -278,7 +281,7 @@ struct OkHttpHTTP2Tests {
     // OkHttp: redirect
     @Test func redirect() async throws {
         let moved = Action.answer(status: 302, fields: [("location", "/foo")], body: Array("This page has moved!".utf8))
-        try await Self.run({ index, _ in index == 0 ? moved : .respond("This is the new location!") }) { server, manager in
+        try await Self.run({ index, _ in index == 0 ? moved : .respond("This is the new location!") }) { server, manager async throws in
             let response = try await Self.get(server, manager)
             #expect(Self.text(response) == "This is the new location!")
             #expect(server.paths == ["/", "/foo"])
@@ -289,7 +292,7 @@ struct OkHttpHTTP2Tests {
     // OkHttp: responsesAreCached
     @Test func responsesAreCached() async throws {
         let cacheable = Action.answer(status: 200, fields: [("cache-control", "max-age=60")], body: Array("A".utf8))
-        try await Self.run(configure: { $0.responseCache = ResponseCache() }, { _, _ in cacheable }) { server, manager in
+        try await Self.run(configure: { $0.responseCache = ResponseCache() }, { _, _ in cacheable }) { server, manager async throws in
             for _ in 0..<3 {
                 #expect(Self.text(try await Self.get(server, manager)) == "A")
             }
@@ -301,7 +304,7 @@ struct OkHttpHTTP2Tests {
     @Test func conditionalCache() async throws {
         let tagged = Action.answer(status: 200, fields: [("etag", "v1")], body: Array("A".utf8))
         try await Self.run(configure: { $0.responseCache = ResponseCache() }, { index, _ in index == 0 ? tagged : .answer(status: 304) }) {
-            server, manager in
+            server, manager async throws in
             #expect(Self.text(try await Self.get(server, manager)) == "A")
             let second = try await Self.get(server, manager)
             #expect(Self.text(second) == "A")
@@ -319,7 +322,7 @@ struct OkHttpHTTP2Tests {
         // the network.
         try await Self.run(configure: { $0.responseCache = ResponseCache() }, { index, _ in
             .respondPartlyThenHold(part: index == 0 ? "AB" : "EF", rest: index == 0 ? "CD" : "GH")
-        }) { server, manager in
+        }) { server, manager async throws in
             let first = try await manager.stream(Request(url: Self.url(server)))
             var iterator = first.body.makeAsyncIterator()
             #expect(try await iterator.next().map { String(buffer: $0) } == "AB")
@@ -334,7 +337,7 @@ struct OkHttpHTTP2Tests {
     // OkHttp: sendRequestCookies
     @Test func sendRequestCookies() async throws {
         let storage = MemoryCookieStorage()
-        try await Self.run(configure: { $0.httpCookieStorage = storage }, { _, _ in .answer(status: 200) }) { server, manager in
+        try await Self.run(configure: { $0.httpCookieStorage = storage }, { _, _ in .answer(status: 200) }) { server, manager async throws in
             storage.storeCookies(fromSetCookieFields: ["a=b"], for: Self.url(server))
             let response = try await Self.get(server, manager)
             #expect(response.value.isEmpty)
@@ -346,7 +349,7 @@ struct OkHttpHTTP2Tests {
     @Test func receiveResponseCookies() async throws {
         let storage = MemoryCookieStorage()
         try await Self.run(configure: { $0.httpCookieStorage = storage }, { _, _ in .answer(status: 200, fields: [("set-cookie", "a=b")]) }) {
-            server, manager in
+            server, manager async throws in
             _ = try await Self.get(server, manager)
             let cookies = storage.cookies(for: Self.url(server))
             #expect(cookies.map { "\($0.name)=\($0.value)" } == ["a=b"])
