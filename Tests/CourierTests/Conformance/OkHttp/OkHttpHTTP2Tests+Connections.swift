@@ -56,6 +56,30 @@ extension OkHttpHTTP2Tests {
         }
     }
 
+    /// Not in `HttpOverHttp2Test`: a server that lowers SETTINGS_INITIAL_WINDOW_SIZE while an
+    /// upload is under way. RFC 9113 6.9.2: every open stream's window shrinks by the difference,
+    /// below zero if more was sent already, and the client sends no more until WINDOW_UPDATEs bring
+    /// it above zero again; the upload then goes whole, in smaller steps.
+    @Test(arguments: [false, true])
+    func anUploadGoesOnAfterTheServerLowersItsInitialWindow(streamed: Bool) async throws {
+        let size = 32 * 64 * 1024
+        try await Self.run(
+            atHead: { _ in .sendSettings([HTTP2Setting(parameter: .initialWindowSize, value: 1000)]) },
+            { _, _ in .respond("uploaded") }
+        ) { server, manager async throws in
+            let response = try await manager.responseOfAnyStatus(
+                for: Request(method: .put, url: Self.url(server), body: Self.upload(streamed: streamed)))
+            #expect(Self.text(response) == "uploaded")
+            #expect(server.requests.first?.body.count == size)
+            // A second upload starts with the lowered window.
+            let again = try await manager.responseOfAnyStatus(
+                for: Request(method: .put, url: Self.url(server), body: Self.upload(streamed: streamed, count: 4)))
+            #expect(Self.text(again) == "uploaded")
+            #expect(server.requests.last?.body.count == 4 * 64 * 1024)
+            #expect(server.connectionCount == 1)
+        }
+    }
+
     /// Not in `HttpOverHttp2Test`: with SETTINGS_HEADER_TABLE_SIZE 0 the client's header
     /// compression uses no dynamic table, and many requests with the same fields are decoded
     /// whole (RFC 7541 4.2).
