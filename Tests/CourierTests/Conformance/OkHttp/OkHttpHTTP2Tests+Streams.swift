@@ -239,10 +239,61 @@ extension OkHttpHTTP2Tests {
         }
     }
 
-    /// Not in `HttpOverHttp2Test`: a server that resets the stream mid-body. The request fails
-    /// (a body cut short is no response), and the connection carries the next one.
-    @Test func aStreamResetMidResponseFails() async throws {
-        try await Self.run({ index, _ in index == 0 ? .respondPartlyThenReset(part: "abc", code: .internalError) : .respond("next") }) {
+    /// Not in `HttpOverHttp2Test`: an upload refused (REFUSED_STREAM) as its HEADERS arrive,
+    /// with part of its body already out: a body in memory goes again whole (RFC 9113 8.7: not
+    /// processed); a streamed one, whose first chunks are gone, fails. Uploads after it, on the
+    /// connections it used, go whole (the refused stream's unsent bytes were given back to the
+    /// connection's window).
+    @Test(arguments: [false, true])
+    func anUploadRefusedMidwayGoesAgainWhenItCan(streamed: Bool) async throws {
+        try await Self.run(
+            atHead: { path in path == "/refused" ? .reset(.refusedStream) : nil },
+            { _, _ in .respond("uploaded") }
+        ) { server, manager async throws in
+            let refused = Request(method: .put, url: Self.url(server, "/refused"), body: Self.upload(streamed: streamed))
+            if streamed {
+                let error = await OkHttpCallTests.failure { try await manager.responseOfAnyStatus(for: refused) }
+                #expect(error != nil)
+            } else {
+                // Refused every time: it fails after the resend bound, each attempt refused.
+                let error = await OkHttpCallTests.failure { try await manager.responseOfAnyStatus(for: refused) }
+                #expect(error?.code == .connectionClosed, "\(String(describing: error))")
+            }
+            for _ in 0..<3 {
+                let response = try await manager.responseOfAnyStatus(
+                    for: Request(method: .put, url: Self.url(server, "/accepted"), body: Self.upload(streamed: streamed, count: 8)))
+                #expect(Self.text(response) == "uploaded")
+            }
+            #expect(server.requests.map(\.body.count) == Array(repeating: 8 * 64 * 1024, count: 3))
+        }
+    }
+
+    /// Not in `HttpOverHttp2Test`: a request waiting for a stream (the server allows one at a
+    /// time, the pool one connection) is cancelled before it gets one: it never reaches the
+    /// server, and the connection serves the next.
+    @Test func aRequestCancelledWhileWaitingForAStreamNeverGoesOut() async throws {
+        let server = try await ScriptedHTTP2Server.start(maximumStreams: 1) { index, _ in index == 0 ? .hold("first") : .respond("third") }
+        try await HTTP2PoolTests().withManager(server, connections: 1) { manager async throws in
+            let first = Task { try await Self.get(server, manager) }
+            #expect(await server.changes.wait { server.heldCount == 1 })
+            let second = Task { try await Self.get(server, manager) }
+            second.cancel()
+            let error = await #expect(throws: CourierError.self) { try await second.value }
+            #expect(error?.code == .cancelled, "\(String(describing: error))")
+            server.releaseHeld()
+            #expect(Self.text(try await first.value) == "first")
+            #expect(Self.text(try await Self.get(server, manager)) == "third")
+            #expect(server.streamCount == 2)
+            #expect(server.connectionCount == 1)
+        }
+    }
+
+    /// Not in `HttpOverHttp2Test`: a server that resets the stream mid-body, whatever the code
+    /// (NO_ERROR too: RFC 9113 8.1 keeps a response only when its END_STREAM came first). The
+    /// request fails (a body cut short is no response), and the connection carries the next one.
+    @Test(arguments: [NIOHTTP2.HTTP2ErrorCode.internalError, .noError, .cancel])
+    func aStreamResetMidResponseFails(_ code: NIOHTTP2.HTTP2ErrorCode) async throws {
+        try await Self.run({ index, _ in index == 0 ? .respondPartlyThenReset(part: "abc", code: code) : .respond("next") }) {
             server, manager async throws in
             let error = await OkHttpCallTests.failure { try await Self.get(server, manager) }
             #expect(error?.code == .connectionClosed, "\(String(describing: error))")
