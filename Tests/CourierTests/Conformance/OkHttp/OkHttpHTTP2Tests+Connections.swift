@@ -6,6 +6,7 @@ import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP2
 import Testing
@@ -82,15 +83,20 @@ extension OkHttpHTTP2Tests {
 
     /// Not in `HttpOverHttp2Test`: with SETTINGS_HEADER_TABLE_SIZE 0 the client's header
     /// compression uses no dynamic table, and many requests with the same fields are decoded
-    /// whole (RFC 7541 4.2).
-    @Test func aHeaderTableOfZeroIsHonoured() async throws {
-        try await Self.run(extraSettings: [HTTP2Setting(parameter: .headerTableSize, value: 0)], { index, _ in .respond("\(index)") }) {
-            server, manager async throws in
-            for index in 0..<5 {
+    /// whole (RFC 7541 4.2); the same when the server lowers it to 0 after the client's table
+    /// has entries (the next block starts with a table size update, RFC 7541 4.2 and 6.3).
+    @Test(arguments: [false, true])
+    func aHeaderTableOfZeroIsHonoured(loweredLater: Bool) async throws {
+        let zero = [HTTP2Setting(parameter: .headerTableSize, value: 0)]
+        try await Self.run(extraSettings: loweredLater ? [] : zero, { index, _ in
+            loweredLater && index == 2 ? .respondAfterSettings(zero, body: "\(index)") : .respond("\(index)")
+        }) { server, manager async throws in
+            for index in 0..<6 {
                 var request = Request(url: Self.url(server, "/same"))
                 request.headerFields[HTTPField.Name("X-Repeated")!] = "the same value each time"
                 #expect(Self.text(try await manager.responseOfAnyStatus(for: request)) == "\(index)")
             }
+            #expect(server.requests.count == 6)
             #expect(server.requests.allSatisfy { $0.value(of: "x-repeated") == "the same value each time" })
             #expect(server.connectionCount == 1)
         }
@@ -142,6 +148,33 @@ extension OkHttpHTTP2Tests {
             #expect(requests.map(\.connection) == [0, 0, 1, 2])
             #expect(requests.map { $0.value(of: ":path") } == ["/", "/", "/", "/foo"])
             #expect(requests.dropFirst().allSatisfy { $0.value(of: "authorization") == "Basic dXNlcm5hbWU6cGFzc3dvcmQ=" })
+        }
+    }
+
+    /// Not in `HttpOverHttp2Test`: a GOAWAY that leaves an upload unprocessed as its HEADERS
+    /// arrive (part of its body already out, RFC 9113 6.8): a body in memory goes again whole on a
+    /// new connection; a streamed one, whose first chunks are gone, fails.
+    @Test(arguments: [false, true])
+    func anUploadDroppedByGoAwayMidwayGoesAgainWhenItCan(streamed: Bool) async throws {
+        let dropped = NIOLockedValueBox(false)
+        try await Self.run(
+            atHead: { _ in
+                dropped.withLockedValue { done in
+                    defer { done = true }
+                    return done ? nil : .goAway
+                }
+            },
+            { _, _ in .respond("uploaded") }
+        ) { server, manager async throws in
+            let request = Request(method: .put, url: Self.url(server), body: Self.upload(streamed: streamed))
+            if streamed {
+                let error = await OkHttpCallTests.failure { try await manager.responseOfAnyStatus(for: request) }
+                #expect(error != nil)
+            } else {
+                #expect(Self.text(try await manager.responseOfAnyStatus(for: request)) == "uploaded")
+                #expect(server.requests.map(\.body.count) == [32 * 64 * 1024])
+                #expect(server.connectionCount == 2)
+            }
         }
     }
 
