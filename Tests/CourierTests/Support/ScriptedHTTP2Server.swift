@@ -779,7 +779,8 @@ final class ScriptedHTTP2Server: Sendable {
                     channel.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders([(":status", "200")]))), promise: nil)
                     for index in 0..<count {
                         channel.eventLoop.scheduleTask(in: .nanoseconds(interval.nanoseconds * Int64(index))) {
-                            let data = HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: chunk)), endStream: index == count - 1))
+                            let last = index == count - 1
+                            let data = HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: chunk)), endStream: last))
                             channel.writeAndFlush(data, promise: nil)
                         }
                     }

@@ -106,7 +106,8 @@ extension OkHttpHTTP2Tests {
 
     // OkHttp: connectionNotReusedAfterShutdown
     @Test func connectionNotReusedAfterShutdown() async throws {
-        try await Self.run({ index, _ in index == 0 ? .respondThenGoAway("ABC") : .respond(index == 1 ? "DEF" : "XXX") }) { server, manager async throws in
+        try await Self.run({ index, _ in index == 0 ? .respondThenGoAway("ABC") : .respond(index == 1 ? "DEF" : "XXX") }) {
+            server, manager async throws in
             #expect(Self.text(try await Self.get(server, manager)) == "ABC")
             #expect(Self.text(try await Self.get(server, manager)) == "DEF")
             #expect(server.requests.map(\.connection) == [0, 1])
@@ -262,7 +263,8 @@ extension OkHttpHTTP2Tests {
         // sends SETTINGS_ENABLE_PUSH 0, and RFC 9113 8.4: a client that disabled push treats a
         // PUSH_PROMISE as a connection error of type PROTOCOL_ERROR. The request fails; the next
         // goes on a new connection.
-        try await Self.run({ index, _ in index == 0 ? .pushThenRespond(path: "/foo/bar", body: "ABCDE") : .respond("next") }) { server, manager async throws in
+        try await Self.run({ index, _ in index == 0 ? .pushThenRespond(path: "/foo/bar", body: "ABCDE") : .respond("next") }) {
+            server, manager async throws in
             let error = await OkHttpCallTests.failure { try await Self.get(server, manager, "/foo") }
             #expect(error != nil)
             #expect(Self.text(try await Self.get(server, manager)) == "next")

@@ -44,7 +44,8 @@ extension OkHttpHTTP2Tests {
     /// sends a window's worth at least and then waits; afterwards the connection carries another
     /// stream, and the server heard a RST_STREAM CANCEL.
     static func afterStoppingALongResponse(_ stop: @escaping @Sendable (DataStreamResponse) async throws -> Void) async throws {
-        try await Self.run({ index, _ in index == 0 ? .respondCounted(bytes: 8 * 1024 * 1024 + 1) : .respond("abc") }) { server, manager async throws in
+        try await Self.run({ index, _ in index == 0 ? .respondCounted(bytes: 8 * 1024 * 1024 + 1) : .respond("abc") }) {
+            server, manager async throws in
             let first = try await manager.stream(Request(url: Self.url(server)))
             #expect(
                 await server.changes.wait { server.responseBodyBytesSent >= Self.streamWindow },
@@ -119,7 +120,8 @@ extension OkHttpHTTP2Tests {
 
     // OkHttp: cancelWithStreamNotCompleted
     @Test func cancelWithStreamNotCompleted() async throws {
-        try await Self.run({ index, _ in index == 0 ? .respondPartlyThenHold(part: "", rest: "abc") : .respond("def") }) { server, manager async throws in
+        try await Self.run({ index, _ in index == 0 ? .respondPartlyThenHold(part: "", rest: "abc") : .respond("def") }) {
+            server, manager async throws in
             let first = try await manager.stream(Request(url: Self.url(server)))
             first.task.cancel()
             #expect(await server.changes.wait { server.resetsReceived == [.cancel] }, "\(server.resetsReceived)")
