@@ -240,11 +240,10 @@ extension OkHttpHTTP2Tests {
             configure: {
                 $0.http2PingInterval = 0.1
                 $0.http2PingTimeout = 0.2
-                $0.timeoutIntervalForRequest = 1
             },
             { index, _ in index == 0 ? .hold("never") : .respond("fresh connection") }
         ) { server, manager async throws in
-            let stalled = Task { try await Self.get(server, manager) }
+            let stalled = Task { try await Self.get(server, manager, timeout: 1) }
             #expect(await server.changes.wait { server.heldCount == 1 })
             server.stopAnswering()
             let error = await #expect(throws: CourierError.self) { try await stalled.value }

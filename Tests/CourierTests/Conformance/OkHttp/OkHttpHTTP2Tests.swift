@@ -49,9 +49,20 @@ struct OkHttpHTTP2Tests {
 
     static func url(_ server: ScriptedHTTP2Server, _ path: String = "/") -> URL { OkHttpCallTests.url(server, path) }
 
-    /// OkHttp's `execute()` of a GET: any status is a response.
-    static func get(_ server: ScriptedHTTP2Server, _ manager: HTTPSessionManager, _ path: String = "/") async throws -> DataResponse<Data> {
-        try await manager.responseOfAnyStatus(for: Request(url: Self.url(server, path)))
+    /// OkHttp's `execute()` of a GET: any status is a response. With `timeout`, OkHttp's
+    /// `readTimeout` for this request alone (the others keep the session's 60 s: on two busy
+    /// cores, a fresh connection's first answer has taken more than a second).
+    static func get(
+        _ server: ScriptedHTTP2Server, _ manager: HTTPSessionManager, _ path: String = "/", timeout: TimeInterval? = nil
+    ) async throws -> DataResponse<Data> {
+        try await manager.responseOfAnyStatus(for: Self.request(server, path, timeout: timeout))
+    }
+
+    /// A GET of `path`, with `timeout` as its own request timeout when given.
+    static func request(_ server: ScriptedHTTP2Server, _ path: String = "/", timeout: TimeInterval? = nil) -> Request {
+        var request = Request(url: Self.url(server, path))
+        if let timeout { request.options.timeoutInterval = timeout }
+        return request
     }
 
     static func text(_ response: DataResponse<Data>) -> String { OkHttpCallTests.text(response) }
