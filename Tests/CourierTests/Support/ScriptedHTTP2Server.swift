@@ -87,6 +87,58 @@ final class ScriptedHTTP2Server: Sendable {
         /// Sends each of `interim` (a 1xx header block as written, without END_STREAM), then
         /// answers 200 with `body`.
         case respondAfterInterim([[(String, String)]], body: String)
+        /// Answers with `:status` `status`, `fields` as given (no `content-length` of its own) and
+        /// `body`, in one DATA frame that ends the stream; an empty body is no DATA frame (the
+        /// HEADERS end the stream).
+        case answer(status: Int, fields: [(String, String)] = [], body: [UInt8] = [])
+        /// Answers 200 (no length) with `part` in a DATA frame, then holds the stream until
+        /// ``releaseHeld()``, which sends `rest` with END_STREAM: a body that stalls mid-way. An
+        /// empty `part` is no DATA frame (only the head goes).
+        case respondPartlyThenHold(part: String, rest: String)
+        /// Answers 200 (no length) with `part` in a DATA frame, then resets the stream with
+        /// `code`: a response cut off mid-body.
+        case respondPartlyThenReset(part: String, code: HTTP2ErrorCode)
+        /// Answers 200 with `body` (END_STREAM), then resets the stream with `code`: with
+        /// NO_ERROR, a server that answered before reading the whole request and asks the client
+        /// to stop sending it (RFC 9113 8.1).
+        case respondThenReset(String, code: HTTP2ErrorCode)
+        /// Stops reading the stream (its DATA stays unread, so its receive window does not
+        /// reopen and the client's upload stalls once it is spent), then answers 200 with `body`
+        /// (END_STREAM): a server that answered without reading the request, and says nothing
+        /// more (no RST_STREAM). For `atHead`.
+        case respondThenStopReading(String)
+        /// Answers 200 with a `content-length` of `bytes` and that many zero bytes, in DATA frames
+        /// of 16 KiB at most, written at once; ``responseBodyBytesSent`` counts the bytes of each
+        /// frame once it left (swift-nio-http2 holds a frame until the client's windows take it).
+        case respondCounted(bytes: Int)
+        /// Answers 200 (no length) with `count` DATA frames of `chunk`, one every `interval` (the
+        /// first at once), the last ending the stream: a slow server.
+        case respondSlowly(chunk: String, count: Int, interval: TimeAmount)
+        /// Sends a SETTINGS frame of `settings` on the connection, then answers 200 with `body`.
+        case respondAfterSettings([HTTP2Setting], body: String)
+        /// Sends a SETTINGS frame of `settings` on the connection and leaves the stream as it is
+        /// (for ``start(maximumStreams:maximumHeaderListSize:requestsPerConnection:extraSettings:servesHTTP1:group:atHead:script:)``'s
+        /// `atHead`: the stream is answered by the script once its request ended).
+        case sendSettings([HTTP2Setting])
+        /// Sends a PUSH_PROMISE promising stream 2 for `GET` `path` (written below swift-nio-http2,
+        /// which would not send one to a client that disabled push), then answers 200 with `body`.
+        case pushThenRespond(path: String, body: String)
+    }
+
+    /// A request a stream carried, as the server received it.
+    struct RecordedRequest: Sendable {
+        /// The header block's fields, pseudo-fields first, as they came.
+        var fields: [(String, String)]
+        var body: [UInt8]
+        /// Whether the HEADERS frame ended the stream (no DATA frame followed).
+        var headersEndedStream: Bool
+        /// How many DATA frames came, empty ones included.
+        var dataFrames: Int
+        /// Which connection (0-based) carried it.
+        var connection: Int
+
+        /// The first value of the field named `name` (lower-case), if any.
+        func value(of name: String) -> String? { self.fields.first { $0.0 == name }?.1 }
     }
 
     private struct State {
@@ -124,6 +176,10 @@ final class ScriptedHTTP2Server: Sendable {
         var requestBodyBytes = 0
         /// How many DATA bytes each request carried, in the order the requests ended.
         var requestBodyLengths: [Int] = []
+        /// The requests whose streams ended their side, in the order they ended.
+        var requests: [RecordedRequest] = []
+        /// How many bytes of ``Action/respondCounted(bytes:)`` bodies left, so far.
+        var responseBodyBytesSent = 0
     }
 
     let channel: any Channel
@@ -139,6 +195,11 @@ final class ScriptedHTTP2Server: Sendable {
     /// does, knowing its path. Its connections run on `group`: NIO's shared loops, which every
     /// test's servers use, unless a test whose server works hard (a soak) gives it loops of its own,
     /// so that the other servers' answers (a PONG, say) do not wait behind its work.
+    ///
+    /// `atHead`, when given, is asked about each request whose HEADERS do not end the stream, as
+    /// they arrive: an action it returns is done at once (a server that answers before the body
+    /// is in), and the script is not asked about that stream again, unless the action is
+    /// ``Action/sendSettings(_:)``, which answers nothing.
     static func start(
         maximumStreams: Int = 100,
         maximumHeaderListSize: Int? = nil,
@@ -146,6 +207,7 @@ final class ScriptedHTTP2Server: Sendable {
         extraSettings: [HTTP2Setting] = [],
         servesHTTP1: Bool = false,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        atHead: (@Sendable (_ path: String) -> Action?)? = nil,
         script: @escaping @Sendable (_ index: Int, _ path: String) -> Action
     ) async throws -> ScriptedHTTP2Server {
         var tls = TLSConfiguration.makeServerConfiguration(
@@ -184,7 +246,8 @@ final class ScriptedHTTP2Server: Sendable {
                         mode: .server, connectionConfiguration: connection, streamConfiguration: .init()
                     ) { stream in
                         stream.eventLoop.makeCompletedFuture {
-                            try stream.pipeline.syncOperations.addHandler(StreamHandler(state: state, connection: index, script: script))
+                            try stream.pipeline.syncOperations.addHandler(
+                                StreamHandler(state: state, connection: index, atHead: atHead, script: script))
                         }
                     }
                     try pipeline.addHandler(PingCounter(state: state))
@@ -227,6 +290,10 @@ final class ScriptedHTTP2Server: Sendable {
     var requestBodyBytes: Int { self.state.read { $0.requestBodyBytes } }
     /// How many DATA bytes each request carried, in the order the requests ended.
     var requestBodyLengths: [Int] { self.state.read { $0.requestBodyLengths } }
+    /// The requests whose streams ended their side, in the order they ended.
+    var requests: [RecordedRequest] { self.state.read { $0.requests } }
+    /// How many bytes of ``Action/respondCounted(bytes:)`` bodies left, so far.
+    var responseBodyBytesSent: Int { self.state.read { $0.responseBodyBytesSent } }
     var heldCount: Int { self.state.read { $0.held.count } }
     var paths: [String] { self.state.read { $0.paths } }
     /// How many connections closed (either side).
@@ -370,15 +437,26 @@ final class ScriptedHTTP2Server: Sendable {
 
         let state: ObservedBox<State>
         let script: @Sendable (Int, String) -> Action
+        let atHead: (@Sendable (String) -> Action?)?
         /// Which connection (0-based) the stream came on.
         let connection: Int
         private var path = ""
         private var counted = false
         private var bodyLength = 0
+        private var fields: [(String, String)] = []
+        private var body: [UInt8] = []
+        private var headersEndedStream = false
+        private var dataFrames = 0
+        /// Whether `atHead` answered the stream already.
+        private var answeredAtHead = false
 
-        init(state: ObservedBox<State>, connection: Int, script: @escaping @Sendable (Int, String) -> Action) {
+        init(
+            state: ObservedBox<State>, connection: Int, atHead: (@Sendable (String) -> Action?)? = nil,
+            script: @escaping @Sendable (Int, String) -> Action
+        ) {
             self.state = state
             self.connection = connection
+            self.atHead = atHead
             self.script = script
         }
 
@@ -386,6 +464,10 @@ final class ScriptedHTTP2Server: Sendable {
             switch self.unwrapInboundIn(data) {
             case .headers(let headers):
                 self.path = headers.headers.first(name: ":path") ?? ""
+                if self.fields.isEmpty {
+                    self.fields = headers.headers.map { ($0.name, $0.value) }
+                    self.headersEndedStream = headers.endStream
+                }
                 if !self.counted {
                     self.counted = true
                     self.state.withLockedValue { state in
@@ -393,9 +475,16 @@ final class ScriptedHTTP2Server: Sendable {
                         state.mostOpenStreams = max(state.mostOpenStreams, state.openStreams)
                     }
                 }
-                if headers.endStream { self.requestEnded(context: context) }
+                if headers.endStream {
+                    self.requestEnded(context: context)
+                } else if !self.answeredAtHead, let atHead = self.atHead, let action = atHead(self.path) {
+                    if case .sendSettings = action {} else { self.answeredAtHead = true }
+                    self.perform(action, context: context)
+                }
             case .data(let data):
                 self.bodyLength += data.data.readableBytes
+                self.dataFrames += 1
+                if case .byteBuffer(let buffer) = data.data { self.body += buffer.readableBytesView }
                 let length = data.data.readableBytes
                 self.state.withLockedValue { $0.requestBodyBytes += length }
                 if data.endStream { self.requestEnded(context: context) }
@@ -416,6 +505,10 @@ final class ScriptedHTTP2Server: Sendable {
                 defer { state.streams += 1 }
                 state.paths.append(self.path)
                 state.requestBodyLengths.append(self.bodyLength)
+                state.requests.append(
+                    RecordedRequest(
+                        fields: self.fields, body: self.body, headersEndedStream: self.headersEndedStream, dataFrames: self.dataFrames,
+                        connection: self.connection))
                 return state.streams
             }
             let channel = context.channel
@@ -445,7 +538,13 @@ final class ScriptedHTTP2Server: Sendable {
                 }
                 return
             }
-            let action = self.script(index, self.path)
+            guard !self.answeredAtHead else { return }
+            self.perform(self.script(index, self.path), context: context)
+        }
+
+        /// Does what `action` says on the stream.
+        private func perform(_ action: Action, context: ChannelHandlerContext) {
+            let channel = context.channel
             switch action {
             case .respond(let body):
                 Self.answer(body, on: channel)
@@ -612,6 +711,111 @@ final class ScriptedHTTP2Server: Sendable {
                     frames.writeInteger(id)
                     frames.writeInteger(UInt8(0x88))
                     gate.writeAndFlush(NIOAny(frames), promise: nil)
+                }
+            case .answer(let status, let fields, let body):
+                channel.eventLoop.execute {
+                    let head = HPACKHeaders([(":status", String(status))] + fields)
+                    guard !body.isEmpty else {
+                        channel.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: head, endStream: true)), promise: nil)
+                        return
+                    }
+                    channel.write(HTTP2Frame.FramePayload.headers(.init(headers: head)), promise: nil)
+                    let data = HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(channel.allocator.buffer(bytes: body)), endStream: true))
+                    channel.writeAndFlush(data, promise: nil)
+                }
+            case .respondPartlyThenHold(let part, let rest):
+                let now = self.state.withLockedValue { state -> Bool in
+                    if !state.holdsNoMore {
+                        state.held.append {
+                            channel.eventLoop.execute {
+                                let data = HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: rest)), endStream: true))
+                                channel.writeAndFlush(data, promise: nil)
+                            }
+                        }
+                    }
+                    return state.holdsNoMore
+                }
+                channel.eventLoop.execute {
+                    channel.write(HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders([(":status", "200")]))), promise: nil)
+                    if !part.isEmpty {
+                        channel.write(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: part)))), promise: nil)
+                    }
+                    if now {
+                        channel.write(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: rest)), endStream: true)), promise: nil)
+                    }
+                    channel.flush()
+                }
+            case .respondPartlyThenReset(let part, let code):
+                channel.eventLoop.execute {
+                    channel.write(HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders([(":status", "200")]))), promise: nil)
+                    channel.write(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: part)))), promise: nil)
+                    channel.writeAndFlush(HTTP2Frame.FramePayload.rstStream(code), promise: nil)
+                }
+            case .respondThenReset(let body, let code):
+                channel.eventLoop.execute {
+                    Self.write(body, on: channel)
+                    channel.writeAndFlush(HTTP2Frame.FramePayload.rstStream(code), promise: nil)
+                }
+            case .respondThenStopReading(let body):
+                try? channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+                Self.answer(body, on: channel)
+            case .respondCounted(let bytes):
+                let state = self.state
+                channel.eventLoop.execute {
+                    let head = HPACKHeaders([(":status", "200"), ("content-length", String(bytes))])
+                    channel.write(HTTP2Frame.FramePayload.headers(.init(headers: head, endStream: bytes == 0)), promise: nil)
+                    var offset = 0
+                    while offset < bytes {
+                        let size = min(16384, bytes - offset)
+                        offset += size
+                        let data = HTTP2Frame.FramePayload.data(
+                            .init(data: .byteBuffer(channel.allocator.buffer(repeating: 0, count: size)), endStream: offset == bytes))
+                        channel.write(data).whenSuccess { state.withLockedValue { $0.responseBodyBytesSent += size } }
+                    }
+                    channel.flush()
+                }
+            case .respondSlowly(let chunk, let count, let interval):
+                channel.eventLoop.execute {
+                    channel.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders([(":status", "200")]))), promise: nil)
+                    for index in 0..<count {
+                        channel.eventLoop.scheduleTask(in: .nanoseconds(interval.nanoseconds * Int64(index))) {
+                            let last = index == count - 1
+                            let data = HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: chunk)), endStream: last))
+                            channel.writeAndFlush(data, promise: nil)
+                        }
+                    }
+                }
+            case .respondAfterSettings(let settings, let body):
+                guard let parent = channel.parent else { return }
+                parent.eventLoop.execute {
+                    parent.writeAndFlush(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings(settings))), promise: nil)
+                    Self.write(body, on: channel)
+                }
+            case .sendSettings(let settings):
+                guard let parent = channel.parent else { return }
+                parent.eventLoop.execute {
+                    parent.writeAndFlush(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings(settings))), promise: nil)
+                }
+            case .pushThenRespond(let path, let body):
+                guard let parent = channel.parent, let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
+                else { return }
+                let id = UInt32(Int(streamID))
+                parent.eventLoop.execute {
+                    guard let gate = try? parent.pipeline.syncOperations.context(name: ScriptedHTTP2Server.framesGate) else { return }
+                    // The promised stream (2), then `:method: GET` and `:scheme: https` (static
+                    // entries 2 and 7), `:authority` and `:path` as literals without indexing of
+                    // the static names 1 and 4 (RFC 7541 6.2.2), lengths unencoded by Huffman.
+                    var block: [UInt8] = [0, 0, 0, 2, 0x82, 0x87, 0x01, UInt8("localhost".utf8.count)]
+                    block += Array("localhost".utf8)
+                    block += [0x04, UInt8(path.utf8.count)] + Array(path.utf8)
+                    var frame = parent.allocator.buffer(capacity: 9 + block.count)
+                    // PUSH_PROMISE, END_HEADERS.
+                    frame.writeInteger(UInt32(block.count) << 8 | 0x5, as: UInt32.self)
+                    frame.writeInteger(UInt8(0x4))
+                    frame.writeInteger(id)
+                    frame.writeBytes(block)
+                    gate.writeAndFlush(NIOAny(frame), promise: nil)
+                    Self.write(body, on: channel)
                 }
             case .protocolError:
                 guard let parent = channel.parent else { return }

@@ -263,14 +263,15 @@ final class HopHandler: ChannelDuplexHandler {
         case .data(let data) where data.count <= Self.sliceLength:
             let buffer = ByteBuffer(data: data)
             self.write(.body(.byteBuffer(buffer)), promise: nil)
-            self.write(.end(trailers), promise: nil)
+            let ended = self.http2Stream == nil ? nil : eventLoop.makePromise(of: Void.self)
+            self.write(.end(trailers), promise: ended)
             self.flush()
             guard self.hop === hop else { return }
             self.metrics?.requestEnd = .now
             self.metrics?.countOfRequestBodyBytesSent = Int64(buffer.readableBytes)
             hop.exchange.requestHeadSent()
             hop.exchange.hopSentBodyPart(Int64(buffer.readableBytes), generation: generation)
-            self.requestEnded(of: hop)
+            self.requestEnded(of: hop, once: ended?.futureResult)
         case .data(let data):
             var buffer = ByteBuffer(data: data)
             // Upload progress follows the socket: each slice counts once it is written.
@@ -292,7 +293,7 @@ final class HopHandler: ChannelDuplexHandler {
             }
             self.write(.end(trailers), promise: ended)
             self.flush()
-            self.requestEnded(of: hop)
+            self.requestEnded(of: hop, once: self.http2Stream == nil ? nil : ended.futureResult)
         case .stream(let source, let length):
             self.flush()
             guard self.hop === hop else { return }
@@ -306,6 +307,22 @@ final class HopHandler: ChannelDuplexHandler {
         // A write that failed at once may have ended the hop already.
         guard self.hop === hop else { return }
         self.perform(self.stateMachine.requestEnded())
+    }
+
+    /// A body in memory was queued whole: over HTTP/1.1 it ends now (the channel writes what it
+    /// buffered, whatever comes next); on an HTTP/2 stream once `written`, its END_STREAM, left.
+    /// A stream's queued DATA waits for the server's windows and is dropped when the stream
+    /// closes, so an answer that ended before it (RFC 9113 8.1) must not end the hop, whose stream
+    /// would be reset with the rest of the body unsent, while the hop reported success.
+    private func requestEnded(of hop: EngineHop, once written: EventLoopFuture<Void>?) {
+        guard let written else {
+            self.requestEnded(of: hop)
+            return
+        }
+        guard let eventLoop = self.eventLoop else { return }
+        let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
+        // A stream closed first fails the promise: the hop ends with it, by its close.
+        written.whenSuccess { loopBound.value.requestEnded(of: hop) }
     }
 
     func cancel(_ hop: EngineHop) {

@@ -1,0 +1,410 @@
+// Ported from OkHttp's okhttp/src/jvmTest/kotlin/okhttp3/internal/http2/HttpOverHttp2Test.kt
+// (https://github.com/square/okhttp), Copyright (C) 2013 Square, Inc.,
+// licensed under the Apache License, Version 2.0.
+
+import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP2
+import Testing
+
+/// `HttpOverHttp2Test`'s cases of streams sharing a connection: flow control, cancellation,
+/// resets, read timeouts.
+extension OkHttpHTTP2Tests {
+    /// The receive window Courier gives each stream (its `SETTINGS_INITIAL_WINDOW_SIZE`).
+    static let streamWindow = 256 * 1024
+
+    // MARK: Connection reuse and flow control
+
+    // OkHttp: connectionReuse
+    @Test func connectionReuse() async throws {
+        try await Self.run({ index, _ in .respondPartlyThenHold(part: index == 0 ? "ABC" : "GHI", rest: index == 0 ? "DEF" : "JKL") }) {
+            server, manager async throws in
+            // Two responses open at once on one connection, read in turns.
+            let first = try await manager.stream(Request(url: Self.url(server, "/r1")))
+            let second = try await manager.stream(Request(url: Self.url(server, "/r1")))
+            var firstBody = first.body.makeAsyncIterator()
+            var secondBody = second.body.makeAsyncIterator()
+            #expect(try await firstBody.next().map { String(buffer: $0) } == "ABC")
+            #expect(try await secondBody.next().map { String(buffer: $0) } == "GHI")
+            server.releaseHeld()
+            #expect(try await firstBody.next().map { String(buffer: $0) } == "DEF")
+            #expect(try await secondBody.next().map { String(buffer: $0) } == "JKL")
+            #expect(try await firstBody.next() == nil)
+            #expect(try await secondBody.next() == nil)
+            #expect(server.connectionCount == 1)
+            #expect(server.requests.map(\.connection) == [0, 0])
+        }
+    }
+
+    /// A response far longer than its stream's window, unread until `stop` ends it: the server
+    /// sends a window's worth at least and then waits; afterwards the connection carries another
+    /// stream, and the server heard a RST_STREAM CANCEL.
+    static func afterStoppingALongResponse(_ stop: @escaping @Sendable (DataStreamResponse) async throws -> Void) async throws {
+        try await Self.run({ index, _ in index == 0 ? .respondCounted(bytes: 8 * 1024 * 1024 + 1) : .respond("abc") }) {
+            server, manager async throws in
+            let first = try await manager.stream(Request(url: Self.url(server)))
+            #expect(
+                await server.changes.wait { server.responseBodyBytesSent >= Self.streamWindow },
+                "sent: \(server.responseBodyBytesSent)")
+            try await stop(first)
+            #expect(await server.changes.wait { server.resetsReceived == [.cancel] }, "\(server.resetsReceived)")
+            #expect(server.responseBodyBytesSent < 8 * 1024 * 1024, "the unread body was not all sent")
+            let second = try await Self.get(server, manager)
+            #expect(Self.text(second) == "abc")
+            #expect(server.connectionCount == 1)
+            #expect(server.streamCount == 2)
+        }
+    }
+
+    // OkHttp: connectionWindowUpdateAfterCanceling
+    @Test func connectionWindowUpdateAfterCanceling() async throws {
+        try await Self.afterStoppingALongResponse { first in
+            first.task.cancel()
+            // The body, read after the cancellation, fails: it did not complete.
+            let error = await Self.failure(of: first.body)
+            #expect(error?.code == .cancelled, "\(String(describing: error))")
+        }
+    }
+
+    // OkHttp: connectionWindowUpdateOnClose
+    @Test func connectionWindowUpdateOnClose() async throws {
+        try await Self.afterStoppingALongResponse { first in
+            // Closing the body: one chunk read, then the iteration stops.
+            for try await _ in first.body { break }
+        }
+    }
+
+    // OkHttp: concurrentRequestWithEmptyFlowControlWindow
+    @Test func concurrentRequestWithEmptyFlowControlWindow() async throws {
+        try await Self.run({ index, _ in index == 0 ? .respondCounted(bytes: Self.streamWindow) : .respond("abc") }) { server, manager async throws in
+            let first = try await manager.stream(Request(url: Self.url(server)))
+            #expect(first.response.headerFields[.contentLength] == String(Self.streamWindow))
+            var firstBody = first.body.makeAsyncIterator()
+            let chunk = try #require(try await firstBody.next())
+            #expect(chunk.readableBytes > 0)
+            #expect(await server.changes.wait { server.responseBodyBytesSent == Self.streamWindow }, "sent: \(server.responseBodyBytesSent)")
+            // OkHttp's second response waits for the first to be closed: its connection window
+            // is spent. Courier reopens the connection's window as data arrives (each stream's own
+            // window is the back-pressure), so the second body comes whole at once.
+            let second = try await Self.get(server, manager)
+            #expect(second.response.status.code == 200)
+            #expect(Self.text(second) == "abc")
+            var rest = chunk.readableBytes
+            while let next = try await firstBody.next() { rest += next.readableBytes }
+            #expect(rest == Self.streamWindow)
+            #expect(server.connectionCount == 1)
+        }
+    }
+
+    /// Not in `HttpOverHttp2Test`: a download many times the stream and connection windows
+    /// arrives whole, and an upload many times the server's windows goes whole.
+    @Test func largeDownloadAndUploadAcrossManyWindows() async throws {
+        let size = 6 * 1024 * 1024 + 7
+        try await Self.run({ index, _ in index == 0 ? .respondCounted(bytes: size) : .respond("uploaded") }) { server, manager async throws in
+            let download = try await Self.get(server, manager)
+            #expect(download.value.count == size)
+            #expect(download.value.allSatisfy { $0 == 0 })
+            let upload = Data((0..<size).map { UInt8(truncatingIfNeeded: $0) })
+            let response = try await manager.responseOfAnyStatus(for: Request(method: .put, url: Self.url(server), body: .data(upload)))
+            #expect(Self.text(response) == "uploaded")
+            #expect(server.requests.last?.body == Array(upload))
+            #expect(server.connectionCount == 1)
+        }
+    }
+
+    // MARK: Cancellation
+
+    // OkHttp: cancelWithStreamNotCompleted
+    @Test func cancelWithStreamNotCompleted() async throws {
+        try await Self.run({ index, _ in index == 0 ? .respondPartlyThenHold(part: "", rest: "abc") : .respond("def") }) {
+            server, manager async throws in
+            let first = try await manager.stream(Request(url: Self.url(server)))
+            first.task.cancel()
+            #expect(await server.changes.wait { server.resetsReceived == [.cancel] }, "\(server.resetsReceived)")
+            // The connection is kept, and works.
+            let second = try await Self.get(server, manager)
+            #expect(Self.text(second) == "def")
+            #expect(server.connectionCount == 1)
+            #expect(server.closedConnectionCount == 0)
+        }
+    }
+
+    /// Sends a request the server holds and cancels it once the server has it.
+    static func sendAndCancel(_ server: ScriptedHTTP2Server, _ manager: HTTPSessionManager, held: Int) async throws {
+        let task = Task { try await Self.get(server, manager) }
+        #expect(await server.changes.wait { server.heldCount == held }, "held: \(server.heldCount)")
+        task.cancel()
+        let error = await #expect(throws: CourierError.self) { try await task.value }
+        #expect(error?.code == .cancelled, "\(String(describing: error))")
+        #expect(await server.changes.wait { server.resetsReceived.count == held }, "\(server.resetsReceived)")
+    }
+
+    // OkHttp: recoverFromCancelReusesConnection
+    @Test func recoverFromCancelReusesConnection() async throws {
+        try await Self.run({ index, _ in index < 1 ? .hold("abc") : .respond("def") }) { server, manager async throws in
+            try await Self.sendAndCancel(server, manager, held: 1)
+            // The server answers the stream the client reset: the frames are dropped.
+            server.releaseHeld()
+            #expect(Self.text(try await Self.get(server, manager)) == "def")
+            #expect(server.connectionCount == 1)
+            #expect(server.requests.map(\.connection) == [0, 0])
+        }
+    }
+
+    // OkHttp: recoverFromMultipleCancelReusesConnection
+    @Test func recoverFromMultipleCancelReusesConnection() async throws {
+        try await Self.run({ index, _ in index < 2 ? .hold(index == 0 ? "abc" : "def") : .respond("ghi") }) { server, manager async throws in
+            try await Self.sendAndCancel(server, manager, held: 1)
+            try await Self.sendAndCancel(server, manager, held: 2)
+            server.releaseHeld()
+            #expect(Self.text(try await Self.get(server, manager)) == "ghi")
+            #expect(server.connectionCount == 1)
+            #expect(server.resetsReceived == [.cancel, .cancel])
+        }
+    }
+
+    // OkHttp: cancelWhileWritingRequestBodySendsCancelToServer
+    @Test func cancelWhileWritingRequestBodySendsCancelToServer() async throws {
+        try await Self.run({ _, _ in .answer(status: 200) }) { server, manager async throws in
+            let task = OneShotTaskBox()
+            let body = OkHttpCallTests.StepwiseBody(steps: [
+                {
+                    // The body's first pull: the request's HEADERS went out.
+                    task.cancel()
+                    try await untilCancelled()
+                }
+            ])
+            var request = Request(method: .post, url: Self.url(server), body: .stream(body, length: .unknown))
+            request.headerFields[.contentType] = "text/plain; charset=utf-8"
+            task.set(Task { try await manager.responseOfAnyStatus(for: request) })
+            let error = await #expect(throws: CourierError.self) { try await task.value() }
+            #expect(error?.code == .cancelled, "\(String(describing: error))")
+            #expect(await server.changes.wait { server.resetsReceived == [.cancel] }, "\(server.resetsReceived)")
+        }
+    }
+
+    // MARK: Resets
+
+    // OkHttp: noRecoveryFromOneRefusedStream
+    // OkHttp: recoverFromRefusedStreamWhenAnotherRouteExists
+    // OkHttp: connectionWithOneRefusedStreamIsPooled
+    @Test func aRefusedStreamIsSentAgain() async throws {
+        // OkHttp expects the request to fail with one route, and to go again on the same
+        // connection when there are two. RFC 9113 8.7: REFUSED_STREAM says the request was not
+        // processed, so Courier sends it again whatever the routes (a new connection), up to
+        // `ResendRule.maximumUnprocessedResends` times.
+        try await Self.run({ index, _ in index == 0 ? .reset(.refusedStream) : .respond("abc") }) { server, manager async throws in
+            #expect(Self.text(try await Self.get(server, manager)) == "abc")
+            #expect(server.streamCount == 2)
+            let connections = server.connectionCount
+            // The connection that carried the answer is kept for the next request.
+            #expect(Self.text(try await Self.get(server, manager)) == "abc")
+            #expect(server.connectionCount == connections)
+        }
+    }
+
+    // OkHttp: noRecoveryWhenRoutesExhausted
+    // OkHttp: noRecoveryFromTwoRefusedStreams
+    // OkHttp: connectionWithTwoRefusedStreamsIsNotPooled
+    // OkHttp: recoverFromMultipleRefusedStreamsRequiresNewConnection
+    @Test func streamsRefusedSeveralTimesAreSentAgainUntilProcessed() async throws {
+        // OkHttp gives up once its routes are exhausted (two or three refusals); Courier's bound
+        // is `ResendRule.maximumUnprocessedResends` (HTTP2PoolTests covers reaching it).
+        try await Self.run({ index, _ in index < 3 ? .reset(.refusedStream) : .respond("abc") }) { server, manager async throws in
+            #expect(Self.text(try await Self.get(server, manager)) == "abc")
+            #expect(server.streamCount == 4)
+            #expect(Self.text(try await Self.get(server, manager)) == "abc")
+            #expect(server.requests.last?.connection == server.requests.dropLast().last?.connection, "pooled")
+        }
+    }
+
+    // OkHttp: recoverFromOneInternalErrorRequiresNewConnection
+    // OkHttp: recoverFromOneCancelRequiresNewConnection
+    // OkHttp: noRecoveryFromInternalErrorWithRetryDisabled
+    // OkHttp: noRecoveryFromCancelWithRetryDisabled
+    @Test(arguments: [NIOHTTP2.HTTP2ErrorCode.internalError, .cancel])
+    func aStreamResetBeforeItsAnswerFails(_ code: NIOHTTP2.HTTP2ErrorCode) async throws {
+        // OkHttp sends the request again on a new connection when it has another route. RFC 9113
+        // 8.7: only REFUSED_STREAM and a GOAWAY guarantee the request was not processed; after
+        // another reset it may have been, and Courier fails it, as OkHttp does with retries off.
+        // The connection is kept.
+        try await Self.run({ index, _ in index == 0 ? .reset(code) : .respond("abc") }) { server, manager async throws in
+            let error = await OkHttpCallTests.failure { try await Self.get(server, manager) }
+            #expect(error?.code == .connectionClosed, "\(String(describing: error))")
+            #expect(server.streamCount == 1, "not sent again")
+            #expect(Self.text(try await Self.get(server, manager)) == "abc")
+            #expect(server.connectionCount == 1)
+        }
+    }
+
+    /// Not in `HttpOverHttp2Test`: a request waiting for a stream (the server allows one at a
+    /// time, the pool one connection) is cancelled before it gets one: it never reaches the
+    /// server, and the connection serves the next.
+    @Test func aRequestCancelledWhileWaitingForAStreamNeverGoesOut() async throws {
+        let server = try await ScriptedHTTP2Server.start(maximumStreams: 1) { index, _ in index == 0 ? .hold("first") : .respond("third") }
+        try await HTTP2PoolTests().withManager(server, connections: 1) { manager async throws in
+            let first = Task { try await Self.get(server, manager) }
+            #expect(await server.changes.wait { server.heldCount == 1 })
+            let second = Task { try await Self.get(server, manager) }
+            second.cancel()
+            let error = await #expect(throws: CourierError.self) { try await second.value }
+            #expect(error?.code == .cancelled, "\(String(describing: error))")
+            server.releaseHeld()
+            #expect(Self.text(try await first.value) == "first")
+            #expect(Self.text(try await Self.get(server, manager)) == "third")
+            #expect(server.streamCount == 2)
+            #expect(server.connectionCount == 1)
+        }
+    }
+
+    /// Not in `HttpOverHttp2Test`: a request that waits for a stream (the server allows one at
+    /// a time, the pool one connection, and the one stream is busy with a slow body for 4.5 s at
+    /// least) is not timed out by its 2 s `timeoutInterval`: by design it counts "from when its
+    /// head goes out (connecting and waiting for a pooled connection excepted)"
+    /// (`SessionConfiguration.timeoutIntervalForRequest`); only the resource deadline bounds the
+    /// wait. URLSession's request timer, whose name Courier takes, runs from the task's start.
+    @Test func aRequestWaitingForAStreamIsNotTimedOutByItsRequestTimeout() async throws {
+        let chunk = String(repeating: "s", count: 100)
+        let server = try await ScriptedHTTP2Server.start(maximumStreams: 1) { index, _ in
+            index == 0 ? .respondSlowly(chunk: chunk, count: 16, interval: .milliseconds(300)) : .respond("waited")
+        }
+        try await HTTP2PoolTests().withManager(server, connections: 1) { manager async throws in
+            let slow = try await manager.stream(Request(url: Self.url(server, "/slow")))
+            let started = ContinuousClock.now
+            var waiting = Request(url: Self.url(server, "/waiting"))
+            waiting.options.timeoutInterval = 2
+            let waited = Task { try await manager.responseOfAnyStatus(for: waiting) }
+            #expect(try await Self.read(slow.body) == String(repeating: chunk, count: 16))
+            #expect(Self.text(try await waited.value) == "waited")
+            #expect(ContinuousClock.now - started > .seconds(2), "it waited longer than its timeout")
+            #expect(server.paths == ["/slow", "/waiting"])
+        }
+    }
+
+    /// Not in `HttpOverHttp2Test`: a server that resets the stream mid-body, whatever the code
+    /// (NO_ERROR too: RFC 9113 8.1 keeps a response only when its END_STREAM came first). The
+    /// request fails (a body cut short is no response), and the connection carries the next one.
+    @Test(arguments: [NIOHTTP2.HTTP2ErrorCode.internalError, .noError, .cancel])
+    func aStreamResetMidResponseFails(_ code: NIOHTTP2.HTTP2ErrorCode) async throws {
+        try await Self.run({ index, _ in index == 0 ? .respondPartlyThenReset(part: "abc", code: code) : .respond("next") }) {
+            server, manager async throws in
+            let error = await OkHttpCallTests.failure { try await Self.get(server, manager) }
+            #expect(error?.code == .connectionClosed, "\(String(describing: error))")
+            let streamed = try await manager.stream(Request(url: Self.url(server)))
+            #expect(try await Self.read(streamed.body) == "next")
+            #expect(server.connectionCount == 1)
+        }
+    }
+
+    // MARK: Read timeouts
+
+    // OkHttp: readResponseHeaderTimeout
+    @Test func readResponseHeaderTimeout() async throws {
+        try await Self.run({ index, _ in index == 0 ? .hold("late") : .respond("A") }) { server, manager async throws in
+            let error = await OkHttpCallTests.failure { try await Self.get(server, manager, timeout: 0.5) }
+            #expect(error?.code == .timedOut, "\(String(describing: error))")
+            #expect(Self.text(try await Self.get(server, manager)) == "A")
+            // OkHttp expects the same connection. Courier's connection whose stream timed out
+            // takes no new stream (only an idle connection is pinged, so it may be dead) and
+            // closes once its streams end: the second request opens another.
+            #expect(server.connectionCount == 2)
+            #expect(await server.changes.wait { server.closedConnectionCount == 1 }, "closed: \(server.closedConnectionCount)")
+        }
+    }
+
+    // OkHttp: readTimeoutMoreGranularThanBodySize
+    @Test func readTimeoutMoreGranularThanBodySize() async throws {
+        // Sixteen chunks, one every 0.25 s: 3.75 s in all, more than the 3 s timeout, which
+        // bounds each wait for bytes, not the whole body. (Each gap is a twelfth of the timeout:
+        // the whole suite on two cores has stretched 0.2 s gaps past 1 s.)
+        let chunk = String(repeating: "y", count: 256)
+        try await Self.run(configure: { $0.timeoutIntervalForRequest = 3 }, { _, _ in
+            .respondSlowly(chunk: chunk, count: 16, interval: .milliseconds(250))
+        }) { server, manager async throws in
+            let started = ContinuousClock.now
+            let response = try await Self.get(server, manager)
+            #expect(Self.text(response) == String(repeating: chunk, count: 16))
+            #expect(ContinuousClock.now - started > .seconds(3), "the body took longer than the timeout")
+        }
+    }
+
+    // OkHttp: readTimeoutOnSlowConnection
+    @Test func readTimeoutOnSlowConnection() async throws {
+        let half = String(repeating: "y", count: 1024)
+        try await Self.run({ index, _ in index == 0 ? .respondPartlyThenHold(part: half, rest: half) : .respond(half + half) }) {
+            server, manager async throws in
+            // 2 s: the head must come within it (it does at once, but the neighbouring suites on
+            // two cores have delayed it past 0.5 s); the body's rest never does.
+            let first = try await manager.stream(Self.request(server, timeout: 2))
+            let error = await Self.failure(of: first.body)
+            #expect(error?.code == .timedOut, "\(String(describing: error))")
+            #expect(Self.text(try await Self.get(server, manager)) == half + half)
+            // OkHttp expects the connection reused; Courier's connection whose stream timed out
+            // takes no new stream (readResponseHeaderTimeout).
+            #expect(server.connectionCount == 2)
+        }
+    }
+
+    // OkHttp: connectionTimeout
+    @Test func connectionTimeout() async throws {
+        try await Self.run({ _, _ in .hold("A") }) { server, manager async throws in
+            let patient = Task { try await Self.get(server, manager) }
+            #expect(await server.changes.wait { server.heldCount == 1 })
+            var impatient = Request(url: Self.url(server))
+            impatient.options.timeoutInterval = 0.3
+            let error = await OkHttpCallTests.failure { try await manager.responseOfAnyStatus(for: impatient) }
+            #expect(error?.code == .timedOut, "\(String(describing: error))")
+            // The patient request's stream goes on, on the one connection.
+            server.releaseHeld(andLater: true)
+            #expect(Self.text(try await patient.value) == "A")
+            #expect(server.connectionCount == 1)
+            #expect(server.requests.map(\.connection) == [0, 0])
+        }
+    }
+
+    // OkHttp: oneStreamTimeoutDoesNotBreakConnection
+    @Test func oneStreamTimeoutEndsItsConnectionForNewStreams() async throws {
+        // OkHttp expects all three calls on one connection (its PING after the timeout comes
+        // back, so the connection is not degraded). Courier takes no new stream on a connection
+        // whose stream timed out: the second and third go on a second connection.
+        try await Self.run({ index, _ in index == 0 ? .hold("a") : .respond(index == 1 ? "b" : "c") }) { server, manager async throws in
+            let error = await OkHttpCallTests.failure { try await Self.get(server, manager, timeout: 0.5) }
+            #expect(error?.code == .timedOut, "\(String(describing: error))")
+            #expect(Self.text(try await Self.get(server, manager)) == "b")
+            #expect(Self.text(try await Self.get(server, manager)) == "c")
+            #expect(server.connectionCount == 2)
+            #expect(server.requests.suffix(2).map(\.connection) == [1, 1])
+        }
+    }
+}
+
+/// A task set after the closure that cancels it was made (a request body that cancels its own
+/// request): a cancellation asked for before the task is set cancels it as it is set.
+final class OneShotTaskBox: Sendable {
+    private let state = NIOLockedValueBox<(task: Task<DataResponse<Data>, any Error>?, cancelled: Bool)>((nil, false))
+
+    func set(_ task: Task<DataResponse<Data>, any Error>) {
+        let cancelled = self.state.withLockedValue { state in
+            state.task = task
+            return state.cancelled
+        }
+        if cancelled { task.cancel() }
+    }
+
+    func cancel() {
+        let task = self.state.withLockedValue { state in
+            state.cancelled = true
+            return state.task
+        }
+        task?.cancel()
+    }
+
+    func value() async throws -> DataResponse<Data> {
+        guard let task = self.state.withLockedValue({ $0.task }) else { throw CancellationError() }
+        return try await task.value
+    }
+}
