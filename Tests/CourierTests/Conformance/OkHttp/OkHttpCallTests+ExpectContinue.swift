@@ -100,8 +100,10 @@ extension OkHttpCallTests {
     // OkHttp: unsuccessfulExpectContinuePreventsConnectionReuse
     @Test func unsuccessfulExpectContinuePreventsConnectionReuse() async throws {
         // The first connection answers 200 as soon as the head is in, without `100 Continue`:
-        // the body is never sent, so the server would read the next request as the body.
-        try await Self.overHTTP1({ _, _, _ in .respondBeforeBody(Self.ok) }) { server, manager in
+        // the body is never sent, so the server would read the next request as the body. The
+        // wait for `100 Continue` is long: with the default 1 s the body went out once in a full
+        // parallel run, before the 200 was read.
+        try await Self.overHTTP1(configuration: Self.configuration(continueWait: 600), { _, _, _ in .respondBeforeBody(Self.ok) }) { server, manager in
             let first = try await manager.responseOfAnyStatus(for: Self.post(server.baseURL, expectContinue: true))
             #expect(first.response.status.code == 200)
             let second = try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))

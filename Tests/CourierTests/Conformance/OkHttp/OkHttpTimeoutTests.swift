@@ -150,7 +150,9 @@ struct OkHttpTimeoutTests {
     @Test func timeoutFollowingRedirectOnNewConnection() async throws {
         try await ScriptedHTTPServer.with({ _, _, _ in .hold }) { other in
             let redirect = "HTTP/1.1 302 Found\r\nLocation: \(other.baseURL.absoluteString)\r\nContent-Length: 0\r\n\r\n"
-            try await Call.overHTTP1(configuration: Self.callTimeout(), { _, _, _ in .respond(redirect) }) { server, manager in
+            // A call timeout of 3 s, not OkHttp's 250 ms: in a full parallel run 0.5 s passed before
+            // the redirected request reached the other server.
+            try await Call.overHTTP1(configuration: Self.callTimeout(3), { _, _, _ in .respond(redirect) }) { server, manager in
                 let error = await Call.failure { try await manager.responseOfAnyStatus(for: Request(url: server.baseURL)) }
                 #expect(error?.code == .timedOut, "\(String(describing: error))")
                 // The redirected request reached the other server (its loop may read it after
@@ -177,10 +179,14 @@ struct OkHttpTimeoutTests {
     @Test func readTimeoutFails() async throws {
         // The first connection never answers; a later one does. A connection whose request timed
         // out is not reused.
-        try await Call.overHTTP1(configuration: Call.configuration(readTimeout: 0.5), { connection, _, _ in
+        // The timeout is the first request's own: the second, on a new connection, keeps the
+        // session's 60 s (with 0.5 s it timed out in a full parallel run).
+        try await Call.overHTTP1({ connection, _, _ in
             connection == 0 ? .hold : .respond(Self.ok("success!"))
         }) { server, manager in
-            let error = await Call.failure { try await manager.responseOfAnyStatus(for: Request(url: server.baseURL)) }
+            var first = Request(url: server.baseURL)
+            first.options.timeoutInterval = 0.5
+            let error = await Call.failure { try await manager.responseOfAnyStatus(for: first) }
             #expect(error?.code == .timedOut, "\(String(describing: error))")
             let response = try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))
             #expect(Call.text(response) == "success!")
