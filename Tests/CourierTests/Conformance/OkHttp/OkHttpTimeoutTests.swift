@@ -108,7 +108,8 @@ struct OkHttpTimeoutTests {
 
     // OkHttp: timeoutReadingResponse
     @Test func timeoutReadingResponse() async throws {
-        try await Call.overHTTP1(configuration: Self.callTimeout(), { _, _, _ in Self.stalledBody() }) { server, manager in
+        // 5 s: the head must come first, and a full parallel run stalled it for over 0.5 s.
+        try await Call.overHTTP1(configuration: Self.callTimeout(5), { _, _, _ in Self.stalledBody() }) { server, manager in
             // The head is returned; reading the body then fails with the call's timeout.
             let response = try await manager.stream(Request(url: server.baseURL))
             #expect(response.response.status.code == 200)
@@ -121,7 +122,7 @@ struct OkHttpTimeoutTests {
 
     // OkHttp: timeoutReadingResponseWithEnqueue
     @Test func timeoutReadingResponseWithEnqueue() async throws {
-        try await Call.overHTTP1(configuration: Self.callTimeout(), { _, _, _ in Self.stalledBody() }) { server, manager in
+        try await Call.overHTTP1(configuration: Self.callTimeout(5), { _, _, _ in Self.stalledBody() }) { server, manager in
             let (task, error) = await Self.enqueue(manager, Request(url: server.baseURL))
             #expect(error?.code == .timedOut, "\(String(describing: error))")
             #expect(task.response?.status.code == 200)
@@ -150,9 +151,9 @@ struct OkHttpTimeoutTests {
     @Test func timeoutFollowingRedirectOnNewConnection() async throws {
         try await ScriptedHTTPServer.with({ _, _, _ in .hold }) { other in
             let redirect = "HTTP/1.1 302 Found\r\nLocation: \(other.baseURL.absoluteString)\r\nContent-Length: 0\r\n\r\n"
-            // A call timeout of 3 s, not OkHttp's 250 ms: in a full parallel run 0.5 s passed before
-            // the redirected request reached the other server.
-            try await Call.overHTTP1(configuration: Self.callTimeout(3), { _, _, _ in .respond(redirect) }) { server, manager in
+            // A call timeout of 10 s, not OkHttp's 250 ms: in a full parallel run 0.5 s, and then
+            // 3 s, passed before the redirected request reached the other server, which holds it.
+            try await Call.overHTTP1(configuration: Self.callTimeout(10), { _, _, _ in .respond(redirect) }) { server, manager in
                 let error = await Call.failure { try await manager.responseOfAnyStatus(for: Request(url: server.baseURL)) }
                 #expect(error?.code == .timedOut, "\(String(describing: error))")
                 // The redirected request reached the other server (its loop may read it after
@@ -217,10 +218,12 @@ struct OkHttpTimeoutTests {
     // its request on the connection it leaves)
     @Test func shortTimeoutDoesNotOutliveItsRequest() async throws {
         try await Call.overHTTP1({ _, request, _ in
-            request == 0 ? .respond(Self.ok("abc")) : .respondAfter(Self.ok("def"), delay: .milliseconds(800))
+            request == 0 ? .respond(Self.ok("abc")) : .respondAfter(Self.ok("def"), delay: .milliseconds(3500))
         }) { server, manager in
+            // 3 s for the first (which must succeed: a full parallel run stalled 0.3 s), and the
+            // second's answer later than that.
             var first = Request(url: server.baseURL)
-            first.options.timeoutInterval = 0.3
+            first.options.timeoutInterval = 3
             let text = Call.text(try await manager.responseOfAnyStatus(for: first))
             #expect(text == "abc")
             let second = try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))
