@@ -337,9 +337,10 @@ extension OkHttpHTTP2Tests {
         let half = String(repeating: "y", count: 1024)
         try await Self.run({ index, _ in index == 0 ? .respondPartlyThenHold(part: half, rest: half) : .respond(half + half) }) {
             server, manager async throws in
-            // 2 s: the head must come within it (it does at once, but the neighbouring suites on
-            // two cores have delayed it past 0.5 s); the body's rest never does.
-            let first = try await manager.stream(Self.request(server, timeout: 2))
+            // 5 s: the head must come within it (it does at once, but the neighbouring suites on
+            // two cores have delayed it past 0.5 s, and a full parallel run past 2 s); the body's
+            // rest never does.
+            let first = try await manager.stream(Self.request(server, timeout: 5))
             let error = await Self.failure(of: first.body)
             #expect(error?.code == .timedOut, "\(String(describing: error))")
             #expect(Self.text(try await Self.get(server, manager)) == half + half)
