@@ -42,21 +42,21 @@ final class ResponseInflater {
     static func make(
         head: HTTPResponseHead, ratio: Int, freeSize: Int = NIOEngine.Decompression.ratioFreeSize
     ) -> ResponseInflater? {
-        guard Self.holdsCodingsStart(status: Int(head.status.code), contentRange: head.headers.first(name: "Content-Range")) else { return nil }
+        // The status first: a closure reading the range would capture the head (a copy, and its
+        // retains, for every response).
+        if head.status.code == 206, !Self.rangeStartsTheCoding(head.headers.first(name: "Content-Range")) { return nil }
         return Self.make(contentEncodings: head.headers["Content-Encoding"], ratio: ratio, freeSize: freeSize)
     }
 
-    /// Whether a response's body starts where its coded representation does, so that it can be
-    /// decoded: every response but a `206` whose range starts past byte 0, or that has no
-    /// `Content-Range` of its own (`multipart/byteranges`). A content coding is the
+    /// Whether a `206`'s body starts where its coded representation does, so that it can be
+    /// decoded: not when its range starts past byte 0, or when it has no `Content-Range` of its
+    /// own (`multipart/byteranges`); every other status's body does. A content coding is the
     /// representation's (RFC 9110 8.4), and a range is of its coded bytes (RFC 9110 14.1.1): the
     /// middle of a gzip stream cannot be inflated, and such a body is handed over as it came,
     /// as OkHttp and curl hand it (a download resumed from a `.gz` file that Apache labels
     /// `Content-Encoding: gzip` failed with `invalidResponse` before).
-    /// The range is read only for a `206`: every response asks.
-    static func holdsCodingsStart(status: Int, contentRange: @autoclosure () -> String?) -> Bool {
-        guard status == 206 else { return true }
-        guard let contentRange = contentRange() else { return false }
+    static func rangeStartsTheCoding(_ contentRange: String?) -> Bool {
+        guard let contentRange else { return false }
         let value = contentRange.drop { $0 == " " || $0 == "\t" }
         guard value.prefix(5).lowercased() == "bytes" else { return false }
         return value.dropFirst(5).drop { $0 == " " }.hasPrefix("0-")
