@@ -276,11 +276,13 @@ extension OkHttpHTTP2Tests {
             let slow = try await manager.stream(Request(url: Self.url(server, "/slow")))
             let started = ContinuousClock.now
             var waiting = Request(url: Self.url(server, "/waiting"))
-            waiting.options.timeoutInterval = 2
+            // Less than the slow answer's 4.8 s, and long enough that a loaded machine's stall
+            // between this request's head and its answer does not reach it.
+            waiting.options.timeoutInterval = 4
             let waited = Task { try await manager.responseOfAnyStatus(for: waiting) }
             #expect(try await Self.read(slow.body) == String(repeating: chunk, count: 16))
             #expect(Self.text(try await waited.value) == "waited")
-            #expect(ContinuousClock.now - started > .seconds(2), "it waited longer than its timeout")
+            #expect(ContinuousClock.now - started > .seconds(4), "it waited longer than its timeout")
             #expect(server.paths == ["/slow", "/waiting"])
         }
     }
@@ -318,17 +320,17 @@ extension OkHttpHTTP2Tests {
 
     // OkHttp: readTimeoutMoreGranularThanBodySize
     @Test func readTimeoutMoreGranularThanBodySize() async throws {
-        // Sixteen chunks, one every 0.25 s: 3.75 s in all, more than the 3 s timeout, which
-        // bounds each wait for bytes, not the whole body. (Each gap is a twelfth of the timeout:
-        // the whole suite on two cores has stretched 0.2 s gaps past 1 s.)
+        // Forty chunks, one every 0.2 s: 7.8 s in all, more than the 7 s timeout, which bounds
+        // each wait for bytes, not the whole body. (Each gap is a thirty-fifth of the timeout:
+        // a CI run stalled the machine past 3 s mid-body, as TransportTimeoutTests found.)
         let chunk = String(repeating: "y", count: 256)
-        try await Self.run(configure: { $0.timeoutIntervalForRequest = 3 }, { _, _ in
-            .respondSlowly(chunk: chunk, count: 16, interval: .milliseconds(250))
+        try await Self.run(configure: { $0.timeoutIntervalForRequest = 7 }, { _, _ in
+            .respondSlowly(chunk: chunk, count: 40, interval: .milliseconds(200))
         }) { server, manager async throws in
             let started = ContinuousClock.now
             let response = try await Self.get(server, manager)
-            #expect(Self.text(response) == String(repeating: chunk, count: 16))
-            #expect(ContinuousClock.now - started > .seconds(3), "the body took longer than the timeout")
+            #expect(Self.text(response) == String(repeating: chunk, count: 40))
+            #expect(ContinuousClock.now - started > .seconds(7), "the body took longer than the timeout")
         }
     }
 
@@ -337,10 +339,10 @@ extension OkHttpHTTP2Tests {
         let half = String(repeating: "y", count: 1024)
         try await Self.run({ index, _ in index == 0 ? .respondPartlyThenHold(part: half, rest: half) : .respond(half + half) }) {
             server, manager async throws in
-            // 5 s: the head must come within it (it does at once, but the neighbouring suites on
+            // 7 s: the head must come within it (it does at once, but the neighbouring suites on
             // two cores have delayed it past 0.5 s, and a full parallel run past 2 s); the body's
             // rest never does.
-            let first = try await manager.stream(Self.request(server, timeout: 5))
+            let first = try await manager.stream(Self.request(server, timeout: 7))
             let error = await Self.failure(of: first.body)
             #expect(error?.code == .timedOut, "\(String(describing: error))")
             #expect(Self.text(try await Self.get(server, manager)) == half + half)

@@ -108,8 +108,8 @@ struct OkHttpTimeoutTests {
 
     // OkHttp: timeoutReadingResponse
     @Test func timeoutReadingResponse() async throws {
-        // 5 s: the head must come first, and a full parallel run stalled it for over 0.5 s.
-        try await Call.overHTTP1(configuration: Self.callTimeout(5), { _, _, _ in Self.stalledBody() }) { server, manager in
+        // 7 s: the head must come first, and full parallel runs stalled the machine for seconds.
+        try await Call.overHTTP1(configuration: Self.callTimeout(7), { _, _, _ in Self.stalledBody() }) { server, manager in
             // The head is returned; reading the body then fails with the call's timeout.
             let response = try await manager.stream(Request(url: server.baseURL))
             #expect(response.response.status.code == 200)
@@ -122,7 +122,7 @@ struct OkHttpTimeoutTests {
 
     // OkHttp: timeoutReadingResponseWithEnqueue
     @Test func timeoutReadingResponseWithEnqueue() async throws {
-        try await Call.overHTTP1(configuration: Self.callTimeout(5), { _, _, _ in Self.stalledBody() }) { server, manager in
+        try await Call.overHTTP1(configuration: Self.callTimeout(7), { _, _, _ in Self.stalledBody() }) { server, manager in
             let (task, error) = await Self.enqueue(manager, Request(url: server.baseURL))
             #expect(error?.code == .timedOut, "\(String(describing: error))")
             #expect(task.response?.status.code == 200)
@@ -218,12 +218,12 @@ struct OkHttpTimeoutTests {
     // its request on the connection it leaves)
     @Test func shortTimeoutDoesNotOutliveItsRequest() async throws {
         try await Call.overHTTP1({ _, request, _ in
-            request == 0 ? .respond(Self.ok("abc")) : .respondAfter(Self.ok("def"), delay: .milliseconds(3500))
+            request == 0 ? .respond(Self.ok("abc")) : .respondAfter(Self.ok("def"), delay: .milliseconds(7500))
         }) { server, manager in
-            // 3 s for the first (which must succeed: a full parallel run stalled 0.3 s), and the
-            // second's answer later than that.
+            // 7 s for the first (which must succeed: full parallel runs stalled the machine for
+            // seconds), and the second's answer later than that.
             var first = Request(url: server.baseURL)
-            first.options.timeoutInterval = 3
+            first.options.timeoutInterval = 7
             let text = Call.text(try await manager.responseOfAnyStatus(for: first))
             #expect(text == "abc")
             let second = try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))
