@@ -76,7 +76,9 @@ struct HTTP1PoolTests {
                     return try await group.reduce(into: []) { $0.append($1) }
                 }
                 #expect(statuses == Array(repeating: 200, count: 12))
-                #expect(server.connectionCount == 2)
+                // Within the limit. Not "exactly 2": in a full parallel run the twelve came one
+                // after another slowly enough to share one connection.
+                #expect((1...2).contains(server.connectionCount), "\(server.connectionCount) connections")
             }
         }
     }
