@@ -182,13 +182,13 @@ extension OkHttpHTTP2Tests {
     // OkHttp: responseHeadersAfterGoaway
     @Test func responseHeadersAfterGoaway() async throws {
         try await Self.run({ _, path in path == "/slow" ? .hold("ABC") : .respondThenGoAway("DEF") }) { server, manager async throws in
-            let slow = Task { try await Self.get(server, manager, "/slow") }
+            async let slow = Self.get(server, manager, "/slow")
             #expect(await server.changes.wait { server.heldCount == 1 })
             #expect(Self.text(try await Self.get(server, manager, "/fast")) == "DEF")
             // The GOAWAY named both streams as processed: the held one is answered on the
             // draining connection.
             server.releaseHeld()
-            #expect(Self.text(try await slow.value) == "ABC")
+            #expect(Self.text(try await slow) == "ABC")
             #expect(server.connectionCount == 1)
         }
     }
@@ -243,6 +243,7 @@ extension OkHttpHTTP2Tests {
             },
             { index, _ in index == 0 ? .hold("never") : .respond("fresh connection") }
         ) { server, manager async throws in
+            // A Task, not `async let`: awaited inside `#expect(throws:)`'s closure, just below.
             let stalled = Task { try await Self.get(server, manager, timeout: 1) }
             #expect(await server.changes.wait { server.heldCount == 1 })
             server.stopAnswering()

@@ -135,6 +135,7 @@ extension OkHttpHTTP2Tests {
 
     /// Sends a request the server holds and cancels it once the server has it.
     static func sendAndCancel(_ server: ScriptedHTTP2Server, _ manager: HTTPSessionManager, held: Int) async throws {
+        // A Task of its own: it is cancelled here, and awaited at once.
         let task = Task { try await Self.get(server, manager) }
         #expect(await server.changes.wait { server.heldCount == held }, "held: \(server.heldCount)")
         task.cancel()
@@ -180,6 +181,7 @@ extension OkHttpHTTP2Tests {
             ])
             var request = Request(method: .post, url: Self.url(server), body: .stream(body, length: .unknown))
             request.headerFields[.contentType] = "text/plain; charset=utf-8"
+            // A Task of its own: the body's first pull cancels it; awaited at once.
             task.set(Task { try await manager.responseOfAnyStatus(for: request) })
             let error = await #expect(throws: CourierError.self) { try await task.value() }
             #expect(error?.code == .cancelled, "\(String(describing: error))")
@@ -247,14 +249,16 @@ extension OkHttpHTTP2Tests {
     @Test func aRequestCancelledWhileWaitingForAStreamNeverGoesOut() async throws {
         let server = try await ScriptedHTTP2Server.start(maximumStreams: 1) { index, _ in index == 0 ? .hold("first") : .respond("third") }
         try await HTTP2PoolTests().withManager(server, connections: 1) { manager async throws in
-            let first = Task { try await Self.get(server, manager) }
+            // Awaited below (cancelled with the scope if the test throws first).
+            async let first = Self.get(server, manager)
             #expect(await server.changes.wait { server.heldCount == 1 })
+            // A Task of its own: the test cancels it, and awaits it at once.
             let second = Task { try await Self.get(server, manager) }
             second.cancel()
             let error = await #expect(throws: CourierError.self) { try await second.value }
             #expect(error?.code == .cancelled, "\(String(describing: error))")
             server.releaseHeld()
-            #expect(Self.text(try await first.value) == "first")
+            #expect(Self.text(try await first) == "first")
             #expect(Self.text(try await Self.get(server, manager)) == "third")
             #expect(server.streamCount == 2)
             #expect(server.connectionCount == 1)
@@ -274,16 +278,16 @@ extension OkHttpHTTP2Tests {
             index == 0 ? .hold("slow") : .respond("waited")
         }
         try await HTTP2PoolTests().withManager(server, connections: 1) { manager async throws in
-            let slow = Task { try await manager.responseOfAnyStatus(for: Request(url: Self.url(server, "/slow"))) }
+            async let slow = manager.responseOfAnyStatus(for: Request(url: Self.url(server, "/slow")))
             #expect(await server.changes.wait { server.heldCount == 1 })
             var waiting = Request(url: Self.url(server, "/waiting"))
             waiting.options.timeoutInterval = 7
-            let waited = Task { try await manager.responseOfAnyStatus(for: waiting) }
+            async let waited = manager.responseOfAnyStatus(for: waiting)
             // Time passing is the subject: longer than the waiting request's timeout.
             try await Task.sleep(for: .seconds(8))
             server.releaseHeld()
-            #expect(Self.text(try await slow.value) == "slow")
-            #expect(Self.text(try await waited.value) == "waited")
+            #expect(Self.text(try await slow) == "slow")
+            #expect(Self.text(try await waited) == "waited")
             #expect(server.paths == ["/slow", "/waiting"])
         }
     }
@@ -356,7 +360,7 @@ extension OkHttpHTTP2Tests {
     // OkHttp: connectionTimeout
     @Test func connectionTimeout() async throws {
         try await Self.run({ _, _ in .hold("A") }) { server, manager async throws in
-            let patient = Task { try await Self.get(server, manager) }
+            async let patient = Self.get(server, manager)
             #expect(await server.changes.wait { server.heldCount == 1 })
             var impatient = Request(url: Self.url(server))
             impatient.options.timeoutInterval = 0.3
@@ -364,7 +368,7 @@ extension OkHttpHTTP2Tests {
             #expect(error?.code == .timedOut, "\(String(describing: error))")
             // The patient request's stream goes on, on the one connection.
             server.releaseHeld(andLater: true)
-            #expect(Self.text(try await patient.value) == "A")
+            #expect(Self.text(try await patient) == "A")
             #expect(server.connectionCount == 1)
             #expect(server.requests.map(\.connection) == [0, 0])
         }

@@ -83,26 +83,31 @@ struct OkHttpServerTruncatesRequestTests {
         }
     }
 
+    /// Runs `body` with a TestServer over TLS (`h2` by ALPN) and a manager that trusts it.
+    static func overHTTP2(_ body: (TestServer, HTTPSessionManager) async throws -> Void) async throws {
+        try await withTestServer(.https()) { server in
+            try await withManager(baseURL: nil, securityPolicy: try HTTP2PoolTests.policy()) { manager in
+                try await body(server, manager)
+            }
+        }
+    }
+
     // OkHttp: serverTruncatesRequestOnLongPostHttp2
     @Test func serverTruncatesRequestOnLongPostHttp2() async throws {
         // TestServer's `/courier/refuse-upload` answers as soon as the head is in and reads no body
         // (a 413 rather than OkHttp's 200 `abc`): the stream's answer is whole while the client
         // still has a body to send.
-        var configuration = TestServer.Configuration.https()
-        configuration.http2 = true
-        try await withTestServer(configuration) { server in
-            try await withManager(baseURL: nil, securityPolicy: try HTTP2PoolTests.policy()) { manager in
-                let body = NeverEndingBody()
-                let request = Request(method: .post, url: server.url("/courier/refuse-upload"), body: .stream(body, length: .unknown))
-                let response = try await manager.responseOfAnyStatus(for: request)
-                #expect(response.response.status.code == 413)
-                #expect(response.metrics?.transactions.last?.networkProtocolName == "h2")
-                #expect(await body.changes.wait { body.wasCancelled }, "the request body is still being pulled")
-                let healthy = try await manager.responseOfAnyStatus(for: Request(url: server.url("/get")))
-                #expect(healthy.response.status.code == 200)
-                #expect(healthy.metrics?.transactions.last?.isReusedConnection == true)
-                #expect(server.connectionCount == 1)
-            }
+        try await Self.overHTTP2 { server, manager in
+            let body = NeverEndingBody()
+            let request = Request(method: .post, url: server.url("/courier/refuse-upload"), body: .stream(body, length: .unknown))
+            let response = try await manager.responseOfAnyStatus(for: request)
+            #expect(response.response.status.code == 413)
+            #expect(response.metrics?.transactions.last?.networkProtocolName == "h2")
+            #expect(await body.changes.wait { body.wasCancelled }, "the request body is still being pulled")
+            let healthy = try await manager.responseOfAnyStatus(for: Request(url: server.url("/get")))
+            #expect(healthy.response.status.code == 200)
+            #expect(healthy.metrics?.transactions.last?.isReusedConnection == true)
+            #expect(server.connectionCount == 1)
         }
     }
 
@@ -112,22 +117,18 @@ struct OkHttpServerTruncatesRequestTests {
         // writes fail. Courier's streamed body is the same thing pulled: once the answer is
         // whole, the stream task returns it and the engine pulls no more (the producer is
         // cancelled), and the connection carries on.
-        var configuration = TestServer.Configuration.https()
-        configuration.http2 = true
-        try await withTestServer(configuration) { server in
-            try await withManager(baseURL: nil, securityPolicy: try HTTP2PoolTests.policy()) { manager in
-                let body = NeverEndingBody()
-                let request = Request(method: .post, url: server.url("/courier/refuse-upload"), body: .stream(body, length: .unknown))
-                let response = try await manager.stream(request)
-                var received = 0
-                for try await chunk in response.body { received += chunk.readableBytes }
-                #expect(response.response.status.code == 413)
-                #expect(received > 0)
-                #expect(await body.changes.wait { body.wasCancelled }, "the request body is still being pulled")
-                let healthy = try await manager.responseOfAnyStatus(for: Request(url: server.url("/get")))
-                #expect(healthy.response.status.code == 200)
-                #expect(server.connectionCount == 1)
-            }
+        try await Self.overHTTP2 { server, manager in
+            let body = NeverEndingBody()
+            let request = Request(method: .post, url: server.url("/courier/refuse-upload"), body: .stream(body, length: .unknown))
+            let response = try await manager.stream(request)
+            var received = 0
+            for try await chunk in response.body { received += chunk.readableBytes }
+            #expect(response.response.status.code == 413)
+            #expect(received > 0)
+            #expect(await body.changes.wait { body.wasCancelled }, "the request body is still being pulled")
+            let healthy = try await manager.responseOfAnyStatus(for: Request(url: server.url("/get")))
+            #expect(healthy.response.status.code == 200)
+            #expect(server.connectionCount == 1)
         }
     }
 
