@@ -36,7 +36,7 @@ extension NetworkReachabilityManager {
     /// Waits until the status is reachable (true) or `limit` has passed on `clock` (false),
     /// starting monitoring if it was off.
     func waitUntilReachable(within limit: Duration, clock: any RetryClock = .system) async -> Bool {
-        if !self.isMonitoring { self.startMonitoring() }
+        self.startMonitoringIfIdle()
         let statuses = self.statuses
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask {

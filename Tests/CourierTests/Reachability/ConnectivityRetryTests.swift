@@ -96,4 +96,34 @@ struct ConnectivityRetryTests {
         await #expect(throws: CourierError.self) { try await manager.data(for: Request(url: Self.url)) }
         #expect(engine.requests.count == 1)
     }
+
+    /// Tasks that wait for the network at once start one monitor between them: none restarts the
+    /// one another started (a restart stops it first, and a report sent in between was lost). The
+    /// check and the start were two steps; the landing CI of 2026-12-05 caught four tasks racing
+    /// between them. The window is narrow, so 200 rounds of 16 tasks each.
+    @Test func tasksWaitingAtOnceStartOneMonitor() async throws {
+        for _ in 0..<200 {
+            let monitor = ScriptedMonitor()
+            let reachability = monitor.manager()
+            async let driver: Void = {
+                await monitor.waitUntilStarted()
+                monitor.send(.reachableViaEthernet)
+            }()
+            let results = await withTaskGroup(of: Bool.self) { group in
+                for _ in 0..<16 { group.addTask { await reachability.waitUntilReachable(within: .seconds(30)) } }
+                return await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            await driver
+            #expect(results == Array(repeating: true, count: 16))
+            try #require(monitor.stops.withLockedValue { $0 } == 0)
+        }
+        let monitor = ScriptedMonitor()
+        let reachability = monitor.manager()
+        reachability.startMonitoringIfIdle()
+        reachability.startMonitoringIfIdle()
+        #expect(monitor.stops.withLockedValue { $0 } == 0)
+        #expect(reachability.isMonitoring)
+        reachability.startMonitoring()
+        #expect(monitor.stops.withLockedValue { $0 } == 1, "the public start still restarts, as AFNetworking's")
+    }
 }
