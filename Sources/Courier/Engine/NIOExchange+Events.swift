@@ -61,7 +61,7 @@ extension NIOExchange {
             return
         case .follow(let proposed):
             if let chosen = self.delegate.exchange(willPerformRedirection: response, newRequest: proposed) {
-                self.state.withLockedValue { state in
+                let generation = self.state.withLockedValue { state in
                     state.redirectCount += 1
                     // The request left behind; the next one's URL counts as visited as the
                     // current request's (an exchange that is not redirected builds no set).
@@ -70,7 +70,9 @@ extension NIOExchange {
                     state.sendGeneration += 1
                     state.expectedBytesToSend = chosen.body.knownLength
                     state.phase = .redirecting(chosen)
+                    return state.sendGeneration
                 }
+                self.limitRedirectDrain(generation: generation)
                 return
             }
         }
@@ -79,6 +81,41 @@ extension NIOExchange {
         if self.delegate.exchange(didReceive: response, url: request.url) == .cancel {
             self.cancel(with: CourierError(.cancelled, "\(request.summary): cancelled on receiving the response", request: request, response: response))
         }
+    }
+
+    /// How long a redirect's body is read before the redirect is followed without the rest, at
+    /// most: OkHttp gives a discarded body 100 ms. Courier gives it up to a second (half the
+    /// request's idle timeout when that is shorter), so that a loop busy for a moment does not
+    /// cost the connection a reuse.
+    static let redirectDrainLimit = TimeAmount.seconds(1)
+
+    /// A redirect's body is read to its end (then its connection carries the next hop) for at
+    /// most ``redirectDrainLimit``: one slower (it stalls, or is large) is given up, its
+    /// connection (HTTP/2: its stream) closes, and the redirect is followed on another. Before, a
+    /// stalled body held the redirect until the idle timeout failed the request.
+    private func limitRedirectDrain(generation: Int) {
+        let timer = self.eventLoop.scheduleTask(in: self.redirectDrainWait) { [weak self] () -> Void in
+            self?.giveUpRedirectBody(generation: generation)
+        }
+        self.state.withLockedValue { $0.redirectDrain = timer }
+    }
+
+    /// ``redirectDrainLimit``, or half the idle timeout when that is shorter (the drain is given
+    /// up before the timeout fails the request).
+    private var redirectDrainWait: TimeAmount {
+        min(Self.redirectDrainLimit, .nanoseconds(self.idleTimeout.nanoseconds / 2))
+    }
+
+    private func giveUpRedirectBody(generation: Int) {
+        let hop = self.state.withLockedValue { state -> (any NIOHopTask)? in
+            guard case .redirecting = state.phase, state.sendGeneration == generation, !state.isFinished,
+                state.pendingCancellation == nil
+            else { return nil }
+            state.redirectDrain = nil
+            return state.currentTask
+        }
+        // The hop fails; `hopCompleted` follows a redirect whose hop failed.
+        hop?.fail(reason: CourierError(.cancelled, "the redirect's body was not read within \(NIOEngine.seconds(self.redirectDrainWait))"))
     }
 
     /// The hop's response ended with trailer fields (HTTP/1.1 chunked trailers, HTTP/2 trailing

@@ -137,12 +137,22 @@ final class NIOExchange: Exchange, Sendable {
             case answer(HTTPAuthorization.DigestChallenge, of: NIOEngine.Proxy)
             case finish(CourierError?)
         }
-        let finished = self.state.withLockedValue { $0.isFinished }
+        let (finished, redirectDrain) = self.state.withLockedValue { state in
+            defer { state.redirectDrain = nil }
+            return (state.isFinished, state.redirectDrain)
+        }
+        redirectDrain?.cancel()
         if !finished { self.delegate.exchange(didFinishTransaction: metrics) }
         let next: Next = self.state.withLockedValue { state in
             state.currentTask = nil
             if state.isFinished { return .finish(nil) }
-            if let cancellation = state.pendingCancellation { return .finish(cancellation) }
+            if let cancellation = state.pendingCancellation {
+                // A timeout that met a final response already whole (its upload still going, or
+                // stalled: `HopStateMachine.hopCancelled(byTimeout:)`) loses nothing: the
+                // response is the outcome. A redirect's hop is not followed then.
+                if case .success = result, case .streaming = state.phase, cancellation.code == .timedOut { return .finish(nil) }
+                return .finish(cancellation)
+            }
             // A redirect is planned on its head, and its body only drained: a failure of the body
             // (the connection closed or reset part-way) loses nothing the exchange needs, and the
             // redirect is followed all the same, on another connection (the failed one is gone),
@@ -299,6 +309,8 @@ struct NIOExchangeState {
     var bytesSent: Int64 = 0
     /// Bumped whenever the body starts over (a redirect, a resend): see `sendGeneration`.
     var sendGeneration = 0
+    /// The limit on reading a redirect's body (`limitRedirectDrain`), while it runs.
+    var redirectDrain: Scheduled<Void>?
     /// How many of a forwarding proxy's Digest challenges the exchange answered.
     var proxyDigestAnswers = 0
     var expectedBytesToSend: Int64?

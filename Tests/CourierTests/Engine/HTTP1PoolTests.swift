@@ -432,6 +432,38 @@ struct HTTP1PoolTests {
         }
     }
 
+    /// An early success whose upload then stalls (its producer waits, or the server stopped
+    /// reading) ends, once the request timeout passes, with that success: the response came whole.
+    /// The half-sent connection is not reused. Go and AsyncHTTPClient hand the response over at
+    /// once; before, Courier failed the task `timedOut` and the response was lost.
+    @Test func anEarlySuccessWhoseUploadStallsEndsWithTheSuccessAtTheTimeout() async throws {
+        try await withScriptedServer({ connection, request, _ in
+            connection == 0 && request == 0 ? .respondBeforeBody("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") : .respond("HTTP/1.1 204 No Content\r\n\r\n")
+        }) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                var request = Request(method: .put, url: server.baseURL.appending(path: "upload"))
+                request.options.timeoutInterval = 1
+                // Never opened while the task runs: the body stalls after its first sixteenth.
+                let gate = OneShotGate()
+                defer { gate.open() }
+                request.body = Self.gatedBody(gate)
+                let done = Recorder<(Data?, CourierError?)>()
+                let task = manager.uploadTask(withStreamedRequest: request, progress: nil) { _, data, error in
+                    done.append((data as? Data, error))
+                }
+                task.resume()
+                #expect(await done.wait { $0.count == 1 })
+                let (data, error) = try #require(done.all.first)
+                #expect(error == nil, "\(String(describing: error))")
+                #expect(data == Data("ok".utf8))
+                #expect(task.countOfBytesSent < 16 * 16 * 1024, "the upload did not finish")
+                _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
+                #expect(server.connectionCount == 2, "the half-sent connection was not reused")
+            }
+        }
+    }
+
     @Test func anEarlyRefusalStopsTheUpload() async throws {
         try await withScriptedServer({ connection, request, _ in
             connection == 0 && request == 0

@@ -328,12 +328,13 @@ final class HopHandler: ChannelDuplexHandler {
     func cancel(_ hop: EngineHop) {
         // Not started yet (`run` checks the cancellation) or already ended: nothing to do.
         guard self.hop === hop else { return }
-        if let connection = self.stream, (hop.cancellation as? CourierError)?.code == .timedOut {
+        let byTimeout = (hop.cancellation as? CourierError)?.code == .timedOut
+        if let connection = self.stream, byTimeout {
             // A stream that timed out: its connection may be dead (only an idle one is pinged).
             // It takes no new stream, and closes once its other streams end.
             connection.pool.http2ConnectionUnusable(connection)
         }
-        self.perform(self.stateMachine.hopCancelled())
+        self.perform(self.stateMachine.hopCancelled(byTimeout: byTimeout))
     }
 
     /// Sends a file or stream body chunk by chunk, each once the previous one was written.

@@ -21,7 +21,8 @@ import NIOHTTP1
 ///   (``HopStart/canRepeatWithoutExpectation``) is nobody's answer: its body is discarded and the
 ///   request goes again without the expectation once it ends (RFC 9110 10.1.1).
 /// - A response that ends with a status below 300 before the request body does lets the body
-///   finish; the hop ends with it.
+///   finish; the hop ends with it, or with the response alone when the body fails or the upload
+///   times out (a server that stopped reading it).
 /// - The connection goes back to the pool after a hop when the response allows it
 ///   (``HopResponseHead/isKeepAlive``: HTTP/1.0 only with `keep-alive`), the whole request went
 ///   out, and the request did not ask for `Connection: close`; a stream always closes.
@@ -380,8 +381,16 @@ struct HopStateMachine {
 
     /// The hop was cancelled while it ran: it fails now, and the connection closes (its response
     /// is unfinished).
-    mutating func hopCancelled() -> Action {
-        guard case .running = self.state else { return .none }
+    ///
+    /// A timeout (`byTimeout`) that comes once a whole success ended before the upload (the
+    /// server answered, then stopped reading or the body's producer stalled) is not a failure:
+    /// the response is the outcome, as when the upload fails (``requestBodyFailed(_:)``), and the
+    /// connection, which carries half a request, closes. A caller's cancellation still fails it.
+    mutating func hopCancelled(byTimeout: Bool = false) -> Action {
+        guard case .running(let hop) = self.state else { return .none }
+        if byTimeout, case .endedBeforeRequest = hop.response {
+            return .succeedHop(then: self.hopEnded(reusable: false))
+        }
         self.heldParts = nil
         self.lossWhileHeld = nil
         self.state = .closed

@@ -583,6 +583,32 @@ struct HopStateMachineTests {
         #expect(closing.channelInactive(Self.loss()).summary == "succeedHop(close)")
     }
 
+    /// A timeout once a whole success came (the server stopped reading the upload, or its
+    /// producer stalled) ends the hop with that success, and the half-sent connection closes; a
+    /// caller's cancellation fails it, and a timeout before the response's end too. Before, the
+    /// timeout failed the hop and the whole response was lost.
+    @Test func aTimeoutAfterAWholeEarlySuccessEndsTheHopWithIt() {
+        var timedOut = Machine(mode: .connection)
+        _ = timedOut.startHop(Self.start(.post, length: 10))
+        timedOut.requestHeadWritten()
+        _ = timedOut.responseReceived(Self.head(200))
+        _ = timedOut.responseReceived(Self.end)
+        #expect(timedOut.hopCancelled(byTimeout: true).summary == "succeedHop(close)")
+        #expect(timedOut.hopCancelled(byTimeout: true).summary == "none", "ended once")
+        #expect(timedOut.isRunningHop == false)
+
+        var cancelled = Machine(mode: .stream)
+        _ = cancelled.startHop(Self.start(.post, length: 10))
+        _ = cancelled.responseReceived(Self.head(200))
+        _ = cancelled.responseReceived(Self.end)
+        #expect(cancelled.hopCancelled().summary == "failHop(cancelled, close)")
+
+        var unfinished = Machine(mode: .connection)
+        _ = unfinished.startHop(Self.start(.post, length: 10))
+        _ = unfinished.responseReceived(Self.head(200))
+        #expect(unfinished.hopCancelled(byTimeout: true).summary == "failHop(cancelled, close)")
+    }
+
     @Test func anUploadFailingBeforeAnyAnswerFailsTheHop() {
         var machine = Machine(mode: .connection)
         _ = machine.startHop(Self.start(.post, length: 10))
