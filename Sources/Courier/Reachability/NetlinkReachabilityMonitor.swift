@@ -47,6 +47,11 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
         self.environment = environment
     }
 
+    /// Whether the thread was started and not told to stop (for tests).
+    var isRunning: Bool { self.control.withLockedValue { $0.finished != nil && !$0.stopping } }
+
+    /// Starts the thread, unless ``stop()`` came first: a monitor runs once, from one start to
+    /// one stop.
     func start(_ report: @escaping @Sendable (ReachabilityReport) -> Void) {
         var pipeEnds: [Int32] = [-1, -1]
         let piped = courier_wake_pipe(&pipeEnds)
@@ -56,7 +61,18 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
         }
         let (wakeReader, wakeWriter) = (pipeEnds[0], pipeEnds[1])
         let finished = DispatchSemaphore(value: 0)
-        self.control.withLockedValue { $0 = Control(wakeReader: wakeReader, wakeWriter: wakeWriter, finished: finished) }
+        let stoppedFirst = self.control.withLockedValue { control -> Bool in
+            if control.stopping { return true }
+            control = Control(wakeReader: wakeReader, wakeWriter: wakeWriter, finished: finished)
+            return false
+        }
+        if stoppedFirst {
+            // `stop()` came first (the manager starts a monitor after its lock is released, and a
+            // stop may come in between): starting now would leave a thread nobody stops.
+            close(wakeReader)
+            close(wakeWriter)
+            return
+        }
         let thread = Thread { [self] in
             self.run(wakeReader: wakeReader, report: report)
             if self.control.withLockedValue({ $0.closeOnExit }) {
@@ -76,7 +92,11 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
     func stop() {
         let threadID = self.resources.withLockedValue { $0.threadID }
         let plan = self.control.withLockedValue { control -> (Control, detach: Bool)? in
-            guard control.finished != nil, !control.stopping else { return nil }
+            guard control.finished != nil, !control.stopping else {
+                // Not started yet: it never will be (``start(_:)`` checks).
+                control.stopping = true
+                return nil
+            }
             control.stopping = true
             control.closeOnExit = control.resolving || courier_gettid() == threadID
             return (control, control.closeOnExit)

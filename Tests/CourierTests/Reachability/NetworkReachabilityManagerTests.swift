@@ -313,4 +313,23 @@ struct NetworkReachabilityManagerTests {
         #expect(await eventually { weakReal == nil }, "a monitoring manager outlived its last reference")
         #expect(await eventually { !FileManager.default.fileExists(atPath: "/proc/self/task/\(thread)") }, "thread left running")
     }
+
+    #if os(Linux)
+    /// A monitor stopped before it started never starts: the manager starts its monitor after its
+    /// lock is released, so a `stopMonitoring()` can come in between, and the thread started then
+    /// was nobody's to stop (its netlink sockets and thread ran for the process's life).
+    @Test func aMonitorStoppedBeforeItStartsNeverRuns() {
+        let monitor = NetlinkReachabilityMonitor(target: .defaultRoute, environment: .system)
+        monitor.stop()
+        monitor.start { _ in }
+        #expect(monitor.isRunning == false)
+        monitor.stop()
+
+        let running = NetlinkReachabilityMonitor(target: .defaultRoute, environment: .system)
+        running.start { _ in }
+        #expect(running.isRunning)
+        running.stop()
+        #expect(running.isRunning == false)
+    }
+    #endif
 }
