@@ -405,30 +405,39 @@ struct HTTP1PoolTests {
             length: .known(16 * 16 * 1024))
     }
 
-    @Test func anEarlySuccessLetsTheUploadFinishAndKeepsTheConnection() async throws {
-        try await withScriptedServer({ connection, request, _ in
+    /// Runs `body` with a server whose first answer, `200` with `ok`, goes as the head of the
+    /// request arrives (before its body), and `204` after; and a manager whose serializer takes
+    /// any body.
+    private static func withEarlySuccess(_ body: (ScriptedHTTPServer, HTTPSessionManager) async throws -> Void) async throws {
+        try await ScriptedHTTPServer.with({ connection, request, _ in
             connection == 0 && request == 0 ? .respondBeforeBody("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") : .respond("HTTP/1.1 204 No Content\r\n\r\n")
         }) { server in
             try await withManager(baseURL: server.baseURL) { manager in
                 manager.responseSerializer = HTTPResponseSerializer()
-                var request = Request(method: .put, url: server.baseURL.appending(path: "upload"))
-                let gate = OneShotGate()
-                defer { gate.open() }
-                request.body = Self.gatedBody(gate)
-                let done = Recorder<CourierError?>()
-                let task = manager.uploadTask(withStreamedRequest: request, progress: nil) { _, _, error in done.append(error) }
-                task.resume()
-                // The 200 came while the body was a sixteenth sent: the rest follows it.
-                #expect(await eventually { task.response != nil })
-                #expect(task.countOfBytesSent < 16 * 16 * 1024)
-                gate.open()
-                #expect(await done.wait { $0.count == 1 })
-                #expect(done.all.map { $0 == nil } == [true])
-                #expect(task.countOfBytesSent == 16 * 16 * 1024, "the task ended once the body was all sent")
-                _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
-                #expect(server.receivedBodyLengths == [16 * 16 * 1024, 0])
-                #expect(server.connectionCount == 1, "the connection was reused")
+                try await body(server, manager)
             }
+        }
+    }
+
+    @Test func anEarlySuccessLetsTheUploadFinishAndKeepsTheConnection() async throws {
+        try await Self.withEarlySuccess { server, manager in
+            var request = Request(method: .put, url: server.baseURL.appending(path: "upload"))
+            let gate = OneShotGate()
+            defer { gate.open() }
+            request.body = Self.gatedBody(gate)
+            let done = Recorder<CourierError?>()
+            let task = manager.uploadTask(withStreamedRequest: request, progress: nil) { _, _, error in done.append(error) }
+            task.resume()
+            // The 200 came while the body was a sixteenth sent: the rest follows it.
+            #expect(await eventually { task.response != nil })
+            #expect(task.countOfBytesSent < 16 * 16 * 1024)
+            gate.open()
+            #expect(await done.wait { $0.count == 1 })
+            #expect(done.all.map { $0 == nil } == [true])
+            #expect(task.countOfBytesSent == 16 * 16 * 1024, "the task ended once the body was all sent")
+            _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
+            #expect(server.receivedBodyLengths == [16 * 16 * 1024, 0])
+            #expect(server.connectionCount == 1, "the connection was reused")
         }
     }
 
@@ -437,30 +446,25 @@ struct HTTP1PoolTests {
     /// The half-sent connection is not reused. Go and AsyncHTTPClient hand the response over at
     /// once; before, Courier failed the task `timedOut` and the response was lost.
     @Test func anEarlySuccessWhoseUploadStallsEndsWithTheSuccessAtTheTimeout() async throws {
-        try await withScriptedServer({ connection, request, _ in
-            connection == 0 && request == 0 ? .respondBeforeBody("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") : .respond("HTTP/1.1 204 No Content\r\n\r\n")
-        }) { server in
-            try await withManager(baseURL: server.baseURL) { manager in
-                manager.responseSerializer = HTTPResponseSerializer()
-                var request = Request(method: .put, url: server.baseURL.appending(path: "upload"))
-                request.options.timeoutInterval = 1
-                // Never opened while the task runs: the body stalls after its first sixteenth.
-                let gate = OneShotGate()
-                defer { gate.open() }
-                request.body = Self.gatedBody(gate)
-                let done = Recorder<(Data?, CourierError?)>()
-                let task = manager.uploadTask(withStreamedRequest: request, progress: nil) { _, data, error in
-                    done.append((data as? Data, error))
-                }
-                task.resume()
-                #expect(await done.wait { $0.count == 1 })
-                let (data, error) = try #require(done.all.first)
-                #expect(error == nil, "\(String(describing: error))")
-                #expect(data == Data("ok".utf8))
-                #expect(task.countOfBytesSent < 16 * 16 * 1024, "the upload did not finish")
-                _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
-                #expect(server.connectionCount == 2, "the half-sent connection was not reused")
-            }
+        try await Self.withEarlySuccess { server, manager in
+            var request = Request(method: .put, url: server.baseURL.appending(path: "upload"))
+            request.options.timeoutInterval = 1
+            // Never opened while the task runs: the body stalls after its first sixteenth.
+            let gate = OneShotGate()
+            defer { gate.open() }
+            request.body = Self.gatedBody(gate)
+            let done = Recorder<(Data?, CourierError?)>()
+            let task = manager.uploadTask(withStreamedRequest: request, progress: nil) { _, data, error in
+                done.append((data as? Data, error))
+        }
+        task.resume()
+        #expect(await done.wait { $0.count == 1 })
+        let (data, error) = try #require(done.all.first)
+        #expect(error == nil, "\(String(describing: error))")
+        #expect(data == Data("ok".utf8))
+        #expect(task.countOfBytesSent < 16 * 16 * 1024, "the upload did not finish")
+        _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
+        #expect(server.connectionCount == 2, "the half-sent connection was not reused")
         }
     }
 
