@@ -122,8 +122,12 @@ extension NIOExchange {
     /// HEADERS): they go to the delegate when the response is the final one.
     func hopReceivedTrailers(_ trailers: HTTPFields) {
         let deliver = self.state.withLockedValue { state -> Bool in
-            if case .streaming = state.phase, !state.isFinished, state.pendingCancellation == nil { return true }
-            return false
+            guard case .streaming = state.phase, !state.isFinished else { return false }
+            if state.pendingCancellation != nil {
+                state.droppedAfterCancellation = true
+                return false
+            }
+            return true
         }
         if deliver { self.delegate.exchange(didReceiveTrailers: trailers) }
     }
@@ -134,8 +138,12 @@ extension NIOExchange {
     func hopReceivedBodyPart(_ buffer: ByteBuffer, on eventLoop: any EventLoop) -> EventLoopFuture<Void>? {
         let deliver = self.state.withLockedValue { state -> Bool in
             state.lastActivity = .now()
-            if case .streaming = state.phase, !state.isFinished, state.pendingCancellation == nil { return true }
-            return false
+            guard case .streaming = state.phase, !state.isFinished else { return false }
+            if state.pendingCancellation != nil {
+                state.droppedAfterCancellation = true
+                return false
+            }
+            return true
         }
         guard deliver else { return nil }
         self.delegate.exchange(didReceive: buffer)

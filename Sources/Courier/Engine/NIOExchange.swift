@@ -149,8 +149,13 @@ final class NIOExchange: Exchange, Sendable {
             if let cancellation = state.pendingCancellation {
                 // A timeout that met a final response already whole (its upload still going, or
                 // stalled: `HopStateMachine.hopCancelled(byTimeout:)`) loses nothing: the
-                // response is the outcome. A redirect's hop is not followed then.
-                if case .success = result, case .streaming = state.phase, cancellation.code == .timedOut { return .finish(nil) }
+                // response is the outcome, unless a part of it came after the timeout and was
+                // dropped (the hop's end raced the timeout). A redirect's hop is not followed then.
+                if case .success = result, case .streaming = state.phase, cancellation.code == .timedOut,
+                    !state.droppedAfterCancellation
+                {
+                    return .finish(nil)
+                }
                 return .finish(cancellation)
             }
             // A redirect is planned on its head, and its body only drained: a failure of the body
@@ -309,6 +314,9 @@ struct NIOExchangeState {
     var bytesSent: Int64 = 0
     /// Bumped whenever the body starts over (a redirect, a resend): see `sendGeneration`.
     var sendGeneration = 0
+    /// A part of the final response (body or trailers) came after `pendingCancellation` was set
+    /// and was not delivered: the response the delegate has is not whole.
+    var droppedAfterCancellation = false
     /// The limit on reading a redirect's body (`limitRedirectDrain`), while it runs.
     var redirectDrain: Scheduled<Void>?
     /// How many of a forwarding proxy's Digest challenges the exchange answered.

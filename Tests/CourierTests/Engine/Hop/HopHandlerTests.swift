@@ -139,6 +139,23 @@ struct HopHandlerTests {
         #expect(!setup.channel.isActive)
     }
 
+    /// A timeout that was set as the rest of the response came, before the hop heard it (the
+    /// watchdog runs on another thread): the rest is dropped, so the hop's success that follows is
+    /// no whole response, and the exchange ends with the timeout. (A timeout that meets a response
+    /// already whole, its upload stalled, ends with the response instead.)
+    @Test func aResponseEndingAsATimeoutComesIsNotDeliveredCutShort() throws {
+        let setup = try Setup()
+        let (exchange, recorder) = try setup.run(Request(url: Self.url))
+        _ = try setup.written()
+        try setup.receive("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel")
+        // The watchdog's cancel, up to where it tells the hop.
+        exchange.state.withLockedValue { $0.pendingCancellation = CourierError(.timedOut, "no data for 1 s") }
+        try setup.receive("lo")
+        #expect(recorder.snapshot.body == "hel")
+        #expect(recorder.snapshot.completions == 1)
+        #expect(recorder.snapshot.error?.code == .timedOut, "\(String(describing: recorder.snapshot.error))")
+    }
+
     @Test func aResponseSayingCloseClosesTheChannel() throws {
         let setup = try Setup()
         let (_, recorder) = try setup.run(Request(url: Self.url))
