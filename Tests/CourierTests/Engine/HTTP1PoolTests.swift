@@ -448,7 +448,9 @@ struct HTTP1PoolTests {
     @Test func anEarlySuccessWhoseUploadStallsEndsWithTheSuccessAtTheTimeout() async throws {
         try await Self.withEarlySuccess { server, manager in
             var request = Request(method: .put, url: server.baseURL.appending(path: "upload"))
-            request.options.timeoutInterval = 1
+            // The answer must come within it (7 s: full parallel runs stall the machine for
+            // seconds); the test then waits it out, which is its subject.
+            request.options.timeoutInterval = 7
             // Never opened while the task runs: the body stalls after its first sixteenth.
             let gate = OneShotGate()
             defer { gate.open() }

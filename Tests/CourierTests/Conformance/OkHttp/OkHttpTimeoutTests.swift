@@ -256,7 +256,7 @@ struct OkHttpTimeoutTests {
         // redirect's target is known from its head, and its body is of no use to anyone. Before,
         // the body was drained whole, and the idle timeout failed the request.
         let head = "HTTP/1.1 302 Found\r\nLocation: /b\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n"
-        try await Call.overHTTP1(configuration: Call.configuration(readTimeout: 1), { connection, _, _ in
+        try await Call.overHTTP1(configuration: Call.configuration(readTimeout: 7), { connection, _, _ in
             connection == 0 ? .respondInTwoParts(Array(head.utf8), then: [], gate: OneShotGate()) : .respond(Self.ok("b"))
         }) { server, manager in
             let response = try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))
@@ -269,7 +269,7 @@ struct OkHttpTimeoutTests {
     /// with no body. The redirect is followed once the drain limit passes, the stalled stream is
     /// reset (CANCEL) and the connection carries the redirect's target.
     @Test func redirectWhoseStreamNeverEndsIsFollowedOverHTTP2() async throws {
-        try await Call.overHTTP2(configuration: Call.configuration(readTimeout: 1), { _, path in
+        try await Call.overHTTP2(configuration: Call.configuration(readTimeout: 7), { _, path in
             path == "/a" ? .respondWithBlock([(":status", "302"), ("location", "/b")], endStream: false) : .respond("b")
         }) { server, manager in
             let response = try await manager.responseOfAnyStatus(for: Request(url: Call.url(server, "/a")))
