@@ -92,11 +92,12 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
     func stop() {
         let threadID = self.resources.withLockedValue { $0.threadID }
         let plan = self.control.withLockedValue { control -> (Control, detach: Bool)? in
-            guard control.finished != nil, !control.stopping else {
+            guard control.finished != nil else {
                 // Not started yet: it never will be (``start(_:)`` checks).
                 control.stopping = true
                 return nil
             }
+            guard !control.stopping else { return nil }
             control.stopping = true
             control.closeOnExit = control.resolving || courier_gettid() == threadID
             return (control, control.closeOnExit)

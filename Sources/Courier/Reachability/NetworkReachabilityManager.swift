@@ -172,21 +172,14 @@ public final class NetworkReachabilityManager: Sendable {
     /// starts). After that, only changes are reported.
     public func startMonitoring() {
         self.stopMonitoring()
-        self.startIfIdle()
+        self.startMonitoringIfIdle()
     }
 
     /// Starts monitoring unless it is on: unlike ``startMonitoring()``, a monitor already running
-    /// is left alone. The check and the start are one step under the lock, so tasks that wait for
-    /// the network at once (the connectivity retry) start one monitor between them, and none
-    /// restarts another's.
+    /// is left alone. Whether it is on is checked, and the monitor made, in one step under the
+    /// lock, so tasks that wait for the network at once (the connectivity retry) start one
+    /// monitor between them, and none restarts another's.
     func startMonitoringIfIdle() {
-        if self.isMonitoring { return }
-        self.startIfIdle()
-    }
-
-    /// The start shared by ``startMonitoring()`` and ``startMonitoringIfIdle()``: a monitor is made
-    /// and started only when the phase is idle when the lock is taken.
-    private func startIfIdle() {
         if case .invalidAddress(let text) = self.target {
             self.receive(ReachabilityReport(status: .unknown, failure: .invalidAddress(text)), generation: nil)
             return

@@ -458,15 +458,15 @@ struct HTTP1PoolTests {
             let done = Recorder<(Data?, CourierError?)>()
             let task = manager.uploadTask(withStreamedRequest: request, progress: nil) { _, data, error in
                 done.append((data as? Data, error))
-        }
-        task.resume()
-        #expect(await done.wait { $0.count == 1 })
-        let (data, error) = try #require(done.all.first)
-        #expect(error == nil, "\(String(describing: error))")
-        #expect(data == Data("ok".utf8))
-        #expect(task.countOfBytesSent < 16 * 16 * 1024, "the upload did not finish")
-        _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
-        #expect(server.connectionCount == 2, "the half-sent connection was not reused")
+            }
+            task.resume()
+            #expect(await done.wait { $0.count == 1 })
+            let (data, error) = try #require(done.all.first)
+            #expect(error == nil, "\(String(describing: error))")
+            #expect(data == Data("ok".utf8))
+            #expect(task.countOfBytesSent < 16 * 16 * 1024, "the upload did not finish")
+            _ = try await manager.response(method: .get, urlString: "next", serializer: DataResponseSerializer())
+            #expect(server.connectionCount == 2, "the half-sent connection was not reused")
         }
     }
 
