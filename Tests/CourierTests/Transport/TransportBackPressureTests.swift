@@ -52,9 +52,11 @@ struct TransportBackPressureTests {
         // proxy its buffers and a second connection's add more (5.5 MiB through danted once, with
         // two builds running beside the tests). Through the `https://` proxy the tunnel has three
         // hops of loopback buffers, two of them TLS, and under a full parallel run it let 8 and
-        // 13 MiB more through in one clean-clone CI run: 16 MiB there. An engine that keeps
-        // reading still fails below, taking the whole body, more than three quarters of it.
-        let little = transport.route == .httpsProxy ? 16 << 20 : transport.isProxied ? 8 << 20 : 4 << 20
+        // 13 MiB more through in one clean-clone CI run, and 23 MiB in another (2026-12-05): its
+        // six socket buffers, which loopback grows to several MiB each, hold that much without the
+        // engine reading a byte. There the bound is half the body; the whole-body bound below
+        // (three quarters of it) is what fails an engine that keeps reading, which takes it all.
+        let little = transport.route == .httpsProxy ? 32 << 20 : transport.isProxied ? 8 << 20 : 4 << 20
         #expect(server.streamedBodyBytesWritten - written < little, "the server could write little more (\(written) then \(server.streamedBodyBytesWritten))")
         #expect(server.streamedBodyBytesWritten < (transport.isProxied ? Self.size(transport) * 3 / 4 : Self.size(transport) / 2))
         if exact {
