@@ -72,6 +72,9 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
         case buffering(HTTPRequestHead, ByteBuffer)
         /// Folding the body into an upload sink as it arrives, keeping none of it.
         case sinking(HTTPRequestHead, UploadSink)
+        /// Sending each piece of the body back as it arrives (`/courier/echo-stream`), the
+        /// response begun when the head came; the byte count is what the request log records.
+        case echoing(HTTPRequestHead, Int)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -81,11 +84,18 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
                 self.refuseUpload(head, context: context)
                 return
             }
-            self.inbound = self.isUploadSink(head) ? .sinking(head, UploadSink()) : .buffering(head, ByteBuffer())
+            let echoes = self.isBuiltIn(head, path: "/courier/echo-stream")
+            self.inbound =
+                echoes ? .echoing(head, 0) : self.isBuiltIn(head, path: UploadSink.path) ? .sinking(head, UploadSink()) : .buffering(head, ByteBuffer())
             if head.version == .http1_1 || head.version.major >= 2,
                 head.headers[canonicalForm: "Expect"].contains(where: { $0.lowercased() == "100-continue" })
             {
                 context.writeAndFlush(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+            }
+            if echoes {
+                let contentType = head.headers.first(name: "Content-Type") ?? "application/octet-stream"
+                self.writeHead(.ok, ["Content-Type": contentType], keepAlive: head.version.major >= 2 || head.isKeepAlive, context: context)
+                context.flush()
             }
         case .body(var chunk):
             switch self.inbound {
@@ -98,6 +108,9 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             case .sinking(let head, var sink):
                 sink.consume(chunk)
                 self.inbound = .sinking(head, sink)
+            case .echoing(let head, let count):
+                self.inbound = .echoing(head, count + chunk.readableBytes)
+                context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(chunk))), promise: nil)
             }
         case .end(let trailers):
             let inbound = self.inbound
@@ -112,6 +125,11 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
                 request.trailers = trailers
                 self.state.didReceive(request.publicRequest, version: IncomingRequest.name(of: head.version))
                 self.write(sink.reply(to: request), for: head, context: context)
+            case .echoing(let head, _):
+                var request = self.incomingRequest(head, body: ByteBuffer(), context: context)
+                request.trailers = trailers
+                self.state.didReceive(request.publicRequest, version: IncomingRequest.name(of: head.version))
+                self.writeEnd(keepAlive: head.version.major >= 2 || head.isKeepAlive, context: context)
             }
         }
     }
@@ -142,11 +160,11 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
         self.writeEnd(keepAlive: keepAlive, context: context)
     }
 
-    /// Whether `head` asks for the built-in upload sink (no custom route claims its path).
-    private func isUploadSink(_ head: HTTPRequestHead) -> Bool {
-        let uri = head.uri[...]
-        let path = uri.firstIndex(of: "?").map { uri[..<$0] } ?? uri
-        guard path == UploadSink.path else { return false }
+    /// Whether `head` asks for the built-in route at `path` (the upload sink, the streamed
+    /// echo) and no custom route claims it.
+    private func isBuiltIn(_ head: HTTPRequestHead, path builtIn: String) -> Bool {
+        let path = Self.path(of: head)
+        guard path == builtIn else { return false }
         if case .none = self.state.route(path: path, method: head.method.rawValue) { return true }
         return false
     }

@@ -1,6 +1,7 @@
 import Courier
 import CourierTesting
 import Foundation
+import NIOCore
 import Testing
 
 /// Server-sent events, and requests that run side by side.
@@ -57,6 +58,45 @@ struct TransportStreamTests {
             }
             #expect(server.requestCount == count)
             #expect(server.connectionCount == (transport.isHTTP2 ? 1 : count))
+        }
+    }
+
+    /// A request body written in answer to the response (AsyncHTTPClient's
+    /// `testBiDirectionalStreaming`): each piece goes out only once the server has sent the one
+    /// before back, so the call must return at the response's head, the response's pieces must
+    /// come while the upload is still going, and the upload must go on after them. A client that
+    /// waits for either side to end first never ends. Not through tinyproxy's absolute-form
+    /// forwarding, which holds the answer back until the request body has ended (`PENDING.md`).
+    @Test(arguments: Transport.allCases(except: [.http1ViaHTTPProxy]))
+    func aBodyWrittenInAnswerToTheResponse(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let rounds = 30
+            let (pieces, writer) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
+            var request = Request(method: .post, url: server.url("/courier/echo-stream"))
+            request.body = .stream(pieces, length: .unknown)
+            writer.yield(ByteBuffer(integer: UInt64(0)))
+            let stream = try await manager.stream(request)
+            #expect(stream.response.status == .ok)
+            var iterator = stream.body.makeAsyncIterator()
+            var echoed = ByteBuffer()
+            for index in 0..<rounds {
+                while echoed.readableBytes < 8 {
+                    guard var piece = try await iterator.next() else {
+                        Issue.record("the response ended after \(index) of \(rounds) pieces")
+                        return
+                    }
+                    echoed.writeBuffer(&piece)
+                }
+                #expect(echoed.readInteger(as: UInt64.self) == UInt64(index))
+                if index + 1 < rounds {
+                    writer.yield(ByteBuffer(integer: UInt64(index + 1)))
+                } else {
+                    writer.finish()
+                }
+            }
+            #expect(try await iterator.next() == nil, "the response ends with the request")
+            #expect(echoed.readableBytes == 0)
+            #expect(server.requestCount == 1)
         }
     }
 
