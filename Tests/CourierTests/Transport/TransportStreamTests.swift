@@ -100,6 +100,40 @@ struct TransportStreamTests {
         }
     }
 
+    /// Both ways at once, more than the buffers and windows between hold: 8 MiB written while
+    /// the echo of it is read. An engine that stopped reading while it writes (or the reverse)
+    /// would stall with the server's writes held back by the unread echo and its reads by them.
+    @Test(arguments: Transport.allCases)
+    func aLargeBodyAndItsEchoFlowAtOnce(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let pieces = 128
+            let piece = 64 << 10
+            let body = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+                for index in 0..<pieces { continuation.yield(ByteBuffer(repeating: UInt8(index % 251), count: piece)) }
+                continuation.finish()
+            }
+            var request = Request(method: .put, url: server.url("/courier/echo-stream"))
+            request.body = .stream(body, length: .known(Int64(pieces * piece)))
+            let stream = try await manager.stream(request)
+            var received = 0
+            var mismatches = 0
+            for try await chunk in stream.body {
+                // Every 1,024th byte and the last: each piece is one value, so a piece lost,
+                // repeated or out of order shows.
+                let bytes = chunk.readableBytesView
+                guard !bytes.isEmpty else { continue }
+                for offset in Array(stride(from: 0, to: bytes.count, by: 1024)) + [bytes.count - 1]
+                where bytes[bytes.startIndex + offset] != UInt8((received + offset) / piece % 251) {
+                    mismatches += 1
+                }
+                received += chunk.readableBytes
+            }
+            #expect(received == pieces * piece)
+            #expect(mismatches == 0, "the echo came back as it was sent")
+            #expect(stream.task.countOfBytesSent == Int64(pieces * piece))
+        }
+    }
+
     /// A redirect to another server (another host and port, from a cleartext one): the hop goes
     /// to the other pool and over this transport.
     @Test(arguments: Transport.allCases)
