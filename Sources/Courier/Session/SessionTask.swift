@@ -73,7 +73,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     public var countOfBytesReceived: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesReceived } }
     /// Body bytes the response announced (`Content-Length`), or -1 when unknown, as it is for a
     /// content-coded body (its `Content-Length` counts the coded bytes, and the task receives
-    /// the decoded ones); at the end, the bytes received.
+    /// the decoded ones); at the end, the bytes received. 0 for a response that has no body
+    /// whatever its `Content-Length` says: the answer to a `HEAD` (whose `Content-Length` is the
+    /// length a `GET` would get: read it from `HTTPResponse.expectedContentLength`), a 204 or a 304.
     public var countOfBytesExpectedToReceive: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesExpectedToReceive } }
 
     /// The upload's progress: total from the body's length, completed as bytes go out.

@@ -53,6 +53,23 @@ struct TransportProgressTests {
         }
     }
 
+    /// A response that has no body whatever its `Content-Length` says (the answer to a `HEAD`,
+    /// RFC 9110 9.3.2, which gives the length a `GET` would have): its download ends at one, with
+    /// nothing expected and nothing received.
+    @Test(arguments: Transport.allCases)
+    func theAnswerToAHeadEndsAtOne(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let task = manager.dataTask(with: Request(method: .head, url: server.url("/courier/file/3000000")), completionHandler: nil)
+            let snapshots = self.collect(task, .download)
+            task.resume()
+            let seen = await snapshots.value
+            #expect(task.response?.headerFields[.contentLength] == "3000000")
+            #expect(seen.last == ProgressSnapshot(completedUnitCount: 0, totalUnitCount: 0, fractionCompleted: 1, isFinished: true))
+            #expect(task.countOfBytesExpectedToReceive == 0)
+            #expect(task.countOfBytesReceived == 0)
+        }
+    }
+
     /// The engine's calls for one exchange never overlap: a streamed body's bytes are counted on
     /// the event loop that also delivers the response, not on the task that pulls the stream.
     @Test(arguments: Transport.allCases)

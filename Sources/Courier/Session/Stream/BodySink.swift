@@ -78,14 +78,13 @@ struct MemoryBodySink: BodySink {
 
     func headArrived(_ response: HTTPResponse, status: Int, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
         let holding = delegate.mayRetry(after: response, status: status)
-        let expected = response.expectedBodyLength ?? -1
-        // A large body of announced length gets its buffer at once, not by doubling.
-        let reserved =
-            expected > 64 * 1024 && expected <= Int64(min(delegate.configurationReference.value.maximumResponseBodySize ?? 256 << 20, Self.largestBody))
+        let largest = Int64(min(delegate.configurationReference.value.maximumResponseBodySize ?? 256 << 20, Self.largestBody))
         let (task, deliveries) = delegate.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
+            let expected = state.expectedBodyLength(of: response, status: status)
             let deliveries = state.recordResponse(response, status: status, url: url, expected: expected, holding: holding)
             state.metrics?.responseBegan()
-            if reserved { state.body = ByteBufferAllocator().buffer(capacity: Int(expected)) }
+            // A large body of announced length gets its buffer at once, not by doubling.
+            if expected > 64 * 1024, expected <= largest { state.body = ByteBufferAllocator().buffer(capacity: Int(expected)) }
             return (state.task, deliveries)
         }
         delegate.deliver(deliveries)

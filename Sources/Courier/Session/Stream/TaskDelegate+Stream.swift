@@ -35,11 +35,12 @@ extension ResponseStreamSink: BodySink {
     /// the last attempt's response, as a data task does.
     func headArrived(_ response: HTTPResponse, status: Int, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
         let holding = delegate.mayRetry(after: response, status: status)
-        let expected = response.expectedBodyLength ?? -1
-        let (task, deliveries, storing) = delegate.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery], HopState.Storing?) in
+        let (task, deliveries, storing, expected) = delegate.state.withLockedValue {
+            state -> (SessionTask?, [ProgressDelivery], HopState.Storing?, Int64) in
             state.metrics?.responseBegan()
+            let expected = state.expectedBodyLength(of: response, status: status)
             let deliveries = state.recordResponse(response, status: status, url: url, expected: expected, holding: holding)
-            return (state.task, deliveries, state.hop.storing(currentRequest: state.currentRequest))
+            return (state.task, deliveries, state.hop.storing(currentRequest: state.currentRequest), expected)
         }
         // Before any chunk: the head, and the copy for the cache when the response may be stored.
         self.recordHead(response, copy: storing.flatMap { delegate.cacheCopy(of: response, expected: expected, storing: $0) })
