@@ -16,6 +16,21 @@ struct TransportWireTests {
     static let file = TestServer.GeneratedFile(length: 3 << 20)
     static let dropAfter = 1_500_001
 
+    /// A URL's scheme in any case (RFC 3986 3.1: schemes are case-insensitive; AsyncHTTPClient's
+    /// `testSchemaCasing`): the same server, over the same wire and route, and a redirect from it
+    /// stays on its origin.
+    @Test(arguments: Transport.allCases)
+    func aSchemeInAnyCaseIsTheSameScheme(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let text = server.url("/redirect-to?url=%2Fget").absoluteString
+            let mixed = transport.isSecure ? "HtTpS" : "hTtP"
+            let url = try #require(URL(string: mixed + text.dropFirst(transport.scheme.count)))
+            let response = try await manager.data(for: Request(url: url))
+            #expect(response.response.status == .ok)
+            #expect(server.receivedRequests.map(\.path) == ["/redirect-to", "/get"])
+        }
+    }
+
     @Test(arguments: Transport.allCases)
     func everyByteBeforeADropReachesTheStream(_ transport: Transport) async throws {
         try await transport.run { server, manager in
