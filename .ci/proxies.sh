@@ -64,7 +64,8 @@ CONF
 }
 
 # Starts a danted on a free port of 127.0.0.1 that takes the SOCKS5 method $3 (`none`, or
-# `username`: RFC 1929's, checked against the system's accounts), its files named $2 in $1. Sets
+# `username`: RFC 1929's, checked against the system's accounts), its files named $2 in $1, and
+# connects out from 127.0.0.1 or ::1 (a target at an IPv6 literal is reached too). Sets
 # danted_port and returns 0 once it listens; prints its logs and returns 1 if it does not.
 start_danted() {
   local dir=$1 name=$2 method=$3 users=""
@@ -74,11 +75,13 @@ start_danted() {
 logoutput: $dir/$name.log
 internal: 127.0.0.1 port = $danted_port
 external: 127.0.0.1
+external: ::1
 clientmethod: none
 socksmethod: $method
 $users
 client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }
 socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 command: connect }
+socks pass { from: 127.0.0.0/8 to: ::/0 command: connect }
 CONF
   /usr/sbin/danted -f "$dir/$name.conf" -p "$dir/$name.pid" > "$dir/$name.out" 2>&1 &
   proxies_pids="$proxies_pids $!"

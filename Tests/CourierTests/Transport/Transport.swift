@@ -192,17 +192,23 @@ struct Transport: Hashable, Sendable, CustomTestStringConvertible {
     /// Runs `body` with a fresh server for this transport and a manager on it (trusting the test
     /// root, with this transport's HTTP versions, no cache, and `configure`'s changes), then
     /// expects every request the server received to have come over ``httpVersion``.
-    /// - Parameter wrapEngine: Puts the manager's `NIOEngine` inside another engine (an
-    ///   `EventRecordingEngine`); the manager's `engine` is what it returns.
+    /// - Parameters:
+    ///   - host: The address the server listens on (`::1` for IPv6); its ``TestServer/baseURL``
+    ///     names it.
+    ///   - wrapEngine: Puts the manager's `NIOEngine` inside another engine (an
+    ///     `EventRecordingEngine`); the manager's `engine` is what it returns.
     @discardableResult
     func run<T>(
         identity: TestServer.Identity = .localhost,
+        host: String = "127.0.0.1",
         configure: (inout SessionConfiguration) -> Void = { _ in },
         wrapEngine: ((NIOEngine) -> any Engine)? = nil,
         sourceLocation: SourceLocation = #_sourceLocation,
         _ body: (TestServer, HTTPSessionManager) async throws -> T
     ) async throws -> T {
-        try await withTestServer(self.serverConfiguration(identity)) { server in
+        var serverConfiguration = self.serverConfiguration(identity)
+        serverConfiguration.host = host
+        return try await withTestServer(serverConfiguration) { server in
             var configuration = self.sessionConfiguration()
             configure(&configuration)
             let policy = try Self.trustingTestRoot()

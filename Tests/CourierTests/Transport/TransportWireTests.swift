@@ -1,6 +1,9 @@
 @testable import Courier
 import CourierTesting
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import HTTPTypes
 import NIOCore
 import Testing
@@ -30,6 +33,33 @@ struct TransportWireTests {
             #expect(server.receivedRequests.map(\.path) == ["/redirect-to", "/get"])
         }
     }
+
+    /// A server at an IPv6 literal (OkHttp's `ipv6HostHasSquareBracesHttp1` and `…Http2`): the
+    /// request's `Host` (HTTP/2's `:authority`) keeps the brackets, the certificate's address
+    /// matches it, and a proxy is asked for the same authority.
+    @Test(.enabled(if: Self.hasIPv6Loopback, "this machine has no IPv6 loopback address (::1)"), arguments: Transport.allCases)
+    func aServerAtAnIPv6LiteralIsNamedWithBrackets(_ transport: Transport) async throws {
+        try await transport.run(host: "::1") { server, manager in
+            #expect(server.baseURL.absoluteString == "\(transport.scheme)://[::1]:\(server.port)/")
+            let response = try await manager.data(for: Request(url: server.url("/headers")))
+            #expect(response.response.status == .ok)
+            let fields = server.receivedRequests.first?.headerFields
+            #expect(fields?[HTTPField.Name("Host")!] == "[::1]:\(server.port)")
+        }
+    }
+
+    /// Whether a socket can be bound to `::1` (a kernel or container without IPv6 has none).
+    static let hasIPv6Loopback: Bool = {
+        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_addr = in6addr_loopback
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0 }
+        }
+    }()
 
     @Test(arguments: Transport.allCases)
     func everyByteBeforeADropReachesTheStream(_ transport: Transport) async throws {
