@@ -120,6 +120,25 @@ struct OkHttpRedirectTests {
         }
     }
 
+    // OkHttp: queryRedirectsToQueryAndMaintainsRequestBodyOnMovedTemp,
+    // queryRedirectsToQueryAndMaintainsRequestBodyOnMovedPerm, queryRedirectsToGetAndDropsRequestBodyOnSeeOther
+    // QUERY (the safe method with a body, draft-ietf-httpbis-safe-method-w-body) keeps its
+    // method and body through a 301 or 302, as every method but POST does; a 303 is a GET.
+    @Test(arguments: [(301, "QUERY"), (302, "QUERY"), (303, "GET")])
+    func queryRedirects(_ code: Int, _ method: String) async throws {
+        try await Self.run { h in
+            h.server.enqueue(Self.mock(body: "This page has moved!", code: code, [("Location", "/page2")]))
+            h.server.enqueue(Self.mock(body: "Page 2"))
+            var request = Request(method: HTTPRequest.Method("QUERY")!, url: h.server.url("/page1"), body: .data(Data("Query Body".utf8)))
+            request.headerFields[.contentType] = "text/plain; charset=utf-8"
+            let response = try await h.send(request)
+            #expect(Self.text(response) == "Page 2")
+            let requests = h.server.requests
+            #expect(requests.map(\.method.rawValue) == ["QUERY", method])
+            #expect(requests.map { String(decoding: $0.body, as: UTF8.self) } == ["Query Body", method == "GET" ? "" : "Query Body"])
+        }
+    }
+
     // OkHttp: postRedirectsToGet
     @Test func postRedirectsToGet() async throws {
         try await Self.run { h in
