@@ -25,6 +25,27 @@ extension OkHttpCallTests {
         }
     }
 
+    // OkHttp: responseHeaderNameWithSpacePermitted, responseHeaderNameWithTabPermitted
+    // A response field whose name is no token (white space inside it, RFC 9110 5.1). OkHttp
+    // expects the response, with the field under that name. Courier refuses the head, as Go's
+    // client does ("malformed MIME header line"): llhttp reads no such line, and dropping it
+    // alone could drop a line the server meant for framing (`Content-Length : 2`), so the body
+    // after it could not be trusted. The error is typed and names the fault, and the connection
+    // is not used again.
+    @Test(arguments: ["a b", "a\tb", "Content-Length "])
+    func responseHeaderNameWithWhiteSpaceIsRefused(_ name: String) async throws {
+        try await Self.overHTTP1({ connection, _, _ in
+            .respond(connection == 0 ? "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\(name): c\r\n\r\nok" : "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        }) { server, manager in
+            let error = await Self.failure { try await manager.responseOfAnyStatus(for: Request(url: server.baseURL)) }
+            #expect(error?.code == .invalidResponse)
+            #expect(error?.message.contains("not a token") == true, "\(String(describing: error))")
+            let next = try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))
+            #expect(Self.text(next) == "ok")
+            #expect(server.connectionCount == 2, "the refused head's connection is closed")
+        }
+    }
+
     // OkHttp: repeatedHeaderNames
     @Test func repeatedHeaderNames() async throws {
         try await Self.repeatedHeaderNames(http2: false)
