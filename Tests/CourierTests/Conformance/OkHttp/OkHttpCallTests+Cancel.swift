@@ -57,6 +57,10 @@ struct OkHttpCallCancelTests {
         var configuration = SessionConfiguration.default
         let resolver = HangingResolver()
         configuration.hostNameResolver = resolver
+        // Only the cancel may end the task: the resolver is asked on a task of its own, which a
+        // loaded run of the whole suite (its first seconds, every test starting on two cores)
+        // once ran after the 10 s connect timeout had already failed the request.
+        configuration.timeoutIntervalForConnect = 600
         try await withManager(baseURL: nil, configuration: configuration) { manager in
             let (task, completions) = Self.task(manager, Request(url: URL(string: "http://courier-test.example/")!))
             task.resume()
