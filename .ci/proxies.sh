@@ -68,20 +68,25 @@ CONF
 # connects out from 127.0.0.1 or ::1 (a target at an IPv6 literal is reached too). Sets
 # danted_port and returns 0 once it listens; prints its logs and returns 1 if it does not.
 start_danted() {
-  local dir=$1 name=$2 method=$3 users=""
+  local dir=$1 name=$2 method=$3 users="" v6_external="" v6_rule=""
   danted_port=$(free_port)
   if [ "$(id -u)" = 0 ]; then users=$'user.privileged: root\nuser.unprivileged: nobody'; fi
+  # ::1 only where the kernel has it: danted does not start with an external address it lacks.
+  if python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2>/dev/null; then
+    v6_external="external: ::1"
+    v6_rule="socks pass { from: 127.0.0.0/8 to: ::/0 command: connect }"
+  fi
   cat > "$dir/$name.conf" <<CONF
 logoutput: $dir/$name.log
 internal: 127.0.0.1 port = $danted_port
 external: 127.0.0.1
-external: ::1
+$v6_external
 clientmethod: none
 socksmethod: $method
 $users
 client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }
 socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 command: connect }
-socks pass { from: 127.0.0.0/8 to: ::/0 command: connect }
+$v6_rule
 CONF
   /usr/sbin/danted -f "$dir/$name.conf" -p "$dir/$name.pid" > "$dir/$name.out" 2>&1 &
   proxies_pids="$proxies_pids $!"
