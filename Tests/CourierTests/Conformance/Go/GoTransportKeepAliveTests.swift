@@ -1,6 +1,6 @@
-// Ported from Go's src/net/http/transport_test.go (the go1.6 tree, https://go.dev/), Copyright
-// 2011 The Go Authors. All rights reserved. Use of this source code is governed by a BSD-style
-// licence.
+// Ported from Go's src/net/http/transport_test.go (the go1.6 tree, commit 01a5a2f7,
+// https://go.dev/), Copyright 2011 The Go Authors. All rights reserved. Use of this source code
+// is governed by a BSD-style licence.
 
 import CourierTesting
 import Foundation
