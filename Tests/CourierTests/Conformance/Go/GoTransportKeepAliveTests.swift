@@ -311,18 +311,22 @@ struct GoTransportKeepAliveTests {
         }
     }
 
+    /// Answers the first request, closes the connection without an answer when the next one
+    /// reaches it, and answers on a new connection.
+    static let closesTheSecondRequest: ScriptedHTTPServer.Script = { connection, request, _ in
+        switch (connection, request) {
+        case (0, 0): .respond(Self.ok("first"))
+        case (0, _): .close
+        default: .respond(Self.ok("again"))
+        }
+    }
+
     // Go: TestRetryIdempotentRequestsOnError (and the race TestTransportServerClosingUnexpectedly
     // retries around): a kept-alive connection closes, without an answer, as the next request
     // reaches it. An idempotent request is sent again, on a new connection.
     @Test(arguments: ["GET", "HEAD", "PUT", "DELETE"])
     func anIdempotentRequestOnAConnectionClosedUnderItIsSentAgain(_ method: String) async throws {
-        try await Self.withTransport({ connection, request, _ in
-            switch (connection, request) {
-            case (0, 0): .respond(Self.ok("first"))
-            case (0, _): .close
-            default: .respond(Self.ok("again"))
-            }
-        }) { server, manager in
+        try await Self.withTransport(Self.closesTheSecondRequest) { server, manager in
             _ = try await Self.fetch(manager, server.baseURL)
             let body: RequestBody = method == "PUT" ? .data(Data("put".utf8)) : .empty
             let request = Request(method: HTTPRequest.Method(method)!, url: server.baseURL, body: body)
@@ -338,13 +342,7 @@ struct GoTransportKeepAliveTests {
     // when idempotent. A POST written on a reused connection that closes without an answer may
     // have been processed: it fails, and is not sent again.
     @Test func aPostOnAConnectionClosedUnderItFails() async throws {
-        try await Self.withTransport({ connection, request, _ in
-            switch (connection, request) {
-            case (0, 0): .respond(Self.ok("first"))
-            case (0, _): .close
-            default: .respond(Self.ok("again"))
-            }
-        }) { server, manager in
+        try await Self.withTransport(Self.closesTheSecondRequest) { server, manager in
             _ = try await Self.fetch(manager, server.baseURL)
             let post = Request(method: .post, url: server.baseURL, body: .data(Data("post".utf8)))
             let error = await #expect(throws: CourierError.self) { try await manager.responseOfAnyStatus(for: post) }

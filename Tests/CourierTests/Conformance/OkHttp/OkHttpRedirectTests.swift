@@ -120,25 +120,6 @@ struct OkHttpRedirectTests {
         }
     }
 
-    // OkHttp: queryRedirectsToQueryAndMaintainsRequestBodyOnMovedTemp,
-    // queryRedirectsToQueryAndMaintainsRequestBodyOnMovedPerm, queryRedirectsToGetAndDropsRequestBodyOnSeeOther
-    // QUERY (the safe method with a body, draft-ietf-httpbis-safe-method-w-body) keeps its
-    // method and body through a 301 or 302, as every method but POST does; a 303 is a GET.
-    @Test(arguments: [(301, "QUERY"), (302, "QUERY"), (303, "GET")])
-    func queryRedirects(_ code: Int, _ method: String) async throws {
-        try await Self.run { h in
-            h.server.enqueue(Self.mock(body: "This page has moved!", code: code, [("Location", "/page2")]))
-            h.server.enqueue(Self.mock(body: "Page 2"))
-            var request = Request(method: HTTPRequest.Method("QUERY")!, url: h.server.url("/page1"), body: .data(Data("Query Body".utf8)))
-            request.headerFields[.contentType] = "text/plain; charset=utf-8"
-            let response = try await h.send(request)
-            #expect(Self.text(response) == "Page 2")
-            let requests = h.server.requests
-            #expect(requests.map(\.method.rawValue) == ["QUERY", method])
-            #expect(requests.map { String(decoding: $0.body, as: UTF8.self) } == ["Query Body", method == "GET" ? "" : "Query Body"])
-        }
-    }
-
     // OkHttp: postRedirectsToGet
     @Test func postRedirectsToGet() async throws {
         try await Self.run { h in
@@ -161,19 +142,25 @@ struct OkHttpRedirectTests {
         }
     }
 
-    // OkHttp: propfindRedirectsToPropfindAndMaintainsRequestBody
-    @Test func propfindRedirectsToPropfindAndMaintainsRequestBody() async throws {
+    // OkHttp: propfindRedirectsToPropfindAndMaintainsRequestBody,
+    // queryRedirectsToQueryAndMaintainsRequestBodyOnMovedTemp,
+    // queryRedirectsToQueryAndMaintainsRequestBodyOnMovedPerm, queryRedirectsToGetAndDropsRequestBodyOnSeeOther
+    // A method with a body other than POST (PROPFIND; QUERY, the safe method with a body,
+    // draft-ietf-httpbis-safe-method-w-body) keeps its method and body through a 301 or 302; a
+    // 303 makes any of them a GET without a body.
+    @Test(arguments: [("PROPFIND", 302, "PROPFIND"), ("QUERY", 301, "QUERY"), ("QUERY", 302, "QUERY"), ("QUERY", 303, "GET")])
+    func aMethodWithABodyRedirects(_ sent: String, _ code: Int, _ followed: String) async throws {
         try await Self.run { h in
-            h.server.enqueue(Self.mock(body: "This page has moved!", code: 302, [("Location", "/page2")]))
+            h.server.enqueue(Self.mock(body: "This page has moved!", code: code, [("Location", "/page2")]))
             h.server.enqueue(Self.mock(body: "Page 2"))
-            var request = Request(method: HTTPRequest.Method("PROPFIND")!, url: h.server.url("/page1"), body: .data(Data("Request Body".utf8)))
+            var request = Request(method: HTTPRequest.Method(sent)!, url: h.server.url("/page1"), body: .data(Data("Request Body".utf8)))
             request.headerFields[.contentType] = "text/plain; charset=utf-8"
             let response = try await h.send(request)
             #expect(Self.text(response) == "Page 2")
             let requests = h.server.requests
-            #expect(requests.map(\.method.rawValue) == ["PROPFIND", "PROPFIND"])
+            #expect(requests.map(\.method.rawValue) == [sent, followed])
             #expect(requests.map(\.path) == ["/page1", "/page2"])
-            #expect(requests.map { String(decoding: $0.body, as: UTF8.self) } == ["Request Body", "Request Body"])
+            #expect(requests.map { String(decoding: $0.body, as: UTF8.self) } == ["Request Body", followed == "GET" ? "" : "Request Body"])
         }
     }
 
