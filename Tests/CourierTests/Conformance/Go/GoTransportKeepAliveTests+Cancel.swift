@@ -57,6 +57,24 @@ extension GoTransportKeepAliveTests {
         }
     }
 
+    // Go: TestTransportCancelRequestInDial. Cancelled, twice, while its connection waits for the
+    // name's lookup (Go: a dial that blocks): the request fails as cancelled, once.
+    @Test func cancellingWhileConnectingFailsAsCancelledOnce() async throws {
+        var configuration = SessionConfiguration.default
+        let resolver = OkHttpCallCancelTests.HangingResolver()
+        configuration.hostNameResolver = resolver
+        try await withManager(baseURL: nil, configuration: configuration) { manager in
+            let (task, completions) = OkHttpCallCancelTests.task(manager, Request(url: URL(string: "http://something.no-network.tld/")!))
+            task.resume()
+            #expect(await resolver.asked.wait { !$0.isEmpty })
+            task.cancel()
+            task.cancel()  // Go: a second cancel used to panic
+            #expect(await completions.wait { !$0.isEmpty })
+            #expect(completions.all.first??.code == .cancelled, "\(completions.all)")
+            #expect(completions.count == 1)
+        }
+    }
+
     // Go: TestCancelRequestWithChannelBeforeDo. A request whose task is cancelled before it is
     // made fails as cancelled.
     @Test func aRequestCancelledBeforeItIsMadeFails() async throws {
