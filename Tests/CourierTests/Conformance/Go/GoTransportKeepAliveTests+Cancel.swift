@@ -63,6 +63,8 @@ extension GoTransportKeepAliveTests {
         var configuration = SessionConfiguration.default
         let resolver = OkHttpCallCancelTests.HangingResolver()
         configuration.hostNameResolver = resolver
+        // Only the cancel may end it (see OkHttp's `cancelDuringHttpConnect` twin).
+        configuration.timeoutIntervalForConnect = 600
         try await withManager(baseURL: nil, configuration: configuration) { manager in
             let (task, completions) = OkHttpCallCancelTests.task(manager, Request(url: URL(string: "http://something.no-network.tld/")!))
             task.resume()
