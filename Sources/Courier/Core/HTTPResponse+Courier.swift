@@ -46,6 +46,19 @@ extension HTTPResponse {
     var expectedBodyLength: Int64? {
         self.isContentCoded ? nil : self.expectedContentLength
     }
+
+    /// Whether a response with `status` has a body (RFC 9112 6.3): not a 1xx, 204 or 304 answer,
+    /// nor any answer to HEAD, whatever its `Content-Length` says (a `HEAD`'s gives the length a
+    /// `GET` would get, RFC 9110 9.3.2). NIO's decoder reads none for those.
+    static func hasBody(status: Int, answeringHEAD: Bool) -> Bool {
+        !answeringHEAD && status >= 200 && status != 204 && status != 304
+    }
+
+    /// What this response's body holds, for a task's progress: 0 when it has none
+    /// (``hasBody(status:answeringHEAD:)``), else ``expectedBodyLength``, -1 when unknown.
+    func expectedBodyLength(status: Int, answeringHEAD: Bool) -> Int64 {
+        Self.hasBody(status: status, answeringHEAD: answeringHEAD) ? self.expectedBodyLength ?? -1 : 0
+    }
 }
 
 extension HTTPFields {

@@ -166,16 +166,6 @@ struct TaskState {
         return self.recordReceived(bytes)
     }
 
-    /// What the body of `response`, the answer to the current request, holds as its head tells,
-    /// or -1 when it does not tell: nothing for a response that has no body whatever its
-    /// `Content-Length` says (the answer to a `HEAD`, which gives the length a `GET` would have,
-    /// and a 204 or 304; RFC 9110 8.6, 9.3.2), else the `Content-Length` of a body that is not
-    /// content-coded.
-    mutating func expectedBodyLength(of response: HTTPResponse, status: Int) -> Int64 {
-        if status == 204 || status == 304 || self.currentRequest.method == .head { return 0 }
-        return response.expectedBodyLength ?? -1
-    }
-
     /// The current attempt's body bytes so far, held back or not.
     var attemptBytesReceived: Int64 {
         // Not `??`: its autoclosure would capture (copy) the whole state.

@@ -633,7 +633,7 @@ final class HopHandler: ChannelDuplexHandler {
             if hopHead.status >= 200, self.readWatcher?.droppedContentLength == true { hopHead.isKeepAlive = false }
             let status = hopHead.status
             part = .head(consume hopHead)
-            if let coding, Self.hasBody(status: status, answeringHEAD: self.hop?.request.method == .head) {
+            if let coding, HTTPResponse.hasBody(status: status, answeringHEAD: self.hop?.request.method == .head) {
                 // Its body is not the content, and how it ends is the server's guess: the hop
                 // fails and the connection closes. (A head that has no body, a HEAD's answer, a
                 // 204 or 304, may name the coding its body would have had: nothing is coded.)
@@ -645,12 +645,6 @@ final class HopHandler: ChannelDuplexHandler {
         }
         self.stateMachine.readBegan()
         self.perform(self.stateMachine.responseReceived(part))
-    }
-
-    /// Whether a response with `status` has a body (RFC 9112 6.3): not a 1xx, 204 or 304 answer,
-    /// nor any answer to HEAD. NIO's decoder reads none for those.
-    static func hasBody(status: Int, answeringHEAD: Bool) -> Bool {
-        !answeringHEAD && status >= 200 && status != 204 && status != 304
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {

@@ -46,7 +46,7 @@ struct HopResponseHead: Equatable, Sendable {
     /// `unsupportedTransferCoding` is set to a transfer coding other than `chunked` the head's
     /// `Transfer-Encoding` names, which Courier neither asks for (it sends no `TE`) nor removes:
     /// the hop fails with ``UnsupportedTransferCoding`` rather than hand the coded bytes on as the
-    /// content (when the head has a body: ``HopHandler/hasBody(status:answeringHEAD:)``). (A parameter, not a field: a field made every copy of the head dearer.) Inlined
+    /// content (when the head has a body: `HTTPResponse.hasBody(status:answeringHEAD:)`). (A parameter, not a field: a field made every copy of the head dearer.) Inlined
     /// into its one caller on the request path, so that `answersHEAD`'s closure is never made.
     ///
     /// `reasonPhrase` is the server's own, when it is not the standard one NIO's decoder put in

@@ -37,7 +37,7 @@ extension TaskDelegate {
         let request = self.state.withLockedValue { $0.currentRequest }
         var file = DownloadDestination.temporaryFileURL(in: self.configurationReference.value.downloadDirectory)
         var kept: Int64?
-        var expected = status == 204 || status == 304 || request.method == .head ? 0 : response.expectedBodyLength ?? -1
+        var expected = response.expectedBodyLength(status: status, answeringHEAD: request.method == .head)
         // A response that may be retried goes to a file of its own, never over the partial file
         // of resume data, which the retry still needs.
         let holding = self.mayRetry(after: response, status: status)

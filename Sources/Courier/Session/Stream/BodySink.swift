@@ -80,7 +80,7 @@ struct MemoryBodySink: BodySink {
         let holding = delegate.mayRetry(after: response, status: status)
         let largest = Int64(min(delegate.configurationReference.value.maximumResponseBodySize ?? 256 << 20, Self.largestBody))
         let (task, deliveries) = delegate.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
-            let expected = state.expectedBodyLength(of: response, status: status)
+            let expected = response.expectedBodyLength(status: status, answeringHEAD: state.currentRequest.method == .head)
             let deliveries = state.recordResponse(response, status: status, url: url, expected: expected, holding: holding)
             state.metrics?.responseBegan()
             // A large body of announced length gets its buffer at once, not by doubling.

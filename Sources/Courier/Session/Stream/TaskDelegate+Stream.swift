@@ -38,7 +38,7 @@ extension ResponseStreamSink: BodySink {
         let (task, deliveries, storing, expected) = delegate.state.withLockedValue {
             state -> (SessionTask?, [ProgressDelivery], HopState.Storing?, Int64) in
             state.metrics?.responseBegan()
-            let expected = state.expectedBodyLength(of: response, status: status)
+            let expected = response.expectedBodyLength(status: status, answeringHEAD: state.currentRequest.method == .head)
             let deliveries = state.recordResponse(response, status: status, url: url, expected: expected, holding: holding)
             return (state.task, deliveries, state.hop.storing(currentRequest: state.currentRequest), expected)
         }

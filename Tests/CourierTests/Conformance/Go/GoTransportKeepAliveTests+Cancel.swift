@@ -18,7 +18,8 @@ import Testing
 /// task's cancellation) here; Go's `ResponseHeaderTimeout` is a request's
 /// ``RequestOptions/timeoutInterval`` (the longest wait for the next bytes). Where Go sleeps
 /// before it cancels, these tests cancel on an event: the server's receiving the request, the
-/// first bytes of the body.
+/// first bytes of the body. `TestTransportCancelRequestInDial`'s twin is OkHttp's
+/// `cancelDuringHttpConnect` one (`OkHttpCallCancelTests`), which cancels in the same place.
 extension GoTransportKeepAliveTests {
     // MARK: Cancellation
 
@@ -48,6 +49,8 @@ extension GoTransportKeepAliveTests {
     // before any answer: the request fails as cancelled.
     @Test func cancellingBeforeTheAnswerFailsAsCancelled() async throws {
         try await Self.withTransport({ _, _, _ in .hold }) { server, manager in
+            // The caller to cancel, as Go's test cancels its request: unstructured so that the test
+            // cancels it, and awaited below, so it ends with the test.
             let request = Task { try await Self.fetch(manager, server.baseURL) }
             #expect(await server.changes.wait { server.receivedHeads.count == 1 })
             request.cancel()
@@ -57,30 +60,12 @@ extension GoTransportKeepAliveTests {
         }
     }
 
-    // Go: TestTransportCancelRequestInDial. Cancelled, twice, while its connection waits for the
-    // name's lookup (Go: a dial that blocks): the request fails as cancelled, once.
-    @Test func cancellingWhileConnectingFailsAsCancelledOnce() async throws {
-        var configuration = SessionConfiguration.default
-        let resolver = OkHttpCallCancelTests.HangingResolver()
-        configuration.hostNameResolver = resolver
-        // Only the cancel may end it (see OkHttp's `cancelDuringHttpConnect` twin).
-        configuration.timeoutIntervalForConnect = 600
-        try await withManager(baseURL: nil, configuration: configuration) { manager in
-            let (task, completions) = OkHttpCallCancelTests.task(manager, Request(url: URL(string: "http://something.no-network.tld/")!))
-            task.resume()
-            #expect(await resolver.asked.wait { !$0.isEmpty })
-            task.cancel()
-            task.cancel()  // Go: a second cancel used to panic
-            #expect(await completions.wait { !$0.isEmpty })
-            #expect(completions.all.first??.code == .cancelled, "\(completions.all)")
-            #expect(completions.count == 1)
-        }
-    }
-
     // Go: TestCancelRequestWithChannelBeforeDo. A request whose task is cancelled before it is
     // made fails as cancelled.
     @Test func aRequestCancelledBeforeItIsMadeFails() async throws {
         try await Self.withTransport({ _, _, _ in .respond(Self.ok("late")) }) { server, manager in
+            // A caller already cancelled when it makes the request; awaited below, so it ends with
+            // the test.
             let request = Task {
                 withUnsafeCurrentTask { $0?.cancel() }
                 return try await Self.fetch(manager, server.baseURL)

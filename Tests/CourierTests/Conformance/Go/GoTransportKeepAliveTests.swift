@@ -69,15 +69,8 @@ struct GoTransportKeepAliveTests {
         _ body: (ScriptedHTTPServer, HTTPSessionManager) async throws -> Void
     ) async throws {
         try await ScriptedHTTPServer.with(script) { server in
-            let manager = HTTPSessionManager(baseURL: nil, configuration: configuration)
-            manager.completionQueue = TestQueues.completion
-            do {
-                try await body(server, manager)
-            } catch {
-                await manager.invalidate(cancelingTasks: true)
-                throw error
-            }
-            await manager.invalidate(cancelingTasks: true)
+            // `withManager` invalidates the manager when the body ends, thrown or not.
+            try await withManager(baseURL: nil, configuration: configuration) { manager in try await body(server, manager) }
             #expect(
                 await server.changes.wait { server.closedConnectionCount == server.connectionCount },
                 "\(server.connectionCount - server.closedConnectionCount) of \(server.connectionCount) connections left open")
@@ -187,15 +180,16 @@ struct GoTransportKeepAliveTests {
             request == 0 ? .respondWhenOpen(Self.ok("res\(connection + 1)"), gate: gates[connection]) : .respond(Self.ok("res3"))
         }) { server, manager in
             let pool = try #require((manager.engine as? NIOEngine)?.pool)
-            let requests = (0..<3).map { _ in Task { try await Self.fetch(manager, server.baseURL) } }
-            #expect(await server.changes.wait { server.receivedHeads.count == 2 })
-            #expect(await eventually { pool.waitingHopCount == 1 }, "the third request waits for one of the two connections")
-            #expect(pool.liveConnections.load(ordering: .relaxed) == 2)
-            gates[0].open()
-            #expect(await server.changes.wait { server.receivedHeads.count == 3 })
-            gates[1].open()
-            var bodies: [String] = []
-            for request in requests { bodies.append(Self.text(try await request.value)) }
+            let bodies = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<3 { group.addTask { Self.text(try await Self.fetch(manager, server.baseURL)) } }
+                #expect(await server.changes.wait { server.receivedHeads.count == 2 })
+                #expect(await eventually { pool.waitingHopCount == 1 }, "the third request waits for one of the two connections")
+                #expect(pool.liveConnections.load(ordering: .relaxed) == 2)
+                gates[0].open()
+                #expect(await server.changes.wait { server.receivedHeads.count == 3 })
+                gates[1].open()
+                return try await group.reduce(into: [String]()) { $0.append($1) }
+            }
             #expect(bodies.sorted() == ["res1", "res2", "res3"])
             #expect(server.connectionCount == 2)
             // Both connections are idle now, and kept: Go's two idle connections.

@@ -52,7 +52,8 @@ struct OkHttpCallCancelTests {
         }
     }
 
-    // OkHttp: cancelDuringHttpConnect (the connection waits for its name's lookup)
+    // OkHttp: cancelDuringHttpConnect (the connection waits for its name's lookup); Go:
+    // TestTransportCancelRequestInDial (cancelled twice: a second cancel used to panic).
     @Test func cancelDuringHttpConnect() async throws {
         var configuration = SessionConfiguration.default
         let resolver = HangingResolver()
@@ -66,8 +67,10 @@ struct OkHttpCallCancelTests {
             task.resume()
             #expect(await resolver.asked.wait { !$0.isEmpty })
             task.cancel()
+            task.cancel()
             #expect(await completions.wait { !$0.isEmpty })
             #expect(completions.all.first??.code == .cancelled, "\(completions.all)")
+            #expect(completions.count == 1)
         }
     }
 
