@@ -102,6 +102,16 @@ public final class TestServer: Sendable {
         self.baseURL = URL(string: "\(configuration.tls ? "https" : "http")://\(authority)/")!
     }
 
+    /// The event loops every server in CourierTesting runs on (``TestServer``, the proxies, the
+    /// fault server), and that your own test peers may use: eight loops of their own, never shut
+    /// down, apart from NIO's singleton group that Courier's sessions use by default.
+    ///
+    /// A server that shares its loop with the clients it serves holds them up while it works, and
+    /// they it: with the whole test suite on two cores in a debug build, a server writing a large
+    /// body over TLS held its loop for over a second, and every PONG, timer and answer of the
+    /// other tests on that loop waited. Here a server waits only behind the servers on its loop.
+    public static let eventLoopGroup = MultiThreadedEventLoopGroup(numberOfThreads: 8)
+
     /// Starts a server and returns once it listens.
     /// - Parameter configuration: How to listen (plain HTTP on `127.0.0.1` by default).
     /// - Returns: The running server. Call ``shutdown()`` when done.

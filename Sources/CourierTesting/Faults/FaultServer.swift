@@ -64,7 +64,7 @@ public final class FaultServer: Sendable {
     /// Starts a server on a free loopback port.
     public static func start() async throws -> FaultServer {
         let counters = FaultCounters()
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ServerBootstrap(group: TestServer.eventLoopGroup)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in

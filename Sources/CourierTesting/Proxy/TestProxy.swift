@@ -94,7 +94,7 @@ public final class TestProxy: Sendable {
         let state = NIOLockedValueBox(ProxyState())
         let expected = credentials.map { ProxyAuthenticator(username: $0.username, password: $0.password, authentication: authentication) }
         let sslContext = try tls.map { try NIOSSLContext(configuration: $0.makeTLSConfiguration(http2: false, requiresClientCertificate: false)) }
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ServerBootstrap(group: TestServer.eventLoopGroup)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
                 state.withLockedValue { $0.children.append(child) }

@@ -66,7 +66,7 @@ public final class TestSOCKSServer: Sendable {
     /// - Returns: The running proxy.
     public static func start(upstreamPort: Int, behaviour: Behaviour = .tunnel) async throws -> TestSOCKSServer {
         let state = NIOLockedValueBox(State())
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ServerBootstrap(group: TestServer.eventLoopGroup)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
                 state.withLockedValue { $0.children.append(child) }

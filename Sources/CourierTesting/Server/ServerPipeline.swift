@@ -10,7 +10,7 @@ enum ServerPipeline {
     static func bind(configuration: TestServer.Configuration, tls: TLSConfiguration?, state: ServerState) async throws -> any Channel {
         let sslContext = try tls.map { try NIOSSLContext(configuration: $0) }
         let http2 = configuration.http2
-        var bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        var bootstrap = ServerBootstrap(group: TestServer.eventLoopGroup)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in

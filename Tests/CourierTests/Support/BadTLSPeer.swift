@@ -1,3 +1,4 @@
+import CourierTesting
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -27,7 +28,7 @@ final class BadTLSPeer: Sendable {
 
     static func start(_ behaviour: Behaviour) async throws -> BadTLSPeer {
         let counter = Counter()
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ServerBootstrap(group: TestServer.eventLoopGroup)
             .childChannelInitializer { channel in
                 counter.value.add(1, ordering: .relaxed)
                 return channel.eventLoop.makeCompletedFuture {

@@ -53,7 +53,7 @@ final class DataFrameRecordingServer: Sendable {
         tls.applicationProtocols = ["h2"]
         let context = try NIOSSLContext(configuration: tls)
         let state = NIOLockedValueBox(State())
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ServerBootstrap(group: TestServer.eventLoopGroup)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 state.withLockedValue { $0.connections += 1 }

@@ -206,7 +206,7 @@ final class ScriptedHTTP2Server: Sendable {
         requestsPerConnection: Int? = nil,
         extraSettings: [HTTP2Setting] = [],
         servesHTTP1: Bool = false,
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        group: any EventLoopGroup = TestServer.eventLoopGroup,
         atHead: (@Sendable (_ path: String) -> Action?)? = nil,
         script: @escaping @Sendable (_ index: Int, _ path: String) -> Action
     ) async throws -> ScriptedHTTP2Server {

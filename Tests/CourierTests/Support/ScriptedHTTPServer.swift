@@ -100,7 +100,7 @@ final class ScriptedHTTPServer: ShutDownByAwaiting {
         let bodyLengths = ObservedBox<[Int]>([], changes: changes)
         let closed = ObservedBox(0, changes: changes)
         let held = HeldAnswers()
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ServerBootstrap(group: TestServer.eventLoopGroup)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 let index = connections.withLockedValue { count -> Int in

@@ -37,7 +37,7 @@ struct AHCUploadTests {
 
         static func start(reads: Bool) async throws -> SilentServer {
             let state = ObservedBox(State())
-            let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            let channel = try await ServerBootstrap(group: TestServer.eventLoopGroup)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.autoRead, value: reads)
                 .childChannelInitializer { channel in

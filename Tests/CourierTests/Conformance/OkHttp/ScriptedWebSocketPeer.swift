@@ -1,4 +1,5 @@
 @testable import Courier
+import CourierTesting
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
@@ -125,7 +126,7 @@ final class ScriptedWebSocketPeer: Sendable {
         react: @escaping React = ScriptedWebSocketPeer.defaultReaction, _ script: @escaping Script, _ body: (ScriptedWebSocketPeer) async throws -> T
     ) async throws -> T {
         let state = ObservedBox(State())
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let server = try await ServerBootstrap(group: TestServer.eventLoopGroup)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 let index = state.withLockedValue { state -> Int in
