@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// The default engine, on SwiftNIO.
 ///
@@ -32,6 +33,12 @@ public final class NIOEngine: Engine {
     /// The loops of the event-loop group and how many exchanges each is running: see ``acquireLoop()``.
     let loops: [any EventLoop]
     let exchangesPerLoop: NIOLockedValueBox<[Int]>
+    /// This engine's own loop among ``loops``: where its ties go, its watchdog and the pool's
+    /// back-off timers run. Engines made one after another on one group (NIO's singleton, for
+    /// every session with the default engine) take its loops in turn, so that sessions that
+    /// each run one request at a time do not all run on the group's first loop.
+    let homeLoop: Int
+    private static let made = Atomic<Int>(0)
     /// Enforces the exchanges' idle deadlines.
     let watchdog: NIOExchangeWatchdog
     /// Courier's connections.
@@ -71,10 +78,13 @@ public final class NIOEngine: Engine {
     ) {
         self.configuration = configuration
         self.logger = logger
-        self.loops = Array(eventLoopGroup.makeIterator())
-        self.exchangesPerLoop = NIOLockedValueBox(Array(repeating: 0, count: self.loops.count))
+        let loops = Array(eventLoopGroup.makeIterator())
+        let home = NIOEngine.made.wrappingAdd(1, ordering: .relaxed).oldValue % loops.count
+        self.loops = loops
+        self.homeLoop = home
+        self.exchangesPerLoop = NIOLockedValueBox(Array(repeating: 0, count: loops.count))
         self.watchdog = NIOExchangeWatchdog(
-            eventLoop: self.loops[0],
+            eventLoop: loops[home],
             shortestTimeout: min(configuration.requestTimeout, configuration.resourceTimeout)
         )
         self.serverTrust = serverTrust
@@ -83,7 +93,9 @@ public final class NIOEngine: Engine {
             applicationProtocols: TLSConnector.ApplicationProtocol.offered(for: configuration.httpVersion),
             handshakeTimeout: ConnectionPool.Settings(configuration).connectTimeout
         )
-        self.pool = ConnectionPool(settings: ConnectionPool.Settings(configuration), tls: tls, logger: logger, loops: self.loops)
+        // The home loop first: the pool's back-off timers run on its first loop.
+        self.pool = ConnectionPool(
+            settings: ConnectionPool.Settings(configuration), tls: tls, logger: logger, loops: Array(loops[home...] + loops[..<home]))
     }
 
     public func execute(_ request: Request, delegate: any ExchangeDelegate) -> any Exchange {
@@ -93,7 +105,8 @@ public final class NIOEngine: Engine {
         return exchange
     }
 
-    /// Picks the loop for a new exchange: the one running the fewest, the first on a tie.
+    /// Picks the loop for a new exchange: the one running the fewest, on a tie the first from
+    /// ``homeLoop`` on.
     ///
     /// The pool serves a request from an idle connection on its preferred loop when there is one,
     /// and opens new connections there, so a steady choice keeps each connection's callbacks on
@@ -101,9 +114,10 @@ public final class NIOEngine: Engine {
     /// not own the connection, costing a thread hop for each event.
     func acquireLoop() -> Int {
         self.exchangesPerLoop.withLockedValue { counts in
-            var best = 0
-            for index in counts.indices.dropFirst() where counts[index] < counts[best] {
-                best = index
+            var best = self.homeLoop
+            for offset in 1..<counts.count {
+                let index = (self.homeLoop + offset) % counts.count
+                if counts[index] < counts[best] { best = index }
             }
             counts[best] += 1
             return best
