@@ -750,8 +750,12 @@ struct HTTP2GoAwayTests {
     /// error (it sends GOAWAY with STREAM_CLOSED): cancelling 48 downloads at once ended the
     /// connection, and the request still held on it failed.
     @Test func framesForManyStreamsJustResetAreIgnored() async throws {
+        // 512 KiB a download: twice Courier's stream window, and the 48 together six times its
+        // connection window, so that every stream has frames under way and more waiting when it
+        // is reset. (4 MiB each had the server's loop busy for over 2 s in a debug build, and
+        // every other test's server on that loop waited.)
         let server = try await ScriptedHTTP2Server.start { _, path in
-            path == "/held" ? .hold("held") : .stream(chunkSize: 16 * 1024, count: 256)
+            path == "/held" ? .hold("held") : .stream(chunkSize: 16 * 1024, count: 32)
         }
         let events = Recorder<String>()
         let (engine, group) = try Self.engine(logger: Logger(label: "courier.test", factory: { _ in CallbackLogHandler { events.append($0) } }))
