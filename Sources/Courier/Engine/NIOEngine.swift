@@ -38,7 +38,7 @@ public final class NIOEngine: Engine {
     /// every session with the default engine) take its loops in turn, so that sessions that
     /// each run one request at a time do not all run on the group's first loop.
     let homeLoop: Int
-    private static let made = Atomic<Int>(0)
+    private static let made = Atomic<UInt>(0)
     /// Enforces the exchanges' idle deadlines.
     let watchdog: NIOExchangeWatchdog
     /// Courier's connections.
@@ -79,7 +79,7 @@ public final class NIOEngine: Engine {
         self.configuration = configuration
         self.logger = logger
         let loops = Array(eventLoopGroup.makeIterator())
-        let home = NIOEngine.made.wrappingAdd(1, ordering: .relaxed).oldValue % loops.count
+        let home = Int(NIOEngine.made.wrappingAdd(1, ordering: .relaxed).oldValue % UInt(loops.count))
         self.loops = loops
         self.homeLoop = home
         self.exchangesPerLoop = NIOLockedValueBox(Array(repeating: 0, count: loops.count))
