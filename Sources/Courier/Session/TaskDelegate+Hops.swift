@@ -469,7 +469,10 @@ extension TaskDelegate {
             return (
                 state.hop.source, state.hop.handlesCookies, state.hop.sentRequest ?? state.currentRequest,
                 status == 304 ? state.hop.revalidating : nil, state.hop.requestDate, state.hop.handledDeclinedRedirect,
-                state.hop.afterExchange != nil
+                // A head that reached the loop after the caller's `cancel()` (whose cancel is on
+                // its way to the exchange) is refused like a declined redirect's: the task ends
+                // cancelled without a response, no monitor, hook or cookie store hears of it.
+                state.hop.afterExchange != nil || state.machine.isCancelling
             )
         }
         if declined { return nil }

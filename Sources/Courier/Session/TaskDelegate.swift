@@ -424,6 +424,14 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             self.end(afterDeclinedRedirect: end)
             return
         }
+        var error = error
+        if error?.code == .cancelled {
+            // The caller's cancel, whichever cancel reached the exchange first: a head that came
+            // after `cancel()` was refused (``finalResponseArrived(_:url:)``), and the exchange
+            // ended with that refusal's error, which names the response the task never had.
+            let (cancelling, request) = self.state.withLockedValue { ($0.machine.isCancelling, $0.currentRequest) }
+            if cancelling { error = CourierError(.cancelled, "\(request.summary): cancelled", request: request) }
+        }
         if self.considerRetry(after: error) { return }
         self.complete(with: error)
     }

@@ -63,6 +63,62 @@ struct SessionMonitoringTests {
         }
     }
 
+    /// An engine whose one exchange does only what the test says: it keeps its delegate and the
+    /// error it was cancelled with, and delivers nothing on its own.
+    final class HandEngine: Engine, Sendable {
+        final class Handle: Exchange, Sendable {
+            let cancelledWith = NIOLockedValueBox<CourierError?>(nil)
+            func cancel(with error: CourierError) { self.cancelledWith.withLockedValue { $0 = $0 ?? error } }
+            func suspendReceiving() {}
+            func resumeReceiving() {}
+        }
+        let delegate = NIOLockedValueBox<(any ExchangeDelegate)?>(nil)
+        let handle = Handle()
+        func execute(_ request: Request, delegate: any ExchangeDelegate) -> any Exchange {
+            self.delegate.withLockedValue { $0 = delegate }
+            delegate.exchangeWillStart(self.handle)
+            return self.handle
+        }
+        func shutdown() async throws {}
+    }
+
+    /// The head an engine's loop delivers after the caller's `cancel()` (which on a busy machine
+    /// beat the cancel to the exchange, with the server on a loop of its own) is refused: no
+    /// monitor, hook or task hears of a response, and the task ends with the caller's cancel, not
+    /// with the refusal's error that names the response.
+    @Test("A head that comes after cancel() is refused: the task ends cancelled, without a response")
+    func aHeadAfterCancelIsRefused() async throws {
+        let engine = HandEngine()
+        let manager = SessionManager(engine: engine)
+        manager.completionQueue = TestQueues.completion
+        defer { manager.invalidate(cancelingTasks: true) }
+        let monitor = RecordingEventMonitor()
+        manager.eventMonitors = [monitor]
+        let heard = NIOLockedValueBox(0)
+        manager.hooks.dataTaskDidReceiveResponse = { _, _, _ in
+            heard.withLockedValue { $0 += 1 }
+            return .allow
+        }
+        let url = URL(string: "https://example.com/drip")!
+        let task = manager.dataTask(with: Request(url: url), completionHandler: nil)
+        task.resume()
+        let delegate = try #require(await eventually { engine.delegate.withLockedValue { $0 } != nil } ? engine.delegate.withLockedValue { $0 } : nil)
+        task.cancel()
+        let head = HTTPResponse(status: .ok, headerFields: [.contentLength: "5"])
+        #expect(delegate.exchange(didReceive: head, url: url) == .cancel)
+        #expect(task.response == nil)
+        #expect(heard.withLockedValue { $0 } == 0)
+        // The engine completes with the first cancel it got.
+        let first = try #require(engine.handle.cancelledWith.withLockedValue { $0 })
+        delegate.exchange(didCompleteWith: CourierError(.cancelled, "cancelled on receiving the response", response: head))
+        await monitor.wait(for: "completed")
+        #expect(first.code == .cancelled)
+        #expect(monitor.lines(for: task) == ["created", "resumed", "cancelled", "metrics", "completed cancelled"])
+        #expect(task.response == nil)
+        #expect(task.error?.code == .cancelled)
+        #expect(task.error?.response == nil, "the caller's cancel, not the refusal's error")
+    }
+
     @Test("Any number of monitors, each gets everything")
     func severalMonitors() async throws {
         try await withTestServer { server in
