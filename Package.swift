@@ -213,6 +213,8 @@ let package = Package(
             ],
             // The list of transport cases that fail on main today, for people (not a resource).
             exclude: ["Transport/PENDING.md"],
+            // The HTTP caching test suite's definitions (Conformance/CacheTests).
+            resources: [.copy("Conformance/CacheTests/cache-tests.json")],
             swiftSettings: strictSettings
         ),
         .testTarget(
