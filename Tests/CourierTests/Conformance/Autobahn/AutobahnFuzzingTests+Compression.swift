@@ -1,0 +1,126 @@
+// Ported from the Autobahn testsuite's fuzzing server cases 12.x and 13.x
+// (autobahntestsuite/autobahntestsuite/case/case12_x_x.py; https://github.com/crossbario/autobahn-testsuite),
+// Copyright (c) Tavendo GmbH / Crossbar.io (typedef int GmbH), licensed under the Apache License,
+// Version 2.0.
+
+@testable import Courier
+import Foundation
+import Testing
+
+/// 12.x and 13.x: `permessage-deflate` (RFC 7692). The server sends compressed messages one at a
+/// time (each in one frame, or in frames of the case's auto-fragment size), each echoed compressed
+/// before the next goes; it inflates the client's with the window it allowed the client and,
+/// after `client_no_context_takeover`, a context reset for each message, so a client that keeps a
+/// larger window or its context refers back where the server cannot follow.
+///
+/// Courier offers `permessage-deflate; client_max_window_bits` (no `server_*` parameter), which
+/// is Autobahn's `PerMessageDeflateOffer(acceptMaxWindowBits = True)`: 13.x's server answers are
+/// then the `client_*` ones (13.1 none, 13.2 `client_no_context_takeover`, 13.3 and 13.4
+/// `client_max_window_bits` 9 and 15, 13.5 and 13.6 both; 13.7's answer to this offer is 13.5's).
+/// RFC 7692 7.1.1.1 also lets a server answer `server_no_context_takeover` unasked, which
+/// Courier accepts: those rows are 13.1's sizes with it.
+extension AutobahnFuzzingTests {
+    /// Autobahn's `MSG_SIZES` (payload size, auto-fragment size), by subcase.
+    static let messageSizes: [Int: (size: Int, fragmentSize: Int)] = [
+        1: (16, 0), 3: (256, 0), 5: (4096, 0), 9: (65536, 0), 11: (8192, 256), 14: (65536, 256),
+    ]
+
+    /// Text in the place of Autobahn's `data1.json` (a report's JSON): 160 KiB of records. Each
+    /// names a random token of its own and its parent's, 24 records (some 4 KiB) back: a
+    /// compressor finds those repeats only past a window of 512 bytes (9 bits), which the server's
+    /// inflater then cannot follow into an earlier message.
+    static let jsonData: [UInt8] = {
+        var text = "[\n"
+        var index = 0
+        let behaviors = ["OK", "NON-STRICT", "FAILED", "INFORMATIONAL"]
+        var random: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var tokens: [String] = []
+        while text.utf8.count < 160 << 10 {
+            random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            tokens.append(String(random >> 1, radix: 36))
+            let parent = index >= 24 ? tokens[index - 24] : "none"
+            text += "  {\"case\": \(index), \"id\": \"\(index % 13).\(index % 7).\(index % 5)\", \"behavior\": \"\(behaviors[index % 4])\", "
+            text += "\"token\": \"\(tokens[index])\", \"parent\": \"\(parent)\", "
+            text += "\"duration\": \((index &* 37) % 1000), \"agent\": \"Courier/\(index % 3)\", \"remoteCloseCode\": \(1000 + index % 12)},\n"
+            index += 1
+        }
+        return Array(text.utf8)
+    }()
+
+    /// Bytes in the place of Autobahn's `lena512.bmp`: 160 KiB of a gradient with noise.
+    static let imageData: [UInt8] = {
+        var state: UInt32 = 2_463_534_242
+        return (0..<(160 << 10)).map { index in
+            state ^= state << 13
+            state ^= state >> 17
+            state ^= state << 5
+            return UInt8(truncatingIfNeeded: (index % 512 + index / 512) / 4 + Int(state & 0x7))
+        }
+    }()
+
+    /// A 12.x/13.x case: `count` messages of `size` bytes taken in turn from `data` (wrapping
+    /// round, as `sendOne` does), each echoed before the next goes.
+    static func compressionRow(
+        _ id: String, data: [UInt8], binary: Bool, subcase: Int, compression: Server.Compression, count: Int = 10
+    ) -> Row {
+        let (size, fragmentSize) = Self.messageSizes[subcase]!
+        var messages: [[UInt8]] = []
+        var pointer = 0
+        for _ in 0..<count {
+            let end = pointer + size
+            messages.append(end <= data.count ? Array(data[pointer..<end]) : Array(data[pointer...] + data[..<(end - data.count)]))
+            pointer = end % data.count
+        }
+        let expected = messages.map { Event.message($0, binary: binary) }
+        let sent = messages
+        return Row(id: id, expectation: ok(expected), compression: compression) { server in
+            for (index, message) in sent.enumerated() {
+                await server.sendCompressedMessage(message, binary: binary, fragmentSize: fragmentSize)
+                guard await server.wait(until: { $0.events.count > index || $0.isConnectionClosed }),
+                    server.events.count > index, server.events[index] == expected[index]
+                else { return }
+            }
+        }
+    }
+
+    static let defaultDeflate = Server.Compression(response: "permessage-deflate")
+
+    /// 12.1.x (text) and 12.2.x (binary) with the default offer and answer.
+    static let compressedPayloadRows: [Row] = [(1, jsonData, false), (2, imageData, true)].flatMap { group, data, binary in
+        Self.messageSizes.keys.sorted().map { subcase in
+            compressionRow("12.\(group).\(subcase)", data: data, binary: binary, subcase: subcase, compression: defaultDeflate)
+        }
+    }
+
+    @Test(arguments: Self.compressedPayloadRows)
+    func compressedPayloads(_ row: Row) async throws { try await Self.run(row) }
+
+    /// The server's answers of 13.x to Courier's offer, and the unasked `server_no_context_takeover`.
+    static let deflateAnswers: [(String, Server.Compression)] = [
+        ("13.1", defaultDeflate),
+        ("13.2", Server.Compression(response: "permessage-deflate; client_no_context_takeover", clientNoContextTakeover: true)),
+        ("13.3", Server.Compression(response: "permessage-deflate; client_max_window_bits=9", clientMaxWindowBits: 9)),
+        ("13.4", Server.Compression(response: "permessage-deflate; client_max_window_bits=15", clientMaxWindowBits: 15)),
+        ("13.5", Server.Compression(
+            response: "permessage-deflate; client_no_context_takeover; client_max_window_bits=9", clientNoContextTakeover: true, clientMaxWindowBits: 9)),
+        ("13.6", Server.Compression(
+            response: "permessage-deflate; client_no_context_takeover; client_max_window_bits=15", clientNoContextTakeover: true, clientMaxWindowBits: 15)),
+        ("13.7", Server.Compression(
+            response: "permessage-deflate; client_no_context_takeover; client_max_window_bits=9", clientNoContextTakeover: true, clientMaxWindowBits: 9)),
+    ]
+
+    static let compressionParameterRows: [Row] =
+        Self.deflateAnswers.flatMap { group, compression in
+            [1, 5, 9, 11].map { subcase in
+                compressionRow("\(group).\(subcase)", data: jsonData, binary: false, subcase: subcase, compression: compression)
+            }
+        }
+        + [1, 5, 9, 11].map { subcase in
+            compressionRow(
+                "13.1.\(subcase) with server_no_context_takeover", data: jsonData, binary: false, subcase: subcase,
+                compression: Server.Compression(response: "permessage-deflate; server_no_context_takeover", serverNoContextTakeover: true))
+        }
+
+    @Test(arguments: Self.compressionParameterRows)
+    func compressionParameters(_ row: Row) async throws { try await Self.run(row) }
+}
