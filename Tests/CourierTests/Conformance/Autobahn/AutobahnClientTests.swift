@@ -18,11 +18,10 @@ import Testing
 /// says, with one of its codes (or none, which Autobahn accepts), cleanly where it asks for that.
 ///
 /// Where a case pauses between frames (5.19's second half, 6.4.x's fail-fast waits) the frames go
-/// out together: the order is what the verdict reads. Not ported: the chopped and
-/// synchronised variants of a case (the same frames written in pieces: the bytes Courier reads
-/// are the same), 9.x (performance, up to 16 MiB), 12.x and 13.x (permessage-deflate, checked in
-/// `PerMessageDeflateTests` and OkHttp's extension cases), and 6.4.x (fail-fast UTF-8 in
-/// fragments, in `WebSocketStateMachineTests`).
+/// out together: the order is what the verdict reads. The chopped, synchronised and paced
+/// variants of the cases, 5.17, 6.4.x (fail-fast UTF-8), 7.1.6 and 7.13.x (informational), and
+/// 12.x and 13.x (permessage-deflate) run in ``AutobahnFuzzingTests``, over a fuzzing server that
+/// writes as the cases write. Not ported: 9.x (performance, up to 16 MiB).
 @Suite("Conformance: Autobahn testsuite, client cases")
 struct AutobahnClientTests {
     typealias Peer = ScriptedWebSocketPeer
