@@ -245,7 +245,9 @@ final class AutobahnFuzzingServer: Sendable {
             let end = min(compressed.count, start + size)
             let first = start == 0
             frames.append(
-                Self.frame(opcode: first ? (binary ? 0x2 : 0x1) : 0x0, payload: Array(compressed[start..<end]), fin: end == compressed.count, rsv: first ? 4 : 0))
+                Self.frame(
+                    opcode: first ? (binary ? 0x2 : 0x1) : 0x0, payload: Array(compressed[start..<end]), fin: end == compressed.count,
+                    rsv: first ? 4 : 0))
             start = end
         } while start < compressed.count
         await self.sendFrames(frames)
@@ -310,7 +312,8 @@ final class AutobahnFuzzingServer: Sendable {
         var remoteCloseCode: UInt16?
 
         var description: String {
-            "\(self.behavior.rawValue)/\(self.behaviorClose.rawValue): events \(self.events), closedByMe \(self.closedByMe), wasClean \(self.wasClean), remote close code \(self.remoteCloseCode.map(String.init) ?? "none")"
+            "\(self.behavior.rawValue)/\(self.behaviorClose.rawValue): events \(self.events), closedByMe \(self.closedByMe), "
+                + "wasClean \(self.wasClean), remote close code \(self.remoteCloseCode.map(String.init) ?? "none")"
         }
     }
 
