@@ -171,6 +171,53 @@ struct AHCResponseBodyTests {
         }
     }
 
+    // AHC: testResponseAccumulatorMaxBodySizeLimitExceedingWithContentLength, with a compressed
+    // body (AHC's accumulator counts the body its decompressor gives, not the coded bytes): a
+    // `Content-Length` under the limit whose decoded body is over it is refused, and a decoded
+    // body at the limit is the response.
+    @Test func theLimitCountsTheDecodedBody() async throws {
+        let decoded = Data(String(repeating: "a", count: 1000).utf8)
+        let coded = try Self.compressed(decoded, .gzip)
+        let answer = Array("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: \(coded.count)\r\n\r\n".utf8) + coded
+        try await AHCHTTPClientTests.overHTTP1({ _, _, _ in .respondBytes(answer) }) { server, _ async throws in
+            #expect(coded.count < 100)
+            try await Self.withLimitedManager(999) { manager async throws in
+                let error = await #expect(throws: CourierError.self) {
+                    _ = try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))
+                }
+                #expect(error?.code == .responseTooLarge, "\(String(describing: error))")
+            }
+            try await Self.withLimitedManager(1000) { manager async throws in
+                #expect(try await manager.responseOfAnyStatus(for: Request(url: server.baseURL)).data == decoded)
+            }
+        }
+    }
+
+    // AHC: testResponseAccumulatorMaxBodySizeLimitExceedingWithContentLengthButMethodIsHead and
+    // HTTPClientResponseTests.testSimpleResponseNotModified, with a coded answer (`HEAD`, `204`,
+    // `304` labelled `Content-Encoding: gzip`): there is no body, so nothing to decode, and no
+    // "invalid compressed body" for the bytes that never come
+    @Test func aBodilessAnswerLabelledGzipIsNoBodyToDecode() async throws {
+        let script: ScriptedHTTPServer.Script = { _, _, head in
+            if head.hasPrefix("HEAD ") { return .respond("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 40\r\n\r\n") }
+            if head.hasPrefix("GET /204 ") { return .respond("HTTP/1.1 204 No Content\r\nContent-Encoding: gzip\r\n\r\n") }
+            if head.hasPrefix("GET /304 ") { return .respond("HTTP/1.1 304 Not Modified\r\nContent-Encoding: gzip\r\nContent-Length: 40\r\n\r\n") }
+            return .respond(AHCHTTPClientTests.ok)
+        }
+        try await AHCHTTPClientTests.overHTTP1(script) { server, manager async throws in
+            let requests = [
+                Request(method: .head, url: server.baseURL), Request(url: server.baseURL.appendingPathComponent("204")),
+                Request(url: server.baseURL.appendingPathComponent("304")),
+            ]
+            for request in requests {
+                let response = try await manager.responseOfAnyStatus(for: request)
+                #expect(response.data?.isEmpty != false, "\(request.url.path)")
+            }
+            #expect(try await manager.responseOfAnyStatus(for: Request(url: server.baseURL.appendingPathComponent("next"))).response.status == .ok)
+            #expect(server.connectionCount == 1)
+        }
+    }
+
     // AHC: testSimpleContentLengthErrorNoBody (its `/content-length-without-body` declares a body
     // over HTTP/2 and ends the stream without one: AHC's `collect(upTo: 3)` fails; a response
     // that ends before its `Content-Length` is not whole, RFC 9113 8.1.1)
