@@ -51,6 +51,28 @@ struct AHCConnectionTests {
         }
     }
 
+    // AHC: AsyncAwaitEndToEndTests.testInsanelyHighConcurrentHTTP1ConnectionLimitDoesNotCrash
+    // (a per-host limit of `Int.max`, and long idle and request timeouts: a request works, over
+    // HTTP/1.1 and HTTP/2)
+    @Test(arguments: [false, true])
+    func anInsanelyHighConnectionLimitDoesNotCrash(http2: Bool) async throws {
+        try await withTestServer(http2 ? .https() : .init()) { server async throws in
+            var configuration = SessionConfiguration.default
+            configuration.httpMaximumConnectionsPerHost = .max
+            configuration.connectionIdleTimeout = 3600
+            configuration.timeoutIntervalForRequest = 100
+            try await withManager(baseURL: nil, configuration: configuration, securityPolicy: try Transport.trustingTestRoot()) { manager async throws in
+                let responses = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for _ in 0..<4 {
+                        group.addTask { try await manager.responseOfAnyStatus(for: Request(url: server.url("/get"))).response.status.code }
+                    }
+                    return try await group.reduce(into: [Int]()) { $0.append($1) }
+                }
+                #expect(responses == [200, 200, 200, 200])
+            }
+        }
+    }
+
     /// AHC's HTTPBin in `.refuse` mode: a server that closes every connection it accepts.
     final class RefusingServer: ShutDownByAwaiting {
         let channel: any Channel
