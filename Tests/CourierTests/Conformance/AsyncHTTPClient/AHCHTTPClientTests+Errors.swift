@@ -90,6 +90,27 @@ struct AHCFailureTests {
         }
     }
 
+    // MARK: Cancellation
+
+    // AHC: testStressCancel, testCancel (100 requests to a server that never answers, each
+    // cancelled as soon as it is resumed: every one fails as cancelled, none succeeds, and the
+    // session's next request is answered)
+    @Test func oneHundredRequestsCancelledAtOnceAllFailAsCancelled() async throws {
+        let script: ScriptedHTTPServer.Script = { _, _, head in head.hasPrefix("GET /ok ") ? .respond(AHCHTTPClientTests.ok) : .hold }
+        try await AHCHTTPClientTests.overHTTP1(script) { server, manager async throws in
+            manager.responseSerializer = HTTPResponseSerializer()
+            let completions = Recorder<CourierError?>()
+            for _ in 0..<100 {
+                let task = manager.dataTask(with: Request(url: server.baseURL.appendingPathComponent("wait"))) { _, _, error in completions.append(error) }
+                task.resume()
+                task.cancel()
+            }
+            #expect(await completions.wait { $0.count == 100 })
+            #expect(completions.all.allSatisfy { $0?.code == .cancelled }, "\(completions.all.filter { $0?.code != .cancelled })")
+            #expect(try await manager.responseOfAnyStatus(for: Request(url: server.baseURL.appendingPathComponent("ok"))).response.status == .ok)
+        }
+    }
+
     // MARK: Timeouts
 
     // AHC: testConnectTimeout (there a TCP connect to an address that never answers, which Linux
