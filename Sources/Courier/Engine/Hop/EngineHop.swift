@@ -1,3 +1,4 @@
+import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
 import Synchronization
@@ -85,14 +86,32 @@ final class EngineHop: NIOHopTask, Sendable {
     /// When the hop was made: its transaction's ``TransactionMetrics/fetchStart``.
     let fetchStart: ContinuousClock.Instant
 
-    /// - Throws: ``CourierError`` when the body cannot be sent (an unreadable file).
+    /// - Throws: ``CourierError`` when the body cannot be sent (an unreadable file), or a field
+    ///   value holds a control character (``checkFieldValues(of:)``).
     init(exchange: NIOExchange, request: Request, pool: ConnectionPool, key: ConnectionPool.Key) throws(CourierError) {
+        try Self.checkFieldValues(of: request)
         self.exchange = exchange
         self.request = request
         self.state = Mutex(State(body: try OutgoingBody(request)))
         self.pool = pool
         self.key = key
         self.fetchStart = .now
+    }
+
+    /// Refuses, before anything is sent, a request whose header or trailer field value holds a
+    /// control character other than tab (``HTTPFields/firstValueWithControlCharacter``), over
+    /// every version: swift-nio's HTTP/1.1 validator refused it only once the head was written
+    /// (the task failed as an invalid response), and HTTP/2 sent it.
+    /// - Throws: ``CourierError/Code/invalidRequest`` naming the field and the byte.
+    static func checkFieldValues(of request: Request) throws(CourierError) {
+        for (fields, kind) in [(request.headerFields, "header"), (request.body.trailers ?? [:], "trailer")] {
+            guard let (name, byte) = fields.firstValueWithControlCharacter else { continue }
+            let hex = String(byte, radix: 16, uppercase: true)
+            throw CourierError(
+                .invalidRequest,
+                "\(request.summary): the value of the \(kind) field \(name.rawName) holds the control character 0x\(hex.count == 1 ? "0" + hex : hex), which HTTP forbids in a field value (RFC 9110 5.5); nothing was sent",
+                request: request)
+        }
     }
 
     /// Keeps what the connection recorded of the hop's send, for the exchange when the hop ends.
