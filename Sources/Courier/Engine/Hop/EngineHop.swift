@@ -104,14 +104,22 @@ final class EngineHop: NIOHopTask, Sendable {
     /// (the task failed as an invalid response), and HTTP/2 sent it.
     /// - Throws: ``CourierError/Code/invalidRequest`` naming the field and the byte.
     static func checkFieldValues(of request: Request) throws(CourierError) {
-        for (fields, kind) in [(request.headerFields, "header"), (request.body.trailers ?? [:], "trailer")] {
-            guard let (name, byte) = fields.firstValueWithControlCharacter else { continue }
-            let hex = String(byte, radix: 16, uppercase: true)
-            throw CourierError(
-                .invalidRequest,
-                "\(request.summary): the value of the \(kind) field \(name.rawName) holds the control character 0x\(hex.count == 1 ? "0" + hex : hex), which HTTP forbids in a field value (RFC 9110 5.5); nothing was sent",
-                request: request)
+        // The fields read where they are, not copied into a list of both: every request pays for
+        // this check.
+        if let (name, byte) = request.headerFields.firstValueWithControlCharacter {
+            throw Self.controlCharacter(byte, in: "header", name, of: request)
         }
+        if let trailers = request.body.trailers, let (name, byte) = trailers.firstValueWithControlCharacter {
+            throw Self.controlCharacter(byte, in: "trailer", name, of: request)
+        }
+    }
+
+    private static func controlCharacter(_ byte: UInt8, in kind: String, _ name: HTTPField.Name, of request: Request) -> CourierError {
+        let hex = String(byte, radix: 16, uppercase: true)
+        return CourierError(
+            .invalidRequest,
+            "\(request.summary): the value of the \(kind) field \(name.rawName) holds the control character 0x\(hex.count == 1 ? "0" + hex : hex), which HTTP forbids in a field value (RFC 9110 5.5); nothing was sent",
+            request: request)
     }
 
     /// Keeps what the connection recorded of the hop's send, for the exchange when the hop ends.
