@@ -335,6 +335,11 @@ extension CourierError {
     public static let cancelled = CourierError(.cancelled, "cancelled")
     /// See ``Code/sessionInvalidated``.
     public static let sessionInvalidated = CourierError(.sessionInvalidated, "the session manager was invalidated")
+
+    /// The error a task the caller cancelled ends with: "`GET http://host/path`: cancelled".
+    static func cancelled(_ request: Request) -> CourierError {
+        CourierError(.cancelled, "\(request.summary): cancelled", request: request)
+    }
 }
 
 extension Error {

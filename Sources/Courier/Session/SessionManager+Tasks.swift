@@ -142,7 +142,7 @@ extension SessionManager {
             // A cancel() made while the lookup ran reached no exchange: it is the answer.
             let cancelled = delegate.state.withLockedValue { $0.machine.isCancelling }
             delegate.exchange(
-                didCompleteWith: cancelled ? CourierError(.cancelled, "\(request.summary): cancelled", request: request) : error)
+                didCompleteWith: cancelled ? .cancelled(request) : error)
         }
     }
 

@@ -61,7 +61,7 @@ extension TaskDelegate {
             ($0.machine.adaptationFinished(attempt: attempt), $0.task, $0.currentRequest)
         }
         if action == .completeCancelled {
-            self.complete(with: CourierError(.cancelled, "\(request.summary): cancelled", request: request))
+            self.complete(with: .cancelled(request))
             return
         }
         guard action == .send, let task else { return }

@@ -438,7 +438,7 @@ extension TaskDelegate {
             self.answerFromCache(cached)
         case .failure(let failure):
             let (cancelling, request) = self.state.withLockedValue { ($0.machine.isCancelling, $0.currentRequest) }
-            self.exchange(didCompleteWith: cancelling ? CourierError(.cancelled, "\(request.summary): cancelled", request: request) : failure)
+            self.exchange(didCompleteWith: cancelling ? .cancelled(request) : failure)
         }
     }
 

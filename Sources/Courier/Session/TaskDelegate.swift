@@ -189,7 +189,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
         if case .none = action { return }
         if let task { self.didCancel(task) }
-        let error = CourierError(.cancelled, "\(request.summary): cancelled", request: request)
+        let error = CourierError.cancelled(request)
         switch action {
         case .complete(let work):
             // Never started, adapting, or deciding or waiting to retry: no exchange runs, the
@@ -217,7 +217,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     func attach(_ exchange: any Exchange, attempt: Int) {
         let (action, request) = self.state.withLockedValue { ($0.machine.attach(exchange, attempt: attempt), $0.currentRequest) }
         switch action {
-        case .cancel: exchange.cancel(with: CourierError(.cancelled, "\(request.summary): cancelled", request: request))
+        case .cancel: exchange.cancel(with: .cancelled(request))
         case .pause: self.applyReceiveWish()
         case .none: break
         }
@@ -430,7 +430,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             // after `cancel()` was refused (``finalResponseArrived(_:url:)``), and the exchange
             // ended with that refusal's error, which names the response the task never had.
             let (cancelling, request) = self.state.withLockedValue { ($0.machine.isCancelling, $0.currentRequest) }
-            if cancelling { error = CourierError(.cancelled, "\(request.summary): cancelled", request: request) }
+            if cancelling { error = .cancelled(request) }
         }
         if self.considerRetry(after: error) { return }
         self.complete(with: error)
