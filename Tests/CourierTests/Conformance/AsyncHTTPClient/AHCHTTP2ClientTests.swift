@@ -127,6 +127,8 @@ struct AHCHTTP2ClientTests {
             let request = Request(method: .post, url: server.url("/courier/echo-stream"), body: .stream(chunks, length: .unknown))
             let stream = try await manager.stream(request)
             writer.yield(ByteBuffer(bytes: [1]))
+            // Unstructured on purpose: the test cancels the task that reads (AHC's case), and
+            // awaits its result below.
             let reader = Task {
                 var received = 0
                 for try await chunk in stream.body { received += chunk.readableBytes }

@@ -73,40 +73,16 @@ struct AHCConnectionTests {
         }
     }
 
-    /// AHC's HTTPBin in `.refuse` mode: a server that closes every connection it accepts.
-    final class RefusingServer: ShutDownByAwaiting {
-        let channel: any Channel
-        let accepted: ObservedBox<Int>
-        var port: Int { self.channel.localAddress!.port! }
-
-        private init(channel: any Channel, accepted: ObservedBox<Int>) {
-            self.channel = channel
-            self.accepted = accepted
-        }
-
-        static func start() async throws -> RefusingServer {
-            let accepted = ObservedBox(0)
-            let channel = try await ServerBootstrap(group: TestServer.eventLoopGroup)
-                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelInitializer { channel in
-                    accepted.withLockedValue { $0 += 1 }
-                    return channel.close()
-                }
-                .bind(host: "127.0.0.1", port: 0)
-                .get()
-            return RefusingServer(channel: channel, accepted: accepted)
-        }
-
-        func shutdown() async {
-            try? await self.channel.close()
-        }
-    }
-
     // AHC: testFailingConnectionIsReleased (a server that closes each connection as it accepts
     // it: the request fails, typed, and the next one fails the same way, the pool not left
     // holding a slot for either; each is sent again at most a bounded number of times)
     @Test func connectionsClosedAsTheyAreAcceptedFailEachRequest() async throws {
-        let server = try await RefusingServer.start()
+        // AHC's HTTPBin in `.refuse` mode: a server that closes every connection it accepts.
+        let accepted = ObservedBox(0)
+        let server = try await LoopbackServer.start { channel in
+            accepted.withLockedValue { $0 += 1 }
+            return channel.close()
+        }
         try await withShutdown(of: server) { server async throws in
             var configuration = SessionConfiguration.default
             configuration.httpMaximumConnectionsPerHost = 1
@@ -120,8 +96,8 @@ struct AHCConnectionTests {
                     #expect(error?.code == .connectionClosed || error?.code == .connectionFailed, "request \(index): \(String(describing: error))")
                 }
                 // Each request: its first connection and at most three more.
-                let accepted = server.accepted.read { $0 }
-                #expect((3...12).contains(accepted), "\(accepted) connections")
+                let connections = accepted.read { $0 }
+                #expect((3...12).contains(connections), "\(connections) connections")
             }
         }
     }

@@ -19,25 +19,11 @@ import Testing
 struct AHCSOCKSTests {
     /// A loopback server that answers the first bytes of each connection with `reply`, then
     /// reads and drops the rest.
-    final class ReplyingServer: ShutDownByAwaiting {
-        let channel: any Channel
-        var port: Int { self.channel.localAddress!.port! }
-
-        private init(channel: any Channel) { self.channel = channel }
-
-        static func start(reply: [UInt8]) async throws -> ReplyingServer {
-            let channel = try await ServerBootstrap(group: TestServer.eventLoopGroup)
-                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Replier(reply: reply)) }
-                }
-                .bind(host: "127.0.0.1", port: 0)
-                .get()
-            return ReplyingServer(channel: channel)
-        }
-
-        func shutdown() async {
-            try? await self.channel.close()
+    enum ReplyingServer {
+        static func start(reply: [UInt8]) async throws -> LoopbackServer {
+            try await LoopbackServer.start { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Replier(reply: reply)) }
+            }
         }
 
         private final class Replier: ChannelInboundHandler {

@@ -21,39 +21,23 @@ import Testing
 struct AHCUncleanTLSShutdownTests {
     /// AHC's `HTTPBinForSSLUncleanShutdown`: answers each request by its path, then closes the
     /// TCP connection from below TLS, so no close_notify goes.
-    final class UncleanServer: ShutDownByAwaiting {
-        let channel: any Channel
-        var port: Int { self.channel.localAddress!.port! }
-
-        private init(channel: any Channel) { self.channel = channel }
-
-        func url(_ path: String) -> URL { URL(string: "https://localhost:\(self.port)\(path)")! }
-
-        static func start() async throws -> UncleanServer {
+    enum UncleanServer {
+        static func start() async throws -> LoopbackServer {
             var tls = TLSConfiguration.makeServerConfiguration(
                 certificateChain: try NIOSSLCertificate.fromPEMBytes(Array((TestCertificates.localhostLeaf + "\n" + TestCertificates.intermediateCA).utf8))
                     .map { .certificate($0) },
                 privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(TestCertificates.localhostKey.utf8), format: .pem)))
             tls.applicationProtocols = ["http/1.1"]
             let context = try NIOSSLContext(configuration: tls)
-            let channel = try await ServerBootstrap(group: TestServer.eventLoopGroup)
-                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        let sync = channel.pipeline.syncOperations
-                        try sync.addHandler(ForceCloser())
-                        try sync.addHandler(NIOSSLServerHandler(context: context))
-                        try sync.addHandler(ByteToMessageHandler(HTTPRequestDecoder()))
-                        try sync.addHandler(Answerer())
-                    }
+            return try await LoopbackServer.start { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(ForceCloser())
+                    try sync.addHandler(NIOSSLServerHandler(context: context))
+                    try sync.addHandler(ByteToMessageHandler(HTTPRequestDecoder()))
+                    try sync.addHandler(Answerer())
                 }
-                .bind(host: "127.0.0.1", port: 0)
-                .get()
-            return UncleanServer(channel: channel)
-        }
-
-        func shutdown() async {
-            try? await self.channel.close()
+            }
         }
 
         /// Below TLS: closes the socket when told, so that TLS has no say (no close_notify).
@@ -94,7 +78,9 @@ struct AHCUncleanTLSShutdownTests {
         }
     }
 
-    static func run(_ body: (UncleanServer, HTTPSessionManager) async throws -> Void) async throws {
+    static func url(_ server: LoopbackServer, _ path: String) -> URL { URL(string: "https://localhost:\(server.port)\(path)")! }
+
+    static func run(_ body: (LoopbackServer, HTTPSessionManager) async throws -> Void) async throws {
         let server = try await UncleanServer.start()
         try await withShutdown(of: server) { server async throws in
             var configuration = SessionConfiguration.default
@@ -113,7 +99,7 @@ struct AHCUncleanTLSShutdownTests {
     // the last resort).
     @Test func anAnswerFramedByTheCloseIsWhole() async throws {
         try await Self.run { server, manager async throws in
-            let response = try await manager.responseOfAnyStatus(for: Request(url: server.url("/nocontentlength")))
+            let response = try await manager.responseOfAnyStatus(for: Request(url: Self.url(server, "/nocontentlength")))
             #expect(response.response.status == .ok)
             #expect(response.data == Data("foo".utf8))
         }
@@ -122,7 +108,7 @@ struct AHCUncleanTLSShutdownTests {
     // AHC: testEOFFramedSuccess's `/nocontent` (a 204 has no body, whatever the close)
     @Test func aNoContentAnswerThenAnUncleanCloseIsWhole() async throws {
         try await Self.run { server, manager async throws in
-            let response = try await manager.responseOfAnyStatus(for: Request(url: server.url("/nocontent")))
+            let response = try await manager.responseOfAnyStatus(for: Request(url: Self.url(server, "/nocontent")))
             #expect(response.response.status == .noContent)
             #expect(response.data?.isEmpty != false)
         }
@@ -132,7 +118,7 @@ struct AHCUncleanTLSShutdownTests {
     @Test(arguments: ["/contentlength", "/transferencoding"])
     func aWholeAnswerThenAnUncleanCloseIsTheResponse(_ path: String) async throws {
         try await Self.run { server, manager async throws in
-            let response = try await manager.responseOfAnyStatus(for: Request(url: server.url(path)))
+            let response = try await manager.responseOfAnyStatus(for: Request(url: Self.url(server, path)))
             if path == "/contentlength" {
                 #expect(response.response.status == .notFound)
                 #expect(response.response.headerFields[.contentLength] == "9")
@@ -150,7 +136,7 @@ struct AHCUncleanTLSShutdownTests {
     func aTruncatedAnswerThenAnUncleanCloseFails(_ path: String) async throws {
         try await Self.run { server, manager async throws in
             let error = await #expect(throws: CourierError.self) {
-                _ = try await manager.responseOfAnyStatus(for: Request(url: server.url(path)))
+                _ = try await manager.responseOfAnyStatus(for: Request(url: Self.url(server, path)))
             }
             #expect(error?.code == .connectionClosed, "\(String(describing: error))")
             #expect(error?.response?.status == .ok)
@@ -161,7 +147,7 @@ struct AHCUncleanTLSShutdownTests {
     @Test func noAnswerThenAnUncleanCloseFails() async throws {
         try await Self.run { server, manager async throws in
             let error = await #expect(throws: CourierError.self) {
-                _ = try await manager.responseOfAnyStatus(for: Request(url: server.url("/noresponse")))
+                _ = try await manager.responseOfAnyStatus(for: Request(url: Self.url(server, "/noresponse")))
             }
             #expect(error?.code == .connectionClosed, "\(String(describing: error))")
         }

@@ -29,7 +29,7 @@ import Testing
 /// unclean), as Autobahn's endpoint fails it; the tests require none.
 ///
 /// It runs on `TestServer.eventLoopGroup`, apart from the loops the client's sessions use.
-final class AutobahnFuzzingServer: Sendable {
+final class AutobahnFuzzingServer: ShutDownByAwaiting {
     /// One of Autobahn's recorded events (`Case.received`).
     enum Event: Equatable, Sendable, CustomStringConvertible {
         /// A message the client sent (Autobahn's `("message", payload, binary)`).
@@ -159,18 +159,10 @@ final class AutobahnFuzzingServer: Sendable {
             }
             .bind(host: "127.0.0.1", port: 0)
             .get()
-        let fuzzer = AutobahnFuzzingServer(server: server, state: state)
-        do {
-            let result = try await body(fuzzer)
-            await fuzzer.shutdown()
-            return result
-        } catch {
-            await fuzzer.shutdown()
-            throw error
-        }
+        return try await withShutdown(of: AutobahnFuzzingServer(server: server, state: state), body)
     }
 
-    private func shutdown() async {
+    func shutdown() async {
         if let channel = self.state.read({ $0.channel }) { try? await channel.close() }
         try? await self.server.close()
     }

@@ -134,12 +134,12 @@ struct AutobahnFuzzingTests {
             let manager = SessionManager(configuration: .default)
             let task = manager.webSocketTask(with: Request(url: server.url), configuration: Self.settings)
             task.resume()
-            let echo = Task { await Self.echo(task) }
+            async let echo: Void = Self.echo(task)
             #expect(await server.waitUntilOpen(), sourceLocation: sourceLocation)
             await row.script(server)
             await server.waitForEnd()
             await task.waitUntilFinished()
-            await echo.value
+            await echo
             await manager.invalidate(cancelingTasks: true)
 
             let verdict = server.verdict(row.expectation)
