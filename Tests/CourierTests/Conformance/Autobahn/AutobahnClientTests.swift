@@ -70,9 +70,7 @@ struct AutobahnClientTests {
     /// A server frame: FIN, RSV as Autobahn numbers it (three bits: 4 is RSV1, 2 RSV2, 1 RSV3),
     /// opcode, unmasked payload.
     static func frame(_ opcode: UInt8, _ payload: [UInt8] = [], fin: Bool = true, rsv: UInt8 = 0) -> [UInt8] {
-        var bytes = Peer.frame(opcode, payload, fin: fin)
-        bytes[0] |= rsv << 4
-        return bytes
+        AutobahnFuzzingServer.frame(opcode: opcode, payload: payload, fin: fin, rsv: rsv)
     }
 
     static func frame(_ opcode: UInt8, _ text: String, fin: Bool = true, rsv: UInt8 = 0) -> [UInt8] {

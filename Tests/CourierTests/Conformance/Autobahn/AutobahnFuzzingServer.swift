@@ -90,14 +90,8 @@ final class AutobahnFuzzingServer: ShutDownByAwaiting {
         var serverNoContextTakeover = false
     }
 
-    /// A client frame, as read off the wire (unmasked).
-    struct Frame: Sendable {
-        var fin: Bool
-        var rsv: UInt8
-        var opcode: UInt8
-        var masked: Bool
-        var payload: [UInt8]
-    }
+    /// A client frame, as read off the wire (unmasked): the scripted peer's.
+    typealias Frame = ScriptedWebSocketPeer.Frame
 
     fileprivate struct State {
         var channel: (any Channel)?
@@ -342,13 +336,9 @@ final class AutobahnFuzzingServer: ShutDownByAwaiting {
 
     /// A server frame (never masked): FIN, RSV (three bits, RSV1 the highest), opcode, payload.
     static func frame(opcode: UInt8, payload: [UInt8] = [], fin: Bool = true, rsv: UInt8 = 0) -> [UInt8] {
-        var bytes: [UInt8] = [(fin ? 0x80 : 0) | ((rsv & 0x7) << 4) | (opcode & 0x0F)]
-        switch payload.count {
-        case 0...125: bytes.append(UInt8(payload.count))
-        case 126...0xFFFF: bytes += [126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
-        default: bytes += [127] + (0..<8).reversed().map { UInt8(truncatingIfNeeded: payload.count >> (8 * $0)) }
-        }
-        return bytes + payload
+        var bytes = ScriptedWebSocketPeer.frame(opcode & 0x0F, payload, fin: fin)
+        bytes[0] |= (rsv & 0x7) << 4
+        return bytes
     }
 
     /// The close codes a client may send (RFC 6455 7.4.1 and 7.4.2; the IANA registry's 1012-1014).
@@ -418,7 +408,7 @@ final class AutobahnFuzzingConnection: ChannelInboundHandler {
                 $0.open = true
             }
         }
-        while let frame = Self.parseFrame(&self.buffer) {
+        while let frame = ScriptedWebSocketPeer.parseFrame(&self.buffer) {
             self.received(frame, context: context)
         }
     }
@@ -563,38 +553,5 @@ final class AutobahnFuzzingConnection: ChannelInboundHandler {
             self.decompressor = nil
             return nil
         }
-    }
-
-    /// One client frame off the front of `buffer` (nil while incomplete), unmasked.
-    static func parseFrame(_ buffer: inout ByteBuffer) -> AutobahnFuzzingServer.Frame? {
-        guard let first = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self),
-            let second = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt8.self)
-        else { return nil }
-        var offset = 2
-        var length = Int(second & 0x7F)
-        if length == 126 {
-            guard let value = buffer.getInteger(at: buffer.readerIndex + 2, as: UInt16.self) else { return nil }
-            length = Int(value)
-            offset = 4
-        } else if length == 127 {
-            guard let value = buffer.getInteger(at: buffer.readerIndex + 2, as: UInt64.self) else { return nil }
-            length = Int(clamping: value)
-            offset = 10
-        }
-        let masked = second & 0x80 != 0
-        var mask: [UInt8] = [0, 0, 0, 0]
-        if masked {
-            guard let key = buffer.getBytes(at: buffer.readerIndex + offset, length: 4) else { return nil }
-            mask = key
-            offset += 4
-        }
-        guard length <= buffer.readableBytes - offset, var payload = buffer.getBytes(at: buffer.readerIndex + offset, length: length) else { return nil }
-        buffer.moveReaderIndex(forwardBy: offset + length)
-        if masked {
-            payload.withUnsafeMutableBufferPointer { bytes in
-                for index in bytes.indices { bytes[index] ^= mask[index & 3] }
-            }
-        }
-        return AutobahnFuzzingServer.Frame(fin: first & 0x80 != 0, rsv: (first >> 4) & 0x7, opcode: first & 0x0F, masked: masked, payload: payload)
     }
 }

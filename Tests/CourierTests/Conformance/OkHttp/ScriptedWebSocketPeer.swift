@@ -27,6 +27,9 @@ final class ScriptedWebSocketPeer: Sendable {
         var extendedLength: Int
         var payload: [UInt8]
 
+        /// RSV1, RSV2 and RSV3 as three bits, RSV1 the highest (Autobahn's numbering).
+        var rsv: UInt8 { (self.rsv1 ? 4 : 0) | (self.rsv2 ? 2 : 0) | (self.rsv3 ? 1 : 0) }
+
         /// A close frame's code, if it is one that has a code.
         var closeCode: UInt16? {
             guard self.opcode == 0x8, self.payload.count >= 2 else { return nil }
