@@ -69,11 +69,12 @@ struct TransportStreamGatheringTests {
                 return .allow
             }
             let changes = Changes.progressAndEnds(of: manager)
-            // Within the limit, but dripped over 3 s: the call waits for the body. On a task of its
+            // Within the limit, but dripped over 60 s: the call waits for the body. On a task of its
             // own so that the test can cancel it while it waits (that is the point); cancelled and
-            // awaited below.
+            // awaited below. The drip is long so that a stalled test process (CI has seen 12 s) still
+            // cancels before the body is whole; cancelling ends the test at once.
             let call = Task {
-                try await manager.stream(Request(url: server.url("/drip?numbytes=5&duration=3&delay=0")), gatheringBodiesUpTo: 5)
+                try await manager.stream(Request(url: server.url("/drip?numbytes=5&duration=60&delay=0")), gatheringBodiesUpTo: 5)
             }
             #expect(await heads.wait { $0.count == 1 }, "the head arrived")
             call.cancel()
