@@ -193,6 +193,11 @@ public final class URLSessionEngine: Engine {
         if request.body.trailers != nil {
             return CourierError(.unsupportedOption, "\(request.summary): URLSessionEngine sends no trailer fields", request: request)
         }
+        do {
+            try request.checkFieldValues()
+        } catch {
+            return error
+        }
         guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             return CourierError(.unsupportedScheme, "\(request.summary): URLSessionEngine sends http and https URLs", request: request)
         }

@@ -19,3 +19,32 @@ extension HTTPFields {
         return nil
     }
 }
+
+extension Request {
+    /// Refuses a request whose header or trailer field value holds a control character other
+    /// than tab, before anything is sent: what an ``Engine`` calls first.
+    ///
+    /// `HTTPField(name:lenientValue:)` keeps such characters (it turns only CR, LF and NUL into
+    /// spaces), and HTTP lets no sender put them in a value (RFC 9110 5.5). Over HTTP/1.1
+    /// swift-nio refuses the head only once it is written, and over HTTP/2 it is sent. ``NIOEngine``
+    /// and `URLSessionEngine` call this before they use a connection; an engine of your own should.
+    /// - Throws: ``CourierError/Code/invalidRequest`` naming the field and the byte.
+    public func checkFieldValues() throws(CourierError) {
+        // The fields are read where they are, not copied into a list of both: every request pays
+        // for this check.
+        if let (name, byte) = self.headerFields.firstValueWithControlCharacter {
+            throw self.controlCharacter(byte, in: "header", name)
+        }
+        if let trailers = self.body.trailers, let (name, byte) = trailers.firstValueWithControlCharacter {
+            throw self.controlCharacter(byte, in: "trailer", name)
+        }
+    }
+
+    private func controlCharacter(_ byte: UInt8, in kind: String, _ name: HTTPField.Name) -> CourierError {
+        let hex = String(byte, radix: 16, uppercase: true)
+        return CourierError(
+            .invalidRequest,
+            "\(self.summary): the value of the \(kind) field \(name.rawName) holds the control character 0x\(hex.count == 1 ? "0" + hex : hex), which HTTP forbids in a field value (RFC 9110 5.5); nothing was sent",
+            request: self)
+    }
+}

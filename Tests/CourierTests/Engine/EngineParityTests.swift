@@ -534,6 +534,23 @@ struct EngineParityTests {
 
     /// A policy URLSession cannot apply fails every exchange, naming what to use instead; so do
     /// trailer fields. Neither is quietly ignored.
+    /// A header value holding a control character other than tab (which
+    /// `HTTPField(name:lenientValue:)` keeps) is refused by either engine before anything is sent,
+    /// with the same error (``Request/checkFieldValues()``).
+    @Test(arguments: Kind.allCases)
+    func aControlCharacterInAFieldValueIsRefusedBeforeAnythingIsSent(_ kind: Kind) async throws {
+        try await withTestServer { server in
+            try await withManager(kind, server) { manager in
+                var request = Request(url: server.url("/get"))
+                request.headerFields.append(HTTPField(name: HTTPField.Name("Weird-Value")!, lenientValue: Array("a".utf8) + [0x01]))
+                let error = await #expect(throws: CourierError.self) { try await manager.data(for: request) }
+                #expect(error?.code == .invalidRequest)
+                #expect(error?.message.contains("header field Weird-Value holds the control character 0x01") == true, "\(String(describing: error))")
+                #expect(server.requestCount == 0, "nothing reached the server")
+            }
+        }
+    }
+
     @Test func theURLSessionEngineRefusesWhatItCannotDo() async throws {
         try await withTestServer { server in
             var pinning = SecurityPolicy.default

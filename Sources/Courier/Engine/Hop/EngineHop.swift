@@ -87,39 +87,15 @@ final class EngineHop: NIOHopTask, Sendable {
     let fetchStart: ContinuousClock.Instant
 
     /// - Throws: ``CourierError`` when the body cannot be sent (an unreadable file), or a field
-    ///   value holds a control character (``checkFieldValues(of:)``).
+    ///   value holds a control character (``Request/checkFieldValues()``).
     init(exchange: NIOExchange, request: Request, pool: ConnectionPool, key: ConnectionPool.Key) throws(CourierError) {
-        try Self.checkFieldValues(of: request)
+        try request.checkFieldValues()
         self.exchange = exchange
         self.request = request
         self.state = Mutex(State(body: try OutgoingBody(request)))
         self.pool = pool
         self.key = key
         self.fetchStart = .now
-    }
-
-    /// Refuses, before anything is sent, a request whose header or trailer field value holds a
-    /// control character other than tab (``HTTPFields/firstValueWithControlCharacter``), over
-    /// every version: swift-nio's HTTP/1.1 validator refused it only once the head was written
-    /// (the task failed as an invalid response), and HTTP/2 sent it.
-    /// - Throws: ``CourierError/Code/invalidRequest`` naming the field and the byte.
-    static func checkFieldValues(of request: Request) throws(CourierError) {
-        // The fields read where they are, not copied into a list of both: every request pays for
-        // this check.
-        if let (name, byte) = request.headerFields.firstValueWithControlCharacter {
-            throw Self.controlCharacter(byte, in: "header", name, of: request)
-        }
-        if let trailers = request.body.trailers, let (name, byte) = trailers.firstValueWithControlCharacter {
-            throw Self.controlCharacter(byte, in: "trailer", name, of: request)
-        }
-    }
-
-    private static func controlCharacter(_ byte: UInt8, in kind: String, _ name: HTTPField.Name, of request: Request) -> CourierError {
-        let hex = String(byte, radix: 16, uppercase: true)
-        return CourierError(
-            .invalidRequest,
-            "\(request.summary): the value of the \(kind) field \(name.rawName) holds the control character 0x\(hex.count == 1 ? "0" + hex : hex), which HTTP forbids in a field value (RFC 9110 5.5); nothing was sent",
-            request: request)
     }
 
     /// Keeps what the connection recorded of the hop's send, for the exchange when the hop ends.
