@@ -10,7 +10,8 @@ import NIOCore
 /// serialization, notifications and retries live above it, the same for every engine.
 ///
 /// ``NIOEngine`` is the default. `CourierTesting` has a stub engine for tests that must not touch
-/// a socket; write your own to put Courier on another transport.
+/// a socket; write your own to put Courier on another transport (and have it refuse, as the
+/// others do, what HTTP forbids in a field value: ``Request/checkFieldValues()``).
 public protocol Engine: Sendable {
     /// Starts one exchange and returns its handle at once.
     ///
