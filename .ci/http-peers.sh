@@ -6,6 +6,8 @@
 #   lighttpd   its own HTTP/2 since 1.4.56 (Debian's lighttpd and lighttpd-mod-openssl); it closes
 #              each HTTP/1.1 connection after seven requests
 #   hypercorn  Python's h11 and h2 (PyPI hypercorn, in the CI's virtualenv)
+#   apache     Apache httpd's mod_http2 (on nghttp2's frames, with its own streams, windows and
+#              workers), the server most sites run beside nginx (Debian's apache2)
 # Each serves the same routes: /files/{hello.txt,big.bin,text.txt} (a line, 4 MiB + 1 of a-z
 # repeated, and 50,000 numbered lines), POST /echo (the request body back), and, where the server
 # can send trailer fields, /trailers (nghttpd: every response). h2o and lighttpd compress
@@ -13,8 +15,8 @@
 # ALPN), but nghttpd, which speaks only h2 over TLS; their certificate comes from a root made here
 # with openssl. Installs what is missing (apt, and pip into $venv), and starts what it can: a
 # server that does not start is reported and its tests say they were skipped.
-# Exports COURIER_HTTP_PEERS_CA, COURIER_NGHTTPD_TLS_URL, COURIER_{H2O,LIGHTTPD,HYPERCORN}_URL and
-# COURIER_{H2O,LIGHTTPD,HYPERCORN}_TLS_URL, and sets http_peers_pids for the cleanup.
+# Exports COURIER_HTTP_PEERS_CA, COURIER_NGHTTPD_TLS_URL, COURIER_{H2O,LIGHTTPD,HYPERCORN,APACHE}_URL
+# and COURIER_{H2O,LIGHTTPD,HYPERCORN,APACHE}_TLS_URL, and sets http_peers_pids for the cleanup.
 
 http_peers_pids=""
 
@@ -45,6 +47,7 @@ start_http_peers() {
   command -v h2o >/dev/null 2>&1 || missing="$missing h2o"
   [ -x /usr/sbin/lighttpd ] || missing="$missing lighttpd"
   [ -f /usr/lib/lighttpd/mod_openssl.so ] || missing="$missing lighttpd-mod-openssl"
+  [ -x /usr/sbin/apache2 ] || missing="$missing apache2"
   if [ -n "$missing" ]; then
     log "HTTP peers (apt):$missing"
     # shellcheck disable=SC2086
@@ -74,11 +77,13 @@ sys.stdout.buffer.write((pattern * (count // 26 + 1))[:count])' > "$dir/www/big.
     -extfile "$dir/leaf.ext" -out "$dir/leaf.pem" 2>/dev/null
   export COURIER_HTTP_PEERS_CA="$dir/ca.pem"
 
-  # The CGI behind lighttpd's /echo: the body back.
+  # The CGI behind lighttpd's and Apache's /echo: the body back. Apache passes a chunked body on
+  # with no CONTENT_LENGTH (the CGI reads to the end of its input); lighttpd gathers it first.
   cat > "$dir/cgi/echo.py" <<'PY'
 #!/usr/bin/env python3
 import os, sys
-body = sys.stdin.buffer.read(int(os.environ.get("CONTENT_LENGTH") or 0))
+length = os.environ.get("CONTENT_LENGTH")
+body = sys.stdin.buffer.read(int(length)) if length else sys.stdin.buffer.read()
 sys.stdout.buffer.write(b"Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
 PY
   chmod +x "$dir/cgi/echo.py"
@@ -165,6 +170,58 @@ CONF
     http_peers_pids="$http_peers_pids $!"
     await_peer COURIER_LIGHTTPD_URL "http://127.0.0.1:$port" lighttpd "$dir/lighttpd.out"
     await_peer COURIER_LIGHTTPD_TLS_URL "https://127.0.0.1:$tls" "lighttpd over TLS" "$dir/lighttpd.log"
+  fi
+
+  # Apache: static files under /files/ (mod_deflate compresses text when asked), the CGI /echo
+  # (mod_cgid). Its children run as nobody, which reads the files and runs the CGI.
+  if [ -x /usr/sbin/apache2 ]; then
+    port=$(free_port)
+    tls=$(free_port)
+    local modules=/usr/lib/apache2/modules
+    mkdir -p "$dir/apache"
+    cat > "$dir/apache/apache.conf" <<CONF
+ServerRoot $dir/apache
+PidFile $dir/apache/apache.pid
+ErrorLog $dir/apache/error.log
+LogLevel warn
+ServerName localhost
+User nobody
+Group nogroup
+LoadModule mpm_event_module $modules/mod_mpm_event.so
+LoadModule authz_core_module $modules/mod_authz_core.so
+LoadModule mime_module $modules/mod_mime.so
+LoadModule alias_module $modules/mod_alias.so
+LoadModule ssl_module $modules/mod_ssl.so
+LoadModule socache_shmcb_module $modules/mod_socache_shmcb.so
+LoadModule http2_module $modules/mod_http2.so
+LoadModule filter_module $modules/mod_filter.so
+LoadModule deflate_module $modules/mod_deflate.so
+LoadModule cgid_module $modules/mod_cgid.so
+ScriptSock $dir/apache/cgid.sock
+TypesConfig /etc/mime.types
+Listen 127.0.0.1:$port
+Listen 127.0.0.1:$tls
+Protocols h2 http/1.1
+SSLSessionCache shmcb:$dir/apache/ssl_scache(512000)
+Alias /files/ $dir/www/
+ScriptAlias /echo $dir/cgi/echo.py
+<Directory $dir/www>
+    Require all granted
+</Directory>
+<Directory $dir/cgi>
+    Require all granted
+</Directory>
+AddOutputFilterByType DEFLATE text/plain
+<VirtualHost 127.0.0.1:$tls>
+    SSLEngine on
+    SSLCertificateFile $dir/leaf.pem
+    SSLCertificateKeyFile $dir/leaf.key
+</VirtualHost>
+CONF
+    /usr/sbin/apache2 -f "$dir/apache/apache.conf" -DFOREGROUND > "$dir/apache/out.log" 2>&1 &
+    http_peers_pids="$http_peers_pids $!"
+    await_peer COURIER_APACHE_URL "http://127.0.0.1:$port" apache "$dir/apache/error.log"
+    await_peer COURIER_APACHE_TLS_URL "https://127.0.0.1:$tls" "apache over TLS" "$dir/apache/error.log"
   fi
 
   # hypercorn: .ci/http_peer_app.py.

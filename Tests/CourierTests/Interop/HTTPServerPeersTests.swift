@@ -8,7 +8,7 @@ import Testing
 
 /// HTTP servers nobody on the project wrote, each with an HTTP/2 implementation of its own, which
 /// `.ci/http-peers.sh` starts: nghttp2's `nghttpd` (the library inside Apache's mod_http2, curl
-/// and Node), h2o, lighttpd, and hypercorn (Python's h11 and h2). The other peers are Go's
+/// and Node), h2o, lighttpd, hypercorn (Python's h11 and h2), and Apache httpd (mod_http2). The other peers are Go's
 /// net/http (``GoPeer``), nginx, and Courier's own servers on swift-nio-http2. Every peer serves
 /// the same routes (`/files/hello.txt`, `/files/big.bin`, `/files/text.txt`, `POST /echo`), so one
 /// test body runs against each, over each of its wires, directly and through the real proxies.
@@ -21,11 +21,14 @@ struct HTTPServerPeer: Sendable, CustomStringConvertible {
     let tlsURL: URL?
     /// Whether its TLS port takes `http/1.1` too (nghttpd's takes only `h2`).
     let speaksHTTP1OverTLS: Bool
-    /// Whether it compresses `text.txt` when asked (h2o's `compress`, lighttpd's mod_deflate).
+    /// Whether it compresses `text.txt` when asked (h2o's `compress`, lighttpd's and Apache's mod_deflate).
     let compresses: Bool
     /// Whether `POST /echo` takes a body of unknown length over HTTP/2 (lighttpd answers 411 Length
     /// Required to a request stream that ends without having said its length).
     let takesUnknownLengthsOverHTTP2: Bool
+    /// Whether it answers 304 to the ETag of a response it compressed (Apache answers 200: see
+    /// ``HTTPServerPeersTests/storedFilesAreRevalidatedWithTheServersValidators(_:)``).
+    let revalidatesCompressedVariants: Bool
     /// Whether its static files carry a validator (`ETag` or `Last-Modified`) a cache revalidates with.
     let hasValidators: Bool
     /// The path whose response ends with the trailer field `courier-trailer: yes`, over `wire`; nil
@@ -44,16 +47,19 @@ struct HTTPServerPeer: Sendable, CustomStringConvertible {
     static let all: [HTTPServerPeer] = [
         HTTPServerPeer(
             name: "nghttpd", plainURL: nil, tlsURL: url("COURIER_NGHTTPD_TLS_URL"), speaksHTTP1OverTLS: false,
-            compresses: false, takesUnknownLengthsOverHTTP2: true, hasValidators: true, trailers: { _ in "/files/hello.txt" }),
+            compresses: false, takesUnknownLengthsOverHTTP2: true, revalidatesCompressedVariants: true, hasValidators: true, trailers: { _ in "/files/hello.txt" }),
         HTTPServerPeer(
             name: "h2o", plainURL: url("COURIER_H2O_URL"), tlsURL: url("COURIER_H2O_TLS_URL"), speaksHTTP1OverTLS: true,
-            compresses: true, takesUnknownLengthsOverHTTP2: true, hasValidators: true, trailers: { _ in nil }),
+            compresses: true, takesUnknownLengthsOverHTTP2: true, revalidatesCompressedVariants: true, hasValidators: true, trailers: { _ in nil }),
         HTTPServerPeer(
             name: "lighttpd", plainURL: url("COURIER_LIGHTTPD_URL"), tlsURL: url("COURIER_LIGHTTPD_TLS_URL"), speaksHTTP1OverTLS: true,
-            compresses: true, takesUnknownLengthsOverHTTP2: false, hasValidators: true, trailers: { _ in nil }),
+            compresses: true, takesUnknownLengthsOverHTTP2: false, revalidatesCompressedVariants: true, hasValidators: true, trailers: { _ in nil }),
         HTTPServerPeer(
             name: "hypercorn", plainURL: url("COURIER_HYPERCORN_URL"), tlsURL: url("COURIER_HYPERCORN_TLS_URL"), speaksHTTP1OverTLS: true,
-            compresses: false, takesUnknownLengthsOverHTTP2: true, hasValidators: false, trailers: { $0 == .http2 ? "/trailers" : nil }),
+            compresses: false, takesUnknownLengthsOverHTTP2: true, revalidatesCompressedVariants: true, hasValidators: false, trailers: { $0 == .http2 ? "/trailers" : nil }),
+        HTTPServerPeer(
+            name: "apache", plainURL: url("COURIER_APACHE_URL"), tlsURL: url("COURIER_APACHE_TLS_URL"), speaksHTTP1OverTLS: true,
+            compresses: true, takesUnknownLengthsOverHTTP2: true, revalidatesCompressedVariants: false, hasValidators: true, trailers: { _ in nil }),
     ]
 
     /// The peers `.ci/http-peers.sh` started (with the root to trust them by).
@@ -121,7 +127,7 @@ struct PeerTransport: Sendable, CustomTestStringConvertible {
     }
 }
 
-/// One test at a time, each running its cases in parallel: four servers' 4 MiB downloads and
+/// One test at a time, each running its cases in parallel: five servers' 4 MiB downloads and
 /// uploads at once over every transport starve the rest of the suite on two cores.
 @Suite("Interop: HTTP servers with HTTP/2 implementations of their own", .serialized, .enabled(if: !PeerTransport.all.isEmpty, HTTPServerPeer.skipReason))
 struct HTTPServerPeersTests {
@@ -132,14 +138,14 @@ struct HTTPServerPeersTests {
     func filesAndEchoedBodiesArriveWhole(_ peer: PeerTransport) async throws {
         try await peer.run { manager in
             let hello = try await manager.data(for: Request(url: peer.url("/files/hello.txt")))
-            #expect(hello.value == Self.hello)
+            expectSameBytes(hello.value, Self.hello, "hello.txt")
             #expect(hello.metrics?.transactions.last?.networkProtocolName == peer.transport.protocolName)
 
             let big = try await manager.data(for: Request(url: peer.url("/files/big.bin")))
-            #expect(big.value == GoPeer.pattern((4 << 20) + 1), "\(big.value.count) bytes")
+            expectSameBytes(big.value, GoPeer.pattern((4 << 20) + 1), "big.bin")
 
             let text = try await manager.data(for: Request(url: peer.url("/files/text.txt")))
-            #expect(text.value == GoPeer.lines(50_000), "\(text.value.count) bytes")
+            expectSameBytes(text.value, GoPeer.lines(50_000), "text.txt")
             if peer.peer.compresses {
                 #expect(text.response.headerFields[.contentEncoding] == "gzip", "asked for gzip by default, and this server compresses")
             }
@@ -158,7 +164,7 @@ struct HTTPServerPeersTests {
             // server's first flow-control window many times over.
             let bytes = GoPeer.pattern(1_000_001)
             let echoed = try await manager.data(for: Request(method: .post, url: peer.url("/echo"), body: .data(bytes)))
-            #expect(echoed.value == bytes, "\(echoed.value.count) bytes echoed")
+            expectSameBytes(echoed.value, bytes, "the echo of a body of known length")
             let chunks = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
                 for offset in stride(from: 0, to: bytes.count, by: 256 << 10) {
                     continuation.yield(ByteBuffer(bytes: bytes[offset..<min(offset + (256 << 10), bytes.count)]))
@@ -171,7 +177,7 @@ struct HTTPServerPeersTests {
                 #expect(refused.response.status.code == 411)
             } else {
                 let streamed = try await manager.data(for: unknown)
-                #expect(streamed.value == bytes, "\(streamed.value.count) bytes echoed")
+                expectSameBytes(streamed.value, bytes, "the echo of a body of unknown length")
             }
         }
     }
@@ -237,12 +243,13 @@ struct HTTPServerPeersTests {
     /// server's DATA for a reset stream still counts against the connection's window: 24 streams,
     /// each with up to its window (256 KiB) in flight when it is reset, are more than Courier's
     /// connection window (4 MiB), so a client that did not give those bytes back would stall. Over
-    /// HTTP/1.1 each cancel closes its connection (four of them). The next download on the same
-    /// manager arrives whole.
+    /// HTTP/1.1 each cancel closes its connection, and through a proxy the point is only that the
+    /// tunnel survives the resets: four cancels each. The next download on the same manager
+    /// arrives whole.
     @Test(arguments: PeerTransport.all)
     func cancelledDownloadsLeaveTheConnectionUsable(_ peer: PeerTransport) async throws {
         try await peer.run { manager in
-            for _ in 0..<(peer.transport.isHTTP2 ? 24 : 4) {
+            for _ in 0..<(peer.transport.isHTTP2 && !peer.transport.isProxied ? 24 : 4) {
                 let stream = try await manager.stream(Request(url: peer.url("/files/big.bin")))
                 var iterator = stream.body.makeAsyncIterator()
                 let first = try await iterator.next()
@@ -250,7 +257,7 @@ struct HTTPServerPeersTests {
                 stream.task.cancel()
             }
             let big = try await manager.data(for: Request(url: peer.url("/files/big.bin")))
-            #expect(big.value == GoPeer.pattern((4 << 20) + 1), "\(big.value.count) bytes")
+            expectSameBytes(big.value, GoPeer.pattern((4 << 20) + 1), "big.bin")
             if peer.transport.isHTTP2 {
                 #expect(big.metrics?.transactions.last?.isReusedConnection == true, "one HTTP/2 connection carried every stream")
             }
@@ -259,7 +266,10 @@ struct HTTPServerPeersTests {
 
     /// A stored response is revalidated with the server's own validators when the request asks
     /// (`max-age=0`): the server's 304 confirms it, gzip-coded variants (`Vary: Accept-Encoding`)
-    /// included.
+    /// included, but Apache's: mod_deflate gives a compressed response the ETag `"…-gzip"` and
+    /// then does not match that ETag in `If-None-Match` (its bug 45023, `DeflateAlterETag
+    /// AddSuffix`, the default), so it answers 200 again, and the whole new response is what the
+    /// request gets.
     @Test(arguments: PeerTransport.direct.filter(\.peer.hasValidators))
     func storedFilesAreRevalidatedWithTheServersValidators(_ peer: PeerTransport) async throws {
         // Room for text.txt (282 KiB): a cache stores nothing larger than a twentieth of its capacity.
@@ -272,9 +282,11 @@ struct HTTPServerPeersTests {
                 var revalidate = Request(url: peer.url(path))
                 revalidate.headerFields[.cacheControl] = "max-age=0"
                 let second = try await manager.data(for: revalidate)
-                #expect(second.source == .revalidatedCache, "\(path): answered 304")
+                let compressed = first.response.headerFields[.contentEncoding] != nil
+                let answers304 = !compressed || peer.peer.revalidatesCompressedVariants
+                #expect(second.source == (answers304 ? .revalidatedCache : .network), "\(path): answered 304, or 200 again")
                 #expect(second.response.status == .ok)
-                #expect(second.value == first.value, "\(path)")
+                expectSameBytes(second.value, first.value, path)
             }
         }
     }
