@@ -169,27 +169,14 @@ struct GoPeerTests {
     func connectionsClosedEveryFewResponsesLoseNoRequest(_ transport: Transport) async throws {
         try await GoPeer.run(transport) { manager in
             let url = GoPeer.url("/close-every?n=3", over: transport)
-            let failures = try await withThrowingTaskGroup(of: String?.self) { group in
-                var failures: [String] = []
-                var next = 0
-                func add() {
-                    group.addTask {
-                        do {
-                            let response = try await manager.data(for: Request(method: .get, url: url))
-                            let text = String(decoding: response.value, as: UTF8.self)
-                            return text.hasPrefix("hello \(GoPeer.proto(of: transport)) GET ") ? nil : "unexpected body: \(text)"
-                        } catch {
-                            return "\(error)"
-                        }
-                    }
-                    next += 1
+            let failures = await failedAttempts(of: 400, inFlight: 32) { _ in
+                do {
+                    let response = try await manager.data(for: Request(method: .get, url: url))
+                    let text = String(decoding: response.value, as: UTF8.self)
+                    return text.hasPrefix("hello \(GoPeer.proto(of: transport)) GET ") ? nil : "unexpected body: \(text)"
+                } catch {
+                    return "\(error)"
                 }
-                while next < 32 { add() }
-                for try await failure in group {
-                    if let failure { failures.append(failure) }
-                    if next < 400 { add() }
-                }
-                return failures
             }
             #expect(failures.isEmpty, "\(failures.count) of 400 failed, first: \(failures.first ?? "")")
         }

@@ -188,28 +188,15 @@ struct HTTPServerPeersTests {
     @Test(arguments: PeerTransport.direct)
     func aHundredRequestsInFlightAreAllAnswered(_ peer: PeerTransport) async throws {
         try await peer.run { manager in
-            let failures = try await withThrowingTaskGroup(of: String?.self) { group in
-                var failures: [String] = []
-                var next = 0
-                func add() {
-                    let path = next % 10 == 0 ? "/files/text.txt" : "/files/hello.txt"
-                    group.addTask {
-                        do {
-                            let response = try await manager.data(for: Request(url: peer.url(path)))
-                            let expected = path.hasSuffix("hello.txt") ? Self.hello : GoPeer.lines(50_000)
-                            return response.value == expected ? nil : "\(path): \(response.value.count) bytes"
-                        } catch {
-                            return "\(path): \(error)"
-                        }
-                    }
-                    next += 1
+            let failures = await failedAttempts(of: 300, inFlight: 100) { index in
+                let path = index % 10 == 0 ? "/files/text.txt" : "/files/hello.txt"
+                do {
+                    let response = try await manager.data(for: Request(url: peer.url(path)))
+                    let expected = path.hasSuffix("hello.txt") ? Self.hello : GoPeer.lines(50_000)
+                    return response.value == expected ? nil : "\(path): \(response.value.count) bytes"
+                } catch {
+                    return "\(path): \(error)"
                 }
-                while next < 100 { add() }
-                for try await failure in group {
-                    if let failure { failures.append(failure) }
-                    if next < 300 { add() }
-                }
-                return failures
             }
             #expect(failures.isEmpty, "\(failures.count) of 300 failed, first: \(failures.first ?? "")")
         }
@@ -221,19 +208,14 @@ struct HTTPServerPeersTests {
     @Test(arguments: PeerTransport.direct)
     func uploadsAtOnceShareTheWindowAndArriveWhole(_ peer: PeerTransport) async throws {
         try await peer.run { manager in
-            let failures = try await withThrowingTaskGroup(of: String?.self) { group in
-                for index in 0..<16 {
-                    group.addTask {
-                        let bytes = GoPeer.pattern(200_000 + index * 7_919)
-                        do {
-                            let echoed = try await manager.data(for: Request(method: .post, url: peer.url("/echo"), body: .data(bytes)))
-                            return echoed.value == bytes ? nil : "upload \(index): \(echoed.value.count) of \(bytes.count) bytes"
-                        } catch {
-                            return "upload \(index): \(error)"
-                        }
-                    }
+            let failures = await failedAttempts(of: 16, inFlight: 16) { index in
+                let bytes = GoPeer.pattern(200_000 + index * 7_919)
+                do {
+                    let echoed = try await manager.data(for: Request(method: .post, url: peer.url("/echo"), body: .data(bytes)))
+                    return echoed.value == bytes ? nil : "upload \(index): \(echoed.value.count) of \(bytes.count) bytes"
+                } catch {
+                    return "upload \(index): \(error)"
                 }
-                return try await group.reduce(into: [String]()) { if let failure = $1 { $0.append(failure) } }
             }
             #expect(failures.isEmpty, "\(failures.count) of 16 failed, first: \(failures.first ?? "")")
         }
