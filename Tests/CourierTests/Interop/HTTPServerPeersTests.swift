@@ -8,10 +8,11 @@ import Testing
 
 /// HTTP servers nobody on the project wrote, each with an HTTP/2 implementation of its own, which
 /// `.ci/http-peers.sh` starts: nghttp2's `nghttpd` (the library inside Apache's mod_http2, curl
-/// and Node), h2o, lighttpd, hypercorn (Python's h11 and h2), and Apache httpd (mod_http2). The other peers are Go's
-/// net/http (``GoPeer``), nginx, and Courier's own servers on swift-nio-http2. Every peer serves
-/// the same routes (`/files/hello.txt`, `/files/big.bin`, `/files/text.txt`, `POST /echo`), so one
-/// test body runs against each, over each of its wires, directly and through the real proxies.
+/// and Node), h2o, lighttpd, hypercorn (Python's h11 and h2), and Apache httpd (mod_http2). The
+/// other peers are Go's net/http (``GoPeer``), nginx, and Courier's own servers on
+/// swift-nio-http2. Every peer serves the same routes (`/files/hello.txt`, `/files/big.bin`,
+/// `/files/text.txt`, `POST /echo`), so one test body runs against each, over each of its wires,
+/// directly and through the real proxies.
 struct HTTPServerPeer: Sendable, CustomStringConvertible {
     /// The server's name, as `.ci/http-peers.sh` calls it.
     let name: String
@@ -106,7 +107,8 @@ struct PeerTransport: Sendable, CustomTestStringConvertible {
     func url(_ path: String) -> URL { self.peer.url(path, over: self.transport) }
 
     /// Runs `body` with a manager for the transport (its HTTP versions and proxy, no cache unless
-    /// `cache` is given) trusting the peers' root and the `https://` proxy's, invalidated afterwards.
+    /// `cache` is given) trusting the peers' root and the `https://` proxy's, invalidated
+    /// afterwards; then neither the manager nor its engine is alive.
     func run(cache: ResponseCache? = nil, _ body: (SessionManager) async throws -> Void) async throws {
         var policy = SecurityPolicy.default
         let pem = try String(contentsOfFile: HTTPServerPeer.caFile!, encoding: .utf8)
@@ -115,15 +117,22 @@ struct PeerTransport: Sendable, CustomTestStringConvertible {
         configuration.responseCache = cache
         // A stall fails the request instead of hanging the suite.
         configuration.timeoutIntervalForRequest = 20
-        let manager = SessionManager(configuration: configuration, securityPolicy: policy)
-        manager.completionQueue = TestQueues.completion
+        weak var weakManager: SessionManager?
+        weak var weakEngine: AnyObject?
         do {
-            try await body(manager)
+            let manager = SessionManager(configuration: configuration, securityPolicy: policy)
+            weakManager = manager
+            weakEngine = manager.engine as AnyObject
+            manager.completionQueue = TestQueues.completion
+            do {
+                try await body(manager)
+            } catch {
+                await manager.invalidate(cancelingTasks: true)
+                throw error
+            }
             await manager.invalidate(cancelingTasks: true)
-        } catch {
-            await manager.invalidate(cancelingTasks: true)
-            throw error
         }
+        #expect(await eventually { weakManager == nil && weakEngine == nil }, "the manager and its engine are gone")
     }
 }
 
