@@ -44,22 +44,11 @@ struct EngineParityTests {
         _ kind: Kind, _ server: TestServer, configuration: SessionConfiguration = .default, streamedBodies: URL? = nil,
         _ body: (HTTPSessionManager) async throws -> Void
     ) async throws {
-        weak var weakManager: HTTPSessionManager?
-        weak var weakEngine: AnyObject?
-        do {
+        try await withManagerThatEnds({
             let manager = kind.manager(baseURL: server.baseURL, configuration: configuration, streamedBodies: streamedBodies)
-            weakManager = manager
-            weakEngine = manager.engine as AnyObject
             manager.completionQueue = TestQueues.completion
-            do {
-                try await body(manager)
-            } catch {
-                await manager.invalidate(cancelingTasks: true)
-                throw error
-            }
-            await manager.invalidate(cancelingTasks: true)
-        }
-        #expect(await eventually { weakManager == nil && weakEngine == nil }, "the manager and its engine are gone")
+            return manager
+        }, body)
     }
 
     @Test(arguments: Kind.allCases)

@@ -117,22 +117,11 @@ struct PeerTransport: Sendable, CustomTestStringConvertible {
         configuration.responseCache = cache
         // A stall fails the request instead of hanging the suite.
         configuration.timeoutIntervalForRequest = 20
-        weak var weakManager: SessionManager?
-        weak var weakEngine: AnyObject?
-        do {
+        try await withManagerThatEnds({
             let manager = SessionManager(configuration: configuration, securityPolicy: policy)
-            weakManager = manager
-            weakEngine = manager.engine as AnyObject
             manager.completionQueue = TestQueues.completion
-            do {
-                try await body(manager)
-            } catch {
-                await manager.invalidate(cancelingTasks: true)
-                throw error
-            }
-            await manager.invalidate(cancelingTasks: true)
-        }
-        #expect(await eventually { weakManager == nil && weakEngine == nil }, "the manager and its engine are gone")
+            return manager
+        }, body)
     }
 }
 
