@@ -388,13 +388,8 @@ final class AutobahnFuzzingConnection: ChannelInboundHandler {
         var incoming = self.unwrapInboundIn(data)
         self.buffer.writeBuffer(&incoming)
         if !self.upgraded {
-            let view = self.buffer.readableBytesView
-            guard let end = view.firstRange(of: [13, 10, 13, 10] as [UInt8]) else { return }
-            let head = String(decoding: self.buffer.readBytes(length: end.upperBound - view.startIndex)!.dropLast(4), as: UTF8.self)
-            let lines = head.split(separator: "\r\n")
-            let field = { (name: String) in
-                lines.first { $0.lowercased().hasPrefix(name + ":") }.map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) }
-            }
+            guard let head = ScriptedWebSocketPeer.takeHead(from: &self.buffer) else { return }
+            let field = { (name: String) in ScriptedWebSocketPeer.field(name, in: head) }
             var answer = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             answer += "Sec-WebSocket-Accept: \(WebSocketHandshake.acceptValue(for: field("sec-websocket-key") ?? ""))\r\n"
             if let compression = self.compression, field("sec-websocket-extensions")?.contains("permessage-deflate") == true {

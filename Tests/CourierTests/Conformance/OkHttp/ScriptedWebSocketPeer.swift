@@ -215,6 +215,21 @@ final class ScriptedWebSocketPeer: Sendable {
         return bytes
     }
 
+    /// The opening handshake's request head at the front of `buffer`, taken out of it without its
+    /// closing CRLF CRLF (cut by bytes: a String takes CRLF for one character); nil until the
+    /// whole head is in.
+    static func takeHead(from buffer: inout ByteBuffer) -> String? {
+        let view = buffer.readableBytesView
+        guard let end = view.firstRange(of: [13, 10, 13, 10] as [UInt8]) else { return nil }
+        return String(decoding: buffer.readBytes(length: end.upperBound - view.startIndex)!.dropLast(4), as: UTF8.self)
+    }
+
+    /// The value of the field `name` (lowercase) in a request head, trimmed; nil when absent.
+    static func field(_ name: String, in head: String) -> String? {
+        head.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name + ":") }
+            .map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) }
+    }
+
     /// Parses one frame off the front of `buffer` (nil while it is incomplete).
     static func parseFrame(_ buffer: inout ByteBuffer) -> Frame? {
         let view = buffer.readableBytesView
@@ -309,16 +324,10 @@ private final class PeerConnectionHandler: ChannelInboundHandler {
         var incoming = self.unwrapInboundIn(data)
         self.buffer.writeBuffer(&incoming)
         if !self.upgraded {
-            let view = self.buffer.readableBytesView
-            guard let end = view.firstRange(of: [13, 10, 13, 10] as [UInt8]) else { return }
-            let head = self.buffer.readString(length: end.upperBound - view.startIndex) ?? ""
-            // Without the CRLF CRLF (by bytes: a String takes CRLF for one character).
-            let trimmed = String(decoding: head.utf8.dropLast(4), as: UTF8.self)
-            ScriptedWebSocketPeer.record(self.state, head: trimmed)
-            let key =
-                trimmed.split(separator: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }
-                .map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) } ?? ""
-            let answer = self.script(self.connection, trimmed, WebSocketHandshake.acceptValue(for: key))
+            guard let head = ScriptedWebSocketPeer.takeHead(from: &self.buffer) else { return }
+            ScriptedWebSocketPeer.record(self.state, head: head)
+            let key = ScriptedWebSocketPeer.field("sec-websocket-key", in: head) ?? ""
+            let answer = self.script(self.connection, head, WebSocketHandshake.acceptValue(for: key))
             self.upgraded = true
             guard let answerHead = answer.head else { return }
             self.closeSent = ScriptedWebSocketPeer.holdsClose(answer.frames)
