@@ -129,8 +129,11 @@ struct PeerTransport: Sendable, CustomTestStringConvertible {
 /// uploads at once over every transport starve the rest of the suite on two cores.
 @Suite("Interop: HTTP servers with HTTP/2 implementations of their own", .serialized, .enabled(if: !PeerTransport.all.isEmpty, HTTPServerPeer.skipReason))
 struct HTTPServerPeersTests {
-    /// What `.ci/http-peers.sh` writes into `hello.txt`.
+    /// What `.ci/http-peers.sh` writes into `hello.txt`, `big.bin` and `text.txt`: made once for
+    /// the suite (the two large ones take a debug build a while to make, and every case reads them).
     static let hello = Data("hello from a static file\n".utf8)
+    static let big = GoPeer.pattern((4 << 20) + 1)
+    static let text = GoPeer.lines(50_000)
 
     @Test(arguments: PeerTransport.all)
     func filesAndEchoedBodiesArriveWhole(_ peer: PeerTransport) async throws {
@@ -140,10 +143,10 @@ struct HTTPServerPeersTests {
             #expect(hello.metrics?.transactions.last?.networkProtocolName == peer.transport.protocolName)
 
             let big = try await manager.data(for: Request(url: peer.url("/files/big.bin")))
-            expectSameBytes(big.value, GoPeer.pattern((4 << 20) + 1), "big.bin")
+            expectSameBytes(big.value, Self.big, "big.bin")
 
             let text = try await manager.data(for: Request(url: peer.url("/files/text.txt")))
-            expectSameBytes(text.value, GoPeer.lines(50_000), "text.txt")
+            expectSameBytes(text.value, Self.text, "text.txt")
             if peer.peer.compresses {
                 #expect(text.response.headerFields[.contentEncoding] == "gzip", "asked for gzip by default, and this server compresses")
             }
@@ -190,7 +193,7 @@ struct HTTPServerPeersTests {
                 let path = index % 10 == 0 ? "/files/text.txt" : "/files/hello.txt"
                 do {
                     let response = try await manager.data(for: Request(url: peer.url(path)))
-                    let expected = path.hasSuffix("hello.txt") ? Self.hello : GoPeer.lines(50_000)
+                    let expected = path.hasSuffix("hello.txt") ? Self.hello : Self.text
                     return response.value == expected ? nil : "\(path): \(response.value.count) bytes"
                 } catch {
                     return "\(path): \(error)"
@@ -237,7 +240,7 @@ struct HTTPServerPeersTests {
                 stream.task.cancel()
             }
             let big = try await manager.data(for: Request(url: peer.url("/files/big.bin")))
-            expectSameBytes(big.value, GoPeer.pattern((4 << 20) + 1), "big.bin")
+            expectSameBytes(big.value, Self.big, "big.bin")
             if peer.transport.isHTTP2 {
                 #expect(big.metrics?.transactions.last?.isReusedConnection == true, "one HTTP/2 connection carried every stream")
             }
