@@ -147,6 +147,9 @@ final class EventRecordingEngine: Engine {
             self.engine.record(.complete)
             self.base.exchange(didCompleteWith: error)
             self.firstChunk.signal()
+            // The handle holds the base exchange, which may hold this delegate: the cycle ends
+            // with the exchange, as a task lets go of its exchange when it ends.
+            self.handle.withLockedValue { $0 = nil }
         }
     }
 

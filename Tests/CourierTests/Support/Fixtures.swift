@@ -41,7 +41,7 @@ private func startTestServer<T>(
 }
 
 /// Runs `body` with a manager on `baseURL` whose completion handlers run on a private queue,
-/// invalidated afterwards.
+/// invalidated afterwards; then expects the manager and its engine to be gone.
 @discardableResult
 func withManager<T>(
     baseURL: URL?,
@@ -49,16 +49,27 @@ func withManager<T>(
     securityPolicy: SecurityPolicy = .default,
     _ body: (HTTPSessionManager) async throws -> T
 ) async throws -> T {
-    let manager = HTTPSessionManager(baseURL: baseURL, configuration: configuration, securityPolicy: securityPolicy)
-    manager.completionQueue = TestQueues.completion
+    weak var weakManager: HTTPSessionManager?
+    weak var weakEngine: AnyObject?
+    let result: T
     do {
-        let result = try await body(manager)
+        let manager = HTTPSessionManager(baseURL: baseURL, configuration: configuration, securityPolicy: securityPolicy)
+        manager.completionQueue = TestQueues.completion
+        weakManager = manager
+        weakEngine = manager.engine as AnyObject
+        do {
+            result = try await body(manager)
+        } catch {
+            await manager.invalidate(cancelingTasks: true)
+            throw error
+        }
         await manager.invalidate(cancelingTasks: true)
-        return result
-    } catch {
-        await manager.invalidate(cancelingTasks: true)
-        throw error
     }
+    // Nothing outlives its work: once invalidated, the manager and its engine are gone.
+    #expect(
+        await eventually { weakManager == nil && weakEngine == nil },
+        "the manager and its engine are gone (manager alive: \(weakManager != nil), engine alive: \(weakEngine != nil))")
+    return result
 }
 
 enum TestQueues {

@@ -191,7 +191,8 @@ struct Transport: Hashable, Sendable, CustomTestStringConvertible {
 
     /// Runs `body` with a fresh server for this transport and a manager on it (trusting the test
     /// root, with this transport's HTTP versions, no cache, and `configure`'s changes), then
-    /// expects every request the server received to have come over ``httpVersion``.
+    /// expects every request the server received to have come over ``httpVersion``, and the
+    /// manager and its engine, invalidated, to be gone.
     /// - Parameters:
     ///   - host: The address the server listens on (`::1` for IPv6); its ``TestServer/baseURL``
     ///     names it.
@@ -212,32 +213,42 @@ struct Transport: Hashable, Sendable, CustomTestStringConvertible {
             var configuration = self.sessionConfiguration()
             configure(&configuration)
             let policy = try Self.trustingTestRoot()
-            let manager: HTTPSessionManager
-            if let wrapEngine {
-                let engine = NIOEngine(configuration: NIOEngine.Configuration(configuration), securityPolicy: policy)
-                manager = HTTPSessionManager(baseURL: server.baseURL, engine: wrapEngine(engine), configuration: configuration)
-            } else {
-                manager = HTTPSessionManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: policy)
-            }
-            manager.completionQueue = TestQueues.completion
             let transactions = NIOLockedValueBox<[TransactionMetrics]>([])
             var monitor = ClosureEventMonitor()
             monitor.taskDidFinishCollectingMetrics = { _, metrics in
                 transactions.withLockedValue { $0 += metrics.transactions }
             }
-            manager.eventMonitors.append(monitor)
+            weak var weakManager: HTTPSessionManager?
+            weak var weakEngine: AnyObject?
             let result: T
             do {
-                result = try await body(server, manager)
-            } catch {
+                let manager: HTTPSessionManager
+                if let wrapEngine {
+                    let engine = NIOEngine(configuration: NIOEngine.Configuration(configuration), securityPolicy: policy)
+                    manager = HTTPSessionManager(baseURL: server.baseURL, engine: wrapEngine(engine), configuration: configuration)
+                } else {
+                    manager = HTTPSessionManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: policy)
+                }
+                manager.completionQueue = TestQueues.completion
+                manager.eventMonitors.append(monitor)
+                weakManager = manager
+                weakEngine = manager.engine as AnyObject
+                do {
+                    result = try await body(server, manager)
+                } catch {
+                    await manager.invalidate(cancelingTasks: true)
+                    throw error
+                }
                 await manager.invalidate(cancelingTasks: true)
-                throw error
             }
-            await manager.invalidate(cancelingTasks: true)
             self.expectCarried(server, sourceLocation: sourceLocation)
             // Every task has completed: its metrics were queued to the monitor before that.
             monitor.queue.sync {}
             self.expectRouted(transactions.withLockedValue { $0 }, sourceLocation: sourceLocation)
+            // Nothing outlives its work: once invalidated, the manager and its engine are gone.
+            #expect(
+                await eventually { weakManager == nil && weakEngine == nil }, "the manager and its engine are gone (manager alive: \(weakManager != nil), engine alive: \(weakEngine != nil))",
+                sourceLocation: sourceLocation)
             return result
         }
     }

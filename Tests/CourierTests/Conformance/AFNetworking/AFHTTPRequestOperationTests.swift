@@ -107,7 +107,7 @@ struct AFHTTPRequestOperationConformanceTests {
             let arrival = ArrivalAction()
             server.routeCallingOnArrival("/hold", arrival)
             let operation = Self.operation(server.url("/hold"), manager)
-            arrival.set { operation.cancel() }
+            arrival.set { [weak operation] in operation?.cancel() }  // weakly: the server's route outlives the manager
             let done = await awaitCallback { (finish: @escaping @Sendable (Bool) -> Void) in
                 operation.completionBlock = { finish(true) }
                 operation.start()
@@ -122,7 +122,7 @@ struct AFHTTPRequestOperationConformanceTests {
             let arrival = ArrivalAction()
             server.routeCallingOnArrival("/hold", arrival)
             let operation = Self.operation(server.url("/hold"), manager)
-            arrival.set { operation.cancel() }
+            arrival.set { [weak operation] in operation?.cancel() }  // weakly: the server's route outlives the manager
             let outcome = await Self.outcome(of: operation)
             #expect(operation.error?.code == .cancelled)
             #expect(outcome.error?.code == .cancelled)
@@ -225,9 +225,9 @@ struct AFHTTPRequestOperationConformanceTests {
             let arrival = ArrivalAction()
             server.routeCallingOnArrival("/hold", delay: .seconds(1), arrival)
             let operation = Self.operation(server.url("/hold"), manager)
-            arrival.set {
-                operation.pause()
-                operation.resume()
+            arrival.set { [weak operation] in  // weakly: the server's route outlives the manager
+                operation?.pause()
+                operation?.resume()
             }
             let outcome = await Self.outcome(of: operation)
             #expect(operation.isFinished)
