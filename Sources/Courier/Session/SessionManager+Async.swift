@@ -118,7 +118,7 @@ extension SessionManager {
             monitors.emit { $0.task(task, didSerializeResponseWith: serializer, object: object, error: error) }
         }
         // The transfer's error, not the serializer's (AFNetworking's `taskDidComplete` block).
-        self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
+        task.delegate.hookTable?.takeDidComplete()?(self, task, outcome.error)
         self.postDidComplete(task, outcome: outcome, serializer: serializer, object: object, error: failure)
         // Moved, not copied (a copy retains each): the outcome ends here.
         guard failure == nil, let response = outcome.response.take(), let value = value.take() else {

@@ -47,7 +47,7 @@ extension SessionManager {
             let (object, error) = result
             monitors.emit { $0.task(task, didSerializeResponseWith: serializer, object: object, error: error) }
         }
-        self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
+        task.delegate.hookTable?.takeDidComplete()?(self, task, outcome.error)
         return result
     }
 
@@ -56,8 +56,6 @@ extension SessionManager {
         // Through the existential, an optional output's "no object" arrives as a value wrapping nil.
         return (OptionalFlattening.flattened(object), error?.adding(request: outcome.request, response: outcome.response, data: outcome.data))
     }
-
-    func hooks(for task: SessionTask) -> Hooks { task.delegate.hooks }
 
     func postDidComplete(
         _ task: SessionTask,

@@ -113,7 +113,7 @@ extension SessionManager {
     /// Runs the completion hook, posts the notification and returns the file or the error.
     private func finishDownload(_ outcome: borrowing TaskOutcome) throws(CourierError) -> DownloadResponse {
         let task = outcome.task
-        self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
+        task.delegate.hookTable?.takeDidComplete()?(self, task, outcome.error)
         self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
         if let error = outcome.error { throw error.adding(metrics: outcome.metrics) }
         guard let response = outcome.response, let fileURL = outcome.fileURL else {
@@ -132,7 +132,7 @@ extension SessionManager {
         let task = outcome.task
         let (queue, group) = self.settings.withLockedValue { ($0.completionQueue ?? Self.mainQueue, $0.completionGroup) }
         group?.enter()
-        self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
+        task.delegate.hookTable?.takeDidComplete()?(self, task, outcome.error)
         queue.async {
             handler?(outcome.response, outcome.fileURL, outcome.error)
             self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)

@@ -31,7 +31,10 @@ public class SessionManager: @unchecked Sendable {
     // the rest is immutable.
 
     /// Closures AFNetworking users set with `setTaskDidCompleteBlock:` and kin. A task takes the
-    /// hooks in force when it is made.
+    /// hooks in force when it is made, and lets go of them when its ``taskDidComplete`` hook is
+    /// called: a hook that keeps the tasks it sees (in a list it captures) does not keep a finished
+    /// task alive through the task's own copy, only through the manager's, as AFNetworking's blocks
+    /// do.
     public struct Hooks: Sendable {
         /// A task finished: called once, before its completion handler runs (before its `async`
         /// call returns), with the transfer's error (AFNetworking's `setTaskDidCompleteBlock:`):

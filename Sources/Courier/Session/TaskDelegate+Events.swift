@@ -44,7 +44,7 @@ extension TaskDelegate {
     /// delivered.
     func reportEnd(_ end: TaskEndRecord, task: SessionTask, manager: SessionManager, response: HTTPResponse?, error: CourierError?) {
         end.hopSpan?.end(response: response, error: error)
-        if let metrics = end.metrics, let hook = self.hooks.taskDidFinishCollectingMetrics {
+        if let metrics = end.metrics, let hook = self.hook({ $0.taskDidFinishCollectingMetrics }) {
             hook(manager, task, metrics)
         }
         if let monitors = self.interception.monitors {

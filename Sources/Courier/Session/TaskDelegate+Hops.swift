@@ -556,7 +556,7 @@ extension TaskDelegate {
     /// ``ResponseCacher`` when it has one) lets it, changed or not.
     private func store(_ cached: CachedResponse, for request: Request, in cache: ResponseCache, task: SessionTask?, manager: SessionManager?) {
         var cached = cached
-        if let hook = self.hooks.dataTaskWillCacheResponse {
+        if let hook = self.hook({ $0.dataTaskWillCacheResponse }) {
             guard let dataTask = task as? DataTask, let manager, let chosen = hook(manager, dataTask, cached) else { return }
             cached = chosen
         }
@@ -572,7 +572,7 @@ extension TaskDelegate {
     /// Work nobody would see: a response the session's rules could never serve again is not
     /// stored, unless a policy that serves stale responses or the will-cache hook might use it.
     func isWorthStoring(_ response: HTTPResponse, servesStale: Bool) -> Bool {
-        servesStale || self.hooks.dataTaskWillCacheResponse != nil || CachePlanner.saysAnythingAboutCaching(response)
+        servesStale || self.hook({ $0.dataTaskWillCacheResponse }) != nil || CachePlanner.saysAnythingAboutCaching(response)
     }
 
     /// The copy of a streamed response's body to keep for the cache, up to the largest entry the

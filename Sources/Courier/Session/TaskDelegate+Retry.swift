@@ -240,7 +240,7 @@ extension TaskDelegate {
     }
 
     private func challengeHook() -> (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)? {
-        guard let hook = self.hooks.taskDidReceiveAuthenticationChallenge else { return nil }
+        guard let hook = self.hook({ $0.taskDidReceiveAuthenticationChallenge }) else { return nil }
         return { [weak self] challenge in
             guard let self, let task = self.state.withLockedValue({ $0.task }), let manager = self.manager else {
                 return .performDefaultHandling

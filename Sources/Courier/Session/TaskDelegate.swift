@@ -103,13 +103,19 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// for ever). Not a weak reference: one would give the manager a side table, and every retain
     /// and release of it, by every task, the runtime's slow path. Read outside the task's lock.
     var manager: SessionManager? { self.state.withLockedValue { $0.owner } }
+    /// The hook `read` picks from those the task was made with (nil once the task-did-complete
+    /// hook was taken, or when there were none).
+    @inline(__always)
+    func hook<Hook>(_ read: (borrowing SessionManager.Hooks) -> Hook?) -> Hook? { self.hookTable?.read(read) }
     /// The manager's configuration, for the task's own reading on the engine's threads: the
     /// manager's one copy, by reference.
     let configurationReference: SessionConfigurationReference
     /// The manager's configuration.
     var configuration: SessionConfiguration { self.configurationReference.value }
     let identifier: Int
-    let hooks: SessionManager.Hooks
+    /// The hooks the task was made with, until its task-did-complete hook is taken; nil when it
+    /// was made with none. Read with ``hook(_:)``.
+    let hookTable: TaskHooks?
     /// The task's state, behind a lock kept inline in the delegate (one allocation fewer per task
     /// than a separate box, and the state is moved in instead of copied).
     let state: Mutex<TaskState>
@@ -133,17 +139,18 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         self.configurationReference = manager.configurationReference
         self.identifier = identifier
         self.originalRequest = request
-        let (interception, hooks) = TaskInterception.makeWithHooks(manager: manager, request: request, identifier: identifier)
+        let (interception, sessionHooks) = TaskInterception.makeWithHooks(manager: manager, request: request, identifier: identifier)
         self.interception = interception
         // The request's own redirect and cache handlers take the place of the session's hooks for
         // this task, every hop of it, whatever request a redirect or an adapter makes (Alamofire's
         // request-level handlers).
-        self.hooks = hooks.taking(request.redirector, request.responseCacher)
+        let hooks = sessionHooks.taking(request.redirector, request.responseCacher)
+        self.hookTable = TaskHooks.make(hooks)
         // Moved into the lock: the state is large, and a copy cost a whole copy and destroy.
         // Metrics are gathered when the session asks for them, or when something would read them
         // that the setting does not cover: an event monitor or the metrics hook.
         let collectsMetrics = manager.configurationReference.value.collectsTaskMetrics
-            || self.interception.monitors != nil || self.hooks.taskDidFinishCollectingMetrics != nil
+            || self.interception.monitors != nil || hooks.taskDidFinishCollectingMetrics != nil
         self.state = Mutex(TaskState(
             request: request, owner: manager, completion: completion, collectsMetrics: collectsMetrics,
             uploadProgressHandler: uploadProgress, downloadProgressHandler: downloadProgress))
@@ -302,7 +309,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
         self.deliver(deliveries)
         report?.send()
-        if let hook = self.hooks.taskDidSendBodyData, let task, let manager = self.manager {
+        if let hook = self.hook({ $0.taskDidSendBodyData }), let task, let manager = self.manager {
             hook(manager, task, bytesSent, totalBytesSent, totalBytesExpectedToSend ?? -1)
         }
         if let monitors = self.interception.monitors, let task {
@@ -343,7 +350,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             if context.mayStore { self.storeFollowedRedirect(response, context: context) }
         }
         let chosen: Request?
-        if let hook = self.hooks.taskWillPerformHTTPRedirection, let task = context.task, let manager = self.manager {
+        if let hook = self.hook({ $0.taskWillPerformHTTPRedirection }), let task = context.task, let manager = self.manager {
             chosen = hook(manager, task, response, newRequest)
         } else {
             chosen = newRequest
@@ -479,7 +486,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         }
         if let held {
             held.send()
-            if let hook = self.hooks.dataTaskDidReceiveData, let data = outcome.data, !data.isEmpty {
+            if let hook = self.hook({ $0.dataTaskDidReceiveData }), let data = outcome.data, !data.isEmpty {
                 hook(outcome.manager, outcome.task, data)
             }
             self.didReceiveBodyData(held.bytes, task: outcome.task)

@@ -246,6 +246,7 @@ import Testing
         bag.add(manager)
         bag.add(manager.engine as AnyObject)
         bag.track(manager)
+        bag.keepTasksInHooks(manager)
         try await body(manager)
         await manager.invalidate(cancelingTasks: false)
     }
@@ -366,6 +367,24 @@ final class WeakBag: Sendable {
             self?.add(task)
             self?.add(task.delegate)
             previous?(manager, task, error)
+        }
+        manager.hooks = hooks
+    }
+
+    /// Hooks that keep every task they see in a list only they hold (as an app's hook that files
+    /// tasks away may): a task that kept its hooks after it ended would keep itself alive through
+    /// them.
+    func keepTasksInHooks(_ manager: SessionManager) {
+        let kept = Recorder<SessionTask>()
+        var hooks = manager.hooks
+        let previous = hooks.taskDidComplete
+        hooks.taskDidComplete = { manager, task, error in
+            kept.append(task)
+            previous?(manager, task, error)
+        }
+        hooks.dataTaskDidReceiveResponse = { _, task, _ in
+            kept.append(task)
+            return .allow
         }
         manager.hooks = hooks
     }

@@ -144,7 +144,7 @@ extension TaskDelegate {
         guard let deliveries else { return }
         report?.send()
         self.deliver(deliveries)
-        if let hook = self.hooks.downloadTaskDidWriteData, let task = task as? DownloadTask, let manager = self.manager {
+        if let hook = self.hook({ $0.downloadTaskDidWriteData }), let task = task as? DownloadTask, let manager = self.manager {
             hook(manager, task, bytes, total, expected)
         }
         if let task { self.didReceiveBodyData(bytes, task: task) }
@@ -210,7 +210,7 @@ extension TaskDelegate {
         }
         if let held = ending.held {
             held.send()
-            if let hook = self.hooks.downloadTaskDidWriteData, let task = ending.task as? DownloadTask {
+            if let hook = self.hook({ $0.downloadTaskDidWriteData }), let task = ending.task as? DownloadTask {
                 hook(ending.manager, task, held.bytes, held.bytes, ending.expected)
             }
             self.didReceiveBodyData(held.bytes, task: ending.task)

@@ -89,7 +89,7 @@ struct MemoryBodySink: BodySink {
         }
         delegate.deliver(deliveries)
         if let task { delegate.didReceive(response, task: task) }
-        if let hook = delegate.hooks.dataTaskDidReceiveResponse, let task, let manager = delegate.manager {
+        if let hook = delegate.hook({ $0.dataTaskDidReceiveResponse }), let task, let manager = delegate.manager {
             return hook(manager, task, response)
         }
         return .allow
@@ -135,7 +135,7 @@ struct MemoryBodySink: BodySink {
         case .report(let report, let task, let deliveries):
             report?.send()
             delegate.deliver(deliveries)
-            if let hook = delegate.hooks.dataTaskDidReceiveData, let task, let manager = delegate.manager {
+            if let hook = delegate.hook({ $0.dataTaskDidReceiveData }), let task, let manager = delegate.manager {
                 hook(manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
             }
             if let task { delegate.didReceiveBodyData(Int64(chunk.readableBytes), task: task) }

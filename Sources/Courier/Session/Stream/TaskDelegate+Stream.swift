@@ -47,7 +47,7 @@ extension ResponseStreamSink: BodySink {
         if let task { delegate.didReceive(response, task: task) }
         delegate.deliver(deliveries)
         var disposition = ResponseDisposition.allow
-        if let hook = delegate.hooks.dataTaskDidReceiveResponse, let task, let manager = delegate.manager {
+        if let hook = delegate.hook({ $0.dataTaskDidReceiveResponse }), let task, let manager = delegate.manager {
             disposition = hook(manager, task, response)
         }
         if disposition == .allow {
@@ -95,7 +95,7 @@ extension ResponseStreamSink: BodySink {
             report?.send()
             delegate.deliver(deliveries)
         }
-        if let hook = delegate.hooks.dataTaskDidReceiveData, let task, let manager = delegate.manager {
+        if let hook = delegate.hook({ $0.dataTaskDidReceiveData }), let task, let manager = delegate.manager {
             hook(manager, task, Data(buffer: chunk, byteTransferStrategy: .copy))
         }
         if let task, !counted { delegate.didReceiveBodyData(bytes, task: task) }
@@ -122,7 +122,7 @@ extension SessionManager {
                 sink.finish(with: outcome.error)
                 // The outcome carries its task: no box to reach it through.
                 let task = outcome.task
-                self.hooks(for: task).taskDidComplete?(self, task, outcome.error)
+                task.delegate.hookTable?.takeDidComplete()?(self, task, outcome.error)
                 self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)
                 if let handOn { handOn.taskEnded(self) } else { self.endDelivery() }
             },
