@@ -315,6 +315,8 @@ struct TracerReadingTheManagerTests {
             task.cancel()
             await task.waitUntilFinished()
             #expect(tracer.reads.withLockedValue { $0 } >= 4, "a task span and a hop span each")
+            // The tracer holds the manager, which holds the tracer: the cycle ends here.
+            manager.tracer = nil
             await manager.invalidate(cancelingTasks: true)
         }
     }
