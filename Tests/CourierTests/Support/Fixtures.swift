@@ -49,27 +49,11 @@ func withManager<T>(
     securityPolicy: SecurityPolicy = .default,
     _ body: (HTTPSessionManager) async throws -> T
 ) async throws -> T {
-    weak var weakManager: HTTPSessionManager?
-    weak var weakEngine: AnyObject?
-    let result: T
-    do {
+    try await withManagerThatEnds({ () -> HTTPSessionManager in
         let manager = HTTPSessionManager(baseURL: baseURL, configuration: configuration, securityPolicy: securityPolicy)
         manager.completionQueue = TestQueues.completion
-        weakManager = manager
-        weakEngine = manager.engine as AnyObject
-        do {
-            result = try await body(manager)
-        } catch {
-            await manager.invalidate(cancelingTasks: true)
-            throw error
-        }
-        await manager.invalidate(cancelingTasks: true)
-    }
-    // Nothing outlives its work: once invalidated, the manager and its engine are gone.
-    #expect(
-        await eventually { weakManager == nil && weakEngine == nil },
-        "the manager and its engine are gone (manager alive: \(weakManager != nil), engine alive: \(weakEngine != nil))")
-    return result
+        return manager
+    }, body)
 }
 
 enum TestQueues {

@@ -218,10 +218,7 @@ struct Transport: Hashable, Sendable, CustomTestStringConvertible {
             monitor.taskDidFinishCollectingMetrics = { _, metrics in
                 transactions.withLockedValue { $0 += metrics.transactions }
             }
-            weak var weakManager: HTTPSessionManager?
-            weak var weakEngine: AnyObject?
-            let result: T
-            do {
+            let result = try await withManagerThatEnds({ () -> HTTPSessionManager in
                 let manager: HTTPSessionManager
                 if let wrapEngine {
                     let engine = NIOEngine(configuration: NIOEngine.Configuration(configuration), securityPolicy: policy)
@@ -231,24 +228,12 @@ struct Transport: Hashable, Sendable, CustomTestStringConvertible {
                 }
                 manager.completionQueue = TestQueues.completion
                 manager.eventMonitors.append(monitor)
-                weakManager = manager
-                weakEngine = manager.engine as AnyObject
-                do {
-                    result = try await body(server, manager)
-                } catch {
-                    await manager.invalidate(cancelingTasks: true)
-                    throw error
-                }
-                await manager.invalidate(cancelingTasks: true)
-            }
+                return manager
+            }, sourceLocation: sourceLocation) { manager in try await body(server, manager) }
             self.expectCarried(server, sourceLocation: sourceLocation)
             // Every task has completed: its metrics were queued to the monitor before that.
             monitor.queue.sync {}
             self.expectRouted(transactions.withLockedValue { $0 }, sourceLocation: sourceLocation)
-            // Nothing outlives its work: once invalidated, the manager and its engine are gone.
-            #expect(
-                await eventually { weakManager == nil && weakEngine == nil }, "the manager and its engine are gone (manager alive: \(weakManager != nil), engine alive: \(weakEngine != nil))",
-                sourceLocation: sourceLocation)
             return result
         }
     }
