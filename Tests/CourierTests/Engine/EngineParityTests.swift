@@ -44,11 +44,7 @@ struct EngineParityTests {
         _ kind: Kind, _ server: TestServer, configuration: SessionConfiguration = .default, streamedBodies: URL? = nil,
         _ body: (HTTPSessionManager) async throws -> Void
     ) async throws {
-        try await withManagerThatEnds({
-            let manager = kind.manager(baseURL: server.baseURL, configuration: configuration, streamedBodies: streamedBodies)
-            manager.completionQueue = TestQueues.completion
-            return manager
-        }, body)
+        try await withManagerThatEnds({ kind.manager(baseURL: server.baseURL, configuration: configuration, streamedBodies: streamedBodies) }, body)
     }
 
     @Test(arguments: Kind.allCases)

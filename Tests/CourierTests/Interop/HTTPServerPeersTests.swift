@@ -117,11 +117,7 @@ struct PeerTransport: Sendable, CustomTestStringConvertible {
         configuration.responseCache = cache
         // A stall fails the request instead of hanging the suite.
         configuration.timeoutIntervalForRequest = 20
-        try await withManagerThatEnds({
-            let manager = SessionManager(configuration: configuration, securityPolicy: policy)
-            manager.completionQueue = TestQueues.completion
-            return manager
-        }, body)
+        try await withManagerThatEnds({ SessionManager(configuration: configuration, securityPolicy: policy) }, body)
     }
 }
 

@@ -49,11 +49,7 @@ func withManager<T>(
     securityPolicy: SecurityPolicy = .default,
     _ body: (HTTPSessionManager) async throws -> T
 ) async throws -> T {
-    try await withManagerThatEnds({ () -> HTTPSessionManager in
-        let manager = HTTPSessionManager(baseURL: baseURL, configuration: configuration, securityPolicy: securityPolicy)
-        manager.completionQueue = TestQueues.completion
-        return manager
-    }, body)
+    try await withManagerThatEnds({ HTTPSessionManager(baseURL: baseURL, configuration: configuration, securityPolicy: securityPolicy) }, body)
 }
 
 enum TestQueues {

@@ -1,9 +1,10 @@
 import Courier
 import Testing
 
-/// Runs `body` with the manager `make()` returns, invalidates it (cancelling its tasks) whether or
-/// not `body` throws, then expects that neither the manager nor its engine is alive: nothing
-/// outlives its work. `body`'s result must not hold the manager.
+/// Runs `body` with the manager `make()` returns, its completion handlers on
+/// ``TestQueues/completion``; invalidates it (cancelling its tasks) whether or not `body` throws,
+/// then expects that neither the manager nor its engine is alive: nothing outlives its work.
+/// `body`'s result must not hold the manager.
 @discardableResult
 func withManagerThatEnds<Manager: SessionManager, Result>(
     _ make: () throws -> Manager, sourceLocation: SourceLocation = #_sourceLocation, _ body: (Manager) async throws -> Result
@@ -13,6 +14,7 @@ func withManagerThatEnds<Manager: SessionManager, Result>(
     let result: Result
     do {
         let manager = try make()
+        manager.completionQueue = TestQueues.completion
         weakManager = manager
         weakEngine = manager.engine as AnyObject
         do {

@@ -226,7 +226,6 @@ struct Transport: Hashable, Sendable, CustomTestStringConvertible {
                 } else {
                     manager = HTTPSessionManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: policy)
                 }
-                manager.completionQueue = TestQueues.completion
                 manager.eventMonitors.append(monitor)
                 return manager
             }, sourceLocation: sourceLocation) { manager in try await body(server, manager) }
