@@ -213,16 +213,19 @@ struct EngineParityTests {
         }
     }
 
-    /// Invalidating the manager while requests wait on a slow server ends each once, cancelled
-    /// (a request that waited the server out would end without an error); the manager and its
-    /// engine are gone after (`withManager`).
+    /// Invalidating the manager while the server holds its requests ends each once, cancelled;
+    /// the manager and its engine are gone after (`withManager`). The server answers only once
+    /// the test let it, after the tasks ended: with `/delay/10` instead, one loaded full run saw
+    /// all three answers arrive before the invalidation (both engines at once, 21 s for the test).
     @Test(arguments: Kind.allCases)
     func invalidatingEndsRunningTasksOnce(_ kind: Kind) async throws {
         try await withTestServer { server in
+            let gate = ReleaseGate(server)
+            defer { gate.releaseAll() }
             try await self.withManager(kind, server) { manager in
                 let ends = NIOLockedValueBox<[CourierError.Code?]>([])
                 let tasks = (0..<3).map { _ in
-                    manager.dataTask(with: Request(url: server.url("/delay/10")), completionHandler: { _, _, error in
+                    manager.dataTask(with: Request(url: gate.url), completionHandler: { _, _, error in
                         ends.withLockedValue { $0.append(error?.code) }
                     })
                 }
