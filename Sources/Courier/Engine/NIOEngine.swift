@@ -96,6 +96,9 @@ public final class NIOEngine: Engine {
         // The home loop first: the pool's back-off timers run on its first loop.
         self.pool = ConnectionPool(
             settings: ConnectionPool.Settings(configuration), tls: tls, logger: logger, loops: Array(loops[home...] + loops[..<home]))
+        #if DEBUG
+        LiveObjectCensus.born(self, .engine, "NIOEngine")
+        #endif
     }
 
     public func execute(_ request: Request, delegate: any ExchangeDelegate) -> any Exchange {
@@ -141,5 +144,8 @@ public final class NIOEngine: Engine {
         // now, and the hops still waiting fail.
         self.watchdog.shutdown()
         _ = self.pool.shutdown()
+        #if DEBUG
+        LiveObjectCensus.died(self)
+        #endif
     }
 }

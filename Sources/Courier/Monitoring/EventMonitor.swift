@@ -35,6 +35,11 @@ import HTTPTypes
 /// retrier sends again; ``webSocketTask(_:didOpenWith:)`` when the server accepted it (no such
 /// event when the handshake failed); then, however it ended,
 /// ``webSocketTask(_:didFinishCollecting:)`` and ``webSocketTask(_:didCompleteWith:closeCode:)``.
+///
+/// A task holds its monitors for as long as the task lives, as Alamofire's requests hold
+/// theirs. A monitor that keeps the tasks it is told about (a table of tasks in flight, say) must
+/// let go of each by its ``task(_:didCompleteWith:)`` at the latest: a monitor that kept them
+/// for good would keep every task it ever saw alive, and each task would keep the monitor.
 public protocol EventMonitor: Sendable {
     /// Where this monitor's events are delivered; make it serial. Each monitor should have its own.
     /// Events wait for the queue in memory, with the tasks and metrics they name: a queue that

@@ -66,6 +66,11 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         self.baseURL = nil
         super.init(configuration: .default, securityPolicy: .default)
         self.registry.withLockedValue { $0.isProcessWide = true }
+        #if DEBUG
+        // Alive for the whole process by design: not counted.
+        LiveObjectCensus.died(self)
+        LiveObjectCensus.died(self.engine as AnyObject)
+        #endif
     }
 
     /// Builds requests from URL strings and parameters. ``HTTPRequestSerializer`` by default.

@@ -162,6 +162,9 @@ public class SessionManager: @unchecked Sendable {
         self.configurationReference = SessionConfigurationReference(configuration)
         self.securityPolicy = securityPolicy
         self.engine = NIOEngine(configuration: configuration, securityPolicy: securityPolicy)
+        #if DEBUG
+        LiveObjectCensus.born(self, .manager, "\(type(of: self))")
+        #endif
     }
 
     /// A manager on the given engine (a `StubEngine` in tests, another transport).
@@ -169,7 +172,16 @@ public class SessionManager: @unchecked Sendable {
         self.configurationReference = SessionConfigurationReference(configuration)
         self.securityPolicy = (engine as? NIOEngine)?.serverTrust.defaultPolicy ?? .default
         self.engine = engine
+        #if DEBUG
+        LiveObjectCensus.born(self, .manager, "\(type(of: self)) on \(type(of: engine))")
+        #endif
     }
+
+    #if DEBUG
+    deinit {
+        LiveObjectCensus.died(self)
+    }
+    #endif
 
     // MARK: Settings
 

@@ -32,11 +32,17 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         self.taskIdentifier = identifier
         self.originalRequest = request
         self.delegate = delegate
+        #if DEBUG
+        LiveObjectCensus.born(self, .task, "\(type(of: self)) \(request.method.rawValue) \(request.url.absoluteString)")
+        #endif
     }
 
     deinit {
         // A task nobody started and nobody holds is over: its manager forgets it.
         self.delegate.taskReleased()
+        #if DEBUG
+        LiveObjectCensus.died(self)
+        #endif
     }
 
     /// The request in flight: the original one, or the last redirect's.

@@ -154,7 +154,16 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         self.state = Mutex(TaskState(
             request: request, owner: manager, completion: completion, collectsMetrics: collectsMetrics,
             uploadProgressHandler: uploadProgress, downloadProgressHandler: downloadProgress))
+        #if DEBUG
+        LiveObjectCensus.born(self, .taskDelegate, "\(request.method.rawValue) \(request.url.absoluteString)")
+        #endif
     }
+
+    #if DEBUG
+    deinit {
+        LiveObjectCensus.died(self)
+    }
+    #endif
 
     // MARK: Life cycle
 

@@ -145,6 +145,9 @@ public final class WebSocketTask: Sendable {
             $0.source = made.source
             $0.sequence = made.sequence
         }
+        #if DEBUG
+        LiveObjectCensus.born(self, .webSocketTask, request.url.absoluteString)
+        #endif
     }
 
     /// A task dropped without having finished (never resumed, say) ends its message sequence:
@@ -152,6 +155,9 @@ public final class WebSocketTask: Sendable {
     /// producer goes unfinished.
     deinit {
         self.state.withLockedValue { $0.source }?.finish()
+        #if DEBUG
+        LiveObjectCensus.died(self)
+        #endif
     }
 
     // MARK: Public API

@@ -17,6 +17,7 @@ func withTestServer<T>(
     _ configuration: TestServer.Configuration = .init(),
     _ body: (TestServer) async throws -> T
 ) async throws -> T {
+    _ = LiveObjectCheck.installed
     if TestServerSlots.isHeld {
         return try await startTestServer(configuration, body)
     }

@@ -21,7 +21,7 @@ struct HTTP2StreamWireTests {
     static let connectionWindow = 1024 * 1024
 
     struct Peers {
-        let engine = NIOEngine(configuration: NIOEngine.Configuration())
+        let engine: NIOEngine
         let loop = EmbeddedEventLoop()
         let client: EmbeddedChannel
         let server = EmbeddedChannel()
@@ -30,6 +30,8 @@ struct HTTP2StreamWireTests {
         let key = ConnectionPool.Key(host: "127.0.0.1", port: 8443, tls: true)
 
         init() throws {
+            _ = LiveObjectCheck.installed
+            self.engine = NIOEngine(configuration: NIOEngine.Configuration())
             self.handler = HTTP2ConnectionHandler(
                 configuration: .init(idleTimeout: .seconds(60), pingInterval: .seconds(30), pingTimeout: .seconds(10)),
                 streamWindow: HTTP2StreamWireTests.streamWindow, connectionWindow: HTTP2StreamWireTests.connectionWindow)
@@ -129,8 +131,12 @@ struct HTTP2StreamWireTests {
         #expect(recorder.snapshot.error == nil)
         #expect(Self.resets(in: try peers.serverReceived()).isEmpty, "both sides ended: no RST_STREAM")
         // The next stream takes the next odd ID.
-        _ = try peers.run(Request(url: Self.url))
+        let (_, second, _) = try peers.run(Request(url: Self.url))
         #expect(try peers.serverReceived().first?.streamID == 3)
+        // The server answers it too: its exchange ends and lets go of the engine.
+        try peers.serverSends(.headers(.init(headers: HPACKHeaders([(":status", "204")]), endStream: true)), on: 3)
+        #expect(second.snapshot.completions == 1)
+        #expect(second.snapshot.error == nil)
     }
 
     @Test func aSuspendedExchangeLeavesItsStreamsWindowShutUntilItResumes() throws {

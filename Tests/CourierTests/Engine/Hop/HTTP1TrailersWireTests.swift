@@ -53,8 +53,12 @@ struct HTTP1TrailersWireTests {
         var request = Request(method: .post, url: HopHandlerTests.url, body: .data(Data("abc".utf8), trailers: Self.trailers))
         request.headerFields[.trailer] = "Something-Else"
         request.headerFields[.contentLength] = "3"
-        _ = try setup.run(request)
+        let (_, recorder) = try setup.run(request)
         #expect(try setup.written() == Self.head + "3\r\nabc\r\n" + Self.trailerSection)
+        // Answered, the exchange ends and lets go of the engine.
+        try setup.receive("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        #expect(recorder.snapshot.completions == 1)
+        #expect(recorder.snapshot.error == nil)
     }
 
     @Test func aForbiddenTrailerFieldWritesNothing() throws {

@@ -63,6 +63,7 @@ struct HopHandlerTests {
             var configuration = NIOEngine.Configuration()
             configuration.connectionIdleTimeout = 60
             configure(&configuration)
+            _ = LiveObjectCheck.installed
             self.engine = NIOEngine(configuration: configuration)
             let watcher = HTTP1ReadWatcher()
             self.handler = HopHandler(readWatcher: watcher)
@@ -213,6 +214,10 @@ struct HopHandlerTests {
         setup.loop.advanceTime(by: .milliseconds(1))
         #expect(try setup.written().utf8.count == 1500)
         #expect(recorder.snapshot.completions == 0)
+        // The server goes away before it answers: the exchange ends, once, and lets go of the engine.
+        try setup.channel.close().wait()
+        #expect(recorder.snapshot.completions == 1)
+        #expect(recorder.snapshot.error != nil)
     }
 
     @Test func bodyBytesHeldForASuspendedExchangeArriveBeforeTheCloseFailsIt() throws {
