@@ -65,16 +65,23 @@ struct NotificationBox: @unchecked Sendable {
     init(_ note: Notification) { self.note = note }
 }
 
-/// The first delivery wins; a timeout delivers nil.
+/// The first delivery wins; a timeout delivers nil. Once handed to the waiting caller, the
+/// notification is not kept: the timeout's closure keeps the waiter for its whole delay, and a kept
+/// notification kept its object (a task) alive that long after the test.
 final class NotificationWaiter: Sendable {
     private let state = NIOLockedValueBox<(received: NotificationBox??, continuation: CheckedContinuation<NotificationBox?, Never>?)>((nil, nil))
 
     func deliver(_ box: NotificationBox?) {
         let continuation: CheckedContinuation<NotificationBox?, Never>? = self.state.withLockedValue { state in
             guard state.received == nil else { return nil }
-            state.received = .some(box)
-            defer { state.continuation = nil }
-            return state.continuation
+            guard let continuation = state.continuation else {
+                // Kept until `wait` takes it.
+                state.received = .some(box)
+                return nil
+            }
+            state.received = .some(nil)
+            state.continuation = nil
+            return continuation
         }
         continuation?.resume(returning: box)
     }
@@ -82,7 +89,10 @@ final class NotificationWaiter: Sendable {
     func wait(seconds: Double) async -> NotificationBox? {
         await withCheckedContinuation { continuation in
             let already: NotificationBox?? = self.state.withLockedValue { state in
-                if let received = state.received { return .some(received) }
+                if let received = state.received {
+                    state.received = .some(nil)
+                    return .some(received)
+                }
                 state.continuation = continuation
                 return nil
             }
