@@ -20,10 +20,11 @@ import Testing
         settled = status
         break
     }
-    reachability.stopMonitoring()
     #expect(settled != nil)
-    reachability.callbackQueue.sync {}
-    #expect(seen.withLockedValue { $0 }.last == settled)
+    // The handler hears it on its queue, after the sequence did; a status still waiting there
+    // when monitoring stops is dropped (as documented), so the handler is waited for first.
+    #expect(await eventually { seen.withLockedValue { $0 }.last == settled })
+    reachability.stopMonitoring()
 
     let manager = SessionManager()
     defer { manager.invalidate(cancelingTasks: true) }
