@@ -216,7 +216,15 @@ struct HTTP2PoolTests {
 
     @Test func anIdleConnectionIsPingedAndKeptWhileTheServerAnswers() async throws {
         let server = try await ScriptedHTTP2Server.start { index, _ in .respond("answer \(index)") }
-        try await self.withManager(server, configure: { $0.http2PingInterval = 0.05 }) { manager in
+        // A PING a twentieth of a second after the last answer, and a minute for each ACK: with
+        // the default 10 s, one full run under CPU load (two busy loops beside it; the test took
+        // 17 s) saw the connection closed, most likely by an ACK that came later than that (the
+        // server shares the test's starved process).
+        let configure: (inout SessionConfiguration) -> Void = {
+            $0.http2PingInterval = 0.05
+            $0.http2PingTimeout = 60
+        }
+        try await self.withManager(server, configure: configure) { manager in
             let first = try await manager.get("first")
             #expect(Self.body(first) == "answer 0")
             #expect(await server.changes.wait { server.pingCount >= 3 }, "PINGs: \(server.pingCount)")
