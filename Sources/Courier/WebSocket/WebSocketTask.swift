@@ -469,11 +469,30 @@ public final class WebSocketTask: Sendable {
     }
 
     func connect(_ adapted: Request) {
-        let summary = self.request.summary
         guard let engine = self.engine else {
-            self.finish(error: CourierError(.unsupportedScheme, "\(summary): WebSockets need Courier's NIOEngine"), code: .abnormalClosure, reason: "")
+            self.finish(
+                error: CourierError(.unsupportedScheme, "\(self.request.summary): WebSockets need Courier's NIOEngine"), code: .abnormalClosure,
+                reason: "")
             return
         }
+        // Any loop: the connection is the task's alone (the engine's per-loop count is for exchanges).
+        let loop = engine.loops.randomElement()!
+        // Begun on that loop, so that the callbacks on the connection and on the 101 are in place
+        // before the connection can answer. Registered from the caller's thread, they could come
+        // after the 101, the frames behind it and the close had been read and the pipeline torn
+        // down: the frames were lost and the task failed with an internal inconsistency (seen
+        // once, a full test run on one core).
+        if loop.inEventLoop {
+            self.connect(adapted, engine: engine, on: loop)
+        } else {
+            loop.execute { self.connect(adapted, engine: engine, on: loop) }
+        }
+    }
+
+    private func connect(_ adapted: Request, engine: NIOEngine, on loop: any EventLoop) {
+        // Cancelled before the loop came to it: nothing to open.
+        guard !self.isFinished else { return }
+        let summary = self.request.summary
         let httpURL = Self.httpURL(for: adapted.url)
         guard let httpURL, let key = engine.pool.webSocketKey(for: httpURL) else {
             let problem =
@@ -490,8 +509,6 @@ public final class WebSocketTask: Sendable {
         }
         let handshake = WebSocketHandshake(offeredProtocols: self.offeredSubprotocols(adapted), offersCompression: self.configuration.permessageDeflate)
         let head = self.handshakeHead(adapted, key: key, handshake: handshake, url: httpURL)
-        // Any loop: the connection is the task's alone (the engine's per-loop count is for exchanges).
-        let loop = engine.loops.randomElement()!
         let request = self.request
         let completion = loop.makePromise(of: HTTPResponseHead.self)
         let makeError: @Sendable (String, HTTPResponseHead?, (any Error)?) -> any Error = { message, head, underlying in
@@ -613,7 +630,12 @@ public final class WebSocketTask: Sendable {
             try sync.addHandler(handler, position: .last)
         } catch {
             channel.close(promise: nil)
-            self.finish(error: CourierError(.internalInconsistency, "\(self.request.summary): the WebSocket handlers: \(error)"), code: .abnormalClosure, reason: "")
+            // A pipeline torn down by a close is the connection's end, not Courier's.
+            let failure =
+                channel.isActive
+                ? CourierError(.internalInconsistency, "\(self.request.summary): the WebSocket handlers: \(error)")
+                : CourierError(.connectionClosed, "\(self.request.summary): the connection closed right after the opening handshake")
+            self.finish(error: failure, code: .abnormalClosure, reason: "")
             return
         }
         // The handshake completed: whoever waits for it hears so now, before the frames that came
