@@ -4,12 +4,12 @@ import Synchronization
 /// Debug builds only: which of Courier's long-lived objects (managers, engines, tasks, task
 /// delegates, WebSocket tasks) are alive, once a test run turned the census on.
 ///
-/// Courier's test suite turns it on and, when its process ends, fails the run if a task, a task
-/// delegate or a WebSocket task is still alive: nothing of a task may outlive its work, and a
-/// cycle that keeps one (a hook or a handler that holds its own task) shows up here even when no
-/// test held a weak reference to it. While the census is off (every other program, and release
-/// builds have no census at all), each counted object's initializer and deinitializer read one
-/// atomic flag.
+/// Courier's test suite turns it on and, when its process ends, fails the run if any of them is
+/// still alive (`HTTPSessionManager.shared` and its engine, alive by design, are not counted):
+/// nothing may outlive its work, and a cycle that keeps an object (a hook or a handler that holds
+/// its own task) shows up here even when no test held a weak reference to it. While the census
+/// is off (every other program; release builds have no census at all), each counted object's
+/// initializer and deinitializer read one atomic flag.
 enum LiveObjectCensus {
     enum Kind: String, Sendable, CaseIterable {
         case manager, engine, task, taskDelegate, webSocketTask
@@ -51,7 +51,7 @@ enum LiveObjectCensus {
         _ = Self.alive.withLock { $0.removeValue(forKey: ObjectIdentifier(object)) }
     }
 
-    /// The objects made since ``start()`` and still alive, sorted by kind and label.
+    /// The objects made since ``start(context:)`` and still alive, sorted by kind and label.
     static var survivors: [Entry] {
         Self.alive.withLock { Array($0.values) }.sorted { ($0.kind.rawValue, $0.label) < ($1.kind.rawValue, $1.label) }
     }

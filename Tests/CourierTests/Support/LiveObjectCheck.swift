@@ -8,8 +8,10 @@ import Testing
 /// of live objects; the process-wide `HTTPSessionManager.shared` is not in it).
 ///
 /// The per-test checks hold weak references to what a test made; this one covers every test at
-/// once, including those that make their managers by hand, and finds the cycle no test thought to
-/// look for (it found a task's hooks that kept their task, and three cycles tests made). Turned on
+/// once, including those that make their managers by hand, and finds what no test thought to look
+/// for (counting live objects found a task's hooks that kept their task; this check, exchanges
+/// that `EmbeddedChannel` tests left running with their engines, and a test helper that kept a
+/// notification, and so its task, for 30 s after its test). Turned on
 /// by the first test that starts a test server or makes an engine over an `EmbeddedChannel`
 /// (objects made before are not counted). At exit the other threads still run, so an object
 /// whose last release is on its way is waited for, up to 15 s; then the survivors are listed and
