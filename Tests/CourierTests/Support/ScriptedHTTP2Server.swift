@@ -802,19 +802,7 @@ final class ScriptedHTTP2Server: Sendable {
                 let id = UInt32(Int(streamID))
                 parent.eventLoop.execute {
                     guard let gate = try? parent.pipeline.syncOperations.context(name: ScriptedHTTP2Server.framesGate) else { return }
-                    // The promised stream (2), then `:method: GET` and `:scheme: https` (static
-                    // entries 2 and 7), `:authority` and `:path` as literals without indexing of
-                    // the static names 1 and 4 (RFC 7541 6.2.2), lengths unencoded by Huffman.
-                    var block: [UInt8] = [0, 0, 0, 2, 0x82, 0x87, 0x01, UInt8("localhost".utf8.count)]
-                    block += Array("localhost".utf8)
-                    block += [0x04, UInt8(path.utf8.count)] + Array(path.utf8)
-                    var frame = parent.allocator.buffer(capacity: 9 + block.count)
-                    // PUSH_PROMISE, END_HEADERS.
-                    frame.writeInteger(UInt32(block.count) << 8 | 0x5, as: UInt32.self)
-                    frame.writeInteger(UInt8(0x4))
-                    frame.writeInteger(id)
-                    frame.writeBytes(block)
-                    gate.writeAndFlush(NIOAny(frame), promise: nil)
+                    gate.writeAndFlush(NIOAny(ScriptedHTTP2Server.pushPromise(on: id, path: path)), promise: nil)
                     Self.write(body, on: channel)
                 }
             case .protocolError:
@@ -890,5 +878,25 @@ extension ScriptedHTTP2Server.Action {
         case .goAwayAfterProcessing, .goAwayWithErrorAfterProcessing: true
         default: false
         }
+    }
+}
+
+extension ScriptedHTTP2Server {
+    /// A PUSH_PROMISE frame on `stream` promising stream 2 for `GET https://localhost` + `path`, as
+    /// bytes to write below swift-nio-http2 (which sends none to a client that disabled push): the
+    /// header block is `:method: GET` and `:scheme: https` (static entries 2 and 7), then
+    /// `:authority` and `:path` as literals without indexing of the static names 1 and 4 (RFC 7541
+    /// 6.2.2), lengths unencoded by Huffman. It leaves the HPACK table as it was.
+    static func pushPromise(on stream: UInt32, path: String) -> ByteBuffer {
+        var block: [UInt8] = [0, 0, 0, 2, 0x82, 0x87, 0x01, UInt8("localhost".utf8.count)]
+        block += Array("localhost".utf8)
+        block += [0x04, UInt8(path.utf8.count)] + Array(path.utf8)
+        var frame = ByteBuffer()
+        // Length, type PUSH_PROMISE (5), flags END_HEADERS (4), the stream.
+        frame.writeInteger(UInt32(block.count) << 8 | 0x5, as: UInt32.self)
+        frame.writeInteger(UInt8(0x4))
+        frame.writeInteger(stream)
+        frame.writeBytes(block)
+        return frame
     }
 }

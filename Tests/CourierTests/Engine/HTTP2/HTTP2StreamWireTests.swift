@@ -118,23 +118,6 @@ struct HTTP2StreamWireTests {
 
     static let url = URL(string: "https://127.0.0.1:8443/a?b=1")!
 
-    /// A PUSH_PROMISE on `stream` promising stream 2 for `GET https://localhost/pushed`, as raw
-    /// bytes (swift-nio-http2's server will not send one to a client that disabled push): the
-    /// header block is `:method: GET` and `:scheme: https` (static entries 2 and 7), then
-    /// `:authority` and `:path` as literals without indexing of static names 1 and 4.
-    static func pushPromise(on stream: UInt32) -> ByteBuffer {
-        var block: [UInt8] = [0, 0, 0, 2, 0x82, 0x87, 0x01, UInt8("localhost".utf8.count)]
-        block += Array("localhost".utf8)
-        block += [0x04, UInt8("/pushed".utf8.count)] + Array("/pushed".utf8)
-        var frame = ByteBuffer()
-        // Length, type PUSH_PROMISE (5), flags END_HEADERS (4), the stream.
-        frame.writeInteger(UInt32(block.count) << 8 | 0x5, as: UInt32.self)
-        frame.writeInteger(UInt8(0x4))
-        frame.writeInteger(stream)
-        frame.writeBytes(block)
-        return frame
-    }
-
     static func windowUpdates(in frames: [HTTP2Frame], on stream: HTTP2StreamID) -> [Int] {
         frames.compactMap { frame in
             guard frame.streamID == stream, case .windowUpdate(let increment) = frame.payload else { return nil }
@@ -242,7 +225,7 @@ struct HTTP2StreamWireTests {
         let peers = try Peers(holdingCloses: true)
         let (_, recorder, _) = try peers.run(Request(url: Self.url))
         _ = try peers.serverReceived()
-        try peers.client.writeInbound(Self.pushPromise(on: 1))
+        try peers.client.writeInbound(ScriptedHTTP2Server.pushPromise(on: 1, path: "/pushed"))
         #expect(recorder.snapshot.completions == 1, "the stream failed with the connection")
         #expect(recorder.snapshot.error != nil)
         #expect(peers.closeHolder?.isHolding == true, "the close is under way, the channel still reads")
