@@ -1,4 +1,5 @@
 #if DEBUG
+import Foundation
 import Synchronization
 
 /// Debug builds only: which of Courier's long-lived objects (managers, engines, tasks, task
@@ -28,6 +29,8 @@ enum LiveObjectCensus {
     private static let isOn = Atomic<Bool>(false)
     private static let alive = Mutex<[ObjectIdentifier: Entry]>([:])
     private static let context = Mutex<@Sendable () -> (any Sendable)?>({ nil })
+    /// Broadcast whenever the table becomes empty, for ``waitUntilEmpty(before:)``.
+    private static let emptied = NSCondition()
 
     /// Counts the objects made from now on, each with what `context` says when it is made (the
     /// test suite's: the test running).
@@ -48,7 +51,24 @@ enum LiveObjectCensus {
     @inline(__always)
     static func died(_ object: AnyObject) {
         guard Self.isOn.load(ordering: .acquiring) else { return }
-        _ = Self.alive.withLock { $0.removeValue(forKey: ObjectIdentifier(object)) }
+        let isEmpty = Self.alive.withLock { alive in
+            alive.removeValue(forKey: ObjectIdentifier(object))
+            return alive.isEmpty
+        }
+        guard isEmpty else { return }
+        Self.emptied.lock()
+        Self.emptied.broadcast()
+        Self.emptied.unlock()
+    }
+
+    /// Waits until no counted object is alive, or `deadline`; returns the survivors then.
+    static func waitUntilEmpty(before deadline: Date) -> [Entry] {
+        Self.emptied.lock()
+        defer { Self.emptied.unlock() }
+        // Checked under the condition's lock, which `died` takes to broadcast: an emptying
+        // between the check and the wait is not missed.
+        while !Self.alive.withLock({ $0.isEmpty }), Self.emptied.wait(until: deadline) {}
+        return Self.survivors
     }
 
     /// The objects made since ``start(context:)`` and still alive, sorted by kind and label.

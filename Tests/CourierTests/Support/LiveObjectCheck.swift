@@ -25,12 +25,7 @@ enum LiveObjectCheck {
     }()
 
     private static func verifyAtExit() {
-        let deadline = Date(timeIntervalSinceNow: 15)
-        var survivors = LiveObjectCensus.survivors
-        while !survivors.isEmpty, Date() < deadline {
-            usleep(20_000)
-            survivors = LiveObjectCensus.survivors
-        }
+        let survivors = LiveObjectCensus.waitUntilEmpty(before: Date(timeIntervalSinceNow: 15))
         guard !survivors.isEmpty else {
             FileHandle.standardError.write(Data("Live-object census at exit: no manager, engine or task of Courier's is alive.\n".utf8))
             return
