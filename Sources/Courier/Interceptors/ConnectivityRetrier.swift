@@ -16,7 +16,8 @@ struct ConnectivityRetrier: RequestRetrier {
     let policy: ConnectivityRetryPolicy
     let reachability: NetworkReachabilityManager
     var clock: any RetryClock = .system
-    /// Told when a task starts waiting for the network (the task's event monitors), if set.
+    /// Told when a task starts waiting for the network (the task's event monitors), if set: once
+    /// the wait listens, so that a status reported from then on is heard.
     var willWait: (@Sendable () -> Void)?
 
     func retry(_ attempt: FailedAttempt) async throws -> RetryDecision {
@@ -25,8 +26,7 @@ struct ConnectivityRetrier: RequestRetrier {
             ConnectionFailureCause(error).meansNetworkIsDown(status: self.reachability.networkReachabilityStatus)
         else { return .doNotRetry }
         attempt.logger.debug("waiting for the network to retry", metadata: ["courier.maximum-wait": "\(self.policy.maximumWait)"])
-        self.willWait?()
-        let networkIsBack = await self.reachability.waitUntilReachable(within: self.policy.maximumWait, clock: self.clock)
+        let networkIsBack = await self.reachability.waitUntilReachable(within: self.policy.maximumWait, clock: self.clock, listening: self.willWait)
         try Task.checkCancellation()
         return networkIsBack ? .retry(reason: .connectivity) : .doNotRetry
     }
@@ -34,10 +34,12 @@ struct ConnectivityRetrier: RequestRetrier {
 
 extension NetworkReachabilityManager {
     /// Waits until the status is reachable (true) or `limit` has passed on `clock` (false),
-    /// starting monitoring if it was off.
-    func waitUntilReachable(within limit: Duration, clock: any RetryClock = .system) async -> Bool {
+    /// starting monitoring if it was off. `listening` is called once the wait hears every status
+    /// reported (monitoring on, the stream made), before it waits.
+    func waitUntilReachable(within limit: Duration, clock: any RetryClock = .system, listening: (@Sendable () -> Void)? = nil) async -> Bool {
         self.startMonitoringIfIdle()
         let statuses = self.statuses
+        listening?()
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 for await status in statuses where status.isReachable { return true }

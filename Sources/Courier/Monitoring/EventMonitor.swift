@@ -92,6 +92,7 @@ public protocol EventMonitor: Sendable {
     func task(_ task: SessionTask, didFinishDownloadingTo location: URL)
     /// The task failed for want of a network and waits for it to come back
     /// (``SessionManager/connectivityRetry``), as URLSession's `taskIsWaitingForConnectivity`.
+    /// Sent once the wait hears the reachability manager: a status reported from then on counts.
     func taskIsWaitingForConnectivity(_ task: SessionTask)
     /// The session was invalidated and its engine shut down: no event of it follows.
     func sessionDidInvalidate(_ session: SessionManager)

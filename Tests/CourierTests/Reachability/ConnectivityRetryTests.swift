@@ -97,6 +97,28 @@ struct ConnectivityRetryTests {
         #expect(engine.requests.count == 1)
     }
 
+    /// The task's "waiting for connectivity" event comes once the wait hears the statuses: a
+    /// status reported in answer to it is not lost. It came before the wait started the monitor,
+    /// so a status sent at once was dropped and the task waited out its whole wait (a full run
+    /// under load failed `EventMonitorEventsTests.waitingForTheNetworkIsAnEvent` so, after 30 s).
+    @Test func whatIsReportedAsTheWaitBeginsIsHeard() async throws {
+        let monitor = ScriptedMonitor()
+        var retrier = ConnectivityRetrier(policy: ConnectivityRetryPolicy(maximumWait: .seconds(30)), reachability: monitor.manager())
+        let told = NIOLockedValueBox(0)
+        retrier.willWait = {
+            told.withLockedValue { $0 += 1 }
+            monitor.send(.notReachable)
+            monitor.send(.reachableViaEthernet)
+        }
+        let failure = CourierError(
+            .connectionFailed, "the network or host is unreachable", underlyingError: IOError(errnoCode: ENETUNREACH, reason: "connect"))
+        let started = ContinuousClock.now
+        let decision = try await retrier.retry(FailedAttempt(request: Request(url: Self.url), error: failure))
+        #expect(decision.isRetry && decision.reason == .connectivity, "\(decision)")
+        #expect(told.withLockedValue { $0 } == 1)
+        #expect(ContinuousClock.now - started < .seconds(30))
+    }
+
     /// Tasks that wait for the network at once start one monitor between them: none restarts the
     /// one another started (a restart stops it first, and a report sent in between was lost). The
     /// check and the start were two steps; the landing CI of 2026-12-05 caught four tasks racing
