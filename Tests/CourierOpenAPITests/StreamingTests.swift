@@ -75,7 +75,7 @@ struct StreamingTests {
             }
             try await withGeneratedClient(baseURL: server.baseURL) { client, _ in
                 // 256 KiB in memory: over the collected-body limit, so sent as a replayable stream.
-                let bytes = (0..<(256 << 10)).map(PatternChunks.byte(at:))
+                let bytes = PatternChunks.bytes(from: 0, to: 256 << 10)
                 let receipt = try await client.upload(body: .binary(HTTPBody(bytes))).ok.body.json
                 #expect(receipt.size == Int64(bytes.count))
                 #expect(receipt.crc32 == patternCRC(count: bytes.count))
@@ -108,7 +108,7 @@ struct StreamingTests {
             policy.initialBackoff = .zero
             manager.interceptor = policy
             try await withGeneratedClient(baseURL: server.baseURL, manager: manager) { client, _ in
-                let bytes = (0..<(256 << 10)).map(PatternChunks.byte(at:))
+                let bytes = PatternChunks.bytes(from: 0, to: 256 << 10)
                 let receipt = try await client.upload(body: .binary(HTTPBody(bytes))).ok.body.json
                 #expect(receipt.size == Int64(bytes.count))
                 #expect(receipt.crc32 == patternCRC(count: bytes.count))

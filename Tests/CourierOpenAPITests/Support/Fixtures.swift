@@ -166,6 +166,27 @@ struct PatternChunks: AsyncSequence, Sendable {
 
     static func byte(at offset: Int) -> UInt8 { UInt8(truncatingIfNeeded: offset &* 31 &+ offset >> 8) }
 
+    /// The pattern repeats every 64 KiB; two periods, made once, so that any chunk of up to a
+    /// period is one slice (a debug build made each chunk byte by byte, a second of the suite's time).
+    static let twoPeriods: [UInt8] = {
+        let period = (0..<65_536).map(PatternChunks.byte(at:))
+        return period + period
+    }()
+
+    /// The bytes from `start` to `end` of the pattern.
+    static func bytes(from start: Int, to end: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(end - start)
+        var offset = start
+        while offset < end {
+            let count = Swift.min(end - offset, 65_536)
+            let from = offset % 65_536
+            bytes.append(contentsOf: Self.twoPeriods[from..<(from + count)])
+            offset += count
+        }
+        return bytes
+    }
+
     struct AsyncIterator: AsyncIteratorProtocol {
         let sequence: PatternChunks
         var offset = 0
@@ -176,7 +197,7 @@ struct PatternChunks: AsyncSequence, Sendable {
                 return nil
             }
             let end = Swift.min(self.offset + self.sequence.chunkSize, self.sequence.count)
-            let chunk = (self.offset..<end).map(PatternChunks.byte(at:))
+            let chunk = PatternChunks.bytes(from: self.offset, to: end)
             self.offset = end
             self.sequence.made?.withLockedValue { $0 += 1 }
             return chunk[...]
@@ -189,12 +210,8 @@ struct PatternChunks: AsyncSequence, Sendable {
 /// The CRC-32 of `PatternChunks(count:)`'s bytes, as `/courier/upload` reports it.
 func patternCRC(count: Int) -> String {
     var crc = CRC32()
-    var chunk: [UInt8] = []
-    chunk.reserveCapacity(64 * 1024)
     for start in stride(from: 0, to: count, by: 64 * 1024) {
-        chunk.removeAll(keepingCapacity: true)
-        for offset in start..<min(start + 64 * 1024, count) { chunk.append(PatternChunks.byte(at: offset)) }
-        crc.update(chunk)
+        crc.update(PatternChunks.bytes(from: start, to: min(start + 64 * 1024, count)))
     }
     return crc.hex
 }

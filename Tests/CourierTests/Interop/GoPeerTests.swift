@@ -42,8 +42,7 @@ enum GoPeer {
 
     /// `count` bytes of a-z repeated: what `/big` sends.
     static func pattern(_ count: Int) -> Data {
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyz".utf8)
-        return Data((0..<count).map { alphabet[$0 % 26] })
+        Data(periodicBytes(count, period: Array("abcdefghijklmnopqrstuvwxyz".utf8)))
     }
 
     /// The lines "0" to "count - 1": what `/gzip` sends, compressed.

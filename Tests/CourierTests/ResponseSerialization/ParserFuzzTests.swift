@@ -12,6 +12,10 @@ import Testing
 /// (default 2), `COURIER_FUZZ_ITERATIONS` (default 200,000; the charset test runs half) and
 /// `COURIER_FUZZ_SEED` to run longer or elsewhere. What passes: no trap, and every result is
 /// either a value or a typed ``CourierError`` that keeps the body.
+///
+/// The loops give their thread up every ``yieldEvery`` inputs: the suite's tests share the
+/// cooperative pool (two threads on two cores), and the two loops held both for their whole
+/// budget as the suite started, when every other test's `await`s waited for a thread.
 @Suite("Parser fuzzing")
 struct ParserFuzzTests {
     static let budget = Duration.seconds(Double(ProcessInfo.processInfo.environment["COURIER_FUZZ_SECONDS"] ?? "") ?? 2)
@@ -19,6 +23,8 @@ struct ParserFuzzTests {
     static let seed = UInt64(ProcessInfo.processInfo.environment["COURIER_FUZZ_SEED"] ?? "") ?? 0xC0FFEE
     /// Run whatever the budget says (unless `COURIER_FUZZ_ITERATIONS` asks for fewer).
     static let minimumRuns = 1_001
+    /// Inputs between two `Task.yield()`s.
+    static let yieldEvery = 200
 
     /// SplitMix64: small, fast, reproducible.
     struct Generator: RandomNumberGenerator {
@@ -55,7 +61,7 @@ struct ParserFuzzTests {
         return bytes
     }
 
-    @Test func imageHeaders() {
+    @Test func imageHeaders() async {
         var rng = Generator(state: Self.seed)
         let seeds = ImageFixture.all.map(\.1)
         let serializer = ImageResponseSerializer()
@@ -65,6 +71,7 @@ struct ParserFuzzTests {
         var runs = 0
         var parsed = 0
         while runs < Self.maxRuns, runs < Self.minimumRuns || clock.now < deadline {
+            if runs % Self.yieldEvery == 0 { await Task.yield() }
             let bytes: [UInt8]
             if runs % 10 == 0 {
                 bytes = (0..<Int.random(in: 0...64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
@@ -85,7 +92,7 @@ struct ParserFuzzTests {
         print("image-header fuzz: \(runs) inputs (seed \(Self.seed)), \(parsed) parsed as images")
     }
 
-    @Test func charsetsAndText() {
+    @Test func charsetsAndText() async {
         var rng = Generator(state: Self.seed &+ 1)
         let names = ["utf-8", "UTF-16LE", "utf-16be", "utf-16", "utf-32", "iso-8859-1", "latin1", "windows-1252", "shift_jis", "euc-jp", "us-ascii", "klingon", ""]
         let pieces = [";", "=", "\"", " ", "charset", "CHARSET", "text/plain", "\u{0}", "é", ",", "\t", "'"]
@@ -93,6 +100,7 @@ struct ParserFuzzTests {
         let deadline = clock.now.advanced(by: Self.budget)
         var runs = 0
         while runs < Self.maxRuns / 2, runs < Self.minimumRuns || clock.now < deadline {
+            if runs % Self.yieldEvery == 0 { await Task.yield() }
             var type = ""
             for _ in 0..<Int.random(in: 0...8, using: &rng) {
                 type += Bool.random(using: &rng) ? pieces.randomElement(using: &rng)! : names.randomElement(using: &rng)!

@@ -46,7 +46,7 @@ private final class HeldDisk: Sendable {
 /// `count` bytes that differ with `seed`, so that a chunk written out of order shows.
 private func chunk(_ count: Int, seed: Int) -> ByteBuffer {
     var buffer = ByteBuffer()
-    buffer.writeBytes((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ seed &* 13) })
+    buffer.writeBytes(periodicBytes(count, period: (0..<256).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ seed &* 13) }))
     return buffer
 }
 

@@ -25,15 +25,16 @@ struct TransportProgressTests {
 
     /// `count` chunks of `size` bytes each, byte `i` of the whole being `i % 251`.
     private static func chunks(_ count: Int, of size: Int) -> AsyncThrowingStream<ByteBuffer, any Error> {
-        AsyncThrowingStream { continuation in
+        let whole = Self.pattern(count * size)
+        return AsyncThrowingStream { continuation in
             for index in 0..<count {
-                continuation.yield(ByteBuffer(bytes: (0..<size).map { UInt8((index * size + $0) % 251) }))
+                continuation.yield(ByteBuffer(bytes: whole[(index * size)..<((index + 1) * size)]))
             }
             continuation.finish()
         }
     }
 
-    private static func pattern(_ count: Int) -> Data { Data((0..<count).map { UInt8($0 % 251) }) }
+    private static func pattern(_ count: Int) -> Data { Data(periodicBytes(count, period: (0..<251).map { UInt8($0) })) }
     /// `pattern(3 << 20)`, made once: a debug build takes a while to map 3 MiB, and every transport
     /// (eight with the proxies) needs it twice.
     private static let threeMiBPattern = Self.pattern(3 << 20)
