@@ -45,6 +45,37 @@ struct ServerSentEventParserTests {
         #expect(events.map(\.id) == ["1", "1", nil])
     }
 
+    /// An event may hold `maximumEventSize` bytes before its blank line, counted over its data
+    /// lines and the line under way: one more and the parser stops, having returned the events
+    /// before it (in the same chunk too). A reset (a new connection) starts again.
+    @Test(arguments: [1, 5, Int.max])
+    func anEventThatRunsOverTheLimitStopsTheParser(size: Int) {
+        func feed(_ parser: inout ServerSentEventParser, _ text: String) -> [ServerSentEvent] {
+            let bytes = Array(text.utf8)
+            var events: [ServerSentEvent] = []
+            for start in stride(from: 0, to: bytes.count, by: min(size, bytes.count)) {
+                events += parser.feed(ByteBuffer(bytes: bytes[start..<min(bytes.count, start + size)]))
+            }
+            return events
+        }
+        // Within the limit: "data: " is not held, only the value (and the line while it is read).
+        var parser = ServerSentEventParser(maximumEventSize: 16)
+        #expect(feed(&parser, "data: 0123456789\n\n") == [ServerSentEvent(data: "0123456789")])
+        #expect(parser.overflow == nil)
+        // Data lines that never end their event.
+        parser = ServerSentEventParser(maximumEventSize: 16)
+        #expect(feed(&parser, "data: first\n\ndata: 0123456\ndata: 789abcdef\ndata: late\n\n") == [ServerSentEvent(data: "first")])
+        #expect(parser.overflow == 17)
+        #expect(feed(&parser, "data: more\n\n").isEmpty, "nothing more is parsed")
+        // One line that never ends.
+        parser = ServerSentEventParser(maximumEventSize: 16)
+        #expect(feed(&parser, "data: x\n\n: " + String(repeating: "-", count: 40)) == [ServerSentEvent(data: "x")])
+        #expect(parser.overflow == 17)
+        parser.reset()
+        #expect(parser.overflow == nil)
+        #expect(feed(&parser, "data: again\n\n") == [ServerSentEvent(data: "again")])
+    }
+
     @Test func aCRAtTheEndOfAChunkAndAnLFAtTheStartOfTheNextAreOneEnding() {
         var parser = ServerSentEventParser()
         #expect(parser.feed(ByteBuffer(string: "data: a\r")).isEmpty)

@@ -34,6 +34,29 @@ struct TransportStreamTests {
         }
     }
 
+    /// An event that runs over `maximumEventSize` before its blank line fails the stream with a
+    /// typed error once the events before it are read; the stream does not reconnect (it would
+    /// ask for the same event again).
+    @Test(arguments: Transport.allCases)
+    func anEventOverTheLimitFailsTheStreamAfterTheEventsBeforeIt(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            server.route("/endless-event") { _ in
+                let body = "id: 1\ndata: before\n\ndata: " + String(repeating: "x", count: 200_000) + "\n\n"
+                return TestServer.Response(headerFields: [.contentType: "text/event-stream"], body: Data(body.utf8))
+            }
+            let stream = manager.eventStream(
+                Request(url: server.url("/endless-event")), options: .init(retryDelay: .milliseconds(10), maximumEventSize: 64 << 10))
+            var events: [ServerSentEvent] = []
+            let error = await #expect(throws: CourierError.self) {
+                for try await event in stream { events.append(event) }
+            }
+            #expect(events == [ServerSentEvent(data: "before", id: "1")])
+            #expect(error?.code == .responseSerializationFailed)
+            #expect(error?.description.contains("holds over 65536 bytes") == true, "\(error.map { "\($0)" } ?? "")")
+            #expect(server.requestCount == 1, "no reconnection")
+        }
+    }
+
     /// Eight requests held by the server at once: HTTP/2 carries them as streams of one
     /// connection; HTTP/1.1 needs a connection each (the per-host limit is 8).
     @Test(arguments: Transport.allCases)

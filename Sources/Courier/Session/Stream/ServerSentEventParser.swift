@@ -6,7 +6,16 @@ import NIOCore
 /// dropped; `:` starts a comment; a field without `:` has an empty value; one space after the
 /// colon is dropped; `retry` takes digits only; an `id` containing NUL is ignored; a blank line
 /// dispatches the event when it has data.
+///
+/// What an event holds while it waits for its blank line (the line under way, the `data` gathered,
+/// the `event` type) is bounded by ``maximumEventSize``: past it the parser stops and says so
+/// (``overflow``), instead of gathering a stream that never ends an event until memory runs out.
 struct ServerSentEventParser {
+    /// The most bytes an event may hold before its blank line.
+    let maximumEventSize: Int
+    /// How many bytes the event held when it ran over ``maximumEventSize``; nil while it has not.
+    /// Once set, `feed` parses nothing more.
+    private(set) var overflow: Int?
     private var line: [UInt8] = []
     private var lastByteWasCR = false
     private var data: [UInt8] = []
@@ -17,10 +26,16 @@ struct ServerSentEventParser {
     /// The reconnection delay from the last valid `retry` field.
     private(set) var retry: Duration?
 
-    /// Parses `chunk` and returns the events it completed.
+    /// A parser whose events hold at most `maximumEventSize` bytes before their blank line.
+    init(maximumEventSize: Int = ServerSentEventStream.Options.defaultMaximumEventSize) {
+        self.maximumEventSize = maximumEventSize
+    }
+
+    /// Parses `chunk` and returns the events it completed (those before an ``overflow`` too).
     mutating func feed(_ chunk: ByteBuffer) -> [ServerSentEvent] {
         var events: [ServerSentEvent] = []
         for byte in chunk.readableBytesView {
+            guard self.overflow == nil else { break }
             if let seen = self.byteOrderMarkSeen {
                 // The byte-order mark EF BB BF, if the stream starts with it, is not content.
                 if byte == Self.byteOrderMark[seen] {
@@ -53,7 +68,15 @@ struct ServerSentEventParser {
         default:
             self.lastByteWasCR = false
             self.line.append(byte)
+            self.checkSize(line: self.line.count)
         }
+    }
+
+    /// Sets ``overflow`` when the event under way, with a line of `line` bytes, holds more than
+    /// ``maximumEventSize`` bytes.
+    private mutating func checkSize(line: Int) {
+        let held = line + self.data.count + self.eventType.count
+        if held > self.maximumEventSize { self.overflow = held }
     }
 
     /// The stream ended: an event not yet dispatched is dropped, as the standard says.
@@ -64,6 +87,7 @@ struct ServerSentEventParser {
         self.hasData = false
         self.eventType = []
         self.byteOrderMarkSeen = 0
+        self.overflow = nil
     }
 
     private mutating func endLine(into events: inout [ServerSentEvent]) {
@@ -90,6 +114,8 @@ struct ServerSentEventParser {
             if self.hasData { self.data.append(UInt8(ascii: "\n")) }
             self.data.append(contentsOf: value)
             self.hasData = true
+            // The line is done with: its value is in the data now.
+            self.checkSize(line: 0)
         case "id":
             if !value.contains(0) { self.lastEventID = String(decoding: value, as: UTF8.self) }
         case "retry":

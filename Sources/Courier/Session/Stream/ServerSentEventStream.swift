@@ -13,8 +13,11 @@ import NIOCore
 /// other status than 200, or another content type, fails it with
 /// ``CourierError/Code/invalidResponse``; so do the failures no reconnection can mend, at once:
 /// an invalidated session (``CourierError/Code/sessionInvalidated``, without waiting the retry
-/// delay), cancellation, and a request that cannot be sent. Stopping the iteration cancels the
-/// connection.
+/// delay), cancellation, and a request that cannot be sent. An event that holds more than
+/// ``Options/maximumEventSize`` bytes before its blank line fails it too, with
+/// ``CourierError/Code/responseSerializationFailed``, after the events before it (a server that
+/// never ends an event would otherwise fill memory; reconnecting would ask for the same event
+/// again). Stopping the iteration cancels the connection.
 public struct ServerSentEventStream: AsyncSequence, Sendable {
     public typealias Element = ServerSentEvent
     public typealias Failure = CourierError
@@ -27,11 +30,22 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
         /// then the last failure is thrown (or the sequence ends, when the connections ended
         /// cleanly). nil (the default) reconnects forever.
         public var maximumReconnectionsWithoutEvent: Int?
+        /// The most bytes one event may hold before the blank line that ends it (its `data`
+        /// lines, its `event` type and the line under way): 16 MiB by default, as
+        /// ``DecodableStreamSerializer/maximumLineLength``.
+        public var maximumEventSize: Int
+
+        /// ``maximumEventSize``'s default: 16 MiB.
+        public static let defaultMaximumEventSize = 16 * 1024 * 1024
 
         /// Options; see each property.
-        public init(retryDelay: Duration = .seconds(3), maximumReconnectionsWithoutEvent: Int? = nil) {
+        public init(
+            retryDelay: Duration = .seconds(3), maximumReconnectionsWithoutEvent: Int? = nil,
+            maximumEventSize: Int = Options.defaultMaximumEventSize
+        ) {
             self.retryDelay = retryDelay
             self.maximumReconnectionsWithoutEvent = maximumReconnectionsWithoutEvent
+            self.maximumEventSize = maximumEventSize
         }
     }
 
@@ -51,8 +65,10 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
         let manager: SessionManager
         let request: Request
         let options: Options
-        private var parser = ServerSentEventParser()
+        private var parser: ServerSentEventParser
         private var pending: [ServerSentEvent] = []
+        /// Thrown once `pending` is delivered: an event ran over ``Options/maximumEventSize``.
+        private var failure: CourierError?
         private var body: ResponseBodyStream.AsyncIterator?
         private var connections = 0
         private var failuresWithoutEvent = 0
@@ -62,6 +78,7 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
             self.manager = manager
             self.request = request
             self.options = options
+            self.parser = ServerSentEventParser(maximumEventSize: options.maximumEventSize)
         }
 
         public mutating func next() async throws(CourierError) -> ServerSentEvent? {
@@ -70,6 +87,10 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
                     self.failuresWithoutEvent = 0
                     return self.pending.removeFirst()
                 }
+                if let failure = self.failure.take() {
+                    self.isDone = true
+                    throw failure
+                }
                 if self.body == nil {
                     try await self.connect()
                     continue
@@ -77,6 +98,14 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
                 do {
                     if let chunk = try await self.body!.next() {
                         self.pending = self.parser.feed(chunk)
+                        if let held = self.parser.overflow {
+                            // Dropping the body's iterator cancels the connection.
+                            self.body = nil
+                            self.failure = CourierError(
+                                .responseSerializationFailed,
+                                "\(self.request.summary): an event of the stream holds over \(self.options.maximumEventSize) bytes (\(held) so far) without the blank line that ends it",
+                                request: self.request)
+                        }
                     } else {
                         try self.connectionEnded(with: nil)
                     }
