@@ -36,7 +36,10 @@ extension NIOEngine {
         /// Seconds an HTTP/2 connection with no stream open may hear nothing from the server before
         /// it sends a PING to check the server is still there. 30 by default; at least a
         /// millisecond. At or above ``connectionIdleTimeout`` no PING is sent: the idle connection
-        /// closes first.
+        /// closes first. Keep it at seconds: servers limit how often they are pinged (a
+        /// swift-nio-http2 server ends a connection that sends over 200 PINGs, SETTINGS and other
+        /// control frames in 30 seconds; gRPC servers ask for minutes), and one answered PING after
+        /// another on an idle connection, a tenth of a second apart, passes that in 20 seconds.
         public var http2PingInterval: TimeInterval = 30
         /// Seconds a PING may wait for the server's answer (or any other frame) before the HTTP/2
         /// connection counts as dead: it closes and leaves the pool, and the next request opens a
