@@ -9,7 +9,7 @@ import NIOConcurrencyHelpers
 ///
 /// | metric | kind | dimensions |
 /// |---|---|---|
-/// | `courier_requests_total` | counter, one per task | `method`, `status_class` (`2xx`…`5xx`, or `error`) |
+/// | `courier_requests_total` | counter, one per task | `method` (see below), `status_class` (`2xx`…`5xx`, or `error`) |
 /// | `courier_request_failures_total` | counter, one per failed task | `code` (``CourierError/Code``) |
 /// | `courier_request_duration_seconds` | timer, resume to completion | `method`, `status_class` |
 /// | `courier_request_body_bytes_total` | counter | — |
@@ -20,7 +20,10 @@ import NIOConcurrencyHelpers
 /// | `courier_websocket_message_bytes_sent_total` | counter, message payloads | — |
 /// | `courier_websocket_message_bytes_received_total` | counter, message payloads | — |
 ///
-/// Every dimension is low-cardinality: no URL, host or identifier. The label prefix (`courier`)
+/// Every dimension is low-cardinality: no URL, host or identifier. `method` is one of RFC 9110's
+/// methods or `PATCH`, and `_OTHER` for any other (as OpenTelemetry's HTTP conventions say): a
+/// method is any token, and a service that passes its callers' methods on would otherwise make a
+/// series, and an instrument kept here, for each one it is sent. The label prefix (`courier`)
 /// can be changed. Open connections are the engine's to report: `courier_open_connections`, a
 /// `Meter` by `protocol` (see ``NIOEngine/Configuration/metricsFactory``).
 public struct MetricsMonitor: EventMonitor {
@@ -43,7 +46,7 @@ public struct MetricsMonitor: EventMonitor {
     }
 
     public func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics) {
-        let method = metrics.originalRequest.method.rawValue
+        let method = Self.methodDimension(metrics.originalRequest.method)
         let statusClass = metrics.response.map { "\($0.status.code / 100)xx" } ?? "error"
         self.instruments.counter("requests_total", [("method", method), ("status_class", statusClass)]).increment()
         if let error = metrics.error {
@@ -73,6 +76,14 @@ public struct MetricsMonitor: EventMonitor {
         let received = metrics.bytesReceived
         if sent > 0 { self.instruments.counter("websocket_message_bytes_sent_total", []).increment(by: sent) }
         if received > 0 { self.instruments.counter("websocket_message_bytes_received_total", []).increment(by: received) }
+    }
+
+    /// The `method` dimension: a known method's name, else `_OTHER`.
+    static func methodDimension(_ method: HTTPRequest.Method) -> String {
+        switch method {
+        case .get, .head, .post, .put, .delete, .connect, .options, .trace, .patch: method.rawValue
+        default: "_OTHER"
+        }
     }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {

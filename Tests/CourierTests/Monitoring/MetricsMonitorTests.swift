@@ -33,4 +33,20 @@ struct MetricsMonitorTests {
         #expect(try metrics.expectCounter("courier_response_body_bytes_total").totalValue == 105)
         #expect(try metrics.expectCounter("courier_retries_total", [("reason", "transient-failure")]).totalValue == 1)
     }
+
+    @Test("A method that is not one of RFC 9110's or PATCH is counted as _OTHER, whatever its name: the dimension stays bounded")
+    func unknownMethodsShareOneDimension() throws {
+        let metrics = TestMetrics()
+        let monitor = MetricsMonitor(factory: metrics)
+        let task = SessionManager(engine: RefusingEngine()).dataTask(with: Request(url: URL(string: "http://x.test/")!), completionHandler: nil)
+        for name in ["GET", "PATCH", "PROPFIND", "BREW", "X-RANDOM-1", "X-RANDOM-2"] {
+            let request = Request(method: try #require(HTTPRequest.Method(name)), url: URL(string: "http://x.test/")!)
+            monitor.task(task, didFinishCollecting: TaskMetrics(
+                taskStart: Date(), duration: .milliseconds(1), attempts: [], originalRequest: request, response: HTTPResponse(status: .ok), error: nil))
+        }
+        #expect(try metrics.expectCounter("courier_requests_total", [("method", "GET"), ("status_class", "2xx")]).totalValue == 1)
+        #expect(try metrics.expectCounter("courier_requests_total", [("method", "PATCH"), ("status_class", "2xx")]).totalValue == 1)
+        #expect(try metrics.expectCounter("courier_requests_total", [("method", "_OTHER"), ("status_class", "2xx")]).totalValue == 4)
+        #expect(metrics.counters.filter { $0.label == "courier_requests_total" }.count == 3, "one series per known method seen, and one for the rest")
+    }
 }
