@@ -96,7 +96,8 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// Progress snapshots for `direction`, for `async` callers: the current one at once, then one
     /// per change (only the newest when the consumer is slower), never going backwards, the last
     /// one at 1.0 when the task succeeds; the sequence finishes after the task ends. Each call
-    /// makes a new sequence.
+    /// makes a new sequence; one whose consumer stops (drops it, or is cancelled) costs the task
+    /// nothing from then on.
     ///
     /// ```swift
     /// for await snapshot in task.progressUpdates(for: .download) {

@@ -2,6 +2,8 @@ import NIOConcurrencyHelpers
 
 /// One `progressUpdates(for:)` consumer.
 struct ProgressObserver: Sendable {
+    /// Which of the task's consumers it is, to leave the list when its consumer stops.
+    let id: Int
     let direction: ProgressSnapshot.Direction
     let continuation: AsyncStream<ProgressSnapshot>.Continuation
     /// The last fraction handed out: later snapshots never go below it.
@@ -10,17 +12,32 @@ struct ProgressObserver: Sendable {
 
 extension TaskDelegate {
     /// A new sequence of snapshots for `direction`: the current one at once, then one per change
-    /// (the newest only, when the consumer is slower), finishing after the task ends.
+    /// (the newest only, when the consumer is slower), finishing after the task ends. A consumer
+    /// that stops iterating (or is cancelled) leaves at once: a long task polled by short-lived
+    /// consumers kept one entry, and a snapshot at every change, for each until the task ended.
     func progressUpdates(for direction: ProgressSnapshot.Direction) -> AsyncStream<ProgressSnapshot> {
         let (stream, continuation) = AsyncStream.makeStream(of: ProgressSnapshot.self, bufferingPolicy: .bufferingNewest(1))
-        let (snapshot, finished) = self.state.withLockedValue { state -> (ProgressSnapshot, Bool) in
+        let (snapshot, joined) = self.state.withLockedValue { state -> (ProgressSnapshot, Int?) in
             let finished = state.progressUpdatesFinished
             let snapshot = state.progressSnapshot(direction, finished: finished, floor: 0)
-            if !finished { state.progressObservers.append(ProgressObserver(direction: direction, continuation: continuation, lastFraction: snapshot.fractionCompleted)) }
-            return (snapshot, finished)
+            guard !finished else { return (snapshot, nil) }
+            state.progressObserversJoined += 1
+            let id = state.progressObserversJoined
+            state.progressObservers.append(ProgressObserver(id: id, direction: direction, continuation: continuation, lastFraction: snapshot.fractionCompleted))
+            return (snapshot, id)
         }
         continuation.yield(snapshot)
-        if finished { continuation.finish() }
+        guard let id = joined else {
+            continuation.finish()
+            return stream
+        }
+        // Set outside the lock (the handler takes it). Only a consumer that stopped leaves here
+        // (its sequence and iterators dropped, or its task cancelled); the task's end takes
+        // every consumer off the list itself.
+        continuation.onTermination = { [weak self] termination in
+            guard case .cancelled = termination, let self else { return }
+            self.state.withLockedValue { $0.progressObservers.removeAll { $0.id == id } }
+        }
         return stream
     }
 

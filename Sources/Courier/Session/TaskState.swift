@@ -53,6 +53,8 @@ struct TaskState {
     var downloadProgress: Progress?
     /// The consumers of `progressUpdates(for:)`.
     var progressObservers: [ProgressObserver] = []
+    /// How many consumers joined: the next one's identifier.
+    var progressObserversJoined = 0
     /// Whether the last snapshots went out.
     var progressUpdatesFinished = false
     /// What the cookie store and the cache keep between hops.

@@ -1,9 +1,10 @@
-import Courier
 import CourierTesting
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import Testing
+
+@testable import Courier
 
 @Suite("Progress snapshots for async callers")
 struct ProgressUpdatesTests {
@@ -19,6 +20,39 @@ struct ProgressUpdatesTests {
 
     private func isMonotonic(_ snapshots: [ProgressSnapshot]) -> Bool {
         zip(snapshots, snapshots.dropFirst()).allSatisfy { $0.fractionCompleted <= $1.fractionCompleted }
+    }
+
+    /// A consumer that stops (its sequence dropped after a snapshot, or its task cancelled) leaves
+    /// the task at once: consumers of a long task that each read a snapshot and go were kept,
+    /// and handed a snapshot at every change, until the task ended. One still reading stays, and
+    /// finishes when the task ends.
+    @Test func aConsumerThatStopsLeavesTheTask() async throws {
+        let manager = SessionManager(engine: RefusingEngine())
+        defer { manager.invalidate(cancelingTasks: true) }
+        // Never resumed: it runs as long as the test wants.
+        let task = manager.dataTask(with: Request(url: URL(string: "http://progress.test/")!), completionHandler: nil)
+        let consumers = { task.delegate.state.withLockedValue { $0.progressObservers.count } }
+        for direction in [ProgressSnapshot.Direction.download, .upload, .download] {
+            var iterator = task.progressUpdates(for: direction).makeAsyncIterator()
+            #expect(await iterator.next() != nil)
+        }
+        #expect(await eventually { consumers() == 0 }, "\(consumers()) consumers left")
+        let reading = Task {
+            var seen = 0
+            for await _ in task.progressUpdates(for: .download) { seen += 1 }
+            return seen
+        }
+        #expect(await eventually { consumers() == 1 })
+        reading.cancel()
+        #expect(await eventually { consumers() == 0 }, "the cancelled consumer left")
+        #expect(await reading.value == 1)
+        let kept = task.progressUpdates(for: .download)
+        #expect(consumers() == 1)
+        task.cancel()
+        var last: ProgressSnapshot?
+        for await snapshot in kept { last = snapshot }
+        #expect(last?.isFinished == true)
+        #expect(consumers() == 0)
     }
 
     @Test func askingAfterTheEndGivesTheLastSnapshotAtOnce() async throws {
