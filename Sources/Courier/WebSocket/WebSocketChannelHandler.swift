@@ -309,6 +309,11 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
         self.write(context: context, opcode: .ping, data: payload, promise: promise)
     }
 
+    /// The user's wait for the PONG of `payload` was cancelled.
+    func pingAbandoned(_ payload: ByteBuffer) {
+        self.machine.userPingAbandoned(payload)
+    }
+
     func close(code: WebSocketCloseCode, reason: String) {
         self.run(self.machine.closeRequested(code: code, reason: reason))
     }

@@ -234,6 +234,14 @@ struct WebSocketConnectionStateMachine {
         return true
     }
 
+    /// The user stopped waiting for the PONG of the PING sent with `payload` (its wait was
+    /// cancelled): it is no longer looked for, and a PONG for it is one nobody asked for. (Kept,
+    /// the PINGs of a peer that never answers piled up for the connection's life, one a call.)
+    mutating func userPingAbandoned(_ payload: ByteBuffer) {
+        guard let index = self.unansweredPings.firstIndex(where: { !$0.isKeepAlive && $0.payload == payload }) else { return }
+        self.unansweredPings.remove(at: index)
+    }
+
     /// The server did not answer Courier's close frame in time.
     mutating func closeTimedOut() -> [Action] {
         guard case .closeSent = self.state else { return [] }

@@ -319,11 +319,15 @@ public final class WebSocketTask: Sendable {
                 if let ended { continuation.resume(throwing: ended) }
             }
         } onCancel: {
-            let waiter = self.state.withLockedValue { state -> CheckedContinuation<Void, any Error>? in
-                guard let index = state.pingWaiters.firstIndex(where: { $0.0 == sent }) else { return nil }
-                return state.pingWaiters.remove(at: index).1
+            let (waiter, handler) = self.state.withLockedValue { state -> (CheckedContinuation<Void, any Error>?, NIOLoopBound<WebSocketChannelHandler>?) in
+                guard let index = state.pingWaiters.firstIndex(where: { $0.0 == sent }) else { return (nil, nil) }
+                return (state.pingWaiters.remove(at: index).1, state.handler)
             }
-            waiter?.resume(throwing: Self.waitCancelled(for: "a PONG", request: self.request))
+            guard let waiter else { return }
+            // After the PING on the loop (queued before, under the same lock): the connection
+            // stops looking for its PONG.
+            handler?.eventLoop.execute { handler?.value.pingAbandoned(sent) }
+            waiter.resume(throwing: Self.waitCancelled(for: "a PONG", request: self.request))
         }
     }
 

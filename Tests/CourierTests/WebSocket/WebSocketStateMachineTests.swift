@@ -277,6 +277,32 @@ struct WebSocketStateMachineTests {
         #expect(!sentU6, "not after the end")
     }
 
+    /// A PING whose wait was given up (the caller cancelled) is no longer looked for: a later
+    /// PONG does not answer it, nor does its own, and a peer that never answers does not make
+    /// them pile up; the keep-alive's PINGs are untouched.
+    @Test func aPingGivenUpIsNoLongerLookedFor() {
+        var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
+        #expect(machine.pingTimerFired(payload: self.buffer("k1")) == [.sendPing(self.buffer("k1"))])
+        for payload in ["u1", "u2", "u3"] {
+            let sent = machine.userPingSent(self.buffer(payload))
+            #expect(sent)
+        }
+        machine.userPingAbandoned(self.buffer("u1"))
+        machine.userPingAbandoned(self.buffer("u2"))
+        machine.userPingAbandoned(self.buffer("k1"))  // not a user's: kept
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("u1"))) == [], "u1 was given up")
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("u3"))) == [.pingsAnswered([self.buffer("u3")])], "not u2")
+        #expect(machine.pingTimerFired(payload: self.buffer("k2")) == [.sendPing(self.buffer("k2"))], "k1 was answered by u3's PONG")
+        // Ten thousand given up on a peer that never answers leave nothing behind.
+        for index in 0..<10_000 {
+            let sent = machine.userPingSent(self.buffer("p\(index)"))
+            #expect(sent)
+            machine.userPingAbandoned(self.buffer("p\(index)"))
+        }
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("p9999"))) == [])
+        #expect(machine.pingTimerFired(payload: self.buffer("k3")) == [.closeConnection, .finish(.pingTimedOut)], "k2 is still unanswered")
+    }
+
     /// Unread messages up to the bound change nothing: the keep-alive's PONG is still taken, a
     /// PING answered, a close seen. One byte past it closes with 1008, once.
     @Test func unreadMessagesDoNotStarveControlFramesAndAreBounded() {
