@@ -246,7 +246,12 @@ struct OkHttpCallCancelTests {
 
     // OkHttp: cancelDuringHttpsConnect (the server takes the TCP connection and never answers TLS)
     @Test func cancelDuringHttpsConnect() async throws {
-        try await Call.overHTTP1({ _, _, _ in .hold }) { server, manager in
+        // The connect timeout far off: a full run on one core once stalled this test longer than
+        // the default 10 s between the connection's start and the cancel, and the task ended
+        // timed out instead.
+        var configuration = SessionConfiguration.default
+        configuration.timeoutIntervalForConnect = 120
+        try await Call.overHTTP1(configuration: configuration, { _, _, _ in .hold }) { server, manager in
             let (task, completions) = Self.task(manager, Request(url: URL(string: "https://127.0.0.1:\(server.port)/")!))
             task.resume()
             #expect(await server.changes.wait { server.connectionCount == 1 })
