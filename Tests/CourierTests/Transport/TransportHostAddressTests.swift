@@ -71,6 +71,9 @@ struct TransportHostAddressTests {
         }
         try await transport.run(configure: { configuration in
             configuration.hostNameResolver = resolver
+            // The resolver is asked on a task of the cooperative pool: a full run on one core
+            // once held it past the default 10 s, and the connection timed out.
+            configuration.timeoutIntervalForConnect = 120
             if var proxy = transport.proxy, !transport.proxyHasAName {
                 proxy.host = Self.proxyName
                 configuration.proxy = ProxyConfiguration(proxy: proxy)
@@ -95,6 +98,8 @@ struct TransportHostAddressTests {
         try await withTestServer(Transport.http1.serverConfiguration()) { server in
             var configuration = Transport.http1.sessionConfiguration()
             configuration.hostNameResolver = CountingResolver(answers: [:])
+            // As above: the failing resolver's answer waits for a thread of the pool.
+            configuration.timeoutIntervalForConnect = 120
             try await withManager(baseURL: nil, configuration: configuration) { manager in
                 let error = await #expect(throws: CourierError.self) { try await manager.get("http://api.courier.invalid:\(server.port)/get") }
                 #expect(error?.code == .connectionFailed)
