@@ -51,8 +51,18 @@ extension TaskDelegate {
             }
             self.adaptationDidFinish(result, attempt: attempt, span: span, on: manager)
         }
-        // The task ended meanwhile (a cancellation cancels the work it finds, and here it found none).
-        if !self.state.withLockedValue({ $0.machine.adaptationStarted(work) }) { work.cancel() }
+        // A cancellation cancels the work it finds; one that came before the work existed is
+        // acted on here.
+        let (action, request) = self.state.withLockedValue { ($0.machine.adaptationStarted(work), $0.currentRequest) }
+        switch action {
+        case .keep:
+            break
+        case .cancel:
+            work.cancel()
+        case .cancelAndComplete:
+            work.cancel()
+            self.complete(with: .cancelled(request))
+        }
     }
 
     /// The adapters are done: send their request, or end the task with their failure.

@@ -180,17 +180,29 @@ struct TaskMachine {
         if case .starting = self.phase { self.phase = .adapting(work: nil) }
     }
 
-    /// The adapters' task exists. False when it must be cancelled: the task ended meanwhile.
-    mutating func adaptationStarted(_ work: Task<Void, Never>) -> Bool {
+    /// What to do with the adapters' task once it exists.
+    enum AdaptersStartedAction: Equatable {
+        /// Let it run.
+        case keep
+        /// Cancel it: the task ended meanwhile.
+        case cancel
+        /// Cancel it and end the task now: a `cancel()` came while the attempt was starting,
+        /// before the adapters began, and found nothing to cancel. (Left to run, adapters that
+        /// never return, a token refresh that hangs, kept a cancelled task from ending.)
+        case cancelAndComplete
+    }
+
+    /// The adapters' task exists.
+    mutating func adaptationStarted(_ work: Task<Void, Never>) -> AdaptersStartedAction {
         switch self.phase {
         case .adapting(nil):
             self.phase = .adapting(work: work)
-            return true
+            return self.isCancelling ? .cancelAndComplete : .keep
         case .ended:
-            return false
+            return .cancel
         default:
             // The adapters finished already.
-            return true
+            return .keep
         }
     }
 

@@ -114,8 +114,8 @@ struct TaskMachineTests {
         _ = machine.resume()
         machine.adaptationBegan()
         let work = Task<Void, Never> {}
-        let workKept = machine.adaptationStarted(work)
-        #expect(workKept)
+        let started = machine.adaptationStarted(work)
+        #expect(started == .keep)
         guard case .complete(let cancelled?) = machine.cancel() else { Issue.record("the adapters are cancelled"); return }
         #expect(cancelled == work)
         let completed = machine.complete()
@@ -131,19 +131,24 @@ struct TaskMachineTests {
         guard case .complete(nil) = machine.cancel() else { Issue.record("ends now"); return }
         let completed = machine.complete()
         #expect(completed)
-        let workKept = machine.adaptationStarted(Task<Void, Never> {})
-        #expect(!workKept, "the late task is cancelled")
+        let started = machine.adaptationStarted(Task<Void, Never> {})
+        #expect(started == .cancel, "the late task is cancelled")
     }
 
-    @Test func cancelBetweenResumeAndTheAdaptersEndsWhenTheyReturn() {
+    /// A cancel between the resume and the adapters' start finds nothing to cancel; the adapters'
+    /// task is then cancelled as it is stored, and the task ends at once, without waiting for
+    /// adapters that may never return (it waited for them to return before).
+    @Test func cancelBetweenResumeAndTheAdaptersCancelsThemAndEnds() {
         var machine = TaskMachine()
         _ = machine.resume()
         guard case .cancelExchange(nil) = machine.cancel() else { Issue.record("starting: nothing to cancel yet"); return }
         machine.adaptationBegan()
-        let workKept = machine.adaptationStarted(Task<Void, Never> {})
-        #expect(workKept)
+        let started = machine.adaptationStarted(Task<Void, Never> {})
+        #expect(started == .cancelAndComplete)
+        let completed = machine.complete()
+        #expect(completed)
         let adapted = machine.adaptationFinished(attempt: 0)
-        #expect(adapted == .completeCancelled, "the adapted request is not sent")
+        #expect(adapted == .none, "the adapters' result goes nowhere")
     }
 
     @Test func cancelDuringARetryWaitCancelsTheWaiterAndEnds() {
@@ -196,8 +201,8 @@ struct TaskMachineTests {
         #expect(machine.publicState == .running)
         let adapted = machine.adaptationFinished(attempt: 0)
         #expect(adapted == .send, "finished before their task was stored")
-        let workKept = machine.adaptationStarted(Task<Void, Never> {})
-        #expect(workKept, "the finished work is not cancelled")
+        let started = machine.adaptationStarted(Task<Void, Never> {})
+        #expect(started == .keep, "the finished work is not cancelled")
         let adaptedAgain = machine.adaptationFinished(attempt: 0)
         #expect(adaptedAgain == .none, "once")
         let exchange = FakeExchange()
