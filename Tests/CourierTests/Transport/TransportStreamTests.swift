@@ -57,6 +57,21 @@ struct TransportStreamTests {
         }
     }
 
+    /// A server's `retry:` of a day is waited at most `maximumRetryDelay`: the stream reconnects
+    /// and reads on (it slept the day).
+    @Test(.timeLimit(.minutes(1)), arguments: Transport.allCases)
+    func aServersRetryIsWaitedAtMostTheMaximum(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let stream = manager.eventStream(
+                Request(url: server.url("/courier/sse?count=2&retry=86400000&close-after=1")),
+                options: .init(maximumRetryDelay: .milliseconds(20)))
+            var ids: [String] = []
+            for try await event in stream { ids.append(event.id ?? "?") }
+            #expect(ids == ["1", "2"])
+            #expect(server.receivedRequests.map { $0.value(forHTTPHeaderField: "Last-Event-ID") } == [nil, "1", "2"])
+        }
+    }
+
     /// Eight requests held by the server at once: HTTP/2 carries them as streams of one
     /// connection; HTTP/1.1 needs a connection each (the per-host limit is 8).
     @Test(arguments: Transport.allCases)

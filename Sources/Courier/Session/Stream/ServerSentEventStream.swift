@@ -5,10 +5,11 @@ import NIOCore
 /// The events of a `text/event-stream`, reconnecting as an `EventSource` does
 /// (``SessionManager/eventStream(_:options:)``).
 ///
-/// Each connection is a ``SessionManager/stream(_:downloadProgress:gatheringBodiesUpTo:)``: events are parsed as their
-/// bytes are read, so an unread stream holds the connection back. When the connection ends or
-/// fails, the iterator waits the stream's `retry:` delay (or ``Options/retryDelay``), then
-/// reconnects with `Last-Event-ID` set to the last event ID it saw. The session's cache is not
+/// Each connection is a ``SessionManager/stream(_:downloadProgress:gatheringBodiesUpTo:)``: events
+/// are parsed as their bytes are read, so an unread stream holds the connection back. When the
+/// connection ends or fails, the iterator waits the stream's `retry:` delay (or
+/// ``Options/retryDelay``; at most ``Options/maximumRetryDelay``), then reconnects with
+/// `Last-Event-ID` set to the last event ID it saw. The session's cache is not
 /// consulted, and an event stream is not stored. A 204 ends the sequence; any
 /// other status than 200, or another content type, fails it with
 /// ``CourierError/Code/invalidResponse``; so do the failures no reconnection can mend, at once:
@@ -35,17 +36,23 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
         /// ``DecodableStreamSerializer/maximumLineLength``.
         public var maximumEventSize: Int
 
+        /// The longest wait before a reconnection: a server's `retry:` above it waits this long
+        /// instead. 60 s by default, as ``RetryPolicy/maximumRetryAfter`` (a `retry:` of a day,
+        /// honoured, left the iteration asleep for a day, the session invalidated or not).
+        public var maximumRetryDelay: Duration
+
         /// ``maximumEventSize``'s default: 16 MiB.
         public static let defaultMaximumEventSize = 16 * 1024 * 1024
 
         /// Options; see each property.
         public init(
             retryDelay: Duration = .seconds(3), maximumReconnectionsWithoutEvent: Int? = nil,
-            maximumEventSize: Int = Options.defaultMaximumEventSize
+            maximumEventSize: Int = Options.defaultMaximumEventSize, maximumRetryDelay: Duration = .seconds(60)
         ) {
             self.retryDelay = retryDelay
             self.maximumReconnectionsWithoutEvent = maximumReconnectionsWithoutEvent
             self.maximumEventSize = maximumEventSize
+            self.maximumRetryDelay = maximumRetryDelay
         }
     }
 
@@ -137,7 +144,7 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
                     throw CourierError(.sessionInvalidated, "\(self.request.summary): the session was invalidated", request: self.request)
                 }
                 do {
-                    try await Task.sleep(for: self.parser.retry ?? self.options.retryDelay)
+                    try await Task.sleep(for: self.reconnectionDelay)
                 } catch {
                     throw CourierError(.cancelled, "\(self.request.summary): cancelled while waiting to reconnect", request: self.request)
                 }
@@ -174,6 +181,12 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
                     request: request, response: stream.response)
             }
             self.body = stream.body.makeAsyncIterator()
+        }
+
+        /// The wait before the next connection: the server's `retry:`, else the options' delay, at
+        /// most ``Options/maximumRetryDelay``.
+        var reconnectionDelay: Duration {
+            Swift.min(self.parser.retry ?? self.options.retryDelay, self.options.maximumRetryDelay)
         }
 
         /// A connection ended (cleanly when `error` is nil): reconnect, unless too many connections
