@@ -48,8 +48,9 @@ final class NIOExchange: Exchange, Sendable {
         self.startHop()
     }
 
-    /// Starts the idle deadline once the request head is on the wire: the wait for a pooled
-    /// connection before that is bounded by the connect timeout and the whole-transfer deadline.
+    /// Starts the idle deadline once the request head is on the wire. Before that, a connection
+    /// opened for this hop is bounded by the connect timeout; a wait for a busy one to free (the
+    /// host at its connection limit) only by the whole-transfer deadline and cancellation.
     func requestHeadSent() {
         self.state.withLockedValue { state in
             state.lastActivity = .now()

@@ -43,7 +43,11 @@ public struct SessionConfiguration: Sendable {
     /// ``httpAdditionalHeaders``) that names `User-Agent` is sent as it is. A WebSocket task's
     /// handshake carries it too. A `URLSessionEngine` (CourierURLSession) sends URLSession's own instead.
     public var userAgent: String? = DefaultHeaders.currentUserAgent
-    /// How many connections to one host may be open at once. 8 by default.
+    /// How many connections to one host may be open at once. 8 by default. A request that finds
+    /// them all busy (over HTTP/2, each at the server's limit of streams) waits for one, and that
+    /// wait is bounded only by ``timeoutIntervalForResource`` and cancellation, as an asynchronous
+    /// call's wait in OkHttp's dispatcher: long-lived streams to one host (event streams, long
+    /// polls, bodies left unread) can hold every connection, so give them a session of their own.
     public var httpMaximumConnectionsPerHost: Int = 8
     /// Seconds an idle pooled connection is kept. 60 by default.
     public var connectionIdleTimeout: TimeInterval = 60
