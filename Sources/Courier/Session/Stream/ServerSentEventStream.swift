@@ -36,8 +36,8 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
         /// ``DecodableStreamSerializer/maximumLineLength``.
         public var maximumEventSize: Int
 
-        /// The longest wait before a reconnection: a server's `retry:` above it waits this long
-        /// instead. 60 s by default, as ``RetryPolicy/maximumRetryAfter`` (a `retry:` of a day,
+        /// The longest wait before a reconnection: a server's `retry:` (or a `retryDelay`) above
+        /// it waits this long instead. 60 s by default, as ``RetryPolicy/maximumRetryAfter`` (a `retry:` of a day,
         /// honoured, left the iteration asleep for a day, the session invalidated or not).
         public var maximumRetryDelay: Duration
 
