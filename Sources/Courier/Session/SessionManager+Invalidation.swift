@@ -34,6 +34,11 @@ extension SessionManager {
     }
 
     /// Ends the manager as ``invalidate(cancelingTasks:)-7w13y`` does and returns once the engine has shut down.
+    ///
+    /// That is once every task has ended (without `cancelingTasks`, every running task finishes
+    /// first, an open WebSocket task included) and every completion handler has run on its
+    /// ``completionQueue`` (the main queue unless set: a process that never runs it waits for
+    /// ever). Cancelling the caller does not end the wait.
     public func invalidate(cancelingTasks: Bool) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = self.registry.withLockedValue { registry -> Bool in
