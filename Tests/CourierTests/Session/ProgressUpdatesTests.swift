@@ -45,7 +45,8 @@ struct ProgressUpdatesTests {
         #expect(await eventually { consumers() == 1 })
         reading.cancel()
         #expect(await eventually { consumers() == 0 }, "the cancelled consumer left")
-        #expect(await reading.value == 1)
+        // The first snapshot, or none when the cancel came before the loop's first `next()`.
+        #expect(await reading.value <= 1)
         let kept = task.progressUpdates(for: .download)
         #expect(consumers() == 1)
         task.cancel()
