@@ -53,7 +53,11 @@ extension TaskDelegate {
         }
         // A cancellation cancels the work it finds; one that came before the work existed is
         // acted on here.
-        let (action, request) = self.state.withLockedValue { ($0.machine.adaptationStarted(work), $0.currentRequest) }
+        // (The request is read only for the error: a copy of it is a retain.)
+        let (action, request) = self.state.withLockedValue { state -> (TaskMachine.AdaptersStartedAction, Request?) in
+            let action = state.machine.adaptationStarted(work)
+            return (action, action == .cancelAndComplete ? state.currentRequest : nil)
+        }
         switch action {
         case .keep:
             break
@@ -61,7 +65,7 @@ extension TaskDelegate {
             work.cancel()
         case .cancelAndComplete:
             work.cancel()
-            self.complete(with: .cancelled(request))
+            if let request { self.complete(with: .cancelled(request)) }
         }
     }
 

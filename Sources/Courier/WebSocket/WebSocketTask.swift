@@ -326,7 +326,7 @@ public final class WebSocketTask: Sendable {
             guard let waiter else { return }
             // After the PING on the loop (queued before, under the same lock): the connection
             // stops looking for its PONG.
-            handler?.eventLoop.execute { handler?.value.pingAbandoned(sent) }
+            if let handler { handler.eventLoop.execute { handler.value.pingAbandoned(sent) } }
             waiter.resume(throwing: Self.waitCancelled(for: "a PONG", request: self.request))
         }
     }

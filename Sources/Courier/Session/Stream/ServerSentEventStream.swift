@@ -37,8 +37,9 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
         public var maximumEventSize: Int
 
         /// The longest wait before a reconnection: a server's `retry:` (or a `retryDelay`) above
-        /// it waits this long instead. 60 s by default, as ``RetryPolicy/maximumRetryAfter`` (a `retry:` of a day,
-        /// honoured, left the iteration asleep for a day, the session invalidated or not).
+        /// it waits this long instead. 60 s by default, as ``RetryPolicy/maximumRetryAfter`` (a
+        /// `retry:` of a day, honoured, left the iteration asleep for a day, the session
+        /// invalidated or not).
         public var maximumRetryDelay: Duration
 
         /// ``maximumEventSize``'s default: 16 MiB.
