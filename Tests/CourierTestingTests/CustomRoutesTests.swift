@@ -107,24 +107,25 @@ struct RouteFailure: Error {}
     }
 
     @Test func aBodyHeldWhenTheConnectionClosesIsNeverSent() async throws {
-        let server = try await TestServer.start()
-        let client = makeClient(ClientOptions(http1Only: true))
-        let (gate, release) = AsyncStream<Void>.makeStream()
-        server.route("/held") { _ in
-            TestServer.Response(body: Data("*****".utf8)) { for await _ in gate { break } }
+        // `withServer` shuts the client down on every path, a failure's too (a client released
+        // without its shutdown stops the whole test process); the server's second shutdown does nothing.
+        try await withServer(client: ClientOptions(http1Only: true)) { server, client in
+            let (gate, release) = AsyncStream<Void>.makeStream()
+            defer { release.finish() }
+            server.route("/held") { _ in
+                TestServer.Response(body: Data("*****".utf8)) { for await _ in gate { break } }
+            }
+            let response = try await client.execute(HTTPClientRequest(url: server.url("/held").absoluteString), timeout: .seconds(20))
+            #expect(response.headers["Content-Length"] == ["5"])
+            // Never released: the server's shutdown closes the connection, which cancels the wait.
+            // Had the body gone with the head, the client would still read it whole.
+            try await server.shutdown()
+            var received = 0
+            await #expect(throws: (any Error).self) {
+                for try await part in response.body { received += part.readableBytes }
+            }
+            #expect(received == 0)
         }
-        let response = try await client.execute(HTTPClientRequest(url: server.url("/held").absoluteString), timeout: .seconds(20))
-        #expect(response.headers["Content-Length"] == ["5"])
-        // Never released: the server's shutdown closes the connection, which cancels the wait.
-        // Had the body gone with the head, the client would still read it whole.
-        try await server.shutdown()
-        var received = 0
-        await #expect(throws: (any Error).self) {
-            for try await part in response.body { received += part.readableBytes }
-        }
-        #expect(received == 0)
-        release.finish()
-        try await client.shutdown()
     }
 
     @Test func recordingKeepsRequestsWhenAsked() async throws {
@@ -157,18 +158,19 @@ struct RouteFailure: Error {}
     }
 
     @Test func shutdownClosesOpenConnections() async throws {
-        let server = try await TestServer.start()
-        let client = makeClient(ClientOptions(http1Only: true))
-        // 60 s of body: it cannot end on its own before the shutdown, even when this thread stalls
-        // on a loaded machine between the head and the shutdown (CI saw a 5 s body end first).
-        // (The timeout bounds the head only: AsyncHTTPClient drops the deadline once the head is in.)
-        let response = try await client.execute(HTTPClientRequest(url: server.url("/courier/slow-body/1200?interval=0.05").absoluteString), timeout: .seconds(30))
-        try await server.shutdown()
-        await #expect(throws: (any Error).self) {
-            for try await _ in response.body {}
+        // `withServer`, for the client's shutdown on every path (see above).
+        try await withServer(client: ClientOptions(http1Only: true)) { server, client in
+            // 60 s of body: it cannot end on its own before the shutdown, even when this thread stalls
+            // on a loaded machine between the head and the shutdown (CI saw a 5 s body end first).
+            // (The timeout bounds the head only: AsyncHTTPClient drops the deadline once the head is in.)
+            let response = try await client.execute(
+                HTTPClientRequest(url: server.url("/courier/slow-body/1200?interval=0.05").absoluteString), timeout: .seconds(30))
+            try await server.shutdown()
+            await #expect(throws: (any Error).self) {
+                for try await _ in response.body {}
+            }
+            // No check that a new request to the port fails: another test's server, started in
+            // parallel, may have been given the port the moment it was free (CI saw one answer).
         }
-        // No check that a new request to the port fails: another test's server, started in
-        // parallel, may have been given the port the moment it was free (CI saw one answer).
-        try await client.shutdown()
     }
 }
