@@ -31,13 +31,13 @@ struct PinningOverSocketTests {
         try await withTestServer(.https()) { server in
             try await withManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: policy) { manager in
                 let started = ContinuousClock.now
-                let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
+                let error = try await #require(throws: CourierError.self) { try await manager.get("get") }
                 #expect(ContinuousClock.now - started < .seconds(60), "well before the 120 s connect timeout that retries would run into")
-                #expect(error?.code == .serverTrustEvaluationFailed)
-                #expect(Self.failure(error!)?.reason == .pinMismatch)
-                #expect(Self.failure(error!)?.host == "127.0.0.1")
-                #expect(error?.message.contains("127.0.0.1") == true)
-                #expect(error?.message.contains("pinning publicKey") == true)
+                #expect(error.code == .serverTrustEvaluationFailed)
+                #expect(Self.failure(error)?.reason == .pinMismatch)
+                #expect(Self.failure(error)?.host == "127.0.0.1")
+                #expect(error.message.contains("127.0.0.1"))
+                #expect(error.message.contains("pinning publicKey"))
                 #expect(server.requestCount == 0)
                 #expect(server.connectionCount == 1, "no retry loop")
                 #expect(await eventually(within: 30) { server.openConnectionCount == 0 }, "the rejected connection is closed")
@@ -114,8 +114,8 @@ struct PinningOverSocketTests {
     @Test func pinningWithoutPinsFailsBeforeAnyRequest() async throws {
         try await withTestServer(.https()) { server in
             try await withManager(baseURL: server.baseURL, securityPolicy: SecurityPolicy(pinningMode: .certificate)) { manager in
-                let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
-                #expect(Self.failure(error!)?.reason == .noPinsConfigured)
+                let error = try await #require(throws: CourierError.self) { try await manager.get("get") }
+                #expect(Self.failure(error)?.reason == .noPinsConfigured)
                 // As in AFNetworking, the policy is asked in the handshake, after the connection opened.
                 #expect(server.requestCount == 0)
             }
@@ -134,8 +134,8 @@ struct PinningOverSocketTests {
                 // No additional roots: the test root is not a system root.
                 var policy = SecurityPolicy(pinningMode: mode, pinnedCertificates: intermediate)
                 try await withManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: policy) { manager in
-                    let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
-                    #expect(Self.failure(error!)?.reason == .untrustedRoot, "\(mode): \(String(describing: error))")
+                    let error = try await #require(throws: CourierError.self) { try await manager.get("get") }
+                    #expect(Self.failure(error)?.reason == .untrustedRoot, "\(mode): \(String(describing: error))")
                 }
                 policy.allowInvalidCertificates = true
                 try await withManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: policy) { manager in
@@ -163,11 +163,11 @@ struct PinningOverSocketTests {
         policy.allowInvalidCertificates = true
         try await withTestServer(.https(impostor)) { server in
             try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
-                let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
-                #expect(error?.code == .serverTrustEvaluationFailed)
+                let error = try await #require(throws: CourierError.self) { try await manager.get("get") }
+                #expect(error.code == .serverTrustEvaluationFailed)
                 // No path from the impostor's leaf reaches the pinned intermediate.
-                #expect(Self.failure(error!)?.reason == .pinMismatch, "\(String(describing: error))")
-                #expect(Self.failure(error!)?.host == "127.0.0.1")
+                #expect(Self.failure(error)?.reason == .pinMismatch, "\(String(describing: error))")
+                #expect(Self.failure(error)?.host == "127.0.0.1")
                 #expect(server.requestCount == 0)
             }
         }
@@ -197,8 +197,8 @@ struct PinningOverSocketTests {
         )
         try await withTestServer(.https(identity)) { server in
             try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
-                let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
-                #expect(Self.failure(error!)?.reason == .expired, "\(String(describing: error))")
+                let error = try await #require(throws: CourierError.self) { try await manager.get("get") }
+                #expect(Self.failure(error)?.reason == .expired, "\(String(describing: error))")
                 #expect(server.requestCount == 0)
             }
         }
@@ -329,9 +329,9 @@ struct PinningOverSocketTests {
         for (identity, policy, reason) in cases {
             try await withTestServer(.https(identity)) { server in
                 try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
-                    let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
-                    #expect(Self.failure(error!)?.reason == reason, "\(identity): \(String(describing: error))")
-                    #expect(error?.code == .serverTrustEvaluationFailed)
+                    let error = try await #require(throws: CourierError.self) { try await manager.get("get") }
+                    #expect(Self.failure(error)?.reason == reason, "\(identity): \(String(describing: error))")
+                    #expect(error.code == .serverTrustEvaluationFailed)
                 }
             }
         }
@@ -390,9 +390,9 @@ struct PinningOverSocketTests {
             }
             policy.minimumTLSVersion = .v1_3
             try await withManager(baseURL: server.baseURL, securityPolicy: policy) { manager in
-                let error = await #expect(throws: CourierError.self) { try await manager.get("get") }
-                #expect(error?.code == .tlsFailure)
-                #expect(Self.failure(error!)?.reason == .handshakeFailure)
+                let error = try await #require(throws: CourierError.self) { try await manager.get("get") }
+                #expect(error.code == .tlsFailure)
+                #expect(Self.failure(error)?.reason == .handshakeFailure)
                 #expect(server.requestCount == 1, "only the TLS 1.2 client's request arrived")
             }
         }

@@ -69,16 +69,16 @@ struct TLSConnectorTests {
     @Test func aRefusedServerFailsInTheHandshakeBeforeAnyRequestByte() async throws {
         try await withTestServer(.https(.wrongHost)) { server in
             let started = ContinuousClock.now
-            let error = await #expect(throws: CourierError.self) {
+            let error = try await #require(throws: CourierError.self) {
                 _ = try await TLSProbe.get("/get", connector: try Self.connector(protocols: [.http1_1], handshakeTimeout: .seconds(60)), port: server.port)
             }
             #expect(ContinuousClock.now - started < .seconds(30), "refused in the handshake, not by its 60 s timeout")
-            #expect(error?.code == .serverTrustEvaluationFailed)
-            let failure = try #require(Self.failure(error!))
+            #expect(error.code == .serverTrustEvaluationFailed)
+            let failure = try #require(Self.failure(error))
             #expect(failure.reason == .nameMismatch)
             #expect(failure.host == "127.0.0.1")
-            #expect(error?.message.contains("127.0.0.1") == true)
-            #expect(error?.message.contains("pinning none") == true, "names the policy")
+            #expect(error.message.contains("127.0.0.1"))
+            #expect(error.message.contains("pinning none"), "names the policy")
             #expect(server.requestCount == 0)
         }
     }
@@ -86,11 +86,11 @@ struct TLSConnectorTests {
     @Test func aPinMismatchNamesThePolicyAndTheReason() async throws {
         let policy = SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: Set(try Certificate.certificates(pemEncoded: TestCertificates.wrongHostLeaf)))
         try await withTestServer(.https()) { server in
-            let error = await #expect(throws: CourierError.self) {
+            let error = try await #require(throws: CourierError.self) {
                 _ = try await TLSProbe.handshake(try Self.connector(policy), port: server.port)
             }
-            #expect(Self.failure(error!)?.reason == .pinMismatch)
-            #expect(error?.message.contains("pinning publicKey") == true)
+            #expect(Self.failure(error)?.reason == .pinMismatch)
+            #expect(error.message.contains("pinning publicKey"))
         }
     }
 
@@ -104,11 +104,11 @@ struct TLSConnectorTests {
         try await withTestServer(.https()) { server in
             let byAddress = try await TLSProbe.handshake(connector, host: "127.0.0.1", port: server.port)
             try await byAddress.channel.close()
-            let error = await #expect(throws: CourierError.self) {
+            let error = try await #require(throws: CourierError.self) {
                 _ = try await TLSProbe.handshake(connector, host: "localhost", port: server.port)
             }
-            #expect(Self.failure(error!)?.reason == .pinMismatch)
-            #expect(Self.failure(error!)?.host == "localhost")
+            #expect(Self.failure(error)?.reason == .pinMismatch)
+            #expect(Self.failure(error)?.host == "localhost")
         }
     }
 
@@ -120,11 +120,11 @@ struct TLSConnectorTests {
         configuration.maximumTLSVersion = .tlsv12
         var policy = SecurityPolicy.default
         try await withTestServer(configuration) { server in
-            let refused = await #expect(throws: CourierError.self) {
+            let refused = try await #require(throws: CourierError.self) {
                 _ = try await TLSProbe.get("/get", connector: try Self.connector(policy, protocols: [.http1_1]), port: server.port)
             }
-            #expect(refused?.code == .tlsFailure, "\(refused.map(String.init(describing:)) ?? "")")
-            #expect(Self.failure(refused!)?.reason == .handshakeFailure)
+            #expect(refused.code == .tlsFailure, "\(refused)")
+            #expect(Self.failure(refused)?.reason == .handshakeFailure)
             policy.clientIdentity = try ClientIdentity(certificatePEM: TestCertificates.clientCertificate, privateKeyPEM: TestCertificates.clientKey)
             let response = try await TLSProbe.get("/get", connector: try Self.connector(policy, protocols: [.http1_1]), port: server.port)
             #expect(response.hasPrefix("HTTP/1.1 200"))
@@ -137,12 +137,12 @@ struct TLSConnectorTests {
         var policy = SecurityPolicy.default
         policy.minimumTLSVersion = .v1_3
         try await withTestServer(configuration) { server in
-            let error = await #expect(throws: CourierError.self) {
+            let error = try await #require(throws: CourierError.self) {
                 _ = try await TLSProbe.handshake(try Self.connector(policy), port: server.port)
             }
-            #expect(error?.code == .tlsFailure)
-            #expect(Self.failure(error!)?.reason == .handshakeFailure)
-            #expect(Self.failure(error!)?.host == "127.0.0.1")
+            #expect(error.code == .tlsFailure)
+            #expect(Self.failure(error)?.reason == .handshakeFailure)
+            #expect(Self.failure(error)?.host == "127.0.0.1")
             let older = try await TLSProbe.handshake(try Self.connector(), port: server.port)
             #expect(older.result.tlsVersion == .v1_2)
             try await older.channel.close()
@@ -154,14 +154,14 @@ struct TLSConnectorTests {
     @Test func garbageInsteadOfTLSIsATypedErrorNamingHostAndPhase() async throws {
         let peer = try await BadTLSPeer.start(.garbage)
         let started = ContinuousClock.now
-        let error = await #expect(throws: CourierError.self) {
+        let error = try await #require(throws: CourierError.self) {
             _ = try await TLSProbe.handshake(try Self.connector(handshakeTimeout: .seconds(60)), port: peer.port)
         }
         #expect(ContinuousClock.now - started < .seconds(30), "failed on the garbage, not by the 60 s timeout")
-        #expect(error?.code == .tlsFailure)
-        #expect(Self.failure(error!)?.reason == .handshakeFailure)
-        #expect(error?.message.contains("127.0.0.1") == true)
-        #expect(error?.message.contains("TLS handshake") == true)
+        #expect(error.code == .tlsFailure)
+        #expect(Self.failure(error)?.reason == .handshakeFailure)
+        #expect(error.message.contains("127.0.0.1"))
+        #expect(error.message.contains("TLS handshake"))
         try await peer.shutdown()
     }
 
@@ -182,12 +182,12 @@ struct TLSConnectorTests {
 
     @Test func aPeerThatClosesDuringTheHandshake() async throws {
         let peer = try await BadTLSPeer.start(.close)
-        let error = await #expect(throws: CourierError.self) {
+        let error = try await #require(throws: CourierError.self) {
             _ = try await TLSProbe.handshake(try Self.connector(), port: peer.port)
         }
-        #expect(error?.code == .tlsFailure)
-        #expect(Self.failure(error!)?.reason == .handshakeFailure)
-        #expect(Self.failure(error!)?.host == "127.0.0.1")
+        #expect(error.code == .tlsFailure)
+        #expect(Self.failure(error)?.reason == .handshakeFailure)
+        #expect(Self.failure(error)?.host == "127.0.0.1")
         try await peer.shutdown()
     }
 
@@ -202,10 +202,10 @@ struct TLSConnectorTests {
         let handshake = try Self.connector().startTLS(on: channel, host: "127.0.0.1", port: 443) { _, _ in }
         // The embedded loop runs what was submitted to it when told to.
         channel.embeddedEventLoop.run()
-        let error = #expect(throws: CourierError.self) { _ = try handshake.wait() }
-        #expect(error?.code == .tlsFailure, "\(String(describing: error))")
-        #expect(error?.message.contains("the connection closed before the handshake began") == true, "\(String(describing: error))")
-        #expect(Self.failure(error!)?.host == "127.0.0.1")
+        let error = try #require(throws: CourierError.self) { _ = try handshake.wait() }
+        #expect(error.code == .tlsFailure, "\(String(describing: error))")
+        #expect(error.message.contains("the connection closed before the handshake began"), "\(String(describing: error))")
+        #expect(Self.failure(error)?.host == "127.0.0.1")
     }
 
     // MARK: openssl s_server
@@ -255,10 +255,10 @@ struct TLSConnectorTests {
             // allowed; public-key pinning of the intermediate then passes on the presented chain.
             let pins = Set(try Certificate.certificates(pemEncoded: generated.intermediate))
             var certificate = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: pins)
-            let refused = await #expect(throws: CourierError.self) {
+            let refused = try await #require(throws: CourierError.self) {
                 _ = try await TLSProbe.handshake(try Self.connector(certificate), port: server.port)
             }
-            #expect(Self.failure(refused!)?.reason == .untrustedRoot)
+            #expect(Self.failure(refused)?.reason == .untrustedRoot)
             certificate.allowInvalidCertificates = true
             let pinned = try await TLSProbe.handshake(try Self.connector(certificate), port: server.port)
             #expect(pinned.result.validatedChain?.count == 2, "the pinned intermediate is the anchor")
@@ -276,10 +276,10 @@ struct TLSConnectorTests {
     func opensslServerThatOmitsItsIntermediate() async throws {
         try await withOpenSSLServer(chain: [TestCertificates.localhostLeaf], key: TestCertificates.localhostKey) { server in
             // Apple's SecTrust may fetch a missing intermediate (AIA); Courier does not fetch.
-            let error = await #expect(throws: CourierError.self) {
+            let error = try await #require(throws: CourierError.self) {
                 _ = try await TLSProbe.handshake(try Self.connector(), port: server.port)
             }
-            #expect(Self.failure(error!)?.reason == .untrustedRoot)
+            #expect(Self.failure(error)?.reason == .untrustedRoot)
             // Pinning the intermediate as an anchor still works, as in AFNetworking.
             var policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: Set(try Certificate.certificates(pemEncoded: TestCertificates.intermediateCA)))
             policy.allowInvalidCertificates = true
