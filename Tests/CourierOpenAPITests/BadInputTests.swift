@@ -61,7 +61,7 @@ struct BadInputTests {
                 // A task of its own, so that the test can cancel the call before the head;
                 // cancelled below and awaited by `expectCancelled`.
                 let call = Task { try await client.getJSON() }
-                await arrived.wait()
+                #expect(await arrived.wait(), "the request never reached the server")
                 call.cancel()
                 try await Self.expectCancelled(call, recorder: recorder)
             }
@@ -97,12 +97,12 @@ struct BadInputTests {
                 // A task of its own, so that the test can cancel the call mid-upload; cancelled
                 // below and awaited by `expectCancelled`.
                 let call = Task { try await client.upload(body: .binary(body)) }
-                await stalled.wait()
+                #expect(await stalled.wait(), "the body never stalled")
                 call.cancel()
                 try await Self.expectCancelled(call, recorder: recorder)
                 // The wait for the next chunk was cancelled too, rather than left hanging (until
                 // the time limit cancels the test).
-                await withTaskCancellationHandler { await released.wait() } onCancel: { released.fire() }
+                _ = await withTaskCancellationHandler { await released.wait() } onCancel: { released.fire() }
                 #expect(chunks.wasReleased.withLockedValue { $0 }, "the body's wait for a chunk was left hanging")
             }
         }
@@ -123,7 +123,7 @@ struct BadInputTests {
                     }
                     return count
                 }
-                await firstChunk.wait()
+                #expect(await firstChunk.wait(), "no chunk of the download arrived")
                 reader.cancel()
                 let error = try await #require(throws: CourierError.self) { try await reader.value }
                 #expect(error.code == .cancelled)
@@ -264,7 +264,8 @@ struct StallingChunks: AsyncSequence, Sendable {
             } onCancel: {
                 never.fire()
             }
-            self.sequence.wasReleased.withLockedValue { $0 = true }
+            // Released by the cancellation only: the wait's hang guard ends it too, uncancelled.
+            if Task.isCancelled { self.sequence.wasReleased.withLockedValue { $0 = true } }
             self.sequence.released.fire()
             throw CancellationError()
         }

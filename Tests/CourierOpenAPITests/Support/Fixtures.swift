@@ -68,7 +68,7 @@ func withGeneratedClient<T: Sendable>(
 /// What a manager's hooks said as its tasks ended: each task's error (nil for success) and
 /// metrics, in order, awaitable.
 final class CompletionRecorder: Sendable {
-    private let state = NIOLockedValueBox<(errors: [CourierError?], metrics: [TaskMetrics], waiters: [(Int, CheckedContinuation<Void, Never>)])>(([], [], []))
+    private let state = NIOLockedValueBox<(errors: [CourierError?], metrics: [TaskMetrics], waiters: [(Int, @Sendable (Bool) -> Void)])>(([], [], []))
 
     /// Installs the hooks on `manager`.
     init(_ manager: SessionManager) {
@@ -82,15 +82,15 @@ final class CompletionRecorder: Sendable {
         manager.hooks = hooks
     }
 
-    private func record(_ change: (inout (errors: [CourierError?], metrics: [TaskMetrics], waiters: [(Int, CheckedContinuation<Void, Never>)])) -> Void) {
-        let ready = self.state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+    private func record(_ change: (inout (errors: [CourierError?], metrics: [TaskMetrics], waiters: [(Int, @Sendable (Bool) -> Void)])) -> Void) {
+        let ready = self.state.withLockedValue { state -> [@Sendable (Bool) -> Void] in
             change(&state)
             let count = state.errors.count
             let ready = state.waiters.filter { $0.0 <= count }.map(\.1)
             state.waiters.removeAll { $0.0 <= count }
             return ready
         }
-        for waiter in ready { waiter.resume() }
+        for waiter in ready { waiter(true) }
     }
 
     /// The errors the tasks completed with, so far.
@@ -98,40 +98,67 @@ final class CompletionRecorder: Sendable {
     /// The metrics the tasks finished collecting, so far.
     var metrics: [TaskMetrics] { self.state.withLockedValue { $0.metrics } }
 
-    /// Returns once `count` tasks have completed.
-    func wait(for count: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+    /// Returns once `count` tasks have completed; records an issue and returns if they have not
+    /// within the hang guard of `boundedWait(within:_:)`.
+    func wait(for count: Int, sourceLocation: SourceLocation = #_sourceLocation) async {
+        let completed = await boundedWait { settle in
             let done = self.state.withLockedValue { state -> Bool in
                 if state.errors.count >= count { return true }
-                state.waiters.append((count, continuation))
+                state.waiters.append((count, settle))
                 return false
             }
-            if done { continuation.resume() }
+            if done { settle(true) }
         }
+        if !completed { Issue.record("\(count) tasks did not complete within the hang guard", sourceLocation: sourceLocation) }
+    }
+}
+
+/// Waits until `register`'s `settle` is called with true: true then; false when it has not been
+/// within `limit` (a hang guard, 120 s: the suite's slowest waits are a fraction of that) or
+/// the waiting task is cancelled. A wait without a bound for an event an earlier step was to
+/// cause hung the whole test run when that step failed (a connection timed out on a slow machine);
+/// this one lets the test go on and fail.
+func boundedWait(within limit: Duration = .seconds(120), _ register: (@escaping @Sendable (Bool) -> Void) -> Void) async -> Bool {
+    let pending = NIOLockedValueBox<CheckedContinuation<Bool, Never>?>(nil)
+    let settle: @Sendable (Bool) -> Void = { value in pending.withLockedValue { $0.take() }?.resume(returning: value) }
+    return await withTaskCancellationHandler {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            pending.withLockedValue { $0 = continuation }
+            if Task.isCancelled { settle(false) }
+            register(settle)
+            let (seconds, attoseconds) = limit.components
+            let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { settle(false) }
+        }
+    } onCancel: {
+        settle(false)
     }
 }
 
 /// A one-shot signal a test awaits: a server route fires it when a request arrived, or a test
 /// fires it to let a held route answer.
 final class Signal: Sendable {
-    private let state = NIOLockedValueBox<(fired: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = NIOLockedValueBox<(fired: Bool, waiters: [@Sendable (Bool) -> Void])>((false, []))
 
     func fire() {
-        let waiters = self.state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+        let waiters = self.state.withLockedValue { state -> [@Sendable (Bool) -> Void] in
             state.fired = true
             defer { state.waiters = [] }
             return state.waiters
         }
-        for waiter in waiters { waiter.resume() }
+        for waiter in waiters { waiter(true) }
     }
 
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+    /// Waits until the signal fires: true then; false when it has not within the hang guard
+    /// (`boundedWait(within:_:)`) or the waiting task was cancelled.
+    @discardableResult
+    func wait() async -> Bool {
+        await boundedWait { settle in
             let fired = self.state.withLockedValue { state -> Bool in
-                if !state.fired { state.waiters.append(continuation) }
+                if !state.fired { state.waiters.append(settle) }
                 return state.fired
             }
-            if fired { continuation.resume() }
+            if fired { settle(true) }
         }
     }
 }

@@ -394,7 +394,7 @@ struct HTTPRequestOperationTests {
             for path in ["hold", "get"] {
                 manager.get(path, success: { _, _ in outcomes.append((path, nil)) }, failure: { _, error in outcomes.append((path, error.code)) })
             }
-            await withCheckedContinuation { continuation in arrived.whenOpen { continuation.resume() } }
+            #expect(await arrived.wait(), "the held request never reached the server")
             Self.invalidateAtOnce(manager)
             released.open()
             #expect(await outcomes.wait { $0.count == 2 })

@@ -1,3 +1,4 @@
+import Dispatch
 import NIOConcurrencyHelpers
 
 /// Opens once; closures waiting for it run then (or at once when it is already open).
@@ -23,5 +24,28 @@ final class OneShotGate: Sendable {
             return false
         }
         if now { action() }
+    }
+
+    /// Waits until the gate opens: true then; false if it has not within `limit` (a hang guard,
+    /// as ``Changes/wait(within:sourceLocation:until:)``'s) or the waiting task is cancelled.
+    ///
+    /// A gate that a test's earlier step opens stays shut when that step failed (a connection
+    /// timed out on a slow machine): a wait without a bound then hung the whole test run, where
+    /// this one lets the test go on and fail. Each caller says what a false means.
+    func wait(within limit: Duration = Changes.hangGuard) async -> Bool {
+        let pending = NIOLockedValueBox<CheckedContinuation<Bool, Never>?>(nil)
+        let settle: @Sendable (Bool) -> Void = { opened in pending.withLockedValue { $0.take() }?.resume(returning: opened) }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                pending.withLockedValue { $0 = continuation }
+                if Task.isCancelled { settle(false) }
+                self.whenOpen { settle(true) }
+                let (seconds, attoseconds) = limit.components
+                let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { settle(false) }
+            }
+        } onCancel: {
+            settle(false)
+        }
     }
 }

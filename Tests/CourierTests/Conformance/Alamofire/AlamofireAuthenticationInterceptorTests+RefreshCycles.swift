@@ -175,12 +175,12 @@ extension AlamofireAuthenticationInterceptorConformanceTests {
             let release = OneShotGate()
             let authenticator = TestAuthenticator(onRefresh: {
                 started.open()
-                await withCheckedContinuation { continuation in release.whenOpen { continuation.resume() } }
+                _ = await release.wait()
             })
             let interceptor = AuthenticationInterceptor(authenticator: authenticator, credential: TestCredential())
             let paths = PathAdapter(server: server, paths: ["/401", "/200"])
             async let first = Self.send(on: server, manager, with: Interceptor(adapters: [paths, interceptor], retriers: [interceptor]))
-            await withCheckedContinuation { continuation in started.whenOpen { continuation.resume() } }
+            try #require(await started.wait(), "the first request's refresh never started")
 
             // The refresh is held until the second request says it waits for it (or, were it
             // not to wait, until it is done).
@@ -254,7 +254,8 @@ extension AlamofireAuthenticationInterceptorConformanceTests {
         let firstAttempts = OneShotGate()
         try await Self.withStatusServer(onHit: { if $0 == 3 { firstAttempts.open() } }) { manager, server, hits in
             let authenticator = TestAuthenticator(onRefresh: {
-                await withCheckedContinuation { continuation in firstAttempts.whenOpen { continuation.resume() } }
+                // Bounded: should the three attempts not all arrive, the refresh goes on and the test fails.
+                _ = await firstAttempts.wait()
             })
             let interceptor = AuthenticationInterceptor(
                 authenticator: authenticator, credential: TestCredential(),

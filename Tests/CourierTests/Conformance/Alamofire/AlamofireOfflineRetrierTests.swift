@@ -47,8 +47,8 @@ struct AlamofireOfflineRetrierConformanceTests {
         }
     }
 
-    static func opened(_ gate: OneShotGate) async {
-        await withCheckedContinuation { continuation in gate.whenOpen { continuation.resume() } }
+    static func opened(_ gate: OneShotGate, sourceLocation: SourceLocation = #_sourceLocation) async {
+        #expect(await gate.wait(), "the retrier never began to wait", sourceLocation: sourceLocation)
     }
 
     /// Differs: Alamofire's OfflineRetrier owns its path monitor and stops it once a wait ends;

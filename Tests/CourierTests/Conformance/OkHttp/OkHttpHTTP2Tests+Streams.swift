@@ -168,6 +168,24 @@ extension OkHttpHTTP2Tests {
         }
     }
 
+    /// A stream that runs out of its request timeout is reset (`CANCEL`) while its connection
+    /// carries another: the server learns that nobody waits for the answer any longer. (The
+    /// connection then takes no new stream, and closes once its other streams end: only an idle
+    /// connection is pinged, so a timeout is all Courier knows of a server that stopped answering.)
+    @Test func aStreamThatTimesOutIsResetWhileItsConnectionCarriesAnother() async throws {
+        try await Self.run({ index, _ in index < 2 ? .hold(index == 0 ? "other" : "late") : .respond("next") }) { server, manager async throws in
+            // A Task of its own: the first stream, held until the end; awaited below.
+            let other = Task { try await Self.get(server, manager) }
+            #expect(await server.changes.wait { server.heldCount == 1 })
+            let error = await #expect(throws: CourierError.self) { try await Self.get(server, manager, timeout: 0.5) }
+            #expect(error?.code == .timedOut, "\(String(describing: error))")
+            #expect(await server.changes.wait { server.resetsReceived == [.cancel] }, "\(server.resetsReceived)")
+            server.releaseHeld()
+            #expect(Self.text(try await other.value) == "other")
+            #expect(Self.text(try await Self.get(server, manager)) == "next")
+        }
+    }
+
     // OkHttp: cancelWhileWritingRequestBodySendsCancelToServer
     @Test func cancelWhileWritingRequestBodySendsCancelToServer() async throws {
         try await Self.run({ _, _ in .answer(status: 200) }) { server, manager async throws in

@@ -273,7 +273,7 @@ struct SerializationRetryTests {
                 weakTask = task
                 task.delegate.state.withLockedValue { $0.checkingSerializer = serializer }
                 task.resume()
-                await withCheckedContinuation { continuation in entered.whenOpen { continuation.resume() } }
+                #expect(await entered.wait(), "the serializer was never entered")
                 task.cancel()
             }
             var results = done.stream.makeAsyncIterator()
