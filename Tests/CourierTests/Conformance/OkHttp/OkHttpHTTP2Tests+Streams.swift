@@ -174,14 +174,15 @@ extension OkHttpHTTP2Tests {
     /// connection is pinged, so a timeout is all Courier knows of a server that stopped answering.)
     @Test func aStreamThatTimesOutIsResetWhileItsConnectionCarriesAnother() async throws {
         try await Self.run({ index, _ in index < 2 ? .hold(index == 0 ? "other" : "late") : .respond("next") }) { server, manager async throws in
-            // A Task of its own: the first stream, held until the end; awaited below.
-            let other = Task { try await Self.get(server, manager) }
+            // The first stream, held until the end (an `async let`: cancelled and awaited should
+            // the test end early).
+            async let other = Self.get(server, manager)
             #expect(await server.changes.wait { server.heldCount == 1 })
             let error = await #expect(throws: CourierError.self) { try await Self.get(server, manager, timeout: 0.5) }
             #expect(error?.code == .timedOut, "\(String(describing: error))")
             #expect(await server.changes.wait { server.resetsReceived == [.cancel] }, "\(server.resetsReceived)")
             server.releaseHeld()
-            #expect(Self.text(try await other.value) == "other")
+            #expect(Self.text(try await other) == "other")
             #expect(Self.text(try await Self.get(server, manager)) == "next")
         }
     }
