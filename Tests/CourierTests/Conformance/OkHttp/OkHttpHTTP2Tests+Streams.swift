@@ -134,10 +134,27 @@ extension OkHttpHTTP2Tests {
     }
 
     /// Sends a request the server holds and cancels it once the server has it.
+    ///
+    /// Should the request end before the server holds it (its connect timed out on a machine
+    /// slowed down, say), the test fails at once with the request's result, rather than waiting
+    /// out the hang guard of this step and of every later one.
     static func sendAndCancel(_ server: ScriptedHTTP2Server, _ manager: HTTPSessionManager, held: Int) async throws {
+        let ended = NIOLockedValueBox(false)
         // A Task of its own: it is cancelled here, and awaited at once.
-        let task = Task { try await Self.get(server, manager) }
-        #expect(await server.changes.wait { server.heldCount == held }, "held: \(server.heldCount)")
+        let task = Task {
+            defer {
+                ended.withLockedValue { $0 = true }
+                server.changes.signal()
+            }
+            return try await Self.get(server, manager)
+        }
+        #expect(await server.changes.wait { server.heldCount == held || ended.withLockedValue { $0 } }, "held: \(server.heldCount)")
+        guard server.heldCount == held else {
+            task.cancel()
+            let result = await task.result
+            try #require(server.heldCount == held, "the server never held request \(held); it ended: \(result)")
+            return
+        }
         task.cancel()
         let error = await #expect(throws: CourierError.self) { try await task.value }
         #expect(error?.code == .cancelled, "\(String(describing: error))")
