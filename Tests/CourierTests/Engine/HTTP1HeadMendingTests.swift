@@ -272,6 +272,58 @@ struct HTTP1HeadMendingTests {
         }
     }
 
+    /// Bytes a broken or hostile server might send: either the pieces of a response (status
+    /// lines, framing fields and their values, chunk sizes and extensions, line breaks of every
+    /// kind, folds, bytes that are not ASCII) in any order, or a response as servers send them
+    /// (``randomResponse(_:)``, which reaches a chunked body's states) with pieces put in, bytes
+    /// taken out and bytes changed.
+    static func randomGarbage(_ random: inout SeededGenerator) -> [UInt8] {
+        let pieces: [[UInt8]] = [
+            "HTTP/1.1 200 OK", "HTTP/1.1 100 Continue", "HTTP/1.0 304 ", "HTTP/1.1 204", "\r\n", "\n", "\r", "\r\n\r\n", "\n\n",
+            "Content-Length", "content-length", "Transfer-Encoding", "chunked", "Chunked", "gzip", "Location", ":", ": ", " ",
+            "\t", ",", ", ", "0", "3", "5", "6, 6", "18446744073709551616", "ff", "abc", ";e=1", "x", "T: v",
+        ].map { Array($0.utf8) } + [[0xC3, 0xA9], [0xFF], [0x00], [0x80, 0x0A]]
+        func piece() -> [UInt8] { pieces[Int.random(in: 0..<pieces.count, using: &random)] }
+        guard Bool.random(using: &random) else {
+            return (0..<Int.random(in: 1...80, using: &random)).flatMap { _ in piece() }
+        }
+        var bytes = Array(Self.randomResponse(&random).utf8)
+        for _ in 0..<Int.random(in: 1...4, using: &random) {
+            let at = Int.random(in: 0..<bytes.count, using: &random)
+            switch Int.random(in: 0..<3, using: &random) {
+            case 0: bytes.insert(contentsOf: piece(), at: at)
+            case 1: bytes.removeSubrange(at..<min(at + Int.random(in: 1...5, using: &random), bytes.count))
+            default: bytes[at] = Array("\r\n \t:;0a".utf8).randomElement(using: &random)!
+            }
+            if bytes.isEmpty { bytes = piece() }
+        }
+        return bytes
+    }
+
+    /// Whatever the bytes, the mender neither traps nor mends them differently for where the reads
+    /// cut them: what the decoder gets never depends on how TCP split the response.
+    @Test func garbageIsMendedTheSameWhereverItIsCut() {
+        var random = SeededGenerator(state: 0xD1B5_4A32_D192_ED03)
+        for round in 0..<2_000 {
+            let bytes = Self.randomGarbage(&random)
+            let whole = Self.mend(bytes: bytes)
+            var cutsTried: [[Int]] = bytes.count > 1 ? [Array(1..<bytes.count)] : []
+            for _ in 0..<6 where bytes.count > 1 {
+                cutsTried.append((0..<Int.random(in: 1...5, using: &random)).map { _ in Int.random(in: 1..<bytes.count, using: &random) }.sorted())
+            }
+            for cuts in cutsTried {
+                let result = Self.mend(bytes: bytes, cuts: cuts)
+                #expect(
+                    result == whole,
+                    """
+                    round \(round), cuts \(cuts.count == bytes.count - 1 ? "every byte" : "\(cuts)"): \(String(decoding: bytes, as: UTF8.self).debugDescription) \
+                    gave \(String(decoding: result, as: UTF8.self).debugDescription), whole \(String(decoding: whole, as: UTF8.self).debugDescription)
+                    """)
+                if result != whole { return }
+            }
+        }
+    }
+
     @Test func theValueIsReadAsAListOfOneNumber() {
         func read(_ value: String) -> String? {
             Array(value.utf8).withUnsafeBytes { ResponseHeadMender.sameNumber(in: $0) }.map { "\($0.value)×\($0.count)" }
@@ -334,6 +386,21 @@ struct HTTP1HeadMendingTests {
         // With bare line feeds, mended too.
         let bare = Self.rawLocationHead(lineEnd: "\n", name: name)
         #expect(Self.mend(bytes: bare, cuts: Array(1..<bare.count)) == mended, "bare LFs, a byte at a time")
+    }
+
+    /// A `Location` continued by an obs-fold is still held back until it ends: its bytes outside
+    /// ASCII, before and after the fold, are encoded wherever the reads cut it. (Found by
+    /// ``garbageIsMendedTheSameWhereverItIsCut()``: a folded line was passed on at the first cut
+    /// after its fold, unencoded.)
+    @Test func aFoldedLocationIsPercentEncodedWhereverTheReadsCutIt() {
+        let head = Array("HTTP/1.1 302 Found\r\nLocation: /caf".utf8) + [0xE9] + Array("\r\n\t?q=".utf8) + [0xC3, 0xA9]
+            + Array("\r\nContent-Length: 0\r\n\r\n".utf8)
+        let mended = Array("HTTP/1.1 302 Found\r\nLocation: /caf%E9  \t?q=%C3%A9\r\nContent-Length: 0\r\n\r\n".utf8)
+        #expect(Self.mend(bytes: head) == mended)
+        for cut in 1..<head.count {
+            #expect(Self.mend(bytes: head, cuts: [cut]) == mended, "cut at \(cut)")
+        }
+        #expect(Self.mend(bytes: head, cuts: Array(1..<head.count)) == mended, "a byte at a time")
     }
 
     @Test func aLocationInASCIIIsPassedOnAsItCame() {

@@ -267,7 +267,9 @@ struct ResponseHeadMender {
             }
             index += 1
         }
-        let holdBack = self.holdBack(bytes, breakStart: breakStart, lineBegin: lineFolded ? nil : lineBegin, framing: &framing, edits: &edits)
+        // A folded line is held back like any other: its folds, not yet rewritten in the bytes
+        // held back, are found again when they are scanned again.
+        let holdBack = self.holdBack(bytes, breakStart: breakStart, lineBegin: lineBegin, framing: &framing, edits: &edits)
         if holdBack < end { self.passedCR = bytes[end - holdBack - 1] == UInt8(ascii: "\r") }
         return holdBack
     }
