@@ -24,11 +24,21 @@ public protocol DataStreamSerializer: Sendable {
 
     /// The body ended: the values that what was kept completes (none by default).
     mutating func finish() throws(CourierError) -> [Output]
+
+    /// A failure found after the values the last ``serialize(_:)`` returned, handed over once
+    /// (none by default). A serializer that meets a bad value in a chunk after good ones returns
+    /// the good ones and keeps the failure for this, so that nothing the server sent before it is
+    /// lost, however the network cut the body: ``SerializedStream`` hands out those values, then
+    /// ends with the failure, before it waits for another chunk.
+    mutating func takeFailure() -> CourierError?
 }
 
 extension DataStreamSerializer {
     /// Nothing is kept between chunks: nothing is left at the end.
     public mutating func finish() throws(CourierError) -> [Output] { [] }
+
+    /// A serializer that throws as soon as it fails keeps no failure.
+    public mutating func takeFailure() -> CourierError? { nil }
 }
 
 /// Each chunk as it came, as `Data` (Alamofire's `PassthroughStreamSerializer`).
@@ -192,16 +202,21 @@ public struct StringStreamSerializer: DataStreamSerializer {
 /// (`JSONDecoder` by default); blank lines are skipped, and a last line without its `\n` is
 /// decoded at the body's end. Alamofire decodes each chunk as one value, which the network does
 /// not keep apart; a line is what the server wrote as one.
+///
+/// A line that does not decode, or runs over ``maximumLineLength``, fails the stream; the values
+/// of the lines before it come first, whichever chunk they arrived in (``takeFailure()``).
 public struct DecodableStreamSerializer<Value: Decodable & Sendable>: DataStreamSerializer {
     /// The decoder each line is handed to.
     public var decoder: any DataDecoder
-    /// The longest line kept while it waits for its end, in bytes (16 MiB by default): a body
-    /// that runs longer without a line break fails the stream instead of filling memory.
+    /// The longest line, in bytes without its line break (16 MiB by default): a longer one fails
+    /// the stream, whether it came in one chunk or many, instead of filling memory.
     public var maximumLineLength: Int
     /// The bytes of the line under way.
     private var line: [UInt8] = []
     /// Lines decoded or skipped so far, to name a line that does not decode.
     private var lineNumber = 0
+    /// The failure met after the values the last chunk gave, for ``takeFailure()``.
+    private var failure: CourierError?
 
     /// A serializer of `type`, one value a line.
     public init(_ type: Value.Type = Value.self, decoder: any DataDecoder = JSONDecoder(), maximumLineLength: Int = 16 * 1024 * 1024) {
@@ -210,35 +225,52 @@ public struct DecodableStreamSerializer<Value: Decodable & Sendable>: DataStream
     }
 
     public mutating func serialize(_ chunk: ByteBuffer) throws(CourierError) -> [Value] {
+        if let failure = self.takeFailure() { throw failure }
         var values: [Value] = []
         var rest = chunk.readableBytesView[...]
-        while let newline = rest.firstIndex(of: UInt8(ascii: "\n")) {
-            // A line within the chunk is decoded from it; only one split between chunks is gathered.
-            let value: Value?
-            if self.line.isEmpty {
-                value = try self.decodeLine(rest[..<newline])
-            } else {
-                self.line += rest[..<newline]
-                value = try self.decodeLine(self.line[...])
-                self.line.removeAll(keepingCapacity: true)
+        do throws(CourierError) {
+            while let newline = rest.firstIndex(of: UInt8(ascii: "\n")) {
+                // A line within the chunk is decoded from it; only one split between chunks is gathered.
+                let value: Value?
+                if self.line.isEmpty {
+                    value = try self.decodeLine(rest[..<newline])
+                } else {
+                    self.line += rest[..<newline]
+                    value = try self.decodeLine(self.line[...])
+                    self.line.removeAll(keepingCapacity: true)
+                }
+                if let value { values.append(value) }
+                rest = rest[(newline + 1)...]
             }
-            if let value { values.append(value) }
-            rest = rest[(newline + 1)...]
-        }
-        self.line += rest
-        if self.line.count > self.maximumLineLength {
-            let length = self.line.count
+            self.line += rest
+            // A CR at the end may be the line break's start: it is not counted.
+            let length = self.line.count - (self.line.last == UInt8(ascii: "\r") ? 1 : 0)
+            if length > self.maximumLineLength {
+                throw CourierError(
+                    .responseSerializationFailed,
+                    "line \(self.lineNumber + 1) of the streamed body runs over \(self.maximumLineLength) bytes (\(length) so far) without a line break")
+            }
+        } catch {
             self.line = []
-            throw CourierError(
-                .responseSerializationFailed,
-                "line \(self.lineNumber + 1) of the streamed body runs over \(self.maximumLineLength) bytes (\(length) so far) without a line break")
+            // The values before the failure are handed out first.
+            guard values.isEmpty else {
+                self.failure = error
+                return values
+            }
+            throw error
         }
         return values
     }
 
     public mutating func finish() throws(CourierError) -> [Value] {
         defer { self.line = [] }
+        if let failure = self.takeFailure() { throw failure }
         return try self.decodeLine(self.line[...]).map { [$0] } ?? []
+    }
+
+    public mutating func takeFailure() -> CourierError? {
+        defer { self.failure = nil }
+        return self.failure
     }
 
     /// Decodes one line (without its `\n`); nil for a blank line.
@@ -246,6 +278,10 @@ public struct DecodableStreamSerializer<Value: Decodable & Sendable>: DataStream
         self.lineNumber += 1
         var bytes = line[...]
         if bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
+        if bytes.count > self.maximumLineLength {
+            throw CourierError(
+                .responseSerializationFailed, "line \(self.lineNumber) of the streamed body runs over \(self.maximumLineLength) bytes (\(bytes.count))")
+        }
         guard bytes.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }) else { return nil }
         let data = Data(bytes)
         do {

@@ -50,6 +50,9 @@ public struct SerializedStream<Serializer: DataStreamSerializer>: AsyncSequence,
                 // Emptied first: a serializer that throws leaves nothing to hand out again.
                 self.made.removeAll(keepingCapacity: true)
                 self.next = 0
+                // A failure after the values just handed out ends the stream now, not after the
+                // next chunk (which may be long in coming).
+                if let failure = self.serializer.takeFailure() { throw self.ended(by: failure) }
                 let chunk = try await self.body.next()
                 do {
                     if let chunk {
@@ -59,11 +62,16 @@ public struct SerializedStream<Serializer: DataStreamSerializer>: AsyncSequence,
                         self.made = try self.serializer.finish()
                     }
                 } catch {
-                    self.isDone = true
-                    self.response.task.cancel()
-                    throw error.adding(request: self.response.request, response: self.response.response)
+                    throw self.ended(by: error)
                 }
             }
+        }
+
+        /// The serializer failed: the stream ends, and the request is cancelled.
+        private mutating func ended(by error: CourierError) -> CourierError {
+            self.isDone = true
+            self.response.task.cancel()
+            return error.adding(request: self.response.request, response: self.response.response)
         }
     }
 }
