@@ -76,6 +76,46 @@ struct ServerSentEventParserTests {
         #expect(feed(&parser, "data: again\n\n") == [ServerSentEvent(data: "again")])
     }
 
+    /// Whatever a server sends (fields known and not, line breaks of every kind, a byte-order mark
+    /// or its start, NULs, comments, events over the bound), the events, the last ID, the retry
+    /// and whether the parser stopped are the same wherever the chunks are cut.
+    @Test func anyStreamIsParsedTheSameWhereverCut() {
+        let pieces = [
+            "data", "event", "id", "retry", "dat", ":", ": ", " ", "\r", "\n", "\r\n", "\n\n", "x", "12", "\u{0}", "\u{FEFF}", "é",
+        ].map { Array($0.utf8) } + [[0xEF], [0xEF, 0xBB], [0xFF]]
+        struct Parsed: Equatable {
+            var events: [ServerSentEvent]
+            var lastEventID: String?
+            var retry: Duration?
+            var overflow: Int?
+        }
+        func parse(_ bytes: [UInt8], cuts: [Int], limit: Int) -> Parsed {
+            var parser = ServerSentEventParser(maximumEventSize: limit)
+            var events: [ServerSentEvent] = []
+            var start = 0
+            for end in cuts + [bytes.count] where end >= start {
+                events += parser.feed(ByteBuffer(bytes: bytes[start..<end]))
+                start = end
+            }
+            return Parsed(events: events, lastEventID: parser.lastEventID, retry: parser.retry, overflow: parser.overflow)
+        }
+        var random = HTTP1HeadMendingTests.SeededGenerator(state: 0x5851_F42D_4C95_7F2D)
+        for round in 0..<1_500 {
+            let bytes = (0..<Int.random(in: 1...40, using: &random)).flatMap { _ in pieces.randomElement(using: &random)! }
+            let limit = Bool.random(using: &random) ? 24 : 1 << 20
+            let whole = parse(bytes, cuts: [], limit: limit)
+            var cutsTried: [[Int]] = bytes.count > 1 ? [Array(1..<bytes.count)] : []
+            for _ in 0..<4 where bytes.count > 1 {
+                cutsTried.append((0..<Int.random(in: 1...4, using: &random)).map { _ in Int.random(in: 1..<bytes.count, using: &random) }.sorted())
+            }
+            for cuts in cutsTried {
+                let result = parse(bytes, cuts: cuts, limit: limit)
+                #expect(result == whole, "round \(round), cuts \(cuts): \(String(decoding: bytes, as: UTF8.self).debugDescription)")
+                if result != whole { return }
+            }
+        }
+    }
+
     @Test func aCRAtTheEndOfAChunkAndAnLFAtTheStartOfTheNextAreOneEnding() {
         var parser = ServerSentEventParser()
         #expect(parser.feed(ByteBuffer(string: "data: a\r")).isEmpty)
