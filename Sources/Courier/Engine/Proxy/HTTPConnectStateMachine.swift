@@ -168,11 +168,21 @@ struct HTTPConnectStateMachine: ProxyHandshake {
             guard self.looksLikeHTTP() else {
                 return self.fail(.invalidResponse("something that is not HTTP: \(self.preview())"))
             }
+            // The same bound for a head that came in one read as for one that came in pieces:
+            // what the proxy's answer is read as does not depend on how it was cut. A head under
+            // way ends no sooner than at its last LF when only its blank line's start follows.
             guard let (headLength, bodyStart) = self.endOfHead() else {
-                if self.received.count > Self.maximumHeadLength {
+                let lineFeed = UInt8(ascii: "\n")
+                let least =
+                    self.received.last == lineFeed
+                    ? self.received.count - 1 : self.received.suffix(2).elementsEqual([lineFeed, UInt8(ascii: "\r")]) ? self.received.count - 2 : self.received.count
+                if least > Self.maximumHeadLength {
                     return self.fail(.invalidResponse("a head longer than \(Self.maximumHeadLength) bytes"))
                 }
                 return .wait
+            }
+            if headLength > Self.maximumHeadLength {
+                return self.fail(.invalidResponse("a head longer than \(Self.maximumHeadLength) bytes"))
             }
             guard let response = Self.parseHead(self.received[..<headLength]) else {
                 return self.fail(.invalidResponse("a malformed status line: \(self.preview())"))

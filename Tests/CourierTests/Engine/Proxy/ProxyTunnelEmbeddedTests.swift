@@ -167,6 +167,25 @@ struct ProxyTunnelEmbeddedTests {
         let error = try #require(setup.error)
         #expect(error.code == .invalidResponse)
         #expect(error.message.contains("longer than 16384 bytes"))
+        // The same bound however the head is cut: a head of 16,384 bytes (to the LF of its last
+        // field line) is read, one byte longer is refused, in one read or in pieces that end
+        // with its line breaks a byte at a time.
+        for extra in [0, 1] {
+            let head = "HTTP/1.1 200 OK\r\nX-Filler: " + String(repeating: "a", count: 16_384 - 28 + extra) + "\r\n\r\n"
+            let body = Array(head.utf8.dropLast(4))
+            let tail = Array(head.utf8.suffix(4))
+            let pieces = stride(from: 0, to: body.count, by: 1000).map { Array(body[$0..<min($0 + 1000, body.count)]) } + tail.map { [$0] }
+            for delivery in [[Array(head.utf8)], pieces] {
+                let setup = try Self.connect()
+                for piece in delivery where setup.isPending { try setup.send(piece) }
+                if extra == 0 {
+                    #expect(setup.error == nil, "\(delivery.count) pieces")
+                    #expect(!setup.isPending, "established, \(delivery.count) pieces")
+                } else {
+                    #expect(setup.error?.message.contains("longer than 16384 bytes") == true, "\(delivery.count) pieces")
+                }
+            }
+        }
     }
 
     @Test func bytesAfterTheAnswerAreRefused() throws {
