@@ -17,7 +17,7 @@ final class WebSocketHandshakeHandler: ChannelDuplexHandler, RemovableChannelHan
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    /// The largest response head taken.
+    /// The largest response head taken, its blank line included.
     static let maximumHeadSize = 64 * 1024
 
     private let head: HTTPRequestHead
@@ -84,9 +84,9 @@ final class WebSocketHandshakeHandler: ChannelDuplexHandler, RemovableChannelHan
         guard self.response == nil, self.completion != nil else { return }
         switch Self.parseHead(&self.received) {
         case .incomplete:
-            if self.received.readableBytes > Self.maximumHeadSize {
-                self.fail(context: context, self.makeError("the response head is over \(Self.maximumHeadSize) bytes", nil, nil))
-            }
+            break
+        case .tooLarge:
+            self.fail(context: context, self.makeError("the response head is over \(Self.maximumHeadSize) bytes", nil, nil))
         case .invalid(let reason):
             self.fail(context: context, self.makeError("the answer to the upgrade is not HTTP/1.1: \(reason)", nil, nil))
         case .head(let head):
@@ -106,18 +106,23 @@ final class WebSocketHandshakeHandler: ChannelDuplexHandler, RemovableChannelHan
         }
     }
 
-    enum Parsed {
+    enum Parsed: Equatable {
         case incomplete
+        /// The head is, or will be once it ends, longer than the bound.
+        case tooLarge
         case invalid(String)
         case head(HTTPResponseHead)
     }
 
-    /// Takes a whole response head off the front of `buffer`, if it is there.
-    static func parseHead(_ buffer: inout ByteBuffer) -> Parsed {
+    /// Takes a whole response head off the front of `buffer`, if it is there and holds at most
+    /// `maximumSize` bytes. The bound is the same however the head was cut: one that has not
+    /// ended is too large as soon as its end can only come past the bound.
+    static func parseHead(_ buffer: inout ByteBuffer, maximumSize: Int = WebSocketHandshakeHandler.maximumHeadSize) -> Parsed {
         let view = buffer.readableBytesView
         let terminator: [UInt8] = [13, 10, 13, 10]
-        guard let end = view.firstRange(of: terminator) else { return .incomplete }
+        guard let end = view.firstRange(of: terminator) else { return view.count >= maximumSize ? .tooLarge : .incomplete }
         let length = end.upperBound - view.startIndex
+        guard length <= maximumSize else { return .tooLarge }
         guard let text = buffer.readString(length: length) else { return .invalid("not text") }
         var lines = text.split(separator: "\r\n", omittingEmptySubsequences: true).map(String.init)
         guard !lines.isEmpty else { return .invalid("no status line") }

@@ -375,4 +375,44 @@ struct WebSocketStateMachineTests {
             return
         }
     }
+
+    // MARK: The handshake's answer
+
+    /// The answer's head is taken up to its bound, its blank line included, and refused past it,
+    /// the same whether it comes in one read or in pieces (as the handler gathers them): a head
+    /// of 64 KiB is read, one byte longer is refused, a head whose end can only come past the
+    /// bound is refused before it ends.
+    @Test func theAnswersHeadBoundIsTheSameHoweverItIsCut() {
+        func parse(_ pieces: [[UInt8]], maximumSize: Int) -> WebSocketHandshakeHandler.Parsed {
+            var received = ByteBuffer()
+            for piece in pieces {
+                received.writeBytes(piece)
+                let parsed = WebSocketHandshakeHandler.parseHead(&received, maximumSize: maximumSize)
+                if parsed != .incomplete { return parsed }
+            }
+            return .incomplete
+        }
+        let status = "HTTP/1.1 101 Switching Protocols\r\nX-Filler: "
+        for extra in [0, 1] {
+            let head = Array((status + String(repeating: "a", count: 100 - status.utf8.count - 4 + extra) + "\r\n\r\n").utf8)
+            #expect(head.count == 100 + extra)
+            for cut in 0...head.count {
+                let parsed = parse([Array(head[..<cut]), Array(head[cut...])], maximumSize: 100)
+                if extra == 0 {
+                    guard case .head(let answer) = parsed else {
+                        Issue.record("cut at \(cut): \(parsed)")
+                        continue
+                    }
+                    #expect(answer.status == .switchingProtocols)
+                } else {
+                    #expect(parsed == .tooLarge, "cut at \(cut)")
+                }
+            }
+            let byteByByte = parse(head.map { [$0] }, maximumSize: 100)
+            #expect(extra == 0 ? byteByByte != .tooLarge && byteByByte != .incomplete : byteByByte == .tooLarge)
+        }
+        // A head that has not ended at the bound is refused then, without waiting for its end.
+        #expect(parse([Array(repeating: UInt8(ascii: "a"), count: 100)], maximumSize: 100) == .tooLarge)
+        #expect(parse([Array(repeating: UInt8(ascii: "a"), count: 99)], maximumSize: 100) == .incomplete)
+    }
 }
