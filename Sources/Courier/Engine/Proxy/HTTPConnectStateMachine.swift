@@ -169,14 +169,9 @@ struct HTTPConnectStateMachine: ProxyHandshake {
                 return self.fail(.invalidResponse("something that is not HTTP: \(self.preview())"))
             }
             // The same bound for a head that came in one read as for one that came in pieces:
-            // what the proxy's answer is read as does not depend on how it was cut. A head under
-            // way ends no sooner than at its last LF when only its blank line's start follows.
+            // what the proxy's answer is read as does not depend on how it was cut.
             guard let (headLength, bodyStart) = self.endOfHead() else {
-                let lineFeed = UInt8(ascii: "\n")
-                let least =
-                    self.received.last == lineFeed
-                    ? self.received.count - 1 : self.received.suffix(2).elementsEqual([lineFeed, UInt8(ascii: "\r")]) ? self.received.count - 2 : self.received.count
-                if least > Self.maximumHeadLength {
+                if self.leastHeadLength > Self.maximumHeadLength {
                     return self.fail(.invalidResponse("a head longer than \(Self.maximumHeadLength) bytes"))
                 }
                 return .wait
@@ -296,6 +291,16 @@ struct HTTPConnectStateMachine: ProxyHandshake {
 
     /// Where the head ends: its length without the blank line, and where the bytes after it start.
     /// Lines may end in CRLF or a bare LF (RFC 9112, 2.2).
+    /// The least length a head not yet ended can have (as ``endOfHead()`` counts it, to the LF
+    /// of its last line): all that came, unless it ends with a LF, or a LF and a CR, that the
+    /// blank line may follow.
+    private var leastHeadLength: Int {
+        let (lineFeed, carriageReturn) = (UInt8(ascii: "\n"), UInt8(ascii: "\r"))
+        if self.received.last == lineFeed { return self.received.count - 1 }
+        if self.received.suffix(2).elementsEqual([lineFeed, carriageReturn]) { return self.received.count - 2 }
+        return self.received.count
+    }
+
     private func endOfHead() -> (Int, Int)? {
         var index = 0
         let bytes = self.received
