@@ -24,6 +24,8 @@ final class WebSocketHandshakeHandler: ChannelDuplexHandler, RemovableChannelHan
     private let handshake: WebSocketHandshake
     private var completion: EventLoopPromise<HTTPResponseHead>?
     private var received = ByteBuffer()
+    /// Where the next look for the head's end starts in `received` (``parseHead(_:searchFrom:maximumSize:)``).
+    private var searchFrom = 0
     private var response: HTTPResponseHead?
     private var sent = false
     private let makeError: @Sendable (String, HTTPResponseHead?, (any Error)?) -> any Error
@@ -82,7 +84,7 @@ final class WebSocketHandshakeHandler: ChannelDuplexHandler, RemovableChannelHan
         var bytes = self.unwrapInboundIn(data)
         self.received.writeBuffer(&bytes)
         guard self.response == nil, self.completion != nil else { return }
-        switch Self.parseHead(&self.received) {
+        switch Self.parseHead(&self.received, searchFrom: &self.searchFrom) {
         case .incomplete:
             break
         case .tooLarge:
@@ -117,10 +119,21 @@ final class WebSocketHandshakeHandler: ChannelDuplexHandler, RemovableChannelHan
     /// Takes a whole response head off the front of `buffer`, if it is there and holds at most
     /// `maximumSize` bytes. The bound is the same however the head was cut: one that has not
     /// ended is too large as soon as its end can only come past the bound.
-    static func parseHead(_ buffer: inout ByteBuffer, maximumSize: Int = WebSocketHandshakeHandler.maximumHeadSize) -> Parsed {
+    ///
+    /// `searchFrom` is where in `buffer`'s readable bytes its end is looked for (0 for a new
+    /// head), kept between calls: a head that comes a byte at a time costs a look at each byte
+    /// once, not at the whole head again.
+    static func parseHead(
+        _ buffer: inout ByteBuffer, searchFrom: inout Int, maximumSize: Int = WebSocketHandshakeHandler.maximumHeadSize
+    ) -> Parsed {
         let view = buffer.readableBytesView
         let terminator: [UInt8] = [13, 10, 13, 10]
-        guard let end = view.firstRange(of: terminator) else { return view.count >= maximumSize ? .tooLarge : .incomplete }
+        guard let end = view[(view.startIndex + min(searchFrom, view.count))...].firstRange(of: terminator) else {
+            // An end may start in the last three bytes.
+            searchFrom = max(0, view.count - 3)
+            return view.count >= maximumSize ? .tooLarge : .incomplete
+        }
+        searchFrom = 0
         let length = end.upperBound - view.startIndex
         guard length <= maximumSize else { return .tooLarge }
         guard let text = buffer.readString(length: length) else { return .invalid("not text") }

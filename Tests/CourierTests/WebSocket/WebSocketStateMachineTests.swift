@@ -385,9 +385,10 @@ struct WebSocketStateMachineTests {
     @Test func theAnswersHeadBoundIsTheSameHoweverItIsCut() {
         func parse(_ pieces: [[UInt8]], maximumSize: Int) -> WebSocketHandshakeHandler.Parsed {
             var received = ByteBuffer()
+            var searchFrom = 0
             for piece in pieces {
                 received.writeBytes(piece)
-                let parsed = WebSocketHandshakeHandler.parseHead(&received, maximumSize: maximumSize)
+                let parsed = WebSocketHandshakeHandler.parseHead(&received, searchFrom: &searchFrom, maximumSize: maximumSize)
                 if parsed != .incomplete { return parsed }
             }
             return .incomplete

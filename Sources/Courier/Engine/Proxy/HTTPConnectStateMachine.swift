@@ -67,6 +67,10 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     private let makeClientNonce: () -> String
     /// The bytes of the answer received so far (after any skipped 1xx heads).
     private var received: [UInt8] = []
+    /// Where ``endOfHead()`` looks for a LF next in ``received``: those before it ended no head
+    /// (0 again whenever bytes leave its front). A proxy that sends its head a byte at a time
+    /// costs a look at each byte once, not at the whole head again.
+    private var searchFrom = 0
 
     /// A `CONNECT` to `host`:`port`.
     /// - Parameters:
@@ -186,6 +190,7 @@ struct HTTPConnectStateMachine: ProxyHandshake {
             switch response.status.code {
             case 100..<200 where response.status.code != 101:
                 self.received.removeFirst(bodyStart)
+                self.searchFrom = 0
                 continue
             case 200..<300:
                 guard rest == 0 else {
@@ -219,6 +224,7 @@ struct HTTPConnectStateMachine: ProxyHandshake {
             return self.fail(.answerOnNewConnection(authorization: authorization, answers: self.digestAnswers, after: response))
         }
         self.received = []
+        self.searchFrom = 0
         guard bodyBytes <= length else { return self.fail(.unsolicitedBytes(bodyBytes - length)) }
         return self.skipped(bodyBytes, of: length, then: authorization, after: response)
     }
@@ -289,8 +295,6 @@ struct HTTPConnectStateMachine: ProxyHandshake {
         return zip(self.received, prefix).allSatisfy { $0 == $1 }
     }
 
-    /// Where the head ends: its length without the blank line, and where the bytes after it start.
-    /// Lines may end in CRLF or a bare LF (RFC 9112, 2.2).
     /// The least length a head not yet ended can have (as ``endOfHead()`` counts it, to the LF
     /// of its last line): all that came, unless it ends with a LF, or a LF and a CR, that the
     /// blank line may follow.
@@ -301,8 +305,10 @@ struct HTTPConnectStateMachine: ProxyHandshake {
         return self.received.count
     }
 
-    private func endOfHead() -> (Int, Int)? {
-        var index = 0
+    /// Where the head ends: its length without the blank line, and where the bytes after it start.
+    /// Lines may end in CRLF or a bare LF (RFC 9112, 2.2).
+    private mutating func endOfHead() -> (Int, Int)? {
+        var index = self.searchFrom
         let bytes = self.received
         while let newline = bytes[index...].firstIndex(of: UInt8(ascii: "\n")) {
             var next = newline + 1
@@ -310,9 +316,14 @@ struct HTTPConnectStateMachine: ProxyHandshake {
             if next < bytes.count, bytes[next] == UInt8(ascii: "\n") {
                 return (newline, next + 1)
             }
-            if next >= bytes.count { return nil }
+            if next >= bytes.count {
+                // What follows this LF has not all come: it is looked at again.
+                self.searchFrom = newline
+                return nil
+            }
             index = newline + 1
         }
+        self.searchFrom = bytes.count
         return nil
     }
 

@@ -188,6 +188,28 @@ struct ProxyTunnelEmbeddedTests {
         }
     }
 
+    /// An answer with an interim head, bare LFs and CRLFs opens the tunnel however it is cut, and
+    /// a refusal is one at every cut too (the end of a head is looked for from where the last
+    /// read left off).
+    @Test func anAnswerCutAnywhereIsReadTheSame() throws {
+        let answers = [
+            ("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 Connection established\nProxy-Agent: p\r\n\n", true),
+            ("HTTP/1.0 403 Forbidden\r\nX-A: b\n\r\n", false),
+        ]
+        for (answer, opens) in answers {
+            let bytes = Array(answer.utf8)
+            for pieces in (0...bytes.count).map({ [Array(bytes[..<$0]), Array(bytes[$0...])] }) + [bytes.map { [$0] }] {
+                let setup = try Self.connect()
+                for piece in pieces where setup.isPending { try setup.send(piece) }
+                if opens {
+                    #expect(setup.error == nil && !setup.isPending, "\(pieces.map(\.count))")
+                } else {
+                    #expect(setup.error?.message.contains("403") == true, "\(pieces.map(\.count)): \(String(describing: setup.error))")
+                }
+            }
+        }
+    }
+
     @Test func bytesAfterTheAnswerAreRefused() throws {
         let setup = try Self.connect()
         try setup.send("HTTP/1.1 200 Connection established\r\n\r\nsurprise")
