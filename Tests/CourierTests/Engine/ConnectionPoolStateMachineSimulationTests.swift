@@ -17,18 +17,6 @@ struct ConnectionPoolStateMachineSimulationTests {
     typealias Connection = ConnectionPoolStateMachineTests.Connection
     typealias Key = ConnectionPool.Key
 
-    /// A small seeded generator (xorshift64*): the same seed, the same run.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        init(seed: UInt64) { self.state = seed &* 0x9E37_79B9_7F4A_7C15 | 1 }
-        mutating func next() -> UInt64 {
-            self.state ^= self.state >> 12
-            self.state ^= self.state << 25
-            self.state ^= self.state >> 27
-            return self.state &* 0x2545_F491_4F6C_DD1D
-        }
-    }
-
     /// What the world will do, at a later step.
     enum Pending: Equatable {
         case connect(Int, Key)
@@ -44,7 +32,7 @@ struct ConnectionPoolStateMachineSimulationTests {
 
     struct World {
         var machine: Machine
-        var generator: Generator
+        var generator: SplitMix64
         let loops: [EmbeddedEventLoop]
         var pending: [Pending] = []
         var requests: [(request: Request, key: Key, fate: Fate)] = []
@@ -243,7 +231,7 @@ struct ConnectionPoolStateMachineSimulationTests {
                 machine: Machine(
                     configuration: .init(maximumConnectionsPerHost: 2, http2MaximumConnectionsPerHost: 2, http2MaximumStreamsPerConnection: 3),
                     loops: loops),
-                generator: Generator(seed: UInt64(seed)), loops: loops)
+                generator: SplitMix64(seed: UInt64(seed)), loops: loops)
             for _ in 0..<60 { world.step(allowExternal: true) }
             // Then only what the world owes, until nothing is left (bounded: each event makes few).
             var steps = 0

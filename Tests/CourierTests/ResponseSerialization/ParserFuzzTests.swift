@@ -26,20 +26,8 @@ struct ParserFuzzTests {
     /// Inputs between two `Task.yield()`s.
     static let yieldEvery = 200
 
-    /// SplitMix64: small, fast, reproducible.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            self.state &+= 0x9E37_79B9_7F4A_7C15
-            var z = self.state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Mutates a valid header: flips, sets interesting values, truncates, extends, splices.
-    static func mutate(_ input: [UInt8], _ rng: inout Generator) -> [UInt8] {
+    static func mutate(_ input: [UInt8], _ rng: inout SplitMix64) -> [UInt8] {
         var bytes = input
         for _ in 0..<Int.random(in: 1...4, using: &rng) {
             switch Int.random(in: 0..<6, using: &rng) {
@@ -62,7 +50,7 @@ struct ParserFuzzTests {
     }
 
     @Test func imageHeaders() async {
-        var rng = Generator(state: Self.seed)
+        var rng = SplitMix64(seed: Self.seed)
         let seeds = ImageFixture.all.map(\.1)
         let serializer = ImageResponseSerializer()
         let response = Fixture.response(200, "image/png")
@@ -93,7 +81,7 @@ struct ParserFuzzTests {
     }
 
     @Test func charsetsAndText() async {
-        var rng = Generator(state: Self.seed &+ 1)
+        var rng = SplitMix64(seed: Self.seed &+ 1)
         let names = ["utf-8", "UTF-16LE", "utf-16be", "utf-16", "utf-32", "iso-8859-1", "latin1", "windows-1252", "shift_jis", "euc-jp", "us-ascii", "klingon", ""]
         let pieces = [";", "=", "\"", " ", "charset", "CHARSET", "text/plain", "\u{0}", "é", ",", "\t", "'"]
         let clock = ContinuousClock()

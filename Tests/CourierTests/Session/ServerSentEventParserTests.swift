@@ -99,7 +99,7 @@ struct ServerSentEventParserTests {
             }
             return Parsed(events: events, lastEventID: parser.lastEventID, retry: parser.retry, overflow: parser.overflow)
         }
-        var random = HTTP1HeadMendingTests.SeededGenerator(state: 0x5851_F42D_4C95_7F2D)
+        var random = SplitMix64(seed: 0x5851_F42D_4C95_7F2D)
         for round in 0..<1_500 {
             let bytes = (0..<Int.random(in: 1...40, using: &random)).flatMap { _ in pieces.randomElement(using: &random)! }
             let limit = Bool.random(using: &random) ? 24 : 1 << 20
