@@ -68,8 +68,9 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     /// The bytes of the answer received so far (after any skipped 1xx heads).
     private var received: [UInt8] = []
     /// Where ``endOfHead()`` looks for a LF next in ``received``: those before it ended no head
-    /// (0 again whenever bytes leave its front). A proxy that sends its head a byte at a time
-    /// costs a look at each byte once, not at the whole head again.
+    /// (0 again whenever bytes leave its front), so it is also the least length a head not yet
+    /// ended can have. A proxy that sends its head a byte at a time costs a look at each byte
+    /// once, not at the whole head again.
     private var searchFrom = 0
 
     /// A `CONNECT` to `host`:`port`.
@@ -172,17 +173,13 @@ struct HTTPConnectStateMachine: ProxyHandshake {
             guard self.looksLikeHTTP() else {
                 return self.fail(.invalidResponse("something that is not HTTP: \(self.preview())"))
             }
-            // The same bound for a head that came in one read as for one that came in pieces:
-            // what the proxy's answer is read as does not depend on how it was cut.
-            guard let (headLength, bodyStart) = self.endOfHead() else {
-                if self.leastHeadLength > Self.maximumHeadLength {
-                    return self.fail(.invalidResponse("a head longer than \(Self.maximumHeadLength) bytes"))
-                }
-                return .wait
-            }
-            if headLength > Self.maximumHeadLength {
+            let end = self.endOfHead()
+            // The head's length, or while it has not ended the least it can still have (the LF
+            // `endOfHead` looks at next): the same bound however the answer was cut.
+            guard (end?.length ?? self.searchFrom) <= Self.maximumHeadLength else {
                 return self.fail(.invalidResponse("a head longer than \(Self.maximumHeadLength) bytes"))
             }
+            guard let (headLength, bodyStart) = end else { return .wait }
             guard let response = Self.parseHead(self.received[..<headLength]) else {
                 return self.fail(.invalidResponse("a malformed status line: \(self.preview())"))
             }
@@ -295,19 +292,9 @@ struct HTTPConnectStateMachine: ProxyHandshake {
         return zip(self.received, prefix).allSatisfy { $0 == $1 }
     }
 
-    /// The least length a head not yet ended can have (as ``endOfHead()`` counts it, to the LF
-    /// of its last line): all that came, unless it ends with a LF, or a LF and a CR, that the
-    /// blank line may follow.
-    private var leastHeadLength: Int {
-        let (lineFeed, carriageReturn) = (UInt8(ascii: "\n"), UInt8(ascii: "\r"))
-        if self.received.last == lineFeed { return self.received.count - 1 }
-        if self.received.suffix(2).elementsEqual([lineFeed, carriageReturn]) { return self.received.count - 2 }
-        return self.received.count
-    }
-
     /// Where the head ends: its length without the blank line, and where the bytes after it start.
     /// Lines may end in CRLF or a bare LF (RFC 9112, 2.2).
-    private mutating func endOfHead() -> (Int, Int)? {
+    private mutating func endOfHead() -> (length: Int, bodyStart: Int)? {
         var index = self.searchFrom
         let bytes = self.received
         while let newline = bytes[index...].firstIndex(of: UInt8(ascii: "\n")) {
