@@ -58,9 +58,7 @@ final class Changes: Sendable {
         defer { _ = self.state.withLockedValue { $0.expired.remove(wait) } }
         // The hang guard: one timer for the whole wait. Should it fire after the wait returned,
         // it finds nothing parked and leaves a number no later wait uses.
-        let (seconds, attoseconds) = limit.components
-        let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { self.expire(wait) }
+        Self.after(limit) { self.expire(wait) }
         while true {
             let seen = self.state.withLockedValue { $0.signals }
             if condition() { return true }
@@ -71,6 +69,13 @@ final class Changes: Sendable {
                 return false
             }
         }
+    }
+
+    /// Runs `work` once `limit` has passed, on a Dispatch queue: a hang guard's one timer.
+    static func after(_ limit: Duration, _ work: @escaping @Sendable () -> Void) {
+        let (seconds, attoseconds) = limit.components
+        let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: work)
     }
 
     /// Waits for a signal after the `seen`-th; false once `wait` has expired.

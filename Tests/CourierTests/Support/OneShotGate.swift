@@ -1,4 +1,3 @@
-import Dispatch
 import NIOConcurrencyHelpers
 
 /// Opens once; closures waiting for it run then (or at once when it is already open).
@@ -40,9 +39,7 @@ final class OneShotGate: Sendable {
                 pending.withLockedValue { $0 = continuation }
                 if Task.isCancelled { settle(false) }
                 self.whenOpen { settle(true) }
-                let (seconds, attoseconds) = limit.components
-                let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
-                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { settle(false) }
+                Changes.after(limit) { settle(false) }
             }
         } onCancel: {
             settle(false)

@@ -149,11 +149,10 @@ extension OkHttpHTTP2Tests {
             return try await Self.get(server, manager)
         }
         #expect(await server.changes.wait { server.heldCount == held || ended.withLockedValue { $0 } }, "held: \(server.heldCount)")
-        guard server.heldCount == held else {
+        if server.heldCount != held {
             task.cancel()
             let result = await task.result
             try #require(server.heldCount == held, "the server never held request \(held); it ended: \(result)")
-            return
         }
         task.cancel()
         let error = await #expect(throws: CourierError.self) { try await task.value }
