@@ -296,16 +296,12 @@ struct HTTP1HeadMendingTests {
         for round in 0..<2_000 {
             let bytes = Self.randomGarbage(&random)
             let whole = Self.mend(bytes: bytes)
-            var cutsTried: [[Int]] = bytes.count > 1 ? [Array(1..<bytes.count)] : []
-            for _ in 0..<6 where bytes.count > 1 {
-                cutsTried.append((0..<Int.random(in: 1...5, using: &random)).map { _ in Int.random(in: 1..<bytes.count, using: &random) }.sorted())
-            }
-            for cuts in cutsTried {
+            for cuts in Cuts.toTry(bytes.count, randomSets: 6, most: 5, using: &random) {
                 let result = Self.mend(bytes: bytes, cuts: cuts)
                 #expect(
                     result == whole,
                     """
-                    round \(round), cuts \(cuts.count == bytes.count - 1 ? "every byte" : "\(cuts)"): \(String(decoding: bytes, as: UTF8.self).debugDescription) \
+                    round \(round), cuts \(Cuts.describe(cuts, of: bytes.count)): \(String(decoding: bytes, as: UTF8.self).debugDescription) \
                     gave \(String(decoding: result, as: UTF8.self).debugDescription), whole \(String(decoding: whole, as: UTF8.self).debugDescription)
                     """)
                 if result != whole { return }

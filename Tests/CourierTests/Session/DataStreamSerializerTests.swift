@@ -66,12 +66,7 @@ struct DataStreamSerializerTests {
     func anyBytesGiveTheSameTextWhereverCut() {
         func text(_ bytes: [UInt8], cuts: [Int]) -> [Unicode.Scalar] {
             var serializer = StringStreamSerializer()
-            var strings: [String] = []
-            var start = 0
-            for end in cuts + [bytes.count] where end >= start {
-                strings += serializer.serialize(ByteBuffer(bytes: bytes[start..<end]))
-                start = end
-            }
+            var strings = Cuts.pieces(of: bytes, at: cuts).flatMap { serializer.serialize(ByteBuffer(bytes: $0)) }
             strings += serializer.finish()
             return Array(strings.joined().unicodeScalars)
         }
@@ -79,13 +74,9 @@ struct DataStreamSerializerTests {
         for round in 0..<1_500 {
             let bytes = Self.randomText(&random)
             let whole = text(bytes, cuts: [])
-            var cutsTried: [[Int]] = bytes.count > 1 ? [Array(1..<bytes.count)] : []
-            for _ in 0..<4 where bytes.count > 1 {
-                cutsTried.append((0..<Int.random(in: 1...4, using: &random)).map { _ in Int.random(in: 1..<bytes.count, using: &random) }.sorted())
-            }
-            for cuts in cutsTried {
+            for cuts in Cuts.toTry(bytes.count, randomSets: 4, most: 4, using: &random) {
                 let result = text(bytes, cuts: cuts)
-                #expect(result == whole, "round \(round), cuts \(cuts.count == bytes.count - 1 ? "every byte" : "\(cuts)"): \(bytes) gave \(result), whole \(whole)")
+                #expect(result == whole, "round \(round), cuts \(Cuts.describe(cuts, of: bytes.count)): \(bytes) gave \(result), whole \(whole)")
                 if result != whole { return }
             }
         }

@@ -91,12 +91,7 @@ struct ServerSentEventParserTests {
         }
         func parse(_ bytes: [UInt8], cuts: [Int], limit: Int) -> Parsed {
             var parser = ServerSentEventParser(maximumEventSize: limit)
-            var events: [ServerSentEvent] = []
-            var start = 0
-            for end in cuts + [bytes.count] where end >= start {
-                events += parser.feed(ByteBuffer(bytes: bytes[start..<end]))
-                start = end
-            }
+            let events = Cuts.pieces(of: bytes, at: cuts).flatMap { parser.feed(ByteBuffer(bytes: $0)) }
             return Parsed(events: events, lastEventID: parser.lastEventID, retry: parser.retry, overflow: parser.overflow)
         }
         var random = SplitMix64(seed: 0x5851_F42D_4C95_7F2D)
@@ -104,13 +99,9 @@ struct ServerSentEventParserTests {
             let bytes = (0..<Int.random(in: 1...40, using: &random)).flatMap { _ in pieces.randomElement(using: &random)! }
             let limit = Bool.random(using: &random) ? 24 : 1 << 20
             let whole = parse(bytes, cuts: [], limit: limit)
-            var cutsTried: [[Int]] = bytes.count > 1 ? [Array(1..<bytes.count)] : []
-            for _ in 0..<4 where bytes.count > 1 {
-                cutsTried.append((0..<Int.random(in: 1...4, using: &random)).map { _ in Int.random(in: 1..<bytes.count, using: &random) }.sorted())
-            }
-            for cuts in cutsTried {
+            for cuts in Cuts.toTry(bytes.count, randomSets: 4, most: 4, using: &random) {
                 let result = parse(bytes, cuts: cuts, limit: limit)
-                #expect(result == whole, "round \(round), cuts \(cuts): \(String(decoding: bytes, as: UTF8.self).debugDescription)")
+                #expect(result == whole, "round \(round), cuts \(Cuts.describe(cuts, of: bytes.count)): \(String(decoding: bytes, as: UTF8.self).debugDescription)")
                 if result != whole { return }
             }
         }
