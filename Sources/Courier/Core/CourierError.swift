@@ -62,7 +62,9 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
 
         fileprivate init(_ base: Base) { self.base = base }
 
-        /// A URL string that does not parse, or a URL without a host.
+        /// A URL string that does not parse, a URL without a host, or one whose host decodes to
+        /// what no host holds (`https://a%0D%0Ab/`: a line break, a space, a delimiter), from the
+        /// caller or from a redirect's `Location`.
         public static let invalidURL = Code(.invalidURL)
         /// A relative URL string given to a manager that has no base URL.
         public static let missingBaseURL = Code(.missingBaseURL)

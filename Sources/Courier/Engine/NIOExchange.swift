@@ -77,6 +77,11 @@ final class NIOExchange: Exchange, Sendable {
                     CourierError(
                         .invalidURL, "\(request.summary): the URL names no socket (its host is the socket's path, percent-encoded)",
                         request: request)
+                } else if request.url.hasUnacceptableHost {
+                    CourierError(
+                        .invalidURL,
+                        "\(request.summary): \(URL.unacceptableHostProblem)",
+                        request: request)
                 } else if let port = request.url.port, !ConnectionPool.portRange.contains(port) {
                     CourierError(.invalidURL, "\(request.summary): port \(port) is not a TCP port (0 to 65535)", request: request)
                 } else {

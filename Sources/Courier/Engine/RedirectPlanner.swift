@@ -60,7 +60,7 @@ public enum RedirectPlanner {
             return .fail("more than \(maximum) redirects")
         }
         if !allowCycles, target.absoluteString == request.url.absoluteString || visitedURLs.contains(target.absoluteString) {
-            return .fail("redirect cycle back to \(target.absoluteString)")
+            return .fail("redirect cycle back to \(Request.redacted(target))")
         }
 
         var next = request

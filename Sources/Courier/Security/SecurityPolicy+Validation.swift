@@ -31,7 +31,7 @@ extension SecurityPolicy {
         guard baseURL.scheme?.lowercased() == "https" || baseURL.unixSocketTarget?.tls == true else {
             throw CourierError(
                 .invalidRequest,
-                "a security policy that pins (\(self)) needs an https base URL; \(baseURL.absoluteString) is not"
+                "a security policy that pins (\(self)) needs an https base URL; \(Request.redacted(baseURL)) is not"
             )
         }
     }

@@ -142,7 +142,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
             } else if let resolved = URL(string: URLText.normalized(urlString), relativeTo: baseURL)?.absoluteURL {
                 url = resolved
             } else {
-                throw CourierError(.invalidURL, "'\(urlString)' is not a valid URL relative to \(baseURL.absoluteString)")
+                throw CourierError(.invalidURL, "'\(urlString)' is not a valid URL relative to \(Request.redacted(baseURL))")
             }
         } else {
             guard let parsed = URL(string: URLText.normalized(urlString)), !urlString.isEmpty else {
@@ -154,11 +154,11 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
             url = parsed
         }
         guard let scheme = url.scheme, URL.isRequestableScheme(scheme) else {
-            throw CourierError(.unsupportedScheme, "\(url.absoluteString): only http, https, http+unix and https+unix are supported")
+            throw CourierError(.unsupportedScheme, "\(Request.redacted(url)): only http, https, http+unix and https+unix are supported")
         }
         guard let host = url.host, !host.isEmpty else {
             let missing = URL.unixSocketSchemeUsesTLS(scheme) == nil ? "no host" : "no socket path (its host, percent-encoded)"
-            throw CourierError(.invalidURL, "\(url.absoluteString) has \(missing)")
+            throw CourierError(.invalidURL, "\(Request.redacted(url)) has \(missing)")
         }
         return url.absoluteString
     }

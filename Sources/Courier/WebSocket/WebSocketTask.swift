@@ -499,10 +499,20 @@ public final class WebSocketTask: Sendable {
         let summary = self.request.summary
         let httpURL = Self.httpURL(for: adapted.url)
         guard let httpURL, let key = engine.pool.webSocketKey(for: httpURL) else {
-            let problem =
-                httpURL?.isUnixSocketURLWithoutSocket == true
-                ? "a ws+unix or wss+unix URL that names no socket (its host, percent-encoded)" : "not a ws or wss URL with a host"
-            self.finish(error: CourierError(.unsupportedScheme, "\(summary): \(problem)", request: self.request), code: .abnormalClosure, reason: "")
+            let error =
+                if adapted.url.hasUnacceptableHost {
+                    CourierError(
+                        .invalidURL, "\(summary): \(URL.unacceptableHostProblem)",
+                        request: self.request)
+                } else {
+                    CourierError(
+                        .unsupportedScheme,
+                        "\(summary): "
+                            + (httpURL?.isUnixSocketURLWithoutSocket == true
+                                ? "a ws+unix or wss+unix URL that names no socket (its host, percent-encoded)" : "not a ws or wss URL with a host"),
+                        request: self.request)
+                }
+            self.finish(error: error, code: .abnormalClosure, reason: "")
             return
         }
         // Which attempt this is: a connection that comes after its attempt ended (a handshake

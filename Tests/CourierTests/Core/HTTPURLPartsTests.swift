@@ -81,4 +81,46 @@ struct HTTPURLPartsTests {
             #expect(HTTPURLParts.target(of: url) == nil)
         }
     }
+
+    /// A host that percent-decodes to a line break, a space or a delimiter names no host: no key,
+    /// so no connection, no `Host` field and no proxy `CONNECT` line is made of it (such a host
+    /// once ended the `CONNECT` line and let a server's redirect write requests to the proxy).
+    @Test(arguments: [
+        "https://x%20HTTP%2F1.1%0D%0A%0D%0AGET%20http%3A%2F%2Finternal%2F%20HTTP%2F1.1%0D%0AX%3A%20y/",
+        "http://a%0Ab/",
+        "http://a%0Db/",
+        "http://a%00b/",
+        "http://a%09b/",
+        "http://a%7Fb/",
+        "http://a%20b/",
+        "http://a%2Fb/",
+        "http://a%3Ab/",
+        "http://a%40b/",
+        "http://a%25b/",
+        "http://a%5Bb%5D/",
+        "http://a%3Fb/",
+        "http://a%23b/",
+    ])
+    func aHostThatDecodesToWhatNoHostHoldsHasNoKey(_ string: String) throws {
+        let url = try #require(URL(string: string))
+        #expect(url.requestHost == nil, "\(String(reflecting: url.host))")
+        #expect(url.hasUnacceptableHost)
+        #expect(ConnectionPool.key(for: url) == nil)
+    }
+
+    /// Percent-encoded hosts that decode to a host still reach it: letters (IDNA for Unicode ones)
+    /// and an IPv6 literal's zone.
+    @Test(arguments: [
+        ("http://ex%61mple.com/", "example.com"),
+        ("http://b%C3%BCcher.example/", "xn--bcher-kva.example"),
+        ("http://a%2Db_c.example/", "a-b_c.example"),
+        ("http://[fe80::1%25eth0]/", "fe80::1%eth0"),
+        ("http://[::1]/", "::1"),
+    ])
+    func aPercentEncodedHostThatDecodesToAHostIsKept(_ string: String, _ host: String) throws {
+        let url = try #require(URL(string: string))
+        #expect(url.requestHost == host)
+        #expect(!url.hasUnacceptableHost)
+        #expect(ConnectionPool.key(for: url)?.host == host)
+    }
 }

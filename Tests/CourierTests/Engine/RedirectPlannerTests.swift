@@ -35,6 +35,18 @@ struct RedirectPlannerTests {
         #expect(next.headerFields[.authorization] == "Basic eA==", "same origin keeps credentials")
     }
 
+    /// A cycle's error names the URL it came back to without the password the URL carries (a
+    /// relative `Location` keeps the request's user information), as a request's summary does.
+    @Test func aCyclesErrorDoesNotCarryThePassword() throws {
+        let request = self.request(.get, "https://ann:secret@h/b")
+        guard case .fail(let message) = self.step(self.response(302, location: "/a"), request, visited: ["https://ann:secret@h/a"]) else {
+            Issue.record("expected the cycle to fail")
+            return
+        }
+        #expect(message.contains("cycle") && message.contains("https://ann:***@h/a"), "\(message)")
+        #expect(!message.contains("secret"), "\(message)")
+    }
+
     /// Two `Location` fields: the first is followed, as curl does (joined, they named
     /// `/one,%20/two`, a URL neither field named; found by an interop probe).
     @Test func theFirstOfTwoLocationsIsFollowed() throws {

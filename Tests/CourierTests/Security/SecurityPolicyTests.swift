@@ -46,6 +46,10 @@ struct SecurityPolicyTests {
     @Test func pinningPolicyNeedsAnHTTPSBaseURL() async throws {
         let policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [try Self.certificate(TestCertificates.rootCA)])
         #expect(throws: CourierError.self) { try policy.validate(baseURL: URL(string: "http://example.com/")) }
+        // The error names the base URL without its password.
+        let withPassword = #expect(throws: CourierError.self) { try policy.validate(baseURL: URL(string: "http://ann:secret@example.com/")) }
+        #expect(withPassword?.message.contains("http://ann:***@example.com/") == true, "\(String(describing: withPassword))")
+        #expect(withPassword?.message.contains("secret") == false)
         try policy.validate(baseURL: URL(string: "https://example.com/"))
         try SecurityPolicy.default.validate(baseURL: URL(string: "http://example.com/"))
         let manager = HTTPSessionManager(baseURL: URL(string: "http://example.com/"), securityPolicy: policy)

@@ -24,6 +24,37 @@ struct BadInputTests {
         #expect(manager.tasks.isEmpty)
     }
 
+    /// The errors for a URL the manager cannot request name it without its password.
+    @Test(arguments: [("ftp://ann:secret@h/", "x", "ftp://ann:***@h/x"), ("http://ann:secret@/", "", "http://ann:***@/")])
+    func anUnrequestableURLsErrorDoesNotCarryThePassword(_ base: String, _ path: String, _ named: String) async throws {
+        let manager = HTTPSessionManager(baseURL: URL(string: base), engine: RefusingEngine())
+        await #expect {
+            _ = try await manager.get(path)
+        } throws: { error in
+            guard let error = error as? CourierError else { return false }
+            return error.message.contains(named) && !error.message.contains("secret")
+        }
+    }
+
+    /// A host that percent-decodes to a line break (or a space, or a delimiter) is a typed error
+    /// before any connection, for a data task and a WebSocket task alike: its bytes would have
+    /// gone into `Host`, TLS's server name and a proxy's `CONNECT` line.
+    @Test func aHostThatDecodesToALineBreakIsAnInvalidURL() async throws {
+        let string = "https://x%0D%0AX-Injected%3A%201/"
+        let manager = HTTPSessionManager(configuration: .default)
+        await #expect {
+            _ = try await manager.get(string)
+        } throws: { error in
+            guard let error = error as? CourierError else { return false }
+            return error.code == .invalidURL && error.message.contains("percent-decoded")
+        }
+        let webSocket = manager.webSocketTask(with: Request(url: try #require(URL(string: "wss://x%0D%0AX-Injected%3A%201/"))))
+        await #expect(throws: CourierError.self) { try await webSocket.waitUntilOpen() }
+        #expect(webSocket.error?.code == .invalidURL)
+        #expect(webSocket.error?.message.contains("percent-decoded") == true, "\(String(describing: webSocket.error))")
+        await manager.invalidate(cancelingTasks: true)
+    }
+
     @Test func taskResumedAfterInvalidation() async throws {
         try await withTestServer { server in
             let manager = HTTPSessionManager(baseURL: server.baseURL)

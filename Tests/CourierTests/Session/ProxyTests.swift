@@ -42,6 +42,29 @@ struct ProxyTests {
         }
     }
 
+    /// A server's redirect to an `https` URL whose host percent-decodes to line breaks, through
+    /// a proxy that tunnels: the hop fails as an invalid URL and the proxy gets no `CONNECT`. The
+    /// host once went into the `CONNECT` line as it decoded, so its line breaks wrote requests of
+    /// the server's choosing to the proxy, the last one with the client's `Proxy-Authorization`.
+    @Test func aRedirectToAHostWithLineBreaksSendsTheProxyNothing() async throws {
+        let evil = "https://x%20HTTP%2F1.1%0D%0A%0D%0AGET%20http%3A%2F%2Finternal%2F%20HTTP%2F1.1%0D%0AX%3A%20y/"
+        try await withTestServer { server in
+            try await withShutdown(of: try await TestProxy.start(upstreamPort: server.port, credentials: ("courier", "secret"))) { proxy in
+                let configuration = Self.configuration(proxyPort: proxy.port)
+                try await withManager(baseURL: URL(string: "http://courier-target.invalid/"), configuration: configuration) { manager in
+                    await #expect {
+                        _ = try await manager.get("redirect-to", parameters: ["url": evil])
+                    } throws: { error in
+                        guard let error = error as? CourierError else { return false }
+                        return error.code == .invalidURL && error.message.contains("percent-decoded")
+                    }
+                }
+                #expect(proxy.connectTargets.isEmpty, "\(proxy.connectTargets)")
+                #expect(proxy.forwardedTargets.count == 1, "\(proxy.forwardedTargets)")
+            }
+        }
+    }
+
     /// A test proxy to `server` that wants Digest credentials `courier`:`password`.
     static func digestProxy(to server: TestServer, password: String = "secret", keepsConnectionOpen: Bool = true) async throws -> TestProxy {
         try await TestProxy.start(

@@ -549,13 +549,54 @@ extension URL {
     /// `host` (IDNA-encoded for a Unicode host), with a host that was percent-encoded in the URL
     /// (`b%C3%BCcher.example`, which Foundation decodes to UTF-8) encoded as IDNA too. Raw UTF-8
     /// went out in `Host`, which Go's server refuses with 400.
+    ///
+    /// Nil when the host, percent-decoded, holds a byte no host can
+    /// (``isAcceptableDecodedHost(_:ipLiteral:)``): `https://x%0D%0AGET%20…/` decodes to a host
+    /// with a line break, which would have ended the line of a proxy's `CONNECT` request.
     var requestHost: String? {
         // The host as the URL holds it is Foundation's `host` unless it has a percent sign (the
         // encoded form of a percent-encoded or Unicode host): decoding is only done then, not on
-        // every request's ASCII host.
+        // every request's ASCII host (Foundation's parser takes only a host's own characters).
         guard let encoded = self.host(percentEncoded: true) else { return nil }
-        let host = encoded.utf8.contains(UInt8(ascii: "%")) ? (self.host ?? encoded) : encoded
+        guard encoded.utf8.contains(UInt8(ascii: "%")) else {
+            return encoded.utf8.allSatisfy({ $0 < 0x80 }) ? encoded : (Punycode.asciiHost(encoded) ?? encoded)
+        }
+        // Foundation gives an IP literal without its brackets; a colon can be in no other encoded
+        // host (a decoded one is `%3A`).
+        guard let host = self.host, Self.isAcceptableDecodedHost(host, ipLiteral: encoded.utf8.contains(UInt8(ascii: ":")))
+        else { return nil }
         if host.utf8.allSatisfy({ $0 < 0x80 }) { return host }
         return Punycode.asciiHost(host) ?? host
     }
+
+    /// Whether a percent-decoded host holds only what a host can: no control character, space or
+    /// DEL, and none of `"#/<>?@[\]^`{|}` (the WHATWG URL standard's forbidden host code points,
+    /// which curl and Go refuse too), nor `:` or `%` outside an IPv6 literal (its colons and zone
+    /// identifier, `fe80::1%eth0`). Letters beyond ASCII are left to IDNA.
+    static func isAcceptableDecodedHost(_ host: String, ipLiteral: Bool) -> Bool {
+        host.utf8.allSatisfy { byte in
+            switch byte {
+            case 0...0x20, 0x7F, UInt8(ascii: "\""), UInt8(ascii: "#"), UInt8(ascii: "/"), UInt8(ascii: "<"),
+                UInt8(ascii: ">"), UInt8(ascii: "?"), UInt8(ascii: "@"), UInt8(ascii: "["), UInt8(ascii: "\\"),
+                UInt8(ascii: "]"), UInt8(ascii: "^"), UInt8(ascii: "`"), UInt8(ascii: "{"), UInt8(ascii: "|"),
+                UInt8(ascii: "}"):
+                false
+            case UInt8(ascii: ":"), UInt8(ascii: "%"): ipLiteral
+            default: true
+            }
+        }
+    }
+
+    /// Whether the URL is an `http`, `https`, `ws` or `wss` one whose host, percent-decoded, holds
+    /// a byte no host can (``requestHost`` is nil for it): for the error that names why such a URL
+    /// cannot be requested. (A `+unix` URL's host is its socket's path, slashes and all.)
+    var hasUnacceptableHost: Bool {
+        guard let scheme = self.scheme?.lowercased(), ["http", "https", "ws", "wss"].contains(scheme),
+            let encoded = self.host(percentEncoded: true), encoded.utf8.contains(UInt8(ascii: "%"))
+        else { return false }
+        return self.requestHost == nil
+    }
+
+    /// What an error says of a URL whose ``hasUnacceptableHost`` is true.
+    static let unacceptableHostProblem = "the URL's host, percent-decoded, holds a control character, a space or a delimiter no host name can"
 }
