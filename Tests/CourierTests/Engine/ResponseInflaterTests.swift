@@ -167,4 +167,16 @@ struct ResponseInflaterTests {
         let unlimited = try #require(ResponseInflater.make(head: Self.head("gzip"), ratio: .max, freeSize: 0))
         #expect(try Self.run(unlimited, zeros, sizes: [1, 100]) == megabyte)
     }
+
+    /// Which `Content-Range` values name the whole coded representation, the one kind of `206`
+    /// body that is decoded.
+    @Test(arguments: [
+        ("bytes 0-99/100", true), ("bytes  0-0/1", true), ("Bytes 0-99/100", true), (" bytes 0-99/100", true),
+        ("bytes 0-99/101", false), ("bytes 0-19/5000", false), ("bytes 10-99/100", false), ("bytes 0-99/*", false),
+        ("bytes */100", false), ("bytes 0-/100", false), ("items 0-99/100", false), ("bytes 00-99/100", true), ("bytes 0--1/0", false), ("bytes +0-99/100", false),
+        ("bytes 0-99/100/1", false), ("", false),
+    ])
+    func whichRangesAreTheWholeCoding(_ value: String, _ whole: Bool) {
+        #expect(ResponseInflater.rangeIsTheWholeCoding(value) == whole, "\(value)")
+    }
 }

@@ -301,7 +301,7 @@ final class HTTP2Stream {
         switch part {
         case .head(let head):
             if let ratio = self.decompressionRatio, self.decodesResponse,
-                head.response.status.code != 206 || ResponseInflater.rangeStartsTheCoding(head.response.headerFields[.contentRange])
+                head.response.status.code != 206 || ResponseInflater.rangeIsTheWholeCoding(head.response.headerFields[.contentRange])
             {
                 self.inflater = ResponseInflater.make(fields: head.response.headerFields, ratio: ratio)
             }

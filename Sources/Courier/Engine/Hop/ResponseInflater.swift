@@ -44,22 +44,36 @@ final class ResponseInflater {
     ) -> ResponseInflater? {
         // The status first: a closure reading the range would capture the head (a copy, and its
         // retains, for every response).
-        if head.status.code == 206, !Self.rangeStartsTheCoding(head.headers.first(name: "Content-Range")) { return nil }
+        if head.status.code == 206, !Self.rangeIsTheWholeCoding(head.headers.first(name: "Content-Range")) { return nil }
         return Self.make(contentEncodings: head.headers["Content-Encoding"], ratio: ratio, freeSize: freeSize)
     }
 
-    /// Whether a `206`'s body starts where its coded representation does, so that it can be
-    /// decoded: not when its range starts past byte 0, or when it has no `Content-Range` of its
-    /// own (`multipart/byteranges`); every other status's body does. A content coding is the
-    /// representation's (RFC 9110 8.4), and a range is of its coded bytes (RFC 9110 14.1.1): the
-    /// middle of a gzip stream cannot be inflated, and such a body is handed over as it came,
-    /// as OkHttp and curl hand it (a download resumed from a `.gz` file that Apache labels
-    /// `Content-Encoding: gzip` failed with `invalidResponse` before).
-    static func rangeStartsTheCoding(_ contentRange: String?) -> Bool {
+    /// Whether a `206`'s body is its whole coded representation, so that it can be decoded:
+    /// `bytes 0-N/N+1`. Not when its range starts past byte 0 (the middle of a gzip stream cannot
+    /// be inflated), ends before the representation does (`bytes 0-1023/50000`: the start of a
+    /// gzip stream inflates but never ends, which failed the request as truncated after the
+    /// inflated bytes had been handed over), has an unknown length (`/*`), or when the response
+    /// has no `Content-Range` of its own (`multipart/byteranges`); every other status's body is
+    /// whole. A content coding is the representation's (RFC 9110 8.4), and a range is of its
+    /// coded bytes (RFC 9110 14.1.1): such a body is handed over as it came, as OkHttp and curl
+    /// hand it (a download resumed from a `.gz` file that Apache labels `Content-Encoding: gzip`
+    /// failed with `invalidResponse` before).
+    static func rangeIsTheWholeCoding(_ contentRange: String?) -> Bool {
         guard let contentRange else { return false }
         let value = contentRange.drop { $0 == " " || $0 == "\t" }
         guard value.prefix(5).lowercased() == "bytes" else { return false }
-        return value.dropFirst(5).drop { $0 == " " }.hasPrefix("0-")
+        let range = value.dropFirst(5).drop { $0 == " " }
+        guard let dash = range.firstIndex(of: "-"), let slash = range.firstIndex(of: "/"), dash < slash,
+            let first = Self.number(range[..<dash]), first == 0,
+            let last = Self.number(range[range.index(after: dash)..<slash]), let complete = Self.number(range[range.index(after: slash)...])
+        else { return false }
+        return complete == last &+ 1
+    }
+
+    /// A `Content-Range` number (RFC 9110 14.4: digits only, no sign), or nil.
+    private static func number(_ text: Substring) -> UInt? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return UInt(text)
     }
 
     /// The same for a response head made as swift-http-types' fields (an HTTP/2 stream's).

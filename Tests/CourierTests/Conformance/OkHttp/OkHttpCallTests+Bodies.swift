@@ -196,7 +196,7 @@ struct OkHttpCallBodyTests {
     @Test func rangeHeaderPreventsAutomaticGzip() async throws {
         // No `Accept-Encoding` goes with a `Range`, as in OkHttp. A 206 the server gzipped all the
         // same is decoded by Courier (OkHttp hands it over as it came): without the field every
-        // coding is acceptable (RFC 9110 12.5.3), and a range from byte 0 decodes.
+        // coding is acceptable (RFC 9110 12.5.3), and a range that is the whole representation decodes.
         let gzipped = try OkHttpCacheWireTests.gzip("abcabcabc")
         let head = "HTTP/1.1 206 Partial Content\r\nContent-Encoding: gzip\r\nContent-Range: bytes 0-\(gzipped.count - 1)/\(gzipped.count)\r\n"
             + "Content-Length: \(gzipped.count)\r\n\r\n"
@@ -224,6 +224,23 @@ struct OkHttpCallBodyTests {
             let response = try await manager.responseOfAnyStatus(for: request)
             #expect(response.response.status.code == 206)
             #expect(Array(response.value) == tail)
+        }
+    }
+
+    /// A range from byte 0 that is not the whole gzipped representation (`bytes 0-19/N`): its
+    /// inflated start never ends, so it is handed over as it came too, not failed as truncated
+    /// after the inflated bytes had gone to the caller.
+    @Test func gzippedRangeFromTheStartThatIsNotTheWholeIsHandedOverAsItCame() async throws {
+        let gzipped = try OkHttpCacheWireTests.gzip(String(repeating: "abcdefgh", count: 64))
+        let start = Array(gzipped[..<20])
+        let head = "HTTP/1.1 206 Partial Content\r\nContent-Encoding: gzip\r\nContent-Range: bytes 0-19/\(gzipped.count)\r\n"
+            + "Content-Length: \(start.count)\r\n\r\n"
+        try await Call.overHTTP1({ _, _, _ in .respondBytes(Array(head.utf8) + start) }) { server, manager in
+            var request = Request(url: server.baseURL)
+            request.headerFields[.range] = "bytes=0-19"
+            let response = try await manager.responseOfAnyStatus(for: request)
+            #expect(response.response.status.code == 206)
+            #expect(Array(response.value) == start)
         }
     }
 
