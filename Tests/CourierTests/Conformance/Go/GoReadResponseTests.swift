@@ -189,6 +189,22 @@ struct GoReadResponseTests {
         row("Both keep-alive and close, on different Connection lines. (Issue 8840)", .head,
             "HTTP/1.1 200 OK\r\nContent-Length: 256\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n",
             ok(["Content-Length": "256", "Connection": "keep-alive", "Connection": "close"], reused: false)),
+        // Not Go's rows: the same over HTTP/1.0, where `keep-alive` alone keeps the connection and
+        // `close` beside it still closes it (llhttp's HTTP/1.0 verdict looks at `keep-alive` only).
+        row("HTTP/1.0 with keep-alive is reused", "HTTP/1.0 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok",
+            ok(["Content-Length": "2", "Connection": "keep-alive"], body: "ok", reused: true)),
+        row("HTTP/1.0 with both keep-alive and close, on the same Connection line",
+            "HTTP/1.0 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive, close\r\n\r\nok",
+            ok(["Content-Length": "2", "Connection": "keep-alive, close"], body: "ok", reused: false)),
+        row("HTTP/1.0 with both keep-alive and close, on different Connection lines",
+            "HTTP/1.0 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\nConnection: Close\r\n\r\nok",
+            ok(["Content-Length": "2", "Connection": "keep-alive", "Connection": "Close"], body: "ok", reused: false)),
+        row("HTTP/1.0 with both keep-alive and close, answering HEAD", .head,
+            "HTTP/1.0 200 OK\r\nContent-Length: 256\r\nConnection: close, keep-alive\r\n\r\n",
+            ok(["Content-Length": "256", "Connection": "close, keep-alive"], reused: false)),
+        row("HTTP/1.0 with keep-alive, answering HEAD", .head,
+            "HTTP/1.0 200 OK\r\nContent-Length: 256\r\nConnection: keep-alive\r\n\r\n",
+            ok(["Content-Length": "256", "Connection": "keep-alive"], reused: true)),
         // Go: the Transfer-Encoding ignored, the body read until EOF (the first) or by its length.
         row("Issue 12785: HTTP/1.0 response with bogus (to be ignored) Transfer-Encoding. Without a Content-Length.",
             "HTTP/1.0 200 OK\r\nTransfer-Encoding: bogus\r\n\r\nBody here\n", closes: true,
