@@ -259,6 +259,7 @@ extension NIOEngine {
             return (.invalidResponse, "\(error)")
         }
         if let error = error as? UnsupportedTransferCoding {
+            if error.afterChunked { return (.invalidResponse, "\(error)") }
             return (
                 .invalidResponse,
                 "\(error), which Courier did not ask for (it sends no TE field) and does not remove (RFC 9112 7.4)"

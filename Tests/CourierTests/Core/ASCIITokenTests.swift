@@ -36,8 +36,9 @@ struct ASCIITokenTests {
     /// chunks' framing as the content.
     @Test func aTransferCodingSpeltWithAKelvinSignIsNotChunked() throws {
         let coding = "chun\(Self.kelvin)ed"
-        #expect(HopResponseHead.unsupportedTransferCoding(in: coding).map { Array($0.utf8) } == Array(coding.utf8))
-        #expect(HopResponseHead.unsupportedTransferCoding(in: "identity, Chunked") == nil)
+        var chunked = false
+        #expect(HopResponseHead.unsupportedTransferCoding(in: coding, afterChunked: &chunked).map { Array($0.coding.utf8) } == Array(coding.utf8))
+        #expect(HopResponseHead.unsupportedTransferCoding(in: "identity, Chunked", afterChunked: &chunked) == nil)
         let (error, setup) = try HTTP1ParserErrorTests.failure(
             after: "HTTP/1.1 200 OK\r\nTransfer-Encoding: \(coding)\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
         #expect(error.code == .invalidResponse)
@@ -47,7 +48,7 @@ struct ASCIITokenTests {
 
     /// An HTTP/1.0 answer to `HEAD` keeps its connection only with `Connection: keep-alive`.
     @Test func aKeepAliveOptionSpeltWithAKelvinSignDoesNotKeepAConnection() {
-        var ignored: String?
+        var ignored: UnsupportedTransferCoding?
         let asked = HTTPResponseHead(version: .http1_0, status: .ok, headers: ["Connection": "Keep-Alive", "Content-Length": "3"])
         #expect(HopResponseHead(nioHead: asked, answersHEAD: true, unsupportedTransferCoding: &ignored).isKeepAlive)
         let spoofed = HTTPResponseHead(version: .http1_0, status: .ok, headers: ["Connection": "\(Self.kelvin)eep-alive", "Content-Length": "3"])

@@ -623,7 +623,7 @@ final class HopHandler: ChannelDuplexHandler {
             // A response to HEAD ends at its head: its fields decide keep-alive, not llhttp's
             // reading (``HopResponseHead/init(nioHead:answersHEAD:unsupportedTransferCoding:reasonPhrase:)``). Asked only of a head
             // that says "close".
-            var coding: String?
+            var coding: UnsupportedTransferCoding?
             // The server's own reason phrase too (`200 Everything Fine`), which NIO's decoder replaced.
             var hopHead = HopResponseHead(
                 nioHead: head, answersHEAD: self.hop?.request.method == .head, unsupportedTransferCoding: &coding,
@@ -637,7 +637,7 @@ final class HopHandler: ChannelDuplexHandler {
                 // Its body is not the content, and how it ends is the server's guess: the hop
                 // fails and the connection closes. (A head that has no body, a HEAD's answer, a
                 // 204 or 304, may name the coding its body would have had: nothing is coded.)
-                self.perform(self.stateMachine.channelFailed(self.loss(UnsupportedTransferCoding(coding: coding))))
+                self.perform(self.stateMachine.channelFailed(self.loss(coding)))
                 return
             }
         case .body(let buffer): part = .body(buffer)

@@ -53,7 +53,7 @@ struct HopResponseHead: Equatable, Sendable {
     /// the head (``HTTP1ReadWatcher/reasonPhrase(for:)``).
     @inline(__always)
     init(
-        nioHead head: HTTPResponseHead, answersHEAD: @autoclosure () -> Bool = false, unsupportedTransferCoding: inout String?,
+        nioHead head: HTTPResponseHead, answersHEAD: @autoclosure () -> Bool = false, unsupportedTransferCoding: inout UnsupportedTransferCoding?,
         reasonPhrase: String? = nil
     ) {
         self.response = HTTPResponse(nioHead: head)
@@ -79,13 +79,19 @@ struct HopResponseHead: Equatable, Sendable {
         // The server's phrase is ISO Latin 1 on the wire: a byte a scalar.
         var size = 8 + 1 + 3 + 1 + (reasonPhrase?.unicodeScalars.count ?? head.status.reasonPhrase.utf8.count) + 2 + 2
         var keepAlive = KeepAlive.absent
+        // Whether a `Transfer-Encoding` field named `chunked`: it must be the last coding of all.
+        var chunked = false
         for (name, value) in head.headers {
             size += name.utf8.count + 2 + value.utf8.count + 2
             switch name.utf8.count {
             case 10 where keepAlive == .absent && name.equalsLowercased("keep-alive"):
                 keepAlive = .idleTimeout(HopStateMachine.idleTimeout(fromKeepAlive: value))
-            case 17 where value != "chunked" && unsupportedTransferCoding == nil && name.equalsLowercased("transfer-encoding"):
-                unsupportedTransferCoding = Self.unsupportedTransferCoding(in: value)
+            case 17 where unsupportedTransferCoding == nil && name.equalsLowercased("transfer-encoding"):
+                if value == "chunked", !chunked {
+                    chunked = true
+                } else {
+                    unsupportedTransferCoding = Self.unsupportedTransferCoding(in: value, afterChunked: &chunked)
+                }
             default:
                 break
             }
@@ -100,12 +106,23 @@ struct HopResponseHead: Equatable, Sendable {
     }
 
     /// The first coding of a `Transfer-Encoding` value other than `chunked`, or nil (RFC 9112
-    /// 6.1: a comma-separated list, in any case, blanks around the commas).
-    static func unsupportedTransferCoding(in value: String) -> String? {
+    /// 6.1: a comma-separated list, in any case, blanks around the commas). `chunked` tells
+    /// whether an earlier value named `chunked`, and is set when this one does: any coding after
+    /// it, `identity` or `chunked` again, is refused too (RFC 9112 6.1 and 7: chunked is applied
+    /// once, last). For llhttp only the last coding says whether the body is chunked, so with
+    /// `chunked, identity` it read the chunks' framing as the content, up to the close, as Go and
+    /// curl refuse to.
+    static func unsupportedTransferCoding(in value: String, afterChunked chunked: inout Bool) -> UnsupportedTransferCoding? {
         for element in value.split(separator: ",") {
             let coding = element.trimmingSpaces().lowercasedASCII
-            // `identity` was removed from the registry (RFC 7230); old servers still name it.
-            if !coding.isEmpty, coding != "chunked", coding != "identity" { return coding }
+            if coding.isEmpty { continue }
+            if chunked { return UnsupportedTransferCoding(coding: coding, afterChunked: true) }
+            if coding == "chunked" {
+                chunked = true
+            } else if coding != "identity" {
+                // `identity` was removed from the registry (RFC 7230); old servers still name it.
+                return UnsupportedTransferCoding(coding: coding)
+            }
         }
         return nil
     }
@@ -132,7 +149,13 @@ struct MalformedStatusCode: Error, Equatable, CustomStringConvertible {
 /// (RFC 9112 7.4), and its body is not the content. Told as ``CourierError/Code/invalidResponse``.
 struct UnsupportedTransferCoding: Error, Equatable, CustomStringConvertible {
     let coding: String
-    var description: String { "the server applied the transfer coding '\(self.coding)'" }
+    /// The coding came after `chunked`, which must be the last (RFC 9112 6.1).
+    var afterChunked = false
+    var description: String {
+        self.afterChunked
+            ? "the server named the transfer coding '\(self.coding)' after 'chunked', which must be the last (RFC 9112 6.1): where the body ends cannot be told"
+            : "the server applied the transfer coding '\(self.coding)'"
+    }
 }
 
 /// A response part as a hop reads it: the head as a ``HopResponseHead``, the body and the end

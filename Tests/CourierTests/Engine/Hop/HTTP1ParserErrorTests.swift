@@ -55,6 +55,26 @@ struct HTTP1ParserErrorTests {
         #expect(!setup.channel.isActive, "the connection stays open")
     }
 
+    /// `chunked` must be the last transfer coding and come once (RFC 9112 6.1): after it,
+    /// `identity`, `chunked` again or any other coding, in the same field or a later one, fails
+    /// the exchange and closes the connection. llhttp reads only the last coding: with `chunked,
+    /// identity` it took the body as ending at the close and handed the chunks' framing on as the
+    /// content (Go and curl refuse such a head).
+    @Test(arguments: [
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, identity\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "identity"),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "identity"),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\nTransfer-Encoding: Identity\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "identity"),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "chunked"),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "chunked"),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: identity, chunked, gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "gzip"),
+    ])
+    func aCodingAfterChunkedFails(_ response: String, _ coding: String) throws {
+        let (error, setup) = try Self.failure(after: response)
+        #expect(error.code == .invalidResponse)
+        #expect(error.message.contains("the transfer coding '\(coding)' after 'chunked'"), "\(error)")
+        #expect(!setup.channel.isActive, "the connection stays open")
+    }
+
     @Test(arguments: [
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: CHUNKED\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: identity, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",

@@ -779,7 +779,7 @@ extension HopResponseHead {
     /// A head NIO's HTTP/1 decoder made, whatever its transfer codings (the hop handler's own
     /// initializer, for tests that need no coding or phrase).
     init(nioHead head: HTTPResponseHead) {
-        var ignored: String?
+        var ignored: UnsupportedTransferCoding?
         self.init(nioHead: head, unsupportedTransferCoding: &ignored)
     }
 }
