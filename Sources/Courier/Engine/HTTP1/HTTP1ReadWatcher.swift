@@ -16,6 +16,9 @@ final class HTTP1ReadWatcher: ChannelInboundHandler {
 
     /// Whether any byte arrived since ``HopHandler`` last cleared it (at each hop).
     var sawBytes = false
+    /// The connection is idle: its last response ended and no request went out since. Set and
+    /// cleared by ``HopHandler``.
+    var isIdle = false
     private var mender = ResponseHeadMender()
     /// The last bytes of the previous read, held back until the next bytes say what they are (a
     /// line break that may fold, or a head from its first `Content-Length` or
@@ -40,6 +43,16 @@ final class HTTP1ReadWatcher: ChannelInboundHandler {
     var droppedContentLength: Bool { self.mender.droppedContentLength }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // A server sends nothing on an idle connection (RFC 9112 9.3: no request, no answer).
+        // What comes anyway, a stray answer in part (the rest of a response it sent twice, a
+        // `408` it sends as it gives up on the connection) or whole, would have been read as the
+        // start of the next request's answer: the connection is closed, as Go's transport closes
+        // one on "an unsolicited response on an idle HTTP channel". (A whole answer alone failed
+        // the decoder already; a part of one waited for the next request.)
+        if self.isIdle {
+            context.close(promise: nil)
+            return
+        }
         self.sawBytes = true
         guard self.mender.isScanning || self.held != nil else {
             context.fireChannelRead(data)

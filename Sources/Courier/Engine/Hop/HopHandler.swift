@@ -196,6 +196,7 @@ final class HopHandler: ChannelDuplexHandler {
             connection.establishment.apply(to: &metrics, firstTransaction: self.stateMachine.hopsCarried == 1, channel: connection.channel)
         }
         self.readWatcher?.sawBytes = false
+        self.readWatcher?.isIdle = false
         self.readWatcher?.expectHead()
         self.bodyCounter?.bytes = 0
         metrics.requestStart = .now
@@ -574,6 +575,7 @@ final class HopHandler: ChannelDuplexHandler {
                 return
             }
             self.becameIdle()
+            self.readWatcher?.isIdle = true
             connection.reusableUntil = serverIdleTimeout.map { .now() + $0 }
             connection.pool.release(connection)
         }

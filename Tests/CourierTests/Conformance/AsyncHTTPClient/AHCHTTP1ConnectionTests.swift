@@ -52,6 +52,33 @@ struct AHCHTTP1ConnectionTests {
         }
     }
 
+    /// Not AHC's: the start of an unasked answer on an idle connection (a server that answered
+    /// twice, its second answer cut by TCP; a `408` on its way as the server gives up): the
+    /// connection closes at once. Kept, the rest came after the next request went out, and the
+    /// stale answer was taken as that request's (Go's transport closes such a connection too).
+    @Test func thePartOfAnAnswerOnAnIdleConnectionClosesIt() async throws {
+        let gate = OneShotGate()
+        let script: ScriptedHTTPServer.Script = { connection, _, _ in
+            connection == 0
+                ? .respondInTwoParts(Array(Self.answer("first").utf8), then: Array("HTTP/1.1 500 Stale\r\nContent-Le".utf8), gate: gate)
+                : .respond(Self.answer("right"))
+        }
+        // Idle connections are kept for an hour: only the part can close this one.
+        var configuration = SessionConfiguration.default
+        configuration.connectionIdleTimeout = 3600
+        try await ScriptedHTTPServer.with(script) { server async throws in
+            try await withManager(baseURL: nil, configuration: configuration) { manager async throws in
+                #expect(Client.text(try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))) == "first")
+                gate.open()
+                #expect(
+                    await server.changes.wait(within: .seconds(20)) { server.closedConnectionCount == 1 },
+                    "the connection that carried the part is still open")
+                #expect(Client.text(try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))) == "right")
+                #expect(server.connectionCount == 2)
+            }
+        }
+    }
+
     // AHC: testConnectionIsClosedIfResponseIsReceivedBeforeRequest, with the unasked answer in
     // the same write as the asked one (a server that answered twice): the first is the response,
     // the second is never the next request's.
