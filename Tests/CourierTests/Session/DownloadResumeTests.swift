@@ -304,6 +304,41 @@ struct DownloadResumeTests {
         }
     }
 
+    /// A continuation whose `206` names no validator (RFC 9110 15.3.7 lets an answer to
+    /// `If-Range` leave them out) and breaks off again: its resume data keeps the validator the
+    /// server matched, and the partial file keeps every byte of both transfers, which a third
+    /// request completes. The partial file was removed and no resume data made.
+    @Test(arguments: [(nil, "Tue, 01 Dec 2026 10:00:00 GMT"), ("\"r\"", nil)] as [(String?, String?)])
+    func aContinuationWhose206NamesNoValidatorLeavesResumeData(_ tag: String?, _ modified: String?) async throws {
+        let total = 60, kept = 10, more = 20
+        let rest = String(decoding: alphabet(total).dropFirst(kept), as: UTF8.self)
+        let heads = Recorder<String>()
+        try await withPartialFile { file in
+            try await ScriptedHTTPServer.with({ connection, _, head in
+                heads.append(head)
+                let from = connection == 0 ? kept : kept + more
+                let answer = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(from)-\(total - 1)/\(total)\r\nContent-Length: \(total - from)\r\n\r\n"
+                return connection == 0 ? .respond(answer + rest.prefix(more), thenClose: true) : .respond(answer + rest.dropFirst(more))
+            }) { server in
+                let manager = SessionManager()
+                defer { manager.invalidate(cancelingTasks: true) }
+                try alphabet(total).prefix(kept).write(to: file)
+                let resume = ResumeData(
+                    request: Request(url: server.baseURL.appendingPathComponent("file")), temporaryFileURL: file,
+                    bytesReceived: Int64(kept), expectedLength: Int64(total), entityTag: tag, lastModified: modified)
+                let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+                let again = try #require(error?.resumeData, "\(String(describing: error))")
+                #expect(again.bytesReceived == Int64(kept + more))
+                #expect(again.entityTag == tag && again.lastModified == modified)
+                let download = try await manager.download(resumingFrom: again)
+                defer { try? FileManager.default.removeItem(at: download.fileURL) }
+                #expect(try Data(contentsOf: download.fileURL) == alphabet(total))
+                let validator = tag ?? modified ?? ""
+                #expect(heads.all.last?.contains("If-Range: \(validator)\r\n") == true, "\(heads.all)")
+            }
+        }
+    }
+
     @Test func contentRangeParsing() {
         #expect(ContentRange("bytes 10-19/100") == ContentRange(first: 10, last: 19, completeLength: 100))
         #expect(ContentRange("bytes 10-19/*")?.completeLength == nil)

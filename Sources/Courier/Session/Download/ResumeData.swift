@@ -146,11 +146,21 @@ public struct ResumeData: Sendable, Hashable, Codable {
 
     /// Whether a response can be resumed later: it is a 200 or 206 that names a strong entity tag
     /// or a modification date, and does not refuse ranges.
-    static func validators(of response: HTTPResponse) -> (entityTag: String?, lastModified: String?)? {
+    ///
+    /// `continuing` is the request of a `206` that continues a partial file: when the `206` names
+    /// no validator (RFC 9110 15.3.7 lets one that answers `If-Range` leave them out), the one its
+    /// `If-Range` sent, which the server just matched, still stands for the whole file. Without
+    /// it, a continuation that broke off again left no resume data and removed the partial file,
+    /// with every byte of both transfers in it.
+    static func validators(of response: HTTPResponse, continuing: Request? = nil) -> (entityTag: String?, lastModified: String?)? {
         guard response.status.code == 200 || response.status.code == 206 else { return nil }
         if response.headerFields.value(of: .acceptRanges)?.equalsLowercased("none") == true { return nil }
         let tag = response.headerFields.value(of: .eTag).flatMap { $0.hasPrefix("W/") ? nil : $0 }
         let modified = response.headerFields.value(of: .lastModified)
+        if tag == nil, modified == nil, response.status.code == 206, let matched = continuing?.headerFields[.ifRange] {
+            // An entity tag is quoted; anything else `If-Range` holds is a date.
+            return matched.hasPrefix("\"") ? (matched, nil) : (nil, matched)
+        }
         guard tag != nil || modified != nil else { return nil }
         return (tag, modified)
     }

@@ -102,7 +102,7 @@ extension TaskDelegate {
             self?.downloadWriter(event)
         }
         let validators = Self.mayLeaveResumeData(request, continuing: plan.continuation != nil, response: response)
-            ? ResumeData.validators(of: response) : nil
+            ? ResumeData.validators(of: response, continuing: kept != nil ? request : nil) : nil
         let (deliveries, task) = self.state.withLockedValue { state in
             state.downloadFile = writer
             state.resumeValidators = validators
