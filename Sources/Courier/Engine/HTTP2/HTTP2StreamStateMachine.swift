@@ -233,9 +233,11 @@ struct HTTP2StreamStateMachine {
     }
 
     /// The server's acknowledgement of a new `SETTINGS_INITIAL_WINDOW_SIZE` moved every stream's
-    /// window by `delta`.
+    /// window by `delta` (swift-nio-http2 counts a stream opened before it from the default
+    /// 65,535). The target is not moved: it is already the window the settings asked for, and
+    /// moving it too gave the connection's first streams 65,535 + 2 × the delta (448 KiB for 256),
+    /// which a paused stream let the server fill.
     mutating func initialWindowChanged(by delta: Int) {
-        self.targetWindow += delta
         self.window = self.window.map { $0 + delta }
     }
 

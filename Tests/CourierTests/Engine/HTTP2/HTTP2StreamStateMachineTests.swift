@@ -465,13 +465,28 @@ struct HTTP2StreamStateMachineTests {
         #expect(machine.readRequested() == nil)
     }
 
-    @Test func theInitialWindowsChangeMovesTargetAndWindow() throws {
+    /// The acknowledgement of Courier's `SETTINGS_INITIAL_WINDOW_SIZE` moves a stream's window
+    /// as swift-nio-http2 counts it, not the target: the target is already what the settings ask.
+    @Test func theInitialWindowsChangeMovesTheWindowNotTheTarget() throws {
         var machine = Self.sentGet()
         _ = try machine.receivedHeaders(Self.response(200), endStream: false)
         machine.windowChanged(to: 40_000)
         machine.initialWindowChanged(by: -10_000)
-        // 30,000 left of a 246,144 target.
-        #expect(machine.readRequested() == Self.window - 10_000 - 30_000)
+        // 30,000 left of the 256 KiB target.
+        #expect(machine.readRequested() == Self.window - 30_000)
+    }
+
+    /// A stream opened before the server acknowledged the settings (the pool hands streams out at
+    /// the server's own SETTINGS): once the acknowledgement's delta came and a read used its
+    /// window, it is reopened to the 256 KiB the settings ask, not to 256 KiB more the delta
+    /// (which let a paused download take 448 KiB).
+    @Test func aStreamOpenedBeforeTheAcknowledgementKeepsItsTarget() throws {
+        var machine = Self.sentGet()
+        machine.initialWindowChanged(by: Self.window - 65_535)
+        _ = try machine.receivedHeaders(Self.response(200), endStream: false)
+        machine.windowChanged(to: Self.window - 200_000)
+        #expect(machine.readRequested() == 200_000)
+        #expect(machine.readRequested() == nil, "the window is whole")
     }
 
     @Test func windowIncrementsFollowSwiftNIOHTTP2sRule() {
