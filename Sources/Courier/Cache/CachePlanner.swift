@@ -226,6 +226,12 @@ enum CachePlanner {
             updated.response.headerFields[values: name] = notModified.headerFields[values: name]
         }
         if !names.contains(.age) { updated.response.headerFields[.age] = nil }
+        // A 304 without `Date` (RFC 9110 6.6.1 has its recipient add one, the time it came): the
+        // stored `Date` would have counted the time since the first response as the updated one's
+        // age, and left it stale at once, revalidated by every request after.
+        if !names.contains(.date), updated.response.headerFields[.date] != nil {
+            updated.response.headerFields[.date] = HTTPDate.format(responseDate)
+        }
         updated.response = Self.storable(updated.response)
         updated.requestDate = requestDate
         updated.responseDate = responseDate

@@ -316,6 +316,24 @@ struct CachePlannerTests {
         #expect(aged.response.headerFields[.age] == "60")
     }
 
+    /// A 304 without `Date` to a stored response with one: the updated response is dated when the
+    /// 304 came (RFC 9110 6.6.1), so it is fresh for its `max-age` from then, not stale at once by
+    /// the age of the first response's `Date`.
+    @Test func a304WithoutDateDatesTheUpdatedResponseNow() {
+        let stored = CacheFixtures.stored([("Cache-Control", "max-age=600"), ("Date", HTTPDate.format(t0)), ("ETag", "\"v\"")])
+        let later = t0.addingTimeInterval(700)
+        let updated = CachePlanner.updated(stored, with: CacheFixtures.response(304, [("ETag", "\"v\"")]), requestDate: later, responseDate: later)
+        #expect(updated.response.headerFields[.date] == HTTPDate.format(later))
+        guard case .serve = CachePlanner.decide(CacheFixtures.request(), stored: updated, policy: .useProtocolCachePolicy, now: later.addingTimeInterval(60)) else {
+            Issue.record("fresh for ten minutes from the 304")
+            return
+        }
+        // A 304 with its own `Date` keeps it.
+        let dated = CachePlanner.updated(
+            stored, with: CacheFixtures.response(304, [("Date", HTTPDate.format(later.addingTimeInterval(-5)))]), requestDate: later, responseDate: later)
+        #expect(dated.response.headerFields[.date] == HTTPDate.format(later.addingTimeInterval(-5)))
+    }
+
     @Test func unsafeMethodsInvalidate() {
         let post = CacheFixtures.request(method: .post)
         let urls = CachePlanner.invalidatedURLs(
