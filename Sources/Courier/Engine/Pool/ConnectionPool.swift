@@ -570,9 +570,10 @@ extension URL {
     }
 
     /// Whether a percent-decoded host holds only what a host can: no control character, space or
-    /// DEL, and none of `"#/<>?@[\]^`{|}` (the WHATWG URL standard's forbidden host code points,
-    /// which curl and Go refuse too), nor `:` or `%` outside an IPv6 literal (its colons and zone
-    /// identifier, `fe80::1%eth0`). Letters beyond ASCII are left to IDNA.
+    /// DEL, none of `#/<>?@[\]^|` (the WHATWG URL standard's forbidden host code points) nor the
+    /// quote, backquote and braces (which curl refuses in a host name too), and no `:` or `%`
+    /// outside an IPv6 literal (its colons and zone identifier, `fe80::1%eth0`). Letters beyond
+    /// ASCII are left to IDNA.
     static func isAcceptableDecodedHost(_ host: String, ipLiteral: Bool) -> Bool {
         host.utf8.allSatisfy { byte in
             switch byte {
