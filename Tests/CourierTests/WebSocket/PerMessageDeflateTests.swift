@@ -119,6 +119,33 @@ struct PerMessageDeflateTests {
         #expect(WebSocketHandshake(key: "dGhlIHNhbXBsZSBub25jZQ==").failure(of: head) != nil)
     }
 
+    /// An answer with an empty parameter or none at all is refused, and no answer made of the
+    /// pieces of one traps: `;` alone, `permessage-deflate; ;` and `permessage-deflate; =` each
+    /// trapped on the event loop (a server, or a man in the middle on `ws://`, took the process
+    /// down), whether or not the client had offered compression.
+    @Test func noAnswerTrapsAndEmptyParametersAreRefused() {
+        for refused in [";", " ; ", "permessage-deflate; ;", "permessage-deflate;\t;", "permessage-deflate; =", "permessage-deflate; =12", "permessage-deflate;;x"] {
+            guard case .refused = PerMessageDeflateParameters.parse([refused]) else {
+                Issue.record("\(refused) was taken")
+                continue
+            }
+        }
+        #expect(PerMessageDeflateParameters.parse(["permessage-deflate;"]) == .accepted(PerMessageDeflateParameters()), "a trailing semicolon, as before")
+        let pieces = [";", "=", " ", "\t", ",", "\"", "permessage-deflate", "server_max_window_bits", "client_no_context_takeover", "12", "x"]
+        var generator = SplitMix64(seed: 7_692)
+        for _ in 0..<3_000 {
+            let value = (0..<Int.random(in: 1...8, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            _ = PerMessageDeflateParameters.parse([value])
+            for offered in [true, false] {
+                let head = HTTPResponseHead(version: .http1_1, status: .switchingProtocols, headers: [
+                    "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Accept": "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=",
+                    "Sec-WebSocket-Extensions": value,
+                ])
+                _ = WebSocketHandshake(key: "dGhlIHNhbXBsZSBub25jZQ==", offersCompression: offered).failure(of: head)
+            }
+        }
+    }
+
     @Test func rsv1MarksACompressedMessageOnlyWhenNegotiated() {
         var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100, compression: true)
         let payload = ByteBuffer(bytes: [0xF2, 0x48, 0xCD])
