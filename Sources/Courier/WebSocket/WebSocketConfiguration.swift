@@ -39,6 +39,8 @@ public struct WebSocketConfiguration: Sendable {
 
     /// The most bytes of received messages that may wait unread in ``WebSocketTask/messages``
     /// (never less than ``maximumMessageSize``): 16 MiB, as OkHttp's bound on its outgoing queue.
+    /// Each message counts 64 bytes more than its payload, what it costs waiting, so that a
+    /// stream of empty messages is bounded too.
     ///
     /// Courier reads the connection at all times, so that the server's PINGs are answered, the
     /// keep-alive's PONGs read and a close seen however slowly the application takes its

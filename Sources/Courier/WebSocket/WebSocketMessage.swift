@@ -37,6 +37,17 @@ public enum WebSocketMessage: Sendable, Hashable {
         case .binary(let data): data.count
         }
     }
+
+    /// What the message counts for while it waits unread
+    /// (``WebSocketConfiguration/maximumBufferedBytes``): its payload and
+    /// ``queuedOverhead``.
+    var queuedCost: Int { self.byteCount + Self.queuedOverhead }
+
+    /// What a waiting message costs beyond its payload, about: the queue's element and the
+    /// message's own storage. Counted so that empty messages, which cost that and nothing more,
+    /// cannot pile up without bound (counted by payload alone, a server's stream of empty frames
+    /// to a task nobody read grew its queue for ever, never reaching the bound).
+    static let queuedOverhead = 64
 }
 
 /// A close code (RFC 6455, 7.4): the named ones as static members, any other from 3000 to 4999

@@ -836,8 +836,8 @@ extension WebSocketTask: WebSocketChannelHandlerDelegate {
         guard let source = self.state.withLockedValue({ $0.source }) else { return 0 }
         self.messageBytes.received(message.byteCount)
         // Counted before the consumer can take it, so that the count never goes below zero.
-        let unread = self.unread.add(message.byteCount)
-        if case .dropped = source.yield(message) { return self.unread.add(-message.byteCount) }
+        let unread = self.unread.add(message.queuedCost)
+        if case .dropped = source.yield(message) { return self.unread.add(-message.queuedCost) }
         return unread
     }
 
@@ -983,7 +983,7 @@ public struct WebSocketMessages: AsyncSequence, Sendable {
 
         public mutating func next() async throws -> WebSocketMessage? {
             let message = try await self.base?.next()
-            if let message { self.unread.add(-message.byteCount) }
+            if let message { self.unread.add(-message.queuedCost) }
             return message
         }
     }

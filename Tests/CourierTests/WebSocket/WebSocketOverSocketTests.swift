@@ -333,8 +333,40 @@ struct WebSocketOverSocketTests {
             } catch {
                 #expect((error as? CourierError)?.code == .messageBufferFull)
             }
-            // 16 messages of 4 KiB make the bound; the 17th is over it, and is the last.
-            #expect(received == 17)
+            // 15 messages of 4 KiB (each counted 64 bytes more, what it costs waiting) make the
+            // bound; the 16th is over it, and is the last.
+            #expect(received == 16)
+            #expect(await eventually { server.openConnectionCount == 0 })
+        }
+    }
+
+    /// Empty messages count against the bound too (64 bytes each, what one costs waiting): a
+    /// server's stream of empty frames to a task nobody reads ends it with 1008, as large ones
+    /// do. Counted by payload alone, they never reached the bound and the queue grew for ever.
+    @Test func emptyMessagesNobodyReadsAreBoundedToo() async throws {
+        var settings = WebSocketConfiguration()
+        settings.pingInterval = nil
+        settings.maximumMessageSize = 4096
+        settings.maximumBufferedBytes = 4096
+        try await withTask("echo", webSocket: settings) { task, server in
+            for _ in 0..<100 { try? await task.send(.binary(Data())) }
+            guard await eventually(within: 20, { task.error != nil }) else {
+                Issue.record("100 empty messages waited unread and the task goes on")
+                task.cancel()
+                return
+            }
+            #expect(task.error?.code == .messageBufferFull, "\(String(describing: task.error))")
+            var received = 0
+            do {
+                for try await message in task.messages {
+                    #expect(message == .binary(Data()))
+                    received += 1
+                }
+            } catch {
+                #expect((error as? CourierError)?.code == .messageBufferFull)
+            }
+            // 64 empty messages make the bound; the 65th is over it, and is the last.
+            #expect(received == 65)
             #expect(await eventually { server.openConnectionCount == 0 })
         }
     }
