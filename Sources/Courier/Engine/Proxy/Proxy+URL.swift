@@ -26,8 +26,8 @@ extension NIOEngine.Proxy: CustomStringConvertible {
     /// - Parameter url: The proxy URL.
     /// - Throws: ``CourierError/Code/invalidProxyConfiguration`` for a URL that does not parse,
     ///   has no host, a port outside 1–65535, a path, query or fragment, a user name or
-    ///   password longer than SOCKS5 carries (255 bytes) on a `socks5://` URL, or another scheme
-    ///   (`socks4://`, `socks4a://`).
+    ///   password that is not UTF-8 once percent-decoded, or longer than SOCKS5 carries (255
+    ///   bytes) on a `socks5://` URL, or another scheme (`socks4://`, `socks4a://`).
     public init(url: String) throws(CourierError) {
         let trimmed = url.trimmingCharacters(in: .whitespaces)
         func invalid(_ why: String) -> CourierError {
@@ -53,6 +53,14 @@ extension NIOEngine.Proxy: CustomStringConvertible {
         guard (1...65535).contains(port) else { throw invalid("the port \(port) is not between 1 and 65535") }
         guard components.path.isEmpty || components.path == "/", components.query == nil, components.fragment == nil else {
             throw invalid("a proxy URL has no path, query or fragment")
+        }
+        // Foundation decodes the user and password as UTF-8, and gives nil for bytes that are not
+        // (`caf%E9`, Latin-1): the credential was then sent without its password, or not at all,
+        // with nothing said.
+        if components.percentEncodedUser != nil && components.user == nil
+            || components.percentEncodedPassword != nil && components.password == nil
+        {
+            throw invalid("its user name or password is not UTF-8 once percent-decoded")
         }
         if kind == .socks, components.user != nil || components.password != nil,
             let why = SOCKS5StateMachine.refusal(username: components.user ?? "", password: components.password)

@@ -45,6 +45,11 @@ struct ProxyConfigurationTests {
         ("http://proxy:3128/path", "no path"),
         ("http://proxy:3128/?q=1", "no path, query"),
         ("http://pro xy:3128", "not a URL"),
+        // Credentials that are not UTF-8 once decoded: Foundation gives no password (or user),
+        // and the proxy got `ann:` (or no credential) with nothing said.
+        ("http://ann:caf%E9@proxy:3128", "not UTF-8 once percent-decoded"),
+        ("http://%E9ric:secret@proxy:3128", "not UTF-8 once percent-decoded"),
+        ("socks5h://ann:caf%E9@proxy", "not UTF-8 once percent-decoded"),
     ])
     func malformedProxyURLsAreTypedErrors(_ text: String, _ reason: String) {
         #expect {
