@@ -59,21 +59,8 @@ final class ResponseInflater {
     /// hand it (a download resumed from a `.gz` file that Apache labels `Content-Encoding: gzip`
     /// failed with `invalidResponse` before).
     static func rangeIsTheWholeCoding(_ contentRange: String?) -> Bool {
-        guard let contentRange else { return false }
-        let value = contentRange.drop { $0 == " " || $0 == "\t" }
-        guard value.prefix(5).lowercased() == "bytes" else { return false }
-        let range = value.dropFirst(5).drop { $0 == " " }
-        guard let dash = range.firstIndex(of: "-"), let slash = range.firstIndex(of: "/"), dash < slash,
-            let first = Self.number(range[..<dash]), first == 0,
-            let last = Self.number(range[range.index(after: dash)..<slash]), let complete = Self.number(range[range.index(after: slash)...])
-        else { return false }
-        return complete == last &+ 1
-    }
-
-    /// A `Content-Range` number (RFC 9110 14.4: digits only, no sign), or nil.
-    private static func number(_ text: Substring) -> UInt? {
-        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
-        return UInt(text)
+        guard let range = contentRange.flatMap(ContentRange.init) else { return false }
+        return range.first == 0 && range.completeLength == range.last + 1
     }
 
     /// The same for a response head made as swift-http-types' fields (an HTTP/2 stream's).

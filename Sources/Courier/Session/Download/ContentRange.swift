@@ -28,17 +28,23 @@ public struct ContentRange: Hashable, Sendable {
         let halves = spec.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard halves.count == 2 else { return nil }
         let bounds = halves[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0, last >= first else {
+        guard bounds.count == 2, let first = Self.number(bounds[0]), let last = Self.number(bounds[1]), last >= first else {
             return nil
         }
         if halves[1] == "*" {
             self.completeLength = nil
         } else {
-            guard let length = Int64(halves[1]), length > last else { return nil }
+            guard let length = Self.number(halves[1]), length > last else { return nil }
             self.completeLength = length
         }
         self.first = first
         self.last = last
+    }
+
+    /// A number of the range: digits only (RFC 9110 14.4), not the sign `Int64` would also read.
+    private static func number(_ text: Substring) -> Int64? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return Int64(text)
     }
 
     /// The length in `bytes */length`, the form a 416 (range not satisfiable) answers with; nil
