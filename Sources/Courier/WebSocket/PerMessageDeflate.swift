@@ -34,22 +34,20 @@ struct PerMessageDeflateParameters: Equatable, Sendable {
         let extensions = values.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         guard !extensions.isEmpty else { return .none }
         guard extensions.count == 1 else { return .refused("the server chose several extensions: \(extensions.joined(separator: ", "))") }
-        var parts = extensions[0].split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        let parts = extensions[0].split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
         // `;` alone has no part at all (empty pieces are dropped): it trapped here, on the loop.
-        guard let first = parts.first, first.equalsLowercased("permessage-deflate") else {
+        guard parts.first?.equalsLowercased("permessage-deflate") == true else {
             return .refused("the server chose the extension \(extensions[0]), which was not offered")
         }
-        parts.removeFirst()
         var parameters = PerMessageDeflateParameters()
         var seen = Set<String>()
-        for part in parts {
+        for part in parts.dropFirst() {
             let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             // A blank part between semicolons (`permessage-deflate; ;`), or `=` with no name, has
             // no parameter name (RFC 6455 9.1: a token); it trapped here too.
-            guard let first = pair.first, !first.isEmpty, !part.hasPrefix("=") else {
+            guard !part.hasPrefix("="), let name = pair.first?.lowercasedASCII else {
                 return .refused("permessage-deflate's parameter '\(part)', which names none")
             }
-            let name = first.lowercasedASCII
             // A token or a quoted string (RFC 6455 9.1), read as the string's value: a quote
             // that is not closed, or anything after the closing one, is no value.
             var value = pair.count > 1 ? pair[1] : nil

@@ -499,19 +499,13 @@ public final class WebSocketTask: Sendable {
         let summary = self.request.summary
         let httpURL = Self.httpURL(for: adapted.url)
         guard let httpURL, let key = engine.pool.webSocketKey(for: httpURL) else {
+            let problem =
+                httpURL?.isUnixSocketURLWithoutSocket == true
+                ? "a ws+unix or wss+unix URL that names no socket (its host, percent-encoded)" : "not a ws or wss URL with a host"
             let error =
-                if adapted.url.hasUnacceptableHost {
-                    CourierError(
-                        .invalidURL, "\(summary): \(URL.unacceptableHostProblem)",
-                        request: self.request)
-                } else {
-                    CourierError(
-                        .unsupportedScheme,
-                        "\(summary): "
-                            + (httpURL?.isUnixSocketURLWithoutSocket == true
-                                ? "a ws+unix or wss+unix URL that names no socket (its host, percent-encoded)" : "not a ws or wss URL with a host"),
-                        request: self.request)
-                }
+                adapted.url.hasUnacceptableHost
+                ? CourierError(.invalidURL, "\(summary): \(URL.unacceptableHostProblem)", request: self.request)
+                : CourierError(.unsupportedScheme, "\(summary): \(problem)", request: self.request)
             self.finish(error: error, code: .abnormalClosure, reason: "")
             return
         }

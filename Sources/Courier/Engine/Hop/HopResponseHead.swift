@@ -62,15 +62,16 @@ struct HopResponseHead: Equatable, Sendable {
         }
         self.status = Int(head.status.code)
         self.version = head.version
-        if head.isKeepAlive {
-            // llhttp keeps an HTTP/1.0 connection that says `keep-alive` even when it says `close`
-            // too (`Connection: keep-alive, close`, or two fields); `close` wins, as in Go and curl.
-            self.isKeepAlive = head.version.major == 1 && head.version.minor >= 1 || !Self.saysClose(head.headers)
-        } else if answersHEAD() {
-            // NIO's fields carry the parser's verdict with them, so they are read here.
+        let isHTTP11 = head.version.major == 1 && head.version.minor >= 1
+        if head.isKeepAlive && isHTTP11 {
+            self.isKeepAlive = true
+        } else if head.isKeepAlive || answersHEAD() {
+            // The `Connection` field decides where llhttp's verdict does not: an HTTP/1.0 answer
+            // it keeps for its `keep-alive` may say `close` too (`keep-alive, close`, or two
+            // fields), and `close` wins, as in Go and curl; and an answer to HEAD it read as
+            // "close" (its fields carry the verdict with them, so they are read here).
             let tokens = head.headers[canonicalForm: "connection"].map(\.lowercasedASCII)
-            self.isKeepAlive = head.version.major == 1 && head.version.minor >= 1
-                ? !tokens.contains("close") : tokens.contains("keep-alive") && !tokens.contains("close")
+            self.isKeepAlive = !tokens.contains("close") && (isHTTP11 || tokens.contains("keep-alive"))
         } else {
             self.isKeepAlive = false
         }
@@ -98,11 +99,6 @@ struct HopResponseHead: Equatable, Sendable {
         }
         self.size = Int64(size)
         self.keepAlive = keepAlive
-    }
-
-    /// Whether a `Connection` field of `headers` holds the `close` option.
-    static func saysClose(_ headers: HTTPHeaders) -> Bool {
-        headers[canonicalForm: "connection"].contains { $0.lowercasedASCII == "close" }
     }
 
     /// The first coding of a `Transfer-Encoding` value other than `chunked`, or nil (RFC 9112

@@ -558,13 +558,14 @@ extension URL {
         // encoded form of a percent-encoded or Unicode host): decoding is only done then, not on
         // every request's ASCII host (Foundation's parser takes only a host's own characters).
         guard let encoded = self.host(percentEncoded: true) else { return nil }
-        guard encoded.utf8.contains(UInt8(ascii: "%")) else {
-            return encoded.utf8.allSatisfy({ $0 < 0x80 }) ? encoded : (Punycode.asciiHost(encoded) ?? encoded)
+        var host = encoded
+        if encoded.utf8.contains(UInt8(ascii: "%")) {
+            // Foundation gives an IP literal without its brackets; a colon can be in no other
+            // encoded host (a decoded one is `%3A`).
+            guard let decoded = self.host, Self.isAcceptableDecodedHost(decoded, ipLiteral: encoded.utf8.contains(UInt8(ascii: ":")))
+            else { return nil }
+            host = decoded
         }
-        // Foundation gives an IP literal without its brackets; a colon can be in no other encoded
-        // host (a decoded one is `%3A`).
-        guard let host = self.host, Self.isAcceptableDecodedHost(host, ipLiteral: encoded.utf8.contains(UInt8(ascii: ":")))
-        else { return nil }
         if host.utf8.allSatisfy({ $0 < 0x80 }) { return host }
         return Punycode.asciiHost(host) ?? host
     }
