@@ -350,9 +350,17 @@ struct WebSocketOverSocketTests {
         settings.maximumBufferedBytes = 4096
         try await withTask("echo", webSocket: settings) { task, server in
             for _ in 0..<100 { try? await task.send(.binary(Data())) }
-            guard await eventually(within: 20, { task.error != nil }) else {
+            // The task's end, waited for with a bound: without one, a task that goes on (as it
+            // did) held the test for ever. The watcher ends with the task, cancelled below if need be.
+            let finished = OneShotGate()
+            let watcher = Task {
+                await task.waitUntilFinished()
+                finished.open()
+            }
+            guard await finished.wait(within: .seconds(20)) else {
                 Issue.record("100 empty messages waited unread and the task goes on")
                 task.cancel()
+                await watcher.value
                 return
             }
             #expect(task.error?.code == .messageBufferFull, "\(String(describing: task.error))")
