@@ -86,18 +86,3 @@ extension HTTPBinRoutes {
         return delay == .zero ? reply : .delayed(delay, reply)
     }
 }
-
-/// SplitMix64: a small, fast generator whose output depends only on its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { self.state = seed }
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var value = self.state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-}

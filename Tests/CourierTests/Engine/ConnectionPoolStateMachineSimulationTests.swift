@@ -1,3 +1,4 @@
+import CourierTesting
 @testable import Courier
 import NIOCore
 import NIOEmbedded
@@ -32,7 +33,7 @@ struct ConnectionPoolStateMachineSimulationTests {
 
     struct World {
         var machine: Machine
-        var generator: SplitMix64
+        var generator: SeededGenerator
         let loops: [EmbeddedEventLoop]
         var pending: [Pending] = []
         var requests: [(request: Request, key: Key, fate: Fate)] = []
@@ -231,7 +232,7 @@ struct ConnectionPoolStateMachineSimulationTests {
                 machine: Machine(
                     configuration: .init(maximumConnectionsPerHost: 2, http2MaximumConnectionsPerHost: 2, http2MaximumStreamsPerConnection: 3),
                     loops: loops),
-                generator: SplitMix64(seed: UInt64(seed)), loops: loops)
+                generator: SeededGenerator(seed: UInt64(seed)), loops: loops)
             for _ in 0..<60 { world.step(allowExternal: true) }
             // Then only what the world owes, until nothing is left (bounded: each event makes few).
             var steps = 0

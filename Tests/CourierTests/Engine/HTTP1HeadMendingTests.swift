@@ -208,7 +208,7 @@ struct HTTP1HeadMendingTests {
 
     /// A response as servers send them, well or badly: line ends CRLF or LF, fields among them
     /// folds and framing fields, a body framed by a length or chunked.
-    static func randomResponse(_ random: inout SplitMix64) -> String {
+    static func randomResponse(_ random: inout SeededGenerator) -> String {
         func lineEnd() -> String { Bool.random(using: &random) ? "\r\n" : "\n" }
         var head = (Bool.random(using: &random) ? "HTTP/1.1 200 OK" : "HTTP/1.0 201 Made") + lineEnd()
         if Int.random(in: 0..<4, using: &random) == 0 { head = "HTTP/1.1 100 Continue" + lineEnd() + lineEnd() + head }
@@ -241,7 +241,7 @@ struct HTTP1HeadMendingTests {
     }
 
     @Test func randomResponsesCutAtRandomAreMendedAsWhole() {
-        var random = SplitMix64(seed: 0x9E37_79B9_7F4A_7C15)
+        var random = SeededGenerator(seed: 0x9E37_79B9_7F4A_7C15)
         for round in 0..<400 {
             let text = Self.randomResponse(&random)
             let whole = Self.mend(text)
@@ -266,7 +266,7 @@ struct HTTP1HeadMendingTests {
     /// kind, folds, bytes that are not ASCII) in any order, or a response as servers send them
     /// (``randomResponse(_:)``, which reaches a chunked body's states) with pieces put in, bytes
     /// taken out and bytes changed.
-    static func randomGarbage(_ random: inout SplitMix64) -> [UInt8] {
+    static func randomGarbage(_ random: inout SeededGenerator) -> [UInt8] {
         let pieces: [[UInt8]] = [
             "HTTP/1.1 200 OK", "HTTP/1.1 100 Continue", "HTTP/1.0 304 ", "HTTP/1.1 204", "\r\n", "\n", "\r", "\r\n\r\n", "\n\n",
             "Content-Length", "content-length", "Transfer-Encoding", "chunked", "Chunked", "gzip", "Location", ":", ": ", " ",
@@ -292,7 +292,7 @@ struct HTTP1HeadMendingTests {
     /// Whatever the bytes, the mender neither traps nor mends them differently for where the reads
     /// cut them: what the decoder gets never depends on how TCP split the response.
     @Test func garbageIsMendedTheSameWhereverItIsCut() {
-        var random = SplitMix64(seed: 0xD1B5_4A32_D192_ED03)
+        var random = SeededGenerator(seed: 0xD1B5_4A32_D192_ED03)
         for round in 0..<2_000 {
             let bytes = Self.randomGarbage(&random)
             let whole = Self.mend(bytes: bytes)

@@ -97,7 +97,7 @@ struct HTTP2FaultSoakTests {
     }
 
     static func plan(_ count: Int, seed: UInt64, faults table: [(Fault, Int)]) -> [Fault] {
-        var generator = SplitMix64(seed: seed)
+        var generator = SeededGenerator(seed: seed)
         return (0..<count).map { _ in
             var roll = Int.random(in: 0..<100, using: &generator)
             for (fault, percent) in table {

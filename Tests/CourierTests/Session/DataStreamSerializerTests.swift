@@ -48,7 +48,7 @@ struct DataStreamSerializerTests {
     /// Bytes from every corner of the three encodings: byte-order marks (sometimes at the start),
     /// lead bytes of each length, continuation bytes, bytes no UTF-8 holds, surrogates' halves in
     /// UTF-16, ASCII.
-    static func randomText(_ random: inout SplitMix64) -> [UInt8] {
+    static func randomText(_ random: inout SeededGenerator) -> [UInt8] {
         let pieces: [[UInt8]] = [
             [0xEF, 0xBB, 0xBF], [0xFE, 0xFF], [0xFF, 0xFE], [0xFF, 0xFE, 0x00, 0x00], [0x00, 0x00, 0xFE, 0xFF],
             [0xC3], [0xA9], [0xE2], [0x82], [0xAC], [0xF0], [0x9F], [0x98], [0x80], [0xED], [0xA0], [0xF4], [0x90],
@@ -70,7 +70,7 @@ struct DataStreamSerializerTests {
             strings += serializer.finish()
             return Array(strings.joined().unicodeScalars)
         }
-        var random = SplitMix64(seed: 0x2545_F491_4F6C_DD1D)
+        var random = SeededGenerator(seed: 0x2545_F491_4F6C_DD1D)
         for round in 0..<1_500 {
             let bytes = Self.randomText(&random)
             let whole = text(bytes, cuts: [])

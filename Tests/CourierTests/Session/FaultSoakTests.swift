@@ -65,7 +65,7 @@ import Testing
         try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: downloads) }
 
-        var generator = SplitMix64(seed: 0x5eed_c0de)
+        var generator = SeededGenerator(seed: 0x5eed_c0de)
         let plans = (0..<Self.requests).map { id -> Plan in
             let roll = Int.random(in: 0..<100, using: &generator)
             let cancellation: Cancellation = roll < 8 ? .immediately : roll < 16 ? .onFirstBytes : .none

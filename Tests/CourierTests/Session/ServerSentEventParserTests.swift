@@ -1,3 +1,4 @@
+import CourierTesting
 @testable import Courier
 import NIOCore
 import Testing
@@ -94,7 +95,7 @@ struct ServerSentEventParserTests {
             let events = Cuts.pieces(of: bytes, at: cuts).flatMap { parser.feed(ByteBuffer(bytes: $0)) }
             return Parsed(events: events, lastEventID: parser.lastEventID, retry: parser.retry, overflow: parser.overflow)
         }
-        var random = SplitMix64(seed: 0x5851_F42D_4C95_7F2D)
+        var random = SeededGenerator(seed: 0x5851_F42D_4C95_7F2D)
         for round in 0..<1_500 {
             let bytes = (0..<Int.random(in: 1...40, using: &random)).flatMap { _ in pieces.randomElement(using: &random)! }
             let limit = Bool.random(using: &random) ? 24 : 1 << 20

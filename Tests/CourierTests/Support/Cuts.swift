@@ -1,9 +1,11 @@
+import CourierTesting
+
 /// Ways the network may cut a parser's input, for tests that it reads the same bytes the same
 /// however they arrive.
 enum Cuts {
     /// Cuts of `count` bytes to try: one byte at a time, then `randomSets` sets of 1 to `most`
     /// random cuts (offsets in order; a repeated one is an empty read). None for a single byte.
-    static func toTry(_ count: Int, randomSets: Int, most: Int, using random: inout SplitMix64) -> [[Int]] {
+    static func toTry(_ count: Int, randomSets: Int, most: Int, using random: inout SeededGenerator) -> [[Int]] {
         guard count > 1 else { return [] }
         return [Array(1..<count)]
             + (0..<randomSets).map { _ in

@@ -1,3 +1,4 @@
+import CourierTesting
 @testable import Courier
 import Foundation
 import NIOCore
@@ -132,7 +133,7 @@ struct PerMessageDeflateTests {
         }
         #expect(PerMessageDeflateParameters.parse(["permessage-deflate;"]) == .accepted(PerMessageDeflateParameters()), "a trailing semicolon, as before")
         let pieces = [";", "=", " ", "\t", ",", "\"", "permessage-deflate", "server_max_window_bits", "client_no_context_takeover", "12", "x"]
-        var generator = SplitMix64(seed: 7_692)
+        var generator = SeededGenerator(seed: 7_692)
         for _ in 0..<3_000 {
             let value = (0..<Int.random(in: 1...8, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
             _ = PerMessageDeflateParameters.parse([value])
