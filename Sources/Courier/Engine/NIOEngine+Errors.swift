@@ -218,9 +218,10 @@ extension NIOEngine {
             if error.connectionErrors.isEmpty, let lookup = (error.dnsAAAAError ?? error.dnsAError) as? NameLookupFailure {
                 return (.connectionFailed, "\(lookup)")
             }
-            // Another host than the request's: the proxy that was to carry it.
+            // Another host than the request's: the proxy that was to carry it. The request's
+            // host as the connection names it: decoded and in IDNA's ASCII form (`xn--…`).
             let url = request.url
-            let proxy = error.host.lowercased() != url.host?.lowercased() || error.port != url.effectivePort ? "the proxy " : ""
+            let proxy = error.host.lowercased() != url.requestHost?.lowercased() || error.port != url.effectivePort ? "the proxy " : ""
             let host = error.host.contains(":") ? "[\(error.host)]" : error.host
             return (.connectionFailed, "could not connect to \(proxy)\(host):\(error.port)")
         }

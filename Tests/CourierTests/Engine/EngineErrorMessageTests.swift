@@ -31,6 +31,21 @@ struct EngineErrorMessageTests {
         #expect(error?.message.hasSuffix(": could not connect to 127.0.0.1:\(port)") == true, "\(String(describing: error))")
     }
 
+    /// A Unicode host, percent-encoded in the URL, is connected to by its IDNA name: that is
+    /// still the server, not a proxy.
+    @Test func aUnicodeServerThatCannotBeReachedIsNamedWithoutTheWordProxy() async throws {
+        let port = closedPort()
+        var configuration = SessionConfiguration.default
+        configuration.hostAddresses = ["xn--bcher-kva.example": ["127.0.0.1"]]
+        let manager = SessionManager(configuration: configuration)
+        defer { manager.invalidate(cancelingTasks: true) }
+        let error = await #expect(throws: CourierError.self) {
+            _ = try await manager.data(for: Request(url: URL(string: "http://b%C3%BCcher.example:\(port)/get")!))
+        }
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.message.hasSuffix(": could not connect to xn--bcher-kva.example:\(port)") == true, "\(String(describing: error))")
+    }
+
     @Test func http2ErrorCodesHaveTheirRFCNames() {
         #expect(NIOEngine.name(of: .internalError) == "INTERNAL_ERROR")
         #expect(NIOEngine.name(of: .refusedStream) == "REFUSED_STREAM")
