@@ -268,7 +268,18 @@ struct DownloadResumeTests {
     @Test func validatorsDecideWhetherAResponseCanBeResumed() {
         func response(_ status: Int, _ fields: HTTPFields) -> HTTPResponse { HTTPResponse(status: .init(code: status), headerFields: fields) }
         #expect(ResumeData.validators(of: response(200, [.eTag: "\"a\""]))?.entityTag == "\"a\"")
-        #expect(ResumeData.validators(of: response(200, [.lastModified: "Sat, 21 Nov 2026 10:00:00 GMT"]))?.lastModified != nil)
+        // A date only when it is strong (RFC 9110 13.1.5, 8.8.2.2): `Date` a second or more later,
+        // and no entity tag held, not even a weak one.
+        let modified = "Sat, 21 Nov 2026 10:00:00 GMT"
+        #expect(ResumeData.validators(of: response(200, [.lastModified: modified, .date: "Sat, 21 Nov 2026 10:00:01 GMT"]))?.lastModified == modified)
+        #expect(ResumeData.validators(of: response(206, [.lastModified: modified, .date: "Sun, 22 Nov 2026 09:00:00 GMT"]))?.lastModified == modified)
+        #expect(ResumeData.validators(of: response(200, [.lastModified: modified, .date: modified])) == nil, "a weak date: the same second")
+        #expect(ResumeData.validators(of: response(200, [.lastModified: modified])) == nil, "no Date: the date cannot be shown strong")
+        #expect(ResumeData.validators(of: response(200, [.lastModified: "yesterday", .date: modified])) == nil)
+        #expect(
+            ResumeData.validators(of: response(200, [.eTag: "W/\"weak\"", .lastModified: modified, .date: "Sun, 22 Nov 2026 09:00:00 GMT"])) == nil,
+            "a date may not stand in for a weak tag")
+        #expect(ResumeData.validators(of: response(200, [.eTag: "\"a\"", .lastModified: modified]))?.entityTag == "\"a\"")
         #expect(ResumeData.validators(of: response(200, [.eTag: "W/\"weak\""])) == nil, "a weak tag cannot be used with If-Range")
         #expect(ResumeData.validators(of: response(200, [.eTag: "\"a\"", .acceptRanges: "none"])) == nil)
         #expect(ResumeData.validators(of: response(200, [:])) == nil)

@@ -14,7 +14,8 @@ import HTTPTypes
 /// Courier makes resume data only where a continuation can be right: for a `GET` (a
 /// continuation repeats the method without a body, so URLSession makes it for `GET` only) of the
 /// whole resource (not when the request carried its own `Range`), from a 200 or 206 with a strong
-/// `ETag` or a `Last-Modified` whose body was not content-coded (`Range` counts the coded bytes,
+/// `ETag`, or with no `ETag` and a `Last-Modified` at least a second before its `Date` (the only
+/// dates RFC 9110 lets `If-Range` carry), whose body was not content-coded (`Range` counts the coded bytes,
 /// the file holds what they decode to).
 ///
 /// The bytes so far live in a file in the temporary directory (``temporaryFileURL``); it is yours
@@ -145,7 +146,13 @@ public struct ResumeData: Sendable, Hashable, Codable {
     }
 
     /// Whether a response can be resumed later: it is a 200 or 206 that names a strong entity tag
-    /// or a modification date, and does not refuse ranges.
+    /// or a modification date that `If-Range` may carry, and does not refuse ranges.
+    ///
+    /// RFC 9110 13.1.5 lets `If-Range` carry a date only when the client holds no entity tag (not
+    /// even a weak one) and the date is a strong validator (8.8.2.2): the response's `Date` is at
+    /// least a second later, so the resource cannot have changed again within the second the date
+    /// names. Otherwise a change made in the same second would pass `If-Range`, and the rest of
+    /// the new body would be appended to the start of the old one.
     ///
     /// `continuing` is the request of a `206` that continues a partial file: when the `206` names
     /// no validator (RFC 9110 15.3.7 lets one that answers `If-Range` leave them out), the one its
@@ -154,14 +161,18 @@ public struct ResumeData: Sendable, Hashable, Codable {
     /// with every byte of both transfers in it.
     static func validators(of response: HTTPResponse, continuing: Request? = nil) -> (entityTag: String?, lastModified: String?)? {
         guard response.status.code == 200 || response.status.code == 206 else { return nil }
-        if response.headerFields.value(of: .acceptRanges)?.equalsLowercased("none") == true { return nil }
-        let tag = response.headerFields.value(of: .eTag).flatMap { $0.hasPrefix("W/") ? nil : $0 }
-        let modified = response.headerFields.value(of: .lastModified)
+        let fields = response.headerFields
+        if fields.value(of: .acceptRanges)?.equalsLowercased("none") == true { return nil }
+        let tag = fields.value(of: .eTag)
+        let modified = fields.value(of: .lastModified)
         if tag == nil, modified == nil, response.status.code == 206, let matched = continuing?.headerFields[.ifRange] {
             // An entity tag is quoted; anything else `If-Range` holds is a date.
             return matched.hasPrefix("\"") ? (matched, nil) : (nil, matched)
         }
-        guard tag != nil || modified != nil else { return nil }
-        return (tag, modified)
+        if let tag, !tag.hasPrefix("W/") { return (tag, modified) }
+        guard tag == nil, let modified, let modifiedDate = HTTPDate.parse(modified),
+            let date = fields.value(of: .date).flatMap({ HTTPDate.parse($0) }), date.timeIntervalSince(modifiedDate) >= 1
+        else { return nil }
+        return (nil, modified)
     }
 }
