@@ -21,8 +21,10 @@ struct ConnectivityRetrier: RequestRetrier {
     var willWait: (@Sendable () -> Void)?
 
     func retry(_ attempt: FailedAttempt) async throws -> RetryDecision {
+        // No response head: none for the attempt's last request. A redirect before it means an
+        // earlier server answered, and a `POST` it turned into a `GET` is not sent again.
         guard let error = attempt.error, error.code == .connectionFailed, attempt.response == nil,
-            attempt.retryCount(for: .connectivity) == 0,
+            !attempt.retryWouldRepeatAProcessedRequest, attempt.retryCount(for: .connectivity) == 0,
             ConnectionFailureCause(error).meansNetworkIsDown(status: self.reachability.networkReachabilityStatus)
         else { return .doNotRetry }
         attempt.logger.debug("waiting for the network to retry", metadata: ["courier.maximum-wait": "\(self.policy.maximumWait)"])

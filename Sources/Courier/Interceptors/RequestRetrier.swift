@@ -92,6 +92,20 @@ public struct FailedAttempt: Sendable {
 
     /// The status code, when the server answered.
     public var statusCode: Int? { self.response?.status.code }
+
+    /// Whether a retry would send again a request a server has already acted on: the attempt's
+    /// first request has a method that is not idempotent (not one of
+    /// ``RetryPolicy/idempotentMethods``) and a redirect changed it (a `POST` answered `303`, or
+    /// `301`/`302`, followed as a `GET`: the server did its work). A `307` or `308` keeps the
+    /// method: the server that sent it did nothing, and the chain may go again.
+    ///
+    /// The session's own retriers do not retry such an attempt, whatever failed after the redirect
+    /// (a challenge, a refused credential, a connection that could not be made): HTTP
+    /// authentication, ``AuthenticationInterceptor``, the connectivity retry, and ``RetryPolicy``
+    /// with its default methods. A retrier of yours can ask the same.
+    public var retryWouldRepeatAProcessedRequest: Bool {
+        self.initialRequest.method != self.request.method && !RetryPolicy.idempotentMethods.contains(self.initialRequest.method)
+    }
 }
 
 /// A ``RequestRetrier`` made of a closure.

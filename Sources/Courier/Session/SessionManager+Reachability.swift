@@ -35,7 +35,9 @@ extension SessionManager {
     ///   said `ENETUNREACH`, `ENETDOWN` or `EHOSTUNREACH`, or it said nothing (a failed name
     ///   lookup) and ``reachabilityManager`` reports ``NetworkReachabilityStatus/notReachable``.
     ///   A refused or reset connection is not retried: something answered;
-    /// - no response head had arrived, so no byte of the response was delivered;
+    /// - no response head had arrived, so no byte of the response was delivered, and no redirect
+    ///   turned a request that is not idempotent into another method (a `POST` answered `303`: the
+    ///   server did its work; ``FailedAttempt/retryWouldRepeatAProcessedRequest``);
     /// - the request's body can be sent again (``RequestBody/isReplayable``);
     /// - the task was not retried before (at most one retry), and the manager is not invalidated.
     ///

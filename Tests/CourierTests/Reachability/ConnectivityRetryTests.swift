@@ -119,6 +119,25 @@ struct ConnectivityRetryTests {
         #expect(ContinuousClock.now - started < .seconds(30))
     }
 
+    /// A `POST` answered `303`, whose `GET` cannot connect for want of a network: a retry would
+    /// send the `POST` again (a retry sends the attempt's first request), and the server did its
+    /// work. Not retried. A `POST` sent on by a `307` keeps its method and is.
+    @Test func aPostThatARedirectMadeAGetIsNotSentAgain() async throws {
+        let monitor = ScriptedMonitor()
+        var retrier = ConnectivityRetrier(policy: ConnectivityRetryPolicy(maximumWait: .seconds(30)), reachability: monitor.manager())
+        retrier.willWait = { monitor.send(.reachableViaEthernet) }
+        let failure = CourierError(
+            .connectionFailed, "the network or host is unreachable", underlyingError: IOError(errnoCode: ENETUNREACH, reason: "connect"))
+        let post = Request(method: .post, url: Self.url)
+        let redirected = Request(url: URL(string: "http://elsewhere.courier.test/items/42")!)
+        let seeOther = try await retrier.retry(FailedAttempt(request: redirected, initialRequest: post, error: failure))
+        #expect(!seeOther.isRetry, "\(seeOther)")
+        var kept = redirected
+        kept.method = .post
+        let temporary = try await retrier.retry(FailedAttempt(request: kept, initialRequest: post, error: failure))
+        #expect(temporary.isRetry, "\(temporary)")
+    }
+
     /// Tasks that wait for the network at once start one monitor between them: none restarts the
     /// one another started (a restart stops it first, and a report sent in between was lost). The
     /// check and the start were two steps; the landing CI of 2026-12-05 caught four tasks racing

@@ -12,7 +12,9 @@ import NIOConcurrencyHelpers
 /// a request refused with an older credential is retried with the current one; a request refused
 /// with the current one starts a refresh, or waits for the one under way, and is retried with the
 /// new credential. A refusal from a redirect's target that the credential, sent first, did not
-/// reach (a redirect to another origin drops it) is the answer: it is not retried. **One
+/// reach (a redirect to another origin drops it) is the answer: it is not retried; so is a
+/// refusal of a `GET` that a redirect made of a `POST` (``FailedAttempt/retryWouldRepeatAProcessedRequest``):
+/// a retry would send the `POST` again. **One
 /// refresh** serves every request waiting for it; if it fails, they all fail
 /// with its error, and so does any later refusal of the same credential (a new request starts
 /// afresh). A ``RefreshWindow`` stops refresh storms: past its limit, a refresh fails at once with
@@ -180,7 +182,9 @@ public final class AuthenticationInterceptor<AuthenticatorType: Authenticator>: 
     public var retriesSerializationFailures: Bool { self.authenticator.refreshesOnSerializationFailures }
 
     public func retry(_ attempt: FailedAttempt) async throws -> RetryDecision {
-        guard let response = attempt.response,
+        // A `POST` that a redirect made a `GET` is not sent again for the `GET`'s refusal: the
+        // server did the `POST`'s work (the 401 is the answer, as for HTTP authentication).
+        guard let response = attempt.response, !attempt.retryWouldRepeatAProcessedRequest,
             self.authenticator.didRequest(attempt.request, with: response, failDueToAuthenticationError: attempt.error)
         else { return .doNotRetry }
         let (credential, version) = self.state.withLockedValue { ($0.credential, $0.version) }

@@ -186,10 +186,7 @@ final class HTTPAuthenticationResponder: Sendable {
         // that a redirect turned into a `GET` (a `POST` answered `303`: the server did its work)
         // would be done twice. The 401 is the answer. (A `307` or `308` keeps the method: the
         // first server did nothing, and the chain may go again.)
-        let initial = attempt.initialRequest
-        if initial.method != attempt.request.method, !RetryPolicy.idempotentMethods.contains(initial.method) {
-            return .doNotRetry
-        }
+        if attempt.retryWouldRepeatAProcessedRequest { return .doNotRetry }
         let rounds = attempt.retryCount(for: .challenge)
         let sentAuthorization = attempt.request.headerFields.contains(.authorization)
         // An Authorization the caller set (not ours) was refused: the 401 is the caller's to see.

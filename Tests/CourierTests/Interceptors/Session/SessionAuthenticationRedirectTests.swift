@@ -117,6 +117,31 @@ struct SessionAuthenticationRedirectTests {
         }
     }
 
+    /// The same for a token interceptor: a `POST` answered `303` whose `GET` is refused with the
+    /// current token is not sent again with a refreshed one. Before, the interceptor refreshed
+    /// and retried, and a `GET` refused for every token placed the order six times (one and five
+    /// refreshes, until the refresh window said no).
+    @Test func aTokenRefusedAfterAPostsRedirectIsNotAnsweredByPostingAgain() async throws {
+        try await withTestServer { server in
+            let posts = NIOLockedValueBox(0)
+            server.route("/orders") { _ in
+                posts.withLockedValue { $0 += 1 }
+                return TestServer.Response(status: .seeOther, headerFields: [.location: "/account/orders/42"])
+            }
+            server.route("/account/orders/42") { _ in TestServer.Response(status: .unauthorized) }
+            let authenticator = TestAuthenticator()
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            manager.interceptor = AuthenticationInterceptor(authenticator: authenticator, credential: TestToken(access: "t1"))
+            var request = Request(method: .post, url: server.url("/orders"))
+            request.body = .data(Data("item=1".utf8))
+            let response = try await manager.response(for: request, serializer: Self.anyStatus)
+            #expect(response.response.status == .unauthorized)
+            #expect(posts.withLockedValue { $0 } == 1, "the order was placed once")
+            #expect(authenticator.refreshes == 0)
+        }
+    }
+
     /// A request sent with the current token, redirected to another origin (which drops the
     /// token, as it must) and refused there, ends with the refusal. Before, the interceptor took
     /// the token-less redirected request for one sent with an older credential and retried at
