@@ -3,7 +3,8 @@ import Foundation
 /// How many cookies a store keeps before it evicts the least recently used (RFC 6265 section 5.3,
 /// step 12, suggests at least 50 per domain and 3000 in all).
 public struct CookieLimits: Sendable, Hashable {
-    /// The most cookies kept for one ``Cookie/domain``. 50 by default.
+    /// The most cookies kept for one ``Cookie/domain``. 50 by default. Past it, a domain's
+    /// cookies without `Secure` go first, least recently used first (RFC 6265bis 5.7).
     public var perDomain: Int
     /// The most cookies kept in all. 3000 by default.
     public var total: Int
@@ -238,12 +239,19 @@ struct CookieJar: Sendable {
     }
 
     /// Drops expired cookies, then the least recently used cookies of each domain over
-    /// ``CookieLimits/perDomain``, then the least recently used over ``CookieLimits/total``.
+    /// ``CookieLimits/perDomain`` (those without `Secure` first), then the least recently used
+    /// over ``CookieLimits/total`` (RFC 6265bis 5.7's order). Were a domain's `Secure` cookies
+    /// evicted as readily, a plain `http` origin of the domain could push one out with a flood of
+    /// its own and then set its namesake, which it may not do while the `Secure` one is held.
     mutating func evict(now: Date) {
         self.removeAll { $0.isExpired(at: now) }
         for domain in Array(self.domains.keys) where self.domains[domain]!.count > self.limits.perDomain {
             var entries = self.domains[domain]!
-            entries.sort { ($0.cookie.lastAccessDate, $0.sequence) > ($1.cookie.lastAccessDate, $1.sequence) }
+            // Kept first: `Secure` before not, then the most recently used.
+            entries.sort {
+                $0.cookie.isSecure != $1.cookie.isSecure
+                    ? $0.cookie.isSecure : ($0.cookie.lastAccessDate, $0.sequence) > ($1.cookie.lastAccessDate, $1.sequence)
+            }
             let dropped = entries.count - max(self.limits.perDomain, 0)
             entries.removeLast(dropped)
             self.count -= dropped

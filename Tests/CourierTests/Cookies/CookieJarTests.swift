@@ -163,6 +163,31 @@ struct CookieJarTests {
         #expect(store.allCookies.count == 4)
     }
 
+    /// A plain `http` host of the domain sends enough cookies to reach the domain's limit: its
+    /// own go, not the `Secure` one an `https` origin set, so it cannot then set a namesake of
+    /// it (RFC 6265bis 5.7's order). Before, the `Secure` cookie was the least recently used and
+    /// went, and the flood's next `sid` was stored and sent to `https://h.com/`.
+    @Test func aFloodFromPlainHTTPDoesNotEvictASecureCookie() {
+        let clock = ManualClock()
+        let store = self.store(limits: CookieLimits(perDomain: 3, total: 100), clock: clock)
+        store.storeCookies(fromSetCookieFields: ["sid=good; Secure; Domain=h.com"], for: URL(string: "https://www.h.com/")!)
+        clock.advance(by: 1)
+        let evil = URL(string: "http://evil.h.com/")!
+        store.storeCookies(fromSetCookieFields: ["x1=1; Domain=h.com", "x2=1; Domain=h.com", "x3=1; Domain=h.com"], for: evil)
+        #expect(store.allCookies.contains { $0.name == "sid" && $0.value == "good" && $0.isSecure })
+        #expect(Set(store.allCookies.map(\.name)) == ["sid", "x2", "x3"], "the least recently used cookie without Secure went")
+        store.storeCookies(fromSetCookieFields: ["sid=evil; Domain=h.com"], for: evil)
+        #expect(store.cookieHeader(for: URL(string: "https://h.com/")!)?.contains("sid=evil") == false)
+        #expect(store.cookieHeader(for: URL(string: "https://h.com/")!)?.contains("sid=good") == true)
+        // Only Secure cookies over the limit: the least recently used of them goes.
+        let secure = self.store(limits: CookieLimits(perDomain: 2, total: 100), clock: clock)
+        for name in ["a", "b", "c"] {
+            secure.storeCookies(fromSetCookieFields: ["\(name)=1; Secure"], for: URL(string: "https://h.com/")!)
+            clock.advance(by: 1)
+        }
+        #expect(Set(secure.allCookies.map(\.name)) == ["b", "c"])
+    }
+
     @Test func totalLimitEvictsAcrossDomains() {
         let clock = ManualClock()
         let store = self.store(limits: CookieLimits(perDomain: 50, total: 4), clock: clock)
