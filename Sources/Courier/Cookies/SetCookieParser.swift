@@ -30,13 +30,15 @@ enum SetCookieParser {
     static func parse(_ field: String) -> ParsedSetCookie? {
         // Control characters other than tab make the whole field invalid.
         if field.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) { return nil }
-        let pairEnd = field.firstIndex(of: ";") ?? field.endIndex
+        // The field is split at bytes (6265bis works on octets), not at characters: a `;` or `=`
+        // that a combining mark follows is one `Character` with it, and equals neither.
+        let pairEnd = field.utf8.firstIndex(of: UInt8(ascii: ";")) ?? field.endIndex
         let pair = field[..<pairEnd]
         var name: Substring
         var value: Substring
-        if let equals = pair.firstIndex(of: "=") {
+        if let equals = pair.utf8.firstIndex(of: UInt8(ascii: "=")) {
             name = pair[..<equals]
-            value = pair[pair.index(after: equals)...]
+            value = pair[pair.utf8.index(after: equals)...]
         } else {
             name = ""
             value = pair
@@ -49,15 +51,15 @@ enum SetCookieParser {
 
         var rest = field[pairEnd...]
         while !rest.isEmpty {
-            rest = rest.dropFirst()  // the ";"
-            let end = rest.firstIndex(of: ";") ?? rest.endIndex
+            rest = rest[rest.utf8.index(after: rest.startIndex)...]  // the ";"
+            let end = rest.utf8.firstIndex(of: UInt8(ascii: ";")) ?? rest.endIndex
             let attribute = rest[..<end]
             rest = rest[end...]
             let attributeName: Substring
             let attributeValue: Substring
-            if let equals = attribute.firstIndex(of: "=") {
+            if let equals = attribute.utf8.firstIndex(of: UInt8(ascii: "=")) {
                 attributeName = self.trimmed(attribute[..<equals])
-                attributeValue = self.trimmed(attribute[attribute.index(after: equals)...])
+                attributeValue = self.trimmed(attribute[attribute.utf8.index(after: equals)...])
             } else {
                 attributeName = self.trimmed(attribute)
                 attributeValue = ""
@@ -74,10 +76,10 @@ enum SetCookieParser {
                 // an empty one makes the cookie host-only (5.7 step 9).
                 guard !attributeValue.isEmpty else { break }
                 var domain = attributeValue
-                if domain.first == "." { domain = domain.dropFirst() }
+                if domain.utf8.first == UInt8(ascii: ".") { domain = domain[domain.utf8.index(after: domain.startIndex)...] }
                 cookie.domain = domain.lowercased()
             case "path":
-                cookie.path = attributeValue.first == "/" ? String(attributeValue) : nil
+                cookie.path = attributeValue.utf8.first == UInt8(ascii: "/") ? String(attributeValue) : nil
             case "secure":
                 cookie.isSecure = true
             case "httponly":
@@ -94,19 +96,21 @@ enum SetCookieParser {
     /// Max-Age's value: an optional `-` then digits only; huge values are clamped.
     static func deltaSeconds(_ text: Substring) -> Int64? {
         var digits = text
-        let negative = digits.first == "-"
-        if negative { digits = digits.dropFirst() }
+        let negative = digits.utf8.first == UInt8(ascii: "-")
+        if negative { digits = digits[digits.utf8.index(after: digits.startIndex)...] }
         guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
         if negative { return 0 }
         return Int64(digits) ?? Int64.max
     }
 
-    /// Without leading and trailing spaces and tabs.
+    /// Without leading and trailing spaces and tabs (bytes, as the split).
     private static func trimmed(_ text: Substring) -> Substring {
-        var text = text
-        while let first = text.first, first == " " || first == "\t" { text = text.dropFirst() }
-        while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
-        return text
+        let utf8 = text.utf8
+        func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        guard let start = utf8.firstIndex(where: { !isBlank($0) }), let last = utf8.lastIndex(where: { !isBlank($0) }) else {
+            return text[text.endIndex...]
+        }
+        return text[start..<utf8.index(after: last)]
     }
 }
 

@@ -30,6 +30,27 @@ struct SetCookieParsingTests {
         #expect(parsed.value == "\"x=y\"")
     }
 
+    /// The field is split at the bytes `;` and `=`, not at characters: a value ending in a
+    /// prepended mark (U+0600, which joins the character after it) or a `;` a combining mark
+    /// follows kept the `;` in the value and lost the attribute (here `Secure`), and the `Cookie`
+    /// header carried the `;` on to the server.
+    @Test func theFieldIsSplitAtBytesNotCharacters() throws {
+        let prepended = try #require(SetCookieParser.parse("lang=x\u{600}; Secure; Path=/a"))
+        #expect(prepended.value == "x\u{600}")
+        #expect(prepended.isSecure)
+        #expect(prepended.path == "/a")
+        let combined = try #require(SetCookieParser.parse("sid=abc;\u{301} Secure; HttpOnly"))
+        #expect(combined.value == "abc")
+        #expect(!combined.isSecure, "the attribute's name is U+0301 and Secure, which is no attribute")
+        #expect(combined.isHTTPOnly)
+        let equals = try #require(SetCookieParser.parse("a=\u{301}b; Path=/\u{301}x"))
+        #expect(equals.name == "a" && equals.value == "\u{301}b")
+        #expect(equals.path == "/\u{301}x", "a Path starting with the byte /")
+        let trimmed = try #require(SetCookieParser.parse(" \tn\u{e9} = v\u{e9} \t; Domain= .\u{e9}x.com "))
+        #expect(trimmed.name == "n\u{e9}" && trimmed.value == "v\u{e9}")
+        #expect(trimmed.domain == "\u{e9}x.com")
+    }
+
     @Test func controlCharactersInvalidateTheField() {
         #expect(SetCookieParser.parse("a=b\u{1}") == nil)
         #expect(SetCookieParser.parse("a=b\u{7F}") == nil)
