@@ -143,6 +143,17 @@ extension RequestSerializationTests {
             #expect(form.contentLength == Int64(text.utf8.count))
         }
 
+        /// A quote that a combining mark follows is one character with it: the check for quotes
+        /// looked at characters and let it through, and the name's quoted string ended early
+        /// (`name="x"́; filename="́evil.php"` gave the part a file name).
+        @Test func aQuoteJoinedByACombiningMarkIsEscaped() async throws {
+            var form = try MultipartFormData(boundary: "B")
+            form.appendPart(withForm: Data("v".utf8), name: "x\"\u{301}; filename=\"\u{301}evil.php")
+            let text = String(decoding: try await collectBytes(of: form.body), as: UTF8.self)
+            #expect(text.contains("name=\"x%22\u{301}; filename=%22\u{301}evil.php\"\r\n"), "\(text)")
+            #expect(form.contentLength == Int64(text.utf8.count))
+        }
+
         struct Mix: Sendable, CustomTestStringConvertible {
             let name: String
             let chunkLength: Int

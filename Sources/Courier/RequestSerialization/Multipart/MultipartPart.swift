@@ -75,7 +75,11 @@ struct MultipartPart: Sendable {
     }
 
     private static func escaped(_ text: String) -> String {
-        guard text.contains(where: { $0 == "\"" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) else { return text }
+        // Bytes, not characters: a quote that a combining mark follows is one `Character` with
+        // it, and would pass a check of characters unescaped.
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }) else {
+            return text
+        }
         var result = ""
         for scalar in text.unicodeScalars {
             switch scalar {
