@@ -216,7 +216,10 @@ public struct HTTPRequestSerializer: RequestSerializer {
             request.headerFields = self.httpRequestHeaders
             return request
         }
-        for field in self.httpRequestHeaders where !request.headerFields.contains(field.name) {
+        // Whether the request had a name is asked of the request as it came: a name the
+        // serializer holds twice (a `Cookie` set as `a=1; b=2` is two fields) is added whole.
+        let own = request.headerFields
+        for field in self.httpRequestHeaders where !own.contains(field.name) {
             request.headerFields.append(field)
         }
         return request

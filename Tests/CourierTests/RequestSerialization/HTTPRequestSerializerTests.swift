@@ -114,6 +114,21 @@ extension RequestSerializationTests {
             #expect(serializer.value(forHTTPHeaderField: "X-One") == nil)
         }
 
+        /// A `Cookie` set as `a=1; b=2` is two fields (swift-http-types splits it); a request
+        /// with a field of its own got the first only: the second was taken for the request's.
+        @Test("a default header held as two fields is added whole to a request with fields of its own")
+        func aDefaultHeldAsTwoFieldsIsAddedWhole() throws {
+            var serializer = self.serializer
+            serializer.setValue("a=1; b=2", forHTTPHeaderField: "Cookie")
+            #expect(serializer.httpRequestHeaders[values: .cookie].count == 2)
+            var request = Request(url: URL(string: "https://h.test/")!)
+            request.headerFields[.accept] = "*/*"
+            let serialized = try serializer.request(bySerializing: request, parameters: nil)
+            #expect(serialized.headerFields[.cookie] == "a=1; b=2")
+            let bare = try serializer.request(bySerializing: Request(url: URL(string: "https://h.test/")!), parameters: nil)
+            #expect(bare.headerFields[.cookie] == "a=1; b=2")
+        }
+
         @Test("Basic authorization, set and cleared")
         func authorization() {
             var serializer = self.serializer
