@@ -113,6 +113,12 @@ struct SecurityPolicyEvaluator: Sendable {
         if self.policy.pinningMode == .none, self.policy.allowInvalidCertificates {
             return .trusted(validatedChain: nil)
         }
+        if ChainEvaluation.offersTooManyPaths(leaf: leaf, intermediates: intermediates) {
+            return .refused(
+                self.failure(
+                    .untrustedRoot, host: host,
+                    "the certificates presented make more than \(ChainEvaluation.maximumPartialChains) paths to try; Courier tries no more"))
+        }
         var system: ChainEvaluation?
         if !self.policy.allowInvalidCertificates {
             let evaluation = await ChainEvaluation(leaf: leaf, intermediates: intermediates, anchors: self.systemAnchors, serverName: serverName)
@@ -173,6 +179,37 @@ struct ChainEvaluation: Sendable {
     /// Why the chain is not valid (meaningless when it is).
     let reason: ServerTrustFailure.Reason
     let detail: String
+
+    /// The most partial chains path building may try (Go stops after 100 signature checks).
+    static let maximumPartialChains = 100
+
+    /// Whether building a path from `leaf` through `intermediates` could try more than
+    /// ``maximumPartialChains`` partial chains. swift-certificates' verifier tries every one,
+    /// checking a signature for each, with no bound: certificates of one name and one key that
+    /// differ in their alternative names (so that none counts as another's repeat) each sign
+    /// every other, and their orders number e·n! (10⁹ signature checks for 12 of them, on the
+    /// connection's event loop, before any trust decision: a server could hang the client).
+    /// Counted here as the verifier walks (by issuer name, with its repeat rule: same subject,
+    /// key and alternative names), without checking signatures, so the count bounds its work;
+    /// real chains make one to a few.
+    static func offersTooManyPaths(leaf: X509.Certificate, intermediates: [X509.Certificate]) -> Bool {
+        guard intermediates.count > 1 else { return false }
+        let bySubject = Dictionary(grouping: intermediates, by: \.subject)
+        func isRepeat(_ left: X509.Certificate, _ right: X509.Certificate) -> Bool {
+            left.subject == right.subject && left.publicKey == right.publicKey
+                && left.extensions[oid: .X509ExtensionID.subjectAlternativeName] == right.extensions[oid: .X509ExtensionID.subjectAlternativeName]
+        }
+        var partialChains: [[X509.Certificate]] = [[leaf]]
+        var tried = 0
+        while let chain = partialChains.popLast() {
+            for parent in bySubject[chain[chain.count - 1].issuer] ?? [] where !chain.contains(where: { isRepeat($0, parent) }) {
+                tried += 1
+                if tried > Self.maximumPartialChains { return true }
+                partialChains.append(chain + [parent])
+            }
+        }
+        return false
+    }
 
     init(leaf: X509.Certificate, intermediates: [X509.Certificate], anchors: CertificateStore, serverName: String?) async {
         var verifier = Verifier(rootCertificates: anchors) { SecTrustPolicy(serverName: serverName) }

@@ -3,6 +3,7 @@ import CourierTesting
 import Foundation
 import NIOConcurrencyHelpers
 import NIOSSL
+import Crypto
 import Testing
 import X509
 
@@ -197,6 +198,41 @@ struct SecurityPolicyEvaluatorTests {
         #expect(Self.failure(tooLong)?.reason == .untrustedRoot)
         let longest = await evaluator.evaluate(presented: try Self.presented([TestCertificates.localhostLeaf]) + many.dropLast(), host: Self.host)
         #expect(Self.failure(longest) == nil, "duplicates are harmless up to the limit")
+    }
+
+    /// Certificates of one name and one key, each with an alternative name of its own (so that
+    /// path building does not take one for another's repeat): each signs every other, and every
+    /// order of them is a path to try, e·n! of them. The evaluation is refused at once. Before,
+    /// twelve of them made swift-certificates' verifier check about 10⁹ signatures, on the
+    /// connection's event loop, for every policy but one that builds no chain.
+    @Test func certificatesThatMakeTooManyPathsAreRefusedAtOnce() async throws {
+        let key = P256.Signing.PrivateKey()
+        let loopName = try DistinguishedName { CommonName("Courier Loop") }
+        func certificate(_ alternativeName: String, subject: DistinguishedName) throws -> X509.Certificate {
+            try X509.Certificate(
+                version: .v3, serialNumber: .init(), publicKey: .init(key.publicKey),
+                notValidBefore: Date() - 3600, notValidAfter: Date() + 3600, issuer: loopName, subject: subject,
+                signatureAlgorithm: .ecdsaWithSHA256,
+                extensions: try X509.Certificate.Extensions {
+                    Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+                    SubjectAlternativeNames([.dnsName(alternativeName)])
+                },
+                issuerPrivateKey: .init(key))
+        }
+        let leaf = try certificate("localhost", subject: DistinguishedName { CommonName("localhost") })
+        let loop = try (0..<12).map { try certificate("n\($0).invalid", subject: loopName) }
+        for policy in [SecurityPolicy.default, try Self.policy(.publicKey, pins: [TestCertificates.rootCA], allowInvalid: true, validatesDomain: false)] {
+            let evaluator = SecurityPolicyEvaluator(policy: policy, trustStore: try Self.systemStandIn())
+            let failure = Self.failure(await evaluator.evaluate(serverChain: [leaf] + loop, host: "localhost"))
+            #expect(failure?.reason == .untrustedRoot)
+            #expect(failure?.detail?.contains("paths to try") == true, "\(String(describing: failure))")
+        }
+        // Three of them make few enough paths to try (and none reaches a root).
+        let few = Self.failure(await SecurityPolicyEvaluator(policy: .default, trustStore: try Self.systemStandIn()).evaluate(serverChain: [leaf] + loop.prefix(3), host: "localhost"))
+        #expect(few?.reason == .untrustedRoot)
+        #expect(few?.detail?.contains("paths to try") == false)
+        #expect(!ChainEvaluation.offersTooManyPaths(leaf: leaf, intermediates: Array(loop.prefix(4))), "64 partial chains")
+        #expect(ChainEvaluation.offersTooManyPaths(leaf: leaf, intermediates: Array(loop.prefix(5))), "325 partial chains")
     }
 
     @Test func hostNamesFollowTheSSLPolicy() async throws {
