@@ -123,9 +123,17 @@ struct TaskState {
         self.responseTrailers = nil
         self.countOfBytesReceived = received
         self.countOfBytesExpectedToReceive = expected
-        self.downloadProgress?.totalUnitCount = expected
-        self.downloadProgress?.completedUnitCount = received
+        self.moveDownloadProgress()
         return self.progressDeliveries(.download)
+    }
+
+    /// Moves the download progress object to the current attempt's counts, unless an earlier
+    /// attempt (whose body broke off, and which was retried) took it further: it stays there
+    /// until this attempt's bytes pass it, so that it never goes backwards.
+    private mutating func moveDownloadProgress() {
+        guard let progress = self.downloadProgress, progress.completedUnitCount <= self.countOfBytesReceived else { return }
+        if progress.totalUnitCount != self.countOfBytesExpectedToReceive { progress.totalUnitCount = self.countOfBytesExpectedToReceive }
+        progress.completedUnitCount = self.countOfBytesReceived
     }
 
     /// Counts body bytes received and moves the download progress, making its object first when
@@ -136,7 +144,7 @@ struct TaskState {
         if self.downloadProgressHandler != nil, self.downloadProgress == nil {
             self.downloadProgress = Self.makeProgress(total: self.countOfBytesExpectedToReceive, completed: 0, of: self.task)
         }
-        self.downloadProgress?.completedUnitCount = self.countOfBytesReceived
+        self.moveDownloadProgress()
         return self.progressDeliveries(.download)
     }
 

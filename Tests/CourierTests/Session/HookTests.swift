@@ -131,6 +131,48 @@ struct HookTests {
     }
 }
 
+/// A 200 whose body broke off halfway, retried: the progress object stays where the first
+/// attempt took it until the retry's bytes pass it, for a data task and a download. It went back
+/// to the retry's first bytes.
+@Suite("Progress across a retry")
+struct ProgressAcrossRetryTests {
+    @Test(arguments: [false, true])
+    func progressNeverGoesBackAfterABodyThatBrokeOff(download: Bool) async throws {
+        let total = 200_000
+        let body = [UInt8](repeating: UInt8(ascii: "x"), count: total)
+        let head = Array("HTTP/1.1 200 OK\r\nContent-Length: \(total)\r\n\r\n".utf8)
+        try await ScriptedHTTPServer.with({ connection, _, _ in
+            connection == 0 ? .respondBytesThenClose(head + body.prefix(total / 2)) : .respondBytes(head + body)
+        }) { server in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            var policy = RetryPolicy(retryLimit: 1)
+            policy.initialBackoff = .zero
+            manager.interceptor = policy
+            let counts = Recorder<Int64>()
+            let request = Request(url: server.baseURL.appendingPathComponent("file"))
+            let task: SessionTask = await awaitCallback { finish in
+                let box = Recorder<SessionTask>()
+                let task: SessionTask
+                if download {
+                    task = manager.downloadTask(with: request, progress: { counts.append($0.completedUnitCount) }, destination: nil) { _, _, _ in
+                        finish(box.all[0])
+                    }
+                } else {
+                    task = manager.dataTask(with: request, downloadProgress: { counts.append($0.completedUnitCount) }) { _, _, _ in finish(box.all[0]) }
+                }
+                box.append(task)
+                task.resume()
+            }
+            #expect(task.error == nil, "\(String(describing: task.error))")
+            #expect(server.receivedHeads.count == 2, "retried once")
+            #expect(counts.all == counts.all.sorted(), "progress went back: \(counts.all)")
+            #expect(counts.all.last == Int64(total))
+            #expect(task.downloadProgress.completedUnitCount == Int64(total))
+        }
+    }
+}
+
 @Suite("Concurrency")
 struct ConcurrencyTests {
     @Test func thousandInFlightHalfCancelledEachCompletesOnce() async throws {
