@@ -146,7 +146,9 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
         let (encoding, skip) = StringResponseSerializer().encoding(for: response, data: data)
         return String(data: skip == 0 ? data : data.dropFirst(skip), encoding: encoding)
     }
-    /// What ``responseSerializer`` made of the response, once the operation finished without error.
+    /// What ``responseSerializer`` made of the response, once the operation finished: with a
+    /// failure too when the serializer read the body (a status it does not accept, with a body it
+    /// could parse: an API's error message), as AFNetworking 2.x's failure blocks read it.
     public var responseObject: (any Sendable)? { self.state.withLockedValue { $0.responseObject } }
     /// Why the operation failed, once it finished: the transfer's error or the serializer's.
     public var error: CourierError? { self.state.withLockedValue { $0.error } }
@@ -242,7 +244,7 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
             self.state.withLockedValue { state in
                 state.response = outcome.response
                 state.responseData = outcome.data
-                state.responseObject = error == nil ? object : nil
+                state.responseObject = object
                 state.error = error
             }
             self.finish(with: error)

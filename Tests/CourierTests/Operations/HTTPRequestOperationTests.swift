@@ -247,6 +247,27 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    /// A status the serializer does not accept, with a body it can read: the failure block's
+    /// operation holds what the serializer made of it (an API's error message), as AFNetworking
+    /// 2.x's `responseObject` does. It was nil.
+    @Test func aRefusedStatusKeepsTheBodysObjectForTheFailureBlock() async throws {
+        try await withTestServer { server in
+            server.route("/refused") { _ in .json(#"{"message":"bad"}"#, status: .init(code: 422)) }
+            try await self.withOperationManager(server) { manager in
+                let outcome: Outcome = await awaitCallback { done in
+                    manager.get("refused", success: { done(.success($0, $1, onQueue: true)) }, failure: { done(.failure($0, $1, onQueue: true)) })
+                }
+                guard case .failure(let operation?, let error, _) = outcome else {
+                    Issue.record("not a failure with an operation")
+                    return
+                }
+                #expect(error.code == .unacceptableStatusCode)
+                #expect(operation.error?.code == .unacceptableStatusCode)
+                #expect(operation.responseObject.json?["message"] as? String == "bad")
+            }
+        }
+    }
+
     /// Waits for events, not for time: paused once its request is on the server, the operation
     /// gets the answer's head (and the bytes of the read under way) but does not complete until
     /// it is resumed.
