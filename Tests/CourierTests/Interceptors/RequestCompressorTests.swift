@@ -102,6 +102,18 @@ struct RequestCompressorTests {
         let skipped = Request(method: .post, url: URL(string: "http://api.courier.test/skip")!, body: .data(Self.text))
         #expect(try await compressor.adapt(skipped, using: Self.context).body.data == Self.text)
         #expect(try await compressor.adapt(Request(url: Self.url), using: Self.context).headerFields[.contentEncoding] == nil)
+        // Streams whose declared length is under the minimum, or zero, are left alone too (they
+        // were compressed: an empty one grew to 20 bytes of gzip framing).
+        for length in [0, 10, 1023] as [Int64] {
+            for replayable in [false, true] {
+                let body: RequestBody = replayable
+                    ? .replayableStream(length: .known(length)) { AsyncThrowingStream<ByteBuffer, any Error> { $0.finish() } }
+                    : .stream(AsyncThrowingStream<ByteBuffer, any Error> { $0.finish() }, length: .known(length))
+                let adapted = try await compressor.adapt(Request(method: .post, url: Self.url, body: body), using: Self.context)
+                #expect(adapted.headerFields[.contentEncoding] == nil, "\(length) \(replayable)")
+                #expect(adapted.body.knownLength == length)
+            }
+        }
     }
 
     @Test("A body with a Content-Encoding of its own: sent as it is, compressed with the field replaced, or refused")

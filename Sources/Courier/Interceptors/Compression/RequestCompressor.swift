@@ -166,8 +166,9 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
 
     private func wantsToCompress(_ request: Request) -> Bool {
         guard !request.body.isEmpty else { return false }
-        if case .data(let data) = request.body.storage, data.count < self.minimumSize { return false }
-        if case .file = request.body.storage, let length = request.body.knownLength, length < Int64(self.minimumSize) { return false }
+        // Every kind of body whose length is known: data, a file, a stream that declared one
+        // (zero is empty).
+        if let length = request.body.knownLength, length == 0 || length < Int64(self.minimumSize) { return false }
         if let type = request.headerFields.value(of: .contentType), Self.isCompressedAlready(type) { return false }
         if let origin = Self.origin(of: request.url), self.refusingOrigins.withLockedValue({ $0.contains(origin) }) { return false }
         return self.shouldCompress(request)
