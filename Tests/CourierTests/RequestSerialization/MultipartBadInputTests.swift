@@ -154,6 +154,22 @@ extension RequestSerializationTests {
             #expect(error?.code == .invalidRequest)
         }
 
+        /// A length that would make the form's longer than an `Int64` is refused when appended;
+        /// `contentLength` (read when the form becomes a request) trapped on the overflow.
+        @Test("a stream length that would overflow the form's length is refused")
+        func overflowingLength() throws {
+            var form = MultipartFormData()
+            let error = #expect(throws: CourierError.self) {
+                try form.appendPart(withStream: { Chunks(chunks: []) }, name: "s", fileName: "s", length: .max, mimeType: "text/plain")
+            }
+            #expect(error?.code == .invalidRequest)
+            try form.appendPart(withStream: { Chunks(chunks: []) }, name: "a", fileName: "a", length: .max / 2, mimeType: "text/plain")
+            #expect(throws: CourierError.self) {
+                try form.appendPart(withStream: { Chunks(chunks: []) }, name: "b", fileName: "b", length: .max / 2, mimeType: "text/plain")
+            }
+            #expect(form.contentLength > .max / 2, "the form keeps its first part and its length")
+        }
+
         @Test("a one-shot stream makes the form one-shot")
         func oneShotStream() throws {
             var form = MultipartFormData()

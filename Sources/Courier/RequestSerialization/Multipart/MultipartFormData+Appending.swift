@@ -33,13 +33,27 @@ extension MultipartFormData {
     ///   - mimeType: The part's `Content-Type`.
     /// - Throws: ``CourierError/Code/bodyReadFailed`` when `fileURL` is not a file URL, or names
     ///   nothing, a directory, something other than a regular file, or a file this process cannot
-    ///   read.
+    ///   read; ``CourierError/Code/invalidRequest`` when its size would make the form longer than
+    ///   an `Int64` counts.
     public mutating func appendPart(withFileURL fileURL: URL, name: String, fileName: String, mimeType: String) throws(CourierError) {
         let size = try Self.sizeOfReadableFile(at: fileURL, field: name)
-        self.append(
+        try self.appendSized(
             MultipartPart(
                 headers: MultipartPart.headers(name: name, fileName: fileName, mimeType: mimeType),
-                content: .file(fileURL, size: size)))
+                content: .file(fileURL, size: size)),
+            name: name)
+    }
+
+    /// Appends a part whose size a caller or a file gave, unless the form's length would then be
+    /// more than an `Int64` holds (``contentLength`` would overflow and trap).
+    private mutating func appendSized(_ part: MultipartPart, name: String) throws(CourierError) {
+        let boundary = self.boundaryValue
+        let overhead = Int64(boundary.encapsulationDelimiter.count + part.headerBlock.count + boundary.closeDelimiter.count)
+        let (withPart, overflow) = self.contentLength.addingReportingOverflow(part.bodyLength)
+        guard !overflow, withPart <= Int64.max - overhead else {
+            throw CourierError(.invalidRequest, "the form field '\(name)' makes the form longer than a body can be (\(part.bodyLength) bytes)")
+        }
+        self.append(part)
     }
 
     /// Appends a file field whose bytes come from a stream made afresh for each send (AFNetworking's
@@ -53,7 +67,8 @@ extension MultipartFormData {
     ///   - fileName: The file name the server sees.
     ///   - length: The exact number of bytes the stream produces.
     ///   - mimeType: The part's `Content-Type`.
-    /// - Throws: ``CourierError/Code/invalidRequest`` when `length` is negative.
+    /// - Throws: ``CourierError/Code/invalidRequest`` when `length` is negative, or would make the
+    ///   form longer than an `Int64` counts.
     public mutating func appendPart(
         withStream makeStream: @escaping @Sendable () -> some AsyncSequence<ByteBuffer, any Error> & Sendable,
         name: String,
@@ -76,7 +91,8 @@ extension MultipartFormData {
     ///   - fileName: The file name the server sees.
     ///   - length: The exact number of bytes the stream produces.
     ///   - mimeType: The part's `Content-Type`.
-    /// - Throws: ``CourierError/Code/invalidRequest`` when `length` is negative.
+    /// - Throws: ``CourierError/Code/invalidRequest`` when `length` is negative, or would make the
+    ///   form longer than an `Int64` counts.
     public mutating func appendPart(
         withInputStream stream: some AsyncSequence<ByteBuffer, any Error> & Sendable,
         name: String,
@@ -135,10 +151,11 @@ extension MultipartFormData {
         guard length >= 0 else {
             throw CourierError(.invalidRequest, "the stream for the form field '\(name)' has a negative length (\(length))")
         }
-        self.append(
+        try self.appendSized(
             MultipartPart(
                 headers: MultipartPart.headers(name: name, fileName: fileName, mimeType: mimeType),
-                content: .stream(makeStream: makeStream, length: length, replayable: replayable)))
+                content: .stream(makeStream: makeStream, length: length, replayable: replayable)),
+            name: name)
     }
 
     /// The size of the regular, readable file at `url`, following symbolic links.
