@@ -153,7 +153,7 @@ final class CookieFileWriter: Sendable {
         let unwritable = cookies.filter { !NetscapeCookieFile.canEncode($0) }
         if !unwritable.isEmpty {
             self.logger?.warning(
-                "cookies kept in memory only, a tab in the name or path: \(unwritable.map { "\($0.name.debugDescription) for \($0.domain)" }.joined(separator: ", "))")
+                "cookies kept in memory only, a tab in the name or path (or in the value of a nameless one): \(unwritable.map { "\($0.name.debugDescription) for \($0.domain)" }.joined(separator: ", "))")
         }
         try AtomicFile.write(Data(NetscapeCookieFile.encode(cookies).utf8), to: self.fileURL)
     }

@@ -100,7 +100,7 @@ public enum NetscapeCookieFile {
     /// A value's tabs are written as they are (``decode(_:now:publicSuffixes:)`` reads them back;
     /// curl skips such a line, as it refuses such a cookie). A cookie whose name or path holds a
     /// tab is left out (``canEncode(_:)``): the format has no way to tell that tab from the field
-    /// separators.
+    /// separators; so is a nameless cookie whose value holds one.
     public static func encode(_ cookies: some Sequence<Cookie>) -> String {
         var text = Self.header + "\n# Written by Courier. Each line: domain, subdomains, path, secure, expiry, name, value.\n\n"
         for cookie in cookies where Self.canEncode(cookie) {
@@ -115,9 +115,11 @@ public enum NetscapeCookieFile {
         return text
     }
 
-    /// Whether ``encode(_:)`` writes `cookie`: its name and path hold no tab (a value may).
+    /// Whether ``encode(_:)`` writes `cookie`: its name and path hold no tab, and its value holds
+    /// none either when it has no name (``decode(_:now:publicSuffixes:)`` reads a value's tabs
+    /// only after a name, as curl refuses such a line: written, the cookie would not come back).
     public static func canEncode(_ cookie: Cookie) -> Bool {
-        !cookie.name.utf8.contains(0x09) && !cookie.path.utf8.contains(0x09)
+        !cookie.name.utf8.contains(0x09) && !cookie.path.utf8.contains(0x09) && !(cookie.name.isEmpty && cookie.value.utf8.contains(0x09))
     }
 
     private static func flag(_ field: Substring) -> Bool? {
