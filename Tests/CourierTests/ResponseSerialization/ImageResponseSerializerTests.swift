@@ -178,4 +178,18 @@ struct ImageResponseSerializerTests {
         let padded = Data([1, 2, 3] + ImageFixture.gif(5, 6))
         #expect(ImageHeader.parse(padded.dropFirst(3))?.pixelWidth == 5)
     }
+
+    /// AFNetworking inflates images of a megapixel at most; a larger one is decoded when drawn,
+    /// so that a small file naming a huge size cannot make the serializer allocate its bitmap
+    /// (inflating is done with UIKit only; the rule is checked everywhere).
+    @Test func onlyImagesOfAMegapixelAtMostAreInflated() throws {
+        let header = { (width: Int, height: Int) in ImageHeader(format: .png, pixelWidth: width, pixelHeight: height) }
+        #expect(ResponseImage.isSmallEnoughToInflate(header(1024, 1024)))
+        #expect(ResponseImage.isSmallEnoughToInflate(header(4000, 200)))
+        #expect(!ResponseImage.isSmallEnoughToInflate(header(1025, 1024)))
+        #expect(!ResponseImage.isSmallEnoughToInflate(header(30000, 30000)))
+        #expect(!ResponseImage.isSmallEnoughToInflate(header(Int.max, 2)), "no overflow")
+        let huge = try #require(ImageHeader.parse(Data(ImageFixture.png(30000, 30000))))
+        #expect(!ResponseImage.isSmallEnoughToInflate(huge))
+    }
 }

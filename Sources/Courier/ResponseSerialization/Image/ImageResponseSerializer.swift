@@ -26,7 +26,8 @@ public struct ImageResponseSerializer: ResponseSerializer {
     public var imageScale: Double = 1
     /// Whether to decode the image as soon as it arrives, off the main thread, so drawing it later
     /// does not stall (AFNetworking's `automaticallyInflatesResponseImage`). Used with UIKit only;
-    /// elsewhere there is nothing to inflate. On by default, as in AFNetworking.
+    /// elsewhere there is nothing to inflate. On by default, as in AFNetworking; as there, an
+    /// image of more than a megapixel is not inflated (it is decoded when drawn).
     public var automaticallyInflatesResponseImage = true
 
     /// A serializer that accepts the image types above, at scale 1.

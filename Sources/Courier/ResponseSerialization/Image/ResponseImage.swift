@@ -40,8 +40,20 @@ public struct ResponseImage: Sendable, Equatable {
         self.pixelHeight = header.pixelHeight
         self.scale = scale
         #if canImport(UIKit)
-        self.decoded = inflate ? DecodedImage(data: data, scale: scale, inflate: true) : nil
+        self.decoded = inflate && Self.isSmallEnoughToInflate(header) ? DecodedImage(data: data, scale: scale, inflate: true) : nil
         #endif
+    }
+
+    /// The most pixels an image may have to be inflated as it arrives (AFNetworking's limit, one
+    /// megapixel): a larger one is left to decode when drawn. Its bitmap costs four bytes a pixel,
+    /// and a server can send a small file that names a huge size (a 30,000-pixel square PNG of
+    /// one colour is 3.5 MB and would inflate to 3.6 GB).
+    static let maximumInflatedPixels = 1024 * 1024
+
+    /// Whether an image of `header`'s size is inflated as it arrives (UIKit only).
+    static func isSmallEnoughToInflate(_ header: ImageHeader) -> Bool {
+        let (pixels, overflow) = header.pixelWidth.multipliedReportingOverflow(by: header.pixelHeight)
+        return !overflow && pixels <= Self.maximumInflatedPixels
     }
 
     public static func == (lhs: ResponseImage, rhs: ResponseImage) -> Bool {
