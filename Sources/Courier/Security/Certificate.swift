@@ -7,14 +7,17 @@ public struct Certificate: Sendable, Hashable {
     public let derBytes: Data
 
     /// A certificate from DER bytes.
+    ///
+    /// ``derBytes`` is the certificate's own encoding: bytes after it (a `.cer` file's final line
+    /// break) are not kept. BoringSSL reads past them, the chain's evaluation does not: kept, they
+    /// made a pin that matched nothing.
     /// - Throws: ``CourierError/Code/invalidRequest`` when the bytes are not a certificate.
     public init(derEncoded bytes: Data) throws(CourierError) {
         do {
-            _ = try NIOSSLCertificate(bytes: Array(bytes), format: .der)
+            self.derBytes = Data(try NIOSSLCertificate(bytes: Array(bytes), format: .der).toDERBytes())
         } catch {
             throw CourierError(.invalidRequest, "the \(bytes.count) bytes given are not a DER certificate", underlyingError: error)
         }
-        self.derBytes = bytes
     }
 
     /// Every certificate in a PEM text (one or more `BEGIN CERTIFICATE` blocks).

@@ -1,4 +1,6 @@
 import Foundation
+import SwiftASN1
+import X509
 
 extension SecurityPolicy {
     /// Checks AFNetworking's rules on the policy itself.
@@ -9,10 +11,27 @@ extension SecurityPolicy {
     ///   allowed with domain validation and no pin (AFNetworking: "in order to validate a domain
     ///   name for self signed certificates, you MUST use pinning").
     ///
+    ///   Also ``ServerTrustFailure/Reason/invalidPolicy`` when a pinned certificate is one the
+    ///   chain's evaluation cannot read (a key of a kind or size swift-certificates does not
+    ///   check: P-256, P-384, P-521, Ed25519 and RSA of 2048 bits or more are read): such a pin
+    ///   could never match, and every server would be refused as not pinned.
+    ///
     /// ``NIOEngine`` calls it when it is made and fails every HTTPS request with its error.
     public func validate() throws(CourierError) {
         if self.pinningMode != .none, self.pinnedCertificates.isEmpty {
             throw ServerTrustFailure(.noPinsConfigured, policy: self, detail: "pinning mode \(self.pinningMode) with no pinned certificate").courierError()
+        }
+        if self.pinningMode != .none {
+            for pin in self.pinnedCertificates {
+                do {
+                    _ = try X509.Certificate(derEncoded: Array(pin.derBytes))
+                } catch {
+                    throw ServerTrustFailure(
+                        .invalidPolicy, policy: self,
+                        detail: "a pinned certificate (\(pin.derBytes.count) bytes) cannot be checked, so it could never match (\(error))"
+                    ).courierError()
+                }
+            }
         }
         if self.allowInvalidCertificates, self.validatesDomainName, self.pinningMode == .none {
             throw ServerTrustFailure(

@@ -235,6 +235,24 @@ struct SecurityPolicyEvaluatorTests {
         #expect(ChainEvaluation.offersTooManyPaths(leaf: leaf, intermediates: Array(loop.prefix(5))), "325 partial chains")
     }
 
+    /// A `.cer` file with a line break after its DER (BoringSSL reads past it, swift-certificates
+    /// does not): the pin is the certificate. It was dropped from the evaluation, and the server
+    /// it pins refused as not pinned. A pin the evaluation cannot read at all makes the policy
+    /// invalid, named so, instead of refusing every server as not pinned.
+    @Test func aPinFromADERFileWithATrailingLineBreakMatches() async throws {
+        let der = Data(TestCertificates.der(TestCertificates.localhostLeaf))
+        let pin = try Courier.Certificate(derEncoded: der + [0x0A])
+        #expect(pin.derBytes == der)
+        let policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [pin])
+        #expect(Self.failure(try await Self.evaluate(policy, Self.localhostChain)) == nil)
+        let unreadable = SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: [Courier.Certificate(trustedDER: der + [0x0A])])
+        let error = #expect(throws: CourierError.self) { try unreadable.validate() }
+        let failure = error?.underlyingError as? ServerTrustFailure
+        #expect(failure?.reason == .invalidPolicy)
+        #expect(failure?.detail?.contains("cannot be checked") == true, "\(String(describing: failure))")
+        #expect(Self.failure(try await Self.evaluate(unreadable, Self.localhostChain))?.reason == .invalidPolicy)
+    }
+
     @Test func hostNamesFollowTheSSLPolicy() async throws {
         let chain = Self.localhostChain
         for host in ["localhost", "LOCALHOST", "localhost.", "127.0.0.1", "::1", "[::1]"] {
