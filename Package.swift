@@ -66,6 +66,7 @@ let package = Package(
             name: "Courier",
             dependencies: [
                 "CCourierNetlink",
+                "CCourierPKCS12",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -136,6 +137,9 @@ let package = Package(
         ),
         // Routing netlink (socket, dump requests, message walk, setns) for the reachability monitor on Linux.
         .target(name: "CCourierNetlink"),
+        // A PKCS#12 bundle checked with swift-nio-ssl's BoringSSL before swift-nio-ssl reads it
+        // (it ends the process on a bundle without a key or without the key's certificate).
+        .target(name: "CCourierPKCS12"),
         .executableTarget(
             name: "courier-bench",
             dependencies: [

@@ -1,3 +1,4 @@
+import CCourierPKCS12
 import Foundation
 import NIOSSL
 import SwiftASN1
@@ -117,13 +118,28 @@ public struct ClientIdentity: Sendable, Hashable {
     /// - Parameters:
     ///   - pkcs12File: The file.
     ///   - passphrase: Its passphrase, if it has one.
-    /// - Throws: ``CourierError/Code/fileSystemFailure`` or ``CourierError/Code/invalidRequest``.
+    /// - Throws: ``CourierError/Code/fileSystemFailure`` when the file cannot be read;
+    ///   ``CourierError/Code/invalidRequest`` when it is not a bundle the passphrase opens, or holds
+    ///   no private key, or no certificate of its key.
     public init(pkcs12File: URL, passphrase: String? = nil) throws(CourierError) {
         let bytes: Data
         do {
             bytes = try Certificate.contents(of: pkcs12File)
         } catch {
             throw CourierError(.fileSystemFailure, "cannot read \(pkcs12File.path)", underlyingError: error)
+        }
+        // Asked first: swift-nio-ssl ends the process on a bundle that opens without a key or
+        // without the key's certificate (`-nokeys`, `-nocerts`, a key with another's certificate).
+        let check = bytes.withUnsafeBytes { raw in
+            passphrase.withOptionalCString { courier_pkcs12_check(raw.bindMemory(to: UInt8.self).baseAddress, raw.count, $0) }
+        }
+        switch check {
+        case COURIER_PKCS12_NO_KEY:
+            throw CourierError(.invalidRequest, "\(pkcs12File.path) holds no private key")
+        case COURIER_PKCS12_NO_CERTIFICATE:
+            throw CourierError(.invalidRequest, "\(pkcs12File.path) holds no certificate of its private key")
+        default:
+            break  // Usable, or unreadable: swift-nio-ssl says why below.
         }
         let bundle: NIOSSLPKCS12Bundle
         do {
@@ -147,5 +163,15 @@ public struct ClientIdentity: Sendable, Hashable {
         let chain = try self.certificateChain.map { NIOSSLCertificateSource.certificate(try $0.nioCertificate()) }
         let key = try NIOSSLPrivateKey(bytes: Array(self.privateKeyDER), format: .der)
         return (chain, .privateKey(key))
+    }
+}
+
+extension Optional<String> {
+    /// The string as a C string, or a null pointer, for the duration of `body`.
+    fileprivate func withOptionalCString<Result>(_ body: (UnsafePointer<CChar>?) -> Result) -> Result {
+        switch self {
+        case .some(let text): text.withCString { body($0) }
+        case .none: body(nil)
+        }
     }
 }

@@ -316,6 +316,39 @@ struct PinningOverSocketTests {
         }
     }
 
+    /// Bundles that open but cannot make an identity: certificates only, a key only, a key with
+    /// another key's certificate. Each is a typed error naming what is missing; swift-nio-ssl,
+    /// asked alone, ended the test process ("Failed to obtain cert and pkey from a PKC12 file").
+    @Test func aPKCS12BundleWithoutAKeyOrItsCertificateIsATypedError() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-p12-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data(TestCertificates.clientCertificate.utf8).write(to: folder.appendingPathComponent("client.pem"))
+        try Data(TestCertificates.clientKey.utf8).write(to: folder.appendingPathComponent("client.key"))
+        try Data(TestCertificates.localhostLeaf.utf8).write(to: folder.appendingPathComponent("other.pem"))
+        let bundles: [(String, [String], String)] = [
+            ("certificates.p12", ["-nokeys", "-in", "client.pem"], "holds no private key"),
+            ("key.p12", ["-nocerts", "-inkey", "client.key"], "holds no certificate of its private key"),
+            ("mismatch.p12", ["-nocerts", "-inkey", "client.key", "-certfile", "other.pem"], "holds no certificate of its private key"),
+        ]
+        for (name, options, message) in bundles {
+            let status = try await offThePools {
+                try ChildProcess.spawn(
+                    "/usr/bin/env", ["openssl", "pkcs12", "-export"] + options + ["-passout", "pass:secret", "-out", name], directory: folder.path
+                ).waitForExit()
+            }
+            try #require(status == 0, "\(name)")
+            let error = #expect(throws: CourierError.self, "\(name)") {
+                try ClientIdentity(pkcs12File: folder.appendingPathComponent(name), passphrase: "secret")
+            }
+            #expect(error?.code == .invalidRequest, "\(name)")
+            #expect(error?.message.hasSuffix(message) == true, "\(name): \(String(describing: error))")
+            #expect(throws: CourierError.self, "\(name), wrong passphrase") {
+                try ClientIdentity(pkcs12File: folder.appendingPathComponent(name), passphrase: "wrong")
+            }
+        }
+    }
+
     @Test func untrustedRootExpiredAndNameMismatchAreNamed() async throws {
         var trusting = SecurityPolicy.default
         trusting.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
