@@ -31,6 +31,26 @@ struct TerminalTests {
         }
     }
 
+    /// An entity that names a local file is shown as written, never read: with no options,
+    /// `XMLDocument` substituted it, and the file's text was printed as the server's.
+    @Test("XML's external entities are never loaded")
+    func xmlEntitiesAreNotLoaded() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let secret = folder.appendingPathComponent("secret.txt")
+        try Data("SECRET-LOCAL-FILE".utf8).write(to: secret)
+        try await TestServer.withServer { server in
+            server.route("/entity") { _ in
+                TestServer.Response(
+                    headerFields: [.contentType: "application/xml"],
+                    body: Data(#"<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file://\#(secret.path)">]><r><a>&x;</a></r>"#.utf8))
+            }
+            let result = try await CLIRunner.runOnTerminal(["--pretty", "format", "--body", server.url("/entity").absoluteString])
+            #expect(result.status == 0, "\(result.output)")
+            #expect(!result.output.contains("SECRET-LOCAL-FILE"), "\(result.output)")
+        }
+    }
+
     @Test("Binary data is not written to a terminal")
     func binaryNote() async throws {
         try await TestServer.withServer { server in

@@ -12,7 +12,11 @@ struct XMLFormatter {
     func format(_ data: Data) -> String? {
         var text: String
         if self.style.format {
-            guard let document = try? XMLDocument(data: data, options: []) else { return nil }
+            // Entities are shown as written, never loaded: with no options, libxml2 under
+            // FoundationXML substitutes them, reading the files and fetching the URLs a server's
+            // `<!ENTITY x SYSTEM "file:///…">` names (and a parameter entity can send a file's
+            // text to a server of its choosing).
+            guard let document = try? XMLDocument(data: data, options: [.nodeLoadExternalEntitiesNever]) else { return nil }
             text = document.xmlString(options: [.nodePrettyPrint])
         } else {
             guard let raw = String(data: data, encoding: .utf8) else { return nil }
