@@ -245,4 +245,34 @@ struct DownloadTests {
         #expect(Downloader.extendedFileName(in: "attachment; filename*=UTF-8''%ZZ") == nil)
         #expect(Downloader.extendedFileName(in: "attachment; filename*=koi8-r''x") == nil)
     }
+
+    /// A name from the URL a redirect led to is decoded before its last component is taken: a
+    /// redirect to `/d/..%2F..%2Fescaped.txt` wrote the body two folders up. Control characters
+    /// in a server's name are written `%XX` (wget's default), in the file's name and the line
+    /// that prints it.
+    @Test("a server's file name stays in the current folder, without control characters")
+    func aServersFileNameStaysHere() async throws {
+        let outer = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: outer) }
+        let folder = outer.appendingPathComponent("a/b")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try await TestServer.withServer { server in
+            server.route("/x") { _ in TestServer.Response(status: .found, headerFields: [.location: "/d/..%2F..%2Fescaped.txt"], body: Data()) }
+            server.route("/d/..%2F..%2Fescaped.txt") { _ in .text("escaped") }
+            server.route("/bell") { _ in
+                TestServer.Response(headerFields: [.contentDisposition: "attachment; filename*=UTF-8''x%1B%5D0%3Bpwned%07.txt"], body: Data("x".utf8))
+            }
+            let redirected = try await CLIRunner.run(["-d", "-F", server.url("/x").absoluteString], in: folder)
+            #expect(redirected.status == 0, "\(redirected.standardError)")
+            #expect(!FileManager.default.fileExists(atPath: outer.appendingPathComponent("escaped.txt").path), "written two folders up")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["escaped.txt"])
+            let bell = try await CLIRunner.run(["-d", server.url("/bell").absoluteString], in: folder)
+            #expect(bell.status == 0, "\(bell.standardError)")
+            #expect(!bell.standardError.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 }, "\(bell.standardError.debugDescription)")
+            #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("x%1B]0;pwned%07.txt").path))
+        }
+        #expect(Downloader.safeFileName("..") == nil)
+        #expect(Downloader.safeFileName("a/../") == nil)
+        #expect(Downloader.safeFileName("nul\u{0}\u{85}") == "nul%00%85")
+    }
 }

@@ -150,13 +150,31 @@ struct Downloader {
     static func fileName(for response: HTTPResponse, url: URL) -> String {
         if let disposition = response.headerFields[.contentDisposition] {
             for candidate in [Self.extendedFileName(in: disposition), Self.parameter("filename=", in: disposition)] {
-                guard var name = candidate?.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) else { continue }
-                name = (name as NSString).lastPathComponent
-                if !name.isEmpty && name != "." && name != ".." && name != "/" { return name }
+                guard let name = candidate?.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) else { continue }
+                if let safe = Self.safeFileName(name) { return safe }
             }
         }
-        let last = url.lastPathComponent
-        return last.isEmpty || last == "/" ? "index" : last
+        // The URL's last segment, decoded (`lastPathComponent` decodes): a redirect's
+        // `/d/..%2F..%2F.profile` is `../../.profile`, whose last component is taken again.
+        return Self.safeFileName(url.lastPathComponent) ?? "index"
+    }
+
+    /// A name the server gave as a file name in the current folder: its last path component,
+    /// with control characters (C0, DEL and C1) written `%XX` as wget's default does, so that
+    /// neither the name nor the line that prints it carries them; nil when nothing is left or
+    /// it is `.` or `..`.
+    static func safeFileName(_ name: String) -> String? {
+        let last = (name as NSString).lastPathComponent
+        guard !last.isEmpty, last != ".", last != "..", last != "/" else { return nil }
+        var safe = ""
+        for scalar in last.unicodeScalars {
+            if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
+                safe += "%" + String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 2)
+            } else {
+                safe.unicodeScalars.append(scalar)
+            }
+        }
+        return safe
     }
 
     /// The value after `key` (matched without regard to case) up to the next `;`.
@@ -201,5 +219,12 @@ struct Downloader {
             suffix += 1
         }
         return candidate
+    }
+}
+
+extension String {
+    /// The string with zeros before it up to `width` characters.
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: Swift.max(0, width - self.count)) + self
     }
 }
