@@ -83,6 +83,29 @@ struct DownloadTests {
         }
     }
 
+    /// `-c -o link` where `link` is a symbolic link to the partial file: the rest is asked from
+    /// the partial file's size, not the link's own (the length of the path it holds), which put
+    /// the rest after the partial file's bytes from the wrong offset.
+    @Test("--continue through a symbolic link counts the partial file's bytes")
+    func resumeThroughASymbolicLink() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            let file = TestServer.GeneratedFile(length: 1 << 20)
+            let target = folder.appendingPathComponent("part.bin")
+            let cut = try await CLIRunner.run(["-d", "-o", target.path, server.url(file.path(["drop-after": "300000"])).absoluteString])
+            #expect(cut.status == 1)
+            let link = folder.appendingPathComponent("link")
+            try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: target.path)
+            let resumed = try await CLIRunner.run(["-d", "-c", "-o", link.path, server.url(file.path()).absoluteString])
+            #expect(resumed.status == 0, "\(resumed.standardError)")
+            #expect(resumed.standardError.contains(", from byte 300000"), "\(resumed.standardError)")
+            let whole = try Data(contentsOf: target)
+            #expect(whole.count == file.length)
+            #expect(CRC32.checksum(of: whole) == file.crc32())
+        }
+    }
+
     @Test(
         "A full disk exits 1 naming the file it could not write",
         .enabled(if: ProcessInfo.processInfo.environment["COURIER_TINY_FS"] != nil, "COURIER_TINY_FS names no small file system (.ci/run mounts one)")

@@ -103,8 +103,10 @@ struct Downloader {
         errorConsole.write(line: "Done. \(ByteCount.format(written)) in \(String(format: "%.2f", elapsed.seconds)) s (\(ByteCount.rate(written, over: elapsed)))")
     }
 
+    /// The size of the file `file` names, through symbolic links (`attributesOfItem` reads a
+    /// link's own size, the length of the path it holds; the file is opened through the link).
     private static func size(of file: URL) -> Int64? {
-        (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value
+        (try? FileManager.default.attributesOfItem(atPath: file.resolvingSymlinksInPath().path)[.size] as? NSNumber)?.int64Value
     }
 
     /// Opens `file` for writing: at its end when appending, else created empty.
