@@ -1,3 +1,4 @@
+@testable import CourierCLI
 import Foundation
 import Testing
 
@@ -47,6 +48,17 @@ struct OfflineAndCurlTests {
                 """)
         let get = try await CLIRunner.run(["--offline", "https://example.com:443/", "page==2"])
         #expect(get.output == "GET /?page=2 HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\n\n")
+    }
+
+    /// Numbers past an `Int` end in a line, not a trap: a timeout of 1e19 in `--curl`, a
+    /// download of 2⁶³ bytes at under a byte a second in the progress bar.
+    @Test("huge numbers print without trapping")
+    func hugeNumbersPrint() async throws {
+        let curl = try await CLIRunner.run(["--curl", "--timeout", "1e19", "example.com/x"])
+        #expect(curl.status == 0, "\(curl.standardError)")
+        #expect(curl.output.contains("--max-time 1e+19"), "\(curl.output)")
+        let line = ProgressBar.line(done: 1, total: .max, transferred: 1, elapsed: .seconds(2))
+        #expect(line.hasSuffix("ETA 99999:00"), "\(line)")
     }
 
     @Test("--curl prints the equivalent curl command exactly")

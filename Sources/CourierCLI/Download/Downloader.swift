@@ -70,7 +70,11 @@ struct Downloader {
 
         let file = target ?? Self.uniqueFile(named: Self.fileName(for: response, url: streamed.request.url))
         let expected = response.headerFields[.contentLength].flatMap { Int64($0) }
-        let total = expected.map { $0 + (appending ? offset : 0) }
+        // Saturating: a 206 may name any length (Int64.max), and the sum would trap.
+        let total = expected.map { length -> Int64 in
+            let (sum, overflow) = length.addingReportingOverflow(appending ? offset : 0)
+            return overflow ? .max : sum
+        }
         let handle = try Self.open(file, appending: appending)
         defer { try? handle.close() }
         // What the bytes are of, for a later --continue (kept when appending: the 206 is of the same).

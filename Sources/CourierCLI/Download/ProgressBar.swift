@@ -55,7 +55,8 @@ struct ProgressBar {
         let percent = String(format: "%3d%%", Int(fraction * 100))
         var eta = "--:--"
         if rate > 0 {
-            let left = Int((Double(max(0, total - done)) / rate).rounded(.up))
+            // At most 99,999 minutes: a huge length at a slow rate is no `Int` (and traps).
+            let left = Int(min((Double(max(0, total - done)) / rate).rounded(.up), 99_999 * 60))
             eta = String(format: "%d:%02d", left / 60, left % 60)
         }
         return "\(percent) \(bar) \(ByteCount.format(done)) / \(ByteCount.format(total))  \(rateText)  ETA \(eta)"

@@ -63,6 +63,7 @@ struct CurlCommand {
     }
 
     private static func number(_ value: Double) -> String {
-        value == value.rounded() ? String(Int(value)) : String(value)
+        // A whole number that an `Int` holds as one; anything else (1e19, inf) as Swift writes it.
+        value == value.rounded() && abs(value) < 9e18 ? String(Int(value)) : String(value)
     }
 }
