@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import Testing
 
@@ -64,5 +65,21 @@ struct BadInputTests {
         let result = try await CLIRunner.run(["--help"])
         #expect(result.status == 0)
         #expect(result.output.contains("courier [METHOD] URL [ITEM ...]"))
+    }
+
+    /// Standard output on a full device: status 1 and a line saying so (curl exits 23); the
+    /// failure was passed over and the command exited 0.
+    @Test func aFullStandardOutputIsAFailure() async throws {
+        try await TestServer.withServer { server in
+            let full = open("/dev/full", O_WRONLY)
+            try #require(full >= 0)
+            defer { close(full) }
+            let child = try ChildProcess.spawn(
+                CLIRunner.executable.path, ["--body", server.url("/get").absoluteString], standardOutput: .descriptor(full), standardError: .pipe)
+            let errors = await CLIRunner.onOwnThread { Data(ChildProcess.readToEnd(child.standardError!)) }
+            let status = await CLIRunner.waitForExit(child)
+            #expect(status == 1)
+            #expect(String(decoding: errors, as: UTF8.self).contains("cannot write to standard output: No space left on device"))
+        }
     }
 }

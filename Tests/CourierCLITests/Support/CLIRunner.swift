@@ -132,7 +132,7 @@ enum CLIRunner {
     }
 
     /// `waitForExit()` blocks its thread: give it one of its own.
-    private static func waitForExit(_ child: ChildProcess) async -> Int32 {
+    static func waitForExit(_ child: ChildProcess) async -> Int32 {
         await Self.onOwnThread { child.waitForExit() }
     }
 
@@ -142,7 +142,7 @@ enum CLIRunner {
 
     /// Runs a blocking read on a thread of its own. Not on Dispatch's global queues: with two
     /// cores they have two threads, which the rest of the suite (completion queues) needs.
-    private static func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    static func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             let thread = Thread { continuation.resume(returning: work()) }
             thread.start()
