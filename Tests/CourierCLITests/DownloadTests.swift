@@ -83,6 +83,27 @@ struct DownloadTests {
         }
     }
 
+    /// `-o` opens the file as curl does, and does not replace it: a symbolic link is written
+    /// through and stays a link. The file was replaced by a rename (so `-o /dev/null` failed with
+    /// "cannot create", or as root replaced the device with a file). A link stands for the device
+    /// here: a test that replaced `/dev/null` would break the machine it runs on.
+    @Test("-o writes through a link and does not replace it")
+    func downloadThroughALink() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("kept.bin")
+        try Data("old".utf8).write(to: file)
+        let link = folder.appendingPathComponent("out")
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: file.path)
+        try await TestServer.withServer { server in
+            let result = try await CLIRunner.run(["-d", "-o", link.path, server.url("/bytes/1000").absoluteString])
+            #expect(result.status == 0, "\(result.standardError)")
+            let type = try FileManager.default.attributesOfItem(atPath: link.path)[.type] as? FileAttributeType
+            #expect(type == .typeSymbolicLink, "the link was replaced")
+            #expect(try Data(contentsOf: file).count == 1000)
+        }
+    }
+
     /// `-c -o link` where `link` is a symbolic link to the partial file: the rest is asked from
     /// the partial file's size, not the link's own (the length of the path it holds), which put
     /// the rest after the partial file's bytes from the wrong offset.

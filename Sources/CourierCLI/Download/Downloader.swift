@@ -114,20 +114,19 @@ struct Downloader {
     }
 
     /// Opens `file` for writing: at its end when appending, else created empty.
+    /// The file is opened as curl opens it (`open` with `O_CREAT`, and `O_TRUNC` unless
+    /// appending), not replaced: `-o /dev/null` writes to the device, a link is followed, and the
+    /// file keeps its owner, mode and hard links. (`FileManager.createFile` wrote an empty file
+    /// beside it and renamed it over: `/dev/null` failed, or as root was replaced by a file.)
     private static func open(_ file: URL, appending: Bool) throws(CLIFailure) -> FileHandle {
-        let manager = FileManager.default
-        if !appending || !manager.fileExists(atPath: file.path) {
-            guard manager.createFile(atPath: file.path, contents: nil) else {
-                throw CLIFailure(.failure, "cannot create '\(file.path)'")
-            }
+        let descriptor = file.withUnsafeFileSystemRepresentation { path -> Int32 in
+            guard let path else { return -1 }
+            return Foundation.open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (appending ? O_APPEND : O_TRUNC), 0o666)
         }
-        do {
-            let handle = try FileHandle(forWritingTo: file)
-            if appending { try handle.seekToEnd() }
-            return handle
-        } catch {
-            throw CLIFailure(.failure, "cannot open '\(file.path)': \(error.localizedDescription)")
+        guard descriptor >= 0 else {
+            throw CLIFailure(.failure, "cannot create '\(file.path)': \(String(cString: strerror(errno)))")
         }
+        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 
     /// The first byte of a 206's `Content-Range`.
