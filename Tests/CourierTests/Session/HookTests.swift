@@ -155,7 +155,9 @@ struct ProgressAcrossRetryTests {
                 let box = Recorder<SessionTask>()
                 let task: SessionTask
                 if download {
-                    task = manager.downloadTask(with: request, progress: { counts.append($0.completedUnitCount) }, destination: nil) { _, _, _ in
+                    task = manager.downloadTask(with: request, progress: { counts.append($0.completedUnitCount) }, destination: nil) { _, file, _ in
+                        // The downloaded file is the caller's to remove.
+                        if let file { try? FileManager.default.removeItem(at: file) }
                         finish(box.all[0])
                     }
                 } else {
