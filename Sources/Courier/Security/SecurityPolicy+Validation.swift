@@ -1,6 +1,4 @@
 import Foundation
-import SwiftASN1
-import X509
 
 extension SecurityPolicy {
     /// Checks AFNetworking's rules on the policy itself.
@@ -22,15 +20,12 @@ extension SecurityPolicy {
             throw ServerTrustFailure(.noPinsConfigured, policy: self, detail: "pinning mode \(self.pinningMode) with no pinned certificate").courierError()
         }
         if self.pinningMode != .none {
-            for pin in self.pinnedCertificates {
-                do {
-                    _ = try X509.Certificate(derEncoded: Array(pin.derBytes))
-                } catch {
-                    throw ServerTrustFailure(
-                        .invalidPolicy, policy: self,
-                        detail: "a pinned certificate (\(pin.derBytes.count) bytes) cannot be checked, so it could never match (\(error))"
-                    ).courierError()
-                }
+            // Read as the evaluator reads its pins (``Certificate/x509``).
+            if let unreadable = self.pinnedCertificates.first(where: { $0.x509 == nil }) {
+                throw ServerTrustFailure(
+                    .invalidPolicy, policy: self,
+                    detail: "a pinned certificate (\(unreadable.derBytes.count) bytes) cannot be checked by the chain's evaluation, so it could never match"
+                ).courierError()
             }
         }
         if self.allowInvalidCertificates, self.validatesDomainName, self.pinningMode == .none {

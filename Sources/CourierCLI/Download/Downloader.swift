@@ -174,7 +174,7 @@ struct Downloader {
         var safe = ""
         for scalar in last.unicodeScalars {
             if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
-                safe += "%" + String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 2)
+                safe += String(format: "%%%02X", scalar.value)
             } else {
                 safe.unicodeScalars.append(scalar)
             }
@@ -224,12 +224,5 @@ struct Downloader {
             suffix += 1
         }
         return candidate
-    }
-}
-
-extension String {
-    /// The string with zeros before it up to `width` characters.
-    fileprivate func leftPadded(to width: Int) -> String {
-        String(repeating: "0", count: Swift.max(0, width - self.count)) + self
     }
 }

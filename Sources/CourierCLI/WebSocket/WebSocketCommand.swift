@@ -76,7 +76,7 @@ struct WebSocketCommand: AsyncParsableCommand {
         if let size = self.maxMessageSize {
             settings.maximumMessageSize = size
             // Room for a few such messages waiting to be printed.
-            settings.maximumBufferedBytes = max(settings.maximumBufferedBytes, size.multipliedReportingOverflow(by: 4).overflow ? Int.max : size * 4)
+            settings.maximumBufferedBytes = max(settings.maximumBufferedBytes, size > Int.max / 4 ? Int.max : size * 4)
         }
         var policy = SecurityPolicy.default
         if self.insecure {
