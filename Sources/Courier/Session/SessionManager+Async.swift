@@ -21,6 +21,8 @@ extension SessionManager {
         var outcome = await self.run(DataTask.self, request: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress) { delegate in
             if delegate.interception.checksSerialization { delegate.state.withLockedValue { $0.checkingSerializer = serializer } }
         }
+        // The end's delivery was counted as it was handed over (an invalidated manager waits for it).
+        defer { self.endDelivery() }
         return try self.finish(&outcome, serializer: serializer)
     }
 
@@ -29,7 +31,9 @@ extension SessionManager {
         try await self.response(for: request, serializer: DataResponseSerializer())
     }
 
-    /// Makes a task of the given kind, resumes it and waits for its raw outcome. Cancelling the
+    /// Makes a task of the given kind, resumes it and waits for its raw outcome, whose delivery is
+    /// counted (``beginDelivery()``): the caller ends it (``endDelivery()``) once it has run the
+    /// completion hook and posted the notification. Cancelling the
     /// calling task cancels the task, unless the request says otherwise
     /// (``Request/cancelsWithCallingTask``); the outcome arrives exactly once either way. (A
     /// ``connectivityRetry`` happens inside the task, as for every task.)

@@ -110,8 +110,10 @@ extension SessionManager {
         return try self.finishDownload(outcome)
     }
 
-    /// Runs the completion hook, posts the notification and returns the file or the error.
+    /// Runs the completion hook, posts the notification and returns the file or the error, then
+    /// ends the delivery ``run(_:request:uploadProgress:downloadProgress:sink:prepare:)`` counted.
     private func finishDownload(_ outcome: borrowing TaskOutcome) throws(CourierError) -> DownloadResponse {
+        defer { self.endDelivery() }
         let task = outcome.task
         task.delegate.hookTable?.takeDidComplete()?(self, task, outcome.error)
         self.postDidComplete(task, outcome: outcome, serializer: nil, object: nil, error: outcome.error)

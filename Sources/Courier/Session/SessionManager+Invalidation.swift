@@ -17,7 +17,7 @@ extension SessionManager {
         let (delegates, webSockets) = self.registry.withLockedValue { registry -> ([TaskDelegate], [WebSocketTask]) in
             guard !registry.isProcessWide else { return ([], []) }
             registry.isInvalidated = true
-            self.invalidated.store(true, ordering: .releasing)
+            self.invalidated.store(true, ordering: .sequentiallyConsistent)
             // Kept listed: a later invalidation that cancels still reaches the ones left running.
             let webSockets = registry.webSocketTasks.values.compactMap(\.task)
             return (Array(registry.delegates.values), webSockets)
@@ -60,16 +60,24 @@ extension SessionManager {
     }
 
     /// A completion handler and its notification ran: the last one lets an invalidated manager's
-    /// engine stop.
+    /// engine stop. (The registry's lock is taken only once the manager is invalidated. Both this
+    /// and ``invalidate(cancelingTasks:)-7w13y`` write one atomic and then read the other, in
+    /// sequential consistency: one of the two sees that the engine may stop.)
     func endDelivery() {
-        if self.deliveriesInFlight.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { self.shutDownEngineIfIdle() }
+        if self.deliveriesInFlight.subtract(1, ordering: .sequentiallyConsistent).newValue == 0,
+            self.invalidated.load(ordering: .sequentiallyConsistent)
+        {
+            self.shutDownEngineIfIdle()
+        }
     }
 
     /// Shuts the engine down once, when the manager is invalidated, no started task remains and
     /// no completion handler waits for its queue.
     func shutDownEngineIfIdle() {
         let shouldShutDown = self.registry.withLockedValue { registry -> Bool in
-            guard registry.isInvalidated, !registry.engineShutDown, self.deliveriesInFlight.load(ordering: .acquiring) == 0 else { return false }
+            guard registry.isInvalidated, !registry.engineShutDown, self.deliveriesInFlight.load(ordering: .sequentiallyConsistent) == 0 else {
+                return false
+            }
             let running =
                 registry.delegates.values.contains { delegate in
                     delegate.state.withLockedValue { $0.machine.hasStarted }

@@ -505,6 +505,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         // engine's thread (with HTTP/2, one loop carries every stream of a connection).
         switch completion {
         case .awaiting:
+            // Counted as a handler's delivery is: the caller settles the end (the task leaves the
+            // registry) before it serializes, runs the hook and posts, and an invalidated manager
+            // waits for those (the caller ends the delivery once it posted).
+            outcome.manager.beginDelivery()
             self.handToAwaitingCaller(consume outcome)
         case .handler(let serializer, let handler):
             let manager = outcome.manager

@@ -350,12 +350,10 @@ extension TaskDelegate {
             state.error = error
             if error == nil { state.settleProgressTotals() }
         }
-        // A handler's delivery is counted before the task leaves the registry, so that an
-        // invalidated manager waits for it (``SessionManager/beginDelivery()``).
-        switch completion {
-        case .download, .handler, .none, .outcome: outcome.manager.beginDelivery()
-        case .awaiting: break
-        }
+        // The delivery (a handler's, or the `async` caller's hook and notification) is counted
+        // before the task leaves the registry, so that an invalidated manager waits for it
+        // (``SessionManager/beginDelivery()``).
+        outcome.manager.beginDelivery()
         // Settled where every task's end is (``TaskDelegate/settle(_:)``), here, once the file is done.
         self.settle(&outcome)
         switch completion {
