@@ -66,6 +66,8 @@ import Testing
         #expect(event == TestServer.ServerSentEvent(id: "2", event: "tick", data: "event 2\nof 5"))
         #expect(event.wireFormat == "id: 2\nevent: tick\ndata: event 2\ndata: of 5\n\n")
         #expect(TestServer.ServerSentEvent(data: "").wireFormat == "data: \n\n")
+        // Lines end where a client ends them: CR LF (one `Character`), CR, LF, a mark after one.
+        #expect(TestServer.ServerSentEvent(data: "a\r\nb\rc\n\u{301}d\n").wireFormat == "data: a\ndata: b\ndata: c\ndata: \u{301}d\ndata: \n\n")
         #expect(TestServer.ServerSentEvent.courierPrelude() == ": courier event stream\n\n")
         #expect(TestServer.ServerSentEvent.courierPrelude(retry: 1500) == ": courier event stream\nretry: 1500\n\n")
     }

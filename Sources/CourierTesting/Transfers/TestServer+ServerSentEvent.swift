@@ -34,13 +34,26 @@ extension TestServer {
         }
 
         /// The event's block on the wire: `id:` and `event:` when set, one `data:` line per line of
-        /// ``data``, then an empty line.
+        /// ``data`` (lines end at CR LF, LF or CR, as a client reads them), then an empty line.
         public var wireFormat: String {
             var text = ""
             if let id = self.id { text += "id: \(id)\n" }
             if let event = self.event { text += "event: \(event)\n" }
-            for line in self.data.split(separator: "\n", omittingEmptySubsequences: false) { text += "data: \(line)\n" }
-            return text + "\n"
+            // Scalars, not `Character`s: CR LF is one `Character`, and a combining mark joins the
+            // line end before it into one.
+            var line = String.UnicodeScalarView()
+            var afterCR = false
+            for scalar in self.data.unicodeScalars {
+                defer { afterCR = scalar == "\r" }
+                if scalar == "\n" && afterCR { continue }
+                if scalar == "\n" || scalar == "\r" {
+                    text += "data: \(String(line))\n"
+                    line = String.UnicodeScalarView()
+                } else {
+                    line.append(scalar)
+                }
+            }
+            return text + "data: \(String(line))\n\n"
         }
 
         /// The event `/courier/sse` sends as number `number` of `count`: id `"number"`, type

@@ -238,4 +238,21 @@ struct SerializedStreamTests {
             #expect(stream.task.error?.code == .cancelled)
         }
     }
+
+    /// A body that breaks off mid-line: the transfer's error is thrown once, then the iteration is
+    /// over. (The next call read the cut-off line as a whole last value and serialized it.)
+    @Test(arguments: Transport.direct)
+    func aBodyThatBreaksOffEndsTheIterationAfterItsError(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let stream = try await manager.stream(Request(url: server.url("/courier/truncated/10")))
+            var iterator = stream.decoded(Int.self).makeAsyncIterator()
+            var thrown: CourierError?
+            do { _ = try await iterator.next() } catch { thrown = error as? CourierError }
+            #expect(thrown != nil)
+            #expect(thrown?.code != .responseSerializationFailed, "\(String(describing: thrown))")
+            var afterwards: Result<Int?, CourierError>
+            do { afterwards = .success(try await iterator.next()) } catch { afterwards = .failure(error as! CourierError) }
+            #expect(try afterwards.get() == nil)
+        }
+    }
 }

@@ -46,6 +46,22 @@ struct ServerSentEventParserTests {
         #expect(events.map(\.id) == ["1", "1", nil])
     }
 
+    /// The standard's "last event ID buffer": an `id` becomes the last event ID (sent back as
+    /// `Last-Event-ID`) when a blank line ends its event, one without data too. An `id` whose
+    /// event the connection cut off is forgotten with the event, so that the server sends that
+    /// event again; the next connection's events start from the last ID dispatched.
+    @Test func anIDBecomesTheLastEventIDOnlyWhenItsEventEnds() {
+        var parser = ServerSentEventParser()
+        let first = parser.feed(ByteBuffer(string: "id: 1\ndata: a\n\nid: 2\ndata: b\n"))
+        #expect(first.map(\.id) == ["1"])
+        #expect(parser.lastEventID == "1")
+        parser.reset()
+        #expect(parser.lastEventID == "1")
+        #expect(parser.feed(ByteBuffer(string: "data: c\n\n")).map(\.id) == ["1"])
+        #expect(parser.feed(ByteBuffer(string: "id: 3\n\n")).isEmpty)
+        #expect(parser.lastEventID == "3", "an event without data still sets the last event ID")
+    }
+
     /// An event may hold `maximumEventSize` bytes before its blank line, counted over its data
     /// lines and the line under way: one more and the parser stops, having returned the events
     /// before it (in the same chunk too). A reset (a new connection) starts again.

@@ -46,6 +46,59 @@ struct EventStreamTests {
         }
     }
 
+    /// The connection breaks after an event's `id:` and before its blank line: the reconnection
+    /// names the last event delivered, so the server sends the cut-off one again. (It named the
+    /// cut-off one, and that event was never delivered.)
+    @Test func aReconnectionNamesTheLastEventDeliveredNotOneCutOff() async throws {
+        try await withTestServer { server in
+            let lastEventIDs = NIOLockedValueBox<[String?]>([])
+            server.route("/cut") { request in
+                let seen = request.headerFields[HTTPField.Name("Last-Event-ID")!]
+                let count = lastEventIDs.withLockedValue { $0.append(seen); return $0.count }
+                let body = count == 1 ? "id: 1\ndata: a\n\nid: 2\ndata: b\n" : "id: 2\ndata: b\n\n"
+                return TestServer.Response(headerFields: [.contentType: "text/event-stream"], body: Data(body.utf8))
+            }
+            try await withManager(baseURL: nil) { manager in
+                var received: [String] = []
+                for try await event in manager.eventStream(Request(url: server.url("/cut")), options: .init(retryDelay: .milliseconds(1))) {
+                    received.append(event.data)
+                    if received.count == 2 { break }
+                }
+                #expect(received == ["a", "b"])
+                #expect(lastEventIDs.withLockedValue { $0 } == [nil, "1"])
+            }
+        }
+    }
+
+    /// A connection that brought an event and then ended is not one "without event": with no
+    /// such connection allowed, the stream still reconnects after it. An iterator that threw
+    /// returns nil afterwards, without asking the server again.
+    @Test func aConnectionThatBroughtEventsIsNotCountedAndAFailureEndsTheIteration() async throws {
+        try await withTestServer { server in
+            let served = NIOLockedValueBox(0)
+            server.route("/each") { _ in
+                let count = served.withLockedValue { $0 += 1; return $0 }
+                if count == 3 { return TestServer.Response(status: .notFound) }
+                return TestServer.Response(headerFields: [.contentType: "text/event-stream"], body: Data("data: \(count)\n\n".utf8))
+            }
+            try await withManager(baseURL: nil) { manager in
+                var iterator = manager.eventStream(
+                    Request(url: server.url("/each")), options: .init(retryDelay: .milliseconds(1), maximumReconnectionsWithoutEvent: 0)
+                ).makeAsyncIterator()
+                let first = try await iterator.next()
+                let second = try await iterator.next()
+                #expect(first?.data == "1")
+                #expect(second?.data == "2")
+                var thrown: CourierError?
+                do { _ = try await iterator.next() } catch { thrown = error as? CourierError }
+                #expect(thrown?.code == .invalidResponse)
+                let afterThrowing = try await iterator.next()
+                #expect(afterThrowing == nil)
+                #expect(server.requestCount == 3)
+            }
+        }
+    }
+
     @Test func reconnectionsWithoutEventsAreBounded() async throws {
         try await withManager(baseURL: nil) { manager in
             let stream = manager.eventStream(

@@ -53,7 +53,15 @@ public struct SerializedStream<Serializer: DataStreamSerializer>: AsyncSequence,
                 // A failure after the values just handed out ends the stream now, not after the
                 // next chunk (which may be long in coming).
                 if let failure = self.serializer.takeFailure() { throw self.ended(by: failure) }
-                let chunk = try await self.body.next()
+                let chunk: ByteBuffer?
+                do {
+                    chunk = try await self.body.next()
+                } catch {
+                    // The body failed: the values before it were handed out, nothing follows (the
+                    // serializer's `finish` would read what was cut off as a whole last value).
+                    self.isDone = true
+                    throw error
+                }
                 do {
                     if let chunk {
                         self.made = try self.serializer.serialize(chunk)

@@ -21,8 +21,12 @@ struct ServerSentEventParser {
     private var data: [UInt8] = []
     private var hasData = false
     private var eventType: [UInt8] = []
-    /// The last event ID: it outlives the event that set it, and is sent back as `Last-Event-ID`.
+    /// The last event ID: set from ``idBuffer`` as each blank line ends an event (one without
+    /// data too), it outlives that event and is sent back as `Last-Event-ID`. An `id` whose event
+    /// the stream cut off before its blank line never reaches it, so the server sends that event again.
     private(set) var lastEventID: String?
+    /// The last `id` field read (the standard's "last event ID buffer").
+    private var idBuffer: String?
     /// The reconnection delay from the last valid `retry` field.
     private(set) var retry: Duration?
 
@@ -79,8 +83,10 @@ struct ServerSentEventParser {
         if held > self.maximumEventSize { self.overflow = held }
     }
 
-    /// The stream ended: an event not yet dispatched is dropped, as the standard says.
+    /// The stream ended: an event not yet dispatched is dropped, as the standard says, with the
+    /// `id` it may have read.
     mutating func reset() {
+        self.idBuffer = self.lastEventID
         self.line = []
         self.lastByteWasCR = false
         self.data = []
@@ -117,7 +123,7 @@ struct ServerSentEventParser {
             // The line is done with: its value is in the data now.
             self.checkSize(line: 0)
         case "id":
-            if !value.contains(0) { self.lastEventID = String(decoding: value, as: UTF8.self) }
+            if !value.contains(0) { self.idBuffer = String(decoding: value, as: UTF8.self) }
         case "retry":
             if !value.isEmpty, value.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
                 let milliseconds = Int64(String(decoding: value, as: UTF8.self))
@@ -130,6 +136,7 @@ struct ServerSentEventParser {
     }
 
     private mutating func dispatch() -> ServerSentEvent? {
+        self.lastEventID = self.idBuffer
         defer {
             self.data = []
             self.hasData = false

@@ -65,7 +65,7 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
         AsyncIterator(manager: self.manager, request: self.request, options: self.options)
     }
 
-    /// Reads the events one at a time.
+    /// Reads the events one at a time. Once it has thrown, it returns nil (and connects no more).
     public struct AsyncIterator: AsyncIteratorProtocol {
         public typealias Element = ServerSentEvent
         public typealias Failure = CourierError
@@ -74,7 +74,11 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
         let request: Request
         let options: Options
         private var parser: ServerSentEventParser
+        /// Events parsed from the last chunk; those before ``handedOut`` were returned.
         private var pending: [ServerSentEvent] = []
+        private var handedOut = 0
+        /// Whether the connection under way brought an event (its end then counts no failure).
+        private var connectionBroughtAnEvent = false
         /// Thrown once `pending` is delivered: an event ran over ``Options/maximumEventSize``.
         private var failure: CourierError?
         private var body: ResponseBodyStream.AsyncIterator?
@@ -90,10 +94,23 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
         }
 
         public mutating func next() async throws(CourierError) -> ServerSentEvent? {
+            do {
+                return try await self.nextEvent()
+            } catch {
+                // Thrown once: after it the sequence is over (and never asks the server again).
+                self.isDone = true
+                self.body = nil
+                throw error
+            }
+        }
+
+        private mutating func nextEvent() async throws(CourierError) -> ServerSentEvent? {
             while !self.isDone {
-                if !self.pending.isEmpty {
+                if self.handedOut < self.pending.count {
                     self.failuresWithoutEvent = 0
-                    return self.pending.removeFirst()
+                    self.connectionBroughtAnEvent = true
+                    defer { self.handedOut += 1 }
+                    return self.pending[self.handedOut]
                 }
                 if let failure = self.failure.take() {
                     self.isDone = true
@@ -106,6 +123,7 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
                 do {
                     if let chunk = try await self.body!.next() {
                         self.pending = self.parser.feed(chunk)
+                        self.handedOut = 0
                         if let held = self.parser.overflow {
                             // Dropping the body's iterator cancels the connection.
                             self.body = nil
@@ -151,6 +169,7 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
                 }
             }
             self.connections += 1
+            self.connectionBroughtAnEvent = false
             var request = self.request
             request.headerFields[.accept] = "text/event-stream"
             request.headerFields[.cacheControl] = "no-cache"
@@ -195,7 +214,8 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
         private mutating func connectionEnded(with error: CourierError?) throws(CourierError) {
             self.body = nil
             self.parser.reset()
-            self.failuresWithoutEvent += 1
+            // A connection that brought events and then ended is not one "without event".
+            if !self.connectionBroughtAnEvent { self.failuresWithoutEvent += 1 }
             if let maximum = self.options.maximumReconnectionsWithoutEvent, self.failuresWithoutEvent > maximum {
                 self.isDone = true
                 if let error { throw error }
