@@ -79,12 +79,20 @@ struct CacheEntry: Sendable {
     static func varyNames(of response: HTTPResponse) -> [String] {
         var names: [String] = []
         for value in response.headerFields[values: .vary] {
-            for name in value.split(separator: ",") {
-                let name = name.trimmingSpaces().lowercasedASCII
+            for name in Self.varyMembers(value) {
+                let name = name.lowercasedASCII
                 if !name.isEmpty, !names.contains(name) { names.append(name) }
             }
         }
         return names
+    }
+
+    /// The members of one `Vary` value, spaces around them removed, split at the commas' bytes
+    /// (a comma followed by a combining mark is one `Character` with it, and still a comma).
+    static func varyMembers(_ value: String) -> [String] {
+        value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false).map {
+            String(decoding: $0, as: UTF8.self).trimmingSpaces()
+        }
     }
 
     /// The values `request` has for the named fields, normalized (RFC 9111 4.1): several fields

@@ -157,7 +157,11 @@ enum CachePlanner {
         } else if control.noStore {
             return false
         }
-        if response.headerFields[values: .vary].contains(where: { $0.split(separator: ",").contains { $0.trimmingSpaces() == "*" } }) {
+        // `Vary: *` never matches a later request (RFC 9111 4.1), and neither does a member that
+        // is no field name (stored, it matched every request: no request has such a field).
+        if response.headerFields[values: .vary].contains(where: {
+            CacheEntry.varyMembers($0).contains { !$0.isEmpty && ($0 == "*" || HTTPField.Name($0) == nil) }
+        }) {
             return false
         }
         let explicit = control.maxAge != nil || response.headerFields.contains(.expires) || control.isPublic || control.isPrivate

@@ -149,9 +149,12 @@ extension ResponseCache {
             for name in work.deletions {
                 unlink(directory.appendingPathComponent(name).path)
             }
-            for name in work.writes {
+            for (name, generation) in work.writes {
                 let pending = self.withState { state -> PendingWrite? in
-                    guard let pending = state.pendingWrites.removeValue(forKey: name) else { return nil }
+                    // A later store's write is that store's block's to do (after any deletion
+                    // queued between the two); a removed entry's, nobody's.
+                    guard state.pendingWrites[name]?.generation == generation, let pending = state.pendingWrites.removeValue(forKey: name)
+                    else { return nil }
                     state.writing[name] = pending.data
                     return pending
                 }

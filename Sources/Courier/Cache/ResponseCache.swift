@@ -247,10 +247,9 @@ public final class ResponseCache: Sendable {
                 state.diskUsage += record.size
                 state.diskLRU.touch(identity)
                 state.generation += 1
-                let wasPending = state.pendingWrites[fileName] != nil
                 state.pendingWrites[fileName] = PendingWrite(generation: state.generation, data: encoded)
                 work.deletions.removeAll { $0 == fileName }
-                if !wasPending { work.writes.append(fileName) }
+                work.writes.append((fileName, state.generation))
                 state.evictDisk(capacity: self.diskCapacity, work: &work)
             }
             return work
@@ -322,7 +321,11 @@ struct DiskRecord: Sendable {
 
 /// File work decided under the lock, done after it.
 struct DiskWork {
-    var writes: [String] = []
+    /// Files to write, each with the generation of the store that queued it: a block writes a
+    /// file only if its pending write is still that one. (Taking whatever was pending, an
+    /// earlier block wrote a later store's data before a removal queued between the two deleted
+    /// it, and the later block found nothing left to write: the entry was lost.)
+    var writes: [(name: String, generation: UInt64)] = []
     var deletions: [String] = []
 }
 
@@ -336,7 +339,7 @@ struct ResponseCacheState: Sendable {
     var disk: [String: DiskRecord] = [:]
     var diskLRU = LRUList<String>()
     var diskUsage = 0
-    /// Files to write, by name, newest content only.
+    /// Files to write, by name, newest content only (the newest store's generation).
     var pendingWrites: [String: PendingWrite] = [:]
     /// Files being written now, readable until they are on disk.
     var writing: [String: Data] = [:]

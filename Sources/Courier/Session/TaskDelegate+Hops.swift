@@ -484,14 +484,18 @@ extension TaskDelegate {
         if !handled { self.responseArrived(response, to: request, handlesCookies: handlesCookies) }
         guard let stored = revalidating, let cache, let now else { return (status, nil) }
         let updated = CachePlanner.updated(stored, with: response, requestDate: requestDate ?? now, responseDate: now)
-        cache.storeCachedResponse(updated, for: request)
+        // A 304 that makes the response one the cache may not keep (`no-store`): answered with
+        // this once, and forgotten (updated in place, it lost its `no-cache` and could be served
+        // unasked; OkHttp never serves a stored response its rules would not store).
+        let keeps = CachePlanner.isStorable(updated.response, for: request)
+        if keeps { cache.storeCachedResponse(updated, for: request) } else { cache.removeCachedResponse(for: request) }
         let served = CachePlanner.served(updated, now: now)
         self.state.withLockedValue { state in
             state.hop.source = .revalidatedCache
             state.hop.mayStore = false
         }
         self.emit { monitor, task in
-            monitor.task(task, didStoreInCache: updated)
+            if keeps { monitor.task(task, didStoreInCache: updated) }
             monitor.task(task, didAnswerFromCache: served.response, source: .revalidatedCache)
         }
         return (served.response.status.code, (served.response, served.data.isEmpty ? nil : ByteBuffer(data: served.data)))

@@ -166,6 +166,22 @@ struct RFC9111DetailTests {
         #expect(!CacheEntry.varying(stored, select: CacheFixtures.request([("Accept-Language", "fr, en-US")])), "order matters")
     }
 
+    /// `Vary: *` is found at the commas' bytes (`*,` and a combining mark is one `Character`),
+    /// and a member that is no field name is as `*`: neither is stored (stored, it matched every
+    /// request). Names split the same way.
+    @Test func aVaryStarOrAMemberThatIsNoFieldNameIsNotStored() {
+        let storable = { (vary: String) in
+            CachePlanner.isStorable(CacheFixtures.response(200, [("Cache-Control", "max-age=60"), ("Vary", vary)]), for: CacheFixtures.request())
+        }
+        #expect(storable("Accept-Language, Accept-Encoding") && storable("Accept-Language,"))
+        #expect(!storable("*"))
+        #expect(!storable("Accept,*,\u{301}"))
+        #expect(!storable("Accept, a b"))
+        #expect(!storable("Accept-Language,\u{301}"))
+        let names = CacheEntry.varyNames(of: CacheFixtures.response(200, [("Vary", "Accept-Language,\u{301}Accept")]))
+        #expect(names == ["accept-language", "\u{301}accept"])
+    }
+
     // MARK: 3: stored redirects
 
     @Test func aFreshStoredRedirectAnswersEveryRequestAndAStaleOneNeedsTheNetwork() {

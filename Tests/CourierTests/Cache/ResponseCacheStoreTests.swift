@@ -148,6 +148,30 @@ struct ResponseCacheStoreTests {
         #expect(reopened.cachedResponse(for: CacheFixtures.request(url: URL(string: "http://h.test/m")!)) == nil)
     }
 
+    /// Store, remove, store again, all before the disk queue runs (a GET, a PUT that invalidates
+    /// it, a GET, on a busy queue): the file on disk is the last store's. (The first store's
+    /// block wrote the last store's data, the removal's block deleted it, and the last store's
+    /// block found nothing to write: the entry was gone after a restart.) The memory tier is
+    /// off, so that every read goes to the disk.
+    @Test func aStoreAfterARemovalIsOnDiskWhateverTheQueuesTiming() throws {
+        let folder = try TemporaryFolder()
+        let request = CacheFixtures.request()
+        do {
+            let cache = try ResponseCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: folder.url)
+            let held = DispatchSemaphore(value: 0)
+            cache.diskQueue.async { held.wait() }
+            cache.storeCachedResponse(self.cached("first"), for: request)
+            cache.removeCachedResponse(for: request)
+            cache.storeCachedResponse(self.cached("second"), for: request)
+            held.signal()
+            cache.flush()
+            #expect(cache.cachedResponse(for: request)?.data == Data("second".utf8))
+            #expect(folder.entryFiles.count == 1)
+        }
+        let reopened = try ResponseCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: folder.url)
+        #expect(reopened.cachedResponse(for: request)?.data == Data("second".utf8))
+    }
+
     @Test func aTruncatedEntryIsDroppedAndLogged() throws {
         let folder = try TemporaryFolder()
         let request = CacheFixtures.request()

@@ -281,6 +281,40 @@ struct CacheSessionTests {
         }
     }
 
+    /// A 304 that says `no-store` (RFC 9111 5.2.2.5: no part of it is stored): the stored response
+    /// is answered with the 304's fields this once, then forgotten. (Updated in place, it lost its
+    /// `no-cache` and its `Last-Modified` gave it a heuristic lifetime: the next request was
+    /// answered from the cache without asking the server.)
+    @Test func a304ThatSaysNoStoreRemovesTheStoredResponse() async throws {
+        try await withTestServer(.recording) { server in
+            let lastModified = "Mon, 01 Jan 2024 00:00:00 GMT"
+            server.route("/doc") { request in
+                if request.value(forHTTPHeaderField: "If-None-Match") == "\"a\"" {
+                    var response = TestServer.Response(status: .notModified)
+                    response.headerFields[.eTag] = "\"a\""
+                    response.headerFields[.cacheControl] = "no-store"
+                    return response
+                }
+                var response = TestServer.Response.text("document")
+                response.headerFields[.eTag] = "\"a\""
+                response.headerFields[.cacheControl] = "no-cache"
+                response.headerFields[.lastModified] = lastModified
+                return response
+            }
+            let cache = ResponseCache()
+            try await withManager(baseURL: server.baseURL, configuration: Self.configuration(cache: cache)) { manager in
+                _ = try await manager.data(for: Request(url: server.url("/doc")))
+                let revalidated = try await manager.data(for: Request(url: server.url("/doc")))
+                #expect(revalidated.source == .revalidatedCache)
+                #expect(Self.text(revalidated.value) == "document")
+                #expect(cache.cachedResponse(for: Request(url: server.url("/doc"))) == nil)
+                let third = try await manager.data(for: Request(url: server.url("/doc")))
+                #expect(third.source == .network)
+                #expect(server.requestCount == 3)
+            }
+        }
+    }
+
     @Test func requestDirectives() async throws {
         try await withTestServer(.recording) { server in
             let hits = Self.countingRoute(server, "/page", fields: [("Cache-Control", "max-age=600"), ("ETag", "\"p\"")])
