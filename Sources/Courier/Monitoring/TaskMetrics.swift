@@ -37,7 +37,8 @@ public struct TaskMetrics: Sendable {
         public var error: CourierError?
         /// Redirects followed.
         public var redirectCount: Int
-        /// Request body bytes sent.
+        /// Request body bytes sent, over the attempt's hops (a body a 307 or 308 sent again
+        /// counts each time).
         public var bytesSent: Int64
         /// Response body bytes received.
         public var bytesReceived: Int64

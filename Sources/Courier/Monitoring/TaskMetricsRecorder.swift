@@ -85,6 +85,12 @@ struct TaskMetricsRecorder {
         in storage: TaskMetrics.Storage, response: HTTPResponse?, error: CourierError?, bytesReceived: Int64, at end: Duration
     ) {
         guard storage.open != nil else { return }
+        if storage.open!.redirectCount > 0 {
+            // A 307 or 308 sent the body again: the attempt sent what its hops sent together (the
+            // running count is the last hop's). Read only after a redirect: most attempts have one hop.
+            let sent = storage.open!.transactions.reduce(Int64(0)) { $0 + $1.countOfRequestBodyBytesSent }
+            storage.open!.bytesSent = max(storage.open!.bytesSent, sent)
+        }
         storage.open!.end = end
         storage.open!.response = response
         storage.open!.error = error

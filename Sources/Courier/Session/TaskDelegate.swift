@@ -391,10 +391,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             if let next {
                 if state.attemptRequest == nil { state.attemptRequest = state.currentRequest }
                 state.currentRequest = next
+                // Followed only (a declined redirect is the task's answer, not a redirect).
+                state.metrics?.redirected()
             } else {
                 state.hop.handledDeclinedRedirect = true
             }
-            state.metrics?.redirected()
         }
         if let monitors = self.interception.monitors, let task = context.task {
             let redirected = next

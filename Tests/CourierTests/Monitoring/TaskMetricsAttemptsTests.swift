@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import CourierTesting
 import Testing
 
 @testable import Courier
@@ -40,5 +41,40 @@ struct TaskMetricsAttemptsTests {
         #expect(metrics.redirectCount == 7)
         metrics.attempts.removeAll()
         #expect(metrics.attempts.isEmpty && metrics.bytesSent == 0)
+    }
+}
+
+/// What a task's metrics say of its redirects, over a socket.
+@Suite("Monitoring: redirects in a task's metrics")
+struct TaskMetricsRedirectTests {
+    /// A 307 sends the body again: the attempt sent it twice, as its two transactions did (it
+    /// said once: the last hop's count), and one redirect was followed.
+    @Test func aBodySentAgainByA307CountsTwice() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: nil) { manager in
+                var request = Request(method: .post, url: server.url("/redirect-to?url=/anything&status_code=307"))
+                request.body = .data(Data(repeating: UInt8(ascii: "x"), count: 1000))
+                let response = try await manager.data(for: request)
+                let metrics = try #require(response.metrics)
+                #expect(metrics.redirectCount == 1)
+                #expect(metrics.transactions.map(\.countOfRequestBodyBytesSent) == [1000, 1000])
+                #expect(metrics.bytesSent == 2000)
+            }
+        }
+    }
+
+    /// A redirect the session's hook declines is the task's answer, not a redirect followed
+    /// (curl's `CURLINFO_REDIRECT_COUNT`; the count said one).
+    @Test func aDeclinedRedirectIsNotCounted() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: nil) { manager in
+                manager.hooks.taskWillPerformHTTPRedirection = { _, _, _, _ in nil }
+                var accepting = HTTPResponseSerializer()
+                accepting.acceptableStatusCodes = IndexSet(integersIn: 200..<400)
+                let response = try await manager.response(for: Request(url: server.url("/redirect-to?url=/get")), serializer: accepting)
+                #expect(response.response.status.code == 302)
+                #expect(response.metrics?.redirectCount == 0)
+            }
+        }
     }
 }
