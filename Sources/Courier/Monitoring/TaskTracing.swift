@@ -27,13 +27,13 @@ struct TaskSpan: Sendable {
     /// Starts the span for a task's request, as a child of `parent`: named after the request's
     /// ``Request/operationName`` when it has one, else after its method.
     static func start(tracer: any Tracer, for request: Request, parent: ServiceContext) -> TaskSpan {
-        let span = tracer.startSpan(request.operationName ?? request.method.rawValue, context: parent, ofKind: .client)
+        let span = tracer.startSpan(request.operationName ?? Self.spanName(request.method), context: parent, ofKind: .client)
         span.updateAttributes { attributes in
-            attributes["http.request.method"] = request.method.rawValue
+            Self.setMethod(request.method, in: &attributes)
             if let operation = request.operationName { attributes["courier.operation"] = operation }
             attributes["url.full"] = Self.redacted(request.url)
             attributes["server.address"] = request.url.host
-            if let port = request.url.port { attributes["server.port"] = port }
+            if let port = request.url.effectivePort { attributes["server.port"] = port }
         }
         return TaskSpan(span: span, tracer: tracer, operationName: request.operationName)
     }
@@ -48,10 +48,10 @@ struct TaskSpan: Sendable {
     /// `resendCount`), and, once known, `network.protocol.version` (``HopSpan/responseArrives(over:)``)
     /// and `http.response.status_code`.
     func startHop(_ request: Request, attempt: Int, redirect: Int, resendCount: Int) -> (HopSpan, Request) {
-        let name = self.operationName ?? request.method.rawValue
+        let name = self.operationName ?? Self.spanName(request.method)
         let span = self.tracer.startSpan("\(name) hop", context: self.span.context, ofKind: .client)
         span.updateAttributes { attributes in
-            attributes["http.request.method"] = request.method.rawValue
+            Self.setMethod(request.method, in: &attributes)
             attributes["url.full"] = Self.redacted(request.url)
             attributes["server.address"] = request.url.host
             if let port = request.url.effectivePort { attributes["server.port"] = port }
@@ -91,13 +91,45 @@ struct TaskSpan: Sendable {
         self.span.end()
     }
 
-    /// A URL without user information, for span attributes.
+    /// A span's name without an operation name: the method when OpenTelemetry's HTTP convention
+    /// knows it, else `HTTP` (a method is any token: names of unbounded variety are no span names).
+    static func spanName(_ method: HTTPRequest.Method) -> String {
+        let known = MetricsMonitor.methodDimension(method)
+        return known == "_OTHER" ? "HTTP" : known
+    }
+
+    /// `http.request.method`, and `http.request.method_original` for a method the convention
+    /// does not know (the method is then `_OTHER`).
+    static func setMethod(_ method: HTTPRequest.Method, in attributes: inout SpanAttributes) {
+        let known = MetricsMonitor.methodDimension(method)
+        attributes["http.request.method"] = known
+        if known == "_OTHER" { attributes["http.request.method_original"] = method.rawValue }
+    }
+
+    /// The query parameters whose values OpenTelemetry's URL convention has redacted by default
+    /// (signatures and access keys of presigned URLs).
+    static let redactedQueryKeys: Set<String> = ["AWSAccessKeyId", "Signature", "sig", "X-Goog-Signature"]
+
+    /// A URL for span attributes, as OpenTelemetry's `url.full` asks: user information replaced
+    /// by `REDACTED:REDACTED`, and the values of ``redactedQueryKeys`` by `REDACTED` (the rest of
+    /// the URL as it was written).
     static func redacted(_ url: URL) -> String {
-        guard url.user != nil || url.password != nil, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
-            return url.absoluteString
+        let query = url.query(percentEncoded: true)
+        let redactsQuery = query.map { query in Self.redactedQueryKeys.contains { query.contains($0) } } ?? false
+        guard url.user != nil || url.password != nil || redactsQuery,
+            var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        else { return url.absoluteString }
+        if components.user != nil || components.password != nil {
+            components.percentEncodedUser = "REDACTED"
+            components.percentEncodedPassword = "REDACTED"
         }
-        components.user = nil
-        components.password = nil
+        if redactsQuery, let query {
+            components.percentEncodedQuery = query.split(separator: "&", omittingEmptySubsequences: false).map { pair in
+                let key = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]
+                let name = key.removingPercentEncoding ?? String(key)
+                return Self.redactedQueryKeys.contains(name) ? "\(key)=REDACTED" : String(pair)
+            }.joined(separator: "&")
+        }
         return components.url?.absoluteString ?? url.absoluteString
     }
 }

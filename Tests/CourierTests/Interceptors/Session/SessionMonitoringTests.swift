@@ -221,6 +221,39 @@ struct SessionMonitoringTests {
         }
     }
 
+    /// OpenTelemetry's HTTP and URL conventions: a method it does not know is `_OTHER` (the
+    /// original in `http.request.method_original`) and names the span `HTTP`; `url.full` has
+    /// its user information and presigned URLs' signatures and access keys as `REDACTED`; the
+    /// task span's `server.port` is the one the URL means (it was left out for a default port).
+    @Test func spansFollowOpenTelemetrysConventionsForMethodsURLsAndPorts() async throws {
+        try await withTestServer { server in
+            let tracer = InMemoryTracer()
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            manager.tracer = tracer
+            var request = Request(url: URL(string: "http://ann:secret@127.0.0.1:\(server.port)/anything?sig=abc&q=1&X-Goog-Signature=d%20e")!)
+            request.method = HTTPRequest.Method("FOO")!
+            // The test server answers a method it does not know 400: the spans are the same.
+            _ = try? await manager.data(for: request)
+            let spans = tracer.finishedSpans
+            #expect(spans.map(\.operationName) == ["HTTP hop", "HTTP"])
+            for span in spans {
+                #expect(span.attributes["http.request.method"]?.toSpanAttribute() == .string("_OTHER"))
+                #expect(span.attributes["http.request.method_original"]?.toSpanAttribute() == .string("FOO"))
+                #expect(
+                    span.attributes["url.full"]?.toSpanAttribute()
+                        == .string("http://REDACTED:REDACTED@127.0.0.1:\(server.port)/anything?sig=REDACTED&q=1&X-Goog-Signature=REDACTED"))
+            }
+        }
+        #expect(TaskSpan.redacted(URL(string: "https://h.test/a?signature=x&q=%2F")!) == "https://h.test/a?signature=x&q=%2F")
+        let tracer = InMemoryTracer()
+        let span = TaskSpan.start(tracer: tracer, for: Request(url: URL(string: "https://h.test/")!), parent: .topLevel)
+        #expect(span.span.attributes["server.port"]?.toSpanAttribute() == .int64(443))
+        #expect(span.span.attributes["http.request.method"]?.toSpanAttribute() == .string("GET"))
+        #expect(span.span.attributes["http.request.method_original"] == nil)
+        span.span.end()
+    }
+
     @Test("A redirect ends its hop's span and starts the next hop's, whose context the redirected request carries")
     func tracingRedirects() async throws {
         try await withTestServer { server in
