@@ -8,10 +8,13 @@ final class PathReachabilityMonitor: ReachabilityMonitor, @unchecked Sendable {
     // @unchecked: NWPathMonitor is thread safe; it is only started and cancelled.
     private let monitor = NWPathMonitor()
     private let queue = DispatchQueue(label: "courier.reachability.path")
+    /// Set on ``queue`` only: tells `stop()` it runs there.
+    private let onQueue = DispatchSpecificKey<Bool>()
     let target: ReachabilityTarget
 
     init(target: ReachabilityTarget) {
         self.target = target
+        self.queue.setSpecific(key: self.onQueue, value: true)
     }
 
     func start(_ report: @escaping @Sendable (ReachabilityReport) -> Void) {
@@ -25,8 +28,10 @@ final class PathReachabilityMonitor: ReachabilityMonitor, @unchecked Sendable {
 
     func stop() {
         self.monitor.cancel()
-        // Reports already queued are dropped by the manager (a stale generation).
-        self.queue.sync {}
+        // Reports already queued are dropped by the manager (a stale generation). Not from the
+        // queue itself (a report whose manager was freed inside it stops it there): `sync` on the
+        // current queue is libdispatch's trap, and nothing queued can run before it anyway.
+        if DispatchQueue.getSpecific(key: self.onQueue) == nil { self.queue.sync {} }
     }
 
     static func status(of path: NWPath) -> NetworkReachabilityStatus {
