@@ -521,9 +521,17 @@ extension TaskDelegate {
     /// ``ResponseCacher`` when it has one) allow it, and its whole body was kept
     /// (``BodySink/bodyToStore(gathered:)``).
     func storeInCache(_ outcome: borrowing TaskOutcome, servesStale: Bool) {
-        guard outcome.error == nil, let response = outcome.response, let cache = self.configurationReference.value.responseCache,
-            self.isWorthStoring(response, servesStale: servesStale)
+        guard outcome.error == nil, let response = outcome.response, let cache = self.configurationReference.value.responseCache
         else { return }
+        guard self.isWorthStoring(response, servesStale: servesStale) else {
+            // Not stored, since nothing could serve it again; but a cache that stored it (OkHttp,
+            // URLCache) would have replaced what the URL had, so that goes: a later request's
+            // `returnCacheDataElseLoad` would have got the older one. (Free while the cache is empty.)
+            if !cache.isEmpty, CacheFreshness.heuristicallyCacheable.contains(response.status.code) {
+                cache.removeCachedResponse(for: outcome.request)
+            }
+            return
+        }
         let (sentRequest, requestDate, responseDate) = self.state.withLockedValue {
             ($0.hop.sentRequest, $0.hop.requestDate, $0.hop.responseDate)
         }

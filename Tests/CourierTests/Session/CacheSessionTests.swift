@@ -445,6 +445,34 @@ struct CacheSessionTests {
     /// follows RFC 9111 does no cache work for it. It is stored when something could use it: a
     /// session policy that serves stale responses (an offline fallback), the request's own such
     /// policy, or the will-cache hook.
+    /// A new version that says nothing about caching (so it is not stored) replaces the stored one
+    /// all the same: the older one goes, and a policy that serves stale responses does not get it.
+    @Test func aNewerResponseNotWorthStoringStillRemovesTheOlderOne() async throws {
+        try await withTestServer { server in
+            let version = NIOLockedValueBox(1)
+            server.route("/doc") { _ in
+                if version.withLockedValue({ $0 }) == 1 {
+                    var response = TestServer.Response.text("v1")
+                    response.headerFields[.cacheControl] = "max-age=0"
+                    response.headerFields[.eTag] = "\"1\""
+                    return response
+                }
+                return TestServer.Response.text("v2")
+            }
+            let cache = ResponseCache()
+            try await withManager(baseURL: server.baseURL, configuration: Self.configuration(cache: cache)) { manager in
+                _ = try await manager.data(for: Request(url: server.url("/doc")))
+                #expect(cache.cachedResponse(for: Request(url: server.url("/doc"))) != nil)
+                version.withLockedValue { $0 = 2 }
+                let second = try await manager.data(for: Request(url: server.url("/doc")))
+                #expect(Self.text(second.value) == "v2")
+                #expect(cache.cachedResponse(for: Request(url: server.url("/doc"))) == nil)
+                let stale = try await manager.data(for: Request(url: server.url("/doc"), options: RequestOptions(cachePolicy: .returnCacheDataElseLoad)))
+                #expect(Self.text(stale.value) == "v2")
+            }
+        }
+    }
+
     @Test func aResponseNoRuleCouldServeAgainIsStoredOnlyWhenSomethingCouldUseIt() async throws {
         try await withTestServer { server in
             _ = Self.countingRoute(server, "/plain", fields: [])
