@@ -127,6 +127,11 @@ int courier_nl_next(const void *buffer, size_t length, size_t *offset, struct co
     switch (header->nlmsg_type) {
     case NLMSG_DONE:
         item->kind = COURIER_NL_DONE;
+        // The kernel puts the dump's own result after the header (netlink_dump_done): a negative
+        // errno when the dump failed part way. A dump the kernel saw change while it ran carries
+        // NLM_F_DUMP_INTR (on its DONE too): its links and routes may not agree, say -EINTR.
+        if (header->nlmsg_len >= NLMSG_LENGTH(sizeof(int))) item->error = *(const int *)NLMSG_DATA(header);
+        if (item->error == 0 && (header->nlmsg_flags & NLM_F_DUMP_INTR)) item->error = -EINTR;
         break;
     case NLMSG_ERROR: {
         item->kind = COURIER_NL_ERROR;

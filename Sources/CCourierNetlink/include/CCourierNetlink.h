@@ -13,7 +13,7 @@ enum courier_nl_kind {
     COURIER_NL_END = 0,      ///< No further message in the buffer.
     COURIER_NL_LINK = 1,     ///< A link (RTM_NEWLINK): `index`, `flags`, `arphrd`, `name`.
     COURIER_NL_ROUTE = 2,    ///< A route (RTM_NEWROUTE): the route fields.
-    COURIER_NL_DONE = 3,     ///< NLMSG_DONE: a dump is complete.
+    COURIER_NL_DONE = 3,     ///< NLMSG_DONE: a dump is complete; `error` is its result (-EINTR: interrupted by a change).
     COURIER_NL_ERROR = 4,    ///< NLMSG_ERROR: `error` holds the (negative) errno, 0 for an ack.
     COURIER_NL_OTHER = 5,    ///< Any other message (address changes, deletions): a change happened.
 };

@@ -11,8 +11,21 @@ struct NetlinkDumper {
 
     init(fd: Int32) { self.fd = fd }
 
-    /// A fresh snapshot: every link, then every route.
+    /// A fresh snapshot: every link, then every route. A dump the kernel says a change
+    /// interrupted (its links and routes may not agree) is taken again, up to three times in all.
     mutating func snapshot() throws(ReachabilityFailure) -> RoutingSnapshot {
+        var attempts = 0
+        while true {
+            attempts += 1
+            do {
+                return try self.snapshotOnce()
+            } catch .socketFailed(_, let errno) where errno == EINTR && attempts < 3 {
+                continue
+            }
+        }
+    }
+
+    private mutating func snapshotOnce() throws(ReachabilityFailure) -> RoutingSnapshot {
         var snapshot = RoutingSnapshot()
         try self.dump(links: true) { item in
             let name = withUnsafeBytes(of: item.name) { raw in
@@ -54,7 +67,7 @@ struct NetlinkDumper {
                     if kind != Int32(COURIER_NL_END.rawValue), item.seq != sequence { continue }
                     switch UInt32(kind) {
                     case COURIER_NL_END.rawValue: return
-                    case COURIER_NL_DONE.rawValue: finished = true
+                    case COURIER_NL_DONE.rawValue: finished = true  // with the dump's result in `error`
                     case COURIER_NL_ERROR.rawValue where item.error != 0: finished = true
                     case COURIER_NL_LINK.rawValue where links: each(item)
                     case COURIER_NL_ROUTE.rawValue where !links: each(item)
@@ -62,8 +75,8 @@ struct NetlinkDumper {
                     }
                 }
             }
-            if item.kind == Int32(COURIER_NL_ERROR.rawValue), item.error != 0 {
-                throw .socketFailed("a dump", errno: -item.error)
+            if finished, item.error != 0 {
+                throw .socketFailed(item.error == -EINTR ? "a dump a change interrupted" : "a dump", errno: -item.error)
             }
             if finished { return }
         }
