@@ -130,6 +130,27 @@ struct EngineParityTests {
         }
     }
 
+    /// A timeout of NaN or infinity, or one under a second, works on every engine. (URLSession's
+    /// engine passed it on as it was: FoundationNetworking's `Int(timeoutInterval) * 1000` stopped
+    /// the process on NaN and infinity, and made 0.9 s a timeout of 1 ms.)
+    @Test(arguments: Kind.allCases)
+    func anyTimeoutIsTakenAsTheNIOEngineTakesIt(_ kind: Kind) async throws {
+        try await withTestServer { server in
+            try await self.withManager(kind, server) { manager in
+                for timeout in [TimeInterval.nan, .infinity, 0.9, 1e300] {
+                    var request = Request(url: server.url("/get"))
+                    request.options.timeoutInterval = timeout
+                    let response = try await manager.data(for: request)
+                    #expect(response.response.status == .ok, "\(timeout)")
+                }
+            }
+        }
+        #expect(URLSessionEngine.foundationTimeout(.nan) == 60)
+        #expect(URLSessionEngine.foundationTimeout(-1) == 1)
+        #expect(URLSessionEngine.foundationTimeout(0.2) == 1)
+        #expect(URLSessionEngine.foundationTimeout(.infinity) == 1e9)
+    }
+
     /// A body of sixty bytes that comes over sixty seconds, cancelled after its first byte: the
     /// task ends cancelled before the rest of the body came. (Ten bytes over ten seconds, before:
     /// a full run crowded onto one core took longer than that to cancel.)
