@@ -86,7 +86,8 @@ extension Request {
         case .data(let data):
             if data.isEmpty { break }
             if let text = String(data: data, encoding: .utf8), !text.contains("\0") {
-                words.append(["--data-binary", Self.shellQuoted(text)])
+                // `--data-binary @x` reads the file x: a body that starts with `@` is sent as it is.
+                words.append([text.hasPrefix("@") ? "--data-raw" : "--data-binary", Self.shellQuoted(text)])
             } else {
                 omission = "the body (\(data.count) bytes) is not text; curl would need it in a file (--data-binary @file)"
             }

@@ -34,6 +34,9 @@ struct CURLDescriptionTests {
         let post = Request(method: .post, url: URL(string: "http://x.test/")!, body: .data(Data("a=1".utf8)))
         #expect(post.cURLDescription() == "curl http://x.test/ \\\n  --data-binary a=1")
         #expect(try post.cURLArguments(includingBody: false) == ["http://x.test/"])
+        // A body that starts with `@` is sent as it is, not read from the file it names.
+        let at = Request(method: .post, url: URL(string: "http://x.test/")!, body: .data(Data("@/etc/passwd".utf8)))
+        #expect(at.cURLDescription() == "curl http://x.test/ \\\n  --data-raw @/etc/passwd")
         let file = Request(method: .put, url: URL(string: "http://x.test/")!, body: .file(URL(fileURLWithPath: "/tmp/my file.bin")))
         #expect(file.cURLDescription() == "curl --request PUT http://x.test/ \\\n  --data-binary '@/tmp/my file.bin'")
         let binary = Request(method: .post, url: URL(string: "http://x.test/")!, body: .data(Data([0xff, 0x00, 0x01])))
