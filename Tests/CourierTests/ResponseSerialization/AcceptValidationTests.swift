@@ -38,6 +38,17 @@ struct AcceptValidationTests {
         #expect(Self.takes("application/json", "text/html", body: ""), "an empty body is not checked")
     }
 
+    /// The list is split at the bytes of its delimiters, outside quoted strings: a comma joined
+    /// to a combining mark still ends the refused element (read whole, its `q=0` did not parse and
+    /// it counted as taken), and a comma inside a quoted parameter ends nothing.
+    @Test func delimitersAreBytesOutsideQuotedStrings() {
+        #expect(!Self.takes("text/html;q=0,\u{301}application/json", "text/html"))
+        #expect(WeightedList.elements(#"text/html;x="a,b";q=0, application/json"#).map(\.value) == ["text/html", "application/json"])
+        #expect(WeightedList.elements(#"text/html;x="a,b";q=0, application/json"#).map(\.refused) == [true, false])
+        #expect(WeightedList.elements(#"a;x="q\";q=0", b"#).map(\.refused) == [false, false], "an escaped quote stays inside")
+        #expect(HopHandler.acceptsDecodedCoding(["br, gzip;q=0,\u{301}identity"]) == false)
+    }
+
     @Test("The serializer's own status codes still apply, before the Accept check")
     func statusFirst() {
         var request = Request(url: URL(string: "http://example.com/")!)
