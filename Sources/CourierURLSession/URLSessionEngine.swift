@@ -216,12 +216,13 @@ public final class URLSessionEngine: Engine {
         return urlRequest
     }
 
-    /// A request's timeout as URLSession can take it, read as the NIO engine reads it (NaN is 60
-    /// seconds, the range 1 ms to 10⁹ s). FoundationNetworking multiplies `Int(timeoutInterval)`
-    /// by 1,000: NaN, an infinity or anything past 9.2 × 10¹⁵ stopped the process, and a fraction
-    /// of a second was cut to a timeout of 1 ms, so there it is rounded up to whole seconds.
+    /// A request's timeout as URLSession can take it, read as every engine reads it
+    /// (``RequestOptions/effectiveTimeout(_:)``). FoundationNetworking multiplies
+    /// `Int(timeoutInterval)` by 1,000: NaN, an infinity or anything past 9.2 × 10¹⁵ stopped the
+    /// process, and a fraction of a second was cut to a timeout of 1 ms, so there it is rounded up
+    /// to whole seconds.
     static func foundationTimeout(_ seconds: TimeInterval) -> TimeInterval {
-        let clamped = seconds.isNaN ? 60 : Swift.min(Swift.max(seconds, 0.001), 1e9)
+        let clamped = RequestOptions.effectiveTimeout(seconds)
         #if canImport(FoundationNetworking)
         return clamped.rounded(.up)
         #else

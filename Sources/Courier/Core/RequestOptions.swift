@@ -23,6 +23,12 @@ public struct RequestOptions: Sendable, Hashable {
     /// bytes before it fails with ``CourierError/Code/timedOut``. `nil` keeps the session's
     /// ``SessionConfiguration/timeoutIntervalForRequest``.
     public var timeoutInterval: TimeInterval?
+
+    /// A timeout as every engine reads it: NaN is 60 seconds, the rest is kept within 1 ms and
+    /// 10⁹ s (`.infinity` is "no limit" in practice).
+    package static func effectiveTimeout(_ seconds: TimeInterval) -> TimeInterval {
+        seconds.isNaN ? 60 : Swift.min(Swift.max(seconds, 0.001), 1e9)
+    }
     /// The cache policy; `nil` keeps the session's.
     public var cachePolicy: CachePolicy?
     /// Whether to send the cookies of the session's ``SessionConfiguration/httpCookieStorage`` and

@@ -10,47 +10,40 @@ import Foundation
 enum WeightedList {
     /// The non-empty elements of `field`, in order.
     static func elements(_ field: some StringProtocol) -> [(value: String, refused: Bool)] {
-        Self.split(field.utf8, at: UInt8(ascii: ",")).compactMap { element in
-            let parts = Self.split(element, at: UInt8(ascii: ";"))
-            guard let first = parts.first else { return nil }
-            let value = String(decoding: first, as: UTF8.self).trimmingCharacters(in: .whitespaces).lowercasedASCII
+        let bytes = Array(field.utf8)
+        return Self.split(bytes, bytes.indices, at: UInt8(ascii: ",")).compactMap { element in
+            let parts = Self.split(bytes, element, at: UInt8(ascii: ";"))
+            let value = String(decoding: bytes[parts[0]], as: UTF8.self).trimmingCharacters(in: .whitespaces).lowercasedASCII
             guard !value.isEmpty else { return nil }
             let refused = parts.dropFirst().contains { parameter in
+                let parameter = bytes[parameter]
                 guard let equals = parameter.firstIndex(of: UInt8(ascii: "=")) else { return false }
                 let name = String(decoding: parameter[..<equals], as: UTF8.self).trimmingCharacters(in: .whitespaces)
-                let weight = String(decoding: parameter[parameter.index(after: equals)...], as: UTF8.self)
-                    .trimmingCharacters(in: .whitespaces)
+                let weight = String(decoding: parameter[(equals + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespaces)
                 return name.equalsLowercased("q") && (Double(weight) ?? 1) == 0
             }
             return (value, refused)
         }
     }
 
-    /// `bytes` split at `separator` where it stands outside a quoted string (in one, a backslash
-    /// escapes the byte after it).
-    static func split<Bytes: Collection<UInt8>>(_ bytes: Bytes, at separator: UInt8) -> [Bytes.SubSequence] {
-        var parts: [Bytes.SubSequence] = []
-        var start = bytes.startIndex
-        var quoted = false
-        var escaped = false
-        for index in bytes.indices {
-            let byte = bytes[index]
-            if quoted {
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    quoted = false
-                }
-            } else if byte == UInt8(ascii: "\"") {
-                quoted = true
-            } else if byte == separator {
-                parts.append(bytes[start..<index])
-                start = bytes.index(after: index)
+    /// The parts of `bytes[range]` between the `separator`s that stand outside a quoted string
+    /// (skipped as ``HTTPToken/quotedString(_:openingAt:)`` reads one); at least one.
+    static func split(_ bytes: [UInt8], _ range: Range<Int>, at separator: UInt8) -> [Range<Int>] {
+        var parts: [Range<Int>] = []
+        var start = range.lowerBound
+        var index = start
+        while index < range.upperBound {
+            if bytes[index] == UInt8(ascii: "\"") {
+                index = Swift.min(HTTPToken.quotedString(bytes, openingAt: index).end, range.upperBound)
+                continue
             }
+            if bytes[index] == separator {
+                parts.append(start..<index)
+                start = index + 1
+            }
+            index += 1
         }
-        parts.append(bytes[start...])
+        parts.append(start..<range.upperBound)
         return parts
     }
 }

@@ -36,7 +36,7 @@ final class NIOExchange: Exchange, Sendable {
         self.eventLoop = engine.loops[self.loopIndex]
         self.deadline = .now() + .seconds(clamping: engine.configuration.resourceTimeout, to: 0...1e9, nan: 7 * 24 * 3600)
         let interval = request.options.timeoutInterval ?? engine.configuration.requestTimeout
-        self.idleTimeout = .seconds(clamping: interval, nan: 60)
+        self.idleTimeout = .nanoseconds(Int64(RequestOptions.effectiveTimeout(interval) * 1e9))
         self.state = Mutex(NIOExchangeState(request: request, expectedBytesToSend: request.body.knownLength))
     }
 

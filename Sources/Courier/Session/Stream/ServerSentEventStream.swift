@@ -112,10 +112,8 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
                     defer { self.handedOut += 1 }
                     return self.pending[self.handedOut]
                 }
-                if let failure = self.failure.take() {
-                    self.isDone = true
-                    throw failure
-                }
+                // Thrown once: `next()` ends the sequence after it.
+                if let failure = self.failure.take() { throw failure }
                 if self.body == nil {
                     try await self.connect()
                     continue
