@@ -16,13 +16,12 @@ struct PinningMatrixTests {
         var policy = try PinningMatrix.policy(for: row)
         policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
         let server = TestServer.Configuration.https(try PinningMatrix.identity(row.identity))
-        // Retries would run into the connect timeout; a refusal must come long before it (with room
-        // for a loaded machine, where the full suite has stalled single requests for 20 s).
+        // Retries would run into the connect timeout and end `timedOut`; the refusal's own code says
+        // it came first (no bound on the elapsed time: the machine has stalled for 30 s in CI).
         var configuration = SessionConfiguration.default
         configuration.timeoutIntervalForConnect = 120
         try await withTestServer(server) { server in
             try await withManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: policy) { manager in
-                let started = ContinuousClock.now
                 do {
                     let response = try await manager.get("get")
                     #expect(passes, "\(row) passed")
@@ -31,7 +30,6 @@ struct PinningMatrixTests {
                     #expect(!passes, "\(row) failed: \(error)")
                     #expect(error.code == .serverTrustEvaluationFailed || error.code == .tlsFailure, "\(row): \(error)")
                     #expect(server.requestCount == 0, "no request reaches an untrusted server")
-                    #expect(ContinuousClock.now - started < .seconds(60), "fails well before the 120 s connect timeout")
                 }
             }
         }

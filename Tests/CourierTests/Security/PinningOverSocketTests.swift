@@ -23,16 +23,14 @@ struct PinningOverSocketTests {
     func pinMismatchFailsPromptlyAndClosesTheConnection(_ version: SessionConfiguration.HTTPVersionPolicy) async throws {
         var configuration = SessionConfiguration.default
         configuration.httpVersion = version
-        // Retries would run into this; the refusal must come long before it (with room for a
-        // loaded machine, where the full suite has stalled single requests for 20 s).
+        // Retries would run into this and end `timedOut`; the refusal's code and the one
+        // connection say it came first (no bound on the elapsed time: CI has stalled for 30 s).
         configuration.timeoutIntervalForConnect = 120
         var policy = try Self.leafKeyPolicy()
         policy.pinnedCertificates = Set(try Certificate.certificates(pemEncoded: TestCertificates.wrongHostLeaf))
         try await withTestServer(.https()) { server in
             try await withManager(baseURL: server.baseURL, configuration: configuration, securityPolicy: policy) { manager in
-                let started = ContinuousClock.now
                 let error = try await #require(throws: CourierError.self) { try await manager.get("get") }
-                #expect(ContinuousClock.now - started < .seconds(60), "well before the 120 s connect timeout that retries would run into")
                 #expect(error.code == .serverTrustEvaluationFailed)
                 #expect(Self.failure(error)?.reason == .pinMismatch)
                 #expect(Self.failure(error)?.host == "127.0.0.1")

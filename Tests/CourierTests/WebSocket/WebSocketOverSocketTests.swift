@@ -382,7 +382,7 @@ struct WebSocketOverSocketTests {
     // MARK: Bad input
 
     /// The task ends with `code` (sent in Courier's close frame, or 1006 locally) and `error`,
-    /// promptly, the messages end throwing it, and the connection is closed.
+    /// the messages end throwing it, and the connection is closed.
     private func expectFailure(
         _ mode: String,
         server: TestServer.Configuration = .init(),
@@ -395,7 +395,6 @@ struct WebSocketOverSocketTests {
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         try await withTask(mode, server: server, webSocket: webSocket) { task, testServer in
-            let started = ContinuousClock.now
             if let send { try? await task.send(send) }
             task.resume()
             var thrown: (any Error)?
@@ -405,7 +404,6 @@ struct WebSocketOverSocketTests {
                 thrown = error
             }
             await task.waitUntilFinished()
-            #expect(ContinuousClock.now - started < .seconds(20), sourceLocation: sourceLocation)
             #expect((thrown as? CourierError)?.code == expected, "\(String(describing: thrown))", sourceLocation: sourceLocation)
             #expect(task.error?.code == expected, sourceLocation: sourceLocation)
             if let messageSuffix {
@@ -499,8 +497,8 @@ struct WebSocketOverSocketTests {
     }
 
     /// A server that answers no PING: the second tick ends the connection as timed out. A late
-    /// tick only makes that later (within the 20 s `expectFailure` allows), so a short interval
-    /// is safe here; when a tick gives up, to the nanosecond, is pinned in
+    /// tick only makes that later (the message names the interval that was used), so a short
+    /// interval is safe here; when a tick gives up, to the nanosecond, is pinned in
     /// `WebSocketChannelHandlerTests`.
     @Test func aServerThatStopsAnsweringPingsTimesOut() async throws {
         var settings = WebSocketConfiguration()
@@ -563,11 +561,9 @@ struct WebSocketOverSocketTests {
         settings.pingInterval = nil
         try await withTask("silent", webSocket: settings) { task, server in
             try await task.waitUntilOpen()
-            let started = ContinuousClock.now
             await task.close()
-            // Under the default's 10 s: the configured 0.2 s was used (a loaded machine's stall
-            // of 9.8 s would be needed to fail this otherwise).
-            #expect(ContinuousClock.now - started < .seconds(10))
+            // The configured 0.2 s was used, not the default's 10 s: the message names it (no
+            // bound on the elapsed time, which a loaded machine's stall would break).
             #expect(task.error?.code == .timedOut)
             #expect(task.error?.message.hasSuffix("the server did not answer the close frame within 0.2 s (closeTimeout)") == true, "\(String(describing: task.error))")
             #expect(await eventually { server.openConnectionCount == 0 })

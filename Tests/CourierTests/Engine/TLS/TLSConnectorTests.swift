@@ -68,11 +68,10 @@ struct TLSConnectorTests {
 
     @Test func aRefusedServerFailsInTheHandshakeBeforeAnyRequestByte() async throws {
         try await withTestServer(.https(.wrongHost)) { server in
-            let started = ContinuousClock.now
             let error = try await #require(throws: CourierError.self) {
                 _ = try await TLSProbe.get("/get", connector: try Self.connector(protocols: [.http1_1], handshakeTimeout: .seconds(60)), port: server.port)
             }
-            #expect(ContinuousClock.now - started < .seconds(30), "refused in the handshake, not by its 60 s timeout")
+            // Refused in the handshake: its 60 s timeout would have said `timedOut`.
             #expect(error.code == .serverTrustEvaluationFailed)
             let failure = try #require(Self.failure(error))
             #expect(failure.reason == .nameMismatch)
@@ -153,11 +152,10 @@ struct TLSConnectorTests {
 
     @Test func garbageInsteadOfTLSIsATypedErrorNamingHostAndPhase() async throws {
         let peer = try await BadTLSPeer.start(.garbage)
-        let started = ContinuousClock.now
         let error = try await #require(throws: CourierError.self) {
             _ = try await TLSProbe.handshake(try Self.connector(handshakeTimeout: .seconds(60)), port: peer.port)
         }
-        #expect(ContinuousClock.now - started < .seconds(30), "failed on the garbage, not by the 60 s timeout")
+        // Failed on the garbage: the 60 s timeout would have said `timedOut`.
         #expect(error.code == .tlsFailure)
         #expect(Self.failure(error)?.reason == .handshakeFailure)
         #expect(error.message.contains("127.0.0.1"))
@@ -173,8 +171,7 @@ struct TLSConnectorTests {
         }
         let elapsed = ContinuousClock.now - started
         #expect(elapsed >= .milliseconds(300), "not before the timeout")
-        #expect(elapsed < .seconds(30), "bounded by it")
-        #expect(error?.code == .timedOut)
+        #expect(error?.code == .timedOut, "bounded by it")
         #expect(error?.message.contains("127.0.0.1:\(peer.port)") == true)
         #expect(error?.message.contains("TLS handshake") == true)
         try await peer.shutdown()
