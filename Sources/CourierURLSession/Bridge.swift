@@ -250,19 +250,28 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         switch (error as? URLError)?.code {
         case .timedOut?: code = .timedOut
         case .cancelled?: code = .cancelled
-        case .cannotFindHost?, .cannotConnectToHost?, .dnsLookupFailed?, .notConnectedToInternet?, .networkConnectionLost?:
+        case .cannotFindHost?, .cannotConnectToHost?, .dnsLookupFailed?, .notConnectedToInternet?:
             code = .connectionFailed
+        case .networkConnectionLost?:
+            // Lost during the load: the request may have gone out (`connectionFailed` says it did
+            // not, and a retry policy may send it again on that word).
+            code = .connectionClosed
         case .secureConnectionFailed?, .serverCertificateUntrusted?, .serverCertificateHasBadDate?, .serverCertificateHasUnknownRoot?,
             .serverCertificateNotYetValid?:
             code = .serverTrustEvaluationFailed
         case .httpTooManyRedirects?: code = .tooManyRedirects
         case .unsupportedURL?, .badURL?: code = .invalidURL
-        case .badServerResponse?: code = .invalidResponse
+        case .badServerResponse?:
+            // libcurl's CURLE_GOT_NOTHING: the server closed the connection without a byte of answer.
+            code = error.localizedDescription.hasPrefix("Empty reply from server") ? .connectionClosed : .invalidResponse
         default:
-            // FoundationNetworking reports libcurl's TLS failures with an unknown code (-1) and
-            // libcurl's words.
+            // FoundationNetworking reports libcurl's TLS failures, a body cut short
+            // (CURLE_PARTIAL_FILE) and a connection lost while sending or receiving
+            // (CURLE_SEND_ERROR, CURLE_RECV_ERROR) with an unknown code (-1) and libcurl's words.
             let words = error.localizedDescription
-            if words.hasPrefix("SSL certificate problem") || words.contains("SSL: no alternative certificate subject name") {
+            if words.hasPrefix("transfer closed with") || words.hasPrefix("Recv failure") || words.hasPrefix("Send failure") {
+                code = .connectionClosed
+            } else if words.hasPrefix("SSL certificate problem") || words.contains("SSL: no alternative certificate subject name") {
                 code = .serverTrustEvaluationFailed
             } else if words.contains("SSL") || words.contains("TLS") {
                 code = .tlsFailure

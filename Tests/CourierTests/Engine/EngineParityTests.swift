@@ -130,6 +130,23 @@ struct EngineParityTests {
         }
     }
 
+    /// A connection the server ends after the request was sent is `connectionClosed` on every
+    /// engine, never `connectionFailed` (which says no request went out, and which a retry policy
+    /// may take as safe to send again). URLSession's engine called libcurl's lost connection
+    /// `connectionFailed`.
+    @Test(arguments: Kind.allCases)
+    func aConnectionLostAfterTheRequestWentOutIsClosedNotFailed(_ kind: Kind) async throws {
+        try await withTestServer { server in
+            try await self.withManager(kind, server) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                for path in ["courier/close-after-head", "courier/truncated/1000", "courier/reset"] {
+                    let lost = await #expect(throws: CourierError.self) { try await manager.get(path) }
+                    #expect(lost?.code == .connectionClosed, "\(path): \(lost.map { "\($0)" } ?? "")")
+                }
+            }
+        }
+    }
+
     /// A timeout of NaN or infinity, or one under a second, works on every engine. (URLSession's
     /// engine passed it on as it was: FoundationNetworking's `Int(timeoutInterval) * 1000` stopped
     /// the process on NaN and infinity, and made 0.9 s a timeout of 1 ms.)
