@@ -95,7 +95,7 @@ public struct HTTPResponseSerializer: ResponseSerializer {
         /// ``ImageResponseSerializer``'s image types.
         static let image = successful(contentTypes: [
             "image/tiff", "image/jpeg", "image/gif", "image/png", "image/ico", "image/x-icon", "image/bmp",
-            "image/x-bmp", "image/x-xbitmap", "image/x-win-bitmap", "image/webp",
+            "image/x-bmp", "image/x-xbitmap", "image/x-win-bitmap", "image/webp", "image/vnd.microsoft.icon",
         ])
     }
 

@@ -92,7 +92,7 @@ struct ImageResponseSerializerTests {
 
     @Test(arguments: [
         "image/tiff", "image/jpeg", "image/gif", "image/png", "image/ico", "image/x-icon", "image/bmp", "image/x-bmp",
-        "image/x-xbitmap", "image/x-win-bitmap", "image/webp", "IMAGE/PNG; q=1",
+        "image/x-xbitmap", "image/x-win-bitmap", "image/webp", "image/vnd.microsoft.icon", "IMAGE/PNG; q=1",
     ])
     func acceptsAFNetworkingImageTypes(_ type: String) throws {
         #expect(try ImageResponseSerializer().responseObject(for: Fixture.response(200, type), data: Data(ImageFixture.gif(1, 1))) != nil)
@@ -166,6 +166,45 @@ struct ImageResponseSerializerTests {
         for bytes in bad {
             #expect(ImageHeader.parse(Data(bytes)) == nil, "\(bytes.prefix(8))")
         }
+    }
+
+    /// Sizes no valid file has: a BMP whose width is not positive, or whose height is `Int32.min`
+    /// (its magnitude, 2³¹, traps converting to a 32-bit `Int` on watchOS; a negative width was read
+    /// as its magnitude), and a PNG side of 2³¹ or more (the specification's bound; accepted on
+    /// 64-bit platforms only).
+    @Test func sizesPastTheFormatsBoundsAreRejected() {
+        func bmp(width: UInt32, height: UInt32) -> [UInt8] {
+            Array("BM".utf8) + ImageFixture.le32(0) + ImageFixture.le32(0) + ImageFixture.le32(54) + ImageFixture.le32(40)
+                + ImageFixture.le32(Int(width)) + ImageFixture.le32(Int(height)) + ImageFixture.le16(1) + ImageFixture.le16(24)
+        }
+        for bytes in [
+            bmp(width: 0x8000_0000, height: 1), bmp(width: UInt32(bitPattern: -5), height: 1), bmp(width: 1, height: 0x8000_0000),
+            ImageFixture.png(0x8000_0000, 1), ImageFixture.png(1, 0xFFFF_FFFF),
+        ] {
+            #expect(ImageHeader.parse(Data(bytes)) == nil, "\(bytes)")
+        }
+        #expect(ImageHeader.parse(Data(bmp(width: 3, height: UInt32(bitPattern: -7))))?.pixelHeight == 7)
+        #expect(ImageHeader.parse(Data(ImageFixture.png(0x7FFF_FFFF, 1)))?.pixelWidth == 0x7FFF_FFFF)
+    }
+
+    /// Files decoders show that the header reader refused: an OS/2 2.x bitmap (a 16- or 64-byte
+    /// header, 32-bit sizes where Windows keeps them), a JPEG with stray bytes before a marker
+    /// (libjpeg skips them), and an icon whose entry says 0 (256) over a PNG of 512 pixels.
+    @Test func filesDecodersShowAreRead() throws {
+        for headerSize in [16, 64] {
+            let os2 = Array("BM".utf8) + ImageFixture.le32(0) + ImageFixture.le32(0) + ImageFixture.le32(14 + headerSize)
+                + ImageFixture.le32(headerSize) + ImageFixture.le32(300) + ImageFixture.le32(200) + ImageFixture.le16(1) + ImageFixture.le16(24)
+            let header = try #require(ImageHeader.parse(Data(os2 + Array(repeating: 0, count: headerSize - 12))), "\(headerSize)")
+            #expect(header.format == .bmp && header.pixelWidth == 300 && header.pixelHeight == 200)
+        }
+        var jpeg = ImageFixture.jpeg(640, 480)
+        jpeg.insert(contentsOf: [0x00, 0x12, 0x34], at: 20)  // after APP0, before the fill byte and SOF0
+        #expect(ImageHeader.parse(Data(jpeg)).map { [$0.pixelWidth, $0.pixelHeight] } == [640, 480])
+        var icon: [UInt8] = [0, 0, 1, 0] + ImageFixture.le16(2)
+        icon += [16, 16, 0, 0] + ImageFixture.le16(1) + ImageFixture.le16(32) + ImageFixture.le32(0) + ImageFixture.le32(0)
+        icon += [0, 0, 0, 0] + ImageFixture.le16(1) + ImageFixture.le16(32) + ImageFixture.le32(33) + ImageFixture.le32(38)
+        icon += ImageFixture.png(512, 512)
+        #expect(ImageHeader.parse(Data(icon)).map { [$0.pixelWidth, $0.pixelHeight] } == [512, 512])
     }
 
     @Test func emptyBodyGivesNothing() throws {

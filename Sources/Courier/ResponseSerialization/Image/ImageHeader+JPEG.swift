@@ -1,11 +1,15 @@
 extension ImageHeader {
     /// JPEG: walks the marker segments to the first start-of-frame (SOF0–SOF15 but DHT, JPG and
-    /// DAC), whose height and width are big-endian at 3 and 5 into the segment. Every step advances,
-    /// so the walk ends on any input.
+    /// DAC), whose height and width are big-endian at 3 and 5 into the segment. Bytes between a
+    /// segment and the next marker are skipped, as libjpeg skips them ("extraneous bytes before
+    /// marker") and decoders show such files. Every step advances, so the walk ends on any input.
     static func jpegSize(_ r: ByteReader) -> (Int, Int)? {
         var offset = 2
         while offset < r.count {
-            guard r.u8(offset) == 0xFF else { return nil }
+            guard r.u8(offset) == 0xFF else {
+                offset += 1
+                continue
+            }
             // Fill bytes: any number of 0xFF before the marker code.
             var markerOffset = offset + 1
             while r.u8(markerOffset) == 0xFF { markerOffset += 1 }

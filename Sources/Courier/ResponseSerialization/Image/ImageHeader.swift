@@ -46,9 +46,12 @@ struct ImageHeader: Hashable, Sendable {
         return nil
     }
 
-    /// PNG: the IHDR chunk must come first; width and height are big-endian at 16 and 20.
-    private static func pngSize(_ r: ByteReader) -> (Int, Int)? {
-        guard r.matches(Array("IHDR".utf8), at: 12), let width = r.u32be(16), let height = r.u32be(20) else { return nil }
+    /// PNG: the IHDR chunk must come first; width and height are big-endian at 16 and 20, each at
+    /// most 2³¹ − 1 (the PNG specification's bound, on every word size).
+    private static func pngSize(_ r: ByteReader, at start: Int = 0) -> (Int, Int)? {
+        guard r.matches(Array("IHDR".utf8), at: start + 12), let width = r.u32be(start + 16), let height = r.u32be(start + 20),
+            (1...Int(Int32.max)).contains(width), (1...Int(Int32.max)).contains(height)
+        else { return nil }
         return (width, height)
     }
 
@@ -58,26 +61,33 @@ struct ImageHeader: Hashable, Sendable {
         return (width, height)
     }
 
-    /// BMP: an OS/2 core header (12 bytes, 16-bit sizes) or a Windows info header (32-bit signed
-    /// sizes; a negative height means top-down rows).
+    /// BMP: an OS/2 1.x core header (12 bytes, 16-bit sizes), or a Windows info header or OS/2 2.x
+    /// header (16 bytes or more, 32-bit signed sizes at the same places). The width must be
+    /// positive; a negative height means top-down rows, and `Int32.min` is no height (its magnitude
+    /// does not fit a 32-bit `Int`).
     private static func bmpSize(_ r: ByteReader) -> (Int, Int)? {
         guard let headerSize = r.u32le(14) else { return nil }
         if headerSize == 12 {
             guard let width = r.u16le(18), let height = r.u16le(20) else { return nil }
             return (width, height)
         }
-        guard headerSize >= 40, let width = r.u32le(18), let height = r.u32le(22) else { return nil }
-        return (Int(Int32(truncatingIfNeeded: width).magnitude), Int(Int32(truncatingIfNeeded: height).magnitude))
+        guard headerSize >= 16, let rawWidth = r.u32le(18), let rawHeight = r.u32le(22) else { return nil }
+        let width = Int32(truncatingIfNeeded: rawWidth)
+        let height = Int32(truncatingIfNeeded: rawHeight)
+        guard width > 0, height != 0, height != .min else { return nil }
+        return (Int(width), Int(height.magnitude))
     }
 
-    /// ICO: the largest entry of the directory; a stored 0 means 256.
+    /// ICO: the largest entry of the directory; a stored 0 means 256, unless the entry's image is
+    /// a PNG, whose own header says (Windows Vista's icons keep 512 or more pixels under a 0).
     private static func icoSize(_ r: ByteReader) -> (Int, Int)? {
         guard let count = r.u16le(4), count > 0 else { return nil }
         var best: (Int, Int)?
         for entry in 0..<count {
             let offset = 6 + entry * 16
-            guard let w = r.u8(offset), let h = r.u8(offset + 1), r.u8(offset + 15) != nil else { return nil }
-            let size = (w == 0 ? 256 : w, h == 0 ? 256 : h)
+            guard let w = r.u8(offset), let h = r.u8(offset + 1), let imageOffset = r.u32le(offset + 12) else { return nil }
+            let embedded = r.matches([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], at: imageOffset) ? self.pngSize(r, at: imageOffset) : nil
+            let size = embedded ?? (w == 0 ? 256 : w, h == 0 ? 256 : h)
             if best.map({ size.0 * size.1 > $0.0 * $0.1 }) ?? true { best = size }
         }
         return best

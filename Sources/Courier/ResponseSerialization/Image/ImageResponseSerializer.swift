@@ -5,7 +5,8 @@ import HTTPTypes
 ///
 /// - Accepts AFNetworking's image types — `image/tiff`, `image/jpeg`, `image/gif`, `image/png`,
 ///   `image/ico`, `image/x-icon`, `image/bmp`, `image/x-bmp`, `image/x-xbitmap`,
-///   `image/x-win-bitmap` — and `image/webp`.
+///   `image/x-win-bitmap` — and `image/webp` and `image/vnd.microsoft.icon` (the registered type
+///   for ICO, which Apache and Python's `mimetypes` serve).
 /// - Returns a ``ResponseImage`` that keeps the bytes and knows the format and pixel size from the
 ///   header (PNG, JPEG, GIF, BMP, WebP, TIFF, ICO), on every platform; on Apple platforms it also
 ///   gives the `UIImage`/`NSImage`.
