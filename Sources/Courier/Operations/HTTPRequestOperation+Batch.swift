@@ -18,8 +18,11 @@ extension HTTPRequestOperation {
     ///
     /// - Parameters:
     ///   - operations: The operations; their completion blocks are wrapped, so set `success` and
-    ///     `failure` before batching them. An operation without a ``completionGroup`` gets the
-    ///     batch's, so that `completion` also waits for its `success` or `failure`.
+    ///     `failure` before batching them. Each operation's ``completionGroup`` becomes the batch's
+    ///     (as AFNetworking sets it), so that `completion` also waits for its `success` or
+    ///     `failure`: a group the operation had (a manager's) no longer hears it. Batch
+    ///     operations that have not started, and add them all to a queue: the batch's group
+    ///     waits for every operation's completion block.
     ///   - completionQueue: Where `progress` and `completion` run; the main queue by default.
     ///   - progress: Called after each operation's own completion with how many of the batch have
     ///     finished and how many there are.
@@ -40,8 +43,8 @@ extension HTTPRequestOperation {
         }
         for operation in operations {
             // The operation's own success or failure runs in the group too, so `completion`
-            // comes after all of them.
-            if operation.completionGroup == nil { operation.completionGroup = group }
+            // comes after all of them (a group of its own would leave it out of the wait).
+            operation.completionGroup = group
             let original = operation.completionBlock
             group.enter()
             operation.completionBlock = {

@@ -26,7 +26,9 @@ import NIOConcurrencyHelpers
 /// - A cancelled operation ends with a ``CourierError/Code/cancelled`` error (and `failure` is
 ///   called), whether it was cancelled before it started or while it ran.
 /// - ``pause()`` suspends the task (the connection stops being read); the operation keeps its
-///   slot in the queue until ``resume()`` lets it finish. Nothing is sent again: AFNetworking 2.x
+///   slot in the queue until ``resume()`` lets it finish. Paused before it started, it is not
+///   ready (`isReady`), so a queue leaves it, and its request, until ``resume()``, as
+///   AFNetworking's. Nothing is sent again: AFNetworking 2.x
 ///   cancels the connection instead and, on resume, asks again with a `Range` header from the
 ///   bytes it had. As there, a cancelled or finished operation is not paused, and a paused one
 ///   that is cancelled finishes (no longer paused).
@@ -44,6 +46,8 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
         /// `start()` ran (a second call does nothing).
         var isStarted = false
         var task: DataTask?
+        /// `launch()` is making the task (it is stored, then resumed, outside the lock).
+        var isLaunching = false
         var isPaused = false
         var responseSerializer: any ResponseSerializer = HTTPResponseSerializer()
         var completionQueue: DispatchQueue?
@@ -134,8 +138,12 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
 
     /// The task running the request, once the operation started.
     public var task: DataTask? { self.state.withLockedValue { $0.task } }
-    /// The response head, once it arrived.
-    public var response: HTTPResponse? { self.state.withLockedValue { $0.response } }
+    /// The response head, once it arrived (in progress blocks too, as AFNetworking's idiom reads
+    /// its expected length there).
+    public var response: HTTPResponse? {
+        let (response, task) = self.state.withLockedValue { ($0.response, $0.task) }
+        return response ?? task?.response
+    }
     /// The whole response body, once the operation finished.
     public var responseData: Data? { self.state.withLockedValue { $0.responseData } }
     /// The body as text: in the encoding its byte-order mark or the response's charset names,
@@ -158,8 +166,17 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
     public override var isAsynchronous: Bool { true }
     public override var isExecuting: Bool { self.state.withLockedValue { $0.lifecycle == .executing } }
     public override var isFinished: Bool { self.state.withLockedValue { $0.lifecycle == .finished } }
+    /// As AFNetworking's: an operation paused before it started is not ready, so that a queue
+    /// leaves it (and its slot) until ``resume()``; a cancelled one is, to finish.
+    public override var isReady: Bool {
+        let held = self.state.withLockedValue { $0.isPaused && !$0.isStarted }
+        return super.isReady && (!held || self.isCancelled)
+    }
 
     public override func start() {
+        // Started by hand before its dependencies finished, it does nothing (AFNetworking's
+        // `start` asks `isReady`); a queue starts it only once they have.
+        guard super.isReady || self.isCancelled else { return }
         let first = self.state.withLockedValue { state -> Bool in
             guard state.lifecycle == .ready, !state.isStarted else { return false }
             state.isStarted = true
@@ -171,6 +188,18 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
             return
         }
         self.changeLifecycle(to: .executing)
+        self.launch()
+    }
+
+    /// Makes and resumes the task, unless the operation is paused (``resume()`` launches it
+    /// then: nothing is sent while paused) or cancelled, or the task exists.
+    private func launch() {
+        let go = self.state.withLockedValue { state -> Bool in
+            guard state.lifecycle == .executing, state.task == nil, !state.isLaunching, !state.isPaused, !self.isCancelled else { return false }
+            state.isLaunching = true
+            return true
+        }
+        guard go else { return }
         let task = self.sessionManager.makeTask(
             DataTask.self,
             request: self.request,
@@ -178,10 +207,20 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
             uploadProgress: { [self] progress in self.report(progress, upload: true) },
             downloadProgress: { [self] progress in self.report(progress, upload: false) }
         )
-        self.state.withLockedValue { $0.task = task }
+        // The retriers that want a serializer's failures (Alamofire's) see this operation's, as
+        // they see an `async` call's: the task checks the response before it ends.
+        if task.delegate.interception.checksSerialization {
+            let serializer = self.responseSerializer
+            task.delegate.state.withLockedValue { $0.checkingSerializer = serializer }
+        }
+        self.state.withLockedValue { state in
+            state.task = task
+            state.isLaunching = false
+        }
         task.resume()
-        // Read after the resume: a `pause()` between the two found the task not started yet,
-        // where its suspend does nothing.
+        // A `pause()` while the task was being made or resumed found it not started (its suspend
+        // does nothing then): suspended here. Suspending and resuming a task are idempotent, so
+        // whichever side acts last leaves the task as `isPaused` says.
         if self.isPaused { task.suspend() }
         // A cancel that came while the task was being made finds no task: cancel it here.
         if self.isCancelled { task.cancel() }
@@ -189,28 +228,52 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
 
     public override func cancel() {
         super.cancel()
-        self.state.withLockedValue { $0.task }?.cancel()
+        // Paused after the queue started it but before its task was made: no task will end it.
+        let (task, endNow) = self.state.withLockedValue { state in
+            (state.task, state.lifecycle == .executing && state.task == nil && !state.isLaunching)
+        }
+        task?.cancel()
+        if endNow {
+            self.finish(with: CourierError(.cancelled, "\(self.request.summary): the operation was cancelled while paused, before its request was sent", request: self.request))
+        }
     }
 
-    /// Stops reading the response (the task is suspended); the operation keeps its place. Does
-    /// nothing to an operation that was cancelled or has finished.
+    /// Stops reading the response (the task is suspended); the operation keeps its place. Paused
+    /// before it started, it is not ready and sends nothing until ``resume()``. Does nothing to an
+    /// operation that was cancelled or has finished.
     public func pause() {
         guard !self.isCancelled else { return }
-        let task = self.state.withLockedValue { state -> DataTask? in
-            guard state.lifecycle != .finished else { return nil }
-            state.isPaused = true
-            return state.task
+        let (changed, task, beforeStart) = self.state.withLockedValue { state -> (Bool, DataTask?, Bool) in
+            guard state.lifecycle != .finished, !state.isPaused else { return (false, nil, false) }
+            return (true, state.task, !state.isStarted)
         }
-        task?.suspend()
+        guard changed else { return }
+        if beforeStart { self.willChangeValue(forKey: "isReady") }
+        self.state.withLockedValue { $0.isPaused = true }
+        if beforeStart { self.didChangeValue(forKey: "isReady") }
+        guard let task else { return }
+        task.suspend()
+        // A `resume()` between the two found the task running: resumed again here.
+        if !self.isPaused { task.resume() }
     }
 
-    /// Lets a paused operation go on.
+    /// Lets a paused operation go on (one paused before its task was made sends its request now).
     public func resume() {
-        let task = self.state.withLockedValue { state -> DataTask? in
-            state.isPaused = false
-            return state.task
+        let (changed, task, beforeStart) = self.state.withLockedValue { state -> (Bool, DataTask?, Bool) in
+            guard state.isPaused else { return (false, nil, false) }
+            return (true, state.task, !state.isStarted)
         }
-        task?.resume()
+        guard changed else { return }
+        if beforeStart { self.willChangeValue(forKey: "isReady") }
+        self.state.withLockedValue { $0.isPaused = false }
+        if beforeStart { self.didChangeValue(forKey: "isReady") }
+        guard let task else {
+            self.launch()
+            return
+        }
+        task.resume()
+        // A `pause()` between the two found the task suspended: suspended again here.
+        if self.isPaused { task.suspend() }
     }
 
     /// Whether ``pause()`` was called and ``resume()`` not since; false once the operation finished.

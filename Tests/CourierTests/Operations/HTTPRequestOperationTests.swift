@@ -44,6 +44,16 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    /// A route at `path` that answers 200 with JSON and counts the requests that reach it.
+    private static func counted(_ server: TestServer, _ path: String) -> @Sendable () -> Int {
+        let hits = NIOLockedValueBox(0)
+        server.route(path) { _ in
+            hits.withLockedValue { $0 += 1 }
+            return TestServer.Response(headerFields: [.contentType: "application/json"], body: Data(#"{"ok":true}"#.utf8))
+        }
+        return { hits.withLockedValue { $0 } }
+    }
+
     private static func onQueue() -> Bool {
         DispatchQueue.getSpecific(key: TestQueues.key) == "operations"
     }
@@ -305,6 +315,8 @@ struct HTTPRequestOperationTests {
             #expect(await engine.wait { $0.contains(.head) }, "the answer never came")
             #expect(finished.count == 0)
             #expect(operation.isExecuting)
+            // The head is the operation's as soon as it came (it was nil until the operation finished).
+            #expect(operation.response?.status == .ok)
             operation.resume()
             _ = await done.wait(seconds: 30)
             #expect(finished.all == [nil])
@@ -393,6 +405,65 @@ struct HTTPRequestOperationTests {
                 #expect(successes.all.contains("failed /status/404"))
                 #expect(progress.all.map(\.0) == [1, 2, 3])
                 #expect(progress.all.allSatisfy { $0.1 == 3 })
+            }
+        }
+    }
+
+    /// A batched operation's `success` runs in the batch's group, not in the group it had from
+    /// its manager (AFNetworking sets every operation's `completionGroup`): the batch completion
+    /// comes after it. It kept the manager's group, and the completion did not wait for it.
+    @Test func aBatchWaitsForTheSuccessOfOperationsThatHadAGroup() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let managersGroup = DispatchGroup()
+                manager.completionGroup = managersGroup
+                manager.completionQueue = DispatchQueue(label: "courier.tests.operations.batch-success")
+                let started = Recorder<Void>()
+                let returned = NIOLockedValueBox(false)
+                let proceed = DispatchSemaphore(value: 0)
+                let operation = manager.httpRequestOperation(
+                    with: Request(url: server.url("/get")),
+                    success: { _, _ in
+                        started.append(())
+                        proceed.wait()
+                        returned.withLockedValue { $0 = true }
+                    }, failure: { _, _ in started.append(()) })
+                let completion = Recorder<Bool>()
+                let batch = HTTPRequestOperation.batch(of: [operation], completionQueue: Self.queue, completion: { _ in
+                    completion.append(returned.withLockedValue { $0 })
+                })
+                for operation in batch { manager.operationQueue.addOperation(operation) }
+                #expect(await started.wait { $0.count == 1 })
+                // Not waiting: whether the manager's group is entered while `success` runs.
+                #expect(managersGroup.wait(timeout: .now()) == .success, "success runs in the manager's group, not the batch's")
+                #expect(completion.count == 0)
+                proceed.signal()
+                #expect(await completion.wait { $0.count == 1 })
+                #expect(completion.all == [true], "the batch completion ran before success returned")
+            }
+        }
+    }
+
+    /// A retrier that wants a serializer's failures (Alamofire's way) is asked about an
+    /// operation's, as about an `async` call's: a 200 whose body the operation's serializer
+    /// refuses is sent again on the same task. The operation's task checked nothing.
+    @Test func aSerializerFailureOfAnOperationGoesToTheRetrier() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let hits = failingRoute(
+                    server, "/half-written", failures: 1, status: .ok, headers: [.contentType: "application/json"], failureBody: Data("[1,".utf8))
+                let asked = NIOLockedValueBox<[String]>([])
+                manager.sessionManager.interceptor = Retrier { attempt in
+                    asked.withLockedValue { $0.append(attempt.error.map { "\($0.code)" } ?? "none") }
+                    return attempt.error?.code == .responseSerializationFailed && attempt.retryCount == 0 ? .retry() : .doNotRetry
+                }
+                manager.responseSerializer = JSONResponseSerializer()
+                let outcome: Outcome = await awaitCallback { done in
+                    manager.get("half-written", success: { done(.success($0, $1, onQueue: true)) }, failure: { done(.failure($0, $1, onQueue: true)) })
+                }
+                #expect(outcome.error == nil, "\(String(describing: outcome.error))")
+                #expect(hits.withLockedValue { $0 } == 2)
+                #expect(asked.withLockedValue { $0 } == ["responseSerializationFailed"])
             }
         }
     }
@@ -560,34 +631,72 @@ struct HTTPRequestOperationTests {
         }
     }
 
-    /// Paused before it starts, as an AFNetworking operation paused while queued: the queue
-    /// starts it, but its task is suspended at once (it posts `.taskDidSuspend`), and the
-    /// exchange completes only after `resume()`.
-    @Test func anOperationPausedBeforeItStartsWaitsForResume() async throws {
+    /// Paused before it starts, as an AFNetworking operation paused while queued: it is not ready,
+    /// so the queue leaves it and its slot (an operation behind it runs), and nothing is sent
+    /// until `resume()`. It was started by the queue and its task suspended after the resume, so
+    /// its request had gone out (a `POST`'s work done) and it held the queue's one slot.
+    @Test func anOperationPausedBeforeItStartsSendsNothingUntilResumed() async throws {
         try await withTestServer { server in
-            let engine = EventRecordingEngine()
-            let manager = HTTPRequestOperationManager(sessionManager: HTTPSessionManager(baseURL: server.baseURL, engine: engine))
-            manager.completionQueue = Self.queue
-            manager.responseSerializer = HTTPResponseSerializer()
-            let url = server.url("/anything/\(UUID().uuidString)")
-            let suspended = Recorder<Void>()
-            let observer = NotificationCenter.default.addObserver(forName: .taskDidSuspend, object: nil, queue: nil) { note in
-                if (note.object as? DataTask)?.originalRequest.url == url { suspended.append(()) }
+            try await self.withOperationManager(server) { manager in
+                manager.operationQueue.maxConcurrentOperationCount = 1
+                let held = "/held"
+                let heldCount = Self.counted(server, held)
+                let finished = Recorder<String>()
+                let paused = manager.httpRequestOperation(
+                    with: Request(method: .post, url: server.url(held)),
+                    success: { _, _ in finished.append("paused") }, failure: { _, error in finished.append("paused \(error.code)") })
+                paused.pause()
+                #expect(!paused.isReady)
+                let behind = manager.httpRequestOperation(
+                    with: Request(url: server.url("/get")),
+                    success: { _, _ in finished.append("behind") }, failure: { _, error in finished.append("behind \(error.code)") })
+                manager.operationQueue.addOperation(paused)
+                manager.operationQueue.addOperation(behind)
+                #expect(await finished.wait { $0.count == 1 })
+                #expect(finished.all == ["behind"], "the operation behind the paused one ran in the one slot")
+                #expect(heldCount() == 0, "the paused operation sent its request")
+                #expect(paused.isPaused && !paused.isExecuting && !paused.isFinished && paused.task == nil)
+                paused.resume()
+                #expect(await finished.wait { $0.count == 2 })
+                #expect(finished.all == ["behind", "paused"])
+                #expect(heldCount() == 1)
             }
-            defer { NotificationCenter.default.removeObserver(observer) }
-            let finished = Recorder<CourierError?>()
-            let operation = manager.httpRequestOperation(
-                with: Request(url: url), success: { _, _ in finished.append(nil) }, failure: { _, error in finished.append(error) })
-            operation.pause()
-            manager.operationQueue.addOperation(operation)
-            #expect(await suspended.wait(within: .seconds(30)) { $0.count == 1 }, "the operation started unpaused")
-            #expect(operation.isPaused && operation.isExecuting)
-            #expect(finished.count == 0)
-            operation.resume()
-            #expect(await finished.wait { $0.count == 1 })
-            #expect(finished.all == [nil])
-            #expect(!engine.completedWhileSuspended, "the exchange completed while the operation was paused")
-            await manager.invalidate(cancelingOperations: true)
+        }
+    }
+
+    /// Cancelled while paused before it started, the operation finishes cancelled (the queue
+    /// starts a cancelled operation) and sends nothing.
+    @Test func anOperationPausedThenCancelledBeforeItStartsFinishesCancelled() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let path = "/never"
+                let count = Self.counted(server, path)
+                let outcome: Outcome = await awaitCallback { done in
+                    let operation = manager.httpRequestOperation(
+                        with: Request(url: server.url(path)),
+                        success: { done(.success($0, $1, onQueue: true)) }, failure: { done(.failure($0, $1, onQueue: true)) })
+                    operation.pause()
+                    manager.operationQueue.addOperation(operation)
+                    operation.cancel()
+                }
+                #expect(outcome.error?.code == .cancelled)
+                #expect(count() == 0)
+            }
+        }
+    }
+
+    /// Started by hand before its dependency finished, an operation does nothing (AFNetworking's
+    /// `start` asks `isReady`); it ran at once.
+    @Test func startingAnOperationWhoseDependencyHasNotFinishedDoesNothing() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                let first = HTTPRequestOperation(request: Request(url: server.url("/get")), sessionManager: manager.sessionManager)
+                let second = HTTPRequestOperation(request: Request(url: server.url("/get")), sessionManager: manager.sessionManager)
+                second.addDependency(first)
+                second.start()
+                #expect(!second.isExecuting && !second.isFinished && second.task == nil)
+                #expect(server.requestCount == 0)
+            }
         }
     }
 
