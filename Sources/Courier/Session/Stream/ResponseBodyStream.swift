@@ -3,12 +3,14 @@ import NIOCore
 /// A response body as it arrives: chunks, in order, with back-pressure (the connection stops
 /// reading while the chunks already received wait unread).
 ///
-/// Iterate it once: a second iteration (of this value or a copy) ends at once, with no chunk.
+/// Iterate it once: a second iteration of a body still arriving (of this value or a copy) ends
+/// at once, with no chunk.
 /// Stopping early (breaking out of the loop, or cancelling the iterating task)
 /// cancels the request. A failure mid-body — a reset, a timeout — is thrown by the iteration.
 /// A body that was read whole before the call returned (the `gatheringBodiesUpTo:` of
 /// `SessionManager.stream(_:downloadProgress:gatheringBodiesUpTo:)`) comes from memory, in one
-/// chunk.
+/// chunk, to every iteration (nothing is left to read from the connection, so a second one costs
+/// nothing and cancels nothing).
 public struct ResponseBodyStream: AsyncSequence, Sendable {
     public typealias Element = ByteBuffer
     public typealias Failure = CourierError

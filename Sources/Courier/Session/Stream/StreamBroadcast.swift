@@ -61,8 +61,10 @@ final class StreamBroadcast: Sendable {
 
     private struct State {
         var source: Source?
-        /// Chunks not yet read by every live reader; `chunks[0]` is chunk number `first`.
-        var chunks: [ByteBuffer] = []
+        /// Chunks not yet read by every live reader; the first is chunk number `first`. A ring:
+        /// dropping the chunks a lagging reader has just read costs what is dropped (an array's
+        /// `removeFirst` moved every chunk kept, for each chunk read, while that reader caught up).
+        var chunks = CircularBuffer<ByteBuffer>()
         var first = 0
         /// Each reader's next chunk number; nil once it stopped (ended, or let go of).
         var positions: [Int?]
@@ -98,7 +100,7 @@ final class StreamBroadcast: Sendable {
                 guard let position = state.positions[index] else { return .end }
                 if position - state.first < state.chunks.count {
                     state.positions[index] = position + 1
-                    let chunk = state.chunks[position - state.first]
+                    let chunk = state.chunks[state.chunks.index(state.chunks.startIndex, offsetBy: position - state.first)]
                     Self.trim(&state)
                     return .chunk(chunk)
                 }
