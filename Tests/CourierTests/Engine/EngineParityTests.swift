@@ -130,6 +130,21 @@ struct EngineParityTests {
         }
     }
 
+    /// A redirect status without a `Location` is the answer (RFC 9110 15.4: nothing to follow), on
+    /// every engine: the serializer refuses its status and keeps its body.
+    @Test(arguments: Kind.allCases)
+    func aRedirectWithoutALocationIsTheAnswer(_ kind: Kind) async throws {
+        try await withTestServer { server in
+            try await self.withManager(kind, server) { manager in
+                for code in [300, 308] {
+                    let refused = await #expect(throws: CourierError.self) { try await manager.get("status/\(code)") }
+                    #expect(refused?.code == .unacceptableStatusCode, "\(code): \(refused.map { "\($0)" } ?? "")")
+                    #expect(refused?.response?.status.code == code)
+                }
+            }
+        }
+    }
+
     /// A connection the server ends after the request was sent is `connectionClosed` on every
     /// engine, never `connectionFailed` (which says no request went out, and which a retry policy
     /// may take as safe to send again). URLSession's engine called libcurl's lost connection

@@ -170,6 +170,21 @@ extension RequestSerializationTests {
             #expect(form.contentLength > .max / 2, "the form keeps its first part and its length")
         }
 
+        /// A stream declared near `Int64.max` left no room for a field appended from memory after
+        /// it (those appends cannot fail): `contentLength` trapped on the overflow when the form
+        /// became a request. It is refused; one that leaves room is taken, and a field after it is.
+        @Test("a stream length that leaves no room for fields in memory is refused")
+        func aLengthThatLeavesNoRoomForFieldsInMemory() throws {
+            var form = MultipartFormData()
+            let error = #expect(throws: CourierError.self) {
+                try form.appendPart(withStream: { Chunks(chunks: []) }, name: "a", fileName: "a", length: .max - 200, mimeType: "text/plain")
+            }
+            #expect(error?.code == .invalidRequest)
+            try form.appendPart(withStream: { Chunks(chunks: []) }, name: "a", fileName: "a", length: 1 << 62, mimeType: "text/plain")
+            form.appendPart(withForm: Data(count: 300), name: "b")
+            #expect(form.contentLength > 1 << 62)
+        }
+
         @Test("a one-shot stream makes the form one-shot")
         func oneShotStream() throws {
             var form = MultipartFormData()

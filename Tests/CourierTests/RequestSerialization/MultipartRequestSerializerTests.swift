@@ -1,6 +1,7 @@
 @testable import Courier
 import Foundation
 import HTTPTypes
+import NIOCore
 import Testing
 
 extension RequestSerializationTests {
@@ -234,6 +235,35 @@ extension RequestSerializationTests {
                 #expect(error?.message.contains(folder.appendingPathComponent(relativePath).path) == true, "\(error?.message ?? "")")
                 #expect(error?.request != nil)
                 #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == before)
+            }
+        }
+
+        /// A folder that appears at the destination while the body is written is not replaced:
+        /// the file is renamed into place in one step, which a folder refuses. NIOFileSystem's
+        /// `replaceItem` removed the destination, recursively, and then moved the file there (a
+        /// cancel between the two lost both files).
+        @Test("a folder made at the destination while the body is written is left whole, and the write fails")
+        func aFolderMadeAtTheDestinationMeanwhileIsKept() async throws {
+            try await withTemporaryFolder { folder in
+                let destination = folder.appendingPathComponent("out.multipart")
+                var form = MultipartFormData()
+                try form.appendPart(
+                    withStream: {
+                        // Read while the body is copied into the temporary file.
+                        try? FileManager.default.createDirectory(at: destination, withIntermediateDirectories: false)
+                        try? Data("keep".utf8).write(to: destination.appendingPathComponent("inside.txt"))
+                        return AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+                            continuation.yield(ByteBuffer(string: "abc"))
+                            continuation.finish()
+                        }
+                    }, name: "s", fileName: "s.txt", length: 3, mimeType: "text/plain")
+                let request = form.finalizing(Request(method: .post, url: URL(string: "https://h.test/")!))
+                let error = await #expect(throws: CourierError.self) {
+                    _ = try await HTTPRequestSerializer().request(withMultipartFormRequest: request, writingStreamContentsToFile: destination)
+                }
+                #expect(error?.code == .fileSystemFailure)
+                #expect(try Data(contentsOf: destination.appendingPathComponent("inside.txt")) == Data("keep".utf8))
+                #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["out.multipart"], "the temporary file was removed")
             }
         }
 

@@ -44,17 +44,23 @@ extension MultipartFormData {
             name: name)
     }
 
-    /// Appends a part whose size a caller or a file gave, unless the form's length would then be
-    /// more than an `Int64` holds (``contentLength`` would overflow and trap).
+    /// Appends a part whose size a caller or a file gave, unless the form's length would then come
+    /// within 2⁶¹ bytes of what an `Int64` holds: that room is kept for the parts appended from
+    /// memory, which cannot fail (``contentLength`` would overflow and trap; a stream declared
+    /// `Int64.max - 200` bytes long, then any field, did).
     private mutating func appendSized(_ part: MultipartPart, name: String) throws(CourierError) {
         let boundary = self.boundaryValue
         let overhead = Int64(boundary.encapsulationDelimiter.count + part.headerBlock.count + boundary.closeDelimiter.count)
         let (withPart, overflow) = self.contentLength.addingReportingOverflow(part.bodyLength)
-        guard !overflow, withPart <= Int64.max - overhead else {
+        guard !overflow, withPart <= Int64.max - Self.roomForPartsInMemory - overhead else {
             throw CourierError(.invalidRequest, "the form field '\(name)' makes the form longer than a body can be (\(part.bodyLength) bytes)")
         }
         self.append(part)
     }
+
+    /// What the sized parts leave of `Int64`'s range for the parts appended from memory (2⁶¹
+    /// bytes, more than any memory holds).
+    static let roomForPartsInMemory: Int64 = 1 << 61
 
     /// Appends a file field whose bytes come from a stream made afresh for each send (AFNetworking's
     /// `appendPartWithInputStream:name:fileName:length:mimeType:`).
@@ -68,7 +74,7 @@ extension MultipartFormData {
     ///   - length: The exact number of bytes the stream produces.
     ///   - mimeType: The part's `Content-Type`.
     /// - Throws: ``CourierError/Code/invalidRequest`` when `length` is negative, or would make the
-    ///   form longer than an `Int64` counts.
+    ///   form longer than an `Int64` counts (less 2⁶¹ bytes kept for the parts appended from memory).
     public mutating func appendPart(
         withStream makeStream: @escaping @Sendable () -> some AsyncSequence<ByteBuffer, any Error> & Sendable,
         name: String,
@@ -92,7 +98,7 @@ extension MultipartFormData {
     ///   - length: The exact number of bytes the stream produces.
     ///   - mimeType: The part's `Content-Type`.
     /// - Throws: ``CourierError/Code/invalidRequest`` when `length` is negative, or would make the
-    ///   form longer than an `Int64` counts.
+    ///   form longer than an `Int64` counts (less 2⁶¹ bytes kept for the parts appended from memory).
     public mutating func appendPart(
         withInputStream stream: some AsyncSequence<ByteBuffer, any Error> & Sendable,
         name: String,

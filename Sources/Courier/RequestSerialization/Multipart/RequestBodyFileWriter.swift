@@ -2,6 +2,14 @@ import Foundation
 import NIOCore
 import NIOFileSystem
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Streams a request body into a file, all or nothing: the bytes go to a temporary file in the
 /// destination's folder, which is moved into place only once every byte is written.
 enum RequestBodyFileWriter {
@@ -21,10 +29,15 @@ enum RequestBodyFileWriter {
             ) { handle in
                 try await Self.copy(body, into: handle, path: destination)
             }
-            do {
-                try await FileSystem.shared.replaceItem(at: destination, withItemAt: temporary)
-            } catch {
-                throw CourierError(.fileSystemFailure, "cannot move the body into place at \(destination)", underlyingError: error)
+            // One rename(2): the old file is replaced at once or stays, and a folder that appeared
+            // meanwhile refuses it. (NIOFileSystem's `replaceItem` removes the destination,
+            // recursively, then moves the file: a cancel or a crash between the two lost both.)
+            if rename(temporary.string, destination.string) != 0 {
+                let code = errno
+                let reason = String(cString: strerror(code))
+                throw CourierError(
+                    .fileSystemFailure, "cannot move the body into place at \(destination): \(reason)",
+                    underlyingError: POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO))
             }
             return written
         } catch {
