@@ -236,6 +236,16 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             // URLSession is done with the body it sent from a file: removed before the exchange
             // ends, so that whoever hears the end finds it gone.
             exchange.discardSpooledBody()
+            // FoundationNetworking keeps the head of a redirect status (301–308) for the redirect
+            // it plans, and one without a `Location` ends the task with neither its head nor an
+            // error: that response is the answer (RFC 9110 15.4), and goes to the exchange here.
+            if error == nil, !shutDown, !exchange.hasDeliveredHead, !exchange.isFollowingItself, !exchange.brokeRedirectPolicy,
+                let http = task.response as? HTTPURLResponse, http.value(forHTTPHeaderField: "Location") == nil,
+                let head = URLSessionEngine.response(from: http)
+            {
+                exchange.markHeadDelivered()
+                _ = exchange.delegate.exchange(didReceive: head, url: http.url ?? exchange.current.url)
+            }
             exchange.finish(
                 shutDown
                     ? CourierError(.sessionInvalidated, "\(request.summary): the engine was shut down before the redirect was followed", request: request)

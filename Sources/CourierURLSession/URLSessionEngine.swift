@@ -483,6 +483,9 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         if deliver { self.delegate.exchange(didReceive: ByteBuffer(data: data)) }
     }
 
+    /// Whether the final response head went to the delegate.
+    var hasDeliveredHead: Bool { self.state.withLockedValue { $0.deliveredHead } }
+
     /// The final response head is going to the delegate.
     func markHeadDelivered() {
         self.state.withLockedValue { $0.deliveredHead = true }
