@@ -38,6 +38,11 @@ extension NIOExchange {
         self.delegate.exchange(didSendBodyData: bytes, totalBytesSent: counted.total, totalBytesExpectedToSend: counted.expected)
     }
 
+    /// An interim (1xx) head arrived: activity, for the idle timeout (nothing else to do).
+    func hopReceivedInterimHead() {
+        self.state.withLockedValue { $0.lastActivity = .now() }
+    }
+
     /// The hop's response head arrived over `networkProtocolName`: plan a redirect, or hand the
     /// response to the delegate.
     func hopReceivedHead(_ response: HTTPResponse, over networkProtocolName: String) {

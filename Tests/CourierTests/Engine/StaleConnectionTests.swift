@@ -28,10 +28,12 @@ struct StaleConnectionTests {
         }
     }
 
+    /// A reset after the request went out does not say the server read none of it (one that read
+    /// part of a long body, acted and closed resets too): a `POST` was sent again after it.
     @Test func otherMethodsGoAgainOnlyWhenTheServerCannotHaveReadThem() {
         for method in [HTTPRequest.Method.post, .patch, .connect] {
             #expect(!Self.rule(method).allowsResend, "a clean close after the request went out: the server may have acted on it")
-            #expect(Self.rule(method, closure: .reset).allowsResend, "a reset with nothing read: the server's socket was closed")
+            #expect(!Self.rule(method, closure: .reset).allowsResend, "a reset after the request went out: the server may have acted on it")
             #expect(Self.rule(method, written: false).allowsResend, "nothing was written")
         }
     }
@@ -138,17 +140,35 @@ struct StaleConnectionTests {
         { connection, request, _ in connection == 0 && request == 1 ? second : .respond(Self.ok) }
     }
 
-    @Test func aResetReusedConnectionSendsAnyRequestAgain() async throws {
-        for method in [HTTPRequest.Method.get, .post] {
+    /// A reused connection reset as the request arrives: a `GET` (or a `POST` with an
+    /// `Idempotency-Key`) goes again on a new connection; a `POST` does not, and says why. The
+    /// server here read the `POST` before it reset the connection, as one that acts on part of a
+    /// long body and closes does: the `POST` was sent again, and would have been applied twice.
+    @Test func aResetReusedConnectionSendsAgainOnlyWhatMayBeRepeated() async throws {
+        let key: HTTPFields = [HTTPField.Name("Idempotency-Key")!: "order-1"]
+        for (method, headers) in [(HTTPRequest.Method.get, HTTPFields()), (.post, key)] {
             try await withScriptedServer(Self.firstConnectionEnds(with: .reset())) { server in
                 try await withManager(baseURL: server.baseURL) { manager in
                     _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
                     let second = try await manager.response(
-                        method: method, urlString: "b", parameters: ["k": "v"], serializer: DataResponseSerializer())
+                        method: method, urlString: "b", parameters: ["k": "v"], headers: headers, serializer: DataResponseSerializer())
                     #expect(second.value == Data("ok".utf8), "\(method)")
                     #expect(server.connectionCount == 2)
                     #expect(server.receivedHeads.count == 3)
                 }
+            }
+        }
+        try await withScriptedServer(Self.firstConnectionEnds(with: .reset())) { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
+                let error = await #expect(throws: CourierError.self) {
+                    try await manager.response(method: .post, urlString: "b", parameters: ["k": "v"], serializer: DataResponseSerializer())
+                }
+                #expect(error?.code == .connectionClosed)
+                #expect(error?.message.contains("the server reset the kept-alive connection as the request went out") == true, "\(String(describing: error))")
+                #expect(error?.message.contains("POST is not idempotent, so Courier did not send it again") == true, "\(String(describing: error))")
+                #expect(server.connectionCount == 1)
+                #expect(server.receivedHeads.count == 2, "the POST reached the server once")
             }
         }
     }

@@ -56,9 +56,11 @@ final class HTTP1Connection: HopCarrier, Sendable {
         self.onLoop { $0.cancel(hop) }
     }
 
-    /// Starts counting idle time (a new connection that nobody waited for).
+    /// Starts counting idle time (a new connection that nobody waited for), and closes the
+    /// connection on any byte that comes before a request, as after a response (it was not
+    /// watched so: a stray answer in part waited in the decoder for the next request).
     func startIdleClock() {
-        self.onLoop { $0.becameIdle() }
+        self.onLoop { $0.becameIdleBeforeAnyHop() }
     }
 
     private func onLoop(_ body: @escaping @Sendable (HopHandler) -> Void) {

@@ -420,6 +420,8 @@ final class HopHandler: ChannelDuplexHandler {
             self.readTransport()
         case .close:
             self.closeTransport()
+        case .interimHead:
+            self.hop?.exchange.hopReceivedInterimHead()
         case .sendHeldBody:
             self.continueDeadline?.cancel()
             self.continueDeadline = nil
@@ -519,8 +521,8 @@ final class HopHandler: ChannelDuplexHandler {
             return error ?? ConnectionPoolError.closedBeforeResponseComplete
         case .requestBodyFailed(let error):
             return error
-        case .closedOnReuseNotResent:
-            return ConnectionPoolError.closedOnReuseNotResent(method: hop.request.method.rawValue, overHTTP2: self.stream != nil)
+        case .closedOnReuseNotResent(let reset):
+            return ConnectionPoolError.closedOnReuseNotResent(method: hop.request.method.rawValue, overHTTP2: self.stream != nil, reset: reset)
         case .proxyAuthenticationRequired(let head):
             // The forwarding proxy, not the origin, refused: a typed error that names it.
             var proxyName = "the proxy"
@@ -582,6 +584,14 @@ final class HopHandler: ChannelDuplexHandler {
     }
 
     // MARK: Idle connections
+
+    /// A new connection nobody waited for: idle, unless a hop was handed to it first (a caller
+    /// that took it from the pool's idle list before this ran).
+    func becameIdleBeforeAnyHop() {
+        guard self.hop == nil, self.stateMachine.hopsCarried == 0 else { return }
+        self.readWatcher?.isIdle = true
+        self.becameIdle()
+    }
 
     /// Starts the idle clock; one check per idle timeout at most is scheduled.
     func becameIdle() {

@@ -88,6 +88,10 @@ struct HopResponseHead: Equatable, Sendable {
             case 10 where keepAlive == .absent && name.equalsLowercased("keep-alive"):
                 keepAlive = .idleTimeout(HopStateMachine.idleTimeout(fromKeepAlive: value))
             case 17 where unsupportedTransferCoding == nil && name.equalsLowercased("transfer-encoding"):
+                // An HTTP/1.0 message with a `Transfer-Encoding` has faulty framing: read as it
+                // says, then the connection is closed (RFC 9112 6.1; Go ignores the field in a
+                // 1.0 answer, so the two may have framed it differently).
+                if !isHTTP11 { self.isKeepAlive = false }
                 if value == "chunked", !chunked {
                     chunked = true
                 } else {

@@ -139,7 +139,7 @@ struct HopStateMachine {
         /// A reused connection closed as the request went out, with no byte of the response: the
         /// server may not have processed it, but its method is not idempotent, so it did not go
         /// again (RFC 9110 9.2.2).
-        case closedOnReuseNotResent
+        case closedOnReuseNotResent(reset: Bool)
         /// A forwarding proxy wants authentication (407): this is its answer.
         case proxyAuthenticationRequired(HopResponseHead)
     }
@@ -163,6 +163,8 @@ struct HopStateMachine {
         case close
         /// Send the body held for `100 Continue` now (stop the wait's timer).
         case sendHeldBody
+        /// An interim (1xx) head that asks nothing: the exchange hears the server is alive.
+        case interimHead
         /// The response head: to the hop's exchange, as having come over `networkProtocol`.
         case forwardHead(HopResponseHead, networkProtocol: String)
         /// A part of the response body: to the exchange (which may pause delivery).
@@ -478,7 +480,9 @@ struct HopStateMachine {
         // 1xx answers other than 101 precede the real response; `100 Continue` lets a body held
         // back for it go.
         if code >= 100, code < 200, code != 101 {
-            guard code == 100, hop.request == .awaitingContinue else { return .none }
+            // The server is alive (`102 Processing` every few seconds of a long WebDAV copy):
+            // the exchange's idle clock starts again.
+            guard code == 100, hop.request == .awaitingContinue else { return .interimHead }
             hop.request = .sending
             self.state = .running(hop)
             return .sendHeldBody
@@ -623,11 +627,11 @@ struct HopStateMachine {
             // The second such refusal is the answer: it went again once already.
             return .failHop(.refusedAgainAfterGoAwayError(loss.error), then: then)
         }
-        if !rule.methodIsIdempotent, rule.bodyIsReplayable, rule.connectionWasReused, rule.requestWritten, !rule.responseBytesSeen, rule.closure == .closed,
-            !rule.isCancelled, hop.resends < ResendRule.maximumResends
+        if !rule.methodIsIdempotent, rule.bodyIsReplayable, rule.connectionWasReused, rule.requestWritten, !rule.responseBytesSeen,
+            rule.closure == .closed || rule.closure == .reset, !rule.isCancelled, hop.resends < ResendRule.maximumResends
         {
             // Most likely a keep-alive timeout that met the request: say why it did not go again.
-            return .failHop(.closedOnReuseNotResent, then: then)
+            return .failHop(.closedOnReuseNotResent(reset: rule.closure == .reset), then: then)
         }
         if hop.resends >= ResendRule.maximumResends, !rule.responseBytesSeen, rule.closure == .closed || rule.closure == .reset {
             // Sent again as often as allowed, and closed each time before any answer.

@@ -12,10 +12,12 @@ import HTTPTypes
 /// - when no byte of the response had arrived, the request was not cancelled, and it has not
 ///   been sent again ``maximumResends`` times already; and
 /// - either nothing of it was written before the connection was found closed, or it was written
-///   on a reused connection (over HTTP/2, one that had opened a stream before the hop's) and then
-///   either its method is idempotent (RFC 9110 9.2.2: GET, HEAD,
-///   OPTIONS, TRACE, PUT, DELETE) or the server reset the connection with nothing read (a reset
-///   means the server's socket closed with our bytes unread);
+///   on a reused connection (over HTTP/2, one that had opened a stream before the hop's) and its
+///   method is idempotent (RFC 9110 9.2.2: GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or an
+///   `Idempotency-Key` says it may be repeated. A reset does not count as proof that nothing was
+///   read: a server that read part of a long body, acted and closed resets too (RFC 9112 9.6), so
+///   a `POST` is not sent again after a reset any more than after a clean close (Go's rule; it was
+///   before, and could be applied twice);
 /// - and its body can be produced again (not a one-shot stream: its first chunks may already be
 ///   gone). A hop handed a connection that turns out closed before it starts is not sent at all:
 ///   it simply goes to another connection, one-shot stream included (see ``EngineHop``).
@@ -132,7 +134,7 @@ struct ResendRule: Equatable {
         guard self.resends < Self.maximumResends else { return false }
         if !self.requestWritten { return true }
         guard self.connectionWasReused else { return false }
-        return self.methodIsIdempotent || self.closure == .reset
+        return self.methodIsIdempotent
     }
 
     /// Whether a request with a method that is not idempotent says it may be repeated: an

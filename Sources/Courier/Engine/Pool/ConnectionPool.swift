@@ -520,7 +520,7 @@ enum ConnectionPoolError: Error, Hashable, CustomStringConvertible {
     /// often the server's idle timeout meeting the request): it was not sent again, its method
     /// (`method`) not being idempotent. `overHTTP2`: an HTTP/2 connection, which closed without a
     /// GOAWAY that could have said whether the server processed the request.
-    case closedOnReuseNotResent(method: String, overHTTP2: Bool = false)
+    case closedOnReuseNotResent(method: String, overHTTP2: Bool = false, reset: Bool = false)
 
     var description: String {
         switch self {
@@ -535,10 +535,10 @@ enum ConnectionPoolError: Error, Hashable, CustomStringConvertible {
         case .bodyLengthMismatch(let declared, let sent): "the body declared \(declared) bytes and gave \(sent)"
         case .noStreamsAllowed:
             "the server allows no HTTP/2 streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0), so the request was not sent"
-        case .closedOnReuseNotResent(let method, let overHTTP2):
+        case .closedOnReuseNotResent(let method, let overHTTP2, let reset):
             (overHTTP2
-                ? "the server closed the HTTP/2 connection, with no GOAWAY to say which requests it processed, as the request went out, before answering"
-                : "the server closed the kept-alive connection as the request went out, before answering (most often its idle timeout)")
+                ? "the server \(reset ? "reset" : "closed") the HTTP/2 connection, with no GOAWAY to say which requests it processed, as the request went out, before answering"
+                : "the server \(reset ? "reset" : "closed") the kept-alive connection as the request went out, before answering (most often its idle timeout)")
                 + "; \(method) is not idempotent, so Courier did not send it again, as the server may have processed it (an Idempotency-Key field, or a retrier that allows \(method), sends it again)"
         }
     }

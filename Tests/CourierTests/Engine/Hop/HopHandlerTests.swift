@@ -107,6 +107,26 @@ struct HopHandlerTests {
 
     static let url = URL(string: "http://127.0.0.1:8080/a?b=1")!
 
+    /// A new connection nobody waited for is idle like one given back after a response: a byte
+    /// before any request closes it. It was not watched, and a stray answer in part (a `408`
+    /// split by TCP) waited in the decoder to be read as the next request's answer.
+    @Test func aNewConnectionNobodyWaitedForIsClosedByABytePrecedingAnyRequest() throws {
+        let setup = try Setup()
+        setup.connection.startIdleClock()
+        #expect(setup.channel.isActive)
+        try setup.receive("HTTP/1.1 408 Request Ti")
+        #expect(!setup.channel.isActive)
+    }
+
+    /// A hop handed over before the new connection's idle clock started keeps its answer.
+    @Test func aHopHandedOverBeforeTheIdleClockKeepsTheConnectionWatchedForItsAnswer() throws {
+        let setup = try Setup()
+        let (_, recorder) = try setup.run(Request(url: Self.url))
+        setup.connection.startIdleClock()
+        try setup.receive("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        #expect(recorder.snapshot.status == 200 && recorder.snapshot.body == "ok" && recorder.snapshot.completions == 1)
+    }
+
     @Test func aRequestAndItsResponseGoThroughAndTheConnectionIdlesOutInThePool() throws {
         let setup = try Setup()
         let (_, recorder) = try setup.run(Request(url: Self.url, headerFields: [.accept: "*/*"]))
