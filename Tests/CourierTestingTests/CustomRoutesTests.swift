@@ -96,7 +96,7 @@ struct RouteFailure: Error {}
             }
             // The call returns at the head: were the body not held apart, this would wait for
             // the release that comes only after it.
-            let response = try await client.execute(HTTPClientRequest(url: server.url("/held").absoluteString), timeout: .seconds(20))
+            let response = try await client.execute(HTTPClientRequest(url: server.url("/held").absoluteString), timeout: .seconds(120))
             #expect(response.status == .ok)
             #expect(response.headers["Content-Length"] == ["5"])
             #expect(response.headers["Content-Type"] == ["text/plain"])
@@ -115,7 +115,7 @@ struct RouteFailure: Error {}
             server.route("/held") { _ in
                 TestServer.Response(body: Data("*****".utf8)) { for await _ in gate { break } }
             }
-            let response = try await client.execute(HTTPClientRequest(url: server.url("/held").absoluteString), timeout: .seconds(20))
+            let response = try await client.execute(HTTPClientRequest(url: server.url("/held").absoluteString), timeout: .seconds(120))
             #expect(response.headers["Content-Length"] == ["5"])
             // Never released: the server's shutdown closes the connection, which cancels the wait.
             // Had the body gone with the head, the client would still read it whole.
@@ -164,7 +164,7 @@ struct RouteFailure: Error {}
             // on a loaded machine between the head and the shutdown (CI saw a 5 s body end first).
             // (The timeout bounds the head only: AsyncHTTPClient drops the deadline once the head is in.)
             let response = try await client.execute(
-                HTTPClientRequest(url: server.url("/courier/slow-body/1200?interval=0.05").absoluteString), timeout: .seconds(30))
+                HTTPClientRequest(url: server.url("/courier/slow-body/1200?interval=0.05").absoluteString), timeout: .seconds(120))
             try await server.shutdown()
             await #expect(throws: (any Error).self) {
                 for try await _ in response.body {}

@@ -9,7 +9,7 @@ import Testing
     @Test(arguments: [false, true])
     func truncatedBodyFailsTheRead(tls: Bool) async throws {
         try await withServer(tls ? .https() : TestServer.Configuration()) { server, client in
-            let response = try await client.execute(HTTPClientRequest(url: server.url("/courier/truncated/100").absoluteString), timeout: .seconds(30))
+            let response = try await client.execute(HTTPClientRequest(url: server.url("/courier/truncated/100").absoluteString), timeout: .seconds(120))
             #expect(response.headers.first(name: "Content-Length") == "200")
             var received = 0
             await #expect(throws: (any Error).self) {

@@ -78,7 +78,7 @@ import Testing
             // The timeouts of `makeClient`'s clients (AHC's own connect timeout, 10 s, ran out once
             // in a full CI run on two loaded cores: the handshake is what is tested, not its pace).
             var clientConfiguration = HTTPClient.Configuration(
-                tlsConfiguration: tls, redirectConfiguration: .disallow, timeout: .init(connect: .seconds(20), read: .seconds(20)))
+                tlsConfiguration: tls, redirectConfiguration: .disallow, timeout: .init(connect: .seconds(120), read: .seconds(120)))
             clientConfiguration.connectionPool.retryConnectionEstablishment = false
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
             do {

@@ -58,7 +58,7 @@ func makeClient(_ options: ClientOptions = ClientOptions()) -> HTTPClient {
     var configuration = HTTPClient.Configuration(
         tlsConfiguration: tls,
         redirectConfiguration: .disallow,
-        timeout: .init(connect: .seconds(20), read: .seconds(20)),
+        timeout: .init(connect: .seconds(120), read: .seconds(120)),
         decompression: .disabled
     )
     configuration.connectionPool.retryConnectionEstablishment = false

@@ -76,7 +76,7 @@ extension HTTPClient {
         var request = HTTPClientRequest(url: url.absoluteString)
         request.method = method
         request.headers = headers
-        let response = try await self.execute(request, timeout: .seconds(30))
+        let response = try await self.execute(request, timeout: .seconds(120))
         var received = Received(response: response, bytes: [])
         do {
             for try await chunk in response.body { received.bytes += chunk.readableBytesView }

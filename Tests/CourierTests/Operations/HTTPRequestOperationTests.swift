@@ -315,8 +315,6 @@ struct HTTPRequestOperationTests {
             #expect(await engine.wait { $0.contains(.head) }, "the answer never came")
             #expect(finished.count == 0)
             #expect(operation.isExecuting)
-            // The head is the operation's as soon as it came (it was nil until the operation finished).
-            #expect(operation.response?.status == .ok)
             operation.resume()
             _ = await done.wait(seconds: 30)
             #expect(finished.all == [nil])
@@ -350,6 +348,31 @@ struct HTTPRequestOperationTests {
                 #expect(uploads.all.last?.1 == Int64(body.count))
                 #expect(uploads.all.allSatisfy { $0.2 == Int64(body.count) })
                 #expect(downloads.all.last?.1 == Int64(operation.responseData?.count ?? -1))
+            }
+        }
+    }
+
+    /// The head is the operation's as soon as it came: a download progress block reads it while the
+    /// body is still arriving (AFNetworking's idiom reads its expected length there). It was nil
+    /// until the operation finished.
+    @Test func theResponseIsReadableInProgressBlocksWhileTheBodyArrives() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                let finished = Recorder<CourierError?>()
+                let operation = manager.httpRequestOperation(
+                    with: Request(url: server.url("/courier/slow-body/5?interval=0.05")),
+                    success: { _, _ in finished.append(nil) }, failure: { _, error in finished.append(error) })
+                let seen = Recorder<(finished: Bool, status: Int?)>()
+                operation.setDownloadProgressBlock { [unowned operation] _, _, _ in
+                    seen.append((operation.isFinished, operation.response?.status.code))
+                }
+                manager.operationQueue.addOperation(operation)
+                #expect(await finished.wait { $0.count == 1 })
+                await withCheckedContinuation { continuation in Self.queue.async { continuation.resume() } }
+                let during = seen.all.filter { !$0.finished }
+                #expect(!during.isEmpty, "no progress came before the end: \(seen.all)")
+                #expect(during.allSatisfy { $0.status == 200 }, "\(seen.all)")
             }
         }
     }
