@@ -143,6 +143,18 @@ extension RequestSerializationTests {
             #expect(form.contentLength == Int64(text.utf8.count))
         }
 
+        /// A field given as bytes goes out as those bytes (a legacy file name in Latin-1): its value
+        /// was written as `value`'s UTF-8, which had made the byte 0xE9 the three bytes of U+FFFD.
+        @Test func aFieldGivenAsBytesGoesOutAsThoseBytes() async throws {
+            var form = try MultipartFormData(boundary: "B")
+            let latin1: [UInt8] = Array("form-data; name=\"f\"; filename=\"caf".utf8) + [0xE9] + Array(".txt\"".utf8)
+            form.appendPart(withHeaders: HTTPFields([HTTPField(name: .contentDisposition, value: latin1)]), body: Data("x".utf8))
+            let bytes = try await collectBytes(of: form.body)
+            let expected = Array("--B\r\nContent-Disposition: ".utf8) + latin1 + Array("\r\n\r\nx\r\n--B--\r\n".utf8)
+            #expect(bytes == expected)
+            #expect(form.contentLength == Int64(bytes.count))
+        }
+
         /// A quote that a combining mark follows is one character with it: the check for quotes
         /// looked at characters and let it through, and the name's quoted string ended early
         /// (`name="x"́; filename="́evil.php"` gave the part a file name).

@@ -38,13 +38,15 @@ struct MultipartPart: Sendable {
         return "the part with the fields '\(self.headers.map { "\($0.name): \($0.value)" }.joined(separator: "; "))'"
     }
 
-    /// The header block: each field as `Name: value` and a line break, then an empty line.
+    /// The header block: each field as `Name: value` and a line break, then an empty line. A
+    /// value goes out as the bytes it was made of (a legacy file name in Latin-1 or Shift JIS
+    /// given as bytes): `value` decodes them as UTF-8, and turned each invalid byte into U+FFFD.
     var headerBlock: [UInt8] {
         var bytes: [UInt8] = []
         for field in self.headers {
             bytes += field.name.rawName.utf8
             bytes += ": ".utf8
-            bytes += field.value.utf8
+            field.withUnsafeBytesOfValue { bytes += $0 }
             bytes += "\r\n".utf8
         }
         bytes += "\r\n".utf8
