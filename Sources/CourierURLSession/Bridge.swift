@@ -145,8 +145,9 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             completionHandler(.cancel)
             return
         }
-        // A redirect Courier follows itself: this task's response is not the exchange's.
-        if exchange.isFollowingItself {
+        // A redirect Courier follows itself: this task's response is not the exchange's. A head
+        // delivered already (a challenge's, which ends the exchange) is not delivered twice.
+        if exchange.isFollowingItself || exchange.hasDeliveredHead {
             completionHandler(.cancel)
             return
         }
@@ -183,7 +184,8 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     /// any response: its head goes to the exchange as the final response, which ends there (the
     /// session's authentication sends the request again with its credential), and URLSession's
     /// task is cancelled. FoundationNetworking's own default would end the task with neither the
-    /// response nor an error.
+    /// response nor an error. It may hand the same head to the response callback as well, first or
+    /// after: the exchange hears it once.
     func urlSession(
         _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
@@ -198,8 +200,12 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             return
         }
         let url = response.url ?? exchange.request.url
-        exchange.markHeadDelivered()
-        _ = exchange.delegate.exchange(didReceive: head, url: url)
+        // FoundationNetworking may have handed this 401's head to the exchange already (its
+        // response callback comes first for some challenges): delivered once.
+        if !exchange.hasDeliveredHead {
+            exchange.markHeadDelivered()
+            _ = exchange.delegate.exchange(didReceive: head, url: url)
+        }
         exchange.finish(nil)
         completionHandler(.cancelAuthenticationChallenge, nil)
     }

@@ -249,6 +249,27 @@ struct EngineParityTests {
         }
     }
 
+    /// A challenge nobody answers (no credential) is the task's response, heard once: the head of a
+    /// `401` reaches the session once, and the task ends with it. URLSession's engine delivered it
+    /// twice (from the challenge, then from FoundationNetworking's response): a download opened its
+    /// file a second time.
+    @Test(arguments: Kind.allCases)
+    func anUnansweredChallengeIsOneResponse(_ kind: Kind) async throws {
+        try await withTestServer { server in
+            try await self.withManager(kind, server) { manager in
+                let heads = NIOLockedValueBox(0)
+                manager.hooks.dataTaskDidReceiveResponse = { _, _, _ in
+                    heads.withLockedValue { $0 += 1 }
+                    return .allow
+                }
+                let refused = await #expect(throws: CourierError.self) { try await manager.get("basic-auth/ann/secret") }
+                #expect(refused?.response?.status.code == 401)
+                #expect(heads.withLockedValue { $0 } == 1)
+                #expect(server.requestCount == 1)
+            }
+        }
+    }
+
     /// A streamed body of 10 MiB read only once its first 128 KiB have come in: the session
     /// pauses the exchange at its watermark (NIOEngine stops reading the socket; URLSessionEngine
     /// holds what still arrives) and resumes it as the reader catches up. Every byte comes, in
