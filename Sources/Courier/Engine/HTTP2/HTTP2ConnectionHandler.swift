@@ -107,7 +107,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// the connection's loop.
     func attach(_ delegate: any HTTP2ConnectionDelegate) {
         self.delegate = delegate
-        self.run(self.stateMachine.attached())
+        self.run(self.stateMachine.attached(now: self.context?.eventLoop.now))
     }
 
     /// No stream is open on the connection.

@@ -30,6 +30,9 @@ struct HTTP2ConnectionStateMachine {
         var pingTimeout: TimeAmount
         /// The ID of the connection's first stream (odd; 1 but in tests).
         var firstStreamID = 1
+        /// How long the server may take to send its first SETTINGS, counted from when the pool
+        /// counts the connection (the engine's connect timeout).
+        var settingsTimeout: TimeAmount = .seconds(10)
     }
 
     enum CloseReason: Equatable {
@@ -37,6 +40,9 @@ struct HTTP2ConnectionStateMachine {
         case pingTimeout
         /// A connection error (swift-nio-http2 or below): every stream fails with it.
         case connectionError
+        /// The server sent no SETTINGS within ``Configuration/settingsTimeout`` of the connection's
+        /// attachment (RFC 9113 3.4: its first frame): the connection never became usable.
+        case noSettings
         /// The server sent `SETTINGS_ENABLE_PUSH` other than 0, which a server must not send: a
         /// connection error of type PROTOCOL_ERROR (RFC 9113 6.5.2). Courier sends GOAWAY with it,
         /// and every stream fails with ``HTTP2ServerEnabledPush``.
@@ -89,6 +95,8 @@ struct HTTP2ConnectionStateMachine {
     private var nextPingPayload: UInt64 = 1
     /// When the scheduled check comes due, if one is scheduled.
     private var scheduledCheck: NIODeadline?
+    /// When the server's first SETTINGS must have come, while it has not.
+    private var settingsDeadline: NIODeadline?
     /// The server's last `SETTINGS_MAX_HEADER_LIST_SIZE`, nil until it says one: the longest
     /// request header list it takes (RFC 9113 6.5.2: each field's name and value, and 32 octets).
     private(set) var peerMaximumHeaderListSize: Int?
@@ -109,8 +117,12 @@ struct HTTP2ConnectionStateMachine {
 
     // MARK: The pool
 
-    /// The pool counts the connection: what the server said before is reported now.
-    mutating func attached() -> Action {
+    /// The pool counts the connection: what the server said before is reported now. Given the
+    /// time, a connection whose server has not sent its SETTINGS yet waits for them at most
+    /// ``Configuration/settingsTimeout``: until then the pool counts it as connecting and opens no
+    /// other connection to the host, so a server that never sends them (or a balancer whose
+    /// backend hangs) held every request to the host for as long as it kept the socket open.
+    mutating func attached(now: NIODeadline? = nil) -> Action {
         guard case .waitingForPool(let settingsReceived, let maximumStreams, let goAway) = self.lifecycle else { return .none }
         if let goAway {
             // The pool takes a draining connection as ready: the SETTINGS no longer matter.
@@ -118,7 +130,10 @@ struct HTTP2ConnectionStateMachine {
             return .drain(lastStreamID: goAway)
         }
         self.lifecycle = .active
-        return settingsReceived ? .reportMaximumStreams(maximumStreams) : .none
+        if settingsReceived { return .reportMaximumStreams(maximumStreams) }
+        guard let now else { return .none }
+        self.settingsDeadline = now + self.configuration.settingsTimeout
+        return self.scheduleCheckIfEarlier()
     }
 
     /// The pool says no stream is open on the connection.
@@ -158,6 +173,7 @@ struct HTTP2ConnectionStateMachine {
                 self.lifecycle = .waitingForPool(settingsReceived: true, maximumStreams: maximum ?? previous, goAway: goAway)
                 return .none
             case .active:
+                self.settingsDeadline = nil
                 return .reportMaximumStreams(maximum)
             case .goingAway, .closed:
                 return .none
@@ -205,6 +221,10 @@ struct HTTP2ConnectionStateMachine {
     mutating func idleCheckFired(now: NIODeadline) -> Action {
         self.scheduledCheck = nil
         guard self.lifecycle == .active else { return .none }
+        if let deadline = self.settingsDeadline, now >= deadline {
+            self.lifecycle = .closed
+            return .close(.noSettings)
+        }
         if case .awaitingAnswer(let sentAt) = self.ping, now >= sentAt + self.configuration.pingTimeout {
             self.lifecycle = .closed
             return .close(.pingTimeout)
@@ -235,6 +255,7 @@ struct HTTP2ConnectionStateMachine {
         guard self.lifecycle == .active else { return nil }
         var next: NIODeadline?
         func consider(_ deadline: NIODeadline) { next = next.map { min($0, deadline) } ?? deadline }
+        if let deadline = self.settingsDeadline { consider(deadline) }
         if case .awaitingAnswer(let sentAt) = self.ping {
             consider(sentAt + self.configuration.pingTimeout)
         }
@@ -299,7 +320,8 @@ extension HTTP2ConnectionStateMachine.Configuration {
             idleTimeout: idleTimeout,
             pingInterval: amount(configuration.http2PingInterval, default: 30),
             pingTimeout: amount(configuration.http2PingTimeout, default: 10),
-            firstStreamID: max(1, configuration.http2FirstStreamID) | 1)
+            firstStreamID: max(1, configuration.http2FirstStreamID) | 1,
+            settingsTimeout: .seconds(clamping: configuration.connectTimeout, to: 0...1e9, nan: 10))
     }
 }
 

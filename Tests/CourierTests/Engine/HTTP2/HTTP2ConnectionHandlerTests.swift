@@ -38,11 +38,14 @@ struct HTTP2ConnectionHandlerTests {
         let handler: HTTP2ConnectionHandler
         let delegate = RecordingDelegate()
 
-        /// A connected channel with the handler; idle 60 s, PING after 30 s, answer within 10 s.
-        init(idle: Int64 = 60, ping: Int64 = 30, pingTimeout: Int64 = 10) throws {
+        /// A connected channel with the handler; idle 60 s, PING after 30 s, answer within 10 s;
+        /// the server's SETTINGS awaited a day (most tests send none).
+        init(idle: Int64 = 60, ping: Int64 = 30, pingTimeout: Int64 = 10, settingsTimeout: Int64 = 86_400) throws {
             self.loop = EmbeddedEventLoop()
             self.handler = HTTP2ConnectionHandler(
-                configuration: .init(idleTimeout: .seconds(idle), pingInterval: .seconds(ping), pingTimeout: .seconds(pingTimeout)))
+                configuration: .init(
+                    idleTimeout: .seconds(idle), pingInterval: .seconds(ping), pingTimeout: .seconds(pingTimeout),
+                    settingsTimeout: .seconds(settingsTimeout)))
             self.channel = EmbeddedChannel(handler: self.handler, loop: self.loop)
             try self.channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
         }
@@ -78,6 +81,25 @@ struct HTTP2ConnectionHandlerTests {
         try setup.receive(.settings(.settings([])))
         #expect(setup.delegate.settings == [7, nil])
         _ = try setup.channel.finish()
+    }
+
+    /// A server that sends no SETTINGS is closed once the settings timeout has passed since the
+    /// pool counted the connection; one that sends them is kept.
+    @Test func aServerThatSendsNoSettingsIsClosed() throws {
+        let silent = try Setup(settingsTimeout: 5)
+        silent.handler.attach(silent.delegate)
+        silent.loop.advanceTime(by: .seconds(4))
+        #expect(silent.channel.isActive)
+        silent.loop.advanceTime(by: .seconds(1))
+        #expect(!silent.channel.isActive)
+        #expect(silent.delegate.closeReasons == [.noSettings])
+
+        let answering = try Setup(settingsTimeout: 5)
+        answering.handler.attach(answering.delegate)
+        try answering.receive(.settings(.settings([])))
+        answering.loop.advanceTime(by: .seconds(5))
+        #expect(answering.channel.isActive)
+        _ = try answering.channel.finish()
     }
 
     @Test func goAwayDrainsThenLowers() throws {

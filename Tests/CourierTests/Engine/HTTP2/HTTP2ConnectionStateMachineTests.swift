@@ -51,6 +51,28 @@ struct HTTP2ConnectionStateMachineTests {
         #expect(machine.received(Self.settings(5), now: Self.start) == .reportMaximumStreams(5))
     }
 
+    /// A server that never sends its SETTINGS (RFC 9113 3.4: its first frame) leaves the
+    /// connection counted as connecting, and the pool opens no other to the host: it is closed
+    /// once the SETTINGS timeout (the connect timeout) has passed since the pool counted it. It
+    /// waited for as long as the server kept the socket open.
+    @Test func aServerThatSendsNoSettingsIsClosedAfterTheSettingsTimeout() {
+        var silent = Machine(configuration: .init(idleTimeout: .seconds(60), pingInterval: .seconds(30), pingTimeout: .seconds(10), settingsTimeout: .seconds(5)))
+        #expect(silent.attached(now: Self.start) == .scheduleIdleCheck(at: Self.at(5)))
+        #expect(silent.idleCheckFired(now: Self.at(4)) == .scheduleIdleCheck(at: Self.at(5)), "early: checked again at the deadline")
+        #expect(silent.idleCheckFired(now: Self.at(5)) == .close(.noSettings))
+        #expect(silent.isClosed)
+
+        var answering = Machine(configuration: .init(idleTimeout: .seconds(60), pingInterval: .seconds(30), pingTimeout: .seconds(10), settingsTimeout: .seconds(5)))
+        #expect(answering.attached(now: Self.start) == .scheduleIdleCheck(at: Self.at(5)))
+        #expect(answering.received(Self.settings(100), now: Self.at(1)) == .reportMaximumStreams(100))
+        #expect(answering.idleCheckFired(now: Self.at(5)) == .none, "its SETTINGS came: nothing is due")
+        #expect(!answering.isClosed)
+
+        var early = Self.machine()
+        _ = early.received(Self.settings(nil), now: Self.start)
+        #expect(early.attached(now: Self.start) == .reportMaximumStreams(nil), "SETTINGS before the pool counted it: no deadline")
+    }
+
     @Test func theServersHeaderListLimitIsKeptWhateverTheLifecycle() {
         var machine = Self.machine()
         #expect(machine.peerMaximumHeaderListSize == nil)
