@@ -182,6 +182,12 @@ extension TaskDelegate {
                 state.response = nil
                 state.responseStatus = 0
                 state.responseURL = nil
+                // The next attempt counts from nothing (its head sets them again; one that fails
+                // before its head kept the last attempt's, and its metrics counted them twice).
+                // The progress object keeps its floor: it never goes backwards.
+                state.countOfBytesReceived = 0
+                state.countOfBytesExpectedToReceive = -1
+                state.responseTrailers = nil
                 state.body = nil
                 state.held = nil
                 state.resumeValidators = nil

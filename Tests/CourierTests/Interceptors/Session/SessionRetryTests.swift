@@ -241,6 +241,35 @@ struct SessionRetryTests {
         }
     }
 
+    /// A retry counts its bytes from nothing: an attempt that broke off after 1,000 bytes of a 200,
+    /// then a retry that fails before any head, leaves a task with no response, nothing received
+    /// and nothing expected, and metrics that count the 1,000 bytes once. The counts were the
+    /// first attempt's, and the metrics counted them for both attempts.
+    @Test("A retry that fails before its head keeps no byte counts of the attempt before")
+    func aRetryCountsItsBytesFromNothing() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            let nowhere = URL(string: "http://127.0.0.1:\(closedPort())/nowhere")!
+            manager.interceptor = Interceptor(
+                adapters: [Adapter { request, context in context.retryCount == 0 ? request : Request(url: nowhere) }],
+                retriers: [Retrier { attempt in attempt.retryCount == 0 && attempt.error?.code == .connectionClosed ? .retry() : .doNotRetry }])
+            let metrics = NIOLockedValueBox<TaskMetrics?>(nil)
+            manager.hooks.taskDidFinishCollectingMetrics = { _, _, collected in metrics.withLockedValue { $0 = collected } }
+            let ended = Recorder<CourierError?>()
+            let task = manager.dataTask(with: Request(url: server.url("/courier/truncated/1000"))) { _, _, error in ended.append(error) }
+            task.resume()
+            #expect(await ended.wait { $0.count == 1 })
+            #expect(ended.all.first??.code == .connectionFailed, "\(ended.all)")
+            #expect(task.response == nil)
+            #expect(task.countOfBytesReceived == 0)
+            #expect(task.countOfBytesExpectedToReceive == -1)
+            let collected = try #require(metrics.withLockedValue { $0 })
+            #expect(collected.attempts.count == 2)
+            #expect(collected.attempts.last?.bytesReceived == 0)
+        }
+    }
+
     @Test("An adapter fails the request before it is sent, with its typed error")
     func adapterFailure() async throws {
         try await withTestServer { server in
