@@ -367,6 +367,24 @@ struct ConnectionPoolStateMachineTests {
         #expect(machine.hosts[Self.https]?.http2.last?.lifetimeLimit == 4)
     }
 
+    /// A GOAWAY that names an error (ENHANCE_YOUR_CALM, PROTOCOL_ERROR with a last stream of 0)
+    /// is a connection error, not the host's count of requests a connection: nothing is learned.
+    /// The host's limit became one stream a connection, for all its connections.
+    @Test func aGoAwayThatNamesAnErrorTeachesNoLimit() {
+        var machine = self.machine(connections: 4)
+        let id = { PoolConnectionID(rawValue: $0) }
+        self.openHTTP2(&machine, ["a", "b", "c"], id: 0)
+        _ = machine.http2GoAwayReceived(id(0), key: Self.https, lastStreamID: 0, namedAnError: true)
+        #expect(machine.hosts[Self.https]?.learned.streamsPerConnection == nil)
+        _ = machine.http2LastStreamIDLowered(id(0), key: Self.https, to: 0, namedAnError: true)
+        #expect(machine.hosts[Self.https]?.learned.streamsPerConnection == nil)
+        // One without an error still teaches it.
+        var graceful = self.machine(connections: 4)
+        self.openHTTP2(&graceful, ["a", "b", "c"], id: 0)
+        _ = graceful.http2GoAwayReceived(id(0), key: Self.https, lastStreamID: 0)
+        #expect(graceful.hosts[Self.https]?.learned.streamsPerConnection == 1)
+    }
+
     @Test func anHTTP2ConnectionClosedBeforeItsSettingsFailsTheFirstWaiter() {
         var machine = self.machine()
         _ = self.request(&machine, Request("a"), key: Self.https)

@@ -159,12 +159,13 @@ extension HTTP2Connection: HTTP2ConnectionDelegate {
 
     func http2GoingAway(lastStreamID: HTTP2StreamID) {
         self.goAwayLastStreamID.store(Int32(lastStreamID), ordering: .relaxed)
-        self.pool.http2GoingAway(self, lastStreamID: Int(lastStreamID))
+        // On the loop: the handler's machine kept whether a GOAWAY named an error.
+        self.pool.http2GoingAway(self, lastStreamID: Int(lastStreamID), namedAnError: self.serverGoAway != nil)
     }
 
     func http2LastStreamIDLowered(to lastStreamID: HTTP2StreamID) {
         self.goAwayLastStreamID.store(Int32(lastStreamID), ordering: .relaxed)
-        self.pool.http2LastStreamIDLowered(on: self, to: Int(lastStreamID))
+        self.pool.http2LastStreamIDLowered(on: self, to: Int(lastStreamID), namedAnError: self.serverGoAway != nil)
     }
 
     func http2IdleTimeoutReached() -> Bool {

@@ -421,15 +421,19 @@ final class ConnectionPool: Sendable {
 
     /// The server sent GOAWAY: no new stream on the connection; it closes once its streams end, and
     /// hops still waiting get another connection.
-    func http2GoingAway(_ connection: HTTP2Connection, lastStreamID: Int) {
+    func http2GoingAway(_ connection: HTTP2Connection, lastStreamID: Int, namedAnError: Bool) {
         self.logger?.debug("courier: HTTP/2 connection going away", metadata: ["origin": "\(connection.key)"])
-        self.run(self.state.withLockedValue { $0.http2GoAwayReceived(connection.id, key: connection.key, lastStreamID: lastStreamID) })
+        self.run(self.state.withLockedValue {
+            $0.http2GoAwayReceived(connection.id, key: connection.key, lastStreamID: lastStreamID, namedAnError: namedAnError)
+        })
     }
 
     /// A later GOAWAY on a draining connection named a lower last stream: the host may process
     /// fewer streams a connection than the first GOAWAY said.
-    func http2LastStreamIDLowered(on connection: HTTP2Connection, to lastStreamID: Int) {
-        self.run(self.state.withLockedValue { $0.http2LastStreamIDLowered(connection.id, key: connection.key, to: lastStreamID) })
+    func http2LastStreamIDLowered(on connection: HTTP2Connection, to lastStreamID: Int, namedAnError: Bool) {
+        self.run(self.state.withLockedValue {
+            $0.http2LastStreamIDLowered(connection.id, key: connection.key, to: lastStreamID, namedAnError: namedAnError)
+        })
     }
 
     /// A stream of `connection` closed (or never opened): the next waiting hop takes its place.

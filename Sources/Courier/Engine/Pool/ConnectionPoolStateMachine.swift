@@ -444,11 +444,14 @@ extension ConnectionPoolStateMachine {
     }
 
     /// The server's first GOAWAY on an HTTP/2 connection: it takes no new stream and closes once
-    /// its streams end; the host's limit is learned if streams were left unprocessed; a waiter
-    /// with no connection coming gets one.
-    mutating func http2GoAwayReceived(_ id: PoolConnectionID, key: Key, lastStreamID: Int) -> Actions {
+    /// its streams end; the host's limit is learned if streams were left unprocessed, unless a
+    /// GOAWAY of the connection named an error (`namedAnError`: a connection error, ENHANCE_YOUR_CALM
+    /// or PROTOCOL_ERROR with a last stream of 0, says nothing of how many requests the host takes
+    /// a connection, and made it one for every connection of the host); a waiter with no
+    /// connection coming gets one.
+    mutating func http2GoAwayReceived(_ id: PoolConnectionID, key: Key, lastStreamID: Int, namedAnError: Bool = false) -> Actions {
         self.withHTTP2(id, key: key) { shared, host, index in
-            var actions = host.learn(fromGoAwayOn: index, lastStreamID: lastStreamID)
+            var actions = namedAnError ? Actions() : host.learn(fromGoAwayOn: index, lastStreamID: lastStreamID)
             host.http2[index].phase = .draining
             if host.http2[index].openStreams == 0 { actions.append(.close(host.http2[index].connection)) }
             if !shared.isShutDown { shared.openReplacement(for: key, host: &host, into: &actions) }
@@ -457,8 +460,9 @@ extension ConnectionPoolStateMachine {
     }
 
     /// A later GOAWAY named a lower last stream: the host may process fewer streams a connection.
-    mutating func http2LastStreamIDLowered(_ id: PoolConnectionID, key: Key, to lastStreamID: Int) -> Actions {
-        self.withHTTP2(id, key: key) { shared, host, index in host.learn(fromGoAwayOn: index, lastStreamID: lastStreamID) } ?? Actions()
+    mutating func http2LastStreamIDLowered(_ id: PoolConnectionID, key: Key, to lastStreamID: Int, namedAnError: Bool = false) -> Actions {
+        guard !namedAnError else { return Actions() }
+        return self.withHTTP2(id, key: key) { shared, host, index in host.learn(fromGoAwayOn: index, lastStreamID: lastStreamID) } ?? Actions()
     }
 
     /// A stream of an HTTP/2 connection closed (or never opened): the next waiter takes its place;
