@@ -334,6 +334,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// forbids loading it, the redirect is declined here and the task ends that way once the
     /// engine's exchange has (``HopState/afterExchange``).
     func exchange(willPerformRedirection response: HTTPResponse, newRequest: Request) -> Request? {
+        // A redirect that reached the loop after the caller's `cancel()` (whose cancel is on its
+        // way to the exchange) is declined before anyone hears of it; its head then is refused as
+        // a final head after a cancel is (``finalResponseArrived(_:url:)``). Its cookies were
+        // stored, the redirect hook ran and the current request moved to its target.
+        if self.state.withLockedValue({ $0.machine.isCancelling }) { return nil }
         guard let next = self.redirect(response, newRequest: newRequest, fromCache: false) else { return nil }
         guard self.sink.usesCache, self.configurationReference.value.responseCache != nil, let manager = self.manager else { return next }
         // On the engine's thread: the cache's memory tier only.
