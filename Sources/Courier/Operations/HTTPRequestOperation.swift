@@ -243,13 +243,18 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
     /// operation that was cancelled or has finished.
     public func pause() {
         guard !self.isCancelled else { return }
-        let (changed, task, beforeStart) = self.state.withLockedValue { state -> (Bool, DataTask?, Bool) in
-            guard state.lifecycle != .finished, !state.isPaused else { return (false, nil, false) }
-            return (true, state.task, !state.isStarted)
+        let (changed, beforeStart) = self.state.withLockedValue { state -> (Bool, Bool) in
+            guard state.lifecycle != .finished, !state.isPaused else { return (false, false) }
+            return (true, !state.isStarted)
         }
         guard changed else { return }
         if beforeStart { self.willChangeValue(forKey: "isReady") }
-        self.state.withLockedValue { $0.isPaused = true }
+        // The task is read in the transaction that sets the flag: a `launch()` that stores it
+        // later finds the flag set and suspends it itself.
+        let task = self.state.withLockedValue { state -> DataTask? in
+            state.isPaused = true
+            return state.task
+        }
         if beforeStart { self.didChangeValue(forKey: "isReady") }
         guard let task else { return }
         task.suspend()
@@ -259,13 +264,16 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
 
     /// Lets a paused operation go on (one paused before its task was made sends its request now).
     public func resume() {
-        let (changed, task, beforeStart) = self.state.withLockedValue { state -> (Bool, DataTask?, Bool) in
-            guard state.isPaused else { return (false, nil, false) }
-            return (true, state.task, !state.isStarted)
+        let (changed, beforeStart) = self.state.withLockedValue { state -> (Bool, Bool) in
+            guard state.isPaused else { return (false, false) }
+            return (true, !state.isStarted)
         }
         guard changed else { return }
         if beforeStart { self.willChangeValue(forKey: "isReady") }
-        self.state.withLockedValue { $0.isPaused = false }
+        let task = self.state.withLockedValue { state -> DataTask? in
+            state.isPaused = false
+            return state.task
+        }
         if beforeStart { self.didChangeValue(forKey: "isReady") }
         guard let task else {
             self.launch()
