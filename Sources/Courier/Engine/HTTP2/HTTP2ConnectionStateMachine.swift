@@ -312,7 +312,7 @@ struct HTTP2ConnectionStateMachine {
 extension HTTP2ConnectionStateMachine.Configuration {
     /// An engine configuration's PING interval and timeout (a millisecond to 10⁹ seconds; a value
     /// that is not a number is the default), with the pool's idle timeout.
-    init(_ configuration: NIOEngine.Configuration, idleTimeout: TimeAmount) {
+    init(_ configuration: NIOEngine.Configuration, idleTimeout: TimeAmount, connectTimeout: TimeAmount = .seconds(10)) {
         func amount(_ seconds: TimeInterval, default: TimeInterval) -> TimeAmount {
             .seconds(clamping: seconds, nan: `default`)
         }
@@ -321,7 +321,7 @@ extension HTTP2ConnectionStateMachine.Configuration {
             pingInterval: amount(configuration.http2PingInterval, default: 30),
             pingTimeout: amount(configuration.http2PingTimeout, default: 10),
             firstStreamID: max(1, configuration.http2FirstStreamID) | 1,
-            settingsTimeout: .seconds(clamping: configuration.connectTimeout, to: 0...1e9, nan: 10))
+            settingsTimeout: connectTimeout)
     }
 }
 

@@ -577,7 +577,6 @@ final class HopHandler: ChannelDuplexHandler {
                 return
             }
             self.becameIdle()
-            self.readWatcher?.isIdle = true
             connection.reusableUntil = serverIdleTimeout.map { .now() + $0 }
             connection.pool.release(connection)
         }
@@ -589,12 +588,13 @@ final class HopHandler: ChannelDuplexHandler {
     /// that took it from the pool's idle list before this ran).
     func becameIdleBeforeAnyHop() {
         guard self.hop == nil, self.stateMachine.hopsCarried == 0 else { return }
-        self.readWatcher?.isIdle = true
         self.becameIdle()
     }
 
-    /// Starts the idle clock; one check per idle timeout at most is scheduled.
-    func becameIdle() {
+    /// Starts the idle clock (one check per idle timeout at most is scheduled), and has the read
+    /// watcher close the connection on any byte that comes before the next request.
+    private func becameIdle() {
+        self.readWatcher?.isIdle = true
         guard let context, let connection else { return }
         self.perform(self.stateMachine.becameIdle(now: context.eventLoop.now, timeout: connection.pool.settings.idleTimeout))
     }

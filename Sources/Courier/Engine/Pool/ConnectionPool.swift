@@ -119,7 +119,7 @@ final class ConnectionPool: Sendable {
             self.userAgent = configuration.userAgent
             self.connectTimeout = .seconds(clamping: configuration.connectTimeout, to: 0...1e9, nan: 10)
             self.idleTimeout = .seconds(clamping: configuration.connectionIdleTimeout, nan: 60)
-            self.http2 = HTTP2ConnectionStateMachine.Configuration(configuration, idleTimeout: self.idleTimeout)
+            self.http2 = HTTP2ConnectionStateMachine.Configuration(configuration, idleTimeout: self.idleTimeout, connectTimeout: self.connectTimeout)
             let maximumConnections = max(1, configuration.maximumConnectionsPerHost)
             self.stateMachine = StateMachine.Configuration(
                 maximumConnectionsPerHost: maximumConnections,
