@@ -158,18 +158,33 @@ struct StaleConnectionTests {
                 }
             }
         }
-        try await withScriptedServer(Self.firstConnectionEnds(with: .reset())) { server in
+        let seen = try await self.expectAPOSTNotSentAgain(when: .reset(), says: "reset")
+        #expect(seen.connections == 1)
+        #expect(seen.heads == 2, "the POST reached the server once")
+    }
+
+    /// A GET, then a POST on the same kept-alive connection, which the server ends as `ending`
+    /// says when the POST arrives: the POST fails with `connectionClosed`, saying the connection
+    /// was `word` and that it was not sent again. Returns the connections the server saw and the
+    /// request heads it received.
+    private func expectAPOSTNotSentAgain(
+        when ending: ScriptedHTTPServer.Action, says word: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> (connections: Int, heads: Int) {
+        try await withScriptedServer(Self.firstConnectionEnds(with: ending)) { server in
             try await withManager(baseURL: server.baseURL) { manager in
                 _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
-                let error = await #expect(throws: CourierError.self) {
+                let error = await #expect(throws: CourierError.self, sourceLocation: sourceLocation) {
                     try await manager.response(method: .post, urlString: "b", parameters: ["k": "v"], serializer: DataResponseSerializer())
                 }
-                #expect(error?.code == .connectionClosed)
-                #expect(error?.message.contains("the server reset the kept-alive connection as the request went out") == true, "\(String(describing: error))")
-                #expect(error?.message.contains("POST is not idempotent, so Courier did not send it again") == true, "\(String(describing: error))")
-                #expect(server.connectionCount == 1)
-                #expect(server.receivedHeads.count == 2, "the POST reached the server once")
+                #expect(error?.code == .connectionClosed, sourceLocation: sourceLocation)
+                #expect(
+                    error?.message.contains("the server \(word) the kept-alive connection as the request went out") == true,
+                    "\(String(describing: error))", sourceLocation: sourceLocation)
+                #expect(
+                    error?.message.contains("POST is not idempotent, so Courier did not send it again") == true,
+                    "\(String(describing: error))", sourceLocation: sourceLocation)
             }
+            return (server.connectionCount, server.receivedHeads.count)
         }
     }
 
@@ -178,18 +193,7 @@ struct StaleConnectionTests {
     /// 9110 9.2.2; Go's rule too). The error says so, and how to let it go again; with an
     /// `Idempotency-Key` field it does go again, on a new connection.
     @Test func aPOSTOnAClosedKeptAliveConnectionSaysWhyItWasNotSentAgain() async throws {
-        try await withScriptedServer(Self.firstConnectionEnds(with: .close)) { server in
-            try await withManager(baseURL: server.baseURL) { manager in
-                _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())
-                let error = await #expect(throws: CourierError.self) {
-                    try await manager.response(method: .post, urlString: "b", parameters: ["k": "v"], serializer: DataResponseSerializer())
-                }
-                #expect(error?.code == .connectionClosed)
-                #expect(error?.message.contains("the server closed the kept-alive connection as the request went out") == true, "\(String(describing: error))")
-                #expect(error?.message.contains("POST is not idempotent, so Courier did not send it again") == true, "\(String(describing: error))")
-                #expect(server.connectionCount == 1)
-            }
-        }
+        #expect(try await self.expectAPOSTNotSentAgain(when: .close, says: "closed").connections == 1)
         try await withScriptedServer(Self.firstConnectionEnds(with: .close)) { server in
             try await withManager(baseURL: server.baseURL) { manager in
                 _ = try await manager.response(method: .get, urlString: "a", serializer: DataResponseSerializer())

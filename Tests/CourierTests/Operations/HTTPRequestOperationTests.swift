@@ -44,6 +44,26 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    /// A `success` that blocks its queue until `proceed` is signalled, and the `failure` beside it:
+    /// `started` hears either begin, `hasReturned` says whether `success` has returned.
+    final class HeldSuccess: Sendable {
+        let started = Recorder<Void>()
+        let proceed = DispatchSemaphore(value: 0)
+        private let returned = NIOLockedValueBox(false)
+
+        var hasReturned: Bool { self.returned.withLockedValue { $0 } }
+
+        var success: HTTPRequestOperation.Success {
+            { _, _ in
+                self.started.append(())
+                self.proceed.wait()
+                self.returned.withLockedValue { $0 = true }
+            }
+        }
+
+        var failure: HTTPRequestOperationManager.Failure { { _, _ in self.started.append(()) } }
+    }
+
     /// A route at `path` that answers 200 with JSON and counts the requests that reach it.
     private static func counted(_ server: TestServer, _ path: String) -> @Sendable () -> Int {
         let hits = NIOLockedValueBox(0)
@@ -441,26 +461,18 @@ struct HTTPRequestOperationTests {
                 let managersGroup = DispatchGroup()
                 manager.completionGroup = managersGroup
                 manager.completionQueue = DispatchQueue(label: "courier.tests.operations.batch-success")
-                let started = Recorder<Void>()
-                let returned = NIOLockedValueBox(false)
-                let proceed = DispatchSemaphore(value: 0)
-                let operation = manager.httpRequestOperation(
-                    with: Request(url: server.url("/get")),
-                    success: { _, _ in
-                        started.append(())
-                        proceed.wait()
-                        returned.withLockedValue { $0 = true }
-                    }, failure: { _, _ in started.append(()) })
+                let held = HeldSuccess()
+                let operation = manager.httpRequestOperation(with: Request(url: server.url("/get")), success: held.success, failure: held.failure)
                 let completion = Recorder<Bool>()
                 let batch = HTTPRequestOperation.batch(of: [operation], completionQueue: Self.queue, completion: { _ in
-                    completion.append(returned.withLockedValue { $0 })
+                    completion.append(held.hasReturned)
                 })
                 for operation in batch { manager.operationQueue.addOperation(operation) }
-                #expect(await started.wait { $0.count == 1 })
+                #expect(await held.started.wait { $0.count == 1 })
                 // Not waiting: whether the manager's group is entered while `success` runs.
                 #expect(managersGroup.wait(timeout: .now()) == .success, "success runs in the manager's group, not the batch's")
                 #expect(completion.count == 0)
-                proceed.signal()
+                held.proceed.signal()
                 #expect(await completion.wait { $0.count == 1 })
                 #expect(completion.all == [true], "the batch completion ran before success returned")
             }
@@ -732,20 +744,14 @@ struct HTTPRequestOperationTests {
                 manager.completionGroup = group
                 // A queue of this test's own: its `success` blocks it until the test says.
                 manager.completionQueue = DispatchQueue(label: "courier.tests.operations.group")
-                let started = Recorder<Void>()
-                let returned = NIOLockedValueBox(false)
-                let proceed = DispatchSemaphore(value: 0)
-                manager.get("get", success: { _, _ in
-                    started.append(())
-                    proceed.wait()
-                    returned.withLockedValue { $0 = true }
-                }, failure: { _, _ in started.append(()) })
-                #expect(await started.wait { $0.count == 1 })
+                let held = HeldSuccess()
+                manager.get("get", success: held.success, failure: held.failure)
+                #expect(await held.started.wait { $0.count == 1 })
                 // Not waiting: whether the group is entered while `success` runs.
                 #expect(group.wait(timeout: .now()) == .timedOut, "success runs outside the group")
                 let notified: Bool = await awaitCallback { done in
-                    group.notify(queue: .global()) { done(returned.withLockedValue { $0 }) }
-                    proceed.signal()
+                    group.notify(queue: .global()) { done(held.hasReturned) }
+                    held.proceed.signal()
                 }
                 #expect(notified, "the group was notified while success was running")
             }
