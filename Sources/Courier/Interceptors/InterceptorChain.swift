@@ -50,11 +50,15 @@ struct InterceptorChain: Sendable {
 
     /// Asks the retriers in order; the first that does not answer ``RetryDecision/doNotRetry``
     /// decides, then the budget has its say. A retrier that throws ends the task with its error
-    /// (wrapped in ``CourierError/Code/requestRetryFailed`` unless it is a ``CourierError``).
+    /// (wrapped in ``CourierError/Code/requestRetryFailed`` unless it is a ``CourierError``). In a
+    /// cancelled task, no further retrier is asked: the verdict is ``CourierError/Code/cancelled``.
     func decide(_ attempt: FailedAttempt) async -> Verdict {
         for retrier in self.retriers {
             let decision: RetryDecision
             do {
+                // A task cancelled while an earlier retrier was deciding (or before the first was
+                // asked) is over: the retriers after it do not hear of it, as adapters do not.
+                try Task.checkCancellation()
                 decision = try await retrier.retry(attempt)
             } catch let error as CourierError {
                 return .finish(error: error.adding(request: attempt.request, response: attempt.response, data: attempt.data))

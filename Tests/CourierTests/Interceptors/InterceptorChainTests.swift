@@ -74,6 +74,40 @@ struct InterceptorChainTests {
         guard case .finish(nil) = await InterceptorChain().decide(attempt) else { Issue.record("retried without retriers"); return }
     }
 
+    @Test("A task cancelled while a retrier decides is not shown to the retriers after it, nor to any when cancelled first")
+    func cancelledTaskStopsTheRetriers() async {
+        let asked = NIOLockedValueBox<[String]>([])
+        let attempt = FailedAttempt(request: Self.request, response: HTTPResponse(status: .serviceUnavailable))
+        let (deciding, entered) = AsyncStream<Void>.makeStream()
+        let (proceed, release) = AsyncStream<Void>.makeStream()
+        // The first retrier ignores cancellation (as user code may) and passes.
+        let slow = Retrier { _ in
+            asked.withLockedValue { $0.append("slow") }
+            entered.yield()
+            for await _ in proceed { break }
+            return .doNotRetry
+        }
+        let later = Retrier { _ in
+            asked.withLockedValue { $0.append("later") }
+            return .retry(reason: .custom)
+        }
+        let chain = InterceptorChain(retriers: [slow, later])
+        let waiter = Task { await chain.decide(attempt) }
+        for await _ in deciding { break }
+        waiter.cancel()
+        release.yield()
+        guard case .finish(let error) = await waiter.value else { Issue.record("retried a cancelled task"); return }
+        #expect(error?.code == .cancelled)
+        #expect(asked.withLockedValue { $0 } == ["slow"])
+        let cancelledFirst = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await chain.decide(attempt)
+        }
+        guard case .finish(let first) = await cancelledFirst.value else { Issue.record("retried a cancelled task"); return }
+        #expect(first?.code == .cancelled)
+        #expect(asked.withLockedValue { $0 } == ["slow"])
+    }
+
     @Test("A spent budget refuses a retry; exempt reasons pass")
     func budget() async {
         let budget = RetryBudget(ratio: 0, minimumPerSecond: 0, clock: ManualRetryClock())
