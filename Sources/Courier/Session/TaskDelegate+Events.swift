@@ -120,6 +120,7 @@ extension TaskState {
             originalRequest: originalRequest, response: response, error: error, bytesReceived: self.countOfBytesReceived)
         self.metrics = nil
         self.finishedMetrics = metrics
+        self.machine.settled()
         defer {
             self.span = nil
             self.hopSpan = nil

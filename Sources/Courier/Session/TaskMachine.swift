@@ -56,12 +56,17 @@ struct TaskMachine {
     private(set) var isSuspended = false
     /// The caller cancelled the task; its end is on its way.
     private(set) var isCancelling = false
+    /// A download ended, and its outcome is not final yet: its file is being moved, and the move
+    /// may fail. Until its end is settled (``TaskDelegate/settle(_:)``) it does not look completed,
+    /// so that nobody reads a completed task's error before it is set.
+    private(set) var awaitsSettlement = false
 
     // MARK: What the task looks like from outside
 
     var publicState: SessionTask.State {
-        if self.hasEnded { return .completed }
+        if self.hasEnded, !self.awaitsSettlement { return .completed }
         if self.isCancelling { return .canceling }
+        if self.hasEnded { return .running }
         if case .created = self.phase { return .suspended }
         return self.isSuspended ? .suspended : .running
     }
@@ -331,9 +336,18 @@ struct TaskMachine {
     // MARK: The end
 
     /// The task completes. False when it had already: a task ends exactly once.
-    mutating func complete() -> Bool {
+    /// - Parameter settledLater: The outcome is final only when the end is settled (a download's
+    ///   file is moved first): until ``settled()`` the task does not look completed.
+    mutating func complete(settledLater: Bool = false) -> Bool {
         guard !self.hasEnded else { return false }
         self.phase = .ended
+        self.awaitsSettlement = settledLater
         return true
+    }
+
+    /// The ended task's outcome is final (where every end is settled, in the transaction that
+    /// records its metrics): from now on it looks completed.
+    mutating func settled() {
+        self.awaitsSettlement = false
     }
 }

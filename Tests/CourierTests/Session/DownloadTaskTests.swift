@@ -157,6 +157,41 @@ struct DownloadTaskTests {
         }
     }
 
+    @Test("A download does not look completed while its file is moved: its error is not yet known")
+    func aDownloadIsNotCompletedBeforeItsErrorIsSet() async throws {
+        try await withScratchDirectory { folder in
+            let target = folder.appendingPathComponent("existing.bin")
+            try Data("keep me".utf8).write(to: target)
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL, configuration: self.configuration(folder)) { manager in
+                    let task = NIOLockedValueBox<DownloadTask?>(nil)
+                    // What the task looked like while the destination was being named.
+                    let seen = NIOLockedValueBox<(SessionTask.State, CourierError?)?>(nil)
+                    let done = AsyncStream<CourierError?>.makeStream()
+                    let destination = DownloadDestination { _, _ in
+                        seen.withLockedValue { $0 = task.withLockedValue { $0.map { ($0.state, $0.error) } } }
+                        return target
+                    }
+                    let made = manager.downloadTask(with: Request(url: server.url("/range/100")), destination: destination) { _, _, error in
+                        done.continuation.yield(error)
+                    }
+                    task.withLockedValue { $0 = made }
+                    made.resume()
+                    var results = done.stream.makeAsyncIterator()
+                    let error = await results.next() ?? nil
+                    #expect(error?.code == .fileSystemFailure, "the file was there already: the move failed")
+                    let during = try #require(seen.withLockedValue { $0 })
+                    #expect(during.0 == .running, "not completed while the file is moved")
+                    #expect(during.1 == nil)
+                    #expect(made.state == .completed)
+                    #expect(made.error?.code == .fileSystemFailure)
+                    #expect(made.metrics != nil)
+                    task.withLockedValue { $0 = nil }
+                }
+            }
+        }
+    }
+
     @Test func anUnwritableDestinationFailsAndLeavesNothing() async throws {
         try await withScratchDirectory { folder in
             let spool = folder.appendingPathComponent("spool")

@@ -300,6 +300,25 @@ struct TaskMachineTests {
 
     // MARK: The end
 
+    @Test("A download's end is not completed until it is settled (its file moved, its error known)")
+    func anEndSettledLaterLooksCompletedOnlyThen() {
+        var machine = Self.exchanging()
+        let completed = machine.complete(settledLater: true)
+        #expect(completed)
+        #expect(machine.hasEnded)
+        #expect(machine.publicState == .running)
+        guard case .none = machine.cancel() else { Issue.record("an ended task is not cancelled"); return }
+        #expect(machine.publicState == .running)
+        machine.settled()
+        #expect(machine.publicState == .completed)
+        var cancelled = Self.exchanging()
+        _ = cancelled.cancel()
+        _ = cancelled.complete(settledLater: true)
+        #expect(cancelled.publicState == .canceling)
+        cancelled.settled()
+        #expect(cancelled.publicState == .completed)
+    }
+
     @Test func completesExactlyOnce() {
         var machine = Self.exchanging()
         let completed = machine.complete()

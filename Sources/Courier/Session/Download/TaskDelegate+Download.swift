@@ -191,7 +191,9 @@ extension TaskDelegate {
         }
         var unheard: UnheardEnd?
         let ending = self.state.withLockedValue { state -> Ending? in
-            guard state.machine.complete(), let (task, manager, completion) = state.takeHoldsAtCompletion(else: &unheard) else { return nil }
+            // Completed once its file is placed and its error known (``TaskMachine/settled()``).
+            guard state.machine.complete(settledLater: true), let (task, manager, completion) = state.takeHoldsAtCompletion(else: &unheard)
+            else { return nil }
             defer {
                 state.downloadFile = nil
                 state.resumeDataHandler = nil
