@@ -192,12 +192,18 @@ public final class AuthenticationInterceptor<AuthenticatorType: Authenticator>: 
             return .doNotRetry(failingWith: self.missingCredential(attempt.request).adding(response: response, data: attempt.data))
         }
         guard self.authenticator.isRequest(attempt.request, authenticatedWith: credential) else {
-            if attempt.initialRequest.url != attempt.request.url,
+            // (Asked only after a redirect, so that the authenticator is asked once otherwise,
+            // as Alamofire asks it.)
+            if attempt.initialRequest.url != attempt.request.url || attempt.initialRequest.headerFields != attempt.request.headerFields,
                 self.authenticator.isRequest(attempt.initialRequest, authenticatedWith: credential)
             {
                 // Sent with the current credential, which a redirect to another origin dropped
                 // (as it must): the server refused a request without it, and sending it again
-                // would meet the same redirect. The refusal is the answer.
+                // would meet the same redirect. The refusal is the answer. Decided on the first
+                // hop's credential, not on its URL: a redirect chain that comes back to the first
+                // URL (a login bounce through another origin) arrives there without the
+                // credential too, and was sent again for ever. (Without a redirect the first hop
+                // is the refused request, which does not carry it.)
                 return .doNotRetry
             }
             // Refused with an older credential: the current one is already there.

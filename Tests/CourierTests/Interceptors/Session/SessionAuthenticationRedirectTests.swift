@@ -172,4 +172,33 @@ struct SessionAuthenticationRedirectTests {
             }
         }
     }
+
+    @Test("A redirect chain that comes back to the first URL without the token is refused, not sent again for ever")
+    func aRefusalAfterARedirectBackToTheFirstURLIsTheAnswer() async throws {
+        try await withTestServer { apex in
+            try await withTestServer { www in
+                let hits = NIOLockedValueBox(0)
+                apex.route("/me") { request in
+                    let count = hits.withLockedValue { $0 += 1; return $0 }
+                    // A way out of the loop the bug made, so that the test fails instead of hanging.
+                    if count > 6 { return .text("let through") }
+                    if request.value(forHTTPHeaderField: "Authorization") != nil {
+                        return TestServer.Response(status: .found, headerFields: [.location: www.url("/login").absoluteString])
+                    }
+                    return TestServer.Response(status: .unauthorized, headerFields: [.wwwAuthenticate: "Bearer"])
+                }
+                www.route("/login") { _ in
+                    TestServer.Response(status: .found, headerFields: [.location: apex.url("/me").absoluteString])
+                }
+                let authenticator = TestAuthenticator()
+                let manager = SessionManager()
+                defer { manager.invalidate(cancelingTasks: true) }
+                manager.interceptor = AuthenticationInterceptor(authenticator: authenticator, credential: TestToken(access: "current"))
+                let response = try await manager.response(for: Request(url: apex.url("/me")), serializer: Self.anyStatus)
+                #expect(response.response.status == .unauthorized)
+                #expect(hits.withLockedValue { $0 } == 2, "the first request, and the one the bounce brought back")
+                #expect(authenticator.refreshes == 0)
+            }
+        }
+    }
 }
