@@ -104,7 +104,10 @@ struct HTTPAuthenticationResponderTests {
         let store = CredentialStore()
         store.set(HTTPCredential(user: "ann", password: "wrong"), for: try #require(ProtectionSpace(url: Self.url)))
         let withStore = Self.responder(store)
-        #expect(!withStore.respond(to: Self.refusal([#"Basic realm="r""#], previous: [.challenge]), hook: nil).isRetry)
+        // The answer went out (the retry carries the session's Authorization) and was refused.
+        var answeredRequest = Request(url: Self.url)
+        answeredRequest.headerFields[.authorization] = HTTPAuthorization.basic(HTTPCredential(user: "ann", password: "wrong"))
+        #expect(!withStore.respond(to: Self.refusal([#"Basic realm="r""#], request: answeredRequest, previous: [.challenge]), hook: nil).isRetry)
         // Unless the server only said the nonce was stale.
         let stale = Self.refusal([#"Digest realm="r", nonce="n2", qop="auth", stale=true"#], previous: [.challenge])
         #expect(withStore.respond(to: stale, hook: nil).isRetry)
@@ -117,6 +120,63 @@ struct HTTPAuthenticationResponderTests {
         #expect(responder.respond(to: Self.refusal([#"Basic realm="r""#], request: inURL), hook: nil).isRetry)
         #expect(responder.authenticate(Request(url: URL(string: "http://api.courier.test/dir/x")!)).headerFields[.authorization]
             == HTTPAuthorization.basic(HTTPCredential(user: "ann", password: "s cret")))
+    }
+
+    /// Failures are counted per protection space: a second space met in one task (a redirect's
+    /// target, another realm of the origin), challenged on a request that carried no
+    /// `Authorization`, has had nothing refused. Before, the task's earlier round counted, and
+    /// the second space was never answered (a hook saw `previousFailureCount == 1`).
+    @Test func aSecondSpaceInOneTaskIsAnsweredAsAFirst() throws {
+        let store = CredentialStore()
+        store.set(HTTPCredential(user: "bob", password: "pw"), for: try #require(ProtectionSpace(url: Self.url, realm: "b")))
+        let responder = Self.responder(store)
+        let second = Self.refusal([#"Basic realm="b""#], previous: [.challenge])
+        #expect(responder.respond(to: second, hook: nil).reason == .challenge)
+        let counts = NIOLockedValueBox<[Int]>([])
+        let hooked = Self.responder(store)
+        _ = hooked.respond(to: second, hook: { challenge in
+            counts.withLockedValue { $0.append(challenge.previousFailureCount) }
+            return .performDefaultHandling
+        })
+        #expect(counts.withLockedValue { $0 } == [0])
+    }
+
+    /// A space answered with the store's credential follows the store: a credential replaced
+    /// there goes out from the next request (and answers a refusal of the old one), and after
+    /// `removeAll()` none goes out. Before, the old password went out for the manager's life.
+    @Test func aSpaceAnsweredFromTheStoreFollowsTheStore() throws {
+        let store = CredentialStore()
+        let space = try #require(ProtectionSpace(url: Self.url, realm: "staff"))
+        let old = HTTPCredential(user: "ann", password: "old")
+        let new = HTTPCredential(user: "ann", password: "new")
+        store.set(old, for: space)
+        let responder = Self.responder(store)
+        #expect(responder.respond(to: Self.refusal([#"Basic realm="staff""#]), hook: nil).reason == .challenge)
+        #expect(responder.authenticate(Request(url: Self.url)).headerFields[.authorization] == HTTPAuthorization.basic(old))
+        store.set(new, for: space)
+        #expect(responder.authenticate(Request(url: Self.url)).headerFields[.authorization] == HTTPAuthorization.basic(new))
+        store.removeAll()
+        #expect(responder.authenticate(Request(url: Self.url)).headerFields[.authorization] == nil)
+
+        // A request that went out with the old credential before the store changed, refused:
+        // the new one was never tried, and answers.
+        store.set(old, for: space)
+        let refused = Self.responder(store)
+        #expect(refused.respond(to: Self.refusal([#"Basic realm="staff""#]), hook: nil).reason == .challenge)
+        var sent = Request(url: Self.url)
+        sent.headerFields[.authorization] = HTTPAuthorization.basic(old)
+        var attempt = Self.refusal([#"Basic realm="staff""#], request: sent)
+        attempt.carriesSessionAuthorization = true
+        #expect(!refused.respond(to: attempt, hook: nil).isRetry, "the same credential, refused: the 401 stands")
+        store.set(new, for: space)
+        #expect(refused.respond(to: attempt, hook: nil).reason == .challenge)
+        #expect(refused.authenticate(Request(url: Self.url)).headerFields[.authorization] == HTTPAuthorization.basic(new))
+        // A credential the hook gave is the hook's: the store does not change it.
+        let hooked = Self.responder(store)
+        let given = HTTPCredential(user: "hook", password: "h")
+        _ = hooked.respond(to: Self.refusal([#"Basic realm="staff""#]), hook: { _ in .useCredential(given) })
+        store.removeAll()
+        #expect(hooked.authenticate(Request(url: Self.url)).headerFields[.authorization] == HTTPAuthorization.basic(given))
     }
 
     @Test("At most `AnsweredSpaces.limit` spaces are kept: the one used least recently goes first")

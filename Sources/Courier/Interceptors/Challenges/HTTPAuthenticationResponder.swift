@@ -18,6 +18,10 @@ final class HTTPAuthenticationResponder: Sendable {
     struct Answer {
         var space: ProtectionSpace
         var credential: HTTPCredential
+        /// The store's ``CredentialStore/generation`` when the credential came from it; nil
+        /// when it did not (the URL's, or the challenge hook's). A space answered from the store
+        /// follows the store: a credential replaced or removed there is not sent any more.
+        var storeGeneration: UInt64?
         var digest: HTTPAuthorization.DigestChallenge?
         /// Digest: how many requests used the nonce.
         var nonceCount = 0
@@ -74,6 +78,13 @@ final class HTTPAuthenticationResponder: Sendable {
             self.byOrigin[origin, default: []].append(answer)
             self.count += 1
             if self.count > Self.limit { self.forgetLeastRecentlyUsed() }
+        }
+
+        /// Changes `space`'s answer in place, if it is still kept.
+        mutating func update(_ space: ProtectionSpace, _ change: (inout Answer) -> Void) {
+            let origin = Origin(space)
+            guard let index = self.byOrigin[origin]?.firstIndex(where: { $0.space == space }) else { return }
+            change(&self.byOrigin[origin]![index])
         }
 
         /// Forgets `space`'s answer.
@@ -148,7 +159,24 @@ final class HTTPAuthenticationResponder: Sendable {
             guard let best = answers.use(origin: origin, path: path) else { return nil }
             return (best, best.nonceCount)
         }
-        guard let (answer, nonceCount) = chosen else { return request }
+        guard let (found, nonceCount) = chosen else { return request }
+        var answer = found
+        if let generation = answer.storeGeneration, generation != self.credentials.generation {
+            // The store changed since the space was answered from it: its credential now, or
+            // none (removed: the next request is challenged again, and answered from the store).
+            let now = self.credentials.generation
+            guard let current = self.credentials.credential(for: answer.space) else {
+                self.answers.withLockedValue { $0.forget(answer.space) }
+                return request
+            }
+            answer.credential = current
+            self.answers.withLockedValue { answers in
+                answers.update(answer.space) {
+                    $0.credential = current
+                    $0.storeGeneration = now
+                }
+            }
+        }
         // The URL's user and password name this request's credential: they go in the scheme the
         // space was answered with, never the credential it was answered with (another user's).
         let credential = Self.credential(in: request.url) ?? answer.credential
@@ -212,7 +240,9 @@ final class HTTPAuthenticationResponder: Sendable {
                 return .doNotRetry
             }
             let answered = ownRefused ? self.answers.withLockedValue { $0[space] } : nil
-            let proposed = urlCredential ?? self.credentials.credential(for: space)
+            let generation = self.credentials.generation
+            let stored = urlCredential == nil ? self.credentials.credential(for: space) : nil
+            let proposed = urlCredential ?? stored
             // RFC 7616 3.3: the session's own Digest answer came back with a stale nonce. The
             // credential stands: the request goes again, once, with the new nonce, and the hook
             // is not asked.
@@ -224,17 +254,30 @@ final class HTTPAuthenticationResponder: Sendable {
                         protectionSpace: space, challenge: challenge, previousFailureCount: 0, failureResponse: response,
                         request: attempt.request, proposedCredential: sent),
                     .useCredential(sent))
-                self.record(space: space, credential: sent, digest: digest, url: attempt.request.url)
+                self.record(
+                    space: space, credential: sent, storeGeneration: urlCredential == nil ? answered.storeGeneration : nil, digest: digest,
+                    url: attempt.request.url)
                 attempt.logger.debug("renewing a stale Digest nonce", metadata: ["courier.realm": "\(space.realm ?? "")"])
                 return .retry(reason: .challenge)
             }
             // A stale nonce refuses the nonce, not the credential; the session's own credential,
-            // refused, counts as one failure.
-            let failures = digest?.stale == true ? 0 : (answered != nil ? max(rounds, 1) : rounds)
+            // refused, counts as one failure, unless the credential at hand is another (the
+            // store's changed since: the new one was never tried). Failures are this space's: a
+            // request that carried no `Authorization` had nothing refused (the first answer of a
+            // second space in one task: a redirect's target, or another realm of the origin).
+            let failures: Int
+            if digest?.stale == true {
+                failures = 0
+            } else if let answered {
+                failures = proposed != nil && proposed != (urlCredential ?? answered.credential) ? 0 : max(rounds, 1)
+            } else {
+                failures = sentAuthorization ? rounds : 0
+            }
             let question = AuthenticationChallenge(
                 protectionSpace: space, challenge: challenge, previousFailureCount: failures, failureResponse: response,
                 request: attempt.request, proposedCredential: proposed)
             let credential: HTTPCredential
+            var fromStore: UInt64?
             let disposition = hook?(question) ?? .performDefaultHandling
             observer?(question, disposition)
             switch disposition {
@@ -243,6 +286,7 @@ final class HTTPAuthenticationResponder: Sendable {
             case .performDefaultHandling:
                 guard let proposed, failures == 0 else { return .doNotRetry }
                 credential = proposed
+                if stored != nil { fromStore = generation }
             case .cancelAuthenticationChallenge:
                 return .doNotRetry(
                     failingWith: CourierError(
@@ -251,7 +295,7 @@ final class HTTPAuthenticationResponder: Sendable {
             case .rejectProtectionSpace:
                 continue
             }
-            self.record(space: space, credential: credential, digest: digest, url: attempt.request.url)
+            self.record(space: space, credential: credential, storeGeneration: fromStore, digest: digest, url: attempt.request.url)
             attempt.logger.debug(
                 "answering an authentication challenge", metadata: ["courier.realm": "\(space.realm ?? "")", "courier.scheme": "\(method.rawValue)"])
             return .retry(reason: .challenge)
@@ -272,7 +316,9 @@ final class HTTPAuthenticationResponder: Sendable {
         return ranked.sorted { ($0.rank, -$0.order) > ($1.rank, -$1.order) }.map { ($0.challenge, $0.digest) }
     }
 
-    private func record(space: ProtectionSpace, credential: HTTPCredential, digest: HTTPAuthorization.DigestChallenge?, url: URL) {
+    private func record(
+        space: ProtectionSpace, credential: HTTPCredential, storeGeneration: UInt64?, digest: HTTPAuthorization.DigestChallenge?, url: URL
+    ) {
         var prefixes: [String]
         // Paths as they go out (``Request``'s target is percent-encoded), trailing slash kept:
         // `URL.path` decodes and drops it, which made `/~alice/`'s space the whole origin and
@@ -294,7 +340,7 @@ final class HTTPAuthenticationResponder: Sendable {
             prefixes = [String(path[...(path.lastIndex(of: "/") ?? path.startIndex)])]
         }
         self.answers.withLockedValue { answers in
-            answers.record(Answer(space: space, credential: credential, digest: digest, pathPrefixes: prefixes))
+            answers.record(Answer(space: space, credential: credential, storeGeneration: storeGeneration, digest: digest, pathPrefixes: prefixes))
         }
     }
 }
