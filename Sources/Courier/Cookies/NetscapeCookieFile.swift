@@ -117,9 +117,20 @@ public enum NetscapeCookieFile {
 
     /// Whether ``encode(_:)`` writes `cookie`: its name and path hold no tab, and its value holds
     /// none either when it has no name (``decode(_:now:publicSuffixes:)`` reads a value's tabs
-    /// only after a name, as curl refuses such a line: written, the cookie would not come back).
+    /// only after a name, as curl refuses such a line: written, the cookie would not come back);
+    /// and no field holds another control character (a line break in a cookie made by hand,
+    /// not by `Set-Cookie`, which refuses them, would end the line and start one of its own: a
+    /// cookie for any domain the next time the file is read).
     public static func canEncode(_ cookie: Cookie) -> Bool {
         !cookie.name.utf8.contains(0x09) && !cookie.path.utf8.contains(0x09) && !(cookie.name.isEmpty && cookie.value.utf8.contains(0x09))
+            && !Self.holdsAControlCharacter(cookie.name) && !Self.holdsAControlCharacter(cookie.value)
+            && !Self.holdsAControlCharacter(cookie.domain) && !Self.holdsAControlCharacter(cookie.path)
+    }
+
+    /// Whether `text` holds a control character other than a tab (which each field's own rule
+    /// decides on): below 0x20, or DEL.
+    private static func holdsAControlCharacter(_ text: String) -> Bool {
+        text.utf8.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
     }
 
     private static func flag(_ field: Substring) -> Bool? {

@@ -124,6 +124,26 @@ struct NetscapeCookieFileTests {
         #expect(withNameless.cookies == cookies)
     }
 
+    /// A cookie made by hand (not by `Set-Cookie`, which refuses control characters) with a line
+    /// break in a field is not written: its line would end there, and the rest be read back as a
+    /// cookie of its own, for any domain. Before, it was written as it was.
+    @Test func aLineBreakInAFieldIsNotWritten() throws {
+        let plain = Cookie(name: "plain", value: "v", domain: "example.com", path: "/", creationDate: self.now)
+        let injected = "x\n.bank.example\tTRUE\t/\tFALSE\t0\tsid\tevil"
+        let hostile = [
+            Cookie(name: "n", value: injected, domain: "example.com", path: "/", creationDate: self.now),
+            Cookie(name: "n", value: "a\rb", domain: "example.com", path: "/", creationDate: self.now),
+            Cookie(name: "n", value: "del\u{7F}", domain: "example.com", path: "/", creationDate: self.now),
+            Cookie(name: "n\n", value: "v", domain: "example.com", path: "/", creationDate: self.now),
+            Cookie(name: "p", value: "v", domain: "example.com", path: "/\nx", creationDate: self.now),
+            Cookie(name: "d", value: "v", domain: "example.com\n.bank.example", path: "/", creationDate: self.now),
+        ]
+        for cookie in hostile { #expect(!NetscapeCookieFile.canEncode(cookie), "\(cookie.name)=\(cookie.value)") }
+        let back = NetscapeCookieFile.decode(NetscapeCookieFile.encode([plain] + hostile), now: self.now)
+        #expect(back.invalidLines.isEmpty)
+        #expect(back.cookies == [plain])
+    }
+
     @Test func aFileStoreKeepsACookieWithATabInItsValueAcrossARestart() async throws {
         try await withScratchDirectory { folder in
             let file = folder.appendingPathComponent("cookies.txt")
