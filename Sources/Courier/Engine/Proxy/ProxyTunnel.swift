@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSOCKS
@@ -48,6 +49,9 @@ enum ProxyTunnel {
     ///     pool's), or nil to answer each tunnel's afresh.
     ///   - lookup: How the configuration has names looked up: a `socks5://` proxy is sent the
     ///     first address it gives the server's name.
+    ///   - userAgent: The `User-Agent` a `CONNECT` carries (the engine's
+    ///     ``NIOEngine/Configuration/userAgent``), as curl's, Go's and OkHttp's do: a proxy that
+    ///     sorts clients by it sees the same for `https` as for `http`.
     /// - Returns: A future that succeeds once the tunnel is open (or none is needed).
     static func establish(
         on channel: any Channel,
@@ -57,7 +61,8 @@ enum ProxyTunnel {
         timeout: TimeAmount,
         answering answer: DigestAnswer? = nil,
         challenges: ProxyDigestChallenges? = nil,
-        lookup: HostLookup = .system
+        lookup: HostLookup = .system,
+        userAgent: String? = nil
     ) -> EventLoopFuture<Void> {
         switch route {
         case .direct, .forward:
@@ -65,7 +70,7 @@ enum ProxyTunnel {
         case .connectTunnel(let proxy):
             return Self.connect(
                 on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout, answering: answer,
-                challenges: challenges)
+                challenges: challenges, userAgent: userAgent)
         case .socksTunnel(let proxy):
             return Self.socks(on: channel, through: proxy, to: Self.unbracketed(host), port: port, timeout: timeout, lookup: lookup)
         }
@@ -107,7 +112,8 @@ enum ProxyTunnel {
         port: Int,
         timeout: TimeAmount,
         answering answer: DigestAnswer? = nil,
-        challenges: ProxyDigestChallenges? = nil
+        challenges: ProxyDigestChallenges? = nil,
+        userAgent: String? = nil
     ) -> EventLoopFuture<Void> {
         Self.onLoop(of: channel) {
             let promise = channel.eventLoop.makePromise(of: Void.self)
@@ -117,7 +123,7 @@ enum ProxyTunnel {
             let remembered = answer == nil ? challenges?.authorization(for: proxy, method: "CONNECT", uri: target) : nil
             let handshake = HTTPConnectStateMachine(
                 host: host, port: port, authorization: answer?.authorization ?? remembered ?? proxy.basicAuthorization,
-                credential: proxy.credential, digestAnswers: answer?.answers ?? 0, answered: answer?.challenge)
+                credential: proxy.credential, digestAnswers: answer?.answers ?? 0, answered: answer?.challenge, userAgent: userAgent)
             let handler = HTTPConnectHandler(handshake, proxy: proxy, target: target, timeout: timeout, promise: promise) { handshake in
                 if let challenge = handshake.learnedChallenge { challenges?.record(challenge, for: proxy, nonceCount: 1) }
             }
@@ -164,13 +170,33 @@ enum ProxyTunnel {
                 return try Self.startSOCKS(on: channel, through: proxy, machine: machine, target: target, timeout: timeout)
             }
             // `socks5://`: the name is looked up here (the configuration's table or resolver, else
-            // the system's, blocking, off the loop), its first address sent.
-            return lookup.firstAddress(of: name, port: port, over: channel).flatMapErrorThrowing { error in
-                throw ProxyTunnelFailure.nameLookup("\(error)").courierError(proxy: proxy, target: target, underlyingError: error)
-            }.flatMap { resolved in
+            // the system's, blocking, off the loop), its first address sent. The timeout bounds
+            // the lookup and the handshake together, as a direct connection's bounds its lookup
+            // and connect: a resolver that never answers would otherwise hold the request and the
+            // proxy's connection until the resource timeout. (Closing the channel cancels it.)
+            let start = NIODeadline.now()
+            let resolved = channel.eventLoop.makePromise(of: SocketAddress.self)
+            let settled = NIOLockedValueBox(false)
+            let settle: @Sendable (Result<SocketAddress, any Error>) -> Void = { result in
+                guard settled.withLockedValue({ done in defer { done = true }; return !done }) else { return }
+                resolved.completeWith(result)
+            }
+            let timer = channel.eventLoop.scheduleTask(in: timeout) {
+                settle(.failure(ProxyTunnelFailure.timedOut(timeout).courierError(proxy: proxy, target: target)))
+            }
+            lookup.firstAddress(of: name, port: port, over: channel).whenComplete { result in
+                timer.cancel()
+                settle(
+                    result.mapError { error -> any Error in
+                        ProxyTunnelFailure.nameLookup("\(error)").courierError(proxy: proxy, target: target, underlyingError: error)
+                    })
+            }
+            return resolved.futureResult.flatMap { resolved in
                 Self.onLoop(of: channel) {
                     let machine = try Self.handshake(to: .address(resolved), through: proxy, target: target)
-                    return try Self.startSOCKS(on: channel, through: proxy, machine: machine, target: target, timeout: timeout)
+                    // What is left of the timeout (the lookup took the rest).
+                    let left = max(timeout - (NIODeadline.now() - start), .milliseconds(1))
+                    return try Self.startSOCKS(on: channel, through: proxy, machine: machine, target: target, timeout: left)
                 }
             }.flatMapErrorThrowing { error in
                 channel.close(promise: nil)

@@ -5,6 +5,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 import NIOSSL
 import Testing
 
@@ -236,6 +237,28 @@ struct ProxyTunnelSocketTests {
         #expect(error?.code == .connectionFailed)
         #expect(error?.message.contains("courier-target.invalid could not be resolved") == true, "\(error?.message ?? "")")
         #expect(error?.message.contains("SOCKS5 proxy 127.0.0.1:\(socks.port)") == true)
+        #expect(socks.connectTargets.isEmpty)
+    }
+
+    /// The timeout bounds a `socks5://` proxy's lookup of the target's name too: a resolver that
+    /// never answers ends the tunnel as timed out, naming the proxy, and is cancelled. Before, no
+    /// timer ran until the lookup had answered: the request waited for the resource timeout.
+    @Test func aSocks5URLProxysLookupThatHangsTimesOut() async throws {
+        let socks = try await TestSOCKSServer.start(upstreamPort: 9)
+        let proxy = try NIOEngine.Proxy(url: "socks5://127.0.0.1:\(socks.port)")
+        let resolver = TimedResolverTests.ClosureResolver { _ in try await untilCancelled() }
+        let channel = try await Self.connect(to: socks.port)
+        let error = await #expect(throws: CourierError.self) {
+            try await ProxyTunnel.establish(
+                on: channel, target: "courier-target.example", port: 80, route: .socksTunnel(proxy), timeout: .milliseconds(200),
+                lookup: HostLookup(table: .empty, resolver: resolver)
+            ).get()
+        }
+        try await channel.closeFuture.get()
+        try await socks.shutdown()
+        #expect(error?.code == .timedOut, "\(error.map { "\($0)" } ?? "")")
+        #expect(error?.message.contains("SOCKS5 proxy 127.0.0.1:\(socks.port)") == true, "\(error?.message ?? "")")
+        #expect(await eventually { resolver.cancelled.load(ordering: .relaxed) }, "the resolver's task was cancelled")
         #expect(socks.connectTargets.isEmpty)
     }
 
