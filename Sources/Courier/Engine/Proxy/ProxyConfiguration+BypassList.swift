@@ -54,6 +54,17 @@ extension ProxyConfiguration {
             self.init(entries: entries, description: list)
         }
 
+        /// Reads a `no_proxy` list as curl and Go read the environment's: an entry that cannot be
+        /// read matches nothing, and the others stand (AWS's documented
+        /// `NO_PROXY=169.254.169.254,169.254.170.2,/var/run/docker.sock` lists a path).
+        init(readingWhatCanBeRead list: String) {
+            var entries: [Entry] = []
+            for token in list.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }) {
+                if let entry = try? Self.entry(String(token), list: list) { entries.append(entry) }
+            }
+            self.init(entries: entries, description: list)
+        }
+
         /// Whether the list names no host.
         public var isEmpty: Bool { self.entries.isEmpty }
 

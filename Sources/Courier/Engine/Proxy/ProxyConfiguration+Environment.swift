@@ -7,7 +7,10 @@ extension ProxyConfiguration {
     ///   `http_proxy` is read, never `HTTP_PROXY`: a CGI program finds a request's `Proxy:` header
     ///   in `HTTP_PROXY` ("httpoxy"), so curl ignores it, and so does Courier.
     /// - `https` URLs: `https_proxy`, else `HTTPS_PROXY`, else `all_proxy`, else `ALL_PROXY`.
-    /// - Hosts reached directly: `no_proxy`, else `NO_PROXY` (see ``BypassList``).
+    /// - Hosts reached directly: `no_proxy`, else `NO_PROXY` (see ``BypassList``). An entry that
+    ///   cannot be read (a path, a port that is no number) matches nothing and the others stand,
+    ///   as with curl and Go: a process's environment is not the caller's to correct. (A list
+    ///   given to ``BypassList/init(_:)`` is refused instead.)
     ///
     /// A variable set to the empty string counts as unset. Values are proxy URLs as
     /// ``NIOEngine/Proxy/init(url:)`` reads them (`http://`, `socks5://`, `socks5h://`,
@@ -17,8 +20,8 @@ extension ProxyConfiguration {
     ///
     /// - Parameter environment: The variables; the process's environment by default.
     /// - Returns: The configuration; ``isEmpty`` when no variable names a proxy.
-    /// - Throws: ``CourierError/Code/invalidProxyConfiguration`` naming the variable whose value
-    ///   cannot be used (a variable that a higher-priority one shadows is not read).
+    /// - Throws: ``CourierError/Code/invalidProxyConfiguration`` naming the proxy variable whose
+    ///   value cannot be used (a variable that a higher-priority one shadows is not read).
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(CourierError) -> ProxyConfiguration {
         func proxy(_ names: [String]) throws(CourierError) -> NIOEngine.Proxy? {
             guard let (name, value) = Self.firstSet(names, in: environment) else { return nil }
@@ -31,12 +34,8 @@ extension ProxyConfiguration {
         let http = try proxy(Self.httpVariables)
         let https = try proxy(Self.httpsVariables)
         var bypass = BypassList.none
-        if let (name, value) = Self.firstSet(Self.bypassVariables, in: environment) {
-            do {
-                bypass = try BypassList(value)
-            } catch {
-                throw CourierError(.invalidProxyConfiguration, "\(name): \(error.message)")
-            }
+        if let (_, value) = Self.firstSet(Self.bypassVariables, in: environment) {
+            bypass = BypassList(readingWhatCanBeRead: value)
         }
         return ProxyConfiguration(http: http, https: https, bypass: bypass)
     }

@@ -127,11 +127,22 @@ struct ProxyConfigurationTests {
         }
         #expect(error?.code == .invalidProxyConfiguration)
         #expect(error?.message.hasPrefix("https_proxy: ") == true)
-        let bypass = #expect(throws: CourierError.self) {
-            try ProxyConfiguration.fromEnvironment(["NO_PROXY": "example.com:http"])
-        }
+    }
+
+    /// An environment's `no_proxy` entry that cannot be read matches nothing, and the others
+    /// stand, as with curl and Go (AWS documents a path in ECS's `NO_PROXY`). Before, one such
+    /// entry failed the whole configuration, even with no proxy set: every `courier` command
+    /// stopped with a usage error.
+    @Test func anUnreadableBypassEntryInTheEnvironmentMatchesNothing() throws {
+        let aws = try ProxyConfiguration.fromEnvironment(
+            ["https_proxy": "p:1", "NO_PROXY": "169.254.169.254,169.254.170.2,/var/run/docker.sock"])
+        #expect(aws.proxy(for: URL(string: "http://169.254.169.254/latest")!) == nil)
+        #expect(aws.proxy(for: URL(string: "https://example.com/")!) == .http(host: "p", port: 1))
+        let alone = try ProxyConfiguration.fromEnvironment(["NO_PROXY": "/x,example.com:http,[nope"])
+        #expect(alone.isEmpty)
+        // A list given by hand is still refused.
+        let bypass = #expect(throws: CourierError.self) { try ProxyConfiguration.BypassList("example.com:http") }
         #expect(bypass?.code == .invalidProxyConfiguration)
-        #expect(bypass?.message.hasPrefix("NO_PROXY: ") == true)
     }
 
     @Test func aShadowedVariableIsNotRead() throws {
