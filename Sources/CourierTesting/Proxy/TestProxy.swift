@@ -55,6 +55,7 @@ public final class TestProxy: Sendable {
     struct ProxyState {
         var targets: [String] = []
         var authorizations: [String?] = []
+        var connectUserAgents: [String?] = []
         var forwarded: [String] = []
         var children: [any Channel] = []
     }
@@ -70,6 +71,8 @@ public final class TestProxy: Sendable {
     /// The `Proxy-Authorization` header of every `CONNECT` and forwarded request, in order (nil
     /// where absent).
     public var proxyAuthorizations: [String?] { self.state.withLockedValue { $0.authorizations } }
+    /// The `User-Agent` header of every `CONNECT` request received, in order (nil where absent).
+    public var connectUserAgents: [String?] { self.state.withLockedValue { $0.connectUserAgents } }
     /// The absolute-form target of every request received for forwarding, in order
     /// (`http://host:port/path?query` as the client sent it).
     public var forwardedTargets: [String] { self.state.withLockedValue { $0.forwarded } }
@@ -156,6 +159,8 @@ private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChann
         let requestLine = lines.first?.split(separator: " ") ?? []
         let authorization = lines.dropFirst().first { $0.lowercased().hasPrefix("proxy-authorization:") }
             .map { String($0.dropFirst("proxy-authorization:".count)).trimmingCharacters(in: .whitespaces) }
+        let userAgent = lines.dropFirst().first { $0.lowercased().hasPrefix("user-agent:") }
+            .map { String($0.dropFirst("user-agent:".count)).trimmingCharacters(in: .whitespaces) }
         let target = requestLine.count > 1 ? String(requestLine[1]) : ""
         if requestLine.first != "CONNECT", target.lowercased().hasPrefix("http://") {
             self.startForwarding(buffered, context: context)
@@ -164,6 +169,7 @@ private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChann
         self.state.withLockedValue {
             $0.targets.append(target)
             $0.authorizations.append(authorization)
+            $0.connectUserAgents.append(userAgent)
         }
         guard requestLine.first == "CONNECT" else {
             self.reply("HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n", close: true, context: context)

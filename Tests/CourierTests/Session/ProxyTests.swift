@@ -223,6 +223,8 @@ struct ProxyTests {
                 #expect(transaction.remoteSocketAddress?.port == proxy.port)
                 if scheme == "https" {
                     #expect(proxy.connectTargets == ["localhost:\(server.port)"])
+                    // The `CONNECT` carries the session's `User-Agent`, as the forwarded requests do.
+                    #expect(proxy.connectUserAgents == [configuration.userAgent])
                     #expect(transaction.networkProtocolName == (version == .automatic ? "h2" : "http/1.1"))
                     #expect(transaction.tlsProtocolVersion != nil)
                 } else {

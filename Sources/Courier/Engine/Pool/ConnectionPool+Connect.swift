@@ -126,7 +126,7 @@ extension ConnectionPool {
             // TCP (to the proxy, if any), the proxy's tunnel, then TLS, then what ALPN chose.
             opened = Self.tunnel(
                 to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: connectTimeout,
-                challenges: self.proxyDigestChallenges, lookup: self.settings.hostLookup
+                challenges: self.proxyDigestChallenges, lookup: self.settings.hostLookup, userAgent: self.settings.userAgent
             ).flatMap { channel in
                 setup.withLockedValue { $0.secureConnectionStart = .now }
                 return tls.startTLS(on: channel, host: key.host, port: key.port) { agreed, channel in
@@ -143,7 +143,7 @@ extension ConnectionPool {
             // request in absolute form on this connection), then HTTP/1.1.
             opened = Self.tunnel(
                 to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: connectTimeout,
-                challenges: self.proxyDigestChallenges, lookup: self.settings.hostLookup
+                challenges: self.proxyDigestChallenges, lookup: self.settings.hostLookup, userAgent: self.settings.userAgent
             ).flatMapThrowing { channel in
                 do {
                     try configure(channel, .http1_1)
@@ -192,13 +192,14 @@ extension ConnectionPool {
         timeout: TimeAmount,
         challenges: ProxyDigestChallenges,
         lookup: HostLookup,
+        userAgent: String? = nil,
         answering answer: ProxyTunnel.DigestAnswer? = nil
     ) -> EventLoopFuture<any Channel> {
         Self.connect(bootstrap(), to: address, of: key).flatMap { channel in
             Self.secureToProxy(channel, of: key.route, with: proxyTLS).flatMap {
                 ProxyTunnel.establish(
                     on: channel, target: key.host, port: key.port, route: key.route, timeout: timeout, answering: answer,
-                    challenges: challenges, lookup: lookup)
+                    challenges: challenges, lookup: lookup, userAgent: userAgent)
             }.map { channel }
         }.flatMapError { error in
             guard let next = (error as? CourierError)?.underlyingError as? ProxyTunnel.DigestAnswer,
@@ -206,7 +207,7 @@ extension ConnectionPool {
             else { return eventLoop.makeFailedFuture(error) }
             return Self.tunnel(
                 to: address, with: bootstrap, proxyTLS: proxyTLS, key: key, on: eventLoop, timeout: timeout, challenges: challenges,
-                lookup: lookup, answering: next)
+                lookup: lookup, userAgent: userAgent, answering: next)
         }
     }
 

@@ -54,6 +54,8 @@ struct HTTPConnectStateMachine: ProxyHandshake {
     private var state = State.idle
     private let host: String
     private let port: Int
+    /// The `User-Agent` each `CONNECT` carries, if any.
+    private let userAgent: String?
     /// The request ``start()`` sends.
     private let request: String
     /// The proxy's user and password, to answer a Digest challenge with.
@@ -94,11 +96,13 @@ struct HTTPConnectStateMachine: ProxyHandshake {
         credential: HTTPCredential? = nil,
         digestAnswers: Int = 0,
         answered: HTTPAuthorization.DigestChallenge? = nil,
+        userAgent: String? = nil,
         makeClientNonce: @escaping () -> String = HTTPAuthorization.makeClientNonce
     ) {
         self.host = host
         self.port = port
-        self.request = Self.request(host: host, port: port, authorization: authorization)
+        self.userAgent = userAgent
+        self.request = Self.request(host: host, port: port, authorization: authorization, userAgent: userAgent)
         self.credential = credential
         self.digestAnswers = digestAnswers
         self.answered = answered
@@ -113,11 +117,13 @@ struct HTTPConnectStateMachine: ProxyHandshake {
         return self.answered
     }
 
-    /// The `CONNECT` request for `host`:`port` (an IPv6 host in brackets), with `Host` and, when
-    /// `authorization` is given, `Proxy-Authorization`.
-    static func request(host: String, port: Int, authorization: String?) -> String {
+    /// The `CONNECT` request for `host`:`port` (an IPv6 host in brackets), with `Host`, and
+    /// `User-Agent` and `Proxy-Authorization` when given (a value's control characters, which
+    /// would end the field, become spaces, as HTTPTypes makes them in a request's fields).
+    static func request(host: String, port: Int, authorization: String?, userAgent: String? = nil) -> String {
         let authority = NIOEngine.Proxy.authority(host: host, port: port)
         var text = "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n"
+        if let userAgent, !userAgent.isEmpty { text += "User-Agent: \(HTTPField(name: .userAgent, value: userAgent).value)\r\n" }
         if let authorization { text += "Proxy-Authorization: \(authorization)\r\n" }
         return text + "\r\n"
     }
@@ -164,7 +170,7 @@ struct HTTPConnectStateMachine: ProxyHandshake {
             return .wait
         }
         self.state = .awaitingHead(unanswered: (answer, response))
-        return .write(Array(Self.request(host: self.host, port: self.port, authorization: answer).utf8))
+        return .write(Array(Self.request(host: self.host, port: self.port, authorization: answer, userAgent: self.userAgent).utf8))
     }
 
     /// Reads heads from what was received: skips interim ones, then acts on the final one.

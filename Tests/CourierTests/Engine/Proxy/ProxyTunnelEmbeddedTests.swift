@@ -93,6 +93,16 @@ struct ProxyTunnelEmbeddedTests {
             == "CONNECT [2001:db8::1]:8443 HTTP/1.1\r\nHost: [2001:db8::1]:8443\r\nProxy-Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==\r\n\r\n")
     }
 
+    /// A `CONNECT` carries the engine's `User-Agent`, as curl's, Go's and OkHttp's do (a line
+    /// break in it cannot end the field); none without one.
+    @Test func connectCarriesTheUserAgent() {
+        #expect(HTTPConnectStateMachine.request(host: "api.example.com", port: 443, authorization: nil, userAgent: "Courier/1 (test)")
+            == "CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\nUser-Agent: Courier/1 (test)\r\n\r\n")
+        #expect(HTTPConnectStateMachine.request(host: "h", port: 1, authorization: "Basic x", userAgent: "a\r\nX-Injected: 1")
+            == "CONNECT h:1 HTTP/1.1\r\nHost: h:1\r\nUser-Agent: a  X-Injected: 1\r\nProxy-Authorization: Basic x\r\n\r\n")
+        #expect(HTTPConnectStateMachine.request(host: "h", port: 1, authorization: nil, userAgent: nil) == "CONNECT h:1 HTTP/1.1\r\nHost: h:1\r\n\r\n")
+    }
+
     @Test func anAnswerInPiecesInterimAnswersAndBareLineFeeds() throws {
         let pieces = try Self.connect()
         for byte in "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 204 OK\r\nContent-Length: 12\r\n\r\n".utf8 {
