@@ -250,6 +250,7 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 self.outgoing.removeFirst()
                 let frame = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: payload)
                 context.write(self.wrapOutboundOut(frame), promise: promise)
+                self.startCloseTimer(context: context)
             case .message(var message):
                 let isFirst = !message.started
                 let data = message.next(self.fragmentSize, allocator: context.channel.allocator)
@@ -345,7 +346,9 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 let payload = Self.closePayload(code, reason, context: context)
                 if self.outgoing.isEmpty {
                     self.write(context: context, opcode: .connectionClose, data: payload, promise: written)
+                    self.startCloseTimer(context: context)
                 } else {
+                    // The wait for the server's close starts when this one goes (`writeOutgoing`).
                     self.outgoing.append(.close(payload, written))
                 }
             case .deliver(let message):
@@ -356,12 +359,6 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 self.run(self.machine.inflated(isText: isText, result))
             case .pingsAnswered(let payloads):
                 self.delegate.webSocketPingsAnswered(payloads)
-            case .startCloseTimer:
-                guard let context = self.context else { continue }
-                let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-                self.closeTimer = context.eventLoop.scheduleTask(in: self.timing.closeTimeout) {
-                    loopBound.value.run(loopBound.value.machine.closeTimedOut())
-                }
             case .closeConnection:
                 self.stopTimers()
                 self.endOutgoing()
@@ -381,6 +378,18 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 self.stopTimers()
                 self.delegate.webSocketDidFinish(ending)
             }
+        }
+    }
+
+    /// Starts the wait for the server's answer to the user's close frame, which has just been
+    /// written: from the frame's write, not from `close()`. Behind a long message still going out
+    /// the frame waits for it, and a slow upload timed out a close the server had not been sent
+    /// ("did not answer the close frame within 10 s"); OkHttp starts its wait as the frame is
+    /// taken off its queue too.
+    private func startCloseTimer(context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        self.closeTimer = context.eventLoop.scheduleTask(in: self.timing.closeTimeout) {
+            loopBound.value.run(loopBound.value.machine.closeTimedOut())
         }
     }
 

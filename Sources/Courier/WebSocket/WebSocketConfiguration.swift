@@ -11,7 +11,9 @@ public struct WebSocketConfiguration: Sendable {
     /// How often Courier sends a PING while the connection is open; a PING still unanswered when
     /// the next is due ends the connection with ``CourierError/Code/timedOut``. nil: none.
     public var pingInterval: TimeInterval? = 30
-    /// How long Courier waits for the server's close frame after sending its own.
+    /// How long Courier waits for the server's close frame after sending its own, counted from
+    /// when it goes out: a close frame behind a message still being sent waits for that message
+    /// first (the server cannot answer a frame it has not been sent).
     public var closeTimeout: TimeInterval = 10
     /// The subprotocols offered in `Sec-WebSocket-Protocol`, preferred first: one element each,
     /// each an HTTP token (RFC 6455 4.1, RFC 9110 5.6.2: no spaces, commas or other separators),

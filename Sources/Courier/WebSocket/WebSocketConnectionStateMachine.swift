@@ -44,7 +44,9 @@ struct WebSocketConnectionStateMachine {
         case sendPing(ByteBuffer)
         /// A close frame, at once: nothing of the messages still waiting to go out follows it.
         case sendClose(WebSocketCloseCode?, String)
-        /// The user's close frame, after the messages sent before it went out.
+        /// The user's close frame, after the messages sent before it went out. The wait for the
+        /// server's close frame (``closeTimedOut()``) starts as it goes out, not before: the
+        /// server cannot answer a frame still queued behind a long upload.
         case sendCloseAfterMessages(WebSocketCloseCode?, String)
         case deliver(WebSocketMessage)
         /// A compressed message to inflate (``inflated(isText:_:)`` takes the result).
@@ -52,8 +54,6 @@ struct WebSocketConnectionStateMachine {
         /// A PONG answered these PINGs of the user's (``WebSocketTask/sendPing()``): its own and
         /// every one sent before it (the keep-alive's among them are settled already).
         case pingsAnswered([ByteBuffer])
-        /// Start the wait for the server's close frame (``closeTimedOut()``).
-        case startCloseTimer
         /// Close the TCP connection (after what was written went out).
         case closeConnection
         /// The connection is over: tell the task, once.
@@ -209,7 +209,7 @@ struct WebSocketConnectionStateMachine {
     mutating func closeRequested(code: WebSocketCloseCode, reason: String) -> [Action] {
         guard case .open = self.state else { return [] }
         self.state = .closeSent
-        return [code.isAllowedOnTheWire ? .sendCloseAfterMessages(code, reason) : .sendCloseAfterMessages(nil, ""), .startCloseTimer]
+        return [code.isAllowedOnTheWire ? .sendCloseAfterMessages(code, reason) : .sendCloseAfterMessages(nil, "")]
     }
 
     /// The keep-alive timer fired: a PING goes out, or, if the last one is still unanswered (by
@@ -242,7 +242,8 @@ struct WebSocketConnectionStateMachine {
         self.unansweredPings.remove(at: index)
     }
 
-    /// The server did not answer Courier's close frame in time.
+    /// The server did not answer Courier's close frame in time (counted from when the frame went
+    /// out).
     mutating func closeTimedOut() -> [Action] {
         guard case .closeSent = self.state else { return [] }
         self.state = .finished

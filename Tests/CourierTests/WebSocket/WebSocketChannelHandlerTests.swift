@@ -42,7 +42,7 @@ struct WebSocketChannelHandlerTests {
 
     private func makeChannel(
         _ recorder: Recorder, maximum: Int = 1000, buffered: Int = .max, fragmentSize: Int = WebSocketChannelHandler.fragmentSize,
-        pingInterval: TimeAmount? = nil
+        pingInterval: TimeAmount? = nil, closeTimeout: TimeAmount = .seconds(5)
     ) throws -> (EmbeddedChannel, ReadCounter) {
         let channel = EmbeddedChannel()
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
@@ -51,7 +51,7 @@ struct WebSocketChannelHandlerTests {
         try sync.addHandler(counter)
         try sync.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maximum)))
         try sync.addHandler(WebSocketFrameEncoder())
-        let timing = WebSocketChannelHandler.Timing(pingInterval: pingInterval, closeTimeout: .seconds(5))
+        let timing = WebSocketChannelHandler.Timing(pingInterval: pingInterval, closeTimeout: closeTimeout)
         try sync.addHandler(
             WebSocketChannelHandler(
                 maximumMessageSize: maximum, maximumBufferedBytes: buffered, timing: timing, fragmentSize: fragmentSize,
@@ -258,6 +258,42 @@ struct WebSocketChannelHandlerTests {
         #expect(frames.first?.1 == [0x03, 0xE8] + Array("bye".utf8))
         #expect(failed.withLockedValue { $0 })
         #expect(recorder.state.withLockedValue { $0.endings } == [.closed(.normalClosure, "")])
+        _ = try? channel.finish()
+    }
+
+    /// The wait for the server's close frame starts when Courier's goes out, not at `close()`:
+    /// behind a message still going out the close frame waits for it, however slowly the
+    /// connection takes it, and the close timeout counts from the frame's write. (It counted from
+    /// `close()`: a slow upload timed out, "the server did not answer the close frame", a close
+    /// the server had not been sent.)
+    @Test func theCloseTimeoutCountsFromTheCloseFramesWrite() throws {
+        let recorder = Recorder()
+        let closeTimeout = TimeAmount.seconds(10)
+        let (channel, _) = try self.makeChannel(recorder, fragmentSize: 100, closeTimeout: closeTimeout)
+        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
+        channel.isWritable = false
+        handler.send(.binary(Data(repeating: 1, count: 300)), promise: nil)
+        handler.close(code: .normalClosure, reason: "")
+        #expect(try self.written(channel).map(\.0) == [.binary], "one fragment while the connection is full")
+        // The connection takes nothing for twice the close timeout: the close frame has not gone,
+        // so nothing times out.
+        self.advance(channel, by: closeTimeout * 2)
+        #expect(try self.written(channel).isEmpty)
+        #expect(recorder.state.withLockedValue { $0.endings }.isEmpty)
+        #expect(channel.isActive)
+        // Room again: the rest of the message, then the close frame.
+        channel.isWritable = true
+        var frames: [(WebSocketOpcode, [UInt8])] = []
+        for _ in 0..<3 {
+            channel.pipeline.fireChannelWritabilityChanged()
+            frames += try self.written(channel)
+        }
+        #expect(frames.map(\.0) == [.continuation, .continuation, .connectionClose])
+        // The close timeout from there.
+        self.advance(channel, by: closeTimeout - .nanoseconds(1))
+        #expect(recorder.state.withLockedValue { $0.endings }.isEmpty)
+        self.advance(channel, by: .nanoseconds(1))
+        #expect(recorder.state.withLockedValue { $0.endings } == [.closeTimedOut])
         _ = try? channel.finish()
     }
 
