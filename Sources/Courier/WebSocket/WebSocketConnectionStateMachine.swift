@@ -143,7 +143,11 @@ struct WebSocketConnectionStateMachine {
     private mutating func controlFrame(_ frame: WebSocketFrame) -> [Action] {
         switch frame.opcode {
         case .ping:
-            return self.isOpen ? [.sendPong(frame.data)] : []
+            // Answered until the server's close frame came (RFC 6455 5.5.2), Courier's own close
+            // sent or not: a close frame still queued behind a message left the server's PINGs
+            // unanswered for as long as the message took. (Once the server's close came the
+            // machine is finished and frames are no longer read.)
+            return [.sendPong(frame.data)]
         case .pong:
             // An unsolicited PONG is allowed (5.5.3) and answers nothing.
             guard let index = self.unansweredPings.firstIndex(where: { $0.payload == frame.data }) else { return [] }

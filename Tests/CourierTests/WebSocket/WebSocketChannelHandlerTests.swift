@@ -297,6 +297,41 @@ struct WebSocketChannelHandlerTests {
         _ = try? channel.finish()
     }
 
+    /// The server's PINGs are answered while Courier's close frame waits behind a message in
+    /// fragments, and after it went, until the server's close frame came (RFC 6455 5.5.2): a
+    /// PONG is a control frame, and goes ahead of the queued close. (None was sent once `close()`
+    /// was called.)
+    @Test func aPingIsAnsweredUntilTheServersCloseFrameCame() throws {
+        let recorder = Recorder()
+        let (channel, _) = try self.makeChannel(recorder, fragmentSize: 100)
+        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
+        channel.isWritable = false
+        handler.send(.binary(Data(repeating: 1, count: 300)), promise: nil)
+        handler.close(code: .normalClosure, reason: "")
+        #expect(try self.written(channel).map(\.0) == [.binary])
+        try channel.writeInbound(self.serverFrame(.ping, Array("p1".utf8)))
+        var frames = try self.written(channel)
+        #expect(frames.map(\.0) == [.pong], "answered while the close frame waits")
+        #expect(frames.first?.1 == Array("p1".utf8))
+        // Room again: the rest of the message, then the close frame.
+        channel.isWritable = true
+        frames = []
+        for _ in 0..<3 {
+            channel.pipeline.fireChannelWritabilityChanged()
+            frames += try self.written(channel)
+        }
+        #expect(frames.map(\.0) == [.continuation, .continuation, .connectionClose])
+        try channel.writeInbound(self.serverFrame(.ping, Array("p2".utf8)))
+        frames = try self.written(channel)
+        #expect(frames.map(\.0) == [.pong], "answered after the close frame went")
+        #expect(frames.first?.1 == Array("p2".utf8))
+        // The server's close ends the closing handshake.
+        _ = try? channel.writeInbound(self.serverFrame(.connectionClose, [0x03, 0xE8]))
+        #expect(try self.written(channel).isEmpty)
+        #expect(recorder.state.withLockedValue { $0.endings } == [.closed(.normalClosure, "")])
+        _ = try? channel.finish()
+    }
+
     // MARK: Keep-alive
 
     /// The keep-alive's interval in the tests below. The `EmbeddedEventLoop`'s clock moves only

@@ -181,12 +181,15 @@ struct WebSocketStateMachineTests {
         var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
         #expect(machine.closeRequested(code: .normalClosure, reason: "done") == [.sendCloseAfterMessages(.normalClosure, "done")])
         #expect(machine.closeRequested(code: .normalClosure, reason: "again") == [])
-        // Data the server sent before it saw the close is delivered; a PING is not answered once closing.
+        // Data the server sent before it saw the close is delivered; a PING is answered until the
+        // server's close frame came (RFC 6455 5.5.2), Courier's own sent or not (it was not
+        // answered once Courier was closing).
         #expect(machine.frameReceived(self.frame(.text, self.buffer("x"))) == [.deliver(.text("x"))])
-        #expect(machine.frameReceived(self.frame(.ping)) == [])
+        #expect(machine.frameReceived(self.frame(.ping, self.buffer("p"))) == [.sendPong(self.buffer("p"))])
         #expect(
             machine.frameReceived(self.frame(.connectionClose, self.closePayload(1000)))
                 == [.closeConnection, .finish(.closed(.normalClosure, ""))])
+        #expect(machine.frameReceived(self.frame(.ping, self.buffer("late"))) == [], "not after the server's close")
     }
 
     @Test func aServerThatNeverAnswersTheCloseTimesOut() {
