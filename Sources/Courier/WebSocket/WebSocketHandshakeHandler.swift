@@ -19,6 +19,10 @@ final class WebSocketHandshakeHandler: ChannelDuplexHandler, RemovableChannelHan
 
     /// The largest response head taken, its blank line included.
     static let maximumHeadSize = 64 * 1024
+    /// The most interim (1xx) heads taken before the answer to the upgrade: Go's net/http's bound
+    /// ("too many 1xx informational responses" past 5). Without one, a server sending
+    /// `100 Continue` heads without end kept the handshake waiting until its timeout.
+    static let maximumInterimHeads = 5
 
     private let head: HTTPRequestHead
     private let handshake: WebSocketHandshake
@@ -27,6 +31,8 @@ final class WebSocketHandshakeHandler: ChannelDuplexHandler, RemovableChannelHan
     /// Where the next look for the head's end starts in `received` (``parseHead(_:searchFrom:maximumSize:)``).
     private var searchFrom = 0
     private var response: HTTPResponseHead?
+    /// How many interim (1xx) heads came before the answer.
+    private var interimHeads = 0
     private var sent = false
     private let makeError: @Sendable (String, HTTPResponseHead?, (any Error)?) -> any Error
 
@@ -83,28 +89,38 @@ final class WebSocketHandshakeHandler: ChannelDuplexHandler, RemovableChannelHan
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = self.unwrapInboundIn(data)
         self.received.writeBuffer(&bytes)
-        guard self.response == nil, self.completion != nil else { return }
-        switch Self.parseHead(&self.received, searchFrom: &self.searchFrom) {
-        case .incomplete:
-            break
-        case .tooLarge:
-            self.fail(context: context, self.makeError("the response head is over \(Self.maximumHeadSize) bytes", nil, nil))
-        case .invalid(let reason):
-            self.fail(context: context, self.makeError("the answer to the upgrade is not HTTP/1.1: \(reason)", nil, nil))
-        case .head(let head):
-            if head.status.code >= 100, head.status.code < 200, head.status != .switchingProtocols {
-                // An interim answer is not the handshake's; the next head is.
-                self.channelRead(context: context, data: self.wrapInboundOut(ByteBuffer()))
+        // The heads in what came, one after the other: a loop, not a call for each interim head
+        // (a read of 64 KiB of `100 Continue` heads nested 2,600 calls deep).
+        while self.response == nil, self.completion != nil {
+            switch Self.parseHead(&self.received, searchFrom: &self.searchFrom) {
+            case .incomplete:
                 return
+            case .tooLarge:
+                self.fail(context: context, self.makeError("the response head is over \(Self.maximumHeadSize) bytes", nil, nil))
+            case .invalid(let reason):
+                self.fail(context: context, self.makeError("the answer to the upgrade is not HTTP/1.1: \(reason)", nil, nil))
+            case .head(let head):
+                if head.status.code >= 100, head.status.code < 200, head.status != .switchingProtocols {
+                    // An interim answer is not the handshake's; the next head is. Its bytes are
+                    // dropped, or the buffer kept every head read before the answer.
+                    self.interimHeads += 1
+                    guard self.interimHeads <= Self.maximumInterimHeads else {
+                        let message = "the server sent more than \(Self.maximumInterimHeads) interim (1xx) answers before its answer to the upgrade"
+                        self.fail(context: context, self.makeError(message, nil, nil))
+                        return
+                    }
+                    self.received.discardReadBytes()
+                    continue
+                }
+                if let failure = self.handshake.failure(of: head) {
+                    self.fail(context: context, self.makeError(failure, head, nil))
+                    return
+                }
+                self.response = head
+                let completion = self.completion
+                self.completion = nil
+                completion?.succeed(head)
             }
-            if let failure = self.handshake.failure(of: head) {
-                self.fail(context: context, self.makeError(failure, head, nil))
-                return
-            }
-            self.response = head
-            let completion = self.completion
-            self.completion = nil
-            completion?.succeed(head)
         }
     }
 
