@@ -95,6 +95,28 @@ struct WebSocketCommandTests {
         }
     }
 
+    /// `--binary-raw` prints through the CLI's output as every other output does: standard output
+    /// on a full device is status 1 and a line saying so (as `aFullStandardOutputIsAFailure`).
+    /// FileHandle's `write` trapped on the failed write: the command died of a signal.
+    @Test func binaryRawOnAFullStandardOutputIsAFailure() async throws {
+        try await TestServer.withServer { server in
+            let full = open("/dev/full", O_WRONLY)
+            try #require(full >= 0)
+            defer { close(full) }
+            // The route sends a binary message as soon as the connection is open; standard input
+            // is held open, so the command does not close first.
+            let url = "ws://127.0.0.1:\(server.port)/courier/websocket/payloads"
+            let child = try ChildProcess.spawn(
+                CLIRunner.executable.path, ["ws", "--binary-raw", url], standardInput: .pipe, standardOutput: .descriptor(full),
+                standardError: .pipe)
+            defer { if let input = child.standardInput { close(input) } }
+            let errors = await CLIRunner.onOwnThread { Data(ChildProcess.readToEnd(child.standardError!)) }
+            let status = await CLIRunner.waitForExit(child)
+            #expect(status == 1)
+            #expect(String(decoding: errors, as: UTF8.self).contains("cannot write to standard output: No space left on device"), "\(String(decoding: errors, as: UTF8.self))")
+        }
+    }
+
     @Test func notAWebSocketURLIsAUsageError() async throws {
         let result = try await CLIRunner.run(["ws", "http://example.com/"], input: "")
         #expect(result.status == 64)

@@ -112,7 +112,9 @@ struct WebSocketCommand: AsyncParsableCommand {
                             Console.standardOutput.write(line: text)
                         case .binary(let data):
                             if binaryRaw {
-                                FileHandle.standardOutput.write(data)
+                                // Through `Console`, as every other output: FileHandle's `write`
+                                // traps on a failed write (a closed pipe, a full disk).
+                                Console.standardOutput.write(data)
                             } else {
                                 Console.standardOutput.write(line: "<binary: \(data.count) bytes>")
                             }
