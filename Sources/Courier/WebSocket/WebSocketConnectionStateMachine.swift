@@ -75,12 +75,18 @@ struct WebSocketConnectionStateMachine {
         var payload: ByteBuffer
         /// The keep-alive's (``pingTimerFired(payload:)``), not the user's.
         var isKeepAlive: Bool
+        /// The user's, whose wait was given up (``userPingAbandoned(_:)``): kept only while a
+        /// keep-alive PING before it is unanswered, which its PONG answers too; it reports nothing.
+        var isAbandoned = false
     }
 
     /// The PINGs not answered yet, the keep-alive's and the user's in one list, in the order they
     /// went out: a peer may answer only the latest of several PINGs (RFC 6455 5.5.3), so a PONG
     /// answers its own PING and every one before it, whoever sent them.
     private var unansweredPings: [SentPing] = []
+
+    /// How many PINGs are looked for answers to, given up ones kept included (for tests).
+    var unansweredPingCount: Int { self.unansweredPings.count }
 
     /// Whether `permessage-deflate` was negotiated (RSV1 marks a compressed message).
     private let compression: Bool
@@ -151,8 +157,9 @@ struct WebSocketConnectionStateMachine {
         case .pong:
             // An unsolicited PONG is allowed (5.5.3) and answers nothing.
             guard let index = self.unansweredPings.firstIndex(where: { $0.payload == frame.data }) else { return [] }
-            let answered = self.unansweredPings[...index].filter { !$0.isKeepAlive }.map(\.payload)
+            let answered = self.unansweredPings[...index].filter { !$0.isKeepAlive && !$0.isAbandoned }.map(\.payload)
             self.unansweredPings.removeFirst(index + 1)
+            self.dropAbandonedPingsNoKeepAliveWaitsBefore()
             return answered.isEmpty ? [] : [.pingsAnswered(answered)]
         default:
             var payload = frame.data
@@ -239,11 +246,32 @@ struct WebSocketConnectionStateMachine {
     }
 
     /// The user stopped waiting for the PONG of the PING sent with `payload` (its wait was
-    /// cancelled): it is no longer looked for, and a PONG for it is one nobody asked for. (Kept,
-    /// the PINGs of a peer that never answers piled up for the connection's life, one a call.)
+    /// cancelled): nobody is told of its PONG any more. (Kept, the PINGs of a peer that never
+    /// answers piled up for the connection's life, one a call.)
+    ///
+    /// While a keep-alive PING sent before it is unanswered it stays, marked given up: a server
+    /// may answer only the latest PING (RFC 6455 5.5.3), and its PONG then answers the keep-alive
+    /// one too. (Dropped at once, that PONG answered nothing, and the next tick ended a connection
+    /// whose server had answered with `pingTimedOut`.) At most until that keep-alive PING is
+    /// answered or the next tick ends the connection.
     mutating func userPingAbandoned(_ payload: ByteBuffer) {
-        guard let index = self.unansweredPings.firstIndex(where: { !$0.isKeepAlive && $0.payload == payload }) else { return }
-        self.unansweredPings.remove(at: index)
+        guard let index = self.unansweredPings.firstIndex(where: { !$0.isKeepAlive && !$0.isAbandoned && $0.payload == payload }) else {
+            return
+        }
+        if self.unansweredPings[..<index].contains(where: \.isKeepAlive) {
+            self.unansweredPings[index].isAbandoned = true
+        } else {
+            self.unansweredPings.remove(at: index)
+        }
+    }
+
+    /// Drops the given-up PINGs that no unanswered keep-alive PING comes before: their PONGs would
+    /// answer nothing anybody waits for.
+    private mutating func dropAbandonedPingsNoKeepAliveWaitsBefore() {
+        let end = self.unansweredPings.firstIndex(where: \.isKeepAlive) ?? self.unansweredPings.endIndex
+        guard self.unansweredPings[..<end].contains(where: \.isAbandoned) else { return }
+        let kept = self.unansweredPings[..<end].filter { !$0.isAbandoned }
+        self.unansweredPings.replaceSubrange(..<end, with: kept)
     }
 
     /// The server did not answer Courier's close frame in time (counted from when the frame went

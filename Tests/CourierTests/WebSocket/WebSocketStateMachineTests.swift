@@ -280,9 +280,10 @@ struct WebSocketStateMachineTests {
         #expect(!sentU6, "not after the end")
     }
 
-    /// A PING whose wait was given up (the caller cancelled) is no longer looked for: a later
-    /// PONG does not answer it, nor does its own, and a peer that never answers does not make
-    /// them pile up; the keep-alive's PINGs are untouched.
+    /// A PING whose wait was given up (the caller cancelled) is no longer looked for: neither its
+    /// PONG nor a later one reports it, and a peer that never answers does not make them pile up;
+    /// the keep-alive's PINGs are untouched. Given up while a keep-alive PING before it is
+    /// unanswered, it waits with that one (its PONG answers it too) and goes with its answer.
     @Test func aPingGivenUpIsNoLongerLookedFor() {
         var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
         #expect(machine.pingTimerFired(payload: self.buffer("k1")) == [.sendPing(self.buffer("k1"))])
@@ -295,15 +296,52 @@ struct WebSocketStateMachineTests {
         machine.userPingAbandoned(self.buffer("k1"))  // not a user's: kept
         #expect(machine.frameReceived(self.frame(.pong, self.buffer("u1"))) == [], "u1 was given up")
         #expect(machine.frameReceived(self.frame(.pong, self.buffer("u3"))) == [.pingsAnswered([self.buffer("u3")])], "not u2")
-        #expect(machine.pingTimerFired(payload: self.buffer("k2")) == [.sendPing(self.buffer("k2"))], "k1 was answered by u3's PONG")
-        // Ten thousand given up on a peer that never answers leave nothing behind.
+        #expect(machine.pingTimerFired(payload: self.buffer("k2")) == [.sendPing(self.buffer("k2"))], "k1 was answered by u1's PONG")
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("k2"))) == [])
+        // Ten thousand given up on a peer that never answers, with no keep-alive PING unanswered
+        // before them, leave nothing behind.
         for index in 0..<10_000 {
             let sent = machine.userPingSent(self.buffer("p\(index)"))
             #expect(sent)
             machine.userPingAbandoned(self.buffer("p\(index)"))
         }
+        #expect(machine.unansweredPingCount == 0)
         #expect(machine.frameReceived(self.frame(.pong, self.buffer("p9999"))) == [])
-        #expect(machine.pingTimerFired(payload: self.buffer("k3")) == [.closeConnection, .finish(.pingTimedOut)], "k2 is still unanswered")
+        // Behind an unanswered keep-alive PING they wait for its answer, then go.
+        #expect(machine.pingTimerFired(payload: self.buffer("k3")) == [.sendPing(self.buffer("k3"))])
+        for index in 0..<100 {
+            let sent = machine.userPingSent(self.buffer("q\(index)"))
+            #expect(sent)
+            machine.userPingAbandoned(self.buffer("q\(index)"))
+        }
+        #expect(machine.unansweredPingCount == 101)
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("k3"))) == [])
+        #expect(machine.unansweredPingCount == 0)
+        #expect(machine.pingTimerFired(payload: self.buffer("k4")) == [.sendPing(self.buffer("k4"))])
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("q99"))) == [], "q99 was dropped with k3's answer")
+        #expect(machine.pingTimerFired(payload: self.buffer("k5")) == [.closeConnection, .finish(.pingTimedOut)], "k4 is still unanswered")
+    }
+
+    /// The PONG of a PING given up answers the keep-alive PING sent before it, and reports
+    /// nothing: a server may answer only the latest of several PINGs (RFC 6455 5.5.3). (The PING
+    /// given up was dropped at once: its PONG answered nothing, and the next tick ended the
+    /// connection with `pingTimedOut` though the server had answered.)
+    @Test func aPongForAPingGivenUpAnswersTheKeepAlivesBeforeIt() {
+        var machine = WebSocketConnectionStateMachine(maximumMessageSize: 100)
+        #expect(machine.pingTimerFired(payload: self.buffer("k1")) == [.sendPing(self.buffer("k1"))])
+        let sentU1 = machine.userPingSent(self.buffer("u1"))
+        #expect(sentU1)
+        machine.userPingAbandoned(self.buffer("u1"))
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("u1"))) == [], "nobody waits for u1")
+        #expect(machine.pingTimerFired(payload: self.buffer("k2")) == [.sendPing(self.buffer("k2"))], "k1 was answered by u1's PONG")
+        // A PING given up with no keep-alive PING unanswered before it answers none sent after it.
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("k2"))) == [])
+        let sentU3 = machine.userPingSent(self.buffer("u3"))
+        #expect(sentU3)
+        machine.userPingAbandoned(self.buffer("u3"))
+        #expect(machine.pingTimerFired(payload: self.buffer("k3")) == [.sendPing(self.buffer("k3"))])
+        #expect(machine.frameReceived(self.frame(.pong, self.buffer("u3"))) == [])
+        #expect(machine.pingTimerFired(payload: self.buffer("k4")) == [.closeConnection, .finish(.pingTimedOut)], "k3 went after u3")
     }
 
     /// Unread messages up to the bound change nothing: the keep-alive's PONG is still taken, a
