@@ -111,9 +111,11 @@ extension ResponseSerializer {
     /// ```
     ///
     /// Each media range of the field counts, `*` standing for any type or subtype; parameters are
-    /// ignored but `q=0`, which refuses its range. A request without `Accept`, or whose `Accept`
-    /// takes `*/*`, takes any content type. An empty body is not checked; a body without a
-    /// `Content-Type` is refused unless any type is taken. A refusal is
+    /// ignored but `q=0`, which refuses its range. The most specific range that matches a type
+    /// decides (RFC 9110, 12.5.1): `text/*, text/html;q=0` takes `text/plain`, not `text/html`,
+    /// and `*/*, image/webp;q=0` any type but `image/webp`. A request without `Accept`, or whose
+    /// `Accept` takes `*/*` and refuses nothing, takes any content type. An empty body is not
+    /// checked; a body without a `Content-Type` is refused unless `*/*` is taken. A refusal is
     /// ``CourierError/Code/unacceptableContentType``, its message naming the type and the
     /// accepted ones. The field is read from `request` now: what an adapter or a redirect changes
     /// later is not seen.
@@ -124,24 +126,55 @@ extension ResponseSerializer {
 }
 
 /// The media ranges an `Accept` field takes (RFC 9110, 12.5.1), as a content-type check.
+///
+/// The most specific range that matches a type decides (`text/html`, then `text/*`, then
+/// `*/*`): `*/*, image/webp;q=0` refuses `image/webp` and takes the rest, `text/*, text/html;q=0`
+/// takes `text/plain` and refuses `text/html`. A range listed both with and without `q=0` counts
+/// as taken.
 struct AcceptedMediaRanges: Sendable {
-    /// The ranges as an ``HTTPResponseSerializer``'s acceptable content types; nil takes any type.
+    /// The taken ranges as an ``HTTPResponseSerializer``'s acceptable content types; nil takes any
+    /// type (no field, or `*/*` taken and nothing refused).
     let check: HTTPResponseSerializer?
+    /// The ranges taken, lower-cased.
+    let taken: Set<String>
+    /// The ranges refused (`q=0`) and not also taken, lower-cased.
+    let refused: Set<String>
 
     init(_ field: String?) {
         let elements = WeightedList.elements(field ?? "")
-        let ranges = Set(elements.filter { !$0.refused }.map(\.value))
+        let taken = Set(elements.filter { !$0.refused }.map(\.value))
+        self.taken = taken
+        self.refused = Set(elements.filter(\.refused).map(\.value)).subtracting(taken)
         // No field (or an empty one) takes anything; a field whose every range is refused, nothing.
-        if elements.isEmpty || ranges.contains("*/*") {
+        if elements.isEmpty || (taken.contains("*/*") && self.refused.isEmpty) {
             self.check = nil
         } else {
             var check = HTTPResponseSerializer()
-            check.acceptableContentTypes = ranges
+            check.acceptableContentTypes = taken
             self.check = check
         }
     }
 
     func validate(_ response: HTTPResponse, data: Data?) throws(CourierError) {
-        if let error = self.check?.contentTypeError(response, data: data) { throw error }
+        // An empty body is not checked, as HTTPResponseSerializer checks none.
+        guard let check = self.check, let data, !data.isEmpty else { return }
+        // A body without a type is taken by `*/*` alone; no refusal names it.
+        guard let mime = response.mimeType, let slash = mime.firstIndex(of: "/") else {
+            if self.taken.contains("*/*") { return }
+            if let error = check.contentTypeError(response, data: data) { throw error }
+            return
+        }
+        // No taken range matches: refused, as an HTTPResponseSerializer refuses it.
+        if let error = check.contentTypeError(response, data: data) { throw error }
+        // A taken range matches; the most specific range that matches decides, and may refuse.
+        guard !self.refused.isEmpty else { return }
+        let matching = [mime, String(mime[..<slash]) + "/*", "*/*"]
+        guard let decisive = matching.first(where: { self.taken.contains($0) || self.refused.contains($0) }),
+              self.refused.contains(decisive)
+        else { return }
+        let accepted = HTTPResponseSerializer.acceptedList(self.taken, suffixes: [])
+        throw CourierError(
+            .unacceptableContentType, "unacceptable content type: \(mime) (refused by \(decisive);q=0; \(accepted))",
+            response: response, data: data)
     }
 }

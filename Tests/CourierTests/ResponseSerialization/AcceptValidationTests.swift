@@ -38,6 +38,20 @@ struct AcceptValidationTests {
         #expect(Self.takes("application/json", "text/html", body: ""), "an empty body is not checked")
     }
 
+    /// The most specific range that matches decides (RFC 9110, 12.5.1): a refused `image/webp`
+    /// or `text/html` is refused under a taken `*/*` or `text/*` (the refusals were dropped before
+    /// matching, and the wildcard took them).
+    @Test func mostSpecificRangeDecides() {
+        #expect(!Self.takes("*/*, image/webp;q=0", "image/webp"))
+        #expect(Self.takes("*/*, image/webp;q=0", "image/png"))
+        #expect(!Self.takes("text/*, text/html;q=0", "text/html"))
+        #expect(Self.takes("text/*, text/html;q=0", "text/plain"))
+        #expect(!Self.takes("*/*, text/*;q=0", "text/plain"))
+        #expect(Self.takes("*/*, text/*;q=0, text/plain", "text/plain"))
+        #expect(Self.takes("*/*, image/webp;q=0", nil), "a body without a type is taken by */*")
+        #expect(Self.takes("*/*, image/webp;q=0", "image/webp", body: ""), "an empty body is not checked")
+    }
+
     /// The list is split at the bytes of its delimiters, outside quoted strings: a comma joined
     /// to a combining mark still ends the refused element (read whole, its `q=0` did not parse and
     /// it counted as taken), and a comma inside a quoted parameter ends nothing.
