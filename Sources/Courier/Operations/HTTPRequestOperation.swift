@@ -155,8 +155,10 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
         return String(data: skip == 0 ? data : data.dropFirst(skip), encoding: encoding)
     }
     /// What ``responseSerializer`` made of the response, once the operation finished: with a
-    /// failure too when the serializer read the body (a status it does not accept, with a body it
-    /// could parse: an API's error message), as AFNetworking 2.x's failure blocks read it.
+    /// failure too when the serializer read the body (the default ``HTTPResponseSerializer``
+    /// returns it whatever it refused; JSON and the other parsers, under a status they do not
+    /// accept, a body they could parse: an API's error message), as AFNetworking 2.x's failure
+    /// blocks read it.
     public var responseObject: (any Sendable)? { self.state.withLockedValue { $0.responseObject } }
     /// Why the operation failed, once it finished: the transfer's error or the serializer's.
     public var error: CourierError? { self.state.withLockedValue { $0.error } }

@@ -6,15 +6,18 @@ import HTTPTypes
 ///
 /// - Each member runs in turn (its ``ResponseSerializer/serialize(response:data:)``); the first
 ///   that makes an object wins, with whatever error comes with it (a JSON error body under a 404
-///   is the object, beside the status error, which ``responseObject(for:data:)`` throws).
-/// - A member that makes no object — it refused the response, the body did not parse, or there
-///   was nothing to parse (JSON's answer to an empty body) — is skipped, and its error is not
-///   reported.
+///   is the object, beside the status error, which ``responseObject(for:data:)`` throws). An
+///   ``HTTPResponseSerializer`` or ``DataResponseSerializer`` member makes the body its object
+///   even when it refuses the response, so it wins with its error.
+/// - A member that makes no object — it refused the content type, the body did not parse, or
+///   there was nothing to parse (JSON's answer to an empty body) — is skipped, and its error is
+///   not reported.
 /// - When no member makes an object, the compound behaves as an ``HTTPResponseSerializer`` with
 ///   its own ``http`` rules (status 200–299 and any content type by default): it returns the body
-///   as it came, or throws its own validation error. So a `text/html` error page under a 200 gives
-///   the page's `Data`, and under a 500 the compound's ``CourierError/Code/unacceptableStatusCode``
-///   error. An empty list behaves the same way.
+///   as it came, beside its own validation error if any (which ``responseObject(for:data:)``
+///   throws). So a `text/html` error page under a 200 gives the page's `Data`, and under a 500
+///   the page with the compound's ``CourierError/Code/unacceptableStatusCode`` error. An empty
+///   list behaves the same way.
 ///
 /// ```swift
 /// let serializer = CompoundResponseSerializer([JSONResponseSerializer(), XMLParserResponseSerializer()])
@@ -50,20 +53,22 @@ public struct CompoundResponseSerializer: ResponseSerializer {
         return object ?? nil
     }
 
-    /// The first member's object with its error; without one, the body and the compound's own
-    /// validation error.
+    /// The first member's object with its error; without one, the body with the compound's own
+    /// validation error, if any.
     public func serialize(response: HTTPResponse?, data: Data?) -> (object: (any Sendable)??, error: CourierError?) {
         for serializer in self.responseSerializers {
             let (object, error) = Self.run(serializer, response: response, data: data)
             if let object { return (.some(object), error) }
         }
+        // AFNetworking's `[super responseObjectForResponse:…]`: the body whatever the validation
+        // found, beside its error.
+        let body: (any Sendable)? = data
         do {
             try self.http.validate(response, data: data)
-            let body: (any Sendable)? = data
-            return (.some(body), nil)
         } catch {
-            return (nil, error)
+            return (.some(body), error)
         }
+        return (.some(body), nil)
     }
 
     private static func run<S: ResponseSerializer>(

@@ -2,7 +2,8 @@ import Foundation
 import HTTPTypes
 
 /// Validates like ``HTTPResponseSerializer`` and returns the body, an empty `Data` when there was
-/// none. The body is returned as it came: no copy.
+/// none. The body is returned as it came: no copy. ``serialize(response:data:)`` returns it beside
+/// the validation error too, as AFNetworking's `AFHTTPResponseSerializer` does.
 public struct DataResponseSerializer: ResponseSerializer {
     /// The validation part; accepts any content type and status 200–299 by default.
     public var http = HTTPResponseSerializer()
@@ -27,6 +28,30 @@ public struct DataResponseSerializer: ResponseSerializer {
 
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> Data {
         try self.validate(response, data: data)
+        return try self.prepared(data, response: response)
+    }
+
+    /// The body beside the validation error if any, as ``HTTPResponseSerializer`` (AFNetworking's
+    /// `AFHTTPResponseSerializer`) returns it: a refused body comes as it came (an empty `Data`
+    /// when there was none, not preprocessed: the preprocessor prepares a value, and a refused
+    /// body is none), so a completion handler gets the error page of a 500 with the status error.
+    /// A preprocessor that fails gives its error and no body. ``responseObject(for:data:)``
+    /// throws the error instead.
+    public func serialize(response: HTTPResponse?, data: Data?) -> (object: Data?, error: CourierError?) {
+        do {
+            try self.validate(response, data: data)
+        } catch {
+            return (data ?? Data(), error)
+        }
+        do {
+            return (try self.prepared(data, response: response), nil)
+        } catch {
+            return (nil, error)
+        }
+    }
+
+    /// A validated body, preprocessed; an empty `Data` when there was none.
+    private func prepared(_ data: Data?, response: HTTPResponse?) throws(CourierError) -> Data {
         guard let data, !data.isEmpty else { return Data() }
         return try HTTPResponseSerializer.preprocessed(data, by: self.preprocessorReference?.preprocessor, response: response)
     }

@@ -2,7 +2,8 @@ import Foundation
 import HTTPTypes
 
 /// Validates the status code and the content type of a response and returns the body as it came
-/// (AFNetworking's `AFHTTPResponseSerializer`).
+/// (AFNetworking's `AFHTTPResponseSerializer`); ``serialize(response:data:)`` returns it beside
+/// the validation error too, as AFNetworking does.
 ///
 /// Every other serializer in Courier keeps one of these in its `http` property and validates
 /// through it, so the rules below hold for all of them:
@@ -136,6 +137,19 @@ public struct HTTPResponseSerializer: ResponseSerializer {
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> Data? {
         try self.validate(response, data: data)
         return data
+    }
+
+    /// The body as it came, beside the validation error if any: AFNetworking's
+    /// `responseObjectForResponse:data:error:` validates, then returns `data` whatever it found,
+    /// so an error page under a 500 reaches a completion handler with the status error.
+    /// ``responseObject(for:data:)`` throws that error instead.
+    public func serialize(response: HTTPResponse?, data: Data?) -> (object: Data??, error: CourierError?) {
+        do {
+            try self.validate(response, data: data)
+        } catch {
+            return (.some(data), error)
+        }
+        return (.some(data), nil)
     }
 
     /// The content-type half of ``validate(_:data:)``: the error for a body whose type is not

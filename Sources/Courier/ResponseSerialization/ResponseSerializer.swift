@@ -25,8 +25,10 @@ public protocol ResponseSerializer<Output>: Sendable {
 
     /// The value and the error together, as AFNetworking's completion blocks get them: the JSON,
     /// XML, property-list and image serializers decode the body even when the status code fails
-    /// validation (an error body with a 4xx status), though not when the content type does. The
-    /// default calls ``responseObject(for:data:)``.
+    /// validation (an error body with a 4xx status), though not when the content type does;
+    /// ``HTTPResponseSerializer`` and ``DataResponseSerializer`` return the body whatever the
+    /// validation found. An error fails the task whether or not an object comes with it. The
+    /// default calls ``responseObject(for:data:)``: an error and no object.
     func serialize(response: HTTPResponse?, data: Data?) -> (object: Output?, error: CourierError?)
 }
 

@@ -73,6 +73,35 @@ struct CompoundResponseSerializerTests {
         }
     }
 
+    /// AFNetworking's data member returns the body with its validation error, and the compound
+    /// keeps the first object with that member's error: a `text/html` page under a 200 is the
+    /// data member's object with its content-type error (the member was skipped, and the
+    /// compound's fallback gave the page with no error).
+    @Test func aDataMemberRefusingTheTypeGivesTheBodyWithItsError() {
+        var octets = DataResponseSerializer()
+        octets.http.acceptableContentTypes = ["application/octet-stream"]
+        let compound = CompoundResponseSerializer([JSONResponseSerializer(), octets])
+        let html = Fixture.data("<html>")
+        let (object, error) = compound.serialize(response: Fixture.response(200, "text/html"), data: html)
+        let unwrapped: (any Sendable)? = object ?? nil
+        #expect(unwrapped as? Data == html)
+        #expect(error?.code == .unacceptableContentType)
+        #expect { try compound.responseObject(for: Fixture.response(200, "text/html"), data: html) } throws: {
+            ($0 as? CourierError)?.code == .unacceptableContentType
+        }
+    }
+
+    /// The fallback is AFNetworking's `[super responseObjectForResponse:…]`: the body beside the
+    /// compound's own validation error (it was dropped).
+    @Test func theFallbackGivesTheBodyBesideItsError() {
+        let strict = CompoundResponseSerializer([JSONResponseSerializer(), XMLParserResponseSerializer()])
+        let html = Fixture.data("<html>oops</html>")
+        let (object, error) = strict.serialize(response: Fixture.response(500, "text/html"), data: html)
+        let unwrapped: (any Sendable)? = object ?? nil
+        #expect(unwrapped as? Data == html)
+        #expect(error?.code == .unacceptableStatusCode)
+    }
+
     /// The compound's own rules are an ``HTTPResponseSerializer``'s, and can be narrowed.
     @Test func theCompoundsOwnRulesCanBeSet() {
         var compound = CompoundResponseSerializer([JSONResponseSerializer()])

@@ -173,4 +173,19 @@ struct DataResponseSerializerTests {
         #expect(try DataResponseSerializer().responseObject(for: Fixture.response(204), data: nil) == Data())
         #expect(throws: CourierError.self) { try DataResponseSerializer().responseObject(for: Fixture.response(500), data: nil) }
     }
+
+    /// As AFNetworking's `AFHTTPResponseSerializer`: the body beside the validation error (it was
+    /// dropped); an empty `Data` when there was none, as on success.
+    @Test func serializeGivesTheBodyBesideTheError() {
+        let body = Fixture.data("<html>oops</html>")
+        let (object, error) = DataResponseSerializer().serialize(response: Fixture.response(500, "text/html"), data: body)
+        #expect(object == body)
+        #expect(error?.code == .unacceptableStatusCode)
+        let (empty, emptyError) = DataResponseSerializer().serialize(response: Fixture.response(500), data: nil)
+        #expect(empty == Data())
+        #expect(emptyError?.code == .unacceptableStatusCode)
+        let (success, noError) = DataResponseSerializer().serialize(response: Fixture.response(), data: nil)
+        #expect(success == Data())
+        #expect(noError == nil)
+    }
 }

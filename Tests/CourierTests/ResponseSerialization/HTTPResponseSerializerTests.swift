@@ -136,9 +136,20 @@ struct HTTPResponseSerializerTests {
         #expect(try HTTPResponseSerializer().responseObject(for: nil, data: nil) == nil)
     }
 
-    @Test func serializeGivesErrorBesideNoObject() {
-        let (object, error) = HTTPResponseSerializer().serialize(response: Fixture.response(404), data: Fixture.data("x"))
-        #expect(object == nil)
+    /// AFNetworking's `responseObjectForResponse:data:error:` validates, then returns the data
+    /// whatever it found: the body comes beside the error (it was dropped).
+    @Test func serializeGivesTheBodyBesideTheError() {
+        let body = Fixture.data("<html>oops</html>")
+        let (object, error) = HTTPResponseSerializer().serialize(response: Fixture.response(500, "text/html"), data: body)
+        #expect((object ?? nil) == body)
         #expect(error?.code == .unacceptableStatusCode)
+        var strict = HTTPResponseSerializer()
+        strict.acceptableContentTypes = ["application/json"]
+        let (typed, typeError) = strict.serialize(response: Fixture.response(200, "text/html"), data: body)
+        #expect((typed ?? nil) == body)
+        #expect(typeError?.code == .unacceptableContentType)
+        let (taken, noError) = HTTPResponseSerializer().serialize(response: Fixture.response(), data: body)
+        #expect((taken ?? nil) == body)
+        #expect(noError == nil)
     }
 }
