@@ -255,6 +255,10 @@ public struct HTTPRequestSerializer: RequestSerializer {
     }
 
     /// `url` with `query` added to its query (after `&`), or as its query, before any fragment.
+    ///
+    /// The result is normalized as ``url(from:)`` normalizes a URL string (``URLText/normalized(_:)``):
+    /// a custom query-string builder's `c=%5B&a=[1]` keeps its `%5B` and has its brackets encoded,
+    /// where Foundation's parser encoded the whole query again (`c=%255B`).
     static func url(_ url: URL, appendingQuery query: String) throws(CourierError) -> URL {
         let string = url.absoluteString
         var base = Substring(string)
@@ -271,7 +275,7 @@ public struct HTTPRequestSerializer: RequestSerializer {
             separator = "?"
         }
         let combined = base + separator + query + fragment
-        guard let result = URL(string: String(combined)) else {
+        guard let result = URL(string: URLText.normalized(String(combined))) else {
             throw CourierError(.invalidURL, "cannot add the query '\(query)' to \(string)")
         }
         return result

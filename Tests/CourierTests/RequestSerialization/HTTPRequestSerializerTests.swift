@@ -203,6 +203,18 @@ extension RequestSerializationTests {
             #expect(try serializer.request(method: .get, urlString: "https://h.test/", parameters: ["x": 1]).url.query == "x=1")
         }
 
+        /// A query added to a URL is normalized as a URL string is (``HTTPRequestSerializer/url(from:)``):
+        /// the builder's `%5B` is kept beside a raw `[` (Foundation's parser encoded the whole
+        /// query again, and `c=%5B` went out as `c=%255B`).
+        @Test func anAppendedQueryKeepsItsEscapes() throws {
+            var serializer = self.serializer
+            serializer.setQueryStringSerialization { _, _ in "c=%5B&a=[1]" }
+            let get = try serializer.request(method: .get, urlString: "https://h.test/", parameters: ["x": 1])
+            #expect(get.url.query == "c=%5B&a=%5B1%5D")
+            let appended = try serializer.request(method: .get, urlString: "https://h.test/?z=1#top", parameters: ["x": 1])
+            #expect(appended.url.absoluteString == "https://h.test/?z=1&c=%5B&a=%5B1%5D#top")
+        }
+
         @Test("a custom query-string builder sees the request before the default headers, as AFNetworking's block does")
         func customQueryStringRequest() throws {
             var serializer = self.serializer
