@@ -62,20 +62,31 @@ final class FormNode {
     /// is an empty object (it writes no pair).
     var value: FormValue { self.value(sortingKeys: true) }
 
-    /// The tree as a form value, its keys sorted or in the order they were first written.
-    func value(sortingKeys: Bool) -> FormValue {
+    /// The tree as a form value, its keys converted by `convert` (as they are without one) at
+    /// every depth, then sorted or left in the order they were first written.
+    ///
+    /// Sorted on the keys as they are written, as Alamofire sorts its pairs: a conversion can
+    /// change their order (`.capitalized` makes `b` and `C` into `B` and `C`, which sorted as
+    /// `C`, `B` on the keys before it). Two keys converted alike keep the order of the keys before.
+    func value(sortingKeys: Bool, convertingKeys convert: ((String) -> String)? = nil) -> FormValue {
         switch self.kind {
-        case .unset: .object([])
+        case .unset:
+            return .object([])
         case .keyed:
-            .object(
-                sortingKeys
-                    ? self.entries
-                        .sorted { $0.key.utf16.lexicographicallyPrecedes($1.key.utf16) }
-                        .map { (key: $0.key, value: $0.value.value(sortingKeys: true)) }
-                    : self.order.map { (key: $0, value: self.entries[$0]!.value(sortingKeys: false)) }
-            )
-        case .unkeyed: .array(self.elements.map { $0.value(sortingKeys: sortingKeys) })
-        case .leaf: self.leaf
+            var keys = self.order.map { (original: $0, written: convert?($0) ?? $0) }
+            if sortingKeys {
+                keys.sort { left, right in
+                    left.written == right.written
+                        ? left.original.utf16.lexicographicallyPrecedes(right.original.utf16)
+                        : left.written.utf16.lexicographicallyPrecedes(right.written.utf16)
+                }
+            }
+            return .object(
+                keys.map { (key: $0.written, value: self.entries[$0.original]!.value(sortingKeys: sortingKeys, convertingKeys: convert)) })
+        case .unkeyed:
+            return .array(self.elements.map { $0.value(sortingKeys: sortingKeys, convertingKeys: convert) })
+        case .leaf:
+            return self.leaf
         }
     }
 

@@ -231,8 +231,8 @@ public struct URLEncodedFormEncoder: Sendable {
     public var nilEncoding: NilEncoding = .dropKey
     /// How spaces are written; `.percentEscaped` by default.
     public var spaceEncoding: SpaceEncoding = .percentEscaped
-    /// Whether an object's keys are written in sorted order (the default, at every depth), or in
-    /// the order the value encoded them (`false`: a synthesized `Encodable` writes its properties
+    /// Whether an object's keys are written in sorted order (the default, at every depth, sorted
+    /// as ``keyEncoding`` writes them), or in the order the value encoded them (`false`: a synthesized `Encodable` writes its properties
     /// in declaration order; a `Dictionary` has no order of its own).
     public var alphabetizeKeyValuePairs = true
     /// The characters of keys and values written as they are; every other byte of their UTF-8
@@ -267,7 +267,7 @@ public struct URLEncodedFormEncoder: Sendable {
         }
         var pairs: [String] = []
         for entry in entries {
-            self.appendPairs(for: entry.value, key: self.convert(entry.key), to: &pairs)
+            self.appendPairs(for: entry.value, key: entry.key, to: &pairs)
         }
         return pairs.joined(separator: "&")
     }
@@ -289,11 +289,8 @@ public struct URLEncodedFormEncoder: Sendable {
         guard root.kind != .unset else {
             throw CourierError(.parameterEncodingFailed, "the parameters (a \(type(of: value))) encoded no value")
         }
-        return root.value(sortingKeys: self.alphabetizeKeyValuePairs)
-    }
-
-    private func convert(_ key: String) -> String {
-        self.keyEncoding.convert?(key) ?? key
+        // The keys converted in the tree, before they are sorted: the order is the written keys'.
+        return root.value(sortingKeys: self.alphabetizeKeyValuePairs, convertingKeys: self.keyEncoding.convert)
     }
 
     private func appendPairs(for value: FormValue, key: String, to pairs: inout [String]) {
@@ -307,7 +304,7 @@ public struct URLEncodedFormEncoder: Sendable {
         switch value {
         case .object(let entries):
             for entry in entries {
-                self.appendPairs(for: entry.value, key: self.keyPathEncoding.path(key, self.convert(entry.key)), to: &pairs)
+                self.appendPairs(for: entry.value, key: self.keyPathEncoding.path(key, entry.key), to: &pairs)
             }
         case .array(let elements):
             for (index, element) in elements.enumerated() {

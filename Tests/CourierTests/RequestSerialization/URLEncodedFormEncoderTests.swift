@@ -88,6 +88,17 @@ extension RequestSerializationTests {
             #expect(try encoder.encode(Outer()) == "HOMEADDRESS%5BPOSTCODE%5D=X&USERID=1")
         }
 
+        /// Keys are sorted as they are written, after their conversion, as Alamofire sorts its
+        /// pairs (sorted before it, `C` came before `b` and was written before `B`).
+        @Test func keysAreSortedAfterTheirConversion() throws {
+            var encoder = URLEncodedFormEncoder()
+            encoder.keyEncoding = .capitalized
+            #expect(try encoder.encode(["b": 1, "C": 2]) == "B=1&C=2")
+            #expect(try encoder.encode(["n": ["b": 1, "C": 2]]) == "N%5BB%5D=1&N%5BC%5D=2")
+            encoder.keyEncoding = .custom { $0 == "a" ? "z" : $0 }
+            #expect(try encoder.encode(["a": 1, "b": 2]) == "b=2&z=1")
+        }
+
         @Test("explicit nils")
         func nils() throws {
             struct Explicit: Encodable {
