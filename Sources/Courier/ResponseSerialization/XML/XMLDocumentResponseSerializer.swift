@@ -32,18 +32,25 @@ public struct XMLDocumentResponseSerializer: ResponseSerializer {
     /// Options for `XMLDocument(data:options:)`; none by default, as in AFNetworking.
     ///
     /// External entities (`<!ENTITY x SYSTEM "file:///…">`, `"http://…"`) are never loaded unless
-    /// these options ask for it with `.nodeLoadExternalEntitiesAlways` or
-    /// `.nodeLoadExternalEntitiesSameOriginOnly`: on Linux, libxml2 under FoundationXML would read
-    /// the client's files and fetch URLs the server names while parsing (XXE), outside the
-    /// session. ``effectiveOptions`` are the options the document is parsed with.
+    /// these options ask for it with `.nodeLoadExternalEntitiesAlways`: on Linux, libxml2 under
+    /// FoundationXML would read the client's files and fetch URLs the server names while parsing
+    /// (XXE), outside the session. `.nodeLoadExternalEntitiesSameOriginOnly` loads none: a body has
+    /// no origin to compare an entity's with. ``effectiveOptions`` are the options the document is
+    /// parsed with.
     public var options: XMLNode.Options = []
 
-    /// ``options``, with `.nodeLoadExternalEntitiesNever` when they name no external-entity policy.
+    /// ``options``, with `.nodeLoadExternalEntitiesNever` unless they name
+    /// `.nodeLoadExternalEntitiesAlways`, and without `.nodeLoadExternalEntitiesSameOriginOnly`.
+    ///
+    /// Same-origin-only means never here: swift-corelibs-foundation's `XMLDocument` knows only
+    /// never and always (`_CFXMLDocPtrFromDataWithOptions` has libxml2 substitute entities,
+    /// `XML_PARSE_NOENT`, unless told never), so under that option libxml2's default loader read
+    /// `file://` entities and fetched `http://` ones.
     public var effectiveOptions: XMLNode.Options {
-        let policies: XMLNode.Options = [
-            .nodeLoadExternalEntitiesAlways, .nodeLoadExternalEntitiesSameOriginOnly, .nodeLoadExternalEntitiesNever,
-        ]
-        return self.options.isDisjoint(with: policies) ? self.options.union(.nodeLoadExternalEntitiesNever) : self.options
+        var options = self.options
+        options.remove(.nodeLoadExternalEntitiesSameOriginOnly)
+        if !options.contains(.nodeLoadExternalEntitiesAlways) { options.insert(.nodeLoadExternalEntitiesNever) }
+        return options
     }
 
     /// The deepest nesting libxml2 builds a document for (without its `XML_PARSE_HUGE` option,
