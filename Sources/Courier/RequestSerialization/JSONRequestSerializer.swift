@@ -16,7 +16,9 @@ import HTTPTypes
 /// // body {"name":"pen","price":1.5,"tags":["a","b"]}, Content-Type: application/json
 /// ```
 ///
-/// Keys are always written sorted. Top-level arrays and dictionaries are accepted; a top-level
+/// Keys are always written sorted: as query-string keys are, or, with `.sortedKeys` in
+/// ``writingOptions``, in the order `JSONSerialization` gives them then (`a9` before `a10`, `b`
+/// beside `B`). Top-level arrays and dictionaries are accepted; a top-level
 /// string, number, boolean or null only with `.fragmentsAllowed`.
 /// NaN, infinities, sets, dates, data, closures and other objects fail with
 /// ``CourierError/Code/parameterEncodingFailed`` naming the path of the value.
@@ -27,7 +29,9 @@ public struct JSONRequestSerializer: HTTPRequestSerializerWrapper {
 
     /// How to write JSON: `.prettyPrinted`,
     /// `.withoutEscapingSlashes`,
-    /// `.fragmentsAllowed`; `.sortedKeys` is implied.
+    /// `.fragmentsAllowed`, `.sortedKeys`. Keys are sorted without `.sortedKeys` too, as
+    /// query-string keys are; with it, in `JSONSerialization`'s `.sortedKeys` order (`a9` before
+    /// `a10`, `b` beside `B`).
     public var writingOptions: JSONSerialization.WritingOptions = []
 
     /// A serializer with AFNetworking's defaults.

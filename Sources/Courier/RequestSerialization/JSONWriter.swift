@@ -1,7 +1,9 @@
 import Foundation
 
 /// Writes a ``ParameterValue`` tree as JSON (RFC 8259), the way Foundation's `JSONSerialization`
-/// writes it on Apple platforms, with keys always sorted so the bytes do not depend on hashing.
+/// writes it on Apple platforms, with keys always sorted so the bytes do not depend on hashing:
+/// in the tree's order (as query-string keys are sorted), or, with `.sortedKeys`, in the order
+/// `JSONSerialization` writes them then (``sortedKeysPrecedes(_:_:)``).
 ///
 /// Our own writer rather than `JSONSerialization` because on Linux the latter cannot tell `true`
 /// from `1` in an `NSNumber`, and so that NaN, infinities, dates and data fail with the path of the
@@ -9,11 +11,28 @@ import Foundation
 struct JSONWriter {
     var prettyPrinted = false
     var escapeSlashes = true
+    /// Whether keys are written in `JSONSerialization`'s `.sortedKeys` order rather than the tree's.
+    var sortsKeysAsFoundation = false
 
     init(options: JSONSerialization.WritingOptions) {
         self.prettyPrinted = options.contains(.prettyPrinted)
         self.escapeSlashes = !options.contains(.withoutEscapingSlashes)
+        self.sortsKeysAsFoundation = options.contains(.sortedKeys)
     }
+
+    /// Whether key `a` comes before key `b` as `JSONSerialization` writes them with `.sortedKeys`.
+    ///
+    /// swift-corelibs-foundation sorts them with `compare(_:options:range:locale:)`, the options
+    /// `[.numeric, .caseInsensitive, .forcedOrdering]` and the system locale (`NSLocale.system`,
+    /// the root locale), and so does this: `a9` before `a10`, `b` and `B` next to each other
+    /// before `C` (where `compare:` puts every capital first: `B`, `C`, `a10`, `a9`, `b`).
+    static func sortedKeysPrecedes(_ a: String, _ b: String) -> Bool {
+        a.compare(b, options: [.numeric, .caseInsensitive, .forcedOrdering], range: a.startIndex..<a.endIndex, locale: Self.systemLocale)
+            == .orderedAscending
+    }
+
+    /// `NSLocale.system` as swift-corelibs-foundation makes it.
+    private static let systemLocale = Locale(identifier: "")
 
     func write(_ value: ParameterValue) throws(CourierError) -> Data {
         var output = ""
@@ -60,7 +79,8 @@ struct JSONWriter {
                 return
             }
             output += "{"
-            for (index, entry) in entries.enumerated() {
+            let ordered = self.sortsKeysAsFoundation ? entries.sorted { Self.sortedKeysPrecedes($0.key, $1.key) } : entries
+            for (index, entry) in ordered.enumerated() {
                 if index > 0 { output += "," }
                 self.newline(indent: indent + 1, into: &output)
                 self.writeString(entry.key, into: &output)

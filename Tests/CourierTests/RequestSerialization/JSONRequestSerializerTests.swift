@@ -78,6 +78,24 @@ extension RequestSerializationTests {
             #expect(try self.body(3, serializer: serializer) == "3")
         }
 
+        /// With `.sortedKeys`, keys come in the order `JSONSerialization` writes them then
+        /// (swift-corelibs-foundation: numeric, case-insensitive, forced ordering): `a9` before
+        /// `a10`, capitals among the lower-case letters. They came in `compare:`'s order, every
+        /// capital first and `a10` before `a9`.
+        @Test func sortedKeysFollowJSONSerialization() throws {
+            var serializer = self.serializer
+            serializer.writingOptions = [.sortedKeys]
+            #expect(try self.body(["b": 1, "C": 2, "a10": 3, "a9": 4] as Parameters, serializer: serializer) == #"{"a9":4,"a10":3,"b":1,"C":2}"#)
+            #expect(try self.body(["n": ["b": 1, "C": 2] as Parameters] as Parameters, serializer: serializer) == #"{"n":{"b":1,"C":2}}"#)
+            // Byte for byte what Foundation writes, where only case tells keys apart too.
+            let keys: [String: Int] = ["b": 1, "B": 2, "a10": 3, "a9": 4, "_z": 5, "Z": 6]
+            let foundation = try JSONSerialization.data(withJSONObject: keys, options: [.sortedKeys])
+            let courier = try serializer.request(method: .post, urlString: "https://h.test/", parameters: keys as Parameters).body.data
+            #expect(courier == foundation)
+            // Without the option, keys are sorted as query-string keys are.
+            #expect(try self.body(["b": 1, "C": 2, "a10": 3, "a9": 4] as Parameters) == #"{"C":2,"a10":3,"a9":4,"b":1}"#)
+        }
+
         @Test(
             "values JSON cannot carry fail with their path",
             arguments: [
