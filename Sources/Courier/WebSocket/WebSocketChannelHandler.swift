@@ -266,7 +266,16 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 context.write(self.wrapOutboundOut(frame), promise: last ? message.promise : nil)
             }
         }
-        if wrote { context.flush() }
+        if wrote {
+            context.flush()
+            // The messages ahead of a queued close frame moved: the bound on their stall starts again.
+            if self.closeIsQueued { self.startCloseStallTimer(context: context) }
+        }
+    }
+
+    /// Whether the user's close frame waits behind messages still going out.
+    private var closeIsQueued: Bool {
+        self.outgoing.contains { if case .close = $0 { true } else { false } }
     }
 
     private func hasRoom(_ context: ChannelHandlerContext) -> Bool {
@@ -348,8 +357,11 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                     self.write(context: context, opcode: .connectionClose, data: payload, promise: written)
                     self.startCloseTimer(context: context)
                 } else {
-                    // The wait for the server's close starts when this one goes (`writeOutgoing`).
+                    // The wait for the server's close starts when this one goes (`writeOutgoing`);
+                    // until then, the close timeout bounds a stall of the messages ahead of it (a
+                    // server that stops reading would otherwise hold the close for ever).
                     self.outgoing.append(.close(payload, written))
+                    self.startCloseStallTimer(context: context)
                 }
             case .deliver(let message):
                 self.run(self.machine.messageQueued(unreadBytes: self.delegate.webSocketDidReceive(message)))
@@ -387,9 +399,21 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
     /// ("did not answer the close frame within 10 s"); OkHttp starts its wait as the frame is
     /// taken off its queue too.
     private func startCloseTimer(context: ChannelHandlerContext) {
+        self.closeTimer?.cancel()
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         self.closeTimer = context.eventLoop.scheduleTask(in: self.timing.closeTimeout) {
             loopBound.value.run(loopBound.value.machine.closeTimedOut())
+        }
+    }
+
+    /// Bounds the wait of a close frame queued behind messages: the close timeout, counted again
+    /// each time a fragment of them goes out. A slow upload is not cut short; a server that reads
+    /// nothing more ends the task (``WebSocketConnectionStateMachine/closeStalled()``).
+    private func startCloseStallTimer(context: ChannelHandlerContext) {
+        self.closeTimer?.cancel()
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        self.closeTimer = context.eventLoop.scheduleTask(in: self.timing.closeTimeout) {
+            loopBound.value.run(loopBound.value.machine.closeStalled())
         }
     }
 

@@ -13,7 +13,8 @@ public struct WebSocketConfiguration: Sendable {
     public var pingInterval: TimeInterval? = 30
     /// How long Courier waits for the server's close frame after sending its own, counted from
     /// when it goes out: a close frame behind a message still being sent waits for that message
-    /// first (the server cannot answer a frame it has not been sent).
+    /// first (the server cannot answer a frame it has not been sent), as long as the message
+    /// moves: a server that reads none of it for this long ends the task too.
     public var closeTimeout: TimeInterval = 10
     /// The subprotocols offered in `Sec-WebSocket-Protocol`, preferred first: one element each,
     /// each an HTTP token (RFC 6455 4.1, RFC 9110 5.6.2: no spaces, commas or other separators),

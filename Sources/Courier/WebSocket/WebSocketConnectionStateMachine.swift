@@ -32,6 +32,9 @@ struct WebSocketConnectionStateMachine {
         case connectionFailed(String)
         /// The server did not answer Courier's close frame in time.
         case closeTimedOut
+        /// Courier's close frame waited behind messages the server read nothing of for the close
+        /// timeout (the rest of them is dropped, the frame written, the connection closed).
+        case closeStalled
         /// The task was cancelled.
         case cancelled
         /// The consumer left more than the maximum of bytes of messages unread; Courier closed
@@ -280,6 +283,14 @@ struct WebSocketConnectionStateMachine {
         guard case .closeSent = self.state else { return [] }
         self.state = .finished
         return [.closeConnection, .finish(.closeTimedOut)]
+    }
+
+    /// Courier's close frame is still queued behind messages of which the server read nothing
+    /// for the close timeout (it stopped reading): the wait for it would have no end.
+    mutating func closeStalled() -> [Action] {
+        guard case .closeSent = self.state else { return [] }
+        self.state = .finished
+        return [.closeConnection, .finish(.closeStalled)]
     }
 
     /// The frame decoder refused the bytes (a frame over the maximum size, a control frame over

@@ -876,6 +876,12 @@ extension WebSocketTask: WebSocketChannelHandlerDelegate {
         case .closeTimedOut:
             let within = " within \(NIOEngine.seconds(self.configuration.closeTimeout)) (closeTimeout)"
             return (failure(.timedOut, "the server did not answer the close frame\(within)"), .abnormalClosure, "")
+        case .closeStalled:
+            let within = " for \(NIOEngine.seconds(self.configuration.closeTimeout)) (closeTimeout)"
+            return (
+                failure(.timedOut, "the server read nothing of the messages ahead of the close frame\(within)"),
+                .abnormalClosure, ""
+            )
         case .connectionLost:
             return (failure(.connectionClosed, "the connection closed with no closing handshake"), .abnormalClosure, "")
         case .connectionFailed(let description):
