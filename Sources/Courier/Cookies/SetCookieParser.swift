@@ -77,7 +77,10 @@ enum SetCookieParser {
                 guard !attributeValue.isEmpty else { break }
                 var domain = attributeValue
                 if domain.utf8.first == UInt8(ascii: ".") { domain = domain[domain.utf8.index(after: domain.startIndex)...] }
-                cookie.domain = domain.lowercased()
+                // ASCII case only: Unicode lowering maps some non-ASCII letters to ASCII (the
+                // Kelvin sign to `k`), and a Domain with non-ASCII characters must be refused
+                // (6265bis 5.6.3), which the check after this makes of it.
+                cookie.domain = domain.lowercasedASCII
             case "path":
                 cookie.path = attributeValue.utf8.first == UInt8(ascii: "/") ? String(attributeValue) : nil
             case "secure":
