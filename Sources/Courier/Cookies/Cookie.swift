@@ -120,7 +120,9 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
     static func headerValue(namesAndValues pairs: some Sequence<(String, String)>, capacity: Int = 0) -> String? {
         var text = ""
         text.reserveCapacity(capacity)
-        for (name, value) in pairs {
+        // A cookie with neither name nor value (6265bis 5.6 ignores such a `Set-Cookie`; one comes
+        // from a cookie file or is made by hand) adds nothing, not an empty pair (`a=1; ; b=2`).
+        for (name, value) in pairs where !name.isEmpty || !value.isEmpty {
             if !text.isEmpty { text += "; " }
             if !name.isEmpty {
                 text += name

@@ -242,6 +242,11 @@ struct CookieJarTests {
         let cookies = [Cookie(name: "", value: "token", domain: "h"), Cookie(name: "a", value: "", domain: "h")]
         #expect(Cookie.headerValue(for: cookies) == "token; a=")
         #expect(Cookie.headerValue(for: []) == nil)
+        // One with neither name nor value (from a cookie file, or made by hand) adds nothing:
+        // before, `a=1; ; b=2`.
+        let empty = Cookie(name: "", value: "", domain: "h")
+        #expect(Cookie.headerValue(for: [Cookie(name: "a", value: "1", domain: "h"), empty, Cookie(name: "b", value: "2", domain: "h")]) == "a=1; b=2")
+        #expect(Cookie.headerValue(for: [empty]) == nil)
     }
 
     @Test func aStoreWithoutASuffixListSaysSo() {
