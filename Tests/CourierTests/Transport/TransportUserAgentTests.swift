@@ -40,6 +40,25 @@ struct TransportUserAgentTests {
         }
     }
 
+    /// A caller's `Proxy-Authorization` is for a forwarding proxy (RFC 9110 11.7.2): the server
+    /// never gets it, through a tunnel (HTTP/1.1 or HTTP/2 inside `CONNECT`, SOCKS5) or with no
+    /// proxy. Before, the request inside a tunnel carried it to every origin. (A forwarding proxy
+    /// takes it; whether it passes it on is the proxy's business.)
+    @Test(arguments: Transport.allCases)
+    func theCallersProxyCredentialNeverReachesTheServerThroughATunnel(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            var request = Request(url: server.url("/anything/proxy-credential"))
+            request.headerFields[.proxyAuthorization] = "Bearer caller-proxy-token"
+            _ = try? await manager.response(for: request, serializer: DataResponseSerializer())
+            // (The forwarding proxy takes the caller's credential in place of the session's, and
+            // may refuse it: nothing to check at the server.)
+            guard transport != .http1ViaHTTPProxy else { return }
+            let received = server.receivedRequests.filter { $0.target == "/anything/proxy-credential" }
+            #expect(!received.isEmpty)
+            #expect(received.allSatisfy { $0.headerFields[.proxyAuthorization] == nil }, "\(received.map(\.headerFields))")
+        }
+    }
+
     /// The default is the process's own, in AFNetworking's form: the one the request serializer sets.
     @Test func theDefaultIsTheProcesssOwn() {
         #expect(SessionConfiguration().userAgent == DefaultHeaders.currentUserAgent)

@@ -81,6 +81,9 @@ extension HopHandler {
             case .contentLength, .transferEncoding: continue
             case .trailer where trailers != nil: continue
             case .acceptEncoding, .range, .userAgent: codings.note(field.name)
+            // For a forwarding proxy only (RFC 9110 11.7.2): through a tunnel, or with no proxy,
+            // the caller's proxy credential would go to the server.
+            case .proxyAuthorization where !key.route.usesAbsoluteForm: continue
             default: if field.name.canonicalName == "host" { hasHost = true }
             }
             head.add(name: field.name.rawName, value: field.value)
@@ -208,6 +211,8 @@ extension HopHandler {
             case .contentLength, .transferEncoding: continue
             case .trailer where trailers != nil: continue
             case .acceptEncoding, .range, .userAgent: codings.note(field.name)
+            // HTTP/2 goes to the server, directly or through a tunnel: a proxy credential is not its.
+            case .proxyAuthorization: continue
             case .te where field.value != "trailers":
                 // RFC 9113 8.2.2: `TE` may only say `trailers` in HTTP/2, a token compared
                 // without regard to case (`Trailers` goes, as `trailers`).
