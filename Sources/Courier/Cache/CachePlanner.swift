@@ -53,11 +53,14 @@ enum CachePlanner {
         case .useProtocolCachePolicy:
             break
         }
-        guard cacheable else { return .network(mayStore: false) }
         let control = CacheControl(fields: request.headerFields[values: .cacheControl])
-        if control.noStore { return .network(mayStore: false) }
+        // A request that would go to the network (not a GET, `no-store`, its own conditionals or
+        // range) and says only-if-cached gets the 504 (RFC 9111 5.2.1.7, as OkHttp): an app's
+        // offline mode sends nothing.
+        guard cacheable else { return control.onlyIfCached ? .gatewayTimeout : .network(mayStore: false) }
+        if control.noStore { return control.onlyIfCached ? .gatewayTimeout : .network(mayStore: false) }
         if self.callerConditionals.contains(where: { request.headerFields.contains($0) }) {
-            return .network(mayStore: true)
+            return control.onlyIfCached ? .gatewayTimeout : .network(mayStore: true)
         }
         guard let stored else { return control.onlyIfCached ? .gatewayTimeout : .network(mayStore: true) }
 

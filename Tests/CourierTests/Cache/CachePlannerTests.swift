@@ -209,6 +209,23 @@ struct CachePlannerTests {
             Issue.record("fresh: served")
             return
         }
+        // A request that would go to the network whatever is stored (not a GET, no-store, its
+        // own conditionals or range) gets the 504 too, as OkHttp's: before, it went out.
+        let fresh = CacheFixtures.stored([("Cache-Control", "max-age=600"), ("ETag", "\"v\"")])
+        let bypassing = [
+            CacheFixtures.request([("Cache-Control", "only-if-cached")], method: .head),
+            CacheFixtures.request([("Cache-Control", "no-store, only-if-cached")]),
+            CacheFixtures.request([("Cache-Control", "only-if-cached"), ("If-None-Match", "\"x\"")]),
+            CacheFixtures.request([("Cache-Control", "only-if-cached"), ("Range", "bytes=0-9")]),
+        ]
+        for request in bypassing {
+            for stored in [nil, fresh] {
+                guard case .gatewayTimeout = self.decide(request, stored: stored, after: 10) else {
+                    Issue.record("\(request.method) \(request.headerFields): 504, never the network")
+                    continue
+                }
+            }
+        }
     }
 
     @Test func theFourPolicies() {
