@@ -195,6 +195,15 @@ public final class ResponseCache: Sendable {
     /// `request` selected before. This stores what it is given: it does not apply the rules of
     /// RFC 9111 on what may be stored.
     public func storeCachedResponse(_ cachedResponse: CachedResponse, for request: Request) {
+        self.storeCachedResponse(cachedResponse, for: request, replacing: nil)
+    }
+
+    /// Stores `cachedResponse` as ``storeCachedResponse(_:for:)`` does; with `expected`, only
+    /// when the response stored in its place is still that one (the same response date): a 304
+    /// freshens the response it revalidated, not one stored meanwhile (RFC 9111 4.3.4). A
+    /// revalidation slower than another request's full answer otherwise put the older body back,
+    /// fresh.
+    func storeCachedResponse(_ cachedResponse: CachedResponse, for request: Request, replacing expected: CachedResponse?) {
         let primaryKey = CacheEntry.primaryKey(for: request.url)
         let varying = CacheEntry.varying(CacheEntry.varyNames(of: cachedResponse.response), of: request)
         let entry = CacheEntry(cached: cachedResponse, primaryKey: primaryKey, varying: varying)
@@ -216,6 +225,11 @@ public final class ResponseCache: Sendable {
         let names = varying.map(\.name)
         let work = self.withState { state -> DiskWork in
             var work = DiskWork()
+            if let expected {
+                // (Dates read back from a file may differ from the stored one in the last bits.)
+                let current = state.memory[identity]?.cached.responseDate ?? state.disk[identity]?.responseDate
+                guard let current, abs(current.timeIntervalSince(expected.responseDate)) < 0.001 else { return work }
+            }
             // Variants selected by other Vary field names are out of date: the newest response says
             // which fields select.
             for other in state.variants[primaryKey] ?? [] where other != identity {

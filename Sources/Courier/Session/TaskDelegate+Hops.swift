@@ -488,7 +488,9 @@ extension TaskDelegate {
         // this once, and forgotten (updated in place, it lost its `no-cache` and could be served
         // unasked; OkHttp never serves a stored response its rules would not store).
         let keeps = CachePlanner.isStorable(updated.response, for: request)
-        if keeps { cache.storeCachedResponse(updated, for: request) } else { cache.removeCachedResponse(for: request) }
+        // Freshened only if the cache still holds what was revalidated (not a newer answer that
+        // another task stored meanwhile).
+        if keeps { cache.storeCachedResponse(updated, for: request, replacing: stored) } else { cache.removeCachedResponse(for: request) }
         let served = CachePlanner.served(updated, now: now)
         self.state.withLockedValue { state in
             state.hop.source = .revalidatedCache
@@ -527,7 +529,9 @@ extension TaskDelegate {
             // Not stored, since nothing could serve it again; but a cache that stored it (OkHttp,
             // URLCache) would have replaced what the URL had, so that goes: a later request's
             // `returnCacheDataElseLoad` would have got the older one. (Free while the cache is empty.)
-            if !cache.isEmpty, CacheFreshness.heuristicallyCacheable.contains(response.status.code) {
+            // A 206 replaces nothing: no cache stores a part (``CachePlanner/isStorable(_:for:)``,
+            // OkHttp), so the whole response stored for the URL stays.
+            if !cache.isEmpty, response.status.code != 206, CacheFreshness.heuristicallyCacheable.contains(response.status.code) {
                 cache.removeCachedResponse(for: outcome.request)
             }
             return

@@ -123,6 +123,39 @@ struct ResponseCacheStoreTests {
         #expect(cache.cachedResponse(for: CacheFixtures.request()) == nil)
     }
 
+    /// A 304's freshened copy replaces the response it revalidated, not one stored meanwhile
+    /// (RFC 9111 4.3.4): a revalidation slower than another request's full answer put the older
+    /// body back, fresh. In memory and on disk (read back from the file, whose dates may differ
+    /// in their last bits).
+    @Test(arguments: [false, true])
+    func aFreshenedCopyReplacesOnlyWhatItRevalidated(_ onDisk: Bool) throws {
+        let folder = try TemporaryFolder()
+        let cache =
+            onDisk
+            ? try ResponseCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: folder.url) : ResponseCache(memoryCapacity: 1 << 20)
+        let request = CacheFixtures.request()
+        var one = self.cached("one")
+        one.responseDate = CacheFixtures.t0.addingTimeInterval(0.123_456_789)
+        cache.storeCachedResponse(one, for: request)
+        let revalidated = try #require(cache.cachedResponse(for: request))
+        // Another task's full answer, stored while the revalidation waited.
+        var two = self.cached("two")
+        two.responseDate = CacheFixtures.t0.addingTimeInterval(5)
+        cache.storeCachedResponse(two, for: request)
+        var freshened = revalidated
+        freshened.responseDate = CacheFixtures.t0.addingTimeInterval(9)
+        cache.storeCachedResponse(freshened, for: request, replacing: revalidated)
+        #expect(cache.cachedResponse(for: request)?.data == Data("two".utf8), "the newer answer stays")
+        // The 304 of what is stored freshens it.
+        let current = try #require(cache.cachedResponse(for: request))
+        var renewed = current
+        renewed.responseDate = CacheFixtures.t0.addingTimeInterval(20)
+        cache.storeCachedResponse(renewed, for: request, replacing: current)
+        let now = try #require(cache.cachedResponse(for: request))
+        #expect(now.data == Data("two".utf8))
+        #expect(abs(now.responseDate.timeIntervalSince(renewed.responseDate)) < 0.001)
+    }
+
     @Test func aDiskCacheSurvivesARestart() throws {
         let folder = try TemporaryFolder()
         let request = CacheFixtures.request([("Accept-Language", "en")])

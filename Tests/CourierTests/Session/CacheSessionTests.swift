@@ -473,6 +473,32 @@ struct CacheSessionTests {
         }
     }
 
+    /// A bare 206 (no caching fields) to a range request replaces nothing: no cache stores a part,
+    /// so the whole response stored for the URL stays. Before, it was removed.
+    @Test func aPartialAnswerLeavesTheStoredWholeResponse() async throws {
+        try await withTestServer { server in
+            server.route("/file") { request in
+                if request.value(forHTTPHeaderField: "Range") != nil {
+                    return TestServer.Response(status: .partialContent, headerFields: [.contentRange: "bytes 0-1/10"], body: Data("ab".utf8))
+                }
+                var response = TestServer.Response.text("abcdefghij")
+                response.headerFields[.cacheControl] = "max-age=600"
+                response.headerFields[.eTag] = "\"f\""
+                return response
+            }
+            let cache = ResponseCache()
+            try await withManager(baseURL: server.baseURL, configuration: Self.configuration(cache: cache)) { manager in
+                _ = try await manager.data(for: Request(url: server.url("/file")))
+                #expect(cache.cachedResponse(for: Request(url: server.url("/file"))) != nil)
+                var ranged = Request(url: server.url("/file"))
+                ranged.headerFields[.range] = "bytes=0-1"
+                let part = try await manager.data(for: ranged)
+                #expect(part.response.status == .partialContent)
+                #expect(cache.cachedResponse(for: Request(url: server.url("/file"))) != nil, "the whole response is still stored")
+            }
+        }
+    }
+
     @Test func aResponseNoRuleCouldServeAgainIsStoredOnlyWhenSomethingCouldUseIt() async throws {
         try await withTestServer { server in
             _ = Self.countingRoute(server, "/plain", fields: [])
