@@ -36,6 +36,15 @@ struct ServerTrustPoliciesTests {
         #expect(policies.policy(forHost: "www.xn--bcher-kva.example") == pinned)
         #expect(policies.policy(forHost: "www.xn--bcher-kva.example.") == pinned)
         #expect(policies.policy(forHost: "[::1]") == pinned)
+        // Every spelling of the pinned address is it (the certificate check compares addresses
+        // by bytes): before, these got the default policy, and the pins were skipped.
+        #expect(policies.policy(forHost: "0:0:0:0:0:0:0:1") == pinned)
+        #expect(policies.policy(forHost: "[0::1]") == pinned)
+        #expect(policies.policy(forHost: "[::1%25lo]") == pinned || policies.policy(forHost: "::1%lo") == pinned)
+        #expect(policies.policy(forHost: "::1%lo") == pinned)
+        policies["2001:DB8:0::1"] = pinned
+        #expect(policies.policy(forHost: "2001:db8::1") == pinned)
+        #expect(policies.policy(forHost: "2001:db8::2") == .default)
         #expect(policies["API.example.com."] == pinned)
         #expect(policies.policy(forHost: "api.example.com..") == .default, "one root label, not two")
         #expect(policies.policy(forHost: ".") == .default)

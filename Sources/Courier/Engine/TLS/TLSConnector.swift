@@ -220,11 +220,13 @@ struct TLSConnector: Sendable {
         return handshake
     }
 
-    /// The name SNI carries for `host`: none for an IP address (RFC 6066), no trailing dot.
+    /// The name SNI carries for `host`: none for an IP address (RFC 6066; an IPv6 address with a
+    /// zone, `fe80::1%eth0`, too, as Go's), no trailing dot.
     static func serverNameIndication(for host: String) -> String? {
         var name = host
         if name.hasPrefix("["), name.hasSuffix("]") { return nil }
         if name.hasSuffix(".") { name.removeLast() }
+        if let zone = name.firstIndex(of: "%"), IPAddress(String(name[..<zone])) != nil { return nil }
         guard !name.isEmpty, IPAddress(name) == nil else { return nil }
         // Host names are case-insensitive; servers match SNI against lower case (RFC 6066 3).
         return name.lowercased()

@@ -97,6 +97,9 @@ struct TLSHandshakeHandlerTests {
         #expect(TLSConnector.serverNameIndication(for: "127.0.0.1") == nil)
         #expect(TLSConnector.serverNameIndication(for: "::1") == nil)
         #expect(TLSConnector.serverNameIndication(for: "[::1]") == nil)
+        // An IPv6 address with a zone is an address too (before, it went out as a name).
+        #expect(TLSConnector.serverNameIndication(for: "fe80::1%eth0") == nil)
+        #expect(TLSConnector.serverNameIndication(for: "name%x.example") == "name%x.example")
         #expect(TLSConnector.serverNameIndication(for: "example.com.") == "example.com")
         let setup = try Self.setUp(host: "127.0.0.1")
         #expect(!(try Self.clientHello(setup)).contains("127.0.0.1"))
