@@ -12,7 +12,9 @@ extension SecurityPolicy {
     ///   Also ``ServerTrustFailure/Reason/invalidPolicy`` when a pinned certificate is one the
     ///   chain's evaluation cannot read (a key of a kind or size swift-certificates does not
     ///   check: P-256, P-384, P-521, Ed25519 and RSA of 2048 bits or more are read): such a pin
-    ///   could never match, and every server would be refused as not pinned.
+    ///   could never match, and every server would be refused as not pinned. The same for an
+    ///   additional trusted certificate (``additionalTrustedCertificates``): such an anchor would
+    ///   be left out without a word, and every server under it refused as untrusted.
     ///
     /// ``NIOEngine`` calls it when it is made and fails every HTTPS request with its error.
     public func validate() throws(CourierError) {
@@ -27,6 +29,12 @@ extension SecurityPolicy {
                     detail: "a pinned certificate (\(unreadable.derBytes.count) bytes) cannot be checked by the chain's evaluation, so it could never match"
                 ).courierError()
             }
+        }
+        if let unreadable = self.additionalTrustedCertificates.first(where: { $0.x509 == nil }) {
+            throw ServerTrustFailure(
+                .invalidPolicy, policy: self,
+                detail: "an additional trusted certificate (\(unreadable.derBytes.count) bytes) cannot be checked by the chain's evaluation, so nothing could be trusted through it"
+            ).courierError()
         }
         if self.allowInvalidCertificates, self.validatesDomainName, self.pinningMode == .none {
             throw ServerTrustFailure(

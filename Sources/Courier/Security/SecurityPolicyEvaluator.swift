@@ -83,7 +83,18 @@ struct SecurityPolicyEvaluator: Sendable {
     static let maximumPresentedCount = 32
 
     /// Evaluates the chain presented by `host`, leaf first, as swift-nio-ssl hands it over.
+    ///
+    /// A policy that trusts any certificate (no pinning, invalid certificates allowed: AFNetworking's
+    /// `allowInvalidCertificates || valid`) trusts without reading the chain: one Courier cannot
+    /// read (an RSA key under 2048 bits, an algorithm swift-certificates does not know, as old
+    /// routers and printers present) is no reason to refuse it. Otherwise the leaf must be
+    /// readable; another certificate that cannot be read is left out (it can be on no path that
+    /// is built, and match no pin, which must be readable), as SecTrust and OpenSSL ignore
+    /// presented certificates they do not use.
     func evaluate(presented chain: [NIOSSLCertificate], host: String) async -> Verdict {
+        if self.policyFailure == nil, self.policy.pinningMode == .none, self.policy.allowInvalidCertificates {
+            return .trusted(validatedChain: nil)
+        }
         guard chain.count <= Self.maximumPresentedCount else {
             return .refused(self.failure(.untrustedRoot, host: host, "the server presented \(chain.count) certificates; at most \(Self.maximumPresentedCount) are evaluated"))
         }
@@ -91,8 +102,10 @@ struct SecurityPolicyEvaluator: Sendable {
         for (index, certificate) in chain.enumerated() {
             do {
                 parsed.append(try X509.Certificate(derEncoded: try certificate.toDERBytes()))
+            } catch where index > 0 {
+                continue
             } catch {
-                return .refused(self.failure(.untrustedRoot, host: host, "certificate \(index) of the chain presented cannot be parsed (\(error))"))
+                return .refused(self.failure(.untrustedRoot, host: host, "the server's certificate cannot be parsed (\(error))"))
             }
         }
         return await self.evaluate(serverChain: parsed, host: host)

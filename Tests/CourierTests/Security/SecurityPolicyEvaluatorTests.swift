@@ -200,6 +200,37 @@ struct SecurityPolicyEvaluatorTests {
         #expect(Self.failure(longest) == nil, "duplicates are harmless up to the limit")
     }
 
+    /// A self-signed certificate for localhost with an RSA key of 1024 bits: BoringSSL reads it,
+    /// swift-certificates does not (its RSA keys are 2048 bits or more), as an old router's.
+    static let weakKeySelfSigned = """
+-----BEGIN CERTIFICATE-----
+MIICHDCCAYWgAwIBAgIUHyn8uEN3pTjP/3v5LFtuDaIGKOowDQYJKoZIhvcNAQEL
+BQAwFDESMBAGA1UEAwwJbG9jYWxob3N0MCAXDTI2MTIwNzA2MDUzOVoYDzIxMjYx
+MTEzMDYwNTM5WjAUMRIwEAYDVQQDDAlsb2NhbGhvc3QwgZ8wDQYJKoZIhvcNAQEB
+BQADgY0AMIGJAoGBALZ9Wet67k0wCpM3ka17Pl3IoM72Pt8YZB5+CvdmvhtT9/tf
+YkupvtMTMU+vSCATEHUIvM1ydK0w5q6OiTEFhITtRHhdCrxzF1W6TtrBj46Io/45
+oxgDARiEl71nj7m2Q2yrK29pwLLRSP3XH81V7oTbb7jkMcNgEq2r8DhkIc2nAgMB
+AAGjaTBnMB0GA1UdDgQWBBSCI7fnqhC9UOefK4T6ecb3p2hXGTAfBgNVHSMEGDAW
+gBSCI7fnqhC9UOefK4T6ecb3p2hXGTAPBgNVHRMBAf8EBTADAQH/MBQGA1UdEQQN
+MAuCCWxvY2FsaG9zdDANBgkqhkiG9w0BAQsFAAOBgQBg0fwKZg5WWsurxTFVQ9zB
+ofi45Gp2zbg5nU/3b87RT3Oa6E0LHViAK5QDAiUTLRhVOyTFld+J5NSv990vOBiY
+26rkjB2yEqt3rCzRP2rqd4w/QPL7xrH/vx99fafUACJ4TgKlFq+a487Mu/NzW8TV
+VaecIFN9XliXa9/lnWK4qA==
+-----END CERTIFICATE-----
+"""
+
+    /// A policy that trusts any certificate trusts one Courier cannot read (AFNetworking's
+    /// `allowInvalidCertificates || valid`); under any policy, a certificate other than the leaf
+    /// that cannot be read is left out, not a reason to refuse: it can be on no path and match
+    /// no pin. Before, both were refused ("cannot be parsed"); a leaf that cannot be read still is.
+    @Test func aCertificateThatCannotBeReadIsLeftOutOrIgnored() async throws {
+        let trustAll = try Self.policy(allowInvalid: true, validatesDomain: false)
+        #expect(Self.failure(try await Self.evaluate(trustAll, [Self.weakKeySelfSigned])) == nil)
+        #expect(Self.failure(try await Self.evaluate(trustAll, [Self.weakKeySelfSigned], host: "elsewhere.example")) == nil)
+        #expect(Self.failure(try await Self.evaluate(.default, Self.localhostChain + [Self.weakKeySelfSigned])) == nil)
+        #expect(Self.failure(try await Self.evaluate(.default, [Self.weakKeySelfSigned]))?.reason == .untrustedRoot)
+    }
+
     /// Certificates of one name and one key, each with an alternative name of its own (so that
     /// path building does not take one for another's repeat): each signs every other, and every
     /// order of them is a path to try, e·n! of them. The evaluation is refused at once. Before,
@@ -251,6 +282,19 @@ struct SecurityPolicyEvaluatorTests {
         #expect(failure?.reason == .invalidPolicy)
         #expect(failure?.detail?.contains("cannot be checked") == true, "\(String(describing: failure))")
         #expect(Self.failure(try await Self.evaluate(unreadable, Self.localhostChain))?.reason == .invalidPolicy)
+    }
+
+    /// An additional trusted certificate the evaluation cannot read makes the policy invalid,
+    /// named so, as an unreadable pin does. Before, it was left out without a word, and every
+    /// server under it refused as untrusted ("issued by" the very certificate the caller added).
+    @Test func anAdditionalTrustedCertificateThatCannotBeReadIsAnInvalidPolicy() async throws {
+        var policy = SecurityPolicy.default
+        policy.additionalTrustedCertificates = try Courier.Certificate.certificates(pemEncoded: Self.weakKeySelfSigned)
+        let error = #expect(throws: CourierError.self) { try policy.validate() }
+        let failure = error?.underlyingError as? ServerTrustFailure
+        #expect(failure?.reason == .invalidPolicy)
+        #expect(failure?.detail?.contains("additional trusted certificate") == true, "\(String(describing: failure))")
+        #expect(Self.failure(try await Self.evaluate(policy, Self.localhostChain))?.reason == .invalidPolicy)
     }
 
     @Test func hostNamesFollowTheSSLPolicy() async throws {
