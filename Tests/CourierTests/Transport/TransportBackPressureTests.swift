@@ -20,6 +20,12 @@ struct TransportBackPressureTests {
     /// `net.ipv4.tcp_rmem`; a send buffer to 4 MiB) they can hold about 108 MiB: a clean-clone CI
     /// run saw the server write 58 MiB of 64 before it was held back, with well under 1 MiB
     /// delivered (10–26 MiB on a quiet machine, 0.5 MiB or less delivered).
+    /// How long the rest of a transfer may take once it is let go: a hang guard. Under a full
+    /// parallel run, 128 MiB through the `https://` proxy (TLS inside TLS, a debug build) has
+    /// taken longer than the usual two minutes (``Changes/hangGuard``); the whole suite has
+    /// taken 232 s in a clean-clone CI run.
+    static let wholeTransferGuard: Duration = .seconds(360)
+
     static func size(_ transport: Transport) -> Int {
         switch transport.route {
         case .httpsProxy: 128 << 20
@@ -114,7 +120,7 @@ struct TransportBackPressureTests {
             task.resume()
             // The rest of the body, in a debug build on a machine that may be busy with the
             // whole suite: generous, as the point is that it finishes at all.
-            #expect(await finished.wait { $0.count == 1 })
+            #expect(await finished.wait(within: Self.wholeTransferGuard) { $0.count == 1 })
             #expect(finished.all.count == 1 && finished.all.first! == nil, "completed once, without an error")
             #expect(task.countOfBytesReceived == Int64(Self.size(transport)))
             #expect(server.streamedResponsesWaitingForWritability == 0)
@@ -169,7 +175,7 @@ struct TransportBackPressureTests {
             task.resume()
             try await Self.expectHeldBack(server, exact: false, transport: transport) { task.countOfBytesReceived }
             release.signal()
-            #expect(await ended.wait { $0.count == 1 })
+            #expect(await ended.wait(within: Self.wholeTransferGuard) { $0.count == 1 })
             #expect(ended.all.first == .some(nil))
             #expect(received.withLockedValue { $0 } == Self.size(transport))
         }
