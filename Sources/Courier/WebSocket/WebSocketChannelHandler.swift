@@ -28,6 +28,19 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
         var pingInterval: TimeAmount?
         /// How long Courier waits for the server's close frame after its own.
         var closeTimeout: TimeAmount
+
+        init(pingInterval: TimeAmount?, closeTimeout: TimeAmount) {
+            self.pingInterval = pingInterval
+            self.closeTimeout = closeTimeout
+        }
+
+        /// A configuration's: an interval of zero or less sends no PING, as OkHttp's 0 (it was
+        /// taken as 1 ms, and the connection ended at once for a PING not yet answered); NaN is
+        /// the default, 30 s.
+        init(_ configuration: WebSocketConfiguration) {
+            self.pingInterval = configuration.pingInterval.flatMap { $0 <= 0 ? nil : .seconds(clamping: $0, nan: 30) }
+            self.closeTimeout = .seconds(clamping: configuration.closeTimeout, to: 0...1e9, nan: 10)
+        }
     }
 
     private var machine: WebSocketConnectionStateMachine

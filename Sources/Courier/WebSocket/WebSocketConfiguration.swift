@@ -9,7 +9,8 @@ public struct WebSocketConfiguration: Sendable {
     /// held in one buffer, so a larger value than 2³² − 1 bytes (4 GiB) is taken as that.
     public var maximumMessageSize: Int = 1 << 20
     /// How often Courier sends a PING while the connection is open; a PING still unanswered when
-    /// the next is due ends the connection with ``CourierError/Code/timedOut``. nil: none.
+    /// the next is due ends the connection with ``CourierError/Code/timedOut``. nil, zero or less:
+    /// none (OkHttp's 0).
     public var pingInterval: TimeInterval? = 30
     /// How long Courier waits for the server's close frame after sending its own, counted from
     /// when it goes out: a close frame behind a message still being sent waits for that message

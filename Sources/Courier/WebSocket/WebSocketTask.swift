@@ -588,10 +588,7 @@ public final class WebSocketTask: Sendable {
     /// Replaces the HTTP handlers with the WebSocket ones; on the loop, right after the 101 ended.
     private func upgrade(head: HTTPResponseHead, metrics: TransactionMetrics) {
         guard let channel = self.state.withLockedValue({ $0.channel }) else { return }
-        let timing = WebSocketChannelHandler.Timing(
-            pingInterval: self.configuration.pingInterval.map { .seconds(clamping: $0, nan: 30) },
-            closeTimeout: .seconds(clamping: self.configuration.closeTimeout, to: 0...1e9, nan: 10)
-        )
+        let timing = WebSocketChannelHandler.Timing(self.configuration)
         var deflate: PerMessageDeflate?
         if case .accepted(let parameters) = PerMessageDeflateParameters.parse(head.headers["sec-websocket-extensions"]) {
             deflate = PerMessageDeflate(parameters)

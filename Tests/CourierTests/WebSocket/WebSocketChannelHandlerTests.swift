@@ -321,6 +321,20 @@ struct WebSocketChannelHandlerTests {
 
     // MARK: Keep-alive
 
+    /// A configuration's interval of zero or less sends no PING, as OkHttp's 0 (it was taken as
+    /// 1 ms, and the connection ended at once); NaN is the default.
+    @Test func aPingIntervalOfZeroOrLessSendsNone() {
+        var configuration = WebSocketConfiguration()
+        for none in [0, -1, nil] as [TimeInterval?] {
+            configuration.pingInterval = none
+            #expect(WebSocketChannelHandler.Timing(configuration).pingInterval == nil, "\(String(describing: none))")
+        }
+        configuration.pingInterval = 2.5
+        #expect(WebSocketChannelHandler.Timing(configuration).pingInterval == .milliseconds(2500))
+        configuration.pingInterval = .nan
+        #expect(WebSocketChannelHandler.Timing(configuration).pingInterval == .seconds(30))
+    }
+
     /// The keep-alive's interval in the tests below. The `EmbeddedEventLoop`'s clock moves only
     /// when a test advances it, so where a tick lands among the user's PINGs and the server's
     /// PONGs is the test's choice, not the machine's load: over sockets it is not, and tests that
