@@ -1,4 +1,3 @@
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSOCKS
@@ -174,19 +173,16 @@ enum ProxyTunnel {
             // the lookup and the handshake together, as a direct connection's bounds its lookup
             // and connect: a resolver that never answers would otherwise hold the request and the
             // proxy's connection until the resource timeout. (Closing the channel cancels it.)
+            // Both the timer and the lookup's answer complete the promise on the channel's loop;
+            // the later of the two is ignored (a promise keeps its first result).
             let start = NIODeadline.now()
             let resolved = channel.eventLoop.makePromise(of: SocketAddress.self)
-            let settled = NIOLockedValueBox(false)
-            let settle: @Sendable (Result<SocketAddress, any Error>) -> Void = { result in
-                guard settled.withLockedValue({ done in defer { done = true }; return !done }) else { return }
-                resolved.completeWith(result)
-            }
             let timer = channel.eventLoop.scheduleTask(in: timeout) {
-                settle(.failure(ProxyTunnelFailure.timedOut(timeout).courierError(proxy: proxy, target: target)))
+                resolved.fail(ProxyTunnelFailure.timedOut(timeout).courierError(proxy: proxy, target: target))
             }
             lookup.firstAddress(of: name, port: port, over: channel).whenComplete { result in
                 timer.cancel()
-                settle(
+                resolved.completeWith(
                     result.mapError { error -> any Error in
                         ProxyTunnelFailure.nameLookup("\(error)").courierError(proxy: proxy, target: target, underlyingError: error)
                     })
