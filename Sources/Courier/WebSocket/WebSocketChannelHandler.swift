@@ -281,8 +281,9 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
         }
         if wrote {
             context.flush()
-            // The messages ahead of a queued close frame moved: the bound on their stall starts again.
-            if self.closeIsQueued { self.startCloseStallTimer(context: context) }
+            // The messages ahead of a queued close frame moved: the bound on their stall starts
+            // again. (While the connection is open no close is queued: nothing to look for.)
+            if !self.machine.isOpen, self.closeIsQueued { self.startCloseStallTimer(context: context) }
         }
     }
 
@@ -412,21 +413,25 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
     /// ("did not answer the close frame within 10 s"); OkHttp starts its wait as the frame is
     /// taken off its queue too.
     private func startCloseTimer(context: ChannelHandlerContext) {
-        self.closeTimer?.cancel()
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        self.closeTimer = context.eventLoop.scheduleTask(in: self.timing.closeTimeout) {
-            loopBound.value.run(loopBound.value.machine.closeTimedOut())
-        }
+        self.scheduleCloseTimer(context: context) { $0.closeTimedOut() }
     }
 
     /// Bounds the wait of a close frame queued behind messages: the close timeout, counted again
     /// each time a fragment of them goes out. A slow upload is not cut short; a server that reads
     /// nothing more ends the task (``WebSocketConnectionStateMachine/closeStalled()``).
     private func startCloseStallTimer(context: ChannelHandlerContext) {
+        self.scheduleCloseTimer(context: context) { $0.closeStalled() }
+    }
+
+    /// The close timer, in place of the one running: `fired` is the machine's event when it fires.
+    private func scheduleCloseTimer(
+        context: ChannelHandlerContext, fired: @escaping @Sendable (inout WebSocketConnectionStateMachine) -> [WebSocketConnectionStateMachine.Action]
+    ) {
         self.closeTimer?.cancel()
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         self.closeTimer = context.eventLoop.scheduleTask(in: self.timing.closeTimeout) {
-            loopBound.value.run(loopBound.value.machine.closeStalled())
+            let handler = loopBound.value
+            handler.run(fired(&handler.machine))
         }
     }
 
