@@ -33,6 +33,15 @@ struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
+    /// Parses an address as a URL's host writes it: in brackets or not, an IPv6 address's zone
+    /// (`fe80::1%eth0`) left out (it names an interface, not another address).
+    init?(host: some StringProtocol) {
+        var text = Substring(host)
+        if text.hasPrefix("["), text.hasSuffix("]") { text = text.dropFirst().dropLast() }
+        if text.contains(":"), let zone = text.firstIndex(of: "%") { text = text[..<zone] }
+        self.init(String(text))
+    }
+
     var description: String {
         var buffer = [CChar](repeating: 0, count: 64)
         let family = self.isIPv6 ? AF_INET6 : AF_INET

@@ -52,12 +52,9 @@ public struct ServerTrustPolicies: Sendable, Hashable {
     /// form, without a zone (`0:0:0:0:0:0:0:1`, `[0::1]` and `::1%lo` are `::1`: each spelling of a
     /// pinned address is the pinned address, as the certificate check compares addresses by bytes).
     static func normalized(_ host: String) -> String {
+        if host.contains(":"), let address = IPAddress(host: host) { return address.description }
         var name = Substring(host)
         if name.hasPrefix("["), name.hasSuffix("]") { name = name.dropFirst().dropLast() }
-        if name.contains(":") {
-            let address = name.firstIndex(of: "%").map { name[..<$0] } ?? name
-            if let parsed = IPAddress(String(address)) { return parsed.description }
-        }
         if name.count > 1, name.hasSuffix(".") { name = name.dropLast() }
         return Punycode.comparableHost(name)
     }

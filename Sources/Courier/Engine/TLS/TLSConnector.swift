@@ -226,8 +226,7 @@ struct TLSConnector: Sendable {
         var name = host
         if name.hasPrefix("["), name.hasSuffix("]") { return nil }
         if name.hasSuffix(".") { name.removeLast() }
-        if let zone = name.firstIndex(of: "%"), IPAddress(String(name[..<zone])) != nil { return nil }
-        guard !name.isEmpty, IPAddress(name) == nil else { return nil }
+        guard !name.isEmpty, IPAddress(host: name) == nil else { return nil }
         // Host names are case-insensitive; servers match SNI against lower case (RFC 6066 3).
         return name.lowercased()
     }
