@@ -92,18 +92,25 @@ struct InterceptorChainTests {
             return .retry(reason: .custom)
         }
         let chain = InterceptorChain(retriers: [slow, later])
-        let waiter = Task { await chain.decide(attempt) }
-        for await _ in deciding { break }
-        waiter.cancel()
-        release.yield()
-        guard case .finish(let error) = await waiter.value else { Issue.record("retried a cancelled task"); return }
+        // The task whose retriers decide, cancelled (as `cancel()` cancels a retry's waiter) once
+        // the first retrier is asked.
+        let verdict = await withTaskGroup(of: InterceptorChain.Verdict.self) { group in
+            group.addTask { await chain.decide(attempt) }
+            for await _ in deciding { break }
+            group.cancelAll()
+            release.yield()
+            return await group.next()!
+        }
+        guard case .finish(let error) = verdict else { Issue.record("retried a cancelled task"); return }
         #expect(error?.code == .cancelled)
         #expect(asked.withLockedValue { $0 } == ["slow"])
-        let cancelledFirst = Task {
-            withUnsafeCurrentTask { $0?.cancel() }
-            return await chain.decide(attempt)
+        // A task cancelled before the first retrier is asked.
+        let cancelledFirst = await withTaskGroup(of: InterceptorChain.Verdict.self) { group in
+            group.cancelAll()
+            group.addTask { await chain.decide(attempt) }
+            return await group.next()!
         }
-        guard case .finish(let first) = await cancelledFirst.value else { Issue.record("retried a cancelled task"); return }
+        guard case .finish(let first) = cancelledFirst else { Issue.record("retried a cancelled task"); return }
         #expect(first?.code == .cancelled)
         #expect(asked.withLockedValue { $0 } == ["slow"])
     }

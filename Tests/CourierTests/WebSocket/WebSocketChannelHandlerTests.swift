@@ -261,12 +261,9 @@ struct WebSocketChannelHandlerTests {
         _ = try? channel.finish()
     }
 
-    /// The wait for the server's close frame starts when Courier's goes out, not at `close()`:
-    /// behind a message still going out the close frame waits for it, as long as the connection
-    /// takes some of it within the close timeout, and the close timeout counts from the frame's
-    /// write. (It counted from `close()`: a slow upload timed out, "the server did not answer the
-    /// close frame", a close the server had not been sent.)
-    @Test func theCloseTimeoutCountsFromTheCloseFramesWrite() throws {
+    /// A channel whose connection is full, a 300-byte message in 100-byte fragments on its way,
+    /// then `close()`: the close frame queued behind the message.
+    private func closingBehindAMessage() throws -> (Recorder, EmbeddedChannel, TimeAmount) {
         let recorder = Recorder()
         let closeTimeout = TimeAmount.seconds(10)
         let (channel, _) = try self.makeChannel(recorder, fragmentSize: 100, closeTimeout: closeTimeout)
@@ -274,6 +271,16 @@ struct WebSocketChannelHandlerTests {
         channel.isWritable = false
         handler.send(.binary(Data(repeating: 1, count: 300)), promise: nil)
         handler.close(code: .normalClosure, reason: "")
+        return (recorder, channel, closeTimeout)
+    }
+
+    /// The wait for the server's close frame starts when Courier's goes out, not at `close()`:
+    /// behind a message still going out the close frame waits for it, as long as the connection
+    /// takes some of it within the close timeout, and the close timeout counts from the frame's
+    /// write. (It counted from `close()`: a slow upload timed out, "the server did not answer the
+    /// close frame", a close the server had not been sent.)
+    @Test func theCloseTimeoutCountsFromTheCloseFramesWrite() throws {
+        let (recorder, channel, closeTimeout) = try self.closingBehindAMessage()
         #expect(try self.written(channel).map(\.0) == [.binary], "one fragment while the connection is full")
         // Almost the close timeout with the connection full: the close frame has not gone, and
         // nothing times out.
@@ -304,13 +311,7 @@ struct WebSocketChannelHandlerTests {
     /// A close frame queued behind a message the server reads none of for the close timeout
     /// (it stopped reading) ends the task: the wait would otherwise have no end.
     @Test func aCloseBehindAMessageTheServerDoesNotReadEnds() throws {
-        let recorder = Recorder()
-        let closeTimeout = TimeAmount.seconds(10)
-        let (channel, _) = try self.makeChannel(recorder, fragmentSize: 100, closeTimeout: closeTimeout)
-        let handler = try channel.pipeline.syncOperations.handler(type: WebSocketChannelHandler.self)
-        channel.isWritable = false
-        handler.send(.binary(Data(repeating: 1, count: 300)), promise: nil)
-        handler.close(code: .normalClosure, reason: "")
+        let (recorder, channel, closeTimeout) = try self.closingBehindAMessage()
         #expect(try self.written(channel).map(\.0) == [.binary])
         self.advance(channel, by: closeTimeout - .nanoseconds(1))
         #expect(recorder.state.withLockedValue { $0.endings }.isEmpty)

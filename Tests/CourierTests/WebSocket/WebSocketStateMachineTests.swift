@@ -300,20 +300,19 @@ struct WebSocketStateMachineTests {
         #expect(machine.frameReceived(self.frame(.pong, self.buffer("k2"))) == [])
         // Ten thousand given up on a peer that never answers, with no keep-alive PING unanswered
         // before them, leave nothing behind.
-        for index in 0..<10_000 {
-            let sent = machine.userPingSent(self.buffer("p\(index)"))
-            #expect(sent)
-            machine.userPingAbandoned(self.buffer("p\(index)"))
+        func sendAndGiveUp(_ prefix: String, _ count: Int) {
+            for index in 0..<count {
+                let sent = machine.userPingSent(self.buffer("\(prefix)\(index)"))
+                #expect(sent)
+                machine.userPingAbandoned(self.buffer("\(prefix)\(index)"))
+            }
         }
+        sendAndGiveUp("p", 10_000)
         #expect(machine.unansweredPingCount == 0)
         #expect(machine.frameReceived(self.frame(.pong, self.buffer("p9999"))) == [])
         // Behind an unanswered keep-alive PING they wait for its answer, then go.
         #expect(machine.pingTimerFired(payload: self.buffer("k3")) == [.sendPing(self.buffer("k3"))])
-        for index in 0..<100 {
-            let sent = machine.userPingSent(self.buffer("q\(index)"))
-            #expect(sent)
-            machine.userPingAbandoned(self.buffer("q\(index)"))
-        }
+        sendAndGiveUp("q", 100)
         #expect(machine.unansweredPingCount == 101)
         #expect(machine.frameReceived(self.frame(.pong, self.buffer("k3"))) == [])
         #expect(machine.unansweredPingCount == 0)

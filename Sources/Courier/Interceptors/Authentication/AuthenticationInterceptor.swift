@@ -119,6 +119,10 @@ public final class AuthenticationInterceptor<AuthenticatorType: Authenticator>: 
 
     /// The credential. Setting it ends a failed state; requests waiting for a refresh under way
     /// get the credential set here when the refresh ends.
+    /// How many requests wait for the refresh under way (its own among them), for tests that
+    /// must know every request arrived before the refresh ends.
+    var requestsWaitingForRefresh: Int { self.state.withLockedValue { $0.waiters.count } }
+
     public var credential: Credential? {
         get { self.state.withLockedValue { $0.credential } }
         set {

@@ -1,4 +1,4 @@
-import Courier
+@testable import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
@@ -111,27 +111,19 @@ struct AlamofireAuthenticationInterceptorConformanceTests {
         }
     }
 
-    /// An adapter that counts the requests that reached it, for a refresh to wait for them all
-    /// (`onRefresh`): Alamofire's tests take the three to arrive within the refresh's 10 ms, which a
-    /// loaded machine does not always give (a late one starts a refresh of its own).
-    static func arrivals() -> (counter: NIOLockedValueBox<Int>, adapter: Adapter) {
-        let counter = NIOLockedValueBox(0)
-        return (counter, Adapter { request, _ in
-            counter.withLockedValue { $0 += 1 }
-            return request
-        })
-    }
-
     @Test func testThatInterceptorRethrowsRefreshErrorToAllDeferredAdaptOperations() async throws {
         try await Self.withProtectedServer(valid: nil) { manager, server, hits in
-            let (arrived, counting) = Self.arrivals()
+            // Alamofire's test takes the three requests to arrive within the refresh's 10 ms, which
+            // a loaded machine does not always give (a late one started a refresh of its own): the
+            // refresh waits until all three wait for it.
+            let made = NIOLockedValueBox<AuthenticationInterceptor<TestAuthenticator>?>(nil)
             let authenticator = TestAuthenticator(fails: true) {
-                _ = await eventually { arrived.withLockedValue { $0 } == 3 }
-                // The last to arrive is on its way into the interceptor's adapt.
-                try? await Task.sleep(for: .milliseconds(50))
+                _ = await eventually { made.withLockedValue { $0 }?.requestsWaitingForRefresh == 3 }
             }
             let interceptor = AuthenticationInterceptor(authenticator: authenticator, credential: TestCredential(requiresRefresh: true))
-            let errors = await Self.send(3, to: server, on: manager, with: Interceptor(adapters: [counting], interceptors: [interceptor]))
+            made.withLockedValue { $0 = interceptor }
+            defer { made.withLockedValue { $0 = nil } }
+            let errors = await Self.send(3, to: server, on: manager, with: interceptor)
             #expect(errors.map { $0?.message } == Array(repeating: Self.refreshFailure.message, count: 3))
             #expect(authenticator.snapshot.refresh == 1)
             #expect(authenticator.snapshot.apply == 0)

@@ -146,6 +146,16 @@ struct SessionAuthenticationRedirectTests {
     /// token, as it must) and refused there, ends with the refusal. Before, the interceptor took
     /// the token-less redirected request for one sent with an older credential and retried at
     /// once, for ever: each retry met the same redirect.
+    /// `url`'s response (any status) to a session whose `AuthenticationInterceptor` holds the
+    /// token `current`, and its authenticator.
+    static func sendWithToken(to url: URL) async throws -> (DataResponse<Data>, TestAuthenticator) {
+        let authenticator = TestAuthenticator()
+        let manager = SessionManager()
+        defer { manager.invalidate(cancelingTasks: true) }
+        manager.interceptor = AuthenticationInterceptor(authenticator: authenticator, credential: TestToken(access: "current"))
+        return (try await manager.response(for: Request(url: url), serializer: Self.anyStatus), authenticator)
+    }
+
     @Test func aRefusalBeyondACrossOriginRedirectIsTheAnswer() async throws {
         try await withTestServer { apex in
             try await withTestServer { www in
@@ -160,11 +170,7 @@ struct SessionAuthenticationRedirectTests {
                 apex.route("/me") { _ in
                     TestServer.Response(status: .permanentRedirect, headerFields: [.location: www.url("/me").absoluteString])
                 }
-                let authenticator = TestAuthenticator()
-                let manager = SessionManager()
-                defer { manager.invalidate(cancelingTasks: true) }
-                manager.interceptor = AuthenticationInterceptor(authenticator: authenticator, credential: TestToken(access: "current"))
-                let response = try await manager.response(for: Request(url: apex.url("/me")), serializer: Self.anyStatus)
+                let (response, authenticator) = try await Self.sendWithToken(to: apex.url("/me"))
                 #expect(response.response.status == .unauthorized)
                 #expect(response.response.headerFields[HTTPField.Name("X-Carried")!] == "none", "the token stayed with its origin")
                 #expect(refusals.withLockedValue { $0 } == 1)
@@ -190,11 +196,7 @@ struct SessionAuthenticationRedirectTests {
                 www.route("/login") { _ in
                     TestServer.Response(status: .found, headerFields: [.location: apex.url("/me").absoluteString])
                 }
-                let authenticator = TestAuthenticator()
-                let manager = SessionManager()
-                defer { manager.invalidate(cancelingTasks: true) }
-                manager.interceptor = AuthenticationInterceptor(authenticator: authenticator, credential: TestToken(access: "current"))
-                let response = try await manager.response(for: Request(url: apex.url("/me")), serializer: Self.anyStatus)
+                let (response, authenticator) = try await Self.sendWithToken(to: apex.url("/me"))
                 #expect(response.response.status == .unauthorized)
                 #expect(hits.withLockedValue { $0 } == 2, "the first request, and the one the bounce brought back")
                 #expect(authenticator.refreshes == 0)
