@@ -133,6 +133,9 @@ struct ResponseCacheStoreTests {
         let cache =
             onDisk
             ? try ResponseCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: folder.url) : ResponseCache(memoryCapacity: 1 << 20)
+        // The disk queue's last write must be done before the folder is removed (a file written
+        // while it was being removed left the folder behind).
+        defer { cache.flush() }
         let request = CacheFixtures.request()
         var one = self.cached("one")
         one.responseDate = CacheFixtures.t0.addingTimeInterval(0.123_456_789)
