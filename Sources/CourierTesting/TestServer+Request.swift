@@ -69,6 +69,9 @@ extension TestServer {
         /// returns: a test decides when a client has the head alone, instead of betting on time.
         /// It is cancelled when the connection (the stream, on HTTP/2) closes first.
         public var bodyHeldUntil: (@Sendable () async -> Void)?
+        /// With ``bodyHeldUntil``, how many of the body's first bytes go out with the head: a
+        /// client has part of the body, and the test decides when the rest comes (0 by default).
+        public var bytesSentBeforeHold: Int
 
         /// Makes a response.
         /// - Parameters:
@@ -76,14 +79,16 @@ extension TestServer {
         ///   - headerFields: Header fields to send.
         ///   - body: The body bytes (none by default).
         ///   - bodyHeldUntil: Holds the body back until it returns (the head goes at once).
+        ///   - bytesSentBeforeHold: With `bodyHeldUntil`, the body's first bytes sent with the head.
         public init(
             status: HTTPResponse.Status = .ok, headerFields: HTTPFields = [:], body: Data = Data(),
-            bodyHeldUntil: (@Sendable () async -> Void)? = nil
+            bodyHeldUntil: (@Sendable () async -> Void)? = nil, bytesSentBeforeHold: Int = 0
         ) {
             self.status = status
             self.headerFields = headerFields
             self.body = body
             self.bodyHeldUntil = bodyHeldUntil
+            self.bytesSentBeforeHold = bytesSentBeforeHold
         }
 
         /// A `text/plain; charset=utf-8` response.

@@ -18,8 +18,9 @@ indirect enum Reply: Sendable {
     case reset
     /// A head, then close.
     case headThenClose(HTTPResponseStatus, HTTPHeaders)
-    /// A head with `Content-Length` at once, the body once `release` returns.
-    case held(HTTPResponseStatus, HTTPHeaders, ByteBuffer, release: @Sendable () async -> Void)
+    /// A head with `Content-Length` and the body's first `sentFirst` bytes at once, the rest once
+    /// `release` returns.
+    case held(HTTPResponseStatus, HTTPHeaders, ByteBuffer, sentFirst: Int, release: @Sendable () async -> Void)
     /// A head and a body, then close; the head may promise more than the body holds.
     case truncated(HTTPResponseStatus, HTTPHeaders, ByteBuffer)
     /// A head, a body of unknown length (chunked on HTTP/1.1), then trailer fields (the last

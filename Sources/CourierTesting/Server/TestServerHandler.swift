@@ -281,9 +281,12 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
                 handler.write(reply, for: request, context: context)
             })
 
-        case .held(let status, var headers, let body, let release):
+        case .held(let status, var headers, var body, let sentFirst, let release):
             headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
             self.writeHead(status, headers, keepAlive: keepAlive, context: context)
+            if !isHead, let first = body.readSlice(length: min(sentFirst, body.readableBytes)), first.readableBytes > 0 {
+                context.write(self.wrapOutboundOut(.body(.byteBuffer(first))), promise: nil)
+            }
             context.flush()
             guard !isHead else {
                 self.writeEnd(keepAlive: keepAlive, context: context)
@@ -460,7 +463,7 @@ extension Reply {
         let status = response.status.reasonPhrase.isEmpty || standard.reasonPhrase == response.status.reasonPhrase
             ? standard : HTTPResponseStatus.custom(code: UInt(response.status.code), reasonPhrase: response.status.reasonPhrase)
         if let release = response.bodyHeldUntil {
-            self = .held(status, headers, ByteBuffer(data: response.body), release: release)
+            self = .held(status, headers, ByteBuffer(data: response.body), sentFirst: response.bytesSentBeforeHold, release: release)
         } else {
             self = .complete(status, headers, ByteBuffer(data: response.body))
         }
