@@ -21,13 +21,15 @@ extension URL {
         self.port ?? self.scheme.flatMap { Self.defaultPort(forScheme: $0.lowercased()) }
     }
 
-    /// Whether `other` has the same origin: the same scheme and host (compared without case) and
-    /// the same port, a scheme's default port standing for an absent one. A URL whose scheme has no
-    /// default port and that names none has an origin of its own (RFC 6454, 4): it is never the
-    /// same as another's.
+    /// Whether `other` has the same origin: the same scheme and host (compared without ASCII case)
+    /// and the same port, a scheme's default port standing for an absent one. A URL whose scheme has
+    /// no default port and that names none has an origin of its own (RFC 6454, 4): it is never the
+    /// same as another's. Only ASCII letters are folded: Unicode lowering makes a percent-encoded
+    /// U+212A KELVIN SIGN host `k`, another name than the `k` host it would pass for.
     func isSameOrigin(as other: URL) -> Bool {
-        guard let scheme = self.scheme?.lowercased(), scheme == other.scheme?.lowercased(),
-            let host = self.host?.lowercased(), host == other.host?.lowercased(),
+        guard let scheme = self.scheme?.lowercasedASCII, scheme == other.scheme?.lowercasedASCII,
+            // By bytes: `String`'s `==` is Unicode's equivalence, under which U+212A is `K`.
+            let host = self.host?.lowercasedASCII, let otherHost = other.host?.lowercasedASCII, host.utf8.elementsEqual(otherHost.utf8),
             let port = self.effectivePort
         else { return false }
         return port == other.effectivePort

@@ -29,6 +29,10 @@ struct URLOriginTests {
         ("wss://example.com/", "wss://example.com:80/"),
         ("http://example.com/", "http://www.example.com/"),
         ("ws://example.com/", "http://example.com/"),
+        // U+212A KELVIN SIGN, percent-encoded (Foundation keeps it in the host): Unicode lowering
+        // made it `k`, the same origin as `k.test` it is not.
+        ("http://k.test/", "http://%E2%84%AA.test/"),
+        ("http://K.test/", "http://%E2%84%AA.test/"),
     ])
     func differentOrigin(_ a: String, _ b: String) {
         #expect(!Self.url(a).isSameOrigin(as: Self.url(b)))
