@@ -68,3 +68,13 @@ extension SessionConfiguration {
         request.options.redirectPolicy ?? self.redirectPolicy
     }
 }
+
+extension SessionConfiguration {
+    /// Whether the engine hands `request` a coded response's body decoded: the session
+    /// decompresses (``decompression``) and the request's `Accept-Encoding`, if it names one,
+    /// accepts gzip or deflate. The cache keeps such bodies in that form only.
+    func decodesBodies(for request: Request) -> Bool {
+        guard case .enabled = self.decompression else { return false }
+        return HopHandler.decodesResponse(to: request)
+    }
+}

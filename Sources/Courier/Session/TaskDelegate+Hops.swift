@@ -208,8 +208,15 @@ extension SessionManager {
     /// without `readsDisk`, one the memory tier holds (``planLaterHop(_:for:readsDisk:)``).
     func cacheDecision(for sending: Request, policy: RequestOptions.CachePolicy, now: Date?, readsDisk: Bool) -> CacheDecision {
         let configuration = self.configurationReference
-        let stored = sending.method == .get && policy != .reloadIgnoringLocalCacheData
+        var stored = sending.method == .get && policy != .reloadIgnoringLocalCacheData
             ? configuration.value.responseCache?.cachedResponse(for: sending, readsDisk: readsDisk) : nil
+        // A stored body under a coding the engine decodes is decoded (``storeInCache``): not for
+        // a request that gets such bodies as they came (decompression off, or its own
+        // `Accept-Encoding` refusing gzip and deflate), whatever `Vary` says (the engine adds its
+        // `Accept-Encoding` after this lookup, so the stored request named none either way).
+        if let found = stored, ResponseInflater.inflates(found.response.headerFields), !configuration.value.decodesBodies(for: sending) {
+            stored = nil
+        }
         // Without a cache nothing is stored, and `now` is only read for a stored response.
         return CachePlanner.decide(
             sending, stored: stored, policy: policy, now: now ?? .distantPast,
@@ -541,6 +548,10 @@ extension TaskDelegate {
         }
         let request = sentRequest ?? outcome.request
         guard CachePlanner.isStorable(response, for: request),
+            // A body under a coding the engine decodes is stored decoded only: one kept as it came
+            // (decompression off, or `Accept-Encoding: identity` that the server ignored) would be
+            // served, still coded, to a request that gets bodies decoded (``cacheDecision``).
+            !ResponseInflater.inflates(response.headerFields) || self.configurationReference.value.decodesBodies(for: request),
             let data = self.sink.bodyToStore(gathered: outcome.data)
         else { return }
         let now = cache.now

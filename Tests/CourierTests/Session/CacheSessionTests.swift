@@ -47,6 +47,52 @@ struct CacheSessionTests {
         return hits
     }
 
+    /// A gzip body is decoded or not by the request (the session's decompression, the request's
+    /// own `Accept-Encoding`), after the cache lookup, so `Vary` cannot tell the two forms apart:
+    /// the cache keeps such a body decoded only, and serves it only to requests that get bodies
+    /// decoded. Two sessions share one cache, one with decompression off, and the server sends no
+    /// `Vary` (nginx's default). The coded bytes went to the decoding session from the cache, and
+    /// the decoded text to the one that asked for the body as it came.
+    @Test func aCodedBodyIsStoredAndServedOnlyInTheFormTheRequestGets() async throws {
+        let text = "the decoded text, the decoded text"
+        let gzipped = Data(try GoReadResponseTests.gzip(Array(text.utf8)))
+        try await withTestServer { server in
+            let hits = NIOLockedValueBox(0)
+            server.route("/coded") { _ in
+                hits.withLockedValue { $0 += 1 }
+                return TestServer.Response(headerFields: [.contentEncoding: "gzip", .cacheControl: "max-age=600"], body: gzipped)
+            }
+            let cache = ResponseCache()
+            var raw = Self.configuration(cache: cache)
+            raw.decompression = .disabled
+            let url = server.url("/coded")
+            // As it came: not stored.
+            try await withManager(baseURL: nil, configuration: raw) { manager in
+                let response = try await manager.data(for: Request(url: url))
+                #expect(response.value == gzipped)
+            }
+            #expect(cache.currentMemoryUsage == 0, "a coded body is not stored as it came")
+            try await withManager(baseURL: nil, configuration: Self.configuration(cache: cache)) { manager in
+                let first = try await manager.data(for: Request(url: url))
+                #expect(first.source == .network && Self.text(first.value) == text)
+                let second = try await manager.data(for: Request(url: url))
+                #expect(second.source == .cache && Self.text(second.value) == text)
+                // The same session, a request that refuses the codings the engine decodes.
+                var identity = Request(url: url)
+                identity.headerFields[.acceptEncoding] = "identity"
+                let asItCame = try await manager.data(for: identity)
+                #expect(asItCame.source == .network && asItCame.value == gzipped)
+            }
+            // The other session: the stored (decoded) body is not its form.
+            try await withManager(baseURL: nil, configuration: raw) { manager in
+                let response = try await manager.data(for: Request(url: url))
+                #expect(response.source == .network && response.value == gzipped)
+            }
+            #expect(hits.withLockedValue { $0 } == 4)
+            #expect(cache.currentMemoryUsage > 0, "the decoded body stays stored")
+        }
+    }
+
     /// RFC 9111 and a request that does not follow redirects (``RequestOptions/redirectPolicy``):
     /// its 301 is stored and served like any response with explicit freshness; a request that
     /// follows redirects follows it from the cache.

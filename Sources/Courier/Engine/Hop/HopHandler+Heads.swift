@@ -50,6 +50,13 @@ extension HopHandler {
         }
     }
 
+    /// Whether an engine that decompresses decodes a coded response to `request`, as
+    /// ``CodingFields/decodes(_:)`` decides while the head is written: when the request names no
+    /// `Accept-Encoding`, or one that accepts a coding the engine decodes.
+    static func decodesResponse(to request: Request) -> Bool {
+        !request.headerFields.contains(.acceptEncoding) || Self.acceptsDecodedCoding(request.headerFields[values: .acceptEncoding])
+    }
+
     /// Whether `Accept-Encoding` values accept a coding the engine decodes (RFC 9110 12.5.3).
     static func acceptsDecodedCoding(_ values: [String]) -> Bool {
         values.contains { value in

@@ -78,6 +78,17 @@ final class ResponseInflater {
     /// `deflate` is inflated: `identity, gzip` is, and `gzip, br` (brotli outside) is left as it
     /// came, under the head that says so, as is every body with two codings.
     private static func make(contentEncodings values: some Sequence<String>, ratio: Int, freeSize: Int) -> ResponseInflater? {
+        Self.inflates(contentEncodings: values) ? ResponseInflater(ratio: ratio, freeSize: freeSize) : nil
+    }
+
+    /// Whether a response with these fields (not a `206`) has a body the engine inflates when its
+    /// request lets it (``HopHandler/decodesResponse(to:)``): the one reading of `Content-Encoding`
+    /// above, for the cache, which must know which form a stored body is in.
+    static func inflates(_ fields: HTTPFields) -> Bool {
+        fields.contains(.contentEncoding) && Self.inflates(contentEncodings: fields[values: .contentEncoding])
+    }
+
+    private static func inflates(contentEncodings values: some Sequence<String>) -> Bool {
         let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
         var inflatable = false
         var codings = 0
@@ -92,7 +103,7 @@ final class ResponseInflater {
                 inflatable = coding == "gzip" || coding == "x-gzip" || coding == "deflate"
             }
         }
-        return inflatable && codings == 1 ? ResponseInflater(ratio: ratio, freeSize: freeSize) : nil
+        return inflatable && codings == 1
     }
 
     private init(ratio: Int, freeSize: Int) {
