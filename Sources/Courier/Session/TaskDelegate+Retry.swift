@@ -16,7 +16,8 @@ extension TaskDelegate {
     /// failed and may be retried: the task then waits for the decision; false when it should
     /// complete now.
     ///
-    /// An attempt may be retried when it failed (an error, or a status of 400 or more), something
+    /// An attempt may be retried when it failed (an error, or a status of 400 or more other than a
+    /// 416 that found a continued download's partial file whole), something
     /// may retry it (``TaskInterception/mayRetry(_:)``), the request's body can be sent again, Courier
     /// did not fail the task itself (a body over the maximum size, a file that could not be
     /// written), the response did not come from the cache, a streamed task had not handed its
@@ -26,7 +27,7 @@ extension TaskDelegate {
         let interception = self.interception
         // Success, the common case, costs one look at the status (and, with retriers that want a
         // serializer's failures, the check).
-        guard error != nil || self.state.withLockedValue({ $0.responseStatus >= 400 }) else {
+        guard error != nil || self.state.withLockedValue({ $0.responseStatus >= 400 && !$0.keptFileIsWhole }) else {
             return interception.checksSerialization && self.checkSerialization()
         }
         // Read before the task's lock: the registry's lock is never taken inside it.
@@ -191,6 +192,7 @@ extension TaskDelegate {
                 state.body = nil
                 state.held = nil
                 state.resumeValidators = nil
+                state.keptFileIsWhole = false
                 state.checked = nil
                 state.currentRequest = self.originalRequest
                 return state.owner

@@ -101,6 +101,9 @@ struct TaskState {
     var bodyFailure: CourierError?
     /// The response's validators, when the download can be resumed later.
     var resumeValidators: (entityTag: String?, lastModified: String?)?
+    /// Whether the current attempt's answer is a 416 that found the partial file of resume data
+    /// whole: the download completes with that file, and the 416 is not a failure to retry.
+    var keptFileIsWhole = false
     /// Set by `cancel(byProducingResumeData:)`.
     var resumeDataHandler: (@Sendable (ResumeData?) -> Void)?
 

@@ -142,6 +142,63 @@ struct DownloadResumeTests {
         }
     }
 
+    /// A session with an interceptor (each one is a retrier too, an adapter alone included)
+    /// decides a 416 to a continuation as one without: a stale range fails and removes the
+    /// partial file. The 416 went to a file of its own, as an answer a retrier might retry, and
+    /// the download "succeeded" with the 416's empty body.
+    @Test func aStaleRangeFailsWith416WithAnInterceptor() async throws {
+        try await withPartialFile { file in
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    manager.interceptor = Adapter { request, _ in request }
+                    var resume = try self.partial(server, total: 900, kept: 900, entityTag: "\"range900\"", in: file)
+                    try alphabet(1000).write(to: file)
+                    resume.bytesReceived = 1000
+                    let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+                    #expect(error?.code == .invalidResponse)
+                    #expect(error?.response?.status == .rangeNotSatisfiable)
+                    #expect(!FileManager.default.fileExists(atPath: file.path), "the partial file is of no use")
+                }
+            }
+        }
+    }
+
+    /// A session with an interceptor completes a continuation whose 416 finds the partial file
+    /// whole as one without does, and no retrier is asked about that 416 (the download
+    /// succeeded). The 416's empty body was the download, over the destination's earlier file
+    /// with `.removePreviousFile`, and the whole partial file was left behind.
+    @Test func a416ForAWholeKeptFileCompletesTheDownloadWithAnInterceptor() async throws {
+        let asked = Recorder<Int>()
+        let interceptors: [any RequestInterceptor] = [
+            Adapter { request, _ in request },
+            Retrier { attempt in
+                asked.append(attempt.statusCode ?? 0)
+                return .doNotRetry
+            },
+        ]
+        for interceptor in interceptors {
+            try await withScratchDirectory { folder in
+                try await withPartialFile { file in
+                    try await withTestServer { server in
+                        try await withManager(baseURL: server.baseURL) { manager in
+                            manager.interceptor = interceptor
+                            let target = folder.appendingPathComponent("file.bin")
+                            try Data("the earlier file".utf8).write(to: target)
+                            let resume = try self.partial(server, total: 900, kept: 900, entityTag: "\"range900\"", in: file)
+                            let download = try await manager.download(
+                                resumingFrom: resume, to: DownloadDestination(options: [.removePreviousFile]) { _, _ in target })
+                            #expect(download.response.status == .rangeNotSatisfiable)
+                            #expect(download.fileURL == target)
+                            #expect(try Data(contentsOf: target) == alphabet(900))
+                            #expect(!FileManager.default.fileExists(atPath: file.path), "the partial file became the download")
+                        }
+                    }
+                }
+            }
+        }
+        #expect(asked.all.isEmpty, "a 416 that completes the download is not a failure to retry: \(asked.all)")
+    }
+
     /// A continuation answered with something that is not the representation (an error page)
     /// gives that answer in a file of its own, and the partial file stays for a later
     /// continuation. The error page replaced the partial file (only when no retrier was set).

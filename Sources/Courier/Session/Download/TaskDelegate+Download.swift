@@ -39,9 +39,11 @@ extension TaskDelegate {
         var kept: Int64?
         var expected = response.expectedBodyLength(status: status, answeringHEAD: request.method == .head)
         // A response that may be retried goes to a file of its own, never over the partial file
-        // of resume data, which the retry still needs.
+        // of resume data, which the retry still needs (a 206 or 200, which continue or rewrite
+        // it, is never held). A 416 to a continuation is decided here, held or not: it says
+        // whether the partial file is whole, and its own body is nobody's download.
         let holding = self.mayRetry(after: response, status: status)
-        if let continuation = plan.continuation, !holding {
+        if let continuation = plan.continuation {
             switch status {
             case 206:
                 file = continuation.file
@@ -72,6 +74,7 @@ extension TaskDelegate {
                 let (deliveries, task) = self.state.withLockedValue { state in
                     state.downloadFile = nil
                     state.resumeValidators = nil
+                    state.keptFileIsWhole = true
                     state.metrics?.responseBegan()
                     return (
                         state.recordResponse(
