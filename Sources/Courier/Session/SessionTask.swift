@@ -139,8 +139,10 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     ///
     /// `completionHandler` gets the ``ResumeData`` when part of the body had arrived from a server
     /// that names a validator (a strong `ETag` or `Last-Modified`) and does not refuse ranges;
-    /// else nil, and the partial file is removed. It is called once, before the task's own
-    /// completion handler, on a thread of Courier's.
+    /// else nil, and the partial file is removed. A task that continues resume data and had not
+    /// changed its partial file yet (no answer had come, or it went to a file of its own) gets
+    /// the resume data it began with. It is called once, before the task's own completion
+    /// handler, on a thread of Courier's.
     public func cancel(byProducingResumeData completionHandler: @escaping @Sendable (ResumeData?) -> Void) {
         let accepted = self.delegate.state.withLockedValue { state -> Bool in
             guard !state.machine.hasEnded, state.resumeDataHandler == nil else { return false }

@@ -241,6 +241,52 @@ struct DownloadResumeTests {
         }
     }
 
+    /// A continuation whose connection cannot be made leaves its partial file as it was, and
+    /// hands back the resume data it began with, to try again with. It gave none, and the partial
+    /// file was left in the temporary directory with nothing naming it.
+    @Test func aContinuationThatCannotConnectHandsBackItsResumeData() async throws {
+        try await withPartialFile { file in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            try alphabet(10).write(to: file)
+            let resume = ResumeData(
+                request: Request(url: URL(string: "http://127.0.0.1:\(closedPort())/file")!), temporaryFileURL: file, bytesReceived: 10,
+                expectedLength: 60, entityTag: "\"r\"", lastModified: nil)
+            let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+            #expect(error?.code == .connectionFailed)
+            #expect(error?.resumeData?.bytesReceived == 10)
+            #expect(error?.resumeData == resume)
+            #expect(try Data(contentsOf: file) == alphabet(10), "the partial file is as it was")
+        }
+    }
+
+    /// A continuation cancelled producing resume data before its answer came hands back the
+    /// resume data it began with; the partial file stays. It gave nil, and the partial file was
+    /// left with nothing naming it.
+    @Test func aContinuationCancelledBeforeItsAnswerHandsBackItsResumeData() async throws {
+        try await withPartialFile { file in
+            try await ScriptedHTTPServer.with({ _, _, _ in .hold }) { server in
+                let manager = SessionManager()
+                defer { manager.invalidate(cancelingTasks: true) }
+                manager.completionQueue = TestQueues.completion
+                try alphabet(10).write(to: file)
+                let resume = ResumeData(
+                    request: Request(url: server.baseURL.appendingPathComponent("file")), temporaryFileURL: file, bytesReceived: 10,
+                    expectedLength: 60, entityTag: "\"r\"", lastModified: nil)
+                let ended = Recorder<CourierError?>()
+                let task = manager.downloadTask(withResumeData: resume) { _, _, error in ended.append(error) }
+                task.resume()
+                #expect(await server.changes.wait { server.receivedHeads.count == 1 })
+                #expect(server.receivedHeads.first?.contains("Range: bytes=10-\r\n") == true)
+                let again = await task.cancelProducingResumeData()
+                #expect(again == resume)
+                #expect(await ended.changes.wait { ended.count == 1 })
+                #expect(ended.all.first??.code == .cancelled)
+                #expect(try Data(contentsOf: file) == alphabet(10), "the partial file is as it was")
+            }
+        }
+    }
+
     /// Resume data is made only where a continuation can be right: not for a `POST` (a
     /// continuation repeats the method without its body; URLSession makes resume data for `GET`
     /// only), not for a caller's own range (`bytes=N-` counts from the representation's start,

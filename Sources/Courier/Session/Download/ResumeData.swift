@@ -8,6 +8,9 @@ import HTTPTypes
 /// Get one from ``DownloadTask/cancel(byProducingResumeData:)`` or from the
 /// ``CourierError/resumeData`` of a download that failed after it had started receiving, and hand
 /// its ``data`` (or the value) to ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)-(Data,_,_,_)``.
+/// A continuation whose connection could not be made, or failed or timed out, or that was
+/// cancelled producing resume data, before it changed the partial file gives back the resume data
+/// it began with, to try again with.
 /// The continuation asks for the rest with `Range` and `If-Range`; a server that ignores the range,
 /// or whose resource changed, sends it all again and the download restarts cleanly.
 ///
@@ -101,7 +104,10 @@ public struct ResumeData: Sendable, Hashable, Codable {
     func continuation(to destination: DownloadDestination?, downloadDirectory: URL?) -> (request: Request, plan: DownloadPlan) {
         let trusted = self.isTrustedPartialFile(downloadDirectory: downloadDirectory)
         let (request, offset) = self.continuationRequest(trusted: trusted)
-        return (request, DownloadPlan(destination: destination, continuation: offset.map { (self.temporaryFileURL, $0) }))
+        return (
+            request,
+            DownloadPlan(destination: destination, continuation: offset.map { (self.temporaryFileURL, $0) }, resumeData: offset == nil ? nil : self)
+        )
     }
 
     /// Whether ``temporaryFileURL`` is a file Courier may append to, move and remove: a regular

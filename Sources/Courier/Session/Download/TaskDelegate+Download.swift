@@ -10,6 +10,9 @@ struct DownloadPlan: Sendable {
     /// The partial file and how many of its bytes to keep, when the request continues earlier
     /// resume data with `Range`.
     var continuation: (file: URL, offset: Int64)?
+    /// The resume data the request continues, with ``continuation``: handed back when the task
+    /// fails before it changed the partial file, so that the caller can try again.
+    var resumeData: ResumeData?
 }
 
 extension DownloadPlan: BodySink {
@@ -242,6 +245,15 @@ extension TaskDelegate {
             } else if ending.refused, let partial = plan.continuation?.file {
                 // The server would not continue: the partial file is of no use.
                 try? FileManager.default.removeItem(at: partial)
+            }
+            if resumeData == nil, let failure = error, !ending.refused, let original = plan.resumeData,
+                ending.resumeDataHandler != nil || Self.leavesResumeData(failure),
+                ending.writer.map({ $0.url.standardizedFileURL != original.temporaryFileURL.standardizedFileURL }) ?? true
+            {
+                // A continuation that ended before it changed its partial file (no answer came, or
+                // the answer went to a file of its own) leaves that file as it was: the resume
+                // data it began with still describes it, and is handed back to try again with.
+                resumeData = original
             }
             error?.resumeData = resumeData
             ending.resumeDataHandler?(resumeData)
