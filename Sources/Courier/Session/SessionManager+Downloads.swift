@@ -39,8 +39,10 @@ extension SessionManager {
     /// It asks for the rest with `Range` and `If-Range`. A 206 that runs from where the partial
     /// file ends to the end of the resource is appended to it; a 200 (the server ignored the
     /// range, or the resource changed) rewrites the file from the start; a 416 whose
-    /// `Content-Range: bytes */N` names exactly the bytes kept completes the download with the
-    /// partial file (it was whole; the response is that 416); any other 206 or 416 fails with
+    /// `Content-Range: bytes */N` names exactly the bytes kept, or that names no length (the
+    /// server matched the `If-Range` validator, so nothing lies past the bytes kept) when the
+    /// resume data records no other whole length, completes the download with the partial file
+    /// (it was whole; the response is that 416); any other 206 or 416 fails with
     /// ``CourierError/Code/invalidResponse`` and removes the partial file. Any other answer (an
     /// error page) goes to a file of its own and leaves the partial file as it was. When the partial file
     /// is gone, or is not a file Courier made in this session's ``SessionConfiguration/downloadDirectory``

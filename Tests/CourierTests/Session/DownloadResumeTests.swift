@@ -142,6 +142,43 @@ struct DownloadResumeTests {
         }
     }
 
+    /// A 416 with no `Content-Range` (Apache's and lighttpd's) to a continuation that sent
+    /// `If-Range` says the validator matched and nothing lies past the bytes kept (a stale
+    /// validator gets the whole representation instead, RFC 9110 13.1.5): the download completes
+    /// with the partial file, whether the resume data recorded the whole length or none. The
+    /// download failed as stale and removed the whole partial file.
+    @Test(arguments: [60, nil] as [Int64?])
+    func a416WithoutContentRangeCompletesTheDownloadWithTheKeptFile(_ expectedLength: Int64?) async throws {
+        try await withPartialFile { file in
+            try await ScriptedHTTPServer.with({ _, _, _ in .respond("HTTP/1.1 416 Range Not Satisfiable\r\nContent-Length: 0\r\n\r\n") }) { server in
+                let manager = SessionManager()
+                defer { manager.invalidate(cancelingTasks: true) }
+                try alphabet(60).write(to: file)
+                let resume = ResumeData(
+                    request: Request(url: server.baseURL.appendingPathComponent("f")), temporaryFileURL: file, bytesReceived: 60,
+                    expectedLength: expectedLength, entityTag: "\"r\"", lastModified: nil)
+                let download = try await manager.download(resumingFrom: resume)
+                #expect(download.response.status == .rangeNotSatisfiable)
+                #expect(download.fileURL == file)
+                #expect(try Data(contentsOf: download.fileURL) == alphabet(60))
+                let head = try #require(server.receivedHeads.last)
+                #expect(head.contains("Range: bytes=60-\r\n") && head.contains("If-Range: \"r\"\r\n"), "\(head)")
+            }
+        }
+    }
+
+    /// A 416 with no `Content-Range` to a continuation whose resume data recorded a whole length
+    /// other than the bytes kept: the resume data is stale, the download fails and the partial
+    /// file is removed.
+    @Test func a416WithoutContentRangeAgainstAnotherRecordedLengthIsStale() async throws {
+        try await self.continuingTenOfSixty(answeredWith: "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Length: 0\r\n\r\n") { manager, resume in
+            let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+            #expect(error?.code == .invalidResponse)
+            #expect(error?.response?.status == .rangeNotSatisfiable)
+            #expect(!FileManager.default.fileExists(atPath: resume.temporaryFileURL.path), "the partial file is of no use")
+        }
+    }
+
     /// A session with an interceptor (each one is a retrier too, an adapter alone included)
     /// decides a 416 to a continuation as one without: a stale range fails and removes the
     /// partial file. The 416 went to a file of its own, as an answer a retrier might retry, and

@@ -70,7 +70,7 @@ extension TaskDelegate {
                         let (sum, overflow) = length.addingReportingOverflow(continuation.offset)
                         return overflow ? nil : sum
                     } ?? -1
-            case 416 where Self.keptFileIsWhole(response, status: status, plan: plan):
+            case 416 where Self.keptFileIsWhole(response, status: status, request: request, plan: plan):
                 // The validator matched and nothing lies past the partial file: it is the whole
                 // representation (as curl's `-C -` and the `courier` command read it). No file is
                 // opened; the 416's own body is not written anywhere.
@@ -239,7 +239,8 @@ extension TaskDelegate {
                     await writer.abandon()
                 }
             } else if error == nil, let partial = plan.continuation?.file,
-                let response = ending.response, Self.keptFileIsWhole(response, status: Int(response.status.code), plan: plan)
+                let response = ending.response,
+                Self.keptFileIsWhole(response, status: Int(response.status.code), request: ending.request, plan: plan)
             {
                 (fileURL, error) = await self.place(partial, plan: plan, ending.task, request: ending.request, response: response)
             } else if ending.refused, let partial = plan.continuation?.file {
@@ -326,12 +327,19 @@ extension TaskDelegate {
 
     /// Whether a continuation's answer is a 416 that says the partial file already holds the
     /// whole representation: `Content-Range: bytes */N` with N the bytes kept (the request's
-    /// `If-Range` made the server check the validator first, RFC 9110 §13.1.5).
-    static func keptFileIsWhole(_ response: HTTPResponse, status: Int, plan: DownloadPlan) -> Bool {
-        guard status == 416, let continuation = plan.continuation,
-            let length = response.headerFields.value(of: .contentRange).flatMap(ContentRange.unsatisfiedCompleteLength)
-        else { return false }
-        return length == continuation.offset
+    /// `If-Range` made the server check the validator first, RFC 9110 §13.1.5). A 416 with no
+    /// `Content-Range` (Apache and lighttpd send none: RFC 9110 §15.5.17 only says SHOULD) says
+    /// it too when `request` carried `If-Range`: a server that found the validator stale would
+    /// have ignored `Range` and sent the whole representation, so the validator matched and
+    /// nothing lies past the bytes kept. Not when the resume data recorded a whole length other
+    /// than the bytes kept: the resume data is then stale.
+    static func keptFileIsWhole(_ response: HTTPResponse, status: Int, request: Request, plan: DownloadPlan) -> Bool {
+        guard status == 416, let continuation = plan.continuation, continuation.offset > 0 else { return false }
+        guard let value = response.headerFields.value(of: .contentRange) else {
+            guard request.headerFields.value(of: .ifRange) != nil else { return false }
+            return (plan.resumeData?.expectedLength).map { $0 == continuation.offset } ?? true
+        }
+        return ContentRange.unsatisfiedCompleteLength(value) == continuation.offset
     }
 
     /// Whether a response may leave resume data: a `GET` (URLSession's rule: a continuation sends
