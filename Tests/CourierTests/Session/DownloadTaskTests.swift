@@ -237,6 +237,39 @@ struct DownloadTaskTests {
         }
     }
 
+    /// A download's file, in the download folder, at its destination or kept as resume data, is
+    /// readable and writable by its owner only: a download may be private. They were made
+    /// readable by everyone (0644).
+    @Test func aDownloadsFilesAreTheOwnersOnly() async throws {
+        func mode(_ file: URL) throws -> Int? {
+            (try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? NSNumber).map { $0.intValue & 0o777 }
+        }
+        try await withScratchDirectory { folder in
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL, configuration: self.configuration(folder)) { manager in
+                    let kept = try await manager.download(Request(url: server.url("/range/1000")))
+                    #expect(try mode(kept.fileURL) == 0o600)
+                    let target = folder.appendingPathComponent("placed.bin")
+                    let placed = try await manager.download(Request(url: server.url("/range/1000")), to: DownloadDestination { _, _ in target })
+                    #expect(placed.fileURL == target)
+                    #expect(try mode(target) == 0o600)
+                }
+            }
+            let head = "HTTP/1.1 200 OK\r\nETag: \"x\"\r\nContent-Length: 60\r\n\r\n"
+            try await ScriptedHTTPServer.with({ _, _, _ in .respond(head + String(repeating: "a", count: 20), thenClose: true) }) { server in
+                try await withManager(baseURL: server.baseURL, configuration: self.configuration(folder)) { manager in
+                    let error = await #expect(throws: CourierError.self) {
+                        try await manager.download(Request(url: server.baseURL.appendingPathComponent("file")))
+                    }
+                    let resume = try #require(error?.resumeData)
+                    defer { resume.discard() }
+                    #expect(resume.bytesReceived == 20)
+                    #expect(try mode(resume.temporaryFileURL) == 0o600)
+                }
+            }
+        }
+    }
+
     @Test func cancellingBeforeResumeGivesNoResumeData() async throws {
         try await withTestServer { server in
             try await withManager(baseURL: server.baseURL) { manager in

@@ -83,7 +83,8 @@ final class DownloadFileWriter: Sendable {
         var peakHeldBytes = 0
     }
 
-    /// Opens (or creates) the file and starts writing.
+    /// Opens (or creates) the file and starts writing. A file it creates is readable and writable
+    /// by its owner only (0600, as ``AtomicFile`` makes its files): a download may be private.
     /// - Parameters:
     ///   - url: The file.
     ///   - offset: nil to write a new file from the start (an existing one is replaced); else keep
@@ -204,7 +205,8 @@ final class DownloadFileWriter: Sendable {
                 throw error
             }
         } else {
-            handle = try await FileSystem.shared.openFile(forWritingAt: path, options: .newFile(replaceExisting: true))
+            handle = try await FileSystem.shared.openFile(
+                forWritingAt: path, options: .newFile(replaceExisting: true, permissions: .ownerReadWrite))
         }
         var file = FileOutput(handle: handle, offset: offset ?? 0, gate: gate)
         do {
