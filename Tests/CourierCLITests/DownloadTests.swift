@@ -257,6 +257,27 @@ struct DownloadTests {
         }
     }
 
+    /// `bytes=10-` asks for everything from byte 10 to the end: a 206 that stops short of the end
+    /// it names is not the rest (the library refuses it too). It was appended, and the command
+    /// said "Done." with 20 of 60 bytes in the file.
+    @Test("--continue refuses a 206 that stops short of the end: exit 1, the partial file unchanged")
+    func continueRefusesAShort206() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            server.route("/short") { _ in
+                TestServer.Response(status: .partialContent, headerFields: [.contentRange: "bytes 10-19/60"], body: Data(repeating: 2, count: 10))
+            }
+            let target = folder.appendingPathComponent("part.bin")
+            try Data(repeating: 1, count: 10).write(to: target)
+            let result = try await CLIRunner.run(["-d", "-c", "-o", target.path, server.url("/short").absoluteString])
+            #expect(result.status == 1, "\(result.standardError)")
+            #expect(result.errorLines.last?.contains("(bytes 10-19/60), not the rest of the file") == true, "\(result.standardError)")
+            #expect(!result.standardError.contains("Done."))
+            #expect(try Data(contentsOf: target) == Data(repeating: 1, count: 10), "the partial file is unchanged")
+        }
+    }
+
     @Test("A 416 without a length and without a validator sent is still an error (exit 4)")
     func continueWithoutValidatorAndWithoutContentRange() async throws {
         let folder = try makeTemporaryFolder()

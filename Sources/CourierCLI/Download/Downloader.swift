@@ -58,9 +58,9 @@ struct Downloader {
         var appending = false
         if offset > 0 {
             if response.status.code == 206 {
-                guard Self.rangeStart(of: response) == offset else {
+                guard Self.isRest(after: offset, answer: response) else {
                     streamed.task.cancel()
-                    throw CLIFailure(.failure, "the server answered the range for byte \(offset) with another range (\(response.headerFields[.contentRange] ?? "none")); the partial file is unchanged")
+                    throw CLIFailure(.failure, "the server answered the range from byte \(offset) with another range (\(response.headerFields[.contentRange] ?? "none")), not the rest of the file; the partial file is unchanged")
                 }
                 appending = true
             } else {
@@ -129,9 +129,13 @@ struct Downloader {
         return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 
-    /// The first byte of a 206's `Content-Range`.
-    static func rangeStart(of response: HTTPResponse) -> Int64? {
-        response.headerFields[.contentRange].flatMap(ContentRange.init)?.first
+    /// Whether a 206 to `Range: bytes=offset-` is the rest of the file: its `Content-Range`
+    /// starts at `offset` and, when it names the whole length, ends at the last byte (the check
+    /// the library makes of a continuation's 206). A range that stops short was appended and the
+    /// download reported done, the file short of its end.
+    static func isRest(after offset: Int64, answer response: HTTPResponse) -> Bool {
+        guard let range = response.headerFields[.contentRange].flatMap(ContentRange.init), range.first == offset else { return false }
+        return range.completeLength.map { range.last == $0 - 1 } ?? true
     }
 
     /// Whether a 416 to `Range: bytes=offset-` says the partial file is whole: its
