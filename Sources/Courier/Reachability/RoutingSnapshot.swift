@@ -44,7 +44,9 @@ struct RoutingSnapshot: Sendable, Hashable {
     ///
     /// Only the main table is read. A destination is reachable when its longest-prefix route (the
     /// lowest metric among equals) is a unicast route whose interface carries traffic; the
-    /// general manager wants a unicast default route (IPv4 or IPv6) on such an interface. A
+    /// general manager wants the same of the default route of lowest metric of IPv4 or of IPv6
+    /// (an `unreachable`, `blackhole` or `prohibit` default route below a unicast one makes that
+    /// family not reachable, as the kernel takes it), the lowest metric deciding the kind. A
     /// loopback address (`127.0.0.0/8`, `::1`, or an IPv4-mapped loopback) is always reachable,
     /// whatever the routes say (the kernel routes it through its `local` table, never off the
     /// host), and counts as ``NetworkReachabilityStatus/reachableViaEthernet``.
@@ -54,10 +56,12 @@ struct RoutingSnapshot: Sendable, Hashable {
     ) -> NetworkReachabilityStatus {
         let main = self.routes.filter { $0.table == Route.mainTable }
         guard let addresses else {
-            let best = main
-                .filter { $0.prefixLength == 0 && $0.type == Route.unicast && self.usableLink($0) != nil }
-                .min { $0.metric < $1.metric }
-            return best.flatMap(self.usableLink).map(kind) ?? .notReachable
+            // Each family's default route is the one the kernel takes, whatever its type (an
+            // `unreachable` default below a unicast one wins); judged after it is picked.
+            let usable = [false, true].compactMap { isIPv6 in
+                main.filter { $0.isIPv6 == isIPv6 && $0.prefixLength == 0 }.min { $0.metric < $1.metric }
+            }.filter { $0.type == Route.unicast && self.usableLink($0) != nil }
+            return usable.min { $0.metric < $1.metric }.flatMap(self.usableLink).map(kind) ?? .notReachable
         }
         if addresses.contains(where: \.isLoopback) { return .reachableViaEthernet }
         for address in addresses {

@@ -74,6 +74,33 @@ struct RoutingSnapshotTests {
         #expect(snapshot.status(toward: nil, kind: Self.kind) == .reachableViaWiFi)
     }
 
+    /// `ip route add unreachable default metric 10` beside a unicast default at metric 100: the
+    /// kernel takes the unreachable one, and so does the general manager, as an address manager
+    /// does on the same snapshot. Only unicast defaults were read, and it said Ethernet.
+    @Test func anUnreachableDefaultRouteOfLowerMetricWins() throws {
+        let snapshot = RoutingSnapshot(
+            links: [2: Self.eth],
+            routes: [
+                Self.route([0, 0, 0, 0], 0, via: 0, metric: 10, type: 7),
+                Self.route([0, 0, 0, 0], 0, via: 2, metric: 100),
+            ])
+        #expect(snapshot.status(toward: nil, kind: Self.kind) == .notReachable)
+        #expect(snapshot.status(toward: [try #require(IPAddress("8.8.8.8"))], kind: Self.kind) == .notReachable)
+    }
+
+    /// Each family's default route is judged on its own: an unreachable IPv6 default does not hide
+    /// a working IPv4 one.
+    @Test func anUnreachableIPv6DefaultLeavesAWorkingIPv4DefaultReachable() {
+        let v6Default = [UInt8](repeating: 0, count: 16)
+        let snapshot = RoutingSnapshot(
+            links: [2: Self.eth],
+            routes: [
+                Self.route(v6Default, 0, via: 0, metric: 0, type: 7),
+                Self.route([0, 0, 0, 0], 0, via: 2, metric: 100),
+            ])
+        #expect(snapshot.status(toward: nil, kind: Self.kind) == .reachableViaEthernet)
+    }
+
     @Test func otherTablesAreIgnored() {
         var route = Self.route([0, 0, 0, 0], 0, via: 2)
         route.table = 100
