@@ -10,8 +10,11 @@ import NIOPosix
 /// (the socket said so, or said nothing while the reachability manager says not reachable), no
 /// response head arrived, and the task was not retried for this reason before. It then waits up
 /// to the policy's ``ConnectivityRetryPolicy/maximumWait`` for the reachability manager to report
-/// a reachable status: retry when it does, the first failure when it does not. The wait is timed
-/// on the session's ``RetryClock`` (``SessionManager/retryClock``).
+/// a reachable status after the failure: retry when it does, the first failure when it does not.
+/// The status the manager had before is not trusted: the monitor reports a change only once the
+/// network has gone quiet (50–500 ms on Linux), so right after a route went away it may still say
+/// reachable, and a status kept from an earlier run of the monitor is older still. The wait is
+/// timed on the session's ``RetryClock`` (``SessionManager/retryClock``).
 struct ConnectivityRetrier: RequestRetrier {
     let policy: ConnectivityRetryPolicy
     let reachability: NetworkReachabilityManager
@@ -28,23 +31,29 @@ struct ConnectivityRetrier: RequestRetrier {
             ConnectionFailureCause(error).meansNetworkIsDown(status: self.reachability.networkReachabilityStatus)
         else { return .doNotRetry }
         attempt.logger.debug("waiting for the network to retry", metadata: ["courier.maximum-wait": "\(self.policy.maximumWait)"])
-        let networkIsBack = await self.reachability.waitUntilReachable(within: self.policy.maximumWait, clock: self.clock, listening: self.willWait)
+        let networkIsBack = await self.reachability.waitUntilReachable(
+            reportedAfter: attempt.failedAt, within: self.policy.maximumWait, clock: self.clock, listening: self.willWait)
         try Task.checkCancellation()
         return networkIsBack ? .retry(reason: .connectivity) : .doNotRetry
     }
 }
 
 extension NetworkReachabilityManager {
-    /// Waits until the status is reachable (true) or `limit` has passed on `clock` (false),
-    /// starting monitoring if it was off. `listening` is called once the wait hears every status
-    /// reported (monitoring on, the stream made), before it waits.
-    func waitUntilReachable(within limit: Duration, clock: any RetryClock = .system, listening: (@Sendable () -> Void)? = nil) async -> Bool {
+    /// Waits until the running monitor reports a reachable status (true) or `limit` has passed on
+    /// `clock` (false), starting monitoring if it was off. With `instant`, only a report after it
+    /// counts; without, the status the running monitor last reported counts too. A status kept
+    /// from an earlier run of the monitor never does (``reports(after:)``). `listening` is called
+    /// once the wait hears every report (monitoring on, the stream made), before it waits.
+    func waitUntilReachable(
+        reportedAfter instant: ContinuousClock.Instant? = nil, within limit: Duration, clock: any RetryClock = .system,
+        listening: (@Sendable () -> Void)? = nil
+    ) async -> Bool {
         self.startMonitoringIfIdle()
-        let statuses = self.statuses
+        let reports = self.reports(after: instant)
         listening?()
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask {
-                for await status in statuses where status.isReachable { return true }
+                for await status in reports where status.isReachable { return true }
                 return false
             }
             group.addTask {

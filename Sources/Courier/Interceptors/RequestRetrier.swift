@@ -60,6 +60,9 @@ public struct FailedAttempt: Sendable {
     /// Whether the request's `Authorization` field is the session's own, added for a protection
     /// space it answered before (not the caller's, nor an adapter's).
     var carriesSessionAuthorization = false
+    /// When the attempt failed (when this was made): the connectivity retry trusts only a
+    /// reachability report that came after it.
+    var failedAt = ContinuousClock.now
 
     /// An attempt; sessions make these, tests of retriers may too.
     public init(

@@ -50,6 +50,11 @@ public final class NetworkReachabilityManager: Sendable {
         var statusChangeHandler: (@Sendable (NetworkReachabilityStatus) -> Void)?
         var callbackQueue: DispatchQueue
         var streams: [Int: AsyncStream<NetworkReachabilityStatus>.Continuation] = [:]
+        /// When the running monitor last reported, a change or not; `nil` until it has, and again
+        /// from each start and stop: a status kept from an earlier run is not a fresh one.
+        var lastReport: ContinuousClock.Instant?
+        /// The streams of ``reports(after:)``, which hear every report of the running monitor.
+        var reportStreams: [Int: AsyncStream<NetworkReachabilityStatus>.Continuation] = [:]
         var nextStreamID = 0
     }
 
@@ -97,7 +102,7 @@ public final class NetworkReachabilityManager: Sendable {
         if case .monitoring(let monitor, _) = self.state.withLockedValue({ $0.phase }) {
             monitor.stop()
         }
-        for continuation in self.state.withLockedValue({ $0.streams.values }) {
+        for continuation in self.state.withLockedValue({ Array($0.streams.values) + Array($0.reportStreams.values) }) {
             continuation.finish()
         }
     }
@@ -162,6 +167,27 @@ public final class NetworkReachabilityManager: Sendable {
         return stream
     }
 
+    /// Every status the running monitor reports from now on, a repeated one too (``statuses``
+    /// has only changes), for a wait that must hear a fresh one: the connectivity retry, after a
+    /// failure the status may not have caught up with yet. First the current status, when the
+    /// running monitor reported it after `instant` (`nil`: at all); a status kept from an earlier
+    /// run never comes first. The stream ends when the manager is deallocated or the iterating
+    /// task is cancelled.
+    func reports(after instant: ContinuousClock.Instant?) -> AsyncStream<NetworkReachabilityStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: NetworkReachabilityStatus.self, bufferingPolicy: .bufferingNewest(16))
+        let id = self.state.withLockedValue { state in
+            state.nextStreamID += 1
+            state.reportStreams[state.nextStreamID] = continuation
+            if let last = state.lastReport, instant.map({ last > $0 }) ?? true { continuation.yield(state.status) }
+            return state.nextStreamID
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLockedValue { $0.reportStreams.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
     // MARK: Monitoring
 
     /// Starts watching the network. When already monitoring, stops that first and starts again
@@ -190,6 +216,7 @@ public final class NetworkReachabilityManager: Sendable {
             state.generation += 1
             state.phase = .monitoring(monitor, generation: state.generation)
             state.announcesNextReport = true
+            state.lastReport = nil
             return (monitor, state.generation)
         }
         switch started {
@@ -221,6 +248,7 @@ public final class NetworkReachabilityManager: Sendable {
             guard case .monitoring(let monitor, _) = state.phase else { return nil }
             state.phase = .idle
             state.generation += 1
+            state.lastReport = nil
             return monitor
         }
         monitor?.stop()
@@ -233,15 +261,21 @@ public final class NetworkReachabilityManager: Sendable {
     }
 
     /// Takes a report from the monitor of `generation` (`nil`: from the manager itself); stale
-    /// generations are dropped. Only changes reach observers, and the first report after a start.
-    /// A delivery runs only if monitoring has not stopped or restarted since the report, and calls
-    /// the handler set by then.
+    /// generations are dropped. Only changes reach observers, and the first report after a start;
+    /// every report of the running monitor reaches ``reports(after:)``'s streams. A delivery runs
+    /// only if monitoring has not stopped or restarted since the report, and calls the handler set
+    /// by then.
     private func receive(_ report: ReachabilityReport, generation: Int?) {
         let delivery: (NetworkReachabilityStatus, generation: Int, DispatchQueue)?
         let newFailure: ReachabilityFailure?
+        let now = ContinuousClock.now
         (delivery, newFailure) = self.state.withLockedValue { state in
             if let generation, case .monitoring(_, let current) = state.phase, current != generation { return (nil, nil) }
             if generation != nil, case .idle = state.phase { return (nil, nil) }
+            if generation != nil {
+                state.lastReport = now
+                for continuation in state.reportStreams.values { continuation.yield(report.status) }
+            }
             let newFailure = report.failure != state.failure ? report.failure : nil
             state.failure = report.failure
             let announced = generation != nil && state.announcesNextReport

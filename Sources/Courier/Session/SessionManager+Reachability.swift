@@ -43,10 +43,16 @@ extension SessionManager {
     ///
     /// The task then waits, without an exchange, up to the policy's
     /// ``ConnectivityRetryPolicy/maximumWait`` for ``reachabilityManager`` to report a reachable
-    /// status (waiting starts its monitoring if it was off), and sends the request again; if the
-    /// network does not come back it completes with the first failure. Throughout it stays the
-    /// same ``SessionTask`` (same identifier, still listed, progress never going backwards) and it
-    /// completes once: one completion handler call, one
+    /// status after the failure (waiting starts its monitoring if it was off), and sends the
+    /// request again; if the network does not come back it completes with the first failure. A
+    /// status reported before the failure does not count, as URLSession's `waitsForConnectivity`
+    /// looks at the path afresh: the monitor reports once the network has gone quiet, so right
+    /// after a route went away it may still say reachable, and a status kept from an earlier run
+    /// of the monitor (``NetworkReachabilityManager/stopMonitoring()``) is older still.
+    ///
+    /// Throughout the wait and the retry the task stays the same ``SessionTask`` (same
+    /// identifier, still listed, progress never going backwards) and it completes once: one
+    /// completion handler call, one
     /// ``Foundation/NSNotification/Name/taskDidComplete``. While it waits, ``SessionTask/cancel()``
     /// and ``invalidate(cancelingTasks:)-7w13y`` with `true` end it at once with
     /// ``CourierError/Code/cancelled``; ``invalidate(cancelingTasks:)-7w13y`` with `false` ends it at

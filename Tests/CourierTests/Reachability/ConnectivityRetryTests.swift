@@ -97,6 +97,56 @@ struct ConnectivityRetryTests {
         #expect(engine.requests.count == 1)
     }
 
+    /// The status kept from an earlier run of the monitor is not the network's now: the wait
+    /// starts monitoring again and trusts only what the new run reports. It took the kept
+    /// reachable status, retried at once and failed again (two requests).
+    @Test func aStatusKeptFromAnEarlierRunIsNotTrusted() async throws {
+        let engine = Self.engine()
+        let manager = SessionManager(engine: engine)
+        defer { manager.invalidate(cancelingTasks: true) }
+        let monitor = ScriptedMonitor()
+        manager.reachabilityManager = monitor.manager()
+        manager.reachabilityManager.startMonitoring()
+        monitor.send(.reachableViaEthernet)
+        manager.reachabilityManager.stopMonitoring()
+        #expect(manager.reachabilityManager.networkReachabilityStatus == .reachableViaEthernet)
+        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: .milliseconds(300))
+        // Nothing is reported after the restart: the wait runs out, and the first failure ends the task.
+        await #expect(throws: CourierError.self) { try await manager.data(for: Request(url: Self.url)) }
+        #expect(engine.requests.count == 1)
+        #expect(manager.reachabilityManager.isMonitoring, "the wait started monitoring again")
+    }
+
+    /// A reachable status reported before the failure may be one the monitor has not brought up
+    /// to date yet (it reports once the network has gone quiet, 50 ms or more after a route went
+    /// away): the retry waits for a report made after the failure. It went at once on the stale
+    /// status, failed again, and never waited for the network's return.
+    @Test func aReachableStatusFromBeforeTheFailureIsNotTrusted() async throws {
+        let monitor = ScriptedMonitor()
+        let reachability = monitor.manager()
+        reachability.startMonitoring()
+        monitor.send(.reachableViaEthernet)
+        let failure = CourierError(
+            .connectionFailed, "the network or host is unreachable", underlyingError: IOError(errnoCode: ENETUNREACH, reason: "connect"))
+        let attempt = FailedAttempt(request: Request(url: Self.url), error: failure)
+        var retrier = ConnectivityRetrier(policy: ConnectivityRetryPolicy(maximumWait: .seconds(30)), reachability: reachability)
+        let listening = AsyncStream<Void>.makeStream()
+        retrier.willWait = { _ = listening.continuation.yield() }
+        let networkBack = NIOLockedValueBox(false)
+        async let driver: Void = {
+            for await _ in listening.stream { break }
+            monitor.send(.notReachable)
+            networkBack.withLockedValue { $0 = true }
+            monitor.send(.reachableViaEthernet)
+        }()
+        let decision = try await retrier.retry(attempt)
+        let decidedAfterTheNetworkCameBack = networkBack.withLockedValue { $0 }
+        await driver
+        #expect(decision.isRetry && decision.reason == .connectivity, "\(decision)")
+        #expect(decidedAfterTheNetworkCameBack, "retried on the status reported before the failure")
+        reachability.stopMonitoring()
+    }
+
     /// The task's "waiting for connectivity" event comes once the wait hears the statuses: a
     /// status reported in answer to it is not lost. It came before the wait started the monitor,
     /// so a status sent at once was dropped and the task waited out its whole wait (a full run
