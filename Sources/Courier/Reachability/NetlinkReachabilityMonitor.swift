@@ -12,6 +12,13 @@ import NIOConcurrencyHelpers
 /// silently), so events only say "something changed": each batch is followed by a fresh dump of
 /// links and routes on a second socket, and the status is computed from that. A lost event
 /// (`ENOBUFS`) needs nothing more than the next dump.
+///
+/// A domain that did not resolve is looked up again after a back-off
+/// (``ReachabilityEnvironment/lookupRetryDelay``, doubling up to
+/// ``ReachabilityEnvironment/maximumLookupRetryDelay``) as well as after every change: DHCP often
+/// sets the address and the route before it writes `resolv.conf`, and a lookup in between fails
+/// with no change to follow. The back-off is the thread's own wait for events, so it ends with
+/// the thread; a change starts it again from the first delay.
 final class NetlinkReachabilityMonitor: ReachabilityMonitor {
     /// What the monitor holds while it runs; tests read it to check nothing outlives `stop()`.
     struct Resources: Sendable, Hashable {
@@ -149,11 +156,24 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
         self.resources.withLockedValue { $0.socketInodes = [Self.inode(events), Self.inode(dumps)] }
 
         var dumper = NetlinkDumper(fd: dumps)
-        repeat {
+        // How long to wait before looking the domain up again the next time it does not resolve.
+        var lookupRetryDelay = self.environment.lookupRetryDelay
+        while true {
             let outcome = self.evaluate(&dumper)
             self.resources.withLockedValue { $0.evaluations += 1 }
             report(outcome)
-        } while self.waitForChanges(events: events, wakeReader: wakeReader)
+            // A lookup that failed (not one whose addresses have no route) is tried again after
+            // the delay, unless a change comes first.
+            let lookupFailed = if case .resolutionFailed? = outcome.failure { true } else { false }
+            switch self.waitForChanges(events: events, wakeReader: wakeReader, limit: lookupFailed ? lookupRetryDelay : nil) {
+            case .stop:
+                return
+            case .changes:
+                lookupRetryDelay = self.environment.lookupRetryDelay
+            case .timeout:
+                lookupRetryDelay = min(lookupRetryDelay * 2, self.environment.maximumLookupRetryDelay)
+            }
+        }
     }
 
     private func evaluate(_ dumper: inout NetlinkDumper) -> ReachabilityReport {
@@ -187,22 +207,33 @@ final class NetlinkReachabilityMonitor: ReachabilityMonitor {
         }
     }
 
-    /// Waits for a change, then for the network to go quiet (``ReachabilityEnvironment/quietPeriod``,
-    /// at most ``ReachabilityEnvironment/maximumDelay`` in all). False once `stop()` asks the
-    /// thread to end.
-    private func waitForChanges(events: Int32, wakeReader: Int32) -> Bool {
-        switch self.poll(events: events, wakeReader: wakeReader, timeout: -1) {
-        case .wake: return false
+    /// What ended a wait for changes.
+    private enum WaitOutcome {
+        /// `stop()` asks the thread to end.
+        case stop
+        /// The network changed, and has gone quiet since.
+        case changes
+        /// The limit passed with no change.
+        case timeout
+    }
+
+    /// Waits for a change (no longer than `limit`, when given), then for the network to go quiet
+    /// (``ReachabilityEnvironment/quietPeriod``, at most ``ReachabilityEnvironment/maximumDelay``
+    /// in all).
+    private func waitForChanges(events: Int32, wakeReader: Int32, limit: Duration?) -> WaitOutcome {
+        switch self.poll(events: events, wakeReader: wakeReader, timeout: limit.map { Self.milliseconds($0) } ?? -1) {
+        case .wake: return .stop
+        case .timeout where limit != nil: return .timeout
         case .timeout, .events: break
         }
         self.drain(events)
         let deadline = ContinuousClock.now + self.environment.maximumDelay
         while true {
             let left = min(self.environment.quietPeriod, deadline - ContinuousClock.now)
-            guard left > .zero else { return true }
+            guard left > .zero else { return .changes }
             switch self.poll(events: events, wakeReader: wakeReader, timeout: Self.milliseconds(left)) {
-            case .wake: return false
-            case .timeout: return true
+            case .wake: return .stop
+            case .timeout: return .changes
             case .events: self.drain(events)
             }
         }

@@ -28,7 +28,8 @@ import NIOConcurrencyHelpers
 /// - an address that is not an IPv4 or IPv6 literal: ``NetworkReachabilityStatus/unknown``, and
 ///   monitoring does not start;
 /// - a domain that does not resolve: ``NetworkReachabilityStatus/notReachable`` until it does
-///   (resolution is tried again after every change of the network);
+///   (resolution is tried again after every change of the network, and on Linux after a back-off
+///   of 1 second, doubling up to 30, while the network does not change);
 /// - a routing socket that cannot be opened or read: ``NetworkReachabilityStatus/unknown``.
 public final class NetworkReachabilityManager: Sendable {
     /// The general manager, for any route out. Monitoring is off until ``startMonitoring()``.
@@ -73,7 +74,9 @@ public final class NetworkReachabilityManager: Sendable {
     /// A manager for a host name: reachable while a route to one of its addresses leaves through a
     /// working interface. The name is resolved on the monitor's thread, never the caller's, and
     /// again after each change of the network; while it does not resolve the status is
-    /// ``NetworkReachabilityStatus/notReachable``.
+    /// ``NetworkReachabilityStatus/notReachable``, and it is looked up again after 1 second, then
+    /// 2, 4… up to every 30 seconds, even when the network does not change (DHCP often writes the
+    /// resolver's configuration after it set the address and the route: a lookup in between fails).
     /// - Parameters:
     ///   - domain: A host name (`api.example.com`) or an address literal.
     ///   - logger: Where failures and changes are logged; none by default.

@@ -33,6 +33,11 @@ struct ReachabilityEnvironment: Sendable {
     var quietPeriod: Duration = .milliseconds(50)
     /// …and the longest a burst of changes (a flapping link) may delay it.
     var maximumDelay: Duration = .milliseconds(500)
+    /// After a domain did not resolve, how long the monitor waits before looking it up again when
+    /// the network does not change meanwhile; the wait doubles after each lookup that fails again…
+    var lookupRetryDelay: Duration = .seconds(1)
+    /// …up to this.
+    var maximumLookupRetryDelay: Duration = .seconds(30)
     /// Makes the monitor for a target; the platform's by default.
     var makeMonitor: @Sendable (ReachabilityTarget, ReachabilityEnvironment) -> (any ReachabilityMonitor)? =
         ReachabilityEnvironment.platformMonitor

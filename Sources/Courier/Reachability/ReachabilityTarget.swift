@@ -10,7 +10,8 @@ import Darwin
 enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     /// A default route (the general manager).
     case defaultRoute
-    /// The addresses `name` resolves to, resolved again after every change of the network.
+    /// The addresses `name` resolves to, resolved again after every change of the network (and,
+    /// while it does not resolve, after a back-off).
     case domain(String)
     /// One address.
     case address(IPAddress)

@@ -331,5 +331,52 @@ struct NetworkReachabilityManagerTests {
         running.stop()
         #expect(running.isRunning == false)
     }
+
+    /// A name that did not resolve is looked up again after a back-off, not only after the next
+    /// change of the network: DHCP often sets the address and the route before it writes
+    /// `resolv.conf`, and a lookup in between left the status not reachable until some later
+    /// netlink event (hours, on a quiet network). Over the process's own network, with nothing
+    /// changed: the second answer, 127.0.0.1, is reachable whatever its routes say.
+    @Test func aNameThatDidNotResolveIsLookedUpAgainWithoutAChange() async {
+        let lookups = NIOLockedValueBox(0)
+        var environment = ReachabilityEnvironment.system
+        environment.resolver = HostResolver { name in
+            let first = lookups.withLockedValue { $0 += 1; return $0 == 1 }
+            return first ? .failure(.resolutionFailed(name, "no resolv.conf yet")) : .success([IPAddress("127.0.0.1")!])
+        }
+        environment.lookupRetryDelay = .milliseconds(10)
+        let manager = NetworkReachabilityManager(target: .domain("api.courier.test"), environment: environment)
+        let seen = NIOLockedValueBox<[NetworkReachabilityStatus]>([])
+        let reachable = NotificationWaiter()
+        manager.statusChangeHandler = { status in
+            seen.withLockedValue { $0.append(status) }
+            if status.isReachable { reachable.deliver(nil) }
+        }
+        manager.startMonitoring()
+        defer { manager.stopMonitoring() }
+        _ = await reachable.wait(seconds: 30)
+        #expect(manager.networkReachabilityStatus == .reachableViaEthernet, "\(manager.failureReason ?? "")")
+        #expect(seen.withLockedValue { $0 } == [.notReachable, .reachableViaEthernet])
+        #expect(manager.failureReason == nil)
+    }
+
+    /// The lookups again are the monitor thread's own: they end with it.
+    @Test func lookingANameUpAgainEndsWithTheMonitor() async {
+        let lookups = NIOLockedValueBox(0)
+        var environment = ReachabilityEnvironment.system
+        environment.resolver = HostResolver { name in
+            lookups.withLockedValue { $0 += 1 }
+            return .failure(.resolutionFailed(name, "never"))
+        }
+        environment.lookupRetryDelay = .milliseconds(1)
+        environment.maximumLookupRetryDelay = .milliseconds(1)
+        let manager = NetworkReachabilityManager(target: .domain("nowhere.courier.test"), environment: environment)
+        manager.startMonitoring()
+        #expect(await eventually { lookups.withLockedValue { $0 } >= 3 }, "the name was not looked up again")
+        let thread = (manager.currentMonitor as? NetlinkReachabilityMonitor)?.resources.withLockedValue { $0.threadID } ?? 0
+        manager.stopMonitoring()
+        #expect(await eventually { !FileManager.default.fileExists(atPath: "/proc/self/task/\(thread)") }, "thread left running")
+        #expect(manager.networkReachabilityStatus == .notReachable)
+    }
     #endif
 }
