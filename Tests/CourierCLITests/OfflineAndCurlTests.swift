@@ -50,6 +50,20 @@ struct OfflineAndCurlTests {
         #expect(get.output == "GET /?page=2 HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\n\n")
     }
 
+    /// HTTPie looks for a scheme at the start of the URL only: a `://` in the query of a URL
+    /// without one was taken for its scheme, and the URL refused (exit 64).
+    @Test("A URL without a scheme may hold :// further on; it gets http://")
+    func schemeOnlyAtTheStart() async throws {
+        let result = try await CLIRunner.run(["--offline", "example.com/login?next=https://example.com/"])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.output == "GET /login?next=https://example.com/ HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\n\n", "\(result.output)")
+        #expect(Invocation.startsWithScheme("HTTPS://example.com/"))
+        #expect(Invocation.startsWithScheme("http+unix://%2Fvar%2Frun%2Fdocker.sock/info"))
+        #expect(!Invocation.startsWithScheme("example.com/?next=http://example.com/"))
+        #expect(!Invocation.startsWithScheme("1http://example.com/"))
+        #expect(!Invocation.startsWithScheme("localhost:8080/x"))
+    }
+
     /// Numbers past an `Int` end in a line, not a trap: a timeout of 1e19 in `--curl`, a
     /// download of 2⁶³ bytes at under a byte a second in the progress bar.
     @Test("huge numbers print without trapping")

@@ -51,7 +51,7 @@ struct Invocation: Sendable {
             // `:3000/path` → `http://localhost:3000/path`; `:/path` → `http://localhost/path`.
             let rest = text.dropFirst()
             text = rest.hasPrefix("/") ? "http://localhost" + rest : "http://localhost:" + rest
-        } else if !text.contains("://") {
+        } else if !Self.startsWithScheme(text) {
             text = "http://" + text
         }
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
@@ -63,5 +63,25 @@ struct Invocation: Sendable {
             throw CLIFailure.usage("'\(word)': only http, https, http+unix and https+unix URLs are supported")
         }
         return url
+    }
+
+    /// Whether `text` starts with a scheme and `://` (HTTPie's test, `^[a-z][a-z0-9.+-]*://` in
+    /// any case): a `://` further on, as in `example.com/login?next=https://example.com/`, is
+    /// no scheme.
+    static func startsWithScheme(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        func isLetter(_ byte: UInt8) -> Bool {
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+        }
+        guard let first = bytes.first, isLetter(first) else { return false }
+        var end = 1
+        while end < bytes.count {
+            let byte = bytes[end]
+            guard isLetter(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+            else { break }
+            end += 1
+        }
+        return bytes[end...].starts(with: "://".utf8)
     }
 }
