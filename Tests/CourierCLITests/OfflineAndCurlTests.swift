@@ -64,6 +64,18 @@ struct OfflineAndCurlTests {
         #expect(!Invocation.startsWithScheme("localhost:8080/x"))
     }
 
+    /// A repeated header item kept only its last value; HTTPie 3 and xh send each.
+    @Test("A repeated header item sends each value; the first replaces the command's own field, Name: drops them all")
+    func repeatedHeaderItems() async throws {
+        let repeated = try await CLIRunner.run(["--offline", "example.com", "X-A:1", "X-A:2", "x-a;"])
+        #expect(repeated.status == 0, "\(repeated.standardError)")
+        #expect(repeated.output == "GET / HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nX-A: 1\nX-A: 2\nx-a: \n\n", "\(repeated.output)")
+        let agents = try await CLIRunner.run(["--offline", "example.com", "User-Agent:a", "X-B:1", "User-Agent:b"])
+        #expect(agents.output == "GET / HTTP/1.1\nHost: example.com\nUser-Agent: a\nX-B: 1\nUser-Agent: b\n\n", "\(agents.output)")
+        let dropped = try await CLIRunner.run(["--offline", "example.com", "X-A:1", "X-A:2", "X-A:", "X-A:3"])
+        #expect(dropped.output == "GET / HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nX-A: 3\n\n", "\(dropped.output)")
+    }
+
     /// Numbers past an `Int` end in a line, not a trap: a timeout of 1e19 in `--curl`, a
     /// download of 2⁶³ bytes at under a byte a second in the progress bar.
     @Test("huge numbers print without trapping")

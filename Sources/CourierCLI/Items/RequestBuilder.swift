@@ -92,18 +92,42 @@ struct RequestBuilder {
         } catch let error as CourierError {
             throw Self.failure(for: error)
         }
-        for item in items {
-            switch item {
-            case .header(let name, let value): request.setValue(value, forHTTPHeaderField: name)
-            case .emptyHeader(let name): request.setValue("", forHTTPHeaderField: name)
-            default: break
-            }
-        }
+        Self.applyHeaderItems(items, to: &request)
         if !self.command.trailer.isEmpty {
             guard kind != .none else { throw CLIFailure.usage("--trailer needs a body: data fields, a file or standard input") }
             request.body.trailers = try Self.trailerFields(self.command.trailer)
         }
         return BuiltRequest(request: request, bodyKind: kind, items: items)
+    }
+
+    /// The header items, in order: the first item of a name replaces the field the command set
+    /// (`User-Agent:…`), a later one of the same name adds a field, as HTTPie 3 and xh send them
+    /// (`X-A:1 X-A:2` sends both); `Name:` removes every field of the name, and `Name;` is a
+    /// field with an empty value.
+    static func applyHeaderItems(_ items: [RequestItem], to request: inout Request) {
+        // Lower-cased names an item gave a value since the last `Name:` of the name.
+        var given = Set<String>()
+        for item in items {
+            let name: String
+            let value: String?
+            switch item {
+            case .header(let itemName, let itemValue):
+                name = itemName
+                value = itemValue
+            case .emptyHeader(let itemName):
+                name = itemName
+                value = ""
+            default:
+                continue
+            }
+            let key = name.lowercased()
+            if let value, given.contains(key), let fieldName = HTTPField.Name(name) {
+                request.headerFields.append(HTTPField(name: fieldName, value: value))
+            } else {
+                request.setValue(value, forHTTPHeaderField: name)
+                if value == nil { given.remove(key) } else { given.insert(key) }
+            }
+        }
     }
 
     /// `--auth user:password` as a credential (the password may hold colons), nil without it.
