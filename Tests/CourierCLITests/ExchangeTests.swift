@@ -83,6 +83,32 @@ struct ExchangeTests {
         }
     }
 
+    /// `User-Agent:` and `Accept-Encoding:` (HTTPie's way to drop a field) dropped only what the
+    /// command set: the engine added the library's `User-Agent` (which names the OS version) and
+    /// its `Accept-Encoding: deflate, gzip`, and `--verbose` showed a request that was not the one sent.
+    @Test("User-Agent: and Accept-Encoding: send neither field, and --verbose shows neither")
+    func droppedFieldsAreNotSent() async throws {
+        try await TestServer.withServer { server in
+            let url = server.url("/headers").absoluteString
+            let result = try await CLIRunner.run([url, "User-Agent:", "Accept-Encoding:"])
+            #expect(result.status == 0, "\(result.standardError)")
+            let headers = try #require(try jsonObject(result)["headers"] as? [String: String])
+            #expect(headers["User-Agent"] == nil, "\(headers)")
+            #expect(headers["Accept-Encoding"] == nil, "\(headers)")
+
+            let verbose = try await CLIRunner.run(["--verbose", url, "User-Agent:", "Accept-Encoding:"])
+            #expect(verbose.status == 0, "\(verbose.standardError)")
+            let requestHead = verbose.output.components(separatedBy: "\n\n").first ?? ""
+            #expect(requestHead == "GET /headers HTTP/1.1\nHost: 127.0.0.1:\(server.port)", "\(requestHead)")
+
+            // Given again after it was dropped, a field goes as given.
+            let again = try await CLIRunner.run([url, "User-Agent:", "User-Agent:mine", "Accept-Encoding:", "Accept-Encoding:gzip"])
+            let echoed = try #require(try jsonObject(again)["headers"] as? [String: String])
+            #expect(echoed["User-Agent"] == "mine")
+            #expect(echoed["Accept-Encoding"] == "gzip")
+        }
+    }
+
     @Test("--check-status: 3xx, 4xx and 5xx exit 3, 4 and 5; without it they exit 0")
     func checkStatus() async throws {
         try await TestServer.withServer { server in

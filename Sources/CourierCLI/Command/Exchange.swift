@@ -20,12 +20,14 @@ struct Exchange {
         // The request is printed once its response head says which protocol carried it (the
         // request line names it); the cookies shown are those it was sent with.
         let shown = self.jar?.showing(built) ?? built
+        // The engine adds `Accept-Encoding` only when it decompresses (not after `Accept-Encoding:`).
+        let decompressing = self.session.configuration.decompression != .disabled
 
         let streamed: DataStreamResponse
         do {
             streamed = try await self.session.stream(built.request)
         } catch {
-            if parts.requestHead { try await printer.printRequest(shown, body: parts.requestBody) }
+            if parts.requestHead { try await printer.printRequest(shown, body: parts.requestBody, decompressing: decompressing) }
             throw CLIFailure.request(error)
         }
         if parts.requestHead {
@@ -38,7 +40,7 @@ struct Exchange {
             }
             let sent = redirected ? BuiltRequest(request: current, bodyKind: current.body.isEmpty ? .none : built.bodyKind, items: built.items) : shown
             try await printer.printRequest(
-                sent, body: parts.requestBody, networkProtocolName: streamed.task.networkProtocolName,
+                sent, body: parts.requestBody, decompressing: decompressing, networkProtocolName: streamed.task.networkProtocolName,
                 expectContinueThreshold: self.session.configuration.expectContinueThreshold)
         }
         if parts.responseHead { printer.printResponseHead(streamed.response, networkProtocolName: streamed.task.networkProtocolName) }

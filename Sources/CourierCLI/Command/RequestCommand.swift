@@ -190,11 +190,13 @@ struct RequestCommand: AsyncParsableCommand {
             try await printer.printRequest(jar?.showing(built) ?? built, body: true, decompressing: false)
             return
         }
-        // `Expect:` (HTTPie's way to drop a field) drops the one the engine would add, too.
-        let dropsExpect = invocation.items.contains { item in
-            if case .header(let name, nil) = item { name.lowercased() == "expect" } else { false }
-        }
-        let session = factory.makeManager(securityPolicy: policy, cookieJar: jar, proxy: proxy, announcesContinue: !dropsExpect)
+        // `Expect:` (HTTPie's way to drop a field) drops the one the engine would add, too; so do
+        // `User-Agent:` and `Accept-Encoding:` when no later item gave the field again.
+        let fields = built.request.headerFields
+        let session = factory.makeManager(
+            securityPolicy: policy, cookieJar: jar, proxy: proxy, announcesContinue: !invocation.drops("Expect"),
+            sendsUserAgent: !(invocation.drops("User-Agent") && fields[.userAgent] == nil),
+            asksForEncodings: !(invocation.drops("Accept-Encoding") && fields[.acceptEncoding] == nil))
         if self.authType == .digest, let credential = try RequestBuilder.credential(self.auth), let space = ProtectionSpace(url: built.request.url) {
             // Answers the server's challenge; the first request goes without credentials.
             session.credentials.set(credential, for: space)

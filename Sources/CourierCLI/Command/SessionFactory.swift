@@ -23,12 +23,23 @@ struct SessionFactory {
         try ProxyFlags.configuration(flags: self.command.proxy, environment: environment)
     }
 
-    /// - Parameter announcesContinue: false when an `Expect:` item drops the field: the engine then
-    ///   adds no `Expect: 100-continue` of its own (``SessionConfiguration/expectContinueThreshold``).
+    /// - Parameters:
+    ///   - announcesContinue: false when an `Expect:` item drops the field: the engine then adds no
+    ///     `Expect: 100-continue` of its own (``SessionConfiguration/expectContinueThreshold``).
+    ///   - sendsUserAgent: false when a `User-Agent:` item drops the field: the engine then adds no
+    ///     `User-Agent` of its own (``SessionConfiguration/userAgent``), to a request or a proxy's
+    ///     `CONNECT`.
+    ///   - asksForEncodings: false when an `Accept-Encoding:` item drops the field: the engine then
+    ///     adds no `Accept-Encoding: deflate, gzip`, which only a session that does not decompress
+    ///     leaves out (``NIOEngine/Decompression/disabled``); a body comes as the server sent it.
     func makeManager(
-        securityPolicy policy: SecurityPolicy, cookieJar: CookieJarFile? = nil, proxy: ProxyConfiguration? = nil, announcesContinue: Bool = true
+        securityPolicy policy: SecurityPolicy, cookieJar: CookieJarFile? = nil, proxy: ProxyConfiguration? = nil, announcesContinue: Bool = true,
+        sendsUserAgent: Bool = true, asksForEncodings: Bool = true
     ) -> SessionManager {
         var configuration = SessionConfiguration.default
+        // Every request carries the command's own (``RequestBuilder``); the session's goes out with
+        // a proxy's CONNECT: the command's too, not the library's default, which names the OS.
+        configuration.userAgent = sendsUserAgent ? CourierVersion.userAgent : nil
         configuration.proxy = proxy
         // As curl: every connection, a redirect's to another host too.
         if let path = self.command.unixSocket { configuration.unixSocketPaths = ["*": path] }
@@ -37,7 +48,7 @@ struct SessionFactory {
         // As curl and HTTPie: a body decodes whatever its ratio (an 11 MB log file gzipped 343 to
         // 1 by Apache failed at the library's default of 100). The command streams what it
         // decodes to its output or a file; nothing of it is held in memory.
-        configuration.decompression = .enabled(ratio: .max)
+        configuration.decompression = asksForEncodings ? .enabled(ratio: .max) : .disabled
         if !announcesContinue { configuration.expectContinueThreshold = nil }
         if let cookieJar { configuration.httpCookieStorage = cookieJar.storage }
         Self.apply(timeout: self.command.timeout, to: &configuration)

@@ -40,6 +40,14 @@ struct Invocation: Sendable {
         self.items = items
     }
 
+    /// Whether an item `Name:` (HTTPie's way to drop a field) names `name`, in any case.
+    func drops(_ name: String) -> Bool {
+        let lowercased = name.lowercased()
+        return self.items.contains { item in
+            if case .header(let itemName, nil) = item { itemName.lowercased() == lowercased } else { false }
+        }
+    }
+
     private static func isKnownMethod(_ word: String) -> Bool {
         ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"].contains(word.uppercased())
     }
