@@ -109,6 +109,24 @@ struct ExchangeTests {
         }
     }
 
+    /// The engine asks for no encoding with a `Range` (``NIOEngine/Decompression``); `--verbose`
+    /// showed the `Accept-Encoding` it adds otherwise.
+    @Test("--verbose with a Range item shows no Accept-Encoding, as none is sent")
+    func verboseWithARangeShowsNoAcceptEncoding() async throws {
+        try await TestServer.withServer { server in
+            let url = server.url("/headers").absoluteString
+            let verbose = try await CLIRunner.run(["--verbose", url, "Range:bytes=0-9"])
+            #expect(verbose.status == 0, "\(verbose.standardError)")
+            let requestHead = verbose.output.components(separatedBy: "\n\n").first ?? ""
+            #expect(requestHead.contains("\nRange: bytes=0-9"), "\(requestHead)")
+            #expect(!requestHead.contains("Accept-Encoding"), "\(requestHead)")
+            let echo = try await CLIRunner.run([url, "Range:bytes=0-9"])
+            let headers = try #require(try jsonObject(echo)["headers"] as? [String: String])
+            #expect(headers["Range"] == "bytes=0-9")
+            #expect(headers["Accept-Encoding"] == nil, "\(headers)")
+        }
+    }
+
     @Test("--check-status: 3xx, 4xx and 5xx exit 3, 4 and 5; without it they exit 0")
     func checkStatus() async throws {
         try await TestServer.withServer { server in

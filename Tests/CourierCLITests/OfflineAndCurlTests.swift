@@ -76,6 +76,20 @@ struct OfflineAndCurlTests {
         #expect(dropped.output == "GET / HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nX-A: 3\n\n", "\(dropped.output)")
     }
 
+    /// The engine sends a request's own `Host` instead of the URL's, and its own framing
+    /// instead of a request's `Content-Length`: the printer showed two `Host` lines, and the
+    /// item's `Content-Length` instead of the one sent.
+    @Test("--offline shows a Host item instead of the URL's, and the body's Content-Length instead of an item's")
+    func offlineShowsWhatTheEngineSends() async throws {
+        let host = try await CLIRunner.run(["--offline", "example.com/x", "Host:other.example:8080"])
+        #expect(host.status == 0, "\(host.standardError)")
+        #expect(host.output == "GET /x HTTP/1.1\nHost: other.example:8080\nUser-Agent: courier/0.1.0\n\n", "\(host.output)")
+        let length = try await CLIRunner.run(["--offline", "example.com/x", "a=b", "Content-Length:99"])
+        #expect(length.status == 0, "\(length.standardError)")
+        #expect(length.output.contains("\nContent-Length: 10\n"), "\(length.output)")
+        #expect(!length.output.contains("99"), "\(length.output)")
+    }
+
     /// Numbers past an `Int` end in a line, not a trap: a timeout of 1e19 in `--curl`, a
     /// download of 2⁶³ bytes at under a byte a second in the progress bar.
     @Test("huge numbers print without trapping")

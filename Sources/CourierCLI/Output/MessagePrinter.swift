@@ -12,10 +12,11 @@ struct MessagePrinter {
     /// carries the request as it is.
     var proxies: ProxyConfiguration? = nil
 
-    /// The request line and header fields as they go out, `Host` first, `Content-Length` when
-    /// the body's length is known (`Trailer` when the body has trailer fields, with
+    /// The request line and header fields as they go out, `Host` first (the request's own when
+    /// it names one, else the URL's), `Content-Length` when the body's length is known, in place
+    /// of the request's own (`Trailer` when the body has trailer fields, with
     /// `Transfer-Encoding: chunked` but over HTTP/2, which frames bodies itself) and `Accept-Encoding` as the engine adds it when it decompresses
-    /// (`decompressing`); then, when `body` is true, the body and its trailer fields. `networkProtocolName` (ALPN's name,
+    /// (`decompressing`) and the request names neither it nor `Range`; then, when `body` is true, the body and its trailer fields. `networkProtocolName` (ALPN's name,
     /// ``SessionTask/networkProtocolName``) gives the request line's version once the request went
     /// out: `HTTP/2` for `h2`, else `HTTP/1.1` (also to an HTTP/1.0 server, `--offline`, or a
     /// request that got no response).
@@ -29,8 +30,21 @@ struct MessagePrinter {
         let forwarder = self.forwardingProxy(for: request.url)
         // Courier writes HTTP/1.1 requests even to a server that answers in HTTP/1.0.
         var lines = [self.requestLine(request, version: networkProtocolName == "h2" ? "HTTP/2" : "HTTP/1.1", absoluteForm: forwarder != nil)]
-        lines.append(self.field("Host", Self.hostHeader(for: request.url)))
+        // The request's own `Host` goes instead of the URL's (the engine adds none then), and
+        // the engine frames the body itself: a `Content-Length` or `Transfer-Encoding` of the
+        // request's is never sent.
+        let ownHosts = request.headerFields.filter { $0.name.canonicalName == "host" }
+        if ownHosts.isEmpty {
+            lines.append(self.field("Host", Self.hostHeader(for: request.url)))
+        }
+        for field in ownHosts {
+            lines.append(self.field(field.name.rawName, field.value))
+        }
         for field in request.headerFields {
+            switch field.name {
+            case .contentLength, .transferEncoding: continue
+            default: if field.name.canonicalName == "host" { continue }
+            }
             lines.append(self.field(field.name.rawName, field.value))
         }
         if let authorization = forwarder?.basicAuthorization, request.headerFields[.proxyAuthorization] == nil {
@@ -42,10 +56,10 @@ struct MessagePrinter {
             let names = trailers.map(\.name).filter { named.insert($0).inserted }.map(\.rawName)
             lines.append(self.field("Trailer", names.joined(separator: ", ")))
             if networkProtocolName != "h2" { lines.append(self.field("Transfer-Encoding", "chunked")) }
-        } else if request.headerFields[.contentLength] == nil, let length = request.body.knownLength, length > 0 {
+        } else if let length = request.body.knownLength, length > 0 {
             lines.append(self.field("Content-Length", String(length)))
         }
-        if decompressing, request.headerFields[.acceptEncoding] == nil {
+        if decompressing, request.headerFields[.acceptEncoding] == nil, request.headerFields[.range] == nil {
             lines.append(self.field("Accept-Encoding", "deflate, gzip"))
         }
         if networkProtocolName != "h2", let threshold = expectContinueThreshold, request.headerFields[.expect] == nil,
