@@ -9,7 +9,7 @@ struct ExitStatus: Error, Hashable, Sendable {
     /// The request was sent and a response came back (any status without `--check-status`).
     static let success = ExitStatus(rawValue: 0)
     /// The request failed: connection refused or reset, TLS or pinning refusal, a file that
-    /// could not be written.
+    /// could not be written; or a check of `courier demo` failed.
     static let failure = ExitStatus(rawValue: 1)
     /// The request timed out (`--timeout`).
     static let timeout = ExitStatus(rawValue: 2)

@@ -1,3 +1,4 @@
+@testable import CourierCLI
 import Foundation
 import Testing
 
@@ -17,5 +18,19 @@ struct DemoTests {
         #expect(text.contains("pinned to another certificate: refused"))
         #expect(text.contains("status: "))
         #expect(!text.contains("\u{1B}["))
+    }
+
+    /// A failed check (a download's CRC-32, a wrong pin accepted) was printed and the demo went
+    /// on, exiting 0.
+    @Test("A failed check ends the demo with status 1")
+    func aFailedCheckFails() throws {
+        try DemoTour.check(true, "never shown")
+        do {
+            try DemoTour.check(false, "the downloaded file's CRC-32 does not match the served file's")
+            Issue.record("a failed check did not fail")
+        } catch {
+            #expect(error.status == .failure)
+            #expect(error.message == "the demo's check failed: the downloaded file's CRC-32 does not match the served file's")
+        }
     }
 }

@@ -29,7 +29,8 @@ struct DemoTour {
             await self.reachability()
         } catch {
             await manager.invalidate(cancelingTasks: true)
-            throw CLIFailure.request(error)
+            if let error = error as? CourierError { throw CLIFailure.request(error) }
+            throw error
         }
         await manager.invalidate(cancelingTasks: true)
         self.out.write(line: "\nThe same from the command line, against any server:")
@@ -82,7 +83,12 @@ struct DemoTour {
         self.received(response.response, detail: "form \(Self.member("form", of: response.data)), file part of \(ByteCount.format(Int64(file.count))) echoed (\(echoed) characters)")
     }
 
-    private func download(_ manager: HTTPSessionManager) async throws(CourierError) {
+    /// Fails the demo (``CLIFailure``, exit status 1) when a check of what the library did failed.
+    static func check(_ passed: Bool, _ failure: @autoclosure () -> String) throws(CLIFailure) {
+        guard passed else { throw CLIFailure(.failure, "the demo's check failed: " + failure()) }
+    }
+
+    private func download(_ manager: HTTPSessionManager) async throws {
         self.title(5, "Download to a file, with a progress bar", "SessionManager.download(_:to:progress:)")
         let generated = TestServer.GeneratedFile(length: self.downloadSize)
         let path = self.downloadRate > 0 ? generated.path(["rate": String(self.downloadRate)]) : generated.path()
@@ -98,9 +104,10 @@ struct DemoTour {
         let data = (try? Data(contentsOf: result.fileURL)) ?? Data()
         let intact = CRC32.checksum(of: data) == generated.crc32()
         self.received(result.response, detail: "\(ByteCount.format(Int64(data.count))) written to \(result.fileURL.lastPathComponent), CRC-32 \(intact ? "matches" : "DOES NOT match")")
+        try Self.check(intact, "the downloaded file's CRC-32 does not match the served file's")
     }
 
-    private func pinnedHTTPS() async throws(CourierError) {
+    private func pinnedHTTPS() async throws {
         self.title(6, "HTTPS with a pinned certificate", "SecurityPolicy(pinningMode: .certificate, pinnedCertificates:)")
         let root = try Certificate.certificates(pemEncoded: TestCertificates.rootCA)
         // The test root stands for a system root (as in AFNetworking, a pin alone does not make a
@@ -119,13 +126,16 @@ struct DemoTour {
         wrongPin.additionalTrustedCertificates = root
         let wrong = HTTPSessionManager(baseURL: self.https.baseURL, securityPolicy: wrongPin)
         wrong.completionQueue = .global()
+        var refused = false
         do {
             _ = try await wrong.get("get")
             self.out.write(line: "    " + self.style.paint("the wrong pin was accepted: this is a bug", .red))
         } catch {
+            refused = true
             self.out.write(line: "    pinned to another certificate: " + self.style.paint("refused", .yellow) + " (\(error.code)): \(error.message)")
         }
         await wrong.invalidate(cancelingTasks: true)
+        try Self.check(refused, "a certificate pinned to another one was accepted")
     }
 
     private func reachability() async {
