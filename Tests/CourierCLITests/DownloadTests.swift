@@ -311,6 +311,31 @@ struct DownloadTests {
         #expect(Downloader.extendedFileName(in: "attachment; filename*=koi8-r''x") == nil)
     }
 
+    /// A name the server chose was looked up (`fileExists`, false for a symbolic link to
+    /// nothing) and then opened through whatever had it: a link planted under the name made the
+    /// download create the file it pointed to. It is created as curl creates it (`O_EXCL`).
+    @Test("A server-named download does not follow a link planted under its name; it takes the next name")
+    func aPlantedLinkIsNotFollowed() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let victim = folder.appendingPathComponent("victim")
+        let work = folder.appendingPathComponent("work")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        let link = work.appendingPathComponent("report.pdf")
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: victim.path)
+        try await TestServer.withServer { server in
+            server.route("/report") { _ in
+                TestServer.Response(headerFields: [.contentDisposition: "attachment; filename=\"report.pdf\""], body: Data("pdf".utf8))
+            }
+            let result = try await CLIRunner.run(["-d", server.url("/report").absoluteString], in: work)
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(!FileManager.default.fileExists(atPath: victim.path), "the link was followed")
+            #expect(try Data(contentsOf: work.appendingPathComponent("report.pdf-1")) == Data("pdf".utf8))
+            let type = try FileManager.default.attributesOfItem(atPath: link.path)[.type] as? FileAttributeType
+            #expect(type == .typeSymbolicLink, "the link was replaced")
+        }
+    }
+
     /// A name from the URL a redirect led to is decoded before its last component is taken: a
     /// redirect to `/d/..%2F..%2Fescaped.txt` wrote the body two folders up. Control characters
     /// in a server's name are written `%XX` (wget's default), in the file's name and the line

@@ -68,14 +68,23 @@ struct Downloader {
             }
         }
 
-        let file = target ?? Self.uniqueFile(named: Self.fileName(for: response, url: streamed.request.url))
         let expected = response.headerFields[.contentLength].flatMap { Int64($0) }
         // Saturating: a 206 may name any length (Int64.max), and the sum would trap.
         let total = expected.map { length -> Int64 in
             let (sum, overflow) = length.addingReportingOverflow(appending ? offset : 0)
             return overflow ? .max : sum
         }
-        let handle = try Self.open(file, appending: appending)
+        // `-o` is opened as curl opens it; a name the server or the URL chose is created new.
+        let file: URL
+        let handle: FileHandle
+        if let target {
+            file = target
+            handle = try Self.open(target, appending: appending)
+        } else {
+            let created = try Self.createUniqueFile(named: Self.fileName(for: response, url: streamed.request.url))
+            file = created.file
+            handle = created.handle
+        }
         defer { try? handle.close() }
         // What the bytes are of, for a later --continue (kept when appending: the 206 is of the same).
         if !appending { PartialFileValidator.store(PartialFileValidator.validator(of: response), for: file) }
@@ -218,15 +227,27 @@ struct Downloader {
         }
     }
 
-    /// `name` in the current folder, or `name-1`, `name-2`… when it exists (HTTPie's rule).
-    static func uniqueFile(named name: String) -> URL {
+    /// Creates `name` in the current folder, or `name-1`, `name-2`… when the name is taken
+    /// (HTTPie's rule), as curl creates a name the server chose: `open` with `O_CREAT | O_EXCL`,
+    /// so that whatever has the name, a symbolic link included (one to nothing too), is neither
+    /// followed nor written over.
+    static func createUniqueFile(named name: String) throws(CLIFailure) -> (file: URL, handle: FileHandle) {
         let folder = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-        var candidate = folder.appendingPathComponent(name)
-        var suffix = 1
-        while FileManager.default.fileExists(atPath: candidate.path) {
-            candidate = folder.appendingPathComponent("\(name)-\(suffix)")
+        var suffix = 0
+        while true {
+            let candidate = folder.appendingPathComponent(suffix == 0 ? name : "\(name)-\(suffix)")
+            var failure = EINVAL
+            let descriptor = candidate.withUnsafeFileSystemRepresentation { path -> Int32 in
+                guard let path else { return -1 }
+                let opened = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+                if opened < 0 { failure = errno }
+                return opened
+            }
+            if descriptor >= 0 { return (candidate, FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)) }
+            guard failure == EEXIST else {
+                throw CLIFailure(.failure, "cannot create '\(candidate.path)': \(String(cString: strerror(failure)))")
+            }
             suffix += 1
         }
-        return candidate
     }
 }
