@@ -336,6 +336,41 @@ struct DownloadTests {
         }
     }
 
+    /// `filename` was cut at its first `;`, inside quotes too (`"Q3; final.pdf"` was saved as
+    /// `Q3`), and kept a quoted-string's `\` escapes; a name past a file system's 255 bytes failed
+    /// with "File name too long".
+    @Test("Content-Disposition's quoted filename is read as RFC 9110 quotes it; a long name is cut to 255 bytes, its extension kept")
+    func quotedAndLongFileNames() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let quotedName = #"Q3; final "draft".pdf"#
+        let long = String(repeating: "a", count: 300) + ".pdf"
+        try await TestServer.withServer { server in
+            server.route("/quoted") { _ in
+                TestServer.Response(headerFields: [.contentDisposition: #"attachment; filename="Q3; final \"draft\".pdf"; size=1"#], body: Data("x".utf8))
+            }
+            server.route("/long") { _ in
+                TestServer.Response(headerFields: [.contentDisposition: "attachment; filename=\"\(long)\""], body: Data("x".utf8))
+            }
+            let quoted = try await CLIRunner.run(["-d", server.url("/quoted").absoluteString], in: folder)
+            #expect(quoted.status == 0, "\(quoted.standardError)")
+            // Twice: the second name has room for its suffix.
+            for _ in 0..<2 {
+                let result = try await CLIRunner.run(["-d", server.url("/long").absoluteString], in: folder)
+                #expect(result.status == 0, "\(result.standardError)")
+            }
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        let expected = [quotedName, String(repeating: "a", count: 251) + ".pdf", String(repeating: "a", count: 249) + ".pdf-1"]
+        #expect(names == expected.sorted())
+
+        #expect(Downloader.dispositionParameters(#"attachment; filename="a\\b.txt" ; x=1;y"#) == ["filename": #"a\b.txt"#, "x": "1"])
+        #expect(Downloader.dispositionParameters("attachment; FILENAME=plain.txt ; filename=second") == ["filename": "plain.txt"])
+        #expect(Downloader.fitted(String(repeating: "é", count: 200) + ".txt", toBytes: 255) == String(repeating: "é", count: 125) + ".txt")
+        #expect(Downloader.fitted(String(repeating: "b", count: 300), toBytes: 255) == String(repeating: "b", count: 255))
+        #expect(Downloader.fitted("short.txt", toBytes: 255) == "short.txt")
+    }
+
     /// A name from the URL a redirect led to is decoded before its last component is taken: a
     /// redirect to `/d/..%2F..%2Fescaped.txt` wrote the body two folders up. Control characters
     /// in a server's name are written `%XX` (wget's default), in the file's name and the line

@@ -167,8 +167,8 @@ struct Downloader {
     /// the URL's last path component, else `index`.
     static func fileName(for response: HTTPResponse, url: URL) -> String {
         if let disposition = response.headerFields[.contentDisposition] {
-            for candidate in [Self.extendedFileName(in: disposition), Self.parameter("filename=", in: disposition)] {
-                guard let name = candidate?.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) else { continue }
+            for candidate in [Self.extendedFileName(in: disposition), Self.dispositionParameters(disposition)["filename"]] {
+                guard let name = candidate?.trimmingCharacters(in: .whitespaces) else { continue }
                 if let safe = Self.safeFileName(name) { return safe }
             }
         }
@@ -195,17 +195,58 @@ struct Downloader {
         return safe
     }
 
-    /// The value after `key` (matched without regard to case) up to the next `;`.
-    private static func parameter(_ key: String, in disposition: String) -> String? {
-        guard let range = disposition.range(of: key, options: .caseInsensitive) else { return nil }
-        var value = String(disposition[range.upperBound...])
-        if let semicolon = value.firstIndex(of: ";") { value = String(value[..<semicolon]) }
-        return value
+    /// The parameters of a `Content-Disposition` value (RFC 6266 4.1), by lower-cased name: a
+    /// token as written, a quoted-string without its quotes and with each character after a `\`
+    /// as itself (RFC 9110 5.6.4), so that `filename="Q3; final.pdf"` is `Q3; final.pdf` and
+    /// `filename="say \"hi\".txt"` is `say "hi".txt`. The first of a repeated name counts; the
+    /// disposition type, or any word without `=`, is no parameter. An unterminated quoted-string
+    /// runs to the end.
+    static func dispositionParameters(_ disposition: String) -> [String: String] {
+        let scalars = Array(disposition.unicodeScalars)
+        var parameters: [String: String] = [:]
+        var index = 0
+        while index < scalars.count {
+            var name = String.UnicodeScalarView()
+            while index < scalars.count, scalars[index] != "=", scalars[index] != ";" {
+                name.append(scalars[index])
+                index += 1
+            }
+            guard index < scalars.count, scalars[index] == "=" else {
+                index += 1  // past the `;` that ends a word without `=`
+                continue
+            }
+            index += 1
+            while index < scalars.count, scalars[index] == " " || scalars[index] == "\t" { index += 1 }
+            var value = String.UnicodeScalarView()
+            var quoted = false
+            if index < scalars.count, scalars[index] == "\"" {
+                quoted = true
+                index += 1
+                while index < scalars.count, scalars[index] != "\"" {
+                    if scalars[index] == "\\", index + 1 < scalars.count { index += 1 }
+                    value.append(scalars[index])
+                    index += 1
+                }
+                // What follows the closing quote, up to the next `;`, is not the value's.
+                while index < scalars.count, scalars[index] != ";" { index += 1 }
+            } else {
+                while index < scalars.count, scalars[index] != ";" {
+                    value.append(scalars[index])
+                    index += 1
+                }
+            }
+            index += 1  // past the `;`
+            let key = String(name).trimmingCharacters(in: .whitespaces).lowercased()
+            if !key.isEmpty, parameters[key] == nil {
+                parameters[key] = quoted ? String(value) : String(value).trimmingCharacters(in: .whitespaces)
+            }
+        }
+        return parameters
     }
 
     /// `filename*`'s value decoded: `charset'language'percent-encoded`, UTF-8 or ISO-8859-1.
     static func extendedFileName(in disposition: String) -> String? {
-        guard let value = Self.parameter("filename*=", in: disposition)?.trimmingCharacters(in: .whitespaces) else { return nil }
+        guard let value = Self.dispositionParameters(disposition)["filename*"]?.trimmingCharacters(in: .whitespaces) else { return nil }
         let parts = value.split(separator: "'", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 3 else { return nil }
         let charset = parts[0].lowercased()
@@ -227,15 +268,43 @@ struct Downloader {
         }
     }
 
+    /// The most bytes a file name may have: `NAME_MAX` of Linux's and macOS's file systems.
+    static let maximumFileNameLength = 255
+
+    /// `name` cut to at most `limit` bytes of UTF-8, between Unicode scalars, its extension (from
+    /// the last `.`, not a leading one) kept when it leaves room for a character before it: a
+    /// server's 300-byte name failed with "File name too long".
+    static func fitted(_ name: String, toBytes limit: Int) -> String {
+        guard name.utf8.count > limit else { return name }
+        var stem = Substring(name)
+        var pathExtension = Substring()
+        // 4 bytes: room for any one scalar before the extension.
+        if let dot = name.lastIndex(of: "."), dot != name.startIndex, name[dot...].utf8.count <= limit - 4 {
+            stem = name[..<dot]
+            pathExtension = name[dot...]
+        }
+        var kept = String.UnicodeScalarView()
+        var size = pathExtension.utf8.count
+        for scalar in stem.unicodeScalars {
+            let width = UTF8.width(scalar)
+            guard size + width <= limit else { break }
+            kept.append(scalar)
+            size += width
+        }
+        return String(kept) + pathExtension
+    }
+
     /// Creates `name` in the current folder, or `name-1`, `name-2`… when the name is taken
     /// (HTTPie's rule), as curl creates a name the server chose: `open` with `O_CREAT | O_EXCL`,
     /// so that whatever has the name, a symbolic link included (one to nothing too), is neither
-    /// followed nor written over.
+    /// followed nor written over. Each name is cut to ``maximumFileNameLength`` bytes, its
+    /// suffix included (``fitted(_:toBytes:)``).
     static func createUniqueFile(named name: String) throws(CLIFailure) -> (file: URL, handle: FileHandle) {
         let folder = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         var suffix = 0
         while true {
-            let candidate = folder.appendingPathComponent(suffix == 0 ? name : "\(name)-\(suffix)")
+            let end = suffix == 0 ? "" : "-\(suffix)"
+            let candidate = folder.appendingPathComponent(Self.fitted(name, toBytes: Self.maximumFileNameLength - end.utf8.count) + end)
             var failure = EINVAL
             let descriptor = candidate.withUnsafeFileSystemRepresentation { path -> Int32 in
                 guard let path else { return -1 }
