@@ -96,9 +96,24 @@ struct OfflineAndCurlTests {
     func hugeNumbersPrint() async throws {
         let curl = try await CLIRunner.run(["--curl", "--timeout", "1e19", "example.com/x"])
         #expect(curl.status == 0, "\(curl.standardError)")
-        #expect(curl.output.contains("--max-time 1e+19"), "\(curl.output)")
+        #expect(curl.output.contains("--connect-timeout 10 --speed-limit 1 --speed-time 2147483647 "), "\(curl.output)")
         let line = ProgressBar.line(done: 1, total: .max, transferred: 1, elapsed: .seconds(2))
         #expect(line.hasSuffix("ETA 99999:00"), "\(line)")
+    }
+
+    /// `--timeout` is an idle wait (and a cap on connecting), but `--curl` wrote it as curl's
+    /// `--max-time`, which ends a long download however steadily it goes.
+    @Test("--curl writes --timeout as a cap on connecting and on a stalled transfer, not on the whole transfer")
+    func curlTimeout() async throws {
+        let short = try await CLIRunner.run(["--curl", "--timeout", "2.5", "example.com/x"])
+        #expect(short.status == 0, "\(short.standardError)")
+        #expect(
+            short.output
+                == "curl --connect-timeout 2.5 --speed-limit 1 --speed-time 3 http://example.com/x --header 'User-Agent: courier/0.1.0'\n",
+            "\(short.output)")
+        let long = try await CLIRunner.run(["--curl", "--timeout", "30", "example.com/x"])
+        #expect(long.output.hasPrefix("curl --connect-timeout 10 --speed-limit 1 --speed-time 30 http://"), "\(long.output)")
+        #expect(!long.output.contains("--max-time"))
     }
 
     @Test("--curl prints the equivalent curl command exactly")

@@ -10,7 +10,17 @@ struct CurlCommand {
         let request = built.request
         var words = ["curl"]
         if command.follow { words += ["--location", "--max-redirs", String(command.maxRedirects)] }
-        if let timeout = command.timeout { words += ["--max-time", Self.number(timeout)] }
+        if let timeout = command.timeout {
+            // An idle wait and a cap on connecting (``SessionFactory/apply(timeout:to:)``), not a
+            // cap on the whole transfer (curl's --max-time): curl's nearest is a transfer slower
+            // than a byte a second for that many whole seconds.
+            var configuration = SessionConfiguration.default
+            SessionFactory.apply(timeout: timeout, to: &configuration)
+            words += [
+                "--connect-timeout", Self.number(configuration.timeoutIntervalForConnect),
+                "--speed-limit", "1", "--speed-time", Self.wholeSeconds(timeout),
+            ]
+        }
         switch command.verify.lowercased() {
         case "yes", "true": break
         case "no", "false": words.append("--insecure")
@@ -60,6 +70,12 @@ struct CurlCommand {
             }
         }
         self.line = line.joined(separator: " ")
+    }
+
+    /// `seconds` rounded up to a whole number, as curl's `--speed-time` takes it: at least 1, at
+    /// most 2³¹ − 1 (68 years; curl counts it in milliseconds).
+    private static func wholeSeconds(_ seconds: Double) -> String {
+        String(Int(min(max(seconds.rounded(.up), 1), Double(Int32.max))))
     }
 
     private static func number(_ value: Double) -> String {
