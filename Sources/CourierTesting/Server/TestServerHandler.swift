@@ -294,6 +294,7 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
             let loop = context.eventLoop
             let bound = NIOLoopBound(self, eventLoop: loop)
+            let rest = body
             // Waits for the test's release; `stop()` cancels it when the channel goes first.
             self.heldBody = Task {
                 await release()
@@ -301,7 +302,7 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
                     let handler = bound.value
                     handler.heldBody = nil
                     guard handler.isActive, let context = handler.context else { return }
-                    if body.readableBytes > 0 { context.write(handler.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+                    if rest.readableBytes > 0 { context.write(handler.wrapOutboundOut(.body(.byteBuffer(rest))), promise: nil) }
                     handler.writeEnd(keepAlive: keepAlive, context: context)
                 }
             }
