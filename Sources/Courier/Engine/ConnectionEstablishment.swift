@@ -1,7 +1,8 @@
 import NIOCore
 
-/// How one of the pool's connections was set up, for the task metrics of the first transaction
-/// it carries (later ones are on a reused connection and have no setup of their own).
+/// How one of the pool's connections was set up, for the task metrics of the transaction it was
+/// opened for (``apply(to:carriesSetup:channel:)``); every other transaction it carries is on a
+/// reused connection, with no setup of its own.
 struct ConnectionEstablishment: Sendable {
     var domainLookupStart: ContinuousClock.Instant?
     var domainLookupEnd: ContinuousClock.Instant?
@@ -18,16 +19,28 @@ struct ConnectionEstablishment: Sendable {
     var localAddress: SocketAddress?
     var remoteAddress: SocketAddress?
 
-    /// Copies the setup into `metrics`: its times when `firstTransaction`, its route, TLS
-    /// version and cipher suite always, and the channel's addresses.
-    func apply(to metrics: inout TransactionMetrics, firstTransaction: Bool, channel: any Channel) {
-        metrics.isReusedConnection = !firstTransaction
+    /// When the setup began: the name's lookup, else the connect.
+    var start: ContinuousClock.Instant { self.domainLookupStart ?? self.connectStart }
+
+    /// Copies the setup into `metrics`: its route, TLS version and cipher suite and the channel's
+    /// addresses always; its times (lookup, connect, TLS) only to the transaction it was made
+    /// for, which is then the one on a new connection (``TransactionMetrics/isReusedConnection``
+    /// false). That is the transaction the pool handed the connection to as it opened
+    /// (`carriesSetup`: ``ConnectionPoolStateMachine/Action/run(_:on:carriesSetup:)``; not one
+    /// that took it after it idled, however soon), and that began before the setup did: a
+    /// request that arrived while a connection opened for another (cancelled, or gone on a
+    /// connection freed first) waited for part of it only, and was not what it was opened for.
+    /// As URLSession leaves a reused connection's lookup and connect dates nil, and OkHttp tells
+    /// of a connect only the call that made it, every other transaction gets no times.
+    func apply(to metrics: inout TransactionMetrics, carriesSetup: Bool, channel: any Channel) {
+        let setUpForIt = carriesSetup && self.start >= metrics.fetchStart
+        metrics.isReusedConnection = !setUpForIt
         metrics.isProxyConnection = self.isProxyConnection
         metrics.tlsProtocolVersion = self.tlsVersion
         metrics.tlsCipherSuite = self.tlsCipherSuite
         metrics.localSocketAddress = self.localAddress ?? channel.localAddress
         metrics.remoteSocketAddress = self.remoteAddress ?? channel.remoteAddress
-        guard firstTransaction else { return }
+        guard setUpForIt else { return }
         metrics.domainLookupStart = self.domainLookupStart
         metrics.domainLookupEnd = self.domainLookupEnd
         metrics.connectStart = self.connectStart

@@ -163,7 +163,12 @@ public struct TransactionMetrics: Sendable {
         get { self.storage.networkProtocolName }
         _modify { yield &self.uniqueStorage().networkProtocolName }
     }
-    /// Whether the transaction went on a connection that had carried an earlier one.
+    /// Whether the transaction went on a connection that was not opened for it: one that had
+    /// carried an earlier transaction, one that sat idle before this one took it, or one that
+    /// began opening (for another request) before this one began. False exactly when
+    /// the transaction reports the connection's setup (``domainLookupStart``, ``connectStart``,
+    /// ``secureConnectionStart`` and their ends, as far as they happened), as URLSession leaves
+    /// those nil when a persistent connection was used.
     public var isReusedConnection: Bool {
         get { self.storage.isReusedConnection }
         _modify { yield &self.uniqueStorage().isReusedConnection }

@@ -541,7 +541,7 @@ public final class WebSocketTask: Sendable {
             case .success(let (channel, establishment)):
                 metrics.withLockedValue { metrics in
                     metrics.requestStart = .now
-                    establishment.apply(to: &metrics, firstTransaction: true, channel: channel)
+                    establishment.apply(to: &metrics, carriesSetup: true, channel: channel)
                 }
                 let late = self.state.withLockedValue { state -> Bool in
                     guard case .connecting = state.phase, state.retryReasons.count == attempt else { return true }

@@ -47,11 +47,11 @@ struct ConnectionPoolStateMachineSimulationTests {
                 case .createConnection(let id, let key, _):
                     self.log.append("create \(id.rawValue)")
                     self.pending.append(.connect(id.rawValue, key))
-                case .run(let request, let connection):
+                case .run(let request, let connection, _):
                     self.log.append("run \(request.name) on \(connection.id.rawValue)")
                     self.setFate(request, .running(connection.id.rawValue))
                     self.pending.append(.requestEnds(connection.id.rawValue, self.key(of: request)))
-                case .runStream(let request, let connection, _):
+                case .runStream(let request, let connection, _, _):
                     self.log.append("stream \(request.name) on \(connection.id.rawValue)")
                     self.setFate(request, .running(connection.id.rawValue))
                     self.pending.append(.streamEnds(connection.id.rawValue, self.key(of: request)))

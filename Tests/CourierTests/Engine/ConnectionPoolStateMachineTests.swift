@@ -48,12 +48,23 @@ struct ConnectionPoolStateMachineTests {
             switch action {
             case .createConnection(let id, let key, let loop):
                 "create \(id) to \(key.port)\(key.http1Only ? " (HTTP/1.1 only)" : "") on \(self.loopName(loop))"
-            case .run(let request, let connection): "run \(request.name) on \(connection.id)"
-            case .runStream(let request, let connection, let busy): "stream \(request.name) on \(connection.id)\(busy ? " (busy)" : "")"
+            case .run(let request, let connection, _): "run \(request.name) on \(connection.id)"
+            case .runStream(let request, let connection, let busy, _): "stream \(request.name) on \(connection.id)\(busy ? " (busy)" : "")"
             case .fail(let request, let error): "fail \(request.name): \(error)"
             case .close(let connection): "close \(connection.id)"
             case .startIdleClock(let connection): "idle \(connection.id)"
             case .scheduleBackoffTimer(let key, let delay): "back off \(key.port) for \(delay.nanoseconds / 1_000_000) ms"
+            }
+        }
+    }
+
+    /// The requests the actions hand a connection straight from opening, whose transactions may
+    /// report its setup (``ConnectionPoolStateMachine/Action/run(_:on:carriesSetup:)``).
+    func carryingSetup(_ actions: Machine.Actions) -> [String] {
+        actions.compactMap { action -> String? in
+            switch action {
+            case .run(let request, _, true), .runStream(let request, _, _, true): request.name
+            default: nil
             }
         }
     }
@@ -133,6 +144,60 @@ struct ConnectionPoolStateMachineTests {
         #expect(machine.waitingCount == 0)
         #expect(self.lines(machine.connectionReleased(self.connection(0, on: 1), key: Self.http, reusableUntil: nil)) == [])
         #expect(self.request(&machine, b, on: 1) == ["run b on #0"])
+    }
+
+    /// A connection's setup goes to the request it opened for, handed over as it opens: not to
+    /// one that takes it after it idled (its requester was cancelled meanwhile), however soon,
+    /// nor to one that takes it once it carried another. The pool's idle count tells when one idles.
+    @Test func onlyARequestHandedANewConnectionAsItOpensCarriesItsSetup() {
+        var machine = self.machine()
+        let (a, b, c) = (Request("a"), Request("b"), Request("c"))
+        #expect(self.request(&machine, a) == ["create #0 to 80 on L0"])
+        #expect(self.carryingSetup(machine.connectionCreated(self.connection(0), key: Self.http, speaking: .http1_1)) == ["a"])
+        #expect(machine.idleCount == 0)
+        #expect(self.carryingSetup(machine.connectionReleased(self.connection(0), key: Self.http, reusableUntil: nil)) == [])
+        #expect(machine.idleCount == 1)
+        let reused = machine.executeRequest(b, key: Self.http, preferredLoop: self.loops[0], needsNewConnection: false, now: self.now)
+        #expect(self.lines(reused) == ["run b on #0"])
+        #expect(self.carryingSetup(reused) == [])
+
+        // Its requester cancelled while it opened: it idles, and the next request reuses it.
+        var cancelled = self.machine()
+        #expect(self.request(&cancelled, a) == ["create #0 to 80 on L0"])
+        let left = cancelled.cancelWaiter(a, key: Self.http)
+        #expect(left)
+        #expect(self.lines(cancelled.connectionCreated(self.connection(0), key: Self.http, speaking: .http1_1)) == ["idle #0"])
+        #expect(cancelled.idleCount == 1)
+        let later = cancelled.executeRequest(c, key: Self.http, preferredLoop: self.loops[0], needsNewConnection: false, now: self.now)
+        #expect(self.lines(later) == ["run c on #0"])
+        #expect(self.carryingSetup(later) == [], "the connection idled first")
+        #expect(cancelled.idleCount == 0)
+
+        // HTTP/2: the first stream the first SETTINGS opens, no other.
+        var http2 = self.machine()
+        _ = self.request(&http2, a, key: Self.https)
+        _ = self.request(&http2, b, key: Self.https)
+        _ = http2.connectionCreated(self.connection(0), key: Self.https, speaking: .http2)
+        let settings = http2.http2SettingsReceived(PoolConnectionID(rawValue: 0), key: Self.https, maximumStreams: nil)
+        #expect(self.lines(settings) == ["stream a on #0 (busy)", "stream b on #0"])
+        #expect(self.carryingSetup(settings) == ["a"])
+        let third = http2.executeRequest(c, key: Self.https, preferredLoop: self.loops[0], needsNewConnection: false, now: self.now)
+        #expect(self.lines(third) == ["stream c on #0"])
+        #expect(self.carryingSetup(third) == [])
+
+        // HTTP/2, its requester cancelled while it opened: it idles ready, and the next stream
+        // reuses it.
+        var idleHTTP2 = self.machine()
+        _ = self.request(&idleHTTP2, a, key: Self.https)
+        let leftHTTP2 = idleHTTP2.cancelWaiter(a, key: Self.https)
+        #expect(leftHTTP2)
+        _ = idleHTTP2.connectionCreated(self.connection(0), key: Self.https, speaking: .http2)
+        #expect(idleHTTP2.idleCount == 0, "not ready before its SETTINGS")
+        #expect(self.lines(idleHTTP2.http2SettingsReceived(PoolConnectionID(rawValue: 0), key: Self.https, maximumStreams: nil)) == ["idle #0"])
+        #expect(idleHTTP2.idleCount == 1)
+        let afterIdle = idleHTTP2.executeRequest(b, key: Self.https, preferredLoop: self.loops[0], needsNewConnection: false, now: self.now)
+        #expect(self.lines(afterIdle) == ["stream b on #0 (busy)"])
+        #expect(self.carryingSetup(afterIdle) == [])
     }
 
     @Test func anIdleConnectionOnTheRequestsLoopGoesFirstThenTheMostRecentlyReleased() {

@@ -25,7 +25,7 @@ final class HTTP1Connection: HopCarrier, Sendable {
         set { self.reusableUntilNanoseconds.store(newValue?.uptimeNanoseconds ?? 0, ordering: .relaxed) }
     }
 
-    /// How the connection was set up, for the first transaction's metrics.
+    /// How the connection was set up, for the metrics of the transaction it was opened for.
     let establishment: ConnectionEstablishment
 
     /// Made on the channel's loop.
@@ -46,9 +46,10 @@ final class HTTP1Connection: HopCarrier, Sendable {
         self.pool.liveConnections.subtract(1, ordering: .relaxed)
     }
 
-    /// Starts `hop` (handed to this connection by the pool) on the connection's loop.
-    func run(_ hop: EngineHop) {
-        self.onLoop { $0.run(hop) }
+    /// Starts `hop` (handed to this connection by the pool) on the connection's loop;
+    /// `carriesSetup` when the pool handed the connection to it as it opened.
+    func run(_ hop: EngineHop, carriesSetup: Bool = false) {
+        self.onLoop { $0.run(hop, carriesSetup: carriesSetup) }
     }
 
     /// Ends `hop` with its cancellation if it is the one running, closing the connection.

@@ -31,9 +31,10 @@ final class HTTP2Connection: HopCarrier, Sendable {
     private let goAwayLastStreamID = Atomic<Int32>(Int32.max)
     private let failure = NIOLockedValueBox<(any Error)?>(nil)
 
-    /// How the connection was set up, for the first stream's metrics.
+    /// How the connection was set up, for the metrics of the stream it was opened for.
     let establishment: ConnectionEstablishment
-    /// How many streams the connection opened: the first one's transaction carries the setup.
+    /// How many streams the connection opened: a stream after the first is on a reused
+    /// connection (``HopStateMachine``'s resend rule).
     private let streamsOpened = Atomic<Int>(0)
 
     /// Made on the channel's loop.
@@ -93,10 +94,11 @@ final class HTTP2Connection: HopCarrier, Sendable {
     /// which `becomingBusy` (the connection's first open stream) stops the idle timer too. The
     /// stream is a few fields in the connection's handler (``HTTP2Stream``), not a channel; the
     /// requests of streams opened by one batch of the loop's tasks leave in one flush
-    /// (``HTTP2FlushCoalescer``).
-    func run(_ hop: EngineHop, becomingBusy: Bool = false) {
+    /// (``HTTP2FlushCoalescer``). `carriesSetup`: the first stream the server's first SETTINGS
+    /// let open (its transaction may report the connection's setup).
+    func run(_ hop: EngineHop, becomingBusy: Bool = false, carriesSetup: Bool = false) {
         guard self.channel.eventLoop.inEventLoop else {
-            self.channel.eventLoop.execute { self.run(hop, becomingBusy: becomingBusy) }
+            self.channel.eventLoop.execute { self.run(hop, becomingBusy: becomingBusy, carriesSetup: carriesSetup) }
             return
         }
         let handler = self.handler.value
@@ -113,7 +115,7 @@ final class HTTP2Connection: HopCarrier, Sendable {
         let hopHandler = HopHandler(stream: self, carrying: stream, firstStream: firstStream)
         stream.hopHandler = hopHandler
         hop.startsRunning(on: HTTP2StreamCarrier(handler: NIOLoopBound(hopHandler, eventLoop: self.channel.eventLoop)))
-        hopHandler.run(hop)
+        hopHandler.run(hop, carriesSetup: carriesSetup)
     }
 
     /// A hop cancelled while its stream opens: the stream's handler sees the cancellation when

@@ -59,9 +59,6 @@ final class HopHandler: ChannelDuplexHandler {
     /// Whether the response is decompressed before it reaches this handler (asked for with
     /// `Accept-Encoding`; its bytes as they came are counted apart).
     private let decompresses: Bool
-    /// In stream mode: whether this is the connection's first stream (its transaction carries the
-    /// connection's setup).
-    private let firstStream: Bool
     private var idleCheck: Scheduled<Void>?
     /// The end of the wait for `100 Continue`, while a body is held back.
     private var continueDeadline: Scheduled<Void>?
@@ -71,18 +68,17 @@ final class HopHandler: ChannelDuplexHandler {
         self.http2Stream = nil
         self.bodyCounter = bodyCounter
         self.decompresses = bodyCounter != nil
-        self.firstStream = false
         self.stateMachine = HopStateMachine(mode: .connection)
     }
 
-    /// A handler for `stream`, one stream of `connection`.
+    /// A handler for `stream`, one stream of `connection`; `firstStream` when no stream opened on
+    /// the connection before it (a later one is on a reused connection, for the resend rule).
     init(stream connection: HTTP2Connection, carrying stream: HTTP2Stream, firstStream: Bool) {
         self.readWatcher = nil
         self.stream = connection
         self.http2Stream = stream
         self.bodyCounter = nil
         self.decompresses = stream.decompresses
-        self.firstStream = firstStream
         self.eventLoop = stream.eventLoop
         self.stateMachine = HopStateMachine(mode: .stream, onReusedConnection: !firstStream)
     }
@@ -101,7 +97,10 @@ final class HopHandler: ChannelDuplexHandler {
 
     // MARK: Hops
 
-    func run(_ hop: EngineHop) {
+    /// Starts `hop` on the connection (or stream). `carriesSetup`: the pool handed the connection
+    /// to it as it opened, and its transaction may report the connection's setup
+    /// (``ConnectionEstablishment/apply(to:carriesSetup:channel:)``).
+    func run(_ hop: EngineHop, carriesSetup: Bool = false) {
         guard self.connection != nil || self.stream != nil, self.transportIsActive else {
             // The connection closed before the hop started: nothing was sent, so it goes to
             // another connection, a few times at most.
@@ -177,13 +176,15 @@ final class HopHandler: ChannelDuplexHandler {
             hop.end(.failure(cancellation ?? CourierError.cancelled))
             self.afterHop(then)
         case .send(let expectation, let removingExpectField):
-            self.send(hop, head: head, body: body, expectation: expectation, removingExpectField: removingExpectField)
+            self.send(
+                hop, head: head, body: body, expectation: expectation, removingExpectField: removingExpectField, carriesSetup: carriesSetup)
         }
     }
 
     /// Writes the hop's request head, then its body, or holds the body for `100 Continue`.
     private func send(
-        _ hop: EngineHop, head: OutgoingRequestHead, body: OutgoingBody, expectation: ExpectContinue.Decision, removingExpectField: Bool
+        _ hop: EngineHop, head: OutgoingRequestHead, body: OutgoingBody, expectation: ExpectContinue.Decision, removingExpectField: Bool,
+        carriesSetup: Bool
     ) {
         guard let eventLoop = self.eventLoop else { return }
         var head = head
@@ -191,9 +192,9 @@ final class HopHandler: ChannelDuplexHandler {
         self.hop = hop
         var metrics = TransactionMetrics(request: hop.request, fetchStart: hop.fetchStart)
         if let stream = self.stream {
-            stream.establishment.apply(to: &metrics, firstTransaction: self.firstStream, channel: stream.channel)
+            stream.establishment.apply(to: &metrics, carriesSetup: carriesSetup, channel: stream.channel)
         } else if let connection = self.connection {
-            connection.establishment.apply(to: &metrics, firstTransaction: self.stateMachine.hopsCarried == 1, channel: connection.channel)
+            connection.establishment.apply(to: &metrics, carriesSetup: carriesSetup, channel: connection.channel)
         }
         self.readWatcher?.sawBytes = false
         self.readWatcher?.isIdle = false

@@ -79,8 +79,8 @@ extension ConnectionPool {
     /// Opens a channel to `key` on `eventLoop`: TCP (to the proxy, if any), the proxy's tunnel
     /// when the route makes one, TLS through `tls` for a secure key (its handshake timeout bounds
     /// it), then `configure` adds the handlers for the protocol agreed (HTTP/1.1 without TLS).
-    /// Returns the channel, that protocol and the setup's times for the first transaction's
-    /// metrics. The pool's connections (``connect(_:id:on:)``) and WebSockets' (which are never
+    /// Returns the channel, that protocol and the setup's times for the metrics of the
+    /// transaction the connection was opened for. The pool's connections (``connect(_:id:on:)``) and WebSockets' (which are never
     /// pooled) open this one way.
     func openChannel(
         to key: Key,

@@ -262,6 +262,12 @@ final class ConnectionPool: Sendable {
         self.state.withLockedValue { $0.waitingCount }
     }
 
+    /// How many connections carry nothing (idle HTTP/1.1 ones, ready HTTP/2 ones with no stream),
+    /// all hosts together, for tests and diagnostics.
+    var idleConnectionCount: Int {
+        self.state.withLockedValue { $0.idleCount }
+    }
+
     /// How many hosts the pool holds anything for (a connection, open or opening, a waiting hop or
     /// a back-off), for tests and diagnostics: a host with none of these leaves the pool.
     var hostCount: Int {
@@ -339,12 +345,12 @@ final class ConnectionPool: Sendable {
             switch action {
             case .createConnection(let id, let key, let loop):
                 self.connect(key, id: id, on: loop)
-            case .run(let hop, let connection):
+            case .run(let hop, let connection, let carriesSetup):
                 handedOver = handedOver || hop === watched
-                self.start(hop, on: connection, becomingBusy: false)
-            case .runStream(let hop, let connection, let becomingBusy):
+                self.start(hop, on: connection, becomingBusy: false, carriesSetup: carriesSetup)
+            case .runStream(let hop, let connection, let becomingBusy, let carriesSetup):
                 handedOver = handedOver || hop === watched
-                self.start(hop, on: connection, becomingBusy: becomingBusy)
+                self.start(hop, on: connection, becomingBusy: becomingBusy, carriesSetup: carriesSetup)
             case .fail(let hop, let error):
                 handedOver = handedOver || hop === watched
                 hop.end(.failure(error))
@@ -364,15 +370,16 @@ final class ConnectionPool: Sendable {
     }
 
     /// Starts `hop` on `connection` (an HTTP/2 one opens a stream for it), unless it was cancelled
-    /// meanwhile: the connection then ends it with its cancellation.
-    private func start(_ hop: EngineHop, on connection: PooledConnection, becomingBusy: Bool) {
+    /// meanwhile: the connection then ends it with its cancellation. `carriesSetup`: the
+    /// connection goes to it straight from opening (its transaction may report the setup).
+    private func start(_ hop: EngineHop, on connection: PooledConnection, becomingBusy: Bool, carriesSetup: Bool) {
         switch connection {
         case .http1(let connection):
             hop.startsRunning(on: connection)
-            connection.run(hop)
+            connection.run(hop, carriesSetup: carriesSetup)
         case .http2(let connection):
             hop.startsRunning(on: connection)
-            connection.run(hop, becomingBusy: becomingBusy)
+            connection.run(hop, becomingBusy: becomingBusy, carriesSetup: carriesSetup)
         }
     }
 

@@ -131,12 +131,16 @@ extension ConnectionPoolStateMachine {
         }
 
         /// Hands waiting requests, in order, to streams of the HTTP/2 connection at `index` while
-        /// it has room (at most `limit`), counting each stream.
-        mutating func takeStreams(on index: Int, _ configuration: Configuration, limit: Int = .max) -> Actions {
+        /// it has room (at most `limit`), counting each stream. `firstCarriesSetup`: the connection
+        /// just became ready, and the first request may report its setup
+        /// (``ConnectionPoolStateMachine/Action/runStream(_:on:becomingBusy:carriesSetup:)``).
+        mutating func takeStreams(on index: Int, _ configuration: Configuration, limit: Int = .max, firstCarriesSetup: Bool = false) -> Actions {
             var actions = Actions()
             while actions.count < limit, self.http2[index].hasRoom(configuration), let waiter = self.waiters.popFirst() {
                 self.http2[index].openStream()
-                actions.append(.runStream(waiter.request, on: self.http2[index].connection, becomingBusy: self.http2[index].openStreams == 1))
+                actions.append(.runStream(
+                    waiter.request, on: self.http2[index].connection, becomingBusy: self.http2[index].openStreams == 1,
+                    carriesSetup: firstCarriesSetup && actions.isEmpty))
             }
             return actions
         }

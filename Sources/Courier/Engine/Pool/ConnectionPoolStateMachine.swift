@@ -92,11 +92,14 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
         /// Open a connection to `key` on `loop`, to be reported as ``connectionCreated(_:key:speaking:)``
         /// or ``connectionFailed(_:key:error:)``.
         case createConnection(PoolConnectionID, Key, on: any EventLoop)
-        /// Run the request on the HTTP/1.1 connection.
-        case run(Request, on: Connection)
+        /// Run the request on the HTTP/1.1 connection. `carriesSetup` when the connection goes to
+        /// it straight from opening, before carrying or idling: its transaction may then report
+        /// the connection's setup (``ConnectionEstablishment/apply(to:carriesSetup:channel:)``).
+        case run(Request, on: Connection, carriesSetup: Bool)
         /// Open a stream for the request on the HTTP/2 connection; `becomingBusy` when it is the
-        /// connection's only open stream (its idle clock stops).
-        case runStream(Request, on: Connection, becomingBusy: Bool)
+        /// connection's only open stream (its idle clock stops); `carriesSetup` for the first
+        /// stream the server's first SETTINGS lets open (as for ``run(_:on:carriesSetup:)``).
+        case runStream(Request, on: Connection, becomingBusy: Bool, carriesSetup: Bool)
         /// End the request with an error.
         case fail(Request, any Error)
         /// Close the connection.
@@ -140,6 +143,14 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
 
     /// How many requests wait for a connection, all hosts together.
     var waitingCount: Int { self.hosts.values.reduce(0) { $0 + $1.waiters.count } }
+
+    /// How many connections carry nothing, all hosts together: idle HTTP/1.1 ones, and ready
+    /// HTTP/2 ones with no stream open.
+    var idleCount: Int {
+        self.hosts.values.reduce(0) { count, host in
+            count + host.idle.count + host.http2.count(where: { $0.phase == .active && $0.openStreams == 0 })
+        }
+    }
 
     /// Runs `body` on `key`'s state in place (a copy would copy its collections on every change),
     /// with what the hosts share; a host the pool does not have starts from what it remembers of
@@ -228,13 +239,14 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
         return self.withHost(key) { shared, host in
             if let index = host.http2.firstIndex(where: { $0.hasRoom(shared.configuration) }) {
                 host.http2[index].openStream()
-                return Actions(.runStream(request, on: host.http2[index].connection, becomingBusy: host.http2[index].openStreams == 1))
+                return Actions(.runStream(
+                    request, on: host.http2[index].connection, becomingBusy: host.http2[index].openStreams == 1, carriesSetup: false))
             }
             var actions = Actions()
             if !needsNewConnection {
                 let idle = host.takeIdle(preferring: preferredLoop, now: now, expired: &actions)
                 if let idle {
-                    actions.append(.run(request, on: idle))
+                    actions.append(.run(request, on: idle, carriesSetup: false))
                     return actions
                 }
             }
@@ -283,7 +295,8 @@ struct ConnectionPoolStateMachine<Request: AnyObject, Connection: PoolConnection
                 // A TLS host that speaks HTTP/1.1 may now get its other connections at once.
                 if key.tls { host.learned.applicationProtocol = .http1_1 }
                 if let waiter = host.waiters.takeForNewConnection() {
-                    actions.append(.run(waiter.request, on: connection))
+                    // Straight from opening: the waiter's transaction may report the setup.
+                    actions.append(.run(waiter.request, on: connection, carriesSetup: true))
                 } else {
                     host.idle.append(Host.IdleEntry(connection: connection, reusableUntil: nil))
                 }
@@ -356,7 +369,7 @@ extension ConnectionPoolStateMachine {
         return self.withKnownHost(key) { shared, host in
             guard host.http1[connection.id] != nil else { return Actions() }
             if let waiter = host.waiters.takeForReusedConnection() {
-                return Actions(.run(waiter.request, on: connection))
+                return Actions(.run(waiter.request, on: connection, carriesSetup: false))
             }
             host.idle.append(Host.IdleEntry(connection: connection, reusableUntil: reusableUntil))
             return Actions()
@@ -417,7 +430,9 @@ extension ConnectionPoolStateMachine {
             if host.http2[index].maximumStreams == 0, host.http2[index].openStreams == 0, host.http2[index].phase == .active {
                 return Self.refuseForNoStreams(index, host: &host)
             }
-            var actions = host.takeStreams(on: index, shared.configuration)
+            // The first stream opened as the connection becomes ready may report its setup; one
+            // opened after it idled may not.
+            var actions = host.takeStreams(on: index, shared.configuration, firstCarriesSetup: first)
             shared.openConnectionsNeeded(for: key, host: &host, into: &actions)
             if first, host.http2[index].openStreams == 0 { actions.append(.startIdleClock(host.http2[index].connection)) }
             return actions
