@@ -2,6 +2,7 @@ import Courier
 import CourierTesting
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
 import Testing
 
 /// Task metrics as the engine records them, per transaction (issue 16's item 5), over every transport.
@@ -93,6 +94,36 @@ struct TransportMetricsTests {
             #expect(received.countOfResponseBodyBytesAfterDecoding == Int64(compressed.data?.count ?? -1))
             #expect(received.countOfResponseBodyBytesReceived > 0)
             #expect(received.countOfResponseBodyBytesReceived < received.countOfResponseBodyBytesAfterDecoding, "gzip made it smaller on the wire")
+        }
+    }
+
+    /// A streamed upload cut short (cancelled here; timed out, answered early or failed by its
+    /// stream alike) counts in its transaction the body bytes that went out, as its attempt does:
+    /// the transaction counted them only once the whole stream had gone, and said 0.
+    @Test(arguments: Transport.allCases)
+    func anUploadCutShortCountsWhatWentOutInItsTransaction(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let changes = Changes.progressAndEnds(of: manager)
+            let held = NIOLockedValueBox<AsyncThrowingStream<ByteBuffer, any Error>.Continuation?>(nil)
+            let chunks = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+                for _ in 0..<10 { continuation.yield(ByteBuffer(repeating: 9, count: 10_000)) }
+                // Kept, unfinished: the stream never ends by itself.
+                held.withLockedValue { $0 = continuation }
+            }
+            let task = manager.uploadTask(
+                withStreamedRequest: Request(method: .post, url: server.url("/courier/upload"), body: .stream(chunks, length: .unknown)),
+                completionHandler: nil)
+            task.resume()
+            #expect(await changes.wait { task.countOfBytesSent == 100_000 }, "the stream's 100 KB went out")
+            task.cancel()
+            #expect(await changes.wait { manager.tasks.isEmpty })
+            #expect(task.error?.code == .cancelled)
+            let attempt = try #require(task.metrics?.attempts.last)
+            let transaction = try #require(attempt.transactions.last)
+            #expect(attempt.bytesSent == 100_000)
+            #expect(transaction.countOfRequestBodyBytesSent == attempt.bytesSent)
+            #expect(transaction.requestEnd == nil, "the body never ended")
+            held.withLockedValue { $0?.finish() }
         }
     }
 

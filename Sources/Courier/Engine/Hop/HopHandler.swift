@@ -370,14 +370,15 @@ final class HopHandler: ChannelDuplexHandler {
                     let bytes = Int64(chunk.readableBytes)
                     // Counted on the event loop, where the write completes: the delegate's calls
                     // for one exchange never overlap, and the response's events come on this loop.
+                    // The transaction counts each part as it went out too, as the upload's
+                    // progress does: a hop that ends before the stream does (cancelled, timed out,
+                    // answered early, its stream failing) reports what it sent.
                     try await writeAndFlush(.body(.byteBuffer(chunk))).map {
                         hop.exchange.hopSentBodyPart(bytes, generation: generation)
+                        let handler = loopBound.value
+                        guard handler.hop === hop else { return }
+                        handler.metrics?.countOfRequestBodyBytesSent += bytes
                     }.get()
-                }
-                let total = sent
-                eventLoop.execute {
-                    guard loopBound.value.hop === hop else { return }
-                    loopBound.value.metrics?.countOfRequestBodyBytesSent = total
                 }
                 // Cancelled by `endRunning()`: the hop is over; nothing more goes out.
                 if Task.isCancelled { return }
