@@ -78,13 +78,11 @@ struct HeldReport {
     /// The body bytes the attempt received.
     let bytes: Int64
 
-    /// Nil when nothing was held back, or when the task failed (its progress is not reported).
+    /// Nil when nothing was held back, or when the task failed: its progress is not reported, and
+    /// what was held stays until the task's end takes it, for the attempt's metrics
+    /// (``TaskState/takeEnd(originalRequest:response:error:)``: the bytes it received).
     init?(taking state: inout TaskState, succeeded: Bool) {
-        guard let held = state.held else { return nil }
-        guard succeeded else {
-            state.held = nil
-            return nil
-        }
+        guard let held = state.held, succeeded else { return nil }
         self.bytes = held.received
         self.deliveries = state.releaseHeldProgress()
         self.report = ProgressReport(state.downloadProgress, state.downloadProgressHandler)
@@ -116,9 +114,12 @@ extension TaskState {
     /// finish, the metrics are finished and kept on the task (``finishedMetrics``), the spans are
     /// let go of.
     mutating func takeEnd(originalRequest: Request, response: HTTPResponse?, error: CourierError?) -> TaskEndRecord {
+        // The attempt's bytes, held back or not: a response held for a retry that never came (the
+        // task was cancelled, or failed, mid-body) received them all the same.
         let metrics = self.metrics?.finish(
-            originalRequest: originalRequest, response: response, error: error, bytesReceived: self.countOfBytesReceived)
+            originalRequest: originalRequest, response: response, error: error, bytesReceived: self.attemptBytesReceived)
         self.metrics = nil
+        self.held = nil
         self.finishedMetrics = metrics
         self.machine.settled()
         defer {

@@ -72,7 +72,8 @@ struct TaskState {
     var carriesSessionAuthorization = false
     /// The current attempt's response, while it may still be retried: its progress is held back
     /// (reported when the task ends with it, dropped when it is retried), so that progress
-    /// never goes backwards.
+    /// never goes backwards. A task that fails with it never reports it; its end still counts
+    /// the bytes it received in the attempt's metrics.
     var held: HeldProgress?
     /// The task's timings, gathered when the session has monitors.
     var metrics: TaskMetricsRecorder?

@@ -360,4 +360,30 @@ struct SessionRetryTests {
             #expect(recorded.withLockedValue { $0.last.map { "\($0.request) \($0.initial)" } } == "GET GET")
         }
     }
+
+    /// A response that may still be retried has its progress held back until the attempt is
+    /// final (a 503 with a retrier). Cancelled mid-body, it is never reported, but its attempt's
+    /// metrics count the bytes it received: the held count was dropped, and the attempt said 0.
+    @Test func aHeldResponseCancelledMidBodyCountsItsBytesInTheAttempt() async throws {
+        let gate = OneShotGate()
+        try await ScriptedHTTPServer.with({ _, _, _ in
+            .respondInTwoParts(Array("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 10\r\n\r\n0123".utf8), then: Array("456789".utf8), gate: gate)
+        }) { server in
+            let (manager, monitor) = Self.manager(ManualRetryClock())
+            defer { manager.invalidate(cancelingTasks: true) }
+            let task = manager.dataTask(with: Request(url: server.baseURL), completionHandler: nil)
+            task.resume()
+            #expect(await eventually { task.delegate.state.withLockedValue { $0.attemptBytesReceived } == 4 }, "the body's first 4 bytes came")
+            #expect(task.countOfBytesReceived == 0, "held back")
+            task.cancel()
+            await monitor.wait(for: "metrics")
+            gate.open()
+            let metrics = try #require(monitor.metrics(for: task))
+            #expect(metrics.attempts.count == 1)
+            #expect(metrics.attempts.last?.response?.status.code == 503)
+            #expect(metrics.attempts.last?.bytesReceived == 4)
+            #expect(metrics.attempts.last?.error?.code == .cancelled)
+            #expect(task.countOfBytesReceived == 0, "a failed task's held progress is not reported")
+        }
+    }
 }
