@@ -14,18 +14,17 @@ extension TaskDelegate {
         monitors.emit { event($0, task) }
     }
 
-    func didResume(_ task: SessionTask) {
+    // The monitors' resume, suspend and cancel events are queued under the task's lock, by the
+    // change of state each tells of (``resume()``, ``suspend()``, ``cancel()``).
+
+    /// Posts `.taskDidResume`, after the task's lock: its observers run at once.
+    func postDidResume(_ task: SessionTask) {
         self.configurationReference.postTaskNotification(.taskDidResume, object: task)
-        self.interception.monitors?.emit { $0.taskDidResume(task) }
     }
 
-    func didSuspend(_ task: SessionTask) {
+    /// Posts `.taskDidSuspend`, after the task's lock: its observers run at once.
+    func postDidSuspend(_ task: SessionTask) {
         self.configurationReference.postTaskNotification(.taskDidSuspend, object: task)
-        self.interception.monitors?.emit { $0.taskDidSuspend(task) }
-    }
-
-    func didCancel(_ task: SessionTask) {
-        self.interception.monitors?.emit { $0.taskDidCancel(task) }
     }
 
     func didReceive(_ response: HTTPResponse, task: SessionTask) {

@@ -167,24 +167,39 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
 
     // MARK: Life cycle
 
+    // Resume, suspend and cancel queue their event to the monitors under the task's lock, as they
+    // change its state: the monitors hear those changes in the order they were made, whichever
+    // threads race (a `suspend()` and a `resume()` on two threads were heard the other way round,
+    // the task left resumed). No monitor's code runs there: ``EventMonitorGroup/emit(_:)`` only
+    // appends the event to each queue's lane, under the lane's own lock (taken under no other
+    // and held while calling nothing out), and the monitors get it on their queue. The event is
+    // made only when the session has monitors. The notifications are posted after the lock: their
+    // observers run at once.
+
     func resume() {
         let (action, task, owner) = self.state.withLockedValue { state -> (TaskMachine.ResumeAction, SessionTask?, SessionManager?) in
             let action = state.machine.resume()
-            guard case .startAttempt = action else { return (action, state.task, nil) }
-            // From here until its completion has run, the task is held: the caller may drop it.
-            // (A task made to be resumed at once is held already.)
-            if state.runningTask == nil { state.runningTask = state.unstartedTask }
-            return (action, state.task, state.owner)
+            if case .none = action { return (action, nil, nil) }
+            var owner: SessionManager?
+            if case .startAttempt = action {
+                // From here until its completion has run, the task is held: the caller may drop it.
+                // (A task made to be resumed at once is held already.)
+                if state.runningTask == nil { state.runningTask = state.unstartedTask }
+                owner = state.owner
+            }
+            let task = state.task
+            if let task { self.interception.monitors?.emit { $0.taskDidResume(task) } }
+            return (action, task, owner)
         }
         switch action {
         case .startAttempt:
             guard let task else { return }
-            self.didResume(task)
+            self.postDidResume(task)
             guard let manager = owner else { return }
             manager.start(self)
         case .resumeReceiving(let then):
             self.applyReceiveWish()
-            if let task { self.didResume(task) }
+            if let task { self.postDidResume(task) }
             // A retry decided while the task was suspended is acted on now.
             if let then { self.run(then) }
         case .none:
@@ -193,18 +208,26 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     func suspend() {
-        let (action, exchange, task) = self.state.withLockedValue { ($0.machine.suspend(), $0.machine.exchange, $0.task) }
+        let (action, exchange, task) = self.state.withLockedValue { state -> (TaskMachine.SuspendAction, (any Exchange)?, SessionTask?) in
+            let action = state.machine.suspend()
+            guard action == .suspendReceiving else { return (action, nil, nil) }
+            let task = state.task
+            if let task { self.interception.monitors?.emit { $0.taskDidSuspend(task) } }
+            return (action, state.machine.exchange, task)
+        }
         guard action == .suspendReceiving else { return }
         if exchange != nil { self.applyReceiveWish() }
-        if let task { self.didSuspend(task) }
+        if let task { self.postDidSuspend(task) }
     }
 
     func cancel() {
-        let (action, request, task) = self.state.withLockedValue { state in
-            (state.machine.cancel(), state.currentRequest, state.task)
+        let (action, request) = self.state.withLockedValue { state -> (TaskMachine.CancelAction, Request) in
+            let action = state.machine.cancel()
+            if case .none = action { return (action, state.currentRequest) }
+            if let task = state.task { self.interception.monitors?.emit { $0.taskDidCancel(task) } }
+            return (action, state.currentRequest)
         }
         if case .none = action { return }
-        if let task { self.didCancel(task) }
         let error = CourierError.cancelled(request)
         switch action {
         case .complete(let work):

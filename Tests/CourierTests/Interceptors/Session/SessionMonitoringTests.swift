@@ -121,6 +121,42 @@ struct SessionMonitoringTests {
         #expect(task.error?.response == nil, "the caller's cancel, not the refusal's error")
     }
 
+    /// `suspend()` and `resume()` racing on two threads, round after round: the monitor hears
+    /// the task's changes in the order they were made, so resumes and suspends alternate and the
+    /// last one heard is the task's state. Before, each was queued after the task's lock, and a
+    /// resume could be heard before the suspend it followed (the task resumed, its monitor last
+    /// told of a suspend).
+    @Test("Racing suspend() and resume(): the monitor hears them in the order the task changed")
+    func racingSuspendsAndResumesAreHeardInOrder() async throws {
+        let engine = HandEngine()
+        let manager = SessionManager(engine: engine)
+        manager.completionQueue = TestQueues.completion
+        defer { manager.invalidate(cancelingTasks: true) }
+        let monitor = RecordingEventMonitor()
+        manager.eventMonitors = [monitor]
+        let task = manager.dataTask(with: Request(url: URL(string: "https://example.com/held")!), completionHandler: nil)
+        task.resume()
+        let delegate = try #require(await eventually { engine.delegate.withLockedValue { $0 } != nil } ? engine.delegate.withLockedValue { $0 } : nil)
+        for _ in 0..<500 {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { task.suspend() }
+                group.addTask { task.resume() }
+            }
+        }
+        // Every call returned, its event queued: the monitor's serial queue has them all once
+        // this block runs.
+        monitor.queue.sync {}
+        let heard = monitor.lines(for: task).filter { $0 == "resumed" || $0 == "suspended" }
+        #expect(heard.first == "resumed")
+        let repeated = zip(heard, heard.dropFirst()).filter { $0 == $1 }.count
+        #expect(repeated == 0, "a change heard twice in a row \(repeated) times, out of \(heard.count)")
+        #expect(heard.last == (task.state == .suspended ? "suspended" : "resumed"))
+        task.cancel()
+        delegate.exchange(didCompleteWith: CourierError(.cancelled, "cancelled"))
+        await monitor.wait(for: "completed")
+        #expect(Array(monitor.lines(for: task).suffix(3)) == ["cancelled", "metrics", "completed cancelled"])
+    }
+
     @Test("Any number of monitors, each gets everything")
     func severalMonitors() async throws {
         try await withTestServer { server in
