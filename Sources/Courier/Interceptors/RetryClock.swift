@@ -1,8 +1,8 @@
 import Foundation
 
 /// Time as retries see it: sessions sleep through it before a retry (backoff, `Retry-After`) and
-/// time the connectivity retry's wait for the network on it, and retry budgets, retry policies
-/// and refresh windows read it.
+/// before an event stream reconnects, and time the connectivity retry's wait for the network on
+/// it, and retry budgets, retry policies and refresh windows read it.
 ///
 /// ``SystemRetryClock`` (`.system`) is the real one. Tests inject their own so that a backoff
 /// of seconds takes none, and so that what was asked for can be checked.

@@ -58,9 +58,10 @@ extension SessionManager {
         set { self.settings.withLockedValue { $0.interception.retryBudget = newValue } }
     }
 
-    /// The clock the session sleeps on before a retry (``RetryDecision/delay``), and that times
-    /// the connectivity retry's wait for the network (``connectivityRetry``): the system's by
-    /// default; tests inject one so that backoffs and waits take no time.
+    /// The clock the session sleeps on before a retry (``RetryDecision/delay``) and before an
+    /// event stream reconnects (``eventStream(_:options:)``), and that times the connectivity
+    /// retry's wait for the network (``connectivityRetry``): the system's by default; tests
+    /// inject one so that backoffs and waits take no time.
     public var retryClock: any RetryClock {
         get { self.settings.withLockedValue { $0.interception.retryClock } }
         set { self.settings.withLockedValue { $0.interception.retryClock = newValue } }

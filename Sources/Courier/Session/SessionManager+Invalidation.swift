@@ -8,20 +8,26 @@ extension SessionManager {
     /// With `cancelingTasks`, every task still running is cancelled; without it, running tasks
     /// (WebSocket tasks too) finish first, except that a task waiting to be retried (for the network,
     /// ``connectivityRetry``, or for a retrier's delay) ends at once with the failure it is
-    /// waiting to retry. Either way, tasks resumed afterwards fail with
+    /// waiting to retry, and an event stream waiting to reconnect
+    /// (``eventStream(_:options:)``) fails at once with ``CourierError/Code/sessionInvalidated``.
+    /// Either way, tasks resumed afterwards fail with
     /// ``CourierError/Code/sessionInvalidated``, and once no task runs and the last completion
     /// handler has run the engine shuts down and
     /// ``Foundation/NSNotification/Name/sessionDidInvalidate`` is posted. Returns at once.
     /// ``HTTPSessionManager/shared`` ignores this.
     public func invalidate(cancelingTasks: Bool) {
-        let (delegates, webSockets) = self.registry.withLockedValue { registry -> ([TaskDelegate], [WebSocketTask]) in
-            guard !registry.isProcessWide else { return ([], []) }
+        let (delegates, webSockets, waiters) = self.registry.withLockedValue {
+            registry -> ([TaskDelegate], [WebSocketTask], [CheckedContinuation<Void, Never>]) in
+            guard !registry.isProcessWide else { return ([], [], []) }
             registry.isInvalidated = true
             self.invalidated.store(true, ordering: .sequentiallyConsistent)
             // Kept listed: a later invalidation that cancels still reaches the ones left running.
             let webSockets = registry.webSocketTasks.values.compactMap(\.task)
-            return (Array(registry.delegates.values), webSockets)
+            defer { registry.invalidationWaiters = [:] }
+            return (Array(registry.delegates.values), webSockets, Array(registry.invalidationWaiters.values))
         }
+        // Event streams waiting to reconnect: they would be refused, so they stop waiting.
+        for waiter in waiters { waiter.resume() }
         for delegate in delegates {
             if cancelingTasks { delegate.cancel() } else { delegate.abandonRetryWait() }
         }
@@ -53,6 +59,49 @@ extension SessionManager {
 
     /// Whether the manager was invalidated.
     public var isInvalidated: Bool { self.invalidated.load(ordering: .acquiring) }
+
+    /// Waits `delay` on ``retryClock`` unless the manager is invalidated first (an event
+    /// stream's wait before it reconnects, which invalidation ends as it ends a task's wait for a
+    /// retry): true when the delay passed, false when the manager was or got invalidated. Throws
+    /// `CancellationError` when the calling task is cancelled (and may then return false instead:
+    /// the caller checks `Task.isCancelled`).
+    func sleepUnlessInvalidated(for delay: Duration) async throws -> Bool {
+        let clock = self.retryClock
+        return try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try await clock.sleep(for: delay)
+                return true
+            }
+            group.addTask {
+                await self.untilInvalidated()
+                return false
+            }
+            // The first to end decides; the other is cancelled, and awaited before this returns.
+            defer { group.cancelAll() }
+            return try await group.next() ?? false
+        }
+    }
+
+    /// Returns once the manager is invalidated (at once when it was), or the calling task is
+    /// cancelled. A process-wide manager, never invalidated, returns only then.
+    func untilInvalidated() async {
+        let number = self.registry.withLockedValue { registry in
+            defer { registry.nextInvalidationWaiter += 1 }
+            return registry.nextInvalidationWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let waits = self.registry.withLockedValue { registry -> Bool in
+                    guard !registry.isInvalidated, !Task.isCancelled else { return false }
+                    registry.invalidationWaiters[number] = continuation
+                    return true
+                }
+                if !waits { continuation.resume() }
+            }
+        } onCancel: {
+            self.registry.withLockedValue { $0.invalidationWaiters.removeValue(forKey: number) }?.resume()
+        }
+    }
 
     /// A completion handler is on its way to its queue (counted before its task is settled).
     func beginDelivery() {

@@ -101,6 +101,10 @@ public class SessionManager: @unchecked Sendable {
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
         /// The WebSocket tasks made by the manager (weakly), for ``invalidate(cancelingTasks:)``.
         var webSocketTasks: [ObjectIdentifier: WeakTask] = [:]
+        /// Waits that invalidation ends (an event stream's before it reconnects,
+        /// ``untilInvalidated()``), by a number each.
+        var invalidationWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextInvalidationWaiter = 0
     }
 
     struct Settings: @unchecked Sendable {

@@ -46,6 +46,59 @@ struct EventStreamTests {
         }
     }
 
+    /// A retry clock whose sleeps end only when their task is cancelled, recording each as it
+    /// begins: the test knows when the stream waits to reconnect, and time never ends the wait.
+    final class HeldRetryClock: RetryClock {
+        let sleeps = Recorder<Duration>()
+        var now: Duration { .zero }
+        var date: Date { Date(timeIntervalSince1970: 1_700_000_000) }
+
+        func sleep(for duration: Duration) async throws {
+            self.sleeps.append(duration)
+            try await untilCancelled()
+        }
+    }
+
+    /// The server asks for 30 s between connections and ends its answer; the session is
+    /// invalidated while the iterator waits to reconnect: the iteration fails with
+    /// `sessionInvalidated` then. (It was checked once before the wait, and the wait ran its 30 s,
+    /// the iterator holding the manager meanwhile; here the clock's wait would never end.)
+    @Test(arguments: [true, false])
+    func invalidatingTheSessionEndsTheWaitToReconnect(cancelingTasks: Bool) async throws {
+        try await withTestServer { server in
+            server.route("/retry-later") { _ in
+                TestServer.Response(headerFields: [.contentType: "text/event-stream"], body: Data("retry: 30000\ndata: a\n\n".utf8))
+            }
+            try await withManager(baseURL: nil) { manager in
+                let clock = HeldRetryClock()
+                manager.retryClock = clock
+                // The callback form, which returns at once.
+                let invalidate: () -> Void = { manager.invalidate(cancelingTasks: cancelingTasks) }
+                let ended = Recorder<(events: [String], error: CourierError?)>()
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        var events: [String] = []
+                        do {
+                            for try await event in manager.eventStream(Request(url: server.url("/retry-later"))) { events.append(event.data) }
+                            ended.append((events: events, error: nil))
+                        } catch {
+                            ended.append((events: events, error: error as? CourierError))
+                        }
+                    }
+                    #expect(await clock.sleeps.wait { !$0.isEmpty }, "the stream waits to reconnect")
+                    invalidate()
+                    #expect(await ended.wait { !$0.isEmpty }, "the invalidation ended the wait")
+                    // A wait the invalidation left running ends here, so that a failure does not hang.
+                    group.cancelAll()
+                }
+                #expect(clock.sleeps.all == [.seconds(30)])
+                #expect(ended.all.first?.events == ["a"])
+                #expect(ended.all.first?.error?.code == .sessionInvalidated)
+                #expect(server.requestCount == 1)
+            }
+        }
+    }
+
     /// The connection breaks after an event's `id:` and before its blank line: the reconnection
     /// names the last event delivered, so the server sends the cut-off one again. (It named the
     /// cut-off one, and that event was never delivered.)

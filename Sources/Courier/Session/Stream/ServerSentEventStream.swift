@@ -8,13 +8,15 @@ import NIOCore
 /// Each connection is a ``SessionManager/stream(_:downloadProgress:gatheringBodiesUpTo:)``: events
 /// are parsed as their bytes are read, so an unread stream holds the connection back. When the
 /// connection ends or fails, the iterator waits the stream's `retry:` delay (or
-/// ``Options/retryDelay``; at most ``Options/maximumRetryDelay``), then reconnects with
+/// ``Options/retryDelay``; at most ``Options/maximumRetryDelay``) on the session's
+/// ``SessionManager/retryClock``, then reconnects with
 /// `Last-Event-ID` set to the last event ID it saw. The session's cache is not
 /// consulted, and an event stream is not stored. A 204 ends the sequence; any
 /// other status than 200, or another content type, fails it with
 /// ``CourierError/Code/invalidResponse``; so do the failures no reconnection can mend, at once:
 /// an invalidated session (``CourierError/Code/sessionInvalidated``, without waiting the retry
-/// delay), cancellation, and a request that cannot be sent. An event that holds more than
+/// delay: invalidating the session ends a wait under way), cancellation, and a request that
+/// cannot be sent. An event that holds more than
 /// ``Options/maximumEventSize`` bytes before its blank line fails it too, with
 /// ``CourierError/Code/responseSerializationFailed``, after the events before it (a server that
 /// never ends an event would otherwise fill memory; reconnecting would ask for the same event
@@ -156,15 +158,20 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
         /// Opens the next connection, after the retry delay when it is a reconnection.
         private mutating func connect() async throws(CourierError) {
             if self.connections > 0 {
-                // Invalidated since the last connection: no point waiting to be refused.
-                if self.manager.isInvalidated {
-                    throw CourierError(.sessionInvalidated, "\(self.request.summary): the session was invalidated", request: self.request)
-                }
+                // Invalidated since the last connection, or while waiting (the wait ends then, as a
+                // retrying task's does): no point waiting to be refused.
+                let invalidated = CourierError(.sessionInvalidated, "\(self.request.summary): the session was invalidated", request: self.request)
+                if self.manager.isInvalidated { throw invalidated }
+                let cancelled = CourierError(.cancelled, "\(self.request.summary): cancelled while waiting to reconnect", request: self.request)
+                let waited: Bool
                 do {
-                    try await Task.sleep(for: self.reconnectionDelay)
+                    waited = try await self.manager.sleepUnlessInvalidated(for: self.reconnectionDelay)
                 } catch {
-                    throw CourierError(.cancelled, "\(self.request.summary): cancelled while waiting to reconnect", request: self.request)
+                    throw cancelled
                 }
+                // Cancelled, the wait may have ended as an invalidation's: the cancellation is the cause.
+                if Task.isCancelled { throw cancelled }
+                if !waited || self.manager.isInvalidated { throw invalidated }
             }
             self.connections += 1
             self.connectionBroughtAnEvent = false
