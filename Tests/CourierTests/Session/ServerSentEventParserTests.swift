@@ -46,6 +46,26 @@ struct ServerSentEventParserTests {
         #expect(events.map(\.id) == ["1", "1", nil])
     }
 
+    /// The wait before a reconnection: a server's `retry:` is raised to `minimumRetryDelay` (a
+    /// `retry: 0` had the stream reconnect in a tight loop) and cut to `maximumRetryDelay`; the
+    /// caller's `retryDelay`, used until the server sends `retry:`, is only cut.
+    @Test func aServersRetryIsKeptBetweenTheMinimumAndTheMaximum() {
+        typealias Options = ServerSentEventStream.Options
+        func delay(_ retry: Duration?, _ options: Options) -> Duration {
+            ServerSentEventStream.AsyncIterator.delay(retry: retry, options: options)
+        }
+        let options = Options(retryDelay: .milliseconds(1), maximumRetryDelay: .seconds(60))
+        #expect(options.minimumRetryDelay == .milliseconds(500))
+        #expect(delay(.zero, options) == .milliseconds(500))
+        #expect(delay(.milliseconds(499), options) == .milliseconds(500))
+        #expect(delay(.milliseconds(1500), options) == .milliseconds(1500))
+        #expect(delay(.seconds(86400), options) == .seconds(60))
+        #expect(delay(nil, options) == .milliseconds(1), "the caller's own delay is not raised")
+        #expect(delay(nil, Options(retryDelay: .seconds(600))) == .seconds(60))
+        #expect(delay(.zero, Options(minimumRetryDelay: .zero)) == .zero)
+        #expect(delay(.zero, Options(maximumRetryDelay: .milliseconds(20))) == .milliseconds(20), "the maximum wins")
+    }
+
     /// The standard's "last event ID buffer": an `id` becomes the last event ID (sent back as
     /// `Last-Event-ID`) when a blank line ends its event, one without data too. An `id` whose
     /// event the connection cut off is forgotten with the event, so that the server sends that

@@ -99,6 +99,28 @@ struct EventStreamTests {
         }
     }
 
+    /// A server that answers `retry: 0` each time and ends its answer: each reconnection still
+    /// waits `minimumRetryDelay` (500 ms) on the session's clock, instead of none at all (a loop
+    /// of connections as fast as the server ended them).
+    @Test func aRetryOfZeroWaitsTheMinimum() async throws {
+        try await withTestServer { server in
+            server.route("/no-wait") { _ in
+                TestServer.Response(headerFields: [.contentType: "text/event-stream"], body: Data("retry: 0\ndata: x\n\n".utf8))
+            }
+            try await withManager(baseURL: nil) { manager in
+                let clock = ManualRetryClock()
+                manager.retryClock = clock
+                var events = 0
+                for try await _ in manager.eventStream(Request(url: server.url("/no-wait")), options: .init(retryDelay: .milliseconds(1))) {
+                    events += 1
+                    if events == 4 { break }
+                }
+                #expect(clock.sleeps == [Duration](repeating: .milliseconds(500), count: 3), "one wait before each reconnection")
+                #expect(server.requestCount == 4)
+            }
+        }
+    }
+
     /// The connection breaks after an event's `id:` and before its blank line: the reconnection
     /// names the last event delivered, so the server sends the cut-off one again. (It named the
     /// cut-off one, and that event was never delivered.)

@@ -7,10 +7,10 @@ import NIOCore
 ///
 /// Each connection is a ``SessionManager/stream(_:downloadProgress:gatheringBodiesUpTo:)``: events
 /// are parsed as their bytes are read, so an unread stream holds the connection back. When the
-/// connection ends or fails, the iterator waits the stream's `retry:` delay (or
-/// ``Options/retryDelay``; at most ``Options/maximumRetryDelay``) on the session's
-/// ``SessionManager/retryClock``, then reconnects with
-/// `Last-Event-ID` set to the last event ID it saw. The session's cache is not
+/// connection ends or fails, the iterator waits the stream's `retry:` delay (at least
+/// ``Options/minimumRetryDelay``) or else ``Options/retryDelay``, at most
+/// ``Options/maximumRetryDelay``, on the session's ``SessionManager/retryClock``; then it
+/// reconnects with `Last-Event-ID` set to the last event ID it saw. The session's cache is not
 /// consulted, and an event stream is not stored. A 204 ends the sequence; any
 /// other status than 200, or another content type, fails it with
 /// ``CourierError/Code/invalidResponse``; so do the failures no reconnection can mend, at once:
@@ -44,18 +44,26 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
         /// invalidated or not).
         public var maximumRetryDelay: Duration
 
+        /// The shortest wait a server's `retry:` can ask for: one below it waits this long
+        /// instead (still at most ``maximumRetryDelay``). 500 ms by default, as Firefox's floor (a
+        /// `retry: 0` had the stream reconnect as fast as the server ended its answers). The
+        /// caller's own ``retryDelay`` is not raised to it.
+        public var minimumRetryDelay: Duration
+
         /// ``maximumEventSize``'s default: 16 MiB.
         public static let defaultMaximumEventSize = 16 * 1024 * 1024
 
         /// Options; see each property.
         public init(
             retryDelay: Duration = .seconds(3), maximumReconnectionsWithoutEvent: Int? = nil,
-            maximumEventSize: Int = Options.defaultMaximumEventSize, maximumRetryDelay: Duration = .seconds(60)
+            maximumEventSize: Int = Options.defaultMaximumEventSize, maximumRetryDelay: Duration = .seconds(60),
+            minimumRetryDelay: Duration = .milliseconds(500)
         ) {
             self.retryDelay = retryDelay
             self.maximumReconnectionsWithoutEvent = maximumReconnectionsWithoutEvent
             self.maximumEventSize = maximumEventSize
             self.maximumRetryDelay = maximumRetryDelay
+            self.minimumRetryDelay = minimumRetryDelay
         }
     }
 
@@ -208,10 +216,17 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
             self.body = stream.body.makeAsyncIterator()
         }
 
-        /// The wait before the next connection: the server's `retry:`, else the options' delay, at
-        /// most ``Options/maximumRetryDelay``.
+        /// The wait before the next connection.
         var reconnectionDelay: Duration {
-            Swift.min(self.parser.retry ?? self.options.retryDelay, self.options.maximumRetryDelay)
+            Self.delay(retry: self.parser.retry, options: self.options)
+        }
+
+        /// The wait before a reconnection: the server's `retry:` (at least
+        /// ``Options/minimumRetryDelay``), else the options' ``Options/retryDelay``; at most
+        /// ``Options/maximumRetryDelay``.
+        static func delay(retry: Duration?, options: Options) -> Duration {
+            let delay = retry.map { Swift.max($0, options.minimumRetryDelay) } ?? options.retryDelay
+            return Swift.min(delay, options.maximumRetryDelay)
         }
 
         /// A connection ended (cleanly when `error` is nil): reconnect, unless too many connections
