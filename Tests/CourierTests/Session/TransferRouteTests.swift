@@ -145,6 +145,32 @@ struct EventStreamTests {
         }
     }
 
+    /// A `Last-Event-ID` the caller set goes with the first request; once the server clears the
+    /// last event ID (a bare `id` line), a reconnection sends none. (The caller's was sent again.)
+    @Test func aLastEventIDTheServerClearedIsNotSent() async throws {
+        try await withTestServer { server in
+            let lastEventIDs = NIOLockedValueBox<[String?]>([])
+            server.route("/cleared") { request in
+                let seen = request.headerFields[HTTPField.Name("Last-Event-ID")!]
+                let count = lastEventIDs.withLockedValue { $0.append(seen); return $0.count }
+                let body = count == 1 ? "id\ndata: a\n\n" : "data: b\n\n"
+                return TestServer.Response(headerFields: [.contentType: "text/event-stream"], body: Data(body.utf8))
+            }
+            try await withManager(baseURL: nil) { manager in
+                var request = Request(url: server.url("/cleared"))
+                request.headerFields[HTTPField.Name("Last-Event-ID")!] = "from the caller"
+                var received: [ServerSentEvent] = []
+                for try await event in manager.eventStream(request, options: .init(retryDelay: .milliseconds(1))) {
+                    received.append(event)
+                    if received.count == 2 { break }
+                }
+                #expect(received.map(\.data) == ["a", "b"])
+                #expect(received.map(\.id) == [nil, nil])
+                #expect(lastEventIDs.withLockedValue { $0 } == ["from the caller", nil])
+            }
+        }
+    }
+
     /// A connection that brought an event and then ended is not one "without event": with no
     /// such connection allowed, the stream still reconnects after it. An iterator that threw
     /// returns nil afterwards, without asking the server again.

@@ -10,9 +10,10 @@ import NIOCore
 /// connection ends or fails, the iterator waits the stream's `retry:` delay (at least
 /// ``Options/minimumRetryDelay``) or else ``Options/retryDelay``, at most
 /// ``Options/maximumRetryDelay``, on the session's ``SessionManager/retryClock``; then it
-/// reconnects with `Last-Event-ID` set to the last event ID it saw. The session's cache is not
-/// consulted, and an event stream is not stored. A 204 ends the sequence; any
-/// other status than 200, or another content type, fails it with
+/// reconnects with `Last-Event-ID` set to the last event ID it saw (none once the server cleared
+/// it with an empty `id`; a `Last-Event-ID` of the request's own is sent until the server names
+/// an event). The session's cache is not consulted, and an event stream is not stored. A 204 ends
+/// the sequence; any other status than 200, or another content type, fails it with
 /// ``CourierError/Code/invalidResponse``; so do the failures no reconnection can mend, at once:
 /// an invalidated session (``CourierError/Code/sessionInvalidated``, without waiting the retry
 /// delay: invalidating the session ends a wait under way), cancellation, and a request that
@@ -189,7 +190,9 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
             // As an `EventSource`'s fetch (its cache mode is no-store): never answered from the
             // session's cache (and an event stream is never stored in it).
             request.options.cachePolicy = .reloadIgnoringLocalCacheData
-            if let id = self.parser.lastEventID, !id.isEmpty { request.headerFields[HTTPField.Name("Last-Event-ID")!] = id }
+            // Once the server named an event, its ID replaces one the request came with; an empty
+            // one (a bare `id` line) is sent as none, as the standard says.
+            if let id = self.parser.lastEventID { request.headerFields[HTTPField.Name("Last-Event-ID")!] = id.isEmpty ? nil : id }
             let stream: DataStreamResponse
             do {
                 stream = try await self.manager.stream(request)
