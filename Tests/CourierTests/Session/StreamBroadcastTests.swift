@@ -84,6 +84,35 @@ struct StreamBroadcastTests {
         }
     }
 
+    /// A reader whose serializer fails stops alone: the other reads on to the end, and the request
+    /// is not cancelled. (The failure cancelled the request, for every reader.) The server sends
+    /// the bad line and holds the rest until that reader has failed.
+    @Test("A reader whose decoding fails stops alone; the other reads every byte")
+    func aReaderWhoseDecodingFailsStopsAlone() async throws {
+        try await Transport.http1.run { server, manager in
+            let (gate, release) = AsyncStream<Void>.makeStream()
+            defer { release.finish() }
+            let body = Data("not json\n".utf8) + Data(repeating: UInt8(ascii: "x"), count: 100_000)
+            server.route("/bad-line-first") { _ in
+                TestServer.Response(body: body, bodyHeldUntil: { for await _ in gate { break } }, bytesSentBeforeHold: 9)
+            }
+            let log = TaskNotificationLog()
+            let stream = try await manager.stream(Request(url: server.url("/bad-line-first")))
+            let readers = stream.broadcast(to: 2)
+            let error = await #expect(throws: CourierError.self) {
+                for try await _ in readers[1].decoded(Int.self) {}
+            }
+            #expect(error?.code == .responseSerializationFailed)
+            #expect(stream.task.state == .running, "the other reader is still there")
+            release.yield()
+            let whole = try await Self.bytes(of: readers[0])
+            #expect(whole.count == 100_009)
+            #expect(whole == body)
+            #expect(await log.wait(for: .taskDidComplete, of: stream.task))
+            #expect(stream.task.error == nil)
+        }
+    }
+
     @Test("When every reader stopped early (one never iterated), the request is cancelled and nothing is left alive")
     func allReadersStopEarly() async throws {
         try await Transport.http1.run { server, manager in

@@ -56,6 +56,17 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
 
         fileprivate var base: Base
 
+        /// Reads no more, after a failure of what reads it (a serializer's): the reader of a
+        /// broadcast stops, as when its loop breaks (the request is cancelled once every reader
+        /// has stopped); the body's one reader cancels `task`, the request's.
+        func stop(cancelling task: DataTask) {
+            if case .branch(let cursor) = self.base {
+                cursor.stop()
+            } else {
+                task.cancel()
+            }
+        }
+
         public mutating func next() async throws(CourierError) -> ByteBuffer? {
             switch self.base {
             case .complete(let chunk):

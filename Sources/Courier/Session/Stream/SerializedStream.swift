@@ -9,7 +9,9 @@ import NIOCore
 /// A failure of the body (a reset, a timeout) is thrown as the body throws it; a failure of the
 /// serializer is thrown with the request and response filled in, and cancels the request
 /// (Alamofire's `automaticallyCancelOnStreamError`), so that the connection is not left holding
-/// what nobody reads. Stopping early cancels the request, as stopping the body's iteration does.
+/// what nobody reads; on a reader of ``DataStreamResponse/broadcast(to:)`` it stops that reader
+/// alone, and the request is cancelled once every reader has stopped. Stopping early cancels the
+/// request, as stopping the body's iteration does.
 public struct SerializedStream<Serializer: DataStreamSerializer>: AsyncSequence, Sendable {
     public typealias Element = Serializer.Output
     public typealias Failure = CourierError
@@ -75,10 +77,11 @@ public struct SerializedStream<Serializer: DataStreamSerializer>: AsyncSequence,
             }
         }
 
-        /// The serializer failed: the stream ends, and the request is cancelled.
+        /// The serializer failed: the stream ends, and the request is cancelled (a reader of a
+        /// broadcast stops, and the request is cancelled once every reader has).
         private mutating func ended(by error: CourierError) -> CourierError {
             self.isDone = true
-            self.response.task.cancel()
+            self.body.stop(cancelling: self.response.task)
             return error.adding(request: self.response.request, response: self.response.response)
         }
     }

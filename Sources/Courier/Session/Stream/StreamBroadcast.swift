@@ -16,12 +16,13 @@ extension DataStreamResponse {
     /// Iterate the readers' bodies (each once, as any body) instead of this response's. The body
     /// is read from the connection as fast as the fastest reader asks; a chunk is kept until every
     /// reader has read it, so a reader that falls behind holds what it has not read yet (no
-    /// back-pressure from it). A reader that stops early (its loop breaks, it is dropped without
-    /// being iterated) no longer holds anything; when every reader has stopped before the end, the
-    /// request is cancelled, as when the body's one reader stops. A failure of the body (a reset,
-    /// a timeout) reaches every reader. A reader whose task is cancelled while it waits for a
-    /// chunk another reader is reading stops with ``CourierError/Code/cancelled``; cancelling the
-    /// task that is reading from the connection for all of them cancels the request.
+    /// back-pressure from it). A reader that stops early (its loop breaks, its serializer fails,
+    /// it is dropped without being iterated) no longer holds anything; when every reader has
+    /// stopped before the end, the request is cancelled, as when the body's one reader stops. A
+    /// failure of the body (a reset, a timeout) reaches every reader. A reader whose task is
+    /// cancelled while it waits for a chunk another reader is reading stops with
+    /// ``CourierError/Code/cancelled``; cancelling the task that is reading from the connection
+    /// for all of them cancels the request.
     ///
     /// No readers (`count` 0 or less) is every reader stopped at once: the result is empty and the
     /// request is cancelled (unless its body has ended already).
@@ -218,7 +219,7 @@ final class StreamBroadcast: Sendable {
         }
     }
 
-    /// A reader's iteration: stops the reader when it ends or is dropped.
+    /// A reader's iteration: stops the reader when it ends, is stopped or is dropped.
     final class Cursor {
         private var branch: Branch?
 
@@ -230,17 +231,19 @@ final class StreamBroadcast: Sendable {
             guard let branch = self.branch else { return nil }
             do {
                 guard let chunk = try await branch.broadcast.next(for: branch.index) else {
-                    self.finish()
+                    self.stop()
                     return nil
                 }
                 return chunk
             } catch {
-                self.finish()
+                self.stop()
                 throw error
             }
         }
 
-        private func finish() {
+        /// The reader reads no more: it holds no chunk, and the request is cancelled if every
+        /// other reader stopped too (``StreamBroadcast/stop(_:)``). Later calls of `next()` return nil.
+        func stop() {
             guard let branch = self.branch.take() else { return }
             branch.broadcast.stop(branch.index)
         }
