@@ -115,8 +115,8 @@ extension TaskState {
     mutating func takeEnd(originalRequest: Request, response: HTTPResponse?, error: CourierError?) -> TaskEndRecord {
         // The attempt's bytes, held back or not: a response held for a retry that never came (the
         // task was cancelled, or failed, mid-body) received them all the same.
-        let metrics = self.metrics?.finish(
-            originalRequest: originalRequest, response: response, error: error, bytesReceived: self.attemptBytesReceived)
+        let bytesReceived = self.attemptBytesReceived
+        let metrics = self.metrics?.finish(originalRequest: originalRequest, response: response, error: error, bytesReceived: bytesReceived)
         self.metrics = nil
         self.held = nil
         self.finishedMetrics = metrics
