@@ -432,6 +432,32 @@ struct ConnectionPoolStateMachineTests {
         #expect(machine.hosts[Self.https]?.http2.last?.lifetimeLimit == 4)
     }
 
+    /// A connection that opened every stream the host processes on one (spent, its streams still
+    /// running) takes no new stream, so it does not count under `http2MaximumConnectionsPerHost`:
+    /// with a cap of one, a request waited for the spent connection's streams to end (with a
+    /// learned limit of one and a long download, for the whole download). It still counts under
+    /// `maximumConnectionsPerHost`, which bounds the sockets.
+    @Test func aSpentConnectionDoesNotCountUnderTheHTTP2Cap() {
+        var machine = self.machine(connections: 4, http2Connections: 1)
+        let id = { PoolConnectionID(rawValue: $0) }
+        self.openHTTP2(&machine, ["a", "b", "c"], id: 0)
+        _ = machine.http2GoAwayReceived(id(0), key: Self.https, lastStreamID: 3)
+        for _ in 0..<3 { _ = machine.http2StreamClosed(id(0), key: Self.https) }
+        for name in ["c again", "d", "e"] { _ = self.request(&machine, Request(name), key: Self.https) }
+        _ = machine.connectionCreated(self.connection(1, on: 1), key: Self.https, speaking: .http2)
+        #expect(
+            self.lines(machine.http2SettingsReceived(id(1), key: Self.https, maximumStreams: nil)) == [
+                "stream c again on #1 (busy)", "stream d on #1", "create #2 to 443 on L0",
+            ])
+        _ = machine.connectionCreated(self.connection(2), key: Self.https, speaking: .http2)
+        #expect(self.lines(machine.http2SettingsReceived(id(2), key: Self.https, maximumStreams: nil)) == ["stream e on #2 (busy)"])
+        // #2 takes its second stream; then it is spent too, and the next request opens a connection
+        // while the three earlier ones (#0 draining) still count under the cap of four sockets.
+        #expect(self.request(&machine, Request("f"), key: Self.https) == ["stream f on #2"])
+        #expect(self.request(&machine, Request("g"), key: Self.https).first?.hasPrefix("create #3 to 443") == true)
+        #expect(self.request(&machine, Request("h"), key: Self.https) == [], "four sockets: h waits")
+    }
+
     /// A GOAWAY that names an error (ENHANCE_YOUR_CALM, PROTOCOL_ERROR with a last stream of 0)
     /// is a connection error, not the host's count of requests a connection: nothing is learned.
     /// The host's limit became one stream a connection, for all its connections.

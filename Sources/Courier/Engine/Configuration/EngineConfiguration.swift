@@ -23,8 +23,9 @@ extension NIOEngine {
         /// when every one is full (its streams at the server's `SETTINGS_MAX_CONCURRENT_STREAMS` or
         /// at ``http2MaximumStreamsPerConnection``), another opens, on an event loop none of the
         /// host's HTTP/2 connections uses when there is one, so that a busy host's streams spread
-        /// over the loops. Connections draining after a GOAWAY do not count. 4 by default; at
-        /// least 1.
+        /// over the loops. Connections draining after a GOAWAY do not count, nor those that opened
+        /// every stream the host was seen to process on one connection and only finish them. 4 by
+        /// default; at least 1.
         public var http2MaximumConnectionsPerHost: Int = 4
         /// How many streams one HTTP/2 connection carries at once, at most, whatever the server
         /// allows (its `SETTINGS_MAX_CONCURRENT_STREAMS` may allow fewer): past it a request takes

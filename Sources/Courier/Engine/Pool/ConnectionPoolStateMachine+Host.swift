@@ -126,8 +126,10 @@ extension ConnectionPoolStateMachine {
                 return false
             }
             guard offersHTTP2, self.learned.applicationProtocol != .http1_1 else { return true }
+            // A spent connection (``HTTP2Entry/isSpent``) takes no stream again: it counts under
+            // the cap on sockets above, not under this one, or requests would wait for its streams.
             return connecting == 0 && !self.http2.contains { $0.hasRoom(configuration) }
-                && self.http2.count(where: \.isUsable) < configuration.http2MaximumConnectionsPerHost
+                && self.http2.count(where: { $0.isUsable && !$0.isSpent }) < configuration.http2MaximumConnectionsPerHost
         }
 
         /// Hands waiting requests, in order, to streams of the HTTP/2 connection at `index` while
