@@ -171,6 +171,10 @@ public struct CourierTransport: ClientTransport {
             // body's own, as it would be mid-upload.
             do {
                 return .data(try await Data(collecting: body, upTo: Int(count)))
+            } catch is CancellationError {
+                // The caller's task was cancelled while the body was read: the call was cancelled
+                // (``CourierError/Code/cancelled``, as after the request went out), the body did not fail.
+                throw CourierError(.cancelled, "\(request.method.rawValue) \(request.path ?? ""): cancelled while the request body was read")
             } catch {
                 throw CourierError(
                     .bodyReadFailed, "\(request.method.rawValue) \(request.path ?? ""): the request body failed",

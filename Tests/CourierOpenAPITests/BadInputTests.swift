@@ -181,6 +181,39 @@ struct BadInputTests {
         }
     }
 
+    /// A body that waits until its reader is cancelled, and tells when it is first read.
+    struct ChunksUntilCancelled: AsyncSequence, Sendable {
+        typealias Element = ArraySlice<UInt8>
+        let reading: Signal
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            let reading: Signal
+            mutating func next() async throws -> ArraySlice<UInt8>? {
+                self.reading.fire()
+                try await Task.sleep(for: .seconds(3600))
+                return nil
+            }
+        }
+
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reading: self.reading) }
+    }
+
+    @Test("Cancelling a call while its small replayable request body is read ends it as cancelled, not as a body that failed")
+    func cancelledWhileTheBodyIsGathered() async throws {
+        try await TestServer.withServer { server in
+            try await withGeneratedClient(baseURL: server.baseURL) { client, _ in
+                let reading = Signal()
+                let body = HTTPBody(ChunksUntilCancelled(reading: reading), length: .known(1024), iterationBehavior: .multiple)
+                let call = Task { try await client.upload(body: .binary(body)) }
+                #expect(await reading.wait())
+                call.cancel()
+                let error = try await #require(throws: ClientError.self) { try await call.value }
+                let courier = try #require(error.underlyingError as? CourierError, "\(error.underlyingError)")
+                #expect(courier.code == .cancelled, "\(courier)")
+            }
+        }
+    }
+
     @Test(
         "A body that is not the document's JSON: the runtime's DecodingError beneath ClientError",
         arguments: [#"{"url": 42, "headers": {}}"#, "this is not JSON"])
