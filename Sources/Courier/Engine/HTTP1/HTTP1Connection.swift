@@ -49,7 +49,13 @@ final class HTTP1Connection: HopCarrier, Sendable {
     /// Starts `hop` (handed to this connection by the pool) on the connection's loop;
     /// `carriesSetup` when the pool handed the connection to it as it opened.
     func run(_ hop: EngineHop, carriesSetup: Bool = false) {
-        self.onLoop { $0.run(hop, carriesSetup: carriesSetup) }
+        // Two closures, each capturing the hop alone: one capturing the flag too needs a box of
+        // its own, a malloc for every request.
+        if carriesSetup {
+            self.onLoop { $0.run(hop, carriesSetup: true) }
+        } else {
+            self.onLoop { $0.run(hop, carriesSetup: false) }
+        }
     }
 
     /// Ends `hop` with its cancellation if it is the one running, closing the connection.
