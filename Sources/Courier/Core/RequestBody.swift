@@ -164,10 +164,56 @@ public struct RequestBody: Sendable {
         case .empty: return 0
         case .data(let data): return Int64(data.count)
         case .file(let url):
-            guard let size = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber else { return nil }
-            return size.int64Value
+            guard case .readable(let size) = Self.examine(file: url) else { return nil }
+            return size
         case .stream(_, .known(let length)), .replayableStream(_, .known(let length)): return length
         case .stream(_, .unknown), .replayableStream(_, .unknown): return nil
+        }
+    }
+}
+
+extension RequestBody {
+    /// What a file a body is read from turns out to be, looked at before anything is sent.
+    enum FileExamination {
+        /// A regular file the process may read, of this size.
+        case readable(size: Int64)
+        /// Why it cannot be sent, in words that name the path, with the file system's error.
+        case refused(String, underlyingError: (any Error)?)
+    }
+
+    /// Looks at the file at `url`, a symbolic link followed (its own size is its target path's
+    /// length, which the file's bytes then exceeded): only a regular file that can be read is
+    /// sent. A directory, a device (`/dev/null` and `/dev/zero` say 0 bytes), a pipe (opening
+    /// one blocks until a writer comes) or a socket is refused, and so is a file the process may
+    /// not read, before the request's head goes out: the server saw a complete empty upload
+    /// before the body failed.
+    static func examine(file url: URL) -> FileExamination {
+        let path = url.resolvingSymlinksInPath().path
+        let attributes: [FileAttributeKey: Any]
+        do {
+            attributes = try FileManager.default.attributesOfItem(atPath: path)
+        } catch {
+            return .refused("there is no file at \(url.path)", underlyingError: error)
+        }
+        let type = attributes[.type] as? FileAttributeType
+        if type == .typeDirectory { return .refused("\(url.path) is a directory, not a file", underlyingError: nil) }
+        guard type == .typeRegular, let size = (attributes[.size] as? NSNumber)?.int64Value else {
+            return .refused("\(url.path) is not a regular file (a device, a pipe or a socket)", underlyingError: nil)
+        }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            return .refused("\(url.path) cannot be read (permission denied)", underlyingError: nil)
+        }
+        return .readable(size: size)
+    }
+
+    /// The size of the body file at `url`, or the error that refuses it for `request`
+    /// (``examine(file:)``).
+    static func sizeOfBodyFile(at url: URL, for request: Request) throws(CourierError) -> Int64 {
+        switch Self.examine(file: url) {
+        case .readable(let size):
+            return size
+        case .refused(let reason, let underlyingError):
+            throw CourierError(.bodyReadFailed, "\(request.summary): the body file cannot be sent: \(reason)", request: request, underlyingError: underlyingError)
         }
     }
 }

@@ -19,9 +19,7 @@ enum OutgoingBody {
             self = data.isEmpty ? .empty : .data(data)
         case .file(let url):
             // The size is read now, for Content-Length; the reader checks the file still has it.
-            guard let size = request.body.knownLength else {
-                throw CourierError(.bodyReadFailed, "\(request.summary): cannot read body file \(url.path)", request: request)
-            }
+            let size = try RequestBody.sizeOfBodyFile(at: url, for: request)
             self = .stream(FileChunks(url: url, size: size), length: .known(size))
         case .stream(let stream, let length):
             self = .stream(stream, length: length)

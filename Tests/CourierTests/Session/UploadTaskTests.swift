@@ -21,6 +21,61 @@ struct UploadTaskTests {
         }
     }
 
+    /// A body file given as a symbolic link is its target's bytes: its size was read without
+    /// following the link (the length of the target's path), and the upload then failed as a file
+    /// that grew.
+    @Test func aSymbolicLinkIsUploadedAsItsTarget() async throws {
+        try await withScratchDirectory { folder in
+            let target = folder.appendingPathComponent("target.bin")
+            try Data(repeating: 7, count: 100_000).write(to: target)
+            let link = folder.appendingPathComponent("link.bin")
+            try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    manager.responseSerializer = HTTPResponseSerializer()
+                    let result: (Data?, CourierError?) = await awaitCallback { finish in
+                        manager.uploadTask(with: Request(method: .post, url: server.url("/courier/upload")), fromFile: link) {
+                            finish(($1 as? Data, $2))
+                        }.resume()
+                    }
+                    #expect(result.1 == nil, "\(String(describing: result.1))")
+                    let summary = try #require(result.0.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] })
+                    #expect(summary["size"] as? Int == 100_000)
+                }
+            }
+        }
+    }
+
+    /// A body file that is not a regular file (a device that reads as 0 bytes or none, a pipe that
+    /// blocks whoever opens it, a directory) is refused before anything is sent: the server got a
+    /// complete empty upload before the body failed, and a pipe held one of NIO's blocking threads
+    /// and the task until its timeout, which then reported success.
+    @Test func aFileThatIsNotARegularFileIsRefusedBeforeAnythingIsSent() async throws {
+        try await withScratchDirectory { folder in
+            let pipe = folder.appendingPathComponent("pipe")
+            #expect(mkfifo(pipe.path, 0o600) == 0)
+            defer {
+                // Frees a thread an old build left blocked opening the pipe.
+                let writer = open(pipe.path, O_WRONLY | O_NONBLOCK)
+                if writer >= 0 { close(writer) }
+            }
+            try await withTestServer { server in
+                var configuration = SessionConfiguration.default
+                configuration.timeoutIntervalForRequest = 5
+                try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                    for file in [URL(fileURLWithPath: "/dev/null"), pipe, folder] {
+                        let error: CourierError? = await awaitCallback { finish in
+                            manager.uploadTask(with: Request(method: .put, url: server.url("/courier/upload")), fromFile: file) { finish($2) }.resume()
+                        }
+                        #expect(error?.code == .bodyReadFailed, "\(file.path): \(String(describing: error))")
+                        #expect(error?.message.contains(file.path) == true, "\(String(describing: error))")
+                        #expect(server.requestCount == 0, "\(file.path): nothing was sent")
+                    }
+                }
+            }
+        }
+    }
+
     @Test func aFileThatShrinksWhileSentIsATypedError() async throws {
         try await withScratchDirectory { folder in
             let file = folder.appendingPathComponent("shrinking.bin")

@@ -132,9 +132,7 @@ public final class RequestCompressor: RequestInterceptor, Sendable {
         case .data(let data):
             compressed.body = .data(try Deflater.compress(data, algorithm: self.encoding.algorithm))
         case .file(let url):
-            guard let size = request.body.knownLength else {
-                throw CourierError(.bodyReadFailed, "\(request.summary): cannot read body file \(url.path)", request: request)
-            }
+            let size = try RequestBody.sizeOfBodyFile(at: url, for: request)
             let algorithm = self.encoding.algorithm
             compressed.body = .replayableStream(length: .unknown) { CompressedChunks(upstream: FileChunks(url: url, size: size), algorithm: algorithm) }
         case .replayableStream(let makeStream, _):

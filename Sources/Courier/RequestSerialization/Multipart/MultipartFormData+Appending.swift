@@ -169,23 +169,11 @@ extension MultipartFormData {
         guard url.isFileURL else {
             throw CourierError(.bodyReadFailed, "the form field '\(name)': \(url.absoluteString) is not a file URL")
         }
-        let path = url.resolvingSymlinksInPath().path
-        let attributes: [FileAttributeKey: Any]
-        do {
-            attributes = try FileManager.default.attributesOfItem(atPath: path)
-        } catch {
-            throw CourierError(.bodyReadFailed, "the form field '\(name)': there is no file at \(url.path)", underlyingError: error)
+        switch RequestBody.examine(file: url) {
+        case .readable(let size):
+            return size
+        case .refused(let reason, let underlyingError):
+            throw CourierError(.bodyReadFailed, "the form field '\(name)': \(reason)", underlyingError: underlyingError)
         }
-        let type = attributes[.type] as? FileAttributeType
-        if type == .typeDirectory {
-            throw CourierError(.bodyReadFailed, "the form field '\(name)': \(url.path) is a directory, not a file")
-        }
-        guard type == .typeRegular, let size = (attributes[.size] as? NSNumber)?.int64Value else {
-            throw CourierError(.bodyReadFailed, "the form field '\(name)': \(url.path) is not a regular file")
-        }
-        guard FileManager.default.isReadableFile(atPath: path) else {
-            throw CourierError(.bodyReadFailed, "the form field '\(name)': \(url.path) cannot be read (permission denied)")
-        }
-        return size
     }
 }
