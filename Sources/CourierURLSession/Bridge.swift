@@ -145,6 +145,13 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             completionHandler(.cancel)
             return
         }
+        // An interim head (`100 Continue`, `102 Processing`, `103 Early Hints`): FoundationNetworking
+        // hands every header block libcurl reads over as a response, but the final one is still to
+        // come, with the body. It is not the exchange's response.
+        if URLSessionEngine.isInterim(http.statusCode) {
+            completionHandler(.allow)
+            return
+        }
         // A redirect Courier follows itself: this task's response is not the exchange's. A head
         // delivered already (a challenge's, which ends the exchange) is not delivered twice.
         if exchange.isFollowingItself || exchange.hasDeliveredHead {
@@ -246,8 +253,8 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             // it plans, and one without a `Location` ends the task with neither its head nor an
             // error: that response is the answer (RFC 9110 15.4), and goes to the exchange here.
             if error == nil, !shutDown, !exchange.hasDeliveredHead, !exchange.isFollowingItself, !exchange.brokeRedirectPolicy,
-                let http = task.response as? HTTPURLResponse, http.value(forHTTPHeaderField: "Location") == nil,
-                let head = URLSessionEngine.response(from: http)
+                let http = task.response as? HTTPURLResponse, !URLSessionEngine.isInterim(http.statusCode),
+                http.value(forHTTPHeaderField: "Location") == nil, let head = URLSessionEngine.response(from: http)
             {
                 exchange.markHeadDelivered()
                 _ = exchange.delegate.exchange(didReceive: head, url: http.url ?? exchange.current.url)

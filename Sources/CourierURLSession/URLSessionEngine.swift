@@ -230,6 +230,12 @@ public final class URLSessionEngine: Engine {
         #endif
     }
 
+    /// Whether `status` is an interim response's (1xx), which a final response follows: every one
+    /// but `101 Switching Protocols`, which ends the exchange as HTTP.
+    static func isInterim(_ status: Int) -> Bool {
+        (100...199).contains(status) && status != 101
+    }
+
     /// The response head, or nil when its status is not three digits (a custom `URLProtocol` can
     /// make any `Int`; `HTTPResponse` takes 0 to 999 and stops the process at another).
     static func response(from response: HTTPURLResponse) -> HTTPResponse? {

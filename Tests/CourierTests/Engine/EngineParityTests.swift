@@ -151,6 +151,38 @@ struct EngineParityTests {
         }
     }
 
+    /// An interim head is not the response, on every engine: after a `103 Early Hints` (and a
+    /// `102 Processing` before it) the task gets the final `200` and its body, without the hints'
+    /// fields; a request that sets `Expect: 100-continue` itself gets the answer that follows the
+    /// server's `100 Continue`. URLSessionEngine took the first head FoundationNetworking handed
+    /// over (it hands over every header block) as the response, and the 200's body came under it.
+    @Test(arguments: Kind.allCases)
+    func interimHeadsAreNotTheResponse(_ kind: Kind) async throws {
+        let hints = "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        try await ScriptedHTTPServer.with({ _, _, head in
+            .respond(head.hasPrefix("GET /processing ") ? "HTTP/1.1 102 Processing\r\n\r\n" + hints : hints)
+        }) { server in
+            try await withManagerThatEnds({ kind.manager(baseURL: server.baseURL) }) { manager in
+                for path in ["hints", "processing"] {
+                    let response = try await manager.responseOfAnyStatus(for: Request(url: server.baseURL.appendingPathComponent(path)))
+                    #expect(response.response.status.code == 200, "\(path)")
+                    #expect(response.value == Data("ok".utf8), "\(path)")
+                    #expect(response.response.headerFields[HTTPField.Name("Link")!] == nil, "\(path)")
+                }
+            }
+        }
+        try await withTestServer { server in
+            try await self.withManager(kind, server) { manager in
+                // TestServer answers the expectation with `100 Continue`, then the request.
+                var expecting = Request(method: .post, url: server.url("/anything"), headerFields: [.contentType: "text/plain", .expect: "100-continue"])
+                expecting.body = .data(Data("abc".utf8))
+                let echoed = try await manager.response(for: expecting, serializer: JSONResponseSerializer())
+                #expect(echoed.response.status == .ok)
+                #expect((echoed.value as? [String: Any])?["data"] as? String == "abc")
+            }
+        }
+    }
+
     /// A connection the server ends after the request was sent is `connectionClosed` on every
     /// engine, never `connectionFailed` (which says no request went out, and which a retry policy
     /// may take as safe to send again). URLSession's engine called libcurl's lost connection
