@@ -320,6 +320,13 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         var deliveredHead = false
         var redirects = 0
 
+        /// What the task receives now is not the exchange's body: the body of a redirect Courier
+        /// follows itself or that broke the policy, or what comes after the exchange was cancelled
+        /// (its head refused, or ``URLSessionExchange/cancel(with:)``) or ended.
+        var dropsBody: Bool {
+            self.redirect != nil || self.redirectFailure != nil || self.cancellation != nil || self.hasEnded
+        }
+
         /// The next hop is `request`.
         mutating func follow(_ request: Request) {
             self.redirects += 1
@@ -472,17 +479,20 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
                 guard !state.hasEnded else { return nil }
                 state.isSuspended = false
                 defer { state.held = [] }
-                return state.held
+                // Cancelled meanwhile: what was held is dropped, as what still arrives is.
+                return state.cancellation == nil ? state.held : nil
             }
             for data in held ?? [] { self.delegate.exchange(didReceive: ByteBuffer(data: data)) }
         }
     }
 
-    /// A chunk arrived: delivered, or held while receiving is suspended; dropped when it is the
-    /// body of a redirect Courier follows itself.
+    /// A chunk arrived: delivered, or held while receiving is suspended; dropped when it is not
+    /// the exchange's (``State/dropsBody``). FoundationNetworking ignores a refusal of the head
+    /// (`.cancel`), and hands a declined redirect's body over after its head: once the head was
+    /// refused, the exchange cancelled, such bytes are not delivered.
     func received(_ data: Data) {
         let deliver = self.state.withLockedValue { state -> Bool in
-            guard state.redirect == nil, state.redirectFailure == nil else { return false }
+            guard !state.dropsBody else { return false }
             if state.isSuspended { state.held.append(data) }
             return !state.isSuspended
         }
@@ -518,14 +528,15 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
     /// exchange's.
     var brokeRedirectPolicy: Bool { self.state.withLockedValue { $0.redirectFailure != nil } }
 
-    /// Ends the exchange once: held chunks first (a completion is the last call), then the
-    /// completion with `error`, or with the cancellation's error when there was one.
+    /// Ends the exchange once: held chunks first (a completion is the last call; none once the
+    /// exchange was cancelled), then the completion with `error`, or with the cancellation's error
+    /// when there was one.
     func finish(_ error: CourierError?) {
         let ending = self.state.withLockedValue { state -> ([Data], CourierError?, Bool)? in
             guard !state.hasEnded else { return nil }
             state.hasEnded = true
             defer { state.held = [] }
-            return (state.held, state.cancellation ?? state.redirectFailure, state.deliveredHead)
+            return (state.cancellation == nil ? state.held : [], state.cancellation ?? state.redirectFailure, state.deliveredHead)
         }
         guard let (held, cancellation, deliveredHead) = ending else { return }
         // A task that ends well must have answered: an end with neither a response nor an error

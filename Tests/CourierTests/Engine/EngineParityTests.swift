@@ -183,6 +183,31 @@ struct EngineParityTests {
         }
     }
 
+    /// A redirect the session declines because its cache holds the target (fresh) ends the task
+    /// with the stored response, its body alone, on every engine. On URLSessionEngine the 302's
+    /// page came first: FoundationNetworking hands a declined redirect's body over after its head,
+    /// and the engine went on delivering what its task received after the head was refused.
+    @Test(arguments: Kind.allCases)
+    func aRedirectDeclinedForTheCachesAnswerBringsThatAnswerAlone(_ kind: Kind) async throws {
+        try await withTestServer { server in
+            server.route("/fresh") { _ in
+                TestServer.Response(headerFields: [.cacheControl: "max-age=600", .contentType: "text/plain"], body: Data("fresh".utf8))
+            }
+            server.route("/hop") { _ in
+                TestServer.Response(
+                    status: .found, headerFields: [.location: "/fresh", .contentType: "text/html"],
+                    body: Data("<html><body><a href=\"/fresh\">Found</a></body></html>".utf8))
+            }
+            try await self.withManager(kind, server) { manager in
+                let stored = try await manager.data(for: Request(url: server.url("/fresh")))
+                #expect(String(decoding: stored.value, as: UTF8.self) == "fresh")
+                let redirected = try await manager.data(for: Request(url: server.url("/hop")))
+                #expect(redirected.response.status == .ok)
+                #expect(String(decoding: redirected.value, as: UTF8.self) == "fresh")
+            }
+        }
+    }
+
     /// A connection the server ends after the request was sent is `connectionClosed` on every
     /// engine, never `connectionFailed` (which says no request went out, and which a retry policy
     /// may take as safe to send again). URLSession's engine called libcurl's lost connection
