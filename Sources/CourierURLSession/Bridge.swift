@@ -122,6 +122,9 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         guard case .follow(let proposal) = exchange.planRedirect(redirect),
             let chosen = exchange.delegate.exchange(willPerformRedirection: redirect, newRequest: proposal)
         else {
+            // FoundationNetworking hands this head over next as the response: the answer, not a
+            // redirect to ask the session about again.
+            exchange.declineRedirect()
             completionHandler(nil)
             return
         }
@@ -163,8 +166,11 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             completionHandler(.cancel)
             return
         }
-        // FoundationNetworking does not follow a 308: the engine does, by the same rule.
-        if http.statusCode == 308, case .follow(let next) = exchange.planRedirect(head),
+        // A 308 handed over as a response without a redirect proposed first (a custom
+        // `URLProtocol`'s): the engine follows it, by the same rule. FoundationNetworking proposes
+        // a 308 as any redirect (`willPerformHTTPRedirection`), and hands its head over only once
+        // it was not followed: the session was asked already, and the head is the answer.
+        if http.statusCode == 308, !exchange.hasDeclinedRedirect, case .follow(let next) = exchange.planRedirect(head),
             let chosen = exchange.delegate.exchange(willPerformRedirection: head, newRequest: next)
         {
             exchange.followItself(chosen)

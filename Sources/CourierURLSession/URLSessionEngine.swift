@@ -47,9 +47,9 @@ import FoundationNetworking
 /// as on `NIOEngine`: with `.disallow` a redirect is the response; past the maximum, or back to a
 /// URL already requested when cycles are not allowed, the exchange fails with
 /// `CourierError.Code.tooManyRedirects`.
-/// A redirect that keeps the request's body (a 307 or 308 to a POST) and every 308 are followed by
-/// the engine itself, on a new `URLSessionTask` that sends the body again: FoundationNetworking
-/// sends a redirected request without its body and does not follow a 308.
+/// A redirect that keeps the request's body (a 307 or 308 to a POST) is followed by the engine
+/// itself, on a new `URLSessionTask` that sends the body again: FoundationNetworking sends a
+/// redirected request without its body.
 public final class URLSessionEngine: Engine {
     private let session: URLSession
     private let queue: OperationQueue
@@ -310,6 +310,10 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         var visited: Set<String> = []
         /// Why a redirect broke the request's policy: the exchange ends with it.
         var redirectFailure: CourierError?
+        /// URLSession proposed a redirect and was told not to follow it (the policy does not
+        /// follow it, or the session declined it): its head, which URLSession then hands over as
+        /// the response, is the answer, never a redirect to ask about again.
+        var declinedRedirect = false
         /// The error ``cancel(with:)`` gave, reported instead of URLSession's own.
         var cancellation: CourierError?
         var isSuspended = false
@@ -364,8 +368,8 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
     }
 
     /// Courier follows a redirect with `request` itself, on a new task, once the current one has
-    /// ended (URLSession on Linux sends a 307's body nowhere, and does not follow a 308). What the
-    /// current task still receives is dropped.
+    /// ended (FoundationNetworking sends a redirected request without its body). What the current
+    /// task still receives is dropped.
     func followItself(_ request: Request) {
         self.state.withLockedValue { state in
             state.follow(request)
@@ -375,6 +379,16 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
 
     /// Whether a redirect Courier follows itself waits for the current task to end.
     var isFollowingItself: Bool { self.state.withLockedValue { $0.redirect != nil } }
+
+    /// URLSession's redirect is not followed: the policy does not follow it, or the session
+    /// declined it (``State/declinedRedirect``).
+    func declineRedirect() {
+        self.state.withLockedValue { $0.declinedRedirect = true }
+    }
+
+    /// Whether URLSession proposed a redirect that was not followed: the head it hands over next
+    /// is that redirect's, the answer.
+    var hasDeclinedRedirect: Bool { self.state.withLockedValue { $0.declinedRedirect } }
 
     /// The redirect to follow now, with the body to send: its own when it is data or a file, else
     /// the one the ended task sent (a streamed body, read once).

@@ -412,10 +412,35 @@ struct EngineParityTests {
         }
     }
 
+    /// A 308 the session declines is asked about once, on every engine: the redirect hook runs
+    /// once and the 308 is the response. (FoundationNetworking proposes a 308 as any redirect,
+    /// then hands the declined one over as the response; URLSessionEngine took that head for a 308
+    /// to follow itself and asked the session again: the hook, the redirector, the monitors and
+    /// the redirect's cookies twice.)
+    @Test(arguments: Kind.allCases)
+    func aDeclined308IsAskedAboutOnce(_ kind: Kind) async throws {
+        try await withTestServer { server in
+            try await self.withManager(kind, server) { manager in
+                let asked = NIOLockedValueBox(0)
+                manager.hooks.taskWillPerformHTTPRedirection = { _, _, _, _ in
+                    asked.withLockedValue { $0 += 1 }
+                    return nil
+                }
+                var anyStatus = HTTPResponseSerializer()
+                anyStatus.acceptableStatusCodes = IndexSet(200..<400)
+                let response = try await manager.response(
+                    for: Request(url: server.url("/redirect-to?url=/get&status_code=308")), serializer: anyStatus)
+                #expect(response.response.status.code == 308)
+                #expect(asked.withLockedValue { $0 } == 1)
+                #expect(server.requestCount == 1, "the redirect was not followed")
+            }
+        }
+    }
+
     /// A 307 or 308 keeps the method and the body: data, a file and a replayable stream each reach
     /// the redirect's target whole, and a GET through a 308 is followed. (On URLSessionEngine,
-    /// FoundationNetworking sent a 307's POST with no body at all and did not follow a 308: the
-    /// engine now follows those itself.)
+    /// FoundationNetworking sent a 307's or a 308's POST with no body at all: the engine now
+    /// follows those itself.)
     @Test(arguments: Kind.allCases)
     func redirectsThatKeepTheBodySendItAgain(_ kind: Kind) async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-parity-\(UUID().uuidString).txt")
