@@ -43,10 +43,11 @@ import FoundationNetworking
 /// Responses come decompressed, as libcurl hands them over. What `NIOEngine`'s configuration
 /// holds (proxies, HTTP versions, connection limits, timeouts) is the `URLSessionConfiguration`'s
 /// here: the session manager's `SessionConfiguration`-to-engine settings reach `NIOEngine` only.
-/// A request's `RequestOptions.timeoutInterval` applies, and its `RequestOptions.redirectPolicy`
-/// as on `NIOEngine`: with `.disallow` a redirect is the response; past the maximum, or back to a
-/// URL already requested when cycles are not allowed, the exchange fails with
-/// `CourierError.Code.tooManyRedirects`.
+/// A request's `RequestOptions.timeoutInterval` applies, and the redirect policy as on
+/// `NIOEngine` (the request's `RequestOptions.redirectPolicy`, which the session manager sets to
+/// its `SessionConfiguration.redirectPolicy` when the request sets none): with `.disallow` a
+/// redirect is the response; past the maximum, or back to a URL already requested when cycles are
+/// not allowed, the exchange fails with `CourierError.Code.tooManyRedirects`.
 /// A redirect that keeps the request's body (a 307 or 308 to a POST) is followed by the engine
 /// itself, on a new `URLSessionTask` that sends the body again: FoundationNetworking sends a
 /// redirected request without its body.
@@ -525,7 +526,8 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
     /// `RedirectPlanner`, so that a policy means the same on both engines. A step that breaks the
     /// policy is kept as ``redirectFailure``, which the exchange ends with.
     func planRedirect(_ response: HTTPResponse) -> RedirectStep {
-        // NIOEngine's default when the request sets none.
+        // A session manager sets the session's in a request that sets none; NIOEngine's default
+        // for an exchange started otherwise.
         let policy = self.request.options.redirectPolicy ?? .follow(max: 16, allowCycles: true)
         return self.state.withLockedValue { state in
             let step = RedirectPlanner.step(

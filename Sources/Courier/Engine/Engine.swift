@@ -6,7 +6,10 @@ import NIOCore
 ///
 /// An engine sends a request's head and body, reports how many body bytes have gone out, delivers
 /// the response head, then body chunks (pausing when asked), then completion or an error. It
-/// follows redirects by asking its delegate first. It knows exchanges, not tasks: progress,
+/// follows redirects by asking its delegate first, by the request's
+/// ``RequestOptions/redirectPolicy`` (a session manager sets it to its own
+/// ``SessionConfiguration/redirectPolicy`` in a request that sets none, for every engine but a
+/// ``NIOEngine``, which holds it in its configuration). It knows exchanges, not tasks: progress,
 /// serialization, notifications and retries live above it, the same for every engine.
 ///
 /// ``NIOEngine`` is the default. `CourierTesting` has a stub engine for tests that must not touch

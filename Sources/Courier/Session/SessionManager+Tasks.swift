@@ -134,7 +134,15 @@ extension SessionManager {
         case .send(let changed):
             // Not `changed ?? request`: that would copy the request the attempt made.
             let exchange =
-                if let changed { self.engine.execute(changed, delegate: delegate) } else { self.engine.execute(request, delegate: delegate) }
+                if let policy = self.redirectPolicyForEngine, (changed ?? request).options.redirectPolicy == nil {
+                    // An engine that does not hold the session's configuration gets its redirect
+                    // policy in the request (``RequestOptions/redirectPolicy``: nil is the session's).
+                    self.engine.execute(Self.redirecting(changed ?? request, by: policy), delegate: delegate)
+                } else if let changed {
+                    self.engine.execute(changed, delegate: delegate)
+                } else {
+                    self.engine.execute(request, delegate: delegate)
+                }
             delegate.attach(exchange, attempt: attempt)
         case .answer(let cached):
             delegate.answerFromCache(cached)
@@ -144,6 +152,13 @@ extension SessionManager {
             delegate.exchange(
                 didCompleteWith: cancelled ? .cancelled(request) : error)
         }
+    }
+
+    /// `request` with `policy` as its redirect policy.
+    private static func redirecting(_ request: Request, by policy: NIOEngine.RedirectPolicy) -> Request {
+        var request = request
+        request.options.redirectPolicy = policy
+        return request
     }
 
     /// Drops a finished (or dropped unstarted) task's delegate; shuts the engine down when an

@@ -140,6 +140,11 @@ public class SessionManager: @unchecked Sendable {
     public let securityPolicy: SecurityPolicy
     /// The transport.
     public let engine: any Engine
+    /// The session's redirect policy (``SessionConfiguration/redirectPolicy``) for an engine that
+    /// is not a ``NIOEngine``, which gets it in each request that sets none of its own
+    /// (``RequestOptions/redirectPolicy``, set by ``execute(_:for:attempt:)``); nil on a
+    /// ``NIOEngine``, which holds it in its configuration.
+    let redirectPolicyForEngine: NIOEngine.RedirectPolicy?
     let registry = NIOLockedValueBox(Registry())
     /// The identifier the next task gets (AFNetworking's `taskIdentifier`, from 1): counted
     /// without the registry's lock, which every task of the manager takes.
@@ -166,16 +171,22 @@ public class SessionManager: @unchecked Sendable {
         self.configurationReference = SessionConfigurationReference(configuration)
         self.securityPolicy = securityPolicy
         self.engine = NIOEngine(configuration: configuration, securityPolicy: securityPolicy)
+        self.redirectPolicyForEngine = nil
         #if DEBUG
         LiveObjectCensus.born(self, .manager, "\(type(of: self))")
         #endif
     }
 
     /// A manager on the given engine (a `StubEngine` in tests, another transport).
+    ///
+    /// An engine other than a ``NIOEngine`` gets the configuration's redirect policy in each
+    /// request that sets none (``RequestOptions/redirectPolicy``); a ``NIOEngine`` keeps its own
+    /// configuration's.
     public init(engine: any Engine, configuration: SessionConfiguration = .default) {
         self.configurationReference = SessionConfigurationReference(configuration)
         self.securityPolicy = (engine as? NIOEngine)?.serverTrust.defaultPolicy ?? .default
         self.engine = engine
+        self.redirectPolicyForEngine = engine is NIOEngine ? nil : configuration.redirectPolicy
         #if DEBUG
         LiveObjectCensus.born(self, .manager, "\(type(of: self)) on \(type(of: engine))")
         #endif

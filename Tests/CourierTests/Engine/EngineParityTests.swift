@@ -550,6 +550,29 @@ struct EngineParityTests {
         }
     }
 
+    /// The session's redirect policy holds on every engine for a request that sets none: with
+    /// `.disallow` the redirect is the response; a request's own policy still wins. (URLSessionEngine
+    /// read the request's option alone and followed by NIOEngine's default.)
+    @Test(arguments: Kind.allCases)
+    func theSessionsRedirectPolicyHoldsOnEveryEngine(_ kind: Kind) async throws {
+        var configuration = SessionConfiguration.default
+        configuration.redirectPolicy = .disallow
+        try await withTestServer { server in
+            try await self.withManager(kind, server, configuration: configuration) { manager in
+                var anyStatus = HTTPResponseSerializer()
+                anyStatus.acceptableStatusCodes = IndexSet(200..<400)
+                let refused = try await manager.response(for: Request(url: server.url("/redirect/1")), serializer: anyStatus)
+                #expect(refused.response.status.code == 302)
+
+                var following = Request(url: server.url("/redirect/1"))
+                following.options.redirectPolicy = .follow(max: 2, allowCycles: true)
+                let followed = try await manager.response(for: following, serializer: anyStatus)
+                #expect(followed.response.status == .ok)
+                #expect(followed.request.url.path == "/get")
+            }
+        }
+    }
+
     /// A body whose stream throws, or that gives fewer or more bytes than it declared, fails the
     /// task with `bodyReadFailed` on either engine.
     @Test(arguments: Kind.allCases)
