@@ -24,6 +24,9 @@ import FoundationNetworking
 ///   with `CourierError.Code.unsupportedOption`. `URLSession` checks certificates
 ///   against the system's roots.
 /// - Trailer fields: the exchange fails with `CourierError.Code.unsupportedOption`.
+/// - A body on a `GET` or `HEAD` (FoundationNetworking refuses a `GET` with one): the exchange
+///   fails with `CourierError.Code.unsupportedOption` before anything is sent. An empty body (no
+///   byte of data, a file or a stream of known length 0) is no body, and goes out as none.
 /// - Sending a streamed body as it is read (`RequestBody.stream(_:length:trailers:)`,
 ///   `RequestBody.replayableStream(length:trailers:_:)`: multipart forms, OpenAPI bodies):
 ///   `URLSession` uploads bytes in memory or a file, so such a body is read whole first, in
@@ -110,12 +113,25 @@ public final class URLSessionEngine: Engine {
             exchange.finish(problem)
             return exchange
         }
-        if request.body.data == nil, request.body.fileURL == nil, !request.body.isEmpty {
-            self.spoolAndStart(exchange)
+        // An empty body is none: FoundationNetworking fails a GET with one, even empty. A GET or
+        // HEAD gets here only with an empty body (``problem(with:)``).
+        if request.body.isEmpty || Self.sendsNoBody(request.method) {
+            Self.start(exchange, body: nil, session: self.session, bridge: self.bridge)
+        } else if let data = request.body.data {
+            Self.start(exchange, body: .data(data), session: self.session, bridge: self.bridge)
+        } else if let file = request.body.fileURL {
+            Self.start(exchange, body: .file(file), session: self.session, bridge: self.bridge)
         } else {
-            Self.start(exchange, body: request.body.data.map { .data($0) } ?? request.body.fileURL.map { .file($0) }, session: self.session, bridge: self.bridge)
+            self.spoolAndStart(exchange)
         }
         return exchange
+    }
+
+    /// Whether a request with `method` goes out without a body on this engine: FoundationNetworking
+    /// fails a GET with one (even empty), and has libcurl send a HEAD as a request for no body
+    /// (`CURLOPT_NOBODY`), not as an upload.
+    static func sendsNoBody(_ method: HTTPRequest.Method) -> Bool {
+        method == .get || method == .head
     }
 
     /// Makes the exchange's task, sending `body`, and resumes it.
@@ -133,9 +149,11 @@ public final class URLSessionEngine: Engine {
         exchange.attach(task)
     }
 
-    /// A task that sends `urlRequest` with `body`.
+    /// A task that sends `urlRequest` with `body`: a data task when there is none, or it is empty
+    /// (a streamed body that gave no byte), an upload task otherwise.
     static func task(for urlRequest: URLRequest, sending body: BodySpool.Spooled?, on session: URLSession) -> URLSessionTask {
         switch body {
+        case .data(let data)? where data.isEmpty: session.dataTask(with: urlRequest)
         case .data(let data)?: session.uploadTask(with: urlRequest, from: data)
         case .file(let file)?: session.uploadTask(with: urlRequest, fromFile: file)
         case nil: session.dataTask(with: urlRequest)
@@ -193,6 +211,13 @@ public final class URLSessionEngine: Engine {
         }
         if request.body.trailers != nil {
             return CourierError(.unsupportedOption, "\(request.summary): URLSessionEngine sends no trailer fields", request: request)
+        }
+        // A body known to be empty is none; any other on a GET or HEAD cannot go out.
+        if Self.sendsNoBody(request.method), !request.body.isEmpty, request.body.knownLength != 0 {
+            return CourierError(
+                .unsupportedOption,
+                "\(request.summary): URLSessionEngine cannot send a body with a GET or HEAD (URLSession refuses it); NIOEngine can",
+                request: request)
         }
         do {
             try request.checkFieldValues()

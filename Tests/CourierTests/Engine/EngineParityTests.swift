@@ -573,6 +573,33 @@ struct EngineParityTests {
         }
     }
 
+    /// An empty body is no body, on every engine: a GET with `.data(Data())` (or a stream of known
+    /// length 0) is a GET, and a POST with one is a POST with an empty body. (URLSessionEngine made an
+    /// upload task of it, and FoundationNetworking fails a GET with any body: `connectionFailed`.)
+    @Test(arguments: Kind.allCases)
+    func anEmptyBodyIsNoBody(_ kind: Kind) async throws {
+        try await withTestServer { server in
+            try await self.withManager(kind, server) { manager in
+                let bodies: [(String, RequestBody)] = [
+                    ("data", .data(Data())),
+                    ("stream", .stream(Self.chunks([]), length: .known(0))),
+                ]
+                for (name, body) in bodies {
+                    var get = Request(url: server.url("/get"))
+                    get.body = body
+                    let got = try await manager.data(for: get)
+                    #expect(got.response.status == .ok, "\(name)")
+                }
+                var post = Request(method: .post, url: server.url("/anything"))
+                post.body = .data(Data())
+                let posted = try await manager.response(for: post, serializer: JSONResponseSerializer())
+                let document = try #require(posted.value as? [String: Any])
+                #expect(document["method"] as? String == "POST")
+                #expect(document["data"] as? String == "")
+            }
+        }
+    }
+
     /// A body whose stream throws, or that gives fewer or more bytes than it declared, fails the
     /// task with `bodyReadFailed` on either engine.
     @Test(arguments: Kind.allCases)
@@ -742,6 +769,30 @@ struct EngineParityTests {
             #expect(refused?.code == .unsupportedOption)
             #expect(server.requestCount == 0, "nothing reached the server")
             await plain.invalidate(cancelingTasks: true)
+        }
+    }
+
+    /// A GET or a HEAD with bytes in its body is refused before anything is sent, naming the
+    /// engine that sends it: FoundationNetworking fails such a GET, which came out as
+    /// `connectionFailed` (no request went out, safe to send again: it never could go out).
+    @Test func aGetOrHeadWithABodyIsRefused() async throws {
+        try await withTestServer { server in
+            try await self.withManager(.urlSession, server) { manager in
+                let bodies: [(String, RequestBody)] = [
+                    ("data", .data(Data("x".utf8))),
+                    ("stream", .stream(Self.chunks(["x"]), length: .unknown)),
+                ]
+                for method in [HTTPRequest.Method.get, .head] {
+                    for (name, body) in bodies {
+                        var request = Request(method: method, url: server.url("/anything"))
+                        request.body = body
+                        let refused = await #expect(throws: CourierError.self) { try await manager.data(for: request) }
+                        #expect(refused?.code == .unsupportedOption, "\(method) \(name): \(refused.map { "\($0)" } ?? "")")
+                        #expect(refused?.message.contains("NIOEngine") == true, "\(method) \(name)")
+                    }
+                }
+                #expect(server.requestCount == 0, "nothing reached the server")
+            }
         }
     }
 
