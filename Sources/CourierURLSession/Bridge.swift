@@ -114,6 +114,7 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             completionHandler(nil)
             return
         }
+        exchange.requestReachedServer()
         guard let redirect = URLSessionEngine.response(from: response) else {
             exchange.cancel(with: exchange.badStatus(response.statusCode))
             completionHandler(nil)
@@ -148,6 +149,7 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             completionHandler(.cancel)
             return
         }
+        exchange.requestReachedServer()
         // An interim head (`100 Continue`, `102 Processing`, `103 Early Hints`): FoundationNetworking
         // hands every header block libcurl reads over as a response, but the final one is still to
         // come, with the body. It is not the exchange's response.
@@ -228,8 +230,10 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
+        guard let exchange = self.exchange(of: task) else { return }
+        if bytesSent > 0 { exchange.requestReachedServer() }
         let expected = totalBytesExpectedToSend >= 0 ? totalBytesExpectedToSend : nil
-        self.exchange(of: task)?.delegate.exchange(didSendBodyData: bytesSent, totalBytesSent: totalBytesSent, totalBytesExpectedToSend: expected)
+        exchange.delegate.exchange(didSendBodyData: bytesSent, totalBytesSent: totalBytesSent, totalBytesExpectedToSend: expected)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
@@ -265,22 +269,29 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
                 exchange.markHeadDelivered()
                 _ = exchange.delegate.exchange(didReceive: head, url: http.url ?? exchange.current.url)
             }
+            let reachedServer = exchange.hasReachedServer
             exchange.finish(
                 shutDown
                     ? CourierError(.sessionInvalidated, "\(request.summary): the engine was shut down before the redirect was followed", request: request)
-                    : error.map { Self.courierError($0, request: request) })
+                    : error.map { Self.courierError($0, request: request, reachedServer: reachedServer) })
         }
         for waiter in waiters { waiter.resume() }
     }
 
-    /// URLSession's error as Courier's codes say it.
-    static func courierError(_ error: any Error, request: Request) -> CourierError {
+    /// URLSession's error as Courier's codes say it. `reachedServer`: the hop's request went out
+    /// (a head arrived for it, or bytes of its body were sent), so that the failure cannot be one
+    /// before any request went out.
+    static func courierError(_ error: any Error, request: Request, reachedServer: Bool) -> CourierError {
         let code: CourierError.Code
+        let words = error.localizedDescription
         switch (error as? URLError)?.code {
         case .timedOut?: code = .timedOut
         case .cancelled?: code = .cancelled
         case .cannotFindHost?, .cannotConnectToHost?, .dnsLookupFailed?, .notConnectedToInternet?:
-            code = .connectionFailed
+            // FoundationNetworking says "cannot connect" for any failure once one of the host's
+            // addresses refused the connection (libcurl's connect errno is kept after another
+            // address connected): a hop whose request went out failed otherwise.
+            code = reachedServer ? Self.code(forUnmapped: words, reachedServer: true) : .connectionFailed
         case .networkConnectionLost?:
             // Lost during the load: the request may have gone out (`connectionFailed` says it did
             // not, and a retry policy may send it again on that word).
@@ -289,25 +300,52 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             .serverCertificateNotYetValid?:
             code = .serverTrustEvaluationFailed
         case .httpTooManyRedirects?: code = .tooManyRedirects
-        case .unsupportedURL?, .badURL?: code = .invalidURL
+        case .unsupportedURL?, .badURL?:
+            // libcurl's CURLE_UNSUPPORTED_PROTOCOL says a status that is not three digits, or an
+            // HTTP version it does not speak, in the response too ("Unsupported response code in
+            // HTTP response").
+            code = reachedServer || words.contains("response") ? .invalidResponse : .invalidURL
         case .badServerResponse?:
             // libcurl's CURLE_GOT_NOTHING: the server closed the connection without a byte of answer.
-            code = error.localizedDescription.hasPrefix("Empty reply from server") ? .connectionClosed : .invalidResponse
+            code = words.hasPrefix("Empty reply from server") ? .connectionClosed : .invalidResponse
+        case .fileDoesNotExist?, .noPermissionsToReadFile?:
+            // The file of an upload could not be read.
+            code = .bodyReadFailed
         default:
-            // FoundationNetworking reports libcurl's TLS failures, a body cut short
-            // (CURLE_PARTIAL_FILE) and a connection lost while sending or receiving
-            // (CURLE_SEND_ERROR, CURLE_RECV_ERROR) with an unknown code (-1) and libcurl's words.
-            let words = error.localizedDescription
-            if words.hasPrefix("transfer closed with") || words.hasPrefix("Recv failure") || words.hasPrefix("Send failure") {
-                code = .connectionClosed
-            } else if words.hasPrefix("SSL certificate problem") || words.contains("SSL: no alternative certificate subject name") {
-                code = .serverTrustEvaluationFailed
-            } else if words.contains("SSL") || words.contains("TLS") {
-                code = .tlsFailure
-            } else {
-                code = .connectionFailed
-            }
+            code = Self.code(forUnmapped: words, reachedServer: reachedServer)
         }
-        return CourierError(code, "\(request.summary): \(error.localizedDescription)", request: request, underlyingError: error)
+        return CourierError(code, "\(request.summary): \(words)", request: request, underlyingError: error)
+    }
+
+    /// The code of a failure FoundationNetworking reports with an unknown code (-1) and libcurl's
+    /// `words`: TLS failures, a body cut short (CURLE_PARTIAL_FILE), a connection lost while
+    /// sending or receiving (CURLE_SEND_ERROR, CURLE_RECV_ERROR), one that could not be made other
+    /// than refused (CURLE_COULDNT_CONNECT: no route), but also an answer it could not read: a
+    /// header line that is not UTF-8 (its header callback refuses it: CURLE_WRITE_ERROR, "Failed
+    /// writing header"), a body whose coding does not decode (CURLE_BAD_CONTENT_ENCODING), a
+    /// malformed head (CURLE_WEIRD_SERVER_REPLY).
+    ///
+    /// `connectionFailed` says no request went out, and a retry policy sends it again on that
+    /// word: it is said only when the words say the connection was never made, and never once the
+    /// hop's request went out (`reachedServer`). Words that say nothing known are an answer the
+    /// engine could not read, `invalidResponse`.
+    static func code(forUnmapped words: String, reachedServer: Bool) -> CourierError.Code {
+        if words.hasPrefix("transfer closed with") || words.hasPrefix("Recv failure") || words.hasPrefix("Send failure")
+            || words.hasPrefix("Failure when receiving data from the peer") || words.hasPrefix("Failed sending data to the peer")
+            || words.hasPrefix("Transferred a partial file")
+        {
+            return .connectionClosed
+        }
+        if words.hasPrefix("SSL certificate problem") || words.contains("SSL: no alternative certificate subject name") {
+            return .serverTrustEvaluationFailed
+        }
+        if words.contains("SSL") || words.contains("TLS") { return .tlsFailure }
+        // libcurl could not connect (CURLE_COULDNT_CONNECT: "Failed to connect to … port …: …",
+        // or its bare "Couldn't connect to server"), or could not resolve the host or the proxy
+        // (CURLE_COULDNT_RESOLVE_HOST and _PROXY: "Could not resolve …", "Couldn't resolve …").
+        let neverConnected =
+            words.hasPrefix("Failed to connect to") || words.hasPrefix("Couldn't connect to server") || words.hasPrefix("Could not resolve")
+            || words.hasPrefix("Couldn't resolve")
+        return neverConnected && !reachedServer ? .connectionFailed : .invalidResponse
     }
 }

@@ -340,6 +340,10 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         /// follow it, or the session declined it): its head, which URLSession then hands over as
         /// the response, is the answer, never a redirect to ask about again.
         var declinedRedirect = false
+        /// The current hop's request went out: a head arrived for it (an interim one, a redirect's
+        /// or the response's), or bytes of its body were sent. A failure after that is never one
+        /// that says no request went out (``Bridge/courierError(_:request:reachedServer:)``).
+        var reachedServer = false
         /// The error ``cancel(with:)`` gave, reported instead of URLSession's own.
         var cancellation: CourierError?
         var isSuspended = false
@@ -362,6 +366,7 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
             self.redirects += 1
             self.visited.insert(self.current.url.absoluteString)
             self.current = request
+            self.reachedServer = false
         }
     }
 
@@ -538,6 +543,15 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
         }
         if deliver { self.delegate.exchange(didReceive: ByteBuffer(data: data)) }
     }
+
+    /// A head arrived for the current hop's request, or bytes of its body went out
+    /// (``State/reachedServer``).
+    func requestReachedServer() {
+        self.state.withLockedValue { $0.reachedServer = true }
+    }
+
+    /// Whether the current hop's request went out (``State/reachedServer``).
+    var hasReachedServer: Bool { self.state.withLockedValue { $0.reachedServer } }
 
     /// Whether the final response head went to the delegate.
     var hasDeliveredHead: Bool { self.state.withLockedValue { $0.deliveredHead } }

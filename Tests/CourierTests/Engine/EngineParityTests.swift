@@ -796,6 +796,58 @@ struct EngineParityTests {
         }
     }
 
+    /// An answer FoundationNetworking cannot read fails as an invalid response, not as
+    /// `connectionFailed` (which says no request went out, and which a retry policy takes as safe
+    /// to send again): a header value with a byte that is not UTF-8 (its header callback refuses
+    /// the line), a line without a colon, a status of four digits, a gzip body that does not
+    /// decode. Each came out as `connectionFailed` (the four-digit status as `invalidURL`).
+    @Test func anAnswerURLSessionCannotReadIsAnInvalidResponse() async throws {
+        let answers: [String: [UInt8]] = [
+            "latin1": Array("HTTP/1.1 200 OK\r\nX-Name: caf".utf8) + [0xE9] + Array("\r\nContent-Length: 2\r\n\r\nok".utf8),
+            "colon": Array("HTTP/1.1 200 OK\r\nX-Broken\r\nContent-Length: 2\r\n\r\nok".utf8),
+            "status": Array("HTTP/1.1 2000 OK\r\nContent-Length: 2\r\n\r\nok".utf8),
+            "gzip": Array("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 10\r\n\r\nnot gzip!!".utf8),
+        ]
+        try await ScriptedHTTPServer.with({ _, _, head in
+            let path = head.split(separator: " ").dropFirst().first.map { String($0.dropFirst()) } ?? ""
+            guard let bytes = answers[path] else { return .close }
+            return .respondBytes(bytes)
+        }) { server in
+            try await withManagerThatEnds({ Kind.urlSession.manager(baseURL: server.baseURL) }) { manager in
+                for path in answers.keys.sorted() {
+                    let failed = await #expect(throws: CourierError.self, "\(path)") {
+                        try await manager.data(for: Request(url: server.baseURL.appendingPathComponent(path)))
+                    }
+                    #expect(failed?.code == .invalidResponse, "\(path): \(failed.map { "\($0)" } ?? "")")
+                }
+            }
+        }
+    }
+
+    /// libcurl's words for a failure FoundationNetworking gives no code of its own: a connection
+    /// never made is `connectionFailed`, before the request went out only; what the engine cannot
+    /// tell is an invalid response, never a connection that failed.
+    @Test func libcurlFailuresWithoutACodeAreMappedByWhatWentOut() {
+        let request = Request(url: URL(string: "http://127.0.0.1:1/")!)
+        func code(_ words: String, reachedServer: Bool = false) -> CourierError.Code {
+            let error = URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: words])
+            return Bridge.courierError(error, request: request, reachedServer: reachedServer).code
+        }
+        #expect(code("Failed to connect to 2001:db8::1 port 80 after 1026 ms: Couldn't connect to server") == .connectionFailed)
+        #expect(code("Could not resolve proxy: proxy.invalid") == .connectionFailed)
+        #expect(code("Failed to connect to 2001:db8::1 port 80 after 1026 ms: Couldn't connect to server", reachedServer: true) == .invalidResponse)
+        #expect(code("Failed writing header") == .invalidResponse)
+        #expect(code("Error while processing content unencoding: incorrect header check", reachedServer: true) == .invalidResponse)
+        #expect(code("Header without colon") == .invalidResponse)
+        #expect(code("transfer closed with 10 bytes remaining to read", reachedServer: true) == .connectionClosed)
+        #expect(code("Recv failure: Connection reset by peer") == .connectionClosed)
+        #expect(code("SSL certificate problem: unable to get local issuer certificate") == .serverTrustEvaluationFailed)
+        let refused = URLError(.cannotConnectToHost, userInfo: [NSLocalizedDescriptionKey: "Failed to connect to 127.0.0.1 port 1 after 0 ms: Couldn't connect to server"])
+        #expect(Bridge.courierError(refused, request: request, reachedServer: false).code == .connectionFailed)
+        let unsupported = URLError(.unsupportedURL, userInfo: [NSLocalizedDescriptionKey: "Unsupported response code in HTTP response"])
+        #expect(Bridge.courierError(unsupported, request: request, reachedServer: false).code == .invalidResponse)
+    }
+
     /// A `URLProtocol` can answer any `Int` as the status: one past 999 (which `HTTPResponse`
     /// cannot hold, and stopped the process) fails the request as an invalid response.
     @Test func aStatusPast999FromAURLProtocolFailsTheRequest() async throws {
