@@ -23,7 +23,7 @@ import FoundationNetworking
 ///   private roots, accepting invalid certificates, a client certificate): every exchange fails
 ///   with `CourierError.Code.unsupportedOption`. `URLSession` checks certificates
 ///   against the system's roots.
-/// - Trailer fields: the exchange fails with `CourierError.Code.unsupportedOption`.
+/// - Request trailer fields: the exchange fails with `CourierError.Code.unsupportedOption`.
 /// - A body on a `GET` or `HEAD` (FoundationNetworking refuses a `GET` with one): the exchange
 ///   fails with `CourierError.Code.unsupportedOption` before anything is sent. An empty body (no
 ///   byte of data, a file or a stream of known length 0) is no body, and goes out as none.
@@ -38,14 +38,25 @@ import FoundationNetworking
 /// - Back-pressure: after `Exchange.suspendReceiving()` what arrives is held in memory until
 ///   `Exchange.resumeReceiving()`; the server is not slowed down (suspending a running
 ///   `URLSessionTask` stalled transfers on Linux, and libcurl kept receiving).
-/// - Per-hop `TransactionMetrics`, trailers and the protocol's name: never reported.
+/// - Per-hop `TransactionMetrics` and the protocol's name: never reported.
+/// - A response with trailer fields (HTTP/1.1 chunked trailers, HTTP/2 trailing `HEADERS`) stops
+///   the process: FoundationNetworking (6.3.1) reads the trailer lines as the start of another
+///   response head, and when the transfer then ends, without that head, it calls `fatalError`
+///   ("Transfer completed, but there's no response."). The engine hears of them too late to stop
+///   it: use `NIOEngine` with servers that send trailers.
 /// - A `401` or `407` with a challenge reaches the session as its response head without its
 ///   body (FoundationNetworking hands it over as a challenge); the session's authentication
 ///   answers it as on `NIOEngine`.
 ///
-/// Responses come decompressed, as libcurl hands them over. What `NIOEngine`'s configuration
-/// holds (proxies, HTTP versions, connection limits, timeouts) is the `URLSessionConfiguration`'s
-/// here: the session manager's `SessionConfiguration`-to-engine settings reach `NIOEngine` only.
+/// Responses come decoded, as libcurl hands them over: libcurl decodes every coding it was built
+/// with (gzip and deflate, and br and zstd where it has them; it asks for them all unless the
+/// request names its own `Accept-Encoding`) whatever `SessionConfiguration.decompression` says,
+/// `.disabled` included, and with no ratio limit: a small body that inflates to gigabytes is
+/// inflated whole (a data task keeps `SessionConfiguration.maximumResponseBodySize` of it at
+/// most, counted on the decoded bytes; a download or a stream takes all of it). The head keeps
+/// its `Content-Encoding`. What `NIOEngine`'s configuration holds (proxies, HTTP versions,
+/// connection limits, timeouts) is the `URLSessionConfiguration`'s here: the session manager's
+/// `SessionConfiguration`-to-engine settings reach `NIOEngine` only, its redirect policy excepted.
 /// A request's `RequestOptions.timeoutInterval` applies, and the redirect policy as on
 /// `NIOEngine` (the request's `RequestOptions.redirectPolicy`, which the session manager sets to
 /// its `SessionConfiguration.redirectPolicy` when the request sets none): with `.disallow` a
@@ -53,7 +64,9 @@ import FoundationNetworking
 /// not allowed, the exchange fails with `CourierError.Code.tooManyRedirects`.
 /// A redirect that keeps the request's body (a 307 or 308 to a POST) is followed by the engine
 /// itself, on a new `URLSessionTask` that sends the body again: FoundationNetworking sends a
-/// redirected request without its body.
+/// redirected request without its body. FoundationNetworking gives up after 20 redirects on one
+/// task, whatever the policy allows: past that (a policy whose maximum is higher) the exchange
+/// fails with `CourierError.Code.tooManyRedirects` at the 21st.
 public final class URLSessionEngine: Engine {
     private let session: URLSession
     private let queue: OperationQueue
