@@ -48,6 +48,8 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
         var task: DataTask?
         /// `launch()` is making the task (it is stored, then resumed, outside the lock).
         var isLaunching = false
+        /// `finish(with:)` ran: the operation finishes once, whichever of its ends comes first.
+        var isFinishing = false
         var isPaused = false
         var responseSerializer: any ResponseSerializer = HTTPResponseSerializer()
         var completionQueue: DispatchQueue?
@@ -194,14 +196,29 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
     }
 
     /// Makes and resumes the task, unless the operation is paused (``resume()`` launches it
-    /// then: nothing is sent while paused) or cancelled, or the task exists.
+    /// then: nothing is sent while paused), or the task exists. A cancelled operation gets no
+    /// task: it finishes cancelled here.
     private func launch() {
-        let go = self.state.withLockedValue { state -> Bool in
-            guard state.lifecycle == .executing, state.task == nil, !state.isLaunching, !state.isPaused, !self.isCancelled else { return false }
+        enum Step { case nothing, make, finishCancelled }
+        let step = self.state.withLockedValue { state -> Step in
+            guard state.lifecycle == .executing, state.task == nil, !state.isLaunching else { return .nothing }
+            // A `cancel()` that came while `start()` ran, after its check and before the
+            // operation was executing, found nothing to end: no task will end the operation, so
+            // it ends here (once: `cancel()` may end it too, when it saw it executing).
+            if self.isCancelled { return .finishCancelled }
+            guard !state.isPaused else { return .nothing }
             state.isLaunching = true
-            return true
+            return .make
         }
-        guard go else { return }
+        switch step {
+        case .nothing:
+            return
+        case .finishCancelled:
+            self.finish(with: CourierError(.cancelled, "\(self.request.summary): the operation was cancelled before its request was sent", request: self.request))
+            return
+        case .make:
+            break
+        }
         let task = self.sessionManager.makeTask(
             DataTask.self,
             request: self.request,
@@ -230,13 +247,16 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
 
     public override func cancel() {
         super.cancel()
-        // Paused after the queue started it but before its task was made: no task will end it.
-        let (task, endNow) = self.state.withLockedValue { state in
-            (state.task, state.lifecycle == .executing && state.task == nil && !state.isLaunching)
+        // Executing with no task made or being made (paused after the queue started it, or
+        // between `start()` and `launch()`): no task will end it. `launch()` ends it too when it
+        // finds it cancelled; whichever comes second does nothing.
+        let (task, endNow, paused) = self.state.withLockedValue { state in
+            (state.task, state.lifecycle == .executing && state.task == nil && !state.isLaunching, state.isPaused)
         }
         task?.cancel()
         if endNow {
-            self.finish(with: CourierError(.cancelled, "\(self.request.summary): the operation was cancelled while paused, before its request was sent", request: self.request))
+            let when = paused ? "while paused, before its request was sent" : "before its request was sent"
+            self.finish(with: CourierError(.cancelled, "\(self.request.summary): the operation was cancelled \(when)", request: self.request))
         }
     }
 
@@ -326,8 +346,16 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
         }
     }
 
+    /// Ends the operation with `error` (nil: success), once: a later call (a `cancel()` and a
+    /// `launch()` that both found a cancelled operation with no task) does nothing.
     private func finish(with error: CourierError?) {
-        if let error { self.state.withLockedValue { $0.error = $0.error ?? error } }
+        let first = self.state.withLockedValue { state -> Bool in
+            guard !state.isFinishing else { return false }
+            state.isFinishing = true
+            if let error { state.error = state.error ?? error }
+            return true
+        }
+        guard first else { return }
         self.changeLifecycle(to: .finished)
     }
 

@@ -74,6 +74,16 @@ struct HTTPRequestOperationTests {
         return { hits.withLockedValue { $0 } }
     }
 
+    /// A manager invalidated before any operation: a task made afterwards fails at once with
+    /// ``CourierError/Code/sessionInvalidated``, and nothing connects (its base URL is never reached).
+    private static func invalidatedManager() async -> HTTPRequestOperationManager {
+        let manager = HTTPRequestOperationManager(baseURL: URL(string: "http://127.0.0.1:9/"))
+        manager.completionQueue = Self.queue
+        manager.responseSerializer = HTTPResponseSerializer()
+        await manager.invalidate(cancelingOperations: true)
+        return manager
+    }
+
     private static func onQueue() -> Bool {
         DispatchQueue.getSpecific(key: TestQueues.key) == "operations"
     }
@@ -728,6 +738,46 @@ struct HTTPRequestOperationTests {
                 #expect(count() == 0)
             }
         }
+    }
+
+    /// A `cancel()` that lands while `start()` runs, after its check for a cancellation and before
+    /// the operation is executing, finds no task to cancel and nothing to end; `launch()` then
+    /// refused to make a task for the cancelled operation, which stayed executing for ever: its
+    /// `failure` never ran, its queue slot was never freed. Now `launch()` finishes it cancelled.
+    /// Many operations, each cancelled right after it is queued, on a manager whose tasks fail at
+    /// once (no socket): every one finishes, and its completion runs once. A stress test (the
+    /// window is a few instructions wide, so the old code failed it only now and then); it cannot
+    /// fail on correct code.
+    @Test func everyOperationCancelledAsItStartsFinishesOnce() async throws {
+        let manager = await Self.invalidatedManager()
+        let count = 5_000
+        let ended = NIOLockedValueBox([ObjectIdentifier: [CourierError.Code?]]())
+        let changes = Changes()
+        let record: @Sendable (HTTPRequestOperation?, CourierError.Code?) -> Void = { operation, code in
+            guard let operation else { return }
+            ended.withLockedValue { $0[ObjectIdentifier(operation), default: []].append(code) }
+            changes.signal()
+        }
+        var operations: [HTTPRequestOperation] = []
+        operations.reserveCapacity(count)
+        for _ in 0..<count {
+            let operation = manager.httpRequestOperation(
+                with: Request(url: URL(string: "http://127.0.0.1:9/get")!),
+                success: { operation, _ in record(operation, nil) }, failure: { operation, error in record(operation, error.code) })
+            manager.operationQueue.addOperation(operation)
+            operation.cancel()
+            operations.append(operation)
+        }
+        let allEnded = await changes.wait { ended.withLockedValue { $0.count } == count }
+        #expect(allEnded, "\(operations.filter { !$0.isFinished }.count) operations never finished")
+        #expect(operations.allSatisfy { $0.isFinished && !$0.isExecuting })
+        // Anything queued on the completion queue has run after this: a second completion too.
+        await withCheckedContinuation { continuation in Self.queue.async { continuation.resume() } }
+        let outcomes = ended.withLockedValue { $0 }
+        #expect(outcomes.values.allSatisfy { $0.count == 1 }, "a completion ran more than once")
+        // Cancelled before its task was made, or its task failed at once on the invalidated manager.
+        #expect(outcomes.values.joined().allSatisfy { $0 == .cancelled || $0 == .sessionInvalidated })
+        #expect(await eventually { manager.operationQueue.operationCount == 0 }, "the queue kept operations")
     }
 
     /// Started by hand before its dependency finished, an operation does nothing (AFNetworking's
