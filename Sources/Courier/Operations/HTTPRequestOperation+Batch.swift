@@ -25,7 +25,7 @@ extension HTTPRequestOperation {
     ///     waits for every operation's completion block.
     ///   - completionQueue: Where `progress` and `completion` run; the main queue by default.
     ///   - progress: Called after each operation's own completion with how many of the batch have
-    ///     finished and how many there are.
+    ///     finished and how many there are; the first call gets 1, each later one the next number.
     ///   - completion: Called once with `operations`, after every one finished.
     /// - Returns: `operations` followed by the operation that calls `completion`, which depends
     ///   on all of them.
@@ -49,11 +49,14 @@ extension HTTPRequestOperation {
             group.enter()
             operation.completionBlock = {
                 original?()
-                let count = finished.withLockedValue { count -> Int in
-                    count += 1
-                    return count
-                }
                 completionQueue.async(group: group) {
+                    // Counted where it is reported: two operations that finish together may
+                    // queue their blocks in either order, and the counts still go up one by one
+                    // (a count taken before the block was queued could come after a higher one).
+                    let count = finished.withLockedValue { count -> Int in
+                        count += 1
+                        return count
+                    }
                     progress?(count, total)
                     group.leave()
                 }

@@ -499,6 +499,34 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    /// A batch's progress counts go 1, 2, … n in the order they are reported. The count was taken
+    /// when an operation's completion block ran and handed to the completion queue after the
+    /// lock: two operations ending together could queue (2, n) before (1, n). Many operations on a
+    /// queue that runs them all at once, a serial completion queue. A stress test (the old code
+    /// failed it only when two completion blocks interleaved); it cannot fail on correct code.
+    @Test func aBatchReportsItsProgressInOrder() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                let count = 100
+                let operations = (0..<count).map { _ in
+                    manager.httpRequestOperation(with: Request(url: server.url("/get")), success: nil, failure: nil)
+                }
+                let progress = Recorder<(Int, Int)>()
+                let completed: [HTTPRequestOperation] = await awaitCallback { done in
+                    let batch = HTTPRequestOperation.batch(
+                        of: operations, completionQueue: Self.queue,
+                        progress: { progress.append(($0, $1)) },
+                        completion: { done($0) })
+                    manager.operationQueue.addOperations(batch, waitUntilFinished: false)
+                }
+                #expect(completed.count == count)
+                #expect(progress.all.map(\.0) == Array(1...count))
+                #expect(progress.all.allSatisfy { $0.1 == count })
+            }
+        }
+    }
+
     /// A retrier that wants a serializer's failures (Alamofire's way) is asked about an
     /// operation's, as about an `async` call's: a 200 whose body the operation's serializer
     /// refuses is sent again on the same task. The operation's task checked nothing.
