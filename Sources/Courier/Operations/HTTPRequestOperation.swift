@@ -272,13 +272,16 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
         guard changed else { return }
         if beforeStart { self.willChangeValue(forKey: "isReady") }
         // The task is read in the transaction that sets the flag: a `launch()` that stores it
-        // later finds the flag set and suspends it itself.
-        let task = self.state.withLockedValue { state -> DataTask? in
+        // later finds the flag set and suspends it itself. The flag is set only if the operation
+        // has not finished since the check above, in the same transaction: the end clears it,
+        // and a flag set after that would leave a finished operation paused.
+        let (paused, task) = self.state.withLockedValue { state -> (Bool, DataTask?) in
+            guard state.lifecycle != .finished else { return (false, nil) }
             state.isPaused = true
-            return state.task
+            return (true, state.task)
         }
         if beforeStart { self.didChangeValue(forKey: "isReady") }
-        guard let task else { return }
+        guard paused, let task else { return }
         task.suspend()
         // A `resume()` between the two found the task running: resumed again here.
         if !self.isPaused { task.resume() }

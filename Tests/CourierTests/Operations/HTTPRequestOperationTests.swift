@@ -714,6 +714,32 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    /// A `pause()` racing the operation's end: it checked that the operation had not finished,
+    /// then set its flag in a second transaction, after the end had cleared it, and a finished
+    /// operation said it was paused. Operations on a manager whose tasks fail at once (no
+    /// socket), each started on another thread and paused and resumed here until it finished:
+    /// none is paused once finished. A stress test (the window is narrow, so the old code failed
+    /// it only now and then); it cannot fail on correct code.
+    @Test func aPauseRacingTheEndLeavesNoFinishedOperationPaused() async throws {
+        let manager = await Self.invalidatedManager()
+        let finished = Recorder<Void>()
+        for _ in 0..<500 {
+            let operation = manager.httpRequestOperation(
+                with: Request(url: URL(string: "http://127.0.0.1:9/get")!),
+                success: { _, _ in finished.append(()) }, failure: { _, _ in finished.append(()) })
+            DispatchQueue.global().async { operation.start() }
+            // Resumed after each pause that did not see the end: an operation paused before its
+            // task was made sends nothing until then.
+            while !operation.isFinished {
+                operation.pause()
+                if operation.isFinished { break }
+                operation.resume()
+            }
+            #expect(!operation.isPaused, "a finished operation says it is paused")
+        }
+        #expect(await finished.wait { $0.count == 500 })
+    }
+
     /// Paused before it starts, as an AFNetworking operation paused while queued: it is not ready,
     /// so the queue leaves it and its slot (an operation behind it runs), and nothing is sent
     /// until `resume()`. It was started by the queue and its task suspended after the resume, so
