@@ -148,13 +148,14 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
     }
     /// The whole response body, once the operation finished.
     public var responseData: Data? { self.state.withLockedValue { $0.responseData } }
-    /// The body as text: in the encoding its byte-order mark or the response's charset names,
-    /// UTF-8 otherwise; nil when the bytes are not valid text in that encoding.
+    /// The body as text, decoded as ``StringResponseSerializer`` decodes it: in the encoding its
+    /// byte-order mark or the response's charset names, UTF-8 otherwise (windows-1252, and the
+    /// US-ASCII labels read as it, as the WHATWG standard decodes it: every byte is a character);
+    /// nil when the bytes are not valid text in that encoding.
     public var responseString: String? {
         let (data, response) = self.state.withLockedValue { ($0.responseData, $0.response) }
         guard let data else { return nil }
-        let (encoding, skip) = StringResponseSerializer().encoding(for: response, data: data)
-        return String(data: skip == 0 ? data : data.dropFirst(skip), encoding: encoding)
+        return StringResponseSerializer().decodedText(data, response: response).text
     }
     /// What ``responseSerializer`` made of the response, once the operation finished: with a
     /// failure too when the serializer read the body (the default ``HTTPResponseSerializer``

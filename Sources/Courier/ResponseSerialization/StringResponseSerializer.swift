@@ -57,14 +57,23 @@ public struct StringResponseSerializer: ResponseSerializer {
         try self.validate(response, data: data)
         guard var data, !data.isEmpty, !HTTPResponseSerializer.isEmptyStatus(response) else { return "" }
         data = try HTTPResponseSerializer.preprocessed(data, by: self.preprocessorReference?.preprocessor, response: response)
-        let (encoding, skip) = self.encoding(for: response, data: data)
-        let body = skip == 0 ? data : data.dropFirst(skip)
-        let text = encoding == .windowsCP1252 ? TextEncoding.windows1252(body) : String(data: body, encoding: encoding)
+        let (text, encoding) = self.decodedText(data, response: response)
         guard let text else {
             throw CourierError(
                 .responseSerializationFailed, "the body is not valid \(encoding)", response: response, data: data)
         }
         return text
+    }
+
+    /// `data` as text in the encoding ``encoding(for:data:)`` chooses, without the byte-order mark
+    /// that chose it, and that encoding; nil text when the bytes are not valid in it (windows-1252,
+    /// which US-ASCII's labels also choose, is decoded as the WHATWG standard decodes it, and never
+    /// fails). No validation, no preprocessing.
+    func decodedText(_ data: Data, response: HTTPResponse?) -> (text: String?, encoding: String.Encoding) {
+        let (encoding, skip) = self.encoding(for: response, data: data)
+        let body = skip == 0 ? data : data.dropFirst(skip)
+        let text = encoding == .windowsCP1252 ? TextEncoding.windows1252(body) : String(data: body, encoding: encoding)
+        return (text, encoding)
     }
 
     /// The encoding to decode with, and how many bytes of byte-order mark to skip.

@@ -287,6 +287,37 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    /// `responseString` decodes as ``StringResponseSerializer`` does: a body labelled windows-1252,
+    /// or US-ASCII (read as windows-1252), with a byte the code page leaves undefined (81) is text.
+    /// It was nil: Foundation's `.windowsCP1252` refuses that byte.
+    @Test func responseStringDecodesWindows1252AsTheStringSerializerDoes() async throws {
+        try await withTestServer { server in
+            // "café", a space, 81 (undefined: the C1 control U+0081), 80 (the euro sign).
+            let body = Data([0x63, 0x61, 0x66, 0xE9, 0x20, 0x81, 0x80])
+            let charsets = ["windows-1252", "us-ascii"]
+            for charset in charsets {
+                server.route("/text-\(charset)") { _ in
+                    TestServer.Response(headerFields: [.contentType: "text/plain; charset=\(charset)"], body: body)
+                }
+            }
+            try await self.withOperationManager(server) { manager in
+                manager.responseSerializer = HTTPResponseSerializer()
+                for charset in charsets {
+                    let outcome: Outcome = await awaitCallback { done in
+                        manager.get("text-\(charset)", success: { done(.success($0, $1, onQueue: true)) }, failure: { done(.failure($0, $1, onQueue: true)) })
+                    }
+                    guard case .success(let operation, _, _) = outcome else {
+                        Issue.record("\(charset): \(String(describing: outcome.error))")
+                        continue
+                    }
+                    #expect(operation.responseString == "café \u{81}€", "\(charset)")
+                    let serialized = try StringResponseSerializer().responseObject(for: operation.response, data: operation.responseData)
+                    #expect(operation.responseString == serialized, "\(charset)")
+                }
+            }
+        }
+    }
+
     /// A status the serializer does not accept, with a body it can read: the failure block's
     /// operation holds what the serializer made of it (an API's error message), as AFNetworking
     /// 2.x's `responseObject` does. It was nil.
