@@ -73,7 +73,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     }
     /// Body bytes sent so far.
     public var countOfBytesSent: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesSent } }
-    /// Body bytes the request will send, when known.
+    /// Body bytes the request will send, or -1 when unknown: those of the body as the adapters
+    /// left it (a file or stream body that ``RequestCompressor`` compresses as it is sent has no
+    /// length beforehand); at a successful end, the bytes sent when it was unknown.
     public var countOfBytesExpectedToSend: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesExpectedToSend } }
     /// Body bytes received so far.
     public var countOfBytesReceived: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesReceived } }

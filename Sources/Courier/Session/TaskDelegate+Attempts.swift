@@ -118,7 +118,18 @@ extension TaskDelegate {
 
     /// Hands an attempt's request to the engine.
     private func send(_ request: Request, attempt: Int, ownAuthorization: Bool, on manager: SessionManager) {
+        // The adapters may have given the body another length (a compressor sends a file or a
+        // stream compressed as it goes, its length unknown): the upload's expected total is the
+        // body sent, -1 when unknown (URLSession's `NSURLSessionTransferSizeUnknown`), not the
+        // task's request's. The first attempt's request, unchanged, is not looked at again (a
+        // file body's size is a system call); a later attempt's is, after an earlier one changed it.
+        let expected: Int64? =
+            attempt == 0 && request.sharesStorage(with: self.originalRequest) ? nil : request.body.knownLength ?? -1
         self.state.withLockedValue { state in
+            if let expected {
+                state.countOfBytesExpectedToSend = expected
+                state.uploadProgress?.totalUnitCount = expected
+            }
             state.currentRequest = request
             state.attemptRequest = nil
             state.carriesSessionAuthorization = ownAuthorization

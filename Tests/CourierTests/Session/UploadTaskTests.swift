@@ -103,6 +103,46 @@ struct UploadTaskTests {
         }
     }
 
+    /// A file that ``RequestCompressor`` compresses as it is sent has no length beforehand: the
+    /// upload's progress counts compressed bytes against a total of -1 (unknown), and once the
+    /// task succeeded its expected count is the bytes sent and its progress is complete. The total
+    /// was the file's uncompressed size, which the compressed count never reached.
+    @Test func aCompressedFileUploadHasAnUnknownTotalAndEndsComplete() async throws {
+        try await withScratchDirectory { folder in
+            let file = folder.appendingPathComponent("zeros.bin")
+            let size = 3 << 20
+            try Data(count: size).write(to: file)
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    manager.interceptor = RequestCompressor()
+                    manager.responseSerializer = JSONResponseSerializer()
+                    let reports = Recorder<(completed: Int64, total: Int64)>()
+                    let made = NIOLockedValueBox<UploadTask?>(nil)
+                    let result: ((any Sendable)?, CourierError?) = await awaitCallback { finish in
+                        let task = manager.uploadTask(
+                            with: Request(method: .post, url: server.url("/courier/upload")), fromFile: file,
+                            progress: { reports.append(($0.completedUnitCount, $0.totalUnitCount)) }
+                        ) { finish(($1, $2)) }
+                        made.withLockedValue { $0 = task }
+                        task.resume()
+                    }
+                    #expect(result.1 == nil, "\(String(describing: result.1))")
+                    let task = try #require(made.withLockedValue { $0 })
+                    let received = result.0.json?["size"] as? Int
+                    #expect(received.map { $0 > 0 && $0 < size / 10 } == true, "the body was not compressed: \(String(describing: received))")
+                    #expect(received.map { Int64($0) } == task.countOfBytesSent)
+                    #expect(!reports.all.isEmpty)
+                    #expect(reports.all.allSatisfy { $0.total == -1 }, "totals reported: \(Set(reports.all.map(\.total)))")
+                    #expect(reports.all.last?.completed == task.countOfBytesSent, "the last report left bytes out")
+                    #expect(task.countOfBytesExpectedToSend == task.countOfBytesSent)
+                    let progress = try #require(manager.uploadProgress(for: task))
+                    #expect(progress.totalUnitCount == task.countOfBytesSent)
+                    #expect(progress.fractionCompleted == 1)
+                }
+            }
+        }
+    }
+
     @Test func aFailingStreamIsATypedError() async throws {
         struct Broken: Error {}
         try await withTestServer { server in

@@ -18,7 +18,8 @@ import NIOCore
 /// ``duplicateHeaderBehavior`` is ``DuplicateHeaderBehavior/replace``); its `Content-Type` is
 /// not a format that is compressed already (images, audio, video, archives; SVG is compressed);
 /// ``shouldCompress`` agrees; and the origin never refused a compressed body. In-memory bodies
-/// are compressed at once; files and streams as they are sent (chunked, their length unknown).
+/// are compressed at once; files and streams as they are sent (chunked, their length unknown: the
+/// task's upload progress counts compressed bytes against a total of -1).
 ///
 /// HTTP has no way to ask a server beforehand whether it takes compressed bodies: a server that
 /// does not answers 415 (Unsupported Media Type). The compressor then stops compressing for that
