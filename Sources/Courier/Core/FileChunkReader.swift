@@ -58,6 +58,13 @@ final class FileChunkReader {
             throw await self.failing(self.sizeChangedError(now: self.offset, detail: "it ended early"))
         }
         self.offset += Int64(chunk.readableBytes)
+        // The chunk that completes the declared length is handed over only once the file is
+        // known not to have grown. Checked on the call after it, the check came once that chunk
+        // had gone out: the server had the whole request (a body as long as declared) before the
+        // client failed it, and may have acted on it.
+        if self.offset == self.expectedSize {
+            try await self.checkSizeUnchanged(handle)
+        }
         return chunk
     }
 
@@ -85,17 +92,22 @@ final class FileChunkReader {
         return handle
     }
 
-    /// Checks that the file did not grow while it was read, then closes it.
-    private func finish(_ handle: ReadFileHandle) async throws(CourierError) {
+    /// Checks that the file still has the declared size (it did not grow while it was read), before
+    /// its last chunk is handed over.
+    private func checkSizeUnchanged(_ handle: ReadFileHandle) async throws(CourierError) {
         let size: Int64
         do {
             size = try await handle.info().size
         } catch {
-            throw await self.failing(CourierError(.bodyReadFailed, "cannot examine \(self.url.path) after sending it", underlyingError: error))
+            throw await self.failing(CourierError(.bodyReadFailed, "cannot examine \(self.url.path) while sending it", underlyingError: error))
         }
         if size != self.expectedSize {
             throw await self.failing(self.sizeChangedError(now: size, detail: nil))
         }
+    }
+
+    /// Closes the file after its last chunk, whose read checked its size.
+    private func finish(_ handle: ReadFileHandle) async throws(CourierError) {
         self.isFinished = true
         self.handle = nil
         do {

@@ -33,4 +33,33 @@ struct FileChunkReaderTests {
             #expect((error as? CourierError)?.code == .bodyReadFailed, "\(error)")
         }
     }
+
+    /// A file that grew while it was read fails on the read of the chunk that completes its
+    /// declared length, and that chunk is not handed over: a request carrying it is still
+    /// incomplete when it fails. The growth was found on the call after the last chunk, once that
+    /// chunk had gone out.
+    @Test func aFileThatGrewFailsBeforeItsLastChunkIsHandedOver() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-chunks-\(UUID().uuidString)")
+        try Data(repeating: 7, count: 300_000).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let reader = FileChunkReader(url: file, expectedSize: 300_000, chunkLength: 100_000)
+        let first = try await reader.nextChunk()
+        #expect(first?.readableBytes == 100_000)
+        let handle = try FileHandle(forWritingTo: file)
+        _ = try handle.seekToEnd()
+        try handle.write(contentsOf: Data(repeating: 8, count: 10))
+        try handle.close()
+        // Not the last chunk: the size is not checked yet.
+        let second = try await reader.nextChunk()
+        #expect(second?.readableBytes == 100_000)
+        do throws(CourierError) {
+            let last = try await reader.nextChunk()
+            Issue.record("the last chunk was handed over: \(String(describing: last?.readableBytes)) bytes")
+        } catch {
+            #expect(error.code == .bodyReadFailed)
+            #expect(error.message.contains("300010"), "\(error.message)")
+        }
+        // The failure ended the reader.
+        #expect(try await reader.nextChunk() == nil)
+    }
 }

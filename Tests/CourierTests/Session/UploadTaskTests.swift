@@ -103,6 +103,55 @@ struct UploadTaskTests {
         }
     }
 
+    /// A file that grows while it is sent fails before its last chunk goes out: the server never
+    /// gets the request whole. The growth was found on the read after the last chunk, once the
+    /// whole body (as long as declared) had been written: the server had a complete request, and
+    /// the client reported a body "not sent". The file grows in the first progress report, before
+    /// the second of its four chunks is read (the pump reads a chunk once the previous one was
+    /// written and reported).
+    @Test func aFileThatGrowsWhileSentFailsBeforeTheRequestIsComplete() async throws {
+        try await withScratchDirectory { folder in
+            let file = folder.appendingPathComponent("growing.bin")
+            try Data(repeating: 5, count: 2 << 20).write(to: file)
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    let reported = NIOLockedValueBox(false)
+                    let grown = NIOLockedValueBox(false)
+                    let error: CourierError? = await awaitCallback { finish in
+                        manager.uploadTask(
+                            with: Request(method: .post, url: server.url("/courier/upload")), fromFile: file,
+                            progress: { _ in
+                                let first = reported.withLockedValue { done -> Bool in
+                                    defer { done = true }
+                                    return !done
+                                }
+                                if first, Self.append(Data(repeating: 6, count: 1024), to: file) { grown.withLockedValue { $0 = true } }
+                            }
+                        ) { finish($2) }.resume()
+                    }
+                    #expect(grown.withLockedValue { $0 }, "the file did not grow")
+                    #expect(error?.code == .bodyReadFailed, "\(String(describing: error))")
+                    // Once the server saw the connection close, it has read all the client wrote.
+                    #expect(await eventually { server.openConnectionCount == 0 })
+                    #expect(server.requestCount == 0, "the server got the whole request before the client failed it")
+                }
+            }
+        }
+    }
+
+    /// Appends `data` to `file`; false when it could not.
+    private static func append(_ data: Data, to file: URL) -> Bool {
+        guard let handle = try? FileHandle(forWritingTo: file) else { return false }
+        defer { try? handle.close() }
+        do {
+            _ = try handle.seekToEnd()
+            try handle.write(contentsOf: data)
+            return true
+        } catch {
+            return false
+        }
+    }
+
     /// A file that ``RequestCompressor`` compresses as it is sent has no length beforehand: the
     /// upload's progress counts compressed bytes against a total of -1 (unknown), and once the
     /// task succeeded its expected count is the bytes sent and its progress is complete. The total
