@@ -31,7 +31,12 @@ import NIOConcurrencyHelpers
 ///   AFNetworking's. Nothing is sent again: AFNetworking 2.x
 ///   cancels the connection instead and, on resume, asks again with a `Range` header from the
 ///   bytes it had. As there, a cancelled or finished operation is not paused, and a paused one
-///   that is cancelled finishes (no longer paused).
+///   that is cancelled finishes (no longer paused). Unlike there, ``resume()`` does not start an
+///   operation paused before it started: a queue, or `start()`, does.
+/// - The operation has no credential, security policy, authentication-challenge or
+///   cache-response setting of its own (its ``sessionManager``'s credentials, security policy
+///   and hooks apply, and the request's ``Request/redirector`` and ``Request/responseCacher``),
+///   no input or output stream, and no background-task expiration handler (Linux has none).
 public final class HTTPRequestOperation: Operation, @unchecked Sendable {
     /// How the bytes of a transfer have moved: this step's bytes, the total so far, the total
     /// expected (`-1` when unknown), as AFNetworking's progress blocks report them.
@@ -84,7 +89,9 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
     // MARK: Settings
 
     /// What turns the response into ``responseObject``; ``HTTPResponseSerializer`` (status
-    /// 200–299, body as `Data`) by default. Set it before the operation starts.
+    /// 200–299, body as `Data`) by default. Set it before the operation starts: one set after the
+    /// operation finished is not used (``responseObject`` was made then; AFNetworking 2.x
+    /// serializes the body again with it).
     public var responseSerializer: any ResponseSerializer {
         get { self.state.withLockedValue { $0.responseSerializer } }
         set { self.state.withLockedValue { $0.responseSerializer = newValue } }
@@ -288,7 +295,9 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
         if !self.isPaused { task.resume() }
     }
 
-    /// Lets a paused operation go on (one paused before its task was made sends its request now).
+    /// Lets a paused operation go on: one paused after it started but before its task was made
+    /// sends its request now. One paused before it started becomes ready again, and is sent once
+    /// its queue (or a call to `start()`) starts it: this does not start it.
     public func resume() {
         let (changed, beforeStart) = self.state.withLockedValue { state -> (Bool, Bool) in
             guard state.isPaused else { return (false, false) }

@@ -18,8 +18,10 @@ import NIOConcurrencyHelpers
 /// ```
 ///
 /// Requests are built by an ``HTTPSessionManager`` that the operation manager owns (its URL
-/// joining, request serializer and engine); call ``invalidate(cancelingOperations:)-1o0ak`` when done
-/// with a manager that is not meant to live as long as the process.
+/// joining, request serializer and engine; AFNetworking's `reachabilityManager`, credentials and
+/// security policy are its settings: `sessionManager.reachabilityManager`); call
+/// ``invalidate(cancelingOperations:)-1o0ak`` when done with a manager that is not meant to live
+/// as long as the process.
 public final class HTTPRequestOperationManager: @unchecked Sendable {
     /// Called with the operation and the serialized response object.
     public typealias Success = HTTPRequestOperation.Success
@@ -229,7 +231,12 @@ public final class HTTPRequestOperationManager: @unchecked Sendable {
     }
 
     /// Ends the manager as ``invalidate(cancelingOperations:)-1o0ak`` does and returns once its engine
-    /// has shut down.
+    /// has shut down: every task already started has ended and its operation has finished.
+    ///
+    /// The operations' `success` and `failure` blocks may still run after it returns (they are
+    /// queued on the completion queue once their operation finished), and so may operations
+    /// still waiting in ``operationQueue``: they finish when the queue starts them, cancelled, or
+    /// failing with ``CourierError/Code/sessionInvalidated``.
     public func invalidate(cancelingOperations: Bool) async {
         if cancelingOperations {
             self.operationQueue.cancelAllOperations()
