@@ -27,7 +27,8 @@ extension TaskDelegate {
         let interception = self.interception
         // Success, the common case, costs one look at the status (and, with retriers that want a
         // serializer's failures, the check).
-        guard error != nil || self.state.withLockedValue({ $0.responseStatus >= 400 && !$0.keptFileIsWhole }) else {
+        // A ternary, not `&&`: its autoclosure would capture (copy) the whole state.
+        guard error != nil || self.state.withLockedValue({ $0.responseStatus >= 400 ? !$0.keptFileIsWhole : false }) else {
             return interception.checksSerialization && self.checkSerialization()
         }
         // Read before the task's lock: the registry's lock is never taken inside it.

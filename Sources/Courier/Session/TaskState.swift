@@ -181,10 +181,15 @@ struct TaskState {
     }
 
     /// The current attempt's body bytes so far, held back or not.
+    ///
+    /// A `mutating get`, as ``task``'s: the state is not loadable, and a plain getter read
+    /// inside a mutating method (the task's end) copied the whole state, seven retains a task.
     var attemptBytesReceived: Int64 {
-        // Not `??`: its autoclosure would capture (copy) the whole state.
-        if let held = self.held { return held.received }
-        return self.countOfBytesReceived
+        mutating get {
+            // Not `??`: its autoclosure would capture (copy) the whole state.
+            if let held = self.held { return held.received }
+            return self.countOfBytesReceived
+        }
     }
 
     /// The attempt whose progress was held back is the task's last: its progress is reported now.
