@@ -207,6 +207,27 @@ struct ImageResponseSerializerTests {
         #expect(ImageHeader.parse(Data(icon)).map { [$0.pixelWidth, $0.pixelHeight] } == [512, 512])
     }
 
+    /// More files decoders show: a JPEG with a stray `FF 00` pair before a marker (libjpeg discards
+    /// it; its "length" sent the walk past the frame header), and Apple's "iPhone-optimized" PNG,
+    /// whose `CgBI` chunk comes before IHDR (ImageIO decodes it). And an icon whose embedded PNG
+    /// is 65,536 pixels a side: its area is compared in 64 bits (it overflowed, a trap, where `Int`
+    /// is 32 bits; on this 64-bit machine the test shows only that such an icon reads).
+    @Test func strayPairsIPhonePNGsAndHugeIconEntriesAreRead() throws {
+        var jpeg = ImageFixture.jpeg(640, 480)
+        jpeg.insert(contentsOf: [0xFF, 0x00], at: 20)
+        #expect(ImageHeader.parse(Data(jpeg)).map { [$0.pixelWidth, $0.pixelHeight] } == [640, 480])
+        let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        let cgbi = signature + ImageFixture.be32(4) + Array("CgBI".utf8) + [0x50, 0, 0x20, 6] + [0, 0, 0, 0]
+            + Array(ImageFixture.png(57, 58).dropFirst(8))
+        let header = try #require(ImageHeader.parse(Data(cgbi)))
+        #expect(header.format == .png && header.pixelWidth == 57 && header.pixelHeight == 58)
+        var icon: [UInt8] = [0, 0, 1, 0] + ImageFixture.le16(2)
+        icon += [16, 16, 0, 0] + ImageFixture.le16(1) + ImageFixture.le16(32) + ImageFixture.le32(0) + ImageFixture.le32(0)
+        icon += [0, 0, 0, 0] + ImageFixture.le16(1) + ImageFixture.le16(32) + ImageFixture.le32(33) + ImageFixture.le32(38)
+        icon += ImageFixture.png(65_536, 65_536)
+        #expect(ImageHeader.parse(Data(icon)).map { [$0.pixelWidth, $0.pixelHeight] } == [65_536, 65_536])
+    }
+
     @Test func emptyBodyGivesNothing() throws {
         #expect(try ImageResponseSerializer().responseObject(for: Fixture.response(200, "image/png"), data: Data()) == nil)
         #expect(try ImageResponseSerializer().responseObject(for: Fixture.response(204), data: nil) == nil)

@@ -16,8 +16,10 @@ extension ImageHeader {
             guard let marker = r.u8(markerOffset) else { return nil }
             let segment = markerOffset + 1
             switch marker {
-            case 0xD0...0xD7, 0x01:
-                // Stand-alone markers: no length.
+            case 0xD0...0xD7, 0x01, 0x00:
+                // Stand-alone markers: no length. `FF 00` is no marker but a stray pair, which
+                // libjpeg discards as it looks for the next marker; read as a segment, its
+                // "length" sent the walk past a frame header a decoder finds.
                 offset = segment
             case 0xD9, 0xDA:
                 // End of image, or start of scan before any frame header.

@@ -46,9 +46,13 @@ struct ImageHeader: Hashable, Sendable {
         return nil
     }
 
-    /// PNG: the IHDR chunk must come first; width and height are big-endian at 16 and 20, each at
-    /// most 2³¹ − 1 (the PNG specification's bound, on every word size).
+    /// PNG: the IHDR chunk must come first, or second after the 4-byte `CgBI` chunk of Apple's
+    /// "iPhone-optimized" PNGs (`pngcrush -iphone`, which ImageIO decodes); width and height are
+    /// big-endian at 16 and 20 of the IHDR's start, each at most 2³¹ − 1 (the PNG specification's
+    /// bound, on every word size).
     private static func pngSize(_ r: ByteReader, at start: Int = 0) -> (Int, Int)? {
+        // A CgBI chunk: length 4, type, 4 data bytes, CRC: 16 bytes before the IHDR's length.
+        let start = r.matches([0, 0, 0, 4] + Array("CgBI".utf8), at: start + 8) ? start + 16 : start
         guard r.matches(Array("IHDR".utf8), at: start + 12), let width = r.u32be(start + 16), let height = r.u32be(start + 20),
             (1...Int(Int32.max)).contains(width), (1...Int(Int32.max)).contains(height)
         else { return nil }
@@ -88,7 +92,9 @@ struct ImageHeader: Hashable, Sendable {
             guard let w = r.u8(offset), let h = r.u8(offset + 1), let imageOffset = r.u32le(offset + 12) else { return nil }
             let embedded = r.matches([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], at: imageOffset) ? self.pngSize(r, at: imageOffset) : nil
             let size = embedded ?? (w == 0 ? 256 : w, h == 0 ? 256 : h)
-            if best.map({ size.0 * size.1 > $0.0 * $0.1 }) ?? true { best = size }
+            // Areas in 64 bits: an embedded PNG's sides reach 2³¹ − 1, and their product
+            // overflowed (a trap) where `Int` is 32 bits (arm64_32 watches).
+            if best.map({ Int64(size.0) * Int64(size.1) > Int64($0.0) * Int64($0.1) }) ?? true { best = size }
         }
         return best
     }
