@@ -56,6 +56,13 @@ enum TLSProbe {
             let buffer = self.unwrapInboundIn(data)
             self.bytes.withLockedValue { $0 += buffer.readableBytesView }
         }
+
+        /// An error after the handshake (a TLS alert, a reset) ends the text, so that a test that
+        /// expected a page says why it got none.
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            self.bytes.withLockedValue { $0 += Array("\n[error: \(error)]".utf8) }
+            context.close(promise: nil)
+        }
     }
 }
 
