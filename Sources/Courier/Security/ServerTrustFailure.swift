@@ -68,16 +68,22 @@ public struct ServerTrustFailure: Error, Sendable, CustomStringConvertible {
     var summary: String {
         let host = self.host.map { "\($0): " } ?? ""
         if self.reason == .handshakeFailure {
-            return host + "\(self.reason)" + (self.detail.map { ": " + Self.handshakeReason($0) } ?? "")
+            return host + "\(self.reason)" + (self.detail.map { ": " + Self.handshakeReason($0, minimum: self.policy.minimumTLSVersion) } ?? "")
         }
         return host + "\(self.reason)" + (self.detail.map { " (\($0))" } ?? "") + " [policy: \(self.policy)]"
     }
 
     /// What BoringSSL's reason in `detail` (`…:OPENSSL_internal:WRONG_VERSION_NUMBER at …`) means,
-    /// with the reason's name; `detail` as it is when it names none.
-    static func handshakeReason(_ detail: String) -> String {
+    /// with the reason's name; `detail` as it is when it names none. A version refusal names the
+    /// versions the policy accepts, from `minimum` (its ``SecurityPolicy/minimumTLSVersion``) to
+    /// TLS 1.3: a policy that asks for TLS 1.3 refused a TLS 1.2 server, not Courier.
+    static func handshakeReason(_ detail: String, minimum: SecurityPolicy.TLSVersion = .v1_2) -> String {
         guard let marker = detail.range(of: "OPENSSL_internal:") else { return detail }
         let name = String(detail[marker.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" })
+        if name == "TLSV1_ALERT_PROTOCOL_VERSION" || name == "UNSUPPORTED_PROTOCOL" {
+            let accepted = minimum >= .v1_3 ? "TLS 1.3 only" : "\(minimum) to TLS 1.3"
+            return "no TLS version both sides accept (the policy accepts \(accepted)) (\(name))"
+        }
         guard let meaning = Self.handshakeReasons[name] else { return name }
         return "\(meaning) (\(name))"
     }
@@ -91,8 +97,6 @@ public struct ServerTrustFailure: Error, Sendable, CustomStringConvertible {
         "SSLV3_ALERT_HANDSHAKE_FAILURE":
             "the server refused the handshake (no TLS version, cipher suite or client certificate both sides accept)",
         "WRONG_VERSION_NUMBER": "the server did not answer in TLS (a plain HTTP server?)",
-        "TLSV1_ALERT_PROTOCOL_VERSION": "no TLS version both sides accept (Courier speaks TLS 1.2 and 1.3)",
-        "UNSUPPORTED_PROTOCOL": "no TLS version both sides accept (Courier speaks TLS 1.2 and 1.3)",
         "NO_SHARED_CIPHER": "no cipher suite both sides accept",
         "HANDSHAKE_FAILURE_ON_CLIENT_HELLO": "no cipher suite both sides accept",
         "TLSV1_ALERT_INTERNAL_ERROR": "the server failed the handshake (an internal error alert)",

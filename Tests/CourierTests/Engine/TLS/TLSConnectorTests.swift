@@ -142,6 +142,8 @@ struct TLSConnectorTests {
             #expect(error.code == .tlsFailure)
             #expect(Self.failure(error)?.reason == .handshakeFailure)
             #expect(Self.failure(error)?.host == "127.0.0.1")
+            // The policy refused TLS 1.2, not Courier: the message said "Courier speaks TLS 1.2 and 1.3".
+            #expect(error.message.contains("TLS 1.3 only") && !error.message.contains("1.2 and 1.3"), "\(error.message)")
             let older = try await TLSProbe.handshake(try Self.connector(), port: server.port)
             #expect(older.result.tlsVersion == .v1_2)
             try await older.channel.close()
