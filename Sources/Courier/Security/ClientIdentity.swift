@@ -175,3 +175,13 @@ extension Optional<String> {
         }
     }
 }
+
+extension ClientIdentity: CustomReflectable {
+    /// The certificate chain alone: the private key is left out of what `dump`, a debugger or a
+    /// crash reporter that reflects shows (Foundation's `Data` mirrors the bytes of a small one,
+    /// and an EC or Ed25519 key is small; the identity is reachable from every TLS error's
+    /// ``ServerTrustFailure/policy``).
+    public var customMirror: Mirror {
+        Mirror(self, children: ["certificateChain": self.certificateChain, "privateKey": "(hidden)"], displayStyle: .struct)
+    }
+}

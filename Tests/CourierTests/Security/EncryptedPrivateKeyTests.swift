@@ -181,4 +181,17 @@ struct EncryptedPrivateKeyTests {
             }
         }
     }
+    /// The private key is not in what reflection shows (`dump`, a debugger, a crash reporter):
+    /// `Data` mirrors the bytes of a small one, and the test's P-256 key is small. The identity is
+    /// reachable from every TLS error (``ServerTrustFailure/policy``).
+    @Test func reflectionDoesNotShowThePrivateKey() throws {
+        let identity = try Self.plain.get()
+        var policy = SecurityPolicy.default
+        policy.clientIdentity = identity
+        var dumped = ""
+        dump(policy, to: &dumped)
+        #expect(!dumped.contains("privateKeyDER"), "\(dumped.prefix(2000))")
+        #expect(Mirror(reflecting: identity).descendant("privateKeyDER") == nil)
+        #expect(dumped.contains("certificateChain") && dumped.contains("(hidden)"))
+    }
 }
