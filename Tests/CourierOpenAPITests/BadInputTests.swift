@@ -96,6 +96,8 @@ struct BadInputTests {
                 let body = HTTPBody(chunks, length: .unknown, iterationBehavior: .single)
                 // A task of its own, so that the test can cancel the call mid-upload; cancelled
                 // below and awaited by `expectCancelled`.
+                // A task of its own, so that the test cancels this call alone; it is awaited below,
+                // and cancelled, so it ends with the test.
                 let call = Task { try await client.upload(body: .binary(body)) }
                 #expect(await stalled.wait(), "the body never stalled")
                 call.cancel()
@@ -190,8 +192,12 @@ struct BadInputTests {
             let reading: Signal
             mutating func next() async throws -> ArraySlice<UInt8>? {
                 self.reading.fire()
-                try await Task.sleep(for: .seconds(3600))
-                return nil
+                // Waits for cancellation, with no timer: nothing is ever yielded, and the stream
+                // is finished only after the loop, which only the reader's cancellation ends.
+                let (never, continuation) = AsyncStream<Never>.makeStream()
+                for await _ in never {}
+                continuation.finish()
+                throw CancellationError()
             }
         }
 
@@ -204,6 +210,8 @@ struct BadInputTests {
             try await withGeneratedClient(baseURL: server.baseURL) { client, _ in
                 let reading = Signal()
                 let body = HTTPBody(ChunksUntilCancelled(reading: reading), length: .known(1024), iterationBehavior: .multiple)
+                // A task of its own, so that the test cancels this call alone; it is awaited below,
+                // and cancelled, so it ends with the test.
                 let call = Task { try await client.upload(body: .binary(body)) }
                 #expect(await reading.wait())
                 call.cancel()

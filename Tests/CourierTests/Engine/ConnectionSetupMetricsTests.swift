@@ -85,30 +85,31 @@ struct ConnectionSetupMetricsTests {
             let (firstURL, secondURL, thirdURL) = (viaName(held.url), viaName(heldNext.url), viaName(server.url("/get")))
             try await withManager(baseURL: nil, configuration: configuration) { manager in
                 let pool = try #require((manager.engine as? NIOEngine)?.pool)
-                // The first request holds the first connection.
-                let first = Task { try await manager.data(for: Request(url: firstURL)) }
+                // The first request holds the first connection. (The requests are `async let`s: a
+                // failed expectation ends the scope, which cancels and awaits them.)
+                async let first = manager.data(for: Request(url: firstURL))
                 await held.waitForArrival()
                 // The second waits; a second connection begins opening for it.
-                let second = Task { try await manager.data(for: Request(url: secondURL)) }
+                async let second = manager.data(for: Request(url: secondURL))
                 #expect(await resolver.asked.wait { $0.count == 2 }, "the second connection's lookup began")
                 // The first answer frees the first connection: the second request takes it.
                 held.releaseAll()
                 await heldNext.waitForArrival()
                 // The third comes after the second connection began opening, and waits for it.
-                let third = Task { try await manager.data(for: Request(url: thirdURL)) }
+                async let third = manager.data(for: Request(url: thirdURL))
                 #expect(await eventually { pool.waitingHopCount == 1 }, "the third request waits for the opening connection")
                 resolver.gate.open()
-                let response = try await third.value
+                let response = try await third
                 #expect(response.response.status == .ok)
                 let transaction = try #require(response.metrics?.transactions.last)
                 #expect(transaction.isReusedConnection, "the connection was opened for another request")
                 #expect(transaction.domainLookupStart == nil && transaction.connectStart == nil && transaction.connectEnd == nil)
                 heldNext.releaseAll()
-                let firstResponse = try await first.value
+                let firstResponse = try await first
                 let firstTransaction = try #require(firstResponse.metrics?.transactions.last)
                 #expect(!firstTransaction.isReusedConnection, "the first connection was opened for the first request")
                 #expect(firstTransaction.domainLookupStart != nil && firstTransaction.connectStart != nil)
-                let secondResponse = try await second.value
+                let secondResponse = try await second
                 #expect(secondResponse.metrics?.transactions.last?.isReusedConnection == true)
                 #expect(server.connectionCount == 2)
             }
