@@ -169,9 +169,11 @@ struct OkHttpTimeoutTests {
 
     // OkHttp: noTimeout
     @Test func noTimeout() async throws {
-        // The answer 0.25 s late and a body of 64 KiB, well inside a call timeout of 5 s.
+        // The answer 0.25 s late and a body of 64 KiB, well inside a call timeout of 60 s (OkHttp's
+        // 5 s ran out in CI, where a full parallel run held every test for about 36 s; a deadline
+        // read in the wrong unit, or started from the wrong instant, still fails here).
         let body = String(repeating: "a", count: 64 * 1024)
-        try await Call.overHTTP1(configuration: Self.callTimeout(5), { _, _, _ in .respondAfter(Self.ok(body), delay: .milliseconds(250)) }) {
+        try await Call.overHTTP1(configuration: Self.callTimeout(60), { _, _, _ in .respondAfter(Self.ok(body), delay: .milliseconds(250)) }) {
             server, manager in
             let response = try await manager.responseOfAnyStatus(for: Call.post(server.baseURL, "abcdef"))
             #expect(Call.text(response) == body)
