@@ -142,6 +142,19 @@ struct OfflineAndCurlTests {
         #expect(digest.output == "curl --digest --user ann:pw http://example.com/d --header 'User-Agent: courier/0.1.0'\n")
     }
 
+    @Test("--curl keeps the client key's passphrase and the cookie jar, and warns that curl's --cacert trusts that file alone")
+    func curlKeepsPassphraseAndCookieJar() async throws {
+        let result = try await CLIRunner.run([
+            "--curl", "--cert", "c.pem", "--key", "k.pem", "--pass", "s3cret", "--cookie-jar", "jar.txt", "--cacert", "ca.pem", "example.com/a",
+        ])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(
+            result.output
+                == "curl --cacert ca.pem --cert c.pem --key k.pem --pass s3cret --cookie jar.txt --cookie-jar jar.txt http://example.com/a "
+                + "--header 'User-Agent: courier/0.1.0'\n")
+        #expect(result.standardError.contains("--cacert trusts only that file"), "\(result.standardError)")
+    }
+
     @Test("--offline shows a multipart body with its files")
     func offlineMultipart() async throws {
         let folder = try makeTemporaryFolder()

@@ -26,8 +26,17 @@ struct CurlCommand {
         case "no", "false": words.append("--insecure")
         default: words += ["--cacert", command.verify]
         }
-        if let cacert = command.cacert { words += ["--cacert", cacert] }
-        if let cert = command.cert, let key = command.key { words += ["--cert", cert, "--key", key] }
+        if let cacert = command.cacert {
+            words += ["--cacert", cacert]
+            // Courier trusts the file beside the system's roots; curl's --cacert trusts it alone.
+            Console.standardError.write(line: "courier: warning: curl's --cacert trusts only that file, not the system's certificates beside it")
+        }
+        if let cert = command.cert, let key = command.key {
+            words += ["--cert", cert, "--key", key]
+            if let pass = command.pass { words += ["--pass", pass] }
+        }
+        // The jar is read before the request and written after it, as curl's -b FILE -c FILE do.
+        if let jar = command.cookieJar { words += ["--cookie", jar, "--cookie-jar", jar] }
         if command.authType == .digest, let auth = command.auth { words += ["--digest", "--user", auth] }
         if !command.trailer.isEmpty {
             Console.standardError.write(line: "courier: warning: curl cannot send trailer fields; the --trailer fields are left out")
