@@ -86,17 +86,23 @@ public final class TestProxy: Sendable {
     ///   - behaviour: What to do with a `CONNECT`; ``Behaviour/tunnel`` by default.
     ///   - tls: When set, clients reach the proxy over TLS presenting this identity (an
     ///     `https://` proxy, ALPN `http/1.1`); tunnels and forwarded requests run inside it.
+    ///   - requiresClientCertificate: Whether a TLS proxy demands a client certificate issued by
+    ///     ``TestCertificates/rootCA``, as ``TestServer/Configuration/requiresClientCertificate``
+    ///     does (TLS 1.3: the refusal comes after the client's side of the handshake). Off by default.
     /// - Returns: The running proxy.
     public static func start(
         upstreamPort: Int,
         credentials: (username: String, password: String)? = nil,
         authentication: Authentication = .basic,
         behaviour: Behaviour = .tunnel,
-        tls: TestServer.Identity? = nil
+        tls: TestServer.Identity? = nil,
+        requiresClientCertificate: Bool = false
     ) async throws -> TestProxy {
         let state = NIOLockedValueBox(ProxyState())
         let expected = credentials.map { ProxyAuthenticator(username: $0.username, password: $0.password, authentication: authentication) }
-        let sslContext = try tls.map { try NIOSSLContext(configuration: $0.makeTLSConfiguration(http2: false, requiresClientCertificate: false)) }
+        let sslContext = try tls.map {
+            try NIOSSLContext(configuration: $0.makeTLSConfiguration(http2: false, requiresClientCertificate: requiresClientCertificate))
+        }
         let channel = try await ServerBootstrap(group: TestServer.eventLoopGroup)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in

@@ -236,6 +236,47 @@ struct ProxyTests {
         }
     }
 
+    /// An `https://` proxy that asks for a client certificate: the policy for the proxy's host
+    /// presents its identity, and the tunnel opens. Without one, the TLS 1.3 proxy's refusal (an
+    /// alert after the client's side of the handshake, read while the `CONNECT` waits for its
+    /// answer) is a TLS failure naming the proxy, in words; it was `connectionClosed`, "the
+    /// connection to HTTPS proxy … failed during CONNECT …" with BoringSSL's error and its source
+    /// path.
+    @Test func anHTTPSProxyThatAsksForAClientCertificate() async throws {
+        try await withTestServer(.https()) { server in
+            let proxy = try await TestProxy.start(upstreamPort: server.port, tls: .localhost, requiresClientCertificate: true)
+            try await withShutdown(of: proxy) { proxy in
+                var configuration = SessionConfiguration.default
+                configuration.proxy = .https(host: "localhost", port: proxy.port)
+                let trusting = try Transport.trustingTestRoot()
+                let target = "https://127.0.0.1:\(server.port)/get"
+                try await withManager(baseURL: nil, configuration: configuration, securityPolicy: trusting) { manager in
+                    let error = try await #require(throws: CourierError.self) { try await manager.get(target) }
+                    #expect(error.code == .tlsFailure, "\(error)")
+                    #expect(error.message.hasPrefix("HTTPS proxy localhost:\(proxy.port): the TLS handshake failed: "), "\(error.message)")
+                    #expect(error.message.contains("requires a client certificate"), "\(error.message)")
+                    #expect(error.message.contains("CONNECT 127.0.0.1:\(server.port)"), "\(error.message)")
+                    #expect(!error.message.contains(".cc:"), "no BoringSSL source path: \(error.message)")
+                }
+                #expect(proxy.connectTargets.isEmpty, "nothing went through the refused TLS")
+                #expect(server.requestCount == 0)
+                // The proxy's host has a policy of its own, with the identity; the server's has none.
+                var trust = ServerTrustPolicies(default: trusting)
+                var proxyPolicy = trusting
+                proxyPolicy.clientIdentity = try ClientIdentity(
+                    certificatePEM: TestCertificates.clientCertificate, privateKeyPEM: TestCertificates.clientKey)
+                trust["localhost"] = proxyPolicy
+                try await withManagerThatEnds({
+                    HTTPSessionManager(baseURL: nil, engine: NIOEngine(configuration: configuration, serverTrust: trust), configuration: configuration)
+                }) { manager in
+                    let response = try await manager.get(target)
+                    #expect(response.response.status.code == 200)
+                }
+                #expect(proxy.connectTargets == ["127.0.0.1:\(server.port)"])
+            }
+        }
+    }
+
     /// An `https://` proxy whose certificate the policy does not trust: a typed TLS error that
     /// names the proxy, and nothing reaches it in the clear.
     @Test func anHTTPSProxyWithAnUntrustedCertificateIsRefused() async throws {

@@ -1,4 +1,5 @@
 import NIOCore
+import NIOSSL
 
 /// What a proxy handshake's driver does next (``ProxyHandshake``).
 enum ProxyHandshakeAction: Equatable {
@@ -97,7 +98,18 @@ final class ProxyHandshakeHandler<Handshake: ProxyHandshake>: ChannelInboundHand
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        self.act(self.handshake.errorCaught("\(error)"), context: context, underlyingError: error)
+        var action = self.handshake.errorCaught("\(error)")
+        // An `https://` proxy's TLS failed under the handshake: a TLS 1.3 proxy refuses the
+        // client's certificate (or its absence) after the client's side of the handshake, as an
+        // alert read while the `CONNECT` waits for its answer. Said as the TLS failure it is, in
+        // words, as a server's is (it was a closed connection, with BoringSSL's error and its
+        // source path). A close without close_notify stays the closed connection it is.
+        if case .fail(.connectionError) = action, error is NIOSSLError || error is BoringSSLError,
+            (error as? NIOSSLError) != .uncleanShutdown
+        {
+            action = .fail(.tls(ServerTrustFailure.handshakeReason("\(error)")))
+        }
+        self.act(action, context: context, underlyingError: error)
     }
 
     private func act(_ action: ProxyHandshakeAction, context: ChannelHandlerContext, underlyingError: (any Error)? = nil) {

@@ -15,6 +15,7 @@ import NIOSOCKS
 /// | another non-2xx answer (403, 502…); a SOCKS5 error reply | ``CourierError/Code/proxyRefused`` |
 /// | not HTTP / not SOCKS5, a head over 16 KiB, bytes after the answer | ``CourierError/Code/invalidResponse`` |
 /// | the proxy closed or reset the connection first | ``CourierError/Code/connectionClosed`` |
+/// | an `https://` proxy's TLS failed meanwhile (a TLS 1.3 proxy refusing the client certificate) | ``CourierError/Code/tlsFailure`` |
 /// | no answer within `timeout` | ``CourierError/Code/timedOut`` |
 /// | the tunnel cannot be asked for (credentials or a target SOCKS5 cannot carry) | ``CourierError/Code/invalidProxyConfiguration`` |
 /// | a `socks5://` proxy's target name has no address | ``CourierError/Code/connectionFailed`` |

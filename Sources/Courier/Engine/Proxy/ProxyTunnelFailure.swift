@@ -29,6 +29,9 @@ enum ProxyTunnelFailure: Sendable, Equatable {
     case closed(received: Int)
     /// The connection failed under the handshake (reset, an I/O error): the error's text.
     case connectionError(String)
+    /// The `https://` proxy's TLS failed under the handshake (an alert: a TLS 1.3 proxy refusing
+    /// the client certificate): BoringSSL's reason in words (`ServerTrustFailure.handshakeReason`).
+    case tls(String)
     /// The proxy did not answer within the timeout.
     case timedOut(TimeAmount)
     /// The tunnel cannot be asked for (credentials or a target SOCKS5 cannot carry).
@@ -110,6 +113,8 @@ enum ProxyTunnelFailure: Sendable, Equatable {
             return CourierError(.connectionClosed, "\(who) closed the connection \(when) \(opening)", underlyingError: underlyingError)
         case .connectionError(let text):
             return CourierError(.connectionClosed, "the connection to \(who) failed during \(opening): \(text)", underlyingError: underlyingError)
+        case .tls(let reason):
+            return CourierError(.tlsFailure, "\(who): the TLS handshake failed: \(reason), during \(opening)", underlyingError: underlyingError)
         case .timedOut(let timeout):
             return CourierError(
                 .timedOut, "\(who) did not open \(opening) within \(Self.seconds(timeout))", underlyingError: underlyingError)
