@@ -188,6 +188,7 @@ extension TaskDelegate {
                 // before its head kept the last attempt's, and its metrics counted them twice).
                 // The progress object keeps its floor: it never goes backwards.
                 state.countOfBytesReceived = 0
+                state.keptBytesReceived = 0
                 state.countOfBytesExpectedToReceive = -1
                 state.responseTrailers = nil
                 state.body = nil

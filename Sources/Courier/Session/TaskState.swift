@@ -25,6 +25,9 @@ struct TaskState {
     var countOfBytesExpectedToSend: Int64
     var countOfBytesReceived: Int64 = 0
     var countOfBytesExpectedToReceive: Int64 = -1
+    /// The bytes of ``countOfBytesReceived`` that a resumed download's partial file kept from
+    /// before (set with the response head): counted in its progress, never received by the attempt.
+    var keptBytesReceived: Int64 = 0
     /// The body gathered so far; handed to the serializer and dropped at completion.
     var body: ByteBuffer?
     /// The task object while nobody has started it: the caller holds a task it has not resumed,
@@ -126,6 +129,7 @@ struct TaskState {
         self.responseURL = url
         self.responseTrailers = nil
         self.countOfBytesReceived = received
+        self.keptBytesReceived = received
         self.countOfBytesExpectedToReceive = expected
         self.moveDownloadProgress()
         return self.progressDeliveries(.download)
@@ -180,7 +184,9 @@ struct TaskState {
         return self.recordReceived(bytes)
     }
 
-    /// The current attempt's body bytes so far, held back or not.
+    /// The current attempt's body bytes so far, held back or not: those that came, without the
+    /// bytes a resumed download kept from before (a continuation's metrics counted them as
+    /// received, and a 416 that found the partial file whole reported the whole file).
     ///
     /// A `mutating get`, as ``task``'s: the state is not loadable, and a plain getter read
     /// inside a mutating method (the task's end) copied the whole state, seven retains a task.
@@ -188,7 +194,7 @@ struct TaskState {
         mutating get {
             // Not `??`: its autoclosure would capture (copy) the whole state.
             if let held = self.held { return held.received }
-            return self.countOfBytesReceived
+            return self.countOfBytesReceived - self.keptBytesReceived
         }
     }
 

@@ -261,6 +261,27 @@ struct DownloadResumeTests {
         }
     }
 
+    /// A continuation's metrics count the body bytes that came, not those its partial file kept
+    /// from before: a 206 of 50 bytes after 10 kept reported 60 received, and a 416 that found the
+    /// partial file whole reported its 10 kept bytes as received.
+    @Test func aContinuationsMetricsCountOnlyTheBytesThatCame() async throws {
+        let rest = String(decoding: alphabet(60).dropFirst(10), as: UTF8.self)
+        let partial = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 10-59/60\r\nETag: \"r\"\r\nContent-Length: 50\r\n\r\n" + rest
+        try await self.continuingTenOfSixty(answeredWith: partial) { manager, resume in
+            let download = try await manager.download(resumingFrom: resume)
+            #expect(try Data(contentsOf: download.fileURL) == alphabet(60))
+            #expect(download.metrics?.bytesReceived == 50)
+            #expect(download.metrics?.attempts.last?.bytesReceived == 50)
+        }
+        let whole = "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */10\r\nContent-Length: 0\r\n\r\n"
+        try await self.continuingTenOfSixty(answeredWith: whole) { manager, resume in
+            let download = try await manager.download(resumingFrom: resume)
+            #expect(download.response.status == .rangeNotSatisfiable)
+            #expect(try Data(contentsOf: download.fileURL) == alphabet(10))
+            #expect(download.metrics?.bytesReceived == 0)
+        }
+    }
+
     /// A continuation whose connection cannot be made leaves its partial file as it was, and
     /// hands back the resume data it began with, to try again with. It gave none, and the partial
     /// file was left in the temporary directory with nothing naming it.
@@ -434,6 +455,8 @@ struct DownloadResumeTests {
                 #expect(try Data(contentsOf: download.fileURL) == alphabet(total))
                 #expect(server.receivedHeads.count == 2)
                 #expect(server.receivedHeads.allSatisfy { $0.contains("Range: bytes=\(kept)-") }, "the retry asks for the same range")
+                // Each attempt counts the bytes it received, not the partial file's kept ones.
+                #expect(download.metrics?.attempts.map(\.bytesReceived) == [20, Int64(total - kept)])
             }
         }
     }
