@@ -7,7 +7,8 @@ extension SessionManager {
     /// Makes a download task, suspended (AFNetworking's
     /// `downloadTaskWithRequest:progress:destination:completionHandler:`).
     ///
-    /// The body goes to a file in the temporary directory as it arrives; at the end `destination`
+    /// The body goes to a file in ``SessionConfiguration/downloadDirectory`` (the system's temporary
+    /// directory by default) as it arrives; at the end `destination`
     /// names the final place and the file is moved there (``Foundation/NSNotification/Name/downloadTaskDidMoveFile``
     /// or ``Foundation/NSNotification/Name/downloadTaskDidFailToMoveFile`` is posted). Any status
     /// code gives a file, as with URLSession: check the response's status.
@@ -15,7 +16,7 @@ extension SessionManager {
     /// - Parameters:
     ///   - request: The request; the configuration's additional headers are added where missing.
     ///   - progress: Called on an engine thread as body bytes arrive.
-    ///   - destination: Where the file goes; nil leaves it in the temporary directory, yours to
+    ///   - destination: Where the file goes; nil leaves it in the download directory, yours to
     ///     move or remove.
     ///   - completionHandler: Called once on the ``completionQueue`` with the response, the file's
     ///     final URL and the error, if any. A failure after part of the body arrived from a server
@@ -52,7 +53,7 @@ extension SessionManager {
     /// - Parameters:
     ///   - resumeData: ``ResumeData/data`` from an earlier download.
     ///   - progress: Called on an engine thread as body bytes arrive.
-    ///   - destination: Where the file goes; nil leaves it in the temporary directory.
+    ///   - destination: Where the file goes; nil leaves it in the download directory.
     ///   - completionHandler: Called once on the ``completionQueue`` with the response, the file's
     ///     final URL and the error, if any.
     /// - Throws: ``CourierError/Code/invalidRequest`` when `resumeData` is not Courier resume data.

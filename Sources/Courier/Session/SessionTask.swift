@@ -134,7 +134,8 @@ public final class UploadTask: DataTask, @unchecked Sendable {}
 
 /// A task whose response body goes to a file (URLSession's `URLSessionDownloadTask`).
 ///
-/// The body is written to a file in the temporary directory as it arrives, off the engine's
+/// The body is written to a file in the session's ``SessionConfiguration/downloadDirectory`` (the
+/// system's temporary directory by default) as it arrives, off the engine's
 /// threads, with back-pressure: a slow disk slows the download rather than filling memory.
 public final class DownloadTask: SessionTask, @unchecked Sendable {
     /// Cancels the download and hands over what it takes to continue it later.

@@ -8,7 +8,8 @@ public struct DownloadResponse: Sendable {
     public let request: Request
     /// The response head.
     public let response: HTTPResponse
-    /// Where the body is: the destination, or a file in the temporary directory that is yours to
+    /// Where the body is: the destination, or a file in the session's download directory
+    /// (``SessionConfiguration/downloadDirectory``, the system's temporary directory by default) that is yours to
     /// move or remove when there was no destination.
     public let fileURL: URL
     /// The task's timings and sizes (``TaskMetrics``), when it recorded them.

@@ -21,7 +21,7 @@ import HTTPTypes
 /// dates RFC 9110 lets `If-Range` carry), whose body was not content-coded (`Range` counts the coded bytes,
 /// the file holds what they decode to).
 ///
-/// The bytes so far live in a file in the temporary directory (``temporaryFileURL``); it is yours
+/// The bytes so far live in a file in the session's download directory (``temporaryFileURL``); it is yours
 /// once you hold resume data: resume from it or call ``discard()``.
 ///
 /// Resume data is bytes a caller may have kept anywhere, so Courier trusts its file no further

@@ -5,7 +5,7 @@ import NIOCore
 
 /// What a download task does with its body.
 struct DownloadPlan: Sendable {
-    /// Where the file goes at the end; nil keeps it in the temporary directory.
+    /// Where the file goes at the end; nil keeps it in the download directory.
     var destination: DownloadDestination?
     /// The partial file and how many of its bytes to keep, when the request continues earlier
     /// resume data with `Range`.
