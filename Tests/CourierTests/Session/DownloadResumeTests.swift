@@ -261,6 +261,37 @@ struct DownloadResumeTests {
         }
     }
 
+    /// A server (or a cache before it) that honours `Range` but ignores `If-Range` sends the rest
+    /// of the version it has now: a 206 naming another strong entity tag, or another
+    /// modification date when `If-Range` sent a date, does not continue the partial file. It was
+    /// appended, and the download succeeded with the start of one version and the end of
+    /// another; it now fails as stale, and the partial file is removed.
+    @Test(
+        arguments: [
+            ("\"r\"", nil, "ETag: \"r2\""),
+            (nil, "Tue, 01 Dec 2026 10:00:00 GMT", "Last-Modified: Wed, 02 Dec 2026 10:00:00 GMT"),
+        ] as [(String?, String?, String)])
+    func a206OfAnotherVersionIsRefused(_ tag: String?, _ modified: String?, _ validator: String) async throws {
+        let answer = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 10-59/60\r\n\(validator)\r\nContent-Length: 50\r\n\r\n"
+            + String(repeating: "B", count: 50)
+        try await withPartialFile { file in
+            try await ScriptedHTTPServer.with({ _, _, _ in .respond(answer) }) { server in
+                let manager = SessionManager()
+                defer { manager.invalidate(cancelingTasks: true) }
+                try alphabet(10).write(to: file)
+                let resume = ResumeData(
+                    request: Request(url: server.baseURL.appendingPathComponent("f")), temporaryFileURL: file, bytesReceived: 10,
+                    expectedLength: 60, entityTag: tag, lastModified: modified)
+                let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+                #expect(error?.code == .invalidResponse)
+                #expect(error?.message.contains("ignored If-Range") == true, "\(String(describing: error))")
+                #expect(await eventually { !FileManager.default.fileExists(atPath: file.path) }, "the partial file is of another version")
+                let head = try #require(server.receivedHeads.last)
+                #expect(head.contains("If-Range: \(tag ?? modified ?? "")\r\n"), "\(head)")
+            }
+        }
+    }
+
     /// A continuation's metrics count the body bytes that came, not those its partial file kept
     /// from before: a 206 of 50 bytes after 10 kept reported 60 received, and a 416 that found the
     /// partial file whole reported its 10 kept bytes as received.
