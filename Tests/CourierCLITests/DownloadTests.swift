@@ -278,6 +278,32 @@ struct DownloadTests {
         }
     }
 
+    /// A server (or a cache before it) that honours `Range` but ignores `If-Range` answers with the
+    /// rest of the version it has now: its 206 names another `ETag` than the one sent. It was
+    /// appended, and the command said "Done." with a file that is neither version.
+    @Test("--continue refuses a 206 of another version (a server that ignores If-Range): exit 1, the partial file unchanged")
+    func continueRefusesA206OfAnotherVersion() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            server.route("/changed") { _ in
+                TestServer.Response(
+                    status: .partialContent, headerFields: [.contentRange: "bytes 10-59/60", .eTag: "\"v2\""],
+                    body: Data(repeating: 2, count: 50))
+            }
+            let target = folder.appendingPathComponent("part.bin")
+            try Data(repeating: 1, count: 10).write(to: target)
+            PartialFileValidator.store("\"v1\"", for: target)
+            // A file system without user attributes keeps no validator: no If-Range goes out.
+            guard PartialFileValidator.stored(for: target) == "\"v1\"" else { return }
+            let result = try await CLIRunner.run(["-d", "-c", "-o", target.path, server.url("/changed").absoluteString])
+            #expect(result.status == 1, "\(result.standardError)")
+            #expect(result.errorLines.last?.contains("another version of the file (\"v2\", not \"v1\")") == true, "\(result.standardError)")
+            #expect(!result.standardError.contains("Done."))
+            #expect(try Data(contentsOf: target) == Data(repeating: 1, count: 10), "the partial file is unchanged")
+        }
+    }
+
     @Test("A 416 without a length and without a validator sent is still an error (exit 4)")
     func continueWithoutValidatorAndWithoutContentRange() async throws {
         let folder = try makeTemporaryFolder()

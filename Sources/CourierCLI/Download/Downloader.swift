@@ -17,7 +17,7 @@ struct Downloader {
         var request = built.request
         let target = self.command.output.map { URL(fileURLWithPath: $0) }
         var offset: Int64 = 0
-        var sentValidator = false
+        var sentValidator: String?
         // The bytes as stored, so that lengths and ranges count what lands in the file (HTTPie too).
         if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
             request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
@@ -28,7 +28,7 @@ struct Downloader {
             if request.value(forHTTPHeaderField: "If-Range") == nil, let validator = PartialFileValidator.stored(for: target) {
                 // The file changed on the server since: the whole new one comes, not its rest.
                 request.setValue(validator, forHTTPHeaderField: "If-Range")
-                sentValidator = true
+                sentValidator = validator
             }
         }
         // Printed once the response head says which protocol carried the request.
@@ -45,7 +45,7 @@ struct Downloader {
         let response = streamed.response
         printer.printResponseHead(response, networkProtocolName: streamed.task.networkProtocolName)
 
-        if offset > 0 && response.status.code == 416, Self.isComplete(offset, answer: response, sentValidator: sentValidator) {
+        if offset > 0 && response.status.code == 416, Self.isComplete(offset, answer: response, sentValidator: sentValidator != nil) {
             streamed.task.cancel()
             errorConsole.write(line: "'\(target!.path)' is already complete (\(ByteCount.format(offset))).")
             return
@@ -61,6 +61,10 @@ struct Downloader {
                 guard Self.isRest(after: offset, answer: response) else {
                     streamed.task.cancel()
                     throw CLIFailure(.failure, "the server answered the range from byte \(offset) with another range (\(response.headerFields[.contentRange] ?? "none")), not the rest of the file; the partial file is unchanged")
+                }
+                if let sentValidator, let other = Self.otherVersion(named: response, than: sentValidator) {
+                    streamed.task.cancel()
+                    throw CLIFailure(.failure, "the server sent part of another version of the file (\(other), not \(sentValidator)): it ignored If-Range; the partial file is unchanged (download it again without --continue)")
                 }
                 appending = true
             } else {
@@ -145,6 +149,20 @@ struct Downloader {
     static func isRest(after offset: Int64, answer response: HTTPResponse) -> Bool {
         guard let range = response.headerFields[.contentRange].flatMap(ContentRange.init), range.first == offset else { return false }
         return range.completeLength.map { range.last == $0 - 1 } ?? true
+    }
+
+    /// The validator of a 206 that names another version than `sent`, the `If-Range` it answers:
+    /// another strong entity tag, or another `Last-Modified` when `sent` is a date. A server (or a
+    /// cache before it) that honours `Range` but ignores `If-Range` sends the rest of the version
+    /// it has now, which appended to the partial file makes a file that is neither (the library
+    /// refuses such a 206 too). Nil when the 206 names the same validator or none.
+    static func otherVersion(named response: HTTPResponse, than sent: String) -> String? {
+        if sent.hasPrefix("\"") {
+            guard let tag = response.headerFields[.eTag], !tag.hasPrefix("W/"), tag != sent else { return nil }
+            return tag
+        }
+        guard let modified = response.headerFields[.lastModified], modified != sent else { return nil }
+        return modified
     }
 
     /// Whether a 416 to `Range: bytes=offset-` says the partial file is whole: its
