@@ -120,4 +120,29 @@ struct HTTP1ExpectContinueTests {
             }
         }
     }
+
+    /// A 417 that comes after the wait ended, once the body went (the server reads the whole
+    /// request before it answers, or is further away than the wait), refuses the expectation
+    /// Courier sent all the same: the request goes again without it, as curl sends it again.
+    /// Before, only a 417 that came during the wait was taken so, and this one reached the caller
+    /// as the response to a request whose `Expect` it never wrote.
+    @Test func a417AfterTheWaitEndedIsAnsweredByRepeatingTheRequestWithoutTheExpectation() async throws {
+        try await ScriptedHTTPServer.with({ _, _, head in
+            head.lowercased().contains("expect: 100-continue")
+                ? .respond("HTTP/1.1 417 Expectation Failed\r\nContent-Length: 4\r\n\r\nnope")
+                : .respond("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+        }) { server in
+            try await withManager(baseURL: server.baseURL, configuration: Self.configuration(waiting: 0.05)) { manager in
+                let request = Request(method: .post, url: server.baseURL.appendingPathComponent("a"), body: .data(Data(count: 5000)))
+                let response = try await manager.response(for: request, serializer: DataResponseSerializer())
+                #expect(response.response.status.code == 201, "the 417 is not the response")
+                let heads = server.receivedHeads.map { $0.lowercased() }
+                #expect(heads.count == 2)
+                #expect(heads.first?.contains("expect: 100-continue") == true)
+                #expect(heads.last?.contains("expect:") == false, "sent again without the expectation")
+                #expect(server.receivedBodyLengths == [5000, 5000], "the body went with each request")
+                #expect(server.connectionCount == 2, "the refused request's connection is not reused")
+            }
+        }
+    }
 }

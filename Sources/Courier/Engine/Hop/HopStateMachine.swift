@@ -18,8 +18,9 @@ import NIOHTTP1
 /// - The body waits for `100 Continue` when ``ExpectContinue`` says so: `100 Continue` or the end
 ///   of the wait (``continueWaitExpired()``) sends it; a final answer instead withholds it, and
 ///   the connection closes after that answer. A 417 to an expectation the request may go without
-///   (``HopStart/canRepeatWithoutExpectation``) is nobody's answer: its body is discarded and the
-///   request goes again without the expectation once it ends (RFC 9110 10.1.1).
+///   (``HopStart/canRepeatWithoutExpectation``) is nobody's answer, also one that comes after the
+///   wait ended and the body went (or is going) out: its body is discarded and the request goes
+///   again without the expectation once it ends (RFC 9110 10.1.1), on another connection.
 /// - A response that ends with a status below 300 before the request body does lets the body
 ///   finish; the hop ends with it, or with the response alone when the body fails or the upload
 ///   times out (a server that stopped reading it).
@@ -220,6 +221,8 @@ struct HopStateMachine {
         let methodIsIdempotent: Bool
         let bodyIsReplayable: Bool
         let viaForwardingProxy: Bool
+        /// The head carries a `100-continue` expectation, and a 417 to it lets the request go again
+        /// without it (``HopStart/canRepeatWithoutExpectation``).
         let canRepeatWithoutExpectation: Bool
         let resends: Int
         let unprocessedResends: Int
@@ -314,7 +317,7 @@ struct HopStateMachine {
         self.state = .running(
             Hop(
                 methodIsIdempotent: start.hasIdempotencyKey || ResendRule.isIdempotent(start.method), bodyIsReplayable: start.bodyIsReplayable, viaForwardingProxy: start.viaForwardingProxy,
-                canRepeatWithoutExpectation: start.canRepeatWithoutExpectation, resends: start.resends,
+                canRepeatWithoutExpectation: expectation != .sendAtOnce && start.canRepeatWithoutExpectation, resends: start.resends,
                 unprocessedResends: start.unprocessedResends, resentAfterGoAwayError: start.resentAfterGoAwayError, isReused: self.hopsCarried > 0 || self.onReusedConnection, closeRequested: start.asksToClose,
                 request: expectation == .sendAtOnce ? .sending : .awaitingContinue))
         self.hopsCarried += 1
@@ -490,13 +493,16 @@ struct HopStateMachine {
         if hop.request == .awaitingContinue {
             // A final answer instead of `100 Continue`: the body is not sent (RFC 9110 10.1.1).
             hop.request = .withheld
-            if code == 417, hop.canRepeatWithoutExpectation {
-                // Refused because of the expectation: the request is repeated without it, on
-                // another connection, once this answer ends.
-                hop.response = .refusedExpectation
-                self.state = .running(hop)
-                return .none
-            }
+        }
+        if code == 417, hop.canRepeatWithoutExpectation {
+            // Refused because of the expectation: the request is repeated without it, on another
+            // connection, once this answer ends. Also when the 417 comes after the wait ended and
+            // the body went, or is going, out (a server further than the wait, or one that reads
+            // the body first): it refuses the expectation Courier sent all the same, as curl reads
+            // it (the body's pump stops when the hop ends and the connection closes).
+            hop.response = .refusedExpectation
+            self.state = .running(hop)
+            return .none
         }
         if head.version == .http1_0, self.mode == .connection { self.serverIsHTTP10 = true }
         if code == 407, hop.viaForwardingProxy {

@@ -573,6 +573,30 @@ struct HopStateMachineTests {
         }
     }
 
+    /// A 417 after the wait ended (the body went, or is going, out) refuses the expectation all the
+    /// same: the request goes again without it. It was the answer, to an `Expect` the caller never
+    /// wrote. A request sent without an expectation gets its 417 as the answer.
+    @Test func a417AfterTheWaitEndedRepeatsTheRequestToo() {
+        var sent = Machine(mode: .connection)
+        _ = sent.startHop(Self.start(.put, length: 5000))
+        sent.requestHeadWritten()
+        #expect(sent.continueWaitExpired().summary == "sendHeldBody")
+        #expect(sent.requestEnded().summary == "none")
+        #expect(sent.responseReceived(Self.head(417)).summary == "none", "nobody's answer")
+        #expect(sent.responseReceived(Self.end).summary == "responseEnded(nil, repeatWithoutExpectation)")
+
+        var sending = Machine(mode: .connection)
+        _ = sending.startHop(Self.start(.put, length: 5000))
+        #expect(sending.continueWaitExpired().summary == "sendHeldBody")
+        #expect(sending.responseReceived(Self.head(417)).summary == "none")
+        #expect(sending.requestBodyFailed(Failed(name: "reset")).summary == "none", "the body stops with the repeat")
+        #expect(sending.responseReceived(Self.end).summary == "responseEnded(nil, repeatWithoutExpectation)")
+
+        var unannounced = Machine(mode: .connection)
+        Self.send(Self.start(.put, length: 10), on: &unannounced)
+        #expect(unannounced.responseReceived(Self.head(417)).summary == "forwardHead(417, http/1.1)")
+    }
+
     // MARK: A response before the request's end
 
     @Test func aSuccessEndingBeforeTheUploadLetsItFinish() {
