@@ -84,7 +84,8 @@ public struct RequestBody: Sendable {
     /// Chunks from an asynchronous sequence, sent as they come with back-pressure.
     /// - Parameters:
     ///   - stream: The chunks. It is iterated once.
-    ///   - length: The total length when known; `.unknown` sends the body chunked.
+    ///   - length: The total length when known; `.unknown` sends the body chunked. A negative
+    ///     length fails the task with ``CourierError/Code/invalidRequest`` before anything is sent.
     ///   - trailers: Trailer fields sent after the last chunk (``trailers``); none by default.
     public static func stream(
         _ stream: some AsyncSequence<ByteBuffer, any Error> & Sendable, length: Length, trailers: HTTPFields? = nil
@@ -95,7 +96,8 @@ public struct RequestBody: Sendable {
     /// Chunks from a fresh asynchronous sequence each time the body is sent (the first time, and
     /// again for a redirect that keeps the body).
     /// - Parameters:
-    ///   - length: The total length when known; `.unknown` sends the body chunked.
+    ///   - length: The total length when known; `.unknown` sends the body chunked. A negative
+    ///     length fails the task with ``CourierError/Code/invalidRequest`` before anything is sent.
     ///   - trailers: Trailer fields sent after the last chunk, each time (``trailers``); none by
     ///     default.
     ///   - makeStream: Makes the chunks; called once per send, on an engine thread.

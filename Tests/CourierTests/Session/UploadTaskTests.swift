@@ -208,6 +208,33 @@ struct UploadTaskTests {
         }
     }
 
+    /// A stream declared negative in length is refused before a connection is used. Its head went
+    /// out with `Content-Length: -5`, and the task failed only then, as a length mismatch (or as
+    /// whatever the server made of that head).
+    @Test func aStreamDeclaredNegativeInLengthIsRefusedBeforeAnythingIsSent() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let chunks: @Sendable () -> AsyncThrowingStream<ByteBuffer, any Error> = {
+                    AsyncThrowingStream { continuation in
+                        continuation.yield(ByteBuffer(string: "part"))
+                        continuation.finish()
+                    }
+                }
+                let bodies: [RequestBody] = [.stream(chunks(), length: .known(-5)), .replayableStream(length: .known(-1), chunks)]
+                for body in bodies {
+                    let error: CourierError? = await awaitCallback { finish in
+                        manager.uploadTask(withStreamedRequest: Request(method: .post, url: server.url("/courier/upload"), body: body)) {
+                            finish($2)
+                        }.resume()
+                    }
+                    #expect(error?.code == .invalidRequest, "\(String(describing: error))")
+                    #expect(error?.message.contains("negative") == true, "\(String(describing: error))")
+                }
+                #expect(server.connectionCount == 0, "nothing was sent")
+            }
+        }
+    }
+
     /// Issue 17: the session-level multipart path takes a boundary too (callback and async), and
     /// it goes on the wire; a boundary RFC 2046 refuses fails before any task is made.
     @Test func customBoundaryThroughTheSessionManager() async throws {
