@@ -75,7 +75,8 @@ public struct RequestBody: Sendable {
 
     /// The contents of a file, read in chunks as they are sent and never held whole.
     /// - Parameters:
-    ///   - url: The file.
+    ///   - url: The file: a `file:` URL (`URL(fileURLWithPath:)`); any other fails the task with
+    ///     ``CourierError/Code/bodyReadFailed`` before anything is sent.
     ///   - trailers: Trailer fields sent after its last byte (``trailers``); none by default.
     public static func file(_ url: URL, trailers: HTTPFields? = nil) -> RequestBody {
         RequestBody(.file(url), trailers: trailers)
@@ -188,8 +189,10 @@ extension RequestBody {
     /// sent. A directory, a device (`/dev/null` and `/dev/zero` say 0 bytes), a pipe (opening
     /// one blocks until a writer comes) or a socket is refused, and so is a file the process may
     /// not read, before the request's head goes out: the server saw a complete empty upload
-    /// before the body failed.
+    /// before the body failed. A URL that is not a `file:` URL is refused too: its path was read
+    /// as a local one, so `https://example.com/etc/hosts` uploaded this machine's `/etc/hosts`.
     static func examine(file url: URL) -> FileExamination {
+        guard url.isFileURL else { return .refused("\(url.absoluteString) is not a file URL", underlyingError: nil) }
         let path = url.resolvingSymlinksInPath().path
         let attributes: [FileAttributeKey: Any]
         do {

@@ -21,6 +21,31 @@ struct UploadTaskTests {
         }
     }
 
+    /// A body file named by a URL that is not a `file:` URL is refused before anything is sent:
+    /// its path was read as a local one, and `https://example.com/<path>` uploaded this machine's
+    /// file at that path (URLSession refuses such a URL; multipart parts refused it already).
+    @Test func aURLThatIsNotAFileURLIsRefusedBeforeAnythingIsSent() async throws {
+        try await withScratchDirectory { folder in
+            let file = folder.appendingPathComponent("local.bin")
+            try Data(repeating: 1, count: 1000).write(to: file)
+            var components = URLComponents()
+            components.scheme = "https"
+            components.host = "example.com"
+            components.path = file.path
+            let remote = try #require(components.url)
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    let error: CourierError? = await awaitCallback { finish in
+                        manager.uploadTask(with: Request(method: .post, url: server.url("/courier/upload")), fromFile: remote) { finish($2) }.resume()
+                    }
+                    #expect(error?.code == .bodyReadFailed, "\(String(describing: error))")
+                    #expect(error?.message.contains("not a file URL") == true, "\(String(describing: error))")
+                    #expect(server.requestCount == 0, "nothing was sent")
+                }
+            }
+        }
+    }
+
     /// A body file given as a symbolic link is its target's bytes: its size was read without
     /// following the link (the length of the target's path), and the upload then failed as a file
     /// that grew.
