@@ -7,7 +7,8 @@ import NIOCore
 ///
 /// A body of unknown length goes out with `Transfer-Encoding: chunked`; every other body sets
 /// `Content-Length`. A stream can be read once: a redirect that must resend the body (307, 308)
-/// fails when the body was a stream, rather than sending an empty one. A body made by
+/// is not followed when the body was a stream, and the redirect response itself is the answer
+/// (OkHttp's rule), rather than the request sent again with an empty body. A body made by
 /// ``replayableStream(length:trailers:_:)`` makes a fresh stream for each send, so it survives
 /// such a redirect.
 ///
