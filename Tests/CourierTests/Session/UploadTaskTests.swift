@@ -164,6 +164,34 @@ struct UploadTaskTests {
         }
     }
 
+    /// A file's 512 KiB chunks go out in slices of 64 KiB, each counted as it is written, as a
+    /// body in memory is: the upload's progress and the idle clock (`timeoutIntervalForRequest`)
+    /// follow the socket. Counted once a chunk, an upload over a link slower than 512 KiB per
+    /// idle timeout (70 kbit/s for 60 s, 280 kbit/s for 15 s) timed out with "no data" while its
+    /// bytes went steadily.
+    @Test func aFileUploadIsCountedInSlicesAsTheyAreWritten() async throws {
+        try await withScratchDirectory { folder in
+            let file = folder.appendingPathComponent("slices.bin")
+            // Under the expect-continue threshold; a whole chunk and part of another.
+            let size = 900_000
+            try Data(repeating: 9, count: size).write(to: file)
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    let sent = Recorder<Int64>()
+                    var hooks = SessionManager.Hooks()
+                    hooks.taskDidSendBodyData = { _, _, bytes, _, _ in sent.append(bytes) }
+                    manager.hooks = hooks
+                    let error: CourierError? = await awaitCallback { finish in
+                        manager.uploadTask(with: Request(method: .post, url: server.url("/courier/upload")), fromFile: file) { finish($2) }.resume()
+                    }
+                    #expect(error == nil, "\(String(describing: error))")
+                    #expect(sent.all.reduce(0, +) == Int64(size))
+                    #expect(sent.all.allSatisfy { $0 <= 64 * 1024 }, "counted in pieces of \(Set(sent.all).sorted())")
+                }
+            }
+        }
+    }
+
     /// Appends `data` to `file`; false when it could not.
     private static func append(_ data: Data, to file: URL) -> Bool {
         guard let handle = try? FileHandle(forWritingTo: file) else { return false }

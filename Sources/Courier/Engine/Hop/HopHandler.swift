@@ -27,7 +27,8 @@ final class HopHandler: ChannelDuplexHandler {
     typealias OutboundOut = HTTPClientRequestPart
     private typealias Machine = HopStateMachine
 
-    /// Bodies in memory go out in slices of this size, each reported as sent once written.
+    /// Bodies in memory, and a streamed body's longer chunks, go out in slices of this size, each
+    /// reported as sent once written.
     static let sliceLength = 64 * 1024
 
     /// Set by the pool once the connection exists; dropped when the pipeline lets go of the handler.
@@ -350,8 +351,8 @@ final class HopHandler: ChannelDuplexHandler {
         let request = hop.request
         let trailers = Self.trailers(of: request)
         let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
-        // Writes from the pump's task: through the channel on a connection, on the loop for a
-        // stream (which is no channel).
+        // The body's end, from the pump's task: through the channel on a connection, on the loop
+        // for a stream (which is no channel). Its chunks: ``writeFromPump(_:of:generation:)``.
         let channel = self.context?.channel
         let writeAndFlush: @Sendable (HTTPClientRequestPart) -> EventLoopFuture<Void> = { part in
             if let channel { return channel.writeAndFlush(part) }
@@ -367,18 +368,10 @@ final class HopHandler: ChannelDuplexHandler {
                     if case .known(let declared) = length, sent > declared {
                         throw ConnectionPoolError.bodyLengthMismatch(declared: declared, sent: sent)
                     }
-                    let bytes = Int64(chunk.readableBytes)
-                    // Counted on the event loop, where the write completes: the delegate's calls
-                    // for one exchange never overlap, and the response's events come on this loop.
-                    // The transaction counts each part as it went out too, as the upload's
-                    // progress does: a hop that ends before the stream does (cancelled, timed out,
-                    // answered early, its stream failing) reports what it sent.
-                    try await writeAndFlush(.body(.byteBuffer(chunk))).map {
-                        hop.exchange.hopSentBodyPart(bytes, generation: generation)
-                        let handler = loopBound.value
-                        guard handler.hop === hop else { return }
-                        handler.metrics?.countOfRequestBodyBytesSent += bytes
-                    }.get()
+                    // Written on the loop, in slices counted as each is written
+                    // (``writeFromPump(_:of:generation:)``); the next chunk is read once the last
+                    // slice went.
+                    try await eventLoop.flatSubmit { loopBound.value.writeFromPump(chunk, of: hop, generation: generation) }.get()
                 }
                 // Cancelled by `endRunning()`: the hop is over; nothing more goes out.
                 if Task.isCancelled { return }
@@ -398,6 +391,48 @@ final class HopHandler: ChannelDuplexHandler {
             }
             eventLoop.execute { loopBound.value.bodyEnded(hop, outcome) }
         }
+    }
+
+    /// Writes a chunk of the pump's body and flushes; the future completes once its last byte was
+    /// written.
+    ///
+    /// A chunk longer than ``sliceLength`` (a file's are 512 KiB, a form's up to that) goes in
+    /// slices of that length, as a body in memory does: upload progress, the exchange's idle
+    /// clock and the transaction's count follow the socket slice by slice. Counted once per chunk,
+    /// a link slower than a chunk per idle timeout (512 KiB a minute is 70 kbit/s; in 15 s, 280)
+    /// timed an upload out with "no data" while its bytes went steadily. Each slice is counted on
+    /// the event loop, where its write completes: the delegate's calls for one exchange never
+    /// overlap, and the response's events come on this loop. The transaction counts what went out
+    /// too, as the upload's progress does: a hop that ends before the stream does (cancelled, timed
+    /// out, answered early, its stream failing) reports what it sent.
+    private func writeFromPump(_ chunk: ByteBuffer, of hop: EngineHop, generation: Int) -> EventLoopFuture<Void> {
+        guard let eventLoop = self.eventLoop else { preconditionFailure("a handler carrying a hop knows its loop") }
+        // A pump that lost its hop (cancelled, still reading) writes nothing on the connection.
+        guard self.hop === hop else { return eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
+        var rest = chunk
+        while rest.readableBytes > Self.sliceLength {
+            self.writeCounted(rest.readSlice(length: Self.sliceLength)!, of: hop, generation: generation, on: eventLoop)
+        }
+        let written = self.writeCounted(rest, of: hop, generation: generation, on: eventLoop)
+        self.flush()
+        return written
+    }
+
+    /// Writes `slice` of the pump's body, counted once written (``writeFromPump(_:of:generation:)``).
+    @discardableResult
+    private func writeCounted(_ slice: ByteBuffer, of hop: EngineHop, generation: Int, on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        let loopBound = NIOLoopBound(self, eventLoop: eventLoop)
+        let exchange = hop.exchange
+        let bytes = Int64(slice.readableBytes)
+        let written = eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenSuccess {
+            exchange.hopSentBodyPart(bytes, generation: generation)
+            let handler = loopBound.value
+            guard handler.hop === hop else { return }
+            handler.metrics?.countOfRequestBodyBytesSent += bytes
+        }
+        self.write(.body(.byteBuffer(slice)), promise: written)
+        return written.futureResult
     }
 
     private func bodyEnded(_ hop: EngineHop, _ outcome: Result<Void, any Error>) {
