@@ -25,11 +25,16 @@ extension NIOExchange {
         self.state.withLockedValue { $0.sendGeneration }
     }
 
-    /// `bytes` more of the request body went out.
+    /// `bytes` more of the request body went out; nothing once the exchange finished.
+    ///
+    /// A body in memory over HTTP/1.1 is queued whole, and its slices leave as the server reads
+    /// them: one that answered early (a 2xx or a 413 that keeps the connection, reading and
+    /// dropping the rest) ended the exchange first, and the upload's progress handler and
+    /// `countOfBytesSent` went on after the task's completion (or into a retry's attempt).
     func hopSentBodyPart(_ bytes: Int64, generation: Int) {
         guard bytes > 0 else { return }
         let counted = self.state.withLockedValue { state -> (total: Int64, expected: Int64?)? in
-            guard state.sendGeneration == generation else { return nil }
+            guard state.sendGeneration == generation, !state.isFinished else { return nil }
             state.bytesSent += bytes
             state.lastActivity = .now()
             return (state.bytesSent, state.expectedBytesToSend)

@@ -192,6 +192,36 @@ struct UploadTaskTests {
         }
     }
 
+    /// An upload answered before its body went (the server answers on the head, keeps the
+    /// connection, and reads and drops the body) ends with that answer, and its count of bytes sent
+    /// stops there: a body in memory is queued whole over HTTP/1.1 and leaves as the server reads
+    /// it, and each slice that left after the task's end was still reported, to the progress
+    /// handler and `countOfBytesSent`, after the completion handler had run.
+    @Test func nothingIsCountedAfterAnEarlyAnswerEndedTheUpload() async throws {
+        let size = 32 << 20
+        try await ScriptedHTTPServer.with({ _, _, _ in
+            .respondBeforeBody("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+        }) { server in
+            var configuration = SessionConfiguration.default
+            configuration.expectContinueThreshold = nil
+            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                let made = NIOLockedValueBox<UploadTask?>(nil)
+                let atCompletion: (CourierError?, Int64) = await awaitCallback { finish in
+                    let task = manager.uploadTask(
+                        with: Request(method: .post, url: server.baseURL.appendingPathComponent("early")), fromData: Data(count: size)
+                    ) { _, _, error in finish((error, made.withLockedValue { $0?.countOfBytesSent } ?? -1)) }
+                    made.withLockedValue { $0 = task }
+                    task.resume()
+                }
+                #expect(atCompletion.0 == nil, "\(String(describing: atCompletion.0))")
+                let task = try #require(made.withLockedValue { $0 })
+                // The server has read the whole body: every write of it has completed.
+                #expect(await eventually { server.receivedBodyLengths == [size] })
+                #expect(task.countOfBytesSent == atCompletion.1, "counted after the task ended")
+            }
+        }
+    }
+
     /// Appends `data` to `file`; false when it could not.
     private static func append(_ data: Data, to file: URL) -> Bool {
         guard let handle = try? FileHandle(forWritingTo: file) else { return false }
