@@ -39,12 +39,13 @@ enum Conformance {
 extension Conformance {
     /// Runs `trigger`, then waits for the first `name` notification about `object` (any object
     /// when nil) that `matching` accepts; nil when none came within `seconds` (a bound on a
-    /// failing test, not a pause). Other tests run at the same time and post too: filter.
+    /// failing test, not a pause: ``Changes/hangGuard`` by default). Other tests run at the same
+    /// time and post too: filter.
     static func notification(
         _ name: Notification.Name,
         object: AnyObject? = nil,
         matching: @escaping @Sendable (NotificationBox) -> Bool = { _ in true },
-        within seconds: Double = 30,
+        within seconds: Double = NotificationWaiter.hangGuard,
         after trigger: () -> Void
     ) async -> Notification? {
         let waiter = NotificationWaiter()
@@ -69,6 +70,10 @@ struct NotificationBox: @unchecked Sendable {
 /// notification is not kept: the timeout's closure keeps the waiter for its whole delay, and a kept
 /// notification kept its object (a task) alive that long after the test.
 final class NotificationWaiter: Sendable {
+    /// The bound of a wait by default, in seconds: ``Changes/hangGuard``, only a hang guard (a full
+    /// CI run held every test for about 36 s, and waits of 30 s left too little margin).
+    static let hangGuard = Double(Changes.hangGuard.components.seconds)
+
     private let state = NIOLockedValueBox<(received: NotificationBox??, continuation: CheckedContinuation<NotificationBox?, Never>?)>((nil, nil))
 
     func deliver(_ box: NotificationBox?) {
@@ -86,7 +91,7 @@ final class NotificationWaiter: Sendable {
         continuation?.resume(returning: box)
     }
 
-    func wait(seconds: Double) async -> NotificationBox? {
+    func wait(seconds: Double = NotificationWaiter.hangGuard) async -> NotificationBox? {
         await withCheckedContinuation { continuation in
             let already: NotificationBox?? = self.state.withLockedValue { state in
                 if let received = state.received {
@@ -195,8 +200,8 @@ final class TaskNotificationLog: @unchecked Sendable {
     }
 
     /// Waits until `count` `name` notifications were posted about `task`; false when they did not
-    /// come within `seconds` (a bound on a failing test, not a pause).
-    func wait(for name: Notification.Name, count: Int = 1, of task: SessionTask, within seconds: Double = 30) async -> Bool {
+    /// come within `seconds` (a bound on a failing test, not a pause: ``Changes/hangGuard`` by default).
+    func wait(for name: Notification.Name, count: Int = 1, of task: SessionTask, within seconds: Double = NotificationWaiter.hangGuard) async -> Bool {
         let check: @Sendable ([Event]) -> Bool = { [weak task] events in
             guard let task else { return false }
             return events.filter { $0.isAbout(task, named: name) }.count >= count

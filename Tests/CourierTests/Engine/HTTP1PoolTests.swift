@@ -87,7 +87,7 @@ struct HTTP1PoolTests {
         try await withTestServer { server in
             try await withManager(baseURL: server.baseURL, configuration: self.configuration(idleTimeout: 0.2)) { manager in
                 _ = try await manager.get("get")
-                #expect(await eventually(within: 30) { server.openConnectionCount == 0 })
+                #expect(await eventually { server.openConnectionCount == 0 })
                 #expect(server.connectionCount == 1)
                 _ = try await manager.get("get")
                 #expect(server.connectionCount == 2)
@@ -358,7 +358,7 @@ struct HTTP1PoolTests {
             #expect(chunks.all == [Data("abc".utf8)])
             #expect(done.count == 0)
             task.resume()
-            _ = await finished.wait(seconds: 30)
+            _ = await finished.wait()
             #expect(done.all.first == Data("abcdefghi".utf8))
             #expect(engine.mostChunksWhileSuspended == 0, "parts delivered while suspended: \(engine.all)")
             #expect(!engine.completedWhileSuspended)

@@ -17,7 +17,7 @@ struct ConnectivityRetryTaskKindTests {
     /// first).
     ///
     /// Unstructured because the test's own flow is blocked on the task's completion meanwhile. It
-    /// ends once the monitor starts, or after ``ScriptedMonitor/waitUntilStarted()``'s 30 s bound
+    /// ends once the monitor starts, or after ``ScriptedMonitor/waitUntilStarted()``'s bound
     /// when no task ever waits.
     static func bringNetworkBack(monitor: ScriptedMonitor) {
         Task {

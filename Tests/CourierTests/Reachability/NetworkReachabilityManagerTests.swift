@@ -166,9 +166,9 @@ struct NetworkReachabilityManagerTests {
         let second = NotificationWaiter()
         waiters.withLockedValue { $0 = [1: first, 2: second] }
         manager.startMonitoring()
-        _ = await first.wait(seconds: 30)
+        _ = await first.wait()
         manager.startMonitoring()
-        _ = await second.wait(seconds: 30)
+        _ = await second.wait()
         #expect(reports.withLockedValue { $0 } == [.reachableViaEthernet, .reachableViaEthernet])
     }
 
@@ -307,7 +307,7 @@ struct NetworkReachabilityManagerTests {
         let answered = NotificationWaiter()
         real?.statusChangeHandler = { _ in answered.deliver(nil) }
         real?.startMonitoring()
-        _ = await answered.wait(seconds: 30)
+        _ = await answered.wait()
         let thread = (real?.currentMonitor as? NetlinkReachabilityMonitor)?.resources.withLockedValue { $0.threadID } ?? 0
         real = nil
         #expect(await eventually { weakReal == nil }, "a monitoring manager outlived its last reference")
@@ -354,7 +354,7 @@ struct NetworkReachabilityManagerTests {
         }
         manager.startMonitoring()
         defer { manager.stopMonitoring() }
-        _ = await reachable.wait(seconds: 30)
+        _ = await reachable.wait()
         #expect(manager.networkReachabilityStatus == .reachableViaEthernet, "\(manager.failureReason ?? "")")
         #expect(seen.withLockedValue { $0 } == [.notReachable, .reachableViaEthernet])
         #expect(manager.failureReason == nil)

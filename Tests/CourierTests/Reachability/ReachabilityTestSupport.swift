@@ -101,9 +101,10 @@ extension NetworkReachabilityManager {
     }
 
     /// Polls until the status is `expected`; returns how long it took, or nil after `limit` (a
-    /// bound on a failing test: a monitor thread starting on two cores busy with the whole suite
-    /// may take seconds).
-    func wait(for expected: NetworkReachabilityStatus, within limit: Duration = .seconds(30)) async -> Duration? {
+    /// bound on a failing test, ``Changes/hangGuard`` by default: a monitor thread starting on two
+    /// cores busy with the whole suite may take seconds, and a full CI run held every test for
+    /// about 36 s).
+    func wait(for expected: NetworkReachabilityStatus, within limit: Duration = Changes.hangGuard) async -> Duration? {
         let clock = ContinuousClock()
         let start = clock.now
         while clock.now - start < limit {
@@ -132,8 +133,8 @@ final class ScriptedMonitor: ReachabilityMonitor {
         for waiter in waiting { waiter.deliver(nil) }
     }
 
-    /// Returns once a manager has started this monitor (at once if one has), or after 30 s (a
-    /// bound for a failing test): the event a test waits for before it reports statuses.
+    /// Returns once a manager has started this monitor (at once if one has), or after the hang
+    /// guard (a bound for a failing test): the event a test waits for before it reports statuses.
     func waitUntilStarted() async {
         let waiter = NotificationWaiter()
         let now = self.reporter.withLockedValue { reporter -> Bool in
@@ -142,7 +143,7 @@ final class ScriptedMonitor: ReachabilityMonitor {
             return false
         }
         if now { return }
-        _ = await waiter.wait(seconds: 30)
+        _ = await waiter.wait()
     }
 
     func stop() {

@@ -38,7 +38,7 @@ struct PinningOverSocketTests {
                 #expect(error.message.contains("pinning publicKey"))
                 #expect(server.requestCount == 0)
                 #expect(server.connectionCount == 1, "no retry loop")
-                #expect(await eventually(within: 30) { server.openConnectionCount == 0 }, "the rejected connection is closed")
+                #expect(await eventually { server.openConnectionCount == 0 }, "the rejected connection is closed")
             }
         }
     }

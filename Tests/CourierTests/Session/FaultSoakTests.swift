@@ -145,9 +145,9 @@ import Testing
         #expect((Self.requests - cancelledOperations...Self.requests).contains(completions.count), "\(completions.count) tasks completed")
 
         // Nothing outlives the work.
-        #expect(await eventually(within: 30) { bag.allReleased }, "still alive: \(bag.survivors.prefix(10))")
-        #expect(await eventually(within: 30) { ProcessCensus.openSockets(toPort: server.port) == 0 }, "client sockets still open")
-        #expect(await eventually(within: 30) { server.openConnectionCount == 0 }, "\(server.openConnectionCount) server connections open")
+        #expect(await eventually { bag.allReleased }, "still alive: \(bag.survivors.prefix(10))")
+        #expect(await eventually { ProcessCensus.openSockets(toPort: server.port) == 0 }, "client sockets still open")
+        #expect(await eventually { server.openConnectionCount == 0 }, "\(server.openConnectionCount) server connections open")
         // No thread count: the engine runs on the loops it is given (here NIO's shared ones) and
         // starts none, and a process-wide census cannot tell its threads from those of suites
         // running beside this one (the HTTP/2 soak's server loop was counted as a leak once). The

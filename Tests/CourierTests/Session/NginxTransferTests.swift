@@ -56,7 +56,7 @@ struct NginxTransferTests {
         try await withManager(baseURL: Nginx.url) { manager in
             let task = manager.downloadTask(with: Request(url: Nginx.url!.appendingPathComponent("slow/large.bin")), completionHandler: nil)
             task.resume()
-            #expect(await eventually(within: 30) { task.countOfBytesReceived > 1 << 20 })
+            #expect(await eventually { task.countOfBytesReceived > 1 << 20 })
             var resumeData = try #require(await task.cancelProducingResumeData(), "nginx sends a strong ETag and Last-Modified")
             #expect(resumeData.entityTag != nil)
             // The rest from the same file at full speed: the validators still match.

@@ -59,8 +59,8 @@ final class EventRecordingEngine: Engine {
     }
 
     /// Waits until `condition` holds for the events; false when it did not within `seconds` (a
-    /// bound on a failing test, not a pause).
-    func wait(within seconds: Double = 30, until condition: @escaping @Sendable ([Event]) -> Bool) async -> Bool {
+    /// bound on a failing test, not a pause: ``Changes/hangGuard`` by default).
+    func wait(within seconds: Double = NotificationWaiter.hangGuard, until condition: @escaping @Sendable ([Event]) -> Bool) async -> Bool {
         let waiter = NotificationWaiter()
         let already = self.events.withLockedValue { events -> Bool in
             if condition(events) { return true }

@@ -58,7 +58,8 @@ struct TransportBackPressureTests {
         // the last look (a client still reading makes it wait only in passing).
         var settled = false
         var last = -1
-        let deadline = ContinuousClock.now + .seconds(30)
+        // A hang guard (a full CI run held every test for about 36 s), not a pause.
+        let deadline = ContinuousClock.now + Changes.hangGuard
         while !settled, ContinuousClock.now < deadline {
             let written = server.streamedBodyBytesWritten
             settled = server.streamedResponsesWaitingForWritability == 1 && written == last
@@ -73,7 +74,7 @@ struct TransportBackPressureTests {
         // than the looks above (two loaded cores in a full CI run) may have read up to its limit
         // meanwhile, so the server may be writing at this instant: the bounds below say how much
         // it could write, and an engine that keeps reading fails them.
-        #expect(await eventually(within: 10) { server.streamedResponsesWaitingForWritability == 1 }, "still waiting")
+        #expect(await eventually { server.streamedResponsesWaitingForWritability == 1 }, "still waiting")
         // An engine may take a few more megabytes into its buffers (AHC over TLS took 2.5 MiB
         // more in one run of four); one that keeps reading takes the rest of the 32 MiB. Through a
         // proxy its buffers and a second connection's add more (5.5 MiB through danted once, with

@@ -46,7 +46,7 @@ struct AFHTTPRequestOperationConformanceTests {
 
     /// Waits until the operation's task is running (the operation is executing with a task).
     static func executing(_ operation: HTTPRequestOperation) async -> Bool {
-        await eventually(within: 30) { operation.isExecuting && operation.task?.state == .running }
+        await eventually { operation.isExecuting && operation.task?.state == .running }
     }
 
     @Test func testPauseResumeStallsNetworkThread() async throws {

@@ -45,7 +45,7 @@ struct AlamofireConcurrencyConformanceTests {
 
         /// Waits for the first completion (bounded, for a failing test).
         func waitForOne() async -> Int {
-            _ = await self.first.wait(seconds: 30)
+            _ = await self.first.wait()
             return self.all.count
         }
     }
@@ -608,7 +608,7 @@ struct AlamofireConcurrencyConformanceTests {
             async let uploadSnapshots = uploads.reduce(into: [ProgressSnapshot]()) { $0.append($1) }
             task.resume()
             let (download, upload) = await (downloadSnapshots, uploadSnapshots)
-            _ = await done.wait(seconds: 30)
+            _ = await done.wait()
             #expect(status.withLockedValue { $0 } == 200)
             #expect(download.last?.isFinished == true)
             #expect(download.last?.fractionCompleted == 1)

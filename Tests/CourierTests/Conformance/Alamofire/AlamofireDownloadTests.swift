@@ -206,7 +206,7 @@ struct AlamofireDownloadConformanceTests {
                     done.withLockedValue { $0 = true }
                 })
             }
-            #expect(await eventually(within: 30) { done.withLockedValue { $0 } })
+            #expect(await eventually { done.withLockedValue { $0 } })
             #expect(error?.code == .cancelled)
             let resumeData = try #require(produced.withLockedValue { $0 })
             #expect(resumeData.bytesReceived > 0)
@@ -243,7 +243,7 @@ struct AlamofireDownloadConformanceTests {
                     done.withLockedValue { $0 = true }
                 })
             }
-            #expect(await eventually(within: 30) { done.withLockedValue { $0 } })
+            #expect(await eventually { done.withLockedValue { $0 } })
             let resumeData = try #require(produced.withLockedValue { $0 })
             let file = folder.appendingPathComponent("resumed")
             let rest = try await manager.download(resumingFrom: resumeData, to: Self.destination(file))

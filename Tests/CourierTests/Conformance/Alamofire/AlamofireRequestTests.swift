@@ -311,7 +311,7 @@ struct AlamofireRequestConformanceTests {
             server.routeCallingOnArrival("/arrive", arrived)
             let completions = Recorder<CourierError?>()
             let task = try #require(Self.verbTask(manager, "arrive", completions: completions))
-            _ = await reached.wait(seconds: 30)
+            _ = await reached.wait()
             for _ in 0..<100 { task.suspend() }
             #expect(await log.wait(for: .taskDidSuspend, of: task))
             #expect(log.count(.taskDidSuspend, of: task) == 1)

@@ -279,7 +279,7 @@ struct AlamofireSessionConformanceTests {
                 manager.invalidate(cancelingTasks: true)
             }
             #expect(error?.code == .cancelled)
-            _ = await invalidated.wait(seconds: 30)
+            _ = await invalidated.wait()
             #expect(manager.isInvalidated)
             #expect(manager.tasks.isEmpty)
             #expect(server.requestCount == 0)
@@ -303,7 +303,7 @@ struct AlamofireSessionConformanceTests {
             }
             box.withLockedValue { $0 = task }
             task.resume()
-            _ = await done.wait(seconds: 30)
+            _ = await done.wait()
             #expect(await log.wait(for: .taskDidComplete, of: task))
             #expect(calls.count == 1)
             #expect(calls.all.first == .some(nil))
@@ -360,7 +360,7 @@ struct AlamofireSessionConformanceTests {
             let arrived = Self.arrivals(server, "/slow", count: count)
             let log = TaskNotificationLog()
             let tasks = (0..<count).compactMap { _ in manager.get("slow") }
-            _ = await arrived.wait(seconds: 30)
+            _ = await arrived.wait()
             for task in manager.tasks { task.suspend() }
             #expect(tasks.count == count)
             #expect(tasks.allSatisfy { $0.state == .suspended })
@@ -375,7 +375,7 @@ struct AlamofireSessionConformanceTests {
     /// cancellation and no task is left.
     static func cancelAll(_ manager: HTTPSessionManager, count: Int, completions: Recorder<CourierError?>, done: NotificationWaiter) async {
         for task in manager.tasks { task.cancel() }
-        _ = await done.wait(seconds: 30)
+        _ = await done.wait()
         #expect(completions.count == count)
         #expect(completions.all.allSatisfy { $0?.code == .cancelled })
         #expect(manager.tasks.isEmpty)

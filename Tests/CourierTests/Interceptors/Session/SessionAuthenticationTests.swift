@@ -79,7 +79,7 @@ struct SessionAuthenticationTests {
                 }
                 // The refresh is held until every request has been refused once.
                 await authenticator.waitForHeldRefresh()
-                #expect(await eventually(within: 30) { counts.withLockedValue { $0.refused } == 100 })
+                #expect(await eventually { counts.withLockedValue { $0.refused } == 100 })
                 authenticator.release()
                 var statuses: [HTTPResponse.Status] = []
                 for try await status in group { statuses.append(status) }
