@@ -20,7 +20,9 @@ struct WebSocketCommandTests {
     @Test func theServersCloseEndsTheCommand() async throws {
         try await TestServer.withServer { server in
             let url = "ws://127.0.0.1:\(server.port)/courier/websocket/close-after-first"
-            let result = try await CLIRunner.run(["ws", url], input: "hello\n", holdingInputOpenFor: .seconds(30))
+            // The hold only bounds a failing run: the command must exit before it ends (30 s left
+            // too little margin for a full CI run, which held every test for about 36 s).
+            let result = try await CLIRunner.run(["ws", url], input: "hello\n", holdingInputOpenFor: .seconds(120))
             #expect(result.status == 0, "\(result.standardError)")
             #expect(result.errorLines == ["courier: the server closed the connection (1000 bye)"])
             // It exited while its input was still open: it did not wait for the input's end. (Not

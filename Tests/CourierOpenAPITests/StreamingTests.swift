@@ -43,7 +43,8 @@ struct StreamingTests {
                 // since the last look. Then it may write only a little more while nothing is read.
                 var settled = false
                 var last = -1
-                let deadline = ContinuousClock.now + .seconds(30)
+                // A hang guard (a full CI run held every test for about 36 s), not a pause.
+                let deadline = ContinuousClock.now + .seconds(120)
                 while !settled, ContinuousClock.now < deadline {
                     let written = server.streamedBodyBytesWritten
                     settled = server.streamedResponsesWaitingForWritability == 1 && written == last

@@ -77,8 +77,8 @@ final class RecordingDelegate: ExchangeDelegate {
 
     /// Waits for completion (fails the test after `limit`: a bound on a test that fails, not a
     /// timing to meet; generous, as the whole suite may keep the cooperative pool of a two-core
-    /// machine busy for seconds).
-    func waitForCompletion(limit: Duration = .seconds(30)) async throws -> Log {
+    /// machine busy for seconds, and a full CI run held every test for about 36 s).
+    func waitForCompletion(limit: Duration = .seconds(120)) async throws -> Log {
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask { for await _ in self.completed {}; return true }
             group.addTask { try await Task.sleep(for: limit); return false }

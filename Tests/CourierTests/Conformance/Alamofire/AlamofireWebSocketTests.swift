@@ -85,11 +85,12 @@ struct AlamofireWebSocketConformanceTests {
         return events
     }
 
-    /// Cancels `task` if it is still going after 30 s (its events then end with `completed
-    /// cancelled`): a bound on a failing test, not a pause.
+    /// Cancels `task` if it is still going after the hang guard (its events then end with
+    /// `completed cancelled`): a bound on a failing test, not a pause (30 s, before, left too
+    /// little margin in a full CI run, which held every test for about 36 s).
     static func watchdog(_ task: WebSocketTask) -> Task<Void, any Error> {
         Task {
-            try await Task.sleep(for: .seconds(30))
+            try await Task.sleep(for: Changes.hangGuard)
             task.cancel()
         }
     }
@@ -372,9 +373,9 @@ struct AlamofireWebSocketConformanceTests {
 
         var lines: [String] { self.box.withLockedValue { $0 } }
 
-        /// Waits until a task's end was heard; false if none was within 30 s (a failing test).
+        /// Waits until a task's end was heard; false if none was within the hang guard (a failing test).
         func completed() async -> Bool {
-            _ = await self.completion.wait(seconds: 30)
+            _ = await self.completion.wait()
             return self.lines.contains { $0.hasPrefix("complete") }
         }
     }

@@ -71,7 +71,7 @@ struct AHCHTTP1ConnectionTests {
                 #expect(Client.text(try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))) == "first")
                 gate.open()
                 #expect(
-                    await server.changes.wait(within: .seconds(20)) { server.closedConnectionCount == 1 },
+                    await server.changes.wait { server.closedConnectionCount == 1 },
                     "the connection that carried the part is still open")
                 #expect(Client.text(try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))) == "right")
                 #expect(server.connectionCount == 2)
