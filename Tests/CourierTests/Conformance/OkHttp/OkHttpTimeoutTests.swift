@@ -112,8 +112,9 @@ struct OkHttpTimeoutTests {
 
     // OkHttp: timeoutReadingResponse
     @Test func timeoutReadingResponse() async throws {
-        // 7 s: the head must come first, and full parallel runs stalled the machine for seconds.
-        try await Call.overHTTP1(configuration: Self.callTimeout(7), { _, _, _ in Self.stalledBody() }) { server, manager in
+        // 20 s: the head must come first, and a full CI run held every test for about 36 s (7 s
+        // left too little margin); the test waits the timeout out, so not 60 s.
+        try await Call.overHTTP1(configuration: Self.callTimeout(20), { _, _, _ in Self.stalledBody() }) { server, manager in
             // The head is returned; reading the body then fails with the call's timeout.
             let response = try await manager.stream(Request(url: server.baseURL))
             #expect(response.response.status.code == 200)
@@ -126,7 +127,8 @@ struct OkHttpTimeoutTests {
 
     // OkHttp: timeoutReadingResponseWithEnqueue
     @Test func timeoutReadingResponseWithEnqueue() async throws {
-        try await Call.overHTTP1(configuration: Self.callTimeout(7), { _, _, _ in Self.stalledBody() }) { server, manager in
+        // 20 s, as in timeoutReadingResponse: the head must come first.
+        try await Call.overHTTP1(configuration: Self.callTimeout(20), { _, _, _ in Self.stalledBody() }) { server, manager in
             let (task, error) = await Self.enqueue(manager, Request(url: server.baseURL))
             #expect(error?.code == .timedOut, "\(String(describing: error))")
             #expect(task.response?.status.code == 200)
@@ -155,9 +157,11 @@ struct OkHttpTimeoutTests {
     @Test func timeoutFollowingRedirectOnNewConnection() async throws {
         try await ScriptedHTTPServer.with({ _, _, _ in .hold }) { other in
             let redirect = "HTTP/1.1 302 Found\r\nLocation: \(other.baseURL.absoluteString)\r\nContent-Length: 0\r\n\r\n"
-            // A call timeout of 10 s, not OkHttp's 250 ms: in a full parallel run 0.5 s, and then
-            // 3 s, passed before the redirected request reached the other server, which holds it.
-            try await Call.overHTTP1(configuration: Self.callTimeout(10), { _, _, _ in .respond(redirect) }) { server, manager in
+            // A call timeout of 20 s, not OkHttp's 250 ms: in a full parallel run 0.5 s, and then
+            // 3 s, passed before the redirected request reached the other server, which holds it,
+            // and a full CI run held every test for about 36 s (10 s left too little margin). The
+            // test waits the timeout out, so not 60 s.
+            try await Call.overHTTP1(configuration: Self.callTimeout(20), { _, _, _ in .respond(redirect) }) { server, manager in
                 let error = await Call.failure { try await manager.responseOfAnyStatus(for: Request(url: server.baseURL)) }
                 #expect(error?.code == .timedOut, "\(String(describing: error))")
                 // The redirected request reached the other server (its loop may read it after
@@ -224,12 +228,13 @@ struct OkHttpTimeoutTests {
     // its request on the connection it leaves)
     @Test func shortTimeoutDoesNotOutliveItsRequest() async throws {
         try await Call.overHTTP1({ _, request, _ in
-            request == 0 ? .respond(Self.ok("abc")) : .respondAfter(Self.ok("def"), delay: .milliseconds(7500))
+            request == 0 ? .respond(Self.ok("abc")) : .respondAfter(Self.ok("def"), delay: .milliseconds(20500))
         }) { server, manager in
-            // 7 s for the first (which must succeed: full parallel runs stalled the machine for
-            // seconds), and the second's answer later than that.
+            // 20 s for the first (which must succeed: a full CI run held every test for about
+            // 36 s, and 7 s left too little margin), and the second's answer later than that, which
+            // the test waits for, so not 60 s.
             var first = Request(url: server.baseURL)
-            first.options.timeoutInterval = 7
+            first.options.timeoutInterval = 20
             let text = Call.text(try await manager.responseOfAnyStatus(for: first))
             #expect(text == "abc")
             let second = try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))
@@ -258,7 +263,9 @@ struct OkHttpTimeoutTests {
         // redirect's target is known from its head, and its body is of no use to anyone. Before,
         // the body was drained whole, and the idle timeout failed the request.
         let head = "HTTP/1.1 302 Found\r\nLocation: /b\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n"
-        try await Call.overHTTP1(configuration: Call.configuration(readTimeout: 7), { connection, _, _ in
+        // An idle timeout of 60 s: it must not fire (a full CI run held every test for about 36 s,
+        // and 7 s left too little margin); a body drained whole still fails the request by it.
+        try await Call.overHTTP1(configuration: Call.configuration(readTimeout: 60), { connection, _, _ in
             connection == 0 ? .respondInTwoParts(Array(head.utf8), then: [], gate: OneShotGate()) : .respond(Self.ok("b"))
         }) { server, manager in
             let response = try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))
@@ -271,7 +278,8 @@ struct OkHttpTimeoutTests {
     /// with no body. The redirect is followed once the drain limit passes, the stalled stream is
     /// reset (CANCEL) and the connection carries the redirect's target.
     @Test func redirectWhoseStreamNeverEndsIsFollowedOverHTTP2() async throws {
-        try await Call.overHTTP2(configuration: Call.configuration(readTimeout: 7), { _, path in
+        // 60 s, as over HTTP/1.1: the idle timeout must not fire.
+        try await Call.overHTTP2(configuration: Call.configuration(readTimeout: 60), { _, path in
             path == "/a" ? .respondWithBlock([(":status", "302"), ("location", "/b")], endStream: false) : .respond("b")
         }) { server, manager in
             let response = try await manager.responseOfAnyStatus(for: Request(url: Call.url(server, "/a")))
