@@ -219,8 +219,14 @@ extension OkHttpHTTP2Tests {
         // with no stream open that heard nothing for `http2PingInterval`: after the answer, the
         // idle connection is pinged, answered, and kept for the next request. (At most five
         // PINGs a second: more, on a test kept idle for long by a loaded machine, pass the
-        // server's limit on control frames, 200 in 30 s, and it ends the connection.)
-        try await Self.run(configure: { $0.http2PingInterval = 0.2 }, { index, _ in .respond("ABC\(index)") }) { server, manager async throws in
+        // server's limit on control frames, 200 in 30 s, and it ends the connection. A minute
+        // for each answer, as in HTTP2PoolTests: with the default 10 s, a late answer on a loaded
+        // machine closes the connection, and a full CI run held every test for about 36 s.)
+        let configure: (inout SessionConfiguration) -> Void = {
+            $0.http2PingInterval = 0.2
+            $0.http2PingTimeout = 60
+        }
+        try await Self.run(configure: configure, { index, _ in .respond("ABC\(index)") }) { server, manager async throws in
             let response = try await Self.get(server, manager)
             #expect(Self.text(response) == "ABC0")
             #expect(response.metrics?.transactions.last?.networkProtocolName == "h2")

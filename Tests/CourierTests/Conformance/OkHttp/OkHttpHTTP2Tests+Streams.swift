@@ -302,24 +302,28 @@ extension OkHttpHTTP2Tests {
 
     /// Not in `HttpOverHttp2Test`: a request that waits for a stream (the server allows one at
     /// a time, the pool one connection, and the one stream is held by the server) is not timed
-    /// out by its 7 s `timeoutInterval` while it waits 8 s: by design it counts "from when its
+    /// out by its 20 s `timeoutInterval` while it waits 21 s: by design it counts "from when its
     /// head goes out (connecting and waiting for a pooled connection excepted)"
     /// (`SessionConfiguration.timeoutIntervalForRequest`); only the resource deadline bounds the
     /// wait. URLSession's request timer, whose name Courier takes, runs from the task's start.
-    /// (7 s, not less: once its head is out the request's own timer runs, and full parallel runs
-    /// have stalled the machine for seconds.)
+    /// (20 s, not less: once its head is out the request's own timer runs, and a full CI run held
+    /// every test for about 36 s, where 7 s left too little margin; not 60 s, as the test waits
+    /// longer than it.)
     @Test func aRequestWaitingForAStreamIsNotTimedOutByItsRequestTimeout() async throws {
         let server = try await ScriptedHTTP2Server.start(maximumStreams: 1) { index, _ in
             index == 0 ? .hold("slow") : .respond("waited")
         }
         try await HTTP2PoolTests().withManager(server, connections: 1) { manager async throws in
-            async let slow = manager.responseOfAnyStatus(for: Request(url: Self.url(server, "/slow")))
+            // Held through the pause below: a timeout of its own far past it.
+            var held = Request(url: Self.url(server, "/slow"))
+            held.options.timeoutInterval = 120
+            async let slow = manager.responseOfAnyStatus(for: held)
             #expect(await server.changes.wait { server.heldCount == 1 })
             var waiting = Request(url: Self.url(server, "/waiting"))
-            waiting.options.timeoutInterval = 7
+            waiting.options.timeoutInterval = 20
             async let waited = manager.responseOfAnyStatus(for: waiting)
             // Time passing is the subject: longer than the waiting request's timeout.
-            try await Task.sleep(for: .seconds(8))
+            try await Task.sleep(for: .seconds(21))
             server.releaseHeld()
             #expect(Self.text(try await slow) == "slow")
             #expect(Self.text(try await waited) == "waited")
@@ -360,17 +364,19 @@ extension OkHttpHTTP2Tests {
 
     // OkHttp: readTimeoutMoreGranularThanBodySize
     @Test func readTimeoutMoreGranularThanBodySize() async throws {
-        // Forty chunks, one every 0.2 s: 7.8 s in all, more than the 7 s timeout, which bounds
-        // each wait for bytes, not the whole body. (Each gap is a thirty-fifth of the timeout:
-        // a CI run stalled the machine past 3 s mid-body, as TransportTimeoutTests found.)
+        // Forty-two chunks, one every 0.5 s: 20.5 s in all, more than the 20 s timeout, which
+        // bounds each wait for bytes, not the whole body. (Each gap is a fortieth of the timeout:
+        // a CI run stalled the machine past 3 s mid-body, as TransportTimeoutTests found, and a
+        // full CI run held every test for about 36 s, where 7 s left too little margin; not 60 s,
+        // as the body must take longer than the timeout.)
         let chunk = String(repeating: "y", count: 256)
-        try await Self.run(configure: { $0.timeoutIntervalForRequest = 7 }, { _, _ in
-            .respondSlowly(chunk: chunk, count: 40, interval: .milliseconds(200))
+        try await Self.run(configure: { $0.timeoutIntervalForRequest = 20 }, { _, _ in
+            .respondSlowly(chunk: chunk, count: 42, interval: .milliseconds(500))
         }) { server, manager async throws in
             let started = ContinuousClock.now
             let response = try await Self.get(server, manager)
-            #expect(Self.text(response) == String(repeating: chunk, count: 40))
-            #expect(ContinuousClock.now - started > .seconds(7), "the body took longer than the timeout")
+            #expect(Self.text(response) == String(repeating: chunk, count: 42))
+            #expect(ContinuousClock.now - started > .seconds(20), "the body took longer than the timeout")
         }
     }
 
@@ -379,10 +385,11 @@ extension OkHttpHTTP2Tests {
         let half = String(repeating: "y", count: 1024)
         try await Self.run({ index, _ in index == 0 ? .respondPartlyThenHold(part: half, rest: half) : .respond(half + half) }) {
             server, manager async throws in
-            // 7 s: the head must come within it (it does at once, but the neighbouring suites on
-            // two cores have delayed it past 0.5 s, and a full parallel run past 2 s); the body's
-            // rest never does.
-            let first = try await manager.stream(Self.request(server, timeout: 7))
+            // 20 s: the head must come within it (it does at once, but the neighbouring suites on
+            // two cores have delayed it past 0.5 s, a full parallel run past 2 s, and a full CI
+            // run held every test for about 36 s); the body's rest never does, and the test waits
+            // the timeout out, so not 60 s.
+            let first = try await manager.stream(Self.request(server, timeout: 20))
             let error = await Self.failure(of: first.body)
             #expect(error?.code == .timedOut, "\(String(describing: error))")
             #expect(Self.text(try await Self.get(server, manager)) == half + half)
@@ -423,7 +430,9 @@ extension OkHttpHTTP2Tests {
             #expect(Self.text(try await Self.get(server, manager, "/opened")) == "opened")
             let error = await OkHttpCallTests.failure { try await Self.get(server, manager, "/held", timeout: 1) }
             #expect(error?.code == .timedOut, "\(String(describing: error))")
-            #expect(server.heldCount == 1)
+            // The stream went out before its timeout's clock started; the server's loop may read
+            // it after the timeout fired.
+            #expect(await server.changes.wait { server.heldCount == 1 }, "held: \(server.heldCount)")
             #expect(Self.text(try await Self.get(server, manager, "/b")) == "b")
             #expect(Self.text(try await Self.get(server, manager, "/c")) == "c")
             #expect(server.connectionCount == 2)

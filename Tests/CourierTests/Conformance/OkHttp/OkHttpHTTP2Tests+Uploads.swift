@@ -77,9 +77,10 @@ extension OkHttpHTTP2Tests {
             { _, _ in .respond("next") }
         ) { server, manager async throws in
             var request = Request(method: .post, url: Self.url(server, "/upload"), body: Self.upload(streamed: streamed))
-            // The answer must come within it (7 s: full parallel runs stall the machine for
-            // seconds); the test then waits it out, which is its subject.
-            request.options.timeoutInterval = 7
+            // The answer must come within it (20 s: a full CI run held every test for about 36 s,
+            // and 7 s left too little margin); the test then waits it out, which is its subject,
+            // so not 60 s.
+            request.options.timeoutInterval = 20
             let response = try await manager.responseOfAnyStatus(for: request)
             #expect(Self.text(response) == "early answer")
             #expect(server.requestBodyBytes < size, "the server read \(server.requestBodyBytes) bytes")
