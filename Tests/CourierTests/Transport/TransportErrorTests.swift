@@ -13,7 +13,8 @@ struct TransportErrorTests {
         // refusal must come as itself (no clock needed, the error's code tells). Through a
         // tunnel the proxy is refused: its refusal names it; a forwarding proxy answers for the
         // server, with a 5xx of its own (tinyproxy: 500), which nobody can tell from the server's.
-        try await transport.run(configure: { $0.timeoutIntervalForConnect = 30 }) { _, manager in
+        // (A connect timeout of 60 s, not 30 s: a full CI run held every test for about 36 s.)
+        try await transport.run(configure: { $0.timeoutIntervalForConnect = 60 }) { _, manager in
             let error = await #expect(throws: CourierError.self) {
                 try await manager.get(transport.refusingURL().absoluteString)
             }

@@ -7,18 +7,20 @@ import Testing
 struct TransportTimeoutTests {
     @Test(arguments: Transport.allCases)
     func theRequestTimeoutIsAnIdleTimeout(_ transport: Transport) async throws {
-        // 7 s idle: a full CI run stalled the machine for over 4 s mid-body.
-        try await transport.run(configure: { $0.timeoutIntervalForRequest = 7 }) { server, manager in
-            // The server answers after 30 s: only the 7 s idle deadline can make this a timeout.
-            // (An answer after 10 s left a deadline only 3 s of slack on a loaded machine.)
-            server.routeCallingOnArrival("/late", delay: .seconds(30), ArrivalAction())
+        // 20 s idle: a full CI run stalled the machine for over 4 s mid-body, and another held
+        // every test for about 36 s (7 s left too little margin); the test waits the timeout out
+        // once, so not 60 s.
+        try await transport.run(configure: { $0.timeoutIntervalForRequest = 20 }) { server, manager in
+            // The server answers after 60 s: only the 20 s idle deadline can make this a timeout.
+            // (An answer after 10 s left a deadline of 7 s only 3 s of slack on a loaded machine.)
+            server.routeCallingOnArrival("/late", delay: .seconds(60), ArrivalAction())
             await #expect {
                 try await manager.get("late")
             } throws: { error in
                 (error as? CourierError)?.code == .timedOut
             }
             // A body that keeps coming is not idle, however long it takes in all (6 s here, a
-            // chunk every 0.2 s: a wide margin under the 7 s deadline on a loaded machine).
+            // chunk every 0.2 s: a wide margin under the 20 s deadline on a loaded machine).
             manager.responseSerializer = HTTPResponseSerializer()
             let slow = try await manager.get("courier/slow-body/30?interval=0.2")
             #expect(slow.response.status == .ok)
@@ -45,8 +47,9 @@ struct TransportTimeoutTests {
     func aPerRequestTimeoutCanBeLongerThanTheSessions(_ transport: Transport) async throws {
         try await transport.run(configure: { $0.timeoutIntervalForRequest = 0.3 }) { server, manager in
             var request = Request(url: server.url("/delay/1"))
-            // Far above the session's 0.3 s: a full CI run once stalled this answer past 5 s.
-            request.options.timeoutInterval = 30
+            // Far above the session's 0.3 s: a full CI run once stalled this answer past 5 s, and
+            // another held every test for about 36 s (30 s left too little margin).
+            request.options.timeoutInterval = 60
             let response = try await manager.data(for: request)
             #expect(response.response.status == .ok)
         }
@@ -68,9 +71,11 @@ struct TransportTimeoutTests {
 
     @Test(arguments: Transport.allCases)
     func aSuspendedTaskIsNotIdle(_ transport: Transport) async throws {
-        // 8 s idle: on a machine busy with the whole suite, the first byte through a proxy took
-        // over 3 s (a full run timed the request out via danted before it was suspended).
-        try await transport.run(configure: { $0.timeoutIntervalForRequest = 8 }) { server, manager in
+        // 20 s idle: on a machine busy with the whole suite, the first byte through a proxy took
+        // over 3 s (a full run timed the request out via danted before it was suspended), and a
+        // full CI run held every test for about 36 s (8 s left too little margin); the test waits
+        // out the control request's timeout, a second longer, so not 60 s.
+        try await transport.run(configure: { $0.timeoutIntervalForRequest = 20 }) { server, manager in
             manager.responseSerializer = HTTPResponseSerializer()
             var hooks = SessionManager.Hooks()
             let suspended = Recorder<Void>()
@@ -89,7 +94,7 @@ struct TransportTimeoutTests {
             #expect(await suspended.wait { _ in task.state == .suspended })
             // The event waited for instead of a pause: a request started after the suspension,
             // on the same engine, to a server that never answers, with an idle timeout one
-            // second longer, times out. The suspended task's own idle deadline (8 s from its
+            // second longer, times out. The suspended task's own idle deadline (20 s from its
             // last byte) passed a second before: had it counted, it would have failed first.
             let silence = OneShotGate()
             server.route("/silent") { _ in
@@ -97,7 +102,7 @@ struct TransportTimeoutTests {
                 return TestServer.Response(body: Data())
             }
             var control = Request(url: server.url("/silent"))
-            control.options.timeoutInterval = 9
+            control.options.timeoutInterval = 21
             let controlError = await awaitCallback { (finish: @escaping @Sendable (CourierError?) -> Void) in
                 manager.dataTask(with: control) { _, _, error in finish(error) }.resume()
             }
