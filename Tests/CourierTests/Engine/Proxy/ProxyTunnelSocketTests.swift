@@ -17,6 +17,11 @@ import Testing
 struct ProxyTunnelSocketTests {
     static let target = "courier-target.invalid"
 
+    /// The timeout of a tunnel (or of a TLS handshake inside one) that must open, or be refused,
+    /// before it: 60 s, as a full CI run held every test for about 36 s (30 s left too little
+    /// margin). Only a failing test waits for it.
+    static let longTimeout: TimeAmount = .seconds(60)
+
     /// Collects what arrives on a channel until it closes.
     final class Collector: ChannelInboundHandler, Sendable {
         typealias InboundIn = ByteBuffer
@@ -51,7 +56,7 @@ struct ProxyTunnelSocketTests {
     /// `GET /get?via=…` through it with `Connection: close`, and returns the whole answer.
     static func get(through route: ProxyRoute, proxyPort: Int, via: String, target: String = Self.target) async throws -> String {
         let channel = try await Self.connect(to: proxyPort)
-        try await ProxyTunnel.establish(on: channel, target: target, port: 80, route: route, timeout: .seconds(30)).get()
+        try await ProxyTunnel.establish(on: channel, target: target, port: 80, route: route, timeout: Self.longTimeout).get()
         let collector = Collector(eventLoop: channel.eventLoop)
         // The tunnel's handlers are gone: the collector is the only one.
         let leftOver = try await channel.eventLoop.submit { () -> Bool in
@@ -69,7 +74,7 @@ struct ProxyTunnelSocketTests {
     static func failure(through route: ProxyRoute, proxyPort: Int, target: String = Self.target) async throws -> CourierError? {
         let channel = try await Self.connect(to: proxyPort)
         let error = await #expect(throws: CourierError.self) {
-            try await ProxyTunnel.establish(on: channel, target: target, port: 80, route: route, timeout: .seconds(30)).get()
+            try await ProxyTunnel.establish(on: channel, target: target, port: 80, route: route, timeout: Self.longTimeout).get()
         }
         try await channel.closeFuture.get()
         return error
@@ -146,7 +151,7 @@ struct ProxyTunnelSocketTests {
                 let next = try #require(error?.underlyingError as? ProxyTunnel.DigestAnswer)
                 #expect(next.answers == 1)
                 let channel = try await Self.connect(to: proxy.port)
-                try await ProxyTunnel.establish(on: channel, target: Self.target, port: 80, route: route, timeout: .seconds(30), answering: next).get()
+                try await ProxyTunnel.establish(on: channel, target: Self.target, port: 80, route: route, timeout: Self.longTimeout, answering: next).get()
                 try await channel.close()
             }
             try await proxy.shutdown()
@@ -329,7 +334,7 @@ struct ProxyTunnelSocketTests {
             let address = route.connectionAddress(host: Self.target, port: 80)
             #expect(address.host == "127.0.0.1" && address.port == proxy.port)
             let channel = try await Self.connect(to: address.port)
-            try await ProxyTunnel.establish(on: channel, target: Self.target, port: 80, route: route, timeout: .seconds(30)).get()
+            try await ProxyTunnel.establish(on: channel, target: Self.target, port: 80, route: route, timeout: Self.longTimeout).get()
             let collector = Collector(eventLoop: channel.eventLoop)
             try await channel.pipeline.addHandler(collector).get()
             let first = Self.head("http://\(Self.target)/get?n=one", route: route, close: false)
@@ -369,12 +374,12 @@ struct ProxyTunnelSocketTests {
         let connector = TLSConnector(
             serverTrust: ServerTrustPolicies(default: .default),
             applicationProtocols: [.http1_1],
-            handshakeTimeout: .seconds(30),
+            handshakeTimeout: Self.longTimeout,
             trustStore: TrustStore(try Certificate.certificates(pemEncoded: TestCertificates.rootCA))
         )
         let channel = try await Self.connect(to: proxyPort)
         let collector = Collector(eventLoop: channel.eventLoop)
-        let result = try await ProxyTunnel.establish(on: channel, target: "127.0.0.1", port: server.port, route: route, timeout: .seconds(30))
+        let result = try await ProxyTunnel.establish(on: channel, target: "127.0.0.1", port: server.port, route: route, timeout: Self.longTimeout)
             .flatMap {
                 connector.startTLS(on: channel, host: "127.0.0.1", port: server.port) { _, channel in
                     try channel.pipeline.syncOperations.addHandler(collector)

@@ -41,7 +41,7 @@ struct RealProxyTests {
     static func exchange(_ route: ProxyRoute, to server: TestServer, head: (ProxyRoute) -> String) async throws -> String {
         let address = route.connectionAddress(host: "127.0.0.1", port: server.port)
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: address.host, port: address.port).get()
-        try await ProxyTunnel.establish(on: channel, target: "127.0.0.1", port: server.port, route: route, timeout: .seconds(30)).get()
+        try await ProxyTunnel.establish(on: channel, target: "127.0.0.1", port: server.port, route: route, timeout: ProxyTunnelSocketTests.longTimeout).get()
         let collector = Collector(eventLoop: channel.eventLoop)
         try await channel.pipeline.addHandler(collector).get()
         try await channel.writeAndFlush(ByteBuffer(string: head(route))).get()
@@ -153,7 +153,7 @@ struct RealProxyTests {
         let port = closedPort()
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: proxy.host, port: proxy.port).get()
         let error = await #expect(throws: CourierError.self) {
-            try await ProxyTunnel.establish(on: channel, target: "127.0.0.1", port: port, route: .socksTunnel(proxy), timeout: .seconds(30)).get()
+            try await ProxyTunnel.establish(on: channel, target: "127.0.0.1", port: port, route: .socksTunnel(proxy), timeout: ProxyTunnelSocketTests.longTimeout).get()
         }
         #expect(error?.code == .proxyRefused)
         #expect(error?.message.contains("SOCKS5 proxy \(proxy.host):\(proxy.port)") == true, "\(error?.message ?? "")")

@@ -12,10 +12,13 @@ import Testing
 /// the system's roots.
 @Suite("TLS on Courier's own connections")
 struct TLSConnectorTests {
+    /// A connector trusting the test root. Its handshake timeout is 60 s by default, not 10 s:
+    /// the handshakes here must finish (or be refused) before it, and a full CI run held every
+    /// test for about 36 s.
     static func connector(
         _ policy: SecurityPolicy = .default,
         protocols: [TLSConnector.ApplicationProtocol] = [.http2, .http1_1],
-        handshakeTimeout: TimeAmount = .seconds(10)
+        handshakeTimeout: TimeAmount = .seconds(60)
     ) throws -> TLSConnector {
         TLSConnector(
             serverTrust: ServerTrustPolicies(default: policy),
