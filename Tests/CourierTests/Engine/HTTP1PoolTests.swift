@@ -448,9 +448,10 @@ struct HTTP1PoolTests {
     @Test func anEarlySuccessWhoseUploadStallsEndsWithTheSuccessAtTheTimeout() async throws {
         try await Self.withEarlySuccess { server, manager in
             var request = Request(method: .put, url: server.baseURL.appending(path: "upload"))
-            // The answer must come within it (7 s: full parallel runs stall the machine for
-            // seconds); the test then waits it out, which is its subject.
-            request.options.timeoutInterval = 7
+            // The answer must come within it (20 s: a full CI run held every test for about 36 s,
+            // and 7 s left too little margin); the test then waits it out, which is its subject,
+            // so not 60 s.
+            request.options.timeoutInterval = 20
             // Never opened while the task runs: the body stalls after its first sixteenth.
             let gate = OneShotGate()
             defer { gate.open() }
@@ -509,8 +510,9 @@ struct HTTP1PoolTests {
                 : .respond("HTTP/1.1 204 No Content\r\n\r\n")
         }) { server in
             var configuration = SessionConfiguration.default
-            // Only the failure without the fix waits for it.
-            configuration.timeoutIntervalForRequest = 30
+            // Only the failure without the fix waits for it; it must not fire first (30 s left
+            // too little margin for a full CI run, which held every test for about 36 s).
+            configuration.timeoutIntervalForRequest = 60
             try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
                 manager.responseSerializer = HTTPResponseSerializer()
                 var request = Request(method: .put, url: server.baseURL.appending(path: "upload"))
@@ -547,8 +549,9 @@ struct HTTP1PoolTests {
                 : .respond("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext")
         }) { server in
             var configuration = SessionConfiguration.default
-            // Only the failure without the fix waits for it.
-            configuration.timeoutIntervalForRequest = 30
+            // Only the failure without the fix waits for it; it must not fire first (30 s left
+            // too little margin for a full CI run, which held every test for about 36 s).
+            configuration.timeoutIntervalForRequest = 60
             try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
                 var upgrade = Request(method: .get, url: server.baseURL.appending(path: "upgrade"))
                 upgrade.headerFields[.connection] = "Upgrade"

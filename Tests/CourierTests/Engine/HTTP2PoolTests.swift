@@ -243,8 +243,10 @@ struct HTTP2PoolTests {
         try await self.withManager(server, configure: {
             $0.http2PingInterval = 0.1
             $0.http2PingTimeout = 0.2
-            // A request sent on the dead connection would fail here, not pass late.
-            $0.timeoutIntervalForRequest = 10
+            // A request sent on the dead connection would fail here, not pass late; the second
+            // request, on a live one, must not time out (10 s left too little margin for a full
+            // CI run, which held every test for about 36 s).
+            $0.timeoutIntervalForRequest = 60
         }) { manager in
             let first = try await manager.get("first")
             #expect(Self.body(first) == "answer 0")
