@@ -126,8 +126,10 @@ struct WebSocketOverSocketTests {
     @Test func theKeepAlivesPingsAndTheUsersAreAnsweredTogether() async throws {
         var webSocket = WebSocketConfiguration()
         // The keep-alive's own time-out: each PONG after the pair must be back within it, on a
-        // machine that may be busy with the whole suite (a PONG was once over 2 s late).
-        webSocket.pingInterval = 4
+        // machine that may be busy with the whole suite (a PONG was once over 2 s late, and a full
+        // CI run held every test for about 36 s, where 4 s left too little margin). The test
+        // waits two intervals, so not 60 s.
+        webSocket.pingInterval = 10
         try await withTask("latest-pong?count=2&rounds=1", webSocket: webSocket) { task, server in
             try await task.waitUntilOpen()
             let returned = NIOLockedValueBox(false)

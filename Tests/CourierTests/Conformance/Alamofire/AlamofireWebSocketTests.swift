@@ -293,15 +293,16 @@ struct AlamofireWebSocketConformanceTests {
     }
 
     /// The keep-alive's PINGs go out on their own: the route closes with 1001 after the second
-    /// (Alamofire's, after the fifth). Every 5 s rather than Alamofire's 0.01 s: Courier gives up a
-    /// connection whose PONG is not back when the next PING is due, and the in-process server
+    /// (Alamofire's, after the fifth). Every 10 s rather than Alamofire's 0.01 s: Courier gives up
+    /// a connection whose PONG is not back when the next PING is due, and the in-process server
     /// shares its event loops with every other test's server, so on two cores busy with the whole
     /// suite a PONG was seen to take over 0.2 s (0.1 s failed 2 of 3 runs of the conformance and
-    /// WebSocket tests together) and, in a clean-clone CI run, over 2 s.
+    /// WebSocket tests together) and, in a clean-clone CI run, over 2 s; a full CI run held every
+    /// test for about 36 s (5 s left too little margin). The test waits two intervals, so not 60 s.
     @Test func testThatTimePingsOccur() async throws {
         try await Self.withManager { manager, server in
             var configuration = WebSocketConfiguration()
-            configuration.pingInterval = 5
+            configuration.pingInterval = 10
             let task = manager.webSocketTask(with: Request(url: Self.url(server, "close-after-pings?count=2")), configuration: configuration)
             let events = await Self.events(of: task)
             #expect(events == [.connected(protocol: nil), .disconnected(code: .goingAway, reason: ""), .completed(error: nil)])

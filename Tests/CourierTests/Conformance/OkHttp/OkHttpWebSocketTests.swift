@@ -349,12 +349,13 @@ struct OkHttpWebSocketTests {
     /// is delivered. (The wait is the case's subject, not a synchronization.)
     @Test func readTimeoutDoesNotApplyAcrossFrames() async throws {
         // Long enough for the handshake on a loaded machine (0.2 s and 2 s were not, with the
-        // WebSocket suites in parallel while other builds ran); the wait runs past the timeout
-        // counted from the task's start, however long the handshake took.
+        // WebSocket suites in parallel while other builds ran, and a full CI run held every test
+        // for about 36 s, where 5 s left too little margin); the wait runs past the timeout
+        // counted from the task's start, however long the handshake took, so not 60 s.
         let started = ContinuousClock.now
-        try await Self.withSocket(configuration: Self.timeout(5)) { task, peer, _ in
+        try await Self.withSocket(configuration: Self.timeout(20)) { task, peer, _ in
             try await task.waitUntilOpen()
-            try await Task.sleep(until: started + .milliseconds(5500))
+            try await Task.sleep(until: started + .milliseconds(20500))
             var messages = task.messages.makeAsyncIterator()
             try await peer.send(ScriptedWebSocketPeer.text("abc"))
             #expect(try await messages.next() == .text("abc"))
@@ -380,13 +381,14 @@ struct OkHttpWebSocketTests {
     }
 
     /// OkHttp: clientPingsServerOnInterval. PINGs go out on the interval, masked, and their
-    /// PONGs keep the connection open. (An interval of 10 s: at 0.1 s, and once in CI at 3 s,
+    /// PONGs keep the connection open. (An interval of 20 s: at 0.1 s, and once in CI at 3 s,
     /// with the whole suite starting at once on two cores, the PONG was read after the next tick,
-    /// which ended the connection as `unacknowledgedPingFailsConnection`'s case should. The test
-    /// waits for one interval, beside the rest of the suite.)
+    /// which ended the connection as `unacknowledgedPingFailsConnection`'s case should, and a
+    /// full CI run held every test for about 36 s, where 10 s left too little margin. The test
+    /// waits for one interval, beside the rest of the suite, so not 60 s.)
     @Test func clientPingsServerOnInterval() async throws {
         var settings = Self.settings
-        settings.pingInterval = 10
+        settings.pingInterval = 20
         try await Self.withSocket(webSocket: settings) { task, peer, _ in
             try await task.waitUntilOpen()
             // One PING, not two: the second tick also checks that the first PING's PONG came, and
