@@ -103,7 +103,7 @@ struct EventMonitorEventsTests {
         manager.eventMonitors = [monitor]
         let network = ScriptedMonitor()
         manager.reachabilityManager = network.manager()
-        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: .seconds(30))
+        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: connectivityWait)
         async let driver: Void = {
             await monitor.wait(for: "waiting for connectivity")
             network.send(.notReachable)

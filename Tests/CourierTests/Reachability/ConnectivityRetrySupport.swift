@@ -48,10 +48,15 @@ final class NetworkDownEngine: Engine {
     func shutdown() async throws { try await self.base.shutdown() }
 }
 
+/// The longest wait for the network in the tests whose network comes back (or whose wait is
+/// ended otherwise): only a failing test runs it out, and it must not run out first (30 s left
+/// too little margin for a full CI run, which held every test for about 36 s).
+let connectivityWait: Duration = .seconds(60)
+
 /// A manager over `engine` whose reachability is `monitor`'s, with the retry policy set, and its
 /// completion handlers on the tests' completion queue.
 func retryingManager(
-    _ server: TestServer?, engine: any Engine, monitor: ScriptedMonitor, maximumWait: Duration = .seconds(30),
+    _ server: TestServer?, engine: any Engine, monitor: ScriptedMonitor, maximumWait: Duration = connectivityWait,
     configuration: SessionConfiguration = .default
 ) -> HTTPSessionManager {
     let manager = HTTPSessionManager(baseURL: server?.baseURL, engine: engine, configuration: configuration)

@@ -54,7 +54,7 @@ struct ConnectivityRetryTests {
         defer { manager.invalidate(cancelingTasks: true) }
         let monitor = ScriptedMonitor()
         manager.reachabilityManager = monitor.manager()
-        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: .seconds(30))
+        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: connectivityWait)
         // Driven by events: once the failed task started the monitor to wait for the network, the
         // network is reported down, then back (in that order: the monitor's reports are heard in
         // the order they are sent).
@@ -129,7 +129,7 @@ struct ConnectivityRetryTests {
         let failure = CourierError(
             .connectionFailed, "the network or host is unreachable", underlyingError: IOError(errnoCode: ENETUNREACH, reason: "connect"))
         let attempt = FailedAttempt(request: Request(url: Self.url), error: failure)
-        var retrier = ConnectivityRetrier(policy: ConnectivityRetryPolicy(maximumWait: .seconds(30)), reachability: reachability)
+        var retrier = ConnectivityRetrier(policy: ConnectivityRetryPolicy(maximumWait: connectivityWait), reachability: reachability)
         let listening = AsyncStream<Void>.makeStream()
         retrier.willWait = { _ = listening.continuation.yield() }
         let networkBack = NIOLockedValueBox(false)
@@ -153,7 +153,7 @@ struct ConnectivityRetryTests {
     /// under load failed `EventMonitorEventsTests.waitingForTheNetworkIsAnEvent` so, after 30 s).
     @Test func whatIsReportedAsTheWaitBeginsIsHeard() async throws {
         let monitor = ScriptedMonitor()
-        var retrier = ConnectivityRetrier(policy: ConnectivityRetryPolicy(maximumWait: .seconds(30)), reachability: monitor.manager())
+        var retrier = ConnectivityRetrier(policy: ConnectivityRetryPolicy(maximumWait: connectivityWait), reachability: monitor.manager())
         let told = NIOLockedValueBox(0)
         retrier.willWait = {
             told.withLockedValue { $0 += 1 }
@@ -163,7 +163,7 @@ struct ConnectivityRetryTests {
         let failure = CourierError(
             .connectionFailed, "the network or host is unreachable", underlyingError: IOError(errnoCode: ENETUNREACH, reason: "connect"))
         // The decision tells the two apart without a clock: a wait that heard no status ends in
-        // `.doNotRetry` when its 30 s run out. (A bound on the elapsed time failed once in CI,
+        // `.doNotRetry` when its wait runs out. (A bound on the elapsed time failed once in CI,
         // where the whole machine stalled for 30 s while the wait had already heard the status.)
         let decision = try await retrier.retry(FailedAttempt(request: Request(url: Self.url), error: failure))
         #expect(decision.isRetry && decision.reason == .connectivity, "\(decision)")
@@ -175,7 +175,7 @@ struct ConnectivityRetryTests {
     /// work. Not retried. A `POST` sent on by a `307` keeps its method and is.
     @Test func aPostThatARedirectMadeAGetIsNotSentAgain() async throws {
         let monitor = ScriptedMonitor()
-        var retrier = ConnectivityRetrier(policy: ConnectivityRetryPolicy(maximumWait: .seconds(30)), reachability: monitor.manager())
+        var retrier = ConnectivityRetrier(policy: ConnectivityRetryPolicy(maximumWait: connectivityWait), reachability: monitor.manager())
         retrier.willWait = { monitor.send(.reachableViaEthernet) }
         let failure = CourierError(
             .connectionFailed, "the network or host is unreachable", underlyingError: IOError(errnoCode: ENETUNREACH, reason: "connect"))
@@ -202,7 +202,7 @@ struct ConnectivityRetryTests {
                 monitor.send(.reachableViaEthernet)
             }()
             let results = await withTaskGroup(of: Bool.self) { group in
-                for _ in 0..<16 { group.addTask { await reachability.waitUntilReachable(within: .seconds(30)) } }
+                for _ in 0..<16 { group.addTask { await reachability.waitUntilReachable(within: connectivityWait) } }
                 return await group.reduce(into: [Bool]()) { $0.append($1) }
             }
             await driver

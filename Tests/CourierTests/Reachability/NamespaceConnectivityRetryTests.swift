@@ -82,7 +82,7 @@ struct NamespaceConnectivityRetryTests {
         let manager = SessionManager(engine: engine)
         manager.completionQueue = TestQueues.completion
         manager.reachabilityManager = .inNamespace(namespace, target: .address(IPAddress("10.77.0.2")!))
-        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: .seconds(30))
+        manager.connectivityRetry = ConnectivityRetryPolicy(maximumWait: connectivityWait)
 
         // The network goes: without its address the link has no route, and there is no default one.
         try await namespace.ip("addr", "del", "10.77.0.2/24", "dev", "v0")
