@@ -234,7 +234,8 @@ final class RecordingDelegate: ExchangeDelegate {
 
     @Test func shutdownFailsRunningAndNewExchanges() async throws {
         let engine = StubEngine()
-        engine.stub(.any(), StubResponse(delay: .seconds(10)))
+        // A delay far past any stall of a loaded machine: only the shutdown can end the exchange.
+        engine.stub(.any(), StubResponse(delay: .seconds(600)))
         let running = RecordingDelegate()
         _ = engine.execute(Request(url: base), delegate: running)
         try await engine.shutdown()

@@ -115,8 +115,9 @@ struct PeerTransport: Sendable, CustomTestStringConvertible {
         policy.additionalTrustedCertificates = try Certificate.certificates(pemEncoded: pem) + Transport.proxyRoots()
         var configuration = self.transport.sessionConfiguration()
         configuration.responseCache = cache
-        // A stall fails the request instead of hanging the suite.
-        configuration.timeoutIntervalForRequest = 20
+        // A stall fails the request instead of hanging the suite (after 60 s: a full CI run held
+        // every test for about 36 s, and 20 s left too little margin).
+        configuration.timeoutIntervalForRequest = 60
         try await withManagerThatEnds({ SessionManager(configuration: configuration, securityPolicy: policy) }, body)
     }
 }

@@ -58,9 +58,11 @@ struct GoChunkedTests {
 
     static let head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
 
+    /// The request, with a timeout on every wait (60 s: no row waits for it, and a full CI run
+    /// held every test for about 36 s).
     static func request(_ url: URL) -> Request {
         var request = Request(url: url)
-        request.options.timeoutInterval = 20
+        request.options.timeoutInterval = 60
         return request
     }
 

@@ -79,10 +79,11 @@ struct GoReadResponseTests {
     }
 
     /// The request, with a timeout on every wait: a row that would hang fails with
-    /// ``CourierError/Code/timedOut`` instead.
+    /// ``CourierError/Code/timedOut`` instead (60 s: no row waits for it, and a full CI run held
+    /// every test for about 36 s).
     static func request(_ method: HTTPRequest.Method, _ url: URL) -> Request {
         var request = Request(method: method, url: url)
-        request.options.timeoutInterval = 20
+        request.options.timeoutInterval = 60
         return request
     }
 

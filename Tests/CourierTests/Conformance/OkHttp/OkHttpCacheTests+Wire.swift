@@ -54,9 +54,11 @@ struct OkHttpCacheWireTests {
         }
     }
 
+    /// A GET of `url`, any status a response, with a timeout on every wait (60 s: no case waits
+    /// for it, and a full CI run held every test for about 36 s).
     static func get(_ manager: SessionManager, _ url: URL) async throws -> DataResponse<Data> {
         var request = Request(url: url)
-        request.options.timeoutInterval = 20
+        request.options.timeoutInterval = 60
         return try await manager.responseOfAnyStatus(for: request)
     }
 

@@ -133,12 +133,13 @@ struct OkHttpConnectionReuseTests {
     @Test func redirectWithSlowBodyIsFollowedOnANewConnection() async throws {
         // OkHttp gives a redirect's body 100 ms to drain, then follows on a new connection.
         // Courier gives it a second (`NIOExchange.redirectDrainLimit`; half the request timeout
-        // when that is shorter): a body 10 s late (far past the limit, whatever a loaded machine
-        // does to timers) is given up, and the redirect goes on a second connection. Before,
-        // Courier drained the body whole, however slow, and reused the connection.
+        // when that is shorter): a body 60 s late (far past the limit, whatever a loaded machine
+        // does to timers: a full CI run held every test for about 36 s, and 10 s left too little
+        // margin) is given up, and the redirect goes on a second connection. Before, Courier
+        // drained the body whole, however slow, and reused the connection.
         let head = "HTTP/1.1 301 Moved Permanently\r\nLocation: /b\r\nContent-Length: 1\r\n\r\n"
         try await Call.overHTTP1({ _, _, requestHead in
-            requestHead.hasPrefix("GET /b ") ? .respond(Self.ok("b")) : .respondThenAfter(head, then: "a", delay: .seconds(10))
+            requestHead.hasPrefix("GET /b ") ? .respond(Self.ok("b")) : .respondThenAfter(head, then: "a", delay: .seconds(60))
         }) { server, manager in
             let response = try await manager.responseOfAnyStatus(for: Request(url: server.baseURL))
             #expect(Call.text(response) == "b")
