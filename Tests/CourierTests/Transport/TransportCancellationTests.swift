@@ -79,7 +79,9 @@ struct TransportCancellationTests {
             let arrived = Recorder<Void>()
             let arrival = ArrivalAction()
             arrival.set { arrived.append(()) }
-            server.routeCallingOnArrival("/hold", arrival)
+            // Answered only after the hang guard: the caller is cancelled after the request
+            // arrived, which a full CI run (every test held for about 36 s) could delay past 10 s.
+            server.routeCallingOnArrival("/hold", delay: Changes.hangGuard, arrival)
             let waiting = Task { try await manager.stream(Request(url: server.url("/hold"))) }
             // Cancels once the request is waiting on the server for its head.
             #expect(await arrived.wait { $0.count == 1 })

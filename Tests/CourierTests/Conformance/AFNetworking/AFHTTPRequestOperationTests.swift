@@ -190,8 +190,10 @@ struct AFHTTPRequestOperationConformanceTests {
 
     @Test func testThatOperationCanBePaused() async throws {
         try await Self.withServerAndManager { server, manager in
-            // The server answers 10 s after the request arrives: the operation is still running.
-            server.routeCallingOnArrival("/hold", ArrivalAction())
+            // The server answers only after the hang guard, 120 s after the request arrives: the
+            // operation is still running (10 s left too little margin for a full CI run, which
+            // held every test for about 36 s; the empty arrival action keeps no task alive).
+            server.routeCallingOnArrival("/hold", delay: Changes.hangGuard, ArrivalAction())
             let operation = Self.operation(server.url("/hold"), manager)
             operation.start()
             #expect(await Self.executing(operation))
@@ -204,8 +206,10 @@ struct AFHTTPRequestOperationConformanceTests {
 
     @Test func testThatPausedOperationCanBeResumed() async throws {
         try await Self.withServerAndManager { server, manager in
-            // The server answers 10 s after the request arrives: the operation is still running.
-            server.routeCallingOnArrival("/hold", ArrivalAction())
+            // The server answers only after the hang guard, 120 s after the request arrives: the
+            // operation is still running (10 s left too little margin for a full CI run, which
+            // held every test for about 36 s; the empty arrival action keeps no task alive).
+            server.routeCallingOnArrival("/hold", delay: Changes.hangGuard, ArrivalAction())
             let operation = Self.operation(server.url("/hold"), manager)
             operation.start()
             #expect(await Self.executing(operation))

@@ -308,7 +308,9 @@ struct AlamofireRequestConformanceTests {
             let arrived = ArrivalAction()
             let reached = NotificationWaiter()
             arrived.set { reached.deliver(nil) }
-            server.routeCallingOnArrival("/arrive", arrived)
+            // Answered only after the hang guard: the task is suspended after it arrived, which
+            // a full CI run (every test held for about 36 s) could delay past 10 s.
+            server.routeCallingOnArrival("/arrive", delay: Changes.hangGuard, arrived)
             let completions = Recorder<CourierError?>()
             let task = try #require(Self.verbTask(manager, "arrive", completions: completions))
             _ = await reached.wait()
