@@ -278,8 +278,9 @@ final class AutobahnFuzzingServer: ShutDownByAwaiting {
 
     /// Autobahn's `killAfter`: waits up to `limit` for the connection to end, then drops it.
     /// The limit only guards against a client that never closes (a failed case); a full parallel
-    /// run on two cores once took more than Autobahn's 10 s over a case that passes alone.
-    func waitForEnd(killAfter limit: Duration = .seconds(60)) async {
+    /// run on two cores once took more than Autobahn's 10 s over a case that passes alone, and a
+    /// full CI run held every test for about 36 s, so it is the hang guard, not 60 s.
+    func waitForEnd(killAfter limit: Duration = Changes.hangGuard) async {
         if !(await self.wait(within: limit) { $0.isConnectionClosed }) {
             self.state.withLockedValue { $0.violations.append("the connection did not end within \(limit): killed") }
             if let channel = self.state.read({ $0.channel }) { try? await channel.close() }
