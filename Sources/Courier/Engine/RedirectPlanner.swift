@@ -81,6 +81,9 @@ public enum RedirectPlanner {
             next.headerFields[.contentEncoding] = nil
             next.headerFields[.contentLanguage] = nil
             next.headerFields[.contentLocation] = nil
+            // A caller's `Expect: 100-continue` asked about the body: a request without one must
+            // not send it (RFC 9110 10.1.1).
+            next.headerFields[.expect] = nil
         } else if !request.body.isReplayable {
             // A streamed body was consumed by the first hop and cannot be sent again.
             return .none

@@ -86,21 +86,24 @@ struct RedirectPlannerTests {
     }
 
     /// The fields that describe a body go with it when a redirect makes a `GET` of the request
-    /// (Fetch's request-body-header names); a `307` keeps body and fields. Before, a compressed
-    /// `POST`'s `GET` said `Content-Encoding: gzip` of no body.
+    /// (Fetch's request-body-header names), and so does a caller's `Expect: 100-continue` (RFC 9110
+    /// 10.1.1: not sent without a body); a `307` keeps body and fields. Before, a compressed
+    /// `POST`'s `GET` said `Content-Encoding: gzip` of no body, and one that expected `100
+    /// Continue` still did.
     @Test func aGetMadeByARedirectCarriesNoFieldThatDescribesABody() {
         var original = self.request(.post, body: .data(Data("x".utf8)))
         original.headerFields[.contentEncoding] = "gzip"
         original.headerFields[.contentLanguage] = "en"
         original.headerFields[.contentLocation] = "/drafts/1"
         original.headerFields[.accept] = "text/html"
+        original.headerFields[.expect] = "100-continue"
         guard case .follow(let seeOther) = self.step(self.response(303, location: "/done"), original),
             case .follow(let temporary) = self.step(self.response(307, location: "/again"), original)
         else {
             Issue.record("expected redirects to follow")
             return
         }
-        for name in [HTTPField.Name.contentType, .contentEncoding, .contentLanguage, .contentLocation] {
+        for name in [HTTPField.Name.contentType, .contentEncoding, .contentLanguage, .contentLocation, .expect] {
             #expect(seeOther.headerFields[name] == nil, "\(name)")
             #expect(temporary.headerFields[name] != nil, "\(name)")
         }
