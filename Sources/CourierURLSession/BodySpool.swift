@@ -9,8 +9,8 @@ import NIOFoundationCompat
 ///
 /// A body whose length is known and within ``memoryLimit`` is gathered in memory. A longer one,
 /// and one of unknown length once it passes the limit, goes to a new file in ``directory``
-/// (what was gathered first included), which the exchange removes when `URLSession` is done with
-/// it. A body that fails, gives more or fewer bytes than it declared, or whose reading is
+/// (what was gathered first included), readable by this user alone, which the exchange removes
+/// when `URLSession` is done with it. A body that fails, gives more or fewer bytes than it declared, or whose reading is
 /// cancelled leaves no file behind.
 struct BodySpool: Sendable {
     /// What was read.
@@ -47,7 +47,7 @@ struct BodySpool: Sendable {
         }
         let file = self.directory.appendingPathComponent("courier-body-\(UUID().uuidString)")
         do {
-            let written = try await FileSystem.shared.withFileHandle(forWritingAt: FilePath(file.path), options: .newFile(replaceExisting: false)) {
+            let written = try await FileSystem.shared.withFileHandle(forWritingAt: FilePath(file.path), options: .newFile(replaceExisting: false, permissions: Self.ownerOnly)) {
                 handle in
                 var offset: Int64 = 0
                 if !gathered.isEmpty {
@@ -70,6 +70,10 @@ struct BodySpool: Sendable {
                 request: request, underlyingError: error)
         }
     }
+
+    /// A spooled body is the caller's request body (a form, credentials): read and written by
+    /// this user alone (0600), as Courier's download files are; NIO's default let everyone read it.
+    static let ownerOnly: FilePermissions = [.ownerRead, .ownerWrite]
 
     /// The next chunk; a cancelled reader stops between chunks.
     private static func next(_ chunks: inout any AsyncIteratorProtocol<ByteBuffer, any Error>, request: Request) async throws(CourierError)

@@ -1,4 +1,6 @@
 @testable import CourierCLI
+import Courier
+import CourierTesting
 import Foundation
 import Testing
 
@@ -144,14 +146,25 @@ struct OfflineAndCurlTests {
 
     @Test("--curl keeps the client key's passphrase and the cookie jar, and warns that curl's --cacert trusts that file alone")
     func curlKeepsPassphraseAndCookieJar() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let root = try writeTestRoot(in: folder)
+        let cert = folder.appendingPathComponent("client.pem")
+        try Data(TestCertificates.clientCertificate.utf8).write(to: cert)
+        let key = folder.appendingPathComponent("client.key")
+        try Data(TestCertificates.clientKey.utf8).write(to: key)
+        let jar = folder.appendingPathComponent("jar.txt")
         let result = try await CLIRunner.run([
-            "--curl", "--cert", "c.pem", "--key", "k.pem", "--pass", "s3cret", "--cookie-jar", "jar.txt", "--cacert", "ca.pem", "example.com/a",
+            "--curl", "--cert", cert.path, "--key", key.path, "--pass", "s3cret", "--cookie-jar", jar.path, "--cacert", root.path, "example.com/a",
         ])
         #expect(result.status == 0, "\(result.standardError)")
+        let (rootPath, certPath, keyPath, jarPath) = (
+            Request.shellQuoted(root.path), Request.shellQuoted(cert.path), Request.shellQuoted(key.path), Request.shellQuoted(jar.path)
+        )
         #expect(
             result.output
-                == "curl --cacert ca.pem --cert c.pem --key k.pem --pass s3cret --cookie jar.txt --cookie-jar jar.txt http://example.com/a "
-                + "--header 'User-Agent: courier/0.1.0'\n")
+                == "curl --cacert \(rootPath) --cert \(certPath) --key \(keyPath) --pass s3cret --cookie \(jarPath) --cookie-jar \(jarPath) "
+                + "http://example.com/a --header 'User-Agent: courier/0.1.0'\n", "\(result.output)")
         #expect(result.standardError.contains("--cacert trusts only that file"), "\(result.standardError)")
     }
 

@@ -648,6 +648,40 @@ struct EngineParityTests {
 
     // MARK: The URLSession engine alone
 
+    /// A streamed body spooled to a file while URLSession sends it is readable by this user alone
+    /// (0600), as Courier's download files are: it is the caller's request (a form, credentials),
+    /// and NIO's default mode (0644) let every user of the machine read it.
+    @Test func aSpooledBodysFileIsTheUsersAlone() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-spool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await withTestServer { server in
+            let answer = Gate()
+            server.route("/held") { _ in
+                await answer.wait()
+                return TestServer.Response(body: Data("ok".utf8))
+            }
+            let manager = SessionManager(engine: URLSessionEngine(streamedBodyMemoryLimit: 1024, streamedBodyDirectory: folder))
+            let chunk = String(repeating: "0123456789abcdef", count: 64)
+            var long = Request(method: .post, url: server.url("/held"))
+            long.body = .stream(Self.chunks([chunk, chunk]), length: .unknown)
+            let task = manager.dataTask(with: long, completionHandler: { _, _, _ in })
+            task.resume()
+            // The body reached the server (which holds its answer), so its file is in the folder.
+            #expect(await eventually { answer.isWaitedOn })
+            let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            #expect(names.count == 1, "\(names)")
+            for name in names {
+                let attributes = try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)
+                #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600, "\(attributes)")
+            }
+            answer.open()
+            #expect(await eventually { task.state == .completed })
+            #expect(task.error == nil, "\(String(describing: task.error))")
+            await manager.invalidate(cancelingTasks: true)
+        }
+    }
+
     /// Past its memory limit, a streamed body is written to a file in the engine's folder before
     /// it goes out, and the file is gone once the exchange ended: sent, failed or cancelled while
     /// the body was read. Within the limit no file is written (a folder that does not exist is
