@@ -52,6 +52,12 @@ extension SessionManager {
     /// or the system's temporary directory (resume data is bytes from anywhere: Courier will not
     /// append to, move or remove another file it names), the download starts over.
     ///
+    /// A continuation that cannot write the partial file (a full disk) fails with
+    /// ``CourierError/Code/fileSystemFailure`` and keeps the file, unlike a download that does not
+    /// continue one: it holds the bytes kept and those written after them before the failure
+    /// (cut back to the last write that reached the disk), and the error's
+    /// ``CourierError/resumeData`` names them, to continue from once there is room.
+    ///
     /// - Parameters:
     ///   - resumeData: ``ResumeData/data`` from an earlier download.
     ///   - progress: Called on an engine thread as body bytes arrive.

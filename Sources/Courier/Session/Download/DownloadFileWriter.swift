@@ -79,6 +79,9 @@ final class DownloadFileWriter: Sendable {
         /// Stop at once; what is left is dropped.
         var isAbandoned = false
         var hasFailed = false
+        /// For a writer that continues a file and failed writing: how many bytes at the file's
+        /// start are known good (see ``lengthKeptAfterFailure()``). Set before ``hasFailed``.
+        var goodLength: Int64?
         /// The most ``heldBytes`` ever reached.
         var peakHeldBytes = 0
     }
@@ -163,6 +166,18 @@ final class DownloadFileWriter: Sendable {
         return try await self.writing.value
     }
 
+    /// For a writer that continued a file (`keepingFirst` was given) and failed writing it (a full
+    /// disk): how many bytes at the file's start are known good, the bytes it kept and those of
+    /// each write that reached the file before the failure. The file was cut back to them, so that
+    /// a write the disk refused halfway leaves nothing of itself. Nil when writing has not failed
+    /// (it is not waited for), when the writer began a new file, or when it failed before it had
+    /// checked the bytes it kept; the file is then as ``abandon(removingFile:)`` finds it.
+    func lengthKeptAfterFailure() async -> Int64? {
+        guard self.state.withLockedValue({ $0.hasFailed }) else { return nil }
+        _ = try? await self.writing.value
+        return self.state.withLockedValue { $0.goodLength }
+    }
+
     /// Stops writing, drops what is queued, closes the file and removes it; with `removingFile`
     /// false the file is left as it was before this writer (a new file is never made visible),
     /// apart from the bytes a writer that continues it wrote after the kept ones.
@@ -230,6 +245,15 @@ final class DownloadFileWriter: Sendable {
             try await handle.close()
             return file.offset
         } catch {
+            if offset != nil {
+                // A continuation's file holds the caller's bytes from before: it keeps them, and
+                // those written after them, cut back to the end of the last write that reached
+                // it (a write the disk refused may have left part of itself). Should the cut fail,
+                // the bytes up to there are still good, and a continuation cuts the file back to
+                // the bytes its resume data names before it appends.
+                try? await handle.resize(to: .bytes(file.written))
+                state.withLockedValue { [written = file.written] in $0.goodLength = written }
+            }
             try? await handle.close()
             throw error
         }
@@ -240,6 +264,9 @@ final class DownloadFileWriter: Sendable {
         let handle: WriteFileHandle
         /// Bytes written to the file, plus those staged.
         var offset: Int64
+        /// Where the last write that reached the file ended (where writing began, before any):
+        /// the file's bytes up to here are the body's.
+        var written: Int64
         let gate: WriteGate?
         var staging = ByteBuffer()
         /// Where the staged bytes go.
@@ -248,6 +275,7 @@ final class DownloadFileWriter: Sendable {
         init(handle: WriteFileHandle, offset: Int64, gate: WriteGate?) {
             self.handle = handle
             self.offset = offset
+            self.written = offset
             self.gate = gate
         }
 
@@ -304,6 +332,8 @@ final class DownloadFileWriter: Sendable {
             guard !writes.isEmpty else { return }
             if let gate { await gate() }
             try await Self.perform(writes, on: self.handle)
+            // In order, each after the one before: the last ends the bytes written.
+            if let last = writes.last { self.written = last.offset + Int64(last.buffer.readableBytes) }
             guard let index = writes.lastIndex(where: \.isStaged), self.staging.readableBytes == 0 else {
                 writes.removeAll()
                 return

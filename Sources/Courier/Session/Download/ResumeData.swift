@@ -10,7 +10,8 @@ import HTTPTypes
 /// its ``data`` (or the value) to ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)-(Data,_,_,_)``.
 /// A continuation whose connection could not be made, or failed or timed out, or that was
 /// cancelled producing resume data, before it changed the partial file gives back the resume data
-/// it began with, to try again with.
+/// it began with, to try again with; one that could not write the partial file (a full disk)
+/// keeps it, and its error carries resume data for the bytes written before the failure.
 /// The continuation asks for the rest with `Range` and `If-Range`; a server that ignores the range,
 /// or whose resource changed, sends it all again and the download restarts cleanly.
 ///

@@ -11,7 +11,8 @@ struct DownloadPlan: Sendable {
     /// resume data with `Range`.
     var continuation: (file: URL, offset: Int64)?
     /// The resume data the request continues, with ``continuation``: handed back when the task
-    /// fails before it changed the partial file, so that the caller can try again.
+    /// fails before it changed the partial file, or fails writing it with no validators of its
+    /// own to name the bytes written, so that the caller can try again.
     var resumeData: ResumeData?
 }
 
@@ -235,15 +236,27 @@ extension TaskDelegate {
             var fileURL: URL?
             var resumeData: ResumeData?
             if let writer = ending.writer {
+                let recorded = Self.requestToResume(original: ending.task.originalRequest, answered: ending.request)
                 if error == nil {
-                    (fileURL, error) = await self.finishFile(writer, plan: plan, ending.task, request: ending.request, response: ending.response)
-                } else if let validators = ending.validators,
-                    let recorded = Self.requestToResume(original: ending.task.originalRequest, answered: ending.request),
+                    if let failure = await Self.finishWriting(writer, request: ending.request) {
+                        // Writing the last bytes failed: the file is removed, unless it is the
+                        // partial file of a continuation, which keeps the caller's bytes.
+                        error = failure
+                        resumeData = await Self.keepWrittenPart(
+                            writer, request: recorded, expected: ending.expected, validators: ending.validators, original: plan.resumeData)
+                    } else {
+                        (fileURL, error) = await self.place(writer.url, plan: plan, ending.task, request: ending.request, response: ending.response)
+                    }
+                } else if let validators = ending.validators, let recorded,
                     ending.resumeDataHandler != nil || error.map(Self.leavesResumeData) == true
                 {
-                    resumeData = await Self.keepPartialFile(writer, request: recorded, expected: ending.expected, validators: validators)
+                    resumeData = await Self.keepPartialFile(
+                        writer, request: recorded, expected: ending.expected, validators: validators, original: plan.resumeData)
                 } else {
-                    await writer.abandon()
+                    // Removed, unless writing a continuation's file failed (a full disk): the
+                    // caller's bytes stay, with resume data to continue once there is room.
+                    resumeData = await Self.keepWrittenPart(
+                        writer, request: recorded, expected: ending.expected, validators: ending.validators, original: plan.resumeData)
                 }
             } else if error == nil, let partial = plan.continuation?.file,
                 let response = ending.response,
@@ -278,17 +291,15 @@ extension TaskDelegate {
         [.connectionClosed, .connectionFailed, .timedOut].contains(error.code)
     }
 
-    /// Closes the file and moves it to the destination; on failure the file is removed.
-    private func finishFile(
-        _ writer: DownloadFileWriter, plan: DownloadPlan, _ task: SessionTask, request: Request, response: HTTPResponse?
-    ) async -> (URL?, CourierError?) {
+    /// Writes what is left of the body and closes the file; the error when that failed (the file
+    /// is left for ``keepWrittenPart(_:request:expected:validators:original:)``).
+    private static func finishWriting(_ writer: DownloadFileWriter, request: Request) async -> CourierError? {
         do {
             _ = try await writer.finish()
+            return nil
         } catch {
-            try? FileManager.default.removeItem(at: writer.url)
-            return (nil, error.asCourierError(.fileSystemFailure, "\(request.summary): writing \(writer.url.path) failed", request: request))
+            return error.asCourierError(.fileSystemFailure, "\(request.summary): writing \(writer.url.path) failed", request: request)
         }
-        return await self.place(writer.url, plan: plan, task, request: request, response: response)
     }
 
     /// Moves a finished file to the destination (or leaves it where it is without one); on
@@ -382,17 +393,53 @@ extension TaskDelegate {
     }
 
     /// Closes the partial file and describes it as resume data; removes it when nothing is in it.
+    /// When writing failed, a continuation's partial file is kept as
+    /// ``keepWrittenPart(_:request:expected:validators:original:)`` keeps it.
     private static func keepPartialFile(
         _ writer: DownloadFileWriter, request: Request, expected: Int64,
-        validators: (entityTag: String?, lastModified: String?)
+        validators: (entityTag: String?, lastModified: String?), original: ResumeData?
     ) async -> ResumeData? {
-        guard let size = try? await writer.finish(), size > 0 else {
+        let size: Int64
+        do {
+            size = try await writer.finish()
+        } catch {
+            return await Self.keepWrittenPart(writer, request: request, expected: expected, validators: validators, original: original)
+        }
+        guard size > 0 else {
             await writer.abandon()
             return nil
         }
         return ResumeData(
             request: request, temporaryFileURL: writer.url, bytesReceived: size, expectedLength: expected >= 0 ? expected : nil,
             entityTag: validators.entityTag, lastModified: validators.lastModified)
+    }
+
+    /// The partial file of a continuation whose writing failed (a full disk), described as resume
+    /// data: it holds the caller's bytes from before, and those written after them before the
+    /// failure (cut back to them, ``DownloadFileWriter/lengthKeptAfterFailure()``), which the
+    /// caller can continue once there is room, as curl's `-C -` does. The resume data names this
+    /// response's validators (the 206 continued the same version), else it is the resume data
+    /// the task began with, whose bytes the file still holds (a continuation cuts the file back
+    /// to them). Any other writer's file (a new download's: it is not kept; a writer that has not
+    /// failed) is removed, and nil returned.
+    private static func keepWrittenPart(
+        _ writer: DownloadFileWriter, request: Request?, expected: Int64,
+        validators: (entityTag: String?, lastModified: String?)?, original: ResumeData?
+    ) async -> ResumeData? {
+        guard let length = await writer.lengthKeptAfterFailure() else {
+            await writer.abandon()
+            return nil
+        }
+        if let request, let validators {
+            return ResumeData(
+                request: request, temporaryFileURL: writer.url, bytesReceived: length, expectedLength: expected >= 0 ? expected : nil,
+                entityTag: validators.entityTag, lastModified: validators.lastModified)
+        }
+        guard let original, original.bytesReceived <= length else {
+            await writer.abandon()
+            return nil
+        }
+        return original
     }
 
     /// Records the end, settles it (drops the task from the registry, among the rest) and
