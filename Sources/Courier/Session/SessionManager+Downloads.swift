@@ -38,7 +38,10 @@ extension SessionManager {
     /// `downloadTaskWithResumeData:progress:destination:completionHandler:`).
     ///
     /// It asks for the rest with `Range` and `If-Range`. A 206 that runs from where the partial
-    /// file ends to the end of the resource is appended to it; a 200 (the server ignored the
+    /// file ends to the end of the resource is appended to it (a body that does not fill that
+    /// range, ending short of it or running past it, fails with
+    /// ``CourierError/Code/invalidResponse``; the partial file keeps the bytes within the range,
+    /// and the error carries resume data for them, as when the connection breaks); a 200 (the server ignored the
     /// range, or the resource changed) rewrites the file from the start; a 416 whose
     /// `Content-Range: bytes */N` names exactly the bytes kept, or that names no length (the
     /// server matched the `If-Range` validator, so nothing lies past the bytes kept) when the

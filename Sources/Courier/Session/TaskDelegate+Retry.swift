@@ -194,6 +194,7 @@ extension TaskDelegate {
                 state.body = nil
                 state.held = nil
                 state.resumeValidators = nil
+                state.continuedRangeLast = nil
                 state.keptFileIsWhole = false
                 state.checked = nil
                 state.currentRequest = self.originalRequest

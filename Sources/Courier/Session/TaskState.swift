@@ -108,6 +108,14 @@ struct TaskState {
     /// Whether the current attempt's answer is a 416 that found the partial file of resume data
     /// whole: the download completes with that file, and the 416 is not a failure to retry.
     var keptFileIsWhole = false
+    /// The offset of the last byte the `Content-Range` of a continuation's 206 names (nil for any
+    /// other answer): its body must end there (``bytesWithinContinuedRange(_:)``,
+    /// ``continuedRangeShortfall()``).
+    var continuedRangeLast: Int64?
+    /// Whether the body of a continuation's 206 did not fill the range it named (it ended short
+    /// of it, or ran past it): the task fails, and its partial file keeps the bytes that fell in
+    /// the range, with resume data, as a body cut short does.
+    var bodyMissedRange = false
     /// Set by `cancel(byProducingResumeData:)`.
     var resumeDataHandler: (@Sendable (ResumeData?) -> Void)?
 
@@ -221,6 +229,39 @@ struct TaskState {
             progress.resumingHandler = { [weak task] in task?.resume() }
         }
         return progress
+    }
+
+    /// How many of a chunk's `bytes`, just counted in ``countOfBytesReceived``, lie within the
+    /// range a continuation's 206 named: all of them for any other answer. A body that runs past
+    /// the range's end is not the range it names: the bytes past it are not the file's, and the
+    /// task fails with ``CourierError/Code/invalidResponse`` (as ``bodyFailure``, unless it had
+    /// failed already).
+    mutating func bytesWithinContinuedRange(_ bytes: Int64) -> Int64 {
+        // The count includes the bytes kept (at least one): less one, it is the offset of the
+        // last byte counted, past the range once it is over `last`.
+        guard let last = self.continuedRangeLast, self.countOfBytesReceived - 1 > last else { return bytes }
+        let past = min(bytes, self.countOfBytesReceived - 1 - last)
+        self.failContinuedRange("runs past byte \(last)")
+        return bytes - past
+    }
+
+    /// At the end of a continuation's 206 whose exchange finished without an error: the failure
+    /// when its body ended short of the last byte its `Content-Range` named (a `Content-Length`
+    /// that disagrees with it), recorded as ``bodyFailure``; nil when it filled it, or for any
+    /// other answer.
+    mutating func continuedRangeShortfall() -> CourierError? {
+        guard let last = self.continuedRangeLast, self.countOfBytesReceived <= last else { return nil }
+        self.failContinuedRange("ends at byte \(self.countOfBytesReceived - 1), not \(last)")
+        return self.bodyFailure
+    }
+
+    private mutating func failContinuedRange(_ how: String) {
+        self.bodyMissedRange = true
+        guard self.bodyFailure == nil else { return }
+        let range = self.response?.headerFields.value(of: .contentRange) ?? "(none)"
+        self.bodyFailure = CourierError(
+            .invalidResponse, "\(self.currentRequest.summary): the body of the 206 with Content-Range \(range) \(how)",
+            request: self.currentRequest, response: self.response)
     }
 
     /// At a successful end the totals are known: both progresses end at 1.0.

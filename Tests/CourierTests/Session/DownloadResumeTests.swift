@@ -261,6 +261,54 @@ struct DownloadResumeTests {
         }
     }
 
+    /// A continuation's 206 whose body does not fill the range its `Content-Range` names (its
+    /// `Content-Length` disagrees: it ends short, or runs past the end) fails with
+    /// `invalidResponse`, as a body cut short fails: the partial file keeps the bytes that fell
+    /// within the range (nothing past it), and the error's resume data continues from them. The
+    /// short one completed "successfully" with a file of the wrong size; the long one had its
+    /// extra bytes appended.
+    @Test(arguments: [20, 70])
+    func a206WhoseBodyDoesNotFillItsRangeFails(bodyLength: Int) async throws {
+        let total = 60, kept = 10
+        try await withPartialFile { file in
+            try await withTestServer(TestServer.Configuration.recording) { server in
+                server.route("/disagreeing") { request in
+                    let range = request.value(forHTTPHeaderField: "Range") ?? ""
+                    guard range.hasPrefix("bytes="), range.hasSuffix("-"), let start = Int(range.dropFirst(6).dropLast()) else {
+                        return TestServer.Response(headerFields: [.eTag: "\"r\""], body: alphabet(total))
+                    }
+                    if start >= total {
+                        return TestServer.Response(status: .rangeNotSatisfiable, headerFields: [.contentRange: "bytes */\(total)"])
+                    }
+                    // The first continuation's body disagrees with its range; the next one's is right.
+                    let body = start == kept ? alphabet(kept + bodyLength).dropFirst(kept) : alphabet(total).dropFirst(start)
+                    return TestServer.Response(
+                        status: .partialContent, headerFields: [.contentRange: "bytes \(start)-\(total - 1)/\(total)", .eTag: "\"r\""],
+                        body: Data(body))
+                }
+                try await withManager(baseURL: server.baseURL) { manager in
+                    try alphabet(kept).write(to: file)
+                    let resume = ResumeData(
+                        request: Request(url: server.url("/disagreeing")), temporaryFileURL: file, bytesReceived: Int64(kept),
+                        expectedLength: Int64(total), entityTag: "\"r\"", lastModified: nil)
+                    let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+                    #expect(error?.code == .invalidResponse)
+                    #expect(error?.message.contains("Content-Range bytes \(kept)-\(total - 1)/\(total)") == true, "\(String(describing: error))")
+                    let within = min(kept + bodyLength, total)
+                    let again = try #require(error?.resumeData, "the partial file keeps the bytes within the range")
+                    #expect(again.temporaryFileURL == file)
+                    #expect(again.bytesReceived == Int64(within))
+                    #expect(again.entityTag == "\"r\"")
+                    #expect(try Data(contentsOf: file) == alphabet(within))
+                    let download = try await manager.download(resumingFrom: again)
+                    #expect(server.receivedRequests.last?.value(forHTTPHeaderField: "Range") == "bytes=\(within)-")
+                    #expect(download.fileURL == file)
+                    #expect(try Data(contentsOf: download.fileURL) == alphabet(total), "whole and correct")
+                }
+            }
+        }
+    }
+
     /// A server (or a cache before it) that honours `Range` but ignores `If-Range` sends the rest
     /// of the version it has now: a 206 naming another strong entity tag, or another
     /// modification date when `If-Range` sent a date, does not continue the partial file. It was

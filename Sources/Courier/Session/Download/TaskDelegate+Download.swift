@@ -41,6 +41,7 @@ extension TaskDelegate {
         let request = self.state.withLockedValue { $0.currentRequest }
         var file = DownloadDestination.temporaryFileURL(in: self.configurationReference.value.downloadDirectory)
         var kept: Int64?
+        var rangeLast: Int64?
         var expected = response.expectedBodyLength(status: status, answeringHEAD: request.method == .head)
         // A response that may be retried goes to a file of its own, never over the partial file
         // of resume data, which the retry still needs (a 206 or 200, which continue or rewrite
@@ -71,6 +72,8 @@ extension TaskDelegate {
                             request: request, response: response))
                 }
                 kept = continuation.offset
+                // The body must end where the range does, whatever `Content-Length` says.
+                rangeLast = range.last
                 // A length past Int64 (a server's `Content-Length`, unchecked) is unknown, not a trap.
                 expected =
                     range.completeLength
@@ -85,6 +88,7 @@ extension TaskDelegate {
                 let (deliveries, task) = self.state.withLockedValue { state in
                     state.downloadFile = nil
                     state.resumeValidators = nil
+                    state.continuedRangeLast = nil
                     state.keptFileIsWhole = true
                     state.metrics?.responseBegan()
                     return (
@@ -120,6 +124,7 @@ extension TaskDelegate {
         let (deliveries, task) = self.state.withLockedValue { state in
             state.downloadFile = writer
             state.resumeValidators = validators
+            state.continuedRangeLast = rangeLast
             state.metrics?.responseBegan()
             return (state.recordResponse(response, status: status, url: url, received: kept ?? 0, expected: expected, holding: holding), state.task)
         }
@@ -144,16 +149,26 @@ extension TaskDelegate {
             // the download's.
             state.downloadFile.map { writer in
                 let deliveries = state.recordReceivedOrHold(bytes)
+                // A continuation's 206 whose body runs past the range it named: what lies past
+                // it is not written, and the task fails.
+                let within = state.bytesWithinContinuedRange(bytes)
+                let effects: DownloadFileWriter.QueueEffects
                 // Queued under the task's lock, with the count: whoever sees the bytes counted (a
                 // cancellation asking for resume data) finds them in the writer's queue.
+                if within == bytes {
+                    effects = writer.queue(chunk)
+                } else {
+                    effects = writer.queue(chunk.getSlice(at: chunk.readerIndex, length: Int(within)) ?? ByteBuffer())
+                }
                 return (
-                    writer, writer.queue(chunk), ProgressReport(state.downloadProgress, state.downloadProgressHandler),
-                    state.countOfBytesReceived, state.countOfBytesExpectedToReceive, state.task, deliveries
+                    writer, effects, ProgressReport(state.downloadProgress, state.downloadProgressHandler),
+                    state.countOfBytesReceived, state.countOfBytesExpectedToReceive, state.task, deliveries, within != bytes
                 )
             }
         }
-        guard let (writer, effects, report, total, expected, task, deliveries) = received else { return }
+        guard let (writer, effects, report, total, expected, task, deliveries, overran) = received else { return }
         writer.perform(effects)
+        if overran { self.cancelForBodyFailure() }
         // An attempt that may be retried reports its body when it turns out to be the last.
         guard let deliveries else { return }
         report?.send()
@@ -162,6 +177,13 @@ extension TaskDelegate {
             hook(manager, task, bytes, total, expected)
         }
         if let task { self.didReceiveBodyData(bytes, task: task) }
+    }
+
+    /// Cancels the exchange with the failure Courier recorded for the body
+    /// (``TaskState/bodyFailure``).
+    private func cancelForBodyFailure() {
+        let (exchange, failure) = self.state.withLockedValue { ($0.machine.exchange, $0.bodyFailure) }
+        if let failure { exchange?.cancel(with: failure) }
     }
 
     /// The writer asks to pause or read on, or says that writing failed.
@@ -193,8 +215,11 @@ extension TaskDelegate {
             var completion: TaskCompletion
             var writer: DownloadFileWriter?
             var error: CourierError?
-            /// Whether Courier refused the response (an unusable 206, a 416, a failed write).
+            /// Whether Courier refused the response (an unusable 206, a 416, a failed write, a
+            /// 206 whose body did not fill its range).
             var refused: Bool
+            /// Whether the body of a continuation's 206 did not fill the range it named.
+            var missedRange: Bool
             var request: Request
             var response: HTTPResponse?
             var validators: (entityTag: String?, lastModified: String?)?
@@ -213,11 +238,14 @@ extension TaskDelegate {
                 state.resumeDataHandler = nil
                 state.dropProgressHandlers()
             }
-            let error = state.bodyFailure ?? engineError
+            var error = state.bodyFailure ?? engineError
+            // A continuation's 206 whose body ended short of its range fails here: the exchange
+            // finished where its `Content-Length` said.
+            if error == nil { error = state.continuedRangeShortfall() }
             let held = HeldReport(taking: &state, succeeded: error == nil)
             return Ending(
                 task: task, manager: manager, completion: completion, writer: state.downloadFile, error: error, refused: state.bodyFailure != nil,
-                request: state.currentRequest, response: state.response, validators: state.resumeValidators,
+                missedRange: state.bodyMissedRange, request: state.currentRequest, response: state.response, validators: state.resumeValidators,
                 resumeDataHandler: state.resumeDataHandler, expected: state.countOfBytesExpectedToReceive, held: held)
         }
         guard let ending else {
@@ -248,8 +276,10 @@ extension TaskDelegate {
                         (fileURL, error) = await self.place(writer.url, plan: plan, ending.task, request: ending.request, response: ending.response)
                     }
                 } else if let validators = ending.validators, let recorded,
-                    ending.resumeDataHandler != nil || error.map(Self.leavesResumeData) == true
+                    ending.resumeDataHandler != nil || error.map(Self.leavesResumeData) == true || ending.missedRange
                 {
+                    // A body cut short (or a 206's that did not fill its range: the bytes within
+                    // it were written) leaves the partial file, with resume data.
                     resumeData = await Self.keepPartialFile(
                         writer, request: recorded, expected: ending.expected, validators: validators, original: plan.resumeData)
                 } else {
