@@ -53,7 +53,9 @@ extension SessionManager {
     /// error page) goes to a file of its own and leaves the partial file as it was. When the partial file
     /// is gone, or is not a file Courier made in this session's ``SessionConfiguration/downloadDirectory``
     /// or the system's temporary directory (resume data is bytes from anywhere: Courier will not
-    /// append to, move or remove another file it names), the download starts over.
+    /// append to, move or remove another file it names), the download starts over. So it does when
+    /// the partial file is shorter than the resume data records; that file is then removed when
+    /// the download ends, whatever its outcome.
     ///
     /// A continuation that cannot write the partial file (a full disk) fails with
     /// ``CourierError/Code/fileSystemFailure`` and keeps the file, unlike a download that does not

@@ -46,6 +46,40 @@ struct DownloadResumeTests {
         }
     }
 
+    /// A partial file of Courier's that is shorter than its resume data records cannot be
+    /// continued: the download starts over in a file of its own, and removes that one when it
+    /// ends, whether it succeeded or not. It was left behind with nothing naming it.
+    @Test func aPartialFileShorterThanRecordedIsRemovedByTheRestart() async throws {
+        try await withPartialFile { file in
+            try await withTestServer(TestServer.Configuration.recording) { server in
+                try await withManager(baseURL: server.baseURL) { manager in
+                    var resume = try self.partial(server, total: 2000, kept: 700, entityTag: "\"range2000\"", in: file)
+                    resume.bytesReceived = 900
+                    let download = try await manager.download(resumingFrom: resume)
+                    defer { try? FileManager.default.removeItem(at: download.fileURL) }
+                    #expect(download.response.status == .ok)
+                    #expect(server.receivedRequests.last?.value(forHTTPHeaderField: "Range") == nil, "the download starts over")
+                    #expect(download.fileURL != file)
+                    #expect(try Data(contentsOf: download.fileURL) == alphabet(2000))
+                    #expect(!FileManager.default.fileExists(atPath: file.path), "the partial file it could not continue is gone")
+                }
+            }
+        }
+        // A restart that cannot connect removes it too: the resume data can never continue it.
+        try await withPartialFile { file in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            try alphabet(10).write(to: file)
+            let resume = ResumeData(
+                request: Request(url: URL(string: "http://127.0.0.1:\(closedPort())/file")!), temporaryFileURL: file, bytesReceived: 60,
+                expectedLength: 60, entityTag: "\"r\"", lastModified: nil)
+            let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+            #expect(error?.code == .connectionFailed)
+            #expect(error?.resumeData == nil)
+            #expect(!FileManager.default.fileExists(atPath: file.path))
+        }
+    }
+
     /// Resume data is bytes from anywhere: its file is used only when Courier could have made
     /// it. A file elsewhere, a file with another name, or a link named like a partial file is
     /// neither appended to, moved nor removed; the download starts over. `discard()` removes only

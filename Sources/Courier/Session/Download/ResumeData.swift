@@ -30,7 +30,8 @@ import HTTPTypes
 /// only when it is a regular file named as Courier names its partial files, in the session's
 /// ``SessionConfiguration/downloadDirectory`` or the system's temporary directory (URLSession
 /// keeps only the file's name for the same reason). Any other file is left alone and the
-/// download starts over.
+/// download starts over. So does a continuation whose partial file is shorter than
+/// ``bytesReceived``; that file, Courier's own but of no use, is removed when the download ends.
 public struct ResumeData: Sendable, Hashable, Codable {
     /// The URL that answered (after redirects).
     public var url: URL
@@ -99,15 +100,19 @@ public struct ResumeData: Sendable, Hashable, Codable {
 
     /// The request and plan of a download that continues from here: it asks for the rest of the
     /// body and appends to the partial file, or asks for all of it when the partial file is gone or
-    /// shorter than recorded.
+    /// shorter than recorded (or the resume data names no validator).
     /// A partial file that is not one Courier could have made in `downloadDirectory` (or the
     /// system's temporary directory) is not touched: the download starts over in a file of its own.
+    /// One Courier made that cannot be continued is removed when the download that starts over
+    /// ends (``DownloadPlan/unusablePartialFile``): nothing else would ever remove it.
     func continuation(to destination: DownloadDestination?, downloadDirectory: URL?) -> (request: Request, plan: DownloadPlan) {
         let trusted = self.isTrustedPartialFile(downloadDirectory: downloadDirectory)
         let (request, offset) = self.continuationRequest(trusted: trusted)
         return (
             request,
-            DownloadPlan(destination: destination, continuation: offset.map { (self.temporaryFileURL, $0) }, resumeData: offset == nil ? nil : self)
+            DownloadPlan(
+                destination: destination, continuation: offset.map { (self.temporaryFileURL, $0) }, resumeData: offset == nil ? nil : self,
+                unusablePartialFile: trusted && offset == nil ? self.temporaryFileURL : nil)
         )
     }
 

@@ -14,6 +14,11 @@ struct DownloadPlan: Sendable {
     /// fails before it changed the partial file, or fails writing it with no validators of its
     /// own to name the bytes written, so that the caller can try again.
     var resumeData: ResumeData?
+    /// The partial file of resume data that the request cannot continue (a file of Courier's
+    /// shorter than the resume data records, or resume data with no validator): the download
+    /// starts over in a file of its own, and removes this one when it ends, so that nothing is
+    /// left behind.
+    var unusablePartialFile: URL?
 }
 
 extension DownloadPlan: BodySink {
@@ -305,6 +310,14 @@ extension TaskDelegate {
                 // the answer went to a file of its own) leaves that file as it was: the resume
                 // data it began with still describes it, and is handed back to try again with.
                 resumeData = original
+            }
+            if let unusable = plan.unusablePartialFile, ResumeData.isPartialFile(unusable),
+                fileURL?.standardizedFileURL != unusable.standardizedFileURL,
+                resumeData?.temporaryFileURL.standardizedFileURL != unusable.standardizedFileURL
+            {
+                // The download started over: the partial file it could not continue is of no
+                // use, and nothing else names it.
+                try? FileManager.default.removeItem(at: unusable)
             }
             error?.resumeData = resumeData
             ending.resumeDataHandler?(resumeData)
