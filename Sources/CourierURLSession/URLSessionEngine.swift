@@ -283,7 +283,10 @@ public final class URLSessionEngine: Engine {
         for (name, value) in response.allHeaderFields {
             guard let text = name as? String, let name = HTTPField.Name(text), let value = value as? String else { continue }
             if name == .setCookie {
-                for cookie in Self.setCookieValues(joined: value) { fields.append(HTTPField(name: name, value: cookie)) }
+                // Kept with their control characters, as NIOEngine keeps them: `HTTPField(name:value:)`
+                // makes spaces of them, and the cookie parser, which must ignore such a cookie
+                // (RFC 6265bis 5.6), stored `a\u{1}b=c` as `a b=c` and `Sec\u{1}ure` without Secure.
+                for cookie in Self.setCookieValues(joined: value) { fields.append(HTTPField(name: name, lenientValue: cookie.utf8)) }
             } else {
                 fields.append(HTTPField(name: name, value: value))
             }

@@ -766,6 +766,23 @@ struct EngineParityTests {
         #expect(URLSessionEngine.setCookieValues(joined: "note=one, two words; Path=/") == ["note=one, two words; Path=/"])
     }
 
+    /// A `Set-Cookie` with a control character reaches the cookie parser with it, which ignores
+    /// the cookie (RFC 6265bis 5.6), as on NIOEngine. The URLSession engine made a space of it
+    /// (`HTTPField(name:value:)`): `a\u{1}b=c` was stored as `a b=c`, and `Sec\u{1}ure` lost its
+    /// cookie's Secure, which then went over `http`.
+    @Test func aSetCookieWithAControlCharacterKeepsItOnTheURLSessionEngine() throws {
+        let url = URL(string: "https://example.com/")!
+        let answer = try #require(
+            HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Set-Cookie": "a\u{1}b=c, sid=x; Sec\u{1}ure, ok=1"]))
+        let response = try #require(URLSessionEngine.response(from: answer))
+        let fields = response.headerFields[values: .setCookie]
+        #expect(fields == ["a\u{1}b=c", "sid=x; Sec\u{1}ure", "ok=1"])
+        let store = MemoryCookieStorage(publicSuffixes: PublicSuffixList(rules: "com\n"))
+        store.storeCookies(from: response, for: url)
+        #expect(store.allCookies.map(\.name).sorted() == ["ok"], "both cookies with a control character are ignored")
+        #expect(store.cookieHeader(for: URL(string: "http://example.com/")!) == "ok=1")
+    }
+
 
     /// A policy URLSession cannot apply fails every exchange, naming what to use instead; so do
     /// trailer fields. Neither is quietly ignored.
