@@ -15,7 +15,9 @@ extension SessionManager {
     /// session's and the request's retriers, under the ``retryBudget``, as a task's failed attempt
     /// does, and is tried again after their delay. Another engine fails the task with
     /// ``CourierError/Code/unsupportedScheme``; an invalidated manager with
-    /// ``CourierError/Code/sessionInvalidated``. ``invalidate(cancelingTasks:)-7w13y`` with
+    /// ``CourierError/Code/sessionInvalidated``; an ``SessionConfiguration/ephemeral`` session's
+    /// whose cookie store writes to disk, with ``CourierError/Code/unsupportedOption``, as its
+    /// data tasks do. ``invalidate(cancelingTasks:)-7w13y`` with
     /// `cancelingTasks` cancels the manager's WebSocket tasks too. The session's event monitors
     /// hear the task's life (``EventMonitor/webSocketTaskDidCreate(_:)`` and the events after it),
     /// its metrics are ``WebSocketTask/metrics``, it is listed in ``webSocketTasks`` until it ends,
@@ -54,6 +56,11 @@ extension SessionManager {
             task.failBeforeStart(CourierError(.sessionInvalidated, "\(request.summary): the session was invalidated"))
         } else if let problem = configuration.subprotocolsProblem {
             task.failBeforeStart(CourierError(.invalidRequest, "\(request.summary): \(problem)", request: request))
+        } else if session.isEphemeral, session.httpCookieStorage?.isPersistent == true {
+            // As a data task of such a session fails (``refusal(of:)``): the handshake's cookies
+            // would be written to the store's file.
+            task.failBeforeStart(CourierError(
+                .unsupportedOption, "\(request.summary): an ephemeral session cannot use a cookie store that writes to disk", request: request))
         }
         return task
     }

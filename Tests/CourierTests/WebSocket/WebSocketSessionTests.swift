@@ -89,6 +89,25 @@ struct WebSocketSessionTests {
         }
     }
 
+    @Test("A task of an ephemeral session whose cookie store writes to disk fails before any connection, as its data tasks do (the handshake's cookies were written to the file)")
+    func anEphemeralSessionRefusesACookieStoreOnDisk() async throws {
+        try await withScratchDirectory { folder in
+            try await withTestServer { server in
+                let file = folder.appendingPathComponent("cookies.txt")
+                var configuration = SessionConfiguration.ephemeral
+                configuration.httpCookieStorage = try FileCookieStorage(fileURL: file)
+                let manager = SessionManager(configuration: configuration)
+                defer { manager.invalidate(cancelingTasks: true) }
+                let task = manager.webSocketTask(with: Request(url: self.url(server, "echo?set-cookie=sticky%3Dabc")))
+                let error = await self.failureToOpen(task)
+                #expect(error?.code == .unsupportedOption)
+                #expect(server.connectionCount == 0, "refused before any connection")
+                (configuration.httpCookieStorage as? FileCookieStorage)?.flush()
+                #expect(!FileManager.default.fileExists(atPath: file.path), "nothing written to disk")
+            }
+        }
+    }
+
     @Test("A task whose handshake is under way is cancelled by close() at once, as documented (it waited for the 101 or the request timeout)")
     func closedWhileConnecting() async throws {
         let faults = try await FaultServer.start()
