@@ -177,9 +177,11 @@ enum CookieMatching {
         }
     }
 
+    /// Whether requests to `url` go over TLS: `https` and `wss`, over TCP or a Unix socket (the
+    /// schemes of ``carriesCookies(_:)`` that are secure).
     static func isSecure(_ url: URL) -> Bool {
         switch url.scheme?.lowercased() {
-        case "https", "wss", "https+unix": true
+        case "https", "wss", "https+unix", "wss+unix": true
         default: false
         }
     }

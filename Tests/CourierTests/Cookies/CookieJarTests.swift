@@ -238,6 +238,19 @@ struct CookieJarTests {
         #expect(store.allCookies.isEmpty)
     }
 
+    /// `wss+unix` is TLS over a Unix socket, as `https+unix` is: a `Secure` cookie may be set
+    /// from it and goes to it. Every other scheme that carries cookies was right; this one was
+    /// taken for a plain one, so its `Secure` cookies were refused and never sent.
+    @Test func wssOverAUnixSocketIsSecure() {
+        let store = self.store()
+        let secure = URL(string: "wss+unix://%2Ftmp%2Fws.sock/chat")!
+        store.storeCookies(fromSetCookieFields: ["s=1; Secure; Path=/"], for: secure)
+        #expect(store.cookieHeader(for: secure) == "s=1")
+        #expect(store.cookieHeader(for: URL(string: "WSS+UNIX://%2Ftmp%2Fws.sock/")!) == "s=1")
+        #expect(store.cookieHeader(for: URL(string: "ws+unix://%2Ftmp%2Fws.sock/chat")!) == nil, "not over plain ws+unix")
+        #expect(store.allCookies.first?.matches(secure) == true)
+    }
+
     @Test func headerValueSerialisesNamelessCookies() {
         let cookies = [Cookie(name: "", value: "token", domain: "h"), Cookie(name: "a", value: "", domain: "h")]
         #expect(Cookie.headerValue(for: cookies) == "token; a=")
