@@ -97,6 +97,8 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
     /// considered).
     public func matches(_ url: URL) -> Bool {
         guard let host = CookieMatching.canonicalHost(of: url) else { return false }
+        // A Unix socket's path names no domain: only a cookie for that very path goes to it.
+        if CookieMatching.isUnixSocket(url), !self.domain.utf8.elementsEqual(host.utf8) { return false }
         return self.matches(host: host, path: CookieMatching.requestPath(of: url), isSecure: CookieMatching.isSecure(url))
     }
 
@@ -182,6 +184,18 @@ enum CookieMatching {
     static func isSecure(_ url: URL) -> Bool {
         switch url.scheme?.lowercased() {
         case "https", "wss", "https+unix", "wss+unix": true
+        default: false
+        }
+    }
+
+    /// Whether `url` reaches a server on a Unix-domain socket (`http+unix`, `https+unix`, `ws+unix`,
+    /// `wss+unix`), whose host is the socket's path. A path is no domain name: like an IP
+    /// address, it names itself only (no parent domains, no `Domain` but itself), else
+    /// `/tmp/api.example.com` would get, and could set, the cookies of `example.com`.
+    static func isUnixSocket(_ url: URL) -> Bool {
+        guard let scheme = url.scheme, scheme != "https", scheme != "http" else { return false }
+        return switch scheme.lowercased() {
+        case "http+unix", "https+unix", "ws+unix", "wss+unix": true
         default: false
         }
     }

@@ -147,9 +147,9 @@ struct CookieJar: Sendable {
         guard self.count > 0, CookieMatching.carriesCookies(url), let host = CookieMatching.canonicalHost(of: url) else { return }
         let path = CookieMatching.requestPath(of: url)
         let secure = CookieMatching.isSecure(url)
-        // The host and each parent domain (an IP address has no parents).
+        // The host and each parent domain (an IP address and a Unix socket's path have no parents).
         var domain = Substring(host)
-        let isIP = CookieMatching.isIPAddress(host)
+        let namesItselfOnly = CookieMatching.isUnixSocket(url) || CookieMatching.isIPAddress(host)
         while true {
             let key = String(domain)
             if self.domains[key] != nil {
@@ -160,7 +160,7 @@ struct CookieJar: Sendable {
                     if self.domains[key]!.isEmpty { self.domains[key] = nil }
                 }
             }
-            guard !isIP, let dot = domain.firstIndex(of: ".") else { break }
+            guard !namesItselfOnly, let dot = domain.firstIndex(of: ".") else { break }
             domain = domain[domain.index(after: dot)...]
         }
     }

@@ -130,7 +130,8 @@ extension Cookie {
     ///   past yields a cookie that ``isExpired(at:)`` (a store deletes its namesake on receiving it).
     /// - No `Domain` makes a host-only cookie; a `Domain` the host does not domain-match, a public
     ///   suffix other than the host itself, or one with a trailing dot or a byte past ASCII, is
-    ///   refused. An IP-address host only matches itself.
+    ///   refused. An IP-address host, and a Unix socket's path (the host of an `http+unix` URL),
+    ///   only match themselves.
     /// - No `Path`, or one not starting with `/`, takes the default path (the request path up to
     ///   its last `/`).
     /// - `Secure` from a non-secure (`http`) URL is refused; a `__Secure-` name needs `Secure`
@@ -164,13 +165,16 @@ extension Cookie {
         }
         let isHostOnly: Bool
         let domain: String
-        if domainAttribute.isEmpty || (domainAttribute == host && CookieMatching.isIPAddress(host)) {
+        let isUnixSocket = CookieMatching.isUnixSocket(url)
+        if domainAttribute.isEmpty || (domainAttribute == host && (isUnixSocket || CookieMatching.isIPAddress(host))) {
             // An address names itself only: a Domain that is the request's address is host-only,
-            // as Go and browsers have it (a domain cookie would go to `www.192.168.0.10`).
+            // as Go and browsers have it (a domain cookie would go to `www.192.168.0.10`). So
+            // does a Unix socket's path.
             isHostOnly = true
             domain = host
         } else {
-            guard CookieMatching.domainMatches(host, domainAttribute) else { return nil }
+            // A socket's path (`/tmp/api.example.com`) is no host under any domain.
+            guard !isUnixSocket, CookieMatching.domainMatches(host, domainAttribute) else { return nil }
             isHostOnly = false
             domain = domainAttribute
         }

@@ -238,6 +238,26 @@ struct CookieJarTests {
         #expect(store.allCookies.isEmpty)
     }
 
+    /// The host of an `http+unix` URL is a socket's path, not a host name: its cookies stay with
+    /// that socket, as an IP address's stay with it. Before, `/tmp/api.example.com` was read as
+    /// a host under `example.com`: it got example.com's domain cookies, and a server on it could
+    /// set cookies with `Domain=example.com`, which then went to the real site.
+    @Test func aUnixSocketsCookiesStayWithIt() throws {
+        let store = self.store()
+        let site = URL(string: "http://www.example.com/")!
+        let socket = URL(string: "http+unix://%2Ftmp%2Fapi.example.com/v1/x")!
+        store.storeCookies(fromSetCookieFields: ["site=1; Domain=example.com"], for: site)
+        #expect(store.cookieHeader(for: socket) == nil, "example.com's cookies are not the socket's")
+        #expect(try #require(store.allCookies.first).matches(socket) == false)
+        store.storeCookies(
+            fromSetCookieFields: ["planted=1; Domain=example.com; Path=/", "own=1; Path=/", "self=1; Domain=/tmp/api.example.com; Path=/"],
+            for: socket)
+        #expect(store.cookieHeader(for: site) == "site=1", "a socket sets no cookie for a domain")
+        #expect(store.cookieHeader(for: socket) == "own=1; self=1")
+        #expect(store.allCookies.filter(\.isHostOnly).map(\.name) == ["own", "self"], "a Domain naming the socket itself is host-only")
+        #expect(store.cookieHeader(for: URL(string: "http+unix://%2Ftmp%2Fother.example.com/")!) == nil)
+    }
+
     /// `wss+unix` is TLS over a Unix socket, as `https+unix` is: a `Secure` cookie may be set
     /// from it and goes to it. Every other scheme that carries cookies was right; this one was
     /// taken for a plain one, so its `Secure` cookies were refused and never sent.
