@@ -264,10 +264,12 @@ extension SessionManager {
             .resourceUnavailable, "\(request.summary): the cache policy forbids loading, and the cache \(reason)", request: request)
     }
 
-    /// Two `Cookie` field values as one (the caller's first), or nil.
+    /// Two `Cookie` field values as one (the caller's first), or nil. An empty (or blank) first
+    /// one adds nothing: joined, it made `; a=1`.
     static func joinedCookies(_ first: String?, _ second: String?) -> String? {
         switch (first, second) {
-        case (let first?, let second?): "\(first); \(second)"
+        case (let first?, let second?):
+            first.utf8.allSatisfy { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") } ? second : "\(first); \(second)"
         case (let first?, nil): first
         case (nil, let second?): second
         case (nil, nil): nil

@@ -147,6 +147,17 @@ struct CookieSessionTests {
         }
     }
 
+    /// A `Cookie` field of the caller's that is empty adds nothing to the store's cookies, on the
+    /// first hop and on a redirect within its origin. Before, the field went out as `; stored=1`.
+    @Test func anEmptyCookieFieldOfTheCallersAddsNothing() async throws {
+        try await Self.withStore([Cookie(name: "stored", value: "1", domain: "127.0.0.1")]) { manager, server in
+            var request = Request(url: Self.redirect(server, to: server.url("/cookies").absoluteString))
+            request.headerFields[values: .cookie] = [""]
+            _ = try await manager.data(for: request)
+            #expect(server.receivedRequests.map { $0.headerFields[values: .cookie] } == [["stored=1"], ["stored=1"]])
+        }
+    }
+
     @Test func aRedirectHookThatSetsCookiesHasTheLastWord() async throws {
         try await Self.withStore([Cookie(name: "stored", value: "1", domain: "127.0.0.1")]) { manager, server in
             manager.hooks.taskWillPerformHTTPRedirection = { _, _, _, request in
