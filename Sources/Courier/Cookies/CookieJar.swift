@@ -207,9 +207,14 @@ struct CookieJar: Sendable {
 
     // MARK: Removing
 
+    /// Deletes the cookie with `cookie`'s identity; its domain is compared canonical, as
+    /// ``MemoryCookieStorage/setCookie(_:)`` stores it (``Cookie/domain`` may have been set to
+    /// `.Example.com` after the cookie was made).
     @discardableResult
     mutating func delete(_ cookie: Cookie) -> Bool {
-        let domain = CookieMatching.canonicalDomain(cookie.domain)
+        var cookie = cookie
+        cookie.domain = CookieMatching.canonicalDomain(cookie.domain)
+        let domain = cookie.domain
         guard let index = self.domains[domain]?.firstIndex(where: { Self.sameIdentity($0.cookie, cookie) }) else { return false }
         self.remove(domain: domain, at: index)
         return true

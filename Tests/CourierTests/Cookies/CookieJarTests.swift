@@ -232,6 +232,19 @@ struct CookieJarTests {
         #expect(store.allCookies.isEmpty)
     }
 
+    /// `Cookie.domain` is a `var`: set to `.Example.COM` after the cookie was made, it is stored
+    /// canonical by `setCookie(_:)`, and now deleted by `deleteCookie(_:)` too, which compared
+    /// it as it was and deleted nothing.
+    @Test func deletingComparesTheDomainAsItIsStored() {
+        let store = self.store()
+        var cookie = Cookie(name: "m", value: "1", domain: "example.com", isHostOnly: false)
+        cookie.domain = ".Example.COM"
+        store.setCookie(cookie)
+        #expect(store.allCookies.map(\.domain) == ["example.com"])
+        store.deleteCookie(cookie)
+        #expect(store.allCookies.isEmpty)
+    }
+
     @Test func noCookiesForURLsWithoutAHost() {
         let store = self.store()
         store.storeCookies(fromSetCookieFields: ["a=1"], for: URL(string: "file:///tmp/x")!)
