@@ -130,7 +130,7 @@ extension SessionManager {
     /// cache lookup, then the engine).
     func execute(_ request: Request, for delegate: TaskDelegate, attempt: Int) {
         // A stored redirect the cache answers with: the session follows it (and those after it).
-        switch delegate.followingStoredRedirects(self.planFirstHop(request, for: delegate, attempt: attempt), on: self, readsDisk: true) {
+        switch delegate.followingStoredRedirects(self.planFirstHop(request, for: delegate), on: self, readsDisk: true) {
         case .send(let changed):
             // Not `changed ?? request`: that would copy the request the attempt made.
             let exchange =

@@ -6,11 +6,11 @@ import NIOFoundationCompat
 
 /// What the cookie store and the cache remember of a task between its hops.
 struct HopState: Sendable {
-    /// The `Cookie` field the caller put on the request, taken when the first hop is prepared.
+    /// The `Cookie` field the caller (or the adapters) put on the attempt's request, taken when
+    /// its first hop is prepared.
     var callerCookie: String?
-    var tookCallerCookie = false
-    /// The first hop's URL, when the caller put a `Cookie` field on it: that field goes only to
-    /// its origin.
+    /// The attempt's first hop's URL, when the caller put a `Cookie` field on it: that field goes
+    /// only to its origin.
     var originURL: URL?
     /// Whether this task sends and stores the session's cookies.
     var handlesCookies = false
@@ -67,14 +67,14 @@ enum HopPlan: Sendable {
 extension SessionManager {
     /// The steps before the engine for a task's first hop (DESIGN's order: cookies, then the cache
     /// lookup), after the checks of the options that cannot be honoured as asked.
-    func planFirstHop(_ request: Request, for delegate: TaskDelegate, attempt: Int) -> HopPlan {
+    func planFirstHop(_ request: Request, for delegate: TaskDelegate) -> HopPlan {
         let configuration = self.configurationReference
         if let refusal = self.refusal(of: request) { return .fail(refusal) }
 
-        // Cookies. The caller's own `Cookie` field is the first attempt's, kept for a retry (whose
-        // request the adapters build again) and for the redirects back to its origin. On the
-        // first attempt it is this request's, recorded in the transaction at the end: the task's
-        // lock is taken once.
+        // Cookies. The caller's own `Cookie` field is this attempt's, as its adapters made it
+        // (a retry's may differ from the first attempt's: a refreshed token), kept for the
+        // redirects back to its origin: recorded in the transaction at the end, so that the
+        // task's lock is taken once.
         let handlesCookies =
             configuration.value.httpCookieStorage != nil
             && (request.options.httpShouldHandleCookies ?? configuration.value.httpShouldHandleCookies)
@@ -83,9 +83,7 @@ extension SessionManager {
         // cookie to send and none there), which is then neither copied nor kept a second time.
         var withCookies: Request?
         if handlesCookies {
-            let callerCookie =
-                attempt == 0 ? ownCookie : delegate.state.withLockedValue { $0.hop.tookCallerCookie ? $0.hop.callerCookie : ownCookie }
-            let joined = Self.joinedCookies(callerCookie, configuration.value.httpCookieStorage?.cookieHeader(for: request.url))
+            let joined = Self.joinedCookies(ownCookie, configuration.value.httpCookieStorage?.cookieHeader(for: request.url))
             if joined != nil || ownCookie != nil {
                 var changed = request
                 changed.replaceCookieField(with: joined)
@@ -115,12 +113,9 @@ extension SessionManager {
 
         let servesStale = policy.servesStale || configuration.value.requestCachePolicy.servesStale
         delegate.state.withLockedValue { state in
-            if !state.hop.tookCallerCookie {
-                state.hop.tookCallerCookie = true
-                state.hop.callerCookie = ownCookie
-                // Where the caller's cookie may go again on a redirect: only needed when there is one.
-                if ownCookie != nil { state.hop.originURL = request.url }
-            }
+            state.hop.callerCookie = ownCookie
+            // Where the caller's cookie may go again on a redirect: only needed when there is one.
+            state.hop.originURL = ownCookie != nil ? request.url : nil
             state.hop.handlesCookies = handlesCookies
             state.hop.redirects = 0
             state.hop.afterExchange = nil

@@ -158,6 +158,31 @@ struct CookieSessionTests {
         }
     }
 
+    /// Each attempt sends the `Cookie` field its adapters made, before the store's cookies: a
+    /// retry whose adapter put a refreshed token in the field sends that token. The first
+    /// attempt's field was sent again on every retry, so the refreshed token never went out and
+    /// the retry failed as the first attempt had.
+    @Test func eachAttemptSendsTheCookieFieldItsAdaptersMade() async throws {
+        try await Self.withStore([Cookie(name: "stored", value: "1", domain: "127.0.0.1")]) { manager, server in
+            server.route("/account") { request in
+                request.value(forHTTPHeaderField: "Cookie")?.contains("token=fresh") == true
+                    ? .text("welcome") : TestServer.Response(status: .unauthorized)
+            }
+            manager.interceptor = Interceptor(
+                adapters: [
+                    Adapter { request, context in
+                        var request = request
+                        request.headerFields[.cookie] = context.retryCount == 0 ? "token=stale" : "token=fresh"
+                        return request
+                    }
+                ],
+                retriers: [Retrier { attempt in attempt.retryCount == 0 && attempt.response?.status == .unauthorized ? .retry() : .doNotRetry }])
+            let response = try await manager.data(for: Request(url: server.url("/account")))
+            #expect(String(decoding: response.value, as: UTF8.self) == "welcome")
+            #expect(server.receivedRequests.map { $0.headerFields[values: .cookie] } == [["token=stale; stored=1"], ["token=fresh; stored=1"]])
+        }
+    }
+
     @Test func aRedirectHookThatSetsCookiesHasTheLastWord() async throws {
         try await Self.withStore([Cookie(name: "stored", value: "1", domain: "127.0.0.1")]) { manager, server in
             manager.hooks.taskWillPerformHTTPRedirection = { _, _, _, request in
