@@ -49,14 +49,26 @@ public struct ValidatingResponseSerializer<Base: ResponseSerializer>: ResponseSe
         return try self.base.responseObject(for: response, data: data)
     }
 
-    /// `base`'s value and error together, as AFNetworking's completion blocks get them; when
-    /// `base` found no error, the first check's error, if any, with the value `base` made.
+    /// `base`'s value and error together, as AFNetworking's completion blocks get them, with the
+    /// errors in the order ``responseObject(for:data:)`` meets them: `base`'s validation error as
+    /// it is (the checks do not run); else the first check's error, if any, with the value `base`
+    /// made; else `base`'s decoding error, if any.
     public func serialize(response: HTTPResponse?, data: Data?) -> (object: Base.Output?, error: CourierError?) {
-        let (object, error) = self.base.serialize(response: response, data: data)
-        guard error == nil else { return (object, error) }
+        let (object, baseError) = self.base.serialize(response: response, data: data)
+        if let baseError {
+            // Refused by `base`'s validation, which comes before the checks: its error stands.
+            // Validated again only on this path, to tell that from a body `base` could not decode,
+            // which comes after them (a check refusing an HTML error page under a 200 is the
+            // error, not the decoder's complaint about the page).
+            do {
+                try self.base.validate(response, data: data)
+            } catch {
+                return (object, baseError)
+            }
+        }
         do {
             try self.runChecks(response, data: data)
-            return (object, nil)
+            return (object, baseError)
         } catch {
             return (object, error)
         }

@@ -63,6 +63,24 @@ struct AcceptValidationTests {
         #expect(HopHandler.acceptsDecodedCoding(["br, gzip;q=0,\u{301}identity"]) == false)
     }
 
+    /// A `Decodable` request for JSON answered with an HTML page under a 200 fails the Accept
+    /// check in both forms, as Alamofire's `validate()` before `responseDecodable`: the
+    /// value-and-error form (callbacks, notifications, the retry check) reported the decoder's
+    /// failure instead.
+    @Test func aRefusedTypeIsTheErrorBeforeTheDecodersInBothForms() {
+        struct User: Decodable, Sendable { var id: Int }
+        var request = Request(url: URL(string: "http://example.com/")!)
+        request.headerFields[.accept] = "application/json"
+        var response = HTTPResponse(status: .ok)
+        response.headerFields[.contentType] = "text/html"
+        let page = Data("<html>sign in</html>".utf8)
+        let serializer = DecodableResponseSerializer(User.self).validatingAccept(of: request)
+        #expect(serializer.serialize(response: response, data: page).error?.code == .unacceptableContentType)
+        #expect {
+            try serializer.responseObject(for: response, data: page)
+        } throws: { ($0 as? CourierError)?.code == .unacceptableContentType }
+    }
+
     @Test("The serializer's own status codes still apply, before the Accept check")
     func statusFirst() {
         var request = Request(url: URL(string: "http://example.com/")!)

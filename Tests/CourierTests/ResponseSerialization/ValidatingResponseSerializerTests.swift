@@ -94,6 +94,34 @@ struct ValidatingResponseSerializerTests {
         #expect(log.withLockedValue { $0 } == ["check"], "not run after the base's error")
     }
 
+    /// The value-and-error form meets the errors in the throwing form's order: a check that
+    /// refuses a body the base cannot decode (an HTML page under a 200) is the error, not the
+    /// decoder's. It was the decoder's, so a `failure` block, a notification and a retrier that
+    /// wants `.responseValidationFailed` saw another error than an `async` call.
+    @Test func serializeReportsACheckBeforeTheDecodersError() {
+        let log = NIOLockedValueBox<[String]>([])
+        let serializer = JSONResponseSerializer().validating(Self.recording(log, "check", refuses: true))
+        let page = Fixture.data("<html>down for maintenance</html>")
+        let (object, error) = serializer.serialize(response: Fixture.json(), data: page)
+        #expect(object == nil)
+        #expect(error?.code == .responseValidationFailed)
+        #expect(error?.underlyingError as? Refused == Refused(reason: "check"))
+        #expect(error?.data == page)
+        #expect(log.withLockedValue { $0 } == ["check"])
+        #expect { try serializer.responseObject(for: Fixture.json(), data: page) } throws: {
+            ($0 as? CourierError)?.code == .responseValidationFailed
+        }
+        // A check that passes leaves the decoder's error.
+        let passing = JSONResponseSerializer().validating { _, _ in }
+        #expect(passing.serialize(response: Fixture.json(), data: page).error?.code == .responseSerializationFailed)
+        // The base's validation still comes first, the checks not run: a refused status
+        // alone, or with a body that does not parse under it.
+        log.withLockedValue { $0 = [] }
+        #expect(serializer.serialize(response: Fixture.json(500), data: page).error?.code == .unacceptableStatusCode)
+        #expect(serializer.serialize(response: Fixture.json(200, "text/html"), data: page).error?.code == .unacceptableContentType)
+        #expect(log.withLockedValue { $0 }.isEmpty)
+    }
+
     /// Through a manager's callback API (AFNetworking's `responseSerializer`): the check's error
     /// is the task's failure.
     @Test func aManagersResponseSerializerCanBeOne() async throws {
