@@ -72,7 +72,16 @@ public struct StringResponseSerializer: ResponseSerializer {
     func decodedText(_ data: Data, response: HTTPResponse?) -> (text: String?, encoding: String.Encoding) {
         let (encoding, skip) = self.encoding(for: response, data: data)
         let body = skip == 0 ? data : data.dropFirst(skip)
-        let text = encoding == .windowsCP1252 ? TextEncoding.windows1252(body) : String(data: body, encoding: encoding)
+        let text: String? =
+            if encoding == .windowsCP1252 {
+                TextEncoding.windows1252(body)
+            } else if let unit = TextEncoding.codeUnitSize(encoding), !body.count.isMultiple(of: unit) {
+                // A partial last code unit is invalid UTF-16 or UTF-32; Foundation on Linux drops
+                // it (and decodes a lone byte as "") instead of failing.
+                nil
+            } else {
+                String(data: body, encoding: encoding)
+            }
         return (text, encoding)
     }
 

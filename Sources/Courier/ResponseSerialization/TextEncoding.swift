@@ -41,6 +41,17 @@ enum TextEncoding {
         0x90, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x9D, 0x017E, 0x0178,
     ]
 
+    /// The size in bytes of a code unit of UTF-16 (2) and UTF-32 (4), in either byte order or
+    /// none; nil for other encodings. A body of these whose length is not a multiple of it ends in
+    /// part of a code unit.
+    static func codeUnitSize(_ encoding: String.Encoding) -> Int? {
+        switch encoding {
+        case .utf16, .utf16BigEndian, .utf16LittleEndian: 2
+        case .utf32, .utf32BigEndian, .utf32LittleEndian: 4
+        default: nil
+        }
+    }
+
     /// `.utf16` for either byte order of UTF-16, `.utf32` for UTF-32's; nil for other encodings.
     static func byteOrderFree(_ encoding: String.Encoding) -> String.Encoding? {
         switch encoding {

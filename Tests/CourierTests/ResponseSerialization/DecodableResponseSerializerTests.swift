@@ -155,6 +155,35 @@ struct StringResponseSerializerTests {
         }
     }
 
+    /// A UTF-16 or UTF-32 body that ends in part of a code unit is invalid, whatever chose the
+    /// encoding (the header, a byte-order mark, ``StringResponseSerializer/encoding``). Foundation
+    /// on Linux dropped the partial unit: `A\0B` labelled UTF-16LE read as "A", a lone byte as "".
+    @Test func aPartialLastCodeUnitIsATypedError() throws {
+        let cases: [(String?, Data)] = [
+            ("text/plain; charset=utf-16le", Data([0x41, 0x00, 0x42])),
+            ("text/plain; charset=utf-16be", Data([0x00, 0x41, 0x00])),
+            ("text/plain; charset=utf-16", Data([0x41])),
+            ("text/plain; charset=utf-32le", Data([0x41, 0x00, 0x00, 0x00, 0x42])),
+            ("text/plain; charset=utf-32", Data([0x41, 0x42, 0x43])),
+            ("text/plain", Data([0xFF, 0xFE, 0x41, 0x00, 0x42])),  // UTF-16LE byte-order mark
+            ("text/plain", Data([0x00, 0x00, 0xFE, 0xFF, 0x00, 0x00, 0x00, 0x41, 0x00, 0x00])),  // UTF-32BE mark
+        ]
+        for (type, body) in cases {
+            do {
+                let text = try StringResponseSerializer().responseObject(for: Fixture.response(200, type), data: body)
+                Issue.record("\(type ?? "no type") \(Array(body)): read as \(Array(text.unicodeScalars))")
+            } catch {
+                #expect(error.code == .responseSerializationFailed)
+                #expect(error.data == body)
+            }
+        }
+        #expect(throws: CourierError.self) { try StringResponseSerializer(encoding: .utf16LittleEndian).responseObject(for: nil, data: Data([0x41, 0x00, 0x42])) }
+        // Whole code units still read.
+        #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, "text/plain; charset=utf-16le"), data: Data([0x41, 0x00, 0x42, 0x00])) == "AB")
+        #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, "text/plain"), data: Data([0xFF, 0xFE, 0x41, 0x00])) == "A")
+        #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, "text/plain; charset=utf-32be"), data: Data([0x00, 0x00, 0x00, 0x41])) == "A")
+    }
+
     @Test func explicitEncodingWins() throws {
         let latin = Data([0xE9])
         #expect(try StringResponseSerializer(encoding: .isoLatin1).responseObject(for: Fixture.response(200, "text/plain; charset=utf-8"), data: latin) == "é")
