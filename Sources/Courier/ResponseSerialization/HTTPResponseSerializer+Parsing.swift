@@ -13,10 +13,9 @@ extension HTTPResponseSerializer {
     ///   the error is, or wraps, `NSURLErrorCannotDecodeContentData`).
     /// - An empty body (`isEmpty`, or a 204 or 205) gives `.some(nil)` beside the validation
     ///   error, if any.
-    /// - A `preprocessor` that fails gives its error, or the status error alone when there is one.
-    /// - A `parse` that fails gives its error, or the status error with the parse error as its
-    ///   ``CourierError/underlyingError`` (AFNetworking chains them the other way round; the status
-    ///   stays on top here so that `error.code` says what the server did).
+    /// - A `preprocessor` or a `parse` that fails gives its error, or the status error with that
+    ///   error as its ``CourierError/underlyingError`` (AFNetworking chains them the other way
+    ///   round; the status stays on top here so that `error.code` says what the server did).
     func serialize<Object>(
         _ response: HTTPResponse?, data: Data?, isEmpty: (Data) -> Bool = { $0.isEmpty },
         preprocessor: (any DataPreprocessor)? = nil, parse: (Data) throws(CourierError) -> Object
@@ -31,12 +30,8 @@ extension HTTPResponseSerializer {
             statusError = error
         }
         guard var data, !Self.isEmptyStatus(response), !isEmpty(data) else { return (.some(nil), statusError) }
-        do {
+        do throws(CourierError) {
             data = try Self.preprocessed(data, by: preprocessor, response: response)
-        } catch {
-            return (nil, statusError ?? error)
-        }
-        do {
             return (.some(try parse(data)), statusError)
         } catch {
             guard var statusError else { return (nil, error) }

@@ -68,6 +68,30 @@ struct JSONResponseSerializerTests {
         #expect(parse?.underlyingError != nil)
     }
 
+    struct PreprocessorFailure: Error {}
+
+    struct FailingPreprocessor: DataPreprocessor {
+        func preprocess(_ data: Data) throws -> Data { throw PreprocessorFailure() }
+    }
+
+    /// A preprocessor that fails under a refused status stays under the status error, as a parse
+    /// error does; it was dropped, and the status error came alone.
+    @Test func badStatusAndFailingPreprocessorChainItsError() {
+        let body = Fixture.data(#"{"error": "boom"}"#)
+        let (object, error) = JSONResponseSerializer(dataPreprocessor: FailingPreprocessor()).serialize(response: Fixture.json(500), data: body)
+        #expect(object == nil)
+        #expect(error?.code == .unacceptableStatusCode)
+        #expect(error?.data == body)
+        let preprocessing = error?.underlyingError as? CourierError
+        #expect(preprocessing?.code == .responseSerializationFailed)
+        #expect(preprocessing?.underlyingError is PreprocessorFailure)
+        #expect(preprocessing?.data == body)
+        // Under an accepted status, the preprocessor's error alone, as before.
+        let alone = JSONResponseSerializer(dataPreprocessor: FailingPreprocessor()).serialize(response: Fixture.json(), data: body).error
+        #expect(alone?.code == .responseSerializationFailed)
+        #expect(alone?.underlyingError is PreprocessorFailure)
+    }
+
     /// AFNetworking parses a body under a refused status, but not one whose content type is
     /// refused too: the status error, with the content-type error under it, and no object.
     @Test func badStatusAndBadContentTypeDoNotParse() {
