@@ -90,10 +90,11 @@ public struct JSONResponseSerializer: ResponseSerializer {
 
     public func serialize(response: HTTPResponse?, data: Data?) -> (object: (any Sendable)??, error: CourierError?) {
         self.http.serialize(response, data: data, isEmpty: HTTPResponseSerializer.isBlank, preprocessor: self.dataPreprocessor) {
-            data throws(CourierError) in
+            prepared throws(CourierError) in
             do {
-                return try Self.parse(data, options: self.readingOptions, removingNulls: self.removesKeysWithNullValues)
+                return try Self.parse(prepared, options: self.readingOptions, removingNulls: self.removesKeysWithNullValues)
             } catch {
+                // The body as received in the error, not what the preprocessor made of it.
                 throw CourierError(
                     .responseSerializationFailed, "the body is not valid JSON", response: response, data: data, underlyingError: error)
             }

@@ -55,10 +55,11 @@ public struct StringResponseSerializer: ResponseSerializer {
 
     public func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> String {
         try self.validate(response, data: data)
-        guard var data, !data.isEmpty, !HTTPResponseSerializer.isEmptyStatus(response) else { return "" }
-        data = try HTTPResponseSerializer.preprocessed(data, by: self.preprocessorReference?.preprocessor, response: response)
-        let (text, encoding) = self.decodedText(data, response: response)
+        guard let data, !data.isEmpty, !HTTPResponseSerializer.isEmptyStatus(response) else { return "" }
+        let prepared = try HTTPResponseSerializer.preprocessed(data, by: self.preprocessorReference?.preprocessor, response: response)
+        let (text, encoding) = self.decodedText(prepared, response: response)
         guard let text else {
+            // The body as received in the error, not what the preprocessor made of it.
             throw CourierError(
                 .responseSerializationFailed, "the body is not valid \(encoding)", response: response, data: data)
         }

@@ -155,6 +155,18 @@ struct StringResponseSerializerTests {
         }
     }
 
+    /// The error keeps the body as it was received, not what the preprocessor made of it.
+    @Test func invalidTextAfterAPreprocessorKeepsTheReceivedBody() {
+        let body = Fixture.data(")]}',\n") + Data([0x47, 0x72, 0xFC])
+        do {
+            _ = try StringResponseSerializer(dataPreprocessor: .googleXSSI).responseObject(for: Fixture.response(200, "text/plain; charset=utf-8"), data: body)
+            Issue.record("the body is not UTF-8")
+        } catch {
+            #expect(error.code == .responseSerializationFailed)
+            #expect(error.data == body)
+        }
+    }
+
     /// A UTF-16 or UTF-32 body that ends in part of a code unit is invalid, whatever chose the
     /// encoding (the header, a byte-order mark, ``StringResponseSerializer/encoding``). Foundation
     /// on Linux dropped the partial unit: `A\0B` labelled UTF-16LE read as "A", a lone byte as "".

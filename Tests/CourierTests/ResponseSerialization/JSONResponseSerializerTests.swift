@@ -58,6 +58,19 @@ struct JSONResponseSerializerTests {
         }
     }
 
+    /// The error keeps the body as it was received, not what the preprocessor made of it (the
+    /// `)]}',` line was gone from it), as ``DecodableResponseSerializer``'s does.
+    @Test func invalidJSONAfterAPreprocessorKeepsTheReceivedBody() {
+        let body = Fixture.data(")]}',\n{\"a\":")
+        do {
+            _ = try JSONResponseSerializer(dataPreprocessor: .googleXSSI).responseObject(for: Fixture.json(), data: body)
+            Issue.record("the body is not JSON")
+        } catch {
+            #expect(error.code == .responseSerializationFailed)
+            #expect(error.data == body)
+        }
+    }
+
     @Test func badStatusStillParsesBodyBesideError() throws {
         let object = try RefusedStatus.objectBesideError(JSONResponseSerializer(), Fixture.json(404), Fixture.data(#"{"error": "not found"}"#))
         #expect((object as? [String: Any])?["error"] as? String == "not found")
