@@ -17,9 +17,7 @@ extension HTTPSessionManager {
         let absolute = try self.absoluteURLString(for: urlString)
         var request = try self.requestSerializer.multipartFormRequest(
             method: method, urlString: absolute, parameters: parameters, boundary: boundary, constructingBodyWith: block)
-        for field in headers {
-            request.headerFields[field.name] = field.value
-        }
+        request.headerFields.replaceFields(named: headers)
         return request
     }
 

@@ -179,9 +179,19 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
             request = try stored.serializer.request(
                 method: method, urlString: try self.absoluteURLString(for: urlString), parameters: parameters)
         }
-        for field in headers {
-            request.headerFields[field.name] = field.value
-        }
+        request.headerFields.replaceFields(named: headers)
         return request
+    }
+}
+
+extension HTTPFields {
+    /// Replaces every field that has a name among `fields`' with all of `fields`' fields of that
+    /// name, in their order: a verb's `headers` win over the serializer's, and a name given twice
+    /// (two `Accept` fields, a `Cookie` split in two) is sent twice. Setting each field by name
+    /// kept only the last of a name given more than once.
+    mutating func replaceFields(named fields: HTTPFields) {
+        for index in fields.indices where !fields[..<index].contains(where: { $0.name == fields[index].name }) {
+            self[fields: fields[index].name] = fields[fields: fields[index].name]
+        }
     }
 }

@@ -123,6 +123,27 @@ struct BaseURLTests {
         }
     }
 
+    /// A verb's `headers` win over the serializer's by name, and a name given more than once is
+    /// sent as given: setting the fields one by one kept only the last `Accept`.
+    @Test func aVerbsHeadersGivenTwiceAreAllKept() throws {
+        let manager = HTTPSessionManager(baseURL: URL(string: "http://h/v1/"), engine: RefusingEngine())
+        var serializer = HTTPRequestSerializer()
+        serializer.setValue("*/*", forHTTPHeaderField: "Accept")
+        serializer.setValue("default", forHTTPHeaderField: "X-Foo")
+        manager.requestSerializer = serializer
+        var headers = HTTPFields()
+        headers.append(HTTPField(name: .accept, value: "application/json"))
+        headers.append(HTTPField(name: HTTPField.Name("x-foo")!, value: "mine"))
+        headers.append(HTTPField(name: .accept, value: "text/plain;q=0.5"))
+        let request = try manager.request(method: .get, urlString: "users", parameters: nil, headers: headers)
+        #expect(request.headerFields[values: .accept] == ["application/json", "text/plain;q=0.5"])
+        #expect(request.headerFields[values: HTTPField.Name("X-Foo")!] == ["mine"])
+        #expect(request.headerFields[.userAgent] == serializer.value(forHTTPHeaderField: "User-Agent"))
+        let form = try manager.multipartFormRequest(method: .post, urlString: "users", parameters: ["k": "v"], headers: headers) { _ in }
+        #expect(form.headerFields[values: .accept] == ["application/json", "text/plain;q=0.5"])
+        #expect(form.headerFields[values: HTTPField.Name("X-Foo")!] == ["mine"])
+    }
+
     /// A serializer of the caller's own is asked with the absolute URL string, as always.
     @Test func aSerializerOfTheCallersOwnGetsTheString() throws {
         struct Recording: RequestSerializer {
