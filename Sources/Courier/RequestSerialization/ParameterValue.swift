@@ -144,7 +144,9 @@ indirect enum ParameterValue {
         case .null: self = .null
         case .bool(let bool): self = .bool(bool)
         case .number(let text):
-            let foundation = Int64(text).map { NSNumber(value: $0) } ?? NSNumber(value: Double(text) ?? 0)
+            // An integer above Int64.max (a UInt64 ID) stays an integer, not a rounded real.
+            let foundation =
+                Int64(text).map { NSNumber(value: $0) } ?? UInt64(text).map { NSNumber(value: $0) } ?? NSNumber(value: Double(text) ?? 0)
             self = .number(Number(text: text, isFinite: true, foundation: foundation))
         case .string(let string): self = .string(string)
         case .array(let elements): self = .array(elements.map(ParameterValue.init))

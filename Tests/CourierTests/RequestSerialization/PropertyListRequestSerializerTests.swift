@@ -35,6 +35,22 @@ extension RequestSerializationTests {
             }
         }
 
+        /// An `Encodable` value's numbers reach the property list through their text: an integer
+        /// above `Int64.max` was read as a `Double` and written `<real>1.8446744073709552e+19</real>`.
+        @Test("an Encodable value's UInt64 above Int64.max stays an exact integer")
+        func encodableUInt64() throws {
+            struct Item: Encodable, Sendable {
+                var id = UInt64.max
+                var small: UInt64 = 7
+                var ratio = 0.5
+            }
+            let request = try PropertyListRequestSerializer().request(method: .post, urlString: "https://h.test/", parameters: ["item": Item()])
+            let text = String(decoding: try #require(request.body.data), as: UTF8.self)
+            #expect(text.contains("<key>id</key>\n\t\t<integer>18446744073709551615</integer>"))
+            #expect(text.contains("<key>small</key>\n\t\t<integer>7</integer>"))
+            #expect(text.contains("<key>ratio</key>\n\t\t<real>0.5</real>"))
+        }
+
         @Test("GET uses the query; nil parameters leave the body alone")
         func queryAndNil() throws {
             let serializer = PropertyListRequestSerializer()
