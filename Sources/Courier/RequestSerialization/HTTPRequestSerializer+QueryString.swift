@@ -31,7 +31,8 @@ extension HTTPRequestSerializer {
     }
 
     /// A custom query-string builder (AFNetworking's `setQueryStringSerializationWithBlock:`): given
-    /// the request and the parameters, returns the query string, already escaped. The request is
+    /// the request and the parameters, returns the query string, already escaped (a `#` left in
+    /// it is data, written `%23`, not the start of a fragment). The request is
     /// the one being serialized, with the serializer's request options but, as in AFNetworking, not
     /// yet its default headers. An error it throws reaches the caller, wrapped in a ``CourierError``
     /// with code ``CourierError/Code/parameterEncodingFailed`` unless it is a ``CourierError`` itself.

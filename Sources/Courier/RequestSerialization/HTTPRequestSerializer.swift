@@ -258,8 +258,11 @@ public struct HTTPRequestSerializer: RequestSerializer {
     ///
     /// The result is normalized as ``url(from:)`` normalizes a URL string (``URLText/normalized(_:)``):
     /// a custom query-string builder's `c=%5B&a=[1]` keeps its `%5B` and has its brackets encoded,
-    /// where Foundation's parser encoded the whole query again (`c=%255B`).
+    /// where Foundation's parser encoded the whole query again (`c=%255B`). A `#` in `query` is
+    /// data and is written `%23`: left as it is, it began a fragment, and what followed it (the
+    /// rest of the parameters) was never sent.
     static func url(_ url: URL, appendingQuery query: String) throws(CourierError) -> URL {
+        let query = query.utf8.contains(UInt8(ascii: "#")) ? query.replacingOccurrences(of: "#", with: "%23") : query
         let string = url.absoluteString
         var base = Substring(string)
         var fragment: Substring = ""

@@ -215,6 +215,28 @@ extension RequestSerializationTests {
             #expect(appended.url.absoluteString == "https://h.test/?z=1&c=%5B&a=%5B1%5D#top")
         }
 
+        /// A `#` that a custom builder (or a form encoder allowing it) leaves in the query began
+        /// the URL's fragment: the parameters after it were never sent, and the URL's own
+        /// fragment was mangled (`#swift&page=2%23top`).
+        @Test func aHashInAnAppendedQueryIsData() throws {
+            var serializer = self.serializer
+            serializer.setQueryStringSerialization { _, _ in "tag=#swift&page=2" }
+            let get = try serializer.request(method: .get, urlString: "https://h.test/", parameters: ["x": 1])
+            #expect(get.url.absoluteString == "https://h.test/?tag=%23swift&page=2")
+            #expect(get.url.fragment == nil)
+            let appended = try serializer.request(method: .get, urlString: "https://h.test/?z=1#top", parameters: ["x": 1])
+            #expect(appended.url.absoluteString == "https://h.test/?z=1&tag=%23swift&page=2#top")
+            #expect(appended.url.fragment == "top")
+
+            var encoder = URLEncodedFormEncoder()
+            var allowed = URLEncodedFormEncoder.queryAllowedCharacters
+            allowed.insert(charactersIn: "#")
+            encoder.allowedCharacters = allowed
+            let request = Request(method: .get, url: URL(string: "https://h.test/p#top")!)
+            let encoded = try URLEncodedFormParameterEncoder(encoder: encoder).encode(["tag": "#swift", "z": "1"], into: request)
+            #expect(encoded.url.absoluteString == "https://h.test/p?tag=%23swift&z=1#top")
+        }
+
         @Test("a custom query-string builder sees the request before the default headers, as AFNetworking's block does")
         func customQueryStringRequest() throws {
             var serializer = self.serializer
