@@ -50,6 +50,17 @@ enum URLText {
         return changed.map { String(decoding: $0, as: UTF8.self) } ?? text
     }
 
+    /// `text` with the password of its user information written `***` (`http://ann:***@h/`),
+    /// for an error message that names a URL string, which may not parse as a `URL` (where
+    /// ``Request/redacted(_:)`` serves). A string without an `@` is returned as it is.
+    static func redacted(_ text: String) -> String {
+        guard text.utf8.contains(UInt8(ascii: "@")) else { return text }
+        let start = text.range(of: "://")?.upperBound ?? (text.hasPrefix("//") ? text.index(text.startIndex, offsetBy: 2) : text.startIndex)
+        let authorityEnd = text[start...].firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? text.endIndex
+        guard let at = text[start..<authorityEnd].lastIndex(of: "@"), let colon = text[start..<at].firstIndex(of: ":") else { return text }
+        return String(text[...colon]) + "***" + String(text[at...])
+    }
+
     /// Where the authority ends: after `scheme://host` or `//host` (at the next `/`, `?` or `#`),
     /// else at the start (a relative reference).
     private static func endOfAuthority(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {

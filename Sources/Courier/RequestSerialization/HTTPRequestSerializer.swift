@@ -246,10 +246,10 @@ public struct HTTPRequestSerializer: RequestSerializer {
     /// out as `c=%255B`).
     static func url(from urlString: String) throws(CourierError) -> URL {
         guard let url = URL(string: URLText.normalized(urlString)), url.scheme != nil, let host = url.host, !host.isEmpty else {
-            throw CourierError(.invalidURL, "'\(urlString)' is not an absolute URL with a host")
+            throw CourierError(.invalidURL, "'\(URLText.redacted(urlString))' is not an absolute URL with a host")
         }
         if let port = url.port, !(0...65_535).contains(port) {
-            throw CourierError(.invalidURL, "'\(urlString)' has the port \(port), outside 0...65535")
+            throw CourierError(.invalidURL, "'\(URLText.redacted(urlString))' has the port \(port), outside 0...65535")
         }
         return url
     }
@@ -279,7 +279,7 @@ public struct HTTPRequestSerializer: RequestSerializer {
         }
         let combined = base + separator + query + fragment
         guard let result = URL(string: URLText.normalized(String(combined))) else {
-            throw CourierError(.invalidURL, "cannot add the query '\(query)' to \(string)")
+            throw CourierError(.invalidURL, "cannot add the query '\(query)' to \(Request.redacted(url))")
         }
         return result
     }

@@ -142,14 +142,14 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
             } else if let resolved = URL(string: URLText.normalized(urlString), relativeTo: baseURL)?.absoluteURL {
                 url = resolved
             } else {
-                throw CourierError(.invalidURL, "'\(urlString)' is not a valid URL relative to \(Request.redacted(baseURL))")
+                throw CourierError(.invalidURL, "'\(URLText.redacted(urlString))' is not a valid URL relative to \(Request.redacted(baseURL))")
             }
         } else {
             guard let parsed = URL(string: URLText.normalized(urlString)), !urlString.isEmpty else {
-                throw CourierError(.invalidURL, "'\(urlString)' is not a valid URL")
+                throw CourierError(.invalidURL, "'\(URLText.redacted(urlString))' is not a valid URL")
             }
             guard parsed.scheme != nil else {
-                throw CourierError(.missingBaseURL, "'\(urlString)' is relative and the manager has no base URL")
+                throw CourierError(.missingBaseURL, "'\(URLText.redacted(urlString))' is relative and the manager has no base URL")
             }
             url = parsed
         }

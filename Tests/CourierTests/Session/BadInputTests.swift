@@ -36,6 +36,30 @@ struct BadInputTests {
         }
     }
 
+    /// A URL string the serializer or the manager refuses (a port out of range, a space in the
+    /// host) was named in the error with its password, which the other URL errors hide.
+    @Test(arguments: ["http://ann:secret@h:99999/x", "http://ann:secret@h x/"])
+    func aRefusedURLStringsErrorDoesNotCarryThePassword(_ string: String) async throws {
+        #expect {
+            try HTTPRequestSerializer().request(method: .get, urlString: string, parameters: nil)
+        } throws: { error in
+            Self.namesItWithoutThePassword(error)
+        }
+        for base in [nil, URL(string: "http://h/v1/")] {
+            let manager = HTTPSessionManager(baseURL: base, engine: RefusingEngine())
+            await #expect {
+                _ = try await manager.get(string)
+            } throws: { error in
+                Self.namesItWithoutThePassword(error)
+            }
+        }
+    }
+
+    static func namesItWithoutThePassword(_ error: any Error) -> Bool {
+        guard let error = error as? CourierError else { return false }
+        return error.code == .invalidURL && error.message.contains("ann:***@h") && !error.message.contains("secret")
+    }
+
     /// A host that percent-decodes to a line break (or a space, or a delimiter) is a typed error
     /// before any connection, for a data task and a WebSocket task alike: its bytes would have
     /// gone into `Host`, TLS's server name and a proxy's `CONNECT` line.
