@@ -50,6 +50,28 @@ extension RequestSerializationTests {
             #expect(request.body.isReplayable)
         }
 
+        /// The serializer's query-string style (Alamofire's array keys and booleans) flattens the
+        /// form fields as it flattens the query; they were `tags[]` and `1` whatever it said.
+        @Test("form fields take the serializer's query-string style, from the serializer and the JSON one")
+        func fieldsTakeTheQueryStringStyle() async throws {
+            let parameters: Parameters = ["tags": ["a", "b"], "on": true, "off": false, "s": Set(["x"]), "n": 1]
+            var serializer = HTTPRequestSerializer()
+            serializer.setQueryStringSerialization(with: .init(arrayEncoding: .indexInBrackets, boolEncoding: .literal))
+            var json = JSONRequestSerializer()
+            json.queryStringSerializationStyle = serializer.queryStringSerializationStyle
+            for made in [serializer as any RequestSerializer, json] {
+                let request = try made.multipartFormRequest(
+                    method: .post, urlString: "https://h.test/upload", parameters: parameters, boundary: nil) { _ in }
+                let fields = try await Self.fields(of: request)
+                #expect(fields.map(\.name) == ["n", "off", "on", "s", "tags[0]", "tags[1]"])
+                #expect(fields.map(\.value) == ["1", "false", "true", "x", "a", "b"])
+            }
+            serializer.queryStringSerializationStyle = .init(arrayEncoding: .noBrackets)
+            let noBrackets = try serializer.multipartFormRequest(method: .post, urlString: "https://h.test/upload", parameters: parameters)
+            #expect(try await Self.fields(of: noBrackets).map(\.name) == ["n", "off", "on", "s", "tags", "tags"])
+            #expect(try await Self.fields(of: noBrackets).map(\.value) == ["1", "0", "1", "x", "a", "b"])
+        }
+
         @Test("a chosen boundary separates the parts, from every serializer; a bad one is refused")
         func chosenBoundary() async throws {
             let serializers: [any RequestSerializer] = [HTTPRequestSerializer(), JSONRequestSerializer(), PropertyListRequestSerializer()]

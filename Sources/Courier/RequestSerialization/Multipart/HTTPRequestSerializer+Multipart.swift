@@ -23,8 +23,9 @@ extension HTTPRequestSerializer {
     /// ```
     ///
     /// The serializer's headers and options apply as for any request. The parameters are
-    /// flattened as the query string flattens them (`album[id]`, `tags[]`), unescaped, and written
-    /// in ``stringEncoding``. The request gets `Content-Type: multipart/form-data; boundary=…`,
+    /// flattened as the query string flattens them (`album[id]`, `tags[]`, or the array keys and
+    /// booleans of ``queryStringSerializationStyle``), unescaped, and written in
+    /// ``stringEncoding``. The request gets `Content-Type: multipart/form-data; boundary=…`,
     /// a `Content-Length` and a body that reads files only as it is sent. When no part is
     /// appended the request has no body and no `Content-Type`, as with AFNetworking's JSON and
     /// property-list serializers (its `AFHTTPRequestSerializer` leaves the empty
@@ -80,8 +81,8 @@ extension HTTPRequestSerializer {
         let request = Request(method: method, url: try Self.url(from: urlString))
         try MultipartFormData.checkMethod(of: request)
         return try MultipartFormData.request(
-            self.applyingDefaults(to: request), parameters: parameters, encoding: self.stringEncoding, boundary: boundary,
-            constructingBodyWith: block)
+            self.applyingDefaults(to: request), parameters: parameters, encoding: self.stringEncoding,
+            style: self.queryStringSerializationStyle, boundary: boundary, constructingBodyWith: block)
     }
 
     /// Writes the body of `request` to `fileURL` and returns the request without its body, for
@@ -133,6 +134,7 @@ extension MultipartFormData {
         _ request: Request,
         parameters: (any Sendable)?,
         encoding: String.Encoding,
+        style: HTTPRequestSerializer.QueryStringSerializationStyle = .default,
         boundary: String?,
         constructingBodyWith block: MultipartFormConstruction
     ) throws(CourierError) -> Request {
@@ -144,7 +146,7 @@ extension MultipartFormData {
         }
         do {
             if let parameters {
-                try form.appendParts(fromParameters: parameters, encoding: encoding)
+                try form.appendParts(fromParameters: parameters, encoding: encoding, style: style)
             }
             try block(&form)
         } catch {
