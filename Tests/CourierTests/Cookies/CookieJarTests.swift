@@ -202,6 +202,48 @@ struct CookieJarTests {
         #expect(store.allCookies.isEmpty)
     }
 
+    /// One response with thousands of `Set-Cookie` fields (a 256 KiB head holds some 14,000) is
+    /// stored as a few would be: namesakes replaced in place, deleted and set again, a plain
+    /// `http` origin refused a namesake of a `Secure` cookie, then the limits applied once, per
+    /// domain (the `Secure` cookie kept) and in all, the least recently used first. Storing each
+    /// field looked through every cookie stored before it (for its namesake, and for a `Secure`
+    /// one it might shadow), with the lock held: 14,000 fields took 1.3 s. What this checks is
+    /// the outcome at that scale, not the time.
+    @Test func aResponseWithThousandsOfCookiesIsStoredAsAFewAre() {
+        let clock = ManualClock()
+        let store = self.store(limits: CookieLimits(perDomain: 50, total: 55), clock: clock)
+        store.storeCookies(fromSetCookieFields: (0..<10).map { "o\($0)=1" }, for: URL(string: "http://other.com/")!)
+        clock.advance(by: 1)
+        store.storeCookies(fromSetCookieFields: ["sid=good; Secure"], for: URL(string: "https://www.h.com/")!)
+        clock.advance(by: 1)
+        // 2,500 names, each set twice (the second value replaces the first, which keeps its
+        // place), odd ones under /a; c2400 is deleted between its two, so its second is a new
+        // cookie, the last to arrive; c2499 is deleted at the end.
+        var fields: [String] = []
+        for index in 0..<5_000 {
+            fields.append("c\(index % 2_500)=\(index); Path=\(index % 2 == 0 ? "/" : "/a")")
+            if index % 1_000 == 0 { fields.append("sid=evil") }
+            if index == 3_000 { fields.append("c2400=; Max-Age=0") }
+        }
+        fields.append("c2499=; Path=/a; Max-Age=0")
+        store.storeCookies(fromSetCookieFields: fields, for: URL(string: "http://www.h.com/")!)
+
+        // www.h.com keeps 50: sid, then the 49 most recently stored (c2400, c2498 down to c2451);
+        // 60 in all is 5 over the total, and other.com's oldest five go.
+        #expect(store.allCookies.count == 55)
+        #expect(store.allCookies.filter { $0.name == "sid" }.map(\.value) == ["good"])
+        #expect(Set(store.allCookies.filter { $0.domain == "other.com" }.map(\.name)) == Set((5..<10).map { "o\($0)" }))
+        let underA = (2_451...2_498).filter { $0 % 2 == 1 }.map { "c\($0)=\(2_500 + $0)" }
+        let underRoot = (2_451...2_498).filter { $0 % 2 == 0 }.map { "c\($0)=\(2_500 + $0)" }
+        // Longer path first; then sid, created before the response; then the order of arrival.
+        let header = (underA + ["sid=good"] + underRoot + ["c2400=4900"]).joined(separator: "; ")
+        #expect(store.cookieHeader(for: URL(string: "https://www.h.com/a/x")!) == header)
+        #expect(store.cookieHeader(for: URL(string: "http://www.h.com/")!) == (underRoot + ["c2400=4900"]).joined(separator: "; "))
+        // The Secure cookie still guards its name.
+        store.storeCookies(fromSetCookieFields: ["sid=evil"], for: URL(string: "http://www.h.com/")!)
+        #expect(store.allCookies.filter { $0.name == "sid" }.map(\.value) == ["good"])
+    }
+
     @Test func expiredCookiesGoFirstWhenEvicting() {
         let clock = ManualClock()
         let store = self.store(limits: CookieLimits(perDomain: 2, total: 100), clock: clock)
