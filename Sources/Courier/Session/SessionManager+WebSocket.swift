@@ -9,7 +9,8 @@ extension SessionManager {
     /// The opening handshake is a GET on a connection of Courier's own engine (``NIOEngine``): its
     /// security policy and pinning for `wss`, its proxies (an HTTP proxy tunnels with `CONNECT`),
     /// the request's header fields, the configuration's additional headers where missing, and the
-    /// cookie store's cookies for the URL, after the session's and the request's adapters and the
+    /// cookie store's cookies for the URL (after the request's own `Cookie` field, in the same
+    /// field, as a data task's), after the session's and the request's adapters and the
     /// session's authentication. A handshake that failed (no connection, a 401 with a challenge, a
     /// 503) goes to the session's `WWW-Authenticate` handling (the ``credentials``) and the
     /// session's and the request's retriers, under the ``retryBudget``, as a task's failed attempt

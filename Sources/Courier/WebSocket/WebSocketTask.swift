@@ -670,7 +670,8 @@ public final class WebSocketTask: Sendable {
     }
 
     /// The handshake's request head: GET, the request's fields, the session's additional ones
-    /// where missing, its cookies, and the upgrade's own.
+    /// where missing, its cookies (after the request's own `Cookie` field, joined as a data
+    /// task's first hop joins them), and the upgrade's own.
     private func handshakeHead(_ request: Request, key: ConnectionPool.Key, handshake: WebSocketHandshake, url: URL) -> HTTPRequestHead {
         var request = request
         request.method = .get
@@ -678,8 +679,10 @@ public final class WebSocketTask: Sendable {
         for field in self.sessionHeaders where request.headerFields[field.name] == nil {
             request.headerFields[field.name] = field.value
         }
-        if request.headerFields[.cookie] == nil, let cookie = self.cookieStorage?.cookieHeader(for: url) {
-            request.headerFields[.cookie] = cookie
+        if let storage = self.cookieStorage {
+            // The caller's own field first, then the store's, as one field (`planFirstHop`): the
+            // caller's field no longer hides the store's cookies.
+            request.setCookieField(SessionManager.joinedCookies(request.headerFields.value(of: .cookie), storage.cookieHeader(for: url)))
         }
         var head = HopHandler.head(for: request, key: key, length: .known(0))
         for name in ["Upgrade", "Connection", "Sec-WebSocket-Key", "Sec-WebSocket-Version", "Sec-WebSocket-Extensions"] {

@@ -725,6 +725,38 @@ struct WebSocketHandshakeWireTests {
         }
         #expect(lines.contains("sec-websocket-extensions: permessage-deflate; client_max_window_bits"))
     }
+
+    @Test("The request's own Cookie field and the store's cookies go in one field, the caller's first, as a data task's (the caller's replaced the store's)")
+    func theCallersCookieFieldIsJoinedWithTheStores() async throws {
+        let seen = NIOLockedValueBox<String?>(nil)
+        try await ScriptedHTTPServer.with({ _, _, head in
+            seen.withLockedValue { $0 = head }
+            let key = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }
+                .map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) } ?? ""
+            return .respond(
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    + "Sec-WebSocket-Accept: \(WebSocketHandshake.acceptValue(for: key))\r\n\r\n")
+        }) { server in
+            var configuration = SessionConfiguration.default
+            let storage = MemoryCookieStorage()
+            storage.setCookie(Cookie(name: "b", value: "2", domain: "127.0.0.1"))
+            configuration.httpCookieStorage = storage
+            let manager = SessionManager(configuration: configuration)
+            var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+            components.scheme = "ws"
+            components.path = "/chat"
+            var request = Request(url: components.url!)
+            request.headerFields[.cookie] = "a=1"
+            let task = manager.webSocketTask(with: request)
+            try await task.waitUntilOpen()
+            task.cancel()
+            await task.waitUntilFinished()
+            await manager.invalidate(cancelingTasks: true)
+        }
+        let head = try #require(seen.withLockedValue { $0 })
+        let cookies = head.split(separator: "\r\n").map { $0.lowercased() }.filter { $0.hasPrefix("cookie:") }
+        #expect(cookies == ["cookie: a=1; b=2"], "\(head)")
+    }
 }
 
 /// WebSocket tasks and the manager's invalidation.
