@@ -282,14 +282,6 @@ struct DownloadTaskTests {
     }
 }
 
-/// A tiny file system (`.ci/run` mounts a 1 MiB tmpfs and names it in `COURIER_TINY_FS`) for the
-/// full-disk tests; they are skipped, saying so, where there is none.
-enum TinyFileSystem {
-    static var url: URL? {
-        ProcessInfo.processInfo.environment["COURIER_TINY_FS"].map { URL(fileURLWithPath: $0) }
-    }
-}
-
 /// One test at a time: each fills the small file system, and the continuation test needs room
 /// again once it freed its own filler.
 @Suite(
@@ -327,66 +319,45 @@ struct FullDiskDownloadTests {
         var configuration = SessionConfiguration.default
         configuration.downloadDirectory = folder
         let file = TestServer.GeneratedFile(length: 600_000)
-        try await withTestServer { server in
-            try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
-                // Another suite's test (the command line's) may fill the small file system for a
-                // while: a download that meets it full is tried again, for up to a minute.
-                let deadline = ContinuousClock.now + .seconds(60)
-                // A download cut short after 100 000 bytes leaves resume data.
-                var cut: CourierError?
-                while cut?.resumeData == nil, ContinuousClock.now < deadline {
-                    if cut != nil { try await Task.sleep(for: .milliseconds(250)) }
-                    do throws(CourierError) {
-                        let download = try await manager.download(Request(url: server.url(file.path(["drop-after": "100000"]))))
-                        Issue.record("the download was to break off: \(download.response.status)")
-                        return
-                    } catch {
-                        cut = error
+        // The command line's full-disk test fills the same file system: not meanwhile.
+        try await TinyFileSystem.withExclusiveUse {
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                    // A download cut short after 100 000 bytes leaves resume data.
+                    let cut = await #expect(throws: CourierError.self) {
+                        try await manager.download(Request(url: server.url(file.path(["drop-after": "100000"]))))
                     }
-                }
-                var resume = try #require(cut?.resumeData, "\(String(describing: cut))")
-                let kept = resume.bytesReceived
-                #expect(kept > 0)
-                #expect(resume.temporaryFileURL.deletingLastPathComponent().standardizedFileURL.path == folder.standardizedFileURL.path)
-                // The continuations ask for the whole file, not broken off.
-                resume.url = server.url(file.path())
+                    var resume = try #require(cut?.resumeData, "\(String(describing: cut))")
+                    let kept = resume.bytesReceived
+                    #expect(kept > 0)
+                    #expect(resume.temporaryFileURL.deletingLastPathComponent().standardizedFileURL.path == folder.standardizedFileURL.path)
+                    // The continuations ask for the whole file, not broken off.
+                    resume.url = server.url(file.path())
 
-                // The disk filled to within 64 KiB: the continuation cannot write the rest.
-                let filler = folder.appendingPathComponent("filler")
-                let free = (try FileManager.default.attributesOfFileSystem(forPath: folder.path)[.systemFreeSize] as? NSNumber)?.intValue ?? 0
-                try Data(count: max(0, free - (64 << 10))).write(to: filler)
-                let full = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
-                #expect(full?.code == .fileSystemFailure)
-                let again = try #require(full?.resumeData, "the partial file is kept, with resume data: \(String(describing: full))")
-                #expect(again.temporaryFileURL == resume.temporaryFileURL)
-                #expect(again.bytesReceived >= kept, "the bytes kept stay")
-                #expect(again.bytesReceived < Int64(file.length))
-                let partial = try Data(contentsOf: again.temporaryFileURL)
-                #expect(partial.count == Int(again.bytesReceived), "the file holds the bytes its resume data names")
-                #expect(CRC32.checksum(of: partial) == file.crc32(0..<min(partial.count, file.length)), "and they are the file's")
+                    // The disk filled to within 64 KiB: the continuation cannot write the rest.
+                    let filler = folder.appendingPathComponent("filler")
+                    let free = (try FileManager.default.attributesOfFileSystem(forPath: folder.path)[.systemFreeSize] as? NSNumber)?.intValue ?? 0
+                    try Data(count: max(0, free - (64 << 10))).write(to: filler)
+                    let full = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+                    #expect(full?.code == .fileSystemFailure)
+                    let again = try #require(full?.resumeData, "the partial file is kept, with resume data: \(String(describing: full))")
+                    #expect(again.temporaryFileURL == resume.temporaryFileURL)
+                    #expect(again.bytesReceived >= kept, "the bytes kept stay")
+                    #expect(again.bytesReceived < Int64(file.length))
+                    let partial = try Data(contentsOf: again.temporaryFileURL)
+                    #expect(partial.count == Int(again.bytesReceived), "the file holds the bytes its resume data names")
+                    #expect(CRC32.checksum(of: partial) == file.crc32(0..<min(partial.count, file.length)), "and they are the file's")
 
-                // Room again: resuming from the error's resume data completes the file.
-                try FileManager.default.removeItem(at: filler)
-                var next = again
-                var whole: DownloadResponse?
-                while whole == nil, ContinuousClock.now < deadline {
-                    do throws(CourierError) {
-                        whole = try await manager.download(resumingFrom: next)
-                    } catch {
-                        // The disk is full again (another suite's test): the bytes so far stay.
-                        #expect(error.code == .fileSystemFailure, "\(error)")
-                        guard let more = error.resumeData else { break }
-                        next = more
-                    }
-                    if whole == nil { try await Task.sleep(for: .milliseconds(250)) }
+                    // Room again: resuming from the error's resume data completes the file.
+                    try FileManager.default.removeItem(at: filler)
+                    let download = try await manager.download(resumingFrom: again)
+                    #expect(download.response.status == .partialContent)
+                    let data = try Data(contentsOf: download.fileURL)
+                    #expect(data.count == file.length)
+                    #expect(CRC32.checksum(of: data) == file.crc32(), "whole and correct")
+                    #expect(contents(of: folder) == [download.fileURL.lastPathComponent], "nothing else is left")
+                    #expect(await eventually { manager.tasks.isEmpty })
                 }
-                let download = try #require(whole)
-                #expect(download.response.status == .partialContent)
-                let data = try Data(contentsOf: download.fileURL)
-                #expect(data.count == file.length)
-                #expect(CRC32.checksum(of: data) == file.crc32(), "whole and correct")
-                #expect(contents(of: folder) == [download.fileURL.lastPathComponent], "nothing else is left")
-                #expect(await eventually { manager.tasks.isEmpty })
             }
         }
     }
