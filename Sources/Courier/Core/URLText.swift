@@ -52,7 +52,8 @@ enum URLText {
 
     /// `text` with the password of its user information written `***` (`http://ann:***@h/`),
     /// for an error message that names a URL string, which may not parse as a `URL` (where
-    /// ``Request/redacted(_:)`` serves). A string without an `@` is returned as it is.
+    /// ``Request/redacted(_:)`` serves): a request URL or a proxy URL that was refused. A string
+    /// without an `@` is returned as it is.
     static func redacted(_ text: String) -> String {
         guard text.utf8.contains(UInt8(ascii: "@")) else { return text }
         let start = text.range(of: "://")?.upperBound ?? (text.hasPrefix("//") ? text.index(text.startIndex, offsetBy: 2) : text.startIndex)

@@ -31,7 +31,7 @@ extension NIOEngine.Proxy: CustomStringConvertible {
     public init(url: String) throws(CourierError) {
         let trimmed = url.trimmingCharacters(in: .whitespaces)
         func invalid(_ why: String) -> CourierError {
-            CourierError(.invalidProxyConfiguration, "proxy URL '\(Self.redacted(trimmed))': \(why)")
+            CourierError(.invalidProxyConfiguration, "proxy URL '\(URLText.redacted(trimmed))': \(why)")
         }
         guard !trimmed.isEmpty else { throw invalid("it is empty") }
         let text = trimmed.contains("://") ? trimmed : "http://" + trimmed
@@ -132,12 +132,4 @@ extension NIOEngine.Proxy: CustomStringConvertible {
         host.contains(":") && !host.hasPrefix("[") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
-    /// A proxy URL for a message: any password replaced by `***`.
-    static func redacted(_ url: String) -> String {
-        let start = url.range(of: "://")?.upperBound ?? url.startIndex
-        guard let at = url[start...].lastIndex(of: "@") else { return url }
-        let userInfo = url[start..<at]
-        guard let colon = userInfo.firstIndex(of: ":") else { return url }
-        return String(url[..<colon]) + ":***" + String(url[at...])
-    }
 }

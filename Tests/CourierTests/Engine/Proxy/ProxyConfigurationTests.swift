@@ -63,8 +63,8 @@ struct ProxyConfigurationTests {
     @Test func messagesNeverShowThePassword() {
         #expect(Proxy.http(host: "p", port: 1, username: "ann", password: "secret").description == "http://ann:***@p:1")
         #expect(Proxy.socks(host: "::1", port: 1080).description == "socks5h://[::1]:1080")
-        #expect(Proxy.redacted("http://ann:secret@p:1") == "http://ann:***@p:1")
-        #expect(Proxy.redacted("ann:secret@p:1") == "ann:***@p:1")
+        #expect(URLText.redacted("http://ann:secret@p:1") == "http://ann:***@p:1")
+        #expect(URLText.redacted("ann:secret@p:1") == "ann:***@p:1")
         #expect(Proxy.socks(host: "p", port: 1, username: "ann", password: "secret").description == "socks5h://ann:***@p:1")
         #expect(Proxy.https(host: "p", port: 443, username: "ann", password: "secret").description == "https://ann:***@p:443")
         #expect(Proxy.https(host: "p", port: 443).displayName == "HTTPS proxy p:443")
