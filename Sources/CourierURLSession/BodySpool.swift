@@ -47,7 +47,7 @@ struct BodySpool: Sendable {
         }
         let file = self.directory.appendingPathComponent("courier-body-\(UUID().uuidString)")
         do {
-            let written = try await FileSystem.shared.withFileHandle(forWritingAt: FilePath(file.path), options: .newFile(replaceExisting: false, permissions: Self.ownerOnly)) {
+            let written = try await FileSystem.shared.withFileHandle(forWritingAt: FilePath(file.path), options: .newFile(replaceExisting: false, permissions: .ownerReadWrite)) {
                 handle in
                 var offset: Int64 = 0
                 if !gathered.isEmpty {
@@ -70,10 +70,6 @@ struct BodySpool: Sendable {
                 request: request, underlyingError: error)
         }
     }
-
-    /// A spooled body is the caller's request body (a form, credentials): read and written by
-    /// this user alone (0600), as Courier's download files are; NIO's default let everyone read it.
-    static let ownerOnly: FilePermissions = [.ownerRead, .ownerWrite]
 
     /// The next chunk; a cancelled reader stops between chunks.
     private static func next(_ chunks: inout any AsyncIteratorProtocol<ByteBuffer, any Error>, request: Request) async throws(CourierError)
