@@ -62,7 +62,7 @@ struct Downloader {
                     streamed.task.cancel()
                     throw CLIFailure(.failure, "the server answered the range from byte \(offset) with another range (\(response.headerFields[.contentRange] ?? "none")), not the rest of the file; the partial file is unchanged")
                 }
-                if let sentValidator, let other = Self.otherVersion(named: response, than: sentValidator) {
+                if let sentValidator, let other = ContentRange.otherVersion(named: response, than: sentValidator) {
                     streamed.task.cancel()
                     throw CLIFailure(.failure, "the server sent part of another version of the file (\(other), not \(sentValidator)): it ignored If-Range; the partial file is unchanged (download it again without --continue)")
                 }
@@ -149,20 +149,6 @@ struct Downloader {
     static func isRest(after offset: Int64, answer response: HTTPResponse) -> Bool {
         guard let range = response.headerFields[.contentRange].flatMap(ContentRange.init), range.first == offset else { return false }
         return range.completeLength.map { range.last == $0 - 1 } ?? true
-    }
-
-    /// The validator of a 206 that names another version than `sent`, the `If-Range` it answers:
-    /// another strong entity tag, or another `Last-Modified` when `sent` is a date. A server (or a
-    /// cache before it) that honours `Range` but ignores `If-Range` sends the rest of the version
-    /// it has now, which appended to the partial file makes a file that is neither (the library
-    /// refuses such a 206 too). Nil when the 206 names the same validator or none.
-    static func otherVersion(named response: HTTPResponse, than sent: String) -> String? {
-        if sent.hasPrefix("\"") {
-            guard let tag = response.headerFields[.eTag], !tag.hasPrefix("W/"), tag != sent else { return nil }
-            return tag
-        }
-        guard let modified = response.headerFields[.lastModified], modified != sent else { return nil }
-        return modified
     }
 
     /// Whether a 416 to `Range: bytes=offset-` says the partial file is whole: its

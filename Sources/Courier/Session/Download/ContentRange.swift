@@ -56,4 +56,24 @@ public struct ContentRange: Hashable, Sendable {
         guard spec.hasPrefix("*/") else { return nil }
         return Int64(spec.dropFirst(2)).flatMap { $0 >= 0 ? $0 : nil }
     }
+
+    /// The validator of a 206 that names another version than `ifRange`, the `If-Range` value
+    /// the request sent: another strong entity tag, or another `Last-Modified` date when
+    /// `ifRange` is a date. A server (or a cache before it) that honours `Range` but ignores
+    /// `If-Range` sends part of the version it has now, which appended to a partial file makes a
+    /// file that is neither version; Courier refuses such a 206 when it resumes a download (the
+    /// `courier` command's `--continue` too). Nil when the 206 names the same validator, or none
+    /// to compare (RFC 9110 15.3.7 lets it leave them out).
+    public static func otherVersion(named response: HTTPResponse, than ifRange: String) -> String? {
+        let fields = response.headerFields
+        // An entity tag is quoted; anything else `If-Range` holds is a date.
+        if ifRange.hasPrefix("\"") {
+            guard let tag = fields[.eTag], !tag.hasPrefix("W/"), tag != ifRange else { return nil }
+            return tag
+        }
+        guard let modified = fields[.lastModified], let date = HTTPDate.parse(modified),
+            let sentDate = HTTPDate.parse(ifRange), date != sentDate
+        else { return nil }
+        return modified
+    }
 }

@@ -69,7 +69,7 @@ extension TaskDelegate {
                             "\(request.summary): asked for the rest after \(continuation.offset) bytes, the server sent Content-Range \(value ?? "(none)")",
                             request: request, response: response))
                 }
-                if let other = Self.otherVersion(named: response, continuing: request) {
+                if let sent = request.headerFields.value(of: .ifRange), let other = ContentRange.otherVersion(named: response, than: sent) {
                     return self.refuseDownload(
                         CourierError(
                             .invalidResponse,
@@ -401,26 +401,6 @@ extension TaskDelegate {
             return (plan.resumeData?.expectedLength).map { $0 == continuation.offset } ?? true
         }
         return ContentRange.unsatisfiedCompleteLength(value) == continuation.offset
-    }
-
-    /// The validator of a continuation's 206 when it names another version than the one its
-    /// `If-Range` asked for: another strong entity tag, or another modification date when
-    /// `If-Range` sent a date. A server (or a cache before it) that honours `Range` but ignores
-    /// `If-Range` sends the rest of the version it has now, which appended to the partial file
-    /// would make a file that is neither version. Nil when the 206 names the same validator, or
-    /// none to compare (RFC 9110 15.3.7 lets it leave them out).
-    static func otherVersion(named response: HTTPResponse, continuing request: Request) -> String? {
-        guard let sent = request.headerFields.value(of: .ifRange) else { return nil }
-        let fields = response.headerFields
-        // An entity tag is quoted; anything else `If-Range` holds is a date.
-        if sent.hasPrefix("\"") {
-            guard let tag = fields.value(of: .eTag), !tag.hasPrefix("W/"), tag != sent else { return nil }
-            return tag
-        }
-        guard let modified = fields.value(of: .lastModified), let date = HTTPDate.parse(modified),
-            let sentDate = HTTPDate.parse(sent), date != sentDate
-        else { return nil }
-        return modified
     }
 
     /// Whether a response may leave resume data: a `GET` (URLSession's rule: a continuation sends
