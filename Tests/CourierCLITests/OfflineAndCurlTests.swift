@@ -149,10 +149,7 @@ struct OfflineAndCurlTests {
         let folder = try makeTemporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let root = try writeTestRoot(in: folder)
-        let cert = folder.appendingPathComponent("client.pem")
-        try Data(TestCertificates.clientCertificate.utf8).write(to: cert)
-        let key = folder.appendingPathComponent("client.key")
-        try Data(TestCertificates.clientKey.utf8).write(to: key)
+        let (cert, key) = try writeClientIdentity(in: folder)
         let jar = folder.appendingPathComponent("jar.txt")
         let result = try await CLIRunner.run([
             "--curl", "--cert", cert.path, "--key", key.path, "--pass", "s3cret", "--cookie-jar", jar.path, "--cacert", root.path, "example.com/a",

@@ -104,10 +104,7 @@ struct TLSTests {
         let folder = try makeTemporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let root = try writeTestRoot(in: folder)
-        let cert = folder.appendingPathComponent("client.pem")
-        try Data(TestCertificates.clientCertificate.utf8).write(to: cert)
-        let key = folder.appendingPathComponent("client.key")
-        try Data(TestCertificates.clientKey.utf8).write(to: key)
+        let (cert, key) = try writeClientIdentity(in: folder)
         var configuration = TestServer.Configuration.https()
         configuration.requiresClientCertificate = true
         // Shut down, awaited, whatever the test does.

@@ -170,6 +170,16 @@ func writeTestRoot(in folder: URL) throws -> URL {
     return root
 }
 
+/// Writes ``TestCertificates/clientCertificate`` and its key into `folder`, for `--cert` and
+/// `--key`; returns the two files.
+func writeClientIdentity(in folder: URL) throws -> (certificate: URL, key: URL) {
+    let certificate = folder.appendingPathComponent("client.pem")
+    try Data(TestCertificates.clientCertificate.utf8).write(to: certificate)
+    let key = folder.appendingPathComponent("client.key")
+    try Data(TestCertificates.clientKey.utf8).write(to: key)
+    return (certificate, key)
+}
+
 /// The JSON object a piped run printed.
 func jsonObject(_ result: CLIResult) throws -> [String: Any] {
     guard let object = try JSONSerialization.jsonObject(with: result.standardOutput) as? [String: Any] else {

@@ -99,40 +99,27 @@ struct HTTP1ExpectContinueTests {
         }
     }
 
-    @Test func a417IsAnsweredByRepeatingTheRequestWithoutTheExpectation() async throws {
-        // The server refuses any expectation with 417 as soon as the head is in, and takes the
-        // request without one.
-        try await ScriptedHTTPServer.with({ _, _, head in
-            head.lowercased().contains("expect: 100-continue")
-                ? .respondBeforeBody("HTTP/1.1 417 Expectation Failed\r\nContent-Length: 4\r\n\r\nnope")
-                : .respond("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
-        }) { server in
-            try await withManager(baseURL: server.baseURL, configuration: Self.configuration(waiting: 600)) { manager in
-                let request = Request(method: .post, url: server.baseURL.appendingPathComponent("a"), body: .data(Data(count: 5000)))
-                let response = try await manager.response(for: request, serializer: DataResponseSerializer())
-                #expect(response.response.status.code == 201, "the 417 is not the response")
-                let heads = server.receivedHeads.map { $0.lowercased() }
-                #expect(heads.count == 2)
-                #expect(heads.first?.contains("expect: 100-continue") == true)
-                #expect(heads.last?.contains("expect:") == false, "sent again without the expectation")
-                #expect(server.receivedBodyLengths == [5000], "the body went once, with the second request")
-                #expect(server.connectionCount == 2, "the refused request's connection is not reused")
-            }
-        }
+    /// When a server's 417 comes: during the wait, before the body (the server refuses as soon
+    /// as the head is in), or after the wait ended, once the body went (it reads the whole
+    /// request before it answers, or is further away than the wait).
+    enum Refusal: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case duringTheWait = "during the wait", afterTheWait = "after the wait, the body sent"
+        var testDescription: String { self.rawValue }
     }
 
-    /// A 417 that comes after the wait ended, once the body went (the server reads the whole
-    /// request before it answers, or is further away than the wait), refuses the expectation
-    /// Courier sent all the same: the request goes again without it, as curl sends it again.
-    /// Before, only a 417 that came during the wait was taken so, and this one reached the caller
-    /// as the response to a request whose `Expect` it never wrote.
-    @Test func a417AfterTheWaitEndedIsAnsweredByRepeatingTheRequestWithoutTheExpectation() async throws {
+    /// A 417 to the expectation is not the response, whenever it comes: the request goes again
+    /// without the expectation, on another connection, as curl sends it again. Before, only a 417
+    /// that came during the wait was taken so, and one after it reached the caller as the
+    /// response to a request whose `Expect` it never wrote.
+    @Test(arguments: Refusal.allCases)
+    func a417IsAnsweredByRepeatingTheRequestWithoutTheExpectation(_ refusal: Refusal) async throws {
+        let refused = "HTTP/1.1 417 Expectation Failed\r\nContent-Length: 4\r\n\r\nnope"
         try await ScriptedHTTPServer.with({ _, _, head in
-            head.lowercased().contains("expect: 100-continue")
-                ? .respond("HTTP/1.1 417 Expectation Failed\r\nContent-Length: 4\r\n\r\nnope")
-                : .respond("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+            guard head.lowercased().contains("expect: 100-continue") else { return .respond("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n") }
+            return refusal == .duringTheWait ? .respondBeforeBody(refused) : .respond(refused)
         }) { server in
-            try await withManager(baseURL: server.baseURL, configuration: Self.configuration(waiting: 0.05)) { manager in
+            let wait: TimeInterval = refusal == .duringTheWait ? 600 : 0.05
+            try await withManager(baseURL: server.baseURL, configuration: Self.configuration(waiting: wait)) { manager in
                 let request = Request(method: .post, url: server.baseURL.appendingPathComponent("a"), body: .data(Data(count: 5000)))
                 let response = try await manager.response(for: request, serializer: DataResponseSerializer())
                 #expect(response.response.status.code == 201, "the 417 is not the response")
@@ -140,7 +127,9 @@ struct HTTP1ExpectContinueTests {
                 #expect(heads.count == 2)
                 #expect(heads.first?.contains("expect: 100-continue") == true)
                 #expect(heads.last?.contains("expect:") == false, "sent again without the expectation")
-                #expect(server.receivedBodyLengths == [5000, 5000], "the body went with each request")
+                #expect(
+                    server.receivedBodyLengths == (refusal == .duringTheWait ? [5000] : [5000, 5000]),
+                    "the body went with the second request only, or, refused after the wait, with each")
                 #expect(server.connectionCount == 2, "the refused request's connection is not reused")
             }
         }

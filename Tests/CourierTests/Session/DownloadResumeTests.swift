@@ -6,6 +6,14 @@ import Testing
 
 @Suite("Resuming downloads")
 struct DownloadResumeTests {
+    /// Resume data naming `file` as `bytesReceived` bytes of a 60-byte file (entity tag `"r"`),
+    /// whose continuation goes to a port nothing listens on.
+    static func resumeToNowhere(_ file: URL, bytesReceived: Int64) -> ResumeData {
+        ResumeData(
+            request: Request(url: URL(string: "http://127.0.0.1:\(closedPort())/file")!), temporaryFileURL: file,
+            bytesReceived: bytesReceived, expectedLength: 60, entityTag: "\"r\"", lastModified: nil)
+    }
+
     /// Resume data for `/range/{total}` after `kept` bytes, with the partial file written.
     private func partial(_ server: TestServer, total: Int, kept: Int, entityTag: String?, in file: URL) throws -> ResumeData {
         try alphabet(total).prefix(kept).write(to: file)
@@ -70,9 +78,7 @@ struct DownloadResumeTests {
             let manager = SessionManager()
             defer { manager.invalidate(cancelingTasks: true) }
             try alphabet(10).write(to: file)
-            let resume = ResumeData(
-                request: Request(url: URL(string: "http://127.0.0.1:\(closedPort())/file")!), temporaryFileURL: file, bytesReceived: 60,
-                expectedLength: 60, entityTag: "\"r\"", lastModified: nil)
+            let resume = Self.resumeToNowhere(file, bytesReceived: 60)
             let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
             #expect(error?.code == .connectionFailed)
             #expect(error?.resumeData == nil)
@@ -403,9 +409,7 @@ struct DownloadResumeTests {
             let manager = SessionManager()
             defer { manager.invalidate(cancelingTasks: true) }
             try alphabet(10).write(to: file)
-            let resume = ResumeData(
-                request: Request(url: URL(string: "http://127.0.0.1:\(closedPort())/file")!), temporaryFileURL: file, bytesReceived: 10,
-                expectedLength: 60, entityTag: "\"r\"", lastModified: nil)
+            let resume = Self.resumeToNowhere(file, bytesReceived: 10)
             let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
             #expect(error?.code == .connectionFailed)
             #expect(error?.resumeData?.bytesReceived == 10)

@@ -676,7 +676,9 @@ struct WebSocketProxyTests {
 /// additional headers and its cookies.
 @Suite("WebSocket opening handshake on the wire")
 struct WebSocketHandshakeWireTests {
-    @Test func theHandshakeCarriesTheSessionsHeadersCookiesAndAdapters() async throws {
+    /// Runs `body` against a server that accepts the opening handshake (naming `subprotocol`, when
+    /// given) and records its head; returns the head.
+    private static func recordingHandshake(subprotocol: String? = nil, _ body: (ScriptedHTTPServer) async throws -> Void) async throws -> String {
         let seen = NIOLockedValueBox<String?>(nil)
         try await ScriptedHTTPServer.with({ _, _, head in
             seen.withLockedValue { $0 = head }
@@ -684,8 +686,14 @@ struct WebSocketHandshakeWireTests {
                 .map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) } ?? ""
             return .respond(
                 "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                    + "Sec-WebSocket-Accept: \(WebSocketHandshake.acceptValue(for: key))\r\nSec-WebSocket-Protocol: chat\r\n\r\n")
-        }) { server in
+                    + "Sec-WebSocket-Accept: \(WebSocketHandshake.acceptValue(for: key))\r\n"
+                    + (subprotocol.map { "Sec-WebSocket-Protocol: \($0)\r\n" } ?? "") + "\r\n")
+        }, body)
+        return try #require(seen.withLockedValue { $0 })
+    }
+
+    @Test func theHandshakeCarriesTheSessionsHeadersCookiesAndAdapters() async throws {
+        let head = try await Self.recordingHandshake(subprotocol: "chat") { server in
             var configuration = SessionConfiguration.default
             configuration.httpAdditionalHeaders = [HTTPField.Name("X-Session")!: "1"]
             configuration.userAgent = "Courier-Test/1.0"
@@ -714,7 +722,6 @@ struct WebSocketHandshakeWireTests {
             await task.waitUntilFinished()
             await manager.invalidate(cancelingTasks: true)
         }
-        let head = try #require(seen.withLockedValue { $0 })
         let lines = head.lowercased().split(separator: "\r\n").map(String.init)
         #expect(lines.first == "get /chat?room=1 http/1.1")
         for expected in [
@@ -728,15 +735,7 @@ struct WebSocketHandshakeWireTests {
 
     @Test("The request's own Cookie field and the store's cookies go in one field, the caller's first, as a data task's (the caller's replaced the store's)")
     func theCallersCookieFieldIsJoinedWithTheStores() async throws {
-        let seen = NIOLockedValueBox<String?>(nil)
-        try await ScriptedHTTPServer.with({ _, _, head in
-            seen.withLockedValue { $0 = head }
-            let key = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }
-                .map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) } ?? ""
-            return .respond(
-                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                    + "Sec-WebSocket-Accept: \(WebSocketHandshake.acceptValue(for: key))\r\n\r\n")
-        }) { server in
+        let head = try await Self.recordingHandshake { server in
             var configuration = SessionConfiguration.default
             let storage = MemoryCookieStorage()
             storage.setCookie(Cookie(name: "b", value: "2", domain: "127.0.0.1"))
@@ -753,7 +752,6 @@ struct WebSocketHandshakeWireTests {
             await task.waitUntilFinished()
             await manager.invalidate(cancelingTasks: true)
         }
-        let head = try #require(seen.withLockedValue { $0 })
         let cookies = head.split(separator: "\r\n").map { $0.lowercased() }.filter { $0.hasPrefix("cookie:") }
         #expect(cookies == ["cookie: a=1; b=2"], "\(head)")
     }
