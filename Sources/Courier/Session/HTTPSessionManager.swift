@@ -27,6 +27,10 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
 
     /// The URL relative URL strings resolve against; a path always ends in `/`.
     public let baseURL: URL?
+    /// The policy that applies to ``baseURL``'s host: the manager's policy, or on a ``NIOEngine``
+    /// made with ``ServerTrustPolicies`` the one for that host (a host's pinning policy on an
+    /// `http` base URL would never be enforced, as the manager's own would not).
+    private let baseURLSecurityPolicy: SecurityPolicy
     private let requestSerializerBox = NIOLockedValueBox(StoredRequestSerializer(HTTPRequestSerializer()))
     /// URL strings already resolved against ``baseURL``: an API client asks for the same paths
     /// over and over, and Foundation's parse and join cost about 3 % of a small request's CPU.
@@ -53,17 +57,20 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     ///   - securityPolicy: Which servers to trust.
     public init(baseURL: URL? = nil, configuration: SessionConfiguration = .default, securityPolicy: SecurityPolicy = .default) {
         self.baseURL = baseURL.map(Self.normalizedBaseURL)
+        self.baseURLSecurityPolicy = securityPolicy
         super.init(configuration: configuration, securityPolicy: securityPolicy)
     }
 
     /// A manager on the given engine.
     public init(baseURL: URL? = nil, engine: any Engine, configuration: SessionConfiguration = .default) {
         self.baseURL = baseURL.map(Self.normalizedBaseURL)
+        self.baseURLSecurityPolicy = (engine as? NIOEngine)?.serverTrust.policy(forHost: baseURL?.host) ?? .default
         super.init(engine: engine, configuration: configuration)
     }
 
     private init(shared: Void) {
         self.baseURL = nil
+        self.baseURLSecurityPolicy = .default
         super.init(configuration: .default, securityPolicy: .default)
         self.registry.withLockedValue { $0.isProcessWide = true }
         #if DEBUG
@@ -115,7 +122,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
 
     private func resolved(_ urlString: String) throws(CourierError) -> ResolvedURL {
         // A pinning policy needs an https base URL (AFNetworking raised an exception there).
-        try self.securityPolicy.validate(baseURL: self.baseURL)
+        try self.baseURLSecurityPolicy.validate(baseURL: self.baseURL)
         if let resolved = self.resolvedURLStrings.withLockedValue({ $0[urlString] }) {
             return resolved
         }

@@ -61,6 +61,24 @@ struct SecurityPolicyTests {
         }
     }
 
+    /// A pinning policy set for the base URL's host (``ServerTrustPolicies``) needs an https base
+    /// URL as the manager's own does: over `http` it would never be enforced.
+    @Test func hostsPinningPolicyNeedsAnHTTPSBaseURL() async throws {
+        var trust = ServerTrustPolicies(default: .default)
+        trust["api.example.com"] = SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: [try Self.certificate(TestCertificates.rootCA)])
+        let pinnedHost = HTTPSessionManager(baseURL: URL(string: "http://API.example.com/v1"), engine: NIOEngine(serverTrust: trust))
+        defer { pinnedHost.invalidate(cancelingTasks: true) }
+        #expect {
+            try pinnedHost.absoluteURLString(for: "get")
+        } throws: { error in
+            (error as? CourierError)?.code == .invalidRequest && "\(error)".contains("https base URL")
+        }
+        // Another host's base URL gets the default policy, which does not pin.
+        let otherHost = HTTPSessionManager(baseURL: URL(string: "http://www.example.com/"), engine: NIOEngine(serverTrust: trust))
+        defer { otherHost.invalidate(cancelingTasks: true) }
+        #expect(try otherHost.absoluteURLString(for: "get") == "http://www.example.com/get")
+    }
+
     @Test func certificatesLoadFromDERAndPEM() throws {
         let pem = try Self.certificate(TestCertificates.localhostLeaf)
         let der = try Certificate(derEncoded: Data(TestCertificates.der(TestCertificates.localhostLeaf)))
