@@ -13,11 +13,18 @@ import Foundation
 /// The fields are the domain (a leading dot and `TRUE` in the second field for a cookie that
 /// also goes to subdomains; `#HttpOnly_` in front for an `HttpOnly` cookie), the path, `TRUE` for
 /// `Secure`, the expiry in seconds since 1970 (0 for a session cookie), the name and the value.
-/// The format has no place for `SameSite` or the creation date: a cookie read back has no
-/// `SameSite`, and its creation date is the time it was read (the file's order is kept).
+/// The format has no place for `SameSite`: a cookie read back has no `SameSite`. Nor has it one
+/// for the creation date, so ``encode(_:)`` writes it in a comment above each cookie
+/// (`# created 1700000000.25`, seconds since 1970), which curl and wget skip. A cookie without
+/// one (a file curl wrote) was created before the file was read, at a time unknown: it is read
+/// as created at `Date.distantPast`, in the file's order, so that
+/// ``CookieStorage/removeCookies(since:)`` keeps it.
 public enum NetscapeCookieFile {
     /// The first line curl writes, which curl and wget expect.
     public static let header = "# Netscape HTTP Cookie File"
+
+    /// What starts the comment ``encode(_:)`` writes above a cookie's line: its creation date.
+    static let creationPrefix = "# created "
 
     /// What a file held: the cookies, and the numbers (from 1) of the lines that were neither
     /// comments nor cookies.
@@ -31,7 +38,8 @@ public enum NetscapeCookieFile {
     /// Reads the text of a cookies file. Comments, blank lines and cookies expired at `now` are
     /// skipped; malformed lines (a control character other than the tabs is one) are skipped and
     /// listed. Tabs after the seventh field belong to the value (``encode(_:)`` writes a value's
-    /// tabs as they are).
+    /// tabs as they are). A cookie's creation date is read from the `# created` comment on the
+    /// line just above it; without one, it is `Date.distantPast`.
     ///
     /// - Parameters:
     ///   - text: The file's text.
@@ -44,11 +52,20 @@ public enum NetscapeCookieFile {
         var contents = Contents(cookies: [], invalidLines: [])
         // Lines end with LF or CRLF: `"\r\n"` is one `Character`, which a split on `"\n"` misses.
         let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
+        // The creation date the line just read gave, for the line that follows it only.
+        var created: Date?
         for (number, rawLine) in lines.enumerated() {
             var line = rawLine
             if line.last == "\r" { line = line.dropLast() }
+            let creationDate = created ?? .distantPast
+            created = nil
             var isHTTPOnly = false
-            if line.hasPrefix("#HttpOnly_") {
+            if line.hasPrefix(Self.creationPrefix) {
+                if let seconds = Double(line.dropFirst(Self.creationPrefix.count)), seconds.isFinite {
+                    created = Date(timeIntervalSince1970: seconds)
+                }
+                continue
+            } else if line.hasPrefix("#HttpOnly_") {
                 isHTTPOnly = true
                 line = line.dropFirst("#HttpOnly_".count)
             } else if line.hasPrefix("#") || line.allSatisfy({ $0 == " " || $0 == "\t" }) {
@@ -74,7 +91,7 @@ public enum NetscapeCookieFile {
                 name: String(fields[5]), value: value,
                 domain: String(fields[0]), path: String(fields[2]), expiresDate: expiresDate,
                 isHostOnly: !subdomains && !fields[0].hasPrefix("."), isSecure: secure, isHTTPOnly: isHTTPOnly,
-                creationDate: now)
+                creationDate: creationDate)
             if cookie.isExpired(at: now) { continue }
             if let publicSuffixes, !cookie.isHostOnly, !CookieMatching.isIPAddress(cookie.domain),
                 publicSuffixes.isPublicSuffix(cookie.domain)
@@ -95,15 +112,21 @@ public enum NetscapeCookieFile {
         return seconds.isNaN ? 1 : Int64(min(max(seconds, 1), 253_402_300_799))
     }
 
-    /// Writes cookies in the format, after ``header``; a session cookie gets expiry 0.
+    /// Writes cookies in the format, after ``header``; a session cookie gets expiry 0. Above each
+    /// cookie's line, a comment gives its creation date (seconds since 1970), which
+    /// ``decode(_:now:publicSuffixes:)`` reads back and curl and wget skip.
     ///
     /// A value's tabs are written as they are (``decode(_:now:publicSuffixes:)`` reads them back;
     /// curl skips such a line, as it refuses such a cookie). A cookie whose name or path holds a
     /// tab is left out (``canEncode(_:)``): the format has no way to tell that tab from the field
     /// separators; so is a nameless cookie whose value holds one.
     public static func encode(_ cookies: some Sequence<Cookie>) -> String {
-        var text = Self.header + "\n# Written by Courier. Each line: domain, subdomains, path, secure, expiry, name, value.\n\n"
+        var text = Self.header
+            + "\n# Written by Courier. Each line: domain, subdomains, path, secure, expiry, name, value;"
+            + " the comment above it: when the cookie was created, in seconds since 1970.\n\n"
         for cookie in cookies where Self.canEncode(cookie) {
+            let created = cookie.creationDate.timeIntervalSince1970
+            if created.isFinite { text += "\(Self.creationPrefix)\(created)\n" }
             if cookie.isHTTPOnly { text += "#HttpOnly_" }
             text += cookie.isHostOnly ? cookie.domain : "." + cookie.domain
             text += cookie.isHostOnly ? "\tFALSE\t" : "\tTRUE\t"

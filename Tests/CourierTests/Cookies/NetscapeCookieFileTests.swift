@@ -84,6 +84,36 @@ struct NetscapeCookieFileTests {
         #expect(fourth.allCookies.map(\.name) == ["pref"])
     }
 
+    /// The format has no field for a cookie's creation date. Every cookie read back was created
+    /// when the file was read, so `removeCookies(since:)` with an earlier date removed them all,
+    /// those of the last run too.
+    @Test func aFileStoreKeepsCreationDatesAcrossARestart() async throws {
+        try await withScratchDirectory { folder in
+            let file = folder.appendingPathComponent("cookies.txt")
+            let clock = ManualClock()
+            let suffixes = PublicSuffixList(rules: "com\n")
+            let url = URL(string: "http://www.example.com/")!
+            let first = try FileCookieStorage(fileURL: file, publicSuffixes: suffixes, clock: clock.function)
+            first.storeCookies(fromSetCookieFields: ["old=1; Max-Age=86400"], for: url)
+            clock.advance(by: 0.25)
+            let cutoff = clock.now
+            first.storeCookies(fromSetCookieFields: ["new=2; Max-Age=86400"], for: url)
+            try first.save()
+            let written = try String(contentsOf: file, encoding: .utf8)
+            #expect(written.contains("\n# created 1700000000.25\nwww.example.com\tFALSE\t/\tFALSE\t"))
+            // A line curl wrote: no creation date; the cookie was made before the file was read.
+            try (written + "www.example.com\tFALSE\t/\tFALSE\t0\tcurl\t3\n").write(to: file, atomically: true, encoding: .utf8)
+
+            clock.advance(by: 60)
+            let second = try FileCookieStorage(fileURL: file, publicSuffixes: suffixes, clock: clock.function)
+            #expect(second.allCookies.map(\.name) == ["curl", "old", "new"])
+            #expect(second.allCookies.first { $0.name == "old" }?.creationDate == Date(timeIntervalSince1970: 1_700_000_000))
+            #expect(second.allCookies.first { $0.name == "curl" }?.creationDate == Date.distantPast)
+            second.removeCookies(since: cutoff)
+            #expect(second.cookieHeader(for: url) == "curl=3; old=1", "only the cookie created since the cutoff goes")
+        }
+    }
+
     @Test func anUnreadableFileIsATypedError() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cookies-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
