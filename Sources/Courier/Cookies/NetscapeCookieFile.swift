@@ -10,9 +10,11 @@ import Foundation
 /// #HttpOnly_example.com	FALSE	/account	TRUE	0	session	abc123
 /// ```
 ///
-/// The fields are the domain (a leading dot and `TRUE` in the second field for a cookie that
-/// also goes to subdomains; `#HttpOnly_` in front for an `HttpOnly` cookie), the path, `TRUE` for
-/// `Secure`, the expiry in seconds since 1970 (0 for a session cookie), the name and the value.
+/// The fields are the domain (`#HttpOnly_` in front for an `HttpOnly` cookie), `TRUE` for a
+/// cookie that also goes to subdomains (written with a leading dot on the domain; when read, the
+/// flag decides, as curl reads it: `.example.com` with `FALSE` is a host-only cookie for
+/// `example.com`), the path, `TRUE` for `Secure`, the expiry in seconds since 1970 (0 for a
+/// session cookie), the name and the value.
 /// The format has no place for `SameSite`: a cookie read back has no `SameSite`. Nor has it one
 /// for the creation date, so ``encode(_:)`` writes it in a comment above each cookie
 /// (`# created 1700000000.25`, seconds since 1970), which curl and wget skip. A cookie without
@@ -90,7 +92,7 @@ public enum NetscapeCookieFile {
             let cookie = Cookie(
                 name: String(fields[5]), value: value,
                 domain: String(fields[0]), path: String(fields[2]), expiresDate: expiresDate,
-                isHostOnly: !subdomains && !fields[0].hasPrefix("."), isSecure: secure, isHTTPOnly: isHTTPOnly,
+                isHostOnly: !subdomains, isSecure: secure, isHTTPOnly: isHTTPOnly,
                 creationDate: creationDate)
             if cookie.isExpired(at: now) { continue }
             if let publicSuffixes, !cookie.isHostOnly, !CookieMatching.isIPAddress(cookie.domain),

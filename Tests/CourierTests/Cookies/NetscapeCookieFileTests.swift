@@ -33,6 +33,25 @@ struct NetscapeCookieFileTests {
         #expect(contents.cookies[2].name == "empty" && contents.cookies[2].value == "")
     }
 
+    /// The second field says whether a cookie goes to subdomains, whatever the domain's leading
+    /// dot, as curl reads it. A line `.example.com` with `FALSE` was read as a cookie for the
+    /// domain and its subdomains.
+    @Test func theSubdomainsFlagDecidesOverALeadingDot() {
+        let text = ".example.com\tFALSE\t/\tFALSE\t0\thost\t1\nexample.com\tTRUE\t/\tFALSE\t0\twide\t2\n"
+        let contents = NetscapeCookieFile.decode(text, now: self.now)
+        #expect(contents.invalidLines.isEmpty)
+        #expect(contents.cookies.map(\.name) == ["host", "wide"])
+        #expect(contents.cookies.map(\.domain) == ["example.com", "example.com"])
+        #expect(contents.cookies.map(\.isHostOnly) == [true, false])
+        #expect(contents.cookies.map { $0.matches(URL(string: "http://www.example.com/")!) } == [false, true])
+        #expect(contents.cookies.map { $0.matches(URL(string: "http://example.com/")!) } == [true, true])
+        // Written and read back, each is the same cookie.
+        let written = NetscapeCookieFile.encode(contents.cookies)
+        #expect(written.contains("\nexample.com\tFALSE\t/\tFALSE\t0\thost\t1\n"))
+        #expect(written.contains("\n.example.com\tTRUE\t/\tFALSE\t0\twide\t2\n"))
+        #expect(NetscapeCookieFile.decode(written, now: self.now).cookies == contents.cookies)
+    }
+
     @Test func aControlCharacterMakesALineMalformed() {
         // A carriage return inside a line (not ending it), a NUL, a DEL: each would reach the
         // `Cookie` field of a request; a tab is the separator.
