@@ -157,7 +157,8 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
     public var responseData: Data? { self.state.withLockedValue { $0.responseData } }
     /// The body as text, decoded as ``StringResponseSerializer`` decodes it: in the encoding its
     /// byte-order mark or the response's charset names, UTF-8 otherwise (windows-1252, and the
-    /// US-ASCII labels read as it, as the WHATWG standard decodes it: every byte is a character);
+    /// US-ASCII and ISO-8859-1 labels read as it, as the WHATWG standard decodes it: every byte is
+    /// a character);
     /// nil when the bytes are not valid text in that encoding.
     public var responseString: String? {
         let (data, response) = self.state.withLockedValue { ($0.responseData, $0.response) }

@@ -10,9 +10,10 @@ import HTTPTypes
 /// 3. the `charset` parameter of `Content-Type`, when Courier knows the name (UTF-8/16/32,
 ///    US-ASCII, ISO-8859-1/2, windows-1250…1254, Shift_JIS, EUC-JP, ISO-2022-JP, macintosh and
 ///    their common aliases, in any letter case, quoted or not; Foundation on Linux cannot decode
-///    EUC-JP, so such a body fails there). US-ASCII's labels are read as windows-1252, as the
-///    WHATWG Encoding standard and browsers read them: a byte past 7F in a body labelled ASCII is
-///    a character, not an error;
+///    EUC-JP, so such a body fails there). US-ASCII's and ISO-8859-1's labels are read as
+///    windows-1252, as the WHATWG Encoding standard and browsers read them: a byte past 7F in a
+///    body labelled ASCII is a character, not an error, and bytes 80–9F in one labelled
+///    ISO-8859-1 are windows-1252's characters (`93`/`94` curly quotes, `80` €), not C1 controls;
 /// 4. otherwise ``fallbackEncoding``, UTF-8 by default (RFC 9110 no longer makes ISO-8859-1 the
 ///    default for `text/*`, and JSON, HTML5 and most APIs are UTF-8).
 ///
@@ -68,8 +69,8 @@ public struct StringResponseSerializer: ResponseSerializer {
 
     /// `data` as text in the encoding ``encoding(for:data:)`` chooses, without the byte-order mark
     /// that chose it, and that encoding; nil text when the bytes are not valid in it (windows-1252,
-    /// which US-ASCII's labels also choose, is decoded as the WHATWG standard decodes it, and never
-    /// fails). No validation, no preprocessing.
+    /// which US-ASCII's and ISO-8859-1's labels also choose, is decoded as the WHATWG standard
+    /// decodes it, and never fails). No validation, no preprocessing.
     func decodedText(_ data: Data, response: HTTPResponse?) -> (text: String?, encoding: String.Encoding) {
         let (encoding, skip) = self.encoding(for: response, data: data)
         let body = skip == 0 ? data : data.dropFirst(skip)

@@ -67,9 +67,12 @@ enum TextEncoding {
         add(.utf8, "utf-8", "utf8", "unicode-1-1-utf-8", "x-unicode20utf8")
         // The WHATWG Encoding standard's labels of windows-1252, as browsers read them: a body
         // labelled ASCII with a byte past 7F (a curly quote a server's template put there) is
-        // read, not refused.
+        // read, not refused; one labelled ISO-8859-1 with bytes 80–9F (the same quotes, or €)
+        // gets windows-1252's characters there, not C1 controls.
         add(.windowsCP1252, "us-ascii", "ascii", "ansi_x3.4-1968", "iso646-us", "us", "cp367", "ibm367", "csascii")
-        add(.isoLatin1, "iso-8859-1", "iso8859-1", "iso_8859-1", "latin1", "l1", "cp819", "ibm819", "csisolatin1")
+        add(
+            .windowsCP1252, "iso-8859-1", "iso8859-1", "iso88591", "iso_8859-1", "iso_8859-1:1987", "iso-ir-100", "latin1", "l1",
+            "cp819", "ibm819", "csisolatin1")
         add(.isoLatin2, "iso-8859-2", "iso8859-2", "iso_8859-2", "latin2", "l2", "csisolatin2")
         add(.utf16, "utf-16", "utf16")
         add(.utf16BigEndian, "utf-16be", "utf16be")

@@ -126,6 +126,19 @@ struct StringResponseSerializerTests {
         #expect(throws: CourierError.self) { try StringResponseSerializer(encoding: .ascii).responseObject(for: nil, data: quoted) }
     }
 
+    /// The WHATWG Encoding standard reads ISO-8859-1's labels as windows-1252 too: bytes 80–9F in
+    /// a body labelled Latin-1 are curly quotes, €, and so on. They were Foundation's ISO-8859-1,
+    /// C1 controls there (`93` U+0093, not “).
+    @Test func latin1LabelsAreWindows1252() throws {
+        let quoted = Data([0x93, 0x68, 0x69, 0x94, 0x20, 0x80, 0x20, 0xE9])  // “hi” € é
+        for label in ["iso-8859-1", "ISO-8859-1", "iso8859-1", "iso_8859-1", "latin1", "l1", "cp819", "\"ISO_8859-1:1987\""] {
+            let response = Fixture.response(200, "text/plain; charset=\(label)")
+            #expect(try StringResponseSerializer().responseObject(for: response, data: quoted) == "\u{201C}hi\u{201D} \u{20AC} \u{E9}", "\(label)")
+        }
+        // ISO-8859-1 asked for by name stays Foundation's: each byte the code point of its value.
+        #expect(try StringResponseSerializer(encoding: .isoLatin1).responseObject(for: nil, data: Data([0x93, 0x80])) == "\u{93}\u{80}")
+    }
+
     @Test func byteOrderMarkOutranksHeaderAndIsDropped() throws {
         let utf16 = Data([0xFF, 0xFE]) + self.text.data(using: .utf16LittleEndian)!
         #expect(try StringResponseSerializer().responseObject(for: Fixture.response(200, "text/plain; charset=iso-8859-1"), data: utf16) == self.text)
