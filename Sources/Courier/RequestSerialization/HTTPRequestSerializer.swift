@@ -24,7 +24,8 @@ import HTTPTypes
 public struct HTTPRequestSerializer: RequestSerializer {
     /// Header fields added to every request that does not already set them.
     ///
-    /// By default `Accept-Language` (the preferred languages) and `User-Agent`
+    /// By default `Accept-Language` (the preferred languages; on Linux, those of the environment's
+    /// `LANGUAGE`, `LC_ALL`, `LC_MESSAGES` and `LANG`, as gettext reads them) and `User-Agent`
     /// (`name/version (platform; OS version)`).
     public var httpRequestHeaders: HTTPFields
 
@@ -48,10 +49,12 @@ public struct HTTPRequestSerializer: RequestSerializer {
     public var queryStringSerialization: QueryStringSerialization?
 
     /// A serializer with AFNetworking's defaults: `Accept-Language` from `Locale.preferredLanguages`
-    /// and a `User-Agent` for this process.
+    /// (on Linux, where Foundation gives `en-001` whatever the user chose, from the environment:
+    /// `LANGUAGE`, else the first of `LC_ALL`, `LC_MESSAGES` and `LANG`, `de_DE.UTF-8` giving
+    /// `de-DE`; `en` under the `C` or `POSIX` locale) and a `User-Agent` for this process.
     public init() {
         self.httpRequestHeaders = [:]
-        if let acceptLanguage = DefaultHeaders.acceptLanguage(preferredLanguages: Locale.preferredLanguages) {
+        if let acceptLanguage = DefaultHeaders.acceptLanguage(preferredLanguages: DefaultHeaders.preferredLanguages()) {
             self.httpRequestHeaders[.acceptLanguage] = acceptLanguage
         }
         self.httpRequestHeaders[.userAgent] = DefaultHeaders.currentUserAgent

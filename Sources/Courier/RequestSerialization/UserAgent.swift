@@ -15,6 +15,51 @@ enum DefaultHeaders {
         return components.isEmpty ? nil : components.joined(separator: ", ")
     }
 
+    /// The user's preferred languages, most preferred first: Foundation's
+    /// `Locale.preferredLanguages`, except on Linux, where Foundation answers `en-001` whatever
+    /// the user chose: there, the languages of `environment`, as gettext reads them
+    /// (``posixPreferredLanguages(environment:)``).
+    static func preferredLanguages(environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        #if os(Linux)
+        return Self.posixPreferredLanguages(environment: environment)
+        #else
+        return Locale.preferredLanguages
+        #endif
+    }
+
+    /// The languages a POSIX program's messages are chosen by (gettext's rule), as language tags.
+    /// The locale is the first of `LC_ALL`, `LC_MESSAGES` and `LANG` that is set and not empty
+    /// (`de_DE.UTF-8` is `de-DE`). `LANGUAGE`, a list separated by colons (`fr_CA:fr`), comes
+    /// instead of it when set, unless the locale is `C` or `POSIX` (or unset), under which gettext
+    /// translates nothing: then English, `en`, alone. Names that are no language tag are skipped,
+    /// and so are repeats.
+    static func posixPreferredLanguages(environment: [String: String]) -> [String] {
+        let locale = ["LC_ALL", "LC_MESSAGES", "LANG"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty }
+        guard let locale, let localeTag = Self.languageTag(posixLocale: Substring(locale)) else { return ["en"] }
+        var languages: [String] = []
+        var seen: Set<String> = []
+        for name in (environment["LANGUAGE"] ?? "").split(separator: ":") {
+            guard let tag = Self.languageTag(posixLocale: name), seen.insert(tag.lowercased()).inserted else { continue }
+            languages.append(tag)
+        }
+        return languages.isEmpty ? [localeTag] : languages
+    }
+
+    /// A POSIX locale name as a language tag: `de_DE.UTF-8` and `de_DE@euro` are `de-DE`, `fr` is
+    /// `fr`. Nil for `C` and `POSIX` (with or without a codeset: `C.UTF-8`), and for a name that is
+    /// no tag: a language of 2 to 8 letters, then subtags of 1 to 8 letters or digits, after `_`
+    /// or `-` (so nothing of it can break the header).
+    static func languageTag(posixLocale name: Substring) -> String? {
+        var name = name
+        if let end = name.firstIndex(where: { $0 == "." || $0 == "@" }) { name = name[..<end] }
+        guard name != "C", name != "POSIX" else { return nil }
+        let subtags = name.split(omittingEmptySubsequences: false) { $0 == "_" || $0 == "-" }
+        guard let language = subtags.first, (2...8).contains(language.count), language.allSatisfy({ $0.isASCII && $0.isLetter }),
+            subtags.allSatisfy({ subtag in (1...8).contains(subtag.count) && subtag.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } })
+        else { return nil }
+        return subtags.joined(separator: "-")
+    }
+
     /// AFNetworking's `User-Agent` form, `name/version (platform; OS version)`, made ASCII.
     ///
     /// - Parameters:

@@ -1,4 +1,5 @@
 @testable import Courier
+import Foundation
 import Testing
 
 extension RequestSerializationTests {
@@ -16,6 +17,40 @@ extension RequestSerializationTests {
         func acceptLanguage(languages: [String], expected: String?) {
             #expect(DefaultHeaders.acceptLanguage(preferredLanguages: languages) == expected)
         }
+
+        @Test(
+            "Accept-Language from the environment, as gettext reads it",
+            arguments: [
+                ([:], "en;q=1"),
+                (["LANG": "C"], "en;q=1"),
+                (["LANG": "POSIX"], "en;q=1"),
+                (["LANG": "C.UTF-8", "LANGUAGE": "de:fr"], "en;q=1"),
+                (["LANGUAGE": "de:fr"], "en;q=1"),
+                (["LANG": "de_DE.UTF-8"], "de-DE;q=1"),
+                (["LANG": "de_DE.UTF-8", "LC_ALL": ""], "de-DE;q=1"),
+                (["LANG": "de_DE.UTF-8", "LC_MESSAGES": "fr_FR@euro"], "fr-FR;q=1"),
+                (["LANG": "de_DE.UTF-8", "LC_MESSAGES": "fr_FR", "LC_ALL": "pt_BR.UTF-8"], "pt-BR;q=1"),
+                (["LANG": "de_DE.UTF-8", "LANGUAGE": "fr_CA:fr:en_GB:fr"], "fr-CA;q=1, fr;q=0.9, en-GB;q=0.8"),
+                (["LANG": "nb_NO.UTF-8", "LANGUAGE": ""], "nb-NO;q=1"),
+                (["LANG": "en_US.UTF-8", "LANGUAGE": "a1:de\r\nX-Evil: 1:/usr/share/locale:sv"], "sv;q=1"),
+                (["LANG": "en_US.UTF-8", "LANGUAGE": "aa:bb:cc:dd:ee:ff:gg"], "aa;q=1, bb;q=0.9, cc;q=0.8, dd;q=0.7, ee;q=0.6, ff;q=0.5"),
+            ] as [([String: String], String)]
+        )
+        func acceptLanguageFromTheEnvironment(environment: [String: String], expected: String) {
+            #expect(DefaultHeaders.acceptLanguage(preferredLanguages: DefaultHeaders.posixPreferredLanguages(environment: environment)) == expected)
+        }
+
+        #if os(Linux)
+        /// Foundation on Linux answers `en-001` to `Locale.preferredLanguages` whatever the user
+        /// set: every serializer's `Accept-Language` was `en-001;q=1`.
+        @Test("On Linux, a serializer's Accept-Language comes from the environment")
+        func serializerReadsTheEnvironment() {
+            let environment = ProcessInfo.processInfo.environment
+            let expected = DefaultHeaders.acceptLanguage(preferredLanguages: DefaultHeaders.posixPreferredLanguages(environment: environment))
+            #expect(HTTPRequestSerializer().value(forHTTPHeaderField: "Accept-Language") == expected)
+            #expect(DefaultHeaders.preferredLanguages(environment: ["LANG": "sv_SE.UTF-8"]) == ["sv-SE"])
+        }
+        #endif
 
         @Test("User-Agent in AFNetworking's form, ASCII only")
         func userAgent() {
