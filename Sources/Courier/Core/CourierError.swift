@@ -242,7 +242,8 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// server that allows resuming (a `GET` of the whole resource whose body was not
     /// content-coded, as ``ResumeData`` describes): what ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)-(Data,_,_,_)``
     /// needs to continue. A continuation whose connection could not be made, or failed or timed
-    /// out before it changed the partial file, carries the resume data it began with; one that
+    /// out before it changed the partial file, or whose 206 was not the rest of the partial file's
+    /// version (``CourierError/Code/invalidResponse``), carries the resume data it began with; one that
     /// could not write the partial file (a full disk) carries resume data for the bytes it kept
     /// and wrote. The partial file it names is yours to resume from or discard.
     public var resumeData: ResumeData? {

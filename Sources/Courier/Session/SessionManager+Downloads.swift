@@ -46,10 +46,12 @@ extension SessionManager {
     /// `Content-Range: bytes */N` names exactly the bytes kept, or that names no length (the
     /// server matched the `If-Range` validator, so nothing lies past the bytes kept) when the
     /// resume data records no other whole length, completes the download with the partial file
-    /// (it was whole; the response is that 416); any other 206 or 416, or a 206 that names another
-    /// strong `ETag` (or `Last-Modified`, when `If-Range` sent a date) than `If-Range` sent (the
-    /// rest of another version, from a server or cache that ignored `If-Range`), fails with
-    /// ``CourierError/Code/invalidResponse`` and removes the partial file. Any other answer (an
+    /// (it was whole; the response is that 416); any other 206 (its `Content-Range` starts or
+    /// ends elsewhere) fails with ``CourierError/Code/invalidResponse`` and keeps the partial file
+    /// as it was, the error carrying the resume data the task began with; any other 416, or a 206
+    /// that names another strong `ETag` (or `Last-Modified`, when `If-Range` sent a date) than
+    /// `If-Range` sent (the rest of another version, from a server or cache that ignored
+    /// `If-Range`), fails with ``CourierError/Code/invalidResponse`` and removes the partial file. Any other answer (an
     /// error page) goes to a file of its own and leaves the partial file as it was. When the partial file
     /// is gone, or is not a file Courier made in this session's ``SessionConfiguration/downloadDirectory``
     /// or the system's temporary directory (resume data is bytes from anywhere: Courier will not

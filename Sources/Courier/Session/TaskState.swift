@@ -116,6 +116,11 @@ struct TaskState {
     /// of it, or ran past it): the task fails, and its partial file keeps the bytes that fell in
     /// the range, with resume data, as a body cut short does.
     var bodyMissedRange = false
+    /// Whether Courier refused a continuation's 206 that was not the rest of the partial file
+    /// (its `Content-Range` starts or ends elsewhere) but names no other version than `If-Range`
+    /// sent: nothing was written, so the partial file stays, named by the resume data the
+    /// continuation began with.
+    var refusalKeepsPartialFile = false
     /// Set by `cancel(byProducingResumeData:)`.
     var resumeDataHandler: (@Sendable (ResumeData?) -> Void)?
 

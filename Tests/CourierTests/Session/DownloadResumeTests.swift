@@ -123,13 +123,19 @@ struct DownloadResumeTests {
         }
     }
 
-    @Test func a206ElsewhereFailsAndRemovesThePartialFile() async throws {
+    /// A 206 whose `Content-Range` does not start where the partial file ends fails with
+    /// `invalidResponse`. When it names the version `If-Range` sent (or none), nothing was
+    /// written and the partial file is still good: it stays, and the error carries the resume
+    /// data the continuation began with (the file was removed, and the caller's bytes lost with
+    /// it). When it names another version, the partial file is stale, and is removed.
+    @Test(arguments: ["\"v\"", "\"w\""])
+    func a206ElsewhereFailsAndKeepsThePartialFileOfItsVersion(_ tag: String) async throws {
         try await withPartialFile { file in
             try await withTestServer { server in
                 server.route("/wrong-range") { _ in
                     TestServer.Response(
                         status: .partialContent,
-                        headerFields: [.contentRange: "bytes 0-9/100", .eTag: "\"v\""],
+                        headerFields: [.contentRange: "bytes 0-9/100", .eTag: tag],
                         body: Data(repeating: 0, count: 10))
                 }
                 try await withManager(baseURL: server.baseURL) { manager in
@@ -140,7 +146,13 @@ struct DownloadResumeTests {
                     let error = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
                     #expect(error?.code == .invalidResponse)
                     #expect(error?.message.contains("Content-Range bytes 0-9/100") == true)
-                    #expect(await eventually { !FileManager.default.fileExists(atPath: file.path) })
+                    if tag == resume.entityTag {
+                        #expect(error?.resumeData == resume, "the resume data still names the partial file")
+                        #expect(try Data(contentsOf: file) == Data(repeating: 1, count: 50), "the partial file is as it was")
+                    } else {
+                        #expect(error?.resumeData == nil)
+                        #expect(await eventually { !FileManager.default.fileExists(atPath: file.path) }, "the partial file is of another version")
+                    }
                 }
             }
         }

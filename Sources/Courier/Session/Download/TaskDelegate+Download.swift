@@ -63,11 +63,17 @@ extension TaskDelegate {
                 guard let range = value.flatMap(ContentRange.init), range.first == continuation.offset,
                     range.completeLength.map({ range.last == $0 - 1 }) ?? true
                 else {
+                    // Nothing was written: unless the 206 names another version than `If-Range`
+                    // sent, it is part of the version the partial file holds (a server sends 206
+                    // only when `If-Range` matched), and the file is kept for another try.
+                    let sameVersion =
+                        request.headerFields.value(of: .ifRange).map { ContentRange.otherVersion(named: response, than: $0) == nil } ?? false
                     return self.refuseDownload(
                         CourierError(
                             .invalidResponse,
                             "\(request.summary): asked for the rest after \(continuation.offset) bytes, the server sent Content-Range \(value ?? "(none)")",
-                            request: request, response: response))
+                            request: request, response: response),
+                        keepingPartialFile: sameVersion)
                 }
                 if let sent = request.headerFields.value(of: .ifRange), let other = ContentRange.otherVersion(named: response, than: sent) {
                     return self.refuseDownload(
@@ -138,9 +144,15 @@ extension TaskDelegate {
         return .allow
     }
 
-    /// Ends the task with `error` instead of the plain cancellation the engine reports.
-    private func refuseDownload(_ error: CourierError) -> ResponseDisposition {
-        self.state.withLockedValue { $0.bodyFailure = $0.bodyFailure ?? error }
+    /// Ends the task with `error` instead of the plain cancellation the engine reports; with
+    /// `keepingPartialFile`, the partial file of resume data is kept, and the error carries the
+    /// resume data the continuation began with (else the file is removed).
+    private func refuseDownload(_ error: CourierError, keepingPartialFile: Bool = false) -> ResponseDisposition {
+        self.state.withLockedValue { state in
+            guard state.bodyFailure == nil else { return }
+            state.bodyFailure = error
+            state.refusalKeepsPartialFile = keepingPartialFile
+        }
         return .cancel
     }
 
@@ -225,6 +237,9 @@ extension TaskDelegate {
             var refused: Bool
             /// Whether the body of a continuation's 206 did not fill the range it named.
             var missedRange: Bool
+            /// Whether Courier refused a 206 of the partial file's version that was not the rest
+            /// (``TaskState/refusalKeepsPartialFile``).
+            var keepsPartialFile: Bool
             var request: Request
             var response: HTTPResponse?
             var validators: (entityTag: String?, lastModified: String?)?
@@ -250,8 +265,9 @@ extension TaskDelegate {
             let held = HeldReport(taking: &state, succeeded: error == nil)
             return Ending(
                 task: task, manager: manager, completion: completion, writer: state.downloadFile, error: error, refused: state.bodyFailure != nil,
-                missedRange: state.bodyMissedRange, request: state.currentRequest, response: state.response, validators: state.resumeValidators,
-                resumeDataHandler: state.resumeDataHandler, expected: state.countOfBytesExpectedToReceive, held: held)
+                missedRange: state.bodyMissedRange, keepsPartialFile: state.refusalKeepsPartialFile, request: state.currentRequest,
+                response: state.response, validators: state.resumeValidators, resumeDataHandler: state.resumeDataHandler,
+                expected: state.countOfBytesExpectedToReceive, held: held)
         }
         guard let ending else {
             unheard.map(self.endUnheard)
@@ -299,8 +315,14 @@ extension TaskDelegate {
             {
                 (fileURL, error) = await self.place(partial, plan: plan, ending.task, request: ending.request, response: response)
             } else if ending.refused, let partial = plan.continuation?.file {
-                // The server would not continue: the partial file is of no use.
-                try? FileManager.default.removeItem(at: partial)
+                if ending.keepsPartialFile {
+                    // A 206 of the same version that was not the rest: nothing was written, and
+                    // the resume data the continuation began with still names the file.
+                    resumeData = plan.resumeData
+                } else {
+                    // The server would not continue: the partial file is of no use.
+                    try? FileManager.default.removeItem(at: partial)
+                }
             }
             if resumeData == nil, let failure = error, !ending.refused, let original = plan.resumeData,
                 ending.resumeDataHandler != nil || Self.leavesResumeData(failure),
