@@ -63,7 +63,9 @@ extension SessionManager {
     /// ``CourierError/Code/fileSystemFailure`` and keeps the file, unlike a download that does not
     /// continue one: it holds the bytes kept and those written after them before the failure
     /// (cut back to the last write that reached the disk), and the error's
-    /// ``CourierError/resumeData`` names them, to continue from once there is room.
+    /// ``CourierError/resumeData`` names them, to continue from once there is room. A 200 (whose
+    /// body takes the partial file's place only once written) that cannot be written whole
+    /// leaves the partial file as it was, and the error carries the resume data the task began with.
     ///
     /// - Parameters:
     ///   - resumeData: ``ResumeData/data`` from an earlier download.

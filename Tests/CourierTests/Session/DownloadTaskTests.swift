@@ -362,6 +362,55 @@ struct FullDiskDownloadTests {
         }
     }
 
+    /// A continuation answered with a 200 (here a server that ignores `Range`) writes the whole
+    /// body again; when the disk fills meanwhile, the partial file keeps the bytes it had, and the
+    /// error carries the resume data the continuation began with. The half-written body replaced
+    /// the partial file, which was then removed with no resume data: the caller's bytes were lost.
+    @Test func aRewriteThatFillsTheDiskKeepsThePartialFileAsItWas() async throws {
+        let folder = TinyFileSystem.url!.appendingPathComponent("rewrite-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var configuration = SessionConfiguration.default
+        configuration.downloadDirectory = folder
+        let file = TestServer.GeneratedFile(length: 600_000)
+        try await TinyFileSystem.withExclusiveUse {
+            try await withTestServer { server in
+                try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
+                    let cut = await #expect(throws: CourierError.self) {
+                        try await manager.download(Request(url: server.url(file.path(["drop-after": "100000"]))))
+                    }
+                    var resume = try #require(cut?.resumeData, "\(String(describing: cut))")
+                    let kept = Int(resume.bytesReceived)
+                    #expect(kept > 0)
+                    // The continuation gets the whole file again, with a 200.
+                    resume.url = server.url(file.path(["ignore-range": "1"]))
+
+                    // The disk filled to within 64 KiB: the 200's body cannot be written whole.
+                    let filler = folder.appendingPathComponent("filler")
+                    let free = (try FileManager.default.attributesOfFileSystem(forPath: folder.path)[.systemFreeSize] as? NSNumber)?.intValue ?? 0
+                    try Data(count: max(0, free - (64 << 10))).write(to: filler)
+                    let full = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+                    #expect(full?.code == .fileSystemFailure)
+                    #expect(full?.response?.status == .ok)
+                    #expect(full?.resumeData == resume, "the resume data it began with: \(String(describing: full))")
+                    let partial = try Data(contentsOf: resume.temporaryFileURL)
+                    #expect(partial.count == kept, "the partial file is as it was")
+                    #expect(CRC32.checksum(of: partial) == file.crc32(0..<kept))
+
+                    // Room again: the partial file is continued.
+                    try FileManager.default.removeItem(at: filler)
+                    resume.url = server.url(file.path())
+                    let download = try await manager.download(resumingFrom: resume)
+                    #expect(download.response.status == .partialContent)
+                    let data = try Data(contentsOf: download.fileURL)
+                    #expect(CRC32.checksum(of: data) == file.crc32(), "whole and correct")
+                    #expect(contents(of: folder) == [download.fileURL.lastPathComponent], "nothing else is left")
+                    #expect(await eventually { manager.tasks.isEmpty })
+                }
+            }
+        }
+    }
+
     @Test func aMoveToAFullDiskOnAnotherFileSystemLeavesNoFileThere() async throws {
         // Written in the system's temporary directory, moved to the small file system: a copy,
         // cut short when the disk is full. The copy was made under the destination's own name

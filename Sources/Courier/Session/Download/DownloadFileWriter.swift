@@ -115,6 +115,9 @@ final class DownloadFileWriter: Sendable {
     /// Whether the owner should stop reading now.
     var wantsPause: Bool { self.state.withLockedValue { $0.askedToPause } }
 
+    /// Whether writing failed (it is not waited for).
+    var hasFailed: Bool { self.state.withLockedValue { $0.hasFailed } }
+
     /// Memory held by the chunks queued or being written now, and the most there ever was.
     var backlog: (now: Int, peak: Int) {
         self.state.withLockedValue { ($0.heldBytes, $0.peakHeldBytes) }
@@ -171,7 +174,8 @@ final class DownloadFileWriter: Sendable {
     /// each write that reached the file before the failure. The file was cut back to them, so that
     /// a write the disk refused halfway leaves nothing of itself. Nil when writing has not failed
     /// (it is not waited for), when the writer began a new file, or when it failed before it had
-    /// checked the bytes it kept; the file is then as ``abandon(removingFile:)`` finds it.
+    /// checked the bytes it kept; the file is then as ``abandon(removingFile:)`` finds it (a new
+    /// file that failed was never made visible: a file it was to replace is as it was).
     func lengthKeptAfterFailure() async -> Int64? {
         guard self.state.withLockedValue({ $0.hasFailed }) else { return nil }
         _ = try? await self.writing.value
@@ -254,7 +258,9 @@ final class DownloadFileWriter: Sendable {
                 try? await handle.resize(to: .bytes(file.written))
                 state.withLockedValue { [written = file.written] in $0.goodLength = written }
             }
-            try? await handle.close()
+            // A new file is never made visible: a 200 that rewrites the partial file of resume
+            // data leaves that one as it was (the flag is ignored for a continued file).
+            try? await handle.close(makeChangesVisible: false)
             throw error
         }
     }

@@ -465,13 +465,22 @@ extension TaskDelegate {
     /// caller can continue once there is room, as curl's `-C -` does. The resume data names this
     /// response's validators (the 206 continued the same version), else it is the resume data
     /// the task began with, whose bytes the file still holds (a continuation cuts the file back
-    /// to them). Any other writer's file (a new download's: it is not kept; a writer that has not
-    /// failed) is removed, and nil returned.
+    /// to them). A 200 that was rewriting the partial file and failed leaves it as it was (its
+    /// body was never made visible over it): the resume data the task began with is returned.
+    /// Any other writer's file (a new download's: it is not kept; a writer that has not failed)
+    /// is removed, and nil returned.
     private static func keepWrittenPart(
         _ writer: DownloadFileWriter, request: Request?, expected: Int64,
         validators: (entityTag: String?, lastModified: String?)?, original: ResumeData?
     ) async -> ResumeData? {
         guard let length = await writer.lengthKeptAfterFailure() else {
+            if writer.startOffset == 0, writer.hasFailed, let original,
+                writer.url.standardizedFileURL == original.temporaryFileURL.standardizedFileURL
+            {
+                await writer.abandon(removingFile: false)
+                let size = (try? FileManager.default.attributesOfItem(atPath: original.temporaryFileURL.path)[.size] as? NSNumber)?.int64Value
+                if let size, size >= original.bytesReceived { return original }
+            }
             await writer.abandon()
             return nil
         }
