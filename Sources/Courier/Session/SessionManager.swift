@@ -58,6 +58,8 @@ public class SessionManager: @unchecked Sendable {
         /// Called on an engine thread.
         public var taskDidSendBodyData: (@Sendable (SessionManager, SessionTask, Int64, Int64, Int64) -> Void)?
         /// A download wrote body bytes: bytes now, in all, and expected in all (-1 when unknown).
+        /// For a download that continues resume data, "in all" counts the partial file's bytes
+        /// from before, as ``SessionTask/downloadProgress`` does.
         /// Called on an engine thread, as the bytes are handed to the file writer.
         public var downloadTaskDidWriteData: (@Sendable (SessionManager, DownloadTask, Int64, Int64, Int64) -> Void)?
         /// A data task's response is about to be stored in the session's

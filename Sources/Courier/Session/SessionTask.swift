@@ -77,22 +77,37 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// left it (a file or stream body that ``RequestCompressor`` compresses as it is sent has no
     /// length beforehand); at a successful end, the bytes sent when it was unknown.
     public var countOfBytesExpectedToSend: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesExpectedToSend } }
-    /// Body bytes received so far.
-    public var countOfBytesReceived: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesReceived } }
+    /// Body bytes received so far. For a download that continues resume data, the bytes this
+    /// task received, as URLSession counts them, not those its partial file kept from before
+    /// (``downloadProgress`` counts those too).
+    public var countOfBytesReceived: Int64 {
+        self.delegate.state.withLockedValue { $0.countOfBytesReceived - $0.keptBytesReceived }
+    }
     /// Body bytes the response announced (`Content-Length`), or -1 when unknown, as it is for a
     /// content-coded body (its `Content-Length` counts the coded bytes, and the task receives
     /// the decoded ones); at the end, the bytes received. 0 for a response that has no body
     /// whatever its `Content-Length` says: the answer to a `HEAD` (whose `Content-Length` is the
     /// length a `GET` would get: read it from `HTTPResponse.expectedContentLength`), a 204 or a 304.
-    public var countOfBytesExpectedToReceive: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesExpectedToReceive } }
+    /// For a download that continues resume data, the bytes of the rest its 206 announced, not
+    /// the whole file's (``downloadProgress`` counts those); 0 for a 416 that found the partial
+    /// file whole.
+    public var countOfBytesExpectedToReceive: Int64 {
+        self.delegate.state.withLockedValue { state in
+            // The task's counts include the bytes kept, for the progress that counts them.
+            let expected = state.countOfBytesExpectedToReceive
+            return expected < 0 ? expected : expected - state.keptBytesReceived
+        }
+    }
 
     /// The upload's progress: total from the body's length, completed as bytes go out.
     ///
     /// It controls the task, as AFNetworking's and URLSession's `progress` do: `cancel()` on it
     /// cancels the task, `pause()` suspends it and `resume()` resumes it.
     public var uploadProgress: Progress { self.delegate.progress(.upload) }
-    /// The download's progress: total from `Content-Length`, completed as bytes arrive. It
-    /// controls the task as ``uploadProgress`` does.
+    /// The download's progress: total from `Content-Length`, completed as bytes arrive. For a
+    /// download that continues resume data, it counts the bytes its partial file kept from before
+    /// (the whole file's length and the bytes of it on disk). It controls the task as
+    /// ``uploadProgress`` does.
     public var downloadProgress: Progress { self.delegate.progress(.download) }
 
     /// Progress snapshots for `direction`, for `async` callers: the current one at once, then one

@@ -413,6 +413,30 @@ struct DownloadResumeTests {
         }
     }
 
+    /// A continuation's `countOfBytesReceived` counts the body bytes this task received, as
+    /// URLSession's does, and `countOfBytesExpectedToReceive` those its response announced; its
+    /// download progress counts the partial file's bytes too. Both counts included the bytes
+    /// kept: 60 of 60 after a 206 of 50, and 10 of 10 after a 416 that found the file whole.
+    @Test func aContinuationsCountsAreTheBytesThisTaskReceived() async throws {
+        let rest = String(decoding: alphabet(60).dropFirst(10), as: UTF8.self)
+        let partial = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 10-59/60\r\nETag: \"r\"\r\nContent-Length: 50\r\n\r\n" + rest
+        let whole = "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */10\r\nContent-Length: 0\r\n\r\n"
+        for (answer, received, length) in [(partial, 50, 60), (whole, 0, 10)] as [(String, Int64, Int64)] {
+            try await self.continuingTenOfSixty(answeredWith: answer) { manager, resume in
+                manager.completionQueue = TestQueues.completion
+                let ended = Recorder<CourierError?>()
+                let task = manager.downloadTask(withResumeData: resume) { _, _, error in ended.append(error) }
+                task.resume()
+                #expect(await ended.wait { $0.count == 1 })
+                #expect(ended.all.first??.code == nil, "\(ended.all)")
+                #expect(task.countOfBytesReceived == received)
+                #expect(task.countOfBytesExpectedToReceive == received)
+                #expect(task.downloadProgress.completedUnitCount == length)
+                #expect(task.downloadProgress.totalUnitCount == length)
+            }
+        }
+    }
+
     /// A continuation whose connection cannot be made leaves its partial file as it was, and
     /// hands back the resume data it began with, to try again with. It gave none, and the partial
     /// file was left in the temporary directory with nothing naming it.
