@@ -160,7 +160,9 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     /// else nil, and the partial file is removed. A task that continues resume data and had not
     /// changed its partial file yet (no answer had come, or it went to a file of its own) gets
     /// the resume data it began with. It is called once, before the task's own completion
-    /// handler, on a thread of Courier's.
+    /// handler, on a thread of Courier's. On a task that has ended already (or that an earlier
+    /// call is cancelling for resume data) it gets nil, also once on a thread of Courier's: never
+    /// within this call.
     public func cancel(byProducingResumeData completionHandler: @escaping @Sendable (ResumeData?) -> Void) {
         let accepted = self.delegate.state.withLockedValue { state -> Bool in
             guard !state.machine.hasEnded, state.resumeDataHandler == nil else { return false }
@@ -168,7 +170,9 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             return true
         }
         guard accepted else {
-            completionHandler(nil)
+            // As a running task's handler is called: from a task of Courier's, not the caller's
+            // thread (a caller holding a lock the handler takes would deadlock).
+            _Concurrency.Task.detached { completionHandler(nil) }
             return
         }
         self.cancel()

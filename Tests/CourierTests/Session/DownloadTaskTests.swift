@@ -23,6 +23,18 @@ func withPartialFile<T>(_ body: (URL) async throws -> T) async throws -> T {
     return try await body(url)
 }
 
+/// Whether the code runs within a call a test makes: a task-local value, which a closure called
+/// later from another task does not see.
+enum CallerScope {
+    @TaskLocal static var isCalling = false
+
+    /// Runs `body` at once, with ``isCalling`` set (a synchronous function, so that only the
+    /// synchronous `withValue` applies).
+    static func call(_ body: () -> Void) {
+        self.$isCalling.withValue(true, operation: body)
+    }
+}
+
 /// The files in `directory`, by name.
 func contents(of directory: URL) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
@@ -266,6 +278,32 @@ struct DownloadTaskTests {
                     #expect(resume.bytesReceived == 20)
                     #expect(try mode(resume.temporaryFileURL) == 0o600)
                 }
+            }
+        }
+    }
+
+    /// `cancel(byProducingResumeData:)` on a task that has ended gives nil as a running task's
+    /// handler is called: once, on a thread of Courier's, not within the call. It was called
+    /// within the call, on the caller's thread (a task-local value the caller set shows which).
+    @Test func cancellingAnEndedTaskForResumeDataAnswersOutsideTheCall() async throws {
+        try await withTestServer { server in
+            try await withManager(baseURL: server.baseURL) { manager in
+                let ended = Recorder<URL?>()
+                let task = manager.downloadTask(with: Request(url: server.url("/range/100"))) { _, url, _ in ended.append(url) }
+                task.resume()
+                #expect(await ended.wait { $0.count == 1 })
+                if let file = ended.all.first ?? nil { try? FileManager.default.removeItem(at: file) }
+                let answers = Recorder<ResumeData?>()
+                let withinTheCall = Recorder<Bool>()
+                CallerScope.call {
+                    task.cancel { resumeData in
+                        withinTheCall.append(CallerScope.isCalling)
+                        answers.append(resumeData)
+                    }
+                }
+                #expect(await answers.wait { $0.count == 1 })
+                #expect(answers.all.compactMap { $0 }.isEmpty, "no resume data")
+                #expect(withinTheCall.all == [false], "not called within the call")
             }
         }
     }
