@@ -19,12 +19,23 @@ enum DefaultHeaders {
     /// `Locale.preferredLanguages`, except on Linux, where Foundation answers `en-001` whatever
     /// the user chose: there, the languages of `environment`, as gettext reads them
     /// (``posixPreferredLanguages(environment:)``).
-    static func preferredLanguages(environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+    static func preferredLanguages(environment: [String: String] = Self.languageEnvironment()) -> [String] {
         #if os(Linux)
         return Self.posixPreferredLanguages(environment: environment)
         #else
         return Locale.preferredLanguages
         #endif
+    }
+
+    /// The four variables ``posixPreferredLanguages(environment:)`` reads, from this process's
+    /// environment: read one by one, not through `ProcessInfo`'s dictionary of every variable,
+    /// which each serializer made would build.
+    static func languageEnvironment() -> [String: String] {
+        var environment: [String: String] = [:]
+        for name in ["LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"] {
+            if let value = getenv(name) { environment[name] = String(cString: value) }
+        }
+        return environment
     }
 
     /// The languages a POSIX program's messages are chosen by (gettext's rule), as language tags.

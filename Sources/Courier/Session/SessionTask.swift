@@ -170,9 +170,10 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             return true
         }
         guard accepted else {
-            // As a running task's handler is called: from a task of Courier's, not the caller's
-            // thread (a caller holding a lock the handler takes would deadlock).
-            _Concurrency.Task.detached { completionHandler(nil) }
+            // As a running task's handler is: on a thread of Courier's, not the caller's (a
+            // caller holding a lock the handler takes would deadlock). A queue's block, not a
+            // `Task`: nothing to cancel, it only answers.
+            SessionManager.processingQueue.async { completionHandler(nil) }
             return
         }
         self.cancel()
