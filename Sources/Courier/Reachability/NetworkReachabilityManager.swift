@@ -293,7 +293,12 @@ public final class NetworkReachabilityManager: Sendable {
         }
         guard let (status, reported, queue) = delivery else { return }
         self.logger.debug("reachability of \(self.target): \(status)")
-        queue.async {
+        // Weakly, as AFNetworking's callback holds its manager: a manager released while a status
+        // waits here goes away at once (its deinit stops the monitor) and the status is dropped.
+        // Held strongly, each waiting delivery kept a released manager, its monitor thread and
+        // sockets alive, for good on a queue that never runs, and called the handler after release.
+        queue.async { [weak self] in
+            guard let self else { return }
             let current: (@Sendable (NetworkReachabilityStatus) -> Void)?? = self.state.withLockedValue { state in
                 state.generation == reported ? .some(state.statusChangeHandler) : .none
             }

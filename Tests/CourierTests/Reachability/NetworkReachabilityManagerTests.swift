@@ -314,6 +314,29 @@ struct NetworkReachabilityManagerTests {
         #expect(await eventually { !FileManager.default.fileExists(atPath: "/proc/self/task/\(thread)") }, "thread left running")
     }
 
+    /// A manager released while a status waits on `callbackQueue` goes away at once and its
+    /// monitor stops; the waiting status reaches no handler. The delivery held the manager
+    /// strongly: it outlived its last reference until the queue ran (for good on a queue that
+    /// never runs, with its monitor thread and sockets), then called the handler.
+    @Test func aManagerReleasedWithAStatusWaitingGoesAwayAtOnceAndDeliversNothing() {
+        let monitor = ScriptedMonitor()
+        var manager: NetworkReachabilityManager? = monitor.manager()
+        weak let weakManager = manager
+        let queue = DispatchQueue(label: "courier.tests.reachability.released")
+        manager?.callbackQueue = queue
+        let delivered = NIOLockedValueBox<[NetworkReachabilityStatus]>([])
+        manager?.statusChangeHandler = { status in delivered.withLockedValue { $0.append(status) } }
+        manager?.startMonitoring()
+        let release = Self.hold(queue)
+        monitor.send(.reachableViaWiFi)  // queued behind the hold
+        manager = nil
+        #expect(weakManager == nil, "the waiting delivery kept the released manager alive")
+        #expect(monitor.stops.withLockedValue { $0 } == 1, "the released manager's monitor still runs")
+        release()
+        queue.sync {}
+        #expect(delivered.withLockedValue { $0 } == [], "a status was delivered after the manager was released")
+    }
+
     #if os(Linux)
     /// A monitor stopped before it started never starts: the manager starts its monitor after its
     /// lock is released, so a `stopMonitoring()` can come in between, and the thread started then
