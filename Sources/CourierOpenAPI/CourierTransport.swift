@@ -169,8 +169,9 @@ public struct CourierTransport: ClientTransport {
         case (.multiple, .known(let count)) where count <= Int64(self.configuration.collectedBodyLimit):
             // Iterating a body that allows it more than once consumes nothing; an error here is the
             // body's own, as it would be mid-upload.
+            let data: Data
             do {
-                return .data(try await Data(collecting: body, upTo: Int(count)))
+                data = try await Data(collecting: body, upTo: Int(count))
             } catch is CancellationError {
                 // The caller's task was cancelled while the body was read: the call was cancelled
                 // (``CourierError/Code/cancelled``, as after the request went out), the body did not fail.
@@ -180,6 +181,14 @@ public struct CourierTransport: ClientTransport {
                     .bodyReadFailed, "\(request.method.rawValue) \(request.path ?? ""): the request body failed",
                     underlyingError: error)
             }
+            // Fewer bytes than the body's length says: not sent short, as a streamed body of the
+            // same kind is not (the engine fails it, `.bodyReadFailed`). More fail the collecting.
+            guard Int64(data.count) == count else {
+                throw CourierError(
+                    .bodyReadFailed,
+                    "\(request.method.rawValue) \(request.path ?? ""): the request body declared \(count) bytes and gave \(data.count)")
+            }
+            return .data(data)
         case (.multiple, _):
             return .replayableStream(length: length) { HTTPBodyChunks(body: body) }
         case (.single, _):

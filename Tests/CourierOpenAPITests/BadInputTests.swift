@@ -184,6 +184,25 @@ struct BadInputTests {
         }
     }
 
+    @Test(
+        "A body the runtime can iterate again that gives fewer bytes than its length fails the call with CourierError.bodyReadFailed, collected or streamed; it is not sent short",
+        arguments: [16 << 10, 128 << 10])
+    func shortUpload(given: Int) async throws {
+        try await TestServer.withServer { server in
+            var configuration = CourierTransport.Configuration()
+            // Long enough not to be what ends the call.
+            configuration.options.timeoutInterval = 60
+            try await withGeneratedClient(baseURL: server.baseURL, configuration: configuration) { client, _ in
+                // Twice as long declared as given: 32 KiB within the collected-body limit (sent as
+                // bytes), 256 KiB over it (a replayable stream).
+                let body = HTTPBody(PatternChunks(count: given), length: .known(Int64(2 * given)), iterationBehavior: .multiple)
+                let error = try await #require(throws: ClientError.self) { try await client.upload(body: .binary(body)) }
+                let courier = try #require(error.underlyingError as? CourierError, "\(error.underlyingError)")
+                #expect(courier.code == .bodyReadFailed, "\(courier)")
+            }
+        }
+    }
+
     /// A body that waits until its reader is cancelled, and tells when it is first read.
     struct ChunksUntilCancelled: AsyncSequence, Sendable {
         typealias Element = ArraySlice<UInt8>
