@@ -43,7 +43,8 @@ struct RoutingSnapshot: Sendable, Hashable {
     /// interface's kind.
     ///
     /// Only the main table is read. A destination is reachable when its longest-prefix route (the
-    /// lowest metric among equals) is a unicast route whose interface carries traffic; the
+    /// lowest metric among equals; an IPv4-mapped IPv6 address's among the IPv4 routes) is a
+    /// unicast route whose interface carries traffic; the
     /// general manager wants the same of the default route of lowest metric of IPv4 or of IPv6
     /// (an `unreachable`, `blackhole` or `prohibit` default route below a unicast one makes that
     /// family not reachable, as the kernel takes it), the lowest metric deciding the kind. A
@@ -64,7 +65,7 @@ struct RoutingSnapshot: Sendable, Hashable {
             return usable.min { $0.metric < $1.metric }.flatMap(self.usableLink).map(kind) ?? .notReachable
         }
         if addresses.contains(where: \.isLoopback) { return .reachableViaEthernet }
-        for address in addresses {
+        for address in addresses.map(Self.routed) {
             let candidates = main.filter {
                 $0.isIPv6 == address.isIPv6 && address.matches(network: $0.destination, prefixLength: $0.prefixLength)
             }
@@ -76,6 +77,14 @@ struct RoutingSnapshot: Sendable, Hashable {
             }
         }
         return .notReachable
+    }
+
+    /// `address` as the kernel routes it: an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) by the
+    /// IPv4 routes, since a connection to it goes out over IPv4.
+    private static func routed(_ address: IPAddress) -> IPAddress {
+        let bytes = address.bytes
+        guard address.isIPv6, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF else { return address }
+        return IPAddress(bytes: Array(bytes[12...])) ?? address
     }
 
     private func usableLink(_ route: Route) -> Link? {

@@ -139,6 +139,19 @@ struct RoutingSnapshotTests {
         #expect(v6.status(toward: [address], kind: Self.kind) == .reachableViaEthernet)
     }
 
+    /// An IPv4-mapped IPv6 address goes out over IPv4 (the kernel routes a connection to
+    /// `::ffff:192.0.2.7` by its IPv4 routes): it was matched against IPv6 routes only, and was
+    /// not reachable on a host whose only default route is IPv4's.
+    @Test func anIPv4MappedAddressTakesTheIPv4Routes() throws {
+        let mapped = try #require(IPAddress("::ffff:192.0.2.7"))
+        let snapshot = RoutingSnapshot(
+            links: [2: Self.eth, 3: Self.wlan],
+            routes: [Self.route([0, 0, 0, 0], 0, via: 2), Self.route([192, 0, 2, 0], 24, via: 3)])
+        #expect(snapshot.status(toward: [mapped], kind: Self.kind) == .reachableViaWiFi)
+        let unrouted = RoutingSnapshot(links: [2: Self.eth], routes: [Self.route([10, 0, 0, 0], 8, via: 2)])
+        #expect(unrouted.status(toward: [mapped], kind: Self.kind) == .notReachable)
+    }
+
     @Test func addressesParseAndPrint() {
         #expect(IPAddress("10.1.2.3")?.bytes == [10, 1, 2, 3])
         #expect(IPAddress("::1")?.bytes.count == 16)
