@@ -79,6 +79,21 @@ static void read_link(const struct nlmsghdr *header, struct courier_nl_item *ite
     }
 }
 
+// The interface of a multipath route's first next hop the kernel has not marked dead (its link
+// is down) or link-down (no carrier); the first hop's when every hop is so marked.
+static int first_live_hop(const struct rtattr *multipath) {
+    const struct rtnexthop *hop = RTA_DATA(multipath);
+    int left = (int)RTA_PAYLOAD(multipath);
+    int first = 0;
+    while (left >= (int)sizeof(struct rtnexthop) && RTNH_OK(hop, left)) {
+        if (first == 0) first = hop->rtnh_ifindex;
+        if (!(hop->rtnh_flags & (RTNH_F_DEAD | RTNH_F_LINKDOWN))) return hop->rtnh_ifindex;
+        left -= RTNH_ALIGN(hop->rtnh_len);
+        hop = RTNH_NEXT(hop);
+    }
+    return first;
+}
+
 static void read_route(const struct nlmsghdr *header, struct courier_nl_item *item) {
     const struct rtmsg *route = NLMSG_DATA(header);
     item->family = route->rtm_family;
@@ -104,11 +119,10 @@ static void read_route(const struct nlmsghdr *header, struct courier_nl_item *it
             if (RTA_PAYLOAD(a) >= 4) item->priority = *(const uint32_t *)RTA_DATA(a);
             break;
         case RTA_MULTIPATH:
-            // Several next hops: the first one's interface stands for the route.
-            if (item->oif == 0 && RTA_PAYLOAD(a) >= sizeof(struct rtnexthop)) {
-                const struct rtnexthop *hop = RTA_DATA(a);
-                item->oif = hop->rtnh_ifindex;
-            }
+            // Several next hops: the first the kernel routes through stands for the route. (The
+            // first alone stood for it: with its link down, the kernel keeps the route and uses
+            // the others, and the route was read as not reachable.)
+            if (item->oif == 0) item->oif = first_live_hop(a);
             break;
         default:
             break;

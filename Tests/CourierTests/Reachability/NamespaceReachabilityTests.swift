@@ -37,6 +37,27 @@ struct NamespaceReachabilityTests {
         #expect(manager.isReachable)
     }
 
+    /// A multipath default route whose first next hop's link is down leaves through the other:
+    /// the kernel marks the hop dead and keeps the route. The first hop's interface stood for the
+    /// route, and the manager said not reachable.
+    @Test func aMultipathDefaultRouteWithItsFirstHopDownIsReachableThroughTheOther() async throws {
+        let namespace = try await TestNamespace.make()
+        defer { namespace.delete() }
+        try await namespace.addVethPair(defaultRoute: false)
+        try await namespace.ip("link", "add", "w0", "type", "veth", "peer", "name", "w1")
+        try await namespace.ip("addr", "add", "10.78.0.2/24", "dev", "w0")
+        try await namespace.ip("link", "set", "w1", "up")
+        try await namespace.ip("link", "set", "w0", "up")
+        try await namespace.ip(
+            "route", "add", "default", "nexthop", "via", "10.77.0.1", "dev", "v0", "nexthop", "via", "10.78.0.1", "dev", "w0")
+        try await namespace.ip("link", "set", "v0", "down")
+        let manager = NetworkReachabilityManager.inNamespace(namespace, target: .defaultRoute)
+        manager.startMonitoring()
+        defer { manager.stopMonitoring() }
+        let reachable = await manager.wait(for: .reachableViaEthernet)
+        #expect(reachable != nil, "\(manager.networkReachabilityStatus) \(manager.failureReason ?? "")")
+    }
+
     @Test func noDefaultRouteUntilOneIsAdded() async throws {
         let namespace = try await TestNamespace.make()
         defer { namespace.delete() }
