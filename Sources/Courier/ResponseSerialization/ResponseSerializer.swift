@@ -4,8 +4,10 @@ import HTTPTypes
 /// Validates a response and turns its body into a value (AFNetworking's
 /// `AFURLResponseSerialization`).
 ///
-/// Courier calls serializers off the engine's threads, once per task, with the whole body: the
-/// async APIs call ``responseObject(for:data:)``, the callback APIs ``serialize(response:data:)``.
+/// Courier calls serializers off the engine's threads, once per task, with the whole body, through
+/// ``serialize(response:data:)``: the callback APIs hand on the object and the error together, the
+/// async APIs throw the error (the object of a refused body still reaches the event monitors and
+/// the ``Foundation/NSNotification/Name/taskDidComplete`` notification).
 ///
 /// Courier's serializers are `Sendable` structs configured with `var`s; each validates through an
 /// ``HTTPResponseSerializer`` kept in its `http` property. When `Output` is itself optional

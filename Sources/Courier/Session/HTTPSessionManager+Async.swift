@@ -76,9 +76,13 @@ struct ErasedResponseSerializer: ResponseSerializer {
         try self.base.validate(response, data: data)
     }
 
-    func serialize(response: HTTPResponse?, data: Data?) -> (object: (any Sendable)?, error: CourierError?) {
+    /// The base's own value and error together (a refused body's object beside its error). The
+    /// double optional (`Output?`) makes this the witness of the requirement: with a single one it
+    /// was an overload, and the protocol's default, which gives no object beside an error, was
+    /// called instead. `.some(nil)` is "validated, no object".
+    func serialize(response: HTTPResponse?, data: Data?) -> (object: (any Sendable)??, error: CourierError?) {
         let (object, error) = self.base.serialize(response: response, data: data)
-        return (OptionalFlattening.flattened(object), error)
+        return (.some(OptionalFlattening.flattened(object)), error)
     }
 
     private static func open<S: ResponseSerializer>(_ serializer: S, response: HTTPResponse?, data: Data?) throws(CourierError) -> (any Sendable)? {

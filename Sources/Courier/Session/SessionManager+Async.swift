@@ -93,6 +93,9 @@ extension SessionManager {
         // `Result` holding it) retains and releases every field.
         var value: Serializer.Output?
         var failure: CourierError?
+        // What the serializer made of a body it refused (a 404's JSON error document), for the
+        // monitors and the notification, as the callback API hands it on; never returned.
+        var refusedObject: (any Sendable)?
         if let error = outcome.error {
             failure = error
         } else if let response = outcome.response.take() {
@@ -102,13 +105,26 @@ extension SessionManager {
             let checked = delegate.takeChecked()
             if let error = checked?.error {
                 failure = error
+                refusedObject = checked?.object
             } else if let object = checked?.object, let output = object as? Serializer.Output {
                 value = output
             } else {
-                do {
-                    value = try serializer.responseObject(for: response, data: outcome.data)
-                } catch {
+                // One call gives the value and the error together, as the callback API's
+                // serialization has them: the object of a refused body is kept, not parsed again.
+                let (object, error) = serializer.serialize(response: response, data: outcome.data)
+                if let error {
                     failure = error.adding(request: outcome.request, response: response, data: outcome.data)
+                    refusedObject = object.flatMap { OptionalFlattening.flattened($0) }
+                } else if let object {
+                    value = object
+                } else {
+                    // Neither (a serializer of the caller's own, never Courier's): its throwing
+                    // entry point makes the value this call returns.
+                    do {
+                        value = try serializer.responseObject(for: response, data: outcome.data)
+                    } catch {
+                        failure = error.adding(request: outcome.request, response: response, data: outcome.data)
+                    }
                 }
             }
             outcome.response = consume response
@@ -116,7 +132,7 @@ extension SessionManager {
             failure = CourierError(.internalInconsistency, "\(outcome.request.summary): no response and no error", request: outcome.request)
         }
         // `value` is set exactly when there is no failure (a serializer's output may itself be nil).
-        let object: (any Sendable)? = if failure == nil, let value { value } else { nil }
+        let object: (any Sendable)? = if failure == nil, let value { value } else { refusedObject }
         if let monitors = delegate.interception.monitors {
             let error = failure
             monitors.emit { $0.task(task, didSerializeResponseWith: serializer, object: object, error: error) }

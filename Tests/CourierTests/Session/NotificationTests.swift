@@ -146,7 +146,56 @@ struct NotificationTests {
                 _ = try? await manager.response(for: Request(url: failing), serializer: DataResponseSerializer())
                 let info = try posted(for: failing)
                 #expect((info[TaskDidCompleteKey.error] as? CourierError)?.code == .unacceptableStatusCode)
-                #expect(info[TaskDidCompleteKey.serializedResponse] == nil)
+                // The refused body, as `DataResponseSerializer.serialize` returns it beside its
+                // error and the callback API posts it.
+                #expect(info[TaskDidCompleteKey.serializedResponse] as? Data == Data("I'm a teapot\n".utf8))
+            }
+        }
+    }
+
+    /// An async call whose serializer refuses the status but parses the body (a 404's JSON error
+    /// document) throws the status error and posts the object beside it, as the callback API
+    /// does, from its one serialization: the manager's serializer (`get`) and one passed in.
+    @Test func asyncFailurePostsTheRefusedBodysObjectBesideTheError() async throws {
+        try await withTestServer { server in
+            server.route("/missing") { _ in .json(#"{"error":"no such item"}"#, status: .notFound) }
+            try await withManager(baseURL: server.baseURL) { manager in
+                // Other tests post too: each notification is found by its request's query.
+                let log = NotificationLog(names: [.taskDidComplete], object: nil)
+                func expectObjectAndError(postedFor query: String) throws {
+                    let info = try #require(
+                        log.userInfos(of: .taskDidComplete).last { ($0[TaskDidCompleteKey.metrics] as? TaskMetrics)?.originalRequest.url.query == query })
+                    let document = info[TaskDidCompleteKey.serializedResponse] as? [String: Any]
+                    #expect(document?["error"] as? String == "no such item")
+                    let error = info[TaskDidCompleteKey.error] as? CourierError
+                    #expect(error?.code == .unacceptableStatusCode)
+                    #expect(error?.response?.status.code == 404)
+                }
+
+                let calls = Recorder<String>()
+                let passed = "notification=\(UUID())"
+                do {
+                    _ = try await manager.response(for: Request(url: server.url("/missing?\(passed)")), serializer: CountingJSONSerializer(calls: calls))
+                    Issue.record("a 404 was accepted")
+                } catch {
+                    #expect(error.code == .unacceptableStatusCode)
+                }
+                try expectObjectAndError(postedFor: passed)
+                #expect(calls.all == ["serialize"])
+
+                let managers = "notification=\(UUID())"
+                do {
+                    _ = try await manager.get("missing?\(managers)")
+                    Issue.record("a 404 was accepted")
+                } catch {
+                    #expect(error.code == .unacceptableStatusCode)
+                }
+                try expectObjectAndError(postedFor: managers)
+
+                // The callback API posts the same.
+                let callback = "notification=\(UUID())"
+                _ = await completedDataTask(on: manager, url: server.url("/missing?\(callback)"), logging: [])
+                try expectObjectAndError(postedFor: callback)
             }
         }
     }
@@ -184,6 +233,26 @@ struct NotificationTests {
         await manager.invalidate(cancelingTasks: false)
         #expect(await eventually { log.names == [.sessionDidInvalidate] })
         #expect(manager.isInvalidated)
+    }
+}
+
+/// A JSON serializer that records which of its entry points Courier calls.
+struct CountingJSONSerializer: ResponseSerializer {
+    let calls: Recorder<String>
+    var base = JSONResponseSerializer()
+
+    func responseObject(for response: HTTPResponse?, data: Data?) throws(CourierError) -> (any Sendable)? {
+        self.calls.append("responseObject")
+        return try self.base.responseObject(for: response, data: data)
+    }
+
+    func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
+        try self.base.validate(response, data: data)
+    }
+
+    func serialize(response: HTTPResponse?, data: Data?) -> (object: (any Sendable)??, error: CourierError?) {
+        self.calls.append("serialize")
+        return self.base.serialize(response: response, data: data)
     }
 }
 
