@@ -134,4 +134,46 @@ struct HTTP1ExpectContinueTests {
             }
         }
     }
+
+    /// A body read once (a stream): refused during the wait, none of it was read, and it goes with
+    /// the request sent again without the expectation (before, the 417 was the answer); refused
+    /// after the wait, once it went out, it cannot go again, and the task fails with a typed error
+    /// that says why, the 417 in its response.
+    @Test(arguments: Refusal.allCases)
+    func a417ToAStreamReadOnceRepeatsItOnlyIfNoneOfItWasRead(_ refusal: Refusal) async throws {
+        let refused = "HTTP/1.1 417 Expectation Failed\r\nContent-Length: 4\r\n\r\nnope"
+        try await ScriptedHTTPServer.with({ _, _, head in
+            guard head.lowercased().contains("expect: 100-continue") else { return .respond("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n") }
+            return refusal == .duringTheWait ? .respondBeforeBody(refused) : .respond(refused)
+        }) { server in
+            let wait: TimeInterval = refusal == .duringTheWait ? 600 : 0.05
+            try await withManager(baseURL: server.baseURL, configuration: Self.configuration(waiting: wait)) { manager in
+                let once = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+                    continuation.yield(ByteBuffer(repeating: 0x61, count: 5000))
+                    continuation.finish()
+                }
+                let request = Request(method: .post, url: server.baseURL.appendingPathComponent("a"), body: .stream(once, length: .known(5000)))
+                #expect(!request.body.isReplayable)
+                switch refusal {
+                case .duringTheWait:
+                    let response = try await manager.response(for: request, serializer: DataResponseSerializer())
+                    #expect(response.response.status.code == 201, "the 417 is not the response")
+                    let heads = server.receivedHeads.map { $0.lowercased() }
+                    #expect(heads.count == 2)
+                    #expect(heads.last?.contains("expect:") == false, "sent again without the expectation")
+                    #expect(server.receivedBodyLengths == [5000], "the stream went whole, with the second request")
+                case .afterTheWait:
+                    do {
+                        _ = try await manager.response(for: request, serializer: DataResponseSerializer())
+                        Issue.record("a 417 to a stream that went out succeeded")
+                    } catch {
+                        #expect(error.code == .bodyReadFailed)
+                        #expect(error.response?.status.code == 417)
+                        #expect(error.message.contains("cannot be sent again"), "\(error.message)")
+                    }
+                    #expect(server.receivedHeads.count == 1, "not sent again")
+                }
+            }
+        }
+    }
 }

@@ -572,6 +572,11 @@ final class HopHandler: ChannelDuplexHandler {
                 .proxyAuthenticationRequired,
                 "\(proxyName) wants authentication to forward \(hop.request.summary) (407 \(head.response.status.reasonPhrase)): \(credentials)",
                 request: hop.request, response: head.response)
+        case .expectationRefusedAfterBodyBegan(let head):
+            return CourierError(
+                .bodyReadFailed,
+                "\(hop.request.summary): the server refused Expect: 100-continue (417 \(head.response.status.reasonPhrase)) after the body began to go out, and the body, a stream read once, cannot be sent again without it (a RequestBody.replayableStream body can; a session whose expectContinueThreshold is nil announces no expectation)",
+                request: hop.request, response: head.response)
         }
     }
 

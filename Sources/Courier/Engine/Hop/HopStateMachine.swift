@@ -20,7 +20,10 @@ import NIOHTTP1
 ///   the connection closes after that answer. A 417 to an expectation the request may go without
 ///   (``HopStart/canRepeatWithoutExpectation``) is nobody's answer, also one that comes after the
 ///   wait ended and the body went (or is going) out: its body is discarded and the request goes
-///   again without the expectation once it ends (RFC 9110 10.1.1), on another connection.
+///   again without the expectation once it ends (RFC 9110 10.1.1), on another connection. A body
+///   read once (a stream) goes again when the 417 came during the wait (none of it was read);
+///   after the wait, it cannot, and the hop fails
+///   (``Failure/expectationRefusedAfterBodyBegan(_:)``).
 /// - A response that ends with a status below 300 before the request body does lets the body
 ///   finish; the hop ends with it, or with the response alone when the body fails or the upload
 ///   times out (a server that stopped reading it).
@@ -75,9 +78,10 @@ struct HopStateMachine {
         /// sender says it is safe to repeat whatever its method (``ResendRule/hasIdempotencyKey(_:fields:)``).
         var hasIdempotencyKey = false
 
-        /// Whether a 417 to the expectation lets the request go again without it.
+        /// Whether a 417 to the expectation lets the request go again without it, if its body can
+        /// go again: a body read once only while none of it was read (the 417 came during the wait).
         var canRepeatWithoutExpectation: Bool {
-            self.bodyIsReplayable && !self.withoutExpectation && self.resends < ResendRule.maximumResends
+            !self.withoutExpectation && self.resends < ResendRule.maximumResends
         }
     }
 
@@ -143,6 +147,9 @@ struct HopStateMachine {
         case closedOnReuseNotResent(reset: Bool)
         /// A forwarding proxy wants authentication (407): this is its answer.
         case proxyAuthenticationRequired(HopResponseHead)
+        /// The server refused the expectation (417, this head) once the body, one read once, had
+        /// begun to go out: it cannot go again without the expectation.
+        case expectationRefusedAfterBodyBegan(HopResponseHead)
     }
 
     /// What a response's end leads to.
@@ -222,7 +229,7 @@ struct HopStateMachine {
         let bodyIsReplayable: Bool
         let viaForwardingProxy: Bool
         /// The head carries a `100-continue` expectation, and a 417 to it lets the request go again
-        /// without it (``HopStart/canRepeatWithoutExpectation``).
+        /// without it (``HopStart/canRepeatWithoutExpectation``) if the body can go again.
         let canRepeatWithoutExpectation: Bool
         let resends: Int
         let unprocessedResends: Int
@@ -494,12 +501,19 @@ struct HopStateMachine {
             // A final answer instead of `100 Continue`: the body is not sent (RFC 9110 10.1.1).
             hop.request = .withheld
         }
+        if code == 417, hop.canRepeatWithoutExpectation, !hop.bodyIsReplayable, hop.request != .withheld {
+            // A body read once that began to go out (the 417 came after the wait): it cannot go
+            // again, and the 417 answers an expectation the caller may never have written.
+            self.state = .closed
+            return .failHop(.expectationRefusedAfterBodyBegan(head), then: .close)
+        }
         if code == 417, hop.canRepeatWithoutExpectation {
             // Refused because of the expectation: the request is repeated without it, on another
             // connection, once this answer ends. Also when the 417 comes after the wait ended and
             // the body went, or is going, out (a server further than the wait, or one that reads
             // the body first): it refuses the expectation Courier sent all the same, as curl reads
-            // it (the body's pump stops when the hop ends and the connection closes).
+            // it (the body's pump stops when the hop ends and the connection closes). A body read
+            // once goes again only from here, during the wait: withheld, none of it was read.
             hop.response = .refusedExpectation
             self.state = .running(hop)
             return .none

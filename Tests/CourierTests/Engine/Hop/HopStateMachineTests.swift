@@ -565,12 +565,35 @@ struct HopStateMachineTests {
     }
 
     @Test func a417ThatCannotBeRepeatedIsTheAnswer() {
-        for start in [Self.start(.put, length: 5000, replayable: false), Self.start(.put, length: 5000, resends: ResendRule.maximumResends)] {
-            var machine = Machine(mode: .connection)
-            _ = machine.startHop(start)
-            #expect(machine.responseReceived(Self.head(417)).summary == "forwardHead(417, http/1.1)")
-            #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, succeed(close))")
-        }
+        var machine = Machine(mode: .connection)
+        _ = machine.startHop(Self.start(.put, length: 5000, resends: ResendRule.maximumResends))
+        #expect(machine.responseReceived(Self.head(417)).summary == "forwardHead(417, http/1.1)")
+        #expect(machine.responseReceived(Self.end).summary == "responseEnded(nil, succeed(close))")
+    }
+
+    /// A body read once (a stream) whose 417 came during the wait was never read: it goes again
+    /// without the expectation, as a body that can be made again does. Before, the 417 was the
+    /// answer. Once the wait ended and the body began to go out, it cannot go again: the hop
+    /// fails, and the connection closes.
+    @Test func a417ToABodyReadOnceRepeatsItOnlyIfNoneOfItWasRead() {
+        var withheld = Machine(mode: .connection)
+        _ = withheld.startHop(Self.start(.put, length: 5000, replayable: false))
+        withheld.requestHeadWritten()
+        #expect(withheld.responseReceived(Self.head(417)).summary == "none", "nobody's answer")
+        #expect(withheld.responseReceived(Self.end).summary == "responseEnded(nil, repeatWithoutExpectation)")
+
+        var sending = Machine(mode: .connection)
+        _ = sending.startHop(Self.start(.put, length: 5000, replayable: false))
+        sending.requestHeadWritten()
+        #expect(sending.continueWaitExpired().summary == "sendHeldBody")
+        #expect(sending.responseReceived(Self.head(417)).summary == "failHop(expectationRefusedAfterBodyBegan(417), close)")
+        #expect(!sending.isRunningHop)
+
+        var sent = Machine(mode: .connection)
+        _ = sent.startHop(Self.start(.put, length: 5000, replayable: false))
+        #expect(sent.responseReceived(Self.head(100)).summary == "sendHeldBody")
+        #expect(sent.requestEnded().summary == "none")
+        #expect(sent.responseReceived(Self.head(417)).summary == "failHop(expectationRefusedAfterBodyBegan(417), close)")
     }
 
     /// A 417 after the wait ended (the body went, or is going, out) refuses the expectation all the
@@ -818,6 +841,7 @@ extension HopStateMachine.Failure {
         case .requestBodyFailed(let error): "requestBodyFailed(\(error))"
         case .closedOnReuseNotResent(let reset): reset ? "resetOnReuseNotResent" : "closedOnReuseNotResent"
         case .proxyAuthenticationRequired(let head): "proxyAuthenticationRequired(\(head.status))"
+        case .expectationRefusedAfterBodyBegan(let head): "expectationRefusedAfterBodyBegan(\(head.status))"
         }
     }
 }
