@@ -109,6 +109,10 @@ struct FormTreeEncoder: Encoder {
     let codingPath: [any CodingKey]
     let dateEncoding: URLEncodedFormEncoder.DateEncoding
     let dataEncoding: URLEncodedFormEncoder.DataEncoding
+    /// How many keys and indexes deep a value may be written, from this encoder's root: a value
+    /// that encodes itself recursively stops there (``HTTPRequestSerializer/maximumParameterDepth``,
+    /// less the depth of the parameter that holds it).
+    var depthLimit = HTTPRequestSerializer.maximumParameterDepth
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
@@ -128,12 +132,18 @@ struct FormTreeEncoder: Encoder {
 
     /// The encoder of `node`, one step below this one.
     func nested(_ node: FormNode, key: any CodingKey) -> FormTreeEncoder {
-        FormTreeEncoder(node: node, codingPath: self.codingPath + [key], dateEncoding: self.dateEncoding, dataEncoding: self.dataEncoding)
+        FormTreeEncoder(
+            node: node, codingPath: self.codingPath + [key], dateEncoding: self.dateEncoding, dataEncoding: self.dataEncoding,
+            depthLimit: self.depthLimit)
     }
 
     /// Writes `value` into this encoder's node: dates and data as the options say, decimals and
     /// URLs as text (as `JSONEncoder` does), anything else as it encodes itself.
     func encodeValue<T: Encodable>(_ value: T) throws {
+        // The recursion of a value that encodes itself in itself goes through here.
+        if self.codingPath.count > self.depthLimit {
+            throw self.invalid(value, "it is nested deeper than the \(HTTPRequestSerializer.maximumParameterDepth) levels parameters may nest")
+        }
         switch value {
         case let date as Date: try self.encodeDate(date)
         case let data as Data: try self.encodeData(data)

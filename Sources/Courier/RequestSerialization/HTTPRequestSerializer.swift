@@ -48,6 +48,15 @@ public struct HTTPRequestSerializer: RequestSerializer {
     /// A custom query-string builder that replaces the built-in style when set.
     public var queryStringSerialization: QueryStringSerialization?
 
+    /// How deep parameters may nest: a value whose path (`a[b][0]`) has more keys and indexes than
+    /// this fails with ``CourierError/Code/parameterEncodingFailed`` before anything is written.
+    ///
+    /// Every writer of parameters walks them recursively, and a tree some thousands of levels deep
+    /// overflowed the stack; 512 is the nesting Foundation's JSON writer and reader allow. It holds
+    /// for every serializer (query string, form body, JSON, property list, a multipart form's
+    /// fields), for `Encodable` values among the parameters, and for ``URLEncodedFormEncoder``.
+    public static let maximumParameterDepth = 512
+
     /// A serializer with AFNetworking's defaults: `Accept-Language` from `Locale.preferredLanguages`
     /// (on Linux, where Foundation gives `en-001` whatever the user chose, from the environment:
     /// `LANGUAGE`, else the first of `LC_ALL`, `LC_MESSAGES` and `LANG`, `de_DE.UTF-8` giving

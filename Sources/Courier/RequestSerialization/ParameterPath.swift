@@ -28,6 +28,9 @@ struct ParameterPath: Sendable, CustomStringConvertible {
 
     var isRoot: Bool { self.components.isEmpty }
 
+    /// How many keys and indexes lead here.
+    var depth: Int { self.components.count }
+
     var description: String {
         guard let first = self.components.first else { return "parameters" }
         return self.components.dropFirst().reduce(first) { $0 + "[" + $1 + "]" }

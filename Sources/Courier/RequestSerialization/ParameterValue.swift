@@ -30,8 +30,12 @@ indirect enum ParameterValue {
     /// Checks and converts `value` (found at `path`) into a tree.
     /// - Throws: ``CourierError/Code/parameterEncodingFailed`` naming the path of the first value
     ///   that is not a string, number, boolean, null, date, data, array, set or dictionary with
-    ///   string keys.
+    ///   string keys, or of one nested deeper than ``HTTPRequestSerializer/maximumParameterDepth``.
     init(_ value: Any, path: ParameterPath = .root) throws(CourierError) {
+        // Every walk of the tree recurses: a bounded depth here bounds them all.
+        if path.depth > HTTPRequestSerializer.maximumParameterDepth {
+            throw Self.tooDeep(at: path)
+        }
         // An Optional inside `Any` (`["a": nil as Int?]`): nil is null, else its wrapped value.
         if let optional = value as? any OptionalProtocol {
             guard let wrapped = optional.wrappedValue else {
@@ -116,11 +120,23 @@ indirect enum ParameterValue {
         }
     }
 
+    /// The error for a value at `path`, deeper than ``HTTPRequestSerializer/maximumParameterDepth``:
+    /// its path's start (the whole of it is as long as it is deep).
+    static func tooDeep(at path: ParameterPath) -> CourierError {
+        let limit = HTTPRequestSerializer.maximumParameterDepth
+        return CourierError(
+            .parameterEncodingFailed,
+            "the parameters nest deeper than \(limit) levels (at '\(path.description.prefix(80))…'), more than HTTPRequestSerializer.maximumParameterDepth allows"
+        )
+    }
+
     /// Any other `Encodable` value, as ``URLEncodedFormEncoder``'s encoder sees it with dates and
     /// data as a default `JSONEncoder` writes them (seconds since 2001, Base64).
     private static func encoded(_ value: any Encodable, path: ParameterPath) throws(CourierError) -> ParameterValue {
         let root = FormNode()
-        let encoder = FormTreeEncoder(node: root, codingPath: [], dateEncoding: .deferredToDate, dataEncoding: .base64)
+        let encoder = FormTreeEncoder(
+            node: root, codingPath: [], dateEncoding: .deferredToDate, dataEncoding: .base64,
+            depthLimit: HTTPRequestSerializer.maximumParameterDepth - path.depth)
         do {
             try encoder.encodeValue(value)
         } catch let error as EncodingError {

@@ -307,6 +307,74 @@ extension RequestSerializationTests {
             #expect(latin1.body.data == Data([0x6B, 0x3D, 0xE9]))
         }
 
+        /// A value encoded as a keyed container `depth` deep, holding 1 at the bottom: its path has
+        /// `depth + 1` keys. Computed as it encodes, so no deep tree is kept.
+        struct Level: Encodable, Sendable {
+            enum Key: CodingKey { case a }
+            let depth: Int
+
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: Key.self)
+                if self.depth == 0 {
+                    try container.encode(1, forKey: .a)
+                } else {
+                    try container.encode(Level(depth: self.depth - 1), forKey: .a)
+                }
+            }
+        }
+
+        /// Parameters may nest `maximumParameterDepth` keys and indexes deep; deeper ones fail
+        /// with a typed error in every serializer and in the form encoder, for dictionaries, arrays
+        /// and `Encodable` values, before anything is written. Before, every depth was walked
+        /// recursively, and some thousands of levels overflowed the stack.
+        @Test("parameters nested deeper than maximumParameterDepth fail with parameterEncodingFailed")
+        func nestingDepthIsBounded() throws {
+            let limit = HTTPRequestSerializer.maximumParameterDepth
+            #expect(limit == 512)
+            /// A dictionary whose value 1 sits `depth` keys and indexes deep.
+            func nested(_ depth: Int, arrays: Bool = false) -> any Sendable {
+                var value: any Sendable = 1
+                for _ in 0..<(depth - 1) {
+                    value = arrays ? [value] as [any Sendable] : ["a": value] as [String: any Sendable]
+                }
+                return ["a": value] as [String: any Sendable]
+            }
+            func expectRefused(_ make: () throws(CourierError) -> Void, sourceLocation: SourceLocation = #_sourceLocation) {
+                do {
+                    try make()
+                    Issue.record("parameters deeper than the limit were written", sourceLocation: sourceLocation)
+                } catch {
+                    #expect(error.code == .parameterEncodingFailed, sourceLocation: sourceLocation)
+                    #expect(error.message.contains("512"), "\(error.message.prefix(200))", sourceLocation: sourceLocation)
+                }
+            }
+            let url = "https://h.test/"
+            let json = JSONRequestSerializer()
+            let plist = PropertyListRequestSerializer()
+            for arrays in [false, true] {
+                // At the limit: written.
+                let deepest = nested(limit, arrays: arrays)
+                #expect(try self.serializer.request(method: .get, urlString: url, parameters: deepest).url.query?.hasSuffix("=1") == true)
+                #expect(try json.request(method: .post, urlString: url, parameters: deepest).body.data?.isEmpty == false)
+                // One level more: refused by each.
+                let tooDeep = nested(limit + 1, arrays: arrays)
+                expectRefused { _ = try self.serializer.request(method: .get, urlString: url, parameters: tooDeep) }
+                expectRefused { _ = try self.serializer.request(method: .post, urlString: url, parameters: tooDeep) }
+                expectRefused { _ = try json.request(method: .post, urlString: url, parameters: tooDeep) }
+                expectRefused { _ = try plist.request(method: .post, urlString: url, parameters: tooDeep) }
+                expectRefused { _ = try self.serializer.multipartFormRequest(method: .post, urlString: url, parameters: tooDeep) }
+                expectRefused { _ = try HTTPRequestSerializer.queryString(from: tooDeep) }
+            }
+            // `Encodable` values: alone in the form encoder, and below a parameter's own depth.
+            #expect(try URLEncodedFormEncoder().encode(Level(depth: limit - 1)).hasSuffix("=1"))
+            expectRefused { _ = try URLEncodedFormEncoder().encode(Level(depth: limit)) }
+            let half = limit / 2
+            var holder: any Sendable = Level(depth: half - 1)
+            for _ in 0..<(half - 1) { holder = ["a": holder] as [String: any Sendable] }
+            #expect(try json.request(method: .post, urlString: url, parameters: ["a": holder] as Parameters).body.data?.isEmpty == false)
+            expectRefused { _ = try json.request(method: .post, urlString: url, parameters: ["a": ["b": holder] as Parameters] as Parameters) }
+        }
+
         @Test(
             "malformed URL strings",
             arguments: ["", "not a url", "/relative/path", "http://", "http://[::1", "mailto:someone@example.com", "https://h.test:99999/"]
