@@ -49,7 +49,8 @@ import NIOSSL
 /// `close-after-pings` closes with `close-code=C` (1001) after answering the `count=N`th PING
 /// (the routes of Alamofire's test server, for its WebSocket tests' twins).
 /// Misbehaving modes: `masked` (a masked frame), `invalid-utf8`, `big-control` (a 126-byte PING),
-/// `bad-close` (close code 1005), `unexpected-continuation`, `bad-accept` (a second, wrong
+/// `bad-close` (close code 1005), `unexpected-continuation`, `huge-length` (a 64-bit frame length
+/// with its top bit set), `bad-accept` (a second, wrong
 /// `Sec-WebSocket-Accept`), `unoffered-extension`. A client frame that is not masked closes with 1002.
 /// Options: `?user=U&password=P` (401 with a Basic challenge unless the handshake brings those
 /// credentials), `?unavailable=N` (503 to the first `N` handshakes to the same target).

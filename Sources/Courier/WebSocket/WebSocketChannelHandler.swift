@@ -192,6 +192,9 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
             case .fragmentedControlFrame:
                 self.run(self.machine.decodingFailed(.protocolError, "a fragmented control frame"))
             }
+        } else if let error = error as? WebSocketFrameLengthOverflow {
+            // NIO's decoder calls this a frame too big (`invalidFrameLength`, 1009).
+            self.run(self.machine.decodingFailed(.protocolError, error.description))
         } else if let error = error as? NIOSSLError, error == .uncleanShutdown {
             // The server closed the TCP connection without TLS's close_notify: the close that
             // follows is a close with no closing handshake (1006), as over ws://.

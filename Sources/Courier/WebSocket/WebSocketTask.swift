@@ -629,7 +629,9 @@ public final class WebSocketTask: Sendable {
             // is refused when its message is put together, with 1009 all the same.
             // SwiftNIO's decoder refuses (traps on) a maximum past `UInt32.max`.
             let maxFrameSize = min(max(125, self.configuration.maximumMessageSize), Int(UInt32.max))
-            let frameDecoder = ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrameSize))
+            // (A 64-bit length with its top bit set is a protocol error, told apart before NIO's
+            // decoder, which reports it as a frame too big.)
+            let frameDecoder = ByteToMessageHandler(WebSocketFrameHeaderCheck(maxFrameSize: maxFrameSize))
             try sync.addHandler(frameDecoder, position: .after(handshakeHandler))
             try sync.addHandler(WebSocketFrameEncoder(), position: .after(frameDecoder))
             try sync.addHandler(handler, position: .last)

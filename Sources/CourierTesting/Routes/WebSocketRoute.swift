@@ -30,6 +30,9 @@ import NIOWebSocket
 /// - `masked`: sends a masked text frame. `invalid-utf8`: a text frame that is not UTF-8.
 ///   `big-control`: a PING of 126 bytes. `bad-close`: a close frame with 1005, which may not be
 ///   sent. `unexpected-continuation`: a continuation frame with no message begun.
+///   `huge-length`: the header of a binary frame whose 64-bit payload length has its most
+///   significant bit set, which RFC 6455 5.2 says must be 0 (written below the frame encoder,
+///   which would not write it).
 /// - `close-unread`: on the first message stops reading, sends a close frame (1000) 100 ms later
 ///   and reads again 500 ms after that: a client that sends a large message meanwhile has its
 ///   close frame queued behind it.
@@ -49,7 +52,7 @@ enum WebSocketRoute {
     static let modes: Set<String> = [
         "echo", "fragmented", "close-after-first", "drop-after-first", "silent", "discard", "masked", "invalid-utf8", "big-control", "bad-close",
         "unexpected-continuation", "bad-accept", "unoffered-extension", "payloads", "close-after-pings", "latest-pong",
-        "close-unread",
+        "close-unread", "huge-length",
     ]
 
     /// The upgrader for the routes; `state` counts the PINGs they receive.
@@ -200,6 +203,14 @@ final class WebSocketRouteHandler: ChannelInboundHandler {
         case "unexpected-continuation":
             data.writeString("orphan")
             self.send(context: context, WebSocketFrame(fin: true, opcode: .continuation, data: data))
+        case "huge-length":
+            var header = context.channel.allocator.buffer(capacity: 10)
+            header.writeInteger(UInt8(0x82))  // FIN, binary
+            header.writeInteger(UInt8(127))  // unmasked; a 64-bit length follows
+            header.writeInteger(UInt64(1) << 63)
+            if let encoder = try? context.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self) {
+                encoder.writeAndFlush(NIOAny(header), promise: nil)
+            }
         case "payloads":
             for _ in 0..<self.options.count {
                 self.send(context: context, WebSocketFrame(fin: true, opcode: .binary, data: self.options.document ?? ByteBuffer()))

@@ -436,6 +436,14 @@ struct WebSocketOverSocketTests {
         try await self.expectFailure("unexpected-continuation", code: .protocolError, error: .invalidResponse)
     }
 
+    /// RFC 6455 5.2: a 64-bit payload length's most significant bit must be 0. A frame that sets
+    /// it breaks the protocol (1002), whatever the maximum message size; swift-nio's decoder
+    /// reports it as a frame too big, and it closed with 1009.
+    @Test func aLengthWithItsTopBitSetIs1002() async throws {
+        try await self.expectFailure(
+            "huge-length", code: .protocolError, error: .invalidResponse, messageSuffix: "most significant bit set (RFC 6455 5.2); closed with 1002")
+    }
+
     @Test func aMessageOverTheMaximumIs1009() async throws {
         var settings = WebSocketConfiguration()
         settings.maximumMessageSize = 1000
