@@ -339,14 +339,12 @@ extension RequestSerializationTests {
                 }
                 return ["a": value] as [String: any Sendable]
             }
-            func expectRefused(_ make: () throws(CourierError) -> Void, sourceLocation: SourceLocation = #_sourceLocation) {
-                do {
+            func expectRefused(_ make: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) {
+                let error = #expect(throws: CourierError.self, "parameters deeper than the limit are refused", sourceLocation: sourceLocation) {
                     try make()
-                    Issue.record("parameters deeper than the limit were written", sourceLocation: sourceLocation)
-                } catch {
-                    #expect(error.code == .parameterEncodingFailed, sourceLocation: sourceLocation)
-                    #expect(error.message.contains("512"), "\(error.message.prefix(200))", sourceLocation: sourceLocation)
                 }
+                #expect(error?.code == .parameterEncodingFailed, sourceLocation: sourceLocation)
+                #expect(error?.message.contains("512") == true, "\(String(describing: error).prefix(200))", sourceLocation: sourceLocation)
             }
             let url = "https://h.test/"
             let json = JSONRequestSerializer()

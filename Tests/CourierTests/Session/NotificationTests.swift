@@ -162,40 +162,39 @@ struct NotificationTests {
             try await withManager(baseURL: server.baseURL) { manager in
                 // Other tests post too: each notification is found by its request's query.
                 let log = NotificationLog(names: [.taskDidComplete], object: nil)
-                func expectObjectAndError(postedFor query: String) throws {
-                    let info = try #require(
-                        log.userInfos(of: .taskDidComplete).last { ($0[TaskDidCompleteKey.metrics] as? TaskMetrics)?.originalRequest.url.query == query })
+                func expectObjectAndError(postedFor query: String, sourceLocation: SourceLocation = #_sourceLocation) {
+                    let posted = log.userInfos(of: .taskDidComplete).last { ($0[TaskDidCompleteKey.metrics] as? TaskMetrics)?.originalRequest.url.query == query }
+                    guard let info = posted else {
+                        Issue.record("no taskDidComplete for \(query)", sourceLocation: sourceLocation)
+                        return
+                    }
                     let document = info[TaskDidCompleteKey.serializedResponse] as? [String: Any]
-                    #expect(document?["error"] as? String == "no such item")
+                    #expect(document?["error"] as? String == "no such item", sourceLocation: sourceLocation)
                     let error = info[TaskDidCompleteKey.error] as? CourierError
-                    #expect(error?.code == .unacceptableStatusCode)
-                    #expect(error?.response?.status.code == 404)
+                    #expect(error?.code == .unacceptableStatusCode, sourceLocation: sourceLocation)
+                    #expect(error?.response?.status.code == 404, sourceLocation: sourceLocation)
                 }
 
                 let calls = Recorder<String>()
                 let passed = "notification=\(UUID())"
-                do {
-                    _ = try await manager.response(for: Request(url: server.url("/missing?\(passed)")), serializer: CountingJSONSerializer(calls: calls))
-                    Issue.record("a 404 was accepted")
-                } catch {
-                    #expect(error.code == .unacceptableStatusCode)
+                let refused = await #expect(throws: CourierError.self, "a 404 is refused") {
+                    try await manager.response(for: Request(url: server.url("/missing?\(passed)")), serializer: CountingJSONSerializer(calls: calls))
                 }
-                try expectObjectAndError(postedFor: passed)
+                #expect(refused?.code == .unacceptableStatusCode)
+                expectObjectAndError(postedFor: passed)
                 #expect(calls.all == ["serialize"])
 
                 let managers = "notification=\(UUID())"
-                do {
-                    _ = try await manager.get("missing?\(managers)")
-                    Issue.record("a 404 was accepted")
-                } catch {
-                    #expect(error.code == .unacceptableStatusCode)
+                let refusedByGet = await #expect(throws: CourierError.self, "a 404 is refused") {
+                    try await manager.get("missing?\(managers)")
                 }
-                try expectObjectAndError(postedFor: managers)
+                #expect(refusedByGet?.code == .unacceptableStatusCode)
+                expectObjectAndError(postedFor: managers)
 
                 // The callback API posts the same.
                 let callback = "notification=\(UUID())"
                 _ = await completedDataTask(on: manager, url: server.url("/missing?\(callback)"), logging: [])
-                try expectObjectAndError(postedFor: callback)
+                expectObjectAndError(postedFor: callback)
             }
         }
     }
