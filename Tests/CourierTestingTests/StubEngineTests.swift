@@ -232,6 +232,39 @@ final class RecordingDelegate: ExchangeDelegate {
         #expect(stopped.events == ["redirect 303 GET /new", "head 303", "complete"])
     }
 
+    /// Redirect stubs go by the request's redirect policy and NIOEngine's rule
+    /// (`RedirectPlanner`). Before, the stub engine had a rule of its own: a request that did not
+    /// follow redirects (`.disallow`, which a session manager puts in each request) followed them
+    /// all the same, a redirect to another origin took the request's `Authorization` along, and
+    /// one to `ftp:` was followed.
+    @Test func redirectsGoByThePolicyAndTheEnginesRule() async throws {
+        let engine = StubEngine()
+        engine.stub(.any(), .json("{}"))
+        engine.stub(.path("/old"), .redirect(to: "https://other.example.test/new"))
+        engine.stub(.path("/ftp"), .redirect(to: "ftp://files.example.test/new"))
+        var request = Request(url: base.appendingPathComponent("old"))
+        request.headerFields[.authorization] = "Bearer secret"
+
+        let follows = RecordingDelegate()
+        _ = engine.execute(request, delegate: follows)
+        let followed = try await follows.waitForCompletion()
+        #expect(followed.events == ["redirect 302 GET /new", "head 200", "chunk", "complete"])
+        #expect(engine.requests.last?.url.host == "other.example.test")
+        #expect(engine.requests.last?.headerFields[.authorization] == nil, "credentials stay on their origin")
+
+        var disallowed = request
+        disallowed.options.redirectPolicy = .disallow
+        let stays = RecordingDelegate()
+        _ = engine.execute(disallowed, delegate: stays)
+        let stayed = try await stays.waitForCompletion()
+        #expect(stayed.events == ["head 302", "complete"])
+
+        let unsupported = RecordingDelegate()
+        _ = engine.execute(Request(url: base.appendingPathComponent("ftp")), delegate: unsupported)
+        let refused = try await unsupported.waitForCompletion()
+        #expect(refused.events == ["head 302", "complete"])
+    }
+
     @Test func shutdownFailsRunningAndNewExchanges() async throws {
         let engine = StubEngine()
         // A delay far past any stall of a loaded machine: only the shutdown can end the exchange.

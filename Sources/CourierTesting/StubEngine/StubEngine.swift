@@ -7,7 +7,10 @@ import NIOConcurrencyHelpers
 ///
 /// Register a ``StubResponse`` for a ``StubMatcher``; the most recent registration that matches
 /// wins. A request no stub matches fails with `CourierError.Code.connectionFailed`. Redirect
-/// stubs (3xx with `Location`) are followed after asking the delegate, as a real engine does.
+/// stubs (3xx with `Location`) are followed after asking the delegate, by `NIOEngine`'s rule
+/// (`RedirectPlanner`: the method and body a redirect keeps, credentials and cookies only to the
+/// same origin, `http` and `https` targets only) and within the request's
+/// `RequestOptions.redirectPolicy`, which a session manager sets to its own.
 ///
 /// ```swift
 /// let engine = StubEngine()

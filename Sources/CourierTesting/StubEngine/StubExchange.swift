@@ -22,8 +22,6 @@ final class StubExchange: Exchange {
         var task: Task<Void, Never>?
     }
 
-    private static let maximumRedirects = 16
-
     private let request: Request
     private let delegate: any ExchangeDelegate
     private let engine: StubEngine
@@ -94,6 +92,11 @@ final class StubExchange: Exchange {
     private func run() async -> CourierError? {
         var request = self.request
         var redirects = 0
+        // The URLs redirected from (the cycle check of a policy that allows none).
+        var visited: Set<String> = []
+        // The request's policy, which a session manager sets to its own; NIOEngine's default for
+        // an exchange started otherwise.
+        let policy = self.request.options.redirectPolicy ?? .follow(max: 16, allowCycles: true)
         while true {
             if let error = self.cancelError { return error }
             guard let stub = self.engine.record(request) else {
@@ -110,12 +113,17 @@ final class StubExchange: Exchange {
             }
             let response = HTTPResponse(status: stub.status, headerFields: stub.headerFields)
 
-            if let next = Self.redirect(for: request, response: response) {
-                redirects += 1
-                if redirects > Self.maximumRedirects {
-                    return CourierError(.tooManyRedirects, "more than \(Self.maximumRedirects) redirects", request: request, response: response)
-                }
+            // NIOEngine's rule (what is followed, with which method, body and fields, within the
+            // request's redirect policy), so that a test on stubs sees what the network would.
+            switch RedirectPlanner.step(for: response, request: request, policy: policy, redirectCount: redirects, visitedURLs: visited) {
+            case .none:
+                break
+            case .fail(let message):
+                return CourierError(.tooManyRedirects, "\(request.summary): \(message)", request: request, response: response)
+            case .follow(let next):
                 if let followed = self.delegate.exchange(willPerformRedirection: response, newRequest: next) {
+                    redirects += 1
+                    visited.insert(request.url.absoluteString)
                     request = followed
                     continue
                 }
@@ -163,23 +171,5 @@ final class StubExchange: Exchange {
             }
             if now { continuation.resume() }
         }
-    }
-
-    /// The request a 3xx stub with a `Location` leads to, with the method rewritten as browsers do
-    /// (303, and 301/302 after a POST, become GET without a body).
-    static func redirect(for request: Request, response: HTTPResponse) -> Request? {
-        guard [301, 302, 303, 307, 308].contains(response.status.code),
-            let location = response.headerFields[.location],
-            let url = URL(string: location, relativeTo: request.url)?.absoluteURL
-        else { return nil }
-        var next = request
-        next.url = url
-        if response.status.code == 303 || (request.method == .post && [301, 302].contains(response.status.code)) {
-            if request.method != .head { next.method = .get }
-            next.body = .empty
-            next.headerFields[.contentType] = nil
-            next.headerFields[.contentLength] = nil
-        }
-        return next
     }
 }
