@@ -50,6 +50,54 @@ enum URLText {
         return changed.map { String(decoding: $0, as: UTF8.self) } ?? text
     }
 
+    /// `text` with the dot segments (`.`, `..`) of its path removed as RFC 3986 5.2.4 says, when
+    /// it has an authority (`scheme://host/…` or `//host/…`). RFC 3986 5.2.2 removes them from the
+    /// path of every reference it resolves; Foundation only from one without an authority, so a
+    /// redirect to `http://h/a/../b` asked for `GET /a/../b` (curl, OkHttp, Go and browsers ask
+    /// for `/b`). The query and the fragment are left as they are. A text without an authority
+    /// (Foundation's resolution removes them) or whose path has no dot segment is returned as it
+    /// is, without a copy.
+    static func removingDotSegments(_ text: String) -> String {
+        var text = text
+        let changed: [UInt8]? = text.withUTF8 { bytes in
+            let start = Self.endOfAuthority(bytes)
+            guard start > 0 else { return nil }
+            var end = start
+            while end < bytes.count, bytes[end] != UInt8(ascii: "?"), bytes[end] != UInt8(ascii: "#") { end += 1 }
+            // The path is empty or starts with `/`: its segments are what follows each `/`.
+            let segments = bytes[start..<end].split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst()
+            guard segments.contains(where: { Self.dots(in: $0) > 0 }) else { return nil }
+            let empty = bytes[start..<start]
+            var kept: [Slice<UnsafeBufferPointer<UInt8>>] = []
+            kept.reserveCapacity(segments.count)
+            for (index, segment) in segments.enumerated() {
+                let dots = Self.dots(in: segment)
+                if dots == 2, !kept.isEmpty { kept.removeLast() }
+                if dots == 0 {
+                    kept.append(segment)
+                } else if index == segments.count - 1 {
+                    // A path that ends in `.` or `..` ends in `/` (`/a/b/..` is `/a/`).
+                    kept.append(empty)
+                }
+            }
+            var output = Array(bytes[..<start])
+            output.reserveCapacity(bytes.count)
+            for segment in kept {
+                output.append(UInt8(ascii: "/"))
+                output.append(contentsOf: segment)
+            }
+            output.append(contentsOf: bytes[end...])
+            return output
+        }
+        return changed.map { String(decoding: $0, as: UTF8.self) } ?? text
+    }
+
+    /// 1 for the segment `.`, 2 for `..`, 0 for any other.
+    private static func dots(in segment: Slice<UnsafeBufferPointer<UInt8>>) -> Int {
+        guard segment.count <= 2, segment.allSatisfy({ $0 == UInt8(ascii: ".") }) else { return 0 }
+        return segment.count
+    }
+
     /// `text` with the password of its user information written `***` (`http://ann:***@h/`),
     /// for an error message that names a URL string, which may not parse as a `URL` (where
     /// ``Request/redacted(_:)`` serves): a request URL or a proxy URL that was refused. A string

@@ -15,13 +15,13 @@ public enum RedirectStep: Sendable {
 /// request's ``RequestOptions/redirectPolicy`` means the same on each. Pure: an engine runs it on
 /// each response head.
 ///
-/// A 301, 302, 303, 307 or 308 with a `Location` that resolves to an `http` or `https` URL is
-/// followed within the policy's maximum (and without returning to a URL already requested, when
-/// cycles are not allowed); a 303, and a 301 or 302 to a POST, become a GET without a body or the
-/// fields that describe one (`Content-Type`, `-Length`, `-Encoding`, `-Language`, `-Location`,
-/// `Transfer-Encoding`); a
-/// body that cannot be sent again (``RequestBody/isReplayable``) leaves a 307 or 308 as the
-/// response; credentials and cookies are not sent to another origin.
+/// A 301, 302, 303, 307 or 308 with a `Location` that resolves (RFC 3986 5.2, dot segments
+/// removed from an absolute one's path too) to an `http` or `https` URL is followed within the
+/// policy's maximum (and without returning to a URL already requested, when cycles are not
+/// allowed); a 303, and a 301 or 302 to a POST, become a GET without a body or the fields that
+/// describe one (`Content-Type`, `-Length`, `-Encoding`, `-Language`, `-Location`,
+/// `Transfer-Encoding`); a body that cannot be sent again (``RequestBody/isReplayable``) leaves a
+/// 307 or 308 as the response; credentials and cookies are not sent to another origin.
 public enum RedirectPlanner {
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
@@ -45,7 +45,7 @@ public enum RedirectPlanner {
             // The first `Location` when a server sends several (curl's choice): joined with
             // commas they named a URL none of them did.
             let location = response.headerFields[values: .location].first,
-            var target = URL(string: URLText.normalized(location), relativeTo: request.url)?.absoluteURL,
+            var target = URL(string: URLText.removingDotSegments(URLText.normalized(location)), relativeTo: request.url)?.absoluteURL,
             let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" || Self.staysOnSocket(request.url, target),
             target.host?.isEmpty == false
         else { return .none }

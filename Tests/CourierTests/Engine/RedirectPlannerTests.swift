@@ -146,6 +146,29 @@ struct RedirectPlannerTests {
         #expect(next.url.absoluteString == expected)
     }
 
+    /// RFC 3986 5.2.2 removes the dot segments of the path of every reference it resolves, one
+    /// with a scheme or an authority too; Foundation removes them only from one with neither, and
+    /// such a Location went out as `GET /a/../b` (curl, OkHttp, Go and browsers ask for `/b`).
+    /// The query and the fragment keep theirs, and a path without one is left as it came.
+    @Test(arguments: [
+        ("http://other/a/../b", "http://other/b"),
+        ("//other/a/./b/../../c?x=/../y#f/../g", "http://other/c?x=/../y#f/../g"),
+        ("https://other:8443/a/b/..", "https://other:8443/a/"),
+        ("http://other/a/.", "http://other/a/"),
+        ("http://other/../../x", "http://other/x"),
+        ("http://other/a//../b", "http://other/a/b"),
+        ("http://other//a/../b", "http://other//b"),
+        ("http://other/..a/b./.c", "http://other/..a/b./.c"),
+        ("http://other//x", "http://other//x"),
+    ])
+    func aLocationsDotSegmentsAreRemoved(location: String, expected: String) {
+        guard case .follow(let next) = self.step(self.response(302, location: location), self.request()) else {
+            Issue.record("expected a redirect to follow")
+            return
+        }
+        #expect(next.url.absoluteString == expected)
+    }
+
     /// RFC 9110 10.2.2: a Location without a fragment keeps the request's; one with its own
     /// replaces it.
     @Test func theRequestsFragmentGoesOnUnlessTheLocationHasOne() {
