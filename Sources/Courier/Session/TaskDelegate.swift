@@ -320,6 +320,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     func exchange(didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64?) {
         let (report, task, deliveries) = self.state.withLockedValue { state -> (ProgressReport?, SessionTask?, [ProgressDelivery]) in
             let wantsProgress = state.uploadProgressHandler != nil
+            let (sentBefore, expectedBefore) = (state.countOfBytesSent, state.countOfBytesExpectedToSend)
             // A redirect or a retry that resends the body counts from zero again: progress stays
             // where it was.
             state.countOfBytesSent = max(state.countOfBytesSent, totalBytesSent)
@@ -329,6 +330,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             // into the new hop's total: never report more than the body's length.
             if state.countOfBytesExpectedToSend >= 0 {
                 state.countOfBytesSent = min(state.countOfBytesSent, state.countOfBytesExpectedToSend)
+            }
+            // A resend below what went before moves nothing, and reports nothing: a body a 307 or
+            // 308 sent again reported 1.0 again at each step of the second send.
+            guard state.countOfBytesSent != sentBefore || state.countOfBytesExpectedToSend != expectedBefore else {
+                return (nil, state.task, [])
             }
             if wantsProgress, state.uploadProgress == nil {
                 state.uploadProgress = TaskState.makeProgress(total: state.countOfBytesExpectedToSend, completed: 0, of: state.task)
