@@ -14,6 +14,9 @@ struct ConnectionEstablishment: Sendable {
     var tlsVersion: SecurityPolicy.TLSVersion?
     var tlsCipherSuite: TLSCipherSuite?
     var isProxyConnection: Bool
+    /// Whether the TCP connect began: not when the name's lookup found no address, or never
+    /// ended (a setup that failed).
+    var connectBegan = true
     /// The connected channel's addresses, read once when it connected: a channel's address
     /// getters take a lock and copy the address each time, and every transaction reports them.
     var localAddress: SocketAddress?
@@ -44,6 +47,22 @@ struct ConnectionEstablishment: Sendable {
         metrics.domainLookupStart = self.domainLookupStart
         metrics.domainLookupEnd = self.domainLookupEnd
         metrics.connectStart = self.connectStart
+        metrics.connectEnd = self.connectEnd
+        metrics.secureConnectionStart = self.secureConnectionStart
+        metrics.secureConnectionEnd = self.secureConnectionEnd
+    }
+
+    /// Copies the times of a setup that failed into `metrics`, a transaction that was waiting for
+    /// it, as far as the setup went (URLSession's metrics of a failed load keep them too): when
+    /// the lookup began and ended, when the connect began (unless the lookup found no address),
+    /// when the TLS handshake began, and the ends of what ended. Nothing for a transaction that
+    /// began after the setup did (as ``apply(to:carriesSetup:channel:)``): the setup was not its.
+    func applyFailure(to metrics: inout TransactionMetrics) {
+        guard self.start >= metrics.fetchStart else { return }
+        metrics.isReusedConnection = false
+        metrics.domainLookupStart = self.domainLookupStart
+        metrics.domainLookupEnd = self.domainLookupEnd
+        if self.connectBegan { metrics.connectStart = self.connectStart }
         metrics.connectEnd = self.connectEnd
         metrics.secureConnectionStart = self.secureConnectionStart
         metrics.secureConnectionEnd = self.secureConnectionEnd

@@ -23,6 +23,8 @@ final class TimedResolver: Resolver, Sendable {
     struct Times: Sendable {
         var start: ContinuousClock.Instant?
         var end: ContinuousClock.Instant?
+        /// The lookup found no address: no connect began.
+        var failed = false
     }
 
     private struct State {
@@ -84,6 +86,7 @@ final class TimedResolver: Resolver, Sendable {
             return
         }
         if let known = self.lookup.knownAddresses(of: host, port: port) {
+            if case .failure = known { self.state.withLockedValue { $0.times.failed = true } }
             self.complete(known.map(Self.Answer.init).mapError { $0 as any Error })
             return
         }
@@ -95,6 +98,7 @@ final class TimedResolver: Resolver, Sendable {
         addresses.whenComplete { result in
             self.state.withLockedValue {
                 $0.times.end = .now
+                if case .failure = result { $0.times.failed = true }
                 $0.resolving = nil
             }
             self.complete(result.map(Self.Answer.init))

@@ -9,7 +9,10 @@ import NIOCore
 /// Times are instants of the continuous (monotonic) clock; ``TaskMetrics/offset(of:)`` turns one
 /// into an offset from the task's start. A time is nil when its phase did not happen: no name
 /// lookup, connect or TLS on a reused connection, no TLS for `http`, no lookup for an IP address,
-/// no response after a failure.
+/// no response after a failure. A transaction that failed because its connection could not be
+/// opened (refused, a name with no address, a TLS handshake that failed) keeps the setup's times
+/// as far as it went, as URLSession's do: when the lookup, the connect and the TLS handshake began,
+/// and the ends of those that ended.
 public struct TransactionMetrics: Sendable {
     /// The transaction's fields, behind one reference: the engine hands a transaction to the
     /// task, which keeps it in its metrics, and a copy is then a retain instead of several hundred

@@ -1,6 +1,7 @@
 @testable import Courier
 import CourierTesting
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 
 /// Which transaction a new connection's setup (name lookup, connect, TLS) goes to, over sockets:
@@ -27,6 +28,83 @@ struct ConnectionSetupMetricsTests {
                 guard await self.gate.wait() else { throw CancellationError() }
             }
             return ["127.0.0.1"]
+        }
+    }
+
+    /// Finds no address for any name.
+    struct NoAddressResolver: HostNameResolver {
+        struct NoAddress: Error {}
+
+        func addresses(of host: String) async throws -> [String] { throw NoAddress() }
+    }
+
+    /// Requests `url` on a manager whose names go to `resolver` and that trusts only the system's
+    /// roots: its error, and the last transaction of its metrics.
+    private static func failedTransaction(_ url: URL, resolver: any HostNameResolver) async throws -> (CourierError?, TransactionMetrics?) {
+        var configuration = SessionConfiguration.default
+        configuration.hostNameResolver = resolver
+        return try await withManager(baseURL: nil, configuration: configuration) { manager in
+            let made = NIOLockedValueBox<SessionTask?>(nil)
+            let error: CourierError? = await awaitCallback { finish in
+                let task = manager.dataTask(with: Request(url: url)) { finish($2) }
+                made.withLockedValue { $0 = task }
+                task.resume()
+            }
+            return (error, made.withLockedValue { $0 }?.metrics?.transactions.last)
+        }
+    }
+
+    /// A connection that could not be opened leaves its setup's times, as far as it went, in the
+    /// transaction that failed with it, as URLSession's metrics of a failed load do: the lookup and
+    /// the connect's start for a refused connect; the TLS handshake's start too for a certificate
+    /// the policy refuses; the lookup alone for a name with no address. (The transaction kept its
+    /// start only.)
+    @Test func aConnectionThatCouldNotOpenKeepsItsSetupTimes() async throws {
+        let (refusedError, refused) = try await Self.failedTransaction(
+            try #require(URL(string: "http://localhost:\(closedPort())/get")), resolver: GatedResolver(free: .max))
+        #expect(refusedError?.code == .connectionFailed, "\(String(describing: refusedError))")
+        let connect = try #require(refused)
+        #expect(!connect.isReusedConnection)
+        #expect(connect.domainLookupStart != nil && connect.domainLookupEnd != nil, "the lookup")
+        #expect(connect.connectStart != nil, "the connect began")
+        #expect(connect.connectEnd == nil, "and never ended")
+        #expect(connect.secureConnectionStart == nil && connect.secureConnectionEnd == nil)
+        Self.expectOrdered([
+            ("fetchStart", connect.fetchStart), ("domainLookupStart", connect.domainLookupStart),
+            ("domainLookupEnd", connect.domainLookupEnd), ("connectStart", connect.connectStart),
+        ])
+
+        try await withTestServer(.https(.localhost)) { server in
+            // The test root is not trusted: the handshake fails.
+            let (untrustedError, untrusted) = try await Self.failedTransaction(
+                try #require(URL(string: "https://localhost:\(server.port)/get")), resolver: GatedResolver(free: .max))
+            #expect(
+                untrustedError?.code == .serverTrustEvaluationFailed || untrustedError?.code == .tlsFailure, "\(String(describing: untrustedError))")
+            let handshake = try #require(untrusted)
+            #expect(handshake.domainLookupStart != nil && handshake.domainLookupEnd != nil && handshake.connectStart != nil)
+            #expect(handshake.secureConnectionStart != nil, "the handshake began")
+            #expect(handshake.secureConnectionEnd == nil && handshake.connectEnd == nil, "and never ended")
+            Self.expectOrdered([
+                ("fetchStart", handshake.fetchStart), ("domainLookupStart", handshake.domainLookupStart),
+                ("domainLookupEnd", handshake.domainLookupEnd), ("connectStart", handshake.connectStart),
+                ("secureConnectionStart", handshake.secureConnectionStart),
+            ])
+        }
+
+        let (unknownError, unknown) = try await Self.failedTransaction(
+            try #require(URL(string: "http://localhost:\(closedPort())/get")), resolver: NoAddressResolver())
+        #expect(unknownError?.code == .connectionFailed, "\(String(describing: unknownError))")
+        let lookup = try #require(unknown)
+        #expect(lookup.domainLookupStart != nil && lookup.domainLookupEnd != nil, "the lookup began and ended")
+        #expect(lookup.connectStart == nil, "no connect began without an address")
+        #expect(lookup.connectEnd == nil && lookup.secureConnectionStart == nil)
+    }
+
+    /// Expects the instants given to be in the order given.
+    private static func expectOrdered(_ instants: [(String, ContinuousClock.Instant?)], sourceLocation: SourceLocation = #_sourceLocation) {
+        let present = instants.compactMap { name, instant in instant.map { (name, $0) } }
+        for (earlier, later) in zip(present, present.dropFirst()) {
+            #expect(earlier.1 <= later.1, "\(earlier.0) after \(later.0)", sourceLocation: sourceLocation)
         }
     }
 

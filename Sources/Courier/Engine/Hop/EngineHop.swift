@@ -103,6 +103,17 @@ final class EngineHop: NIOHopTask, Sendable {
         self.state.withLockedValue { $0.metrics = metrics }
     }
 
+    /// Keeps the times of a connection that failed to open while the hop waited for it (its
+    /// lookup, connect and TLS handshake, as far as they went) for the hop's transaction, which
+    /// then fails with it; not over what a send of the hop recorded already (a resend's connect).
+    func recordFailedSetup(_ setup: ConnectionEstablishment) {
+        var metrics = self.bareMetrics()
+        setup.applyFailure(to: &metrics)
+        self.state.withLockedValue { state in
+            if state.metrics == nil { state.metrics = metrics }
+        }
+    }
+
     /// The body to send now.
     var body: OutgoingBody { self.state.withLockedValue { $0.body } }
 

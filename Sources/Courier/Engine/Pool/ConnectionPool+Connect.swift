@@ -36,7 +36,10 @@ extension ConnectionPool {
             try pipeline.addHandler(HopHandler(readWatcher: readWatcher, bodyCounter: counter))
         }
         let tls = key.http1Only ? self.http1OnlyTLS : self.tls
-        let opened = self.openChannel(to: key, tls: tls, on: eventLoop) { channel, applicationProtocol in
+        // How far a setup that failed went, for the transaction waiting for it.
+        let failedSetup = NIOLockedValueBox<ConnectionEstablishment?>(nil)
+        let keepFailedSetup: @Sendable (ConnectionEstablishment) -> Void = { setup in failedSetup.withLockedValue { $0 = setup } }
+        let opened = self.openChannel(to: key, tls: tls, on: eventLoop, failedSetup: keepFailedSetup) { channel, applicationProtocol in
             switch applicationProtocol {
             case .http1_1: try addHTTP1Handlers(to: channel)
             case .http2: try Self.addHTTP2Handlers(to: channel, settings: self.settings.http2)
@@ -54,7 +57,7 @@ extension ConnectionPool {
                     self.connectionOpened(connection)
                 } catch {
                     channel.close(promise: nil)
-                    self.connectionFailed(id, key: key, error: error)
+                    self.connectionFailed(id, key: key, error: error, setup: establishment)
                 }
             case .success((let channel, .http2, let establishment)):
                 self.settings.openConnections.track(channel, speaking: .http2)
@@ -68,10 +71,10 @@ extension ConnectionPool {
                     handler.attach(connection)
                 } catch {
                     channel.close(promise: nil)
-                    self.connectionFailed(id, key: key, error: error)
+                    self.connectionFailed(id, key: key, error: error, setup: establishment)
                 }
             case .failure(let error):
-                self.connectionFailed(id, key: key, error: error)
+                self.connectionFailed(id, key: key, error: error, setup: failedSetup.withLockedValue { $0 })
             }
         }
     }
@@ -81,11 +84,14 @@ extension ConnectionPool {
     /// it), then `configure` adds the handlers for the protocol agreed (HTTP/1.1 without TLS).
     /// Returns the channel, that protocol and the setup's times for the metrics of the
     /// transaction the connection was opened for. The pool's connections (``connect(_:id:on:)``) and WebSockets' (which are never
-    /// pooled) open this one way.
+    /// pooled) open this one way. When the setup fails after it began, `failedSetup` is given its
+    /// times as far as it went (the lookup, the connect's and the TLS handshake's starts), before
+    /// the future fails.
     func openChannel(
         to key: Key,
         tls: TLSConnector?,
         on eventLoop: any EventLoop,
+        failedSetup: (@Sendable (ConnectionEstablishment) -> Void)? = nil,
         configure: @escaping @Sendable (any Channel, TLSConnector.ApplicationProtocol) throws -> Void
     ) -> EventLoopFuture<(any Channel, TLSConnector.ApplicationProtocol, ConnectionEstablishment)> {
         let route = key.route
@@ -159,21 +165,28 @@ extension ConnectionPool {
                 to: address, of: key
             ).map { channel in (channel, .http1_1) }
         }
-        return opened.map { channel, applicationProtocol in
-            let establishment = setup.withLockedValue { setup in
+        // The setup's times once it ended, well or not.
+        @Sendable func times() -> ConnectionEstablishment {
+            setup.withLockedValue { setup in
                 let lookup = resolver?.times ?? TimedResolver.Times()
                 setup.domainLookupStart = lookup.start
                 setup.domainLookupEnd = lookup.end
-                // The TCP connect began once the lookup ended.
+                // The TCP connect began once the lookup ended, if it found an address.
                 if let end = lookup.end { setup.connectStart = end }
-                setup.connectEnd = .now
+                setup.connectBegan = !lookup.failed && (lookup.start == nil || lookup.end != nil)
                 return setup
             }
+        }
+        return opened.map { channel, applicationProtocol in
+            var connected = times()
+            connected.connectEnd = .now
             // Read once here, on the channel's loop, for every transaction the connection carries.
-            var connected = establishment
             connected.localAddress = channel.localAddress
             connected.remoteAddress = channel.remoteAddress
             return (channel, applicationProtocol, connected)
+        }.flatMapErrorThrowing { error in
+            failedSetup?(times())
+            throw error
         }
     }
 

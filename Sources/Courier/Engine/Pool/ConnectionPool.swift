@@ -337,9 +337,12 @@ final class ConnectionPool: Sendable {
     // MARK: Connections
 
     /// Runs what the state machine decided, after the pool's lock was released. Returns whether
-    /// the actions ran or failed `watched`.
+    /// the actions ran or failed `watched`. `failedSetup`: the actions are a failed connect's,
+    /// whose times go to the transactions of the hops it fails.
     @discardableResult
-    private func run(_ actions: consuming StateMachine.Actions, handingOver watched: EngineHop? = nil) -> Bool {
+    private func run(
+        _ actions: consuming StateMachine.Actions, handingOver watched: EngineHop? = nil, failedSetup: ConnectionEstablishment? = nil
+    ) -> Bool {
         var handedOver = false
         for action in actions {
             switch action {
@@ -353,6 +356,7 @@ final class ConnectionPool: Sendable {
                 self.start(hop, on: connection, becomingBusy: becomingBusy, carriesSetup: carriesSetup)
             case .fail(let hop, let error):
                 handedOver = handedOver || hop === watched
+                if let failedSetup { hop.recordFailedSetup(failedSetup) }
                 hop.end(.failure(error))
             case .close(let connection):
                 connection.channel.close(promise: nil)
@@ -396,9 +400,11 @@ final class ConnectionPool: Sendable {
         self.run(actions)
     }
 
-    func connectionFailed(_ id: PoolConnectionID, key: Key, error: any Error) {
+    /// A connection to `key` could not be opened; `setup` says how far it went, for the
+    /// transactions that fail with it.
+    func connectionFailed(_ id: PoolConnectionID, key: Key, error: any Error, setup: ConnectionEstablishment? = nil) {
         self.logger?.debug("courier: connection failed", metadata: ["origin": "\(key)", "error": "\(error)"])
-        self.run(self.state.withLockedValue { $0.connectionFailed(id, key: key, error: error) })
+        self.run(self.state.withLockedValue { $0.connectionFailed(id, key: key, error: error) }, failedSetup: setup)
     }
 
     private func connectionClosed(_ connection: PooledConnection) {
