@@ -109,15 +109,17 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
         // Courier's rule decides the next request (method, body, fields), not URLSession's
-        // proposal: the same planner as NIOEngine's, then the session's say.
+        // proposal: the same planner as NIOEngine's, then the session's say. Every way out answers
+        // through ``answerRedirect(_:to:of:exchange:completionHandler:)``, once, or not at all
+        // once URLSession stopped waiting for the answer.
         guard let exchange = self.exchange(of: task) else {
             completionHandler(nil)
             return
         }
         exchange.requestReachedServer()
         guard let redirect = URLSessionEngine.response(from: response) else {
+            // The cancel ends URLSession's task: no answer.
             exchange.cancel(with: exchange.badStatus(response.statusCode))
-            completionHandler(nil)
             return
         }
         guard case .follow(let proposal) = exchange.planRedirect(redirect),
@@ -126,7 +128,7 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             // FoundationNetworking hands this head over next as the response: the answer, not a
             // redirect to ask the session about again.
             exchange.declineRedirect()
-            completionHandler(nil)
+            self.answerRedirect(nil, to: response, of: task, exchange: exchange, completionHandler: completionHandler)
             return
         }
         // FoundationNetworking sends a redirected request without its body (a 307's POST goes out
@@ -134,11 +136,38 @@ final class Bridge: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         // task once this one ends with the redirect's response.
         if !chosen.body.isEmpty {
             exchange.followItself(chosen)
-            completionHandler(nil)
+            self.answerRedirect(nil, to: response, of: task, exchange: exchange, completionHandler: completionHandler)
             return
         }
         exchange.followed(chosen)
-        completionHandler(URLSessionEngine.urlRequest(for: chosen))
+        self.answerRedirect(URLSessionEngine.urlRequest(for: chosen), to: response, of: task, exchange: exchange, completionHandler: completionHandler)
+    }
+
+    /// Answers URLSession's question about the redirect `response` of `task` with `request` (nil:
+    /// not followed), if it still waits for the answer. The session's decision may take long (its
+    /// redirect hook is the caller's code), and meanwhile:
+    /// - the exchange may have been cancelled: URLSession's task was cancelled with it, and ends
+    ///   without the answer (FoundationNetworking stops the process on an answer that comes after
+    ///   the cancel reached the task: "Received callback for HTTP redirection, but we're not
+    ///   waiting for it"), so none is given (``URLSessionExchange/answerRedirect(_:with:)``);
+    /// - FoundationNetworking's request timeout may have fired: it stops waiting then, sets the
+    ///   redirect as the task's response and neither completes the task nor takes an answer (the
+    ///   same stop). The exchange is cancelled, timed out, which completes the task.
+    private func answerRedirect(
+        _ request: URLRequest?, to response: HTTPURLResponse, of task: URLSessionTask, exchange: URLSessionExchange,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        #if canImport(FoundationNetworking)
+        // The timeout's mark: the task's response is the redirect's own head (which a task waiting
+        // for the answer never has).
+        if task.response === response {
+            exchange.cancel(
+                with: CourierError(
+                    .timedOut, "\(exchange.request.summary): the redirect was not decided within the request's timeout", request: exchange.request))
+            return
+        }
+        #endif
+        exchange.answerRedirect(request, with: completionHandler)
     }
 
     func urlSession(

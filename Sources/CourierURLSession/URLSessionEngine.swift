@@ -66,7 +66,12 @@ import FoundationNetworking
 /// itself, on a new `URLSessionTask` that sends the body again: FoundationNetworking sends a
 /// redirected request without its body. FoundationNetworking gives up after 20 redirects on one
 /// task, whatever the policy allows: past that (a policy whose maximum is higher) the exchange
-/// fails with `CourierError.Code.tooManyRedirects` at the 21st.
+/// fails with `CourierError.Code.tooManyRedirects` at the 21st. The session decides each redirect
+/// (its redirect hook, a request's `Redirector`) on the `URLSession`'s delegate queue, which
+/// carries every exchange's events one at a time: while a decision runs, the engine's other
+/// exchanges wait, so a redirect hook should return quickly. A decision that outlasts the
+/// request's timeout ends the exchange with `CourierError.Code.timedOut` (URLSession stops waiting
+/// for it when its timeout fires); one made after the task was cancelled is not followed.
 public final class URLSessionEngine: Engine {
     private let session: URLSession
     private let queue: OperationQueue
@@ -465,6 +470,18 @@ final class URLSessionExchange: Exchange, @unchecked Sendable {
 
     /// Whether ``cancel(with:)`` was called.
     var isCancelled: Bool { self.state.withLockedValue { $0.cancellation != nil } }
+
+    /// Calls `completionHandler` with `request`, URLSession's answer about a redirect, unless the
+    /// exchange was cancelled: its task was (or is being) cancelled, and URLSession ends it without
+    /// the answer. Under the state's lock, so that a cancel either comes first (no answer) or
+    /// reaches the task after the answer: the handler only queues the answer on the task's own
+    /// queue, where the cancel goes too, and calls nothing of Courier's.
+    func answerRedirect(_ request: URLRequest?, with completionHandler: @Sendable (URLRequest?) -> Void) {
+        self.state.withLockedValue { state in
+            guard state.cancellation == nil else { return }
+            completionHandler(request)
+        }
+    }
 
     func cancel(with error: CourierError) {
         let (task, spooling) = self.state.withLockedValue { state -> (URLSessionTask?, Task<Void, Never>?) in

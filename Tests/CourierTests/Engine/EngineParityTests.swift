@@ -755,6 +755,45 @@ struct EngineParityTests {
         gate.open()
     }
 
+    /// A redirect hook that cancels its task ends it cancelled, the redirect not followed.
+    /// (URLSessionEngine answered URLSession's question about the redirect after the cancel had
+    /// reached URLSession's task, which FoundationNetworking had ended without the answer: it
+    /// stopped the process, "Received callback for HTTP redirection, but we're not waiting for it".)
+    @Test func aRedirectHookThatCancelsItsTaskEndsItCancelled() async throws {
+        try await withTestServer { server in
+            try await self.withManager(.urlSession, server) { manager in
+                manager.hooks.taskWillPerformHTTPRedirection = { _, task, _, proposed in
+                    task.cancel()
+                    return proposed
+                }
+                let cancelled = await #expect(throws: CourierError.self) { try await manager.data(for: Request(url: server.url("/redirect-to?url=/get"))) }
+                #expect(cancelled?.code == .cancelled, "\(cancelled.map { "\($0)" } ?? "")")
+                #expect(server.requestCount == 1, "the redirect was not followed")
+            }
+        }
+    }
+
+    /// A redirect the session decides after the request's timeout ends the task timed out.
+    /// (FoundationNetworking stops waiting for the answer when the timeout fires, without ending
+    /// its task: URLSessionEngine's answer after that stopped the process, and a task whose
+    /// answer never came would never have ended.)
+    @Test func aRedirectDecidedAfterTheTimeoutTimesOut() async throws {
+        try await withTestServer { server in
+            try await self.withManager(.urlSession, server) { manager in
+                manager.hooks.taskWillPerformHTTPRedirection = { _, _, _, proposed in
+                    // Waits out the request's timeout (1 s), which must fire meanwhile.
+                    Thread.sleep(forTimeInterval: 3)
+                    return proposed
+                }
+                var request = Request(url: server.url("/redirect-to?url=/get"))
+                request.options.timeoutInterval = 1
+                let timedOut = await #expect(throws: CourierError.self) { try await manager.data(for: request) }
+                #expect(timedOut?.code == .timedOut, "\(timedOut.map { "\($0)" } ?? "")")
+                #expect(server.requestCount == 1, "the redirect was not followed")
+            }
+        }
+    }
+
     @Test func joinedSetCookieFieldsComeApart() {
         #expect(URLSessionEngine.setCookieValues(joined: "a=1") == ["a=1"])
         #expect(URLSessionEngine.setCookieValues(joined: "a=1; Path=/, b=2") == ["a=1; Path=/", "b=2"])
