@@ -68,6 +68,20 @@ struct ResponseInflaterTests {
         }
     }
 
+    /// A raw deflate body whose last bytes inflate past the piece zlib writes into: zlib takes
+    /// those bytes whole (no trailer follows them, as gzip's and zlib's follow) and keeps their
+    /// output for the next call. Nothing asked for it once the input was taken, and a valid body
+    /// failed at its end as truncated (a zlib-level reproduction: 70 of these 256 lengths of
+    /// zeros, given in one piece, kept output back).
+    @Test func rawDeflateOutputHeldByZlibAfterTheLastInputIsDelivered() throws {
+        for count in (1 << 14)..<((1 << 14) + 256) {
+            let zeros = [UInt8](repeating: 0, count: count)
+            let body = try Self.compressed(zeros, .deflate)
+            let inflater = try #require(ResponseInflater.make(head: Self.head("deflate"), ratio: 100))
+            #expect(try Self.run(inflater, body, sizes: [body.count]) == zeros, "\(count) zeros in \(body.count) bytes")
+        }
+    }
+
     /// Several gzip members one after the other are one gzip body (RFC 1952 2.2; PHP's
     /// `gzencode(a) . gzencode(b)`, appended log chunks): each is decoded, in any slicing, also
     /// when a member ends at a piece's end or a piece holds one byte of the next. Undici, urllib3

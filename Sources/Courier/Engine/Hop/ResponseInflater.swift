@@ -132,7 +132,11 @@ final class ResponseInflater {
             self.decompressor = decompressor
             self.isGzip = isGzip
         }
-        while input.readableBytes > 0 {
+        // Whether zlib filled the last piece: it may hold output of input it has taken already,
+        // and is asked again even once no input is left (raw deflate's last bytes, which no
+        // trailer follows, can be taken whole while their output waits in zlib).
+        var outputFull = false
+        while input.readableBytes > 0 || outputFull {
             if self.complete {
                 // Another gzip member (RFC 1952 2.2): the decompressor starts over on it.
                 guard self.isGzip else { throw ResponseDecompressionError(.trailingData) }
@@ -153,13 +157,17 @@ final class ResponseInflater {
             var piece = allocator.buffer(capacity: max(16384, input.readableBytes * 2))
             let before = input.readableBytes
             var ended = false
+            outputFull = false
             do {
                 try decompressor.inflate(from: &input, to: &piece)
                 // A call that returns leaves input only when the compressed stream ended before it
                 // (zlib takes all it is given otherwise, while it has room for output).
                 ended = input.readableBytes > 0
-            } catch let error as CompressNIOError where error == .bufferOverflow || error == .inputBufferOverflow {
-                // The piece is full (another goes round), or zlib wants more input than this.
+            } catch let error as CompressNIOError where error == .bufferOverflow {
+                // The piece is full: another goes round, input left or not.
+                outputFull = true
+            } catch let error as CompressNIOError where error == .inputBufferOverflow {
+                // zlib wants more input than this.
             } catch {
                 throw ResponseDecompressionError(.corrupt("\(error)"))
             }
