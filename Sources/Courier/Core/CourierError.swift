@@ -91,7 +91,10 @@ public struct CourierError: Error, Sendable, CustomStringConvertible, CustomDebu
         public static let serverTrustEvaluationFailed = Code(.serverTrustEvaluationFailed)
         /// More redirects than the configuration allows, or a redirect cycle.
         public static let tooManyRedirects = Code(.tooManyRedirects)
-        /// The response body exceeded the configured maximum size.
+        /// The response body exceeded the configured maximum size
+        /// (``SessionConfiguration/maximumResponseBodySize``), or inflated past the decompression
+        /// ratio (``NIOEngine/Decompression``), or a WebSocket message exceeded
+        /// ``WebSocketConfiguration/maximumMessageSize``.
         public static let responseTooLarge = Code(.responseTooLarge)
         /// The server sent something that is not a valid HTTP response.
         public static let invalidResponse = Code(.invalidResponse)

@@ -268,9 +268,11 @@ extension NIOEngine {
         }
         if let error = error as? ResponseDecompressionError {
             if case .limit(let ratio) = error.reason {
-                // A valid body, refused by the guard against decompression bombs: say which setting.
+                // A body refused by the guard against decompression bombs, valid or not: too large
+                // for a setting of the caller's (as a WebSocket message that inflates past its
+                // limit, or a body past `maximumResponseBodySize`), not invalid. Say which setting.
                 return (
-                    .invalidResponse,
+                    .responseTooLarge,
                     "the body inflates past \(NIOEngine.Decompression.ratioFreeSize >> 20) MiB to more than \(ratio) times its compressed size, the limit set by the configuration's decompression (.enabled(ratio: \(ratio)))"
                 )
             }

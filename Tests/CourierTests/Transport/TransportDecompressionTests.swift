@@ -7,7 +7,8 @@ import NIOCore
 import Testing
 
 /// Response decompression's guards over every wire (HTTP/1.1 in the connection's pipeline,
-/// HTTP/2 in the stream): each bad body fails its task with ``CourierError/Code/invalidResponse``.
+/// HTTP/2 in the stream): each bad body fails its task with ``CourierError/Code/invalidResponse``,
+/// and one past the ratio limit with ``CourierError/Code/responseTooLarge``.
 @Suite("Transport: response decompression's guards")
 struct TransportDecompressionTests {
     static let text = Data(String(repeating: "Courier decompresses what it asked for. ", count: 500).utf8)
@@ -33,7 +34,11 @@ struct TransportDecompressionTests {
             Self.route(server, "/not-compressed", coding: "deflate", body: Self.text)
             for path in ["bomb", "truncated", "trailing", "not-compressed"] {
                 let error = await #expect(throws: CourierError.self, "\(path)") { _ = try await manager.get(path) }
-                #expect(error?.code == .invalidResponse, "\(path): \(String(describing: error))")
+                // A body past the ratio is too large for the configuration, not invalid: it failed
+                // with `.invalidResponse` before, where a WebSocket message inflated past its limit,
+                // or a body past `maximumResponseBodySize`, fails with `.responseTooLarge`.
+                let expected: CourierError.Code = path == "bomb" ? .responseTooLarge : .invalidResponse
+                #expect(error?.code == expected, "\(path): \(String(describing: error))")
                 let says = path == "bomb" ? "more than 100 times its compressed size" : "the compressed body is invalid"
                 #expect(error?.message.contains(says) == true, "\(path): \(String(describing: error))")
             }
@@ -113,7 +118,7 @@ struct TransportDecompressionTests {
             let error = await #expect(throws: CourierError.self) {
                 for try await chunk in stream.body { received += chunk.readableBytes }
             }
-            #expect(error?.code == .invalidResponse, "\(String(describing: error)) after \(received) bytes")
+            #expect(error?.code == .responseTooLarge, "\(String(describing: error)) after \(received) bytes")
             #expect(received < 16 << 20)
         }
     }

@@ -116,7 +116,8 @@ extension NIOEngine {
         case disabled
         /// `gzip` (and `x-gzip`) and `deflate` bodies are decompressed. Past
         /// ``ratioFreeSize`` (8 MiB) of output, a body may grow to at most `ratio` times its
-        /// compressed size (a guard against decompression bombs; `.max` sets no limit). The engine
+        /// compressed size (a guard against decompression bombs, failing with
+        /// ``CourierError/Code/responseTooLarge``; `.max` sets no limit). The engine
         /// adds `Accept-Encoding: deflate, gzip` to a request that names none and asks no `Range`;
         /// a request whose own `Accept-Encoding` refuses both codings gets its body as it came.
         case enabled(ratio: Int)

@@ -231,7 +231,8 @@ final class ResponseInflater {
 }
 
 /// Why a compressed response body could not be decompressed; the engine reports it as a
-/// ``CourierError`` with the code `invalidResponse`.
+/// ``CourierError`` with the code `responseTooLarge` for the ratio limit, `invalidResponse` for
+/// the others.
 struct ResponseDecompressionError: Error, Equatable, CustomStringConvertible {
     enum Reason: Equatable {
         /// The body grew past `ratio` times its compressed size (and past the free size).
