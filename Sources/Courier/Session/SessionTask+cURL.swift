@@ -7,7 +7,7 @@ extension SessionTask {
     /// add on the way out, when the request has none of its own:
     /// - the `Cookie` field from the session's cookie store, when the request handles cookies;
     /// - `Accept-Encoding: deflate, gzip`, which the engine sends when the session decompresses
-    ///   responses (``SessionConfiguration/decompression``);
+    ///   responses (``SessionConfiguration/decompression``), unless the request asks for a `Range`;
     /// - `--user` with the credential in ``SessionManager/credentials`` for the URL's origin, which
     ///   the session answers a Basic challenge with (as Alamofire's description does), unless the
     ///   request carries an `Authorization` field or a user in its URL.
@@ -20,7 +20,11 @@ extension SessionTask {
         {
             request.headerFields[.cookie] = cookies
         }
-        if case .enabled = configuration.decompression, !request.headerFields.contains(.acceptEncoding) {
+        // Not with a `Range`: the engine asks for no coding then (a range of a coded body is of
+        // its coded bytes), and curl sent it would get the range of another representation.
+        if case .enabled = configuration.decompression, !request.headerFields.contains(.acceptEncoding),
+            !request.headerFields.contains(.range)
+        {
             request.headerFields[.acceptEncoding] = "deflate, gzip"
         }
         var credential: HTTPCredential?

@@ -81,4 +81,15 @@ struct CURLDescriptionTests {
         defer { plain.invalidate(cancelingTasks: true) }
         #expect(plain.dataTask(with: Request(url: url), completionHandler: nil).cURLDescription() == "curl http://x.test/private/report")
     }
+
+    /// A request with `Range` goes without the engine's `Accept-Encoding`
+    /// (``HopHandler/CodingFields``): the description said it went with it, and curl run with it
+    /// could get a range of the gzipped representation instead of the file's.
+    @Test func aRangeRequestsDescriptionAsksForNoCoding() {
+        let manager = SessionManager(engine: RefusingEngine())
+        defer { manager.invalidate(cancelingTasks: true) }
+        var ranged = Request(url: URL(string: "http://x.test/file.bin")!)
+        ranged.headerFields[.range] = "bytes=100-"
+        #expect(manager.dataTask(with: ranged, completionHandler: nil).cURLDescription() == "curl http://x.test/file.bin \\\n  --header 'Range: bytes=100-'")
+    }
 }
