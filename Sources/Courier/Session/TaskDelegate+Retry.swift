@@ -163,8 +163,12 @@ extension TaskDelegate {
         case .finish(let error):
             self.decided(.finish(error))
         case .refusedByBudget(let reason):
-            if let monitors = self.interception.monitors, let task = self.state.withLockedValue({ $0.task }) {
-                monitors.emit { $0.task(task, retryRefusedByBudget: attempt, reason: reason) }
+            if let monitors = self.interception.monitors {
+                // Under the task's lock, unless cancelled meanwhile (as ``willRetry(after:delay:reason:)``).
+                self.state.withLockedValue { state in
+                    guard !state.machine.isCancelling, !state.machine.hasEnded, let task = state.task else { return }
+                    monitors.emit { $0.task(task, retryRefusedByBudget: attempt, reason: reason) }
+                }
             }
             self.decided(.finish(nil))
         }
@@ -228,10 +232,17 @@ extension TaskDelegate {
 
     /// The retry is decided: monitors, span and logger hear of it.
     private func willRetry(after attempt: FailedAttempt, delay: Duration, reason: RetryReason) {
-        let (task, span) = self.state.withLockedValue { ($0.task, $0.span) }
-        if let task, let monitors = self.interception.monitors {
-            monitors.emit { $0.task(task, willRetry: attempt, after: delay, reason: reason) }
+        // Queued under the task's lock, as `cancel()` queues its event, and only while the task is
+        // neither cancelled nor ended: a cancel between the waiter's check and here told the
+        // monitors first, and its retry never comes.
+        let (announced, span) = self.state.withLockedValue { state in
+            guard !state.machine.isCancelling, !state.machine.hasEnded else { return (false, state.span) }
+            if let task = state.task, let monitors = self.interception.monitors {
+                monitors.emit { $0.task(task, willRetry: attempt, after: delay, reason: reason) }
+            }
+            return (true, state.span)
         }
+        guard announced else { return }
         span?.retrying(after: attempt, reason: reason, delay: delay)
         var metadata: Logger.Metadata = ["courier-retry-reason": "\(reason)", "courier-retry-delay": "\(delay)"]
         if let status = attempt.statusCode { metadata["courier-response-status"] = "\(status)" }
