@@ -114,14 +114,54 @@ struct ResponseInflaterTests {
     /// The codings are listed as they were applied (RFC 9110 8.4): the last is outside. Before,
     /// the first was read, and `identity, gzip` came to the caller still compressed while `gzip,
     /// br` was fed to zlib (and failed as corrupt).
-    @Test("The one coding applied is read, wherever identity stands")
+    @Test("The codings applied are read, wherever identity stands; one the engine does not decode leaves the body alone")
     func codingOrder() {
-        for value in ["identity, gzip", "gzip, identity", "identity,deflate", "identity, x-gzip"] {
+        for value in ["identity, gzip", "gzip, identity", "identity,deflate", "identity, x-gzip", "gzip, gzip", "deflate, identity, gzip"] {
             #expect(ResponseInflater.make(head: Self.head(value), ratio: 100) != nil, "\(value)")
         }
-        for value in ["gzip, br", "br, gzip", "gzip, gzip", "identity", "identity, br"] {
+        for value in ["gzip, br", "br, gzip", "identity", "identity, br", "gzip, gzip, br"] {
             #expect(ResponseInflater.make(head: Self.head(value), ratio: 100) == nil, "\(value)")
         }
+    }
+
+    /// Stacked codings (`gzip, gzip`, `deflate, gzip`, or a field each) are undone in reverse, as
+    /// curl and browsers undo them, in any slicing. Courier handed them over still coded.
+    @Test func stackedCodingsAreUndoneInReverse() throws {
+        let zlib = try Self.compressed(Self.text, .zlib)
+        let cases: [(HTTPResponseHead, [UInt8])] = [
+            (Self.head("gzip, gzip"), try Self.compressed(try Self.compressed(Self.text, .gzip), .gzip)),
+            (Self.head("deflate, gzip"), try Self.compressed(zlib, .gzip)),
+            (HTTPResponseHead(version: .http1_1, status: .ok, headers: HTTPHeaders([("Content-Encoding", "deflate"), ("Content-Encoding", "gzip")])), try Self.compressed(zlib, .gzip)),
+            (Self.head("gzip, deflate, gzip, deflate, gzip"), try (0..<5).reduce(Self.text) { body, layer in try Self.compressed(body, layer % 2 == 0 ? .gzip : .zlib) }),
+        ]
+        for (head, body) in cases {
+            for sizes in [[body.count], [1, 1, 2, 3], [1, 4096], [7]] {
+                let inflater = try #require(ResponseInflater.make(head: head, ratio: 100))
+                #expect(try Self.run(inflater, body, sizes: sizes) == Self.text, "\(head.headers["Content-Encoding"]), pieces \(sizes)")
+            }
+        }
+        // The ratio bounds the decoded body, whatever layer it grows in.
+        let bomb = try Self.compressed(try Self.compressed([UInt8](repeating: 0, count: 1 << 20), .gzip), .gzip)
+        let inflater = try #require(ResponseInflater.make(head: Self.head("gzip, gzip"), ratio: 100, freeSize: 0))
+        #expect(throws: ResponseDecompressionError(.limit(ratio: 100))) { _ = try Self.run(inflater, bomb, sizes: [bomb.count]) }
+        // An inner layer that does not inflate is corrupt, one cut short truncated.
+        let plainInside = try #require(ResponseInflater.make(head: Self.head("gzip, gzip"), ratio: 100))
+        #expect(throws: ResponseDecompressionError.self) { _ = try Self.run(plainInside, try Self.compressed(Self.text, .gzip), sizes: [100]) }
+    }
+
+    /// More than five codings (curl's `MAX_ENCODE_STACK`) fail as curl fails them
+    /// (`CURLE_BAD_CONTENT_ENCODING`), at the body's first byte: a head with no body passes.
+    @Test func moreThanFiveCodingsAreRefused() throws {
+        let six = Array(repeating: "gzip", count: 6).joined(separator: ", ")
+        let body = try (0..<6).reduce(Self.text) { body, _ in try Self.compressed(body, .gzip) }
+        let inflater = try #require(ResponseInflater.make(head: Self.head(six), ratio: 100))
+        #expect(throws: ResponseDecompressionError(.tooManyCodings(6))) { _ = try Self.run(inflater, body, sizes: [body.count]) }
+        let empty = try #require(ResponseInflater.make(head: Self.head(six), ratio: 100))
+        #expect(try Self.run(empty, [], sizes: [1]) == [])
+        // `identity` is no layer.
+        let five = try #require(ResponseInflater.make(head: Self.head("identity, " + Array(repeating: "gzip", count: 5).joined(separator: ", ")), ratio: 100))
+        let fiveBody = try (0..<5).reduce(Self.text) { body, _ in try Self.compressed(body, .gzip) }
+        #expect(try Self.run(five, fiveBody, sizes: [fiveBody.count]) == Self.text)
     }
 
     @Test("An empty body is left as it is")

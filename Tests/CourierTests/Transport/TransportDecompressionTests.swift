@@ -162,6 +162,40 @@ struct TransportDecompressionTests {
         }
     }
 
+    /// Stacked codings are undone in reverse of their listing, as curl and browsers undo them:
+    /// `gzip, gzip`, `deflate, gzip`, the same in two fields, and five layers (curl's limit) come
+    /// back as the bytes the server coded. Courier handed them over still coded. A sixth layer
+    /// fails the task as curl fails it (`CURLE_BAD_CONTENT_ENCODING`).
+    @Test(arguments: Transport.allCases)
+    func stackedCodingsAreDecodedUpToFive(_ transport: Transport) async throws {
+        try await transport.run { server, manager in
+            let bytes = Data(TestServer.GeneratedFile(length: 64 << 10).bytes())
+            let gzipGzip = try Self.compressed(try Self.compressed(bytes, .gzip), .gzip)
+            let deflateGzip = try Self.compressed(try Self.compressed(bytes, .zlib), .gzip)
+            Self.route(server, "/gzip-gzip", coding: "gzip, gzip", body: gzipGzip)
+            Self.route(server, "/deflate-gzip", coding: "deflate, gzip", body: deflateGzip)
+            server.route("/two-fields") { _ in
+                TestServer.Response(
+                    headerFields: HTTPFields([
+                        HTTPField(name: .contentEncoding, value: "deflate"), HTTPField(name: .contentEncoding, value: "gzip"),
+                        HTTPField(name: .contentType, value: "text/plain"),
+                    ]),
+                    body: deflateGzip)
+            }
+            let five = try (0..<5).reduce(bytes) { body, _ in try Self.compressed(body, .gzip) }
+            Self.route(server, "/five", coding: Array(repeating: "gzip", count: 5).joined(separator: ", "), body: five)
+            for path in ["gzip-gzip", "deflate-gzip", "two-fields", "five"] {
+                let response = try await manager.response(for: Request(url: server.url("/\(path)")), serializer: DataResponseSerializer())
+                #expect(response.value == bytes, "\(path): \(response.value.count) bytes")
+            }
+            let six = try Self.compressed(five, .gzip)
+            Self.route(server, "/six", coding: Array(repeating: "gzip", count: 6).joined(separator: ", "), body: six)
+            let error = await #expect(throws: CourierError.self) { _ = try await manager.get("six") }
+            #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+            #expect(error?.message.contains("names 6 content codings") == true, "\(String(describing: error))")
+        }
+    }
+
     /// `x-gzip` is gzip (RFC 9110 8.4.1.3): decoded like it.
     @Test(arguments: Transport.allCases)
     func xGzipIsDecodedAsGzip(_ transport: Transport) async throws {
