@@ -184,7 +184,10 @@ struct TransportDecompressionTests {
             }
             let five = try (0..<5).reduce(bytes) { body, _ in try Self.compressed(body, .gzip) }
             Self.route(server, "/five", coding: Array(repeating: "gzip", count: 5).joined(separator: ", "), body: five)
-            for path in ["gzip-gzip", "deflate-gzip", "two-fields", "five"] {
+            // tinyproxy passes one `Content-Encoding` field of two on (the last): the body under
+            // two fields reaches Courier through it with only `gzip` named.
+            let paths = transport == .http1ViaHTTPProxy ? ["gzip-gzip", "deflate-gzip", "five"] : ["gzip-gzip", "deflate-gzip", "two-fields", "five"]
+            for path in paths {
                 let response = try await manager.response(for: Request(url: server.url("/\(path)")), serializer: DataResponseSerializer())
                 #expect(response.value == bytes, "\(path): \(response.value.count) bytes")
             }
