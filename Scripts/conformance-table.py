@@ -8,8 +8,9 @@ The two arguments are git directories (bare clones are fine) of AFNetworking/AFN
 Alamofire/Alamofire. The script reads their test files with `git show` and copies nothing of
 them but test names. It reads the twins from this repository: a twin is a test function named
 after its source test, in the file named after the source file (`AFX.swift` for AFNetworking's
-`AFX.m`, `AlamofireX.swift` for Alamofire's `X.swift`), or `Class_test` when two source classes
-share the test's name; a doc comment of the twin that starts a line with "Differs" marks a
+`AFX.m`, `AlamofireX.swift` for Alamofire's `X.swift`) or one of its parts (`AlamofireX+Topic.swift`),
+or `Class_test` when two source classes share the test's name; the table names the twin's file
+and function. A doc comment of the twin that starts a line with "Differs" marks a
 deliberate difference, whose reason is the comment.
 """
 import os
@@ -63,7 +64,7 @@ RULES = [
      "not built", "a download's file is serialized after its task completed (`DownloadResponse.value(serializedBy:)`): its serializer's failure reaches no retrier"),
     (r"HTTPHeadersTests", r".", "not applicable", "Alamofire's HTTPHeaders type; Courier uses swift-http-types' HTTPFields, tested by that package"),
     (r"UploadTests|DownloadTests", r"LifetimeEvents", "pending: issue 19", "event monitors"),
-    (r"LeaksTests", r".", "not applicable", "runs macOS's `leaks` tool at exit; Courier's lifetimes are checked with weak references (Tests/CourierTests/Session/LifetimeTests.swift)"),
+    (r"LeaksTests", r".", "not applicable", "runs macOS's `leaks` tool at exit; Courier's lifetimes are checked with weak references (Tests/CourierTests/Session/LifetimeTests.swift) and, at the end of every test run, by the live-object census (Tests/CourierTests/Support/LiveObjectCheck.swift), the nearest thing on Linux"),
     (r"DownloadTests", r"ResumeDataIsAvailableWithDecodableResponseSerializer", "deliberately different",
      "a downloaded file is serialized after the download returned (`DownloadResponse.value(serializedBy:)`), so a cancelled download's resume data does not depend on a serializer; it is checked by testThatCancelledDownloadProducesMatchingResumeData"),
     (r"DataStreamTests|RequestTests", r"LifetimeEvents", "pending: issue 19", "event monitors (task creation, metrics, parsing, caching events)"),
@@ -120,20 +121,23 @@ def swift_tests(text):
 
 
 def twin_lines(file_name):
-    """The lines of a twin file and of its parts (`AlamofireX+Topic.swift`), in name order."""
+    """(file, line) for each line of a twin file and of its parts (`AlamofireX+Topic.swift`), in
+    name order; the file as `file_name` gives it, relative to the Conformance folder."""
     folder, base = os.path.split(os.path.join(TWINS, file_name))
     if not os.path.isdir(folder):
         return
     stem = base[: -len(".swift")]
     for name in sorted(os.listdir(folder)):
         if name == base or (name.startswith(stem + "+") and name.endswith(".swift")):
-            yield from open(os.path.join(folder, name), encoding="utf-8")
+            part = os.path.join(os.path.dirname(file_name), name)
+            for line in open(os.path.join(folder, name), encoding="utf-8"):
+                yield part, line
 
 
 def twins(file_name):
-    """{test name: differs reason or None} for one twin file and its parts."""
+    """{test name: (differs reason or None, the file that holds it)} for one twin file and its parts."""
     result, doc = {}, []
-    for line in twin_lines(file_name):
+    for part, line in twin_lines(file_name):
         stripped = line.strip()
         if stripped.startswith("///"):
             doc.append(stripped[3:].strip())
@@ -142,7 +146,7 @@ def twins(file_name):
         if m:
             text = " ".join(doc)
             differs = re.search(r"\bDiffers\b[:,]?\s*(.*)", text)
-            result[m.group(1)] = differs.group(1).strip().replace("``", "`") if differs else None
+            result[m.group(1)] = (differs.group(1).strip().replace("``", "`") if differs else None, part)
             doc = []  # a one-line `@Test func` ends its doc comment too
         if stripped and not stripped.startswith("@"):
             doc = []
@@ -166,9 +170,9 @@ def rows_for(source_file, tests, twin_file):
         key = qualified if qualified in found else (name if name in found and name not in used else None)
         if key:
             used.add(key)
-            reason = found[key]
+            reason, part = found[key]
             status = "deliberately different" if reason else "ported"
-            twin = f"`{twin_file}`"
+            twin = f"`{part}` `{key}`"
             rows.append((test_class, name, status, twin, reason or ""))
         else:
             status, reason = classify(source_file, f"{test_class}.{name}")
@@ -209,8 +213,9 @@ def main():
     out.append("AFNetworking (and, where Courier has Alamofire's features, Alamofire) does where Linux allows.")
     out.append("The promise is checked by porting the two projects' own test suites: every source test below")
     out.append("has a Courier twin named after it in `Tests/CourierTests/Conformance/` (one file per source")
-    out.append("file), or the reason it has none. The twins run against the in-process `TestServer`, and also")
-    out.append("against a real httpbin when `COURIER_HTTPBIN_URL` names one (`.ci/run` starts PyPI's httpbin).\n")
+    out.append("file and its parts, `…+Topic.swift`), or the reason it has none. The twins run against the")
+    out.append("in-process `TestServer`, and also against a real httpbin when `COURIER_HTTPBIN_URL` names one")
+    out.append("(`.ci/run` starts PyPI's httpbin).\n")
     out.append(f"Sources: AFNetworking `Tests/Tests/*.m` at its last commit, its {AF_OPERATIONS_REF} tag for the 2.x")
     out.append(f"operation tests, and Alamofire `Tests/*.swift` (5.12). This file is written by")
     out.append("`python3 Scripts/conformance-table.py AFNETWORKING_GIT_DIR ALAMOFIRE_GIT_DIR > Docs/CONFORMANCE.md`.\n")
@@ -261,8 +266,7 @@ def main():
         out.append("| source test | status | Courier twin / reason |")
         out.append("|---|---|---|")
         for test_class, name, status, twin, reason in rows:
-            where = f"{twin} `{name}`" if twin else ""
-            detail = "; ".join(x for x in [where, reason] if x)
+            detail = "; ".join(x for x in [twin, reason] if x)
             label = f"`{test_class}.{name}`" if test_class else f"`{name}`"
             out.append(f"| {label} | {status} | {detail} |")
         out.append("")
