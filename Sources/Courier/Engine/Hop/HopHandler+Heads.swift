@@ -165,7 +165,7 @@ extension HopHandler {
     /// The same head as ``head(for:key:length:)`` in HTTP/2's terms (RFC 9113 8.3.1): `:path`,
     /// `:method`, `:scheme`, `:authority` (the request's `Host`, else the key's), then the fields
     /// in their order, names lower-cased, without HTTP/1's connection-specific fields and the
-    /// names its `Connection` field lists (RFC 9113 8.2.2), then `trailer`, `content-length` and
+    /// names its `Connection` field lists but `te: trailers` (RFC 9113 8.2.2), then `trailer`, `content-length` and
     /// `accept-encoding` (when `acceptEncoding` and ``CodingFields/asks``), with the fields that
     /// decide content coding noted. A body of unknown
     /// length needs no framing field: DATA frames carry it. A stream is always HTTPS (ALPN).
@@ -220,10 +220,13 @@ extension HopHandler {
             case .acceptEncoding, .range, .userAgent: codings.note(field.name)
             // HTTP/2 goes to the server, directly or through a tunnel: a proxy credential is not its.
             case .proxyAuthorization: continue
-            case .te where field.value != "trailers":
+            case .te:
                 // RFC 9113 8.2.2: `TE` may only say `trailers` in HTTP/2, a token compared
-                // without regard to case (`Trailers` goes, as `trailers`).
-                guard field.value.equalsLowercased("trailers") else {
+                // without regard to case (`Trailers` goes, as `trailers`). It is the one field
+                // HTTP/2 keeps that HTTP/1.1 makes hop-by-hop: it goes even when `Connection`
+                // names it, as RFC 9110 7.6.1 asks a sender of `TE` to do (dropped so, a gRPC
+                // server, which requires `te: trailers`, refused the request).
+                guard field.value == "trailers" || field.value.equalsLowercased("trailers") else {
                     throw NIOHTTP2Errors.forbiddenHeaderField(name: "te", value: field.value)
                 }
                 block.add(name: "te", value: "trailers")

@@ -410,6 +410,22 @@ struct HTTP2StreamStateMachineTests {
         #expect(throws: NIOHTTP2Errors.InvalidPseudoHeaderValue.self) { try Self.block(host) }
     }
 
+    /// `TE: trailers` goes as `te: trailers` when `Connection` names it too, as RFC 9110 7.6.1
+    /// asks of a sender of `TE`: RFC 9113 8.2.2 keeps that one field in HTTP/2. Before, it was
+    /// dropped with the other fields `Connection` names (a gRPC server refuses a request without
+    /// it), while `TE: Trailers` went.
+    @Test(arguments: ["trailers", "Trailers"])
+    func teTrailersGoesWhenConnectionNamesIt(_ value: String) throws {
+        var request = Request(url: URL(string: "https://example.com/")!)
+        request.headerFields[.te] = value
+        request.headerFields[.connection] = "TE, x-hop"
+        request.headerFields[HTTPField.Name("X-Hop")!] = "1"
+        let block = try Self.block(request)
+        #expect(block["te"] == ["trailers"])
+        #expect(!block.contains(name: "connection"))
+        #expect(!block.contains(name: "x-hop"))
+    }
+
     @Test func theCodingIsReadFromTheFieldsAsFromNIOsHead() {
         for value in ["gzip", "GZIP", " deflate , br", "br, gzip", ",gzip", "", "identity"] {
             let nio = ResponseInflater.make(head: HTTPResponseHead(version: .http1_1, status: .ok, headers: ["Content-Encoding": value]), ratio: 10)
