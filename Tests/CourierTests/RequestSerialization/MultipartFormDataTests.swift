@@ -236,6 +236,31 @@ extension RequestSerializationTests {
             }
         }
 
+        /// Each stream or file part summed the whole form's length again when it was appended (to
+        /// refuse a length that would overflow it): building a form of many such parts took time in
+        /// the square of their number: 8 × 10⁸ header blocks built for these 40,000 (the time limit
+        /// turns that into a failure). The length is kept as the parts are appended.
+        @Test(.timeLimit(.minutes(1)))
+        func manyStreamPartsAreAppendedInLinearTime() async throws {
+            func append(_ count: Int, to form: inout MultipartFormData) throws {
+                for _ in 0..<count {
+                    try form.appendPart(withStream: { Chunks(chunks: ["ab"]) }, name: "s", fileName: "s", length: 2, mimeType: "text/plain")
+                }
+            }
+            var one = try MultipartFormData(boundary: "B")
+            try append(1, to: &one)
+            var two = try MultipartFormData(boundary: "B")
+            try append(2, to: &two)
+            let oneBytes = try await collectBytes(of: one.body)
+            let twoBytes = try await collectBytes(of: two.body)
+            #expect(one.contentLength == Int64(oneBytes.count))
+            #expect(two.contentLength == Int64(twoBytes.count))
+            var many = try MultipartFormData(boundary: "B")
+            let count = 40_000
+            try append(count, to: &many)
+            #expect(many.contentLength == one.contentLength + Int64(count - 1) * (two.contentLength - one.contentLength))
+        }
+
         @Test("media types come from a table that works on Linux", arguments: [
             ("photo.png", "image/png"), ("photo.JPG", "image/jpeg"), ("a.jpeg", "image/jpeg"), ("notes.txt", "text/plain"),
             ("data.json", "application/json"), ("doc.pdf", "application/pdf"), ("page.html", "text/html"),

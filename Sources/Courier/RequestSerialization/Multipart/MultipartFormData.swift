@@ -35,6 +35,10 @@ public struct MultipartFormData: Sendable {
 
     let boundaryValue: MultipartBoundary
     private(set) var parts: [MultipartPart] = []
+    /// The parts' share of ``contentLength``: each one's delimiter, header block and body, added
+    /// as it is appended (summed afresh on each append, a form of many files took time in the
+    /// square of their number to build).
+    private var partsLength: Int64 = 0
     /// How many bytes a file is read in at a time.
     var chunkLength = MultipartBodyStream.defaultChunkLength
     /// The pace set by ``throttleBandwidth(withPacketSize:delay:)``, if any.
@@ -85,11 +89,10 @@ public struct MultipartFormData: Sendable {
     public var contentLength: Int64 {
         guard !self.parts.isEmpty else { return 0 }
         let boundary = self.boundaryValue
-        var length = Int64(boundary.initialDelimiter.count - boundary.encapsulationDelimiter.count)
-        for part in self.parts {
-            length += Int64(boundary.encapsulationDelimiter.count + part.headerBlock.count) + part.bodyLength
-        }
-        return length + Int64(boundary.closeDelimiter.count)
+        // The first part opens with the initial delimiter, which lacks the encapsulation
+        // delimiter's leading line break that `partsLength` counted for it.
+        let firstDelimiterShortfall = Int64(boundary.initialDelimiter.count - boundary.encapsulationDelimiter.count)
+        return firstDelimiterShortfall + self.partsLength + Int64(boundary.closeDelimiter.count)
     }
 
     /// Whether the body can be sent again, as a redirect that keeps the body (307, 308) needs:
@@ -115,6 +118,7 @@ public struct MultipartFormData: Sendable {
     }
 
     mutating func append(_ part: MultipartPart) {
+        self.partsLength += Int64(self.boundaryValue.encapsulationDelimiter.count + part.headerBlock.count) + part.bodyLength
         self.parts.append(part)
     }
 
