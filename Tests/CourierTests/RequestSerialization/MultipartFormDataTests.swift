@@ -238,10 +238,10 @@ extension RequestSerializationTests {
 
         /// Each stream or file part summed the whole form's length again when it was appended (to
         /// refuse a length that would overflow it): building a form of many such parts took time in
-        /// the square of their number: 8 × 10⁸ header blocks built for these 40,000 (the time limit
-        /// turns that into a failure). The length is kept as the parts are appended.
-        @Test(.timeLimit(.minutes(1)))
-        func manyStreamPartsAreAppendedInLinearTime() async throws {
+        /// the square of their number (8 × 10⁸ header blocks built for these 40,000). The length is
+        /// kept as the parts are appended; the test checks the outcome, never time (against the old
+        /// code it is slow, not failing).
+        @Test func manyStreamPartsAreAppendedInLinearTime() async throws {
             func append(_ count: Int, to form: inout MultipartFormData) throws {
                 for _ in 0..<count {
                     try form.appendPart(withStream: { Chunks(chunks: ["ab"]) }, name: "s", fileName: "s", length: 2, mimeType: "text/plain")
