@@ -53,10 +53,16 @@ struct IPAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether this is a loopback address: `127.0.0.0/8`, `::1`, or `::ffff:127.x.y.z`.
     var isLoopback: Bool {
+        if let v4 = self.mappedIPv4 { return v4.bytes[0] == 127 }
         if self.bytes.count == 4 { return self.bytes[0] == 127 }
-        if self.bytes[0..<15].allSatisfy({ $0 == 0 }) && self.bytes[15] == 1 { return true }
-        return self.bytes[0..<10].allSatisfy({ $0 == 0 }) && self.bytes[10] == 0xFF && self.bytes[11] == 0xFF
-            && self.bytes[12] == 127
+        return self.bytes[0..<15].allSatisfy({ $0 == 0 }) && self.bytes[15] == 1
+    }
+
+    /// The IPv4 address an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) stands for, which the
+    /// kernel reaches over IPv4; nil for any other address.
+    var mappedIPv4: IPAddress? {
+        guard self.isIPv6, self.bytes[0..<10].allSatisfy({ $0 == 0 }), self.bytes[10] == 0xFF, self.bytes[11] == 0xFF else { return nil }
+        return IPAddress(bytes: Array(self.bytes[12...]))
     }
 
     /// Whether the first `prefixLength` bits equal those of `network`.

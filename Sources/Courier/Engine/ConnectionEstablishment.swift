@@ -44,12 +44,7 @@ struct ConnectionEstablishment: Sendable {
         metrics.localSocketAddress = self.localAddress ?? channel.localAddress
         metrics.remoteSocketAddress = self.remoteAddress ?? channel.remoteAddress
         guard setUpForIt else { return }
-        metrics.domainLookupStart = self.domainLookupStart
-        metrics.domainLookupEnd = self.domainLookupEnd
-        metrics.connectStart = self.connectStart
-        metrics.connectEnd = self.connectEnd
-        metrics.secureConnectionStart = self.secureConnectionStart
-        metrics.secureConnectionEnd = self.secureConnectionEnd
+        self.copyTimes(to: &metrics)
     }
 
     /// Copies the times of a setup that failed into `metrics`, a transaction that was waiting for
@@ -60,6 +55,11 @@ struct ConnectionEstablishment: Sendable {
     func applyFailure(to metrics: inout TransactionMetrics) {
         guard self.start >= metrics.fetchStart else { return }
         metrics.isReusedConnection = false
+        self.copyTimes(to: &metrics)
+    }
+
+    /// The lookup's, the connect's (its start only if it began) and the TLS handshake's times.
+    private func copyTimes(to metrics: inout TransactionMetrics) {
         metrics.domainLookupStart = self.domainLookupStart
         metrics.domainLookupEnd = self.domainLookupEnd
         if self.connectBegan { metrics.connectStart = self.connectStart }

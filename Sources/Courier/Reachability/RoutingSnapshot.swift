@@ -65,7 +65,7 @@ struct RoutingSnapshot: Sendable, Hashable {
             return usable.min { $0.metric < $1.metric }.flatMap(self.usableLink).map(kind) ?? .notReachable
         }
         if addresses.contains(where: \.isLoopback) { return .reachableViaEthernet }
-        for address in addresses.map(Self.routed) {
+        for address in addresses.map({ $0.mappedIPv4 ?? $0 }) {
             let candidates = main.filter {
                 $0.isIPv6 == address.isIPv6 && address.matches(network: $0.destination, prefixLength: $0.prefixLength)
             }
@@ -77,14 +77,6 @@ struct RoutingSnapshot: Sendable, Hashable {
             }
         }
         return .notReachable
-    }
-
-    /// `address` as the kernel routes it: an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) by the
-    /// IPv4 routes, since a connection to it goes out over IPv4.
-    private static func routed(_ address: IPAddress) -> IPAddress {
-        let bytes = address.bytes
-        guard address.isIPv6, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF else { return address }
-        return IPAddress(bytes: Array(bytes[12...])) ?? address
     }
 
     private func usableLink(_ route: Route) -> Link? {

@@ -96,7 +96,7 @@ final class StubExchange: Exchange {
         var visited: Set<String> = []
         // The request's policy, which a session manager sets to its own; NIOEngine's default for
         // an exchange started otherwise.
-        let policy = self.request.options.redirectPolicy ?? .follow(max: 16, allowCycles: true)
+        let policy = self.request.options.redirectPolicy ?? NIOEngine.Configuration().redirectPolicy
         while true {
             if let error = self.cancelError { return error }
             guard let stub = self.engine.record(request) else {

@@ -351,52 +351,34 @@ struct FullDiskDownloadTests {
     /// resuming from it completes the file. The partial file was removed and no resume data
     /// given: the bytes the caller had were lost with the ones that did not fit.
     @Test func aContinuationThatFillsTheDiskKeepsItsPartialFileToResumeLater() async throws {
-        let folder = TinyFileSystem.url!.appendingPathComponent("resume-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        var configuration = SessionConfiguration.default
-        configuration.downloadDirectory = folder
         let file = TestServer.GeneratedFile(length: 600_000)
-        // The command line's full-disk test fills the same file system: not meanwhile.
-        try await TinyFileSystem.withExclusiveUse {
-            try await withTestServer { server in
-                try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
-                    // A download cut short after 100 000 bytes leaves resume data.
-                    let cut = await #expect(throws: CourierError.self) {
-                        try await manager.download(Request(url: server.url(file.path(["drop-after": "100000"]))))
-                    }
-                    var resume = try #require(cut?.resumeData, "\(String(describing: cut))")
-                    let kept = resume.bytesReceived
-                    #expect(kept > 0)
-                    #expect(resume.temporaryFileURL.deletingLastPathComponent().standardizedFileURL.path == folder.standardizedFileURL.path)
-                    // The continuations ask for the whole file, not broken off.
-                    resume.url = server.url(file.path())
+        try await Self.withResumeDataOnTheTinyDisk(of: file) { server, manager, folder, resume in
+            var resume = resume
+            let kept = resume.bytesReceived
+            // The continuations ask for the whole file, not broken off.
+            resume.url = server.url(file.path())
 
-                    // The disk filled to within 64 KiB: the continuation cannot write the rest.
-                    let filler = folder.appendingPathComponent("filler")
-                    let free = (try FileManager.default.attributesOfFileSystem(forPath: folder.path)[.systemFreeSize] as? NSNumber)?.intValue ?? 0
-                    try Data(count: max(0, free - (64 << 10))).write(to: filler)
-                    let full = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
-                    #expect(full?.code == .fileSystemFailure)
-                    let again = try #require(full?.resumeData, "the partial file is kept, with resume data: \(String(describing: full))")
-                    #expect(again.temporaryFileURL == resume.temporaryFileURL)
-                    #expect(again.bytesReceived >= kept, "the bytes kept stay")
-                    #expect(again.bytesReceived < Int64(file.length))
-                    let partial = try Data(contentsOf: again.temporaryFileURL)
-                    #expect(partial.count == Int(again.bytesReceived), "the file holds the bytes its resume data names")
-                    #expect(CRC32.checksum(of: partial) == file.crc32(0..<min(partial.count, file.length)), "and they are the file's")
+            // The disk filled to within 64 KiB: the continuation cannot write the rest.
+            let filler = try Self.fillDisk(folder)
+            let full = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+            #expect(full?.code == .fileSystemFailure)
+            let again = try #require(full?.resumeData, "the partial file is kept, with resume data: \(String(describing: full))")
+            #expect(again.temporaryFileURL == resume.temporaryFileURL)
+            #expect(again.bytesReceived >= kept, "the bytes kept stay")
+            #expect(again.bytesReceived < Int64(file.length))
+            let partial = try Data(contentsOf: again.temporaryFileURL)
+            #expect(partial.count == Int(again.bytesReceived), "the file holds the bytes its resume data names")
+            #expect(CRC32.checksum(of: partial) == file.crc32(0..<min(partial.count, file.length)), "and they are the file's")
 
-                    // Room again: resuming from the error's resume data completes the file.
-                    try FileManager.default.removeItem(at: filler)
-                    let download = try await manager.download(resumingFrom: again)
-                    #expect(download.response.status == .partialContent)
-                    let data = try Data(contentsOf: download.fileURL)
-                    #expect(data.count == file.length)
-                    #expect(CRC32.checksum(of: data) == file.crc32(), "whole and correct")
-                    #expect(contents(of: folder) == [download.fileURL.lastPathComponent], "nothing else is left")
-                    #expect(await eventually { manager.tasks.isEmpty })
-                }
-            }
+            // Room again: resuming from the error's resume data completes the file.
+            try FileManager.default.removeItem(at: filler)
+            let download = try await manager.download(resumingFrom: again)
+            #expect(download.response.status == .partialContent)
+            let data = try Data(contentsOf: download.fileURL)
+            #expect(data.count == file.length)
+            #expect(CRC32.checksum(of: data) == file.crc32(), "whole and correct")
+            #expect(contents(of: folder) == [download.fileURL.lastPathComponent], "nothing else is left")
+            #expect(await eventually { manager.tasks.isEmpty })
         }
     }
 
@@ -405,47 +387,67 @@ struct FullDiskDownloadTests {
     /// error carries the resume data the continuation began with. The half-written body replaced
     /// the partial file, which was then removed with no resume data: the caller's bytes were lost.
     @Test func aRewriteThatFillsTheDiskKeepsThePartialFileAsItWas() async throws {
-        let folder = TinyFileSystem.url!.appendingPathComponent("rewrite-\(UUID().uuidString)")
+        let file = TestServer.GeneratedFile(length: 600_000)
+        try await Self.withResumeDataOnTheTinyDisk(of: file) { server, manager, folder, resume in
+            var resume = resume
+            let kept = Int(resume.bytesReceived)
+            // The continuation gets the whole file again, with a 200.
+            resume.url = server.url(file.path(["ignore-range": "1"]))
+
+            // The disk filled to within 64 KiB: the 200's body cannot be written whole.
+            let filler = try Self.fillDisk(folder)
+            let full = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
+            #expect(full?.code == .fileSystemFailure)
+            #expect(full?.resumeData == resume, "the resume data it began with: \(String(describing: full))")
+            let partial = try Data(contentsOf: resume.temporaryFileURL)
+            #expect(partial.count == kept, "the partial file is as it was")
+            #expect(CRC32.checksum(of: partial) == file.crc32(0..<kept))
+
+            // Room again: the partial file is continued.
+            try FileManager.default.removeItem(at: filler)
+            resume.url = server.url(file.path())
+            let download = try await manager.download(resumingFrom: resume)
+            #expect(download.response.status == .partialContent)
+            let data = try Data(contentsOf: download.fileURL)
+            #expect(CRC32.checksum(of: data) == file.crc32(), "whole and correct")
+            #expect(contents(of: folder) == [download.fileURL.lastPathComponent], "nothing else is left")
+            #expect(await eventually { manager.tasks.isEmpty })
+        }
+    }
+
+    /// Runs `body` with a server, a manager whose downloads go to a new folder on the small file
+    /// system (held for this test alone: the command line's full-disk test fills it too), that
+    /// folder, and the resume data of a download of `file` cut short after 100 000 bytes, which
+    /// keeps its partial file there.
+    private static func withResumeDataOnTheTinyDisk(
+        of file: TestServer.GeneratedFile, _ body: (TestServer, HTTPSessionManager, URL, ResumeData) async throws -> Void
+    ) async throws {
+        let folder = TinyFileSystem.url!.appendingPathComponent("resume-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         var configuration = SessionConfiguration.default
         configuration.downloadDirectory = folder
-        let file = TestServer.GeneratedFile(length: 600_000)
         try await TinyFileSystem.withExclusiveUse {
             try await withTestServer { server in
                 try await withManager(baseURL: server.baseURL, configuration: configuration) { manager in
                     let cut = await #expect(throws: CourierError.self) {
                         try await manager.download(Request(url: server.url(file.path(["drop-after": "100000"]))))
                     }
-                    var resume = try #require(cut?.resumeData, "\(String(describing: cut))")
-                    let kept = Int(resume.bytesReceived)
-                    #expect(kept > 0)
-                    // The continuation gets the whole file again, with a 200.
-                    resume.url = server.url(file.path(["ignore-range": "1"]))
-
-                    // The disk filled to within 64 KiB: the 200's body cannot be written whole.
-                    let filler = folder.appendingPathComponent("filler")
-                    let free = (try FileManager.default.attributesOfFileSystem(forPath: folder.path)[.systemFreeSize] as? NSNumber)?.intValue ?? 0
-                    try Data(count: max(0, free - (64 << 10))).write(to: filler)
-                    let full = await #expect(throws: CourierError.self) { try await manager.download(resumingFrom: resume) }
-                    #expect(full?.code == .fileSystemFailure)
-                    #expect(full?.resumeData == resume, "the resume data it began with: \(String(describing: full))")
-                    let partial = try Data(contentsOf: resume.temporaryFileURL)
-                    #expect(partial.count == kept, "the partial file is as it was")
-                    #expect(CRC32.checksum(of: partial) == file.crc32(0..<kept))
-
-                    // Room again: the partial file is continued.
-                    try FileManager.default.removeItem(at: filler)
-                    resume.url = server.url(file.path())
-                    let download = try await manager.download(resumingFrom: resume)
-                    #expect(download.response.status == .partialContent)
-                    let data = try Data(contentsOf: download.fileURL)
-                    #expect(CRC32.checksum(of: data) == file.crc32(), "whole and correct")
-                    #expect(contents(of: folder) == [download.fileURL.lastPathComponent], "nothing else is left")
-                    #expect(await eventually { manager.tasks.isEmpty })
+                    let resume = try #require(cut?.resumeData, "\(String(describing: cut))")
+                    #expect(resume.bytesReceived > 0)
+                    #expect(resume.temporaryFileURL.deletingLastPathComponent().standardizedFileURL.path == folder.standardizedFileURL.path)
+                    try await body(server, manager, folder, resume)
                 }
             }
         }
+    }
+
+    /// Fills the file system of `folder` to within 64 KiB with a file there, returned.
+    private static func fillDisk(_ folder: URL) throws -> URL {
+        let filler = folder.appendingPathComponent("filler")
+        let free = (try FileManager.default.attributesOfFileSystem(forPath: folder.path)[.systemFreeSize] as? NSNumber)?.intValue ?? 0
+        try Data(count: max(0, free - (64 << 10))).write(to: filler)
+        return filler
     }
 
     @Test func aMoveToAFullDiskOnAnotherFileSystemLeavesNoFileThere() async throws {

@@ -58,6 +58,10 @@ extension TaskDelegate {
             case 206:
                 file = continuation.file
                 let value = response.headerFields.value(of: .contentRange)
+                // The validator `If-Range` sent, and the other one the 206 names, if it does (a
+                // server or cache that ignored `If-Range`).
+                let sent = request.headerFields.value(of: .ifRange)
+                let other = sent.flatMap { ContentRange.otherVersion(named: response, than: $0) }
                 // `bytes=N-` asks for everything from N to the end: a range that starts elsewhere
                 // or stops short of the end (when the server says where that is) is not the rest.
                 guard let range = value.flatMap(ContentRange.init), range.first == continuation.offset,
@@ -66,20 +70,18 @@ extension TaskDelegate {
                     // Nothing was written: unless the 206 names another version than `If-Range`
                     // sent, it is part of the version the partial file holds (a server sends 206
                     // only when `If-Range` matched), and the file is kept for another try.
-                    let sameVersion =
-                        request.headerFields.value(of: .ifRange).map { ContentRange.otherVersion(named: response, than: $0) == nil } ?? false
                     return self.refuseDownload(
                         CourierError(
                             .invalidResponse,
                             "\(request.summary): asked for the rest after \(continuation.offset) bytes, the server sent Content-Range \(value ?? "(none)")",
                             request: request, response: response),
-                        keepingPartialFile: sameVersion)
+                        keepingPartialFile: sent != nil && other == nil)
                 }
-                if let sent = request.headerFields.value(of: .ifRange), let other = ContentRange.otherVersion(named: response, than: sent) {
+                if let sent, let other {
                     return self.refuseDownload(
                         CourierError(
                             .invalidResponse,
-                            "\(request.summary): asked for the rest of \(request.headerFields.value(of: .ifRange) ?? ""), the server sent part of \(other) (it ignored If-Range): the resume data is stale",
+                            "\(request.summary): asked for the rest of \(sent), the server sent part of \(other) (it ignored If-Range): the resume data is stale",
                             request: request, response: response))
                 }
                 kept = continuation.offset
