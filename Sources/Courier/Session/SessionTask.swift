@@ -165,8 +165,8 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     /// within this call.
     public func cancel(byProducingResumeData completionHandler: @escaping @Sendable (ResumeData?) -> Void) {
         let accepted = self.delegate.state.withLockedValue { state -> Bool in
-            guard !state.machine.hasEnded, state.resumeDataHandler == nil else { return false }
-            state.resumeDataHandler = completionHandler
+            guard !state.machine.hasEnded, state.download.resumeDataHandler == nil else { return false }
+            state.download.resumeDataHandler = completionHandler
             return true
         }
         guard accepted else {

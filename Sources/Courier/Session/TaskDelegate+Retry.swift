@@ -28,7 +28,7 @@ extension TaskDelegate {
         // Success, the common case, costs one look at the status (and, with retriers that want a
         // serializer's failures, the check).
         // A ternary, not `&&`: its autoclosure would capture (copy) the whole state.
-        guard error != nil || self.state.withLockedValue({ $0.responseStatus >= 400 ? !$0.keptFileIsWhole : false }) else {
+        guard error != nil || self.state.withLockedValue({ $0.responseStatus >= 400 ? !$0.download.keptFileIsWhole : false }) else {
             return interception.checksSerialization && self.checkSerialization()
         }
         // Read before the task's lock: the registry's lock is never taken inside it.
@@ -197,9 +197,7 @@ extension TaskDelegate {
                 state.responseTrailers = nil
                 state.body = nil
                 state.held = nil
-                state.resumeValidators = nil
-                state.continuedRangeLast = nil
-                state.keptFileIsWhole = false
+                state.download.attemptRetried()
                 state.checked = nil
                 state.currentRequest = self.originalRequest
                 return state.owner
@@ -221,10 +219,7 @@ extension TaskDelegate {
     /// asks for the same range again and continues it (it is truncated back to the bytes the
     /// resume data kept).
     private func discardAttemptFile() async {
-        let writer = self.state.withLockedValue { state -> DownloadFileWriter? in
-            defer { state.downloadFile = nil }
-            return state.downloadFile
-        }
+        let writer = self.state.withLockedValue { $0.download.takeFile() }
         guard let writer else { return }
         let continued = (self.sink as? DownloadPlan)?.continuation?.file
         await writer.abandon(removingFile: continued.map { $0.standardizedFileURL != writer.url.standardizedFileURL } ?? true)

@@ -276,7 +276,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         let sink = self.sink
         var (exchange, mine, suspended, writer) = self.state.withLockedValue { state in
             state.receiveWishes += 1
-            return (state.machine.exchange, state.receiveWishes, state.machine.wantsPause, state.downloadFile)
+            return (state.machine.exchange, state.receiveWishes, state.machine.wantsPause, state.download.file)
         }
         guard let exchange else { return }
         while true {
@@ -289,7 +289,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             let newer = self.state.withLockedValue { state -> (Int, Bool, DownloadFileWriter?)? in
                 guard state.receiveWishes != mine else { return nil }
                 state.receiveWishes += 1
-                return (state.receiveWishes, state.machine.wantsPause, state.downloadFile)
+                return (state.receiveWishes, state.machine.wantsPause, state.download.file)
             }
             guard let newer else { return }
             (mine, suspended, writer) = newer

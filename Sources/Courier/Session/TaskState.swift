@@ -94,35 +94,12 @@ struct TaskState {
     /// the number before it).
     var tracedHops = 0
 
-    // Download tasks only.
-    /// Writes the body to the task's file, from the final response head on.
-    var downloadFile: DownloadFileWriter?
-    /// Handed to the task's ``DownloadFileWriter`` (tests only: a slow disk).
-    var downloadWriteGate: DownloadFileWriter.WriteGate?
     /// Why receiving stopped, when it was Courier's choice (a body over the maximum size, an
     /// unusable 206, a write that failed): the task ends with this rather than the engine's error,
     /// even when the exchange had already finished on its own.
     var bodyFailure: CourierError?
-    /// The response's validators, when the download can be resumed later.
-    var resumeValidators: (entityTag: String?, lastModified: String?)?
-    /// Whether the current attempt's answer is a 416 that found the partial file of resume data
-    /// whole: the download completes with that file, and the 416 is not a failure to retry.
-    var keptFileIsWhole = false
-    /// The offset of the last byte the `Content-Range` of a continuation's 206 names (nil for any
-    /// other answer): its body must end there (``bytesWithinContinuedRange(_:)``,
-    /// ``continuedRangeShortfall()``).
-    var continuedRangeLast: Int64?
-    /// Whether the body of a continuation's 206 did not fill the range it named (it ended short
-    /// of it, or ran past it): the task fails, and its partial file keeps the bytes that fell in
-    /// the range, with resume data, as a body cut short does.
-    var bodyMissedRange = false
-    /// Whether Courier refused a continuation's 206 that was not the rest of the partial file
-    /// (its `Content-Range` starts or ends elsewhere) but names no other version than `If-Range`
-    /// sent: nothing was written, so the partial file stays, named by the resume data the
-    /// continuation began with.
-    var refusalKeepsPartialFile = false
-    /// Set by `cancel(byProducingResumeData:)`.
-    var resumeDataHandler: (@Sendable (ResumeData?) -> Void)?
+    /// A download task's file and what its answer said about resuming it (empty for other tasks).
+    var download = DownloadState()
 
     /// Records the current attempt's response head, body bytes not reported yet, when the attempt
     /// may be retried; see ``held``.
@@ -244,7 +221,7 @@ struct TaskState {
     mutating func bytesWithinContinuedRange(_ bytes: Int64) -> Int64 {
         // The count includes the bytes kept (at least one): less one, it is the offset of the
         // last byte counted, past the range once it is over `last`.
-        guard let last = self.continuedRangeLast, self.countOfBytesReceived - 1 > last else { return bytes }
+        guard let last = self.download.continuedRangeLast, self.countOfBytesReceived - 1 > last else { return bytes }
         let past = min(bytes, self.countOfBytesReceived - 1 - last)
         self.failContinuedRange("runs past byte \(last)")
         return bytes - past
@@ -255,13 +232,13 @@ struct TaskState {
     /// that disagrees with it), recorded as ``bodyFailure``; nil when it filled it, or for any
     /// other answer.
     mutating func continuedRangeShortfall() -> CourierError? {
-        guard let last = self.continuedRangeLast, self.countOfBytesReceived <= last else { return nil }
+        guard let last = self.download.continuedRangeLast, self.countOfBytesReceived <= last else { return nil }
         self.failContinuedRange("ends at byte \(self.countOfBytesReceived - 1), not \(last)")
         return self.bodyFailure
     }
 
     private mutating func failContinuedRange(_ how: String) {
-        self.bodyMissedRange = true
+        self.download.bodyMissedRange = true
         guard self.bodyFailure == nil else { return }
         let range = self.response?.headerFields.value(of: .contentRange) ?? "(none)"
         self.bodyFailure = CourierError(

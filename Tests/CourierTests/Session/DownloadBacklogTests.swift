@@ -255,8 +255,8 @@ struct DownloadBacklogTests {
                         endedContinuation.yield((url, error))
                         endedContinuation.finish()
                     }
-                    keeper.findWriter { [weak task] in task?.delegate.state.withLockedValue { $0.downloadFile } }
-                    task.delegate.state.withLockedValue { $0.downloadWriteGate = keeper.write }
+                    keeper.findWriter { [weak task] in task?.delegate.state.withLockedValue { $0.download.file } }
+                    task.delegate.state.withLockedValue { $0.download.writeGate = keeper.write }
                     task.resume()
                     // The held disk keeps the task from ending before all is received.
                     let allReceived = await received.wait { task.countOfBytesReceived == Int64(size) }

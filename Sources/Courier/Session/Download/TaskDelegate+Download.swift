@@ -99,10 +99,7 @@ extension TaskDelegate {
                 // representation (as curl's `-C -` and the `courier` command read it). No file is
                 // opened; the 416's own body is not written anywhere.
                 let (deliveries, task) = self.state.withLockedValue { state in
-                    state.downloadFile = nil
-                    state.resumeValidators = nil
-                    state.continuedRangeLast = nil
-                    state.keptFileIsWhole = true
+                    state.download.answerFoundKeptFileWhole()
                     state.metrics?.responseBegan()
                     return (
                         state.recordResponse(
@@ -128,16 +125,14 @@ extension TaskDelegate {
                 break
             }
         }
-        let gate = self.state.withLockedValue { $0.downloadWriteGate }
+        let gate = self.state.withLockedValue { $0.download.writeGate }
         let writer = DownloadFileWriter(url: file, keepingFirst: kept, writeGate: gate) { [weak self] event in
             self?.downloadWriter(event)
         }
         let validators = Self.mayLeaveResumeData(request, continuing: plan.continuation != nil, response: response)
             ? ResumeData.validators(of: response, continuing: kept != nil ? request : nil) : nil
         let (deliveries, task) = self.state.withLockedValue { state in
-            state.downloadFile = writer
-            state.resumeValidators = validators
-            state.continuedRangeLast = rangeLast
+            state.download.answerWritten(to: writer, validators: validators, rangeLast: rangeLast)
             state.metrics?.responseBegan()
             return (state.recordResponse(response, status: status, url: url, received: kept ?? 0, expected: expected, holding: holding), state.task)
         }
@@ -153,7 +148,7 @@ extension TaskDelegate {
         self.state.withLockedValue { state in
             guard state.bodyFailure == nil else { return }
             state.bodyFailure = error
-            state.refusalKeepsPartialFile = keepingPartialFile
+            state.download.refusalKeepsPartialFile = keepingPartialFile
         }
         return .cancel
     }
@@ -166,7 +161,7 @@ extension TaskDelegate {
         let received = self.state.withLockedValue { state in
             // No file: the answer is a 416 that found the partial file whole, and its body is not
             // the download's.
-            state.downloadFile.map { writer in
+            state.download.file.map { writer in
                 let deliveries = state.recordReceivedOrHold(bytes)
                 // A continuation's 206 whose body runs past the range it named: what lies past
                 // it is not written, and the task fails.
@@ -212,7 +207,7 @@ extension TaskDelegate {
             self.applyReceiveWish()
         case .failed(let underlying):
             let (exchange, failure) = self.state.withLockedValue { state -> ((any Exchange)?, CourierError) in
-                let path = state.downloadFile?.url.path ?? "the download's file"
+                let path = state.download.file?.url.path ?? "the download's file"
                 let failure = CourierError(
                     .fileSystemFailure, "\(state.currentRequest.summary): writing \(path) failed",
                     request: state.currentRequest, response: state.response, underlyingError: underlying)
@@ -240,7 +235,7 @@ extension TaskDelegate {
             /// Whether the body of a continuation's 206 did not fill the range it named.
             var missedRange: Bool
             /// Whether Courier refused a 206 of the partial file's version that was not the rest
-            /// (``TaskState/refusalKeepsPartialFile``).
+            /// (``DownloadState/refusalKeepsPartialFile``).
             var keepsPartialFile: Bool
             var request: Request
             var response: HTTPResponse?
@@ -256,8 +251,8 @@ extension TaskDelegate {
             guard state.machine.complete(settledLater: true), let (task, manager, completion) = state.takeHoldsAtCompletion(else: &unheard)
             else { return nil }
             defer {
-                state.downloadFile = nil
-                state.resumeDataHandler = nil
+                state.download.file = nil
+                state.download.resumeDataHandler = nil
                 state.dropProgressHandlers()
             }
             var error = state.bodyFailure ?? engineError
@@ -266,9 +261,9 @@ extension TaskDelegate {
             if error == nil { error = state.continuedRangeShortfall() }
             let held = HeldReport(taking: &state, succeeded: error == nil)
             return Ending(
-                task: task, manager: manager, completion: completion, writer: state.downloadFile, error: error, refused: state.bodyFailure != nil,
-                missedRange: state.bodyMissedRange, keepsPartialFile: state.refusalKeepsPartialFile, request: state.currentRequest,
-                response: state.response, validators: state.resumeValidators, resumeDataHandler: state.resumeDataHandler,
+                task: task, manager: manager, completion: completion, writer: state.download.file, error: error, refused: state.bodyFailure != nil,
+                missedRange: state.download.bodyMissedRange, keepsPartialFile: state.download.refusalKeepsPartialFile, request: state.currentRequest,
+                response: state.response, validators: state.download.resumeValidators, resumeDataHandler: state.download.resumeDataHandler,
                 expected: state.countOfBytesExpectedToReceive, held: held)
         }
         guard let ending else {
