@@ -367,7 +367,29 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         // way to the exchange) is declined before anyone hears of it; its head then is refused as
         // a final head after a cancel is (``finalResponseArrived(_:url:)``). Its cookies were
         // stored, the redirect hook ran and the current request moved to its target.
-        if self.state.withLockedValue({ $0.machine.isCancelling }) { return nil }
+        //
+        // The engine counts the redirects of its own exchange only: once the attempt followed one
+        // from the cache (``followingStoredRedirects(_:on:readsDisk:)``), the policy's limit is
+        // checked here over the attempt's whole chain (``HopState/redirects``), as URLSession and
+        // OkHttp count it. Past it, the redirect is declined and the task fails as the engine
+        // fails it (``RedirectPlanner``); before, the engine's count started again from zero
+        // after the stored redirects, and a chain followed more redirects than the limit.
+        let (cancelling, chain) = self.state.withLockedValue { state -> (Bool, (request: Request, redirects: Int)?) in
+            (
+                state.machine.isCancelling,
+                state.hop.followedStoredRedirect
+                    ? (request: state.hop.sentRequest ?? state.currentRequest, redirects: state.hop.redirects) : nil
+            )
+        }
+        if cancelling { return nil }
+        if let chain, case .follow(let maximum, _) = self.configurationReference.value.redirectPolicy(for: chain.request),
+            chain.redirects >= maximum
+        {
+            let failure = CourierError(
+                .tooManyRedirects, "\(chain.request.summary): more than \(maximum) redirects", request: chain.request, response: response)
+            self.state.withLockedValue { $0.hop.afterExchange = .failure(failure) }
+            return nil
+        }
         guard let next = self.redirect(response, newRequest: newRequest, fromCache: false) else { return nil }
         guard self.sink.usesCache, self.configurationReference.value.responseCache != nil, let manager = self.manager else { return next }
         // On the engine's thread: the cache's memory tier only.
@@ -420,6 +442,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
                 state.hop.sentRequest = planned.request
                 state.hop.requestDate = requestDate
                 state.hop.redirects += 1
+                if fromCache { state.hop.followedStoredRedirect = true }
                 state.carriesSessionAuthorization = planned.ownAuthorization
             }
             if let next {

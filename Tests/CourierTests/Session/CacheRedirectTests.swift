@@ -222,6 +222,46 @@ struct CacheRedirectTests {
         }
     }
 
+    /// The policy's limit is the attempt's, over every redirect it follows, the cache's and the
+    /// network's together (URLSession's count; OkHttp's 20 follow-ups in all): the engine counted
+    /// only its own exchange's, so a chain that stored redirects began, or that met them between
+    /// the network's, followed more redirects than the limit.
+    @Test("The redirect limit counts the stored redirects and the network's together", arguments: Transport.allCases)
+    func theRedirectLimitCountsStoredAndNetworkRedirectsTogether(_ transport: Transport) async throws {
+        try await transport.run(configure: {
+            Self.withCache(&$0)
+            $0.redirectPolicy = .follow(max: 3, allowCycles: false)
+        }) { server, manager in
+            // /s1 and /s2 are stored; /m0, /n1 and /n2 are asked of the network each time.
+            _ = Self.redirect(server, "/s1", to: "/s2")
+            _ = Self.redirect(server, "/s2", to: "/n1")
+            let m0 = Self.redirect(server, "/m0", to: "/s1", status: .found, fields: [])
+            let n1 = Self.redirect(server, "/n1", to: "/n2", status: .found, fields: [])
+            let n2 = Self.redirect(server, "/n2", to: "/end", status: .found, fields: [])
+            let ends = Self.document(server, "/end", fields: [])
+            var unlimited = Request(url: server.url("/s1"))
+            unlimited.options.redirectPolicy = .follow(max: 16, allowCycles: false)
+            let first = try await manager.data(for: unlimited)
+            #expect(Self.text(first.value) == "hit 1" && n2.count == 1)
+            // Two stored redirects, then the network's: the third is /n1's, the fourth (/n2's) one
+            // too many. Then the network's /m0 first, the two stored ones, /n1's one too many.
+            for (path, last) in [("/s1", "/n2"), ("/m0", "/n1")] {
+                await #expect(throws: CourierError.self, "\(path)") {
+                    do throws(CourierError) {
+                        _ = try await manager.data(for: Request(url: server.url(path)))
+                    } catch {
+                        #expect(error.code == .tooManyRedirects, "\(path): \(error)")
+                        #expect(error.message.contains("more than 3 redirects"), "\(path): \(error.message)")
+                        #expect(error.request?.url.path == last, "\(path): the hop whose redirect was one too many")
+                        throw error
+                    }
+                }
+            }
+            #expect(ends.count == 1, "a task followed more than 3 redirects")
+            #expect(m0.count == 1 && n1.count == 3 && n2.count == 2)
+        }
+    }
+
     @Test("A task cancelled in the redirect hook ends cancelled, once, when the cache answers the target")
     func aTaskCancelledInTheHookEndsCancelled() async throws {
         try await Transport.http1.run(configure: Self.withCache) { server, manager in
