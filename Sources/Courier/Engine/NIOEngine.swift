@@ -127,6 +127,13 @@ public final class NIOEngine: Engine {
         }
     }
 
+    /// The proxy that carries a request to `url` (the pool's route for it), or nil when none
+    /// does: a redirect's `Proxy-Authorization` goes on to a target the same proxy carries
+    /// (``RedirectPlanner``).
+    func proxy(carrying url: URL) -> Proxy? {
+        self.pool.key(for: url)?.route.proxy
+    }
+
     /// Undoes ``acquireLoop()`` when the exchange ends.
     func releaseLoop(_ index: Int) {
         self.exchangesPerLoop.withLockedValue { $0[index] -= 1 }

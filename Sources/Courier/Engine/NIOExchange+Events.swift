@@ -58,7 +58,8 @@ extension NIOExchange {
                 request: state.request,
                 policy: state.request.options.redirectPolicy ?? self.engine.configuration.redirectPolicy,
                 redirectCount: state.redirectCount,
-                visitedURLs: state.visitedURLs
+                visitedURLs: state.visitedURLs,
+                proxy: self.engine.proxy(carrying:)
             )
             return (state.request, step)
         }

@@ -21,7 +21,10 @@ public enum RedirectStep: Sendable {
 /// allowed); a 303, and a 301 or 302 to a POST, become a GET without a body or the fields that
 /// describe one (`Content-Type`, `-Length`, `-Encoding`, `-Language`, `-Location`,
 /// `Transfer-Encoding`); a body that cannot be sent again (``RequestBody/isReplayable``) leaves a
-/// 307 or 308 as the response; credentials and cookies are not sent to another origin.
+/// 307 or 308 as the response; credentials and cookies are not sent to another origin. A
+/// `Proxy-Authorization` the request carries is the proxy's credential, not the origin's: on
+/// ``NIOEngine`` it goes on to another origin reached through the same proxy (as OkHttp and curl
+/// keep it), and is dropped for one reached through another proxy or none.
 public enum RedirectPlanner {
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
@@ -39,6 +42,21 @@ public enum RedirectPlanner {
         policy: NIOEngine.RedirectPolicy,
         redirectCount: Int,
         visitedURLs: Set<String>
+    ) -> RedirectStep {
+        self.step(for: response, request: request, policy: policy, redirectCount: redirectCount, visitedURLs: visitedURLs, proxy: nil)
+    }
+
+    /// The step, for an engine that knows which proxy carries a request to a URL: `proxy` says
+    /// (nil for none). A `Proxy-Authorization` then goes on to another origin that the same
+    /// proxy carries; without `proxy` (an engine that cannot tell), it goes no further than the
+    /// origin.
+    static func step(
+        for response: HTTPResponse,
+        request: Request,
+        policy: NIOEngine.RedirectPolicy,
+        redirectCount: Int,
+        visitedURLs: Set<String>,
+        proxy: ((URL) -> NIOEngine.Proxy?)?
     ) -> RedirectStep {
         guard case .follow(let maximum, let allowCycles) = policy,
             Self.redirectStatuses.contains(response.status.code),
@@ -90,14 +108,26 @@ public enum RedirectPlanner {
         }
         if !request.url.isSameOrigin(as: target) {
             next.headerFields[.authorization] = nil
-            next.headerFields[.proxyAuthorization] = nil
             next.headerFields[.cookie] = nil
+            // The proxy's credential, not the origin's (RFC 9110 11.7.2): kept for a target the
+            // same proxy carries. (The engine sends it only to a forwarding proxy, never through
+            // a tunnel or to a server.)
+            if next.headerFields.contains(.proxyAuthorization), !Self.sameProxy(request.url, target, proxy) {
+                next.headerFields[.proxyAuthorization] = nil
+            }
             // A caller's `Host` names the first origin (a virtual host behind an address): the
             // next one is named by its URL (curl replaces it for a new host, Go keeps it only for
             // a relative Location), never told the first origin's internal name.
             next.headerFields[Self.hostField] = nil
         }
         return .follow(next)
+    }
+
+    /// Whether `proxy` says one proxy carries requests to both `from` and `to`; false without
+    /// `proxy`, and when either goes without one.
+    static func sameProxy(_ from: URL, _ to: URL, _ proxy: ((URL) -> NIOEngine.Proxy?)?) -> Bool {
+        guard let proxy, let carrying = proxy(from) else { return false }
+        return proxy(to) == carrying
     }
 
     /// `Host`, which swift-http-types names no constant for (its pseudo-header is `:authority`).

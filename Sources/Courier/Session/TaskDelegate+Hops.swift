@@ -416,10 +416,16 @@ extension TaskDelegate {
         guard case .answer(var answer) = plan else { return plan }
         // The stored hops' URLs, for a policy that allows no cycle.
         var visited: Set<String> = []
+        // Which proxy carries a URL, for the caller's `Proxy-Authorization`: the engine's routes
+        // when it is a NIOEngine; another engine's are unknown (the field then stays on its origin).
+        let engine = manager.engine as? NIOEngine
         while RedirectPlanner.redirectStatuses.contains(answer.response.status.code) {
             let (request, redirects) = self.state.withLockedValue { ($0.hop.sentRequest ?? $0.currentRequest, $0.hop.redirects) }
             let policy = manager.configurationReference.value.redirectPolicy(for: request)
-            switch RedirectPlanner.step(for: answer.response, request: request, policy: policy, redirectCount: redirects, visitedURLs: visited) {
+            switch RedirectPlanner.step(
+                for: answer.response, request: request, policy: policy, redirectCount: redirects, visitedURLs: visited,
+                proxy: engine.map { $0.proxy(carrying:) })
+            {
             case .none:
                 return .answer(answer)
             case .fail(let message):

@@ -211,6 +211,37 @@ struct RedirectPlannerTests {
         #expect(next.headerFields[.authorization] == nil)
     }
 
+    /// A `Proxy-Authorization` is the proxy's credential: it goes on to another origin only when
+    /// one proxy carries both (as OkHttp and curl keep it); through another proxy, or none, or
+    /// when the engine cannot tell which carries what, it is dropped. The same origin keeps it.
+    @Test func aProxyCredentialGoesOnToAnotherOriginOnlyThroughTheSameProxy() {
+        let near = NIOEngine.Proxy.http(host: "proxy.example", port: 3128)
+        let far = NIOEngine.Proxy.http(host: "other-proxy.example", port: 3128)
+        var original = self.request()
+        original.headerFields[.proxyAuthorization] = "Basic cHJveHk="
+        let request = original
+        func carried(to location: String, _ proxy: ((URL) -> NIOEngine.Proxy?)?) -> String? {
+            let step = RedirectPlanner.step(
+                for: self.response(302, location: location), request: request, policy: self.follow, redirectCount: 0, visitedURLs: [],
+                proxy: proxy)
+            guard case .follow(let next) = step else {
+                Issue.record("expected a redirect to \(location) to be followed")
+                return nil
+            }
+            return next.headerFields[.proxyAuthorization]
+        }
+        let everywhere: (URL) -> NIOEngine.Proxy? = { _ in near }
+        let byHost: (URL) -> NIOEngine.Proxy? = { $0.host == "h" ? near : far }
+        let onlyTheFirst: (URL) -> NIOEngine.Proxy? = { $0.host == "h" ? near : nil }
+        let nowhere: (URL) -> NIOEngine.Proxy? = { _ in nil }
+        #expect(carried(to: "http://other/x", everywhere) == "Basic cHJveHk=", "the same proxy")
+        #expect(carried(to: "http://other/x", byHost) == nil, "another proxy")
+        #expect(carried(to: "http://other/x", onlyTheFirst) == nil, "no proxy for the target")
+        #expect(carried(to: "http://other/x", nowhere) == nil, "no proxy")
+        #expect(carried(to: "http://other/x", nil) == nil, "an engine that cannot tell (the public step's case)")
+        #expect(carried(to: "/next", nil) == "Basic cHJveHk=", "the same origin")
+    }
+
     @Test func limitsAndCycles() {
         guard case .fail = self.step(self.response(302, location: "/x"), self.request(), count: 3) else {
             Issue.record("expected the redirect limit to fail")

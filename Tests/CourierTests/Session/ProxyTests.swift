@@ -42,6 +42,48 @@ struct ProxyTests {
         }
     }
 
+    /// A `Proxy-Authorization` the caller sets is the proxy's credential, not the origin's: a
+    /// redirect to another origin that the same forwarding proxy carries keeps it (as OkHttp and
+    /// curl do), followed from the network or from the cache. It was dropped with the origin's
+    /// credentials, and the proxy refused the next hop with 407.
+    @Test func aCallersProxyCredentialGoesOnToAnotherOriginThroughTheSameProxy() async throws {
+        try await withTestServer { server in
+            server.route("/moved") { _ in
+                var response = TestServer.Response(status: .movedPermanently)
+                response.headerFields[.location] = "http://other-target.invalid/after"
+                response.headerFields[.cacheControl] = "max-age=600"
+                return response
+            }
+            server.route("/after") { _ in
+                var response = TestServer.Response.text("after")
+                response.headerFields[.cacheControl] = "no-store"
+                return response
+            }
+            try await withShutdown(of: try await TestProxy.start(upstreamPort: server.port, credentials: ("courier", "secret"))) { proxy in
+                var configuration = SessionConfiguration.default
+                // The session has no credentials for the proxy: only the caller's field answers it.
+                configuration.proxy = .http(host: "127.0.0.1", port: proxy.port)
+                configuration.responseCache = ResponseCache()
+                let credential = "Basic " + Data("courier:secret".utf8).base64EncodedString()
+                try await withManager(baseURL: URL(string: "http://courier-target.invalid/"), configuration: configuration) { manager in
+                    // The second time, the stored 301 is followed from the cache.
+                    for _ in 0..<2 {
+                        var request = Request(url: URL(string: "http://courier-target.invalid/moved")!)
+                        request.headerFields[.proxyAuthorization] = credential
+                        let response = try await manager.data(for: request)
+                        #expect(response.response.status == .ok && String(decoding: response.value, as: UTF8.self) == "after")
+                        #expect(response.request.url.host == "other-target.invalid")
+                    }
+                }
+                #expect(
+                    proxy.forwardedTargets == [
+                        "http://courier-target.invalid/moved", "http://other-target.invalid/after", "http://other-target.invalid/after",
+                    ], "\(proxy.forwardedTargets)")
+                #expect(proxy.proxyAuthorizations == [credential, credential, credential], "\(proxy.proxyAuthorizations)")
+            }
+        }
+    }
+
     /// A server's redirect to an `https` URL whose host percent-decodes to line breaks, through
     /// a proxy that tunnels: the hop fails as an invalid URL and the proxy gets no `CONNECT`. The
     /// host once went into the `CONNECT` line as it decoded, so its line breaks wrote requests of
