@@ -42,9 +42,9 @@ public struct WebSocketConfiguration: Sendable {
     }
 
     /// The most bytes of received messages that may wait unread in ``WebSocketTask/messages``
-    /// (never less than ``maximumMessageSize``): 16 MiB, as OkHttp's bound on its outgoing queue.
-    /// Each message counts 64 bytes more than its payload, what it costs waiting, so that a
-    /// stream of empty messages is bounded too.
+    /// (never less than one message of ``maximumMessageSize``): 16 MiB, as OkHttp's bound on its
+    /// outgoing queue. Each message counts 64 bytes more than its payload, what it costs waiting,
+    /// so that a stream of empty messages is bounded too.
     ///
     /// Courier reads the connection at all times, so that the server's PINGs are answered, the
     /// keep-alive's PONGs read and a close seen however slowly the application takes its
@@ -53,6 +53,16 @@ public struct WebSocketConfiguration: Sendable {
     /// ``CourierError/Code/messageBufferFull``: the messages that were waiting are still
     /// delivered, then the error.
     public var maximumBufferedBytes: Int = 16 << 20
+
+    /// The bound ``maximumBufferedBytes`` stands for: never less than what one message of
+    /// ``maximumMessageSize`` costs waiting, its payload and its 64 bytes. (Bounded by the size
+    /// alone, one message of the maximum size, unread for the moment it takes the consumer to
+    /// take it, went over when the two settings were equal, and closed the connection with 1008.)
+    var bufferedBytesBound: Int {
+        // The connection takes messages of at most 2³² − 1 bytes, whatever the setting.
+        let largest = min(max(1, self.maximumMessageSize), Int(UInt32.max))
+        return max(self.maximumBufferedBytes, largest + WebSocketMessage.queuedOverhead)
+    }
 
     /// Whether `permessage-deflate` (RFC 7692) is offered: when the server agrees, messages go
     /// compressed both ways (control frames never are).

@@ -594,7 +594,7 @@ public final class WebSocketTask: Sendable {
             deflate = PerMessageDeflate(parameters)
         }
         let handler = WebSocketChannelHandler(
-            maximumMessageSize: max(1, self.configuration.maximumMessageSize), maximumBufferedBytes: self.configuration.maximumBufferedBytes,
+            maximumMessageSize: max(1, self.configuration.maximumMessageSize), maximumBufferedBytes: self.configuration.bufferedBytesBound,
             timing: timing, deflate: deflate, delegate: self)
         let response = Self.response(from: head)
         let opened = self.state.withLockedValue { state -> Bool in
@@ -891,7 +891,7 @@ extension WebSocketTask: WebSocketChannelHandlerDelegate {
         case .cancelled:
             return (failure(.cancelled, "cancelled"), .goingAway, "")
         case .consumerFellBehind(let unreadBytes):
-            let message = "\(unreadBytes) bytes of messages unread, over the maximum of \(self.configuration.maximumBufferedBytes); closed with 1008"
+            let message = "\(unreadBytes) bytes of messages unread, over the maximum of \(self.configuration.bufferedBytesBound); closed with 1008"
             return (failure(.messageBufferFull, message), .policyViolation, "")
         }
     }

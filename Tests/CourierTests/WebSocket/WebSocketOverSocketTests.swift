@@ -342,13 +342,37 @@ struct WebSocketOverSocketTests {
         }
     }
 
+    /// A bound equal to the maximum message size takes one message of that size (with its 64
+    /// bytes): such a message, unread for the moment it takes the consumer to take it, went over
+    /// the bound and closed the connection with 1008 (a 16 MiB maximum with the 16 MiB default
+    /// failed Autobahn's 9.1.6 and 9.2.6).
+    @Test func aMessageOfTheMaximumSizeFitsABoundOfTheSameSize() async throws {
+        var settings = WebSocketConfiguration()
+        settings.pingInterval = nil
+        settings.maximumMessageSize = 4096
+        settings.maximumBufferedBytes = 4096
+        try await withTask("echo", webSocket: settings) { task, _ in
+            _ = try await task.waitUntilOpen()
+            var messages = task.messages.makeAsyncIterator()
+            for index in 0..<3 {
+                try await task.send(self.numbered(index, size: 4096))
+                #expect(try await messages.next() == self.numbered(index, size: 4096))
+            }
+            await task.close()
+            #expect(task.error == nil, "\(String(describing: task.error))")
+            #expect(task.closeCode == .normalClosure)
+        }
+    }
+
     /// Empty messages count against the bound too (64 bytes each, what one costs waiting): a
     /// server's stream of empty frames to a task nobody reads ends it with 1008, as large ones
     /// do. Counted by payload alone, they never reached the bound and the queue grew for ever.
     @Test func emptyMessagesNobodyReadsAreBoundedToo() async throws {
         var settings = WebSocketConfiguration()
         settings.pingInterval = nil
-        settings.maximumMessageSize = 4096
+        // Small enough that the bound is the setting (one message of the maximum size and its
+        // 64 bytes fit in it).
+        settings.maximumMessageSize = 1024
         settings.maximumBufferedBytes = 4096
         try await withTask("echo", webSocket: settings) { task, server in
             for _ in 0..<100 { try? await task.send(.binary(Data())) }
