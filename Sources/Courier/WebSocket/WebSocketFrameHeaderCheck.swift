@@ -7,11 +7,12 @@ struct WebSocketFrameLengthOverflow: Error, CustomStringConvertible {
     var description: String { "a frame whose 64-bit payload length has its most significant bit set (RFC 6455 5.2)" }
 }
 
-/// swift-nio's `WebSocketFrameDecoder`, with the one check of RFC 6455 5.2 it reports as another:
-/// it throws `invalidFrameLength` both for a 64-bit length whose most significant bit is set, a
-/// protocol error (1002), and for a frame over the maximum size, a message too big (1009). Each
-/// frame's header is looked at here, once it is whole, before the decoder reads it; the decoder
-/// does the rest.
+/// swift-nio's `WebSocketFrameDecoder`, with the checks of RFC 6455 it reports as another: it
+/// throws `invalidFrameLength`, a message too big (1009), for a frame over the maximum size, and
+/// so also for a 64-bit length whose most significant bit is set (5.2) and for a control frame
+/// over 125 bytes or fragmented (5.5) that is over the maximum too, each a protocol error (1002).
+/// Each frame's header is looked at here, once it is whole, before the decoder reads it; the
+/// decoder does the rest.
 struct WebSocketFrameHeaderCheck: ByteToMessageDecoder {
     typealias InboundOut = WebSocketFrame
 
@@ -27,7 +28,17 @@ struct WebSocketFrameHeaderCheck: ByteToMessageDecoder {
         if self.atFrameStart {
             // The decoder is handed a frame only once its header's length is whole, so that it
             // never holds part of a header this check has not seen.
-            guard let lengthByte = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt8.self) else { return .needMoreData }
+            guard let firstByte = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self),
+                let lengthByte = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt8.self)
+            else { return .needMoreData }
+            // A control frame (opcode 8 to 15) is whole and at most 125 bytes long (5.5), whatever
+            // the maximum size: the decoder looks at the size first, and a control frame of 126
+            // bytes under a maximum of 125 (a maximum message size under 126), or one longer than
+            // the maximum, closed with 1009.
+            if firstByte & 0x08 != 0 {
+                if firstByte & 0x80 == 0 { throw NIOWebSocketError.fragmentedControlFrame }
+                if lengthByte & 0x7F > 125 { throw NIOWebSocketError.multiByteControlFrameLength }
+            }
             if lengthByte & 0x7F == 127 {
                 guard let length = buffer.getInteger(at: buffer.readerIndex + 2, as: UInt64.self) else { return .needMoreData }
                 if length & (1 << 63) != 0 { throw WebSocketFrameLengthOverflow() }

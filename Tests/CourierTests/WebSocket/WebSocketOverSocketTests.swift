@@ -452,6 +452,16 @@ struct WebSocketOverSocketTests {
         try await self.expectFailure("big-control", code: .protocolError, error: .invalidResponse)
     }
 
+    /// A PING of 126 bytes is a protocol error (1002) under a maximum message size under 126
+    /// bytes too: swift-nio's decoder found the frame over the maximum (125) before it looked at
+    /// the control frame's length, and Courier closed with 1009 (Autobahn's 2.5 and 7.3.6 failed
+    /// with the wrong code).
+    @Test func aControlFrameOver125BytesIs1002UnderASmallMaximumMessageSize() async throws {
+        var settings = WebSocketConfiguration()
+        settings.maximumMessageSize = 4
+        try await self.expectFailure("big-control", webSocket: settings, code: .protocolError, error: .invalidResponse)
+    }
+
     @Test func aForbiddenCloseCodeIs1002() async throws {
         try await self.expectFailure("bad-close", code: .protocolError, error: .invalidResponse)
     }
