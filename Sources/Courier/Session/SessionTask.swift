@@ -72,16 +72,16 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         set { self.delegate.state.withLockedValue { $0.taskDescription = newValue } }
     }
     /// Body bytes sent so far.
-    public var countOfBytesSent: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesSent } }
+    public var countOfBytesSent: Int64 { self.delegate.state.withLockedValue { $0.progress.countOfBytesSent } }
     /// Body bytes the request will send, or -1 when unknown: those of the body as the adapters
     /// left it (a file or stream body that ``RequestCompressor`` compresses as it is sent has no
     /// length beforehand); at a successful end, the bytes sent when it was unknown.
-    public var countOfBytesExpectedToSend: Int64 { self.delegate.state.withLockedValue { $0.countOfBytesExpectedToSend } }
+    public var countOfBytesExpectedToSend: Int64 { self.delegate.state.withLockedValue { $0.progress.countOfBytesExpectedToSend } }
     /// Body bytes received so far. For a download that continues resume data, the bytes this
     /// task received, as URLSession counts them, not those its partial file kept from before
     /// (``downloadProgress`` counts those too).
     public var countOfBytesReceived: Int64 {
-        self.delegate.state.withLockedValue { $0.countOfBytesReceived - $0.keptBytesReceived }
+        self.delegate.state.withLockedValue { $0.progress.countOfBytesReceived - $0.progress.keptBytesReceived }
     }
     /// Body bytes the response announced (`Content-Length`), or -1 when unknown, as it is for a
     /// content-coded body (its `Content-Length` counts the coded bytes, and the task receives
@@ -94,8 +94,8 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     public var countOfBytesExpectedToReceive: Int64 {
         self.delegate.state.withLockedValue { state in
             // The task's counts include the bytes kept, for the progress that counts them.
-            let expected = state.countOfBytesExpectedToReceive
-            return expected < 0 ? expected : expected - state.keptBytesReceived
+            let expected = state.progress.countOfBytesExpectedToReceive
+            return expected < 0 ? expected : expected - state.progress.keptBytesReceived
         }
     }
 

@@ -127,8 +127,7 @@ extension TaskDelegate {
             attempt == 0 && request.sharesStorage(with: self.originalRequest) ? nil : request.body.knownLength ?? -1
         self.state.withLockedValue { state in
             if let expected {
-                state.countOfBytesExpectedToSend = expected
-                state.uploadProgress?.totalUnitCount = expected
+                state.progress.bodyLengthChanged(to: expected)
             }
             state.currentRequest = request
             state.attemptRequest = nil

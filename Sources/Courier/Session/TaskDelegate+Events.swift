@@ -33,7 +33,7 @@ extension TaskDelegate {
 
     func didReceiveBodyData(_ bytes: Int64, task: SessionTask) {
         guard let monitors = self.interception.monitors else { return }
-        let (total, expected) = self.state.withLockedValue { ($0.countOfBytesReceived, $0.countOfBytesExpectedToReceive) }
+        let (total, expected) = self.state.withLockedValue { ($0.progress.countOfBytesReceived, $0.progress.countOfBytesExpectedToReceive) }
         monitors.emit { $0.task(task, didReceiveBodyData: bytes, totalBytesReceived: total, totalBytesExpectedToReceive: expected) }
     }
 
@@ -81,10 +81,10 @@ struct HeldReport {
     /// what was held stays until the task's end takes it, for the attempt's metrics
     /// (``TaskState/takeEnd(originalRequest:response:error:)``: the bytes it received).
     init?(taking state: inout TaskState, succeeded: Bool) {
-        guard let held = state.held, succeeded else { return nil }
-        self.bytes = held.received
-        self.deliveries = state.releaseHeldProgress()
-        self.report = ProgressReport(state.downloadProgress, state.downloadProgressHandler)
+        guard succeeded, let (deliveries, bytes) = state.releaseHeldProgress() else { return nil }
+        self.bytes = bytes
+        self.deliveries = deliveries
+        self.report = ProgressReport(state.progress.downloadObject, state.progress.downloadHandler)
     }
 
     func send() {
@@ -115,10 +115,10 @@ extension TaskState {
     mutating func takeEnd(originalRequest: Request, response: HTTPResponse?, error: CourierError?) -> TaskEndRecord {
         // The attempt's bytes, held back or not: a response held for a retry that never came (the
         // task was cancelled, or failed, mid-body) received them all the same.
-        let bytesReceived = self.attemptBytesReceived
+        let bytesReceived = self.progress.attemptBytesReceived
         let metrics = self.metrics?.finish(originalRequest: originalRequest, response: response, error: error, bytesReceived: bytesReceived)
         self.metrics = nil
-        self.held = nil
+        self.progress.held = nil
         self.finishedMetrics = metrics
         self.machine.settled()
         defer {
@@ -127,7 +127,7 @@ extension TaskState {
         }
         return TaskEndRecord(
             source: self.hop.source, mayStore: self.hop.mayStore, servesStale: self.hop.servesStale,
-            progressObservers: self.finishProgressObservers(succeeded: error == nil), metrics: metrics, span: self.span,
+            progressObservers: self.progress.finishObservers(failed: error != nil), metrics: metrics, span: self.span,
             hopSpan: self.hopSpan?.span, retries: self.retryReasons.count)
     }
 }

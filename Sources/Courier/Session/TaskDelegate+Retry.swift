@@ -45,7 +45,7 @@ extension TaskDelegate {
                 // not the consumer's yet).
                 && !(consumerHasResponse && response != nil)
             guard state.machine.attemptFailed(error, retryable: retryable) else { return nil }
-            let received = state.attemptBytesReceived
+            let received = state.progress.attemptBytesReceived
             state.metrics?.attemptEnded(response: response, error: error, bytesReceived: received)
             var data: Data?
             if let body = state.body { data = Data(buffer: body, byteTransferStrategy: .copy) }
@@ -116,7 +116,7 @@ extension TaskDelegate {
             let error = refusal?.adding(request: request, response: response, data: data)
             state.checked = (OptionalFlattening.flattened(object), error)
             guard let error else { return nil }
-            let received = state.attemptBytesReceived
+            let received = state.progress.attemptBytesReceived
             state.metrics?.attemptEnded(response: response, error: error, bytesReceived: received)
             var failed = FailedAttempt(
                 taskIdentifier: self.identifier, request: request, response: response, data: data, error: error,
@@ -191,12 +191,9 @@ extension TaskDelegate {
                 // The next attempt counts from nothing (its head sets them again; one that fails
                 // before its head kept the last attempt's, and its metrics counted them twice).
                 // The progress object keeps its floor: it never goes backwards.
-                state.countOfBytesReceived = 0
-                state.keptBytesReceived = 0
-                state.countOfBytesExpectedToReceive = -1
+                state.progress.attemptRetried()
                 state.responseTrailers = nil
                 state.body = nil
-                state.held = nil
                 state.download.attemptRetried()
                 state.checked = nil
                 state.currentRequest = self.originalRequest

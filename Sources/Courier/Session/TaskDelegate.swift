@@ -302,14 +302,16 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         self.state.withLockedValue { state in
             switch kind {
             case .upload:
-                if let progress = state.uploadProgress { return progress }
-                let progress = TaskState.makeProgress(total: state.countOfBytesExpectedToSend, completed: state.countOfBytesSent, of: state.task)
-                state.uploadProgress = progress
+                if let progress = state.progress.uploadObject { return progress }
+                let progress = TaskState.makeProgress(
+                    total: state.progress.countOfBytesExpectedToSend, completed: state.progress.countOfBytesSent, of: state.task)
+                state.progress.uploadObject = progress
                 return progress
             case .download:
-                if let progress = state.downloadProgress { return progress }
-                let progress = TaskState.makeProgress(total: state.countOfBytesExpectedToReceive, completed: state.countOfBytesReceived, of: state.task)
-                state.downloadProgress = progress
+                if let progress = state.progress.downloadObject { return progress }
+                let progress = TaskState.makeProgress(
+                    total: state.progress.countOfBytesExpectedToReceive, completed: state.progress.countOfBytesReceived, of: state.task)
+                state.progress.downloadObject = progress
                 return progress
             }
         }
@@ -319,31 +321,15 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
 
     func exchange(didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64?) {
         let (report, task, deliveries) = self.state.withLockedValue { state -> (ProgressReport?, SessionTask?, [ProgressDelivery]) in
-            let wantsProgress = state.uploadProgressHandler != nil
-            let (sentBefore, expectedBefore) = (state.countOfBytesSent, state.countOfBytesExpectedToSend)
-            // A redirect or a retry that resends the body counts from zero again: progress stays
-            // where it was.
-            state.countOfBytesSent = max(state.countOfBytesSent, totalBytesSent)
             state.metrics?.bodySent(total: totalBytesSent)
-            if let expected = totalBytesExpectedToSend { state.countOfBytesExpectedToSend = expected }
-            // Bytes of an earlier hop's send that leave after a redirect was decided may be counted
-            // into the new hop's total: never report more than the body's length.
-            if state.countOfBytesExpectedToSend >= 0 {
-                state.countOfBytesSent = min(state.countOfBytesSent, state.countOfBytesExpectedToSend)
-            }
-            // A resend below what went before moves nothing, and reports nothing: a body a 307 or
-            // 308 sent again reported 1.0 again at each step of the second send.
-            guard state.countOfBytesSent != sentBefore || state.countOfBytesExpectedToSend != expectedBefore else {
-                return (nil, state.task, [])
-            }
-            if wantsProgress, state.uploadProgress == nil {
-                state.uploadProgress = TaskState.makeProgress(total: state.countOfBytesExpectedToSend, completed: 0, of: state.task)
-            }
-            if let progress = state.uploadProgress {
-                progress.totalUnitCount = state.countOfBytesExpectedToSend
-                progress.completedUnitCount = state.countOfBytesSent
-            }
-            return (ProgressReport(state.uploadProgress, state.uploadProgressHandler), state.task, state.progressDeliveries(.upload))
+            // A redirect or a retry that resends the body counts from zero again: progress stays
+            // where it was, and a resend below what went before reports nothing (a body a 307 or
+            // 308 sent again reported 1.0 again at each step of the second send).
+            guard state.progress.bodySent(total: totalBytesSent, expected: totalBytesExpectedToSend) else { return (nil, state.task, []) }
+            state.makeUploadObjectIfWanted()
+            return (
+                ProgressReport(state.progress.uploadObject, state.progress.uploadHandler), state.task, state.progress.deliveries(.upload)
+            )
         }
         self.deliver(deliveries)
         report?.send()
@@ -541,8 +527,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             state.error = finalError
             // A response whose progress was held back is the task's last: report it now.
             let held = HeldReport(taking: &state, succeeded: finalError == nil)
-            if finalError == nil { state.settleProgressTotals() }
-            state.dropProgressHandlers()
+            if finalError == nil { state.progress.settleTotals() }
+            state.progress.dropHandlers()
             made = TaskOutcome(
                 task: task, manager: manager, request: state.currentRequest, response: state.response, data: data, error: finalError)
             return (completion, held)
@@ -690,7 +676,7 @@ extension TaskState {
     }
 
     private mutating func unheardEnd() -> UnheardEnd {
-        UnheardEnd(owner: self.owner, observers: self.finishProgressObservers(succeeded: false))
+        UnheardEnd(owner: self.owner, observers: self.progress.finishObservers(failed: true))
     }
 
     /// Lets go of the running task, the manager and the completion (and the progress handlers,
@@ -699,15 +685,7 @@ extension TaskState {
         self.runningTask = nil
         self.owner = nil
         self.completion = .none
-        if !keepingProgressHandlers { self.dropProgressHandlers() }
-    }
-}
-
-extension TaskState {
-    /// Lets go of the caller's progress closures (at the task's end).
-    mutating func dropProgressHandlers() {
-        self.uploadProgressHandler = nil
-        self.downloadProgressHandler = nil
+        if !keepingProgressHandlers { self.progress.dropHandlers() }
     }
 }
 

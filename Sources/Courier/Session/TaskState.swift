@@ -21,13 +21,8 @@ struct TaskState {
     var responseURL: URL?
     var error: CourierError?
     var taskDescription: String?
-    var countOfBytesSent: Int64 = 0
-    var countOfBytesExpectedToSend: Int64
-    var countOfBytesReceived: Int64 = 0
-    var countOfBytesExpectedToReceive: Int64 = -1
-    /// The bytes of ``countOfBytesReceived`` that a resumed download's partial file kept from
-    /// before (set with the response head): counted in its progress, never received by the attempt.
-    var keptBytesReceived: Int64 = 0
+    /// How far the transfer got both ways, and who hears of it.
+    var progress: TransferProgress
     /// The body gathered so far; handed to the serializer and dropped at completion.
     var body: ByteBuffer?
     /// The task object while nobody has started it: the caller holds a task it has not resumed,
@@ -49,17 +44,6 @@ struct TaskState {
     /// The `async` caller waiting for the task's end (``TaskCompletion/awaiting``), until it is
     /// resumed.
     var awaitingCaller: UnsafeContinuation<Void, Never>?
-    /// The caller's progress closures; dropped when the task completes.
-    var uploadProgressHandler: (@Sendable (Progress) -> Void)?
-    var downloadProgressHandler: (@Sendable (Progress) -> Void)?
-    var uploadProgress: Progress?
-    var downloadProgress: Progress?
-    /// The consumers of `progressUpdates(for:)`.
-    var progressObservers: [ProgressObserver] = []
-    /// How many consumers joined: the next one's identifier.
-    var progressObserversJoined = 0
-    /// Whether the last snapshots went out.
-    var progressUpdatesFinished = false
     /// What the cookie store and the cache keep between hops.
     var hop = HopState()
     /// The reasons of the retries so far, oldest first.
@@ -73,11 +57,6 @@ struct TaskState {
     /// Whether the current attempt's `Authorization` field is the session's own
     /// (``FailedAttempt/carriesSessionAuthorization``).
     var carriesSessionAuthorization = false
-    /// The current attempt's response, while it may still be retried: its progress is held back
-    /// (reported when the task ends with it, dropped when it is retried), so that progress
-    /// never goes backwards. A task that fails with it never reports it; its end still counts
-    /// the bytes it received in the attempt's metrics.
-    var held: HeldProgress?
     /// The task's timings, gathered when the session has monitors.
     var metrics: TaskMetricsRecorder?
     /// The metrics of the finished task (``SessionTask/metrics``).
@@ -101,99 +80,54 @@ struct TaskState {
     /// A download task's file and what its answer said about resuming it (empty for other tasks).
     var download = DownloadState()
 
-    /// Records the current attempt's response head, body bytes not reported yet, when the attempt
-    /// may be retried; see ``held``.
-    struct HeldProgress {
-        var url: URL
-        var received: Int64 = 0
-        var expected: Int64
-        /// A resumed download's bytes kept from before.
-        var kept: Int64 = 0
-    }
-
-    /// Records the final response head and what its body will hold: `received` bytes already
-    /// (a resumed download's), `expected` in all (-1 when unknown).
-    /// Returns the progress snapshots owed to `progressUpdates` consumers.
-    private mutating func recordResponse(_ response: HTTPResponse, url: URL, received: Int64 = 0, expected: Int64) -> [ProgressDelivery] {
-        self.response = response
-        self.responseURL = url
-        self.responseTrailers = nil
-        self.countOfBytesReceived = received
-        self.keptBytesReceived = received
-        self.countOfBytesExpectedToReceive = expected
-        self.moveDownloadProgress()
-        return self.progressDeliveries(.download)
-    }
-
-    /// Moves the download progress object to the current attempt's counts, unless an earlier
-    /// attempt (whose body broke off, and which was retried) took it further: it stays there
-    /// until this attempt's bytes pass it, so that it never goes backwards.
-    private mutating func moveDownloadProgress() {
-        guard let progress = self.downloadProgress, progress.completedUnitCount <= self.countOfBytesReceived else { return }
-        if progress.totalUnitCount != self.countOfBytesExpectedToReceive { progress.totalUnitCount = self.countOfBytesExpectedToReceive }
-        progress.completedUnitCount = self.countOfBytesReceived
-    }
-
-    /// Counts body bytes received and moves the download progress, making its object first when
-    /// the caller's progress closure wants one. Returns the progress snapshots owed to `progressUpdates`
-    /// consumers.
-    mutating func recordReceived(_ bytes: Int64) -> [ProgressDelivery] {
-        self.countOfBytesReceived += bytes
-        if self.downloadProgressHandler != nil, self.downloadProgress == nil {
-            self.downloadProgress = Self.makeProgress(total: self.countOfBytesExpectedToReceive, completed: 0, of: self.task)
-        }
-        self.moveDownloadProgress()
-        return self.progressDeliveries(.download)
-    }
-
-    /// Records a response head and its status code (``responseStatus``, kept beside the head here
-    /// only) as ``recordResponse(_:url:received:expected:)`` does, or, when `holding`, only the
-    /// head: its progress is held back (``held``) until the attempt is final.
+    /// Records a final response head and its status code (``responseStatus``, kept beside the
+    /// head here only) and what its body will hold: `received` bytes already (a resumed
+    /// download's), `expected` in all (-1 when unknown); when `holding`, its progress is held
+    /// back until the attempt is final (``TransferProgress/held``). Returns the progress
+    /// snapshots owed to `progressUpdates` consumers.
     mutating func recordResponse(
         _ response: HTTPResponse, status: Int, url: URL, received: Int64 = 0, expected: Int64, holding: Bool
     ) -> [ProgressDelivery] {
         self.responseStatus = status
-        guard holding else {
-            self.held = nil
-            return self.recordResponse(response, url: url, received: received, expected: expected)
-        }
         self.response = response
         self.responseURL = url
         self.responseTrailers = nil
-        self.held = HeldProgress(url: url, expected: expected, kept: received)
-        return []
+        return self.progress.responseArrived(url: url, received: received, expected: expected, holding: holding)
+    }
+
+    /// Counts body bytes received and moves the download progress, making its object first when
+    /// the caller's progress closure wants one. Returns the progress snapshots owed to
+    /// `progressUpdates` consumers.
+    mutating func recordReceived(_ bytes: Int64) -> [ProgressDelivery] {
+        self.makeDownloadObjectIfWanted()
+        return self.progress.received(bytes)
     }
 
     /// Counts body bytes as ``recordReceived(_:)`` does, or holds them back; nil when held (there
     /// is nothing to report).
     mutating func recordReceivedOrHold(_ bytes: Int64) -> [ProgressDelivery]? {
-        if self.held != nil {
-            self.held?.received += bytes
-            return nil
-        }
-        return self.recordReceived(bytes)
+        if self.progress.held == nil { self.makeDownloadObjectIfWanted() }
+        return self.progress.receivedOrHeld(bytes)
     }
 
-    /// The current attempt's body bytes so far, held back or not: those that came, without the
-    /// bytes a resumed download kept from before (a continuation's metrics counted them as
-    /// received, and a 416 that found the partial file whole reported the whole file).
-    ///
-    /// A `mutating get`, as ``task``'s: the state is not loadable, and a plain getter read
-    /// inside a mutating method (the task's end) copied the whole state, seven retains a task.
-    var attemptBytesReceived: Int64 {
-        mutating get {
-            // Not `??`: its autoclosure would capture (copy) the whole state.
-            if let held = self.held { return held.received }
-            return self.countOfBytesReceived - self.keptBytesReceived
-        }
+    /// The download object, made for the caller's closure when it wants one (with the task, which
+    /// its object controls).
+    private mutating func makeDownloadObjectIfWanted() {
+        guard self.progress.wantsDownloadObject else { return }
+        self.progress.downloadObject = Self.makeProgress(total: self.progress.countOfBytesExpectedToReceive, completed: 0, of: self.task)
+    }
+
+    /// The upload object, made at the current counts for the caller's closure when it wants one.
+    mutating func makeUploadObjectIfWanted() {
+        guard self.progress.wantsUploadObject else { return }
+        self.progress.uploadObject = Self.makeProgress(
+            total: self.progress.countOfBytesExpectedToSend, completed: self.progress.countOfBytesSent, of: self.task)
     }
 
     /// The attempt whose progress was held back is the task's last: its progress is reported now.
-    mutating func releaseHeldProgress() -> [ProgressDelivery] {
-        guard let held = self.held, let response = self.response else { return [] }
-        self.held = nil
-        return self.recordResponse(response, url: held.url, received: held.kept, expected: held.expected)
-            + self.recordReceived(held.received)
+    mutating func releaseHeldProgress() -> (deliveries: [ProgressDelivery], bytes: Int64)? {
+        if self.progress.held != nil { self.makeDownloadObjectIfWanted() }
+        return self.progress.releaseHeld()
     }
 
     /// A task's progress object, which controls `task` as AFNetworking's (and URLSession's
@@ -213,7 +147,7 @@ struct TaskState {
         return progress
     }
 
-    /// How many of a chunk's `bytes`, just counted in ``countOfBytesReceived``, lie within the
+    /// How many of a chunk's `bytes`, just counted in ``TransferProgress/countOfBytesReceived``, lie within the
     /// range a continuation's 206 named: all of them for any other answer. A body that runs past
     /// the range's end is not the range it names: the bytes past it are not the file's, and the
     /// task fails with ``CourierError/Code/invalidResponse`` (as ``bodyFailure``, unless it had
@@ -221,8 +155,8 @@ struct TaskState {
     mutating func bytesWithinContinuedRange(_ bytes: Int64) -> Int64 {
         // The count includes the bytes kept (at least one): less one, it is the offset of the
         // last byte counted, past the range once it is over `last`.
-        guard let last = self.download.continuedRangeLast, self.countOfBytesReceived - 1 > last else { return bytes }
-        let past = min(bytes, self.countOfBytesReceived - 1 - last)
+        guard let last = self.download.continuedRangeLast, self.progress.countOfBytesReceived - 1 > last else { return bytes }
+        let past = min(bytes, self.progress.countOfBytesReceived - 1 - last)
         self.failContinuedRange("runs past byte \(last)")
         return bytes - past
     }
@@ -232,8 +166,8 @@ struct TaskState {
     /// that disagrees with it), recorded as ``bodyFailure``; nil when it filled it, or for any
     /// other answer.
     mutating func continuedRangeShortfall() -> CourierError? {
-        guard let last = self.download.continuedRangeLast, self.countOfBytesReceived <= last else { return nil }
-        self.failContinuedRange("ends at byte \(self.countOfBytesReceived - 1), not \(last)")
+        guard let last = self.download.continuedRangeLast, self.progress.countOfBytesReceived <= last else { return nil }
+        self.failContinuedRange("ends at byte \(self.progress.countOfBytesReceived - 1), not \(last)")
         return self.bodyFailure
     }
 
@@ -244,16 +178,6 @@ struct TaskState {
         self.bodyFailure = CourierError(
             .invalidResponse, "\(self.currentRequest.summary): the body of the 206 with Content-Range \(range) \(how)",
             request: self.currentRequest, response: self.response)
-    }
-
-    /// At a successful end the totals are known: both progresses end at 1.0.
-    mutating func settleProgressTotals() {
-        if self.countOfBytesExpectedToReceive < 0 { self.countOfBytesExpectedToReceive = self.countOfBytesReceived }
-        self.downloadProgress?.totalUnitCount = self.countOfBytesExpectedToReceive
-        self.downloadProgress?.completedUnitCount = self.countOfBytesReceived
-        if self.countOfBytesExpectedToSend < 0 { self.countOfBytesExpectedToSend = self.countOfBytesSent }
-        self.uploadProgress?.totalUnitCount = self.countOfBytesExpectedToSend
-        self.uploadProgress?.completedUnitCount = self.countOfBytesExpectedToSend
     }
 
     /// The task object, while anyone holds it.
@@ -280,9 +204,8 @@ struct TaskState {
         self.currentRequest = request
         self.owner = owner
         self.completion = completion
-        self.countOfBytesExpectedToSend = request.body.knownLength ?? -1
-        self.uploadProgressHandler = uploadProgressHandler
-        self.downloadProgressHandler = downloadProgressHandler
+        self.progress = TransferProgress(
+            expectedToSend: request.body.knownLength ?? -1, uploadHandler: uploadProgressHandler, downloadHandler: downloadProgressHandler)
         // Nothing is gathered (no clock read, no object made) when nothing would read it.
         if collectsMetrics { self.metrics = TaskMetricsRecorder() }
     }

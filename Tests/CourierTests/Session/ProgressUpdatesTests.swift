@@ -31,7 +31,7 @@ struct ProgressUpdatesTests {
         defer { manager.invalidate(cancelingTasks: true) }
         // Never resumed: it runs as long as the test wants.
         let task = manager.dataTask(with: Request(url: URL(string: "http://progress.test/")!), completionHandler: nil)
-        let consumers = { task.delegate.state.withLockedValue { $0.progressObservers.count } }
+        let consumers = { task.delegate.state.withLockedValue { $0.progress.observers.count } }
         for direction in [ProgressSnapshot.Direction.download, .upload, .download] {
             var iterator = task.progressUpdates(for: direction).makeAsyncIterator()
             #expect(await iterator.next() != nil)

@@ -175,8 +175,8 @@ extension TaskDelegate {
                     effects = writer.queue(chunk.getSlice(at: chunk.readerIndex, length: Int(within)) ?? ByteBuffer())
                 }
                 return (
-                    writer, effects, ProgressReport(state.downloadProgress, state.downloadProgressHandler),
-                    state.countOfBytesReceived, state.countOfBytesExpectedToReceive, state.task, deliveries, within != bytes
+                    writer, effects, ProgressReport(state.progress.downloadObject, state.progress.downloadHandler),
+                    state.progress.countOfBytesReceived, state.progress.countOfBytesExpectedToReceive, state.task, deliveries, within != bytes
                 )
             }
         }
@@ -253,7 +253,7 @@ extension TaskDelegate {
             defer {
                 state.download.file = nil
                 state.download.resumeDataHandler = nil
-                state.dropProgressHandlers()
+                state.progress.dropHandlers()
             }
             var error = state.bodyFailure ?? engineError
             // A continuation's 206 whose body ended short of its range fails here: the exchange
@@ -264,7 +264,7 @@ extension TaskDelegate {
                 task: task, manager: manager, completion: completion, writer: state.download.file, error: error, refused: state.bodyFailure != nil,
                 missedRange: state.download.bodyMissedRange, keepsPartialFile: state.download.refusalKeepsPartialFile, request: state.currentRequest,
                 response: state.response, validators: state.download.resumeValidators, resumeDataHandler: state.download.resumeDataHandler,
-                expected: state.countOfBytesExpectedToReceive, held: held)
+                expected: state.progress.countOfBytesExpectedToReceive, held: held)
         }
         guard let ending else {
             unheard.map(self.endUnheard)
@@ -498,7 +498,7 @@ extension TaskDelegate {
     private func deliverDownload(_ outcome: inout TaskOutcome, completion: TaskCompletion) {
         self.state.withLockedValue { [error = outcome.error] state in
             state.error = error
-            if error == nil { state.settleProgressTotals() }
+            if error == nil { state.progress.settleTotals() }
         }
         // The delivery (a handler's, or the `async` caller's hook and notification) is counted
         // before the task leaves the registry, so that an invalidated manager waits for it

@@ -125,7 +125,7 @@ struct MemoryBodySink: BodySink {
             }
             // An attempt that may be retried reports its body when it turns out to be the last.
             guard let deliveries else { return .held }
-            return .report(ProgressReport(state.downloadProgress, state.downloadProgressHandler), state.task, deliveries)
+            return .report(ProgressReport(state.progress.downloadObject, state.progress.downloadHandler), state.task, deliveries)
         }
         switch next {
         case .cancel(let exchange, let failure):

@@ -89,7 +89,7 @@ extension ResponseStreamSink: BodySink {
         let bytes = Int64(chunk.readableBytes)
         let (report, task, deliveries) = delegate.state.withLockedValue { state -> (ProgressReport?, SessionTask?, [ProgressDelivery]) in
             let deliveries = counted ? [] : state.recordReceived(bytes)
-            return (ProgressReport(state.downloadProgress, state.downloadProgressHandler), state.task, deliveries)
+            return (ProgressReport(state.progress.downloadObject, state.progress.downloadHandler), state.task, deliveries)
         }
         if !counted {
             report?.send()

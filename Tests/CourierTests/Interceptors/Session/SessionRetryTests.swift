@@ -373,7 +373,7 @@ struct SessionRetryTests {
             defer { manager.invalidate(cancelingTasks: true) }
             let task = manager.dataTask(with: Request(url: server.baseURL), completionHandler: nil)
             task.resume()
-            #expect(await eventually { task.delegate.state.withLockedValue { $0.attemptBytesReceived } == 4 }, "the body's first 4 bytes came")
+            #expect(await eventually { task.delegate.state.withLockedValue { $0.progress.attemptBytesReceived } == 4 }, "the body's first 4 bytes came")
             #expect(task.countOfBytesReceived == 0, "held back")
             task.cancel()
             await monitor.wait(for: "metrics")
