@@ -13,7 +13,8 @@ import X509
 /// dot on the host ignored (a name that ends in a dot names no host, as in `SecTrust`'s
 /// `SecDNSMatch`); a `*` is allowed only as the whole left-most label, matches exactly one
 /// non-empty label, needs at least two labels after it, and never matches an IP address. An IP
-/// address (v4 or v6, with or without brackets) matches only an iPAddress name with the same bytes.
+/// address (v4 or v6, with or without brackets, an IPv6 zone left out) matches only an iPAddress
+/// name with the same bytes.
 enum HostnameMatcher {
     /// A subject alternative name that can name a host.
     enum Name: Equatable, Sendable, CustomStringConvertible {
@@ -55,13 +56,16 @@ enum HostnameMatcher {
 
     /// Whether one of `names` names `host`.
     static func matches(host: String, names: [Name]) -> Bool {
-        var host = host
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        var host = Substring(host)
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
         // An IP address with a trailing dot is still an address, never a name to match a `*` with.
-        if let address = IPAddress(host.hasSuffix(".") ? String(host.dropLast()) : host) {
+        // An IPv6 address's zone (`fe80::1%eth0`) says which interface reaches it and is no part
+        // of the address: it matches the address's iPAddress name, as SNI and the policy's lookup
+        // already treat it (it was matched as a DNS name, and no iPAddress name matched it).
+        if let address = IPAddress(host: host.hasSuffix(".") ? host.dropLast() : host) {
             return names.contains { $0 == .ip(address.bytes) }
         }
-        guard let hostLabels = Self.labels(host, ignoringTrailingDot: true) else { return false }
+        guard let hostLabels = Self.labels(String(host), ignoringTrailingDot: true) else { return false }
         return names.contains { name in
             guard case .dns(let pattern) = name, let patternLabels = Self.labels(pattern, ignoringTrailingDot: false) else { return false }
             return Self.matches(hostLabels, pattern: patternLabels)

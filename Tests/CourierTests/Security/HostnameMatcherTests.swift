@@ -62,6 +62,20 @@ struct HostnameMatcherTests {
         #expect(!HostnameMatcher.matches(host: "localhost", names: []))
     }
 
+    /// An IPv6 address with a zone (`https://[fe80::1%25eth0]/` reaches the engine as
+    /// `fe80::1%eth0`) is the address: it matches the address's iPAddress name, and no DNS name,
+    /// as SNI and ``ServerTrustPolicies`` already treat it (curl matches it so). It was matched
+    /// as a DNS name: a certificate for `fe80::1` was refused, one that named the text accepted.
+    @Test func anIPv6AddressWithAZoneIsTheAddress() {
+        let linkLocal: [UInt8] = [0xFE, 0x80] + Array(repeating: 0, count: 13) + [1]
+        #expect(HostnameMatcher.matches(host: "fe80::1%eth0", names: [.ip(linkLocal)]))
+        #expect(HostnameMatcher.matches(host: "[fe80::1%eth0]", names: [.ip(linkLocal)]))
+        #expect(HostnameMatcher.matches(host: "FE80:0:0:0:0:0:0:1%2", names: [.ip(linkLocal)]))
+        #expect(!HostnameMatcher.matches(host: "fe80::2%eth0", names: [.ip(linkLocal)]))
+        #expect(!HostnameMatcher.matches(host: "fe80::1%eth0", names: [.dns("fe80::1%eth0")]))
+        #expect(!HostnameMatcher.matches(host: "fe80::1%eth0", names: [.dns("*.example.com"), .ip([127, 0, 0, 1])]))
+    }
+
     @Test func namesAreReadFromTheCertificate() async throws {
         let generated = try await GeneratedCertificates.prepared()
         let leaf = try NIOSSLCertificate(bytes: Array(generated.localhostLeaf.utf8), format: .pem)
