@@ -221,13 +221,16 @@ struct TLSConnector: Sendable {
     }
 
     /// The name SNI carries for `host`: none for an IP address (RFC 6066; an IPv6 address with a
-    /// zone, `fe80::1%eth0`, too, as Go's), no trailing dot.
+    /// zone, `fe80::1%eth0`, too, as Go's), no trailing dot, in lower case, a Unicode label in its
+    /// ASCII form (`bücher.example` is `xn--bcher-kva.example`: RFC 6066 3's host name is ASCII).
     static func serverNameIndication(for host: String) -> String? {
         var name = host
         if name.hasPrefix("["), name.hasSuffix("]") { return nil }
         if name.hasSuffix(".") { name.removeLast() }
         guard !name.isEmpty, IPAddress(host: name) == nil else { return nil }
-        // Host names are case-insensitive; servers match SNI against lower case (RFC 6066 3).
-        return name.lowercased()
+        // Host names are case-insensitive; servers match SNI against lower case (RFC 6066 3). A
+        // Unicode host (a proxy's, which is not IDNA-encoded as a request's host is) went out as
+        // its UTF-8 bytes, which no server's name matches.
+        return Punycode.comparableHost(name)
     }
 }

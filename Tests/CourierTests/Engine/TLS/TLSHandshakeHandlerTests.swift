@@ -106,6 +106,19 @@ struct TLSHandshakeHandlerTests {
         _ = try? setup.channel.finish()
     }
 
+    /// SNI's host name is ASCII (RFC 6066 3): a Unicode host goes out in its IDNA form, lower
+    /// case. It went out as its UTF-8 bytes (`bücher.example`), which names no server.
+    @Test func aUnicodeNameIsSentInItsASCIIForm() throws {
+        #expect(TLSConnector.serverNameIndication(for: "Bücher.Example") == "xn--bcher-kva.example")
+        #expect(TLSConnector.serverNameIndication(for: "bücher.example.") == "xn--bcher-kva.example")
+        #expect(TLSConnector.serverNameIndication(for: "API.Example.COM") == "api.example.com")
+        let setup = try Self.setUp(host: "bücher.example")
+        let hello = try Self.clientHello(setup)
+        #expect(hello.contains("xn--bcher-kva.example"), "SNI")
+        #expect(!hello.contains("bücher"))
+        _ = try? setup.channel.finish()
+    }
+
     @Test func theHandshakeTimesOutOnTheLoopsClock() throws {
         let setup = try Self.setUp(timeout: .seconds(5))
         _ = try Self.clientHello(setup)
