@@ -54,6 +54,15 @@ enum HostnameMatcher {
         }
     }
 
+    /// `host` as certificates name it: a Unicode host name with its labels in their ASCII form
+    /// (`bücher.example` is `xn--bcher-kva.example`: RFC 6125 6.4.2 and RFC 9525 6.3 have a
+    /// client convert a reference identifier's U-labels to A-labels before checking it); an
+    /// ASCII host, or an IP address, as it is.
+    static func referenceName(_ host: String) -> String {
+        guard !host.utf8.allSatisfy({ $0 < 0x80 }), IPAddress(host: host) == nil else { return host }
+        return Punycode.asciiHost(host) ?? host
+    }
+
     /// Whether one of `names` names `host`.
     static func matches(host: String, names: [Name]) -> Bool {
         var host = Substring(host)

@@ -18,7 +18,8 @@ extension SecurityPolicy {
     /// - Parameters:
     ///   - chain: The certificates the server presented, its leaf first.
     ///   - domain: The host the connection went to; its name is checked when
-    ///     ``validatesDomainName``.
+    ///     ``validatesDomainName``, a Unicode name in its ASCII form (`bücher.example` as
+    ///     `xn--bcher-kva.example`, the form certificates name it in).
     /// - Throws: ``CourierError/Code/serverTrustEvaluationFailed`` whose
     ///   ``CourierError/underlyingError`` is a ``ServerTrustFailure`` naming the host and the reason.
     public func evaluateServerTrust(_ chain: [Certificate], forDomain domain: String) async throws(CourierError) {

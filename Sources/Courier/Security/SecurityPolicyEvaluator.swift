@@ -121,7 +121,9 @@ struct SecurityPolicyEvaluator: Sendable {
             return .refused(self.failure(.untrustedRoot, host: host, "the server presented no certificate"))
         }
         let intermediates = Array(serverChain.dropFirst())
-        let serverName = self.policy.validatesDomainName ? host : nil
+        // Certificates name hosts in ASCII: a Unicode host (`evaluateServerTrust`'s domain, an
+        // https proxy's name) is checked in its IDNA form; it was compared as UTF-8, and refused.
+        let serverName = self.policy.validatesDomainName ? HostnameMatcher.referenceName(host) : nil
 
         if self.policy.pinningMode == .none, self.policy.allowInvalidCertificates {
             return .trusted(validatedChain: nil)

@@ -3,6 +3,7 @@ import CourierTesting
 import Foundation
 import NIOConcurrencyHelpers
 import NIOSSL
+import SwiftASN1
 import Crypto
 import Testing
 import X509
@@ -460,6 +461,34 @@ struct EvaluateServerTrustTests {
         #expect(error?.code == .serverTrustEvaluationFailed)
         #expect((error?.underlyingError as? ServerTrustFailure)?.reason == .nameMismatch)
         #expect((error?.underlyingError as? ServerTrustFailure)?.host == "example.com")
+    }
+
+    /// A Unicode domain is checked in its ASCII form (RFC 6125 6.4.2: a client converts a
+    /// reference identifier's U-labels to A-labels), the form certificates name hosts in: a leaf
+    /// for `xn--bcher-kva.example` names `bücher.example`. It was compared as UTF-8, and refused
+    /// with a name mismatch.
+    @Test func aUnicodeDomainIsCheckedInItsASCIIForm() async throws {
+        let key = P256.Signing.PrivateKey()
+        let name = try DistinguishedName { CommonName("Courier IDN") }
+        let leaf = try X509.Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(key.publicKey),
+            notValidBefore: Date() - 3600, notValidAfter: Date() + 3600, issuer: name, subject: name,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try X509.Certificate.Extensions {
+                SubjectAlternativeNames([.dnsName("xn--bcher-kva.example")])
+            },
+            issuerPrivateKey: .init(key))
+        var serializer = DER.Serializer()
+        try serializer.serialize(leaf)
+        let chain = [try Courier.Certificate(derEncoded: Data(serializer.serializedBytes))]
+        var policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: Set(chain))
+        policy.allowInvalidCertificates = true
+        for domain in ["bücher.example", "Bücher.Example.", "xn--bcher-kva.example"] {
+            try await policy.evaluateServerTrust(chain, forDomain: domain)
+        }
+        let error = await #expect(throws: CourierError.self) { try await policy.evaluateServerTrust(chain, forDomain: "bucher.example") }
+        #expect((error?.underlyingError as? ServerTrustFailure)?.reason == .nameMismatch)
+        #expect((error?.underlyingError as? ServerTrustFailure)?.host == "bucher.example")
     }
 
     @Test func aSelfSignedLeafIsTrustedOnlyPinnedWithInvalidCertificatesAllowed() async throws {
