@@ -1,10 +1,14 @@
 import Foundation
+import NIOSSL
 
 extension SecurityPolicy {
     /// Whether this policy trusts a server that presented `chain` for `domain`
     /// (AFNetworking's `evaluateServerTrust:forDomain:`), step by step as AFNetworking 4 does:
     ///
     /// - the policy's own rules first (``validate()``);
+    /// - with no pinning and ``allowInvalidCertificates``, any chain is trusted, even one Courier
+    ///   cannot read; otherwise the leaf must be readable, and another certificate that cannot be
+    ///   read is left out (it can be on no path, and match no pin), as in the TLS handshake;
     /// - unless ``allowInvalidCertificates``, the chain must be valid against the system's roots
     ///   (the distribution's bundle, read once per process the first time it is needed, with
     ///   ``additionalTrustedCertificates``):
@@ -28,11 +32,16 @@ extension SecurityPolicy {
             // The first evaluation reads the system's bundle, on NIO's thread pool rather than here.
             await evaluator.trustStore.loadOffTheEventLoops()
         }
-        let parsed = chain.compactMap(\.x509)
-        guard parsed.count == chain.count else {
+        // The chain as a handshake hands it over, so that the same rules decide: a policy that
+        // trusts any certificate trusts one Courier cannot read, and a certificate other than the
+        // leaf that cannot be read is left out. (Any such certificate refused the chain here.)
+        let presented: [NIOSSLCertificate]
+        do {
+            presented = try chain.map { try $0.nioCertificate() }
+        } catch {
             throw ServerTrustFailure(.untrustedRoot, host: domain, policy: self, detail: "a certificate of the chain cannot be parsed").courierError()
         }
-        if case .refused(let failure) = await evaluator.evaluate(serverChain: parsed, host: domain) {
+        if case .refused(let failure) = await evaluator.evaluate(presented: presented, host: domain) {
             throw failure.courierError()
         }
     }

@@ -463,6 +463,25 @@ struct EvaluateServerTrustTests {
         #expect((error?.underlyingError as? ServerTrustFailure)?.host == "example.com")
     }
 
+    /// The public evaluation decides as the handshake does (`aCertificateThatCannotBeReadIsLeftOutOrIgnored`):
+    /// a policy that trusts any certificate (AFNetworking's `allowInvalidCertificates || valid`)
+    /// trusts one Courier cannot read, and a certificate other than the leaf that cannot be read
+    /// is left out. Both were refused here ("a certificate of the chain cannot be parsed"), where
+    /// a connection with the same policy and chain was trusted; a leaf that cannot be read still is.
+    @Test func aCertificateThatCannotBeReadIsTreatedAsInTheHandshake() async throws {
+        let weak = try Courier.Certificate.certificates(pemEncoded: SecurityPolicyEvaluatorTests.weakKeySelfSigned)
+        var trustAll = SecurityPolicy.default
+        trustAll.allowInvalidCertificates = true
+        trustAll.validatesDomainName = false
+        try await trustAll.evaluateServerTrust(weak, forDomain: "localhost")
+        var policy = SecurityPolicy.default
+        policy.additionalTrustedCertificates = try Courier.Certificate.certificates(pemEncoded: TestCertificates.rootCA)
+        let chain = try [TestCertificates.localhostLeaf, TestCertificates.intermediateCA].flatMap { try Courier.Certificate.certificates(pemEncoded: $0) }
+        try await policy.evaluateServerTrust(chain + weak, forDomain: "localhost")
+        let error = await #expect(throws: CourierError.self) { try await policy.evaluateServerTrust(weak + chain, forDomain: "localhost") }
+        #expect((error?.underlyingError as? ServerTrustFailure)?.reason == .untrustedRoot)
+    }
+
     /// A Unicode domain is checked in its ASCII form (RFC 6125 6.4.2: a client converts a
     /// reference identifier's U-labels to A-labels), the form certificates name hosts in: a leaf
     /// for `xn--bcher-kva.example` names `bücher.example`. It was compared as UTF-8, and refused
