@@ -15,6 +15,7 @@ struct CourierCommand: AsyncParsableCommand {
               name=@file          data field read from a file (name:=@file: raw JSON)
               Header:value        request header (Header; sends it empty)
               field@path          file upload (multipart); field@path;type=mime
+            A backslash makes a separator literal: a\\=b=c (field a=b), a=\\@b (value @b).
 
             All request flags: courier help request
             Exit status: 0 ok, 1 request failed, 2 timeout, 3/4/5 HTTP 3xx/4xx/5xx

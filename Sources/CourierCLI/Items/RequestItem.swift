@@ -3,8 +3,10 @@ import Foundation
 /// One `ITEM` of the command line, in HTTPie's grammar.
 ///
 /// The separator is the one that starts earliest in the word (the longest one when several start
-/// at the same place); a backslash makes the next character literal, so `a\=b=c` is the field
-/// `a=b` with the value `c`.
+/// at the same place). A backslash before a separator's character (`:`, `;`, `=`, `@`) makes it
+/// literal, in the name and in the value alike, as HTTPie reads it: `a\=b=c` is the field `a=b`
+/// with the value `c`, and `a=\@b` the field `a` with the value `@b`. Before any other character the
+/// backslash stays: `path=C:\Users` keeps it.
 enum RequestItem: Equatable, Sendable {
     /// `name==value`: a query parameter.
     case query(name: String, value: String)
@@ -53,12 +55,14 @@ enum RequestItem: Equatable, Sendable {
         while index < characters.count {
             let character = characters[index]
             if character == "\\", index + 1 < characters.count {
-                name.append(characters[index + 1])
+                let next = characters[index + 1]
+                if !Self.separatorCharacters.contains(next) { name.append(character) }
+                name.append(next)
                 index += 2
                 continue
             }
             if let (separator, kind) = Self.separator(in: characters, at: index) {
-                let value = String(characters[(index + separator.count)...])
+                let value = Self.unescaped(characters[(index + separator.count)...])
                 self = try Self.make(kind, name: name, value: value, word: word)
                 return
             }
@@ -67,6 +71,27 @@ enum RequestItem: Equatable, Sendable {
         }
         throw CLIFailure.usage(
             "'\(word)' is not a request item (expected name==value, name=value, name:=json, Header:value or field@file)")
+    }
+
+    /// The characters the separators are made of: a backslash before one of them makes it literal.
+    private static let separatorCharacters: Set<Character> = [":", ";", "=", "@"]
+
+    /// A value with each backslash before a separator's character dropped (HTTPie drops them in
+    /// the value too); a backslash before anything else, or at the end, stays.
+    private static func unescaped(_ characters: ArraySlice<Character>) -> String {
+        var value = ""
+        var index = characters.startIndex
+        while index < characters.endIndex {
+            let character = characters[index]
+            if character == "\\", index + 1 < characters.endIndex, Self.separatorCharacters.contains(characters[index + 1]) {
+                value.append(characters[index + 1])
+                index += 2
+                continue
+            }
+            value.append(character)
+            index += 1
+        }
+        return value
     }
 
     private static func separator(in characters: [Character], at index: Int) -> (String, Kind)? {
