@@ -20,3 +20,28 @@ struct RequestItemTests {
         #expect(try RequestItem(parsing: #"a=b\"#) == .field(name: "a", value: #"b\"#))
     }
 }
+
+/// HTTPie 3's file separators for headers and query parameters.
+@Suite("CLI: Header:@file and name==@file")
+struct EmbeddedFileItemTests {
+    /// `X-Data:@file` was the header value `@file`, and `q==@file` the query value `@file`.
+    @Test("Header:@file and name==@file are read from the file, its trailing line feeds removed")
+    func headerAndQueryFromFiles() async throws {
+        #expect(try RequestItem(parsing: "X-Data:@token.txt") == .headerFromFile(name: "X-Data", path: "token.txt"))
+        #expect(try RequestItem(parsing: "text==@query.txt") == .queryFromFile(name: "text", path: "query.txt"))
+        #expect(try RequestItem(parsing: #"X-Data:\@literal"#) == .header(name: "X-Data", value: "@literal"))
+        #expect(try RequestItem(parsing: #"q==\@literal"#) == .query(name: "q", value: "@literal"))
+
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let token = folder.appendingPathComponent("token.txt")
+        try Data("secret token\n\n".utf8).write(to: token)
+        let query = folder.appendingPathComponent("query.txt")
+        try Data("a b\n".utf8).write(to: query)
+        let result = try await CLIRunner.run(["--offline", "example.com/x", "X-Data:@\(token.path)", "text==@\(query.path)"])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(
+            result.output == "GET /x?text=a%20b HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nX-Data: secret token\n\n",
+            "\(result.output)")
+    }
+}

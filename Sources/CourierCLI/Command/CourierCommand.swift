@@ -9,11 +9,11 @@ struct CourierCommand: AsyncParsableCommand {
         usage: "courier [METHOD] URL [ITEM ...] [<options>]   or   courier demo   or   courier ws URL",
         discussion: """
             Items (HTTPie's grammar):
-              name==value         query parameter
+              name==value         query parameter (name==@file: read from a file)
               name=value          data field (JSON by default, --form for a form)
               name:=json          raw JSON value
               name=@file          data field read from a file (name:=@file: raw JSON)
-              Header:value        request header (Header; sends it empty)
+              Header:value        request header (Header; sends it empty, Header:@file reads it)
               field@path          file upload (multipart); field@path;type=mime
             A backslash makes a separator literal: a\\=b=c (field a=b), a=\\@b (value @b).
 

@@ -33,7 +33,7 @@ struct RequestBuilder {
     }
 
     func build() async throws -> BuiltRequest {
-        let items = self.invocation.items
+        let items = try Self.embeddingFiles(self.invocation.items)
         let kind = try self.bodyKind()
         // A body from standard input makes the request a POST unless a method is named, as data does.
         let method = self.invocation.method ?? (kind == .standardInput ? .post : self.invocation.effectiveMethod)
@@ -128,6 +128,25 @@ struct RequestBuilder {
                 if value == nil { given.remove(key) } else { given.insert(key) }
             }
         }
+    }
+
+    /// The items with each `Header:@file` and `name==@file` read into a header (an empty one when
+    /// only white space is left) or a query parameter: the file's text without the line feeds
+    /// that end it, as HTTPie reads them.
+    static func embeddingFiles(_ items: [RequestItem]) throws(CLIFailure) -> [RequestItem] {
+        var embedded: [RequestItem] = []
+        for item in items {
+            switch item {
+            case .headerFromFile(let name, let path):
+                let value = try InputFile.textWithoutTrailingNewlines(path).trimmingCharacters(in: .whitespacesAndNewlines)
+                embedded.append(value.isEmpty ? .emptyHeader(name: name) : .header(name: name, value: value))
+            case .queryFromFile(let name, let path):
+                embedded.append(.query(name: name, value: try InputFile.textWithoutTrailingNewlines(path)))
+            default:
+                embedded.append(item)
+            }
+        }
+        return embedded
     }
 
     /// `--auth user:password` as a credential (the password may hold colons), nil without it.
@@ -251,7 +270,7 @@ struct RequestBuilder {
                 fields.append(DataField(name: name, value: .json(json)))
             case .file(let name, let path, let mimeType):
                 fields.append(DataField(name: name, value: .file(URL(fileURLWithPath: path), mimeType: mimeType)))
-            case .query, .header, .emptyHeader:
+            case .query, .queryFromFile, .header, .emptyHeader, .headerFromFile:
                 break
             }
         }

@@ -10,6 +10,8 @@ import Foundation
 enum RequestItem: Equatable, Sendable {
     /// `name==value`: a query parameter.
     case query(name: String, value: String)
+    /// `name==@file`: a query parameter whose value is the file's text, trailing line feeds removed.
+    case queryFromFile(name: String, path: String)
     /// `name=value`: a data field (a JSON string, or a form field).
     case field(name: String, value: String)
     /// `name=@file`: a data field whose value is the file's text.
@@ -22,6 +24,8 @@ enum RequestItem: Equatable, Sendable {
     case header(name: String, value: String?)
     /// `Header;`: a header sent with an empty value.
     case emptyHeader(name: String)
+    /// `Header:@file`: a header whose value is the file's text, trailing line feeds removed.
+    case headerFromFile(name: String, path: String)
     /// `field@path` or `field@path;type=mime`: a file, which makes the request multipart.
     case file(name: String, path: String, mimeType: String?)
 
@@ -29,17 +33,19 @@ enum RequestItem: Equatable, Sendable {
     var isData: Bool {
         switch self {
         case .field, .fieldFromFile, .rawJSON, .rawJSONFromFile, .file: true
-        case .query, .header, .emptyHeader: false
+        case .query, .queryFromFile, .header, .emptyHeader, .headerFromFile: false
         }
     }
 
     /// The separators, longest first so that a tie on position goes to the longer one.
     private static let separators: [(String, Kind)] = [
-        (":=@", .rawJSONFromFile), ("==", .query), (":=", .rawJSON), ("=@", .fieldFromFile),
-        ("=", .field), (":", .header), (";", .emptyHeader), ("@", .file),
+        ("==@", .queryFromFile), (":=@", .rawJSONFromFile), ("==", .query), (":=", .rawJSON), (":@", .headerFromFile),
+        ("=@", .fieldFromFile), ("=", .field), (":", .header), (";", .emptyHeader), ("@", .file),
     ]
 
-    private enum Kind { case query, field, fieldFromFile, rawJSON, rawJSONFromFile, header, emptyHeader, file }
+    private enum Kind {
+        case query, queryFromFile, field, fieldFromFile, rawJSON, rawJSONFromFile, header, emptyHeader, headerFromFile, file
+    }
 
     /// Whether `word` reads as an item (has an unescaped separator after a non-empty name).
     static func looksLikeItem(_ word: String) -> Bool {
@@ -106,6 +112,9 @@ enum RequestItem: Equatable, Sendable {
         guard !name.isEmpty else { throw CLIFailure.usage("'\(word)' has no name before its separator") }
         switch kind {
         case .query: return .query(name: name, value: value)
+        case .queryFromFile:
+            guard !value.isEmpty else { throw CLIFailure.usage("'\(word)' names no file after '==@'") }
+            return .queryFromFile(name: name, path: value)
         case .field: return .field(name: name, value: value)
         case .fieldFromFile:
             guard !value.isEmpty else { throw CLIFailure.usage("'\(word)' names no file after '=@'") }
@@ -125,6 +134,10 @@ enum RequestItem: Equatable, Sendable {
             }
             try Self.checkHeaderName(name, item: word)
             return .emptyHeader(name: name)
+        case .headerFromFile:
+            guard !value.isEmpty else { throw CLIFailure.usage("'\(word)' names no file after ':@'") }
+            try Self.checkHeaderName(name, item: word)
+            return .headerFromFile(name: name, path: value)
         case .file:
             guard !value.isEmpty else { throw CLIFailure.usage("'\(word)' names no file after '@'") }
             if let range = value.range(of: ";type=") {
