@@ -45,3 +45,22 @@ struct EmbeddedFileItemTests {
             "\(result.output)")
     }
 }
+
+/// File paths in items, as HTTPie opens them.
+@Suite("CLI: file paths in items")
+struct ItemFilePathTests {
+    /// A shell does not expand `~` after `@` or `=@` (HTTPie's example `cv@~/files/data.xml`):
+    /// courier looked for a folder named `~`.
+    @Test("A path that starts with ~ names the home folder")
+    func tildeIsTheHomeFolder() throws {
+        let home = NSString(string: "~/files/data.xml").expandingTildeInPath
+        #expect(!home.hasPrefix("~"))
+        #expect(try RequestItem(parsing: "cv@~/files/data.xml") == .file(name: "cv", path: home, mimeType: nil))
+        #expect(try RequestItem(parsing: "cv@~/files/data.xml;type=text/xml") == .file(name: "cv", path: home, mimeType: "text/xml"))
+        #expect(try RequestItem(parsing: "bio=@~/files/data.xml") == .fieldFromFile(name: "bio", path: home))
+        #expect(try RequestItem(parsing: "doc:=@~/files/data.xml") == .rawJSONFromFile(name: "doc", path: home))
+        #expect(try RequestItem(parsing: "X-A:@~/files/data.xml") == .headerFromFile(name: "X-A", path: home))
+        #expect(try RequestItem(parsing: "q==@~/files/data.xml") == .queryFromFile(name: "q", path: home))
+        #expect(try RequestItem(parsing: "cv@files/~x") == .file(name: "cv", path: "files/~x", mimeType: nil))
+    }
+}

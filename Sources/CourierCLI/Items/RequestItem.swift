@@ -114,17 +114,17 @@ enum RequestItem: Equatable, Sendable {
         case .query: return .query(name: name, value: value)
         case .queryFromFile:
             guard !value.isEmpty else { throw CLIFailure.usage("'\(word)' names no file after '==@'") }
-            return .queryFromFile(name: name, path: value)
+            return .queryFromFile(name: name, path: Self.expandingTilde(value))
         case .field: return .field(name: name, value: value)
         case .fieldFromFile:
             guard !value.isEmpty else { throw CLIFailure.usage("'\(word)' names no file after '=@'") }
-            return .fieldFromFile(name: name, path: value)
+            return .fieldFromFile(name: name, path: Self.expandingTilde(value))
         case .rawJSON:
             try Self.checkJSON(value, item: word)
             return .rawJSON(name: name, json: value.trimmingCharacters(in: .whitespacesAndNewlines))
         case .rawJSONFromFile:
             guard !value.isEmpty else { throw CLIFailure.usage("'\(word)' names no file after ':=@'") }
-            return .rawJSONFromFile(name: name, path: value)
+            return .rawJSONFromFile(name: name, path: Self.expandingTilde(value))
         case .header:
             try Self.checkHeaderName(name, item: word)
             return .header(name: name, value: value.isEmpty ? nil : value.trimmingCharacters(in: .whitespaces))
@@ -137,16 +137,23 @@ enum RequestItem: Equatable, Sendable {
         case .headerFromFile:
             guard !value.isEmpty else { throw CLIFailure.usage("'\(word)' names no file after ':@'") }
             try Self.checkHeaderName(name, item: word)
-            return .headerFromFile(name: name, path: value)
+            return .headerFromFile(name: name, path: Self.expandingTilde(value))
         case .file:
             guard !value.isEmpty else { throw CLIFailure.usage("'\(word)' names no file after '@'") }
             if let range = value.range(of: ";type=") {
                 let mime = String(value[range.upperBound...])
                 guard !mime.isEmpty else { throw CLIFailure.usage("'\(word)' has an empty ';type='") }
-                return .file(name: name, path: String(value[..<range.lowerBound]), mimeType: mime)
+                return .file(name: name, path: Self.expandingTilde(String(value[..<range.lowerBound])), mimeType: mime)
             }
-            return .file(name: name, path: value, mimeType: nil)
+            return .file(name: name, path: Self.expandingTilde(value), mimeType: nil)
         }
+    }
+
+    /// A file path as HTTPie opens it: a `~` or `~user` that starts it names that home folder. A
+    /// shell expands neither after `@` or `=@` (`cv@~/cv.pdf`, HTTPie's own example), so the
+    /// file was looked for in a folder named `~`.
+    static func expandingTilde(_ path: String) -> String {
+        path.hasPrefix("~") ? NSString(string: path).expandingTildeInPath : path
     }
 
     /// Checks that `text` is one JSON value.
