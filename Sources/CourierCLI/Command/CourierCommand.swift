@@ -11,6 +11,7 @@ struct CourierCommand: AsyncParsableCommand {
             Items (HTTPie's grammar):
               name==value         query parameter (name==@file: read from a file)
               name=value          data field (JSON by default, --form for a form)
+              a[b][c]=1 a[]=x     nested JSON: objects, arrays ([0], [] appends)
               name:=json          raw JSON value
               name=@file          data field read from a file (name:=@file: raw JSON)
               Header:value        request header (Header; sends it empty, Header:@file reads it)

@@ -285,11 +285,11 @@ struct RequestBuilder {
         }.joined(separator: "&")
     }
 
-    /// A JSON object of the data fields in item order (a repeated name keeps its first place and
-    /// its last value), strings escaped, raw JSON kept as written.
+    /// The JSON body of the data fields in item order, each name a path (``NestedJSON``: `a[b]=1`
+    /// nests, a repeated name keeps its first place and its last value), strings escaped, raw JSON
+    /// kept as written.
     private func jsonBody() throws(CLIFailure) -> Data {
-        var order: [String] = []
-        var values: [String: String] = [:]
+        var body = NestedJSON()
         for field in try self.dataFields() {
             let value: String
             switch field.value {
@@ -297,11 +297,9 @@ struct RequestBuilder {
             case .json(let json): value = json
             case .file: continue  // a file makes the request multipart
             }
-            if values[field.name] == nil { order.append(field.name) }
-            values[field.name] = value
+            try body.set(value, at: field.name)
         }
-        let members = order.map { JSONText.quoted($0) + ": " + values[$0]! }
-        return Data(("{" + members.joined(separator: ", ") + "}").utf8)
+        return Data(body.text.utf8)
     }
 
     /// Every file item must name a readable regular file: checked before anything is sent.
