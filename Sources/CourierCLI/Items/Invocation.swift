@@ -5,8 +5,8 @@ import Foundation
 struct Invocation: Sendable {
     /// The method named on the command line, if any (otherwise GET, or POST when there is data).
     var method: HTTPRequest.Method?
-    /// The URL, with HTTPie's shorthands expanded (`:8080/x` is `http://localhost:8080/x`, no
-    /// scheme means `http://`).
+    /// The URL, with HTTPie's shorthands expanded (`:8080/x` is `http://localhost:8080/x`, `:` is
+    /// `http://localhost`, `://example.org` is `http://example.org`, no scheme means `http://`).
     var url: URL
     /// The items, in command-line order.
     var items: [RequestItem]
@@ -52,13 +52,18 @@ struct Invocation: Sendable {
         ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"].contains(word.uppercased())
     }
 
-    /// Expands the shorthands and checks that the URL is absolute http(s) with a host.
+    /// Expands HTTPie's shorthands and checks that the URL is absolute http(s) with a host.
     static func url(from word: String) throws(CLIFailure) -> URL {
         var text = word
-        if text.hasPrefix(":") {
-            // `:3000/path` → `http://localhost:3000/path`; `:/path` → `http://localhost/path`.
+        // A URL pasted after its scheme and a space: `://example.org` → `http://example.org`.
+        if text.hasPrefix("://") { text.removeFirst(3) }
+        if text.hasPrefix(":"), !text.hasPrefix("::") {
+            // `:3000/path` → `http://localhost:3000/path`; `:/path` → `http://localhost/path`;
+            // `:` → `http://localhost`.
             let rest = text.dropFirst()
-            text = rest.hasPrefix("/") ? "http://localhost" + rest : "http://localhost:" + rest
+            let port = String(rest.prefix { $0.isASCII && $0.isNumber })
+            let path = String(rest.dropFirst(port.count))
+            text = "http://localhost" + (port.isEmpty ? "" : ":" + port) + path
         } else if !Self.startsWithScheme(text) {
             text = "http://" + text
         }
