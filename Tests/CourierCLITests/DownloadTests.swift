@@ -42,6 +42,20 @@ struct DownloadTests {
         }
     }
 
+    /// HTTPie's `--download` implies `--follow`: a redirect wrote nothing and exited 3.
+    @Test("--download follows redirects")
+    func downloadFollowsRedirects() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            let target = folder.appendingPathComponent("got.json")
+            let result = try await CLIRunner.run(["-d", "-o", target.path, server.url("/redirect/2").absoluteString])
+            #expect(result.status == 0, "\(result.standardError)")
+            let echo = try JSONSerialization.jsonObject(with: Data(contentsOf: target)) as? [String: Any]
+            #expect(echo?["url"] as? String == server.url("/get").absoluteString)
+        }
+    }
+
     @Test("A 404 writes no file and exits 4")
     func errorStatusWritesNothing() async throws {
         let folder = try makeTemporaryFolder()

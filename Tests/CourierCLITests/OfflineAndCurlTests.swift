@@ -139,7 +139,7 @@ struct OfflineAndCurlTests {
                 == "curl --location --max-redirs 3 --insecure http://example.com/up --header 'User-Agent: courier/0.1.0' "
                 + "--form-string title=T --form 'doc=@\(file.path);type=text/plain'\n")
         let download = try await CLIRunner.run(["--curl", "--download", "-o", "out.bin", "--continue", "example.com/f"])
-        #expect(download.output == "curl --output out.bin --continue-at - http://example.com/f --header 'User-Agent: courier/0.1.0'\n")
+        #expect(download.output == "curl --location --max-redirs 30 --output out.bin --continue-at - http://example.com/f --header 'User-Agent: courier/0.1.0'\n")
         let digest = try await CLIRunner.run(["--curl", "-A", "digest", "-a", "ann:pw", "example.com/d"])
         #expect(digest.output == "curl --digest --user ann:pw http://example.com/d --header 'User-Agent: courier/0.1.0'\n")
     }

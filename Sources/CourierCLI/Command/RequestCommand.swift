@@ -38,11 +38,15 @@ struct RequestCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Seconds to wait for the server's next bytes.", valueName: "seconds"))
     var timeout: Double?
 
-    @Flag(name: [.customShort("F"), .long], help: "Follow redirects.")
+    @Flag(name: [.customShort("F"), .long], help: "Follow redirects (--download always does).")
     var follow = false
 
-    @Option(name: .customLong("max-redirects"), help: "At most this many redirects with --follow.")
+    @Option(name: .customLong("max-redirects"), help: "At most this many redirects with --follow or --download.")
     var maxRedirects: Int = 30
+
+    /// Whether redirects are followed: with `--follow`, and with `--download`, which implies it
+    /// as in HTTPie.
+    var followsRedirects: Bool { self.follow || self.download }
 
     @Option(name: .long, help: ArgumentHelp("yes, no (trust any certificate), or a CA bundle file.", valueName: "yes|no|file"))
     var verify: String = "yes"
@@ -70,7 +74,7 @@ struct RequestCommand: AsyncParsableCommand {
         help: ArgumentHelp("A trailer field sent after the body (the body then goes chunked over HTTP/1.1); repeatable.", valueName: "Name:value"))
     var trailer: [String] = []
 
-    @Flag(name: [.customShort("d"), .long], help: "Save the body to a file, with a progress bar on a terminal.")
+    @Flag(name: [.customShort("d"), .long], help: "Save the body to a file, with a progress bar on a terminal; follows redirects.")
     var download = false
 
     @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The file --download writes.", valueName: "file"))

@@ -52,7 +52,7 @@ struct SessionFactory {
         if !announcesContinue { configuration.expectContinueThreshold = nil }
         if let cookieJar { configuration.httpCookieStorage = cookieJar.storage }
         Self.apply(timeout: self.command.timeout, to: &configuration)
-        configuration.redirectPolicy = self.command.follow ? .follow(max: self.command.maxRedirects, allowCycles: true) : .disallow
+        configuration.redirectPolicy = self.command.followsRedirects ? .follow(max: self.command.maxRedirects, allowCycles: true) : .disallow
         let manager = SessionManager(configuration: configuration, securityPolicy: policy)
         manager.completionQueue = .global()
         return manager

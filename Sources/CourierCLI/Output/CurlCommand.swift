@@ -9,7 +9,7 @@ struct CurlCommand {
     init(request built: BuiltRequest, command: RequestCommand) throws {
         let request = built.request
         var words = ["curl"]
-        if command.follow { words += ["--location", "--max-redirs", String(command.maxRedirects)] }
+        if command.followsRedirects { words += ["--location", "--max-redirs", String(command.maxRedirects)] }
         if let timeout = command.timeout {
             // An idle wait and a cap on connecting (``SessionFactory/apply(timeout:to:)``), not a
             // cap on the whole transfer (curl's --max-time): curl's nearest is a transfer slower
