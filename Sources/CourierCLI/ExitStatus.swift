@@ -13,7 +13,7 @@ struct ExitStatus: Error, Hashable, Sendable {
     static let failure = ExitStatus(rawValue: 1)
     /// The request timed out (`--timeout`).
     static let timeout = ExitStatus(rawValue: 2)
-    /// `--check-status` (or `--download`) and a 3xx that was not followed.
+    /// `--check-status` (or `--download`) and a 3xx without `--follow`.
     static let redirection = ExitStatus(rawValue: 3)
     /// `--check-status` (or `--download`) and a 4xx.
     static let clientError = ExitStatus(rawValue: 4)
@@ -27,10 +27,12 @@ struct ExitStatus: Error, Hashable, Sendable {
     /// A file named on the command line cannot be read (sysexits' `EX_NOINPUT`).
     static let unreadableInput = ExitStatus(rawValue: 66)
 
-    /// The status `--check-status` gives a response status, or nil for 1xx and 2xx.
-    static func checking(_ status: HTTPResponse.Status) -> ExitStatus? {
+    /// The status `--check-status` gives a response status, or nil for 1xx and 2xx, and for a
+    /// 3xx when redirects were followed (`followingRedirects`): one that was not followed (a
+    /// 304, a 300 without `Location`) is then the answer, as HTTPie counts it.
+    static func checking(_ status: HTTPResponse.Status, followingRedirects: Bool = false) -> ExitStatus? {
         switch status.kind {
-        case .redirection: .redirection
+        case .redirection: followingRedirects ? nil : .redirection
         case .clientError: .clientError
         case .serverError: .serverError
         default: nil

@@ -139,6 +139,18 @@ struct ExchangeTests {
         }
     }
 
+    /// HTTPie counts a 3xx as an error only without `--follow`: with it, a 3xx that is not a
+    /// redirect to follow is the answer. It exited 3.
+    @Test("--check-status --follow: a final 3xx exits 0; without --follow it exits 3")
+    func checkStatusWithFollow() async throws {
+        try await TestServer.withServer { server in
+            let followed = try await CLIRunner.run(["--check-status", "--follow", server.url("/status/300").absoluteString])
+            #expect(followed.status == 0, "\(followed.standardError)")
+            let unfollowed = try await CLIRunner.run(["--check-status", server.url("/status/300").absoluteString])
+            #expect(unfollowed.status == 3)
+        }
+    }
+
     @Test("--verbose --follow shows the request that got the response, after the URL it was redirected from")
     func verboseFollowShowsTheLastRequest() async throws {
         try await TestServer.withServer { server in

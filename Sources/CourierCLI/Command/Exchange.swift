@@ -63,7 +63,7 @@ struct Exchange {
             if self.style.terminal || !bodyEndsLine { console.write("\n") }
             printer.printMetrics(metrics)
         }
-        if self.command.checkStatus, let status = ExitStatus.checking(streamed.response.status) {
+        if self.command.checkStatus, let status = ExitStatus.checking(streamed.response.status, followingRedirects: self.command.follow) {
             if !self.style.terminal {
                 Console.standardError.write(line: "courier: warning: HTTP \(streamed.response.status.code) \(streamed.response.status.reasonPhrase)")
             }

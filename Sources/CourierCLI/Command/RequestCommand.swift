@@ -92,7 +92,7 @@ struct RequestCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("b"), .long], help: "Print the response body only.")
     var body = false
 
-    @Flag(name: .customLong("check-status"), help: "Exit 3, 4 or 5 for a 3xx, 4xx or 5xx response.")
+    @Flag(name: .customLong("check-status"), help: "Exit 3, 4 or 5 for a 3xx (without --follow), 4xx or 5xx response.")
     var checkStatus = false
 
     @Flag(name: .customLong("ignore-stdin"), help: "Do not read standard input as the body (read when it is not a terminal and the named method carries a body).")
