@@ -80,6 +80,10 @@ struct ExchangeTests {
             #expect(bad.errorLines == ["courier: warning: HTTP 401 Unauthorized"])
             let bearer = try await CLIRunner.run(["--bearer", "t0k3n", server.url("/headers").absoluteString])
             #expect((try jsonObject(bearer)["headers"] as? [String: String])?["Authorization"] == "Bearer t0k3n")
+            // HTTPie's spelling: -A bearer -a TOKEN (refused as an --auth-type before).
+            let typed = try await CLIRunner.run(["-A", "bearer", "-a", "t0k:3n", server.url("/headers").absoluteString])
+            #expect(typed.status == 0, "\(typed.standardError)")
+            #expect((try jsonObject(typed)["headers"] as? [String: String])?["Authorization"] == "Bearer t0k:3n")
         }
     }
 

@@ -29,7 +29,7 @@ struct RequestCommand: AsyncParsableCommand {
 
     @Option(
         name: [.customShort("A"), .long],
-        help: ArgumentHelp("How --auth is sent: basic (with the request) or digest (in answer to the server's challenge)."))
+        help: ArgumentHelp("How --auth is sent: basic (with the request), digest (in answer to the server's challenge) or bearer (--auth is the token)."))
     var authType: AuthType = .basic
 
     @Option(name: .long, help: ArgumentHelp("Bearer token authentication.", valueName: "token"))

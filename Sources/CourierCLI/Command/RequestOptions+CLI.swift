@@ -7,6 +7,9 @@ enum AuthType: String, ExpressibleByArgument, CaseIterable, Sendable {
     /// In answer to the server's `WWW-Authenticate: Digest` challenge (RFC 7616), through the
     /// session's credential store (a Basic challenge is answered too); nothing before it.
     case digest
+    /// `Authorization: Bearer …` with the request, `--auth` being the token (HTTPie's
+    /// `-A bearer -a TOKEN`; `--bearer TOKEN` is the same).
+    case bearer
 }
 
 /// How the output is dressed (HTTPie's `--pretty`).

@@ -47,7 +47,9 @@ struct RequestBuilder {
         if self.command.authType == .basic, let credential = try Self.credential(self.command.auth) {
             serializer.setAuthorizationHeaderField(username: credential.user, password: credential.password)
         }
-        if let bearer = self.command.bearer { serializer.setValue("Bearer " + bearer, forHTTPHeaderField: "Authorization") }
+        if let bearer = self.command.bearer ?? (self.command.authType == .bearer ? self.command.auth : nil) {
+            serializer.setValue("Bearer " + bearer, forHTTPHeaderField: "Authorization")
+        }
 
         var request: Request
         do {
