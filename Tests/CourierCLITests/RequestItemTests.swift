@@ -64,3 +64,20 @@ struct ItemFilePathTests {
         #expect(try RequestItem(parsing: "cv@files/~x") == .file(name: "cv", path: "files/~x", mimeType: nil))
     }
 }
+
+/// HTTPie lets a raw JSON string or number into a form (https://httpie.io/docs/cli/non-string-json-fields).
+@Suite("CLI: raw JSON in forms")
+struct RawJSONInFormsTests {
+    /// `--form a:=1` was refused (64).
+    @Test("--form and --multipart take a raw JSON string or number as its text")
+    func stringsAndNumbers() async throws {
+        let form = try await CLIRunner.run(["--offline", "--form", "example.com/f", "a:=1", #"b:="x y""#, "c:=-1.50"])
+        #expect(form.status == 0, "\(form.standardError)")
+        #expect(form.output.hasSuffix("\n\na=1&b=x%20y&c=-1.50\n\n"), "\(form.output)")
+        let multipart = try await CLIRunner.run(["--offline", "--multipart", "example.com/f", "n:=42"])
+        #expect(multipart.status == 0, "\(multipart.standardError)")
+        #expect(multipart.output.contains("name=\"n\"\r\n\r\n42\r\n"), "\(multipart.output)")
+        #expect(try RequestBuilder.formText(ofJSON: #""é\n""#, name: "a") == "é\n")
+        #expect(throws: CLIFailure.self) { try RequestBuilder.formText(ofJSON: "null", name: "a") }
+    }
+}

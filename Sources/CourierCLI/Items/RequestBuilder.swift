@@ -56,7 +56,7 @@ struct RequestBuilder {
             switch kind {
             case .multipart:
                 try self.checkFiles()
-                let fields = try self.dataFields()
+                let fields = try self.formFields()
                 request = try serializer.multipartFormRequest(method: method, urlString: urlString, parameters: nil) { form in
                     for field in fields {
                         switch field.value {
@@ -67,7 +67,7 @@ struct RequestBuilder {
                         case .file(let url, nil):
                             try form.appendPart(withFileURL: url, name: field.name)
                         case .json:
-                            break  // refused by bodyKind()
+                            break  // made text by formFields()
                         }
                     }
                 }
@@ -200,21 +200,9 @@ struct RequestBuilder {
             return .standardInput
         }
         let hasFiles = items.contains { if case .file = $0 { true } else { false } }
-        let hasRawJSON = items.contains {
-            switch $0 {
-            case .rawJSON, .rawJSONFromFile: true
-            default: false
-            }
-        }
-        if hasFiles || self.command.multipart {
-            if hasRawJSON { throw CLIFailure.usage("raw JSON items (:=) cannot go in a multipart form") }
-            return .multipart
-        }
+        if hasFiles || self.command.multipart { return .multipart }
         let hasData = items.contains(where: \.isData)
-        if self.command.form {
-            if hasRawJSON { throw CLIFailure.usage("raw JSON items (:=) cannot go in a form; drop --form") }
-            return hasData ? .form : .none
-        }
+        if self.command.form { return hasData ? .form : .none }
         return hasData ? .json : .none
     }
 
@@ -279,9 +267,47 @@ struct RequestBuilder {
         return fields
     }
 
+    /// The data fields of a form (`--form`, `--multipart`), a raw JSON string or number as its
+    /// text (``formText(ofJSON:name:)``).
+    private func formFields() throws(CLIFailure) -> [DataField] {
+        var fields: [DataField] = []
+        for field in try self.dataFields() {
+            guard case .json(let json) = field.value else {
+                fields.append(field)
+                continue
+            }
+            fields.append(DataField(name: field.name, value: .text(try Self.formText(ofJSON: json, name: field.name))))
+        }
+        return fields
+    }
+
+    /// A raw JSON value (`name:=json`, `name:=@file`) as a form field's text, as HTTPie lets it
+    /// into a form: a string's text, a number as written.
+    /// - Throws: ``CLIFailure`` (usage) for any other value (an object, an array, a boolean, null).
+    static func formText(ofJSON json: String, name: String) throws(CLIFailure) -> String {
+        let kind: String
+        switch json.first ?? " " {
+        case "\"":
+            let decoded = try? JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed])
+            if let string = decoded as? String { return string }
+            kind = "this string"
+        case "-", "0"..."9":
+            return json
+        case "{":
+            kind = "an object"
+        case "[":
+            kind = "an array"
+        case "t", "f":
+            kind = "a boolean"
+        default:
+            kind = "null"
+        }
+        throw CLIFailure.usage("'\(name)': only a JSON string or number can go in a form (--form, --multipart), not \(kind)")
+    }
+
     /// `a=1&b=2`, in item order.
     private func formBody() throws(CLIFailure) -> String {
-        try self.dataFields().compactMap { field -> String? in
+        try self.formFields().compactMap { field -> String? in
             guard case .text(let text) = field.value else { return nil }
             return Self.formPair(field.name, text)
         }.joined(separator: "&")

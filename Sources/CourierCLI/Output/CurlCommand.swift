@@ -72,6 +72,12 @@ struct CurlCommand {
                 switch item {
                 case .field(let name, let value): line += ["--form-string", Request.shellQuoted("\(name)=\(value)")]
                 case .fieldFromFile(let name, let path): line += ["--form", Request.shellQuoted("\(name)=<\(path)")]
+                case .rawJSON(let name, let json):
+                    let text = try RequestBuilder.formText(ofJSON: json, name: name)
+                    line += ["--form-string", Request.shellQuoted("\(name)=\(text)")]
+                case .rawJSONFromFile(let name, let path):
+                    let text = try RequestBuilder.formText(ofJSON: InputFile.text(path).trimmingCharacters(in: .whitespacesAndNewlines), name: name)
+                    line += ["--form-string", Request.shellQuoted("\(name)=\(text)")]
                 case .file(let name, let path, let mime):
                     line += ["--form", Request.shellQuoted("\(name)=@\(path)" + (mime.map { ";type=\($0)" } ?? ""))]
                 default: break
