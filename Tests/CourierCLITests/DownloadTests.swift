@@ -413,6 +413,22 @@ struct DownloadTests {
         #expect(Downloader.fitted("short.txt", toBytes: 255) == "short.txt")
     }
 
+    /// HTTPie strips the leading dots of a name from `Content-Disposition`: a server's
+    /// `filename=".bashrc"` made a hidden file in the current folder.
+    @Test("a name from Content-Disposition loses its leading dots")
+    func dispositionNamesLoseLeadingDots() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            server.route("/profile") { _ in
+                TestServer.Response(headerFields: [.contentDisposition: "attachment; filename=\".bashrc\""], body: Data("x".utf8))
+            }
+            let result = try await CLIRunner.run(["-d", server.url("/profile").absoluteString], in: folder)
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["bashrc"])
+        }
+    }
+
     /// A name from the URL a redirect led to is decoded before its last component is taken: a
     /// redirect to `/d/..%2F..%2Fescaped.txt` wrote the body two folders up. Control characters
     /// in a server's name are written `%XX` (wget's default), in the file's name and the line
@@ -439,6 +455,8 @@ struct DownloadTests {
             #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("x%1B]0;pwned%07.txt").path))
         }
         #expect(Downloader.safeFileName("..") == nil)
+        #expect(Downloader.safeFileName("../..bashrc", droppingLeadingDots: true) == "bashrc")
+        #expect(Downloader.safeFileName("...", droppingLeadingDots: true) == nil)
         #expect(Downloader.safeFileName("a/../") == nil)
         #expect(Downloader.safeFileName("nul\u{0}\u{85}") == "nul%00%85")
     }

@@ -166,14 +166,15 @@ struct Downloader {
         response.headerFields[.contentRange].flatMap(ContentRange.unsatisfiedCompleteLength)
     }
 
-    /// The name from `Content-Disposition` (its last path component only): `filename*` (RFC 6266
-    /// 4.3, RFC 8187: `UTF-8''na%C3%AFve.txt`) when it is there and decodes, else `filename`; else
-    /// the URL's last path component, else `index`.
+    /// The name from `Content-Disposition` (its last path component only, without leading dots, as
+    /// HTTPie takes it: no hidden file such as `.bashrc`): `filename*` (RFC 6266 4.3, RFC 8187:
+    /// `UTF-8''na%C3%AFve.txt`) when it is there and decodes, else `filename`; else the URL's last
+    /// path component, else `index`.
     static func fileName(for response: HTTPResponse, url: URL) -> String {
         if let disposition = response.headerFields[.contentDisposition] {
             for candidate in [Self.extendedFileName(in: disposition), Self.dispositionParameters(disposition)["filename"]] {
                 guard let name = candidate?.trimmingCharacters(in: .whitespaces) else { continue }
-                if let safe = Self.safeFileName(name) { return safe }
+                if let safe = Self.safeFileName(name, droppingLeadingDots: true) { return safe }
             }
         }
         // The URL's last segment, decoded (`lastPathComponent` decodes): a redirect's
@@ -184,9 +185,10 @@ struct Downloader {
     /// A name the server gave as a file name in the current folder: its last path component,
     /// with control characters (C0, DEL and C1) written `%XX` as wget's default does, so that
     /// neither the name nor the line that prints it carries them; nil when nothing is left or
-    /// it is `.` or `..`.
-    static func safeFileName(_ name: String) -> String? {
-        let last = (name as NSString).lastPathComponent
+    /// it is `.` or `..`. With `droppingLeadingDots`, the dots that start the component go.
+    static func safeFileName(_ name: String, droppingLeadingDots: Bool = false) -> String? {
+        var last = (name as NSString).lastPathComponent
+        if droppingLeadingDots { last = String(last.drop(while: { $0 == "." })) }
         guard !last.isEmpty, last != ".", last != "..", last != "/" else { return nil }
         var safe = ""
         for scalar in last.unicodeScalars {
